@@ -1,0 +1,37 @@
+# Two commands matter: `make demo` and `make test`. Both build .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup demo test lint soak bench bench-quick schema clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m aios_ledger.shell.demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check core shell tests bench
+	$(VENV)/bin/ruff format --check core shell tests bench
+	mkdir -p .typecheck/aios_ledger
+	for part in core shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
+	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.shell -p aios_ledger.sql
+	MYPYPATH=.typecheck $(VENV)/bin/mypy tests bench
+
+test: lint
+	$(VENV)/bin/pytest -q
+
+soak: $(STAMP)
+	AIOS_SOAK=1 $(VENV)/bin/pytest -q
+
+schema: $(STAMP)
+	$(PY) -m aios_ledger.shell.cli schema-dump > sql/schema.sql
+
+clean:
+	rm -rf $(VENV) .typecheck .pytest_cache .mypy_cache .ruff_cache

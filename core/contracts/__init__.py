@@ -1,0 +1,1 @@
+"""JSON Schema result contracts, one file per action, shipped as package data."""

@@ -1,0 +1,52 @@
+"""Seals that make the event log tamper-evident.
+
+Each event is sealed with a digest over its own content and the seal before it in its chain.
+There is one chain per task (and one for ledger-level events without a task): a writer only
+extends the chain of the task it already holds the row of, so sealing adds no queueing beyond
+the store's own, and a PostgreSQL backend can keep the same chains under row locks.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .digests import digest_json
+
+SEAL_SCHEMA = "aios.event_seal.v1"
+GENESIS_SEAL = "sha256:" + "0" * 64
+LEDGER_CHAIN = "ledger"
+
+
+def chain_of(task_id: str | None) -> str:
+    return LEDGER_CHAIN if task_id is None else "task:" + task_id
+
+
+@attrs.frozen
+class SealedEvent:
+    """An event as stored, with its place in its chain."""
+
+    event_id: int
+    task_id: str | None
+    agent_id: str | None
+    event_type: str
+    payload_json: str
+    created_at: str
+    chain_seq: int
+    prev_seal: str
+
+
+def seal_of(event: SealedEvent) -> str:
+    return digest_json(
+        SEAL_SCHEMA,
+        {
+            "event_id": event.event_id,
+            "task_id": event.task_id,
+            "agent_id": event.agent_id,
+            "event_type": event.event_type,
+            "payload_json": event.payload_json,
+            "created_at": event.created_at,
+            "chain": chain_of(event.task_id),
+            "chain_seq": event.chain_seq,
+            "prev_seal": event.prev_seal,
+        },
+    )

@@ -1,0 +1,100 @@
+"""Untrusted JSON at the edge: parse, bound and serialise without ever raising a non-ledger error.
+
+Anything that crosses into the ledger (a request body, a result, metadata, a payload) goes
+through here, so that deep nesting, huge numbers, lone surrogates, NaN or non-JSON types all
+become a `LedgerError` with a stable code instead of a `RecursionError` or `TypeError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TypeAlias
+
+from .errors import LedgerError
+
+JsonValue: TypeAlias = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+JsonObject: TypeAlias = dict[str, JsonValue]
+
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 30
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+_INT_LIMIT = 10**MAX_INT_DIGITS
+
+
+def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH) -> JsonValue:
+    """Walk a value iteratively and refuse anything that is not plain, bounded JSON."""
+    stack: list[tuple[object, int, str]] = [(value, 0, what)]
+    while stack:
+        item, depth, path = stack.pop()
+        if depth > max_depth:
+            raise LedgerError("JSON_TOO_DEEP", f"{path} nests deeper than {max_depth} levels")
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if abs(item) >= _INT_LIMIT:
+                raise LedgerError("JSON_NUMBER_TOO_LARGE", f"{path} has more than 30 digits")
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise LedgerError("JSON_INVALID", f"{path} is NaN or infinite")
+            continue
+        if isinstance(item, str):
+            _check_text(item, path)
+            continue
+        if isinstance(item, list):
+            stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(item))
+            continue
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise LedgerError("JSON_INVALID", f"{path} has a non-string key {key!r}")
+                _check_text(key, f"{path} key")
+                stack.append((child, depth + 1, f"{path}.{key}"))
+            continue
+        raise LedgerError("JSON_INVALID", f"{path} is a {type(item).__name__}, not JSON")
+    return value  # type: ignore[return-value]
+
+
+def _check_text(text: str, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LedgerError("JSON_INVALID", f"{path} is not valid UTF-8 text") from exc
+
+
+def dumps_canonical(value: object) -> str:
+    checked = check_json(value)
+    try:
+        return json.dumps(checked, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise LedgerError("JSON_INVALID", f"cannot serialise: {exc}") from exc
+
+
+def loads_document(text: str | bytes, *, what: str = "document") -> JsonValue:
+    """Parse JSON text (or UTF-8 bytes) into a checked value."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_DOCUMENT_BYTES:
+            raise LedgerError("JSON_TOO_LARGE", f"{what} is over {MAX_DOCUMENT_BYTES} bytes")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LedgerError("JSON_INVALID", f"{what} is not valid UTF-8") from exc
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise LedgerError("JSON_TOO_LARGE", f"{what} is over {MAX_DOCUMENT_BYTES} characters")
+    try:
+        parsed = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise LedgerError("JSON_INVALID", f"{what} is not JSON: {exc}") from exc
+    return check_json(parsed, what=what)
+
+
+def loads_object(text: str | bytes, *, what: str = "document") -> JsonObject:
+    value = loads_document(text, what=what)
+    if not isinstance(value, dict):
+        raise LedgerError("JSON_NOT_OBJECT", f"{what} must be a JSON object")
+    return value
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")

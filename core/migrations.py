@@ -1,0 +1,130 @@
+"""Which migrations a database needs, decided from what its catalogue shows.
+
+Three cases: a database this library (or dbmate) migrated, whose `schema_migrations` says what
+is applied; an empty file; and a database the older runtime left behind (exactly its `tasks`
+and `events` tables), which is adopted in place. Anything else is refused rather than written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import attrs
+
+from .errors import LedgerError
+
+LEGACY_TASK_COLUMNS = (
+    "task_id",
+    "goal",
+    "instructions",
+    "success_criteria_json",
+    "required_capabilities_json",
+    "constraints_json",
+    "metadata_json",
+    "deadline",
+    "priority",
+    "max_attempts",
+    "attempt",
+    "status",
+    "claimed_by",
+    "lease_token_hash",
+    "lease_expires_at",
+    "result_json",
+    "result_digest",
+    "result_idempotency_key",
+    "verification_json",
+    "revision",
+    "created_at",
+    "updated_at",
+)
+LEGACY_EVENT_COLUMNS = (
+    "event_id",
+    "task_id",
+    "agent_id",
+    "event_type",
+    "payload_json",
+    "created_at",
+)
+LEGACY_TABLES = frozenset({"tasks", "events"})
+_FILE_NAME = re.compile(r"^(\d+)_([a-z0-9_]+)\.sql$")
+_UP = "-- migrate:up"
+_DOWN = "-- migrate:down"
+
+
+@attrs.frozen
+class Migration:
+    version: str
+    name: str
+    up: str
+    down: str
+
+
+@attrs.frozen
+class CatalogueView:
+    """What the shell read from `sqlite_master`, `pragma_table_info` and `schema_migrations`."""
+
+    tables: frozenset[str]
+    applied: tuple[str, ...]
+    task_columns: tuple[str, ...]
+    event_columns: tuple[str, ...]
+
+
+@attrs.frozen
+class MigrationPlan:
+    pending: tuple[Migration, ...]
+    adopt_legacy: bool
+
+    @property
+    def is_current(self) -> bool:
+        return not self.pending and not self.adopt_legacy
+
+
+def parse_migration(file_name: str, content: str) -> Migration:
+    match = _FILE_NAME.fullmatch(file_name)
+    if match is None:
+        raise LedgerError("MIGRATION_INVALID", f"{file_name}: expected NNNN_description.sql")
+    lines = content.splitlines()
+    markers = [line.strip() for line in lines]
+    if markers.count(_UP) != 1 or markers.count(_DOWN) != 1:
+        raise LedgerError("MIGRATION_INVALID", f"{file_name}: needs one up and one down section")
+    up_at, down_at = markers.index(_UP), markers.index(_DOWN)
+    if not up_at < down_at:
+        raise LedgerError("MIGRATION_INVALID", f"{file_name}: up must come before down")
+    up = "\n".join(lines[up_at + 1 : down_at]).strip()
+    down = "\n".join(lines[down_at + 1 :]).strip()
+    if not up:
+        raise LedgerError("MIGRATION_INVALID", f"{file_name}: empty up section")
+    return Migration(version=match.group(1), name=match.group(2), up=up, down=down)
+
+
+def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> MigrationPlan:
+    versions = [migration.version for migration in known]
+    if len(set(versions)) != len(versions) or versions != sorted(versions):
+        raise LedgerError("MIGRATION_INVALID", f"migration versions must be unique: {versions}")
+    if "schema_migrations" in view.tables:
+        unknown = sorted(set(view.applied) - set(versions))
+        if unknown:
+            raise LedgerError(
+                "SCHEMA_TOO_NEW",
+                f"the database has migrations {unknown} that this version does not know; "
+                "upgrade aios-ledger",
+            )
+        applied = set(view.applied)
+        pending = tuple(m for m in known if m.version not in applied)
+        return MigrationPlan(pending=pending, adopt_legacy=False)
+    user_tables = view.tables
+    if not user_tables:
+        return MigrationPlan(pending=tuple(known), adopt_legacy=False)
+    legacy_shape = (
+        user_tables == LEGACY_TABLES
+        and view.task_columns == LEGACY_TASK_COLUMNS
+        and view.event_columns == LEGACY_EVENT_COLUMNS
+    )
+    if not legacy_shape:
+        raise LedgerError(
+            "SCHEMA_UNRECOGNIZED",
+            f"the database holds tables {sorted(user_tables)} but no schema_migrations, and is "
+            "not the older runtime's tasks/events layout; refusing to write to it",
+        )
+    return MigrationPlan(pending=tuple(known), adopt_legacy=True)

@@ -1,0 +1,82 @@
+"""What a decision returns: a replay of a first answer, or a plan of guarded writes.
+
+The shell applies a `WritePlan` verbatim inside one `BEGIN IMMEDIATE` transaction: every
+`SqlWrite` with `guarded=True` must change exactly one row (the compare-and-swap), then the
+events are appended and sealed. Nothing in a plan is decided by the shell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeAlias
+
+import attrs
+
+from .digests import canonical_json, sha256_hex
+from .errors import LedgerError
+from .jsonvalue import JsonObject, JsonValue, loads_object
+from .records import IdempotencyRow
+
+SqlParam: TypeAlias = str | int | float | bytes | None
+
+
+@attrs.frozen
+class SqlWrite:
+    statement: str
+    params: Mapping[str, SqlParam]
+    guarded: bool = False
+
+
+@attrs.frozen
+class EventAppend:
+    task_id: str | None
+    agent_id: str | None
+    event_type: str
+    payload: JsonObject
+    created_at: str
+
+    def payload_json(self) -> str:
+        return canonical_json(self.payload)
+
+
+@attrs.frozen
+class WritePlan:
+    writes: tuple[SqlWrite, ...]
+    events: tuple[EventAppend, ...]
+    response: JsonObject
+
+
+@attrs.frozen
+class Replay:
+    response: JsonObject
+
+
+Decision: TypeAlias = WritePlan | Replay
+
+
+def request_digest(operation: str, subject: str | None, request: JsonValue) -> str:
+    """What an idempotency key is bound to: the operation, its subject and the exact request."""
+    return sha256_hex({"operation": operation, "subject": subject, "request": request})
+
+
+def replay_or_conflict(
+    prior: IdempotencyRow | None,
+    digest: str,
+    *,
+    error: type[LedgerError] = LedgerError,
+) -> Replay | None:
+    """Stripe's rule: same key and request replays the first answer; a different request is
+    a conflict. Checked before anything else, since the subject has moved on since."""
+    if prior is None:
+        return None
+    if prior.request_sha256 != digest:
+        raise error(
+            "IDEMPOTENCY_CONFLICT",
+            f"key {prior.idempotency_key!r} was first used for a different request",
+        )
+    response = loads_object(prior.response_json, what="stored response")
+    return Replay({**response, "idempotent": True})
+
+
+def first_answer(response: JsonObject) -> JsonObject:
+    return {**response, "idempotent": False}

@@ -1,0 +1,126 @@
+"""Frozen records of what the ledger reads from its tables, built with named constructors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .errors import LedgerError
+from .jsonvalue import JsonObject, JsonValue, loads_document
+
+TASK_STATUSES = ("QUEUED", "CLAIMED", "SUBMITTED", "SUCCEEDED", "FAILED", "CANCELLED")
+TERMINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+def _column_json(row_id: str, column: str, raw: object) -> JsonValue:
+    if not isinstance(raw, str):
+        raise LedgerError("TASK_ROW_CORRUPT", f"task {row_id}: {column} is not JSON text")
+    try:
+        return loads_document(raw, what=column)
+    except LedgerError as refused:
+        raise LedgerError("TASK_ROW_CORRUPT", f"task {row_id}: {refused}") from None
+
+
+@attrs.frozen
+class TaskRow:
+    """One row of `tasks`, exactly the columns the older runtime created."""
+
+    task_id: str
+    goal: str
+    instructions: str
+    success_criteria_json: str
+    required_capabilities_json: str
+    constraints_json: str
+    metadata_json: str
+    deadline: str | None
+    priority: int
+    max_attempts: int
+    attempt: int
+    status: str
+    claimed_by: str | None
+    lease_token_hash: str | None
+    lease_expires_at: str | None
+    result_json: str | None
+    result_digest: str | None
+    result_idempotency_key: str | None
+    verification_json: str | None
+    revision: int
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
+        names = [field.name for field in attrs.fields(cls)]
+        return cls(**{name: row[name] for name in names})
+
+    def metadata(self) -> JsonObject:
+        value = _column_json(self.task_id, "metadata_json", self.metadata_json)
+        if not isinstance(value, dict):
+            raise LedgerError("TASK_ROW_CORRUPT", f"task {self.task_id}: metadata is not an object")
+        return value
+
+    def required_capabilities(self) -> list[str]:
+        value = _column_json(
+            self.task_id, "required_capabilities_json", self.required_capabilities_json
+        )
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise LedgerError(
+                "TASK_ROW_CORRUPT", f"task {self.task_id}: required capabilities are not strings"
+            )
+        return [str(item) for item in value]
+
+    def success_criteria(self) -> JsonValue:
+        return _column_json(self.task_id, "success_criteria_json", self.success_criteria_json)
+
+    def constraints(self) -> JsonValue:
+        return _column_json(self.task_id, "constraints_json", self.constraints_json)
+
+    def result(self) -> JsonValue:
+        if self.result_json is None:
+            return None
+        return _column_json(self.task_id, "result_json", self.result_json)
+
+    def verification(self) -> JsonValue:
+        if self.verification_json is None:
+            return None
+        return _column_json(self.task_id, "verification_json", self.verification_json)
+
+
+@attrs.frozen
+class EventRow:
+    event_id: int
+    task_id: str | None
+    agent_id: str | None
+    event_type: str
+    payload_json: str
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> EventRow:
+        names = [field.name for field in attrs.fields(cls)]
+        return cls(**{name: row[name] for name in names})
+
+    def payload(self) -> JsonValue:
+        try:
+            return loads_document(self.payload_json, what=f"event {self.event_id} payload")
+        except LedgerError:
+            return None
+
+
+@attrs.frozen
+class IdempotencyRow:
+    """The first answer given for an idempotency key, and the digest of the request it answered."""
+
+    idempotency_key: str
+    request_sha256: str
+    response_json: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> IdempotencyRow:
+        return cls(
+            idempotency_key=row["idempotency_key"],
+            request_sha256=row["request_sha256"],
+            response_json=row["response_json"],
+        )

@@ -1,0 +1,12 @@
+"""The list of command groups the command line is built from, one module per capability."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from . import cli_projection
+
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+COMMAND_GROUPS: tuple[Register, ...] = (cli_projection.register,)

@@ -1,0 +1,131 @@
+"""Commands of the foundation: init, migrate, binding put, project, task show, events."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aios_ledger.core import (
+    InitialExecutionProjectionRequest,
+    LedgerError,
+    SourceCaptureProjectionRecoveryRequest,
+    loads_document,
+)
+
+from .bindings import RegisteredBindingResolver, register_binding
+from .cli import database_path, read_json_argument
+from .database import Database, fetch_all, fetch_one
+from .migrations import migrate_database, migration_status
+from .projection_store import InitialExecutionProjectionStore
+from .schema_dump import schema_sql
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    init = commands.add_parser("init", help="create or migrate the database")
+    init.set_defaults(handler=_init)
+
+    migrate = commands.add_parser("migrate", help="apply pending migrations")
+    migrate.add_argument("--status", action="store_true", help="only show applied and pending")
+    migrate.set_defaults(handler=_migrate)
+
+    binding = commands.add_parser("binding", help="governed bindings")
+    binding_commands = binding.add_subparsers(dest="binding_command", required=True)
+    put = binding_commands.add_parser("put", help="register a binding from a JSON file (- stdin)")
+    put.add_argument("file")
+    put.set_defaults(handler=_binding_put)
+
+    project = commands.add_parser("project", help="project a task's initial execution envelope")
+    project.add_argument("task_id")
+    project.add_argument("--request", required=True, help="request JSON file (- for stdin)")
+    project.add_argument(
+        "--from-source-capture",
+        action="store_true",
+        help="recover after a governed source capture that asked for rework",
+    )
+    project.set_defaults(handler=_project)
+
+    task = commands.add_parser("task", help="tasks")
+    task_commands = task.add_subparsers(dest="task_command", required=True)
+    show = task_commands.add_parser("show", help="one task as JSON")
+    show.add_argument("task_id")
+    show.set_defaults(handler=_task_show)
+
+    events = commands.add_parser("events", help="a task's events in order")
+    events.add_argument("task_id")
+    events.set_defaults(handler=_events)
+
+    dump = commands.add_parser("schema-dump", help="print the schema after all migrations")
+    dump.set_defaults(handler=_schema_dump)
+
+
+def _init(args: argparse.Namespace) -> Any:
+    with Database(database_path(args), migrate=False) as db:
+        report = migrate_database(db)
+        return {
+            "database": db.path,
+            "applied": list(report.applied),
+            "adopted_legacy": report.adopted_legacy,
+            "sealed_at_adoption": report.sealed_at_adoption,
+        }
+
+
+def _migrate(args: argparse.Namespace) -> Any:
+    if args.status:
+        with Database(database_path(args), migrate=False) as db:
+            return migration_status(db)
+    return _init(args)
+
+
+def _binding_put(args: argparse.Namespace) -> Any:
+    with Database(database_path(args)) as db:
+        return register_binding(db, read_json_argument(args.file))
+
+
+def _project(args: argparse.Namespace) -> Any:
+    raw = read_json_argument(args.request)
+    path = database_path(args)
+    resolver = RegisteredBindingResolver(path)
+    store = InitialExecutionProjectionStore(path, resolver)
+    try:
+        if args.from_source_capture:
+            recovery = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
+            return store.project_from_source_capture(args.task_id, recovery)
+        return store.project(args.task_id, InitialExecutionProjectionRequest.from_mapping(raw))
+    finally:
+        store.close()
+        resolver.close()
+
+
+def task_view(row: dict[str, Any]) -> dict[str, Any]:
+    """A task row with its JSON columns parsed, for people and programs reading the output."""
+    view: dict[str, Any] = {}
+    for column, value in row.items():
+        if column.endswith("_json") and isinstance(value, str):
+            try:
+                view[column.removesuffix("_json")] = loads_document(value, what=column)
+            except LedgerError:
+                view[column] = value
+        else:
+            view[column] = value
+    return view
+
+
+def _task_show(args: argparse.Namespace) -> Any:
+    with Database(database_path(args)) as db:
+        row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": args.task_id}))
+    if row is None:
+        raise LedgerError("TASK_NOT_FOUND", f"no task {args.task_id!r}")
+    return task_view(row)
+
+
+def _events(args: argparse.Namespace) -> Any:
+    with Database(database_path(args)) as db:
+        rows = db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": args.task_id}))
+    return [task_view(row) for row in rows]
+
+
+def _schema_dump(args: argparse.Namespace) -> Any:
+    import sys
+
+    sys.stdout.write(schema_sql())
+    return 0

@@ -1,0 +1,176 @@
+"""Connections and transactions: the only place that talks to apsw directly.
+
+Every write runs as `BEGIN IMMEDIATE … COMMIT` through `Database.write`, which retries a busy
+database a bounded number of times and turns every storage failure into a `LedgerError`, after
+rolling back, so that a caller never sees an apsw exception and never a half-applied write.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import apsw
+from aios_ledger.core import LedgerError
+
+from .statements import sql
+
+T = TypeVar("T")
+Row = dict[str, Any]
+Params = Mapping[str, Any]
+
+BUSY_TIMEOUT_MS = 5000
+BUSY_RETRIES = 12
+SYNCHRONOUS_LEVELS = ("FULL", "NORMAL")
+DEFAULT_PATH_ENV = "AIOS_LEDGER_DB"
+
+_STORAGE_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
+    (apsw.FullError, "STORAGE_FULL"),
+    (apsw.IOError, "STORAGE_IO_ERROR"),
+    (apsw.CorruptError, "DATABASE_CORRUPT"),
+    (apsw.NotADBError, "DATABASE_CORRUPT"),
+    (apsw.ReadOnlyError, "DATABASE_READ_ONLY"),
+    (apsw.CantOpenError, "DATABASE_CANNOT_OPEN"),
+    (apsw.ConstraintError, "CONSTRAINT_VIOLATION"),
+)
+
+
+def storage_error(exc: apsw.Error) -> LedgerError:
+    for kind, code in _STORAGE_ERRORS:
+        if isinstance(exc, kind):
+            return LedgerError(code, str(exc))
+    return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {exc}")
+
+
+def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) -> list[Row]:
+    cursor = conn.cursor()
+    cursor.execute(sql(name), params or {})
+    try:
+        columns = [column[0] for column in cursor.get_description()]
+    except apsw.ExecutionCompleteError:
+        return []
+    return [dict(zip(columns, row, strict=True)) for row in cursor]
+
+
+def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) -> Row | None:
+    rows = fetch_all(conn, name, params)
+    return rows[0] if rows else None
+
+
+def fetch_value(conn: apsw.Connection, name: str, params: Params | None = None) -> Any:
+    for row in conn.execute(sql(name), params or {}):
+        return row[0]
+    return None
+
+
+def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> int:
+    """Run a write and return how many rows it changed."""
+    conn.execute(sql(name), params or {})
+    return conn.changes()
+
+
+def resolve_path(path: str | os.PathLike[str] | None) -> str:
+    if path is None:
+        return ":memory:"
+    text = os.fspath(path)
+    if not text or "\0" in text:
+        raise LedgerError("DATABASE_PATH_INVALID", "the database path is empty or holds NUL")
+    return text
+
+
+class Database:
+    """One apsw connection with the ledger's pragmas, migrated on open."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        *,
+        synchronous: str = "FULL",
+        migrate: bool = True,
+    ) -> None:
+        if synchronous not in SYNCHRONOUS_LEVELS:
+            raise LedgerError(
+                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
+            )
+        self.path = resolve_path(path)
+        if self.path != ":memory:" and Path(self.path).is_dir():
+            raise LedgerError("DATABASE_PATH_INVALID", f"{self.path} is a directory")
+        try:
+            self.conn = apsw.Connection(self.path)
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            if self.path != ":memory:":
+                self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
+            execute(self.conn, "pragma_foreign_keys_on")
+            execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
+        except apsw.Error as exc:
+            raise storage_error(exc) from None
+        if migrate:
+            from .migrations import migrate_database
+
+            migrate_database(self)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def write(self, work: Callable[[apsw.Connection], T]) -> T:
+        """Run `work` inside `BEGIN IMMEDIATE`; commit, or roll back and raise a LedgerError."""
+        return self._with_busy_retry(lambda: self._transaction("begin_immediate", work))
+
+    def read(self, work: Callable[[apsw.Connection], T]) -> T:
+        """Run `work` in one read transaction, so that every read sees the same snapshot."""
+        return self._with_busy_retry(lambda: self._transaction("begin_read", work))
+
+    def _transaction(self, begin: str, work: Callable[[apsw.Connection], T]) -> T:
+        execute(self.conn, begin)
+        try:
+            result = work(self.conn)
+            execute(self.conn, "commit")
+        except BaseException:
+            self._rollback()
+            raise
+        return result
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            try:
+                execute(self.conn, "rollback")
+            except apsw.Error:
+                # SQLite may already have rolled back after an I/O error; nothing is left open.
+                pass
+
+    def _with_busy_retry(self, attempt: Callable[[], T]) -> T:
+        for retry in range(BUSY_RETRIES + 1):
+            try:
+                return attempt()
+            except (apsw.BusyError, apsw.LockedError) as exc:
+                if retry == BUSY_RETRIES:
+                    raise LedgerError(
+                        "DATABASE_BUSY", f"gave up after {retry} retries: {exc}"
+                    ) from None
+                time.sleep(min(0.2, 0.002 * 2**retry) * random.uniform(0.5, 1.5))
+            except apsw.Error as exc:
+                raise storage_error(exc) from None
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
+        """Stream rows of a read statement without holding them all in memory."""
+        cursor = self.conn.cursor()
+        cursor.execute(sql(name), params or {})
+        try:
+            columns = [column[0] for column in cursor.get_description()]
+        except apsw.ExecutionCompleteError:
+            yield iter(())
+            return
+        yield (dict(zip(columns, row, strict=True)) for row in cursor)

@@ -1,0 +1,79 @@
+"""Named SQL statements, loaded once from the `aios_ledger.sql` package.
+
+The grammar is aiosql's: a block starts with `-- name: NAME` followed by an optional operation
+suffix (`!` write, `<!` write returning, `^` one row, `$` one value, none: many rows). SQL is never
+assembled in Python; callers name a statement and pass parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+
+import attrs
+
+_NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)([!^$<*#]*)\s*$")
+
+
+@attrs.frozen
+class Statement:
+    name: str
+    operation: str
+    sql: str
+
+
+def parse_statements(source: str, content: str) -> dict[str, Statement]:
+    found: dict[str, Statement] = {}
+    name: str | None = None
+    operation = ""
+    body: list[str] = []
+
+    def close() -> None:
+        if name is None:
+            return
+        sql = "\n".join(line for line in body if not line.lstrip().startswith("--")).strip()
+        if not sql:
+            raise ValueError(f"{source}: statement {name} is empty")
+        found[name] = Statement(name=name, operation=operation, sql=sql)
+
+    for line in content.splitlines():
+        match = _NAME_LINE.match(line)
+        if match:
+            close()
+            name, operation, body = match.group(1), match.group(2), []
+            if name in found:
+                raise ValueError(f"{source}: statement {name} is defined twice")
+        elif name is not None:
+            body.append(line)
+    close()
+    return found
+
+
+@cache
+def statements() -> Mapping[str, Statement]:
+    loaded: dict[str, Statement] = {}
+    package = resources.files("aios_ledger.sql")
+    for entry in sorted(package.iterdir(), key=lambda item: item.name):
+        if not entry.name.endswith(".sql") or not entry.is_file():
+            continue
+        for name, statement in parse_statements(entry.name, entry.read_text("utf-8")).items():
+            if name in loaded:
+                raise ValueError(f"statement {name} is defined in two files")
+            loaded[name] = statement
+    return loaded
+
+
+def sql(name: str) -> str:
+    return statements()[name].sql
+
+
+@cache
+def migration_files() -> tuple[tuple[str, str], ...]:
+    package = resources.files("aios_ledger.sql.migrations")
+    return tuple(
+        (entry.name, entry.read_text("utf-8"))
+        for entry in sorted(package.iterdir(), key=lambda item: item.name)
+        if entry.name.endswith(".sql") and entry.is_file()
+    )

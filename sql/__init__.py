@@ -1,0 +1,1 @@
+"""Named SQL statements (`-- name: ...` blocks) and dbmate-compatible migrations."""

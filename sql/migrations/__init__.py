@@ -1,0 +1,1 @@
+"""Migrations `NNNN_description.sql` with `-- migrate:up` / `-- migrate:down` sections (dbmate)."""

@@ -1,0 +1,22 @@
+-- Tasks: reads and guarded writes.
+
+-- name: get_task^
+SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+       result_idempotency_key, verification_json, revision, created_at, updated_at
+FROM tasks WHERE task_id = :task_id;
+
+-- name: project_task_execution!
+-- The projection's compare-and-swap: the task must still be exactly as the decision saw it.
+UPDATE tasks
+SET metadata_json = :metadata_json,
+    required_capabilities_json = :required_capabilities_json,
+    revision = revision + 1,
+    updated_at = :now
+WHERE task_id = :task_id
+  AND status = :expected_status
+  AND revision = :expected_revision
+  AND attempt = :expected_attempt
+  AND claimed_by IS NULL
+  AND lease_token_hash IS NULL;
