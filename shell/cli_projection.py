@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from aios_ledger.core import (
@@ -125,7 +126,5 @@ def _events(args: argparse.Namespace) -> Any:
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:
-    import sys
-
     sys.stdout.write(schema_sql())
     return 0

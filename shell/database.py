@@ -7,6 +7,7 @@ rolling back, so that a caller never sees an apsw exception and never a half-app
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
@@ -143,11 +144,9 @@ class Database:
 
     def _rollback(self) -> None:
         if self.conn.in_transaction:
-            try:
+            # SQLite may already have rolled back after an I/O error; nothing is left open then.
+            with contextlib.suppress(apsw.Error):
                 execute(self.conn, "rollback")
-            except apsw.Error:
-                # SQLite may already have rolled back after an I/O error; nothing is left open.
-                pass
 
     def _with_busy_retry(self, attempt: Callable[[], T]) -> T:
         for retry in range(BUSY_RETRIES + 1):
