@@ -1,0 +1,157 @@
+"""The command line of the foundation: JSON out, `CODE: detail` on stderr, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aios_ledger.shell import AUTHORIZATION_ENV
+from aios_ledger.shell.cli import main
+from legacy_fixtures import (
+    OWNER,
+    TASK,
+    binding,
+    captured_database,
+    dump,
+    legacy_database,
+    projection_mapping,
+    recovery_mapping,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    output = json.loads(captured.out) if captured.out.strip() else None
+    return code, output, captured.err
+
+
+@pytest.fixture(autouse=True)
+def owner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
+
+
+def write(path: Path, value: Any) -> str:
+    path.write_text(json.dumps(value))
+    return str(path)
+
+
+def test_init_and_migrate_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "ledger.db")
+    code, answer, _ = cli(capsys, "--db", db, "init")
+    assert code == 0 and answer["applied"]
+    code, status, _ = cli(capsys, "--db", db, "migrate", "--status")
+    assert code == 0 and status["pending"] == []
+
+
+def test_binding_put_then_project_with_the_built_in_resolver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = legacy_database(tmp_path / "ledger.db")
+    bound = write(tmp_path / "binding.json", binding().public())
+    code, registered, _ = cli(capsys, "--db", str(db), "binding", "put", bound)
+    assert code == 0 and registered["idempotent"] is False
+    code, again, _ = cli(capsys, "--db", str(db), "binding", "put", bound)
+    assert code == 0 and again["idempotent"] is True
+    request = write(tmp_path / "request.json", projection_mapping())
+    code, projected, err = cli(capsys, "--db", str(db), "project", TASK, "--request", request)
+    assert code == 0, err
+    assert projected["revision"] == 2
+    code, task, _ = cli(capsys, "--db", str(db), "task", "show", TASK)
+    assert task["metadata"]["execution"]["execution_digest"] == projected["execution_digest"]
+    code, events, _ = cli(capsys, "--db", str(db), "events", TASK)
+    assert [event["event_type"] for event in events] == [
+        "TASK_CREATED",
+        "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED",
+    ]
+
+
+def test_binding_conflict_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = legacy_database(tmp_path / "ledger.db")
+    cli(capsys, "--db", str(db), "binding", "put", write(tmp_path / "a.json", binding().public()))
+    other = write(tmp_path / "b.json", binding(generation=2).public())
+    before = dump(db)
+    code, _, err = cli(capsys, "--db", str(db), "binding", "put", other)
+    assert code == 1 and err.startswith("GOVERNED_BINDING_CONFLICT: ")
+    assert dump(db) == before
+
+
+def test_recovery_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = captured_database(tmp_path / "ledger.db")
+    cli(capsys, "--db", str(db), "binding", "put", write(tmp_path / "b.json", binding().public()))
+    request = write(tmp_path / "r.json", recovery_mapping())
+    code, answer, err = cli(
+        capsys, "--db", str(db), "project", TASK, "--from-source-capture", "--request", request
+    )
+    assert code == 0, err
+    assert answer["recovery_from_source_capture"] is True and answer["revision"] == 6
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "prefix"),
+    [
+        (["task", "show", "missing"], 1, "TASK_NOT_FOUND: "),
+        (["project", TASK, "--request", "/nonexistent/request.json"], 1, "INPUT_UNREADABLE: "),
+        (["no-such-command"], 2, "USAGE_INVALID: "),
+        ([], 2, "USAGE_INVALID: "),
+    ],
+)
+def test_refusals_print_a_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int, prefix: str
+) -> None:
+    db = legacy_database(tmp_path / "ledger.db")
+    exit_code, output, err = cli(capsys, "--db", str(db), *argv)
+    assert (exit_code, output) == (code, None)
+    assert err.startswith(prefix)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"not json", b"[1, 2]", b'{"expected_status": "QUEUED"}', b"\xff\xfe", b"{" * 100000],
+)
+def test_bad_request_files_are_refused_with_the_database_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    db = legacy_database(tmp_path / "ledger.db")
+    cli(capsys, "--db", str(db), "init")
+    before = dump(db)
+    request = tmp_path / "request.json"
+    request.write_bytes(content)
+    code, _, err = cli(capsys, "--db", str(db), "project", TASK, "--request", str(request))
+    assert code == 1
+    assert err.split(":")[0] in {"JSON_INVALID", "JSON_NOT_OBJECT", "FIELDS_INVALID"}
+    assert dump(db) == before
+
+
+def test_console_script_uses_the_environment_database(tmp_path: Path) -> None:
+    db = tmp_path / "env.db"
+    answer = subprocess.run(
+        [sys.executable, "-m", "aios_ledger.shell.cli", "init"],
+        env={"AIOS_LEDGER_DB": str(db), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout)["database"] == str(db)
+    assert db.exists()
+
+
+def test_make_demo_prints_the_summary_and_succeeds(tmp_path: Path) -> None:
+    answer = subprocess.run(
+        [sys.executable, "-m", "aios_ledger.shell.demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert "EXECUTION_DIGEST_DRIFT" in answer.stdout
+    assert "idempotent=True" in answer.stdout
+    assert "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED" in answer.stdout

@@ -1,0 +1,154 @@
+"""The projection decisions, pure: no database, golden plans."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import pytest
+from aios_ledger.core import (
+    EventRow,
+    IdempotencyRow,
+    InitialExecutionProjectionError,
+    ProjectionState,
+    Replay,
+    ResolverCall,
+    TaskRow,
+    WritePlan,
+    canonical_json,
+    decide_projection,
+    prepare_projection,
+    request_digest,
+)
+from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
+from legacy_fixtures import (
+    OWNER,
+    REWORK,
+    REWORK_TRAIL,
+    TASK,
+    capture_result,
+    projection_request,
+    recovery_request,
+    runtime_envelope,
+    runtime_input,
+)
+from syrupy.assertion import SnapshotAssertion
+
+NOW = "2026-09-01T12:00:00Z"
+CONTRACT = result_contract(SOURCE_CAPTURE_RESULT)
+
+
+def task_row(**changes: Any) -> TaskRow:
+    row = TaskRow(
+        task_id=TASK,
+        goal=str(runtime_input()["goal"]),
+        instructions=str(runtime_input()["instructions"]),
+        success_criteria_json=json.dumps(runtime_input()["success_criteria"]),
+        required_capabilities_json="[]",
+        constraints_json=json.dumps(runtime_input()["constraints"]),
+        metadata_json="{}",
+        deadline=None,
+        priority=10,
+        max_attempts=3,
+        attempt=0,
+        status="QUEUED",
+        claimed_by=None,
+        lease_token_hash=None,
+        lease_expires_at=None,
+        result_json=None,
+        result_digest=None,
+        result_idempotency_key=None,
+        verification_json=None,
+        revision=1,
+        created_at="2026-08-20T00:00:00Z",
+        updated_at="2026-08-20T00:00:00Z",
+    )
+    return attrs.evolve(row, **changes)
+
+
+def events(trail: Any = (("TASK_CREATED", {}),)) -> tuple[EventRow, ...]:
+    return tuple(
+        EventRow(index, TASK, None, kind, json.dumps(payload), "2026-08-20T00:00:00Z")
+        for index, (kind, payload) in enumerate(trail, 1)
+    )
+
+
+def plan_view(plan: WritePlan) -> dict[str, Any]:
+    return {
+        "writes": [attrs.asdict(write) for write in plan.writes],
+        "events": [attrs.asdict(event) for event in plan.events],
+        "response": plan.response,
+    }
+
+
+def test_initial_projection_plan_is_golden(golden: SnapshotAssertion) -> None:
+    state = ProjectionState(task=task_row(), events=events(), prior=None)
+    plan = decide_projection(
+        TASK,
+        projection_request(),
+        state,
+        envelope=runtime_envelope(),
+        authorization_id=OWNER,
+        source_capture_contract=CONTRACT,
+        now=NOW,
+    )
+    assert isinstance(plan, WritePlan)
+    assert [write.guarded for write in plan.writes] == [True, False]
+    assert golden == plan_view(plan)
+
+
+def test_recovery_plan_is_golden(golden: SnapshotAssertion) -> None:
+    result, verification = capture_result(), REWORK
+    task = task_row(
+        attempt=1,
+        revision=5,
+        result_json=canonical_json(result),
+        verification_json=canonical_json(verification),
+    )
+    state = ProjectionState(task=task, events=events(REWORK_TRAIL), prior=None)
+    plan = decide_projection(
+        TASK,
+        recovery_request(),
+        state,
+        envelope=runtime_envelope(),
+        authorization_id=OWNER,
+        source_capture_contract=CONTRACT,
+        now=NOW,
+    )
+    assert isinstance(plan, WritePlan)
+    assert golden == plan_view(plan)
+
+
+def test_prepare_names_the_envelope_to_resolve() -> None:
+    state = ProjectionState(task=task_row(), events=events(), prior=None)
+    call = prepare_projection(TASK, projection_request(), state, authorization_id=OWNER)
+    assert call == ResolverCall(
+        TASK, "job-legacy-1", "agent.runtime.openclaw", "openclaw", runtime_input()
+    )
+
+
+def test_prior_answer_replays_whatever_the_task_now_is() -> None:
+    request = projection_request()
+    digest = request_digest("project", TASK, request.public())
+    prior = IdempotencyRow(request.idempotency_key, digest, '{"revision": 2}')
+    moved_on = ProjectionState(
+        task=task_row(status="SUCCEEDED", revision=9), events=(), prior=prior
+    )
+    answer = prepare_projection(TASK, request, moved_on, authorization_id=OWNER)
+    assert answer == Replay({"revision": 2, "idempotent": True})
+    conflicting = attrs.evolve(prior, request_sha256="0" * 64)
+    with pytest.raises(InitialExecutionProjectionError, match="IDEMPOTENCY_CONFLICT"):
+        prepare_projection(
+            TASK, request, attrs.evolve(moved_on, prior=conflicting), authorization_id=OWNER
+        )
+
+
+def test_authorization_comes_before_replay() -> None:
+    request = projection_request()
+    digest = request_digest("project", TASK, request.public())
+    prior = IdempotencyRow(request.idempotency_key, digest, "{}")
+    state = ProjectionState(task=task_row(), events=events(), prior=prior)
+    for configured in (None, "someone-else"):
+        with pytest.raises(InitialExecutionProjectionError, match="AUTHORIZATION_DENIED"):
+            prepare_projection(TASK, request, state, authorization_id=configured)

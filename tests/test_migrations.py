@@ -1,0 +1,186 @@
+"""Migrations: fresh databases, adoption of the older runtime's, refusals, and DBA tools."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.shell import Database, migration_status
+from aios_ledger.shell.migrations import known_migrations
+from aios_ledger.shell.schema_dump import schema_sql
+from legacy_fixtures import REWORK_TRAIL, captured_database, dump, rows
+
+ROOT = Path(__file__).resolve().parents[1]
+LATEST = known_migrations()[-1].version
+
+
+def test_committed_schema_matches_the_migrations() -> None:
+    committed = (ROOT / "sql" / "schema.sql").read_text()
+    assert committed == schema_sql(), "run `make schema` and commit sql/schema.sql"
+
+
+def test_fresh_database_is_migrated_once(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.db"
+    Database(path).close()
+    first = dump(path)
+    Database(path).close()
+    assert dump(path) == first
+    versions = [row[0] for row in rows(path, "SELECT version FROM schema_migrations")]
+    assert versions == [migration.version for migration in known_migrations()]
+    assert rows(path, "PRAGMA journal_mode") == [("wal",)]
+
+
+def test_older_runtime_database_is_adopted_in_place(tmp_path: Path) -> None:
+    path = captured_database(tmp_path / "legacy.db")
+    tasks_before = rows(path, "SELECT * FROM tasks")
+    events_before = rows(path, "SELECT * FROM events ORDER BY event_id")
+    with Database(path) as db:
+        status = migration_status(db)
+    assert status["pending"] == []
+    assert rows(path, "SELECT * FROM tasks") == tasks_before
+    assert rows(path, "SELECT * FROM events ORDER BY event_id") == events_before
+    seals = rows(
+        path, "SELECT event_id, chain_seq, sealed_at_adoption FROM event_seals ORDER BY event_id"
+    )
+    assert seals == [(index, index, 1) for index in range(1, len(REWORK_TRAIL) + 1)]
+
+
+def test_events_are_append_only(tmp_path: Path) -> None:
+    path = captured_database(tmp_path / "legacy.db")
+    Database(path).close()
+    con = sqlite3.connect(path)
+    for statement in ("UPDATE events SET payload_json = '{}'", "DELETE FROM events"):
+        with pytest.raises(sqlite3.DatabaseError, match="EVENTS_APPEND_ONLY"):
+            con.execute(statement)
+    con.close()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    Database(path).close()
+    with sqlite3.connect(path) as con:
+        con.execute("INSERT INTO schema_migrations(version) VALUES ('9999')")
+    con.close()
+    before = dump(path)
+    with pytest.raises(LedgerError, match="SCHEMA_TOO_NEW"):
+        Database(path)
+    assert dump(path) == before
+
+
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "CREATE TABLE something_else(x)",
+        "CREATE TABLE tasks(task_id TEXT); CREATE TABLE events(event_id INTEGER)",
+    ],
+)
+def test_foreign_database_is_not_written(tmp_path: Path, ddl: str) -> None:
+    path = tmp_path / "foreign.db"
+    with sqlite3.connect(path) as con:
+        con.executescript(ddl)
+    con.close()
+    before = dump(path)
+    with pytest.raises(LedgerError, match="SCHEMA_UNRECOGNIZED"):
+        Database(path)
+    assert dump(path) == before
+
+
+def test_directory_and_garbage_files_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="DATABASE_PATH_INVALID"):
+        Database(tmp_path)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(LedgerError, match="DATABASE_CORRUPT"):
+        Database(garbage)
+    assert garbage.read_bytes() == b"this is not a database" * 100
+
+
+def test_stdlib_sqlite_of_this_machine_reads_the_schema(tmp_path: Path) -> None:
+    """The file is shared with programs on an older SQLite: every object must load there."""
+    path = tmp_path / "ledger.db"
+    Database(path).close()
+    with sqlite3.connect(path) as con:
+        names = [row[0] for row in con.execute("SELECT name FROM sqlite_master")]
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
+    assert "events_refuse_update" in names
+
+
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="no sqlite3 shell on this machine")
+def test_sqlite3_shell_opens_a_ledger_and_integrity_passes(tmp_path: Path) -> None:
+    path = captured_database(tmp_path / "legacy.db")
+    Database(path).close()
+    answer = subprocess.run(
+        ["sqlite3", str(path), "PRAGMA integrity_check; SELECT COUNT(*) FROM event_seals;"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert answer.stdout.split() == ["ok", str(len(REWORK_TRAIL))]
+
+
+def dbmate_binary() -> str | None:
+    found = shutil.which("dbmate")
+    if found:
+        return found
+    candidate = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "dbmate"
+    return str(candidate) if candidate.exists() else None
+
+
+@pytest.mark.skipif(dbmate_binary() is None, reason="dbmate is installed by the test extras")
+def test_dbmate_applies_and_rolls_back_the_migrations(tmp_path: Path) -> None:
+    dbmate = dbmate_binary()
+    assert dbmate is not None
+    path = tmp_path / "dba.db"
+    base = [
+        dbmate,
+        "--url",
+        f"sqlite:{path}",
+        "--migrations-dir",
+        str(ROOT / "sql/migrations"),
+        "--no-dump-schema",
+    ]
+    subprocess.run([*base, "up"], check=True, capture_output=True)
+    with Database(path) as db:
+        assert migration_status(db)["pending"] == []
+    ours = tmp_path / "ours.db"
+    Database(ours).close()
+    assert schema_of(path) == schema_of(ours)
+    for _ in known_migrations():
+        subprocess.run([*base, "rollback"], check=True, capture_output=True)
+    assert rows(path, "SELECT version FROM schema_migrations") == []
+    assert (
+        rows(
+            path,
+            "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
+            "AND name != 'schema_migrations'",
+        )
+        == []
+    )
+    status = subprocess.run([*base, "status"], capture_output=True, text=True)
+    assert "Pending: " + str(len(known_migrations())) in status.stdout
+    with Database(path) as db:
+        assert migration_status(db)["pending"] == []
+    subprocess.run([*base, "status", "--exit-code"], check=True, capture_output=True)
+
+
+def schema_of(path: Path) -> list[tuple[str, str]]:
+    return [
+        (name, " ".join(sql.split()))
+        for name, sql in rows(
+            path,
+            "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
+    ]
+
+
+def test_migrate_status_in_json(tmp_path: Path) -> None:
+    with Database(tmp_path / "x.db") as db:
+        status = migration_status(db)
+    assert json.loads(json.dumps(status))["applied"][-1] == LATEST
