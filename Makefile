@@ -17,8 +17,8 @@ demo: $(STAMP)
 	$(PY) -m aios_ledger.shell.demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core shell tests bench
-	$(VENV)/bin/ruff format --check core shell tests bench
+	$(VENV)/bin/ruff check core shell tests $(wildcard bench)
+	$(VENV)/bin/ruff format --check core shell tests $(wildcard bench)
 	mkdir -p .typecheck/aios_ledger
 	for part in core shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
 	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.shell -p aios_ledger.sql
