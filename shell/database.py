@@ -93,6 +93,7 @@ class Database:
         *,
         synchronous: str = "FULL",
         migrate: bool = True,
+        vfs: str | None = None,
     ) -> None:
         if synchronous not in SYNCHRONOUS_LEVELS:
             raise LedgerError(
@@ -102,7 +103,7 @@ class Database:
         if self.path != ":memory:" and Path(self.path).is_dir():
             raise LedgerError("DATABASE_PATH_INVALID", f"{self.path} is a directory")
         try:
-            self.conn = apsw.Connection(self.path)
+            self.conn = apsw.Connection(self.path, vfs=vfs) if vfs else apsw.Connection(self.path)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
@@ -116,7 +117,11 @@ class Database:
             migrate_database(self)
 
     def close(self) -> None:
-        self.conn.close()
+        """Close; a failed final checkpoint is reported, but what was committed stays in the WAL."""
+        try:
+            self.conn.close()
+        except apsw.Error as exc:
+            raise storage_error(exc) from None
 
     def __enter__(self) -> Database:
         return self

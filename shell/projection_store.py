@@ -48,8 +48,9 @@ class InitialExecutionProjectionStore:
         resolver: Resolver,
         *,
         clock: Clock | None = None,
+        vfs: str | None = None,
     ) -> None:
-        self._db = _projection_errors(lambda: Database(path))
+        self._db = _projection_errors(lambda: Database(path, vfs=vfs))
         self._resolver = resolver
         self._clock = clock or system_clock
 
