@@ -48,15 +48,15 @@ class FaultFile(apsw.VFSFile):
         self._plan = plan
         super().__init__("", name, flags)
 
-    def xRead(self, amount: int, offset: int) -> bytes:
+    def xRead(self, amount: int, offset: int) -> bytes:  # noqa: N802 (apsw names)
         self._plan.check("read")
         return super().xRead(amount, offset)
 
-    def xWrite(self, data: bytes, offset: int) -> None:
+    def xWrite(self, data: bytes, offset: int) -> None:  # noqa: N802 (apsw names)
         self._plan.check("write")
         super().xWrite(data, offset)
 
-    def xSync(self, flags: int) -> None:
+    def xSync(self, flags: int) -> None:  # noqa: N802 (apsw names)
         self._plan.check("sync")
         super().xSync(flags)
 
@@ -67,5 +67,5 @@ class FaultVFS(apsw.VFS):
         self.vfs_name = name
         super().__init__(name, "")
 
-    def xOpen(self, name: Any, flags: list[int]) -> FaultFile:
+    def xOpen(self, name: Any, flags: list[int]) -> FaultFile:  # noqa: N802 (apsw names)
         return FaultFile(self._plan, name, flags)

@@ -8,10 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import AUTHORIZATION_ENV, Database, InitialExecutionProjectionStore
-
 from faults import OPERATIONS, FaultPlan, FaultVFS
 from legacy_fixtures import OWNER, TASK, dump, legacy_database, projection_request, resolver, rows
 
