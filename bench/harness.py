@@ -1,0 +1,99 @@
+"""Shared benchmark machinery: interleaved repetitions, medians, the machine's facts, output.
+
+A figure is the median of at least five repetitions, with min and max; the variants of one
+comparison are interleaved (A B A B ...) so that a noisy neighbour hurts both alike, and every
+ratio compares numbers measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def fdatasync_latency_ms(samples: int = 50) -> float:
+    """Median time of one 4 KiB write + fdatasync in the temp dir the benchmarks use."""
+    timings = []
+    with tempfile.NamedTemporaryFile(dir=tempfile.gettempdir()) as handle:
+        block = b"\0" * 4096
+        for _ in range(samples):
+            start = time.perf_counter()
+            os.pwrite(handle.fileno(), block, 0)
+            os.fdatasync(handle.fileno())
+            timings.append(time.perf_counter() - start)
+    return statistics.median(timings) * 1000
+
+
+def machine_facts() -> dict[str, Any]:
+    return {
+        "sqlite_version": apsw.sqlite_lib_version(),
+        "apsw_version": apsw.apsw_version(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "fdatasync_ms": round(fdatasync_latency_ms(), 3),
+        "tmpdir": tempfile.gettempdir(),
+    }
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "reps": len(values),
+    }
+
+
+def interleaved(
+    variants: Mapping[str, Callable[[], float]], repetitions: int
+) -> dict[str, dict[str, float]]:
+    """Run each variant once per round, rounds in turn; each call returns one measurement."""
+    measured: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repetitions):
+        for name, run in variants.items():
+            measured[name].append(run())
+    return {name: summary(values) for name, values in measured.items()}
+
+
+def rate(operations: int, seconds: float) -> float:
+    return operations / seconds if seconds > 0 else float("inf")
+
+
+def timed(work: Callable[[], int]) -> float:
+    """Operations per second of one call of `work`, which returns how many it did."""
+    start = time.perf_counter()
+    done = work()
+    return rate(done, time.perf_counter() - start)
+
+
+def format_table(title: str, rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
+
+
+def write_results(name: str, payload: Mapping[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def say(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()

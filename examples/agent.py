@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""An example agent for `aios-ledger worker --exec 'python3 examples/agent.py'`.
+
+It reads its claim (task, execution envelope, runtime input) as JSON on stdin, reports progress
+on stderr (the ledger keeps those lines as the task's evidence) and prints its result as one
+JSON object on stdout. It honours the envelope: it works only on the bound branch, echoes the
+envelope's digest, and never claims a write to main or to production. Plain Python, no network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+PROTECTED = {"main", "master", "production", "prod", "trunk"}
+
+
+def progress(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def governed_result(claim: dict[str, Any], envelope: dict[str, Any]) -> dict[str, Any]:
+    binding = envelope["binding"]
+    if binding["target_branch"].removeprefix("refs/heads/") in PROTECTED:
+        raise SystemExit("refusing: the envelope targets a protected branch")
+    if any(envelope["governance"].values()):
+        raise SystemExit("refusing: the envelope grants more than this agent will use")
+    attempt = claim["attempt"]
+    progress(f"checking out {binding['repository']} at {binding['base_oid'][:12]}")
+    progress(f"working on {binding['target_branch']} (attempt {attempt})")
+    changed = ["NOTES.md"] if attempt == 1 else ["NOTES.md", "CHANGELOG.md"]
+    for name in changed:
+        progress(f"edited {name}")
+    return {
+        "task_id": claim["task_id"],
+        "job_id": envelope["job_id"],
+        "execution_digest": envelope["execution_digest"],
+        "execution_mode": "agent_runtime",
+        "status": "SUCCEEDED",
+        "summary": f"drafted {', '.join(changed)} on {binding['target_branch']}",
+        "changed_files": changed,
+        "repository": binding["repository"],
+        "target_branch": binding["target_branch"],
+        "generation": binding["generation"],
+        "direct_main_write": False,
+        "production_write": False,
+        "force_push": False,
+        "protected_ref_bypass": False,
+        "secret_material_exposed": False,
+    }
+
+
+def main() -> int:
+    claim = json.load(sys.stdin)
+    assert claim["task_id"] == os.environ["AIOS_TASK_ID"]
+    delay = float(os.environ.get("EXAMPLE_AGENT_DELAY", "0"))
+    progress(f"task {claim['task_id']}: {claim.get('goal') or 'no goal given'}")
+    time.sleep(delay)
+    envelope = claim.get("envelope")
+    if envelope:
+        result = governed_result(claim, envelope)
+    else:
+        result = {"status": "SUCCEEDED", "summary": "done without an envelope"}
+    progress("done")
+    json.dump(result, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

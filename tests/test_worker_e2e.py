@@ -1,0 +1,203 @@
+"""The worker and the reviewer as real processes, with the example programs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aios_ledger.shell import TaskLedger
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT = f"{sys.executable} {ROOT / 'examples' / 'agent.py'}"
+REVIEWER = f"{sys.executable} {ROOT / 'examples' / 'reviewer.py'}"
+
+
+def cli(db: Path, *argv: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), *argv],
+        capture_output=True, text=True, timeout=timeout, **kwargs,
+    )
+
+
+def spawn_worker(db: Path, *argv: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), "worker", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def create(db: Path, task_id: str, **fields: Any) -> None:
+    ledger = TaskLedger(db)
+    ledger.create_task(
+        {
+            "task_id": task_id,
+            "goal": f"goal of {task_id}",
+            "instructions": "do it",
+            "success_criteria": [{"id": "done", "description": "it is done"}],
+            "required_capabilities": [],
+            "constraints": {},
+            "metadata": {},
+            "priority": 0,
+            "max_attempts": 3,
+            **fields,
+        },
+        idempotency_key=f"create-{task_id}",
+    )
+    ledger.close()
+
+
+def task(db: Path, task_id: str) -> dict[str, Any]:
+    ledger = TaskLedger(db)
+    try:
+        return ledger.get(task_id)
+    finally:
+        ledger.close()
+
+
+def event_types(db: Path, task_id: str) -> list[str]:
+    ledger = TaskLedger(db)
+    try:
+        return [event["event_type"] for event in ledger.events(task_id)]
+    finally:
+        ledger.close()
+
+
+def test_worker_and_reviewer_take_a_task_through_one_rework(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-e2e")
+    for attempt in (1, 2):
+        worked = cli(db, "worker", "--agent-id", "w1", "--exec", AGENT, "--until-empty")
+        assert worked.returncode == 0, worked.stderr
+        assert f"task task-e2e attempt {attempt}: submitted" in worked.stderr
+        reviewed = cli(db, "review", "--exec", REVIEWER)
+        assert reviewed.returncode == 0, reviewed.stderr
+        decision = json.loads(reviewed.stdout)[0]["decision"]
+        assert decision == ("NEEDS_REWORK" if attempt == 1 else "SUCCEEDED")
+    final = task(db, "task-e2e")
+    assert (final["status"], final["attempt"]) == ("SUCCEEDED", 2)
+    assert event_types(db, "task-e2e") == [
+        "TASK_CREATED",
+        "TASK_CLAIMED", "RESULT_SUBMITTED", "TASK_VERIFIED",
+        "TASK_CLAIMED", "RESULT_SUBMITTED", "TASK_VERIFIED",
+    ]
+    evidence = cli(db, "run", "evidence", "task:task-e2e", "task-e2e@1")
+    assert evidence.returncode == 0, evidence.stderr
+    lines = [e["payload"].get("line") for e in json.loads(evidence.stdout)["events"]]
+    assert "done" in lines
+
+
+def test_a_killed_worker_is_rescued_after_its_lease(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-rescue")
+    slow = f"EXAMPLE_AGENT_DELAY=60 {AGENT}"
+    first = spawn_worker(db, "--agent-id", "doomed", "--exec", slow, "--lease-seconds", "2",
+                         "--once")
+    deadline = time.monotonic() + 30
+    while task(db, "task-rescue")["status"] != "CLAIMED":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    time.sleep(2.5)  # the lease of the dead worker passes
+    second = cli(db, "worker", "--agent-id", "rescuer", "--exec", AGENT, "--until-empty")
+    assert second.returncode == 0, second.stderr
+    final = task(db, "task-rescue")
+    assert (final["status"], final["attempt"], final["claimed_by"]) == ("SUBMITTED", 2, None)
+    assert "TASK_LEASE_EXPIRED" in event_types(db, "task-rescue")
+
+
+def test_a_command_that_hangs_past_the_timeout_submits_a_failure(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-hang")
+    started = time.monotonic()
+    worked = cli(db, "worker", "--agent-id", "w", "--exec", "sleep 60", "--timeout", "1", "--once")
+    assert worked.returncode == 0, worked.stderr
+    assert time.monotonic() - started < 50
+    final = task(db, "task-hang")
+    assert final["status"] == "SUBMITTED"
+    assert final["result"]["status"] == "FAILED" and final["result"]["failure"] == "timeout"
+
+
+@pytest.mark.parametrize(
+    ("command", "failure"),
+    [
+        ("echo this is not json", "invalid_output"),
+        ("echo '[1, 2]'", "invalid_output"),
+        ("printf '\\377\\376'", "invalid_output"),
+        ("echo oops >&2; exit 3", "exit_status"),
+        ("/nonexistent/program", "exit_status"),
+    ],
+)
+def test_garbage_or_failure_is_submitted_as_a_failure(
+    tmp_path: Path, command: str, failure: str
+) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-garbage")
+    worked = cli(db, "worker", "--agent-id", "w", "--exec", command, "--once")
+    assert worked.returncode == 0, worked.stderr
+    result = task(db, "task-garbage")["result"]
+    assert (result["status"], result["failure"]) == ("FAILED", failure)
+
+
+def test_sigterm_lets_the_running_command_finish_then_exits(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-term")
+    create(db, "task-after")
+    slow = f"EXAMPLE_AGENT_DELAY=1.5 {AGENT}"
+    worker = spawn_worker(db, "--agent-id", "w", "--exec", slow, "--grace", "30")
+    deadline = time.monotonic() + 30
+    while "CLAIMED" not in {task(db, "task-term")["status"], task(db, "task-after")["status"]}:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert "SIGTERM" in err
+    statuses = sorted([task(db, "task-term")["status"], task(db, "task-after")["status"]])
+    assert statuses == ["QUEUED", "SUBMITTED"]
+    assert len(json.loads(out)["tasks"]) == 1
+
+
+def test_a_task_without_envelope_takes_any_json_object(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-plain")
+    worked = cli(db, "worker", "--agent-id", "w", "--exec", "echo '{\"status\": \"SUCCEEDED\"}'",
+                 "--once")
+    assert worked.returncode == 0, worked.stderr
+    assert task(db, "task-plain")["result"] == {"status": "SUCCEEDED"}
+
+
+def test_status_reports_counts(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-a")
+    answer = cli(db, "status", "--json")
+    assert answer.returncode == 0, answer.stderr
+    report = json.loads(answer.stdout)
+    assert report["tasks"]["QUEUED"] == 1
+    assert report["oldest_queued"]["task_id"] == "task-a"
+    table = cli(db, "status")
+    assert "QUEUED 1" in table.stdout
+
+
+def test_environment_reaches_the_command(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-env")
+    script = (
+        "import json, os, sys; claim = json.load(sys.stdin); "
+        "json.dump({'task': os.environ['AIOS_TASK_ID'], 'attempt': os.environ['AIOS_ATTEMPT'], "
+        "'token_hidden': 'lease_token' not in claim}, sys.stdout)"
+    )
+    worked = cli(db, "worker", "--agent-id", "w", "--exec", f"{sys.executable} -c \"{script}\"",
+                 "--once", env={**os.environ})
+    assert worked.returncode == 0, worked.stderr
+    assert task(db, "task-env")["result"] == {
+        "task": "task-env", "attempt": "1", "token_hidden": True
+    }
