@@ -190,9 +190,13 @@ class AuxiliaryCapabilityProfile:
         names = frozenset({"read_workspace", "write_workspace", "network", "tools"})
         values = _require_mapping(field, raw, names | {"max_output_bytes"})
         tools = values["tools"]
-        if not isinstance(tools, list) or len(tools) > MAX_TOOLS:
+        if (
+            not isinstance(tools, list)
+            or len(tools) > MAX_TOOLS
+            or not all(isinstance(tool, str) for tool in tools)
+        ):
             raise _invalid(f"{field}.tools", "must be a list of tool names")
-        if len(set(map(str, tools))) != len(tools):
+        if len(set(tools)) != len(tools):
             raise _invalid(f"{field}.tools", "names a tool twice")
         profile = cls(
             read_workspace=values["read_workspace"],
@@ -357,7 +361,7 @@ class AuxiliaryRunSpec:
         if schema is not None and not isinstance(schema, dict):
             raise _invalid("output_schema", "must be a JSON object or null")
         mode = values["mode"]
-        if mode not in {m.value for m in AuxiliaryRunMode}:
+        if not isinstance(mode, str) or mode not in {m.value for m in AuxiliaryRunMode}:
             raise _invalid("mode", f"must be one of {[m.value for m in AuxiliaryRunMode]}")
         spec = cls(
             frame=ExecutionFrame.from_mapping(values["frame"]),
