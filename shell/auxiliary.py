@@ -43,6 +43,7 @@ from aios_ledger.core import (
     decide_spawn,
     decide_transition,
     failure_of,
+    loads_document,
     state_after,
 )
 
@@ -188,6 +189,22 @@ def read_auxiliary_run(db: Database, aux_id: str) -> AuxiliaryRunRow:
     if row is None:
         raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {aux_id!r}")
     return row
+
+
+def auxiliary_run_events(db: Database, aux_id: str) -> list[dict[str, Any]]:
+    """The run's transitions in order, from the sealed ledger chain."""
+    rows = db.read(lambda conn: fetch_all(conn, "auxiliary_run_events", {"aux_id": aux_id}))
+    return [
+        {
+            "event_id": row["event_id"],
+            "event_type": row["event_type"],
+            "payload": loads_document(row["payload_json"], what="event payload"),
+            "created_at": row["created_at"],
+            "chain": row["chain"],
+            "chain_seq": row["chain_seq"],
+        }
+        for row in rows
+    ]
 
 
 def list_auxiliary_runs(

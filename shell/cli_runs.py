@@ -13,7 +13,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.evidence import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 
-from .auxiliary import list_auxiliary_runs, read_auxiliary_run
+from .auxiliary import auxiliary_run_events, list_auxiliary_runs, read_auxiliary_run
 from .cli import database_path, read_json_argument
 from .database import Database
 from .runs import RunEvidenceReader, RunStore
@@ -105,4 +105,5 @@ def _aux_list(args: argparse.Namespace) -> Any:
 
 def _aux_show(args: argparse.Namespace) -> Any:
     with Database(database_path(args)) as db:
-        return read_auxiliary_run(db, args.aux_id).public()
+        row = read_auxiliary_run(db, args.aux_id)
+        return {**row.public(), "events": auxiliary_run_events(db, args.aux_id)}

@@ -21,6 +21,7 @@ from aios_ledger.core import (
     ExecutionFrame,
     ExecutionTarget,
     LedgerError,
+    WritePlan,
     check_output,
     decide_recover_interrupted,
     decide_spawn,
@@ -239,7 +240,11 @@ def test_equal_schemas_make_equal_specs() -> None:
             "CAPABILITY_ESCALATION",
             None,
         ),
-        (_spec(capabilities=AuxiliaryCapabilityProfile().with_tools("Bad Tool")), "INVALID_FIELD", "capabilities.tools"),
+        (
+            _spec(capabilities=AuxiliaryCapabilityProfile().with_tools("Bad Tool")),
+            "INVALID_FIELD",
+            "capabilities.tools",
+        ),
     ],
 )
 def test_spec_validate_refuses(spec: AuxiliaryRunSpec, code: str, field: str | None) -> None:
@@ -289,9 +294,7 @@ def test_is_within_is_a_partial_order(
         assert a == b
     if a.is_within(b) and b.is_within(c):
         assert a.is_within(c)
-    assert AuxiliaryCapabilityProfile.tool_free().is_within(
-        attrs.evolve(a, max_output_bytes=10**6)
-    )
+    assert AuxiliaryCapabilityProfile.tool_free().is_within(attrs.evolve(a, max_output_bytes=10**6))
 
 
 def test_named_profiles() -> None:
@@ -306,20 +309,18 @@ def test_named_profiles() -> None:
 # --- from_mapping ---------------------------------------------------------------------------
 
 specs = st.builds(
-    lambda kind, instruction, caps, ceiling, schema, timeout, run_id, depth: (
-        AuxiliaryRunSpec(
-            ExecutionFrame(
-                ExecutionTarget("s", "r"), depth=depth, parent_id="aux-p" if depth else None
-            ),
-            kind,
-            instruction,
-            DIGEST,
-            id=run_id,
-            capabilities=attrs.evolve(caps, write_workspace=False),
-            parent_ceiling=ceiling,
-            output_schema=schema,
-            timeout_ms=timeout,
-        )
+    lambda kind, instruction, caps, ceiling, schema, timeout, run_id, depth: AuxiliaryRunSpec(
+        ExecutionFrame(
+            ExecutionTarget("s", "r"), depth=depth, parent_id="aux-p" if depth else None
+        ),
+        kind,
+        instruction,
+        DIGEST,
+        id=run_id,
+        capabilities=attrs.evolve(caps, write_workspace=False),
+        parent_ceiling=ceiling,
+        output_schema=schema,
+        timeout_ms=timeout,
     ),
     st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True),
     st.text(min_size=1, max_size=40).filter(lambda text: text.strip() != ""),
@@ -348,7 +349,9 @@ def test_from_mapping_round_trips(spec: AuxiliaryRunSpec) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
@@ -426,12 +429,11 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
     plan = decide_spawn(None, spec, evidence, owner="h:1:t", now_ms=10)
-    assert not isinstance(plan, type(None))
-    assert hasattr(plan, "writes")
-    (write,) = plan.writes  # type: ignore[union-attr]
+    assert isinstance(plan, WritePlan)
+    (write,) = plan.writes
     assert write.statement == "insert_auxiliary_run"
     assert write.params["state"] == "PENDING"
-    assert [event.event_type for event in plan.events] == ["AUXILIARY_RUN_SPAWNED"]  # type: ignore[union-attr]
+    assert [event.event_type for event in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
     row = _row(dict(write.params))
     replay = decide_spawn(row, spec, evidence, owner="h:2:t", now_ms=11)
     assert replay.response["idempotent"] is True
@@ -453,7 +455,8 @@ def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
     plan = decide_spawn(None, spec, evidence, owner="dead:1:t", now_ms=10)
-    row = _row(dict(plan.writes[0].params))  # type: ignore[union-attr]
+    assert isinstance(plan, WritePlan)
+    row = _row(dict(plan.writes[0].params))
     started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=5)
     (write,) = started.writes
     assert write.guarded

@@ -26,7 +26,7 @@ from aios_ledger.shell import (
     RunEvidenceReader,
     RunStore,
 )
-from aios_ledger.shell.database import fetch_all
+from aios_ledger.shell.auxiliary import auxiliary_run_events, list_auxiliary_runs
 
 T = TypeVar("T")
 
@@ -50,7 +50,9 @@ def evidence() -> EvidenceSnapshot:
 
 def spec_for(evidence: EvidenceSnapshot, kind: str, aux_id: str) -> AuxiliaryRunSpec:
     return AuxiliaryRunSpec(
-        ExecutionFrame.root(evidence.target), kind, "inspect bounded evidence",
+        ExecutionFrame.root(evidence.target),
+        kind,
+        "inspect bounded evidence",
         evidence.snapshot_digest,
     ).with_id(aux_id)
 
@@ -259,9 +261,11 @@ def test_spawn_refuses_tampered_evidence_and_escalation_before_storing() -> None
     ev = evidence()
     service = AuxiliaryRunService(FixtureExecutor({}))
     tampered = attrs.evolve(ev, truncated=True)
-    escalated = spec_for(ev, "esc", "aux-esc").with_capabilities(
-        AuxiliaryCapabilityProfile.read_only(10)
-    ).with_parent_ceiling(AuxiliaryCapabilityProfile.tool_free())
+    escalated = (
+        spec_for(ev, "esc", "aux-esc")
+        .with_capabilities(AuxiliaryCapabilityProfile.read_only(10))
+        .with_parent_ceiling(AuxiliaryCapabilityProfile.tool_free())
+    )
 
     async def scenario() -> None:
         with pytest.raises(AuxiliaryRunError, match="EVIDENCE_DIGEST_MISMATCH"):
@@ -275,9 +279,7 @@ def test_spawn_refuses_tampered_evidence_and_escalation_before_storing() -> None
         assert refused.value.field == "output_schema"
         with pytest.raises(AuxiliaryRunError, match="INVALID_FIELD"):
             await service.spawn("not a spec", ev)  # type: ignore[arg-type]
-        rows = service._db.read(lambda conn: fetch_all(conn, "list_auxiliary_runs", {
-            "state": None, "session_id": None, "run_id": None, "limit": 10}))
-        assert rows == []
+        assert list_auxiliary_runs(service._db) == []
 
     run(scenario)
 
@@ -312,9 +314,7 @@ def test_a_run_over_its_timeout_fails_with_timeout() -> None:
     service = AuxiliaryRunService(StubbornExecutor())
 
     async def scenario() -> None:
-        handle = await service.spawn(
-            spec_for(ev, "slow", "aux-slow").with_timeout_ms(20), ev
-        )
+        handle = await service.spawn(spec_for(ev, "slow", "aux-slow").with_timeout_ms(20), ev)
         with pytest.raises(AuxiliaryRunError) as refused:
             await asyncio.wait_for(handle.wait(), timeout=10)
         assert refused.value.code == "TIMEOUT"
@@ -334,22 +334,16 @@ def test_every_transition_is_a_sealed_ledger_event_and_a_revision() -> None:
 
     run(scenario)
 
-    def read(conn: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        events = list(conn.execute(
-            "SELECT e.event_type, e.task_id, s.chain FROM events e "
-            "JOIN event_seals s ON s.event_id = e.event_id ORDER BY e.event_id"
-        ))
-        row = list(conn.execute("SELECT state, revision FROM auxiliary_runs"))
-        return events, row
-
-    events, rows = service._db.read(read)
-    assert [event[0] for event in events] == [
+    events = auxiliary_run_events(service._db, "aux-audit")
+    assert [event["event_type"] for event in events] == [
         "AUXILIARY_RUN_SPAWNED",
         "AUXILIARY_RUN_STARTED",
         "AUXILIARY_RUN_COMPLETED",
     ]
-    assert {(event[1], event[2]) for event in events} == {(None, "ledger")}
-    assert rows == [("COMPLETED", 3)]
+    assert {event["chain"] for event in events} == {"ledger"}
+    assert [event["payload"].get("to") for event in events] == [None, "RUNNING", "COMPLETED"]
+    (row,) = list_auxiliary_runs(service._db)
+    assert (row.state, row.revision) == ("COMPLETED", 3)
 
 
 def test_many_waiters_and_cancel_through_the_handle() -> None:
