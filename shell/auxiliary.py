@@ -23,6 +23,7 @@ import socket
 import time
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -54,6 +55,7 @@ ClockMs = Callable[[], int]
 POLL_SECONDS = 0.05
 CANCEL_GRACE_SECONDS = 1.0
 MAX_LIST = 1000
+FINISHED_CACHE = 1024
 
 _LIVE_OWNERS: set[str] = set()
 
@@ -240,6 +242,7 @@ class AuxiliaryRunService:
         self._clock_ms = clock_ms or system_clock_ms
         self._poll_seconds = poll_seconds
         self._entries: dict[str, _Entry] = {}
+        self._finished: OrderedDict[str, _Entry] = OrderedDict()
         self._db = Database(path)
         self.owner = _owner_tag()
         _LIVE_OWNERS.add(self.owner)
@@ -398,7 +401,14 @@ class AuxiliaryRunService:
             entry.final = AuxiliaryRunError(
                 "EXECUTOR", f"auxiliary run {entry.aux_id} stopped without a terminal state"
             )
+        # Signal and retire in one step (no await between): a waiter either holds the entry,
+        # and wakes now, or arrives later and finds it among the finished (or in the database).
         entry.done.set()
+        entry.task = None
+        self._entries.pop(entry.aux_id, None)
+        self._finished[entry.aux_id] = entry
+        while len(self._finished) > FINISHED_CACHE:
+            self._finished.popitem(last=False)
 
     async def _execute(
         self, entry: _Entry, spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot
@@ -431,7 +441,7 @@ class AuxiliaryRunService:
         return await self._executor.execute(context)
 
     async def _terminal_row(self, aux_id: str) -> AuxiliaryRunRow:
-        entry = self._entries.get(aux_id)
+        entry = self._entries.get(aux_id) or self._finished.get(aux_id)
         if entry is not None:
             await entry.done.wait()
             final = entry.final

@@ -470,6 +470,10 @@ def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
         decide_transition(row, AuxiliaryRunState.FAILED, now_ms=11)  # a failure needs an error
     with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
         decide_transition(None, AuxiliaryRunState.RUNNING, now_ms=11, aux_id="x")
+    pending_recovery = decide_recover_interrupted(
+        [row], dead_owners=frozenset({"dead:1:t"}), now_ms=20
+    )
+    assert [w.params["expected_state"] for w in pending_recovery.writes] == ["PENDING"]
     running = attrs.evolve(row, state="RUNNING", revision=2)
     done = attrs.evolve(row, state="COMPLETED", revision=3, output_json="1", output_digest=OUT)
     recovery = decide_recover_interrupted(
@@ -480,3 +484,24 @@ def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     assert recovery.response == {"recovered": ["aux-1"]}
     assert [w.params["error_code"] for w in recovery.writes] == ["INTERRUPTED"]
     assert [e.event_type for e in recovery.events] == ["AUXILIARY_RUN_FAILED"]
+
+
+@pytest.mark.parametrize(
+    "module", ["evidence", "auxiliary", "auxiliary_state", "auxiliary_decisions"]
+)
+def test_core_modules_stay_pure(module: str) -> None:
+    import ast
+    import importlib
+
+    source = importlib.import_module(f"aios_ledger.core.{module}").__file__
+    assert source is not None
+    with open(source, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    forbidden = {"apsw", "sqlite3", "os", "time", "random", "uuid", "asyncio", "pathlib", "socket"}
+    assert not imported & forbidden

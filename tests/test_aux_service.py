@@ -396,3 +396,25 @@ def test_aclose_cancels_runs_in_flight() -> None:
             await handle.wait()
 
     run(scenario)
+
+
+def test_finished_runs_are_retired_but_still_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aios_ledger.shell import auxiliary
+
+    monkeypatch.setattr(auxiliary, "FINISHED_CACHE", 2)
+    ev = evidence()
+    service = AuxiliaryRunService(YieldingExecutor())
+
+    async def scenario() -> None:
+        handles = [
+            await service.spawn(spec_for(ev, "retire", f"aux-retire-{index}"), ev)
+            for index in range(5)
+        ]
+        for handle in handles:
+            assert (await asyncio.wait_for(handle.wait(), timeout=1)).value == {"ok": True}
+        assert len(service._finished) == 2
+        assert not service._entries
+        first = await asyncio.wait_for(handles[0].wait(), timeout=1)  # from the database
+        assert first.value == {"ok": True}
+
+    run(scenario)

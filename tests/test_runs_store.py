@@ -203,3 +203,87 @@ def test_evidence_respects_its_limits(payloads: list[Any], max_events: int, max_
     assert snapshot.truncated == (len(snapshot.events) < len(payloads))
     assert snapshot.computed_digest() == snapshot.snapshot_digest
     runs.close()
+
+
+def test_migration_0004_applies_with_the_stdlib_sqlite(tmp_path: Path) -> None:
+    """DBAs and the older runtime use SQLite 3.40 (stdlib sqlite3): the schema must load there."""
+    import sqlite3
+
+    from aios_ledger.shell.statements import migration_files
+
+    conn = sqlite3.connect(tmp_path / "stdlib.db")
+    for name, content in migration_files():
+        up = content.split("-- migrate:up", 1)[1].split("-- migrate:down", 1)[0]
+        conn.executescript(up)
+        if name.startswith("0004"):
+            down = content.split("-- migrate:down", 1)[1]
+            conn.executescript(down)
+            conn.executescript(up)
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"runs", "run_events", "auxiliary_runs"} <= tables
+    conn.close()
+
+
+def test_auxiliary_run_checks_hold_for_hand_written_rows() -> None:
+    from aios_ledger.shell.database import execute
+
+    runs = store()
+    row = {
+        "aux_id": "aux-1",
+        "session_id": "s",
+        "run_id": "r",
+        "parent_json": "{}",
+        "kind": "k",
+        "mode": "ISOLATED",
+        "state": "DONE",
+        "spec_json": "{}",
+        "spec_digest": digest_bytes("spec", b""),
+        "evidence_digest": digest_bytes("evidence", b""),
+        "owner": "h:1:t",
+        "created_at_ms": 1,
+    }
+    conn = runs.database.conn
+    with pytest.raises(apsw.ConstraintError):
+        execute(conn, "insert_auxiliary_run", row)
+    execute(conn, "insert_auxiliary_run", {**row, "state": "RUNNING"})
+    transition = {
+        "aux_id": "aux-1",
+        "expected_state": "RUNNING",
+        "expected_revision": 1,
+        "updated_at_ms": 2,
+        "output_json": None,
+        "output_digest": None,
+        "error_code": None,
+        "error": None,
+    }
+    with pytest.raises(apsw.ConstraintError):
+        execute(conn, "transition_auxiliary_run", {**transition, "state": "COMPLETED"})
+    with pytest.raises(apsw.ConstraintError):
+        execute(conn, "transition_auxiliary_run", {**transition, "state": "FAILED"})
+    assert (
+        execute(
+            conn,
+            "transition_auxiliary_run",
+            {
+                **transition,
+                "state": "CANCELLED",
+                "error_code": "CANCELLED",
+                "error": "CANCELLED: x",
+            },
+        )
+        == 1
+    )
+    # The CAS: the same guarded write again changes nothing.
+    assert (
+        execute(
+            conn,
+            "transition_auxiliary_run",
+            {
+                **transition,
+                "state": "CANCELLED",
+                "error_code": "CANCELLED",
+                "error": "CANCELLED: x",
+            },
+        )
+        == 0
+    )
