@@ -65,7 +65,10 @@ def system_clock_ms() -> int:
 
 
 class CancellationToken:
-    """Cooperative cancellation: `cancel()` wakes every `await cancelled()` and every child."""
+    """Cooperative cancellation: `cancel()` wakes every `await cancelled()` and every child.
+
+    Use it from the event loop's thread (from another thread: `loop.call_soon_threadsafe`).
+    """
 
     def __init__(self) -> None:
         self._cancelled = False
@@ -264,8 +267,12 @@ class AuxiliaryRunService:
         return tuple(self._db.write(write))
 
     def close(self) -> None:
-        """Close the database; runs still in flight stay unfinished (a later open fails them)."""
+        """Close the database at once. Executors still in flight are told to stop, but their
+        runs stay unfinished in the database, as if the process had died: the next service
+        opened on it fails them as `INTERRUPTED`. `aclose()` records them CANCELLED instead."""
         _LIVE_OWNERS.discard(self.owner)
+        for entry in list(self._entries.values()):
+            entry.token.cancel()
         self._db.close()
 
     async def aclose(self) -> None:
