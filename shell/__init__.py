@@ -13,14 +13,29 @@ from aios_ledger.core import (
     project_execution_envelope,
 )
 
+from .auxiliary import (
+    AuxiliaryExecutor,
+    AuxiliaryRunContext,
+    AuxiliaryRunHandle,
+    AuxiliaryRunService,
+    CancellationToken,
+    list_auxiliary_runs,
+    read_auxiliary_run,
+)
 from .bindings import RegisteredBindingResolver, register_binding
 from .clock import AUTHORIZATION_ENV, system_clock
 from .database import Database
 from .migrations import MigrationReport, migrate_database, migration_status
 from .projection_store import InitialExecutionProjectionStore
+from .runs import RunEvidenceReader, RunStore
 
 __all__ = [
     "AUTHORIZATION_ENV",
+    "AuxiliaryExecutor",
+    "AuxiliaryRunContext",
+    "AuxiliaryRunHandle",
+    "AuxiliaryRunService",
+    "CancellationToken",
     "Database",
     "GovernedExecutionBinding",
     "InitialExecutionProjectionError",
@@ -29,10 +44,14 @@ __all__ = [
     "LedgerError",
     "MigrationReport",
     "RegisteredBindingResolver",
+    "RunEvidenceReader",
+    "RunStore",
     "SourceCaptureProjectionRecoveryRequest",
+    "list_auxiliary_runs",
     "migrate_database",
     "migration_status",
     "project_execution_envelope",
+    "read_auxiliary_run",
     "register_binding",
     "system_clock",
 ]

@@ -1,0 +1,55 @@
+-- Auxiliary runs: reads and the guarded transitions.
+
+-- name: get_auxiliary_run^
+SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
+       output_digest, error_code, error
+FROM auxiliary_runs WHERE aux_id = :aux_id;
+
+-- name: insert_auxiliary_run!
+INSERT INTO auxiliary_runs(aux_id, session_id, run_id, parent_json, kind, mode, state,
+                           spec_json, spec_digest, evidence_digest, owner, revision,
+                           created_at_ms, updated_at_ms)
+VALUES (:aux_id, :session_id, :run_id, :parent_json, :kind, :mode, :state,
+        :spec_json, :spec_digest, :evidence_digest, :owner, 1,
+        :created_at_ms, :created_at_ms);
+
+-- name: transition_auxiliary_run!
+-- The transition's compare-and-swap: the run is still in the state and revision the decision
+-- read. The core's transition table decided that :expected_state may become :state.
+UPDATE auxiliary_runs
+SET state = :state,
+    revision = revision + 1,
+    updated_at_ms = :updated_at_ms,
+    output_json = :output_json,
+    output_digest = :output_digest,
+    error_code = :error_code,
+    error = :error
+WHERE aux_id = :aux_id
+  AND state = :expected_state
+  AND revision = :expected_revision;
+
+-- name: unfinished_auxiliary_runs
+SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
+       output_digest, error_code, error
+FROM auxiliary_runs WHERE state IN ('PENDING', 'RUNNING') ORDER BY aux_id;
+
+-- name: list_auxiliary_runs
+SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
+       output_digest, error_code, error
+FROM auxiliary_runs
+WHERE (:state IS NULL OR state = :state)
+  AND (:session_id IS NULL OR session_id = :session_id)
+  AND (:run_id IS NULL OR run_id = :run_id)
+ORDER BY created_at_ms, aux_id
+LIMIT :limit;
+
+-- name: auxiliary_run_events
+-- The transitions of one auxiliary run, as appended (and sealed) to the ledger-level chain.
+SELECT e.event_id, e.event_type, e.payload_json, e.created_at, s.chain, s.chain_seq
+FROM events AS e JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE e.task_id IS NULL AND e.event_type LIKE 'AUXILIARY_RUN_%'
+  AND json_extract(e.payload_json, '$.aux_id') = :aux_id
+ORDER BY e.event_id;

@@ -1,0 +1,507 @@
+"""The pure core of auxiliary runs: specs, capability ceilings, snapshots, the transition table."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import attrs
+import pytest
+from aios_ledger.core import (
+    AUXILIARY_SNAPSHOT_SCHEMA_V1,
+    MAX_FRAME_DEPTH,
+    TRANSITIONS,
+    AuxiliaryCapabilityProfile,
+    AuxiliaryRunError,
+    AuxiliaryRunMode,
+    AuxiliaryRunRow,
+    AuxiliaryRunSnapshot,
+    AuxiliaryRunSpec,
+    AuxiliaryRunState,
+    ExecutionFrame,
+    ExecutionTarget,
+    LedgerError,
+    WritePlan,
+    check_output,
+    decide_recover_interrupted,
+    decide_spawn,
+    decide_transition,
+    digest_bytes,
+    failure_of,
+    transition_event,
+    transition_table,
+)
+from aios_ledger.core.evidence import EvidenceReadRequest, RunRecord, build_evidence_snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from syrupy.assertion import SnapshotAssertion
+
+EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
+DIGEST = digest_bytes("evidence", b"x")
+
+
+def _spec(**changes: Any) -> AuxiliaryRunSpec:
+    frame = ExecutionFrame.root(ExecutionTarget("s", "r"))
+    spec = AuxiliaryRunSpec(frame, "x", "y", DIGEST)
+    return attrs.evolve(spec, **changes) if changes else spec
+
+
+# --- the seed's pure tests ------------------------------------------------------------------
+
+
+def test_capability_ceiling_rejects_escalation() -> None:
+    spec = (
+        _spec()
+        .with_capabilities(AuxiliaryCapabilityProfile.read_only(1024))
+        .with_parent_ceiling(AuxiliaryCapabilityProfile.tool_free())
+    )
+    with pytest.raises(AuxiliaryRunError) as refused:
+        spec.validate(spec.evidence_digest)
+    assert refused.value.code == "CAPABILITY_ESCALATION"
+    assert isinstance(refused.value, LedgerError)
+
+
+def test_auxiliary_snapshot_state_and_terminal_fields_are_consistent() -> None:
+    frame = ExecutionFrame.root(ExecutionTarget("session-snapshot", "run-snapshot"))
+    spec = AuxiliaryRunSpec(frame, "snapshot", "return", digest_bytes("evidence", b"snapshot"))
+    snapshot = AuxiliaryRunSnapshot(
+        schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
+        id=spec.id,
+        parent=frame,
+        mode=spec.mode,
+        state=AuxiliaryRunState.FAILED,
+        spec_digest=spec.digest(),
+        created_at_ms=1,
+        updated_at_ms=1,
+        output_digest=None,
+        error=None,
+    )
+    with pytest.raises(AuxiliaryRunError) as refused:
+        snapshot.validate()
+    assert (refused.value.code, refused.value.field) == ("INVALID_FIELD", "state")
+    attrs.evolve(snapshot, error="failed").validate()
+
+
+# --- snapshots ------------------------------------------------------------------------------
+
+OUT = digest_bytes("output", b"1")
+
+
+@pytest.mark.parametrize(
+    ("state", "output_digest", "error", "valid"),
+    [
+        (AuxiliaryRunState.PENDING, None, None, True),
+        (AuxiliaryRunState.PENDING, OUT, None, False),
+        (AuxiliaryRunState.RUNNING, None, None, True),
+        (AuxiliaryRunState.RUNNING, None, "x", False),
+        (AuxiliaryRunState.COMPLETED, OUT, None, True),
+        (AuxiliaryRunState.COMPLETED, None, None, False),
+        (AuxiliaryRunState.COMPLETED, OUT, "x", False),
+        (AuxiliaryRunState.FAILED, None, "EXECUTOR: boom", True),
+        (AuxiliaryRunState.FAILED, OUT, "EXECUTOR: boom", False),
+        (AuxiliaryRunState.CANCELLED, None, "CANCELLED: stop", True),
+        (AuxiliaryRunState.CANCELLED, None, None, False),
+    ],
+)
+def test_snapshot_fields_must_agree_with_state(
+    state: AuxiliaryRunState, output_digest: str | None, error: str | None, valid: bool
+) -> None:
+    snapshot = AuxiliaryRunSnapshot(
+        schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
+        id="aux-1",
+        parent=ExecutionFrame.root(ExecutionTarget("s", "r")),
+        mode=AuxiliaryRunMode.ISOLATED,
+        state=state,
+        spec_digest=_spec().digest(),
+        created_at_ms=5,
+        updated_at_ms=6,
+        output_digest=output_digest,
+        error=error,
+    )
+    if valid:
+        snapshot.validate()
+    else:
+        with pytest.raises(AuxiliaryRunError) as refused:
+            snapshot.validate()
+        assert refused.value.field == "state"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"schema": "other.v1"}, "schema"),
+        ({"id": "has space"}, "id"),
+        ({"spec_digest": "abc"}, "spec_digest"),
+        ({"updated_at_ms": 4}, "updated_at_ms"),
+        ({"created_at_ms": -1}, "created_at_ms"),
+    ],
+)
+def test_snapshot_refuses_bad_fields(changes: dict[str, Any], field: str) -> None:
+    snapshot = AuxiliaryRunSnapshot(
+        schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
+        id="aux-1",
+        parent=ExecutionFrame.root(ExecutionTarget("s", "r")),
+        mode=AuxiliaryRunMode.ISOLATED,
+        state=AuxiliaryRunState.PENDING,
+        spec_digest=_spec().digest(),
+        created_at_ms=5,
+        updated_at_ms=6,
+    )
+    with pytest.raises(AuxiliaryRunError) as refused:
+        attrs.evolve(snapshot, **changes).validate()
+    assert refused.value.field == field
+
+
+# --- the transition table -------------------------------------------------------------------
+
+
+def test_transition_table_is_golden(golden: SnapshotAssertion) -> None:
+    assert golden == {
+        "table": transition_table(),
+        "events": {f"{a}->{b}": event for (a, b), event in TRANSITIONS.items()},
+        "terminal": sorted(state.value for state in AuxiliaryRunState if state.is_terminal),
+    }
+
+
+def test_every_pair_outside_the_table_is_refused() -> None:
+    for source in AuxiliaryRunState:
+        for target in AuxiliaryRunState:
+            if (source, target) in TRANSITIONS:
+                assert transition_event(source, target).startswith("AUXILIARY_RUN_")
+            else:
+                with pytest.raises(AuxiliaryRunError, match="INVALID_TRANSITION"):
+                    transition_event(source, target)
+    terminal = {state for state in AuxiliaryRunState if state.is_terminal}
+    assert terminal == {
+        AuxiliaryRunState.COMPLETED,
+        AuxiliaryRunState.FAILED,
+        AuxiliaryRunState.CANCELLED,
+    }
+
+
+# --- specs ----------------------------------------------------------------------------------
+
+
+def test_spec_digests_are_golden(golden: SnapshotAssertion) -> None:
+    base = _spec()
+    variants = {
+        "base": base,
+        "with_id": base.with_id("aux-1"),
+        "read_only": base.with_capabilities(AuxiliaryCapabilityProfile.read_only(1024)),
+        "schema": base.with_output_schema({"type": "object", "required": ["answer"]}),
+        "timeout": base.with_timeout_ms(1500),
+        "nested": attrs.evolve(base, frame=base.frame.child("aux-parent")),
+    }
+    assert golden == {name: {"id": s.id, "digest": s.digest()} for name, s in variants.items()}
+    assert len({s.digest() for s in variants.values()}) == len(variants)
+
+
+def test_spec_id_is_derived_until_set() -> None:
+    spec = _spec()
+    assert spec.id.startswith("aux-")
+    assert spec.id == _spec().id
+    assert spec.with_output_schema({"type": "object"}).id != spec.id
+    assert spec.with_id("aux-1").id == "aux-1"
+    assert spec.with_id("aux-1").digest() != spec.digest()
+
+
+def test_equal_schemas_make_equal_specs() -> None:
+    one = _spec().with_output_schema({"type": "object", "required": ["a"]})
+    two = _spec().with_output_schema({"required": ["a"], "type": "object"})
+    assert one == two
+    assert one.digest() == two.digest()
+    assert one != _spec().with_output_schema({"type": "array"})
+
+
+@pytest.mark.parametrize(
+    ("spec", "code", "field"),
+    [
+        (_spec(kind="bad kind"), "INVALID_FIELD", "kind"),
+        (_spec(instruction="  "), "INVALID_FIELD", "instruction"),
+        (_spec(evidence_digest="abc"), "INVALID_FIELD", "evidence_digest"),
+        (_spec(id="bad id"), "INVALID_FIELD", "id"),
+        (_spec(timeout_ms=0), "INVALID_FIELD", "timeout_ms"),
+        (_spec(output_schema={"type": 5}), "INVALID_FIELD", "output_schema"),
+        (
+            _spec(capabilities=AuxiliaryCapabilityProfile.read_only(0)),
+            "INVALID_FIELD",
+            "capabilities.max_output_bytes",
+        ),
+        (
+            _spec(capabilities=AuxiliaryCapabilityProfile(write_workspace=True)),
+            "CAPABILITY_ESCALATION",
+            None,
+        ),
+        (
+            _spec(
+                capabilities=AuxiliaryCapabilityProfile().with_tools("grep"),
+                parent_ceiling=AuxiliaryCapabilityProfile.read_only(10**6),
+            ),
+            "CAPABILITY_ESCALATION",
+            None,
+        ),
+        (
+            _spec(capabilities=AuxiliaryCapabilityProfile().with_tools("Bad Tool")),
+            "INVALID_FIELD",
+            "capabilities.tools",
+        ),
+    ],
+)
+def test_spec_validate_refuses(spec: AuxiliaryRunSpec, code: str, field: str | None) -> None:
+    with pytest.raises(AuxiliaryRunError) as refused:
+        spec.validate(spec.evidence_digest)
+    assert (refused.value.code, refused.value.field) == (code, field)
+
+
+def test_spec_validate_checks_the_evidence_digest() -> None:
+    spec = _spec()
+    spec.validate(DIGEST)
+    with pytest.raises(AuxiliaryRunError, match="EVIDENCE_DIGEST_MISMATCH"):
+        spec.validate(digest_bytes("evidence", b"other"))
+
+
+def test_frames_nest_up_to_the_depth_limit() -> None:
+    frame = ExecutionFrame.root(ExecutionTarget("s", "r"))
+    for level in range(MAX_FRAME_DEPTH):
+        frame = frame.child(f"aux-{level}")
+        frame.validate()
+    assert frame.depth == MAX_FRAME_DEPTH
+    with pytest.raises(AuxiliaryRunError, match="FRAME_TOO_DEEP"):
+        frame.child("aux-too-deep")
+    with pytest.raises(AuxiliaryRunError, match="FRAME_TOO_DEEP"):
+        attrs.evolve(frame, depth=MAX_FRAME_DEPTH + 1).validate()
+
+
+# --- capability order -----------------------------------------------------------------------
+
+profiles = st.builds(
+    AuxiliaryCapabilityProfile,
+    read_workspace=st.booleans(),
+    write_workspace=st.booleans(),
+    network=st.booleans(),
+    tools=st.frozensets(st.sampled_from(["grep", "read", "web"]), max_size=3),
+    max_output_bytes=st.integers(min_value=1, max_value=4096),
+)
+
+
+@settings(max_examples=EXAMPLES)
+@given(profiles, profiles, profiles)
+def test_is_within_is_a_partial_order(
+    a: AuxiliaryCapabilityProfile, b: AuxiliaryCapabilityProfile, c: AuxiliaryCapabilityProfile
+) -> None:
+    assert a.is_within(a)
+    if a.is_within(b) and b.is_within(a):
+        assert a == b
+    if a.is_within(b) and b.is_within(c):
+        assert a.is_within(c)
+    assert AuxiliaryCapabilityProfile.tool_free().is_within(attrs.evolve(a, max_output_bytes=10**6))
+
+
+def test_named_profiles() -> None:
+    assert not AuxiliaryCapabilityProfile.tool_free().write_workspace
+    assert AuxiliaryCapabilityProfile.read_only(1024).read_workspace
+    assert AuxiliaryCapabilityProfile.read_only(1024).max_output_bytes == 1024
+    assert not AuxiliaryCapabilityProfile.read_only(1024).is_within(
+        AuxiliaryCapabilityProfile.tool_free()
+    )
+
+
+# --- from_mapping ---------------------------------------------------------------------------
+
+specs = st.builds(
+    lambda kind, instruction, caps, ceiling, schema, timeout, run_id, depth: AuxiliaryRunSpec(
+        ExecutionFrame(
+            ExecutionTarget("s", "r"), depth=depth, parent_id="aux-p" if depth else None
+        ),
+        kind,
+        instruction,
+        DIGEST,
+        id=run_id,
+        capabilities=attrs.evolve(caps, write_workspace=False),
+        parent_ceiling=ceiling,
+        output_schema=schema,
+        timeout_ms=timeout,
+    ),
+    st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True),
+    st.text(min_size=1, max_size=40).filter(lambda text: text.strip() != ""),
+    profiles,
+    st.none() | profiles.map(lambda p: attrs.evolve(p, max_output_bytes=10**6)),
+    st.none() | st.just({"type": "object"}),
+    st.none() | st.integers(min_value=1, max_value=10**6),
+    st.none() | st.from_regex(r"aux-[a-z0-9]{1,8}", fullmatch=True),
+    st.integers(min_value=0, max_value=MAX_FRAME_DEPTH),
+)
+
+
+@settings(max_examples=EXAMPLES)
+@given(specs)
+def test_from_mapping_round_trips(spec: AuxiliaryRunSpec) -> None:
+    try:
+        spec.validate(DIGEST)
+    except AuxiliaryRunError:
+        with pytest.raises(LedgerError):
+            AuxiliaryRunSpec.from_mapping(spec.public())
+        return
+    again = AuxiliaryRunSpec.from_mapping(spec.public())
+    assert again.public() == spec.public()
+    assert again.digest() == spec.digest()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=EXAMPLES)
+@given(st.dictionaries(st.sampled_from(sorted(_spec().public())), json_values, max_size=10))
+def test_from_mapping_refuses_garbage_with_a_ledger_error(raw: dict[str, Any]) -> None:
+    try:
+        AuxiliaryRunSpec.from_mapping(raw)
+    except AuxiliaryRunError as refused:
+        assert refused.code == "INVALID_FIELD"
+
+
+@pytest.mark.parametrize("raw", [None, [], "x", 7, {"id": "aux-1"}])
+def test_from_mapping_refuses_wrong_shapes(raw: object) -> None:
+    with pytest.raises(AuxiliaryRunError, match="INVALID_FIELD"):
+        AuxiliaryRunSpec.from_mapping(raw)
+
+
+# --- outputs and failures -------------------------------------------------------------------
+
+
+def test_check_output() -> None:
+    spec = _spec().with_output_schema(
+        {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}
+    )
+    output = check_output(spec, {"answer": "yes"})
+    assert output.digest == digest_bytes("output", b'{"answer":"yes"}')
+    assert output.size_bytes == len(b'{"answer":"yes"}')
+    with pytest.raises(AuxiliaryRunError, match="OUTPUT_SCHEMA_MISMATCH"):
+        check_output(spec, {"wrong": True})
+    with pytest.raises(AuxiliaryRunError, match="OUTPUT_INVALID"):
+        check_output(spec, {"answer": object()})
+    with pytest.raises(AuxiliaryRunError, match="OUTPUT_INVALID"):
+        check_output(spec, float("nan"))
+    tiny = _spec(capabilities=AuxiliaryCapabilityProfile.read_only(1))
+    with pytest.raises(AuxiliaryRunError, match="OUTPUT_LIMIT"):
+        check_output(tiny, "too large")
+    assert check_output(tiny, 1).size_bytes == 1
+
+
+def test_failure_of_keeps_codes_and_names_panics() -> None:
+    assert failure_of(AuxiliaryRunError("CANCELLED", "stop")).code == "CANCELLED"
+    panic = failure_of(RuntimeError("fixture panic"))
+    assert panic.code == "EXECUTOR"
+    assert "panicked" in panic.detail
+    assert "fixture panic" in panic.detail
+
+
+# --- decisions ------------------------------------------------------------------------------
+
+
+def _evidence() -> Any:
+    run = RunRecord("r", "s", "prompt", 0, "2026-08-20T00:00:00Z", "2026-08-20T00:00:00Z")
+    return build_evidence_snapshot(EvidenceReadRequest(ExecutionTarget("s", "r")), run, ())
+
+
+def _row(plan_params: dict[str, Any], **changes: Any) -> AuxiliaryRunRow:
+    values = {
+        **plan_params,
+        "revision": 1,
+        "updated_at_ms": plan_params["created_at_ms"],
+        "output_json": None,
+        "output_digest": None,
+        "error_code": None,
+        "error": None,
+    }
+    values.update(changes)
+    return AuxiliaryRunRow.from_row(values)
+
+
+def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
+    evidence = _evidence()
+    spec = AuxiliaryRunSpec(
+        ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
+    ).with_id("aux-1")
+    plan = decide_spawn(None, spec, evidence, owner="h:1:t", now_ms=10)
+    assert isinstance(plan, WritePlan)
+    (write,) = plan.writes
+    assert write.statement == "insert_auxiliary_run"
+    assert write.params["state"] == "PENDING"
+    assert [event.event_type for event in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
+    row = _row(dict(write.params))
+    replay = decide_spawn(row, spec, evidence, owner="h:2:t", now_ms=11)
+    assert replay.response["idempotent"] is True
+    with pytest.raises(AuxiliaryRunError, match="SPEC_CONFLICT"):
+        decide_spawn(row, attrs.evolve(spec, instruction="other"), evidence, owner="o", now_ms=1)
+    other = AuxiliaryRunSpec(
+        ExecutionFrame.root(ExecutionTarget("s", "other")), "k", "i", evidence.snapshot_digest
+    )
+    with pytest.raises(AuxiliaryRunError, match="TARGET_MISMATCH"):
+        decide_spawn(None, other, evidence, owner="o", now_ms=1)
+    forged = attrs.evolve(evidence, truncated=True)
+    with pytest.raises(AuxiliaryRunError, match="EVIDENCE_DIGEST_MISMATCH"):
+        decide_spawn(None, spec, forged, owner="o", now_ms=1)
+
+
+def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
+    evidence = _evidence()
+    spec = AuxiliaryRunSpec(
+        ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
+    ).with_id("aux-1")
+    plan = decide_spawn(None, spec, evidence, owner="dead:1:t", now_ms=10)
+    assert isinstance(plan, WritePlan)
+    row = _row(dict(plan.writes[0].params))
+    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=5)
+    (write,) = started.writes
+    assert write.guarded
+    assert write.params["expected_state"] == "PENDING"
+    assert write.params["expected_revision"] == 1
+    assert write.params["updated_at_ms"] == 10  # never before created_at_ms
+    with pytest.raises(AuxiliaryRunError) as refused:
+        decide_transition(row, AuxiliaryRunState.COMPLETED, now_ms=11)
+    assert refused.value.code == "INVALID_TRANSITION"
+    with pytest.raises(AuxiliaryRunError, match="state"):
+        decide_transition(row, AuxiliaryRunState.FAILED, now_ms=11)  # a failure needs an error
+    with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
+        decide_transition(None, AuxiliaryRunState.RUNNING, now_ms=11, aux_id="x")
+    pending_recovery = decide_recover_interrupted(
+        [row], dead_owners=frozenset({"dead:1:t"}), now_ms=20
+    )
+    assert [w.params["expected_state"] for w in pending_recovery.writes] == ["PENDING"]
+    running = attrs.evolve(row, state="RUNNING", revision=2)
+    done = attrs.evolve(row, state="COMPLETED", revision=3, output_json="1", output_digest=OUT)
+    recovery = decide_recover_interrupted(
+        [running, done, attrs.evolve(running, aux_id="aux-2", owner="alive:1:t")],
+        dead_owners=frozenset({"dead:1:t"}),
+        now_ms=20,
+    )
+    assert recovery.response == {"recovered": ["aux-1"]}
+    assert [w.params["error_code"] for w in recovery.writes] == ["INTERRUPTED"]
+    assert [e.event_type for e in recovery.events] == ["AUXILIARY_RUN_FAILED"]
+
+
+@pytest.mark.parametrize(
+    "module", ["evidence", "auxiliary", "auxiliary_state", "auxiliary_decisions"]
+)
+def test_core_modules_stay_pure(module: str) -> None:
+    import ast
+    import importlib
+
+    source = importlib.import_module(f"aios_ledger.core.{module}").__file__
+    assert source is not None
+    with open(source, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    forbidden = {"apsw", "sqlite3", "os", "time", "random", "uuid", "asyncio", "pathlib", "socket"}
+    assert not imported & forbidden

@@ -1,0 +1,289 @@
+"""`RunStore` and `RunEvidenceReader`: runs, append-only events, bounded evidence snapshots."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+from aios_ledger.core import (
+    EvidenceReadRequest,
+    ExecutionTarget,
+    LedgerError,
+    canonical_json,
+    digest_bytes,
+)
+from aios_ledger.shell import RunEvidenceReader, RunStore
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from syrupy.assertion import SnapshotAssertion
+
+EXAMPLES = 200 if os.environ.get("AIOS_SOAK") == "1" else 30
+FIXED = datetime(2026, 8, 20, tzinfo=UTC)
+
+
+def fixed_clock() -> datetime:
+    return FIXED
+
+
+def store(path: Path | None = None) -> RunStore:
+    return RunStore(path, clock=fixed_clock)
+
+
+def request(session: str = "s-1", run: str = "r-1", **limits: int) -> EvidenceReadRequest:
+    return EvidenceReadRequest(ExecutionTarget(session, run), **limits)
+
+
+def test_create_append_and_read() -> None:
+    runs = store()
+    run = runs.create_run("s-1", "review the change", run_id="r-1")
+    assert (run.run_id, run.session_id, run.event_count) == ("r-1", "s-1", 0)
+    first = runs.append_event("r-1", "tool_call", {"tool": "grep"})
+    second = runs.append_event("r-1", "note", "plain text")
+    assert (first.seq, second.seq) == (1, 2)
+    assert runs.get_run("r-1").event_count == 2
+    assert [event.payload() for event in runs.run_events("r-1")] == [{"tool": "grep"}, "plain text"]
+    generated = runs.create_run("s-1", "another")
+    assert generated.run_id.startswith("run-")
+
+
+def test_create_is_idempotent_by_run_id() -> None:
+    runs = store()
+    first = runs.create_run("s-1", "prompt", run_id="r-1")
+    assert runs.create_run("s-1", "prompt", run_id="r-1") == first
+    with pytest.raises(LedgerError, match="RUN_CONFLICT"):
+        runs.create_run("s-1", "other prompt", run_id="r-1")
+    with pytest.raises(LedgerError, match="RUN_CONFLICT"):
+        runs.create_run("s-2", "prompt", run_id="r-1")
+    events = runs.database.read(
+        lambda conn: list(conn.execute("SELECT event_type, task_id FROM events"))
+    )
+    assert events == [("RUN_CREATED", None)]
+
+
+@pytest.mark.parametrize(
+    ("session", "prompt", "run_id"),
+    [("", "p", "r"), ("s", "", "r"), ("s", "p", "bad id"), (7, "p", "r"), ("s", None, "r")],
+)
+def test_bad_runs_are_refused_and_change_nothing(session: Any, prompt: Any, run_id: Any) -> None:
+    runs = store()
+    with pytest.raises(LedgerError, match="FIELDS_INVALID"):
+        runs.create_run(session, prompt, run_id=run_id)
+    assert runs.database.read(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []
+
+
+def test_bad_events_are_refused_and_change_nothing() -> None:
+    runs = store()
+    runs.create_run("s-1", "p", run_id="r-1")
+    with pytest.raises(LedgerError, match="RUN_NOT_FOUND"):
+        runs.append_event("r-missing", "note", {})
+    with pytest.raises(LedgerError, match="FIELDS_INVALID"):
+        runs.append_event("r-1", "bad kind", {})
+    with pytest.raises(LedgerError, match="JSON_INVALID"):
+        runs.append_event("r-1", "note", {"x": float("nan")})
+    with pytest.raises(LedgerError, match="JSON_INVALID"):
+        runs.append_event("r-1", "note", {"x": object()})
+    with pytest.raises(LedgerError, match="RUN_NOT_FOUND"):
+        runs.get_run("r-missing")
+    assert runs.get_run("r-1").event_count == 0
+    assert runs.run_events("r-1") == ()
+
+
+def test_run_events_are_append_only() -> None:
+    runs = store()
+    runs.create_run("s-1", "p", run_id="r-1")
+    runs.append_event("r-1", "note", 1)
+    for statement in ("UPDATE run_events SET kind = 'x'", "DELETE FROM run_events"):
+        with pytest.raises(apsw.ConstraintError, match="EVENTS_APPEND_ONLY"):
+            runs.database.conn.execute(statement)
+
+
+def test_evidence_of_unknown_or_foreign_runs_is_refused() -> None:
+    runs = store()
+    runs.create_run("s-1", "p", run_id="r-1")
+    reader = RunEvidenceReader(runs)
+    with pytest.raises(LedgerError, match="RUN_NOT_FOUND"):
+        reader.read(request(run="r-missing"))
+    with pytest.raises(LedgerError, match="TARGET_MISMATCH"):
+        reader.read(request(session="s-other"))
+    with pytest.raises(LedgerError, match="FIELDS_INVALID"):
+        reader.read(request(max_events=0))
+    with pytest.raises(LedgerError, match="FIELDS_INVALID"):
+        reader.read(EvidenceReadRequest(ExecutionTarget("bad session", "r-1")))
+    with pytest.raises(LedgerError, match="FIELDS_INVALID"):
+        reader.read("not a request")  # type: ignore[arg-type]
+
+
+def test_evidence_is_truncated_by_events_and_by_bytes() -> None:
+    runs = store()
+    runs.create_run("s-1", "p", run_id="r-1")
+    for index in range(5):
+        runs.append_event("r-1", "note", {"index": index, "text": "x" * 50})
+    reader = RunEvidenceReader(runs)
+    whole = reader.read(request())
+    assert (len(whole.events), whole.truncated) == (5, False)
+    by_count = reader.read(request(max_events=3))
+    assert ([e.seq for e in by_count.events], by_count.truncated) == ([1, 2, 3], True)
+    exact = reader.read(request(max_events=5))
+    assert exact.truncated is False
+    one_size = len(canonical_json(whole.events[0].public()).encode())
+    by_bytes = reader.read(request(max_bytes=2 * one_size + 1))
+    assert ([e.seq for e in by_bytes.events], by_bytes.truncated) == ([1, 2], True)
+    nothing = reader.read(request(max_bytes=1))
+    assert (nothing.events, nothing.truncated) == ((), True)
+    assert len({s.snapshot_digest for s in (whole, by_count, by_bytes, nothing)}) == 4
+
+
+def test_evidence_digest_is_reproducible_on_re_read(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    with store(path) as runs:
+        runs.create_run("s-1", "p", run_id="r-1")
+        for index in range(4):
+            runs.append_event("r-1", "note", {"index": index})
+        first = RunEvidenceReader(runs).read(request(max_events=3))
+        assert first.computed_digest() == first.snapshot_digest
+    with store(path) as runs:
+        reader = RunEvidenceReader(runs)
+        assert reader.read(request(max_events=3)) == first
+        runs.append_event("r-1", "note", {"index": 4})
+        # The truncated slice is the same evidence after the run grew.
+        assert reader.read(request(max_events=3)).snapshot_digest == first.snapshot_digest
+        whole = reader.read(request())
+        runs.append_event("r-1", "note", {"index": 5})
+        assert reader.read(request()).snapshot_digest != whole.snapshot_digest
+    assert first.snapshot_digest == digest_bytes(
+        "evidence", canonical_json(first.body()).encode("ascii")
+    )
+
+
+def test_evidence_digests_are_golden(golden: SnapshotAssertion) -> None:
+    runs = store()
+    runs.create_run("session-1", "prompt", run_id="run-1")
+    reader = RunEvidenceReader(runs)
+    empty = reader.read(request("session-1", "run-1"))
+    runs.append_event("run-1", "tool_call", {"tool": "grep", "args": ["-n", "TODO"]})
+    runs.append_event("run-1", "note", "é\u2028")
+    assert golden == {
+        "empty": empty.snapshot_digest,
+        "two_events": reader.read(request("session-1", "run-1")).snapshot_digest,
+        "truncated": reader.read(request("session-1", "run-1", max_events=1)).snapshot_digest,
+        "body": reader.read(request("session-1", "run-1", max_events=1)).public(),
+    }
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    payloads=st.lists(
+        st.recursive(
+            st.none() | st.booleans() | st.integers(-(10**9), 10**9) | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+            ),
+            max_leaves=8,
+        ),
+        max_size=6,
+    ),
+    max_events=st.integers(min_value=1, max_value=8),
+    max_bytes=st.integers(min_value=1, max_value=400),
+)
+def test_evidence_respects_its_limits(payloads: list[Any], max_events: int, max_bytes: int) -> None:
+    runs = store()
+    runs.create_run("s-1", "p", run_id="r-1")
+    for payload in payloads:
+        runs.append_event("r-1", "note", payload)
+    snapshot = RunEvidenceReader(runs).read(request(max_events=max_events, max_bytes=max_bytes))
+    size = sum(len(canonical_json(event.public()).encode()) for event in snapshot.events)
+    assert len(snapshot.events) <= max_events
+    assert size <= max_bytes
+    assert [event.seq for event in snapshot.events] == list(range(1, len(snapshot.events) + 1))
+    assert snapshot.truncated == (len(snapshot.events) < len(payloads))
+    assert snapshot.computed_digest() == snapshot.snapshot_digest
+    runs.close()
+
+
+def test_migration_0004_applies_with_the_stdlib_sqlite(tmp_path: Path) -> None:
+    """DBAs and the older runtime use SQLite 3.40 (stdlib sqlite3): the schema must load there."""
+    import sqlite3
+
+    from aios_ledger.shell.statements import migration_files
+
+    conn = sqlite3.connect(tmp_path / "stdlib.db")
+    for name, content in migration_files():
+        up = content.split("-- migrate:up", 1)[1].split("-- migrate:down", 1)[0]
+        conn.executescript(up)
+        if name.startswith("0004"):
+            down = content.split("-- migrate:down", 1)[1]
+            conn.executescript(down)
+            conn.executescript(up)
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"runs", "run_events", "auxiliary_runs"} <= tables
+    conn.close()
+
+
+def test_auxiliary_run_checks_hold_for_hand_written_rows() -> None:
+    from aios_ledger.shell.database import execute
+
+    runs = store()
+    row = {
+        "aux_id": "aux-1",
+        "session_id": "s",
+        "run_id": "r",
+        "parent_json": "{}",
+        "kind": "k",
+        "mode": "ISOLATED",
+        "state": "DONE",
+        "spec_json": "{}",
+        "spec_digest": digest_bytes("spec", b""),
+        "evidence_digest": digest_bytes("evidence", b""),
+        "owner": "h:1:t",
+        "created_at_ms": 1,
+    }
+    conn = runs.database.conn
+    with pytest.raises(apsw.ConstraintError):
+        execute(conn, "insert_auxiliary_run", row)
+    execute(conn, "insert_auxiliary_run", {**row, "state": "RUNNING"})
+    transition = {
+        "aux_id": "aux-1",
+        "expected_state": "RUNNING",
+        "expected_revision": 1,
+        "updated_at_ms": 2,
+        "output_json": None,
+        "output_digest": None,
+        "error_code": None,
+        "error": None,
+    }
+    with pytest.raises(apsw.ConstraintError):
+        execute(conn, "transition_auxiliary_run", {**transition, "state": "COMPLETED"})
+    with pytest.raises(apsw.ConstraintError):
+        execute(conn, "transition_auxiliary_run", {**transition, "state": "FAILED"})
+    assert (
+        execute(
+            conn,
+            "transition_auxiliary_run",
+            {
+                **transition,
+                "state": "CANCELLED",
+                "error_code": "CANCELLED",
+                "error": "CANCELLED: x",
+            },
+        )
+        == 1
+    )
+    # The CAS: the same guarded write again changes nothing.
+    assert (
+        execute(
+            conn,
+            "transition_auxiliary_run",
+            {
+                **transition,
+                "state": "CANCELLED",
+                "error_code": "CANCELLED",
+                "error": "CANCELLED: x",
+            },
+        )
+        == 0
+    )
