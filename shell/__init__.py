@@ -18,6 +18,7 @@ from .clock import AUTHORIZATION_ENV, system_clock
 from .database import Database
 from .migrations import MigrationReport, migrate_database, migration_status
 from .projection_store import InitialExecutionProjectionStore
+from .task_ledger import TaskLedger
 
 __all__ = [
     "AUTHORIZATION_ENV",
@@ -30,6 +31,7 @@ __all__ = [
     "MigrationReport",
     "RegisteredBindingResolver",
     "SourceCaptureProjectionRecoveryRequest",
+    "TaskLedger",
     "migrate_database",
     "migration_status",
     "project_execution_envelope",
