@@ -187,15 +187,17 @@ def refusal(work: Callable[[], object]) -> str:
     raise AssertionError("expected a LedgerError")
 
 
-def worker(path: str, agent_id: str, rework_ids: list[str]) -> dict[str, Any]:
+def worker(path: str, agent_id: str, rework_ids: list[str], start: Any, reports: Any) -> None:
     """One process of the concurrency test: claim, heartbeat, submit, verify until nothing is
-    left. Tasks in `rework_ids` are sent back once (NEEDS_REWORK on their first attempt)."""
+    left. Tasks in `rework_ids` are sent back once (NEEDS_REWORK on their first attempt).
+    `start` is a barrier all workers pass together; the report goes onto the `reports` queue."""
     from aios_ledger.shell import TaskLedger
 
     claims: list[tuple[str, int]] = []
     acknowledged: list[tuple[str, str, int]] = []
     errors: list[str] = []
     with TaskLedger(path) as ledger:
+        start.wait()
         while True:
             try:
                 claim = ledger.claim(agent_id=agent_id, capabilities=["cap.x"], lease_seconds=600)
@@ -231,4 +233,6 @@ def worker(path: str, agent_id: str, rework_ids: list[str]) -> dict[str, Any]:
                 acknowledged.append((task_id, "verify", attempt))
             except Exception as exc:
                 errors.append(f"{task_id}: {exc!r}")
-    return {"agent_id": agent_id, "claims": claims, "acknowledged": acknowledged, "errors": errors}
+    reports.put(
+        {"agent_id": agent_id, "claims": claims, "acknowledged": acknowledged, "errors": errors}
+    )
