@@ -94,8 +94,7 @@ def _metadata(value: object) -> JsonObject:
     reserved = [key for key in RESERVED_METADATA if key in checked]
     if reserved:
         raise FieldRefused(
-            f"{reserved} are reserved: an execution envelope is only set by the governed "
-            "projection"
+            f"{reserved} are reserved: an execution envelope is only set by the governed projection"
         )
     return checked
 
@@ -288,7 +287,6 @@ class CancelRequest:
 
     def public(self) -> JsonObject:
         return {"task_id": self.task_id, "reason": self.reason}
-
 
 
 def check_identifier(value: object, *, what: str) -> str:

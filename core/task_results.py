@@ -1,10 +1,11 @@
-"""What a task with an execution envelope accepts as its result.
+"""What a task accepts as its result.
 
-A task whose metadata holds an envelope (`metadata["execution"]`, as the governed projection
-writes it) only takes a result that (1) sets no governance flag, (2) meets its action's result
-contract (a JSON Schema, handed in by the shell), (3) names the envelope's task and job and the
-binding it ran on, and (4) echoes the envelope's `execution_digest`. A task without an envelope
-takes any JSON object.
+No result may set a governance flag (`RESULT_GOVERNANCE_FLAGS`: a claim to have written to main
+or production, force-pushed, bypassed a protected ref or exposed secrets), whatever the task. A
+task whose metadata holds an envelope (`metadata["execution"]`, as the governed projection writes
+it) moreover only takes a result that meets its action's result contract (a JSON Schema, handed
+in by the shell), names the envelope's task and job and the binding it ran on, and echoes the
+envelope's `execution_digest`. A task without an envelope takes any other JSON object.
 """
 
 from __future__ import annotations
@@ -45,14 +46,14 @@ def task_envelope(task: TaskRow) -> JsonObject | None:
 def check_result(
     task: TaskRow, result: JsonObject, contracts: Mapping[str, Mapping[str, object]]
 ) -> None:
-    envelope = task_envelope(task)
-    if envelope is None:
-        return
     flags = [flag for flag in RESULT_GOVERNANCE_FLAGS if result.get(flag) not in (None, False)]
     if flags:
         raise LedgerError(
             "RESULT_GOVERNANCE_VIOLATION", f"the result sets governance flags {flags}"
         )
+    envelope = task_envelope(task)
+    if envelope is None:
+        return
     action = str(envelope["action"])
     contract_name = RESULT_CONTRACTS.get(action)
     schema = None if contract_name is None else contracts.get(contract_name)
@@ -61,9 +62,7 @@ def check_result(
     require_contract(schema, result, code="RESULT_CONTRACT_INVALID")
     for name in ("task_id", "job_id"):
         if result.get(name) != envelope[name]:
-            raise LedgerError(
-                "RESULT_CONTRACT_INVALID", f"$.{name}: is not the envelope's {name}"
-            )
+            raise LedgerError("RESULT_CONTRACT_INVALID", f"$.{name}: is not the envelope's {name}")
     binding = envelope["binding"]
     assert isinstance(binding, dict)
     drifted = [name for name in _BINDING_ECHOES if name in result and result[name] != binding[name]]

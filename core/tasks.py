@@ -15,6 +15,7 @@ is `LEASE_EXPIRED`. Neither writes anything.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -80,7 +81,7 @@ def _require(task_id: str, task: TaskRow | None) -> TaskRow:
     return task
 
 
-def _advance(task: TaskRow, now: str, **changes: object) -> TaskRow:
+def _advance(task: TaskRow, now: str, **changes: Any) -> TaskRow:
     """The next row: the changes, one more revision, the clock."""
     return attrs.evolve(task, **changes, revision=task.revision + 1, updated_at=now)
 
@@ -162,7 +163,8 @@ def _check_lease(task: TaskRow, token: str, now: str) -> None:
         )
     if task.lease_expires_at is None or _passed(task.lease_expires_at, now):
         raise LedgerError(
-            "LEASE_EXPIRED", f"the lease of task {task.task_id!r} expired at {task.lease_expires_at}"
+            "LEASE_EXPIRED",
+            f"the lease of task {task.task_id!r} expired at {task.lease_expires_at}",
         )
 
 
@@ -303,7 +305,7 @@ def decide_claim(
         "required_capabilities": list[JsonValue](claimed.required_capabilities()),
         "deadline": claimed.deadline,
         "priority": claimed.priority,
-        "execution": envelope,
+        "envelope": envelope,
         "runtime_input": runtime_input,
     }
     payload: JsonObject = {

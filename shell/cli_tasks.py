@@ -32,7 +32,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     create.set_defaults(handler=_task_create)
     listing = task_commands.add_parser("list", help="tasks, in claim order when --status is given")
     listing.add_argument("--status", help="only tasks of this status")
-    listing.add_argument("--limit", type=int, default=100, help=f"at most this many (<= {MAX_LIST})")
+    listing.add_argument(
+        "--limit", type=int, default=100, help=f"at most this many (<= {MAX_LIST})"
+    )
     listing.set_defaults(handler=_task_list)
     show = task_commands.add_parser("show", help="one task as JSON")
     show.add_argument("task_id")

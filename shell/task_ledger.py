@@ -128,9 +128,7 @@ class TaskLedger:
         """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
         return self.create_tasks([(mapping, idempotency_key)])[0]
 
-    def create_tasks(
-        self, items: Iterable[tuple[Mapping[str, Any], str]]
-    ) -> list[dict[str, Any]]:
+    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[dict[str, Any]]:
         """Enqueue many tasks, each with its own idempotency key, in one transaction: all of
         them are written (or replayed), or, when one is refused, none."""
         prepared = [self._prepare_create(item) for item in _pairs(items)]
@@ -166,7 +164,13 @@ class TaskLedger:
         lease_token: str | None = None,
     ) -> dict[str, Any] | None:
         """Take the next eligible task (or `task_id`) under a lease (`TASK_CLAIMED`); None when
-        there is nothing this claimer may take. Order: larger priority, older, smaller id."""
+        there is nothing this claimer may take. Order: larger priority, older, smaller id;
+        eligible: QUEUED, every required capability offered, deadline not passed, attempts
+        left. The answer holds the task's fields, `lease_token`, `lease_expires_at`, `attempt`,
+        `revision`, and `envelope` / `runtime_input` (the execution envelope and its runtime
+        input when the task has one, else None). A named task that cannot be claimed is
+        refused with the reason (`INVALID_TRANSITION`, `CAPABILITY_MISSING`, `DEADLINE_PASSED`,
+        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_FOUND`)."""
         request = ClaimRequest.from_mapping(
             {
                 "agent_id": agent_id,
@@ -298,7 +302,9 @@ class TaskLedger:
                 decision = decide_expire([TaskRow.from_row(row) for row in rows], now=now)
                 if decision is None:
                     return []
-                return list(apply_decision(conn, decision)["expired"])  # type: ignore[call-overload]
+                items = apply_decision(conn, decision)["expired"]
+                assert isinstance(items, list)
+                return items
 
             batch = self._db.write(write)
             expired.extend(batch)
@@ -318,9 +324,7 @@ class TaskLedger:
     def events(self, task_id: str) -> list[dict[str, Any]]:
         """A task's events in order, payloads parsed."""
         checked = _task_id(task_id)
-        rows = self._db.read(
-            lambda conn: fetch_all(conn, "events_for_task", {"task_id": checked})
-        )
+        rows = self._db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": checked}))
         return [task_view(row) for row in rows]
 
     def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:

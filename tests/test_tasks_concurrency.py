@@ -13,9 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_tasks_support import worker
-
 from aios_ledger.shell import TaskLedger
+from test_tasks_support import worker
 
 PROCESSES = 4
 TASKS = 200 if os.environ.get("AIOS_SOAK") == "1" else 60

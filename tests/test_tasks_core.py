@@ -4,16 +4,13 @@ and golden snapshots of representative plans. No database here."""
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from syrupy.assertion import SnapshotAssertion
-
 from aios_ledger.core import (
     ABSENT,
     TASK_STATUSES,
@@ -40,6 +37,9 @@ from aios_ledger.core import (
     next_status,
 )
 from aios_ledger.core.task_transitions import OPERATIONS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from syrupy.assertion import SnapshotAssertion
 
 NOW = "2026-08-20T00:00:10Z"
 TOKEN = "lease-token-0123456789abcdef"
@@ -190,7 +190,9 @@ def test_create_plan_and_replay() -> None:
     assert plan.writes[0].params["status"] == "QUEUED"
     assert plan.writes[0].params["revision"] == 1
     with pytest.raises(LedgerError, match="TASK_ALREADY_EXISTS"):
-        decide_create(request, TaskState(task=row("QUEUED")), now=NOW, task_id="t1", idempotency_key="k")
+        decide_create(
+            request, TaskState(task=row("QUEUED")), now=NOW, task_id="t1", idempotency_key="k"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,7 +242,9 @@ REQUESTS: list[Any] = [
 ]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 fields = st.sampled_from(
@@ -267,10 +271,8 @@ fields = st.sampled_from(
 @settings(max_examples=200, deadline=None)
 @given(kind=st.sampled_from(REQUESTS), raw=st.dictionaries(fields, json_values) | json_values)
 def test_requests_refuse_any_shape_with_a_ledger_error(kind: Any, raw: Any) -> None:
-    try:
+    with contextlib.suppress(LedgerError):
         kind.from_mapping(raw)
-    except LedgerError:
-        pass
 
 
 def test_lease_tokens_stay_out_of_reprs_and_digests() -> None:
@@ -302,3 +304,24 @@ def test_task_core_modules_are_pure(module: str) -> None:
         elif isinstance(node, ast.Name) and node.id == "open":
             raise AssertionError(f"{module} calls open()")
     assert not imported & FORBIDDEN
+
+
+def test_an_enveloped_task_without_its_contract_refuses_results() -> None:
+    from aios_ledger.core import canonical_json
+    from test_tasks_support import SEED_TASK_ID, runtime_result, seed_envelope
+
+    task = row(
+        "CLAIMED",
+        task_id=SEED_TASK_ID,
+        metadata_json=canonical_json({"execution": seed_envelope()}),
+    )
+    request = SubmitRequest.from_mapping(
+        {
+            "task_id": SEED_TASK_ID,
+            "lease_token": TOKEN,
+            "result": runtime_result(),
+            "idempotency_key": "s",
+        }
+    )
+    with pytest.raises(LedgerError, match="RESULT_CONTRACT_UNKNOWN"):
+        decide_submit(request, TaskState(task=task), now=NOW, contracts={})

@@ -6,12 +6,22 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import apsw
 import apsw.ext
 import pytest
+from aios_ledger.core import LedgerError, lease_token_sha256
+from aios_ledger.shell import (
+    AUTHORIZATION_ENV,
+    InitialExecutionProjectionRequest,
+    InitialExecutionProjectionStore,
+    SourceCaptureProjectionRecoveryRequest,
+    TaskLedger,
+)
+from aios_ledger.shell.statements import sql
 from test_tasks_support import (
     SEED_AUTHORIZATION,
     SEED_CAPABILITY,
@@ -28,16 +38,6 @@ from test_tasks_support import (
     seed_task,
     source_capture_result,
 )
-
-from aios_ledger.core import LedgerError, lease_token_sha256
-from aios_ledger.shell import (
-    AUTHORIZATION_ENV,
-    InitialExecutionProjectionRequest,
-    InitialExecutionProjectionStore,
-    SourceCaptureProjectionRecoveryRequest,
-    TaskLedger,
-)
-from aios_ledger.shell.statements import sql
 
 TOKEN = "claimer-token-0123456789abcdef"
 OTHER_TOKEN = "another-token-0123456789abcdef"
@@ -79,7 +79,10 @@ def _claimed(ledger: TaskLedger, task_id: str = "t1", **fields: Any) -> dict[str
 def _submitted(ledger: TaskLedger, task_id: str = "t1", **fields: Any) -> dict[str, Any]:
     claim = _claimed(ledger, task_id, **fields)
     ledger.submit_result(
-        task_id, lease_token=claim["lease_token"], result={"ok": True}, idempotency_key="s-" + task_id
+        task_id,
+        lease_token=claim["lease_token"],
+        result={"ok": True},
+        idempotency_key="s-" + task_id,
     )
     return claim
 
@@ -196,7 +199,7 @@ def test_source_capture_recovery_on_a_trail_the_ledger_made(ledger: TaskLedger, 
     claim = ledger.claim(agent_id="runtime", capabilities=[SEED_CAPABILITY], lease_seconds=60)
     assert claim is not None
     assert (claim["attempt"], claim["revision"]) == (2, 7)
-    assert claim["execution"] == seed_envelope()
+    assert claim["envelope"] == seed_envelope()
     assert claim["runtime_input"] == seed_envelope()["runtime_input"]
     done = ledger.submit_result(
         SEED_TASK_ID,
@@ -240,7 +243,7 @@ def runtime_claim(ledger: TaskLedger, path: Path) -> dict[str, Any]:
     finally:
         store.close()
     claim = ledger.claim(agent_id="runtime", capabilities=[SEED_CAPABILITY], lease_seconds=60)
-    assert claim is not None and claim["execution"] == seed_envelope()
+    assert claim is not None and claim["envelope"] == seed_envelope()
     return claim
 
 
@@ -313,9 +316,9 @@ def test_verify_decisions(ledger: TaskLedger) -> None:
     assert ledger.verify("ok", decision="SUCCEEDED", reason="r", idempotency_key="v1")[
         "status"
     ] == ("SUCCEEDED")
-    assert ledger.verify("bad", decision="FAILED", reason="r", idempotency_key="v2")[
-        "status"
-    ] == ("FAILED")
+    assert ledger.verify("bad", decision="FAILED", reason="r", idempotency_key="v2")["status"] == (
+        "FAILED"
+    )
     used_up = ledger.verify("again", decision="NEEDS_REWORK", reason="r", idempotency_key="v3")
     assert (used_up["status"], used_up["next_state"]) == ("FAILED", "FAILED")
     assert ledger.events("again")[-1]["payload"] == {
@@ -365,8 +368,32 @@ def test_terminal_states_refuse_everything(ledger: TaskLedger) -> None:
 
 def test_verify_needs_a_submitted_result(ledger: TaskLedger) -> None:
     _claimed(ledger)
-    code = refusal(lambda: ledger.verify("t1", decision="SUCCEEDED", reason="r", idempotency_key="v"))
+    code = refusal(
+        lambda: ledger.verify("t1", decision="SUCCEEDED", reason="r", idempotency_key="v")
+    )
     assert code == "INVALID_TRANSITION"
+
+
+def test_no_task_accepts_a_governance_violation(ledger: TaskLedger, path: Path) -> None:
+    claim = _claimed(ledger)
+    before = dump(path)
+    code = refusal(
+        lambda: ledger.submit_result(
+            "t1",
+            lease_token=claim["lease_token"],
+            result={"summary": "done", "force_push": True},
+            idempotency_key="s",
+        )
+    )
+    assert code == "RESULT_GOVERNANCE_VIOLATION"
+    assert dump(path) == before
+    ok = ledger.submit_result(
+        "t1",
+        lease_token=claim["lease_token"],
+        result={"summary": "done", "force_push": False},
+        idempotency_key="s",
+    )
+    assert ok["status"] == "SUBMITTED"
 
 
 def test_verify_checks_the_expected_result_digest(ledger: TaskLedger) -> None:
@@ -426,12 +453,13 @@ def test_create_refusals(ledger: TaskLedger) -> None:
         {"goal": "g", "instructions": "i", "task_id": "bad id"},
     ]
     for mapping in bad:
-        assert refusal(lambda m=mapping: ledger.create_task(m, idempotency_key="k")) == (
+        assert refusal(partial(ledger.create_task, mapping, idempotency_key="k")) == (
             "FIELDS_INVALID"
         ), mapping
-    assert refusal(lambda: ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key=7)) == (  # type: ignore[arg-type]
-        "FIELDS_INVALID"
-    )
+    not_a_key: Any = 7
+    assert refusal(
+        lambda: ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key=not_a_key)
+    ) == ("FIELDS_INVALID")
 
 
 def test_create_generates_ids_and_defaults(ledger: TaskLedger) -> None:
@@ -456,7 +484,7 @@ def test_create_tasks_is_one_transaction(ledger: TaskLedger, path: Path) -> None
     ]
     assert refusal(lambda: ledger.create_tasks(broken)) == "TASK_ALREADY_EXISTS"
     assert dump(path) == before
-    replayed = ledger.create_tasks(items[:2] + [({"goal": "x", "instructions": "y"}, "nk3")])
+    replayed = ledger.create_tasks([*items[:2], ({"goal": "x", "instructions": "y"}, "nk3")])
     assert [answer["idempotent"] for answer in replayed] == [True, True, False]
     assert refusal(lambda: ledger.create_tasks([])) == "FIELDS_INVALID"
     assert refusal(lambda: ledger.create_tasks([("x",)])) == "FIELDS_INVALID"  # type: ignore[list-item]
@@ -480,7 +508,7 @@ def test_claim_refusals_for_a_named_task(ledger: TaskLedger, clock: Clock) -> No
         {"agent_id": "w", "capabilities": [], "lease_seconds": 5, "lease_token": "short"},
     ]
     for kwargs in refused_claims:
-        assert refusal(lambda k=kwargs: ledger.claim(**k)) == "FIELDS_INVALID", kwargs
+        assert refusal(partial(ledger.claim, **kwargs)) == "FIELDS_INVALID", kwargs
     code = refusal(
         lambda: ledger.claim(agent_id="w", capabilities=[], lease_seconds=5, idempotency_key="k")
     )
@@ -587,7 +615,9 @@ def test_same_key_different_request_conflicts(ledger: TaskLedger, path: Path) ->
     ledger.submit_result("t1", lease_token=TOKEN, result={"a": 1}, idempotency_key="s")
     before = dump(path)
     calls: list[Callable[[], object]] = [
-        lambda: ledger.create_task({"task_id": "t1", "goal": "other", "instructions": "i"}, idempotency_key="k"),
+        lambda: ledger.create_task(
+            {"task_id": "t1", "goal": "other", "instructions": "i"}, idempotency_key="k"
+        ),
         lambda: ledger.claim(
             agent_id="w",
             capabilities=[],
@@ -693,13 +723,17 @@ def test_refused_calls_leave_the_database_byte_for_byte(
             "t1", lease_token=claim["lease_token"], result=[1], idempotency_key="s"
         ),
         lambda: ledger.submit_result(
-            "t1", lease_token=claim["lease_token"], result={"x": {"y": [0] * 3, "z": 2**200}},
+            "t1",
+            lease_token=claim["lease_token"],
+            result={"x": {"y": [0] * 3, "z": 2**200}},
             idempotency_key="s",
         ),
         lambda: ledger.verify("t2", decision="SUCCEEDED", reason="r", idempotency_key="v"),
         lambda: ledger.verify("t1", decision="MAYBE", reason="r", idempotency_key="v"),
         lambda: ledger.cancel("t9", reason="r", idempotency_key="c"),
-        lambda: ledger.create_task({"task_id": "t2", "goal": "g", "instructions": "i"}, idempotency_key="n"),
+        lambda: ledger.create_task(
+            {"task_id": "t2", "goal": "g", "instructions": "i"}, idempotency_key="n"
+        ),
         lambda: ledger.create_tasks(
             [
                 ({"task_id": "t3", "goal": "g", "instructions": "i"}, "n3"),
@@ -784,3 +818,142 @@ def test_reads(ledger: TaskLedger) -> None:
     events = ledger.events("a")
     assert events[1]["payload"] == {"attempt": 1, "lease_expires_at": "2026-08-20T00:01:00Z"}
     assert refusal(lambda: ledger.get(5)) == "FIELDS_INVALID"  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# rows the ledger did not write itself: the older runtime's database, tampering, races
+
+LEGACY_SCHEMA = """
+CREATE TABLE tasks(
+  task_id TEXT PRIMARY KEY, goal TEXT NOT NULL, instructions TEXT NOT NULL,
+  success_criteria_json TEXT NOT NULL, required_capabilities_json TEXT NOT NULL,
+  constraints_json TEXT NOT NULL, metadata_json TEXT NOT NULL, deadline TEXT,
+  priority INTEGER NOT NULL, max_attempts INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,
+  status TEXT NOT NULL, claimed_by TEXT, lease_token_hash TEXT, lease_expires_at TEXT,
+  result_json TEXT, result_digest TEXT, result_idempotency_key TEXT, verification_json TEXT,
+  revision INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+);
+CREATE TABLE events(
+  event_id INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT, agent_id TEXT,
+  event_type TEXT NOT NULL, payload_json TEXT NOT NULL, created_at TEXT NOT NULL
+);
+"""
+
+
+def _legacy_db(path: Path, *, attempt: int = 0, max_attempts: int = 20) -> None:
+    con = sqlite3.connect(path)
+    con.executescript(LEGACY_SCHEMA)
+    con.execute(
+        "INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            SEED_TASK_ID,
+            "Supervise release preparation",
+            "Observe and resume only the same lineage.",
+            json.dumps([{"id": "heartbeat", "description": "Heartbeat observed"}]),
+            "[]",
+            json.dumps({"production_write": False}),
+            "{}",
+            None,
+            100,
+            max_attempts,
+            attempt,
+            "QUEUED",
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            1,
+            "2026-08-20T00:00:00Z",
+            "2026-08-20T00:00:00Z",
+        ),
+    )
+    con.execute(
+        "INSERT INTO events(task_id,agent_id,event_type,payload_json,created_at) "
+        "VALUES (?,?,?,?,?)",
+        (SEED_TASK_ID, None, "TASK_CREATED", "{}", "2026-08-20T00:00:00Z"),
+    )
+    con.commit()
+    con.close()
+
+
+def test_a_task_of_the_older_runtime_goes_through_the_lifecycle(path: Path, clock: Clock) -> None:
+    _legacy_db(path)
+    with TaskLedger(path, clock=clock) as ledger:
+        claim = ledger.claim(agent_id="generic-worker", capabilities=[], lease_seconds=60)
+        assert claim is not None and (claim["task_id"], claim["revision"]) == (SEED_TASK_ID, 2)
+        ledger.heartbeat(SEED_TASK_ID, lease_token=claim["lease_token"], lease_seconds=60)
+        ledger.submit_result(
+            SEED_TASK_ID,
+            lease_token=claim["lease_token"],
+            result=source_capture_result(),
+            idempotency_key="source-capture-result-v1",
+        )
+        ledger.verify(SEED_TASK_ID, decision="NEEDS_REWORK", reason="r", idempotency_key="v")
+    row = _raw_task(path, SEED_TASK_ID)
+    assert (row["status"], row["attempt"], row["revision"], row["claimed_by"]) == (
+        "QUEUED",
+        1,
+        5,
+        None,
+    )
+
+
+def test_attempts_exhausted(path: Path, clock: Clock) -> None:
+    _legacy_db(path, attempt=2, max_attempts=2)
+    with TaskLedger(path, clock=clock) as ledger:
+        assert ledger.claim(agent_id="w", capabilities=[], lease_seconds=5) is None
+        code = refusal(
+            lambda: ledger.claim(
+                agent_id="w", capabilities=[], lease_seconds=5, task_id=SEED_TASK_ID
+            )
+        )
+        assert code == "ATTEMPTS_EXHAUSTED"
+
+
+def test_a_tampered_envelope_refuses_results(
+    ledger: TaskLedger, path: Path, runtime_claim: dict[str, Any]
+) -> None:
+    con = sqlite3.connect(path)
+    metadata = json.loads(
+        con.execute(
+            "SELECT metadata_json FROM tasks WHERE task_id = ?", (SEED_TASK_ID,)
+        ).fetchone()[0]
+    )
+    metadata["execution"]["adapter"] = "other"
+    con.execute(
+        "UPDATE tasks SET metadata_json = ? WHERE task_id = ?", (json.dumps(metadata), SEED_TASK_ID)
+    )
+    con.commit()
+    con.close()
+    code = refusal(
+        lambda: ledger.submit_result(
+            SEED_TASK_ID,
+            lease_token=runtime_claim["lease_token"],
+            result=runtime_result(),
+            idempotency_key="r",
+        )
+    )
+    assert code == "EXECUTION_ENVELOPE_INVALID"
+
+
+def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
+    ledger: TaskLedger, path: Path
+) -> None:
+    from aios_ledger.core import CancelRequest, TaskRow, TaskState, decide_cancel
+    from aios_ledger.shell.apply import apply_decision
+    from aios_ledger.shell.database import fetch_one
+
+    _create(ledger)
+    seen = ledger.database.read(lambda conn: fetch_one(conn, "get_task", {"task_id": "t1"}))
+    assert seen is not None
+    stale = TaskState(task=TaskRow.from_row(seen))
+    ledger.claim(agent_id="w", capabilities=[], lease_seconds=60)
+    request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
+    plan = decide_cancel(request, stale, now="2026-08-20T00:00:00Z")
+    before = dump(path)
+    code = refusal(lambda: ledger.database.write(lambda conn: apply_decision(conn, plan)))
+    assert code == "REVISION_CONFLICT"
+    assert dump(path) == before

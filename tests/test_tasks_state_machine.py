@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aios_ledger.core import LedgerError, format_timestamp
+from aios_ledger.shell import TaskLedger
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from test_tasks_support import Clock
-
-from aios_ledger.core import LedgerError, format_timestamp
-from aios_ledger.shell import TaskLedger
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
 TASK_IDS = ["a", "b", "c", "d"]
@@ -158,7 +157,9 @@ class LedgerMachine(RuleBasedStateMachine):
         task.tokens.append(answer["lease_token"])
         assert (answer["revision"], answer["attempt"]) == (task.revision, task.attempt)
 
-    @rule(task_id=st.sampled_from(TASK_IDS), choice=st.integers(0, 5), lease=st.sampled_from([10, 20]))
+    @rule(
+        task_id=st.sampled_from(TASK_IDS), choice=st.integers(0, 5), lease=st.sampled_from([10, 20])
+    )
     def heartbeat(self, task_id: str, choice: int, lease: int) -> None:
         task = self.tasks.get(task_id)
         token = self.pick_token(task, choice)
@@ -261,11 +262,11 @@ class LedgerMachine(RuleBasedStateMachine):
         answer = self.ledger.expire_leases()
         expected = []
         for task in self.tasks.values():
-            if task.status == "CLAIMED" and task.expires_at is not None:
-                if task.expires_at <= self.seconds:
-                    left = task.attempt < task.max_attempts
-                    self.release(task, "QUEUED" if left else "FAILED")
-                    expected.append(task.task_id)
+            due = task.expires_at is not None and task.expires_at <= self.seconds
+            if task.status == "CLAIMED" and due:
+                left = task.attempt < task.max_attempts
+                self.release(task, "QUEUED" if left else "FAILED")
+                expected.append(task.task_id)
         assert sorted(item["task_id"] for item in answer["expired"]) == sorted(expected)
 
     @rule(seconds=st.sampled_from([5, 10]))
