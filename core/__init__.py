@@ -60,8 +60,13 @@ from .task_requests import (
     integer_in_range,
     lease_token_sha256,
 )
-from .task_results import RESULT_CONTRACTS, RESULT_GOVERNANCE_FLAGS, check_result, task_envelope
-from .task_transitions import ABSENT, TRANSITIONS, VERIFY_DECISIONS, next_status
+from .task_results import (
+    RESULT_CONTRACTS,
+    RESULT_GOVERNANCE_FLAGS,
+    check_task_result,
+    task_envelope,
+)
+from .task_transitions import ABSENT, TASK_TRANSITIONS, VERIFY_DECISIONS, next_task_status
 from .tasks import (
     RESULT_SUBMITTED,
     TASK_CANCELLED,
@@ -106,9 +111,9 @@ __all__ = [
     "TASK_HEARTBEAT",
     "TASK_LEASE_EXPIRED",
     "TASK_STATUSES",
+    "TASK_TRANSITIONS",
     "TASK_VERIFIED",
     "TERMINAL_STATUSES",
-    "TRANSITIONS",
     "VERIFY_DECISIONS",
     "CancelRequest",
     "CatalogueView",
@@ -143,8 +148,8 @@ __all__ = [
     "chain_of",
     "check_identifier",
     "check_json",
-    "check_result",
     "check_schema_well_formed",
+    "check_task_result",
     "claim_refusal",
     "contract_violations",
     "decide_cancel",
@@ -165,7 +170,7 @@ __all__ = [
     "lease_token_sha256",
     "loads_document",
     "loads_object",
-    "next_status",
+    "next_task_status",
     "normalise_timestamp",
     "parse_migration",
     "parse_timestamp",

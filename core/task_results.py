@@ -43,7 +43,7 @@ def task_envelope(task: TaskRow) -> JsonObject | None:
     return verify_execution_envelope(metadata["execution"])
 
 
-def check_result(
+def check_task_result(
     task: TaskRow, result: JsonObject, contracts: Mapping[str, Mapping[str, object]]
 ) -> None:
     flags = [flag for flag in RESULT_GOVERNANCE_FLAGS if result.get(flag) not in (None, False)]

@@ -14,7 +14,7 @@ from .errors import LedgerError
 
 ABSENT = "ABSENT"
 
-TRANSITIONS: Mapping[tuple[str, str], str] = {
+TASK_TRANSITIONS: Mapping[tuple[str, str], str] = {
     (ABSENT, "create"): "QUEUED",
     ("QUEUED", "claim"): "CLAIMED",
     ("CLAIMED", "heartbeat"): "CLAIMED",
@@ -30,16 +30,16 @@ TRANSITIONS: Mapping[tuple[str, str], str] = {
     ("SUBMITTED", "cancel"): "CANCELLED",
 }
 
-OPERATIONS = tuple(sorted({operation for _, operation in TRANSITIONS}))
+TASK_OPERATIONS = tuple(sorted({operation for _, operation in TASK_TRANSITIONS}))
 
 # Which verification decision maps to which operation (NEEDS_REWORK depends on attempts left).
 VERIFY_DECISIONS = ("SUCCEEDED", "NEEDS_REWORK", "FAILED")
 
 
-def next_status(status: str, operation: str) -> str:
+def next_task_status(status: str, operation: str) -> str:
     """The status after `operation`, or `INVALID_TRANSITION`."""
     try:
-        return TRANSITIONS[(status, operation)]
+        return TASK_TRANSITIONS[(status, operation)]
     except KeyError:
         raise LedgerError(
             "INVALID_TRANSITION", f"a {status} task does not allow {operation}"
@@ -47,7 +47,7 @@ def next_status(status: str, operation: str) -> str:
 
 
 def allows(status: str, operation: str) -> bool:
-    return (status, operation) in TRANSITIONS
+    return (status, operation) in TASK_TRANSITIONS
 
 
 def verify_operation(decision: str, *, attempts_left: bool) -> str:

@@ -3,7 +3,7 @@
 Each `decide_*` is pure: it takes the rows the shell read inside its `BEGIN IMMEDIATE`, the
 request and the clock value, and returns a `Replay` (the first answer for an idempotency key), a
 `WritePlan` (one compare-and-swap on the task row, the idempotency-ledger row, one event), or
-raises a `LedgerError`. Every status change goes through `TRANSITIONS`; every write adds 1 to
+raises a `LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
 `revision`, a claim adds 1 to `attempt`.
 
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
@@ -41,11 +41,11 @@ from .task_requests import (
     VerifyRequest,
     lease_token_sha256,
 )
-from .task_results import check_result, task_envelope
+from .task_results import check_task_result, task_envelope
 from .task_transitions import (
     ABSENT,
     expire_operation,
-    next_status,
+    next_task_status,
     verify_operation,
 )
 from .timestamps import add_seconds, parse_timestamp
@@ -200,7 +200,7 @@ def decide_create(
         priority=request.priority,
         max_attempts=request.max_attempts,
         attempt=0,
-        status=next_status(ABSENT, "create"),
+        status=next_task_status(ABSENT, "create"),
         claimed_by=None,
         lease_token_hash=None,
         lease_expires_at=None,
@@ -288,7 +288,7 @@ def decide_claim(
     claimed = _advance(
         task,
         now,
-        status=next_status(task.status, "claim"),
+        status=next_task_status(task.status, "claim"),
         attempt=task.attempt + 1,
         claimed_by=request.agent_id,
         lease_token_hash=lease_token_sha256(lease_token),
@@ -334,7 +334,7 @@ def decide_heartbeat(request: HeartbeatRequest, state: TaskState, *, now: str) -
     beat = _advance(
         task,
         now,
-        status=next_status(task.status, "heartbeat"),
+        status=next_task_status(task.status, "heartbeat"),
         lease_expires_at=add_seconds(now, request.lease_seconds),
     )
     payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
@@ -367,8 +367,8 @@ def decide_submit(
         return replay
     task = _require(request.task_id, state.task)
     _check_lease(task, request.lease_token, now)
-    status = next_status(task.status, "submit")
-    check_result(task, request.result, contracts)
+    status = next_task_status(task.status, "submit")
+    check_task_result(task, request.result, contracts)
     result_digest = sha256_hex(request.result)
     submitted = _advance(
         task,
@@ -411,7 +411,7 @@ def decide_verify(request: VerifyRequest, state: TaskState, *, now: str) -> Repl
         return replay
     task = _require(request.task_id, state.task)
     attempts_left = task.attempt < task.max_attempts
-    status = next_status(
+    status = next_task_status(
         task.status, verify_operation(request.decision, attempts_left=attempts_left)
     )
     expected = request.expected_result_digest
@@ -462,7 +462,7 @@ def decide_cancel(request: CancelRequest, state: TaskState, *, now: str) -> Repl
     cancelled = _advance(
         task,
         now,
-        status=next_status(task.status, "cancel"),
+        status=next_task_status(task.status, "cancel"),
         claimed_by=None,
         lease_token_hash=None,
         lease_expires_at=None,
@@ -493,7 +493,7 @@ def decide_expire(tasks: Sequence[TaskRow], *, now: str) -> WritePlan | None:
         released = _advance(
             task,
             now,
-            status=next_status(task.status, expire_operation(attempts_left=attempts_left)),
+            status=next_task_status(task.status, expire_operation(attempts_left=attempts_left)),
             claimed_by=None,
             lease_token_hash=None,
             lease_expires_at=None,

@@ -14,7 +14,7 @@ import pytest
 from aios_ledger.core import (
     ABSENT,
     TASK_STATUSES,
-    TRANSITIONS,
+    TASK_TRANSITIONS,
     CancelRequest,
     ClaimRequest,
     HeartbeatRequest,
@@ -34,9 +34,9 @@ from aios_ledger.core import (
     decide_submit,
     decide_verify,
     lease_token_sha256,
-    next_status,
+    next_task_status,
 )
-from aios_ledger.core.task_transitions import OPERATIONS
+from aios_ledger.core.task_transitions import TASK_OPERATIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -137,19 +137,19 @@ DRIVERS: dict[str, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
 
 
 def test_every_operation_of_the_table_has_a_driver() -> None:
-    assert set(DRIVERS) == set(OPERATIONS) - {"create"}
-    assert {status for status, _ in TRANSITIONS} <= {ABSENT, *TASK_STATUSES}
-    assert set(TRANSITIONS.values()) <= set(TASK_STATUSES)
+    assert set(DRIVERS) == set(TASK_OPERATIONS) - {"create"}
+    assert {status for status, _ in TASK_TRANSITIONS} <= {ABSENT, *TASK_STATUSES}
+    assert set(TASK_TRANSITIONS.values()) <= set(TASK_STATUSES)
 
 
 @pytest.mark.parametrize("status", [ABSENT, *TASK_STATUSES])
-@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize("operation", TASK_OPERATIONS)
 def test_next_status_is_the_table(status: str, operation: str) -> None:
-    if (status, operation) in TRANSITIONS:
-        assert next_status(status, operation) == TRANSITIONS[(status, operation)]
+    if (status, operation) in TASK_TRANSITIONS:
+        assert next_task_status(status, operation) == TASK_TRANSITIONS[(status, operation)]
     else:
         with pytest.raises(LedgerError, match="INVALID_TRANSITION"):
-            next_status(status, operation)
+            next_task_status(status, operation)
 
 
 @pytest.mark.parametrize("status", TASK_STATUSES)
@@ -157,7 +157,7 @@ def test_next_status_is_the_table(status: str, operation: str) -> None:
 def test_decisions_follow_the_table(status: str, operation: str) -> None:
     drive, changes = DRIVERS[operation]
     task = row(status, **changes)
-    allowed = (status, operation) in TRANSITIONS
+    allowed = (status, operation) in TASK_TRANSITIONS
     if not allowed:
         try:
             outcome = drive(task)
@@ -172,7 +172,7 @@ def test_decisions_follow_the_table(status: str, operation: str) -> None:
     assert isinstance(plan, WritePlan)
     cas = plan.writes[0]
     assert cas.guarded and cas.statement == "tasks_cas_update"
-    assert cas.params["status"] == TRANSITIONS[(status, operation)]
+    assert cas.params["status"] == TASK_TRANSITIONS[(status, operation)]
     assert cas.params["expected_revision"] == task.revision
     assert cas.params["revision"] == task.revision + 1
     assert cas.params["attempt"] == task.attempt + (1 if operation == "claim" else 0)
