@@ -21,7 +21,7 @@ import attrs
 
 from .digests import canonical_json, sha256_hex
 from .errors import LedgerError
-from .jsonvalue import JsonObject, JsonValue, loads_object
+from .jsonvalue import JsonObject, JsonValue
 from .plan import (
     EventAppend,
     Replay,
@@ -513,7 +513,3 @@ def decide_expire(tasks: Sequence[TaskRow], *, now: str) -> WritePlan | None:
         events=tuple(events),
         response={"expired": expired, "count": len(expired)},
     )
-
-
-def stored_response(row: IdempotencyRow) -> JsonObject:
-    return loads_object(row.response_json, what="stored response")
