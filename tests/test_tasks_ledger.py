@@ -22,6 +22,8 @@ from aios_ledger.shell import (
     TaskLedger,
 )
 from aios_ledger.shell.statements import sql
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_tasks_support import (
     SEED_AUTHORIZATION,
     SEED_CAPABILITY,
@@ -956,4 +958,90 @@ def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     before = dump(path)
     code = refusal(lambda: ledger.database.write(lambda conn: apply_decision(conn, plan)))
     assert code == "REVISION_CONFLICT"
+    assert dump(path) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# junk of any shape is a LedgerError and changes nothing
+
+junk_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=20)
+    | st.binary(max_size=8)
+    | st.builds(object)
+)
+junk = junk_leaves | st.recursive(
+    junk_leaves,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=8) | st.integers(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def _never_valid_count(value: Any) -> Any:
+    """Junk for a count: any integer becomes one no range accepts."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -abs(value)
+    return value
+
+
+def test_junk_arguments_are_refused_and_change_nothing(ledger: TaskLedger, path: Path) -> None:
+    target = "junk-target-task-0001"
+    claim = _claimed(ledger, target)
+    token = claim["lease_token"]
+    before = dump(path)
+    calls: dict[str, Callable[[Any], object]] = {
+        "create": lambda value: ledger.create_task(value, idempotency_key="junk"),
+        "create_key": lambda value: ledger.create_task(
+            {"task_id": target, "goal": "g", "instructions": "i"}, idempotency_key=value
+        ),
+        "create_many": ledger.create_tasks,
+        "claim_agent": lambda value: ledger.claim(
+            agent_id=value, capabilities=[], lease_seconds=5, task_id=target
+        ),
+        "claim_caps": lambda value: ledger.claim(
+            agent_id="w", capabilities=value, lease_seconds=5, task_id=target
+        ),
+        "claim_lease": lambda value: ledger.claim(
+            agent_id="w", capabilities=[], lease_seconds=_never_valid_count(value), task_id=target
+        ),
+        "heartbeat_token": lambda value: ledger.heartbeat(
+            target, lease_token=value, lease_seconds=5
+        ),
+        "heartbeat_seconds": lambda value: ledger.heartbeat(
+            target, lease_token=token, lease_seconds=_never_valid_count(value)
+        ),
+        "submit_result": lambda value: ledger.submit_result(
+            target,
+            lease_token=token,
+            result=[value] if isinstance(value, dict) else value,
+            idempotency_key="junk",
+        ),
+        "verify": lambda value: ledger.verify(
+            target, decision=value, reason="r", idempotency_key="j"
+        ),
+        "cancel": lambda value: ledger.cancel(value, reason="r", idempotency_key="j"),
+        "get": ledger.get,
+        "events": ledger.events,
+        "list_status": ledger.list_tasks,
+        "list_limit": lambda value: ledger.list_tasks(limit=_never_valid_count(value)),
+    }
+    reads = {"events", "get", "list_status"}
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(name=st.sampled_from(sorted(calls)), value=junk)
+    def check(name: str, value: Any) -> None:
+        try:
+            answer = calls[name](value)
+        except LedgerError:
+            return
+        # Only reads may answer (an unknown id has no events, no status lists everything).
+        assert name in reads, (name, value)
+        assert isinstance(answer, list | dict)
+
+    check()
     assert dump(path) == before
