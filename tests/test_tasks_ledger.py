@@ -975,9 +975,11 @@ junk_leaves = (
 )
 junk = junk_leaves | st.recursive(
     junk_leaves,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.tuples(inner, inner)
-    | st.dictionaries(st.text(max_size=8) | st.integers(), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=8) | st.integers(), inner, max_size=3)
+    ),
     max_leaves=12,
 )
 
