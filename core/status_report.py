@@ -49,7 +49,8 @@ def render_status(report: Mapping[str, Any]) -> str:
     ]
     lines += ["", "last events:"]
     lines += [
-        f"  #{row['event_id']:<6} {row['created_at']}  {row['event_type']:<45} {row['task_id'] or '-'}"
+        f"  #{row['event_id']:<6} {row['created_at']}  {row['event_type']:<44} "
+        f"{row['task_id'] or '-'}"
         for row in report["last_events"]
     ]
     return "\n".join(lines) + "\n"

@@ -23,6 +23,14 @@ def progress(message: str) -> None:
     sys.stderr.flush()
 
 
+def edit_files(attempt: int) -> list[str]:
+    """The work itself: the first attempt drafts the notes, a rework adds the changelog."""
+    changed = ["NOTES.md"] if attempt == 1 else ["NOTES.md", "CHANGELOG.md"]
+    for name in changed:
+        progress(f"edited {name}")
+    return changed
+
+
 def governed_result(claim: dict[str, Any], envelope: dict[str, Any]) -> dict[str, Any]:
     binding = envelope["binding"]
     if binding["target_branch"].removeprefix("refs/heads/") in PROTECTED:
@@ -32,9 +40,7 @@ def governed_result(claim: dict[str, Any], envelope: dict[str, Any]) -> dict[str
     attempt = claim["attempt"]
     progress(f"checking out {binding['repository']} at {binding['base_oid'][:12]}")
     progress(f"working on {binding['target_branch']} (attempt {attempt})")
-    changed = ["NOTES.md"] if attempt == 1 else ["NOTES.md", "CHANGELOG.md"]
-    for name in changed:
-        progress(f"edited {name}")
+    changed = edit_files(attempt)
     return {
         "task_id": claim["task_id"],
         "job_id": envelope["job_id"],
@@ -64,7 +70,8 @@ def main() -> int:
     if envelope:
         result = governed_result(claim, envelope)
     else:
-        result = {"status": "SUCCEEDED", "summary": "done without an envelope"}
+        changed = edit_files(int(claim["attempt"]))
+        result = {"status": "SUCCEEDED", "summary": f"edited {', '.join(changed)}"}
     progress("done")
     json.dump(result, sys.stdout)
     return 0

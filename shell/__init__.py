@@ -27,7 +27,10 @@ from .clock import AUTHORIZATION_ENV, system_clock
 from .database import Database
 from .migrations import MigrationReport, migrate_database, migration_status
 from .projection_store import InitialExecutionProjectionStore
+from .reviewer import review_submitted
 from .runs import RunEvidenceReader, RunStore
+from .task_ledger import TaskLedger
+from .worker import Worker, WorkerConfig
 
 __all__ = [
     "AUTHORIZATION_ENV",
@@ -47,11 +50,15 @@ __all__ = [
     "RunEvidenceReader",
     "RunStore",
     "SourceCaptureProjectionRecoveryRequest",
+    "TaskLedger",
+    "Worker",
+    "WorkerConfig",
     "list_auxiliary_runs",
     "migrate_database",
     "migration_status",
     "project_execution_envelope",
     "read_auxiliary_run",
     "register_binding",
+    "review_submitted",
     "system_clock",
 ]

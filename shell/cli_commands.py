@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import cli_projection, cli_runs
+from . import cli_projection, cli_runs, cli_tasks, cli_worker
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
-COMMAND_GROUPS: tuple[Register, ...] = (cli_projection.register, cli_runs.register)
+COMMAND_GROUPS: tuple[Register, ...] = (
+    cli_projection.register,
+    cli_tasks.register,
+    cli_runs.register,
+    cli_worker.register,
+)

@@ -1,4 +1,4 @@
-"""Commands of the foundation: init, migrate, binding put, project, task show, events."""
+"""Commands of the foundation: init, migrate, binding put, project, events."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from aios_ledger.core import (
 
 from .bindings import RegisteredBindingResolver, register_binding
 from .cli import database_path, read_json_argument
-from .database import Database, fetch_all, fetch_one
+from .database import Database, fetch_all
 from .migrations import migrate_database, migration_status
 from .projection_store import InitialExecutionProjectionStore
 from .schema_dump import schema_sql
@@ -45,11 +45,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     project.set_defaults(handler=_project)
 
-    task = commands.add_parser("task", help="tasks")
-    task_commands = task.add_subparsers(dest="task_command", required=True)
-    show = task_commands.add_parser("show", help="one task as JSON")
-    show.add_argument("task_id")
-    show.set_defaults(handler=_task_show)
+    # The `task` group (task show, create, list) lives in cli_tasks.
 
     events = commands.add_parser("events", help="a task's events in order")
     events.add_argument("task_id")
@@ -109,14 +105,6 @@ def task_view(row: dict[str, Any]) -> dict[str, Any]:
         else:
             view[column] = value
     return view
-
-
-def _task_show(args: argparse.Namespace) -> Any:
-    with Database(database_path(args)) as db:
-        row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": args.task_id}))
-    if row is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {args.task_id!r}")
-    return task_view(row)
 
 
 def _events(args: argparse.Namespace) -> Any:

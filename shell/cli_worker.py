@@ -26,26 +26,46 @@ STATUS_ROWS = 10
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker = commands.add_parser("worker", help="claim tasks and run a command for each")
     worker.add_argument("--agent-id", required=True)
-    worker.add_argument("--capability", action="append", default=[], dest="capabilities",
-                        help="a capability this worker offers (repeat for more)")
-    worker.add_argument("--exec", required=True, dest="command",
-                        help="shell command run per task: claim JSON on stdin, result on stdout")
+    worker.add_argument(
+        "--capability",
+        action="append",
+        default=[],
+        dest="capabilities",
+        help="a capability this worker offers (repeat for more)",
+    )
+    worker.add_argument(
+        "--exec",
+        required=True,
+        dest="command",
+        help="shell command run per task: claim JSON on stdin, result on stdout",
+    )
     worker.add_argument("--lease-seconds", type=int, default=30)
     worker.add_argument("--timeout", type=float, default=None, help="seconds per command")
     worker.add_argument("--once", action="store_true", help="handle at most one task, then exit")
-    worker.add_argument("--until-empty", action="store_true",
-                        help="exit when no task is left to claim instead of polling")
+    worker.add_argument(
+        "--until-empty",
+        action="store_true",
+        help="exit when no task is left to claim instead of polling",
+    )
     worker.add_argument("--max-tasks", type=int, default=None)
     worker.add_argument("--poll-min", type=float, default=0.2)
     worker.add_argument("--poll-max", type=float, default=5.0)
-    worker.add_argument("--grace", type=float, default=10.0,
-                        help="seconds a running command may finish after SIGINT/SIGTERM")
+    worker.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        help="seconds a running command may finish after SIGINT/SIGTERM",
+    )
     worker.set_defaults(handler=_worker)
 
     review = commands.add_parser("review", help="judge submitted tasks with an auxiliary run")
-    review.add_argument("--exec", required=True, dest="command",
-                        help="shell command: {instruction, evidence, result} on stdin, "
-                        "{decision, reason} on stdout")
+    review.add_argument(
+        "--exec",
+        required=True,
+        dest="command",
+        help="shell command: {instruction, evidence, result} on stdin, "
+        "{decision, reason} on stdout",
+    )
     review.add_argument("--limit", type=int, default=100)
     review.add_argument("--timeout", type=float, default=DEFAULT_REVIEW_TIMEOUT)
     review.set_defaults(handler=_review)

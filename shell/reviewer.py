@@ -151,7 +151,9 @@ async def _review_one(
         output = await handle.wait()
     except AuxiliaryRunError as failed:
         return {"task_id": task_id, "outcome": f"review failed: {failed}", "aux_id": handle.id}
-    decision, reason = str(output.value["decision"]), str(output.value["reason"])
+    verdict = output.value
+    assert isinstance(verdict, dict)  # the output schema requires {decision, reason}
+    decision, reason = str(verdict["decision"]), str(verdict["reason"])
     verified = ledger.verify(
         task_id,
         decision=decision,

@@ -9,6 +9,7 @@ failure result; a lost lease stops the command and submits nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -21,7 +22,6 @@ from collections.abc import Callable
 from typing import IO, Any
 
 import attrs
-
 from aios_ledger.core import (
     LedgerError,
     evidence_run,
@@ -176,7 +176,9 @@ class Worker:
         task_id, token = str(claim["task_id"]), str(claim["lease_token"])
         key = f"submit:{task_id}:{claim['attempt']}{key_suffix}"
         try:
-            self.ledger.submit_result(task_id, lease_token=token, result=result, idempotency_key=key)
+            self.ledger.submit_result(
+                task_id, lease_token=token, result=result, idempotency_key=key
+            )
             return outcome, detail
         except LedgerError as refused:
             if refused.code in LEASE_LOST:
@@ -275,10 +277,8 @@ class _Execution:
             if grace_until is not None and now >= grace_until:
                 _kill(process)
                 return "stopped", f"still running after the {config.grace:g}s grace period"
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=TICK_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
         return None
 
     def _heartbeat(self) -> str | None:

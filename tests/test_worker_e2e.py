@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aios_ledger.shell import TaskLedger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,17 +19,24 @@ AGENT = f"{sys.executable} {ROOT / 'examples' / 'agent.py'}"
 REVIEWER = f"{sys.executable} {ROOT / 'examples' / 'reviewer.py'}"
 
 
-def cli(db: Path, *argv: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+def cli(
+    db: Path, *argv: str, timeout: float = 120, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), *argv],
-        capture_output=True, text=True, timeout=timeout, **kwargs,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
     )
 
 
 def spawn_worker(db: Path, *argv: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), "worker", *argv],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -85,8 +91,12 @@ def test_worker_and_reviewer_take_a_task_through_one_rework(tmp_path: Path) -> N
     assert (final["status"], final["attempt"]) == ("SUCCEEDED", 2)
     assert event_types(db, "task-e2e") == [
         "TASK_CREATED",
-        "TASK_CLAIMED", "RESULT_SUBMITTED", "TASK_VERIFIED",
-        "TASK_CLAIMED", "RESULT_SUBMITTED", "TASK_VERIFIED",
+        "TASK_CLAIMED",
+        "RESULT_SUBMITTED",
+        "TASK_VERIFIED",
+        "TASK_CLAIMED",
+        "RESULT_SUBMITTED",
+        "TASK_VERIFIED",
     ]
     evidence = cli(db, "run", "evidence", "task:task-e2e", "task-e2e@1")
     assert evidence.returncode == 0, evidence.stderr
@@ -98,8 +108,9 @@ def test_a_killed_worker_is_rescued_after_its_lease(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     create(db, "task-rescue")
     slow = f"EXAMPLE_AGENT_DELAY=60 {AGENT}"
-    first = spawn_worker(db, "--agent-id", "doomed", "--exec", slow, "--lease-seconds", "2",
-                         "--once")
+    first = spawn_worker(
+        db, "--agent-id", "doomed", "--exec", slow, "--lease-seconds", "2", "--once"
+    )
     deadline = time.monotonic() + 30
     while task(db, "task-rescue")["status"] != "CLAIMED":
         assert time.monotonic() < deadline
@@ -169,8 +180,9 @@ def test_sigterm_lets_the_running_command_finish_then_exits(tmp_path: Path) -> N
 def test_a_task_without_envelope_takes_any_json_object(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     create(db, "task-plain")
-    worked = cli(db, "worker", "--agent-id", "w", "--exec", "echo '{\"status\": \"SUCCEEDED\"}'",
-                 "--once")
+    worked = cli(
+        db, "worker", "--agent-id", "w", "--exec", 'echo \'{"status": "SUCCEEDED"}\'', "--once"
+    )
     assert worked.returncode == 0, worked.stderr
     assert task(db, "task-plain")["result"] == {"status": "SUCCEEDED"}
 
@@ -195,9 +207,19 @@ def test_environment_reaches_the_command(tmp_path: Path) -> None:
         "json.dump({'task': os.environ['AIOS_TASK_ID'], 'attempt': os.environ['AIOS_ATTEMPT'], "
         "'token_hidden': 'lease_token' not in claim}, sys.stdout)"
     )
-    worked = cli(db, "worker", "--agent-id", "w", "--exec", f"{sys.executable} -c \"{script}\"",
-                 "--once", env={**os.environ})
+    worked = cli(
+        db,
+        "worker",
+        "--agent-id",
+        "w",
+        "--exec",
+        f'{sys.executable} -c "{script}"',
+        "--once",
+        env={**os.environ},
+    )
     assert worked.returncode == 0, worked.stderr
     assert task(db, "task-env")["result"] == {
-        "task": "task-env", "attempt": "1", "token_hidden": True
+        "task": "task-env",
+        "attempt": "1",
+        "token_hidden": True,
     }

@@ -1,0 +1,378 @@
+"""`TaskLedger`: the task lifecycle over a ledger database (create, claim, heartbeat, submit,
+verify, cancel, expire) and its reads.
+
+Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL, let the core
+decide, apply the plan (one guarded compare-and-swap, the idempotency row, one event per task).
+A refused call raises a `LedgerError` and leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import apsw
+from aios_ledger.core import (
+    RESULT_CONTRACTS,
+    TASK_STATUSES,
+    CancelRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    IdempotencyRow,
+    LedgerError,
+    SubmitRequest,
+    TaskCreateRequest,
+    TaskRow,
+    TaskState,
+    VerifyRequest,
+    check_identifier,
+    decide_cancel,
+    decide_claim,
+    decide_create,
+    decide_expire,
+    decide_heartbeat,
+    decide_submit,
+    decide_verify,
+    integer_in_range,
+    loads_document,
+    pick_claimable,
+)
+
+from .apply import apply_decision
+from .clock import Clock, now_text, system_clock
+from .contracts import result_contract
+from .database import Database, fetch_all, fetch_one
+
+CLAIM_BATCH = 32
+EXPIRE_BATCH = 200
+MAX_LIST = 10_000
+TASK_ID_BYTES = 16
+LEASE_TOKEN_BYTES = 32
+
+
+def new_task_id() -> str:
+    return "task-" + secrets.token_hex(TASK_ID_BYTES)
+
+
+def new_lease_token() -> str:
+    return secrets.token_urlsafe(LEASE_TOKEN_BYTES)
+
+
+def task_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A task or event row with its `*_json` columns parsed (kept as text if they do not parse)."""
+    view: dict[str, Any] = {}
+    for column, value in row.items():
+        if column.endswith("_json") and isinstance(value, str):
+            try:
+                view[column.removesuffix("_json")] = loads_document(value, what=column)
+            except LedgerError:
+                view[column] = value
+        else:
+            view[column] = value
+    return view
+
+
+def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
+    row = fetch_one(conn, "get_task", {"task_id": task_id})
+    return None if row is None else TaskRow.from_row(row)
+
+
+def _prior(conn: apsw.Connection, key: str | None) -> IdempotencyRow | None:
+    if key is None:
+        return None
+    row = fetch_one(conn, "task_idempotency_get", {"idempotency_key": key})
+    return None if row is None else IdempotencyRow.from_row(row)
+
+
+class TaskLedger:
+    """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
+
+    `clock` returns an aware UTC datetime (default: the system clock); timestamps are stored
+    with whole seconds.
+
+    Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
+    only its sha256. Without an idempotency key the ledger draws the token with `secrets`
+    (unless the claimer passes `lease_token=`). An idempotent claim (`idempotency_key=`) must
+    bring its own `lease_token` (16-256 characters of `[A-Za-z0-9._~+/=-]`, e.g.
+    `secrets.token_urlsafe(32)`): the key is bound to the token's sha256, so a replay with the
+    same key and token gives back the same claim (token included, from the caller), a replay
+    with another token is `IDEMPOTENCY_CONFLICT`, and nothing usable is ever stored. A claim
+    that finds nothing to take answers None and records nothing, so the key stays free.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
+        self._db = Database(path)
+        self._clock: Clock = clock or system_clock
+
+    @property
+    def database(self) -> Database:
+        return self._db
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> TaskLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _now(self) -> str:
+        return now_text(self._clock)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> dict[str, Any]:
+        """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
+        return self.create_tasks([(mapping, idempotency_key)])[0]
+
+    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[dict[str, Any]]:
+        """Enqueue many tasks, each with its own idempotency key, in one transaction: all of
+        them are written (or replayed), or, when one is refused, none."""
+        prepared = [self._prepare_create(item) for item in _pairs(items)]
+        now = self._now()
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            answers = []
+            for request, task_id, key in prepared:
+                state = TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
+                decision = decide_create(
+                    request, state, now=now, task_id=task_id, idempotency_key=key
+                )
+                answers.append(apply_decision(conn, decision))
+            return answers
+
+        return self._db.write(write)
+
+    @staticmethod
+    def _prepare_create(item: tuple[object, object]) -> tuple[TaskCreateRequest, str, str]:
+        mapping, key = item
+        request = TaskCreateRequest.from_mapping(mapping)
+        checked_key = _key(key)
+        return request, request.task_id or new_task_id(), checked_key
+
+    def claim(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        task_id: str | None = None,
+        idempotency_key: str | None = None,
+        lease_token: str | None = None,
+    ) -> dict[str, Any] | None:
+        """Take the next eligible task (or `task_id`) under a lease (`TASK_CLAIMED`); None when
+        there is nothing this claimer may take. Order: larger priority, older, smaller id;
+        eligible: QUEUED, every required capability offered, deadline not passed, attempts
+        left. The answer holds the task's fields, `lease_token`, `lease_expires_at`, `attempt`,
+        `revision`, and `envelope` / `runtime_input` (the execution envelope and its runtime
+        input when the task has one, else None). A named task that cannot be claimed is
+        refused with the reason (`INVALID_TRANSITION`, `CAPABILITY_MISSING`, `DEADLINE_PASSED`,
+        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_FOUND`)."""
+        request = ClaimRequest.from_mapping(
+            {
+                "agent_id": agent_id,
+                "capabilities": _list(capabilities),
+                "lease_seconds": lease_seconds,
+                "task_id": task_id,
+                "idempotency_key": idempotency_key,
+                "lease_token": lease_token,
+            }
+        )
+        token = request.lease_token or new_lease_token()
+
+        def write(conn: apsw.Connection) -> dict[str, Any] | None:
+            now = self._now()
+            prior = _prior(conn, request.idempotency_key)
+            task = None
+            if prior is None:
+                task = self._claim_target(conn, request, now)
+            decision = decide_claim(
+                request, TaskState(task=task, prior=prior), now=now, lease_token=token
+            )
+            return None if decision is None else apply_decision(conn, decision)
+
+        return self._db.write(write)
+
+    @staticmethod
+    def _claim_target(conn: apsw.Connection, request: ClaimRequest, now: str) -> TaskRow | None:
+        if request.task_id is not None:
+            return _task(conn, request.task_id)
+        offset = 0
+        while True:
+            rows = fetch_all(
+                conn,
+                "tasks_claim_candidates",
+                {"now": now, "limit": CLAIM_BATCH, "offset": offset},
+            )
+            chosen = pick_claimable([TaskRow.from_row(row) for row in rows], request, now)
+            if chosen is not None or len(rows) < CLAIM_BATCH:
+                return chosen
+            offset += CLAIM_BATCH
+
+    def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> dict[str, Any]:
+        """Extend the lease (`TASK_HEARTBEAT`): `lease_expires_at` becomes now + lease_seconds."""
+        request = HeartbeatRequest.from_mapping(
+            {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
+        )
+
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            state = TaskState(task=_task(conn, request.task_id))
+            return apply_decision(conn, decide_heartbeat(request, state, now=self._now()))
+
+        return self._db.write(write)
+
+    def submit_result(
+        self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
+    ) -> dict[str, Any]:
+        """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released."""
+        request = SubmitRequest.from_mapping(
+            {
+                "task_id": task_id,
+                "lease_token": lease_token,
+                "result": result,
+                "idempotency_key": idempotency_key,
+            }
+        )
+        contracts = {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
+
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            state = TaskState(
+                task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+            )
+            decision = decide_submit(request, state, now=self._now(), contracts=contracts)
+            return apply_decision(conn, decision)
+
+        return self._db.write(write)
+
+    def verify(
+        self,
+        task_id: str,
+        *,
+        decision: str,
+        reason: str,
+        idempotency_key: str,
+        expected_result_digest: str | None = None,
+    ) -> dict[str, Any]:
+        """Judge a SUBMITTED result (`TASK_VERIFIED`): SUCCEEDED, NEEDS_REWORK (back to QUEUED,
+        or FAILED when attempts are used up) or FAILED."""
+        request = VerifyRequest.from_mapping(
+            {
+                "task_id": task_id,
+                "decision": decision,
+                "reason": reason,
+                "idempotency_key": idempotency_key,
+                "expected_result_digest": expected_result_digest,
+            }
+        )
+
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            state = TaskState(
+                task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+            )
+            return apply_decision(conn, decide_verify(request, state, now=self._now()))
+
+        return self._db.write(write)
+
+    def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> dict[str, Any]:
+        """Cancel a task in any non-terminal state (`TASK_CANCELLED`); its lease is released."""
+        request = CancelRequest.from_mapping(
+            {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
+        )
+
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            state = TaskState(
+                task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+            )
+            return apply_decision(conn, decide_cancel(request, state, now=self._now()))
+
+        return self._db.write(write)
+
+    def expire_leases(self) -> dict[str, Any]:
+        """Every CLAIMED task whose lease passed goes back to QUEUED, or FAILED when its
+        attempts are used up (`TASK_LEASE_EXPIRED` each); in batches, one transaction each."""
+        expired: list[Any] = []
+        while True:
+
+            def write(conn: apsw.Connection) -> list[Any]:
+                now = self._now()
+                rows = fetch_all(conn, "tasks_expired_leases", {"now": now, "limit": EXPIRE_BATCH})
+                decision = decide_expire([TaskRow.from_row(row) for row in rows], now=now)
+                if decision is None:
+                    return []
+                items = apply_decision(conn, decision)["expired"]
+                assert isinstance(items, list)
+                return items
+
+            batch = self._db.write(write)
+            expired.extend(batch)
+            if len(batch) < EXPIRE_BATCH:
+                return {"expired": expired, "count": len(expired)}
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        """One task with its JSON columns parsed; `TASK_NOT_FOUND` when there is none."""
+        checked = _task_id(task_id)
+        row = self._db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": checked}))
+        if row is None:
+            raise LedgerError("TASK_NOT_FOUND", f"no task {checked!r}")
+        return task_view(row)
+
+    def events(self, task_id: str) -> list[dict[str, Any]]:
+        """A task's events in order, payloads parsed."""
+        checked = _task_id(task_id)
+        rows = self._db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": checked}))
+        return [task_view(row) for row in rows]
+
+    def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:
+        """Tasks of one status in claim order, or all tasks oldest first; at most `limit`."""
+        count = integer_in_range(limit, minimum=1, maximum=MAX_LIST, what="limit")
+        if status is None:
+            rows = self._db.read(lambda conn: fetch_all(conn, "tasks_list_all", {"limit": count}))
+        else:
+            checked = _status(status)
+            rows = self._db.read(
+                lambda conn: fetch_all(
+                    conn, "tasks_list_by_status", {"status": checked, "limit": count}
+                )
+            )
+        return [task_view(row) for row in rows]
+
+
+def _pairs(items: object) -> list[tuple[object, object]]:
+    try:
+        listed = list(items)  # type: ignore[call-overload]
+    except TypeError:
+        raise LedgerError("FIELDS_INVALID", "items must be (task mapping, key) pairs") from None
+    pairs: list[tuple[object, object]] = []
+    for item in listed:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise LedgerError("FIELDS_INVALID", "each item must be a (task mapping, key) pair")
+        pairs.append((item[0], item[1]))
+    if not pairs:
+        raise LedgerError("FIELDS_INVALID", "no tasks to create")
+    return pairs
+
+
+def _list(value: object) -> object:
+    """Sequences other than str become lists, so that the strict field checks see JSON shapes."""
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _key(value: object) -> str:
+    return check_identifier(value, what="idempotency_key")
+
+
+def _task_id(value: object) -> str:
+    return check_identifier(value, what="task_id")
+
+
+def _status(value: object) -> str:
+    if not isinstance(value, str) or value not in TASK_STATUSES:
+        raise LedgerError("FIELDS_INVALID", f"status must be one of {list(TASK_STATUSES)}")
+    return value

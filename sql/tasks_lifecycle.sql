@@ -1,0 +1,88 @@
+-- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim walk,
+-- lease expiry, the idempotency ledger and reads.
+
+-- name: tasks_insert!
+INSERT INTO tasks(
+  task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+  constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+  claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+  result_idempotency_key, verification_json, revision, created_at, updated_at)
+VALUES (
+  :task_id, :goal, :instructions, :success_criteria_json, :required_capabilities_json,
+  :constraints_json, :metadata_json, :deadline, :priority, :max_attempts, :attempt, :status,
+  :claimed_by, :lease_token_hash, :lease_expires_at, :result_json, :result_digest,
+  :result_idempotency_key, :verification_json, :revision, :created_at, :updated_at);
+
+-- name: tasks_cas_update!
+-- Every transition: the row must still be at the status and revision the decision read, and the
+-- new revision is exactly one more.
+UPDATE tasks
+SET status = :status,
+    attempt = :attempt,
+    claimed_by = :claimed_by,
+    lease_token_hash = :lease_token_hash,
+    lease_expires_at = :lease_expires_at,
+    result_json = :result_json,
+    result_digest = :result_digest,
+    result_idempotency_key = :result_idempotency_key,
+    verification_json = :verification_json,
+    revision = :revision,
+    updated_at = :updated_at
+WHERE task_id = :task_id
+  AND status = :expected_status
+  AND revision = :expected_revision
+  AND :revision = :expected_revision + 1;
+
+-- name: tasks_claim_candidates
+-- One bounded batch of QUEUED tasks in claim order, through tasks_claim_order. Attempts and
+-- deadline are filtered here (deadlines are stored in one fixed format, so text order is time
+-- order); capabilities are checked by the core, which re-checks everything.
+SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+       result_idempotency_key, verification_json, revision, created_at, updated_at
+FROM tasks INDEXED BY tasks_claim_order
+WHERE status = 'QUEUED'
+  AND attempt < max_attempts
+  AND (deadline IS NULL OR deadline > :now)
+ORDER BY priority DESC, created_at, task_id
+LIMIT :limit OFFSET :offset;
+
+-- name: tasks_expired_leases
+-- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry.
+SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+       result_idempotency_key, verification_json, revision, created_at, updated_at
+FROM tasks INDEXED BY tasks_lease_expiry
+WHERE status = 'CLAIMED' AND lease_expires_at <= :now
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: tasks_list_by_status
+SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+       result_idempotency_key, verification_json, revision, created_at, updated_at
+FROM tasks INDEXED BY tasks_claim_order
+WHERE status = :status
+ORDER BY priority DESC, created_at, task_id
+LIMIT :limit;
+
+-- name: tasks_list_all
+SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+       result_idempotency_key, verification_json, revision, created_at, updated_at
+FROM tasks
+ORDER BY created_at, task_id
+LIMIT :limit;
+
+-- name: task_idempotency_get^
+SELECT idempotency_key, request_sha256, response_json
+FROM task_idempotency WHERE idempotency_key = :idempotency_key;
+
+-- name: task_idempotency_insert!
+INSERT INTO task_idempotency(
+  idempotency_key, operation, subject, request_sha256, response_json, created_at)
+VALUES (:idempotency_key, :operation, :subject, :request_sha256, :response_json, :created_at);

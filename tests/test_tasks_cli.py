@@ -1,0 +1,134 @@
+"""The task commands: JSON in (files or stdin), JSON out, `CODE: detail` on refusal."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aios_ledger.shell.cli import main
+
+
+class Cli:
+    def __init__(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.db = str(tmp_path / "cli.sqlite3")
+        self.tmp_path = tmp_path
+        self.capsys = capsys
+        self.count = 0
+
+    def run(self, *argv: str, body: Any = None) -> tuple[int, Any, str]:
+        args = ["--db", self.db, *argv]
+        if body is not None:
+            self.count += 1
+            request = self.tmp_path / f"request-{self.count}.json"
+            request.write_text(json.dumps(body))
+            args += ["--json", str(request)]
+        code = main(args)
+        captured = self.capsys.readouterr()
+        output = json.loads(captured.out) if captured.out.strip() else None
+        return code, output, captured.err
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(tmp_path, capsys)
+
+
+def test_the_whole_lifecycle_on_the_command_line(cli: Cli) -> None:
+    code, created, _ = cli.run(
+        "task",
+        "create",
+        body={"idempotency_key": "c1", "task": {"task_id": "t1", "goal": "g", "instructions": "i"}},
+    )
+    assert code == 0 and created["task_id"] == "t1" and created["idempotent"] is False
+    code, many, _ = cli.run(
+        "task",
+        "create",
+        body=[
+            {"idempotency_key": "c2", "task": {"task_id": "t2", "goal": "g", "instructions": "i"}},
+            {"idempotency_key": "c3", "task": {"task_id": "t3", "goal": "g", "instructions": "i"}},
+        ],
+    )
+    assert [item["task_id"] for item in many] == ["t2", "t3"]
+    code, listed, _ = cli.run("task", "list", "--status", "QUEUED")
+    assert [task["task_id"] for task in listed] == ["t1", "t2", "t3"]
+
+    code, claim, _ = cli.run(
+        "claim", body={"agent_id": "w", "capabilities": [], "lease_seconds": 60, "task_id": "t1"}
+    )
+    assert code == 0 and claim["status"] == "CLAIMED" and claim["lease_token"]
+    token = claim["lease_token"]
+    code, beat, _ = cli.run(
+        "heartbeat", body={"task_id": "t1", "lease_token": token, "lease_seconds": 60}
+    )
+    assert beat["revision"] == 3
+    code, submitted, _ = cli.run(
+        "submit",
+        body={"task_id": "t1", "lease_token": token, "result": {"ok": 1}, "idempotency_key": "s"},
+    )
+    assert submitted["status"] == "SUBMITTED"
+    code, verified, _ = cli.run(
+        "verify",
+        body={
+            "task_id": "t1",
+            "decision": "NEEDS_REWORK",
+            "reason": "again",
+            "idempotency_key": "v",
+            "expected_result_digest": submitted["result_digest"],
+        },
+    )
+    assert (verified["status"], verified["revision"], verified["attempt"]) == ("QUEUED", 5, 1)
+    code, cancelled, _ = cli.run(
+        "cancel", body={"task_id": "t2", "reason": "no", "idempotency_key": "x"}
+    )
+    assert cancelled["status"] == "CANCELLED"
+    code, expired, _ = cli.run("expire-leases")
+    assert expired == {"count": 0, "expired": []}
+    code, shown, _ = cli.run("task", "show", "t1")
+    assert shown["verification"] == {"decision": "NEEDS_REWORK", "reason": "again"}
+    code, events, _ = cli.run("events", "t1")
+    assert [event["event_type"] for event in events] == [
+        "TASK_CREATED",
+        "TASK_CLAIMED",
+        "TASK_HEARTBEAT",
+        "RESULT_SUBMITTED",
+        "TASK_VERIFIED",
+    ]
+
+
+def test_claim_reads_stdin_and_prints_null_when_idle(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = json.dumps({"agent_id": "w", "capabilities": [], "lease_seconds": 60}).encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(body)))
+    code, output, err = cli.run("claim", "--json", "-")
+    assert (code, output, err) == (0, None, "")
+
+
+@pytest.mark.parametrize(
+    "argv,body,expected",
+    [
+        (("task", "show", "nope"), None, "TASK_NOT_FOUND"),
+        (("task", "create"), {"task": {"goal": "g", "instructions": "i"}}, "FIELDS_INVALID"),
+        (("task", "create"), "text", "FIELDS_INVALID"),
+        (("claim",), {"agent_id": "w", "lease_seconds": 5}, "FIELDS_INVALID"),
+        (
+            ("claim",),
+            {"agent_id": "w", "capabilities": [], "lease_seconds": 5, "idempotency_key": "k"},
+            "LEASE_TOKEN_REQUIRED",
+        ),
+        (
+            ("heartbeat",),
+            {"task_id": "t", "lease_token": "x" * 20, "lease_seconds": 5},
+            "TASK_NOT_FOUND",
+        ),
+        (("verify",), {"task_id": "t"}, "FIELDS_INVALID"),
+        (("task", "list", "--status", "DONE"), None, "FIELDS_INVALID"),
+    ],
+)
+def test_refusals_print_the_code(cli: Cli, argv: tuple[str, ...], body: Any, expected: str) -> None:
+    code, output, err = cli.run(*argv, body=body)
+    assert code == 1 and output is None
+    assert err.startswith(expected + ":")

@@ -1,0 +1,327 @@
+"""The pure task lifecycle: the transition table walked against every decision, strict requests,
+and golden snapshots of representative plans. No database here."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from aios_ledger.core import (
+    ABSENT,
+    TASK_STATUSES,
+    TASK_TRANSITIONS,
+    CancelRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    LedgerError,
+    Replay,
+    SubmitRequest,
+    TaskCreateRequest,
+    TaskRow,
+    TaskState,
+    VerifyRequest,
+    WritePlan,
+    decide_cancel,
+    decide_claim,
+    decide_create,
+    decide_expire,
+    decide_heartbeat,
+    decide_submit,
+    decide_verify,
+    lease_token_sha256,
+    next_task_status,
+)
+from aios_ledger.core.task_transitions import TASK_OPERATIONS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from syrupy.assertion import SnapshotAssertion
+
+NOW = "2026-08-20T00:00:10Z"
+TOKEN = "lease-token-0123456789abcdef"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def row(status: str, **changes: Any) -> TaskRow:
+    held = status == "CLAIMED"
+    base = TaskRow(
+        task_id="t1",
+        goal="g",
+        instructions="i",
+        success_criteria_json="[]",
+        required_capabilities_json="[]",
+        constraints_json="{}",
+        metadata_json="{}",
+        deadline=None,
+        priority=0,
+        max_attempts=3,
+        attempt=1 if status != "QUEUED" else 0,
+        status=status,
+        claimed_by="w1" if held else None,
+        lease_token_hash=lease_token_sha256(TOKEN) if held else None,
+        lease_expires_at="2026-08-20T00:01:00Z" if held else None,
+        result_json='{"ok":true}' if status not in ("QUEUED", "CLAIMED") else None,
+        result_digest=None,
+        result_idempotency_key=None,
+        verification_json=None,
+        revision=4,
+        created_at="2026-08-20T00:00:00Z",
+        updated_at="2026-08-20T00:00:00Z",
+    )
+    return attrs.evolve(base, **changes)
+
+
+def plan_json(plan: object) -> Any:
+    assert isinstance(plan, WritePlan | Replay)
+    return attrs.asdict(plan, value_serializer=lambda _i, _a, value: value)
+
+
+# Each operation of the table, applied to a task of `status` through its decision.
+def _claim(task: TaskRow) -> object:
+    request = ClaimRequest.from_mapping(
+        {"agent_id": "w2", "capabilities": [], "lease_seconds": 60, "task_id": "t1"}
+    )
+    return decide_claim(request, TaskState(task=task), now=NOW, lease_token=TOKEN)
+
+
+def _heartbeat(task: TaskRow) -> object:
+    request = HeartbeatRequest.from_mapping(
+        {"task_id": "t1", "lease_token": TOKEN, "lease_seconds": 60}
+    )
+    return decide_heartbeat(request, TaskState(task=task), now=NOW)
+
+
+def _submit(task: TaskRow) -> object:
+    request = SubmitRequest.from_mapping(
+        {"task_id": "t1", "lease_token": TOKEN, "result": {"ok": True}, "idempotency_key": "s"}
+    )
+    return decide_submit(request, TaskState(task=task), now=NOW, contracts={})
+
+
+def _verify(decision: str) -> Callable[[TaskRow], object]:
+    def run(task: TaskRow) -> object:
+        request = VerifyRequest.from_mapping(
+            {"task_id": "t1", "decision": decision, "reason": "r", "idempotency_key": "v"}
+        )
+        return decide_verify(request, TaskState(task=task), now=NOW)
+
+    return run
+
+
+def _cancel(task: TaskRow) -> object:
+    request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
+    return decide_cancel(request, TaskState(task=task), now=NOW)
+
+
+def _expire(task: TaskRow) -> object:
+    passed = attrs.evolve(task, lease_expires_at="2026-08-20T00:00:05Z")
+    return decide_expire([passed], now=NOW)
+
+
+DRIVERS: dict[str, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
+    "claim": (_claim, {}),
+    "heartbeat": (_heartbeat, {}),
+    "submit": (_submit, {}),
+    "verify_succeeded": (_verify("SUCCEEDED"), {}),
+    "verify_failed": (_verify("FAILED"), {}),
+    "rework": (_verify("NEEDS_REWORK"), {}),
+    "rework_exhausted": (_verify("NEEDS_REWORK"), {"attempt": 3}),
+    "cancel": (_cancel, {}),
+    "expire": (_expire, {}),
+    "expire_exhausted": (_expire, {"attempt": 3}),
+}
+
+
+def test_every_operation_of_the_table_has_a_driver() -> None:
+    assert set(DRIVERS) == set(TASK_OPERATIONS) - {"create"}
+    assert {status for status, _ in TASK_TRANSITIONS} <= {ABSENT, *TASK_STATUSES}
+    assert set(TASK_TRANSITIONS.values()) <= set(TASK_STATUSES)
+
+
+@pytest.mark.parametrize("status", [ABSENT, *TASK_STATUSES])
+@pytest.mark.parametrize("operation", TASK_OPERATIONS)
+def test_next_status_is_the_table(status: str, operation: str) -> None:
+    if (status, operation) in TASK_TRANSITIONS:
+        assert next_task_status(status, operation) == TASK_TRANSITIONS[(status, operation)]
+    else:
+        with pytest.raises(LedgerError, match="INVALID_TRANSITION"):
+            next_task_status(status, operation)
+
+
+@pytest.mark.parametrize("status", TASK_STATUSES)
+@pytest.mark.parametrize("operation", sorted(DRIVERS))
+def test_decisions_follow_the_table(status: str, operation: str) -> None:
+    drive, changes = DRIVERS[operation]
+    task = row(status, **changes)
+    allowed = (status, operation) in TASK_TRANSITIONS
+    if not allowed:
+        try:
+            outcome = drive(task)
+        except LedgerError as refused:
+            # Holding a lease is checked before the transition: a task without one is fenced.
+            expected = {"INVALID_TRANSITION", "LEASE_INVALID"}
+            assert refused.code in expected
+            return
+        assert outcome is None and operation.startswith("expire")  # nothing to expire
+        return
+    plan = drive(task)
+    assert isinstance(plan, WritePlan)
+    cas = plan.writes[0]
+    assert cas.guarded and cas.statement == "tasks_cas_update"
+    assert cas.params["status"] == TASK_TRANSITIONS[(status, operation)]
+    assert cas.params["expected_revision"] == task.revision
+    assert cas.params["revision"] == task.revision + 1
+    assert cas.params["attempt"] == task.attempt + (1 if operation == "claim" else 0)
+    assert len(plan.events) == 1
+    # A lease is held exactly while CLAIMED.
+    held = cas.params["status"] == "CLAIMED"
+    assert (cas.params["lease_token_hash"] is not None) == held
+    assert (cas.params["claimed_by"] is not None) == held
+
+
+def test_create_plan_and_replay() -> None:
+    request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i"})
+    plan = decide_create(request, TaskState(task=None), now=NOW, task_id="t9", idempotency_key="k")
+    assert isinstance(plan, WritePlan)
+    assert plan.writes[0].params["status"] == "QUEUED"
+    assert plan.writes[0].params["revision"] == 1
+    with pytest.raises(LedgerError, match="TASK_ALREADY_EXISTS"):
+        decide_create(
+            request, TaskState(task=row("QUEUED")), now=NOW, task_id="t1", idempotency_key="k"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# golden plans
+
+
+def test_golden_plans(golden: SnapshotAssertion) -> None:
+    create = TaskCreateRequest.from_mapping(
+        {
+            "task_id": "t1",
+            "goal": "Supervise release preparation",
+            "instructions": "Observe.",
+            "success_criteria": [{"id": "heartbeat"}],
+            "required_capabilities": ["git.read", "agent.runtime.openclaw", "git.read"],
+            "constraints": {"production_write": False},
+            "metadata": {"scope": "legacy"},
+            "deadline": "2026-09-01T12:00:00+02:00",
+            "priority": 100,
+            "max_attempts": 20,
+        }
+    )
+    plans = {
+        "create": decide_create(
+            create, TaskState(task=None), now=NOW, task_id="t1", idempotency_key="create-t1"
+        ),
+        "claim": _claim(row("QUEUED")),
+        "heartbeat": _heartbeat(row("CLAIMED")),
+        "submit": _submit(row("CLAIMED")),
+        "verify_needs_rework": _verify("NEEDS_REWORK")(row("SUBMITTED")),
+        "cancel": _cancel(row("SUBMITTED")),
+        "expire_exhausted": _expire(row("CLAIMED", attempt=3)),
+    }
+    assert golden == {name: plan_json(plan) for name, plan in plans.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# strict requests
+
+
+REQUESTS: list[Any] = [
+    TaskCreateRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    SubmitRequest,
+    VerifyRequest,
+    CancelRequest,
+]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+fields = st.sampled_from(
+    [
+        "task_id",
+        "goal",
+        "instructions",
+        "agent_id",
+        "capabilities",
+        "lease_seconds",
+        "lease_token",
+        "result",
+        "idempotency_key",
+        "decision",
+        "reason",
+        "priority",
+        "max_attempts",
+        "deadline",
+        "metadata",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(REQUESTS), raw=st.dictionaries(fields, json_values) | json_values)
+def test_requests_refuse_any_shape_with_a_ledger_error(kind: Any, raw: Any) -> None:
+    with contextlib.suppress(LedgerError):
+        kind.from_mapping(raw)
+
+
+def test_lease_tokens_stay_out_of_reprs_and_digests() -> None:
+    request = SubmitRequest.from_mapping(
+        {"task_id": "t1", "lease_token": TOKEN, "result": {}, "idempotency_key": "k"}
+    )
+    assert TOKEN not in repr(request)
+    assert TOKEN not in str(request.public())
+
+
+# ---------------------------------------------------------------------------------------------
+# purity
+
+
+FORBIDDEN = {"apsw", "sqlite3", "os", "time", "random", "uuid", "asyncio", "pathlib", "secrets"}
+
+
+@pytest.mark.parametrize(
+    "module", ["tasks.py", "task_requests.py", "task_results.py", "task_transitions.py"]
+)
+def test_task_core_modules_are_pure(module: str) -> None:
+    tree = ast.parse((ROOT / "core" / module).read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Name) and node.id == "open":
+            raise AssertionError(f"{module} calls open()")
+    assert not imported & FORBIDDEN
+
+
+def test_an_enveloped_task_without_its_contract_refuses_results() -> None:
+    from aios_ledger.core import canonical_json
+    from test_tasks_support import SEED_TASK_ID, runtime_result, seed_envelope
+
+    task = row(
+        "CLAIMED",
+        task_id=SEED_TASK_ID,
+        metadata_json=canonical_json({"execution": seed_envelope()}),
+    )
+    request = SubmitRequest.from_mapping(
+        {
+            "task_id": SEED_TASK_ID,
+            "lease_token": TOKEN,
+            "result": runtime_result(),
+            "idempotency_key": "s",
+        }
+    )
+    with pytest.raises(LedgerError, match="RESULT_CONTRACT_UNKNOWN"):
+        decide_submit(request, TaskState(task=task), now=NOW, contracts={})
