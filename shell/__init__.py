@@ -16,6 +16,8 @@ from aios_ledger.core import (
 from .bindings import RegisteredBindingResolver, register_binding
 from .clock import AUTHORIZATION_ENV, system_clock
 from .database import Database
+from .log_export import export_log, verify_export
+from .log_verification import ledger_head, verify_log
 from .migrations import MigrationReport, migrate_database, migration_status
 from .projection_store import InitialExecutionProjectionStore
 
@@ -30,9 +32,13 @@ __all__ = [
     "MigrationReport",
     "RegisteredBindingResolver",
     "SourceCaptureProjectionRecoveryRequest",
+    "export_log",
+    "ledger_head",
     "migrate_database",
     "migration_status",
     "project_execution_envelope",
     "register_binding",
     "system_clock",
+    "verify_export",
+    "verify_log",
 ]
