@@ -8,9 +8,11 @@ the store's own, and a PostgreSQL backend can keep the same chains under row loc
 
 from __future__ import annotations
 
+import json
+
 import attrs
 
-from .digests import digest_json
+from .digests import digest_bytes, digest_json
 
 SEAL_SCHEMA = "aios.event_seal.v1"
 GENESIS_SEAL = "sha256:" + "0" * 64
@@ -35,18 +37,30 @@ class SealedEvent:
     prev_seal: str
 
 
+def _seal_document(event: SealedEvent) -> dict[str, str | int | None]:
+    return {
+        "event_id": event.event_id,
+        "task_id": event.task_id,
+        "agent_id": event.agent_id,
+        "event_type": event.event_type,
+        "payload_json": event.payload_json,
+        "created_at": event.created_at,
+        "chain": chain_of(event.task_id),
+        "chain_seq": event.chain_seq,
+        "prev_seal": event.prev_seal,
+    }
+
+
 def seal_of(event: SealedEvent) -> str:
-    return digest_json(
-        SEAL_SCHEMA,
-        {
-            "event_id": event.event_id,
-            "task_id": event.task_id,
-            "agent_id": event.agent_id,
-            "event_type": event.event_type,
-            "payload_json": event.payload_json,
-            "created_at": event.created_at,
-            "chain": chain_of(event.task_id),
-            "chain_seq": event.chain_seq,
-            "prev_seal": event.prev_seal,
-        },
+    return digest_json(SEAL_SCHEMA, _seal_document(event))
+
+
+def seal_of_stored(event: SealedEvent) -> str:
+    """`seal_of` for fields whose types the caller has already checked (str, int, None): the
+    same canonical JSON (`json.dumps` with sorted keys, compact, ASCII) without the untrusted-JSON
+    walk, which is most of the verifier's time. Text the ledger could not have sealed (a lone
+    surrogate) gets a digest no genuine seal can equal."""
+    text = json.dumps(
+        _seal_document(event), sort_keys=True, separators=(",", ":"), allow_nan=False
     )
+    return digest_bytes(SEAL_SCHEMA, text.encode("ascii"))

@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 
 from .errors import LedgerError
-from .event_seals import GENESIS_SEAL, SealedEvent, chain_of, seal_of
+from .event_seals import GENESIS_SEAL, SealedEvent, chain_of, seal_of_stored
 from .fields import FieldRefused, structure
 
 HEAD_SCHEMA = "aios.ledger_head.v1"
@@ -266,14 +266,18 @@ def _seal_well_formed(seal: SealRecord) -> bool:
 
 def seal_matches(event: EventRecord, seal: SealRecord, *, at_event_id: int | None = None) -> bool:
     """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)?"""
-    if not _content_well_typed(event) or not _seal_well_formed(seal):
+    if not _seal_well_formed(seal):
         return False
-    event_id = event.event_id if at_event_id is None else at_event_id
-    if seal.chain != chain_of(event.task_id):
+    return _verifies(event, seal, event.event_id if at_event_id is None else at_event_id)
+
+
+def _verifies(event: EventRecord, seal: SealRecord, event_id: int) -> bool:
+    """`seal_matches` for a seal already known to be well formed."""
+    if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
         return False
     try:
-        return bool(seal_of(_sealed_event(event, event_id, seal)) == seal.seal)
-    except LedgerError:
+        return seal_of_stored(_sealed_event(event, event_id, seal)) == seal.seal
+    except (LedgerError, ValueError):
         return False
 
 
@@ -462,7 +466,7 @@ class LogVerifier:
                             other_event_id=other,
                         )
                     )
-        verifies = seal_matches(event, seal)
+        verifies = _verifies(event, seal, event.event_id)
         if not link_ok:
             detail = "its prev_seal is not the seal before it in its chain"
             if verifies and other is not None:
