@@ -13,6 +13,7 @@ import json
 import attrs
 
 from .digests import digest_bytes, digest_json
+from .jsonvalue import JsonObject
 
 SEAL_SCHEMA = "aios.event_seal.v1"
 GENESIS_SEAL = "sha256:" + "0" * 64
@@ -37,7 +38,7 @@ class SealedEvent:
     prev_seal: str
 
 
-def _seal_document(event: SealedEvent) -> dict[str, str | int | None]:
+def _seal_document(event: SealedEvent) -> JsonObject:
     return {
         "event_id": event.event_id,
         "task_id": event.task_id,
@@ -60,7 +61,5 @@ def seal_of_stored(event: SealedEvent) -> str:
     same canonical JSON (`json.dumps` with sorted keys, compact, ASCII) without the untrusted-JSON
     walk, which is most of the verifier's time. Text the ledger could not have sealed (a lone
     surrogate) gets a digest no genuine seal can equal."""
-    text = json.dumps(
-        _seal_document(event), sort_keys=True, separators=(",", ":"), allow_nan=False
-    )
+    text = json.dumps(_seal_document(event), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return digest_bytes(SEAL_SCHEMA, text.encode("ascii"))

@@ -276,7 +276,7 @@ def _verifies(event: EventRecord, seal: SealRecord, event_id: int) -> bool:
     if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
         return False
     try:
-        return seal_of_stored(_sealed_event(event, event_id, seal)) == seal.seal
+        return bool(seal_of_stored(_sealed_event(event, event_id, seal)) == seal.seal)
     except (LedgerError, ValueError):
         return False
 

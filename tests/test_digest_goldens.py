@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from syrupy.assertion import SnapshotAssertion
-
 from aios_ledger.core import canonical_json, digest_bytes, sha256_hex
+from syrupy.assertion import SnapshotAssertion
 
 
 def test_digests_are_stable(golden: SnapshotAssertion) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-
 from aios_ledger.core import EventAppend
 from aios_ledger.shell import Database
 from aios_ledger.shell.event_log import append_event
