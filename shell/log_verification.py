@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import apsw
 from aios_ledger.core import (
     ChainLink,
     EventRecord,
+    LedgerError,
     LedgerHead,
     LogVerifier,
     SealRecord,
@@ -23,6 +25,7 @@ from aios_ledger.core import (
 )
 
 from .database import Database, Row, fetch_value
+from .statements import sql
 
 PROGRESS_EVERY = 16384
 
@@ -76,27 +79,94 @@ def seal_of_row(row: Row) -> SealRecord | None:
     )
 
 
-def _predecessor(row: Row) -> ChainLink | None:
-    if row["pred_event_id"] is None:
-        return None
-    return ChainLink(
-        event_id=row["pred_event_id"], chain_seq=row["pred_chain_seq"], seal=row["pred_seal"]
+VERIFY_COLUMNS = (
+    "event_id",
+    "task_id",
+    "agent_id",
+    "event_type",
+    "payload_json",
+    "created_at",
+    "seal_event_id",
+    "chain",
+    "chain_seq",
+    "prev_seal",
+    "seal",
+    "sealed_at_adoption",
+    "pred_event_id",
+    "pred_chain_seq",
+    "pred_seal",
+)
+ORPHAN_COLUMNS = ("event_id", "chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption")
+Item = tuple[int, EventRecord | None, SealRecord | None, ChainLink | None]
+
+
+@contextmanager
+def _tuples(
+    conn: apsw.Connection, name: str, columns: tuple[str, ...]
+) -> Iterator[Iterator[tuple[Any, ...]]]:
+    """Stream a named statement's rows as tuples (the verifier's hot loop skips the dicts of
+    `Database.cursor_rows`), after checking that its columns are the ones expected."""
+    cursor = conn.cursor()
+    try:
+        cursor.execute(sql(name))
+        try:
+            found = tuple(column[0] for column in cursor.get_description())
+        except apsw.ExecutionCompleteError:
+            found = columns
+        if found != columns:
+            raise LedgerError("STATEMENT_INVALID", f"{name} returns {found}, expected {columns}")
+        yield iter(cursor)
+    finally:
+        cursor.close()
+
+
+def _orphan(row: tuple[Any, ...]) -> Item:
+    event_id, chain, chain_seq, prev_seal, seal, adoption = row
+    return (
+        event_id,
+        None,
+        SealRecord(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
+        None,
     )
 
 
 def _merged(
-    events: Iterator[Row], orphans: Iterator[Row]
-) -> Iterator[tuple[int, EventRecord | None, SealRecord | None, ChainLink | None]]:
+    events: Iterator[tuple[Any, ...]], orphans: Iterator[tuple[Any, ...]]
+) -> Iterator[Item]:
     """Events (with seal and predecessor) and orphaned seals, merged in event id order."""
     orphan = next(orphans, None)
     for row in events:
-        event_id = row["event_id"]
-        while orphan is not None and orphan["event_id"] < event_id:
-            yield orphan["event_id"], None, SealRecord.from_row(orphan), None
+        event_id = row[0]
+        while orphan is not None and orphan[0] < event_id:
+            yield _orphan(orphan)
             orphan = next(orphans, None)
-        yield event_id, EventRecord.from_row(row), seal_of_row(row), _predecessor(row)
+        (
+            _,
+            task_id,
+            agent_id,
+            event_type,
+            payload_json,
+            created_at,
+            seal_event_id,
+            chain,
+            chain_seq,
+            prev_seal,
+            seal,
+            adoption,
+            pred_event_id,
+            pred_chain_seq,
+            pred_seal,
+        ) = row
+        yield (
+            event_id,
+            EventRecord(event_id, task_id, agent_id, event_type, payload_json, created_at),
+            None
+            if seal_event_id is None
+            else SealRecord(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
+            None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
+        )
     while orphan is not None:
-        yield orphan["event_id"], None, SealRecord.from_row(orphan), None
+        yield _orphan(orphan)
         orphan = next(orphans, None)
 
 
@@ -108,13 +178,14 @@ def verify_log(
     def work(conn: apsw.Connection) -> VerificationReport:
         progress = Progress("verify", int(fetch_value(conn, "log_max_event_id")), progress_stream)
         verifier = LogVerifier(head=head)
+        feed, step = verifier.feed, progress.step
         with (
-            db.cursor_rows("log_verify_rows") as events,
-            db.cursor_rows("log_orphan_seals") as orphans,
+            _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
+            _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
         ):
             for event_id, event, seal, predecessor in _merged(events, orphans):
-                verifier.feed(event_id, event, seal, predecessor)
-                progress.step()
+                feed(event_id, event, seal, predecessor)
+                step()
         counter = fetch_value(conn, "log_id_counter")
         progress.close()
         return verifier.finish(id_counter=counter if isinstance(counter, int) else None)

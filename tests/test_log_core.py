@@ -201,3 +201,31 @@ def test_any_single_field_mutation_is_found_at_its_event(sequence: list[Any], da
     for report in (verify_by_lookup(log), verify_by_tips(log)):
         assert not report.intact
         assert event.event_id in {finding.event_id for finding in report.findings}
+
+
+optional_texts = st.one_of(st.none(), texts)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    optional_texts,
+    optional_texts,
+    texts,
+    texts,
+    texts,
+    st.integers(1, 2**62),
+    st.integers(1, 2**62),
+    texts,
+)
+def test_the_fast_seal_equals_the_checked_seal_for_any_text(
+    task: str | None,
+    agent: str | None,
+    kind: str,
+    payload: str,
+    created: str,
+    event_id: int,
+    chain_seq: int,
+    prev: str,
+) -> None:
+    sealed = SealedEvent(event_id, task, agent, kind, payload, created, chain_seq, prev)
+    assert seal_of_stored(sealed) == seal_of(sealed)
