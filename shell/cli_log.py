@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from aios_ledger.core import LedgerError, LedgerHead, loads_document
 
@@ -97,7 +97,7 @@ def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, 
     partial = path.with_name(path.name + ".partial")
     try:
         with open(partial, "w", encoding="ascii", newline="\n") as out:
-            summary = _export_into(db, out, task_id)
+            summary = export_log(db, out, task_id=task_id)
             out.flush()
             os.fsync(out.fileno())
         os.replace(partial, path)
@@ -110,10 +110,6 @@ def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, 
             partial.unlink()
         raise
     return summary
-
-
-def _export_into(db: Database, out: IO[str], task_id: str | None) -> dict[str, Any]:
-    return export_log(db, out, task_id=task_id)
 
 
 def _verify_export(args: argparse.Namespace) -> int:
