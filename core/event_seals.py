@@ -8,9 +8,12 @@ the store's own, and a PostgreSQL backend can keep the same chains under row loc
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring_ascii as _ascii
+
 import attrs
 
-from .digests import digest_json
+from .digests import digest_bytes, digest_json
+from .jsonvalue import JsonObject
 
 SEAL_SCHEMA = "aios.event_seal.v1"
 GENESIS_SEAL = "sha256:" + "0" * 64
@@ -35,18 +38,52 @@ class SealedEvent:
     prev_seal: str
 
 
+def _seal_document(event: SealedEvent) -> JsonObject:
+    return {
+        "event_id": event.event_id,
+        "task_id": event.task_id,
+        "agent_id": event.agent_id,
+        "event_type": event.event_type,
+        "payload_json": event.payload_json,
+        "created_at": event.created_at,
+        "chain": chain_of(event.task_id),
+        "chain_seq": event.chain_seq,
+        "prev_seal": event.prev_seal,
+    }
+
+
 def seal_of(event: SealedEvent) -> str:
-    return digest_json(
-        SEAL_SCHEMA,
-        {
-            "event_id": event.event_id,
-            "task_id": event.task_id,
-            "agent_id": event.agent_id,
-            "event_type": event.event_type,
-            "payload_json": event.payload_json,
-            "created_at": event.created_at,
-            "chain": chain_of(event.task_id),
-            "chain_seq": event.chain_seq,
-            "prev_seal": event.prev_seal,
-        },
+    return digest_json(SEAL_SCHEMA, _seal_document(event))
+
+
+def seal_of_stored(event: SealedEvent) -> str:
+    """`seal_of` for fields whose types the caller has already checked (text or None, and int
+    event_id / chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the
+    json module's own encoder), written out field by field instead of walking an untrusted
+    value, which was most of the verifier's time. Tests hold it equal to `seal_of`."""
+    task = event.task_id
+    agent = event.agent_id
+    text = "".join(
+        (
+            '{"agent_id":',
+            "null" if agent is None else _ascii(agent),
+            ',"chain":',
+            _ascii(chain_of(task)),
+            ',"chain_seq":',
+            int.__repr__(event.chain_seq),
+            ',"created_at":',
+            _ascii(event.created_at),
+            ',"event_id":',
+            int.__repr__(event.event_id),
+            ',"event_type":',
+            _ascii(event.event_type),
+            ',"payload_json":',
+            _ascii(event.payload_json),
+            ',"prev_seal":',
+            _ascii(event.prev_seal),
+            ',"task_id":',
+            "null" if task is None else _ascii(task),
+            "}",
+        )
     )
+    return digest_bytes(SEAL_SCHEMA, text.encode("ascii"))

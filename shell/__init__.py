@@ -25,6 +25,8 @@ from .auxiliary import (
 from .bindings import RegisteredBindingResolver, register_binding
 from .clock import AUTHORIZATION_ENV, system_clock
 from .database import Database
+from .log_export import export_log, verify_export
+from .log_verification import ledger_head, verify_log
 from .migrations import MigrationReport, migrate_database, migration_status
 from .projection_store import InitialExecutionProjectionStore
 from .reviewer import review_submitted
@@ -53,6 +55,8 @@ __all__ = [
     "TaskLedger",
     "Worker",
     "WorkerConfig",
+    "export_log",
+    "ledger_head",
     "list_auxiliary_runs",
     "migrate_database",
     "migration_status",
@@ -61,4 +65,6 @@ __all__ = [
     "register_binding",
     "review_submitted",
     "system_clock",
+    "verify_export",
+    "verify_log",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import cli_projection, cli_runs, cli_tasks, cli_worker
+from . import cli_log, cli_projection, cli_runs, cli_tasks, cli_worker
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -14,4 +14,5 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     cli_tasks.register,
     cli_runs.register,
     cli_worker.register,
+    cli_log.register,
 )

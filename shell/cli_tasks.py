@@ -22,7 +22,7 @@ from .task_ledger import MAX_LIST, TaskLedger
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    task = commands.add_parser("task", help="tasks: create, list, show")
+    task = commands.add_parser("task", help="tasks: create, list, show, verify")
     task_commands = task.add_subparsers(dest="task_command", required=True)
     create = task_commands.add_parser(
         "create",
@@ -60,7 +60,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _json_option(submit)
     submit.set_defaults(handler=_submit)
 
-    verify = commands.add_parser(
+    # `aios-ledger verify` checks the event log; judging a task's result lives under `task`.
+    verify = task_commands.add_parser(
         "verify",
         help="verify a submitted result: {task_id, decision, reason, idempotency_key, "
         "expected_result_digest?}",

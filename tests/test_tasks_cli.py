@@ -70,6 +70,7 @@ def test_the_whole_lifecycle_on_the_command_line(cli: Cli) -> None:
     )
     assert submitted["status"] == "SUBMITTED"
     code, verified, _ = cli.run(
+        "task",
         "verify",
         body={
             "task_id": "t1",
@@ -124,7 +125,7 @@ def test_claim_reads_stdin_and_prints_null_when_idle(
             {"task_id": "t", "lease_token": "x" * 20, "lease_seconds": 5},
             "TASK_NOT_FOUND",
         ),
-        (("verify",), {"task_id": "t"}, "FIELDS_INVALID"),
+        (("task", "verify"), {"task_id": "t"}, "FIELDS_INVALID"),
         (("task", "list", "--status", "DONE"), None, "FIELDS_INVALID"),
     ],
 )

@@ -1,0 +1,231 @@
+"""The pure verifier, without a database: golden seals and heads, and property tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import pytest
+from aios_ledger.core import (
+    GENESIS_SEAL,
+    ChainLink,
+    ChainTips,
+    EventRecord,
+    LedgerError,
+    LedgerHead,
+    LogVerifier,
+    SealedEvent,
+    SealRecord,
+    VerificationReport,
+    canonical_json,
+    chain_of,
+    seal_of,
+)
+from aios_ledger.core.event_seals import seal_of_stored
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from syrupy.assertion import SnapshotAssertion
+
+EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
+
+Entry = tuple[EventRecord, SealRecord]
+
+
+def seal_log(contents: Sequence[tuple[str | None, str | None, str, str, str]]) -> list[Entry]:
+    """What the shell's `append_event` does, in memory: extend each event's chain."""
+    tips: dict[str, tuple[int, str]] = {}
+    log: list[Entry] = []
+    for event_id, (task, agent, kind, payload, created) in enumerate(contents, start=1):
+        chain = chain_of(task)
+        seq, prev = tips.get(chain, (0, GENESIS_SEAL))
+        sealed = SealedEvent(event_id, task, agent, kind, payload, created, seq + 1, prev)
+        seal = seal_of(sealed)
+        tips[chain] = (seq + 1, seal)
+        log.append(
+            (
+                EventRecord(event_id, task, agent, kind, payload, created),
+                SealRecord(event_id, chain, seq + 1, prev, seal, False),
+            )
+        )
+    return log
+
+
+def verify_by_lookup(log: Sequence[Entry], head: LedgerHead | None = None) -> VerificationReport:
+    """Predecessors found by (chain, chain_seq - 1), as the database query joins them."""
+    links = {
+        (seal.chain, seal.chain_seq): ChainLink(seal.event_id, seal.chain_seq, seal.seal)
+        for _, seal in log
+    }
+    verifier = LogVerifier(head=head)
+    for event, seal in log:
+        verifier.feed(event.event_id, event, seal, links.get((seal.chain, seal.chain_seq - 1)))
+    return verifier.finish(id_counter=len(log))
+
+
+def verify_by_tips(log: Sequence[Entry]) -> VerificationReport:
+    """Predecessors from the last seal seen per chain, as the offline export check does."""
+    tips = ChainTips()
+    verifier = LogVerifier()
+    for event, seal in log:
+        verifier.feed(event.event_id, event, seal, tips.predecessor(seal))
+        tips.advance(seal)
+    return verifier.finish()
+
+
+SAMPLE = [
+    ("task-1", None, "TASK_CREATED", '{"goal":"x"}', "2026-08-20T00:00:00Z"),
+    ("task-1", "agent-a", "TASK_CLAIMED", "{}", "2026-08-20T00:00:01Z"),
+    (None, None, "LEDGER_NOTE", '{"n":1}', "2026-08-20T00:00:02Z"),
+    ("task-2", None, "TASK_CREATED", "{}", "2026-08-20T00:00:03Z"),
+    ("task-1", "agent-a", "RESULT_SUBMITTED", '{"ok":true}', "2026-08-20T00:00:04Z"),
+]
+
+
+def test_golden_seal_chain_and_head(golden: SnapshotAssertion) -> None:
+    log = seal_log(SAMPLE)
+    report = verify_by_lookup(log)
+    assert report.intact
+    assert golden == {
+        "seals": [{"event_id": seal.event_id, **seal.public()} for _, seal in log],
+        "head": report.head.public(),
+    }
+
+
+def test_the_fast_seal_equals_the_checked_seal() -> None:
+    for event, seal in seal_log(SAMPLE):
+        sealed = SealedEvent(
+            event.event_id,
+            event.task_id,
+            event.agent_id,
+            event.event_type,
+            event.payload_json,
+            event.created_at,
+            seal.chain_seq,
+            seal.prev_seal,
+        )
+        assert seal_of_stored(sealed) == seal_of(sealed) == seal.seal
+
+
+def test_events_must_come_in_increasing_id() -> None:
+    log = seal_log(SAMPLE)
+    verifier = LogVerifier()
+    verifier.feed(2, *log[1], None)
+    with pytest.raises(LedgerError, match="VERIFY_ORDER_INVALID"):
+        verifier.feed(2, *log[1], None)
+
+
+def test_a_head_parses_strictly() -> None:
+    head = verify_by_lookup(seal_log(SAMPLE)).head
+    assert LedgerHead.from_mapping(head.public()) == head
+    for bad in (
+        {**head.public(), "extra": 1},
+        {**head.public(), "events": True},
+        {**head.public(), "digest": "sha256:x"},
+        {**head.public(), "schema": "other"},
+        {"events": 0, "last_event_id": 3, "digest": head.digest},
+        "head",
+    ):
+        with pytest.raises(LedgerError, match="HEAD_INVALID"):
+            LedgerHead.from_mapping(bad)
+
+
+def test_removing_newest_events_is_found_only_with_a_head() -> None:
+    log = seal_log(SAMPLE)
+    head = verify_by_lookup(log).head
+    cut = log[:3]
+    assert verify_by_tips(cut).intact  # without a head (or the id counter) nothing tells
+    links = {(s.chain, s.chain_seq): ChainLink(s.event_id, s.chain_seq, s.seal) for _, s in cut}
+    verifier = LogVerifier(head=head)
+    for event, seal in cut:
+        verifier.feed(event.event_id, event, seal, links.get((seal.chain, seal.chain_seq - 1)))
+    report = verifier.finish()
+    assert [(f.code, f.event_id) for f in report.findings] == [
+        ("EVENT_REMOVED", 4),
+        ("EVENT_REMOVED", 5),
+    ]
+
+
+texts = st.text(st.characters(codec="utf-8"), max_size=12)
+contents = st.tuples(
+    st.sampled_from(["task-1", "task-2", "task-3", None]),
+    st.one_of(st.none(), st.sampled_from(["agent-a", "agent-b"])),
+    st.sampled_from(["TASK_CREATED", "TASK_CLAIMED", "TASK_HEARTBEAT"]),
+    st.dictionaries(
+        texts, st.one_of(st.integers(-(10**20), 10**20), texts, st.booleans()), max_size=3
+    ).map(canonical_json),
+    st.sampled_from(["2026-08-20T00:00:00Z", "2026-08-20T00:00:01Z"]),
+)
+logs = st.lists(contents, min_size=1, max_size=25)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(logs)
+def test_random_logs_verify_intact(sequence: list[Any]) -> None:
+    log = seal_log(sequence)
+    by_lookup, by_tips = verify_by_lookup(log), verify_by_tips(log)
+    assert by_lookup.intact, by_lookup.findings
+    assert by_tips.intact, by_tips.findings
+    assert by_lookup.head == by_tips.head
+    assert verify_by_lookup(log, head=by_lookup.head).intact
+
+
+EVENT_FIELDS = ("task_id", "agent_id", "event_type", "payload_json", "created_at")
+SEAL_FIELDS = ("chain_seq", "prev_seal", "seal")
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(logs, st.data())
+def test_any_single_field_mutation_is_found_at_its_event(sequence: list[Any], data: Any) -> None:
+    log = seal_log(sequence)
+    index = data.draw(st.integers(0, len(log) - 1), label="index")
+    field = data.draw(st.sampled_from(EVENT_FIELDS + SEAL_FIELDS), label="field")
+    event, seal = log[index]
+    if field in EVENT_FIELDS:
+        old = getattr(event, field)
+        new = data.draw(
+            st.one_of(st.none(), texts, st.integers()).filter(lambda v: v != old), label="value"
+        )
+        log[index] = (attrs.evolve(event, **{field: new}), seal)
+    else:
+        old = getattr(seal, field)
+        if field == "chain_seq":
+            new = data.draw(st.integers(1, 30).filter(lambda v: v != old), label="value")
+        else:
+            new = data.draw(
+                st.one_of(st.just(GENESIS_SEAL), texts).filter(lambda v: v != old),
+                label="value",
+            )
+        log[index] = (event, attrs.evolve(seal, **{field: new}))
+    for report in (verify_by_lookup(log), verify_by_tips(log)):
+        assert not report.intact
+        assert event.event_id in {finding.event_id for finding in report.findings}
+
+
+optional_texts = st.one_of(st.none(), texts)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    optional_texts,
+    optional_texts,
+    texts,
+    texts,
+    texts,
+    st.integers(1, 2**62),
+    st.integers(1, 2**62),
+    texts,
+)
+def test_the_fast_seal_equals_the_checked_seal_for_any_text(
+    task: str | None,
+    agent: str | None,
+    kind: str,
+    payload: str,
+    created: str,
+    event_id: int,
+    chain_seq: int,
+    prev: str,
+) -> None:
+    sealed = SealedEvent(event_id, task, agent, kind, payload, created, chain_seq, prev)
+    assert seal_of_stored(sealed) == seal_of(sealed)

@@ -1,0 +1,93 @@
+"""Shared helpers of the tamper-evident log tests (no tests here).
+
+Logs are built through the ledger's own write path (`Database.write` + `append_event`, which
+seals); tampering goes around it with a stdlib `sqlite3` connection that first drops the
+append-only triggers, as an attacker holding the file would.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+from aios_ledger.core import EventAppend
+from aios_ledger.shell import Database
+from aios_ledger.shell.event_log import append_event
+
+TRIGGERS = (
+    "events_refuse_update",
+    "events_refuse_delete",
+    "event_seals_refuse_update",
+    "event_seals_refuse_delete",
+)
+CONTENT = ("task_id", "agent_id", "event_type", "payload_json", "created_at")
+
+
+def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> EventAppend:
+    return EventAppend(
+        task_id=task,
+        agent_id=None if number % 4 == 0 else f"agent-{number % 3}",
+        event_type=kind,
+        payload={"n": number, "note": "é"},
+        created_at=f"2026-08-20T00:00:{number % 60:02d}Z",
+    )
+
+
+def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> list[int]:
+    """Append one event per entry of `tasks` (a task id, or None for a ledger event)."""
+
+    def write(conn: apsw.Connection) -> list[int]:
+        return [
+            append_event(conn, event(task, start + number)) for number, task in enumerate(tasks)
+        ]
+
+    with Database(path) as db:
+        return db.write(write)
+
+
+ROUND_ROBIN = ("t-a", "t-b", None, "t-c", "t-a", "t-b", "t-a", "t-c", None, "t-a", "t-b", "t-a")
+
+
+def tamper(path: Path, *statements: tuple[str, Sequence[Any]]) -> None:
+    con = sqlite3.connect(path)
+    try:
+        for trigger in TRIGGERS:
+            con.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for statement, params in statements:
+            con.execute(statement, params)
+        con.commit()
+    finally:
+        con.close()
+
+
+def raw_rows(path: Path, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(query, params).fetchall()
+    finally:
+        con.close()
+
+
+def content_of(path: Path, event_id: int) -> tuple[Any, ...]:
+    rows = raw_rows(
+        path,
+        "SELECT task_id, agent_id, event_type, payload_json, created_at FROM events "
+        "WHERE event_id = ?",
+        (event_id,),
+    )
+    return rows[0]
+
+
+def set_content(path: Path, event_id: int, content: Sequence[Any]) -> tuple[str, Sequence[Any]]:
+    return (
+        "UPDATE events SET task_id = ?, agent_id = ?, event_type = ?, payload_json = ?, "
+        "created_at = ? WHERE event_id = ?",
+        (*content, event_id),
+    )
+
+
+def codes_at(report: dict[str, Any]) -> set[tuple[str, int | None]]:
+    return {(finding["code"], finding.get("event_id")) for finding in report["findings"]}
