@@ -1,11 +1,15 @@
-"""`make demo`: the projection scenario on the embedded SQLite default, told for a person.
+"""`make demo`: the main job on the embedded SQLite default, told for a person.
 
-A task as the older runtime left it, a registered binding, the owner-authorised projection, its
-replay, a drifted request refused, and the task's resulting state and events.
+Part one adopts a task the older runtime left behind and projects its governed envelope (with a
+drifted request refused and a replay answered from the ledger). Part two is the main job: more
+tasks are created and projected, a worker runs the example agent on each, a reviewer (an
+auxiliary run over the task's evidence) asks for rework once and then accepts, and the whole
+event log is verified.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -28,23 +32,31 @@ from aios_ledger.core import (
 from .bindings import RegisteredBindingResolver, register_binding
 from .clock import AUTHORIZATION_ENV, system_clock
 from .database import Database, fetch_all, fetch_one
+from .log_verification import verify_log
 from .projection_store import InitialExecutionProjectionStore
+from .reviewer import review_submitted
 from .statements import sql
+from .task_ledger import TaskLedger
+from .worker import Worker, WorkerConfig
 
-DEMO_DIR = Path("demo-ledger")
 OWNER = "owner-demo-authorization"
-TASK = "task-release-notes"
-JOB = "job-release-notes-1"
+ADAPTER = "openclaw"
 CAPABILITY = "agent.runtime.openclaw"
 BASE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+LEGACY_TASK = "task-release-notes"
+NEW_TASKS = {
+    "task-api-docs": "Document the new /v2/exports endpoint",
+    "task-flaky-test": "Stabilise the flaky upload test",
+}
 
 
 def say(line: str = "") -> None:
     sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def older_runtime_creates_task(path: Path) -> None:
-    """Write the task exactly as the older runtime did, with stdlib sqlite3 and no migrations."""
+    """Write a task exactly as the older runtime did: stdlib sqlite3, no migrations."""
     created = format_timestamp(system_clock())
     con = sqlite3.connect(path)
     try:
@@ -52,7 +64,7 @@ def older_runtime_creates_task(path: Path) -> None:
         con.execute(
             sql("legacy_insert_task"),
             {
-                "task_id": TASK,
+                "task_id": LEGACY_TASK,
                 "goal": "Draft the release notes for 2.4",
                 "instructions": "Summarise merged changes on the bound branch only.",
                 "success_criteria_json": json.dumps([{"id": "notes", "description": "drafted"}]),
@@ -62,108 +74,203 @@ def older_runtime_creates_task(path: Path) -> None:
                 "created_at": created,
             },
         )
-        con.execute(sql("legacy_insert_event"), {"task_id": TASK, "created_at": created})
+        con.execute(sql("legacy_insert_event"), {"task_id": LEGACY_TASK, "created_at": created})
         con.commit()
     finally:
         con.close()
 
 
-def run(argv: Sequence[str] = ()) -> int:
-    if DEMO_DIR.exists():
-        shutil.rmtree(DEMO_DIR)
-    DEMO_DIR.mkdir()
-    path = DEMO_DIR / "aios-ledger.db"
-    os.environ[AUTHORIZATION_ENV] = OWNER
+def binding_for(task_id: str) -> GovernedExecutionBinding:
+    return GovernedExecutionBinding.from_mapping(
+        {
+            "task_id": task_id,
+            "job_id": f"job-{task_id}",
+            "repository": "acme/widgets",
+            "base_oid": BASE,
+            "expected_branch_oid": BASE,
+            "target_branch": f"agent/{task_id}",
+            "branch_mode": "CREATE_NEW",
+            "generation": 1,
+            "idempotency_key": f"binding-{task_id}",
+        }
+    )
 
-    say("aios-ledger demo: the initial execution projection")
-    say("=" * 52)
-    older_runtime_creates_task(path)
-    say(f"1. The older runtime left task {TASK} in {path} (no migrations, one TASK_CREATED).")
 
+def projection_request(path: Path, task_id: str, **changes: Any) -> dict[str, Any]:
+    """The request an operator writes after reading the task and the envelope it will get."""
     with Database(path) as db:
-        sealed = db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": TASK}))
-        binding = GovernedExecutionBinding.from_mapping(
-            {
-                "task_id": TASK,
-                "job_id": JOB,
-                "repository": "acme/widgets",
-                "base_oid": BASE,
-                "expected_branch_oid": BASE,
-                "target_branch": "agent/release-notes-2.4",
-                "branch_mode": "CREATE_NEW",
-                "generation": 1,
-                "idempotency_key": "binding-release-notes-1",
-            }
-        )
-        registered = register_binding(db, binding.public())
-    say(f"2. Opened by aios-ledger: migrated in place, {len(sealed)} old event sealed.")
-    say(f"3. Binding registered for {JOB} (sha256 {str(registered['binding_sha256'])[:12]}…).")
-
+        row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": task_id}))
+    assert row is not None
+    task = TaskRow.from_row(row)
     resolver = RegisteredBindingResolver(path)
-    store = InitialExecutionProjectionStore(path, resolver)
-    envelope = resolver(TASK, JOB, CAPABILITY, "openclaw", _runtime_input(path))
-    request: dict[str, Any] = {
+    try:
+        envelope = resolver(task_id, f"job-{task_id}", CAPABILITY, ADAPTER, runtime_input_of(task))
+    finally:
+        resolver.close()
+    return {
         "expected_status": "QUEUED",
         "expected_revision": 1,
         "expected_attempt": 0,
-        "expected_metadata_sha256": sha256_hex({}),
-        "expected_required_capabilities_sha256": sha256_hex([]),
-        "expected_job_id": JOB,
+        "expected_metadata_sha256": sha256_hex(task.metadata()),
+        "expected_required_capabilities_sha256": sha256_hex(task.required_capabilities()),
+        "expected_job_id": f"job-{task_id}",
         "expected_execution_digest": envelope["execution_digest"],
         "required_capability": CAPABILITY,
-        "adapter": "openclaw",
+        "adapter": ADAPTER,
         "authorization_id": OWNER,
-        "idempotency_key": "projection-release-notes-1",
-        "reason": "first governed runtime for the release notes",
+        "idempotency_key": f"projection-{task_id}",
+        "reason": "first governed runtime",
+        **changes,
     }
-    drifted = {
-        **request,
-        "idempotency_key": "projection-drift",
-        "expected_execution_digest": "f" * 64,
-    }
+
+
+def project(store: InitialExecutionProjectionStore, path: Path, task_id: str) -> dict[str, Any]:
+    request = InitialExecutionProjectionRequest.from_mapping(projection_request(path, task_id))
+    return store.project(task_id, request)
+
+
+def part_one(path: Path) -> None:
+    say("Part 1 - adopting the older runtime's task")
+    older_runtime_creates_task(path)
+    say(f"  The older runtime left {LEGACY_TASK} in {path}: no migrations, one TASK_CREATED.")
+    with Database(path) as db:
+        register_binding(db, binding_for(LEGACY_TASK).public())
+    say("  Opened by aios-ledger: migrated in place, its event sealed; binding registered.")
+    resolver = RegisteredBindingResolver(path)
+    store = InitialExecutionProjectionStore(path, resolver)
     try:
-        store.project(TASK, InitialExecutionProjectionRequest.from_mapping(drifted))
-        say("4. A drifted request was accepted: this is a bug.")
-        return 1
-    except LedgerError as refused:
-        say(f"4. A request that expects another envelope is refused: {refused.code}.")
-    try:
-        first = store.project(TASK, InitialExecutionProjectionRequest.from_mapping(request))
-        say(
-            f"5. Projected: revision {first['revision']}, execution digest "
-            f"{str(first['execution_digest'])[:19]}…, idempotent={first['idempotent']}."
+        drifted = projection_request(path, LEGACY_TASK, expected_execution_digest="f" * 64)
+        try:
+            store.project(LEGACY_TASK, InitialExecutionProjectionRequest.from_mapping(drifted))
+            raise SystemExit("a drifted projection was accepted: this is a bug")
+        except LedgerError as refused:
+            say(f"  A request that expects another envelope is refused: {refused.code}.")
+        request = InitialExecutionProjectionRequest.from_mapping(
+            projection_request(path, LEGACY_TASK)
         )
-        again = store.project(TASK, InitialExecutionProjectionRequest.from_mapping(request))
-        say(f"6. Same request again: answered from the ledger, idempotent={again['idempotent']}.")
+        first = store.project(LEGACY_TASK, request)
+        again = store.project(LEGACY_TASK, request)
+        say(
+            f"  Projected at revision {first['revision']} (digest "
+            f"{str(first['execution_digest'])[7:19]}); the same request again is a replay: "
+            f"idempotent={again['idempotent']}."
+        )
     finally:
         store.close()
         resolver.close()
 
+
+def part_two(path: Path, examples: Path) -> None:
+    say()
+    say("Part 2 - the main job: governed work, reviewed, provable")
+    ledger = TaskLedger(path)
     with Database(path) as db:
-        task = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": TASK}))
-        events = db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": TASK}))
-    assert task is not None
-    execution = json.loads(task["metadata_json"])["execution"]
-    say()
-    say(f"Task {TASK}: {task['status']}, revision {task['revision']}, attempt {task['attempt']}")
-    say(f"  requires   {json.loads(task['required_capabilities_json'])}")
-    say(f"  runs       {execution['action']} on adapter {execution['adapter']}")
-    bound = execution["binding"]
-    say(f"  bound to   {bound['repository']} @ {bound['target_branch']}")
-    say(f"  governance {', '.join(f'{k}={v}' for k, v in execution['governance'].items())}")
-    say("Events:")
-    for event in events:
-        say(f"  #{event['event_id']:<3} {event['created_at']}  {event['event_type']}")
-    say()
-    say(f"Inspect it yourself: .venv/bin/aios-ledger --db {path} events {TASK}")
-    return 0
+        for task_id, goal in NEW_TASKS.items():
+            ledger.create_task(
+                {
+                    "task_id": task_id,
+                    "goal": goal,
+                    "instructions": "Work on the bound branch; report progress on stderr.",
+                    "success_criteria": [{"id": "done", "description": goal}],
+                },
+                idempotency_key=f"create-{task_id}",
+            )
+            register_binding(db, binding_for(task_id).public())
+    resolver = RegisteredBindingResolver(path)
+    store = InitialExecutionProjectionStore(path, resolver)
+    try:
+        for task_id in NEW_TASKS:
+            project(store, path, task_id)
+    finally:
+        store.close()
+        resolver.close()
+    say(f"  Created {len(NEW_TASKS)} more tasks, each bound and projected by the owner.")
+    agent = f"{sys.executable} {examples / 'agent.py'}"
+    reviewer = f"{sys.executable} {examples / 'reviewer.py'}"
+    for round_number in (1, 2):
+        worker = Worker(
+            path,
+            WorkerConfig(
+                agent_id="demo-worker",
+                capabilities=(CAPABILITY,),
+                command=agent,
+                lease_seconds=30,
+                timeout=60,
+                until_empty=True,
+            ),
+            log=lambda _line: None,
+        )
+        try:
+            worker.run()
+        finally:
+            worker.close()
+        submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in worker.outcomes)
+        say(f"  Round {round_number}: the worker ran examples/agent.py -> {submitted}")
+        reviews = review_submitted(path, reviewer, log=lambda _line: None)
+        for review in reviews:
+            say(f"    review of {review['task_id']}: {review['outcome']} ({review.get('reason')})")
+    ledger.close()
 
 
-def _runtime_input(path: Path) -> Any:
+def timelines(path: Path) -> None:
+    say()
+    say("Timelines")
+    ledger = TaskLedger(path)
+    try:
+        for task_id in (LEGACY_TASK, *NEW_TASKS):
+            task = ledger.get(task_id)
+            say(f"  {task_id}: {task['status']} after {task['attempt']} attempt(s)")
+            for event in ledger.events(task_id):
+                payload = event["payload"] if isinstance(event["payload"], dict) else {}
+                detail = payload.get("decision") or ""
+                agent = event["agent_id"] or ""
+                at = str(event["created_at"])[11:19]
+                say(f"    {at}  {event['event_type']:<46} {agent:<12} {detail}")
+    finally:
+        ledger.close()
+
+
+def verification(path: Path) -> bool:
     with Database(path) as db:
-        row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": TASK}))
-    assert row is not None
-    return runtime_input_of(TaskRow.from_row(row))
+        report = verify_log(db)
+        statuses = db.read(lambda conn: fetch_all(conn, "status_counts"))
+    say()
+    counts = ", ".join(f"{row['status']} {row['tasks']}" for row in statuses)
+    say(f"Tasks: {counts}")
+    say(
+        f"Event log: {report.events} events, {report.sealed} sealed "
+        f"({report.sealed_at_adoption} at adoption); intact={report.intact}; "
+        f"head {report.head.digest[7:23]}"
+    )
+    return report.intact
+
+
+def default_examples() -> Path:
+    here = Path.cwd() / "examples"
+    return here if here.is_dir() else Path(__file__).resolve().parents[1] / "examples"
+
+
+def run(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="aios-ledger-demo")
+    parser.add_argument("--dir", type=Path, default=Path("demo-ledger"))
+    parser.add_argument("--examples", type=Path, default=None)
+    args = parser.parse_args(argv)
+    examples = args.examples or default_examples()
+    if args.dir.exists():
+        shutil.rmtree(args.dir)
+    args.dir.mkdir(parents=True)
+    path = args.dir / "aios-ledger.db"
+    os.environ[AUTHORIZATION_ENV] = OWNER
+    say("aios-ledger demo")
+    say("================")
+    part_one(path)
+    part_two(path, examples)
+    timelines(path)
+    intact = verification(path)
+    say()
+    say(f"Look closer: .venv/bin/aios-ledger --db {path} status")
+    say(f"             .venv/bin/aios-ledger --db {path} verify")
+    return 0 if intact else 1
 
 
 def main() -> int:

@@ -141,17 +141,3 @@ def test_console_script_uses_the_environment_database(tmp_path: Path) -> None:
     assert answer.returncode == 0, answer.stderr
     assert json.loads(answer.stdout)["database"] == str(db)
     assert db.exists()
-
-
-def test_make_demo_prints_the_summary_and_succeeds(tmp_path: Path) -> None:
-    answer = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.demo"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert answer.returncode == 0, answer.stderr
-    assert "EXECUTION_DIGEST_DRIFT" in answer.stdout
-    assert "idempotent=True" in answer.stdout
-    assert "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED" in answer.stdout

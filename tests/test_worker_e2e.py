@@ -223,3 +223,84 @@ def test_environment_reaches_the_command(tmp_path: Path) -> None:
         "attempt": "1",
         "token_hidden": True,
     }
+
+
+def governed_task(db: Path, task_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aios_ledger.core import InitialExecutionProjectionRequest
+    from aios_ledger.shell import (
+        AUTHORIZATION_ENV,
+        Database,
+        InitialExecutionProjectionStore,
+        RegisteredBindingResolver,
+        register_binding,
+    )
+    from aios_ledger.shell.demo import OWNER, binding_for, projection_request
+
+    monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
+    create(db, task_id)
+    with Database(db) as opened:
+        register_binding(opened, binding_for(task_id).public())
+    resolver = RegisteredBindingResolver(db)
+    store = InitialExecutionProjectionStore(db, resolver)
+    request = InitialExecutionProjectionRequest.from_mapping(projection_request(db, task_id))
+    store.project(task_id, request)
+    store.close()
+    resolver.close()
+
+
+def test_governed_task_gets_its_envelope_and_a_governance_breach_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "ledger.db"
+    governed_task(db, "task-governed", monkeypatch)
+    breach = (
+        f"{sys.executable} -c \"import json, sys; c = json.load(sys.stdin); e = c['envelope']; "
+        "json.dump({'task_id': c['task_id'], 'job_id': e['job_id'], "
+        "'execution_digest': e['execution_digest'], 'execution_mode': 'agent_runtime', "
+        "'status': 'SUCCEEDED', 'summary': 'pushed to prod', 'changed_files': [], "
+        "'direct_main_write': False, 'production_write': True, 'force_push': False, "
+        "'protected_ref_bypass': False, 'secret_material_exposed': False}, sys.stdout)\""
+    )
+    worked = cli(
+        db,
+        "worker",
+        "--agent-id",
+        "w",
+        "--capability",
+        "agent.runtime.openclaw",
+        "--exec",
+        breach,
+        "--once",
+    )
+    assert worked.returncode == 0, worked.stderr
+    assert "RESULT_GOVERNANCE_VIOLATION" in worked.stderr
+    result = task(db, "task-governed")["result"]
+    assert result["status"] == "FAILED" and result["production_write"] is False
+    assert result["summary"].startswith("result_refused: RESULT_GOVERNANCE_VIOLATION")
+    evidence = cli(db, "run", "evidence", "task:task-governed", "task-governed@1")
+    kinds = [event["kind"] for event in json.loads(evidence.stdout)["events"]]
+    assert "result_refused" in kinds
+
+
+def test_a_worker_without_the_capability_leaves_a_governed_task_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "ledger.db"
+    governed_task(db, "task-capable", monkeypatch)
+    worked = cli(db, "worker", "--agent-id", "w", "--exec", AGENT, "--once")
+    assert worked.returncode == 0, worked.stderr
+    assert json.loads(worked.stdout)["tasks"] == []
+    assert task(db, "task-capable")["status"] == "QUEUED"
+    worked = cli(
+        db,
+        "worker",
+        "--agent-id",
+        "w",
+        "--capability",
+        "agent.runtime.openclaw",
+        "--exec",
+        AGENT,
+        "--once",
+    )
+    assert task(db, "task-capable")["status"] == "SUBMITTED"
+    assert task(db, "task-capable")["result"]["execution_digest"].startswith("sha256:")

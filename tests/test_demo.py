@@ -1,0 +1,36 @@
+"""`make demo` runs the main job end to end and tells it in a few readable lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
+    answer = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aios_ledger.shell.demo",
+            "--dir",
+            str(tmp_path / "demo"),
+            "--examples",
+            str(ROOT / "examples"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    out = answer.stdout
+    assert "EXECUTION_DIGEST_DRIFT" in out
+    assert "idempotent=True" in out
+    assert out.count("NEEDS_REWORK -> QUEUED") == 3
+    assert out.count("SUCCEEDED after 2 attempt(s)") == 3
+    assert "intact=True" in out
+    assert "Traceback" not in answer.stderr
+    assert "{" not in out.split("Timelines")[1]  # a summary for people, not a JSON dump
