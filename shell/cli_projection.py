@@ -8,17 +8,16 @@ from typing import Any
 
 from aios_ledger.core import (
     InitialExecutionProjectionRequest,
-    LedgerError,
     SourceCaptureProjectionRecoveryRequest,
-    loads_document,
 )
 
 from .bindings import RegisteredBindingResolver, register_binding
 from .cli import database_path, read_json_argument
-from .database import Database, fetch_all
+from .database import Database
 from .migrations import migrate_database, migration_status
 from .projection_store import InitialExecutionProjectionStore
 from .schema_dump import schema_sql
+from .task_ledger import TaskLedger
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,24 +92,9 @@ def _project(args: argparse.Namespace) -> Any:
         resolver.close()
 
 
-def task_view(row: dict[str, Any]) -> dict[str, Any]:
-    """A task row with its JSON columns parsed, for people and programs reading the output."""
-    view: dict[str, Any] = {}
-    for column, value in row.items():
-        if column.endswith("_json") and isinstance(value, str):
-            try:
-                view[column.removesuffix("_json")] = loads_document(value, what=column)
-            except LedgerError:
-                view[column] = value
-        else:
-            view[column] = value
-    return view
-
-
 def _events(args: argparse.Namespace) -> Any:
-    with Database(database_path(args)) as db:
-        rows = db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": args.task_id}))
-    return [task_view(row) for row in rows]
+    with TaskLedger(database_path(args)) as ledger:
+        return ledger.events(args.task_id)
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:

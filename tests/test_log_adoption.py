@@ -6,23 +6,9 @@ import sqlite3
 from pathlib import Path
 
 from aios_ledger.shell import Database, migrate_database, verify_log
+from legacy_fixtures import LEGACY_DDL as LEGACY_SCHEMA
 from test_log_support import build_log, codes_at, raw_rows, tamper
 
-LEGACY_SCHEMA = """
-CREATE TABLE tasks(
-  task_id TEXT PRIMARY KEY, goal TEXT NOT NULL, instructions TEXT NOT NULL,
-  success_criteria_json TEXT NOT NULL, required_capabilities_json TEXT NOT NULL,
-  constraints_json TEXT NOT NULL, metadata_json TEXT NOT NULL, deadline TEXT,
-  priority INTEGER NOT NULL, max_attempts INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,
-  status TEXT NOT NULL, claimed_by TEXT, lease_token_hash TEXT, lease_expires_at TEXT,
-  result_json TEXT, result_digest TEXT, result_idempotency_key TEXT, verification_json TEXT,
-  revision INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
-);
-CREATE TABLE events(
-  event_id INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT, agent_id TEXT,
-  event_type TEXT NOT NULL, payload_json TEXT NOT NULL, created_at TEXT NOT NULL
-);
-"""
 # The older runtime wrote JSON its own way (spaces, key order): kept byte for byte.
 LEGACY_EVENTS = [
     ("task-1", None, "TASK_CREATED", '{"b": 1, "a": [1, 2]}', "2026-08-20T00:00:00Z"),

@@ -24,6 +24,7 @@ from aios_ledger.shell import (
 from aios_ledger.shell.statements import sql
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from legacy_fixtures import LEGACY_DDL as LEGACY_SCHEMA
 from test_tasks_support import (
     SEED_AUTHORIZATION,
     SEED_CAPABILITY,
@@ -824,22 +825,6 @@ def test_reads(ledger: TaskLedger) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # rows the ledger did not write itself: the older runtime's database, tampering, races
-
-LEGACY_SCHEMA = """
-CREATE TABLE tasks(
-  task_id TEXT PRIMARY KEY, goal TEXT NOT NULL, instructions TEXT NOT NULL,
-  success_criteria_json TEXT NOT NULL, required_capabilities_json TEXT NOT NULL,
-  constraints_json TEXT NOT NULL, metadata_json TEXT NOT NULL, deadline TEXT,
-  priority INTEGER NOT NULL, max_attempts INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,
-  status TEXT NOT NULL, claimed_by TEXT, lease_token_hash TEXT, lease_expires_at TEXT,
-  result_json TEXT, result_digest TEXT, result_idempotency_key TEXT, verification_json TEXT,
-  revision INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
-);
-CREATE TABLE events(
-  event_id INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT, agent_id TEXT,
-  event_type TEXT NOT NULL, payload_json TEXT NOT NULL, created_at TEXT NOT NULL
-);
-"""
 
 
 def _legacy_db(path: Path, *, attempt: int = 0, max_attempts: int = 20) -> None:
