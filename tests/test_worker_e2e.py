@@ -304,3 +304,27 @@ def test_a_worker_without_the_capability_leaves_a_governed_task_alone(
     )
     assert task(db, "task-capable")["status"] == "SUBMITTED"
     assert task(db, "task-capable")["result"]["execution_digest"].startswith("sha256:")
+
+
+def test_a_lost_lease_stops_the_command_and_submits_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-lost")
+    marker = tmp_path / "finished"
+    slow = f"sleep 20; touch {marker}"
+    worker = spawn_worker(db, "--agent-id", "w", "--exec", slow, "--lease-seconds", "3", "--once")
+    deadline = time.monotonic() + 30
+    while task(db, "task-lost")["status"] != "CLAIMED":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    ledger = TaskLedger(db)
+    ledger.cancel("task-lost", reason="operator stopped it", idempotency_key="cancel-lost")
+    ledger.close()
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    outcome = json.loads(out)["tasks"][0]
+    assert outcome["outcome"] == "lease-lost"
+    final = task(db, "task-lost")
+    assert final["status"] == "CANCELLED"
+    assert final.get("result") is None and final.get("result_json") is None
+    assert not marker.exists()
+    assert event_types(db, "task-lost") == ["TASK_CREATED", "TASK_CLAIMED", "TASK_CANCELLED"]
