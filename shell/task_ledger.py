@@ -61,16 +61,18 @@ def new_lease_token() -> str:
 
 
 def task_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A task or event row with its `*_json` columns parsed (kept as text if they do not parse)."""
+    """A task or event row with each `*_json` column parsed under its name without the suffix
+    (`result_json` -> `result`; NULL stays None; text that does not parse is kept as text)."""
     view: dict[str, Any] = {}
     for column, value in row.items():
-        if column.endswith("_json") and isinstance(value, str):
-            try:
-                view[column.removesuffix("_json")] = loads_document(value, what=column)
-            except LedgerError:
-                view[column] = value
-        else:
+        if not column.endswith("_json"):
             view[column] = value
+            continue
+        name = column.removesuffix("_json")
+        try:
+            view[name] = loads_document(value, what=column) if isinstance(value, str) else value
+        except LedgerError:
+            view[name] = value
     return view
 
 
