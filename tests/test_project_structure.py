@@ -109,3 +109,37 @@ def test_public_names_are_exported_explicitly() -> None:
         assert sorted(module.__all__) == sorted(set(module.__all__))
         for name in module.__all__:
             assert hasattr(module, name), name
+
+
+def test_wheel_ships_every_module_statement_and_contract(tmp_path: Path) -> None:
+    """`pip install .` must carry what the editable install finds in the tree."""
+    import subprocess
+    import sys
+    import zipfile
+
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next(tmp_path.glob("aios_ledger-*.whl"))
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for package, folder in config["package-dir"].items():
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in {".py", ".sql", ".json"} and "__pycache__" not in path.parts:
+                relative = path.relative_to(ROOT / folder)
+                name = "/".join([*package.split("."), *relative.parts])
+                assert name in shipped, name
