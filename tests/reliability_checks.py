@@ -177,7 +177,7 @@ def contents_anomalies(contents: LedgerContents) -> list[str]:
         found.append(f"integrity_check: {contents.integrity}")
     if not contents.intact:
         found.append(f"event log not intact: {contents.findings[:5]}")
-    for task_id in set(contents.events) - set(contents.tasks):
+    for task_id in set(contents.events) - set(contents.tasks) - {None}:  # None: ledger-level
         found.append(f"events of a task that does not exist: {task_id}")
     for task_id, task in contents.tasks.items():
         found.extend(_task_anomalies(task, contents.events.get(task_id, [])))
@@ -205,6 +205,8 @@ def contents_anomalies(contents: LedgerContents) -> list[str]:
         answered.add((subject, revision))
     # ... and every event that always carries a key has its idempotency row.
     for task_id, events in contents.events.items():
+        if task_id is None:
+            continue
         for index, event in enumerate(events, 1):
             if event.event_type in ALWAYS_KEYED and (task_id, index) not in answered:
                 found.append(f"{task_id}: {event.event_type} at revision {index} has no key row")
