@@ -97,8 +97,10 @@ def read_contents(path: str | Path) -> LedgerContents:
     return LedgerContents(
         tasks={row["task_id"]: row for row in tasks},
         events=dict(by_task),
-        keys={row["idempotency_key"]: {**row, "response": json.loads(row["response_json"])}
-              for row in keys},
+        keys={
+            row["idempotency_key"]: {**row, "response": json.loads(row["response_json"])}
+            for row in keys
+        },
         integrity=integrity,
         intact=report.intact,
         findings=list(report.public().get("findings", [])),
@@ -143,8 +145,9 @@ def _task_anomalies(task: Mapping[str, Any], events: list[Event]) -> list[str]:
     if task["attempt"] != claims:
         found.append(f"{tid}: attempt {task['attempt']} but {claims} claims")
     if task["updated_at"] != events[-1].created_at:
-        found.append(f"{tid}: updated_at {task['updated_at']} but the last event at "
-                     f"{events[-1].created_at}")
+        found.append(
+            f"{tid}: updated_at {task['updated_at']} but the last event at {events[-1].created_at}"
+        )
     leased = [e for e in events if e.event_type in ("TASK_CLAIMED", "TASK_HEARTBEAT")]
     if task["status"] == "CLAIMED":
         last = leased[-1]
@@ -194,9 +197,10 @@ def contents_anomalies(contents: LedgerContents) -> list[str]:
         event = events[revision - 1]
         if event.event_type != kind:
             found.append(f"key {key}: revision {revision} of {subject} is {event.event_type}")
-        if kind in ("TASK_CREATED", "RESULT_SUBMITTED") and event.payload.get(
-            "idempotency_key"
-        ) != key:
+        if (
+            kind in ("TASK_CREATED", "RESULT_SUBMITTED")
+            and event.payload.get("idempotency_key") != key
+        ):
             found.append(f"key {key}: its event names key {event.payload.get('idempotency_key')}")
         if response.get("status") != replay_status(events)[revision - 1]:
             found.append(f"key {key}: answered status {response.get('status')} disagrees")

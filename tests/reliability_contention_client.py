@@ -55,7 +55,9 @@ class Client:
                 idempotency_key=args["key"],
                 lease_token=args["token"],
             )
-            return None if answer is None else {k: v for k, v in answer.items() if k != "lease_token"}
+            return (
+                None if answer is None else {k: v for k, v in answer.items() if k != "lease_token"}
+            )
         if op == "heartbeat":
             return ledger.heartbeat(
                 args["task_id"], lease_token=args["token"], lease_seconds=args["lease_seconds"]
@@ -82,7 +84,9 @@ class Client:
         try:
             value = self.perform(op, args)
         except LedgerError as refused:
-            self.log({"kind": "fail", "n": serial, "op": op, "code": refused.code, "t": time.time()})
+            self.log(
+                {"kind": "fail", "n": serial, "op": op, "code": refused.code, "t": time.time()}
+            )
             return "fail", refused.code
         self.log({"kind": "ok", "n": serial, "op": op, "value": value, "t": time.time()})
         return "ok", value
@@ -145,7 +149,9 @@ class Client:
         else:
             args = {}
         kind, value = self.invoke(op, args)
-        if kind == "ok" and "key" in args and value is not None:  # an empty claim keeps its key free
+        if (
+            kind == "ok" and "key" in args and value is not None
+        ):  # an empty claim keeps its key free
             self.keyed.append((op, args))
         if op == "claim" and kind == "ok" and value is not None:
             self.held[str(value["task_id"])] = {"token": args["token"], "claim_key": args["key"]}

@@ -27,6 +27,7 @@ Leases ("no two holders ever had a valid lease on one task at once") are checked
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -133,9 +134,12 @@ def check_history(contents: LedgerContents, operations: list[Operation]) -> dict
         if key is None:
             continue
         invoked_keys.add(key)
-        if operation.kind == "ok" and operation.value is not None:
-            if not operation.args.get("replay"):
-                first[key] = operation
+        if (
+            operation.kind == "ok"
+            and operation.value is not None
+            and not operation.args.get("replay")
+        ):
+            first[key] = operation
     for operation in operations:
         key = operation.args.get("key")
         if key is None:
@@ -174,9 +178,9 @@ def check_history(contents: LedgerContents, operations: list[Operation]) -> dict
     requested = {o.args["task"]["task_id"] for o in operations if o.op == "create"}
     unexpected.extend(f"task {t} was never requested" for t in set(contents.tasks) - requested)
     for operation in operations:
-        if operation.op == "create" and operation.kind == "ok":
-            if operation.args["task"]["task_id"] not in contents.tasks:
-                lost.append(f"task {operation.args['task']['task_id']} acknowledged, missing")
+        created = operation.args["task"]["task_id"] if operation.op == "create" else None
+        if operation.kind == "ok" and created is not None and created not in contents.tasks:
+            lost.append(f"task {operation.args['task']['task_id']} acknowledged, missing")
 
     # -- leases ------------------------------------------------------------------------------
     stale_refusals = sum(
@@ -185,9 +189,9 @@ def check_history(contents: LedgerContents, operations: list[Operation]) -> dict
     reclaims = 0
     holder_writes: dict[str, list[Operation]] = defaultdict(list)
     for operation in operations:
-        if operation.op in ("heartbeat", "submit") and operation.kind == "ok":
-            if not operation.args.get("replay"):
-                holder_writes[operation.value["task_id"]].append(operation)
+        holder = operation.op in ("heartbeat", "submit") and operation.kind == "ok"
+        if holder and not operation.args.get("replay"):
+            holder_writes[operation.value["task_id"]].append(operation)
     for task_id, events in contents.events.items():
         tenures = _tenures(events)
         reclaims += max(0, len(tenures) - 1)
@@ -195,10 +199,12 @@ def check_history(contents: LedgerContents, operations: list[Operation]) -> dict
             for event in tenure["holder_writes"]:
                 if epoch(event.created_at) >= tenure["lease_end_at_write"][event.event_id]:
                     overlaps.append(f"{task_id}: {event.event_type} after its lease's end")
-        for before, after in zip(tenures, tenures[1:], strict=False):
+        for before, after in itertools.pairwise(tenures):
             if epoch(after["claim"].created_at) < before["end"]:
-                overlaps.append(f"{task_id}: claimed at {after['claim'].created_at} while the "
-                                f"lease of revision {before['index']} ran")
+                overlaps.append(
+                    f"{task_id}: claimed at {after['claim'].created_at} while the "
+                    f"lease of revision {before['index']} ran"
+                )
             previous = acknowledged.get((task_id, before["index"]), [])
             following = acknowledged.get((task_id, after["index"]), [])
             if not previous or not following:
@@ -271,7 +277,7 @@ def _tenures(events: list[Event]) -> list[dict[str, Any]]:
             }
             tenures.append(current)
         elif current is not None and current["release"] is None:
-            if event.event_type == EVENT_OF_HEARTBEAT or event.event_type == "RESULT_SUBMITTED":
+            if event.event_type in (EVENT_OF_HEARTBEAT, "RESULT_SUBMITTED"):
                 current["holder_writes"].append(event)
                 current["lease_end_at_write"][event.event_id] = current["lease_end"]
             if event.event_type == EVENT_OF_HEARTBEAT:

@@ -71,7 +71,9 @@ def _event(event_id: int, kind: str, at: str, **payload: object) -> Event:
     return Event(event_id, "t", "a", kind, dict(payload), at)
 
 
-def _op(serial: int, op: str, args: dict[str, object], t0: float, t1: float, value: object) -> Operation:
+def _op(
+    serial: int, op: str, args: dict[str, object], t0: float, t1: float, value: object
+) -> Operation:
     return Operation(0, serial, op, args, t0, "ok", t1, value, None)
 
 
@@ -84,7 +86,9 @@ def test_the_checker_reports_an_overlap_a_loss_and_an_unexpected_write() -> None
         _event(2, "TASK_CLAIMED", "2026-01-01T00:00:01Z", lease_expires_at="2026-01-01T00:00:10Z"),
         # A second claim inside the first lease: two holders at once.
         _event(3, "TASK_CLAIMED", "2026-01-01T00:00:05Z", lease_expires_at="2026-01-01T00:00:15Z"),
-        _event(4, "TASK_HEARTBEAT", "2026-01-01T00:00:06Z", lease_expires_at="2026-01-01T00:00:16Z"),
+        _event(
+            4, "TASK_HEARTBEAT", "2026-01-01T00:00:06Z", lease_expires_at="2026-01-01T00:00:16Z"
+        ),
     ]
     contents = LedgerContents(
         tasks={"t": {"task_id": "t"}},
@@ -95,15 +99,29 @@ def test_the_checker_reports_an_overlap_a_loss_and_an_unexpected_write() -> None
         findings=[],
     )
     operations = [
-        _op(1, "create", {"task": {"task_id": "t"}, "key": "c"}, base - 11, base - 10,
-            {"task_id": "t", "revision": 1}),
+        _op(
+            1,
+            "create",
+            {"task": {"task_id": "t"}, "key": "c"},
+            base - 11,
+            base - 10,
+            {"task_id": "t", "revision": 1},
+        ),
         _op(2, "claim", {"key": "k1"}, base - 10, base - 9, {"task_id": "t", "revision": 2}),
         _op(3, "claim", {"key": "k2"}, base - 6, base - 5, {"task_id": "t", "revision": 3}),
         # The first holder is told its heartbeat went through: it was applied in k2's tenure.
-        _op(4, "heartbeat", {"claim_key": "k1"}, base - 5, base - 4, {"task_id": "t", "revision": 4}),
+        _op(
+            4, "heartbeat", {"claim_key": "k1"}, base - 5, base - 4, {"task_id": "t", "revision": 4}
+        ),
         # An acknowledged submit that is not in the file.
-        _op(5, "submit", {"key": "s", "claim_key": "k2"}, base - 3, base - 2,
-            {"task_id": "t", "revision": 5}),
+        _op(
+            5,
+            "submit",
+            {"key": "s", "claim_key": "k2"},
+            base - 3,
+            base - 2,
+            {"task_id": "t", "revision": 5},
+        ),
     ]
     outcome = check_history(contents, operations)
     assert any("while the lease" in text for text in outcome["lease_overlaps"])

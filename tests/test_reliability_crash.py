@@ -20,13 +20,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
+from aios_ledger.shell import TaskLedger
 from reliability_checks import (
     EVENT_OF_EXPIRE,
     EVENT_OF_HEARTBEAT,
     EVENT_OF_OPERATION,
     LedgerContents,
     contents_anomalies,
+    ledger_anomalies,
     read_contents,
     response_core,
 )
@@ -57,7 +60,9 @@ def acknowledged_anomalies(contents: LedgerContents, records: list[dict[str, Any
             continue
         value = record["value"]
         if op == "expire":
-            applied = [(item["task_id"], item["revision"], EVENT_OF_EXPIRE) for item in value["expired"]]
+            applied = [
+                (item["task_id"], item["revision"], EVENT_OF_EXPIRE) for item in value["expired"]
+            ]
         else:
             kind_of_event = EVENT_OF_OPERATION.get(op, EVENT_OF_HEARTBEAT)
             applied = [(value["task_id"], value["revision"], kind_of_event)]
@@ -112,7 +117,8 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path: Path) -> 
     replays = sum(
         1
         for record in records
-        if record["kind"] == "ok" and isinstance(record["value"], dict)
+        if record["kind"] == "ok"
+        and isinstance(record["value"], dict)
         and record["value"].get("idempotent") is True
     )
     contents = read_contents(db)
@@ -133,3 +139,22 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path: Path) -> 
             "anomalies": 0,
         },
     )
+
+
+def test_the_checks_see_a_half_applied_transition(tmp_path: Path) -> None:
+    db = tmp_path / "half.sqlite3"
+    with TaskLedger(db) as ledger:
+        ledger.create_task({"task_id": "t", "goal": "g", "instructions": "i"}, idempotency_key="c")
+        ledger.claim(agent_id="a", capabilities=[], lease_seconds=60)
+    assert ledger_anomalies(db) == []
+    conn = apsw.Connection(str(db))
+    try:
+        # A row moved on without its event, and an event whose idempotency row is missing.
+        conn.execute("UPDATE tasks SET revision = revision + 1, status = 'QUEUED'")
+        conn.execute("DELETE FROM task_idempotency WHERE idempotency_key = 'c'")
+    finally:
+        conn.close()
+    found = ledger_anomalies(db)
+    assert any("revision 3 but 2 events" in text for text in found)
+    assert any("status QUEUED but the events lead to CLAIMED" in text for text in found)
+    assert any("TASK_CREATED at revision 1 has no key row" in text for text in found)

@@ -31,8 +31,19 @@ TASK = "task-stale-holder"
 def worker(db: Path, agent_id: str, lease: int, delay: float) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
-            sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), "worker",
-            "--agent-id", agent_id, "--exec", AGENT, "--lease-seconds", str(lease), "--once",
+            sys.executable,
+            "-m",
+            "aios_ledger.shell.cli",
+            "--db",
+            str(db),
+            "worker",
+            "--agent-id",
+            agent_id,
+            "--exec",
+            AGENT,
+            "--lease-seconds",
+            str(lease),
+            "--once",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
