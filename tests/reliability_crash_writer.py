@@ -11,7 +11,8 @@ idempotency key (a replay must give back the first answer, or apply it once).
 
 Its clock starts one second after the latest time stored in the file (or now, if later) and
 jumps ahead at random, so that leases run out without sleeping. It prints `ready` once it has
-completed one operation (a new process carries on), then works until killed or MAX_OPS.
+completed one operation (a new process carries on; `opening` just before it opens
+the file), then works until killed or MAX_OPS.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class Writer:
             if record["kind"] == "ok" and record["op"] == "claim" and record["value"]:
                 self.tokens[record["value"]["task_id"]] = record["args"]["token"]
         self.clock = VirtualClock()
+        sys.stdout.write("opening\n")  # the next moments create or migrate the file
+        sys.stdout.flush()
         self.ledger = TaskLedger(db, clock=self.clock)
         stored = [task["updated_at"] for task in self.ledger.list_tasks(limit=10_000)]
         if stored:

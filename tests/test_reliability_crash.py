@@ -23,6 +23,7 @@ from typing import Any
 import apsw
 import pytest
 from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.migrations import known_migrations
 from reliability_checks import (
     EVENT_OF_EXPIRE,
     EVENT_OF_HEARTBEAT,
@@ -91,7 +92,8 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path: Path) -> 
             argv.append("40")  # the last writer finishes on its own: the file is still usable
         writer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert writer.stdout is not None
-        ready = writer.stdout.readline()
+        opening, ready = writer.stdout.readline(), writer.stdout.readline()
+        assert opening == "opening\n"
         if last:
             _, errors = writer.communicate(timeout=120)
             assert writer.returncode == 0, errors
@@ -158,3 +160,48 @@ def test_the_checks_see_a_half_applied_transition(tmp_path: Path) -> None:
     assert any("revision 3 but 2 events" in text for text in found)
     assert any("status QUEUED but the events lead to CLAIMED" in text for text in found)
     assert any("TASK_CREATED at revision 1 has no key row" in text for text in found)
+
+
+@pytest.mark.slow
+def test_sigkill_while_a_new_file_is_created_and_migrated(tmp_path: Path) -> None:
+    """Killed while it creates and migrates a new file (or just after): the next process opens
+    it, finishes the migration if it was cut off, and works."""
+    rng = random.Random(88)
+    rounds = 100 if SOAK else 10
+    cut_off = 0
+    for round_number in range(rounds):
+        db = tmp_path / f"fresh-{round_number}.sqlite3"
+        log = tmp_path / f"fresh-{round_number}.jsonl"
+        argv = [sys.executable, str(WRITER), str(db), str(log), str(round_number)]
+        writer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == b"opening\n"
+        time.sleep(rng.uniform(0.0, 0.015))  # creating and migrating take about 10 ms here
+        writer.send_signal(signal.SIGKILL)
+        writer.communicate(timeout=30)
+        cut_off += not migrated(db)
+        TaskLedger(db).close()  # opens and migrates what the killed writer left
+        contents = read_contents(db)
+        anomalies = contents_anomalies(contents) + acknowledged_anomalies(
+            contents, read_log(str(log))
+        )
+        assert anomalies == [], f"round {round_number}: {anomalies[:10]}"
+        with TaskLedger(db) as ledger:
+            ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="after")
+        assert ledger_anomalies(db) == []
+    record_figures("crash_new_file", {"kills": rounds, "kills_before_migrated": cut_off})
+
+
+def migrated(db: Path) -> bool:
+    """Whether the file holds every migration (read without migrating it)."""
+    if not db.exists():
+        return False
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if "schema_migrations" not in tables:
+            return False
+        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        return len(applied) == len(known_migrations())
+    finally:
+        conn.close()
