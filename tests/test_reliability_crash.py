@@ -196,7 +196,7 @@ def migrated(db: Path) -> bool:
     """Whether the file holds every migration (read without migrating it)."""
     if not db.exists():
         return False
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = apsw.Connection(str(db))  # read-only would fail on a WAL left to recover
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         if "schema_migrations" not in tables:
