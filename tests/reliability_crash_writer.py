@@ -9,8 +9,8 @@ On start it reads LOG back: the lease tokens of the claims it was given, and the
 was in flight when the previous writer died, which it issues again first when it had an
 idempotency key (a replay must give back the first answer, or apply it once).
 
-Its clock starts one second after the latest time stored in the file (or now, if later) and
-jumps ahead at random, so that leases run out without sleeping. It prints `ready` once it has
+Its clock starts one second after the latest time an earlier writer logged (or now, if later)
+and jumps ahead at random, so that leases run out without sleeping. It prints `ready` once it has
 completed one operation (a new process carries on; `opening` just before it opens
 the file), then works until killed or MAX_OPS.
 """
@@ -24,7 +24,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aios_ledger.core import LedgerError, parse_timestamp
+from aios_ledger.core import LedgerError, format_timestamp, parse_timestamp
 from aios_ledger.shell import TaskLedger
 
 AGENTS = ("agent-a", "agent-b")
@@ -67,15 +67,16 @@ class Writer:
             if record["kind"] == "ok" and record["op"] == "claim" and record["value"]:
                 self.tokens[record["value"]["task_id"]] = record["args"]["token"]
         self.clock = VirtualClock()
+        # Never before a time an earlier writer used: every record holds its writer's clock.
+        used = [parse_timestamp(record["at"]) for record in self.records]
+        if used:
+            self.clock.base = max(self.clock.base, max(used) + timedelta(seconds=1))
         sys.stdout.write("opening\n")  # the next moments create or migrate the file
         sys.stdout.flush()
         self.ledger = TaskLedger(db, clock=self.clock)
-        stored = [task["updated_at"] for task in self.ledger.list_tasks(limit=10_000)]
-        if stored:
-            latest = max(parse_timestamp(moment) for moment in stored) + timedelta(seconds=1)
-            self.clock.base = max(self.clock.base, latest)
 
     def log(self, record: dict[str, Any]) -> None:
+        record = {**record, "at": format_timestamp(self.clock())}
         os.write(self.fd, (json.dumps(record, sort_keys=True) + "\n").encode())
         os.fsync(self.fd)
 

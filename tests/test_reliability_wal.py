@@ -20,7 +20,6 @@ from pathlib import Path
 
 import apsw
 from aios_ledger.shell import Database, TaskLedger
-from aios_ledger.shell.database import fetch_value
 from reliability_figures import record_figures
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
@@ -35,14 +34,15 @@ def wal_size(db: Path) -> int:
 
 
 def wal_bound(db: Path) -> int:
+    """The bound from the settings of a ledger connection (read, so that a ledger without them
+    gets the bound it would have, and fails on the WAL it leaves, not on a missing setting)."""
     with Database(db) as database:
-        conn = database.conn
-        limit = int(fetch_value(conn, "pragma_journal_size_limit"))
-        pages = int(fetch_value(conn, "pragma_wal_autocheckpoint"))
-        page_size = int(next(iter(conn.execute("PRAGMA page_size")))[0])
-    assert limit >= 0, "journal_size_limit must be set, else the WAL never shrinks"
-    assert pages > 0, "wal_autocheckpoint must be on"
-    return max(limit, WAL_HEADER + pages * (page_size + FRAME_HEADER)) + SLACK
+        settings = {
+            name: int(next(iter(database.conn.execute(f"PRAGMA {name}")))[0])
+            for name in ("journal_size_limit", "wal_autocheckpoint", "page_size")
+        }
+    steady = WAL_HEADER + settings["wal_autocheckpoint"] * (settings["page_size"] + FRAME_HEADER)
+    return max(settings["journal_size_limit"], steady) + SLACK
 
 
 def create(ledger: TaskLedger, n: int, size: int) -> None:
