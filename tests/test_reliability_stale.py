@@ -125,6 +125,7 @@ def test_a_paused_worker_changes_nothing_after_another_took_over(
             assert time.monotonic() < deadline, "the first worker never started its command"
             assert stale.poll() is None
             time.sleep(0.02)
+        started = time.monotonic()
         pause_between_transactions(stale, db)
         # Past the lease it holds now (it may have heartbeated just before it stopped): a lease
         # is valid while the whole-second server time is before lease_expires_at.
@@ -138,6 +139,9 @@ def test_a_paused_worker_changes_nothing_after_another_took_over(
         assert "attempt 2: submitted" in fresh_log, fresh_log
         before = task_contents(db)
 
+        if refused_call == "submit":
+            # Its command (not paused: it leads its own session) has surely finished by now.
+            time.sleep(max(0.0, started + agent_delay + 1.0 - time.monotonic()))
         stale.send_signal(signal.SIGCONT)
         _, stale_log = stale.communicate(timeout=120)
     finally:
