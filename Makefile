@@ -27,8 +27,12 @@ lint: $(STAMP)
 test: lint
 	$(VENV)/bin/pytest -q
 
+# The same suite at higher counts; the reliability tests append their figures (operations, kills,
+# anomalies) to soak-figures.jsonl for RELIABILITY.md.
 soak: $(STAMP)
-	AIOS_SOAK=1 $(VENV)/bin/pytest -q
+	rm -f soak-figures.jsonl
+	AIOS_SOAK=1 AIOS_RELIABILITY_FIGURES=$(CURDIR)/soak-figures.jsonl $(VENV)/bin/pytest -q
+	cat soak-figures.jsonl
 
 schema: $(STAMP)
 	$(PY) -m aios_ledger.shell.cli schema-dump > sql/schema.sql

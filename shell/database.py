@@ -107,6 +107,9 @@ class Database:
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
+                # Bound the WAL file (RELIABILITY.md, "WAL growth").
+                fetch_value(self.conn, "pragma_wal_autocheckpoint")
+                fetch_value(self.conn, "pragma_journal_size_limit")
             execute(self.conn, "pragma_foreign_keys_on")
             execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
         except apsw.Error as exc:

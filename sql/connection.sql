@@ -31,3 +31,14 @@ COMMIT;
 
 -- name: rollback!
 ROLLBACK;
+
+-- name: pragma_wal_autocheckpoint$
+-- A commit that leaves the WAL at 1000 pages or more checkpoints it (SQLite's default, made
+-- explicit because the WAL bound in RELIABILITY.md rests on it).
+PRAGMA wal_autocheckpoint = 1000;
+
+-- name: pragma_journal_size_limit$
+-- When a writer starts the WAL over after a complete checkpoint, cut the file back to 4 MiB
+-- (just over 1000 frames of 4 KiB pages). Without it, a WAL that a long reader let grow keeps
+-- its largest size on disk for ever.
+PRAGMA journal_size_limit = 4194304;
