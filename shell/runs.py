@@ -48,8 +48,9 @@ class RunStore:
         *,
         clock: Clock | None = None,
         database: Database | None = None,
+        vfs: str | None = None,
     ) -> None:
-        self.database = database if database is not None else Database(path)
+        self.database = database if database is not None else Database(path, vfs=vfs)
         self._clock = clock or system_clock
 
     def close(self) -> None:
