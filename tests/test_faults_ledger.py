@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
+from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, RunStore, TaskLedger, register_binding
 from faults import OPERATIONS, FaultPlan, FaultVFS
 from faults_support import (
@@ -251,3 +252,38 @@ def test_ledger_writes_under_faults_are_all_or_nothing(
     assert set(outcomes.values()) - {"completed"}, f"no fault ever hit: {outcomes}"
     last = max(outcomes)
     assert outcomes[last] == "completed" or reference.counts.get(operation, 0) == 0
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_ledger_writes_on_a_full_database_are_all_or_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    references: dict[str, Reference],
+    name: str,
+) -> None:
+    """A real SQLITE_FULL: `PRAGMA max_page_count` pins the database at its current size."""
+    original = Database.__init__
+
+    def pinned(self: Database, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.conn.execute("PRAGMA max_page_count = 1")  # clamps to the current page count
+
+    case, reference = CASES[name], references[name]
+    path = copy_database(reference.template, tmp_path / "full.db")
+    monkeypatch.setattr(Database, "__init__", pinned)
+    try:
+        case.run(path, None)
+        outcome = "completed"
+    except LedgerError as refused:
+        outcome = refused.code
+    monkeypatch.undo()
+    assert integrity(path) == "ok"
+    assert log_intact(path)
+    after = dump(path)
+    if outcome == "completed":
+        assert after == reference.applied
+    else:
+        assert outcome == "STORAGE_FULL"
+        assert after == reference.before
+        case.run(path, None)  # room again: the same operation goes through
+        assert dump(path) == reference.applied
