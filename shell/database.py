@@ -49,13 +49,16 @@ def storage_error(exc: apsw.Error) -> LedgerError:
 
 
 def run_statement(conn: apsw.Connection, name: str, params: Params | None = None) -> apsw.Cursor:
-    """Execute a named statement; text that is not UTF-8 (a lone surrogate) is refused here, at
-    the one place where parameters meet SQLite, as a LedgerError instead of a UnicodeError."""
+    """Execute a named statement. Parameters SQLite cannot take (text that is not UTF-8, a list,
+    an integer over 64 bits) are refused here, at the one place where parameters meet SQLite,
+    as a LedgerError: the stores validate first, this is the last line."""
     cursor = conn.cursor()
     try:
         cursor.execute(sql(name), params or {})
     except UnicodeEncodeError:
         raise LedgerError("TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text") from None
+    except (TypeError, OverflowError) as exc:  # a value SQLite cannot bind (a list, 2**64)
+        raise LedgerError("PARAMETER_INVALID", f"{name}: {exc}") from None
     return cursor
 
 

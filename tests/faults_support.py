@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, verify_log
 from faults import FaultPlan
@@ -28,6 +28,8 @@ STORAGE_CODES = frozenset(
         "DATABASE_CANNOT_OPEN",
     }
 )
+SCHEMA_ROWS = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+TABLE_NAMES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 # (id, persistent, full disk)
 MODES = (
     ("once", False, False),
@@ -64,18 +66,30 @@ def copy_database(source: Path, target: Path) -> Path:
     return target
 
 
+def _connect(path: Path) -> apsw.Connection:
+    # apsw, never the stdlib sqlite3: that is a second copy of SQLite in this process, and its
+    # closing connection drops the POSIX locks of the ledger's open connections and deletes
+    # their WAL under them (sqlite.org/howtocorrupt.html, "multiple copies of SQLite").
+    return apsw.Connection(str(path))
+
+
 def dump(path: Path) -> list[str]:
-    con = sqlite3.connect(path)
+    """The schema and every row, as text, to compare a database before and after a call."""
+    con = _connect(path)
     try:
-        return list(con.iterdump())
+        lines = [repr(row) for row in con.execute(SCHEMA_ROWS)]
+        for (table,) in con.execute(TABLE_NAMES).fetchall():
+            rows = con.execute(f'SELECT * FROM "{table}"').fetchall()
+            lines.extend(sorted(f"{table}: {row!r}" for row in rows))
+        return lines
     finally:
         con.close()
 
 
 def integrity(path: Path) -> str:
-    con = sqlite3.connect(path)
+    con = _connect(path)
     try:
-        return str(con.execute("PRAGMA integrity_check").fetchone()[0])
+        return str(con.execute("PRAGMA integrity_check").fetchall()[0][0])
     finally:
         con.close()
 

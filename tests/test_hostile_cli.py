@@ -512,7 +512,7 @@ def test_crashes_found_by_the_hostile_run_stay_fixed(
     before = dump(ledger_db)
     if argv[0] != "--db":
         argv = ["--db", str(ledger_db), *argv]
-    answer, out, err = _run(argv, None)
+    answer, _, err = _run(argv, None)
     assert answer == 1
     assert err.startswith(f"{code}: "), err
     assert dump(ledger_db) == before
