@@ -18,7 +18,7 @@ from aios_ledger.shell import Database, verify_log
 from faults import FaultPlan
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
-SAMPLES = 6
+SAMPLES = 8
 STORAGE_CODES = frozenset(
     {
         "STORAGE_IO_ERROR",
@@ -46,6 +46,10 @@ class Tally:
     injected = 0
     refused = 0
     completed = 0
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.runs = cls.injected = cls.refused = cls.completed = 0
 
 
 def positions(total: int) -> list[int]:

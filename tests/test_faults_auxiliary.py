@@ -36,6 +36,7 @@ from faults import OPERATIONS, FaultPlan, FaultVFS
 from faults_support import (
     MODES,
     STORAGE_CODES,
+    Tally,
     copy_database,
     dump,
     faulted,
@@ -107,6 +108,7 @@ def _trail_agrees(path: Path) -> str | None:
 def fault_vfs() -> Iterator[tuple[FaultVFS, FaultPlan]]:
     plan = FaultPlan()
     vfs = FaultVFS("aios-fault-auxiliary", plan)
+    Tally.reset()
     yield vfs, plan
     print("\n" + report("auxiliary fault sweep"))
     vfs.unregister()

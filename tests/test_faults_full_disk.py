@@ -55,6 +55,7 @@ def test_a_full_database_refuses_writes_and_keeps_what_it_acknowledged(tmp_path:
             assert dump(path) == before
     assert integrity(path) == "ok"
     assert log_intact(path)
+    print(f"\nmax_page_count: {len(acknowledged)} acknowledged, {refusals} refused STORAGE_FULL")
     # Room again (a new connection has no page limit): nothing acknowledged is lost.
     with TaskLedger(path, clock=Clock()) as ledger:
         stored = {task["task_id"] for task in ledger.list_tasks(limit=1000)}
@@ -107,6 +108,7 @@ def test_a_file_size_limit_refuses_writes_without_losing_any(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout)
+    print(f"\nRLIMIT_FSIZE: {len(report['acknowledged'])} acknowledged, refused {report['codes']}")
     assert report["codes"] and set(report["codes"]) <= STORAGE_CODES, report["codes"]
     assert report["acknowledged"]
     assert integrity(path) == "ok"

@@ -24,6 +24,7 @@ from faults import OPERATIONS, FaultPlan, FaultVFS
 from faults_support import (
     MODES,
     STORAGE_CODES,
+    Tally,
     copy_database,
     dump,
     faulted,
@@ -194,6 +195,7 @@ def fault_vfs() -> Iterator[tuple[FaultVFS, FaultPlan]]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _figures() -> Iterator[None]:
+    Tally.reset()
     yield
     print("\n" + report("ledger fault sweep"))
 

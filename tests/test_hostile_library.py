@@ -55,7 +55,7 @@ from legacy_fixtures import (
     resolver,
 )
 
-EXAMPLES = 3000 if SOAK else 300
+EXAMPLES = 3000 if SOAK else 600
 SQL = "'; DROP TABLE tasks; --"
 DEEP: Any = json.loads("[" * 200 + "]" * 200)
 
