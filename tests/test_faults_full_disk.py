@@ -31,7 +31,7 @@ def test_a_full_database_refuses_writes_and_keeps_what_it_acknowledged(tmp_path:
     acknowledged: list[str] = []
     refusals = 0
     with TaskLedger(path, clock=Clock()) as ledger:
-        pages = ledger.database.conn.execute("PRAGMA page_count").fetchall()[0][0]
+        pages = int(str(ledger.database.conn.execute("PRAGMA page_count").fetchall()[0][0]))
         ledger.database.conn.execute(f"PRAGMA max_page_count = {pages + 12}")
         for number in range(400):
             before = dump(path)
