@@ -139,6 +139,19 @@ class Database:
             _check_existing(self.path)
         try:
             self.conn = apsw.Connection(self.path, vfs=vfs) if vfs else apsw.Connection(self.path)
+        except apsw.Error as exc:
+            raise storage_error(exc) from None
+        try:
+            self._prepare(synchronous, migrate)
+        except BaseException:
+            # A refused open closes its connection at once: no descriptor or lock stays held
+            # for as long as someone keeps the error (and its traceback) around.
+            with contextlib.suppress(apsw.Error):
+                self.conn.close()
+            raise
+
+    def _prepare(self, synchronous: str, migrate: bool) -> None:
+        try:
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))

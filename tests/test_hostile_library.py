@@ -291,3 +291,19 @@ def test_every_public_entry_point_under_hostile_arguments(world: dict[str, Any])
     with Database(path) as db:
         assert verify_log(db).intact
     print(f"\nhostile library: {sum(seen.values())} calls, outcomes {dict(sorted(seen.items()))}")
+
+
+def test_a_refused_open_leaves_no_file_open(tmp_path: Path) -> None:
+    """Opening a file that is no database is refused; the connection does not stay open (with
+    its descriptor and locks) for as long as someone holds the error."""
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all " * 400)
+    fds = Path("/proc/self/fd")
+    before = len(list(fds.iterdir()))
+    kept: list[LedgerError] = []
+    for _ in range(50):
+        with pytest.raises(LedgerError) as refused:
+            TaskLedger(garbage)
+        assert refused.value.code == "DATABASE_CORRUPT"
+        kept.append(refused.value)
+    assert len(list(fds.iterdir())) - before < 5
