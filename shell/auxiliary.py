@@ -38,6 +38,7 @@ from aios_ledger.core import (
     AuxiliaryRunState,
     EvidenceSnapshot,
     LedgerError,
+    check_identifier,
     check_output,
     check_spawn,
     decide_recover_interrupted,
@@ -190,6 +191,8 @@ def _read_row(conn: apsw.Connection, aux_id: str) -> AuxiliaryRunRow | None:
 
 
 def read_auxiliary_run(db: Database, aux_id: str) -> AuxiliaryRunRow:
+    if not isinstance(aux_id, str):
+        raise AuxiliaryRunError.invalid_field("aux_id", "must be a string")
     row = db.read(lambda conn: _read_row(conn, aux_id))
     if row is None:
         raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {aux_id!r}")
@@ -220,6 +223,13 @@ def list_auxiliary_runs(
     run_id: str | None = None,
     limit: int = 100,
 ) -> list[AuxiliaryRunRow]:
+    if state is not None and state not in [member.value for member in AuxiliaryRunState]:
+        raise AuxiliaryRunError.invalid_field("state", "must be an auxiliary run state or None")
+    for name, value in (("session_id", session_id), ("run_id", run_id)):
+        if value is not None:
+            check_identifier(value, what=name)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise AuxiliaryRunError.invalid_field("limit", "must be an integer")
     params = {
         "state": state,
         "session_id": session_id,
@@ -240,13 +250,14 @@ class AuxiliaryRunService:
         *,
         clock_ms: ClockMs | None = None,
         poll_seconds: float = POLL_SECONDS,
+        vfs: str | None = None,
     ) -> None:
         self._executor = executor
         self._clock_ms = clock_ms or system_clock_ms
         self._poll_seconds = poll_seconds
         self._entries: dict[str, _Entry] = {}
         self._finished: OrderedDict[str, _Entry] = OrderedDict()
-        self._db = Database(path)
+        self._db = Database(path, vfs=vfs)
         self.owner = _owner_tag()
         _LIVE_OWNERS.add(self.owner)
         self.recovered: tuple[str, ...] = self._recover()

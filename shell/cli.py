@@ -20,6 +20,7 @@ from .database import DEFAULT_PATH_ENV
 DEFAULT_DB = "aios-ledger.db"
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
+MAX_INPUT_BYTES = 8 * 1024 * 1024 + 1  # more than any document may hold: read no further
 
 Handler = Callable[[argparse.Namespace], Any]
 
@@ -49,13 +50,15 @@ def read_json_argument(source: str) -> Any:
 
     try:
         if source == "-":
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES)
         else:
             with open(source, "rb") as handle:
-                data = handle.read(8 * 1024 * 1024 + 1)
+                data = handle.read(MAX_INPUT_BYTES)
     except OSError as exc:
-        raise LedgerError("INPUT_UNREADABLE", f"{source}: {exc.strerror or exc}") from None
-    return loads_document(data, what=source)
+        raise LedgerError("INPUT_UNREADABLE", f"{source[:200]!r}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL in the path
+        raise LedgerError("INPUT_UNREADABLE", f"{source[:200]!r} is not a usable path") from None
+    return loads_document(data, what=repr(source[:200]))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,8 +52,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _existing_database(args: argparse.Namespace) -> Database:
     """Open the ledger; never create an empty one just to verify or export it."""
     path = database_path(args)
-    if not Path(path).is_file():
-        raise LedgerError("DATABASE_NOT_FOUND", f"{path} does not exist")
+    try:
+        found = Path(path).is_file()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {exc.strerror}") from None
+    if not found:
+        raise LedgerError("DATABASE_NOT_FOUND", f"{path[:200]!r} does not exist")
     return Database(path)
 
 
@@ -93,23 +99,49 @@ def _export(args: argparse.Namespace) -> Any:
 
 
 def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, Any]:
-    """Write to a temporary file beside the target and rename it: no half-written export."""
-    partial = path.with_name(path.name + ".partial")
+    """A regular file (or a new one) is written beside the target and renamed over it: no
+    half-written export is ever seen. Anything else that exists (/dev/null, /dev/stdout, a FIFO)
+    is written straight through, since renaming over it would replace the device itself; a
+    directory is refused."""
+    partial = None
     try:
+        kind = _target_kind(path)
+        if kind == "directory" or not path.name:  # `.`, `/`
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if kind == "stream":
+            with open(path, "w", encoding="ascii", newline="\n") as out:
+                summary = export_log(db, out, task_id=task_id)
+            return summary
+        partial = path.with_name(path.name + ".partial")
         with open(partial, "w", encoding="ascii", newline="\n") as out:
             summary = export_log(db, out, task_id=task_id)
             out.flush()
             os.fsync(out.fileno())
         os.replace(partial, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        raise LedgerError("OUTPUT_UNWRITABLE", f"{path}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        _remove(partial)
+        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
+        raise LedgerError("OUTPUT_UNWRITABLE", f"{str(path)[:200]!r}: {detail}") from None
     except BaseException:
-        with contextlib.suppress(OSError):
-            partial.unlink()
+        _remove(partial)
         raise
     return summary
+
+
+def _remove(partial: Path | None) -> None:
+    if partial is not None:
+        with contextlib.suppress(OSError, ValueError):
+            partial.unlink()
+
+
+def _target_kind(path: Path) -> str:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "new"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "file" if stat.S_ISREG(mode) else "stream"
 
 
 def _verify_export(args: argparse.Namespace) -> int:

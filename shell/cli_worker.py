@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
@@ -76,15 +77,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _positive(name: str, value: float | None) -> None:
-    if value is not None and not value > 0:
-        raise LedgerError("USAGE_INVALID", f"--{name} must be positive")
+    # `float` takes "inf" and "1e999" (infinity): no sleep or timeout can take that.
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise LedgerError("USAGE_INVALID", f"--{name} must be a positive finite number")
 
 
 def _worker(args: argparse.Namespace) -> Any:
     for name in ("lease_seconds", "timeout", "max_tasks", "poll_min", "poll_max"):
         _positive(name.replace("_", "-"), getattr(args, name))
-    if args.grace < 0:
-        raise LedgerError("USAGE_INVALID", "--grace must not be negative")
+    if not (args.grace >= 0 and math.isfinite(args.grace)):
+        raise LedgerError("USAGE_INVALID", "--grace must be a finite number, not negative")
     config = WorkerConfig(
         agent_id=args.agent_id,
         capabilities=tuple(args.capabilities),

@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import apsw
@@ -48,9 +48,22 @@ def storage_error(exc: apsw.Error) -> LedgerError:
     return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {exc}")
 
 
-def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) -> list[Row]:
+def run_statement(conn: apsw.Connection, name: str, params: Params | None = None) -> apsw.Cursor:
+    """Execute a named statement. Parameters SQLite cannot take (text that is not UTF-8, a list,
+    an integer over 64 bits) are refused here, at the one place where parameters meet SQLite,
+    as a LedgerError: the stores validate first, this is the last line."""
     cursor = conn.cursor()
-    cursor.execute(sql(name), params or {})
+    try:
+        cursor.execute(sql(name), params or {})
+    except UnicodeEncodeError:
+        raise LedgerError("TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text") from None
+    except (TypeError, OverflowError) as exc:  # a value SQLite cannot bind (a list, 2**64)
+        raise LedgerError("PARAMETER_INVALID", f"{name}: {exc}") from None
+    return cursor
+
+
+def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) -> list[Row]:
+    cursor = run_statement(conn, name, params)
     try:
         columns = [column[0] for column in cursor.get_description()]
     except apsw.ExecutionCompleteError:
@@ -64,14 +77,14 @@ def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) ->
 
 
 def fetch_value(conn: apsw.Connection, name: str, params: Params | None = None) -> Any:
-    for row in conn.execute(sql(name), params or {}):
+    for row in run_statement(conn, name, params):
         return row[0]
     return None
 
 
 def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> int:
     """Run a write and return how many rows it changed."""
-    conn.execute(sql(name), params or {})
+    run_statement(conn, name, params)
     return conn.changes()
 
 
@@ -81,7 +94,29 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
     text = os.fspath(path)
     if not text or "\0" in text:
         raise LedgerError("DATABASE_PATH_INVALID", "the database path is empty or holds NUL")
+    try:
+        # SQLite takes UTF-8 names; a name that is not (bytes from argv that were not UTF-8
+        # arrive as lone surrogates) cannot be handed over.
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LedgerError("DATABASE_PATH_INVALID", f"{text!r} is not valid UTF-8") from None
     return text
+
+
+def _check_existing(path: str) -> None:
+    """A database is a regular file, or a file still to be created: never a directory or a
+    device (SQLite would put `/dev/null-wal` beside `/dev/null`)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:  # e.g. a name too long for the file system
+        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
+        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {detail}") from None
+    if stat.S_ISDIR(mode):
+        raise LedgerError("DATABASE_PATH_INVALID", f"{path} is a directory")
+    if not stat.S_ISREG(mode):
+        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r} is not a regular file")
 
 
 class Database:
@@ -100,10 +135,23 @@ class Database:
                 "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
             )
         self.path = resolve_path(path)
-        if self.path != ":memory:" and Path(self.path).is_dir():
-            raise LedgerError("DATABASE_PATH_INVALID", f"{self.path} is a directory")
+        if self.path != ":memory:":
+            _check_existing(self.path)
         try:
             self.conn = apsw.Connection(self.path, vfs=vfs) if vfs else apsw.Connection(self.path)
+        except apsw.Error as exc:
+            raise storage_error(exc) from None
+        try:
+            self._prepare(synchronous, migrate)
+        except BaseException:
+            # A refused open closes its connection at once: no descriptor or lock stays held
+            # for as long as someone keeps the error (and its traceback) around.
+            with contextlib.suppress(apsw.Error):
+                self.conn.close()
+            raise
+
+    def _prepare(self, synchronous: str, migrate: bool) -> None:
+        try:
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
@@ -173,8 +221,7 @@ class Database:
     @contextmanager
     def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
         """Stream rows of a read statement without holding them all in memory."""
-        cursor = self.conn.cursor()
-        cursor.execute(sql(name), params or {})
+        cursor = run_statement(self.conn, name, params)
         try:
             columns = [column[0] for column in cursor.get_description()]
         except apsw.ExecutionCompleteError:

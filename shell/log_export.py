@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -94,15 +95,23 @@ def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below, read line by line
     except OSError as exc:
-        raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)}: {exc.strerror or exc}") from None
+        name = repr(os.fspath(path)[:200])
+        raise LedgerError("INPUT_UNREADABLE", f"{name}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL in the path
+        name = repr(os.fspath(path)[:200])
+        raise LedgerError("INPUT_UNREADABLE", f"{name} is not a usable path") from None
     with handle:
-        first = handle.readline(MAX_LINE_BYTES + 1)
+        if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
+            # /dev/zero, /dev/urandom, a terminal: no end, or no file.
+            raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
+        lines = _bounded_lines(handle)
+        first = next(lines, b"")
         header = parse_export_header(_parse_line(first, 1) if first else None)
         verifier = LogVerifier(dense_ids=header.scope == "all")
         tips = ChainTips()
         trailer_seen = False
         last_id = 0
-        for number, raw_line in enumerate(handle, start=2):
+        for number, raw_line in enumerate(lines, start=2):
             try:
                 value = _parse_line(raw_line, number)
                 if trailer_seen:
@@ -127,6 +136,21 @@ def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
         if not trailer_seen:
             verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))
     return verifier.finish()
+
+
+def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The file's lines, none held longer than MAX_LINE_BYTES + 1 bytes: the rest of a longer
+    line is read past in bounded pieces, so that memory stays bounded whatever the file holds."""
+    while True:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while True:
+                rest = handle.readline(MAX_LINE_BYTES + 1)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield line
 
 
 def _parse_line(raw: bytes, number: int) -> object:

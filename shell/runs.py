@@ -14,6 +14,7 @@ from aios_ledger.core import (
     RunEventRecord,
     RunRecord,
     build_evidence_snapshot,
+    check_identifier,
     decide_append_run_event,
     decide_create_run,
 )
@@ -48,8 +49,9 @@ class RunStore:
         *,
         clock: Clock | None = None,
         database: Database | None = None,
+        vfs: str | None = None,
     ) -> None:
-        self.database = database if database is not None else Database(path)
+        self.database = database if database is not None else Database(path, vfs=vfs)
         self._clock = clock or system_clock
 
     def close(self) -> None:
@@ -101,12 +103,15 @@ class RunStore:
         return self.database.write(write)
 
     def get_run(self, run_id: str) -> RunRecord:
+        check_identifier(run_id, what="run_id")
         run = self.database.read(lambda conn: _get_run(conn, run_id))
         if run is None:
             raise LedgerError("RUN_NOT_FOUND", f"no run {run_id!r}")
         return run
 
     def run_events(self, run_id: str, *, limit: int = MAX_PAGE) -> tuple[RunEventRecord, ...]:
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise LedgerError("FIELDS_INVALID", "limit must be an integer")
         self.get_run(run_id)
         return self.database.read(lambda conn: _events(conn, run_id, max(0, min(limit, MAX_PAGE))))
 

@@ -92,7 +92,8 @@ class TaskLedger:
     """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
 
     `clock` returns an aware UTC datetime (default: the system clock); timestamps are stored
-    with whole seconds.
+    with whole seconds. `vfs` names a registered apsw VFS to open the database through (the
+    fault-injection tests use one; the default is SQLite's own).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
@@ -104,8 +105,14 @@ class TaskLedger:
     that finds nothing to take answers None and records nothing, so the key stays free.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
-        self._db = Database(path)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        vfs: str | None = None,
+    ) -> None:
+        self._db = Database(path, vfs=vfs)
         self._clock: Clock = clock or system_clock
 
     @property
