@@ -494,7 +494,7 @@ def test_a_database_path_that_is_no_regular_file_is_refused(
         (["--db", "\udcff.db", "init"], "DATABASE_PATH_INVALID"),
         (["--db", "z" * 5000, "init"], "DATABASE_PATH_INVALID"),
         (["--db", "z" * 5000, "head"], "DATABASE_PATH_INVALID"),
-        (["events", "\ud800"], "TEXT_INVALID"),
+        (["events", "\ud800"], "FIELDS_INVALID"),
         (["aux", "show", "\udcff"], "TEXT_INVALID"),
         (["export", "--task", "\ud800", "--output", "out.jsonl"], "TEXT_INVALID"),
         (["verify", "--head", "a\x00b"], "INPUT_UNREADABLE"),
