@@ -16,6 +16,7 @@ import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, verify_log
 from faults import FaultPlan
+from legacy_fixtures import dump  # noqa: F401 (re-exported: one dump for every test)
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
 SAMPLES = 8
@@ -28,8 +29,6 @@ STORAGE_CODES = frozenset(
         "DATABASE_CANNOT_OPEN",
     }
 )
-SCHEMA_ROWS = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
-TABLE_NAMES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 # (id, persistent, full disk)
 MODES = (
     ("once", False, False),
@@ -75,19 +74,6 @@ def _connect(path: Path) -> apsw.Connection:
     # closing connection drops the POSIX locks of the ledger's open connections and deletes
     # their WAL under them (sqlite.org/howtocorrupt.html, "multiple copies of SQLite").
     return apsw.Connection(str(path))
-
-
-def dump(path: Path) -> list[str]:
-    """The schema and every row, as text, to compare a database before and after a call."""
-    con = _connect(path)
-    try:
-        lines = [repr(row) for row in con.execute(SCHEMA_ROWS)]
-        for (table,) in con.execute(TABLE_NAMES).fetchall():
-            rows = con.execute(f'SELECT * FROM "{table}"').fetchall()
-            lines.extend(sorted(f"{table}: {row!r}" for row in rows))
-        return lines
-    finally:
-        con.close()
 
 
 def integrity(path: Path) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import apsw
 from aios_ledger.core import (
     GovernedExecutionBinding,
     InitialExecutionProjectionRequest,
@@ -39,6 +40,9 @@ CREATE TABLE events(
   event_type TEXT NOT NULL, payload_json TEXT NOT NULL, created_at TEXT NOT NULL
 );
 """
+
+SCHEMA_ROWS = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+TABLE_NAMES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 
 GOAL = "Prepare the release notes"
 INSTRUCTIONS = "Work only on the bound branch."
@@ -263,16 +267,29 @@ def recovery_request(
     )
 
 
+def _reader(path: Path) -> apsw.Connection:
+    # apsw, never the stdlib sqlite3, while the ledger's apsw connections may be open: a second
+    # copy of SQLite in one process drops their POSIX locks when it closes and can delete their
+    # WAL under them (sqlite.org/howtocorrupt.html, "multiple copies of SQLite").
+    return apsw.Connection(str(path))
+
+
 def dump(path: Path) -> list[str]:
-    """Every row and schema object, to compare a database before and after a refused call."""
-    with sqlite3.connect(path) as con:
-        lines = list(con.iterdump())
-    con.close()
-    return lines
+    """The schema and every row, as text, to compare a database before and after a call."""
+    con = _reader(path)
+    try:
+        lines = [repr(row) for row in con.execute(SCHEMA_ROWS)]
+        for (table,) in con.execute(TABLE_NAMES).fetchall():
+            found = con.execute(f'SELECT * FROM "{table}"').fetchall()
+            lines.extend(sorted(f"{table}: {row!r}" for row in found))
+        return lines
+    finally:
+        con.close()
 
 
 def rows(path: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(path) as con:
-        found = con.execute(query, params).fetchall()
-    con.close()
-    return found
+    con = _reader(path)
+    try:
+        return [tuple(row) for row in con.execute(query, params)]
+    finally:
+        con.close()

@@ -26,7 +26,6 @@ from faults_support import (
     STORAGE_CODES,
     Tally,
     copy_database,
-    dump,
     faulted,
     integrity,
     log_intact,
@@ -34,7 +33,7 @@ from faults_support import (
     positions,
     report,
 )
-from legacy_fixtures import binding
+from legacy_fixtures import binding, dump
 from test_tasks_support import START, Clock
 
 TOKEN = "fault-lease-token-0123456789"

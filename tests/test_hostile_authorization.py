@@ -22,12 +22,12 @@ from aios_ledger.shell import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.cli import main
-from faults_support import dump
 from legacy_fixtures import (
     OWNER,
     TASK,
     binding,
     captured_database,
+    dump,
     legacy_database,
     projection_mapping,
     recovery_mapping,

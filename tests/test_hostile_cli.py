@@ -26,10 +26,10 @@ from unittest import mock
 import pytest
 from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.cli import main
-from faults_support import SOAK, dump
+from faults_support import SOAK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from legacy_fixtures import binding
+from legacy_fixtures import binding, dump
 
 EXAMPLES = 2500 if SOAK else 400
 ERROR_LINE = re.compile(r"^[A-Z][A-Z0-9_]*: ", re.MULTILINE)

@@ -42,13 +42,14 @@ from aios_ledger.shell import (
 )
 from aios_ledger.shell.auxiliary import list_auxiliary_runs, read_auxiliary_run
 from aios_ledger.shell.cli_log import parse_head_argument
-from faults_support import SOAK, dump
+from faults_support import SOAK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import (
     OWNER,
     TASK,
     binding,
+    dump,
     legacy_database,
     projection_mapping,
     recovery_mapping,

@@ -25,6 +25,7 @@ from aios_ledger.shell.statements import sql
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import LEGACY_DDL as LEGACY_SCHEMA
+from legacy_fixtures import dump
 from test_tasks_support import (
     SEED_AUTHORIZATION,
     SEED_CAPABILITY,
@@ -32,7 +33,6 @@ from test_tasks_support import (
     SEED_TASK_ID,
     Clock,
     canon,
-    dump,
     file_bytes,
     refusal,
     runtime_result,

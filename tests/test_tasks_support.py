@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,15 +39,6 @@ class Clock:
 
     def advance(self, seconds: int) -> None:
         self.now += timedelta(seconds=seconds)
-
-
-def dump(path: Path) -> list[str]:
-    """Everything the database holds, as SQL text (stdlib sqlite3, as a DBA would read it)."""
-    con = sqlite3.connect(path)
-    try:
-        return list(con.iterdump())
-    finally:
-        con.close()
 
 
 def file_bytes(path: Path) -> dict[str, bytes]:
