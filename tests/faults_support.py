@@ -16,7 +16,6 @@ import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, verify_log
 from faults import FaultPlan
-from legacy_fixtures import dump  # noqa: F401 (re-exported: one dump for every test)
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
 SAMPLES = 8

@@ -38,7 +38,6 @@ from faults_support import (
     STORAGE_CODES,
     Tally,
     copy_database,
-    dump,
     faulted,
     integrity,
     log_intact,
@@ -46,6 +45,7 @@ from faults_support import (
     positions,
     report,
 )
+from legacy_fixtures import dump
 from test_tasks_support import Clock
 
 AUX = "aux-fault-1"

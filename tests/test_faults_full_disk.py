@@ -16,7 +16,8 @@ from typing import Any
 
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, TaskLedger
-from faults_support import STORAGE_CODES, dump, integrity, log_intact
+from faults_support import STORAGE_CODES, integrity, log_intact
+from legacy_fixtures import dump
 from test_tasks_support import Clock
 
 FILLER = "x" * 2000
