@@ -240,13 +240,14 @@ class AuxiliaryRunService:
         *,
         clock_ms: ClockMs | None = None,
         poll_seconds: float = POLL_SECONDS,
+        synchronous: str = "FULL",
     ) -> None:
         self._executor = executor
         self._clock_ms = clock_ms or system_clock_ms
         self._poll_seconds = poll_seconds
         self._entries: dict[str, _Entry] = {}
         self._finished: OrderedDict[str, _Entry] = OrderedDict()
-        self._db = Database(path)
+        self._db = Database(path, synchronous=synchronous)
         self.owner = _owner_tag()
         _LIVE_OWNERS.add(self.owner)
         self.recovered: tuple[str, ...] = self._recover()

@@ -102,8 +102,14 @@ class TaskLedger:
     that finds nothing to take answers None and records nothing, so the key stays free.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
-        self._db = Database(path)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        synchronous: str = "FULL",
+    ) -> None:
+        self._db = Database(path, synchronous=synchronous)
         self._clock: Clock = clock or system_clock
 
     @property
