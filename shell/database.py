@@ -100,6 +100,7 @@ class Database:
                 "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
             )
         self.path = resolve_path(path)
+        self.busy_retries = 0  # transactions retried after SQLITE_BUSY (observability only)
         if self.path != ":memory:" and Path(self.path).is_dir():
             raise LedgerError("DATABASE_PATH_INVALID", f"{self.path} is a directory")
         try:
@@ -162,6 +163,7 @@ class Database:
                     raise LedgerError(
                         "DATABASE_BUSY", f"gave up after {retry} retries: {exc}"
                     ) from None
+                self.busy_retries += 1
                 time.sleep(min(0.2, 0.002 * 2**retry) * random.uniform(0.5, 1.5))
             except apsw.Error as exc:
                 raise storage_error(exc) from None
