@@ -8,6 +8,7 @@ ratio compares numbers measured in the same run.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -119,7 +120,7 @@ def figure(
 
 
 def number(value: float) -> str:
-    if value != value or value in (float("inf"), float("-inf")):  # NaN or infinite
+    if not math.isfinite(value):
         return str(value)
     magnitude = abs(value)
     if magnitude >= 1000:

@@ -7,6 +7,7 @@ write transaction (transactions/s and transactions per job).
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -35,25 +36,43 @@ def _one(system: str, level: str, jobs: int, scratch: Path, serial: list[int]) -
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def _measure(
+    system: str,
+    level: str,
+    jobs: int,
+    scratch: Path,
+    serial: list[int],
+    outcomes: list[dict[str, Any]],
+) -> float:
+    outcome = _one(system, level, jobs, scratch, serial)
+    outcomes.append(outcome)
+    return float(outcome["jobs"] / outcome["seconds"])
+
+
 def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    jobs = {"ledger": 150, "huey": 150, "dbos": 40} if quick else {
-        "ledger": 400,
-        "huey": 400,
-        "dbos": 80,
-    }
+    jobs = (
+        {"ledger": 150, "huey": 150, "dbos": 40}
+        if quick
+        else {
+            "ledger": 400,
+            "huey": 400,
+            "dbos": 80,
+        }
+    )
     levels = ("FULL",) if quick else ("NORMAL", "FULL")
     rows: list[dict[str, Any]] = []
     serial = [0]
     for level in levels:
         outcomes: dict[str, list[dict[str, Any]]] = {system: [] for system in SYSTEMS}
 
-        def measure(system: str, level: str = level) -> float:
-            outcome = _one(system, level, jobs[system], scratch, serial)
-            outcomes[system].append(outcome)
-            return float(outcome["jobs"] / outcome["seconds"])
-
         values = interleaved_values(
-            {system: (lambda system=system: measure(system)) for system in SYSTEMS}, reps
+            {
+                system: functools.partial(
+                    _measure, system, level, jobs[system], scratch, serial, outcomes[system]
+                )
+                for system in SYSTEMS
+            },
+            reps,
         )
         for system in SYSTEMS:
             name = {"ledger": "ledger", "huey": "Huey SqliteHuey", "dbos": "DBOS Transact"}[system]

@@ -114,7 +114,9 @@ class RawLoop:
         tip = self._one("chain_tip", {"chain": chain})
         seq = 1 if tip is None else int(tip[0]) + 1
         prev = "0" * 64 if tip is None else str(tip[1])
-        seal = hashlib.sha256(f"{prev}\0{event_id[0]}\0{event_type}\0{payload}".encode()).hexdigest()
+        seal = hashlib.sha256(
+            f"{prev}\0{event_id[0]}\0{event_type}\0{payload}".encode()
+        ).hexdigest()
         self.conn.execute(
             sql("insert_seal"),
             {

@@ -39,6 +39,22 @@ def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH
     push = stack.append
     while stack:
         item, depth, path = pop()
+        kind = type(item)
+        if kind is dict and depth < max_depth:
+            # The common case, first; the same checks as the general dict branch below.
+            child_depth = depth + 1
+            for key, child in item.items():  # type: ignore[attr-defined]
+                if type(key) is not str:
+                    if not isinstance(key, str):
+                        raise LedgerError(
+                            "JSON_INVALID", f"{_render(path)} has a non-string key {key!r}"
+                        )
+                    _check_text(key, (path, " key"))
+                elif not key.isascii():
+                    _check_text(key, (path, " key"))
+                if not _plainly_valid(child):
+                    push((child, child_depth, (path, "." + key)))
+            continue
         if depth > max_depth:
             raise LedgerError(
                 "JSON_TOO_DEEP", f"{_render(path)} nests deeper than {max_depth} levels"

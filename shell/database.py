@@ -58,6 +58,25 @@ def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) ->
     return [dict(zip(columns, row, strict=True)) for row in cursor]
 
 
+@contextmanager
+def stream_rows(
+    conn: apsw.Connection, name: str, params: Params | None = None
+) -> Iterator[Iterator[Row]]:
+    """Rows of a read statement one at a time; the statement is closed on leaving, so that a
+    caller may stop early (a claim that finds its task in the first candidate row)."""
+    cursor = conn.cursor()
+    try:
+        cursor.execute(sql(name), params or {})
+        try:
+            columns = [column[0] for column in cursor.get_description()]
+        except apsw.ExecutionCompleteError:
+            yield iter(())
+            return
+        yield (dict(zip(columns, row, strict=True)) for row in cursor)
+    finally:
+        cursor.close()
+
+
 def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) -> Row | None:
     rows = fetch_all(conn, name, params)
     return rows[0] if rows else None
