@@ -30,6 +30,16 @@ test: lint
 soak: $(STAMP)
 	AIOS_SOAK=1 $(VENV)/bin/pytest -q
 
+# The benchmark's peers (Huey, DBOS) and profiler come from the `bench` extra, installed here
+# and never by `make test`. One table on stdout, the same in bench/results/latest.json.
+bench: $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(PY) -m bench
+
+bench-quick: $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(PY) -m bench --quick
+
 schema: $(STAMP)
 	$(PY) -m aios_ledger.shell.cli schema-dump > sql/schema.sql
 

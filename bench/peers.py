@@ -30,6 +30,11 @@ WORKER_SCRIPT = "bench.peers"
 DBOS_POLL_SECONDS = 0.01
 
 
+def _identity(n: int) -> int:
+    """The trivial job of the peers: its result is its argument."""
+    return n
+
+
 def ledger(level: str, jobs: int, path: Path) -> dict[str, Any]:
     from aios_ledger.shell import TaskLedger
 
@@ -69,9 +74,7 @@ def huey(level: str, jobs: int, path: Path) -> dict[str, Any]:
         "bench", storage_class=MatchedSqliteStorage, filename=str(path), journal_mode="wal"
     )
 
-    @queue.task()  # type: ignore[misc]
-    def trivial(n: int) -> int:
-        return n
+    trivial = queue.task()(_identity)
 
     start = time.perf_counter()
     results = [trivial(n) for n in range(jobs)]
@@ -116,9 +119,7 @@ def dbos(level: str, jobs: int, path: Path) -> dict[str, Any]:
         }
     )
 
-    @dbos_class.workflow()  # type: ignore[misc]
-    def trivial(n: int) -> int:
-        return n
+    trivial = dbos_class.workflow()(_identity)
 
     dbos_class.launch()
     queue = dbos_class.register_queue("bench", polling_interval_sec=DBOS_POLL_SECONDS)

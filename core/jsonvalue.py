@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from .errors import LedgerError
 
@@ -103,10 +103,10 @@ def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH
 def _plainly_valid(value: object) -> bool:
     kind = type(value)
     if kind is str:
-        return value.isascii()  # type: ignore[union-attr]
+        return cast(str, value).isascii()
     if value is None or kind is bool:
         return True
-    return kind is int and -_INT_LIMIT < value < _INT_LIMIT  # type: ignore[operator]
+    return kind is int and -_INT_LIMIT < cast(int, value) < _INT_LIMIT
 
 
 def _render(path: _Path) -> str:
