@@ -11,10 +11,12 @@ import functools
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .harness import figure, interleaved_values, paired_ratio, summary
+from .transitions import RawLoop, transitions_per_second
 
 SYSTEMS = ("ledger", "huey", "dbos")
 
@@ -49,6 +51,10 @@ def _measure(
     return float(outcome["jobs"] / outcome["seconds"])
 
 
+def _raw_jobs(raw: RawLoop) -> float:
+    return transitions_per_second(raw, 100) / 3
+
+
 def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
     jobs = (
         {"ledger": 150, "huey": 150, "dbos": 40}
@@ -65,14 +71,27 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
     for level in levels:
         outcomes: dict[str, list[dict[str, Any]]] = {system: [] for system in SYSTEMS}
 
-        values = interleaved_values(
-            {
-                system: functools.partial(
-                    _measure, system, level, jobs[system], scratch, serial, outcomes[system]
-                )
-                for system in SYSTEMS
-            },
-            reps,
+        raw = RawLoop(scratch / f"lifecycles-raw-{level}.db", level)
+        variants: dict[str, Callable[[], float]] = {
+            system: functools.partial(
+                _measure, system, level, jobs[system], scratch, serial, outcomes[system]
+            )
+            for system in SYSTEMS
+        }
+        # The ceiling for the ledger's shape: part 1's raw transactions, three per job.
+        variants["raw"] = functools.partial(_raw_jobs, raw)
+        try:
+            values = interleaved_values(variants, reps)
+        finally:
+            raw.close()
+        rows.append(
+            figure(
+                "2 lifecycles",
+                f"raw apsw limit {level} (3 tx/job)",
+                summary(values["raw"]),
+                "jobs/s",
+                note="part 1's raw transaction rate / 3, the ledger's ceiling",
+            )
         )
         for system in SYSTEMS:
             name = {"ledger": "ledger", "huey": "Huey SqliteHuey", "dbos": "DBOS Transact"}[system]
