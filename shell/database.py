@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -94,6 +95,61 @@ def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> i
     return conn.changes()
 
 
+WAL_CHECKPOINT_PAGES = 1000  # SQLite's own auto-checkpoint threshold
+WAL_BACKLOG_FACTOR = 4
+
+
+class _Checkpointer:
+    """PASSIVE checkpoints on a connection of its own, in a daemon thread, when asked.
+
+    A PASSIVE checkpoint never blocks a reader or a writer and never changes what is durable:
+    every commit is already in the WAL, synced as the synchronous level says; the checkpoint
+    only copies it back into the database file (synced at the same level). apsw releases the
+    GIL while SQLite works, so the copy runs beside the writers instead of inside the commit
+    of whichever caller crossed the threshold."""
+
+    def __init__(self, path: str, vfs: str | None, synchronous: str) -> None:
+        self._args = (path, vfs, synchronous)
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(
+            target=self._run, name="aios-ledger-checkpointer", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def request(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        path, vfs, synchronous = self._args
+        conn: apsw.Connection | None = None
+        try:
+            conn = apsw.Connection(path, vfs=vfs) if vfs else apsw.Connection(path)
+            execute(conn, f"pragma_synchronous_{synchronous.lower()}")
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                with contextlib.suppress(apsw.Error):
+                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.Error:
+            return  # the writers' own WAL hook checkpoints instead (`alive` is False now)
+        finally:
+            if conn is not None:
+                with contextlib.suppress(apsw.Error):
+                    conn.close()
+
+
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
     if path is None:
         return ":memory:"
@@ -129,6 +185,10 @@ class Database:
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
             execute(self.conn, "pragma_foreign_keys_on")
             execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
+            self._checkpointer: _Checkpointer | None = None
+            if self.path != ":memory:":
+                self._checkpoint_args = (self.path, vfs, synchronous)
+                self.conn.set_wal_hook(self._on_wal)
         except apsw.Error as exc:
             raise storage_error(exc) from None
         if migrate:
@@ -136,8 +196,27 @@ class Database:
 
             migrate_database(self)
 
+    def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        """After each commit (SQLite's WAL hook, which replaces its auto-checkpoint): at the
+        same threshold, hand the checkpoint to the background checkpointer, so that the caller
+        whose commit crossed it does not pay for copying the WAL back; if the checkpointer
+        cannot keep up (or could not start), checkpoint here, as SQLite itself would."""
+        if pages >= WAL_CHECKPOINT_PAGES:
+            checkpointer = self._checkpointer
+            if checkpointer is None:
+                checkpointer = self._checkpointer = _Checkpointer(*self._checkpoint_args)
+            if pages >= WAL_CHECKPOINT_PAGES * WAL_BACKLOG_FACTOR or not checkpointer.alive:
+                with contextlib.suppress(apsw.Error):
+                    conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
+            else:
+                checkpointer.request()
+        return int(apsw.SQLITE_OK)
+
     def close(self) -> None:
         """Close; a failed final checkpoint is reported, but what was committed stays in the WAL."""
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
         try:
             self.conn.close()
         except apsw.Error as exc:
