@@ -231,7 +231,8 @@ def list_auxiliary_runs(
 
 
 class AuxiliaryRunService:
-    """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database."""
+    """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database;
+    `synchronous`: FULL (default) or NORMAL, as for `Database`."""
 
     def __init__(
         self,

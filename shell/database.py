@@ -160,7 +160,12 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
 
 
 class Database:
-    """One apsw connection with the ledger's pragmas, migrated on open."""
+    """One apsw connection with the ledger's pragmas, migrated on open.
+
+    WAL checkpoints: instead of SQLite's auto-checkpoint, which copies the WAL back inside the
+    commit that crosses 1000 pages (a latency spike for that caller), a file database hands
+    the copy to a `_Checkpointer` thread with its own connection, started on first need and
+    stopped by `close`."""
 
     def __init__(
         self,

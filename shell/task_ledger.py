@@ -90,7 +90,9 @@ class TaskLedger:
     """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
 
     `clock` returns an aware UTC datetime (default: the system clock); timestamps are stored
-    with whole seconds.
+    with whole seconds. `synchronous` is the SQLite synchronous level of the connection, FULL
+    (the default: a commit is on disk when the call returns) or NORMAL (in WAL mode, a power
+    cut may lose the last commits, never corrupt the file).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
