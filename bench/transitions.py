@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.statements import sql
+from aios_ledger.shell.task_ledger import new_task_id
 
 from .harness import figure, interleaved_values, paired_ratio, rate, summary
 
@@ -177,7 +178,9 @@ class RawLoop:
 
     def lifecycle(self) -> None:
         n = next(self.serial)
-        task_id = f"task-{n:032x}"
+        # Random like the ledger's own ids, so that both insert at random places in the same
+        # indexes (sequential ids would only ever append at the right edge of each B-tree).
+        task_id = new_task_id()
 
         def create() -> None:
             key = f"create-{n}"
