@@ -34,6 +34,16 @@ soak: $(STAMP)
 	AIOS_SOAK=1 AIOS_RELIABILITY_FIGURES=$(CURDIR)/soak-figures.jsonl $(VENV)/bin/pytest -q
 	cat soak-figures.jsonl
 
+# The benchmark's peers (Huey, DBOS) and profiler come from the `bench` extra, installed here
+# and never by `make test`. One table on stdout, the same in bench/results/latest.json.
+bench: $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(PY) -m bench
+
+bench-quick: $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(PY) -m bench --quick
+
 schema: $(STAMP)
 	$(PY) -m aios_ledger.shell.cli schema-dump > sql/schema.sql
 

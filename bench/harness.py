@@ -8,6 +8,7 @@ ratio compares numbers measured in the same run.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -57,15 +58,97 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def interleaved(
-    variants: Mapping[str, Callable[[], float]], repetitions: int
-) -> dict[str, dict[str, float]]:
-    """Run each variant once per round, rounds in turn; each call returns one measurement."""
+def interleaved_values(
+    variants: Mapping[str, Callable[[], float]], repetitions: int, *, warmup: bool = False
+) -> dict[str, list[float]]:
+    """Run each variant once per round, rounds in turn; each call returns one measurement.
+
+    `warmup`: one unrecorded round first (caches, statement preparation, imports)."""
     measured: dict[str, list[float]] = {name: [] for name in variants}
+    if warmup:
+        for run in variants.values():
+            run()
     for _ in range(repetitions):
         for name, run in variants.items():
             measured[name].append(run())
+    return measured
+
+
+def interleaved(
+    variants: Mapping[str, Callable[[], float]], repetitions: int
+) -> dict[str, dict[str, float]]:
+    """Summaries of `interleaved_values`."""
+    measured = interleaved_values(variants, repetitions)
     return {name: summary(values) for name, values in measured.items()}
+
+
+def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> dict[str, float]:
+    """Round-by-round ratios of two interleaved variants, summarised like any figure."""
+    return summary([a / b for a, b in zip(numerators, denominators, strict=True) if b])
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (fraction in 0..1) of a non-empty sample."""
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def figure(
+    part: str,
+    name: str,
+    values: Mapping[str, float],
+    unit: str,
+    *,
+    target: str = "",
+    met: bool | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    """One row of the table: a summary (median, min, max, reps) and, if any, its target."""
+    return {
+        "part": part,
+        "figure": name,
+        "unit": unit,
+        "median": values["median"],
+        "min": values["min"],
+        "max": values["max"],
+        "reps": int(values["reps"]),
+        "target": target,
+        "met": met,
+        "note": note,
+    }
+
+
+def number(value: float) -> str:
+    if not math.isfinite(value):
+        return str(value)
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"{value:,.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def figures_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    header = ("part", "figure", "median", "min", "max", "unit", "n", "target", "")
+    cells = [
+        (
+            str(row["part"]),
+            str(row["figure"]),
+            number(row["median"]),
+            number(row["min"]),
+            number(row["max"]),
+            str(row["unit"]),
+            str(row["reps"]),
+            str(row["target"]),
+            {True: "met", False: "MISSED", None: ""}[row["met"]],
+        )
+        for row in rows
+    ]
+    return format_table("", cells, header).lstrip("\n")
 
 
 def rate(operations: int, seconds: float) -> float:

@@ -48,7 +48,7 @@ from .auxiliary_state import (
 from .bindings import BINDING_REGISTERED, decide_register_binding, envelope_from_binding
 from .digests import canonical_json, digest_bytes, digest_json, is_digest, sha256_hex
 from .errors import InitialExecutionProjectionError, LedgerError
-from .event_seals import GENESIS_SEAL, LEDGER_CHAIN, SealedEvent, chain_of, seal_of
+from .event_seals import GENESIS_SEAL, LEDGER_CHAIN, SealedEvent, chain_of, seal_of, seal_of_stored
 from .evidence import (
     EVIDENCE_SNAPSHOT_SCHEMA_V1,
     RUN_CREATED,
@@ -345,6 +345,7 @@ __all__ = [
     "runtime_input_of",
     "seal_matches",
     "seal_of",
+    "seal_of_stored",
     "sha256_hex",
     "state_after",
     "status_report",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from .errors import LedgerError
 
@@ -22,51 +22,119 @@ MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 _INT_LIMIT = 10**MAX_INT_DIGITS
 
 
+# Where a value sits, for error messages: `what`, or (parent, `[index]` / `.key` / ` key`).
+_Path: TypeAlias = "str | tuple[_Path, int | str]"
+
+
 def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH) -> JsonValue:
-    """Walk a value iteratively and refuse anything that is not plain, bounded JSON."""
-    stack: list[tuple[object, int, str]] = [(value, 0, what)]
+    """Walk a value iteratively and refuse anything that is not plain, bounded JSON.
+
+    Hot path (every digest, plan and event goes through it): children that are certainly valid
+    (exact str that is ASCII, None, bool, small exact int, within the depth bound) are accepted
+    where they are met and never pushed; everything else goes through the full checks below in
+    the same order as before, so that the same first error is reported. Paths are kept as
+    (parent, key) links and rendered only for an error message."""
+    stack: list[tuple[object, int, _Path]] = [(value, 0, what)]
+    pop = stack.pop
+    push = stack.append
     while stack:
-        item, depth, path = stack.pop()
+        item, depth, path = pop()
+        kind = type(item)
+        if kind is dict and depth < max_depth:
+            # The common case, first; the same checks as the general dict branch below.
+            child_depth = depth + 1
+            for key, child in item.items():  # type: ignore[attr-defined]
+                if type(key) is not str:
+                    if not isinstance(key, str):
+                        raise LedgerError(
+                            "JSON_INVALID", f"{_render(path)} has a non-string key {key!r}"
+                        )
+                    _check_text(key, (path, " key"))
+                elif not key.isascii():
+                    _check_text(key, (path, " key"))
+                if not _plainly_valid(child):
+                    push((child, child_depth, (path, "." + key)))
+            continue
         if depth > max_depth:
-            raise LedgerError("JSON_TOO_DEEP", f"{path} nests deeper than {max_depth} levels")
+            raise LedgerError(
+                "JSON_TOO_DEEP", f"{_render(path)} nests deeper than {max_depth} levels"
+            )
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, int):
             if abs(item) >= _INT_LIMIT:
-                raise LedgerError("JSON_NUMBER_TOO_LARGE", f"{path} has more than 30 digits")
+                raise LedgerError(
+                    "JSON_NUMBER_TOO_LARGE", f"{_render(path)} has more than 30 digits"
+                )
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
-                raise LedgerError("JSON_INVALID", f"{path} is NaN or infinite")
+                raise LedgerError("JSON_INVALID", f"{_render(path)} is NaN or infinite")
             continue
         if isinstance(item, str):
             _check_text(item, path)
             continue
+        child_depth = depth + 1
+        shallow = child_depth <= max_depth
         if isinstance(item, list):
-            stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(item))
+            for index, child in enumerate(item):
+                if shallow and _plainly_valid(child):
+                    continue
+                push((child, child_depth, (path, index)))
             continue
         if isinstance(item, dict):
             for key, child in item.items():
-                if not isinstance(key, str):
-                    raise LedgerError("JSON_INVALID", f"{path} has a non-string key {key!r}")
-                _check_text(key, f"{path} key")
-                stack.append((child, depth + 1, f"{path}.{key}"))
+                if type(key) is not str:
+                    if not isinstance(key, str):
+                        raise LedgerError(
+                            "JSON_INVALID", f"{_render(path)} has a non-string key {key!r}"
+                        )
+                    _check_text(key, (path, " key"))
+                elif not key.isascii():
+                    _check_text(key, (path, " key"))
+                if shallow and _plainly_valid(child):
+                    continue
+                push((child, child_depth, (path, "." + key)))
             continue
-        raise LedgerError("JSON_INVALID", f"{path} is a {type(item).__name__}, not JSON")
+        raise LedgerError("JSON_INVALID", f"{_render(path)} is a {type(item).__name__}, not JSON")
     return value  # type: ignore[return-value]
 
 
-def _check_text(text: str, path: str) -> None:
+def _plainly_valid(value: object) -> bool:
+    kind = type(value)
+    if kind is str:
+        return cast(str, value).isascii()
+    if value is None or kind is bool:
+        return True
+    return kind is int and -_INT_LIMIT < cast(int, value) < _INT_LIMIT
+
+
+def _render(path: _Path) -> str:
+    """`what`, then `[index]` for list items, `.key` for members, ` key` for a dict's key."""
+    parts: list[str] = []
+    while isinstance(path, tuple):
+        path, step = path
+        parts.append(f"[{step}]" if isinstance(step, int) else step)
+    parts.append(path)
+    return "".join(reversed(parts))
+
+
+def _check_text(text: str, path: _Path) -> None:
+    if text.isascii():
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise LedgerError("JSON_INVALID", f"{path} is not valid UTF-8 text") from exc
+        raise LedgerError("JSON_INVALID", f"{_render(path)} is not valid UTF-8 text") from exc
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def dumps_canonical(value: object) -> str:
     checked = check_json(value)
     try:
-        return json.dumps(checked, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return _CANONICAL.encode(checked)
     except (TypeError, ValueError, RecursionError) as exc:
         raise LedgerError("JSON_INVALID", f"cannot serialise: {exc}") from exc
 

@@ -52,8 +52,7 @@ class TaskRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
-        names = [field.name for field in attrs.fields(cls)]
-        return cls(**{name: row[name] for name in names})
+        return cls(**{name: row[name] for name in _TASK_COLUMNS})
 
     def metadata(self) -> JsonObject:
         value = _column_json(self.task_id, "metadata_json", self.metadata_json)
@@ -86,6 +85,9 @@ class TaskRow:
         if self.verification_json is None:
             return None
         return _column_json(self.task_id, "verification_json", self.verification_json)
+
+
+_TASK_COLUMNS = tuple(field.name for field in attrs.fields(TaskRow))
 
 
 @attrs.frozen

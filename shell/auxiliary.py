@@ -241,7 +241,8 @@ def list_auxiliary_runs(
 
 
 class AuxiliaryRunService:
-    """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database."""
+    """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database;
+    `synchronous`: FULL (default) or NORMAL, as for `Database`."""
 
     def __init__(
         self,
@@ -250,6 +251,7 @@ class AuxiliaryRunService:
         *,
         clock_ms: ClockMs | None = None,
         poll_seconds: float = POLL_SECONDS,
+        synchronous: str = "FULL",
         vfs: str | None = None,
     ) -> None:
         self._executor = executor
@@ -257,7 +259,7 @@ class AuxiliaryRunService:
         self._poll_seconds = poll_seconds
         self._entries: dict[str, _Entry] = {}
         self._finished: OrderedDict[str, _Entry] = OrderedDict()
-        self._db = Database(path, vfs=vfs)
+        self._db = Database(path, synchronous=synchronous, vfs=vfs)
         self.owner = _owner_tag()
         _LIVE_OWNERS.add(self.owner)
         self.recovered: tuple[str, ...] = self._recover()
@@ -354,10 +356,12 @@ class AuxiliaryRunService:
         *,
         output: AuxiliaryRunOutput | None = None,
         error: AuxiliaryRunError | None = None,
-    ) -> None:
+    ) -> AuxiliaryRunRow | None:
+        """Apply one transition; a terminal one answers the row as written (read back in the
+        same write transaction, so that settling the run needs no read transaction of its own)."""
         now_ms = self._clock_ms()
 
-        def write(conn: apsw.Connection) -> dict[str, object]:
+        def write(conn: apsw.Connection) -> AuxiliaryRunRow | None:
             decision = decide_transition(
                 _read_row(conn, aux_id),
                 target,
@@ -366,9 +370,10 @@ class AuxiliaryRunService:
                 error=error,
                 aux_id=aux_id,
             )
-            return apply_decision(conn, decision, error=AuxiliaryRunError)
+            apply_decision(conn, decision, error=AuxiliaryRunError)
+            return _read_row(conn, aux_id) if target.is_terminal else None
 
-        self._db.write(write)
+        return self._db.write(write)
 
     async def _drive(
         self, entry: _Entry, spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot
@@ -385,9 +390,9 @@ class AuxiliaryRunService:
             self._move(aux_id, AuxiliaryRunState.RUNNING)
             outcome = await self._execute(entry, spec, evidence)
             if isinstance(outcome, AuxiliaryRunOutput):
-                self._move(aux_id, AuxiliaryRunState.COMPLETED, output=outcome)
+                entry.final = self._move(aux_id, AuxiliaryRunState.COMPLETED, output=outcome)
             else:
-                self._move(aux_id, state_after(outcome), error=outcome)
+                entry.final = self._move(aux_id, state_after(outcome), error=outcome)
         except asyncio.CancelledError:
             # The driving task itself was cancelled (the loop is shutting down): record it.
             entry.token.cancel()
@@ -411,10 +416,13 @@ class AuxiliaryRunService:
             )
 
     def _settle(self, entry: _Entry) -> None:
-        with contextlib.suppress(LedgerError, apsw.Error):
-            row = read_auxiliary_run(self._db, entry.aux_id)
-            if row.run_state.is_terminal:
-                entry.final = row
+        final = entry.final
+        if not (isinstance(final, AuxiliaryRunRow) and final.run_state.is_terminal):
+            # Not ended by this service's own terminal write: the database says how it ended.
+            with contextlib.suppress(LedgerError, apsw.Error):
+                row = read_auxiliary_run(self._db, entry.aux_id)
+                if row.run_state.is_terminal:
+                    entry.final = row
         if entry.final is None:
             entry.final = AuxiliaryRunError(
                 "EXECUTOR", f"auxiliary run {entry.aux_id} stopped without a terminal state"

@@ -43,7 +43,7 @@ from aios_ledger.core import (
 from .apply import apply_decision
 from .clock import Clock, now_text, system_clock
 from .contracts import result_contract
-from .database import Database, fetch_all, fetch_one
+from .database import Database, fetch_all, fetch_one, stream_rows
 
 CLAIM_BATCH = 32
 EXPIRE_BATCH = 200
@@ -92,8 +92,10 @@ class TaskLedger:
     """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
 
     `clock` returns an aware UTC datetime (default: the system clock); timestamps are stored
-    with whole seconds. `vfs` names a registered apsw VFS to open the database through (the
-    fault-injection tests use one; the default is SQLite's own).
+    with whole seconds. `synchronous` is the SQLite synchronous level of the connection, FULL
+    (the default: a commit is on disk when the call returns) or NORMAL (in WAL mode, a power
+    cut may lose the last commits, never corrupt the file). `vfs` names a registered apsw VFS
+    to open the database through (the fault-injection tests use one; the default is SQLite's).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
@@ -110,9 +112,10 @@ class TaskLedger:
         path: str | os.PathLike[str],
         *,
         clock: Clock | None = None,
+        synchronous: str = "FULL",
         vfs: str | None = None,
     ) -> None:
-        self._db = Database(path, vfs=vfs)
+        self._db = Database(path, synchronous=synchronous, vfs=vfs)
         self._clock: Clock = clock or system_clock
 
     @property
@@ -209,16 +212,23 @@ class TaskLedger:
     def _claim_target(conn: apsw.Connection, request: ClaimRequest, now: str) -> TaskRow | None:
         if request.task_id is not None:
             return _task(conn, request.task_id)
+        # Candidates come in claim order; each is built and judged only when the ones before
+        # it were refused, so that the usual claim (the first candidate) reads one row.
         offset = 0
         while True:
-            rows = fetch_all(
+            seen = 0
+            with stream_rows(
                 conn,
                 "tasks_claim_candidates",
                 {"now": now, "limit": CLAIM_BATCH, "offset": offset},
-            )
-            chosen = pick_claimable([TaskRow.from_row(row) for row in rows], request, now)
-            if chosen is not None or len(rows) < CLAIM_BATCH:
-                return chosen
+            ) as rows:
+                for row in rows:
+                    seen += 1
+                    chosen = pick_claimable([TaskRow.from_row(row)], request, now)
+                    if chosen is not None:
+                        return chosen
+            if seen < CLAIM_BATCH:
+                return None
             offset += CLAIM_BATCH
 
     def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> dict[str, Any]:

@@ -1,0 +1,145 @@
+"""Part 2: whole lifecycles per second against Huey (SqliteHuey) and DBOS Transact on SQLite.
+
+Every repetition runs each system once, interleaved, each in a fresh process on a fresh file
+(`bench.peers`), at the same synchronous level in WAL mode. Reported per job (jobs/s) and per
+write transaction (transactions/s and transactions per job).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .harness import figure, interleaved_values, paired_ratio, summary
+from .transitions import RawLoop, transitions_per_second
+
+SYSTEMS = ("ledger", "huey", "dbos")
+
+
+def _one(system: str, level: str, jobs: int, scratch: Path, serial: list[int]) -> dict[str, Any]:
+    serial[0] += 1
+    path = scratch / f"{system}-{level}-{serial[0]}.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.peers", system, level, str(jobs), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{system} failed:\n{done.stderr[-2000:]}")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _measure(
+    system: str,
+    level: str,
+    jobs: int,
+    scratch: Path,
+    serial: list[int],
+    outcomes: list[dict[str, Any]],
+) -> float:
+    outcome = _one(system, level, jobs, scratch, serial)
+    outcomes.append(outcome)
+    return float(outcome["jobs"] / outcome["seconds"])
+
+
+def _raw_jobs(raw: RawLoop) -> float:
+    return transitions_per_second(raw, 100) / 3
+
+
+def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
+    jobs = (
+        {"ledger": 150, "huey": 150, "dbos": 40}
+        if quick
+        else {
+            "ledger": 400,
+            "huey": 400,
+            "dbos": 80,
+        }
+    )
+    levels = ("FULL",) if quick else ("NORMAL", "FULL")
+    rows: list[dict[str, Any]] = []
+    serial = [0]
+    for level in levels:
+        outcomes: dict[str, list[dict[str, Any]]] = {system: [] for system in SYSTEMS}
+
+        raw = RawLoop(scratch / f"lifecycles-raw-{level}.db", level)
+        variants: dict[str, Callable[[], float]] = {
+            system: functools.partial(
+                _measure, system, level, jobs[system], scratch, serial, outcomes[system]
+            )
+            for system in SYSTEMS
+        }
+        # The ceiling for the ledger's shape: part 1's raw transactions, three per job.
+        variants["raw"] = functools.partial(_raw_jobs, raw)
+        try:
+            values = interleaved_values(variants, reps)
+        finally:
+            raw.close()
+        rows.append(
+            figure(
+                "2 lifecycles",
+                f"raw apsw limit {level} (3 tx/job)",
+                summary(values["raw"]),
+                "jobs/s",
+                note="part 1's raw transaction rate / 3, the ledger's ceiling",
+            )
+        )
+        for system in SYSTEMS:
+            name = {"ledger": "ledger", "huey": "Huey SqliteHuey", "dbos": "DBOS Transact"}[system]
+            per_job = [
+                float(o.get("write_transactions", o.get("transactions", 0)) / o["jobs"])
+                for o in outcomes[system]
+            ]
+            tx_rate = [rate * tx for rate, tx in zip(values[system], per_job, strict=True)]
+            kind = "transactions (reads too)" if system == "dbos" else "write transactions"
+            rows.append(
+                figure(
+                    "2 lifecycles",
+                    f"{name} {level}",
+                    summary(values[system]),
+                    "jobs/s",
+                    note=f"{jobs[system]} jobs per repetition, {summary(per_job)['median']:.2f} "
+                    f"{kind} per job",
+                )
+            )
+            rows.append(
+                figure(
+                    "2 lifecycles",
+                    f"{name} {level} transactions",
+                    summary(tx_rate),
+                    "tx/s",
+                    note=f"{kind}: {summary(per_job)['median']:.2f} per job",
+                )
+            )
+        huey = paired_ratio(values["ledger"], values["huey"])
+        dbos = paired_ratio(values["ledger"], values["dbos"])
+        rows.append(
+            figure(
+                "2 lifecycles",
+                f"ledger/Huey {level}",
+                huey,
+                "ratio",
+                target=">= 1",
+                met=huey["median"] >= 1,
+            )
+        )
+        rows.append(
+            figure(
+                "2 lifecycles",
+                f"ledger/DBOS {level}",
+                dbos,
+                "ratio",
+                target=">= 10",
+                met=dbos["median"] >= 10,
+            )
+        )
+    return rows

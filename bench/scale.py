@@ -1,0 +1,162 @@
+"""Part 4: claim latency with 1 thousand, 100 thousand and 1 million queued tasks (NORMAL).
+
+Each queue is built once, not timed, through `create_tasks` in transactions of 20,000 tasks
+(the same core `decide_create` and sealed events as any create), with enough extra tasks that
+the queue never falls below its nominal depth. Each repetition is a fresh process that opens
+the ledger, claims once untimed, then times `CLAIMS` claims and reports p50, p99 and its peak
+resident memory (ru_maxrss); the depths are interleaved round by round.
+
+    python -m bench.scale build PATH TASKS      # the worker's two commands
+    python -m bench.scale claim PATH CLAIMS
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .harness import figure, interleaved_values, paired_ratio, percentile, summary
+
+BUILD_BATCH = 20_000
+
+
+def build(path: Path, tasks: int) -> None:
+    from aios_ledger.shell import TaskLedger
+
+    with TaskLedger(path, synchronous="NORMAL") as ledger:
+        for first in range(0, tasks, BUILD_BATCH):
+            count = min(BUILD_BATCH, tasks - first)
+            ledger.create_tasks(
+                (
+                    {
+                        "goal": f"goal {n}",
+                        "instructions": "run",
+                        "success_criteria": ["ok"],
+                        "priority": n % 3,
+                    },
+                    f"create-{n}",
+                )
+                for n in range(first, first + count)
+            )
+
+
+def claim(path: Path, claims: int) -> dict[str, Any]:
+    from aios_ledger.shell import TaskLedger
+
+    latencies = []
+    with TaskLedger(path, synchronous="NORMAL") as ledger:
+        ledger.claim(agent_id="warm", capabilities=[], lease_seconds=600)
+        for _ in range(claims):
+            start = time.perf_counter()
+            got = ledger.claim(agent_id="worker", capabilities=[], lease_seconds=600)
+            latencies.append(time.perf_counter() - start)
+            if got is None:
+                raise RuntimeError("the queue ran dry")
+    return {
+        "p50_ms": percentile(latencies, 0.5) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
+        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _worker(*args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.scale", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"scale worker {args} failed:\n{done.stderr[-2000:]}")
+    lines = done.stdout.strip().splitlines()
+    return dict(json.loads(lines[-1])) if lines else {}
+
+
+def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
+    depths = (1_000, 20_000) if quick else (1_000, 100_000, 1_000_000)
+    claims = 200 if quick else 500
+    paths = {}
+    for depth in depths:
+        path = scratch / f"scale-{depth}.db"
+        start = time.perf_counter()
+        _worker("build", str(path), str(depth + (reps + 1) * (claims + 1)))
+        sys.stdout.write(f"  built {depth:,} queued tasks in {time.perf_counter() - start:.1f} s\n")
+        paths[depth] = path
+    outcomes: dict[int, list[dict[str, Any]]] = {depth: [] for depth in depths}
+
+    def variant(depth: int) -> Any:
+        def measure() -> float:
+            outcome = _worker("claim", str(paths[depth]), str(claims))
+            outcomes[depth].append(outcome)
+            return float(outcome["p99_ms"])
+
+        return measure
+
+    p99 = interleaved_values({str(d): variant(d) for d in depths}, reps)
+    rows: list[dict[str, Any]] = []
+    for depth in depths:
+        label = f"{depth:,} queued"
+        rows.append(
+            figure(
+                "4 scale",
+                f"claim p50 {label}",
+                summary([o["p50_ms"] for o in outcomes[depth]]),
+                "ms",
+                note=f"{claims} claims per repetition, NORMAL",
+            )
+        )
+        rows.append(figure("4 scale", f"claim p99 {label}", summary(p99[str(depth)]), "ms"))
+        rows.append(
+            figure(
+                "4 scale",
+                f"peak memory {label}",
+                summary([o["maxrss_mb"] for o in outcomes[depth]]),
+                "MiB",
+            )
+        )
+    deepest, shallowest = str(depths[-1]), str(depths[0])
+    ratio = paired_ratio(p99[deepest], p99[shallowest])
+    rows.append(
+        figure(
+            "4 scale",
+            f"claim p99 {depths[-1]:,} / {depths[0]:,}",
+            ratio,
+            "ratio",
+            target="<= 1.5",
+            met=ratio["median"] <= 1.5,
+        )
+    )
+    memory = paired_ratio(
+        [o["maxrss_mb"] for o in outcomes[depths[-1]]],
+        [o["maxrss_mb"] for o in outcomes[depths[0]]],
+    )
+    rows.append(
+        figure(
+            "4 scale",
+            f"peak memory {depths[-1]:,} / {depths[0]:,}",
+            memory,
+            "ratio",
+            target="~1 (flat)",
+            met=memory["median"] <= 1.1,
+        )
+    )
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    command, path, count = argv
+    if command == "build":
+        build(Path(path), int(count))
+        return 0
+    sys.stdout.write(json.dumps(claim(Path(path), int(count))) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,311 @@
+"""Part 1: single transitions of the ledger against raw apsw doing the same transaction shape.
+
+Each task goes through create, claim, heartbeat, submit and verify, each one `BEGIN IMMEDIATE`
+transaction with its sealed event. The raw baseline runs, on its own file with the same schema
+and indexes, the very same named statements in the same order (the reads, the guarded write whose
+change count is checked, the idempotency row, the event, its chain tip and seal), with payloads of
+the same sizes, straight through apsw: no request parsing, no decision records, no JSON work. It
+is what SQLite itself can do with this transaction shape from Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+from aios_ledger.shell import Database, TaskLedger
+from aios_ledger.shell.statements import sql
+from aios_ledger.shell.task_ledger import new_task_id
+
+from .harness import figure, interleaved_values, paired_ratio, rate, summary
+
+TRANSITIONS_PER_TASK = 5
+NOW = "2026-11-29T20:00:00Z"
+LATER = "2026-11-29T20:01:00Z"
+TASK_FIELDS = {
+    "goal": "g",
+    "instructions": "do it",
+    "success_criteria": ["ok"],
+    "required_capabilities": ["python"],
+}
+CAPABILITIES = ["python"]
+
+
+class LedgerLoop:
+    """The ledger's own API, one task's whole lifecycle per iteration."""
+
+    def __init__(self, path: Path, synchronous: str) -> None:
+        self.ledger = TaskLedger(path, synchronous=synchronous)
+        self.serial = itertools.count()
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def lifecycle(self) -> None:
+        ledger, n = self.ledger, next(self.serial)
+        ledger.create_task(TASK_FIELDS, idempotency_key=f"create-{n}")
+        claim = ledger.claim(agent_id="agent-1", capabilities=CAPABILITIES, lease_seconds=60)
+        if claim is None:
+            raise RuntimeError("nothing to claim")
+        task_id, token = claim["task_id"], claim["lease_token"]
+        ledger.heartbeat(task_id, lease_token=token, lease_seconds=60)
+        ledger.submit_result(
+            task_id, lease_token=token, result={"summary": "done"}, idempotency_key=f"submit-{n}"
+        )
+        ledger.verify(task_id, decision="SUCCEEDED", reason="fine", idempotency_key=f"verify-{n}")
+
+
+def _pad(text: str, size: int) -> str:
+    return (text + "x" * size)[:size]
+
+
+RESPONSE = {"create": 166, "submit": 239, "verify": 287}
+PAYLOAD = {
+    "TASK_CREATED": 106,
+    "TASK_CLAIMED": 55,
+    "TASK_HEARTBEAT": 55,
+    "RESULT_SUBMITTED": 120,
+    "TASK_VERIFIED": 49,
+}
+
+
+class RawLoop:
+    """The same statements in the same transactions, driven straight through apsw."""
+
+    def __init__(self, path: Path, synchronous: str) -> None:
+        # Database only migrates the file and sets the same pragmas; every transaction below
+        # is issued by hand on its apsw connection.
+        self.db = Database(path, synchronous=synchronous)
+        self.conn: apsw.Connection = self.db.conn
+        self.serial = itertools.count()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        for row in self.conn.execute(sql(name), params):
+            return tuple(row)
+        return None
+
+    def _guarded(self, name: str, params: dict[str, Any]) -> None:
+        self.conn.execute(sql(name), params)
+        if self.conn.changes() != 1:
+            raise RuntimeError(f"{name} changed {self.conn.changes()} rows")
+
+    def _event(self, task_id: str, event_type: str) -> None:
+        payload = _pad("{", PAYLOAD[event_type])
+        event_id = self._one(
+            "insert_event",
+            {
+                "task_id": task_id,
+                "agent_id": "agent-1",
+                "event_type": event_type,
+                "payload_json": payload,
+                "created_at": NOW,
+            },
+        )
+        assert event_id is not None
+        chain = "task:" + task_id
+        tip = self._one("chain_tip", {"chain": chain})
+        seq = 1 if tip is None else int(tip[0]) + 1
+        prev = "0" * 64 if tip is None else str(tip[1])
+        seal = hashlib.sha256(
+            f"{prev}\0{event_id[0]}\0{event_type}\0{payload}".encode()
+        ).hexdigest()
+        self.conn.execute(
+            sql("insert_seal"),
+            {
+                "event_id": event_id[0],
+                "chain": chain,
+                "chain_seq": seq,
+                "prev_seal": prev,
+                "seal": seal,
+                "sealed_at_adoption": 0,
+            },
+        )
+
+    def _idempotency(self, key: str, operation: str, task_id: str) -> None:
+        if self._one("task_idempotency_get", {"idempotency_key": key}) is not None:
+            raise RuntimeError("key reused")
+
+    def _ledger_row(self, key: str, operation: str, task_id: str) -> None:
+        self.conn.execute(
+            sql("task_idempotency_insert"),
+            {
+                "idempotency_key": key,
+                "operation": operation,
+                "subject": task_id,
+                "request_sha256": hashlib.sha256(key.encode()).hexdigest(),
+                "response_json": _pad("{", RESPONSE[operation]),
+                "created_at": NOW,
+            },
+        )
+
+    def _tx(self, work: Callable[[], None]) -> None:
+        self.conn.execute(sql("begin_immediate"))
+        try:
+            work()
+            self.conn.execute(sql("commit"))
+        except BaseException:
+            self.conn.execute(sql("rollback"))
+            raise
+
+    def _cas(self, task_id: str, status: str, expected: str, revision: int, **changes: Any) -> None:
+        params: dict[str, Any] = {
+            "task_id": task_id,
+            "status": status,
+            "attempt": 1,
+            "claimed_by": "agent-1",
+            "lease_token_hash": "h" * 64,
+            "lease_expires_at": LATER,
+            "result_json": None,
+            "result_digest": None,
+            "result_idempotency_key": None,
+            "verification_json": None,
+            "revision": revision + 1,
+            "updated_at": NOW,
+            "expected_status": expected,
+            "expected_revision": revision,
+        }
+        params.update(changes)
+        self._guarded("tasks_cas_update", params)
+
+    def lifecycle(self) -> None:
+        n = next(self.serial)
+        # Random like the ledger's own ids, so that both insert at random places in the same
+        # indexes (sequential ids would only ever append at the right edge of each B-tree).
+        task_id = new_task_id()
+
+        def create() -> None:
+            key = f"create-{n}"
+            self._one("get_task", {"task_id": task_id})
+            self._idempotency(key, "create", task_id)
+            self.conn.execute(
+                sql("tasks_insert"),
+                {
+                    "task_id": task_id,
+                    "goal": "g",
+                    "instructions": "do it",
+                    "success_criteria_json": '["ok"]',
+                    "required_capabilities_json": '["python"]',
+                    "constraints_json": "{}",
+                    "metadata_json": "{}",
+                    "deadline": None,
+                    "priority": 0,
+                    "max_attempts": 3,
+                    "attempt": 0,
+                    "status": "QUEUED",
+                    "claimed_by": None,
+                    "lease_token_hash": None,
+                    "lease_expires_at": None,
+                    "result_json": None,
+                    "result_digest": None,
+                    "result_idempotency_key": None,
+                    "verification_json": None,
+                    "revision": 1,
+                    "created_at": NOW,
+                    "updated_at": NOW,
+                },
+            )
+            self._ledger_row(key, "create", task_id)
+            self._event(task_id, "TASK_CREATED")
+
+        def claim() -> None:
+            row = self._one("tasks_claim_candidates", {"now": NOW, "limit": 1, "offset": 0})
+            assert row is not None and row[0] == task_id
+            self._cas(task_id, "CLAIMED", "QUEUED", 1)
+            self._event(task_id, "TASK_CLAIMED")
+
+        def heartbeat() -> None:
+            self._one("get_task", {"task_id": task_id})
+            self._cas(task_id, "CLAIMED", "CLAIMED", 2)
+            self._event(task_id, "TASK_HEARTBEAT")
+
+        def submit() -> None:
+            key = f"submit-{n}"
+            self._one("get_task", {"task_id": task_id})
+            self._idempotency(key, "submit", task_id)
+            self._cas(
+                task_id,
+                "SUBMITTED",
+                "CLAIMED",
+                3,
+                lease_token_hash=None,
+                lease_expires_at=None,
+                result_json=_pad("{", 18),
+                result_digest="d" * 64,
+                result_idempotency_key=key,
+            )
+            self._ledger_row(key, "submit", task_id)
+            self._event(task_id, "RESULT_SUBMITTED")
+
+        def verify() -> None:
+            key = f"verify-{n}"
+            self._one("get_task", {"task_id": task_id})
+            self._idempotency(key, "verify", task_id)
+            self._cas(
+                task_id,
+                "SUCCEEDED",
+                "SUBMITTED",
+                4,
+                lease_token_hash=None,
+                lease_expires_at=None,
+                result_json=_pad("{", 18),
+                result_digest="d" * 64,
+                result_idempotency_key=f"submit-{n}",
+                verification_json=_pad("{", 40),
+            )
+            self._ledger_row(key, "verify", task_id)
+            self._event(task_id, "TASK_VERIFIED")
+
+        for step in (create, claim, heartbeat, submit, verify):
+            self._tx(step)
+
+
+def transitions_per_second(loop: LedgerLoop | RawLoop, tasks: int) -> float:
+    start = time.perf_counter()
+    for _ in range(tasks):
+        loop.lifecycle()
+    return rate(tasks * TRANSITIONS_PER_TASK, time.perf_counter() - start)
+
+
+def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
+    tasks = 100 if quick else 400
+    rows: list[dict[str, Any]] = []
+    for level in ("NORMAL", "FULL"):
+        ledger = LedgerLoop(scratch / f"transitions-ledger-{level}.db", level)
+        raw = RawLoop(scratch / f"transitions-raw-{level}.db", level)
+        try:
+            values = interleaved_values(
+                {
+                    "ledger": functools.partial(transitions_per_second, ledger, tasks),
+                    "raw": functools.partial(transitions_per_second, raw, tasks),
+                },
+                reps,
+                warmup=True,
+            )
+        finally:
+            ledger.close()
+            raw.close()
+        goal = 0.8 if level == "NORMAL" else 0.95
+        ratio = paired_ratio(values["ledger"], values["raw"])
+        rows += [
+            figure("1 transitions", f"ledger {level}", summary(values["ledger"]), "trans/s"),
+            figure("1 transitions", f"raw apsw {level}", summary(values["raw"]), "trans/s"),
+            figure(
+                "1 transitions",
+                f"ledger/raw {level}",
+                ratio,
+                "ratio",
+                target=f">= {goal}",
+                met=ratio["median"] >= goal,
+                note=f"{tasks} tasks x 5 transitions per repetition",
+            ),
+        ]
+    return rows
