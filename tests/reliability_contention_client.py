@@ -21,6 +21,7 @@ from typing import Any
 
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import TaskLedger
+from reliability_operations import perform
 
 
 class Client:
@@ -44,38 +45,7 @@ class Client:
         self.out.flush()
 
     def perform(self, op: str, args: dict[str, Any]) -> Any:
-        ledger = self.ledger
-        if op == "create":
-            return ledger.create_task(args["task"], idempotency_key=args["key"])
-        if op == "claim":
-            answer = ledger.claim(
-                agent_id=self.agent,
-                capabilities=[],
-                lease_seconds=args["lease_seconds"],
-                idempotency_key=args["key"],
-                lease_token=args["token"],
-            )
-            return (
-                None if answer is None else {k: v for k, v in answer.items() if k != "lease_token"}
-            )
-        if op == "heartbeat":
-            return ledger.heartbeat(
-                args["task_id"], lease_token=args["token"], lease_seconds=args["lease_seconds"]
-            )
-        if op == "submit":
-            return ledger.submit_result(
-                args["task_id"],
-                lease_token=args["token"],
-                result=args["result"],
-                idempotency_key=args["key"],
-            )
-        if op == "verify":
-            return ledger.verify(
-                args["task_id"], decision=args["decision"], reason="r", idempotency_key=args["key"]
-            )
-        if op == "expire":
-            return ledger.expire_leases()
-        raise AssertionError(op)
+        return perform(self.ledger, op, args, agent_id=self.agent)
 
     def invoke(self, op: str, args: dict[str, Any]) -> tuple[str, Any]:
         self.serial += 1

@@ -26,6 +26,7 @@ from typing import Any
 
 from aios_ledger.core import LedgerError, format_timestamp, parse_timestamp
 from aios_ledger.shell import TaskLedger
+from reliability_operations import perform
 
 AGENTS = ("agent-a", "agent-b")
 
@@ -87,41 +88,10 @@ class Writer:
     # -- operations -------------------------------------------------------------------------
 
     def perform(self, op: str, args: dict[str, Any]) -> Any:
-        ledger = self.ledger
-        if op == "create":
-            return ledger.create_task(args["task"], idempotency_key=args["key"])
-        if op == "claim":
-            answer = ledger.claim(
-                agent_id=args["agent_id"],
-                capabilities=[],
-                lease_seconds=args["lease_seconds"],
-                idempotency_key=args["key"],
-                lease_token=args["token"],
-            )
-            if answer is not None:
-                self.tokens[str(answer["task_id"])] = args["token"]
-                answer = {k: v for k, v in answer.items() if k != "lease_token"}
-            return answer
-        if op == "heartbeat":
-            return ledger.heartbeat(
-                args["task_id"], lease_token=args["token"], lease_seconds=args["lease_seconds"]
-            )
-        if op == "submit":
-            return ledger.submit_result(
-                args["task_id"],
-                lease_token=args["token"],
-                result=args["result"],
-                idempotency_key=args["key"],
-            )
-        if op == "verify":
-            return ledger.verify(
-                args["task_id"], decision=args["decision"], reason="r", idempotency_key=args["key"]
-            )
-        if op == "cancel":
-            return ledger.cancel(args["task_id"], reason="r", idempotency_key=args["key"])
-        if op == "expire":
-            return ledger.expire_leases()
-        raise AssertionError(op)
+        answer = perform(self.ledger, op, args, agent_id=str(args.get("agent_id")))
+        if op == "claim" and answer is not None:
+            self.tokens[str(answer["task_id"])] = args["token"]
+        return answer
 
     def invoke(self, op: str, args: dict[str, Any]) -> None:
         serial = self.serial
