@@ -35,6 +35,7 @@ from .errors import LedgerError
 from .evidence import EvidenceSnapshot
 from .jsonvalue import JsonObject, JsonValue, loads_document
 from .plan import EventAppend, Replay, SqlWrite, WritePlan
+from .records import record_from_row
 from .timestamps import format_timestamp
 
 
@@ -63,8 +64,7 @@ class AuxiliaryRunRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> AuxiliaryRunRow:
-        names = [field.name for field in attrs.fields(cls)]
-        return cls(**{name: row[name] for name in names})
+        return record_from_row(cls, row)
 
     @property
     def run_state(self) -> AuxiliaryRunState:

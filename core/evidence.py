@@ -19,6 +19,7 @@ from .errors import LedgerError
 from .fields import identifier, integer, structure, text
 from .jsonvalue import JsonObject, JsonValue, check_json, loads_document
 from .plan import EventAppend, Replay, SqlWrite, WritePlan, first_answer
+from .records import record_from_row
 
 EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
 EVIDENCE_DOMAIN = "evidence"
@@ -94,8 +95,7 @@ class RunRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunRecord:
-        names = [field.name for field in attrs.fields(cls)]
-        return cls(**{name: row[name] for name in names})
+        return record_from_row(cls, row)
 
     def evidence_view(self) -> JsonObject:
         """What evidence pins of the run: nothing that changes when events are appended."""
@@ -126,8 +126,7 @@ class RunEventRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunEventRecord:
-        names = [field.name for field in attrs.fields(cls)]
-        return cls(**{name: row[name] for name in names})
+        return record_from_row(cls, row)
 
     def payload(self) -> JsonValue:
         try:

@@ -31,6 +31,7 @@ import attrs
 from .errors import LedgerError
 from .event_seals import GENESIS_SEAL, SealedEvent, chain_of, seal_of_stored
 from .fields import FieldRefused, structure
+from .records import record_from_row
 
 HEAD_SCHEMA = "aios.ledger_head.v1"
 EMPTY_HEAD_DIGEST = "sha256:" + hashlib.sha256(HEAD_SCHEMA.encode("ascii")).hexdigest()
@@ -80,14 +81,7 @@ class EventRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EventRecord:
-        return cls(
-            event_id=row["event_id"],
-            task_id=row["task_id"],
-            agent_id=row["agent_id"],
-            event_type=row["event_type"],
-            payload_json=row["payload_json"],
-            created_at=row["created_at"],
-        )
+        return record_from_row(cls, row)
 
     def public(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -12,6 +12,24 @@ from .jsonvalue import JsonObject, JsonValue, loads_document
 
 TASK_STATUSES = ("QUEUED", "CLAIMED", "SUBMITTED", "SUCCEEDED", "FAILED", "CANCELLED")
 TERMINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+T = TypeVar("T")
+
+
+_COLUMNS: dict[type, tuple[str, ...]] = {}
+
+
+def _columns(cls: type) -> tuple[str, ...]:
+    names = _COLUMNS.get(cls)
+    if names is None:
+        names = _COLUMNS[cls] = tuple(field.name for field in attrs.fields(cls))
+    return names
+
+
+def record_from_row(cls: type[T], row: Mapping[str, Any]) -> T:
+    """An attrs record built from the row's columns of the same names (others are ignored)."""
+    return cls(**{name: row[name] for name in _columns(cls)})
 
 
 def _column_json(row_id: str, column: str, raw: object) -> JsonValue:
@@ -52,7 +70,7 @@ class TaskRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
-        return cls(**{name: row[name] for name in _TASK_COLUMNS})
+        return record_from_row(cls, row)
 
     def metadata(self) -> JsonObject:
         value = _column_json(self.task_id, "metadata_json", self.metadata_json)
@@ -87,9 +105,6 @@ class TaskRow:
         return _column_json(self.task_id, "verification_json", self.verification_json)
 
 
-_TASK_COLUMNS = tuple(field.name for field in attrs.fields(TaskRow))
-
-
 @attrs.frozen
 class EventRow:
     event_id: int
@@ -101,8 +116,7 @@ class EventRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EventRow:
-        names = [field.name for field in attrs.fields(cls)]
-        return cls(**{name: row[name] for name in names})
+        return record_from_row(cls, row)
 
     def payload(self) -> JsonValue:
         try:
@@ -121,8 +135,4 @@ class IdempotencyRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> IdempotencyRow:
-        return cls(
-            idempotency_key=row["idempotency_key"],
-            request_sha256=row["request_sha256"],
-            response_json=row["response_json"],
-        )
+        return record_from_row(cls, row)
