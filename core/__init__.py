@@ -135,7 +135,14 @@ from .projection import (
     prepare_projection,
     runtime_input_of,
 )
-from .records import TASK_STATUSES, TERMINAL_STATUSES, EventRow, IdempotencyRow, TaskRow
+from .records import (
+    TASK_STATUSES,
+    TERMINAL_STATUSES,
+    EventRow,
+    IdempotencyRow,
+    TaskRow,
+    record_columns,
+)
 from .result_contracts import check_schema_well_formed, contract_violations, require_contract
 from .status_report import EXPIRING_WINDOW_SECONDS, render_status, status_report
 from .task_requests import (
@@ -173,7 +180,6 @@ from .tasks import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
-    pick_claimable,
     task_summary,
 )
 from .timestamps import add_seconds, format_timestamp, normalise_timestamp, parse_timestamp
@@ -273,6 +279,7 @@ __all__ = [
     "SubmitRequest",
     "TaskCreateRequest",
     "TaskRow",
+    "record_columns",
     "TaskState",
     "VerificationReport",
     "VerifyRequest",
@@ -332,7 +339,6 @@ __all__ = [
     "parse_export_trailer",
     "parse_migration",
     "parse_timestamp",
-    "pick_claimable",
     "plan_migrations",
     "prepare_projection",
     "project_execution_envelope",

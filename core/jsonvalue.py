@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from json.encoder import encode_basestring_ascii
 from typing import TypeAlias, cast
 
 from .errors import LedgerError
@@ -128,15 +130,53 @@ def _check_text(text: str, path: _Path) -> None:
         raise LedgerError("JSON_INVALID", f"{_render(path)} is not valid UTF-8 text") from exc
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 def dumps_canonical(value: object) -> str:
-    checked = check_json(value)
+    """Canonical JSON text of an untrusted value: checked first, then encoded."""
+    return encode_checked(check_json(value))
+
+
+def encode_checked(value: JsonValue) -> str:
+    """Canonical JSON text (sorted keys, no whitespace, ASCII-escaped) of a value whose every
+    part is already checked: by `check_json`, by a request's field checks, or built by the core
+    from such parts and columns read back. Only the encoder runs; what it still refuses (a
+    non-JSON type, NaN or infinity, nesting past the interpreter's limit) is `JSON_INVALID`."""
     try:
-        return _CANONICAL.encode(checked)
+        return "".join(_ENCODE(value, 0))
     except (TypeError, ValueError, RecursionError) as exc:
         raise LedgerError("JSON_INVALID", f"cannot serialise: {exc}") from exc
+
+
+def _not_json(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _python_encoder() -> Callable[[object, int], list[str] | tuple[str, ...]]:
+    encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    def encode(value: object, _level: int) -> list[str]:
+        return [encoder.encode(value)]
+
+    return encode
+
+
+def _canonical_encoder() -> Callable[[object, int], list[str] | tuple[str, ...]]:
+    """The json module's C encoder with the canonical settings, made once: `json.dumps` and
+    `JSONEncoder.encode` build a new one for every call. Without markers it does not look for
+    cycles; the values it gets are checked (bounded depth) or built by the core, and a cycle
+    would still end in RecursionError. Interpreters without the C encoder use the Python one."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _python_encoder()
+    try:
+        encode: Callable[[object, int], list[str] | tuple[str, ...]] = make(
+            None, _not_json, encode_basestring_ascii, None, ":", ",", True, False, False
+        )
+    except TypeError:  # another interpreter version's signature
+        return _python_encoder()
+    return encode
+
+
+_ENCODE = _canonical_encoder()
 
 
 def loads_document(text: str | bytes, *, what: str = "document") -> JsonValue:
@@ -151,7 +191,7 @@ def loads_document(text: str | bytes, *, what: str = "document") -> JsonValue:
     if len(text) > MAX_DOCUMENT_BYTES:
         raise LedgerError("JSON_TOO_LARGE", f"{what} is over {MAX_DOCUMENT_BYTES} characters")
     try:
-        parsed = json.loads(text, parse_constant=_refuse_constant)
+        parsed = _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
         raise LedgerError("JSON_INVALID", f"{what} is not JSON: {exc}") from exc
     return check_json(parsed, what=what)
@@ -166,3 +206,7 @@ def loads_object(text: str | bytes, *, what: str = "document") -> JsonObject:
 
 def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
+
+
+# One decoder for every parse: `json.loads` with an argument builds a new decoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)

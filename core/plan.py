@@ -7,14 +7,15 @@ events are appended and sealed. Nothing in a plan is decided by the shell.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import TypeAlias
 
 import attrs
 
-from .digests import canonical_json, sha256_hex
+from .digests import canonical_json
 from .errors import LedgerError
-from .jsonvalue import JsonObject, JsonValue, loads_object
+from .jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
 from .records import IdempotencyRow
 
 SqlParam: TypeAlias = str | int | float | bytes | None
@@ -55,8 +56,13 @@ Decision: TypeAlias = WritePlan | Replay
 
 
 def request_digest(operation: str, subject: str | None, request: JsonValue) -> str:
-    """What an idempotency key is bound to: the operation, its subject and the exact request."""
-    return sha256_hex({"operation": operation, "subject": subject, "request": request})
+    """What an idempotency key is bound to: the operation, its subject and the exact request.
+
+    `request` is the `public()` form of a request record, every part of which its field checks
+    passed (`from_mapping`), so it is encoded without being walked again; the digest is the
+    same `sha256_hex` of the same document."""
+    document = {"operation": operation, "subject": subject, "request": request}
+    return hashlib.sha256(encode_checked(document).encode("ascii")).hexdigest()
 
 
 def replay_or_conflict(

@@ -146,7 +146,18 @@ class TaskCreateRequest:
         return cls(**values)
 
     def public(self) -> JsonObject:
-        return attrs.asdict(self)
+        return {
+            "task_id": self.task_id,
+            "goal": self.goal,
+            "instructions": self.instructions,
+            "success_criteria": self.success_criteria,
+            "required_capabilities": list[JsonValue](self.required_capabilities),
+            "constraints": self.constraints,
+            "metadata": self.metadata,
+            "deadline": self.deadline,
+            "priority": self.priority,
+            "max_attempts": self.max_attempts,
+        }
 
 
 _CLAIM_CHECKS = {

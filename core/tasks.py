@@ -14,14 +14,14 @@ is `LEASE_EXPIRED`. Neither writes anything.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from .digests import canonical_json, sha256_hex
 from .errors import LedgerError
-from .jsonvalue import JsonObject, JsonValue
+from .jsonvalue import JsonObject, JsonValue, encode_checked
 from .plan import (
     EventAppend,
     Replay,
@@ -83,7 +83,7 @@ def _require(task_id: str, task: TaskRow | None) -> TaskRow:
 
 def _advance(task: TaskRow, now: str, **changes: Any) -> TaskRow:
     """The next row: the changes, one more revision, the clock."""
-    return attrs.evolve(task, **changes, revision=task.revision + 1, updated_at=now)
+    return task._replace(**changes, revision=task.revision + 1, updated_at=now)
 
 
 def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
@@ -120,7 +120,7 @@ def _ledger_row(
             "operation": operation,
             "subject": subject,
             "request_sha256": digest,
-            "response_json": canonical_json(response),
+            "response_json": encode_checked(response),
             "created_at": now,
         },
     )
@@ -192,10 +192,10 @@ def decide_create(
         task_id=task_id,
         goal=request.goal,
         instructions=request.instructions,
-        success_criteria_json=canonical_json(request.success_criteria),
-        required_capabilities_json=canonical_json(request.required_capabilities),
-        constraints_json=canonical_json(request.constraints),
-        metadata_json=canonical_json(request.metadata),
+        success_criteria_json=encode_checked(request.success_criteria),
+        required_capabilities_json=encode_checked(list[JsonValue](request.required_capabilities)),
+        constraints_json=encode_checked(request.constraints),
+        metadata_json=encode_checked(request.metadata),
         deadline=request.deadline,
         priority=request.priority,
         max_attempts=request.max_attempts,
@@ -212,7 +212,7 @@ def decide_create(
         created_at=now,
         updated_at=now,
     )
-    insert = SqlWrite(statement=INSERT_STATEMENT, params=attrs.asdict(task))
+    insert = SqlWrite(statement=INSERT_STATEMENT, params=task._asdict())
     response = {**task_summary(task), "priority": task.priority}
     payload: JsonObject = {
         "priority": task.priority,
@@ -251,16 +251,6 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> Ledge
     return None
 
 
-def pick_claimable(
-    candidates: Sequence[TaskRow], request: ClaimRequest, now: str
-) -> TaskRow | None:
-    """The first candidate (they come in claim order) that this claimer may take now."""
-    for task in candidates:
-        if claim_refusal(task, request.capabilities, now) is None:
-            return task
-    return None
-
-
 def claim_digest(request: ClaimRequest, lease_token: str) -> str:
     return request_digest("claim", request.task_id, request.public(lease_token))
 
@@ -268,13 +258,15 @@ def claim_digest(request: ClaimRequest, lease_token: str) -> str:
 def decide_claim(
     request: ClaimRequest, state: TaskState, *, now: str, lease_token: str
 ) -> Replay | WritePlan | None:
-    """Claim `state.task` (the requested one, or the one `pick_claimable` chose); None: nothing.
+    """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
+    through); None: nothing.
 
     The stored first answer never holds the token; a replay gives back the token the caller
     brought, which the request digest (over its sha256) proves to be the first one.
     """
-    digest = claim_digest(request, lease_token)
-    replay = replay_or_conflict(state.prior, digest)
+    # Only an idempotent claim is bound to a request digest.
+    digest = None if request.idempotency_key is None else claim_digest(request, lease_token)
+    replay = None if digest is None else replay_or_conflict(state.prior, digest)
     if replay is not None:
         return Replay({**replay.response, "lease_token": lease_token})
     if state.task is None:
@@ -313,7 +305,7 @@ def decide_claim(
         "lease_expires_at": claimed.lease_expires_at,
     }
     writes = [_cas(task, claimed)]
-    if request.idempotency_key is not None:
+    if request.idempotency_key is not None and digest is not None:
         writes.append(
             _ledger_row(request.idempotency_key, "claim", task.task_id, digest, response, now)
         )
@@ -369,7 +361,9 @@ def decide_submit(
     _check_lease(task, request.lease_token, now)
     status = next_task_status(task.status, "submit")
     check_task_result(task, request.result, contracts)
-    result_digest = sha256_hex(request.result)
+    result_json = encode_checked(request.result)
+    # sha256_hex of the result, from the one encoding of it.
+    result_digest = hashlib.sha256(result_json.encode("ascii")).hexdigest()
     submitted = _advance(
         task,
         now,
@@ -377,7 +371,7 @@ def decide_submit(
         claimed_by=None,
         lease_token_hash=None,
         lease_expires_at=None,
-        result_json=canonical_json(request.result),
+        result_json=result_json,
         result_digest=result_digest,
         result_idempotency_key=request.idempotency_key,
     )
@@ -428,7 +422,7 @@ def decide_verify(request: VerifyRequest, state: TaskState, *, now: str) -> Repl
         claimed_by=None,
         lease_token_hash=None,
         lease_expires_at=None,
-        verification_json=canonical_json(verification),
+        verification_json=encode_checked(verification),
     )
     response: JsonObject = {
         **task_summary(verified),

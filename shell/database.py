@@ -13,16 +13,17 @@ import random
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import apsw
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, record_columns
 
-from .statements import sql
+from .statements import sql, statement_texts
 
 T = TypeVar("T")
+R = TypeVar("R")
 Row = dict[str, Any]
 Params = Mapping[str, Any]
 
@@ -42,6 +43,12 @@ _STORAGE_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
 )
 
 
+_TEXTS = statement_texts()
+_BEGIN_IMMEDIATE = _TEXTS["begin_immediate"]
+_BEGIN_READ = _TEXTS["begin_read"]
+_COMMIT = _TEXTS["commit"]
+
+
 def storage_error(exc: apsw.Error) -> LedgerError:
     for kind, code in _STORAGE_ERRORS:
         if isinstance(exc, kind):
@@ -53,14 +60,12 @@ def run_statement(conn: apsw.Connection, name: str, params: Params | None = None
     """Execute a named statement. Parameters SQLite cannot take (text that is not UTF-8, a list,
     an integer over 64 bits) are refused here, at the one place where parameters meet SQLite,
     as a LedgerError: the stores validate first, this is the last line."""
-    cursor = conn.cursor()
     try:
-        cursor.execute(sql(name), params or {})
+        return conn.execute(_TEXTS[name], params)
     except UnicodeEncodeError:
         raise LedgerError("TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text") from None
     except (TypeError, OverflowError) as exc:  # a value SQLite cannot bind (a list, 2**64)
         raise LedgerError("PARAMETER_INVALID", f"{name}: {exc}") from None
-    return cursor
 
 
 def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) -> list[Row]:
@@ -94,6 +99,42 @@ def stream_rows(
 def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) -> Row | None:
     rows = fetch_all(conn, name, params)
     return rows[0] if rows else None
+
+
+def fetch_record(
+    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
+) -> R | None:
+    """The statement's first row as `record(*columns)`: the hot reads (a task, a first answer)
+    skip building a dict. The statement must select the record's fields in field order, which
+    is checked on its first row in each process."""
+    cursor = run_statement(conn, name, params)
+    for row in cursor:
+        if (name, record) not in _MATCHED_COLUMNS:
+            _match_columns(cursor, name, record)
+        return record(*row)
+    return None
+
+
+def stream_records(
+    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
+) -> Generator[R, None, None]:
+    """`fetch_record` for every row, one at a time; the caller closes the generator (or lets
+    it finish) to finish the statement."""
+    cursor = run_statement(conn, name, params)
+    for row in cursor:
+        if (name, record) not in _MATCHED_COLUMNS:
+            _match_columns(cursor, name, record)
+        yield record(*row)
+
+
+_MATCHED_COLUMNS: set[tuple[str, type]] = set()
+
+
+def _match_columns(cursor: apsw.Cursor, name: str, record: type) -> None:
+    selected = tuple(column[0] for column in cursor.get_description())
+    if selected != record_columns(record):
+        raise TypeError(f"{name} selects {selected}, not the fields of {record.__name__}")
+    _MATCHED_COLUMNS.add((name, record))
 
 
 def fetch_value(conn: apsw.Connection, name: str, params: Params | None = None) -> Any:
@@ -291,21 +332,29 @@ class Database:
 
     def write(self, work: Callable[[apsw.Connection], T]) -> T:
         """Run `work` inside `BEGIN IMMEDIATE`; commit, or roll back and raise a LedgerError."""
-        return self._with_busy_retry(lambda: self._transaction("begin_immediate", work))
+        return self._transaction(_BEGIN_IMMEDIATE, work)
 
     def read(self, work: Callable[[apsw.Connection], T]) -> T:
         """Run `work` in one read transaction, so that every read sees the same snapshot."""
-        return self._with_busy_retry(lambda: self._transaction("begin_read", work))
+        return self._transaction(_BEGIN_READ, work)
 
     def _transaction(self, begin: str, work: Callable[[apsw.Connection], T]) -> T:
-        execute(self.conn, begin)
-        try:
-            result = work(self.conn)
-            execute(self.conn, "commit")
-        except BaseException:
-            self._rollback()
-            raise
-        return result
+        conn = self.conn
+        for retry in range(BUSY_RETRIES + 1):
+            try:
+                conn.execute(begin)
+                try:
+                    result = work(conn)
+                    conn.execute(_COMMIT)
+                except BaseException:
+                    self._rollback()
+                    raise
+                return result
+            except (apsw.BusyError, apsw.LockedError) as exc:
+                self._back_off(retry, exc)
+            except apsw.Error as exc:
+                raise storage_error(exc) from None
+        raise AssertionError("unreachable")
 
     def _rollback(self) -> None:
         if self.conn.in_transaction:
@@ -318,15 +367,17 @@ class Database:
             try:
                 return attempt()
             except (apsw.BusyError, apsw.LockedError) as exc:
-                if retry == BUSY_RETRIES:
-                    raise LedgerError(
-                        "DATABASE_BUSY", f"gave up after {retry} retries: {exc}"
-                    ) from None
-                self.busy_retries += 1
-                time.sleep(min(0.2, 0.002 * 2**retry) * random.uniform(0.5, 1.5))
+                self._back_off(retry, exc)
             except apsw.Error as exc:
                 raise storage_error(exc) from None
         raise AssertionError("unreachable")
+
+    def _back_off(self, retry: int, exc: apsw.Error) -> None:
+        """Sleep before the next try (jittered, doubling), or give up with DATABASE_BUSY."""
+        if retry == BUSY_RETRIES:
+            raise LedgerError("DATABASE_BUSY", f"gave up after {retry} retries: {exc}") from None
+        self.busy_retries += 1
+        time.sleep(min(0.2, 0.002 * 2**retry) * random.uniform(0.5, 1.5))
 
     @contextmanager
     def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:

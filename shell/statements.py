@@ -65,8 +65,14 @@ def statements() -> Mapping[str, Statement]:
     return loaded
 
 
+@cache
+def statement_texts() -> Mapping[str, str]:
+    """Name -> SQL text, for the write path, which looks a text up for every statement."""
+    return {name: statement.sql for name, statement in statements().items()}
+
+
 def sql(name: str) -> str:
-    return statements()[name].sql
+    return statement_texts()[name]
 
 
 @cache

@@ -8,6 +8,7 @@ A refused call raises a `LedgerError` and leaves the database as it was.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +29,7 @@ from aios_ledger.core import (
     TaskState,
     VerifyRequest,
     check_identifier,
+    claim_refusal,
     decide_cancel,
     decide_claim,
     decide_create,
@@ -37,13 +39,12 @@ from aios_ledger.core import (
     decide_verify,
     integer_in_range,
     loads_document,
-    pick_claimable,
 )
 
 from .apply import apply_decision
 from .clock import Clock, now_text, system_clock
 from .contracts import result_contract
-from .database import Database, fetch_all, fetch_one, stream_rows
+from .database import Database, fetch_all, fetch_one, fetch_record, stream_records
 
 CLAIM_BATCH = 32
 EXPIRE_BATCH = 200
@@ -77,15 +78,13 @@ def task_view(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
-    row = fetch_one(conn, "get_task", {"task_id": task_id})
-    return None if row is None else TaskRow.from_row(row)
+    return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
 
 
 def _prior(conn: apsw.Connection, key: str | None) -> IdempotencyRow | None:
     if key is None:
         return None
-    row = fetch_one(conn, "task_idempotency_get", {"idempotency_key": key})
-    return None if row is None else IdempotencyRow.from_row(row)
+    return fetch_record(conn, "task_idempotency_get", {"idempotency_key": key}, IdempotencyRow)
 
 
 class TaskLedger:
@@ -217,16 +216,17 @@ class TaskLedger:
         offset = 0
         while True:
             seen = 0
-            with stream_rows(
+            candidates = stream_records(
                 conn,
                 "tasks_claim_candidates",
                 {"now": now, "limit": CLAIM_BATCH, "offset": offset},
-            ) as rows:
-                for row in rows:
+                TaskRow,
+            )
+            with contextlib.closing(candidates):
+                for candidate in candidates:
                     seen += 1
-                    chosen = pick_claimable([TaskRow.from_row(row)], request, now)
-                    if chosen is not None:
-                        return chosen
+                    if claim_refusal(candidate, request.capabilities, now) is None:
+                        return candidate
             if seen < CLAIM_BATCH:
                 return None
             offset += CLAIM_BATCH
@@ -317,8 +317,9 @@ class TaskLedger:
 
             def write(conn: apsw.Connection) -> list[Any]:
                 now = self._now()
-                rows = fetch_all(conn, "tasks_expired_leases", {"now": now, "limit": EXPIRE_BATCH})
-                decision = decide_expire([TaskRow.from_row(row) for row in rows], now=now)
+                params = {"now": now, "limit": EXPIRE_BATCH}
+                rows = stream_records(conn, "tasks_expired_leases", params, TaskRow)
+                decision = decide_expire(list(rows), now=now)
                 if decision is None:
                     return []
                 items = apply_decision(conn, decision)["expired"]

@@ -64,7 +64,7 @@ def task_row(**changes: Any) -> TaskRow:
         created_at="2026-08-20T00:00:00Z",
         updated_at="2026-08-20T00:00:00Z",
     )
-    return attrs.evolve(row, **changes)
+    return row._replace(**changes)
 
 
 def events(trail: Any = (("TASK_CREATED", {}),)) -> tuple[EventRow, ...]:
@@ -137,7 +137,7 @@ def test_prior_answer_replays_whatever_the_task_now_is() -> None:
     )
     answer = prepare_projection(TASK, request, moved_on, authorization_id=OWNER)
     assert answer == Replay({"revision": 2, "idempotent": True})
-    conflicting = attrs.evolve(prior, request_sha256="0" * 64)
+    conflicting = prior._replace(request_sha256="0" * 64)
     with pytest.raises(InitialExecutionProjectionError, match="IDEMPOTENCY_CONFLICT"):
         prepare_projection(
             TASK, request, attrs.evolve(moved_on, prior=conflicting), authorization_id=OWNER

@@ -72,7 +72,7 @@ def row(status: str, **changes: Any) -> TaskRow:
         created_at="2026-08-20T00:00:00Z",
         updated_at="2026-08-20T00:00:00Z",
     )
-    return attrs.evolve(base, **changes)
+    return base._replace(**changes)
 
 
 def plan_json(plan: object) -> Any:
@@ -118,7 +118,7 @@ def _cancel(task: TaskRow) -> object:
 
 
 def _expire(task: TaskRow) -> object:
-    passed = attrs.evolve(task, lease_expires_at="2026-08-20T00:00:05Z")
+    passed = task._replace(lease_expires_at="2026-08-20T00:00:05Z")
     return decide_expire([passed], now=NOW)
 
 
@@ -325,3 +325,25 @@ def test_an_enveloped_task_without_its_contract_refuses_results() -> None:
     )
     with pytest.raises(LedgerError, match="RESULT_CONTRACT_UNKNOWN"):
         decide_submit(request, TaskState(task=task), now=NOW, contracts={})
+
+
+def test_the_create_digest_covers_every_field_of_the_request() -> None:
+    request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i"})
+    assert set(request.public()) == set(attrs.fields_dict(TaskCreateRequest))
+    assert request.public() == attrs.asdict(request)
+
+
+def test_memoised_timestamps_still_refuse_and_drop_fractions() -> None:
+    from datetime import UTC, datetime
+
+    from aios_ledger.core import add_seconds, format_timestamp, parse_timestamp
+
+    for _ in range(2):  # a refusal is never remembered as an answer
+        with pytest.raises(LedgerError) as refused:
+            parse_timestamp("2026-08-20T00:00:00", field="deadline")
+        assert refused.value.code == "TIMESTAMP_INVALID"
+        assert "deadline" in refused.value.detail
+    moment = datetime(2026, 8, 20, 0, 0, 59, 999_999, tzinfo=UTC)
+    assert format_timestamp(moment) == "2026-08-20T00:00:59Z"
+    assert add_seconds("2026-08-20T00:00:59Z", 1) == "2026-08-20T00:01:00Z"
+    assert add_seconds("2026-08-20T00:00:59+00:00", 1) == "2026-08-20T00:01:00Z"

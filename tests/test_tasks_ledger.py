@@ -1032,3 +1032,16 @@ def test_junk_arguments_are_refused_and_change_nothing(ledger: TaskLedger, path:
 
     check()
     assert dump(path) == before
+
+
+def test_a_record_read_checks_that_the_statement_selects_its_fields(path: Path) -> None:
+    from aios_ledger.core import IdempotencyRow, TaskRow
+    from aios_ledger.shell.database import fetch_record
+
+    with TaskLedger(path) as store:
+        created = store.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c-1")
+        conn = store.database.conn
+        task = fetch_record(conn, "get_task", {"task_id": created["task_id"]}, TaskRow)
+        assert task is not None and task.task_id == created["task_id"]
+        with pytest.raises(TypeError, match="not the fields of IdempotencyRow"):
+            fetch_record(conn, "get_task", {"task_id": created["task_id"]}, IdempotencyRow)
