@@ -48,7 +48,15 @@ from .auxiliary_state import (
 from .bindings import BINDING_REGISTERED, decide_register_binding, envelope_from_binding
 from .digests import canonical_json, digest_bytes, digest_json, is_digest, sha256_hex
 from .errors import InitialExecutionProjectionError, LedgerError
-from .event_seals import GENESIS_SEAL, LEDGER_CHAIN, SealedEvent, chain_of, seal_of, seal_of_stored
+from .event_seals import (
+    GENESIS_SEAL,
+    LEDGER_CHAIN,
+    ChainTip,
+    SealedEvent,
+    chain_of,
+    seal_of,
+    seal_of_stored,
+)
 from .evidence import (
     EVIDENCE_SNAPSHOT_SCHEMA_V1,
     RUN_CREATED,
@@ -273,6 +281,7 @@ __all__ = [
     "RunEventRecord",
     "RunRecord",
     "SealRecord",
+    "ChainTip",
     "SealedEvent",
     "SourceCaptureProjectionRecoveryRequest",
     "SqlWrite",

@@ -9,6 +9,7 @@ the store's own, and a PostgreSQL backend can keep the same chains under row loc
 from __future__ import annotations
 
 from json.encoder import encode_basestring_ascii as _ascii
+from typing import NamedTuple
 
 import attrs
 
@@ -22,6 +23,13 @@ LEDGER_CHAIN = "ledger"
 
 def chain_of(task_id: str | None) -> str:
     return LEDGER_CHAIN if task_id is None else "task:" + task_id
+
+
+class ChainTip(NamedTuple):
+    """The last seal of a chain, which the next event's seal builds on."""
+
+    chain_seq: int
+    seal: str
 
 
 @attrs.frozen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 import attrs
@@ -51,6 +52,20 @@ def _column_json(row_id: str, column: str, raw: object) -> JsonValue:
         raise LedgerError("TASK_ROW_CORRUPT", f"task {row_id}: {refused}") from None
 
 
+@lru_cache(maxsize=1024)
+def _capability_names(raw: str) -> tuple[str, ...] | None:
+    """The names in a `required_capabilities_json` text, or None when it is not a JSON list of
+    strings. Few distinct lists exist and a claim reads one several times (the candidate check,
+    the decision, the answer); a tuple can be shared, the caller gets a list of its own."""
+    try:
+        value = loads_document(raw)
+    except LedgerError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return None
+    return tuple(str(item) for item in value)
+
+
 class TaskRow(NamedTuple):
     """One row of `tasks`, exactly the columns the older runtime created.
 
@@ -91,6 +106,10 @@ class TaskRow(NamedTuple):
         return value
 
     def required_capabilities(self) -> list[str]:
+        raw = self.required_capabilities_json
+        names = _capability_names(raw) if type(raw) is str else None
+        if names is not None:
+            return list(names)
         value = _column_json(
             self.task_id, "required_capabilities_json", self.required_capabilities_json
         )

@@ -7,6 +7,7 @@ from typing import Any
 import apsw
 from aios_ledger.core import (
     GENESIS_SEAL,
+    ChainTip,
     EventAppend,
     SealedEvent,
     chain_of,
@@ -14,7 +15,7 @@ from aios_ledger.core import (
     seal_of_stored,
 )
 
-from .database import execute, fetch_all, fetch_one, fetch_value
+from .database import execute, fetch_all, fetch_record, fetch_value
 
 
 def append_event(conn: apsw.Connection, event: EventAppend) -> int:
@@ -74,9 +75,9 @@ def _seal(
     adoption: bool,
 ) -> None:
     chain = chain_of(task_id)
-    tip = fetch_one(conn, "chain_tip", {"chain": chain})
-    chain_seq = 1 if tip is None else int(tip["chain_seq"]) + 1
-    prev_seal = GENESIS_SEAL if tip is None else str(tip["seal"])
+    tip = fetch_record(conn, "chain_tip", {"chain": chain}, ChainTip)
+    chain_seq = 1 if tip is None else int(tip.chain_seq) + 1
+    prev_seal = GENESIS_SEAL if tip is None else str(tip.seal)
     sealed = SealedEvent(
         event_id=event_id,
         task_id=task_id,
