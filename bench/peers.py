@@ -2,10 +2,12 @@
 
     python -m bench.peers SYSTEM LEVEL JOBS PATH     # prints one JSON line
 
-SYSTEM is `ledger`, `huey` or `dbos`; LEVEL the synchronous level (NORMAL or FULL) every
-connection of that system uses, in WAL mode, so that durability is matched. Each run starts on
-a fresh file and times only the work (not the import or the schema set-up):
+SYSTEM is `ledger`, `ledger-batched`, `huey` or `dbos`; LEVEL the synchronous level (NORMAL
+or FULL) every connection of that system uses, in WAL mode, so that durability is matched.
+Each run starts on a fresh file and times only the work (not the import or the schema set-up):
 - ledger: `create_tasks` of all jobs in one transaction, then per job claim, submit, verify;
+- ledger-batched: the same, with `claim_many`, `submit_results` and `verify_results` taking
+  LEDGER_BATCH jobs per transaction;
 - huey (SqliteHuey's storage): enqueue each job, dequeue and execute it (the result is
   stored), read the result back;
 - dbos (DBOS Transact, SQLite system database): enqueue a trivial workflow per job on a queue
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 WORKER_SCRIPT = "bench.peers"
+LEDGER_BATCH = 100
 DBOS_POLL_SECONDS = 0.01
 
 
@@ -58,6 +61,49 @@ def ledger(level: str, jobs: int, path: Path) -> dict[str, Any]:
             )
         elapsed = time.perf_counter() - start
     return {"seconds": elapsed, "jobs": jobs, "write_transactions": 1 + 3 * jobs}
+
+
+def ledger_batched(level: str, jobs: int, path: Path) -> dict[str, Any]:
+    """The same lifecycles through the batch calls: a worker with LEDGER_BATCH free slots
+    claims that many tasks in one transaction, submits their results in one, and a reviewer
+    verifies them in one. Every task still gets its own lease, events, seals and keys."""
+    from aios_ledger.shell import TaskLedger
+
+    with TaskLedger(path, synchronous=level) as store:
+        start = time.perf_counter()
+        store.create_tasks(
+            ({"goal": "g", "instructions": "run", "success_criteria": ["ok"]}, f"create-{n}")
+            for n in range(jobs)
+        )
+        transactions, done = 1, 0
+        while done < jobs:
+            claims = store.claim_many(
+                agent_id="worker", capabilities=[], lease_seconds=60, limit=LEDGER_BATCH
+            )
+            if not claims:
+                raise RuntimeError("nothing to claim")
+            store.submit_results(
+                {
+                    "task_id": claim["task_id"],
+                    "lease_token": claim["lease_token"],
+                    "result": {"summary": str(done + index)},
+                    "idempotency_key": f"submit-{done + index}",
+                }
+                for index, claim in enumerate(claims)
+            )
+            store.verify_results(
+                {
+                    "task_id": claim["task_id"],
+                    "decision": "SUCCEEDED",
+                    "reason": "ok",
+                    "idempotency_key": f"verify-{done + index}",
+                }
+                for index, claim in enumerate(claims)
+            )
+            transactions += 3
+            done += len(claims)
+        elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "jobs": jobs, "write_transactions": transactions}
 
 
 def huey(level: str, jobs: int, path: Path) -> dict[str, Any]:
@@ -137,7 +183,7 @@ def dbos(level: str, jobs: int, path: Path) -> dict[str, Any]:
     return {"seconds": elapsed, "jobs": jobs, "transactions": transactions}
 
 
-SYSTEMS = {"ledger": ledger, "huey": huey, "dbos": dbos}
+SYSTEMS = {"ledger": ledger, "ledger-batched": ledger_batched, "huey": huey, "dbos": dbos}
 
 
 def main(argv: list[str]) -> int:

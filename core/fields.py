@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from .digests import SHA256_HEX, is_digest
 from .errors import LedgerError
@@ -35,16 +35,14 @@ def structure(
 ) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise error(code, f"{what} must be a JSON object, got {type(raw).__name__}")
-    keys = set(raw)
-    unknown = sorted(str(key) for key in keys - set(checks))
-    missing = sorted(set(checks) - keys - optional)
-    if unknown or missing:
-        parts = []
-        if unknown:
-            parts.append(f"unknown {unknown}")
-        if missing:
-            parts.append(f"missing {missing}")
-        raise error(code, f"{what}: " + ", ".join(parts))
+    present = 0
+    for name in checks:
+        if name in raw:
+            present += 1
+        elif name not in optional:
+            _refuse_field_names(raw, checks, what, error, code, optional)
+    if present != len(raw):
+        _refuse_field_names(raw, checks, what, error, code, optional)
     values: dict[str, Any] = {}
     for name, check in checks.items():
         if name not in raw:
@@ -57,18 +55,39 @@ def structure(
     return values
 
 
+def _refuse_field_names(
+    raw: Mapping[Any, object],
+    checks: Mapping[str, Check],
+    what: str,
+    error: type[LedgerError],
+    code: str,
+    optional: frozenset[str],
+) -> NoReturn:
+    """Every unknown and every missing field at once (the caller found at least one)."""
+    keys = set(raw)
+    unknown = sorted(str(key) for key in keys - set(checks))
+    missing = sorted(set(checks) - keys - optional)
+    parts = []
+    if unknown:
+        parts.append(f"unknown {unknown}")
+    if missing:
+        parts.append(f"missing {missing}")
+    raise error(code, f"{what}: " + ", ".join(parts))
+
+
 def text(*, max_length: int = MAX_TEXT, pattern: re.Pattern[str] | None = None) -> Check:
     def check(value: object) -> str:
         if not isinstance(value, str):
             raise FieldRefused(f"must be a string, got {type(value).__name__}")
-        if not value.strip():
+        if not value or value.isspace():
             raise FieldRefused("must not be empty")
         if len(value) > max_length:
             raise FieldRefused(f"is longer than {max_length} characters")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise FieldRefused("is not valid UTF-8 text") from None
+        if not value.isascii():  # ASCII is UTF-8; only other text can hold a lone surrogate
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise FieldRefused("is not valid UTF-8 text") from None
         if "\0" in value:
             raise FieldRefused("holds a NUL character")
         if pattern is not None and not pattern.fullmatch(value):

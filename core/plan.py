@@ -13,7 +13,6 @@ from typing import TypeAlias
 
 import attrs
 
-from .digests import canonical_json
 from .errors import LedgerError
 from .jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
 from .records import IdempotencyRow
@@ -37,7 +36,9 @@ class EventAppend:
     created_at: str
 
     def payload_json(self) -> str:
-        return canonical_json(self.payload)
+        """Payloads are built by the core from checked requests and columns read back, so
+        the encoder alone writes them (`encode_checked`)."""
+        return encode_checked(self.payload)
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ from aios_ledger.core import (
 )
 
 from .cli import database_path, emit, read_json_argument
-from .task_ledger import MAX_LIST, TaskLedger
+from .task_ledger import MAX_CLAIM_BATCH, MAX_LIST, TaskLedger
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +46,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "task_id?, idempotency_key?, lease_token?}; prints null when there is none",
     )
     _json_option(claim)
+    claim.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"claim up to N tasks in one transaction (<= {MAX_CLAIM_BATCH}) and print a list; "
+        "the request then names no task_id, idempotency_key or lease_token",
+    )
     claim.set_defaults(handler=_claim)
 
     heartbeat = commands.add_parser(
@@ -55,7 +62,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     heartbeat.set_defaults(handler=_heartbeat)
 
     submit = commands.add_parser(
-        "submit", help="submit a result: {task_id, lease_token, result, idempotency_key}"
+        "submit",
+        help="submit a result: {task_id, lease_token, result, idempotency_key}, or a list of "
+        "them (one transaction: all or none)",
     )
     _json_option(submit)
     submit.set_defaults(handler=_submit)
@@ -64,7 +73,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     verify = task_commands.add_parser(
         "verify",
         help="verify a submitted result: {task_id, decision, reason, idempotency_key, "
-        "expected_result_digest?}",
+        "expected_result_digest?}, or a list of them (one transaction: all or none)",
     )
     _json_option(verify)
     verify.set_defaults(handler=_verify)
@@ -119,6 +128,8 @@ def _task_show(args: argparse.Namespace) -> Any:
 
 def _claim(args: argparse.Namespace) -> Any:
     request = ClaimRequest.from_mapping(read_json_argument(args.json))
+    if args.limit is not None:
+        return _claim_many(args, request)
     with _ledger(args) as ledger:
         answer = ledger.claim(
             agent_id=request.agent_id,
@@ -134,6 +145,23 @@ def _claim(args: argparse.Namespace) -> Any:
     return answer
 
 
+def _claim_many(args: argparse.Namespace, request: ClaimRequest) -> Any:
+    named = [
+        name
+        for name in ("task_id", "idempotency_key", "lease_token")
+        if getattr(request, name) is not None
+    ]
+    if named:
+        raise LedgerError("FIELDS_INVALID", f"claim --limit takes no {named}")
+    with _ledger(args) as ledger:
+        return ledger.claim_many(
+            agent_id=request.agent_id,
+            capabilities=request.capabilities,
+            lease_seconds=request.lease_seconds,
+            limit=args.limit,
+        )
+
+
 def _heartbeat(args: argparse.Namespace) -> Any:
     request = HeartbeatRequest.from_mapping(read_json_argument(args.json))
     with _ledger(args) as ledger:
@@ -143,7 +171,11 @@ def _heartbeat(args: argparse.Namespace) -> Any:
 
 
 def _submit(args: argparse.Namespace) -> Any:
-    request = SubmitRequest.from_mapping(read_json_argument(args.json))
+    document = read_json_argument(args.json)
+    if isinstance(document, list):
+        with _ledger(args) as ledger:
+            return ledger.submit_results(document)
+    request = SubmitRequest.from_mapping(document)
     with _ledger(args) as ledger:
         return ledger.submit_result(
             request.task_id,
@@ -154,7 +186,11 @@ def _submit(args: argparse.Namespace) -> Any:
 
 
 def _verify(args: argparse.Namespace) -> Any:
-    request = VerifyRequest.from_mapping(read_json_argument(args.json))
+    document = read_json_argument(args.json)
+    if isinstance(document, list):
+        with _ledger(args) as ledger:
+            return ledger.verify_results(document)
+    request = VerifyRequest.from_mapping(document)
     with _ledger(args) as ledger:
         return ledger.verify(
             request.task_id,

@@ -96,7 +96,11 @@ def _seal(
             "chain": chain,
             "chain_seq": chain_seq,
             "prev_seal": prev_seal,
-            "seal": seal_of_stored(sealed) if _plain_text(sealed) else seal_of(sealed),
+            # An event the core planned has text or None in every text field and ints for
+            # the numbers, which is all `seal_of_stored` needs; an adopted row is checked.
+            "seal": seal_of(sealed)
+            if adoption and not _plain_text(sealed)
+            else seal_of_stored(sealed),
             "sealed_at_adoption": int(adoption),
         },
     )

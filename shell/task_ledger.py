@@ -9,10 +9,11 @@ A refused call raises a `LedgerError` and leaves the database as it was.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import apsw
 from aios_ledger.core import (
@@ -47,6 +48,8 @@ from .contracts import result_contract
 from .database import Database, fetch_all, fetch_one, fetch_record, stream_records
 
 CLAIM_BATCH = 32
+MAX_CLAIM_BATCH = 256
+MAX_BATCH = 10_000
 EXPIRE_BATCH = 200
 MAX_LIST = 10_000
 TASK_ID_BYTES = 16
@@ -207,29 +210,40 @@ class TaskLedger:
 
         return self._db.write(write)
 
+    def claim_many(
+        self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """Take up to `limit` (1 to MAX_CLAIM_BATCH) eligible tasks in one transaction, in claim
+        order, each under its own lease with its own `TASK_CLAIMED` event: what `claim` would
+        answer, `limit` times over, for a worker with that many free slots. An empty list when
+        there is nothing to take. Each answer holds its own `lease_token`, drawn here."""
+        request = ClaimRequest.from_mapping(
+            {
+                "agent_id": agent_id,
+                "capabilities": _list(capabilities),
+                "lease_seconds": lease_seconds,
+            }
+        )
+        count = integer_in_range(limit, minimum=1, maximum=MAX_CLAIM_BATCH, what="limit")
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            now = self._now()
+            answers = []
+            for task in _claimable(conn, request, now, count):
+                state = TaskState(task=task)
+                decision = decide_claim(request, state, now=now, lease_token=new_lease_token())
+                assert decision is not None  # a task was given
+                answers.append(apply_decision(conn, decision))
+            return answers
+
+        return self._db.write(write)
+
     @staticmethod
     def _claim_target(conn: apsw.Connection, request: ClaimRequest, now: str) -> TaskRow | None:
         if request.task_id is not None:
             return _task(conn, request.task_id)
-        # Candidates come in claim order; each is built and judged only when the ones before
-        # it were refused, so that the usual claim (the first candidate) reads one row.
-        offset = 0
-        while True:
-            seen = 0
-            candidates = stream_records(
-                conn,
-                "tasks_claim_candidates",
-                {"now": now, "limit": CLAIM_BATCH, "offset": offset},
-                TaskRow,
-            )
-            with contextlib.closing(candidates):
-                for candidate in candidates:
-                    seen += 1
-                    if claim_refusal(candidate, request.capabilities, now) is None:
-                        return candidate
-            if seen < CLAIM_BATCH:
-                return None
-            offset += CLAIM_BATCH
+        chosen = _claimable(conn, request, now, 1)
+        return chosen[0] if chosen else None
 
     def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> dict[str, Any]:
         """Extend the lease (`TASK_HEARTBEAT`): `lease_expires_at` becomes now + lease_seconds."""
@@ -255,14 +269,17 @@ class TaskLedger:
                 "idempotency_key": idempotency_key,
             }
         )
-        contracts = {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
+        return self._db.write(lambda conn: _submit_step(conn, request, self._now()))
 
-        def write(conn: apsw.Connection) -> dict[str, Any]:
-            state = TaskState(
-                task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
-            )
-            decision = decide_submit(request, state, now=self._now(), contracts=contracts)
-            return apply_decision(conn, decision)
+    def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Many `submit_result` calls in one transaction, in order; each item is
+        {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
+        one is refused, none: the error is that item's, its detail starts with `item N:`."""
+        requests = _batch(items, SubmitRequest.from_mapping)
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            now = self._now()
+            return _each(requests, lambda request: _submit_step(conn, request, now))
 
         return self._db.write(write)
 
@@ -286,12 +303,16 @@ class TaskLedger:
                 "expected_result_digest": expected_result_digest,
             }
         )
+        return self._db.write(lambda conn: _verify_step(conn, request, self._now()))
 
-        def write(conn: apsw.Connection) -> dict[str, Any]:
-            state = TaskState(
-                task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
-            )
-            return apply_decision(conn, decide_verify(request, state, now=self._now()))
+    def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
+        reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`."""
+        requests = _batch(items, VerifyRequest.from_mapping)
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            now = self._now()
+            return _each(requests, lambda request: _verify_step(conn, request, now))
 
         return self._db.write(write)
 
@@ -360,6 +381,79 @@ class TaskLedger:
                 )
             )
         return [task_view(row) for row in rows]
+
+
+def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: int) -> list[TaskRow]:
+    """Up to `count` tasks this claimer may take now, in claim order. Candidates are read a
+    page at a time and each is judged only when the ones before it did not fill the count, so
+    the usual single claim reads one row; every cursor is closed before anything is written."""
+    chosen: list[TaskRow] = []
+    page = max(CLAIM_BATCH, count)
+    offset = 0
+    while True:
+        seen = 0
+        candidates = stream_records(
+            conn,
+            "tasks_claim_candidates",
+            {"now": now, "limit": page, "offset": offset},
+            TaskRow,
+        )
+        with contextlib.closing(candidates):
+            for candidate in candidates:
+                seen += 1
+                if claim_refusal(candidate, request.capabilities, now) is None:
+                    chosen.append(candidate)
+                    if len(chosen) == count:
+                        return chosen
+        if seen < page:
+            return chosen
+        offset += page
+
+
+def _submit_step(conn: apsw.Connection, request: SubmitRequest, now: str) -> dict[str, Any]:
+    state = TaskState(
+        task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+    )
+    decision = decide_submit(request, state, now=now, contracts=_result_contracts())
+    return apply_decision(conn, decision)
+
+
+def _verify_step(conn: apsw.Connection, request: VerifyRequest, now: str) -> dict[str, Any]:
+    state = TaskState(
+        task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+    )
+    return apply_decision(conn, decide_verify(request, state, now=now))
+
+
+R = TypeVar("R")
+Answer = TypeVar("Answer")
+
+
+def _batch(items: object, parse: Callable[[object], R]) -> list[R]:
+    """The parsed items of a batch (1-MAX_BATCH of them); a refusal names the item."""
+    try:
+        listed = list(items)  # type: ignore[call-overload]
+    except TypeError:
+        raise LedgerError("FIELDS_INVALID", "items must be a list of request objects") from None
+    if not 1 <= len(listed) <= MAX_BATCH:
+        raise LedgerError("FIELDS_INVALID", f"a batch holds 1 to {MAX_BATCH} items")
+    return _each(listed, parse)
+
+
+def _each(items: Sequence[R], step: Callable[[R], Answer]) -> list[Answer]:
+    """`step` over the items in order; a refusal keeps its code and says which item it was."""
+    answers = []
+    for index, item in enumerate(items):
+        try:
+            answers.append(step(item))
+        except LedgerError as refused:
+            raise type(refused)(refused.code, f"item {index}: {refused.detail}") from None
+    return answers
+
+
+@functools.cache
+def _result_contracts() -> Mapping[str, Mapping[str, object]]:
+    return {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
 
 
 def _pairs(items: object) -> list[tuple[object, object]]:

@@ -127,9 +127,54 @@ def test_claim_reads_stdin_and_prints_null_when_idle(
         ),
         (("task", "verify"), {"task_id": "t"}, "FIELDS_INVALID"),
         (("task", "list", "--status", "DONE"), None, "FIELDS_INVALID"),
+        (
+            ("claim", "--limit", "2"),
+            {"agent_id": "w", "capabilities": [], "lease_seconds": 5, "task_id": "t"},
+            "FIELDS_INVALID",
+        ),
+        (
+            ("claim", "--limit", "0"),
+            {"agent_id": "w", "capabilities": [], "lease_seconds": 5},
+            "FIELDS_INVALID",
+        ),
+        (("submit",), [], "FIELDS_INVALID"),
+        (("task", "verify"), [{"task_id": "t"}], "FIELDS_INVALID"),
     ],
 )
 def test_refusals_print_the_code(cli: Cli, argv: tuple[str, ...], body: Any, expected: str) -> None:
     code, output, err = cli.run(*argv, body=body)
     assert code == 1 and output is None
     assert err.startswith(expected + ":")
+
+
+def test_batches_on_the_command_line(cli: Cli) -> None:
+    tasks = [
+        {"idempotency_key": f"c{n}", "task": {"task_id": f"t{n}", "goal": "g", "instructions": "i"}}
+        for n in range(3)
+    ]
+    cli.run("task", "create", body=tasks)
+    request = {"agent_id": "w", "capabilities": [], "lease_seconds": 60}
+    code, claims, _ = cli.run("claim", "--limit", "2", body=request)
+    assert code == 0 and [claim["task_id"] for claim in claims] == ["t0", "t1"]
+    submissions = [
+        {
+            "task_id": claim["task_id"],
+            "lease_token": claim["lease_token"],
+            "result": {"ok": 1},
+            "idempotency_key": f"s-{claim['task_id']}",
+        }
+        for claim in claims
+    ]
+    code, submitted, _ = cli.run("submit", body=submissions)
+    assert [answer["status"] for answer in submitted] == ["SUBMITTED", "SUBMITTED"]
+    verdicts = [
+        {"task_id": task_id, "decision": "SUCCEEDED", "reason": "ok", "idempotency_key": f"v{n}"}
+        for n, task_id in enumerate(["t0", "t1", "t2"])
+    ]
+    code, output, err = cli.run("task", "verify", body=verdicts)
+    assert (code, output) == (1, None) and err.startswith("INVALID_TRANSITION: item 2: ")
+    code, verified, _ = cli.run("task", "verify", body=verdicts[:2])
+    assert [answer["status"] for answer in verified] == ["SUCCEEDED", "SUCCEEDED"]
+    code, rest, _ = cli.run("claim", "--limit", "5", body=request)
+    assert [claim["task_id"] for claim in rest] == ["t2"]
+    assert cli.run("claim", "--limit", "5", body=request)[1] == []
