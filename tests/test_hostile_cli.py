@@ -133,7 +133,12 @@ raw_documents = st.one_of(
 
 
 def document_for(kind: str | None) -> st.SearchStrategy[bytes]:
-    return raw_documents if kind is None else near_valid(kind) | raw_documents
+    if kind is None:
+        return raw_documents
+    if kind.endswith(" list"):  # a batch: a JSON list of near-valid requests
+        items = st.lists(near_valid(kind.removesuffix(" list")), max_size=3)
+        return items.map(lambda parts: b"[" + b",".join(parts) + b"]") | raw_documents
+    return near_valid(kind) | raw_documents
 
 
 # -- command lines -------------------------------------------------------------------------------
@@ -209,6 +214,8 @@ FILE_COMMANDS: dict[str, tuple[list[str], str | None]] = {
     "heartbeat": (["heartbeat", "--json"], "heartbeat"),
     "submit": (["submit", "--json"], "submit"),
     "task verify": (["task", "verify", "--json"], "verify"),
+    "submit batch": (["submit", "--json"], "submit list"),
+    "task verify batch": (["task", "verify", "--json"], "verify list"),
     "cancel": (["cancel", "--json"], "cancel"),
     "binding put": (["binding", "put"], "binding"),
     "verify-export": (["verify-export"], None),
@@ -229,6 +236,7 @@ def invocation(draw: st.DrawFn, workdir: Path) -> tuple[list[str], bytes | None,
                 "run evidence",
                 "task show",
                 "task list",
+                "claim --limit",
                 "events",
                 "aux list",
                 "aux show",
@@ -262,6 +270,9 @@ def invocation(draw: st.DrawFn, workdir: Path) -> tuple[list[str], bytes | None,
         return ["task", "show", draw(texts)], None, True
     if choice == "task list":
         return ["task", "list", "--status", draw(texts), "--limit", draw(numbers)], None, True
+    if choice == "claim --limit":
+        argument, stdin = draw(file_argument("claim", workdir))
+        return ["claim", "--json", argument, "--limit", draw(numbers)], stdin, False
     if choice == "events":
         return ["events", draw(texts)], None, True
     if choice == "aux list":

@@ -174,6 +174,31 @@ def _calls(world: dict[str, Any]) -> dict[str, tuple[st.SearchStrategy[Any], Cal
             ),
             lambda v: ledger.claim(**v),
         ),
+        "claim many": (
+            near(
+                {"agent_id": "w2", "capabilities": [], "lease_seconds": 5, "limit": 2},
+                keywords=True,
+            ),
+            lambda v: ledger.claim_many(**v),
+        ),
+        "submit batch": (
+            st.lists(
+                near({"task_id": "t1", "lease_token": token, "result": {}, "idempotency_key": "s"}),
+                max_size=3,
+            )
+            | junk,
+            ledger.submit_results,
+        ),
+        "verify batch": (
+            st.lists(
+                near(
+                    {"task_id": "t1", "decision": "FAILED", "reason": "r", "idempotency_key": "v"}
+                ),
+                max_size=3,
+            )
+            | junk,
+            ledger.verify_results,
+        ),
         "heartbeat": (
             near({"task_id": "t1", "lease_token": token, "lease_seconds": 5}, keywords=True),
             lambda v: ledger.heartbeat(**v),

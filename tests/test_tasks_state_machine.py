@@ -1,8 +1,8 @@
 """A hypothesis state machine drives `TaskLedger` with a pure model beside it.
 
-Rules: create, claim, heartbeat and submit (with current or stale tokens), verify, cancel,
-expire, replays, and clock jumps; after every step the ledger's tasks and event counts must
-equal the model's. Larger runs with AIOS_SOAK=1.
+Rules: create, claim (one or a batch), heartbeat and submit (with current or stale tokens; one
+or a batch), verify, cancel, expire, replays, and clock jumps; after every step the ledger's
+tasks and event counts must equal the model's. Larger runs with AIOS_SOAK=1.
 """
 
 from __future__ import annotations
@@ -131,20 +131,17 @@ class LedgerMachine(RuleBasedStateMachine):
         assert answer["revision"] == 1 and answer["idempotent"] is False
         self.tasks[task_id] = ModelTask(task_id, priority, max_attempts, self.seconds)
 
-    @rule(agent=st.sampled_from(AGENTS), lease=st.sampled_from([10, 20]))
-    def claim(self, agent: str, lease: int) -> None:
+    def eligible(self) -> list[ModelTask]:
+        """The tasks a claim may take, in claim order."""
         eligible = [
             task
             for task in self.tasks.values()
             if task.status == "QUEUED" and task.attempt < task.max_attempts
         ]
         eligible.sort(key=lambda task: (-task.priority, task.created_at, task.task_id))
-        answer = self.ledger.claim(agent_id=agent, capabilities=[], lease_seconds=lease)
-        if not eligible:
-            assert answer is None
-            return
-        assert answer is not None
-        task = eligible[0]
+        return eligible
+
+    def claimed(self, task: ModelTask, agent: str, lease: int, answer: dict[str, Any]) -> None:
         assert answer["task_id"] == task.task_id
         self.write(
             task,
@@ -156,6 +153,55 @@ class LedgerMachine(RuleBasedStateMachine):
         )
         task.tokens.append(answer["lease_token"])
         assert (answer["revision"], answer["attempt"]) == (task.revision, task.attempt)
+
+    @rule(agent=st.sampled_from(AGENTS), lease=st.sampled_from([10, 20]))
+    def claim(self, agent: str, lease: int) -> None:
+        eligible = self.eligible()
+        answer = self.ledger.claim(agent_id=agent, capabilities=[], lease_seconds=lease)
+        if not eligible:
+            assert answer is None
+            return
+        assert answer is not None
+        self.claimed(eligible[0], agent, lease, answer)
+
+    @rule(agent=st.sampled_from(AGENTS), lease=st.sampled_from([10, 20]), limit=st.integers(1, 3))
+    def claim_many(self, agent: str, lease: int, limit: int) -> None:
+        chosen = self.eligible()[:limit]
+        answers = self.ledger.claim_many(
+            agent_id=agent, capabilities=[], lease_seconds=lease, limit=limit
+        )
+        assert len(answers) == len(chosen)
+        for task, answer in zip(chosen, answers, strict=True):
+            self.claimed(task, agent, lease, answer)
+
+    @rule(spoil=st.booleans())
+    def submit_batch(self, spoil: bool) -> None:
+        """Every lease still held, submitted in one batch; spoiled, the batch ends with the
+        first task again, whose lease the batch's own first item released: nothing is kept."""
+        held = [
+            task
+            for task in self.tasks.values()
+            if task.token is not None and self.lease_refusal(task, task.token) is None
+        ]
+        if not held:
+            return
+        items = [
+            {
+                "task_id": task.task_id,
+                "lease_token": task.token,
+                "result": {"n": index},
+                "idempotency_key": self.key("submit"),
+            }
+            for index, task in enumerate(held)
+        ]
+        if spoil:
+            items.append({**items[0], "idempotency_key": self.key("submit")})
+            self.expect_refusal("LEASE_INVALID", lambda: self.ledger.submit_results(items))
+            return
+        answers = self.ledger.submit_results(items)
+        for task, answer in zip(held, answers, strict=True):
+            self.release(task, "SUBMITTED")
+            assert (answer["task_id"], answer["revision"]) == (task.task_id, task.revision)
 
     @rule(
         task_id=st.sampled_from(TASK_IDS), choice=st.integers(0, 5), lease=st.sampled_from([10, 20])
