@@ -152,6 +152,38 @@ CASES: dict[str, Case] = {
             ),
         ),
     ),
+    "task-submit-batch": Case(
+        _prepared(_create("t1"), _create("t2"), _claim("t1"), _claim("t2", TOKEN + "-2")),
+        _ledger_op(
+            LATER,
+            lambda ledger: ledger.submit_results(
+                {
+                    "task_id": task_id,
+                    "lease_token": token,
+                    "result": {"ok": True},
+                    "idempotency_key": f"submit-{task_id}",
+                }
+                for task_id, token in (("t1", TOKEN), ("t2", TOKEN + "-2"))
+            ),
+        ),
+    ),
+    "task-verify-batch": Case(
+        _prepared(
+            _create("t1"), _create("t2"), _claim("t1"), _claim("t2"), _submit("t1"), _submit("t2")
+        ),
+        _ledger_op(
+            LATER,
+            lambda ledger: ledger.verify_results(
+                {
+                    "task_id": task_id,
+                    "decision": decision,
+                    "reason": "r",
+                    "idempotency_key": task_id,
+                }
+                for task_id, decision in (("t1", "SUCCEEDED"), ("t2", "NEEDS_REWORK"))
+            ),
+        ),
+    ),
     "task-cancel": Case(
         _prepared(_create("t1"), _claim("t1")),
         _ledger_op(
