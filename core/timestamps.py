@@ -21,15 +21,20 @@ _MAX_TEXT = 40
 _MEMO = 4096
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECOND = timedelta(seconds=1)
+
+
 def format_timestamp(moment: datetime) -> str:
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise LedgerError("CLOCK_NOT_UTC", f"{moment!r} has no timezone")
-    return _format_utc_second(moment.astimezone(UTC).replace(microsecond=0))
+    # Whole seconds since the epoch (exact: timedelta floor division) key the memo.
+    return _format_epoch_second((moment - _EPOCH) // _SECOND)
 
 
 @lru_cache(maxsize=_MEMO)
-def _format_utc_second(moment: datetime) -> str:
-    return moment.strftime(_FORMAT)
+def _format_epoch_second(seconds: int) -> str:
+    return (_EPOCH + timedelta(seconds=seconds)).strftime(_FORMAT)
 
 
 def parse_timestamp(text: str, *, field: str = "timestamp") -> datetime:
