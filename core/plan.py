@@ -13,6 +13,7 @@ from typing import TypeAlias
 
 import attrs
 
+from .digests import canonical_json
 from .errors import LedgerError
 from .jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
 from .records import IdempotencyRow
@@ -36,9 +37,10 @@ class EventAppend:
     created_at: str
 
     def payload_json(self) -> str:
-        """Payloads are built by the core from checked requests and columns read back, so
-        the encoder alone writes them (`encode_checked`)."""
-        return encode_checked(self.payload)
+        """Checked, then encoded: payloads come from every part of the core (tasks, runs,
+        auxiliary runs, projections), and a key that is not text must stay a refusal rather
+        than be turned into text by the encoder."""
+        return canonical_json(self.payload)
 
 
 @attrs.frozen
