@@ -52,6 +52,9 @@ def _column_json(row_id: str, column: str, raw: object) -> JsonValue:
         raise LedgerError("TASK_ROW_CORRUPT", f"task {row_id}: {refused}") from None
 
 
+_MAX_CAPABILITIES_TEXT = 16 * 1024
+
+
 @lru_cache(maxsize=1024)
 def _capability_names(raw: str) -> tuple[str, ...] | None:
     """The names in a `required_capabilities_json` text, or None when it is not a JSON list of
@@ -107,7 +110,9 @@ class TaskRow(NamedTuple):
 
     def required_capabilities(self) -> list[str]:
         raw = self.required_capabilities_json
-        names = _capability_names(raw) if type(raw) is str else None
+        # Only texts of a size a valid list can have are remembered (64 names of 200 characters).
+        memoisable = type(raw) is str and len(raw) <= _MAX_CAPABILITIES_TEXT
+        names = _capability_names(raw) if memoisable else None
         if names is not None:
             return list(names)
         value = _column_json(

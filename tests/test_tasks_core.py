@@ -347,3 +347,23 @@ def test_memoised_timestamps_still_refuse_and_drop_fractions() -> None:
     assert format_timestamp(moment) == "2026-08-20T00:00:59Z"
     assert add_seconds("2026-08-20T00:00:59Z", 1) == "2026-08-20T00:01:00Z"
     assert add_seconds("2026-08-20T00:00:59+00:00", 1) == "2026-08-20T00:01:00Z"
+
+
+@pytest.mark.parametrize(
+    "text", ["not json", '{"a": 1}', "[1, 2]", '["ok", null]', "[" * 100 + "]" * 100]
+)
+def test_a_corrupt_capability_list_is_refused_every_time(text: str) -> None:
+    task = row("QUEUED", required_capabilities_json=text)
+    for _ in range(2):  # the memo keeps no refusal as an answer
+        with pytest.raises(LedgerError) as refused:
+            task.required_capabilities()
+        assert refused.value.code == "TASK_ROW_CORRUPT"
+
+
+def test_capability_lists_read_back_are_the_callers_own() -> None:
+    task = row("QUEUED", required_capabilities_json='["git", "python"]')
+    first = task.required_capabilities()
+    first.append("mutated")
+    assert task.required_capabilities() == ["git", "python"]
+    huge = '["' + "a" * 20_000 + '"]'  # larger than any valid list: read, never remembered
+    assert row("QUEUED", required_capabilities_json=huge).required_capabilities() == ["a" * 20_000]
