@@ -216,7 +216,9 @@ class TaskLedger:
         """Take up to `limit` (1 to MAX_CLAIM_BATCH) eligible tasks in one transaction, in claim
         order, each under its own lease with its own `TASK_CLAIMED` event: what `claim` would
         answer, `limit` times over, for a worker with that many free slots. An empty list when
-        there is nothing to take. Each answer holds its own `lease_token`, drawn here."""
+        there is nothing to take. Each answer holds its own `lease_token`, drawn here. Like a
+        `claim` without a key it is not idempotent: a call repeated after a lost answer takes
+        other tasks, and the leases it cannot use lapse (`expire_leases` requeues them)."""
         request = ClaimRequest.from_mapping(
             {
                 "agent_id": agent_id,
