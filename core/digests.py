@@ -23,7 +23,12 @@ def canonical_json(value: object) -> str:
 
 
 def sha256_hex(value: object) -> str:
-    return hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()
+    return sha256_of_canonical(canonical_json(value))
+
+
+def sha256_of_canonical(text: str) -> str:
+    """`sha256_hex` of a value whose canonical JSON text is already at hand."""
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def digest_bytes(domain: str, data: bytes) -> str:

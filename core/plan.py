@@ -7,13 +7,12 @@ events are appended and sealed. Nothing in a plan is decided by the shell.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import TypeAlias
 
 import attrs
 
-from .digests import canonical_json
+from .digests import canonical_json, sha256_of_canonical
 from .errors import LedgerError
 from .jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
 from .records import IdempotencyRow
@@ -65,7 +64,7 @@ def request_digest(operation: str, subject: str | None, request: JsonValue) -> s
     passed (`from_mapping`), so it is encoded without being walked again; the digest is the
     same `sha256_hex` of the same document."""
     document = {"operation": operation, "subject": subject, "request": request}
-    return hashlib.sha256(encode_checked(document).encode("ascii")).hexdigest()
+    return sha256_of_canonical(encode_checked(document))
 
 
 def replay_or_conflict(

@@ -14,12 +14,12 @@ is `LEASE_EXPIRED`. Neither writes anything.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from .digests import sha256_of_canonical
 from .errors import LedgerError
 from .jsonvalue import JsonObject, JsonValue, encode_checked
 from .plan import (
@@ -84,6 +84,13 @@ def _require(task_id: str, task: TaskRow | None) -> TaskRow:
 def _advance(task: TaskRow, now: str, **changes: Any) -> TaskRow:
     """The next row: the changes, one more revision, the clock."""
     return task._replace(**changes, revision=task.revision + 1, updated_at=now)
+
+
+def _release(task: TaskRow, now: str, **changes: Any) -> TaskRow:
+    """`_advance` for a transition that ends the lease: no holder, no token, no expiry."""
+    return _advance(
+        task, now, claimed_by=None, lease_token_hash=None, lease_expires_at=None, **changes
+    )
 
 
 def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
@@ -362,15 +369,11 @@ def decide_submit(
     status = next_task_status(task.status, "submit")
     check_task_result(task, request.result, contracts)
     result_json = encode_checked(request.result)
-    # sha256_hex of the result, from the one encoding of it.
-    result_digest = hashlib.sha256(result_json.encode("ascii")).hexdigest()
-    submitted = _advance(
+    result_digest = sha256_of_canonical(result_json)  # sha256_hex, from the one encoding
+    submitted = _release(
         task,
         now,
         status=status,
-        claimed_by=None,
-        lease_token_hash=None,
-        lease_expires_at=None,
         result_json=result_json,
         result_digest=result_digest,
         result_idempotency_key=request.idempotency_key,
@@ -415,13 +418,10 @@ def decide_verify(request: VerifyRequest, state: TaskState, *, now: str) -> Repl
             f"the stored result is {task.result_digest}, the verifier expects {expected}",
         )
     verification: JsonObject = {"decision": request.decision, "reason": request.reason}
-    verified = _advance(
+    verified = _release(
         task,
         now,
         status=status,
-        claimed_by=None,
-        lease_token_hash=None,
-        lease_expires_at=None,
         verification_json=encode_checked(verification),
     )
     response: JsonObject = {
@@ -453,13 +453,10 @@ def decide_cancel(request: CancelRequest, state: TaskState, *, now: str) -> Repl
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
-    cancelled = _advance(
+    cancelled = _release(
         task,
         now,
         status=next_task_status(task.status, "cancel"),
-        claimed_by=None,
-        lease_token_hash=None,
-        lease_expires_at=None,
     )
     response: JsonObject = {**task_summary(cancelled), "previous_status": task.status}
     payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
@@ -484,13 +481,10 @@ def decide_expire(tasks: Sequence[TaskRow], *, now: str) -> WritePlan | None:
         if task.status != "CLAIMED" or not _passed(task.lease_expires_at, now):
             continue
         attempts_left = task.attempt < task.max_attempts
-        released = _advance(
+        released = _release(
             task,
             now,
             status=next_task_status(task.status, expire_operation(attempts_left=attempts_left)),
-            claimed_by=None,
-            lease_token_hash=None,
-            lease_expires_at=None,
         )
         payload: JsonObject = {
             "attempt": task.attempt,

@@ -15,14 +15,15 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import apsw
 from aios_ledger.core import LedgerError, record_columns
 
-from .statements import sql, statement_texts
+from .statements import statement_texts
 
 T = TypeVar("T")
+P = ParamSpec("P")
 R = TypeVar("R")
 Row = dict[str, Any]
 Params = Mapping[str, Any]
@@ -77,25 +78,6 @@ def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) ->
     return [dict(zip(columns, row, strict=True)) for row in cursor]
 
 
-@contextmanager
-def stream_rows(
-    conn: apsw.Connection, name: str, params: Params | None = None
-) -> Iterator[Iterator[Row]]:
-    """Rows of a read statement one at a time; the statement is closed on leaving, so that a
-    caller may stop early (a claim that finds its task in the first candidate row)."""
-    cursor = conn.cursor()
-    try:
-        cursor.execute(sql(name), params or {})
-        try:
-            columns = [column[0] for column in cursor.get_description()]
-        except apsw.ExecutionCompleteError:
-            yield iter(())
-            return
-        yield (dict(zip(columns, row, strict=True)) for row in cursor)
-    finally:
-        cursor.close()
-
-
 def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) -> Row | None:
     rows = fetch_all(conn, name, params)
     return rows[0] if rows else None
@@ -104,22 +86,18 @@ def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) ->
 def fetch_record(
     conn: apsw.Connection, name: str, params: Params | None, record: type[R]
 ) -> R | None:
-    """The statement's first row as `record(*columns)`: the hot reads (a task, a first answer)
-    skip building a dict. The statement must select the record's fields in field order, which
-    is checked on its first row in each process."""
-    cursor = run_statement(conn, name, params)
-    for row in cursor:
-        if (name, record) not in _MATCHED_COLUMNS:
-            _match_columns(cursor, name, record)
-        return record(*row)
-    return None
+    """The statement's first row as `record(*columns)` (see `stream_records`): the hot reads (a
+    task, a first answer) skip building a dict."""
+    with contextlib.closing(stream_records(conn, name, params, record)) as rows:
+        return next(rows, None)
 
 
 def stream_records(
     conn: apsw.Connection, name: str, params: Params | None, record: type[R]
 ) -> Generator[R, None, None]:
-    """`fetch_record` for every row, one at a time; the caller closes the generator (or lets
-    it finish) to finish the statement."""
+    """Each row as `record(*columns)`, one at a time; the caller closes the generator (or lets
+    it finish) to finish the statement. The statement must select the record's fields in field
+    order, which is checked on its first row in each process."""
     cursor = run_statement(conn, name, params)
     for row in cursor:
         if (name, record) not in _MATCHED_COLUMNS:
@@ -344,22 +322,17 @@ class Database:
         return self._transaction(_BEGIN_READ, work)
 
     def _transaction(self, begin: str, work: Callable[[apsw.Connection], T]) -> T:
-        conn = self.conn
-        for retry in range(BUSY_RETRIES + 1):
-            try:
-                conn.execute(begin)
-                try:
-                    result = work(conn)
-                    conn.execute(_COMMIT)
-                except BaseException:
-                    self._rollback()
-                    raise
-                return result
-            except (apsw.BusyError, apsw.LockedError) as exc:
-                self._back_off(retry, exc)
-            except apsw.Error as exc:
-                raise storage_error(exc) from None
-        raise AssertionError("unreachable")
+        return self._with_busy_retry(self._transaction_once, begin, work)
+
+    def _transaction_once(self, begin: str, work: Callable[[apsw.Connection], T]) -> T:
+        self.conn.execute(begin)
+        try:
+            result = work(self.conn)
+            self.conn.execute(_COMMIT)
+        except BaseException:
+            self._rollback()
+            raise
+        return result
 
     def _rollback(self) -> None:
         if self.conn.in_transaction:
@@ -367,10 +340,10 @@ class Database:
             with contextlib.suppress(apsw.Error):
                 execute(self.conn, "rollback")
 
-    def _with_busy_retry(self, attempt: Callable[[], T]) -> T:
+    def _with_busy_retry(self, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         for retry in range(BUSY_RETRIES + 1):
             try:
-                return attempt()
+                return attempt(*args, **kwargs)
             except (apsw.BusyError, apsw.LockedError) as exc:
                 self._back_off(retry, exc)
             except apsw.Error as exc:

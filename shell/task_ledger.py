@@ -431,12 +431,18 @@ R = TypeVar("R")
 Answer = TypeVar("Answer")
 
 
+def _listed(items: object, shape: str) -> list[object]:
+    """The items of a batch as a list, or FIELDS_INVALID saying what they must be."""
+    try:
+        listed: list[object] = list(items)  # type: ignore[call-overload]
+    except TypeError:
+        raise LedgerError("FIELDS_INVALID", f"items must be {shape}") from None
+    return listed
+
+
 def _batch(items: object, parse: Callable[[object], R]) -> list[R]:
     """The parsed items of a batch (1-MAX_BATCH of them); a refusal names the item."""
-    try:
-        listed = list(items)  # type: ignore[call-overload]
-    except TypeError:
-        raise LedgerError("FIELDS_INVALID", "items must be a list of request objects") from None
+    listed = _listed(items, "a list of request objects")
     if not 1 <= len(listed) <= MAX_BATCH:
         raise LedgerError("FIELDS_INVALID", f"a batch holds 1 to {MAX_BATCH} items")
     return _each(listed, parse)
@@ -459,10 +465,7 @@ def _result_contracts() -> Mapping[str, Mapping[str, object]]:
 
 
 def _pairs(items: object) -> list[tuple[object, object]]:
-    try:
-        listed = list(items)  # type: ignore[call-overload]
-    except TypeError:
-        raise LedgerError("FIELDS_INVALID", "items must be (task mapping, key) pairs") from None
+    listed = _listed(items, "(task mapping, key) pairs")
     pairs: list[tuple[object, object]] = []
     for item in listed:
         if not isinstance(item, tuple | list) or len(item) != 2:
