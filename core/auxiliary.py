@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from .auxiliary_state import AuxiliaryRunError, AuxiliaryRunState
-from .digests import PREFIXED_DIGEST, canonical_json, digest_bytes, digest_json, sha256_hex
+from .digests import PREFIXED_DIGEST, canonical_json, digest_bytes, sha256_hex
 from .errors import LedgerError
 from .evidence import EvidenceSnapshot, ExecutionTarget
 from .fields import IDENTIFIER
@@ -342,11 +342,15 @@ class AuxiliaryRunSpec:
     def public(self) -> JsonObject:
         return {"id": self.id, **self._content()}
 
-    def digest(self) -> str:
+    def canonical_text(self) -> str:
+        """The canonical JSON of `public()`: what is stored, and what `digest` covers."""
         try:
-            return digest_json(SPEC_DOMAIN, self.public())
+            return canonical_json(self.public())
         except LedgerError as refused:
             raise _invalid("spec", refused.detail) from None
+
+    def digest(self) -> str:
+        return spec_digest_of(self.canonical_text())
 
     @classmethod
     def from_mapping(cls, raw: object) -> AuxiliaryRunSpec:
@@ -428,8 +432,28 @@ def state_after(error: AuxiliaryRunError) -> AuxiliaryRunState:
     return AuxiliaryRunState.CANCELLED if error.code == "CANCELLED" else AuxiliaryRunState.FAILED
 
 
-def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> None:
-    """What `spawn` refuses before anything is stored: target, evidence, spec."""
+def spec_digest_of(spec_text: str) -> str:
+    """The digest of a spec from its canonical text (`AuxiliaryRunSpec.canonical_text`)."""
+    return digest_bytes(SPEC_DOMAIN, spec_text.encode("ascii"))
+
+
+@attrs.frozen
+class CheckedSpawn:
+    """A spawn `check_spawn` accepted, with what `decide_spawn` stores taken when it was checked:
+    the evidence digest is recomputed once (the largest part of a spawn's checks), and a dict in
+    the spec (its output schema) changed afterwards changes nothing that is written."""
+
+    spec: AuxiliaryRunSpec
+    aux_id: str
+    spec_text: str
+    spec_digest: str
+    parent_text: str
+
+
+def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSpawn:
+    """What `spawn` refuses before anything is stored: target, evidence, spec. The shell checks
+    before it opens the write transaction (outside the lock) and hands the result to
+    `decide_spawn`."""
     if not isinstance(spec, AuxiliaryRunSpec):
         raise _invalid("spec", "must be an AuxiliaryRunSpec")
     if not isinstance(evidence, EvidenceSnapshot):
@@ -449,6 +473,14 @@ def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> None:
             "EVIDENCE_DIGEST_MISMATCH", "the evidence does not match its own snapshot digest"
         )
     spec.validate(evidence.snapshot_digest)
+    spec_text = spec.canonical_text()
+    return CheckedSpawn(
+        spec=spec,
+        aux_id=spec.id,
+        spec_text=spec_text,
+        spec_digest=spec_digest_of(spec_text),
+        parent_text=canonical_json(spec.frame.public()),
+    )
 
 
 # --- snapshots ------------------------------------------------------------------------------

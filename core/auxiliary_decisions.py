@@ -19,8 +19,8 @@ from .auxiliary import (
     AuxiliaryRunOutput,
     AuxiliaryRunSnapshot,
     AuxiliaryRunSpec,
+    CheckedSpawn,
     ExecutionFrame,
-    check_spawn,
 )
 from .auxiliary_state import (
     AUXILIARY_RUN_SPAWNED,
@@ -32,7 +32,6 @@ from .auxiliary_state import (
 )
 from .digests import canonical_json
 from .errors import LedgerError
-from .evidence import EvidenceSnapshot
 from .jsonvalue import JsonObject, JsonValue, loads_document
 from .plan import EventAppend, Replay, SqlWrite, WritePlan
 from .records import record_from_row
@@ -139,19 +138,20 @@ def timestamp_of_ms(milliseconds: int) -> str:
 
 def decide_spawn(
     existing: AuxiliaryRunRow | None,
-    spec: AuxiliaryRunSpec,
-    evidence: EvidenceSnapshot,
+    checked: CheckedSpawn,
     *,
     owner: str,
     now_ms: int,
 ) -> Replay | WritePlan:
-    """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT."""
-    check_spawn(spec, evidence)
-    spec_digest = spec.digest()
+    """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
+    `checked` is what `check_spawn` answered for the spec and its evidence."""
+    if not isinstance(checked, CheckedSpawn):
+        raise AuxiliaryRunError.invalid_field("spawn", "must be what check_spawn answered")
+    spec, spec_digest = checked.spec, checked.spec_digest
     if existing is not None:
         if existing.spec_digest != spec_digest:
             raise AuxiliaryRunError(
-                "SPEC_CONFLICT", f"auxiliary run {spec.id!r} exists with another spec"
+                "SPEC_CONFLICT", f"auxiliary run {checked.aux_id!r} exists with another spec"
             )
         return Replay(
             {
@@ -163,7 +163,7 @@ def decide_spawn(
         )
     snapshot = AuxiliaryRunSnapshot(
         schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
-        id=spec.id,
+        id=checked.aux_id,
         parent=spec.frame,
         mode=spec.mode,
         state=INITIAL_STATE,
@@ -178,14 +178,14 @@ def decide_spawn(
             SqlWrite(
                 "insert_auxiliary_run",
                 {
-                    "aux_id": spec.id,
+                    "aux_id": checked.aux_id,
                     "session_id": target.session_id,
                     "run_id": target.run_id,
-                    "parent_json": canonical_json(spec.frame.public()),
+                    "parent_json": checked.parent_text,
                     "kind": spec.kind,
                     "mode": str(spec.mode),
                     "state": str(INITIAL_STATE),
-                    "spec_json": canonical_json(spec.public()),
+                    "spec_json": checked.spec_text,
                     "spec_digest": spec_digest,
                     "evidence_digest": spec.evidence_digest,
                     "owner": owner,
@@ -199,7 +199,7 @@ def decide_spawn(
                 agent_id=None,
                 event_type=AUXILIARY_RUN_SPAWNED,
                 payload={
-                    "aux_id": spec.id,
+                    "aux_id": checked.aux_id,
                     "kind": spec.kind,
                     "target": target.public(),
                     "spec_digest": spec_digest,
@@ -209,7 +209,11 @@ def decide_spawn(
                 created_at=timestamp_of_ms(now_ms),
             ),
         ),
-        response={"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest},
+        response={
+            "id": checked.aux_id,
+            "state": str(INITIAL_STATE),
+            "spec_digest": spec_digest,
+        },
     )
 
 

@@ -313,13 +313,13 @@ class AuxiliaryRunService:
     ) -> AuxiliaryRunHandle:
         if parent is not None and not isinstance(parent, CancellationToken):
             raise AuxiliaryRunError.invalid_field("parent", "must be a CancellationToken or None")
-        check_spawn(spec, evidence)
-        aux_id = spec.id
+        checked = check_spawn(spec, evidence)
+        aux_id = checked.aux_id
         now_ms = self._clock_ms()
 
         def write(conn: apsw.Connection) -> dict[str, object]:
             decision = decide_spawn(
-                _read_row(conn, aux_id), spec, evidence, owner=self.owner, now_ms=now_ms
+                _read_row(conn, aux_id), checked, owner=self.owner, now_ms=now_ms
             )
             return apply_decision(conn, decision, error=AuxiliaryRunError)
 

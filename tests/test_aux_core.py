@@ -22,7 +22,9 @@ from aios_ledger.core import (
     ExecutionTarget,
     LedgerError,
     WritePlan,
+    canonical_json,
     check_output,
+    check_spawn,
     decide_recover_interrupted,
     decide_spawn,
     decide_transition,
@@ -428,25 +430,59 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
     spec = AuxiliaryRunSpec(
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
-    plan = decide_spawn(None, spec, evidence, owner="h:1:t", now_ms=10)
+    checked = check_spawn(spec, evidence)
+    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10)
     assert isinstance(plan, WritePlan)
     (write,) = plan.writes
     assert write.statement == "insert_auxiliary_run"
     assert write.params["state"] == "PENDING"
+    assert write.params["spec_digest"] == spec.digest()
+    assert write.params["spec_json"] == canonical_json(spec.public())
+    assert write.params["parent_json"] == canonical_json(spec.frame.public())
     assert [event.event_type for event in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
     row = _row(dict(write.params))
-    replay = decide_spawn(row, spec, evidence, owner="h:2:t", now_ms=11)
+    replay = decide_spawn(row, checked, owner="h:2:t", now_ms=11)
     assert replay.response["idempotent"] is True
+    changed = check_spawn(attrs.evolve(spec, instruction="other"), evidence)
     with pytest.raises(AuxiliaryRunError, match="SPEC_CONFLICT"):
-        decide_spawn(row, attrs.evolve(spec, instruction="other"), evidence, owner="o", now_ms=1)
+        decide_spawn(row, changed, owner="o", now_ms=1)
+    with pytest.raises(AuxiliaryRunError, match="INVALID_FIELD"):
+        decide_spawn(None, spec, owner="o", now_ms=1)  # type: ignore[arg-type]
+
+
+def test_check_spawn_refuses_another_target_and_forged_evidence() -> None:
+    evidence = _evidence()
     other = AuxiliaryRunSpec(
         ExecutionFrame.root(ExecutionTarget("s", "other")), "k", "i", evidence.snapshot_digest
     )
     with pytest.raises(AuxiliaryRunError, match="TARGET_MISMATCH"):
-        decide_spawn(None, other, evidence, owner="o", now_ms=1)
+        check_spawn(other, evidence)
+    spec = AuxiliaryRunSpec(
+        ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
+    )
     forged = attrs.evolve(evidence, truncated=True)
     with pytest.raises(AuxiliaryRunError, match="EVIDENCE_DIGEST_MISMATCH"):
-        decide_spawn(None, spec, forged, owner="o", now_ms=1)
+        check_spawn(spec, forged)
+
+
+def test_a_checked_spawn_stores_the_spec_as_it_was_checked() -> None:
+    """The output schema is a dict: changing it after the check changes nothing written."""
+    evidence = _evidence()
+    schema: dict[str, Any] = {"type": "object"}
+    spec = AuxiliaryRunSpec(
+        ExecutionFrame.root(evidence.target),
+        "k",
+        "i",
+        evidence.snapshot_digest,
+        output_schema=schema,
+    ).with_id("aux-2")
+    checked = check_spawn(spec, evidence)
+    as_checked = canonical_json(spec.public())
+    schema["type"] = "array"
+    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10)
+    assert isinstance(plan, WritePlan)
+    assert plan.writes[0].params["spec_json"] == as_checked
+    assert plan.writes[0].params["spec_digest"] == checked.spec_digest
 
 
 def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
@@ -454,7 +490,7 @@ def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     spec = AuxiliaryRunSpec(
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
-    plan = decide_spawn(None, spec, evidence, owner="dead:1:t", now_ms=10)
+    plan = decide_spawn(None, check_spawn(spec, evidence), owner="dead:1:t", now_ms=10)
     assert isinstance(plan, WritePlan)
     row = _row(dict(plan.writes[0].params))
     started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=5)
