@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ from aios_ledger.core import (
 )
 
 START = datetime(2026, 8, 20, tzinfo=UTC)
+AGENT_WORK_SECONDS = 0.002
 
 # The seed's task (initial_execution_projection_tests.py).
 SEED_TASK_ID = "task-initial-projection-a"
@@ -180,7 +182,13 @@ def refusal(work: Callable[[], object]) -> str:
 def worker(path: str, agent_id: str, rework_ids: list[str], start: Any, reports: Any) -> None:
     """One process of the concurrency test: claim, heartbeat, submit, verify until nothing is
     left. Tasks in `rework_ids` are sent back once (NEEDS_REWORK on their first attempt).
-    `start` is a barrier all workers pass together; the report goes onto the `reports` queue."""
+    `start` is a barrier all workers pass together; the report goes onto the `reports` queue.
+
+    Between its claim and its heartbeat a worker works for AGENT_WORK_SECONDS, outside any
+    transaction, as an agent does. Without it the first worker through the barrier could take
+    every task in one burst: SQLite's write lock is not fair, and the others slept in its busy
+    handler the whole time (bench part 3 measures the same starvation; this test failed 2 of 6
+    runs so on an idle machine)."""
     from aios_ledger.shell import TaskLedger
 
     claims: list[tuple[str, int]] = []
@@ -203,6 +211,7 @@ def worker(path: str, agent_id: str, rework_ids: list[str], start: Any, reports:
                 continue
             task_id, attempt, token = claim["task_id"], claim["attempt"], claim["lease_token"]
             claims.append((task_id, attempt))
+            time.sleep(AGENT_WORK_SECONDS)
             try:
                 ledger.heartbeat(task_id, lease_token=token, lease_seconds=600)
                 acknowledged.append((task_id, "heartbeat", attempt))
