@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import attrs
@@ -71,7 +72,7 @@ class AuxiliaryRunRow:
 
     def snapshot(self) -> AuxiliaryRunSnapshot:
         try:
-            parent = ExecutionFrame.from_mapping(loads_document(self.parent_json, what="parent"))
+            parent = _parent_frame(self.parent_json)
             mode = AuxiliaryRunMode(self.mode)
         except (LedgerError, ValueError) as refused:
             raise AuxiliaryRunError(
@@ -130,6 +131,15 @@ class AuxiliaryRunRow:
             "output": self.output_value(),
             "error_code": self.error_code,
         }
+
+
+@lru_cache(maxsize=1024)
+def _parent_frame(parent_json: str) -> ExecutionFrame:
+    """A row's parent frame from its text. A service's runs mostly share a few frames, and every
+    transition reads its run's back; a frame is frozen and holds only text and ints, so one
+    parse serves them all. A refusal is not remembered (`lru_cache` keeps no exceptions): a
+    corrupt row is refused every time it is read."""
+    return ExecutionFrame.from_mapping(loads_document(parent_json, what="parent"))
 
 
 def timestamp_of_ms(milliseconds: int) -> str:

@@ -485,6 +485,34 @@ def test_a_checked_spawn_stores_the_spec_as_it_was_checked() -> None:
     assert plan.writes[0].params["spec_digest"] == checked.spec_digest
 
 
+@pytest.mark.parametrize(
+    "parent_json",
+    [
+        "not json",
+        "{}",
+        '{"target":{"session_id":"s","run_id":"r"},"depth":1,"parent_id":null}',
+        '{"target":{"session_id":"s","run_id":"r"},"depth":0,"parent_id":"aux-0"}',
+    ],
+)
+def test_a_row_with_a_corrupt_parent_frame_is_refused_every_time(parent_json: str) -> None:
+    evidence = _evidence()
+    spec = AuxiliaryRunSpec(
+        ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
+    ).with_id("aux-1")
+    plan = decide_spawn(None, check_spawn(spec, evidence), owner="h:1:t", now_ms=10)
+    assert isinstance(plan, WritePlan)
+    good = _row(dict(plan.writes[0].params))
+    assert good.snapshot().parent == spec.frame
+    corrupt = _row(dict(plan.writes[0].params), parent_json=parent_json)
+    for _ in range(2):  # a refusal is never remembered as an answer
+        with pytest.raises(AuxiliaryRunError) as refused:
+            corrupt.snapshot()
+        assert refused.value.code == "RUN_ROW_CORRUPT"
+        with pytest.raises(AuxiliaryRunError, match="RUN_ROW_CORRUPT"):
+            decide_transition(corrupt, AuxiliaryRunState.RUNNING, now_ms=11)
+    assert good.snapshot().parent == spec.frame
+
+
 def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     evidence = _evidence()
     spec = AuxiliaryRunSpec(
