@@ -1,6 +1,6 @@
 """Part 4: claim latency with 1 thousand, 100 thousand and 1 million queued tasks (NORMAL).
 
-Each queue is built once, not timed, through `create_tasks` in transactions of 20,000 tasks
+Each queue is built once, not timed, through `create_tasks` in transactions of 10,000 tasks
 (the same core `decide_create` and sealed events as any create), with enough extra tasks that
 the queue never falls below its nominal depth. Each repetition is a fresh process that opens
 the ledger, claims once untimed, then times `CLAIMS` claims and reports p50, p99 and its peak
@@ -22,7 +22,7 @@ from typing import Any
 
 from .harness import figure, interleaved_values, paired_ratio, percentile, summary
 
-BUILD_BATCH = 20_000
+BUILD_BATCH = 10_000
 
 
 def build(path: Path, tasks: int) -> None:

@@ -105,15 +105,18 @@ def _task_create(args: argparse.Namespace) -> Any:
     if not isinstance(entries, list):
         raise LedgerError("FIELDS_INVALID", "expected an object or a list of objects")
     items = []
-    for entry in entries:
+    for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or set(entry) != {"idempotency_key", "task"}:
             raise LedgerError(
-                "FIELDS_INVALID", 'each entry must be {"idempotency_key": ..., "task": {...}}'
+                "FIELDS_INVALID",
+                f'item {index}: each entry must be {{"idempotency_key": ..., "task": {{...}}}}',
             )
         items.append((entry["task"], entry["idempotency_key"]))
     with _ledger(args) as ledger:
-        answers = ledger.create_tasks(items)
-    return answers[0] if single else answers
+        if single:
+            ((task, key),) = items
+            return ledger.create_task(task, idempotency_key=key)
+        return ledger.create_tasks(items)
 
 
 def _task_list(args: argparse.Namespace) -> Any:

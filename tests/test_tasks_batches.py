@@ -205,3 +205,59 @@ def test_a_batch_that_is_not_a_list_of_requests_is_refused(
     assert refusal(lambda: ledger.submit_results(items)) == "FIELDS_INVALID"
     assert refusal(lambda: ledger.verify_results(items)) == "FIELDS_INVALID"
     assert dump(path) == before
+
+
+@pytest.mark.parametrize(
+    ("items", "code", "named"),
+    [
+        ([], "FIELDS_INVALID", None),
+        (
+            [({"goal": "g", "instructions": "i"}, f"k{n}") for n in range(MAX_BATCH + 1)],
+            "FIELDS_INVALID",
+            None,
+        ),
+        ([({"goal": "g", "instructions": "i"}, "k0"), ("no key",)], "FIELDS_INVALID", 1),
+        ([({"goal": "g", "instructions": "i"}, "k0"), ({"goal": 5}, "k1")], "FIELDS_INVALID", 1),
+        (
+            [({"goal": "g", "instructions": "i"}, "k0"), ({"task_id": "t000"}, "k1")],
+            "FIELDS_INVALID",
+            1,
+        ),
+        (
+            [({"goal": "g", "instructions": "i"}, "k0"), ({"goal": "g", "instructions": "i"}, "")],
+            "FIELDS_INVALID",
+            1,
+        ),
+        ([({"task_id": "t000", "goal": "g", "instructions": "i"}, "k0")], "TASK_ALREADY_EXISTS", 0),
+    ],
+    ids=["empty", "too many", "not a pair", "bad field", "missing field", "bad key", "exists"],
+)
+def test_a_refused_create_batch_names_its_item_and_writes_nothing(
+    ledger: TaskLedger, path: Path, items: Any, code: str, named: int | None
+) -> None:
+    _create(ledger, 1)
+    before = dump(path)
+    with pytest.raises(LedgerError) as refused:
+        ledger.create_tasks(items)
+    assert refused.value.code == code
+    if named is not None:
+        assert refused.value.detail.startswith(f"item {named}: ")
+    assert dump(path) == before
+
+
+def test_a_single_create_refusal_names_no_item(ledger: TaskLedger) -> None:
+    _create(ledger, 1)
+    with pytest.raises(LedgerError) as refused:
+        ledger.create_task(
+            {"task_id": "t000", "goal": "g", "instructions": "i"}, idempotency_key="k"
+        )
+    assert refused.value.code == "TASK_ALREADY_EXISTS"
+    assert not refused.value.detail.startswith("item ")
+
+
+def test_a_create_batch_of_the_largest_size_is_written(ledger: TaskLedger) -> None:
+    answers = ledger.create_tasks(
+        ({"goal": "g", "instructions": "i"}, f"k{n}") for n in range(MAX_BATCH)
+    )
+    assert len({answer["task_id"] for answer in answers}) == MAX_BATCH
+    assert len(ledger.list_tasks("QUEUED", limit=MAX_BATCH)) == MAX_BATCH

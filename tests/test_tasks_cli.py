@@ -153,6 +153,14 @@ def test_batches_on_the_command_line(cli: Cli) -> None:
         for n in range(3)
     ]
     cli.run("task", "create", body=tasks)
+    again = [tasks[0], {"idempotency_key": "c9", "task": {"task_id": "t1", "goal": "g"}}]
+    code, output, err = cli.run("task", "create", body=again)
+    assert (code, output) == (1, None) and err.startswith("FIELDS_INVALID: item 1: ")
+    code, output, err = cli.run("task", "create", body=[tasks[0], {"task": {}}])
+    assert (code, output) == (1, None) and err.startswith("FIELDS_INVALID: item 1: ")
+    code, output, err = cli.run("task", "create", body=dict(tasks[1], idempotency_key="c8"))
+    assert (code, output) == (1, None) and err.startswith("TASK_ALREADY_EXISTS: ")
+    assert "item" not in err
     request = {"agent_id": "w", "capabilities": [], "lease_seconds": 60}
     code, claims, _ = cli.run("claim", "--limit", "2", body=request)
     assert code == 0 and [claim["task_id"] for claim in claims] == ["t0", "t1"]
