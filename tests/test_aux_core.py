@@ -411,6 +411,17 @@ def _evidence() -> Any:
     return build_evidence_snapshot(EvidenceReadRequest(ExecutionTarget("s", "r")), run, ())
 
 
+def _spawned(owner: str) -> tuple[AuxiliaryRunSpec, WritePlan]:
+    """A spec of run `aux-1` over fresh evidence, and the plan that spawns it."""
+    evidence = _evidence()
+    spec = AuxiliaryRunSpec(
+        ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
+    ).with_id("aux-1")
+    plan = decide_spawn(None, check_spawn(spec, evidence), owner=owner, now_ms=10)
+    assert isinstance(plan, WritePlan)
+    return spec, plan
+
+
 def _row(plan_params: dict[str, Any], **changes: Any) -> AuxiliaryRunRow:
     values = {
         **plan_params,
@@ -495,12 +506,7 @@ def test_a_checked_spawn_stores_the_spec_as_it_was_checked() -> None:
     ],
 )
 def test_a_row_with_a_corrupt_parent_frame_is_refused_every_time(parent_json: str) -> None:
-    evidence = _evidence()
-    spec = AuxiliaryRunSpec(
-        ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
-    ).with_id("aux-1")
-    plan = decide_spawn(None, check_spawn(spec, evidence), owner="h:1:t", now_ms=10)
-    assert isinstance(plan, WritePlan)
+    spec, plan = _spawned("h:1:t")
     good = _row(dict(plan.writes[0].params))
     assert good.snapshot().parent == spec.frame
     corrupt = _row(dict(plan.writes[0].params), parent_json=parent_json)
@@ -514,12 +520,7 @@ def test_a_row_with_a_corrupt_parent_frame_is_refused_every_time(parent_json: st
 
 
 def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
-    evidence = _evidence()
-    spec = AuxiliaryRunSpec(
-        ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
-    ).with_id("aux-1")
-    plan = decide_spawn(None, check_spawn(spec, evidence), owner="dead:1:t", now_ms=10)
-    assert isinstance(plan, WritePlan)
+    _, plan = _spawned("dead:1:t")
     row = _row(dict(plan.writes[0].params))
     started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=5)
     (write,) = started.writes
