@@ -146,7 +146,7 @@ class TaskLedger:
         """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
         all of them are written (or replayed) or, when one is refused, none: the error is that
         item's, its detail starts with `item N:`. The bound keeps one call from holding the
-        write lock for long (10,000 creates took about 2 s here) while other writers wait."""
+        write lock for long (10,000 creates took 1.0-1.2 s here) while other writers wait."""
         pairs = _pairs(items)
         return self._create(_each(pairs, self._prepare_create), named=True)
 
