@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test lint soak bench bench-quick schema clean
+.PHONY: setup demo test lint soak bench-setup bench bench-quick schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,12 +36,13 @@ soak: $(STAMP)
 
 # The benchmark's peers (Huey, DBOS) and profiler come from the `bench` extra, installed here
 # and never by `make test`. One table on stdout, the same in bench/results/latest.json.
-bench: $(STAMP)
+bench-setup: $(STAMP)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[bench]'
+
+bench: bench-setup
 	$(PY) -m bench
 
-bench-quick: $(STAMP)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[bench]'
+bench-quick: bench-setup
 	$(PY) -m bench --quick
 
 schema: $(STAMP)

@@ -19,6 +19,7 @@ waiters' final claims, were measured to wait 50-100 ms for a free lock, 10-20% o
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from typing import Any
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import TaskLedger
 
-from .harness import figure, interleaved_values, paired_ratio, percentile, summary
+from .harness import figure, interleaved_values, paired_ratio, percentile, recorded, summary
 
 PROCESSES = (1, 2, 4)
 
@@ -116,12 +117,9 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
     rounds: dict[int, list[dict[str, Any]]] = {n: [] for n in PROCESSES}
 
     def variant(processes: int) -> Callable[[], float]:
-        def measure() -> float:
-            outcome = _round(scratch / f"contention-{processes}.db", tasks, processes)
-            rounds[processes].append(outcome)
-            return float(outcome["rate"])
-
-        return measure
+        path = scratch / f"contention-{processes}.db"
+        one_round = functools.partial(_round, path, tasks, processes)
+        return recorded(one_round, rounds[processes], lambda outcome: float(outcome["rate"]))
 
     values = interleaved_values({str(n): variant(n) for n in PROCESSES}, reps)
     rows: list[dict[str, Any]] = []

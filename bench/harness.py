@@ -12,6 +12,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,17 +75,41 @@ def interleaved_values(
     return measured
 
 
-def interleaved(
-    variants: Mapping[str, Callable[[], float]], repetitions: int
-) -> dict[str, dict[str, float]]:
-    """Summaries of `interleaved_values`."""
-    measured = interleaved_values(variants, repetitions)
-    return {name: summary(values) for name, values in measured.items()}
-
-
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> dict[str, float]:
     """Round-by-round ratios of two interleaved variants, summarised like any figure."""
     return summary([a / b for a, b in zip(numerators, denominators, strict=True) if b])
+
+
+def recorded(
+    produce: Callable[[], dict[str, Any]],
+    outcomes: list[dict[str, Any]],
+    value: Callable[[dict[str, Any]], float],
+) -> Callable[[], float]:
+    """A measurement for `interleaved_values` that also keeps each repetition's whole outcome
+    (latencies, counts) in `outcomes`, for the figures derived from it."""
+
+    def measure() -> float:
+        outcome = produce()
+        outcomes.append(outcome)
+        return value(outcome)
+
+    return measure
+
+
+def run_worker(module: str, *args: str) -> dict[str, Any]:
+    """`python -m <module> <args>` from the project root, in a fresh process; its answer is the
+    JSON object on the last line it prints."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{module} {args} failed:\n{done.stderr[-2000:]}")
+    lines = done.stdout.strip().splitlines()
+    return dict(json.loads(lines[-1])) if lines else {}
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -148,33 +173,19 @@ def figures_table(rows: Sequence[Mapping[str, Any]]) -> str:
         )
         for row in rows
     ]
-    return format_table("", cells, header).lstrip("\n")
+    return format_table(cells, header)
 
 
 def rate(operations: int, seconds: float) -> float:
     return operations / seconds if seconds > 0 else float("inf")
 
 
-def timed(work: Callable[[], int]) -> float:
-    """Operations per second of one call of `work`, which returns how many it did."""
-    start = time.perf_counter()
-    done = work()
-    return rate(done, time.perf_counter() - start)
-
-
-def format_table(title: str, rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+def format_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines)
-
-
-def write_results(name: str, payload: Mapping[str, Any]) -> Path:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    return path
 
 
 def say(text: str = "") -> None:

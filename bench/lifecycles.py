@@ -8,14 +8,11 @@ write transaction (transactions/s and transactions per job).
 from __future__ import annotations
 
 import functools
-import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .harness import figure, interleaved_values, paired_ratio, summary
+from .harness import figure, interleaved_values, paired_ratio, recorded, run_worker, summary
 from .peers import LEDGER_BATCH
 from .transitions import RawLoop, transitions_per_second
 
@@ -31,30 +28,13 @@ NAMES = {
 def _one(system: str, level: str, jobs: int, scratch: Path, serial: list[int]) -> dict[str, Any]:
     serial[0] += 1
     path = scratch / f"{system}-{level}-{serial[0]}.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.peers", system, level, str(jobs), str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{system} failed:\n{done.stderr[-2000:]}")
+    outcome = run_worker("bench.peers", system, level, str(jobs), str(path))
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return outcome
 
 
-def _measure(
-    system: str,
-    level: str,
-    jobs: int,
-    scratch: Path,
-    serial: list[int],
-    outcomes: list[dict[str, Any]],
-) -> float:
-    outcome = _one(system, level, jobs, scratch, serial)
-    outcomes.append(outcome)
+def _jobs_per_second(outcome: dict[str, Any]) -> float:
     return float(outcome["jobs"] / outcome["seconds"])
 
 
@@ -76,8 +56,10 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
 
         raw = RawLoop(scratch / f"lifecycles-raw-{level}.db", level)
         variants: dict[str, Callable[[], float]] = {
-            system: functools.partial(
-                _measure, system, level, jobs[system], scratch, serial, outcomes[system]
+            system: recorded(
+                functools.partial(_one, system, level, jobs[system], scratch, serial),
+                outcomes[system],
+                _jobs_per_second,
             )
             for system in SYSTEMS
         }

@@ -12,15 +12,24 @@ resident memory (VmHWM); the depths are interleaved round by round.
 
 from __future__ import annotations
 
+import functools
 import json
 import resource
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .harness import figure, interleaved_values, paired_ratio, percentile, summary
+from .harness import (
+    figure,
+    interleaved_values,
+    paired_ratio,
+    percentile,
+    recorded,
+    run_worker,
+    summary,
+)
 
 BUILD_BATCH = 10_000
 
@@ -78,20 +87,6 @@ def peak_resident_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # elsewhere: best known
 
 
-def _worker(*args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.scale", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"scale worker {args} failed:\n{done.stderr[-2000:]}")
-    lines = done.stdout.strip().splitlines()
-    return dict(json.loads(lines[-1])) if lines else {}
-
-
 def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
     depths = (1_000, 20_000) if quick else (1_000, 100_000, 1_000_000)
     claims = 200 if quick else 500
@@ -99,18 +94,15 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
     for depth in depths:
         path = scratch / f"scale-{depth}.db"
         start = time.perf_counter()
-        _worker("build", str(path), str(depth + (reps + 1) * (claims + 1)))
+        run_worker("bench.scale", "build", str(path), str(depth + (reps + 1) * (claims + 1)))
         sys.stdout.write(f"  built {depth:,} queued tasks in {time.perf_counter() - start:.1f} s\n")
         paths[depth] = path
     outcomes: dict[int, list[dict[str, Any]]] = {depth: [] for depth in depths}
 
-    def variant(depth: int) -> Any:
-        def measure() -> float:
-            outcome = _worker("claim", str(paths[depth]), str(claims))
-            outcomes[depth].append(outcome)
-            return float(outcome["p99_ms"])
-
-        return measure
+    def variant(depth: int) -> Callable[[], float]:
+        args = ("claim", str(paths[depth]), str(claims))
+        claim = functools.partial(run_worker, "bench.scale", *args)
+        return recorded(claim, outcomes[depth], lambda outcome: float(outcome["p99_ms"]))
 
     p99 = interleaved_values({str(d): variant(d) for d in depths}, reps)
     rows: list[dict[str, Any]] = []

@@ -130,7 +130,8 @@ class RawLoop:
             },
         )
 
-    def _idempotency(self, key: str, operation: str, task_id: str) -> None:
+    def _idempotency(self, key: str) -> None:
+        """The first-answer lookup every keyed transition makes (none exists here)."""
         if self._one("task_idempotency_get", {"idempotency_key": key}) is not None:
             raise RuntimeError("key reused")
 
@@ -185,7 +186,7 @@ class RawLoop:
         def create() -> None:
             key = f"create-{n}"
             self._one("get_task", {"task_id": task_id})
-            self._idempotency(key, "create", task_id)
+            self._idempotency(key)
             self.conn.execute(
                 sql("tasks_insert"),
                 {
@@ -230,7 +231,7 @@ class RawLoop:
         def submit() -> None:
             key = f"submit-{n}"
             self._one("get_task", {"task_id": task_id})
-            self._idempotency(key, "submit", task_id)
+            self._idempotency(key)
             self._cas(
                 task_id,
                 "SUBMITTED",
@@ -248,7 +249,7 @@ class RawLoop:
         def verify() -> None:
             key = f"verify-{n}"
             self._one("get_task", {"task_id": task_id})
-            self._idempotency(key, "verify", task_id)
+            self._idempotency(key)
             self._cas(
                 task_id,
                 "SUCCEEDED",

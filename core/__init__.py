@@ -56,7 +56,7 @@ from .event_seals import (
     SealedEvent,
     chain_of,
     seal_of,
-    seal_of_stored,
+    seal_to_store,
 )
 from .evidence import (
     EVIDENCE_SNAPSHOT_SCHEMA_V1,
@@ -362,7 +362,7 @@ __all__ = [
     "runtime_input_of",
     "seal_matches",
     "seal_of",
-    "seal_of_stored",
+    "seal_to_store",
     "sha256_hex",
     "state_after",
     "status_report",

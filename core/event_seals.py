@@ -64,6 +64,24 @@ def seal_of(event: SealedEvent) -> str:
     return digest_json(SEAL_SCHEMA, _seal_document(event))
 
 
+def seal_to_store(event: SealedEvent) -> str:
+    """The seal written beside an event: `seal_of_stored` when every field is plainly typed
+    (exact ASCII text or None, exact ints), as in every event the core plans; any other row (an
+    adopted one, say) is checked as untrusted JSON by `seal_of`. Both give the same seal."""
+    return seal_of_stored(event) if _plainly_typed(event) else seal_of(event)
+
+
+def _plainly_typed(event: SealedEvent) -> bool:
+    texts = (event.task_id, event.agent_id, event.event_type, event.payload_json, event.created_at)
+    return (
+        type(event.event_id) is int
+        and type(event.chain_seq) is int
+        and type(event.prev_seal) is str
+        and event.prev_seal.isascii()
+        and all(text is None or (type(text) is str and text.isascii()) for text in texts)
+    )
+
+
 def seal_of_stored(event: SealedEvent) -> str:
     """`seal_of` for fields whose types the caller has already checked (text or None, and int
     event_id / chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the

@@ -33,34 +33,27 @@ def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH
 
     Hot path (every digest, plan and event goes through it): children that are certainly valid
     (exact str that is ASCII, None, bool, small exact int, within the depth bound) are accepted
-    where they are met and never pushed; everything else goes through the full checks below in
-    the same order as before, so that the same first error is reported. Paths are kept as
-    (parent, key) links and rendered only for an error message."""
+    where they are met and never pushed; everything else goes through the full checks below.
+    Paths are kept as (parent, key) links and rendered only for an error message."""
     stack: list[tuple[object, int, _Path]] = [(value, 0, what)]
     pop = stack.pop
     push = stack.append
     while stack:
         item, depth, path = pop()
-        kind = type(item)
-        if kind is dict and depth < max_depth:
-            # The common case, first; the same checks as the general dict branch below.
-            child_depth = depth + 1
-            for key, child in item.items():  # type: ignore[attr-defined]
-                if type(key) is not str:
-                    if not isinstance(key, str):
-                        raise LedgerError(
-                            "JSON_INVALID", f"{_render(path)} has a non-string key {key!r}"
-                        )
-                    _check_text(key, (path, " key"))
-                elif not key.isascii():
-                    _check_text(key, (path, " key"))
-                if not _plainly_valid(child):
-                    push((child, child_depth, (path, "." + key)))
-            continue
         if depth > max_depth:
             raise LedgerError(
                 "JSON_TOO_DEEP", f"{_render(path)} nests deeper than {max_depth} levels"
             )
+        child_depth = depth + 1
+        shallow = child_depth <= max_depth
+        if isinstance(item, dict):  # the common case, first (no other JSON type is a dict)
+            for key, child in item.items():
+                if type(key) is not str or not key.isascii():
+                    _check_key(key, path)
+                if shallow and _plainly_valid(child):
+                    continue
+                push((child, child_depth, (path, "." + key)))
+            continue
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, int):
@@ -76,30 +69,21 @@ def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH
         if isinstance(item, str):
             _check_text(item, path)
             continue
-        child_depth = depth + 1
-        shallow = child_depth <= max_depth
         if isinstance(item, list):
             for index, child in enumerate(item):
                 if shallow and _plainly_valid(child):
                     continue
                 push((child, child_depth, (path, index)))
             continue
-        if isinstance(item, dict):
-            for key, child in item.items():
-                if type(key) is not str:
-                    if not isinstance(key, str):
-                        raise LedgerError(
-                            "JSON_INVALID", f"{_render(path)} has a non-string key {key!r}"
-                        )
-                    _check_text(key, (path, " key"))
-                elif not key.isascii():
-                    _check_text(key, (path, " key"))
-                if shallow and _plainly_valid(child):
-                    continue
-                push((child, child_depth, (path, "." + key)))
-            continue
         raise LedgerError("JSON_INVALID", f"{_render(path)} is a {type(item).__name__}, not JSON")
     return value  # type: ignore[return-value]
+
+
+def _check_key(key: object, path: _Path) -> None:
+    """A member name that is not plain ASCII text: refused unless it is valid UTF-8 text."""
+    if not isinstance(key, str):
+        raise LedgerError("JSON_INVALID", f"{_render(path)} has a non-string key {key!r}")
+    _check_text(key, (path, " key"))
 
 
 def _plainly_valid(value: object) -> bool:

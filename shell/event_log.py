@@ -11,8 +11,7 @@ from aios_ledger.core import (
     EventAppend,
     SealedEvent,
     chain_of,
-    seal_of,
-    seal_of_stored,
+    seal_to_store,
 )
 
 from .database import execute, fetch_all, fetch_record, fetch_value
@@ -96,25 +95,7 @@ def _seal(
             "chain": chain,
             "chain_seq": chain_seq,
             "prev_seal": prev_seal,
-            # An event the core planned has text or None in every text field and ints for
-            # the numbers, which is all `seal_of_stored` needs; an adopted row is checked.
-            "seal": seal_of(sealed)
-            if adoption and not _plain_text(sealed)
-            else seal_of_stored(sealed),
+            "seal": seal_to_store(sealed),
             "sealed_at_adoption": int(adoption),
         },
-    )
-
-
-def _plain_text(event: SealedEvent) -> bool:
-    """Whether `seal_of_stored` (no walk of the value) gives the seal: every text field is exact
-    ASCII str or None and the numbers are exact ints, as for every event the core plans. Any
-    other row (an adopted one, say) takes `seal_of`, which checks it as untrusted JSON."""
-    texts = (event.task_id, event.agent_id, event.event_type, event.payload_json, event.created_at)
-    return (
-        type(event.event_id) is int
-        and type(event.chain_seq) is int
-        and type(event.prev_seal) is str
-        and event.prev_seal.isascii()
-        and all(text is None or (type(text) is str and text.isascii()) for text in texts)
     )

@@ -80,6 +80,9 @@ def task_view(row: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
+_CreateEntry = tuple[TaskCreateRequest, str, str]  # the request, its task id, its key
+
+
 def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
     return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
 
@@ -140,36 +143,24 @@ class TaskLedger:
 
     def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> dict[str, Any]:
         """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
-        return self._create([self._prepare_create((mapping, idempotency_key))], named=False)[0]
+        entry = self._prepare_create((mapping, idempotency_key))
+        now = self._now()
+        return self._db.write(lambda conn: _create_step(conn, entry, now))
 
     def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[dict[str, Any]]:
         """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
         all of them are written (or replayed) or, when one is refused, none: the error is that
         item's, its detail starts with `item N:`. The bound keeps one call from holding the
         write lock for long (10,000 creates took 1.0-1.2 s here) while other writers wait."""
-        pairs = _pairs(items)
-        return self._create(_each(pairs, self._prepare_create), named=True)
-
-    def _create(
-        self, prepared: Sequence[tuple[TaskCreateRequest, str, str]], *, named: bool
-    ) -> list[dict[str, Any]]:
+        pairs = _batch(items, _pair, shape="(task mapping, key) pairs")
+        prepared = _each(pairs, self._prepare_create)
         now = self._now()
-
-        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
-            def step(entry: tuple[TaskCreateRequest, str, str]) -> dict[str, Any]:
-                request, task_id, key = entry
-                state = TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
-                decision = decide_create(
-                    request, state, now=now, task_id=task_id, idempotency_key=key
-                )
-                return apply_decision(conn, decision)
-
-            return _each(prepared, step) if named else [step(entry) for entry in prepared]
-
-        return self._db.write(write)
+        return self._db.write(
+            lambda conn: _each(prepared, lambda entry: _create_step(conn, entry, now))
+        )
 
     @staticmethod
-    def _prepare_create(item: tuple[object, object]) -> tuple[TaskCreateRequest, str, str]:
+    def _prepare_create(item: tuple[object, object]) -> _CreateEntry:
         mapping, key = item
         request = TaskCreateRequest.from_mapping(mapping)
         checked_key = _key(key)
@@ -420,6 +411,13 @@ def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: in
         offset += page
 
 
+def _create_step(conn: apsw.Connection, entry: _CreateEntry, now: str) -> dict[str, Any]:
+    request, task_id, key = entry
+    state = TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
+    decision = decide_create(request, state, now=now, task_id=task_id, idempotency_key=key)
+    return apply_decision(conn, decision)
+
+
 def _submit_step(conn: apsw.Connection, request: SubmitRequest, now: str) -> dict[str, Any]:
     state = TaskState(
         task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
@@ -439,18 +437,14 @@ R = TypeVar("R")
 Answer = TypeVar("Answer")
 
 
-def _listed(items: object, shape: str) -> list[object]:
-    """The items of a batch as a list, or FIELDS_INVALID saying what they must be."""
+def _batch(
+    items: object, parse: Callable[[object], R], *, shape: str = "a list of request objects"
+) -> list[R]:
+    """The parsed items of a batch (1-MAX_BATCH of them); a refusal names the item."""
     try:
         listed: list[object] = list(items)  # type: ignore[call-overload]
     except TypeError:
         raise LedgerError("FIELDS_INVALID", f"items must be {shape}") from None
-    return listed
-
-
-def _batch(items: object, parse: Callable[[object], R]) -> list[R]:
-    """The parsed items of a batch (1-MAX_BATCH of them); a refusal names the item."""
-    listed = _listed(items, "a list of request objects")
     if not 1 <= len(listed) <= MAX_BATCH:
         raise LedgerError("FIELDS_INVALID", f"a batch holds 1 to {MAX_BATCH} items")
     return _each(listed, parse)
@@ -472,18 +466,10 @@ def _result_contracts() -> Mapping[str, Mapping[str, object]]:
     return {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
 
 
-def _pairs(items: object) -> list[tuple[object, object]]:
-    listed = _listed(items, "(task mapping, key) pairs")
-    if not 1 <= len(listed) <= MAX_BATCH:
-        raise LedgerError("FIELDS_INVALID", f"a batch holds 1 to {MAX_BATCH} tasks to create")
-    pairs: list[tuple[object, object]] = []
-    for index, item in enumerate(listed):
-        if not isinstance(item, tuple | list) or len(item) != 2:
-            raise LedgerError(
-                "FIELDS_INVALID", f"item {index}: each item must be a (task mapping, key) pair"
-            )
-        pairs.append((item[0], item[1]))
-    return pairs
+def _pair(item: object) -> tuple[object, object]:
+    if not isinstance(item, tuple | list) or len(item) != 2:
+        raise LedgerError("FIELDS_INVALID", "each item must be a (task mapping, key) pair")
+    return item[0], item[1]
 
 
 def _list(value: object) -> object:
