@@ -263,6 +263,12 @@ class Database:
     def _prepare(self, synchronous: str, migrate: bool, vfs: str | None) -> None:
         try:
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            # Without the query planner stability guarantee, SQLite marks a statement whose
+            # LIMIT is a bound parameter (the claim's candidate page, evidence pages) to be
+            # prepared again whenever that parameter is bound: measured, 33 µs of a 40 µs claim
+            # read, on every claim. Plans here never depend on parameter values (no ANALYZE
+            # statistics; the hot reads name their index), so nothing is lost by fixing them.
+            self.conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
                 # Bound the WAL file (RELIABILITY.md, "WAL growth").
