@@ -50,7 +50,7 @@ from aios_ledger.core import (
 )
 
 from .apply import apply_decision
-from .database import Database, fetch_all, fetch_one
+from .database import Database, Params, fetch_all, fetch_record, stream_records
 
 ClockMs = Callable[[], int]
 POLL_SECONDS = 0.05
@@ -186,8 +186,11 @@ def owner_is_dead(owner: str) -> bool:
 
 
 def _read_row(conn: apsw.Connection, aux_id: str) -> AuxiliaryRunRow | None:
-    row = fetch_one(conn, "get_auxiliary_run", {"aux_id": aux_id})
-    return None if row is None else AuxiliaryRunRow.from_row(row)
+    return fetch_record(conn, "get_auxiliary_run", {"aux_id": aux_id}, AuxiliaryRunRow)
+
+
+def _read_rows(conn: apsw.Connection, name: str, params: Params | None) -> list[AuxiliaryRunRow]:
+    return list(stream_records(conn, name, params, AuxiliaryRunRow))
 
 
 def read_auxiliary_run(db: Database, aux_id: str) -> AuxiliaryRunRow:
@@ -236,8 +239,7 @@ def list_auxiliary_runs(
         "run_id": run_id,
         "limit": max(1, min(limit, MAX_LIST)),
     }
-    rows = db.read(lambda conn: fetch_all(conn, "list_auxiliary_runs", params))
-    return [AuxiliaryRunRow.from_row(row) for row in rows]
+    return db.read(lambda conn: _read_rows(conn, "list_auxiliary_runs", params))
 
 
 class AuxiliaryRunService:
@@ -268,9 +270,7 @@ class AuxiliaryRunService:
 
     def _recover(self) -> tuple[str, ...]:
         def write(conn: apsw.Connection) -> list[str]:
-            rows = [
-                AuxiliaryRunRow.from_row(r) for r in fetch_all(conn, "unfinished_auxiliary_runs")
-            ]
+            rows = _read_rows(conn, "unfinished_auxiliary_runs", None)
             dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
             plan = decide_recover_interrupted(rows, dead_owners=dead, now_ms=self._clock_ms())
             response = apply_decision(conn, plan, error=AuxiliaryRunError)
