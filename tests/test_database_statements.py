@@ -3,8 +3,9 @@
 SQLite calls a connection's authorizer while it compiles a statement, and only then, so counting
 those calls counts compilations. A statement can be compiled again behind apsw's statement cache:
 SQLite marks one for recompiling when a bound parameter may change its plan (a bound LIMIT, for
-one). The claim reads its candidates with a bound LIMIT; before the ledger fixed query plans,
-every claim compiled that statement again (33 µs of a 40 µs read).
+one). The claim reads its candidates with a bound LIMIT, and so do run-event pages and
+evidence; before the ledger fixed query plans, every claim compiled that statement again
+(33 µs of a 40 µs read).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-from aios_ledger.shell import TaskLedger
+from aios_ledger.core import EvidenceReadRequest, ExecutionTarget
+from aios_ledger.shell import Database, RunEvidenceReader, RunStore, TaskLedger
 
 TASK = {"goal": "g", "instructions": "do it", "success_criteria": ["ok"]}
 
@@ -26,8 +28,8 @@ def ledger(tmp_path: Path) -> Iterator[TaskLedger]:
         yield opened
 
 
-def _compilations(ledger: TaskLedger) -> Callable[[], int]:
-    """Start counting compilations on the ledger's connection; the result reads the count."""
+def _compilations(database: Database) -> Callable[[], int]:
+    """Start counting compilations on the connection; the result reads the count."""
     compiled: list[int] = []
 
     def authorize(*_: object) -> int:
@@ -35,7 +37,7 @@ def _compilations(ledger: TaskLedger) -> Callable[[], int]:
         return int(apsw.SQLITE_OK)
 
     # Installing an authorizer expires every prepared statement, so the caller warms up after.
-    ledger.database.conn.authorizer = authorize
+    database.conn.authorizer = authorize
     return lambda: len(compiled)
 
 
@@ -52,7 +54,7 @@ def _lifecycle(ledger: TaskLedger, serial: int) -> None:
 
 
 def test_the_transitions_of_later_tasks_compile_nothing(ledger: TaskLedger) -> None:
-    compiled = _compilations(ledger)
+    compiled = _compilations(ledger.database)
     serials = itertools.count()
     _lifecycle(ledger, next(serials))
     warm = compiled()
@@ -66,7 +68,7 @@ def test_the_transitions_of_later_tasks_compile_nothing(ledger: TaskLedger) -> N
 
 def test_a_read_compiles_once_whatever_limit_is_bound(ledger: TaskLedger) -> None:
     ledger.create_tasks([(TASK, f"create-{n}") for n in range(5)])
-    compiled = _compilations(ledger)
+    compiled = _compilations(ledger.database)
     ledger.claim_many(agent_id="a", capabilities=[], lease_seconds=60, limit=1)
     ledger.list_tasks(status="QUEUED", limit=1)
     warm = compiled()
@@ -76,3 +78,22 @@ def test_a_read_compiles_once_whatever_limit_is_bound(ledger: TaskLedger) -> Non
 
     assert (len(claimed), len(listed)) == (3, 2)
     assert compiled() == warm
+
+
+def test_run_events_and_evidence_compile_once_whatever_limit_is_bound(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.db") as runs:
+        run = runs.create_run("session-1", "prompt", run_id="run-1")
+        reader = RunEvidenceReader(runs)
+        target = ExecutionTarget("session-1", run.run_id)
+        compiled = _compilations(runs.database)
+        runs.append_event(run.run_id, "note", {"n": 0})
+        reader.read(EvidenceReadRequest(target, max_events=1))
+        warm = compiled()
+
+        for n in range(1, 4):
+            runs.append_event(run.run_id, "note", {"n": n})
+        evidence = reader.read(EvidenceReadRequest(target, max_events=2))
+        events = runs.run_events(run.run_id, limit=3)
+
+        assert (len(evidence.events), len(events)) == (2, 3)
+        assert compiled() == warm
