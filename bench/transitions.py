@@ -6,6 +6,11 @@ and indexes, the very same named statements in the same order (the reads, the gu
 change count is checked, the idempotency row, the event, its chain tip and seal), with payloads of
 the same sizes, straight through apsw: no request parsing, no decision records, no JSON work. It
 is what SQLite itself can do with this transaction shape from Python.
+
+A second pass per level splits each side's time per transition in two: inside apsw's `execute`
+(binding and the first step, which is all of a write, a one-row read or the commit) and
+everything around it. It runs after the timed repetitions, apart from them, because timing
+every statement costs a little time of its own.
 """
 
 from __future__ import annotations
@@ -16,14 +21,14 @@ import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.statements import sql
 from aios_ledger.shell.task_ledger import new_task_id
 
-from .harness import figure, interleaved_values, paired_ratio, rate, summary
+from .harness import figure, interleaved_values, paired_ratio, rate, recorded, summary
 
 TRANSITIONS_PER_TASK = 5
 NOW = "2026-11-29T20:00:00Z"
@@ -42,7 +47,12 @@ class LedgerLoop:
 
     def __init__(self, path: Path, synchronous: str) -> None:
         self.ledger = TaskLedger(path, synchronous=synchronous)
+        self.database = self.ledger.database
         self.serial = itertools.count()
+
+    def attach(self, conn: apsw.Connection) -> None:
+        """Send every statement through `conn` (the split pass's timed connection)."""
+        self.database.conn = conn
 
     def close(self) -> None:
         self.ledger.close()
@@ -81,12 +91,16 @@ class RawLoop:
     def __init__(self, path: Path, synchronous: str) -> None:
         # Database only migrates the file and sets the same pragmas; every transaction below
         # is issued by hand on its apsw connection.
-        self.db = Database(path, synchronous=synchronous)
-        self.conn: apsw.Connection = self.db.conn
+        self.database = Database(path, synchronous=synchronous)
+        self.conn = self.database.conn
         self.serial = itertools.count()
 
+    def attach(self, conn: apsw.Connection) -> None:
+        """Send every statement through `conn` (the split pass's timed connection)."""
+        self.database.conn = self.conn = conn
+
     def close(self) -> None:
-        self.db.close()
+        self.database.close()
 
     def _one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         for row in self.conn.execute(sql(name), params):
@@ -269,6 +283,44 @@ class RawLoop:
             self._tx(step)
 
 
+class TimedConnection:
+    """An apsw connection whose `execute` calls add up their time. A statement's work happens
+    inside `execute` up to its first row, which is all of a write, a one-row read or a commit."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+        self.seconds = 0.0
+
+    def execute(self, statements: str, bindings: Any = None) -> apsw.Cursor:
+        start = time.perf_counter()
+        try:
+            return self._conn.execute(statements, bindings)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def split_per_transition(loop: LedgerLoop | RawLoop, tasks: int) -> dict[str, float]:
+    """µs per transition inside apsw's `execute` ("sql") and around it ("python")."""
+    real = loop.database.conn
+    timed = TimedConnection(real)
+    loop.attach(cast(apsw.Connection, timed))
+    try:
+        start = time.perf_counter()
+        for _ in range(tasks):
+            loop.lifecycle()
+        total = time.perf_counter() - start
+    finally:
+        loop.attach(real)
+    transitions = tasks * TRANSITIONS_PER_TASK
+    return {
+        "sql": timed.seconds / transitions * 1e6,
+        "python": (total - timed.seconds) / transitions * 1e6,
+    }
+
+
 def transitions_per_second(loop: LedgerLoop | RawLoop, tasks: int) -> float:
     start = time.perf_counter()
     for _ in range(tasks):
@@ -282,6 +334,7 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
     for level in ("NORMAL", "FULL"):
         ledger = LedgerLoop(scratch / f"transitions-ledger-{level}.db", level)
         raw = RawLoop(scratch / f"transitions-raw-{level}.db", level)
+        splits: dict[str, list[dict[str, Any]]] = {"ledger": [], "raw": []}
         try:
             values = interleaved_values(
                 {
@@ -290,6 +343,17 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
                 },
                 reps,
                 warmup=True,
+            )
+            interleaved_values(
+                {
+                    side: recorded(
+                        functools.partial(split_per_transition, loop, tasks),
+                        splits[side],
+                        lambda split: float(split["sql"]),
+                    )
+                    for side, loop in (("ledger", ledger), ("raw", raw))
+                },
+                reps,
             )
         finally:
             ledger.close()
@@ -308,5 +372,20 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
                 met=ratio["median"] >= goal,
                 note=f"{tasks} tasks x 5 transitions per repetition",
             ),
+        ]
+        rows += [
+            figure(
+                "1 transitions",
+                f"{side} {part} {level}",
+                summary([split[part] for split in splits[side]]),
+                "µs/trans",
+                note=(
+                    "inside apsw execute: statements to their first row, commit"
+                    if part == "sql"
+                    else "the rest: around the statements"
+                ),
+            )
+            for part in ("sql", "python")
+            for side in ("ledger", "raw")
         ]
     return rows
