@@ -283,6 +283,13 @@ class RawLoop:
             self._tx(step)
 
 
+def transitions_per_second(loop: LedgerLoop | RawLoop, tasks: int) -> float:
+    start = time.perf_counter()
+    for _ in range(tasks):
+        loop.lifecycle()
+    return rate(tasks * TRANSITIONS_PER_TASK, time.perf_counter() - start)
+
+
 class TimedConnection:
     """An apsw connection whose `execute` calls add up their time. A statement's work happens
     inside `execute` up to its first row, which is all of a write, a one-row read or a commit."""
@@ -308,24 +315,11 @@ def split_per_transition(loop: LedgerLoop | RawLoop, tasks: int) -> dict[str, fl
     timed = TimedConnection(real)
     loop.attach(cast(apsw.Connection, timed))
     try:
-        start = time.perf_counter()
-        for _ in range(tasks):
-            loop.lifecycle()
-        total = time.perf_counter() - start
+        per_second = transitions_per_second(loop, tasks)
     finally:
         loop.attach(real)
-    transitions = tasks * TRANSITIONS_PER_TASK
-    return {
-        "sql": timed.seconds / transitions * 1e6,
-        "python": (total - timed.seconds) / transitions * 1e6,
-    }
-
-
-def transitions_per_second(loop: LedgerLoop | RawLoop, tasks: int) -> float:
-    start = time.perf_counter()
-    for _ in range(tasks):
-        loop.lifecycle()
-    return rate(tasks * TRANSITIONS_PER_TASK, time.perf_counter() - start)
+    sql_us = timed.seconds / (tasks * TRANSITIONS_PER_TASK) * 1e6
+    return {"sql": sql_us, "python": 1e6 / per_second - sql_us}
 
 
 def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:

@@ -444,7 +444,6 @@ class CheckedSpawn:
     the spec (its output schema) changed afterwards changes nothing that is written."""
 
     spec: AuxiliaryRunSpec
-    aux_id: str
     spec_text: str
     spec_digest: str
     parent_text: str
@@ -476,7 +475,6 @@ def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSp
     spec_text = spec.canonical_text()
     return CheckedSpawn(
         spec=spec,
-        aux_id=spec.id,
         spec_text=spec_text,
         spec_digest=spec_digest_of(spec_text),
         parent_text=canonical_json(spec.frame.public()),

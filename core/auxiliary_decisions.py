@@ -161,7 +161,7 @@ def decide_spawn(
     if existing is not None:
         if existing.spec_digest != spec_digest:
             raise AuxiliaryRunError(
-                "SPEC_CONFLICT", f"auxiliary run {checked.aux_id!r} exists with another spec"
+                "SPEC_CONFLICT", f"auxiliary run {spec.id!r} exists with another spec"
             )
         return Replay(
             {
@@ -173,7 +173,7 @@ def decide_spawn(
         )
     snapshot = AuxiliaryRunSnapshot(
         schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
-        id=checked.aux_id,
+        id=spec.id,
         parent=spec.frame,
         mode=spec.mode,
         state=INITIAL_STATE,
@@ -188,7 +188,7 @@ def decide_spawn(
             SqlWrite(
                 "insert_auxiliary_run",
                 {
-                    "aux_id": checked.aux_id,
+                    "aux_id": spec.id,
                     "session_id": target.session_id,
                     "run_id": target.run_id,
                     "parent_json": checked.parent_text,
@@ -209,7 +209,7 @@ def decide_spawn(
                 agent_id=None,
                 event_type=AUXILIARY_RUN_SPAWNED,
                 payload={
-                    "aux_id": checked.aux_id,
+                    "aux_id": spec.id,
                     "kind": spec.kind,
                     "target": target.public(),
                     "spec_digest": spec_digest,
@@ -219,11 +219,7 @@ def decide_spawn(
                 created_at=timestamp_of_ms(now_ms),
             ),
         ),
-        response={
-            "id": checked.aux_id,
-            "state": str(INITIAL_STATE),
-            "spec_digest": spec_digest,
-        },
+        response={"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest},
     )
 
 

@@ -314,7 +314,7 @@ class AuxiliaryRunService:
         if parent is not None and not isinstance(parent, CancellationToken):
             raise AuxiliaryRunError.invalid_field("parent", "must be a CancellationToken or None")
         checked = check_spawn(spec, evidence)
-        aux_id = checked.aux_id
+        aux_id = checked.spec.id
         now_ms = self._clock_ms()
 
         def write(conn: apsw.Connection) -> dict[str, object]:
