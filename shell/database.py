@@ -19,6 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import apsw
 from aios_ledger.core import LedgerError, record_columns
+from aios_ledger.core.wal_checkpoints import CheckpointAction, checkpoint_step
 
 from .statements import statement_texts
 
@@ -127,22 +128,22 @@ def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> i
     return conn.changes()
 
 
-WAL_CHECKPOINT_PAGES = 1000  # SQLite's own auto-checkpoint threshold
-WAL_BACKLOG_FACTOR = 4
 BACKGROUND_CHECKPOINT_LEVELS = frozenset({"NORMAL"})
 
 
 class _Checkpointer:
-    """PASSIVE checkpoints on a connection of its own, in a daemon thread, when asked.
+    """PASSIVE checkpoints on a connection of its own, in a daemon thread: one round per request.
 
     A PASSIVE checkpoint never blocks a reader or a writer and never changes what is durable:
     every commit is already in the WAL, synced as the synchronous level says; the checkpoint
     only copies it back into the database file (synced at the same level). apsw releases the
     GIL while SQLite works, so the copy runs beside the writers instead of inside the commit
-    of whichever caller crossed the threshold."""
+    of whichever caller crossed the threshold. `copied` is None while a round runs, then how
+    many frames of the log that round left copied (0 when it could not run)."""
 
     def __init__(self, path: str, vfs: str | None, synchronous: str) -> None:
         self._args = (path, vfs, synchronous)
+        self.copied: int | None = None
         self._wake = threading.Event()
         self._stopping = False
         self._ended = False
@@ -153,13 +154,13 @@ class _Checkpointer:
 
     @property
     def alive(self) -> bool:
-        # A flag the thread clears on its way out: read after every commit past the
-        # threshold, where Thread.is_alive (a lock round trip) showed in profiles.
+        # A flag the thread clears on its way out: read after every commit, where
+        # Thread.is_alive (a lock round trip) showed in profiles.
         return not self._ended
 
     def request(self) -> None:
-        if not self._wake.is_set():  # one pending request is enough; Event.set takes a lock
-            self._wake.set()
+        self.copied = None
+        self._wake.set()
 
     def stop(self) -> None:
         self._stopping = True
@@ -177,8 +178,11 @@ class _Checkpointer:
                 self._wake.clear()
                 if self._stopping:
                     return
-                with contextlib.suppress(apsw.Error):
-                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                try:
+                    _, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                except apsw.Error:  # e.g. busy: another connection is checkpointing
+                    copied = 0
+                self.copied = copied
         except apsw.Error:
             return  # the writers' own WAL hook checkpoints instead (`alive` is False now)
         finally:
@@ -225,11 +229,12 @@ class Database:
     WAL checkpoints: at synchronous=NORMAL, instead of SQLite's auto-checkpoint, which copies the
     WAL back inside the commit that crosses 1000 pages (a latency spike for that caller), a file
     database hands the copy to a `_Checkpointer` thread with its own connection, started on
-    first need and stopped by `close` (the WAL may then hold up to WAL_BACKLOG_FACTOR times the
-    threshold before the writer checkpoints inline). At FULL, the default, SQLite's own
-    auto-checkpoint stays: there the background copy's file syncs compete with every commit's
-    (measured: -7% ledger throughput, -13% auxiliary runs), and the WAL bound stays exact
-    (RELIABILITY.md, "WAL growth")."""
+    first need and stopped by `close`, in rounds that `core.wal_checkpoints` decides: the
+    helper copies the bulk, the writer the short rest, and the log starts over (it holds up to
+    `BACKLOG_FACTOR` times the threshold before the writer copies it all itself). At FULL, the
+    default, SQLite's own auto-checkpoint stays: there the background copy's file syncs
+    compete with every commit's (measured: -7% ledger throughput, -13% auxiliary runs), and
+    the WAL bound stays exact (RELIABILITY.md, "WAL growth")."""
 
     def __init__(
         self,
@@ -277,6 +282,7 @@ class Database:
             execute(self.conn, "pragma_foreign_keys_on")
             execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
             self._checkpointer: _Checkpointer | None = None
+            self._handed_over = False
             if self.path != ":memory:" and synchronous in BACKGROUND_CHECKPOINT_LEVELS:
                 self._checkpoint_args = (self.path, vfs, synchronous)
                 self.conn.set_wal_hook(self._on_wal)
@@ -288,19 +294,24 @@ class Database:
             migrate_database(self)
 
     def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
-        """After each commit (SQLite's WAL hook, which replaces its auto-checkpoint): at the
-        same threshold, hand the checkpoint to the background checkpointer, so that the caller
-        whose commit crossed it does not pay for copying the WAL back; if the checkpointer
-        cannot keep up (or could not start), checkpoint here, as SQLite itself would."""
-        if pages >= WAL_CHECKPOINT_PAGES:
-            checkpointer = self._checkpointer
+        """After each commit (SQLite's WAL hook, which replaces its auto-checkpoint): hand a
+        round of copying to the background checkpointer, or copy here, as
+        `core.wal_checkpoints` decides from the log's length and the last round's progress."""
+        checkpointer = self._checkpointer
+        step = checkpoint_step(
+            pages,
+            handed_over=self._handed_over,
+            copied=None if checkpointer is None else checkpointer.copied,
+            helper_alive=checkpointer is None or checkpointer.alive,
+        )
+        self._handed_over = step.handed_over
+        if step.action is CheckpointAction.HAND_OVER:
             if checkpointer is None:
                 checkpointer = self._checkpointer = _Checkpointer(*self._checkpoint_args)
-            if pages >= WAL_CHECKPOINT_PAGES * WAL_BACKLOG_FACTOR or not checkpointer.alive:
-                with contextlib.suppress(apsw.Error):
-                    conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
-            else:
-                checkpointer.request()
+            checkpointer.request()
+        elif step.action is CheckpointAction.CHECKPOINT_HERE:
+            with contextlib.suppress(apsw.Error):
+                conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
         return int(apsw.SQLITE_OK)
 
     def close(self) -> None:

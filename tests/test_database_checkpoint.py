@@ -1,11 +1,16 @@
-"""The WAL checkpoint runs beside the writers: every write is kept, nothing is left running."""
+"""The WAL checkpoint runs beside the writers: every write is kept, nothing is left running, and
+the log starts over in every cycle."""
 
 from __future__ import annotations
 
+import itertools
+import statistics
 import threading
 from pathlib import Path
 
+import apsw
 import pytest
+from aios_ledger.core.wal_checkpoints import THRESHOLD_PAGES
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell import database as database_module
 from aios_ledger.shell.database import fetch_value
@@ -54,22 +59,68 @@ def test_without_a_checkpointer_the_writer_checkpoints_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Dead:
+        """A checkpointer whose thread could not open its connection: asked once, never again."""
+
         alive = False
+        copied = None
+        requests = 0
 
         def __init__(self, *args: object) -> None:
-            self.stopped = False
+            pass
 
-        def request(self) -> None:  # pragma: no cover - never asked while dead
-            raise AssertionError("a dead checkpointer was asked")
+        def request(self) -> None:
+            Dead.requests += 1
 
         def stop(self) -> None:
-            self.stopped = True
+            pass
 
     monkeypatch.setattr(database_module, "_Checkpointer", Dead)
     path = tmp_path / "ledger.db"
-    with TaskLedger(path) as ledger:
+    with TaskLedger(path, synchronous="NORMAL") as ledger:
         _fill(ledger, 1)
         wal = Path(f"{path}-wal")
         # Checkpointed inline as SQLite would: the WAL was reset and reused, not grown without end.
         assert wal.stat().st_size < UNCHECKPOINTED_WAL / 2
+    assert Dead.requests == 1
     assert _count(path) == (BATCHES * PER_BATCH, "ok")
+
+
+class _CountingCheckpointer(database_module._Checkpointer):
+    requests = 0
+
+    def request(self) -> None:
+        _CountingCheckpointer.requests += 1
+        super().request()
+
+
+STEADY_TASKS = 1500  # about 10 frames a commit: some 15,000 frames, a dozen cycles
+
+
+def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One writer, one commit after another, no reader: the helper copies the bulk in a round or
+    a few, the writer the rest, and the log starts over soon after it crosses the threshold.
+    (Woken by every commit past the threshold, the helper never let the log start over: it grew
+    to 4 times the threshold in every cycle, with some 200 wake-ups each.)"""
+    monkeypatch.setattr(database_module, "_Checkpointer", _CountingCheckpointer)
+    path = tmp_path / "ledger.db"
+    frames: list[int] = []
+    with TaskLedger(path, synchronous="NORMAL") as ledger:
+        database = ledger.database
+
+        def recording(conn: apsw.Connection, name: str, pages: int) -> int:
+            frames.append(pages)
+            return database._on_wal(conn, name, pages)
+
+        database.conn.set_wal_hook(recording)
+        for n in range(STEADY_TASKS):
+            ledger.create_task(
+                {"goal": f"goal {n}", "instructions": "run", "success_criteria": ["ok"]},
+                idempotency_key=f"steady-{n}",
+            )
+    peaks = [before for before, after in itertools.pairwise(frames) if after < before]
+    assert len(peaks) >= 5, peaks
+    assert statistics.median(peaks) < 2 * THRESHOLD_PAGES, peaks
+    assert _CountingCheckpointer.requests <= 8 * len(peaks), (_CountingCheckpointer.requests, peaks)
+    assert _count(path) == (STEADY_TASKS, "ok")

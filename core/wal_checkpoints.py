@@ -1,0 +1,62 @@
+"""Who copies the write-ahead log back into the database, and when (synchronous=NORMAL).
+
+SQLite starts its WAL over only when a writer begins a transaction after a *complete*
+checkpoint. A PASSIVE checkpoint on a helper thread copies the log while the writer goes on, so
+the writer has always appended a little more by the time the helper is done: the helper alone
+never lets the log start over. Woken by every commit past the threshold, as it once was, it ran
+for three commits in four, and the log still grew to the writer's own fallback bound (4 times
+the threshold) in every cycle, once to 15 times.
+
+So a cycle goes in rounds. The first commit that leaves the log at `THRESHOLD_PAGES` or more
+hands one round of copying to the helper and goes on. When that round is done, the next commit
+hands over another round if the writer has since appended more than `REMAINDER_PAGES`, or
+otherwise copies that short remainder itself; the transaction after it starts the log over.
+The writer also copies itself when the helper is gone, or when the log has reached
+`BACKLOG_FACTOR` times the threshold (a reader pins it, or the helper lags).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+THRESHOLD_PAGES = 1000  # SQLite's own auto-checkpoint threshold
+BACKLOG_FACTOR = 4
+REMAINDER_PAGES = 64  # at most 256 KiB with 4 KiB pages: short enough to copy inside a commit
+
+
+class CheckpointAction(enum.Enum):
+    NOTHING = "NOTHING"
+    HAND_OVER = "HAND_OVER"  # wake the helper for one round of copying
+    CHECKPOINT_HERE = "CHECKPOINT_HERE"  # the committing writer copies, as SQLite itself would
+
+
+class CheckpointStep(NamedTuple):
+    action: CheckpointAction
+    handed_over: bool  # a round is out (running, or done and not yet acted on)
+
+
+_NOTHING = CheckpointStep(CheckpointAction.NOTHING, handed_over=False)
+_WAIT = CheckpointStep(CheckpointAction.NOTHING, handed_over=True)
+_HAND_OVER = CheckpointStep(CheckpointAction.HAND_OVER, handed_over=True)
+_HERE = CheckpointStep(CheckpointAction.CHECKPOINT_HERE, handed_over=False)
+
+
+def checkpoint_step(
+    pages: int, *, handed_over: bool, copied: int | None, helper_alive: bool
+) -> CheckpointStep:
+    """What the commit that left `pages` frames in the log does, and whether a round is out after.
+
+    `copied` is how many frames the helper's last round left copied, None while it runs (it is
+    only read while `handed_over`). Called after every commit, so it allocates nothing."""
+    if pages < THRESHOLD_PAGES:
+        return _NOTHING  # the log is short, or was started over: a round still out is moot
+    if not helper_alive or pages >= THRESHOLD_PAGES * BACKLOG_FACTOR:
+        return _HERE
+    if not handed_over:
+        return _HAND_OVER
+    if copied is None:
+        return _WAIT
+    if pages - copied <= REMAINDER_PAGES:
+        return _HERE
+    return _HAND_OVER
