@@ -278,7 +278,7 @@ class Database:
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
                 # Bound the WAL file (RELIABILITY.md, "WAL growth").
                 fetch_value(self.conn, "pragma_wal_autocheckpoint")
-                fetch_value(self.conn, "pragma_journal_size_limit")
+                fetch_value(self.conn, f"pragma_journal_size_limit_{synchronous.lower()}")
             execute(self.conn, "pragma_foreign_keys_on")
             execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
             self._checkpointer: _Checkpointer | None = None

@@ -102,10 +102,13 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     """One writer, one commit after another, no reader: the helper copies the bulk in a round or
     a few, the writer the rest, and the log starts over soon after it crosses the threshold.
     (Woken by every commit past the threshold, the helper never let the log start over: it grew
-    to 4 times the threshold in every cycle, with some 200 wake-ups each.)"""
+    to 4 times the threshold in every cycle, with some 200 wake-ups each.) The file is reused,
+    never cut back: its size limit at NORMAL holds a whole cycle."""
     monkeypatch.setattr(database_module, "_Checkpointer", _CountingCheckpointer)
     path = tmp_path / "ledger.db"
     frames: list[int] = []
+    wal_sizes: list[int] = []
+    wal = Path(f"{path}-wal")
     with TaskLedger(path, synchronous="NORMAL") as ledger:
         database = ledger.database
 
@@ -119,8 +122,10 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
                 {"goal": f"goal {n}", "instructions": "run", "success_criteria": ["ok"]},
                 idempotency_key=f"steady-{n}",
             )
+            wal_sizes.append(wal.stat().st_size)
     peaks = [before for before, after in itertools.pairwise(frames) if after < before]
     assert len(peaks) >= 5, peaks
     assert statistics.median(peaks) < 2 * THRESHOLD_PAGES, peaks
     assert _CountingCheckpointer.requests <= 8 * len(peaks), (_CountingCheckpointer.requests, peaks)
+    assert wal_sizes == sorted(wal_sizes)
     assert _count(path) == (STEADY_TASKS, "ok")

@@ -14,8 +14,9 @@ WAL file at the largest size it ever reached.
 
 At synchronous=NORMAL a background helper copies the log in rounds and the writer copies the
 rest (`core.wal_checkpoints`): the log may grow to BACKLOG_FACTOR times the threshold before the
-writer copies it all itself, so that is the bound there; after the reader, the first commit
-copies the whole log and the next starts it over.
+writer copies it all itself, and the `journal_size_limit` there (16 MiB) holds that many frames,
+so the bound is max(16 MiB, BACKLOG_FACTOR times the frames) plus the same slack; after the
+reader, the first commit copies the whole log and the next starts it over.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def wal_size(db: Path) -> int:
 def wal_bound(db: Path, synchronous: str) -> int:
     """The bound from the settings of a ledger connection (read, so that a ledger without them
     gets the bound it would have, and fails on the WAL it leaves, not on a missing setting)."""
-    with Database(db) as database:
+    with Database(db, synchronous=synchronous) as database:
         settings = {
             name: int(next(iter(database.conn.execute(f"PRAGMA {name}")))[0])
             for name in ("journal_size_limit", "wal_autocheckpoint", "page_size")
