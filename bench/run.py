@@ -1,6 +1,6 @@
 """The benchmark's one entry point: every part, one table, and the same as JSON.
 
-    .venv/bin/python -m bench            # the full run (6 to 8 minutes on 2 cores)
+    .venv/bin/python -m bench            # the full run (6 to 9 minutes on 2 cores)
     .venv/bin/python -m bench --quick    # a short run (about 1 minute)
     .venv/bin/python -m bench --only 1,3 # some parts
 
