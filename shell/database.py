@@ -232,9 +232,10 @@ class Database:
     first need and stopped by `close`, in rounds that `core.wal_checkpoints` decides: the
     helper copies the bulk, the writer the short rest, and the log starts over (it holds up to
     `BACKLOG_FACTOR` times the threshold before the writer copies it all itself). At FULL, the
-    default, SQLite's own auto-checkpoint stays: there the background copy's file syncs
-    compete with every commit's (measured: -7% ledger throughput, -13% auxiliary runs), and
-    the WAL bound stays exact (RELIABILITY.md, "WAL growth")."""
+    default, SQLite's own auto-checkpoint stays: rounds gained nothing there (measured: 466
+    against 468 µs a transition, the same p99; the log peaked at 1058 frames, the helper's
+    first round was always nearly caught up), and the WAL bound stays exact (RELIABILITY.md,
+    "WAL growth")."""
 
     def __init__(
         self,
