@@ -2,6 +2,8 @@
 
     python reliability_crash_writer.py DB LOG SEED [MAX_OPS]
 
+The ledger runs at the synchronous level in AIOS_CRASH_SYNCHRONOUS (FULL when unset).
+
 Before each operation it appends an `invoke` record to LOG, and right after the operation
 returned (or raised a `LedgerError`) a completion record (`ok` with the answer, or `fail` with
 the code), each line fsync'd before going on, so that LOG holds every acknowledged operation.
@@ -27,6 +29,8 @@ from typing import Any
 from aios_ledger.core import LedgerError, format_timestamp, parse_timestamp
 from aios_ledger.shell import TaskLedger
 from reliability_operations import perform
+
+SYNCHRONOUS_ENV = "AIOS_CRASH_SYNCHRONOUS"
 
 AGENTS = ("agent-a", "agent-b")
 
@@ -74,7 +78,8 @@ class Writer:
             self.clock.base = max(self.clock.base, max(used) + timedelta(seconds=1))
         sys.stdout.write("opening\n")  # the next moments create or migrate the file
         sys.stdout.flush()
-        self.ledger = TaskLedger(db, clock=self.clock)
+        synchronous = os.environ.get(SYNCHRONOUS_ENV, "FULL")
+        self.ledger = TaskLedger(db, clock=self.clock, synchronous=synchronous)
 
     def log(self, record: dict[str, Any]) -> None:
         record = {**record, "at": format_timestamp(self.clock())}
