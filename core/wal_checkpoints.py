@@ -13,6 +13,10 @@ hands over another round if the writer has since appended more than `REMAINDER_P
 otherwise copies that short remainder itself; the transaction after it starts the log over.
 The writer also copies itself when the helper is gone, or when the log has reached
 `BACKLOG_FACTOR` times the threshold (a reader pins it, or the helper lags).
+
+The writer's copy is the one slow commit of a cycle: a checkpoint that ends complete syncs the
+database file, which flushes the pages the helper copied (SQLite skips that sync in a round a
+commit overtook). Measured: about 3 ms with 12,000 tasks, 7.5 ms with 212,000.
 """
 
 from __future__ import annotations
