@@ -46,6 +46,7 @@ PRAGMA journal_size_limit = 4194304;
 -- name: pragma_journal_size_limit_normal$
 -- At NORMAL the log is copied back in rounds (core/wal_checkpoints.py) and starts over at about
 -- 1100 to 1900 frames, up to 4000: a 4 MiB limit would cut the file back at nearly every
--- restart, which cost the commit that restarts it 0.5 ms (measured). 16 MiB holds the 4000
--- frames of 4 KiB pages, so only a log that a reader let grow beyond them is cut back.
+-- restart, which made the commit that restarts it take 1.1 ms instead of 0.5 (measured, p50).
+-- 16 MiB holds the 4000 frames of 4 KiB pages, so only a log that a reader let grow beyond
+-- them is cut back.
 PRAGMA journal_size_limit = 16777216;

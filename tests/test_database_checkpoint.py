@@ -105,6 +105,7 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     to 4 times the threshold in every cycle, with some 200 wake-ups each.) The file is reused,
     never cut back: its size limit at NORMAL holds a whole cycle."""
     monkeypatch.setattr(database_module, "_Checkpointer", _CountingCheckpointer)
+    monkeypatch.setattr(_CountingCheckpointer, "requests", 0)
     path = tmp_path / "ledger.db"
     frames: list[int] = []
     wal_sizes: list[int] = []

@@ -8,6 +8,7 @@ from aios_ledger.core.wal_checkpoints import (
     REMAINDER_PAGES,
     THRESHOLD_PAGES,
     CheckpointAction,
+    CheckpointStep,
     checkpoint_step,
 )
 from syrupy.assertion import SnapshotAssertion
@@ -20,9 +21,8 @@ BACKLOG = THRESHOLD_PAGES * BACKLOG_FACTOR
 
 def step(
     pages: int, *, handed_over: bool = False, copied: int | None = None, alive: bool = True
-) -> tuple[CheckpointAction, bool]:
-    action, out = checkpoint_step(pages, handed_over=handed_over, copied=copied, helper_alive=alive)
-    return action, out
+) -> CheckpointStep:
+    return checkpoint_step(pages, handed_over=handed_over, copied=copied, helper_alive=alive)
 
 
 @pytest.mark.parametrize("handed_over", [False, True])
