@@ -88,9 +88,15 @@ def fetch_record(
     conn: apsw.Connection, name: str, params: Params | None, record: type[R]
 ) -> R | None:
     """The statement's first row as `record(*columns)` (see `stream_records`): the hot reads (a
-    task, a first answer) skip building a dict."""
-    with contextlib.closing(stream_records(conn, name, params, record)) as rows:
-        return next(rows, None)
+    task, a first answer) skip building a dict. Read straight off the cursor, not through
+    `stream_records`: the generator and its closing were a tenth of a transition's Python
+    calls. Leaving the function drops the cursor, which resets the statement."""
+    cursor = run_statement(conn, name, params)
+    for row in cursor:
+        if (name, record) not in _MATCHED_COLUMNS:
+            _match_columns(cursor, name, record)
+        return record(*row)
+    return None
 
 
 def stream_records(
