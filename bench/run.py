@@ -20,7 +20,7 @@ from typing import Any
 
 import apsw
 
-from . import aux, contention, lifecycles, scale, transitions, verify
+from . import aux, contention, layers, lifecycles, scale, transitions, verify
 from .harness import RESULTS, figures_table, machine_facts, say
 
 Part = Callable[..., list[dict[str, Any]]]
@@ -31,6 +31,7 @@ PARTS: dict[str, tuple[str, Part]] = {
     "4": ("claim latency at depth", scale.run),
     "5": ("auxiliary runs", aux.run),
     "6": ("event log verify", verify.run),
+    "7": ("the layers' cost on a heartbeat", layers.run),
 }
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import apsw
+from aios_ledger.core import TaskRow, record_columns
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.statements import sql
 from aios_ledger.shell.task_ledger import new_task_id
@@ -40,6 +41,8 @@ TASK_FIELDS = {
     "required_capabilities": ["python"],
 }
 CAPABILITIES = ["python"]
+_REVISION = record_columns(TaskRow).index("revision")
+_LEASE_TOKEN_HASH = record_columns(TaskRow).index("lease_token_hash")
 
 
 class LedgerLoop:
@@ -191,6 +194,24 @@ class RawLoop:
         params.update(changes)
         self._guarded("tasks_cas_update", params)
 
+    def heartbeat(self, task_id: str) -> None:
+        """One heartbeat transaction on a task the ledger's API claimed (part 7's raw side)."""
+        self._tx(lambda: self._heartbeat(task_id))
+
+    def _heartbeat(self, task_id: str) -> None:
+        row = self._one("get_task", {"task_id": task_id})
+        if row is None:
+            raise RuntimeError(f"no task {task_id}")
+        # The row's own revision and token hash, so that the ledger's checks still hold after it.
+        self._cas(
+            task_id,
+            "CLAIMED",
+            "CLAIMED",
+            int(row[_REVISION]),
+            lease_token_hash=row[_LEASE_TOKEN_HASH],
+        )
+        self._event(task_id, "TASK_HEARTBEAT")
+
     def lifecycle(self) -> None:
         n = next(self.serial)
         # Random like the ledger's own ids, so that both insert at random places in the same
@@ -238,9 +259,7 @@ class RawLoop:
             self._event(task_id, "TASK_CLAIMED")
 
         def heartbeat() -> None:
-            self._one("get_task", {"task_id": task_id})
-            self._cas(task_id, "CLAIMED", "CLAIMED", 2)
-            self._event(task_id, "TASK_HEARTBEAT")
+            self._heartbeat(task_id)
 
         def submit() -> None:
             key = f"submit-{n}"

@@ -1,0 +1,129 @@
+"""Part 7 of the benchmark compares the ledger's heartbeat with a flat rewrite of it. The
+comparison means something only if the rewrite does the same work: these tests hold it to the
+ledger's answers, rows, seals and refusals."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.log_verification import verify_log
+
+from bench.layers import flat_heartbeat
+
+TOKEN = "t" * 43
+TASK_ID = "task-layers-1"
+CLAIMED_AT = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
+BEAT_AT = datetime(2026, 11, 30, 6, 0, 30, tzinfo=UTC)
+TABLES = ("tasks", "events", "event_seals", "task_idempotency")
+
+
+class Clock:
+    def __init__(self, moment: datetime) -> None:
+        self.moment = moment
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+
+def claimed_ledger(path: Path) -> tuple[TaskLedger, Clock]:
+    clock = Clock(CLAIMED_AT)
+    ledger = TaskLedger(path, clock=clock)
+    ledger.create_task(
+        {
+            "task_id": TASK_ID,
+            "goal": "g",
+            "instructions": "do it",
+            "success_criteria": ["ok"],
+            "required_capabilities": ["python"],
+        },
+        idempotency_key="create-1",
+    )
+    ledger.claim(
+        agent_id="agent-1",
+        capabilities=["python"],
+        lease_seconds=60,
+        task_id=TASK_ID,
+        lease_token=TOKEN,
+    )
+    clock.moment = BEAT_AT
+    return ledger, clock
+
+
+def tables(ledger: TaskLedger) -> dict[str, list[Any]]:
+    conn = ledger.database.conn
+    return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in TABLES}
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Any:
+    """Two files in the same state: one for the ledger's heartbeat, one for the flat one."""
+    ledger, _ = claimed_ledger(tmp_path / "ledger.db")
+    flat, flat_clock = claimed_ledger(tmp_path / "flat.db")
+    yield ledger, flat, flat_clock
+    ledger.close()
+    flat.close()
+
+
+def test_the_flat_heartbeat_answers_and_writes_what_the_ledger_does(pair: Any) -> None:
+    ledger, flat, clock = pair
+    for lease_seconds in (120, 3600):
+        expected = ledger.heartbeat(TASK_ID, lease_token=TOKEN, lease_seconds=lease_seconds)
+        answer = flat_heartbeat(flat.database.conn, TASK_ID, TOKEN, lease_seconds, clock=clock)
+        assert answer == expected
+    assert tables(flat) == tables(ledger)
+    assert verify_log(flat.database).intact
+
+
+@pytest.mark.parametrize(
+    ("task_id", "token", "lease_seconds", "code"),
+    [
+        ("no such task", TOKEN, 60, "FIELDS_INVALID"),
+        (7, TOKEN, 60, "FIELDS_INVALID"),
+        (TASK_ID, "short", 60, "FIELDS_INVALID"),
+        (TASK_ID, TOKEN, 0, "FIELDS_INVALID"),
+        (TASK_ID, TOKEN, True, "FIELDS_INVALID"),
+        (TASK_ID, TOKEN, 10**9, "FIELDS_INVALID"),
+        ("task-missing", TOKEN, 60, "TASK_NOT_FOUND"),
+        (TASK_ID, "u" * 43, 60, "LEASE_INVALID"),
+    ],
+)
+def test_the_flat_heartbeat_refuses_what_the_ledger_refuses(
+    pair: Any, task_id: Any, token: Any, lease_seconds: Any, code: str
+) -> None:
+    ledger, flat, clock = pair
+    before = tables(flat)
+    with pytest.raises(LedgerError) as by_ledger:
+        ledger.heartbeat(task_id, lease_token=token, lease_seconds=lease_seconds)
+    with pytest.raises(LedgerError) as by_flat:
+        flat_heartbeat(flat.database.conn, task_id, token, lease_seconds, clock=clock)
+    assert by_flat.value.code == by_ledger.value.code == code
+    assert tables(flat) == before
+
+
+def test_the_flat_heartbeat_refuses_an_expired_lease_and_a_finished_task(pair: Any) -> None:
+    ledger, flat, clock = pair
+    for store in (ledger, flat):
+        store.database.conn.execute(
+            "UPDATE tasks SET lease_expires_at = '2026-11-30T06:00:10Z' WHERE task_id = ?",
+            (TASK_ID,),
+        )
+    with pytest.raises(LedgerError, match="LEASE_EXPIRED"):
+        ledger.heartbeat(TASK_ID, lease_token=TOKEN, lease_seconds=60)
+    with pytest.raises(LedgerError, match="LEASE_EXPIRED"):
+        flat_heartbeat(flat.database.conn, TASK_ID, TOKEN, 60, clock=clock)
+    for store in (ledger, flat):
+        store.database.conn.execute(
+            "UPDATE tasks SET status = 'SUBMITTED', lease_expires_at = '2026-11-30T07:00:00Z'"
+            " WHERE task_id = ?",
+            (TASK_ID,),
+        )
+    with pytest.raises(LedgerError, match="INVALID_TRANSITION"):
+        ledger.heartbeat(TASK_ID, lease_token=TOKEN, lease_seconds=60)
+    with pytest.raises(LedgerError, match="INVALID_TRANSITION"):
+        flat_heartbeat(flat.database.conn, TASK_ID, TOKEN, 60, clock=clock)
+    assert not flat.database.conn.in_transaction
