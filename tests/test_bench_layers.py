@@ -79,6 +79,19 @@ def test_the_flat_heartbeat_answers_and_writes_what_the_ledger_does(pair: Any) -
     assert verify_log(flat.database).intact
 
 
+def refusal_codes(pair: Any, task_id: Any, token: Any, lease_seconds: Any) -> tuple[str, str]:
+    """The codes the ledger's heartbeat and the flat one refuse with; the flat file unchanged."""
+    ledger, flat, clock = pair
+    before = tables(flat)
+    with pytest.raises(LedgerError) as by_ledger:
+        ledger.heartbeat(task_id, lease_token=token, lease_seconds=lease_seconds)
+    with pytest.raises(LedgerError) as by_flat:
+        flat_heartbeat(flat.database.conn, task_id, token, lease_seconds, clock=clock)
+    assert tables(flat) == before
+    assert not flat.database.conn.in_transaction
+    return by_ledger.value.code, by_flat.value.code
+
+
 @pytest.mark.parametrize(
     ("task_id", "token", "lease_seconds", "code"),
     [
@@ -92,38 +105,23 @@ def test_the_flat_heartbeat_answers_and_writes_what_the_ledger_does(pair: Any) -
         (TASK_ID, "u" * 43, 60, "LEASE_INVALID"),
     ],
 )
-def test_the_flat_heartbeat_refuses_what_the_ledger_refuses(
+def test_the_flat_heartbeat_refuses_a_call_the_ledger_refuses(
     pair: Any, task_id: Any, token: Any, lease_seconds: Any, code: str
 ) -> None:
-    ledger, flat, clock = pair
-    before = tables(flat)
-    with pytest.raises(LedgerError) as by_ledger:
-        ledger.heartbeat(task_id, lease_token=token, lease_seconds=lease_seconds)
-    with pytest.raises(LedgerError) as by_flat:
-        flat_heartbeat(flat.database.conn, task_id, token, lease_seconds, clock=clock)
-    assert by_flat.value.code == by_ledger.value.code == code
-    assert tables(flat) == before
+    assert refusal_codes(pair, task_id, token, lease_seconds) == (code, code)
 
 
-def test_the_flat_heartbeat_refuses_an_expired_lease_and_a_finished_task(pair: Any) -> None:
-    ledger, flat, clock = pair
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ("lease_expires_at = '2026-11-30T06:00:10Z'", "LEASE_EXPIRED"),
+        ("status = 'SUBMITTED'", "INVALID_TRANSITION"),
+    ],
+)
+def test_the_flat_heartbeat_refuses_a_row_the_ledger_refuses(
+    pair: Any, change: str, code: str
+) -> None:
+    ledger, flat, _ = pair
     for store in (ledger, flat):
-        store.database.conn.execute(
-            "UPDATE tasks SET lease_expires_at = '2026-11-30T06:00:10Z' WHERE task_id = ?",
-            (TASK_ID,),
-        )
-    with pytest.raises(LedgerError, match="LEASE_EXPIRED"):
-        ledger.heartbeat(TASK_ID, lease_token=TOKEN, lease_seconds=60)
-    with pytest.raises(LedgerError, match="LEASE_EXPIRED"):
-        flat_heartbeat(flat.database.conn, TASK_ID, TOKEN, 60, clock=clock)
-    for store in (ledger, flat):
-        store.database.conn.execute(
-            "UPDATE tasks SET status = 'SUBMITTED', lease_expires_at = '2026-11-30T07:00:00Z'"
-            " WHERE task_id = ?",
-            (TASK_ID,),
-        )
-    with pytest.raises(LedgerError, match="INVALID_TRANSITION"):
-        ledger.heartbeat(TASK_ID, lease_token=TOKEN, lease_seconds=60)
-    with pytest.raises(LedgerError, match="INVALID_TRANSITION"):
-        flat_heartbeat(flat.database.conn, TASK_ID, TOKEN, 60, clock=clock)
-    assert not flat.database.conn.in_transaction
+        store.database.conn.execute(f"UPDATE tasks SET {change} WHERE task_id = ?", (TASK_ID,))
+    assert refusal_codes(pair, TASK_ID, TOKEN, 60) == (code, code)
