@@ -175,7 +175,7 @@ def _flat_heartbeat_step(
 
 
 class Claimed:
-    """A file of claimed tasks, and a way to heartbeat each of them once."""
+    """A file of tasks claimed through the ledger's API, with their lease tokens."""
 
     def __init__(self, path: Path, synchronous: str, tasks: int) -> None:
         self.ledger = TaskLedger(path, synchronous=synchronous)
