@@ -23,7 +23,7 @@ import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import apsw
 from aios_ledger.core import (
@@ -47,7 +47,7 @@ from aios_ledger.shell.log_verification import verify_log
 from aios_ledger.shell.statements import sql
 
 from .harness import figure, interleaved_values, paired_ratio, summary
-from .transitions import CAPABILITIES, TASK_FIELDS, RawLoop, TimedConnection
+from .transitions import CAPABILITIES, TASK_FIELDS, Attachable, RawLoop, timed_statements
 
 LEASE_SECONDS = 3600
 _GET, _CAS, _EVENT, _TIP, _SEAL = (
@@ -179,6 +179,7 @@ class Claimed:
 
     def __init__(self, path: Path, synchronous: str, tasks: int) -> None:
         self.ledger = TaskLedger(path, synchronous=synchronous)
+        self.database = self.ledger.database
         self.leases: list[tuple[str, str]] = []
         for n in range(tasks):
             self.ledger.create_task(TASK_FIELDS, idempotency_key=f"create-{n}")
@@ -187,6 +188,10 @@ class Claimed:
             )
             assert claim is not None
             self.leases.append((claim["task_id"], claim["lease_token"]))
+
+    def attach(self, conn: apsw.Connection) -> None:
+        """Send every statement through `conn` (the timed pass)."""
+        self.database.conn = conn
 
     def close(self) -> None:
         self.ledger.close()
@@ -198,7 +203,7 @@ def _ledger_round(claimed: Claimed) -> None:
 
 
 def _flat_round(claimed: Claimed) -> None:
-    conn = claimed.ledger.database.conn
+    conn = claimed.database.conn
     for task_id, token in claimed.leases:
         flat_heartbeat(conn, task_id, token, LEASE_SECONDS)
 
@@ -214,28 +219,19 @@ def _per_heartbeat_us(round_: Callable[[], None], count: int) -> float:
     return (time.perf_counter() - start) / count * 1e6
 
 
-def _sql_us(
-    attach: Callable[[apsw.Connection], None],
-    conn: apsw.Connection,
-    round_: Callable[[], None],
-    count: int,
-) -> Callable[[], float]:
+def _sql_us(loop: Attachable, round_: Callable[[], None], count: int) -> Callable[[], float]:
     """µs per heartbeat inside apsw's `execute`: one round on a timed connection."""
 
     def measure() -> float:
-        timed = TimedConnection(conn)
-        attach(cast(apsw.Connection, timed))
-        try:
+        with timed_statements(loop) as timed:
             round_()
-        finally:
-            attach(conn)
         return timed.seconds / count * 1e6
 
     return measure
 
 
 def _verified(claimed: Claimed) -> None:
-    report = verify_log(claimed.ledger.database)
+    report = verify_log(claimed.database)
     if not report.intact:
         raise RuntimeError(f"the flat heartbeat's log does not verify: {report.public()}")
 
@@ -265,13 +261,8 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
             )
             sql_us = interleaved_values(
                 {
-                    "ledger": _sql_us(
-                        _attach(ledger), ledger.ledger.database.conn, rounds["ledger"], tasks
-                    ),
-                    "flat": _sql_us(
-                        _attach(flat), flat.ledger.database.conn, rounds["flat"], tasks
-                    ),
-                    "raw": _sql_us(raw.attach, raw.conn, rounds["raw"], tasks),
+                    side: _sql_us(loop, rounds[side], tasks)
+                    for side, loop in (("ledger", ledger), ("flat", flat), ("raw", raw))
                 },
                 reps,
             )
@@ -311,10 +302,3 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
             for side in rounds
         ]
     return rows
-
-
-def _attach(claimed: Claimed) -> Callable[[apsw.Connection], None]:
-    def attach(conn: apsw.Connection) -> None:
-        claimed.ledger.database.conn = conn
-
-    return attach

@@ -19,9 +19,10 @@ import functools
 import hashlib
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import apsw
 from aios_ledger.core import TaskRow, record_columns
@@ -328,15 +329,31 @@ class TimedConnection:
         return getattr(self._conn, name)
 
 
-def split_per_transition(loop: LedgerLoop | RawLoop, tasks: int) -> dict[str, float]:
-    """µs per transition inside apsw's `execute` ("sql") and around it ("python")."""
+class Attachable(Protocol):
+    """A program whose statements all go through `database.conn`, which `attach` replaces."""
+
+    @property
+    def database(self) -> Database: ...
+
+    def attach(self, conn: apsw.Connection) -> None: ...
+
+
+@contextmanager
+def timed_statements(loop: Attachable) -> Iterator[TimedConnection]:
+    """Send the program's statements through a `TimedConnection` for the `with` block."""
     real = loop.database.conn
     timed = TimedConnection(real)
     loop.attach(cast(apsw.Connection, timed))
     try:
-        per_second = transitions_per_second(loop, tasks)
+        yield timed
     finally:
         loop.attach(real)
+
+
+def split_per_transition(loop: LedgerLoop | RawLoop, tasks: int) -> dict[str, float]:
+    """µs per transition inside apsw's `execute` ("sql") and around it ("python")."""
+    with timed_statements(loop) as timed:
+        per_second = transitions_per_second(loop, tasks)
     sql_us = timed.seconds / (tasks * TRANSITIONS_PER_TASK) * 1e6
     return {"sql": sql_us, "python": 1e6 / per_second - sql_us}
 

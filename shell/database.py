@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import apsw
 from aios_ledger.core import LedgerError, record_columns
-from aios_ledger.core.wal_checkpoints import CheckpointAction, checkpoint_step
+from aios_ledger.core.wal_checkpoints import ROUND_LEVELS, CheckpointAction, checkpoint_step
 
 from .statements import statement_texts
 
@@ -134,9 +134,6 @@ def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> i
     return conn.changes()
 
 
-BACKGROUND_CHECKPOINT_LEVELS = frozenset({"NORMAL"})
-
-
 class _Checkpointer:
     """PASSIVE checkpoints on a connection of its own, in a daemon thread: one round per request.
 
@@ -238,10 +235,7 @@ class Database:
     first need and stopped by `close`, in rounds that `core.wal_checkpoints` decides: the
     helper copies the bulk, the writer the short rest, and the log starts over (it holds up to
     `BACKLOG_FACTOR` times the threshold before the writer copies it all itself). At FULL, the
-    default, SQLite's own auto-checkpoint stays: rounds gained nothing there (measured: 466
-    against 468 µs a transition, the same p99; the log peaked at 1058 frames, the helper's
-    first round was always nearly caught up), and the WAL bound stays exact (RELIABILITY.md,
-    "WAL growth")."""
+    default, SQLite's own auto-checkpoint stays (`core.wal_checkpoints.ROUND_LEVELS` says why)."""
 
     def __init__(
         self,
@@ -290,7 +284,7 @@ class Database:
             execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
             self._checkpointer: _Checkpointer | None = None
             self._handed_over = False
-            if self.path != ":memory:" and synchronous in BACKGROUND_CHECKPOINT_LEVELS:
+            if self.path != ":memory:" and synchronous in ROUND_LEVELS:
                 self._checkpoint_args = (self.path, vfs, synchronous)
                 self.conn.set_wal_hook(self._on_wal)
         except apsw.Error as exc:
