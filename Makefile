@@ -14,15 +14,15 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m aios_ledger.shell.demo
+	$(PY) examples/demo.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core shell tests $(wildcard bench)
-	$(VENV)/bin/ruff format --check core shell tests $(wildcard bench)
+	$(VENV)/bin/ruff check core shell tests examples $(wildcard bench)
+	$(VENV)/bin/ruff format --check core shell tests examples $(wildcard bench)
 	mkdir -p .typecheck/aios_ledger
 	for part in core shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
 	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.shell -p aios_ledger.sql
-	MYPYPATH=.typecheck $(VENV)/bin/mypy tests $(wildcard bench/*.py)
+	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py)
 
 test: lint
 	$(VENV)/bin/pytest -q

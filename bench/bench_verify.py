@@ -21,9 +21,9 @@ from pathlib import Path
 import apsw
 from aios_ledger.core import EventAppend
 from aios_ledger.shell import Database, verify_log
-from aios_ledger.shell.database import fetch_value
-from aios_ledger.shell.event_log import append_event
-from aios_ledger.shell.statements import sql
+from aios_ledger.shell.db.connection import fetch_value
+from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.log.append import append_event
 
 BATCH = 50_000
 EVENTS_PER_TASK = 10

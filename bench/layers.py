@@ -37,14 +37,14 @@ from aios_ledger.core import (
     next_task_status,
     parse_timestamp,
 )
-from aios_ledger.core.event_seals import seal_of_stored
 from aios_ledger.core.fields import IDENTIFIER
 from aios_ledger.core.jsonvalue import encode_checked
-from aios_ledger.core.task_requests import LEASE_TOKEN, MAX_LEASE_SECONDS
+from aios_ledger.core.log.seals import seal_of_stored
+from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.clock import Clock, now_text, system_clock
-from aios_ledger.shell.log_verification import verify_log
-from aios_ledger.shell.statements import sql
+from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.log.verification import verify_log
 
 from .harness import figure, interleaved_values, paired_ratio, summary
 from .transitions import CAPABILITIES, TASK_FIELDS, Attachable, RawLoop, timed_statements

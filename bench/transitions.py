@@ -27,8 +27,8 @@ from typing import Any, Protocol, cast
 import apsw
 from aios_ledger.core import TaskRow, record_columns
 from aios_ledger.shell import Database, TaskLedger
-from aios_ledger.shell.statements import sql
-from aios_ledger.shell.task_ledger import new_task_id
+from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.tasks.ledger import new_task_id
 
 from .harness import figure, interleaved_values, paired_ratio, rate, recorded, summary
 

@@ -4,18 +4,13 @@ Nothing here performs I/O, reads a clock, draws randomness or looks at the envir
 shell (`aios_ledger.shell`) supplies all of those as inputs.
 """
 
-from .agent_work import (
-    FAILURE_KINDS,
-    REVIEW_DECISIONS,
-    REVIEW_OUTPUT_SCHEMA,
-    evidence_run,
-    evidence_session,
-    failure_result,
-    heartbeat_interval,
-    next_poll_delay,
-    review_instruction,
+from aios_ledger.core.auxiliary.decisions import (
+    AuxiliaryRunRow,
+    decide_recover_interrupted,
+    decide_spawn,
+    decide_transition,
 )
-from .auxiliary import (
+from aios_ledger.core.auxiliary.records import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
     DEFAULT_MAX_OUTPUT_BYTES,
     MAX_FRAME_DEPTH,
@@ -31,13 +26,7 @@ from .auxiliary import (
     failure_of,
     state_after,
 )
-from .auxiliary_decisions import (
-    AuxiliaryRunRow,
-    decide_recover_interrupted,
-    decide_spawn,
-    decide_transition,
-)
-from .auxiliary_state import (
+from aios_ledger.core.auxiliary.states import (
     AUXILIARY_RUN_SPAWNED,
     AUXILIARY_TERMINAL_STATES,
     TRANSITIONS,
@@ -46,41 +35,27 @@ from .auxiliary_state import (
     transition_event,
     transition_table,
 )
-from .bindings import BINDING_REGISTERED, decide_register_binding, envelope_from_binding
-from .digests import canonical_json, digest_bytes, digest_json, is_digest, sha256_hex
-from .errors import InitialExecutionProjectionError, LedgerError
-from .event_seals import (
-    GENESIS_SEAL,
-    LEDGER_CHAIN,
-    ChainTip,
-    SealedEvent,
-    chain_of,
-    seal_of,
-    seal_to_store,
+from aios_ledger.core.contracts.checks import (
+    check_schema_well_formed,
+    contract_violations,
+    require_contract,
 )
-from .evidence import (
-    EVIDENCE_SNAPSHOT_SCHEMA_V1,
-    RUN_CREATED,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
-    ExecutionTarget,
-    RunEventRecord,
-    RunRecord,
-    build_evidence_snapshot,
-    decide_append_run_event,
-    decide_create_run,
+from aios_ledger.core.digests import (
+    canonical_json,
+    digest_bytes,
+    digest_json,
+    is_digest,
+    sha256_hex,
 )
-from .execution import (
-    ACTIONS,
-    ENVELOPE_SCHEMA,
-    GOVERNANCE_FLAGS,
-    GovernedExecutionBinding,
-    governance_flags_set,
-    project_execution_envelope,
-    verify_execution_envelope,
+from aios_ledger.core.errors import InitialExecutionProjectionError, LedgerError
+from aios_ledger.core.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    check_json,
+    loads_document,
+    loads_object,
 )
-from .jsonvalue import JsonObject, JsonValue, check_json, loads_document, loads_object
-from .log_export import (
+from aios_ledger.core.log.export import (
     EXPORT_SCHEMA,
     ChainTips,
     ExportHeader,
@@ -92,7 +67,16 @@ from .log_export import (
     parse_export_header,
     parse_export_trailer,
 )
-from .log_verification import (
+from aios_ledger.core.log.seals import (
+    GENESIS_SEAL,
+    LEDGER_CHAIN,
+    ChainTip,
+    SealedEvent,
+    chain_of,
+    seal_of,
+    seal_to_store,
+)
+from aios_ledger.core.log.verification import (
     CHAIN_GAP,
     CONTENT_CHANGED,
     EVENT_REMOVED,
@@ -115,7 +99,7 @@ from .log_verification import (
     roll_head,
     seal_matches,
 )
-from .migrations import (
+from aios_ledger.core.migrations import (
     LEGACY_EVENT_COLUMNS,
     LEGACY_TASK_COLUMNS,
     CatalogueView,
@@ -124,7 +108,7 @@ from .migrations import (
     parse_migration,
     plan_migrations,
 )
-from .plan import (
+from aios_ledger.core.plan import (
     Decision,
     EventAppend,
     Replay,
@@ -134,7 +118,12 @@ from .plan import (
     replay_or_conflict,
     request_digest,
 )
-from .projection import (
+from aios_ledger.core.projection.bindings import (
+    BINDING_REGISTERED,
+    decide_register_binding,
+    envelope_from_binding,
+)
+from aios_ledger.core.projection.decisions import (
     PROJECTION_EVENT,
     InitialExecutionProjectionRequest,
     ProjectionState,
@@ -144,7 +133,16 @@ from .projection import (
     prepare_projection,
     runtime_input_of,
 )
-from .records import (
+from aios_ledger.core.projection.envelopes import (
+    ACTIONS,
+    ENVELOPE_SCHEMA,
+    GOVERNANCE_FLAGS,
+    GovernedExecutionBinding,
+    governance_flags_set,
+    project_execution_envelope,
+    verify_execution_envelope,
+)
+from aios_ledger.core.records import (
     TASK_STATUSES,
     TERMINAL_STATUSES,
     EventRow,
@@ -152,27 +150,19 @@ from .records import (
     TaskRow,
     record_columns,
 )
-from .result_contracts import check_schema_well_formed, contract_violations, require_contract
-from .status_report import EXPIRING_WINDOW_SECONDS, render_status, status_report
-from .task_requests import (
-    CancelRequest,
-    ClaimRequest,
-    HeartbeatRequest,
-    SubmitRequest,
-    TaskCreateRequest,
-    VerifyRequest,
-    check_identifier,
-    integer_in_range,
-    lease_token_sha256,
+from aios_ledger.core.runs.evidence import (
+    EVIDENCE_SNAPSHOT_SCHEMA_V1,
+    RUN_CREATED,
+    EvidenceReadRequest,
+    EvidenceSnapshot,
+    ExecutionTarget,
+    RunEventRecord,
+    RunRecord,
+    build_evidence_snapshot,
+    decide_append_run_event,
+    decide_create_run,
 )
-from .task_results import (
-    RESULT_CONTRACTS,
-    RESULT_GOVERNANCE_FLAGS,
-    check_task_result,
-    task_envelope,
-)
-from .task_transitions import ABSENT, TASK_TRANSITIONS, VERIFY_DECISIONS, next_task_status
-from .tasks import (
+from aios_ledger.core.tasks.decisions import (
     RESULT_SUBMITTED,
     TASK_CANCELLED,
     TASK_CLAIMED,
@@ -191,7 +181,47 @@ from .tasks import (
     decide_verify,
     task_summary,
 )
-from .timestamps import add_seconds, format_timestamp, normalise_timestamp, parse_timestamp
+from aios_ledger.core.tasks.requests import (
+    CancelRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    SubmitRequest,
+    TaskCreateRequest,
+    VerifyRequest,
+    check_identifier,
+    integer_in_range,
+    lease_token_sha256,
+)
+from aios_ledger.core.tasks.results import (
+    RESULT_CONTRACTS,
+    RESULT_GOVERNANCE_FLAGS,
+    check_task_result,
+    task_envelope,
+)
+from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, render_status, status_report
+from aios_ledger.core.tasks.transitions import (
+    ABSENT,
+    TASK_TRANSITIONS,
+    VERIFY_DECISIONS,
+    next_task_status,
+)
+from aios_ledger.core.timestamps import (
+    add_seconds,
+    format_timestamp,
+    normalise_timestamp,
+    parse_timestamp,
+)
+from aios_ledger.core.work import (
+    FAILURE_KINDS,
+    REVIEW_DECISIONS,
+    REVIEW_OUTPUT_SCHEMA,
+    evidence_run,
+    evidence_session,
+    failure_result,
+    heartbeat_interval,
+    next_poll_delay,
+    review_instruction,
+)
 
 __all__ = [
     "ABSENT",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from .errors import LedgerError
-from .jsonvalue import JsonValue, dumps_canonical
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonValue, dumps_canonical
 
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 PREFIXED_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from .digests import SHA256_HEX, is_digest
-from .errors import LedgerError
+from aios_ledger.core.digests import SHA256_HEX, is_digest
+from aios_ledger.core.errors import LedgerError
 
 Check = Callable[[object], Any]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
 from typing import TypeAlias, cast
 
-from .errors import LedgerError
+from aios_ledger.core.errors import LedgerError
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 JsonObject: TypeAlias = dict[str, JsonValue]

@@ -11,8 +11,7 @@ import re
 from collections.abc import Sequence
 
 import attrs
-
-from .errors import LedgerError
+from aios_ledger.core.errors import LedgerError
 
 LEGACY_TASK_COLUMNS = (
     "task_id",

@@ -11,11 +11,10 @@ from collections.abc import Mapping
 from typing import TypeAlias
 
 import attrs
-
-from .digests import canonical_json, sha256_of_canonical
-from .errors import LedgerError
-from .jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
-from .records import IdempotencyRow
+from aios_ledger.core.digests import canonical_json, sha256_of_canonical
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
+from aios_ledger.core.records import IdempotencyRow
 
 SqlParam: TypeAlias = str | int | float | bytes | None
 

@@ -7,9 +7,8 @@ from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 import attrs
-
-from .errors import LedgerError
-from .jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 
 TASK_STATUSES = ("QUEUED", "CLAIMED", "SUBMITTED", "SUCCEEDED", "FAILED", "CANCELLED")
 TERMINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from .errors import LedgerError
+from aios_ledger.core.errors import LedgerError
 
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _MAX_TEXT = 40

@@ -12,8 +12,7 @@ from aios_ledger.core import (
     SourceCaptureProjectionRecoveryRequest,
     project_execution_envelope,
 )
-
-from .auxiliary import (
+from aios_ledger.shell.auxiliary.service import (
     AuxiliaryExecutor,
     AuxiliaryRunContext,
     AuxiliaryRunHandle,
@@ -22,17 +21,17 @@ from .auxiliary import (
     list_auxiliary_runs,
     read_auxiliary_run,
 )
-from .bindings import RegisteredBindingResolver, register_binding
-from .clock import AUTHORIZATION_ENV, system_clock
-from .database import Database
-from .log_export import export_log, verify_export
-from .log_verification import ledger_head, verify_log
-from .migrations import MigrationReport, migrate_database, migration_status
-from .projection_store import InitialExecutionProjectionStore
-from .reviewer import review_submitted
-from .runs import RunEvidenceReader, RunStore
-from .task_ledger import TaskLedger
-from .worker import Worker, WorkerConfig
+from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.migrations import MigrationReport, migrate_database, migration_status
+from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.verification import ledger_head, verify_log
+from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.work.reviewer import review_submitted
+from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
 __all__ = [
     "AUTHORIZATION_ENV",

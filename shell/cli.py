@@ -7,69 +7,45 @@ the parser, the shared options and the error boundary.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
 
 from aios_ledger.core import LedgerError
+from aios_ledger.shell.cli_support import (
+    DEFAULT_DB,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    Handler,
+    Parser,
+    UsageError,
+    emit,
+)
+from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
+from aios_ledger.shell.log import cli as log_cli
+from aios_ledger.shell.projection import cli as projection_cli
+from aios_ledger.shell.runs import cli as runs_cli
+from aios_ledger.shell.tasks import cli as tasks_cli
+from aios_ledger.shell.work import cli as work_cli
 
-from .database import DEFAULT_PATH_ENV
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
-DEFAULT_DB = "aios-ledger.db"
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-MAX_INPUT_BYTES = 8 * 1024 * 1024 + 1  # more than any document may hold: read no further
-
-Handler = Callable[[argparse.Namespace], Any]
-
-
-class UsageError(LedgerError):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage mistake as a coded error instead of exiting by itself."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError("USAGE_INVALID", message)
-
-
-def emit(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
-
-
-def database_path(args: argparse.Namespace) -> str:
-    return str(args.db or os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_DB)
-
-
-def read_json_argument(source: str) -> Any:
-    """Read a JSON document from a file path, or from stdin when the path is `-`."""
-    from aios_ledger.core import loads_document
-
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES)
-        else:
-            with open(source, "rb") as handle:
-                data = handle.read(MAX_INPUT_BYTES)
-    except OSError as exc:
-        raise LedgerError("INPUT_UNREADABLE", f"{source[:200]!r}: {exc.strerror or exc}") from None
-    except ValueError:  # a NUL in the path
-        raise LedgerError("INPUT_UNREADABLE", f"{source[:200]!r} is not a usable path") from None
-    return loads_document(data, what=repr(source[:200]))
+# One group of commands per capability, each registered by its own module.
+COMMAND_GROUPS: tuple[Register, ...] = (
+    projection_cli.register,
+    tasks_cli.register,
+    runs_cli.register,
+    work_cli.register,
+    log_cli.register,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli_commands import COMMAND_GROUPS
-
-    parser = _Parser(prog="aios-ledger", description="A governed task ledger for AI agents.")
+    parser = Parser(prog="aios-ledger", description="A governed task ledger for AI agents.")
     parser.add_argument(
         "--db", help=f"database file (default: ${DEFAULT_PATH_ENV} or ./{DEFAULT_DB})"
     )
     commands: argparse._SubParsersAction[argparse.ArgumentParser]
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for register in COMMAND_GROUPS:
         register(commands)
     return parser

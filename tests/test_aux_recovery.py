@@ -27,7 +27,7 @@ from aios_ledger.shell import (
     RunEvidenceReader,
     RunStore,
 )
-from aios_ledger.shell.auxiliary import owner_is_dead
+from aios_ledger.shell.auxiliary.service import owner_is_dead
 
 PRELUDE = """
 import asyncio, json, sys

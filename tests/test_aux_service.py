@@ -26,7 +26,7 @@ from aios_ledger.shell import (
     RunEvidenceReader,
     RunStore,
 )
-from aios_ledger.shell.auxiliary import auxiliary_run_events, list_auxiliary_runs
+from aios_ledger.shell.auxiliary.service import auxiliary_run_events, list_auxiliary_runs
 
 T = TypeVar("T")
 
@@ -399,7 +399,7 @@ def test_aclose_cancels_runs_in_flight() -> None:
 
 
 def test_finished_runs_are_retired_but_still_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aios_ledger.shell import auxiliary
+    from aios_ledger.shell.auxiliary import service as auxiliary
 
     monkeypatch.setattr(auxiliary, "FINISHED_CACHE", 2)
     ev = evidence()

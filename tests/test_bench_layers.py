@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.shell import TaskLedger
-from aios_ledger.shell.log_verification import verify_log
+from aios_ledger.shell.log.verification import verify_log
 from legacy_fixtures import dump
 from test_tasks_support import Clock, refusal
 

@@ -12,8 +12,8 @@ import apsw
 import pytest
 from aios_ledger.core.wal_checkpoints import THRESHOLD_PAGES
 from aios_ledger.shell import Database, TaskLedger
-from aios_ledger.shell import database as database_module
-from aios_ledger.shell.database import fetch_value
+from aios_ledger.shell.db import connection as database_module
+from aios_ledger.shell.db.connection import fetch_value
 
 BATCHES = 6
 PER_BATCH = 1500

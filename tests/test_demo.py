@@ -13,8 +13,7 @@ def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
     answer = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "aios_ledger.shell.demo",
+            str(ROOT / "examples" / "demo.py"),
             "--dir",
             str(tmp_path / "demo"),
             "--examples",

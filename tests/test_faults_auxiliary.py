@@ -31,7 +31,7 @@ from aios_ledger.shell import (
     RunEvidenceReader,
     RunStore,
 )
-from aios_ledger.shell.auxiliary import auxiliary_run_events, read_auxiliary_run
+from aios_ledger.shell.auxiliary.service import auxiliary_run_events, read_auxiliary_run
 from faults import OPERATIONS, FaultPlan, FaultVFS
 from faults_support import (
     MODES,

@@ -40,8 +40,8 @@ from aios_ledger.shell import (
     verify_export,
     verify_log,
 )
-from aios_ledger.shell.auxiliary import list_auxiliary_runs, read_auxiliary_run
-from aios_ledger.shell.cli_log import parse_head_argument
+from aios_ledger.shell.auxiliary.service import list_auxiliary_runs, read_auxiliary_run
+from aios_ledger.shell.log.cli import parse_head_argument
 from faults_support import SOAK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.shell.cli import main
-from aios_ledger.shell.cli_log import EXIT_NOT_INTACT
+from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
 from test_log_support import ROUND_ROBIN, build_log, tamper
 
 

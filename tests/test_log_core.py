@@ -23,7 +23,7 @@ from aios_ledger.core import (
     chain_of,
     seal_of,
 )
-from aios_ledger.core.event_seals import seal_of_stored
+from aios_ledger.core.log.seals import seal_of_stored
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion

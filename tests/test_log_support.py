@@ -15,7 +15,7 @@ from typing import Any
 import apsw
 from aios_ledger.core import EventAppend
 from aios_ledger.shell import Database
-from aios_ledger.shell.event_log import append_event
+from aios_ledger.shell.log.append import append_event
 
 TRIGGERS = (
     "events_refuse_update",

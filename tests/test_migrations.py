@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, migration_status
-from aios_ledger.shell.migrations import known_migrations
-from aios_ledger.shell.schema_dump import schema_sql
+from aios_ledger.shell.db.migrations import known_migrations
+from aios_ledger.shell.db.schema_dump import schema_sql
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump, rows
 
 ROOT = Path(__file__).resolve().parents[1]

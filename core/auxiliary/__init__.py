@@ -1,0 +1,1 @@
+"""Auxiliary runs: specs under a capability ceiling, their states and decisions."""

@@ -1,0 +1,304 @@
+"""The pure decisions an auxiliary run service applies: spawn, each transition, recovery.
+
+Every decision reads an `AuxiliaryRunRow` (what the shell read inside `BEGIN IMMEDIATE`) and
+returns a `WritePlan` whose UPDATE is guarded on the row's state and revision, or a `Replay`
+(spawning an identical spec again), or raises an `AuxiliaryRunError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+import attrs
+from aios_ledger.core.auxiliary.records import (
+    AUXILIARY_SNAPSHOT_SCHEMA_V1,
+    AuxiliaryRunMode,
+    AuxiliaryRunOutput,
+    AuxiliaryRunSnapshot,
+    AuxiliaryRunSpec,
+    CheckedSpawn,
+    ExecutionFrame,
+)
+from aios_ledger.core.auxiliary.states import (
+    AUXILIARY_RUN_SPAWNED,
+    INITIAL_STATE,
+    AuxiliaryRunError,
+    AuxiliaryRunState,
+    parse_state,
+    transition_event,
+)
+from aios_ledger.core.digests import canonical_json
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.plan import EventAppend, Replay, SqlWrite, WritePlan
+from aios_ledger.core.records import record_from_row
+from aios_ledger.core.timestamps import format_timestamp
+
+
+@attrs.frozen
+class AuxiliaryRunRow:
+    """One row of `auxiliary_runs`."""
+
+    aux_id: str
+    session_id: str
+    run_id: str
+    parent_json: str
+    kind: str
+    mode: str
+    state: str
+    spec_json: str
+    spec_digest: str
+    evidence_digest: str
+    owner: str
+    revision: int
+    created_at_ms: int
+    updated_at_ms: int
+    output_json: str | None
+    output_digest: str | None
+    error_code: str | None
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> AuxiliaryRunRow:
+        return record_from_row(cls, row)
+
+    @property
+    def run_state(self) -> AuxiliaryRunState:
+        return parse_state(self.state)
+
+    def snapshot(self) -> AuxiliaryRunSnapshot:
+        try:
+            parent = _parent_frame(self.parent_json)
+            mode = AuxiliaryRunMode(self.mode)
+        except (LedgerError, ValueError) as refused:
+            raise AuxiliaryRunError(
+                "RUN_ROW_CORRUPT", f"auxiliary run {self.aux_id}: {refused}"
+            ) from None
+        return AuxiliaryRunSnapshot(
+            schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
+            id=self.aux_id,
+            parent=parent,
+            mode=mode,
+            state=self.run_state,
+            spec_digest=self.spec_digest,
+            created_at_ms=self.created_at_ms,
+            updated_at_ms=self.updated_at_ms,
+            output_digest=self.output_digest,
+            error=self.error,
+        )
+
+    def spec(self) -> AuxiliaryRunSpec:
+        return AuxiliaryRunSpec.from_mapping(loads_document(self.spec_json, what="spec"))
+
+    def output_value(self) -> JsonValue:
+        if self.output_json is None:
+            return None
+        return loads_document(self.output_json, what="output")
+
+    def failure(self) -> AuxiliaryRunError | None:
+        if self.error_code is None:
+            return None
+        detail = (self.error or "").removeprefix(f"{self.error_code}: ")
+        return AuxiliaryRunError(self.error_code, detail)
+
+    def outcome(self) -> AuxiliaryRunOutput | AuxiliaryRunError | None:
+        """The terminal result: the output, the error, or None while the run is not over."""
+        if not self.run_state.is_terminal:
+            return None
+        failure = self.failure()
+        if failure is not None:
+            return failure
+        if self.output_digest is None:
+            return AuxiliaryRunError("RUN_ROW_CORRUPT", f"{self.aux_id} completed without output")
+        output = self.output_json or "null"
+        return AuxiliaryRunOutput(
+            value=self.output_value(), digest=self.output_digest, size_bytes=len(output)
+        )
+
+    def public(self) -> JsonObject:
+        """The snapshot, with what the command line also shows: spec, output, error code."""
+        return {
+            **self.snapshot().public(),
+            "kind": self.kind,
+            "target": {"session_id": self.session_id, "run_id": self.run_id},
+            "evidence_digest": self.evidence_digest,
+            "revision": self.revision,
+            "spec": loads_document(self.spec_json, what="spec"),
+            "output": self.output_value(),
+            "error_code": self.error_code,
+        }
+
+
+@lru_cache(maxsize=1024)
+def _parent_frame(parent_json: str) -> ExecutionFrame:
+    """A row's parent frame from its text. A service's runs mostly share a few frames, and every
+    transition reads its run's back; a frame is frozen and holds only text and ints, so one
+    parse serves them all. A refusal is not remembered (`lru_cache` keeps no exceptions): a
+    corrupt row is refused every time it is read."""
+    return ExecutionFrame.from_mapping(loads_document(parent_json, what="parent"))
+
+
+def timestamp_of_ms(milliseconds: int) -> str:
+    return format_timestamp(datetime.fromtimestamp(milliseconds / 1000, UTC))
+
+
+def decide_spawn(
+    existing: AuxiliaryRunRow | None,
+    checked: CheckedSpawn,
+    *,
+    owner: str,
+    now_ms: int,
+) -> Replay | WritePlan:
+    """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
+    `checked` is what `check_spawn` answered for the spec and its evidence."""
+    if not isinstance(checked, CheckedSpawn):
+        raise AuxiliaryRunError.invalid_field("spawn", "must be what check_spawn answered")
+    spec, spec_digest = checked.spec, checked.spec_digest
+    if existing is not None:
+        if existing.spec_digest != spec_digest:
+            raise AuxiliaryRunError(
+                "SPEC_CONFLICT", f"auxiliary run {spec.id!r} exists with another spec"
+            )
+        return Replay(
+            {
+                "id": existing.aux_id,
+                "state": existing.state,
+                "spec_digest": spec_digest,
+                "idempotent": True,
+            }
+        )
+    snapshot = AuxiliaryRunSnapshot(
+        schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
+        id=spec.id,
+        parent=spec.frame,
+        mode=spec.mode,
+        state=INITIAL_STATE,
+        spec_digest=spec_digest,
+        created_at_ms=now_ms,
+        updated_at_ms=now_ms,
+    )
+    snapshot.validate()
+    target = spec.frame.target
+    return WritePlan(
+        writes=(
+            SqlWrite(
+                "insert_auxiliary_run",
+                {
+                    "aux_id": spec.id,
+                    "session_id": target.session_id,
+                    "run_id": target.run_id,
+                    "parent_json": checked.parent_text,
+                    "kind": spec.kind,
+                    "mode": str(spec.mode),
+                    "state": str(INITIAL_STATE),
+                    "spec_json": checked.spec_text,
+                    "spec_digest": spec_digest,
+                    "evidence_digest": spec.evidence_digest,
+                    "owner": owner,
+                    "created_at_ms": now_ms,
+                },
+            ),
+        ),
+        events=(
+            EventAppend(
+                task_id=None,
+                agent_id=None,
+                event_type=AUXILIARY_RUN_SPAWNED,
+                payload={
+                    "aux_id": spec.id,
+                    "kind": spec.kind,
+                    "target": target.public(),
+                    "spec_digest": spec_digest,
+                    "evidence_digest": spec.evidence_digest,
+                    "state": str(INITIAL_STATE),
+                },
+                created_at=timestamp_of_ms(now_ms),
+            ),
+        ),
+        response={"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest},
+    )
+
+
+def decide_transition(
+    row: AuxiliaryRunRow | None,
+    target: AuxiliaryRunState,
+    *,
+    now_ms: int,
+    output: AuxiliaryRunOutput | None = None,
+    error: AuxiliaryRunError | None = None,
+    aux_id: str = "",
+) -> WritePlan:
+    """Move a run along the table; the UPDATE is a CAS on its current state and revision."""
+    if row is None:
+        raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {aux_id!r}")
+    source = row.run_state
+    event_type = transition_event(source, target)
+    updated_at_ms = max(now_ms, row.updated_at_ms)
+    after = attrs.evolve(
+        row.snapshot(),
+        state=target,
+        updated_at_ms=updated_at_ms,
+        output_digest=None if output is None else output.digest,
+        error=None if error is None else str(error),
+    )
+    after.validate()
+    payload: JsonObject = {"aux_id": row.aux_id, "from": str(source), "to": str(target)}
+    if output is not None:
+        payload["output_digest"] = output.digest
+    if error is not None:
+        payload["error_code"] = error.code
+    return WritePlan(
+        writes=(
+            SqlWrite(
+                "transition_auxiliary_run",
+                {
+                    "aux_id": row.aux_id,
+                    "expected_state": str(source),
+                    "expected_revision": row.revision,
+                    "state": str(target),
+                    "updated_at_ms": updated_at_ms,
+                    "output_json": None if output is None else canonical_json(output.value),
+                    "output_digest": None if output is None else output.digest,
+                    "error_code": None if error is None else error.code,
+                    "error": None if error is None else str(error),
+                },
+                guarded=True,
+            ),
+        ),
+        events=(
+            EventAppend(
+                task_id=None,
+                agent_id=None,
+                event_type=event_type,
+                payload=payload,
+                created_at=timestamp_of_ms(updated_at_ms),
+            ),
+        ),
+        response=after.public(),
+    )
+
+
+def decide_recover_interrupted(
+    rows: Iterable[AuxiliaryRunRow],
+    *,
+    dead_owners: frozenset[str],
+    now_ms: int,
+) -> WritePlan:
+    """Fail, as INTERRUPTED, every unfinished run whose owning process is gone."""
+    writes: list[SqlWrite] = []
+    events: list[EventAppend] = []
+    recovered: list[JsonValue] = []
+    for row in rows:
+        if row.run_state.is_terminal or row.owner not in dead_owners:
+            continue
+        error = AuxiliaryRunError(
+            "INTERRUPTED", f"the process that ran it ({row.owner}) stopped while it was {row.state}"
+        )
+        plan = decide_transition(row, AuxiliaryRunState.FAILED, now_ms=now_ms, error=error)
+        writes.extend(plan.writes)
+        events.extend(plan.events)
+        recovered.append(row.aux_id)
+    return WritePlan(writes=tuple(writes), events=tuple(events), response={"recovered": recovered})

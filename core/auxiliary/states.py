@@ -1,0 +1,94 @@
+"""The states of an auxiliary run, its one transition table, and its error class.
+
+All state logic is data: `TRANSITIONS` maps every allowed (from, to) pair to the event the move
+appends. A state with no way out is terminal. Nothing else in the ledger decides what may follow
+what; the SQL guards (`WHERE state = :expected_state`) only enforce what this table allowed.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from aios_ledger.core.errors import LedgerError
+
+AUXILIARY_RUN_SPAWNED = "AUXILIARY_RUN_SPAWNED"
+
+
+class AuxiliaryRunError(LedgerError):
+    """A refusal or a terminal failure of an auxiliary run.
+
+    Codes: `CANCELLED`, `CAPABILITY_ESCALATION`, `OUTPUT_SCHEMA_MISMATCH`, `OUTPUT_LIMIT`,
+    `OUTPUT_INVALID`, `TARGET_MISMATCH`, `EVIDENCE_DIGEST_MISMATCH`, `EXECUTOR`, `INVALID_FIELD`
+    (with `.field`), `SPEC_CONFLICT`, `TIMEOUT`, `INTERRUPTED`, `RUN_NOT_FOUND`,
+    `INVALID_TRANSITION`, `FRAME_TOO_DEEP`.
+    """
+
+    def __init__(self, code: str, detail: str = "", *, field: str | None = None) -> None:
+        super().__init__(code, detail)
+        self.field = field
+
+    @classmethod
+    def invalid_field(cls, field: str, detail: str) -> AuxiliaryRunError:
+        return cls("INVALID_FIELD", f"{field}: {detail}", field=field)
+
+    def __repr__(self) -> str:
+        extra = f", field={self.field!r}" if self.field is not None else ""
+        return f"{type(self).__name__}({self.code!r}, {self.detail!r}{extra})"
+
+
+class AuxiliaryRunState(enum.StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return not any(source is self for source, _ in TRANSITIONS)
+
+
+_S = AuxiliaryRunState
+
+TRANSITIONS: Mapping[tuple[AuxiliaryRunState, AuxiliaryRunState], str] = MappingProxyType(
+    {
+        (_S.PENDING, _S.RUNNING): "AUXILIARY_RUN_STARTED",
+        (_S.PENDING, _S.FAILED): "AUXILIARY_RUN_FAILED",
+        (_S.PENDING, _S.CANCELLED): "AUXILIARY_RUN_CANCELLED",
+        (_S.RUNNING, _S.COMPLETED): "AUXILIARY_RUN_COMPLETED",
+        (_S.RUNNING, _S.FAILED): "AUXILIARY_RUN_FAILED",
+        (_S.RUNNING, _S.CANCELLED): "AUXILIARY_RUN_CANCELLED",
+    }
+)
+
+INITIAL_STATE = AuxiliaryRunState.PENDING
+AUXILIARY_TERMINAL_STATES = frozenset(state for state in AuxiliaryRunState if state.is_terminal)
+
+
+def transition_event(source: AuxiliaryRunState, target: AuxiliaryRunState) -> str:
+    """The event a move appends, or `INVALID_TRANSITION` when the table does not allow it."""
+    event = TRANSITIONS.get((source, target))
+    if event is None:
+        raise AuxiliaryRunError(
+            "INVALID_TRANSITION", f"an auxiliary run cannot move from {source} to {target}"
+        )
+    return event
+
+
+def parse_state(value: object) -> AuxiliaryRunState:
+    if isinstance(value, str):
+        try:
+            return AuxiliaryRunState(value)
+        except ValueError:
+            pass
+    raise AuxiliaryRunError.invalid_field("state", f"{value!r} is not an auxiliary run state")
+
+
+def transition_table() -> dict[str, list[str]]:
+    """The table as plain data (for people, golden files and the command line)."""
+    table: dict[str, list[str]] = {state.value: [] for state in AuxiliaryRunState}
+    for source, target in TRANSITIONS:
+        table[source.value].append(target.value)
+    return table

@@ -1,0 +1,43 @@
+"""Checking a JSON document against a result contract (a JSON Schema), purely.
+
+The schemas are files in `aios_ledger.core.contracts`; the shell reads them and hands them in,
+so that the core never touches the filesystem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jsonschema
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonValue
+from jsonschema.exceptions import SchemaError
+
+
+def check_schema_well_formed(schema: object, *, code: str) -> None:
+    if not isinstance(schema, Mapping):
+        raise LedgerError(code, "a JSON Schema must be an object")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise LedgerError(code, f"not a valid JSON Schema: {exc.message}") from None
+
+
+def contract_violations(schema: Mapping[str, object], document: JsonValue) -> list[str]:
+    """Every violation as `$.json.path: message`, sorted, so that errors are deterministic."""
+    validator = jsonschema.Draft202012Validator(schema)
+    found = [f"{error.json_path}: {error.message}" for error in validator.iter_errors(document)]
+    return sorted(found)
+
+
+def require_contract(
+    schema: Mapping[str, object],
+    document: JsonValue,
+    *,
+    code: str,
+    error: type[LedgerError] = LedgerError,
+) -> None:
+    violations = contract_violations(schema, document)
+    if violations:
+        more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+        raise error(code, violations[0] + more)

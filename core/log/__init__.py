@@ -1,0 +1,1 @@
+"""The tamper-evident log: seals, verification and exports."""

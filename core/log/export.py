@@ -1,0 +1,125 @@
+"""The export format of the sealed log: JSON lines, checked offline by the same verifier.
+
+Line 1 is a header `{"schema": EXPORT_SCHEMA, "scope": "all"}` (or `"task"` with `task_id`);
+then one line per event in id order with its content exactly as stored and its seal, chain,
+chain_seq and prev_seal; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
+"last_event_id": id, "digest": rolling head digest}` over the lines before it, so that a cut or
+edited export is noticed. For `--all` the trailer equals the ledger's head at export time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.log.verification import ChainLink, EventRecord, LedgerHead, SealRecord
+
+EXPORT_SCHEMA = "aios.event_export.v1"
+EVENT_FIELDS = ("event_id", "task_id", "agent_id", "event_type", "payload_json", "created_at")
+SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption")
+
+
+def export_header(task_id: str | None) -> dict[str, Any]:
+    if task_id is None:
+        return {"schema": EXPORT_SCHEMA, "scope": "all"}
+    return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
+
+
+def export_line(event: EventRecord, seal: SealRecord | None) -> dict[str, Any]:
+    line: dict[str, Any] = event.public()
+    if seal is None:
+        line.update(dict.fromkeys(SEAL_FIELDS))
+    else:
+        line.update(seal.public())
+    return line
+
+
+def export_trailer(head: LedgerHead) -> dict[str, Any]:
+    return {
+        "end": EXPORT_SCHEMA,
+        "events": head.events,
+        "last_event_id": head.last_event_id,
+        "digest": head.digest,
+    }
+
+
+@attrs.frozen
+class ExportHeader:
+    scope: str
+    task_id: str | None
+
+
+def parse_export_header(raw: object) -> ExportHeader:
+    if not isinstance(raw, Mapping) or raw.get("schema") != EXPORT_SCHEMA:
+        raise LedgerError("EXPORT_INVALID", f"the first line is not an {EXPORT_SCHEMA} header")
+    scope = raw.get("scope")
+    if scope == "all" and set(raw) == {"schema", "scope"}:
+        return ExportHeader(scope="all", task_id=None)
+    task_id = raw.get("task_id")
+    if scope == "task" and isinstance(task_id, str) and set(raw) == {"schema", "scope", "task_id"}:
+        return ExportHeader(scope="task", task_id=task_id)
+    raise LedgerError("EXPORT_INVALID", "the header's scope is neither all nor a task")
+
+
+def is_trailer(raw: object) -> bool:
+    return isinstance(raw, Mapping) and "end" in raw
+
+
+def parse_export_trailer(raw: object) -> LedgerHead:
+    if not isinstance(raw, Mapping):
+        raise LedgerError("EXPORT_INVALID", "the trailer is not an object")
+    if raw.get("end") != EXPORT_SCHEMA or set(raw) != {"end", "events", "last_event_id", "digest"}:
+        raise LedgerError("EXPORT_INVALID", "the trailer is malformed")
+    try:
+        return LedgerHead.from_mapping({key: raw[key] for key in raw if key != "end"})
+    except LedgerError as refused:
+        raise LedgerError("EXPORT_INVALID", f"the trailer is malformed: {refused.detail}") from None
+
+
+def parse_export_event(raw: object) -> tuple[EventRecord, SealRecord | None]:
+    """One event line; the content's types are left to the verifier (a changed type is a
+    changed event), only the shape of the line is checked here."""
+    if not isinstance(raw, Mapping) or set(raw) != set(EVENT_FIELDS) | set(SEAL_FIELDS):
+        raise LedgerError("EXPORT_INVALID", "an event line must hold exactly the export fields")
+    event_id = raw["event_id"]
+    if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
+        raise LedgerError("EXPORT_INVALID", "event_id must be a positive integer")
+    event = EventRecord.from_row(raw)
+    if all(raw[name] is None for name in SEAL_FIELDS):
+        return event, None
+    adoption = raw["sealed_at_adoption"]
+    if not isinstance(adoption, bool):
+        raise LedgerError("EXPORT_INVALID", f"event {event_id}: sealed_at_adoption must be a bool")
+    seal = SealRecord(
+        event_id=event_id,
+        chain=raw["chain"],
+        chain_seq=raw["chain_seq"],
+        prev_seal=raw["prev_seal"],
+        seal=raw["seal"],
+        sealed_at_adoption=adoption,
+    )
+    return event, seal
+
+
+class ChainTips:
+    """The last seal seen per chain, for checking an export offline (one entry per chain)."""
+
+    def __init__(self) -> None:
+        self._tips: dict[str, ChainLink] = {}
+
+    def __len__(self) -> int:
+        return len(self._tips)
+
+    def predecessor(self, seal: SealRecord | None) -> ChainLink | None:
+        if seal is None or not isinstance(seal.chain, str):
+            return None
+        return self._tips.get(seal.chain)
+
+    def advance(self, seal: SealRecord | None) -> None:
+        if seal is None or not isinstance(seal.chain, str):
+            return
+        seq, value = seal.chain_seq, seal.seal
+        if isinstance(seq, int) and not isinstance(seq, bool) and isinstance(value, str):
+            self._tips[seal.chain] = ChainLink(event_id=seal.event_id, chain_seq=seq, seal=value)

@@ -1,0 +1,569 @@
+"""Verifying the sealed event log, one row at a time, without I/O.
+
+`LogVerifier` is a state machine fed the log in `event_id` order: for each id, the event row (or
+None when only its seal is left), its seal row (or None when it was never sealed) and the seal
+that precedes it in its chain (`ChainLink`, or None). It holds O(1) state, not one tip per chain:
+with a million tasks a tip per chain would grow with the log, so the predecessor is looked up by
+whoever feeds the verifier (the database shell joins it through the `(chain, chain_seq)` unique
+index; the offline export check keeps `ChainTips`, one entry per chain in the export).
+
+Findings are reported by event id with stable codes (see `FINDING_CODES`). Events sealed when the
+ledger adopted a database of the older runtime are counted, not reported.
+
+The head of a log is `{events, last_event_id, digest}`, where `digest` rolls over every event's
+`(event_id, seal)` in id order. Because it rolls, a head taken earlier can be checked while the log
+keeps growing: when the verifier reaches the head's `last_event_id` its count and rolling digest
+must equal the head's; if that event is gone, or the log ends before it, the newest events were
+removed since the head was taken. Seals are plain (unkeyed) digests: they show any edit that was
+not followed by re-sealing the rest of the chain; a head kept outside the database shows any edit
+at all to the events it covers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.fields import FieldRefused, structure
+from aios_ledger.core.log.seals import GENESIS_SEAL, SealedEvent, chain_of, seal_of_stored
+from aios_ledger.core.records import record_from_row
+
+HEAD_SCHEMA = "aios.ledger_head.v1"
+EMPTY_HEAD_DIGEST = "sha256:" + hashlib.sha256(HEAD_SCHEMA.encode("ascii")).hexdigest()
+UNSEALED = "unsealed"
+
+CONTENT_CHANGED = "CONTENT_CHANGED"
+EVENT_REMOVED = "EVENT_REMOVED"
+CHAIN_GAP = "CHAIN_GAP"
+EVENT_REORDERED = "EVENT_REORDERED"
+EVENT_SWAPPED = "EVENT_SWAPPED"
+UNSEALED_EVENT = "UNSEALED_EVENT"
+FORGED_EVENT = "FORGED_EVENT"
+HEAD_MISMATCH = "HEAD_MISMATCH"
+EXPORT_INVALID = "EXPORT_INVALID"
+
+FINDING_CODES: Mapping[str, str] = {
+    CONTENT_CHANGED: "the event's payload, type, timestamp, agent or task no longer matches "
+    "its seal, while the seal itself is still a link of its chain",
+    EVENT_SWAPPED: "two events' content (or seals) changed places: each verifies in the other's",
+    EVENT_REMOVED: "an event is gone: its seal is left without it, its id is missing from the "
+    "dense id sequence, or it was in a head and the log now ends before it",
+    CHAIN_GAP: "the event's chain lacks the chain_seq just before it (its predecessor removed)",
+    EVENT_REORDERED: "the event's chain predecessor has a larger event id (order disagrees)",
+    UNSEALED_EVENT: "an event row without a seal: written outside the ledger",
+    FORGED_EVENT: "a seal that is not a link of its chain (its prev_seal is not the chain's), "
+    "or that is malformed: made outside the ledger, or its predecessor was re-sealed",
+    HEAD_MISMATCH: "the log's count or rolling digest at the head's last event differs from the "
+    "head: history up to the head was rewritten (even if re-sealed)",
+    EXPORT_INVALID: "an export line that is not a well-formed event, or a missing/false trailer",
+}
+
+MAX_FINDINGS = 1000
+SWAP_WINDOW = 64
+RANGE_DETAIL_LIMIT = 100
+
+
+@attrs.frozen
+class EventRecord:
+    """The content columns of one `events` row, as stored (types are checked by the verifier)."""
+
+    event_id: int
+    task_id: Any
+    agent_id: Any
+    event_type: Any
+    payload_json: Any
+    created_at: Any
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> EventRecord:
+        return record_from_row(cls, row)
+
+    def public(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class SealRecord:
+    """One `event_seals` row."""
+
+    event_id: int
+    chain: Any
+    chain_seq: Any
+    prev_seal: Any
+    seal: Any
+    sealed_at_adoption: bool
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SealRecord:
+        return cls(
+            event_id=row["event_id"],
+            chain=row["chain"],
+            chain_seq=row["chain_seq"],
+            prev_seal=row["prev_seal"],
+            seal=row["seal"],
+            sealed_at_adoption=row["sealed_at_adoption"] == 1,
+        )
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "chain": self.chain,
+            "chain_seq": self.chain_seq,
+            "prev_seal": self.prev_seal,
+            "seal": self.seal,
+            "sealed_at_adoption": self.sealed_at_adoption,
+        }
+
+
+@attrs.frozen
+class ChainLink:
+    """The seal before an event in its chain (the database gives chain_seq - 1 exactly)."""
+
+    event_id: int
+    chain_seq: int
+    seal: str
+
+
+@attrs.frozen
+class Finding:
+    code: str
+    event_id: int | None
+    detail: str
+    chain: str | None = None
+    chain_seq: int | None = None
+    other_event_id: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {key: value for key, value in attrs.asdict(self).items() if value is not None}
+
+
+@attrs.frozen
+class LedgerHead:
+    events: int
+    last_event_id: int
+    digest: str
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "schema": HEAD_SCHEMA,
+            "events": self.events,
+            "last_event_id": self.last_event_id,
+            "digest": self.digest,
+        }
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> LedgerHead:
+        def count(value: object) -> int:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise FieldRefused("must be a non-negative integer")
+            return value
+
+        def digest(value: object) -> str:
+            if not isinstance(value, str) or len(value) != 71 or not value.startswith("sha256:"):
+                raise FieldRefused("must be a sha256: digest")
+            return value
+
+        def schema(value: object) -> str:
+            if value != HEAD_SCHEMA:
+                raise FieldRefused(f"must be {HEAD_SCHEMA!r}")
+            return HEAD_SCHEMA
+
+        values = structure(
+            raw,
+            {"schema": schema, "events": count, "last_event_id": count, "digest": digest},
+            what="head",
+            code="HEAD_INVALID",
+            optional=frozenset({"schema"}),
+        )
+        if (values["events"] == 0) != (values["last_event_id"] == 0):
+            raise LedgerError("HEAD_INVALID", "an empty head has last_event_id 0, and only it")
+        return cls(
+            events=values["events"], last_event_id=values["last_event_id"], digest=values["digest"]
+        )
+
+
+def roll_head(digest: str, event_id: int, seal: str | None) -> str:
+    """The next rolling head digest after one event (unsealed events roll in as such)."""
+    hasher = hashlib.sha256(HEAD_SCHEMA.encode("ascii"))
+    hasher.update(b"\0")
+    hasher.update(f"{digest}\0{event_id}\0{seal if isinstance(seal, str) else UNSEALED}".encode())
+    return "sha256:" + hasher.hexdigest()
+
+
+@attrs.frozen
+class VerificationReport:
+    intact: bool
+    events: int
+    sealed: int
+    sealed_at_adoption: int
+    unsealed: int
+    tolerated_adoption_gaps: int
+    head: LedgerHead
+    head_checked: LedgerHead | None
+    findings: tuple[Finding, ...]
+    finding_counts: Mapping[str, int]
+    findings_truncated: bool
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "intact": self.intact,
+            "events": self.events,
+            "sealed": self.sealed,
+            "sealed_at_adoption": self.sealed_at_adoption,
+            "unsealed": self.unsealed,
+            "tolerated_adoption_gaps": self.tolerated_adoption_gaps,
+            "head": self.head.public(),
+            "head_checked": None if self.head_checked is None else self.head_checked.public(),
+            "findings": [finding.public() for finding in self.findings],
+            "finding_counts": dict(sorted(self.finding_counts.items())),
+            "findings_truncated": self.findings_truncated,
+        }
+
+
+def _sealed_event(event: EventRecord, event_id: int, seal: SealRecord) -> SealedEvent:
+    return SealedEvent(
+        event_id=event_id,
+        task_id=event.task_id,
+        agent_id=event.agent_id,
+        event_type=event.event_type,
+        payload_json=event.payload_json,
+        created_at=event.created_at,
+        chain_seq=seal.chain_seq,
+        prev_seal=seal.prev_seal,
+    )
+
+
+def _content_well_typed(event: EventRecord) -> bool:
+    return (
+        isinstance(event.event_type, str)
+        and isinstance(event.payload_json, str)
+        and isinstance(event.created_at, str)
+        and (event.task_id is None or isinstance(event.task_id, str))
+        and (event.agent_id is None or isinstance(event.agent_id, str))
+    )
+
+
+def _seal_well_formed(seal: SealRecord) -> bool:
+    return (
+        isinstance(seal.chain, str)
+        and isinstance(seal.chain_seq, int)
+        and not isinstance(seal.chain_seq, bool)
+        and seal.chain_seq >= 1
+        and isinstance(seal.prev_seal, str)
+        and isinstance(seal.seal, str)
+    )
+
+
+def seal_matches(event: EventRecord, seal: SealRecord, *, at_event_id: int | None = None) -> bool:
+    """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)?"""
+    if not _seal_well_formed(seal):
+        return False
+    return _verifies(event, seal, event.event_id if at_event_id is None else at_event_id)
+
+
+def _verifies(event: EventRecord, seal: SealRecord, event_id: int) -> bool:
+    """`seal_matches` for a seal already known to be well formed."""
+    if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
+        return False
+    try:
+        return bool(seal_of_stored(_sealed_event(event, event_id, seal)) == seal.seal)
+    except (LedgerError, ValueError):
+        return False
+
+
+class LogVerifier:
+    """Feed `(event, seal, predecessor)` in strictly increasing event id; then `finish()`.
+
+    `dense_ids`: the store hands out event ids without gaps (SQLite AUTOINCREMENT, whose counter
+    rolls back with its transaction), so a missing id is a removed event. A gap next to an event
+    sealed at adoption is tolerated (counted): the older runtime's history may have had it.
+    `head`: a head taken earlier, checked when the stream passes its last event.
+    """
+
+    def __init__(self, *, dense_ids: bool = True, head: LedgerHead | None = None) -> None:
+        self._dense_ids = dense_ids
+        self._head = head
+        self._head_seen = head is None or head.last_event_id == 0
+        self._events = 0
+        self._sealed = 0
+        self._adopted = 0
+        self._unsealed = 0
+        self._tolerated_gaps = 0
+        self._digest = EMPTY_HEAD_DIGEST
+        self._last_id = 0
+        self._last_adopted = False
+        self._findings: list[Finding] = []
+        self._counts: dict[str, int] = {}
+        self._mismatches: deque[tuple[EventRecord, SealRecord]] = deque(maxlen=SWAP_WINDOW)
+        if head is not None and head.last_event_id == 0 and head.digest != EMPTY_HEAD_DIGEST:
+            self._report(Finding(HEAD_MISMATCH, None, "an empty head with a non-empty digest"))
+
+    @property
+    def events(self) -> int:
+        return self._events
+
+    def note(self, finding: Finding) -> None:
+        """Add a finding the feeder made itself (an offline export's malformed line)."""
+        self._report(finding)
+
+    def _report(self, finding: Finding) -> None:
+        self._counts[finding.code] = self._counts.get(finding.code, 0) + 1
+        if len(self._findings) < MAX_FINDINGS:
+            self._findings.append(finding)
+
+    def _retract(self, code: str, event_id: int) -> None:
+        for index, finding in enumerate(self._findings):
+            if finding.code == code and finding.event_id == event_id:
+                del self._findings[index]
+                self._counts[code] -= 1
+                if not self._counts[code]:
+                    del self._counts[code]
+                return
+
+    def _missing_ids(self, first: int, last: int, detail: str) -> None:
+        """Report ids first..last as removed (individually up to a limit, then as one range)."""
+        if first > last:
+            return
+        upto = min(last, first + RANGE_DETAIL_LIMIT - 1)
+        for event_id in range(first, upto + 1):
+            self._report(Finding(EVENT_REMOVED, event_id, detail))
+        if upto < last:
+            self._report(Finding(EVENT_REMOVED, upto + 1, f"{detail} (events {upto + 1}..{last})"))
+
+    def feed(
+        self,
+        event_id: int,
+        event: EventRecord | None,
+        seal: SealRecord | None,
+        predecessor: ChainLink | None,
+    ) -> None:
+        if event_id <= self._last_id:
+            raise LedgerError(
+                "VERIFY_ORDER_INVALID", f"event {event_id} fed after event {self._last_id}"
+            )
+        adopted = seal is not None and seal.sealed_at_adoption
+        self._check_gap(event_id, adopted)
+        self._check_head_before(event_id)
+        self._last_id = event_id
+        self._last_adopted = adopted
+        if event is None:
+            if seal is not None:
+                self._report(
+                    Finding(
+                        EVENT_REMOVED,
+                        event_id,
+                        "the event row is gone; its seal is left",
+                        chain=_text_or_none(seal.chain),
+                        chain_seq=_int_or_none(seal.chain_seq),
+                    )
+                )
+            return
+        self._events += 1
+        self._digest = roll_head(self._digest, event_id, None if seal is None else seal.seal)
+        if seal is None:
+            self._unsealed += 1
+            self._report(
+                Finding(UNSEALED_EVENT, event_id, "no seal: the row was written outside the ledger")
+            )
+        else:
+            self._sealed += 1
+            self._adopted += int(adopted)
+            self._check_sealed(event, seal, predecessor)
+        self._check_head_at(event_id)
+
+    def _check_gap(self, event_id: int, adopted: bool) -> None:
+        if not self._dense_ids or event_id == self._last_id + 1:
+            return
+        if adopted or self._last_adopted:
+            self._tolerated_gaps += 1
+            return
+        self._missing_ids(self._last_id + 1, event_id - 1, "missing from the event id sequence")
+
+    def _check_head_before(self, event_id: int) -> None:
+        head = self._head
+        if head is not None and not self._head_seen and event_id > head.last_event_id:
+            self._head_seen = True
+            self._report(
+                Finding(
+                    HEAD_MISMATCH,
+                    head.last_event_id,
+                    "the head's last event is gone from the log",
+                )
+            )
+
+    def _check_head_at(self, event_id: int) -> None:
+        head = self._head
+        if head is None or self._head_seen or event_id != head.last_event_id:
+            return
+        self._head_seen = True
+        if head.events != self._events or head.digest != self._digest:
+            verdict = "differ" if head.digest != self._digest else "agree"
+            self._report(
+                Finding(
+                    HEAD_MISMATCH,
+                    event_id,
+                    f"at this event the head counted {head.events} events, the log has "
+                    f"{self._events}; the digests {verdict}",
+                )
+            )
+
+    def _check_sealed(
+        self, event: EventRecord, seal: SealRecord, predecessor: ChainLink | None
+    ) -> None:
+        event_id = event.event_id
+        if not _seal_well_formed(seal):
+            self._report(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
+            return
+        chain, seq = seal.chain, seal.chain_seq
+        link_ok = True
+        other: int | None = None
+        if seq == 1:
+            link_ok = seal.prev_seal == GENESIS_SEAL
+        elif predecessor is None:
+            self._report(
+                Finding(
+                    CHAIN_GAP,
+                    event_id,
+                    f"chain_seq {seq - 1} of the chain is missing before this event",
+                    chain=chain,
+                    chain_seq=seq,
+                )
+            )
+        else:
+            other = predecessor.event_id
+            if predecessor.chain_seq != seq - 1:
+                kind = CHAIN_GAP if predecessor.chain_seq < seq - 1 else EVENT_REORDERED
+                self._report(
+                    Finding(
+                        kind,
+                        event_id,
+                        f"the chain's previous seal is at chain_seq {predecessor.chain_seq}",
+                        chain=chain,
+                        chain_seq=seq,
+                        other_event_id=other,
+                    )
+                )
+            else:
+                link_ok = predecessor.seal == seal.prev_seal
+                if predecessor.event_id > event_id:
+                    self._report(
+                        Finding(
+                            EVENT_REORDERED,
+                            event_id,
+                            f"its chain predecessor is the later event {predecessor.event_id}",
+                            chain=chain,
+                            chain_seq=seq,
+                            other_event_id=other,
+                        )
+                    )
+        verifies = _verifies(event, seal, event.event_id)
+        if not link_ok:
+            detail = "its prev_seal is not the seal before it in its chain"
+            if verifies and other is not None:
+                detail += f": forged here, or event {other} was re-sealed"
+            elif not verifies:
+                detail += ", and it does not verify"
+            self._report(
+                Finding(
+                    FORGED_EVENT, event_id, detail, chain=chain, chain_seq=seq, other_event_id=other
+                )
+            )
+            return
+        if verifies:
+            return
+        self._content_changed(event, seal)
+
+    def _content_changed(self, event: EventRecord, seal: SealRecord) -> None:
+        for other_event, other_seal in self._mismatches:
+            if _swapped(event, seal, other_event, other_seal):
+                self._retract(CONTENT_CHANGED, other_event.event_id)
+                self._retract(EVENT_SWAPPED, other_event.event_id)
+                for mine, theirs in ((other_event, event), (event, other_event)):
+                    self._report(
+                        Finding(
+                            EVENT_SWAPPED,
+                            mine.event_id,
+                            f"changed places with event {theirs.event_id}",
+                            other_event_id=theirs.event_id,
+                        )
+                    )
+                return
+        self._mismatches.append((event, seal))
+        detail = "payload, type, timestamp, agent or task changed since it was sealed"
+        if _content_well_typed(event) and seal.chain != chain_of(event.task_id):
+            detail = f"its task no longer belongs to chain {seal.chain}"
+        self._report(
+            Finding(
+                CONTENT_CHANGED, event.event_id, detail, chain=seal.chain, chain_seq=seal.chain_seq
+            )
+        )
+
+    def head(self) -> LedgerHead:
+        return LedgerHead(events=self._events, last_event_id=self._last_id, digest=self._digest)
+
+    def finish(self, *, id_counter: int | None = None) -> VerificationReport:
+        """End of the stream; `id_counter` is the store's last handed-out event id, if kept."""
+        head = self._head
+        if head is not None and not self._head_seen:
+            self._head_seen = True
+            detail = "in the head, gone from the log: the newest events were removed"
+            first = self._last_id + 1 if self._dense_ids else head.last_event_id
+            self._missing_ids(first, head.last_event_id, detail)
+            counter_from = head.last_event_id + 1
+        else:
+            counter_from = self._last_id + 1
+        if (
+            self._dense_ids
+            and id_counter is not None
+            and id_counter >= counter_from
+            and not self._last_adopted
+        ):
+            self._missing_ids(
+                counter_from, id_counter, "handed out by the id counter but gone from the log"
+            )
+        return VerificationReport(
+            intact=not self._counts,
+            events=self._events,
+            sealed=self._sealed,
+            sealed_at_adoption=self._adopted,
+            unsealed=self._unsealed,
+            tolerated_adoption_gaps=self._tolerated_gaps,
+            head=self.head(),
+            head_checked=head,
+            findings=tuple(sorted(self._findings, key=_finding_order)),
+            finding_counts=dict(self._counts),
+            findings_truncated=sum(self._counts.values()) > len(self._findings),
+        )
+
+
+def _finding_order(finding: Finding) -> tuple[int, str]:
+    return (-1 if finding.event_id is None else finding.event_id, finding.code)
+
+
+def _swapped(a: EventRecord, a_seal: SealRecord, b: EventRecord, b_seal: SealRecord) -> bool:
+    """Did a and b trade content (each verifies at the other's id and seal) or trade seals?"""
+    content_traded = seal_matches(a, b_seal, at_event_id=b.event_id) and seal_matches(
+        b, a_seal, at_event_id=a.event_id
+    )
+    return content_traded or (seal_matches(a, b_seal) and seal_matches(b, a_seal))
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def head_of_rows(rows: Any) -> LedgerHead:
+    """The head over `(event_id, seal or None)` pairs in id order, without verifying seals."""
+    digest, count, last = EMPTY_HEAD_DIGEST, 0, 0
+    for event_id, seal in rows:
+        digest = roll_head(digest, event_id, seal)
+        count += 1
+        last = event_id
+    return LedgerHead(events=count, last_event_id=last, digest=digest)

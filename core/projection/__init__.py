@@ -1,0 +1,1 @@
+"""Governed bindings, execution envelopes and the initial execution projection."""

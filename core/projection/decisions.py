@@ -1,0 +1,515 @@
+"""The initial execution projection and its recovery after a governed source capture.
+
+A task created by the older runtime carries no execution envelope. The owner authorises, once,
+the projection of the first runtime envelope onto it: the task's metadata gains `execution`
+(the envelope), its required capabilities become the envelope's runtime capability, and the
+event `TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED` records it. The recovery path does the same
+for a task whose first attempt was a source capture that asked for rework.
+
+Each flow is two pure steps around the caller's resolver: `prepare_*` says whether the request is
+a replay or which envelope to resolve; `decide_*` checks every precondition against the state
+read inside the write transaction and returns the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from aios_ledger.core.contracts.checks import require_contract
+from aios_ledger.core.digests import canonical_json, sha256_hex
+from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.fields import (
+    digest_field,
+    identifier,
+    integer,
+    one_of,
+    sha256_field,
+    structure,
+    text,
+)
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.plan import (
+    EventAppend,
+    Replay,
+    SqlWrite,
+    WritePlan,
+    first_answer,
+    replay_or_conflict,
+    request_digest,
+)
+from aios_ledger.core.projection.envelopes import (
+    GOVERNANCE_FLAGS,
+    GovernedExecutionBinding,
+    project_execution_envelope,
+    verify_execution_envelope,
+)
+from aios_ledger.core.records import TASK_STATUSES, EventRow, IdempotencyRow, TaskRow
+
+PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
+RUNTIME_ACTION = "agent_runtime"
+LEGACY_SCOPE: JsonObject = {"scope_type": "legacy", "tenant_id": None, "project_id": None}
+MAX_REVISION = 2**62
+
+_COMMON_CHECKS = {
+    "expected_status": one_of(*TASK_STATUSES),
+    "expected_revision": integer(minimum=1, maximum=MAX_REVISION),
+    "expected_attempt": integer(minimum=0, maximum=MAX_REVISION),
+    "expected_metadata_sha256": sha256_field(),
+    "expected_required_capabilities_sha256": sha256_field(),
+    "expected_job_id": identifier(),
+    "expected_execution_digest": digest_field(),
+    "required_capability": identifier(),
+    "adapter": identifier(),
+    "authorization_id": identifier(),
+    "idempotency_key": identifier(),
+    "reason": text(max_length=1000),
+}
+_RECOVERY_CHECKS = {
+    **_COMMON_CHECKS,
+    "previous_verification_sha256": sha256_field(),
+    "expected_source_capture_result_sha256": sha256_field(),
+    "expected_source_capture_execution_digest": digest_field(),
+}
+
+
+@attrs.frozen
+class InitialExecutionProjectionRequest:
+    expected_status: str
+    expected_revision: int
+    expected_attempt: int
+    expected_metadata_sha256: str
+    expected_required_capabilities_sha256: str
+    expected_job_id: str
+    expected_execution_digest: str
+    required_capability: str
+    adapter: str
+    authorization_id: str
+    idempotency_key: str
+    reason: str
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> InitialExecutionProjectionRequest:
+        values = structure(raw, _COMMON_CHECKS, what="request", error=ProjectionError)
+        request = cls(**values)
+        initial = (request.expected_status, request.expected_revision, request.expected_attempt)
+        if initial != ("QUEUED", 1, 0):
+            raise ProjectionError(
+                "INITIAL_STATE_REQUIRED",
+                "the initial projection applies only to a QUEUED task at revision 1, attempt 0",
+            )
+        return request
+
+    def public(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class SourceCaptureProjectionRecoveryRequest:
+    expected_status: str
+    expected_revision: int
+    expected_attempt: int
+    expected_metadata_sha256: str
+    expected_required_capabilities_sha256: str
+    previous_verification_sha256: str
+    expected_source_capture_result_sha256: str
+    expected_source_capture_execution_digest: str
+    expected_job_id: str
+    expected_execution_digest: str
+    required_capability: str
+    adapter: str
+    authorization_id: str
+    idempotency_key: str
+    reason: str
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> SourceCaptureProjectionRecoveryRequest:
+        values = structure(raw, _RECOVERY_CHECKS, what="request", error=ProjectionError)
+        request = cls(**values)
+        if request.expected_status != "QUEUED" or request.expected_attempt < 1:
+            raise ProjectionError(
+                "SOURCE_CAPTURE_RECOVERY_STATE_REQUIRED",
+                "recovery applies only to a QUEUED task after at least one attempt",
+            )
+        return request
+
+    def public(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest
+
+
+@attrs.frozen
+class ProjectionState:
+    """What the decision reads: the task, its events in order, and any first answer for the key."""
+
+    task: TaskRow | None
+    events: tuple[EventRow, ...]
+    prior: IdempotencyRow | None
+
+
+@attrs.frozen
+class ResolverCall:
+    """The arguments of `resolver(task_id, job_id, capability, adapter, runtime_input)`."""
+
+    task_id: str
+    job_id: str
+    capability: str
+    adapter: str
+    runtime_input: JsonObject
+
+
+def _operation(request: ProjectionRequest) -> str:
+    if isinstance(request, SourceCaptureProjectionRecoveryRequest):
+        return "project_from_source_capture"
+    return "project"
+
+
+def _check_authorization(request: ProjectionRequest, authorization_id: str | None) -> None:
+    if not authorization_id:
+        raise ProjectionError(
+            "AUTHORIZATION_DENIED", "no owner authorization is configured for projections"
+        )
+    if request.authorization_id != authorization_id:
+        raise ProjectionError(
+            "AUTHORIZATION_DENIED", "the request does not carry the owner authorization"
+        )
+
+
+def prepare_projection(
+    task_id: str,
+    request: ProjectionRequest,
+    state: ProjectionState,
+    *,
+    authorization_id: str | None,
+) -> Replay | ResolverCall:
+    """Before resolving: authorization, then replay, then which envelope the task needs."""
+    _check_authorization(request, authorization_id)
+    digest = _request_digest(task_id, request)
+    replay = replay_or_conflict(state.prior, digest, error=ProjectionError)
+    if replay is not None:
+        return replay
+    task = _require_task(task_id, state.task)
+    return ResolverCall(
+        task_id=task_id,
+        job_id=request.expected_job_id,
+        capability=request.required_capability,
+        adapter=request.adapter,
+        runtime_input=runtime_input_of(task),
+    )
+
+
+def runtime_input_of(task: TaskRow) -> JsonObject:
+    """The runtime input an envelope for this task must carry, derived from the task itself."""
+    scope = _projection_error(task.metadata).get("scope", LEGACY_SCOPE)
+    return {
+        "goal": task.goal,
+        "instructions": task.instructions,
+        "success_criteria": _projection_error(task.success_criteria),
+        "constraints": _projection_error(task.constraints),
+        "scope": scope,
+        "trace_id": task.task_id,
+    }
+
+
+def decide_projection(
+    task_id: str,
+    request: ProjectionRequest,
+    state: ProjectionState,
+    *,
+    envelope: object,
+    authorization_id: str | None,
+    source_capture_contract: Mapping[str, object],
+    now: str,
+) -> Replay | WritePlan:
+    """Every precondition of the projection, in the order the contract names them."""
+    prepared = prepare_projection(task_id, request, state, authorization_id=authorization_id)
+    if isinstance(prepared, Replay):
+        return prepared
+    task = _require_task(task_id, state.task)
+    metadata = _check_untouched_task(task, request)
+    recovery: JsonObject = {}
+    if isinstance(request, SourceCaptureProjectionRecoveryRequest):
+        _check_recovery_event_chain(state.events)
+        verified_result = _check_source_capture(task, request, source_capture_contract)
+    else:
+        _check_initial_event_chain(state.events)
+        verified_result = None
+    checked = _check_envelope(task, request, envelope)
+    if isinstance(request, SourceCaptureProjectionRecoveryRequest) and verified_result is not None:
+        recovery = _check_capture_matches_envelope(verified_result, checked, request)
+    return _plan(task, request, metadata, checked, recovery, now)
+
+
+def _request_digest(task_id: str, request: ProjectionRequest) -> str:
+    return request_digest(_operation(request), task_id, request.public())
+
+
+def _require_task(task_id: str, task: TaskRow | None) -> TaskRow:
+    if task is None:
+        raise ProjectionError("TASK_NOT_FOUND", f"no task {task_id!r}")
+    return task
+
+
+def _projection_error(read: Any) -> Any:
+    try:
+        return read()
+    except LedgerError as refused:
+        raise ProjectionError(refused.code, refused.detail) from None
+
+
+def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObject:
+    if task.claimed_by is not None:
+        raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
+    if task.lease_token_hash is not None or task.lease_expires_at is not None:
+        raise ProjectionError("ACTIVE_LEASE_DENY", "task holds a lease")
+    metadata: JsonObject = _projection_error(task.metadata)
+    if "execution" in metadata:
+        raise ProjectionError("TASK_EXECUTION_ALREADY_PROJECTED", "task already has an envelope")
+    capabilities = _projection_error(task.required_capabilities)
+    if capabilities:
+        raise ProjectionError(
+            "TASK_INITIAL_CAPABILITIES_MUST_BE_EMPTY",
+            f"task already requires {capabilities}",
+        )
+    observed = (task.status, task.revision, task.attempt)
+    expected = (request.expected_status, request.expected_revision, request.expected_attempt)
+    if observed != expected:
+        raise ProjectionError(
+            "REVISION_CONFLICT",
+            f"task is (status, revision, attempt) {observed}, the request expects {expected}",
+        )
+    if sha256_hex(metadata) != request.expected_metadata_sha256:
+        raise ProjectionError("METADATA_DIGEST_MISMATCH", "task metadata changed")
+    if sha256_hex(capabilities) != request.expected_required_capabilities_sha256:
+        raise ProjectionError("REQUIRED_CAPABILITIES_DIGEST_MISMATCH", "capabilities changed")
+    return metadata
+
+
+def _check_initial_event_chain(events: tuple[EventRow, ...]) -> None:
+    types = [event.event_type for event in events]
+    if types != ["TASK_CREATED"]:
+        raise ProjectionError(
+            "TASK_INITIAL_EVENT_CHAIN_REQUIRED",
+            f"the task's events must be exactly [TASK_CREATED], found {types[:8]}",
+        )
+
+
+def _check_recovery_event_chain(events: tuple[EventRow, ...]) -> None:
+    """Created, claimed once, at least one heartbeat, submitted once, verified NEEDS_REWORK."""
+    types = [event.event_type for event in events]
+    heartbeats = types[2:-2]
+    shape_ok = (
+        len(types) >= 5
+        and types[:2] == ["TASK_CREATED", "TASK_CLAIMED"]
+        and types[-2:] == ["RESULT_SUBMITTED", "TASK_VERIFIED"]
+        and all(kind == "TASK_HEARTBEAT" for kind in heartbeats)
+    )
+    requeued = shape_ok and events[-1].payload() == {
+        "decision": "NEEDS_REWORK",
+        "next_state": "QUEUED",
+    }
+    if not requeued:
+        raise ProjectionError(
+            "SOURCE_CAPTURE_RECOVERY_EVENT_CHAIN_INVALID",
+            "events must be TASK_CREATED, TASK_CLAIMED, TASK_HEARTBEAT+, RESULT_SUBMITTED, "
+            f"TASK_VERIFIED(NEEDS_REWORK -> QUEUED); found {types[:12]}",
+        )
+
+
+def _check_source_capture(
+    task: TaskRow,
+    request: SourceCaptureProjectionRecoveryRequest,
+    contract: Mapping[str, object],
+) -> JsonObject:
+    verification = _projection_error(task.verification)
+    if verification is None:
+        raise ProjectionError(
+            "SOURCE_CAPTURE_NEEDS_REWORK_VERIFICATION_REQUIRED", "the task was never verified"
+        )
+    if sha256_hex(verification) != request.previous_verification_sha256:
+        raise ProjectionError(
+            "VERIFICATION_DIGEST_MISMATCH", "the stored verification is not the one expected"
+        )
+    if not isinstance(verification, dict) or verification.get("decision") != "NEEDS_REWORK":
+        raise ProjectionError(
+            "SOURCE_CAPTURE_NEEDS_REWORK_VERIFICATION_REQUIRED",
+            "the source capture must have been verified NEEDS_REWORK",
+        )
+    result = _projection_error(task.result)
+    digest = None if result is None else sha256_hex(result)
+    stored_digest_ok = task.result_digest is None or task.result_digest == digest
+    if digest != request.expected_source_capture_result_sha256 or not stored_digest_ok:
+        raise ProjectionError(
+            "SOURCE_CAPTURE_RESULT_DIGEST_MISMATCH", "the stored result is not the one expected"
+        )
+    require_contract(
+        contract, result, code="SOURCE_CAPTURE_RESULT_CONTRACT_INVALID", error=ProjectionError
+    )
+    assert isinstance(result, dict)  # the contract requires an object
+    if result["task_id"] != task.task_id or result["job_id"] != request.expected_job_id:
+        raise ProjectionError(
+            "SOURCE_CAPTURE_RESULT_CONTRACT_INVALID",
+            "$.task_id/$.job_id: the result belongs to another task or job",
+        )
+    if result["execution_digest"] != request.expected_source_capture_execution_digest:
+        raise ProjectionError(
+            "SOURCE_CAPTURE_EXECUTION_DIGEST_MISMATCH",
+            "the result's execution_digest is not the expected source-capture digest",
+        )
+    return result
+
+
+def _check_envelope(task: TaskRow, request: ProjectionRequest, envelope: object) -> JsonObject:
+    try:
+        checked = verify_execution_envelope(envelope)
+    except LedgerError as refused:
+        raise ProjectionError(refused.code, refused.detail) from None
+    if checked["task_id"] != task.task_id or checked["job_id"] != request.expected_job_id:
+        raise ProjectionError(
+            "GOVERNED_BINDING_CONFLICT",
+            f"the resolved envelope is bound to task {checked['task_id']!r}, "
+            f"job {checked['job_id']!r}",
+        )
+    if checked["action"] != RUNTIME_ACTION:
+        raise ProjectionError(
+            "EXECUTION_ACTION_INVALID",
+            f"only an {RUNTIME_ACTION} envelope can be projected, got {checked['action']!r}",
+        )
+    if checked["adapter"] != request.adapter:
+        raise ProjectionError("EXECUTION_ADAPTER_MISMATCH", "the envelope runs another adapter")
+    scope = checked["capability_scope"]
+    assert isinstance(scope, list)
+    if scope[0] != request.required_capability:
+        raise ProjectionError(
+            "EXECUTION_CAPABILITY_MISMATCH", f"envelope grants {scope}, request names another"
+        )
+    if canonical_json(checked["runtime_input"]) != canonical_json(runtime_input_of(task)):
+        raise ProjectionError(
+            "EXECUTION_RUNTIME_INPUT_MISMATCH", "the envelope's runtime input is not the task's"
+        )
+    if checked["execution_digest"] != request.expected_execution_digest:
+        raise ProjectionError(
+            "EXECUTION_DIGEST_DRIFT",
+            f"resolved envelope is {checked['execution_digest']}, "
+            f"the request expects {request.expected_execution_digest}",
+        )
+    return checked
+
+
+_BOUND_RESULT_FIELDS = ("repository", "base_oid", "expected_branch_oid", "target_branch")
+
+
+def _check_capture_matches_envelope(
+    result: JsonObject, envelope: JsonObject, request: SourceCaptureProjectionRecoveryRequest
+) -> JsonObject:
+    """The capture must have run on the very binding the runtime envelope now carries."""
+    binding_fields = envelope["binding"]
+    assert isinstance(binding_fields, dict)
+    binding = GovernedExecutionBinding.from_mapping(binding_fields)
+    drifted = [name for name in _BOUND_RESULT_FIELDS if result[name] != binding_fields[name]]
+    if result["generation"] != binding.generation:
+        drifted.append("generation")
+    if drifted:
+        raise ProjectionError(
+            "SOURCE_CAPTURE_RESULT_CONTRACT_INVALID",
+            f"the capture ran on another binding: {drifted}",
+        )
+    capture = project_execution_envelope(
+        binding,
+        {
+            "action": "source_capture",
+            "adapter": "source_capture",
+            "capability_scope": ["git.read"],
+            "runtime_input": None,
+        },
+    )
+    if capture["execution_digest"] != result["execution_digest"]:
+        raise ProjectionError(
+            "SOURCE_CAPTURE_EXECUTION_DIGEST_MISMATCH",
+            "the result's execution_digest is not the source capture of this binding",
+        )
+    return {
+        "source_capture_execution_digest": result["execution_digest"],
+        "source_capture_result_sha256": request.expected_source_capture_result_sha256,
+        "previous_verification_sha256": request.previous_verification_sha256,
+    }
+
+
+def _plan(
+    task: TaskRow,
+    request: ProjectionRequest,
+    metadata: JsonObject,
+    envelope: JsonObject,
+    recovery: JsonObject,
+    now: str,
+) -> WritePlan:
+    is_recovery = isinstance(request, SourceCaptureProjectionRecoveryRequest)
+    governance = envelope["governance"]
+    assert isinstance(governance, dict)
+    capabilities: list[JsonValue] = [request.required_capability]
+    response: JsonObject = {
+        "task_id": task.task_id,
+        "job_id": request.expected_job_id,
+        "status": task.status,
+        "revision": task.revision + 1,
+        "attempt": task.attempt,
+        "execution_digest": envelope["execution_digest"],
+        "action": envelope["action"],
+        "adapter": envelope["adapter"],
+        "required_capabilities": capabilities,
+        "recovery_from_source_capture": is_recovery,
+    }
+    payload: JsonObject = {
+        "task_id": task.task_id,
+        "job_id": request.expected_job_id,
+        "execution_digest": envelope["execution_digest"],
+        "action": envelope["action"],
+        "adapter": envelope["adapter"],
+        "capability_scope": envelope["capability_scope"],
+        "authorization_id": request.authorization_id,
+        "idempotency_key": request.idempotency_key,
+        "reason": request.reason,
+        "recovery_from_source_capture": is_recovery,
+        **{flag: bool(governance[flag]) for flag in GOVERNANCE_FLAGS},
+        **recovery,
+    }
+    update = SqlWrite(
+        statement="project_task_execution",
+        params={
+            "task_id": task.task_id,
+            "metadata_json": canonical_json({**metadata, "execution": envelope}),
+            "required_capabilities_json": canonical_json(capabilities),
+            "expected_status": request.expected_status,
+            "expected_revision": request.expected_revision,
+            "expected_attempt": request.expected_attempt,
+            "now": now,
+        },
+        guarded=True,
+    )
+    answer = first_answer(response)
+    ledger = SqlWrite(
+        statement=(
+            "insert_source_capture_recovery" if is_recovery else "insert_initial_projection"
+        ),
+        params={
+            "idempotency_key": request.idempotency_key,
+            "task_id": task.task_id,
+            "job_id": request.expected_job_id,
+            "request_sha256": _request_digest(task.task_id, request),
+            "execution_digest": str(envelope["execution_digest"]),
+            "response_json": canonical_json(response),
+            "created_at": now,
+        },
+    )
+    event = EventAppend(
+        task_id=task.task_id,
+        agent_id=None,
+        event_type=PROJECTION_EVENT,
+        payload=payload,
+        created_at=now,
+    )
+    return WritePlan(writes=(update, ledger), events=(event,), response=answer)

@@ -1,0 +1,319 @@
+"""Runs, their events, and the bounded, digest-pinned evidence snapshot read from them.
+
+A run belongs to one session and holds an append-only list of events (`run_events`, numbered
+from 1 by `seq`). An auxiliary run never reads the live run: it reads an `EvidenceSnapshot`, the
+run and the first events that fit the request's limits, pinned by `snapshot_digest`. The digest
+covers only what the snapshot holds (never the run's current event count), so reading the same
+evidence again, even after the run has grown past a truncated slice, reproduces it exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+from aios_ledger.core.digests import canonical_json, digest_bytes
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.fields import identifier, integer, structure, text
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json, loads_document
+from aios_ledger.core.plan import EventAppend, Replay, SqlWrite, WritePlan, first_answer
+from aios_ledger.core.records import record_from_row
+
+EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
+EVIDENCE_DOMAIN = "evidence"
+RUN_CREATED = "RUN_CREATED"
+DEFAULT_MAX_EVENTS = 256
+DEFAULT_MAX_BYTES = 256 * 1024
+MAX_EVENTS_LIMIT = 10_000
+MAX_BYTES_LIMIT = 4 * 1024 * 1024
+MAX_PROMPT_CHARS = 64 * 1024
+MAX_EVENT_PAYLOAD_BYTES = 1024 * 1024
+
+_TARGET_CHECKS = {"session_id": identifier(), "run_id": identifier()}
+
+
+@attrs.frozen
+class ExecutionTarget:
+    """Which run of which session an execution (and its evidence) is about."""
+
+    session_id: str
+    run_id: str
+
+    @classmethod
+    def from_mapping(
+        cls, raw: object, *, error: type[LedgerError] = LedgerError, code: str = "FIELDS_INVALID"
+    ) -> ExecutionTarget:
+        values = structure(raw, _TARGET_CHECKS, what="target", error=error, code=code)
+        return cls(session_id=values["session_id"], run_id=values["run_id"])
+
+    def validate(
+        self, *, error: type[LedgerError] = LedgerError, code: str = "FIELDS_INVALID"
+    ) -> None:
+        ExecutionTarget.from_mapping(self.public(), error=error, code=code)
+
+    def public(self) -> JsonObject:
+        return {"session_id": self.session_id, "run_id": self.run_id}
+
+
+@attrs.frozen
+class EvidenceReadRequest:
+    """Read at most `max_events` events and at most `max_bytes` bytes of them (canonical JSON)."""
+
+    target: ExecutionTarget
+    max_events: int = DEFAULT_MAX_EVENTS
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def validate(self) -> None:
+        if not isinstance(self.target, ExecutionTarget):
+            raise LedgerError("FIELDS_INVALID", "target must be an ExecutionTarget")
+        self.target.validate()
+        structure(
+            {"max_events": self.max_events, "max_bytes": self.max_bytes},
+            {
+                "max_events": integer(minimum=1, maximum=MAX_EVENTS_LIMIT),
+                "max_bytes": integer(minimum=1, maximum=MAX_BYTES_LIMIT),
+            },
+            what="evidence limits",
+        )
+
+    def limits(self) -> JsonObject:
+        return {"max_events": self.max_events, "max_bytes": self.max_bytes}
+
+
+@attrs.frozen
+class RunRecord:
+    """One row of `runs`."""
+
+    run_id: str
+    session_id: str
+    prompt: str
+    event_count: int
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunRecord:
+        return record_from_row(cls, row)
+
+    def evidence_view(self) -> JsonObject:
+        """What evidence pins of the run: nothing that changes when events are appended."""
+        return {
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "prompt": self.prompt,
+            "created_at": self.created_at,
+        }
+
+    def public(self) -> JsonObject:
+        return {
+            **self.evidence_view(),
+            "event_count": self.event_count,
+            "updated_at": self.updated_at,
+        }
+
+
+@attrs.frozen
+class RunEventRecord:
+    """One row of `run_events`."""
+
+    run_id: str
+    seq: int
+    kind: str
+    payload_json: str
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunEventRecord:
+        return record_from_row(cls, row)
+
+    def payload(self) -> JsonValue:
+        try:
+            return loads_document(self.payload_json, what=f"run event {self.seq} payload")
+        except LedgerError as refused:
+            raise LedgerError("RUN_ROW_CORRUPT", f"run {self.run_id}: {refused}") from None
+
+    def public(self) -> JsonObject:
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "payload": self.payload(),
+            "created_at": self.created_at,
+        }
+
+
+@attrs.frozen
+class EvidenceSnapshot:
+    """A bounded slice of a run's evidence and the digest that pins it."""
+
+    target: ExecutionTarget
+    run: RunRecord
+    events: tuple[RunEventRecord, ...]
+    truncated: bool
+    max_events: int
+    max_bytes: int
+    snapshot_digest: str
+    schema: str = EVIDENCE_SNAPSHOT_SCHEMA_V1
+
+    def body(self) -> JsonObject:
+        """Everything the digest covers."""
+        return {
+            "schema": self.schema,
+            "target": self.target.public(),
+            "run": self.run.evidence_view(),
+            "events": [event.public() for event in self.events],
+            "truncated": self.truncated,
+            "limits": {"max_events": self.max_events, "max_bytes": self.max_bytes},
+        }
+
+    def computed_digest(self) -> str:
+        return evidence_digest(self.body())
+
+    def public(self) -> JsonObject:
+        return {**self.body(), "snapshot_digest": self.snapshot_digest}
+
+
+def evidence_digest(body: JsonObject) -> str:
+    return digest_bytes(EVIDENCE_DOMAIN, canonical_json(body).encode("ascii"))
+
+
+def build_evidence_snapshot(
+    request: EvidenceReadRequest,
+    run: RunRecord | None,
+    events: Sequence[RunEventRecord],
+) -> EvidenceSnapshot:
+    """The snapshot of `run` for `request`, from its events in `seq` order.
+
+    `events` may hold more than fits (the shell reads `max_events + 1` rows): whatever does not
+    fit the event or the byte limit is left out and marks the snapshot `truncated`.
+    """
+    request.validate()
+    target = request.target
+    if run is None or run.run_id != target.run_id:
+        raise LedgerError("RUN_NOT_FOUND", f"no run {target.run_id!r}")
+    if run.session_id != target.session_id:
+        raise LedgerError(
+            "TARGET_MISMATCH",
+            f"run {target.run_id!r} does not belong to session {target.session_id!r}",
+        )
+    kept: list[RunEventRecord] = []
+    used = 0
+    truncated = False
+    for event in sorted(events, key=lambda item: item.seq):
+        if len(kept) == request.max_events:
+            truncated = True
+            break
+        size = len(canonical_json(event.public()).encode("ascii"))
+        if used + size > request.max_bytes:
+            truncated = True
+            break
+        kept.append(event)
+        used += size
+    snapshot = EvidenceSnapshot(
+        target=target,
+        run=run,
+        events=tuple(kept),
+        truncated=truncated,
+        max_events=request.max_events,
+        max_bytes=request.max_bytes,
+        snapshot_digest="",
+    )
+    return attrs.evolve(snapshot, snapshot_digest=snapshot.computed_digest())
+
+
+# --- decisions over runs -------------------------------------------------------------------
+
+
+def _run_fields(session_id: object, prompt: object, run_id: object) -> dict[str, Any]:
+    return structure(
+        {"session_id": session_id, "prompt": prompt, "run_id": run_id},
+        {
+            "session_id": identifier(),
+            "prompt": text(max_length=MAX_PROMPT_CHARS),
+            "run_id": identifier(),
+        },
+        what="run",
+    )
+
+
+def decide_create_run(
+    existing: RunRecord | None,
+    *,
+    session_id: object,
+    prompt: object,
+    run_id: object,
+    now: str,
+) -> Replay | WritePlan:
+    """A new run, or the same run again when `run_id` already names an identical one."""
+    values = _run_fields(session_id, prompt, run_id)
+    if existing is not None:
+        if existing.session_id != values["session_id"] or existing.prompt != values["prompt"]:
+            raise LedgerError(
+                "RUN_CONFLICT", f"run {existing.run_id!r} exists with another session or prompt"
+            )
+        return Replay({**existing.public(), "idempotent": True})
+    row = {**values, "created_at": now}
+    response: JsonObject = {**values, "created_at": now, "updated_at": now, "event_count": 0}
+    return WritePlan(
+        writes=(SqlWrite("insert_run", row),),
+        events=(
+            EventAppend(
+                task_id=None,
+                agent_id=None,
+                event_type=RUN_CREATED,
+                payload={"run_id": values["run_id"], "session_id": values["session_id"]},
+                created_at=now,
+            ),
+        ),
+        response=first_answer(response),
+    )
+
+
+def decide_append_run_event(
+    run: RunRecord | None,
+    *,
+    run_id: object,
+    kind: object,
+    payload: object,
+    now: str,
+) -> WritePlan:
+    """The next event of a run: a CAS on the run's event count, then the event row."""
+    values = structure(
+        {"run_id": run_id, "kind": kind},
+        {"run_id": identifier(), "kind": identifier()},
+        what="run event",
+    )
+    if run is None:
+        raise LedgerError("RUN_NOT_FOUND", f"no run {values['run_id']!r}")
+    checked = check_json(payload, what="payload")
+    payload_json = canonical_json(checked)
+    if len(payload_json) > MAX_EVENT_PAYLOAD_BYTES:
+        raise LedgerError("PAYLOAD_TOO_LARGE", f"payload is over {MAX_EVENT_PAYLOAD_BYTES} bytes")
+    seq = run.event_count + 1
+    return WritePlan(
+        writes=(
+            SqlWrite(
+                "bump_run_event_count",
+                {"run_id": run.run_id, "expected_count": run.event_count, "now": now},
+                guarded=True,
+            ),
+            SqlWrite(
+                "insert_run_event",
+                {
+                    "run_id": run.run_id,
+                    "seq": seq,
+                    "kind": values["kind"],
+                    "payload_json": payload_json,
+                    "created_at": now,
+                },
+            ),
+        ),
+        events=(),
+        response={
+            "run_id": run.run_id,
+            "seq": seq,
+            "kind": values["kind"],
+            "payload": checked,
+            "created_at": now,
+        },
+    )

@@ -1,0 +1,1 @@
+"""The task lifecycle: requests, the transition table, results and decisions."""

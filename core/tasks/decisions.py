@@ -1,0 +1,502 @@
+"""Decisions of the task lifecycle: create, claim, heartbeat, submit, verify, cancel, expire.
+
+Each `decide_*` is pure: it takes the rows the shell read inside its `BEGIN IMMEDIATE`, the
+request and the clock value, and returns a `Replay` (the first answer for an idempotency key), a
+`WritePlan` (one compare-and-swap on the task row, the idempotency-ledger row, one event), or
+raises a `LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
+`revision`, a claim adds 1 to `attempt`.
+
+Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
+that does not match the task's current lease (never held, requeued, claimed by someone else,
+released by submit or cancel) is `LEASE_INVALID`; the matching token after the lease's expiry
+is `LEASE_EXPIRED`. Neither writes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+from aios_ledger.core.digests import sha256_of_canonical
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
+from aios_ledger.core.plan import (
+    EventAppend,
+    Replay,
+    SqlWrite,
+    WritePlan,
+    first_answer,
+    replay_or_conflict,
+    request_digest,
+)
+from aios_ledger.core.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.requests import (
+    CancelRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    SubmitRequest,
+    TaskCreateRequest,
+    VerifyRequest,
+    lease_token_sha256,
+)
+from aios_ledger.core.tasks.results import check_task_result, task_envelope
+from aios_ledger.core.tasks.transitions import (
+    ABSENT,
+    expire_operation,
+    next_task_status,
+    verify_operation,
+)
+from aios_ledger.core.timestamps import add_seconds, parse_timestamp
+
+TASK_CREATED = "TASK_CREATED"
+TASK_CLAIMED = "TASK_CLAIMED"
+TASK_HEARTBEAT = "TASK_HEARTBEAT"
+RESULT_SUBMITTED = "RESULT_SUBMITTED"
+TASK_VERIFIED = "TASK_VERIFIED"
+TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
+TASK_CANCELLED = "TASK_CANCELLED"
+
+CAS_STATEMENT = "tasks_cas_update"
+INSERT_STATEMENT = "tasks_insert"
+LEDGER_STATEMENT = "task_idempotency_insert"
+
+
+@attrs.frozen
+class TaskState:
+    """What a decision on one task reads: the task and any first answer for the key."""
+
+    task: TaskRow | None
+    prior: IdempotencyRow | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+
+
+def _require(task_id: str, task: TaskRow | None) -> TaskRow:
+    if task is None:
+        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
+    return task
+
+
+def _advance(task: TaskRow, now: str, **changes: Any) -> TaskRow:
+    """The next row: the changes, one more revision, the clock."""
+    return task._replace(**changes, revision=task.revision + 1, updated_at=now)
+
+
+def _release(task: TaskRow, now: str, **changes: Any) -> TaskRow:
+    """`_advance` for a transition that ends the lease: no holder, no token, no expiry."""
+    return _advance(
+        task, now, claimed_by=None, lease_token_hash=None, lease_expires_at=None, **changes
+    )
+
+
+def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
+    """The guarded write of a transition: the row must still be at the revision decided on."""
+    return SqlWrite(
+        statement=CAS_STATEMENT,
+        params={
+            "task_id": before.task_id,
+            "expected_status": before.status,
+            "expected_revision": before.revision,
+            "status": after.status,
+            "attempt": after.attempt,
+            "claimed_by": after.claimed_by,
+            "lease_token_hash": after.lease_token_hash,
+            "lease_expires_at": after.lease_expires_at,
+            "result_json": after.result_json,
+            "result_digest": after.result_digest,
+            "result_idempotency_key": after.result_idempotency_key,
+            "verification_json": after.verification_json,
+            "revision": after.revision,
+            "updated_at": after.updated_at,
+        },
+        guarded=True,
+    )
+
+
+def _ledger_row(
+    key: str, operation: str, subject: str, digest: str, response: JsonObject, now: str
+) -> SqlWrite:
+    return SqlWrite(
+        statement=LEDGER_STATEMENT,
+        params={
+            "idempotency_key": key,
+            "operation": operation,
+            "subject": subject,
+            "request_sha256": digest,
+            "response_json": encode_checked(response),
+            "created_at": now,
+        },
+    )
+
+
+def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) -> EventAppend:
+    return EventAppend(
+        task_id=task.task_id,
+        agent_id=agent_id,
+        event_type=kind,
+        payload=payload,
+        created_at=task.updated_at,
+    )
+
+
+def task_summary(task: TaskRow) -> JsonObject:
+    """The fields every write response carries."""
+    return {
+        "task_id": task.task_id,
+        "status": task.status,
+        "revision": task.revision,
+        "attempt": task.attempt,
+        "max_attempts": task.max_attempts,
+        "claimed_by": task.claimed_by,
+        "lease_expires_at": task.lease_expires_at,
+    }
+
+
+def _passed(moment: str | None, now: str) -> bool:
+    """Whether `moment` is at or before `now` (a missing moment never passes)."""
+    if moment is None:
+        return False
+    return parse_timestamp(moment, field="stored timestamp") <= parse_timestamp(now)
+
+
+def _check_lease(task: TaskRow, token: str, now: str) -> None:
+    if task.lease_token_hash is None or task.lease_token_hash != lease_token_sha256(token):
+        raise LedgerError(
+            "LEASE_INVALID", f"the token does not hold the current lease of task {task.task_id!r}"
+        )
+    if task.lease_expires_at is None or _passed(task.lease_expires_at, now):
+        raise LedgerError(
+            "LEASE_EXPIRED",
+            f"the lease of task {task.task_id!r} expired at {task.lease_expires_at}",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# create
+
+
+def create_digest(request: TaskCreateRequest) -> str:
+    return request_digest("create", None, request.public())
+
+
+def decide_create(
+    request: TaskCreateRequest, state: TaskState, *, now: str, task_id: str, idempotency_key: str
+) -> Replay | WritePlan:
+    """`task_id` is the request's, or one the shell generated; the key is bound to the request."""
+    digest = create_digest(request)
+    replay = replay_or_conflict(state.prior, digest)
+    if replay is not None:
+        return replay
+    if request.task_id is not None and request.task_id != task_id:
+        raise LedgerError("FIELDS_INVALID", "task_id disagrees with the request's")
+    if state.task is not None:
+        raise LedgerError("TASK_ALREADY_EXISTS", f"task {task_id!r} exists already")
+    task = TaskRow(
+        task_id=task_id,
+        goal=request.goal,
+        instructions=request.instructions,
+        success_criteria_json=encode_checked(request.success_criteria),
+        required_capabilities_json=encode_checked(list[JsonValue](request.required_capabilities)),
+        constraints_json=encode_checked(request.constraints),
+        metadata_json=encode_checked(request.metadata),
+        deadline=request.deadline,
+        priority=request.priority,
+        max_attempts=request.max_attempts,
+        attempt=0,
+        status=next_task_status(ABSENT, "create"),
+        claimed_by=None,
+        lease_token_hash=None,
+        lease_expires_at=None,
+        result_json=None,
+        result_digest=None,
+        result_idempotency_key=None,
+        verification_json=None,
+        revision=1,
+        created_at=now,
+        updated_at=now,
+    )
+    insert = SqlWrite(statement=INSERT_STATEMENT, params=task._asdict())
+    response = {**task_summary(task), "priority": task.priority}
+    payload: JsonObject = {
+        "priority": task.priority,
+        "max_attempts": task.max_attempts,
+        "required_capabilities": list[JsonValue](request.required_capabilities),
+        "deadline": task.deadline,
+        "idempotency_key": idempotency_key,
+    }
+    return WritePlan(
+        writes=(insert, _ledger_row(idempotency_key, "create", task_id, digest, response, now)),
+        events=(_event(task, TASK_CREATED, payload, None),),
+        response=first_answer(response),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# claim
+
+
+def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> LedgerError | None:
+    """Why `task` cannot be claimed by a claimer offering `capabilities` now, or None."""
+    if task.status != "QUEUED":
+        return LedgerError("INVALID_TRANSITION", f"a {task.status} task does not allow claim")
+    if task.attempt >= task.max_attempts:
+        return LedgerError(
+            "ATTEMPTS_EXHAUSTED", f"task used {task.attempt} of {task.max_attempts} attempts"
+        )
+    try:
+        missing = sorted(set(task.required_capabilities()) - set(capabilities))
+        if task.deadline is not None and _passed(task.deadline, now):
+            return LedgerError("DEADLINE_PASSED", f"task's deadline {task.deadline} has passed")
+    except LedgerError as refused:
+        return refused
+    if missing:
+        return LedgerError("CAPABILITY_MISSING", f"the claimer lacks {missing}")
+    return None
+
+
+def claim_digest(request: ClaimRequest, lease_token: str) -> str:
+    return request_digest("claim", request.task_id, request.public(lease_token))
+
+
+def decide_claim(
+    request: ClaimRequest, state: TaskState, *, now: str, lease_token: str
+) -> Replay | WritePlan | None:
+    """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
+    through); None: nothing.
+
+    The stored first answer never holds the token; a replay gives back the token the caller
+    brought, which the request digest (over its sha256) proves to be the first one.
+    """
+    # Only an idempotent claim is bound to a request digest.
+    digest = None if request.idempotency_key is None else claim_digest(request, lease_token)
+    replay = None if digest is None else replay_or_conflict(state.prior, digest)
+    if replay is not None:
+        return Replay({**replay.response, "lease_token": lease_token})
+    if state.task is None:
+        if request.task_id is not None:
+            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
+        return None
+    task = state.task
+    refusal = claim_refusal(task, request.capabilities, now)
+    if refusal is not None:
+        raise refusal
+    claimed = _advance(
+        task,
+        now,
+        status=next_task_status(task.status, "claim"),
+        attempt=task.attempt + 1,
+        claimed_by=request.agent_id,
+        lease_token_hash=lease_token_sha256(lease_token),
+        lease_expires_at=add_seconds(now, request.lease_seconds),
+    )
+    envelope = task_envelope(task)
+    runtime_input = None if envelope is None else envelope["runtime_input"]
+    response: JsonObject = {
+        **task_summary(claimed),
+        "goal": claimed.goal,
+        "instructions": claimed.instructions,
+        "success_criteria": claimed.success_criteria(),
+        "constraints": claimed.constraints(),
+        "required_capabilities": list[JsonValue](claimed.required_capabilities()),
+        "deadline": claimed.deadline,
+        "priority": claimed.priority,
+        "envelope": envelope,
+        "runtime_input": runtime_input,
+    }
+    payload: JsonObject = {
+        "attempt": claimed.attempt,
+        "lease_expires_at": claimed.lease_expires_at,
+    }
+    writes = [_cas(task, claimed)]
+    if request.idempotency_key is not None and digest is not None:
+        writes.append(
+            _ledger_row(request.idempotency_key, "claim", task.task_id, digest, response, now)
+        )
+    return WritePlan(
+        writes=tuple(writes),
+        events=(_event(claimed, TASK_CLAIMED, payload, request.agent_id),),
+        response={**first_answer(response), "lease_token": lease_token},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# heartbeat
+
+
+def decide_heartbeat(request: HeartbeatRequest, state: TaskState, *, now: str) -> WritePlan:
+    task = _require(request.task_id, state.task)
+    _check_lease(task, request.lease_token, now)
+    beat = _advance(
+        task,
+        now,
+        status=next_task_status(task.status, "heartbeat"),
+        lease_expires_at=add_seconds(now, request.lease_seconds),
+    )
+    payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
+    return WritePlan(
+        writes=(_cas(task, beat),),
+        events=(_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
+        response=first_answer(task_summary(beat)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# submit
+
+
+def submit_digest(request: SubmitRequest) -> str:
+    return request_digest("submit", request.task_id, request.public())
+
+
+def decide_submit(
+    request: SubmitRequest,
+    state: TaskState,
+    *,
+    now: str,
+    contracts: Mapping[str, Mapping[str, object]],
+) -> Replay | WritePlan:
+    """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`)."""
+    digest = submit_digest(request)
+    replay = replay_or_conflict(state.prior, digest)
+    if replay is not None:
+        return replay
+    task = _require(request.task_id, state.task)
+    _check_lease(task, request.lease_token, now)
+    status = next_task_status(task.status, "submit")
+    check_task_result(task, request.result, contracts)
+    result_json = encode_checked(request.result)
+    result_digest = sha256_of_canonical(result_json)  # sha256_hex, from the one encoding
+    submitted = _release(
+        task,
+        now,
+        status=status,
+        result_json=result_json,
+        result_digest=result_digest,
+        result_idempotency_key=request.idempotency_key,
+    )
+    response: JsonObject = {**task_summary(submitted), "result_digest": result_digest}
+    payload: JsonObject = {
+        "attempt": submitted.attempt,
+        "result_digest": result_digest,
+        "idempotency_key": request.idempotency_key,
+    }
+    ledger = _ledger_row(request.idempotency_key, "submit", task.task_id, digest, response, now)
+    return WritePlan(
+        writes=(_cas(task, submitted), ledger),
+        events=(_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by),),
+        response=first_answer(response),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# verify
+
+
+def verify_digest(request: VerifyRequest) -> str:
+    return request_digest("verify", request.task_id, request.public())
+
+
+def decide_verify(request: VerifyRequest, state: TaskState, *, now: str) -> Replay | WritePlan:
+    """SUCCEEDED; NEEDS_REWORK back to QUEUED (FAILED when attempts are used up); FAILED."""
+    digest = verify_digest(request)
+    replay = replay_or_conflict(state.prior, digest)
+    if replay is not None:
+        return replay
+    task = _require(request.task_id, state.task)
+    attempts_left = task.attempt < task.max_attempts
+    status = next_task_status(
+        task.status, verify_operation(request.decision, attempts_left=attempts_left)
+    )
+    expected = request.expected_result_digest
+    if expected is not None and expected != task.result_digest:
+        raise LedgerError(
+            "RESULT_DIGEST_MISMATCH",
+            f"the stored result is {task.result_digest}, the verifier expects {expected}",
+        )
+    verification: JsonObject = {"decision": request.decision, "reason": request.reason}
+    verified = _release(
+        task,
+        now,
+        status=status,
+        verification_json=encode_checked(verification),
+    )
+    response: JsonObject = {
+        **task_summary(verified),
+        "decision": request.decision,
+        "next_state": status,
+        "result_digest": task.result_digest,
+    }
+    payload: JsonObject = {"decision": request.decision, "next_state": status}
+    ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, response, now)
+    return WritePlan(
+        writes=(_cas(task, verified), ledger),
+        events=(_event(verified, TASK_VERIFIED, payload, None),),
+        response=first_answer(response),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# cancel
+
+
+def cancel_digest(request: CancelRequest) -> str:
+    return request_digest("cancel", request.task_id, request.public())
+
+
+def decide_cancel(request: CancelRequest, state: TaskState, *, now: str) -> Replay | WritePlan:
+    digest = cancel_digest(request)
+    replay = replay_or_conflict(state.prior, digest)
+    if replay is not None:
+        return replay
+    task = _require(request.task_id, state.task)
+    cancelled = _release(
+        task,
+        now,
+        status=next_task_status(task.status, "cancel"),
+    )
+    response: JsonObject = {**task_summary(cancelled), "previous_status": task.status}
+    payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
+    ledger = _ledger_row(request.idempotency_key, "cancel", task.task_id, digest, response, now)
+    return WritePlan(
+        writes=(_cas(task, cancelled), ledger),
+        events=(_event(cancelled, TASK_CANCELLED, payload, None),),
+        response=first_answer(response),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# expire
+
+
+def decide_expire(tasks: Sequence[TaskRow], *, now: str) -> WritePlan | None:
+    """Every CLAIMED task whose lease has passed goes back to QUEUED (FAILED when used up)."""
+    writes: list[SqlWrite] = []
+    events: list[EventAppend] = []
+    expired: list[JsonValue] = []
+    for task in tasks:
+        if task.status != "CLAIMED" or not _passed(task.lease_expires_at, now):
+            continue
+        attempts_left = task.attempt < task.max_attempts
+        released = _release(
+            task,
+            now,
+            status=next_task_status(task.status, expire_operation(attempts_left=attempts_left)),
+        )
+        payload: JsonObject = {
+            "attempt": task.attempt,
+            "lease_expires_at": task.lease_expires_at,
+            "next_state": released.status,
+        }
+        writes.append(_cas(task, released))
+        events.append(_event(released, TASK_LEASE_EXPIRED, payload, task.claimed_by))
+        expired.append(task_summary(released))
+    if not writes:
+        return None
+    return WritePlan(
+        writes=tuple(writes),
+        events=tuple(events),
+        response={"expired": expired, "count": len(expired)},
+    )

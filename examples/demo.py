@@ -1,0 +1,283 @@
+"""`make demo`: the main job on the embedded SQLite default, told for a person.
+
+Part one adopts a task the older runtime left behind and projects its governed envelope (with a
+drifted request refused and a replay answered from the ledger). Part two is the main job: more
+tasks are created and projected, a worker runs the example agent on each, a reviewer (an
+auxiliary run over the task's evidence) asks for rework once and then accepts, and the whole
+event log is verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from aios_ledger.core import (
+    GovernedExecutionBinding,
+    InitialExecutionProjectionRequest,
+    LedgerError,
+    TaskRow,
+    format_timestamp,
+    runtime_input_of,
+    sha256_hex,
+)
+from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
+from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.work.reviewer import review_submitted
+from aios_ledger.shell.work.worker import Worker, WorkerConfig
+
+OWNER = "owner-demo-authorization"
+ADAPTER = "openclaw"
+CAPABILITY = "agent.runtime.openclaw"
+BASE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+LEGACY_TASK = "task-release-notes"
+NEW_TASKS = {
+    "task-api-docs": "Document the new /v2/exports endpoint",
+    "task-flaky-test": "Stabilise the flaky upload test",
+}
+
+
+def say(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def older_runtime_creates_task(path: Path) -> None:
+    """Write a task exactly as the older runtime did: stdlib sqlite3, no migrations."""
+    created = format_timestamp(system_clock())
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(sql("legacy_create_tables"))
+        con.execute(
+            sql("legacy_insert_task"),
+            {
+                "task_id": LEGACY_TASK,
+                "goal": "Draft the release notes for 2.4",
+                "instructions": "Summarise merged changes on the bound branch only.",
+                "success_criteria_json": json.dumps([{"id": "notes", "description": "drafted"}]),
+                "constraints_json": json.dumps({"production_write": False}),
+                "priority": 10,
+                "max_attempts": 3,
+                "created_at": created,
+            },
+        )
+        con.execute(sql("legacy_insert_event"), {"task_id": LEGACY_TASK, "created_at": created})
+        con.commit()
+    finally:
+        con.close()
+
+
+def binding_for(task_id: str) -> GovernedExecutionBinding:
+    return GovernedExecutionBinding.from_mapping(
+        {
+            "task_id": task_id,
+            "job_id": f"job-{task_id}",
+            "repository": "acme/widgets",
+            "base_oid": BASE,
+            "expected_branch_oid": BASE,
+            "target_branch": f"agent/{task_id}",
+            "branch_mode": "CREATE_NEW",
+            "generation": 1,
+            "idempotency_key": f"binding-{task_id}",
+        }
+    )
+
+
+def projection_request(path: Path, task_id: str, **changes: Any) -> dict[str, Any]:
+    """The request an operator writes after reading the task and the envelope it will get."""
+    with Database(path) as db:
+        row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": task_id}))
+    assert row is not None
+    task = TaskRow.from_row(row)
+    resolver = RegisteredBindingResolver(path)
+    try:
+        envelope = resolver(task_id, f"job-{task_id}", CAPABILITY, ADAPTER, runtime_input_of(task))
+    finally:
+        resolver.close()
+    return {
+        "expected_status": "QUEUED",
+        "expected_revision": 1,
+        "expected_attempt": 0,
+        "expected_metadata_sha256": sha256_hex(task.metadata()),
+        "expected_required_capabilities_sha256": sha256_hex(task.required_capabilities()),
+        "expected_job_id": f"job-{task_id}",
+        "expected_execution_digest": envelope["execution_digest"],
+        "required_capability": CAPABILITY,
+        "adapter": ADAPTER,
+        "authorization_id": OWNER,
+        "idempotency_key": f"projection-{task_id}",
+        "reason": "first governed runtime",
+        **changes,
+    }
+
+
+def project(store: InitialExecutionProjectionStore, path: Path, task_id: str) -> dict[str, Any]:
+    request = InitialExecutionProjectionRequest.from_mapping(projection_request(path, task_id))
+    return store.project(task_id, request)
+
+
+def part_one(path: Path) -> None:
+    say("Part 1 - adopting the older runtime's task")
+    older_runtime_creates_task(path)
+    say(f"  The older runtime left {LEGACY_TASK} in {path}: no migrations, one TASK_CREATED.")
+    with Database(path) as db:
+        register_binding(db, binding_for(LEGACY_TASK).public())
+    say("  Opened by aios-ledger: migrated in place, its event sealed; binding registered.")
+    resolver = RegisteredBindingResolver(path)
+    store = InitialExecutionProjectionStore(path, resolver)
+    try:
+        drifted = projection_request(path, LEGACY_TASK, expected_execution_digest="f" * 64)
+        try:
+            store.project(LEGACY_TASK, InitialExecutionProjectionRequest.from_mapping(drifted))
+            raise SystemExit("a drifted projection was accepted: this is a bug")
+        except LedgerError as refused:
+            say(f"  A request that expects another envelope is refused: {refused.code}.")
+        request = InitialExecutionProjectionRequest.from_mapping(
+            projection_request(path, LEGACY_TASK)
+        )
+        first = store.project(LEGACY_TASK, request)
+        again = store.project(LEGACY_TASK, request)
+        say(
+            f"  Projected at revision {first['revision']} (digest "
+            f"{str(first['execution_digest'])[7:19]}); the same request again is a replay: "
+            f"idempotent={again['idempotent']}."
+        )
+    finally:
+        store.close()
+        resolver.close()
+
+
+def part_two(path: Path, examples: Path) -> None:
+    say()
+    say("Part 2 - the main job: governed work, reviewed, provable")
+    ledger = TaskLedger(path)
+    with Database(path) as db:
+        for task_id, goal in NEW_TASKS.items():
+            ledger.create_task(
+                {
+                    "task_id": task_id,
+                    "goal": goal,
+                    "instructions": "Work on the bound branch; report progress on stderr.",
+                    "success_criteria": [{"id": "done", "description": goal}],
+                },
+                idempotency_key=f"create-{task_id}",
+            )
+            register_binding(db, binding_for(task_id).public())
+    resolver = RegisteredBindingResolver(path)
+    store = InitialExecutionProjectionStore(path, resolver)
+    try:
+        for task_id in NEW_TASKS:
+            project(store, path, task_id)
+    finally:
+        store.close()
+        resolver.close()
+    say(f"  Created {len(NEW_TASKS)} more tasks, each bound and projected by the owner.")
+    agent = f"{sys.executable} {examples / 'agent.py'}"
+    reviewer = f"{sys.executable} {examples / 'reviewer.py'}"
+    for round_number in (1, 2):
+        worker = Worker(
+            path,
+            WorkerConfig(
+                agent_id="demo-worker",
+                capabilities=(CAPABILITY,),
+                command=agent,
+                lease_seconds=30,
+                timeout=60,
+                until_empty=True,
+            ),
+            log=lambda _line: None,
+        )
+        try:
+            worker.run()
+        finally:
+            worker.close()
+        submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in worker.outcomes)
+        say(f"  Round {round_number}: the worker ran examples/agent.py -> {submitted}")
+        reviews = review_submitted(path, reviewer, log=lambda _line: None)
+        for review in reviews:
+            say(f"    review of {review['task_id']}: {review['outcome']} ({review.get('reason')})")
+    ledger.close()
+
+
+def timelines(path: Path) -> None:
+    say()
+    say("Timelines")
+    ledger = TaskLedger(path)
+    try:
+        for task_id in (LEGACY_TASK, *NEW_TASKS):
+            task = ledger.get(task_id)
+            say(f"  {task_id}: {task['status']} after {task['attempt']} attempt(s)")
+            for event in ledger.events(task_id):
+                payload = event["payload"] if isinstance(event["payload"], dict) else {}
+                detail = payload.get("decision") or ""
+                agent = event["agent_id"] or ""
+                at = str(event["created_at"])[11:19]
+                say(f"    {at}  {event['event_type']:<46} {agent:<12} {detail}")
+    finally:
+        ledger.close()
+
+
+def verification(path: Path) -> bool:
+    with Database(path) as db:
+        report = verify_log(db)
+        statuses = db.read(lambda conn: fetch_all(conn, "status_counts"))
+    say()
+    counts = ", ".join(f"{row['status']} {row['tasks']}" for row in statuses)
+    say(f"Tasks: {counts}")
+    say(
+        f"Event log: {report.events} events, {report.sealed} sealed "
+        f"({report.sealed_at_adoption} at adoption); intact={report.intact}; "
+        f"head {report.head.digest[7:23]}"
+    )
+    return report.intact
+
+
+def default_examples() -> Path:
+    return Path(__file__).resolve().parent
+
+
+def run(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="aios-ledger-demo")
+    parser.add_argument("--dir", type=Path, default=Path("demo-ledger"))
+    parser.add_argument("--examples", type=Path, default=None)
+    args = parser.parse_args(argv)
+    examples = args.examples or default_examples()
+    if args.dir.exists():
+        shutil.rmtree(args.dir)
+    args.dir.mkdir(parents=True)
+    path = args.dir / "aios-ledger.db"
+    os.environ[AUTHORIZATION_ENV] = OWNER
+    say("aios-ledger demo")
+    say("================")
+    part_one(path)
+    part_two(path, examples)
+    timelines(path)
+    intact = verification(path)
+    say()
+    say(f"Look closer: .venv/bin/aios-ledger --db {path} status")
+    say(f"             .venv/bin/aios-ledger --db {path} verify")
+    return 0 if intact else 1
+
+
+def main() -> int:
+    try:
+        return run(sys.argv[1:])
+    except LedgerError as refused:
+        sys.stderr.write(f"{refused}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

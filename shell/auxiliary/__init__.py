@@ -1,0 +1,1 @@
+"""The auxiliary run service (asyncio) over its SQL rows."""

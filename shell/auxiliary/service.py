@@ -1,0 +1,509 @@
+"""`AuxiliaryRunService`: isolated sub-agent runs on asyncio, every state change a guarded write.
+
+`spawn` checks the spec against the evidence (core `check_spawn`), stores the run PENDING in the
+same transaction as its `AUXILIARY_RUN_SPAWNED` event, and starts the executor as an asyncio
+task; the task moves the run RUNNING, then COMPLETED, FAILED or CANCELLED, each move a decision
+of the core applied with `apply_decision` (a CAS on state and revision). Waiters wait on an
+`asyncio.Event` that is set only after the terminal row is written, and a waiter that arrives
+later finds it set: no waiter can miss the end. The apsw calls are short and run in the loop's
+thread; one connection per service.
+
+A run whose process died stays PENDING or RUNNING in the database. Each service owns its runs
+under an owner tag (`host:pid:token`); opening a service fails, as `INTERRUPTED`, every unfinished
+run whose owner is gone (a dead pid on this host, or a closed service of this process). Owners
+on other hosts are never judged dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import apsw
+import attrs
+from aios_ledger.core import (
+    AuxiliaryRunError,
+    AuxiliaryRunOutput,
+    AuxiliaryRunRow,
+    AuxiliaryRunSnapshot,
+    AuxiliaryRunSpec,
+    AuxiliaryRunState,
+    EvidenceSnapshot,
+    LedgerError,
+    check_identifier,
+    check_output,
+    check_spawn,
+    decide_recover_interrupted,
+    decide_spawn,
+    decide_transition,
+    failure_of,
+    loads_document,
+    state_after,
+)
+from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.connection import (
+    Database,
+    Params,
+    fetch_all,
+    fetch_record,
+    stream_records,
+)
+
+ClockMs = Callable[[], int]
+POLL_SECONDS = 0.05
+CANCEL_GRACE_SECONDS = 1.0
+MAX_LIST = 1000
+FINISHED_CACHE = 1024
+
+_LIVE_OWNERS: set[str] = set()
+
+
+def system_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class CancellationToken:
+    """Cooperative cancellation: `cancel()` wakes every `await cancelled()` and every child.
+
+    Use it from the event loop's thread (from another thread: `loop.call_soon_threadsafe`).
+    """
+
+    def __init__(self) -> None:
+        self._cancelled = False
+        self._event: asyncio.Event | None = None
+        self._children: weakref.WeakSet[CancellationToken] = weakref.WeakSet()
+
+    def cancel(self) -> None:
+        if self._cancelled:
+            return
+        self._cancelled = True
+        if self._event is not None:
+            self._event.set()
+        for child in list(self._children):
+            child.cancel()
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self._cancelled
+
+    async def cancelled(self) -> None:
+        if self._cancelled:
+            return
+        if self._event is None:
+            self._event = asyncio.Event()
+        await self._event.wait()
+
+    def child(self) -> CancellationToken:
+        """A token cancelled with this one (and cancellable on its own)."""
+        token = CancellationToken()
+        if self._cancelled:
+            token.cancel()
+        else:
+            self._children.add(token)
+        return token
+
+
+@attrs.frozen
+class AuxiliaryRunContext:
+    """What an executor gets: the spec, the pinned evidence, and its cancellation token."""
+
+    spec: AuxiliaryRunSpec
+    evidence: EvidenceSnapshot
+    cancellation: CancellationToken
+
+
+class AuxiliaryExecutor(Protocol):
+    async def execute(self, context: AuxiliaryRunContext) -> Any: ...
+
+
+class _Entry:
+    """An auxiliary run this service drives: its token, its task, and the terminal signal."""
+
+    def __init__(self, aux_id: str, token: CancellationToken) -> None:
+        self.aux_id = aux_id
+        self.token = token
+        self.done = asyncio.Event()
+        self.final: AuxiliaryRunRow | LedgerError | None = None
+        self.task: asyncio.Task[None] | None = None
+
+
+class AuxiliaryRunHandle:
+    """A spawned auxiliary run: `await wait()` for its output, `await snapshot()` for its row."""
+
+    def __init__(self, service: AuxiliaryRunService, aux_id: str) -> None:
+        self._service = service
+        self._id = aux_id
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    async def wait(self) -> AuxiliaryRunOutput:
+        """The output, or the run's terminal `AuxiliaryRunError`; returns at once once it ended."""
+        row = await self._service._terminal_row(self._id)
+        outcome = row.outcome()
+        if isinstance(outcome, AuxiliaryRunOutput):
+            return outcome
+        if isinstance(outcome, AuxiliaryRunError):
+            raise outcome
+        raise AuxiliaryRunError("EXECUTOR", f"auxiliary run {self._id} did not end")
+
+    async def snapshot(self) -> AuxiliaryRunSnapshot:
+        return await self._service.get(self._id)
+
+    async def cancel(self) -> None:
+        await self._service.cancel(self._id)
+
+    def __repr__(self) -> str:
+        return f"AuxiliaryRunHandle({self._id!r})"
+
+
+def _owner_tag() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:16]}"
+
+
+def owner_is_dead(owner: str) -> bool:
+    """Whether the process that owned a run is certainly gone (never guessed for other hosts)."""
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return True
+    host, pid_text, _ = parts
+    if host != socket.gethostname():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return owner not in _LIVE_OWNERS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _read_row(conn: apsw.Connection, aux_id: str) -> AuxiliaryRunRow | None:
+    return fetch_record(conn, "get_auxiliary_run", {"aux_id": aux_id}, AuxiliaryRunRow)
+
+
+def _read_rows(conn: apsw.Connection, name: str, params: Params | None) -> list[AuxiliaryRunRow]:
+    return list(stream_records(conn, name, params, AuxiliaryRunRow))
+
+
+def read_auxiliary_run(db: Database, aux_id: str) -> AuxiliaryRunRow:
+    if not isinstance(aux_id, str):
+        raise AuxiliaryRunError.invalid_field("aux_id", "must be a string")
+    row = db.read(lambda conn: _read_row(conn, aux_id))
+    if row is None:
+        raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {aux_id!r}")
+    return row
+
+
+def auxiliary_run_events(db: Database, aux_id: str) -> list[dict[str, Any]]:
+    """The run's transitions in order, from the sealed ledger chain."""
+    rows = db.read(lambda conn: fetch_all(conn, "auxiliary_run_events", {"aux_id": aux_id}))
+    return [
+        {
+            "event_id": row["event_id"],
+            "event_type": row["event_type"],
+            "payload": loads_document(row["payload_json"], what="event payload"),
+            "created_at": row["created_at"],
+            "chain": row["chain"],
+            "chain_seq": row["chain_seq"],
+        }
+        for row in rows
+    ]
+
+
+def list_auxiliary_runs(
+    db: Database,
+    *,
+    state: str | None = None,
+    session_id: str | None = None,
+    run_id: str | None = None,
+    limit: int = 100,
+) -> list[AuxiliaryRunRow]:
+    if state is not None and state not in [member.value for member in AuxiliaryRunState]:
+        raise AuxiliaryRunError.invalid_field("state", "must be an auxiliary run state or None")
+    for name, value in (("session_id", session_id), ("run_id", run_id)):
+        if value is not None:
+            check_identifier(value, what=name)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise AuxiliaryRunError.invalid_field("limit", "must be an integer")
+    params = {
+        "state": state,
+        "session_id": session_id,
+        "run_id": run_id,
+        "limit": max(1, min(limit, MAX_LIST)),
+    }
+    return db.read(lambda conn: _read_rows(conn, "list_auxiliary_runs", params))
+
+
+class AuxiliaryRunService:
+    """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database;
+    `synchronous`: FULL (default) or NORMAL, as for `Database`."""
+
+    def __init__(
+        self,
+        executor: AuxiliaryExecutor,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        clock_ms: ClockMs | None = None,
+        poll_seconds: float = POLL_SECONDS,
+        synchronous: str = "FULL",
+        vfs: str | None = None,
+    ) -> None:
+        self._executor = executor
+        self._clock_ms = clock_ms or system_clock_ms
+        self._poll_seconds = poll_seconds
+        self._entries: dict[str, _Entry] = {}
+        self._finished: OrderedDict[str, _Entry] = OrderedDict()
+        self._db = Database(path, synchronous=synchronous, vfs=vfs)
+        self.owner = _owner_tag()
+        _LIVE_OWNERS.add(self.owner)
+        self.recovered: tuple[str, ...] = self._recover()
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    def _recover(self) -> tuple[str, ...]:
+        def write(conn: apsw.Connection) -> list[str]:
+            rows = _read_rows(conn, "unfinished_auxiliary_runs", None)
+            dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
+            plan = decide_recover_interrupted(rows, dead_owners=dead, now_ms=self._clock_ms())
+            response = apply_decision(conn, plan, error=AuxiliaryRunError)
+            recovered = response["recovered"]
+            return [str(item) for item in recovered] if isinstance(recovered, list) else []
+
+        return tuple(self._db.write(write))
+
+    def close(self) -> None:
+        """Close the database at once. Executors still in flight are told to stop, but their
+        runs stay unfinished in the database, as if the process had died: the next service
+        opened on it fails them as `INTERRUPTED`. `aclose()` records them CANCELLED instead."""
+        _LIVE_OWNERS.discard(self.owner)
+        for entry in list(self._entries.values()):
+            entry.token.cancel()
+        self._db.close()
+
+    async def aclose(self) -> None:
+        """Cancel the runs still in flight, let them record CANCELLED, then close."""
+        for entry in list(self._entries.values()):
+            entry.token.cancel()
+        tasks = [entry.task for entry in self._entries.values() if entry.task is not None]
+        if tasks:
+            await asyncio.wait(tasks)
+        self.close()
+
+    async def __aenter__(self) -> AuxiliaryRunService:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # --- public API ---------------------------------------------------------------------------
+
+    async def spawn(
+        self,
+        spec: AuxiliaryRunSpec,
+        evidence: EvidenceSnapshot,
+        parent: CancellationToken | None = None,
+    ) -> AuxiliaryRunHandle:
+        if parent is not None and not isinstance(parent, CancellationToken):
+            raise AuxiliaryRunError.invalid_field("parent", "must be a CancellationToken or None")
+        checked = check_spawn(spec, evidence)
+        aux_id = checked.spec.id
+        now_ms = self._clock_ms()
+
+        def write(conn: apsw.Connection) -> dict[str, object]:
+            decision = decide_spawn(
+                _read_row(conn, aux_id), checked, owner=self.owner, now_ms=now_ms
+            )
+            return apply_decision(conn, decision, error=AuxiliaryRunError)
+
+        answer = self._db.write(write)
+        if answer.get("idempotent") is True:
+            return AuxiliaryRunHandle(self, aux_id)
+        token = parent.child() if parent is not None else CancellationToken()
+        entry = _Entry(aux_id, token)
+        self._entries[aux_id] = entry
+        entry.task = asyncio.create_task(self._drive(entry, spec, evidence))
+        return AuxiliaryRunHandle(self, aux_id)
+
+    async def get(self, aux_id: str) -> AuxiliaryRunSnapshot:
+        return read_auxiliary_run(self._db, aux_id).snapshot()
+
+    async def handle(self, aux_id: str) -> AuxiliaryRunHandle:
+        read_auxiliary_run(self._db, aux_id)
+        return AuxiliaryRunHandle(self, aux_id)
+
+    async def cancel(self, aux_id: str) -> None:
+        """Ask a run this service drives to stop (it ends CANCELLED unless it already ended)."""
+        entry = self._entries.get(aux_id)
+        if entry is None:
+            read_auxiliary_run(self._db, aux_id)
+            return
+        entry.token.cancel()
+
+    # --- driving a run ------------------------------------------------------------------------
+
+    def _move(
+        self,
+        aux_id: str,
+        target: AuxiliaryRunState,
+        *,
+        output: AuxiliaryRunOutput | None = None,
+        error: AuxiliaryRunError | None = None,
+    ) -> AuxiliaryRunRow | None:
+        """Apply one transition; a terminal one answers the row as written (read back in the
+        same write transaction, so that settling the run needs no read transaction of its own)."""
+        now_ms = self._clock_ms()
+
+        def write(conn: apsw.Connection) -> AuxiliaryRunRow | None:
+            decision = decide_transition(
+                _read_row(conn, aux_id),
+                target,
+                now_ms=now_ms,
+                output=output,
+                error=error,
+                aux_id=aux_id,
+            )
+            apply_decision(conn, decision, error=AuxiliaryRunError)
+            return _read_row(conn, aux_id) if target.is_terminal else None
+
+        return self._db.write(write)
+
+    async def _drive(
+        self, entry: _Entry, spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot
+    ) -> None:
+        aux_id = entry.aux_id
+        try:
+            if entry.token.is_cancelled:
+                self._move(
+                    aux_id,
+                    AuxiliaryRunState.CANCELLED,
+                    error=AuxiliaryRunError("CANCELLED", "cancelled before it started"),
+                )
+                return
+            self._move(aux_id, AuxiliaryRunState.RUNNING)
+            outcome = await self._execute(entry, spec, evidence)
+            if isinstance(outcome, AuxiliaryRunOutput):
+                entry.final = self._move(aux_id, AuxiliaryRunState.COMPLETED, output=outcome)
+            else:
+                entry.final = self._move(aux_id, state_after(outcome), error=outcome)
+        except asyncio.CancelledError:
+            # The driving task itself was cancelled (the loop is shutting down): record it.
+            entry.token.cancel()
+            with contextlib.suppress(LedgerError, apsw.Error):
+                self._end_as_cancelled(aux_id)
+            raise
+        except LedgerError as refused:
+            # A storage failure, or the row moved on (another process failed it): the database,
+            # read below, says how the run ended.
+            entry.final = refused
+        finally:
+            self._settle(entry)
+
+    def _end_as_cancelled(self, aux_id: str) -> None:
+        row = read_auxiliary_run(self._db, aux_id)
+        if not row.run_state.is_terminal:
+            self._move(
+                aux_id,
+                AuxiliaryRunState.CANCELLED,
+                error=AuxiliaryRunError("CANCELLED", "the service stopped the run"),
+            )
+
+    def _settle(self, entry: _Entry) -> None:
+        final = entry.final
+        if not (isinstance(final, AuxiliaryRunRow) and final.run_state.is_terminal):
+            # Not ended by this service's own terminal write: the database says how it ended.
+            with contextlib.suppress(LedgerError, apsw.Error):
+                row = read_auxiliary_run(self._db, entry.aux_id)
+                if row.run_state.is_terminal:
+                    entry.final = row
+        if entry.final is None:
+            entry.final = AuxiliaryRunError(
+                "EXECUTOR", f"auxiliary run {entry.aux_id} stopped without a terminal state"
+            )
+        # Signal and retire in one step (no await between): a waiter either holds the entry,
+        # and wakes now, or arrives later and finds it among the finished (or in the database).
+        entry.done.set()
+        entry.task = None
+        self._entries.pop(entry.aux_id, None)
+        self._finished[entry.aux_id] = entry
+        while len(self._finished) > FINISHED_CACHE:
+            self._finished.popitem(last=False)
+
+    async def _execute(
+        self, entry: _Entry, spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot
+    ) -> AuxiliaryRunOutput | AuxiliaryRunError:
+        context = AuxiliaryRunContext(spec=spec, evidence=evidence, cancellation=entry.token)
+        work: asyncio.Future[Any] = asyncio.ensure_future(self._call(context))
+        stop: asyncio.Future[None] = asyncio.ensure_future(entry.token.cancelled())
+        timeout = None if spec.timeout_ms is None else spec.timeout_ms / 1000
+        try:
+            done, _ = await asyncio.wait(
+                {work, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            stop.cancel()
+        if work in done:
+            return _settle_work(spec, work)
+        entry.token.cancel()
+        work.cancel()
+        await asyncio.wait({work}, timeout=CANCEL_GRACE_SECONDS)
+        if stop in done:
+            return AuxiliaryRunError("CANCELLED", "the parent cancelled the run")
+        return AuxiliaryRunError(
+            "TIMEOUT", f"the executor did not finish within {spec.timeout_ms} ms"
+        )
+
+    async def _call(self, context: AuxiliaryRunContext) -> Any:
+        return await self._executor.execute(context)
+
+    async def _terminal_row(self, aux_id: str) -> AuxiliaryRunRow:
+        entry = self._entries.get(aux_id) or self._finished.get(aux_id)
+        if entry is not None:
+            await entry.done.wait()
+            final = entry.final
+            if isinstance(final, AuxiliaryRunRow):
+                return final
+            with contextlib.suppress(LedgerError):
+                row = read_auxiliary_run(self._db, aux_id)
+                if row.run_state.is_terminal:
+                    return row
+            if isinstance(final, AuxiliaryRunError):
+                raise AuxiliaryRunError(final.code, final.detail)
+            if isinstance(final, LedgerError):
+                raise AuxiliaryRunError(final.code, final.detail)
+            raise AuxiliaryRunError("EXECUTOR", f"auxiliary run {aux_id} did not end")
+        # A run this service does not drive (spawned before, or by another process): poll.
+        while True:
+            row = read_auxiliary_run(self._db, aux_id)
+            if row.run_state.is_terminal:
+                return row
+            await asyncio.sleep(self._poll_seconds)
+
+
+def _settle_work(
+    spec: AuxiliaryRunSpec, work: asyncio.Future[Any]
+) -> AuxiliaryRunOutput | AuxiliaryRunError:
+    if work.cancelled():
+        return AuxiliaryRunError("CANCELLED", "the executor was cancelled")
+    failure = work.exception()
+    if failure is not None:
+        return failure_of(failure)
+    try:
+        return check_output(spec, work.result())
+    except AuxiliaryRunError as refused:
+        return refused

@@ -1,0 +1,54 @@
+"""What every command group shares: the database path, JSON in and out, usage errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from aios_ledger.core import LedgerError, loads_document
+from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
+
+DEFAULT_DB = "aios-ledger.db"
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+MAX_INPUT_BYTES = 8 * 1024 * 1024 + 1  # more than any document may hold: read no further
+
+Handler = Callable[[argparse.Namespace], Any]
+
+
+class UsageError(LedgerError):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake as a coded error instead of exiting by itself."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError("USAGE_INVALID", message)
+
+
+def emit(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
+
+
+def database_path(args: argparse.Namespace) -> str:
+    return str(args.db or os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_DB)
+
+
+def read_json_argument(source: str) -> Any:
+    """Read a JSON document from a file path, or from stdin when the path is `-`."""
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES)
+        else:
+            with open(source, "rb") as handle:
+                data = handle.read(MAX_INPUT_BYTES)
+    except OSError as exc:
+        raise LedgerError("INPUT_UNREADABLE", f"{source[:200]!r}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL in the path
+        raise LedgerError("INPUT_UNREADABLE", f"{source[:200]!r} is not a usable path") from None
+    return loads_document(data, what=repr(source[:200]))

@@ -1,0 +1,1 @@
+"""Appending sealed events, verifying the log and exporting it."""

@@ -1,0 +1,147 @@
+"""Commands of the tamper-evident log: verify, head, export, verify-export."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from aios_ledger.core import LedgerError, LedgerHead, loads_document
+from aios_ledger.shell.cli_support import database_path, emit, read_json_argument
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.verification import ledger_head, verify_log
+
+EXIT_NOT_INTACT = 3
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    verify = commands.add_parser(
+        "verify", help="walk the whole event log and report tampering (exit 0 only when intact)"
+    )
+    verify.add_argument(
+        "--head",
+        help="a head printed earlier by `head` (JSON text, a file, or - for stdin): "
+        "also detect that the newest events were removed since",
+    )
+    verify.set_defaults(handler=_verify)
+
+    head = commands.add_parser("head", help="print the log's head: count, last id and digest")
+    head.set_defaults(handler=_head)
+
+    export = commands.add_parser("export", help="write events with their seals as JSON lines")
+    scope = export.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--task", metavar="ID", help="one task's events")
+    scope.add_argument("--all", action="store_true", help="every event")
+    export.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+    export.set_defaults(handler=_export)
+
+    check = commands.add_parser(
+        "verify-export", help="check an export file offline (exit 0 only when intact)"
+    )
+    check.add_argument("file")
+    check.set_defaults(handler=_verify_export)
+
+
+def _existing_database(args: argparse.Namespace) -> Database:
+    """Open the ledger; never create an empty one just to verify or export it."""
+    path = database_path(args)
+    try:
+        found = Path(path).is_file()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {exc.strerror}") from None
+    if not found:
+        raise LedgerError("DATABASE_NOT_FOUND", f"{path[:200]!r} does not exist")
+    return Database(path)
+
+
+def parse_head_argument(text: str) -> LedgerHead:
+    raw = loads_document(text, what="head") if text.lstrip().startswith("{") else None
+    if raw is None:
+        raw = read_json_argument(text)
+    return LedgerHead.from_mapping(raw)
+
+
+def _report(report: dict[str, Any]) -> int:
+    emit(report)
+    if report["intact"]:
+        return 0
+    counts = ", ".join(f"{code} {count}" for code, count in report["finding_counts"].items())
+    sys.stderr.write(f"LOG_NOT_INTACT: {counts}\n")
+    return EXIT_NOT_INTACT
+
+
+def _verify(args: argparse.Namespace) -> int:
+    head = None if args.head is None else parse_head_argument(args.head)
+    with _existing_database(args) as db:
+        return _report(verify_log(db, head=head).public())
+
+
+def _head(args: argparse.Namespace) -> Any:
+    with _existing_database(args) as db:
+        return ledger_head(db).public()
+
+
+def _export(args: argparse.Namespace) -> Any:
+    task_id = None if args.all else str(args.task)
+    with _existing_database(args) as db:
+        if args.output is None:
+            export_log(db, sys.stdout, task_id=task_id)
+            return 0
+        summary = _export_to_file(db, Path(args.output), task_id)
+    return {**summary, "output": args.output}
+
+
+def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, Any]:
+    """A regular file (or a new one) is written beside the target and renamed over it: no
+    half-written export is ever seen. Anything else that exists (/dev/null, /dev/stdout, a FIFO)
+    is written straight through, since renaming over it would replace the device itself; a
+    directory is refused."""
+    partial = None
+    try:
+        kind = _target_kind(path)
+        if kind == "directory" or not path.name:  # `.`, `/`
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if kind == "stream":
+            with open(path, "w", encoding="ascii", newline="\n") as out:
+                summary = export_log(db, out, task_id=task_id)
+            return summary
+        partial = path.with_name(path.name + ".partial")
+        with open(partial, "w", encoding="ascii", newline="\n") as out:
+            summary = export_log(db, out, task_id=task_id)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, path)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        _remove(partial)
+        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
+        raise LedgerError("OUTPUT_UNWRITABLE", f"{str(path)[:200]!r}: {detail}") from None
+    except BaseException:
+        _remove(partial)
+        raise
+    return summary
+
+
+def _remove(partial: Path | None) -> None:
+    if partial is not None:
+        with contextlib.suppress(OSError, ValueError):
+            partial.unlink()
+
+
+def _target_kind(path: Path) -> str:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "new"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "file" if stat.S_ISREG(mode) else "stream"
+
+
+def _verify_export(args: argparse.Namespace) -> int:
+    return _report(verify_export(args.file).public())

@@ -1,0 +1,170 @@
+"""Exporting the sealed log as JSON lines, and checking such an export without the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from typing import IO, Any
+
+import apsw
+from aios_ledger.core import (
+    EXPORT_INVALID,
+    ChainTips,
+    EventRecord,
+    Finding,
+    LedgerError,
+    LedgerHead,
+    LogVerifier,
+    VerificationReport,
+    export_header,
+    export_line,
+    export_trailer,
+    head_of_rows,
+    is_trailer,
+    loads_document,
+    parse_export_event,
+    parse_export_header,
+    parse_export_trailer,
+)
+from aios_ledger.shell.db.connection import Database, fetch_value
+from aios_ledger.shell.log.verification import Progress, seal_of_row
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+
+
+def _json_line(value: dict[str, Any]) -> str:
+    return json.dumps(
+        {key: _exportable(item) for key, item in value.items()},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+
+
+def _exportable(value: Any) -> Any:
+    """Stored values as they are; a blob (never written by the ledger) as tagged hex text, so
+    that a tampered row still exports and then fails the offline check."""
+    if isinstance(value, bytes):
+        return "blob:" + value.hex()
+    return value
+
+
+def export_log(
+    db: Database,
+    out: IO[str],
+    *,
+    task_id: str | None,
+    progress_stream: IO[str] | None = None,
+) -> dict[str, Any]:
+    """Write the header, one line per event with its seal, and the trailer; return a summary."""
+
+    def work(conn: apsw.Connection) -> dict[str, Any]:
+        if task_id is None:
+            total = int(fetch_value(conn, "log_max_event_id"))
+            statement, params = "log_export_all", {}
+        else:
+            total = int(fetch_value(conn, "log_task_event_count", {"task_id": task_id}))
+            statement, params = "log_export_task", {"task_id": task_id}
+            if total == 0:
+                raise LedgerError("TASK_NOT_FOUND", f"no events for task {task_id!r}")
+        progress = Progress("export", total, progress_stream)
+        out.write(_json_line(export_header(task_id)) + "\n")
+
+        def lines() -> Iterator[tuple[int, str | None]]:
+            with db.cursor_rows(statement, params) as rows:
+                for row in rows:
+                    event = EventRecord.from_row(row)
+                    seal = seal_of_row(row)
+                    out.write(_json_line(export_line(event, seal)) + "\n")
+                    progress.step()
+                    yield event.event_id, None if seal is None else seal.seal
+
+        head = head_of_rows(lines())
+        out.write(_json_line(export_trailer(head)) + "\n")
+        progress.close()
+        return {"scope": "all" if task_id is None else "task", "task_id": task_id, **head.public()}
+
+    return db.read(work)
+
+
+def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
+    """Check an export file with the core verifier, without any database."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, read line by line
+    except OSError as exc:
+        name = repr(os.fspath(path)[:200])
+        raise LedgerError("INPUT_UNREADABLE", f"{name}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL in the path
+        name = repr(os.fspath(path)[:200])
+        raise LedgerError("INPUT_UNREADABLE", f"{name} is not a usable path") from None
+    with handle:
+        if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
+            # /dev/zero, /dev/urandom, a terminal: no end, or no file.
+            raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
+        lines = _bounded_lines(handle)
+        first = next(lines, b"")
+        header = parse_export_header(_parse_line(first, 1) if first else None)
+        verifier = LogVerifier(dense_ids=header.scope == "all")
+        tips = ChainTips()
+        trailer_seen = False
+        last_id = 0
+        for number, raw_line in enumerate(lines, start=2):
+            try:
+                value = _parse_line(raw_line, number)
+                if trailer_seen:
+                    raise LedgerError("EXPORT_INVALID", "a line after the trailer")
+                if is_trailer(value):
+                    trailer_seen = True
+                    _check_trailer(verifier, parse_export_trailer(value))
+                    continue
+                event, seal = parse_export_event(value)
+                if event.event_id <= last_id:
+                    raise LedgerError("EXPORT_INVALID", f"event {event.event_id} out of order")
+                if header.task_id is not None and event.task_id != header.task_id:
+                    raise LedgerError(
+                        "EXPORT_INVALID", f"event {event.event_id} is not of the exported task"
+                    )
+            except LedgerError as refused:
+                verifier.note(Finding(EXPORT_INVALID, None, f"line {number}: {refused.detail}"))
+                continue
+            last_id = event.event_id
+            verifier.feed(event.event_id, event, seal, tips.predecessor(seal))
+            tips.advance(seal)
+        if not trailer_seen:
+            verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))
+    return verifier.finish()
+
+
+def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The file's lines, none held longer than MAX_LINE_BYTES + 1 bytes: the rest of a longer
+    line is read past in bounded pieces, so that memory stays bounded whatever the file holds."""
+    while True:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while True:
+                rest = handle.readline(MAX_LINE_BYTES + 1)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield line
+
+
+def _parse_line(raw: bytes, number: int) -> object:
+    if len(raw) > MAX_LINE_BYTES:
+        raise LedgerError("EXPORT_INVALID", f"line {number} is over {MAX_LINE_BYTES} bytes")
+    return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
+
+
+def _check_trailer(verifier: LogVerifier, trailer: LedgerHead) -> None:
+    if verifier.head() != trailer:
+        verifier.note(
+            Finding(
+                EXPORT_INVALID,
+                None,
+                f"the trailer says {trailer.events} events up to {trailer.last_event_id} with "
+                f"digest {trailer.digest}; the lines give {verifier.head().public()}",
+            )
+        )

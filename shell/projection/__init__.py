@@ -1,0 +1,1 @@
+"""Registered bindings and the initial execution projection store, and their commands."""

@@ -1,0 +1,101 @@
+"""Commands of the foundation: init, migrate, binding put, project, events."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from aios_ledger.core import (
+    InitialExecutionProjectionRequest,
+    SourceCaptureProjectionRecoveryRequest,
+)
+from aios_ledger.shell.cli_support import database_path, read_json_argument
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.migrations import migrate_database, migration_status
+from aios_ledger.shell.db.schema_dump import schema_sql
+from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    init = commands.add_parser("init", help="create or migrate the database")
+    init.set_defaults(handler=_init)
+
+    migrate = commands.add_parser("migrate", help="apply pending migrations")
+    migrate.add_argument("--status", action="store_true", help="only show applied and pending")
+    migrate.set_defaults(handler=_migrate)
+
+    binding = commands.add_parser("binding", help="governed bindings")
+    binding_commands = binding.add_subparsers(dest="binding_command", required=True)
+    put = binding_commands.add_parser("put", help="register a binding from a JSON file (- stdin)")
+    put.add_argument("file")
+    put.set_defaults(handler=_binding_put)
+
+    project = commands.add_parser("project", help="project a task's initial execution envelope")
+    project.add_argument("task_id")
+    project.add_argument("--request", required=True, help="request JSON file (- for stdin)")
+    project.add_argument(
+        "--from-source-capture",
+        action="store_true",
+        help="recover after a governed source capture that asked for rework",
+    )
+    project.set_defaults(handler=_project)
+
+    # The `task` group (task show, create, list) lives in cli_tasks.
+
+    events = commands.add_parser("events", help="a task's events in order")
+    events.add_argument("task_id")
+    events.set_defaults(handler=_events)
+
+    dump = commands.add_parser("schema-dump", help="print the schema after all migrations")
+    dump.set_defaults(handler=_schema_dump)
+
+
+def _init(args: argparse.Namespace) -> Any:
+    with Database(database_path(args), migrate=False) as db:
+        report = migrate_database(db)
+        return {
+            "database": db.path,
+            "applied": list(report.applied),
+            "adopted_legacy": report.adopted_legacy,
+            "sealed_at_adoption": report.sealed_at_adoption,
+        }
+
+
+def _migrate(args: argparse.Namespace) -> Any:
+    if args.status:
+        with Database(database_path(args), migrate=False) as db:
+            return migration_status(db)
+    return _init(args)
+
+
+def _binding_put(args: argparse.Namespace) -> Any:
+    with Database(database_path(args)) as db:
+        return register_binding(db, read_json_argument(args.file))
+
+
+def _project(args: argparse.Namespace) -> Any:
+    raw = read_json_argument(args.request)
+    path = database_path(args)
+    resolver = RegisteredBindingResolver(path)
+    store = InitialExecutionProjectionStore(path, resolver)
+    try:
+        if args.from_source_capture:
+            recovery = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
+            return store.project_from_source_capture(args.task_id, recovery)
+        return store.project(args.task_id, InitialExecutionProjectionRequest.from_mapping(raw))
+    finally:
+        store.close()
+        resolver.close()
+
+
+def _events(args: argparse.Namespace) -> Any:
+    with TaskLedger(database_path(args)) as ledger:
+        return ledger.events(args.task_id)
+
+
+def _schema_dump(args: argparse.Namespace) -> Any:
+    sys.stdout.write(schema_sql())
+    return 0

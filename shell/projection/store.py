@@ -1,0 +1,125 @@
+"""`InitialExecutionProjectionStore`: the projection and its recovery over a ledger database."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import apsw
+from aios_ledger.core import (
+    EventRow,
+    IdempotencyRow,
+    InitialExecutionProjectionError,
+    InitialExecutionProjectionRequest,
+    LedgerError,
+    ProjectionState,
+    Replay,
+    SourceCaptureProjectionRecoveryRequest,
+    TaskRow,
+    decide_projection,
+    prepare_projection,
+)
+from aios_ledger.shell.clock import Clock, configured_authorization, now_text, system_clock
+from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
+from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+
+Resolver = Callable[[str, str, str, str, Any], Any]
+ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest
+
+_LEDGER_LOOKUP = {
+    InitialExecutionProjectionRequest: "get_initial_projection",
+    SourceCaptureProjectionRecoveryRequest: "get_source_capture_recovery",
+}
+
+
+class InitialExecutionProjectionStore:
+    """Projects the first runtime envelope onto a task, once, under the owner's authorization.
+
+    `resolver(task_id, job_id, capability, adapter, runtime_input)` returns the envelope; it is
+    called outside the write lock, and the decision re-checks everything under the lock.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        resolver: Resolver,
+        *,
+        clock: Clock | None = None,
+        vfs: str | None = None,
+    ) -> None:
+        self._db = _projection_errors(lambda: Database(path, vfs=vfs))
+        self._resolver = resolver
+        self._clock = clock or system_clock
+
+    def close(self) -> None:
+        self._db.close()
+
+    def project(self, task_id: str, request: InitialExecutionProjectionRequest) -> dict[str, Any]:
+        return self._run(task_id, request, InitialExecutionProjectionRequest)
+
+    def project_from_source_capture(
+        self, task_id: str, request: SourceCaptureProjectionRecoveryRequest
+    ) -> dict[str, Any]:
+        return self._run(task_id, request, SourceCaptureProjectionRecoveryRequest)
+
+    def _run(
+        self, task_id: object, request: object, kind: type[ProjectionRequest]
+    ) -> dict[str, Any]:
+        if not isinstance(task_id, str) or not task_id:
+            raise InitialExecutionProjectionError("FIELDS_INVALID", "task_id must be a string")
+        if not isinstance(request, kind):
+            raise InitialExecutionProjectionError(
+                "FIELDS_INVALID", f"request must be a {kind.__name__}"
+            )
+        authorization = configured_authorization()
+        lookup = _LEDGER_LOOKUP[kind]
+
+        def read_state(conn: apsw.Connection) -> ProjectionState:
+            task = fetch_one(conn, "get_task", {"task_id": task_id})
+            prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
+            events = fetch_all(conn, "events_for_task", {"task_id": task_id})
+            return ProjectionState(
+                task=None if task is None else TaskRow.from_row(task),
+                events=tuple(EventRow.from_row(event) for event in events),
+                prior=None if prior is None else IdempotencyRow.from_row(prior),
+            )
+
+        seen = _projection_errors(lambda: self._db.read(read_state))
+        prepared = prepare_projection(task_id, request, seen, authorization_id=authorization)
+        if isinstance(prepared, Replay):
+            return dict(prepared.response)
+        envelope = self._resolver(
+            prepared.task_id,
+            prepared.job_id,
+            prepared.capability,
+            prepared.adapter,
+            prepared.runtime_input,
+        )
+        contract = result_contract(SOURCE_CAPTURE_RESULT)
+
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            decision = decide_projection(
+                task_id,
+                request,
+                read_state(conn),
+                envelope=envelope,
+                authorization_id=authorization,
+                source_capture_contract=contract,
+                now=now_text(self._clock),
+            )
+            return apply_decision(conn, decision, error=InitialExecutionProjectionError)
+
+        answer: dict[str, Any] = _projection_errors(lambda: self._db.write(write))
+        return answer
+
+
+def _projection_errors(work: Callable[[], Any]) -> Any:
+    """Storage failures surface as the projection's own error class, code unchanged."""
+    try:
+        return work()
+    except InitialExecutionProjectionError:
+        raise
+    except LedgerError as refused:
+        raise InitialExecutionProjectionError(refused.code, refused.detail) from None

@@ -1,0 +1,112 @@
+"""Commands for runs and auxiliary runs: run create|append|evidence, aux list|show."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aios_ledger.core import (
+    AuxiliaryRunState,
+    EvidenceReadRequest,
+    ExecutionTarget,
+    LedgerError,
+)
+from aios_ledger.core.runs.evidence import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from aios_ledger.shell.auxiliary.service import (
+    auxiliary_run_events,
+    list_auxiliary_runs,
+    read_auxiliary_run,
+)
+from aios_ledger.shell.cli_support import database_path, read_json_argument
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser("run", help="runs of a session and their events")
+    run_commands = run.add_subparsers(dest="run_command", required=True)
+
+    create = run_commands.add_parser("create", help="create a run (same id and prompt: replay)")
+    create.add_argument("session_id")
+    create.add_argument("prompt")
+    create.add_argument("--run-id", help="the run's id (default: a new random id)")
+    create.set_defaults(handler=_run_create)
+
+    append = run_commands.add_parser("append", help="append an event to a run")
+    append.add_argument("run_id")
+    append.add_argument("kind")
+    append.add_argument("--payload", help="payload JSON file (- for stdin); default null")
+    append.set_defaults(handler=_run_append)
+
+    evidence = run_commands.add_parser(
+        "evidence", help="a bounded, digest-pinned evidence snapshot of a run"
+    )
+    evidence.add_argument("session_id")
+    evidence.add_argument("run_id")
+    evidence.add_argument("--max-events", type=int, default=DEFAULT_MAX_EVENTS)
+    evidence.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES)
+    evidence.set_defaults(handler=_run_evidence)
+
+    aux = commands.add_parser("aux", help="auxiliary runs")
+    aux_commands = aux.add_subparsers(dest="aux_command", required=True)
+
+    listing = aux_commands.add_parser("list", help="auxiliary runs, oldest first")
+    listing.add_argument("--state", choices=[state.value for state in AuxiliaryRunState])
+    listing.add_argument("--session", dest="session_id")
+    listing.add_argument("--run", dest="run_id")
+    listing.add_argument("--limit", type=int, default=100)
+    listing.set_defaults(handler=_aux_list)
+
+    show = aux_commands.add_parser("show", help="one auxiliary run: snapshot, spec, output")
+    show.add_argument("aux_id")
+    show.set_defaults(handler=_aux_show)
+
+
+def _run_create(args: argparse.Namespace) -> Any:
+    with RunStore(database_path(args)) as runs:
+        return runs.create_run(args.session_id, args.prompt, run_id=args.run_id).public()
+
+
+def _run_append(args: argparse.Namespace) -> Any:
+    payload = None if args.payload is None else read_json_argument(args.payload)
+    with RunStore(database_path(args)) as runs:
+        event = runs.append_event(args.run_id, args.kind, payload)
+        return {"run_id": event.run_id, **event.public()}
+
+
+def _run_evidence(args: argparse.Namespace) -> Any:
+    request = EvidenceReadRequest(
+        ExecutionTarget(args.session_id, args.run_id),
+        max_events=args.max_events,
+        max_bytes=args.max_bytes,
+    )
+    with RunStore(database_path(args)) as runs:
+        return RunEvidenceReader(runs).read(request).public()
+
+
+def _aux_list(args: argparse.Namespace) -> Any:
+    if not 1 <= args.limit <= 1000:
+        raise LedgerError("FIELDS_INVALID", "--limit must be between 1 and 1000")
+    with Database(database_path(args)) as db:
+        rows = list_auxiliary_runs(
+            db,
+            state=args.state,
+            session_id=args.session_id,
+            run_id=args.run_id,
+            limit=args.limit,
+        )
+    return [
+        {
+            **row.snapshot().public(),
+            "kind": row.kind,
+            "target": {"session_id": row.session_id, "run_id": row.run_id},
+            "error_code": row.error_code,
+        }
+        for row in rows
+    ]
+
+
+def _aux_show(args: argparse.Namespace) -> Any:
+    with Database(database_path(args)) as db:
+        row = read_auxiliary_run(db, args.aux_id)
+        return {**row.public(), "events": auxiliary_run_events(db, args.aux_id)}

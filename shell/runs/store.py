@@ -1,0 +1,135 @@
+"""`RunStore` and `RunEvidenceReader`: runs, their events, and evidence snapshots of them."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import apsw
+from aios_ledger.core import (
+    EvidenceReadRequest,
+    EvidenceSnapshot,
+    LedgerError,
+    RunEventRecord,
+    RunRecord,
+    build_evidence_snapshot,
+    check_identifier,
+    decide_append_run_event,
+    decide_create_run,
+)
+from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+
+MAX_PAGE = 10_001
+
+
+def new_run_id() -> str:
+    return "run-" + uuid.uuid4().hex
+
+
+def _get_run(conn: apsw.Connection, run_id: str) -> RunRecord | None:
+    row = fetch_one(conn, "get_run", {"run_id": run_id})
+    return None if row is None else RunRecord.from_row(row)
+
+
+def _events(conn: apsw.Connection, run_id: str, limit: int) -> tuple[RunEventRecord, ...]:
+    rows = fetch_all(conn, "run_events_page", {"run_id": run_id, "after_seq": 0, "limit": limit})
+    return tuple(RunEventRecord.from_row(row) for row in rows)
+
+
+class RunStore:
+    """Runs of sessions and their append-only events. `path=None`: an in-memory database."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        database: Database | None = None,
+        vfs: str | None = None,
+    ) -> None:
+        self.database = database if database is not None else Database(path, vfs=vfs)
+        self._clock = clock or system_clock
+
+    def close(self) -> None:
+        self.database.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRecord:
+        """A new run; the same `run_id` with the same session and prompt returns it again."""
+        chosen = new_run_id() if run_id is None else run_id
+        now = now_text(self._clock)
+
+        def write(conn: apsw.Connection) -> RunRecord:
+            existing = None if not isinstance(chosen, str) else _get_run(conn, chosen)
+            decision = decide_create_run(
+                existing, session_id=session_id, prompt=prompt, run_id=chosen, now=now
+            )
+            apply_decision(conn, decision)
+            stored = _get_run(conn, chosen)
+            if stored is None:  # pragma: no cover - the plan inserted it
+                raise LedgerError("RUN_NOT_FOUND", f"no run {chosen!r}")
+            return stored
+
+        return self.database.write(write)
+
+    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRecord:
+        """Append one event to a run (payload: any JSON value; None is stored as null)."""
+        now = now_text(self._clock)
+
+        def write(conn: apsw.Connection) -> RunEventRecord:
+            run = None if not isinstance(run_id, str) else _get_run(conn, run_id)
+            decision = decide_append_run_event(
+                run, run_id=run_id, kind=kind, payload=payload, now=now
+            )
+            response = apply_decision(conn, decision)
+            row = fetch_one(
+                conn,
+                "run_events_page",
+                {"run_id": run_id, "after_seq": int(str(response["seq"])) - 1, "limit": 1},
+            )
+            if row is None:  # pragma: no cover - the plan inserted it
+                raise LedgerError("RUN_NOT_FOUND", f"no run {run_id!r}")
+            return RunEventRecord.from_row(row)
+
+        return self.database.write(write)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        check_identifier(run_id, what="run_id")
+        run = self.database.read(lambda conn: _get_run(conn, run_id))
+        if run is None:
+            raise LedgerError("RUN_NOT_FOUND", f"no run {run_id!r}")
+        return run
+
+    def run_events(self, run_id: str, *, limit: int = MAX_PAGE) -> tuple[RunEventRecord, ...]:
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise LedgerError("FIELDS_INVALID", "limit must be an integer")
+        self.get_run(run_id)
+        return self.database.read(lambda conn: _events(conn, run_id, max(0, min(limit, MAX_PAGE))))
+
+
+class RunEvidenceReader:
+    """Reads bounded, digest-pinned evidence snapshots of runs, in one read transaction."""
+
+    def __init__(self, runs: RunStore) -> None:
+        self._runs = runs
+
+    def read(self, request: EvidenceReadRequest) -> EvidenceSnapshot:
+        if not isinstance(request, EvidenceReadRequest):
+            raise LedgerError("FIELDS_INVALID", "request must be an EvidenceReadRequest")
+        request.validate()
+        target = request.target
+
+        def read(conn: apsw.Connection) -> EvidenceSnapshot:
+            run = _get_run(conn, target.run_id)
+            events = () if run is None else _events(conn, target.run_id, request.max_events + 1)
+            return build_evidence_snapshot(request, run, events)
+
+        return self._runs.database.read(read)

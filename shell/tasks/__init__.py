@@ -1,0 +1,1 @@
+"""`TaskLedger` and the task commands."""

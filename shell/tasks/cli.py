@@ -1,0 +1,216 @@
+"""Commands of the task lifecycle: task create/list/show, claim, heartbeat, submit, verify, cancel,
+expire-leases. Requests are JSON objects (`--json FILE`, `-` for stdin) with the same fields as
+the `TaskLedger` keyword arguments, so that lease tokens never appear on a command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aios_ledger.core import (
+    CancelRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    LedgerError,
+    SubmitRequest,
+    VerifyRequest,
+)
+from aios_ledger.shell.cli_support import database_path, emit, read_json_argument
+from aios_ledger.shell.tasks.ledger import MAX_CLAIM_BATCH, MAX_LIST, TaskLedger
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    task = commands.add_parser("task", help="tasks: create, list, show, verify")
+    task_commands = task.add_subparsers(dest="task_command", required=True)
+    create = task_commands.add_parser(
+        "create",
+        help='enqueue tasks: {"idempotency_key": K, "task": {...}} or a list of them',
+    )
+    _json_option(create)
+    create.set_defaults(handler=_task_create)
+    listing = task_commands.add_parser("list", help="tasks, in claim order when --status is given")
+    listing.add_argument("--status", help="only tasks of this status")
+    listing.add_argument(
+        "--limit", type=int, default=100, help=f"at most this many (<= {MAX_LIST})"
+    )
+    listing.set_defaults(handler=_task_list)
+    show = task_commands.add_parser("show", help="one task as JSON")
+    show.add_argument("task_id")
+    show.set_defaults(handler=_task_show)
+
+    claim = commands.add_parser(
+        "claim",
+        help="claim the next eligible task: {agent_id, capabilities, lease_seconds, "
+        "task_id?, idempotency_key?, lease_token?}; prints null when there is none",
+    )
+    _json_option(claim)
+    claim.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"claim up to N tasks in one transaction (<= {MAX_CLAIM_BATCH}) and print a list; "
+        "the request then names no task_id, idempotency_key or lease_token",
+    )
+    claim.set_defaults(handler=_claim)
+
+    heartbeat = commands.add_parser(
+        "heartbeat", help="extend a lease: {task_id, lease_token, lease_seconds}"
+    )
+    _json_option(heartbeat)
+    heartbeat.set_defaults(handler=_heartbeat)
+
+    submit = commands.add_parser(
+        "submit",
+        help="submit a result: {task_id, lease_token, result, idempotency_key}, or a list of "
+        "them (one transaction: all or none)",
+    )
+    _json_option(submit)
+    submit.set_defaults(handler=_submit)
+
+    # `aios-ledger verify` checks the event log; judging a task's result lives under `task`.
+    verify = task_commands.add_parser(
+        "verify",
+        help="verify a submitted result: {task_id, decision, reason, idempotency_key, "
+        "expected_result_digest?}, or a list of them (one transaction: all or none)",
+    )
+    _json_option(verify)
+    verify.set_defaults(handler=_verify)
+
+    cancel = commands.add_parser(
+        "cancel", help="cancel a non-terminal task: {task_id, reason, idempotency_key}"
+    )
+    _json_option(cancel)
+    cancel.set_defaults(handler=_cancel)
+
+    expire = commands.add_parser(
+        "expire-leases", help="requeue (or fail) every claimed task whose lease has passed"
+    )
+    expire.set_defaults(handler=_expire)
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", required=True, metavar="FILE", help="request JSON (- for stdin)")
+
+
+def _ledger(args: argparse.Namespace) -> TaskLedger:
+    return TaskLedger(database_path(args))
+
+
+def _task_create(args: argparse.Namespace) -> Any:
+    document = read_json_argument(args.json)
+    single = isinstance(document, dict)
+    entries = [document] if single else document
+    if not isinstance(entries, list):
+        raise LedgerError("FIELDS_INVALID", "expected an object or a list of objects")
+    items = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != {"idempotency_key", "task"}:
+            raise LedgerError(
+                "FIELDS_INVALID",
+                f'item {index}: each entry must be {{"idempotency_key": ..., "task": {{...}}}}',
+            )
+        items.append((entry["task"], entry["idempotency_key"]))
+    with _ledger(args) as ledger:
+        if single:
+            ((task, key),) = items
+            return ledger.create_task(task, idempotency_key=key)
+        return ledger.create_tasks(items)
+
+
+def _task_list(args: argparse.Namespace) -> Any:
+    with _ledger(args) as ledger:
+        return ledger.list_tasks(args.status, limit=args.limit)
+
+
+def _task_show(args: argparse.Namespace) -> Any:
+    with _ledger(args) as ledger:
+        return ledger.get(args.task_id)
+
+
+def _claim(args: argparse.Namespace) -> Any:
+    request = ClaimRequest.from_mapping(read_json_argument(args.json))
+    if args.limit is not None:
+        return _claim_many(args, request)
+    with _ledger(args) as ledger:
+        answer = ledger.claim(
+            agent_id=request.agent_id,
+            capabilities=request.capabilities,
+            lease_seconds=request.lease_seconds,
+            task_id=request.task_id,
+            idempotency_key=request.idempotency_key,
+            lease_token=request.lease_token,
+        )
+    if answer is None:
+        emit(None)
+        return 0
+    return answer
+
+
+def _claim_many(args: argparse.Namespace, request: ClaimRequest) -> Any:
+    named = [
+        name
+        for name in ("task_id", "idempotency_key", "lease_token")
+        if getattr(request, name) is not None
+    ]
+    if named:
+        raise LedgerError("FIELDS_INVALID", f"claim --limit takes no {named}")
+    with _ledger(args) as ledger:
+        return ledger.claim_many(
+            agent_id=request.agent_id,
+            capabilities=request.capabilities,
+            lease_seconds=request.lease_seconds,
+            limit=args.limit,
+        )
+
+
+def _heartbeat(args: argparse.Namespace) -> Any:
+    request = HeartbeatRequest.from_mapping(read_json_argument(args.json))
+    with _ledger(args) as ledger:
+        return ledger.heartbeat(
+            request.task_id, lease_token=request.lease_token, lease_seconds=request.lease_seconds
+        )
+
+
+def _submit(args: argparse.Namespace) -> Any:
+    document = read_json_argument(args.json)
+    if isinstance(document, list):
+        with _ledger(args) as ledger:
+            return ledger.submit_results(document)
+    request = SubmitRequest.from_mapping(document)
+    with _ledger(args) as ledger:
+        return ledger.submit_result(
+            request.task_id,
+            lease_token=request.lease_token,
+            result=request.result,
+            idempotency_key=request.idempotency_key,
+        )
+
+
+def _verify(args: argparse.Namespace) -> Any:
+    document = read_json_argument(args.json)
+    if isinstance(document, list):
+        with _ledger(args) as ledger:
+            return ledger.verify_results(document)
+    request = VerifyRequest.from_mapping(document)
+    with _ledger(args) as ledger:
+        return ledger.verify(
+            request.task_id,
+            decision=request.decision,
+            reason=request.reason,
+            idempotency_key=request.idempotency_key,
+            expected_result_digest=request.expected_result_digest,
+        )
+
+
+def _cancel(args: argparse.Namespace) -> Any:
+    request = CancelRequest.from_mapping(read_json_argument(args.json))
+    with _ledger(args) as ledger:
+        return ledger.cancel(
+            request.task_id, reason=request.reason, idempotency_key=request.idempotency_key
+        )
+
+
+def _expire(args: argparse.Namespace) -> Any:
+    with _ledger(args) as ledger:
+        return ledger.expire_leases()

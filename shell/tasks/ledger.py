@@ -1,0 +1,498 @@
+"""`TaskLedger`: the task lifecycle over a ledger database (create, claim, heartbeat, submit,
+verify, cancel, expire) and its reads.
+
+Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL, let the core
+decide, apply the plan (one guarded compare-and-swap, the idempotency row, one event per task).
+A refused call raises a `LedgerError` and leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import apsw
+from aios_ledger.core import (
+    RESULT_CONTRACTS,
+    TASK_STATUSES,
+    CancelRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    IdempotencyRow,
+    LedgerError,
+    SubmitRequest,
+    TaskCreateRequest,
+    TaskRow,
+    TaskState,
+    VerifyRequest,
+    check_identifier,
+    claim_refusal,
+    decide_cancel,
+    decide_claim,
+    decide_create,
+    decide_expire,
+    decide_heartbeat,
+    decide_submit,
+    decide_verify,
+    integer_in_range,
+    loads_document,
+)
+from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.shell.contracts import result_contract
+from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.connection import (
+    Database,
+    fetch_all,
+    fetch_one,
+    fetch_record,
+    stream_records,
+)
+
+CLAIM_BATCH = 32
+MAX_CLAIM_BATCH = 256
+MAX_BATCH = 10_000
+EXPIRE_BATCH = 200
+MAX_LIST = 10_000
+TASK_ID_BYTES = 16
+LEASE_TOKEN_BYTES = 32
+
+
+def new_task_id() -> str:
+    return "task-" + secrets.token_hex(TASK_ID_BYTES)
+
+
+def new_lease_token() -> str:
+    return secrets.token_urlsafe(LEASE_TOKEN_BYTES)
+
+
+def task_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A task or event row with each `*_json` column parsed under its name without the suffix
+    (`result_json` -> `result`; NULL stays None; text that does not parse is kept as text)."""
+    view: dict[str, Any] = {}
+    for column, value in row.items():
+        if not column.endswith("_json"):
+            view[column] = value
+            continue
+        name = column.removesuffix("_json")
+        try:
+            view[name] = loads_document(value, what=column) if isinstance(value, str) else value
+        except LedgerError:
+            view[name] = value
+    return view
+
+
+_CreateEntry = tuple[TaskCreateRequest, str, str]  # the request, its task id, its key
+
+
+def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
+    return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
+
+
+def _prior(conn: apsw.Connection, key: str | None) -> IdempotencyRow | None:
+    if key is None:
+        return None
+    return fetch_record(conn, "task_idempotency_get", {"idempotency_key": key}, IdempotencyRow)
+
+
+class TaskLedger:
+    """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
+
+    `clock` returns an aware UTC datetime (default: the system clock); timestamps are stored
+    with whole seconds. `synchronous` is the SQLite synchronous level of the connection, FULL
+    (the default: a commit is on disk when the call returns) or NORMAL (in WAL mode, a power
+    cut may lose the last commits, never corrupt the file). `vfs` names a registered apsw VFS
+    to open the database through (the fault-injection tests use one; the default is SQLite's).
+
+    Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
+    only its sha256. Without an idempotency key the ledger draws the token with `secrets`
+    (unless the claimer passes `lease_token=`). An idempotent claim (`idempotency_key=`) must
+    bring its own `lease_token` (16-256 characters of `[A-Za-z0-9._~+/=-]`, e.g.
+    `secrets.token_urlsafe(32)`): the key is bound to the token's sha256, so a replay with the
+    same key and token gives back the same claim (token included, from the caller), a replay
+    with another token is `IDEMPOTENCY_CONFLICT`, and nothing usable is ever stored. A claim
+    that finds nothing to take answers None and records nothing, so the key stays free.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        synchronous: str = "FULL",
+        vfs: str | None = None,
+    ) -> None:
+        self._db = Database(path, synchronous=synchronous, vfs=vfs)
+        self._clock: Clock = clock or system_clock
+
+    @property
+    def database(self) -> Database:
+        return self._db
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> TaskLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _now(self) -> str:
+        return now_text(self._clock)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> dict[str, Any]:
+        """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
+        entry = self._prepare_create((mapping, idempotency_key))
+        now = self._now()
+        return self._db.write(lambda conn: _create_step(conn, entry, now))
+
+    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[dict[str, Any]]:
+        """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
+        all of them are written (or replayed) or, when one is refused, none: the error is that
+        item's, its detail starts with `item N:`. The bound keeps one call from holding the
+        write lock for long (10,000 creates took 1.0-1.2 s here) while other writers wait."""
+        pairs = _batch(items, _pair, shape="(task mapping, key) pairs")
+        prepared = _each(pairs, self._prepare_create)
+        now = self._now()
+        return self._db.write(
+            lambda conn: _each(prepared, lambda entry: _create_step(conn, entry, now))
+        )
+
+    @staticmethod
+    def _prepare_create(item: tuple[object, object]) -> _CreateEntry:
+        mapping, key = item
+        request = TaskCreateRequest.from_mapping(mapping)
+        checked_key = _key(key)
+        return request, request.task_id or new_task_id(), checked_key
+
+    def claim(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        task_id: str | None = None,
+        idempotency_key: str | None = None,
+        lease_token: str | None = None,
+    ) -> dict[str, Any] | None:
+        """Take the next eligible task (or `task_id`) under a lease (`TASK_CLAIMED`); None when
+        there is nothing this claimer may take. Order: larger priority, older, smaller id;
+        eligible: QUEUED, every required capability offered, deadline not passed, attempts
+        left. The answer holds the task's fields, `lease_token`, `lease_expires_at`, `attempt`,
+        `revision`, and `envelope` / `runtime_input` (the execution envelope and its runtime
+        input when the task has one, else None). A named task that cannot be claimed is
+        refused with the reason (`INVALID_TRANSITION`, `CAPABILITY_MISSING`, `DEADLINE_PASSED`,
+        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_FOUND`)."""
+        request = ClaimRequest.from_mapping(
+            {
+                "agent_id": agent_id,
+                "capabilities": _list(capabilities),
+                "lease_seconds": lease_seconds,
+                "task_id": task_id,
+                "idempotency_key": idempotency_key,
+                "lease_token": lease_token,
+            }
+        )
+        token = request.lease_token or new_lease_token()
+
+        def write(conn: apsw.Connection) -> dict[str, Any] | None:
+            now = self._now()
+            prior = _prior(conn, request.idempotency_key)
+            task = None
+            if prior is None:
+                task = self._claim_target(conn, request, now)
+            decision = decide_claim(
+                request, TaskState(task=task, prior=prior), now=now, lease_token=token
+            )
+            return None if decision is None else apply_decision(conn, decision)
+
+        return self._db.write(write)
+
+    def claim_many(
+        self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """Take up to `limit` (1 to MAX_CLAIM_BATCH) eligible tasks in one transaction, in claim
+        order, each under its own lease with its own `TASK_CLAIMED` event: what `claim` would
+        answer, `limit` times over, for a worker with that many free slots. An empty list when
+        there is nothing to take. Each answer holds its own `lease_token`, drawn here. Like a
+        `claim` without a key it is not idempotent: a call repeated after a lost answer takes
+        other tasks, and the leases it cannot use lapse (`expire_leases` requeues them)."""
+        request = ClaimRequest.from_mapping(
+            {
+                "agent_id": agent_id,
+                "capabilities": _list(capabilities),
+                "lease_seconds": lease_seconds,
+            }
+        )
+        count = integer_in_range(limit, minimum=1, maximum=MAX_CLAIM_BATCH, what="limit")
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            now = self._now()
+            answers = []
+            for task in _claimable(conn, request, now, count):
+                state = TaskState(task=task)
+                decision = decide_claim(request, state, now=now, lease_token=new_lease_token())
+                assert decision is not None  # a task was given
+                answers.append(apply_decision(conn, decision))
+            return answers
+
+        return self._db.write(write)
+
+    @staticmethod
+    def _claim_target(conn: apsw.Connection, request: ClaimRequest, now: str) -> TaskRow | None:
+        if request.task_id is not None:
+            return _task(conn, request.task_id)
+        chosen = _claimable(conn, request, now, 1)
+        return chosen[0] if chosen else None
+
+    def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> dict[str, Any]:
+        """Extend the lease (`TASK_HEARTBEAT`): `lease_expires_at` becomes now + lease_seconds."""
+        request = HeartbeatRequest.from_mapping(
+            {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
+        )
+
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            state = TaskState(task=_task(conn, request.task_id))
+            return apply_decision(conn, decide_heartbeat(request, state, now=self._now()))
+
+        return self._db.write(write)
+
+    def submit_result(
+        self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
+    ) -> dict[str, Any]:
+        """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released."""
+        request = SubmitRequest.from_mapping(
+            {
+                "task_id": task_id,
+                "lease_token": lease_token,
+                "result": result,
+                "idempotency_key": idempotency_key,
+            }
+        )
+        return self._db.write(lambda conn: _submit_step(conn, request, self._now()))
+
+    def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Many `submit_result` calls in one transaction, in order; each item is
+        {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
+        one is refused, none: the error is that item's, its detail starts with `item N:`."""
+        requests = _batch(items, SubmitRequest.from_mapping)
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            now = self._now()
+            return _each(requests, lambda request: _submit_step(conn, request, now))
+
+        return self._db.write(write)
+
+    def verify(
+        self,
+        task_id: str,
+        *,
+        decision: str,
+        reason: str,
+        idempotency_key: str,
+        expected_result_digest: str | None = None,
+    ) -> dict[str, Any]:
+        """Judge a SUBMITTED result (`TASK_VERIFIED`): SUCCEEDED, NEEDS_REWORK (back to QUEUED,
+        or FAILED when attempts are used up) or FAILED."""
+        request = VerifyRequest.from_mapping(
+            {
+                "task_id": task_id,
+                "decision": decision,
+                "reason": reason,
+                "idempotency_key": idempotency_key,
+                "expected_result_digest": expected_result_digest,
+            }
+        )
+        return self._db.write(lambda conn: _verify_step(conn, request, self._now()))
+
+    def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
+        reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`."""
+        requests = _batch(items, VerifyRequest.from_mapping)
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            now = self._now()
+            return _each(requests, lambda request: _verify_step(conn, request, now))
+
+        return self._db.write(write)
+
+    def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> dict[str, Any]:
+        """Cancel a task in any non-terminal state (`TASK_CANCELLED`); its lease is released."""
+        request = CancelRequest.from_mapping(
+            {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
+        )
+
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            state = TaskState(
+                task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+            )
+            return apply_decision(conn, decide_cancel(request, state, now=self._now()))
+
+        return self._db.write(write)
+
+    def expire_leases(self) -> dict[str, Any]:
+        """Every CLAIMED task whose lease passed goes back to QUEUED, or FAILED when its
+        attempts are used up (`TASK_LEASE_EXPIRED` each); in batches, one transaction each."""
+        expired: list[Any] = []
+        while True:
+
+            def write(conn: apsw.Connection) -> list[Any]:
+                now = self._now()
+                params = {"now": now, "limit": EXPIRE_BATCH}
+                rows = stream_records(conn, "tasks_expired_leases", params, TaskRow)
+                decision = decide_expire(list(rows), now=now)
+                if decision is None:
+                    return []
+                items = apply_decision(conn, decision)["expired"]
+                assert isinstance(items, list)
+                return items
+
+            batch = self._db.write(write)
+            expired.extend(batch)
+            if len(batch) < EXPIRE_BATCH:
+                return {"expired": expired, "count": len(expired)}
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        """One task with its JSON columns parsed; `TASK_NOT_FOUND` when there is none."""
+        checked = _task_id(task_id)
+        row = self._db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": checked}))
+        if row is None:
+            raise LedgerError("TASK_NOT_FOUND", f"no task {checked!r}")
+        return task_view(row)
+
+    def events(self, task_id: str) -> list[dict[str, Any]]:
+        """A task's events in order, payloads parsed."""
+        checked = _task_id(task_id)
+        rows = self._db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": checked}))
+        return [task_view(row) for row in rows]
+
+    def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:
+        """Tasks of one status in claim order, or all tasks oldest first; at most `limit`."""
+        count = integer_in_range(limit, minimum=1, maximum=MAX_LIST, what="limit")
+        if status is None:
+            rows = self._db.read(lambda conn: fetch_all(conn, "tasks_list_all", {"limit": count}))
+        else:
+            checked = _status(status)
+            rows = self._db.read(
+                lambda conn: fetch_all(
+                    conn, "tasks_list_by_status", {"status": checked, "limit": count}
+                )
+            )
+        return [task_view(row) for row in rows]
+
+
+def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: int) -> list[TaskRow]:
+    """Up to `count` tasks this claimer may take now, in claim order. Candidates are read a
+    page at a time and each is judged only when the ones before it did not fill the count, so
+    the usual single claim reads one row; every cursor is closed before anything is written."""
+    chosen: list[TaskRow] = []
+    page = max(CLAIM_BATCH, count)
+    offset = 0
+    while True:
+        seen = 0
+        candidates = stream_records(
+            conn,
+            "tasks_claim_candidates",
+            {"now": now, "limit": page, "offset": offset},
+            TaskRow,
+        )
+        with contextlib.closing(candidates):
+            for candidate in candidates:
+                seen += 1
+                if claim_refusal(candidate, request.capabilities, now) is None:
+                    chosen.append(candidate)
+                    if len(chosen) == count:
+                        return chosen
+        if seen < page:
+            return chosen
+        offset += page
+
+
+def _create_step(conn: apsw.Connection, entry: _CreateEntry, now: str) -> dict[str, Any]:
+    request, task_id, key = entry
+    state = TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
+    decision = decide_create(request, state, now=now, task_id=task_id, idempotency_key=key)
+    return apply_decision(conn, decision)
+
+
+def _submit_step(conn: apsw.Connection, request: SubmitRequest, now: str) -> dict[str, Any]:
+    state = TaskState(
+        task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+    )
+    decision = decide_submit(request, state, now=now, contracts=_result_contracts())
+    return apply_decision(conn, decision)
+
+
+def _verify_step(conn: apsw.Connection, request: VerifyRequest, now: str) -> dict[str, Any]:
+    state = TaskState(
+        task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+    )
+    return apply_decision(conn, decide_verify(request, state, now=now))
+
+
+R = TypeVar("R")
+Answer = TypeVar("Answer")
+
+
+def _batch(
+    items: object, parse: Callable[[object], R], *, shape: str = "a list of request objects"
+) -> list[R]:
+    """The parsed items of a batch (1-MAX_BATCH of them); a refusal names the item."""
+    try:
+        listed: list[object] = list(items)  # type: ignore[call-overload]
+    except TypeError:
+        raise LedgerError("FIELDS_INVALID", f"items must be {shape}") from None
+    if not 1 <= len(listed) <= MAX_BATCH:
+        raise LedgerError("FIELDS_INVALID", f"a batch holds 1 to {MAX_BATCH} items")
+    return _each(listed, parse)
+
+
+def _each(items: Sequence[R], step: Callable[[R], Answer]) -> list[Answer]:
+    """`step` over the items in order; a refusal keeps its code and says which item it was."""
+    answers = []
+    for index, item in enumerate(items):
+        try:
+            answers.append(step(item))
+        except LedgerError as refused:
+            raise type(refused)(refused.code, f"item {index}: {refused.detail}") from None
+    return answers
+
+
+@functools.cache
+def _result_contracts() -> Mapping[str, Mapping[str, object]]:
+    return {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
+
+
+def _pair(item: object) -> tuple[object, object]:
+    if not isinstance(item, tuple | list) or len(item) != 2:
+        raise LedgerError("FIELDS_INVALID", "each item must be a (task mapping, key) pair")
+    return item[0], item[1]
+
+
+def _list(value: object) -> object:
+    """Sequences other than str become lists, so that the strict field checks see JSON shapes."""
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _key(value: object) -> str:
+    return check_identifier(value, what="idempotency_key")
+
+
+def _task_id(value: object) -> str:
+    return check_identifier(value, what="task_id")
+
+
+def _status(value: object) -> str:
+    if not isinstance(value, str) or value not in TASK_STATUSES:
+        raise LedgerError("FIELDS_INVALID", f"status must be one of {list(TASK_STATUSES)}")
+    return value

@@ -1,0 +1,1 @@
+"""The worker and the reviewer: processes that run agents and judge their results."""
