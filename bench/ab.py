@@ -1,0 +1,122 @@
+"""Two builds of the ledger side by side: a base commit against the working tree, interleaved.
+
+    .venv/bin/python -m bench.ab --base REF            # parts 1, 2 and 5 at FULL, 5 rounds
+    .venv/bin/python -m bench.ab --base REF --quick    # smaller sizes
+
+Each build is installed (`pip install --target`, not editable, the same way for both) into a
+folder of its own, and every measurement runs in a fresh process (`bench.ab_worker`) whose
+PYTHONPATH finds that build first; the worker reports which `aios_ledger.core` it imported, and
+a measurement of the wrong build is an error. Rounds alternate which build goes first. Each
+figure is the median of the rounds, with the round-by-round ratio new/base (1.0: the same
+speed; the redesign's target is each median within 5 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .ab_worker import UNITS
+from .harness import figure, figures_table, paired_ratio, say, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+# figure -> (part, size of a full run, size of a quick run)
+FIGURES = {
+    "transitions": ("1 transitions", 2000, 300),
+    "lifecycles": ("2 lifecycles", 2000, 400),
+    "lifecycles-batched": ("2 lifecycles", 5000, 1000),
+    "aux": ("5 aux runs", 1000, 200),
+}
+
+
+def install(source: Path, target: Path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+    )
+
+
+def export_commit(ref: str, folder: Path) -> None:
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref], check=True, capture_output=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+
+
+def measure(site: Path, name: str, size: int, scratch: Path) -> float:
+    path = scratch / f"{name}-{os.getpid()}-{len(list(scratch.iterdir()))}.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.ab_worker", name, str(size), str(path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} on {site} failed:\n{done.stderr[-3000:]}")
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    if not str(answer["core"]).startswith(str(site)):
+        raise RuntimeError(f"{name} measured {answer['core']}, not the build in {site}")
+    return float(answer["value"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="the commit to compare against")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="", help="comma-separated figure names")
+    args = parser.parse_args(argv)
+    names = [name for name in args.only.split(",") if name] or list(FIGURES)
+    with tempfile.TemporaryDirectory(prefix="aios-ab-") as tmp:
+        scratch = Path(tmp)
+        base_source = scratch / "base-source"
+        base_source.mkdir()
+        export_commit(args.base, base_source)
+        sites = {"base": scratch / "base", "new": scratch / "new"}
+        install(base_source, sites["base"])
+        install(ROOT, sites["new"])
+        runs = scratch / "runs"
+        runs.mkdir()
+        rows = []
+        for name in names:
+            part, full, quick = FIGURES[name]
+            size = quick if args.quick else full
+            values: dict[str, list[float]] = {"base": [], "new": []}
+            for round_number in range(args.reps):
+                order = ("base", "new") if round_number % 2 == 0 else ("new", "base")
+                for side in order:
+                    values[side].append(measure(sites[side], name, size, runs))
+            unit = UNITS[name]
+            for side in ("base", "new"):
+                rows.append(figure(part, f"{name} {side} FULL", summary(values[side]), unit))
+            ratio = paired_ratio(values["new"], values["base"])
+            met = ratio["median"] >= 0.95
+            rows.append(figure(part, f"{name} new/base", ratio, "ratio", target=">= 0.95", met=met))
+            say(f"{name}: done")
+    say(f"base {args.base} against the working tree, {args.reps} interleaved rounds")
+    say(figures_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
