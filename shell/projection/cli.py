@@ -12,7 +12,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.shell.cli_support import database_path, read_json_argument
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.migrations import migrate_database, migration_status
+from aios_ledger.shell.db.migrator import migrate_database, migration_status
 from aios_ledger.shell.db.schema_dump import schema_sql
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -54,7 +54,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _init(args: argparse.Namespace) -> Any:
-    with Database(database_path(args), migrate=False) as db:
+    with Database.as_found(database_path(args)) as db:
         report = migrate_database(db)
         return {
             "database": db.path,
@@ -66,7 +66,7 @@ def _init(args: argparse.Namespace) -> Any:
 
 def _migrate(args: argparse.Namespace) -> Any:
     if args.status:
-        with Database(database_path(args), migrate=False) as db:
+        with Database.as_found(database_path(args)) as db:
             return migration_status(db)
     return _init(args)
 
