@@ -1,10 +1,11 @@
-"""The schema step on open: migrate=True brings a database forward, migrate=False leaves the
-schema to the DBA and refuses a database that is behind, without writing to it; the migrator's
-explicit API."""
+"""The schema step on open: migrate=True brings a database forward, migrate=False (and the CLI's
+`--no-migrate` / AIOS_LEDGER_MIGRATE=0) leaves the schema to the DBA and refuses a database that
+is behind, without writing to it; the migrator's explicit API."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from aios_ledger.shell import (
     migrate_database,
     migration_status,
 )
+from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.migrator import (
     NOTHING_APPLIED,
     apply_migrations,
@@ -177,3 +179,62 @@ def test_the_explicit_migrator_reports_pending_then_applies_them(tmp_path: Path)
         assert db.write(apply_migrations) == NOTHING_APPLIED
         assert migrate_database(db) == NOTHING_APPLIED
     Database(path, migrate=False).close()
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out.strip() else None, captured.err
+
+
+COMMANDS = [["task", "list"], ["events", "t1"], ["aux", "list"], ["status", "--json"], ["head"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("setting", ["--no-migrate", "AIOS_LEDGER_MIGRATE=0"])
+def test_cli_without_migration_refuses_a_database_that_is_behind(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    setting: str,
+) -> None:
+    path = behind_database(tmp_path / "ledger.db")
+    before = files_of(tmp_path)
+    options = ["--no-migrate"] if setting == "--no-migrate" else []
+    if not options:
+        monkeypatch.setenv("AIOS_LEDGER_MIGRATE", "0")
+    code, _, err = cli(capsys, "--db", str(path), *options, *command)
+    assert (code, err.split(":")[0]) == (1, "SCHEMA_TOO_OLD")
+    assert files_of(tmp_path) == before
+
+
+def test_cli_migrates_on_open_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = behind_database(tmp_path / "ledger.db")
+    code, listed, _ = cli(capsys, "--db", str(path), "task", "list")
+    assert (code, listed) == (0, [])
+    assert [row[0] for row in rows(path, "SELECT version FROM schema_migrations")] == KNOWN
+
+
+def test_cli_migrate_still_migrates_under_no_migrate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(behind_database(tmp_path / "ledger.db"))
+    code, status, _ = cli(capsys, "--db", db, "--no-migrate", "migrate", "--status")
+    assert (code, status["pending"]) == (0, [LATEST])
+    code, report, _ = cli(capsys, "--db", db, "--no-migrate", "migrate")
+    assert (code, report["applied"]) == (0, [LATEST])
+    code, listed, _ = cli(capsys, "--db", db, "--no-migrate", "task", "list")
+    assert (code, listed) == (0, [])
+
+
+def test_cli_refuses_an_unclear_migrate_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIOS_LEDGER_MIGRATE", "no")
+    path = tmp_path / "ledger.db"
+    code, _, err = cli(capsys, "--db", str(path), "task", "list")
+    assert (code, err.split(":")[0]) == (2, "USAGE_INVALID")
+    assert not path.exists()
