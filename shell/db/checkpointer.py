@@ -17,7 +17,7 @@ import threading
 
 import apsw
 from aios_ledger.core.wal_checkpoints import ROUND_LEVELS, CheckpointAction, checkpoint_step
-from aios_ledger.shell.db.statements import execute
+from aios_ledger.shell.db.run import execute
 
 
 class CheckpointThread:

@@ -4,7 +4,7 @@ schema step on open. The only place that opens a connection for the stores.
 Every write runs as `BEGIN IMMEDIATE … COMMIT` through `Database.write`, which retries a busy
 database a bounded number of times and turns every storage failure into a `LedgerError`, after
 rolling back, so that a caller never sees an apsw exception and never a half-applied write.
-The statements inside run through the helpers of `statements` (re-exported here with the
+The statements inside run through the helpers of `run` (re-exported here with the
 Database they run in); the migrator (`migrator`) and the WAL copying (`checkpointer`) are
 modules of their own.
 """
@@ -25,7 +25,7 @@ import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.checkpointer import CheckpointRounds, install_checkpoint_rounds
 from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
-from aios_ledger.shell.db.statements import (
+from aios_ledger.shell.db.run import (
     Params,
     Row,
     execute,
@@ -34,9 +34,9 @@ from aios_ledger.shell.db.statements import (
     fetch_record,
     fetch_value,
     run_statement,
-    statement_texts,
     stream_records,
 )
+from aios_ledger.shell.db.statements import statement_texts
 
 __all__ = [
     "DEFAULT_PATH_ENV",
