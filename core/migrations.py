@@ -127,3 +127,32 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
             "not the older runtime's tasks/events layout; refusing to write to it",
         )
     return MigrationPlan(pending=tuple(known), adopt_legacy=True)
+
+
+def refuse_unless_current(known: Sequence[Migration], view: CatalogueView) -> None:
+    """For a library that leaves the schema to the DBA (`migrate=False`): open only a database
+    whose migrations are exactly the known ones. Newer or foreign databases are refused as
+    `plan_migrations` refuses them; one that is behind, or not yet a ledger at all, is
+    `SCHEMA_TOO_OLD`, naming what is applied and what this version knows."""
+    plan = plan_migrations(known, view)
+    if plan.is_current:
+        return
+    versions = [migration.version for migration in known]
+    if plan.adopt_legacy:
+        raise LedgerError(
+            "SCHEMA_TOO_OLD",
+            "the database is the older runtime's tasks/events layout, not yet adopted; run "
+            f"`aios-ledger migrate` to adopt it (this version knows migrations {versions})",
+        )
+    if "schema_migrations" not in view.tables:
+        raise LedgerError(
+            "SCHEMA_TOO_OLD",
+            f"the database is not a ledger yet (no schema_migrations); this version knows "
+            f"migrations {versions}: run `aios-ledger migrate` or dbmate up",
+        )
+    raise LedgerError(
+        "SCHEMA_TOO_OLD",
+        f"the database has migrations {list(view.applied)}, this version knows {versions} "
+        f"({[migration.version for migration in plan.pending]} pending): run "
+        "`aios-ledger migrate` or dbmate up",
+    )

@@ -15,6 +15,7 @@ from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
     EXIT_REFUSED,
     EXIT_USAGE,
+    MIGRATE_ENV,
     Handler,
     Parser,
     UsageError,
@@ -43,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="aios-ledger", description="A governed task ledger for AI agents.")
     parser.add_argument(
         "--db", help=f"database file (default: ${DEFAULT_PATH_ENV} or ./{DEFAULT_DB})"
+    )
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="leave the schema to the DBA: refuse a database that is behind (SCHEMA_TOO_OLD) "
+        f"instead of migrating it; `init` and `migrate` still migrate (also: {MIGRATE_ENV}=0)",
     )
     commands: argparse._SubParsersAction[argparse.ArgumentParser]
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)

@@ -1,4 +1,5 @@
-"""What every command group shares: the database path, JSON in and out, usage errors."""
+"""What every command group shares: the database and its schema setting, JSON in and out,
+usage errors."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from aios_ledger.core import LedgerError, loads_document
-from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
+from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV, Database
 
 DEFAULT_DB = "aios-ledger.db"
+MIGRATE_ENV = "AIOS_LEDGER_MIGRATE"
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 MAX_INPUT_BYTES = 8 * 1024 * 1024 + 1  # more than any document may hold: read no further
@@ -37,6 +39,19 @@ def emit(value: Any) -> None:
 
 def database_path(args: argparse.Namespace) -> str:
     return str(args.db or os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_DB)
+
+
+def migrate_on_open(args: argparse.Namespace) -> bool:
+    """False under `--no-migrate` or `AIOS_LEDGER_MIGRATE=0`: the schema is the DBA's, and a
+    database that is behind is refused (`SCHEMA_TOO_OLD`) instead of migrated."""
+    setting = os.environ.get(MIGRATE_ENV, "1")
+    if setting not in {"0", "1"}:
+        raise UsageError("USAGE_INVALID", f"{MIGRATE_ENV} must be 0 or 1, not {setting[:20]!r}")
+    return not args.no_migrate and setting == "1"
+
+
+def open_database(args: argparse.Namespace) -> Database:
+    return Database(database_path(args), migrate=migrate_on_open(args))
 
 
 def read_json_argument(source: str) -> Any:

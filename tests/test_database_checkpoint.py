@@ -12,7 +12,7 @@ import apsw
 import pytest
 from aios_ledger.core.wal_checkpoints import THRESHOLD_PAGES
 from aios_ledger.shell import Database, TaskLedger
-from aios_ledger.shell.db import connection as database_module
+from aios_ledger.shell.db import checkpointer as checkpointer_module
 from aios_ledger.shell.db.connection import fetch_value
 
 BATCHES = 6
@@ -49,8 +49,10 @@ def test_writes_past_the_threshold_hand_the_checkpoint_over_and_keep_every_write
     path = tmp_path / "ledger.db"
     with TaskLedger(path, synchronous="NORMAL") as ledger:
         _fill(ledger, 0)
-        assert ledger.database._checkpointer is not None  # the WAL crossed the threshold
-    assert ledger.database._checkpointer is None
+        rounds = ledger.database.checkpoints
+        assert rounds is not None
+        assert rounds.helper is not None  # the WAL crossed the threshold
+    assert rounds.helper is None
     assert _checkpointers() == []
     assert _count(path) == (BATCHES * PER_BATCH, "ok")
 
@@ -74,7 +76,7 @@ def test_without_a_checkpointer_the_writer_checkpoints_itself(
         def stop(self) -> None:
             pass
 
-    monkeypatch.setattr(database_module, "_Checkpointer", Dead)
+    monkeypatch.setattr(checkpointer_module, "CheckpointThread", Dead)
     path = tmp_path / "ledger.db"
     with TaskLedger(path, synchronous="NORMAL") as ledger:
         _fill(ledger, 1)
@@ -85,7 +87,7 @@ def test_without_a_checkpointer_the_writer_checkpoints_itself(
     assert _count(path) == (BATCHES * PER_BATCH, "ok")
 
 
-class _CountingCheckpointer(database_module._Checkpointer):
+class _CountingCheckpointer(checkpointer_module.CheckpointThread):
     requests = 0
 
     def request(self) -> None:
@@ -104,7 +106,7 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     (Woken by every commit past the threshold, the helper never let the log start over: it grew
     to 4 times the threshold in every cycle, with some 200 wake-ups each.) The file is reused,
     never cut back: its size limit at NORMAL holds a whole cycle."""
-    monkeypatch.setattr(database_module, "_Checkpointer", _CountingCheckpointer)
+    monkeypatch.setattr(checkpointer_module, "CheckpointThread", _CountingCheckpointer)
     monkeypatch.setattr(_CountingCheckpointer, "requests", 0)
     path = tmp_path / "ledger.db"
     frames: list[int] = []
@@ -112,10 +114,12 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     wal = Path(f"{path}-wal")
     with TaskLedger(path, synchronous="NORMAL") as ledger:
         database = ledger.database
+        rounds = database.checkpoints
+        assert rounds is not None
 
         def recording(conn: apsw.Connection, name: str, pages: int) -> int:
             frames.append(pages)
-            return database._on_wal(conn, name, pages)
+            return rounds.on_wal(conn, name, pages)
 
         database.conn.set_wal_hook(recording)
         for n in range(STEADY_TASKS):

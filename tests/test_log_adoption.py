@@ -40,7 +40,7 @@ def test_adoption_seals_old_events_once_and_keeps_their_content(tmp_path: Path) 
     path = tmp_path / "state.sqlite3"
     make_legacy(path)
     before = events_of(path)
-    with Database(path, migrate=False) as db:
+    with Database.as_found(path) as db:
         report = migrate_database(db)
         assert report.adopted_legacy
         assert report.sealed_at_adoption == len(LEGACY_EVENTS)

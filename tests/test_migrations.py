@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, migration_status
-from aios_ledger.shell.db.migrations import known_migrations
+from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.schema_dump import schema_sql
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump, rows
 
@@ -132,12 +132,10 @@ def dbmate_binary() -> str | None:
     return str(candidate) if candidate.exists() else None
 
 
-@pytest.mark.skipif(dbmate_binary() is None, reason="dbmate is installed by the test extras")
-def test_dbmate_applies_and_rolls_back_the_migrations(tmp_path: Path) -> None:
+def dbmate_on(path: Path) -> list[str]:
     dbmate = dbmate_binary()
     assert dbmate is not None
-    path = tmp_path / "dba.db"
-    base = [
+    return [
         dbmate,
         "--url",
         f"sqlite:{path}",
@@ -145,6 +143,17 @@ def test_dbmate_applies_and_rolls_back_the_migrations(tmp_path: Path) -> None:
         str(ROOT / "sql/migrations"),
         "--no-dump-schema",
     ]
+
+
+needs_dbmate = pytest.mark.skipif(
+    dbmate_binary() is None, reason="dbmate is installed by the test extras"
+)
+
+
+@needs_dbmate
+def test_dbmate_applies_and_rolls_back_the_migrations(tmp_path: Path) -> None:
+    path = tmp_path / "dba.db"
+    base = dbmate_on(path)
     subprocess.run([*base, "up"], check=True, capture_output=True)
     with Database(path) as db:
         assert migration_status(db)["pending"] == []
@@ -167,6 +176,26 @@ def test_dbmate_applies_and_rolls_back_the_migrations(tmp_path: Path) -> None:
     with Database(path) as db:
         assert migration_status(db)["pending"] == []
     subprocess.run([*base, "status", "--exit-code"], check=True, capture_output=True)
+
+
+@needs_dbmate
+def test_a_dba_who_rolls_back_gets_schema_too_old_without_migration(tmp_path: Path) -> None:
+    """The DBA flow with `migrate=False`: after `dbmate up` the library opens the database;
+    after a rollback of the last migration it refuses it, unchanged, until migrated again."""
+    path = tmp_path / "dba.db"
+    base = dbmate_on(path)
+    subprocess.run([*base, "up"], check=True, capture_output=True)
+    Database(path, migrate=False).close()
+    subprocess.run([*base, "rollback"], check=True, capture_output=True)
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match="SCHEMA_TOO_OLD") as refused:
+        Database(path, migrate=False)
+    assert f"{[LATEST]} pending" in refused.value.detail
+    assert path.read_bytes() == before
+    with Database(path) as db:
+        assert migration_status(db)["pending"] == []
+    subprocess.run([*base, "status", "--exit-code"], check=True, capture_output=True)
+    Database(path, migrate=False).close()
 
 
 def schema_of(path: Path) -> list[tuple[str, str]]:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPURE_MODULES = {
@@ -143,3 +146,113 @@ def test_wheel_ships_every_module_statement_and_contract(tmp_path: Path) -> None
                 relative = path.relative_to(ROOT / folder)
                 name = "/".join([*package.split("."), *relative.parts])
                 assert name in shipped, name
+
+
+LAYERS = {"core": "aios_ledger.core", "shell": "aios_ledger.shell"}
+
+
+def module_names(folder: str) -> dict[str, Path]:
+    names = {}
+    for path in python_files(folder):
+        parts = path.relative_to(ROOT / folder).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join([LAYERS[folder], *parts])] = path
+    return names
+
+
+def imported_modules(module: str, path: Path, known: set[str]) -> set[str]:
+    """Every module of `known` that `module` imports anywhere in its text: at the top, inside
+    functions or under TYPE_CHECKING, since an import hidden in a function still ties the
+    two modules together."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            source = ".".join(part for part in (base, node.module or "") if part)
+            found.add(source)
+            found.update(f"{source}.{alias.name}" for alias in node.names)
+    return (found & known) - {module}
+
+
+def import_graph(folder: str) -> dict[str, set[str]]:
+    names = module_names(folder)
+    return {name: imported_modules(name, path, set(names)) for name, path in names.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of the graph (empty when there is none), by depth-first search."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(name: str) -> list[str]:
+        state[name] = "open"
+        stack.append(name)
+        for target in sorted(graph[name]):
+            if state.get(target) == "open":
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        state[name] = "done"
+        stack.pop()
+        return []
+
+    for name in sorted(graph):
+        if name not in state and (cycle := visit(name)):
+            return cycle
+    return []
+
+
+@pytest.mark.parametrize("folder", sorted(LAYERS))
+def test_modules_import_each_other_without_a_cycle(folder: str) -> None:
+    assert find_cycle(import_graph(folder)) == []
+
+
+def test_an_import_inside_a_function_closes_a_cycle(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("def later():\n    from aios_ledger.shell.second import x\n")
+    second.write_text("from aios_ledger.shell import first\n")
+    known = {"aios_ledger.shell.first", "aios_ledger.shell.second"}
+    graph = {
+        "aios_ledger.shell.first": imported_modules("aios_ledger.shell.first", first, known),
+        "aios_ledger.shell.second": imported_modules("aios_ledger.shell.second", second, known),
+    }
+    assert find_cycle(graph) == [
+        "aios_ledger.shell.first",
+        "aios_ledger.shell.second",
+        "aios_ledger.shell.first",
+    ]
+    assert find_cycle({**graph, "aios_ledger.shell.second": set()}) == []
+
+
+@pytest.mark.parametrize("folder", sorted(LAYERS))
+def test_each_module_imports_alone(folder: str) -> None:
+    """Each module imported first, in a fresh interpreter (one per folder, emptied of the
+    project's modules before each import): no module depends on another having been imported
+    before it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import importlib, json, sys\n"
+        "failures = {}\n"
+        "for name in json.loads(sys.argv[1]):\n"
+        "    for loaded in [m for m in sys.modules if m.startswith('aios_ledger')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception as exc:\n"
+        "        failures[name] = repr(exc)\n"
+        "print(json.dumps(failures))\n"
+    )
+    names = sorted(module_names(folder))
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(names)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {}

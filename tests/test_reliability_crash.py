@@ -23,7 +23,7 @@ from typing import Any
 import apsw
 import pytest
 from aios_ledger.shell import TaskLedger
-from aios_ledger.shell.db.migrations import known_migrations
+from aios_ledger.shell.db.migrator import known_migrations
 from reliability_checks import (
     EVENT_OF_EXPIRE,
     EVENT_OF_HEARTBEAT,

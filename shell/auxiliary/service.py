@@ -249,7 +249,7 @@ def list_auxiliary_runs(
 
 class AuxiliaryRunService:
     """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database;
-    `synchronous`: FULL (default) or NORMAL, as for `Database`."""
+    `synchronous`: FULL (default) or NORMAL, and `migrate`, as for `Database`."""
 
     def __init__(
         self,
@@ -260,13 +260,14 @@ class AuxiliaryRunService:
         poll_seconds: float = POLL_SECONDS,
         synchronous: str = "FULL",
         vfs: str | None = None,
+        migrate: bool = True,
     ) -> None:
         self._executor = executor
         self._clock_ms = clock_ms or system_clock_ms
         self._poll_seconds = poll_seconds
         self._entries: dict[str, _Entry] = {}
         self._finished: OrderedDict[str, _Entry] = OrderedDict()
-        self._db = Database(path, synchronous=synchronous, vfs=vfs)
+        self._db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
         self.owner = _owner_tag()
         _LIVE_OWNERS.add(self.owner)
         self.recovered: tuple[str, ...] = self._recover()

@@ -1,1 +1,2 @@
-"""Connections, transactions, named statements and migrations: the only place that talks to apsw."""
+"""The database: connections and transactions, running named statements, migrations and WAL
+checkpoints; the only place that talks to apsw."""

@@ -1,32 +1,61 @@
-"""Connections and transactions: the only place that talks to apsw directly.
+"""The Database: one apsw connection with the ledger's pragmas, its transactions, and the
+schema step on open. The only place that opens a connection for the stores.
 
 Every write runs as `BEGIN IMMEDIATE … COMMIT` through `Database.write`, which retries a busy
 database a bounded number of times and turns every storage failure into a `LedgerError`, after
 rolling back, so that a caller never sees an apsw exception and never a half-applied write.
+The statements inside run through the helpers of `run` (re-exported here with the
+Database they run in); the migrator (`migrator`) and the WAL copying (`checkpointer`) are
+modules of their own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import random
 import stat
-import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import apsw
-from aios_ledger.core import LedgerError, record_columns
-from aios_ledger.core.wal_checkpoints import ROUND_LEVELS, CheckpointAction, checkpoint_step
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.db.checkpointer import CheckpointRounds, install_checkpoint_rounds
+from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
+from aios_ledger.shell.db.run import (
+    Params,
+    Row,
+    execute,
+    fetch_all,
+    fetch_one,
+    fetch_record,
+    fetch_value,
+    run_statement,
+    stream_records,
+)
 from aios_ledger.shell.db.statements import statement_texts
+
+__all__ = [
+    "DEFAULT_PATH_ENV",
+    "Database",
+    "Params",
+    "Row",
+    "execute",
+    "fetch_all",
+    "fetch_one",
+    "fetch_record",
+    "fetch_value",
+    "resolve_path",
+    "run_statement",
+    "storage_error",
+    "stream_records",
+]
 
 T = TypeVar("T")
 P = ParamSpec("P")
-R = TypeVar("R")
-Row = dict[str, Any]
-Params = Mapping[str, Any]
 
 BUSY_TIMEOUT_MS = 5000
 BUSY_RETRIES = 12
@@ -57,143 +86,6 @@ def storage_error(exc: apsw.Error) -> LedgerError:
     return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {exc}")
 
 
-def run_statement(conn: apsw.Connection, name: str, params: Params | None = None) -> apsw.Cursor:
-    """Execute a named statement. Parameters SQLite cannot take (text that is not UTF-8, a list,
-    an integer over 64 bits) are refused here, at the one place where parameters meet SQLite,
-    as a LedgerError: the stores validate first, this is the last line."""
-    try:
-        return conn.execute(_TEXTS[name], params)
-    except UnicodeEncodeError:
-        raise LedgerError("TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text") from None
-    except (TypeError, OverflowError) as exc:  # a value SQLite cannot bind (a list, 2**64)
-        raise LedgerError("PARAMETER_INVALID", f"{name}: {exc}") from None
-
-
-def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) -> list[Row]:
-    cursor = run_statement(conn, name, params)
-    try:
-        columns = [column[0] for column in cursor.get_description()]
-    except apsw.ExecutionCompleteError:
-        return []
-    return [dict(zip(columns, row, strict=True)) for row in cursor]
-
-
-def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) -> Row | None:
-    rows = fetch_all(conn, name, params)
-    return rows[0] if rows else None
-
-
-def fetch_record(
-    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
-) -> R | None:
-    """The statement's first row as `record(*columns)` (see `stream_records`): the hot reads (a
-    task, a first answer) skip building a dict. Read straight off the cursor, not through
-    `stream_records`: the generator and its closing were a tenth of a transition's Python
-    calls. Leaving the function drops the cursor, which resets the statement."""
-    cursor = run_statement(conn, name, params)
-    for row in cursor:
-        if (name, record) not in _MATCHED_COLUMNS:
-            _match_columns(cursor, name, record)
-        return record(*row)
-    return None
-
-
-def stream_records(
-    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
-) -> Generator[R, None, None]:
-    """Each row as `record(*columns)`, one at a time; the caller closes the generator (or lets
-    it finish) to finish the statement. The statement must select the record's fields in field
-    order, which is checked on its first row in each process."""
-    cursor = run_statement(conn, name, params)
-    for row in cursor:
-        if (name, record) not in _MATCHED_COLUMNS:
-            _match_columns(cursor, name, record)
-        yield record(*row)
-
-
-_MATCHED_COLUMNS: set[tuple[str, type]] = set()
-
-
-def _match_columns(cursor: apsw.Cursor, name: str, record: type) -> None:
-    selected = tuple(column[0] for column in cursor.get_description())
-    if selected != record_columns(record):
-        raise TypeError(f"{name} selects {selected}, not the fields of {record.__name__}")
-    _MATCHED_COLUMNS.add((name, record))
-
-
-def fetch_value(conn: apsw.Connection, name: str, params: Params | None = None) -> Any:
-    for row in run_statement(conn, name, params):
-        return row[0]
-    return None
-
-
-def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> int:
-    """Run a write and return how many rows it changed."""
-    run_statement(conn, name, params)
-    return conn.changes()
-
-
-class _Checkpointer:
-    """PASSIVE checkpoints on a connection of its own, in a daemon thread: one round per request.
-
-    A PASSIVE checkpoint never blocks a reader or a writer and never changes what is durable:
-    every commit is already in the WAL, synced as the synchronous level says; the checkpoint
-    only copies it back into the database file (synced at the same level). apsw releases the
-    GIL while SQLite works, so the copy runs beside the writers instead of inside the commit
-    of whichever caller crossed the threshold. `copied` is None while a round runs, then how
-    many frames of the log that round left copied (0 when it could not run)."""
-
-    def __init__(self, path: str, vfs: str | None, synchronous: str) -> None:
-        self._args = (path, vfs, synchronous)
-        self.copied: int | None = None
-        self._wake = threading.Event()
-        self._stopping = False
-        self._ended = False
-        self._thread = threading.Thread(
-            target=self._run, name="aios-ledger-checkpointer", daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def alive(self) -> bool:
-        # A flag the thread clears on its way out: read after every commit, where
-        # Thread.is_alive (a lock round trip) showed in profiles.
-        return not self._ended
-
-    def request(self) -> None:
-        self.copied = None
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        path, vfs, synchronous = self._args
-        conn: apsw.Connection | None = None
-        try:
-            conn = apsw.Connection(path, vfs=vfs) if vfs else apsw.Connection(path)
-            execute(conn, f"pragma_synchronous_{synchronous.lower()}")
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._stopping:
-                    return
-                try:
-                    _, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
-                except apsw.Error:  # e.g. busy: another connection is checkpointing
-                    copied = 0
-                self.copied = copied
-        except apsw.Error:
-            return  # the writers' own WAL hook checkpoints instead (`alive` is False now)
-        finally:
-            self._ended = True
-            if conn is not None:
-                with contextlib.suppress(apsw.Error):
-                    conn.close()
-
-
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
     if path is None:
         return ":memory:"
@@ -209,13 +101,13 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
     return text
 
 
-def _check_existing(path: str) -> None:
+def _file_exists(path: str) -> bool:
     """A database is a regular file, or a file still to be created: never a directory or a
     device (SQLite would put `/dev/null-wal` beside `/dev/null`)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        return
+        return False
     except (OSError, ValueError) as exc:  # e.g. a name too long for the file system
         detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
         raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {detail}") from None
@@ -223,18 +115,25 @@ def _check_existing(path: str) -> None:
         raise LedgerError("DATABASE_PATH_INVALID", f"{path} is a directory")
     if not stat.S_ISREG(mode):
         raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r} is not a regular file")
+    return True
+
+
+class _SchemaStep(enum.Enum):
+    MIGRATE = "migrate"  # apply what is pending (the default)
+    REQUIRE_CURRENT = "require_current"  # the schema is the DBA's: refuse one that is behind
+    AS_FOUND = "as_found"  # the migrator's own commands read or change the schema themselves
 
 
 class Database:
-    """One apsw connection with the ledger's pragmas, migrated on open.
+    """One apsw connection with the ledger's pragmas and its schema step.
 
-    WAL checkpoints: at synchronous=NORMAL, instead of SQLite's auto-checkpoint, which copies the
-    WAL back inside the commit that crosses 1000 pages (a latency spike for that caller), a file
-    database hands the copy to a `_Checkpointer` thread with its own connection, started on
-    first need and stopped by `close`, in rounds that `core.wal_checkpoints` decides: the
-    helper copies the bulk, the writer the short rest, and the log starts over (it holds up to
-    `BACKLOG_FACTOR` times the threshold before the writer copies it all itself). At FULL, the
-    default, SQLite's own auto-checkpoint stays (`core.wal_checkpoints.ROUND_LEVELS` says why)."""
+    `migrate=True` (the default) applies pending migrations on open, adopting the older
+    runtime's database. `migrate=False` leaves the schema to the DBA (`aios-ledger migrate`,
+    dbmate): it opens only a current database, refuses one that is behind (or not a ledger
+    yet, or missing) with `SCHEMA_TOO_OLD` and a newer one with `SCHEMA_TOO_NEW`, and a refused
+    open writes nothing to the file. `Database.as_found` skips the step for the tools that run
+    the migrator themselves. At synchronous=NORMAL the WAL is copied back in rounds beside the
+    writers (`checkpointer`)."""
 
     def __init__(
         self,
@@ -244,28 +143,55 @@ class Database:
         migrate: bool = True,
         vfs: str | None = None,
     ) -> None:
+        step = _SchemaStep.MIGRATE if migrate else _SchemaStep.REQUIRE_CURRENT
+        self._open(path, synchronous, vfs, step)
+
+    @classmethod
+    def as_found(cls, path: str | os.PathLike[str] | None) -> Database:
+        """Open without the schema step: for `aios-ledger init`, `migrate` and `migrate
+        --status`, and callers of `migrate_database`, which look at or change it themselves."""
+        database = cls.__new__(cls)
+        database._open(path, "FULL", None, _SchemaStep.AS_FOUND)
+        return database
+
+    def _open(
+        self,
+        path: str | os.PathLike[str] | None,
+        synchronous: str,
+        vfs: str | None,
+        step: _SchemaStep,
+    ) -> None:
         if synchronous not in SYNCHRONOUS_LEVELS:
             raise LedgerError(
                 "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
             )
         self.path = resolve_path(path)
         self.busy_retries = 0  # transactions retried after SQLITE_BUSY (observability only)
-        if self.path != ":memory:":
-            _check_existing(self.path)
+        self.checkpoints: CheckpointRounds | None = None
+        flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        if step is _SchemaStep.REQUIRE_CURRENT:
+            # Nothing to open is not a ledger either, and no empty file is left behind.
+            if self.path != ":memory:" and not _file_exists(self.path):
+                raise LedgerError(
+                    "SCHEMA_TOO_OLD",
+                    f"{self.path[:200]!r} does not exist: run `aios-ledger migrate` or dbmate up",
+                )
+            flags = apsw.SQLITE_OPEN_READWRITE
+        elif self.path != ":memory:":
+            _file_exists(self.path)
         try:
-            self.conn = apsw.Connection(self.path, vfs=vfs) if vfs else apsw.Connection(self.path)
+            self.conn = apsw.Connection(self.path, flags=flags, vfs=vfs)
         except apsw.Error as exc:
             raise storage_error(exc) from None
         try:
-            self._prepare(synchronous, migrate, vfs)
+            self._prepare(synchronous, vfs, step)
         except BaseException:
             # A refused open closes its connection at once: no descriptor or lock stays held
             # for as long as someone keeps the error (and its traceback) around.
-            with contextlib.suppress(apsw.Error):
-                self.conn.close()
+            self._close_quietly()
             raise
 
-    def _prepare(self, synchronous: str, migrate: bool, vfs: str | None) -> None:
+    def _prepare(self, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         try:
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             # Without the query planner stability guarantee, SQLite marks a statement whose
@@ -274,6 +200,15 @@ class Database:
             # read, on every claim. Plans here never depend on parameter values (no ANALYZE
             # statistics; the hot reads name their index), so nothing is lost by fixing them.
             self.conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
+        except apsw.Error as exc:
+            raise storage_error(exc) from None
+        # The schema is read before the journal mode is set, which writes to the file: a
+        # database that is refused is left exactly as it was.
+        plan = None
+        if step is not _SchemaStep.AS_FOUND:
+            migrate = step is _SchemaStep.MIGRATE
+            plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
+        try:
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: fetch_value(self.conn, "pragma_journal_wal"))
                 # Bound the WAL file (RELIABILITY.md, "WAL growth").
@@ -281,48 +216,26 @@ class Database:
                 fetch_value(self.conn, f"pragma_journal_size_limit_{synchronous.lower()}")
             execute(self.conn, "pragma_foreign_keys_on")
             execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
-            self._checkpointer: _Checkpointer | None = None
-            self._handed_over = False
-            if self.path != ":memory:" and synchronous in ROUND_LEVELS:
-                self._checkpoint_args = (self.path, vfs, synchronous)
-                self.conn.set_wal_hook(self._on_wal)
+            self.checkpoints = install_checkpoint_rounds(self.conn, self.path, vfs, synchronous)
         except apsw.Error as exc:
             raise storage_error(exc) from None
-        if migrate:
-            from aios_ledger.shell.db.migrations import migrate_database
-
-            migrate_database(self)
-
-    def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
-        """After each commit (SQLite's WAL hook, which replaces its auto-checkpoint): hand a
-        round of copying to the background checkpointer, or copy here, as
-        `core.wal_checkpoints` decides from the log's length and the last round's progress."""
-        checkpointer = self._checkpointer
-        step = checkpoint_step(
-            pages,
-            handed_over=self._handed_over,
-            copied=None if checkpointer is None else checkpointer.copied,
-            helper_alive=checkpointer is None or checkpointer.alive,
-        )
-        self._handed_over = step.handed_over
-        if step.action is CheckpointAction.HAND_OVER:
-            if checkpointer is None:
-                checkpointer = self._checkpointer = _Checkpointer(*self._checkpoint_args)
-            checkpointer.request()
-        elif step.action is CheckpointAction.CHECKPOINT_HERE:
-            with contextlib.suppress(apsw.Error):
-                conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
-        return int(apsw.SQLITE_OK)
+        if plan is not None and not plan.is_current:
+            self.write(apply_migrations)
 
     def close(self) -> None:
         """Close; a failed final checkpoint is reported, but what was committed stays in the WAL."""
-        if self._checkpointer is not None:
-            self._checkpointer.stop()
-            self._checkpointer = None
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
         try:
             self.conn.close()
         except apsw.Error as exc:
             raise storage_error(exc) from None
+
+    def _close_quietly(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
+        with contextlib.suppress(apsw.Error):
+            self.conn.close()
 
     def __enter__(self) -> Database:
         return self

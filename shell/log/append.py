@@ -13,7 +13,7 @@ from aios_ledger.core import (
     chain_of,
     seal_to_store,
 )
-from aios_ledger.shell.db.connection import execute, fetch_all, fetch_record, fetch_value
+from aios_ledger.shell.db.run import execute, fetch_all, fetch_record, fetch_value
 
 
 def append_event(conn: apsw.Connection, event: EventAppend) -> int:

@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from aios_ledger.core import LedgerError, LedgerHead, loads_document
-from aios_ledger.shell.cli_support import database_path, emit, read_json_argument
+from aios_ledger.shell.cli_support import (
+    database_path,
+    emit,
+    migrate_on_open,
+    read_json_argument,
+)
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import ledger_head, verify_log
@@ -57,7 +62,7 @@ def _existing_database(args: argparse.Namespace) -> Database:
         raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {exc.strerror}") from None
     if not found:
         raise LedgerError("DATABASE_NOT_FOUND", f"{path[:200]!r} does not exist")
-    return Database(path)
+    return Database(path, migrate=migrate_on_open(args))
 
 
 def parse_head_argument(text: str) -> LedgerHead:

@@ -34,8 +34,8 @@ def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) 
 class RegisteredBindingResolver:
     """`resolver(task_id, job_id, capability, adapter, runtime_input)` over `governed_bindings`."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._db = Database(path)
+    def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
+        self._db = Database(path, migrate=migrate)
 
     def close(self) -> None:
         self._db.close()

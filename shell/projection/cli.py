@@ -10,9 +10,14 @@ from aios_ledger.core import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
 )
-from aios_ledger.shell.cli_support import database_path, read_json_argument
+from aios_ledger.shell.cli_support import (
+    database_path,
+    migrate_on_open,
+    open_database,
+    read_json_argument,
+)
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.migrations import migrate_database, migration_status
+from aios_ledger.shell.db.migrator import migrate_database, migration_status
 from aios_ledger.shell.db.schema_dump import schema_sql
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -54,7 +59,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _init(args: argparse.Namespace) -> Any:
-    with Database(database_path(args), migrate=False) as db:
+    with Database.as_found(database_path(args)) as db:
         report = migrate_database(db)
         return {
             "database": db.path,
@@ -66,21 +71,21 @@ def _init(args: argparse.Namespace) -> Any:
 
 def _migrate(args: argparse.Namespace) -> Any:
     if args.status:
-        with Database(database_path(args), migrate=False) as db:
+        with Database.as_found(database_path(args)) as db:
             return migration_status(db)
     return _init(args)
 
 
 def _binding_put(args: argparse.Namespace) -> Any:
-    with Database(database_path(args)) as db:
+    with open_database(args) as db:
         return register_binding(db, read_json_argument(args.file))
 
 
 def _project(args: argparse.Namespace) -> Any:
     raw = read_json_argument(args.request)
-    path = database_path(args)
-    resolver = RegisteredBindingResolver(path)
-    store = InitialExecutionProjectionStore(path, resolver)
+    path, migrate = database_path(args), migrate_on_open(args)
+    resolver = RegisteredBindingResolver(path, migrate=migrate)
+    store = InitialExecutionProjectionStore(path, resolver, migrate=migrate)
     try:
         if args.from_source_capture:
             recovery = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
@@ -92,7 +97,7 @@ def _project(args: argparse.Namespace) -> Any:
 
 
 def _events(args: argparse.Namespace) -> Any:
-    with TaskLedger(database_path(args)) as ledger:
+    with TaskLedger(database_path(args), migrate=migrate_on_open(args)) as ledger:
         return ledger.events(args.task_id)
 
 

@@ -48,8 +48,9 @@ class InitialExecutionProjectionStore:
         *,
         clock: Clock | None = None,
         vfs: str | None = None,
+        migrate: bool = True,
     ) -> None:
-        self._db = _projection_errors(lambda: Database(path, vfs=vfs))
+        self._db = _projection_errors(lambda: Database(path, vfs=vfs, migrate=migrate))
         self._resolver = resolver
         self._clock = clock or system_clock
 

@@ -17,8 +17,12 @@ from aios_ledger.shell.auxiliary.service import (
     list_auxiliary_runs,
     read_auxiliary_run,
 )
-from aios_ledger.shell.cli_support import database_path, read_json_argument
-from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.cli_support import (
+    database_path,
+    migrate_on_open,
+    open_database,
+    read_json_argument,
+)
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 
 
@@ -62,14 +66,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     show.set_defaults(handler=_aux_show)
 
 
+def _runs(args: argparse.Namespace) -> RunStore:
+    return RunStore(database_path(args), migrate=migrate_on_open(args))
+
+
 def _run_create(args: argparse.Namespace) -> Any:
-    with RunStore(database_path(args)) as runs:
+    with _runs(args) as runs:
         return runs.create_run(args.session_id, args.prompt, run_id=args.run_id).public()
 
 
 def _run_append(args: argparse.Namespace) -> Any:
     payload = None if args.payload is None else read_json_argument(args.payload)
-    with RunStore(database_path(args)) as runs:
+    with _runs(args) as runs:
         event = runs.append_event(args.run_id, args.kind, payload)
         return {"run_id": event.run_id, **event.public()}
 
@@ -80,14 +88,14 @@ def _run_evidence(args: argparse.Namespace) -> Any:
         max_events=args.max_events,
         max_bytes=args.max_bytes,
     )
-    with RunStore(database_path(args)) as runs:
+    with _runs(args) as runs:
         return RunEvidenceReader(runs).read(request).public()
 
 
 def _aux_list(args: argparse.Namespace) -> Any:
     if not 1 <= args.limit <= 1000:
         raise LedgerError("FIELDS_INVALID", "--limit must be between 1 and 1000")
-    with Database(database_path(args)) as db:
+    with open_database(args) as db:
         rows = list_auxiliary_runs(
             db,
             state=args.state,
@@ -107,6 +115,6 @@ def _aux_list(args: argparse.Namespace) -> Any:
 
 
 def _aux_show(args: argparse.Namespace) -> Any:
-    with Database(database_path(args)) as db:
+    with open_database(args) as db:
         row = read_auxiliary_run(db, args.aux_id)
         return {**row.public(), "events": auxiliary_run_events(db, args.aux_id)}

@@ -49,8 +49,11 @@ class RunStore:
         clock: Clock | None = None,
         database: Database | None = None,
         vfs: str | None = None,
+        migrate: bool = True,
     ) -> None:
-        self.database = database if database is not None else Database(path, vfs=vfs)
+        self.database = (
+            database if database is not None else Database(path, vfs=vfs, migrate=migrate)
+        )
         self._clock = clock or system_clock
 
     def close(self) -> None:

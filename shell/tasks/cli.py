@@ -16,7 +16,12 @@ from aios_ledger.core import (
     SubmitRequest,
     VerifyRequest,
 )
-from aios_ledger.shell.cli_support import database_path, emit, read_json_argument
+from aios_ledger.shell.cli_support import (
+    database_path,
+    emit,
+    migrate_on_open,
+    read_json_argument,
+)
 from aios_ledger.shell.tasks.ledger import MAX_CLAIM_BATCH, MAX_LIST, TaskLedger
 
 
@@ -94,7 +99,7 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _ledger(args: argparse.Namespace) -> TaskLedger:
-    return TaskLedger(database_path(args))
+    return TaskLedger(database_path(args), migrate=migrate_on_open(args))
 
 
 def _task_create(args: argparse.Namespace) -> Any:

@@ -106,6 +106,8 @@ class TaskLedger:
     (the default: a commit is on disk when the call returns) or NORMAL (in WAL mode, a power
     cut may lose the last commits, never corrupt the file). `vfs` names a registered apsw VFS
     to open the database through (the fault-injection tests use one; the default is SQLite's).
+    `migrate`: as for `Database` (False leaves the schema to the DBA and refuses a database that
+    is behind with `SCHEMA_TOO_OLD`).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
@@ -124,8 +126,9 @@ class TaskLedger:
         clock: Clock | None = None,
         synchronous: str = "FULL",
         vfs: str | None = None,
+        migrate: bool = True,
     ) -> None:
-        self._db = Database(path, synchronous=synchronous, vfs=vfs)
+        self._db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
         self._clock: Clock = clock or system_clock
 
     @property

@@ -14,9 +14,9 @@ from aios_ledger.core import (
     render_status,
     status_report,
 )
-from aios_ledger.shell.cli_support import database_path
+from aios_ledger.shell.cli_support import database_path, migrate_on_open, open_database
 from aios_ledger.shell.clock import now_text, system_clock
-from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from aios_ledger.shell.work.reviewer import DEFAULT_REVIEW_TIMEOUT, review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
@@ -99,7 +99,7 @@ def _worker(args: argparse.Namespace) -> Any:
         poll_max=max(args.poll_max, args.poll_min),
         grace=args.grace,
     )
-    worker = Worker(database_path(args), config)
+    worker = Worker(database_path(args), config, migrate=migrate_on_open(args))
     worker.install_signal_handlers()
     try:
         code = worker.run()
@@ -119,13 +119,17 @@ def _review(args: argparse.Namespace) -> Any:
     _positive("limit", args.limit)
     _positive("timeout", args.timeout)
     return review_submitted(
-        database_path(args), args.command, limit=args.limit, timeout=args.timeout
+        database_path(args),
+        args.command,
+        limit=args.limit,
+        timeout=args.timeout,
+        migrate=migrate_on_open(args),
     )
 
 
 def _status(args: argparse.Namespace) -> Any:
     now = now_text(system_clock)
-    with Database(database_path(args)) as db:
+    with open_database(args) as db:
 
         def read(conn: Any) -> dict[str, Any]:
             return status_report(

@@ -86,9 +86,12 @@ def review_submitted(
     limit: int = 100,
     timeout: float = DEFAULT_REVIEW_TIMEOUT,
     log: Callable[[str], None] = stderr_log,
+    migrate: bool = True,
 ) -> list[dict[str, Any]]:
     """Review every SUBMITTED task (up to `limit`); returns one record per task reviewed."""
-    return asyncio.run(_review(path, command, limit=limit, timeout=timeout, log=log))
+    return asyncio.run(
+        _review(path, command, limit=limit, timeout=timeout, log=log, migrate=migrate)
+    )
 
 
 async def _review(
@@ -98,11 +101,12 @@ async def _review(
     limit: int,
     timeout: float,
     log: Callable[[str], None],
+    migrate: bool,
 ) -> list[dict[str, Any]]:
-    ledger = TaskLedger(path)
-    runs = RunStore(path)
+    ledger = TaskLedger(path, migrate=migrate)
+    runs = RunStore(path, migrate=migrate)
     results: dict[str, Any] = {}
-    service = AuxiliaryRunService(CommandReviewer(command, results=results), path)
+    service = AuxiliaryRunService(CommandReviewer(command, results=results), path, migrate=migrate)
     reviewed: list[dict[str, Any]] = []
     try:
         for task in ledger.list_tasks("SUBMITTED", limit=limit):

@@ -79,10 +79,11 @@ class Worker:
         *,
         clock: Clock | None = None,
         log: Callable[[str], None] = stderr_log,
+        migrate: bool = True,
     ) -> None:
         self.config = config
-        self.ledger = TaskLedger(path, clock=clock)
-        self.runs = RunStore(path)
+        self.ledger = TaskLedger(path, clock=clock, migrate=migrate)
+        self.runs = RunStore(path, migrate=migrate)
         self.log = log
         self._stop = threading.Event()
         self.outcomes: list[TaskOutcome] = []

@@ -1,0 +1,124 @@
+"""Bringing a database to the current schema, or refusing one that is not (the decisions are
+the core's: `core/migrations.py`).
+
+`apply_migrations(conn)` is the one step that changes a schema. `Database` takes it on open by
+default (`migrate=True`); with `migrate=False` the schema is the DBA's (`aios-ledger migrate`,
+or dbmate with `sql/migrations/`) and the Database only opens one that is current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import apsw
+import attrs
+from aios_ledger.core import (
+    CatalogueView,
+    Migration,
+    MigrationPlan,
+    parse_migration,
+    plan_migrations,
+)
+from aios_ledger.core.migrations import refuse_unless_current
+from aios_ledger.shell.db.run import execute, fetch_all
+from aios_ledger.shell.db.statements import migration_files
+from aios_ledger.shell.log.append import seal_unsealed_events
+
+T = TypeVar("T")
+
+CURRENT = MigrationPlan(pending=(), adopt_legacy=False)
+
+
+class Transactions(Protocol):
+    """What the migrator needs of a Database: its read and write transactions."""
+
+    def read(self, work: Callable[[apsw.Connection], T]) -> T: ...
+
+    def write(self, work: Callable[[apsw.Connection], T]) -> T: ...
+
+
+@attrs.frozen
+class MigrationReport:
+    applied: tuple[str, ...]
+    adopted_legacy: bool
+    sealed_at_adoption: int
+
+
+NOTHING_APPLIED = MigrationReport(applied=(), adopted_legacy=False, sealed_at_adoption=0)
+
+
+def known_migrations() -> tuple[Migration, ...]:
+    return tuple(parse_migration(name, content) for name, content in migration_files())
+
+
+def read_catalogue(conn: apsw.Connection) -> CatalogueView:
+    tables = frozenset(row["name"] for row in fetch_all(conn, "list_tables"))
+    applied: tuple[str, ...] = ()
+    if "schema_migrations" in tables:
+        applied = tuple(str(row["version"]) for row in fetch_all(conn, "applied_migrations"))
+
+    def columns(table: str) -> tuple[str, ...]:
+        return tuple(row["name"] for row in fetch_all(conn, "table_columns", {"table_name": table}))
+
+    return CatalogueView(
+        tables=tables,
+        applied=applied,
+        task_columns=columns("tasks"),
+        event_columns=columns("events"),
+    )
+
+
+def migration_plan(conn: apsw.Connection) -> MigrationPlan:
+    """What `apply_migrations` would do now; refuses a newer or a foreign database."""
+    return plan_migrations(known_migrations(), read_catalogue(conn))
+
+
+def pending_migrations(conn: apsw.Connection) -> tuple[Migration, ...]:
+    return migration_plan(conn).pending
+
+
+def plan_on_open(conn: apsw.Connection, *, migrate: bool) -> MigrationPlan:
+    """The schema step's read, taken before the Database touches the file: the plan to apply
+    when it migrates, otherwise a refusal of anything but a current database."""
+    if migrate:
+        return migration_plan(conn)
+    refuse_unless_current(known_migrations(), read_catalogue(conn))
+    return CURRENT
+
+
+def apply_migrations(conn: apsw.Connection) -> MigrationReport:
+    """Apply what is pending, adopting the older runtime's database, inside the caller's
+    `BEGIN IMMEDIATE`. Planned again here, under the write lock: another process may have
+    migrated since any earlier read."""
+    plan = migration_plan(conn)
+    if plan.is_current:
+        return NOTHING_APPLIED
+    execute(conn, "create_schema_migrations")
+    for migration in plan.pending:
+        conn.execute(migration.up)
+        execute(conn, "record_migration", {"version": migration.version})
+    # The one call into the log: the older runtime's events get their seals, in event order.
+    sealed = seal_unsealed_events(conn) if plan.adopt_legacy else 0
+    return MigrationReport(
+        applied=tuple(m.version for m in plan.pending),
+        adopted_legacy=plan.adopt_legacy,
+        sealed_at_adoption=sealed,
+    )
+
+
+def migrate_database(db: Transactions) -> MigrationReport:
+    """Apply what is pending; cheap when the database is current (one read, no write lock)."""
+    if db.read(migration_plan).is_current:
+        return NOTHING_APPLIED
+    return db.write(apply_migrations)
+
+
+def migration_status(db: Transactions) -> dict[str, Any]:
+    view = db.read(read_catalogue)
+    known = known_migrations()
+    return {
+        "applied": list(view.applied),
+        "pending": [m.version for m in known if m.version not in set(view.applied)],
+        "known": [f"{m.version}_{m.name}" for m in known],
+    }

@@ -1,0 +1,98 @@
+"""Running named statements on a connection: the helpers with which the stores, the log and
+the migrator read and write, inside a transaction of `connection.Database`.
+
+They sit below the Database and the migrator (which the Database runs on open, and which seals
+adopted events through the log), so that everything above can use them without an import
+cycle; `connection` re-exports them with the Database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from typing import Any, TypeVar
+
+import apsw
+from aios_ledger.core import LedgerError, record_columns
+from aios_ledger.shell.db.statements import statement_texts
+
+R = TypeVar("R")
+Row = dict[str, Any]
+Params = Mapping[str, Any]
+
+_TEXTS = statement_texts()
+
+
+def run_statement(conn: apsw.Connection, name: str, params: Params | None = None) -> apsw.Cursor:
+    """Execute a named statement. Parameters SQLite cannot take (text that is not UTF-8, a list,
+    an integer over 64 bits) are refused here, at the one place where parameters meet SQLite,
+    as a LedgerError: the stores validate first, this is the last line."""
+    try:
+        return conn.execute(_TEXTS[name], params)
+    except UnicodeEncodeError:
+        raise LedgerError("TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text") from None
+    except (TypeError, OverflowError) as exc:  # a value SQLite cannot bind (a list, 2**64)
+        raise LedgerError("PARAMETER_INVALID", f"{name}: {exc}") from None
+
+
+def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) -> list[Row]:
+    cursor = run_statement(conn, name, params)
+    try:
+        columns = [column[0] for column in cursor.get_description()]
+    except apsw.ExecutionCompleteError:
+        return []
+    return [dict(zip(columns, row, strict=True)) for row in cursor]
+
+
+def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) -> Row | None:
+    rows = fetch_all(conn, name, params)
+    return rows[0] if rows else None
+
+
+def fetch_record(
+    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
+) -> R | None:
+    """The statement's first row as `record(*columns)` (see `stream_records`): the hot reads (a
+    task, a first answer) skip building a dict. Read straight off the cursor, not through
+    `stream_records`: the generator and its closing were a tenth of a transition's Python
+    calls. Leaving the function drops the cursor, which resets the statement."""
+    cursor = run_statement(conn, name, params)
+    for row in cursor:
+        if (name, record) not in _MATCHED_COLUMNS:
+            _match_columns(cursor, name, record)
+        return record(*row)
+    return None
+
+
+def stream_records(
+    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
+) -> Generator[R, None, None]:
+    """Each row as `record(*columns)`, one at a time; the caller closes the generator (or lets
+    it finish) to finish the statement. The statement must select the record's fields in field
+    order, which is checked on its first row in each process."""
+    cursor = run_statement(conn, name, params)
+    for row in cursor:
+        if (name, record) not in _MATCHED_COLUMNS:
+            _match_columns(cursor, name, record)
+        yield record(*row)
+
+
+_MATCHED_COLUMNS: set[tuple[str, type]] = set()
+
+
+def _match_columns(cursor: apsw.Cursor, name: str, record: type) -> None:
+    selected = tuple(column[0] for column in cursor.get_description())
+    if selected != record_columns(record):
+        raise TypeError(f"{name} selects {selected}, not the fields of {record.__name__}")
+    _MATCHED_COLUMNS.add((name, record))
+
+
+def fetch_value(conn: apsw.Connection, name: str, params: Params | None = None) -> Any:
+    for row in run_statement(conn, name, params):
+        return row[0]
+    return None
+
+
+def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> int:
+    """Run a write and return how many rows it changed."""
+    run_statement(conn, name, params)
+    return conn.changes()
