@@ -183,6 +183,7 @@ from aios_ledger.core.tasks.decisions import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
+    first_claimable,
     task_summary,
 )
 from aios_ledger.core.tasks.requests import (
@@ -373,6 +374,7 @@ __all__ = [
     "failure_of",
     "failure_result",
     "first_answer",
+    "first_claimable",
     "format_timestamp",
     "governance_flags_set",
     "head_of_rows",

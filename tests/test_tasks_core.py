@@ -36,6 +36,7 @@ from aios_ledger.core import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
+    first_claimable,
     lease_token_sha256,
     next_task_status,
 )
@@ -371,3 +372,24 @@ def test_capability_lists_read_back_are_the_callers_own() -> None:
     assert task.required_capabilities() == ["git", "python"]
     huge = '["' + "a" * 20_000 + '"]'  # larger than any valid list: read, never remembered
     assert row("QUEUED", required_capabilities_json=huge).required_capabilities() == ["a" * 20_000]
+
+
+def test_the_core_chooses_what_a_claimer_takes_reading_no_more_than_it_needs() -> None:
+    tasks = [
+        row("QUEUED", task_id="needs-git", required_capabilities_json='["git"]'),
+        row("QUEUED", task_id="a"),
+        row("QUEUED", task_id="used-up", attempt=3),
+        row("QUEUED", task_id="b"),
+        row("QUEUED", task_id="c"),
+    ]
+    read: list[str] = []
+
+    def candidates() -> Any:
+        for task in tasks:
+            read.append(task.task_id)
+            yield task
+
+    chosen = first_claimable(candidates(), [], NOW, 2)
+    assert [task.task_id for task in chosen] == ["a", "b"]
+    assert read == ["needs-git", "a", "used-up", "b"]
+    assert [task.task_id for task in first_claimable(tasks, ["git"], NOW, 1)] == ["needs-git"]

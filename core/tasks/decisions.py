@@ -15,7 +15,7 @@ is `LEASE_EXPIRED`. Neither writes anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -258,6 +258,23 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> Ledge
     if missing:
         return LedgerError("CAPABILITY_MISSING", f"the claimer lacks {missing}")
     return None
+
+
+def first_claimable(
+    candidates: Iterable[TaskRow], capabilities: Sequence[str], now: str, count: int
+) -> list[TaskRow]:
+    """The first `count` of `candidates` (in claim order) a claimer offering `capabilities`
+    may take now. Candidates are taken one at a time and no more than needed, so that the
+    shell can read them a page at a time."""
+    chosen: list[TaskRow] = []
+    if count < 1:
+        return chosen
+    for candidate in candidates:
+        if claim_refusal(candidate, capabilities, now) is None:
+            chosen.append(candidate)
+            if len(chosen) == count:
+                break
+    return chosen
 
 
 def claim_digest(request: ClaimRequest, lease_token: str) -> str:

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import os
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import apsw
@@ -32,7 +32,6 @@ from aios_ledger.core import (
     VerifyRequest,
     chain_of,
     check_identifier,
-    claim_refusal,
     decide_cancel,
     decide_claim,
     decide_create,
@@ -40,6 +39,7 @@ from aios_ledger.core import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
+    first_claimable,
     integer_in_range,
     loads_document,
 )
@@ -410,29 +410,31 @@ class TaskLedger:
 
 
 def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: int) -> list[TaskRow]:
-    """Up to `count` tasks this claimer may take now, in claim order. Candidates are read a
-    page at a time and each is judged only when the ones before it did not fill the count, so
-    the usual single claim reads one row; every cursor is closed before anything is written."""
-    chosen: list[TaskRow] = []
-    page = max(CLAIM_BATCH, count)
+    """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
+    from the candidates; the usual single claim reads one row, and every cursor is closed
+    before anything is written."""
+    pages = _candidates(conn, now, max(CLAIM_BATCH, count))
+    with contextlib.closing(pages):
+        return first_claimable(pages, request.capabilities, now, count)
+
+
+def _candidates(conn: apsw.Connection, now: str, page: int) -> Generator[TaskRow, None, None]:
+    """QUEUED tasks in claim order, read a page at a time while the reader asks for more."""
     offset = 0
     while True:
         seen = 0
-        candidates = stream_records(
+        rows = stream_records(
             conn,
             "tasks_claim_candidates",
             {"now": now, "limit": page, "offset": offset},
             TaskRow,
         )
-        with contextlib.closing(candidates):
-            for candidate in candidates:
+        with contextlib.closing(rows):
+            for row in rows:
                 seen += 1
-                if claim_refusal(candidate, request.capabilities, now) is None:
-                    chosen.append(candidate)
-                    if len(chosen) == count:
-                        return chosen
+                yield row
         if seen < page:
-            return chosen
+            return
         offset += page
 
 
