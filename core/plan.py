@@ -9,7 +9,7 @@ compare-and-swap); nothing in a plan is decided by the shell.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TypeAlias
 
 import attrs
@@ -31,12 +31,13 @@ class WritePlan:
     response: JsonObject
     tail: LogTail | None
 
-    def statements(self) -> Iterator[SqlWrite]:
+    def statements(self) -> list[SqlWrite]:
         """Every statement, in the order the shell executes them: writes, then each event's
         row and seal."""
-        yield from self.writes
+        statements = list(self.writes)
         for event in self.events:
-            yield from event.writes()
+            statements.extend(event.writes())
+        return statements
 
 
 def sealed_plan(

@@ -45,6 +45,7 @@ class Statement(enum.StrEnum):
     """A statement a plan can name; its value is the name of its text in each dialect."""
 
     kind: StatementKind
+    guarded: bool
     parameters: frozenset[str]
     key: tuple[str, ...]
     revision_column: str | None
@@ -60,17 +61,13 @@ class Statement(enum.StrEnum):
         member = str.__new__(cls, name)
         member._value_ = name
         member.kind = kind
+        member.guarded = kind is _GUARDED
         member.parameters = frozenset(parameters.split())
         member.key = tuple(key.split())
-        guarded = kind is _GUARDED
-        member.revision_column = revision_column if guarded else None
-        if guarded and not {*member.key, EXPECTED_REVISION} <= member.parameters:
+        member.revision_column = revision_column if member.guarded else None
+        if member.guarded and not {*member.key, EXPECTED_REVISION} <= member.parameters:
             raise ValueError(f"{name}: a guarded update takes its key and {EXPECTED_REVISION}")
         return member
-
-    @property
-    def guarded(self) -> bool:
-        return self.kind is _GUARDED
 
     @property
     def guard(self) -> tuple[tuple[str, str], ...]:

@@ -21,7 +21,7 @@ def apply_decision(
         return dict(decision.response)
     for write in decision.statements():
         changed = execute(conn, write.statement, write.params)
-        if write.guarded and changed != 1:
+        if write.statement.guarded and changed != 1:
             raise error(
                 "REVISION_CONFLICT",
                 f"{write.statement} changed {changed} rows: the row moved on since it was read",
