@@ -50,9 +50,16 @@ from .harness import figure, interleaved_values, paired_ratio, summary
 from .transitions import CAPABILITIES, TASK_FIELDS, Attachable, RawLoop, timed_statements
 
 LEASE_SECONDS = 3600
-_GET, _CAS, _EVENT, _TIP, _SEAL = (
+_GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL = (
     sql(name)
-    for name in ("get_task", "tasks_cas_update", "insert_event", "chain_tip", "insert_seal")
+    for name in (
+        "get_task",
+        "log_next_event_id",
+        "chain_tip",
+        "tasks_cas_update",
+        "insert_event",
+        "insert_seal",
+    )
 )
 _BEGIN, _COMMIT, _ROLLBACK = sql("begin_immediate"), sql("commit"), sql("rollback")
 
@@ -102,11 +109,16 @@ def _flat_heartbeat_step(
         raise LedgerError("LEASE_EXPIRED", f"the lease of task {task_id!r} expired at {expires}")
     next_status = next_task_status(task.status, "heartbeat")
     new_expiry = add_seconds(now, lease_seconds)
+    next_id = conn.execute(_NEXT_ID).fetchone()
+    assert next_id is not None
+    event_id = next_id[0]
+    chain = chain_of(task_id)
+    tip = conn.execute(_TIP, {"chain": chain}).fetchone()
+    chain_seq, prev_seal = (1, GENESIS_SEAL) if tip is None else (tip[1] + 1, tip[2])
     conn.execute(
         _CAS,
         {
             "task_id": task_id,
-            "expected_status": task.status,
             "expected_revision": task.revision,
             "status": next_status,
             "attempt": task.attempt,
@@ -117,28 +129,23 @@ def _flat_heartbeat_step(
             "result_digest": task.result_digest,
             "result_idempotency_key": task.result_idempotency_key,
             "verification_json": task.verification_json,
-            "revision": task.revision + 1,
             "updated_at": now,
         },
     )
     if conn.changes() != 1:
         raise LedgerError("REVISION_CONFLICT", "tasks_cas_update changed no row")
     payload = encode_checked({"attempt": task.attempt, "lease_expires_at": new_expiry})
-    inserted = conn.execute(
+    conn.execute(
         _EVENT,
         {
+            "event_id": event_id,
             "task_id": task_id,
             "agent_id": task.claimed_by,
             "event_type": "TASK_HEARTBEAT",
             "payload_json": payload,
             "created_at": now,
         },
-    ).fetchone()
-    assert inserted is not None  # RETURNING gives the new row's id
-    event_id = inserted[0]
-    chain = chain_of(task_id)
-    tip = conn.execute(_TIP, {"chain": chain}).fetchone()
-    chain_seq, prev_seal = (1, GENESIS_SEAL) if tip is None else (tip[0] + 1, tip[1])
+    )
     seal = seal_of_stored(
         SealedEvent(
             event_id=event_id,

@@ -2,10 +2,11 @@
 
 Each task goes through create, claim, heartbeat, submit and verify, each one `BEGIN IMMEDIATE`
 transaction with its sealed event. The raw baseline runs, on its own file with the same schema
-and indexes, the very same named statements in the same order (the reads, the guarded write whose
-change count is checked, the idempotency row, the event, its chain tip and seal), with payloads of
-the same sizes, straight through apsw: no request parsing, no decision records, no JSON work. It
-is what SQLite itself can do with this transaction shape from Python.
+and indexes, the very same named statements in the same order (the reads, the log's next event
+id and chain tip, the guarded write whose change count is checked, the idempotency row, the event
+and its seal), with payloads of the same sizes, straight through apsw: no request parsing, no
+decision records, no JSON work. It is what SQLite itself can do with this transaction shape from
+Python.
 
 A second pass per level splits each side's time per transition in two: inside apsw's `execute`
 (binding and the first step, which is all of a write, a one-row read or the commit) and
@@ -116,11 +117,23 @@ class RawLoop:
         if self.conn.changes() != 1:
             raise RuntimeError(f"{name} changed {self.conn.changes()} rows")
 
-    def _event(self, task_id: str, event_type: str) -> None:
+    def _tail(self, task_id: str) -> tuple[int, str, int, str]:
+        """The reads the ledger makes before its decision: the next event id, the chain tip."""
+        next_id = self._one("log_next_event_id", {})
+        assert next_id is not None
+        chain = "task:" + task_id
+        tip = self._one("chain_tip", {"chain": chain})
+        seq = 1 if tip is None else int(tip[1]) + 1
+        prev = "0" * 64 if tip is None else str(tip[2])
+        return int(next_id[0]), chain, seq, prev
+
+    def _event(self, tail: tuple[int, str, int, str], task_id: str, event_type: str) -> None:
+        event_id, chain, seq, prev = tail
         payload = _pad("{", PAYLOAD[event_type])
-        event_id = self._one(
-            "insert_event",
+        self.conn.execute(
+            sql("insert_event"),
             {
+                "event_id": event_id,
                 "task_id": task_id,
                 "agent_id": "agent-1",
                 "event_type": event_type,
@@ -128,18 +141,11 @@ class RawLoop:
                 "created_at": NOW,
             },
         )
-        assert event_id is not None
-        chain = "task:" + task_id
-        tip = self._one("chain_tip", {"chain": chain})
-        seq = 1 if tip is None else int(tip[0]) + 1
-        prev = "0" * 64 if tip is None else str(tip[1])
-        seal = hashlib.sha256(
-            f"{prev}\0{event_id[0]}\0{event_type}\0{payload}".encode()
-        ).hexdigest()
+        seal = hashlib.sha256(f"{prev}\0{event_id}\0{event_type}\0{payload}".encode()).hexdigest()
         self.conn.execute(
             sql("insert_seal"),
             {
-                "event_id": event_id[0],
+                "event_id": event_id,
                 "chain": chain,
                 "chain_seq": seq,
                 "prev_seal": prev,
@@ -175,7 +181,7 @@ class RawLoop:
             self.conn.execute(sql("rollback"))
             raise
 
-    def _cas(self, task_id: str, status: str, expected: str, revision: int, **changes: Any) -> None:
+    def _cas(self, task_id: str, status: str, revision: int, **changes: Any) -> None:
         params: dict[str, Any] = {
             "task_id": task_id,
             "status": status,
@@ -187,9 +193,7 @@ class RawLoop:
             "result_digest": None,
             "result_idempotency_key": None,
             "verification_json": None,
-            "revision": revision + 1,
             "updated_at": NOW,
-            "expected_status": expected,
             "expected_revision": revision,
         }
         params.update(changes)
@@ -203,15 +207,10 @@ class RawLoop:
         row = self._one("get_task", {"task_id": task_id})
         if row is None:
             raise RuntimeError(f"no task {task_id}")
+        tail = self._tail(task_id)
         # The row's own revision and token hash, so that the ledger's checks still hold after it.
-        self._cas(
-            task_id,
-            "CLAIMED",
-            "CLAIMED",
-            int(row[_REVISION]),
-            lease_token_hash=row[_LEASE_TOKEN_HASH],
-        )
-        self._event(task_id, "TASK_HEARTBEAT")
+        self._cas(task_id, "CLAIMED", int(row[_REVISION]), lease_token_hash=row[_LEASE_TOKEN_HASH])
+        self._event(tail, task_id, "TASK_HEARTBEAT")
 
     def lifecycle(self) -> None:
         n = next(self.serial)
@@ -223,6 +222,7 @@ class RawLoop:
             key = f"create-{n}"
             self._one("get_task", {"task_id": task_id})
             self._idempotency(key)
+            tail = self._tail(task_id)
             self.conn.execute(
                 sql("tasks_insert"),
                 {
@@ -251,13 +251,14 @@ class RawLoop:
                 },
             )
             self._ledger_row(key, "create", task_id)
-            self._event(task_id, "TASK_CREATED")
+            self._event(tail, task_id, "TASK_CREATED")
 
         def claim() -> None:
             row = self._one("tasks_claim_candidates", {"now": NOW, "limit": 1, "offset": 0})
             assert row is not None and row[0] == task_id
-            self._cas(task_id, "CLAIMED", "QUEUED", 1)
-            self._event(task_id, "TASK_CLAIMED")
+            tail = self._tail(task_id)
+            self._cas(task_id, "CLAIMED", 1)
+            self._event(tail, task_id, "TASK_CLAIMED")
 
         def heartbeat() -> None:
             self._heartbeat(task_id)
@@ -266,10 +267,10 @@ class RawLoop:
             key = f"submit-{n}"
             self._one("get_task", {"task_id": task_id})
             self._idempotency(key)
+            tail = self._tail(task_id)
             self._cas(
                 task_id,
                 "SUBMITTED",
-                "CLAIMED",
                 3,
                 lease_token_hash=None,
                 lease_expires_at=None,
@@ -278,16 +279,16 @@ class RawLoop:
                 result_idempotency_key=key,
             )
             self._ledger_row(key, "submit", task_id)
-            self._event(task_id, "RESULT_SUBMITTED")
+            self._event(tail, task_id, "RESULT_SUBMITTED")
 
         def verify() -> None:
             key = f"verify-{n}"
             self._one("get_task", {"task_id": task_id})
             self._idempotency(key)
+            tail = self._tail(task_id)
             self._cas(
                 task_id,
                 "SUCCEEDED",
-                "SUBMITTED",
                 4,
                 lease_token_hash=None,
                 lease_expires_at=None,
@@ -297,7 +298,7 @@ class RawLoop:
                 verification_json=_pad("{", 40),
             )
             self._ledger_row(key, "verify", task_id)
-            self._event(task_id, "TASK_VERIFIED")
+            self._event(tail, task_id, "TASK_VERIFIED")
 
         for step in (create, claim, heartbeat, submit, verify):
             self._tx(step)

@@ -8,6 +8,7 @@ from aios_ledger.core.auxiliary.decisions import (
     AuxiliaryRunRow,
     decide_recover_interrupted,
     decide_spawn,
+    decide_stop,
     decide_transition,
 )
 from aios_ledger.core.auxiliary.records import (
@@ -55,6 +56,7 @@ from aios_ledger.core.jsonvalue import (
     loads_document,
     loads_object,
 )
+from aios_ledger.core.log.adoption import decide_adoption_seals
 from aios_ledger.core.log.export import (
     EXPORT_SCHEMA,
     ChainTips,
@@ -73,9 +75,11 @@ from aios_ledger.core.log.seals import (
     ChainTip,
     SealedEvent,
     chain_of,
+    empty_chain_tip,
     seal_of,
     seal_to_store,
 )
+from aios_ledger.core.log.tail import AppendedEvent, EventAppend, LogTail
 from aios_ledger.core.log.verification import (
     CHAIN_GAP,
     CONTENT_CHANGED,
@@ -110,13 +114,12 @@ from aios_ledger.core.migrations import (
 )
 from aios_ledger.core.plan import (
     Decision,
-    EventAppend,
     Replay,
-    SqlWrite,
     WritePlan,
     first_answer,
     replay_or_conflict,
     request_digest,
+    sealed_plan,
 )
 from aios_ledger.core.projection.bindings import (
     BINDING_REGISTERED,
@@ -162,6 +165,7 @@ from aios_ledger.core.runs.evidence import (
     decide_append_run_event,
     decide_create_run,
 )
+from aios_ledger.core.statements import SqlWrite, Statement, StatementKind
 from aios_ledger.core.tasks.decisions import (
     RESULT_SUBMITTED,
     TASK_CANCELLED,
@@ -179,6 +183,7 @@ from aios_ledger.core.tasks.decisions import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
+    first_claimable,
     task_summary,
 )
 from aios_ledger.core.tasks.requests import (
@@ -229,6 +234,7 @@ __all__ = [
     "AUXILIARY_RUN_SPAWNED",
     "AUXILIARY_SNAPSHOT_SCHEMA_V1",
     "AUXILIARY_TERMINAL_STATES",
+    "AppendedEvent",
     "BINDING_REGISTERED",
     "CHAIN_GAP",
     "CONTENT_CHANGED",
@@ -303,6 +309,7 @@ __all__ = [
     "JsonValue",
     "LedgerError",
     "LedgerHead",
+    "LogTail",
     "LogVerifier",
     "Migration",
     "MigrationPlan",
@@ -316,6 +323,8 @@ __all__ = [
     "SealedEvent",
     "SourceCaptureProjectionRecoveryRequest",
     "SqlWrite",
+    "Statement",
+    "StatementKind",
     "SubmitRequest",
     "TaskCreateRequest",
     "TaskRow",
@@ -337,6 +346,7 @@ __all__ = [
     "check_task_result",
     "claim_refusal",
     "contract_violations",
+    "decide_adoption_seals",
     "decide_append_run_event",
     "decide_cancel",
     "decide_claim",
@@ -348,11 +358,13 @@ __all__ = [
     "decide_recover_interrupted",
     "decide_register_binding",
     "decide_spawn",
+    "decide_stop",
     "decide_submit",
     "decide_transition",
     "decide_verify",
     "digest_bytes",
     "digest_json",
+    "empty_chain_tip",
     "envelope_from_binding",
     "evidence_run",
     "evidence_session",
@@ -362,6 +374,7 @@ __all__ = [
     "failure_of",
     "failure_result",
     "first_answer",
+    "first_claimable",
     "format_timestamp",
     "governance_flags_set",
     "head_of_rows",
@@ -389,6 +402,7 @@ __all__ = [
     "require_contract",
     "review_instruction",
     "roll_head",
+    "sealed_plan",
     "runtime_input_of",
     "seal_matches",
     "seal_of",

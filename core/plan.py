@@ -1,51 +1,55 @@
-"""What a decision returns: a replay of a first answer, or a plan of guarded writes.
+"""What a decision returns: a replay of a first answer, or a complete plan of writes.
 
-The shell applies a `WritePlan` verbatim inside one `BEGIN IMMEDIATE` transaction: every
-`SqlWrite` with `guarded=True` must change exactly one row (the compare-and-swap), then the
-events are appended and sealed. Nothing in a plan is decided by the shell.
+A `WritePlan` holds everything the shell writes, decided: the row writes (each naming a
+registered statement, see `core.statements`), then the events with their ids, chain positions
+and seals (see `core.log.tail`). The shell executes `statements()` in order inside one
+`BEGIN IMMEDIATE` transaction and checks that every guarded write changed exactly one row (the
+compare-and-swap); nothing in a plan is decided by the shell.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import TypeAlias
 
 import attrs
-from aios_ledger.core.digests import canonical_json, sha256_of_canonical
+from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
+from aios_ledger.core.log.tail import AppendedEvent, EventAppend, LogTail
 from aios_ledger.core.records import IdempotencyRow
-
-SqlParam: TypeAlias = str | int | float | bytes | None
-
-
-@attrs.frozen
-class SqlWrite:
-    statement: str
-    params: Mapping[str, SqlParam]
-    guarded: bool = False
-
-
-@attrs.frozen
-class EventAppend:
-    task_id: str | None
-    agent_id: str | None
-    event_type: str
-    payload: JsonObject
-    created_at: str
-
-    def payload_json(self) -> str:
-        """Checked, then encoded: payloads come from every part of the core (tasks, runs,
-        auxiliary runs, projections), and a key that is not text must stay a refusal rather
-        than be turned into text by the encoder."""
-        return canonical_json(self.payload)
+from aios_ledger.core.statements import SqlWrite
 
 
 @attrs.frozen
 class WritePlan:
+    """The writes, the sealed events and the answer; `tail` is the log's tail after the
+    events (None for a plan that read none and appends none)."""
+
     writes: tuple[SqlWrite, ...]
-    events: tuple[EventAppend, ...]
+    events: tuple[AppendedEvent, ...]
     response: JsonObject
+    tail: LogTail | None
+
+    def statements(self) -> list[SqlWrite]:
+        """Every statement, in the order the shell executes them: writes, then each event's
+        row and seal."""
+        statements = list(self.writes)
+        for event in self.events:
+            statements.extend(event.writes())
+        return statements
+
+
+def sealed_plan(
+    writes: Sequence[SqlWrite],
+    events: Sequence[EventAppend],
+    response: JsonObject,
+    *,
+    tail: LogTail,
+) -> WritePlan:
+    """The plan of `writes` and `events` sealed onto `tail`."""
+    appended, after = tail.append(events)
+    return WritePlan(writes=tuple(writes), events=appended, response=response, tail=after)
 
 
 @attrs.frozen

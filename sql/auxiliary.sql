@@ -15,8 +15,8 @@ VALUES (:aux_id, :session_id, :run_id, :parent_json, :kind, :mode, :state,
         :created_at_ms, :created_at_ms);
 
 -- name: transition_auxiliary_run!
--- The transition's compare-and-swap: the run is still in the state and revision the decision
--- read. The core's transition table decided that :expected_state may become :state.
+-- The transition's compare-and-swap: the run is still at the revision the decision read (every
+-- transition moves it on), so still in the state the core's transition table moved from.
 UPDATE auxiliary_runs
 SET state = :state,
     revision = revision + 1,
@@ -26,7 +26,6 @@ SET state = :state,
     error_code = :error_code,
     error = :error
 WHERE aux_id = :aux_id
-  AND state = :expected_state
   AND revision = :expected_revision;
 
 -- name: unfinished_auxiliary_runs

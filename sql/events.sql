@@ -1,12 +1,18 @@
 -- The append-only event log and its seals.
 
--- name: insert_event<!
-INSERT INTO events(task_id, agent_id, event_type, payload_json, created_at)
-VALUES (:task_id, :agent_id, :event_type, :payload_json, :created_at)
-RETURNING event_id;
+-- name: log_next_event_id$
+-- The id the next event gets, read under the write lock: the core seals events over their ids.
+-- AUTOINCREMENT never hands out an id again, even one whose row is gone, so the counter counts
+-- as well as the rows; inserting an id explicitly moves the counter on as its own would.
+SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+           coalesce((SELECT max(event_id) FROM events), 0)) + 1;
+
+-- name: insert_event!
+INSERT INTO events(event_id, task_id, agent_id, event_type, payload_json, created_at)
+VALUES (:event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at);
 
 -- name: chain_tip^
-SELECT chain_seq, seal FROM event_seals WHERE chain = :chain
+SELECT chain, chain_seq, seal FROM event_seals WHERE chain = :chain
 ORDER BY chain_seq DESC LIMIT 1;
 
 -- name: insert_seal!

@@ -9,12 +9,13 @@ INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at
 VALUES (:run_id, :session_id, :prompt, 0, :created_at, :created_at);
 
 -- name: bump_run_event_count!
--- The append's compare-and-swap: the run still has exactly the events the decision saw.
+-- The append's compare-and-swap: the run still has exactly the events the decision saw (a run
+-- changes only by appending, so its event count is its revision).
 UPDATE runs
 SET event_count = event_count + 1,
-    updated_at = :now
+    updated_at = :updated_at
 WHERE run_id = :run_id
-  AND event_count = :expected_count;
+  AND event_count = :expected_revision;
 
 -- name: insert_run_event!
 INSERT INTO run_events(run_id, seq, kind, payload_json, created_at)

@@ -8,15 +8,12 @@ SELECT task_id, goal, instructions, success_criteria_json, required_capabilities
 FROM tasks WHERE task_id = :task_id;
 
 -- name: project_task_execution!
--- The projection's compare-and-swap: the task must still be exactly as the decision saw it.
+-- The projection's compare-and-swap: the task must still be at the revision the decision read
+-- (every write to a task moves its revision on, so the task is exactly as the decision saw it).
 UPDATE tasks
 SET metadata_json = :metadata_json,
     required_capabilities_json = :required_capabilities_json,
     revision = revision + 1,
-    updated_at = :now
+    updated_at = :updated_at
 WHERE task_id = :task_id
-  AND status = :expected_status
-  AND revision = :expected_revision
-  AND attempt = :expected_attempt
-  AND claimed_by IS NULL
-  AND lease_token_hash IS NULL;
+  AND revision = :expected_revision;

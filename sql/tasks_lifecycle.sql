@@ -14,8 +14,8 @@ VALUES (
   :result_idempotency_key, :verification_json, :revision, :created_at, :updated_at);
 
 -- name: tasks_cas_update!
--- Every transition: the row must still be at the status and revision the decision read, and the
--- new revision is exactly one more.
+-- Every transition, in the one compare-and-swap form (core/statements.py): the row must still be
+-- at the revision the decision read, and the new revision is exactly one more.
 UPDATE tasks
 SET status = :status,
     attempt = :attempt,
@@ -26,12 +26,10 @@ SET status = :status,
     result_digest = :result_digest,
     result_idempotency_key = :result_idempotency_key,
     verification_json = :verification_json,
-    revision = :revision,
+    revision = revision + 1,
     updated_at = :updated_at
 WHERE task_id = :task_id
-  AND status = :expected_status
-  AND revision = :expected_revision
-  AND :revision = :expected_revision + 1;
+  AND revision = :expected_revision;
 
 -- name: tasks_claim_candidates
 -- One bounded batch of QUEUED tasks in claim order, through tasks_claim_order. Attempts and

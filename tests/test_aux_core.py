@@ -9,11 +9,14 @@ import attrs
 import pytest
 from aios_ledger.core import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
+    GENESIS_SEAL,
+    LEDGER_CHAIN,
     MAX_FRAME_DEPTH,
     TRANSITIONS,
     AuxiliaryCapabilityProfile,
     AuxiliaryRunError,
     AuxiliaryRunMode,
+    AuxiliaryRunOutput,
     AuxiliaryRunRow,
     AuxiliaryRunSnapshot,
     AuxiliaryRunSpec,
@@ -21,12 +24,15 @@ from aios_ledger.core import (
     ExecutionFrame,
     ExecutionTarget,
     LedgerError,
+    LogTail,
+    Statement,
     WritePlan,
     canonical_json,
     check_output,
     check_spawn,
     decide_recover_interrupted,
     decide_spawn,
+    decide_stop,
     decide_transition,
     digest_bytes,
     failure_of,
@@ -40,6 +46,7 @@ from syrupy.assertion import SnapshotAssertion
 
 EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
 DIGEST = digest_bytes("evidence", b"x")
+TAIL = LogTail.read(1, [LEDGER_CHAIN], [])  # an empty log: every decision appends to its chain
 
 
 def _spec(**changes: Any) -> AuxiliaryRunSpec:
@@ -417,7 +424,7 @@ def _spawned(owner: str) -> tuple[AuxiliaryRunSpec, WritePlan]:
     spec = AuxiliaryRunSpec(
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
-    plan = decide_spawn(None, check_spawn(spec, evidence), owner=owner, now_ms=10)
+    plan = decide_spawn(None, check_spawn(spec, evidence), owner=owner, now_ms=10, tail=TAIL)
     assert isinstance(plan, WritePlan)
     return spec, plan
 
@@ -442,23 +449,23 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
     checked = check_spawn(spec, evidence)
-    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10)
+    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10, tail=TAIL)
     assert isinstance(plan, WritePlan)
     (write,) = plan.writes
-    assert write.statement == "insert_auxiliary_run"
+    assert write.statement is Statement.INSERT_AUXILIARY_RUN
     assert write.params["state"] == "PENDING"
     assert write.params["spec_digest"] == spec.digest()
     assert write.params["spec_json"] == canonical_json(spec.public())
     assert write.params["parent_json"] == canonical_json(spec.frame.public())
     assert [event.event_type for event in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
     row = _row(dict(write.params))
-    replay = decide_spawn(row, checked, owner="h:2:t", now_ms=11)
+    replay = decide_spawn(row, checked, owner="h:2:t", now_ms=11, tail=TAIL)
     assert replay.response["idempotent"] is True
     changed = check_spawn(attrs.evolve(spec, instruction="other"), evidence)
     with pytest.raises(AuxiliaryRunError, match="SPEC_CONFLICT"):
-        decide_spawn(row, changed, owner="o", now_ms=1)
+        decide_spawn(row, changed, owner="o", now_ms=1, tail=TAIL)
     with pytest.raises(AuxiliaryRunError, match="INVALID_FIELD"):
-        decide_spawn(None, spec, owner="o", now_ms=1)  # type: ignore[arg-type]
+        decide_spawn(None, spec, owner="o", now_ms=1, tail=TAIL)  # type: ignore[arg-type]
 
 
 def test_check_spawn_refuses_another_target_and_forged_evidence() -> None:
@@ -490,7 +497,7 @@ def test_a_checked_spawn_stores_the_spec_as_it_was_checked() -> None:
     checked = check_spawn(spec, evidence)
     as_checked = canonical_json(spec.public())
     schema["type"] = "array"
-    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10)
+    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10, tail=TAIL)
     assert isinstance(plan, WritePlan)
     assert plan.writes[0].params["spec_json"] == as_checked
     assert plan.writes[0].params["spec_digest"] == checked.spec_digest
@@ -515,37 +522,105 @@ def test_a_row_with_a_corrupt_parent_frame_is_refused_every_time(parent_json: st
             corrupt.snapshot()
         assert refused.value.code == "RUN_ROW_CORRUPT"
         with pytest.raises(AuxiliaryRunError, match="RUN_ROW_CORRUPT"):
-            decide_transition(corrupt, AuxiliaryRunState.RUNNING, now_ms=11)
+            decide_transition(corrupt, AuxiliaryRunState.RUNNING, now_ms=11, tail=TAIL)
     assert good.snapshot().parent == spec.frame
 
 
 def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     _, plan = _spawned("dead:1:t")
     row = _row(dict(plan.writes[0].params))
-    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=5)
+    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=5, tail=TAIL)
     (write,) = started.writes
     assert write.guarded
-    assert write.params["expected_state"] == "PENDING"
     assert write.params["expected_revision"] == 1
     assert write.params["updated_at_ms"] == 10  # never before created_at_ms
     with pytest.raises(AuxiliaryRunError) as refused:
-        decide_transition(row, AuxiliaryRunState.COMPLETED, now_ms=11)
+        decide_transition(row, AuxiliaryRunState.COMPLETED, now_ms=11, tail=TAIL)
     assert refused.value.code == "INVALID_TRANSITION"
     with pytest.raises(AuxiliaryRunError, match="state"):
-        decide_transition(row, AuxiliaryRunState.FAILED, now_ms=11)  # a failure needs an error
+        # A failure needs an error.
+        decide_transition(row, AuxiliaryRunState.FAILED, now_ms=11, tail=TAIL)
     with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
-        decide_transition(None, AuxiliaryRunState.RUNNING, now_ms=11, aux_id="x")
+        decide_transition(None, AuxiliaryRunState.RUNNING, now_ms=11, aux_id="x", tail=TAIL)
     pending_recovery = decide_recover_interrupted(
-        [row], dead_owners=frozenset({"dead:1:t"}), now_ms=20
+        [row], dead_owners=frozenset({"dead:1:t"}), now_ms=20, tail=TAIL
     )
-    assert [w.params["expected_state"] for w in pending_recovery.writes] == ["PENDING"]
+    assert [w.params["expected_revision"] for w in pending_recovery.writes] == [1]
     running = attrs.evolve(row, state="RUNNING", revision=2)
     done = attrs.evolve(row, state="COMPLETED", revision=3, output_json="1", output_digest=OUT)
     recovery = decide_recover_interrupted(
         [running, done, attrs.evolve(running, aux_id="aux-2", owner="alive:1:t")],
         dead_owners=frozenset({"dead:1:t"}),
         now_ms=20,
+        tail=TAIL,
     )
     assert recovery.response == {"recovered": ["aux-1"]}
     assert [w.params["error_code"] for w in recovery.writes] == ["INTERRUPTED"]
     assert [e.event_type for e in recovery.events] == ["AUXILIARY_RUN_FAILED"]
+
+
+def test_a_transition_answers_the_row_it_writes_and_seals_its_event() -> None:
+    _, plan = _spawned("h:1:t")
+    row = _row(dict(plan.writes[0].params))
+    assert plan.tail is not None
+    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=15, tail=plan.tail)
+    after = AuxiliaryRunRow.from_row(started.response)
+    assert after == attrs.evolve(row, state="RUNNING", revision=2, updated_at_ms=15)
+    spawned, moved = plan.events[0], started.events[0]
+    assert (spawned.event_id, spawned.chain, spawned.chain_seq) == (1, LEDGER_CHAIN, 1)
+    assert spawned.prev_seal == GENESIS_SEAL
+    assert (moved.event_id, moved.chain_seq, moved.prev_seal) == (2, 2, spawned.seal)
+
+
+def test_recovery_seals_its_failures_one_after_the_other() -> None:
+    _, plan = _spawned("dead:1:t")
+    row = _row(dict(plan.writes[0].params))
+    rows = [row, attrs.evolve(row, aux_id="aux-2")]
+    recovery = decide_recover_interrupted(
+        rows, dead_owners=frozenset({"dead:1:t"}), now_ms=20, tail=TAIL
+    )
+    first, second = recovery.events
+    assert recovery.tail is not None
+    assert [event.chain_seq for event in recovery.events] == [1, 2]
+    assert second.prev_seal == first.seal
+    assert recovery.tail == LogTail.read(3, [], [recovery.tail.tips[LEDGER_CHAIN]])
+
+
+def test_stopping_leaves_an_ended_run_as_it_ended() -> None:
+    _, plan = _spawned("h:1:t")
+    row = _row(dict(plan.writes[0].params))
+    error = AuxiliaryRunError("CANCELLED", "stopped")
+    stopped = decide_stop(row, now_ms=20, error=error, tail=TAIL)
+    assert stopped is not None
+    assert stopped.response["state"] == "CANCELLED"
+    ended = AuxiliaryRunRow.from_row(stopped.response)
+    assert decide_stop(ended, now_ms=21, error=error, tail=TAIL) is None
+    with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
+        decide_stop(None, now_ms=21, error=error, tail=TAIL, aux_id="gone")
+
+
+def test_plans_are_golden(golden: SnapshotAssertion) -> None:
+    """A run's whole life on the ledger chain: each plan sealed onto the tail the last left."""
+    _, spawned = _spawned("dead:1:t")
+    row = _row(dict(spawned.writes[0].params))
+    assert spawned.tail is not None
+    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=12, tail=spawned.tail)
+    output = AuxiliaryRunOutput(value={"verdict": "fine"}, digest=OUT, size_bytes=20)
+    assert started.tail is not None
+    completed = decide_transition(
+        AuxiliaryRunRow.from_row(started.response),
+        AuxiliaryRunState.COMPLETED,
+        now_ms=13,
+        output=output,
+        tail=started.tail,
+    )
+    recovered = decide_recover_interrupted(
+        [row], dead_owners=frozenset({"dead:1:t"}), now_ms=14, tail=spawned.tail
+    )
+    plans = {
+        "spawn": spawned,
+        "start": started,
+        "complete": completed,
+        "recover": recovered,
+    }
+    assert golden == {name: attrs.asdict(plan) for name, plan in plans.items()}

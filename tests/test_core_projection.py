@@ -8,16 +8,21 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import (
+    LEDGER_CHAIN,
+    ChainTip,
     EventRow,
     IdempotencyRow,
     InitialExecutionProjectionError,
+    LogTail,
     ProjectionState,
     Replay,
     ResolverCall,
     TaskRow,
     WritePlan,
     canonical_json,
+    chain_of,
     decide_projection,
+    decide_register_binding,
     prepare_projection,
     request_digest,
 )
@@ -27,6 +32,7 @@ from legacy_fixtures import (
     REWORK,
     REWORK_TRAIL,
     TASK,
+    binding,
     capture_result,
     projection_request,
     recovery_request,
@@ -74,6 +80,13 @@ def events(trail: Any = (("TASK_CREATED", {}),)) -> tuple[EventRow, ...]:
     )
 
 
+def tail_after(state: ProjectionState) -> LogTail:
+    """The log's tail after the task's events, which its chain holds (and a few others)."""
+    chain = chain_of(TASK)
+    tip = ChainTip(chain, len(state.events), "sha256:" + "e" * 64)
+    return LogTail.read(len(state.events) + 7, [chain], [tip])
+
+
 def plan_view(plan: WritePlan) -> dict[str, Any]:
     return {
         "writes": [attrs.asdict(write) for write in plan.writes],
@@ -92,6 +105,7 @@ def test_initial_projection_plan_is_golden(golden: SnapshotAssertion) -> None:
         authorization_id=OWNER,
         source_capture_contract=CONTRACT,
         now=NOW,
+        tail=tail_after(state),
     )
     assert isinstance(plan, WritePlan)
     assert [write.guarded for write in plan.writes] == [True, False]
@@ -115,6 +129,7 @@ def test_recovery_plan_is_golden(golden: SnapshotAssertion) -> None:
         authorization_id=OWNER,
         source_capture_contract=CONTRACT,
         now=NOW,
+        tail=tail_after(state),
     )
     assert isinstance(plan, WritePlan)
     assert golden == plan_view(plan)
@@ -152,3 +167,12 @@ def test_authorization_comes_before_replay() -> None:
     for configured in (None, "someone-else"):
         with pytest.raises(InitialExecutionProjectionError, match="AUTHORIZATION_DENIED"):
             prepare_projection(TASK, request, state, authorization_id=configured)
+
+
+def test_binding_plan_is_golden(golden: SnapshotAssertion) -> None:
+    """A registered binding is a ledger-level event: the task's own chain is left alone."""
+    tail = LogTail.read(3, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 2, "sha256:" + "2" * 64)])
+    plan = decide_register_binding(binding(), None, now=NOW, tail=tail)
+    assert isinstance(plan, WritePlan)
+    assert [event.chain for event in plan.events] == [LEDGER_CHAIN]
+    assert golden == attrs.asdict(plan)

@@ -12,15 +12,19 @@ from aios_ledger.core import (
     GENESIS_SEAL,
     ChainLink,
     ChainTips,
+    EventAppend,
     EventRecord,
     LedgerError,
     LedgerHead,
+    LogTail,
     LogVerifier,
     SealedEvent,
     SealRecord,
     VerificationReport,
     canonical_json,
     chain_of,
+    decide_adoption_seals,
+    loads_object,
     seal_of,
 )
 from aios_ledger.core.log.seals import seal_of_stored
@@ -34,7 +38,8 @@ Entry = tuple[EventRecord, SealRecord]
 
 
 def seal_log(contents: Sequence[tuple[str | None, str | None, str, str, str]]) -> list[Entry]:
-    """What the shell's `append_event` does, in memory: extend each event's chain."""
+    """The sealed log written out by hand, one chain per task: what every log written so far
+    holds, and what plans must keep writing."""
     tips: dict[str, tuple[int, str]] = {}
     log: list[Entry] = []
     for event_id, (task, agent, kind, payload, created) in enumerate(contents, start=1):
@@ -108,6 +113,48 @@ def test_the_fast_seal_equals_the_checked_seal() -> None:
         assert seal_of_stored(sealed) == seal_of(sealed) == seal.seal
 
 
+def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
+    """The same log, sealed as a decision's plan seals it: onto the tail of an empty log."""
+    events = [
+        EventAppend(task, agent, kind, loads_object(payload), created)
+        for task, agent, kind, payload, created in contents
+    ]
+    tail = LogTail.read(1, [chain_of(event.task_id) for event in events], [])
+    appended, _ = tail.append(events)
+    return [
+        (
+            EventRecord(
+                event.event_id,
+                event.task_id,
+                event.agent_id,
+                event.event_type,
+                event.payload_json,
+                event.created_at,
+            ),
+            SealRecord(
+                event.event_id, event.chain, event.chain_seq, event.prev_seal, event.seal, False
+            ),
+        )
+        for event in appended
+    ]
+
+
+def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
+    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE)
+
+
+def test_golden_adoption_plan(golden: SnapshotAssertion) -> None:
+    """The older runtime's events, sealed where they stand, each marked as sealed at adoption."""
+    log = seal_log(SAMPLE)
+    unsealed = [event for event, _ in log]
+    tail = LogTail.read(len(log) + 1, [chain_of(event.task_id) for event in unsealed], [])
+    plan = decide_adoption_seals(unsealed, tail=tail)
+    assert [write.params["seal"] for write in plan.writes] == [seal.seal for _, seal in log]
+    assert {write.params["sealed_at_adoption"] for write in plan.writes} == {1}
+    assert plan.events == ()
+    assert golden == attrs.asdict(plan)
+
+
 def test_events_must_come_in_increasing_id() -> None:
     log = seal_log(SAMPLE)
     verifier = LogVerifier()
@@ -164,6 +211,7 @@ logs = st.lists(contents, min_size=1, max_size=25)
 @given(logs)
 def test_random_logs_verify_intact(sequence: list[Any]) -> None:
     log = seal_log(sequence)
+    assert appended_by_the_core(sequence) == log
     by_lookup, by_tips = verify_by_lookup(log), verify_by_tips(log)
     assert by_lookup.intact, by_lookup.findings
     assert by_tips.intact, by_tips.findings

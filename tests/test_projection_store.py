@@ -16,12 +16,14 @@ from aios_ledger.core import (
     ProjectionState,
     SourceCaptureProjectionRecoveryRequest,
     TaskRow,
+    chain_of,
     decide_projection,
 )
 from aios_ledger.shell import AUTHORIZATION_ENV, Database, InitialExecutionProjectionStore
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
+from aios_ledger.shell.log.tail import read_log_tail
 from legacy_fixtures import (
     CAPABILITY,
     JOB,
@@ -252,6 +254,7 @@ def test_guarded_update_that_changes_no_row_rolls_everything_back(tmp_path: Path
     task_row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": TASK}))
     assert task_row is not None
     events = db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": TASK}))
+    tail = db.read(lambda conn: read_log_tail(conn, [chain_of(TASK)]))
     from aios_ledger.core import EventRow
 
     state = ProjectionState(
@@ -267,6 +270,7 @@ def test_guarded_update_that_changes_no_row_rolls_everything_back(tmp_path: Path
         authorization_id=OWNER,
         source_capture_contract=result_contract(SOURCE_CAPTURE_RESULT),
         now="2026-09-01T00:00:00Z",
+        tail=tail,
     )
     with sqlite3.connect(path) as con:
         con.execute("UPDATE tasks SET revision = 7")

@@ -8,12 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import attrs
 import pytest
 from aios_ledger.core import (
+    LEDGER_CHAIN,
     EvidenceReadRequest,
     ExecutionTarget,
     LedgerError,
+    LogTail,
+    RunRecord,
+    WritePlan,
     canonical_json,
+    decide_append_run_event,
+    decide_create_run,
     digest_bytes,
 )
 from aios_ledger.shell import RunEvidenceReader, RunStore
@@ -287,3 +294,25 @@ def test_auxiliary_run_checks_hold_for_hand_written_rows() -> None:
         )
         == 0
     )
+
+
+def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
+    """Creating a run appends a sealed ledger event; appending to it is a CAS on its event
+    count, whose answer is the event's row."""
+    now = "2026-08-20T00:00:00Z"
+    created = decide_create_run(
+        None,
+        session_id="s-1",
+        prompt="p",
+        run_id="r-1",
+        now=now,
+        tail=LogTail.read(1, [LEDGER_CHAIN], []),
+    )
+    assert isinstance(created, WritePlan) and created.tail is not None
+    run = RunRecord.from_row(created.response)
+    appended = decide_append_run_event(run, run_id="r-1", kind="note", payload={"n": 1}, now=now)
+    again = decide_create_run(
+        run, session_id="s-1", prompt="p", run_id="r-1", now=now, tail=created.tail
+    )
+    assert again.response == {**run.public(), "idempotent": True}
+    assert golden == {"create": attrs.asdict(created), "append": attrs.asdict(appended)}

@@ -13,7 +13,7 @@ from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.tasks.ledger import CLAIM_BATCH, MAX_BATCH, MAX_CLAIM_BATCH
 from legacy_fixtures import dump, rows
-from test_tasks_support import Clock, refusal
+from test_tasks_support import START, Clock, refusal
 
 
 @pytest.fixture
@@ -261,3 +261,48 @@ def test_a_create_batch_of_the_largest_size_is_written(ledger: TaskLedger) -> No
     )
     assert len({answer["task_id"] for answer in answers}) == MAX_BATCH
     assert len(ledger.list_tasks("QUEUED", limit=MAX_BATCH)) == MAX_BATCH
+
+
+def test_decisions_of_one_transaction_start_from_the_tail_the_last_plan_left(
+    ledger: TaskLedger, path: Path
+) -> None:
+    """Two heartbeats on one task in one transaction: the second is sealed onto the first's
+    event from the tail its plan left, without the log being read again."""
+    from aios_ledger.core import (
+        HeartbeatRequest,
+        TaskRow,
+        TaskState,
+        chain_of,
+        decide_heartbeat,
+        format_timestamp,
+    )
+    from aios_ledger.shell.db.apply import PlanExecutor
+    from aios_ledger.shell.db.connection import fetch_record
+
+    (task_id,) = _create(ledger, 1)
+    (claim,) = _claim_many(ledger, 1)
+    request = HeartbeatRequest.from_mapping(
+        {"task_id": task_id, "lease_token": claim["lease_token"], "lease_seconds": 60}
+    )
+
+    def beat(plans: PlanExecutor) -> Any:
+        task = fetch_record(plans.conn, "get_task", {"task_id": task_id}, TaskRow)
+        tail = plans.tail(chain_of(task_id))
+        now = format_timestamp(START)
+        plan = decide_heartbeat(request, TaskState(task=task), now=now, tail=tail)
+        plans.apply(plan)
+        return tail, plan
+
+    def write(conn: Any) -> list[Any]:
+        plans = PlanExecutor(conn)
+        return [beat(plans), beat(plans)]
+
+    (_, first), (second_tail, second) = ledger.database.write(write)
+    assert second_tail is first.tail
+    assert (second.events[0].chain_seq, second.events[0].prev_seal) == (
+        first.events[0].chain_seq + 1,
+        first.events[0].seal,
+    )
+    assert second.events[0].event_id == first.events[0].event_id + 1
+    with Database(path) as db:
+        assert verify_log(db).intact

@@ -15,16 +15,20 @@ from aios_ledger.core import (
     TASK_STATUSES,
     TASK_TRANSITIONS,
     CancelRequest,
+    ChainTip,
     ClaimRequest,
     HeartbeatRequest,
     LedgerError,
+    LogTail,
     Replay,
+    Statement,
     SubmitRequest,
     TaskCreateRequest,
     TaskRow,
     TaskState,
     VerifyRequest,
     WritePlan,
+    chain_of,
     decide_cancel,
     decide_claim,
     decide_create,
@@ -32,6 +36,7 @@ from aios_ledger.core import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
+    first_claimable,
     lease_token_sha256,
     next_task_status,
 )
@@ -43,6 +48,10 @@ from syrupy.assertion import SnapshotAssertion
 NOW = "2026-08-20T00:00:10Z"
 TOKEN = "lease-token-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[1]
+CHAIN = chain_of("t1")
+# The log a task at revision 4 has behind it: its chain holds four events, forty in all.
+HISTORY = LogTail.read(41, [CHAIN], [ChainTip(CHAIN, 4, "sha256:" + "4" * 64)])
+FRESH = LogTail.read(1, [CHAIN], [])
 
 
 def row(status: str, **changes: Any) -> TaskRow:
@@ -84,21 +93,21 @@ def _claim(task: TaskRow) -> object:
     request = ClaimRequest.from_mapping(
         {"agent_id": "w2", "capabilities": [], "lease_seconds": 60, "task_id": "t1"}
     )
-    return decide_claim(request, TaskState(task=task), now=NOW, lease_token=TOKEN)
+    return decide_claim(request, TaskState(task=task), now=NOW, lease_token=TOKEN, tail=HISTORY)
 
 
 def _heartbeat(task: TaskRow) -> object:
     request = HeartbeatRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "lease_seconds": 60}
     )
-    return decide_heartbeat(request, TaskState(task=task), now=NOW)
+    return decide_heartbeat(request, TaskState(task=task), now=NOW, tail=HISTORY)
 
 
 def _submit(task: TaskRow) -> object:
     request = SubmitRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "result": {"ok": True}, "idempotency_key": "s"}
     )
-    return decide_submit(request, TaskState(task=task), now=NOW, contracts={})
+    return decide_submit(request, TaskState(task=task), now=NOW, contracts={}, tail=HISTORY)
 
 
 def _verify(decision: str) -> Callable[[TaskRow], object]:
@@ -106,19 +115,19 @@ def _verify(decision: str) -> Callable[[TaskRow], object]:
         request = VerifyRequest.from_mapping(
             {"task_id": "t1", "decision": decision, "reason": "r", "idempotency_key": "v"}
         )
-        return decide_verify(request, TaskState(task=task), now=NOW)
+        return decide_verify(request, TaskState(task=task), now=NOW, tail=HISTORY)
 
     return run
 
 
 def _cancel(task: TaskRow) -> object:
     request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
-    return decide_cancel(request, TaskState(task=task), now=NOW)
+    return decide_cancel(request, TaskState(task=task), now=NOW, tail=HISTORY)
 
 
 def _expire(task: TaskRow) -> object:
     passed = task._replace(lease_expires_at="2026-08-20T00:00:05Z")
-    return decide_expire([passed], now=NOW)
+    return decide_expire([passed], now=NOW, tail=HISTORY)
 
 
 DRIVERS: dict[str, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
@@ -170,12 +179,15 @@ def test_decisions_follow_the_table(status: str, operation: str) -> None:
     plan = drive(task)
     assert isinstance(plan, WritePlan)
     cas = plan.writes[0]
-    assert cas.guarded and cas.statement == "tasks_cas_update"
+    assert cas.guarded and cas.statement is Statement.TASKS_CAS_UPDATE
     assert cas.params["status"] == TASK_TRANSITIONS[(status, operation)]
     assert cas.params["expected_revision"] == task.revision
-    assert cas.params["revision"] == task.revision + 1
     assert cas.params["attempt"] == task.attempt + (1 if operation == "claim" else 0)
-    assert len(plan.events) == 1
+    (event,) = plan.events
+    # Sealed onto the task's chain where the log left it.
+    assert (event.event_id, event.chain, event.chain_seq) == (41, CHAIN, 5)
+    assert event.prev_seal == HISTORY.tips[CHAIN].seal
+    assert plan.tail == LogTail.read(42, [], [ChainTip(CHAIN, 5, event.seal)])
     # A lease is held exactly while CLAIMED.
     held = cas.params["status"] == "CLAIMED"
     assert (cas.params["lease_token_hash"] is not None) == held
@@ -184,13 +196,21 @@ def test_decisions_follow_the_table(status: str, operation: str) -> None:
 
 def test_create_plan_and_replay() -> None:
     request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i"})
-    plan = decide_create(request, TaskState(task=None), now=NOW, task_id="t9", idempotency_key="k")
+    fresh = LogTail.read(1, [chain_of("t9")], [])
+    plan = decide_create(
+        request, TaskState(task=None), now=NOW, task_id="t9", idempotency_key="k", tail=fresh
+    )
     assert isinstance(plan, WritePlan)
     assert plan.writes[0].params["status"] == "QUEUED"
     assert plan.writes[0].params["revision"] == 1
     with pytest.raises(LedgerError, match="TASK_ALREADY_EXISTS"):
         decide_create(
-            request, TaskState(task=row("QUEUED")), now=NOW, task_id="t1", idempotency_key="k"
+            request,
+            TaskState(task=row("QUEUED")),
+            now=NOW,
+            task_id="t1",
+            idempotency_key="k",
+            tail=HISTORY,
         )
 
 
@@ -215,7 +235,12 @@ def test_golden_plans(golden: SnapshotAssertion) -> None:
     )
     plans = {
         "create": decide_create(
-            create, TaskState(task=None), now=NOW, task_id="t1", idempotency_key="create-t1"
+            create,
+            TaskState(task=None),
+            now=NOW,
+            task_id="t1",
+            idempotency_key="create-t1",
+            tail=FRESH,
         ),
         "claim": _claim(row("QUEUED")),
         "heartbeat": _heartbeat(row("CLAIMED")),
@@ -304,7 +329,7 @@ def test_an_enveloped_task_without_its_contract_refuses_results() -> None:
         }
     )
     with pytest.raises(LedgerError, match="RESULT_CONTRACT_UNKNOWN"):
-        decide_submit(request, TaskState(task=task), now=NOW, contracts={})
+        decide_submit(request, TaskState(task=task), now=NOW, contracts={}, tail=HISTORY)
 
 
 def test_the_create_digest_covers_every_field_of_the_request() -> None:
@@ -347,3 +372,24 @@ def test_capability_lists_read_back_are_the_callers_own() -> None:
     assert task.required_capabilities() == ["git", "python"]
     huge = '["' + "a" * 20_000 + '"]'  # larger than any valid list: read, never remembered
     assert row("QUEUED", required_capabilities_json=huge).required_capabilities() == ["a" * 20_000]
+
+
+def test_the_core_chooses_what_a_claimer_takes_reading_no_more_than_it_needs() -> None:
+    tasks = [
+        row("QUEUED", task_id="needs-git", required_capabilities_json='["git"]'),
+        row("QUEUED", task_id="a"),
+        row("QUEUED", task_id="used-up", attempt=3),
+        row("QUEUED", task_id="b"),
+        row("QUEUED", task_id="c"),
+    ]
+    read: list[str] = []
+
+    def candidates() -> Any:
+        for task in tasks:
+            read.append(task.task_id)
+            yield task
+
+    chosen = first_claimable(candidates(), [], NOW, 2)
+    assert [task.task_id for task in chosen] == ["a", "b"]
+    assert read == ["needs-git", "a", "used-up", "b"]
+    assert [task.task_id for task in first_claimable(tasks, ["git"], NOW, 1)] == ["needs-git"]

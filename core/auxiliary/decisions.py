@@ -1,8 +1,9 @@
 """The pure decisions an auxiliary run service applies: spawn, each transition, recovery.
 
-Every decision reads an `AuxiliaryRunRow` (what the shell read inside `BEGIN IMMEDIATE`) and
-returns a `WritePlan` whose UPDATE is guarded on the row's state and revision, or a `Replay`
-(spawning an identical spec again), or raises an `AuxiliaryRunError`.
+Every decision reads an `AuxiliaryRunRow` and the log's tail at the ledger chain (what the shell
+read inside `BEGIN IMMEDIATE`) and returns a `WritePlan` whose UPDATE is guarded on the row's
+revision, with its sealed event, or a `Replay` (spawning an identical spec again), or raises an
+`AuxiliaryRunError`.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from aios_ledger.core.auxiliary.states import (
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
-from aios_ledger.core.plan import EventAppend, Replay, SqlWrite, WritePlan
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import Replay, WritePlan, sealed_plan
 from aios_ledger.core.records import record_from_row
+from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import format_timestamp
 
 
@@ -151,6 +154,7 @@ def decide_spawn(
     *,
     owner: str,
     now_ms: int,
+    tail: LogTail,
 ) -> Replay | WritePlan:
     """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
     `checked` is what `check_spawn` answered for the spec and its evidence."""
@@ -182,10 +186,10 @@ def decide_spawn(
     )
     snapshot.validate()
     target = spec.frame.target
-    return WritePlan(
-        writes=(
+    return sealed_plan(
+        (
             SqlWrite(
-                "insert_auxiliary_run",
+                Statement.INSERT_AUXILIARY_RUN,
                 {
                     "aux_id": spec.id,
                     "session_id": target.session_id,
@@ -202,7 +206,7 @@ def decide_spawn(
                 },
             ),
         ),
-        events=(
+        (
             EventAppend(
                 task_id=None,
                 agent_id=None,
@@ -218,7 +222,8 @@ def decide_spawn(
                 created_at=timestamp_of_ms(now_ms),
             ),
         ),
-        response={"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest},
+        {"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest},
+        tail=tail,
     )
 
 
@@ -227,57 +232,33 @@ def decide_transition(
     target: AuxiliaryRunState,
     *,
     now_ms: int,
+    tail: LogTail,
     output: AuxiliaryRunOutput | None = None,
     error: AuxiliaryRunError | None = None,
     aux_id: str = "",
 ) -> WritePlan:
-    """Move a run along the table; the UPDATE is a CAS on its current state and revision."""
+    """Move a run along the table; the UPDATE is a CAS on its revision. The answer is the run's
+    row as written (`AuxiliaryRunRow` fields)."""
     if row is None:
         raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {aux_id!r}")
-    source = row.run_state
-    event_type = transition_event(source, target)
-    updated_at_ms = max(now_ms, row.updated_at_ms)
-    after = attrs.evolve(
-        row.snapshot(),
-        state=target,
-        updated_at_ms=updated_at_ms,
-        output_digest=None if output is None else output.digest,
-        error=None if error is None else str(error),
-    )
-    after.validate()
-    payload: JsonObject = {"aux_id": row.aux_id, "from": str(source), "to": str(target)}
-    if output is not None:
-        payload["output_digest"] = output.digest
-    if error is not None:
-        payload["error_code"] = error.code
-    return WritePlan(
-        writes=(
-            SqlWrite(
-                "transition_auxiliary_run",
-                {
-                    "aux_id": row.aux_id,
-                    "expected_state": str(source),
-                    "expected_revision": row.revision,
-                    "state": str(target),
-                    "updated_at_ms": updated_at_ms,
-                    "output_json": None if output is None else canonical_json(output.value),
-                    "output_digest": None if output is None else output.digest,
-                    "error_code": None if error is None else error.code,
-                    "error": None if error is None else str(error),
-                },
-                guarded=True,
-            ),
-        ),
-        events=(
-            EventAppend(
-                task_id=None,
-                agent_id=None,
-                event_type=event_type,
-                payload=payload,
-                created_at=timestamp_of_ms(updated_at_ms),
-            ),
-        ),
-        response=after.public(),
+    write, event, after = _transition(row, target, now_ms=now_ms, output=output, error=error)
+    return sealed_plan((write,), (event,), attrs.asdict(after), tail=tail)
+
+
+def decide_stop(
+    row: AuxiliaryRunRow | None,
+    *,
+    now_ms: int,
+    error: AuxiliaryRunError,
+    tail: LogTail,
+    aux_id: str = "",
+) -> WritePlan | None:
+    """End an unfinished run CANCELLED with `error`; None for a run that has already ended,
+    which stays as it ended."""
+    if row is not None and row.run_state.is_terminal:
+        return None
+    return decide_transition(
+        row, AuxiliaryRunState.CANCELLED, now_ms=now_ms, error=error, tail=tail, aux_id=aux_id
     )
 
 
@@ -286,6 +267,7 @@ def decide_recover_interrupted(
     *,
     dead_owners: frozenset[str],
     now_ms: int,
+    tail: LogTail,
 ) -> WritePlan:
     """Fail, as INTERRUPTED, every unfinished run whose owning process is gone."""
     writes: list[SqlWrite] = []
@@ -297,8 +279,61 @@ def decide_recover_interrupted(
         error = AuxiliaryRunError(
             "INTERRUPTED", f"the process that ran it ({row.owner}) stopped while it was {row.state}"
         )
-        plan = decide_transition(row, AuxiliaryRunState.FAILED, now_ms=now_ms, error=error)
-        writes.extend(plan.writes)
-        events.extend(plan.events)
+        write, event, _ = _transition(
+            row, AuxiliaryRunState.FAILED, now_ms=now_ms, output=None, error=error
+        )
+        writes.append(write)
+        events.append(event)
         recovered.append(row.aux_id)
-    return WritePlan(writes=tuple(writes), events=tuple(events), response={"recovered": recovered})
+    return sealed_plan(writes, events, {"recovered": recovered}, tail=tail)
+
+
+def _transition(
+    row: AuxiliaryRunRow,
+    target: AuxiliaryRunState,
+    *,
+    now_ms: int,
+    output: AuxiliaryRunOutput | None,
+    error: AuxiliaryRunError | None,
+) -> tuple[SqlWrite, EventAppend, AuxiliaryRunRow]:
+    """The guarded write, the event and the row after, of one move along the table."""
+    source = row.run_state
+    event_type = transition_event(source, target)
+    updated_at_ms = max(now_ms, row.updated_at_ms)
+    after = attrs.evolve(
+        row,
+        state=str(target),
+        revision=row.revision + 1,
+        updated_at_ms=updated_at_ms,
+        output_json=None if output is None else canonical_json(output.value),
+        output_digest=None if output is None else output.digest,
+        error_code=None if error is None else error.code,
+        error=None if error is None else str(error),
+    )
+    after.snapshot().validate()
+    payload: JsonObject = {"aux_id": row.aux_id, "from": str(source), "to": str(target)}
+    if output is not None:
+        payload["output_digest"] = output.digest
+    if error is not None:
+        payload["error_code"] = error.code
+    write = SqlWrite(
+        Statement.TRANSITION_AUXILIARY_RUN,
+        {
+            "aux_id": row.aux_id,
+            "expected_revision": row.revision,
+            "state": after.state,
+            "updated_at_ms": after.updated_at_ms,
+            "output_json": after.output_json,
+            "output_digest": after.output_digest,
+            "error_code": after.error_code,
+            "error": after.error,
+        },
+    )
+    event = EventAppend(
+        task_id=None,
+        agent_id=None,
+        event_type=event_type,
+        payload=payload,
+        created_at=timestamp_of_ms(updated_at_ms),
+    )
+    return write, event, after

@@ -9,7 +9,6 @@ the store's own, and a PostgreSQL backend can keep the same chains under row loc
 from __future__ import annotations
 
 from json.encoder import encode_basestring_ascii as _ascii
-from typing import NamedTuple
 
 import attrs
 from aios_ledger.core.digests import digest_bytes, digest_json
@@ -24,11 +23,18 @@ def chain_of(task_id: str | None) -> str:
     return LEDGER_CHAIN if task_id is None else "task:" + task_id
 
 
-class ChainTip(NamedTuple):
-    """The last seal of a chain, which the next event's seal builds on."""
+@attrs.frozen
+class ChainTip:
+    """The last seal of a chain, which the next event's seal builds on (an empty chain's tip is
+    `empty_chain_tip`: position 0, the genesis seal)."""
 
+    chain: str
     chain_seq: int
     seal: str
+
+
+def empty_chain_tip(chain: str) -> ChainTip:
+    return ChainTip(chain=chain, chain_seq=0, seal=GENESIS_SEAL)
 
 
 @attrs.frozen

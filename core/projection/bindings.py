@@ -8,17 +8,23 @@ from typing import Any
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
-from aios_ledger.core.plan import EventAppend, Replay, SqlWrite, WritePlan
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import Replay, WritePlan, sealed_plan
 from aios_ledger.core.projection.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
 )
+from aios_ledger.core.statements import SqlWrite, Statement
 
 BINDING_REGISTERED = "GOVERNED_BINDING_REGISTERED"
 
 
 def decide_register_binding(
-    binding: GovernedExecutionBinding, prior: Mapping[str, Any] | None, *, now: str
+    binding: GovernedExecutionBinding,
+    prior: Mapping[str, Any] | None,
+    *,
+    now: str,
+    tail: LogTail,
 ) -> Replay | WritePlan:
     digest = sha256_hex(binding.public())
     response: JsonObject = {
@@ -34,8 +40,8 @@ def decide_register_binding(
             )
         return Replay({**response, "idempotent": True})
     insert = SqlWrite(
-        statement="insert_binding",
-        params={
+        Statement.INSERT_BINDING,
+        {
             "task_id": binding.task_id,
             "job_id": binding.job_id,
             "binding_json": canonical_json(binding.public()),
@@ -51,7 +57,7 @@ def decide_register_binding(
         payload=dict(response),
         created_at=now,
     )
-    return WritePlan(writes=(insert,), events=(event,), response={**response, "idempotent": False})
+    return sealed_plan((insert,), (event,), {**response, "idempotent": False}, tail=tail)
 
 
 def envelope_from_binding(

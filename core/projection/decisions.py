@@ -31,14 +31,14 @@ from aios_ledger.core.fields import (
     text,
 )
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
-    EventAppend,
     Replay,
-    SqlWrite,
     WritePlan,
     first_answer,
     replay_or_conflict,
     request_digest,
+    sealed_plan,
 )
 from aios_ledger.core.projection.envelopes import (
     GOVERNANCE_FLAGS,
@@ -47,6 +47,7 @@ from aios_ledger.core.projection.envelopes import (
     verify_execution_envelope,
 )
 from aios_ledger.core.records import TASK_STATUSES, EventRow, IdempotencyRow, TaskRow
+from aios_ledger.core.statements import SqlWrite, Statement
 
 PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
 RUNTIME_ACTION = "agent_runtime"
@@ -224,8 +225,10 @@ def decide_projection(
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
     now: str,
+    tail: LogTail,
 ) -> Replay | WritePlan:
-    """Every precondition of the projection, in the order the contract names them."""
+    """Every precondition of the projection, in the order the contract names them; `tail` is
+    the log's tail at the task's chain."""
     prepared = prepare_projection(task_id, request, state, authorization_id=authorization_id)
     if isinstance(prepared, Replay):
         return prepared
@@ -241,7 +244,7 @@ def decide_projection(
     checked = _check_envelope(task, request, envelope)
     if isinstance(request, SourceCaptureProjectionRecoveryRequest) and verified_result is not None:
         recovery = _check_capture_matches_envelope(verified_result, checked, request)
-    return _plan(task, request, metadata, checked, recovery, now)
+    return _plan(task, request, metadata, checked, recovery, now, tail)
 
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:
@@ -446,6 +449,7 @@ def _plan(
     envelope: JsonObject,
     recovery: JsonObject,
     now: str,
+    tail: LogTail,
 ) -> WritePlan:
     is_recovery = isinstance(request, SourceCaptureProjectionRecoveryRequest)
     governance = envelope["governance"]
@@ -478,24 +482,23 @@ def _plan(
         **recovery,
     }
     update = SqlWrite(
-        statement="project_task_execution",
-        params={
+        Statement.PROJECT_TASK_EXECUTION,
+        {
             "task_id": task.task_id,
+            "expected_revision": request.expected_revision,
             "metadata_json": canonical_json({**metadata, "execution": envelope}),
             "required_capabilities_json": canonical_json(capabilities),
-            "expected_status": request.expected_status,
-            "expected_revision": request.expected_revision,
-            "expected_attempt": request.expected_attempt,
-            "now": now,
+            "updated_at": now,
         },
-        guarded=True,
     )
     answer = first_answer(response)
     ledger = SqlWrite(
-        statement=(
-            "insert_source_capture_recovery" if is_recovery else "insert_initial_projection"
+        (
+            Statement.INSERT_SOURCE_CAPTURE_RECOVERY
+            if is_recovery
+            else Statement.INSERT_INITIAL_PROJECTION
         ),
-        params={
+        {
             "idempotency_key": request.idempotency_key,
             "task_id": task.task_id,
             "job_id": request.expected_job_id,
@@ -512,4 +515,4 @@ def _plan(
         payload=payload,
         created_at=now,
     )
-    return WritePlan(writes=(update, ledger), events=(event,), response=answer)
+    return sealed_plan((update, ledger), (event,), answer, tail=tail)

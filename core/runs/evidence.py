@@ -17,8 +17,10 @@ from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.fields import identifier, integer, structure, text
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json, loads_document
-from aios_ledger.core.plan import EventAppend, Replay, SqlWrite, WritePlan, first_answer
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import Replay, WritePlan, first_answer, sealed_plan
 from aios_ledger.core.records import record_from_row
+from aios_ledger.core.statements import SqlWrite, Statement
 
 EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
 EVIDENCE_DOMAIN = "evidence"
@@ -243,8 +245,10 @@ def decide_create_run(
     prompt: object,
     run_id: object,
     now: str,
+    tail: LogTail,
 ) -> Replay | WritePlan:
-    """A new run, or the same run again when `run_id` already names an identical one."""
+    """A new run, or the same run again when `run_id` already names an identical one; the
+    answer is the run's row (`RunRecord` fields)."""
     values = _run_fields(session_id, prompt, run_id)
     if existing is not None:
         if existing.session_id != values["session_id"] or existing.prompt != values["prompt"]:
@@ -254,18 +258,15 @@ def decide_create_run(
         return Replay({**existing.public(), "idempotent": True})
     row = {**values, "created_at": now}
     response: JsonObject = {**values, "created_at": now, "updated_at": now, "event_count": 0}
-    return WritePlan(
-        writes=(SqlWrite("insert_run", row),),
-        events=(
-            EventAppend(
-                task_id=None,
-                agent_id=None,
-                event_type=RUN_CREATED,
-                payload={"run_id": values["run_id"], "session_id": values["session_id"]},
-                created_at=now,
-            ),
-        ),
-        response=first_answer(response),
+    created = EventAppend(
+        task_id=None,
+        agent_id=None,
+        event_type=RUN_CREATED,
+        payload={"run_id": values["run_id"], "session_id": values["session_id"]},
+        created_at=now,
+    )
+    return sealed_plan(
+        (SqlWrite(Statement.INSERT_RUN, row),), (created,), first_answer(response), tail=tail
     )
 
 
@@ -277,7 +278,8 @@ def decide_append_run_event(
     payload: object,
     now: str,
 ) -> WritePlan:
-    """The next event of a run: a CAS on the run's event count, then the event row."""
+    """The next event of a run: a CAS on the run's event count (its revision), then the event
+    row, which is also the answer (`RunEventRecord` fields)."""
     values = structure(
         {"run_id": run_id, "kind": kind},
         {"run_id": identifier(), "kind": identifier()},
@@ -289,31 +291,20 @@ def decide_append_run_event(
     payload_json = canonical_json(checked)
     if len(payload_json) > MAX_EVENT_PAYLOAD_BYTES:
         raise LedgerError("PAYLOAD_TOO_LARGE", f"payload is over {MAX_EVENT_PAYLOAD_BYTES} bytes")
-    seq = run.event_count + 1
+    event: dict[str, str | int] = {
+        "run_id": run.run_id,
+        "seq": run.event_count + 1,
+        "kind": values["kind"],
+        "payload_json": payload_json,
+        "created_at": now,
+    }
+    bump = SqlWrite(
+        Statement.BUMP_RUN_EVENT_COUNT,
+        {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now},
+    )
     return WritePlan(
-        writes=(
-            SqlWrite(
-                "bump_run_event_count",
-                {"run_id": run.run_id, "expected_count": run.event_count, "now": now},
-                guarded=True,
-            ),
-            SqlWrite(
-                "insert_run_event",
-                {
-                    "run_id": run.run_id,
-                    "seq": seq,
-                    "kind": values["kind"],
-                    "payload_json": payload_json,
-                    "created_at": now,
-                },
-            ),
-        ),
+        writes=(bump, SqlWrite(Statement.INSERT_RUN_EVENT, event)),
         events=(),
-        response={
-            "run_id": run.run_id,
-            "seq": seq,
-            "kind": values["kind"],
-            "payload": checked,
-            "created_at": now,
-        },
+        response={**event},
+        tail=None,
     )

@@ -1,9 +1,10 @@
 """Decisions of the task lifecycle: create, claim, heartbeat, submit, verify, cancel, expire.
 
-Each `decide_*` is pure: it takes the rows the shell read inside its `BEGIN IMMEDIATE`, the
-request and the clock value, and returns a `Replay` (the first answer for an idempotency key), a
-`WritePlan` (one compare-and-swap on the task row, the idempotency-ledger row, one event), or
-raises a `LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
+Each `decide_*` is pure: it takes the rows the shell read inside its `BEGIN IMMEDIATE` (the
+task, any first answer, the log's tail at the task's chain), the request and the clock value,
+and returns a `Replay` (the first answer for an idempotency key), a `WritePlan` (one
+compare-and-swap on the task row, the idempotency-ledger row, one sealed event), or raises a
+`LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
 `revision`, a claim adds 1 to `attempt`.
 
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
@@ -14,23 +15,24 @@ is `LEASE_EXPIRED`. Neither writes anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
+from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
-    EventAppend,
     Replay,
-    SqlWrite,
     WritePlan,
     first_answer,
     replay_or_conflict,
     request_digest,
+    sealed_plan,
 )
 from aios_ledger.core.records import IdempotencyRow, TaskRow
+from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,
@@ -56,10 +58,6 @@ RESULT_SUBMITTED = "RESULT_SUBMITTED"
 TASK_VERIFIED = "TASK_VERIFIED"
 TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
 TASK_CANCELLED = "TASK_CANCELLED"
-
-CAS_STATEMENT = "tasks_cas_update"
-INSERT_STATEMENT = "tasks_insert"
-LEDGER_STATEMENT = "task_idempotency_insert"
 
 
 @attrs.frozen
@@ -93,12 +91,12 @@ def _release(task: TaskRow, now: str, **changes: Any) -> TaskRow:
 
 
 def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
-    """The guarded write of a transition: the row must still be at the revision decided on."""
+    """The guarded write of a transition: the row must still be at the revision decided on
+    (`after` is one revision on, as the statement writes it)."""
     return SqlWrite(
-        statement=CAS_STATEMENT,
-        params={
+        Statement.TASKS_CAS_UPDATE,
+        {
             "task_id": before.task_id,
-            "expected_status": before.status,
             "expected_revision": before.revision,
             "status": after.status,
             "attempt": after.attempt,
@@ -109,10 +107,8 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
             "result_digest": after.result_digest,
             "result_idempotency_key": after.result_idempotency_key,
             "verification_json": after.verification_json,
-            "revision": after.revision,
             "updated_at": after.updated_at,
         },
-        guarded=True,
     )
 
 
@@ -120,8 +116,8 @@ def _ledger_row(
     key: str, operation: str, subject: str, digest: str, response: JsonObject, now: str
 ) -> SqlWrite:
     return SqlWrite(
-        statement=LEDGER_STATEMENT,
-        params={
+        Statement.TASK_IDEMPOTENCY_INSERT,
+        {
             "idempotency_key": key,
             "operation": operation,
             "subject": subject,
@@ -183,7 +179,13 @@ def create_digest(request: TaskCreateRequest) -> str:
 
 
 def decide_create(
-    request: TaskCreateRequest, state: TaskState, *, now: str, task_id: str, idempotency_key: str
+    request: TaskCreateRequest,
+    state: TaskState,
+    *,
+    now: str,
+    task_id: str,
+    idempotency_key: str,
+    tail: LogTail,
 ) -> Replay | WritePlan:
     """`task_id` is the request's, or one the shell generated; the key is bound to the request."""
     digest = create_digest(request)
@@ -218,7 +220,7 @@ def decide_create(
         created_at=now,
         updated_at=now,
     )
-    insert = SqlWrite(statement=INSERT_STATEMENT, params=task._asdict())
+    insert = SqlWrite(Statement.TASKS_INSERT, task._asdict())
     response = {**task_summary(task), "priority": task.priority}
     payload: JsonObject = {
         "priority": task.priority,
@@ -227,10 +229,11 @@ def decide_create(
         "deadline": task.deadline,
         "idempotency_key": idempotency_key,
     }
-    return WritePlan(
-        writes=(insert, _ledger_row(idempotency_key, "create", task_id, digest, response, now)),
-        events=(_event(task, TASK_CREATED, payload, None),),
-        response=first_answer(response),
+    return sealed_plan(
+        (insert, _ledger_row(idempotency_key, "create", task_id, digest, response, now)),
+        (_event(task, TASK_CREATED, payload, None),),
+        first_answer(response),
+        tail=tail,
     )
 
 
@@ -257,12 +260,29 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> Ledge
     return None
 
 
+def first_claimable(
+    candidates: Iterable[TaskRow], capabilities: Sequence[str], now: str, count: int
+) -> list[TaskRow]:
+    """The first `count` of `candidates` (in claim order) a claimer offering `capabilities`
+    may take now. Candidates are taken one at a time and no more than needed, so that the
+    shell can read them a page at a time."""
+    chosen: list[TaskRow] = []
+    if count < 1:
+        return chosen
+    for candidate in candidates:
+        if claim_refusal(candidate, capabilities, now) is None:
+            chosen.append(candidate)
+            if len(chosen) == count:
+                break
+    return chosen
+
+
 def claim_digest(request: ClaimRequest, lease_token: str) -> str:
     return request_digest("claim", request.task_id, request.public(lease_token))
 
 
 def decide_claim(
-    request: ClaimRequest, state: TaskState, *, now: str, lease_token: str
+    request: ClaimRequest, state: TaskState, *, now: str, lease_token: str, tail: LogTail
 ) -> Replay | WritePlan | None:
     """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
     through); None: nothing.
@@ -315,10 +335,11 @@ def decide_claim(
         writes.append(
             _ledger_row(request.idempotency_key, "claim", task.task_id, digest, response, now)
         )
-    return WritePlan(
-        writes=tuple(writes),
-        events=(_event(claimed, TASK_CLAIMED, payload, request.agent_id),),
-        response={**first_answer(response), "lease_token": lease_token},
+    return sealed_plan(
+        writes,
+        (_event(claimed, TASK_CLAIMED, payload, request.agent_id),),
+        {**first_answer(response), "lease_token": lease_token},
+        tail=tail,
     )
 
 
@@ -326,7 +347,9 @@ def decide_claim(
 # heartbeat
 
 
-def decide_heartbeat(request: HeartbeatRequest, state: TaskState, *, now: str) -> WritePlan:
+def decide_heartbeat(
+    request: HeartbeatRequest, state: TaskState, *, now: str, tail: LogTail
+) -> WritePlan:
     task = _require(request.task_id, state.task)
     _check_lease(task, request.lease_token, now)
     beat = _advance(
@@ -336,10 +359,11 @@ def decide_heartbeat(request: HeartbeatRequest, state: TaskState, *, now: str) -
         lease_expires_at=add_seconds(now, request.lease_seconds),
     )
     payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
-    return WritePlan(
-        writes=(_cas(task, beat),),
-        events=(_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
-        response=first_answer(task_summary(beat)),
+    return sealed_plan(
+        (_cas(task, beat),),
+        (_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
+        first_answer(task_summary(beat)),
+        tail=tail,
     )
 
 
@@ -357,6 +381,7 @@ def decide_submit(
     *,
     now: str,
     contracts: Mapping[str, Mapping[str, object]],
+    tail: LogTail,
 ) -> Replay | WritePlan:
     """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`)."""
     digest = submit_digest(request)
@@ -384,10 +409,11 @@ def decide_submit(
         "idempotency_key": request.idempotency_key,
     }
     ledger = _ledger_row(request.idempotency_key, "submit", task.task_id, digest, response, now)
-    return WritePlan(
-        writes=(_cas(task, submitted), ledger),
-        events=(_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by),),
-        response=first_answer(response),
+    return sealed_plan(
+        (_cas(task, submitted), ledger),
+        (_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by),),
+        first_answer(response),
+        tail=tail,
     )
 
 
@@ -399,7 +425,9 @@ def verify_digest(request: VerifyRequest) -> str:
     return request_digest("verify", request.task_id, request.public())
 
 
-def decide_verify(request: VerifyRequest, state: TaskState, *, now: str) -> Replay | WritePlan:
+def decide_verify(
+    request: VerifyRequest, state: TaskState, *, now: str, tail: LogTail
+) -> Replay | WritePlan:
     """SUCCEEDED; NEEDS_REWORK back to QUEUED (FAILED when attempts are used up); FAILED."""
     digest = verify_digest(request)
     replay = replay_or_conflict(state.prior, digest)
@@ -431,10 +459,11 @@ def decide_verify(request: VerifyRequest, state: TaskState, *, now: str) -> Repl
     }
     payload: JsonObject = {"decision": request.decision, "next_state": status}
     ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, response, now)
-    return WritePlan(
-        writes=(_cas(task, verified), ledger),
-        events=(_event(verified, TASK_VERIFIED, payload, None),),
-        response=first_answer(response),
+    return sealed_plan(
+        (_cas(task, verified), ledger),
+        (_event(verified, TASK_VERIFIED, payload, None),),
+        first_answer(response),
+        tail=tail,
     )
 
 
@@ -446,7 +475,9 @@ def cancel_digest(request: CancelRequest) -> str:
     return request_digest("cancel", request.task_id, request.public())
 
 
-def decide_cancel(request: CancelRequest, state: TaskState, *, now: str) -> Replay | WritePlan:
+def decide_cancel(
+    request: CancelRequest, state: TaskState, *, now: str, tail: LogTail
+) -> Replay | WritePlan:
     digest = cancel_digest(request)
     replay = replay_or_conflict(state.prior, digest)
     if replay is not None:
@@ -460,10 +491,11 @@ def decide_cancel(request: CancelRequest, state: TaskState, *, now: str) -> Repl
     response: JsonObject = {**task_summary(cancelled), "previous_status": task.status}
     payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
     ledger = _ledger_row(request.idempotency_key, "cancel", task.task_id, digest, response, now)
-    return WritePlan(
-        writes=(_cas(task, cancelled), ledger),
-        events=(_event(cancelled, TASK_CANCELLED, payload, None),),
-        response=first_answer(response),
+    return sealed_plan(
+        (_cas(task, cancelled), ledger),
+        (_event(cancelled, TASK_CANCELLED, payload, None),),
+        first_answer(response),
+        tail=tail,
     )
 
 
@@ -471,8 +503,9 @@ def decide_cancel(request: CancelRequest, state: TaskState, *, now: str) -> Repl
 # expire
 
 
-def decide_expire(tasks: Sequence[TaskRow], *, now: str) -> WritePlan | None:
-    """Every CLAIMED task whose lease has passed goes back to QUEUED (FAILED when used up)."""
+def decide_expire(tasks: Sequence[TaskRow], *, now: str, tail: LogTail) -> WritePlan | None:
+    """Every CLAIMED task whose lease has passed goes back to QUEUED (FAILED when used up);
+    `tail` holds the tip of each task's chain."""
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
     expired: list[JsonValue] = []
@@ -495,8 +528,4 @@ def decide_expire(tasks: Sequence[TaskRow], *, now: str) -> WritePlan | None:
         expired.append(task_summary(released))
     if not writes:
         return None
-    return WritePlan(
-        writes=tuple(writes),
-        events=tuple(events),
-        response={"expired": expired, "count": len(expired)},
-    )
+    return sealed_plan(writes, events, {"expired": expired, "count": len(expired)}, tail=tail)

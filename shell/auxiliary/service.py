@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import apsw
 import attrs
 from aios_ledger.core import (
+    LEDGER_CHAIN,
     AuxiliaryRunError,
     AuxiliaryRunOutput,
     AuxiliaryRunRow,
@@ -43,12 +44,13 @@ from aios_ledger.core import (
     check_spawn,
     decide_recover_interrupted,
     decide_spawn,
+    decide_stop,
     decide_transition,
     failure_of,
     loads_document,
     state_after,
 )
-from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
     Params,
@@ -276,10 +278,13 @@ class AuxiliaryRunService:
 
     def _recover(self) -> tuple[str, ...]:
         def write(conn: apsw.Connection) -> list[str]:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
             rows = _read_rows(conn, "unfinished_auxiliary_runs", None)
             dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
-            plan = decide_recover_interrupted(rows, dead_owners=dead, now_ms=self._clock_ms())
-            response = apply_decision(conn, plan, error=AuxiliaryRunError)
+            plan = decide_recover_interrupted(
+                rows, dead_owners=dead, now_ms=self._clock_ms(), tail=plans.tail(LEDGER_CHAIN)
+            )
+            response = plans.apply(plan)
             recovered = response["recovered"]
             return [str(item) for item in recovered] if isinstance(recovered, list) else []
 
@@ -324,10 +329,15 @@ class AuxiliaryRunService:
         now_ms = self._clock_ms()
 
         def write(conn: apsw.Connection) -> dict[str, object]:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
             decision = decide_spawn(
-                _read_row(conn, aux_id), checked, owner=self.owner, now_ms=now_ms
+                _read_row(conn, aux_id),
+                checked,
+                owner=self.owner,
+                now_ms=now_ms,
+                tail=plans.tail(LEDGER_CHAIN),
             )
-            return apply_decision(conn, decision, error=AuxiliaryRunError)
+            return plans.apply(decision)
 
         answer = self._db.write(write)
         if answer.get("idempotent") is True:
@@ -362,22 +372,23 @@ class AuxiliaryRunService:
         *,
         output: AuxiliaryRunOutput | None = None,
         error: AuxiliaryRunError | None = None,
-    ) -> AuxiliaryRunRow | None:
-        """Apply one transition; a terminal one answers the row as written (read back in the
-        same write transaction, so that settling the run needs no read transaction of its own)."""
+    ) -> AuxiliaryRunRow:
+        """Apply one transition; the answer is the row as the plan wrote it, so that settling
+        the run needs no read of its own."""
         now_ms = self._clock_ms()
 
-        def write(conn: apsw.Connection) -> AuxiliaryRunRow | None:
+        def write(conn: apsw.Connection) -> AuxiliaryRunRow:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
             decision = decide_transition(
                 _read_row(conn, aux_id),
                 target,
                 now_ms=now_ms,
+                tail=plans.tail(LEDGER_CHAIN),
                 output=output,
                 error=error,
                 aux_id=aux_id,
             )
-            apply_decision(conn, decision, error=AuxiliaryRunError)
-            return _read_row(conn, aux_id) if target.is_terminal else None
+            return AuxiliaryRunRow.from_row(plans.apply(decision))
 
         return self._db.write(write)
 
@@ -413,13 +424,22 @@ class AuxiliaryRunService:
             self._settle(entry)
 
     def _end_as_cancelled(self, aux_id: str) -> None:
-        row = read_auxiliary_run(self._db, aux_id)
-        if not row.run_state.is_terminal:
-            self._move(
-                aux_id,
-                AuxiliaryRunState.CANCELLED,
+        """Record CANCELLED, unless the run has ended already (in one write transaction)."""
+        now_ms = self._clock_ms()
+
+        def write(conn: apsw.Connection) -> None:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
+            decision = decide_stop(
+                _read_row(conn, aux_id),
+                now_ms=now_ms,
                 error=AuxiliaryRunError("CANCELLED", "the service stopped the run"),
+                tail=plans.tail(LEDGER_CHAIN),
+                aux_id=aux_id,
             )
+            if decision is not None:
+                plans.apply(decision)
+
+        self._db.write(write)
 
     def _settle(self, entry: _Entry) -> None:
         final = entry.final

@@ -1,11 +1,11 @@
-"""Applying a decision's plan: the one write path every store shares."""
+"""Applying decisions' plans: the one executor of every write in the project."""
 
 from __future__ import annotations
 
 import apsw
-from aios_ledger.core import LedgerError, Replay, WritePlan
-from aios_ledger.shell.db.connection import execute
-from aios_ledger.shell.log.append import append_event
+from aios_ledger.core import LedgerError, LogTail, Replay, WritePlan
+from aios_ledger.shell.db.run import execute
+from aios_ledger.shell.log.tail import read_log_tail
 
 
 def apply_decision(
@@ -14,16 +14,37 @@ def apply_decision(
     *,
     error: type[LedgerError] = LedgerError,
 ) -> dict[str, object]:
-    """Apply a plan inside the caller's `BEGIN IMMEDIATE`; a replay writes nothing."""
+    """Execute a plan's statements in order inside the caller's `BEGIN IMMEDIATE`; a guarded
+    write that changes any other number of rows than one is a REVISION_CONFLICT (the caller's
+    transaction then rolls back). A replay writes nothing."""
     if isinstance(decision, Replay):
         return dict(decision.response)
-    for write in decision.writes:
+    for write in decision.statements():
         changed = execute(conn, write.statement, write.params)
-        if write.guarded and changed != 1:
+        if write.statement.guarded and changed != 1:
             raise error(
                 "REVISION_CONFLICT",
                 f"{write.statement} changed {changed} rows: the row moved on since it was read",
             )
-    for event in decision.events:
-        append_event(conn, event)
     return dict(decision.response)
+
+
+class PlanExecutor:
+    """The decisions of one write transaction: the log's tail each one reads, and their plans
+    applied in order. After a plan, the next decision starts from the tail that plan left (the
+    core's), so a batch reads the tail once and never reads back what it wrote."""
+
+    def __init__(self, conn: apsw.Connection, *, error: type[LedgerError] = LedgerError) -> None:
+        self.conn = conn
+        self._error = error
+        self._tail: LogTail | None = None
+
+    def tail(self, *chains: str) -> LogTail:
+        self._tail = read_log_tail(self.conn, chains, self._tail)
+        return self._tail
+
+    def apply(self, decision: WritePlan | Replay) -> dict[str, object]:
+        answer = apply_decision(self.conn, decision, error=self._error)
+        if isinstance(decision, WritePlan) and decision.tail is not None:
+            self._tail = decision.tail
+        return answer

@@ -2,7 +2,9 @@
 
 The grammar is aiosql's: a block starts with `-- name: NAME` followed by an optional operation
 suffix (`!` write, `<!` write returning, `^` one row, `$` one value, none: many rows). SQL is never
-assembled in Python; callers name a statement and pass parameters.
+assembled in Python; callers name a statement and pass parameters. The statements a plan can name
+are declared in the core (`core.statements`); `aios_ledger.sql` holds SQLite's texts of them, and
+another engine's dialect would hold the same names in a package of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from importlib import resources
 
 import attrs
 
+SQLITE_STATEMENTS = "aios_ledger.sql"
 _NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)([!^$<*#]*)\s*$")
 
 
@@ -52,9 +55,10 @@ def parse_statements(source: str, content: str) -> dict[str, Statement]:
 
 
 @cache
-def statements() -> Mapping[str, Statement]:
+def statements(package_name: str = SQLITE_STATEMENTS) -> Mapping[str, Statement]:
+    """Every named statement of a dialect's package, by name."""
     loaded: dict[str, Statement] = {}
-    package = resources.files("aios_ledger.sql")
+    package = resources.files(package_name)
     for entry in sorted(package.iterdir(), key=lambda item: item.name):
         if not entry.name.endswith(".sql") or not entry.is_file():
             continue

@@ -1,100 +1,27 @@
-"""Appending events and sealing them, inside the caller's write transaction."""
+"""Appending events outside a decision, and sealing adopted ones: the log's tail read, the core
+seals, the plan applied like any other."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import apsw
-from aios_ledger.core import (
-    GENESIS_SEAL,
-    ChainTip,
-    EventAppend,
-    SealedEvent,
-    chain_of,
-    seal_to_store,
-)
-from aios_ledger.shell.db.run import execute, fetch_all, fetch_record, fetch_value
+from aios_ledger.core import EventAppend, EventRecord, chain_of, decide_adoption_seals, sealed_plan
+from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.run import stream_records
+from aios_ledger.shell.log.tail import read_log_tail
 
 
 def append_event(conn: apsw.Connection, event: EventAppend) -> int:
-    payload_json = event.payload_json()
-    event_id = int(
-        fetch_value(
-            conn,
-            "insert_event",
-            {
-                "task_id": event.task_id,
-                "agent_id": event.agent_id,
-                "event_type": event.event_type,
-                "payload_json": payload_json,
-                "created_at": event.created_at,
-            },
-        )
-    )
-    _seal(
-        conn,
-        event_id,
-        event.task_id,
-        event.agent_id,
-        event.event_type,
-        payload_json,
-        event.created_at,
-        adoption=False,
-    )
-    return event_id
+    """Append one sealed event inside the caller's write transaction (tools and tests that
+    build a log through the ledger's own write path); its event id."""
+    tail = read_log_tail(conn, [chain_of(event.task_id)])
+    plan = sealed_plan((), (event,), {}, tail=tail)
+    apply_decision(conn, plan)
+    return plan.events[0].event_id
 
 
 def seal_unsealed_events(conn: apsw.Connection) -> int:
     """Seal, in event order, every event that has no seal yet (the older runtime's, at adoption)."""
-    rows = fetch_all(conn, "unsealed_events")
-    for row in rows:
-        _seal(
-            conn,
-            row["event_id"],
-            row["task_id"],
-            row["agent_id"],
-            row["event_type"],
-            row["payload_json"],
-            row["created_at"],
-            adoption=True,
-        )
-    return len(rows)
-
-
-def _seal(
-    conn: apsw.Connection,
-    event_id: int,
-    task_id: Any,
-    agent_id: Any,
-    event_type: Any,
-    payload_json: Any,
-    created_at: Any,
-    *,
-    adoption: bool,
-) -> None:
-    chain = chain_of(task_id)
-    tip = fetch_record(conn, "chain_tip", {"chain": chain}, ChainTip)
-    chain_seq = 1 if tip is None else int(tip.chain_seq) + 1
-    prev_seal = GENESIS_SEAL if tip is None else str(tip.seal)
-    sealed = SealedEvent(
-        event_id=event_id,
-        task_id=task_id,
-        agent_id=agent_id,
-        event_type=event_type,
-        payload_json=payload_json,
-        created_at=created_at,
-        chain_seq=chain_seq,
-        prev_seal=prev_seal,
-    )
-    execute(
-        conn,
-        "insert_seal",
-        {
-            "event_id": event_id,
-            "chain": chain,
-            "chain_seq": chain_seq,
-            "prev_seal": prev_seal,
-            "seal": seal_to_store(sealed),
-            "sealed_at_adoption": int(adoption),
-        },
-    )
+    unsealed = list(stream_records(conn, "unsealed_events", None, EventRecord))
+    tail = read_log_tail(conn, dict.fromkeys(chain_of(event.task_id) for event in unsealed))
+    apply_decision(conn, decide_adoption_seals(unsealed, tail=tail))
+    return len(unsealed)

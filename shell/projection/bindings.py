@@ -7,6 +7,7 @@ from typing import Any
 
 import apsw
 from aios_ledger.core import (
+    LEDGER_CHAIN,
     GovernedExecutionBinding,
     JsonObject,
     LedgerError,
@@ -15,7 +16,7 @@ from aios_ledger.core import (
     loads_object,
 )
 from aios_ledger.shell.clock import Clock, now_text, system_clock
-from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_one
 
 
@@ -23,10 +24,12 @@ def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) 
     binding = GovernedExecutionBinding.from_mapping(raw)
 
     def write(conn: apsw.Connection) -> dict[str, Any]:
+        plans = PlanExecutor(conn)
         prior = fetch_one(
             conn, "get_binding", {"task_id": binding.task_id, "job_id": binding.job_id}
         )
-        return apply_decision(conn, decide_register_binding(binding, prior, now=now_text(clock)))
+        tail = plans.tail(LEDGER_CHAIN)
+        return plans.apply(decide_register_binding(binding, prior, now=now_text(clock), tail=tail))
 
     return db.write(write)
 

@@ -17,12 +17,13 @@ from aios_ledger.core import (
     Replay,
     SourceCaptureProjectionRecoveryRequest,
     TaskRow,
+    chain_of,
     decide_projection,
     prepare_projection,
 )
 from aios_ledger.shell.clock import Clock, configured_authorization, now_text, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
-from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 
 Resolver = Callable[[str, str, str, str, Any], Any]
@@ -101,6 +102,7 @@ class InitialExecutionProjectionStore:
         contract = result_contract(SOURCE_CAPTURE_RESULT)
 
         def write(conn: apsw.Connection) -> dict[str, Any]:
+            plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
             decision = decide_projection(
                 task_id,
                 request,
@@ -109,8 +111,9 @@ class InitialExecutionProjectionStore:
                 authorization_id=authorization,
                 source_capture_contract=contract,
                 now=now_text(self._clock),
+                tail=plans.tail(chain_of(task_id)),
             )
-            return apply_decision(conn, decision, error=InitialExecutionProjectionError)
+            return plans.apply(decision)
 
         answer: dict[str, Any] = _projection_errors(lambda: self._db.write(write))
         return answer

@@ -8,6 +8,7 @@ from typing import Any
 
 import apsw
 from aios_ledger.core import (
+    LEDGER_CHAIN,
     EvidenceReadRequest,
     EvidenceSnapshot,
     LedgerError,
@@ -19,7 +20,7 @@ from aios_ledger.core import (
     decide_create_run,
 )
 from aios_ledger.shell.clock import Clock, now_text, system_clock
-from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.apply import PlanExecutor, apply_decision
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 
 MAX_PAGE = 10_001
@@ -71,15 +72,17 @@ class RunStore:
         now = now_text(self._clock)
 
         def write(conn: apsw.Connection) -> RunRecord:
+            plans = PlanExecutor(conn)
             existing = None if not isinstance(chosen, str) else _get_run(conn, chosen)
             decision = decide_create_run(
-                existing, session_id=session_id, prompt=prompt, run_id=chosen, now=now
+                existing,
+                session_id=session_id,
+                prompt=prompt,
+                run_id=chosen,
+                now=now,
+                tail=plans.tail(LEDGER_CHAIN),
             )
-            apply_decision(conn, decision)
-            stored = _get_run(conn, chosen)
-            if stored is None:  # pragma: no cover - the plan inserted it
-                raise LedgerError("RUN_NOT_FOUND", f"no run {chosen!r}")
-            return stored
+            return RunRecord.from_row(plans.apply(decision))
 
         return self.database.write(write)
 
@@ -92,15 +95,7 @@ class RunStore:
             decision = decide_append_run_event(
                 run, run_id=run_id, kind=kind, payload=payload, now=now
             )
-            response = apply_decision(conn, decision)
-            row = fetch_one(
-                conn,
-                "run_events_page",
-                {"run_id": run_id, "after_seq": int(str(response["seq"])) - 1, "limit": 1},
-            )
-            if row is None:  # pragma: no cover - the plan inserted it
-                raise LedgerError("RUN_NOT_FOUND", f"no run {run_id!r}")
-            return RunEventRecord.from_row(row)
+            return RunEventRecord.from_row(apply_decision(conn, decision))
 
         return self.database.write(write)
 

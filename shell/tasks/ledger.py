@@ -1,8 +1,9 @@
 """`TaskLedger`: the task lifecycle over a ledger database (create, claim, heartbeat, submit,
 verify, cancel, expire) and its reads.
 
-Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL, let the core
-decide, apply the plan (one guarded compare-and-swap, the idempotency row, one event per task).
+Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL (the task, any
+first answer, the log's tail at the task's chain), let the core decide, apply the plan (one
+guarded compare-and-swap, the idempotency row, one sealed event per task).
 A refused call raises a `LedgerError` and leaves the database as it was.
 """
 
@@ -12,7 +13,7 @@ import contextlib
 import functools
 import os
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import apsw
@@ -29,8 +30,8 @@ from aios_ledger.core import (
     TaskRow,
     TaskState,
     VerifyRequest,
+    chain_of,
     check_identifier,
-    claim_refusal,
     decide_cancel,
     decide_claim,
     decide_create,
@@ -38,12 +39,13 @@ from aios_ledger.core import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
+    first_claimable,
     integer_in_range,
     loads_document,
 )
 from aios_ledger.shell.clock import Clock, now_text, system_clock
 from aios_ledger.shell.contracts import result_contract
-from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
     fetch_all,
@@ -153,7 +155,7 @@ class TaskLedger:
         """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
         entry = self._prepare_create((mapping, idempotency_key))
         now = self._now()
-        return self._db.write(lambda conn: _create_step(conn, entry, now))
+        return self._db.write(lambda conn: _create_step(PlanExecutor(conn), entry, now))
 
     def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[dict[str, Any]]:
         """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
@@ -163,9 +165,12 @@ class TaskLedger:
         pairs = _batch(items, _pair, shape="(task mapping, key) pairs")
         prepared = _each(pairs, self._prepare_create)
         now = self._now()
-        return self._db.write(
-            lambda conn: _each(prepared, lambda entry: _create_step(conn, entry, now))
-        )
+
+        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+            plans = PlanExecutor(conn)
+            return _each(prepared, lambda entry: _create_step(plans, entry, now))
+
+        return self._db.write(write)
 
     @staticmethod
     def _prepare_create(item: tuple[object, object]) -> _CreateEntry:
@@ -210,10 +215,15 @@ class TaskLedger:
             task = None
             if prior is None:
                 task = self._claim_target(conn, request, now)
+            plans = PlanExecutor(conn)
             decision = decide_claim(
-                request, TaskState(task=task, prior=prior), now=now, lease_token=token
+                request,
+                TaskState(task=task, prior=prior),
+                now=now,
+                lease_token=token,
+                tail=plans.tail(*_chains(task)),
             )
-            return None if decision is None else apply_decision(conn, decision)
+            return None if decision is None else plans.apply(decision)
 
         return self._db.write(write)
 
@@ -237,12 +247,18 @@ class TaskLedger:
 
         def write(conn: apsw.Connection) -> list[dict[str, Any]]:
             now = self._now()
+            plans = PlanExecutor(conn)
             answers = []
             for task in _claimable(conn, request, now, count):
-                state = TaskState(task=task)
-                decision = decide_claim(request, state, now=now, lease_token=new_lease_token())
+                decision = decide_claim(
+                    request,
+                    TaskState(task=task),
+                    now=now,
+                    lease_token=new_lease_token(),
+                    tail=plans.tail(chain_of(task.task_id)),
+                )
                 assert decision is not None  # a task was given
-                answers.append(apply_decision(conn, decision))
+                answers.append(plans.apply(decision))
             return answers
 
         return self._db.write(write)
@@ -261,8 +277,10 @@ class TaskLedger:
         )
 
         def write(conn: apsw.Connection) -> dict[str, Any]:
+            plans = PlanExecutor(conn)
             state = TaskState(task=_task(conn, request.task_id))
-            return apply_decision(conn, decide_heartbeat(request, state, now=self._now()))
+            tail = plans.tail(chain_of(request.task_id))
+            return plans.apply(decide_heartbeat(request, state, now=self._now(), tail=tail))
 
         return self._db.write(write)
 
@@ -278,7 +296,7 @@ class TaskLedger:
                 "idempotency_key": idempotency_key,
             }
         )
-        return self._db.write(lambda conn: _submit_step(conn, request, self._now()))
+        return self._db.write(lambda conn: _submit_step(PlanExecutor(conn), request, self._now()))
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Many `submit_result` calls in one transaction, in order; each item is
@@ -287,8 +305,8 @@ class TaskLedger:
         requests = _batch(items, SubmitRequest.from_mapping)
 
         def write(conn: apsw.Connection) -> list[dict[str, Any]]:
-            now = self._now()
-            return _each(requests, lambda request: _submit_step(conn, request, now))
+            now, plans = self._now(), PlanExecutor(conn)
+            return _each(requests, lambda request: _submit_step(plans, request, now))
 
         return self._db.write(write)
 
@@ -312,7 +330,7 @@ class TaskLedger:
                 "expected_result_digest": expected_result_digest,
             }
         )
-        return self._db.write(lambda conn: _verify_step(conn, request, self._now()))
+        return self._db.write(lambda conn: _verify_step(PlanExecutor(conn), request, self._now()))
 
     def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
@@ -320,8 +338,8 @@ class TaskLedger:
         requests = _batch(items, VerifyRequest.from_mapping)
 
         def write(conn: apsw.Connection) -> list[dict[str, Any]]:
-            now = self._now()
-            return _each(requests, lambda request: _verify_step(conn, request, now))
+            now, plans = self._now(), PlanExecutor(conn)
+            return _each(requests, lambda request: _verify_step(plans, request, now))
 
         return self._db.write(write)
 
@@ -332,10 +350,10 @@ class TaskLedger:
         )
 
         def write(conn: apsw.Connection) -> dict[str, Any]:
-            state = TaskState(
-                task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
-            )
-            return apply_decision(conn, decide_cancel(request, state, now=self._now()))
+            plans = PlanExecutor(conn)
+            state = _keyed_state(conn, request.task_id, request.idempotency_key)
+            tail = plans.tail(chain_of(request.task_id))
+            return plans.apply(decide_cancel(request, state, now=self._now(), tail=tail))
 
         return self._db.write(write)
 
@@ -348,11 +366,13 @@ class TaskLedger:
             def write(conn: apsw.Connection) -> list[Any]:
                 now = self._now()
                 params = {"now": now, "limit": EXPIRE_BATCH}
-                rows = stream_records(conn, "tasks_expired_leases", params, TaskRow)
-                decision = decide_expire(list(rows), now=now)
+                rows = list(stream_records(conn, "tasks_expired_leases", params, TaskRow))
+                plans = PlanExecutor(conn)
+                tail = plans.tail(*(chain_of(task.task_id) for task in rows))
+                decision = decide_expire(rows, now=now, tail=tail)
                 if decision is None:
                     return []
-                items = apply_decision(conn, decision)["expired"]
+                items = plans.apply(decision)["expired"]
                 assert isinstance(items, list)
                 return items
 
@@ -393,52 +413,72 @@ class TaskLedger:
 
 
 def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: int) -> list[TaskRow]:
-    """Up to `count` tasks this claimer may take now, in claim order. Candidates are read a
-    page at a time and each is judged only when the ones before it did not fill the count, so
-    the usual single claim reads one row; every cursor is closed before anything is written."""
-    chosen: list[TaskRow] = []
-    page = max(CLAIM_BATCH, count)
+    """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
+    from the candidates; the usual single claim reads one row, and every cursor is closed
+    before anything is written."""
+    pages = _candidates(conn, now, max(CLAIM_BATCH, count))
+    with contextlib.closing(pages):
+        return first_claimable(pages, request.capabilities, now, count)
+
+
+def _candidates(conn: apsw.Connection, now: str, page: int) -> Generator[TaskRow, None, None]:
+    """QUEUED tasks in claim order, read a page at a time while the reader asks for more."""
     offset = 0
     while True:
         seen = 0
-        candidates = stream_records(
+        rows = stream_records(
             conn,
             "tasks_claim_candidates",
             {"now": now, "limit": page, "offset": offset},
             TaskRow,
         )
-        with contextlib.closing(candidates):
-            for candidate in candidates:
+        with contextlib.closing(rows):
+            for row in rows:
                 seen += 1
-                if claim_refusal(candidate, request.capabilities, now) is None:
-                    chosen.append(candidate)
-                    if len(chosen) == count:
-                        return chosen
+                yield row
         if seen < page:
-            return chosen
+            return
         offset += page
 
 
-def _create_step(conn: apsw.Connection, entry: _CreateEntry, now: str) -> dict[str, Any]:
+def _chains(task: TaskRow | None) -> tuple[str, ...]:
+    return () if task is None else (chain_of(task.task_id),)
+
+
+def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: str) -> dict[str, Any]:
     request, task_id, key = entry
-    state = TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
-    decision = decide_create(request, state, now=now, task_id=task_id, idempotency_key=key)
-    return apply_decision(conn, decision)
-
-
-def _submit_step(conn: apsw.Connection, request: SubmitRequest, now: str) -> dict[str, Any]:
-    state = TaskState(
-        task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+    state = _keyed_state(plans.conn, task_id, key)
+    decision = decide_create(
+        request,
+        state,
+        now=now,
+        task_id=task_id,
+        idempotency_key=key,
+        tail=plans.tail(chain_of(task_id)),
     )
-    decision = decide_submit(request, state, now=now, contracts=_result_contracts())
-    return apply_decision(conn, decision)
+    return plans.apply(decision)
 
 
-def _verify_step(conn: apsw.Connection, request: VerifyRequest, now: str) -> dict[str, Any]:
-    state = TaskState(
-        task=_task(conn, request.task_id), prior=_prior(conn, request.idempotency_key)
+def _submit_step(plans: PlanExecutor, request: SubmitRequest, now: str) -> dict[str, Any]:
+    state = _keyed_state(plans.conn, request.task_id, request.idempotency_key)
+    decision = decide_submit(
+        request,
+        state,
+        now=now,
+        contracts=_result_contracts(),
+        tail=plans.tail(chain_of(request.task_id)),
     )
-    return apply_decision(conn, decide_verify(request, state, now=now))
+    return plans.apply(decision)
+
+
+def _verify_step(plans: PlanExecutor, request: VerifyRequest, now: str) -> dict[str, Any]:
+    state = _keyed_state(plans.conn, request.task_id, request.idempotency_key)
+    tail = plans.tail(chain_of(request.task_id))
+    return plans.apply(decide_verify(request, state, now=now, tail=tail))
+
+
+def _keyed_state(conn: apsw.Connection, task_id: str, key: str) -> TaskState:
+    return TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
 
 
 R = TypeVar("R")

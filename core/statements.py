@@ -1,0 +1,192 @@
+"""The statement registry: every statement a plan can name, what it does and what it takes.
+
+A plan names statements, never SQL text: `SqlWrite(Statement.TASKS_CAS_UPDATE, params)`. Each
+member declares its operation and its exact parameter names, and `SqlWrite` refuses any other
+parameters, so a decision cannot name a statement that does not exist or bind one it lacks.
+
+Every guarded update has the one compare-and-swap form, on whatever table:
+
+    UPDATE <table> SET ..., <revision> = <revision> + 1, ...
+    WHERE <key> = :<key> AND <revision> = :expected_revision
+
+It changes exactly one row while that row is still at the revision the decision read, and none
+once anything else wrote it; the shell answers REVISION_CONFLICT then. The revision column is
+`revision`, except on `runs`, which change only by appending events, so that their event count
+counts their writes.
+
+The texts belong to an engine: SQLite's are the named blocks of `sql/*.sql` under each member's
+value; another dialect keeps the same names in a folder of its own, and the engine picks the
+text. tests/test_statement_registry.py holds every text to its declaration.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import TypeAlias
+
+import attrs
+
+SqlParam: TypeAlias = str | int | float | bytes | None
+
+EXPECTED_REVISION = "expected_revision"
+
+
+class StatementKind(enum.Enum):
+    INSERT = "insert"
+    GUARDED_UPDATE = "guarded update"
+
+
+_INSERT = StatementKind.INSERT
+_GUARDED = StatementKind.GUARDED_UPDATE
+
+
+class Statement(enum.StrEnum):
+    """A statement a plan can name; its value is the name of its text in each dialect."""
+
+    kind: StatementKind
+    guarded: bool
+    parameters: frozenset[str]
+    key: tuple[str, ...]
+    revision_column: str | None
+
+    def __new__(
+        cls,
+        name: str,
+        kind: StatementKind,
+        parameters: str,
+        key: str = "",
+        revision_column: str = "revision",
+    ) -> Statement:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.kind = kind
+        member.guarded = kind is _GUARDED
+        member.parameters = frozenset(parameters.split())
+        member.key = tuple(key.split())
+        member.revision_column = revision_column if member.guarded else None
+        if member.guarded and not {*member.key, EXPECTED_REVISION} <= member.parameters:
+            raise ValueError(f"{name}: a guarded update takes its key and {EXPECTED_REVISION}")
+        return member
+
+    @property
+    def guard(self) -> tuple[tuple[str, str], ...]:
+        """(column, parameter) pairs of the WHERE clause of a guarded update, in order."""
+        if self.revision_column is None:
+            return ()
+        return (*((name, name) for name in self.key), (self.revision_column, EXPECTED_REVISION))
+
+    # -- tasks
+
+    TASKS_INSERT = (
+        "tasks_insert",
+        _INSERT,
+        """task_id goal instructions success_criteria_json required_capabilities_json
+        constraints_json metadata_json deadline priority max_attempts attempt status claimed_by
+        lease_token_hash lease_expires_at result_json result_digest result_idempotency_key
+        verification_json revision created_at updated_at""",
+    )
+    TASKS_CAS_UPDATE = (
+        "tasks_cas_update",
+        _GUARDED,
+        """task_id expected_revision status attempt claimed_by lease_token_hash lease_expires_at
+        result_json result_digest result_idempotency_key verification_json updated_at""",
+        "task_id",
+    )
+    TASK_IDEMPOTENCY_INSERT = (
+        "task_idempotency_insert",
+        _INSERT,
+        "idempotency_key operation subject request_sha256 response_json created_at",
+    )
+
+    # -- projections and bindings
+
+    PROJECT_TASK_EXECUTION = (
+        "project_task_execution",
+        _GUARDED,
+        "task_id expected_revision metadata_json required_capabilities_json updated_at",
+        "task_id",
+    )
+    INSERT_INITIAL_PROJECTION = (
+        "insert_initial_projection",
+        _INSERT,
+        "idempotency_key task_id job_id request_sha256 execution_digest response_json created_at",
+    )
+    INSERT_SOURCE_CAPTURE_RECOVERY = (
+        "insert_source_capture_recovery",
+        _INSERT,
+        "idempotency_key task_id job_id request_sha256 execution_digest response_json created_at",
+    )
+    INSERT_BINDING = (
+        "insert_binding",
+        _INSERT,
+        "task_id job_id binding_json binding_sha256 created_at",
+    )
+
+    # -- runs
+
+    INSERT_RUN = ("insert_run", _INSERT, "run_id session_id prompt created_at")
+    BUMP_RUN_EVENT_COUNT = (
+        "bump_run_event_count",
+        _GUARDED,
+        "run_id expected_revision updated_at",
+        "run_id",
+        "event_count",
+    )
+    INSERT_RUN_EVENT = (
+        "insert_run_event",
+        _INSERT,
+        "run_id seq kind payload_json created_at",
+    )
+
+    # -- auxiliary runs
+
+    INSERT_AUXILIARY_RUN = (
+        "insert_auxiliary_run",
+        _INSERT,
+        """aux_id session_id run_id parent_json kind mode state spec_json spec_digest
+        evidence_digest owner created_at_ms""",
+    )
+    TRANSITION_AUXILIARY_RUN = (
+        "transition_auxiliary_run",
+        _GUARDED,
+        """aux_id expected_revision state updated_at_ms output_json output_digest error_code
+        error""",
+        "aux_id",
+    )
+
+    # -- the sealed event log
+
+    INSERT_EVENT = (
+        "insert_event",
+        _INSERT,
+        "event_id task_id agent_id event_type payload_json created_at",
+    )
+    INSERT_SEAL = (
+        "insert_seal",
+        _INSERT,
+        "event_id chain chain_seq prev_seal seal sealed_at_adoption",
+    )
+
+
+@attrs.frozen
+class SqlWrite:
+    """One statement of a plan and its parameters, exactly those its declaration names."""
+
+    statement: Statement
+    params: Mapping[str, SqlParam]
+
+    def __attrs_post_init__(self) -> None:
+        # A plan that names something else, or binds other parameters, is a defect of the
+        # decision that built it: refused where it is built, never half-applied.
+        if type(self.statement) is not Statement:
+            raise TypeError(f"{self.statement!r} is not a registered statement")
+        if self.params.keys() != self.statement.parameters:
+            raise TypeError(
+                f"{self.statement} takes {sorted(self.statement.parameters)}, "
+                f"not {sorted(self.params)}"
+            )
+
+    @property
+    def guarded(self) -> bool:
+        return self.statement.guarded

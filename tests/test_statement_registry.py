@@ -1,0 +1,148 @@
+"""The statement registry against the SQL texts: every statement a plan can name exists in each
+dialect under its name, takes exactly its declared parameters, and, when guarded, has the one
+compare-and-swap form; every named statement of `sql/` compiles against `sql/schema.sql`; and a
+guarded write that changes no row is a REVISION_CONFLICT that leaves nothing behind."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import apsw
+import pytest
+from aios_ledger.core import LedgerError, SqlWrite, Statement, StatementKind, WritePlan
+from aios_ledger.shell import Database
+from aios_ledger.shell.db.apply import apply_decision
+from aios_ledger.shell.db.statements import SQLITE_STATEMENTS, statements
+
+ROOT = Path(__file__).resolve().parents[1]
+# Each engine's package of statement texts; a PostgreSQL one joins this list.
+DIALECTS = (SQLITE_STATEMENTS,)
+REGISTERED = list(Statement)
+GUARDED = [statement for statement in Statement if statement.guarded]
+
+
+class _Placeholders(Mapping[str, None]):
+    """Bindings that bind NULL to whatever a statement asks for, and remember what it asked."""
+
+    def __init__(self) -> None:
+        self.asked: set[str] = set()
+
+    def __getitem__(self, name: str) -> None:
+        self.asked.add(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+@pytest.fixture(scope="module")
+def schema() -> Iterator[apsw.Connection]:
+    """A fresh database built from `sql/schema.sql` alone."""
+    conn = apsw.Connection(":memory:")
+    conn.execute((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    yield conn
+    conn.close()
+
+
+def compile_statement(conn: apsw.Connection, text: str) -> set[str]:
+    """Compile `text` (as EXPLAIN, so nothing runs) and answer the parameters it binds."""
+    bindings = _Placeholders()
+    cursor = conn.cursor()
+    cursor.execute(text, bindings, can_cache=False, explain=1)
+    for _ in cursor:  # step through every statement of the text
+        pass
+    return bindings.asked
+
+
+def _clause(text: str) -> tuple[str, list[str], list[str]]:
+    """An UPDATE's table, its SET assignments and its WHERE conjuncts, whitespace normalised."""
+    flat = " ".join(text.split())
+    found = re.fullmatch(r"UPDATE (\w+) SET (.+) WHERE (.+);", flat)
+    assert found is not None, f"not a single UPDATE: {flat}"
+    table, assignments, where = found.groups()
+    return table, [part.strip() for part in assignments.split(",")], where.split(" AND ")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("statement", REGISTERED, ids=str)
+def test_every_registered_statement_has_a_text_in_each_dialect(
+    dialect: str, statement: Statement
+) -> None:
+    texts = statements(dialect)
+    assert statement in texts, f"{dialect} has no statement {statement}"
+    # Every statement a plan names is a plain write, run for its row count.
+    assert texts[statement].operation == "!"
+
+
+@pytest.mark.parametrize("statement", REGISTERED, ids=str)
+def test_a_registered_statement_takes_exactly_its_declared_parameters(
+    schema: apsw.Connection, statement: Statement
+) -> None:
+    text = statements()[statement].sql
+    assert compile_statement(schema, text) == statement.parameters
+
+
+@pytest.mark.parametrize("statement", GUARDED, ids=str)
+def test_every_guarded_update_has_the_one_compare_and_swap_form(statement: Statement) -> None:
+    _, assignments, where = _clause(statements()[statement].sql)
+    assert where == [f"{column} = :{parameter}" for column, parameter in statement.guard]
+    revision = statement.revision_column
+    assert f"{revision} = {revision} + 1" in assignments
+
+
+@pytest.mark.parametrize("statement", REGISTERED, ids=str)
+def test_a_plain_statement_is_an_insert(statement: Statement) -> None:
+    if statement.kind is StatementKind.INSERT:
+        assert statements()[statement].sql.startswith("INSERT INTO ")
+        assert statement.guard == ()
+
+
+@pytest.mark.parametrize("name", sorted(statements()))
+def test_every_named_statement_compiles_against_the_schema(
+    schema: apsw.Connection, name: str
+) -> None:
+    compile_statement(schema, statements()[name].sql)
+
+
+def test_every_registered_statement_is_named_by_the_core() -> None:
+    """No declaration outlives the decisions that named it."""
+    source = "\n".join(
+        path.read_text("utf-8")
+        for path in (ROOT / "core").rglob("*.py")
+        if path.name != "statements.py"
+    )
+    unused = [member.name for member in Statement if f"Statement.{member.name}" not in source]
+    assert unused == []
+
+
+def test_a_write_names_a_registered_statement_with_exactly_its_parameters() -> None:
+    params = dict.fromkeys(Statement.INSERT_RUN.parameters, "x")
+    assert SqlWrite(Statement.INSERT_RUN, params).params == params
+    with pytest.raises(TypeError, match="not a registered statement"):
+        SqlWrite("insert_run", params)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="takes"):
+        SqlWrite(Statement.INSERT_RUN, {**params, "extra": 1})
+    del params["prompt"]
+    with pytest.raises(TypeError, match="takes"):
+        SqlWrite(Statement.INSERT_RUN, params)
+
+
+@pytest.mark.parametrize("statement", GUARDED, ids=str)
+def test_a_guarded_write_that_changes_no_row_is_a_revision_conflict(
+    tmp_path: Path, statement: Statement
+) -> None:
+    write = SqlWrite(statement, dict.fromkeys(statement.parameters))
+    later = SqlWrite(
+        Statement.INSERT_RUN,
+        {"run_id": "r", "session_id": "s", "prompt": "p", "created_at": "2026-01-01T00:00:00Z"},
+    )
+    plan = WritePlan(writes=(write, later), events=(), response={}, tail=None)
+    with Database(tmp_path / "ledger.db") as db:
+        with pytest.raises(LedgerError) as refused:
+            db.write(lambda conn: apply_decision(conn, plan))
+        assert refused.value.code == "REVISION_CONFLICT"
+        assert db.read(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []
