@@ -16,6 +16,7 @@ from aios_ledger.core import (
     canonical_json,
     digest_bytes,
 )
+from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
 from aios_ledger.shell import RunEvidenceReader, RunStore
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,6 +91,18 @@ def test_bad_events_are_refused_and_change_nothing() -> None:
         runs.get_run("r-missing")
     assert runs.get_run("r-1").event_count == 0
     assert runs.run_events("r-1") == ()
+
+
+@pytest.mark.parametrize("limit", [0, -1, MAX_EVENTS_PAGE + 1, True, 2.0, "3"])
+def test_a_page_limit_out_of_range_is_refused_not_clamped(limit: Any) -> None:
+    runs = store()
+    runs.create_run("s-1", "p", run_id="r-1")
+    runs.append_event("r-1", "note", 1)
+    with pytest.raises(LedgerError) as refused:
+        runs.run_events("r-1", limit=limit)
+    assert refused.value.code == "FIELDS_INVALID"
+    assert refused.value.detail.startswith("arguments.limit: ")
+    assert len(runs.run_events("r-1", limit=MAX_EVENTS_PAGE)) == 1
 
 
 def test_run_events_are_append_only() -> None:
