@@ -154,9 +154,7 @@ def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
         keys = _keys_of(refused.cl)
         missing = [keys[note.name] for error, note in noted if isinstance(error, KeyError)]
         if unknown or missing:
-            parts = [f"unknown {unknown}"] if unknown else []
-            parts += [f"missing {missing}"] if missing else []
-            yield Problem(path, ", ".join(parts))
+            yield Problem(path, _field_names(unknown, missing))
         for error, note in noted:
             if not isinstance(error, KeyError):
                 yield from problems_of(error, (*path, keys[note.name]))
@@ -173,6 +171,13 @@ def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
         yield Problem(path, str(refused))
     else:  # not raised by a hook of this module: still a refusal of this value, never a crash
         yield Problem(path, f"is invalid ({type(refused).__name__}: {str(refused)[:200]})")
+
+
+def _field_names(unknown: Sequence[str], missing: Sequence[str]) -> str:
+    """`unknown [...], missing [...]`: every name a mapping has wrong, at once."""
+    parts = [f"unknown {list(unknown)}"] if unknown else []
+    parts += [f"missing {list(missing)}"] if missing else []
+    return ", ".join(parts)
 
 
 # --- strict primitive hooks -----------------------------------------------------------------
@@ -432,18 +437,29 @@ def _record_structure_hook(record: type) -> Callable[[Any, Any], Any]:
         converter,
         **renamed,  # type: ignore[arg-type]
     )
-    every = frozenset(_key(field) for field in fields) if record in _COMPLETE_FORMS else None
+    keys = [_key(field) for field in fields]
+    known = frozenset(keys)
+    required = [_key(field) for field in fields if field.default is attrs.NOTHING]
+    every = known if record in _COMPLETE_FORMS else None
 
     def hook(value: Any, _: Any) -> Any:
         if type(value) is not dict and not isinstance(value, Mapping):  # the usual case first
             raise FieldRefused(f"must be a JSON object, got {_kind_name(value)}")
         if every is not None and not every <= value.keys():
-            missing = sorted(every - value.keys())
-            unknown = sorted(str(key) for key in value.keys() - every)
+            unknown = sorted(str(key) for key in value.keys() - known)
+            raise FieldRefused(_field_names(unknown, [key for key in keys if key not in value]))
+        try:
+            return generated(value, record)
+        except TypeError:
+            # cattrs before 25 fails to word its ForbiddenExtraKeysError for a key that is not
+            # text (it joins the keys): the names are worded here instead.
+            extra = value.keys() - known
+            if all(isinstance(key, str) for key in extra):
+                raise
+            unknown = sorted(str(key) for key in extra)
             raise FieldRefused(
-                f"unknown {unknown}, missing {missing}" if unknown else f"missing {missing}"
-            )
-        return generated(value, record)
+                _field_names(unknown, [key for key in required if key not in value])
+            ) from None
 
     return hook
 
