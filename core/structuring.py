@@ -20,6 +20,7 @@ across fields are not hooks: each record's `from_mapping` calls them after struc
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import types
@@ -117,14 +118,8 @@ def unstructure(record: object) -> dict[str, Any]:
 
 def check_built(record: object, *, what: str, refuse: Refusal = FIELDS_INVALID) -> None:
     """Refuse a record built directly (not from a mapping) whose fields would not structure:
-    its fields are read back as input and go through the very same hooks."""
-    raw, problems = _as_input(record, ())
-    if not problems:
-        kind = type(record)
-        try:
-            (_RECORD_HOOKS.get(kind) or _record_hook_of(kind))(raw, kind)
-        except (FieldRefused, ClassValidationError, IterableValidationError) as refused:
-            problems = list(problems_of(refused))
+    each field's value, read back as input, goes through the very same hook."""
+    problems = _problems_of_fields(record, ())
     if problems:
         raise refuse(what, problems)
 
@@ -322,9 +317,11 @@ def _enum_hook(kind: Any) -> Callable[[Any, Any], Any]:
     return hook
 
 
-converter.register_structure_hook_factory(
-    lambda kind: isinstance(kind, type) and issubclass(kind, enum.Enum), _enum_hook
-)
+def _is_enum(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, enum.Enum)
+
+
+converter.register_structure_hook_factory(_is_enum, _enum_hook)
 # An enum's public form is its plain value (a StrEnum would otherwise pass as itself, as text).
 for _enum_base in (enum.Enum, enum.StrEnum, enum.IntEnum):
     converter.register_unstructure_hook(_enum_base, lambda member: member.value)
@@ -483,49 +480,65 @@ converter.register_structure_hook_factory(attrs.has, _record_structure_hook)
 converter.register_unstructure_hook_factory(attrs.has, _record_unstructure_hook)
 
 
-# Per record class: (attribute name, key, nested record class or None, unstructure hook or None
-# when the value is its own input form), made once.
-_FieldReader = tuple[str, str, type | None, Callable[[Any], Any] | None]
-_READERS: dict[type, tuple[_FieldReader, ...]] = {}
+@attrs.frozen
+class _FieldCheck:
+    """How `check_built` reads one field of a record class: its attribute and key, the record
+    class it nests (if any), how its value reads back as input (None: as it is), its hook."""
+
+    name: str
+    key: str
+    kind: Any
+    nested: type | None
+    read: Callable[[Any], Any] | None
+    hook: Callable[[Any, Any], Any]
 
 
-def _as_input(record: object, path: Path) -> tuple[dict[str, Any], list[Problem]]:
-    """A built record's fields as a mapping its structure hook reads; a nested record that is
-    not of its field's class is a problem, and a value its unstructure hook cannot read is left
-    as it is, for the structure hook to say what it must be."""
-    values: dict[str, Any] = {}
+_FIELD_CHECKS: dict[type, tuple[_FieldCheck, ...]] = {}
+
+
+def _problems_of_fields(record: object, path: Path) -> list[Problem]:
+    """Every field's problem: a nested record of another class, or a value its hook refuses
+    (a value its unstructure hook cannot read is given to the structure hook as it is, which
+    then says what it must be)."""
     problems: list[Problem] = []
     kind = type(record)
-    for name, key, nested, read in _READERS.get(kind) or _readers_of(kind):
-        value = getattr(record, name)
-        if nested is not None and value is not None:
-            if not isinstance(value, nested):
-                problems.append(Problem((*path, key), f"must be a {nested.__name__}"))
-                continue
-            values[key], inner = _as_input(value, (*path, key))
-            problems += inner
-        elif read is None:
-            values[key] = value
-        else:
-            try:
-                values[key] = read(value)
-            except Exception:  # not of its field's type
-                values[key] = value
-    return values, problems
+    for field in _FIELD_CHECKS.get(kind) or _field_checks_of(kind):
+        value = getattr(record, field.name)
+        if field.nested is not None and value is not None:
+            if isinstance(value, field.nested):
+                problems += _problems_of_fields(value, (*path, field.key))
+            else:
+                problems.append(Problem((*path, field.key), f"must be a {field.nested.__name__}"))
+            continue
+        if field.read is not None:
+            with contextlib.suppress(Exception):  # not of its type: the structure hook says so
+                value = field.read(value)
+        try:
+            field.hook(value, field.kind)
+        except Exception as refused:  # FieldRefused, or cattrs' tree of them
+            problems += problems_of(refused, (*path, field.key))
+    return problems
 
 
-def _readers_of(record: type) -> tuple[_FieldReader, ...]:
+def _field_checks_of(record: type) -> tuple[_FieldCheck, ...]:
     attrs.resolve_types(record)  # the modules use postponed annotations
-    readers = []
+    checks = []
     for field in attrs.fields(record):
         if field.init:
-            hook = converter.get_unstructure_hook(field.type)
-            plain = hook in (_identity, identity)
-            readers.append(
-                (field.name, _key(field), _record_class(field.type), None if plain else hook)
+            read = converter.get_unstructure_hook(field.type)
+            checks.append(
+                _FieldCheck(
+                    name=field.name,
+                    key=_key(field),
+                    kind=field.type,
+                    nested=_record_class(field.type),
+                    # an enum's hook takes its members: no need to read them back
+                    read=None if read in (_identity, identity) or _is_enum(field.type) else read,
+                    hook=converter.get_structure_hook(field.type),
+                )
             )
-    _READERS[record] = tuple(readers)
-    return _READERS[record]
+    _FIELD_CHECKS[record] = tuple(checks)
+    return _FIELD_CHECKS[record]
 
 
 def _record_class(kind: Any) -> type | None:
