@@ -56,7 +56,7 @@ def _invalid(field: str, detail: str) -> AuxiliaryRunError:
     return AuxiliaryRunError.invalid_field(field, detail)
 
 
-def invalid_field(*, named: bool) -> Refusal:
+def _invalid_fields(*, named: bool) -> Refusal:
     """`INVALID_FIELD` with `.field` the first problem's path: under the record's name when
     `named` (a frame alone: `frame.depth`), else relative to it (a spec: `kind`, `frame.depth`);
     the record's name for the record as a whole."""
@@ -71,8 +71,8 @@ def invalid_field(*, named: bool) -> Refusal:
     return refuse
 
 
-_NAMED = invalid_field(named=True)
-_RELATIVE = invalid_field(named=False)
+_NAMED = _invalid_fields(named=True)
+_RELATIVE = _invalid_fields(named=False)
 
 ToolNames = NewType("ToolNames", frozenset[str])
 
