@@ -37,8 +37,8 @@ from aios_ledger.core import (
     next_task_status,
     parse_timestamp,
 )
-from aios_ledger.core.fields import IDENTIFIER
 from aios_ledger.core.jsonvalue import encode_checked
+from aios_ledger.core.kinds import IDENTIFIER
 from aios_ledger.core.log.seals import seal_of_stored
 from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger

@@ -11,6 +11,7 @@ from aios_ledger.core.auxiliary.decisions import (
     decide_stop,
     decide_transition,
 )
+from aios_ledger.core.auxiliary.queries import AuxiliaryRunListRequest
 from aios_ledger.core.auxiliary.records import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -36,6 +37,7 @@ from aios_ledger.core.auxiliary.states import (
     transition_event,
     transition_table,
 )
+from aios_ledger.core.batches import MAX_BATCH, each_item, structure_batch
 from aios_ledger.core.contracts.checks import (
     check_schema_well_formed,
     contract_violations,
@@ -159,13 +161,18 @@ from aios_ledger.core.runs.evidence import (
     EvidenceReadRequest,
     EvidenceSnapshot,
     ExecutionTarget,
+    RunCreateRequest,
+    RunEventAppendRequest,
     RunEventRecord,
+    RunEventsRequest,
+    RunReadRequest,
     RunRecord,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
 )
 from aios_ledger.core.statements import SqlWrite, Statement, StatementKind
+from aios_ledger.core.structuring import structure, unstructure
 from aios_ledger.core.tasks.decisions import (
     RESULT_SUBMITTED,
     TASK_CANCELLED,
@@ -186,15 +193,16 @@ from aios_ledger.core.tasks.decisions import (
     first_claimable,
     task_summary,
 )
+from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
+    ClaimBatchRequest,
     ClaimRequest,
     HeartbeatRequest,
     SubmitRequest,
+    TaskCreateCommand,
     TaskCreateRequest,
     VerifyRequest,
-    check_identifier,
-    integer_in_range,
     lease_token_sha256,
 )
 from aios_ledger.core.tasks.results import (
@@ -257,6 +265,7 @@ __all__ = [
     "LEDGER_CHAIN",
     "LEGACY_EVENT_COLUMNS",
     "LEGACY_TASK_COLUMNS",
+    "MAX_BATCH",
     "MAX_FRAME_DEPTH",
     "PROJECTION_EVENT",
     "RESULT_CONTRACTS",
@@ -279,6 +288,7 @@ __all__ = [
     "VERIFY_DECISIONS",
     "AuxiliaryCapabilityProfile",
     "AuxiliaryRunError",
+    "AuxiliaryRunListRequest",
     "AuxiliaryRunMode",
     "AuxiliaryRunOutput",
     "AuxiliaryRunRow",
@@ -289,6 +299,7 @@ __all__ = [
     "CatalogueView",
     "ChainLink",
     "ChainTips",
+    "ClaimBatchRequest",
     "ClaimRequest",
     "Decision",
     "EventAppend",
@@ -316,7 +327,11 @@ __all__ = [
     "ProjectionState",
     "Replay",
     "ResolverCall",
+    "RunCreateRequest",
+    "RunEventAppendRequest",
     "RunEventRecord",
+    "RunEventsRequest",
+    "RunReadRequest",
     "RunRecord",
     "SealRecord",
     "ChainTip",
@@ -326,7 +341,10 @@ __all__ = [
     "Statement",
     "StatementKind",
     "SubmitRequest",
+    "TaskCreateCommand",
     "TaskCreateRequest",
+    "TaskListRequest",
+    "TaskReadRequest",
     "TaskRow",
     "record_columns",
     "TaskState",
@@ -337,7 +355,6 @@ __all__ = [
     "build_evidence_snapshot",
     "canonical_json",
     "chain_of",
-    "check_identifier",
     "check_json",
     "check_output",
     "check_schema_well_formed",
@@ -379,7 +396,7 @@ __all__ = [
     "governance_flags_set",
     "head_of_rows",
     "heartbeat_interval",
-    "integer_in_range",
+    "each_item",
     "is_digest",
     "is_trailer",
     "lease_token_sha256",
@@ -410,9 +427,12 @@ __all__ = [
     "sha256_hex",
     "state_after",
     "status_report",
+    "structure",
+    "structure_batch",
     "task_envelope",
     "task_summary",
     "transition_event",
     "transition_table",
+    "unstructure",
     "verify_execution_envelope",
 ]

@@ -18,7 +18,9 @@ from aios_ledger.core import (
     ExecutionFrame,
     ExecutionTarget,
     JsonValue,
+    LedgerError,
 )
+from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
 from aios_ledger.shell import (
     AuxiliaryRunContext,
     AuxiliaryRunService,
@@ -344,6 +346,28 @@ def test_every_transition_is_a_sealed_ledger_event_and_a_revision() -> None:
     assert [event["payload"].get("to") for event in events] == [None, "RUNNING", "COMPLETED"]
     (row,) = list_auxiliary_runs(service._db)
     assert (row.state, row.revision) == ("COMPLETED", 3)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": MAX_AUXILIARY_LIST + 1}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"state": "DONE"}, "state"),
+        ({"session_id": "bad session"}, "session_id"),
+    ],
+)
+def test_a_list_out_of_range_is_refused_not_clamped(arguments: Any, field: str) -> None:
+    service = AuxiliaryRunService(FixtureExecutor({"ok": 1}))
+    try:
+        with pytest.raises(LedgerError) as refused:
+            list_auxiliary_runs(service._db, **arguments)
+        assert refused.value.code == "FIELDS_INVALID"
+        assert refused.value.detail.startswith(f"arguments.{field}: ")
+        assert list_auxiliary_runs(service._db, limit=MAX_AUXILIARY_LIST) == []
+    finally:
+        service.close()
 
 
 def test_many_waiters_and_cancel_through_the_handle() -> None:

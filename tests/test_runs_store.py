@@ -23,6 +23,11 @@ from aios_ledger.core import (
     decide_create_run,
     digest_bytes,
 )
+from aios_ledger.core.runs.evidence import (
+    MAX_EVENTS_PAGE,
+    RunCreateRequest,
+    RunEventAppendRequest,
+)
 from aios_ledger.shell import RunEvidenceReader, RunStore
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -97,6 +102,18 @@ def test_bad_events_are_refused_and_change_nothing() -> None:
         runs.get_run("r-missing")
     assert runs.get_run("r-1").event_count == 0
     assert runs.run_events("r-1") == ()
+
+
+@pytest.mark.parametrize("limit", [0, -1, MAX_EVENTS_PAGE + 1, True, 2.0, "3"])
+def test_a_page_limit_out_of_range_is_refused_not_clamped(limit: Any) -> None:
+    runs = store()
+    runs.create_run("s-1", "p", run_id="r-1")
+    runs.append_event("r-1", "note", 1)
+    with pytest.raises(LedgerError) as refused:
+        runs.run_events("r-1", limit=limit)
+    assert refused.value.code == "FIELDS_INVALID"
+    assert refused.value.detail.startswith("arguments.limit: ")
+    assert len(runs.run_events("r-1", limit=MAX_EVENTS_PAGE)) == 1
 
 
 def test_run_events_are_append_only() -> None:
@@ -300,19 +317,14 @@ def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     """Creating a run appends a sealed ledger event; appending to it is a CAS on its event
     count, whose answer is the event's row."""
     now = "2026-08-20T00:00:00Z"
-    created = decide_create_run(
-        None,
-        session_id="s-1",
-        prompt="p",
-        run_id="r-1",
-        now=now,
-        tail=LogTail.read(1, [LEDGER_CHAIN], []),
-    )
+    request = RunCreateRequest.from_mapping({"session_id": "s-1", "prompt": "p", "run_id": "r-1"})
+    created = decide_create_run(None, request, now=now, tail=LogTail.read(1, [LEDGER_CHAIN], []))
     assert isinstance(created, WritePlan) and created.tail is not None
     run = RunRecord.from_row(created.response)
-    appended = decide_append_run_event(run, run_id="r-1", kind="note", payload={"n": 1}, now=now)
-    again = decide_create_run(
-        run, session_id="s-1", prompt="p", run_id="r-1", now=now, tail=created.tail
+    append = RunEventAppendRequest.from_mapping(
+        {"run_id": "r-1", "kind": "note", "payload": {"n": 1}}
     )
+    appended = decide_append_run_event(run, append, now=now)
+    again = decide_create_run(run, request, now=now, tail=created.tail)
     assert again.response == {**run.public(), "idempotent": True}
     assert golden == {"create": attrs.asdict(created), "append": attrs.asdict(appended)}

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import MAX_BATCH, LedgerError
+from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.log.verification import verify_log
-from aios_ledger.shell.tasks.ledger import CLAIM_BATCH, MAX_BATCH, MAX_CLAIM_BATCH
+from aios_ledger.shell.tasks.ledger import CLAIM_BATCH
 from legacy_fixtures import dump, rows
 from test_tasks_support import START, Clock, refusal
 

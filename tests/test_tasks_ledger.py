@@ -14,6 +14,7 @@ import apsw
 import apsw.ext
 import pytest
 from aios_ledger.core import LedgerError, lease_token_sha256
+from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,
     InitialExecutionProjectionRequest,
@@ -821,6 +822,16 @@ def test_reads(ledger: TaskLedger) -> None:
     events = ledger.events("a")
     assert events[1]["payload"] == {"attempt": 1, "lease_expires_at": "2026-08-20T00:01:00Z"}
     assert refusal(lambda: ledger.get(5)) == "FIELDS_INVALID"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit", [0, -1, MAX_LIST + 1, 10**30, True, 1.0, "5", None])
+def test_a_list_limit_out_of_range_is_refused_not_clamped(ledger: TaskLedger, limit: Any) -> None:
+    _create(ledger, "a")
+    with pytest.raises(LedgerError) as refused:
+        ledger.list_tasks(limit=limit)
+    assert refused.value.code == "FIELDS_INVALID"
+    assert refused.value.detail.startswith("arguments.limit: ")
+    assert len(ledger.list_tasks(limit=MAX_LIST)) == 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,17 +11,28 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any, NewType
 
 import attrs
 from aios_ledger.core.auxiliary.states import AuxiliaryRunError, AuxiliaryRunState
 from aios_ledger.core.contracts.checks import check_schema_well_formed, require_contract
-from aios_ledger.core.digests import PREFIXED_DIGEST, canonical_json, digest_bytes, sha256_hex
+from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.fields import IDENTIFIER
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json
+from aios_ledger.core.kinds import Between, Identifier, JsonObjectValue, OneOf, PrefixedDigest, Text
 from aios_ledger.core.runs.evidence import EvidenceSnapshot, ExecutionTarget
+from aios_ledger.core.structuring import (
+    NOT_PUBLIC,
+    FieldRefused,
+    Problem,
+    Refusal,
+    check_built,
+    complete_form,
+    register_kind,
+    structure,
+    unstructure,
+)
 
 AUXILIARY_SNAPSHOT_SCHEMA_V1 = "aios.auxiliary_run.snapshot.v1"
 SPEC_DOMAIN = "spec"
@@ -45,37 +56,55 @@ def _invalid(field: str, detail: str) -> AuxiliaryRunError:
     return AuxiliaryRunError.invalid_field(field, detail)
 
 
-def _require_identifier(field: str, value: object) -> str:
-    if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
-        raise _invalid(field, f"{str(value)[:80]!r} is not an identifier")
-    return value
+def _invalid_fields(*, named: bool) -> Refusal:
+    """`INVALID_FIELD` with `.field` the first problem's path: under the record's name when
+    `named` (a frame alone: `frame.depth`), else relative to it (a spec: `kind`, `frame.depth`);
+    the record's name for the record as a whole."""
+
+    def refuse(what: str, problems: Sequence[Problem]) -> AuxiliaryRunError:
+        paths = [problem.at(what if named else "") or what for problem in problems]
+        detail = "; ".join(
+            f"{path}: {problem.message}" for path, problem in zip(paths, problems, strict=True)
+        )
+        return AuxiliaryRunError("INVALID_FIELD", detail, field=paths[0])
+
+    return refuse
 
 
-def _require_bool(field: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _invalid(field, "must be true or false")
-    return value
+_NAMED = _invalid_fields(named=True)
+_RELATIVE = _invalid_fields(named=False)
+
+ToolNames = NewType("ToolNames", frozenset[str])
 
 
-def _require_int(field: str, value: object, minimum: int, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise _invalid(field, f"must be an integer between {minimum} and {maximum}")
-    return value
+def _tool_names(value: Any) -> frozenset[str]:
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_TOOLS
+        or not all(isinstance(tool, str) for tool in value)
+    ):
+        raise FieldRefused(f"must be a list of at most {MAX_TOOLS} tool names")
+    if len(set(value)) != len(value):
+        raise FieldRefused("names a tool twice")
+    for tool in value:
+        if not _TOOL_NAME.fullmatch(tool):
+            raise FieldRefused(f"{tool[:80]!r} is not a tool name")
+    return frozenset(value)
 
 
-def _require_mapping(field: str, raw: object, names: frozenset[str]) -> Mapping[str, Any]:
-    if not isinstance(raw, Mapping):
-        raise _invalid(field, "must be a JSON object")
-    keys = {str(key) for key in raw}
-    if keys != names:
-        unknown, missing = sorted(keys - names), sorted(names - keys)
-        raise _invalid(field, f"unknown {unknown}, missing {missing}")
-    return raw
+def _sorted_tools(tools: Any) -> list[str]:
+    if not isinstance(tools, frozenset):
+        raise TypeError("tools must be a frozenset")
+    return sorted(tools)
+
+
+register_kind(ToolNames, _tool_names, unstructure_as=_sorted_tools)
 
 
 # --- frames ---------------------------------------------------------------------------------
 
 
+@complete_form
 @attrs.frozen
 class ExecutionFrame:
     """Where an auxiliary run sits: the target it serves, and how deep under the root run.
@@ -84,8 +113,8 @@ class ExecutionFrame:
     """
 
     target: ExecutionTarget
-    depth: int = 0
-    parent_id: str | None = None
+    depth: Annotated[int, Between(0, 1_000_000)] = 0
+    parent_id: Annotated[str, Identifier] | None = None
 
     @classmethod
     def root(cls, target: ExecutionTarget) -> ExecutionFrame:
@@ -93,45 +122,41 @@ class ExecutionFrame:
 
     def child(self, parent_id: str, *, max_depth: int = MAX_FRAME_DEPTH) -> ExecutionFrame:
         """The frame of an auxiliary run spawned by the run `parent_id` in this frame."""
-        _require_identifier("frame.parent_id", parent_id)
-        if self.depth + 1 > max_depth:
+        frame = ExecutionFrame(target=self.target, depth=self.depth + 1, parent_id=parent_id)
+        check_built(frame, what="frame", refuse=_NAMED)
+        if frame.depth > max_depth:
             raise AuxiliaryRunError(
                 "FRAME_TOO_DEEP", f"auxiliary runs nest at most {max_depth} levels deep"
             )
-        return ExecutionFrame(target=self.target, depth=self.depth + 1, parent_id=parent_id)
+        return frame
 
     def validate(self) -> None:
-        if not isinstance(self.target, ExecutionTarget):
-            raise _invalid("frame.target", "must be an ExecutionTarget")
-        _require_identifier("frame.target.session_id", self.target.session_id)
-        _require_identifier("frame.target.run_id", self.target.run_id)
-        _require_int("frame.depth", self.depth, 0, 1_000_000)
-        if self.depth > MAX_FRAME_DEPTH:
-            raise AuxiliaryRunError(
-                "FRAME_TOO_DEEP", f"auxiliary runs nest at most {MAX_FRAME_DEPTH} levels deep"
-            )
-        if (self.depth == 0) != (self.parent_id is None):
-            raise _invalid("frame.parent_id", "only the root frame has no parent, and only it")
-        if self.parent_id is not None:
-            _require_identifier("frame.parent_id", self.parent_id)
+        check_built(self, what="frame", refuse=_NAMED)
+        _check_frame(self)
 
     def public(self) -> JsonObject:
-        return {"target": self.target.public(), "depth": self.depth, "parent_id": self.parent_id}
+        return unstructure(self)
 
     @classmethod
     def from_mapping(cls, raw: object) -> ExecutionFrame:
-        values = _require_mapping("frame", raw, frozenset({"target", "depth", "parent_id"}))
-        target = ExecutionTarget.from_mapping(
-            values["target"], error=AuxiliaryRunError, code="INVALID_FIELD"
-        )
-        frame = cls(target=target, depth=values["depth"], parent_id=values["parent_id"])
-        frame.validate()
+        frame = structure(raw, cls, what="frame", refuse=_NAMED)
+        _check_frame(frame)
         return frame
+
+
+def _check_frame(frame: ExecutionFrame) -> None:
+    if frame.depth > MAX_FRAME_DEPTH:
+        raise AuxiliaryRunError(
+            "FRAME_TOO_DEEP", f"auxiliary runs nest at most {MAX_FRAME_DEPTH} levels deep"
+        )
+    if (frame.depth == 0) != (frame.parent_id is None):
+        raise _invalid("frame.parent_id", "only the root frame has no parent, and only it")
 
 
 # --- capabilities ---------------------------------------------------------------------------
 
 
+@complete_form
 @attrs.frozen
 class AuxiliaryCapabilityProfile:
     """What an auxiliary run may do. `is_within` is the partial order ceilings are checked by."""
@@ -139,8 +164,8 @@ class AuxiliaryCapabilityProfile:
     read_workspace: bool = False
     write_workspace: bool = False
     network: bool = False
-    tools: frozenset[str] = frozenset()
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    tools: Annotated[frozenset[str], ToolNames] = frozenset()
+    max_output_bytes: Annotated[int, Between(1, MAX_OUTPUT_BYTES)] = DEFAULT_MAX_OUTPUT_BYTES
 
     @classmethod
     def tool_free(cls) -> AuxiliaryCapabilityProfile:
@@ -165,81 +190,36 @@ class AuxiliaryCapabilityProfile:
         )
 
     def validate(self, field: str = "capabilities") -> None:
-        for name in ("read_workspace", "write_workspace", "network"):
-            _require_bool(f"{field}.{name}", getattr(self, name))
-        if not isinstance(self.tools, frozenset) or len(self.tools) > MAX_TOOLS:
-            raise _invalid(f"{field}.tools", f"must be a set of at most {MAX_TOOLS} tool names")
-        for tool in self.tools:
-            if not isinstance(tool, str) or not _TOOL_NAME.fullmatch(tool):
-                raise _invalid(f"{field}.tools", f"{str(tool)[:80]!r} is not a tool name")
-        _require_int(f"{field}.max_output_bytes", self.max_output_bytes, 1, MAX_OUTPUT_BYTES)
+        check_built(self, what=field, refuse=_NAMED)
 
     def public(self) -> JsonObject:
-        tools: list[JsonValue] = [str(tool) for tool in sorted(self.tools)]
-        return {
-            "read_workspace": self.read_workspace,
-            "write_workspace": self.write_workspace,
-            "network": self.network,
-            "tools": tools,
-            "max_output_bytes": self.max_output_bytes,
-        }
+        return unstructure(self)
 
     @classmethod
     def from_mapping(cls, raw: object, field: str = "capabilities") -> AuxiliaryCapabilityProfile:
-        names = frozenset({"read_workspace", "write_workspace", "network", "tools"})
-        values = _require_mapping(field, raw, names | {"max_output_bytes"})
-        tools = values["tools"]
-        if (
-            not isinstance(tools, list)
-            or len(tools) > MAX_TOOLS
-            or not all(isinstance(tool, str) for tool in tools)
-        ):
-            raise _invalid(f"{field}.tools", "must be a list of tool names")
-        if len(set(tools)) != len(tools):
-            raise _invalid(f"{field}.tools", "names a tool twice")
-        profile = cls(
-            read_workspace=values["read_workspace"],
-            write_workspace=values["write_workspace"],
-            network=values["network"],
-            tools=frozenset(tools),
-            max_output_bytes=values["max_output_bytes"],
-        )
-        profile.validate(field)
-        return profile
+        return structure(raw, cls, what=field, refuse=_NAMED)
 
 
 # --- the spec -------------------------------------------------------------------------------
 
 
-_SPEC_FIELDS = frozenset(
-    {
-        "id",
-        "frame",
-        "kind",
-        "instruction",
-        "evidence_digest",
-        "capabilities",
-        "parent_ceiling",
-        "output_schema",
-        "timeout_ms",
-        "mode",
-    }
-)
-
-
+@complete_form
 @attrs.frozen
 class AuxiliaryRunSpec:
-    """What to run. Without `with_id`, the id is derived from the rest of the spec."""
+    """What to run. Without `with_id` (or with the id `null` in a mapping), the id is derived
+    from the rest of the spec."""
 
     frame: ExecutionFrame
-    kind: str
-    instruction: str
-    evidence_digest: str
-    _id: str | None = None
+    kind: Annotated[str, Identifier]
+    instruction: Annotated[str, Text(max_length=MAX_INSTRUCTION_CHARS, nul=True)]
+    evidence_digest: Annotated[str, PrefixedDigest]
+    _id: Annotated[str, Identifier] | None = attrs.field(default=None, metadata=NOT_PUBLIC)
     capabilities: AuxiliaryCapabilityProfile = attrs.Factory(AuxiliaryCapabilityProfile.tool_free)
     parent_ceiling: AuxiliaryCapabilityProfile | None = None
-    output_schema: JsonObject | None = attrs.field(default=None, eq=False, hash=False)
-    timeout_ms: int | None = None
+    output_schema: Annotated[JsonObject, JsonObjectValue] | None = attrs.field(
+        default=None, eq=False, hash=False
+    )
+    timeout_ms: Annotated[int, Between(1, MAX_TIMEOUT_MS)] | None = None
     mode: AuxiliaryRunMode = AuxiliaryRunMode.ISOLATED
     # Compared through its canonical form, so that equal schemas make equal specs.
     _schema_key: str | None = attrs.field(init=False, default=None, repr=False)
@@ -275,37 +255,12 @@ class AuxiliaryRunSpec:
         return attrs.evolve(self, timeout_ms=timeout_ms)
 
     def validate(self, evidence_digest: str) -> None:
-        """Fields, then the evidence digest, then the capability ceiling, then the schema."""
-        if not isinstance(self.frame, ExecutionFrame):
-            raise _invalid("frame", "must be an ExecutionFrame")
-        self.frame.validate()
-        _require_identifier("id", self.id)
-        _require_identifier("kind", self.kind)
-        if (
-            not isinstance(self.instruction, str)
-            or not self.instruction.strip()
-            or len(self.instruction) > MAX_INSTRUCTION_CHARS
-        ):
-            raise _invalid("instruction", f"must be text of 1 to {MAX_INSTRUCTION_CHARS} chars")
-        try:
-            check_json(self.instruction, what="instruction")
-        except LedgerError as refused:
-            raise _invalid("instruction", refused.detail) from None
-        if not isinstance(self.evidence_digest, str) or not PREFIXED_DIGEST.fullmatch(
-            self.evidence_digest
-        ):
-            raise _invalid("evidence_digest", "must be 'sha256:' followed by 64 hex")
-        if self.timeout_ms is not None:
-            _require_int("timeout_ms", self.timeout_ms, 1, MAX_TIMEOUT_MS)
-        if not isinstance(self.mode, AuxiliaryRunMode):
-            raise _invalid("mode", f"must be one of {[mode.value for mode in AuxiliaryRunMode]}")
-        if not isinstance(self.capabilities, AuxiliaryCapabilityProfile):
-            raise _invalid("capabilities", "must be an AuxiliaryCapabilityProfile")
-        self.capabilities.validate("capabilities")
-        if self.parent_ceiling is not None:
-            if not isinstance(self.parent_ceiling, AuxiliaryCapabilityProfile):
-                raise _invalid("parent_ceiling", "must be an AuxiliaryCapabilityProfile")
-            self.parent_ceiling.validate("parent_ceiling")
+        """Fields, then the frame, the evidence digest, the capability ceiling, the schema."""
+        check_built(self, what="spec", refuse=_RELATIVE)
+        self._check_rules(evidence_digest)
+
+    def _check_rules(self, evidence_digest: str) -> None:
+        _check_frame(self.frame)
         if self.evidence_digest != evidence_digest:
             raise AuxiliaryRunError(
                 "EVIDENCE_DIGEST_MISMATCH", "the spec pins other evidence than it was given"
@@ -320,23 +275,12 @@ class AuxiliaryRunSpec:
             )
         if self.output_schema is not None:
             try:
-                check_json(self.output_schema, what="output_schema")
                 check_schema_well_formed(self.output_schema, code="INVALID_FIELD")
             except LedgerError as refused:
                 raise _invalid("output_schema", refused.detail) from None
 
     def _content(self) -> JsonObject:
-        return {
-            "frame": self.frame.public(),
-            "kind": self.kind,
-            "instruction": self.instruction,
-            "evidence_digest": self.evidence_digest,
-            "capabilities": self.capabilities.public(),
-            "parent_ceiling": None if self.parent_ceiling is None else self.parent_ceiling.public(),
-            "output_schema": self.output_schema,
-            "timeout_ms": self.timeout_ms,
-            "mode": str(self.mode),
-        }
+        return unstructure(self)
 
     def public(self) -> JsonObject:
         return {"id": self.id, **self._content()}
@@ -353,36 +297,11 @@ class AuxiliaryRunSpec:
 
     @classmethod
     def from_mapping(cls, raw: object) -> AuxiliaryRunSpec:
-        """Strictly, from `public()`'s shape; every refusal is an `INVALID_FIELD`."""
-        values = _require_mapping("spec", raw, _SPEC_FIELDS)
-        try:
-            check_json(dict(values), what="spec")
-        except LedgerError as refused:
-            raise _invalid("spec", refused.detail) from None
-        ceiling = values["parent_ceiling"]
-        schema = values["output_schema"]
-        if schema is not None and not isinstance(schema, dict):
-            raise _invalid("output_schema", "must be a JSON object or null")
-        mode = values["mode"]
-        if not isinstance(mode, str) or mode not in {m.value for m in AuxiliaryRunMode}:
-            raise _invalid("mode", f"must be one of {[m.value for m in AuxiliaryRunMode]}")
-        spec = cls(
-            frame=ExecutionFrame.from_mapping(values["frame"]),
-            kind=_require_identifier("kind", values["kind"]),
-            instruction=values["instruction"],
-            evidence_digest=values["evidence_digest"],
-            capabilities=AuxiliaryCapabilityProfile.from_mapping(values["capabilities"]),
-            parent_ceiling=None
-            if ceiling is None
-            else AuxiliaryCapabilityProfile.from_mapping(ceiling, "parent_ceiling"),
-            output_schema=schema,
-            timeout_ms=values["timeout_ms"],
-            mode=AuxiliaryRunMode(mode),
-        )
-        run_id = _require_identifier("id", values["id"])
-        if run_id != spec.id:
-            spec = spec.with_id(run_id)
-        spec.validate(spec.evidence_digest)
+        """Strictly, from `public()`'s shape; every field refused is an `INVALID_FIELD`."""
+        spec = structure(raw, cls, what="spec", refuse=_RELATIVE)
+        if spec._id is not None and spec._id == attrs.evolve(spec, id=None).id:
+            spec = attrs.evolve(spec, id=None)  # the derived id: equal to the spec built alike
+        spec._check_rules(spec.evidence_digest)
         return spec
 
 
@@ -483,57 +402,55 @@ def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSp
 # --- snapshots ------------------------------------------------------------------------------
 
 
+_TERMINAL_FIELDS = {
+    # state: (has an output digest, has an error)
+    AuxiliaryRunState.PENDING: (False, False),
+    AuxiliaryRunState.RUNNING: (False, False),
+    AuxiliaryRunState.COMPLETED: (True, False),
+    AuxiliaryRunState.FAILED: (False, True),
+    AuxiliaryRunState.CANCELLED: (False, True),
+}
+Milliseconds = Annotated[int, Between(0, 2**62)]
+
+
+@complete_form
 @attrs.frozen
 class AuxiliaryRunSnapshot:
     """An auxiliary run as the ledger holds it; `validate()` checks its fields agree."""
 
-    schema: str
-    id: str
+    schema: Annotated[str, OneOf((AUXILIARY_SNAPSHOT_SCHEMA_V1,))]
+    id: Annotated[str, Identifier]
     parent: ExecutionFrame
     mode: AuxiliaryRunMode
     state: AuxiliaryRunState
-    spec_digest: str
-    created_at_ms: int
-    updated_at_ms: int
-    output_digest: str | None = None
-    error: str | None = None
+    spec_digest: Annotated[str, PrefixedDigest]
+    created_at_ms: Milliseconds
+    updated_at_ms: Milliseconds
+    output_digest: Annotated[str, PrefixedDigest] | None = None
+    error: Annotated[str, Text(max_length=None, nul=True)] | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> AuxiliaryRunSnapshot:
+        """From `public()`'s shape; every refusal is an `INVALID_FIELD`, as `validate()`'s."""
+        snapshot = structure(raw, cls, what="snapshot", refuse=_RELATIVE)
+        snapshot._check_rules()
+        return snapshot
 
     def validate(self) -> None:
-        if self.schema != AUXILIARY_SNAPSHOT_SCHEMA_V1:
-            raise _invalid("schema", f"must be {AUXILIARY_SNAPSHOT_SCHEMA_V1}")
-        _require_identifier("id", self.id)
-        if not isinstance(self.parent, ExecutionFrame):
-            raise _invalid("parent", "must be an ExecutionFrame")
-        self.parent.validate()
-        if not isinstance(self.mode, AuxiliaryRunMode):
-            raise _invalid("mode", "is not an auxiliary run mode")
-        if not isinstance(self.state, AuxiliaryRunState):
-            raise _invalid("state", "is not an auxiliary run state")
-        if not isinstance(self.spec_digest, str) or not PREFIXED_DIGEST.fullmatch(self.spec_digest):
-            raise _invalid("spec_digest", "must be 'sha256:' followed by 64 hex")
-        _require_int("created_at_ms", self.created_at_ms, 0, 2**62)
-        _require_int("updated_at_ms", self.updated_at_ms, self.created_at_ms, 2**62)
-        has_output = self.output_digest is not None
-        has_error = self.error is not None
-        if has_output and not (
-            isinstance(self.output_digest, str) and PREFIXED_DIGEST.fullmatch(self.output_digest)
-        ):
-            raise _invalid("output_digest", "must be 'sha256:' followed by 64 hex")
-        if has_error and (not isinstance(self.error, str) or not self.error):
-            raise _invalid("error", "must be non-empty text")
-        expected = {
-            AuxiliaryRunState.PENDING: (False, False),
-            AuxiliaryRunState.RUNNING: (False, False),
-            AuxiliaryRunState.COMPLETED: (True, False),
-            AuxiliaryRunState.FAILED: (False, True),
-            AuxiliaryRunState.CANCELLED: (False, True),
-        }[self.state]
-        if (has_output, has_error) != expected:
+        check_built(self, what="snapshot", refuse=_RELATIVE)
+        self._check_rules()
+
+    def _check_rules(self) -> None:
+        _check_frame(self.parent)
+        if self.updated_at_ms < self.created_at_ms:
+            raise _invalid("updated_at_ms", "must not be before created_at_ms")
+        has_output, has_error = expected = _TERMINAL_FIELDS[self.state]
+        if (self.output_digest is not None, self.error is not None) != expected:
             raise _invalid(
                 "state",
                 f"a {self.state} run has "
-                f"{'an' if expected[0] else 'no'} output digest and "
-                f"{'an' if expected[1] else 'no'} error",
+                f"{'an' if has_output else 'no'} output digest and "
+                f"{'an' if has_error else 'no'} error",
             )
 
     @property
@@ -543,15 +460,4 @@ class AuxiliaryRunSnapshot:
         return self.error.split(":", 1)[0]
 
     def public(self) -> JsonObject:
-        return {
-            "schema": self.schema,
-            "id": self.id,
-            "parent": self.parent.public(),
-            "mode": str(self.mode),
-            "state": str(self.state),
-            "spec_digest": self.spec_digest,
-            "created_at_ms": self.created_at_ms,
-            "updated_at_ms": self.updated_at_ms,
-            "output_digest": self.output_digest,
-            "error": self.error,
-        }
+        return unstructure(self)

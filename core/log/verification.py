@@ -24,13 +24,14 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.fields import FieldRefused, structure
+from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
 from aios_ledger.core.log.seals import GENESIS_SEAL, SealedEvent, chain_of, seal_of_stored
 from aios_ledger.core.records import record_from_row
+from aios_ledger.core.structuring import refuse_as, structure, unstructure
 
 HEAD_SCHEMA = "aios.ledger_head.v1"
 EMPTY_HEAD_DIGEST = "sha256:" + hashlib.sha256(HEAD_SCHEMA.encode("ascii")).hexdigest()
@@ -140,49 +141,28 @@ class Finding:
         return {key: value for key, value in attrs.asdict(self).items() if value is not None}
 
 
+Count = Annotated[int, Between(0, 2**63 - 1)]
+
+
 @attrs.frozen
 class LedgerHead:
-    events: int
-    last_event_id: int
-    digest: str
+    """How far the log went when the head was taken: its count, last event id and the rolling
+    digest of every `(event_id, seal)` up to it."""
+
+    events: Count
+    last_event_id: Count
+    digest: Annotated[str, PrefixedDigest]
+    schema: Annotated[str, OneOf((HEAD_SCHEMA,))] = HEAD_SCHEMA
 
     def public(self) -> dict[str, Any]:
-        return {
-            "schema": HEAD_SCHEMA,
-            "events": self.events,
-            "last_event_id": self.last_event_id,
-            "digest": self.digest,
-        }
+        return unstructure(self)
 
     @classmethod
     def from_mapping(cls, raw: object) -> LedgerHead:
-        def count(value: object) -> int:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise FieldRefused("must be a non-negative integer")
-            return value
-
-        def digest(value: object) -> str:
-            if not isinstance(value, str) or len(value) != 71 or not value.startswith("sha256:"):
-                raise FieldRefused("must be a sha256: digest")
-            return value
-
-        def schema(value: object) -> str:
-            if value != HEAD_SCHEMA:
-                raise FieldRefused(f"must be {HEAD_SCHEMA!r}")
-            return HEAD_SCHEMA
-
-        values = structure(
-            raw,
-            {"schema": schema, "events": count, "last_event_id": count, "digest": digest},
-            what="head",
-            code="HEAD_INVALID",
-            optional=frozenset({"schema"}),
-        )
-        if (values["events"] == 0) != (values["last_event_id"] == 0):
+        head = structure(raw, cls, what="head", refuse=refuse_as(LedgerError, "HEAD_INVALID"))
+        if (head.events == 0) != (head.last_event_id == 0):
             raise LedgerError("HEAD_INVALID", "an empty head has last_event_id 0, and only it")
-        return cls(
-            events=values["events"], last_event_id=values["last_event_id"], digest=values["digest"]
-        )
+        return head
 
 
 def roll_head(digest: str, event_id: int, seal: str | None) -> str:

@@ -14,23 +14,22 @@ read inside the write transaction and returns the plan.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
 from aios_ledger.core.contracts.checks import require_contract
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.fields import (
-    digest_field,
-    identifier,
-    integer,
-    one_of,
-    sha256_field,
-    structure,
-    text,
-)
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.kinds import (
+    Between,
+    Identifier,
+    LedgerDigest,
+    OneOf,
+    Sha256Hex,
+    Text,
+)
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
     Replay,
@@ -48,53 +47,48 @@ from aios_ledger.core.projection.envelopes import (
 )
 from aios_ledger.core.records import TASK_STATUSES, EventRow, IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.structuring import refuse_as, structure, unstructure
 
 PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
 RUNTIME_ACTION = "agent_runtime"
 LEGACY_SCOPE: JsonObject = {"scope_type": "legacy", "tenant_id": None, "project_id": None}
 MAX_REVISION = 2**62
 
-_COMMON_CHECKS = {
-    "expected_status": one_of(*TASK_STATUSES),
-    "expected_revision": integer(minimum=1, maximum=MAX_REVISION),
-    "expected_attempt": integer(minimum=0, maximum=MAX_REVISION),
-    "expected_metadata_sha256": sha256_field(),
-    "expected_required_capabilities_sha256": sha256_field(),
-    "expected_job_id": identifier(),
-    "expected_execution_digest": digest_field(),
-    "required_capability": identifier(),
-    "adapter": identifier(),
-    "authorization_id": identifier(),
-    "idempotency_key": identifier(),
-    "reason": text(max_length=1000),
-}
-_RECOVERY_CHECKS = {
-    **_COMMON_CHECKS,
-    "previous_verification_sha256": sha256_field(),
-    "expected_source_capture_result_sha256": sha256_field(),
-    "expected_source_capture_execution_digest": digest_field(),
-}
+_REFUSE = refuse_as(ProjectionError, "FIELDS_INVALID")
+
+Revision = Annotated[int, Between(1, MAX_REVISION)]
+Attempt = Annotated[int, Between(0, MAX_REVISION)]
+TaskStatus = Annotated[str, OneOf(TASK_STATUSES)]
+Reason = Annotated[str, Text(max_length=1000)]
 
 
 @attrs.frozen
-class InitialExecutionProjectionRequest:
-    expected_status: str
-    expected_revision: int
-    expected_attempt: int
-    expected_metadata_sha256: str
-    expected_required_capabilities_sha256: str
-    expected_job_id: str
-    expected_execution_digest: str
-    required_capability: str
-    adapter: str
-    authorization_id: str
-    idempotency_key: str
-    reason: str
+class _ProjectionFields:
+    """What both projections name: the task's expected state and digests, the envelope's job,
+    digest, capability and adapter, the owner's authorization, the key and the reason."""
 
+    expected_status: TaskStatus
+    expected_revision: Revision
+    expected_attempt: Attempt
+    expected_metadata_sha256: Sha256Hex
+    expected_required_capabilities_sha256: Sha256Hex
+    expected_job_id: Identifier
+    expected_execution_digest: LedgerDigest
+    required_capability: Identifier
+    adapter: Identifier
+    authorization_id: Identifier
+    idempotency_key: Identifier
+    reason: Reason
+
+    def public(self) -> dict[str, Any]:
+        return unstructure(self)
+
+
+@attrs.frozen
+class InitialExecutionProjectionRequest(_ProjectionFields):
     @classmethod
     def from_mapping(cls, raw: object) -> InitialExecutionProjectionRequest:
-        values = structure(raw, _COMMON_CHECKS, what="request", error=ProjectionError)
-        request = cls(**values)
+        request = structure(raw, cls, what="request", refuse=_REFUSE)
         initial = (request.expected_status, request.expected_revision, request.expected_attempt)
         if initial != ("QUEUED", 1, 0):
             raise ProjectionError(
@@ -103,41 +97,25 @@ class InitialExecutionProjectionRequest:
             )
         return request
 
-    def public(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
 
 @attrs.frozen
-class SourceCaptureProjectionRecoveryRequest:
-    expected_status: str
-    expected_revision: int
-    expected_attempt: int
-    expected_metadata_sha256: str
-    expected_required_capabilities_sha256: str
-    previous_verification_sha256: str
-    expected_source_capture_result_sha256: str
-    expected_source_capture_execution_digest: str
-    expected_job_id: str
-    expected_execution_digest: str
-    required_capability: str
-    adapter: str
-    authorization_id: str
-    idempotency_key: str
-    reason: str
+class SourceCaptureProjectionRecoveryRequest(_ProjectionFields):
+    """The recovery also names the source capture it recovers from: the verification that
+    asked for rework, the captured result and the capture's execution digest."""
+
+    previous_verification_sha256: Sha256Hex
+    expected_source_capture_result_sha256: Sha256Hex
+    expected_source_capture_execution_digest: LedgerDigest
 
     @classmethod
     def from_mapping(cls, raw: object) -> SourceCaptureProjectionRecoveryRequest:
-        values = structure(raw, _RECOVERY_CHECKS, what="request", error=ProjectionError)
-        request = cls(**values)
+        request = structure(raw, cls, what="request", refuse=_REFUSE)
         if request.expected_status != "QUEUED" or request.expected_attempt < 1:
             raise ProjectionError(
                 "SOURCE_CAPTURE_RECOVERY_STATE_REQUIRED",
                 "recovery applies only to a QUEUED task after at least one attempt",
             )
         return request
-
-    def public(self) -> dict[str, Any]:
-        return attrs.asdict(self)
 
 
 ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, NewType
 
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_json
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.fields import FieldRefused, identifier, integer, one_of, structure, text
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json
+from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
+from aios_ledger.core.structuring import FieldRefused, register_kind, structure, unstructure
 
 ENVELOPE_SCHEMA = "aios.execution_envelope.v1"
 OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -36,14 +37,20 @@ GOVERNANCE_FLAGS = (
 )
 
 
-def _object_id(value: object) -> str:
+ObjectId = NewType("ObjectId", str)
+BranchName = NewType("BranchName", str)
+
+_BRANCH_TEXT = Text(max_length=200)
+
+
+def _object_id(value: Any) -> ObjectId:
     if not isinstance(value, str) or not OBJECT_ID.fullmatch(value):
         raise FieldRefused("must be a 40- or 64-character lowercase hex object id")
-    return value
+    return ObjectId(value)
 
 
-def _branch(value: object) -> str:
-    name: str = text(max_length=200)(value)
+def _branch(value: Any) -> BranchName:
+    name: str = _BRANCH_TEXT(value)
     forbidden = (
         name.startswith(("-", "/", "."))
         or name.endswith(("/", ".", ".lock"))
@@ -56,38 +63,28 @@ def _branch(value: object) -> str:
     )
     if forbidden:
         raise FieldRefused(f"{name!r} is not a valid git branch name")
-    return name
+    return BranchName(name)
 
 
-_BINDING_CHECKS = {
-    "task_id": identifier(),
-    "job_id": identifier(),
-    "repository": text(max_length=300, pattern=REPOSITORY),
-    "base_oid": _object_id,
-    "expected_branch_oid": _object_id,
-    "target_branch": _branch,
-    "branch_mode": one_of(*BRANCH_MODES),
-    "generation": integer(minimum=1, maximum=2**31 - 1),
-    "idempotency_key": identifier(),
-}
+register_kind(ObjectId, _object_id)
+register_kind(BranchName, _branch)
 
 
 @attrs.frozen
 class GovernedExecutionBinding:
-    task_id: str
-    job_id: str
-    repository: str
-    base_oid: str
-    expected_branch_oid: str
-    target_branch: str
-    branch_mode: str
-    generation: int
-    idempotency_key: str
+    task_id: Identifier
+    job_id: Identifier
+    repository: Annotated[str, Text(max_length=300, pattern=REPOSITORY)]
+    base_oid: ObjectId
+    expected_branch_oid: ObjectId
+    target_branch: BranchName
+    branch_mode: Annotated[str, OneOf(BRANCH_MODES)]
+    generation: Annotated[int, Between(1, 2**31 - 1)]
+    idempotency_key: Identifier
 
     @classmethod
     def from_mapping(cls, raw: object) -> GovernedExecutionBinding:
-        values = structure(raw, _BINDING_CHECKS, what="binding")
-        binding = cls(**values)
+        binding = structure(raw, cls, what="binding")
         binding._check_rules()
         return binding
 
@@ -105,7 +102,7 @@ class GovernedExecutionBinding:
             )
 
     def public(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return unstructure(self)
 
 
 @attrs.frozen
@@ -134,12 +131,16 @@ ACTIONS: Mapping[str, ActionRule] = {
 }
 RESERVED_ADAPTERS = frozenset(rule.fixed_adapter for rule in ACTIONS.values() if rule.fixed_adapter)
 
-_PROJECTION_CHECKS = {
-    "action": one_of(*ACTIONS),
-    "adapter": identifier(),
-    "capability_scope": lambda value: value,
-    "runtime_input": lambda value: value,
-}
+
+@attrs.frozen
+class EnvelopeAction:
+    """What `project_execution_envelope` adds to a binding; the action's rule (`ACTIONS`)
+    judges the scope and the runtime input, each with its own code."""
+
+    action: Annotated[str, OneOf(tuple(ACTIONS))]
+    adapter: Identifier
+    capability_scope: Any
+    runtime_input: Any
 
 
 def project_execution_envelope(
@@ -148,15 +149,15 @@ def project_execution_envelope(
     """The envelope for one action on a binding, with its `execution_digest`."""
     if not isinstance(binding, GovernedExecutionBinding):
         raise LedgerError("BINDING_INVALID", "a GovernedExecutionBinding is required")
-    values = structure(mapping, _PROJECTION_CHECKS, what="projection")
-    action, adapter = values["action"], values["adapter"]
+    values = structure(mapping, EnvelopeAction, what="projection")
+    action, adapter = values.action, values.adapter
     rule = ACTIONS[action]
     if rule.fixed_adapter is not None and adapter != rule.fixed_adapter:
         raise LedgerError("ADAPTER_INVALID", f"{action} runs only on adapter {rule.fixed_adapter}")
     if rule.fixed_adapter is None and adapter in RESERVED_ADAPTERS:
         raise LedgerError("ADAPTER_INVALID", f"adapter {adapter!r} is reserved")
-    scope = _capability_scope(values["capability_scope"], rule, adapter)
-    runtime_input = values["runtime_input"]
+    scope = _capability_scope(values.capability_scope, rule, adapter)
+    runtime_input = values.runtime_input
     if rule.takes_runtime_input:
         if not isinstance(runtime_input, dict):
             raise LedgerError("RUNTIME_INPUT_INVALID", f"{action} needs a runtime_input object")

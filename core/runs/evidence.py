@@ -10,17 +10,18 @@ evidence again, even after the run has grown past a truncated slice, reproduces 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.fields import identifier, integer, structure, text
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json, loads_document
+from aios_ledger.core.kinds import Between, Identifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Replay, WritePlan, first_answer, sealed_plan
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.structuring import check_built, structure, unstructure
 
 EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
 EVIDENCE_DOMAIN = "evidence"
@@ -31,31 +32,22 @@ MAX_EVENTS_LIMIT = 10_000
 MAX_BYTES_LIMIT = 4 * 1024 * 1024
 MAX_PROMPT_CHARS = 64 * 1024
 MAX_EVENT_PAYLOAD_BYTES = 1024 * 1024
-
-_TARGET_CHECKS = {"session_id": identifier(), "run_id": identifier()}
+MAX_EVENTS_PAGE = MAX_EVENTS_LIMIT + 1
 
 
 @attrs.frozen
 class ExecutionTarget:
     """Which run of which session an execution (and its evidence) is about."""
 
-    session_id: str
-    run_id: str
+    session_id: Annotated[str, Identifier]
+    run_id: Annotated[str, Identifier]
 
     @classmethod
-    def from_mapping(
-        cls, raw: object, *, error: type[LedgerError] = LedgerError, code: str = "FIELDS_INVALID"
-    ) -> ExecutionTarget:
-        values = structure(raw, _TARGET_CHECKS, what="target", error=error, code=code)
-        return cls(session_id=values["session_id"], run_id=values["run_id"])
-
-    def validate(
-        self, *, error: type[LedgerError] = LedgerError, code: str = "FIELDS_INVALID"
-    ) -> None:
-        ExecutionTarget.from_mapping(self.public(), error=error, code=code)
+    def from_mapping(cls, raw: object) -> ExecutionTarget:
+        return structure(raw, cls, what="target")
 
     def public(self) -> JsonObject:
-        return {"session_id": self.session_id, "run_id": self.run_id}
+        return unstructure(self)
 
 
 @attrs.frozen
@@ -63,21 +55,16 @@ class EvidenceReadRequest:
     """Read at most `max_events` events and at most `max_bytes` bytes of them (canonical JSON)."""
 
     target: ExecutionTarget
-    max_events: int = DEFAULT_MAX_EVENTS
-    max_bytes: int = DEFAULT_MAX_BYTES
+    max_events: Annotated[int, Between(1, MAX_EVENTS_LIMIT)] = DEFAULT_MAX_EVENTS
+    max_bytes: Annotated[int, Between(1, MAX_BYTES_LIMIT)] = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> EvidenceReadRequest:
+        return structure(raw, cls, what="evidence request")
 
     def validate(self) -> None:
-        if not isinstance(self.target, ExecutionTarget):
-            raise LedgerError("FIELDS_INVALID", "target must be an ExecutionTarget")
-        self.target.validate()
-        structure(
-            {"max_events": self.max_events, "max_bytes": self.max_bytes},
-            {
-                "max_events": integer(minimum=1, maximum=MAX_EVENTS_LIMIT),
-                "max_bytes": integer(minimum=1, maximum=MAX_BYTES_LIMIT),
-            },
-            what="evidence limits",
-        )
+        """For a request built directly: its fields as `from_mapping` would check them."""
+        check_built(self, what="evidence request")
 
     def limits(self) -> JsonObject:
         return {"max_events": self.max_events, "max_bytes": self.max_bytes}
@@ -226,32 +213,61 @@ def build_evidence_snapshot(
 # --- decisions over runs -------------------------------------------------------------------
 
 
-def _run_fields(session_id: object, prompt: object, run_id: object) -> dict[str, Any]:
-    return structure(
-        {"session_id": session_id, "prompt": prompt, "run_id": run_id},
-        {
-            "session_id": identifier(),
-            "prompt": text(max_length=MAX_PROMPT_CHARS),
-            "run_id": identifier(),
-        },
-        what="run",
-    )
+@attrs.frozen
+class RunCreateRequest:
+    session_id: Identifier
+    prompt: Annotated[str, Text(max_length=MAX_PROMPT_CHARS)]
+    run_id: Identifier
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> RunCreateRequest:
+        return structure(raw, cls, what="run")
+
+
+@attrs.frozen
+class RunEventAppendRequest:
+    """One event for a run; the payload is any JSON value, checked (with its own codes) when
+    the event is decided."""
+
+    run_id: Identifier
+    kind: Identifier
+    payload: Any
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> RunEventAppendRequest:
+        return structure(raw, cls, what="run event")
+
+
+@attrs.frozen
+class RunReadRequest:
+    run_id: Identifier
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> RunReadRequest:
+        return structure(raw, cls, what="arguments")
+
+
+@attrs.frozen
+class RunEventsRequest:
+    """A run's first `limit` events, in order: at most one more than the largest evidence read
+    (so that a truncated slice can be told apart); a longer page is refused, never shortened."""
+
+    run_id: Identifier
+    limit: Annotated[int, Between(1, MAX_EVENTS_PAGE)] = MAX_EVENTS_PAGE
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> RunEventsRequest:
+        return structure(raw, cls, what="arguments")
 
 
 def decide_create_run(
-    existing: RunRecord | None,
-    *,
-    session_id: object,
-    prompt: object,
-    run_id: object,
-    now: str,
-    tail: LogTail,
+    existing: RunRecord | None, request: RunCreateRequest, *, now: str, tail: LogTail
 ) -> Replay | WritePlan:
     """A new run, or the same run again when `run_id` already names an identical one; the
     answer is the run's row (`RunRecord` fields)."""
-    values = _run_fields(session_id, prompt, run_id)
+    values = unstructure(request)
     if existing is not None:
-        if existing.session_id != values["session_id"] or existing.prompt != values["prompt"]:
+        if existing.session_id != request.session_id or existing.prompt != request.prompt:
             raise LedgerError(
                 "RUN_CONFLICT", f"run {existing.run_id!r} exists with another session or prompt"
             )
@@ -262,7 +278,7 @@ def decide_create_run(
         task_id=None,
         agent_id=None,
         event_type=RUN_CREATED,
-        payload={"run_id": values["run_id"], "session_id": values["session_id"]},
+        payload={"run_id": request.run_id, "session_id": request.session_id},
         created_at=now,
     )
     return sealed_plan(
@@ -271,30 +287,20 @@ def decide_create_run(
 
 
 def decide_append_run_event(
-    run: RunRecord | None,
-    *,
-    run_id: object,
-    kind: object,
-    payload: object,
-    now: str,
+    run: RunRecord | None, request: RunEventAppendRequest, *, now: str
 ) -> WritePlan:
     """The next event of a run: a CAS on the run's event count (its revision), then the event
     row, which is also the answer (`RunEventRecord` fields)."""
-    values = structure(
-        {"run_id": run_id, "kind": kind},
-        {"run_id": identifier(), "kind": identifier()},
-        what="run event",
-    )
     if run is None:
-        raise LedgerError("RUN_NOT_FOUND", f"no run {values['run_id']!r}")
-    checked = check_json(payload, what="payload")
+        raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
+    checked = check_json(request.payload, what="payload")
     payload_json = canonical_json(checked)
     if len(payload_json) > MAX_EVENT_PAYLOAD_BYTES:
         raise LedgerError("PAYLOAD_TOO_LARGE", f"payload is over {MAX_EVENT_PAYLOAD_BYTES} bytes")
     event: dict[str, str | int] = {
         "run_id": run.run_id,
         "seq": run.event_count + 1,
-        "kind": values["kind"],
+        "kind": request.kind,
         "payload_json": payload_json,
         "created_at": now,
     }

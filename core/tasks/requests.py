@@ -1,32 +1,40 @@
 """Strict request records of the task lifecycle, structured from untrusted mappings.
 
-Each record has a field table for `structure` (unknown or missing fields, wrong types, huge or
-malformed values are all `FIELDS_INVALID`), a `from_mapping` constructor and `public()`, the
-canonical form its idempotency key is bound to. Lease tokens never appear in `public()`: only
-their sha256 does, which is also all the database ever keeps.
+Each record's fields and their types are its schema (`core/structuring.py`): unknown or missing
+fields, wrong types, huge or malformed values are all `FIELDS_INVALID`, naming each field.
+`public()` is the canonical form a request's idempotency key is bound to. Lease tokens never
+appear in it: only their sha256 does, which is also all the database ever keeps.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Annotated, Any, NewType
 
 import attrs
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.fields import (
-    FieldRefused,
-    identifier,
-    integer,
-    nullable,
-    one_of,
-    sha256_field,
-    structure,
-    text,
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.kinds import (
+    Between,
+    Identifier,
+    JsonArrayValue,
+    JsonObjectValue,
+    OneOf,
+    Sha256Hex,
+    Text,
+    Timestamp,
+    json_value_check,
 )
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json
+from aios_ledger.core.structuring import (
+    NOT_PUBLIC,
+    FieldRefused,
+    converter,
+    register_kind,
+    structure,
+    unstructure,
+)
 from aios_ledger.core.tasks.transitions import VERIFY_DECISIONS
-from aios_ledger.core.timestamps import normalise_timestamp
 
 MAX_GOAL = 4096
 MAX_INSTRUCTIONS = 65536
@@ -36,10 +44,19 @@ MAX_OFFERED_CAPABILITIES = 256
 MAX_PRIORITY = 1_000_000
 MAX_ATTEMPTS = 1000
 MAX_LEASE_SECONDS = 7 * 24 * 3600
+MAX_CLAIM_BATCH = 256
 DEFAULT_PRIORITY = 0
 DEFAULT_MAX_ATTEMPTS = 3
 LEASE_TOKEN = re.compile(r"^[A-Za-z0-9._~+/=-]{16,256}$")
 RESERVED_METADATA = ("execution",)
+
+LeaseToken = NewType("LeaseToken", str)
+TaskMetadata = NewType("TaskMetadata", dict[str, JsonValue])
+RequiredCapabilities = NewType("RequiredCapabilities", list[Identifier])
+OfferedCapabilities = NewType("OfferedCapabilities", list[Identifier])
+
+LeaseSeconds = Annotated[int, Between(1, MAX_LEASE_SECONDS)]
+Reason = Annotated[str, Text(max_length=MAX_REASON)]
 
 
 def lease_token_sha256(token: str) -> str:
@@ -47,263 +64,192 @@ def lease_token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _json_value(kind: type, name: str) -> Any:
-    def check(value: object) -> Any:
-        if not isinstance(value, kind):
-            raise FieldRefused(f"must be a JSON {name}, got {type(value).__name__}")
-        try:
-            return check_json(value, what=name)
-        except LedgerError as refused:
-            raise FieldRefused(str(refused)) from None
-
-    return check
-
-
-def _capabilities(*, limit: int) -> Any:
-    item = identifier()
-
-    def check(value: object) -> list[str]:
-        if not isinstance(value, list):
-            raise FieldRefused(f"must be a list of capability names, got {type(value).__name__}")
-        if len(value) > limit:
-            raise FieldRefused(f"holds more than {limit} capabilities")
-        names = [item(entry) for entry in value]
-        return sorted(set(names))
-
-    return check
-
-
-def _timestamp(value: object) -> str:
-    if not isinstance(value, str):
-        raise FieldRefused(f"must be an RFC 3339 string, got {type(value).__name__}")
-    try:
-        return normalise_timestamp(value, field="deadline")
-    except LedgerError as refused:
-        raise FieldRefused(refused.detail) from None
-
-
-def _lease_token(value: object) -> str:
+def _lease_token(value: Any) -> LeaseToken:
     if not isinstance(value, str) or not LEASE_TOKEN.fullmatch(value):
         raise FieldRefused("must be 16-256 characters of [A-Za-z0-9._~+/=-]")
-    return value
+    return LeaseToken(value)
 
 
-def _metadata(value: object) -> JsonObject:
-    checked: JsonObject = _json_value(dict, "object")(value)
+_json_object = json_value_check(dict, "object")
+
+
+def _metadata(value: Any) -> TaskMetadata:
+    checked: JsonObject = _json_object(value)
     reserved = [key for key in RESERVED_METADATA if key in checked]
     if reserved:
         raise FieldRefused(
             f"{reserved} are reserved: an execution envelope is only set by the governed projection"
         )
-    return checked
+    return TaskMetadata(checked)
 
 
-_CREATE_CHECKS = {
-    "task_id": identifier(),
-    "goal": text(max_length=MAX_GOAL),
-    "instructions": text(max_length=MAX_INSTRUCTIONS),
-    "success_criteria": _json_value(list, "array"),
-    "required_capabilities": _capabilities(limit=MAX_CAPABILITIES),
-    "constraints": _json_value(dict, "object"),
-    "metadata": _metadata,
-    "deadline": nullable(_timestamp),
-    "priority": integer(minimum=-MAX_PRIORITY, maximum=MAX_PRIORITY),
-    "max_attempts": integer(minimum=1, maximum=MAX_ATTEMPTS),
-}
-_CREATE_OPTIONAL = frozenset(set(_CREATE_CHECKS) - {"goal", "instructions"})
+def _capabilities(limit: int) -> Any:
+    """At most `limit` capability names, kept sorted and once each."""
+    names = converter.get_structure_hook(list[Identifier])
+
+    def check(value: Any) -> list[Identifier]:
+        if not isinstance(value, list):
+            raise FieldRefused(f"must be a list of capability names, got {type(value).__name__}")
+        if len(value) > limit:
+            raise FieldRefused(f"holds more than {limit} capabilities")
+        return sorted(set(names(value, list[Identifier])))
+
+    return check
 
 
-@attrs.frozen
+register_kind(LeaseToken, _lease_token)
+register_kind(TaskMetadata, _metadata)
+register_kind(RequiredCapabilities, _capabilities(MAX_CAPABILITIES))
+register_kind(OfferedCapabilities, _capabilities(MAX_OFFERED_CAPABILITIES))
+
+
+@attrs.frozen(kw_only=True)
 class TaskCreateRequest:
     """A new task; every field but `goal` and `instructions` has a default."""
 
-    task_id: str | None
-    goal: str
-    instructions: str
-    success_criteria: list[JsonValue]
-    required_capabilities: list[str]
-    constraints: JsonObject
-    metadata: JsonObject
-    deadline: str | None
-    priority: int
-    max_attempts: int
+    task_id: Identifier | None = None
+    goal: Annotated[str, Text(max_length=MAX_GOAL)]
+    instructions: Annotated[str, Text(max_length=MAX_INSTRUCTIONS)]
+    success_criteria: JsonArrayValue = attrs.field(factory=lambda: JsonArrayValue([]))
+    required_capabilities: RequiredCapabilities = attrs.field(
+        factory=lambda: RequiredCapabilities([])
+    )
+    constraints: JsonObjectValue = attrs.field(factory=lambda: JsonObjectValue({}))
+    metadata: TaskMetadata = attrs.field(factory=lambda: TaskMetadata({}))
+    deadline: Timestamp | None = None
+    priority: Annotated[int, Between(-MAX_PRIORITY, MAX_PRIORITY)] = DEFAULT_PRIORITY
+    max_attempts: Annotated[int, Between(1, MAX_ATTEMPTS)] = DEFAULT_MAX_ATTEMPTS
 
     @classmethod
     def from_mapping(cls, raw: object) -> TaskCreateRequest:
-        values = structure(raw, _CREATE_CHECKS, what="task", optional=_CREATE_OPTIONAL)
-        defaults: dict[str, Any] = {
-            "success_criteria": [],
-            "required_capabilities": [],
-            "constraints": {},
-            "metadata": {},
-            "priority": DEFAULT_PRIORITY,
-            "max_attempts": DEFAULT_MAX_ATTEMPTS,
-        }
-        for name, default in defaults.items():
-            if values[name] is None:
-                values[name] = default
-        return cls(**values)
+        return structure(raw, cls, what="task")
 
     def public(self) -> JsonObject:
-        return {
-            "task_id": self.task_id,
-            "goal": self.goal,
-            "instructions": self.instructions,
-            "success_criteria": self.success_criteria,
-            "required_capabilities": list[JsonValue](self.required_capabilities),
-            "constraints": self.constraints,
-            "metadata": self.metadata,
-            "deadline": self.deadline,
-            "priority": self.priority,
-            "max_attempts": self.max_attempts,
-        }
+        return unstructure(self)
 
 
-_CLAIM_CHECKS = {
-    "agent_id": identifier(),
-    "capabilities": _capabilities(limit=MAX_OFFERED_CAPABILITIES),
-    "lease_seconds": integer(minimum=1, maximum=MAX_LEASE_SECONDS),
-    "task_id": nullable(identifier()),
-    "idempotency_key": nullable(identifier()),
-    "lease_token": nullable(_lease_token),
-}
+@attrs.frozen
+class TaskCreateCommand:
+    """A task to create and the idempotency key it is filed under: `{"task": {...},
+    "idempotency_key": ...}`, one entry of `task create`, or a `(task, key)` pair."""
+
+    task: TaskCreateRequest
+    idempotency_key: Identifier
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> TaskCreateCommand:
+        return structure(raw, cls, what="create")
+
+    @classmethod
+    def from_pair(cls, item: object) -> TaskCreateCommand:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise LedgerError("FIELDS_INVALID", "each item must be a (task mapping, key) pair")
+        return cls.from_mapping({"task": item[0], "idempotency_key": item[1]})
 
 
 @attrs.frozen
 class ClaimRequest:
     """A claim. An idempotent claim (with a key) needs the claimer's own `lease_token`."""
 
-    agent_id: str
-    capabilities: list[str]
-    lease_seconds: int
-    task_id: str | None
-    idempotency_key: str | None
-    lease_token: str | None = attrs.field(repr=False)
+    agent_id: Identifier
+    capabilities: OfferedCapabilities
+    lease_seconds: LeaseSeconds
+    task_id: Identifier | None = None
+    idempotency_key: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
+    lease_token: LeaseToken | None = attrs.field(default=None, repr=False, metadata=NOT_PUBLIC)
 
     @classmethod
     def from_mapping(cls, raw: object) -> ClaimRequest:
-        optional = frozenset({"task_id", "idempotency_key", "lease_token"})
-        request = cls(**structure(raw, _CLAIM_CHECKS, what="claim", optional=optional))
-        if request.idempotency_key is not None and request.lease_token is None:
-            raise LedgerError(
-                "LEASE_TOKEN_REQUIRED",
-                "an idempotent claim must bring its own lease_token: the ledger keeps only "
-                "its digest and could not give a generated one back on a replay",
-            )
+        request = structure(raw, cls, what="claim")
+        _require_own_token(request)
         return request
 
     def public(self, lease_token: str) -> JsonObject:
-        return {
-            "agent_id": self.agent_id,
-            "capabilities": list(self.capabilities),
-            "lease_seconds": self.lease_seconds,
-            "task_id": self.task_id,
-            "lease_token_sha256": lease_token_sha256(lease_token),
-        }
+        return {**unstructure(self), "lease_token_sha256": lease_token_sha256(lease_token)}
 
 
-_HEARTBEAT_CHECKS = {
-    "task_id": identifier(),
-    "lease_token": _lease_token,
-    "lease_seconds": integer(minimum=1, maximum=MAX_LEASE_SECONDS),
-}
+def _require_own_token(request: ClaimRequest) -> None:
+    if request.idempotency_key is not None and request.lease_token is None:
+        raise LedgerError(
+            "LEASE_TOKEN_REQUIRED",
+            "an idempotent claim must bring its own lease_token: the ledger keeps only "
+            "its digest and could not give a generated one back on a replay",
+        )
+
+
+@attrs.frozen
+class ClaimBatchRequest:
+    """Up to `limit` claims at once, each with a lease token drawn by the ledger (so no key)."""
+
+    agent_id: Identifier
+    capabilities: OfferedCapabilities
+    lease_seconds: LeaseSeconds
+    limit: Annotated[int, Between(1, MAX_CLAIM_BATCH)]
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> ClaimBatchRequest:
+        return structure(raw, cls, what="claim")
+
+    def claim(self) -> ClaimRequest:
+        """The claim each of the batch's tasks is taken with."""
+        return ClaimRequest(
+            agent_id=self.agent_id,
+            capabilities=self.capabilities,
+            lease_seconds=self.lease_seconds,
+        )
 
 
 @attrs.frozen
 class HeartbeatRequest:
-    task_id: str
-    lease_token: str = attrs.field(repr=False)
-    lease_seconds: int
+    task_id: Identifier
+    lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
+    lease_seconds: LeaseSeconds
 
     @classmethod
     def from_mapping(cls, raw: object) -> HeartbeatRequest:
-        return cls(**structure(raw, _HEARTBEAT_CHECKS, what="heartbeat"))
-
-
-_SUBMIT_CHECKS = {
-    "task_id": identifier(),
-    "lease_token": _lease_token,
-    "result": _json_value(dict, "object"),
-    "idempotency_key": identifier(),
-}
+        return structure(raw, cls, what="heartbeat")
 
 
 @attrs.frozen
 class SubmitRequest:
-    task_id: str
-    lease_token: str = attrs.field(repr=False)
-    result: JsonObject
-    idempotency_key: str
+    task_id: Identifier
+    lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
+    result: JsonObjectValue
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     @classmethod
     def from_mapping(cls, raw: object) -> SubmitRequest:
-        return cls(**structure(raw, _SUBMIT_CHECKS, what="submit"))
+        return structure(raw, cls, what="submit")
 
     def public(self) -> JsonObject:
-        return {
-            "task_id": self.task_id,
-            "lease_token_sha256": lease_token_sha256(self.lease_token),
-            "result": self.result,
-        }
-
-
-_VERIFY_CHECKS = {
-    "task_id": identifier(),
-    "decision": one_of(*VERIFY_DECISIONS),
-    "reason": text(max_length=MAX_REASON),
-    "idempotency_key": identifier(),
-    "expected_result_digest": nullable(sha256_field()),
-}
+        return {**unstructure(self), "lease_token_sha256": lease_token_sha256(self.lease_token)}
 
 
 @attrs.frozen
 class VerifyRequest:
-    task_id: str
-    decision: str
-    reason: str
-    idempotency_key: str
-    expected_result_digest: str | None
+    task_id: Identifier
+    decision: Annotated[str, OneOf(VERIFY_DECISIONS)]
+    reason: Reason
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
+    expected_result_digest: Sha256Hex | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> VerifyRequest:
-        optional = frozenset({"expected_result_digest"})
-        return cls(**structure(raw, _VERIFY_CHECKS, what="verify", optional=optional))
+        return structure(raw, cls, what="verify")
 
     def public(self) -> JsonObject:
-        return {
-            "task_id": self.task_id,
-            "decision": self.decision,
-            "reason": self.reason,
-            "expected_result_digest": self.expected_result_digest,
-        }
-
-
-_CANCEL_CHECKS = {
-    "task_id": identifier(),
-    "reason": text(max_length=MAX_REASON),
-    "idempotency_key": identifier(),
-}
+        return unstructure(self)
 
 
 @attrs.frozen
 class CancelRequest:
-    task_id: str
-    reason: str
-    idempotency_key: str
+    task_id: Identifier
+    reason: Reason
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     @classmethod
     def from_mapping(cls, raw: object) -> CancelRequest:
-        return cls(**structure(raw, _CANCEL_CHECKS, what="cancel"))
+        return structure(raw, cls, what="cancel")
 
     def public(self) -> JsonObject:
-        return {"task_id": self.task_id, "reason": self.reason}
-
-
-def check_identifier(value: object, *, what: str) -> str:
-    """One identifier argument (a task id, an idempotency key), or `FIELDS_INVALID`."""
-    return str(structure({what: value}, {what: identifier()}, what="arguments")[what])
-
-
-def integer_in_range(value: object, *, minimum: int, maximum: int, what: str) -> int:
-    checks = {what: integer(minimum=minimum, maximum=maximum)}
-    return int(structure({what: value}, checks, what="arguments")[what])
+        return unstructure(self)

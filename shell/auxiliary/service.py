@@ -32,6 +32,7 @@ import attrs
 from aios_ledger.core import (
     LEDGER_CHAIN,
     AuxiliaryRunError,
+    AuxiliaryRunListRequest,
     AuxiliaryRunOutput,
     AuxiliaryRunRow,
     AuxiliaryRunSnapshot,
@@ -39,7 +40,6 @@ from aios_ledger.core import (
     AuxiliaryRunState,
     EvidenceSnapshot,
     LedgerError,
-    check_identifier,
     check_output,
     check_spawn,
     decide_recover_interrupted,
@@ -49,6 +49,7 @@ from aios_ledger.core import (
     failure_of,
     loads_document,
     state_after,
+    unstructure,
 )
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
@@ -62,7 +63,6 @@ from aios_ledger.shell.db.connection import (
 ClockMs = Callable[[], int]
 POLL_SECONDS = 0.05
 CANCEL_GRACE_SECONDS = 1.0
-MAX_LIST = 1000
 FINISHED_CACHE = 1024
 
 _LIVE_OWNERS: set[str] = set()
@@ -233,19 +233,12 @@ def list_auxiliary_runs(
     run_id: str | None = None,
     limit: int = 100,
 ) -> list[AuxiliaryRunRow]:
-    if state is not None and state not in [member.value for member in AuxiliaryRunState]:
-        raise AuxiliaryRunError.invalid_field("state", "must be an auxiliary run state or None")
-    for name, value in (("session_id", session_id), ("run_id", run_id)):
-        if value is not None:
-            check_identifier(value, what=name)
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise AuxiliaryRunError.invalid_field("limit", "must be an integer")
-    params = {
-        "state": state,
-        "session_id": session_id,
-        "run_id": run_id,
-        "limit": max(1, min(limit, MAX_LIST)),
-    }
+    """Auxiliary runs, oldest first, at most `limit` (1 to 1000: a limit out of range is
+    refused, not clamped)."""
+    request = AuxiliaryRunListRequest.from_mapping(
+        {"state": state, "session_id": session_id, "run_id": run_id, "limit": limit}
+    )
+    params = unstructure(request)  # exactly the statement's parameters
     return db.read(lambda conn: _read_rows(conn, "list_auxiliary_runs", params))
 
 

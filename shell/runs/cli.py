@@ -8,8 +8,6 @@ from typing import Any
 from aios_ledger.core import (
     AuxiliaryRunState,
     EvidenceReadRequest,
-    ExecutionTarget,
-    LedgerError,
 )
 from aios_ledger.core.runs.evidence import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from aios_ledger.shell.auxiliary.service import (
@@ -83,18 +81,18 @@ def _run_append(args: argparse.Namespace) -> Any:
 
 
 def _run_evidence(args: argparse.Namespace) -> Any:
-    request = EvidenceReadRequest(
-        ExecutionTarget(args.session_id, args.run_id),
-        max_events=args.max_events,
-        max_bytes=args.max_bytes,
+    request = EvidenceReadRequest.from_mapping(
+        {
+            "target": {"session_id": args.session_id, "run_id": args.run_id},
+            "max_events": args.max_events,
+            "max_bytes": args.max_bytes,
+        }
     )
     with _runs(args) as runs:
         return RunEvidenceReader(runs).read(request).public()
 
 
 def _aux_list(args: argparse.Namespace) -> Any:
-    if not 1 <= args.limit <= 1000:
-        raise LedgerError("FIELDS_INVALID", "--limit must be between 1 and 1000")
     with open_database(args) as db:
         rows = list_auxiliary_runs(
             db,

@@ -12,18 +12,20 @@ from aios_ledger.core import (
     EvidenceReadRequest,
     EvidenceSnapshot,
     LedgerError,
+    RunCreateRequest,
+    RunEventAppendRequest,
     RunEventRecord,
+    RunEventsRequest,
+    RunReadRequest,
     RunRecord,
     build_evidence_snapshot,
-    check_identifier,
     decide_append_run_event,
     decide_create_run,
 )
+from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
 from aios_ledger.shell.clock import Clock, now_text, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor, apply_decision
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
-
-MAX_PAGE = 10_001
 
 
 def new_run_id() -> str:
@@ -68,49 +70,51 @@ class RunStore:
 
     def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRecord:
         """A new run; the same `run_id` with the same session and prompt returns it again."""
-        chosen = new_run_id() if run_id is None else run_id
+        request = RunCreateRequest.from_mapping(
+            {
+                "session_id": session_id,
+                "prompt": prompt,
+                "run_id": new_run_id() if run_id is None else run_id,
+            }
+        )
         now = now_text(self._clock)
 
         def write(conn: apsw.Connection) -> RunRecord:
             plans = PlanExecutor(conn)
-            existing = None if not isinstance(chosen, str) else _get_run(conn, chosen)
-            decision = decide_create_run(
-                existing,
-                session_id=session_id,
-                prompt=prompt,
-                run_id=chosen,
-                now=now,
-                tail=plans.tail(LEDGER_CHAIN),
-            )
+            existing = _get_run(conn, request.run_id)
+            decision = decide_create_run(existing, request, now=now, tail=plans.tail(LEDGER_CHAIN))
             return RunRecord.from_row(plans.apply(decision))
 
         return self.database.write(write)
 
     def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRecord:
         """Append one event to a run (payload: any JSON value; None is stored as null)."""
+        request = RunEventAppendRequest.from_mapping(
+            {"run_id": run_id, "kind": kind, "payload": payload}
+        )
         now = now_text(self._clock)
 
         def write(conn: apsw.Connection) -> RunEventRecord:
-            run = None if not isinstance(run_id, str) else _get_run(conn, run_id)
-            decision = decide_append_run_event(
-                run, run_id=run_id, kind=kind, payload=payload, now=now
-            )
+            run = _get_run(conn, request.run_id)
+            decision = decide_append_run_event(run, request, now=now)
             return RunEventRecord.from_row(apply_decision(conn, decision))
 
         return self.database.write(write)
 
     def get_run(self, run_id: str) -> RunRecord:
-        check_identifier(run_id, what="run_id")
-        run = self.database.read(lambda conn: _get_run(conn, run_id))
+        request = RunReadRequest.from_mapping({"run_id": run_id})
+        run = self.database.read(lambda conn: _get_run(conn, request.run_id))
         if run is None:
-            raise LedgerError("RUN_NOT_FOUND", f"no run {run_id!r}")
+            raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
         return run
 
-    def run_events(self, run_id: str, *, limit: int = MAX_PAGE) -> tuple[RunEventRecord, ...]:
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise LedgerError("FIELDS_INVALID", "limit must be an integer")
-        self.get_run(run_id)
-        return self.database.read(lambda conn: _events(conn, run_id, max(0, min(limit, MAX_PAGE))))
+    def run_events(
+        self, run_id: str, *, limit: int = MAX_EVENTS_PAGE
+    ) -> tuple[RunEventRecord, ...]:
+        """The run's first `limit` events (1 to MAX_EVENTS_PAGE: out of range is refused)."""
+        request = RunEventsRequest.from_mapping({"run_id": run_id, "limit": limit})
+        self.get_run(request.run_id)
+        return self.database.read(lambda conn: _events(conn, request.run_id, request.limit))
 
 
 class RunEvidenceReader:

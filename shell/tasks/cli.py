@@ -10,19 +10,23 @@ from typing import Any
 
 from aios_ledger.core import (
     CancelRequest,
+    ClaimBatchRequest,
     ClaimRequest,
     HeartbeatRequest,
-    LedgerError,
     SubmitRequest,
+    TaskCreateCommand,
     VerifyRequest,
+    each_item,
 )
+from aios_ledger.core.tasks.queries import MAX_LIST
+from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell.cli_support import (
     database_path,
     emit,
     migrate_on_open,
     read_json_argument,
 )
-from aios_ledger.shell.tasks.ledger import MAX_CLAIM_BATCH, MAX_LIST, TaskLedger
+from aios_ledger.shell.tasks.ledger import TaskLedger
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -104,23 +108,17 @@ def _ledger(args: argparse.Namespace) -> TaskLedger:
 
 def _task_create(args: argparse.Namespace) -> Any:
     document = read_json_argument(args.json)
-    single = isinstance(document, dict)
-    entries = [document] if single else document
-    if not isinstance(entries, list):
-        raise LedgerError("FIELDS_INVALID", "expected an object or a list of objects")
-    items = []
-    for index, entry in enumerate(entries):
-        if not isinstance(entry, dict) or set(entry) != {"idempotency_key", "task"}:
-            raise LedgerError(
-                "FIELDS_INVALID",
-                f'item {index}: each entry must be {{"idempotency_key": ..., "task": {{...}}}}',
+    if not isinstance(document, list):
+        command = TaskCreateCommand.from_mapping(document)
+        with _ledger(args) as ledger:
+            return ledger.create_task(
+                command.task.public(), idempotency_key=command.idempotency_key
             )
-        items.append((entry["task"], entry["idempotency_key"]))
+    commands = each_item(document, TaskCreateCommand.from_mapping)
     with _ledger(args) as ledger:
-        if single:
-            ((task, key),) = items
-            return ledger.create_task(task, idempotency_key=key)
-        return ledger.create_tasks(items)
+        return ledger.create_tasks(
+            (command.task.public(), command.idempotency_key) for command in commands
+        )
 
 
 def _task_list(args: argparse.Namespace) -> Any:
@@ -134,9 +132,10 @@ def _task_show(args: argparse.Namespace) -> Any:
 
 
 def _claim(args: argparse.Namespace) -> Any:
-    request = ClaimRequest.from_mapping(read_json_argument(args.json))
+    document = read_json_argument(args.json)
     if args.limit is not None:
-        return _claim_many(args, request)
+        return _claim_many(args, document)
+    request = ClaimRequest.from_mapping(document)
     with _ledger(args) as ledger:
         answer = ledger.claim(
             agent_id=request.agent_id,
@@ -152,20 +151,17 @@ def _claim(args: argparse.Namespace) -> Any:
     return answer
 
 
-def _claim_many(args: argparse.Namespace, request: ClaimRequest) -> Any:
-    named = [
-        name
-        for name in ("task_id", "idempotency_key", "lease_token")
-        if getattr(request, name) is not None
-    ]
-    if named:
-        raise LedgerError("FIELDS_INVALID", f"claim --limit takes no {named}")
+def _claim_many(args: argparse.Namespace, document: object) -> Any:
+    """`--limit N`: the claim document names no task, key or token (the batch's own record
+    refuses them as unknown fields)."""
+    with_limit = {**document, "limit": args.limit} if isinstance(document, dict) else document
+    batch = ClaimBatchRequest.from_mapping(with_limit)
     with _ledger(args) as ledger:
         return ledger.claim_many(
-            agent_id=request.agent_id,
-            capabilities=request.capabilities,
-            lease_seconds=request.lease_seconds,
-            limit=args.limit,
+            agent_id=batch.agent_id,
+            capabilities=batch.capabilities,
+            lease_seconds=batch.lease_seconds,
+            limit=batch.limit,
         )
 
 

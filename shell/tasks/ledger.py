@@ -13,25 +13,26 @@ import contextlib
 import functools
 import os
 import secrets
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import Any
 
 import apsw
 from aios_ledger.core import (
     RESULT_CONTRACTS,
-    TASK_STATUSES,
     CancelRequest,
+    ClaimBatchRequest,
     ClaimRequest,
     HeartbeatRequest,
     IdempotencyRow,
     LedgerError,
     SubmitRequest,
-    TaskCreateRequest,
+    TaskCreateCommand,
+    TaskListRequest,
+    TaskReadRequest,
     TaskRow,
     TaskState,
     VerifyRequest,
     chain_of,
-    check_identifier,
     decide_cancel,
     decide_claim,
     decide_create,
@@ -39,9 +40,10 @@ from aios_ledger.core import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
+    each_item,
     first_claimable,
-    integer_in_range,
     loads_document,
+    structure_batch,
 )
 from aios_ledger.shell.clock import Clock, now_text, system_clock
 from aios_ledger.shell.contracts import result_contract
@@ -55,10 +57,7 @@ from aios_ledger.shell.db.connection import (
 )
 
 CLAIM_BATCH = 32
-MAX_CLAIM_BATCH = 256
-MAX_BATCH = 10_000
 EXPIRE_BATCH = 200
-MAX_LIST = 10_000
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
 
@@ -87,7 +86,7 @@ def task_view(row: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-_CreateEntry = tuple[TaskCreateRequest, str, str]  # the request, its task id, its key
+_CreateEntry = tuple[TaskCreateCommand, str]  # the command and the task id it creates
 
 
 def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
@@ -153,31 +152,28 @@ class TaskLedger:
 
     def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> dict[str, Any]:
         """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
-        entry = self._prepare_create((mapping, idempotency_key))
+        command = TaskCreateCommand.from_mapping(
+            {"task": mapping, "idempotency_key": idempotency_key}
+        )
+        entry = _with_task_id(command)
         now = self._now()
         return self._db.write(lambda conn: _create_step(PlanExecutor(conn), entry, now))
 
     def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[dict[str, Any]]:
         """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
         all of them are written (or replayed) or, when one is refused, none: the error is that
-        item's, its detail starts with `item N:`. The bound keeps one call from holding the
-        write lock for long (10,000 creates took 1.0-1.2 s here) while other writers wait."""
-        pairs = _batch(items, _pair, shape="(task mapping, key) pairs")
-        prepared = _each(pairs, self._prepare_create)
+        item's, its detail starts with `item N:`."""
+        commands = structure_batch(
+            _listed(items), TaskCreateCommand.from_pair, shape="(task mapping, key) pairs"
+        )
+        prepared = [_with_task_id(command) for command in commands]
         now = self._now()
 
         def write(conn: apsw.Connection) -> list[dict[str, Any]]:
             plans = PlanExecutor(conn)
-            return _each(prepared, lambda entry: _create_step(plans, entry, now))
+            return each_item(prepared, lambda entry: _create_step(plans, entry, now))
 
         return self._db.write(write)
-
-    @staticmethod
-    def _prepare_create(item: tuple[object, object]) -> _CreateEntry:
-        mapping, key = item
-        request = TaskCreateRequest.from_mapping(mapping)
-        checked_key = _key(key)
-        return request, request.task_id or new_task_id(), checked_key
 
     def claim(
         self,
@@ -200,7 +196,7 @@ class TaskLedger:
         request = ClaimRequest.from_mapping(
             {
                 "agent_id": agent_id,
-                "capabilities": _list(capabilities),
+                "capabilities": _listed(capabilities),
                 "lease_seconds": lease_seconds,
                 "task_id": task_id,
                 "idempotency_key": idempotency_key,
@@ -236,20 +232,21 @@ class TaskLedger:
         there is nothing to take. Each answer holds its own `lease_token`, drawn here. Like a
         `claim` without a key it is not idempotent: a call repeated after a lost answer takes
         other tasks, and the leases it cannot use lapse (`expire_leases` requeues them)."""
-        request = ClaimRequest.from_mapping(
+        batch = ClaimBatchRequest.from_mapping(
             {
                 "agent_id": agent_id,
-                "capabilities": _list(capabilities),
+                "capabilities": _listed(capabilities),
                 "lease_seconds": lease_seconds,
+                "limit": limit,
             }
         )
-        count = integer_in_range(limit, minimum=1, maximum=MAX_CLAIM_BATCH, what="limit")
+        request = batch.claim()
 
         def write(conn: apsw.Connection) -> list[dict[str, Any]]:
             now = self._now()
             plans = PlanExecutor(conn)
             answers = []
-            for task in _claimable(conn, request, now, count):
+            for task in _claimable(conn, request, now, batch.limit):
                 decision = decide_claim(
                     request,
                     TaskState(task=task),
@@ -302,11 +299,11 @@ class TaskLedger:
         """Many `submit_result` calls in one transaction, in order; each item is
         {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
-        requests = _batch(items, SubmitRequest.from_mapping)
+        requests = structure_batch(_listed(items), SubmitRequest.from_mapping)
 
         def write(conn: apsw.Connection) -> list[dict[str, Any]]:
             now, plans = self._now(), PlanExecutor(conn)
-            return _each(requests, lambda request: _submit_step(plans, request, now))
+            return each_item(requests, lambda request: _submit_step(plans, request, now))
 
         return self._db.write(write)
 
@@ -335,11 +332,11 @@ class TaskLedger:
     def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
         reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`."""
-        requests = _batch(items, VerifyRequest.from_mapping)
+        requests = structure_batch(_listed(items), VerifyRequest.from_mapping)
 
         def write(conn: apsw.Connection) -> list[dict[str, Any]]:
             now, plans = self._now(), PlanExecutor(conn)
-            return _each(requests, lambda request: _verify_step(plans, request, now))
+            return each_item(requests, lambda request: _verify_step(plans, request, now))
 
         return self._db.write(write)
 
@@ -385,30 +382,31 @@ class TaskLedger:
 
     def get(self, task_id: str) -> dict[str, Any]:
         """One task with its JSON columns parsed; `TASK_NOT_FOUND` when there is none."""
-        checked = _task_id(task_id)
-        row = self._db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": checked}))
+        request = TaskReadRequest.from_mapping({"task_id": task_id})
+        params = {"task_id": request.task_id}
+        row = self._db.read(lambda conn: fetch_one(conn, "get_task", params))
         if row is None:
-            raise LedgerError("TASK_NOT_FOUND", f"no task {checked!r}")
+            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
         return task_view(row)
 
     def events(self, task_id: str) -> list[dict[str, Any]]:
         """A task's events in order, payloads parsed."""
-        checked = _task_id(task_id)
-        rows = self._db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": checked}))
+        request = TaskReadRequest.from_mapping({"task_id": task_id})
+        params = {"task_id": request.task_id}
+        rows = self._db.read(lambda conn: fetch_all(conn, "events_for_task", params))
         return [task_view(row) for row in rows]
 
     def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:
-        """Tasks of one status in claim order, or all tasks oldest first; at most `limit`."""
-        count = integer_in_range(limit, minimum=1, maximum=MAX_LIST, what="limit")
-        if status is None:
-            rows = self._db.read(lambda conn: fetch_all(conn, "tasks_list_all", {"limit": count}))
+        """Tasks of one status in claim order, or all tasks oldest first; at most `limit`
+        (1 to MAX_LIST: a limit out of range is refused, not clamped)."""
+        request = TaskListRequest.from_mapping({"status": status, "limit": limit})
+        if request.status is None:
+            params: dict[str, object] = {"limit": request.limit}
+            statement = "tasks_list_all"
         else:
-            checked = _status(status)
-            rows = self._db.read(
-                lambda conn: fetch_all(
-                    conn, "tasks_list_by_status", {"status": checked, "limit": count}
-                )
-            )
+            params = {"status": request.status, "limit": request.limit}
+            statement = "tasks_list_by_status"
+        rows = self._db.read(lambda conn: fetch_all(conn, statement, params))
         return [task_view(row) for row in rows]
 
 
@@ -445,11 +443,16 @@ def _chains(task: TaskRow | None) -> tuple[str, ...]:
     return () if task is None else (chain_of(task.task_id),)
 
 
+def _with_task_id(command: TaskCreateCommand) -> _CreateEntry:
+    return command, command.task.task_id or new_task_id()
+
+
 def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: str) -> dict[str, Any]:
-    request, task_id, key = entry
+    command, task_id = entry
+    key = command.idempotency_key
     state = _keyed_state(plans.conn, task_id, key)
     decision = decide_create(
-        request,
+        command.task,
         state,
         now=now,
         task_id=task_id,
@@ -481,61 +484,17 @@ def _keyed_state(conn: apsw.Connection, task_id: str, key: str) -> TaskState:
     return TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
 
 
-R = TypeVar("R")
-Answer = TypeVar("Answer")
-
-
-def _batch(
-    items: object, parse: Callable[[object], R], *, shape: str = "a list of request objects"
-) -> list[R]:
-    """The parsed items of a batch (1-MAX_BATCH of them); a refusal names the item."""
-    try:
-        listed: list[object] = list(items)  # type: ignore[call-overload]
-    except TypeError:
-        raise LedgerError("FIELDS_INVALID", f"items must be {shape}") from None
-    if not 1 <= len(listed) <= MAX_BATCH:
-        raise LedgerError("FIELDS_INVALID", f"a batch holds 1 to {MAX_BATCH} items")
-    return _each(listed, parse)
-
-
-def _each(items: Sequence[R], step: Callable[[R], Answer]) -> list[Answer]:
-    """`step` over the items in order; a refusal keeps its code and says which item it was."""
-    answers = []
-    for index, item in enumerate(items):
-        try:
-            answers.append(step(item))
-        except LedgerError as refused:
-            raise type(refused)(refused.code, f"item {index}: {refused.detail}") from None
-    return answers
-
-
 @functools.cache
 def _result_contracts() -> Mapping[str, Mapping[str, object]]:
     return {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
 
 
-def _pair(item: object) -> tuple[object, object]:
-    if not isinstance(item, tuple | list) or len(item) != 2:
-        raise LedgerError("FIELDS_INVALID", "each item must be a (task mapping, key) pair")
-    return item[0], item[1]
-
-
-def _list(value: object) -> object:
-    """Sequences other than str become lists, so that the strict field checks see JSON shapes."""
-    if isinstance(value, tuple):
-        return list(value)
-    return value
-
-
-def _key(value: object) -> str:
-    return check_identifier(value, what="idempotency_key")
-
-
-def _task_id(value: object) -> str:
-    return check_identifier(value, what="task_id")
-
-
-def _status(value: object) -> str:
-    if not isinstance(value, str) or value not in TASK_STATUSES:
-        raise LedgerError("FIELDS_INVALID", f"status must be one of {list(TASK_STATUSES)}")
-    return value
+def _listed(value: object) -> object:
+    """A Python sequence or iterator (a tuple, a generator) as the JSON array the core's strict
+    checks read; text and mappings stay as they are, for the core to refuse."""
+    if isinstance(value, list | str | bytes | Mapping):
+        return value
+    try:
+        return list(value)  # type: ignore[call-overload]
+    except TypeError:
+        return value

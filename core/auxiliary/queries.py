@@ -1,0 +1,28 @@
+"""Listing auxiliary runs: by state, session or run, oldest first, at most `limit` of them.
+
+A limit out of range is refused (`FIELDS_INVALID`), never clamped.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import attrs
+from aios_ledger.core.auxiliary.states import AuxiliaryRunState
+from aios_ledger.core.kinds import Between, Identifier
+from aios_ledger.core.structuring import structure
+
+MAX_AUXILIARY_LIST = 1000
+DEFAULT_AUXILIARY_LIST = 100
+
+
+@attrs.frozen
+class AuxiliaryRunListRequest:
+    state: AuxiliaryRunState | None = None
+    session_id: Identifier | None = None
+    run_id: Identifier | None = None
+    limit: Annotated[int, Between(1, MAX_AUXILIARY_LIST)] = DEFAULT_AUXILIARY_LIST
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> AuxiliaryRunListRequest:
+        return structure(raw, cls, what="arguments")

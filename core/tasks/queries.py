@@ -1,0 +1,40 @@
+"""Read requests of the task ledger: one task, or a bounded list of them.
+
+A limit out of range is refused (`FIELDS_INVALID`), never clamped: a caller that asks for more
+than a read may return learns it, instead of silently getting less.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import attrs
+from aios_ledger.core.kinds import Between, Identifier, OneOf
+from aios_ledger.core.records import TASK_STATUSES
+from aios_ledger.core.structuring import structure
+
+MAX_LIST = 10_000
+DEFAULT_LIST = 100
+
+
+@attrs.frozen
+class TaskReadRequest:
+    """One task (its row, or its events)."""
+
+    task_id: Identifier
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> TaskReadRequest:
+        return structure(raw, cls, what="arguments")
+
+
+@attrs.frozen
+class TaskListRequest:
+    """Tasks of one status in claim order (every status: oldest first), at most `limit`."""
+
+    status: Annotated[str, OneOf(TASK_STATUSES)] | None = None
+    limit: Annotated[int, Between(1, MAX_LIST)] = DEFAULT_LIST
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> TaskListRequest:
+        return structure(raw, cls, what="arguments")
