@@ -178,9 +178,8 @@ class SqlWrite:
 
     def __attrs_post_init__(self) -> None:
         # A plan that names something else, or binds other parameters, is a defect of the
-        # decision that built it: refused where it is built, never half-applied.
-        if type(self.statement) is not Statement:
-            raise TypeError(f"{self.statement!r} is not a registered statement")
+        # decision that built it: refused where it is built, never half-applied. (Anything but
+        # a Statement has no `parameters`: the AttributeError refuses it at no extra cost.)
         if self.params.keys() != self.statement.parameters:
             raise TypeError(
                 f"{self.statement} takes {sorted(self.statement.parameters)}, "

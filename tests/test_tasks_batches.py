@@ -299,7 +299,7 @@ def test_decisions_of_one_transaction_start_from_the_tail_the_last_plan_left(
         return [beat(plans), beat(plans)]
 
     (_, first), (second_tail, second) = ledger.database.write(write)
-    assert second_tail is first.tail
+    assert second_tail == first.tail
     assert (second.events[0].chain_seq, second.events[0].prev_seal) == (
         first.events[0].chain_seq + 1,
         first.events[0].seal,

@@ -107,13 +107,6 @@ class LogTail:
         other chain of `chains` is still empty."""
         return cls(next_event_id, _known({}, chains, found))
 
-    def missing(self, chains: Iterable[str]) -> list[str]:
-        """The chains of `chains` whose tip this tail does not know yet, each once."""
-        return [chain for chain in dict.fromkeys(chains) if chain not in self.tips]
-
-    def with_chains(self, chains: Iterable[str], found: Iterable[ChainTip]) -> LogTail:
-        return LogTail(self.next_event_id, _known(dict(self.tips), chains, found))
-
     def append(self, events: Sequence[EventAppend]) -> tuple[tuple[AppendedEvent, ...], LogTail]:
         """`events` sealed in order at the end of their chains, and the tail after them."""
         tips = dict(self.tips)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import apsw
-from aios_ledger.core import LedgerError, LogTail, Replay, WritePlan
+from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
 from aios_ledger.shell.db.run import execute
-from aios_ledger.shell.log.tail import read_log_tail
+from aios_ledger.shell.log.tail import read_chain_tips, read_next_event_id
 
 
 def apply_decision(
@@ -32,19 +32,27 @@ def apply_decision(
 class PlanExecutor:
     """The decisions of one write transaction: the log's tail each one reads, and their plans
     applied in order. After a plan, the next decision starts from the tail that plan left (the
-    core's), so a batch reads the tail once and never reads back what it wrote."""
+    core's), so a batch reads each chain's tip once and never reads back what it wrote. Each
+    decision is handed the tips of its own chains only: a batch of a hundred tasks must not
+    copy a hundred tips into every plan."""
 
     def __init__(self, conn: apsw.Connection, *, error: type[LedgerError] = LedgerError) -> None:
         self.conn = conn
         self._error = error
-        self._tail: LogTail | None = None
+        self._next_event_id: int | None = None
+        self._tips: dict[str, ChainTip] = {}
 
     def tail(self, *chains: str) -> LogTail:
-        self._tail = read_log_tail(self.conn, chains, self._tail)
-        return self._tail
+        if self._next_event_id is None:
+            self._next_event_id = read_next_event_id(self.conn)
+        missing = [chain for chain in chains if chain not in self._tips]
+        if missing:
+            self._tips.update(read_chain_tips(self.conn, missing))
+        return LogTail(self._next_event_id, {chain: self._tips[chain] for chain in chains})
 
     def apply(self, decision: WritePlan | Replay) -> dict[str, object]:
         answer = apply_decision(self.conn, decision, error=self._error)
         if isinstance(decision, WritePlan) and decision.tail is not None:
-            self._tail = decision.tail
+            self._next_event_id = decision.tail.next_event_id
+            self._tips.update(decision.tail.tips)
         return answer

@@ -5,28 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import apsw
-from aios_ledger.core import ChainTip, LogTail
+from aios_ledger.core import ChainTip, LogTail, empty_chain_tip
 from aios_ledger.shell.db.run import fetch_record, fetch_value
 
 
-def read_log_tail(
-    conn: apsw.Connection, chains: Iterable[str], known: LogTail | None = None
-) -> LogTail:
-    """The tail at `chains`, inside the caller's write transaction: what `known` (the tail a
-    plan of this transaction left) holds already, and the rest read."""
-    wanted = list(chains)
-    if known is None:
-        next_event_id = int(fetch_value(conn, "log_next_event_id"))
-        return LogTail.read(next_event_id, wanted, _tips(conn, wanted))
-    missing = known.missing(wanted)
-    return known.with_chains(missing, _tips(conn, missing)) if missing else known
+def read_next_event_id(conn: apsw.Connection) -> int:
+    """The id the next event gets, inside the caller's write transaction."""
+    return int(fetch_value(conn, "log_next_event_id"))
 
 
-def _tips(conn: apsw.Connection, chains: Iterable[str]) -> list[ChainTip]:
-    """The tip rows of those of `chains` that hold events."""
-    found = []
+def read_chain_tips(conn: apsw.Connection, chains: Iterable[str]) -> dict[str, ChainTip]:
+    """The tip of each of `chains`: its last seal, or the empty tip of a chain with no event."""
+    tips = {}
     for chain in chains:
         tip = fetch_record(conn, "chain_tip", {"chain": chain}, ChainTip)
-        if tip is not None:
-            found.append(tip)
-    return found
+        tips[chain] = empty_chain_tip(chain) if tip is None else tip
+    return tips
+
+
+def read_log_tail(conn: apsw.Connection, chains: Iterable[str]) -> LogTail:
+    """The tail at `chains`, inside the caller's write transaction."""
+    return LogTail(read_next_event_id(conn), read_chain_tips(conn, dict.fromkeys(chains)))
