@@ -10,7 +10,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from aios_ledger.core.wal_checkpoints import THRESHOLD_PAGES
+from aios_ledger.core.wal_checkpoints import BACKLOG_FACTOR, THRESHOLD_PAGES
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db import checkpointer as checkpointer_module
 from aios_ledger.shell.db.connection import fetch_value
@@ -132,5 +132,10 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     assert len(peaks) >= 5, peaks
     assert statistics.median(peaks) < 2 * THRESHOLD_PAGES, peaks
     assert _CountingCheckpointer.requests <= 8 * len(peaks), (_CountingCheckpointer.requests, peaks)
-    assert wal_sizes == sorted(wal_sizes)
+    # The file is reused, not cut back: its size limit holds a whole cycle, up to the backlog at
+    # which the writer copies the log itself. Only a log that outgrew that (its helper starved
+    # of CPU on a loaded machine) may be cut back to the limit.
+    backlog = 32 + THRESHOLD_PAGES * BACKLOG_FACTOR * (4096 + 24)
+    cuts = [before for before, after in itertools.pairwise(wal_sizes) if after < before]
+    assert all(before > backlog for before in cuts), (cuts, backlog)
     assert _count(path) == (STEADY_TASKS, "ok")
