@@ -140,26 +140,6 @@ class TaskRow(NamedTuple):
         return _column_json(self.task_id, "verification_json", self.verification_json)
 
 
-@attrs.frozen
-class EventRow:
-    event_id: int
-    task_id: str | None
-    agent_id: str | None
-    event_type: str
-    payload_json: str
-    created_at: str
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> EventRow:
-        return record_from_row(cls, row)
-
-    def payload(self) -> JsonValue:
-        try:
-            return loads_document(self.payload_json, what=f"event {self.event_id} payload")
-        except LedgerError:
-            return None
-
-
 class IdempotencyRow(NamedTuple):
     """The first answer given for an idempotency key, and the digest of the request it answered."""
 

@@ -30,6 +30,7 @@ from aios_ledger.core.kinds import (
     Sha256Hex,
     Text,
 )
+from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
     Replay,
@@ -45,7 +46,7 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.records import TASK_STATUSES, EventRow, IdempotencyRow, TaskRow
+from aios_ledger.core.records import TASK_STATUSES, IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 

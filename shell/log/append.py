@@ -4,7 +4,7 @@ seals, the plan applied like any other."""
 from __future__ import annotations
 
 import apsw
-from aios_ledger.core import EventAppend, EventRecord, chain_of, decide_adoption_seals, sealed_plan
+from aios_ledger.core import EventAppend, EventRow, chain_of, decide_adoption_seals, sealed_plan
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.run import stream_records
 from aios_ledger.shell.log.tail import read_log_tail
@@ -16,12 +16,12 @@ def append_event(conn: apsw.Connection, event: EventAppend) -> int:
     tail = read_log_tail(conn, [chain_of(event.task_id)])
     plan = sealed_plan((), (event,), {}, tail=tail)
     apply_decision(conn, plan)
-    return plan.events[0].event_id
+    return plan.events[0].event.event_id
 
 
 def seal_unsealed_events(conn: apsw.Connection) -> int:
     """Seal, in event order, every event that has no seal yet (the older runtime's, at adoption)."""
-    unsealed = list(stream_records(conn, "unsealed_events", None, EventRecord))
+    unsealed = list(stream_records(conn, "unsealed_events", None, EventRow))
     tail = read_log_tail(conn, dict.fromkeys(chain_of(event.task_id) for event in unsealed))
     apply_decision(conn, decide_adoption_seals(unsealed, tail=tail))
     return len(unsealed)
