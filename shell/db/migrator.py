@@ -23,7 +23,7 @@ from aios_ledger.core import (
 from aios_ledger.core.migrations import refuse_unless_current
 from aios_ledger.shell.db.run import execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files
-from aios_ledger.shell.log.append import seal_unsealed_events
+from aios_ledger.shell.log.adoption import seal_unsealed_events
 
 T = TypeVar("T")
 
