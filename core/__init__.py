@@ -5,7 +5,6 @@ shell (`aios_ledger.shell`) supplies all of those as inputs.
 """
 
 from aios_ledger.core.auxiliary.decisions import (
-    AuxiliaryRunRow,
     decide_recover_interrupted,
     decide_spawn,
     decide_stop,
@@ -19,6 +18,7 @@ from aios_ledger.core.auxiliary.records import (
     AuxiliaryCapabilityProfile,
     AuxiliaryRunMode,
     AuxiliaryRunOutput,
+    AuxiliaryRunRow,
     AuxiliaryRunSnapshot,
     AuxiliaryRunSpec,
     CheckedSpawn,
@@ -145,13 +145,7 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.records import (
-    TASK_STATUSES,
-    TERMINAL_STATUSES,
-    IdempotencyRow,
-    TaskRow,
-    record_columns,
-)
+from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs.evidence import (
     EVIDENCE_SNAPSHOT_SCHEMA_V1,
     RUN_CREATED,
@@ -160,14 +154,13 @@ from aios_ledger.core.runs.evidence import (
     ExecutionTarget,
     RunCreateRequest,
     RunEventAppendRequest,
-    RunEventRecord,
     RunEventsRequest,
     RunReadRequest,
-    RunRecord,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
 )
+from aios_ledger.core.runs.records import RunEventRow, RunRow
 from aios_ledger.core.statements import SqlWrite, Statement, StatementKind
 from aios_ledger.core.structuring import structure, unstructure
 from aios_ledger.core.tasks.decisions import (
@@ -191,6 +184,7 @@ from aios_ledger.core.tasks.decisions import (
     task_summary,
 )
 from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,
@@ -211,6 +205,7 @@ from aios_ledger.core.tasks.results import (
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, render_status, status_report
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
+    TASK_STATUSES,
     TASK_TRANSITIONS,
     VERIFY_DECISIONS,
     next_task_status,
@@ -279,7 +274,6 @@ __all__ = [
     "TASK_STATUSES",
     "TASK_TRANSITIONS",
     "TASK_VERIFIED",
-    "TERMINAL_STATUSES",
     "TRANSITIONS",
     "UNSEALED_EVENT",
     "VERIFY_DECISIONS",
@@ -325,10 +319,10 @@ __all__ = [
     "ResolverCall",
     "RunCreateRequest",
     "RunEventAppendRequest",
-    "RunEventRecord",
+    "RunEventRow",
     "RunEventsRequest",
     "RunReadRequest",
-    "RunRecord",
+    "RunRow",
     "SealRow",
     "ChainTip",
     "SourceCaptureProjectionRecoveryRequest",

@@ -39,7 +39,8 @@ from aios_ledger.core import (
     transition_event,
     transition_table,
 )
-from aios_ledger.core.runs.evidence import EvidenceReadRequest, RunRecord, build_evidence_snapshot
+from aios_ledger.core.runs.evidence import EvidenceReadRequest, build_evidence_snapshot
+from aios_ledger.core.runs.records import RunRow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -414,7 +415,7 @@ def test_failure_of_keeps_codes_and_names_panics() -> None:
 
 
 def _evidence() -> Any:
-    run = RunRecord("r", "s", "prompt", 0, "2026-08-20T00:00:00Z", "2026-08-20T00:00:00Z")
+    run = RunRow("r", "s", "prompt", 0, "2026-08-20T00:00:00Z", "2026-08-20T00:00:00Z")
     return build_evidence_snapshot(EvidenceReadRequest(ExecutionTarget("s", "r")), run, ())
 
 

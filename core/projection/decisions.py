@@ -46,9 +46,10 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.records import TASK_STATUSES, IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.transitions import TASK_STATUSES
 
 PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
 RUNTIME_ACTION = "agent_runtime"

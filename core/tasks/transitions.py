@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from aios_ledger.core.errors import LedgerError
 
+TASK_STATUSES = ("QUEUED", "CLAIMED", "SUBMITTED", "SUCCEEDED", "FAILED", "CANCELLED")
 ABSENT = "ABSENT"
 
 TASK_TRANSITIONS: Mapping[tuple[str, str], str] = {
