@@ -145,6 +145,7 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
+from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs.evidence import (
     EVIDENCE_SNAPSHOT_SCHEMA_V1,
@@ -236,6 +237,7 @@ __all__ = [
     "AUXILIARY_TERMINAL_STATES",
     "AppendedEvent",
     "BINDING_REGISTERED",
+    "BindingRow",
     "CHAIN_GAP",
     "CONTENT_CHANGED",
     "DEFAULT_MAX_OUTPUT_BYTES",
