@@ -30,7 +30,6 @@ from aios_ledger.core.auxiliary.records import (
 )
 from aios_ledger.core.auxiliary.states import (
     AUXILIARY_RUN_SPAWNED,
-    AUXILIARY_TERMINAL_STATES,
     TRANSITIONS,
     AuxiliaryRunError,
     AuxiliaryRunState,
@@ -141,7 +140,6 @@ from aios_ledger.core.projection.envelopes import (
     ENVELOPE_SCHEMA,
     GOVERNANCE_FLAGS,
     GovernedExecutionBinding,
-    governance_flags_set,
     project_execution_envelope,
     verify_execution_envelope,
 )
@@ -234,7 +232,6 @@ __all__ = [
     "ACTIONS",
     "AUXILIARY_RUN_SPAWNED",
     "AUXILIARY_SNAPSHOT_SCHEMA_V1",
-    "AUXILIARY_TERMINAL_STATES",
     "AppendedEvent",
     "BINDING_REGISTERED",
     "BindingRow",
@@ -384,7 +381,6 @@ __all__ = [
     "first_answer",
     "first_claimable",
     "format_timestamp",
-    "governance_flags_set",
     "head_of_rows",
     "heartbeat_interval",
     "each_item",

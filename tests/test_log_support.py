@@ -24,7 +24,6 @@ TRIGGERS = (
     "event_seals_refuse_update",
     "event_seals_refuse_delete",
 )
-CONTENT = ("task_id", "agent_id", "event_type", "payload_json", "created_at")
 
 
 def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> EventAppend:

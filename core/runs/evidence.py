@@ -66,9 +66,6 @@ class EvidenceReadRequest:
         """For a request built directly: its fields as `from_mapping` would check them."""
         check_built(self, what="evidence request")
 
-    def limits(self) -> JsonObject:
-        return {"max_events": self.max_events, "max_bytes": self.max_bytes}
-
 
 @attrs.frozen
 class EvidenceSnapshot:

@@ -47,10 +47,6 @@ def next_task_status(status: str, operation: str) -> str:
         ) from None
 
 
-def allows(status: str, operation: str) -> bool:
-    return (status, operation) in TASK_TRANSITIONS
-
-
 def verify_operation(decision: str, *, attempts_left: bool) -> str:
     if decision == "SUCCEEDED":
         return "verify_succeeded"

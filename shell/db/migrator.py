@@ -74,10 +74,6 @@ def migration_plan(conn: apsw.Connection) -> MigrationPlan:
     return plan_migrations(known_migrations(), read_catalogue(conn))
 
 
-def pending_migrations(conn: apsw.Connection) -> tuple[Migration, ...]:
-    return migration_plan(conn).pending
-
-
 def plan_on_open(conn: apsw.Connection, *, migrate: bool) -> MigrationPlan:
     """The schema step's read, taken before the Database touches the file: the plan to apply
     when it migrates, otherwise a refusal of anything but a current database."""

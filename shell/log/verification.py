@@ -187,7 +187,3 @@ def ledger_head(db: Database) -> LedgerHead:
             return head_of_rows((row["event_id"], row["seal"]) for row in rows)
 
     return db.read(work)
-
-
-def report_view(report: VerificationReport) -> dict[str, Any]:
-    return report.public()
