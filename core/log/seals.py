@@ -26,7 +26,8 @@ def chain_of(task_id: str | None) -> str:
 
 @attrs.frozen
 class ChainTip:
-    """The last seal of a chain, which the next event's seal builds on (an empty chain's tip is
+    """The last seal of a chain, which the next event's seal builds on: three columns of the
+    chain's last `SealRow`, as `chain_tip` reads them (an empty chain's tip is
     `empty_chain_tip`: position 0, the genesis seal)."""
 
     chain: str

@@ -70,7 +70,8 @@ RANGE_DETAIL_LIMIT = 100
 
 @attrs.frozen
 class ChainLink:
-    """The seal before an event in its chain (the database gives chain_seq - 1 exactly)."""
+    """The seal before an event in its chain: three columns of that `SealRow` (the database
+    joins chain_seq - 1 exactly; an offline check keeps the last one seen per chain)."""
 
     event_id: int
     chain_seq: int
