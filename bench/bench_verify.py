@@ -4,9 +4,10 @@
     .venv/bin/python bench/bench_verify.py --events 20000
 
 Builds the log once in a temporary directory (or reuses `--db PATH` if it already holds at least
-the asked number of events) through the real write path: `append_event`, which seals every
-event, inside a few large `BEGIN IMMEDIATE` transactions. Then, in the same run and over the
-same rows, times the plain loop (read every event with its seal and sha256 it) and `verify_log`.
+the asked number of events) through the real write path: each event sealed onto the log's tail
+in a plan and applied as a decision's plan is, inside a few large `BEGIN IMMEDIATE`
+transactions. Then, in the same run and over the same rows, times the plain loop (read every
+event with its seal and sha256 it) and `verify_log`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import time
 from pathlib import Path
 
 import apsw
-from aios_ledger.core import EventAppend
+from aios_ledger.core import EventAppend, chain_of, sealed_plan
 from aios_ledger.shell import Database, verify_log
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import fetch_value
 from aios_ledger.shell.db.statements import sql
-from aios_ledger.shell.log.append import append_event
 
 BATCH = 50_000
 EVENTS_PER_TASK = 10
@@ -38,18 +39,17 @@ def build(db: Database, events: int) -> None:
         first = present
 
         def write(conn: apsw.Connection, first: int = first, count: int = count) -> None:
+            plans = PlanExecutor(conn)
             for number in range(first, first + count):
                 task = None if number % 97 == 0 else f"task-{number // EVENTS_PER_TASK:07d}"
-                append_event(
-                    conn,
-                    EventAppend(
-                        task_id=task,
-                        agent_id=f"agent-{number % 13}",
-                        event_type=TYPES[number % len(TYPES)],
-                        payload={"n": number, "note": "bench", "attempt": number % 3},
-                        created_at="2026-08-20T00:00:00Z",
-                    ),
+                event = EventAppend(
+                    task_id=task,
+                    agent_id=f"agent-{number % 13}",
+                    event_type=TYPES[number % len(TYPES)],
+                    payload={"n": number, "note": "bench", "attempt": number % 3},
+                    created_at="2026-08-20T00:00:00Z",
                 )
+                plans.apply(sealed_plan((), (event,), {}, tail=plans.tail(chain_of(task))))
 
         db.write(write)
         present += count

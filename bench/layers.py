@@ -28,8 +28,8 @@ from typing import Any
 import apsw
 from aios_ledger.core import (
     GENESIS_SEAL,
+    EventRow,
     LedgerError,
-    SealedEvent,
     TaskRow,
     add_seconds,
     chain_of,
@@ -147,16 +147,16 @@ def _flat_heartbeat_step(
         },
     )
     seal = seal_of_stored(
-        SealedEvent(
+        EventRow(
             event_id=event_id,
             task_id=task_id,
             agent_id=task.claimed_by,
             event_type="TASK_HEARTBEAT",
             payload_json=payload,
             created_at=now,
-            chain_seq=chain_seq,
-            prev_seal=prev_seal,
-        )
+        ),
+        chain_seq,
+        prev_seal,
     )
     conn.execute(
         _SEAL,

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-WORKER_SCRIPT = "bench.peers"
 LEDGER_BATCH = 100
 DBOS_POLL_SECONDS = 0.01
 

@@ -5,7 +5,6 @@ shell (`aios_ledger.shell`) supplies all of those as inputs.
 """
 
 from aios_ledger.core.auxiliary.decisions import (
-    AuxiliaryRunRow,
     decide_recover_interrupted,
     decide_spawn,
     decide_stop,
@@ -19,6 +18,7 @@ from aios_ledger.core.auxiliary.records import (
     AuxiliaryCapabilityProfile,
     AuxiliaryRunMode,
     AuxiliaryRunOutput,
+    AuxiliaryRunRow,
     AuxiliaryRunSnapshot,
     AuxiliaryRunSpec,
     CheckedSpawn,
@@ -30,7 +30,6 @@ from aios_ledger.core.auxiliary.records import (
 )
 from aios_ledger.core.auxiliary.states import (
     AUXILIARY_RUN_SPAWNED,
-    AUXILIARY_TERMINAL_STATES,
     TRANSITIONS,
     AuxiliaryRunError,
     AuxiliaryRunState,
@@ -71,11 +70,11 @@ from aios_ledger.core.log.export import (
     parse_export_header,
     parse_export_trailer,
 )
+from aios_ledger.core.log.records import EventRow, SealRow
 from aios_ledger.core.log.seals import (
     GENESIS_SEAL,
     LEDGER_CHAIN,
     ChainTip,
-    SealedEvent,
     chain_of,
     empty_chain_tip,
     seal_of,
@@ -95,11 +94,9 @@ from aios_ledger.core.log.verification import (
     HEAD_SCHEMA,
     UNSEALED_EVENT,
     ChainLink,
-    EventRecord,
     Finding,
     LedgerHead,
     LogVerifier,
-    SealRecord,
     VerificationReport,
     head_of_rows,
     roll_head,
@@ -143,18 +140,11 @@ from aios_ledger.core.projection.envelopes import (
     ENVELOPE_SCHEMA,
     GOVERNANCE_FLAGS,
     GovernedExecutionBinding,
-    governance_flags_set,
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.records import (
-    TASK_STATUSES,
-    TERMINAL_STATUSES,
-    EventRow,
-    IdempotencyRow,
-    TaskRow,
-    record_columns,
-)
+from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs.evidence import (
     EVIDENCE_SNAPSHOT_SCHEMA_V1,
     RUN_CREATED,
@@ -163,14 +153,13 @@ from aios_ledger.core.runs.evidence import (
     ExecutionTarget,
     RunCreateRequest,
     RunEventAppendRequest,
-    RunEventRecord,
     RunEventsRequest,
     RunReadRequest,
-    RunRecord,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
 )
+from aios_ledger.core.runs.records import RunEventRow, RunRow
 from aios_ledger.core.statements import SqlWrite, Statement, StatementKind
 from aios_ledger.core.structuring import structure, unstructure
 from aios_ledger.core.tasks.decisions import (
@@ -194,6 +183,7 @@ from aios_ledger.core.tasks.decisions import (
     task_summary,
 )
 from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,
@@ -214,6 +204,7 @@ from aios_ledger.core.tasks.results import (
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, render_status, status_report
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
+    TASK_STATUSES,
     TASK_TRANSITIONS,
     VERIFY_DECISIONS,
     next_task_status,
@@ -241,9 +232,9 @@ __all__ = [
     "ACTIONS",
     "AUXILIARY_RUN_SPAWNED",
     "AUXILIARY_SNAPSHOT_SCHEMA_V1",
-    "AUXILIARY_TERMINAL_STATES",
     "AppendedEvent",
     "BINDING_REGISTERED",
+    "BindingRow",
     "CHAIN_GAP",
     "CONTENT_CHANGED",
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -282,7 +273,6 @@ __all__ = [
     "TASK_STATUSES",
     "TASK_TRANSITIONS",
     "TASK_VERIFIED",
-    "TERMINAL_STATUSES",
     "TRANSITIONS",
     "UNSEALED_EVENT",
     "VERIFY_DECISIONS",
@@ -303,7 +293,6 @@ __all__ = [
     "ClaimRequest",
     "Decision",
     "EventAppend",
-    "EventRecord",
     "EventRow",
     "EvidenceReadRequest",
     "EvidenceSnapshot",
@@ -329,13 +318,12 @@ __all__ = [
     "ResolverCall",
     "RunCreateRequest",
     "RunEventAppendRequest",
-    "RunEventRecord",
+    "RunEventRow",
     "RunEventsRequest",
     "RunReadRequest",
-    "RunRecord",
-    "SealRecord",
+    "RunRow",
+    "SealRow",
     "ChainTip",
-    "SealedEvent",
     "SourceCaptureProjectionRecoveryRequest",
     "SqlWrite",
     "Statement",
@@ -393,7 +381,6 @@ __all__ = [
     "first_answer",
     "first_claimable",
     "format_timestamp",
-    "governance_flags_set",
     "head_of_rows",
     "heartbeat_interval",
     "each_item",

@@ -17,8 +17,8 @@ from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
 from aios_ledger.core.log.tail import AppendedEvent, EventAppend, LogTail
-from aios_ledger.core.records import IdempotencyRow
 from aios_ledger.core.statements import SqlWrite
+from aios_ledger.core.tasks.records import IdempotencyRow
 
 
 @attrs.frozen

@@ -12,9 +12,6 @@ PRAGMA synchronous = FULL;
 -- name: pragma_synchronous_normal!
 PRAGMA synchronous = NORMAL;
 
--- name: pragma_synchronous$
-PRAGMA synchronous;
-
 -- name: pragma_integrity_check$
 PRAGMA integrity_check;
 

@@ -39,7 +39,8 @@ from aios_ledger.core import (
     transition_event,
     transition_table,
 )
-from aios_ledger.core.runs.evidence import EvidenceReadRequest, RunRecord, build_evidence_snapshot
+from aios_ledger.core.runs.evidence import EvidenceReadRequest, build_evidence_snapshot
+from aios_ledger.core.runs.records import RunRow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -414,7 +415,7 @@ def test_failure_of_keeps_codes_and_names_panics() -> None:
 
 
 def _evidence() -> Any:
-    run = RunRecord("r", "s", "prompt", 0, "2026-08-20T00:00:00Z", "2026-08-20T00:00:00Z")
+    run = RunRow("r", "s", "prompt", 0, "2026-08-20T00:00:00Z", "2026-08-20T00:00:00Z")
     return build_evidence_snapshot(EvidenceReadRequest(ExecutionTarget("s", "r")), run, ())
 
 
@@ -457,7 +458,7 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
     assert write.params["spec_digest"] == spec.digest()
     assert write.params["spec_json"] == canonical_json(spec.public())
     assert write.params["parent_json"] == canonical_json(spec.frame.public())
-    assert [event.event_type for event in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
+    assert [placed.event.event_type for placed in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
     row = _row(dict(write.params))
     replay = decide_spawn(row, checked, owner="h:2:t", now_ms=11, tail=TAIL)
     assert replay.response["idempotent"] is True
@@ -556,7 +557,7 @@ def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     )
     assert recovery.response == {"recovered": ["aux-1"]}
     assert [w.params["error_code"] for w in recovery.writes] == ["INTERRUPTED"]
-    assert [e.event_type for e in recovery.events] == ["AUXILIARY_RUN_FAILED"]
+    assert [placed.event.event_type for placed in recovery.events] == ["AUXILIARY_RUN_FAILED"]
 
 
 def test_a_transition_answers_the_row_it_writes_and_seals_its_event() -> None:
@@ -566,7 +567,7 @@ def test_a_transition_answers_the_row_it_writes_and_seals_its_event() -> None:
     started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=15, tail=plan.tail)
     after = AuxiliaryRunRow.from_row(started.response)
     assert after == attrs.evolve(row, state="RUNNING", revision=2, updated_at_ms=15)
-    spawned, moved = plan.events[0], started.events[0]
+    spawned, moved = plan.events[0].seal, started.events[0].seal
     assert (spawned.event_id, spawned.chain, spawned.chain_seq) == (1, LEDGER_CHAIN, 1)
     assert spawned.prev_seal == GENESIS_SEAL
     assert (moved.event_id, moved.chain_seq, moved.prev_seal) == (2, 2, spawned.seal)
@@ -579,9 +580,9 @@ def test_recovery_seals_its_failures_one_after_the_other() -> None:
     recovery = decide_recover_interrupted(
         rows, dead_owners=frozenset({"dead:1:t"}), now_ms=20, tail=TAIL
     )
-    first, second = recovery.events
+    first, second = (placed.seal for placed in recovery.events)
     assert recovery.tail is not None
-    assert [event.chain_seq for event in recovery.events] == [1, 2]
+    assert [first.chain_seq, second.chain_seq] == [1, 2]
     assert second.prev_seal == first.seal
     assert recovery.tail == LogTail.read(3, [], [recovery.tail.tips[LEDGER_CHAIN]])
 

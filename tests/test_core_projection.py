@@ -174,5 +174,5 @@ def test_binding_plan_is_golden(golden: SnapshotAssertion) -> None:
     tail = LogTail.read(3, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 2, "sha256:" + "2" * 64)])
     plan = decide_register_binding(binding(), None, now=NOW, tail=tail)
     assert isinstance(plan, WritePlan)
-    assert [event.chain for event in plan.events] == [LEDGER_CHAIN]
+    assert [placed.seal.chain for placed in plan.events] == [LEDGER_CHAIN]
     assert golden == attrs.asdict(plan)

@@ -13,13 +13,12 @@ from aios_ledger.core import (
     ChainLink,
     ChainTips,
     EventAppend,
-    EventRecord,
+    EventRow,
     LedgerError,
     LedgerHead,
     LogTail,
     LogVerifier,
-    SealedEvent,
-    SealRecord,
+    SealRow,
     VerificationReport,
     canonical_json,
     chain_of,
@@ -34,7 +33,7 @@ from syrupy.assertion import SnapshotAssertion
 
 EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
 
-Entry = tuple[EventRecord, SealRecord]
+Entry = tuple[EventRow, SealRow]
 
 
 def seal_log(contents: Sequence[tuple[str | None, str | None, str, str, str]]) -> list[Entry]:
@@ -45,15 +44,10 @@ def seal_log(contents: Sequence[tuple[str | None, str | None, str, str, str]]) -
     for event_id, (task, agent, kind, payload, created) in enumerate(contents, start=1):
         chain = chain_of(task)
         seq, prev = tips.get(chain, (0, GENESIS_SEAL))
-        sealed = SealedEvent(event_id, task, agent, kind, payload, created, seq + 1, prev)
-        seal = seal_of(sealed)
+        event = EventRow(event_id, task, agent, kind, payload, created)
+        seal = seal_of(event, seq + 1, prev)
         tips[chain] = (seq + 1, seal)
-        log.append(
-            (
-                EventRecord(event_id, task, agent, kind, payload, created),
-                SealRecord(event_id, chain, seq + 1, prev, seal, False),
-            )
-        )
+        log.append((event, SealRow(event_id, chain, seq + 1, prev, seal, False)))
     return log
 
 
@@ -100,17 +94,8 @@ def test_golden_seal_chain_and_head(golden: SnapshotAssertion) -> None:
 
 def test_the_fast_seal_equals_the_checked_seal() -> None:
     for event, seal in seal_log(SAMPLE):
-        sealed = SealedEvent(
-            event.event_id,
-            event.task_id,
-            event.agent_id,
-            event.event_type,
-            event.payload_json,
-            event.created_at,
-            seal.chain_seq,
-            seal.prev_seal,
-        )
-        assert seal_of_stored(sealed) == seal_of(sealed) == seal.seal
+        stored = seal_of_stored(event, seal.chain_seq, seal.prev_seal)
+        assert stored == seal_of(event, seal.chain_seq, seal.prev_seal) == seal.seal
 
 
 def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
@@ -121,22 +106,7 @@ def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
     ]
     tail = LogTail.read(1, [chain_of(event.task_id) for event in events], [])
     appended, _ = tail.append(events)
-    return [
-        (
-            EventRecord(
-                event.event_id,
-                event.task_id,
-                event.agent_id,
-                event.event_type,
-                event.payload_json,
-                event.created_at,
-            ),
-            SealRecord(
-                event.event_id, event.chain, event.chain_seq, event.prev_seal, event.seal, False
-            ),
-        )
-        for event in appended
-    ]
+    return [(placed.event, placed.seal) for placed in appended]
 
 
 def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
@@ -275,5 +245,5 @@ def test_the_fast_seal_equals_the_checked_seal_for_any_text(
     chain_seq: int,
     prev: str,
 ) -> None:
-    sealed = SealedEvent(event_id, task, agent, kind, payload, created, chain_seq, prev)
-    assert seal_of_stored(sealed) == seal_of(sealed)
+    event = EventRow(event_id, task, agent, kind, payload, created)
+    assert seal_of_stored(event, chain_seq, prev) == seal_of(event, chain_seq, prev)

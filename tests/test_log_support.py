@@ -1,8 +1,9 @@
 """Shared helpers of the tamper-evident log tests (no tests here).
 
-Logs are built through the ledger's own write path (`Database.write` + `append_event`, which
-seals); tampering goes around it with a stdlib `sqlite3` connection that first drops the
-append-only triggers, as an attacker holding the file would.
+Logs are built through the ledger's own write path (`Database.write`, each event sealed onto
+the log's tail in a plan and applied as a decision's plan is); tampering goes around it with a
+stdlib `sqlite3` connection that first drops the append-only triggers, as an attacker holding
+the file would.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from aios_ledger.core import EventAppend
+from aios_ledger.core import EventAppend, chain_of, sealed_plan
 from aios_ledger.shell import Database
-from aios_ledger.shell.log.append import append_event
+from aios_ledger.shell.db.apply import PlanExecutor
 
 TRIGGERS = (
     "events_refuse_update",
@@ -23,7 +24,6 @@ TRIGGERS = (
     "event_seals_refuse_update",
     "event_seals_refuse_delete",
 )
-CONTENT = ("task_id", "agent_id", "event_type", "payload_json", "created_at")
 
 
 def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> EventAppend:
@@ -40,9 +40,14 @@ def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> lis
     """Append one event per entry of `tasks` (a task id, or None for a ledger event)."""
 
     def write(conn: apsw.Connection) -> list[int]:
-        return [
-            append_event(conn, event(task, start + number)) for number, task in enumerate(tasks)
-        ]
+        plans = PlanExecutor(conn)
+        appended = []
+        for number, task in enumerate(tasks):
+            tail = plans.tail(chain_of(task))
+            plan = sealed_plan((), (event(task, start + number),), {}, tail=tail)
+            plans.apply(plan)
+            appended.append(plan.events[0].event.event_id)
+        return appended
 
     with Database(path) as db:
         return db.write(write)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import LedgerError, LedgerHead, SealedEvent, seal_of
+from aios_ledger.core import EventRow, LedgerError, LedgerHead, seal_of
 from aios_ledger.shell import Database, ledger_head, verify_log
 from test_log_support import (
     ROUND_ROBIN,
@@ -147,7 +147,7 @@ def _forge(path: Path, *, prev_seal: str, seal: str | None = None) -> int:
         0
     ][0]
     content = ("t-a", "mallory", "TASK_VERIFIED", "{}", "2026-08-20T00:00:00Z")
-    forged = SealedEvent(event_id, *content, chain_seq=tip + 1, prev_seal=prev_seal)
+    forged = EventRow(event_id, *content)
     tamper(
         path,
         (
@@ -158,7 +158,7 @@ def _forge(path: Path, *, prev_seal: str, seal: str | None = None) -> int:
         (
             "INSERT INTO event_seals(event_id, chain, chain_seq, prev_seal, seal) "
             "VALUES (?, 'task:t-a', ?, ?, ?)",
-            (event_id, tip + 1, prev_seal, seal or seal_of(forged)),
+            (event_id, tip + 1, prev_seal, seal or seal_of(forged, tip + 1, prev_seal)),
         ),
     )
     return event_id
@@ -184,7 +184,7 @@ def test_a_resealed_edit_breaks_the_next_link_and_the_head(log: Path) -> None:
     head = head_of(log)
     row = raw_rows(log, "SELECT chain_seq, prev_seal FROM event_seals WHERE event_id = 5")[0]
     content = ("t-a", "agent-2", "TASK_HEARTBEAT", '{"n":1000}', "2026-08-20T00:00:05Z")
-    resealed = seal_of(SealedEvent(5, *content, chain_seq=row[0], prev_seal=row[1]))
+    resealed = seal_of(EventRow(5, *content), row[0], row[1])
     tamper(
         log,
         set_content(log, 5, content),
@@ -245,7 +245,7 @@ def test_a_rewritten_history_with_all_seals_recomputed_fails_the_head(log: Path)
     head = head_of(log)
     tamper(log, ("DELETE FROM event_seals", ()))
     with Database(log) as db:  # re-seal everything with the ledger's own code
-        from aios_ledger.shell.log.append import seal_unsealed_events
+        from aios_ledger.shell.log.adoption import seal_unsealed_events
 
         db.write(seal_unsealed_events)
         assert verify_log(db).intact

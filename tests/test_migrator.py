@@ -28,7 +28,7 @@ from aios_ledger.shell.db.migrator import (
     NOTHING_APPLIED,
     apply_migrations,
     known_migrations,
-    pending_migrations,
+    migration_plan,
 )
 from legacy_fixtures import captured_database, rows
 
@@ -170,12 +170,12 @@ def test_a_foreign_database_is_refused_before_its_journal_mode_is_touched(tmp_pa
 def test_the_explicit_migrator_reports_pending_then_applies_them(tmp_path: Path) -> None:
     path = behind_database(tmp_path / "ledger.db")
     with Database.as_found(path) as db:
-        assert [m.version for m in db.read(pending_migrations)] == [LATEST]
+        assert [m.version for m in db.read(migration_plan).pending] == [LATEST]
         status = migration_status(db)
         assert status["applied"] == KNOWN[:-1] and status["pending"] == [LATEST]
         report = db.write(apply_migrations)
         assert report.applied == (LATEST,) and not report.adopted_legacy
-        assert db.read(pending_migrations) == ()
+        assert db.read(migration_plan).pending == ()
         assert db.write(apply_migrations) == NOTHING_APPLIED
         assert migrate_database(db) == NOTHING_APPLIED
     Database(path, migrate=False).close()

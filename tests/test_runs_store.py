@@ -16,7 +16,7 @@ from aios_ledger.core import (
     ExecutionTarget,
     LedgerError,
     LogTail,
-    RunRecord,
+    RunRow,
     WritePlan,
     canonical_json,
     decide_append_run_event,
@@ -320,7 +320,7 @@ def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     request = RunCreateRequest.from_mapping({"session_id": "s-1", "prompt": "p", "run_id": "r-1"})
     created = decide_create_run(None, request, now=now, tail=LogTail.read(1, [LEDGER_CHAIN], []))
     assert isinstance(created, WritePlan) and created.tail is not None
-    run = RunRecord.from_row(created.response)
+    run = RunRow.from_row(created.response)
     append = RunEventAppendRequest.from_mapping(
         {"run_id": "r-1", "kind": "note", "payload": {"n": 1}}
     )

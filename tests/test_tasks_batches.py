@@ -300,10 +300,11 @@ def test_decisions_of_one_transaction_start_from_the_tail_the_last_plan_left(
 
     (_, first), (second_tail, second) = ledger.database.write(write)
     assert second_tail == first.tail
-    assert (second.events[0].chain_seq, second.events[0].prev_seal) == (
-        first.events[0].chain_seq + 1,
-        first.events[0].seal,
+    first_seal, second_seal = first.events[0].seal, second.events[0].seal
+    assert (second_seal.chain_seq, second_seal.prev_seal) == (
+        first_seal.chain_seq + 1,
+        first_seal.seal,
     )
-    assert second.events[0].event_id == first.events[0].event_id + 1
+    assert second_seal.event_id == first_seal.event_id + 1
     with Database(path) as db:
         assert verify_log(db).intact

@@ -183,11 +183,17 @@ def test_decisions_follow_the_table(status: str, operation: str) -> None:
     assert cas.params["status"] == TASK_TRANSITIONS[(status, operation)]
     assert cas.params["expected_revision"] == task.revision
     assert cas.params["attempt"] == task.attempt + (1 if operation == "claim" else 0)
-    (event,) = plan.events
+    (appended,) = plan.events
     # Sealed onto the task's chain where the log left it.
-    assert (event.event_id, event.chain, event.chain_seq) == (41, CHAIN, 5)
-    assert event.prev_seal == HISTORY.tips[CHAIN].seal
-    assert plan.tail == LogTail.read(42, [], [ChainTip(CHAIN, 5, event.seal)])
+    seal = appended.seal
+    assert (appended.event.event_id, seal.event_id, seal.chain, seal.chain_seq) == (
+        41,
+        41,
+        CHAIN,
+        5,
+    )
+    assert seal.prev_seal == HISTORY.tips[CHAIN].seal
+    assert plan.tail == LogTail.read(42, [], [ChainTip(CHAIN, 5, seal.seal)])
     # A lease is held exactly while CLAIMED.
     held = cas.params["status"] == "CLAIMED"
     assert (cas.params["lease_token_hash"] is not None) == held

@@ -8,140 +8,30 @@ revision, with its sealed event, or a `Replay` (spawning an identical spec again
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from functools import lru_cache
-from typing import Any
 
 import attrs
 from aios_ledger.core.auxiliary.records import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
-    AuxiliaryRunMode,
     AuxiliaryRunOutput,
+    AuxiliaryRunRow,
     AuxiliaryRunSnapshot,
-    AuxiliaryRunSpec,
     CheckedSpawn,
-    ExecutionFrame,
 )
 from aios_ledger.core.auxiliary.states import (
     AUXILIARY_RUN_SPAWNED,
     INITIAL_STATE,
     AuxiliaryRunError,
     AuxiliaryRunState,
-    parse_state,
     transition_event,
 )
 from aios_ledger.core.digests import canonical_json
-from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Replay, WritePlan, sealed_plan
-from aios_ledger.core.records import record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import format_timestamp
-
-
-@attrs.frozen
-class AuxiliaryRunRow:
-    """One row of `auxiliary_runs`."""
-
-    aux_id: str
-    session_id: str
-    run_id: str
-    parent_json: str
-    kind: str
-    mode: str
-    state: str
-    spec_json: str
-    spec_digest: str
-    evidence_digest: str
-    owner: str
-    revision: int
-    created_at_ms: int
-    updated_at_ms: int
-    output_json: str | None
-    output_digest: str | None
-    error_code: str | None
-    error: str | None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> AuxiliaryRunRow:
-        return record_from_row(cls, row)
-
-    @property
-    def run_state(self) -> AuxiliaryRunState:
-        return parse_state(self.state)
-
-    def snapshot(self) -> AuxiliaryRunSnapshot:
-        try:
-            parent = _parent_frame(self.parent_json)
-            mode = AuxiliaryRunMode(self.mode)
-        except (LedgerError, ValueError) as refused:
-            raise AuxiliaryRunError(
-                "RUN_ROW_CORRUPT", f"auxiliary run {self.aux_id}: {refused}"
-            ) from None
-        return AuxiliaryRunSnapshot(
-            schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
-            id=self.aux_id,
-            parent=parent,
-            mode=mode,
-            state=self.run_state,
-            spec_digest=self.spec_digest,
-            created_at_ms=self.created_at_ms,
-            updated_at_ms=self.updated_at_ms,
-            output_digest=self.output_digest,
-            error=self.error,
-        )
-
-    def spec(self) -> AuxiliaryRunSpec:
-        return AuxiliaryRunSpec.from_mapping(loads_document(self.spec_json, what="spec"))
-
-    def output_value(self) -> JsonValue:
-        if self.output_json is None:
-            return None
-        return loads_document(self.output_json, what="output")
-
-    def failure(self) -> AuxiliaryRunError | None:
-        if self.error_code is None:
-            return None
-        detail = (self.error or "").removeprefix(f"{self.error_code}: ")
-        return AuxiliaryRunError(self.error_code, detail)
-
-    def outcome(self) -> AuxiliaryRunOutput | AuxiliaryRunError | None:
-        """The terminal result: the output, the error, or None while the run is not over."""
-        if not self.run_state.is_terminal:
-            return None
-        failure = self.failure()
-        if failure is not None:
-            return failure
-        if self.output_digest is None:
-            return AuxiliaryRunError("RUN_ROW_CORRUPT", f"{self.aux_id} completed without output")
-        output = self.output_json or "null"
-        return AuxiliaryRunOutput(
-            value=self.output_value(), digest=self.output_digest, size_bytes=len(output)
-        )
-
-    def public(self) -> JsonObject:
-        """The snapshot, with what the command line also shows: spec, output, error code."""
-        return {
-            **self.snapshot().public(),
-            "kind": self.kind,
-            "target": {"session_id": self.session_id, "run_id": self.run_id},
-            "evidence_digest": self.evidence_digest,
-            "revision": self.revision,
-            "spec": loads_document(self.spec_json, what="spec"),
-            "output": self.output_value(),
-            "error_code": self.error_code,
-        }
-
-
-@lru_cache(maxsize=1024)
-def _parent_frame(parent_json: str) -> ExecutionFrame:
-    """A row's parent frame from its text. A service's runs mostly share a few frames, and every
-    transition reads its run's back; a frame is frozen and holds only text and ints, so one
-    parse serves them all. A refusal is not remembered (`lru_cache` keeps no exceptions): a
-    corrupt row is refused every time it is read."""
-    return ExecutionFrame.from_mapping(loads_document(parent_json, what="parent"))
 
 
 def timestamp_of_ms(milliseconds: int) -> str:

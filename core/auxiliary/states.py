@@ -64,7 +64,6 @@ TRANSITIONS: Mapping[tuple[AuxiliaryRunState, AuxiliaryRunState], str] = Mapping
 )
 
 INITIAL_STATE = AuxiliaryRunState.PENDING
-AUXILIARY_TERMINAL_STATES = frozenset(state for state in AuxiliaryRunState if state.is_terminal)
 
 
 def transition_event(source: AuxiliaryRunState, target: AuxiliaryRunState) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.tail import LogTail
-from aios_ledger.core.log.verification import EventRecord
 from aios_ledger.core.plan import WritePlan
 
 
-def decide_adoption_seals(unsealed: Sequence[EventRecord], *, tail: LogTail) -> WritePlan:
+def decide_adoption_seals(unsealed: Sequence[EventRow], *, tail: LogTail) -> WritePlan:
     """A seal for each of `unsealed` (in event order), marked as sealed at adoption: the log
     cannot vouch for what happened before it was taken over, only that nothing changed since."""
     writes, after = tail.seal_in_place(unsealed)

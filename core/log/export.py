@@ -14,10 +14,12 @@ from typing import Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.log.verification import ChainLink, EventRecord, LedgerHead, SealRecord
+from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.verification import ChainLink, LedgerHead
+from aios_ledger.core.records import record_columns
 
 EXPORT_SCHEMA = "aios.event_export.v1"
-EVENT_FIELDS = ("event_id", "task_id", "agent_id", "event_type", "payload_json", "created_at")
+EVENT_FIELDS = record_columns(EventRow)
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption")
 
 
@@ -27,7 +29,7 @@ def export_header(task_id: str | None) -> dict[str, Any]:
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-def export_line(event: EventRecord, seal: SealRecord | None) -> dict[str, Any]:
+def export_line(event: EventRow, seal: SealRow | None) -> dict[str, Any]:
     line: dict[str, Any] = event.public()
     if seal is None:
         line.update(dict.fromkeys(SEAL_FIELDS))
@@ -78,7 +80,7 @@ def parse_export_trailer(raw: object) -> LedgerHead:
         raise LedgerError("EXPORT_INVALID", f"the trailer is malformed: {refused.detail}") from None
 
 
-def parse_export_event(raw: object) -> tuple[EventRecord, SealRecord | None]:
+def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None]:
     """One event line; the content's types are left to the verifier (a changed type is a
     changed event), only the shape of the line is checked here."""
     if not isinstance(raw, Mapping) or set(raw) != set(EVENT_FIELDS) | set(SEAL_FIELDS):
@@ -86,13 +88,13 @@ def parse_export_event(raw: object) -> tuple[EventRecord, SealRecord | None]:
     event_id = raw["event_id"]
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
         raise LedgerError("EXPORT_INVALID", "event_id must be a positive integer")
-    event = EventRecord.from_row(raw)
+    event = EventRow.from_row(raw)
     if all(raw[name] is None for name in SEAL_FIELDS):
         return event, None
     adoption = raw["sealed_at_adoption"]
     if not isinstance(adoption, bool):
         raise LedgerError("EXPORT_INVALID", f"event {event_id}: sealed_at_adoption must be a bool")
-    seal = SealRecord(
+    seal = SealRow(
         event_id=event_id,
         chain=raw["chain"],
         chain_seq=raw["chain_seq"],
@@ -112,12 +114,12 @@ class ChainTips:
     def __len__(self) -> int:
         return len(self._tips)
 
-    def predecessor(self, seal: SealRecord | None) -> ChainLink | None:
+    def predecessor(self, seal: SealRow | None) -> ChainLink | None:
         if seal is None or not isinstance(seal.chain, str):
             return None
         return self._tips.get(seal.chain)
 
-    def advance(self, seal: SealRecord | None) -> None:
+    def advance(self, seal: SealRow | None) -> None:
         if seal is None or not isinstance(seal.chain, str):
             return
         seq, value = seal.chain_seq, seal.seal

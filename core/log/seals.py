@@ -13,6 +13,7 @@ from json.encoder import encode_basestring_ascii as _ascii
 import attrs
 from aios_ledger.core.digests import digest_bytes, digest_json
 from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log.records import EventRow
 
 SEAL_SCHEMA = "aios.event_seal.v1"
 GENESIS_SEAL = "sha256:" + "0" * 64
@@ -25,7 +26,8 @@ def chain_of(task_id: str | None) -> str:
 
 @attrs.frozen
 class ChainTip:
-    """The last seal of a chain, which the next event's seal builds on (an empty chain's tip is
+    """The last seal of a chain, which the next event's seal builds on: three columns of the
+    chain's last `SealRow`, as `chain_tip` reads them (an empty chain's tip is
     `empty_chain_tip`: position 0, the genesis seal)."""
 
     chain: str
@@ -37,21 +39,7 @@ def empty_chain_tip(chain: str) -> ChainTip:
     return ChainTip(chain=chain, chain_seq=0, seal=GENESIS_SEAL)
 
 
-@attrs.frozen
-class SealedEvent:
-    """An event as stored, with its place in its chain."""
-
-    event_id: int
-    task_id: str | None
-    agent_id: str | None
-    event_type: str
-    payload_json: str
-    created_at: str
-    chain_seq: int
-    prev_seal: str
-
-
-def _seal_document(event: SealedEvent) -> JsonObject:
+def _seal_document(event: EventRow, chain_seq: int, prev_seal: str) -> JsonObject:
     return {
         "event_id": event.event_id,
         "task_id": event.task_id,
@@ -60,34 +48,38 @@ def _seal_document(event: SealedEvent) -> JsonObject:
         "payload_json": event.payload_json,
         "created_at": event.created_at,
         "chain": chain_of(event.task_id),
-        "chain_seq": event.chain_seq,
-        "prev_seal": event.prev_seal,
+        "chain_seq": chain_seq,
+        "prev_seal": prev_seal,
     }
 
 
-def seal_of(event: SealedEvent) -> str:
-    return digest_json(SEAL_SCHEMA, _seal_document(event))
+def seal_of(event: EventRow, chain_seq: int, prev_seal: str) -> str:
+    """The seal of `event` at `chain_seq` of its chain, built on `prev_seal`: a digest over its
+    content, its chain and its place there. Checks every field as untrusted JSON."""
+    return digest_json(SEAL_SCHEMA, _seal_document(event, chain_seq, prev_seal))
 
 
-def seal_to_store(event: SealedEvent) -> str:
+def seal_to_store(event: EventRow, chain_seq: int, prev_seal: str) -> str:
     """The seal written beside an event: `seal_of_stored` when every field is plainly typed
     (exact ASCII text or None, exact ints), as in every event the core plans; any other row (an
     adopted one, say) is checked as untrusted JSON by `seal_of`. Both give the same seal."""
-    return seal_of_stored(event) if _plainly_typed(event) else seal_of(event)
+    if _plainly_typed(event, chain_seq, prev_seal):
+        return seal_of_stored(event, chain_seq, prev_seal)
+    return seal_of(event, chain_seq, prev_seal)
 
 
-def _plainly_typed(event: SealedEvent) -> bool:
+def _plainly_typed(event: EventRow, chain_seq: object, prev_seal: object) -> bool:
     texts = (event.task_id, event.agent_id, event.event_type, event.payload_json, event.created_at)
     return (
         type(event.event_id) is int
-        and type(event.chain_seq) is int
-        and type(event.prev_seal) is str
-        and event.prev_seal.isascii()
+        and type(chain_seq) is int
+        and type(prev_seal) is str
+        and prev_seal.isascii()
         and all(text is None or (type(text) is str and text.isascii()) for text in texts)
     )
 
 
-def seal_of_stored(event: SealedEvent) -> str:
+def seal_of_stored(event: EventRow, chain_seq: int, prev_seal: str) -> str:
     """`seal_of` for fields whose types the caller has already checked (text or None, and int
     event_id / chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the
     json module's own encoder), written out field by field instead of walking an untrusted
@@ -101,7 +93,7 @@ def seal_of_stored(event: SealedEvent) -> str:
             ',"chain":',
             _ascii(chain_of(task)),
             ',"chain_seq":',
-            int.__repr__(event.chain_seq),
+            int.__repr__(chain_seq),
             ',"created_at":',
             _ascii(event.created_at),
             ',"event_id":',
@@ -111,7 +103,7 @@ def seal_of_stored(event: SealedEvent) -> str:
             ',"payload_json":',
             _ascii(event.payload_json),
             ',"prev_seal":',
-            _ascii(event.prev_seal),
+            _ascii(prev_seal),
             ',"task_id":',
             "null" if task is None else _ascii(task),
             "}",

@@ -15,20 +15,13 @@ verifies as it did.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import attrs
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.log.seals import (
-    ChainTip,
-    SealedEvent,
-    chain_of,
-    empty_chain_tip,
-    seal_to_store,
-)
-from aios_ledger.core.log.verification import EventRecord
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.seals import ChainTip, chain_of, empty_chain_tip, seal_to_store
+from aios_ledger.core.statements import SqlWrite
 
 
 @attrs.frozen
@@ -50,48 +43,14 @@ class EventAppend:
 
 @attrs.frozen
 class AppendedEvent:
-    """An event placed at the end of its chain: its row and its seal, as they are inserted."""
+    """An event placed at the end of its chain: its row and its seal's row, as a plan inserts
+    them."""
 
-    event_id: int
-    task_id: str | None
-    agent_id: str | None
-    event_type: str
-    payload_json: str
-    created_at: str
-    chain: str
-    chain_seq: int
-    prev_seal: str
-    seal: str
+    event: EventRow
+    seal: SealRow
 
     def writes(self) -> tuple[SqlWrite, SqlWrite]:
-        row = SqlWrite(
-            Statement.INSERT_EVENT,
-            {
-                "event_id": self.event_id,
-                "task_id": self.task_id,
-                "agent_id": self.agent_id,
-                "event_type": self.event_type,
-                "payload_json": self.payload_json,
-                "created_at": self.created_at,
-            },
-        )
-        return row, seal_write(self.event_id, self.chain, self.chain_seq, self.prev_seal, self.seal)
-
-
-def seal_write(
-    event_id: int, chain: str, chain_seq: int, prev_seal: str, seal: str, *, adoption: bool = False
-) -> SqlWrite:
-    return SqlWrite(
-        Statement.INSERT_SEAL,
-        {
-            "event_id": event_id,
-            "chain": chain,
-            "chain_seq": chain_seq,
-            "prev_seal": prev_seal,
-            "seal": seal,
-            "sealed_at_adoption": int(adoption),
-        },
-    )
+        return self.event.insert(), self.seal.insert()
 
 
 @attrs.frozen
@@ -113,46 +72,24 @@ class LogTail:
         event_id = self.next_event_id
         appended = []
         for event in events:
-            appended.append(
-                _placed(
-                    tips,
-                    event_id,
-                    event.task_id,
-                    event.agent_id,
-                    event.event_type,
-                    event.payload_json(),
-                    event.created_at,
-                )
-            )
-            event_id += 1
-        return tuple(appended), LogTail(event_id, tips)
-
-    def seal_in_place(self, events: Sequence[EventRecord]) -> tuple[tuple[SqlWrite, ...], LogTail]:
-        """Seals for events already stored unsealed (the older runtime's, at adoption), in
-        event order, at the end of their chains; their ids and content stay as they are."""
-        tips = dict(self.tips)
-        writes = []
-        for event in events:
-            placed = _placed(
-                tips,
-                event.event_id,
+            row = EventRow(
+                event_id,
                 event.task_id,
                 event.agent_id,
                 event.event_type,
-                event.payload_json,
+                event.payload_json(),
                 event.created_at,
             )
-            writes.append(
-                seal_write(
-                    placed.event_id,
-                    placed.chain,
-                    placed.chain_seq,
-                    placed.prev_seal,
-                    placed.seal,
-                    adoption=True,
-                )
-            )
-        return tuple(writes), LogTail(self.next_event_id, tips)
+            appended.append(AppendedEvent(row, _sealed(tips, row)))
+            event_id += 1
+        return tuple(appended), LogTail(event_id, tips)
+
+    def seal_in_place(self, events: Sequence[EventRow]) -> tuple[tuple[SqlWrite, ...], LogTail]:
+        """Seals for events already stored unsealed (the older runtime's, at adoption), in
+        event order, at the end of their chains; their ids and content stay as they are."""
+        tips = dict(self.tips)
+        writes = tuple(_sealed(tips, event, adoption=True).insert() for event in events)
+        return writes, LogTail(self.next_event_id, tips)
 
 
 def _known(
@@ -167,39 +104,16 @@ def _known(
     return tips
 
 
-def _placed(
-    tips: dict[str, ChainTip],
-    event_id: int,
-    task_id: Any,
-    agent_id: Any,
-    event_type: Any,
-    payload_json: Any,
-    created_at: Any,
-) -> AppendedEvent:
-    """The event sealed onto its chain's tip in `tips`, which moves on to it. The content is
-    typed loosely for adopted rows, which `seal_to_store` checks as untrusted."""
-    chain = chain_of(task_id)
+def _sealed(tips: dict[str, ChainTip], event: EventRow, *, adoption: bool = False) -> SealRow:
+    """The seal row of `event` on its chain's tip in `tips`, which moves on to it. An adopted
+    row may hold what no plan writes (its types are checked by `seal_to_store`)."""
+    chain = chain_of(event.task_id)
     tip = tips.get(chain)
     if tip is None:
         # The shell reads the tip of every chain a decision names; a chain it did not read
         # would fork (the store's unique (chain, chain_seq) would refuse it later).
         raise ValueError(f"the log tail holds no tip of chain {chain!r}")
     chain_seq = tip.chain_seq + 1
-    seal = seal_to_store(
-        SealedEvent(
-            event_id, task_id, agent_id, event_type, payload_json, created_at, chain_seq, tip.seal
-        )
-    )
+    seal = seal_to_store(event, chain_seq, tip.seal)
     tips[chain] = ChainTip(chain=chain, chain_seq=chain_seq, seal=seal)
-    return AppendedEvent(
-        event_id=event_id,
-        task_id=task_id,
-        agent_id=agent_id,
-        event_type=event_type,
-        payload_json=payload_json,
-        created_at=created_at,
-        chain=chain,
-        chain_seq=chain_seq,
-        prev_seal=tip.seal,
-        seal=seal,
-    )
+    return SealRow(event.event_id, chain, chain_seq, tip.seal, seal, adoption)

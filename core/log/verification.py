@@ -29,8 +29,8 @@ from typing import Annotated, Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
-from aios_ledger.core.log.seals import GENESIS_SEAL, SealedEvent, chain_of, seal_of_stored
-from aios_ledger.core.records import record_from_row
+from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_of_stored
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 
 HEAD_SCHEMA = "aios.ledger_head.v1"
@@ -69,59 +69,9 @@ RANGE_DETAIL_LIMIT = 100
 
 
 @attrs.frozen
-class EventRecord:
-    """The content columns of one `events` row, as stored (types are checked by the verifier)."""
-
-    event_id: int
-    task_id: Any
-    agent_id: Any
-    event_type: Any
-    payload_json: Any
-    created_at: Any
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> EventRecord:
-        return record_from_row(cls, row)
-
-    def public(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
-
-@attrs.frozen
-class SealRecord:
-    """One `event_seals` row."""
-
-    event_id: int
-    chain: Any
-    chain_seq: Any
-    prev_seal: Any
-    seal: Any
-    sealed_at_adoption: bool
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> SealRecord:
-        return cls(
-            event_id=row["event_id"],
-            chain=row["chain"],
-            chain_seq=row["chain_seq"],
-            prev_seal=row["prev_seal"],
-            seal=row["seal"],
-            sealed_at_adoption=row["sealed_at_adoption"] == 1,
-        )
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "chain": self.chain,
-            "chain_seq": self.chain_seq,
-            "prev_seal": self.prev_seal,
-            "seal": self.seal,
-            "sealed_at_adoption": self.sealed_at_adoption,
-        }
-
-
-@attrs.frozen
 class ChainLink:
-    """The seal before an event in its chain (the database gives chain_seq - 1 exactly)."""
+    """The seal before an event in its chain: three columns of that `SealRow` (the database
+    joins chain_seq - 1 exactly; an offline check keeps the last one seen per chain)."""
 
     event_id: int
     chain_seq: int
@@ -203,20 +153,11 @@ class VerificationReport:
         }
 
 
-def _sealed_event(event: EventRecord, event_id: int, seal: SealRecord) -> SealedEvent:
-    return SealedEvent(
-        event_id=event_id,
-        task_id=event.task_id,
-        agent_id=event.agent_id,
-        event_type=event.event_type,
-        payload_json=event.payload_json,
-        created_at=event.created_at,
-        chain_seq=seal.chain_seq,
-        prev_seal=seal.prev_seal,
-    )
+# A row read back from the database or an export may hold any value SQLite or JSON can: the
+# records are typed as a valid row holds them, and these checks come before anything trusts them.
 
 
-def _content_well_typed(event: EventRecord) -> bool:
+def _content_well_typed(event: EventRow) -> bool:
     return (
         isinstance(event.event_type, str)
         and isinstance(event.payload_json, str)
@@ -226,7 +167,7 @@ def _content_well_typed(event: EventRecord) -> bool:
     )
 
 
-def _seal_well_formed(seal: SealRecord) -> bool:
+def _seal_well_formed(seal: SealRow) -> bool:
     return (
         isinstance(seal.chain, str)
         and isinstance(seal.chain_seq, int)
@@ -237,19 +178,21 @@ def _seal_well_formed(seal: SealRecord) -> bool:
     )
 
 
-def seal_matches(event: EventRecord, seal: SealRecord, *, at_event_id: int | None = None) -> bool:
+def seal_matches(event: EventRow, seal: SealRow, *, at_event_id: int | None = None) -> bool:
     """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)?"""
     if not _seal_well_formed(seal):
         return False
     return _verifies(event, seal, event.event_id if at_event_id is None else at_event_id)
 
 
-def _verifies(event: EventRecord, seal: SealRecord, event_id: int) -> bool:
+def _verifies(event: EventRow, seal: SealRow, event_id: int) -> bool:
     """`seal_matches` for a seal already known to be well formed."""
     if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
         return False
+    if event_id != event.event_id:
+        event = attrs.evolve(event, event_id=event_id)
     try:
-        return bool(seal_of_stored(_sealed_event(event, event_id, seal)) == seal.seal)
+        return bool(seal_of_stored(event, seal.chain_seq, seal.prev_seal) == seal.seal)
     except (LedgerError, ValueError):
         return False
 
@@ -277,7 +220,7 @@ class LogVerifier:
         self._last_adopted = False
         self._findings: list[Finding] = []
         self._counts: dict[str, int] = {}
-        self._mismatches: deque[tuple[EventRecord, SealRecord]] = deque(maxlen=SWAP_WINDOW)
+        self._mismatches: deque[tuple[EventRow, SealRow]] = deque(maxlen=SWAP_WINDOW)
         if head is not None and head.last_event_id == 0 and head.digest != EMPTY_HEAD_DIGEST:
             self._report(Finding(HEAD_MISMATCH, None, "an empty head with a non-empty digest"))
 
@@ -316,8 +259,8 @@ class LogVerifier:
     def feed(
         self,
         event_id: int,
-        event: EventRecord | None,
-        seal: SealRecord | None,
+        event: EventRow | None,
+        seal: SealRow | None,
         predecessor: ChainLink | None,
     ) -> None:
         if event_id <= self._last_id:
@@ -390,9 +333,7 @@ class LogVerifier:
                 )
             )
 
-    def _check_sealed(
-        self, event: EventRecord, seal: SealRecord, predecessor: ChainLink | None
-    ) -> None:
+    def _check_sealed(self, event: EventRow, seal: SealRow, predecessor: ChainLink | None) -> None:
         event_id = event.event_id
         if not _seal_well_formed(seal):
             self._report(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
@@ -456,7 +397,7 @@ class LogVerifier:
             return
         self._content_changed(event, seal)
 
-    def _content_changed(self, event: EventRecord, seal: SealRecord) -> None:
+    def _content_changed(self, event: EventRow, seal: SealRow) -> None:
         for other_event, other_seal in self._mismatches:
             if _swapped(event, seal, other_event, other_seal):
                 self._retract(CONTENT_CHANGED, other_event.event_id)
@@ -523,7 +464,7 @@ def _finding_order(finding: Finding) -> tuple[int, str]:
     return (-1 if finding.event_id is None else finding.event_id, finding.code)
 
 
-def _swapped(a: EventRecord, a_seal: SealRecord, b: EventRecord, b_seal: SealRecord) -> bool:
+def _swapped(a: EventRow, a_seal: SealRow, b: EventRow, b_seal: SealRow) -> bool:
     """Did a and b trade content (each verifies at the other's id and seal) or trade seals?"""
     content_traded = seal_matches(a, b_seal, at_event_id=b.event_id) and seal_matches(
         b, a_seal, at_event_id=a.event_id

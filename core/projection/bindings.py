@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
@@ -14,6 +11,7 @@ from aios_ledger.core.projection.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
 )
+from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.core.statements import SqlWrite, Statement
 
 BINDING_REGISTERED = "GOVERNED_BINDING_REGISTERED"
@@ -21,7 +19,7 @@ BINDING_REGISTERED = "GOVERNED_BINDING_REGISTERED"
 
 def decide_register_binding(
     binding: GovernedExecutionBinding,
-    prior: Mapping[str, Any] | None,
+    prior: BindingRow | None,
     *,
     now: str,
     tail: LogTail,
@@ -33,7 +31,7 @@ def decide_register_binding(
         "binding_sha256": digest,
     }
     if prior is not None:
-        if prior["binding_sha256"] != digest:
+        if prior.binding_sha256 != digest:
             raise LedgerError(
                 "GOVERNED_BINDING_CONFLICT",
                 f"task {binding.task_id!r} job {binding.job_id!r} is bound differently already",

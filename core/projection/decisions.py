@@ -30,6 +30,7 @@ from aios_ledger.core.kinds import (
     Sha256Hex,
     Text,
 )
+from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
     Replay,
@@ -45,9 +46,10 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.records import TASK_STATUSES, EventRow, IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.transitions import TASK_STATUSES
 
 PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
 RUNTIME_ACTION = "agent_runtime"

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NewType
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_json
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json
+from aios_ledger.core.jsonvalue import JsonObject, check_json
 from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
 from aios_ledger.core.structuring import FieldRefused, register_kind, structure, unstructure
 
@@ -231,12 +231,3 @@ def verify_execution_envelope(raw: object) -> JsonObject:
             "EXECUTION_ENVELOPE_INVALID", "the envelope does not match its own execution_digest"
         )
     return rebuilt
-
-
-def envelope_binding(envelope: JsonObject) -> GovernedExecutionBinding:
-    return GovernedExecutionBinding.from_mapping(envelope["binding"])
-
-
-def governance_flags_set(document: Mapping[str, JsonValue]) -> list[str]:
-    """The governance flags that a result claims to have used (any truthy value counts)."""
-    return [flag for flag in GOVERNANCE_FLAGS if flag != "writer_lease" and document.get(flag)]

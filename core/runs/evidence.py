@@ -9,17 +9,17 @@ evidence again, even after the run has grown past a truncated slice, reproduces 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json, loads_document
+from aios_ledger.core.jsonvalue import JsonObject, check_json
 from aios_ledger.core.kinds import Between, Identifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Replay, WritePlan, first_answer, sealed_plan
-from aios_ledger.core.records import record_from_row
+from aios_ledger.core.runs.records import RunEventRow, RunRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import check_built, structure, unstructure
 
@@ -66,78 +66,14 @@ class EvidenceReadRequest:
         """For a request built directly: its fields as `from_mapping` would check them."""
         check_built(self, what="evidence request")
 
-    def limits(self) -> JsonObject:
-        return {"max_events": self.max_events, "max_bytes": self.max_bytes}
-
-
-@attrs.frozen
-class RunRecord:
-    """One row of `runs`."""
-
-    run_id: str
-    session_id: str
-    prompt: str
-    event_count: int
-    created_at: str
-    updated_at: str
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RunRecord:
-        return record_from_row(cls, row)
-
-    def evidence_view(self) -> JsonObject:
-        """What evidence pins of the run: nothing that changes when events are appended."""
-        return {
-            "run_id": self.run_id,
-            "session_id": self.session_id,
-            "prompt": self.prompt,
-            "created_at": self.created_at,
-        }
-
-    def public(self) -> JsonObject:
-        return {
-            **self.evidence_view(),
-            "event_count": self.event_count,
-            "updated_at": self.updated_at,
-        }
-
-
-@attrs.frozen
-class RunEventRecord:
-    """One row of `run_events`."""
-
-    run_id: str
-    seq: int
-    kind: str
-    payload_json: str
-    created_at: str
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RunEventRecord:
-        return record_from_row(cls, row)
-
-    def payload(self) -> JsonValue:
-        try:
-            return loads_document(self.payload_json, what=f"run event {self.seq} payload")
-        except LedgerError as refused:
-            raise LedgerError("RUN_ROW_CORRUPT", f"run {self.run_id}: {refused}") from None
-
-    def public(self) -> JsonObject:
-        return {
-            "seq": self.seq,
-            "kind": self.kind,
-            "payload": self.payload(),
-            "created_at": self.created_at,
-        }
-
 
 @attrs.frozen
 class EvidenceSnapshot:
     """A bounded slice of a run's evidence and the digest that pins it."""
 
     target: ExecutionTarget
-    run: RunRecord
-    events: tuple[RunEventRecord, ...]
+    run: RunRow
+    events: tuple[RunEventRow, ...]
     truncated: bool
     max_events: int
     max_bytes: int
@@ -168,8 +104,8 @@ def evidence_digest(body: JsonObject) -> str:
 
 def build_evidence_snapshot(
     request: EvidenceReadRequest,
-    run: RunRecord | None,
-    events: Sequence[RunEventRecord],
+    run: RunRow | None,
+    events: Sequence[RunEventRow],
 ) -> EvidenceSnapshot:
     """The snapshot of `run` for `request`, from its events in `seq` order.
 
@@ -185,7 +121,7 @@ def build_evidence_snapshot(
             "TARGET_MISMATCH",
             f"run {target.run_id!r} does not belong to session {target.session_id!r}",
         )
-    kept: list[RunEventRecord] = []
+    kept: list[RunEventRow] = []
     used = 0
     truncated = False
     for event in sorted(events, key=lambda item: item.seq):
@@ -261,10 +197,10 @@ class RunEventsRequest:
 
 
 def decide_create_run(
-    existing: RunRecord | None, request: RunCreateRequest, *, now: str, tail: LogTail
+    existing: RunRow | None, request: RunCreateRequest, *, now: str, tail: LogTail
 ) -> Replay | WritePlan:
     """A new run, or the same run again when `run_id` already names an identical one; the
-    answer is the run's row (`RunRecord` fields)."""
+    answer is the run's row (`RunRow` fields)."""
     values = unstructure(request)
     if existing is not None:
         if existing.session_id != request.session_id or existing.prompt != request.prompt:
@@ -287,10 +223,10 @@ def decide_create_run(
 
 
 def decide_append_run_event(
-    run: RunRecord | None, request: RunEventAppendRequest, *, now: str
+    run: RunRow | None, request: RunEventAppendRequest, *, now: str
 ) -> WritePlan:
     """The next event of a run: a CAS on the run's event count (its revision), then the event
-    row, which is also the answer (`RunEventRecord` fields)."""
+    row, which is also the answer (`RunEventRow` fields)."""
     if run is None:
         raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
     checked = check_json(request.payload, what="payload")

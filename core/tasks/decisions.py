@@ -31,8 +31,8 @@ from aios_ledger.core.plan import (
     request_digest,
     sealed_plan,
 )
-from aios_ledger.core.records import IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,

@@ -10,8 +10,8 @@ from typing import Annotated
 
 import attrs
 from aios_ledger.core.kinds import Between, Identifier, OneOf
-from aios_ledger.core.records import TASK_STATUSES
 from aios_ledger.core.structuring import structure
+from aios_ledger.core.tasks.transitions import TASK_STATUSES
 
 MAX_LIST = 10_000
 DEFAULT_LIST = 100

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aios_ledger.core.records import TASK_STATUSES
+from aios_ledger.core.tasks.transitions import TASK_STATUSES
 
 EXPIRING_WINDOW_SECONDS = 60
 

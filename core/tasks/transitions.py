@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from aios_ledger.core.errors import LedgerError
 
+TASK_STATUSES = ("QUEUED", "CLAIMED", "SUBMITTED", "SUCCEEDED", "FAILED", "CANCELLED")
 ABSENT = "ABSENT"
 
 TASK_TRANSITIONS: Mapping[tuple[str, str], str] = {
@@ -44,10 +45,6 @@ def next_task_status(status: str, operation: str) -> str:
         raise LedgerError(
             "INVALID_TRANSITION", f"a {status} task does not allow {operation}"
         ) from None
-
-
-def allows(status: str, operation: str) -> bool:
-    return (status, operation) in TASK_TRANSITIONS
 
 
 def verify_operation(decision: str, *, attempts_left: bool) -> str:

@@ -23,7 +23,7 @@ from aios_ledger.core import (
 from aios_ledger.core.migrations import refuse_unless_current
 from aios_ledger.shell.db.run import execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files
-from aios_ledger.shell.log.append import seal_unsealed_events
+from aios_ledger.shell.log.adoption import seal_unsealed_events
 
 T = TypeVar("T")
 
@@ -72,10 +72,6 @@ def read_catalogue(conn: apsw.Connection) -> CatalogueView:
 def migration_plan(conn: apsw.Connection) -> MigrationPlan:
     """What `apply_migrations` would do now; refuses a newer or a foreign database."""
     return plan_migrations(known_migrations(), read_catalogue(conn))
-
-
-def pending_migrations(conn: apsw.Connection) -> tuple[Migration, ...]:
-    return migration_plan(conn).pending
 
 
 def plan_on_open(conn: apsw.Connection, *, migrate: bool) -> MigrationPlan:

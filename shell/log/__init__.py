@@ -1,1 +1,2 @@
-"""Appending sealed events, verifying the log and exporting it."""
+"""The sealed log in the database: reading its tail, sealing adopted events, verifying and
+exporting it."""

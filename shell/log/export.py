@@ -12,11 +12,12 @@ import apsw
 from aios_ledger.core import (
     EXPORT_INVALID,
     ChainTips,
-    EventRecord,
+    EventRow,
     Finding,
     LedgerError,
     LedgerHead,
     LogVerifier,
+    SealRow,
     VerificationReport,
     export_header,
     export_line,
@@ -28,8 +29,8 @@ from aios_ledger.core import (
     parse_export_header,
     parse_export_trailer,
 )
-from aios_ledger.shell.db.connection import Database, fetch_value
-from aios_ledger.shell.log.verification import Progress, seal_of_row
+from aios_ledger.shell.db.connection import Database, Row, fetch_value
+from aios_ledger.shell.log.verification import Progress
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 
@@ -49,6 +50,11 @@ def _exportable(value: Any) -> Any:
     if isinstance(value, bytes):
         return "blob:" + value.hex()
     return value
+
+
+def _joined_seal(row: Row) -> SealRow | None:
+    """The seal row joined to an event row, or None when the event has no seal."""
+    return None if row["seal_event_id"] is None else SealRow.from_row(row)
 
 
 def export_log(
@@ -75,8 +81,8 @@ def export_log(
         def lines() -> Iterator[tuple[int, str | None]]:
             with db.cursor_rows(statement, params) as rows:
                 for row in rows:
-                    event = EventRecord.from_row(row)
-                    seal = seal_of_row(row)
+                    event = EventRow.from_row(row)
+                    seal = _joined_seal(row)
                     out.write(_json_line(export_line(event, seal)) + "\n")
                     progress.step()
                     yield event.event_id, None if seal is None else seal.seal

@@ -15,15 +15,15 @@ from typing import IO, Any
 import apsw
 from aios_ledger.core import (
     ChainLink,
-    EventRecord,
+    EventRow,
     LedgerError,
     LedgerHead,
     LogVerifier,
-    SealRecord,
+    SealRow,
     VerificationReport,
     head_of_rows,
 )
-from aios_ledger.shell.db.connection import Database, Row, fetch_value
+from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.statements import sql
 
 PROGRESS_EVERY = 16384
@@ -65,19 +65,6 @@ def _is_terminal(stream: IO[str]) -> bool:
         return False
 
 
-def seal_of_row(row: Row) -> SealRecord | None:
-    if row["seal_event_id"] is None:
-        return None
-    return SealRecord(
-        event_id=row["event_id"],
-        chain=row["chain"],
-        chain_seq=row["chain_seq"],
-        prev_seal=row["prev_seal"],
-        seal=row["seal"],
-        sealed_at_adoption=row["sealed_at_adoption"] == 1,
-    )
-
-
 VERIFY_COLUMNS = (
     "event_id",
     "task_id",
@@ -96,7 +83,7 @@ VERIFY_COLUMNS = (
     "pred_seal",
 )
 ORPHAN_COLUMNS = ("event_id", "chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption")
-Item = tuple[int, EventRecord | None, SealRecord | None, ChainLink | None]
+Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
 
 
 @contextmanager
@@ -124,7 +111,7 @@ def _orphan(row: tuple[Any, ...]) -> Item:
     return (
         event_id,
         None,
-        SealRecord(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
+        SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
         None,
     )
 
@@ -158,10 +145,10 @@ def _merged(
         ) = row
         yield (
             event_id,
-            EventRecord(event_id, task_id, agent_id, event_type, payload_json, created_at),
+            EventRow(event_id, task_id, agent_id, event_type, payload_json, created_at),
             None
             if seal_event_id is None
-            else SealRecord(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
+            else SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
             None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
         )
     while orphan is not None:
@@ -200,7 +187,3 @@ def ledger_head(db: Database) -> LedgerHead:
             return head_of_rows((row["event_id"], row["seal"]) for row in rows)
 
     return db.read(work)
-
-
-def report_view(report: VerificationReport) -> dict[str, Any]:
-    return report.public()

@@ -8,16 +8,20 @@ from typing import Any
 import apsw
 from aios_ledger.core import (
     LEDGER_CHAIN,
+    BindingRow,
     GovernedExecutionBinding,
     JsonObject,
     LedgerError,
     decide_register_binding,
     envelope_from_binding,
-    loads_object,
 )
 from aios_ledger.shell.clock import Clock, now_text, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
-from aios_ledger.shell.db.connection import Database, fetch_one
+from aios_ledger.shell.db.connection import Database, fetch_record
+
+
+def _binding_row(conn: apsw.Connection, task_id: str, job_id: str) -> BindingRow | None:
+    return fetch_record(conn, "get_binding", {"task_id": task_id, "job_id": job_id}, BindingRow)
 
 
 def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) -> dict[str, Any]:
@@ -25,9 +29,7 @@ def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) 
 
     def write(conn: apsw.Connection) -> dict[str, Any]:
         plans = PlanExecutor(conn)
-        prior = fetch_one(
-            conn, "get_binding", {"task_id": binding.task_id, "job_id": binding.job_id}
-        )
+        prior = _binding_row(conn, binding.task_id, binding.job_id)
         tail = plans.tail(LEDGER_CHAIN)
         return plans.apply(decide_register_binding(binding, prior, now=now_text(clock), tail=tail))
 
@@ -46,14 +48,11 @@ class RegisteredBindingResolver:
     def __call__(
         self, task_id: str, job_id: str, capability: str, adapter: str, runtime_input: Any
     ) -> JsonObject:
-        row = self._db.read(
-            lambda conn: fetch_one(conn, "get_binding", {"task_id": task_id, "job_id": job_id})
-        )
+        row = self._db.read(lambda conn: _binding_row(conn, task_id, job_id))
         if row is None:
             raise LedgerError(
                 "GOVERNED_BINDING_NOT_FOUND", f"no binding registered for {task_id!r}/{job_id!r}"
             )
-        binding = GovernedExecutionBinding.from_mapping(loads_object(row["binding_json"]))
         return envelope_from_binding(
-            binding, capability=capability, adapter=adapter, runtime_input=runtime_input
+            row.binding(), capability=capability, adapter=adapter, runtime_input=runtime_input
         )

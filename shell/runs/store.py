@@ -14,10 +14,10 @@ from aios_ledger.core import (
     LedgerError,
     RunCreateRequest,
     RunEventAppendRequest,
-    RunEventRecord,
+    RunEventRow,
     RunEventsRequest,
     RunReadRequest,
-    RunRecord,
+    RunRow,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
@@ -32,14 +32,14 @@ def new_run_id() -> str:
     return "run-" + uuid.uuid4().hex
 
 
-def _get_run(conn: apsw.Connection, run_id: str) -> RunRecord | None:
+def _get_run(conn: apsw.Connection, run_id: str) -> RunRow | None:
     row = fetch_one(conn, "get_run", {"run_id": run_id})
-    return None if row is None else RunRecord.from_row(row)
+    return None if row is None else RunRow.from_row(row)
 
 
-def _events(conn: apsw.Connection, run_id: str, limit: int) -> tuple[RunEventRecord, ...]:
+def _events(conn: apsw.Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
     rows = fetch_all(conn, "run_events_page", {"run_id": run_id, "after_seq": 0, "limit": limit})
-    return tuple(RunEventRecord.from_row(row) for row in rows)
+    return tuple(RunEventRow.from_row(row) for row in rows)
 
 
 class RunStore:
@@ -68,7 +68,7 @@ class RunStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRecord:
+    def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRow:
         """A new run; the same `run_id` with the same session and prompt returns it again."""
         request = RunCreateRequest.from_mapping(
             {
@@ -79,38 +79,36 @@ class RunStore:
         )
         now = now_text(self._clock)
 
-        def write(conn: apsw.Connection) -> RunRecord:
+        def write(conn: apsw.Connection) -> RunRow:
             plans = PlanExecutor(conn)
             existing = _get_run(conn, request.run_id)
             decision = decide_create_run(existing, request, now=now, tail=plans.tail(LEDGER_CHAIN))
-            return RunRecord.from_row(plans.apply(decision))
+            return RunRow.from_row(plans.apply(decision))
 
         return self.database.write(write)
 
-    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRecord:
+    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRow:
         """Append one event to a run (payload: any JSON value; None is stored as null)."""
         request = RunEventAppendRequest.from_mapping(
             {"run_id": run_id, "kind": kind, "payload": payload}
         )
         now = now_text(self._clock)
 
-        def write(conn: apsw.Connection) -> RunEventRecord:
+        def write(conn: apsw.Connection) -> RunEventRow:
             run = _get_run(conn, request.run_id)
             decision = decide_append_run_event(run, request, now=now)
-            return RunEventRecord.from_row(apply_decision(conn, decision))
+            return RunEventRow.from_row(apply_decision(conn, decision))
 
         return self.database.write(write)
 
-    def get_run(self, run_id: str) -> RunRecord:
+    def get_run(self, run_id: str) -> RunRow:
         request = RunReadRequest.from_mapping({"run_id": run_id})
         run = self.database.read(lambda conn: _get_run(conn, request.run_id))
         if run is None:
             raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
         return run
 
-    def run_events(
-        self, run_id: str, *, limit: int = MAX_EVENTS_PAGE
-    ) -> tuple[RunEventRecord, ...]:
+    def run_events(self, run_id: str, *, limit: int = MAX_EVENTS_PAGE) -> tuple[RunEventRow, ...]:
         """The run's first `limit` events (1 to MAX_EVENTS_PAGE: out of range is refused)."""
         request = RunEventsRequest.from_mapping({"run_id": run_id, "limit": limit})
         self.get_run(request.run_id)

@@ -1,0 +1,107 @@
+"""The rows of the event log: one record for an `events` row and one for an `event_seals` row.
+
+Every part of the log speaks in these two: a decision's plan appends an `EventRow` with its
+`SealRow`, the seal is computed over an `EventRow` at its place in its chain, the verifier and
+the export read them back. They are typed as a valid row holds them. A row read from a database
+(or an export) may have been tampered with and hold anything SQLite can store; the records do
+not check their fields when built, so the verifier can read such a row and check the types
+itself before it trusts them (`verification._content_well_typed`, `_seal_well_formed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonValue, loads_document
+from aios_ledger.core.records import record_from_row
+from aios_ledger.core.statements import SqlWrite, Statement
+
+
+@attrs.frozen
+class EventRow:
+    """One row of `events`."""
+
+    event_id: int
+    task_id: str | None
+    agent_id: str | None
+    event_type: str
+    payload_json: str
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> EventRow:
+        return record_from_row(cls, row)
+
+    def payload(self) -> JsonValue:
+        """The payload, or None when the stored text is not a JSON document."""
+        try:
+            return loads_document(self.payload_json, what=f"event {self.event_id} payload")
+        except LedgerError:
+            return None
+
+    def public(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    def insert(self) -> SqlWrite:
+        return SqlWrite(
+            Statement.INSERT_EVENT,
+            {
+                "event_id": self.event_id,
+                "task_id": self.task_id,
+                "agent_id": self.agent_id,
+                "event_type": self.event_type,
+                "payload_json": self.payload_json,
+                "created_at": self.created_at,
+            },
+        )
+
+
+@attrs.frozen
+class SealRow:
+    """One row of `event_seals`: the seal of the event `event_id`, at `chain_seq` in `chain`,
+    built on `prev_seal`. `sealed_at_adoption` is stored as 0 or 1; any other stored value
+    reads as False."""
+
+    event_id: int
+    chain: str
+    chain_seq: int
+    prev_seal: str
+    seal: str
+    sealed_at_adoption: bool
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SealRow:
+        return cls(
+            event_id=row["event_id"],
+            chain=row["chain"],
+            chain_seq=row["chain_seq"],
+            prev_seal=row["prev_seal"],
+            seal=row["seal"],
+            sealed_at_adoption=row["sealed_at_adoption"] == 1,
+        )
+
+    def public(self) -> dict[str, Any]:
+        """The seal's columns without its event id (an export line holds it once)."""
+        return {
+            "chain": self.chain,
+            "chain_seq": self.chain_seq,
+            "prev_seal": self.prev_seal,
+            "seal": self.seal,
+            "sealed_at_adoption": self.sealed_at_adoption,
+        }
+
+    def insert(self) -> SqlWrite:
+        return SqlWrite(
+            Statement.INSERT_SEAL,
+            {
+                "event_id": self.event_id,
+                "chain": self.chain,
+                "chain_seq": self.chain_seq,
+                "prev_seal": self.prev_seal,
+                "seal": self.seal,
+                "sealed_at_adoption": int(self.sealed_at_adoption),
+            },
+        )

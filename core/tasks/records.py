@@ -1,0 +1,131 @@
+"""The rows of tasks: a `tasks` row, and the first answer stored for an idempotency key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.records import record_from_row
+
+# Most tasks have no constraints or metadata: these columns hold `{}` or `[]`, and a fresh
+# empty container is their value without a trip through the parser.
+_EMPTY_DOCUMENTS: dict[str, Callable[[], JsonValue]] = {"{}": dict, "[]": list}
+
+
+def _column_json(row_id: str, column: str, raw: object) -> JsonValue:
+    if not isinstance(raw, str):
+        raise LedgerError("TASK_ROW_CORRUPT", f"task {row_id}: {column} is not JSON text")
+    empty = _EMPTY_DOCUMENTS.get(raw)
+    if empty is not None:
+        return empty()
+    try:
+        return loads_document(raw, what=column)
+    except LedgerError as refused:
+        raise LedgerError("TASK_ROW_CORRUPT", f"task {row_id}: {refused}") from None
+
+
+_MAX_CAPABILITIES_TEXT = 16 * 1024
+
+
+@lru_cache(maxsize=1024)
+def _capability_names(raw: str) -> tuple[str, ...] | None:
+    """The names in a `required_capabilities_json` text, or None when it is not a JSON list of
+    strings. Few distinct lists exist and a claim reads one several times (the candidate check,
+    the decision, the answer); a tuple can be shared, the caller gets a list of its own."""
+    try:
+        value = loads_document(raw)
+    except LedgerError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return None
+    return tuple(str(item) for item in value)
+
+
+class TaskRow(NamedTuple):
+    """One row of `tasks`, exactly the columns the older runtime created.
+
+    A NamedTuple rather than an attrs class, like `IdempotencyRow`: every transition reads one
+    and writes the next (`_replace`), and a tuple is built in a fraction of the time."""
+
+    task_id: str
+    goal: str
+    instructions: str
+    success_criteria_json: str
+    required_capabilities_json: str
+    constraints_json: str
+    metadata_json: str
+    deadline: str | None
+    priority: int
+    max_attempts: int
+    attempt: int
+    status: str
+    claimed_by: str | None
+    lease_token_hash: str | None
+    lease_expires_at: str | None
+    result_json: str | None
+    result_digest: str | None
+    result_idempotency_key: str | None
+    verification_json: str | None
+    revision: int
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
+        return record_from_row(cls, row)
+
+    def metadata(self) -> JsonObject:
+        value = _column_json(self.task_id, "metadata_json", self.metadata_json)
+        if not isinstance(value, dict):
+            raise LedgerError("TASK_ROW_CORRUPT", f"task {self.task_id}: metadata is not an object")
+        return value
+
+    def required_capabilities(self) -> list[str]:
+        raw = self.required_capabilities_json
+        # Only texts of a size a valid list can have are remembered (64 names of 200 characters).
+        memoisable = type(raw) is str and len(raw) <= _MAX_CAPABILITIES_TEXT
+        names = _capability_names(raw) if memoisable else None
+        if names is not None:
+            return list(names)
+        value = _column_json(
+            self.task_id, "required_capabilities_json", self.required_capabilities_json
+        )
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise LedgerError(
+                "TASK_ROW_CORRUPT", f"task {self.task_id}: required capabilities are not strings"
+            )
+        return [str(item) for item in value]
+
+    def success_criteria(self) -> JsonValue:
+        return _column_json(self.task_id, "success_criteria_json", self.success_criteria_json)
+
+    def constraints(self) -> JsonValue:
+        return _column_json(self.task_id, "constraints_json", self.constraints_json)
+
+    def result(self) -> JsonValue:
+        if self.result_json is None:
+            return None
+        return _column_json(self.task_id, "result_json", self.result_json)
+
+    def verification(self) -> JsonValue:
+        if self.verification_json is None:
+            return None
+        return _column_json(self.task_id, "verification_json", self.verification_json)
+
+
+class IdempotencyRow(NamedTuple):
+    """The first answer given for an idempotency key, and the digest of the request it answered:
+    the columns of a `task_idempotency` row a decision reads, which the projections' own ledgers
+    (`task_initial_execution_projections`, `task_source_capture_projection_recoveries`) hold
+    under the same names and are read into the same record."""
+
+    idempotency_key: str
+    request_sha256: str
+    response_json: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> IdempotencyRow:
+        return record_from_row(cls, row)

@@ -1,0 +1,79 @@
+"""One record per table row: every table the ledger reads has exactly one row record, whose
+fields are the table's columns in order (the shell builds records from selected columns by
+position, so a record that drifts from its table would read the wrong column)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aios_ledger.core import (
+    AuxiliaryRunRow,
+    BindingRow,
+    EventRow,
+    IdempotencyRow,
+    RunEventRow,
+    RunRow,
+    SealRow,
+    TaskRow,
+)
+from aios_ledger.core.records import record_columns
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ROW_RECORDS: dict[str, type] = {
+    "tasks": TaskRow,
+    "events": EventRow,
+    "event_seals": SealRow,
+    "runs": RunRow,
+    "run_events": RunEventRow,
+    "auxiliary_runs": AuxiliaryRunRow,
+    "governed_bindings": BindingRow,
+}
+# The idempotency ledgers are read only for their first answer: the columns they share.
+FIRST_ANSWER_TABLES = (
+    "task_idempotency",
+    "task_initial_execution_projections",
+    "task_source_capture_projection_recoveries",
+)
+# The migrator's own bookkeeping: read as a list of versions, never into a record.
+UNRECORDED_TABLES = {"schema_migrations"}
+
+
+@pytest.fixture(scope="module")
+def schema() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    yield conn
+    conn.close()
+
+
+def columns(schema: sqlite3.Connection, table: str) -> tuple[str, ...]:
+    return tuple(row[1] for row in schema.execute("SELECT * FROM pragma_table_info(?)", (table,)))
+
+
+def test_every_table_has_its_row_record(schema: sqlite3.Connection) -> None:
+    tables = {
+        row[0]
+        for row in schema.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    }
+    assert tables == set(ROW_RECORDS) | set(FIRST_ANSWER_TABLES) | UNRECORDED_TABLES
+    assert len(set(ROW_RECORDS.values())) == len(ROW_RECORDS)
+
+
+@pytest.mark.parametrize("table", sorted(ROW_RECORDS))
+def test_a_row_record_holds_its_table_columns_in_order(
+    schema: sqlite3.Connection, table: str
+) -> None:
+    assert record_columns(ROW_RECORDS[table]) == columns(schema, table)
+
+
+@pytest.mark.parametrize("table", FIRST_ANSWER_TABLES)
+def test_a_first_answer_is_columns_every_idempotency_ledger_holds(
+    schema: sqlite3.Connection, table: str
+) -> None:
+    assert set(record_columns(IdempotencyRow)) <= set(columns(schema, table))
