@@ -1,0 +1,273 @@
+"""Conformance vectors: what another implementation must compute the same way, byte for byte.
+
+`test_vectors_are_golden` writes every vector (inputs and outputs) from this project's own
+functions into `snapshots/test_conformance_vectors/`; docs/conformance.md documents the file.
+`test_the_documented_rules_reproduce_every_vector` then recomputes every output from the
+committed file's inputs with nothing but the standard library and the rules as documented: if
+it passes, the page and the file are enough to build a compatible implementation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
+from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_to_store
+from aios_ledger.core.log.verification import EMPTY_HEAD_DIGEST, roll_head
+from aios_ledger.core.plan import request_digest
+from aios_ledger.core.projection.envelopes import (
+    GovernedExecutionBinding,
+    project_execution_envelope,
+)
+from aios_ledger.core.tasks.requests import (
+    CancelRequest,
+    ClaimRequest,
+    SubmitRequest,
+    TaskCreateRequest,
+    VerifyRequest,
+    lease_token_sha256,
+)
+from syrupy.assertion import SnapshotAssertion
+
+VECTORS = Path(__file__).resolve().parents[1] / "snapshots" / "test_conformance_vectors"
+VECTOR_FILE = VECTORS / "test_vectors_are_golden.json"
+
+CANONICAL_VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    -17,
+    2**63,
+    2.5,
+    0.1,
+    1e-07,
+    "",
+    "plain",
+    'quote " backslash \\ tab \t newline \n',
+    "é ünïcödé \u2028 \U0001f600",
+    [],
+    {},
+    [1, "two", None, [3.0]],
+    {"b": 1, "a": {"d": [], "c": {}}, "A": "upper sorts first", "é": "non-ASCII key"},
+]
+
+LEASE_TOKEN = "tok-0123456789abcdefABCDEF_-.~"
+
+
+def _canonical() -> list[dict[str, Any]]:
+    return [
+        {"value": value, "canonical": canonical_json(value), "sha256_hex": sha256_hex(value)}
+        for value in CANONICAL_VALUES
+    ]
+
+
+def _digests() -> list[dict[str, Any]]:
+    cases = [
+        ("evidence", b""),
+        ("evidence", b"x"),
+        ("spec", b"x"),
+        ("output", b'{"ok":true}'),
+        ("aios.execution_envelope.v1", bytes(range(256))),
+    ]
+    return [
+        {"domain": domain, "data_hex": data.hex(), "digest": digest_bytes(domain, data)}
+        for domain, data in cases
+    ]
+
+
+def _envelopes() -> list[dict[str, Any]]:
+    binding = {
+        "task_id": "task-vector-1",
+        "job_id": "job-vector-1",
+        "repository": "acme/widgets",
+        "base_oid": "a" * 40,
+        "expected_branch_oid": "a" * 40,
+        "target_branch": "agent/task-vector-1",
+        "branch_mode": "CREATE_NEW",
+        "generation": 1,
+        "idempotency_key": "binding-vector-1",
+    }
+    actions = [
+        {
+            "action": "agent_runtime",
+            "adapter": "openclaw",
+            "capability_scope": ["agent.runtime.openclaw"],
+            "runtime_input": {"goal": "Fix the flaky test", "trace_id": "task-vector-1"},
+        },
+        {
+            "action": "source_capture",
+            "adapter": "source_capture",
+            "capability_scope": ["git.read"],
+            "runtime_input": None,
+        },
+    ]
+    bound = GovernedExecutionBinding.from_mapping(binding)
+    return [
+        {
+            "binding": binding,
+            "action": action,
+            "envelope": project_execution_envelope(bound, action),
+        }
+        for action in actions
+    ]
+
+
+_EVENTS = [
+    ("task-vector-1", None, "TASK_CREATED", {"priority": 0}, "2026-08-20T00:00:00Z"),
+    ("task-vector-1", "agent-7", "TASK_CLAIMED", {"attempt": 1}, "2026-08-20T00:00:01Z"),
+    (None, None, "RUN_CREATED", {"run_id": "r-1", "session_id": "s-1"}, "2026-08-20T00:00:02Z"),
+    ("task-vector-1", "agent-7", "TASK_HEARTBEAT", {"attempt": 1}, "2026-08-20T00:00:03Z"),
+]
+
+
+def _seals() -> dict[str, Any]:
+    tips: dict[str, tuple[int, str]] = {}
+    head = EMPTY_HEAD_DIGEST
+    events = []
+    for event_id, (task_id, agent_id, event_type, payload, created_at) in enumerate(_EVENTS, 1):
+        row = EventRow(event_id, task_id, agent_id, event_type, canonical_json(payload), created_at)
+        chain = chain_of(task_id)
+        chain_seq, prev_seal = tips.get(chain, (0, GENESIS_SEAL))
+        seal = seal_to_store(row, chain_seq + 1, prev_seal)
+        tips[chain] = (chain_seq + 1, seal)
+        head = roll_head(head, event_id, seal)
+        events.append(
+            {
+                "event_id": event_id,
+                "task_id": task_id,
+                "agent_id": agent_id,
+                "event_type": event_type,
+                "payload_json": row.payload_json,
+                "created_at": created_at,
+                "chain": chain,
+                "chain_seq": chain_seq + 1,
+                "prev_seal": prev_seal,
+                "seal": seal,
+                "head_after": head,
+            }
+        )
+    return {"genesis_seal": GENESIS_SEAL, "empty_head": EMPTY_HEAD_DIGEST, "events": events}
+
+
+def _requests() -> list[dict[str, Any]]:
+    create = TaskCreateRequest.from_mapping(
+        {"task_id": "task-vector-1", "goal": "Fix it", "instructions": "Keep it small."}
+    )
+    claim = ClaimRequest.from_mapping(
+        {"agent_id": "agent-7", "capabilities": ["python"], "lease_seconds": 60}
+    )
+    submit = SubmitRequest.from_mapping(
+        {
+            "task_id": "task-vector-1",
+            "lease_token": LEASE_TOKEN,
+            "result": {"status": "SUCCEEDED", "summary": "done"},
+            "idempotency_key": "submit-1",
+        }
+    )
+    verify = VerifyRequest.from_mapping(
+        {
+            "task_id": "task-vector-1",
+            "decision": "SUCCEEDED",
+            "reason": "green",
+            "idempotency_key": "verify-1",
+        }
+    )
+    cancel = CancelRequest.from_mapping(
+        {"task_id": "task-vector-1", "reason": "not needed", "idempotency_key": "cancel-1"}
+    )
+    cases: list[tuple[str, str | None, Any]] = [
+        ("create", None, create.public()),
+        ("claim", None, claim.public(LEASE_TOKEN)),
+        ("submit", "task-vector-1", submit.public()),
+        ("verify", "task-vector-1", verify.public()),
+        ("cancel", "task-vector-1", cancel.public()),
+    ]
+    return [
+        {
+            "operation": operation,
+            "subject": subject,
+            "request": public,
+            "digest": request_digest(operation, subject, public),
+        }
+        for operation, subject, public in cases
+    ]
+
+
+def vectors() -> dict[str, Any]:
+    return {
+        "canonical_json": _canonical(),
+        "digest_bytes": _digests(),
+        "execution_envelopes": _envelopes(),
+        "event_seals": _seals(),
+        "request_digests": _requests(),
+        "lease_tokens": [{"token": LEASE_TOKEN, "sha256": lease_token_sha256(LEASE_TOKEN)}],
+    }
+
+
+def test_vectors_are_golden(golden: SnapshotAssertion) -> None:
+    assert golden == vectors()
+
+
+# ---------------------------------------------------------------------------------------------
+# An independent implementation of docs/conformance.md: the standard library only.
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _domain_digest(domain: str, data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(domain.encode("utf-8") + b"\0" + data).hexdigest()
+
+
+def test_the_documented_rules_reproduce_every_vector() -> None:
+    document = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
+    for case in document["canonical_json"]:
+        assert _canon(case["value"]) == case["canonical"]
+        assert hashlib.sha256(case["canonical"].encode("ascii")).hexdigest() == case["sha256_hex"]
+    for case in document["digest_bytes"]:
+        assert _domain_digest(case["domain"], bytes.fromhex(case["data_hex"])) == case["digest"]
+    for case in document["execution_envelopes"]:
+        envelope = dict(case["envelope"])
+        digest = envelope.pop("execution_digest")
+        assert envelope["binding"] == case["binding"]
+        assert digest == _domain_digest(envelope["schema"], _canon(envelope).encode("ascii"))
+    seals = document["event_seals"]
+    head = "sha256:" + hashlib.sha256(b"aios.ledger_head.v1").hexdigest()
+    assert head == seals["empty_head"]
+    tips: dict[str, tuple[int, str]] = {}
+    for event in seals["events"]:
+        chain = "ledger" if event["task_id"] is None else "task:" + event["task_id"]
+        chain_seq, prev_seal = tips.get(chain, (0, seals["genesis_seal"]))
+        sealed = {
+            name: event[name]
+            for name in ("event_id", "task_id", "agent_id", "event_type", "payload_json")
+        }
+        sealed.update(
+            created_at=event["created_at"],
+            chain=chain,
+            chain_seq=chain_seq + 1,
+            prev_seal=prev_seal,
+        )
+        seal = _domain_digest("aios.event_seal.v1", _canon(sealed).encode("ascii"))
+        assert (event["chain"], event["chain_seq"], event["prev_seal"], event["seal"]) == (
+            chain,
+            chain_seq + 1,
+            prev_seal,
+            seal,
+        )
+        tips[chain] = (chain_seq + 1, seal)
+        rolled = f"{head}\0{event['event_id']}\0{seal}".encode()
+        head = _domain_digest("aios.ledger_head.v1", rolled)
+        assert head == event["head_after"]
+    for case in document["request_digests"]:
+        bound = {"operation": case["operation"], "subject": case["subject"]}
+        bound["request"] = case["request"]
+        expected = hashlib.sha256(_canon(bound).encode("ascii")).hexdigest()
+        assert expected == case["digest"]
+    for case in document["lease_tokens"]:
+        assert hashlib.sha256(case["token"].encode("utf-8")).hexdigest() == case["sha256"]
