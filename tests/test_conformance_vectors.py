@@ -91,7 +91,7 @@ def _envelopes() -> list[dict[str, Any]]:
         "generation": 1,
         "idempotency_key": "binding-vector-1",
     }
-    actions = [
+    actions: list[dict[str, Any]] = [
         {
             "action": "agent_runtime",
             "adapter": "openclaw",
