@@ -11,7 +11,12 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from aios_ledger.core import LedgerError, loads_document
-from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV, Database
+from aios_ledger.shell.db.connection import (
+    DEFAULT_PATH_ENV,
+    Database,
+    database_file_exists,
+    resolve_path,
+)
 
 DEFAULT_DB = "aios-ledger.db"
 MIGRATE_ENV = "AIOS_LEDGER_MIGRATE"
@@ -37,8 +42,35 @@ def emit(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
 
 
-def database_path(args: argparse.Namespace) -> str:
+def _named_database(args: argparse.Namespace) -> str:
     return str(args.db or os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_DB)
+
+
+def database_path(args: argparse.Namespace) -> str:
+    """The ledger the command works on, which must exist: a mistyped `--db` is
+    `DATABASE_NOT_FOUND`, never a new, empty ledger (only `init` creates one)."""
+    migrate_on_open(args)  # an unclear setting is a usage mistake, whatever the path
+    path = _named_database(args)
+    if not database_file_exists(resolve_path(path)):
+        raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
+    return path
+
+
+def new_database_path(args: argparse.Namespace) -> str:
+    """The ledger `init` creates or migrates; its directory must exist."""
+    path = _named_database(args)
+    if not database_file_exists(resolve_path(path)):
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
+    return path
+
+
+def _missing(path: str) -> str:
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        return f"{path[:200]!r}: the directory {folder[:200]!r} does not exist"
+    return f"{path[:200]!r} does not exist (`aios-ledger init` creates a ledger)"
 
 
 def migrate_on_open(args: argparse.Namespace) -> bool:

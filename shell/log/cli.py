@@ -12,12 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from aios_ledger.core import LedgerError, LedgerHead, loads_document
-from aios_ledger.shell.cli_support import (
-    database_path,
-    emit,
-    migrate_on_open,
-    read_json_argument,
-)
+from aios_ledger.shell.cli_support import emit, open_database, read_json_argument
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import ledger_head, verify_log
@@ -53,18 +48,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     check.set_defaults(handler=_verify_export)
 
 
-def _existing_database(args: argparse.Namespace) -> Database:
-    """Open the ledger; never create an empty one just to verify or export it."""
-    path = database_path(args)
-    try:
-        found = Path(path).is_file()
-    except OSError as exc:  # e.g. a name too long for the file system
-        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {exc.strerror}") from None
-    if not found:
-        raise LedgerError("DATABASE_NOT_FOUND", f"{path[:200]!r} does not exist")
-    return Database(path, migrate=migrate_on_open(args))
-
-
 def parse_head_argument(text: str) -> LedgerHead:
     raw = loads_document(text, what="head") if text.lstrip().startswith("{") else None
     if raw is None:
@@ -83,18 +66,18 @@ def _report(report: dict[str, Any]) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     head = None if args.head is None else parse_head_argument(args.head)
-    with _existing_database(args) as db:
+    with open_database(args) as db:
         return _report(verify_log(db, head=head).public())
 
 
 def _head(args: argparse.Namespace) -> Any:
-    with _existing_database(args) as db:
+    with open_database(args) as db:
         return ledger_head(db).public()
 
 
 def _export(args: argparse.Namespace) -> Any:
     task_id = None if args.all else str(args.task)
-    with _existing_database(args) as db:
+    with open_database(args) as db:
         if args.output is None:
             export_log(db, sys.stdout, task_id=task_id)
             return 0

@@ -13,6 +13,7 @@ from aios_ledger.core import (
 from aios_ledger.shell.cli_support import (
     database_path,
     migrate_on_open,
+    new_database_path,
     open_database,
     read_json_argument,
 )
@@ -59,21 +60,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _init(args: argparse.Namespace) -> Any:
-    with Database.as_found(database_path(args)) as db:
-        report = migrate_database(db)
-        return {
-            "database": db.path,
-            "applied": list(report.applied),
-            "adopted_legacy": report.adopted_legacy,
-            "sealed_at_adoption": report.sealed_at_adoption,
-        }
+    with Database.as_found(new_database_path(args)) as db:
+        return _migration_report(db)
+
+
+def _migration_report(db: Database) -> dict[str, Any]:
+    report = migrate_database(db)
+    return {
+        "database": db.path,
+        "applied": list(report.applied),
+        "adopted_legacy": report.adopted_legacy,
+        "sealed_at_adoption": report.sealed_at_adoption,
+    }
 
 
 def _migrate(args: argparse.Namespace) -> Any:
-    if args.status:
-        with Database.as_found(database_path(args)) as db:
+    with Database.as_found(database_path(args)) as db:
+        if args.status:
             return migration_status(db)
-    return _init(args)
+        return _migration_report(db)
 
 
 def _binding_put(args: argparse.Namespace) -> Any:

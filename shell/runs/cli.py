@@ -94,6 +94,8 @@ def _run_evidence(args: argparse.Namespace) -> Any:
 
 def _aux_list(args: argparse.Namespace) -> Any:
     with open_database(args) as db:
+        if args.run_id is not None:  # a run that does not exist is not a run without reviews
+            RunStore(database=db).get_run(args.run_id)
         rows = list_auxiliary_runs(
             db,
             state=args.state,
