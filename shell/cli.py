@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from aios_ledger.core import LedgerError
+from aios_ledger.shell import schemas_cli
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
     EXIT_REFUSED,
@@ -37,6 +38,7 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     runs_cli.register,
     work_cli.register,
     log_cli.register,
+    schemas_cli.register,
 )
 
 
