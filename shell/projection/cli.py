@@ -12,17 +12,19 @@ from aios_ledger.core import (
 )
 from aios_ledger.shell.cli_support import (
     database_path,
+    json_flag,
     migrate_on_open,
     new_database_path,
     open_database,
     read_json_argument,
+    task_ledger,
 )
+from aios_ledger.shell.console import Shown, events_view
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import migrate_database, migration_status
 from aios_ledger.shell.db.schema_dump import schema_sql
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
-from aios_ledger.shell.tasks.ledger import TaskLedger
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,10 +51,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     project.set_defaults(handler=_project)
 
-    # The `task` group (task show, create, list) lives in cli_tasks.
-
     events = commands.add_parser("events", help="a task's events in order")
     events.add_argument("task_id")
+    json_flag(events)
     events.set_defaults(handler=_events)
 
     dump = commands.add_parser("schema-dump", help="print the schema after all migrations")
@@ -101,9 +102,9 @@ def _project(args: argparse.Namespace) -> Any:
         resolver.close()
 
 
-def _events(args: argparse.Namespace) -> Any:
-    with TaskLedger(database_path(args), migrate=migrate_on_open(args)) as ledger:
-        return ledger.events(args.task_id)
+def _events(args: argparse.Namespace) -> Shown:
+    with task_ledger(args) as ledger:
+        return Shown(ledger.events(args.task_id), events_view)
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:
