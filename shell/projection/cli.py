@@ -11,7 +11,9 @@ from aios_ledger.core import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.cli_support import (
+    EXIT_REFUSED,
     database_path,
+    emit,
     json_flag,
     migrate_on_open,
     new_database_path,
@@ -48,6 +50,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--from-source-capture",
         action="store_true",
         help="recover after a governed source capture that asked for rework",
+    )
+    project.add_argument(
+        "--preview",
+        action="store_true",
+        help="print the envelope and digest that would be projected, and whether the request "
+        "would be accepted; write nothing",
     )
     project.set_defaults(handler=_project)
 
@@ -93,13 +101,30 @@ def _project(args: argparse.Namespace) -> Any:
     resolver = RegisteredBindingResolver(path, migrate=migrate)
     store = InitialExecutionProjectionStore(path, resolver, migrate=migrate)
     try:
+        request: InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest
         if args.from_source_capture:
-            recovery = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
-            return store.project_from_source_capture(args.task_id, recovery)
-        return store.project(args.task_id, InitialExecutionProjectionRequest.from_mapping(raw))
+            request = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
+        else:
+            request = InitialExecutionProjectionRequest.from_mapping(raw)
+        if args.preview:
+            return _preview_answer(store.preview(args.task_id, request))
+        if isinstance(request, SourceCaptureProjectionRecoveryRequest):
+            return store.project_from_source_capture(args.task_id, request)
+        return store.project(args.task_id, request)
     finally:
         store.close()
         resolver.close()
+
+
+def _preview_answer(preview: dict[str, Any]) -> Any:
+    """The preview on stdout; a request the projection would refuse also exits 1 with its
+    code on stderr, as `project` would."""
+    refusal = preview.get("refusal")
+    if refusal is None:
+        return preview
+    emit(preview)
+    sys.stderr.write(f"{refusal['code']}: {refusal['detail']}\n")
+    return EXIT_REFUSED
 
 
 def _events(args: argparse.Namespace) -> Shown:
