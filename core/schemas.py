@@ -140,7 +140,7 @@ def _object_of(record: type, definitions: Definitions) -> dict[str, Any]:
         if complete or field.default is attrs.NOTHING:
             required.append(key)
         else:
-            default = _default_of(field)
+            default = field_default(field)
             if isinstance(default, _JSON):
                 schema = {**schema, "default": default}
         properties[key] = schema
@@ -152,7 +152,9 @@ def _object_of(record: type, definitions: Definitions) -> dict[str, Any]:
     return body
 
 
-def _default_of(field: attrs.Attribute[Any]) -> Any:
+def field_default(field: attrs.Attribute[Any]) -> Any:
+    """A field's default value as plain JSON (a factory's product; None for one that needs
+    the record itself)."""
     default: Any = field.default
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         if default.takes_self:

@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar
 import attrs
 from aios_ledger.core import LedgerError, loads_document
 from aios_ledger.core.config import LedgerSettings
+from aios_ledger.core.schemas import field_default
 from aios_ledger.core.structuring import Problem, check_built, structure
 from aios_ledger.shell.config import config_path, load_settings
 from aios_ledger.shell.db.connection import (
@@ -181,9 +182,7 @@ def setting_option(
             raise argparse.ArgumentTypeError(refused.detail) from None
         return checked[0] if repeated else checked
 
-    default: Any = attrs.fields_dict(record)[name].default
-    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        default = default.factory()
+    default = field_default(attrs.fields_dict(record)[name])
     shown = "none" if default is None or default == [] else default
     parser.add_argument(
         flag,

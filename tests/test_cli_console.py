@@ -81,7 +81,7 @@ def test_tables_render_without_a_terminal() -> None:
     events = render(events_view([EVENT]), width=120)
     assert "TASK_CLAIMED" in events and "agent-7" in events and '{"lease_seconds": 60}' in events
     runs = render(aux_runs_view([AUX]), width=120)
-    assert "FAILED TIMEOUT" in runs and "task:t1 / t1@1" in runs and "2030-03-17T17:46:40Z" in runs
+    assert "FAILED TIMEOUT" in runs and "task:t1 / t1@1" in runs and "2030-03-17T17:46:40" in runs
     status = render(status_view(STATUS), width=120)
     for expected in ("QUEUED", "oldest queued: t1 since", "leases expiring within 60s", "agent-7"):
         assert expected in status
