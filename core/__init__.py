@@ -201,7 +201,7 @@ from aios_ledger.core.tasks.results import (
     check_task_result,
     task_envelope,
 )
-from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, render_status, status_report
+from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
     TASK_STATUSES,
@@ -400,7 +400,6 @@ __all__ = [
     "plan_migrations",
     "prepare_projection",
     "project_execution_envelope",
-    "render_status",
     "replay_or_conflict",
     "request_digest",
     "require_contract",

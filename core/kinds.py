@@ -23,6 +23,15 @@ from aios_ledger.core.timestamps import normalise_timestamp
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,199}$")
 MAX_TEXT = 4096
 MAX_IDENTIFIER = 200
+# Schema patterns (ECMA-262 and Python alike): some visible character, and no NUL unless allowed.
+NOT_BLANK = r"\S"
+NOT_BLANK_WITHOUT_NUL = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+# The timestamps a schema documents: RFC 3339 date-times with an offset. (The parser takes ISO
+# 8601 a little more widely, and normalises every one to the ledger's format.)
+RFC3339 = (
+    r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
 
 
 @attrs.frozen
@@ -52,6 +61,16 @@ class Text(Constraint):
             raise FieldRefused(f"{value[:80]!r} is not of the form {self.pattern.pattern}")
         return value
 
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "minLength": 1}
+        if self.max_length is not None:
+            schema["maxLength"] = self.max_length
+        if self.pattern is not None:  # every form given here starts with a visible character
+            schema["pattern"] = self.pattern.pattern
+        else:
+            schema["pattern"] = NOT_BLANK if self.nul else NOT_BLANK_WITHOUT_NUL
+        return schema
+
 
 @attrs.frozen
 class Between(Constraint):
@@ -67,6 +86,9 @@ class Between(Constraint):
             raise FieldRefused(f"must be between {self.minimum} and {self.maximum}")
         return value
 
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
+
 
 @attrs.frozen
 class OneOf(Constraint):
@@ -78,6 +100,9 @@ class OneOf(Constraint):
         if not isinstance(value, str) or value not in self.values:
             raise FieldRefused(f"must be one of {list(self.values)}")
         return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.values)}
 
 
 Identifier = NewType("Identifier", str)
@@ -139,10 +164,22 @@ def json_value_check(kind: type, name: str) -> Any:
     return check
 
 
-register_kind(Identifier, _identifier)
-register_kind(Sha256Hex, _sha256_hex)
-register_kind(LedgerDigest, _ledger_digest)
-register_kind(PrefixedDigest, _prefixed_digest)
-register_kind(Timestamp, _timestamp)
-register_kind(JsonObjectValue, json_value_check(dict, "object"))
-register_kind(JsonArrayValue, json_value_check(list, "array"))
+def _pattern(form: re.Pattern[str]) -> dict[str, Any]:
+    return {"type": "string", "pattern": form.pattern}
+
+
+register_kind(Identifier, _identifier, schema=_IDENTIFIER_TEXT.json_schema())
+register_kind(Sha256Hex, _sha256_hex, schema=_pattern(SHA256_HEX))
+register_kind(
+    LedgerDigest,
+    _ledger_digest,
+    schema={"type": "string", "anyOf": [_pattern(PREFIXED_DIGEST), _pattern(SHA256_HEX)]},
+)
+register_kind(PrefixedDigest, _prefixed_digest, schema=_pattern(PREFIXED_DIGEST))
+register_kind(
+    Timestamp,
+    _timestamp,
+    schema={"type": "string", "format": "date-time", "pattern": RFC3339},
+)
+register_kind(JsonObjectValue, json_value_check(dict, "object"), schema={"type": "object"})
+register_kind(JsonArrayValue, json_value_check(list, "array"), schema={"type": "array"})

@@ -63,6 +63,10 @@ class Constraint:
     def __call__(self, value: Any) -> Any:
         raise NotImplementedError
 
+    def json_schema(self) -> dict[str, Any]:
+        """What `__call__` accepts, as JSON Schema keywords (`core/schemas.py`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe itself")
+
 
 @attrs.frozen
 class Problem:
@@ -124,12 +128,19 @@ def check_built(record: object, *, what: str, refuse: Refusal = FIELDS_INVALID) 
 
 
 def register_kind(
-    kind: Any, check: Check, *, unstructure_as: Callable[[Any], Any] | None = None
+    kind: Any,
+    check: Check,
+    *,
+    unstructure_as: Callable[[Any], Any] | None = None,
+    schema: Mapping[str, Any] | None = None,
 ) -> None:
     """Make `check` the structure hook of a field kind (a `typing.NewType`): it gets the raw
     value and returns the field's value or raises `FieldRefused`. `unstructure_as` gives its
-    public form (default: the value itself)."""
+    public form (default: the value itself); `schema`, the JSON Schema keywords of what `check`
+    accepts, for the records' generated schemas (`core/schemas.py`)."""
     _KIND_CHECKS[kind] = check
+    if schema is not None:
+        _KIND_SCHEMAS[kind] = dict(schema)
     converter.register_structure_hook(kind, lambda value, _: check(value))
     converter.register_unstructure_hook(kind, unstructure_as or _identity)
 
@@ -348,6 +359,13 @@ converter.register_structure_hook_factory(_is_optional, _optional_hook)
 # --- field kinds and constraints ------------------------------------------------------------
 
 _KIND_CHECKS: dict[Any, Check] = {}
+_KIND_SCHEMAS: dict[Any, dict[str, Any]] = {}
+
+
+def kind_schema(kind: Any) -> dict[str, Any] | None:
+    """The JSON Schema a kind was registered with, if any."""
+    schema = _KIND_SCHEMAS.get(kind)
+    return None if schema is None else dict(schema)
 
 
 def _is_annotated(kind: Any) -> bool:
@@ -409,14 +427,18 @@ def complete_form(record: type[R]) -> type[R]:
     return record
 
 
-def _key(field: attrs.Attribute[Any]) -> str:
+def is_complete_form(record: type) -> bool:
+    return record in _COMPLETE_FORMS
+
+
+def mapping_key(field: attrs.Attribute[Any]) -> str:
     """A field's key in mappings: its init name (`_id` is `id`)."""
     return field.alias or field.name
 
 
 def _keys_of(record: type) -> dict[str, str]:
     """Each field's key in mappings, by attribute name."""
-    return {field.name: _key(field) for field in attrs.fields(record)}
+    return {field.name: mapping_key(field) for field in attrs.fields(record)}
 
 
 def _record_hook_of(record: type) -> Callable[[Any, Any], Any]:
@@ -427,15 +449,15 @@ def _record_hook_of(record: type) -> Callable[[Any, Any], Any]:
 
 def _record_structure_hook(record: type) -> Callable[[Any, Any], Any]:
     fields = [field for field in attrs.fields(record) if field.init]
-    renamed = {f.name: override(rename=_key(f)) for f in fields if _key(f) != f.name}
+    renamed = {f.name: override(rename=mapping_key(f)) for f in fields if mapping_key(f) != f.name}
     generated: Callable[[Any, Any], Any] = make_dict_structure_fn(
         record,
         converter,
         **renamed,  # type: ignore[arg-type]
     )
-    keys = [_key(field) for field in fields]
+    keys = [mapping_key(field) for field in fields]
     known = frozenset(keys)
-    required = [_key(field) for field in fields if field.default is attrs.NOTHING]
+    required = [mapping_key(field) for field in fields if field.default is attrs.NOTHING]
     every = known if record in _COMPLETE_FORMS else None
 
     def hook(value: Any, _: Any) -> Any:
@@ -468,9 +490,9 @@ def _record_unstructure_hook(record: type) -> Callable[[Any], Any]:
         if not field.init or field.metadata.get(_PUBLIC, True) is False
     }
     renamed = {
-        f.name: override(rename=_key(f))
+        f.name: override(rename=mapping_key(f))
         for f in fields
-        if f.name not in omitted and _key(f) != f.name
+        if f.name not in omitted and mapping_key(f) != f.name
     }
     return make_dict_unstructure_fn(record, converter, **omitted, **renamed)  # type: ignore[arg-type]
 
@@ -530,7 +552,7 @@ def _field_checks_of(record: type) -> tuple[_FieldCheck, ...]:
             checks.append(
                 _FieldCheck(
                     name=field.name,
-                    key=_key(field),
+                    key=mapping_key(field),
                     kind=field.type,
                     nested=_record_class(field.type),
                     # an enum's hook takes its members: no need to read them back

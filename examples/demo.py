@@ -197,7 +197,6 @@ def part_two(path: Path, examples: Path) -> None:
                 timeout=60,
                 until_empty=True,
             ),
-            log=lambda _line: None,
         )
         try:
             worker.run()
@@ -205,7 +204,7 @@ def part_two(path: Path, examples: Path) -> None:
             worker.close()
         submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in worker.outcomes)
         say(f"  Round {round_number}: the worker ran examples/agent.py -> {submitted}")
-        reviews = review_submitted(path, reviewer, log=lambda _line: None)
+        reviews = review_submitted(path, reviewer)
         for review in reviews:
             say(f"    review of {review['task_id']}: {review['outcome']} ({review.get('reason')})")
     ledger.close()

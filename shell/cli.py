@@ -1,4 +1,5 @@
-"""The `aios-ledger` command line: JSON on stdout, `CODE: detail` on stderr, non-zero on refusal.
+"""The `aios-ledger` command line: JSON on stdout (tables on a terminal), `CODE: detail` on
+stderr, non-zero on refusal (2 for a usage mistake).
 
 Each capability adds its commands from its own module (`COMMAND_GROUPS`); this module holds only
 the parser, the shared options and the error boundary.
@@ -9,8 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 
 from aios_ledger.core import LedgerError
+from aios_ledger.core.config import SYNCHRONOUS_LEVELS
+from aios_ledger.shell import schemas_cli
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
     EXIT_REFUSED,
@@ -21,8 +25,11 @@ from aios_ledger.shell.cli_support import (
     UsageError,
     emit,
 )
+from aios_ledger.shell.config import CONFIG_ENV, CONFIG_FILE
+from aios_ledger.shell.console import Shown, is_terminal, show
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
 from aios_ledger.shell.log import cli as log_cli
+from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.projection import cli as projection_cli
 from aios_ledger.shell.runs import cli as runs_cli
 from aios_ledger.shell.tasks import cli as tasks_cli
@@ -37,13 +44,39 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     runs_cli.register,
     work_cli.register,
     log_cli.register,
+    schemas_cli.register,
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="aios-ledger", description="A governed task ledger for AI agents.")
     parser.add_argument(
+        "--version", action="version", version=f"aios-ledger {version('aios-ledger')}"
+    )
+    parser.add_argument(
         "--db", help=f"database file (default: ${DEFAULT_PATH_ENV} or ./{DEFAULT_DB})"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"settings file (default: ${CONFIG_ENV}, else ./{CONFIG_FILE} if there is one)",
+    )
+    parser.add_argument(
+        "--synchronous",
+        choices=SYNCHRONOUS_LEVELS,
+        help="how hard each commit syncs (default: FULL; config file: [database] synchronous)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="least level logged on stderr (default: INFO for worker and review, else WARNING)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text lines, or one JSON object per line (for services)",
     )
     parser.add_argument(
         "--no-migrate",
@@ -61,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        level = args.log_level or getattr(args, "default_log_level", "WARNING")
+        configure_logging(level, args.log_format)
         handler: Handler = args.handler
         result = handler(args)
     except LedgerError as refused:
@@ -71,6 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     if isinstance(result, int):
         return result
+    if isinstance(result, Shown):
+        if not args.json and is_terminal(sys.stdout):
+            show(result, sys.stdout)
+            return 0
+        result = result.value
     if result is not None:
         emit(result)
     return 0

@@ -1,5 +1,5 @@
-"""What every command group shares: the database and its schema setting, JSON in and out,
-usage errors."""
+"""What every command group shares: the database and the settings (flags over the config file
+over built-in defaults), JSON in and out, usage errors."""
 
 from __future__ import annotations
 
@@ -7,11 +7,22 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
 
+import attrs
 from aios_ledger.core import LedgerError, loads_document
-from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV, Database
+from aios_ledger.core.config import LedgerSettings
+from aios_ledger.core.schemas import field_default
+from aios_ledger.core.structuring import Problem, check_built, structure
+from aios_ledger.shell.config import config_path, load_settings
+from aios_ledger.shell.db.connection import (
+    DEFAULT_PATH_ENV,
+    Database,
+    database_file_exists,
+    resolve_path,
+)
+from aios_ledger.shell.tasks.ledger import TaskLedger
 
 DEFAULT_DB = "aios-ledger.db"
 MIGRATE_ENV = "AIOS_LEDGER_MIGRATE"
@@ -20,38 +31,187 @@ EXIT_USAGE = 2
 MAX_INPUT_BYTES = 8 * 1024 * 1024 + 1  # more than any document may hold: read no further
 
 Handler = Callable[[argparse.Namespace], Any]
+S = TypeVar("S")
 
 
 class UsageError(LedgerError):
     pass
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in its help, unless it has none (None, off, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        default = action.default
+        if default is None or default is False or default == []:
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse that reports a usage mistake as a coded error instead of exiting by itself."""
+    """argparse that reports a usage mistake as a coded error instead of exiting by itself,
+    and shows defaults in every `--help`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError("USAGE_INVALID", message)
+
+
+def json_flag(parser: argparse.ArgumentParser) -> None:
+    """`--json` for a command that shows a table on a terminal: JSON there too."""
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON even on a terminal (always JSON elsewhere)"
+    )
 
 
 def emit(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
 
 
+def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
+    """The config file's settings (`--config`, `$AIOS_LEDGER_CONFIG`, `./aios-ledger.toml`),
+    read once per command, and only by commands that use them."""
+    settings = getattr(args, "settings", None)
+    if not isinstance(settings, LedgerSettings):
+        settings = load_settings(config_path(getattr(args, "config", None)))
+        args.settings = settings
+    return settings
+
+
+def _named_database(args: argparse.Namespace) -> str:
+    configured = ledger_settings(args).database.path
+    return str(args.db or os.environ.get(DEFAULT_PATH_ENV) or configured or DEFAULT_DB)
+
+
 def database_path(args: argparse.Namespace) -> str:
-    return str(args.db or os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_DB)
+    """The ledger the command works on, which must exist: a mistyped `--db` is
+    `DATABASE_NOT_FOUND`, never a new, empty ledger (only `init` creates one)."""
+    migrate_on_open(args)  # an unclear setting is a usage mistake, whatever the path
+    path = _named_database(args)
+    if not database_file_exists(resolve_path(path)):
+        raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
+    return path
+
+
+def new_database_path(args: argparse.Namespace) -> str:
+    """The ledger `init` creates or migrates; its directory must exist."""
+    path = _named_database(args)
+    if not database_file_exists(resolve_path(path)):
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
+    return path
+
+
+def _missing(path: str) -> str:
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        return f"{path[:200]!r}: the directory {folder[:200]!r} does not exist"
+    return f"{path[:200]!r} does not exist (`aios-ledger init` creates a ledger)"
 
 
 def migrate_on_open(args: argparse.Namespace) -> bool:
-    """False under `--no-migrate` or `AIOS_LEDGER_MIGRATE=0`: the schema is the DBA's, and a
-    database that is behind is refused (`SCHEMA_TOO_OLD`) instead of migrated."""
-    setting = os.environ.get(MIGRATE_ENV, "1")
-    if setting not in {"0", "1"}:
+    """False under `--no-migrate`, `AIOS_LEDGER_MIGRATE=0` or `[database] migrate = false`: the
+    schema is the DBA's, and a database that is behind is refused (`SCHEMA_TOO_OLD`) instead of
+    migrated."""
+    setting = os.environ.get(MIGRATE_ENV)
+    if setting not in {None, "0", "1"}:
         raise UsageError("USAGE_INVALID", f"{MIGRATE_ENV} must be 0 or 1, not {setting[:20]!r}")
-    return not args.no_migrate and setting == "1"
+    if args.no_migrate:
+        return False
+    return setting == "1" if setting is not None else ledger_settings(args).database.migrate
+
+
+def synchronous(args: argparse.Namespace) -> str:
+    return str(args.synchronous or ledger_settings(args).database.synchronous)
 
 
 def open_database(args: argparse.Namespace) -> Database:
-    return Database(database_path(args), migrate=migrate_on_open(args))
+    path = database_path(args)
+    return Database(path, migrate=migrate_on_open(args), synchronous=synchronous(args))
+
+
+def task_ledger(args: argparse.Namespace) -> TaskLedger:
+    path = database_path(args)
+    return TaskLedger(path, migrate=migrate_on_open(args), synchronous=synchronous(args))
+
+
+# -- settings that a flag or the config file gives -------------------------------------------
+
+
+def _section_names() -> dict[Any, str]:
+    attrs.resolve_types(LedgerSettings)
+    return {field.type: field.name for field in attrs.fields(LedgerSettings)}
+
+
+SECTIONS = _section_names()
+
+
+def _usage_refusal(flag: str) -> Callable[[str, Sequence[Problem]], LedgerError]:
+    def refuse(_what: str, problems: Sequence[Problem]) -> LedgerError:
+        return UsageError("USAGE_INVALID", f"{flag}: " + "; ".join(p.message for p in problems))
+
+    return refuse
+
+
+def setting_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    record: type,
+    name: str,
+    *,
+    help: str,
+    parse: Callable[[str], Any] = str,
+    repeated: bool = False,
+) -> None:
+    """A flag for the setting `name` of a config section: checked by that very field (a bad
+    value is a usage mistake), None when not given, so that the file's value stands."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+        raw = [value] if repeated else value
+        try:
+            checked = getattr(structure({name: raw}, record, what=name), name)
+        except LedgerError as refused:
+            raise argparse.ArgumentTypeError(refused.detail) from None
+        return checked[0] if repeated else checked
+
+    default = field_default(attrs.fields_dict(record)[name])
+    shown = "none" if default is None or default == [] else default
+    parser.add_argument(
+        flag,
+        dest=name,
+        type=convert,
+        default=None,
+        action="append" if repeated else "store",
+        help=f"{help} (default: {shown}; config file: [{SECTIONS[record]}] {name})",
+    )
+
+
+def section_settings(args: argparse.Namespace, record: type[S]) -> S:
+    """The config file's section `record`, with every flag given on the command line over it."""
+    section = getattr(ledger_settings(args), SECTIONS[record])
+    given = {
+        field.name: getattr(args, field.name)
+        for field in attrs.fields(record)  # type: ignore[arg-type]
+        if getattr(args, field.name, None) is not None
+    }
+    merged: S = attrs.evolve(section, **given)
+    check_built(merged, what=SECTIONS[record], refuse=_usage_refusal(f"[{SECTIONS[record]}]"))
+    return merged
+
+
+def required_setting(value: S | None, flag: str, record: type, name: str) -> S:
+    if value is None:
+        section = SECTIONS[record]
+        raise UsageError("USAGE_INVALID", f"{flag} is required (or [{section}] {name} in a config)")
+    return value
 
 
 def read_json_argument(source: str) -> Any:

@@ -141,3 +141,48 @@ def test_console_script_uses_the_environment_database(tmp_path: Path) -> None:
     assert answer.returncode == 0, answer.stderr
     assert json.loads(answer.stdout)["database"] == str(db)
     assert db.exists()
+
+
+def _database_files(db: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in db.parent.glob(db.name + "*")}
+
+
+def test_preview_shows_the_envelope_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = legacy_database(tmp_path / "ledger.db")
+    cli(capsys, "--db", str(db), "binding", "put", write(tmp_path / "b.json", binding().public()))
+    request = write(tmp_path / "request.json", projection_mapping())
+    before = _database_files(db)
+    code, preview, err = cli(
+        capsys, "--db", str(db), "project", TASK, "--request", request, "--preview"
+    )
+    assert (code, err) == (0, "")
+    assert _database_files(db) == before  # byte for byte, the WAL too
+    assert preview["would_project"] is True and preview["refusal"] is None
+    assert preview["execution_digest"] == preview["envelope"]["execution_digest"]
+    assert preview["execution_digest"].startswith("sha256:")  # the one form of a digest
+    code, projected, _ = cli(capsys, "--db", str(db), "project", TASK, "--request", request)
+    assert code == 0 and projected["execution_digest"] == preview["execution_digest"]
+    code, task, _ = cli(capsys, "--db", str(db), "task", "show", TASK)
+    assert task["metadata"]["execution"] == preview["envelope"]
+
+
+def test_preview_names_the_refusal_and_still_shows_the_envelope(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The digest a request must expect is what a preview is for: a wrong one is refused, and
+    the preview shows the right one."""
+    db = legacy_database(tmp_path / "ledger.db")
+    cli(capsys, "--db", str(db), "binding", "put", write(tmp_path / "b.json", binding().public()))
+    drifted = {**projection_mapping(), "expected_execution_digest": "sha256:" + "f" * 64}
+    request = write(tmp_path / "request.json", drifted)
+    before = _database_files(db)
+    code, preview, err = cli(
+        capsys, "--db", str(db), "project", TASK, "--request", request, "--preview"
+    )
+    assert code == 1 and err.startswith("EXECUTION_DIGEST_DRIFT: ")
+    assert preview["would_project"] is False
+    assert preview["refusal"]["code"] == "EXECUTION_DIGEST_DRIFT"
+    assert preview["execution_digest"] == projection_mapping()["expected_execution_digest"]
+    assert _database_files(db) == before

@@ -6,11 +6,12 @@ from __future__ import annotations
 import itertools
 import statistics
 import threading
+import time
 from pathlib import Path
 
 import apsw
 import pytest
-from aios_ledger.core.wal_checkpoints import BACKLOG_FACTOR, THRESHOLD_PAGES
+from aios_ledger.core.wal_checkpoints import THRESHOLD_PAGES
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db import checkpointer as checkpointer_module
 from aios_ledger.shell.db.connection import fetch_value
@@ -95,6 +96,18 @@ class _CountingCheckpointer(checkpointer_module.CheckpointThread):
         super().request()
 
 
+class _PromptCheckpointer(_CountingCheckpointer):
+    """A helper that keeps up: the commit that hands a round over waits for it to end. On a
+    loaded machine the real thread may not get a core for a while, and the log then runs to the
+    backlog; what this test checks is the rounds' logic, not the scheduler."""
+
+    def request(self) -> None:
+        super().request()
+        deadline = time.monotonic() + 10
+        while self.copied is None and self.alive and time.monotonic() < deadline:
+            time.sleep(0.0005)
+
+
 STEADY_TASKS = 1500  # about 10 frames a commit: some 15,000 frames, a dozen cycles
 
 
@@ -106,7 +119,7 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     (Woken by every commit past the threshold, the helper never let the log start over: it grew
     to 4 times the threshold in every cycle, with some 200 wake-ups each.) The file is reused,
     never cut back: its size limit at NORMAL holds a whole cycle."""
-    monkeypatch.setattr(checkpointer_module, "CheckpointThread", _CountingCheckpointer)
+    monkeypatch.setattr(checkpointer_module, "CheckpointThread", _PromptCheckpointer)
     monkeypatch.setattr(_CountingCheckpointer, "requests", 0)
     path = tmp_path / "ledger.db"
     frames: list[int] = []
@@ -132,10 +145,5 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     assert len(peaks) >= 5, peaks
     assert statistics.median(peaks) < 2 * THRESHOLD_PAGES, peaks
     assert _CountingCheckpointer.requests <= 8 * len(peaks), (_CountingCheckpointer.requests, peaks)
-    # The file is reused, not cut back: its size limit holds a whole cycle, up to the backlog at
-    # which the writer copies the log itself. Only a log that outgrew that (its helper starved
-    # of CPU on a loaded machine) may be cut back to the limit.
-    backlog = 32 + THRESHOLD_PAGES * BACKLOG_FACTOR * (4096 + 24)
-    cuts = [before for before, after in itertools.pairwise(wal_sizes) if after < before]
-    assert all(before > backlog for before in cuts), (cuts, backlog)
+    assert wal_sizes == sorted(wal_sizes)
     assert _count(path) == (STEADY_TASKS, "ok")

@@ -30,6 +30,7 @@ def cli(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, 
 
 def test_run_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "ledger.db"
+    assert cli(capsys, db, "init")[0] == 0
     code, run, _ = cli(capsys, db, "run", "create", "s-1", "review it", "--run-id", "r-1")
     assert code == 0
     assert (run["run_id"], run["session_id"], run["event_count"]) == ("r-1", "s-1", 0)
@@ -67,6 +68,7 @@ def test_refusals_print_their_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], code: str
 ) -> None:
     db = tmp_path / "ledger.db"
+    cli(capsys, db, "init")
     cli(capsys, db, "run", "create", "s-1", "prompt", "--run-id", "r-1")
     status, out, err = cli(capsys, db, *args)
     assert status != 0

@@ -33,7 +33,9 @@ class Cli:
 
 @pytest.fixture
 def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(tmp_path, capsys)
+    runner = Cli(tmp_path, capsys)
+    assert runner.run("init")[0] == 0  # every command but `init` needs an existing ledger
+    return runner
 
 
 def test_the_whole_lifecycle_on_the_command_line(cli: Cli) -> None:

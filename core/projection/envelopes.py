@@ -66,8 +66,14 @@ def _branch(value: Any) -> BranchName:
     return BranchName(name)
 
 
-register_kind(ObjectId, _object_id)
-register_kind(BranchName, _branch)
+# `_branch`'s rules as one pattern, for the schema (a test holds the two to each other).
+BRANCH_FORM = (
+    r"^(?![-/.])(?!.*(?:\.\.|//|@\{|/\.))(?!.*(?:/|\.|\.lock)$)"
+    r"[^\u0000-\u0020~^:?*\[\\\u007f]+$"
+)
+
+register_kind(ObjectId, _object_id, schema={"type": "string", "pattern": OBJECT_ID.pattern})
+register_kind(BranchName, _branch, schema={**_BRANCH_TEXT.json_schema(), "pattern": BRANCH_FORM})
 
 
 @attrs.frozen

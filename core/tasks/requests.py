@@ -30,6 +30,7 @@ from aios_ledger.core.structuring import (
     NOT_PUBLIC,
     FieldRefused,
     converter,
+    kind_schema,
     register_kind,
     structure,
     unstructure,
@@ -97,10 +98,26 @@ def _capabilities(limit: int) -> Any:
     return check
 
 
-register_kind(LeaseToken, _lease_token)
-register_kind(TaskMetadata, _metadata)
-register_kind(RequiredCapabilities, _capabilities(MAX_CAPABILITIES))
-register_kind(OfferedCapabilities, _capabilities(MAX_OFFERED_CAPABILITIES))
+def _capabilities_schema(limit: int) -> dict[str, Any]:
+    return {"type": "array", "maxItems": limit, "items": kind_schema(Identifier)}
+
+
+register_kind(LeaseToken, _lease_token, schema={"type": "string", "pattern": LEASE_TOKEN.pattern})
+register_kind(
+    TaskMetadata,
+    _metadata,
+    schema={"type": "object", "propertyNames": {"not": {"enum": list(RESERVED_METADATA)}}},
+)
+register_kind(
+    RequiredCapabilities,
+    _capabilities(MAX_CAPABILITIES),
+    schema=_capabilities_schema(MAX_CAPABILITIES),
+)
+register_kind(
+    OfferedCapabilities,
+    _capabilities(MAX_OFFERED_CAPABILITIES),
+    schema=_capabilities_schema(MAX_OFFERED_CAPABILITIES),
+)
 
 
 @attrs.frozen(kw_only=True)

@@ -43,6 +43,7 @@ __all__ = [
     "Database",
     "Params",
     "Row",
+    "database_file_exists",
     "execute",
     "fetch_all",
     "fetch_one",
@@ -101,7 +102,7 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
     return text
 
 
-def _file_exists(path: str) -> bool:
+def database_file_exists(path: str) -> bool:
     """A database is a regular file, or a file still to be created: never a directory or a
     device (SQLite would put `/dev/null-wal` beside `/dev/null`)."""
     try:
@@ -171,14 +172,14 @@ class Database:
         flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         if step is _SchemaStep.REQUIRE_CURRENT:
             # Nothing to open is not a ledger either, and no empty file is left behind.
-            if self.path != ":memory:" and not _file_exists(self.path):
+            if self.path != ":memory:" and not database_file_exists(self.path):
                 raise LedgerError(
                     "SCHEMA_TOO_OLD",
                     f"{self.path[:200]!r} does not exist: run `aios-ledger migrate` or dbmate up",
                 )
             flags = apsw.SQLITE_OPEN_READWRITE
         elif self.path != ":memory:":
-            _file_exists(self.path)
+            database_file_exists(self.path)
         try:
             self.conn = apsw.Connection(self.path, flags=flags, vfs=vfs)
         except apsw.Error as exc:

@@ -9,15 +9,11 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from aios_ledger.core import LedgerError, LedgerHead, loads_document
-from aios_ledger.shell.cli_support import (
-    database_path,
-    emit,
-    migrate_on_open,
-    read_json_argument,
-)
+from aios_ledger.shell.cli_support import emit, open_database, read_json_argument
+from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import ledger_head, verify_log
@@ -53,18 +49,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     check.set_defaults(handler=_verify_export)
 
 
-def _existing_database(args: argparse.Namespace) -> Database:
-    """Open the ledger; never create an empty one just to verify or export it."""
-    path = database_path(args)
-    try:
-        found = Path(path).is_file()
-    except OSError as exc:  # e.g. a name too long for the file system
-        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {exc.strerror}") from None
-    if not found:
-        raise LedgerError("DATABASE_NOT_FOUND", f"{path[:200]!r} does not exist")
-    return Database(path, migrate=migrate_on_open(args))
-
-
 def parse_head_argument(text: str) -> LedgerHead:
     raw = loads_document(text, what="head") if text.lstrip().startswith("{") else None
     if raw is None:
@@ -83,20 +67,20 @@ def _report(report: dict[str, Any]) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     head = None if args.head is None else parse_head_argument(args.head)
-    with _existing_database(args) as db:
-        return _report(verify_log(db, head=head).public())
+    with open_database(args) as db, progress_bar("verify") as progress:
+        return _report(verify_log(db, head=head, progress=progress).public())
 
 
 def _head(args: argparse.Namespace) -> Any:
-    with _existing_database(args) as db:
+    with open_database(args) as db:
         return ledger_head(db).public()
 
 
 def _export(args: argparse.Namespace) -> Any:
     task_id = None if args.all else str(args.task)
-    with _existing_database(args) as db:
+    with open_database(args) as db:
         if args.output is None:
-            export_log(db, sys.stdout, task_id=task_id)
+            _export_with_progress(db, sys.stdout, task_id)
             return 0
         summary = _export_to_file(db, Path(args.output), task_id)
     return {**summary, "output": args.output}
@@ -114,11 +98,10 @@ def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, 
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         if kind == "stream":
             with open(path, "w", encoding="ascii", newline="\n") as out:
-                summary = export_log(db, out, task_id=task_id)
-            return summary
+                return _export_with_progress(db, out, task_id)
         partial = path.with_name(path.name + ".partial")
         with open(partial, "w", encoding="ascii", newline="\n") as out:
-            summary = export_log(db, out, task_id=task_id)
+            summary = _export_with_progress(db, out, task_id)
             out.flush()
             os.fsync(out.fileno())
         os.replace(partial, path)
@@ -130,6 +113,11 @@ def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, 
         _remove(partial)
         raise
     return summary
+
+
+def _export_with_progress(db: Database, out: IO[str], task_id: str | None) -> dict[str, Any]:
+    with progress_bar("export") as progress:
+        return export_log(db, out, task_id=task_id, progress=progress)
 
 
 def _remove(partial: Path | None) -> None:

@@ -30,7 +30,7 @@ from aios_ledger.core import (
     parse_export_trailer,
 )
 from aios_ledger.shell.db.connection import Database, Row, fetch_value
-from aios_ledger.shell.log.verification import Progress
+from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 
@@ -62,7 +62,7 @@ def export_log(
     out: IO[str],
     *,
     task_id: str | None,
-    progress_stream: IO[str] | None = None,
+    progress: ProgressHook | None = None,
 ) -> dict[str, Any]:
     """Write the header, one line per event with its seal, and the trailer; return a summary."""
 
@@ -75,7 +75,7 @@ def export_log(
             statement, params = "log_export_task", {"task_id": task_id}
             if total == 0:
                 raise LedgerError("TASK_NOT_FOUND", f"no events for task {task_id!r}")
-        progress = Progress("export", total, progress_stream)
+        counter = ProgressCounter(progress, total)
         out.write(_json_line(export_header(task_id)) + "\n")
 
         def lines() -> Iterator[tuple[int, str | None]]:
@@ -84,12 +84,12 @@ def export_log(
                     event = EventRow.from_row(row)
                     seal = _joined_seal(row)
                     out.write(_json_line(export_line(event, seal)) + "\n")
-                    progress.step()
+                    counter.step()
                     yield event.event_id, None if seal is None else seal.seal
 
         head = head_of_rows(lines())
         out.write(_json_line(export_trailer(head)) + "\n")
-        progress.close()
+        counter.close()
         return {"scope": "all" if task_id is None else "task", "task_id": task_id, **head.public()}
 
     return db.read(work)

@@ -7,10 +7,9 @@ predecessor is joined by SQL through the `(chain, chain_seq)` unique index.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import Any
 
 import apsw
 from aios_ledger.core import (
@@ -29,40 +28,26 @@ from aios_ledger.shell.db.statements import sql
 PROGRESS_EVERY = 16384
 
 
-class Progress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+# `(done, total)`: told every PROGRESS_EVERY events and at the end (the CLI draws a bar with it).
+ProgressHook = Callable[[int, int], None]
 
-    def __init__(self, label: str, total: int, stream: IO[str] | None = None) -> None:
-        self._stream = sys.stderr if stream is None else stream
-        self._label = label
-        self._total = max(total, 1)
+
+class ProgressCounter:
+    """Counts the events of a walk for an optional progress hook."""
+
+    def __init__(self, hook: ProgressHook | None, total: int) -> None:
+        self._hook = hook
+        self._total = total
         self._done = 0
-        self.enabled = _is_terminal(self._stream)
 
     def step(self) -> None:
         self._done += 1
-        if self.enabled and self._done % PROGRESS_EVERY == 0:
-            self._draw()
+        if self._hook is not None and self._done % PROGRESS_EVERY == 0:
+            self._hook(self._done, self._total)
 
     def close(self) -> None:
-        if self.enabled:
-            self._draw()
-            self._stream.write("\n")
-            self._stream.flush()
-
-    def _draw(self) -> None:
-        fraction = min(self._done / self._total, 1.0)
-        filled = int(fraction * 30)
-        bar = "#" * filled + "-" * (30 - filled)
-        self._stream.write(f"\r{self._label} [{bar}] {self._done}/{self._total} events")
-        self._stream.flush()
-
-
-def _is_terminal(stream: IO[str]) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
+        if self._hook is not None:
+            self._hook(self._done, self._total)
 
 
 VERIFY_COLUMNS = (
@@ -157,14 +142,14 @@ def _merged(
 
 
 def verify_log(
-    db: Database, *, head: LedgerHead | None = None, progress_stream: IO[str] | None = None
+    db: Database, *, head: LedgerHead | None = None, progress: ProgressHook | None = None
 ) -> VerificationReport:
     """Walk the whole log once and report every finding by event id."""
 
     def work(conn: apsw.Connection) -> VerificationReport:
-        progress = Progress("verify", int(fetch_value(conn, "log_max_event_id")), progress_stream)
+        counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
         verifier = LogVerifier(head=head)
-        feed, step = verifier.feed, progress.step
+        feed, step = verifier.feed, counter.step
         with (
             _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
             _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
@@ -172,9 +157,9 @@ def verify_log(
             for event_id, event, seal, predecessor in _merged(events, orphans):
                 feed(event_id, event, seal, predecessor)
                 step()
-        counter = fetch_value(conn, "log_id_counter")
-        progress.close()
-        return verifier.finish(id_counter=counter if isinstance(counter, int) else None)
+        counter.close()
+        handed_out = fetch_value(conn, "log_id_counter")
+        return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
 
     return db.read(work)
 

@@ -11,17 +11,22 @@ from aios_ledger.core import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.cli_support import (
+    EXIT_REFUSED,
     database_path,
+    emit,
+    json_flag,
     migrate_on_open,
+    new_database_path,
     open_database,
     read_json_argument,
+    task_ledger,
 )
+from aios_ledger.shell.console import Shown, events_view
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import migrate_database, migration_status
 from aios_ledger.shell.db.schema_dump import schema_sql
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
-from aios_ledger.shell.tasks.ledger import TaskLedger
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,12 +51,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="recover after a governed source capture that asked for rework",
     )
+    project.add_argument(
+        "--preview",
+        action="store_true",
+        help="print the envelope and digest that would be projected, and whether the request "
+        "would be accepted; write nothing",
+    )
     project.set_defaults(handler=_project)
-
-    # The `task` group (task show, create, list) lives in cli_tasks.
 
     events = commands.add_parser("events", help="a task's events in order")
     events.add_argument("task_id")
+    json_flag(events)
     events.set_defaults(handler=_events)
 
     dump = commands.add_parser("schema-dump", help="print the schema after all migrations")
@@ -59,21 +69,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _init(args: argparse.Namespace) -> Any:
-    with Database.as_found(database_path(args)) as db:
-        report = migrate_database(db)
-        return {
-            "database": db.path,
-            "applied": list(report.applied),
-            "adopted_legacy": report.adopted_legacy,
-            "sealed_at_adoption": report.sealed_at_adoption,
-        }
+    with Database.as_found(new_database_path(args)) as db:
+        return _migration_report(db)
+
+
+def _migration_report(db: Database) -> dict[str, Any]:
+    report = migrate_database(db)
+    return {
+        "database": db.path,
+        "applied": list(report.applied),
+        "adopted_legacy": report.adopted_legacy,
+        "sealed_at_adoption": report.sealed_at_adoption,
+    }
 
 
 def _migrate(args: argparse.Namespace) -> Any:
-    if args.status:
-        with Database.as_found(database_path(args)) as db:
+    with Database.as_found(database_path(args)) as db:
+        if args.status:
             return migration_status(db)
-    return _init(args)
+        return _migration_report(db)
 
 
 def _binding_put(args: argparse.Namespace) -> Any:
@@ -87,18 +101,35 @@ def _project(args: argparse.Namespace) -> Any:
     resolver = RegisteredBindingResolver(path, migrate=migrate)
     store = InitialExecutionProjectionStore(path, resolver, migrate=migrate)
     try:
+        request: InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest
         if args.from_source_capture:
-            recovery = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
-            return store.project_from_source_capture(args.task_id, recovery)
-        return store.project(args.task_id, InitialExecutionProjectionRequest.from_mapping(raw))
+            request = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
+        else:
+            request = InitialExecutionProjectionRequest.from_mapping(raw)
+        if args.preview:
+            return _preview_answer(store.preview(args.task_id, request))
+        if isinstance(request, SourceCaptureProjectionRecoveryRequest):
+            return store.project_from_source_capture(args.task_id, request)
+        return store.project(args.task_id, request)
     finally:
         store.close()
         resolver.close()
 
 
-def _events(args: argparse.Namespace) -> Any:
-    with TaskLedger(database_path(args), migrate=migrate_on_open(args)) as ledger:
-        return ledger.events(args.task_id)
+def _preview_answer(preview: dict[str, Any]) -> Any:
+    """The preview on stdout; a request the projection would refuse also exits 1 with its
+    code on stderr, as `project` would."""
+    refusal = preview.get("refusal")
+    if refusal is None:
+        return preview
+    emit(preview)
+    sys.stderr.write(f"{refusal['code']}: {refusal['detail']}\n")
+    return EXIT_REFUSED
+
+
+def _events(args: argparse.Namespace) -> Shown:
+    with task_ledger(args) as ledger:
+        return Shown(ledger.events(args.task_id), events_view)
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:

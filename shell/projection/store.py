@@ -17,6 +17,7 @@ from aios_ledger.core import (
     Replay,
     SourceCaptureProjectionRecoveryRequest,
     TaskRow,
+    WritePlan,
     chain_of,
     decide_projection,
     prepare_projection,
@@ -66,8 +67,22 @@ class InitialExecutionProjectionStore:
     ) -> dict[str, Any]:
         return self._run(task_id, request, SourceCaptureProjectionRecoveryRequest)
 
+    def preview(self, task_id: str, request: ProjectionRequest) -> dict[str, Any]:
+        """What `project` (or, for a recovery request, `project_from_source_capture`) would
+        write, writing nothing: the envelope the resolver gives, its execution digest, and the
+        refusal the decision would make (None when it would project)."""
+        kind = type(request) if isinstance(request, tuple(_LEDGER_LOOKUP)) else None
+        if kind is None:
+            raise InitialExecutionProjectionError("FIELDS_INVALID", "request must be a projection")
+        return self._run(task_id, request, kind, preview=True)
+
     def _run(
-        self, task_id: object, request: object, kind: type[ProjectionRequest]
+        self,
+        task_id: object,
+        request: object,
+        kind: type[ProjectionRequest],
+        *,
+        preview: bool = False,
     ) -> dict[str, Any]:
         if not isinstance(task_id, str) or not task_id:
             raise InitialExecutionProjectionError("FIELDS_INVALID", "task_id must be a string")
@@ -91,7 +106,8 @@ class InitialExecutionProjectionStore:
         seen = _projection_errors(lambda: self._db.read(read_state))
         prepared = prepare_projection(task_id, request, seen, authorization_id=authorization)
         if isinstance(prepared, Replay):
-            return dict(prepared.response)
+            first = dict(prepared.response)
+            return {"preview": True, "replay": first} if preview else first
         envelope = self._resolver(
             prepared.task_id,
             prepared.job_id,
@@ -101,9 +117,8 @@ class InitialExecutionProjectionStore:
         )
         contract = result_contract(SOURCE_CAPTURE_RESULT)
 
-        def write(conn: apsw.Connection) -> dict[str, Any]:
-            plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
-            decision = decide_projection(
+        def decide(conn: apsw.Connection, plans: PlanExecutor) -> Replay | WritePlan:
+            return decide_projection(
                 task_id,
                 request,
                 read_state(conn),
@@ -113,10 +128,32 @@ class InitialExecutionProjectionStore:
                 now=now_text(self._clock),
                 tail=plans.tail(chain_of(task_id)),
             )
-            return plans.apply(decision)
 
+        def write(conn: apsw.Connection) -> dict[str, Any]:
+            plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
+            return plans.apply(decide(conn, plans))
+
+        if preview:
+            return self._preview(envelope, lambda conn: decide(conn, PlanExecutor(conn)))
         answer: dict[str, Any] = _projection_errors(lambda: self._db.write(write))
         return answer
+
+    def _preview(
+        self, envelope: Any, decide: Callable[[apsw.Connection], object]
+    ) -> dict[str, Any]:
+        refusal = None
+        try:
+            _projection_errors(lambda: self._db.read(decide))
+        except InitialExecutionProjectionError as refused:
+            refusal = {"code": refused.code, "detail": refused.detail}
+        digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
+        return {
+            "preview": True,
+            "execution_digest": digest,
+            "envelope": envelope,
+            "would_project": refusal is None,
+            "refusal": refusal,
+        }
 
 
 def _projection_errors(work: Callable[[], Any]) -> Any:

@@ -16,11 +16,11 @@ from aios_ledger.shell.auxiliary.service import (
     read_auxiliary_run,
 )
 from aios_ledger.shell.cli_support import (
-    database_path,
-    migrate_on_open,
+    json_flag,
     open_database,
     read_json_argument,
 )
+from aios_ledger.shell.console import Shown, aux_runs_view
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 
 
@@ -45,18 +45,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     evidence.add_argument("session_id")
     evidence.add_argument("run_id")
-    evidence.add_argument("--max-events", type=int, default=DEFAULT_MAX_EVENTS)
-    evidence.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES)
+    evidence.add_argument(
+        "--max-events", type=int, default=DEFAULT_MAX_EVENTS, help="at most this many events"
+    )
+    evidence.add_argument(
+        "--max-bytes", type=int, default=DEFAULT_MAX_BYTES, help="at most this many bytes"
+    )
     evidence.set_defaults(handler=_run_evidence)
 
     aux = commands.add_parser("aux", help="auxiliary runs")
     aux_commands = aux.add_subparsers(dest="aux_command", required=True)
 
     listing = aux_commands.add_parser("list", help="auxiliary runs, oldest first")
-    listing.add_argument("--state", choices=[state.value for state in AuxiliaryRunState])
-    listing.add_argument("--session", dest="session_id")
-    listing.add_argument("--run", dest="run_id")
-    listing.add_argument("--limit", type=int, default=100)
+    listing.add_argument(
+        "--state", choices=[state.value for state in AuxiliaryRunState], help="only this state"
+    )
+    listing.add_argument("--session", dest="session_id", help="only runs reading this session")
+    listing.add_argument("--run", dest="run_id", help="only runs reading this run")
+    listing.add_argument("--limit", type=int, default=100, help="at most this many (<= 1000)")
+    json_flag(listing)
     listing.set_defaults(handler=_aux_list)
 
     show = aux_commands.add_parser("show", help="one auxiliary run: snapshot, spec, output")
@@ -65,7 +72,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _runs(args: argparse.Namespace) -> RunStore:
-    return RunStore(database_path(args), migrate=migrate_on_open(args))
+    return RunStore(database=open_database(args))
 
 
 def _run_create(args: argparse.Namespace) -> Any:
@@ -92,8 +99,10 @@ def _run_evidence(args: argparse.Namespace) -> Any:
         return RunEvidenceReader(runs).read(request).public()
 
 
-def _aux_list(args: argparse.Namespace) -> Any:
+def _aux_list(args: argparse.Namespace) -> Shown:
     with open_database(args) as db:
+        if args.run_id is not None:  # a run that does not exist is not a run without reviews
+            RunStore(database=db).get_run(args.run_id)
         rows = list_auxiliary_runs(
             db,
             state=args.state,
@@ -101,7 +110,7 @@ def _aux_list(args: argparse.Namespace) -> Any:
             run_id=args.run_id,
             limit=args.limit,
         )
-    return [
+    listed = [
         {
             **row.snapshot().public(),
             "kind": row.kind,
@@ -110,6 +119,7 @@ def _aux_list(args: argparse.Namespace) -> Any:
         }
         for row in rows
     ]
+    return Shown(listed, aux_runs_view)
 
 
 def _aux_show(args: argparse.Namespace) -> Any:

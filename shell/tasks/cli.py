@@ -20,13 +20,8 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
-from aios_ledger.shell.cli_support import (
-    database_path,
-    emit,
-    migrate_on_open,
-    read_json_argument,
-)
-from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.cli_support import emit, json_flag, read_json_argument, task_ledger
+from aios_ledger.shell.console import Shown, task_view, tasks_view
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,9 +38,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     listing.add_argument(
         "--limit", type=int, default=100, help=f"at most this many (<= {MAX_LIST})"
     )
+    json_flag(listing)
     listing.set_defaults(handler=_task_list)
-    show = task_commands.add_parser("show", help="one task as JSON")
+    show = task_commands.add_parser("show", help="one task")
     show.add_argument("task_id")
+    json_flag(show)
     show.set_defaults(handler=_task_show)
 
     claim = commands.add_parser(
@@ -102,33 +99,29 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", required=True, metavar="FILE", help="request JSON (- for stdin)")
 
 
-def _ledger(args: argparse.Namespace) -> TaskLedger:
-    return TaskLedger(database_path(args), migrate=migrate_on_open(args))
-
-
 def _task_create(args: argparse.Namespace) -> Any:
     document = read_json_argument(args.json)
     if not isinstance(document, list):
         command = TaskCreateCommand.from_mapping(document)
-        with _ledger(args) as ledger:
+        with task_ledger(args) as ledger:
             return ledger.create_task(
                 command.task.public(), idempotency_key=command.idempotency_key
             )
     commands = each_item(document, TaskCreateCommand.from_mapping)
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         return ledger.create_tasks(
             (command.task.public(), command.idempotency_key) for command in commands
         )
 
 
-def _task_list(args: argparse.Namespace) -> Any:
-    with _ledger(args) as ledger:
-        return ledger.list_tasks(args.status, limit=args.limit)
+def _task_list(args: argparse.Namespace) -> Shown:
+    with task_ledger(args) as ledger:
+        return Shown(ledger.list_tasks(args.status, limit=args.limit), tasks_view)
 
 
-def _task_show(args: argparse.Namespace) -> Any:
-    with _ledger(args) as ledger:
-        return ledger.get(args.task_id)
+def _task_show(args: argparse.Namespace) -> Shown:
+    with task_ledger(args) as ledger:
+        return Shown(ledger.get(args.task_id), task_view)
 
 
 def _claim(args: argparse.Namespace) -> Any:
@@ -136,7 +129,7 @@ def _claim(args: argparse.Namespace) -> Any:
     if args.limit is not None:
         return _claim_many(args, document)
     request = ClaimRequest.from_mapping(document)
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         answer = ledger.claim(
             agent_id=request.agent_id,
             capabilities=request.capabilities,
@@ -156,7 +149,7 @@ def _claim_many(args: argparse.Namespace, document: object) -> Any:
     refuses them as unknown fields)."""
     with_limit = {**document, "limit": args.limit} if isinstance(document, dict) else document
     batch = ClaimBatchRequest.from_mapping(with_limit)
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         return ledger.claim_many(
             agent_id=batch.agent_id,
             capabilities=batch.capabilities,
@@ -167,7 +160,7 @@ def _claim_many(args: argparse.Namespace, document: object) -> Any:
 
 def _heartbeat(args: argparse.Namespace) -> Any:
     request = HeartbeatRequest.from_mapping(read_json_argument(args.json))
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         return ledger.heartbeat(
             request.task_id, lease_token=request.lease_token, lease_seconds=request.lease_seconds
         )
@@ -176,10 +169,10 @@ def _heartbeat(args: argparse.Namespace) -> Any:
 def _submit(args: argparse.Namespace) -> Any:
     document = read_json_argument(args.json)
     if isinstance(document, list):
-        with _ledger(args) as ledger:
+        with task_ledger(args) as ledger:
             return ledger.submit_results(document)
     request = SubmitRequest.from_mapping(document)
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         return ledger.submit_result(
             request.task_id,
             lease_token=request.lease_token,
@@ -191,10 +184,10 @@ def _submit(args: argparse.Namespace) -> Any:
 def _verify(args: argparse.Namespace) -> Any:
     document = read_json_argument(args.json)
     if isinstance(document, list):
-        with _ledger(args) as ledger:
+        with task_ledger(args) as ledger:
             return ledger.verify_results(document)
     request = VerifyRequest.from_mapping(document)
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         return ledger.verify(
             request.task_id,
             decision=request.decision,
@@ -206,12 +199,12 @@ def _verify(args: argparse.Namespace) -> Any:
 
 def _cancel(args: argparse.Namespace) -> Any:
     request = CancelRequest.from_mapping(read_json_argument(args.json))
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         return ledger.cancel(
             request.task_id, reason=request.reason, idempotency_key=request.idempotency_key
         )
 
 
 def _expire(args: argparse.Namespace) -> Any:
-    with _ledger(args) as ledger:
+    with task_ledger(args) as ledger:
         return ledger.expire_leases()

@@ -50,6 +50,7 @@ from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
+    Row,
     fetch_all,
     fetch_one,
     fetch_record,
@@ -390,10 +391,20 @@ class TaskLedger:
         return task_view(row)
 
     def events(self, task_id: str) -> list[dict[str, Any]]:
-        """A task's events in order, payloads parsed."""
+        """A task's events in order, payloads parsed; `TASK_NOT_FOUND` when there is no such
+        task (an empty list would read as a task without history)."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
         params = {"task_id": request.task_id}
-        rows = self._db.read(lambda conn: fetch_all(conn, "events_for_task", params))
+
+        def read(conn: apsw.Connection) -> list[Row] | None:
+            rows = fetch_all(conn, "events_for_task", params)
+            if not rows and _task(conn, request.task_id) is None:
+                return None
+            return rows
+
+        rows = self._db.read(read)
+        if rows is None:
+            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
         return [task_view(row) for row in rows]
 
     def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import math
-import sys
+import functools
 from typing import Any
 
 from aios_ledger.core import (
     EXPIRING_WINDOW_SECONDS,
-    LedgerError,
     add_seconds,
-    render_status,
     status_report,
 )
-from aios_ledger.shell.cli_support import database_path, migrate_on_open, open_database
+from aios_ledger.core.config import ReviewSettings, WorkerSettings
+from aios_ledger.shell.cli_support import (
+    database_path,
+    json_flag,
+    migrate_on_open,
+    open_database,
+    required_setting,
+    section_settings,
+    setting_option,
+    synchronous,
+)
 from aios_ledger.shell.clock import now_text, system_clock
+from aios_ledger.shell.console import Shown, status_view
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
-from aios_ledger.shell.work.reviewer import DEFAULT_REVIEW_TIMEOUT, review_submitted
+from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
 STATUS_ROWS = 10
@@ -25,81 +33,77 @@ STATUS_ROWS = 10
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker = commands.add_parser("worker", help="claim tasks and run a command for each")
-    worker.add_argument("--agent-id", required=True)
-    worker.add_argument(
+    worker.set_defaults(handler=_worker, default_log_level="INFO")
+    option = functools.partial(setting_option, worker, record=WorkerSettings)
+    option("--agent-id", name="agent_id", help="the agent's id, as claims record it")
+    option(
         "--capability",
-        action="append",
-        default=[],
-        dest="capabilities",
-        help="a capability this worker offers (repeat for more)",
+        name="capabilities",
+        repeated=True,
+        help="a capability this worker offers (repeat for more; replaces the file's list)",
     )
-    worker.add_argument(
+    option(
         "--exec",
-        required=True,
-        dest="command",
+        name="exec",
         help="shell command run per task: claim JSON on stdin, result on stdout",
     )
-    worker.add_argument("--lease-seconds", type=int, default=30)
-    worker.add_argument("--timeout", type=float, default=None, help="seconds per command")
+    option("--lease-seconds", name="lease_seconds", parse=int, help="each claim's lease")
+    option("--timeout", name="timeout", parse=float, help="seconds a command may run")
+    option("--max-tasks", name="max_tasks", parse=int, help="stop after this many tasks")
+    option("--poll-min", name="poll_min", parse=float, help="first wait when idle, seconds")
+    option("--poll-max", name="poll_max", parse=float, help="longest wait when idle, seconds")
+    option(
+        "--grace",
+        name="grace",
+        parse=float,
+        help="seconds a running command may finish after SIGINT/SIGTERM",
+    )
     worker.add_argument("--once", action="store_true", help="handle at most one task, then exit")
     worker.add_argument(
         "--until-empty",
         action="store_true",
         help="exit when no task is left to claim instead of polling",
     )
-    worker.add_argument("--max-tasks", type=int, default=None)
-    worker.add_argument("--poll-min", type=float, default=0.2)
-    worker.add_argument("--poll-max", type=float, default=5.0)
-    worker.add_argument(
-        "--grace",
-        type=float,
-        default=10.0,
-        help="seconds a running command may finish after SIGINT/SIGTERM",
-    )
-    worker.set_defaults(handler=_worker)
 
     review = commands.add_parser("review", help="judge submitted tasks with an auxiliary run")
-    review.add_argument(
+    review.set_defaults(handler=_review, default_log_level="INFO")
+    option = functools.partial(setting_option, review, record=ReviewSettings)
+    option(
         "--exec",
-        required=True,
-        dest="command",
-        help="shell command: {instruction, evidence, result} on stdin, "
-        "{decision, reason} on stdout",
+        name="exec",
+        help="shell command: {instruction, evidence, result} on stdin, {decision, reason} out",
     )
-    review.add_argument("--limit", type=int, default=100)
-    review.add_argument("--timeout", type=float, default=DEFAULT_REVIEW_TIMEOUT)
-    review.set_defaults(handler=_review)
+    option("--limit", name="limit", parse=int, help="at most this many tasks")
+    option("--timeout", name="timeout", parse=float, help="seconds a review may run")
 
-    status = commands.add_parser("status", help="queue summary (a table; --json for JSON)")
-    status.add_argument("--json", action="store_true")
+    status = commands.add_parser(
+        "status", help="counts by status, oldest queued task, leases about to expire, last events"
+    )
+    json_flag(status)
     status.set_defaults(handler=_status)
 
 
-def _positive(name: str, value: float | None) -> None:
-    # `float` takes "inf" and "1e999" (infinity): no sleep or timeout can take that.
-    if value is not None and not (value > 0 and math.isfinite(value)):
-        raise LedgerError("USAGE_INVALID", f"--{name} must be a positive finite number")
-
-
 def _worker(args: argparse.Namespace) -> Any:
-    for name in ("lease_seconds", "timeout", "max_tasks", "poll_min", "poll_max"):
-        _positive(name.replace("_", "-"), getattr(args, name))
-    if not (args.grace >= 0 and math.isfinite(args.grace)):
-        raise LedgerError("USAGE_INVALID", "--grace must be a finite number, not negative")
+    settings = section_settings(args, WorkerSettings)
     config = WorkerConfig(
-        agent_id=args.agent_id,
-        capabilities=tuple(args.capabilities),
-        command=args.command,
-        lease_seconds=args.lease_seconds,
-        timeout=args.timeout,
+        agent_id=required_setting(settings.agent_id, "--agent-id", WorkerSettings, "agent_id"),
+        capabilities=tuple(settings.capabilities),
+        command=required_setting(settings.exec, "--exec", WorkerSettings, "exec"),
+        lease_seconds=settings.lease_seconds,
+        timeout=settings.timeout,
         once=args.once,
         until_empty=args.until_empty,
-        max_tasks=args.max_tasks,
-        poll_min=args.poll_min,
-        poll_max=max(args.poll_max, args.poll_min),
-        grace=args.grace,
+        max_tasks=settings.max_tasks,
+        poll_min=settings.poll_min,
+        poll_max=max(settings.poll_max, settings.poll_min),
+        grace=settings.grace,
     )
-    worker = Worker(database_path(args), config, migrate=migrate_on_open(args))
+    worker = Worker(
+        database_path(args),
+        config,
+        migrate=migrate_on_open(args),
+        synchronous=synchronous(args),
+    )
     worker.install_signal_handlers()
     try:
         code = worker.run()
@@ -116,18 +120,17 @@ def _worker(args: argparse.Namespace) -> Any:
 
 
 def _review(args: argparse.Namespace) -> Any:
-    _positive("limit", args.limit)
-    _positive("timeout", args.timeout)
+    settings = section_settings(args, ReviewSettings)
     return review_submitted(
         database_path(args),
-        args.command,
-        limit=args.limit,
-        timeout=args.timeout,
+        required_setting(settings.exec, "--exec", ReviewSettings, "exec"),
+        limit=settings.limit,
+        timeout=settings.timeout,
         migrate=migrate_on_open(args),
     )
 
 
-def _status(args: argparse.Namespace) -> Any:
+def _status(args: argparse.Namespace) -> Shown:
     now = now_text(system_clock)
     with open_database(args) as db:
 
@@ -144,8 +147,4 @@ def _status(args: argparse.Namespace) -> Any:
                 now=now,
             )
 
-        report = db.read(read)
-    if args.json:
-        return report
-    sys.stdout.write(render_status(report))
-    return 0
+        return Shown(db.read(read), status_view)

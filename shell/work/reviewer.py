@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
-from collections.abc import Callable
 from typing import Any
 
 from aios_ledger.core import (
@@ -29,12 +29,12 @@ from aios_ledger.core import (
     loads_object,
     review_instruction,
 )
+from aios_ledger.core.config import DEFAULT_REVIEW_TIMEOUT
 from aios_ledger.shell.auxiliary.service import AuxiliaryRunContext, AuxiliaryRunService
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from aios_ledger.shell.work.worker import stderr_log
 
-DEFAULT_REVIEW_TIMEOUT = 120.0
+LOG = logging.getLogger("aios_ledger.review")
 MAX_REVIEW_OUTPUT = 64 * 1024
 
 
@@ -85,13 +85,10 @@ def review_submitted(
     *,
     limit: int = 100,
     timeout: float = DEFAULT_REVIEW_TIMEOUT,
-    log: Callable[[str], None] = stderr_log,
     migrate: bool = True,
 ) -> list[dict[str, Any]]:
     """Review every SUBMITTED task (up to `limit`); returns one record per task reviewed."""
-    return asyncio.run(
-        _review(path, command, limit=limit, timeout=timeout, log=log, migrate=migrate)
-    )
+    return asyncio.run(_review(path, command, limit=limit, timeout=timeout, migrate=migrate))
 
 
 async def _review(
@@ -100,7 +97,6 @@ async def _review(
     *,
     limit: int,
     timeout: float,
-    log: Callable[[str], None],
     migrate: bool,
 ) -> list[dict[str, Any]]:
     ledger = TaskLedger(path, migrate=migrate)
@@ -114,7 +110,10 @@ async def _review(
             results[task_id] = task.get("result")
             record = await _review_one(ledger, runs, service, task, timeout)
             reviewed.append(record)
-            log(f"review: task {task_id} attempt {attempt}: {record['outcome']}")
+            LOG.info(
+                f"review: task {task_id} attempt {attempt}: {record['outcome']}",
+                extra={"task_id": task_id, "attempt": attempt, "outcome": record["outcome"]},
+            )
     finally:
         service.close()
         runs.close()

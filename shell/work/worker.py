@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import IO, Any
 
 import attrs
@@ -39,6 +38,7 @@ MAX_STDOUT_BYTES = 4 * 1024 * 1024
 MAX_STDERR_LINE = 4000
 KILL_WAIT_SECONDS = 2.0
 TICK_SECONDS = 0.05
+LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
 
 
@@ -66,11 +66,6 @@ class TaskOutcome:
     seconds: float
 
 
-def stderr_log(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
 class Worker:
     def __init__(
         self,
@@ -78,13 +73,12 @@ class Worker:
         config: WorkerConfig,
         *,
         clock: Clock | None = None,
-        log: Callable[[str], None] = stderr_log,
         migrate: bool = True,
+        synchronous: str = "FULL",
     ) -> None:
         self.config = config
-        self.ledger = TaskLedger(path, clock=clock, migrate=migrate)
+        self.ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         self.runs = RunStore(path, migrate=migrate)
-        self.log = log
         self._stop = threading.Event()
         self.outcomes: list[TaskOutcome] = []
 
@@ -92,12 +86,18 @@ class Worker:
         self.ledger.close()
         self.runs.close()
 
+    def log(self, message: str, *, level: int = logging.INFO, **fields: object) -> None:
+        """A record of the `aios_ledger.worker` logger; `fields` go along as structured extras
+        (the JSON log format shows them)."""
+        agent_id = self.config.agent_id
+        LOG.log(level, f"worker {agent_id}: {message}", extra={"agent_id": agent_id, **fields})
+
     def request_stop(self) -> None:
         self._stop.set()
 
     def install_signal_handlers(self) -> None:
         def stop(signum: int, _frame: object) -> None:
-            self.log(f"worker {self.config.agent_id}: {signal.Signals(signum).name}, stopping")
+            self.log(f"{signal.Signals(signum).name}, stopping")
             self.request_stop()
 
         signal.signal(signal.SIGTERM, stop)
@@ -142,7 +142,7 @@ class Worker:
                 )
             return claim
         except LedgerError as refused:
-            self.log(f"worker {self.config.agent_id}: claim refused: {refused}")
+            self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
             return None
 
     def _work(self, claim: dict[str, Any]) -> TaskOutcome:
@@ -150,7 +150,7 @@ class Worker:
         task_id, attempt = str(claim["task_id"]), int(claim["attempt"])
         run_id = evidence_run(task_id, attempt)
         self.runs.create_run(evidence_session(task_id), f"attempt {attempt}", run_id=run_id)
-        self.log(f"worker {self.config.agent_id}: task {task_id} attempt {attempt}: started")
+        self.log(f"task {task_id} attempt {attempt}: started", task_id=task_id, attempt=attempt)
         execution = _Execution(self, claim, run_id)
         outcome, detail = execution.run()
         result = execution.result
@@ -158,8 +158,11 @@ class Worker:
             outcome, detail = self._submit(claim, run_id, result, outcome, detail)
         seconds = time.monotonic() - started
         self.log(
-            f"worker {self.config.agent_id}: task {task_id} attempt {attempt}: {outcome}"
-            f" ({detail}) in {seconds:.1f}s"
+            f"task {task_id} attempt {attempt}: {outcome} ({detail}) in {seconds:.1f}s",
+            task_id=task_id,
+            attempt=attempt,
+            outcome=outcome,
+            seconds=round(seconds, 3),
         )
         return TaskOutcome(task_id, attempt, outcome, detail, seconds)
 
@@ -196,7 +199,7 @@ class Worker:
         try:
             self.runs.append_event(run_id, kind, payload)
         except LedgerError as refused:
-            self.log(f"worker {self.config.agent_id}: evidence not recorded: {refused}")
+            self.log(f"evidence not recorded: {refused}", level=logging.WARNING, run_id=run_id)
 
 
 class _Execution:
@@ -292,7 +295,12 @@ class _Execution:
         except LedgerError as refused:
             if refused.code in LEASE_LOST:
                 return refused.code
-            self.worker.log(f"worker {self.worker.config.agent_id}: heartbeat failed: {refused}")
+            self.worker.log(
+                f"heartbeat failed: {refused}",
+                level=logging.WARNING,
+                task_id=str(self.claim["task_id"]),
+                code=refused.code,
+            )
             return None
 
     def _fail(self, kind: str, detail: str) -> tuple[str, str]:

@@ -1,0 +1,106 @@
+"""The settings of a config file (`aios-ledger.toml`): the database, the worker, the reviewer.
+
+Each section is a record structured through the one converter, so a key the file misspells or
+a value of the wrong type is refused by name, as any request field is. Every field holds its
+built-in default; the command line's flags are checked by the same fields, and a flag given
+overrides the file, which overrides the default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
+from aios_ledger.core.structuring import Constraint, FieldRefused, Problem, Refusal, structure
+from aios_ledger.core.tasks.queries import MAX_LIST
+from aios_ledger.core.tasks.requests import LeaseSeconds, OfferedCapabilities
+
+SYNCHRONOUS_LEVELS = ("FULL", "NORMAL")
+MAX_SECONDS = 366 * 24 * 3600  # a year: no wait or timeout is longer (sleeps refuse infinity)
+MAX_COMMAND = 65536
+MAX_PATH = 4096
+DEFAULT_REVIEW_TIMEOUT = 120.0
+
+
+@attrs.frozen
+class Seconds(Constraint):
+    """A number of seconds, whole or not (TOML's `30` and `30.0` alike), finite, at most a
+    year, positive (or zero where `zero` allows it)."""
+
+    zero: bool = False
+
+    def __call__(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise FieldRefused(f"must be a number of seconds, got {type(value).__name__}")
+        if not (math.isfinite(value) and value <= MAX_SECONDS):
+            raise FieldRefused(f"must be at most {MAX_SECONDS} seconds")
+        if value < 0 or (value == 0 and not self.zero):
+            raise FieldRefused("must not be negative" if self.zero else "must be positive")
+        return float(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        bound = "minimum" if self.zero else "exclusiveMinimum"
+        return {"type": "number", bound: 0, "maximum": MAX_SECONDS}
+
+
+Command = Annotated[str, Text(max_length=MAX_COMMAND)]
+PositiveSeconds = Annotated[float, Seconds()]
+
+
+@attrs.frozen(kw_only=True)
+class DatabaseSettings:
+    """`[database]`: which ledger, how hard each commit syncs, whether opening migrates."""
+
+    path: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    synchronous: Annotated[str, OneOf(SYNCHRONOUS_LEVELS)] = "FULL"
+    migrate: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class WorkerSettings:
+    """`[worker]`: who claims, what it offers, the command it runs, and its timings."""
+
+    agent_id: Identifier | None = None
+    capabilities: OfferedCapabilities = attrs.field(factory=lambda: OfferedCapabilities([]))
+    exec: Command | None = None
+    lease_seconds: LeaseSeconds = 30
+    timeout: PositiveSeconds | None = None
+    grace: Annotated[float, Seconds(zero=True)] = 10.0
+    poll_min: PositiveSeconds = 0.2
+    poll_max: PositiveSeconds = 5.0
+    max_tasks: Annotated[int, Between(1, 2**31 - 1)] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ReviewSettings:
+    """`[review]`: the reviewing command, how many tasks a round judges, its timeout."""
+
+    exec: Command | None = None
+    limit: Annotated[int, Between(1, MAX_LIST)] = 100
+    timeout: PositiveSeconds = DEFAULT_REVIEW_TIMEOUT
+
+
+@attrs.frozen(kw_only=True)
+class LedgerSettings:
+    """A whole config file: every section optional, every key in it known."""
+
+    database: DatabaseSettings = attrs.field(factory=DatabaseSettings)
+    worker: WorkerSettings = attrs.field(factory=WorkerSettings)
+    review: ReviewSettings = attrs.field(factory=ReviewSettings)
+
+    @classmethod
+    def from_mapping(cls, raw: object, *, source: str) -> LedgerSettings:
+        """The settings a parsed file holds; `CONFIG_INVALID` names the file and each key."""
+        return structure(raw, cls, what="", refuse=_config_invalid(source))
+
+
+def _config_invalid(source: str) -> Refusal:
+    def refuse(_what: str, problems: Sequence[Problem]) -> LedgerError:
+        named = "; ".join(f"{problem.at('') or 'file'}: {problem.message}" for problem in problems)
+        return LedgerError("CONFIG_INVALID", f"{source}: {named}")
+
+    return refuse

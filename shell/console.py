@@ -1,0 +1,205 @@
+"""What a person sees on a terminal: tables for the listings, a progress bar for long walks.
+
+Programs get JSON (any stdout that is not a terminal, or `--json`); a terminal gets the same
+answer as rich tables. Each view is a function of the answer alone, so `render(view, width=...)`
+shows it as text at a fixed width, without a terminal. Progress bars go to stderr, and only when
+stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import IO, Any
+
+import attrs
+from aios_ledger.core.timestamps import format_timestamp
+from rich.console import Console, Group, RenderableType
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+View = Callable[[Any], RenderableType]
+ProgressHook = Callable[[int, int], None]
+
+MAX_CELL = 60
+STATUS_STYLES = {
+    "QUEUED": "cyan",
+    "CLAIMED": "yellow",
+    "SUBMITTED": "magenta",
+    "SUCCEEDED": "green",
+    "FAILED": "red",
+    "CANCELLED": "dim",
+    "PENDING": "cyan",
+    "RUNNING": "yellow",
+    "COMPLETED": "green",
+}
+
+
+@attrs.frozen
+class Shown:
+    """A command's answer and the view a terminal shows it in."""
+
+    value: Any
+    view: View
+
+
+def is_terminal(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # replaced or closed streams
+        return False
+
+
+def show(shown: Shown, stream: IO[str]) -> None:
+    Console(file=stream).print(shown.view(shown.value))
+
+
+def render(view: RenderableType, *, width: int) -> str:
+    """The view as plain text `width` columns wide: what a terminal shows, without colour."""
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, force_terminal=False).print(view)
+    return out.getvalue()
+
+
+# -- cells ---------------------------------------------------------------------------------
+
+
+def _cell(value: Any, limit: int = MAX_CELL) -> Text:
+    if value is None:
+        return Text("-", style="dim")
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return Text(text)
+
+
+def _status(value: Any) -> Text:
+    return Text(str(value), style=STATUS_STYLES.get(str(value), ""))
+
+
+def _moment(milliseconds: Any) -> Text:
+    if not isinstance(milliseconds, int):
+        return _cell(milliseconds)
+    return Text(format_timestamp(datetime.fromtimestamp(milliseconds / 1000, UTC)))
+
+
+def _table(title: str | None, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+# -- views ---------------------------------------------------------------------------------
+
+
+def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
+    table = _table(None, "task", "status", "priority", "attempt", "claimed by", "updated", "goal")
+    for task in tasks:
+        table.add_row(
+            _cell(task["task_id"]),
+            _status(task["status"]),
+            str(task["priority"]),
+            f"{task['attempt']}/{task['max_attempts']}",
+            _cell(task["claimed_by"]),
+            _cell(task["updated_at"]),
+            _cell(task["goal"], 40),
+        )
+    table.caption = f"{len(tasks)} task(s)"
+    return table
+
+
+def task_view(task: Mapping[str, Any]) -> RenderableType:
+    table = _table(f"task {task['task_id']}", "field", "value")
+    for key, value in task.items():
+        table.add_row(key, _status(value) if key == "status" else _cell(value, 400))
+    return table
+
+
+def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:
+    table = _table(None, "#", "time", "event", "agent", "payload")
+    for event in events:
+        table.add_row(
+            str(event["event_id"]),
+            _cell(event["created_at"]),
+            _cell(event["event_type"]),
+            _cell(event["agent_id"]),
+            _cell(event.get("payload")),
+        )
+    return table
+
+
+def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
+    table = _table(None, "auxiliary run", "state", "kind", "mode", "session / run", "updated")
+    for run in runs:
+        target = run["target"]
+        state = _status(run["state"])
+        if run.get("error_code"):
+            state.append(f" {run['error_code']}", style="red")
+        table.add_row(
+            _cell(run["id"]),
+            state,
+            _cell(run["kind"]),
+            _cell(run["mode"]),
+            _cell(f"{target['session_id']} / {target['run_id']}"),
+            _moment(run["updated_at_ms"]),
+        )
+    table.caption = f"{len(runs)} auxiliary run(s)"
+    return table
+
+
+def status_view(report: Mapping[str, Any]) -> RenderableType:
+    counts = _table(f"aios-ledger status at {report['now']}", *report["tasks"], "total")
+    counts.add_row(*(str(count) for count in report["tasks"].values()), str(report["total"]))
+    oldest = report["oldest_queued"]
+    waiting = Text(
+        "oldest queued: none"
+        if oldest is None
+        else f"oldest queued: {oldest['task_id']} since {oldest['created_at']}"
+    )
+    window = report["leases_expiring_within_seconds"]
+    leases = _table(f"leases expiring within {window}s", "task", "held by", "until")
+    for row in report["leases_expiring"]:
+        leases.add_row(_cell(row["task_id"]), _cell(row["claimed_by"]), row["lease_expires_at"])
+    last = _table("last events", "#", "time", "event", "task", "agent")
+    for row in report["last_events"]:
+        last.add_row(
+            str(row["event_id"]),
+            row["created_at"],
+            _cell(row["event_type"]),
+            _cell(row["task_id"]),
+            _cell(row["agent_id"]),
+        )
+    return Group(counts, waiting, leases, last)
+
+
+# -- progress ------------------------------------------------------------------------------
+
+
+@contextmanager
+def progress_bar(label: str, stream: IO[str] | None = None) -> Iterator[ProgressHook | None]:
+    """A hook `(done, total)` that draws a bar on `stream` (stderr), or None when it is not a
+    terminal: nothing is drawn then, and the walk pays nothing for it."""
+    target = sys.stderr if stream is None else stream
+    if not is_terminal(target):
+        yield None
+        return
+    columns = (
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("events"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(file=target), transient=False) as bar:
+        task = bar.add_task(label, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=max(total, done))
+
+        yield advance
