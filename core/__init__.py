@@ -5,7 +5,12 @@ shell (`aios_ledger.shell`) supplies all of those as inputs.
 """
 
 from aios_ledger.core.auxiliary.decisions import (
+    AuxiliaryRowState,
     AuxiliaryRunRow,
+    AuxiliaryStopRequest,
+    AuxiliaryTransitionRequest,
+    RecoverInterruptedRequest,
+    UnfinishedRunsState,
     decide_recover_interrupted,
     decide_spawn,
     decide_stop,
@@ -58,7 +63,11 @@ from aios_ledger.core.jsonvalue import (
     loads_document,
     loads_object,
 )
-from aios_ledger.core.log.adoption import decide_adoption_seals
+from aios_ledger.core.log.adoption import (
+    AdoptionSealRequest,
+    AdoptionState,
+    decide_adoption_seals,
+)
 from aios_ledger.core.log.export import (
     EXPORT_SCHEMA,
     ChainTips,
@@ -125,12 +134,14 @@ from aios_ledger.core.plan import (
 )
 from aios_ledger.core.projection.bindings import (
     BINDING_REGISTERED,
+    BindingState,
     decide_register_binding,
     envelope_from_binding,
 )
 from aios_ledger.core.projection.decisions import (
     PROJECTION_EVENT,
     InitialExecutionProjectionRequest,
+    ProjectionCommand,
     ProjectionState,
     ResolverCall,
     SourceCaptureProjectionRecoveryRequest,
@@ -162,11 +173,13 @@ from aios_ledger.core.runs.evidence import (
     EvidenceSnapshot,
     ExecutionTarget,
     RunCreateRequest,
+    RunCreateState,
     RunEventAppendRequest,
     RunEventRecord,
     RunEventsRequest,
     RunReadRequest,
     RunRecord,
+    RunState,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
@@ -181,6 +194,7 @@ from aios_ledger.core.tasks.decisions import (
     TASK_HEARTBEAT,
     TASK_LEASE_EXPIRED,
     TASK_VERIFIED,
+    ExpiryState,
     TaskState,
     claim_refusal,
     decide_cancel,
@@ -198,6 +212,7 @@ from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,
     ClaimRequest,
+    ExpireRequest,
     HeartbeatRequest,
     SubmitRequest,
     TaskCreateCommand,
@@ -218,12 +233,7 @@ from aios_ledger.core.tasks.transitions import (
     VERIFY_DECISIONS,
     next_task_status,
 )
-from aios_ledger.core.timestamps import (
-    add_seconds,
-    format_timestamp,
-    normalise_timestamp,
-    parse_timestamp,
-)
+from aios_ledger.core.timestamps import Timestamp
 from aios_ledger.core.work import (
     FAILURE_KINDS,
     REVIEW_DECISIONS,
@@ -351,7 +361,6 @@ __all__ = [
     "VerificationReport",
     "VerifyRequest",
     "WritePlan",
-    "add_seconds",
     "build_evidence_snapshot",
     "canonical_json",
     "chain_of",
@@ -392,7 +401,6 @@ __all__ = [
     "failure_result",
     "first_answer",
     "first_claimable",
-    "format_timestamp",
     "governance_flags_set",
     "head_of_rows",
     "heartbeat_interval",
@@ -404,12 +412,24 @@ __all__ = [
     "loads_object",
     "next_poll_delay",
     "next_task_status",
-    "normalise_timestamp",
     "parse_export_event",
     "parse_export_header",
     "parse_export_trailer",
     "parse_migration",
-    "parse_timestamp",
+    "Timestamp",
+    "AdoptionSealRequest",
+    "AdoptionState",
+    "AuxiliaryRowState",
+    "AuxiliaryStopRequest",
+    "AuxiliaryTransitionRequest",
+    "RecoverInterruptedRequest",
+    "UnfinishedRunsState",
+    "BindingState",
+    "ProjectionCommand",
+    "RunCreateState",
+    "RunState",
+    "ExpiryState",
+    "ExpireRequest",
     "plan_migrations",
     "prepare_projection",
     "project_execution_envelope",

@@ -2,10 +2,10 @@
 
 A kind is a `typing.NewType` whose structure hook carries its whole check (`register_kind`): an
 `Identifier` is 1-200 characters of `[A-Za-z0-9._:/@+=-]` starting with a letter or digit, a
-`Timestamp` is RFC 3339 text normalised to the ledger's one format, a `JsonObjectValue` is a
-bounded, checked JSON object. A constraint is `Annotated` metadata for what differs per field:
-`Annotated[str, Text(max_length=1000)]`, `Annotated[int, Between(1, 3600)]`,
-`Annotated[str, OneOf(("QUEUED", ...))]`.
+`TimestampText` is RFC 3339 text normalised to the ledger's one form (`Timestamp.text`), a
+`JsonObjectValue` is a bounded, checked JSON object. A constraint is `Annotated` metadata for
+what differs per field: `Annotated[str, Text(max_length=1000)]`, `Annotated[int, Between(1,
+3600)]`, `Annotated[str, OneOf(("QUEUED", ...))]`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from aios_ledger.core.digests import PREFIXED_DIGEST, SHA256_HEX, is_digest
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue, check_json
 from aios_ledger.core.structuring import Constraint, FieldRefused, register_kind
-from aios_ledger.core.timestamps import normalise_timestamp
+from aios_ledger.core.timestamps import Timestamp
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,199}$")
 MAX_TEXT = 4096
@@ -84,7 +84,7 @@ Identifier = NewType("Identifier", str)
 Sha256Hex = NewType("Sha256Hex", str)
 LedgerDigest = NewType("LedgerDigest", str)
 PrefixedDigest = NewType("PrefixedDigest", str)
-Timestamp = NewType("Timestamp", str)
+TimestampText = NewType("TimestampText", str)
 JsonObjectValue = NewType("JsonObjectValue", dict[str, JsonValue])
 JsonArrayValue = NewType("JsonArrayValue", list[JsonValue])
 
@@ -115,11 +115,11 @@ def _prefixed_digest(value: Any) -> PrefixedDigest:
     return PrefixedDigest(value)
 
 
-def _timestamp(value: Any) -> Timestamp:
+def _timestamp_text(value: Any) -> TimestampText:
     if not isinstance(value, str):
         raise FieldRefused(f"must be an RFC 3339 string, got {type(value).__name__}")
     try:
-        return Timestamp(normalise_timestamp(value, field="timestamp"))
+        return TimestampText(Timestamp.parse(value).text)
     except LedgerError as refused:
         raise FieldRefused(refused.detail) from None
 
@@ -143,6 +143,6 @@ register_kind(Identifier, _identifier)
 register_kind(Sha256Hex, _sha256_hex)
 register_kind(LedgerDigest, _ledger_digest)
 register_kind(PrefixedDigest, _prefixed_digest)
-register_kind(Timestamp, _timestamp)
+register_kind(TimestampText, _timestamp_text)
 register_kind(JsonObjectValue, json_value_check(dict, "object"))
 register_kind(JsonArrayValue, json_value_check(list, "array"))

@@ -24,7 +24,7 @@ from aios_ledger.core import (
     InitialExecutionProjectionRequest,
     LedgerError,
     TaskRow,
-    format_timestamp,
+    Timestamp,
     runtime_input_of,
     sha256_hex,
 )
@@ -56,7 +56,7 @@ def say(line: str = "") -> None:
 
 def older_runtime_creates_task(path: Path) -> None:
     """Write a task exactly as the older runtime did: stdlib sqlite3, no migrations."""
-    created = format_timestamp(system_clock())
+    created = Timestamp.from_datetime(system_clock()).text
     con = sqlite3.connect(path)
     try:
         con.executescript(sql("legacy_create_tables"))

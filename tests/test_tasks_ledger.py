@@ -940,7 +940,14 @@ def test_a_tampered_envelope_refuses_results(
 def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     ledger: TaskLedger, path: Path
 ) -> None:
-    from aios_ledger.core import CancelRequest, TaskRow, TaskState, chain_of, decide_cancel
+    from aios_ledger.core import (
+        CancelRequest,
+        TaskRow,
+        TaskState,
+        Timestamp,
+        chain_of,
+        decide_cancel,
+    )
     from aios_ledger.shell.db.apply import apply_decision
     from aios_ledger.shell.db.connection import fetch_one
     from aios_ledger.shell.log.tail import read_log_tail
@@ -949,10 +956,10 @@ def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     seen = ledger.database.read(lambda conn: fetch_one(conn, "get_task", {"task_id": "t1"}))
     tail = ledger.database.read(lambda conn: read_log_tail(conn, [chain_of("t1")]))
     assert seen is not None
-    stale = TaskState(task=TaskRow.from_row(seen))
+    stale = TaskState(task=TaskRow.from_row(seen), tail=tail)
     ledger.claim(agent_id="w", capabilities=[], lease_seconds=60)
     request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
-    plan = decide_cancel(request, stale, now="2026-08-20T00:00:00Z", tail=tail)
+    plan = decide_cancel(stale, request, now=Timestamp.parse("2026-08-20T00:00:00Z"))
     before = dump(path)
     code = refusal(lambda: ledger.database.write(lambda conn: apply_decision(conn, plan)))
     assert code == "REVISION_CONFLICT"

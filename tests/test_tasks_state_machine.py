@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core import LedgerError, format_timestamp
+from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.shell import TaskLedger
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -68,7 +68,8 @@ class LedgerMachine(RuleBasedStateMachine):
             return None
         from datetime import timedelta
 
-        return format_timestamp(self.clock.now - timedelta(seconds=self.seconds - seconds))
+        moment = self.clock.now - timedelta(seconds=self.seconds - seconds)
+        return Timestamp.from_datetime(moment).text
 
     def expect_refusal(self, code: str, work: Any) -> None:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
@@ -15,17 +16,27 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
 )
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 BINDING_REGISTERED = "GOVERNED_BINDING_REGISTERED"
 
 
+@attrs.frozen
+class BindingState:
+    """What registering a binding reads: the binding row already stored for its task and job
+    (None: none is), and the log's tail at the ledger chain."""
+
+    prior: Mapping[str, Any] | None
+    tail: LogTail
+
+
 def decide_register_binding(
-    binding: GovernedExecutionBinding,
-    prior: Mapping[str, Any] | None,
-    *,
-    now: str,
-    tail: LogTail,
+    state: BindingState, request: GovernedExecutionBinding, *, now: Timestamp
 ) -> Replay | WritePlan:
+    """Store the binding, or replay the same binding; another one for the same task and job
+    is `GOVERNED_BINDING_CONFLICT`."""
+    require_timestamp(now)
+    binding, prior = request, state.prior
     digest = sha256_hex(binding.public())
     response: JsonObject = {
         "task_id": binding.task_id,
@@ -46,7 +57,7 @@ def decide_register_binding(
             "job_id": binding.job_id,
             "binding_json": canonical_json(binding.public()),
             "binding_sha256": digest,
-            "created_at": now,
+            "created_at": now.text,
         },
     )
     # A ledger-level event: the task's own chain stays [TASK_CREATED] until it is projected.
@@ -55,9 +66,9 @@ def decide_register_binding(
         agent_id=None,
         event_type=BINDING_REGISTERED,
         payload=dict(response),
-        created_at=now,
+        created_at=now.text,
     )
-    return sealed_plan((insert,), (event,), {**response, "idempotent": False}, tail=tail)
+    return sealed_plan((insert,), (event,), {**response, "idempotent": False}, tail=state.tail)
 
 
 def envelope_from_binding(

@@ -48,6 +48,7 @@ from aios_ledger.core.projection.envelopes import (
 from aios_ledger.core.records import TASK_STATUSES, EventRow, IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
 RUNTIME_ACTION = "agent_runtime"
@@ -122,12 +123,23 @@ ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionR
 
 
 @attrs.frozen
+class ProjectionCommand:
+    """One projection asked of one task: the seed's `project(task_id, request)` (or its
+    recovery) as one record."""
+
+    task_id: str
+    request: ProjectionRequest
+
+
+@attrs.frozen
 class ProjectionState:
-    """What the decision reads: the task, its events in order, and any first answer for the key."""
+    """What the decision reads: the task, its events in order, any first answer for the key,
+    and the log's tail at the task's chain."""
 
     task: TaskRow | None
     events: tuple[EventRow, ...]
     prior: IdempotencyRow | None
+    tail: LogTail
 
 
 @attrs.frozen
@@ -159,13 +171,10 @@ def _check_authorization(request: ProjectionRequest, authorization_id: str | Non
 
 
 def prepare_projection(
-    task_id: str,
-    request: ProjectionRequest,
-    state: ProjectionState,
-    *,
-    authorization_id: str | None,
+    state: ProjectionState, command: ProjectionCommand, *, authorization_id: str | None
 ) -> Replay | ResolverCall:
     """Before resolving: authorization, then replay, then which envelope the task needs."""
+    task_id, request = command.task_id, command.request
     _check_authorization(request, authorization_id)
     digest = _request_digest(task_id, request)
     replay = replay_or_conflict(state.prior, digest, error=ProjectionError)
@@ -195,21 +204,36 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
 
 
 def decide_projection(
-    task_id: str,
-    request: ProjectionRequest,
     state: ProjectionState,
+    request: ProjectionCommand,
     *,
+    now: Timestamp,
     envelope: object,
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
-    now: str,
-    tail: LogTail,
 ) -> Replay | WritePlan:
-    """Every precondition of the projection, in the order the contract names them; `tail` is
-    the log's tail at the task's chain."""
-    prepared = prepare_projection(task_id, request, state, authorization_id=authorization_id)
+    """Every precondition of the projection, in the order the contract names them. `envelope`
+    is what the caller's resolver answered for `prepare_projection`'s call, `authorization_id`
+    the owner's configured authorization, `source_capture_contract` the source capture's
+    result contract (JSON Schema)."""
+    require_timestamp(now)
+    prepared = prepare_projection(state, request, authorization_id=authorization_id)
     if isinstance(prepared, Replay):
         return prepared
+    return _checked_plan(
+        state, request.task_id, request.request, now, envelope, source_capture_contract
+    )
+
+
+def _checked_plan(
+    state: ProjectionState,
+    task_id: str,
+    request: ProjectionRequest,
+    now: Timestamp,
+    envelope: object,
+    source_capture_contract: Mapping[str, object],
+) -> WritePlan:
+    """The checks past authorization and replay, in the contract's order, then the plan."""
     task = _require_task(task_id, state.task)
     metadata = _check_untouched_task(task, request)
     recovery: JsonObject = {}
@@ -222,7 +246,7 @@ def decide_projection(
     checked = _check_envelope(task, request, envelope)
     if isinstance(request, SourceCaptureProjectionRecoveryRequest) and verified_result is not None:
         recovery = _check_capture_matches_envelope(verified_result, checked, request)
-    return _plan(task, request, metadata, checked, recovery, now, tail)
+    return _plan(task, request, metadata, checked, recovery, now, state.tail)
 
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:
@@ -426,7 +450,7 @@ def _plan(
     metadata: JsonObject,
     envelope: JsonObject,
     recovery: JsonObject,
-    now: str,
+    now: Timestamp,
     tail: LogTail,
 ) -> WritePlan:
     is_recovery = isinstance(request, SourceCaptureProjectionRecoveryRequest)
@@ -466,7 +490,7 @@ def _plan(
             "expected_revision": request.expected_revision,
             "metadata_json": canonical_json({**metadata, "execution": envelope}),
             "required_capabilities_json": canonical_json(capabilities),
-            "updated_at": now,
+            "updated_at": now.text,
         },
     )
     answer = first_answer(response)
@@ -483,7 +507,7 @@ def _plan(
             "request_sha256": _request_digest(task.task_id, request),
             "execution_digest": str(envelope["execution_digest"]),
             "response_json": canonical_json(response),
-            "created_at": now,
+            "created_at": now.text,
         },
     )
     event = EventAppend(
@@ -491,6 +515,6 @@ def _plan(
         agent_id=None,
         event_type=PROJECTION_EVENT,
         payload=payload,
-        created_at=now,
+        created_at=now.text,
     )
     return sealed_plan((update, ledger), (event,), answer, tail=tail)

@@ -22,6 +22,7 @@ from aios_ledger.core.plan import Replay, WritePlan, first_answer, sealed_plan
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import check_built, structure, unstructure
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
 EVIDENCE_DOMAIN = "evidence"
@@ -260,37 +261,62 @@ class RunEventsRequest:
         return structure(raw, cls, what="arguments")
 
 
+@attrs.frozen
+class RunCreateState:
+    """What creating a run reads: the run of the requested id, if any, and the log's tail at
+    the ledger chain."""
+
+    existing: RunRecord | None
+    tail: LogTail
+
+
+@attrs.frozen
+class RunState:
+    """What appending to a run reads: the run (None: there is none)."""
+
+    run: RunRecord | None
+
+
 def decide_create_run(
-    existing: RunRecord | None, request: RunCreateRequest, *, now: str, tail: LogTail
+    state: RunCreateState, request: RunCreateRequest, *, now: Timestamp
 ) -> Replay | WritePlan:
     """A new run, or the same run again when `run_id` already names an identical one; the
     answer is the run's row (`RunRecord` fields)."""
+    require_timestamp(now)
     values = unstructure(request)
+    existing = state.existing
     if existing is not None:
         if existing.session_id != request.session_id or existing.prompt != request.prompt:
             raise LedgerError(
                 "RUN_CONFLICT", f"run {existing.run_id!r} exists with another session or prompt"
             )
         return Replay({**existing.public(), "idempotent": True})
-    row = {**values, "created_at": now}
-    response: JsonObject = {**values, "created_at": now, "updated_at": now, "event_count": 0}
+    row = {**values, "created_at": now.text}
+    response: JsonObject = {
+        **values,
+        "created_at": now.text,
+        "updated_at": now.text,
+        "event_count": 0,
+    }
     created = EventAppend(
         task_id=None,
         agent_id=None,
         event_type=RUN_CREATED,
         payload={"run_id": request.run_id, "session_id": request.session_id},
-        created_at=now,
+        created_at=now.text,
     )
     return sealed_plan(
-        (SqlWrite(Statement.INSERT_RUN, row),), (created,), first_answer(response), tail=tail
+        (SqlWrite(Statement.INSERT_RUN, row),), (created,), first_answer(response), tail=state.tail
     )
 
 
 def decide_append_run_event(
-    run: RunRecord | None, request: RunEventAppendRequest, *, now: str
+    state: RunState, request: RunEventAppendRequest, *, now: Timestamp
 ) -> WritePlan:
     """The next event of a run: a CAS on the run's event count (its revision), then the event
     row, which is also the answer (`RunEventRecord` fields)."""
+    require_timestamp(now)
+    run = state.run
     if run is None:
         raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
     checked = check_json(request.payload, what="payload")
@@ -302,11 +328,11 @@ def decide_append_run_event(
         "seq": run.event_count + 1,
         "kind": request.kind,
         "payload_json": payload_json,
-        "created_at": now,
+        "created_at": now.text,
     }
     bump = SqlWrite(
         Statement.BUMP_RUN_EVENT_COUNT,
-        {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now},
+        {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now.text},
     )
     return WritePlan(
         writes=(bump, SqlWrite(Statement.INSERT_RUN_EVENT, event)),

@@ -1,11 +1,13 @@
 """Decisions of the task lifecycle: create, claim, heartbeat, submit, verify, cancel, expire.
 
-Each `decide_*` is pure: it takes the rows the shell read inside its `BEGIN IMMEDIATE` (the
-task, any first answer, the log's tail at the task's chain), the request and the clock value,
-and returns a `Replay` (the first answer for an idempotency key), a `WritePlan` (one
-compare-and-swap on the task row, the idempotency-ledger row, one sealed event), or raises a
-`LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
-`revision`, a claim adds 1 to `attempt`.
+Each `decide_*(state, request, *, now, ...)` is pure: `state` holds the rows the shell read
+inside its `BEGIN IMMEDIATE` (the task, any first answer, the log's tail at the task's chain),
+`request` the structured request, `now` the clock's `Timestamp`, and the keywords after it what
+the shell generated (a task id, a lease token) or configured (result contracts). It returns a
+`Replay` (the first answer for an idempotency key), a `WritePlan` (one compare-and-swap on the
+task row, the idempotency-ledger row, one sealed event), or raises a `LedgerError`. Every status
+change goes through `TASK_TRANSITIONS`; every write adds 1 to `revision`, a claim adds 1 to
+`attempt`.
 
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
 that does not match the task's current lease (never held, requeued, claimed by someone else,
@@ -36,8 +38,10 @@ from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,
+    ExpireRequest,
     HeartbeatRequest,
     SubmitRequest,
+    TaskCreateCommand,
     TaskCreateRequest,
     VerifyRequest,
     lease_token_sha256,
@@ -49,7 +53,7 @@ from aios_ledger.core.tasks.transitions import (
     next_task_status,
     verify_operation,
 )
-from aios_ledger.core.timestamps import add_seconds, parse_timestamp
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 TASK_CREATED = "TASK_CREATED"
 TASK_CLAIMED = "TASK_CLAIMED"
@@ -62,10 +66,21 @@ TASK_CANCELLED = "TASK_CANCELLED"
 
 @attrs.frozen
 class TaskState:
-    """What a decision on one task reads: the task and any first answer for the key."""
+    """What a decision on one task reads: the task (None: there is none), the log's tail at
+    its chain, and any first answer for the request's idempotency key."""
 
     task: TaskRow | None
+    tail: LogTail
     prior: IdempotencyRow | None = None
+
+
+@attrs.frozen
+class ExpiryState:
+    """What expiring leases reads: CLAIMED tasks whose leases may have passed, and the log's
+    tail at each one's chain."""
+
+    tasks: tuple[TaskRow, ...]
+    tail: LogTail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,12 +93,12 @@ def _require(task_id: str, task: TaskRow | None) -> TaskRow:
     return task
 
 
-def _advance(task: TaskRow, now: str, **changes: Any) -> TaskRow:
+def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
     """The next row: the changes, one more revision, the clock."""
-    return task._replace(**changes, revision=task.revision + 1, updated_at=now)
+    return task._replace(**changes, revision=task.revision + 1, updated_at=now.text)
 
 
-def _release(task: TaskRow, now: str, **changes: Any) -> TaskRow:
+def _release(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
     """`_advance` for a transition that ends the lease: no holder, no token, no expiry."""
     return _advance(
         task, now, claimed_by=None, lease_token_hash=None, lease_expires_at=None, **changes
@@ -113,7 +128,7 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
 
 
 def _ledger_row(
-    key: str, operation: str, subject: str, digest: str, response: JsonObject, now: str
+    key: str, operation: str, subject: str, digest: str, response: JsonObject, now: Timestamp
 ) -> SqlWrite:
     return SqlWrite(
         Statement.TASK_IDEMPOTENCY_INSERT,
@@ -123,7 +138,7 @@ def _ledger_row(
             "subject": subject,
             "request_sha256": digest,
             "response_json": encode_checked(response),
-            "created_at": now,
+            "created_at": now.text,
         },
     )
 
@@ -151,14 +166,14 @@ def task_summary(task: TaskRow) -> JsonObject:
     }
 
 
-def _passed(moment: str | None, now: str) -> bool:
-    """Whether `moment` is at or before `now` (a missing moment never passes)."""
+def _passed(moment: str | None, now: Timestamp) -> bool:
+    """Whether the stored `moment` is at or before `now` (a missing moment never passes)."""
     if moment is None:
         return False
-    return parse_timestamp(moment, field="stored timestamp") <= parse_timestamp(now)
+    return Timestamp.parse(moment, field="stored timestamp").epoch_ms <= now.epoch_ms
 
 
-def _check_lease(task: TaskRow, token: str, now: str) -> None:
+def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
     if task.lease_token_hash is None or task.lease_token_hash != lease_token_sha256(token):
         raise LedgerError(
             "LEASE_INVALID", f"the token does not hold the current lease of task {task.task_id!r}"
@@ -179,34 +194,33 @@ def create_digest(request: TaskCreateRequest) -> str:
 
 
 def decide_create(
-    request: TaskCreateRequest,
-    state: TaskState,
-    *,
-    now: str,
-    task_id: str,
-    idempotency_key: str,
-    tail: LogTail,
+    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, task_id: str
 ) -> Replay | WritePlan:
-    """`task_id` is the request's, or one the shell generated; the key is bound to the request."""
-    digest = create_digest(request)
+    """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
+    require_timestamp(now)
+    idempotency_key = request.idempotency_key
+    digest = create_digest(request.task)
     replay = replay_or_conflict(state.prior, digest)
     if replay is not None:
         return replay
-    if request.task_id is not None and request.task_id != task_id:
+    if request.task.task_id is not None and request.task.task_id != task_id:
         raise LedgerError("FIELDS_INVALID", "task_id disagrees with the request's")
     if state.task is not None:
         raise LedgerError("TASK_ALREADY_EXISTS", f"task {task_id!r} exists already")
+    request_task = request.task
     task = TaskRow(
         task_id=task_id,
-        goal=request.goal,
-        instructions=request.instructions,
-        success_criteria_json=encode_checked(request.success_criteria),
-        required_capabilities_json=encode_checked(list[JsonValue](request.required_capabilities)),
-        constraints_json=encode_checked(request.constraints),
-        metadata_json=encode_checked(request.metadata),
-        deadline=request.deadline,
-        priority=request.priority,
-        max_attempts=request.max_attempts,
+        goal=request_task.goal,
+        instructions=request_task.instructions,
+        success_criteria_json=encode_checked(request_task.success_criteria),
+        required_capabilities_json=encode_checked(
+            list[JsonValue](request_task.required_capabilities)
+        ),
+        constraints_json=encode_checked(request_task.constraints),
+        metadata_json=encode_checked(request_task.metadata),
+        deadline=request_task.deadline,
+        priority=request_task.priority,
+        max_attempts=request_task.max_attempts,
         attempt=0,
         status=next_task_status(ABSENT, "create"),
         claimed_by=None,
@@ -217,15 +231,15 @@ def decide_create(
         result_idempotency_key=None,
         verification_json=None,
         revision=1,
-        created_at=now,
-        updated_at=now,
+        created_at=now.text,
+        updated_at=now.text,
     )
     insert = SqlWrite(Statement.TASKS_INSERT, task._asdict())
     response = {**task_summary(task), "priority": task.priority}
     payload: JsonObject = {
         "priority": task.priority,
         "max_attempts": task.max_attempts,
-        "required_capabilities": list[JsonValue](request.required_capabilities),
+        "required_capabilities": list[JsonValue](request_task.required_capabilities),
         "deadline": task.deadline,
         "idempotency_key": idempotency_key,
     }
@@ -233,7 +247,7 @@ def decide_create(
         (insert, _ledger_row(idempotency_key, "create", task_id, digest, response, now)),
         (_event(task, TASK_CREATED, payload, None),),
         first_answer(response),
-        tail=tail,
+        tail=state.tail,
     )
 
 
@@ -241,7 +255,7 @@ def decide_create(
 # claim
 
 
-def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> LedgerError | None:
+def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) -> LedgerError | None:
     """Why `task` cannot be claimed by a claimer offering `capabilities` now, or None."""
     if task.status != "QUEUED":
         return LedgerError("INVALID_TRANSITION", f"a {task.status} task does not allow claim")
@@ -261,7 +275,7 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> Ledge
 
 
 def first_claimable(
-    candidates: Iterable[TaskRow], capabilities: Sequence[str], now: str, count: int
+    candidates: Iterable[TaskRow], capabilities: Sequence[str], now: Timestamp, count: int
 ) -> list[TaskRow]:
     """The first `count` of `candidates` (in claim order) a claimer offering `capabilities`
     may take now. Candidates are taken one at a time and no more than needed, so that the
@@ -282,7 +296,7 @@ def claim_digest(request: ClaimRequest, lease_token: str) -> str:
 
 
 def decide_claim(
-    request: ClaimRequest, state: TaskState, *, now: str, lease_token: str, tail: LogTail
+    state: TaskState, request: ClaimRequest, *, now: Timestamp, lease_token: str
 ) -> Replay | WritePlan | None:
     """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
     through); None: nothing.
@@ -290,6 +304,7 @@ def decide_claim(
     The stored first answer never holds the token; a replay gives back the token the caller
     brought, which the request digest (over its sha256) proves to be the first one.
     """
+    require_timestamp(now)
     # Only an idempotent claim is bound to a request digest.
     digest = None if request.idempotency_key is None else claim_digest(request, lease_token)
     replay = None if digest is None else replay_or_conflict(state.prior, digest)
@@ -310,7 +325,7 @@ def decide_claim(
         attempt=task.attempt + 1,
         claimed_by=request.agent_id,
         lease_token_hash=lease_token_sha256(lease_token),
-        lease_expires_at=add_seconds(now, request.lease_seconds),
+        lease_expires_at=now.plus_seconds(request.lease_seconds).text,
     )
     envelope = task_envelope(task)
     runtime_input = None if envelope is None else envelope["runtime_input"]
@@ -339,7 +354,7 @@ def decide_claim(
         writes,
         (_event(claimed, TASK_CLAIMED, payload, request.agent_id),),
         {**first_answer(response), "lease_token": lease_token},
-        tail=tail,
+        tail=state.tail,
     )
 
 
@@ -347,23 +362,22 @@ def decide_claim(
 # heartbeat
 
 
-def decide_heartbeat(
-    request: HeartbeatRequest, state: TaskState, *, now: str, tail: LogTail
-) -> WritePlan:
+def decide_heartbeat(state: TaskState, request: HeartbeatRequest, *, now: Timestamp) -> WritePlan:
+    require_timestamp(now)
     task = _require(request.task_id, state.task)
     _check_lease(task, request.lease_token, now)
     beat = _advance(
         task,
         now,
         status=next_task_status(task.status, "heartbeat"),
-        lease_expires_at=add_seconds(now, request.lease_seconds),
+        lease_expires_at=now.plus_seconds(request.lease_seconds).text,
     )
     payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
     return sealed_plan(
         (_cas(task, beat),),
         (_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
         first_answer(task_summary(beat)),
-        tail=tail,
+        tail=state.tail,
     )
 
 
@@ -376,14 +390,14 @@ def submit_digest(request: SubmitRequest) -> str:
 
 
 def decide_submit(
-    request: SubmitRequest,
     state: TaskState,
+    request: SubmitRequest,
     *,
-    now: str,
+    now: Timestamp,
     contracts: Mapping[str, Mapping[str, object]],
-    tail: LogTail,
 ) -> Replay | WritePlan:
     """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`)."""
+    require_timestamp(now)
     digest = submit_digest(request)
     replay = replay_or_conflict(state.prior, digest)
     if replay is not None:
@@ -413,7 +427,7 @@ def decide_submit(
         (_cas(task, submitted), ledger),
         (_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by),),
         first_answer(response),
-        tail=tail,
+        tail=state.tail,
     )
 
 
@@ -426,9 +440,10 @@ def verify_digest(request: VerifyRequest) -> str:
 
 
 def decide_verify(
-    request: VerifyRequest, state: TaskState, *, now: str, tail: LogTail
+    state: TaskState, request: VerifyRequest, *, now: Timestamp
 ) -> Replay | WritePlan:
     """SUCCEEDED; NEEDS_REWORK back to QUEUED (FAILED when attempts are used up); FAILED."""
+    require_timestamp(now)
     digest = verify_digest(request)
     replay = replay_or_conflict(state.prior, digest)
     if replay is not None:
@@ -463,7 +478,7 @@ def decide_verify(
         (_cas(task, verified), ledger),
         (_event(verified, TASK_VERIFIED, payload, None),),
         first_answer(response),
-        tail=tail,
+        tail=state.tail,
     )
 
 
@@ -476,8 +491,9 @@ def cancel_digest(request: CancelRequest) -> str:
 
 
 def decide_cancel(
-    request: CancelRequest, state: TaskState, *, now: str, tail: LogTail
+    state: TaskState, request: CancelRequest, *, now: Timestamp
 ) -> Replay | WritePlan:
+    require_timestamp(now)
     digest = cancel_digest(request)
     replay = replay_or_conflict(state.prior, digest)
     if replay is not None:
@@ -495,7 +511,7 @@ def decide_cancel(
         (_cas(task, cancelled), ledger),
         (_event(cancelled, TASK_CANCELLED, payload, None),),
         first_answer(response),
-        tail=tail,
+        tail=state.tail,
     )
 
 
@@ -503,13 +519,18 @@ def decide_cancel(
 # expire
 
 
-def decide_expire(tasks: Sequence[TaskRow], *, now: str, tail: LogTail) -> WritePlan | None:
-    """Every CLAIMED task whose lease has passed goes back to QUEUED (FAILED when used up);
-    `tail` holds the tip of each task's chain."""
+def decide_expire(
+    state: ExpiryState, request: ExpireRequest, *, now: Timestamp
+) -> WritePlan | None:
+    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
+    QUEUED (FAILED when used up); None when no lease has passed."""
+    require_timestamp(now)
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
     expired: list[JsonValue] = []
-    for task in tasks:
+    for task in state.tasks:
+        if len(writes) == request.limit:
+            break
         if task.status != "CLAIMED" or not _passed(task.lease_expires_at, now):
             continue
         attempts_left = task.attempt < task.max_attempts
@@ -528,4 +549,4 @@ def decide_expire(tasks: Sequence[TaskRow], *, now: str, tail: LogTail) -> Write
         expired.append(task_summary(released))
     if not writes:
         return None
-    return sealed_plan(writes, events, {"expired": expired, "count": len(expired)}, tail=tail)
+    return sealed_plan(writes, events, {"expired": expired, "count": len(expired)}, tail=state.tail)

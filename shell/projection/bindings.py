@@ -8,6 +8,7 @@ from typing import Any
 import apsw
 from aios_ledger.core import (
     LEDGER_CHAIN,
+    BindingState,
     GovernedExecutionBinding,
     JsonObject,
     LedgerError,
@@ -15,7 +16,7 @@ from aios_ledger.core import (
     envelope_from_binding,
     loads_object,
 )
-from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_one
 
@@ -28,8 +29,8 @@ def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) 
         prior = fetch_one(
             conn, "get_binding", {"task_id": binding.task_id, "job_id": binding.job_id}
         )
-        tail = plans.tail(LEDGER_CHAIN)
-        return plans.apply(decide_register_binding(binding, prior, now=now_text(clock), tail=tail))
+        state = BindingState(prior=prior, tail=plans.tail(LEDGER_CHAIN))
+        return plans.apply(decide_register_binding(state, binding, now=read_clock(clock)))
 
     return db.write(write)
 

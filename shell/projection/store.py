@@ -13,6 +13,8 @@ from aios_ledger.core import (
     InitialExecutionProjectionError,
     InitialExecutionProjectionRequest,
     LedgerError,
+    LogTail,
+    ProjectionCommand,
     ProjectionState,
     Replay,
     SourceCaptureProjectionRecoveryRequest,
@@ -21,10 +23,11 @@ from aios_ledger.core import (
     decide_projection,
     prepare_projection,
 )
-from aios_ledger.shell.clock import Clock, configured_authorization, now_text, system_clock
+from aios_ledger.shell.clock import Clock, configured_authorization, read_clock, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.log.tail import read_log_tail
 
 Resolver = Callable[[str, str, str, str, Any], Any]
 ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest
@@ -77,8 +80,9 @@ class InitialExecutionProjectionStore:
             )
         authorization = configured_authorization()
         lookup = _LEDGER_LOOKUP[kind]
+        command = ProjectionCommand(task_id=task_id, request=request)
 
-        def read_state(conn: apsw.Connection) -> ProjectionState:
+        def read_state(conn: apsw.Connection, tail: LogTail) -> ProjectionState:
             task = fetch_one(conn, "get_task", {"task_id": task_id})
             prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
             events = fetch_all(conn, "events_for_task", {"task_id": task_id})
@@ -86,10 +90,14 @@ class InitialExecutionProjectionStore:
                 task=None if task is None else TaskRow.from_row(task),
                 events=tuple(EventRow.from_row(event) for event in events),
                 prior=None if prior is None else IdempotencyRow.from_row(prior),
+                tail=tail,
             )
 
-        seen = _projection_errors(lambda: self._db.read(read_state))
-        prepared = prepare_projection(task_id, request, seen, authorization_id=authorization)
+        def read(conn: apsw.Connection) -> ProjectionState:
+            return read_state(conn, read_log_tail(conn, [chain_of(task_id)]))
+
+        seen = _projection_errors(lambda: self._db.read(read))
+        prepared = prepare_projection(seen, command, authorization_id=authorization)
         if isinstance(prepared, Replay):
             return dict(prepared.response)
         envelope = self._resolver(
@@ -104,14 +112,12 @@ class InitialExecutionProjectionStore:
         def write(conn: apsw.Connection) -> dict[str, Any]:
             plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
             decision = decide_projection(
-                task_id,
-                request,
-                read_state(conn),
+                read_state(conn, plans.tail(chain_of(task_id))),
+                command,
+                now=read_clock(self._clock),
                 envelope=envelope,
                 authorization_id=authorization,
                 source_capture_contract=contract,
-                now=now_text(self._clock),
-                tail=plans.tail(chain_of(task_id)),
             )
             return plans.apply(decision)
 

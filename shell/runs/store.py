@@ -13,17 +13,19 @@ from aios_ledger.core import (
     EvidenceSnapshot,
     LedgerError,
     RunCreateRequest,
+    RunCreateState,
     RunEventAppendRequest,
     RunEventRecord,
     RunEventsRequest,
     RunReadRequest,
     RunRecord,
+    RunState,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
 )
 from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
-from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor, apply_decision
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 
@@ -77,12 +79,12 @@ class RunStore:
                 "run_id": new_run_id() if run_id is None else run_id,
             }
         )
-        now = now_text(self._clock)
+        now = read_clock(self._clock)
 
         def write(conn: apsw.Connection) -> RunRecord:
             plans = PlanExecutor(conn)
-            existing = _get_run(conn, request.run_id)
-            decision = decide_create_run(existing, request, now=now, tail=plans.tail(LEDGER_CHAIN))
+            state = RunCreateState(_get_run(conn, request.run_id), plans.tail(LEDGER_CHAIN))
+            decision = decide_create_run(state, request, now=now)
             return RunRecord.from_row(plans.apply(decision))
 
         return self.database.write(write)
@@ -92,11 +94,11 @@ class RunStore:
         request = RunEventAppendRequest.from_mapping(
             {"run_id": run_id, "kind": kind, "payload": payload}
         )
-        now = now_text(self._clock)
+        now = read_clock(self._clock)
 
         def write(conn: apsw.Connection) -> RunEventRecord:
-            run = _get_run(conn, request.run_id)
-            decision = decide_append_run_event(run, request, now=now)
+            state = RunState(_get_run(conn, request.run_id))
+            decision = decide_append_run_event(state, request, now=now)
             return RunEventRecord.from_row(apply_decision(conn, decision))
 
         return self.database.write(write)

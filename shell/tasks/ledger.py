@@ -22,6 +22,8 @@ from aios_ledger.core import (
     CancelRequest,
     ClaimBatchRequest,
     ClaimRequest,
+    ExpireRequest,
+    ExpiryState,
     HeartbeatRequest,
     IdempotencyRow,
     LedgerError,
@@ -31,6 +33,7 @@ from aios_ledger.core import (
     TaskReadRequest,
     TaskRow,
     TaskState,
+    Timestamp,
     VerifyRequest,
     chain_of,
     decide_cancel,
@@ -45,7 +48,7 @@ from aios_ledger.core import (
     loads_document,
     structure_batch,
 )
-from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
@@ -57,7 +60,6 @@ from aios_ledger.shell.db.connection import (
 )
 
 CLAIM_BATCH = 32
-EXPIRE_BATCH = 200
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
 
@@ -102,13 +104,13 @@ def _prior(conn: apsw.Connection, key: str | None) -> IdempotencyRow | None:
 class TaskLedger:
     """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
 
-    `clock` returns an aware UTC datetime (default: the system clock); timestamps are stored
-    with whole seconds. `synchronous` is the SQLite synchronous level of the connection, FULL
-    (the default: a commit is on disk when the call returns) or NORMAL (in WAL mode, a power
-    cut may lose the last commits, never corrupt the file). `vfs` names a registered apsw VFS
-    to open the database through (the fault-injection tests use one; the default is SQLite's).
-    `migrate`: as for `Database` (False leaves the schema to the DBA and refuses a database that
-    is behind with `SCHEMA_TOO_OLD`).
+    `clock` returns an aware datetime (default: the system clock), read as a `Timestamp`;
+    timestamps are stored with whole seconds. `synchronous` is the SQLite synchronous level of
+    the connection, FULL (the default: a commit is on disk when the call returns) or NORMAL (in
+    WAL mode, a power cut may lose the last commits, never corrupt the file). `vfs` names a
+    registered apsw VFS to open the database through (the fault-injection tests use one; the
+    default is SQLite's). `migrate`: as for `Database` (False leaves the schema to the DBA and
+    refuses a database that is behind with `SCHEMA_TOO_OLD`).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
@@ -145,8 +147,8 @@ class TaskLedger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _now(self) -> str:
-        return now_text(self._clock)
+    def _now(self) -> Timestamp:
+        return read_clock(self._clock)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -212,13 +214,8 @@ class TaskLedger:
             if prior is None:
                 task = self._claim_target(conn, request, now)
             plans = PlanExecutor(conn)
-            decision = decide_claim(
-                request,
-                TaskState(task=task, prior=prior),
-                now=now,
-                lease_token=token,
-                tail=plans.tail(*_chains(task)),
-            )
+            state = TaskState(task=task, tail=plans.tail(*_chains(task)), prior=prior)
+            decision = decide_claim(state, request, now=now, lease_token=token)
             return None if decision is None else plans.apply(decision)
 
         return self._db.write(write)
@@ -247,13 +244,8 @@ class TaskLedger:
             plans = PlanExecutor(conn)
             answers = []
             for task in _claimable(conn, request, now, batch.limit):
-                decision = decide_claim(
-                    request,
-                    TaskState(task=task),
-                    now=now,
-                    lease_token=new_lease_token(),
-                    tail=plans.tail(chain_of(task.task_id)),
-                )
+                state = TaskState(task=task, tail=plans.tail(chain_of(task.task_id)))
+                decision = decide_claim(state, request, now=now, lease_token=new_lease_token())
                 assert decision is not None  # a task was given
                 answers.append(plans.apply(decision))
             return answers
@@ -261,7 +253,9 @@ class TaskLedger:
         return self._db.write(write)
 
     @staticmethod
-    def _claim_target(conn: apsw.Connection, request: ClaimRequest, now: str) -> TaskRow | None:
+    def _claim_target(
+        conn: apsw.Connection, request: ClaimRequest, now: Timestamp
+    ) -> TaskRow | None:
         if request.task_id is not None:
             return _task(conn, request.task_id)
         chosen = _claimable(conn, request, now, 1)
@@ -275,9 +269,9 @@ class TaskLedger:
 
         def write(conn: apsw.Connection) -> dict[str, Any]:
             plans = PlanExecutor(conn)
-            state = TaskState(task=_task(conn, request.task_id))
-            tail = plans.tail(chain_of(request.task_id))
-            return plans.apply(decide_heartbeat(request, state, now=self._now(), tail=tail))
+            task = _task(conn, request.task_id)
+            state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
+            return plans.apply(decide_heartbeat(state, request, now=self._now()))
 
         return self._db.write(write)
 
@@ -348,25 +342,25 @@ class TaskLedger:
 
         def write(conn: apsw.Connection) -> dict[str, Any]:
             plans = PlanExecutor(conn)
-            state = _keyed_state(conn, request.task_id, request.idempotency_key)
-            tail = plans.tail(chain_of(request.task_id))
-            return plans.apply(decide_cancel(request, state, now=self._now(), tail=tail))
+            state = _keyed_state(plans, request.task_id, request.idempotency_key)
+            return plans.apply(decide_cancel(state, request, now=self._now()))
 
         return self._db.write(write)
 
     def expire_leases(self) -> dict[str, Any]:
         """Every CLAIMED task whose lease passed goes back to QUEUED, or FAILED when its
         attempts are used up (`TASK_LEASE_EXPIRED` each); in batches, one transaction each."""
+        request = ExpireRequest()
         expired: list[Any] = []
         while True:
 
             def write(conn: apsw.Connection) -> list[Any]:
                 now = self._now()
-                params = {"now": now, "limit": EXPIRE_BATCH}
-                rows = list(stream_records(conn, "tasks_expired_leases", params, TaskRow))
+                params = {"now": now.text, "limit": request.limit}
+                rows = tuple(stream_records(conn, "tasks_expired_leases", params, TaskRow))
                 plans = PlanExecutor(conn)
                 tail = plans.tail(*(chain_of(task.task_id) for task in rows))
-                decision = decide_expire(rows, now=now, tail=tail)
+                decision = decide_expire(ExpiryState(tasks=rows, tail=tail), request, now=now)
                 if decision is None:
                     return []
                 items = plans.apply(decision)["expired"]
@@ -375,7 +369,7 @@ class TaskLedger:
 
             batch = self._db.write(write)
             expired.extend(batch)
-            if len(batch) < EXPIRE_BATCH:
+            if len(batch) < request.limit:
                 return {"expired": expired, "count": len(expired)}
 
     # -- reads ----------------------------------------------------------------------------
@@ -410,7 +404,9 @@ class TaskLedger:
         return [task_view(row) for row in rows]
 
 
-def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: int) -> list[TaskRow]:
+def _claimable(
+    conn: apsw.Connection, request: ClaimRequest, now: Timestamp, count: int
+) -> list[TaskRow]:
     """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
     from the candidates; the usual single claim reads one row, and every cursor is closed
     before anything is written."""
@@ -419,7 +415,7 @@ def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: in
         return first_claimable(pages, request.capabilities, now, count)
 
 
-def _candidates(conn: apsw.Connection, now: str, page: int) -> Generator[TaskRow, None, None]:
+def _candidates(conn: apsw.Connection, now: Timestamp, page: int) -> Generator[TaskRow, None, None]:
     """QUEUED tasks in claim order, read a page at a time while the reader asks for more."""
     offset = 0
     while True:
@@ -427,7 +423,7 @@ def _candidates(conn: apsw.Connection, now: str, page: int) -> Generator[TaskRow
         rows = stream_records(
             conn,
             "tasks_claim_candidates",
-            {"now": now, "limit": page, "offset": offset},
+            {"now": now.text, "limit": page, "offset": offset},
             TaskRow,
         )
         with contextlib.closing(rows):
@@ -447,41 +443,28 @@ def _with_task_id(command: TaskCreateCommand) -> _CreateEntry:
     return command, command.task.task_id or new_task_id()
 
 
-def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: str) -> dict[str, Any]:
+def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: Timestamp) -> dict[str, Any]:
     command, task_id = entry
-    key = command.idempotency_key
-    state = _keyed_state(plans.conn, task_id, key)
-    decision = decide_create(
-        command.task,
-        state,
-        now=now,
-        task_id=task_id,
-        idempotency_key=key,
-        tail=plans.tail(chain_of(task_id)),
+    state = _keyed_state(plans, task_id, command.idempotency_key)
+    return plans.apply(decide_create(state, command, now=now, task_id=task_id))
+
+
+def _submit_step(plans: PlanExecutor, request: SubmitRequest, now: Timestamp) -> dict[str, Any]:
+    state = _keyed_state(plans, request.task_id, request.idempotency_key)
+    return plans.apply(decide_submit(state, request, now=now, contracts=_result_contracts()))
+
+
+def _verify_step(plans: PlanExecutor, request: VerifyRequest, now: Timestamp) -> dict[str, Any]:
+    state = _keyed_state(plans, request.task_id, request.idempotency_key)
+    return plans.apply(decide_verify(state, request, now=now))
+
+
+def _keyed_state(plans: PlanExecutor, task_id: str, key: str) -> TaskState:
+    """The task, the log's tail at its chain, and the first answer for `key`."""
+    conn = plans.conn
+    return TaskState(
+        task=_task(conn, task_id), tail=plans.tail(chain_of(task_id)), prior=_prior(conn, key)
     )
-    return plans.apply(decision)
-
-
-def _submit_step(plans: PlanExecutor, request: SubmitRequest, now: str) -> dict[str, Any]:
-    state = _keyed_state(plans.conn, request.task_id, request.idempotency_key)
-    decision = decide_submit(
-        request,
-        state,
-        now=now,
-        contracts=_result_contracts(),
-        tail=plans.tail(chain_of(request.task_id)),
-    )
-    return plans.apply(decision)
-
-
-def _verify_step(plans: PlanExecutor, request: VerifyRequest, now: str) -> dict[str, Any]:
-    state = _keyed_state(plans.conn, request.task_id, request.idempotency_key)
-    tail = plans.tail(chain_of(request.task_id))
-    return plans.apply(decide_verify(request, state, now=now, tail=tail))
-
-
-def _keyed_state(conn: apsw.Connection, task_id: str, key: str) -> TaskState:
-    return TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
 
 
 @functools.cache

@@ -10,12 +10,11 @@ from typing import Any
 from aios_ledger.core import (
     EXPIRING_WINDOW_SECONDS,
     LedgerError,
-    add_seconds,
     render_status,
     status_report,
 )
 from aios_ledger.shell.cli_support import database_path, migrate_on_open, open_database
-from aios_ledger.shell.clock import now_text, system_clock
+from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from aios_ledger.shell.work.reviewer import DEFAULT_REVIEW_TIMEOUT, review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
@@ -128,7 +127,7 @@ def _review(args: argparse.Namespace) -> Any:
 
 
 def _status(args: argparse.Namespace) -> Any:
-    now = now_text(system_clock)
+    now = read_clock(system_clock)
     with open_database(args) as db:
 
         def read(conn: Any) -> dict[str, Any]:
@@ -138,10 +137,10 @@ def _status(args: argparse.Namespace) -> Any:
                 fetch_all(
                     conn,
                     "status_expiring_leases",
-                    {"until": add_seconds(now, EXPIRING_WINDOW_SECONDS), "limit": STATUS_ROWS},
+                    {"until": now.plus_seconds(EXPIRING_WINDOW_SECONDS).text, "limit": STATUS_ROWS},
                 ),
                 fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
-                now=now,
+                now=now.text,
             )
 
         report = db.read(read)
