@@ -30,6 +30,7 @@ from aios_ledger.core import (
     GENESIS_SEAL,
     LedgerError,
     SealedEvent,
+    TaskOperation,
     TaskRow,
     Timestamp,
     chain_of,
@@ -106,7 +107,7 @@ def _flat_heartbeat_step(
     expires = task.lease_expires_at
     if expires is None or Timestamp.parse(expires) <= now:
         raise LedgerError("LEASE_EXPIRED", f"the lease of task {task_id!r} expired at {expires}")
-    next_status = next_task_status(task.status, "heartbeat")
+    next_status = next_task_status(task.status, TaskOperation.HEARTBEAT)
     new_expiry = now.plus_seconds(lease_seconds).text
     next_id = conn.execute(_NEXT_ID).fetchone()
     assert next_id is not None

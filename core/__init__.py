@@ -159,8 +159,6 @@ from aios_ledger.core.projection.envelopes import (
     verify_execution_envelope,
 )
 from aios_ledger.core.records import (
-    TASK_STATUSES,
-    TERMINAL_STATUSES,
     EventRow,
     IdempotencyRow,
     TaskRow,
@@ -230,7 +228,10 @@ from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, render_status
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
     TASK_TRANSITIONS,
-    VERIFY_DECISIONS,
+    TERMINAL_STATUSES,
+    TaskOperation,
+    TaskStatus,
+    VerifyDecision,
     next_task_status,
 )
 from aios_ledger.core.timestamps import Timestamp
@@ -289,13 +290,14 @@ __all__ = [
     "TASK_CREATED",
     "TASK_HEARTBEAT",
     "TASK_LEASE_EXPIRED",
-    "TASK_STATUSES",
     "TASK_TRANSITIONS",
     "TASK_VERIFIED",
     "TERMINAL_STATUSES",
     "TRANSITIONS",
     "UNSEALED_EVENT",
-    "VERIFY_DECISIONS",
+    "TaskOperation",
+    "TaskStatus",
+    "VerifyDecision",
     "AuxiliaryCapabilityProfile",
     "AuxiliaryRunError",
     "AuxiliaryRunListRequest",

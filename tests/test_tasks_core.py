@@ -6,14 +6,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pytest
 from aios_ledger.core import (
     ABSENT,
-    TASK_STATUSES,
     TASK_TRANSITIONS,
+    TERMINAL_STATUSES,
     CancelRequest,
     ChainTip,
     ClaimRequest,
@@ -27,8 +27,10 @@ from aios_ledger.core import (
     SubmitRequest,
     TaskCreateCommand,
     TaskCreateRequest,
+    TaskOperation,
     TaskRow,
     TaskState,
+    TaskStatus,
     Timestamp,
     VerifyRequest,
     WritePlan,
@@ -44,7 +46,6 @@ from aios_ledger.core import (
     lease_token_sha256,
     next_task_status,
 )
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -134,29 +135,33 @@ def _expire(task: TaskRow) -> object:
     return decide_expire(ExpiryState((passed,), HISTORY), ExpireRequest(), now=NOW)
 
 
-DRIVERS: dict[str, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
-    "claim": (_claim, {}),
-    "heartbeat": (_heartbeat, {}),
-    "submit": (_submit, {}),
-    "verify_succeeded": (_verify("SUCCEEDED"), {}),
-    "verify_failed": (_verify("FAILED"), {}),
-    "rework": (_verify("NEEDS_REWORK"), {}),
-    "rework_exhausted": (_verify("NEEDS_REWORK"), {"attempt": 3}),
-    "cancel": (_cancel, {}),
-    "expire": (_expire, {}),
-    "expire_exhausted": (_expire, {"attempt": 3}),
+DRIVERS: dict[TaskOperation, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
+    TaskOperation.CLAIM: (_claim, {}),
+    TaskOperation.HEARTBEAT: (_heartbeat, {}),
+    TaskOperation.SUBMIT: (_submit, {}),
+    TaskOperation.VERIFY_SUCCEEDED: (_verify("SUCCEEDED"), {}),
+    TaskOperation.VERIFY_FAILED: (_verify("FAILED"), {}),
+    TaskOperation.REWORK: (_verify("NEEDS_REWORK"), {}),
+    TaskOperation.REWORK_EXHAUSTED: (_verify("NEEDS_REWORK"), {"attempt": 3}),
+    TaskOperation.CANCEL: (_cancel, {}),
+    TaskOperation.EXPIRE: (_expire, {}),
+    TaskOperation.EXPIRE_EXHAUSTED: (_expire, {"attempt": 3}),
 }
 
 
 def test_every_operation_of_the_table_has_a_driver() -> None:
-    assert set(DRIVERS) == set(TASK_OPERATIONS) - {"create"}
-    assert {status for status, _ in TASK_TRANSITIONS} <= {ABSENT, *TASK_STATUSES}
-    assert set(TASK_TRANSITIONS.values()) <= set(TASK_STATUSES)
+    assert set(DRIVERS) == set(TaskOperation) - {TaskOperation.CREATE}
+    assert {operation for _, operation in TASK_TRANSITIONS} == set(TaskOperation)
+    assert {status for status, _ in TASK_TRANSITIONS} <= {ABSENT, *TaskStatus}
+    assert set(TASK_TRANSITIONS.values()) <= set(TaskStatus)
+    assert {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED} == TERMINAL_STATUSES
 
 
-@pytest.mark.parametrize("status", [ABSENT, *TASK_STATUSES])
-@pytest.mark.parametrize("operation", TASK_OPERATIONS)
-def test_next_status_is_the_table(status: str, operation: str) -> None:
+@pytest.mark.parametrize("status", [ABSENT, *TaskStatus])
+@pytest.mark.parametrize("operation", list(TaskOperation))
+def test_next_status_is_the_table(
+    status: TaskStatus | Literal["ABSENT"], operation: TaskOperation
+) -> None:
     if (status, operation) in TASK_TRANSITIONS:
         assert next_task_status(status, operation) == TASK_TRANSITIONS[(status, operation)]
     else:
@@ -164,9 +169,9 @@ def test_next_status_is_the_table(status: str, operation: str) -> None:
             next_task_status(status, operation)
 
 
-@pytest.mark.parametrize("status", TASK_STATUSES)
+@pytest.mark.parametrize("status", list(TaskStatus))
 @pytest.mark.parametrize("operation", sorted(DRIVERS))
-def test_decisions_follow_the_table(status: str, operation: str) -> None:
+def test_decisions_follow_the_table(status: TaskStatus, operation: TaskOperation) -> None:
     drive, changes = DRIVERS[operation]
     task = row(status, **changes)
     allowed = (status, operation) in TASK_TRANSITIONS

@@ -26,7 +26,6 @@ from aios_ledger.core.kinds import (
     Between,
     Identifier,
     LedgerDigest,
-    OneOf,
     Sha256Hex,
     Text,
 )
@@ -45,9 +44,10 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.records import TASK_STATUSES, EventRow, IdempotencyRow, TaskRow
+from aios_ledger.core.records import EventRow, IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
@@ -59,7 +59,6 @@ _REFUSE = refuse_as(ProjectionError, "FIELDS_INVALID")
 
 Revision = Annotated[int, Between(1, MAX_REVISION)]
 Attempt = Annotated[int, Between(0, MAX_REVISION)]
-TaskStatus = Annotated[str, OneOf(TASK_STATUSES)]
 Reason = Annotated[str, Text(max_length=1000)]
 
 

@@ -49,6 +49,8 @@ from aios_ledger.core.tasks.requests import (
 from aios_ledger.core.tasks.results import check_task_result, task_envelope
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
+    TaskOperation,
+    TaskStatus,
     expire_operation,
     next_task_status,
     verify_operation,
@@ -222,7 +224,7 @@ def decide_create(
         priority=request_task.priority,
         max_attempts=request_task.max_attempts,
         attempt=0,
-        status=next_task_status(ABSENT, "create"),
+        status=next_task_status(ABSENT, TaskOperation.CREATE),
         claimed_by=None,
         lease_token_hash=None,
         lease_expires_at=None,
@@ -257,7 +259,7 @@ def decide_create(
 
 def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) -> LedgerError | None:
     """Why `task` cannot be claimed by a claimer offering `capabilities` now, or None."""
-    if task.status != "QUEUED":
+    if task.status != TaskStatus.QUEUED:
         return LedgerError("INVALID_TRANSITION", f"a {task.status} task does not allow claim")
     if task.attempt >= task.max_attempts:
         return LedgerError(
@@ -321,7 +323,7 @@ def decide_claim(
     claimed = _advance(
         task,
         now,
-        status=next_task_status(task.status, "claim"),
+        status=next_task_status(task.status, TaskOperation.CLAIM),
         attempt=task.attempt + 1,
         claimed_by=request.agent_id,
         lease_token_hash=lease_token_sha256(lease_token),
@@ -369,7 +371,7 @@ def decide_heartbeat(state: TaskState, request: HeartbeatRequest, *, now: Timest
     beat = _advance(
         task,
         now,
-        status=next_task_status(task.status, "heartbeat"),
+        status=next_task_status(task.status, TaskOperation.HEARTBEAT),
         lease_expires_at=now.plus_seconds(request.lease_seconds).text,
     )
     payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
@@ -404,7 +406,7 @@ def decide_submit(
         return replay
     task = _require(request.task_id, state.task)
     _check_lease(task, request.lease_token, now)
-    status = next_task_status(task.status, "submit")
+    status = next_task_status(task.status, TaskOperation.SUBMIT)
     check_task_result(task, request.result, contracts)
     result_json = encode_checked(request.result)
     result_digest = sha256_of_canonical(result_json)  # sha256_hex, from the one encoding
@@ -502,7 +504,7 @@ def decide_cancel(
     cancelled = _release(
         task,
         now,
-        status=next_task_status(task.status, "cancel"),
+        status=next_task_status(task.status, TaskOperation.CANCEL),
     )
     response: JsonObject = {**task_summary(cancelled), "previous_status": task.status}
     payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
@@ -531,7 +533,7 @@ def decide_expire(
     for task in state.tasks:
         if len(writes) == request.limit:
             break
-        if task.status != "CLAIMED" or not _passed(task.lease_expires_at, now):
+        if task.status != TaskStatus.CLAIMED or not _passed(task.lease_expires_at, now):
             continue
         attempts_left = task.attempt < task.max_attempts
         released = _release(

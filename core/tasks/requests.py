@@ -20,7 +20,6 @@ from aios_ledger.core.kinds import (
     Identifier,
     JsonArrayValue,
     JsonObjectValue,
-    OneOf,
     Sha256Hex,
     Text,
     TimestampText,
@@ -34,7 +33,7 @@ from aios_ledger.core.structuring import (
     structure,
     unstructure,
 )
-from aios_ledger.core.tasks.transitions import VERIFY_DECISIONS
+from aios_ledger.core.tasks.transitions import VerifyDecision
 
 MAX_GOAL = 4096
 MAX_INSTRUCTIONS = 65536
@@ -230,7 +229,7 @@ class SubmitRequest:
 @attrs.frozen
 class VerifyRequest:
     task_id: Identifier
-    decision: Annotated[str, OneOf(VERIFY_DECISIONS)]
+    decision: VerifyDecision
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     expected_result_digest: Sha256Hex | None = None
