@@ -29,7 +29,6 @@ import apsw
 from aios_ledger.core import (
     GENESIS_SEAL,
     LedgerError,
-    SealedEvent,
     TaskOperation,
     TaskRow,
     Timestamp,
@@ -39,7 +38,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.jsonvalue import encode_checked
 from aios_ledger.core.kinds import IDENTIFIER
-from aios_ledger.core.log.seals import seal_of_stored
+from aios_ledger.core.log.seals import SealedEvent, seal_of_stored
 from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.clock import Clock, read_clock, system_clock

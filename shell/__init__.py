@@ -1,15 +1,30 @@
 """aios-ledger's imperative shell: apsw connections, migrations, stores, services and the CLI.
 
-The projection's public names are re-exported here together with the core records they take,
-so that `from aios_ledger.shell import ...` serves a caller that embeds the whole store.
+What this module exports is listed and described in `docs/api.md` (a test holds the two equal):
+the stores and services, the command line's entry point, the answers their methods give (the
+core's `TypedDict`s, re-exported), and the projection's seed names together with the core
+records they take, so that `from aios_ledger.shell import ...` serves a caller that embeds the
+whole store.
 """
 
 from aios_ledger.core import (
+    BindingAnswer,
+    CancelAnswer,
+    ClaimAnswer,
+    CreateAnswer,
+    EventView,
+    ExpireAnswer,
     GovernedExecutionBinding,
+    HeartbeatAnswer,
     InitialExecutionProjectionError,
     InitialExecutionProjectionRequest,
     LedgerError,
+    ProjectionAnswer,
     SourceCaptureProjectionRecoveryRequest,
+    SubmitAnswer,
+    TaskSummary,
+    TaskView,
+    VerifyAnswer,
     project_execution_envelope,
 )
 from aios_ledger.shell.auxiliary.service import (
@@ -21,6 +36,7 @@ from aios_ledger.shell.auxiliary.service import (
     list_auxiliary_runs,
     read_auxiliary_run,
 )
+from aios_ledger.shell.cli import main
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import MigrationReport, migrate_database, migration_status
@@ -34,36 +50,52 @@ from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
 __all__ = [
-    "AUTHORIZATION_ENV",
-    "AuxiliaryExecutor",
-    "AuxiliaryRunContext",
-    "AuxiliaryRunHandle",
-    "AuxiliaryRunService",
-    "CancellationToken",
-    "Database",
-    "GovernedExecutionBinding",
-    "InitialExecutionProjectionError",
-    "InitialExecutionProjectionRequest",
-    "InitialExecutionProjectionStore",
-    "LedgerError",
-    "MigrationReport",
-    "RegisteredBindingResolver",
-    "RunEvidenceReader",
-    "RunStore",
-    "SourceCaptureProjectionRecoveryRequest",
+    # stores and services
     "TaskLedger",
+    "RunStore",
+    "RunEvidenceReader",
+    "AuxiliaryRunService",
+    "AuxiliaryRunHandle",
+    "AuxiliaryRunContext",
+    "AuxiliaryExecutor",
+    "CancellationToken",
+    "InitialExecutionProjectionStore",
+    "RegisteredBindingResolver",
+    "Database",
     "Worker",
     "WorkerConfig",
-    "export_log",
-    "ledger_head",
+    # functions
+    "register_binding",
     "list_auxiliary_runs",
+    "read_auxiliary_run",
+    "review_submitted",
     "migrate_database",
     "migration_status",
-    "project_execution_envelope",
-    "read_auxiliary_run",
-    "register_binding",
-    "review_submitted",
-    "system_clock",
+    "MigrationReport",
+    "export_log",
     "verify_export",
     "verify_log",
+    "ledger_head",
+    "system_clock",
+    "main",
+    "AUTHORIZATION_ENV",
+    # re-exported from the core: the seed's names, and the answers of the methods above
+    "LedgerError",
+    "GovernedExecutionBinding",
+    "project_execution_envelope",
+    "InitialExecutionProjectionError",
+    "InitialExecutionProjectionRequest",
+    "SourceCaptureProjectionRecoveryRequest",
+    "TaskSummary",
+    "CreateAnswer",
+    "ClaimAnswer",
+    "HeartbeatAnswer",
+    "SubmitAnswer",
+    "VerifyAnswer",
+    "CancelAnswer",
+    "ExpireAnswer",
+    "TaskView",
+    "EventView",
+    "ProjectionAnswer",
+    "BindingAnswer",
 ]

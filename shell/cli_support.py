@@ -10,7 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from aios_ledger.core import LedgerError, loads_document
+from aios_ledger.core import LedgerError
+from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV, Database
 
 DEFAULT_DB = "aios-ledger.db"

@@ -41,10 +41,9 @@ from aios_ledger.core import (
     decide_stop,
     decide_transition,
     digest_bytes,
-    failure_of,
-    transition_event,
-    transition_table,
 )
+from aios_ledger.core.auxiliary.records import failure_of
+from aios_ledger.core.auxiliary.states import transition_event, transition_table
 from aios_ledger.core.runs.evidence import EvidenceReadRequest, RunRecord, build_evidence_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -441,7 +440,7 @@ def _evidence() -> Any:
     return build_evidence_snapshot(EvidenceReadRequest(ExecutionTarget("s", "r")), run, ())
 
 
-def _spawned(owner: str) -> tuple[AuxiliaryRunSpec, WritePlan]:
+def _spawned(owner: str) -> tuple[AuxiliaryRunSpec, WritePlan[Any]]:
     """A spec of run `aux-1` over fresh evidence, and the plan that spawns it."""
     evidence = _evidence()
     spec = AuxiliaryRunSpec(
@@ -584,7 +583,7 @@ def test_a_transition_answers_the_row_it_writes_and_seals_its_event() -> None:
     row = _row(dict(plan.writes[0].params))
     assert plan.tail is not None
     started = decide_transition(at(row, plan.tail), move(AuxiliaryRunState.RUNNING), now=ms(15))
-    after = AuxiliaryRunRow.from_row(started.response)
+    after = started.response
     assert after == attrs.evolve(row, state="RUNNING", revision=2, updated_at_ms=15)
     spawned, moved = plan.events[0], started.events[0]
     assert (spawned.event_id, spawned.chain, spawned.chain_seq) == (1, LEDGER_CHAIN, 1)
@@ -610,8 +609,8 @@ def test_stopping_leaves_an_ended_run_as_it_ended() -> None:
     error = AuxiliaryRunError("CANCELLED", "stopped")
     stopped = decide_stop(at(row), AuxiliaryStopRequest("aux-1", error), now=ms(20))
     assert stopped is not None
-    assert stopped.response["state"] == "CANCELLED"
-    ended = AuxiliaryRunRow.from_row(stopped.response)
+    assert stopped.response.state == "CANCELLED"
+    ended = stopped.response
     assert decide_stop(at(ended), AuxiliaryStopRequest("aux-1", error), now=ms(21)) is None
     with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
         decide_stop(at(None), AuxiliaryStopRequest("gone", error), now=ms(21))
@@ -626,7 +625,7 @@ def test_plans_are_golden(golden: SnapshotAssertion) -> None:
     output = AuxiliaryRunOutput(value={"verdict": "fine"}, digest=OUT, size_bytes=20)
     assert started.tail is not None
     completed = decide_transition(
-        at(AuxiliaryRunRow.from_row(started.response), started.tail),
+        at(started.response, started.tail),
         move(AuxiliaryRunState.COMPLETED, output=output),
         now=ms(13),
     )

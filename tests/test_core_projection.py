@@ -27,8 +27,8 @@ from aios_ledger.core import (
     decide_projection,
     decide_register_binding,
     prepare_projection,
-    request_digest,
 )
+from aios_ledger.core.plan import request_digest
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from legacy_fixtures import (
     OWNER,
@@ -96,7 +96,7 @@ def state_of(
     return ProjectionState(task=task, events=trail, prior=prior, tail=tail_after(trail))
 
 
-def plan_view(plan: WritePlan) -> dict[str, Any]:
+def plan_view(plan: WritePlan[Any]) -> dict[str, Any]:
     return {
         "writes": [attrs.asdict(write) for write in plan.writes],
         "events": [attrs.asdict(event) for event in plan.events],
@@ -154,7 +154,8 @@ def test_prior_answer_replays_whatever_the_task_now_is() -> None:
     moved_on = state_of(task_row(status="SUCCEEDED", revision=9), (), prior)
     command = ProjectionCommand(TASK, request)
     answer = prepare_projection(moved_on, command, authorization_id=OWNER)
-    assert answer == Replay({"revision": 2, "idempotent": True})
+    assert isinstance(answer, Replay)
+    assert dict(answer.response) == {"revision": 2, "idempotent": True}
     conflicting = prior._replace(request_sha256="0" * 64)
     with pytest.raises(InitialExecutionProjectionError, match="IDEMPOTENCY_CONFLICT"):
         prepare_projection(

@@ -20,17 +20,15 @@ from aios_ledger.core import (
     LedgerHead,
     LogTail,
     LogVerifier,
-    SealedEvent,
     SealRecord,
     Timestamp,
     VerificationReport,
     canonical_json,
     chain_of,
     decide_adoption_seals,
-    loads_object,
-    seal_of,
 )
-from aios_ledger.core.log.seals import seal_of_stored
+from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.log.seals import SealedEvent, seal_of, seal_of_stored
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import MAX_BATCH, LedgerError
+from aios_ledger.core import LedgerError
+from aios_ledger.core.batches import MAX_BATCH
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.log.verification import verify_log

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 import attrs
+from aios_ledger.core.auxiliary.answers import RecoveryAnswer, SpawnAnswer
 from aios_ledger.core.auxiliary.records import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
     AuxiliaryRunMode,
@@ -35,7 +36,7 @@ from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Replay, WritePlan, sealed_plan
+from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -189,7 +190,7 @@ class RecoverInterruptedRequest:
 
 def decide_spawn(
     state: AuxiliaryRowState, request: CheckedSpawn, *, now: Timestamp, owner: str
-) -> Replay | WritePlan:
+) -> Decision[SpawnAnswer]:
     """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
     `request` is what `check_spawn` answered for the spec and its evidence; `owner` tags the
     service that drives the run."""
@@ -211,6 +212,11 @@ def decide_spawn(
                 "idempotent": True,
             }
         )
+    answer: SpawnAnswer = {
+        "id": spec.id,
+        "state": str(INITIAL_STATE),
+        "spec_digest": spec_digest,
+    }
     snapshot = AuxiliaryRunSnapshot(
         schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
         id=spec.id,
@@ -259,16 +265,16 @@ def decide_spawn(
                 created_at=now.text,
             ),
         ),
-        {"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest},
+        answer,
         tail=state.tail,
     )
 
 
 def decide_transition(
     state: AuxiliaryRowState, request: AuxiliaryTransitionRequest, *, now: Timestamp
-) -> WritePlan:
+) -> WritePlan[AuxiliaryRunRow]:
     """Move a run along the table; the UPDATE is a CAS on its revision. The answer is the run's
-    row as written (`AuxiliaryRunRow` fields)."""
+    row as written."""
     require_timestamp(now)
     row = state.row
     if row is None:
@@ -276,12 +282,12 @@ def decide_transition(
     write, event, after = _transition(
         row, request.target, now=now, output=request.output, error=request.error
     )
-    return sealed_plan((write,), (event,), attrs.asdict(after), tail=state.tail)
+    return sealed_plan((write,), (event,), after, tail=state.tail)
 
 
 def decide_stop(
     state: AuxiliaryRowState, request: AuxiliaryStopRequest, *, now: Timestamp
-) -> WritePlan | None:
+) -> WritePlan[AuxiliaryRunRow] | None:
     """End an unfinished run CANCELLED with the request's error; None for a run that has
     already ended, which stays as it ended."""
     require_timestamp(now)
@@ -296,12 +302,12 @@ def decide_stop(
 
 def decide_recover_interrupted(
     state: UnfinishedRunsState, request: RecoverInterruptedRequest, *, now: Timestamp
-) -> WritePlan:
+) -> WritePlan[RecoveryAnswer]:
     """Fail, as INTERRUPTED, every unfinished run whose owning process is gone."""
     require_timestamp(now)
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
-    recovered: list[JsonValue] = []
+    recovered: list[str] = []
     for row in state.rows:
         if row.run_state.is_terminal or row.owner not in request.dead_owners:
             continue
@@ -314,7 +320,8 @@ def decide_recover_interrupted(
         writes.append(write)
         events.append(event)
         recovered.append(row.aux_id)
-    return sealed_plan(writes, events, {"recovered": recovered}, tail=state.tail)
+    answer: RecoveryAnswer = {"recovered": recovered}
+    return sealed_plan(writes, events, answer, tail=state.tail)
 
 
 def _transition(

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import attrs
 from aios_ledger.core.log.tail import LogTail
 from aios_ledger.core.log.verification import EventRecord
 from aios_ledger.core.plan import WritePlan
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+
+class AdoptionAnswer(TypedDict):
+    """How many events were sealed at adoption."""
+
+    sealed: int
 
 
 @attrs.frozen
@@ -25,11 +33,12 @@ class AdoptionSealRequest:
 
 def decide_adoption_seals(
     state: AdoptionState, request: AdoptionSealRequest, *, now: Timestamp
-) -> WritePlan:
+) -> WritePlan[AdoptionAnswer]:
     """A seal for each unsealed event (in event order), marked as sealed at adoption: the log
     cannot vouch for what happened before it was taken over, only that nothing changed since.
     `now` is checked like every decision's, and recorded nowhere: a seal covers only its
     event's own fields, so that sealing the same log again gives the same seals."""
     require_timestamp(now)
     writes, after = state.tail.seal_in_place(state.unsealed)
-    return WritePlan(writes=writes, events=(), response={"sealed": len(writes)}, tail=after)
+    answer: AdoptionAnswer = {"sealed": len(writes)}
+    return WritePlan(writes=writes, events=(), response=answer, tail=after)

@@ -10,7 +10,8 @@ from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Replay, WritePlan, sealed_plan
+from aios_ledger.core.plan import Decision, Replay, sealed_plan
+from aios_ledger.core.projection.answers import BindingAnswer
 from aios_ledger.core.projection.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
@@ -32,16 +33,17 @@ class BindingState:
 
 def decide_register_binding(
     state: BindingState, request: GovernedExecutionBinding, *, now: Timestamp
-) -> Replay | WritePlan:
+) -> Decision[BindingAnswer]:
     """Store the binding, or replay the same binding; another one for the same task and job
     is `GOVERNED_BINDING_CONFLICT`."""
     require_timestamp(now)
     binding, prior = request, state.prior
     digest = sha256_hex(binding.public())
-    response: JsonObject = {
+    answer: BindingAnswer = {
         "task_id": binding.task_id,
         "job_id": binding.job_id,
         "binding_sha256": digest,
+        "idempotent": False,
     }
     if prior is not None:
         if prior["binding_sha256"] != digest:
@@ -49,7 +51,7 @@ def decide_register_binding(
                 "GOVERNED_BINDING_CONFLICT",
                 f"task {binding.task_id!r} job {binding.job_id!r} is bound differently already",
             )
-        return Replay({**response, "idempotent": True})
+        return Replay({**answer, "idempotent": True})
     insert = SqlWrite(
         Statement.INSERT_BINDING,
         {
@@ -65,10 +67,10 @@ def decide_register_binding(
         task_id=None,
         agent_id=None,
         event_type=BINDING_REGISTERED,
-        payload=dict(response),
+        payload={"task_id": binding.task_id, "job_id": binding.job_id, "binding_sha256": digest},
         created_at=now.text,
     )
-    return sealed_plan((insert,), (event,), {**response, "idempotent": False}, tail=state.tail)
+    return sealed_plan((insert,), (event,), answer, tail=state.tail)
 
 
 def envelope_from_binding(

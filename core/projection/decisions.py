@@ -31,13 +31,15 @@ from aios_ledger.core.kinds import (
 )
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
+    Decision,
     Replay,
     WritePlan,
-    first_answer,
     replay_or_conflict,
     request_digest,
     sealed_plan,
+    stored_answer,
 )
+from aios_ledger.core.projection.answers import ProjectionAnswer
 from aios_ledger.core.projection.envelopes import (
     GOVERNANCE_FLAGS,
     GovernedExecutionBinding,
@@ -171,12 +173,12 @@ def _check_authorization(request: ProjectionRequest, authorization_id: str | Non
 
 def prepare_projection(
     state: ProjectionState, command: ProjectionCommand, *, authorization_id: str | None
-) -> Replay | ResolverCall:
+) -> Replay[ProjectionAnswer] | ResolverCall:
     """Before resolving: authorization, then replay, then which envelope the task needs."""
     task_id, request = command.task_id, command.request
     _check_authorization(request, authorization_id)
     digest = _request_digest(task_id, request)
-    replay = replay_or_conflict(state.prior, digest, error=ProjectionError)
+    replay = replay_or_conflict(state.prior, digest, ProjectionAnswer, error=ProjectionError)
     if replay is not None:
         return replay
     task = _require_task(task_id, state.task)
@@ -210,7 +212,7 @@ def decide_projection(
     envelope: object,
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
-) -> Replay | WritePlan:
+) -> Decision[ProjectionAnswer]:
     """Every precondition of the projection, in the order the contract names them. `envelope`
     is what the caller's resolver answered for `prepare_projection`'s call, `authorization_id`
     the owner's configured authorization, `source_capture_contract` the source capture's
@@ -231,7 +233,7 @@ def _checked_plan(
     now: Timestamp,
     envelope: object,
     source_capture_contract: Mapping[str, object],
-) -> WritePlan:
+) -> WritePlan[ProjectionAnswer]:
     """The checks past authorization and replay, in the contract's order, then the plan."""
     task = _require_task(task_id, state.task)
     metadata = _check_untouched_task(task, request)
@@ -451,22 +453,24 @@ def _plan(
     recovery: JsonObject,
     now: Timestamp,
     tail: LogTail,
-) -> WritePlan:
+) -> WritePlan[ProjectionAnswer]:
     is_recovery = isinstance(request, SourceCaptureProjectionRecoveryRequest)
     governance = envelope["governance"]
     assert isinstance(governance, dict)
     capabilities: list[JsonValue] = [request.required_capability]
-    response: JsonObject = {
+    # The envelope passed `verify_execution_envelope`: these fields are text.
+    answer: ProjectionAnswer = {
         "task_id": task.task_id,
         "job_id": request.expected_job_id,
         "status": task.status,
         "revision": task.revision + 1,
         "attempt": task.attempt,
-        "execution_digest": envelope["execution_digest"],
-        "action": envelope["action"],
-        "adapter": envelope["adapter"],
-        "required_capabilities": capabilities,
+        "execution_digest": str(envelope["execution_digest"]),
+        "action": str(envelope["action"]),
+        "adapter": str(envelope["adapter"]),
+        "required_capabilities": [request.required_capability],
         "recovery_from_source_capture": is_recovery,
+        "idempotent": False,
     }
     payload: JsonObject = {
         "task_id": task.task_id,
@@ -492,7 +496,6 @@ def _plan(
             "updated_at": now.text,
         },
     )
-    answer = first_answer(response)
     ledger = SqlWrite(
         (
             Statement.INSERT_SOURCE_CAPTURE_RECOVERY
@@ -504,8 +507,8 @@ def _plan(
             "task_id": task.task_id,
             "job_id": request.expected_job_id,
             "request_sha256": _request_digest(task.task_id, request),
-            "execution_digest": str(envelope["execution_digest"]),
-            "response_json": canonical_json(response),
+            "execution_digest": answer["execution_digest"],
+            "response_json": stored_answer(answer),
             "created_at": now.text,
         },
     )

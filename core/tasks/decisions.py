@@ -26,15 +26,27 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
+    Decision,
     Replay,
     WritePlan,
-    first_answer,
     replay_or_conflict,
     request_digest,
     sealed_plan,
+    stored_answer,
 )
 from aios_ledger.core.records import IdempotencyRow, TaskRow
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.tasks.answers import (
+    CancelAnswer,
+    ClaimAnswer,
+    CreateAnswer,
+    ExpireAnswer,
+    HeartbeatAnswer,
+    SubmitAnswer,
+    TaskSummary,
+    VerifyAnswer,
+    task_summary,
+)
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,
@@ -130,7 +142,12 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
 
 
 def _ledger_row(
-    key: str, operation: str, subject: str, digest: str, response: JsonObject, now: Timestamp
+    key: str,
+    operation: str,
+    subject: str,
+    digest: str,
+    answer: Mapping[str, object],
+    now: Timestamp,
 ) -> SqlWrite:
     return SqlWrite(
         Statement.TASK_IDEMPOTENCY_INSERT,
@@ -139,7 +156,7 @@ def _ledger_row(
             "operation": operation,
             "subject": subject,
             "request_sha256": digest,
-            "response_json": encode_checked(response),
+            "response_json": stored_answer(answer),
             "created_at": now.text,
         },
     )
@@ -153,19 +170,6 @@ def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) 
         payload=payload,
         created_at=task.updated_at,
     )
-
-
-def task_summary(task: TaskRow) -> JsonObject:
-    """The fields every write response carries."""
-    return {
-        "task_id": task.task_id,
-        "status": task.status,
-        "revision": task.revision,
-        "attempt": task.attempt,
-        "max_attempts": task.max_attempts,
-        "claimed_by": task.claimed_by,
-        "lease_expires_at": task.lease_expires_at,
-    }
 
 
 def _passed(moment: str | None, now: Timestamp) -> bool:
@@ -197,12 +201,12 @@ def create_digest(request: TaskCreateRequest) -> str:
 
 def decide_create(
     state: TaskState, request: TaskCreateCommand, *, now: Timestamp, task_id: str
-) -> Replay | WritePlan:
+) -> Decision[CreateAnswer]:
     """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
     require_timestamp(now)
     idempotency_key = request.idempotency_key
     digest = create_digest(request.task)
-    replay = replay_or_conflict(state.prior, digest)
+    replay = replay_or_conflict(state.prior, digest, CreateAnswer)
     if replay is not None:
         return replay
     if request.task.task_id is not None and request.task.task_id != task_id:
@@ -237,7 +241,7 @@ def decide_create(
         updated_at=now.text,
     )
     insert = SqlWrite(Statement.TASKS_INSERT, task._asdict())
-    response = {**task_summary(task), "priority": task.priority}
+    answer: CreateAnswer = {**task_summary(task), "priority": task.priority, "idempotent": False}
     payload: JsonObject = {
         "priority": task.priority,
         "max_attempts": task.max_attempts,
@@ -246,9 +250,9 @@ def decide_create(
         "idempotency_key": idempotency_key,
     }
     return sealed_plan(
-        (insert, _ledger_row(idempotency_key, "create", task_id, digest, response, now)),
+        (insert, _ledger_row(idempotency_key, "create", task_id, digest, answer, now)),
         (_event(task, TASK_CREATED, payload, None),),
-        first_answer(response),
+        answer,
         tail=state.tail,
     )
 
@@ -299,9 +303,9 @@ def claim_digest(request: ClaimRequest, lease_token: str) -> str:
 
 def decide_claim(
     state: TaskState, request: ClaimRequest, *, now: Timestamp, lease_token: str
-) -> Replay | WritePlan | None:
+) -> Decision[ClaimAnswer] | None:
     """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
-    through); None: nothing.
+    through); None when there is nothing to claim (no plan, nothing recorded).
 
     The stored first answer never holds the token; a replay gives back the token the caller
     brought, which the request digest (over its sha256) proves to be the first one.
@@ -309,7 +313,7 @@ def decide_claim(
     require_timestamp(now)
     # Only an idempotent claim is bound to a request digest.
     digest = None if request.idempotency_key is None else claim_digest(request, lease_token)
-    replay = None if digest is None else replay_or_conflict(state.prior, digest)
+    replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
     if replay is not None:
         return Replay({**replay.response, "lease_token": lease_token})
     if state.task is None:
@@ -331,17 +335,19 @@ def decide_claim(
     )
     envelope = task_envelope(task)
     runtime_input = None if envelope is None else envelope["runtime_input"]
-    response: JsonObject = {
+    answer: ClaimAnswer = {
         **task_summary(claimed),
         "goal": claimed.goal,
         "instructions": claimed.instructions,
         "success_criteria": claimed.success_criteria(),
         "constraints": claimed.constraints(),
-        "required_capabilities": list[JsonValue](claimed.required_capabilities()),
+        "required_capabilities": claimed.required_capabilities(),
         "deadline": claimed.deadline,
         "priority": claimed.priority,
         "envelope": envelope,
         "runtime_input": runtime_input,
+        "idempotent": False,
+        "lease_token": lease_token,
     }
     payload: JsonObject = {
         "attempt": claimed.attempt,
@@ -350,12 +356,12 @@ def decide_claim(
     writes = [_cas(task, claimed)]
     if request.idempotency_key is not None and digest is not None:
         writes.append(
-            _ledger_row(request.idempotency_key, "claim", task.task_id, digest, response, now)
+            _ledger_row(request.idempotency_key, "claim", task.task_id, digest, answer, now)
         )
     return sealed_plan(
         writes,
         (_event(claimed, TASK_CLAIMED, payload, request.agent_id),),
-        {**first_answer(response), "lease_token": lease_token},
+        answer,
         tail=state.tail,
     )
 
@@ -364,7 +370,9 @@ def decide_claim(
 # heartbeat
 
 
-def decide_heartbeat(state: TaskState, request: HeartbeatRequest, *, now: Timestamp) -> WritePlan:
+def decide_heartbeat(
+    state: TaskState, request: HeartbeatRequest, *, now: Timestamp
+) -> Decision[HeartbeatAnswer]:
     require_timestamp(now)
     task = _require(request.task_id, state.task)
     _check_lease(task, request.lease_token, now)
@@ -375,10 +383,11 @@ def decide_heartbeat(state: TaskState, request: HeartbeatRequest, *, now: Timest
         lease_expires_at=now.plus_seconds(request.lease_seconds).text,
     )
     payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
+    answer: HeartbeatAnswer = {**task_summary(beat), "idempotent": False}
     return sealed_plan(
         (_cas(task, beat),),
         (_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
-        first_answer(task_summary(beat)),
+        answer,
         tail=state.tail,
     )
 
@@ -397,11 +406,11 @@ def decide_submit(
     *,
     now: Timestamp,
     contracts: Mapping[str, Mapping[str, object]],
-) -> Replay | WritePlan:
+) -> Decision[SubmitAnswer]:
     """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`)."""
     require_timestamp(now)
     digest = submit_digest(request)
-    replay = replay_or_conflict(state.prior, digest)
+    replay = replay_or_conflict(state.prior, digest, SubmitAnswer)
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
@@ -418,17 +427,21 @@ def decide_submit(
         result_digest=result_digest,
         result_idempotency_key=request.idempotency_key,
     )
-    response: JsonObject = {**task_summary(submitted), "result_digest": result_digest}
+    answer: SubmitAnswer = {
+        **task_summary(submitted),
+        "result_digest": result_digest,
+        "idempotent": False,
+    }
     payload: JsonObject = {
         "attempt": submitted.attempt,
         "result_digest": result_digest,
         "idempotency_key": request.idempotency_key,
     }
-    ledger = _ledger_row(request.idempotency_key, "submit", task.task_id, digest, response, now)
+    ledger = _ledger_row(request.idempotency_key, "submit", task.task_id, digest, answer, now)
     return sealed_plan(
         (_cas(task, submitted), ledger),
         (_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by),),
-        first_answer(response),
+        answer,
         tail=state.tail,
     )
 
@@ -443,11 +456,11 @@ def verify_digest(request: VerifyRequest) -> str:
 
 def decide_verify(
     state: TaskState, request: VerifyRequest, *, now: Timestamp
-) -> Replay | WritePlan:
+) -> Decision[VerifyAnswer]:
     """SUCCEEDED; NEEDS_REWORK back to QUEUED (FAILED when attempts are used up); FAILED."""
     require_timestamp(now)
     digest = verify_digest(request)
-    replay = replay_or_conflict(state.prior, digest)
+    replay = replay_or_conflict(state.prior, digest, VerifyAnswer)
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
@@ -468,18 +481,19 @@ def decide_verify(
         status=status,
         verification_json=encode_checked(verification),
     )
-    response: JsonObject = {
+    answer: VerifyAnswer = {
         **task_summary(verified),
         "decision": request.decision,
         "next_state": status,
         "result_digest": task.result_digest,
+        "idempotent": False,
     }
     payload: JsonObject = {"decision": request.decision, "next_state": status}
-    ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, response, now)
+    ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, answer, now)
     return sealed_plan(
         (_cas(task, verified), ledger),
         (_event(verified, TASK_VERIFIED, payload, None),),
-        first_answer(response),
+        answer,
         tail=state.tail,
     )
 
@@ -494,10 +508,10 @@ def cancel_digest(request: CancelRequest) -> str:
 
 def decide_cancel(
     state: TaskState, request: CancelRequest, *, now: Timestamp
-) -> Replay | WritePlan:
+) -> Decision[CancelAnswer]:
     require_timestamp(now)
     digest = cancel_digest(request)
-    replay = replay_or_conflict(state.prior, digest)
+    replay = replay_or_conflict(state.prior, digest, CancelAnswer)
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
@@ -506,13 +520,17 @@ def decide_cancel(
         now,
         status=next_task_status(task.status, TaskOperation.CANCEL),
     )
-    response: JsonObject = {**task_summary(cancelled), "previous_status": task.status}
+    answer: CancelAnswer = {
+        **task_summary(cancelled),
+        "previous_status": task.status,
+        "idempotent": False,
+    }
     payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
-    ledger = _ledger_row(request.idempotency_key, "cancel", task.task_id, digest, response, now)
+    ledger = _ledger_row(request.idempotency_key, "cancel", task.task_id, digest, answer, now)
     return sealed_plan(
         (_cas(task, cancelled), ledger),
         (_event(cancelled, TASK_CANCELLED, payload, None),),
-        first_answer(response),
+        answer,
         tail=state.tail,
     )
 
@@ -523,13 +541,13 @@ def decide_cancel(
 
 def decide_expire(
     state: ExpiryState, request: ExpireRequest, *, now: Timestamp
-) -> WritePlan | None:
+) -> WritePlan[ExpireAnswer] | None:
     """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
     QUEUED (FAILED when used up); None when no lease has passed."""
     require_timestamp(now)
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
-    expired: list[JsonValue] = []
+    expired: list[TaskSummary] = []
     for task in state.tasks:
         if len(writes) == request.limit:
             break
@@ -551,4 +569,5 @@ def decide_expire(
         expired.append(task_summary(released))
     if not writes:
         return None
-    return sealed_plan(writes, events, {"expired": expired, "count": len(expired)}, tail=state.tail)
+    answer: ExpireAnswer = {"expired": expired, "count": len(expired)}
+    return sealed_plan(writes, events, answer, tail=state.tail)

@@ -44,6 +44,7 @@ from aios_ledger.core import (
     EvidenceSnapshot,
     LedgerError,
     RecoverInterruptedRequest,
+    SpawnAnswer,
     Timestamp,
     UnfinishedRunsState,
     check_output,
@@ -52,11 +53,10 @@ from aios_ledger.core import (
     decide_spawn,
     decide_stop,
     decide_transition,
-    failure_of,
-    loads_document,
-    state_after,
-    unstructure,
 )
+from aios_ledger.core.auxiliary.records import failure_of, state_after
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.structuring import unstructure
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
@@ -332,13 +332,13 @@ class AuxiliaryRunService:
         aux_id = checked.spec.id
         now = self._now()
 
-        def write(conn: apsw.Connection) -> dict[str, object]:
+        def write(conn: apsw.Connection) -> SpawnAnswer:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
             return plans.apply(decide_spawn(state, checked, now=now, owner=self.owner))
 
         answer = self._db.write(write)
-        if answer.get("idempotent") is True:
+        if answer.get("idempotent", False):
             return AuxiliaryRunHandle(self, aux_id)
         token = parent.child() if parent is not None else CancellationToken()
         entry = _Entry(aux_id, token)
@@ -379,7 +379,7 @@ class AuxiliaryRunService:
         def write(conn: apsw.Connection) -> AuxiliaryRunRow:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
-            return AuxiliaryRunRow.from_row(plans.apply(decide_transition(state, request, now=now)))
+            return plans.apply(decide_transition(state, request, now=now))
 
         return self._db.write(write)
 

@@ -11,8 +11,8 @@ from aios_ledger.core import (
     EventRecord,
     chain_of,
     decide_adoption_seals,
-    sealed_plan,
 )
+from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.run import stream_records
@@ -23,7 +23,7 @@ def append_event(conn: apsw.Connection, event: EventAppend) -> int:
     """Append one sealed event inside the caller's write transaction (tools and tests that
     build a log through the ledger's own write path); its event id."""
     tail = read_log_tail(conn, [chain_of(event.task_id)])
-    plan = sealed_plan((), (event,), {}, tail=tail)
+    plan = sealed_plan((), (event,), None, tail=tail)
     apply_decision(conn, plan)
     return plan.events[0].event_id
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core import LedgerError, LedgerHead, loads_document
+from aios_ledger.core import LedgerError, LedgerHead
+from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.shell.cli_support import (
     database_path,
     emit,

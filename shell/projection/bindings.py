@@ -8,23 +8,24 @@ from typing import Any
 import apsw
 from aios_ledger.core import (
     LEDGER_CHAIN,
+    BindingAnswer,
     BindingState,
     GovernedExecutionBinding,
     JsonObject,
     LedgerError,
     decide_register_binding,
-    envelope_from_binding,
-    loads_object,
 )
+from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.projection.bindings import envelope_from_binding
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_one
 
 
-def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) -> dict[str, Any]:
+def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) -> BindingAnswer:
     binding = GovernedExecutionBinding.from_mapping(raw)
 
-    def write(conn: apsw.Connection) -> dict[str, Any]:
+    def write(conn: apsw.Connection) -> BindingAnswer:
         plans = PlanExecutor(conn)
         prior = fetch_one(
             conn, "get_binding", {"task_id": binding.task_id, "job_id": binding.job_id}

@@ -14,6 +14,7 @@ from aios_ledger.core import (
     InitialExecutionProjectionRequest,
     LedgerError,
     LogTail,
+    ProjectionAnswer,
     ProjectionCommand,
     ProjectionState,
     Replay,
@@ -61,17 +62,17 @@ class InitialExecutionProjectionStore:
     def close(self) -> None:
         self._db.close()
 
-    def project(self, task_id: str, request: InitialExecutionProjectionRequest) -> dict[str, Any]:
+    def project(self, task_id: str, request: InitialExecutionProjectionRequest) -> ProjectionAnswer:
         return self._run(task_id, request, InitialExecutionProjectionRequest)
 
     def project_from_source_capture(
         self, task_id: str, request: SourceCaptureProjectionRecoveryRequest
-    ) -> dict[str, Any]:
+    ) -> ProjectionAnswer:
         return self._run(task_id, request, SourceCaptureProjectionRecoveryRequest)
 
     def _run(
         self, task_id: object, request: object, kind: type[ProjectionRequest]
-    ) -> dict[str, Any]:
+    ) -> ProjectionAnswer:
         if not isinstance(task_id, str) or not task_id:
             raise InitialExecutionProjectionError("FIELDS_INVALID", "task_id must be a string")
         if not isinstance(request, kind):
@@ -99,7 +100,7 @@ class InitialExecutionProjectionStore:
         seen = _projection_errors(lambda: self._db.read(read))
         prepared = prepare_projection(seen, command, authorization_id=authorization)
         if isinstance(prepared, Replay):
-            return dict(prepared.response)
+            return prepared.response
         envelope = self._resolver(
             prepared.task_id,
             prepared.job_id,
@@ -109,7 +110,7 @@ class InitialExecutionProjectionStore:
         )
         contract = result_contract(SOURCE_CAPTURE_RESULT)
 
-        def write(conn: apsw.Connection) -> dict[str, Any]:
+        def write(conn: apsw.Connection) -> ProjectionAnswer:
             plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
             decision = decide_projection(
                 read_state(conn, plans.tail(chain_of(task_id))),
@@ -121,7 +122,7 @@ class InitialExecutionProjectionStore:
             )
             return plans.apply(decision)
 
-        answer: dict[str, Any] = _projection_errors(lambda: self._db.write(write))
+        answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
         return answer
 
 

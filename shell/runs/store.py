@@ -12,8 +12,10 @@ from aios_ledger.core import (
     EvidenceReadRequest,
     EvidenceSnapshot,
     LedgerError,
+    RunAnswer,
     RunCreateRequest,
     RunCreateState,
+    RunEventAnswer,
     RunEventAppendRequest,
     RunEventRecord,
     RunEventsRequest,
@@ -85,7 +87,8 @@ class RunStore:
             plans = PlanExecutor(conn)
             state = RunCreateState(_get_run(conn, request.run_id), plans.tail(LEDGER_CHAIN))
             decision = decide_create_run(state, request, now=now)
-            return RunRecord.from_row(plans.apply(decision))
+            answer: RunAnswer = plans.apply(decision)
+            return RunRecord.from_row(answer)
 
         return self.database.write(write)
 
@@ -99,7 +102,8 @@ class RunStore:
         def write(conn: apsw.Connection) -> RunEventRecord:
             state = RunState(_get_run(conn, request.run_id))
             decision = decide_append_run_event(state, request, now=now)
-            return RunEventRecord.from_row(apply_decision(conn, decision))
+            row: RunEventAnswer = apply_decision(conn, decision)
+            return RunEventRecord.from_row(row)
 
         return self.database.write(write)
 

@@ -7,12 +7,8 @@ import math
 import sys
 from typing import Any
 
-from aios_ledger.core import (
-    EXPIRING_WINDOW_SECONDS,
-    LedgerError,
-    render_status,
-    status_report,
-)
+from aios_ledger.core import LedgerError
+from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, render_status, status_report
 from aios_ledger.shell.cli_support import database_path, migrate_on_open, open_database
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.db.connection import fetch_all, fetch_one

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from aios_ledger.core import (
-    REVIEW_OUTPUT_SCHEMA,
     AuxiliaryCapabilityProfile,
     AuxiliaryRunError,
     AuxiliaryRunSpec,
@@ -24,9 +23,13 @@ from aios_ledger.core import (
     ExecutionFrame,
     ExecutionTarget,
     LedgerError,
+    TaskView,
+)
+from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.work import (
+    REVIEW_OUTPUT_SCHEMA,
     evidence_run,
     evidence_session,
-    loads_object,
     review_instruction,
 )
 from aios_ledger.shell.auxiliary.service import AuxiliaryRunContext, AuxiliaryRunService
@@ -126,7 +129,7 @@ async def _review_one(
     ledger: TaskLedger,
     runs: RunStore,
     service: AuxiliaryRunService,
-    task: dict[str, Any],
+    task: TaskView,
     timeout: float,
 ) -> dict[str, Any]:
     task_id, attempt, revision = str(task["task_id"]), int(task["attempt"]), int(task["revision"])
