@@ -20,7 +20,8 @@ from aios_ledger.core.log.tail import AppendedEvent, EventAppend, LogTail
 from aios_ledger.core.records import IdempotencyRow
 from aios_ledger.core.statements import SqlWrite
 
-# A decision's answer: a TypedDict of its domain's `answers` (a plain dict at run time).
+# A decision's answer: a TypedDict of its domain's `answers` (a plain dict at run time), or the
+# row it wrote.
 R = TypeVar("R")
 
 
