@@ -7,6 +7,8 @@ records they take, so that `from aios_ledger.shell import ...` serves a caller t
 whole store.
 """
 
+from typing import TYPE_CHECKING
+
 from aios_ledger.core import (
     BindingAnswer,
     CancelAnswer,
@@ -36,7 +38,6 @@ from aios_ledger.shell.auxiliary.service import (
     list_auxiliary_runs,
     read_auxiliary_run,
 )
-from aios_ledger.shell.cli import main
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import MigrationReport, migrate_database, migration_status
@@ -48,6 +49,20 @@ from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
+
+if TYPE_CHECKING:
+    from aios_ledger.shell.cli import main
+
+
+def __getattr__(name: str) -> object:
+    """`main` is loaded when it is asked for: the command line imports every command, and
+    `python -m aios_ledger.shell.cli` must find its module not yet imported by this package."""
+    if name == "main":
+        from aios_ledger.shell.cli import main
+
+        return main
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     # stores and services
