@@ -38,8 +38,9 @@ _LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC) - _EPOCH) //
 
 @final
 class Timestamp:
-    """A moment in UTC, to the millisecond, and its one stored text form. Frozen and ordered;
-    `str()` is its text. Build one with `parse`, `from_datetime` or `from_epoch_ms`."""
+    """A moment in UTC, to the millisecond, and its one stored text form. Immutable (its
+    fields are read-only properties over slots: no setter, no `__dict__`) and ordered; `str()`
+    is its text. Build one with `parse`, `from_datetime` or `from_epoch_ms`."""
 
     __slots__ = ("_epoch_ms", "_text")
     _epoch_ms: int
@@ -50,8 +51,10 @@ class Timestamp:
             raise LedgerError(
                 "TIMESTAMP_INVALID", f"{epoch_ms!r} is not a millisecond of the years 1 to 9999"
             )
-        object.__setattr__(self, "_epoch_ms", epoch_ms)
-        object.__setattr__(self, "_text", _text_of_unit(epoch_ms // _TEXT_UNIT_MS))
+        # Plain slot stores: a transition builds a few of these, and `object.__setattr__` behind
+        # a refusing `__setattr__` would cost more than the rest of the constructor.
+        self._epoch_ms = epoch_ms
+        self._text = _text_of_unit(epoch_ms // _TEXT_UNIT_MS)
 
     @property
     def epoch_ms(self) -> int:
@@ -101,12 +104,6 @@ class Timestamp:
 
     def __repr__(self) -> str:
         return f"Timestamp({self.text!r}, epoch_ms={self.epoch_ms})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"a Timestamp is frozen: cannot set {name}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"a Timestamp is frozen: cannot delete {name}")
 
     def __reduce__(self) -> tuple[type[Timestamp], tuple[int]]:
         return Timestamp, (self.epoch_ms,)
