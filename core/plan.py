@@ -100,13 +100,12 @@ def replay_or_conflict(
     return Replay(cast(R, {**response, "idempotent": True}))
 
 
-# Never kept in the idempotency ledger: whether an answer is a replay (a replay says so
-# itself), and a lease token (shown once; the ledger keeps only its sha256).
-_NOT_STORED = frozenset({"idempotent", "lease_token"})
-
-
 def stored_answer(answer: Mapping[str, object]) -> str:
-    """The canonical JSON of a first answer as the idempotency ledger keeps it. The answer
-    was built by a decision from checked parts, so it is encoded without another walk."""
-    kept = {name: value for name, value in answer.items() if name not in _NOT_STORED}
+    """The canonical JSON of a first answer as the idempotency ledger keeps it: never whether
+    it is a replay (a replay says so itself), nor a lease token (shown once; the ledger keeps
+    only its sha256). The answer was built by a decision from checked parts, so it is encoded
+    without another walk."""
+    kept = dict(answer)
+    kept.pop("idempotent", None)
+    kept.pop("lease_token", None)
     return encode_checked(cast(JsonObject, kept))
