@@ -30,19 +30,19 @@ from aios_ledger.core import (
     GENESIS_SEAL,
     EventRow,
     LedgerError,
+    TaskOperation,
     TaskRow,
-    add_seconds,
+    Timestamp,
     chain_of,
     lease_token_sha256,
     next_task_status,
-    parse_timestamp,
 )
 from aios_ledger.core.jsonvalue import encode_checked
 from aios_ledger.core.kinds import IDENTIFIER
 from aios_ledger.core.log.seals import seal_of_stored
 from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger
-from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.log.verification import verify_log
 
@@ -84,7 +84,7 @@ def flat_heartbeat(
         or not 1 <= lease_seconds <= MAX_LEASE_SECONDS
     ):
         raise LedgerError("FIELDS_INVALID", "heartbeat.lease_seconds is out of range")
-    now = now_text(clock)
+    now = read_clock(clock)
     conn.execute(_BEGIN)
     try:
         answer = _flat_heartbeat_step(conn, task_id, lease_token, lease_seconds, now)
@@ -96,7 +96,7 @@ def flat_heartbeat(
 
 
 def _flat_heartbeat_step(
-    conn: apsw.Connection, task_id: str, lease_token: str, lease_seconds: int, now: str
+    conn: apsw.Connection, task_id: str, lease_token: str, lease_seconds: int, now: Timestamp
 ) -> dict[str, Any]:
     row = conn.execute(_GET, {"task_id": task_id}).fetchone()
     if row is None:
@@ -105,10 +105,10 @@ def _flat_heartbeat_step(
     if task.lease_token_hash is None or task.lease_token_hash != lease_token_sha256(lease_token):
         raise LedgerError("LEASE_INVALID", f"the token does not hold the lease of {task_id!r}")
     expires = task.lease_expires_at
-    if expires is None or parse_timestamp(expires) <= parse_timestamp(now):
+    if expires is None or Timestamp.parse(expires) <= now:
         raise LedgerError("LEASE_EXPIRED", f"the lease of task {task_id!r} expired at {expires}")
-    next_status = next_task_status(task.status, "heartbeat")
-    new_expiry = add_seconds(now, lease_seconds)
+    next_status = next_task_status(task.status, TaskOperation.HEARTBEAT)
+    new_expiry = now.plus_seconds(lease_seconds).text
     next_id = conn.execute(_NEXT_ID).fetchone()
     assert next_id is not None
     event_id = next_id[0]
@@ -129,7 +129,7 @@ def _flat_heartbeat_step(
             "result_digest": task.result_digest,
             "result_idempotency_key": task.result_idempotency_key,
             "verification_json": task.verification_json,
-            "updated_at": now,
+            "updated_at": now.text,
         },
     )
     if conn.changes() != 1:
@@ -143,7 +143,7 @@ def _flat_heartbeat_step(
             "agent_id": task.claimed_by,
             "event_type": "TASK_HEARTBEAT",
             "payload_json": payload,
-            "created_at": now,
+            "created_at": now.text,
         },
     )
     seal = seal_of_stored(
@@ -153,7 +153,7 @@ def _flat_heartbeat_step(
             agent_id=task.claimed_by,
             event_type="TASK_HEARTBEAT",
             payload_json=payload,
-            created_at=now,
+            created_at=now.text,
         ),
         chain_seq,
         prev_seal,

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 import apsw
-from aios_ledger.core import TaskRow, record_columns
+from aios_ledger.core import TaskRow
+from aios_ledger.core.records import record_columns
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.tasks.ledger import new_task_id

@@ -2,10 +2,10 @@
 
 A kind is a `typing.NewType` whose structure hook carries its whole check (`register_kind`): an
 `Identifier` is 1-200 characters of `[A-Za-z0-9._:/@+=-]` starting with a letter or digit, a
-`Timestamp` is RFC 3339 text normalised to the ledger's one format, a `JsonObjectValue` is a
-bounded, checked JSON object. A constraint is `Annotated` metadata for what differs per field:
-`Annotated[str, Text(max_length=1000)]`, `Annotated[int, Between(1, 3600)]`,
-`Annotated[str, OneOf(("QUEUED", ...))]`.
+`TimestampText` is RFC 3339 text normalised to the ledger's one form (`Timestamp.text`), a
+`JsonObjectValue` is a bounded, checked JSON object. A constraint is `Annotated` metadata for
+what differs per field: `Annotated[str, Text(max_length=1000)]`, `Annotated[int, Between(1,
+3600)]`, `Annotated[str, OneOf(("QUEUED", ...))]`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from aios_ledger.core.digests import PREFIXED_DIGEST, SHA256_HEX, is_digest
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue, check_json
 from aios_ledger.core.structuring import Constraint, FieldRefused, register_kind
-from aios_ledger.core.timestamps import normalise_timestamp
+from aios_ledger.core.timestamps import Timestamp
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,199}$")
 MAX_TEXT = 4096
@@ -109,7 +109,7 @@ Identifier = NewType("Identifier", str)
 Sha256Hex = NewType("Sha256Hex", str)
 LedgerDigest = NewType("LedgerDigest", str)
 PrefixedDigest = NewType("PrefixedDigest", str)
-Timestamp = NewType("Timestamp", str)
+TimestampText = NewType("TimestampText", str)
 JsonObjectValue = NewType("JsonObjectValue", dict[str, JsonValue])
 JsonArrayValue = NewType("JsonArrayValue", list[JsonValue])
 
@@ -140,11 +140,11 @@ def _prefixed_digest(value: Any) -> PrefixedDigest:
     return PrefixedDigest(value)
 
 
-def _timestamp(value: Any) -> Timestamp:
+def _timestamp_text(value: Any) -> TimestampText:
     if not isinstance(value, str):
         raise FieldRefused(f"must be an RFC 3339 string, got {type(value).__name__}")
     try:
-        return Timestamp(normalise_timestamp(value, field="timestamp"))
+        return TimestampText(Timestamp.parse(value).text)
     except LedgerError as refused:
         raise FieldRefused(refused.detail) from None
 
@@ -177,8 +177,8 @@ register_kind(
 )
 register_kind(PrefixedDigest, _prefixed_digest, schema=_pattern(PREFIXED_DIGEST))
 register_kind(
-    Timestamp,
-    _timestamp,
+    TimestampText,
+    _timestamp_text,
     schema={"type": "string", "format": "date-time", "pattern": RFC3339},
 )
 register_kind(JsonObjectValue, json_value_check(dict, "object"), schema={"type": "object"})

@@ -9,8 +9,8 @@ compare-and-swap); nothing in a plan is decided by the shell.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import Generic, TypeAlias, TypeVar, cast
 
 import attrs
 from aios_ledger.core.digests import sha256_of_canonical
@@ -20,15 +20,19 @@ from aios_ledger.core.log.tail import AppendedEvent, EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite
 from aios_ledger.core.tasks.records import IdempotencyRow
 
+# A decision's answer: a TypedDict of its domain's `answers` (a plain dict at run time), or the
+# row it wrote.
+R = TypeVar("R")
+
 
 @attrs.frozen
-class WritePlan:
+class WritePlan(Generic[R]):
     """The writes, the sealed events and the answer; `tail` is the log's tail after the
     events (None for a plan that read none and appends none)."""
 
     writes: tuple[SqlWrite, ...]
     events: tuple[AppendedEvent, ...]
-    response: JsonObject
+    response: R
     tail: LogTail | None
 
     def statements(self) -> list[SqlWrite]:
@@ -43,21 +47,24 @@ class WritePlan:
 def sealed_plan(
     writes: Sequence[SqlWrite],
     events: Sequence[EventAppend],
-    response: JsonObject,
+    response: R,
     *,
     tail: LogTail,
-) -> WritePlan:
+) -> WritePlan[R]:
     """The plan of `writes` and `events` sealed onto `tail`."""
     appended, after = tail.append(events)
     return WritePlan(writes=tuple(writes), events=appended, response=response, tail=after)
 
 
 @attrs.frozen
-class Replay:
-    response: JsonObject
+class Replay(Generic[R]):
+    """The first answer given for an idempotency key, given again (`idempotent: true`)."""
+
+    response: R
 
 
-Decision: TypeAlias = WritePlan | Replay
+# What a decision returns: `Decision[CreateAnswer]` is a plan or a replay answering that shape.
+Decision: TypeAlias = WritePlan[R] | Replay[R]
 
 
 def request_digest(operation: str, subject: str | None, request: JsonValue) -> str:
@@ -73,11 +80,15 @@ def request_digest(operation: str, subject: str | None, request: JsonValue) -> s
 def replay_or_conflict(
     prior: IdempotencyRow | None,
     digest: str,
+    shape: type[R],
     *,
     error: type[LedgerError] = LedgerError,
-) -> Replay | None:
+) -> Replay[R] | None:
     """Stripe's rule: same key and request replays the first answer; a different request is
-    a conflict. Checked before anything else, since the subject has moved on since."""
+    a conflict. Checked before anything else, since the subject has moved on since.
+
+    The stored answer is one the same decision built (`stored_answer`) for the same request
+    (the digest says so), so it has `shape` again once `idempotent` is back."""
     if prior is None:
         return None
     if prior.request_sha256 != digest:
@@ -86,8 +97,15 @@ def replay_or_conflict(
             f"key {prior.idempotency_key!r} was first used for a different request",
         )
     response = loads_object(prior.response_json, what="stored response")
-    return Replay({**response, "idempotent": True})
+    return Replay(cast(R, {**response, "idempotent": True}))
 
 
-def first_answer(response: JsonObject) -> JsonObject:
-    return {**response, "idempotent": False}
+def stored_answer(answer: Mapping[str, object]) -> str:
+    """The canonical JSON of a first answer as the idempotency ledger keeps it: never whether
+    it is a replay (a replay says so itself), nor a lease token (shown once; the ledger keeps
+    only its sha256). The answer was built by a decision from checked parts, so it is encoded
+    without another walk."""
+    kept = dict(answer)
+    kept.pop("idempotent", None)
+    kept.pop("lease_token", None)
+    return encode_checked(cast(JsonObject, kept))

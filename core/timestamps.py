@@ -1,51 +1,176 @@
-"""RFC 3339 UTC timestamps in one fixed format.
+"""The ledger's time: `Timestamp`, a moment the core produces, parses, compares and stores.
 
 The ledger stores times as text (`2026-08-20T00:00:00Z`, as the older runtime did) and SQL
-compares them as text, which is only correct when every value has the same precision. So every
-timestamp the ledger writes has whole seconds, and every time it reads is parsed, not trusted.
+compares them as text, which is only correct when every value has the same width and precision.
+So `Timestamp.text` is the one form the ledger writes, and `Timestamp.parse` reads any RFC 3339
+text (any offset) into it; nothing else formats time.
 
-Parsing, formatting and lease arithmetic are pure functions of immutable values, and one
-transition repeats them on the same few values (the clock's second, a lease length), so their
-results are memoised.
+A `Timestamp` counts milliseconds since the epoch (auxiliary runs store those as integers); its
+text keeps `FRACTION_DIGITS` digits of the second, none yet, as the older runtime wrote them.
+Text order never contradicts time order. Moving the stored text to milliseconds is a change of
+that one constant.
+
+Decisions take `now` as a `Timestamp` and refuse anything else (`require_timestamp`): a
+`datetime.isoformat()` string sorts differently from the ledger's text and would break lease
+ordering. Parsing and formatting are memoised: one transition repeats them on the same few
+values (the clock's second, a stored expiry).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import Any, final
 
 from aios_ledger.core.errors import LedgerError
 
-_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+FRACTION_DIGITS = 0
+_TEXT_UNIT_MS = 10 ** (3 - FRACTION_DIGITS)  # the stored text's resolution, in milliseconds
 _MAX_TEXT = 40
 _MEMO = 4096
 
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SECOND = timedelta(seconds=1)
+_MILLISECOND = timedelta(milliseconds=1)
+# Years 1 to 9999: what RFC 3339 (and `datetime`) can write, four digits wide.
+_FIRST_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _MILLISECOND
+_LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC) - _EPOCH) // _MILLISECOND
 
 
-def format_timestamp(moment: datetime) -> str:
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise LedgerError("CLOCK_NOT_UTC", f"{moment!r} has no timezone")
-    # Whole seconds since the epoch (exact: timedelta floor division) key the memo.
-    return _format_epoch_second((moment - _EPOCH) // _SECOND)
+@final
+class Timestamp:
+    """A moment in UTC, to the millisecond, and its one stored text form. Immutable (its
+    fields are read-only properties over slots: no setter, no `__dict__`) and ordered; `str()`
+    is its text. Build one with `parse`, `from_datetime` or `from_epoch_ms`."""
+
+    __slots__ = ("_epoch_ms", "_text")
+    _epoch_ms: int
+    _text: str | None
+
+    def __init__(self, epoch_ms: int) -> None:
+        if type(epoch_ms) is not int or not _FIRST_MS <= epoch_ms <= _LAST_MS:
+            raise LedgerError(
+                "TIMESTAMP_INVALID", f"{epoch_ms!r} is not a millisecond of the years 1 to 9999"
+            )
+        # Plain slot stores: a transition builds a few of these, and `object.__setattr__` behind
+        # a refusing `__setattr__` would cost more than the rest of the constructor.
+        self._epoch_ms = epoch_ms
+        self._text = None  # formatted when first asked for: a stored time read to be compared
+        # never needs it
+
+    @property
+    def epoch_ms(self) -> int:
+        """Milliseconds since 1970-01-01T00:00:00Z."""
+        return self._epoch_ms
+
+    @property
+    def text(self) -> str:
+        """The form the ledger stores and compares: `2026-08-20T00:00:00Z`."""
+        text = self._text
+        if text is None:
+            text = self._text = _text_of_unit(self._epoch_ms // _TEXT_UNIT_MS)
+        return text
+
+    @classmethod
+    def from_epoch_ms(cls, epoch_ms: int) -> Timestamp:
+        return cls(epoch_ms)
+
+    @classmethod
+    def from_datetime(cls, moment: datetime) -> Timestamp:
+        """An aware datetime, any offset (a naive one is `CLOCK_NOT_UTC`); what is finer than
+        a millisecond is dropped."""
+        try:
+            # Only an aware datetime subtracts from the (aware) epoch: naive ones, and anything
+            # else, raise TypeError. One operation checks it, on the clock's hot path.
+            since_epoch = moment - _EPOCH
+        except TypeError:
+            raise LedgerError(
+                "CLOCK_NOT_UTC", f"{moment!r} is not a datetime with a timezone"
+            ) from None
+        if type(since_epoch) is not timedelta:
+            raise LedgerError("CLOCK_NOT_UTC", f"{moment!r} is not a datetime with a timezone")
+        return cls(since_epoch // _MILLISECOND)
+
+    @classmethod
+    def parse(cls, text: object, *, field: str = "timestamp") -> Timestamp:
+        """RFC 3339 text with an offset (`Z`, `+02:00`, ...); anything else is
+        `TIMESTAMP_INVALID`, naming `field`."""
+        if not isinstance(text, str) or len(text) > _MAX_TEXT:
+            raise LedgerError("TIMESTAMP_INVALID", f"{field} must be RFC 3339 text")
+        try:
+            return _parse(text)
+        except ValueError as exc:
+            raise LedgerError("TIMESTAMP_INVALID", f"{field} {text!r} is not RFC 3339") from exc
+        except _NoOffset:
+            raise LedgerError("TIMESTAMP_INVALID", f"{field} {text!r} has no UTC offset") from None
+        except LedgerError as refused:
+            raise LedgerError("TIMESTAMP_INVALID", f"{field}: {refused.detail}") from None
+
+    def plus_seconds(self, seconds: int) -> Timestamp:
+        return Timestamp(self.epoch_ms + seconds * 1000)
+
+    def to_datetime(self) -> datetime:
+        return _EPOCH + self.epoch_ms * _MILLISECOND
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Timestamp({self.text!r}, epoch_ms={self.epoch_ms})"
+
+    def __reduce__(self) -> tuple[type[Timestamp], tuple[int]]:
+        return Timestamp, (self.epoch_ms,)
+
+    def __hash__(self) -> int:
+        return hash(self._epoch_ms)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Timestamp:
+            return NotImplemented
+        return self._epoch_ms == other._epoch_ms
+
+    def __lt__(self, other: Timestamp) -> bool:
+        if type(other) is not Timestamp:
+            return NotImplemented
+        return self._epoch_ms < other._epoch_ms
+
+    def __le__(self, other: Timestamp) -> bool:
+        if type(other) is not Timestamp:
+            return NotImplemented
+        return self._epoch_ms <= other._epoch_ms
+
+    def __gt__(self, other: Timestamp) -> bool:
+        if type(other) is not Timestamp:
+            return NotImplemented
+        return self._epoch_ms > other._epoch_ms
+
+    def __ge__(self, other: Timestamp) -> bool:
+        if type(other) is not Timestamp:
+            return NotImplemented
+        return self._epoch_ms >= other._epoch_ms
+
+
+def require_timestamp(now: Any, *, field: str = "now") -> Timestamp:
+    """`now` itself when it is a `Timestamp`; anything else (text, a datetime, a subclass) is
+    `TIMESTAMP_INVALID`. One type check: it runs at the start of every decision."""
+    if type(now) is not Timestamp:
+        raise LedgerError(
+            "TIMESTAMP_INVALID", f"{field} must be a Timestamp, got {type(now).__name__}"
+        )
+    return now
 
 
 @lru_cache(maxsize=_MEMO)
-def _format_epoch_second(seconds: int) -> str:
-    return (_EPOCH + timedelta(seconds=seconds)).strftime(_FORMAT)
-
-
-def parse_timestamp(text: str, *, field: str = "timestamp") -> datetime:
-    if not isinstance(text, str) or len(text) > _MAX_TEXT:
-        raise LedgerError("TIMESTAMP_INVALID", f"{field} must be RFC 3339 text")
-    try:
-        return _parse_utc(text)
-    except ValueError as exc:
-        raise LedgerError("TIMESTAMP_INVALID", f"{field} {text!r} is not RFC 3339") from exc
-    except _NoOffset:
-        raise LedgerError("TIMESTAMP_INVALID", f"{field} {text!r} has no UTC offset") from None
+def _text_of_unit(units: int) -> str:
+    epoch_ms = units * _TEXT_UNIT_MS
+    moment = _EPOCH + epoch_ms * _MILLISECOND
+    # Formatted by hand: `strftime("%Y")` does not pad years before 1000 on every platform.
+    text = (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
+    if FRACTION_DIGITS:
+        text += "." + f"{epoch_ms % 1000:03d}"[:FRACTION_DIGITS]
+    return text + "Z"
 
 
 class _NoOffset(Exception):
@@ -53,18 +178,9 @@ class _NoOffset(Exception):
 
 
 @lru_cache(maxsize=_MEMO)
-def _parse_utc(text: str) -> datetime:
+def _parse(text: str) -> Timestamp:
     """Only successes are memoised (`lru_cache` does not keep exceptions)."""
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
+    if moment.utcoffset() is None:
         raise _NoOffset
-    return moment.astimezone(UTC)
-
-
-def normalise_timestamp(text: str, *, field: str = "timestamp") -> str:
-    return format_timestamp(parse_timestamp(text, field=field))
-
-
-@lru_cache(maxsize=_MEMO)
-def add_seconds(moment_text: str, seconds: int) -> str:
-    return format_timestamp(parse_timestamp(moment_text) + timedelta(seconds=seconds))
+    return Timestamp((moment - _EPOCH) // _MILLISECOND)

@@ -23,11 +23,12 @@ from aios_ledger.core import (
     GovernedExecutionBinding,
     InitialExecutionProjectionRequest,
     LedgerError,
+    ProjectionAnswer,
     TaskRow,
-    format_timestamp,
-    runtime_input_of,
+    Timestamp,
     sha256_hex,
 )
+from aios_ledger.core.projection.decisions import runtime_input_of
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 from aios_ledger.shell.db.statements import sql
@@ -56,7 +57,7 @@ def say(line: str = "") -> None:
 
 def older_runtime_creates_task(path: Path) -> None:
     """Write a task exactly as the older runtime did: stdlib sqlite3, no migrations."""
-    created = format_timestamp(system_clock())
+    created = Timestamp.from_datetime(system_clock()).text
     con = sqlite3.connect(path)
     try:
         con.executescript(sql("legacy_create_tables"))
@@ -123,7 +124,7 @@ def projection_request(path: Path, task_id: str, **changes: Any) -> dict[str, An
     }
 
 
-def project(store: InitialExecutionProjectionStore, path: Path, task_id: str) -> dict[str, Any]:
+def project(store: InitialExecutionProjectionStore, path: Path, task_id: str) -> ProjectionAnswer:
     request = InitialExecutionProjectionRequest.from_mapping(projection_request(path, task_id))
     return store.project(task_id, request)
 

@@ -1,15 +1,32 @@
 """aios-ledger's imperative shell: apsw connections, migrations, stores, services and the CLI.
 
-The projection's public names are re-exported here together with the core records they take,
-so that `from aios_ledger.shell import ...` serves a caller that embeds the whole store.
+What this module exports is listed and described in `docs/api.md` (a test holds the two equal):
+the stores and services, the command line's entry point, the answers their methods give (the
+core's `TypedDict`s, re-exported), and the projection's seed names together with the core
+records they take, so that `from aios_ledger.shell import ...` serves a caller that embeds the
+whole store.
 """
 
+from typing import TYPE_CHECKING
+
 from aios_ledger.core import (
+    BindingAnswer,
+    CancelAnswer,
+    ClaimAnswer,
+    CreateAnswer,
+    EventView,
+    ExpireAnswer,
     GovernedExecutionBinding,
+    HeartbeatAnswer,
     InitialExecutionProjectionError,
     InitialExecutionProjectionRequest,
     LedgerError,
+    ProjectionAnswer,
     SourceCaptureProjectionRecoveryRequest,
+    SubmitAnswer,
+    TaskSummary,
+    TaskView,
+    VerifyAnswer,
     project_execution_envelope,
 )
 from aios_ledger.shell.auxiliary.service import (
@@ -33,37 +50,67 @@ from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
+if TYPE_CHECKING:
+    from aios_ledger.shell.cli import main
+
+
+def __getattr__(name: str) -> object:
+    """`main` is loaded when it is asked for: the command line imports every command, and
+    `python -m aios_ledger.shell.cli` must find its module not yet imported by this package."""
+    if name == "main":
+        from aios_ledger.shell.cli import main
+
+        return main
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
-    "AUTHORIZATION_ENV",
-    "AuxiliaryExecutor",
-    "AuxiliaryRunContext",
-    "AuxiliaryRunHandle",
-    "AuxiliaryRunService",
-    "CancellationToken",
-    "Database",
-    "GovernedExecutionBinding",
-    "InitialExecutionProjectionError",
-    "InitialExecutionProjectionRequest",
-    "InitialExecutionProjectionStore",
-    "LedgerError",
-    "MigrationReport",
-    "RegisteredBindingResolver",
-    "RunEvidenceReader",
-    "RunStore",
-    "SourceCaptureProjectionRecoveryRequest",
+    # stores and services
     "TaskLedger",
+    "RunStore",
+    "RunEvidenceReader",
+    "AuxiliaryRunService",
+    "AuxiliaryRunHandle",
+    "AuxiliaryRunContext",
+    "AuxiliaryExecutor",
+    "CancellationToken",
+    "InitialExecutionProjectionStore",
+    "RegisteredBindingResolver",
+    "Database",
     "Worker",
     "WorkerConfig",
-    "export_log",
-    "ledger_head",
+    # functions
+    "register_binding",
     "list_auxiliary_runs",
+    "read_auxiliary_run",
+    "review_submitted",
     "migrate_database",
     "migration_status",
-    "project_execution_envelope",
-    "read_auxiliary_run",
-    "register_binding",
-    "review_submitted",
-    "system_clock",
+    "MigrationReport",
+    "export_log",
     "verify_export",
     "verify_log",
+    "ledger_head",
+    "system_clock",
+    "main",
+    "AUTHORIZATION_ENV",
+    # re-exported from the core: the seed's names, and the answers of the methods above
+    "LedgerError",
+    "GovernedExecutionBinding",
+    "project_execution_envelope",
+    "InitialExecutionProjectionError",
+    "InitialExecutionProjectionRequest",
+    "SourceCaptureProjectionRecoveryRequest",
+    "TaskSummary",
+    "CreateAnswer",
+    "ClaimAnswer",
+    "HeartbeatAnswer",
+    "SubmitAnswer",
+    "VerifyAnswer",
+    "CancelAnswer",
+    "ExpireAnswer",
+    "TaskView",
+    "EventView",
+    "ProjectionAnswer",
+    "BindingAnswer",
 ]

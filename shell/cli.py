@@ -14,7 +14,6 @@ from importlib.metadata import version
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import SYNCHRONOUS_LEVELS
-from aios_ledger.shell import schemas_cli
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
     EXIT_REFUSED,
@@ -32,6 +31,7 @@ from aios_ledger.shell.log import cli as log_cli
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.projection import cli as projection_cli
 from aios_ledger.shell.runs import cli as runs_cli
+from aios_ledger.shell.schemas_cli import register as register_schemas
 from aios_ledger.shell.tasks import cli as tasks_cli
 from aios_ledger.shell.work import cli as work_cli
 
@@ -44,7 +44,7 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     runs_cli.register,
     work_cli.register,
     log_cli.register,
-    schemas_cli.register,
+    register_schemas,
 )
 
 

@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import attrs
-from aios_ledger.core import LedgerError, loads_document
+from aios_ledger.core import LedgerError
 from aios_ledger.core.config import LedgerSettings
+from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.schemas import field_default
 from aios_ledger.core.structuring import Problem, check_built, structure
 from aios_ledger.shell.config import config_path, load_settings

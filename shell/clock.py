@@ -6,8 +6,10 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from aios_ledger.core import format_timestamp
+from aios_ledger.core import Timestamp
 
+# A clock answers an aware datetime (any offset): what `datetime.now(UTC)` or a test's settable
+# clock gives. The shell reads it as the core's `Timestamp`, the only time decisions accept.
 Clock = Callable[[], datetime]
 AUTHORIZATION_ENV = "AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID"
 
@@ -16,8 +18,9 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
-def now_text(clock: Clock) -> str:
-    return format_timestamp(clock())
+def read_clock(clock: Clock) -> Timestamp:
+    """The clock's moment as a `Timestamp`; a naive datetime is `CLOCK_NOT_UTC`."""
+    return Timestamp.from_datetime(clock())
 
 
 def configured_authorization() -> str | None:

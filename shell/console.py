@@ -13,11 +13,10 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import IO, Any
 
 import attrs
-from aios_ledger.core.timestamps import format_timestamp
+from aios_ledger.core.timestamps import Timestamp
 from rich.console import Console, Group, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -85,7 +84,7 @@ def _status(value: Any) -> Text:
 def _moment(milliseconds: Any) -> Text:
     if not isinstance(milliseconds, int):
         return _cell(milliseconds)
-    return Text(format_timestamp(datetime.fromtimestamp(milliseconds / 1000, UTC)))
+    return Text(Timestamp.from_epoch_ms(milliseconds).text)
 
 
 def _table(title: str | None, *columns: str) -> Table:

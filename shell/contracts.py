@@ -8,7 +8,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from aios_ledger.core import LedgerError, check_schema_well_formed
+from aios_ledger.core import LedgerError
+from aios_ledger.core.contracts.checks import check_schema_well_formed
 
 SOURCE_CAPTURE_RESULT = "source_capture_result.v1"
 

@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from aios_ledger.core.timestamps import format_timestamp
+from aios_ledger.core.timestamps import Timestamp
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("text", "json")
@@ -25,7 +25,7 @@ _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": format_timestamp(datetime.fromtimestamp(record.created, UTC)),
+            "time": Timestamp.from_datetime(datetime.fromtimestamp(record.created, UTC)).text,
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

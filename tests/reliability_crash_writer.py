@@ -26,7 +26,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aios_ledger.core import LedgerError, format_timestamp, parse_timestamp
+from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.shell import TaskLedger
 from reliability_operations import perform
 
@@ -73,7 +73,7 @@ class Writer:
                 self.tokens[record["value"]["task_id"]] = record["args"]["token"]
         self.clock = VirtualClock()
         # Never before a time an earlier writer used: every record holds its writer's clock.
-        used = [parse_timestamp(record["at"]) for record in self.records]
+        used = [Timestamp.parse(record["at"]).to_datetime() for record in self.records]
         if used:
             self.clock.base = max(self.clock.base, max(used) + timedelta(seconds=1))
         sys.stdout.write("opening\n")  # the next moments create or migrate the file
@@ -82,7 +82,7 @@ class Writer:
         self.ledger = TaskLedger(db, clock=self.clock, synchronous=synchronous)
 
     def log(self, record: dict[str, Any]) -> None:
-        record = {**record, "at": format_timestamp(self.clock())}
+        record = {**record, "at": Timestamp.from_datetime(self.clock()).text}
         os.write(self.fd, (json.dumps(record, sort_keys=True) + "\n").encode())
         os.fsync(self.fd)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from aios_ledger.core import parse_timestamp
+from aios_ledger.core import Timestamp
 from reliability_checks import (
     EVENT_OF_EXPIRE,
     EVENT_OF_HEARTBEAT,
@@ -89,7 +89,7 @@ def read_histories(paths: Iterable[Path]) -> list[Operation]:
 
 
 def epoch(moment: str) -> float:
-    return parse_timestamp(moment).timestamp()
+    return Timestamp.parse(moment).epoch_ms / 1000
 
 
 def _effects(operation: Operation) -> list[tuple[str, int, str]]:

@@ -14,6 +14,7 @@ from aios_ledger.core import (
     MAX_FRAME_DEPTH,
     TRANSITIONS,
     AuxiliaryCapabilityProfile,
+    AuxiliaryRowState,
     AuxiliaryRunError,
     AuxiliaryRunMode,
     AuxiliaryRunOutput,
@@ -21,11 +22,16 @@ from aios_ledger.core import (
     AuxiliaryRunSnapshot,
     AuxiliaryRunSpec,
     AuxiliaryRunState,
+    AuxiliaryStopRequest,
+    AuxiliaryTransitionRequest,
     ExecutionFrame,
     ExecutionTarget,
     LedgerError,
     LogTail,
+    RecoverInterruptedRequest,
     Statement,
+    Timestamp,
+    UnfinishedRunsState,
     WritePlan,
     canonical_json,
     check_output,
@@ -35,10 +41,9 @@ from aios_ledger.core import (
     decide_stop,
     decide_transition,
     digest_bytes,
-    failure_of,
-    transition_event,
-    transition_table,
 )
+from aios_ledger.core.auxiliary.records import failure_of
+from aios_ledger.core.auxiliary.states import transition_event, transition_table
 from aios_ledger.core.runs.evidence import EvidenceReadRequest, build_evidence_snapshot
 from aios_ledger.core.runs.records import RunRow
 from hypothesis import given, settings
@@ -48,6 +53,23 @@ from syrupy.assertion import SnapshotAssertion
 EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
 DIGEST = digest_bytes("evidence", b"x")
 TAIL = LogTail.read(1, [LEDGER_CHAIN], [])  # an empty log: every decision appends to its chain
+DEAD = RecoverInterruptedRequest(dead_owners=frozenset({"dead:1:t"}))
+
+
+def ms(milliseconds: int) -> Timestamp:
+    return Timestamp.from_epoch_ms(milliseconds)
+
+
+def at(row: AuxiliaryRunRow | None, tail: LogTail = TAIL) -> AuxiliaryRowState:
+    return AuxiliaryRowState(row, tail)
+
+
+def move(target: AuxiliaryRunState, aux_id: str = "aux-1", **changes: Any) -> Any:
+    return AuxiliaryTransitionRequest(aux_id, target, **changes)
+
+
+def unfinished(*rows: AuxiliaryRunRow, tail: LogTail = TAIL) -> UnfinishedRunsState:
+    return UnfinishedRunsState(rows, tail)
 
 
 def _spec(**changes: Any) -> AuxiliaryRunSpec:
@@ -419,13 +441,13 @@ def _evidence() -> Any:
     return build_evidence_snapshot(EvidenceReadRequest(ExecutionTarget("s", "r")), run, ())
 
 
-def _spawned(owner: str) -> tuple[AuxiliaryRunSpec, WritePlan]:
+def _spawned(owner: str) -> tuple[AuxiliaryRunSpec, WritePlan[Any]]:
     """A spec of run `aux-1` over fresh evidence, and the plan that spawns it."""
     evidence = _evidence()
     spec = AuxiliaryRunSpec(
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
-    plan = decide_spawn(None, check_spawn(spec, evidence), owner=owner, now_ms=10, tail=TAIL)
+    plan = decide_spawn(at(None), check_spawn(spec, evidence), now=ms(10), owner=owner)
     assert isinstance(plan, WritePlan)
     return spec, plan
 
@@ -450,7 +472,7 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
     checked = check_spawn(spec, evidence)
-    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10, tail=TAIL)
+    plan = decide_spawn(at(None), checked, now=ms(10), owner="h:1:t")
     assert isinstance(plan, WritePlan)
     (write,) = plan.writes
     assert write.statement is Statement.INSERT_AUXILIARY_RUN
@@ -460,13 +482,13 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
     assert write.params["parent_json"] == canonical_json(spec.frame.public())
     assert [placed.event.event_type for placed in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
     row = _row(dict(write.params))
-    replay = decide_spawn(row, checked, owner="h:2:t", now_ms=11, tail=TAIL)
+    replay = decide_spawn(at(row), checked, now=ms(11), owner="h:2:t")
     assert replay.response["idempotent"] is True
     changed = check_spawn(attrs.evolve(spec, instruction="other"), evidence)
     with pytest.raises(AuxiliaryRunError, match="SPEC_CONFLICT"):
-        decide_spawn(row, changed, owner="o", now_ms=1, tail=TAIL)
+        decide_spawn(at(row), changed, now=ms(1), owner="o")
     with pytest.raises(AuxiliaryRunError, match="INVALID_FIELD"):
-        decide_spawn(None, spec, owner="o", now_ms=1, tail=TAIL)  # type: ignore[arg-type]
+        decide_spawn(at(None), spec, now=ms(1), owner="o")  # type: ignore[arg-type]
 
 
 def test_check_spawn_refuses_another_target_and_forged_evidence() -> None:
@@ -498,7 +520,7 @@ def test_a_checked_spawn_stores_the_spec_as_it_was_checked() -> None:
     checked = check_spawn(spec, evidence)
     as_checked = canonical_json(spec.public())
     schema["type"] = "array"
-    plan = decide_spawn(None, checked, owner="h:1:t", now_ms=10, tail=TAIL)
+    plan = decide_spawn(at(None), checked, now=ms(10), owner="h:1:t")
     assert isinstance(plan, WritePlan)
     assert plan.writes[0].params["spec_json"] == as_checked
     assert plan.writes[0].params["spec_digest"] == checked.spec_digest
@@ -523,37 +545,34 @@ def test_a_row_with_a_corrupt_parent_frame_is_refused_every_time(parent_json: st
             corrupt.snapshot()
         assert refused.value.code == "RUN_ROW_CORRUPT"
         with pytest.raises(AuxiliaryRunError, match="RUN_ROW_CORRUPT"):
-            decide_transition(corrupt, AuxiliaryRunState.RUNNING, now_ms=11, tail=TAIL)
+            decide_transition(at(corrupt), move(AuxiliaryRunState.RUNNING), now=ms(11))
     assert good.snapshot().parent == spec.frame
 
 
 def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     _, plan = _spawned("dead:1:t")
     row = _row(dict(plan.writes[0].params))
-    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=5, tail=TAIL)
+    started = decide_transition(at(row), move(AuxiliaryRunState.RUNNING), now=ms(5))
     (write,) = started.writes
     assert write.guarded
     assert write.params["expected_revision"] == 1
     assert write.params["updated_at_ms"] == 10  # never before created_at_ms
     with pytest.raises(AuxiliaryRunError) as refused:
-        decide_transition(row, AuxiliaryRunState.COMPLETED, now_ms=11, tail=TAIL)
+        decide_transition(at(row), move(AuxiliaryRunState.COMPLETED), now=ms(11))
     assert refused.value.code == "INVALID_TRANSITION"
     with pytest.raises(AuxiliaryRunError, match="state"):
         # A failure needs an error.
-        decide_transition(row, AuxiliaryRunState.FAILED, now_ms=11, tail=TAIL)
+        decide_transition(at(row), move(AuxiliaryRunState.FAILED), now=ms(11))
     with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
-        decide_transition(None, AuxiliaryRunState.RUNNING, now_ms=11, aux_id="x", tail=TAIL)
-    pending_recovery = decide_recover_interrupted(
-        [row], dead_owners=frozenset({"dead:1:t"}), now_ms=20, tail=TAIL
-    )
+        decide_transition(at(None), move(AuxiliaryRunState.RUNNING, "x"), now=ms(11))
+    pending_recovery = decide_recover_interrupted(unfinished(row), DEAD, now=ms(20))
     assert [w.params["expected_revision"] for w in pending_recovery.writes] == [1]
     running = attrs.evolve(row, state="RUNNING", revision=2)
     done = attrs.evolve(row, state="COMPLETED", revision=3, output_json="1", output_digest=OUT)
     recovery = decide_recover_interrupted(
-        [running, done, attrs.evolve(running, aux_id="aux-2", owner="alive:1:t")],
-        dead_owners=frozenset({"dead:1:t"}),
-        now_ms=20,
-        tail=TAIL,
+        unfinished(running, done, attrs.evolve(running, aux_id="aux-2", owner="alive:1:t")),
+        DEAD,
+        now=ms(20),
     )
     assert recovery.response == {"recovered": ["aux-1"]}
     assert [w.params["error_code"] for w in recovery.writes] == ["INTERRUPTED"]
@@ -564,8 +583,8 @@ def test_a_transition_answers_the_row_it_writes_and_seals_its_event() -> None:
     _, plan = _spawned("h:1:t")
     row = _row(dict(plan.writes[0].params))
     assert plan.tail is not None
-    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=15, tail=plan.tail)
-    after = AuxiliaryRunRow.from_row(started.response)
+    started = decide_transition(at(row, plan.tail), move(AuxiliaryRunState.RUNNING), now=ms(15))
+    after = started.response
     assert after == attrs.evolve(row, state="RUNNING", revision=2, updated_at_ms=15)
     spawned, moved = plan.events[0].seal, started.events[0].seal
     assert (spawned.event_id, spawned.chain, spawned.chain_seq) == (1, LEDGER_CHAIN, 1)
@@ -576,10 +595,8 @@ def test_a_transition_answers_the_row_it_writes_and_seals_its_event() -> None:
 def test_recovery_seals_its_failures_one_after_the_other() -> None:
     _, plan = _spawned("dead:1:t")
     row = _row(dict(plan.writes[0].params))
-    rows = [row, attrs.evolve(row, aux_id="aux-2")]
-    recovery = decide_recover_interrupted(
-        rows, dead_owners=frozenset({"dead:1:t"}), now_ms=20, tail=TAIL
-    )
+    rows = unfinished(row, attrs.evolve(row, aux_id="aux-2"))
+    recovery = decide_recover_interrupted(rows, DEAD, now=ms(20))
     first, second = (placed.seal for placed in recovery.events)
     assert recovery.tail is not None
     assert [first.chain_seq, second.chain_seq] == [1, 2]
@@ -591,13 +608,13 @@ def test_stopping_leaves_an_ended_run_as_it_ended() -> None:
     _, plan = _spawned("h:1:t")
     row = _row(dict(plan.writes[0].params))
     error = AuxiliaryRunError("CANCELLED", "stopped")
-    stopped = decide_stop(row, now_ms=20, error=error, tail=TAIL)
+    stopped = decide_stop(at(row), AuxiliaryStopRequest("aux-1", error), now=ms(20))
     assert stopped is not None
-    assert stopped.response["state"] == "CANCELLED"
-    ended = AuxiliaryRunRow.from_row(stopped.response)
-    assert decide_stop(ended, now_ms=21, error=error, tail=TAIL) is None
+    assert stopped.response.state == "CANCELLED"
+    ended = stopped.response
+    assert decide_stop(at(ended), AuxiliaryStopRequest("aux-1", error), now=ms(21)) is None
     with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
-        decide_stop(None, now_ms=21, error=error, tail=TAIL, aux_id="gone")
+        decide_stop(at(None), AuxiliaryStopRequest("gone", error), now=ms(21))
 
 
 def test_plans_are_golden(golden: SnapshotAssertion) -> None:
@@ -605,19 +622,15 @@ def test_plans_are_golden(golden: SnapshotAssertion) -> None:
     _, spawned = _spawned("dead:1:t")
     row = _row(dict(spawned.writes[0].params))
     assert spawned.tail is not None
-    started = decide_transition(row, AuxiliaryRunState.RUNNING, now_ms=12, tail=spawned.tail)
+    started = decide_transition(at(row, spawned.tail), move(AuxiliaryRunState.RUNNING), now=ms(12))
     output = AuxiliaryRunOutput(value={"verdict": "fine"}, digest=OUT, size_bytes=20)
     assert started.tail is not None
     completed = decide_transition(
-        AuxiliaryRunRow.from_row(started.response),
-        AuxiliaryRunState.COMPLETED,
-        now_ms=13,
-        output=output,
-        tail=started.tail,
+        at(started.response, started.tail),
+        move(AuxiliaryRunState.COMPLETED, output=output),
+        now=ms(13),
     )
-    recovered = decide_recover_interrupted(
-        [row], dead_owners=frozenset({"dead:1:t"}), now_ms=14, tail=spawned.tail
-    )
+    recovered = decide_recover_interrupted(unfinished(row, tail=spawned.tail), DEAD, now=ms(14))
     plans = {
         "spawn": spawned,
         "start": started,

@@ -9,23 +9,26 @@ import attrs
 import pytest
 from aios_ledger.core import (
     LEDGER_CHAIN,
+    BindingState,
     ChainTip,
     EventRow,
     IdempotencyRow,
     InitialExecutionProjectionError,
     LogTail,
+    ProjectionCommand,
     ProjectionState,
     Replay,
     ResolverCall,
     TaskRow,
+    Timestamp,
     WritePlan,
     canonical_json,
     chain_of,
     decide_projection,
     decide_register_binding,
     prepare_projection,
-    request_digest,
 )
+from aios_ledger.core.plan import request_digest
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from legacy_fixtures import (
     OWNER,
@@ -41,7 +44,7 @@ from legacy_fixtures import (
 )
 from syrupy.assertion import SnapshotAssertion
 
-NOW = "2026-09-01T12:00:00Z"
+NOW = Timestamp.parse("2026-09-01T12:00:00Z")
 CONTRACT = result_contract(SOURCE_CAPTURE_RESULT)
 
 
@@ -80,14 +83,20 @@ def events(trail: Any = (("TASK_CREATED", {}),)) -> tuple[EventRow, ...]:
     )
 
 
-def tail_after(state: ProjectionState) -> LogTail:
+def tail_after(events: tuple[EventRow, ...]) -> LogTail:
     """The log's tail after the task's events, which its chain holds (and a few others)."""
     chain = chain_of(TASK)
-    tip = ChainTip(chain, len(state.events), "sha256:" + "e" * 64)
-    return LogTail.read(len(state.events) + 7, [chain], [tip])
+    tip = ChainTip(chain, len(events), "sha256:" + "e" * 64)
+    return LogTail.read(len(events) + 7, [chain], [tip])
 
 
-def plan_view(plan: WritePlan) -> dict[str, Any]:
+def state_of(
+    task: TaskRow | None, trail: tuple[EventRow, ...], prior: IdempotencyRow | None = None
+) -> ProjectionState:
+    return ProjectionState(task=task, events=trail, prior=prior, tail=tail_after(trail))
+
+
+def plan_view(plan: WritePlan[Any]) -> dict[str, Any]:
     return {
         "writes": [attrs.asdict(write) for write in plan.writes],
         "events": [attrs.asdict(event) for event in plan.events],
@@ -96,16 +105,13 @@ def plan_view(plan: WritePlan) -> dict[str, Any]:
 
 
 def test_initial_projection_plan_is_golden(golden: SnapshotAssertion) -> None:
-    state = ProjectionState(task=task_row(), events=events(), prior=None)
     plan = decide_projection(
-        TASK,
-        projection_request(),
-        state,
+        state_of(task_row(), events()),
+        ProjectionCommand(TASK, projection_request()),
+        now=NOW,
         envelope=runtime_envelope(),
         authorization_id=OWNER,
         source_capture_contract=CONTRACT,
-        now=NOW,
-        tail=tail_after(state),
     )
     assert isinstance(plan, WritePlan)
     assert [write.guarded for write in plan.writes] == [True, False]
@@ -120,24 +126,22 @@ def test_recovery_plan_is_golden(golden: SnapshotAssertion) -> None:
         result_json=canonical_json(result),
         verification_json=canonical_json(verification),
     )
-    state = ProjectionState(task=task, events=events(REWORK_TRAIL), prior=None)
     plan = decide_projection(
-        TASK,
-        recovery_request(),
-        state,
+        state_of(task, events(REWORK_TRAIL)),
+        ProjectionCommand(TASK, recovery_request()),
+        now=NOW,
         envelope=runtime_envelope(),
         authorization_id=OWNER,
         source_capture_contract=CONTRACT,
-        now=NOW,
-        tail=tail_after(state),
     )
     assert isinstance(plan, WritePlan)
     assert golden == plan_view(plan)
 
 
 def test_prepare_names_the_envelope_to_resolve() -> None:
-    state = ProjectionState(task=task_row(), events=events(), prior=None)
-    call = prepare_projection(TASK, projection_request(), state, authorization_id=OWNER)
+    state = state_of(task_row(), events())
+    command = ProjectionCommand(TASK, projection_request())
+    call = prepare_projection(state, command, authorization_id=OWNER)
     assert call == ResolverCall(
         TASK, "job-legacy-1", "agent.runtime.openclaw", "openclaw", runtime_input()
     )
@@ -147,15 +151,15 @@ def test_prior_answer_replays_whatever_the_task_now_is() -> None:
     request = projection_request()
     digest = request_digest("project", TASK, request.public())
     prior = IdempotencyRow(request.idempotency_key, digest, '{"revision": 2}')
-    moved_on = ProjectionState(
-        task=task_row(status="SUCCEEDED", revision=9), events=(), prior=prior
-    )
-    answer = prepare_projection(TASK, request, moved_on, authorization_id=OWNER)
-    assert answer == Replay({"revision": 2, "idempotent": True})
+    moved_on = state_of(task_row(status="SUCCEEDED", revision=9), (), prior)
+    command = ProjectionCommand(TASK, request)
+    answer = prepare_projection(moved_on, command, authorization_id=OWNER)
+    assert isinstance(answer, Replay)
+    assert dict(answer.response) == {"revision": 2, "idempotent": True}
     conflicting = prior._replace(request_sha256="0" * 64)
     with pytest.raises(InitialExecutionProjectionError, match="IDEMPOTENCY_CONFLICT"):
         prepare_projection(
-            TASK, request, attrs.evolve(moved_on, prior=conflicting), authorization_id=OWNER
+            attrs.evolve(moved_on, prior=conflicting), command, authorization_id=OWNER
         )
 
 
@@ -163,16 +167,17 @@ def test_authorization_comes_before_replay() -> None:
     request = projection_request()
     digest = request_digest("project", TASK, request.public())
     prior = IdempotencyRow(request.idempotency_key, digest, "{}")
-    state = ProjectionState(task=task_row(), events=events(), prior=prior)
+    state = state_of(task_row(), events(), prior)
+    command = ProjectionCommand(TASK, request)
     for configured in (None, "someone-else"):
         with pytest.raises(InitialExecutionProjectionError, match="AUTHORIZATION_DENIED"):
-            prepare_projection(TASK, request, state, authorization_id=configured)
+            prepare_projection(state, command, authorization_id=configured)
 
 
 def test_binding_plan_is_golden(golden: SnapshotAssertion) -> None:
     """A registered binding is a ledger-level event: the task's own chain is left alone."""
     tail = LogTail.read(3, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 2, "sha256:" + "2" * 64)])
-    plan = decide_register_binding(binding(), None, now=NOW, tail=tail)
+    plan = decide_register_binding(BindingState(None, tail), binding(), now=NOW)
     assert isinstance(plan, WritePlan)
     assert [placed.seal.chain for placed in plan.events] == [LEDGER_CHAIN]
     assert golden == attrs.asdict(plan)

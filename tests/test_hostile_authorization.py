@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, ProjectionAnswer
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,
     InitialExecutionProjectionRequest,
@@ -72,7 +72,7 @@ def _mapping(flow: str, carried: str) -> dict[str, Any]:
     return recovery_mapping(authorization_id=carried)
 
 
-def _project(flow: str, path: Path, carried: str, calls: list[str]) -> dict[str, Any]:
+def _project(flow: str, path: Path, carried: str, calls: list[str]) -> ProjectionAnswer:
     def counting(*args: Any) -> Any:
         calls.append(str(args[0]))
         return resolver(*args)

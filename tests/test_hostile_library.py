@@ -25,9 +25,8 @@ from aios_ledger.core import (
     LedgerError,
     LedgerHead,
     SourceCaptureProjectionRecoveryRequest,
-    check_json,
-    loads_document,
 )
+from aios_ledger.core.jsonvalue import check_json, loads_document
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,
     AuxiliaryRunService,

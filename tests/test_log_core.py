@@ -10,6 +10,8 @@ import attrs
 import pytest
 from aios_ledger.core import (
     GENESIS_SEAL,
+    AdoptionSealRequest,
+    AdoptionState,
     ChainLink,
     ChainTips,
     EventAppend,
@@ -19,14 +21,14 @@ from aios_ledger.core import (
     LogTail,
     LogVerifier,
     SealRow,
+    Timestamp,
     VerificationReport,
     canonical_json,
     chain_of,
     decide_adoption_seals,
-    loads_object,
-    seal_of,
 )
-from aios_ledger.core.log.seals import seal_of_stored
+from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.log.seals import seal_of, seal_of_stored
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -118,7 +120,8 @@ def test_golden_adoption_plan(golden: SnapshotAssertion) -> None:
     log = seal_log(SAMPLE)
     unsealed = [event for event, _ in log]
     tail = LogTail.read(len(log) + 1, [chain_of(event.task_id) for event in unsealed], [])
-    plan = decide_adoption_seals(unsealed, tail=tail)
+    state = AdoptionState(unsealed=tuple(unsealed), tail=tail)
+    plan = decide_adoption_seals(state, AdoptionSealRequest(), now=Timestamp.from_epoch_ms(0))
     assert [write.params["seal"] for write in plan.writes] == [seal.seal for _, seal in log]
     assert {write.params["sealed_at_adoption"] for write in plan.writes} == {1}
     assert plan.events == ()

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from aios_ledger.core import EventAppend, chain_of, sealed_plan
+from aios_ledger.core import EventAppend, chain_of
+from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import PlanExecutor
 
@@ -44,7 +45,7 @@ def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> lis
         appended = []
         for number, task in enumerate(tasks):
             tail = plans.tail(chain_of(task))
-            plan = sealed_plan((), (event(task, start + number),), {}, tail=tail)
+            plan = sealed_plan((), (event(task, start + number),), None, tail=tail)
             plans.apply(plan)
             appended.append(plan.events[0].event.event_id)
         return appended

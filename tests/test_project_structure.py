@@ -115,7 +115,8 @@ def test_public_names_are_exported_explicitly() -> None:
 
 
 def test_wheel_ships_every_module_statement_and_contract(tmp_path: Path) -> None:
-    """`pip install .` must carry what the editable install finds in the tree."""
+    """`pip install .` must carry what the editable install finds in the tree, and the
+    `py.typed` markers that let a caller's mypy read the core's and the shell's types."""
     import subprocess
     import sys
     import zipfile
@@ -140,9 +141,11 @@ def test_wheel_ships_every_module_statement_and_contract(tmp_path: Path) -> None
     wheel = next(tmp_path.glob("aios_ledger-*.whl"))
     shipped = set(zipfile.ZipFile(wheel).namelist())
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert {"aios_ledger/core/py.typed", "aios_ledger/shell/py.typed"} <= shipped
     for package, folder in config["package-dir"].items():
         for path in (ROOT / folder).rglob("*"):
-            if path.suffix in {".py", ".sql", ".json"} and "__pycache__" not in path.parts:
+            shippable = path.suffix in {".py", ".sql", ".json"} or path.name == "py.typed"
+            if shippable and "__pycache__" not in path.parts:
                 relative = path.relative_to(ROOT / folder)
                 name = "/".join([*package.split("."), *relative.parts])
                 assert name in shipped, name

@@ -13,9 +13,11 @@ from aios_ledger.core import (
     InitialExecutionProjectionError,
     InitialExecutionProjectionRequest,
     JsonObject,
+    ProjectionCommand,
     ProjectionState,
     SourceCaptureProjectionRecoveryRequest,
     TaskRow,
+    Timestamp,
     chain_of,
     decide_projection,
 )
@@ -261,16 +263,15 @@ def test_guarded_update_that_changes_no_row_rolls_everything_back(tmp_path: Path
         task=TaskRow.from_row(task_row),
         events=tuple(EventRow.from_row(event) for event in events),
         prior=None,
+        tail=tail,
     )
     plan = decide_projection(
-        TASK,
-        projection_request(),
         state,
+        ProjectionCommand(TASK, projection_request()),
+        now=Timestamp.parse("2026-09-01T00:00:00Z"),
         envelope=runtime_envelope(),
         authorization_id=OWNER,
         source_capture_contract=result_contract(SOURCE_CAPTURE_RESULT),
-        now="2026-09-01T00:00:00Z",
-        tail=tail,
     )
     with sqlite3.connect(path) as con:
         con.execute("UPDATE tasks SET revision = 7")

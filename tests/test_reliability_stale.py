@@ -18,7 +18,7 @@ from typing import Any
 
 import apsw
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, TaskView
 from aios_ledger.shell import RunStore, TaskLedger
 from reliability_checks import ledger_anomalies, read_contents
 from reliability_history import epoch
@@ -86,7 +86,7 @@ def agent_started(db: Path) -> bool:
             return False
 
 
-def task_state(db: Path) -> dict[str, Any]:
+def task_state(db: Path) -> TaskView:
     with TaskLedger(db) as ledger:
         return ledger.get(TASK)
 
@@ -131,6 +131,7 @@ def test_a_paused_worker_changes_nothing_after_another_took_over(
         # is valid while the whole-second server time is before lease_expires_at.
         held = task_state(db)
         assert held["claimed_by"] == "worker-stale"
+        assert held["lease_expires_at"] is not None
         time.sleep(max(0.0, epoch(held["lease_expires_at"]) - time.time()) + 0.3)
 
         fresh = worker(db, "worker-fresh", 30, 0.0)

@@ -16,7 +16,10 @@ from aios_ledger.core import (
     ExecutionTarget,
     LedgerError,
     LogTail,
+    RunCreateState,
     RunRow,
+    RunState,
+    Timestamp,
     WritePlan,
     canonical_json,
     decide_append_run_event,
@@ -316,15 +319,16 @@ def test_auxiliary_run_checks_hold_for_hand_written_rows() -> None:
 def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     """Creating a run appends a sealed ledger event; appending to it is a CAS on its event
     count, whose answer is the event's row."""
-    now = "2026-08-20T00:00:00Z"
+    now = Timestamp.parse("2026-08-20T00:00:00Z")
     request = RunCreateRequest.from_mapping({"session_id": "s-1", "prompt": "p", "run_id": "r-1"})
-    created = decide_create_run(None, request, now=now, tail=LogTail.read(1, [LEDGER_CHAIN], []))
+    fresh = LogTail.read(1, [LEDGER_CHAIN], [])
+    created = decide_create_run(RunCreateState(None, fresh), request, now=now)
     assert isinstance(created, WritePlan) and created.tail is not None
     run = RunRow.from_row(created.response)
     append = RunEventAppendRequest.from_mapping(
         {"run_id": "r-1", "kind": "note", "payload": {"n": 1}}
     )
-    appended = decide_append_run_event(run, append, now=now)
-    again = decide_create_run(run, request, now=now, tail=created.tail)
+    appended = decide_append_run_event(RunState(run), append, now=now)
+    again = decide_create_run(RunCreateState(run, created.tail), request, now=now)
     assert again.response == {**run.public(), "idempotent": True}
     assert golden == {"create": attrs.asdict(created), "append": attrs.asdict(appended)}

@@ -140,7 +140,7 @@ def test_a_guarded_write_that_changes_no_row_is_a_revision_conflict(
         Statement.INSERT_RUN,
         {"run_id": "r", "session_id": "s", "prompt": "p", "created_at": "2026-01-01T00:00:00Z"},
     )
-    plan = WritePlan(writes=(write, later), events=(), response={}, tail=None)
+    plan = WritePlan(writes=(write, later), events=(), response=None, tail=None)
     with Database(tmp_path / "ledger.db") as db:
         with pytest.raises(LedgerError) as refused:
             db.write(lambda conn: apply_decision(conn, plan))

@@ -45,8 +45,8 @@ from aios_ledger.core import (
     VerifyRequest,
     digest_bytes,
     project_execution_envelope,
-    structure,
 )
+from aios_ledger.core.structuring import structure
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import binding, projection_mapping, recovery_mapping

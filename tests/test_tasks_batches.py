@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import MAX_BATCH, LedgerError
+from aios_ledger.core import LedgerError
+from aios_ledger.core.batches import MAX_BATCH
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.log.verification import verify_log
@@ -273,9 +274,9 @@ def test_decisions_of_one_transaction_start_from_the_tail_the_last_plan_left(
         HeartbeatRequest,
         TaskRow,
         TaskState,
+        Timestamp,
         chain_of,
         decide_heartbeat,
-        format_timestamp,
     )
     from aios_ledger.shell.db.apply import PlanExecutor
     from aios_ledger.shell.db.connection import fetch_record
@@ -289,8 +290,7 @@ def test_decisions_of_one_transaction_start_from_the_tail_the_last_plan_left(
     def beat(plans: PlanExecutor) -> Any:
         task = fetch_record(plans.conn, "get_task", {"task_id": task_id}, TaskRow)
         tail = plans.tail(chain_of(task_id))
-        now = format_timestamp(START)
-        plan = decide_heartbeat(request, TaskState(task=task), now=now, tail=tail)
+        plan = decide_heartbeat(TaskState(task, tail), request, now=Timestamp.from_datetime(START))
         plans.apply(plan)
         return tail, plan
 

@@ -6,26 +6,32 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pytest
 from aios_ledger.core import (
     ABSENT,
-    TASK_STATUSES,
     TASK_TRANSITIONS,
+    TERMINAL_STATUSES,
     CancelRequest,
     ChainTip,
     ClaimRequest,
+    ExpireRequest,
+    ExpiryState,
     HeartbeatRequest,
     LedgerError,
     LogTail,
     Replay,
     Statement,
     SubmitRequest,
+    TaskCreateCommand,
     TaskCreateRequest,
+    TaskOperation,
     TaskRow,
     TaskState,
+    TaskStatus,
+    Timestamp,
     VerifyRequest,
     WritePlan,
     chain_of,
@@ -40,12 +46,11 @@ from aios_ledger.core import (
     lease_token_sha256,
     next_task_status,
 )
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
-NOW = "2026-08-20T00:00:10Z"
+NOW = Timestamp.parse("2026-08-20T00:00:10Z")
 TOKEN = "lease-token-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[1]
 CHAIN = chain_of("t1")
@@ -93,21 +98,21 @@ def _claim(task: TaskRow) -> object:
     request = ClaimRequest.from_mapping(
         {"agent_id": "w2", "capabilities": [], "lease_seconds": 60, "task_id": "t1"}
     )
-    return decide_claim(request, TaskState(task=task), now=NOW, lease_token=TOKEN, tail=HISTORY)
+    return decide_claim(TaskState(task, HISTORY), request, now=NOW, lease_token=TOKEN)
 
 
 def _heartbeat(task: TaskRow) -> object:
     request = HeartbeatRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "lease_seconds": 60}
     )
-    return decide_heartbeat(request, TaskState(task=task), now=NOW, tail=HISTORY)
+    return decide_heartbeat(TaskState(task, HISTORY), request, now=NOW)
 
 
 def _submit(task: TaskRow) -> object:
     request = SubmitRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "result": {"ok": True}, "idempotency_key": "s"}
     )
-    return decide_submit(request, TaskState(task=task), now=NOW, contracts={}, tail=HISTORY)
+    return decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={})
 
 
 def _verify(decision: str) -> Callable[[TaskRow], object]:
@@ -115,44 +120,48 @@ def _verify(decision: str) -> Callable[[TaskRow], object]:
         request = VerifyRequest.from_mapping(
             {"task_id": "t1", "decision": decision, "reason": "r", "idempotency_key": "v"}
         )
-        return decide_verify(request, TaskState(task=task), now=NOW, tail=HISTORY)
+        return decide_verify(TaskState(task, HISTORY), request, now=NOW)
 
     return run
 
 
 def _cancel(task: TaskRow) -> object:
     request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
-    return decide_cancel(request, TaskState(task=task), now=NOW, tail=HISTORY)
+    return decide_cancel(TaskState(task, HISTORY), request, now=NOW)
 
 
 def _expire(task: TaskRow) -> object:
     passed = task._replace(lease_expires_at="2026-08-20T00:00:05Z")
-    return decide_expire([passed], now=NOW, tail=HISTORY)
+    return decide_expire(ExpiryState((passed,), HISTORY), ExpireRequest(), now=NOW)
 
 
-DRIVERS: dict[str, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
-    "claim": (_claim, {}),
-    "heartbeat": (_heartbeat, {}),
-    "submit": (_submit, {}),
-    "verify_succeeded": (_verify("SUCCEEDED"), {}),
-    "verify_failed": (_verify("FAILED"), {}),
-    "rework": (_verify("NEEDS_REWORK"), {}),
-    "rework_exhausted": (_verify("NEEDS_REWORK"), {"attempt": 3}),
-    "cancel": (_cancel, {}),
-    "expire": (_expire, {}),
-    "expire_exhausted": (_expire, {"attempt": 3}),
+DRIVERS: dict[TaskOperation, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
+    TaskOperation.CLAIM: (_claim, {}),
+    TaskOperation.HEARTBEAT: (_heartbeat, {}),
+    TaskOperation.SUBMIT: (_submit, {}),
+    TaskOperation.VERIFY_SUCCEEDED: (_verify("SUCCEEDED"), {}),
+    TaskOperation.VERIFY_FAILED: (_verify("FAILED"), {}),
+    TaskOperation.REWORK: (_verify("NEEDS_REWORK"), {}),
+    TaskOperation.REWORK_EXHAUSTED: (_verify("NEEDS_REWORK"), {"attempt": 3}),
+    TaskOperation.CANCEL: (_cancel, {}),
+    TaskOperation.EXPIRE: (_expire, {}),
+    TaskOperation.EXPIRE_EXHAUSTED: (_expire, {"attempt": 3}),
 }
 
 
 def test_every_operation_of_the_table_has_a_driver() -> None:
-    assert set(DRIVERS) == set(TASK_OPERATIONS) - {"create"}
-    assert {status for status, _ in TASK_TRANSITIONS} <= {ABSENT, *TASK_STATUSES}
-    assert set(TASK_TRANSITIONS.values()) <= set(TASK_STATUSES)
+    assert set(DRIVERS) == set(TaskOperation) - {TaskOperation.CREATE}
+    assert {operation for _, operation in TASK_TRANSITIONS} == set(TaskOperation)
+    assert {status for status, _ in TASK_TRANSITIONS} <= {ABSENT, *TaskStatus}
+    assert set(TASK_TRANSITIONS.values()) <= set(TaskStatus)
+    assert {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED} == TERMINAL_STATUSES
 
 
-@pytest.mark.parametrize("status", [ABSENT, *TASK_STATUSES])
-@pytest.mark.parametrize("operation", TASK_OPERATIONS)
-def test_next_status_is_the_table(status: str, operation: str) -> None:
+@pytest.mark.parametrize("status", [ABSENT, *TaskStatus])
+@pytest.mark.parametrize("operation", list(TaskOperation))
+def test_next_status_is_the_table(
+    status: TaskStatus | Literal["ABSENT"], operation: TaskOperation
+) -> None:
     if (status, operation) in TASK_TRANSITIONS:
         assert next_task_status(status, operation) == TASK_TRANSITIONS[(status, operation)]
     else:
@@ -160,9 +169,9 @@ def test_next_status_is_the_table(status: str, operation: str) -> None:
             next_task_status(status, operation)
 
 
-@pytest.mark.parametrize("status", TASK_STATUSES)
+@pytest.mark.parametrize("status", list(TaskStatus))
 @pytest.mark.parametrize("operation", sorted(DRIVERS))
-def test_decisions_follow_the_table(status: str, operation: str) -> None:
+def test_decisions_follow_the_table(status: TaskStatus, operation: TaskOperation) -> None:
     drive, changes = DRIVERS[operation]
     task = row(status, **changes)
     allowed = (status, operation) in TASK_TRANSITIONS
@@ -201,23 +210,16 @@ def test_decisions_follow_the_table(status: str, operation: str) -> None:
 
 
 def test_create_plan_and_replay() -> None:
-    request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i"})
-    fresh = LogTail.read(1, [chain_of("t9")], [])
-    plan = decide_create(
-        request, TaskState(task=None), now=NOW, task_id="t9", idempotency_key="k", tail=fresh
+    request = TaskCreateCommand.from_mapping(
+        {"task": {"goal": "g", "instructions": "i"}, "idempotency_key": "k"}
     )
+    fresh = LogTail.read(1, [chain_of("t9")], [])
+    plan = decide_create(TaskState(None, fresh), request, now=NOW, task_id="t9")
     assert isinstance(plan, WritePlan)
     assert plan.writes[0].params["status"] == "QUEUED"
     assert plan.writes[0].params["revision"] == 1
     with pytest.raises(LedgerError, match="TASK_ALREADY_EXISTS"):
-        decide_create(
-            request,
-            TaskState(task=row("QUEUED")),
-            now=NOW,
-            task_id="t1",
-            idempotency_key="k",
-            tail=HISTORY,
-        )
+        decide_create(TaskState(row("QUEUED"), HISTORY), request, now=NOW, task_id="t1")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,29 +227,25 @@ def test_create_plan_and_replay() -> None:
 
 
 def test_golden_plans(golden: SnapshotAssertion) -> None:
-    create = TaskCreateRequest.from_mapping(
+    create = TaskCreateCommand.from_mapping(
         {
-            "task_id": "t1",
-            "goal": "Supervise release preparation",
-            "instructions": "Observe.",
-            "success_criteria": [{"id": "heartbeat"}],
-            "required_capabilities": ["git.read", "agent.runtime.openclaw", "git.read"],
-            "constraints": {"production_write": False},
-            "metadata": {"scope": "legacy"},
-            "deadline": "2026-09-01T12:00:00+02:00",
-            "priority": 100,
-            "max_attempts": 20,
+            "idempotency_key": "create-t1",
+            "task": {
+                "task_id": "t1",
+                "goal": "Supervise release preparation",
+                "instructions": "Observe.",
+                "success_criteria": [{"id": "heartbeat"}],
+                "required_capabilities": ["git.read", "agent.runtime.openclaw", "git.read"],
+                "constraints": {"production_write": False},
+                "metadata": {"scope": "legacy"},
+                "deadline": "2026-09-01T12:00:00+02:00",
+                "priority": 100,
+                "max_attempts": 20,
+            },
         }
     )
     plans = {
-        "create": decide_create(
-            create,
-            TaskState(task=None),
-            now=NOW,
-            task_id="t1",
-            idempotency_key="create-t1",
-            tail=FRESH,
-        ),
+        "create": decide_create(TaskState(None, FRESH), create, now=NOW, task_id="t1"),
         "claim": _claim(row("QUEUED")),
         "heartbeat": _heartbeat(row("CLAIMED")),
         "submit": _submit(row("CLAIMED")),
@@ -335,7 +333,7 @@ def test_an_enveloped_task_without_its_contract_refuses_results() -> None:
         }
     )
     with pytest.raises(LedgerError, match="RESULT_CONTRACT_UNKNOWN"):
-        decide_submit(request, TaskState(task=task), now=NOW, contracts={}, tail=HISTORY)
+        decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={})
 
 
 def test_the_create_digest_covers_every_field_of_the_request() -> None:
@@ -347,17 +345,17 @@ def test_the_create_digest_covers_every_field_of_the_request() -> None:
 def test_memoised_timestamps_still_refuse_and_drop_fractions() -> None:
     from datetime import UTC, datetime
 
-    from aios_ledger.core import add_seconds, format_timestamp, parse_timestamp
-
     for _ in range(2):  # a refusal is never remembered as an answer
         with pytest.raises(LedgerError) as refused:
-            parse_timestamp("2026-08-20T00:00:00", field="deadline")
+            Timestamp.parse("2026-08-20T00:00:00", field="deadline")
         assert refused.value.code == "TIMESTAMP_INVALID"
         assert "deadline" in refused.value.detail
     moment = datetime(2026, 8, 20, 0, 0, 59, 999_999, tzinfo=UTC)
-    assert format_timestamp(moment) == "2026-08-20T00:00:59Z"
-    assert add_seconds("2026-08-20T00:00:59Z", 1) == "2026-08-20T00:01:00Z"
-    assert add_seconds("2026-08-20T00:00:59+00:00", 1) == "2026-08-20T00:01:00Z"
+    assert Timestamp.from_datetime(moment).text == "2026-08-20T00:00:59Z"
+    assert Timestamp.parse("2026-08-20T00:00:59Z").plus_seconds(1).text == "2026-08-20T00:01:00Z"
+    assert str(Timestamp.parse("2026-08-20T00:00:59+00:00").plus_seconds(1)) == (
+        "2026-08-20T00:01:00Z"
+    )
 
 
 @pytest.mark.parametrize(

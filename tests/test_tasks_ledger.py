@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import apsw.ext
 import pytest
-from aios_ledger.core import LedgerError, lease_token_sha256
+from aios_ledger.core import ClaimAnswer, LedgerError, lease_token_sha256
 from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,
@@ -73,14 +73,14 @@ def _create(ledger: TaskLedger, task_id: str = "t1", key: str | None = None, **f
     return ledger.create_task(task, idempotency_key=key or f"create-{task_id}")
 
 
-def _claimed(ledger: TaskLedger, task_id: str = "t1", **fields: Any) -> dict[str, Any]:
+def _claimed(ledger: TaskLedger, task_id: str = "t1", **fields: Any) -> ClaimAnswer:
     _create(ledger, task_id, **fields)
     claim = ledger.claim(agent_id="w1", capabilities=[], lease_seconds=60, task_id=task_id)
     assert claim is not None
     return claim
 
 
-def _submitted(ledger: TaskLedger, task_id: str = "t1", **fields: Any) -> dict[str, Any]:
+def _submitted(ledger: TaskLedger, task_id: str = "t1", **fields: Any) -> ClaimAnswer:
     claim = _claimed(ledger, task_id, **fields)
     ledger.submit_result(
         task_id,
@@ -107,7 +107,7 @@ def _event_types(ledger: TaskLedger, task_id: str = "t1") -> list[str]:
 # the seed's trail
 
 
-def _seed_trail(ledger: TaskLedger) -> dict[str, Any]:
+def _seed_trail(ledger: TaskLedger) -> ClaimAnswer:
     created = ledger.create_task(seed_task(), idempotency_key="create-seed")
     assert (created["revision"], created["attempt"], created["status"]) == (1, 0, "QUEUED")
     claim = ledger.claim(agent_id="generic-worker", capabilities=[], lease_seconds=300)
@@ -223,7 +223,7 @@ def test_source_capture_recovery_on_a_trail_the_ledger_made(ledger: TaskLedger, 
 
 
 @pytest.fixture
-def runtime_claim(ledger: TaskLedger, path: Path) -> dict[str, Any]:
+def runtime_claim(ledger: TaskLedger, path: Path) -> ClaimAnswer:
     ledger.create_task(seed_task(), idempotency_key="create-seed")
     request = InitialExecutionProjectionRequest.from_mapping(
         {
@@ -940,7 +940,14 @@ def test_a_tampered_envelope_refuses_results(
 def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     ledger: TaskLedger, path: Path
 ) -> None:
-    from aios_ledger.core import CancelRequest, TaskRow, TaskState, chain_of, decide_cancel
+    from aios_ledger.core import (
+        CancelRequest,
+        TaskRow,
+        TaskState,
+        Timestamp,
+        chain_of,
+        decide_cancel,
+    )
     from aios_ledger.shell.db.apply import apply_decision
     from aios_ledger.shell.db.connection import fetch_one
     from aios_ledger.shell.log.tail import read_log_tail
@@ -949,10 +956,10 @@ def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     seen = ledger.database.read(lambda conn: fetch_one(conn, "get_task", {"task_id": "t1"}))
     tail = ledger.database.read(lambda conn: read_log_tail(conn, [chain_of("t1")]))
     assert seen is not None
-    stale = TaskState(task=TaskRow.from_row(seen))
+    stale = TaskState(task=TaskRow.from_row(seen), tail=tail)
     ledger.claim(agent_id="w", capabilities=[], lease_seconds=60)
     request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
-    plan = decide_cancel(request, stale, now="2026-08-20T00:00:00Z", tail=tail)
+    plan = decide_cancel(stale, request, now=Timestamp.parse("2026-08-20T00:00:00Z"))
     before = dump(path)
     code = refusal(lambda: ledger.database.write(lambda conn: apply_decision(conn, plan)))
     assert code == "REVISION_CONFLICT"

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core import LedgerError, format_timestamp
+from aios_ledger.core import (
+    CancelAnswer,
+    ClaimAnswer,
+    LedgerError,
+    SubmitAnswer,
+    Timestamp,
+    VerifyAnswer,
+)
 from aios_ledger.shell import TaskLedger
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -51,7 +58,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.ledger = TaskLedger(Path(self.directory) / "ledger.sqlite3", clock=self.clock)
         self.tasks: dict[str, ModelTask] = {}
         self.counter = 0
-        self.last_submit: tuple[str, str, dict[str, Any], str, dict[str, Any]] | None = None
+        self.last_submit: tuple[str, str, dict[str, Any], str, SubmitAnswer] | None = None
 
     def teardown(self) -> None:
         self.ledger.close()
@@ -68,7 +75,8 @@ class LedgerMachine(RuleBasedStateMachine):
             return None
         from datetime import timedelta
 
-        return format_timestamp(self.clock.now - timedelta(seconds=self.seconds - seconds))
+        moment = self.clock.now - timedelta(seconds=self.seconds - seconds)
+        return Timestamp.from_datetime(moment).text
 
     def expect_refusal(self, code: str, work: Any) -> None:
         try:
@@ -141,7 +149,7 @@ class LedgerMachine(RuleBasedStateMachine):
         eligible.sort(key=lambda task: (-task.priority, task.created_at, task.task_id))
         return eligible
 
-    def claimed(self, task: ModelTask, agent: str, lease: int, answer: dict[str, Any]) -> None:
+    def claimed(self, task: ModelTask, agent: str, lease: int, answer: ClaimAnswer) -> None:
         assert answer["task_id"] == task.task_id
         self.write(
             task,
@@ -266,7 +274,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def verify(self, task_id: str, decision: str) -> None:
         task = self.tasks.get(task_id)
 
-        def call() -> dict[str, Any]:
+        def call() -> VerifyAnswer:
             return self.ledger.verify(
                 task_id, decision=decision, reason="r", idempotency_key=self.key("verify")
             )
@@ -291,7 +299,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def cancel(self, task_id: str) -> None:
         task = self.tasks.get(task_id)
 
-        def call() -> dict[str, Any]:
+        def call() -> CancelAnswer:
             return self.ledger.cancel(task_id, reason="r", idempotency_key=self.key("cancel"))
 
         if task is None:

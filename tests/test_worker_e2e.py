@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.core import TaskView
 from aios_ledger.shell import TaskLedger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ def create(db: Path, task_id: str, **fields: Any) -> None:
     ledger.close()
 
 
-def task(db: Path, task_id: str) -> dict[str, Any]:
+def task(db: Path, task_id: str) -> TaskView:
     ledger = TaskLedger(db)
     try:
         return ledger.get(task_id)

@@ -1,17 +1,16 @@
 """The pure decisions an auxiliary run service applies: spawn, each transition, recovery.
 
-Every decision reads an `AuxiliaryRunRow` and the log's tail at the ledger chain (what the shell
-read inside `BEGIN IMMEDIATE`) and returns a `WritePlan` whose UPDATE is guarded on the row's
-revision, with its sealed event, or a `Replay` (spawning an identical spec again), or raises an
-`AuxiliaryRunError`.
+Every `decide_*(state, request, *, now, ...)` reads a state record (the run's row, or the
+unfinished rows, and the log's tail at the ledger chain: what the shell read inside
+`BEGIN IMMEDIATE`) and returns a `WritePlan` whose UPDATE is guarded on the row's revision, with
+its sealed event, or a `Replay` (spawning an identical spec again), or raises an
+`AuxiliaryRunError`. `now` is a `Timestamp`: rows keep its milliseconds, events its text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import UTC, datetime
-
 import attrs
+from aios_ledger.core.auxiliary.answers import RecoveryAnswer, SpawnAnswer
 from aios_ledger.core.auxiliary.records import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
     AuxiliaryRunOutput,
@@ -27,30 +26,67 @@ from aios_ledger.core.auxiliary.states import (
     transition_event,
 )
 from aios_ledger.core.digests import canonical_json
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Replay, WritePlan, sealed_plan
+from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.timestamps import format_timestamp
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 
-def timestamp_of_ms(milliseconds: int) -> str:
-    return format_timestamp(datetime.fromtimestamp(milliseconds / 1000, UTC))
+@attrs.frozen
+class AuxiliaryRowState:
+    """What a decision on one auxiliary run reads: its row (None: there is none) and the log's
+    tail at the ledger chain."""
+
+    row: AuxiliaryRunRow | None
+    tail: LogTail
+
+
+@attrs.frozen
+class UnfinishedRunsState:
+    """What recovery reads: the unfinished runs, and the log's tail at the ledger chain."""
+
+    rows: tuple[AuxiliaryRunRow, ...]
+    tail: LogTail
+
+
+@attrs.frozen
+class AuxiliaryTransitionRequest:
+    """Move run `aux_id` to `target`, with its output (COMPLETED) or its error (FAILED,
+    CANCELLED)."""
+
+    aux_id: str
+    target: AuxiliaryRunState
+    output: AuxiliaryRunOutput | None = None
+    error: AuxiliaryRunError | None = None
+
+
+@attrs.frozen
+class AuxiliaryStopRequest:
+    """End run `aux_id` CANCELLED with `error`, unless it has ended already."""
+
+    aux_id: str
+    error: AuxiliaryRunError
+
+
+@attrs.frozen
+class RecoverInterruptedRequest:
+    """Fail every unfinished run owned by one of `dead_owners` (processes known to be gone)."""
+
+    dead_owners: frozenset[str]
 
 
 def decide_spawn(
-    existing: AuxiliaryRunRow | None,
-    checked: CheckedSpawn,
-    *,
-    owner: str,
-    now_ms: int,
-    tail: LogTail,
-) -> Replay | WritePlan:
+    state: AuxiliaryRowState, request: CheckedSpawn, *, now: Timestamp, owner: str
+) -> Decision[SpawnAnswer]:
     """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
-    `checked` is what `check_spawn` answered for the spec and its evidence."""
-    if not isinstance(checked, CheckedSpawn):
+    `request` is what `check_spawn` answered for the spec and its evidence; `owner` tags the
+    service that drives the run."""
+    require_timestamp(now)
+    if not isinstance(request, CheckedSpawn):
         raise AuxiliaryRunError.invalid_field("spawn", "must be what check_spawn answered")
-    spec, spec_digest = checked.spec, checked.spec_digest
+    spec, spec_digest = request.spec, request.spec_digest
+    existing = state.row
     if existing is not None:
         if existing.spec_digest != spec_digest:
             raise AuxiliaryRunError(
@@ -64,6 +100,11 @@ def decide_spawn(
                 "idempotent": True,
             }
         )
+    answer: SpawnAnswer = {
+        "id": spec.id,
+        "state": str(INITIAL_STATE),
+        "spec_digest": spec_digest,
+    }
     snapshot = AuxiliaryRunSnapshot(
         schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
         id=spec.id,
@@ -71,8 +112,8 @@ def decide_spawn(
         mode=spec.mode,
         state=INITIAL_STATE,
         spec_digest=spec_digest,
-        created_at_ms=now_ms,
-        updated_at_ms=now_ms,
+        created_at_ms=now.epoch_ms,
+        updated_at_ms=now.epoch_ms,
     )
     snapshot.validate()
     target = spec.frame.target
@@ -84,15 +125,15 @@ def decide_spawn(
                     "aux_id": spec.id,
                     "session_id": target.session_id,
                     "run_id": target.run_id,
-                    "parent_json": checked.parent_text,
+                    "parent_json": request.parent_text,
                     "kind": spec.kind,
                     "mode": str(spec.mode),
                     "state": str(INITIAL_STATE),
-                    "spec_json": checked.spec_text,
+                    "spec_json": request.spec_text,
                     "spec_digest": spec_digest,
                     "evidence_digest": spec.evidence_digest,
                     "owner": owner,
-                    "created_at_ms": now_ms,
+                    "created_at_ms": now.epoch_ms,
                 },
             ),
         ),
@@ -109,87 +150,82 @@ def decide_spawn(
                     "evidence_digest": spec.evidence_digest,
                     "state": str(INITIAL_STATE),
                 },
-                created_at=timestamp_of_ms(now_ms),
+                created_at=now.text,
             ),
         ),
-        {"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest},
-        tail=tail,
+        answer,
+        tail=state.tail,
     )
 
 
 def decide_transition(
-    row: AuxiliaryRunRow | None,
-    target: AuxiliaryRunState,
-    *,
-    now_ms: int,
-    tail: LogTail,
-    output: AuxiliaryRunOutput | None = None,
-    error: AuxiliaryRunError | None = None,
-    aux_id: str = "",
-) -> WritePlan:
+    state: AuxiliaryRowState, request: AuxiliaryTransitionRequest, *, now: Timestamp
+) -> WritePlan[AuxiliaryRunRow]:
     """Move a run along the table; the UPDATE is a CAS on its revision. The answer is the run's
-    row as written (`AuxiliaryRunRow` fields)."""
+    row as written."""
+    require_timestamp(now)
+    row = state.row
     if row is None:
-        raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {aux_id!r}")
-    write, event, after = _transition(row, target, now_ms=now_ms, output=output, error=error)
-    return sealed_plan((write,), (event,), attrs.asdict(after), tail=tail)
+        raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {request.aux_id!r}")
+    write, event, after = _transition(
+        row, request.target, now=now, output=request.output, error=request.error
+    )
+    return sealed_plan((write,), (event,), after, tail=state.tail)
 
 
 def decide_stop(
-    row: AuxiliaryRunRow | None,
-    *,
-    now_ms: int,
-    error: AuxiliaryRunError,
-    tail: LogTail,
-    aux_id: str = "",
-) -> WritePlan | None:
-    """End an unfinished run CANCELLED with `error`; None for a run that has already ended,
-    which stays as it ended."""
+    state: AuxiliaryRowState, request: AuxiliaryStopRequest, *, now: Timestamp
+) -> WritePlan[AuxiliaryRunRow] | None:
+    """End an unfinished run CANCELLED with the request's error; None for a run that has
+    already ended, which stays as it ended."""
+    require_timestamp(now)
+    row = state.row
     if row is not None and row.run_state.is_terminal:
         return None
-    return decide_transition(
-        row, AuxiliaryRunState.CANCELLED, now_ms=now_ms, error=error, tail=tail, aux_id=aux_id
+    cancel = AuxiliaryTransitionRequest(
+        aux_id=request.aux_id, target=AuxiliaryRunState.CANCELLED, error=request.error
     )
+    return decide_transition(state, cancel, now=now)
 
 
 def decide_recover_interrupted(
-    rows: Iterable[AuxiliaryRunRow],
-    *,
-    dead_owners: frozenset[str],
-    now_ms: int,
-    tail: LogTail,
-) -> WritePlan:
+    state: UnfinishedRunsState, request: RecoverInterruptedRequest, *, now: Timestamp
+) -> WritePlan[RecoveryAnswer]:
     """Fail, as INTERRUPTED, every unfinished run whose owning process is gone."""
+    require_timestamp(now)
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
-    recovered: list[JsonValue] = []
-    for row in rows:
-        if row.run_state.is_terminal or row.owner not in dead_owners:
+    recovered: list[str] = []
+    for row in state.rows:
+        if row.run_state.is_terminal or row.owner not in request.dead_owners:
             continue
         error = AuxiliaryRunError(
             "INTERRUPTED", f"the process that ran it ({row.owner}) stopped while it was {row.state}"
         )
         write, event, _ = _transition(
-            row, AuxiliaryRunState.FAILED, now_ms=now_ms, output=None, error=error
+            row, AuxiliaryRunState.FAILED, now=now, output=None, error=error
         )
         writes.append(write)
         events.append(event)
         recovered.append(row.aux_id)
-    return sealed_plan(writes, events, {"recovered": recovered}, tail=tail)
+    answer: RecoveryAnswer = {"recovered": recovered}
+    return sealed_plan(writes, events, answer, tail=state.tail)
 
 
 def _transition(
     row: AuxiliaryRunRow,
     target: AuxiliaryRunState,
     *,
-    now_ms: int,
+    now: Timestamp,
     output: AuxiliaryRunOutput | None,
     error: AuxiliaryRunError | None,
 ) -> tuple[SqlWrite, EventAppend, AuxiliaryRunRow]:
     """The guarded write, the event and the row after, of one move along the table."""
     source = row.run_state
     event_type = transition_event(source, target)
-    updated_at_ms = max(now_ms, row.updated_at_ms)
+    # A run never moves back in time, even when the clock does.
+    updated = now if now.epoch_ms >= row.updated_at_ms else Timestamp(row.updated_at_ms)
+    updated_at_ms = updated.epoch_ms
     after = attrs.evolve(
         row,
         state=str(target),
@@ -224,6 +260,6 @@ def _transition(
         agent_id=None,
         event_type=event_type,
         payload=payload,
-        created_at=timestamp_of_ms(updated_at_ms),
+        created_at=updated.text,
     )
     return write, event, after

@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TypedDict
 
+import attrs
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.tail import LogTail
 from aios_ledger.core.plan import WritePlan
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 
-def decide_adoption_seals(unsealed: Sequence[EventRow], *, tail: LogTail) -> WritePlan:
-    """A seal for each of `unsealed` (in event order), marked as sealed at adoption: the log
-    cannot vouch for what happened before it was taken over, only that nothing changed since."""
-    writes, after = tail.seal_in_place(unsealed)
-    return WritePlan(writes=writes, events=(), response={"sealed": len(writes)}, tail=after)
+class AdoptionAnswer(TypedDict):
+    """How many events were sealed at adoption."""
+
+    sealed: int
+
+
+@attrs.frozen
+class AdoptionState:
+    """What sealing at adoption reads: the events stored without a seal, in event order, and
+    the log's tail at each one's chain."""
+
+    unsealed: tuple[EventRow, ...]
+    tail: LogTail
+
+
+@attrs.frozen
+class AdoptionSealRequest:
+    """Seal every event the older runtime left unsealed (the request has nothing to choose)."""
+
+
+def decide_adoption_seals(
+    state: AdoptionState, request: AdoptionSealRequest, *, now: Timestamp
+) -> WritePlan[AdoptionAnswer]:
+    """A seal for each unsealed event (in event order), marked as sealed at adoption: the log
+    cannot vouch for what happened before it was taken over, only that nothing changed since.
+    `now` is checked like every decision's, and recorded nowhere: a seal covers only its
+    event's own fields, so that sealing the same log again gives the same seals."""
+    require_timestamp(now)
+    writes, after = state.tail.seal_in_place(state.unsealed)
+    answer: AdoptionAnswer = {"sealed": len(writes)}
+    return WritePlan(writes=writes, events=(), response=answer, tail=after)

@@ -9,16 +9,25 @@ edited export is noticed. For `--all` the trailer equals the ledger's head at ex
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.records import EventRow, SealRow
-from aios_ledger.core.log.verification import ChainLink, LedgerHead
+from aios_ledger.core.log.verification import (
+    EXPORT_INVALID,
+    ChainLink,
+    Finding,
+    LedgerHead,
+    LogVerifier,
+    VerificationReport,
+)
 from aios_ledger.core.records import record_columns
 
 EXPORT_SCHEMA = "aios.event_export.v1"
+MAX_LINE_BYTES = 8 * 1024 * 1024
 EVENT_FIELDS = record_columns(EventRow)
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption")
 
@@ -125,3 +134,65 @@ class ChainTips:
         seq, value = seal.chain_seq, seal.seal
         if isinstance(seq, int) and not isinstance(seq, bool) and isinstance(value, str):
             self._tips[seal.chain] = ChainLink(event_id=seal.event_id, chain_seq=seq, seal=value)
+
+
+def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
+    """Check an export, line by line (each with or without its newline), with the ledger's own
+    verifier and no database: every event's seal and chain, the trailer's count and rolling
+    digest. A malformed line is an `EXPORT_INVALID` finding, never an exception; a line longer
+    than `MAX_LINE_BYTES` is refused unread."""
+    numbered = enumerate((_line_bytes(line) for line in lines), start=1)
+    first = next(numbered, None)
+    header = parse_export_header(None if first is None else _parse_line(first[1], 1))
+    verifier = LogVerifier(dense_ids=header.scope == "all")
+    tips = ChainTips()
+    trailer_seen = False
+    last_id = 0
+    for number, raw_line in numbered:
+        try:
+            value = _parse_line(raw_line, number)
+            if trailer_seen:
+                raise LedgerError("EXPORT_INVALID", "a line after the trailer")
+            if is_trailer(value):
+                trailer_seen = True
+                _check_trailer(verifier, parse_export_trailer(value))
+                continue
+            event, seal = parse_export_event(value)
+            if event.event_id <= last_id:
+                raise LedgerError("EXPORT_INVALID", f"event {event.event_id} out of order")
+            if header.task_id is not None and event.task_id != header.task_id:
+                raise LedgerError(
+                    "EXPORT_INVALID", f"event {event.event_id} is not of the exported task"
+                )
+        except LedgerError as refused:
+            verifier.note(Finding(EXPORT_INVALID, None, f"line {number}: {refused.detail}"))
+            continue
+        last_id = event.event_id
+        verifier.feed(event.event_id, event, seal, tips.predecessor(seal))
+        tips.advance(seal)
+    if not trailer_seen:
+        verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))
+    return verifier.finish()
+
+
+def _line_bytes(line: bytes | str) -> bytes:
+    # Text that is not UTF-8 (a lone surrogate) stays undecodable, for the parser to refuse.
+    return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+
+
+def _parse_line(raw: bytes, number: int) -> object:
+    if len(raw) > MAX_LINE_BYTES:
+        raise LedgerError("EXPORT_INVALID", f"line {number} is over {MAX_LINE_BYTES} bytes")
+    return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
+
+
+def _check_trailer(verifier: LogVerifier, trailer: LedgerHead) -> None:
+    if verifier.head() != trailer:
+        verifier.note(
+            Finding(
+                EXPORT_INVALID,
+                None,
+                f"the trailer says {trailer.events} events up to {trailer.last_event_id} with "
+                f"digest {trailer.digest}; the lines give {verifier.head().public()}",
+            )
+        )

@@ -2,33 +2,46 @@
 
 from __future__ import annotations
 
+import attrs
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Replay, WritePlan, sealed_plan
+from aios_ledger.core.plan import Decision, Replay, sealed_plan
+from aios_ledger.core.projection.answers import BindingAnswer
 from aios_ledger.core.projection.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
 )
 from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 BINDING_REGISTERED = "GOVERNED_BINDING_REGISTERED"
 
 
+@attrs.frozen
+class BindingState:
+    """What registering a binding reads: the binding row already stored for its task and job
+    (None: none is), and the log's tail at the ledger chain."""
+
+    prior: BindingRow | None
+    tail: LogTail
+
+
 def decide_register_binding(
-    binding: GovernedExecutionBinding,
-    prior: BindingRow | None,
-    *,
-    now: str,
-    tail: LogTail,
-) -> Replay | WritePlan:
+    state: BindingState, request: GovernedExecutionBinding, *, now: Timestamp
+) -> Decision[BindingAnswer]:
+    """Store the binding, or replay the same binding; another one for the same task and job
+    is `GOVERNED_BINDING_CONFLICT`."""
+    require_timestamp(now)
+    binding, prior = request, state.prior
     digest = sha256_hex(binding.public())
-    response: JsonObject = {
+    answer: BindingAnswer = {
         "task_id": binding.task_id,
         "job_id": binding.job_id,
         "binding_sha256": digest,
+        "idempotent": False,
     }
     if prior is not None:
         if prior.binding_sha256 != digest:
@@ -36,7 +49,7 @@ def decide_register_binding(
                 "GOVERNED_BINDING_CONFLICT",
                 f"task {binding.task_id!r} job {binding.job_id!r} is bound differently already",
             )
-        return Replay({**response, "idempotent": True})
+        return Replay({**answer, "idempotent": True})
     insert = SqlWrite(
         Statement.INSERT_BINDING,
         {
@@ -44,7 +57,7 @@ def decide_register_binding(
             "job_id": binding.job_id,
             "binding_json": canonical_json(binding.public()),
             "binding_sha256": digest,
-            "created_at": now,
+            "created_at": now.text,
         },
     )
     # A ledger-level event: the task's own chain stays [TASK_CREATED] until it is projected.
@@ -52,10 +65,10 @@ def decide_register_binding(
         task_id=None,
         agent_id=None,
         event_type=BINDING_REGISTERED,
-        payload=dict(response),
-        created_at=now,
+        payload={"task_id": binding.task_id, "job_id": binding.job_id, "binding_sha256": digest},
+        created_at=now.text,
     )
-    return sealed_plan((insert,), (event,), {**response, "idempotent": False}, tail=tail)
+    return sealed_plan((insert,), (event,), answer, tail=state.tail)
 
 
 def envelope_from_binding(

@@ -26,20 +26,21 @@ from aios_ledger.core.kinds import (
     Between,
     Identifier,
     LedgerDigest,
-    OneOf,
     Sha256Hex,
     Text,
 )
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
+    Decision,
     Replay,
     WritePlan,
-    first_answer,
     replay_or_conflict,
     request_digest,
     sealed_plan,
+    stored_answer,
 )
+from aios_ledger.core.projection.answers import ProjectionAnswer
 from aios_ledger.core.projection.envelopes import (
     GOVERNANCE_FLAGS,
     GovernedExecutionBinding,
@@ -49,7 +50,8 @@ from aios_ledger.core.projection.envelopes import (
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
-from aios_ledger.core.tasks.transitions import TASK_STATUSES
+from aios_ledger.core.tasks.transitions import TaskStatus
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
 RUNTIME_ACTION = "agent_runtime"
@@ -60,7 +62,6 @@ _REFUSE = refuse_as(ProjectionError, "FIELDS_INVALID")
 
 Revision = Annotated[int, Between(1, MAX_REVISION)]
 Attempt = Annotated[int, Between(0, MAX_REVISION)]
-TaskStatus = Annotated[str, OneOf(TASK_STATUSES)]
 Reason = Annotated[str, Text(max_length=1000)]
 
 
@@ -124,12 +125,23 @@ ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionR
 
 
 @attrs.frozen
+class ProjectionCommand:
+    """One projection asked of one task: the seed's `project(task_id, request)` (or its
+    recovery) as one record."""
+
+    task_id: str
+    request: ProjectionRequest
+
+
+@attrs.frozen
 class ProjectionState:
-    """What the decision reads: the task, its events in order, and any first answer for the key."""
+    """What the decision reads: the task, its events in order, any first answer for the key,
+    and the log's tail at the task's chain."""
 
     task: TaskRow | None
     events: tuple[EventRow, ...]
     prior: IdempotencyRow | None
+    tail: LogTail
 
 
 @attrs.frozen
@@ -161,16 +173,13 @@ def _check_authorization(request: ProjectionRequest, authorization_id: str | Non
 
 
 def prepare_projection(
-    task_id: str,
-    request: ProjectionRequest,
-    state: ProjectionState,
-    *,
-    authorization_id: str | None,
-) -> Replay | ResolverCall:
+    state: ProjectionState, command: ProjectionCommand, *, authorization_id: str | None
+) -> Replay[ProjectionAnswer] | ResolverCall:
     """Before resolving: authorization, then replay, then which envelope the task needs."""
+    task_id, request = command.task_id, command.request
     _check_authorization(request, authorization_id)
     digest = _request_digest(task_id, request)
-    replay = replay_or_conflict(state.prior, digest, error=ProjectionError)
+    replay = replay_or_conflict(state.prior, digest, ProjectionAnswer, error=ProjectionError)
     if replay is not None:
         return replay
     task = _require_task(task_id, state.task)
@@ -197,21 +206,36 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
 
 
 def decide_projection(
-    task_id: str,
-    request: ProjectionRequest,
     state: ProjectionState,
+    request: ProjectionCommand,
     *,
+    now: Timestamp,
     envelope: object,
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
-    now: str,
-    tail: LogTail,
-) -> Replay | WritePlan:
-    """Every precondition of the projection, in the order the contract names them; `tail` is
-    the log's tail at the task's chain."""
-    prepared = prepare_projection(task_id, request, state, authorization_id=authorization_id)
+) -> Decision[ProjectionAnswer]:
+    """Every precondition of the projection, in the order the contract names them. `envelope`
+    is what the caller's resolver answered for `prepare_projection`'s call, `authorization_id`
+    the owner's configured authorization, `source_capture_contract` the source capture's
+    result contract (JSON Schema)."""
+    require_timestamp(now)
+    prepared = prepare_projection(state, request, authorization_id=authorization_id)
     if isinstance(prepared, Replay):
         return prepared
+    return _checked_plan(
+        state, request.task_id, request.request, now, envelope, source_capture_contract
+    )
+
+
+def _checked_plan(
+    state: ProjectionState,
+    task_id: str,
+    request: ProjectionRequest,
+    now: Timestamp,
+    envelope: object,
+    source_capture_contract: Mapping[str, object],
+) -> WritePlan[ProjectionAnswer]:
+    """The checks past authorization and replay, in the contract's order, then the plan."""
     task = _require_task(task_id, state.task)
     metadata = _check_untouched_task(task, request)
     recovery: JsonObject = {}
@@ -224,7 +248,7 @@ def decide_projection(
     checked = _check_envelope(task, request, envelope)
     if isinstance(request, SourceCaptureProjectionRecoveryRequest) and verified_result is not None:
         recovery = _check_capture_matches_envelope(verified_result, checked, request)
-    return _plan(task, request, metadata, checked, recovery, now, tail)
+    return _plan(task, request, metadata, checked, recovery, now, state.tail)
 
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:
@@ -428,24 +452,26 @@ def _plan(
     metadata: JsonObject,
     envelope: JsonObject,
     recovery: JsonObject,
-    now: str,
+    now: Timestamp,
     tail: LogTail,
-) -> WritePlan:
+) -> WritePlan[ProjectionAnswer]:
     is_recovery = isinstance(request, SourceCaptureProjectionRecoveryRequest)
     governance = envelope["governance"]
     assert isinstance(governance, dict)
     capabilities: list[JsonValue] = [request.required_capability]
-    response: JsonObject = {
+    # The envelope passed `verify_execution_envelope`: these fields are text.
+    answer: ProjectionAnswer = {
         "task_id": task.task_id,
         "job_id": request.expected_job_id,
         "status": task.status,
         "revision": task.revision + 1,
         "attempt": task.attempt,
-        "execution_digest": envelope["execution_digest"],
-        "action": envelope["action"],
-        "adapter": envelope["adapter"],
-        "required_capabilities": capabilities,
+        "execution_digest": str(envelope["execution_digest"]),
+        "action": str(envelope["action"]),
+        "adapter": str(envelope["adapter"]),
+        "required_capabilities": [request.required_capability],
         "recovery_from_source_capture": is_recovery,
+        "idempotent": False,
     }
     payload: JsonObject = {
         "task_id": task.task_id,
@@ -468,10 +494,9 @@ def _plan(
             "expected_revision": request.expected_revision,
             "metadata_json": canonical_json({**metadata, "execution": envelope}),
             "required_capabilities_json": canonical_json(capabilities),
-            "updated_at": now,
+            "updated_at": now.text,
         },
     )
-    answer = first_answer(response)
     ledger = SqlWrite(
         (
             Statement.INSERT_SOURCE_CAPTURE_RECOVERY
@@ -483,9 +508,9 @@ def _plan(
             "task_id": task.task_id,
             "job_id": request.expected_job_id,
             "request_sha256": _request_digest(task.task_id, request),
-            "execution_digest": str(envelope["execution_digest"]),
-            "response_json": canonical_json(response),
-            "created_at": now,
+            "execution_digest": answer["execution_digest"],
+            "response_json": stored_answer(answer),
+            "created_at": now.text,
         },
     )
     event = EventAppend(
@@ -493,6 +518,6 @@ def _plan(
         agent_id=None,
         event_type=PROJECTION_EVENT,
         payload=payload,
-        created_at=now,
+        created_at=now.text,
     )
     return sealed_plan((update, ledger), (event,), answer, tail=tail)

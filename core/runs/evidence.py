@@ -9,8 +9,8 @@ evidence again, even after the run has grown past a truncated slice, reproduces 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, cast
 
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_bytes
@@ -18,10 +18,12 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, check_json
 from aios_ledger.core.kinds import Between, Identifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Replay, WritePlan, first_answer, sealed_plan
+from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
+from aios_ledger.core.runs.answers import RunAnswer, RunEventAnswer
 from aios_ledger.core.runs.records import RunEventRow, RunRow
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
 from aios_ledger.core.structuring import check_built, structure, unstructure
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
 EVIDENCE_DOMAIN = "evidence"
@@ -196,57 +198,99 @@ class RunEventsRequest:
         return structure(raw, cls, what="arguments")
 
 
+@attrs.frozen
+class RunCreateState:
+    """What creating a run reads: the run of the requested id, if any, and the log's tail at
+    the ledger chain."""
+
+    existing: RunRow | None
+    tail: LogTail
+
+
+@attrs.frozen
+class RunState:
+    """What appending to a run reads: the run (None: there is none)."""
+
+    run: RunRow | None
+
+
 def decide_create_run(
-    existing: RunRow | None, request: RunCreateRequest, *, now: str, tail: LogTail
-) -> Replay | WritePlan:
+    state: RunCreateState, request: RunCreateRequest, *, now: Timestamp
+) -> Decision[RunAnswer]:
     """A new run, or the same run again when `run_id` already names an identical one; the
     answer is the run's row (`RunRow` fields)."""
-    values = unstructure(request)
+    require_timestamp(now)
+    existing = state.existing
     if existing is not None:
         if existing.session_id != request.session_id or existing.prompt != request.prompt:
             raise LedgerError(
                 "RUN_CONFLICT", f"run {existing.run_id!r} exists with another session or prompt"
             )
-        return Replay({**existing.public(), "idempotent": True})
-    row = {**values, "created_at": now}
-    response: JsonObject = {**values, "created_at": now, "updated_at": now, "event_count": 0}
+        return Replay(_run_answer(existing, idempotent=True))
+    row = {**unstructure(request), "created_at": now.text}
+    run = RunRow(
+        run_id=request.run_id,
+        session_id=request.session_id,
+        prompt=request.prompt,
+        event_count=0,
+        created_at=now.text,
+        updated_at=now.text,
+    )
     created = EventAppend(
         task_id=None,
         agent_id=None,
         event_type=RUN_CREATED,
         payload={"run_id": request.run_id, "session_id": request.session_id},
-        created_at=now,
+        created_at=now.text,
     )
     return sealed_plan(
-        (SqlWrite(Statement.INSERT_RUN, row),), (created,), first_answer(response), tail=tail
+        (SqlWrite(Statement.INSERT_RUN, row),),
+        (created,),
+        _run_answer(run, idempotent=False),
+        tail=state.tail,
     )
+
+
+def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
+    return {
+        "run_id": run.run_id,
+        "session_id": run.session_id,
+        "prompt": run.prompt,
+        "event_count": run.event_count,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "idempotent": idempotent,
+    }
 
 
 def decide_append_run_event(
-    run: RunRow | None, request: RunEventAppendRequest, *, now: str
-) -> WritePlan:
+    state: RunState, request: RunEventAppendRequest, *, now: Timestamp
+) -> WritePlan[RunEventAnswer]:
     """The next event of a run: a CAS on the run's event count (its revision), then the event
     row, which is also the answer (`RunEventRow` fields)."""
+    require_timestamp(now)
+    run = state.run
     if run is None:
         raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
     checked = check_json(request.payload, what="payload")
     payload_json = canonical_json(checked)
     if len(payload_json) > MAX_EVENT_PAYLOAD_BYTES:
         raise LedgerError("PAYLOAD_TOO_LARGE", f"payload is over {MAX_EVENT_PAYLOAD_BYTES} bytes")
-    event: dict[str, str | int] = {
+    event: RunEventAnswer = {
         "run_id": run.run_id,
         "seq": run.event_count + 1,
         "kind": request.kind,
         "payload_json": payload_json,
-        "created_at": now,
+        "created_at": now.text,
     }
     bump = SqlWrite(
         Statement.BUMP_RUN_EVENT_COUNT,
-        {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now},
+        {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now.text},
     )
     return WritePlan(
-        writes=(bump, SqlWrite(Statement.INSERT_RUN_EVENT, event)),
+        # The answer is the row: its values are the statement's parameters.
+        writes=(bump, SqlWrite(Statement.INSERT_RUN_EVENT, cast(Mapping[str, SqlParam], event))),
         events=(),
-        response={**event},
+        response=event,
         tail=None,
     )

@@ -1,11 +1,13 @@
 """Decisions of the task lifecycle: create, claim, heartbeat, submit, verify, cancel, expire.
 
-Each `decide_*` is pure: it takes the rows the shell read inside its `BEGIN IMMEDIATE` (the
-task, any first answer, the log's tail at the task's chain), the request and the clock value,
-and returns a `Replay` (the first answer for an idempotency key), a `WritePlan` (one
-compare-and-swap on the task row, the idempotency-ledger row, one sealed event), or raises a
-`LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
-`revision`, a claim adds 1 to `attempt`.
+Each `decide_*(state, request, *, now, ...)` is pure: `state` holds the rows the shell read
+inside its `BEGIN IMMEDIATE` (the task, any first answer, the log's tail at the task's chain),
+`request` the structured request, `now` the clock's `Timestamp`, and the keywords after it what
+the shell generated (a task id, a lease token) or configured (result contracts). It returns a
+`Replay` (the first answer for an idempotency key), a `WritePlan` (one compare-and-swap on the
+task row, the idempotency-ledger row, one sealed event), or raises a `LedgerError`. Every status
+change goes through `TASK_TRANSITIONS`; every write adds 1 to `revision`, a claim adds 1 to
+`attempt`.
 
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
 that does not match the task's current lease (never held, requeued, claimed by someone else,
@@ -24,20 +26,34 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
+    Decision,
     Replay,
     WritePlan,
-    first_answer,
     replay_or_conflict,
     request_digest,
     sealed_plan,
+    stored_answer,
 )
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.tasks.answers import (
+    CancelAnswer,
+    ClaimAnswer,
+    CreateAnswer,
+    ExpireAnswer,
+    HeartbeatAnswer,
+    SubmitAnswer,
+    TaskSummary,
+    VerifyAnswer,
+    task_summary,
+)
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,
+    ExpireRequest,
     HeartbeatRequest,
     SubmitRequest,
+    TaskCreateCommand,
     TaskCreateRequest,
     VerifyRequest,
     lease_token_sha256,
@@ -45,11 +61,13 @@ from aios_ledger.core.tasks.requests import (
 from aios_ledger.core.tasks.results import check_task_result, task_envelope
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
+    TaskOperation,
+    TaskStatus,
     expire_operation,
     next_task_status,
     verify_operation,
 )
-from aios_ledger.core.timestamps import add_seconds, parse_timestamp
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 TASK_CREATED = "TASK_CREATED"
 TASK_CLAIMED = "TASK_CLAIMED"
@@ -62,10 +80,21 @@ TASK_CANCELLED = "TASK_CANCELLED"
 
 @attrs.frozen
 class TaskState:
-    """What a decision on one task reads: the task and any first answer for the key."""
+    """What a decision on one task reads: the task (None: there is none), the log's tail at
+    its chain, and any first answer for the request's idempotency key."""
 
     task: TaskRow | None
+    tail: LogTail
     prior: IdempotencyRow | None = None
+
+
+@attrs.frozen
+class ExpiryState:
+    """What expiring leases reads: CLAIMED tasks whose leases may have passed, and the log's
+    tail at each one's chain."""
+
+    tasks: tuple[TaskRow, ...]
+    tail: LogTail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,12 +107,12 @@ def _require(task_id: str, task: TaskRow | None) -> TaskRow:
     return task
 
 
-def _advance(task: TaskRow, now: str, **changes: Any) -> TaskRow:
+def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
     """The next row: the changes, one more revision, the clock."""
-    return task._replace(**changes, revision=task.revision + 1, updated_at=now)
+    return task._replace(**changes, revision=task.revision + 1, updated_at=now.text)
 
 
-def _release(task: TaskRow, now: str, **changes: Any) -> TaskRow:
+def _release(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
     """`_advance` for a transition that ends the lease: no holder, no token, no expiry."""
     return _advance(
         task, now, claimed_by=None, lease_token_hash=None, lease_expires_at=None, **changes
@@ -113,7 +142,12 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
 
 
 def _ledger_row(
-    key: str, operation: str, subject: str, digest: str, response: JsonObject, now: str
+    key: str,
+    operation: str,
+    subject: str,
+    digest: str,
+    answer: Mapping[str, object],
+    now: Timestamp,
 ) -> SqlWrite:
     return SqlWrite(
         Statement.TASK_IDEMPOTENCY_INSERT,
@@ -122,8 +156,8 @@ def _ledger_row(
             "operation": operation,
             "subject": subject,
             "request_sha256": digest,
-            "response_json": encode_checked(response),
-            "created_at": now,
+            "response_json": stored_answer(answer),
+            "created_at": now.text,
         },
     )
 
@@ -138,27 +172,14 @@ def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) 
     )
 
 
-def task_summary(task: TaskRow) -> JsonObject:
-    """The fields every write response carries."""
-    return {
-        "task_id": task.task_id,
-        "status": task.status,
-        "revision": task.revision,
-        "attempt": task.attempt,
-        "max_attempts": task.max_attempts,
-        "claimed_by": task.claimed_by,
-        "lease_expires_at": task.lease_expires_at,
-    }
-
-
-def _passed(moment: str | None, now: str) -> bool:
-    """Whether `moment` is at or before `now` (a missing moment never passes)."""
+def _passed(moment: str | None, now: Timestamp) -> bool:
+    """Whether the stored `moment` is at or before `now` (a missing moment never passes)."""
     if moment is None:
         return False
-    return parse_timestamp(moment, field="stored timestamp") <= parse_timestamp(now)
+    return Timestamp.parse(moment, field="stored timestamp").epoch_ms <= now.epoch_ms
 
 
-def _check_lease(task: TaskRow, token: str, now: str) -> None:
+def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
     if task.lease_token_hash is None or task.lease_token_hash != lease_token_sha256(token):
         raise LedgerError(
             "LEASE_INVALID", f"the token does not hold the current lease of task {task.task_id!r}"
@@ -179,36 +200,35 @@ def create_digest(request: TaskCreateRequest) -> str:
 
 
 def decide_create(
-    request: TaskCreateRequest,
-    state: TaskState,
-    *,
-    now: str,
-    task_id: str,
-    idempotency_key: str,
-    tail: LogTail,
-) -> Replay | WritePlan:
-    """`task_id` is the request's, or one the shell generated; the key is bound to the request."""
-    digest = create_digest(request)
-    replay = replay_or_conflict(state.prior, digest)
+    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, task_id: str
+) -> Decision[CreateAnswer]:
+    """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
+    require_timestamp(now)
+    idempotency_key = request.idempotency_key
+    digest = create_digest(request.task)
+    replay = replay_or_conflict(state.prior, digest, CreateAnswer)
     if replay is not None:
         return replay
-    if request.task_id is not None and request.task_id != task_id:
+    if request.task.task_id is not None and request.task.task_id != task_id:
         raise LedgerError("FIELDS_INVALID", "task_id disagrees with the request's")
     if state.task is not None:
         raise LedgerError("TASK_ALREADY_EXISTS", f"task {task_id!r} exists already")
+    request_task = request.task
     task = TaskRow(
         task_id=task_id,
-        goal=request.goal,
-        instructions=request.instructions,
-        success_criteria_json=encode_checked(request.success_criteria),
-        required_capabilities_json=encode_checked(list[JsonValue](request.required_capabilities)),
-        constraints_json=encode_checked(request.constraints),
-        metadata_json=encode_checked(request.metadata),
-        deadline=request.deadline,
-        priority=request.priority,
-        max_attempts=request.max_attempts,
+        goal=request_task.goal,
+        instructions=request_task.instructions,
+        success_criteria_json=encode_checked(request_task.success_criteria),
+        required_capabilities_json=encode_checked(
+            list[JsonValue](request_task.required_capabilities)
+        ),
+        constraints_json=encode_checked(request_task.constraints),
+        metadata_json=encode_checked(request_task.metadata),
+        deadline=request_task.deadline,
+        priority=request_task.priority,
+        max_attempts=request_task.max_attempts,
         attempt=0,
-        status=next_task_status(ABSENT, "create"),
+        status=next_task_status(ABSENT, TaskOperation.CREATE),
         claimed_by=None,
         lease_token_hash=None,
         lease_expires_at=None,
@@ -217,23 +237,23 @@ def decide_create(
         result_idempotency_key=None,
         verification_json=None,
         revision=1,
-        created_at=now,
-        updated_at=now,
+        created_at=now.text,
+        updated_at=now.text,
     )
     insert = SqlWrite(Statement.TASKS_INSERT, task._asdict())
-    response = {**task_summary(task), "priority": task.priority}
+    answer: CreateAnswer = {**task_summary(task), "priority": task.priority, "idempotent": False}
     payload: JsonObject = {
         "priority": task.priority,
         "max_attempts": task.max_attempts,
-        "required_capabilities": list[JsonValue](request.required_capabilities),
+        "required_capabilities": list[JsonValue](request_task.required_capabilities),
         "deadline": task.deadline,
         "idempotency_key": idempotency_key,
     }
     return sealed_plan(
-        (insert, _ledger_row(idempotency_key, "create", task_id, digest, response, now)),
+        (insert, _ledger_row(idempotency_key, "create", task_id, digest, answer, now)),
         (_event(task, TASK_CREATED, payload, None),),
-        first_answer(response),
-        tail=tail,
+        answer,
+        tail=state.tail,
     )
 
 
@@ -241,9 +261,9 @@ def decide_create(
 # claim
 
 
-def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> LedgerError | None:
+def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) -> LedgerError | None:
     """Why `task` cannot be claimed by a claimer offering `capabilities` now, or None."""
-    if task.status != "QUEUED":
+    if task.status != TaskStatus.QUEUED:
         return LedgerError("INVALID_TRANSITION", f"a {task.status} task does not allow claim")
     if task.attempt >= task.max_attempts:
         return LedgerError(
@@ -261,7 +281,7 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: str) -> Ledge
 
 
 def first_claimable(
-    candidates: Iterable[TaskRow], capabilities: Sequence[str], now: str, count: int
+    candidates: Iterable[TaskRow], capabilities: Sequence[str], now: Timestamp, count: int
 ) -> list[TaskRow]:
     """The first `count` of `candidates` (in claim order) a claimer offering `capabilities`
     may take now. Candidates are taken one at a time and no more than needed, so that the
@@ -282,17 +302,18 @@ def claim_digest(request: ClaimRequest, lease_token: str) -> str:
 
 
 def decide_claim(
-    request: ClaimRequest, state: TaskState, *, now: str, lease_token: str, tail: LogTail
-) -> Replay | WritePlan | None:
+    state: TaskState, request: ClaimRequest, *, now: Timestamp, lease_token: str
+) -> Decision[ClaimAnswer] | None:
     """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
-    through); None: nothing.
+    through); None when there is nothing to claim (no plan, nothing recorded).
 
     The stored first answer never holds the token; a replay gives back the token the caller
     brought, which the request digest (over its sha256) proves to be the first one.
     """
+    require_timestamp(now)
     # Only an idempotent claim is bound to a request digest.
     digest = None if request.idempotency_key is None else claim_digest(request, lease_token)
-    replay = None if digest is None else replay_or_conflict(state.prior, digest)
+    replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
     if replay is not None:
         return Replay({**replay.response, "lease_token": lease_token})
     if state.task is None:
@@ -306,25 +327,27 @@ def decide_claim(
     claimed = _advance(
         task,
         now,
-        status=next_task_status(task.status, "claim"),
+        status=next_task_status(task.status, TaskOperation.CLAIM),
         attempt=task.attempt + 1,
         claimed_by=request.agent_id,
         lease_token_hash=lease_token_sha256(lease_token),
-        lease_expires_at=add_seconds(now, request.lease_seconds),
+        lease_expires_at=now.plus_seconds(request.lease_seconds).text,
     )
     envelope = task_envelope(task)
     runtime_input = None if envelope is None else envelope["runtime_input"]
-    response: JsonObject = {
+    answer: ClaimAnswer = {
         **task_summary(claimed),
         "goal": claimed.goal,
         "instructions": claimed.instructions,
         "success_criteria": claimed.success_criteria(),
         "constraints": claimed.constraints(),
-        "required_capabilities": list[JsonValue](claimed.required_capabilities()),
+        "required_capabilities": claimed.required_capabilities(),
         "deadline": claimed.deadline,
         "priority": claimed.priority,
         "envelope": envelope,
         "runtime_input": runtime_input,
+        "idempotent": False,
+        "lease_token": lease_token,
     }
     payload: JsonObject = {
         "attempt": claimed.attempt,
@@ -333,13 +356,13 @@ def decide_claim(
     writes = [_cas(task, claimed)]
     if request.idempotency_key is not None and digest is not None:
         writes.append(
-            _ledger_row(request.idempotency_key, "claim", task.task_id, digest, response, now)
+            _ledger_row(request.idempotency_key, "claim", task.task_id, digest, answer, now)
         )
     return sealed_plan(
         writes,
         (_event(claimed, TASK_CLAIMED, payload, request.agent_id),),
-        {**first_answer(response), "lease_token": lease_token},
-        tail=tail,
+        answer,
+        tail=state.tail,
     )
 
 
@@ -348,22 +371,24 @@ def decide_claim(
 
 
 def decide_heartbeat(
-    request: HeartbeatRequest, state: TaskState, *, now: str, tail: LogTail
-) -> WritePlan:
+    state: TaskState, request: HeartbeatRequest, *, now: Timestamp
+) -> Decision[HeartbeatAnswer]:
+    require_timestamp(now)
     task = _require(request.task_id, state.task)
     _check_lease(task, request.lease_token, now)
     beat = _advance(
         task,
         now,
-        status=next_task_status(task.status, "heartbeat"),
-        lease_expires_at=add_seconds(now, request.lease_seconds),
+        status=next_task_status(task.status, TaskOperation.HEARTBEAT),
+        lease_expires_at=now.plus_seconds(request.lease_seconds).text,
     )
     payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
+    answer: HeartbeatAnswer = {**task_summary(beat), "idempotent": False}
     return sealed_plan(
         (_cas(task, beat),),
         (_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
-        first_answer(task_summary(beat)),
-        tail=tail,
+        answer,
+        tail=state.tail,
     )
 
 
@@ -376,21 +401,21 @@ def submit_digest(request: SubmitRequest) -> str:
 
 
 def decide_submit(
-    request: SubmitRequest,
     state: TaskState,
+    request: SubmitRequest,
     *,
-    now: str,
+    now: Timestamp,
     contracts: Mapping[str, Mapping[str, object]],
-    tail: LogTail,
-) -> Replay | WritePlan:
+) -> Decision[SubmitAnswer]:
     """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`)."""
+    require_timestamp(now)
     digest = submit_digest(request)
-    replay = replay_or_conflict(state.prior, digest)
+    replay = replay_or_conflict(state.prior, digest, SubmitAnswer)
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
     _check_lease(task, request.lease_token, now)
-    status = next_task_status(task.status, "submit")
+    status = next_task_status(task.status, TaskOperation.SUBMIT)
     check_task_result(task, request.result, contracts)
     result_json = encode_checked(request.result)
     result_digest = sha256_of_canonical(result_json)  # sha256_hex, from the one encoding
@@ -402,18 +427,22 @@ def decide_submit(
         result_digest=result_digest,
         result_idempotency_key=request.idempotency_key,
     )
-    response: JsonObject = {**task_summary(submitted), "result_digest": result_digest}
+    answer: SubmitAnswer = {
+        **task_summary(submitted),
+        "result_digest": result_digest,
+        "idempotent": False,
+    }
     payload: JsonObject = {
         "attempt": submitted.attempt,
         "result_digest": result_digest,
         "idempotency_key": request.idempotency_key,
     }
-    ledger = _ledger_row(request.idempotency_key, "submit", task.task_id, digest, response, now)
+    ledger = _ledger_row(request.idempotency_key, "submit", task.task_id, digest, answer, now)
     return sealed_plan(
         (_cas(task, submitted), ledger),
         (_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by),),
-        first_answer(response),
-        tail=tail,
+        answer,
+        tail=state.tail,
     )
 
 
@@ -426,11 +455,12 @@ def verify_digest(request: VerifyRequest) -> str:
 
 
 def decide_verify(
-    request: VerifyRequest, state: TaskState, *, now: str, tail: LogTail
-) -> Replay | WritePlan:
+    state: TaskState, request: VerifyRequest, *, now: Timestamp
+) -> Decision[VerifyAnswer]:
     """SUCCEEDED; NEEDS_REWORK back to QUEUED (FAILED when attempts are used up); FAILED."""
+    require_timestamp(now)
     digest = verify_digest(request)
-    replay = replay_or_conflict(state.prior, digest)
+    replay = replay_or_conflict(state.prior, digest, VerifyAnswer)
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
@@ -451,19 +481,20 @@ def decide_verify(
         status=status,
         verification_json=encode_checked(verification),
     )
-    response: JsonObject = {
+    answer: VerifyAnswer = {
         **task_summary(verified),
         "decision": request.decision,
         "next_state": status,
         "result_digest": task.result_digest,
+        "idempotent": False,
     }
     payload: JsonObject = {"decision": request.decision, "next_state": status}
-    ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, response, now)
+    ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, answer, now)
     return sealed_plan(
         (_cas(task, verified), ledger),
         (_event(verified, TASK_VERIFIED, payload, None),),
-        first_answer(response),
-        tail=tail,
+        answer,
+        tail=state.tail,
     )
 
 
@@ -476,26 +507,31 @@ def cancel_digest(request: CancelRequest) -> str:
 
 
 def decide_cancel(
-    request: CancelRequest, state: TaskState, *, now: str, tail: LogTail
-) -> Replay | WritePlan:
+    state: TaskState, request: CancelRequest, *, now: Timestamp
+) -> Decision[CancelAnswer]:
+    require_timestamp(now)
     digest = cancel_digest(request)
-    replay = replay_or_conflict(state.prior, digest)
+    replay = replay_or_conflict(state.prior, digest, CancelAnswer)
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
     cancelled = _release(
         task,
         now,
-        status=next_task_status(task.status, "cancel"),
+        status=next_task_status(task.status, TaskOperation.CANCEL),
     )
-    response: JsonObject = {**task_summary(cancelled), "previous_status": task.status}
+    answer: CancelAnswer = {
+        **task_summary(cancelled),
+        "previous_status": task.status,
+        "idempotent": False,
+    }
     payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
-    ledger = _ledger_row(request.idempotency_key, "cancel", task.task_id, digest, response, now)
+    ledger = _ledger_row(request.idempotency_key, "cancel", task.task_id, digest, answer, now)
     return sealed_plan(
         (_cas(task, cancelled), ledger),
         (_event(cancelled, TASK_CANCELLED, payload, None),),
-        first_answer(response),
-        tail=tail,
+        answer,
+        tail=state.tail,
     )
 
 
@@ -503,14 +539,19 @@ def decide_cancel(
 # expire
 
 
-def decide_expire(tasks: Sequence[TaskRow], *, now: str, tail: LogTail) -> WritePlan | None:
-    """Every CLAIMED task whose lease has passed goes back to QUEUED (FAILED when used up);
-    `tail` holds the tip of each task's chain."""
+def decide_expire(
+    state: ExpiryState, request: ExpireRequest, *, now: Timestamp
+) -> WritePlan[ExpireAnswer] | None:
+    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
+    QUEUED (FAILED when used up); None when no lease has passed."""
+    require_timestamp(now)
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
-    expired: list[JsonValue] = []
-    for task in tasks:
-        if task.status != "CLAIMED" or not _passed(task.lease_expires_at, now):
+    expired: list[TaskSummary] = []
+    for task in state.tasks:
+        if len(writes) == request.limit:
+            break
+        if task.status != TaskStatus.CLAIMED or not _passed(task.lease_expires_at, now):
             continue
         attempts_left = task.attempt < task.max_attempts
         released = _release(
@@ -528,4 +569,5 @@ def decide_expire(tasks: Sequence[TaskRow], *, now: str, tail: LogTail) -> Write
         expired.append(task_summary(released))
     if not writes:
         return None
-    return sealed_plan(writes, events, {"expired": expired, "count": len(expired)}, tail=tail)
+    answer: ExpireAnswer = {"expired": expired, "count": len(expired)}
+    return sealed_plan(writes, events, answer, tail=state.tail)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import attrs
-from aios_ledger.core.kinds import Between, Identifier, OneOf
+from aios_ledger.core.kinds import Between, Identifier
 from aios_ledger.core.structuring import structure
-from aios_ledger.core.tasks.transitions import TASK_STATUSES
+from aios_ledger.core.tasks.transitions import TaskStatus
 
 MAX_LIST = 10_000
 DEFAULT_LIST = 100
@@ -32,7 +32,7 @@ class TaskReadRequest:
 class TaskListRequest:
     """Tasks of one status in claim order (every status: oldest first), at most `limit`."""
 
-    status: Annotated[str, OneOf(TASK_STATUSES)] | None = None
+    status: TaskStatus | None = None
     limit: Annotated[int, Between(1, MAX_LIST)] = DEFAULT_LIST
 
     @classmethod

@@ -20,10 +20,9 @@ from aios_ledger.core.kinds import (
     Identifier,
     JsonArrayValue,
     JsonObjectValue,
-    OneOf,
     Sha256Hex,
     Text,
-    Timestamp,
+    TimestampText,
     json_value_check,
 )
 from aios_ledger.core.structuring import (
@@ -35,7 +34,7 @@ from aios_ledger.core.structuring import (
     structure,
     unstructure,
 )
-from aios_ledger.core.tasks.transitions import VERIFY_DECISIONS
+from aios_ledger.core.tasks.transitions import VerifyDecision
 
 MAX_GOAL = 4096
 MAX_INSTRUCTIONS = 65536
@@ -46,6 +45,8 @@ MAX_PRIORITY = 1_000_000
 MAX_ATTEMPTS = 1000
 MAX_LEASE_SECONDS = 7 * 24 * 3600
 MAX_CLAIM_BATCH = 256
+MAX_EXPIRE_BATCH = 10_000
+DEFAULT_EXPIRE_BATCH = 200
 DEFAULT_PRIORITY = 0
 DEFAULT_MAX_ATTEMPTS = 3
 LEASE_TOKEN = re.compile(r"^[A-Za-z0-9._~+/=-]{16,256}$")
@@ -133,7 +134,7 @@ class TaskCreateRequest:
     )
     constraints: JsonObjectValue = attrs.field(factory=lambda: JsonObjectValue({}))
     metadata: TaskMetadata = attrs.field(factory=lambda: TaskMetadata({}))
-    deadline: Timestamp | None = None
+    deadline: TimestampText | None = None
     priority: Annotated[int, Between(-MAX_PRIORITY, MAX_PRIORITY)] = DEFAULT_PRIORITY
     max_attempts: Annotated[int, Between(1, MAX_ATTEMPTS)] = DEFAULT_MAX_ATTEMPTS
 
@@ -245,7 +246,7 @@ class SubmitRequest:
 @attrs.frozen
 class VerifyRequest:
     task_id: Identifier
-    decision: Annotated[str, OneOf(VERIFY_DECISIONS)]
+    decision: VerifyDecision
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     expected_result_digest: Sha256Hex | None = None
@@ -270,3 +271,14 @@ class CancelRequest:
 
     def public(self) -> JsonObject:
         return unstructure(self)
+
+
+@attrs.frozen
+class ExpireRequest:
+    """Expire the leases that have passed, at most `limit` of them in one transaction."""
+
+    limit: Annotated[int, Between(1, MAX_EXPIRE_BATCH)] = DEFAULT_EXPIRE_BATCH
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> ExpireRequest:
+        return structure(raw, cls, what="expire")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aios_ledger.core.tasks.transitions import TASK_STATUSES
+from aios_ledger.core.tasks.transitions import TaskStatus
 
 EXPIRING_WINDOW_SECONDS = 60
 
@@ -18,7 +18,7 @@ def status_report(
     *,
     now: str,
 ) -> dict[str, Any]:
-    by_status = dict.fromkeys(TASK_STATUSES, 0)
+    by_status = {status.value: 0 for status in TaskStatus}
     for row in counts:
         by_status[str(row["status"])] = int(row["tasks"])
     return {

@@ -3,57 +3,103 @@
 Every write to a task looks its transition up here; a pair that is not in the table is an
 `INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate operations
 (`rework` / `rework_exhausted`, `expire` / `expire_exhausted`), so the table stays a plain map.
-`ABSENT` is the pseudo-status of a task that does not exist yet.
+`ABSENT` is the pseudo-status of a task that does not exist yet. Statuses, operations and
+verification decisions are `StrEnum`s: rows, digests and JSON answers hold their plain text.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, Literal
 
 from aios_ledger.core.errors import LedgerError
 
-TASK_STATUSES = ("QUEUED", "CLAIMED", "SUBMITTED", "SUCCEEDED", "FAILED", "CANCELLED")
-ABSENT = "ABSENT"
 
-TASK_TRANSITIONS: Mapping[tuple[str, str], str] = {
-    (ABSENT, "create"): "QUEUED",
-    ("QUEUED", "claim"): "CLAIMED",
-    ("CLAIMED", "heartbeat"): "CLAIMED",
-    ("CLAIMED", "submit"): "SUBMITTED",
-    ("CLAIMED", "expire"): "QUEUED",
-    ("CLAIMED", "expire_exhausted"): "FAILED",
-    ("SUBMITTED", "verify_succeeded"): "SUCCEEDED",
-    ("SUBMITTED", "rework"): "QUEUED",
-    ("SUBMITTED", "rework_exhausted"): "FAILED",
-    ("SUBMITTED", "verify_failed"): "FAILED",
-    ("QUEUED", "cancel"): "CANCELLED",
-    ("CLAIMED", "cancel"): "CANCELLED",
-    ("SUBMITTED", "cancel"): "CANCELLED",
+class TaskStatus(enum.StrEnum):
+    QUEUED = "QUEUED"
+    CLAIMED = "CLAIMED"
+    SUBMITTED = "SUBMITTED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class TaskOperation(enum.StrEnum):
+    CREATE = "create"
+    CLAIM = "claim"
+    HEARTBEAT = "heartbeat"
+    SUBMIT = "submit"
+    EXPIRE = "expire"
+    EXPIRE_EXHAUSTED = "expire_exhausted"
+    VERIFY_SUCCEEDED = "verify_succeeded"
+    REWORK = "rework"
+    REWORK_EXHAUSTED = "rework_exhausted"
+    VERIFY_FAILED = "verify_failed"
+    CANCEL = "cancel"
+
+
+class VerifyDecision(enum.StrEnum):
+    """A verifier's judgement of a submitted result (NEEDS_REWORK depends on attempts left)."""
+
+    SUCCEEDED = "SUCCEEDED"
+    NEEDS_REWORK = "NEEDS_REWORK"
+    FAILED = "FAILED"
+
+
+ABSENT: Final = "ABSENT"
+
+_S, _O = TaskStatus, TaskOperation
+
+TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], TaskStatus] = (
+    MappingProxyType(
+        {
+            (ABSENT, _O.CREATE): _S.QUEUED,
+            (_S.QUEUED, _O.CLAIM): _S.CLAIMED,
+            (_S.CLAIMED, _O.HEARTBEAT): _S.CLAIMED,
+            (_S.CLAIMED, _O.SUBMIT): _S.SUBMITTED,
+            (_S.CLAIMED, _O.EXPIRE): _S.QUEUED,
+            (_S.CLAIMED, _O.EXPIRE_EXHAUSTED): _S.FAILED,
+            (_S.SUBMITTED, _O.VERIFY_SUCCEEDED): _S.SUCCEEDED,
+            (_S.SUBMITTED, _O.REWORK): _S.QUEUED,
+            (_S.SUBMITTED, _O.REWORK_EXHAUSTED): _S.FAILED,
+            (_S.SUBMITTED, _O.VERIFY_FAILED): _S.FAILED,
+            (_S.QUEUED, _O.CANCEL): _S.CANCELLED,
+            (_S.CLAIMED, _O.CANCEL): _S.CANCELLED,
+            (_S.SUBMITTED, _O.CANCEL): _S.CANCELLED,
+        }
+    )
+)
+
+# A status with no way out of it.
+TERMINAL_STATUSES = frozenset(
+    status for status in TaskStatus if not any(source == status for source, _ in TASK_TRANSITIONS)
+)
+
+# The same table keyed by plain text: a row's status is the text it was stored as (a StrEnum
+# member hashes and compares as its text, so this finds the same entries).
+_NEXT: Mapping[tuple[str, str], TaskStatus] = {
+    key: value for key, value in TASK_TRANSITIONS.items()
 }
 
-TASK_OPERATIONS = tuple(sorted({operation for _, operation in TASK_TRANSITIONS}))
 
-# Which verification decision maps to which operation (NEEDS_REWORK depends on attempts left).
-VERIFY_DECISIONS = ("SUCCEEDED", "NEEDS_REWORK", "FAILED")
-
-
-def next_task_status(status: str, operation: str) -> str:
-    """The status after `operation`, or `INVALID_TRANSITION`."""
-    try:
-        return TASK_TRANSITIONS[(status, operation)]
-    except KeyError:
-        raise LedgerError(
-            "INVALID_TRANSITION", f"a {status} task does not allow {operation}"
-        ) from None
+def next_task_status(status: str, operation: TaskOperation) -> TaskStatus:
+    """The status after `operation` on a task of `status` (as its row holds it), or
+    `INVALID_TRANSITION`."""
+    following = _NEXT.get((status, operation))
+    if following is None:
+        raise LedgerError("INVALID_TRANSITION", f"a {status} task does not allow {operation}")
+    return following
 
 
-def verify_operation(decision: str, *, attempts_left: bool) -> str:
-    if decision == "SUCCEEDED":
-        return "verify_succeeded"
-    if decision == "FAILED":
-        return "verify_failed"
-    return "rework" if attempts_left else "rework_exhausted"
+def verify_operation(decision: VerifyDecision, *, attempts_left: bool) -> TaskOperation:
+    if decision == VerifyDecision.SUCCEEDED:
+        return TaskOperation.VERIFY_SUCCEEDED
+    if decision == VerifyDecision.FAILED:
+        return TaskOperation.VERIFY_FAILED
+    return TaskOperation.REWORK if attempts_left else TaskOperation.REWORK_EXHAUSTED
 
 
-def expire_operation(*, attempts_left: bool) -> str:
-    return "expire" if attempts_left else "expire_exhausted"
+def expire_operation(*, attempts_left: bool) -> TaskOperation:
+    return TaskOperation.EXPIRE if attempts_left else TaskOperation.EXPIRE_EXHAUSTED

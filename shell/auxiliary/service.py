@@ -31,6 +31,7 @@ import apsw
 import attrs
 from aios_ledger.core import (
     LEDGER_CHAIN,
+    AuxiliaryRowState,
     AuxiliaryRunError,
     AuxiliaryRunListRequest,
     AuxiliaryRunOutput,
@@ -38,19 +39,24 @@ from aios_ledger.core import (
     AuxiliaryRunSnapshot,
     AuxiliaryRunSpec,
     AuxiliaryRunState,
+    AuxiliaryStopRequest,
+    AuxiliaryTransitionRequest,
     EvidenceSnapshot,
     LedgerError,
+    RecoverInterruptedRequest,
+    SpawnAnswer,
+    Timestamp,
+    UnfinishedRunsState,
     check_output,
     check_spawn,
     decide_recover_interrupted,
     decide_spawn,
     decide_stop,
     decide_transition,
-    failure_of,
-    loads_document,
-    state_after,
-    unstructure,
 )
+from aios_ledger.core.auxiliary.records import failure_of, state_after
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.structuring import unstructure
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
@@ -269,13 +275,18 @@ class AuxiliaryRunService:
 
     # --- life cycle ---------------------------------------------------------------------------
 
+    def _now(self) -> Timestamp:
+        return Timestamp.from_epoch_ms(self._clock_ms())
+
     def _recover(self) -> tuple[str, ...]:
         def write(conn: apsw.Connection) -> list[str]:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            rows = _read_rows(conn, "unfinished_auxiliary_runs", None)
+            rows = tuple(_read_rows(conn, "unfinished_auxiliary_runs", None))
             dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
             plan = decide_recover_interrupted(
-                rows, dead_owners=dead, now_ms=self._clock_ms(), tail=plans.tail(LEDGER_CHAIN)
+                UnfinishedRunsState(rows, plans.tail(LEDGER_CHAIN)),
+                RecoverInterruptedRequest(dead_owners=dead),
+                now=self._now(),
             )
             response = plans.apply(plan)
             recovered = response["recovered"]
@@ -319,21 +330,15 @@ class AuxiliaryRunService:
             raise AuxiliaryRunError.invalid_field("parent", "must be a CancellationToken or None")
         checked = check_spawn(spec, evidence)
         aux_id = checked.spec.id
-        now_ms = self._clock_ms()
+        now = self._now()
 
-        def write(conn: apsw.Connection) -> dict[str, object]:
+        def write(conn: apsw.Connection) -> SpawnAnswer:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            decision = decide_spawn(
-                _read_row(conn, aux_id),
-                checked,
-                owner=self.owner,
-                now_ms=now_ms,
-                tail=plans.tail(LEDGER_CHAIN),
-            )
-            return plans.apply(decision)
+            state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
+            return plans.apply(decide_spawn(state, checked, now=now, owner=self.owner))
 
         answer = self._db.write(write)
-        if answer.get("idempotent") is True:
+        if answer.get("idempotent", False):
             return AuxiliaryRunHandle(self, aux_id)
         token = parent.child() if parent is not None else CancellationToken()
         entry = _Entry(aux_id, token)
@@ -368,20 +373,13 @@ class AuxiliaryRunService:
     ) -> AuxiliaryRunRow:
         """Apply one transition; the answer is the row as the plan wrote it, so that settling
         the run needs no read of its own."""
-        now_ms = self._clock_ms()
+        request = AuxiliaryTransitionRequest(aux_id, target, output=output, error=error)
+        now = self._now()
 
         def write(conn: apsw.Connection) -> AuxiliaryRunRow:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            decision = decide_transition(
-                _read_row(conn, aux_id),
-                target,
-                now_ms=now_ms,
-                tail=plans.tail(LEDGER_CHAIN),
-                output=output,
-                error=error,
-                aux_id=aux_id,
-            )
-            return AuxiliaryRunRow.from_row(plans.apply(decision))
+            state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
+            return plans.apply(decide_transition(state, request, now=now))
 
         return self._db.write(write)
 
@@ -418,17 +416,15 @@ class AuxiliaryRunService:
 
     def _end_as_cancelled(self, aux_id: str) -> None:
         """Record CANCELLED, unless the run has ended already (in one write transaction)."""
-        now_ms = self._clock_ms()
+        stop = AuxiliaryStopRequest(
+            aux_id, AuxiliaryRunError("CANCELLED", "the service stopped the run")
+        )
+        now = self._now()
 
         def write(conn: apsw.Connection) -> None:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            decision = decide_stop(
-                _read_row(conn, aux_id),
-                now_ms=now_ms,
-                error=AuxiliaryRunError("CANCELLED", "the service stopped the run"),
-                tail=plans.tail(LEDGER_CHAIN),
-                aux_id=aux_id,
-            )
+            state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
+            decision = decide_stop(state, stop, now=now)
             if decision is not None:
                 plans.apply(decision)
 

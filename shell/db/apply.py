@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import apsw
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
 from aios_ledger.shell.db.run import execute
 from aios_ledger.shell.log.tail import read_chain_tips, read_next_event_id
 
+R = TypeVar("R")
+
 
 def apply_decision(
     conn: apsw.Connection,
-    decision: WritePlan | Replay,
+    decision: WritePlan[R] | Replay[R],
     *,
     error: type[LedgerError] = LedgerError,
-) -> dict[str, object]:
+) -> R:
     """Execute a plan's statements in order inside the caller's `BEGIN IMMEDIATE`; a guarded
     write that changes any other number of rows than one is a REVISION_CONFLICT (the caller's
-    transaction then rolls back). A replay writes nothing."""
+    transaction then rolls back). A replay writes nothing. The answer is the decision's."""
     if isinstance(decision, Replay):
-        return dict(decision.response)
+        return decision.response
     for write in decision.statements():
         changed = execute(conn, write.statement, write.params)
         if write.statement.guarded and changed != 1:
@@ -26,7 +30,7 @@ def apply_decision(
                 "REVISION_CONFLICT",
                 f"{write.statement} changed {changed} rows: the row moved on since it was read",
             )
-    return dict(decision.response)
+    return decision.response
 
 
 class PlanExecutor:
@@ -50,7 +54,7 @@ class PlanExecutor:
             self._tips.update(read_chain_tips(self.conn, missing))
         return LogTail(self._next_event_id, {chain: self._tips[chain] for chain in chains})
 
-    def apply(self, decision: WritePlan | Replay) -> dict[str, object]:
+    def apply(self, decision: WritePlan[R] | Replay[R]) -> R:
         answer = apply_decision(self.conn, decision, error=self._error)
         if isinstance(decision, WritePlan) and decision.tail is not None:
             self._next_event_id = decision.tail.next_event_id

@@ -13,14 +13,14 @@ from typing import Any, Protocol, TypeVar
 
 import apsw
 import attrs
-from aios_ledger.core import (
+from aios_ledger.core.migrations import (
     CatalogueView,
     Migration,
     MigrationPlan,
     parse_migration,
     plan_migrations,
+    refuse_unless_current,
 )
-from aios_ledger.core.migrations import refuse_unless_current
 from aios_ledger.shell.db.run import execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files
 from aios_ledger.shell.log.adoption import seal_unsealed_events

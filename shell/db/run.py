@@ -12,7 +12,8 @@ from collections.abc import Generator, Mapping
 from typing import Any, TypeVar
 
 import apsw
-from aios_ledger.core import LedgerError, record_columns
+from aios_ledger.core import LedgerError
+from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.statements import statement_texts
 
 R = TypeVar("R")

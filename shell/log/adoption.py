@@ -4,7 +4,14 @@ the core seals them, the plan applied like any other."""
 from __future__ import annotations
 
 import apsw
-from aios_ledger.core import EventRow, chain_of, decide_adoption_seals
+from aios_ledger.core import (
+    AdoptionSealRequest,
+    AdoptionState,
+    EventRow,
+    chain_of,
+    decide_adoption_seals,
+)
+from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.run import stream_records
 from aios_ledger.shell.log.tail import read_log_tail
@@ -12,7 +19,9 @@ from aios_ledger.shell.log.tail import read_log_tail
 
 def seal_unsealed_events(conn: apsw.Connection) -> int:
     """Seal, in event order, every event that has no seal yet (the older runtime's, at adoption)."""
-    unsealed = list(stream_records(conn, "unsealed_events", None, EventRow))
+    unsealed = tuple(stream_records(conn, "unsealed_events", None, EventRow))
     tail = read_log_tail(conn, dict.fromkeys(chain_of(event.task_id) for event in unsealed))
-    apply_decision(conn, decide_adoption_seals(unsealed, tail=tail))
+    state = AdoptionState(unsealed=unsealed, tail=tail)
+    now = read_clock(system_clock)
+    apply_decision(conn, decide_adoption_seals(state, AdoptionSealRequest(), now=now))
     return len(unsealed)

@@ -9,30 +9,16 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 import apsw
-from aios_ledger.core import (
-    EXPORT_INVALID,
-    ChainTips,
-    EventRow,
-    Finding,
-    LedgerError,
-    LedgerHead,
-    LogVerifier,
-    SealRow,
-    VerificationReport,
+from aios_ledger.core import EventRow, LedgerError, SealRow, VerificationReport, verify_export_lines
+from aios_ledger.core.log.export import (
+    MAX_LINE_BYTES,
     export_header,
     export_line,
     export_trailer,
-    head_of_rows,
-    is_trailer,
-    loads_document,
-    parse_export_event,
-    parse_export_header,
-    parse_export_trailer,
 )
+from aios_ledger.core.log.verification import head_of_rows
 from aios_ledger.shell.db.connection import Database, Row, fetch_value
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
-
-MAX_LINE_BYTES = 8 * 1024 * 1024
 
 
 def _json_line(value: dict[str, Any]) -> str:
@@ -109,38 +95,7 @@ def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
         if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
             # /dev/zero, /dev/urandom, a terminal: no end, or no file.
             raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
-        lines = _bounded_lines(handle)
-        first = next(lines, b"")
-        header = parse_export_header(_parse_line(first, 1) if first else None)
-        verifier = LogVerifier(dense_ids=header.scope == "all")
-        tips = ChainTips()
-        trailer_seen = False
-        last_id = 0
-        for number, raw_line in enumerate(lines, start=2):
-            try:
-                value = _parse_line(raw_line, number)
-                if trailer_seen:
-                    raise LedgerError("EXPORT_INVALID", "a line after the trailer")
-                if is_trailer(value):
-                    trailer_seen = True
-                    _check_trailer(verifier, parse_export_trailer(value))
-                    continue
-                event, seal = parse_export_event(value)
-                if event.event_id <= last_id:
-                    raise LedgerError("EXPORT_INVALID", f"event {event.event_id} out of order")
-                if header.task_id is not None and event.task_id != header.task_id:
-                    raise LedgerError(
-                        "EXPORT_INVALID", f"event {event.event_id} is not of the exported task"
-                    )
-            except LedgerError as refused:
-                verifier.note(Finding(EXPORT_INVALID, None, f"line {number}: {refused.detail}"))
-                continue
-            last_id = event.event_id
-            verifier.feed(event.event_id, event, seal, tips.predecessor(seal))
-            tips.advance(seal)
-        if not trailer_seen:
-            verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))
-    return verifier.finish()
+        return verify_export_lines(_bounded_lines(handle))
 
 
 def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
@@ -156,21 +111,3 @@ def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
                 if not rest or rest.endswith(b"\n"):
                     break
         yield line
-
-
-def _parse_line(raw: bytes, number: int) -> object:
-    if len(raw) > MAX_LINE_BYTES:
-        raise LedgerError("EXPORT_INVALID", f"line {number} is over {MAX_LINE_BYTES} bytes")
-    return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
-
-
-def _check_trailer(verifier: LogVerifier, trailer: LedgerHead) -> None:
-    if verifier.head() != trailer:
-        verifier.note(
-            Finding(
-                EXPORT_INVALID,
-                None,
-                f"the trailer says {trailer.events} events up to {trailer.last_event_id} with "
-                f"digest {trailer.digest}; the lines give {verifier.head().public()}",
-            )
-        )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import apsw
-from aios_ledger.core import ChainTip, LogTail, empty_chain_tip
+from aios_ledger.core import ChainTip, LogTail
+from aios_ledger.core.log.seals import empty_chain_tip
 from aios_ledger.shell.db.run import fetch_record, fetch_value
 
 

@@ -20,8 +20,8 @@ from aios_ledger.core import (
     LogVerifier,
     SealRow,
     VerificationReport,
-    head_of_rows,
 )
+from aios_ledger.core.log.verification import head_of_rows
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.statements import sql
 

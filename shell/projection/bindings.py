@@ -8,14 +8,16 @@ from typing import Any
 import apsw
 from aios_ledger.core import (
     LEDGER_CHAIN,
+    BindingAnswer,
     BindingRow,
+    BindingState,
     GovernedExecutionBinding,
     JsonObject,
     LedgerError,
     decide_register_binding,
-    envelope_from_binding,
 )
-from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.core.projection.bindings import envelope_from_binding
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record
 
@@ -24,14 +26,14 @@ def _binding_row(conn: apsw.Connection, task_id: str, job_id: str) -> BindingRow
     return fetch_record(conn, "get_binding", {"task_id": task_id, "job_id": job_id}, BindingRow)
 
 
-def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) -> dict[str, Any]:
+def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) -> BindingAnswer:
     binding = GovernedExecutionBinding.from_mapping(raw)
 
-    def write(conn: apsw.Connection) -> dict[str, Any]:
+    def write(conn: apsw.Connection) -> BindingAnswer:
         plans = PlanExecutor(conn)
         prior = _binding_row(conn, binding.task_id, binding.job_id)
-        tail = plans.tail(LEDGER_CHAIN)
-        return plans.apply(decide_register_binding(binding, prior, now=now_text(clock), tail=tail))
+        state = BindingState(prior=prior, tail=plans.tail(LEDGER_CHAIN))
+        return plans.apply(decide_register_binding(state, binding, now=read_clock(clock)))
 
     return db.write(write)
 

@@ -8,24 +8,28 @@ from typing import Any
 
 import apsw
 from aios_ledger.core import (
+    Decision,
     EventRow,
     IdempotencyRow,
     InitialExecutionProjectionError,
     InitialExecutionProjectionRequest,
     LedgerError,
+    LogTail,
+    ProjectionAnswer,
+    ProjectionCommand,
     ProjectionState,
     Replay,
     SourceCaptureProjectionRecoveryRequest,
     TaskRow,
-    WritePlan,
     chain_of,
     decide_projection,
     prepare_projection,
 )
-from aios_ledger.shell.clock import Clock, configured_authorization, now_text, system_clock
+from aios_ledger.shell.clock import Clock, configured_authorization, read_clock, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.log.tail import read_log_tail
 
 Resolver = Callable[[str, str, str, str, Any], Any]
 ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest
@@ -59,13 +63,17 @@ class InitialExecutionProjectionStore:
     def close(self) -> None:
         self._db.close()
 
-    def project(self, task_id: str, request: InitialExecutionProjectionRequest) -> dict[str, Any]:
-        return self._run(task_id, request, InitialExecutionProjectionRequest)
+    def project(self, task_id: str, request: InitialExecutionProjectionRequest) -> ProjectionAnswer:
+        answer: ProjectionAnswer = self._run(task_id, request, InitialExecutionProjectionRequest)
+        return answer
 
     def project_from_source_capture(
         self, task_id: str, request: SourceCaptureProjectionRecoveryRequest
-    ) -> dict[str, Any]:
-        return self._run(task_id, request, SourceCaptureProjectionRecoveryRequest)
+    ) -> ProjectionAnswer:
+        answer: ProjectionAnswer = self._run(
+            task_id, request, SourceCaptureProjectionRecoveryRequest
+        )
+        return answer
 
     def preview(self, task_id: str, request: ProjectionRequest) -> dict[str, Any]:
         """What `project` (or, for a recovery request, `project_from_source_capture`) would
@@ -74,7 +82,8 @@ class InitialExecutionProjectionStore:
         kind = type(request) if isinstance(request, tuple(_LEDGER_LOOKUP)) else None
         if kind is None:
             raise InitialExecutionProjectionError("FIELDS_INVALID", "request must be a projection")
-        return self._run(task_id, request, kind, preview=True)
+        previewed: dict[str, Any] = self._run(task_id, request, kind, preview=True)
+        return previewed
 
     def _run(
         self,
@@ -83,7 +92,7 @@ class InitialExecutionProjectionStore:
         kind: type[ProjectionRequest],
         *,
         preview: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Any:
         if not isinstance(task_id, str) or not task_id:
             raise InitialExecutionProjectionError("FIELDS_INVALID", "task_id must be a string")
         if not isinstance(request, kind):
@@ -92,8 +101,9 @@ class InitialExecutionProjectionStore:
             )
         authorization = configured_authorization()
         lookup = _LEDGER_LOOKUP[kind]
+        command = ProjectionCommand(task_id=task_id, request=request)
 
-        def read_state(conn: apsw.Connection) -> ProjectionState:
+        def read_state(conn: apsw.Connection, tail: LogTail) -> ProjectionState:
             task = fetch_one(conn, "get_task", {"task_id": task_id})
             prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
             events = fetch_all(conn, "events_for_task", {"task_id": task_id})
@@ -101,13 +111,16 @@ class InitialExecutionProjectionStore:
                 task=None if task is None else TaskRow.from_row(task),
                 events=tuple(EventRow.from_row(event) for event in events),
                 prior=None if prior is None else IdempotencyRow.from_row(prior),
+                tail=tail,
             )
 
-        seen = _projection_errors(lambda: self._db.read(read_state))
-        prepared = prepare_projection(task_id, request, seen, authorization_id=authorization)
+        def read(conn: apsw.Connection) -> ProjectionState:
+            return read_state(conn, read_log_tail(conn, [chain_of(task_id)]))
+
+        seen = _projection_errors(lambda: self._db.read(read))
+        prepared = prepare_projection(seen, command, authorization_id=authorization)
         if isinstance(prepared, Replay):
-            first = dict(prepared.response)
-            return {"preview": True, "replay": first} if preview else first
+            return {"preview": True, "replay": prepared.response} if preview else prepared.response
         envelope = self._resolver(
             prepared.task_id,
             prepared.job_id,
@@ -117,25 +130,23 @@ class InitialExecutionProjectionStore:
         )
         contract = result_contract(SOURCE_CAPTURE_RESULT)
 
-        def decide(conn: apsw.Connection, plans: PlanExecutor) -> Replay | WritePlan:
+        def decide(conn: apsw.Connection, plans: PlanExecutor) -> Decision[ProjectionAnswer]:
             return decide_projection(
-                task_id,
-                request,
-                read_state(conn),
+                read_state(conn, plans.tail(chain_of(task_id))),
+                command,
+                now=read_clock(self._clock),
                 envelope=envelope,
                 authorization_id=authorization,
                 source_capture_contract=contract,
-                now=now_text(self._clock),
-                tail=plans.tail(chain_of(task_id)),
             )
 
-        def write(conn: apsw.Connection) -> dict[str, Any]:
+        def write(conn: apsw.Connection) -> ProjectionAnswer:
             plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
             return plans.apply(decide(conn, plans))
 
         if preview:
             return self._preview(envelope, lambda conn: decide(conn, PlanExecutor(conn)))
-        answer: dict[str, Any] = _projection_errors(lambda: self._db.write(write))
+        answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
         return answer
 
     def _preview(

@@ -12,18 +12,22 @@ from aios_ledger.core import (
     EvidenceReadRequest,
     EvidenceSnapshot,
     LedgerError,
+    RunAnswer,
     RunCreateRequest,
+    RunCreateState,
+    RunEventAnswer,
     RunEventAppendRequest,
     RunEventRow,
     RunEventsRequest,
     RunReadRequest,
     RunRow,
+    RunState,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
 )
 from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
-from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor, apply_decision
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 
@@ -77,13 +81,14 @@ class RunStore:
                 "run_id": new_run_id() if run_id is None else run_id,
             }
         )
-        now = now_text(self._clock)
+        now = read_clock(self._clock)
 
         def write(conn: apsw.Connection) -> RunRow:
             plans = PlanExecutor(conn)
-            existing = _get_run(conn, request.run_id)
-            decision = decide_create_run(existing, request, now=now, tail=plans.tail(LEDGER_CHAIN))
-            return RunRow.from_row(plans.apply(decision))
+            state = RunCreateState(_get_run(conn, request.run_id), plans.tail(LEDGER_CHAIN))
+            decision = decide_create_run(state, request, now=now)
+            answer: RunAnswer = plans.apply(decision)
+            return RunRow.from_row(answer)
 
         return self.database.write(write)
 
@@ -92,12 +97,13 @@ class RunStore:
         request = RunEventAppendRequest.from_mapping(
             {"run_id": run_id, "kind": kind, "payload": payload}
         )
-        now = now_text(self._clock)
+        now = read_clock(self._clock)
 
         def write(conn: apsw.Connection) -> RunEventRow:
-            run = _get_run(conn, request.run_id)
-            decision = decide_append_run_event(run, request, now=now)
-            return RunEventRow.from_row(apply_decision(conn, decision))
+            state = RunState(_get_run(conn, request.run_id))
+            decision = decide_append_run_event(state, request, now=now)
+            row: RunEventAnswer = apply_decision(conn, decision)
+            return RunEventRow.from_row(row)
 
         return self.database.write(write)
 

@@ -16,8 +16,8 @@ from aios_ledger.core import (
     SubmitRequest,
     TaskCreateCommand,
     VerifyRequest,
-    each_item,
 )
+from aios_ledger.core.batches import each_item
 from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell.cli_support import emit, json_flag, read_json_argument, task_ledger

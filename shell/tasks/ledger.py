@@ -19,18 +19,32 @@ from typing import Any
 import apsw
 from aios_ledger.core import (
     RESULT_CONTRACTS,
+    CancelAnswer,
     CancelRequest,
+    ClaimAnswer,
     ClaimBatchRequest,
     ClaimRequest,
+    CreateAnswer,
+    EventRow,
+    EventView,
+    ExpireAnswer,
+    ExpireRequest,
+    ExpiryState,
+    HeartbeatAnswer,
     HeartbeatRequest,
     IdempotencyRow,
     LedgerError,
+    SubmitAnswer,
     SubmitRequest,
     TaskCreateCommand,
     TaskListRequest,
     TaskReadRequest,
     TaskRow,
     TaskState,
+    TaskSummary,
+    TaskView,
+    Timestamp,
+    VerifyAnswer,
     VerifyRequest,
     chain_of,
     decide_cancel,
@@ -40,25 +54,22 @@ from aios_ledger.core import (
     decide_heartbeat,
     decide_submit,
     decide_verify,
-    each_item,
     first_claimable,
-    loads_document,
-    structure_batch,
 )
-from aios_ledger.shell.clock import Clock, now_text, system_clock
+from aios_ledger.core.batches import each_item, structure_batch
+from aios_ledger.core.tasks.answers import event_view, task_view
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
     Row,
     fetch_all,
-    fetch_one,
     fetch_record,
     stream_records,
 )
 
 CLAIM_BATCH = 32
-EXPIRE_BATCH = 200
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
 
@@ -69,22 +80,6 @@ def new_task_id() -> str:
 
 def new_lease_token() -> str:
     return secrets.token_urlsafe(LEASE_TOKEN_BYTES)
-
-
-def task_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A task or event row with each `*_json` column parsed under its name without the suffix
-    (`result_json` -> `result`; NULL stays None; text that does not parse is kept as text)."""
-    view: dict[str, Any] = {}
-    for column, value in row.items():
-        if not column.endswith("_json"):
-            view[column] = value
-            continue
-        name = column.removesuffix("_json")
-        try:
-            view[name] = loads_document(value, what=column) if isinstance(value, str) else value
-        except LedgerError:
-            view[name] = value
-    return view
 
 
 _CreateEntry = tuple[TaskCreateCommand, str]  # the command and the task id it creates
@@ -103,13 +98,13 @@ def _prior(conn: apsw.Connection, key: str | None) -> IdempotencyRow | None:
 class TaskLedger:
     """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
 
-    `clock` returns an aware UTC datetime (default: the system clock); timestamps are stored
-    with whole seconds. `synchronous` is the SQLite synchronous level of the connection, FULL
-    (the default: a commit is on disk when the call returns) or NORMAL (in WAL mode, a power
-    cut may lose the last commits, never corrupt the file). `vfs` names a registered apsw VFS
-    to open the database through (the fault-injection tests use one; the default is SQLite's).
-    `migrate`: as for `Database` (False leaves the schema to the DBA and refuses a database that
-    is behind with `SCHEMA_TOO_OLD`).
+    `clock` returns an aware datetime (default: the system clock), read as a `Timestamp`;
+    timestamps are stored with whole seconds. `synchronous` is the SQLite synchronous level of
+    the connection, FULL (the default: a commit is on disk when the call returns) or NORMAL (in
+    WAL mode, a power cut may lose the last commits, never corrupt the file). `vfs` names a
+    registered apsw VFS to open the database through (the fault-injection tests use one; the
+    default is SQLite's). `migrate`: as for `Database` (False leaves the schema to the DBA and
+    refuses a database that is behind with `SCHEMA_TOO_OLD`).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
@@ -146,12 +141,12 @@ class TaskLedger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _now(self) -> str:
-        return now_text(self._clock)
+    def _now(self) -> Timestamp:
+        return read_clock(self._clock)
 
     # -- writes ---------------------------------------------------------------------------
 
-    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> dict[str, Any]:
+    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
         """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
         command = TaskCreateCommand.from_mapping(
             {"task": mapping, "idempotency_key": idempotency_key}
@@ -160,7 +155,7 @@ class TaskLedger:
         now = self._now()
         return self._db.write(lambda conn: _create_step(PlanExecutor(conn), entry, now))
 
-    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[dict[str, Any]]:
+    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
         """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
         all of them are written (or replayed) or, when one is refused, none: the error is that
         item's, its detail starts with `item N:`."""
@@ -170,7 +165,7 @@ class TaskLedger:
         prepared = [_with_task_id(command) for command in commands]
         now = self._now()
 
-        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+        def write(conn: apsw.Connection) -> list[CreateAnswer]:
             plans = PlanExecutor(conn)
             return each_item(prepared, lambda entry: _create_step(plans, entry, now))
 
@@ -185,7 +180,7 @@ class TaskLedger:
         task_id: str | None = None,
         idempotency_key: str | None = None,
         lease_token: str | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> ClaimAnswer | None:
         """Take the next eligible task (or `task_id`) under a lease (`TASK_CLAIMED`); None when
         there is nothing this claimer may take. Order: larger priority, older, smaller id;
         eligible: QUEUED, every required capability offered, deadline not passed, attempts
@@ -206,27 +201,22 @@ class TaskLedger:
         )
         token = request.lease_token or new_lease_token()
 
-        def write(conn: apsw.Connection) -> dict[str, Any] | None:
+        def write(conn: apsw.Connection) -> ClaimAnswer | None:
             now = self._now()
             prior = _prior(conn, request.idempotency_key)
             task = None
             if prior is None:
                 task = self._claim_target(conn, request, now)
             plans = PlanExecutor(conn)
-            decision = decide_claim(
-                request,
-                TaskState(task=task, prior=prior),
-                now=now,
-                lease_token=token,
-                tail=plans.tail(*_chains(task)),
-            )
+            state = TaskState(task=task, tail=plans.tail(*_chains(task)), prior=prior)
+            decision = decide_claim(state, request, now=now, lease_token=token)
             return None if decision is None else plans.apply(decision)
 
         return self._db.write(write)
 
     def claim_many(
         self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[ClaimAnswer]:
         """Take up to `limit` (1 to MAX_CLAIM_BATCH) eligible tasks in one transaction, in claim
         order, each under its own lease with its own `TASK_CLAIMED` event: what `claim` would
         answer, `limit` times over, for a worker with that many free slots. An empty list when
@@ -243,18 +233,13 @@ class TaskLedger:
         )
         request = batch.claim()
 
-        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+        def write(conn: apsw.Connection) -> list[ClaimAnswer]:
             now = self._now()
             plans = PlanExecutor(conn)
             answers = []
             for task in _claimable(conn, request, now, batch.limit):
-                decision = decide_claim(
-                    request,
-                    TaskState(task=task),
-                    now=now,
-                    lease_token=new_lease_token(),
-                    tail=plans.tail(chain_of(task.task_id)),
-                )
+                state = TaskState(task=task, tail=plans.tail(chain_of(task.task_id)))
+                decision = decide_claim(state, request, now=now, lease_token=new_lease_token())
                 assert decision is not None  # a task was given
                 answers.append(plans.apply(decision))
             return answers
@@ -262,29 +247,31 @@ class TaskLedger:
         return self._db.write(write)
 
     @staticmethod
-    def _claim_target(conn: apsw.Connection, request: ClaimRequest, now: str) -> TaskRow | None:
+    def _claim_target(
+        conn: apsw.Connection, request: ClaimRequest, now: Timestamp
+    ) -> TaskRow | None:
         if request.task_id is not None:
             return _task(conn, request.task_id)
         chosen = _claimable(conn, request, now, 1)
         return chosen[0] if chosen else None
 
-    def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> dict[str, Any]:
+    def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> HeartbeatAnswer:
         """Extend the lease (`TASK_HEARTBEAT`): `lease_expires_at` becomes now + lease_seconds."""
         request = HeartbeatRequest.from_mapping(
             {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
         )
 
-        def write(conn: apsw.Connection) -> dict[str, Any]:
+        def write(conn: apsw.Connection) -> HeartbeatAnswer:
             plans = PlanExecutor(conn)
-            state = TaskState(task=_task(conn, request.task_id))
-            tail = plans.tail(chain_of(request.task_id))
-            return plans.apply(decide_heartbeat(request, state, now=self._now(), tail=tail))
+            task = _task(conn, request.task_id)
+            state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
+            return plans.apply(decide_heartbeat(state, request, now=self._now()))
 
         return self._db.write(write)
 
     def submit_result(
         self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
-    ) -> dict[str, Any]:
+    ) -> SubmitAnswer:
         """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released."""
         request = SubmitRequest.from_mapping(
             {
@@ -296,13 +283,13 @@ class TaskLedger:
         )
         return self._db.write(lambda conn: _submit_step(PlanExecutor(conn), request, self._now()))
 
-    def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, in order; each item is
         {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
         requests = structure_batch(_listed(items), SubmitRequest.from_mapping)
 
-        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+        def write(conn: apsw.Connection) -> list[SubmitAnswer]:
             now, plans = self._now(), PlanExecutor(conn)
             return each_item(requests, lambda request: _submit_step(plans, request, now))
 
@@ -316,7 +303,7 @@ class TaskLedger:
         reason: str,
         idempotency_key: str,
         expected_result_digest: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> VerifyAnswer:
         """Judge a SUBMITTED result (`TASK_VERIFIED`): SUCCEEDED, NEEDS_REWORK (back to QUEUED,
         or FAILED when attempts are used up) or FAILED."""
         request = VerifyRequest.from_mapping(
@@ -330,67 +317,64 @@ class TaskLedger:
         )
         return self._db.write(lambda conn: _verify_step(PlanExecutor(conn), request, self._now()))
 
-    def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[VerifyAnswer]:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
         reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`."""
         requests = structure_batch(_listed(items), VerifyRequest.from_mapping)
 
-        def write(conn: apsw.Connection) -> list[dict[str, Any]]:
+        def write(conn: apsw.Connection) -> list[VerifyAnswer]:
             now, plans = self._now(), PlanExecutor(conn)
             return each_item(requests, lambda request: _verify_step(plans, request, now))
 
         return self._db.write(write)
 
-    def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> dict[str, Any]:
+    def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> CancelAnswer:
         """Cancel a task in any non-terminal state (`TASK_CANCELLED`); its lease is released."""
         request = CancelRequest.from_mapping(
             {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
         )
 
-        def write(conn: apsw.Connection) -> dict[str, Any]:
+        def write(conn: apsw.Connection) -> CancelAnswer:
             plans = PlanExecutor(conn)
-            state = _keyed_state(conn, request.task_id, request.idempotency_key)
-            tail = plans.tail(chain_of(request.task_id))
-            return plans.apply(decide_cancel(request, state, now=self._now(), tail=tail))
+            state = _keyed_state(plans, request.task_id, request.idempotency_key)
+            return plans.apply(decide_cancel(state, request, now=self._now()))
 
         return self._db.write(write)
 
-    def expire_leases(self) -> dict[str, Any]:
+    def expire_leases(self) -> ExpireAnswer:
         """Every CLAIMED task whose lease passed goes back to QUEUED, or FAILED when its
         attempts are used up (`TASK_LEASE_EXPIRED` each); in batches, one transaction each."""
-        expired: list[Any] = []
+        request = ExpireRequest()
+        expired: list[TaskSummary] = []
         while True:
 
-            def write(conn: apsw.Connection) -> list[Any]:
+            def write(conn: apsw.Connection) -> list[TaskSummary]:
                 now = self._now()
-                params = {"now": now, "limit": EXPIRE_BATCH}
-                rows = list(stream_records(conn, "tasks_expired_leases", params, TaskRow))
+                params = {"now": now.text, "limit": request.limit}
+                rows = tuple(stream_records(conn, "tasks_expired_leases", params, TaskRow))
                 plans = PlanExecutor(conn)
                 tail = plans.tail(*(chain_of(task.task_id) for task in rows))
-                decision = decide_expire(rows, now=now, tail=tail)
+                decision = decide_expire(ExpiryState(tasks=rows, tail=tail), request, now=now)
                 if decision is None:
                     return []
-                items = plans.apply(decision)["expired"]
-                assert isinstance(items, list)
-                return items
+                return plans.apply(decision)["expired"]
 
             batch = self._db.write(write)
             expired.extend(batch)
-            if len(batch) < EXPIRE_BATCH:
+            if len(batch) < request.limit:
                 return {"expired": expired, "count": len(expired)}
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get(self, task_id: str) -> dict[str, Any]:
+    def get(self, task_id: str) -> TaskView:
         """One task with its JSON columns parsed; `TASK_NOT_FOUND` when there is none."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
-        params = {"task_id": request.task_id}
-        row = self._db.read(lambda conn: fetch_one(conn, "get_task", params))
-        if row is None:
+        task = self._db.read(lambda conn: _task(conn, request.task_id))
+        if task is None:
             raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return task_view(row)
+        return task_view(task)
 
-    def events(self, task_id: str) -> list[dict[str, Any]]:
+    def events(self, task_id: str) -> list[EventView]:
         """A task's events in order, payloads parsed; `TASK_NOT_FOUND` when there is no such
         task (an empty list would read as a task without history)."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
@@ -405,9 +389,9 @@ class TaskLedger:
         rows = self._db.read(read)
         if rows is None:
             raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return [task_view(row) for row in rows]
+        return [event_view(EventRow.from_row(row)) for row in rows]
 
-    def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:
+    def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[TaskView]:
         """Tasks of one status in claim order, or all tasks oldest first; at most `limit`
         (1 to MAX_LIST: a limit out of range is refused, not clamped)."""
         request = TaskListRequest.from_mapping({"status": status, "limit": limit})
@@ -418,10 +402,12 @@ class TaskLedger:
             params = {"status": request.status, "limit": request.limit}
             statement = "tasks_list_by_status"
         rows = self._db.read(lambda conn: fetch_all(conn, statement, params))
-        return [task_view(row) for row in rows]
+        return [task_view(TaskRow.from_row(row)) for row in rows]
 
 
-def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: int) -> list[TaskRow]:
+def _claimable(
+    conn: apsw.Connection, request: ClaimRequest, now: Timestamp, count: int
+) -> list[TaskRow]:
     """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
     from the candidates; the usual single claim reads one row, and every cursor is closed
     before anything is written."""
@@ -430,7 +416,7 @@ def _claimable(conn: apsw.Connection, request: ClaimRequest, now: str, count: in
         return first_claimable(pages, request.capabilities, now, count)
 
 
-def _candidates(conn: apsw.Connection, now: str, page: int) -> Generator[TaskRow, None, None]:
+def _candidates(conn: apsw.Connection, now: Timestamp, page: int) -> Generator[TaskRow, None, None]:
     """QUEUED tasks in claim order, read a page at a time while the reader asks for more."""
     offset = 0
     while True:
@@ -438,7 +424,7 @@ def _candidates(conn: apsw.Connection, now: str, page: int) -> Generator[TaskRow
         rows = stream_records(
             conn,
             "tasks_claim_candidates",
-            {"now": now, "limit": page, "offset": offset},
+            {"now": now.text, "limit": page, "offset": offset},
             TaskRow,
         )
         with contextlib.closing(rows):
@@ -458,41 +444,28 @@ def _with_task_id(command: TaskCreateCommand) -> _CreateEntry:
     return command, command.task.task_id or new_task_id()
 
 
-def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: str) -> dict[str, Any]:
+def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: Timestamp) -> CreateAnswer:
     command, task_id = entry
-    key = command.idempotency_key
-    state = _keyed_state(plans.conn, task_id, key)
-    decision = decide_create(
-        command.task,
-        state,
-        now=now,
-        task_id=task_id,
-        idempotency_key=key,
-        tail=plans.tail(chain_of(task_id)),
+    state = _keyed_state(plans, task_id, command.idempotency_key)
+    return plans.apply(decide_create(state, command, now=now, task_id=task_id))
+
+
+def _submit_step(plans: PlanExecutor, request: SubmitRequest, now: Timestamp) -> SubmitAnswer:
+    state = _keyed_state(plans, request.task_id, request.idempotency_key)
+    return plans.apply(decide_submit(state, request, now=now, contracts=_result_contracts()))
+
+
+def _verify_step(plans: PlanExecutor, request: VerifyRequest, now: Timestamp) -> VerifyAnswer:
+    state = _keyed_state(plans, request.task_id, request.idempotency_key)
+    return plans.apply(decide_verify(state, request, now=now))
+
+
+def _keyed_state(plans: PlanExecutor, task_id: str, key: str) -> TaskState:
+    """The task, the log's tail at its chain, and the first answer for `key`."""
+    conn = plans.conn
+    return TaskState(
+        task=_task(conn, task_id), tail=plans.tail(chain_of(task_id)), prior=_prior(conn, key)
     )
-    return plans.apply(decision)
-
-
-def _submit_step(plans: PlanExecutor, request: SubmitRequest, now: str) -> dict[str, Any]:
-    state = _keyed_state(plans.conn, request.task_id, request.idempotency_key)
-    decision = decide_submit(
-        request,
-        state,
-        now=now,
-        contracts=_result_contracts(),
-        tail=plans.tail(chain_of(request.task_id)),
-    )
-    return plans.apply(decision)
-
-
-def _verify_step(plans: PlanExecutor, request: VerifyRequest, now: str) -> dict[str, Any]:
-    state = _keyed_state(plans.conn, request.task_id, request.idempotency_key)
-    tail = plans.tail(chain_of(request.task_id))
-    return plans.apply(decide_verify(request, state, now=now, tail=tail))
-
-
-def _keyed_state(conn: apsw.Connection, task_id: str, key: str) -> TaskState:
-    return TaskState(task=_task(conn, task_id), prior=_prior(conn, key))
 
 
 @functools.cache

@@ -6,12 +6,8 @@ import argparse
 import functools
 from typing import Any
 
-from aios_ledger.core import (
-    EXPIRING_WINDOW_SECONDS,
-    add_seconds,
-    status_report,
-)
 from aios_ledger.core.config import ReviewSettings, WorkerSettings
+from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.shell.cli_support import (
     database_path,
     json_flag,
@@ -22,7 +18,7 @@ from aios_ledger.shell.cli_support import (
     setting_option,
     synchronous,
 )
-from aios_ledger.shell.clock import now_text, system_clock
+from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.console import Shown, status_view
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from aios_ledger.shell.work.reviewer import review_submitted
@@ -131,7 +127,7 @@ def _review(args: argparse.Namespace) -> Any:
 
 
 def _status(args: argparse.Namespace) -> Shown:
-    now = now_text(system_clock)
+    now = read_clock(system_clock)
     with open_database(args) as db:
 
         def read(conn: Any) -> dict[str, Any]:
@@ -141,10 +137,10 @@ def _status(args: argparse.Namespace) -> Shown:
                 fetch_all(
                     conn,
                     "status_expiring_leases",
-                    {"until": add_seconds(now, EXPIRING_WINDOW_SECONDS), "limit": STATUS_ROWS},
+                    {"until": now.plus_seconds(EXPIRING_WINDOW_SECONDS).text, "limit": STATUS_ROWS},
                 ),
                 fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
-                now=now,
+                now=now.text,
             )
 
         return Shown(db.read(read), status_view)

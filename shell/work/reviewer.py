@@ -16,7 +16,6 @@ import os
 from typing import Any
 
 from aios_ledger.core import (
-    REVIEW_OUTPUT_SCHEMA,
     AuxiliaryCapabilityProfile,
     AuxiliaryRunError,
     AuxiliaryRunSpec,
@@ -24,12 +23,16 @@ from aios_ledger.core import (
     ExecutionFrame,
     ExecutionTarget,
     LedgerError,
-    evidence_run,
-    evidence_session,
-    loads_object,
-    review_instruction,
+    TaskView,
 )
 from aios_ledger.core.config import DEFAULT_REVIEW_TIMEOUT
+from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.work import (
+    REVIEW_OUTPUT_SCHEMA,
+    evidence_run,
+    evidence_session,
+    review_instruction,
+)
 from aios_ledger.shell.auxiliary.service import AuxiliaryRunContext, AuxiliaryRunService
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
@@ -125,7 +128,7 @@ async def _review_one(
     ledger: TaskLedger,
     runs: RunStore,
     service: AuxiliaryRunService,
-    task: dict[str, Any],
+    task: TaskView,
     timeout: float,
 ) -> dict[str, Any]:
     task_id, attempt, revision = str(task["task_id"]), int(task["attempt"]), int(task["revision"])

@@ -21,13 +21,13 @@ import time
 from typing import IO, Any
 
 import attrs
-from aios_ledger.core import (
-    LedgerError,
+from aios_ledger.core import ClaimAnswer, LedgerError
+from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.work import (
     evidence_run,
     evidence_session,
     failure_result,
     heartbeat_interval,
-    loads_object,
     next_poll_delay,
 )
 from aios_ledger.shell.clock import Clock
@@ -126,7 +126,7 @@ class Worker:
                 break
         return 0
 
-    def _claim(self) -> dict[str, Any] | None:
+    def _claim(self) -> ClaimAnswer | None:
         try:
             claim = self.ledger.claim(
                 agent_id=self.config.agent_id,
@@ -145,7 +145,7 @@ class Worker:
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
             return None
 
-    def _work(self, claim: dict[str, Any]) -> TaskOutcome:
+    def _work(self, claim: ClaimAnswer) -> TaskOutcome:
         started = time.monotonic()
         task_id, attempt = str(claim["task_id"]), int(claim["attempt"])
         run_id = evidence_run(task_id, attempt)
@@ -168,7 +168,7 @@ class Worker:
 
     def _submit(
         self,
-        claim: dict[str, Any],
+        claim: ClaimAnswer,
         run_id: str,
         result: dict[str, Any],
         outcome: str,
@@ -205,7 +205,7 @@ class Worker:
 class _Execution:
     """One run of the command for one claim, with its heartbeats, timeout and stop handling."""
 
-    def __init__(self, worker: Worker, claim: dict[str, Any], run_id: str) -> None:
+    def __init__(self, worker: Worker, claim: ClaimAnswer, run_id: str) -> None:
         self.worker = worker
         self.claim = claim
         self.run_id = run_id

@@ -1,0 +1,186 @@
+"""What the task ledger answers, exactly: the shapes its decisions and reads build.
+
+Each answer is a `TypedDict`: a plain dict at run time (JSON as it is), a checked shape for
+mypy, both where the decisions build it and where a caller reads it. Statuses are the plain
+text of a `TaskStatus` (an answer replayed from the idempotency ledger was read back from JSON,
+so its texts are plain `str`). Every write answer says whether it is a replay (`idempotent`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias, TypedDict
+
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.tasks.records import TaskRow
+
+# A JSON column as a reader sees it: the parsed document (a `JsonValue`), or, for a corrupt
+# row, whatever the column held. Typed as Any so that a reader indexes a document it knows the
+# shape of (a result it submitted, a payload of a known event) without narrowing every level.
+ParsedColumn: TypeAlias = Any
+
+
+class TaskSummary(TypedDict):
+    """The fields every write answer about a task carries."""
+
+    task_id: str
+    status: str
+    revision: int
+    attempt: int
+    max_attempts: int
+    claimed_by: str | None
+    lease_expires_at: str | None
+
+
+class CreateAnswer(TaskSummary):
+    priority: int
+    idempotent: bool
+
+
+class ClaimAnswer(TaskSummary):
+    """The claimed task, its lease token (shown once: only its sha256 is stored), and its
+    execution envelope and the envelope's runtime input, when it has one (else None)."""
+
+    goal: str
+    instructions: str
+    success_criteria: JsonValue
+    constraints: JsonValue
+    required_capabilities: list[str]
+    deadline: str | None
+    priority: int
+    envelope: JsonObject | None
+    runtime_input: JsonValue
+    lease_token: str
+    idempotent: bool
+
+
+class HeartbeatAnswer(TaskSummary):
+    idempotent: bool
+
+
+class SubmitAnswer(TaskSummary):
+    result_digest: str
+    idempotent: bool
+
+
+class VerifyAnswer(TaskSummary):
+    """`decision` is a `VerifyDecision` value, `next_state` the status it led to."""
+
+    decision: str
+    next_state: str
+    result_digest: str | None
+    idempotent: bool
+
+
+class CancelAnswer(TaskSummary):
+    previous_status: str
+    idempotent: bool
+
+
+class ExpireAnswer(TypedDict):
+    """The tasks whose leases expired (each back to QUEUED, or FAILED when used up)."""
+
+    expired: list[TaskSummary]
+    count: int
+
+
+class TaskView(TypedDict):
+    """A `tasks` row as a reader sees it: each `*_json` column parsed under its name without
+    the suffix (text that does not parse is kept as text; NULL stays None)."""
+
+    task_id: str
+    goal: str
+    instructions: str
+    success_criteria: ParsedColumn
+    required_capabilities: ParsedColumn
+    constraints: ParsedColumn
+    metadata: ParsedColumn
+    deadline: str | None
+    priority: int
+    max_attempts: int
+    attempt: int
+    status: str
+    claimed_by: str | None
+    lease_token_hash: str | None
+    lease_expires_at: str | None
+    result: ParsedColumn
+    result_digest: str | None
+    result_idempotency_key: str | None
+    verification: ParsedColumn
+    revision: int
+    created_at: str
+    updated_at: str
+
+
+class EventView(TypedDict):
+    """An `events` row as a reader sees it, its payload parsed as `TaskView` parses."""
+
+    event_id: int
+    task_id: str | None
+    agent_id: str | None
+    event_type: str
+    payload: ParsedColumn
+    created_at: str
+
+
+def task_summary(task: TaskRow) -> TaskSummary:
+    return {
+        "task_id": task.task_id,
+        "status": task.status,
+        "revision": task.revision,
+        "attempt": task.attempt,
+        "max_attempts": task.max_attempts,
+        "claimed_by": task.claimed_by,
+        "lease_expires_at": task.lease_expires_at,
+    }
+
+
+def task_view(task: TaskRow) -> TaskView:
+    return {
+        "task_id": task.task_id,
+        "goal": task.goal,
+        "instructions": task.instructions,
+        "success_criteria": _parsed(task.success_criteria_json, "success_criteria_json"),
+        "required_capabilities": _parsed(
+            task.required_capabilities_json, "required_capabilities_json"
+        ),
+        "constraints": _parsed(task.constraints_json, "constraints_json"),
+        "metadata": _parsed(task.metadata_json, "metadata_json"),
+        "deadline": task.deadline,
+        "priority": task.priority,
+        "max_attempts": task.max_attempts,
+        "attempt": task.attempt,
+        "status": task.status,
+        "claimed_by": task.claimed_by,
+        "lease_token_hash": task.lease_token_hash,
+        "lease_expires_at": task.lease_expires_at,
+        "result": _parsed(task.result_json, "result_json"),
+        "result_digest": task.result_digest,
+        "result_idempotency_key": task.result_idempotency_key,
+        "verification": _parsed(task.verification_json, "verification_json"),
+        "revision": task.revision,
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
+    }
+
+
+def event_view(event: EventRow) -> EventView:
+    return {
+        "event_id": event.event_id,
+        "task_id": event.task_id,
+        "agent_id": event.agent_id,
+        "event_type": event.event_type,
+        "payload": _parsed(event.payload_json, "payload_json"),
+        "created_at": event.created_at,
+    }
+
+
+def _parsed(value: object, column: str) -> ParsedColumn:
+    """A JSON column's document; a value that is not JSON text (a corrupt row) as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return loads_document(value, what=column)
+    except LedgerError:
+        return value
