@@ -1,5 +1,5 @@
-"""The core as an embeddable contract: a program that imports only the public API runs, and
-type-checks under `mypy --strict`, as does the README's library example."""
+"""The core as an embeddable contract: the program of docs/embedding.md imports only the public
+API, runs, and type-checks under `mypy --strict`, as does the README's library example."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from aios_ledger.shell import Database, TaskLedger, export_log
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAM = ROOT / "tests" / "embedding" / "embed_core.py"
+GUIDE = ROOT / "docs" / "embedding.md"
 PUBLIC = re.compile(r"^\s*(?:from|import) (aios_ledger[\w.]*)", re.MULTILINE)
 
 
@@ -30,13 +30,22 @@ def an_export(tmp_path: Path) -> Path:
     return export
 
 
-def test_the_program_imports_only_the_public_core() -> None:
-    assert set(PUBLIC.findall(PROGRAM.read_text())) == {"aios_ledger.core"}
+def the_program(tmp_path: Path) -> Path:
+    """The guide's one Python block, as a file."""
+    block = re.search(r"```python\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    assert block is not None
+    program = tmp_path / "embed_core.py"
+    program.write_text(block.group(1))
+    return program
+
+
+def test_the_program_imports_only_the_public_core(tmp_path: Path) -> None:
+    assert set(PUBLIC.findall(the_program(tmp_path).read_text())) == {"aios_ledger.core"}
 
 
 def test_the_program_runs(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(PROGRAM), str(an_export(tmp_path))],
+        [sys.executable, str(the_program(tmp_path)), str(an_export(tmp_path))],
         capture_output=True,
         text=True,
     )
@@ -51,7 +60,7 @@ def test_the_program_and_the_readme_example_type_check_strictly(tmp_path: Path) 
     example = tmp_path / "readme_example.py"
     example.write_text(block.group(1))
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", str(PROGRAM), str(example)],
+        [sys.executable, "-m", "mypy", "--strict", str(the_program(tmp_path)), str(example)],
         cwd=ROOT,
         env={**os.environ, "MYPYPATH": str(_typecheck_root())},
         capture_output=True,
