@@ -1,4 +1,5 @@
-"""Decisions of the task lifecycle: create, claim, heartbeat, submit, verify, cancel, expire.
+"""Decisions of the task lifecycle: create, claim, heartbeat, release, submit, verify, cancel,
+expire.
 
 Each `decide_*` is pure: it takes the rows the shell read inside its `BEGIN IMMEDIATE` (the
 task, any first answer, the log's tail at the task's chain), the request and the clock value,
@@ -9,8 +10,8 @@ compare-and-swap on the task row, the idempotency-ledger row, one sealed event),
 
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
 that does not match the task's current lease (never held, requeued, claimed by someone else,
-released by submit or cancel) is `LEASE_INVALID`; the matching token after the lease's expiry
-is `LEASE_EXPIRED`. Neither writes anything.
+released by submit, release or cancel) is `LEASE_INVALID`; the matching token after the lease's
+expiry is `LEASE_EXPIRED`. Neither writes anything.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,
     HeartbeatRequest,
+    ReleaseRequest,
     SubmitRequest,
     TaskCreateRequest,
     VerifyRequest,
@@ -47,6 +49,7 @@ from aios_ledger.core.tasks.transitions import (
     ABSENT,
     expire_operation,
     next_task_status,
+    release_operation,
     verify_operation,
 )
 from aios_ledger.core.timestamps import add_seconds, parse_timestamp
@@ -58,6 +61,7 @@ RESULT_SUBMITTED = "RESULT_SUBMITTED"
 TASK_VERIFIED = "TASK_VERIFIED"
 TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
 TASK_CANCELLED = "TASK_CANCELLED"
+TASK_RELEASED = "TASK_RELEASED"
 
 
 @attrs.frozen
@@ -363,6 +367,36 @@ def decide_heartbeat(
         (_cas(task, beat),),
         (_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
         first_answer(task_summary(beat)),
+        tail=tail,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# release
+
+
+def decide_release(
+    request: ReleaseRequest, state: TaskState, *, now: str, tail: LogTail
+) -> WritePlan:
+    """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
+    (the attempt stays counted, as when a lease expires)."""
+    task = _require(request.task_id, state.task)
+    _check_lease(task, request.lease_token, now)
+    attempts_left = task.attempt < task.max_attempts
+    released = _release(
+        task,
+        now,
+        status=next_task_status(task.status, release_operation(attempts_left=attempts_left)),
+    )
+    payload: JsonObject = {
+        "attempt": task.attempt,
+        "reason": request.reason,
+        "next_state": released.status,
+    }
+    return sealed_plan(
+        (_cas(task, released),),
+        (_event(released, TASK_RELEASED, payload, task.claimed_by),),
+        first_answer(task_summary(released)),
         tail=tail,
     )
 

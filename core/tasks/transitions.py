@@ -2,7 +2,8 @@
 
 Every write to a task looks its transition up here; a pair that is not in the table is an
 `INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate operations
-(`rework` / `rework_exhausted`, `expire` / `expire_exhausted`), so the table stays a plain map.
+(`rework` / `rework_exhausted`, `expire` / `expire_exhausted`, `release` / `release_exhausted`),
+so the table stays a plain map.
 `ABSENT` is the pseudo-status of a task that does not exist yet.
 """
 
@@ -22,6 +23,8 @@ TASK_TRANSITIONS: Mapping[tuple[str, str], str] = {
     ("CLAIMED", "submit"): "SUBMITTED",
     ("CLAIMED", "expire"): "QUEUED",
     ("CLAIMED", "expire_exhausted"): "FAILED",
+    ("CLAIMED", "release"): "QUEUED",
+    ("CLAIMED", "release_exhausted"): "FAILED",
     ("SUBMITTED", "verify_succeeded"): "SUCCEEDED",
     ("SUBMITTED", "rework"): "QUEUED",
     ("SUBMITTED", "rework_exhausted"): "FAILED",
@@ -57,3 +60,9 @@ def verify_operation(decision: str, *, attempts_left: bool) -> str:
 
 def expire_operation(*, attempts_left: bool) -> str:
     return "expire" if attempts_left else "expire_exhausted"
+
+
+def release_operation(*, attempts_left: bool) -> str:
+    """A released attempt still counts, as an expired one does: a task whose command keeps
+    getting its worker stopped (or killed by the stop) must not come back forever."""
+    return "release" if attempts_left else "release_exhausted"
