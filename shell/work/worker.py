@@ -5,6 +5,10 @@ For each claim the command gets the claim as JSON on stdin and `AIOS_TASK_ID`,
 events (the evidence a reviewer reads), and the JSON object it prints on stdout is submitted as
 the result. A command that fails, hangs past the timeout or prints garbage leads to a submitted
 failure result; a lost lease stops the command and submits nothing.
+
+Each command runs under a guard (`guard.py`) in a process group of its own: the worker stops a
+command by signalling the group, and a worker that dies, even by SIGKILL, takes its commands
+with it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from aios_ledger.core import (
 from aios_ledger.shell.clock import Clock
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.work.guard import guarded
 
 MAX_STDOUT_BYTES = 4 * 1024 * 1024
 MAX_STDERR_LINE = 4000
@@ -225,7 +230,7 @@ class _Execution:
         stdin = {k: v for k, v in self.claim.items() if k != "lease_token"}
         try:
             process = subprocess.Popen(
-                ["/bin/sh", "-c", config.command],
+                guarded(["/bin/sh", "-c", config.command], parent=os.getpid()),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -257,7 +262,9 @@ class _Execution:
         return "submitted", "result submitted"
 
     def _supervise(self, process: subprocess.Popen[bytes]) -> tuple[str, str] | None:
-        """Wait for the command; heartbeat, enforce the timeout and the stop's grace period."""
+        """Wait for the command; heartbeat, enforce the timeout and the stop's grace period.
+        None when the command exited by itself; then whatever it left running in its group is
+        killed, so that nothing of one task keeps running into the next."""
         config = self.worker.config
         started = time.monotonic()
         beat_every = heartbeat_interval(config.lease_seconds)
@@ -267,21 +274,22 @@ class _Execution:
             self._flush_evidence()
             now = time.monotonic()
             if config.timeout is not None and now - started >= config.timeout:
-                _kill(process)
+                _stop_group(process)
                 return self._fail("timeout", f"no answer within {config.timeout:g}s")
             if now >= next_beat:
                 next_beat = now + beat_every
                 lost = self._heartbeat()
                 if lost is not None:
-                    _kill(process)
+                    _stop_group(process)
                     return "lease-lost", lost
             if self.worker._stop.is_set() and grace_until is None:
                 grace_until = now + config.grace
             if grace_until is not None and now >= grace_until:
-                _kill(process)
+                _stop_group(process)
                 return "stopped", f"still running after the {config.grace:g}s grace period"
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=TICK_SECONDS)
+        _signal_group(process, signal.SIGKILL)
         return None
 
     def _heartbeat(self) -> str | None:
@@ -339,15 +347,20 @@ class _Execution:
             self.worker._evidence(self.run_id, "stderr", {"line": line})
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """Stop the command and everything it started (it leads its own process group)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=KILL_WAIT_SECONDS)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Signal the command's process group: its guard leads it, and the command and everything
+    it started belong to it. The group outlives the reaped guard while a member lives, so the
+    same id still reaches what is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop the command and everything it started: SIGTERM to the group, then, once the
+    command has ended or after KILL_WAIT_SECONDS, SIGKILL to whatever is left."""
+    _signal_group(process, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_WAIT_SECONDS)
+    _signal_group(process, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_WAIT_SECONDS)
