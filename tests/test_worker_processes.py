@@ -1,18 +1,29 @@
-"""The worker's processes, for real: a SIGKILLed worker leaves no agent behind."""
+"""The worker's processes, for real: a SIGKILLed worker leaves no agent behind, a stopped one
+releases its task."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_worker_e2e import cli, create, spawn_worker, task
+from aios_ledger.shell import TaskLedger
+from test_worker_e2e import cli, create, event_types, spawn_worker, task
 
 GONE_WITHIN = 1.0
+
+
+def run_evidence(db: Path, task_id: str, attempt: int = 1) -> list[dict[str, Any]]:
+    answer = cli(db, "run", "evidence", f"task:{task_id}", f"{task_id}@{attempt}")
+    assert answer.returncode == 0, answer.stderr
+    events: list[dict[str, Any]] = json.loads(answer.stdout)["events"]
+    return events
 
 
 def wait_for(condition: Callable[[], bool], *, within: float = 30.0) -> None:
@@ -80,6 +91,70 @@ def test_what_a_command_leaves_running_ends_with_it(tmp_path: Path, leftovers: l
     leftovers.append(int(child_pid.read_text()))
     wait_for(lambda: not running(leftovers[0]), within=GONE_WITHIN)
     assert task(db, "task-background")["status"] == "SUBMITTED"
+
+
+def test_a_stopped_worker_releases_its_task_after_the_grace_period(
+    tmp_path: Path, leftovers: list[int]
+) -> None:
+    concurrency = 1
+    db = tmp_path / "ledger.db"
+    task_ids = [f"task-stop-{n}" for n in range(concurrency)]
+    for task_id in task_ids:
+        create(db, task_id)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    agent = f'echo $$ > {pids}/"$AIOS_TASK_ID"; exec sleep 300'
+    worker = spawn_worker(
+        db,
+        "--agent-id",
+        "w",
+        "--exec",
+        agent,
+        "--grace",
+        "0.5",
+        "--lease-seconds",
+        "60",
+    )
+    try:
+        wait_for(lambda: len([p for p in pids.iterdir() if p.read_text().strip()]) == concurrency)
+        leftovers.extend(int(p.read_text()) for p in pids.iterdir())
+        stopped_at = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=30)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, err
+    assert time.monotonic() - stopped_at < 10
+    assert not any(running(pid) for pid in leftovers)
+    outcomes = json.loads(out)["tasks"]
+    assert sorted(o["task_id"] for o in outcomes) == task_ids
+    assert {o["outcome"] for o in outcomes} == {"released"}
+    for task_id in task_ids:
+        final = task(db, task_id)
+        assert (final["status"], final["attempt"], final["claimed_by"]) == ("QUEUED", 1, None)
+        assert final["lease_expires_at"] is None and final["lease_token_hash"] is None
+        assert event_types(db, task_id) == ["TASK_CREATED", "TASK_CLAIMED", "TASK_RELEASED"]
+        with TaskLedger(db) as ledger:
+            released = ledger.events(task_id)[-1]
+        assert released["agent_id"] == "w"
+        assert released["payload"]["attempt"] == 1
+        assert "0.5s grace period" in released["payload"]["reason"]
+        kinds = [event["kind"] for event in run_evidence(db, task_id)]
+        assert kinds[-1] == "released"
+
+
+def test_a_command_that_finishes_within_the_grace_period_is_submitted(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-grace")
+    started = tmp_path / "started"
+    agent = f'touch {started}; sleep 1; echo \'{{"status": "SUCCEEDED"}}\''
+    worker = spawn_worker(db, "--agent-id", "w", "--exec", agent, "--grace", "30")
+    wait_for(started.exists)
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert task(db, "task-grace")["status"] == "SUBMITTED"
+    assert [o["outcome"] for o in json.loads(out)["tasks"]] == ["submitted"]
 
 
 def test_the_guard_reports_how_the_command_ended(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ failure result; a lost lease stops the command and submits nothing.
 
 Each command runs under a guard (`guard.py`) in a process group of its own: the worker stops a
 command by signalling the group, and a worker that dies, even by SIGKILL, takes its commands
-with it.
+with it. A stop (SIGINT/SIGTERM) ends claiming; the running command gets the grace period to
+finish, then its group is killed and its task released, QUEUED again at once.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class WorkerConfig:
 class TaskOutcome:
     task_id: str
     attempt: int
-    outcome: str  # submitted | failure-submitted | lease-lost | stopped | refused
+    outcome: str  # submitted | failure-submitted | lease-lost | released | refused
     detail: str
     seconds: float
 
@@ -219,6 +220,8 @@ class _Execution:
         self._stdout = bytearray()
 
     def run(self) -> tuple[str, str]:
+        if self.worker._stop.is_set():
+            return self._release("the worker stopped before the command started")
         config = self.worker.config
         envelope = self.claim.get("envelope") or {}
         env = {
@@ -252,6 +255,9 @@ class _Execution:
         self._flush_evidence()
         self.worker._evidence(self.run_id, "exit", {"returncode": process.returncode})
         if ended is not None:
+            why, detail = ended
+            if why == "stopped":
+                return self._release(detail)
             return ended
         if process.returncode != 0:
             return self._fail("exit_status", f"exit status {process.returncode}")
@@ -286,7 +292,10 @@ class _Execution:
                 grace_until = now + config.grace
             if grace_until is not None and now >= grace_until:
                 _stop_group(process)
-                return "stopped", f"still running after the {config.grace:g}s grace period"
+                return "stopped", (
+                    f"the worker stopped; the command still ran after the {config.grace:g}s "
+                    "grace period"
+                )
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=TICK_SECONDS)
         _signal_group(process, signal.SIGKILL)
@@ -310,6 +319,22 @@ class _Execution:
                 code=refused.code,
             )
             return None
+
+    def _release(self, reason: str) -> tuple[str, str]:
+        """Give the task back (QUEUED again at once) after a stop."""
+        worker = self.worker
+        worker._evidence(self.run_id, "released", {"reason": reason})
+        try:
+            worker.ledger.release(
+                str(self.claim["task_id"]),
+                lease_token=str(self.claim["lease_token"]),
+                reason=reason,
+            )
+            return "released", reason
+        except LedgerError as refused:
+            if refused.code in LEASE_LOST:
+                return "lease-lost", refused.code
+            return "refused", str(refused)
 
     def _fail(self, kind: str, detail: str) -> tuple[str, str]:
         self.result = failure_result(self.claim, kind=kind, detail=detail)
