@@ -1,5 +1,5 @@
 """The worker's processes, for real: a SIGKILLed worker leaves no agent behind, a stopped one
-releases its task."""
+releases its task, and a failure carries its evidence."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.core.work import MAX_OUTPUT_EVIDENCE, STDERR_TAIL_LINES
 from aios_ledger.shell import TaskLedger
 from test_worker_e2e import cli, create, event_types, spawn_worker, task
 
@@ -155,6 +156,66 @@ def test_a_command_that_finishes_within_the_grace_period_is_submitted(tmp_path: 
     assert worker.returncode == 0, err
     assert task(db, "task-grace")["status"] == "SUBMITTED"
     assert [o["outcome"] for o in json.loads(out)["tasks"]] == ["submitted"]
+
+
+# ---------------------------------------------------------------------------------------------
+# why did it fail?
+
+
+def stderr_lines(count: int) -> str:
+    return f'for i in $(seq 1 {count}); do echo "complaint $i" >&2; done'
+
+
+FAILURES: dict[str, tuple[str, list[str], dict[str, Any]]] = {
+    "exit_status": (
+        f"echo partial answer; {stderr_lines(30)}; exit 3",
+        [],
+        {"exit_status": 3, "output_head": "partial answer\n", "output_truncated": False},
+    ),
+    "timeout": (
+        f"echo started; {stderr_lines(2)}; exec sleep 60",
+        ["--timeout", "1"],
+        {"exit_status": -signal.SIGTERM, "output_head": "started\n", "output_truncated": False},
+    ),
+    "invalid_output": (
+        f"{stderr_lines(1)}; head -c 10000 /dev/zero | tr '\\0' x",
+        [],
+        {"exit_status": 0, "output_head": "x" * MAX_OUTPUT_EVIDENCE, "output_truncated": True},
+    ),
+    "result_refused": (
+        f'{stderr_lines(1)}; echo \'{{"status": "SUCCEEDED", "force_push": true}}\'',
+        [],
+        {
+            "exit_status": 0,
+            "output_head": '{"status": "SUCCEEDED", "force_push": true}\n',
+            "output_truncated": False,
+        },
+    ),
+}
+TAILS = {"exit_status": 30, "timeout": 2, "invalid_output": 1, "result_refused": 1}
+
+
+@pytest.mark.parametrize("kind", sorted(FAILURES))
+def test_a_failure_carries_its_evidence(tmp_path: Path, kind: str) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-why")
+    command, options, expected = FAILURES[kind]
+    worked = cli(db, "worker", "--agent-id", "w", "--exec", command, "--once", *options)
+    assert worked.returncode == 0, worked.stderr
+    written = TAILS[kind]
+    tail = [f"complaint {n}" for n in range(1, written + 1)][-STDERR_TAIL_LINES:]
+    result = task(db, "task-why")["result"]
+    assert (result["status"], result["failure"]) == ("FAILED", kind)
+    assert result["evidence"] == {**expected, "stderr_tail": tail}
+    (failure,) = [e for e in run_evidence(db, "task-why") if e["kind"] == "failure"]
+    assert failure["payload"] == {
+        **expected,
+        "stderr_tail": tail,
+        "failure": kind,
+        "detail": failure["payload"]["detail"],
+    }
+    if kind == "result_refused":
+        assert failure["payload"]["detail"].startswith("RESULT_GOVERNANCE_VIOLATION")
 
 
 def test_the_guard_reports_how_the_command_ended(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ For each claim the command gets the claim as JSON on stdin and `AIOS_TASK_ID`,
 `AIOS_EXECUTION_DIGEST`, `AIOS_ATTEMPT` in its environment; what it prints on stderr becomes run
 events (the evidence a reviewer reads), and the JSON object it prints on stdout is submitted as
 the result. A command that fails, hangs past the timeout or prints garbage leads to a submitted
-failure result; a lost lease stops the command and submits nothing.
+failure result that carries the evidence of why (exit status, last lines of stderr, head of the
+output); a lost lease stops the command and submits nothing.
 
 Each command runs under a guard (`guard.py`) in a process group of its own: the worker stops a
 command by signalling the group, and a worker that dies, even by SIGKILL, takes its commands
@@ -14,6 +15,7 @@ finish, then its group is killed and its task released, QUEUED again at once.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -23,7 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import attrs
 from aios_ledger.core import (
@@ -35,6 +37,7 @@ from aios_ledger.core import (
     loads_object,
     next_poll_delay,
 )
+from aios_ledger.core.work import STDERR_TAIL_LINES, FailureEvidence
 from aios_ledger.shell.clock import Clock
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
@@ -46,6 +49,9 @@ KILL_WAIT_SECONDS = 2.0
 TICK_SECONDS = 0.05
 LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
+
+# Why the worker ended a command before it exited by itself.
+Ending = tuple[Literal["timeout", "lease-lost", "stopped"], str]
 
 
 @attrs.frozen
@@ -153,15 +159,13 @@ class Worker:
 
     def _work(self, claim: dict[str, Any]) -> TaskOutcome:
         started = time.monotonic()
-        task_id, attempt = str(claim["task_id"]), int(claim["attempt"])
-        run_id = evidence_run(task_id, attempt)
-        self.runs.create_run(evidence_session(task_id), f"attempt {attempt}", run_id=run_id)
+        execution = _Execution(self, claim)
+        task_id, attempt = execution.task_id, execution.attempt
+        self.runs.create_run(
+            evidence_session(task_id), f"attempt {attempt}", run_id=execution.run_id
+        )
         self.log(f"task {task_id} attempt {attempt}: started", task_id=task_id, attempt=attempt)
-        execution = _Execution(self, claim, run_id)
         outcome, detail = execution.run()
-        result = execution.result
-        if result is not None:
-            outcome, detail = self._submit(claim, run_id, result, outcome, detail)
         seconds = time.monotonic() - started
         self.log(
             f"task {task_id} attempt {attempt}: {outcome} ({detail}) in {seconds:.1f}s",
@@ -172,36 +176,7 @@ class Worker:
         )
         return TaskOutcome(task_id, attempt, outcome, detail, seconds)
 
-    def _submit(
-        self,
-        claim: dict[str, Any],
-        run_id: str,
-        result: dict[str, Any],
-        outcome: str,
-        detail: str,
-        *,
-        key_suffix: str = "",
-    ) -> tuple[str, str]:
-        task_id, token = str(claim["task_id"]), str(claim["lease_token"])
-        key = f"submit:{task_id}:{claim['attempt']}{key_suffix}"
-        try:
-            self.ledger.submit_result(
-                task_id, lease_token=token, result=result, idempotency_key=key
-            )
-            return outcome, detail
-        except LedgerError as refused:
-            if refused.code in LEASE_LOST:
-                return "lease-lost", refused.code
-            if outcome != "submitted":
-                return "refused", str(refused)
-            # The command's own result broke the task's contract: record why, submit a failure.
-            self._evidence(run_id, "result_refused", {"error": str(refused)[:MAX_STDERR_LINE]})
-            failure = failure_result(claim, kind="result_refused", detail=str(refused))
-            return self._submit(
-                claim, run_id, failure, "failure-submitted", refused.code, key_suffix=":refused"
-            )
-
-    def _evidence(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
+    def evidence(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
         try:
             self.runs.append_event(run_id, kind, payload)
         except LedgerError as refused:
@@ -209,31 +184,34 @@ class Worker:
 
 
 class _Execution:
-    """One run of the command for one claim, with its heartbeats, timeout and stop handling."""
+    """One run of the command for one claim: its heartbeats, timeout and stop handling, and
+    what it hands back (its result, a failure result with the evidence, or the task)."""
 
-    def __init__(self, worker: Worker, claim: dict[str, Any], run_id: str) -> None:
+    def __init__(self, worker: Worker, claim: dict[str, Any]) -> None:
         self.worker = worker
         self.claim = claim
-        self.run_id = run_id
-        self.result: dict[str, Any] | None = None
+        self.task_id = str(claim["task_id"])
+        self.attempt = int(claim["attempt"])
+        self.run_id = evidence_run(self.task_id, self.attempt)
         self._lines: queue.Queue[str] = queue.Queue()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stdout = bytearray()
+        self._exit_status: int | None = None
 
     def run(self) -> tuple[str, str]:
         if self.worker._stop.is_set():
             return self._release("the worker stopped before the command started")
-        config = self.worker.config
         envelope = self.claim.get("envelope") or {}
         env = {
             **os.environ,
-            "AIOS_TASK_ID": str(self.claim["task_id"]),
-            "AIOS_ATTEMPT": str(self.claim["attempt"]),
+            "AIOS_TASK_ID": self.task_id,
+            "AIOS_ATTEMPT": str(self.attempt),
             "AIOS_EXECUTION_DIGEST": str(envelope.get("execution_digest", "")),
         }
         stdin = {k: v for k, v in self.claim.items() if k != "lease_token"}
         try:
             process = subprocess.Popen(
-                guarded(["/bin/sh", "-c", config.command], parent=os.getpid()),
+                guarded(["/bin/sh", "-c", self.worker.config.command], parent=os.getpid()),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -249,25 +227,28 @@ class _Execution:
         ]
         for reader in readers:
             reader.start()
-        ended = self._supervise(process)
+        ending = self._supervise(process)
         for reader in readers:
             reader.join(timeout=KILL_WAIT_SECONDS)
         self._flush_evidence()
-        self.worker._evidence(self.run_id, "exit", {"returncode": process.returncode})
-        if ended is not None:
-            why, detail = ended
+        self._exit_status = process.returncode
+        self.worker.evidence(self.run_id, "exit", {"returncode": process.returncode})
+        if ending is not None:
+            why, detail = ending
+            if why == "timeout":
+                return self._fail("timeout", detail)
             if why == "stopped":
                 return self._release(detail)
-            return ended
+            return "lease-lost", detail
         if process.returncode != 0:
             return self._fail("exit_status", f"exit status {process.returncode}")
         try:
-            self.result = loads_object(bytes(self._stdout), what="stdout")
+            result = loads_object(bytes(self._stdout), what="stdout")
         except LedgerError as refused:
             return self._fail("invalid_output", refused.code)
-        return "submitted", "result submitted"
+        return self._submit(result, "submitted", "result submitted")
 
-    def _supervise(self, process: subprocess.Popen[bytes]) -> tuple[str, str] | None:
+    def _supervise(self, process: subprocess.Popen[bytes]) -> Ending | None:
         """Wait for the command; heartbeat, enforce the timeout and the stop's grace period.
         None when the command exited by itself; then whatever it left running in its group is
         killed, so that nothing of one task keeps running into the next."""
@@ -281,7 +262,7 @@ class _Execution:
             now = time.monotonic()
             if config.timeout is not None and now - started >= config.timeout:
                 _stop_group(process)
-                return self._fail("timeout", f"no answer within {config.timeout:g}s")
+                return "timeout", f"no answer within {config.timeout:g}s"
             if now >= next_beat:
                 next_beat = now + beat_every
                 lost = self._heartbeat()
@@ -302,31 +283,66 @@ class _Execution:
         return None
 
     def _heartbeat(self) -> str | None:
+        worker = self.worker
         try:
-            self.worker.ledger.heartbeat(
-                str(self.claim["task_id"]),
+            worker.ledger.heartbeat(
+                self.task_id,
                 lease_token=str(self.claim["lease_token"]),
-                lease_seconds=self.worker.config.lease_seconds,
+                lease_seconds=worker.config.lease_seconds,
             )
             return None
         except LedgerError as refused:
             if refused.code in LEASE_LOST:
                 return refused.code
-            self.worker.log(
+            worker.log(
                 f"heartbeat failed: {refused}",
                 level=logging.WARNING,
-                task_id=str(self.claim["task_id"]),
+                task_id=self.task_id,
                 code=refused.code,
             )
             return None
 
+    def _submit(
+        self, result: dict[str, Any], outcome: str, detail: str, *, key_suffix: str = ""
+    ) -> tuple[str, str]:
+        worker = self.worker
+        try:
+            worker.ledger.submit_result(
+                self.task_id,
+                lease_token=str(self.claim["lease_token"]),
+                result=result,
+                idempotency_key=f"submit:{self.task_id}:{self.attempt}{key_suffix}",
+            )
+            return outcome, detail
+        except LedgerError as refused:
+            if refused.code in LEASE_LOST:
+                return "lease-lost", refused.code
+            if outcome != "submitted":
+                return "refused", str(refused)
+            # The command's own result broke the task's contract: submit a failure saying why.
+            return self._fail("result_refused", str(refused), shown=refused.code)
+
+    def _fail(self, kind: str, detail: str, *, shown: str | None = None) -> tuple[str, str]:
+        """Submit a failure result with the evidence of the run, which also becomes a run
+        event; `shown` is the outcome's detail (the failure kind unless given)."""
+        evidence = FailureEvidence.bounded(
+            exit_status=self._exit_status,
+            stderr_lines=tuple(self._stderr_tail),
+            output=bytes(self._stdout),
+        )
+        payload = {"failure": kind, "detail": detail[:MAX_STDERR_LINE], **evidence.public()}
+        self.worker.evidence(self.run_id, "failure", payload)
+        result = failure_result(self.claim, kind=kind, detail=detail, evidence=evidence)
+        suffix = ":refused" if kind == "result_refused" else ""
+        return self._submit(result, "failure-submitted", shown or kind, key_suffix=suffix)
+
     def _release(self, reason: str) -> tuple[str, str]:
         """Give the task back (QUEUED again at once) after a stop."""
         worker = self.worker
-        worker._evidence(self.run_id, "released", {"reason": reason})
+        worker.evidence(self.run_id, "released", {"reason": reason})
         try:
             worker.ledger.release(
-                str(self.claim["task_id"]),
+                self.task_id,
                 lease_token=str(self.claim["lease_token"]),
                 reason=reason,
             )
@@ -335,10 +351,6 @@ class _Execution:
             if refused.code in LEASE_LOST:
                 return "lease-lost", refused.code
             return "refused", str(refused)
-
-    def _fail(self, kind: str, detail: str) -> tuple[str, str]:
-        self.result = failure_result(self.claim, kind=kind, detail=detail)
-        return "failure-submitted", kind
 
     def _feed(self, pipe: IO[bytes] | None, value: Any) -> None:
         if pipe is None:
@@ -361,7 +373,9 @@ class _Execution:
         if pipe is None:
             return
         for raw in iter(pipe.readline, b""):
-            self._lines.put(raw.decode("utf-8", "replace").rstrip("\n")[:MAX_STDERR_LINE])
+            line = raw.decode("utf-8", "replace").rstrip("\n")[:MAX_STDERR_LINE]
+            self._lines.put(line)
+            self._stderr_tail.append(line)
 
     def _flush_evidence(self) -> None:
         while True:
@@ -369,7 +383,7 @@ class _Execution:
                 line = self._lines.get_nowait()
             except queue.Empty:
                 return
-            self.worker._evidence(self.run_id, "stderr", {"line": line})
+            self.worker.evidence(self.run_id, "stderr", {"line": line})
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
