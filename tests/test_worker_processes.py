@@ -1,5 +1,5 @@
 """The worker's processes, for real: a SIGKILLed worker leaves no agent behind, a stopped one
-releases its task, and a failure carries its evidence."""
+releases its tasks, a failure carries its evidence, and `--concurrency` runs agents at once."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,16 +16,10 @@ from typing import Any
 import pytest
 from aios_ledger.core.work import MAX_OUTPUT_EVIDENCE, STDERR_TAIL_LINES
 from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.work.worker import Worker, WorkerConfig
 from test_worker_e2e import cli, create, event_types, spawn_worker, task
 
 GONE_WITHIN = 1.0
-
-
-def run_evidence(db: Path, task_id: str, attempt: int = 1) -> list[dict[str, Any]]:
-    answer = cli(db, "run", "evidence", f"task:{task_id}", f"{task_id}@{attempt}")
-    assert answer.returncode == 0, answer.stderr
-    events: list[dict[str, Any]] = json.loads(answer.stdout)["events"]
-    return events
 
 
 def wait_for(condition: Callable[[], bool], *, within: float = 30.0) -> None:
@@ -52,6 +47,13 @@ def leftovers() -> Iterator[list[int]]:
     for pid in pids:
         if running(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def run_evidence(db: Path, task_id: str, attempt: int = 1) -> list[dict[str, Any]]:
+    answer = cli(db, "run", "evidence", f"task:{task_id}", f"{task_id}@{attempt}")
+    assert answer.returncode == 0, answer.stderr
+    events: list[dict[str, Any]] = json.loads(answer.stdout)["events"]
+    return events
 
 
 def test_a_sigkilled_worker_takes_its_agent_and_the_agents_children_along(
@@ -94,10 +96,10 @@ def test_what_a_command_leaves_running_ends_with_it(tmp_path: Path, leftovers: l
     assert task(db, "task-background")["status"] == "SUBMITTED"
 
 
-def test_a_stopped_worker_releases_its_task_after_the_grace_period(
-    tmp_path: Path, leftovers: list[int]
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_stopped_worker_releases_its_tasks_after_the_grace_period(
+    tmp_path: Path, leftovers: list[int], concurrency: int
 ) -> None:
-    concurrency = 1
     db = tmp_path / "ledger.db"
     task_ids = [f"task-stop-{n}" for n in range(concurrency)]
     for task_id in task_ids:
@@ -113,6 +115,8 @@ def test_a_stopped_worker_releases_its_task_after_the_grace_period(
         agent,
         "--grace",
         "0.5",
+        "--concurrency",
+        str(concurrency),
         "--lease-seconds",
         "60",
     )
@@ -218,6 +222,100 @@ def test_a_failure_carries_its_evidence(tmp_path: Path, kind: str) -> None:
         assert failure["payload"]["detail"].startswith("RESULT_GOVERNANCE_VIOLATION")
 
 
+# ---------------------------------------------------------------------------------------------
+# --concurrency
+
+
+def interval_agent(log: Path, seconds: float) -> str:
+    """An agent that records when it started and ended, by task."""
+    script = (
+        "import json, os, sys, time; start = time.time(); "
+        f"time.sleep({seconds}); "
+        f"open(os.path.join({str(log)!r}, os.environ['AIOS_TASK_ID']), 'w')"
+        ".write(json.dumps([start, time.time()])); print('{}')"
+    )
+    return f'{sys.executable} -c "{script}"'
+
+
+def intervals(log: Path) -> list[tuple[float, float]]:
+    spans = [json.loads(path.read_text()) for path in sorted(log.iterdir())]
+    return [(float(start), float(end)) for start, end in spans]
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    moments = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    level = most = 0
+    for _, step in moments:
+        level += step
+        most = max(most, level)
+    return most
+
+
+def test_concurrency_runs_agents_at_once(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    for n in range(4):
+        create(db, f"task-wide-{n}")
+    log = tmp_path / "log"
+    log.mkdir()
+    agent = interval_agent(log, 3)
+    started = time.monotonic()
+    worked = cli(
+        db, "worker", "--agent-id", "w", "--exec", agent, "--concurrency", "4", "--until-empty"
+    )
+    assert worked.returncode == 0, worked.stderr
+    spans = intervals(log)
+    assert len(spans) == 4
+    # Every agent started before any ended: all four ran at once.
+    assert max(start for start, _ in spans) < min(end for _, end in spans)
+    assert time.monotonic() - started < 4 * 3
+    with TaskLedger(db) as ledger:
+        assert {task["status"] for task in ledger.list_tasks()} == {"SUBMITTED"}
+
+
+def test_concurrency_bounds_the_agents_at_once(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    for n in range(5):
+        create(db, f"task-narrow-{n}")
+    log = tmp_path / "log"
+    log.mkdir()
+    (tmp_path / "aios-ledger.toml").write_text(
+        f'[worker]\nagent_id = "w"\nexec = {json.dumps(interval_agent(log, 1))}\nconcurrency = 2\n'
+    )
+    worked = cli(db, "--config", str(tmp_path / "aios-ledger.toml"), "worker", "--until-empty")
+    assert worked.returncode == 0, worked.stderr
+    spans = intervals(log)
+    assert len(spans) == 5
+    assert most_at_once(spans) == 2
+
+
+def test_max_tasks_counts_every_slot(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    for n in range(5):
+        create(db, f"task-counted-{n}")
+    worked = cli(
+        db,
+        "worker",
+        "--agent-id",
+        "w",
+        "--exec",
+        "echo '{}'",
+        "--concurrency",
+        "4",
+        "--max-tasks",
+        "3",
+        "--until-empty",
+    )
+    assert worked.returncode == 0, worked.stderr
+    assert len(json.loads(worked.stdout)["tasks"]) == 3
+    with TaskLedger(db) as ledger:
+        statuses = sorted(task["status"] for task in ledger.list_tasks())
+    assert statuses == ["QUEUED", "QUEUED", "SUBMITTED", "SUBMITTED", "SUBMITTED"]
+    once = cli(
+        db, "worker", "--agent-id", "w", "--exec", "echo '{}'", "--concurrency", "4", "--once"
+    )
+    assert len(json.loads(once.stdout)["tasks"]) == 1
+
+
 def test_the_guard_reports_how_the_command_ended(tmp_path: Path) -> None:
     from aios_ledger.shell.work.guard import guarded
 
@@ -236,3 +334,29 @@ def test_the_guard_reports_how_the_command_ended(tmp_path: Path) -> None:
         start_new_session=True,
     )
     assert missing.returncode == 127 and b"cannot start" in missing.stderr
+
+
+def test_a_crashed_execution_stops_the_others_and_is_raised(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-crash", priority=1)
+    create(db, "task-bystander")
+    config = WorkerConfig(
+        agent_id="w", capabilities=(), command="exec sleep 300", grace=0.2, concurrency=2
+    )
+    worker = Worker(db, config)
+    create_run = worker.runs.create_run
+
+    def flaky(session_id: str, prompt: str, run_id: str | None = None) -> Any:
+        if session_id == "task:task-crash":
+            time.sleep(0.5)  # the bystander's command is running by then
+            raise RuntimeError("the disk caught fire")
+        return create_run(session_id, prompt, run_id=run_id)
+
+    worker.runs.create_run = flaky  # type: ignore[method-assign]
+    try:
+        with pytest.raises(RuntimeError, match="caught fire"):
+            worker.run()
+    finally:
+        worker.close()
+    assert [(o.task_id, o.outcome) for o in worker.outcomes] == [("task-bystander", "released")]
+    assert task(db, "task-bystander")["status"] == "QUEUED"

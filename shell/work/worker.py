@@ -7,10 +7,11 @@ the result. A command that fails, hangs past the timeout or prints garbage leads
 failure result that carries the evidence of why (exit status, last lines of stderr, head of the
 output); a lost lease stops the command and submits nothing.
 
-Each command runs under a guard (`guard.py`) in a process group of its own: the worker stops a
-command by signalling the group, and a worker that dies, even by SIGKILL, takes its commands
-with it. A stop (SIGINT/SIGTERM) ends claiming; the running command gets the grace period to
-finish, then its group is killed and its task released, QUEUED again at once.
+Up to `concurrency` commands run at once, each in a thread of its own with its own claim, lease
+and heartbeats. Each command runs under a guard (`guard.py`) in a process group of its own: the
+worker stops a command by signalling the group, and a worker that dies, even by SIGKILL, takes
+its commands with it. A stop (SIGINT/SIGTERM) ends claiming; every running command gets the
+grace period to finish, then its group is killed and its task released, QUEUED again at once.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import signal
 import subprocess
 import threading
 import time
-from typing import IO, Any, Literal
+from collections.abc import Callable
+from typing import IO, Any, Literal, ParamSpec, TypeVar
 
 import attrs
 from aios_ledger.core import (
@@ -47,9 +49,14 @@ MAX_STDOUT_BYTES = 4 * 1024 * 1024
 MAX_STDERR_LINE = 4000
 KILL_WAIT_SECONDS = 2.0
 TICK_SECONDS = 0.05
+# How soon the claiming loop notices a stop: the signal handler only sets a flag (see
+# `request_stop`), so the loop never sleeps longer than this at a time.
+STOP_POLL_SECONDS = 0.1
 LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
 
+P = ParamSpec("P")
+T = TypeVar("T")
 # Why the worker ended a command before it exited by itself.
 Ending = tuple[Literal["timeout", "lease-lost", "stopped"], str]
 
@@ -67,6 +74,7 @@ class WorkerConfig:
     poll_min: float = 0.2
     poll_max: float = 5.0
     grace: float = 10.0
+    concurrency: int = 1
 
 
 @attrs.frozen
@@ -91,7 +99,11 @@ class Worker:
         self.config = config
         self.ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         self.runs = RunStore(path, migrate=migrate)
-        self._stop = threading.Event()
+        # The executions' threads share these two connections, one call at a time.
+        self._serial = threading.Lock()
+        self._stopping = False
+        self._slot_freed = threading.Event()
+        self._crash: BaseException | None = None
         self.outcomes: list[TaskOutcome] = []
 
     def close(self) -> None:
@@ -104,8 +116,14 @@ class Worker:
         agent_id = self.config.agent_id
         LOG.log(level, f"worker {agent_id}: {message}", extra={"agent_id": agent_id, **fields})
 
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
     def request_stop(self) -> None:
-        self._stop.set()
+        """Stop claiming; running commands get the grace period. A plain flag, not an Event:
+        the signal handler sets it, and must take no lock the thread it interrupted may hold."""
+        self._stopping = True
 
     def install_signal_handlers(self) -> None:
         def stop(signum: int, _frame: object) -> None:
@@ -115,54 +133,111 @@ class Worker:
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
 
+    def serialised(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`call` on the worker's connections, never at the same time as another thread's."""
+        with self._serial:
+            return call(*args, **kwargs)
+
     def run(self) -> int:
-        """Claim and work until stopped, `--once`, or `--max-tasks`; 0 on a clean stop."""
+        """Claim and work until stopped, `--once`, `--until-empty` or `--max-tasks`, with up to
+        `concurrency` commands at once; returns when every command has ended, 0 on a clean
+        stop. An execution that crashes stops the others (and their tasks are released), then
+        its exception is raised here."""
+        executions: list[threading.Thread] = []
         delay = self.config.poll_min
-        handled = 0
-        while not self._stop.is_set():
-            if self.config.max_tasks is not None and handled >= self.config.max_tasks:
-                break
-            claim = self._claim()
-            if claim is None:
-                if self.config.once or self.config.until_empty:
+        started = 0
+        try:
+            while not self._stopping:
+                self._slot_freed.clear()
+                executions = [thread for thread in executions if thread.is_alive()]
+                budget = self._budget(started)
+                if budget == 0:
                     break
-                self._stop.wait(delay)
+                free = self.config.concurrency - len(executions)
+                if free == 0:
+                    self._slot_freed.wait(STOP_POLL_SECONDS)
+                    continue
+                claims = self._claim(free if budget is None else min(free, budget))
+                executions.extend(self._start(claim) for claim in claims)
+                started += len(claims)
+                if claims:
+                    delay = self.config.poll_min
+                    continue
+                if not executions and (self.config.once or self.config.until_empty):
+                    break
+                self._idle(delay)
                 delay = next_poll_delay(
                     delay, minimum=self.config.poll_min, maximum=self.config.poll_max
                 )
-                continue
-            delay = self.config.poll_min
-            self.outcomes.append(self._work(claim))
-            handled += 1
-            if self.config.once:
-                break
+        except BaseException:
+            self.request_stop()  # e.g. KeyboardInterrupt without the signal handlers
+            raise
+        finally:
+            for thread in executions:
+                thread.join()
+        if self._crash is not None:
+            raise self._crash
         return 0
 
-    def _claim(self) -> dict[str, Any] | None:
+    def _budget(self, started: int) -> int | None:
+        """How many more tasks this worker may start; None: no bound."""
+        bound = 1 if self.config.once else self.config.max_tasks
+        return None if bound is None else bound - started
+
+    def _idle(self, seconds: float) -> None:
+        """Wait up to `seconds`, less when a stop comes or a running command ends."""
+        until = time.monotonic() + seconds
+        while not self._stopping:
+            left = until - time.monotonic()
+            if left <= 0 or self._slot_freed.wait(min(left, STOP_POLL_SECONDS)):
+                return
+
+    def _claim(self, count: int) -> list[dict[str, Any]]:
         try:
-            claim = self.ledger.claim(
-                agent_id=self.config.agent_id,
-                capabilities=self.config.capabilities,
-                lease_seconds=self.config.lease_seconds,
-            )
-            if claim is None and self.ledger.expire_leases().get("expired"):
+            claims = self._claim_many(count)
+            if not claims and self.serialised(self.ledger.expire_leases).get("expired"):
                 # Leases of dead workers went back to the queue: try again at once.
-                claim = self.ledger.claim(
-                    agent_id=self.config.agent_id,
-                    capabilities=self.config.capabilities,
-                    lease_seconds=self.config.lease_seconds,
-                )
-            return claim
+                claims = self._claim_many(count)
+            return claims
         except LedgerError as refused:
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
-            return None
+            return []
+
+    def _claim_many(self, count: int) -> list[dict[str, Any]]:
+        return self.serialised(
+            self.ledger.claim_many,
+            agent_id=self.config.agent_id,
+            capabilities=self.config.capabilities,
+            lease_seconds=self.config.lease_seconds,
+            limit=count,
+        )
+
+    def _start(self, claim: dict[str, Any]) -> threading.Thread:
+        thread = threading.Thread(
+            target=self._execute, args=(claim,), name=f"task {claim['task_id']}"
+        )
+        thread.start()
+        return thread
+
+    def _execute(self, claim: dict[str, Any]) -> None:
+        try:
+            self.outcomes.append(self._work(claim))
+        except BaseException as crash:
+            if self._crash is None:
+                self._crash = crash
+            self.request_stop()
+        finally:
+            self._slot_freed.set()
 
     def _work(self, claim: dict[str, Any]) -> TaskOutcome:
         started = time.monotonic()
         execution = _Execution(self, claim)
         task_id, attempt = execution.task_id, execution.attempt
-        self.runs.create_run(
-            evidence_session(task_id), f"attempt {attempt}", run_id=execution.run_id
+        self.serialised(
+            self.runs.create_run,
+            evidence_session(task_id),
+            f"attempt {attempt}",
+            run_id=execution.run_id,
         )
         self.log(f"task {task_id} attempt {attempt}: started", task_id=task_id, attempt=attempt)
         outcome, detail = execution.run()
@@ -178,7 +253,7 @@ class Worker:
 
     def evidence(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
         try:
-            self.runs.append_event(run_id, kind, payload)
+            self.serialised(self.runs.append_event, run_id, kind, payload)
         except LedgerError as refused:
             self.log(f"evidence not recorded: {refused}", level=logging.WARNING, run_id=run_id)
 
@@ -199,7 +274,7 @@ class _Execution:
         self._exit_status: int | None = None
 
     def run(self) -> tuple[str, str]:
-        if self.worker._stop.is_set():
+        if self.worker.stopping:
             return self._release("the worker stopped before the command started")
         envelope = self.claim.get("envelope") or {}
         env = {
@@ -269,7 +344,7 @@ class _Execution:
                 if lost is not None:
                     _stop_group(process)
                     return "lease-lost", lost
-            if self.worker._stop.is_set() and grace_until is None:
+            if self.worker.stopping and grace_until is None:
                 grace_until = now + config.grace
             if grace_until is not None and now >= grace_until:
                 _stop_group(process)
@@ -285,7 +360,8 @@ class _Execution:
     def _heartbeat(self) -> str | None:
         worker = self.worker
         try:
-            worker.ledger.heartbeat(
+            worker.serialised(
+                worker.ledger.heartbeat,
                 self.task_id,
                 lease_token=str(self.claim["lease_token"]),
                 lease_seconds=worker.config.lease_seconds,
@@ -307,7 +383,8 @@ class _Execution:
     ) -> tuple[str, str]:
         worker = self.worker
         try:
-            worker.ledger.submit_result(
+            worker.serialised(
+                worker.ledger.submit_result,
                 self.task_id,
                 lease_token=str(self.claim["lease_token"]),
                 result=result,
@@ -341,7 +418,8 @@ class _Execution:
         worker = self.worker
         worker.evidence(self.run_id, "released", {"reason": reason})
         try:
-            worker.ledger.release(
+            worker.serialised(
+                worker.ledger.release,
                 self.task_id,
                 lease_token=str(self.claim["lease_token"]),
                 reason=reason,
