@@ -64,6 +64,7 @@ def test_worker_unit_runs_one_agent_from_its_config_file_as_an_unprivileged_user
     # The agent's workspace and the ledger's directory are its own, and nothing else is writable.
     (state,) = unit["StateDirectory"]
     assert state.split() == ["aios-ledger", "aios-ledger/workspaces/%i"]
+    assert unit["StateDirectoryMode"] == ["0700"]
     assert unit["WorkingDirectory"] == ["/var/lib/aios-ledger/workspaces/%i"]
     assert "ReadWritePaths" not in unit
     assert unit["WantedBy"] == ["multi-user.target"]
