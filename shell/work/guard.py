@@ -29,6 +29,7 @@ from types import FrameType
 PR_SET_PDEATHSIG = 1
 # The signal the kernel sends the guard when the worker dies; any signal would do but SIGKILL
 # (the guard must live to kill its group) and the stop signals the worker sends to the group.
+# (A command that sends it to its own group ends the group, as it asked.)
 WORKER_GONE = signal.SIGUSR1
 # Exit statuses of the guard itself, as `env` and shells use them.
 GUARD_FAILED = 125
@@ -73,6 +74,8 @@ def main(argv: Sequence[str]) -> None:
     if len(argv) < 3 or argv[1] != "--" or not argv[0].isdigit():
         print("usage: guard.py PARENT_PID -- COMMAND...", file=sys.stderr)
         sys.exit(GUARD_FAILED)
+    if os.getpgid(0) != os.getpid():
+        os.setpgid(0, 0)  # the group it kills must be its own, however it was started
     signal.signal(WORKER_GONE, _kill_group)
     signal.signal(signal.SIGTERM, _stay)
     signal.signal(signal.SIGINT, _stay)
