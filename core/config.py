@@ -17,7 +17,7 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
 from aios_ledger.core.structuring import Constraint, FieldRefused, Problem, Refusal, structure
 from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.core.tasks.requests import LeaseSeconds, OfferedCapabilities
+from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, LeaseSeconds, OfferedCapabilities
 
 SYNCHRONOUS_LEVELS = ("FULL", "NORMAL")
 MAX_SECONDS = 366 * 24 * 3600  # a year: no wait or timeout is longer (sleeps refuse infinity)
@@ -73,6 +73,8 @@ class WorkerSettings:
     poll_min: PositiveSeconds = 0.2
     poll_max: PositiveSeconds = 5.0
     max_tasks: Annotated[int, Between(1, 2**31 - 1)] | None = None
+    # One claim takes every free slot at once, so a worker runs at most a claim batch.
+    concurrency: Annotated[int, Between(1, MAX_CLAIM_BATCH)] = 1
 
 
 @attrs.frozen(kw_only=True)

@@ -41,6 +41,7 @@ VALID: dict[str, dict[str, Any]] = {
     },
     "claim": {"agent_id": "w", "capabilities": ["python"], "lease_seconds": 60},
     "heartbeat": {"task_id": "t1", "lease_token": TOKEN, "lease_seconds": 60},
+    "release": {"task_id": "t1", "lease_token": TOKEN, "reason": "worker stopped"},
     "submit": {"task_id": "t1", "lease_token": TOKEN, "result": {"x": 1}, "idempotency_key": "s"},
     "verify": {"task_id": "t1", "decision": "SUCCEEDED", "reason": "r", "idempotency_key": "v"},
     "cancel": {"task_id": "t1", "reason": "r", "idempotency_key": "c"},

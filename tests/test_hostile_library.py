@@ -202,6 +202,10 @@ def _calls(world: dict[str, Any]) -> dict[str, tuple[st.SearchStrategy[Any], Cal
             near({"task_id": "t1", "lease_token": token, "lease_seconds": 5}, keywords=True),
             lambda v: ledger.heartbeat(**v),
         ),
+        "release": (
+            near({"task_id": "t1", "lease_token": token, "reason": "stop"}, keywords=True),
+            lambda v: ledger.release(**v),
+        ),
         "submit": (
             near(
                 {"task_id": "t1", "lease_token": token, "result": {}, "idempotency_key": "s"},

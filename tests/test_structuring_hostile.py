@@ -47,6 +47,7 @@ from aios_ledger.core import (
     project_execution_envelope,
 )
 from aios_ledger.core.structuring import structure
+from aios_ledger.core.tasks.requests import ReleaseRequest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import binding, projection_mapping, recovery_mapping
@@ -109,6 +110,9 @@ RECORDS: dict[str, Record] = {
     ),
     "heartbeat": Record(
         HeartbeatRequest.from_mapping, {"task_id": "t-1", "lease_token": TOKEN, "lease_seconds": 60}
+    ),
+    "release": Record(
+        ReleaseRequest.from_mapping, {"task_id": "t-1", "lease_token": TOKEN, "reason": "stop"}
     ),
     "submit": Record(
         SubmitRequest.from_mapping,

@@ -1,4 +1,5 @@
-"""The projection's systemd unit: unprivileged, owner-credential bound, hardened, and valid."""
+"""The systemd units: the projection's (unprivileged, owner-credential bound) and the worker's
+(one instance per agent, stopped so that its tasks are released); both hardened and valid."""
 
 from __future__ import annotations
 
@@ -8,19 +9,34 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from aios_ledger.core.config import WorkerSettings
+from aios_ledger.shell.work.worker import KILL_WAIT_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "deploy/systemd/aios-agent-task-initial-execution-projection.service"
+WORKER_UNIT = ROOT / "deploy/systemd/aios-ledger-worker@.service"
+UNITS = [UNIT, WORKER_UNIT]
 HAS_SYSTEMD = shutil.which("systemd-analyze") is not None
+needs_systemd = pytest.mark.skipif(not HAS_SYSTEMD, reason="systemd-analyze is not installed")
 
 
-def settings() -> dict[str, list[str]]:
+def settings(unit: Path = UNIT) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for line in UNIT.read_text().splitlines():
+    for line in unit.read_text().splitlines():
         if "=" in line and not line.startswith(("#", ";", "[")):
             key, value = line.split("=", 1)
             found.setdefault(key.strip(), []).append(value.strip())
     return found
+
+
+def analysable(unit: Path, directory: Path) -> Path:
+    """The unit as systemd-analyze checks it: a template as one of its instances, so that
+    every `%i` is resolved as it will be."""
+    if not unit.name.endswith("@.service"):
+        return unit
+    instance = directory / unit.name.replace("@.service", "@agent-7.service")
+    shutil.copyfile(unit, instance)
+    return instance
 
 
 def test_unit_runs_unprivileged_with_the_owner_credential() -> None:
@@ -36,8 +52,48 @@ def test_unit_runs_unprivileged_with_the_owner_credential() -> None:
     assert not re.search(r"^User=root", UNIT.read_text(), re.MULTILINE)
 
 
-def test_unit_is_hardened() -> None:
-    unit = settings()
+def test_worker_unit_runs_one_agent_from_its_config_file_as_an_unprivileged_user() -> None:
+    unit = settings(WORKER_UNIT)
+    assert unit["User"] == ["aios-ledger"] and unit["Group"] == ["aios-ledger"]
+    (command,) = unit["ExecStart"]
+    assert re.fullmatch(
+        r"/usr/bin/env aios-ledger --config /etc/aios-ledger/worker-%i\.toml .*worker", command
+    )
+    assert unit["ConditionPathExists"] == ["/etc/aios-ledger/worker-%i.toml"]
+    assert unit["EnvironmentFile"] == ["-/etc/aios-ledger/worker-%i.env"]
+    # The agent's workspace and the ledger's directory are its own, and nothing else is writable.
+    (state,) = unit["StateDirectory"]
+    assert state.split() == ["aios-ledger", "aios-ledger/workspaces/%i"]
+    assert unit["StateDirectoryMode"] == ["0700"]
+    assert unit["WorkingDirectory"] == ["/var/lib/aios-ledger/workspaces/%i"]
+    assert "ReadWritePaths" not in unit
+    assert unit["WantedBy"] == ["multi-user.target"]
+
+
+def test_worker_unit_restarts_a_failed_worker_but_not_a_usage_mistake() -> None:
+    unit = settings(WORKER_UNIT)
+    assert unit["Restart"] == ["on-failure"]
+    assert unit["RestartSec"] == ["5s"]
+    assert unit["RestartPreventExitStatus"] == ["2"]
+    assert unit["StartLimitBurst"] == ["5"]
+
+
+def test_worker_unit_stops_the_worker_first_so_that_it_releases_its_tasks() -> None:
+    """KillMode=mixed: SIGTERM reaches the worker alone (as the worker's SIGTERM tests send it),
+    which kills its commands after the grace period and releases their tasks; only after
+    TimeoutStopSec does systemd SIGKILL what is left. So the timeout must outlast the default
+    grace, the kill's two waits and the release."""
+    unit = settings(WORKER_UNIT)
+    assert unit["KillMode"] == ["mixed"]
+    assert unit["KillSignal"] == ["SIGTERM"]
+    (timeout,) = unit["TimeoutStopSec"]
+    assert timeout.endswith("s")
+    assert float(timeout[:-1]) >= WorkerSettings().grace + 2 * KILL_WAIT_SECONDS + 5
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.name)
+def test_unit_is_hardened(unit: Path) -> None:
+    found = settings(unit)
     expected = {
         "NoNewPrivileges": "yes",
         "ProtectSystem": "strict",
@@ -47,24 +103,29 @@ def test_unit_is_hardened() -> None:
         "UMask": "0077",
     }
     for key, value in expected.items():
-        assert unit[key] == [value], key
-    assert "@system-service" in unit["SystemCallFilter"]
+        assert found[key] == [value], key
+    assert "@system-service" in found["SystemCallFilter"]
+    assert not re.search(r"^User=root", unit.read_text(), re.MULTILINE)
 
 
-@pytest.mark.skipif(not HAS_SYSTEMD, reason="systemd-analyze is not installed")
-def test_systemd_verify_has_no_warnings() -> None:
+@needs_systemd
+@pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.name)
+def test_systemd_verify_has_no_warnings(unit: Path, tmp_path: Path) -> None:
+    checked = analysable(unit, tmp_path)
     answer = subprocess.run(
-        ["systemd-analyze", "verify", str(UNIT)], capture_output=True, text=True
+        ["systemd-analyze", "verify", str(checked)], capture_output=True, text=True
     )
     assert answer.returncode == 0, answer.stderr
-    own = [line for line in answer.stderr.splitlines() if UNIT.name in line]
+    own = [line for line in answer.stderr.splitlines() if checked.name in line]
     assert own == []
 
 
-@pytest.mark.skipif(not HAS_SYSTEMD, reason="systemd-analyze is not installed")
-def test_systemd_security_exposure_is_at_most_two() -> None:
+@needs_systemd
+@pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.name)
+def test_systemd_security_exposure_is_at_most_two(unit: Path, tmp_path: Path) -> None:
+    checked = analysable(unit, tmp_path)
     answer = subprocess.run(
-        ["systemd-analyze", "security", "--offline=yes", str(UNIT)],
+        ["systemd-analyze", "security", "--offline=yes", str(checked)],
         capture_output=True,
         text=True,
     )

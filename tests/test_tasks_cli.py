@@ -101,6 +101,23 @@ def test_the_whole_lifecycle_on_the_command_line(cli: Cli) -> None:
     ]
 
 
+def test_release_on_the_command_line(cli: Cli) -> None:
+    cli.run(
+        "task",
+        "create",
+        body={"idempotency_key": "c1", "task": {"task_id": "t1", "goal": "g", "instructions": "i"}},
+    )
+    _, claim, _ = cli.run("claim", body={"agent_id": "w", "capabilities": [], "lease_seconds": 60})
+    release = {"task_id": "t1", "lease_token": claim["lease_token"], "reason": "stopping"}
+    code, released, _ = cli.run("release", body=release)
+    assert code == 0 and (released["status"], released["attempt"]) == ("QUEUED", 1)
+    code, output, err = cli.run("release", body=release)
+    assert (code, output) == (1, None) and err.startswith("LEASE_INVALID:")
+    code, events, _ = cli.run("events", "t1")
+    assert events[-1]["event_type"] == "TASK_RELEASED"
+    assert events[-1]["payload"]["reason"] == "stopping"
+
+
 def test_claim_reads_stdin_and_prints_null_when_idle(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,6 +145,7 @@ def test_claim_reads_stdin_and_prints_null_when_idle(
             "TASK_NOT_FOUND",
         ),
         (("task", "verify"), {"task_id": "t"}, "FIELDS_INVALID"),
+        (("release",), {"task_id": "t", "lease_token": "x" * 20}, "FIELDS_INVALID"),
         (("task", "list", "--status", "DONE"), None, "FIELDS_INVALID"),
         (
             ("claim", "--limit", "2"),

@@ -46,6 +46,8 @@ from aios_ledger.core import (
     lease_token_sha256,
     next_task_status,
 )
+from aios_ledger.core.tasks.decisions import TASK_RELEASED, decide_release
+from aios_ledger.core.tasks.requests import ReleaseRequest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -108,6 +110,13 @@ def _heartbeat(task: TaskRow) -> object:
     return decide_heartbeat(TaskState(task, HISTORY), request, now=NOW)
 
 
+def _release(task: TaskRow | None) -> object:
+    request = ReleaseRequest.from_mapping(
+        {"task_id": "t1", "lease_token": TOKEN, "reason": "worker stopped"}
+    )
+    return decide_release(TaskState(task, HISTORY), request, now=NOW)
+
+
 def _submit(task: TaskRow) -> object:
     request = SubmitRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "result": {"ok": True}, "idempotency_key": "s"}
@@ -138,6 +147,8 @@ def _expire(task: TaskRow) -> object:
 DRIVERS: dict[TaskOperation, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
     TaskOperation.CLAIM: (_claim, {}),
     TaskOperation.HEARTBEAT: (_heartbeat, {}),
+    TaskOperation.RELEASE: (_release, {}),
+    TaskOperation.RELEASE_EXHAUSTED: (_release, {"attempt": 3}),
     TaskOperation.SUBMIT: (_submit, {}),
     TaskOperation.VERIFY_SUCCEEDED: (_verify("SUCCEEDED"), {}),
     TaskOperation.VERIFY_FAILED: (_verify("FAILED"), {}),
@@ -222,6 +233,31 @@ def test_create_plan_and_replay() -> None:
         decide_create(TaskState(row("QUEUED"), HISTORY), request, now=NOW, task_id="t1")
 
 
+def test_release_requeues_or_fails_and_fences_a_stale_holder() -> None:
+    released = _release(row("CLAIMED"))
+    assert isinstance(released, WritePlan)
+    (appended,) = released.events
+    assert appended.event.event_type == TASK_RELEASED
+    assert appended.event.agent_id == "w1"
+    assert appended.event.payload() == {
+        "attempt": 1,
+        "reason": "worker stopped",
+        "next_state": "QUEUED",
+    }
+    assert released.response["status"] == "QUEUED"
+    assert released.response["attempt"] == 1  # the released attempt stays counted
+    exhausted = _release(row("CLAIMED", attempt=3))
+    assert isinstance(exhausted, WritePlan)
+    assert exhausted.response["status"] == "FAILED"
+    assert exhausted.writes[0].params["status"] == "FAILED"
+    with pytest.raises(LedgerError, match="LEASE_EXPIRED"):
+        _release(row("CLAIMED", lease_expires_at="2026-08-20T00:00:05Z"))
+    with pytest.raises(LedgerError, match="LEASE_INVALID"):
+        _release(row("CLAIMED", lease_token_hash=lease_token_sha256("another-token-0123456")))
+    with pytest.raises(LedgerError, match="TASK_NOT_FOUND"):
+        _release(None)
+
+
 # ---------------------------------------------------------------------------------------------
 # golden plans
 
@@ -254,6 +290,10 @@ def test_golden_plans(golden: SnapshotAssertion) -> None:
         "expire_exhausted": _expire(row("CLAIMED", attempt=3)),
     }
     assert golden == {name: plan_json(plan) for name, plan in plans.items()}
+
+
+def test_golden_release_plan(golden: SnapshotAssertion) -> None:
+    assert golden == plan_json(_release(row("CLAIMED")))
 
 
 # ---------------------------------------------------------------------------------------------

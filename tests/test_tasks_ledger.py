@@ -313,6 +313,39 @@ def test_heartbeat_extends_the_lease(ledger: TaskLedger, clock: Clock) -> None:
     assert (beat["status"], beat["revision"], beat["attempt"]) == ("CLAIMED", 3, 1)
 
 
+def test_release_requeues_at_once_and_keeps_the_attempt(ledger: TaskLedger, path: Path) -> None:
+    claim = _claimed(ledger)
+    released = ledger.release("t1", lease_token=claim["lease_token"], reason="worker stopped")
+    assert (released["status"], released["attempt"], released["revision"]) == ("QUEUED", 1, 3)
+    assert released["claimed_by"] is None and released["lease_expires_at"] is None
+    assert _raw_task(path)["lease_token_hash"] is None
+    event = ledger.events("t1")[-1]
+    assert (event["event_type"], event["agent_id"]) == ("TASK_RELEASED", "w1")
+    assert event["payload"] == {"attempt": 1, "reason": "worker stopped", "next_state": "QUEUED"}
+    # The lease is gone: the old holder is fenced, and anyone may claim the task again.
+    before = dump(path)
+    for call in (
+        lambda: ledger.release("t1", lease_token=claim["lease_token"], reason="again"),
+        lambda: ledger.heartbeat("t1", lease_token=claim["lease_token"], lease_seconds=5),
+    ):
+        assert refusal(call) == "LEASE_INVALID"
+    assert dump(path) == before
+    again = ledger.claim(agent_id="w2", capabilities=[], lease_seconds=60)
+    assert again is not None and (again["task_id"], again["attempt"]) == ("t1", 2)
+
+
+def test_release_of_the_last_attempt_fails_the_task(ledger: TaskLedger, clock: Clock) -> None:
+    claim = _claimed(ledger, max_attempts=1)
+    released = ledger.release("t1", lease_token=claim["lease_token"], reason="stopped")
+    assert (released["status"], released["attempt"]) == ("FAILED", 1)
+    assert ledger.events("t1")[-1]["payload"]["next_state"] == "FAILED"
+    late = _claimed(ledger, "t2")
+    clock.advance(60)
+    assert refusal(
+        lambda: ledger.release("t2", lease_token=late["lease_token"], reason="too late")
+    ) == ("LEASE_EXPIRED")
+
+
 def test_verify_decisions(ledger: TaskLedger) -> None:
     _submitted(ledger, "ok")
     _submitted(ledger, "bad")
@@ -723,6 +756,9 @@ def test_refused_calls_leave_the_database_byte_for_byte(
     before, raw_before = dump(path), file_bytes(path)
     calls: list[Callable[[], object]] = [
         lambda: ledger.heartbeat("t1", lease_token=OTHER_TOKEN, lease_seconds=5),
+        lambda: ledger.release("t1", lease_token=OTHER_TOKEN, reason="r"),
+        lambda: ledger.release("t2", lease_token=claim["lease_token"], reason="r"),
+        lambda: ledger.release("t1", lease_token=claim["lease_token"], reason="r" * 1001),
         lambda: ledger.submit_result(
             "t1", lease_token=claim["lease_token"], result=[1], idempotency_key="s"
         ),

@@ -1,8 +1,8 @@
 """A hypothesis state machine drives `TaskLedger` with a pure model beside it.
 
-Rules: create, claim (one or a batch), heartbeat and submit (with current or stale tokens; one
-or a batch), verify, cancel, expire, replays, and clock jumps; after every step the ledger's
-tasks and event counts must equal the model's. Larger runs with AIOS_SOAK=1.
+Rules: create, claim (one or a batch), heartbeat, release and submit (with current or stale
+tokens; submit one or a batch), verify, cancel, expire, replays, and clock jumps; after every
+step the ledger's tasks and event counts must equal the model's. Larger runs with AIOS_SOAK=1.
 """
 
 from __future__ import annotations
@@ -228,6 +228,21 @@ class LedgerMachine(RuleBasedStateMachine):
         answer = self.ledger.heartbeat(task_id, lease_token=token, lease_seconds=lease)
         self.write(task, expires_at=self.seconds + lease)
         assert answer["lease_expires_at"] == self.stamp(task.expires_at)
+
+    @rule(task_id=st.sampled_from(TASK_IDS), choice=st.integers(0, 5))
+    def release_lease(self, task_id: str, choice: int) -> None:
+        task = self.tasks.get(task_id)
+        token = self.pick_token(task, choice)
+        refused = self.lease_refusal(task, token)
+        if refused is not None:
+            self.expect_refusal(
+                refused, lambda: self.ledger.release(task_id, lease_token=token, reason="stop")
+            )
+            return
+        assert task is not None
+        answer = self.ledger.release(task_id, lease_token=token, reason="stop")
+        self.release(task, "QUEUED" if task.attempt < task.max_attempts else "FAILED")
+        assert (answer["status"], answer["attempt"]) == (task.status, task.attempt)
 
     @rule(task_id=st.sampled_from(TASK_IDS), choice=st.integers(0, 5))
     def submit(self, task_id: str, choice: int) -> None:

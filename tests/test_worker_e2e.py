@@ -279,9 +279,13 @@ def test_governed_task_gets_its_envelope_and_a_governance_breach_is_refused(
     result = task(db, "task-governed")["result"]
     assert result["status"] == "FAILED" and result["production_write"] is False
     assert result["summary"].startswith("result_refused: RESULT_GOVERNANCE_VIOLATION")
+    # Why: the refusal and the refused output, in the run's evidence and in the result.
     evidence = cli(db, "run", "evidence", "task:task-governed", "task-governed@1")
-    kinds = [event["kind"] for event in json.loads(evidence.stdout)["events"]]
-    assert "result_refused" in kinds
+    (failure,) = [e for e in json.loads(evidence.stdout)["events"] if e["kind"] == "failure"]
+    assert failure["payload"]["failure"] == "result_refused"
+    assert failure["payload"]["detail"].startswith("RESULT_GOVERNANCE_VIOLATION")
+    assert '"production_write": true' in failure["payload"]["output_head"]
+    assert '"production_write": true' in result["summary"]
 
 
 def test_a_worker_without_the_capability_leaves_a_governed_task_alone(

@@ -59,6 +59,10 @@ class HeartbeatAnswer(TaskSummary):
     idempotent: bool
 
 
+class ReleaseAnswer(TaskSummary):
+    idempotent: bool
+
+
 class SubmitAnswer(TaskSummary):
     result_digest: str
     idempotent: bool

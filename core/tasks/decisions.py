@@ -1,4 +1,5 @@
-"""Decisions of the task lifecycle: create, claim, heartbeat, submit, verify, cancel, expire.
+"""Decisions of the task lifecycle: create, claim, heartbeat, release, submit, verify, cancel,
+expire.
 
 Each `decide_*(state, request, *, now, ...)` is pure: `state` holds the rows the shell read
 inside its `BEGIN IMMEDIATE` (the task, any first answer, the log's tail at the task's chain),
@@ -11,8 +12,8 @@ change goes through `TASK_TRANSITIONS`; every write adds 1 to `revision`, a clai
 
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
 that does not match the task's current lease (never held, requeued, claimed by someone else,
-released by submit or cancel) is `LEASE_INVALID`; the matching token after the lease's expiry
-is `LEASE_EXPIRED`. Neither writes anything.
+released by submit, release or cancel) is `LEASE_INVALID`; the matching token after the lease's
+expiry is `LEASE_EXPIRED`. Neither writes anything.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from aios_ledger.core.tasks.answers import (
     CreateAnswer,
     ExpireAnswer,
     HeartbeatAnswer,
+    ReleaseAnswer,
     SubmitAnswer,
     TaskSummary,
     VerifyAnswer,
@@ -52,6 +54,7 @@ from aios_ledger.core.tasks.requests import (
     ClaimRequest,
     ExpireRequest,
     HeartbeatRequest,
+    ReleaseRequest,
     SubmitRequest,
     TaskCreateCommand,
     TaskCreateRequest,
@@ -65,6 +68,7 @@ from aios_ledger.core.tasks.transitions import (
     TaskStatus,
     expire_operation,
     next_task_status,
+    release_operation,
     verify_operation,
 )
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -76,6 +80,7 @@ RESULT_SUBMITTED = "RESULT_SUBMITTED"
 TASK_VERIFIED = "TASK_VERIFIED"
 TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
 TASK_CANCELLED = "TASK_CANCELLED"
+TASK_RELEASED = "TASK_RELEASED"
 
 
 @attrs.frozen
@@ -387,6 +392,38 @@ def decide_heartbeat(
     return sealed_plan(
         (_cas(task, beat),),
         (_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
+        answer,
+        tail=state.tail,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# release
+
+
+def decide_release(
+    state: TaskState, request: ReleaseRequest, *, now: Timestamp
+) -> Decision[ReleaseAnswer]:
+    """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
+    (the attempt stays counted, as when a lease expires)."""
+    require_timestamp(now)
+    task = _require(request.task_id, state.task)
+    _check_lease(task, request.lease_token, now)
+    attempts_left = task.attempt < task.max_attempts
+    released = _release(
+        task,
+        now,
+        status=next_task_status(task.status, release_operation(attempts_left=attempts_left)),
+    )
+    payload: JsonObject = {
+        "attempt": task.attempt,
+        "reason": request.reason,
+        "next_state": released.status,
+    }
+    answer: ReleaseAnswer = {**task_summary(released), "idempotent": False}
+    return sealed_plan(
+        (_cas(task, released),),
+        (_event(released, TASK_RELEASED, payload, task.claimed_by),),
         answer,
         tail=state.tail,
     )

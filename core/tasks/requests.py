@@ -229,6 +229,19 @@ class HeartbeatRequest:
 
 
 @attrs.frozen
+class ReleaseRequest:
+    """A holder giving its lease back before the end (a worker that stops): why, in `reason`."""
+
+    task_id: Identifier
+    lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
+    reason: Reason
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> ReleaseRequest:
+        return structure(raw, cls, what="release")
+
+
+@attrs.frozen
 class SubmitRequest:
     task_id: Identifier
     lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)

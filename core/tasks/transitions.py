@@ -2,9 +2,10 @@
 
 Every write to a task looks its transition up here; a pair that is not in the table is an
 `INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate operations
-(`rework` / `rework_exhausted`, `expire` / `expire_exhausted`), so the table stays a plain map.
-`ABSENT` is the pseudo-status of a task that does not exist yet. Statuses, operations and
-verification decisions are `StrEnum`s: rows, digests and JSON answers hold their plain text.
+(`rework` / `rework_exhausted`, `expire` / `expire_exhausted`, `release` / `release_exhausted`),
+so the table stays a plain map. `ABSENT` is the pseudo-status of a task that does not exist yet.
+Statuses, operations and verification decisions are `StrEnum`s: rows, digests and JSON answers
+hold their plain text.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class TaskOperation(enum.StrEnum):
     SUBMIT = "submit"
     EXPIRE = "expire"
     EXPIRE_EXHAUSTED = "expire_exhausted"
+    RELEASE = "release"
+    RELEASE_EXHAUSTED = "release_exhausted"
     VERIFY_SUCCEEDED = "verify_succeeded"
     REWORK = "rework"
     REWORK_EXHAUSTED = "rework_exhausted"
@@ -61,6 +64,8 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
             (_S.CLAIMED, _O.SUBMIT): _S.SUBMITTED,
             (_S.CLAIMED, _O.EXPIRE): _S.QUEUED,
             (_S.CLAIMED, _O.EXPIRE_EXHAUSTED): _S.FAILED,
+            (_S.CLAIMED, _O.RELEASE): _S.QUEUED,
+            (_S.CLAIMED, _O.RELEASE_EXHAUSTED): _S.FAILED,
             (_S.SUBMITTED, _O.VERIFY_SUCCEEDED): _S.SUCCEEDED,
             (_S.SUBMITTED, _O.REWORK): _S.QUEUED,
             (_S.SUBMITTED, _O.REWORK_EXHAUSTED): _S.FAILED,
@@ -103,3 +108,9 @@ def verify_operation(decision: VerifyDecision, *, attempts_left: bool) -> TaskOp
 
 def expire_operation(*, attempts_left: bool) -> TaskOperation:
     return TaskOperation.EXPIRE if attempts_left else TaskOperation.EXPIRE_EXHAUSTED
+
+
+def release_operation(*, attempts_left: bool) -> TaskOperation:
+    """A released attempt still counts, as an expired one does: a task whose command keeps
+    getting its worker stopped (or killed by the stop) must not come back forever."""
+    return TaskOperation.RELEASE if attempts_left else TaskOperation.RELEASE_EXHAUSTED

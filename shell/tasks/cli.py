@@ -1,6 +1,7 @@
-"""Commands of the task lifecycle: task create/list/show, claim, heartbeat, submit, verify, cancel,
-expire-leases. Requests are JSON objects (`--json FILE`, `-` for stdin) with the same fields as
-the `TaskLedger` keyword arguments, so that lease tokens never appear on a command line.
+"""Commands of the task lifecycle: task create/list/show, claim, heartbeat, release, submit,
+verify, cancel, expire-leases. Requests are JSON objects (`--json FILE`, `-` for stdin) with the
+same fields as the `TaskLedger` keyword arguments, so that lease tokens never appear on a command
+line.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.batches import each_item
 from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
+from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ReleaseRequest
 from aios_ledger.shell.cli_support import emit, json_flag, read_json_argument, task_ledger
 from aios_ledger.shell.console import Shown, task_view, tasks_view
 
@@ -65,6 +66,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     _json_option(heartbeat)
     heartbeat.set_defaults(handler=_heartbeat)
+
+    release = commands.add_parser(
+        "release",
+        help="give a lease back, the task queued again: {task_id, lease_token, reason}",
+    )
+    _json_option(release)
+    release.set_defaults(handler=_release)
 
     submit = commands.add_parser(
         "submit",
@@ -163,6 +171,14 @@ def _heartbeat(args: argparse.Namespace) -> Any:
     with task_ledger(args) as ledger:
         return ledger.heartbeat(
             request.task_id, lease_token=request.lease_token, lease_seconds=request.lease_seconds
+        )
+
+
+def _release(args: argparse.Namespace) -> Any:
+    request = ReleaseRequest.from_mapping(read_json_argument(args.json))
+    with task_ledger(args) as ledger:
+        return ledger.release(
+            request.task_id, lease_token=request.lease_token, reason=request.reason
         )
 
 

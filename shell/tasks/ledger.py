@@ -1,5 +1,5 @@
-"""`TaskLedger`: the task lifecycle over a ledger database (create, claim, heartbeat, submit,
-verify, cancel, expire) and its reads.
+"""`TaskLedger`: the task lifecycle over a ledger database (create, claim, heartbeat, release,
+submit, verify, cancel, expire) and its reads.
 
 Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL (the task, any
 first answer, the log's tail at the task's chain), let the core decide, apply the plan (one
@@ -57,7 +57,9 @@ from aios_ledger.core import (
     first_claimable,
 )
 from aios_ledger.core.batches import each_item, structure_batch
-from aios_ledger.core.tasks.answers import event_view, task_view
+from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
+from aios_ledger.core.tasks.decisions import decide_release
+from aios_ledger.core.tasks.requests import ReleaseRequest
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -266,6 +268,22 @@ class TaskLedger:
             task = _task(conn, request.task_id)
             state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
             return plans.apply(decide_heartbeat(state, request, now=self._now()))
+
+        return self._db.write(write)
+
+    def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
+        """Give the lease back before it ends (`TASK_RELEASED`, with the reason and the
+        attempt): the task is QUEUED again at once, or FAILED when that was its last attempt,
+        since the released attempt stays counted. A stale holder is fenced as for heartbeat."""
+        request = ReleaseRequest.from_mapping(
+            {"task_id": task_id, "lease_token": lease_token, "reason": reason}
+        )
+
+        def write(conn: apsw.Connection) -> ReleaseAnswer:
+            plans = PlanExecutor(conn)
+            tail = plans.tail(chain_of(request.task_id))
+            state = TaskState(task=_task(conn, request.task_id), tail=tail)
+            return plans.apply(decide_release(state, request, now=self._now()))
 
         return self._db.write(write)
 

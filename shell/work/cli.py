@@ -46,13 +46,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     option("--lease-seconds", name="lease_seconds", parse=int, help="each claim's lease")
     option("--timeout", name="timeout", parse=float, help="seconds a command may run")
     option("--max-tasks", name="max_tasks", parse=int, help="stop after this many tasks")
+    option(
+        "--concurrency",
+        name="concurrency",
+        parse=int,
+        help="commands run at once, each for a task of its own",
+    )
     option("--poll-min", name="poll_min", parse=float, help="first wait when idle, seconds")
     option("--poll-max", name="poll_max", parse=float, help="longest wait when idle, seconds")
     option(
         "--grace",
         name="grace",
         parse=float,
-        help="seconds a running command may finish after SIGINT/SIGTERM",
+        help="seconds a running command may finish after SIGINT/SIGTERM; then it is killed "
+        "and its task released",
     )
     worker.add_argument("--once", action="store_true", help="handle at most one task, then exit")
     worker.add_argument(
@@ -93,6 +100,7 @@ def _worker(args: argparse.Namespace) -> Any:
         poll_min=settings.poll_min,
         poll_max=max(settings.poll_max, settings.poll_min),
         grace=settings.grace,
+        concurrency=settings.concurrency,
     )
     worker = Worker(
         database_path(args),

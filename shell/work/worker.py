@@ -4,11 +4,19 @@ For each claim the command gets the claim as JSON on stdin and `AIOS_TASK_ID`,
 `AIOS_EXECUTION_DIGEST`, `AIOS_ATTEMPT` in its environment; what it prints on stderr becomes run
 events (the evidence a reviewer reads), and the JSON object it prints on stdout is submitted as
 the result. A command that fails, hangs past the timeout or prints garbage leads to a submitted
-failure result; a lost lease stops the command and submits nothing.
+failure result that carries the evidence of why (exit status, last lines of stderr, head of the
+output); a lost lease stops the command and submits nothing.
+
+Up to `concurrency` commands run at once, each in a thread of its own with its own claim, lease
+and heartbeats. Each command runs under a guard (`guard.py`) in a process group of its own: the
+worker stops a command by signalling the group, and a worker that dies, even by SIGKILL, takes
+its commands with it. A stop (SIGINT/SIGTERM) ends claiming; every running command gets the
+grace period to finish, then its group is killed and its task released, QUEUED again at once.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -18,12 +26,15 @@ import signal
 import subprocess
 import threading
 import time
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, Any, Literal, ParamSpec, TypeVar
 
 import attrs
 from aios_ledger.core import ClaimAnswer, LedgerError
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.work import (
+    STDERR_TAIL_LINES,
+    FailureEvidence,
     evidence_run,
     evidence_session,
     failure_result,
@@ -33,13 +44,22 @@ from aios_ledger.core.work import (
 from aios_ledger.shell.clock import Clock
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.work.guard import guarded
 
 MAX_STDOUT_BYTES = 4 * 1024 * 1024
 MAX_STDERR_LINE = 4000
 KILL_WAIT_SECONDS = 2.0
 TICK_SECONDS = 0.05
+# How soon the claiming loop notices a stop: the signal handler only sets a flag (see
+# `request_stop`), so the loop never sleeps longer than this at a time.
+STOP_POLL_SECONDS = 0.1
 LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
+
+P = ParamSpec("P")
+T = TypeVar("T")
+# Why the worker ended a command before it exited by itself.
+Ending = tuple[Literal["timeout", "lease-lost", "stopped"], str]
 
 
 @attrs.frozen
@@ -55,13 +75,14 @@ class WorkerConfig:
     poll_min: float = 0.2
     poll_max: float = 5.0
     grace: float = 10.0
+    concurrency: int = 1
 
 
 @attrs.frozen
 class TaskOutcome:
     task_id: str
     attempt: int
-    outcome: str  # submitted | failure-submitted | lease-lost | stopped | refused
+    outcome: str  # submitted | failure-submitted | lease-lost | released | refused
     detail: str
     seconds: float
 
@@ -79,7 +100,11 @@ class Worker:
         self.config = config
         self.ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         self.runs = RunStore(path, migrate=migrate)
-        self._stop = threading.Event()
+        # The executions' threads share these two connections, one call at a time.
+        self._serial = threading.Lock()
+        self._stopping = False
+        self._slot_freed = threading.Event()
+        self._crash: BaseException | None = None
         self.outcomes: list[TaskOutcome] = []
 
     def close(self) -> None:
@@ -92,8 +117,14 @@ class Worker:
         agent_id = self.config.agent_id
         LOG.log(level, f"worker {agent_id}: {message}", extra={"agent_id": agent_id, **fields})
 
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
     def request_stop(self) -> None:
-        self._stop.set()
+        """Stop claiming; running commands get the grace period. A plain flag, not an Event:
+        the signal handler sets it, and must take no lock the thread it interrupted may hold."""
+        self._stopping = True
 
     def install_signal_handlers(self) -> None:
         def stop(signum: int, _frame: object) -> None:
@@ -103,59 +134,114 @@ class Worker:
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
 
+    def serialised(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`call` on the worker's connections, never at the same time as another thread's."""
+        with self._serial:
+            return call(*args, **kwargs)
+
     def run(self) -> int:
-        """Claim and work until stopped, `--once`, or `--max-tasks`; 0 on a clean stop."""
+        """Claim and work until stopped, `--once`, `--until-empty` or `--max-tasks`, with up to
+        `concurrency` commands at once; returns when every command has ended, 0 on a clean
+        stop. An execution that crashes stops the others (and their tasks are released), then
+        its exception is raised here."""
+        executions: list[threading.Thread] = []
         delay = self.config.poll_min
-        handled = 0
-        while not self._stop.is_set():
-            if self.config.max_tasks is not None and handled >= self.config.max_tasks:
-                break
-            claim = self._claim()
-            if claim is None:
-                if self.config.once or self.config.until_empty:
+        started = 0
+        try:
+            while not self._stopping:
+                self._slot_freed.clear()
+                executions = [thread for thread in executions if thread.is_alive()]
+                budget = self._budget(started)
+                if budget == 0:
                     break
-                self._stop.wait(delay)
+                free = self.config.concurrency - len(executions)
+                if free == 0:
+                    self._slot_freed.wait(STOP_POLL_SECONDS)
+                    continue
+                claims = self._claim(free if budget is None else min(free, budget))
+                executions.extend(self._start(claim) for claim in claims)
+                started += len(claims)
+                if claims:
+                    delay = self.config.poll_min
+                    continue
+                if not executions and (self.config.once or self.config.until_empty):
+                    break
+                self._idle(delay)
                 delay = next_poll_delay(
                     delay, minimum=self.config.poll_min, maximum=self.config.poll_max
                 )
-                continue
-            delay = self.config.poll_min
-            self.outcomes.append(self._work(claim))
-            handled += 1
-            if self.config.once:
-                break
+        except BaseException:
+            self.request_stop()  # e.g. KeyboardInterrupt without the signal handlers
+            raise
+        finally:
+            for thread in executions:
+                thread.join()
+        if self._crash is not None:
+            raise self._crash
         return 0
 
-    def _claim(self) -> ClaimAnswer | None:
+    def _budget(self, started: int) -> int | None:
+        """How many more tasks this worker may start; None: no bound."""
+        bound = 1 if self.config.once else self.config.max_tasks
+        return None if bound is None else bound - started
+
+    def _idle(self, seconds: float) -> None:
+        """Wait up to `seconds`, less when a stop comes or a running command ends."""
+        until = time.monotonic() + seconds
+        while not self._stopping:
+            left = until - time.monotonic()
+            if left <= 0 or self._slot_freed.wait(min(left, STOP_POLL_SECONDS)):
+                return
+
+    def _claim(self, count: int) -> list[ClaimAnswer]:
         try:
-            claim = self.ledger.claim(
-                agent_id=self.config.agent_id,
-                capabilities=self.config.capabilities,
-                lease_seconds=self.config.lease_seconds,
-            )
-            if claim is None and self.ledger.expire_leases().get("expired"):
+            claims = self._claim_many(count)
+            if not claims and self.serialised(self.ledger.expire_leases).get("expired"):
                 # Leases of dead workers went back to the queue: try again at once.
-                claim = self.ledger.claim(
-                    agent_id=self.config.agent_id,
-                    capabilities=self.config.capabilities,
-                    lease_seconds=self.config.lease_seconds,
-                )
-            return claim
+                claims = self._claim_many(count)
+            return claims
         except LedgerError as refused:
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
-            return None
+            return []
+
+    def _claim_many(self, count: int) -> list[ClaimAnswer]:
+        return self.serialised(
+            self.ledger.claim_many,
+            agent_id=self.config.agent_id,
+            capabilities=self.config.capabilities,
+            lease_seconds=self.config.lease_seconds,
+            limit=count,
+        )
+
+    def _start(self, claim: ClaimAnswer) -> threading.Thread:
+        thread = threading.Thread(
+            target=self._execute, args=(claim,), name=f"task {claim['task_id']}"
+        )
+        thread.start()
+        return thread
+
+    def _execute(self, claim: ClaimAnswer) -> None:
+        try:
+            self.outcomes.append(self._work(claim))
+        except BaseException as crash:
+            if self._crash is None:
+                self._crash = crash
+            self.request_stop()
+        finally:
+            self._slot_freed.set()
 
     def _work(self, claim: ClaimAnswer) -> TaskOutcome:
         started = time.monotonic()
-        task_id, attempt = str(claim["task_id"]), int(claim["attempt"])
-        run_id = evidence_run(task_id, attempt)
-        self.runs.create_run(evidence_session(task_id), f"attempt {attempt}", run_id=run_id)
+        execution = _Execution(self, claim)
+        task_id, attempt = execution.task_id, execution.attempt
+        self.serialised(
+            self.runs.create_run,
+            evidence_session(task_id),
+            f"attempt {attempt}",
+            run_id=execution.run_id,
+        )
         self.log(f"task {task_id} attempt {attempt}: started", task_id=task_id, attempt=attempt)
-        execution = _Execution(self, claim, run_id)
         outcome, detail = execution.run()
-        result = execution.result
-        if result is not None:
-            outcome, detail = self._submit(claim, run_id, result, outcome, detail)
         seconds = time.monotonic() - started
         self.log(
             f"task {task_id} attempt {attempt}: {outcome} ({detail}) in {seconds:.1f}s",
@@ -166,66 +252,42 @@ class Worker:
         )
         return TaskOutcome(task_id, attempt, outcome, detail, seconds)
 
-    def _submit(
-        self,
-        claim: ClaimAnswer,
-        run_id: str,
-        result: dict[str, Any],
-        outcome: str,
-        detail: str,
-        *,
-        key_suffix: str = "",
-    ) -> tuple[str, str]:
-        task_id, token = str(claim["task_id"]), str(claim["lease_token"])
-        key = f"submit:{task_id}:{claim['attempt']}{key_suffix}"
+    def evidence(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
         try:
-            self.ledger.submit_result(
-                task_id, lease_token=token, result=result, idempotency_key=key
-            )
-            return outcome, detail
-        except LedgerError as refused:
-            if refused.code in LEASE_LOST:
-                return "lease-lost", refused.code
-            if outcome != "submitted":
-                return "refused", str(refused)
-            # The command's own result broke the task's contract: record why, submit a failure.
-            self._evidence(run_id, "result_refused", {"error": str(refused)[:MAX_STDERR_LINE]})
-            failure = failure_result(claim, kind="result_refused", detail=str(refused))
-            return self._submit(
-                claim, run_id, failure, "failure-submitted", refused.code, key_suffix=":refused"
-            )
-
-    def _evidence(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
-        try:
-            self.runs.append_event(run_id, kind, payload)
+            self.serialised(self.runs.append_event, run_id, kind, payload)
         except LedgerError as refused:
             self.log(f"evidence not recorded: {refused}", level=logging.WARNING, run_id=run_id)
 
 
 class _Execution:
-    """One run of the command for one claim, with its heartbeats, timeout and stop handling."""
+    """One run of the command for one claim: its heartbeats, timeout and stop handling, and
+    what it hands back (its result, a failure result with the evidence, or the task)."""
 
-    def __init__(self, worker: Worker, claim: ClaimAnswer, run_id: str) -> None:
+    def __init__(self, worker: Worker, claim: ClaimAnswer) -> None:
         self.worker = worker
         self.claim = claim
-        self.run_id = run_id
-        self.result: dict[str, Any] | None = None
+        self.task_id = str(claim["task_id"])
+        self.attempt = int(claim["attempt"])
+        self.run_id = evidence_run(self.task_id, self.attempt)
         self._lines: queue.Queue[str] = queue.Queue()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stdout = bytearray()
+        self._exit_status: int | None = None
 
     def run(self) -> tuple[str, str]:
-        config = self.worker.config
+        if self.worker.stopping:
+            return self._release("the worker stopped before the command started")
         envelope = self.claim.get("envelope") or {}
         env = {
             **os.environ,
-            "AIOS_TASK_ID": str(self.claim["task_id"]),
-            "AIOS_ATTEMPT": str(self.claim["attempt"]),
+            "AIOS_TASK_ID": self.task_id,
+            "AIOS_ATTEMPT": str(self.attempt),
             "AIOS_EXECUTION_DIGEST": str(envelope.get("execution_digest", "")),
         }
         stdin = {k: v for k, v in self.claim.items() if k != "lease_token"}
         try:
             process = subprocess.Popen(
-                ["/bin/sh", "-c", config.command],
+                guarded(["/bin/sh", "-c", self.worker.config.command], parent=os.getpid()),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -241,23 +303,31 @@ class _Execution:
         ]
         for reader in readers:
             reader.start()
-        ended = self._supervise(process)
+        ending = self._supervise(process)
         for reader in readers:
             reader.join(timeout=KILL_WAIT_SECONDS)
         self._flush_evidence()
-        self.worker._evidence(self.run_id, "exit", {"returncode": process.returncode})
-        if ended is not None:
-            return ended
+        self._exit_status = process.returncode
+        self.worker.evidence(self.run_id, "exit", {"returncode": process.returncode})
+        if ending is not None:
+            why, detail = ending
+            if why == "timeout":
+                return self._fail("timeout", detail)
+            if why == "stopped":
+                return self._release(detail)
+            return "lease-lost", detail
         if process.returncode != 0:
             return self._fail("exit_status", f"exit status {process.returncode}")
         try:
-            self.result = loads_object(bytes(self._stdout), what="stdout")
+            result = loads_object(bytes(self._stdout), what="stdout")
         except LedgerError as refused:
             return self._fail("invalid_output", refused.code)
-        return "submitted", "result submitted"
+        return self._submit(result, "submitted", "result submitted")
 
-    def _supervise(self, process: subprocess.Popen[bytes]) -> tuple[str, str] | None:
-        """Wait for the command; heartbeat, enforce the timeout and the stop's grace period."""
+    def _supervise(self, process: subprocess.Popen[bytes]) -> Ending | None:
+        """Wait for the command; heartbeat, enforce the timeout and the stop's grace period.
+        None when the command exited by itself; then whatever it left running in its group is
+        killed, so that nothing of one task keeps running into the next."""
         config = self.worker.config
         started = time.monotonic()
         beat_every = heartbeat_interval(config.lease_seconds)
@@ -267,45 +337,99 @@ class _Execution:
             self._flush_evidence()
             now = time.monotonic()
             if config.timeout is not None and now - started >= config.timeout:
-                _kill(process)
-                return self._fail("timeout", f"no answer within {config.timeout:g}s")
+                _stop_group(process)
+                return "timeout", f"no answer within {config.timeout:g}s"
             if now >= next_beat:
                 next_beat = now + beat_every
                 lost = self._heartbeat()
                 if lost is not None:
-                    _kill(process)
+                    _stop_group(process)
                     return "lease-lost", lost
-            if self.worker._stop.is_set() and grace_until is None:
+            if self.worker.stopping and grace_until is None:
                 grace_until = now + config.grace
             if grace_until is not None and now >= grace_until:
-                _kill(process)
-                return "stopped", f"still running after the {config.grace:g}s grace period"
+                _stop_group(process)
+                return "stopped", (
+                    f"the worker stopped; the command still ran after the {config.grace:g}s "
+                    "grace period"
+                )
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=TICK_SECONDS)
+        _signal_group(process, signal.SIGKILL)
         return None
 
     def _heartbeat(self) -> str | None:
+        worker = self.worker
         try:
-            self.worker.ledger.heartbeat(
-                str(self.claim["task_id"]),
+            worker.serialised(
+                worker.ledger.heartbeat,
+                self.task_id,
                 lease_token=str(self.claim["lease_token"]),
-                lease_seconds=self.worker.config.lease_seconds,
+                lease_seconds=worker.config.lease_seconds,
             )
             return None
         except LedgerError as refused:
             if refused.code in LEASE_LOST:
                 return refused.code
-            self.worker.log(
+            worker.log(
                 f"heartbeat failed: {refused}",
                 level=logging.WARNING,
-                task_id=str(self.claim["task_id"]),
+                task_id=self.task_id,
                 code=refused.code,
             )
             return None
 
-    def _fail(self, kind: str, detail: str) -> tuple[str, str]:
-        self.result = failure_result(self.claim, kind=kind, detail=detail)
-        return "failure-submitted", kind
+    def _submit(
+        self, result: dict[str, Any], outcome: str, detail: str, *, key_suffix: str = ""
+    ) -> tuple[str, str]:
+        worker = self.worker
+        try:
+            worker.serialised(
+                worker.ledger.submit_result,
+                self.task_id,
+                lease_token=str(self.claim["lease_token"]),
+                result=result,
+                idempotency_key=f"submit:{self.task_id}:{self.attempt}{key_suffix}",
+            )
+            return outcome, detail
+        except LedgerError as refused:
+            if refused.code in LEASE_LOST:
+                return "lease-lost", refused.code
+            if outcome != "submitted":
+                return "refused", str(refused)
+            # The command's own result broke the task's contract: submit a failure saying why.
+            return self._fail("result_refused", str(refused), shown=refused.code)
+
+    def _fail(self, kind: str, detail: str, *, shown: str | None = None) -> tuple[str, str]:
+        """Submit a failure result with the evidence of the run, which also becomes a run
+        event; `shown` is the outcome's detail (the failure kind unless given)."""
+        evidence = FailureEvidence.bounded(
+            exit_status=self._exit_status,
+            stderr_lines=tuple(self._stderr_tail),
+            output=bytes(self._stdout),
+        )
+        payload = {"failure": kind, "detail": detail[:MAX_STDERR_LINE], **evidence.public()}
+        self.worker.evidence(self.run_id, "failure", payload)
+        result = failure_result(self.claim, kind=kind, detail=detail, evidence=evidence)
+        suffix = ":refused" if kind == "result_refused" else ""
+        return self._submit(result, "failure-submitted", shown or kind, key_suffix=suffix)
+
+    def _release(self, reason: str) -> tuple[str, str]:
+        """Give the task back (QUEUED again at once) after a stop."""
+        worker = self.worker
+        worker.evidence(self.run_id, "released", {"reason": reason})
+        try:
+            worker.serialised(
+                worker.ledger.release,
+                self.task_id,
+                lease_token=str(self.claim["lease_token"]),
+                reason=reason,
+            )
+            return "released", reason
+        except LedgerError as refused:
+            if refused.code in LEASE_LOST:
+                return "lease-lost", refused.code
+            return "refused", str(refused)
 
     def _feed(self, pipe: IO[bytes] | None, value: Any) -> None:
         if pipe is None:
@@ -328,7 +452,9 @@ class _Execution:
         if pipe is None:
             return
         for raw in iter(pipe.readline, b""):
-            self._lines.put(raw.decode("utf-8", "replace").rstrip("\n")[:MAX_STDERR_LINE])
+            line = raw.decode("utf-8", "replace").rstrip("\n")[:MAX_STDERR_LINE]
+            self._lines.put(line)
+            self._stderr_tail.append(line)
 
     def _flush_evidence(self) -> None:
         while True:
@@ -336,18 +462,23 @@ class _Execution:
                 line = self._lines.get_nowait()
             except queue.Empty:
                 return
-            self.worker._evidence(self.run_id, "stderr", {"line": line})
+            self.worker.evidence(self.run_id, "stderr", {"line": line})
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """Stop the command and everything it started (it leads its own process group)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=KILL_WAIT_SECONDS)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Signal the command's process group: its guard leads it, and the command and everything
+    it started belong to it. The group outlives the reaped guard while a member lives, so the
+    same id still reaches what is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop the command and everything it started: SIGTERM to the group, then, once the
+    command has ended or after KILL_WAIT_SECONDS, SIGKILL to whatever is left."""
+    _signal_group(process, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_WAIT_SECONDS)
+    _signal_group(process, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_WAIT_SECONDS)
