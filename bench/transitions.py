@@ -390,7 +390,8 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
         finally:
             ledger.close()
             raw.close()
-        goal = 0.8 if level == "NORMAL" else 0.95
+        # A report, not a target: the write path DESIGN.md lays down (request record, decision,
+        # plan, executor) stays, and its per-transition targets against raw SQLite are retired.
         ratio = paired_ratio(values["ledger"], values["raw"])
         rows += [
             figure("1 transitions", f"ledger {level}", summary(values["ledger"]), "trans/s"),
@@ -400,8 +401,6 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
                 f"ledger/raw {level}",
                 ratio,
                 "ratio",
-                target=f">= {goal}",
-                met=ratio["median"] >= goal,
                 note=f"{tasks} tasks x 5 transitions per repetition",
             ),
         ]
