@@ -128,19 +128,12 @@ class Worker:
 
     def _claim(self) -> ClaimAnswer | None:
         try:
-            claim = self.ledger.claim(
+            # The claim itself takes over the leases of dead workers.
+            return self.ledger.claim(
                 agent_id=self.config.agent_id,
                 capabilities=self.config.capabilities,
                 lease_seconds=self.config.lease_seconds,
             )
-            if claim is None and self.ledger.expire_leases().get("expired"):
-                # Leases of dead workers went back to the queue: try again at once.
-                claim = self.ledger.claim(
-                    agent_id=self.config.agent_id,
-                    capabilities=self.config.capabilities,
-                    lease_seconds=self.config.lease_seconds,
-                )
-            return claim
         except LedgerError as refused:
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
             return None
