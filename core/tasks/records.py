@@ -87,6 +87,10 @@ class TaskRow(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
+        """The row's columns by name; a row without day two's (an embedder's storage from
+        before them) reads as their defaults."""
+        if "not_before" not in row:
+            row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
 
     def metadata(self) -> JsonObject:
