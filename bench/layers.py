@@ -122,6 +122,8 @@ def _flat_heartbeat_step(
             "expected_revision": task.revision,
             "status": next_status,
             "attempt": task.attempt,
+            "max_attempts": task.max_attempts,
+            "not_before": task.not_before,
             "claimed_by": task.claimed_by,
             "lease_token_hash": task.lease_token_hash,
             "lease_expires_at": new_expiry,

@@ -187,6 +187,8 @@ class RawLoop:
             "task_id": task_id,
             "status": status,
             "attempt": 1,
+            "max_attempts": 3,
+            "not_before": None,
             "claimed_by": "agent-1",
             "lease_token_hash": "h" * 64,
             "lease_expires_at": LATER,
@@ -249,12 +251,18 @@ class RawLoop:
                     "revision": 1,
                     "created_at": NOW,
                     "updated_at": NOW,
+                    "verification_mode": "reviewer",
+                    "retry_base_seconds": 10,
+                    "retry_max_seconds": 3600,
+                    "not_before": None,
                 },
             )
             self._ledger_row(key, "create", task_id)
             self._event(tail, task_id, "TASK_CREATED")
 
         def claim() -> None:
+            # As the ledger's claim: first the passed leases it would take over (none here).
+            self._one("tasks_expired_leases", {"now": NOW, "limit": 32})
             row = self._one("tasks_claim_candidates", {"now": NOW, "limit": 1, "offset": 0})
             assert row is not None and row[0] == task_id
             tail = self._tail(task_id)

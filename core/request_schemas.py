@@ -23,6 +23,7 @@ from aios_ledger.core.tasks.requests import (
     ClaimRequest,
     HeartbeatRequest,
     ReleaseRequest,
+    RetryRequest,
     SubmitRequest,
     TaskCreateCommand,
     VerifyRequest,
@@ -47,6 +48,7 @@ REQUEST_DOCUMENTS: dict[str, RequestDocument] = {
     "submit": RequestDocument(SubmitRequest, "submit --json FILE", batch=True),
     "verify": RequestDocument(VerifyRequest, "task verify --json FILE", batch=True),
     "cancel": RequestDocument(CancelRequest, "cancel --json FILE"),
+    "retry": RequestDocument(RetryRequest, "task retry --json FILE"),
     "binding": RequestDocument(GovernedExecutionBinding, "binding put FILE"),
     "projection": RequestDocument(
         InitialExecutionProjectionRequest, "project TASK_ID --request FILE"

@@ -84,13 +84,15 @@ class Statement(enum.StrEnum):
         """task_id goal instructions success_criteria_json required_capabilities_json
         constraints_json metadata_json deadline priority max_attempts attempt status claimed_by
         lease_token_hash lease_expires_at result_json result_digest result_idempotency_key
-        verification_json revision created_at updated_at""",
+        verification_json revision created_at updated_at verification_mode retry_base_seconds
+        retry_max_seconds not_before""",
     )
     TASKS_CAS_UPDATE = (
         "tasks_cas_update",
         _GUARDED,
-        """task_id expected_revision status attempt claimed_by lease_token_hash lease_expires_at
-        result_json result_digest result_idempotency_key verification_json updated_at""",
+        """task_id expected_revision status attempt max_attempts not_before claimed_by
+        lease_token_hash lease_expires_at result_json result_digest result_idempotency_key
+        verification_json updated_at""",
         "task_id",
     )
     TASK_IDEMPOTENCY_INSERT = (

@@ -15,6 +15,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,8 @@ def part_two(path: Path, examples: Path) -> None:
                     "goal": goal,
                     "instructions": "Work on the bound branch; report progress on stderr.",
                     "success_criteria": [{"id": "done", "description": goal}],
+                    # A rework waits this long (plus jitter) before its next attempt.
+                    "retry": {"base_seconds": 1, "max_seconds": 5},
                 },
                 idempotency_key=f"create-{task_id}",
             )
@@ -208,7 +211,22 @@ def part_two(path: Path, examples: Path) -> None:
         reviews = review_submitted(path, reviewer)
         for review in reviews:
             say(f"    review of {review['task_id']}: {review['outcome']} ({review.get('reason')})")
+        if round_number == 1:
+            wait_for_backoff(ledger)
     ledger.close()
+
+
+def wait_for_backoff(ledger: TaskLedger) -> None:
+    """Reworked tasks come back after their backoff (`not_before`): no claim takes them earlier."""
+    due = [task["not_before"] for task in ledger.list_tasks("QUEUED") if task["not_before"]]
+    if not due:
+        return
+    latest = Timestamp.parse(max(due))
+    seconds = max(0.0, (latest.epoch_ms - Timestamp.from_datetime(system_clock()).epoch_ms) / 1000)
+    say(
+        f"  The reworked tasks wait for their backoff: the last is due at {latest} ({seconds:.1f}s)"
+    )
+    time.sleep(seconds + 0.05)
 
 
 def timelines(path: Path) -> None:
@@ -221,7 +239,7 @@ def timelines(path: Path) -> None:
             say(f"  {task_id}: {task['status']} after {task['attempt']} attempt(s)")
             for event in ledger.events(task_id):
                 payload = event["payload"] if isinstance(event["payload"], dict) else {}
-                detail = payload.get("decision") or ""
+                detail = payload.get("decision") or payload.get("reason") or ""
                 agent = event["agent_id"] or ""
                 at = str(event["created_at"])[11:19]
                 say(f"    {at}  {event['event_type']:<46} {agent:<12} {detail}")

@@ -133,6 +133,22 @@ def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:
     return table
 
 
+def history_view(entries: Sequence[Mapping[str, Any]]) -> RenderableType:
+    table = _table(None, "time", "event", "agent", "attempt", "decision", "next state", "reason")
+    for entry in entries:
+        table.add_row(
+            _cell(entry["time"]),
+            _cell(entry["event"]),
+            _cell(entry["agent"]),
+            str(entry["attempt"]),
+            _cell(entry["decision"]),
+            _status(entry["next_state"] or ""),
+            _cell(entry["reason"], 200),
+        )
+    table.caption = f"{len(entries)} event(s)"
+    return table
+
+
 def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
     table = _table(None, "auxiliary run", "state", "kind", "mode", "session / run", "updated")
     for run in runs:
@@ -161,6 +177,9 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
         if oldest is None
         else f"oldest queued: {oldest['task_id']} since {oldest['created_at']}"
     )
+    expired = _table("leases expired (the next claim takes them over)", "task", "held by", "at")
+    for row in report["leases_expired"]:
+        expired.add_row(_cell(row["task_id"]), _cell(row["claimed_by"]), row["lease_expires_at"])
     window = report["leases_expiring_within_seconds"]
     leases = _table(f"leases expiring within {window}s", "task", "held by", "until")
     for row in report["leases_expiring"]:
@@ -174,7 +193,7 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
             _cell(row["task_id"]),
             _cell(row["agent_id"]),
         )
-    return Group(counts, waiting, leases, last)
+    return Group(counts, waiting, expired, leases, last)
 
 
 # -- progress ------------------------------------------------------------------------------

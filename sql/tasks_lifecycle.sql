@@ -6,12 +6,14 @@ INSERT INTO tasks(
   task_id, goal, instructions, success_criteria_json, required_capabilities_json,
   constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
   claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-  result_idempotency_key, verification_json, revision, created_at, updated_at)
+  result_idempotency_key, verification_json, revision, created_at, updated_at,
+  verification_mode, retry_base_seconds, retry_max_seconds, not_before)
 VALUES (
   :task_id, :goal, :instructions, :success_criteria_json, :required_capabilities_json,
   :constraints_json, :metadata_json, :deadline, :priority, :max_attempts, :attempt, :status,
   :claimed_by, :lease_token_hash, :lease_expires_at, :result_json, :result_digest,
-  :result_idempotency_key, :verification_json, :revision, :created_at, :updated_at);
+  :result_idempotency_key, :verification_json, :revision, :created_at, :updated_at,
+  :verification_mode, :retry_base_seconds, :retry_max_seconds, :not_before);
 
 -- name: tasks_cas_update!
 -- Every transition, in the one compare-and-swap form (core/statements.py): the row must still be
@@ -19,6 +21,8 @@ VALUES (
 UPDATE tasks
 SET status = :status,
     attempt = :attempt,
+    max_attempts = :max_attempts,
+    not_before = :not_before,
     claimed_by = :claimed_by,
     lease_token_hash = :lease_token_hash,
     lease_expires_at = :lease_expires_at,
@@ -32,17 +36,19 @@ WHERE task_id = :task_id
   AND revision = :expected_revision;
 
 -- name: tasks_claim_candidates
--- One bounded batch of QUEUED tasks in claim order, through tasks_claim_order. Attempts and
--- deadline are filtered here (deadlines are stored in one fixed format, so text order is time
--- order); capabilities are checked by the core, which re-checks everything.
+-- One bounded batch of QUEUED tasks in claim order, through tasks_claim_order. Attempts, deadline
+-- and schedule are filtered here (timestamps are stored in one fixed format, so text order is
+-- time order); capabilities are checked by the core, which re-checks everything.
 SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at
+       result_idempotency_key, verification_json, revision, created_at, updated_at,
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before
 FROM tasks INDEXED BY tasks_claim_order
 WHERE status = 'QUEUED'
   AND attempt < max_attempts
   AND (deadline IS NULL OR deadline > :now)
+  AND (not_before IS NULL OR not_before <= :now)
 ORDER BY priority DESC, created_at, task_id
 LIMIT :limit OFFSET :offset;
 
@@ -51,7 +57,8 @@ LIMIT :limit OFFSET :offset;
 SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at
+       result_idempotency_key, verification_json, revision, created_at, updated_at,
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before
 FROM tasks INDEXED BY tasks_lease_expiry
 WHERE status = 'CLAIMED' AND lease_expires_at <= :now
 ORDER BY lease_expires_at
@@ -61,7 +68,8 @@ LIMIT :limit;
 SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at
+       result_idempotency_key, verification_json, revision, created_at, updated_at,
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before
 FROM tasks INDEXED BY tasks_claim_order
 WHERE status = :status
 ORDER BY priority DESC, created_at, task_id
@@ -71,7 +79,8 @@ LIMIT :limit;
 SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at
+       result_idempotency_key, verification_json, revision, created_at, updated_at,
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before
 FROM tasks
 ORDER BY created_at, task_id
 LIMIT :limit;

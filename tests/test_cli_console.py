@@ -65,6 +65,9 @@ STATUS = {
     },
     "total": 7,
     "oldest_queued": {"task_id": "t1", "priority": 0, "created_at": "2030-01-01T00:00:00Z"},
+    "leases_expired": [
+        {"task_id": "t3", "claimed_by": "agent-9", "lease_expires_at": "2030-01-02T03:00:00Z"}
+    ],
     "leases_expiring_within_seconds": 60,
     "leases_expiring": [
         {"task_id": "t2", "claimed_by": "agent-7", "lease_expires_at": "2030-01-02T03:05:00Z"}
@@ -83,7 +86,14 @@ def test_tables_render_without_a_terminal() -> None:
     runs = render(aux_runs_view([AUX]), width=120)
     assert "FAILED TIMEOUT" in runs and "task:t1 / t1@1" in runs and "2030-03-17T17:46:40" in runs
     status = render(status_view(STATUS), width=120)
-    for expected in ("QUEUED", "oldest queued: t1 since", "leases expiring within 60s", "agent-7"):
+    for expected in (
+        "QUEUED",
+        "oldest queued: t1 since",
+        "leases expired",
+        "agent-9",
+        "leases expiring within 60s",
+        "agent-7",
+    ):
         assert expected in status
     assert "\x1b[" not in listing + shown + events + runs + status  # no colour codes
 

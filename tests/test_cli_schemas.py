@@ -45,6 +45,7 @@ VALID: dict[str, dict[str, Any]] = {
     "submit": {"task_id": "t1", "lease_token": TOKEN, "result": {"x": 1}, "idempotency_key": "s"},
     "verify": {"task_id": "t1", "decision": "SUCCEEDED", "reason": "r", "idempotency_key": "v"},
     "cancel": {"task_id": "t1", "reason": "r", "idempotency_key": "c"},
+    "retry": {"task_id": "t1", "reason": "r", "idempotency_key": "r", "extra_attempts": 2},
     "binding": binding().public(),
     "projection": {
         "expected_status": "QUEUED",

@@ -32,6 +32,7 @@ def test_every_operation_has_its_decision() -> None:
         "decide_projection",
         "decide_recover_interrupted",
         "decide_register_binding",
+        "decide_retry",
         "decide_spawn",
         "decide_stop",
         "decide_submit",

@@ -57,13 +57,13 @@ def _task(task_id: str, **fields: Any) -> dict[str, Any]:
 def _with_ledger(
     path: Path, vfs: str | None, at: Any, work: Callable[[TaskLedger], object]
 ) -> None:
-    with TaskLedger(path, clock=Clock(at), vfs=vfs) as ledger:
+    with TaskLedger(path, clock=Clock(at), vfs=vfs, jitter=lambda: 0.0) as ledger:
         work(ledger)
 
 
 def _prepared(*steps: Callable[[TaskLedger], object]) -> Prepare:
     def prepare(path: Path) -> None:
-        with TaskLedger(path, clock=Clock()) as ledger:
+        with TaskLedger(path, clock=Clock(), jitter=lambda: 0.0) as ledger:
             for step in steps:
                 step(ledger)
 

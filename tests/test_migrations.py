@@ -42,7 +42,12 @@ def test_older_runtime_database_is_adopted_in_place(tmp_path: Path) -> None:
     with Database(path) as db:
         status = migration_status(db)
     assert status["pending"] == []
-    assert rows(path, "SELECT * FROM tasks") == tasks_before
+    # The older runtime's columns are untouched; day two's columns follow them, at the
+    # defaults that keep each task's behaviour (a reviewer judges it, nothing is scheduled).
+    adopted = rows(path, "SELECT * FROM tasks")
+    legacy_width = len(tasks_before[0])
+    assert [row[:legacy_width] for row in adopted] == tasks_before
+    assert {row[legacy_width:] for row in adopted} == {("reviewer", 10, 3600, None)}
     assert rows(path, "SELECT * FROM events ORDER BY event_id") == events_before
     seals = rows(
         path, "SELECT event_id, chain_seq, sealed_at_adoption FROM event_seals ORDER BY event_id"

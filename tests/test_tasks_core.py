@@ -23,6 +23,7 @@ from aios_ledger.core import (
     LedgerError,
     LogTail,
     Replay,
+    RetryRequest,
     Statement,
     SubmitRequest,
     TaskCreateCommand,
@@ -40,6 +41,7 @@ from aios_ledger.core import (
     decide_create,
     decide_expire,
     decide_heartbeat,
+    decide_retry,
     decide_submit,
     decide_verify,
     first_claimable,
@@ -54,6 +56,7 @@ from syrupy.assertion import SnapshotAssertion
 
 NOW = Timestamp.parse("2026-08-20T00:00:10Z")
 TOKEN = "lease-token-0123456789abcdef"
+JITTER = 0.5
 ROOT = Path(__file__).resolve().parents[1]
 CHAIN = chain_of("t1")
 # The log a task at revision 4 has behind it: its chain holds four events, forty in all.
@@ -117,11 +120,16 @@ def _release(task: TaskRow | None) -> object:
     return decide_release(TaskState(task, HISTORY), request, now=NOW)
 
 
-def _submit(task: TaskRow) -> object:
+def _submit(task: TaskRow, result: Any = None) -> object:
     request = SubmitRequest.from_mapping(
-        {"task_id": "t1", "lease_token": TOKEN, "result": {"ok": True}, "idempotency_key": "s"}
+        {
+            "task_id": "t1",
+            "lease_token": TOKEN,
+            "result": {"ok": True} if result is None else result,
+            "idempotency_key": "s",
+        }
     )
-    return decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={})
+    return decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={}, jitter=JITTER)
 
 
 def _verify(decision: str) -> Callable[[TaskRow], object]:
@@ -129,7 +137,7 @@ def _verify(decision: str) -> Callable[[TaskRow], object]:
         request = VerifyRequest.from_mapping(
             {"task_id": "t1", "decision": decision, "reason": "r", "idempotency_key": "v"}
         )
-        return decide_verify(TaskState(task, HISTORY), request, now=NOW)
+        return decide_verify(TaskState(task, HISTORY), request, now=NOW, jitter=JITTER)
 
     return run
 
@@ -137,6 +145,13 @@ def _verify(decision: str) -> Callable[[TaskRow], object]:
 def _cancel(task: TaskRow) -> object:
     request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
     return decide_cancel(TaskState(task, HISTORY), request, now=NOW)
+
+
+def _retry(task: TaskRow) -> object:
+    request = RetryRequest.from_mapping(
+        {"task_id": "t1", "reason": "flaky runner", "idempotency_key": "r", "extra_attempts": 2}
+    )
+    return decide_retry(TaskState(task, HISTORY), request, now=NOW)
 
 
 def _expire(task: TaskRow) -> object:
@@ -155,6 +170,7 @@ DRIVERS: dict[TaskOperation, tuple[Callable[[TaskRow], object], dict[str, Any]]]
     TaskOperation.REWORK: (_verify("NEEDS_REWORK"), {}),
     TaskOperation.REWORK_EXHAUSTED: (_verify("NEEDS_REWORK"), {"attempt": 3}),
     TaskOperation.CANCEL: (_cancel, {}),
+    TaskOperation.RETRY: (_retry, {}),
     TaskOperation.EXPIRE: (_expire, {}),
     TaskOperation.EXPIRE_EXHAUSTED: (_expire, {"attempt": 3}),
 }
@@ -288,6 +304,14 @@ def test_golden_plans(golden: SnapshotAssertion) -> None:
         "verify_needs_rework": _verify("NEEDS_REWORK")(row("SUBMITTED")),
         "cancel": _cancel(row("SUBMITTED")),
         "expire_exhausted": _expire(row("CLAIMED", attempt=3)),
+        "retry_failed": _retry(row("FAILED", attempt=3)),
+        "submit_auto_accepted": _submit(
+            row("CLAIMED", verification_mode="auto"), {"status": "SUCCEEDED"}
+        ),
+        "submit_auto_requeued": _submit(
+            row("CLAIMED", verification_mode="auto", retry_base_seconds=5),
+            {"status": "FAILED", "failure": "timeout", "summary": "timeout: after 30s"},
+        ),
     }
     assert golden == {name: plan_json(plan) for name, plan in plans.items()}
 
@@ -307,6 +331,7 @@ REQUESTS: list[Any] = [
     SubmitRequest,
     VerifyRequest,
     CancelRequest,
+    RetryRequest,
 ]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
@@ -332,6 +357,10 @@ fields = st.sampled_from(
         "max_attempts",
         "deadline",
         "metadata",
+        "verification",
+        "retry",
+        "not_before",
+        "extra_attempts",
     ]
 )
 
@@ -373,13 +402,29 @@ def test_an_enveloped_task_without_its_contract_refuses_results() -> None:
         }
     )
     with pytest.raises(LedgerError, match="RESULT_CONTRACT_UNKNOWN"):
-        decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={})
+        decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={}, jitter=JITTER)
 
 
 def test_the_create_digest_covers_every_field_of_the_request() -> None:
-    request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i"})
+    day_two = {
+        "verification": "auto",
+        "retry": {"base_seconds": 5, "max_seconds": 60},
+        "not_before": "2026-08-21T00:00:00Z",
+    }
+    request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i", **day_two})
     assert set(request.public()) == set(attrs.fields_dict(TaskCreateRequest))
     assert request.public() == attrs.asdict(request)
+
+
+def test_a_task_asked_for_as_before_keeps_its_digest() -> None:
+    """Day two's fields at their defaults stay out of the canonical form, so a key first used
+    by an older version replays instead of conflicting."""
+    request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i"})
+    assert set(request.public()) == set(attrs.fields_dict(TaskCreateRequest)) - {
+        "verification",
+        "retry",
+        "not_before",
+    }
 
 
 def test_memoised_timestamps_still_refuse_and_drop_fractions() -> None:

@@ -64,7 +64,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def ledger(path: Path, clock: Clock) -> Iterator[TaskLedger]:
-    with TaskLedger(path, clock=clock) as opened:
+    with TaskLedger(path, clock=clock, jitter=lambda: 0.0) as opened:
         yield opened
 
 
@@ -159,13 +159,21 @@ def test_seed_trail_through_the_public_api(ledger: TaskLedger, path: Path) -> No
         "RESULT_SUBMITTED",
         "TASK_VERIFIED",
     ]
-    assert events[-1]["payload"] == {"decision": "NEEDS_REWORK", "next_state": "QUEUED"}
+    # The verification says why, and when the next attempt may start (after the backoff).
+    assert events[-1]["payload"] == {
+        "decision": "NEEDS_REWORK",
+        "next_state": "QUEUED",
+        "reason": "SOURCE_CAPTURE_COMPLETE_RUNTIME_PROJECTION_REQUIRED",
+        "not_before": row["not_before"],
+    }
     assert events[1]["agent_id"] == "generic-worker"
     # The lease token itself is nowhere in the database.
     assert not any(claim["lease_token"] in line for line in dump(path))
 
 
-def test_source_capture_recovery_on_a_trail_the_ledger_made(ledger: TaskLedger, path: Path) -> None:
+def test_source_capture_recovery_on_a_trail_the_ledger_made(
+    ledger: TaskLedger, path: Path, clock: Clock
+) -> None:
     _seed_trail(ledger)
     verification = {
         "decision": "NEEDS_REWORK",
@@ -198,7 +206,12 @@ def test_source_capture_recovery_on_a_trail_the_ledger_made(ledger: TaskLedger, 
         store.close()
     assert (response["revision"], response["attempt"]) == (6, 1)
     assert response["recovery_from_source_capture"] is True
-    # The ledger carries on: the runtime claim gets the envelope and its runtime input.
+    # The ledger carries on once the rework's backoff (10 s, no jitter here) has passed: the
+    # runtime claim gets the envelope and its runtime input.
+    assert (
+        ledger.claim(agent_id="runtime", capabilities=[SEED_CAPABILITY], lease_seconds=60) is None
+    )
+    clock.advance(10)
     assert ledger.claim(agent_id="runtime", capabilities=[], lease_seconds=60) is None
     claim = ledger.claim(agent_id="runtime", capabilities=[SEED_CAPABILITY], lease_seconds=60)
     assert claim is not None
@@ -361,6 +374,7 @@ def test_verify_decisions(ledger: TaskLedger) -> None:
     assert ledger.events("again")[-1]["payload"] == {
         "decision": "NEEDS_REWORK",
         "next_state": "FAILED",
+        "reason": "r",
     }
 
 

@@ -1,8 +1,9 @@
 """A hypothesis state machine drives `TaskLedger` with a pure model beside it.
 
-Rules: create, claim (one or a batch), heartbeat, release and submit (with current or stale
-tokens; submit one or a batch), verify, cancel, expire, replays, and clock jumps; after every
-step the ledger's tasks and event counts must equal the model's. Larger runs with AIOS_SOAK=1.
+Rules: create, claim (one or a batch, each taking over passed leases first), heartbeat, release
+and submit (with current or stale tokens; one or a batch), verify (a rework waits for its
+backoff), cancel, retry, expire, replays, and clock jumps; after every step the ledger's tasks
+and event counts must equal the model's. Larger runs with AIOS_SOAK=1.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from aios_ledger.core import (
     CancelAnswer,
     ClaimAnswer,
     LedgerError,
+    RetryAnswer,
+    RetryPolicy,
     SubmitAnswer,
     Timestamp,
     VerifyAnswer,
+    retry_delay_ms,
 )
 from aios_ledger.shell import TaskLedger
 from hypothesis import settings
@@ -45,6 +49,7 @@ class ModelTask:
     claimed_by: str | None = None
     token: str | None = None
     expires_at: int | None = None
+    not_before: int | None = None
     events: int = 1
     tokens: list[str] = field(default_factory=list)
 
@@ -55,7 +60,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.directory = tempfile.mkdtemp(prefix="tasks-sm-")
         self.clock = Clock()
         self.seconds = 0
-        self.ledger = TaskLedger(Path(self.directory) / "ledger.sqlite3", clock=self.clock)
+        self.ledger = TaskLedger(
+            Path(self.directory) / "ledger.sqlite3", clock=self.clock, jitter=lambda: 0.0
+        )
         self.tasks: dict[str, ModelTask] = {}
         self.counter = 0
         self.last_submit: tuple[str, str, dict[str, Any], str, SubmitAnswer] | None = None
@@ -144,7 +151,9 @@ class LedgerMachine(RuleBasedStateMachine):
         eligible = [
             task
             for task in self.tasks.values()
-            if task.status == "QUEUED" and task.attempt < task.max_attempts
+            if task.status == "QUEUED"
+            and task.attempt < task.max_attempts
+            and (task.not_before is None or task.not_before <= self.seconds)
         ]
         eligible.sort(key=lambda task: (-task.priority, task.created_at, task.task_id))
         return eligible
@@ -164,6 +173,7 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(agent=st.sampled_from(AGENTS), lease=st.sampled_from([10, 20]))
     def claim(self, agent: str, lease: int) -> None:
+        self.take_over()
         eligible = self.eligible()
         answer = self.ledger.claim(agent_id=agent, capabilities=[], lease_seconds=lease)
         if not eligible:
@@ -174,6 +184,7 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(agent=st.sampled_from(AGENTS), lease=st.sampled_from([10, 20]), limit=st.integers(1, 3))
     def claim_many(self, agent: str, lease: int, limit: int) -> None:
+        self.take_over()
         chosen = self.eligible()[:limit]
         answers = self.ledger.claim_many(
             agent_id=agent, capabilities=[], lease_seconds=lease, limit=limit
@@ -307,6 +318,8 @@ class LedgerMachine(RuleBasedStateMachine):
             status = "FAILED"
         else:
             status = "QUEUED"
+            backoff = retry_delay_ms(RetryPolicy(), task.attempt, 0.0) // 1000
+            task.not_before = self.seconds + backoff
         self.release(task, status)
         assert answer["next_state"] == status
 
@@ -326,16 +339,43 @@ class LedgerMachine(RuleBasedStateMachine):
         call()
         self.release(task, "CANCELLED")
 
-    @rule()
-    def expire(self) -> None:
-        answer = self.ledger.expire_leases()
-        expected = []
+    @rule(task_id=st.sampled_from(TASK_IDS), extra=st.integers(1, 2))
+    def retry(self, task_id: str, extra: int) -> None:
+        task = self.tasks.get(task_id)
+
+        def call() -> RetryAnswer:
+            return self.ledger.retry(
+                task_id, reason="r", idempotency_key=self.key("retry"), extra_attempts=extra
+            )
+
+        if task is None:
+            self.expect_refusal("TASK_NOT_FOUND", call)
+            return
+        if task.status not in ("FAILED", "CANCELLED"):
+            self.expect_refusal("INVALID_TRANSITION", call)
+            return
+        answer = call()
+        task.max_attempts += extra
+        task.not_before = None
+        self.release(task, "QUEUED")
+        assert (answer["max_attempts"], answer["revision"]) == (task.max_attempts, task.revision)
+
+    def take_over(self) -> list[str]:
+        """What a claim (and `expire_leases`) does first: every passed lease is requeued, or
+        failed when its attempts are used up."""
+        expired = []
         for task in self.tasks.values():
             due = task.expires_at is not None and task.expires_at <= self.seconds
             if task.status == "CLAIMED" and due:
                 left = task.attempt < task.max_attempts
                 self.release(task, "QUEUED" if left else "FAILED")
-                expected.append(task.task_id)
+                expired.append(task.task_id)
+        return expired
+
+    @rule()
+    def expire(self) -> None:
+        answer = self.ledger.expire_leases()
+        expected = self.take_over()
         assert sorted(item["task_id"] for item in answer["expired"]) == sorted(expected)
 
     @rule(seconds=st.sampled_from([5, 10]))
@@ -357,6 +397,8 @@ class LedgerMachine(RuleBasedStateMachine):
                 row["revision"],
                 row["claimed_by"],
                 row["lease_expires_at"],
+                row["max_attempts"],
+                row["not_before"],
             )
             expected = (
                 task.status,
@@ -364,6 +406,8 @@ class LedgerMachine(RuleBasedStateMachine):
                 task.revision,
                 task.claimed_by,
                 self.stamp(task.expires_at),
+                task.max_attempts,
+                self.stamp(task.not_before),
             )
             assert observed == expected, (task.task_id, observed, expected)
             assert len(self.ledger.events(task.task_id)) == task.events == task.revision

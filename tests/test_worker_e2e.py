@@ -8,11 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import TaskView
+from aios_ledger.core import TaskView, Timestamp
 from aios_ledger.shell import TaskLedger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,9 +78,17 @@ def event_types(db: Path, task_id: str) -> list[str]:
         ledger.close()
 
 
+def wait_until_due(db: Path, task_id: str) -> None:
+    """A reworked task comes back after its backoff: no claim takes it before `not_before`."""
+    due = task(db, task_id)["not_before"]
+    if due is not None:
+        now = Timestamp.from_datetime(datetime.now(UTC)).epoch_ms
+        time.sleep(max(0.0, (Timestamp.parse(due).epoch_ms - now) / 1000) + 0.05)
+
+
 def test_worker_and_reviewer_take_a_task_through_one_rework(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
-    create(db, "task-e2e")
+    create(db, "task-e2e", retry={"base_seconds": 1, "max_seconds": 1})
     for attempt in (1, 2):
         worked = cli(db, "worker", "--agent-id", "w1", "--exec", AGENT, "--until-empty")
         assert worked.returncode == 0, worked.stderr
@@ -88,6 +97,7 @@ def test_worker_and_reviewer_take_a_task_through_one_rework(tmp_path: Path) -> N
         assert reviewed.returncode == 0, reviewed.stderr
         decision = json.loads(reviewed.stdout)[0]["decision"]
         assert decision == ("NEEDS_REWORK" if attempt == 1 else "SUCCEEDED")
+        wait_until_due(db, "task-e2e")
     final = task(db, "task-e2e")
     assert (final["status"], final["attempt"]) == ("SUCCEEDED", 2)
     assert event_types(db, "task-e2e") == [

@@ -315,10 +315,13 @@ def _check_recovery_event_chain(events: tuple[EventRow, ...]) -> None:
         and types[-2:] == ["RESULT_SUBMITTED", "TASK_VERIFIED"]
         and all(kind == "TASK_HEARTBEAT" for kind in heartbeats)
     )
-    requeued = shape_ok and events[-1].payload() == {
-        "decision": "NEEDS_REWORK",
-        "next_state": "QUEUED",
-    }
+    # The verification may say more (its reason, the backoff): these two are what it decided.
+    verdict = events[-1].payload() if shape_ok else None
+    requeued = (
+        isinstance(verdict, dict)
+        and verdict.get("decision") == "NEEDS_REWORK"
+        and verdict.get("next_state") == "QUEUED"
+    )
     if not requeued:
         raise ProjectionError(
             "SOURCE_CAPTURE_RECOVERY_EVENT_CHAIN_INVALID",

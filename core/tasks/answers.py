@@ -82,6 +82,11 @@ class CancelAnswer(TaskSummary):
     idempotent: bool
 
 
+class RetryAnswer(TaskSummary):
+    previous_status: str
+    idempotent: bool
+
+
 class ExpireAnswer(TypedDict):
     """The tasks whose leases expired (each back to QUEUED, or FAILED when used up)."""
 
@@ -115,6 +120,14 @@ class TaskView(TypedDict):
     revision: int
     created_at: str
     updated_at: str
+    verification_mode: str
+    retry: RetryPolicyView
+    not_before: str | None
+
+
+class RetryPolicyView(TypedDict):
+    base_seconds: int
+    max_seconds: int
 
 
 class EventView(TypedDict):
@@ -166,6 +179,12 @@ def task_view(task: TaskRow) -> TaskView:
         "revision": task.revision,
         "created_at": task.created_at,
         "updated_at": task.updated_at,
+        "verification_mode": task.verification_mode,
+        "retry": {
+            "base_seconds": task.retry_base_seconds,
+            "max_seconds": task.retry_max_seconds,
+        },
+        "not_before": task.not_before,
     }
 
 

@@ -1,14 +1,18 @@
 """Decisions of the task lifecycle: create, claim, heartbeat, release, submit, verify, cancel,
-expire.
+expire, retry.
 
 Each `decide_*(state, request, *, now, ...)` is pure: `state` holds the rows the shell read
 inside its `BEGIN IMMEDIATE` (the task, any first answer, the log's tail at the task's chain),
 `request` the structured request, `now` the clock's `Timestamp`, and the keywords after it what
 the shell generated (a task id, a lease token) or configured (result contracts). It returns a
 `Replay` (the first answer for an idempotency key), a `WritePlan` (one compare-and-swap on the
-task row, the idempotency-ledger row, one sealed event), or raises a `LedgerError`. Every status
-change goes through `TASK_TRANSITIONS`; every write adds 1 to `revision`, a claim adds 1 to
-`attempt`.
+task row per transition, the idempotency-ledger row, one sealed event per transition), or raises
+a `LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
+`revision`, a claim adds 1 to `attempt`.
+
+A judgement that sends a task back to the queue (a reviewer's NEEDS_REWORK, an automatic
+verification's rejection) schedules its next attempt after the task's backoff: `jitter` is the
+shell's draw in [0, 1), an input like the clock (`core/tasks/backoff.py`).
 
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
 that does not match the task's current lease (never held, requeued, claimed by someone else,
@@ -43,11 +47,13 @@ from aios_ledger.core.tasks.answers import (
     ExpireAnswer,
     HeartbeatAnswer,
     ReleaseAnswer,
+    RetryAnswer,
     SubmitAnswer,
     TaskSummary,
     VerifyAnswer,
     task_summary,
 )
+from aios_ledger.core.tasks.backoff import require_jitter, retry_not_before
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
@@ -55,6 +61,7 @@ from aios_ledger.core.tasks.requests import (
     ExpireRequest,
     HeartbeatRequest,
     ReleaseRequest,
+    RetryRequest,
     SubmitRequest,
     TaskCreateCommand,
     TaskCreateRequest,
@@ -66,11 +73,13 @@ from aios_ledger.core.tasks.transitions import (
     ABSENT,
     TaskOperation,
     TaskStatus,
+    VerificationMode,
     expire_operation,
     next_task_status,
     release_operation,
     verify_operation,
 )
+from aios_ledger.core.tasks.verification import Judgement, automatic_judgement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 TASK_CREATED = "TASK_CREATED"
@@ -81,6 +90,7 @@ TASK_VERIFIED = "TASK_VERIFIED"
 TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
 TASK_CANCELLED = "TASK_CANCELLED"
 TASK_RELEASED = "TASK_RELEASED"
+TASK_REQUEUED = "TASK_REQUEUED"
 
 
 @attrs.frozen
@@ -134,6 +144,8 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
             "expected_revision": before.revision,
             "status": after.status,
             "attempt": after.attempt,
+            "max_attempts": after.max_attempts,
+            "not_before": after.not_before,
             "claimed_by": after.claimed_by,
             "lease_token_hash": after.lease_token_hash,
             "lease_expires_at": after.lease_expires_at,
@@ -244,6 +256,10 @@ def decide_create(
         revision=1,
         created_at=now.text,
         updated_at=now.text,
+        verification_mode=request_task.verification,
+        retry_base_seconds=request_task.retry.base_seconds,
+        retry_max_seconds=request_task.retry.max_seconds,
+        not_before=request_task.not_before,
     )
     insert = SqlWrite(Statement.TASKS_INSERT, task._asdict())
     answer: CreateAnswer = {**task_summary(task), "priority": task.priority, "idempotent": False}
@@ -253,6 +269,7 @@ def decide_create(
         "required_capabilities": list[JsonValue](request_task.required_capabilities),
         "deadline": task.deadline,
         "idempotency_key": idempotency_key,
+        **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
     }
     return sealed_plan(
         (insert, _ledger_row(idempotency_key, "create", task_id, digest, answer, now)),
@@ -260,6 +277,11 @@ def decide_create(
         answer,
         tail=state.tail,
     )
+
+
+# What a TASK_CREATED payload says of day two's fields: only those a request set (so that a
+# task created as before has the payload, and the seal, it had before).
+_DAY_TWO = ("verification", "retry", "not_before")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,6 +300,8 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) ->
         missing = sorted(set(task.required_capabilities()) - set(capabilities))
         if task.deadline is not None and _passed(task.deadline, now):
             return LedgerError("DEADLINE_PASSED", f"task's deadline {task.deadline} has passed")
+        if task.not_before is not None and not _passed(task.not_before, now):
+            return LedgerError("TASK_NOT_DUE", f"task may not be claimed before {task.not_before}")
     except LedgerError as refused:
         return refused
     if missing:
@@ -443,9 +467,12 @@ def decide_submit(
     *,
     now: Timestamp,
     contracts: Mapping[str, Mapping[str, object]],
+    jitter: float,
 ) -> Decision[SubmitAnswer]:
-    """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`)."""
+    """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`). A task
+    verified automatically is judged in the same plan: RESULT_SUBMITTED, then TASK_VERIFIED."""
     require_timestamp(now)
+    require_jitter(jitter)
     digest = submit_digest(request)
     replay = replay_or_conflict(state.prior, digest, SubmitAnswer)
     if replay is not None:
@@ -464,23 +491,26 @@ def decide_submit(
         result_digest=result_digest,
         result_idempotency_key=request.idempotency_key,
     )
-    answer: SubmitAnswer = {
-        **task_summary(submitted),
-        "result_digest": result_digest,
-        "idempotent": False,
-    }
     payload: JsonObject = {
         "attempt": submitted.attempt,
         "result_digest": result_digest,
         "idempotency_key": request.idempotency_key,
     }
-    ledger = _ledger_row(request.idempotency_key, "submit", task.task_id, digest, answer, now)
-    return sealed_plan(
-        (_cas(task, submitted), ledger),
-        (_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by),),
-        answer,
-        tail=state.tail,
-    )
+    writes = [_cas(task, submitted)]
+    events = [_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by)]
+    settled = submitted
+    if task.verification_mode == VerificationMode.AUTO:
+        judgement = automatic_judgement(request.result)
+        settled, verified = _judged(submitted, judgement, now, jitter=jitter, automatic=True)
+        writes.append(_cas(submitted, settled))
+        events.append(verified)
+    answer: SubmitAnswer = {
+        **task_summary(settled),
+        "result_digest": result_digest,
+        "idempotent": False,
+    }
+    writes.append(_ledger_row(request.idempotency_key, "submit", task.task_id, digest, answer, now))
+    return sealed_plan(writes, events, answer, tail=state.tail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,48 +521,73 @@ def verify_digest(request: VerifyRequest) -> str:
     return request_digest("verify", request.task_id, request.public())
 
 
+def _judged(
+    task: TaskRow, judgement: Judgement, now: Timestamp, *, jitter: float, automatic: bool
+) -> tuple[TaskRow, EventAppend]:
+    """A SUBMITTED task after `judgement` and its TASK_VERIFIED event. NEEDS_REWORK goes back to
+    QUEUED behind the task's backoff (its `attempt`-th retry), or FAILED when used up."""
+    attempts_left = task.attempt < task.max_attempts
+    status = next_task_status(
+        task.status, verify_operation(judgement.decision, attempts_left=attempts_left)
+    )
+    marks: JsonObject = {"automatic": True} if automatic else {}
+    verification: JsonObject = {
+        "decision": judgement.decision,
+        "reason": judgement.reason,
+        **marks,
+    }
+    not_before = task.not_before
+    if status == TaskStatus.QUEUED:
+        not_before = retry_not_before(task.retry_policy(), task.attempt, jitter, now).text
+    verified = _release(
+        task,
+        now,
+        status=status,
+        not_before=not_before,
+        verification_json=encode_checked(verification),
+    )
+    payload: JsonObject = {
+        "decision": judgement.decision,
+        "next_state": status,
+        "reason": judgement.reason,
+        **marks,
+    }
+    if status == TaskStatus.QUEUED:
+        payload["not_before"] = not_before
+    return verified, _event(verified, TASK_VERIFIED, payload, None)
+
+
 def decide_verify(
-    state: TaskState, request: VerifyRequest, *, now: Timestamp
+    state: TaskState, request: VerifyRequest, *, now: Timestamp, jitter: float
 ) -> Decision[VerifyAnswer]:
-    """SUCCEEDED; NEEDS_REWORK back to QUEUED (FAILED when attempts are used up); FAILED."""
+    """SUCCEEDED; NEEDS_REWORK back to QUEUED after the backoff (FAILED when attempts are used
+    up); FAILED."""
     require_timestamp(now)
+    require_jitter(jitter)
     digest = verify_digest(request)
     replay = replay_or_conflict(state.prior, digest, VerifyAnswer)
     if replay is not None:
         return replay
     task = _require(request.task_id, state.task)
-    attempts_left = task.attempt < task.max_attempts
-    status = next_task_status(
-        task.status, verify_operation(request.decision, attempts_left=attempts_left)
-    )
+    # The state machine first: a task that is not SUBMITTED has nothing to judge.
+    next_task_status(task.status, verify_operation(request.decision, attempts_left=True))
     expected = request.expected_result_digest
     if expected is not None and expected != task.result_digest:
         raise LedgerError(
             "RESULT_DIGEST_MISMATCH",
             f"the stored result is {task.result_digest}, the verifier expects {expected}",
         )
-    verification: JsonObject = {"decision": request.decision, "reason": request.reason}
-    verified = _release(
-        task,
-        now,
-        status=status,
-        verification_json=encode_checked(verification),
-    )
+    judgement = Judgement(request.decision, request.reason)
+    verified, event = _judged(task, judgement, now, jitter=jitter, automatic=False)
     answer: VerifyAnswer = {
         **task_summary(verified),
         "decision": request.decision,
-        "next_state": status,
+        "next_state": verified.status,
         "result_digest": task.result_digest,
         "idempotent": False,
     }
-    payload: JsonObject = {"decision": request.decision, "next_state": status}
     ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, answer, now)
-    return sealed_plan(
-        (_cas(task, verified), ledger),
-        (_event(verified, TASK_VERIFIED, payload, None),),
-        answer,
-        tail=state.tail,
-    )
+    return sealed_plan((_cas(task, verified), ledger), (event,), answer, tail=state.tail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,6 +622,51 @@ def decide_cancel(
     return sealed_plan(
         (_cas(task, cancelled), ledger),
         (_event(cancelled, TASK_CANCELLED, payload, None),),
+        answer,
+        tail=state.tail,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# retry
+
+
+def retry_digest(request: RetryRequest) -> str:
+    return request_digest("retry", request.task_id, request.public())
+
+
+def decide_retry(
+    state: TaskState, request: RetryRequest, *, now: Timestamp
+) -> Decision[RetryAnswer]:
+    """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
+    require_timestamp(now)
+    digest = retry_digest(request)
+    replay = replay_or_conflict(state.prior, digest, RetryAnswer)
+    if replay is not None:
+        return replay
+    task = _require(request.task_id, state.task)
+    requeued = _release(
+        task,
+        now,
+        status=next_task_status(task.status, TaskOperation.RETRY),
+        max_attempts=task.max_attempts + request.extra_attempts,
+        not_before=None,
+    )
+    answer: RetryAnswer = {
+        **task_summary(requeued),
+        "previous_status": task.status,
+        "idempotent": False,
+    }
+    payload: JsonObject = {
+        "reason": request.reason,
+        "previous_status": task.status,
+        "attempt": task.attempt,
+        "max_attempts": requeued.max_attempts,
+    }
+    ledger = _ledger_row(request.idempotency_key, "retry", task.task_id, digest, answer, now)
+    return sealed_plan(
+        (_cas(task, requeued), ledger),
+        (_event(requeued, TASK_REQUEUED, payload, None),),
         answer,
         tail=state.tail,
     )

@@ -9,6 +9,13 @@ from typing import Any, NamedTuple
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.records import record_from_row
+from aios_ledger.core.structuring import FieldRefused
+from aios_ledger.core.tasks.backoff import (
+    DEFAULT_RETRY_BASE_SECONDS,
+    DEFAULT_RETRY_MAX_SECONDS,
+    RetryPolicy,
+)
+from aios_ledger.core.tasks.transitions import VerificationMode
 
 # Most tasks have no constraints or metadata: these columns hold `{}` or `[]`, and a fresh
 # empty container is their value without a trip through the parser.
@@ -45,7 +52,8 @@ def _capability_names(raw: str) -> tuple[str, ...] | None:
 
 
 class TaskRow(NamedTuple):
-    """One row of `tasks`, exactly the columns the older runtime created.
+    """One row of `tasks`: the columns the older runtime created, then those of day two (how
+    results are judged, the retry policy, the schedule), whose defaults are the columns'.
 
     A NamedTuple rather than an attrs class, like `IdempotencyRow`: every transition reads one
     and writes the next (`_replace`), and a tuple is built in a fraction of the time."""
@@ -72,9 +80,17 @@ class TaskRow(NamedTuple):
     revision: int
     created_at: str
     updated_at: str
+    verification_mode: str = VerificationMode.REVIEWER
+    retry_base_seconds: int = DEFAULT_RETRY_BASE_SECONDS
+    retry_max_seconds: int = DEFAULT_RETRY_MAX_SECONDS
+    not_before: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
+        """The row's columns by name; a row without day two's (an embedder's storage from
+        before them) reads as their defaults."""
+        if "not_before" not in row:
+            row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
 
     def metadata(self) -> JsonObject:
@@ -109,6 +125,14 @@ class TaskRow(NamedTuple):
         if self.result_json is None:
             return None
         return _column_json(self.task_id, "result_json", self.result_json)
+
+    def retry_policy(self) -> RetryPolicy:
+        try:
+            return RetryPolicy(self.retry_base_seconds, self.retry_max_seconds)
+        except FieldRefused:  # the columns' own checks let a max below the base through
+            raise LedgerError(
+                "TASK_ROW_CORRUPT", f"task {self.task_id}: its retry policy is not valid"
+            ) from None
 
     def verification(self) -> JsonValue:
         if self.verification_json is None:

@@ -34,7 +34,8 @@ from aios_ledger.core.structuring import (
     structure,
     unstructure,
 )
-from aios_ledger.core.tasks.transitions import VerifyDecision
+from aios_ledger.core.tasks.backoff import RetryPolicy
+from aios_ledger.core.tasks.transitions import VerificationMode, VerifyDecision
 
 MAX_GOAL = 4096
 MAX_INSTRUCTIONS = 65536
@@ -49,6 +50,7 @@ MAX_EXPIRE_BATCH = 10_000
 DEFAULT_EXPIRE_BATCH = 200
 DEFAULT_PRIORITY = 0
 DEFAULT_MAX_ATTEMPTS = 3
+MAX_EXTRA_ATTEMPTS = 100
 LEASE_TOKEN = re.compile(r"^[A-Za-z0-9._~+/=-]{16,256}$")
 RESERVED_METADATA = ("execution",)
 
@@ -137,13 +139,30 @@ class TaskCreateRequest:
     deadline: TimestampText | None = None
     priority: Annotated[int, Between(-MAX_PRIORITY, MAX_PRIORITY)] = DEFAULT_PRIORITY
     max_attempts: Annotated[int, Between(1, MAX_ATTEMPTS)] = DEFAULT_MAX_ATTEMPTS
+    verification: VerificationMode = VerificationMode.REVIEWER
+    retry: RetryPolicy = attrs.field(factory=RetryPolicy)
+    not_before: TimestampText | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> TaskCreateRequest:
         return structure(raw, cls, what="task")
 
     def public(self) -> JsonObject:
-        return unstructure(self)
+        """The request's canonical form. Day two's fields appear only when they differ from
+        their defaults, so that a task asked for as before has the digest it had before (a key
+        first used by an older version replays instead of conflicting)."""
+        form = unstructure(self)
+        for name, default in _DAY_TWO_DEFAULTS.items():
+            if form[name] == default:
+                del form[name]
+        return form
+
+
+_DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
+    "verification": VerificationMode.REVIEWER.value,
+    "retry": unstructure(RetryPolicy()),
+    "not_before": None,
+}
 
 
 @attrs.frozen
@@ -281,6 +300,23 @@ class CancelRequest:
     @classmethod
     def from_mapping(cls, raw: object) -> CancelRequest:
         return structure(raw, cls, what="cancel")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class RetryRequest:
+    """Send a FAILED or CANCELLED task back to the queue with `extra_attempts` more attempts."""
+
+    task_id: Identifier
+    reason: Reason
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
+    extra_attempts: Annotated[int, Between(1, MAX_EXTRA_ATTEMPTS)] = 1
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> RetryRequest:
+        return structure(raw, cls, what="retry")
 
     def public(self) -> JsonObject:
         return unstructure(self)

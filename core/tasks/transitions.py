@@ -3,9 +3,9 @@
 Every write to a task looks its transition up here; a pair that is not in the table is an
 `INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate operations
 (`rework` / `rework_exhausted`, `expire` / `expire_exhausted`, `release` / `release_exhausted`),
-so the table stays a plain map. `ABSENT` is the pseudo-status of a task that does not exist yet.
-Statuses, operations and verification decisions are `StrEnum`s: rows, digests and JSON answers
-hold their plain text.
+so the table stays a plain map. An operator's `retry` is the one way out of FAILED and
+CANCELLED. `ABSENT` is the pseudo-status of a task that does not exist yet. Statuses, operations
+and verification decisions are `StrEnum`s: rows, digests and JSON answers hold their plain text.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class TaskOperation(enum.StrEnum):
     REWORK_EXHAUSTED = "rework_exhausted"
     VERIFY_FAILED = "verify_failed"
     CANCEL = "cancel"
+    RETRY = "retry"
 
 
 class VerifyDecision(enum.StrEnum):
@@ -49,6 +50,14 @@ class VerifyDecision(enum.StrEnum):
     SUCCEEDED = "SUCCEEDED"
     NEEDS_REWORK = "NEEDS_REWORK"
     FAILED = "FAILED"
+
+
+class VerificationMode(enum.StrEnum):
+    """Who judges a task's submitted results: a reviewer (`task verify`), or the ledger itself
+    when they arrive (`core/tasks/verification.py`)."""
+
+    REVIEWER = "reviewer"
+    AUTO = "auto"
 
 
 ABSENT: Final = "ABSENT"
@@ -73,13 +82,22 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
             (_S.QUEUED, _O.CANCEL): _S.CANCELLED,
             (_S.CLAIMED, _O.CANCEL): _S.CANCELLED,
             (_S.SUBMITTED, _O.CANCEL): _S.CANCELLED,
+            # day two: an operator sends a finished failure back to the queue
+            (_S.FAILED, _O.RETRY): _S.QUEUED,
+            (_S.CANCELLED, _O.RETRY): _S.QUEUED,
         }
     )
 )
 
-# A status with no way out of it.
+# A status nothing but an operator's `retry` moves a task out of: no worker, reviewer or lease
+# changes it again.
 TERMINAL_STATUSES = frozenset(
-    status for status in TaskStatus if not any(source == status for source, _ in TASK_TRANSITIONS)
+    status
+    for status in TaskStatus
+    if not any(
+        source == status and operation != TaskOperation.RETRY
+        for source, operation in TASK_TRANSITIONS
+    )
 )
 
 # The same table keyed by plain text: a row's status is the text it was stored as (a StrEnum

@@ -1,7 +1,7 @@
-"""Commands of the task lifecycle: task create/list/show, claim, heartbeat, release, submit,
-verify, cancel, expire-leases. Requests are JSON objects (`--json FILE`, `-` for stdin) with the
-same fields as the `TaskLedger` keyword arguments, so that lease tokens never appear on a command
-line.
+"""Commands of the task lifecycle: task create/list/show/history/verify/retry, claim, heartbeat,
+release, submit, cancel, expire-leases. Requests are JSON objects (`--json FILE`, `-` for stdin)
+with the same fields as the `TaskLedger` keyword arguments, so that lease tokens never appear on
+a command line.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from aios_ledger.core import (
     ClaimBatchRequest,
     ClaimRequest,
     HeartbeatRequest,
+    RetryRequest,
     SubmitRequest,
     TaskCreateCommand,
     VerifyRequest,
@@ -22,11 +23,11 @@ from aios_ledger.core.batches import each_item
 from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ReleaseRequest
 from aios_ledger.shell.cli_support import emit, json_flag, read_json_argument, task_ledger
-from aios_ledger.shell.console import Shown, task_view, tasks_view
+from aios_ledger.shell.console import Shown, history_view, task_view, tasks_view
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    task = commands.add_parser("task", help="tasks: create, list, show, verify")
+    task = commands.add_parser("task", help="tasks: create, list, show, history, verify, retry")
     task_commands = task.add_subparsers(dest="task_command", required=True)
     create = task_commands.add_parser(
         "create",
@@ -45,6 +46,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     show.add_argument("task_id")
     json_flag(show)
     show.set_defaults(handler=_task_show)
+    history = task_commands.add_parser(
+        "history", help="a task's timeline: time, event, agent, attempt, decision, reason"
+    )
+    history.add_argument("task_id")
+    json_flag(history)
+    history.set_defaults(handler=_task_history)
 
     claim = commands.add_parser(
         "claim",
@@ -91,6 +98,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _json_option(verify)
     verify.set_defaults(handler=_verify)
 
+    retry = task_commands.add_parser(
+        "retry",
+        help="send a FAILED or CANCELLED task back to the queue: {task_id, reason, "
+        "idempotency_key, extra_attempts? (default 1)}",
+    )
+    _json_option(retry)
+    retry.set_defaults(handler=_retry)
+
     cancel = commands.add_parser(
         "cancel", help="cancel a non-terminal task: {task_id, reason, idempotency_key}"
     )
@@ -130,6 +145,11 @@ def _task_list(args: argparse.Namespace) -> Shown:
 def _task_show(args: argparse.Namespace) -> Shown:
     with task_ledger(args) as ledger:
         return Shown(ledger.get(args.task_id), task_view)
+
+
+def _task_history(args: argparse.Namespace) -> Shown:
+    with task_ledger(args) as ledger:
+        return Shown(ledger.history(args.task_id), history_view)
 
 
 def _claim(args: argparse.Namespace) -> Any:
@@ -218,6 +238,17 @@ def _cancel(args: argparse.Namespace) -> Any:
     with task_ledger(args) as ledger:
         return ledger.cancel(
             request.task_id, reason=request.reason, idempotency_key=request.idempotency_key
+        )
+
+
+def _retry(args: argparse.Namespace) -> Any:
+    request = RetryRequest.from_mapping(read_json_argument(args.json))
+    with task_ledger(args) as ledger:
+        return ledger.retry(
+            request.task_id,
+            reason=request.reason,
+            idempotency_key=request.idempotency_key,
+            extra_attempts=request.extra_attempts,
         )
 
 

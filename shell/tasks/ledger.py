@@ -1,5 +1,5 @@
 """`TaskLedger`: the task lifecycle over a ledger database (create, claim, heartbeat, release,
-submit, verify, cancel, expire) and its reads.
+submit, verify, cancel, retry, expire) and its reads.
 
 Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL (the task, any
 first answer, the log's tail at the task's chain), let the core decide, apply the plan (one
@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import random
 import secrets
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 import apsw
@@ -32,8 +33,11 @@ from aios_ledger.core import (
     ExpiryState,
     HeartbeatAnswer,
     HeartbeatRequest,
+    HistoryEntry,
     IdempotencyRow,
     LedgerError,
+    RetryAnswer,
+    RetryRequest,
     SubmitAnswer,
     SubmitRequest,
     TaskCreateCommand,
@@ -52,9 +56,11 @@ from aios_ledger.core import (
     decide_create,
     decide_expire,
     decide_heartbeat,
+    decide_retry,
     decide_submit,
     decide_verify,
     first_claimable,
+    task_history,
 )
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
@@ -72,6 +78,9 @@ from aios_ledger.shell.db.connection import (
 )
 
 CLAIM_BATCH = 32
+# How many passed leases one claim takes over before it claims: a claim stays short, and the
+# claims after it take over the rest.
+TAKEOVER_BATCH = 32
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
 
@@ -106,7 +115,8 @@ class TaskLedger:
     WAL mode, a power cut may lose the last commits, never corrupt the file). `vfs` names a
     registered apsw VFS to open the database through (the fault-injection tests use one; the
     default is SQLite's). `migrate`: as for `Database` (False leaves the schema to the DBA and
-    refuses a database that is behind with `SCHEMA_TOO_OLD`).
+    refuses a database that is behind with `SCHEMA_TOO_OLD`). `jitter` draws the spread of a
+    retry's backoff, a float in [0, 1) (default: `random.random`; tests pin it).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
@@ -126,9 +136,12 @@ class TaskLedger:
         synchronous: str = "FULL",
         vfs: str | None = None,
         migrate: bool = True,
+        jitter: Callable[[], float] | None = None,
     ) -> None:
         self._db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
         self._clock: Clock = clock or system_clock
+        # Spread, not secrecy: `random` is enough to keep failed tasks from returning together.
+        self._jitter: Callable[[], float] = jitter or random.random
 
     @property
     def database(self) -> Database:
@@ -185,12 +198,14 @@ class TaskLedger:
     ) -> ClaimAnswer | None:
         """Take the next eligible task (or `task_id`) under a lease (`TASK_CLAIMED`); None when
         there is nothing this claimer may take. Order: larger priority, older, smaller id;
-        eligible: QUEUED, every required capability offered, deadline not passed, attempts
-        left. The answer holds the task's fields, `lease_token`, `lease_expires_at`, `attempt`,
-        `revision`, and `envelope` / `runtime_input` (the execution envelope and its runtime
-        input when the task has one, else None). A named task that cannot be claimed is
+        eligible: QUEUED, every required capability offered, deadline not passed, `not_before`
+        reached, attempts left. First, in the same transaction, the claim takes over leases
+        that have passed, as `expire_leases` does (so a fleet needs no sweeper). The answer
+        holds the task's fields, `lease_token`, `lease_expires_at`, `attempt`, `revision`, and
+        `envelope` / `runtime_input` (the execution envelope and its runtime input when the
+        task has one, else None). A named task that cannot be claimed is
         refused with the reason (`INVALID_TRANSITION`, `CAPABILITY_MISSING`, `DEADLINE_PASSED`,
-        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_FOUND`)."""
+        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_DUE`, `TASK_NOT_FOUND`)."""
         request = ClaimRequest.from_mapping(
             {
                 "agent_id": agent_id,
@@ -207,9 +222,10 @@ class TaskLedger:
             now = self._now()
             prior = _prior(conn, request.idempotency_key)
             task = None
-            if prior is None:
-                task = self._claim_target(conn, request, now)
             plans = PlanExecutor(conn)
+            if prior is None:
+                _take_over_passed_leases(plans, now)
+                task = self._claim_target(conn, request, now)
             state = TaskState(task=task, tail=plans.tail(*_chains(task)), prior=prior)
             decision = decide_claim(state, request, now=now, lease_token=token)
             return None if decision is None else plans.apply(decision)
@@ -238,6 +254,7 @@ class TaskLedger:
         def write(conn: apsw.Connection) -> list[ClaimAnswer]:
             now = self._now()
             plans = PlanExecutor(conn)
+            _take_over_passed_leases(plans, now)
             answers = []
             for task in _claimable(conn, request, now, batch.limit):
                 state = TaskState(task=task, tail=plans.tail(chain_of(task.task_id)))
@@ -299,7 +316,9 @@ class TaskLedger:
                 "idempotency_key": idempotency_key,
             }
         )
-        return self._db.write(lambda conn: _submit_step(PlanExecutor(conn), request, self._now()))
+        return self._db.write(
+            lambda conn: self._submit_step(PlanExecutor(conn), request, self._now())
+        )
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, in order; each item is
@@ -309,7 +328,7 @@ class TaskLedger:
 
         def write(conn: apsw.Connection) -> list[SubmitAnswer]:
             now, plans = self._now(), PlanExecutor(conn)
-            return each_item(requests, lambda request: _submit_step(plans, request, now))
+            return each_item(requests, lambda request: self._submit_step(plans, request, now))
 
         return self._db.write(write)
 
@@ -333,7 +352,9 @@ class TaskLedger:
                 "expected_result_digest": expected_result_digest,
             }
         )
-        return self._db.write(lambda conn: _verify_step(PlanExecutor(conn), request, self._now()))
+        return self._db.write(
+            lambda conn: self._verify_step(PlanExecutor(conn), request, self._now())
+        )
 
     def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[VerifyAnswer]:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
@@ -342,7 +363,7 @@ class TaskLedger:
 
         def write(conn: apsw.Connection) -> list[VerifyAnswer]:
             now, plans = self._now(), PlanExecutor(conn)
-            return each_item(requests, lambda request: _verify_step(plans, request, now))
+            return each_item(requests, lambda request: self._verify_step(plans, request, now))
 
         return self._db.write(write)
 
@@ -359,6 +380,48 @@ class TaskLedger:
 
         return self._db.write(write)
 
+    def retry(
+        self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
+    ) -> RetryAnswer:
+        """Send a FAILED or CANCELLED task back to QUEUED (`TASK_REQUEUED`, with the reason), its
+        `max_attempts` raised by `extra_attempts` (1 to 100); another status is
+        `INVALID_TRANSITION`."""
+        request = RetryRequest.from_mapping(
+            {
+                "task_id": task_id,
+                "reason": reason,
+                "idempotency_key": idempotency_key,
+                "extra_attempts": extra_attempts,
+            }
+        )
+
+        def write(conn: apsw.Connection) -> RetryAnswer:
+            plans = PlanExecutor(conn)
+            state = _keyed_state(plans, request.task_id, request.idempotency_key)
+            return plans.apply(decide_retry(state, request, now=self._now()))
+
+        return self._db.write(write)
+
+    def _submit_step(
+        self, plans: PlanExecutor, request: SubmitRequest, now: Timestamp
+    ) -> SubmitAnswer:
+        state = _keyed_state(plans, request.task_id, request.idempotency_key)
+        decision = decide_submit(
+            state,
+            request,
+            now=now,
+            contracts=_result_contracts(),
+            jitter=self._jitter(),
+        )
+        return plans.apply(decision)
+
+    def _verify_step(
+        self, plans: PlanExecutor, request: VerifyRequest, now: Timestamp
+    ) -> VerifyAnswer:
+        state = _keyed_state(plans, request.task_id, request.idempotency_key)
+        decision = decide_verify(state, request, now=now, jitter=self._jitter())
+        return plans.apply(decision)
+
     def expire_leases(self) -> ExpireAnswer:
         """Every CLAIMED task whose lease passed goes back to QUEUED, or FAILED when its
         attempts are used up (`TASK_LEASE_EXPIRED` each); in batches, one transaction each."""
@@ -367,15 +430,7 @@ class TaskLedger:
         while True:
 
             def write(conn: apsw.Connection) -> list[TaskSummary]:
-                now = self._now()
-                params = {"now": now.text, "limit": request.limit}
-                rows = tuple(stream_records(conn, "tasks_expired_leases", params, TaskRow))
-                plans = PlanExecutor(conn)
-                tail = plans.tail(*(chain_of(task.task_id) for task in rows))
-                decision = decide_expire(ExpiryState(tasks=rows, tail=tail), request, now=now)
-                if decision is None:
-                    return []
-                return plans.apply(decision)["expired"]
+                return _expire_step(PlanExecutor(conn), request, self._now())
 
             batch = self._db.write(write)
             expired.extend(batch)
@@ -408,6 +463,11 @@ class TaskLedger:
         if rows is None:
             raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
         return [event_view(EventRow.from_row(row)) for row in rows]
+
+    def history(self, task_id: str) -> list[HistoryEntry]:
+        """A task's timeline from its sealed events: time, event, agent, attempt, decision,
+        reason and the state it led to; `TASK_NOT_FOUND` when there is no such task."""
+        return task_history(self.events(task_id))
 
     def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[TaskView]:
         """Tasks of one status in claim order, or all tasks oldest first; at most `limit`
@@ -468,14 +528,19 @@ def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: Timestamp) -> Cr
     return plans.apply(decide_create(state, command, now=now, task_id=task_id))
 
 
-def _submit_step(plans: PlanExecutor, request: SubmitRequest, now: Timestamp) -> SubmitAnswer:
-    state = _keyed_state(plans, request.task_id, request.idempotency_key)
-    return plans.apply(decide_submit(state, request, now=now, contracts=_result_contracts()))
+def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) -> list[TaskSummary]:
+    """Requeue (or fail) up to `request.limit` CLAIMED tasks whose leases have passed."""
+    params = {"now": now.text, "limit": request.limit}
+    rows = tuple(stream_records(plans.conn, "tasks_expired_leases", params, TaskRow))
+    if not rows:
+        return []
+    tail = plans.tail(*(chain_of(task.task_id) for task in rows))
+    decision = decide_expire(ExpiryState(tasks=rows, tail=tail), request, now=now)
+    return [] if decision is None else plans.apply(decision)["expired"]
 
 
-def _verify_step(plans: PlanExecutor, request: VerifyRequest, now: Timestamp) -> VerifyAnswer:
-    state = _keyed_state(plans, request.task_id, request.idempotency_key)
-    return plans.apply(decide_verify(state, request, now=now))
+def _take_over_passed_leases(plans: PlanExecutor, now: Timestamp) -> None:
+    _expire_step(plans, ExpireRequest(limit=TAKEOVER_BATCH), now)
 
 
 def _keyed_state(plans: PlanExecutor, task_id: str, key: str) -> TaskState:

@@ -195,11 +195,8 @@ class Worker:
 
     def _claim(self, count: int) -> list[ClaimAnswer]:
         try:
-            claims = self._claim_many(count)
-            if not claims and self.serialised(self.ledger.expire_leases).get("expired"):
-                # Leases of dead workers went back to the queue: try again at once.
-                claims = self._claim_many(count)
-            return claims
+            # The claim itself takes over the leases of dead workers.
+            return self._claim_many(count)
         except LedgerError as refused:
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
             return []
