@@ -154,7 +154,7 @@ def claim_then_heartbeat() -> tuple[ClaimAnswer, HeartbeatAnswer]:
     # and binds its parameters; a guarded one must change exactly one row, else the whole
     # transaction is rolled back (the row moved on since it was read).
     names = [str(write.statement) for write in claim.statements()]
-    assert names == ["tasks_cas_update", "insert_event", "insert_seal"]
+    assert names == ["tasks_cas_update", "insert_event", "insert_seal", "insert_sealed_row"]
     (event,) = claim.events
     assert (event.event.event_id, event.seal.chain_seq, event.event.event_type) == (
         1,
