@@ -50,7 +50,7 @@ from .harness import figure, interleaved_values, paired_ratio, summary
 from .transitions import CAPABILITIES, TASK_FIELDS, Attachable, RawLoop, timed_statements
 
 LEASE_SECONDS = 3600
-_GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL = (
+_GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL, _SEALED_ROW = (
     sql(name)
     for name in (
         "get_task",
@@ -59,6 +59,7 @@ _GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL = (
         "tasks_cas_update",
         "insert_event",
         "insert_seal",
+        "insert_sealed_row",
     )
 )
 _BEGIN, _COMMIT, _ROLLBACK = sql("begin_immediate"), sql("commit"), sql("rollback")
@@ -137,6 +138,12 @@ def _flat_heartbeat_step(
     if conn.changes() != 1:
         raise LedgerError("REVISION_CONFLICT", "tasks_cas_update changed no row")
     payload = encode_checked({"attempt": task.attempt, "lease_expires_at": new_expiry})
+    written = task._replace(
+        status=next_status,
+        lease_expires_at=new_expiry,
+        revision=task.revision + 1,
+        updated_at=now.text,
+    ).image()
     conn.execute(
         _EVENT,
         {
@@ -159,6 +166,7 @@ def _flat_heartbeat_step(
         ),
         chain_seq,
         prev_seal,
+        (written,),
     )
     conn.execute(
         _SEAL,
@@ -169,6 +177,17 @@ def _flat_heartbeat_step(
             "prev_seal": prev_seal,
             "seal": seal,
             "sealed_at_adoption": 0,
+            "seal_version": 2,
+        },
+    )
+    conn.execute(
+        _SEALED_ROW,
+        {
+            "event_id": event_id,
+            "position": 1,
+            "row_table": written.table,
+            "row_key": written.key,
+            "row_digest": written.digest,
         },
     )
     return {

@@ -73,8 +73,10 @@ from aios_ledger.core.log.export import (
 )
 from aios_ledger.core.log.records import (
     EventRow,
+    SealedRow,
     SealRow,
 )
+from aios_ledger.core.log.rows import STATE_TABLES, RowImage
 from aios_ledger.core.log.seals import (
     GENESIS_SEAL,
     LEDGER_CHAIN,
@@ -97,6 +99,7 @@ from aios_ledger.core.log.verification import (
     FORGED_EVENT,
     HEAD_MISMATCH,
     HEAD_SCHEMA,
+    STATE_MISMATCH,
     UNSEALED_EVENT,
     ChainLink,
     Finding,
@@ -372,6 +375,9 @@ __all__ = [
     "ChainLink",
     "ChainTips",
     "SealRow",
+    "SealedRow",
+    "RowImage",
+    "STATE_TABLES",
     "verify_export_lines",
     "EXPORT_SCHEMA",
     "HEAD_SCHEMA",
@@ -384,6 +390,7 @@ __all__ = [
     "EXPORT_INVALID",
     "FORGED_EVENT",
     "HEAD_MISMATCH",
+    "STATE_MISMATCH",
     "UNSEALED_EVENT",
     # digests, envelopes and JSON
     "canonical_json",

@@ -167,7 +167,12 @@ class Statement(enum.StrEnum):
     INSERT_SEAL = (
         "insert_seal",
         _INSERT,
-        "event_id chain chain_seq prev_seal seal sealed_at_adoption",
+        "event_id chain chain_seq prev_seal seal sealed_at_adoption seal_version",
+    )
+    INSERT_SEALED_ROW = (
+        "insert_sealed_row",
+        _INSERT,
+        "event_id position row_table row_key row_digest",
     )
 
 

@@ -6,7 +6,7 @@
 -- (chain, chain_seq) index), so that the verifier needs no per-chain state.
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption,
+       s.sealed_at_adoption, s.seal_version,
        p.event_id AS pred_event_id, p.chain_seq AS pred_chain_seq, p.seal AS pred_seal
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
@@ -15,11 +15,78 @@ ORDER BY e.event_id;
 
 -- name: log_orphan_seals
 -- Seals whose event row is gone.
-SELECT s.event_id, s.chain, s.chain_seq, s.prev_seal, s.seal, s.sealed_at_adoption
+SELECT s.event_id, s.chain, s.chain_seq, s.prev_seal, s.seal, s.sealed_at_adoption,
+       s.seal_version
 FROM event_seals AS s
 LEFT JOIN events AS e ON e.event_id = s.event_id
 WHERE e.event_id IS NULL
 ORDER BY s.event_id;
+
+-- name: log_sealed_rows
+-- The state rows every v2 seal covers, in event id and position order (merged with the events).
+SELECT event_id, position, row_table, row_key, row_digest
+FROM event_seal_rows
+ORDER BY event_id, position;
+
+-- name: log_has_v1_seals$
+-- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
+SELECT EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1);
+
+-- name: state_rows_tasks
+-- Each task row with the last sealed row of it, and whether its chain has any event at all (a
+-- task with events but no sealed row was last written under v1 seals).
+SELECT t.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = t.task_id) AS sealed_history
+FROM tasks AS t
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'tasks' AND s.row_key = t.task_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'tasks' AND row_key = t.task_id);
+
+-- name: state_rows_auxiliary_runs
+SELECT a.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL AS sealed_history
+FROM auxiliary_runs AS a
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'auxiliary_runs' AND s.row_key = a.aux_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'auxiliary_runs' AND row_key = a.aux_id);
+
+-- name: state_rows_initial_projections
+SELECT p.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL AS sealed_history
+FROM task_initial_execution_projections AS p
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'task_initial_execution_projections' AND s.row_key = p.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'task_initial_execution_projections'
+                     AND row_key = p.idempotency_key);
+
+-- name: state_rows_source_capture_recoveries
+SELECT p.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL AS sealed_history
+FROM task_source_capture_projection_recoveries AS p
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'task_source_capture_projection_recoveries' AND s.row_key = p.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'task_source_capture_projection_recoveries'
+                     AND row_key = p.idempotency_key);
+
+-- name: state_rows_gone
+-- Rows a seal says were written (their last writer's event id) that are no longer there.
+SELECT r.row_table, r.row_key, max(r.event_id) AS event_id
+FROM event_seal_rows AS r
+GROUP BY r.row_table, r.row_key
+HAVING NOT CASE r.row_table
+  WHEN 'tasks' THEN EXISTS (SELECT 1 FROM tasks WHERE task_id = r.row_key)
+  WHEN 'auxiliary_runs' THEN EXISTS (SELECT 1 FROM auxiliary_runs WHERE aux_id = r.row_key)
+  WHEN 'task_initial_execution_projections' THEN EXISTS (
+    SELECT 1 FROM task_initial_execution_projections WHERE idempotency_key = r.row_key)
+  WHEN 'task_source_capture_projection_recoveries' THEN EXISTS (
+    SELECT 1 FROM task_source_capture_projection_recoveries WHERE idempotency_key = r.row_key)
+  ELSE 0
+END
+ORDER BY r.row_table, r.row_key;
 
 -- name: log_id_counter$
 -- The last event id AUTOINCREMENT handed out (NULL before the first event).
@@ -37,7 +104,7 @@ ORDER BY e.event_id;
 -- name: log_export_all
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption
+       s.sealed_at_adoption, s.seal_version
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 ORDER BY e.event_id;
@@ -45,11 +112,18 @@ ORDER BY e.event_id;
 -- name: log_export_task
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption
+       s.sealed_at_adoption, s.seal_version
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE e.task_id = :task_id
 ORDER BY e.event_id;
+
+-- name: log_export_task_sealed_rows
+SELECT r.event_id, r.position, r.row_table, r.row_key, r.row_digest
+FROM events AS e
+JOIN event_seal_rows AS r ON r.event_id = e.event_id
+WHERE e.task_id = :task_id
+ORDER BY r.event_id, r.position;
 
 -- name: log_task_event_count$
 SELECT count(*) FROM events WHERE task_id = :task_id;

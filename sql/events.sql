@@ -16,8 +16,14 @@ SELECT chain, chain_seq, seal FROM event_seals WHERE chain = :chain
 ORDER BY chain_seq DESC LIMIT 1;
 
 -- name: insert_seal!
-INSERT INTO event_seals(event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption)
-VALUES (:event_id, :chain, :chain_seq, :prev_seal, :seal, :sealed_at_adoption);
+INSERT INTO event_seals(event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption,
+                        seal_version)
+VALUES (:event_id, :chain, :chain_seq, :prev_seal, :seal, :sealed_at_adoption, :seal_version);
+
+-- name: insert_sealed_row!
+-- A state row as the event's v2 seal covers it (the seal's document lists these in position).
+INSERT INTO event_seal_rows(event_id, position, row_table, row_key, row_digest)
+VALUES (:event_id, :position, :row_table, :row_key, :row_digest);
 
 -- name: unsealed_events
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at

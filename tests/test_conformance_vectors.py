@@ -16,6 +16,7 @@ from typing import Any
 
 from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
 from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.rows import row_image
 from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_to_store
 from aios_ledger.core.log.verification import EMPTY_HEAD_DIGEST, roll_head
 from aios_ledger.core.plan import request_digest
@@ -122,21 +123,52 @@ _EVENTS = [
     (None, None, "RUN_CREATED", {"run_id": "r-1", "session_id": "s-1"}, "2026-08-20T00:00:02Z"),
     ("task-vector-1", "agent-7", "TASK_HEARTBEAT", {"attempt": 1}, "2026-08-20T00:00:03Z"),
 ]
+# Events sealed v2: each with the state rows its transition wrote, every column of each.
+_TASK_ROW = {
+    "task_id": "task-vector-1",
+    "status": "SUBMITTED",
+    "attempt": 1,
+    "claimed_by": None,
+    "result_json": '{"ok":true}',
+    "revision": 4,
+    "updated_at": "2026-08-20T00:00:04.000Z",
+}
+_V2_EVENTS = [
+    (
+        ("task-vector-1", "agent-7", "RESULT_SUBMITTED", {"attempt": 1}, "2026-08-20T00:00:04Z"),
+        [("tasks", "task-vector-1", _TASK_ROW)],
+    ),
+    ((None, None, "GOVERNED_BINDING_REGISTERED", {"job_id": "j"}, "2026-08-20T00:00:05Z"), []),
+]
 
 
 def _seals() -> dict[str, Any]:
     tips: dict[str, tuple[int, str]] = {}
     head = EMPTY_HEAD_DIGEST
     events = []
-    for event_id, (task_id, agent_id, event_type, payload, created_at) in enumerate(_EVENTS, 1):
+    sealed: list[tuple[Any, list[tuple[str, str, dict[str, Any]]] | None]] = [
+        *((event, None) for event in _EVENTS),
+        *_V2_EVENTS,
+    ]
+    for event_id, (content, written) in enumerate(sealed, 1):
+        task_id, agent_id, event_type, payload, created_at = content
         row = EventRow(event_id, task_id, agent_id, event_type, canonical_json(payload), created_at)
         chain = chain_of(task_id)
         chain_seq, prev_seal = tips.get(chain, (0, GENESIS_SEAL))
-        seal = seal_to_store(row, chain_seq + 1, prev_seal)
+        images = None if written is None else [row_image(*state) for state in written]
+        seal = seal_to_store(row, chain_seq + 1, prev_seal, images)
         tips[chain] = (chain_seq + 1, seal)
         head = roll_head(head, event_id, seal)
+        rows = None
+        if written is not None and images is not None:
+            rows = [
+                {"table": table, "key": key, "columns": columns, "digest": image.digest}
+                for (table, key, columns), image in zip(written, images, strict=True)
+            ]
         events.append(
             {
+                "seal_version": 1 if written is None else 2,
+                "rows": rows,
                 "event_id": event_id,
                 "task_id": task_id,
                 "agent_id": agent_id,
@@ -253,7 +285,18 @@ def test_the_documented_rules_reproduce_every_vector() -> None:
             chain_seq=chain_seq + 1,
             prev_seal=prev_seal,
         )
-        seal = _domain_digest("aios.event_seal.v1", _canon(sealed).encode("ascii"))
+        domain = "aios.event_seal.v1"
+        if event["seal_version"] == 2:
+            domain = "aios.event_seal.v2"
+            sealed["rows"] = []
+            for written in event["rows"]:
+                state = {name: written[name] for name in ("table", "key", "columns")}
+                digest = _domain_digest("aios.state_row.v1", _canon(state).encode("ascii"))
+                assert digest == written["digest"]
+                sealed["rows"].append(
+                    {"table": written["table"], "key": written["key"], "digest": digest}
+                )
+        seal = _domain_digest(domain, _canon(sealed).encode("ascii"))
         assert (event["chain"], event["chain_seq"], event["prev_seal"], event["seal"]) == (
             chain,
             chain_seq + 1,

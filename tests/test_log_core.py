@@ -38,18 +38,21 @@ EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
 Entry = tuple[EventRow, SealRow]
 
 
-def seal_log(contents: Sequence[tuple[str | None, str | None, str, str, str]]) -> list[Entry]:
-    """The sealed log written out by hand, one chain per task: what every log written so far
-    holds, and what plans must keep writing."""
+def seal_log(
+    contents: Sequence[tuple[str | None, str | None, str, str, str]], *, v2: bool = False
+) -> list[Entry]:
+    """The sealed log written out by hand, one chain per task: v1 seals, what every log written
+    before seal v2 holds and must keep verifying; `v2`: v2 seals over no state rows, what plans
+    write for events that write none."""
     tips: dict[str, tuple[int, str]] = {}
     log: list[Entry] = []
     for event_id, (task, agent, kind, payload, created) in enumerate(contents, start=1):
         chain = chain_of(task)
         seq, prev = tips.get(chain, (0, GENESIS_SEAL))
         event = EventRow(event_id, task, agent, kind, payload, created)
-        seal = seal_of(event, seq + 1, prev)
+        seal = seal_of(event, seq + 1, prev, () if v2 else None)
         tips[chain] = (seq + 1, seal)
-        log.append((event, SealRow(event_id, chain, seq + 1, prev, seal, False)))
+        log.append((event, SealRow(event_id, chain, seq + 1, prev, seal, False, 1 + int(v2))))
     return log
 
 
@@ -112,7 +115,7 @@ def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
 
 
 def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
-    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE)
+    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, v2=True)
 
 
 def test_golden_adoption_plan(golden: SnapshotAssertion) -> None:
@@ -184,7 +187,7 @@ logs = st.lists(contents, min_size=1, max_size=25)
 @given(logs)
 def test_random_logs_verify_intact(sequence: list[Any]) -> None:
     log = seal_log(sequence)
-    assert appended_by_the_core(sequence) == log
+    assert appended_by_the_core(sequence) == seal_log(sequence, v2=True)
     by_lookup, by_tips = verify_by_lookup(log), verify_by_tips(log)
     assert by_lookup.intact, by_lookup.findings
     assert by_tips.intact, by_tips.findings

@@ -184,7 +184,8 @@ def test_a_resealed_edit_breaks_the_next_link_and_the_head(log: Path) -> None:
     head = head_of(log)
     row = raw_rows(log, "SELECT chain_seq, prev_seal FROM event_seals WHERE event_id = 5")[0]
     content = ("t-a", "agent-2", "TASK_HEARTBEAT", '{"n":1000}', "2026-08-20T00:00:05Z")
-    resealed = seal_of(EventRow(5, *content), row[0], row[1])
+    # The log's seals are v2 (over the event and the rows it wrote: none here).
+    resealed = seal_of(EventRow(5, *content), row[0], row[1], ())
     tamper(
         log,
         set_content(log, 5, content),

@@ -16,6 +16,7 @@ from aios_ledger.core import (
     IdempotencyRow,
     RunEventRow,
     RunRow,
+    SealedRow,
     SealRow,
     TaskRow,
 )
@@ -27,6 +28,7 @@ ROW_RECORDS: dict[str, type] = {
     "tasks": TaskRow,
     "events": EventRow,
     "event_seals": SealRow,
+    "event_seal_rows": SealedRow,
     "runs": RunRow,
     "run_events": RunEventRow,
     "auxiliary_runs": AuxiliaryRunRow,

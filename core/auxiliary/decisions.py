@@ -117,26 +117,31 @@ def decide_spawn(
     )
     snapshot.validate()
     target = spec.frame.target
+    # The row as the insert writes it (revision 1, updated when created, no outcome yet).
+    row = AuxiliaryRunRow(
+        aux_id=spec.id,
+        session_id=target.session_id,
+        run_id=target.run_id,
+        parent_json=request.parent_text,
+        kind=spec.kind,
+        mode=str(spec.mode),
+        state=str(INITIAL_STATE),
+        spec_json=request.spec_text,
+        spec_digest=spec_digest,
+        evidence_digest=spec.evidence_digest,
+        owner=owner,
+        revision=1,
+        created_at_ms=now.epoch_ms,
+        updated_at_ms=now.epoch_ms,
+        output_json=None,
+        output_digest=None,
+        error_code=None,
+        error=None,
+    )
+    columns = attrs.asdict(row)
+    inserted = {name: columns[name] for name in Statement.INSERT_AUXILIARY_RUN.parameters}
     return sealed_plan(
-        (
-            SqlWrite(
-                Statement.INSERT_AUXILIARY_RUN,
-                {
-                    "aux_id": spec.id,
-                    "session_id": target.session_id,
-                    "run_id": target.run_id,
-                    "parent_json": request.parent_text,
-                    "kind": spec.kind,
-                    "mode": str(spec.mode),
-                    "state": str(INITIAL_STATE),
-                    "spec_json": request.spec_text,
-                    "spec_digest": spec_digest,
-                    "evidence_digest": spec.evidence_digest,
-                    "owner": owner,
-                    "created_at_ms": now.epoch_ms,
-                },
-            ),
-        ),
+        (SqlWrite(Statement.INSERT_AUXILIARY_RUN, inserted),),
         (
             EventAppend(
                 task_id=None,
@@ -151,6 +156,7 @@ def decide_spawn(
                     "state": str(INITIAL_STATE),
                 },
                 created_at=now.text,
+                rows=(row.image(),),
             ),
         ),
         answer,
@@ -261,5 +267,6 @@ def _transition(
         event_type=event_type,
         payload=payload,
         created_at=updated.text,
+        rows=(after.image(),),
     )
     return write, event, after

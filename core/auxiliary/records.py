@@ -24,6 +24,7 @@ from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json, loads_document
 from aios_ledger.core.kinds import Between, Identifier, JsonObjectValue, OneOf, PrefixedDigest, Text
+from aios_ledger.core.log.rows import AUXILIARY_RUNS, RowImage, row_image
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.runs.evidence import EvidenceSnapshot, ExecutionTarget
 from aios_ledger.core.structuring import (
@@ -493,6 +494,10 @@ class AuxiliaryRunRow:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> AuxiliaryRunRow:
         return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        """The row as a seal covers it: every column the record has."""
+        return row_image(AUXILIARY_RUNS, self.aux_id, attrs.asdict(self))
 
     @property
     def run_state(self) -> AuxiliaryRunState:

@@ -2,20 +2,24 @@
 
 Line 1 is a header `{"schema": EXPORT_SCHEMA, "scope": "all"}` (or `"task"` with `task_id`);
 then one line per event in id order with its content exactly as stored and its seal, chain,
-chain_seq and prev_seal; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
+chain_seq, prev_seal, seal_version and (v2) the state rows the seal covers (`rows`); an export of
+everything then holds one line per current state row, `{"state": table, "key": key, "digest":
+digest}`, which the offline check holds against the last sealed row of it in the export, as
+`verify` does in the database; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
 "last_event_id": id, "digest": rolling head digest}` over the lines before it, so that a cut or
 edited export is noticed. For `--all` the trailer equals the ledger's head at export time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
-from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.records import SEAL_VERSION_1, EventRow, SealRow
+from aios_ledger.core.log.rows import TASKS, RowImage
 from aios_ledger.core.log.verification import (
     EXPORT_INVALID,
     ChainLink,
@@ -29,7 +33,9 @@ from aios_ledger.core.records import record_columns
 EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 EVENT_FIELDS = record_columns(EventRow)
-SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption")
+SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
+ROWS_FIELD = "rows"
+STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 
 def export_header(task_id: str | None) -> dict[str, Any]:
@@ -38,13 +44,21 @@ def export_header(task_id: str | None) -> dict[str, Any]:
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-def export_line(event: EventRow, seal: SealRow | None) -> dict[str, Any]:
+def export_line(
+    event: EventRow, seal: SealRow | None, rows: Sequence[RowImage] = ()
+) -> dict[str, Any]:
     line: dict[str, Any] = event.public()
     if seal is None:
         line.update(dict.fromkeys(SEAL_FIELDS))
+        line[ROWS_FIELD] = None
     else:
         line.update(seal.public())
+        line[ROWS_FIELD] = [image.public() for image in rows]
     return line
+
+
+def export_state_line(table: str, key: str, digest: str | None) -> dict[str, Any]:
+    return {"state": table, "key": key, "digest": digest}
 
 
 def export_trailer(head: LedgerHead) -> dict[str, Any]:
@@ -89,17 +103,45 @@ def parse_export_trailer(raw: object) -> LedgerHead:
         raise LedgerError("EXPORT_INVALID", f"the trailer is malformed: {refused.detail}") from None
 
 
-def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None]:
+def is_state_line(raw: object) -> bool:
+    return isinstance(raw, Mapping) and "state" in raw
+
+
+def parse_state_line(raw: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    table, key, digest = raw.get("state"), raw.get("key"), raw.get("digest")
+    if (
+        set(raw) != STATE_FIELDS
+        or not isinstance(table, str)
+        or not isinstance(key, str)
+        or not (digest is None or isinstance(digest, str))
+    ):
+        raise LedgerError("EXPORT_INVALID", "a state line must hold its table, key and digest")
+    return table, key, digest
+
+
+def _parse_rows(raw: object, event_id: int) -> tuple[RowImage, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(
+        isinstance(item, Mapping) and set(item) == {"table", "key", "digest"} for item in raw
+    ):
+        raise LedgerError("EXPORT_INVALID", f"event {event_id}: rows must be table/key/digest")
+    return tuple(RowImage(item["table"], item["key"], item["digest"]) for item in raw)
+
+
+def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[RowImage, ...]]:
     """One event line; the content's types are left to the verifier (a changed type is a
     changed event), only the shape of the line is checked here."""
-    if not isinstance(raw, Mapping) or set(raw) != set(EVENT_FIELDS) | set(SEAL_FIELDS):
+    if not isinstance(raw, Mapping) or set(raw) != set(EVENT_FIELDS) | set(SEAL_FIELDS) | {
+        ROWS_FIELD
+    }:
         raise LedgerError("EXPORT_INVALID", "an event line must hold exactly the export fields")
     event_id = raw["event_id"]
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
         raise LedgerError("EXPORT_INVALID", "event_id must be a positive integer")
     event = EventRow.from_row(raw)
     if all(raw[name] is None for name in SEAL_FIELDS):
-        return event, None
+        return event, None, ()
     adoption = raw["sealed_at_adoption"]
     if not isinstance(adoption, bool):
         raise LedgerError("EXPORT_INVALID", f"event {event_id}: sealed_at_adoption must be a bool")
@@ -110,8 +152,40 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None]:
         prev_seal=raw["prev_seal"],
         seal=raw["seal"],
         sealed_at_adoption=adoption,
+        seal_version=raw["seal_version"],
     )
-    return event, seal
+    return event, seal, _parse_rows(raw[ROWS_FIELD], event_id)
+
+
+class ExportState:
+    """The state rows an export's seals say were written last (one entry per row), held
+    against the export's state lines as `verify` holds them against the database."""
+
+    def __init__(self) -> None:
+        self._sealed: dict[tuple[str, str], tuple[int, str]] = {}
+        self._chains_with_events: set[str] = set()
+        self._v1_history = False
+        self._seen: set[tuple[str, str]] = set()
+
+    def advance(self, event: EventRow, seal: SealRow | None, rows: Sequence[RowImage]) -> None:
+        if seal is None:
+            return
+        if isinstance(event.task_id, str):
+            self._chains_with_events.add(event.task_id)
+        if seal.seal_version == SEAL_VERSION_1:
+            self._v1_history = True
+        for image in rows:
+            self._sealed[(image.table, image.key)] = (event.event_id, image.digest)
+
+    def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
+        self._seen.add((table, key))
+        history = key in self._chains_with_events if table == TASKS else self._v1_history
+        verifier.check_row(table, key, digest, self._sealed.get((table, key)), history=history)
+
+    def finish(self, verifier: LogVerifier) -> None:
+        for (table, key), (event_id, _) in sorted(self._sealed.items()):
+            if (table, key) not in self._seen:
+                verifier.check_row_gone(table, key, event_id)
 
 
 class ChainTips:
@@ -146,6 +220,8 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
     header = parse_export_header(None if first is None else _parse_line(first[1], 1))
     verifier = LogVerifier(dense_ids=header.scope == "all")
     tips = ChainTips()
+    state = ExportState()
+    state_lines = False
     trailer_seen = False
     last_id = 0
     for number, raw_line in numbered:
@@ -157,7 +233,14 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
                 trailer_seen = True
                 _check_trailer(verifier, parse_export_trailer(value))
                 continue
-            event, seal = parse_export_event(value)
+            if is_state_line(value) and header.scope == "all":
+                assert isinstance(value, Mapping)
+                state_lines = True
+                state.check(verifier, *parse_state_line(value))
+                continue
+            if state_lines:
+                raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
+            event, seal, rows = parse_export_event(value)
             if event.event_id <= last_id:
                 raise LedgerError("EXPORT_INVALID", f"event {event.event_id} out of order")
             if header.task_id is not None and event.task_id != header.task_id:
@@ -168,8 +251,11 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
             verifier.note(Finding(EXPORT_INVALID, None, f"line {number}: {refused.detail}"))
             continue
         last_id = event.event_id
-        verifier.feed(event.event_id, event, seal, tips.predecessor(seal))
+        verifier.feed(event.event_id, event, seal, tips.predecessor(seal), rows)
         tips.advance(seal)
+        state.advance(event, seal, rows)
+    if header.scope == "all":
+        state.finish(verifier)
     if not trailer_seen:
         verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))
     return verifier.finish()

@@ -10,14 +10,18 @@ itself before it trusts them (`verification._content_well_typed`, `_seal_well_fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue, loads_document
+from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
+
+SEAL_VERSION_1 = 1
+SEAL_VERSION_2 = 2
 
 
 @attrs.frozen
@@ -63,7 +67,8 @@ class EventRow:
 class SealRow:
     """One row of `event_seals`: the seal of the event `event_id`, at `chain_seq` in `chain`,
     built on `prev_seal`. `sealed_at_adoption` is stored as 0 or 1; any other stored value
-    reads as False."""
+    reads as False. `seal_version` is the seal's schema: 1 covers the event alone, 2 also the
+    rows its transition wrote (`SealedRow`, see `core.log.rows`)."""
 
     event_id: int
     chain: str
@@ -71,6 +76,7 @@ class SealRow:
     prev_seal: str
     seal: str
     sealed_at_adoption: bool
+    seal_version: int = SEAL_VERSION_1
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SealRow:
@@ -81,6 +87,7 @@ class SealRow:
             prev_seal=row["prev_seal"],
             seal=row["seal"],
             sealed_at_adoption=row["sealed_at_adoption"] == 1,
+            seal_version=row["seal_version"],
         )
 
     def public(self) -> dict[str, Any]:
@@ -91,6 +98,7 @@ class SealRow:
             "prev_seal": self.prev_seal,
             "seal": self.seal,
             "sealed_at_adoption": self.sealed_at_adoption,
+            "seal_version": self.seal_version,
         }
 
     def insert(self) -> SqlWrite:
@@ -103,5 +111,35 @@ class SealRow:
                 "prev_seal": self.prev_seal,
                 "seal": self.seal,
                 "sealed_at_adoption": int(self.sealed_at_adoption),
+                "seal_version": self.seal_version,
             },
         )
+
+
+@attrs.frozen
+class SealedRow:
+    """One row of `event_seal_rows`: the `position`-th state row the event `event_id` wrote,
+    as its v2 seal covers it."""
+
+    event_id: int
+    position: int
+    row_table: str
+    row_key: str
+    row_digest: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SealedRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return RowImage(self.row_table, self.row_key, self.row_digest)
+
+    def insert(self) -> SqlWrite:
+        return SqlWrite(Statement.INSERT_SEALED_ROW, attrs.asdict(self))
+
+
+def sealed_rows(event_id: int, images: Sequence[RowImage]) -> tuple[SealedRow, ...]:
+    return tuple(
+        SealedRow(event_id, position, image.table, image.key, image.digest)
+        for position, image in enumerate(images, start=1)
+    )

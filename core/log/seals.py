@@ -1,6 +1,9 @@
 """Seals that make the event log tamper-evident.
 
-Each event is sealed with a digest over its own content and the seal before it in its chain.
+Each event is sealed with a digest over its own content and the seal before it in its chain;
+a v2 seal (every seal the ledger writes now) also covers the digests of the state rows its
+transition wrote (`core.log.rows`), so that the current rows are provable from the log. v1 seals
+(written before, and at the adoption of an older runtime's log) keep verifying as they are.
 There is one chain per task (and one for ledger-level events without a task): a writer only
 extends the chain of the task it already holds the row of, so sealing adds no queueing beyond
 the store's own, and a PostgreSQL backend can keep the same chains under row locks.
@@ -8,14 +11,18 @@ the store's own, and a PostgreSQL backend can keep the same chains under row loc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii as _ascii
+from typing import cast
 
 import attrs
 from aios_ledger.core.digests import digest_bytes, digest_json
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.rows import RowImage
 
 SEAL_SCHEMA = "aios.event_seal.v1"
+SEAL_SCHEMA_V2 = "aios.event_seal.v2"
 GENESIS_SEAL = "sha256:" + "0" * 64
 LEDGER_CHAIN = "ledger"
 
@@ -39,8 +46,14 @@ def empty_chain_tip(chain: str) -> ChainTip:
     return ChainTip(chain=chain, chain_seq=0, seal=GENESIS_SEAL)
 
 
-def _seal_document(event: EventRow, chain_seq: int, prev_seal: str) -> JsonObject:
-    return {
+# A seal's rows: None for a v1 seal (it covers no rows), else the images in the order written.
+SealedImages = Sequence[RowImage] | None
+
+
+def _seal_document(
+    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages
+) -> JsonObject:
+    document: JsonObject = {
         "event_id": event.event_id,
         "task_id": event.task_id,
         "agent_id": event.agent_id,
@@ -51,25 +64,42 @@ def _seal_document(event: EventRow, chain_seq: int, prev_seal: str) -> JsonObjec
         "chain_seq": chain_seq,
         "prev_seal": prev_seal,
     }
+    if rows is not None:
+        document["rows"] = [cast(JsonObject, image.public()) for image in rows]
+    return document
 
 
-def seal_of(event: EventRow, chain_seq: int, prev_seal: str) -> str:
+def seal_of(event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages = None) -> str:
     """The seal of `event` at `chain_seq` of its chain, built on `prev_seal`: a digest over its
-    content, its chain and its place there. Checks every field as untrusted JSON."""
-    return digest_json(SEAL_SCHEMA, _seal_document(event, chain_seq, prev_seal))
+    content, its chain and its place there, and (v2, when `rows` is given) over the state rows
+    its transition wrote. Checks every field as untrusted JSON."""
+    schema = SEAL_SCHEMA if rows is None else SEAL_SCHEMA_V2
+    return digest_json(schema, _seal_document(event, chain_seq, prev_seal, rows))
 
 
-def seal_to_store(event: EventRow, chain_seq: int, prev_seal: str) -> str:
+def seal_to_store(
+    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages = None
+) -> str:
     """The seal written beside an event: `seal_of_stored` when every field is plainly typed
     (exact ASCII text or None, exact ints), as in every event the core plans; any other row (an
     adopted one, say) is checked as untrusted JSON by `seal_of`. Both give the same seal."""
-    if _plainly_typed(event, chain_seq, prev_seal):
-        return seal_of_stored(event, chain_seq, prev_seal)
-    return seal_of(event, chain_seq, prev_seal)
+    if _plainly_typed(event, chain_seq, prev_seal, rows):
+        return seal_of_stored(event, chain_seq, prev_seal, rows)
+    return seal_of(event, chain_seq, prev_seal, rows)
 
 
-def _plainly_typed(event: EventRow, chain_seq: object, prev_seal: object) -> bool:
-    texts = (event.task_id, event.agent_id, event.event_type, event.payload_json, event.created_at)
+def _plainly_typed(
+    event: EventRow, chain_seq: object, prev_seal: object, rows: SealedImages
+) -> bool:
+    texts: tuple[object, ...] = (
+        event.task_id,
+        event.agent_id,
+        event.event_type,
+        event.payload_json,
+        event.created_at,
+    )
+    if rows is not None:
+        texts += tuple(text for image in rows for text in (image.table, image.key, image.digest))
     return (
         type(event.event_id) is int
         and type(chain_seq) is int
@@ -79,7 +109,9 @@ def _plainly_typed(event: EventRow, chain_seq: object, prev_seal: object) -> boo
     )
 
 
-def seal_of_stored(event: EventRow, chain_seq: int, prev_seal: str) -> str:
+def seal_of_stored(
+    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages = None
+) -> str:
     """`seal_of` for fields whose types the caller has already checked (text or None, and int
     event_id / chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the
     json module's own encoder), written out field by field instead of walking an untrusted
@@ -104,9 +136,24 @@ def seal_of_stored(event: EventRow, chain_seq: int, prev_seal: str) -> str:
             _ascii(event.payload_json),
             ',"prev_seal":',
             _ascii(prev_seal),
+            "" if rows is None else ',"rows":[' + ",".join(map(_row_text, rows)) + "]",
             ',"task_id":',
             "null" if task is None else _ascii(task),
             "}",
         )
     )
-    return digest_bytes(SEAL_SCHEMA, text.encode("ascii"))
+    return digest_bytes(SEAL_SCHEMA if rows is None else SEAL_SCHEMA_V2, text.encode("ascii"))
+
+
+def _row_text(image: RowImage) -> str:
+    return "".join(
+        (
+            '{"digest":',
+            _ascii(image.digest),
+            ',"key":',
+            _ascii(image.key),
+            ',"table":',
+            _ascii(image.table),
+            "}",
+        )
+    )

@@ -8,8 +8,9 @@ in the same transaction starts from.
 
 Ids are the store's: SQLite hands out `events.event_id` with AUTOINCREMENT, never reusing one,
 and the shell reads the next one under the write lock (`log_next_event_id`). Seals are
-`seal_to_store`'s, over the same fields as ever, so that every log, older ones included,
-verifies as it did.
+`seal_to_store`'s: an appended event gets a v2 seal over its content and the images of the
+state rows its transition wrote (`EventAppend.rows`); events sealed in place at adoption get
+v1 seals, over their content alone, as every older log has.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.records import (
+    SEAL_VERSION_1,
+    SEAL_VERSION_2,
+    EventRow,
+    SealedRow,
+    SealRow,
+    sealed_rows,
+)
+from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import ChainTip, chain_of, empty_chain_tip, seal_to_store
 from aios_ledger.core.statements import SqlWrite
 
@@ -33,6 +42,7 @@ class EventAppend:
     event_type: str
     payload: JsonObject
     created_at: str
+    rows: tuple[RowImage, ...] = ()
 
     def payload_json(self) -> str:
         """Checked, then encoded: payloads come from every part of the core (tasks, runs,
@@ -43,14 +53,15 @@ class EventAppend:
 
 @attrs.frozen
 class AppendedEvent:
-    """An event placed at the end of its chain: its row and its seal's row, as a plan inserts
-    them."""
+    """An event placed at the end of its chain: its row, its seal's row and the rows of the
+    state rows the seal covers, as a plan inserts them."""
 
     event: EventRow
     seal: SealRow
+    rows: tuple[SealedRow, ...] = ()
 
-    def writes(self) -> tuple[SqlWrite, SqlWrite]:
-        return self.event.insert(), self.seal.insert()
+    def writes(self) -> tuple[SqlWrite, ...]:
+        return (self.event.insert(), self.seal.insert(), *(row.insert() for row in self.rows))
 
 
 @attrs.frozen
@@ -80,7 +91,11 @@ class LogTail:
                 event.payload_json(),
                 event.created_at,
             )
-            appended.append(AppendedEvent(row, _sealed(tips, row)))
+            appended.append(
+                AppendedEvent(
+                    row, _sealed(tips, row, event.rows), sealed_rows(event_id, event.rows)
+                )
+            )
             event_id += 1
         return tuple(appended), LogTail(event_id, tips)
 
@@ -88,7 +103,7 @@ class LogTail:
         """Seals for events already stored unsealed (the older runtime's, at adoption), in
         event order, at the end of their chains; their ids and content stay as they are."""
         tips = dict(self.tips)
-        writes = tuple(_sealed(tips, event, adoption=True).insert() for event in events)
+        writes = tuple(_sealed(tips, event, None, adoption=True).insert() for event in events)
         return writes, LogTail(self.next_event_id, tips)
 
 
@@ -104,9 +119,16 @@ def _known(
     return tips
 
 
-def _sealed(tips: dict[str, ChainTip], event: EventRow, *, adoption: bool = False) -> SealRow:
-    """The seal row of `event` on its chain's tip in `tips`, which moves on to it. An adopted
-    row may hold what no plan writes (its types are checked by `seal_to_store`)."""
+def _sealed(
+    tips: dict[str, ChainTip],
+    event: EventRow,
+    rows: Sequence[RowImage] | None,
+    *,
+    adoption: bool = False,
+) -> SealRow:
+    """The seal row of `event` on its chain's tip in `tips`, which moves on to it: v2 over
+    `rows`, or v1 when `rows` is None. An adopted row may hold what no plan writes (its types
+    are checked by `seal_to_store`)."""
     chain = chain_of(event.task_id)
     tip = tips.get(chain)
     if tip is None:
@@ -114,6 +136,7 @@ def _sealed(tips: dict[str, ChainTip], event: EventRow, *, adoption: bool = Fals
         # would fork (the store's unique (chain, chain_seq) would refuse it later).
         raise ValueError(f"the log tail holds no tip of chain {chain!r}")
     chain_seq = tip.chain_seq + 1
-    seal = seal_to_store(event, chain_seq, tip.seal)
+    seal = seal_to_store(event, chain_seq, tip.seal, rows)
     tips[chain] = ChainTip(chain=chain, chain_seq=chain_seq, seal=seal)
-    return SealRow(event.event_id, chain, chain_seq, tip.seal, seal, adoption)
+    version = SEAL_VERSION_1 if rows is None else SEAL_VERSION_2
+    return SealRow(event.event_id, chain, chain_seq, tip.seal, seal, adoption, version)

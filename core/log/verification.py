@@ -10,6 +10,12 @@ index; the offline export check keeps `ChainTips`, one entry per chain in the ex
 Findings are reported by event id with stable codes (see `FINDING_CODES`). Events sealed when the
 ledger adopted a database of the older runtime are counted, not reported.
 
+A v2 seal also covers the state rows its transition wrote (`core.log.rows`), fed beside it. After
+the log, the feeder holds every current state row against the last seal that wrote it
+(`check_row`, `check_row_gone`): a row changed, deleted or inserted without its event is a
+`STATE_MISMATCH`. A row that no v2 seal wrote, on a ledger whose history began under v1 seals,
+cannot be proven either way: it is counted (`rows_unprovable`), not reported.
+
 The head of a log is `{events, last_event_id, digest}`, where `digest` rolls over every event's
 `(event_id, seal)` in id order. Because it rolls, a head taken earlier can be checked while the log
 keeps growing: when the verifier reaches the head's `last_event_id` its count and rolling digest
@@ -23,13 +29,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
-from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_2, EventRow, SealRow
+from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_of_stored
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 
@@ -46,6 +53,7 @@ UNSEALED_EVENT = "UNSEALED_EVENT"
 FORGED_EVENT = "FORGED_EVENT"
 HEAD_MISMATCH = "HEAD_MISMATCH"
 EXPORT_INVALID = "EXPORT_INVALID"
+STATE_MISMATCH = "STATE_MISMATCH"
 
 FINDING_CODES: Mapping[str, str] = {
     CONTENT_CHANGED: "the event's payload, type, timestamp, agent or task no longer matches "
@@ -61,6 +69,9 @@ FINDING_CODES: Mapping[str, str] = {
     HEAD_MISMATCH: "the log's count or rolling digest at the head's last event differs from the "
     "head: history up to the head was rewritten (even if re-sealed)",
     EXPORT_INVALID: "an export line that is not a well-formed event, or a missing/false trailer",
+    STATE_MISMATCH: "a state row (task, auxiliary run, projection) differs from the row the last "
+    "seal that wrote it covers, is gone while its seal says it was written, or was never "
+    "written by a sealed event: changed, deleted or inserted behind the ledger's back",
 }
 
 MAX_FINDINGS = 1000
@@ -86,6 +97,8 @@ class Finding:
     chain: str | None = None
     chain_seq: int | None = None
     other_event_id: int | None = None
+    table: str | None = None
+    key: str | None = None
 
     def public(self) -> dict[str, Any]:
         return {key: value for key, value in attrs.asdict(self).items() if value is not None}
@@ -131,6 +144,8 @@ class VerificationReport:
     sealed_at_adoption: int
     unsealed: int
     tolerated_adoption_gaps: int
+    rows_checked: int
+    rows_unprovable: int
     head: LedgerHead
     head_checked: LedgerHead | None
     findings: tuple[Finding, ...]
@@ -145,6 +160,8 @@ class VerificationReport:
             "sealed_at_adoption": self.sealed_at_adoption,
             "unsealed": self.unsealed,
             "tolerated_adoption_gaps": self.tolerated_adoption_gaps,
+            "rows_checked": self.rows_checked,
+            "rows_unprovable": self.rows_unprovable,
             "head": self.head.public(),
             "head_checked": None if self.head_checked is None else self.head_checked.public(),
             "findings": [finding.public() for finding in self.findings],
@@ -175,24 +192,50 @@ def _seal_well_formed(seal: SealRow) -> bool:
         and seal.chain_seq >= 1
         and isinstance(seal.prev_seal, str)
         and isinstance(seal.seal, str)
+        and type(seal.seal_version) is int
+        and seal.seal_version in (SEAL_VERSION_1, SEAL_VERSION_2)
     )
 
 
-def seal_matches(event: EventRow, seal: SealRow, *, at_event_id: int | None = None) -> bool:
-    """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)?"""
+def _rows_well_typed(rows: Sequence[RowImage]) -> bool:
+    return all(
+        isinstance(image.table, str)
+        and isinstance(image.key, str)
+        and isinstance(image.digest, str)
+        for image in rows
+    )
+
+
+def seal_matches(
+    event: EventRow,
+    seal: SealRow,
+    rows: Sequence[RowImage] = (),
+    *,
+    at_event_id: int | None = None,
+) -> bool:
+    """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)
+    and, for a v2 seal, over `rows`?"""
     if not _seal_well_formed(seal):
         return False
-    return _verifies(event, seal, event.event_id if at_event_id is None else at_event_id)
+    return _verifies(event, seal, rows, event.event_id if at_event_id is None else at_event_id)
 
 
-def _verifies(event: EventRow, seal: SealRow, event_id: int) -> bool:
-    """`seal_matches` for a seal already known to be well formed."""
+def _verifies(event: EventRow, seal: SealRow, rows: Sequence[RowImage], event_id: int) -> bool:
+    """`seal_matches` for a seal already known to be well formed. A v1 seal covers no rows."""
     if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
         return False
+    if seal.seal_version == SEAL_VERSION_1:
+        if rows:
+            return False
+        covered: Sequence[RowImage] | None = None
+    elif not _rows_well_typed(rows):
+        return False
+    else:
+        covered = rows
     if event_id != event.event_id:
         event = attrs.evolve(event, event_id=event_id)
     try:
-        return bool(seal_of_stored(event, seal.chain_seq, seal.prev_seal) == seal.seal)
+        return bool(seal_of_stored(event, seal.chain_seq, seal.prev_seal, covered) == seal.seal)
     except (LedgerError, ValueError):
         return False
 
@@ -215,12 +258,16 @@ class LogVerifier:
         self._adopted = 0
         self._unsealed = 0
         self._tolerated_gaps = 0
+        self._rows_checked = 0
+        self._rows_unprovable = 0
         self._digest = EMPTY_HEAD_DIGEST
         self._last_id = 0
         self._last_adopted = False
         self._findings: list[Finding] = []
         self._counts: dict[str, int] = {}
-        self._mismatches: deque[tuple[EventRow, SealRow]] = deque(maxlen=SWAP_WINDOW)
+        self._mismatches: deque[tuple[EventRow, SealRow, Sequence[RowImage]]] = deque(
+            maxlen=SWAP_WINDOW
+        )
         if head is not None and head.last_event_id == 0 and head.digest != EMPTY_HEAD_DIGEST:
             self._report(Finding(HEAD_MISMATCH, None, "an empty head with a non-empty digest"))
 
@@ -262,7 +309,9 @@ class LogVerifier:
         event: EventRow | None,
         seal: SealRow | None,
         predecessor: ChainLink | None,
+        rows: Sequence[RowImage] = (),
     ) -> None:
+        """`rows`: the state rows stored as covered by the seal (v2), in position order."""
         if event_id <= self._last_id:
             raise LedgerError(
                 "VERIFY_ORDER_INVALID", f"event {event_id} fed after event {self._last_id}"
@@ -294,7 +343,7 @@ class LogVerifier:
         else:
             self._sealed += 1
             self._adopted += int(adopted)
-            self._check_sealed(event, seal, predecessor)
+            self._check_sealed(event, seal, predecessor, rows)
         self._check_head_at(event_id)
 
     def _check_gap(self, event_id: int, adopted: bool) -> None:
@@ -333,7 +382,13 @@ class LogVerifier:
                 )
             )
 
-    def _check_sealed(self, event: EventRow, seal: SealRow, predecessor: ChainLink | None) -> None:
+    def _check_sealed(
+        self,
+        event: EventRow,
+        seal: SealRow,
+        predecessor: ChainLink | None,
+        rows: Sequence[RowImage],
+    ) -> None:
         event_id = event.event_id
         if not _seal_well_formed(seal):
             self._report(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
@@ -380,7 +435,7 @@ class LogVerifier:
                             other_event_id=other,
                         )
                     )
-        verifies = _verifies(event, seal, event.event_id)
+        verifies = _verifies(event, seal, rows, event.event_id)
         if not link_ok:
             detail = "its prev_seal is not the seal before it in its chain"
             if verifies and other is not None:
@@ -395,11 +450,11 @@ class LogVerifier:
             return
         if verifies:
             return
-        self._content_changed(event, seal)
+        self._content_changed(event, seal, rows)
 
-    def _content_changed(self, event: EventRow, seal: SealRow) -> None:
-        for other_event, other_seal in self._mismatches:
-            if _swapped(event, seal, other_event, other_seal):
+    def _content_changed(self, event: EventRow, seal: SealRow, rows: Sequence[RowImage]) -> None:
+        for other_event, other_seal, other_rows in self._mismatches:
+            if _swapped((event, seal, rows), (other_event, other_seal, other_rows)):
                 self._retract(CONTENT_CHANGED, other_event.event_id)
                 self._retract(EVENT_SWAPPED, other_event.event_id)
                 for mine, theirs in ((other_event, event), (event, other_event)):
@@ -412,8 +467,8 @@ class LogVerifier:
                         )
                     )
                 return
-        self._mismatches.append((event, seal))
-        detail = "payload, type, timestamp, agent or task changed since it was sealed"
+        self._mismatches.append((event, seal, rows))
+        detail = "payload, type, timestamp, agent, task or sealed rows changed since it was sealed"
         if _content_well_typed(event) and seal.chain != chain_of(event.task_id):
             detail = f"its task no longer belongs to chain {seal.chain}"
         self._report(
@@ -421,6 +476,37 @@ class LogVerifier:
                 CONTENT_CHANGED, event.event_id, detail, chain=seal.chain, chain_seq=seal.chain_seq
             )
         )
+
+    def check_row(
+        self,
+        table: str,
+        key: str,
+        digest: str | None,
+        sealed: tuple[int, str] | None,
+        *,
+        history: bool,
+    ) -> None:
+        """Hold a current state row (its `digest`, None when it has none) against `sealed`, the
+        (event id, row digest) of the last seal that wrote it. `history`: the row may predate v2
+        seals (its chain, or the ledger, holds v1-sealed events), so no seal proves nothing."""
+        self._rows_checked += 1
+        if sealed is None:
+            if history:
+                self._rows_unprovable += 1
+                return
+            detail = "no sealed event wrote this row: inserted behind the ledger's back"
+            self._report(Finding(STATE_MISMATCH, None, detail, table=table, key=key))
+            return
+        event_id, sealed_digest = sealed
+        if digest != sealed_digest:
+            detail = "the row differs from the row its last sealed event wrote"
+            self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
+
+    def check_row_gone(self, table: str, key: str, event_id: int) -> None:
+        """A row the seal of `event_id` says was written (its last writer) is not there."""
+        self._rows_checked += 1
+        detail = "the row its last sealed event wrote is gone: deleted behind the ledger's back"
+        self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
 
     def head(self) -> LedgerHead:
         return LedgerHead(events=self._events, last_event_id=self._last_id, digest=self._digest)
@@ -452,6 +538,8 @@ class LogVerifier:
             sealed_at_adoption=self._adopted,
             unsealed=self._unsealed,
             tolerated_adoption_gaps=self._tolerated_gaps,
+            rows_checked=self._rows_checked,
+            rows_unprovable=self._rows_unprovable,
             head=self.head(),
             head_checked=head,
             findings=tuple(sorted(self._findings, key=_finding_order)),
@@ -464,12 +552,17 @@ def _finding_order(finding: Finding) -> tuple[int, str]:
     return (-1 if finding.event_id is None else finding.event_id, finding.code)
 
 
-def _swapped(a: EventRow, a_seal: SealRow, b: EventRow, b_seal: SealRow) -> bool:
-    """Did a and b trade content (each verifies at the other's id and seal) or trade seals?"""
-    content_traded = seal_matches(a, b_seal, at_event_id=b.event_id) and seal_matches(
-        b, a_seal, at_event_id=a.event_id
+Sealed = tuple[EventRow, SealRow, Sequence[RowImage]]
+
+
+def _swapped(first: Sealed, second: Sealed) -> bool:
+    """Did two events trade content (each verifies at the other's id and seal) or seals?"""
+    a, a_seal, a_rows = first
+    b, b_seal, b_rows = second
+    content_traded = seal_matches(a, b_seal, a_rows, at_event_id=b.event_id) and seal_matches(
+        b, a_seal, b_rows, at_event_id=a.event_id
     )
-    return content_traded or (seal_matches(a, b_seal) and seal_matches(b, a_seal))
+    return content_traded or (seal_matches(a, b_seal, a_rows) and seal_matches(b, a_seal, b_rows))
 
 
 def _text_or_none(value: object) -> str | None:

@@ -30,6 +30,7 @@ from aios_ledger.core.kinds import (
     Text,
 )
 from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.rows import INITIAL_PROJECTIONS, SOURCE_CAPTURE_RECOVERIES
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
     Decision,
@@ -47,6 +48,7 @@ from aios_ledger.core.projection.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
+from aios_ledger.core.projection.records import ProjectionLedgerRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
@@ -490,37 +492,43 @@ def _plan(
         **{flag: bool(governance[flag]) for flag in GOVERNANCE_FLAGS},
         **recovery,
     }
+    projected = task._replace(
+        metadata_json=canonical_json({**metadata, "execution": envelope}),
+        required_capabilities_json=canonical_json(capabilities),
+        revision=task.revision + 1,
+        updated_at=now.text,
+    )
     update = SqlWrite(
         Statement.PROJECT_TASK_EXECUTION,
         {
             "task_id": task.task_id,
             "expected_revision": request.expected_revision,
-            "metadata_json": canonical_json({**metadata, "execution": envelope}),
-            "required_capabilities_json": canonical_json(capabilities),
-            "updated_at": now.text,
+            "metadata_json": projected.metadata_json,
+            "required_capabilities_json": projected.required_capabilities_json,
+            "updated_at": projected.updated_at,
         },
     )
-    ledger = SqlWrite(
-        (
-            Statement.INSERT_SOURCE_CAPTURE_RECOVERY
-            if is_recovery
-            else Statement.INSERT_INITIAL_PROJECTION
-        ),
-        {
-            "idempotency_key": request.idempotency_key,
-            "task_id": task.task_id,
-            "job_id": request.expected_job_id,
-            "request_sha256": _request_digest(task.task_id, request),
-            "execution_digest": answer["execution_digest"],
-            "response_json": stored_answer(answer),
-            "created_at": now.text,
-        },
+    ledger_row = ProjectionLedgerRow(
+        idempotency_key=request.idempotency_key,
+        task_id=task.task_id,
+        job_id=request.expected_job_id,
+        request_sha256=_request_digest(task.task_id, request),
+        execution_digest=answer["execution_digest"],
+        response_json=stored_answer(answer),
+        created_at=now.text,
     )
+    ledger_table, insert_ledger = (
+        (SOURCE_CAPTURE_RECOVERIES, Statement.INSERT_SOURCE_CAPTURE_RECOVERY)
+        if is_recovery
+        else (INITIAL_PROJECTIONS, Statement.INSERT_INITIAL_PROJECTION)
+    )
+    ledger = SqlWrite(insert_ledger, ledger_row._asdict())
     event = EventAppend(
         task_id=task.task_id,
         agent_id=None,
         event_type=PROJECTION_EVENT,
         payload=payload,
         created_at=now.text,
+        rows=(projected.image(), ledger_row.image(ledger_table)),
     )
     return sealed_plan((update, ledger), (event,), answer, tail=tail)

@@ -1,12 +1,16 @@
-"""The rows of projections: a `governed_bindings` row.
+"""The rows of projections: a `governed_bindings` row, and a row of a projection's ledger.
 
-The projections' own idempotency ledgers are read only for their first answers, into the tasks'
-`IdempotencyRow`."""
+The projections' own idempotency ledgers are read for their first answers into the tasks'
+`IdempotencyRow`; a whole ledger row (`ProjectionLedgerRow`) is what a projection writes and what
+its sealed event covers."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import attrs
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.log.rows import RowImage, row_image
 from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 
 
@@ -22,3 +26,20 @@ class BindingRow:
 
     def binding(self) -> GovernedExecutionBinding:
         return GovernedExecutionBinding.from_mapping(loads_object(self.binding_json))
+
+
+class ProjectionLedgerRow(NamedTuple):
+    """One row of `task_initial_execution_projections` or of
+    `task_source_capture_projection_recoveries` (the two ledgers have the same columns)."""
+
+    idempotency_key: str
+    task_id: str
+    job_id: str
+    request_sha256: str
+    execution_digest: str
+    response_json: str
+    created_at: str
+
+    def image(self, table: str) -> RowImage:
+        """The row of `table` as a seal covers it: every column the record has."""
+        return row_image(table, self.idempotency_key, self._asdict())

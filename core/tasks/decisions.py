@@ -180,12 +180,14 @@ def _ledger_row(
 
 
 def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) -> EventAppend:
+    """The event of a transition that wrote `task` (the row after it): its seal covers the row."""
     return EventAppend(
         task_id=task.task_id,
         agent_id=agent_id,
         event_type=kind,
         payload=payload,
         created_at=task.updated_at,
+        rows=(task.image(),),
     )
 
 

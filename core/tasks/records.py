@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.log.rows import TASKS, RowImage, row_image
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.structuring import FieldRefused
 from aios_ledger.core.tasks.backoff import (
@@ -92,6 +93,10 @@ class TaskRow(NamedTuple):
         if "not_before" not in row:
             row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        """The row as a seal covers it: every column the record has."""
+        return row_image(TASKS, self.task_id, self._asdict())
 
     def metadata(self) -> JsonObject:
         value = _column_json(self.task_id, "metadata_json", self.metadata_json)

@@ -14,11 +14,14 @@ from aios_ledger.core.log.export import (
     MAX_LINE_BYTES,
     export_header,
     export_line,
+    export_state_line,
     export_trailer,
 )
+from aios_ledger.core.log.rows import RowImage
+from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import head_of_rows
 from aios_ledger.shell.db.connection import Database, Row, fetch_value
-from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
+from aios_ledger.shell.log.verification import STATE_STATEMENTS, ProgressCounter, ProgressHook
 
 
 def _json_line(value: dict[str, Any]) -> str:
@@ -55,30 +58,66 @@ def export_log(
     def work(conn: apsw.Connection) -> dict[str, Any]:
         if task_id is None:
             total = int(fetch_value(conn, "log_max_event_id"))
-            statement, params = "log_export_all", {}
+            statement, rows_statement, params = "log_export_all", "log_sealed_rows", {}
         else:
             total = int(fetch_value(conn, "log_task_event_count", {"task_id": task_id}))
             statement, params = "log_export_task", {"task_id": task_id}
+            rows_statement = "log_export_task_sealed_rows"
             if total == 0:
                 raise LedgerError("TASK_NOT_FOUND", f"no events for task {task_id!r}")
         counter = ProgressCounter(progress, total)
         out.write(_json_line(export_header(task_id)) + "\n")
 
         def lines() -> Iterator[tuple[int, str | None]]:
-            with db.cursor_rows(statement, params) as rows:
+            with (
+                db.cursor_rows(statement, params) as rows,
+                db.cursor_rows(rows_statement, params) as sealed_rows,
+            ):
+                sealed = _SealedRows(sealed_rows)
                 for row in rows:
                     event = EventRow.from_row(row)
                     seal = _joined_seal(row)
-                    out.write(_json_line(export_line(event, seal)) + "\n")
+                    images = sealed.of(event.event_id)
+                    out.write(_json_line(export_line(event, seal, images)) + "\n")
                     counter.step()
                     yield event.event_id, None if seal is None else seal.seal
 
         head = head_of_rows(lines())
+        state_lines = 0
+        if task_id is None:
+            for table, state_statement in STATE_STATEMENTS.items():
+                with db.cursor_rows(state_statement) as state_rows:
+                    for row in state_rows:
+                        line = export_state_line(table, *stored_row_state(table, row))
+                        out.write(_json_line(line) + "\n")
+                        state_lines += 1
         out.write(_json_line(export_trailer(head)) + "\n")
         counter.close()
-        return {"scope": "all" if task_id is None else "task", "task_id": task_id, **head.public()}
+        return {
+            "scope": "all" if task_id is None else "task",
+            "task_id": task_id,
+            "state_rows": state_lines,
+            **head.public(),
+        }
 
     return db.read(work)
+
+
+class _SealedRows:
+    """The sealed rows stream, handed out by event id as the exported events go by."""
+
+    def __init__(self, rows: Iterator[Row]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+
+    def of(self, event_id: int) -> tuple[RowImage, ...]:
+        found: list[RowImage] = []
+        while self._next is not None and self._next["event_id"] <= event_id:
+            row = self._next
+            if row["event_id"] == event_id:
+                found.append(RowImage(row["row_table"], row["row_key"], row["row_digest"]))
+            self._next = next(self._rows, None)
+        return tuple(found)
 
 
 def verify_export(path: str | os.PathLike[str]) -> VerificationReport:

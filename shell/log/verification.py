@@ -2,7 +2,10 @@
 
 Memory does not grow with the log: rows come straight off apsw cursors (one read transaction, so
 every row belongs to one snapshot), the verifier holds O(1) state, and each event's chain
-predecessor is joined by SQL through the `(chain, chain_seq)` unique index.
+predecessor is joined by SQL through the `(chain, chain_seq)` unique index. The state rows each
+v2 seal covers stream beside the events, merged by event id. A second pass streams every state
+row joined to the last sealed row of it (through the `(row_table, row_key, event_id)` index),
+then the sealed rows that are gone.
 """
 
 from __future__ import annotations
@@ -21,7 +24,15 @@ from aios_ledger.core import (
     SealRow,
     VerificationReport,
 )
-from aios_ledger.core.log.verification import head_of_rows
+from aios_ledger.core.log.rows import (
+    AUXILIARY_RUNS,
+    INITIAL_PROJECTIONS,
+    SOURCE_CAPTURE_RECOVERIES,
+    TASKS,
+    RowImage,
+)
+from aios_ledger.core.log.state import stored_row_state
+from aios_ledger.core.log.verification import FORGED_EVENT, Finding, head_of_rows
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.statements import sql
 
@@ -63,12 +74,29 @@ VERIFY_COLUMNS = (
     "prev_seal",
     "seal",
     "sealed_at_adoption",
+    "seal_version",
     "pred_event_id",
     "pred_chain_seq",
     "pred_seal",
 )
-ORPHAN_COLUMNS = ("event_id", "chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption")
+ORPHAN_COLUMNS = (
+    "event_id",
+    "chain",
+    "chain_seq",
+    "prev_seal",
+    "seal",
+    "sealed_at_adoption",
+    "seal_version",
+)
+SEALED_ROW_COLUMNS = ("event_id", "position", "row_table", "row_key", "row_digest")
 Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
+# Each state table and the statement that reads its rows beside their last sealed row.
+STATE_STATEMENTS = {
+    TASKS: "state_rows_tasks",
+    AUXILIARY_RUNS: "state_rows_auxiliary_runs",
+    INITIAL_PROJECTIONS: "state_rows_initial_projections",
+    SOURCE_CAPTURE_RECOVERIES: "state_rows_source_capture_recoveries",
+}
 
 
 @contextmanager
@@ -92,11 +120,11 @@ def _tuples(
 
 
 def _orphan(row: tuple[Any, ...]) -> Item:
-    event_id, chain, chain_seq, prev_seal, seal, adoption = row
+    event_id, chain, chain_seq, prev_seal, seal, adoption, version = row
     return (
         event_id,
         None,
-        SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
+        SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version),
         None,
     )
 
@@ -124,6 +152,7 @@ def _merged(
             prev_seal,
             seal,
             adoption,
+            version,
             pred_event_id,
             pred_chain_seq,
             pred_seal,
@@ -133,7 +162,7 @@ def _merged(
             EventRow(event_id, task_id, agent_id, event_type, payload_json, created_at),
             None
             if seal_event_id is None
-            else SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1),
+            else SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version),
             None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
         )
     while orphan is not None:
@@ -153,15 +182,84 @@ def verify_log(
         with (
             _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
             _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
+            _tuples(conn, "log_sealed_rows", SEALED_ROW_COLUMNS) as sealed,
         ):
+            rows = SealedRowsById(sealed)
             for event_id, event, seal, predecessor in _merged(events, orphans):
-                feed(event_id, event, seal, predecessor)
+                feed(event_id, event, seal, predecessor, rows.of(event_id, verifier))
                 step()
+            rows.finish(verifier)
         counter.close()
+        _check_state(conn, db, verifier)
         handed_out = fetch_value(conn, "log_id_counter")
         return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
 
     return db.read(work)
+
+
+class SealedRowsById:
+    """The sealed rows stream, handed out by event id as the events go by; a sealed row whose
+    event id has no seal (its event skipped or gone) is reported as forged."""
+
+    def __init__(self, rows: Iterator[tuple[Any, ...]]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+
+    def of(self, event_id: int, verifier: LogVerifier) -> tuple[RowImage, ...]:
+        found: list[RowImage] = []
+        while self._next is not None and self._next[0] <= event_id:
+            row_event_id, _, table, key, digest = self._next
+            if row_event_id == event_id:
+                found.append(RowImage(table, key, digest))
+            else:
+                _forged_row(verifier, row_event_id, table, key)
+            self._next = next(self._rows, None)
+        return tuple(found)
+
+    def finish(self, verifier: LogVerifier) -> None:
+        while self._next is not None:
+            row_event_id, _, table, key, _digest = self._next
+            _forged_row(verifier, row_event_id, table, key)
+            self._next = next(self._rows, None)
+
+
+def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object) -> None:
+    verifier.note(
+        Finding(
+            FORGED_EVENT,
+            event_id,
+            "a sealed row without its event: written outside the ledger",
+            table=table if isinstance(table, str) else None,
+            key=key if isinstance(key, str) else None,
+        )
+    )
+
+
+def _check_state(conn: apsw.Connection, db: Database, verifier: LogVerifier) -> None:
+    """Hold every state row against the last seal that wrote it, then report sealed rows that
+    are gone."""
+    v1_history = bool(fetch_value(conn, "log_has_v1_seals"))
+    for table, statement in STATE_STATEMENTS.items():
+        with db.cursor_rows(statement) as rows:
+            for row in rows:
+                key, digest = stored_row_state(table, row)
+                sealed_event_id = row["sealed_event_id"]
+                sealed = (
+                    None
+                    if sealed_event_id is None
+                    else (int(sealed_event_id), str(row["sealed_row_digest"]))
+                )
+                history = row["sealed_history"]
+                verifier.check_row(
+                    table,
+                    key,
+                    digest,
+                    sealed,
+                    history=v1_history if history is None else bool(history),
+                )
+    with db.cursor_rows("state_rows_gone") as gone:
+        for row in gone:
+            verifier.check_row_gone(str(row["row_table"]), str(row["row_key"]), row["event_id"])
 
 
 def ledger_head(db: Database) -> LedgerHead:

@@ -1,0 +1,106 @@
+"""The rows a sealed event proves: the state tables and the digest of a row as it was written.
+
+A transition that writes a row of a state table hands the row, as it stands after the write,
+to its event; the event's seal (schema v2) covers each such row's digest, so the current row
+can be held against the last seal that wrote it (`verification`). The state tables are those
+whose rows only plans with a sealed event write:
+
+- `tasks`, keyed by `task_id` (every task event, and a projection, writes the task row);
+- `auxiliary_runs`, keyed by `aux_id` (spawn and every transition);
+- `task_initial_execution_projections` and `task_source_capture_projection_recoveries`, keyed
+  by `idempotency_key` (inserted by the projection beside its task row, never changed).
+
+`runs` and `run_events` are not: a run's events are an append-only table of their own whose
+appends are not sealed events. `governed_bindings` rows are inputs keyed by two columns; the
+sealed `BINDING_REGISTERED` event records their `binding_sha256` only.
+
+A row's digest is derived from its record's fields (all of them, in whatever number the record
+has), so a column added to a table and its record is covered without another change here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from json.encoder import encode_basestring_ascii as _ascii
+from typing import cast
+
+import attrs
+from aios_ledger.core.digests import digest_bytes, digest_json
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject
+
+ROW_SCHEMA = "aios.state_row.v1"
+
+TASKS = "tasks"
+AUXILIARY_RUNS = "auxiliary_runs"
+INITIAL_PROJECTIONS = "task_initial_execution_projections"
+SOURCE_CAPTURE_RECOVERIES = "task_source_capture_projection_recoveries"
+STATE_TABLES: tuple[str, ...] = (
+    TASKS,
+    AUXILIARY_RUNS,
+    INITIAL_PROJECTIONS,
+    SOURCE_CAPTURE_RECOVERIES,
+)
+
+
+@attrs.frozen
+class RowImage:
+    """A state row as a transition wrote it: its table, its key and the digest of its columns."""
+
+    table: str
+    key: str
+    digest: str
+
+    def public(self) -> dict[str, str]:
+        return {"table": self.table, "key": self.key, "digest": self.digest}
+
+
+def row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | None:
+    """`digest_json(ROW_SCHEMA, {table, key, columns})` over every column of the row, or None
+    when a stored value is one no plan writes (a blob, a NaN): such a row matches no seal.
+
+    Rows are flat, and their values text, integers or NULL: such a row's canonical JSON is
+    written out here, column by column (the json module's own escaping, keys sorted), instead
+    of walking it as an untrusted value, which was most of `verify`'s time over the state.
+    Any other row takes the checked path; both give the same digest (tests hold them equal)."""
+    if type(table) is not str or type(key) is not str:
+        return _checked_row_digest(table, key, columns)
+    values = tuple(columns.values())
+    parts = []
+    for prefix, index in _layout(tuple(columns)):
+        value = values[index]
+        if type(value) is str:
+            parts.append(prefix + _ascii(value))
+        elif value is None:
+            parts.append(prefix + "null")
+        elif type(value) is int:
+            parts.append(prefix + int.__repr__(value))
+        else:
+            return _checked_row_digest(table, key, columns)
+    document = '{"columns":{' + ",".join(parts) + '},"key":' + _ascii(key)
+    document += ',"table":' + _ascii(table) + "}"
+    return digest_bytes(ROW_SCHEMA, document.encode("ascii"))
+
+
+@lru_cache(maxsize=64)
+def _layout(names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """Each column's `"name":` text and its place among the row's values, in key order (a
+    table's rows all have the same columns, so this is worked out once per table)."""
+    return tuple((_ascii(name) + ":", names.index(name)) for name in sorted(names))
+
+
+def _checked_row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | None:
+    document: JsonObject = {"table": table, "key": key, "columns": cast(JsonObject, dict(columns))}
+    try:
+        return digest_json(ROW_SCHEMA, document)
+    except (LedgerError, TypeError, ValueError):
+        return None
+
+
+def row_image(table: str, key: str, columns: Mapping[str, object]) -> RowImage:
+    """The image of a row a decision writes (every value a plan writes has a digest)."""
+    digest = row_digest(table, key, columns)
+    if digest is None:
+        raise ValueError(f"a row of {table} that has no digest: {key!r}")
+    return RowImage(table, key, digest)

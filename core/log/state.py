@@ -1,0 +1,41 @@
+"""The current state rows as the verifier holds them against their seals.
+
+`core.log.rows` says which tables carry state and how a row is digested; here each state table
+is tied to its row record, so that a row read back from the database is digested over the same
+columns, by name, that its decision digested when it wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
+from aios_ledger.core.log.rows import (
+    AUXILIARY_RUNS,
+    INITIAL_PROJECTIONS,
+    SOURCE_CAPTURE_RECOVERIES,
+    STATE_TABLES,
+    TASKS,
+    row_digest,
+)
+from aios_ledger.core.projection.records import ProjectionLedgerRow
+from aios_ledger.core.records import record_columns
+from aios_ledger.core.tasks.records import TaskRow
+
+# Each state table's row record and the column its rows are keyed by.
+STATE_RECORDS: Mapping[str, tuple[type, str]] = {
+    TASKS: (TaskRow, "task_id"),
+    AUXILIARY_RUNS: (AuxiliaryRunRow, "aux_id"),
+    INITIAL_PROJECTIONS: (ProjectionLedgerRow, "idempotency_key"),
+    SOURCE_CAPTURE_RECOVERIES: (ProjectionLedgerRow, "idempotency_key"),
+}
+assert tuple(STATE_RECORDS) == STATE_TABLES
+
+
+def stored_row_state(table: str, row: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The key and digest of a stored row of `table` (None: it holds what no plan writes)."""
+    record, key_column = STATE_RECORDS[table]
+    key = row[key_column]
+    columns = {name: row[name] for name in record_columns(record)}
+    return str(key), row_digest(table, str(key), columns)
