@@ -38,8 +38,13 @@ from aios_ledger.core import (
     TaskView,
 )
 from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
-from aios_ledger.core.config import DEFAULT_REVIEW_ATTEMPTS, DEFAULT_REVIEW_TIMEOUT
+from aios_ledger.core.config import (
+    DEFAULT_REVIEW_ATTEMPTS,
+    DEFAULT_REVIEW_TIMEOUT,
+    ReviewSettings,
+)
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.answers import task_view
 from aios_ledger.core.work import (
     FAILED_REVIEW_OUTCOMES,
@@ -112,7 +117,10 @@ class CommandReviewer:
         if process.returncode != 0:
             tail = stderr.decode("utf-8", "replace")[-500:]
             raise AuxiliaryRunError("EXECUTOR", f"review exited {process.returncode}: {tail}")
-        return loads_object(stdout[:MAX_REVIEW_OUTPUT], what="review output")
+        try:
+            return loads_object(stdout[:MAX_REVIEW_OUTPUT], what="review output")
+        except LedgerError as nonsense:
+            raise AuxiliaryRunError("OUTPUT_INVALID", str(nonsense)) from None
 
 
 def review_submitted(
@@ -125,14 +133,20 @@ def review_submitted(
     migrate: bool = True,
 ) -> JsonObject:
     """Review SUBMITTED tasks (up to `limit`); answers `{reviews, counts, exit}`: one record per
-    task, how many ended each way, and 1 when any review failed (`review_summary`)."""
+    task, how many ended each way, and 1 when any review failed (`review_summary`). The
+    arguments are checked as the `[review]` settings are (FIELDS_INVALID)."""
+    settings = structure(
+        {"exec": command, "limit": limit, "timeout": timeout, "max_attempts": max_attempts},
+        ReviewSettings,
+        what="review settings",
+    )
     reviews = asyncio.run(
         _review(
             path,
             command,
-            limit=limit,
-            timeout=timeout,
-            max_attempts=max_attempts,
+            limit=settings.limit,
+            timeout=settings.timeout,
+            max_attempts=settings.max_attempts,
             migrate=migrate,
         )
     )
