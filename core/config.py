@@ -24,6 +24,8 @@ MAX_SECONDS = 366 * 24 * 3600  # a year: no wait or timeout is longer (sleeps re
 MAX_COMMAND = 65536
 MAX_PATH = 4096
 DEFAULT_REVIEW_TIMEOUT = 120.0
+DEFAULT_REVIEW_ATTEMPTS = 3
+MAX_REVIEW_ATTEMPTS = 100
 
 
 @attrs.frozen
@@ -79,11 +81,13 @@ class WorkerSettings:
 
 @attrs.frozen(kw_only=True)
 class ReviewSettings:
-    """`[review]`: the reviewing command, how many tasks a round judges, its timeout."""
+    """`[review]`: the reviewing command, how many tasks a round judges, each review's timeout,
+    and how many reviews of one task attempt may fail before it is left to a person."""
 
     exec: Command | None = None
     limit: Annotated[int, Between(1, MAX_LIST)] = 100
     timeout: PositiveSeconds = DEFAULT_REVIEW_TIMEOUT
+    max_attempts: Annotated[int, Between(1, MAX_REVIEW_ATTEMPTS)] = DEFAULT_REVIEW_ATTEMPTS
 
 
 @attrs.frozen(kw_only=True)

@@ -1,13 +1,17 @@
 """Pure rules of the worker and the reviewer: what a failed run submits, how evidence is named,
-how the worker paces itself, and what a reviewer may answer.
+how the worker paces itself, what a reviewer may answer, and when a task attempt is reviewed
+again.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
+from aios_ledger.core.auxiliary.states import AuxiliaryRunState
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 
 FAILURE_KINDS = ("exit_status", "timeout", "invalid_output", "result_refused", "spawn_failed")
@@ -19,6 +23,10 @@ MAX_TAIL_LINE = 400  # characters of each of those lines
 # The agent_runtime contract's bound on `summary`, where a governed task's failure evidence goes.
 MAX_CONTRACT_SUMMARY = 20000
 REVIEW_DECISIONS = ("SUCCEEDED", "NEEDS_REWORK", "FAILED")
+REVIEW_KIND = "review"
+# Of a run longer than the evidence window, the reviewer also reads its last events: the
+# worker's `failure` event is the last one, and the few before it say what led there.
+REVIEW_EVIDENCE_TAIL = 8
 REVIEW_OUTPUT_SCHEMA: JsonObject = {
     "type": "object",
     "additionalProperties": False,
@@ -140,3 +148,77 @@ def review_instruction(task: Mapping[str, Any]) -> str:
         f"Goal: {task.get('goal')}. Success criteria: {criteria}. "
         "Answer {decision: SUCCEEDED | NEEDS_REWORK | FAILED, reason} from the evidence."
     )[:8000]
+
+
+def review_id(task_id: str, attempt: int, review_attempt: int) -> str:
+    """`review:TASK:ATTEMPT:N`, the N-th review of a task's attempt: each review is a run of its
+    own, so a failed one stays as it ended and the next one gets a spec of its own."""
+    return f"review:{task_id}:{attempt}:{review_attempt}"
+
+
+class ReviewStep(enum.StrEnum):
+    """What reviewing a task attempt does next."""
+
+    SPAWN = "spawn"  # a new review run, number `review_attempt`
+    REUSE = "reuse"  # a review completed: record its decision (again: verify is idempotent)
+    IN_PROGRESS = "in_progress"  # another reviewer is running one now
+    EXHAUSTED = "exhausted"  # every review allowed failed: a person or the owner decides
+
+
+@attrs.frozen
+class NextReview:
+    """The step, the review attempt it is about (the one to spawn, or the run it names), and
+    the reviews of the attempt that failed, oldest first."""
+
+    step: ReviewStep
+    review_attempt: int
+    failed: tuple[AuxiliaryRunRow, ...]
+    run: AuxiliaryRunRow | None = None
+
+
+def next_review(runs: Sequence[AuxiliaryRunRow], *, max_attempts: int) -> NextReview:
+    """The next step for a task attempt from the auxiliary runs on its evidence (oldest first).
+
+    A completed review is never redone; a review that ended any other way (failed, timed out,
+    cancelled, interrupted) is a failed attempt, and the next one is a new run while fewer than
+    `max_attempts` have failed. Runs of other kinds on the same evidence do not count.
+    """
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    reviews = [run for run in runs if run.kind == REVIEW_KIND]
+    failed = tuple(run for run in reviews if _failed(run))
+    for run in reversed(reviews):
+        if run.run_state is AuxiliaryRunState.COMPLETED:
+            return NextReview(ReviewStep.REUSE, reviews.index(run) + 1, failed, run)
+    for run in reviews:
+        if not run.run_state.is_terminal:
+            return NextReview(ReviewStep.IN_PROGRESS, reviews.index(run) + 1, failed, run)
+    if len(failed) >= max_attempts:
+        return NextReview(ReviewStep.EXHAUSTED, len(reviews), failed, failed[-1])
+    return NextReview(ReviewStep.SPAWN, len(reviews) + 1, failed)
+
+
+def _failed(run: AuxiliaryRunRow) -> bool:
+    state = run.run_state
+    return state.is_terminal and state is not AuxiliaryRunState.COMPLETED
+
+
+# Outcomes of one task in a review round; any of these makes the round exit 1.
+REVIEW_OUTCOMES = ("verified", "in_progress", "review_failed", "verify_failed", "exhausted")
+FAILED_REVIEW_OUTCOMES = frozenset({"review_failed", "verify_failed", "exhausted"})
+
+
+def review_summary(reviews: Sequence[Mapping[str, Any]]) -> JsonObject:
+    """A round's answer: each task's record, the count of each outcome, and the exit status (1
+    when any review failed, a decision could not be recorded, or a task ran out of reviews)."""
+    outcomes = [str(review["outcome"]) for review in reviews]
+    unknown = set(outcomes) - set(REVIEW_OUTCOMES)
+    if unknown:
+        raise ValueError(f"unknown review outcomes {sorted(unknown)}")
+    counts: JsonObject = {outcome: outcomes.count(outcome) for outcome in REVIEW_OUTCOMES}
+    failing = not FAILED_REVIEW_OUTCOMES.isdisjoint(outcomes)
+    return {
+        "reviews": [dict(review) for review in reviews],
+        "counts": counts,
+        "exit": 1 if failing else 0,
+    }

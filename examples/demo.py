@@ -208,9 +208,12 @@ def part_two(path: Path, examples: Path) -> None:
             worker.close()
         submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in worker.outcomes)
         say(f"  Round {round_number}: the worker ran examples/agent.py -> {submitted}")
-        reviews = review_submitted(path, reviewer)
+        reviews = review_submitted(path, reviewer)["reviews"]
+        assert isinstance(reviews, list)
         for review in reviews:
-            say(f"    review of {review['task_id']}: {review['outcome']} ({review.get('reason')})")
+            assert isinstance(review, dict)
+            verdict = f"{review.get('decision')} -> {review.get('status')}"
+            say(f"    review of {review['task_id']}: {verdict} ({review.get('reason')})")
         if round_number == 1:
             wait_for_backoff(ledger)
     ledger.close()

@@ -28,3 +28,12 @@ FROM run_events
 WHERE run_id = :run_id AND seq > :after_seq
 ORDER BY seq
 LIMIT :limit;
+
+-- name: run_events_tail
+-- The last events of a run, newest first: evidence that keeps a run's end reads them when the
+-- run is longer than its first page.
+SELECT run_id, seq, kind, payload_json, created_at
+FROM run_events
+WHERE run_id = :run_id
+ORDER BY seq DESC
+LIMIT :limit;

@@ -86,6 +86,7 @@ def test_the_variable_then_the_flag(
         ("[worker]\nconcurency = 4\n", "worker: unknown ['concurency']"),
         ("[worker]\nconcurrency = 0\n", "worker.concurrency: must be between 1 and 256"),
         ("[review]\nlimit = 1.5\n", "review.limit: must be an integer"),
+        ("[review]\nmax_attempts = 0\n", "review.max_attempts: must be between 1 and 100"),
         ("[database]\nsynchronous = 'OFF'\n", "database.synchronous: must be one of"),
         ("[database]\nmigrate = 'no'\n", "database.migrate: must be true or false"),
         ("database = 1\n", "database: must be a JSON object"),

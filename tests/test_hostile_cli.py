@@ -403,6 +403,8 @@ WORKER = ["worker", "--agent-id", "w", "--exec", "true", "--once"]
         ["review", "--exec", "true", "--limit", "0"],
         ["review", "--exec", "true", "--timeout", "-1"],
         ["review", "--exec", "true", "--limit", "x"],
+        ["review", "--exec", "true", "--max-attempts", "0"],
+        ["review", "--exec", "true", "--max-attempts", "101"],
     ],
 )
 def test_worker_and_review_refuse_bad_options_before_touching_anything(

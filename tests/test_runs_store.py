@@ -332,3 +332,52 @@ def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     again = decide_create_run(RunCreateState(run, created.tail), request, now=now)
     assert again.response == {**run.public(), "idempotent": True}
     assert golden == {"create": attrs.asdict(created), "append": attrs.asdict(appended)}
+
+
+def long_run(events: int) -> RunStore:
+    runs = store()
+    runs.create_run("s-1", "a long run", run_id="r-1")
+    for number in range(events):
+        runs.append_event("r-1", "stderr", {"line": f"line {number}"})
+    runs.append_event("r-1", "failure", {"exit_status": 3})
+    return runs
+
+
+def test_a_tail_keeps_the_end_of_a_run_longer_than_the_window() -> None:
+    runs = long_run(300)
+    reader = RunEvidenceReader(runs)
+    snapshot = reader.read(request(max_events=20, tail_events=5))
+    seqs = [event.seq for event in snapshot.events]
+    assert seqs == [*range(1, 16), *range(297, 302)]  # the head, then the run's last events
+    assert snapshot.events[-1].kind == "failure" and snapshot.truncated
+    assert snapshot.public()["limits"] == {"max_events": 20, "max_bytes": 262144, "tail_events": 5}
+    assert snapshot.computed_digest() == snapshot.snapshot_digest
+    assert reader.read(request(max_events=20, tail_events=5)) == snapshot  # reproducible
+    # Without a tail, the window holds only the head, as before.
+    head_only = reader.read(request(max_events=20))
+    assert [event.seq for event in head_only.events] == list(range(1, 21))
+    assert head_only.body()["limits"] == {"max_events": 20, "max_bytes": 262144}
+    # A run that grew past the pinned end reads as other evidence.
+    runs.append_event("r-1", "note", "later")
+    assert reader.read(request(max_events=20, tail_events=5)).snapshot_digest != (
+        snapshot.snapshot_digest
+    )
+
+
+def test_a_tail_stays_within_the_byte_limit_and_the_event_limit() -> None:
+    runs = long_run(50)
+    reader = RunEvidenceReader(runs)
+    one = len(canonical_json(runs.run_events("r-1", limit=1)[0].public()))
+    # Room for about four events: the tail comes first, the head takes what is left.
+    snapshot = reader.read(request(max_events=100, max_bytes=4 * one + 10, tail_events=3))
+    seqs = [event.seq for event in snapshot.events]
+    assert seqs[-1] == 51 and snapshot.truncated
+    assert sum(len(canonical_json(event.public())) for event in snapshot.events) <= 4 * one + 10
+    assert seqs == sorted(set(seqs))
+    # A tail as long as the window is the window: the run's last events only.
+    last = reader.read(request(max_events=4, tail_events=50))
+    assert [event.seq for event in last.events] == [48, 49, 50, 51]
+    # A run that fits is read whole, tail or not.
+    short = long_run(2)
+    whole = RunEvidenceReader(short).read(request(tail_events=8))
+    assert [event.seq for event in whole.events] == [1, 2, 3] and not whole.truncated

@@ -1,4 +1,5 @@
-"""The worker's pure rules for a failure: what evidence is kept, and the result that carries it."""
+"""The worker's and the reviewer's pure rules: what evidence a failure keeps, the result that
+carries it, when a task attempt is reviewed again, and how a review round ends."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.core import AuxiliaryRunRow
 from aios_ledger.core.work import (
     MAX_CONTRACT_SUMMARY,
     MAX_OUTPUT_EVIDENCE,
     MAX_TAIL_LINE,
     STDERR_TAIL_LINES,
     FailureEvidence,
+    ReviewStep,
     failure_result,
+    next_review,
+    review_id,
+    review_summary,
 )
 from jsonschema import Draft202012Validator
 
@@ -108,3 +114,78 @@ def test_an_unknown_failure_kind_is_a_programming_error() -> None:
     evidence = FailureEvidence.bounded(exit_status=0, stderr_lines=[], output=b"")
     with pytest.raises(ValueError, match="unknown failure kind"):
         failure_result({"task_id": "t1"}, kind="bad_luck", detail="", evidence=evidence)
+
+
+def review_row(number: int, state: str, kind: str = "review") -> AuxiliaryRunRow:
+    failed = state in {"FAILED", "CANCELLED"}
+    return AuxiliaryRunRow(
+        aux_id=review_id("t1", 1, number),
+        session_id="task:t1",
+        run_id="t1@1",
+        parent_json="null",
+        kind=kind,
+        mode="tool_free",
+        state=state,
+        spec_json="{}",
+        spec_digest="sha256:" + "0" * 64,
+        evidence_digest="sha256:" + "1" * 64,
+        owner="host:1:x",
+        revision=2,
+        created_at_ms=number,
+        updated_at_ms=number,
+        output_json='{"decision": "SUCCEEDED", "reason": "ok"}' if state == "COMPLETED" else None,
+        output_digest=None,
+        error_code="EXECUTOR" if failed else None,
+        error="it crashed" if failed else None,
+    )
+
+
+def test_the_first_review_of_an_attempt_is_number_one() -> None:
+    step = next_review([], max_attempts=3)
+    assert (step.step, step.review_attempt, step.failed) == (ReviewStep.SPAWN, 1, ())
+    assert review_id("t1", 2, 1) == "review:t1:2:1"
+
+
+def test_a_failed_review_is_followed_by_a_new_one_until_the_bound() -> None:
+    crashed, cancelled = review_row(1, "FAILED"), review_row(2, "CANCELLED")
+    step = next_review([crashed, cancelled], max_attempts=3)
+    assert (step.step, step.review_attempt, step.failed) == (
+        ReviewStep.SPAWN,
+        3,
+        (crashed, cancelled),
+    )
+    exhausted = next_review([crashed, cancelled], max_attempts=2)
+    assert (exhausted.step, exhausted.run) == (ReviewStep.EXHAUSTED, cancelled)
+    # Runs of other kinds on the same evidence are not reviews.
+    other = review_row(3, "FAILED", kind="summary")
+    assert next_review([crashed, other], max_attempts=2).step is ReviewStep.SPAWN
+
+
+def test_a_completed_review_is_reused_and_a_running_one_waited_for() -> None:
+    done = review_row(2, "COMPLETED")
+    step = next_review([review_row(1, "FAILED"), done], max_attempts=1)
+    assert (step.step, step.run, step.review_attempt) == (ReviewStep.REUSE, done, 2)
+    running = review_row(2, "RUNNING")
+    step = next_review([review_row(1, "FAILED"), running], max_attempts=3)
+    assert (step.step, step.run) == (ReviewStep.IN_PROGRESS, running)
+    with pytest.raises(ValueError, match="max_attempts"):
+        next_review([], max_attempts=0)
+
+
+def test_a_round_exits_1_when_any_review_failed() -> None:
+    verified = {"task_id": "a", "outcome": "verified"}
+    assert review_summary([verified])["exit"] == 0
+    assert review_summary([])["exit"] == 0
+    assert review_summary([{"task_id": "b", "outcome": "in_progress"}, verified])["exit"] == 0
+    for failing in ("review_failed", "verify_failed", "exhausted"):
+        summary = review_summary([verified, {"task_id": "b", "outcome": failing}])
+        assert summary["exit"] == 1
+        assert summary["counts"] == {
+            "verified": 1,
+            "in_progress": 0,
+            "review_failed": int(failing == "review_failed"),
+            "verify_failed": int(failing == "verify_failed"),
+            "exhausted": int(failing == "exhausted"),
+        }
+    with pytest.raises(ValueError, match="unknown"):
+        review_summary([{"task_id": "a", "outcome": "maybe"}])

@@ -95,7 +95,7 @@ def test_worker_and_reviewer_take_a_task_through_one_rework(tmp_path: Path) -> N
         assert f"task task-e2e attempt {attempt}: submitted" in worked.stderr
         reviewed = cli(db, "review", "--exec", REVIEWER)
         assert reviewed.returncode == 0, reviewed.stderr
-        decision = json.loads(reviewed.stdout)[0]["decision"]
+        decision = json.loads(reviewed.stdout)["reviews"][0]["decision"]
         assert decision == ("NEEDS_REWORK" if attempt == 1 else "SUCCEEDED")
         wait_until_due(db, "task-e2e")
     final = task(db, "task-e2e")

@@ -5,6 +5,12 @@ from 1 by `seq`). An auxiliary run never reads the live run: it reads an `Eviden
 run and the first events that fit the request's limits, pinned by `snapshot_digest`. The digest
 covers only what the snapshot holds (never the run's current event count), so reading the same
 evidence again, even after the run has grown past a truncated slice, reproduces it exactly.
+
+A run often ends with what matters most (a worker's `failure` event is its last), so a request
+may also keep the run's last `tail_events` events when the run does not fit: the snapshot then
+holds a head and a tail, within the same limits, and its events' `seq` show the gap. Such a
+snapshot pins the run's end as it was read; reading it again after the run grew gives another
+digest, which is refused as a mismatch, never taken for the same evidence.
 """
 
 from __future__ import annotations
@@ -54,11 +60,18 @@ class ExecutionTarget:
 
 @attrs.frozen
 class EvidenceReadRequest:
-    """Read at most `max_events` events and at most `max_bytes` bytes of them (canonical JSON)."""
+    """Read at most `max_events` events and at most `max_bytes` bytes of them (canonical JSON);
+    of a run that does not fit, keep its last `tail_events` events (at most `max_events`)."""
 
     target: ExecutionTarget
     max_events: Annotated[int, Between(1, MAX_EVENTS_LIMIT)] = DEFAULT_MAX_EVENTS
     max_bytes: Annotated[int, Between(1, MAX_BYTES_LIMIT)] = DEFAULT_MAX_BYTES
+    tail_events: Annotated[int, Between(0, MAX_EVENTS_LIMIT)] = 0
+
+    @property
+    def tail_limit(self) -> int:
+        """How many of the run's last events a truncated snapshot keeps."""
+        return min(self.tail_events, self.max_events)
 
     @classmethod
     def from_mapping(cls, raw: object) -> EvidenceReadRequest:
@@ -81,6 +94,7 @@ class EvidenceSnapshot:
     max_bytes: int
     snapshot_digest: str
     schema: str = EVIDENCE_SNAPSHOT_SCHEMA_V1
+    tail_events: int = 0
 
     def body(self) -> JsonObject:
         """Everything the digest covers."""
@@ -90,8 +104,14 @@ class EvidenceSnapshot:
             "run": self.run.evidence_view(),
             "events": [event.public() for event in self.events],
             "truncated": self.truncated,
-            "limits": {"max_events": self.max_events, "max_bytes": self.max_bytes},
+            "limits": self._limits(),
         }
+
+    def _limits(self) -> JsonObject:
+        limits: JsonObject = {"max_events": self.max_events, "max_bytes": self.max_bytes}
+        if self.tail_events:  # absent when zero: every head-only snapshot keeps its digest
+            limits["tail_events"] = self.tail_events
+        return limits
 
     def computed_digest(self) -> str:
         return evidence_digest(self.body())
@@ -108,11 +128,14 @@ def build_evidence_snapshot(
     request: EvidenceReadRequest,
     run: RunRow | None,
     events: Sequence[RunEventRow],
+    tail: Sequence[RunEventRow] = (),
 ) -> EvidenceSnapshot:
-    """The snapshot of `run` for `request`, from its events in `seq` order.
+    """The snapshot of `run` for `request`, from its first events and its last ones.
 
     `events` may hold more than fits (the shell reads `max_events + 1` rows): whatever does not
-    fit the event or the byte limit is left out and marks the snapshot `truncated`.
+    fit the event or the byte limit is left out and marks the snapshot `truncated`. Then, when
+    the request keeps a tail, the run's last events (`tail`, or the last of `events` when they
+    are the whole run) are kept first, as many as fit, and the head fills what is left.
     """
     request.validate()
     target = request.target
@@ -123,19 +146,10 @@ def build_evidence_snapshot(
             "TARGET_MISMATCH",
             f"run {target.run_id!r} does not belong to session {target.session_id!r}",
         )
-    kept: list[RunEventRow] = []
-    used = 0
-    truncated = False
-    for event in sorted(events, key=lambda item: item.seq):
-        if len(kept) == request.max_events:
-            truncated = True
-            break
-        size = len(canonical_json(event.public()).encode("ascii"))
-        if used + size > request.max_bytes:
-            truncated = True
-            break
-        kept.append(event)
-        used += size
+    ordered = sorted({event.seq: event for event in (*events, *tail)}.values(), key=_seq)
+    kept, truncated = _first_that_fit(ordered, request.max_events, request.max_bytes)
+    if truncated and request.tail_limit:
+        kept = _head_and_tail(ordered, request)
     snapshot = EvidenceSnapshot(
         target=target,
         run=run,
@@ -144,8 +158,51 @@ def build_evidence_snapshot(
         max_events=request.max_events,
         max_bytes=request.max_bytes,
         snapshot_digest="",
+        tail_events=request.tail_events,
     )
     return attrs.evolve(snapshot, snapshot_digest=snapshot.computed_digest())
+
+
+def _seq(event: RunEventRow) -> int:
+    return event.seq
+
+
+def _size(event: RunEventRow) -> int:
+    return len(canonical_json(event.public()).encode("ascii"))
+
+
+def _first_that_fit(
+    events: Sequence[RunEventRow], max_events: int, max_bytes: int
+) -> tuple[list[RunEventRow], bool]:
+    """The longest prefix of `events` within both limits, and whether anything was left out."""
+    kept: list[RunEventRow] = []
+    used = 0
+    for event in events:
+        size = _size(event)
+        if len(kept) == max_events or used + size > max_bytes:
+            return kept, True
+        kept.append(event)
+        used += size
+    return kept, False
+
+
+def _head_and_tail(
+    events: Sequence[RunEventRow], request: EvidenceReadRequest
+) -> list[RunEventRow]:
+    """The run's last `tail_limit` events that fit the byte limit (newest kept first), then the
+    first events that fit what is left, up to the first event of the tail."""
+    tail: list[RunEventRow] = []
+    used = 0
+    for event in reversed(events[-request.tail_limit :]):
+        size = _size(event)
+        if used + size > request.max_bytes:
+            break
+        tail.append(event)
+        used += size
+    tail.reverse()
+    before = [event for event in events if not tail or event.seq < tail[0].seq]
+    head, _ = _first_that_fit(before, request.max_events - len(tail), request.max_bytes - used)
+    return [*head, *tail]
 
 
 # --- decisions over runs -------------------------------------------------------------------

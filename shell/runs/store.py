@@ -46,6 +46,11 @@ def _events(conn: apsw.Connection, run_id: str, limit: int) -> tuple[RunEventRow
     return tuple(RunEventRow.from_row(row) for row in rows)
 
 
+def _last_events(conn: apsw.Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
+    rows = fetch_all(conn, "run_events_tail", {"run_id": run_id, "limit": limit})
+    return tuple(RunEventRow.from_row(row) for row in rows)
+
+
 class RunStore:
     """Runs of sessions and their append-only events. `path=None`: an in-memory database."""
 
@@ -135,7 +140,11 @@ class RunEvidenceReader:
 
         def read(conn: apsw.Connection) -> EvidenceSnapshot:
             run = _get_run(conn, target.run_id)
-            events = () if run is None else _events(conn, target.run_id, request.max_events + 1)
-            return build_evidence_snapshot(request, run, events)
+            if run is None:
+                return build_evidence_snapshot(request, run, ())
+            events = _events(conn, target.run_id, request.max_events + 1)
+            keeps_tail = request.tail_limit and len(events) > request.max_events
+            tail = _last_events(conn, target.run_id, request.tail_limit) if keeps_tail else ()
+            return build_evidence_snapshot(request, run, events, tail)
 
         return self._runs.database.read(read)

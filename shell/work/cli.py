@@ -9,7 +9,9 @@ from typing import Any
 from aios_ledger.core.config import ReviewSettings, WorkerSettings
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.shell.cli_support import (
+    EXIT_REFUSED,
     database_path,
+    emit,
     json_flag,
     migrate_on_open,
     open_database,
@@ -78,6 +80,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     option("--limit", name="limit", parse=int, help="at most this many tasks")
     option("--timeout", name="timeout", parse=float, help="seconds a review may run")
+    option(
+        "--max-attempts",
+        name="max_attempts",
+        parse=int,
+        help="reviews of one task attempt that may fail before the task is left SUBMITTED "
+        "for a person (each round runs at most one review per task)",
+    )
 
     status = commands.add_parser(
         "status", help="counts by status, oldest queued task, leases about to expire, last events"
@@ -123,15 +132,19 @@ def _worker(args: argparse.Namespace) -> Any:
     }
 
 
-def _review(args: argparse.Namespace) -> Any:
+def _review(args: argparse.Namespace) -> int:
+    """The round's summary on stdout, and exit 1 when any review failed or ran out."""
     settings = section_settings(args, ReviewSettings)
-    return review_submitted(
+    summary = review_submitted(
         database_path(args),
         required_setting(settings.exec, "--exec", ReviewSettings, "exec"),
         limit=settings.limit,
         timeout=settings.timeout,
+        max_attempts=settings.max_attempts,
         migrate=migrate_on_open(args),
     )
+    emit(summary)
+    return EXIT_REFUSED if summary["exit"] else 0
 
 
 def _status(args: argparse.Namespace) -> Shown:

@@ -1,44 +1,80 @@
 """`aios-ledger review`: an auxiliary run judges each submitted task from its evidence.
 
 For each SUBMITTED task the reviewer reads the evidence of the task's latest attempt (the run
-the worker recorded), spawns a tool-free auxiliary run whose output must be
-`{decision, reason}`, with the review command as its executor, and records the decision with
-`verify`. The command gets `{instruction, evidence, result}` as JSON on stdin and prints its
-decision as JSON on stdout.
+the worker recorded, with its last events when it is longer than the window), spawns a
+tool-free auxiliary run whose output must be `{decision, reason}`, with the review command as
+its executor, and records the decision with `verify`. The command gets `{instruction,
+evidence, result}` as JSON on stdin and prints its decision as JSON on stdout.
+
+Each review is an auxiliary run of its own, `review:TASK:ATTEMPT:N`: a review that crashed,
+timed out or answered nonsense stays FAILED, and the next round runs review N+1 (with that
+round's settings) until `max_attempts` reviews of the attempt have failed; then the task stays
+SUBMITTED for a person or its owner. A completed review is never run again: when recording its
+decision failed, the next round records the same decision (verify is idempotent by key).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import signal
 from typing import Any
 
 from aios_ledger.core import (
     AuxiliaryCapabilityProfile,
     AuxiliaryRunError,
+    AuxiliaryRunRow,
     AuxiliaryRunSpec,
     EvidenceReadRequest,
+    EvidenceSnapshot,
     ExecutionFrame,
     ExecutionTarget,
+    JsonObject,
     LedgerError,
+    TaskRow,
     TaskView,
 )
-from aios_ledger.core.config import DEFAULT_REVIEW_TIMEOUT
+from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
+from aios_ledger.core.config import (
+    DEFAULT_REVIEW_ATTEMPTS,
+    DEFAULT_REVIEW_TIMEOUT,
+    ReviewSettings,
+)
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.structuring import structure
+from aios_ledger.core.tasks.answers import task_view
 from aios_ledger.core.work import (
+    FAILED_REVIEW_OUTCOMES,
+    REVIEW_EVIDENCE_TAIL,
+    REVIEW_KIND,
     REVIEW_OUTPUT_SCHEMA,
+    NextReview,
+    ReviewStep,
     evidence_run,
     evidence_session,
+    next_review,
+    review_id,
     review_instruction,
+    review_summary,
 )
-from aios_ledger.shell.auxiliary.service import AuxiliaryRunContext, AuxiliaryRunService
+from aios_ledger.shell.auxiliary.service import (
+    AuxiliaryRunContext,
+    AuxiliaryRunService,
+    list_auxiliary_runs,
+)
+from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 
 LOG = logging.getLogger("aios_ledger.review")
 MAX_REVIEW_OUTPUT = 64 * 1024
+LEFT_TO_A_PERSON = (
+    "left SUBMITTED: every review allowed failed; a person or the task's owner decides "
+    "(aios-ledger task verify)"
+)
 
 
 class CommandReviewer:
@@ -71,7 +107,9 @@ class CommandReviewer:
         cancelled = asyncio.ensure_future(context.cancellation.cancelled())
         done, _ = await asyncio.wait({communicate, cancelled}, return_when=asyncio.FIRST_COMPLETED)
         if cancelled in done:
-            process.kill()
+            # The command leads its own session: stop whatever it started too.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
             raise AuxiliaryRunError("CANCELLED", "the review was cancelled")
         cancelled.cancel()
@@ -79,7 +117,10 @@ class CommandReviewer:
         if process.returncode != 0:
             tail = stderr.decode("utf-8", "replace")[-500:]
             raise AuxiliaryRunError("EXECUTOR", f"review exited {process.returncode}: {tail}")
-        return loads_object(stdout[:MAX_REVIEW_OUTPUT], what="review output")
+        try:
+            return loads_object(stdout[:MAX_REVIEW_OUTPUT], what="review output")
+        except LedgerError as nonsense:
+            raise AuxiliaryRunError("OUTPUT_INVALID", str(nonsense)) from None
 
 
 def review_submitted(
@@ -88,10 +129,28 @@ def review_submitted(
     *,
     limit: int = 100,
     timeout: float = DEFAULT_REVIEW_TIMEOUT,
+    max_attempts: int = DEFAULT_REVIEW_ATTEMPTS,
     migrate: bool = True,
-) -> list[dict[str, Any]]:
-    """Review every SUBMITTED task (up to `limit`); returns one record per task reviewed."""
-    return asyncio.run(_review(path, command, limit=limit, timeout=timeout, migrate=migrate))
+) -> JsonObject:
+    """Review SUBMITTED tasks (up to `limit`); answers `{reviews, counts, exit}`: one record per
+    task, how many ended each way, and 1 when any review failed (`review_summary`). The
+    arguments are checked as the `[review]` settings are (FIELDS_INVALID)."""
+    settings = structure(
+        {"exec": command, "limit": limit, "timeout": timeout, "max_attempts": max_attempts},
+        ReviewSettings,
+        what="review settings",
+    )
+    reviews = asyncio.run(
+        _review(
+            path,
+            command,
+            limit=settings.limit,
+            timeout=settings.timeout,
+            max_attempts=settings.max_attempts,
+            migrate=migrate,
+        )
+    )
+    return review_summary(reviews)
 
 
 async def _review(
@@ -100,6 +159,7 @@ async def _review(
     *,
     limit: int,
     timeout: float,
+    max_attempts: int,
     migrate: bool,
 ) -> list[dict[str, Any]]:
     ledger = TaskLedger(path, migrate=migrate)
@@ -108,15 +168,13 @@ async def _review(
     service = AuxiliaryRunService(CommandReviewer(command, results=results), path, migrate=migrate)
     reviewed: list[dict[str, Any]] = []
     try:
-        for task in ledger.list_tasks("SUBMITTED", limit=limit):
+        for task in tasks_to_review(runs, limit):
             task_id, attempt = str(task["task_id"]), int(task["attempt"])
             results[task_id] = task.get("result")
-            record = await _review_one(ledger, runs, service, task, timeout)
+            step = next_review(_reviews_of(runs, task_id, attempt), max_attempts=max_attempts)
+            record = await _review_one(ledger, runs, service, task, step, timeout)
             reviewed.append(record)
-            LOG.info(
-                f"review: task {task_id} attempt {attempt}: {record['outcome']}",
-                extra={"task_id": task_id, "attempt": attempt, "outcome": record["outcome"]},
-            )
+            _log(record)
     finally:
         service.close()
         runs.close()
@@ -124,53 +182,126 @@ async def _review(
     return reviewed
 
 
+def tasks_to_review(runs: RunStore, limit: int) -> list[TaskView]:
+    """The tasks a round reviews, in order (the `review_candidates` read is the one rule)."""
+    rows = runs.database.read(lambda conn: fetch_all(conn, "review_candidates", {"limit": limit}))
+    return [task_view(TaskRow.from_row(row)) for row in rows]
+
+
+def _reviews_of(runs: RunStore, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:
+    return list_auxiliary_runs(
+        runs.database,
+        session_id=evidence_session(task_id),
+        run_id=evidence_run(task_id, attempt),
+        limit=MAX_AUXILIARY_LIST,
+    )
+
+
+def _log(record: dict[str, Any]) -> None:
+    outcome = str(record["outcome"])
+    message = f"review: task {record['task_id']} attempt {record['attempt']}: {outcome}"
+    if "decision" in record:
+        message += f" {record['decision']}"
+    if "error_code" in record:
+        message += f" ({record['error_code']}: {record['error']})"
+    level = logging.WARNING if outcome in FAILED_REVIEW_OUTCOMES else logging.INFO
+    LOG.log(
+        level,
+        message,
+        extra={"task_id": record["task_id"], "attempt": record["attempt"], "outcome": outcome},
+    )
+
+
 async def _review_one(
     ledger: TaskLedger,
     runs: RunStore,
     service: AuxiliaryRunService,
     task: TaskView,
+    step: NextReview,
     timeout: float,
 ) -> dict[str, Any]:
-    task_id, attempt, revision = str(task["task_id"]), int(task["attempt"]), int(task["revision"])
-    target = ExecutionTarget(evidence_session(task_id), evidence_run(task_id, attempt))
-    try:
-        evidence = RunEvidenceReader(runs).read(EvidenceReadRequest(target))
-    except LedgerError:
-        # Submitted without a worker (from the command line): review an empty evidence run.
-        runs.create_run(target.session_id, f"attempt {attempt}", run_id=target.run_id)
-        evidence = RunEvidenceReader(runs).read(EvidenceReadRequest(target))
+    task_id, attempt = str(task["task_id"]), int(task["attempt"])
+    record: dict[str, Any] = {
+        "task_id": task_id,
+        "attempt": attempt,
+        "review_attempt": step.review_attempt,
+        "failed_reviews": len(step.failed),
+    }
+    if step.step is ReviewStep.EXHAUSTED:
+        last = step.failed[-1]
+        return {
+            **record,
+            "outcome": "exhausted",
+            "aux_id": last.aux_id,
+            "error_code": last.error_code,
+            "error": last.error,
+            "detail": LEFT_TO_A_PERSON,
+        }
+    if step.run is not None:  # in progress elsewhere, or completed: never run again
+        record["aux_id"] = step.run.aux_id
+        if step.step is ReviewStep.IN_PROGRESS:
+            return {**record, "outcome": "in_progress"}
+        return _record_verdict(ledger, task, step.run.output_value(), record)
+    evidence = _evidence(runs, task_id, attempt)
     spec = (
         AuxiliaryRunSpec(
-            ExecutionFrame.root(target),
-            "review",
+            ExecutionFrame.root(evidence.target),
+            REVIEW_KIND,
             review_instruction(task),
             evidence.snapshot_digest,
         )
-        .with_id(f"review-{task_id}-{attempt}-{revision}")
+        .with_id(review_id(task_id, attempt, step.review_attempt))
         .with_capabilities(AuxiliaryCapabilityProfile.tool_free())
         .with_output_schema(REVIEW_OUTPUT_SCHEMA)
         .with_timeout_ms(int(timeout * 1000))
     )
     handle = await service.spawn(spec, evidence)
+    record["aux_id"] = handle.id
     try:
         output = await handle.wait()
     except AuxiliaryRunError as failed:
-        return {"task_id": task_id, "outcome": f"review failed: {failed}", "aux_id": handle.id}
-    verdict = output.value
+        return {
+            **record,
+            "outcome": "review_failed",
+            "failed_reviews": len(step.failed) + 1,
+            "error_code": failed.code,
+            "error": failed.detail,
+        }
+    return _record_verdict(ledger, task, output.value, record)
+
+
+def _evidence(runs: RunStore, task_id: str, attempt: int) -> EvidenceSnapshot:
+    target = ExecutionTarget(evidence_session(task_id), evidence_run(task_id, attempt))
+    request = EvidenceReadRequest(target, tail_events=REVIEW_EVIDENCE_TAIL)
+    try:
+        return RunEvidenceReader(runs).read(request)
+    except LedgerError:
+        # Submitted without a worker (from the command line): review an empty evidence run.
+        runs.create_run(target.session_id, f"attempt {attempt}", run_id=target.run_id)
+        return RunEvidenceReader(runs).read(request)
+
+
+def _record_verdict(
+    ledger: TaskLedger, task: TaskView, verdict: Any, record: dict[str, Any]
+) -> dict[str, Any]:
+    """Record a completed review's decision with `verify`, idempotent by the task's revision."""
     assert isinstance(verdict, dict)  # the output schema requires {decision, reason}
     decision, reason = str(verdict["decision"]), str(verdict["reason"])
-    verified = ledger.verify(
-        task_id,
-        decision=decision,
-        reason=reason,
-        idempotency_key=f"review:{task_id}:{revision}",
-        expected_result_digest=task.get("result_digest"),
-    )
-    return {
-        "task_id": task_id,
-        "outcome": f"{decision} -> {verified['status']}",
-        "decision": decision,
-        "reason": reason,
-        "aux_id": handle.id,
-        "status": verified["status"],
-    }
+    task_id, revision = str(task["task_id"]), int(task["revision"])
+    record = {**record, "decision": decision, "reason": reason}
+    try:
+        verified = ledger.verify(
+            task_id,
+            decision=decision,
+            reason=reason,
+            idempotency_key=f"review:{task_id}:{revision}",
+            expected_result_digest=task.get("result_digest"),
+        )
+    except LedgerError as refused:
+        return {
+            **record,
+            "outcome": "verify_failed",
+            "error_code": refused.code,
+            "error": refused.detail,
+        }
+    return {**record, "outcome": "verified", "status": verified["status"]}
