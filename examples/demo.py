@@ -3,8 +3,9 @@
 Part one adopts a task the older runtime left behind and projects its governed envelope (with a
 drifted request refused and a replay answered from the ledger). Part two is the main job: more
 tasks are created and projected, a worker runs the example agent on each, a reviewer (an
-auxiliary run over the task's evidence) asks for rework once and then accepts, and the whole
-event log is verified.
+auxiliary run over the task's evidence) asks for rework once and then accepts. Part three is
+day two: a task the ledger judges itself fails on its only attempt, an operator retries it, and
+its history tells the story. Then the whole event log is verified.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.projection.decisions import runtime_input_of
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
+from aios_ledger.shell.console import history_view, render
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.log.verification import verify_log
@@ -49,6 +51,12 @@ NEW_TASKS = {
     "task-api-docs": "Document the new /v2/exports endpoint",
     "task-flaky-test": "Stabilise the flaky upload test",
 }
+RETRIED_TASK = "task-nightly-lint"
+# An agent that fails while a marker file is absent, then succeeds: a flaky dependency.
+FLAKY_AGENT = (
+    'if [ -f {marker} ]; then echo \'{{"status": "SUCCEEDED", "summary": "lint clean"}}\'; '
+    "else echo 'the linter could not reach its plugin server' >&2; touch {marker}; exit 3; fi"
+)
 
 
 def say(line: str = "") -> None:
@@ -219,6 +227,56 @@ def part_two(path: Path, examples: Path) -> None:
     ledger.close()
 
 
+def part_three(path: Path) -> None:
+    say()
+    say("Part 3 - day two: a failed task retried, and its history")
+    marker = path.parent / "plugin-server-is-back"
+    with TaskLedger(path) as ledger:
+        ledger.create_task(
+            {
+                "task_id": RETRIED_TASK,
+                "goal": "Run the nightly lint",
+                "instructions": "ruff check .",
+                # The ledger judges results itself: SUCCEEDED is accepted, anything else fails.
+                "verification": "auto",
+                "max_attempts": 1,
+            },
+            idempotency_key=f"create-{RETRIED_TASK}",
+        )
+        run_worker(path, FLAKY_AGENT.format(marker=marker))
+        say(f"  The worker's agent failed: the task is {ledger.get(RETRIED_TASK)['status']}.")
+        ledger.retry(
+            RETRIED_TASK,
+            reason="the plugin server is back",
+            idempotency_key=f"retry-{RETRIED_TASK}",
+        )
+        say(f"  An operator retried it (one more attempt): {ledger.get(RETRIED_TASK)['status']}.")
+        run_worker(path, FLAKY_AGENT.format(marker=marker))
+        say(f"  The worker ran it again: {ledger.get(RETRIED_TASK)['status']}.")
+        say(f"  aios-ledger task history {RETRIED_TASK}:")
+        table = render(history_view(ledger.history(RETRIED_TASK)), width=150)
+        for line in table.rstrip().splitlines():
+            say(f"    {line}")
+
+
+def run_worker(path: Path, command: str) -> None:
+    worker = Worker(
+        path,
+        WorkerConfig(
+            agent_id="demo-worker",
+            capabilities=(),
+            command=command,
+            lease_seconds=30,
+            timeout=60,
+            until_empty=True,
+        ),
+    )
+    try:
+        worker.run()
+    finally:
+        worker.close()
+
+
 def wait_for_backoff(ledger: TaskLedger) -> None:
     """Reworked tasks come back after their backoff (`not_before`): no claim takes them earlier."""
     due = [task["not_before"] for task in ledger.list_tasks("QUEUED") if task["not_before"]]
@@ -284,6 +342,7 @@ def run(argv: Sequence[str]) -> int:
     say("================")
     part_one(path)
     part_two(path, examples)
+    part_three(path)
     timelines(path)
     intact = verification(path)
     say()
