@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.ab --base REF            # parts 1, 2 and 5 at FULL, 5 rounds
     .venv/bin/python -m bench.ab --base REF --quick    # smaller sizes
+    .venv/bin/python -m bench.ab --base REF --new REF2 # two commits, neither the working tree
 
 Each build is installed (`pip install --target`, not editable, the same way for both) into a
 folder of its own, and every measurement runs in a fresh process (`bench.ab_worker`) whose
@@ -54,6 +55,7 @@ def install(source: Path, target: Path) -> None:
 
 
 def export_commit(ref: str, folder: Path) -> None:
+    folder.mkdir()
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", "--format=tar", ref], check=True, capture_output=True
     )
@@ -82,6 +84,7 @@ def measure(site: Path, name: str, size: int, scratch: Path) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, help="the commit to compare against")
+    parser.add_argument("--new", default=None, help="a commit to measure (default: the tree)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="", help="comma-separated figure names")
@@ -89,12 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     names = [name for name in args.only.split(",") if name] or list(FIGURES)
     with tempfile.TemporaryDirectory(prefix="aios-ab-") as tmp:
         scratch = Path(tmp)
-        base_source = scratch / "base-source"
-        base_source.mkdir()
-        export_commit(args.base, base_source)
+        sources = {"base": scratch / "base-source", "new": ROOT}
+        export_commit(args.base, sources["base"])
+        if args.new is not None:
+            sources["new"] = scratch / "new-source"
+            export_commit(args.new, sources["new"])
         sites = {"base": scratch / "base", "new": scratch / "new"}
-        install(base_source, sites["base"])
-        install(ROOT, sites["new"])
+        for side, source in sources.items():
+            install(source, sites[side])
         runs = scratch / "runs"
         runs.mkdir()
         rows = []
@@ -113,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             met = ratio["median"] >= 0.95
             rows.append(figure(part, f"{name} new/base", ratio, "ratio", target=">= 0.95", met=met))
             say(f"{name}: done")
-    say(f"base {args.base} against the working tree, {args.reps} interleaved rounds")
+    new = args.new or "the working tree"
+    say(f"base {args.base} against {new}, {args.reps} interleaved rounds")
     say(figures_table(rows))
     return 0
 
