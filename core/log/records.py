@@ -135,7 +135,16 @@ class SealedRow:
         return RowImage(self.row_table, self.row_key, self.row_digest)
 
     def insert(self) -> SqlWrite:
-        return SqlWrite(Statement.INSERT_SEALED_ROW, attrs.asdict(self))
+        return SqlWrite(
+            Statement.INSERT_SEALED_ROW,
+            {
+                "event_id": self.event_id,
+                "position": self.position,
+                "row_table": self.row_table,
+                "row_key": self.row_key,
+                "row_digest": self.row_digest,
+            },
+        )
 
 
 def sealed_rows(event_id: int, images: Sequence[RowImage]) -> tuple[SealedRow, ...]:

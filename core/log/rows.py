@@ -70,7 +70,7 @@ def row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | Non
     parts = []
     for prefix, index in _layout(tuple(columns)):
         value = values[index]
-        if type(value) is str:
+        if isinstance(value, str):  # a status is a StrEnum member: its text, as json writes it
             parts.append(prefix + _ascii(value))
         elif value is None:
             parts.append(prefix + "null")
