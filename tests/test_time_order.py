@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -44,10 +45,8 @@ def _texts(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
         if value[:1] in "{[":
-            try:
+            with contextlib.suppress(ValueError):  # text that only starts like JSON
                 yield from _texts(json.loads(value))
-            except ValueError:
-                pass
     elif isinstance(value, dict):
         for item in value.values():
             yield from _texts(item)
@@ -67,7 +66,7 @@ def _stored_times(path: Path) -> list[str]:
         ]
         found = []
         for table in tables:
-            for row in con.execute(f"SELECT * FROM {table}"):  # noqa: S608 (names from the catalogue)
+            for row in con.execute(f"SELECT * FROM {table}"):  # names from the catalogue
                 found += [text for value in row for text in _texts(value)]
     finally:
         con.close()
