@@ -1,14 +1,15 @@
 """The ledger's time: `Timestamp`, a moment the core produces, parses, compares and stores.
 
-The ledger stores times as text (`2026-08-20T00:00:00Z`, as the older runtime did) and SQL
-compares them as text, which is only correct when every value has the same width and precision.
+The ledger stores times as text (`2026-08-20T00:00:00.000Z`) and SQL compares them as text,
+which is only correct when every value has the same width and precision.
 So `Timestamp.text` is the one form the ledger writes, and `Timestamp.parse` reads any RFC 3339
 text (any offset) into it; nothing else formats time.
 
 A `Timestamp` counts milliseconds since the epoch (auxiliary runs store those as integers); its
-text keeps `FRACTION_DIGITS` digits of the second, none yet, as the older runtime wrote them.
-Text order never contradicts time order. Moving the stored text to milliseconds is a change of
-that one constant.
+text keeps `FRACTION_DIGITS` digits of the second: all three, so that two moments of one second
+keep their order as text. The older runtime wrote whole seconds (`…:00Z`); migration 0008
+rewrites such texts in the mutable tables, and the sealed `events` keep theirs (they are
+ordered by id, never by time).
 
 Decisions take `now` as a `Timestamp` and refuse anything else (`require_timestamp`): a
 `datetime.isoformat()` string sorts differently from the ledger's text and would break lease
@@ -24,7 +25,7 @@ from typing import Any, final
 
 from aios_ledger.core.errors import LedgerError
 
-FRACTION_DIGITS = 0
+FRACTION_DIGITS = 3
 _TEXT_UNIT_MS = 10 ** (3 - FRACTION_DIGITS)  # the stored text's resolution, in milliseconds
 _MAX_TEXT = 40
 _MEMO = 4096
@@ -64,7 +65,7 @@ class Timestamp:
 
     @property
     def text(self) -> str:
-        """The form the ledger stores and compares: `2026-08-20T00:00:00Z`."""
+        """The form the ledger stores and compares: `2026-08-20T00:00:00.000Z`."""
         text = self._text
         if text is None:
             text = self._text = _text_of_unit(self._epoch_ms // _TEXT_UNIT_MS)

@@ -64,7 +64,7 @@ SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_ca
        t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,
        t.result_digest, t.result_idempotency_key, t.verification_json, t.revision, t.created_at,
        t.updated_at, t.verification_mode, t.retry_base_seconds, t.retry_max_seconds,
-       t.not_before,
+       t.not_before, t.seq,
        (SELECT COUNT(*) FROM auxiliary_runs AS a
         WHERE a.session_id = 'task:' || t.task_id
           AND a.run_id = t.task_id || '@' || t.attempt
@@ -72,5 +72,5 @@ SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_ca
           AND a.state IN ('FAILED', 'CANCELLED')) AS failed_reviews
 FROM tasks AS t INDEXED BY tasks_claim_order
 WHERE t.status = 'SUBMITTED' AND t.verification_mode = 'reviewer'
-ORDER BY failed_reviews, t.priority DESC, t.created_at, t.task_id
+ORDER BY failed_reviews, t.priority DESC, t.seq
 LIMIT :limit;

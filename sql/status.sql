@@ -5,7 +5,7 @@ SELECT status, COUNT(*) AS tasks FROM tasks GROUP BY status ORDER BY status;
 
 -- name: status_oldest_queued^
 SELECT task_id, priority, created_at FROM tasks
-WHERE status = 'QUEUED' ORDER BY created_at, task_id LIMIT 1;
+WHERE status = 'QUEUED' ORDER BY seq LIMIT 1;
 
 -- name: status_expiring_leases
 SELECT task_id, claimed_by, lease_expires_at FROM tasks

@@ -5,7 +5,7 @@ SELECT task_id, goal, instructions, success_criteria_json, required_capabilities
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
        result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
 FROM tasks WHERE task_id = :task_id;
 
 -- name: project_task_execution!

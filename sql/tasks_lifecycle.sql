@@ -7,13 +7,13 @@ INSERT INTO tasks(
   constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
   claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
   result_idempotency_key, verification_json, revision, created_at, updated_at,
-  verification_mode, retry_base_seconds, retry_max_seconds, not_before)
+  verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq)
 VALUES (
   :task_id, :goal, :instructions, :success_criteria_json, :required_capabilities_json,
   :constraints_json, :metadata_json, :deadline, :priority, :max_attempts, :attempt, :status,
   :claimed_by, :lease_token_hash, :lease_expires_at, :result_json, :result_digest,
   :result_idempotency_key, :verification_json, :revision, :created_at, :updated_at,
-  :verification_mode, :retry_base_seconds, :retry_max_seconds, :not_before);
+  :verification_mode, :retry_base_seconds, :retry_max_seconds, :not_before, :seq);
 
 -- name: tasks_cas_update!
 -- Every transition, in the one compare-and-swap form (core/statements.py): the row must still be
@@ -35,6 +35,11 @@ SET status = :status,
 WHERE task_id = :task_id
   AND revision = :expected_revision;
 
+-- name: tasks_next_seq$
+-- The creation sequence the next task gets, read under the write lock (through tasks_by_seq):
+-- claims take equal-priority tasks in this order.
+SELECT coalesce(max(seq), 0) + 1 FROM tasks;
+
 -- name: tasks_claim_candidates
 -- One bounded batch of QUEUED tasks in claim order, through tasks_claim_order. Attempts, deadline
 -- and schedule are filtered here (timestamps are stored in one fixed format, so text order is
@@ -43,13 +48,13 @@ SELECT task_id, goal, instructions, success_criteria_json, required_capabilities
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
        result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
 FROM tasks INDEXED BY tasks_claim_order
 WHERE status = 'QUEUED'
   AND attempt < max_attempts
   AND (deadline IS NULL OR deadline > :now)
   AND (not_before IS NULL OR not_before <= :now)
-ORDER BY priority DESC, created_at, task_id
+ORDER BY priority DESC, seq
 LIMIT :limit OFFSET :offset;
 
 -- name: tasks_expired_leases
@@ -58,7 +63,7 @@ SELECT task_id, goal, instructions, success_criteria_json, required_capabilities
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
        result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
 FROM tasks INDEXED BY tasks_lease_expiry
 WHERE status = 'CLAIMED' AND lease_expires_at <= :now
 ORDER BY lease_expires_at
@@ -69,10 +74,10 @@ SELECT task_id, goal, instructions, success_criteria_json, required_capabilities
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
        result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
 FROM tasks INDEXED BY tasks_claim_order
 WHERE status = :status
-ORDER BY priority DESC, created_at, task_id
+ORDER BY priority DESC, seq
 LIMIT :limit;
 
 -- name: tasks_list_all
@@ -80,9 +85,9 @@ SELECT task_id, goal, instructions, success_criteria_json, required_capabilities
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
        result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
 FROM tasks
-ORDER BY created_at, task_id
+ORDER BY seq
 LIMIT :limit;
 
 -- name: task_idempotency_get^

@@ -131,7 +131,11 @@ _TASK_ROW = {
     "claimed_by": None,
     "result_json": '{"ok":true}',
     "revision": 4,
+    # A whole second digests in its whole-second spelling; a fraction is digested as written;
+    # `seq` is not digested.
     "updated_at": "2026-08-20T00:00:04.000Z",
+    "created_at": "2026-08-20T00:00:01.250Z",
+    "seq": 1,
 }
 _V2_EVENTS = [
     (
@@ -140,6 +144,21 @@ _V2_EVENTS = [
     ),
     ((None, None, "GOVERNED_BINDING_REGISTERED", {"job_id": "j"}, "2026-08-20T00:00:05Z"), []),
 ]
+
+
+_TIMESTAMP_COLUMNS = {"created_at", "updated_at", "deadline", "lease_expires_at", "not_before"}
+
+
+def _digested_columns(columns: dict[str, Any]) -> dict[str, Any]:
+    """The columns a state row's digest covers, as docs/conformance.md says: all but `seq`, a
+    timestamp's `.000Z` written as `Z`."""
+    digested = {}
+    for name, value in columns.items():
+        if name == "seq":
+            continue
+        whole_second = isinstance(value, str) and value.endswith(".000Z")
+        digested[name] = value[:-5] + "Z" if name in _TIMESTAMP_COLUMNS and whole_second else value
+    return digested
 
 
 def _seals() -> dict[str, Any]:
@@ -291,6 +310,7 @@ def test_the_documented_rules_reproduce_every_vector() -> None:
             sealed["rows"] = []
             for written in event["rows"]:
                 state = {name: written[name] for name in ("table", "key", "columns")}
+                state["columns"] = _digested_columns(written["columns"])
                 digest = _domain_digest("aios.state_row.v1", _canon(state).encode("ascii"))
                 assert digest == written["digest"]
                 sealed["rows"].append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -42,17 +43,30 @@ def test_older_runtime_database_is_adopted_in_place(tmp_path: Path) -> None:
     with Database(path) as db:
         status = migration_status(db)
     assert status["pending"] == []
-    # The older runtime's columns are untouched; day two's columns follow them, at the
-    # defaults that keep each task's behaviour (a reviewer judges it, nothing is scheduled).
-    adopted = rows(path, "SELECT * FROM tasks")
+    # The older runtime's columns keep their values, whole-second times respelled to the
+    # millisecond (0008); day two's columns follow them, at the defaults that keep each task's
+    # behaviour (a reviewer judges it, nothing is scheduled), then the creation sequence.
+    adopted = rows(path, "SELECT * FROM tasks ORDER BY seq")
     legacy_width = len(tasks_before[0])
-    assert [row[:legacy_width] for row in adopted] == tasks_before
-    assert {row[legacy_width:] for row in adopted} == {("reviewer", 10, 3600, None)}
+    assert [row[:legacy_width] for row in adopted] == [
+        tuple(_to_milliseconds(value) for value in row) for row in tasks_before
+    ]
+    assert [row[legacy_width:] for row in adopted] == [
+        ("reviewer", 10, 3600, None, seq) for seq in range(1, len(adopted) + 1)
+    ]
+    # The sealed events keep their texts as written.
     assert rows(path, "SELECT * FROM events ORDER BY event_id") == events_before
     seals = rows(
         path, "SELECT event_id, chain_seq, sealed_at_adoption FROM event_seals ORDER BY event_id"
     )
     assert seals == [(index, index, 1) for index in range(1, len(REWORK_TRAIL) + 1)]
+
+
+def _to_milliseconds(value: object) -> object:
+    """A whole-second timestamp text as migration 0008 respells it; any other value itself."""
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", value):
+        return value[:-1] + ".000Z"
+    return value
 
 
 def test_events_are_append_only(tmp_path: Path) -> None:

@@ -241,12 +241,12 @@ def test_create_plan_and_replay() -> None:
         {"task": {"goal": "g", "instructions": "i"}, "idempotency_key": "k"}
     )
     fresh = LogTail.read(1, [chain_of("t9")], [])
-    plan = decide_create(TaskState(None, fresh), request, now=NOW, task_id="t9")
+    plan = decide_create(TaskState(None, fresh, next_seq=1), request, now=NOW, task_id="t9")
     assert isinstance(plan, WritePlan)
     assert plan.writes[0].params["status"] == "QUEUED"
     assert plan.writes[0].params["revision"] == 1
     with pytest.raises(LedgerError, match="TASK_ALREADY_EXISTS"):
-        decide_create(TaskState(row("QUEUED"), HISTORY), request, now=NOW, task_id="t1")
+        decide_create(TaskState(row("QUEUED"), HISTORY, next_seq=2), request, now=NOW, task_id="t1")
 
 
 def test_release_requeues_or_fails_and_fences_a_stale_holder() -> None:
@@ -297,7 +297,7 @@ def test_golden_plans(golden: SnapshotAssertion) -> None:
         }
     )
     plans = {
-        "create": decide_create(TaskState(None, FRESH), create, now=NOW, task_id="t1"),
+        "create": decide_create(TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1"),
         "claim": _claim(row("QUEUED")),
         "heartbeat": _heartbeat(row("CLAIMED")),
         "submit": _submit(row("CLAIMED")),
@@ -427,7 +427,7 @@ def test_a_task_asked_for_as_before_keeps_its_digest() -> None:
     }
 
 
-def test_memoised_timestamps_still_refuse_and_drop_fractions() -> None:
+def test_memoised_timestamps_still_refuse_and_drop_sub_milliseconds() -> None:
     from datetime import UTC, datetime
 
     for _ in range(2):  # a refusal is never remembered as an answer
@@ -436,10 +436,12 @@ def test_memoised_timestamps_still_refuse_and_drop_fractions() -> None:
         assert refused.value.code == "TIMESTAMP_INVALID"
         assert "deadline" in refused.value.detail
     moment = datetime(2026, 8, 20, 0, 0, 59, 999_999, tzinfo=UTC)
-    assert Timestamp.from_datetime(moment).text == "2026-08-20T00:00:59Z"
-    assert Timestamp.parse("2026-08-20T00:00:59Z").plus_seconds(1).text == "2026-08-20T00:01:00Z"
+    assert Timestamp.from_datetime(moment).text == "2026-08-20T00:00:59.999Z"
+    assert (
+        Timestamp.parse("2026-08-20T00:00:59Z").plus_seconds(1).text == "2026-08-20T00:01:00.000Z"
+    )
     assert str(Timestamp.parse("2026-08-20T00:00:59+00:00").plus_seconds(1)) == (
-        "2026-08-20T00:01:00Z"
+        "2026-08-20T00:01:00.000Z"
     )
 
 

@@ -95,9 +95,9 @@ def test_the_backoff_is_golden() -> None:
     ]
     assert retry_delay_ms(policy, 1, 0.5) == 11_250
     assert retry_delay_ms(policy, 4, 0.999) == 74_985
-    # The stored moment is rounded up to the stored text's resolution, never down.
+    # The stored text keeps the moment's milliseconds: the wait is never cut short.
     now = Timestamp.parse("2026-08-20T00:00:00.900Z")
-    assert retry_not_before(policy, 1, 0.0, now).text == "2026-08-20T00:00:11Z"
+    assert retry_not_before(policy, 1, 0.0, now).text == "2026-08-20T00:00:10.900Z"
 
 
 @pytest.mark.parametrize("jitter", [-0.1, 1.0, 1, None, float("nan"), "0.5"])

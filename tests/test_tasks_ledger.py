@@ -319,10 +319,10 @@ def test_results_of_an_enveloped_task_meet_the_contract(
 
 def test_heartbeat_extends_the_lease(ledger: TaskLedger, clock: Clock) -> None:
     claim = _claimed(ledger)
-    assert claim["lease_expires_at"] == "2026-08-20T00:01:00Z"
+    assert claim["lease_expires_at"] == "2026-08-20T00:01:00.000Z"
     clock.advance(30)
     beat = ledger.heartbeat("t1", lease_token=claim["lease_token"], lease_seconds=120)
-    assert beat["lease_expires_at"] == "2026-08-20T00:02:30Z"
+    assert beat["lease_expires_at"] == "2026-08-20T00:02:30.000Z"
     assert (beat["status"], beat["revision"], beat["attempt"]) == ("CLAIMED", 3, 1)
 
 
@@ -592,7 +592,9 @@ def test_claim_order_and_eligibility(ledger: TaskLedger, clock: Clock) -> None:
     order = []
     while (claim := ledger.claim(agent_id="w", capabilities=["x"], lease_seconds=60)) is not None:
         order.append(claim["task_id"])
-    assert order == ["high-old", "high-a", "high-b", "high-new", "low"]
+    # Equal priorities go in creation order: neither by id (high-b before high-a) nor by a
+    # clock that stepped back (high-old was created last).
+    assert order == ["high-new", "high-b", "high-a", "high-old", "low"]
     claim = ledger.claim(agent_id="g", capabilities=["git.read", "x"], lease_seconds=60)
     assert claim is not None and claim["task_id"] == "needs-git"
     assert [task["task_id"] for task in ledger.list_tasks("QUEUED")] == ["gone"]
@@ -854,7 +856,7 @@ def test_the_claim_order_index_exists(path: Path, ledger: TaskLedger) -> None:
         "SELECT sql FROM sqlite_master WHERE name = 'tasks_claim_order'"
     ).fetchone()
     con.close()
-    assert "status, priority DESC, created_at, task_id" in index_sql
+    assert "status, priority DESC, seq" in index_sql
 
 
 # ---------------------------------------------------------------------------------------------
@@ -870,7 +872,7 @@ def test_reads(ledger: TaskLedger) -> None:
     task = ledger.get("a")
     assert task["metadata"] == {} and task["status"] == "CLAIMED"
     events = ledger.events("a")
-    assert events[1]["payload"] == {"attempt": 1, "lease_expires_at": "2026-08-20T00:01:00Z"}
+    assert events[1]["payload"] == {"attempt": 1, "lease_expires_at": "2026-08-20T00:01:00.000Z"}
     assert refusal(lambda: ledger.get(5)) == "FIELDS_INVALID"  # type: ignore[arg-type]
 
 

@@ -155,7 +155,8 @@ class LedgerMachine(RuleBasedStateMachine):
             and task.attempt < task.max_attempts
             and (task.not_before is None or task.not_before <= self.seconds)
         ]
-        eligible.sort(key=lambda task: (-task.priority, task.created_at, task.task_id))
+        # Creation order within a priority: the model's dict keeps it (a stable sort).
+        eligible.sort(key=lambda task: -task.priority)
         return eligible
 
     def claimed(self, task: ModelTask, agent: str, lease: int, answer: ClaimAnswer) -> None:

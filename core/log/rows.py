@@ -16,6 +16,18 @@ sealed `BINDING_REGISTERED` event records their `binding_sha256` only.
 
 A row's digest is derived from its record's fields (all of them, in whatever number the record
 has), so a column added to a table and its record is covered without another change here.
+
+A task's `seq` (its place in creation order, migration 0008) is not digested
+(`UNDIGESTED_COLUMNS`): the v2 seals written before the column existed must still prove their
+rows, and the creation order is the order of the tasks' `TASK_CREATED` events, which the log
+seals already.
+
+A seal covers a moment, not its spelling: a timestamp column (`TIMESTAMP_COLUMNS`) whose text
+is a whole second in the ledger's millisecond form (`…:05.000Z`) digests as the older
+whole-second form (`…:05Z`). Migration 0008 respells the stored whole-second texts to
+milliseconds, and the seals written before it, over the old spelling, still prove those rows.
+(The canonical spelling is the whole-second one, not `.000Z`, because seals are append-only:
+the digests they already hold were taken over `…:05Z`.)
 """
 
 from __future__ import annotations
@@ -42,6 +54,13 @@ STATE_TABLES: tuple[str, ...] = (
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
 )
+# The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
+TIMESTAMP_COLUMNS = frozenset(
+    {"created_at", "updated_at", "deadline", "lease_expires_at", "not_before"}
+)
+UNDIGESTED_COLUMNS = frozenset({"seq"})
+_WHOLE_SECOND_FRACTION = ".000Z"
+_MILLISECOND_TEXT_WIDTH = 24  # `YYYY-MM-DDTHH:MM:SS.mmmZ`
 
 
 @attrs.frozen
@@ -68,9 +87,11 @@ def row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | Non
         return _checked_row_digest(table, key, columns)
     values = tuple(columns.values())
     parts = []
-    for prefix, index in _layout(tuple(columns)):
+    for prefix, index, is_timestamp in _layout(tuple(columns)):
         value = values[index]
         if isinstance(value, str):  # a status is a StrEnum member: its text, as json writes it
+            if is_timestamp:
+                value = digest_spelling(value)
             parts.append(prefix + _ascii(value))
         elif value is None:
             parts.append(prefix + "null")
@@ -83,15 +104,35 @@ def row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | Non
     return digest_bytes(ROW_SCHEMA, document.encode("ascii"))
 
 
+def digest_spelling(text: str) -> str:
+    """The spelling a timestamp text is digested in: a whole second written to the millisecond
+    loses its `.000`; any other text is itself."""
+    if len(text) == _MILLISECOND_TEXT_WIDTH and text.endswith(_WHOLE_SECOND_FRACTION):
+        return text[:19] + "Z"
+    return text
+
+
 @lru_cache(maxsize=64)
-def _layout(names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
-    """Each column's `"name":` text and its place among the row's values, in key order (a
-    table's rows all have the same columns, so this is worked out once per table)."""
-    return tuple((_ascii(name) + ":", names.index(name)) for name in sorted(names))
+def _layout(names: tuple[str, ...]) -> tuple[tuple[str, int, bool], ...]:
+    """Each column's `"name":` text, its place among the row's values and whether it holds a
+    timestamp, in key order (a table's rows all have the same columns, so this is worked out
+    once per table)."""
+    return tuple(
+        (_ascii(name) + ":", names.index(name), name in TIMESTAMP_COLUMNS)
+        for name in sorted(names)
+        if name not in UNDIGESTED_COLUMNS
+    )
 
 
 def _checked_row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | None:
-    document: JsonObject = {"table": table, "key": key, "columns": cast(JsonObject, dict(columns))}
+    spelled = {
+        name: digest_spelling(value)
+        if name in TIMESTAMP_COLUMNS and isinstance(value, str)
+        else value
+        for name, value in columns.items()
+        if name not in UNDIGESTED_COLUMNS
+    }
+    document: JsonObject = {"table": table, "key": key, "columns": cast(JsonObject, spelled)}
     try:
         return digest_json(ROW_SCHEMA, document)
     except (LedgerError, TypeError, ValueError):

@@ -96,11 +96,13 @@ TASK_REQUEUED = "TASK_REQUEUED"
 @attrs.frozen
 class TaskState:
     """What a decision on one task reads: the task (None: there is none), the log's tail at
-    its chain, and any first answer for the request's idempotency key."""
+    its chain, any first answer for the request's idempotency key, and (for a create) the
+    creation sequence a new task gets, read under the write lock like the next event id."""
 
     task: TaskRow | None
     tail: LogTail
     prior: IdempotencyRow | None = None
+    next_seq: int | None = None
 
 
 @attrs.frozen
@@ -232,6 +234,8 @@ def decide_create(
         raise LedgerError("FIELDS_INVALID", "task_id disagrees with the request's")
     if state.task is not None:
         raise LedgerError("TASK_ALREADY_EXISTS", f"task {task_id!r} exists already")
+    if state.next_seq is None:
+        raise ValueError("a create needs the next creation sequence in its state")
     request_task = request.task
     task = TaskRow(
         task_id=task_id,
@@ -262,6 +266,7 @@ def decide_create(
         retry_base_seconds=request_task.retry.base_seconds,
         retry_max_seconds=request_task.retry.max_seconds,
         not_before=request_task.not_before,
+        seq=state.next_seq,
     )
     insert = SqlWrite(Statement.TASKS_INSERT, task._asdict())
     answer: CreateAnswer = {**task_summary(task), "priority": task.priority, "idempotent": False}

@@ -85,12 +85,15 @@ class TaskRow(NamedTuple):
     retry_base_seconds: int = DEFAULT_RETRY_BASE_SECONDS
     retry_max_seconds: int = DEFAULT_RETRY_MAX_SECONDS
     not_before: str | None = None
+    # The order tasks were created in (migration 0008): claims take equal priorities by it.
+    # 0 only in a row read from storage without the column; the table refuses it.
+    seq: int = 0
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
         """The row's columns by name; a row without day two's (an embedder's storage from
         before them) reads as their defaults."""
-        if "not_before" not in row:
+        if "seq" not in row:
             row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
 

@@ -74,6 +74,7 @@ from aios_ledger.shell.db.connection import (
     Row,
     fetch_all,
     fetch_record,
+    fetch_value,
     stream_records,
 )
 
@@ -524,7 +525,8 @@ def _with_task_id(command: TaskCreateCommand) -> _CreateEntry:
 
 def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: Timestamp) -> CreateAnswer:
     command, task_id = entry
-    state = _keyed_state(plans, task_id, command.idempotency_key)
+    next_seq = int(fetch_value(plans.conn, "tasks_next_seq"))
+    state = _keyed_state(plans, task_id, command.idempotency_key, next_seq=next_seq)
     return plans.apply(decide_create(state, command, now=now, task_id=task_id))
 
 
@@ -543,11 +545,16 @@ def _take_over_passed_leases(plans: PlanExecutor, now: Timestamp) -> None:
     _expire_step(plans, ExpireRequest(limit=TAKEOVER_BATCH), now)
 
 
-def _keyed_state(plans: PlanExecutor, task_id: str, key: str) -> TaskState:
+def _keyed_state(
+    plans: PlanExecutor, task_id: str, key: str, *, next_seq: int | None = None
+) -> TaskState:
     """The task, the log's tail at its chain, and the first answer for `key`."""
     conn = plans.conn
     return TaskState(
-        task=_task(conn, task_id), tail=plans.tail(chain_of(task_id)), prior=_prior(conn, key)
+        task=_task(conn, task_id),
+        tail=plans.tail(chain_of(task_id)),
+        prior=_prior(conn, key),
+        next_seq=next_seq,
     )
 
 
