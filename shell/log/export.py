@@ -24,7 +24,7 @@ from aios_ledger.shell.db.connection import Database, Row, fetch_value
 from aios_ledger.shell.log.verification import STATE_STATEMENTS, ProgressCounter, ProgressHook
 
 
-def _json_line(value: dict[str, Any]) -> str:
+def json_line(value: dict[str, Any]) -> str:
     return json.dumps(
         {key: _exportable(item) for key, item in value.items()},
         sort_keys=True,
@@ -41,7 +41,7 @@ def _exportable(value: Any) -> Any:
     return value
 
 
-def _joined_seal(row: Row) -> SealRow | None:
+def joined_seal(row: Row) -> SealRow | None:
     """The seal row joined to an event row, or None when the event has no seal."""
     return None if row["seal_event_id"] is None else SealRow.from_row(row)
 
@@ -66,19 +66,19 @@ def export_log(
             if total == 0:
                 raise LedgerError("TASK_NOT_FOUND", f"no events for task {task_id!r}")
         counter = ProgressCounter(progress, total)
-        out.write(_json_line(export_header(task_id)) + "\n")
+        out.write(json_line(export_header(task_id)) + "\n")
 
         def lines() -> Iterator[tuple[int, str | None]]:
             with (
                 db.cursor_rows(statement, params) as rows,
                 db.cursor_rows(rows_statement, params) as sealed_rows,
             ):
-                sealed = _SealedRows(sealed_rows)
+                sealed = SealedRowStream(sealed_rows)
                 for row in rows:
                     event = EventRow.from_row(row)
-                    seal = _joined_seal(row)
+                    seal = joined_seal(row)
                     images = sealed.of(event.event_id)
-                    out.write(_json_line(export_line(event, seal, images)) + "\n")
+                    out.write(json_line(export_line(event, seal, images)) + "\n")
                     counter.step()
                     yield event.event_id, None if seal is None else seal.seal
 
@@ -89,9 +89,9 @@ def export_log(
                 with db.cursor_rows(state_statement) as state_rows:
                     for row in state_rows:
                         line = export_state_line(table, *stored_row_state(table, row))
-                        out.write(_json_line(line) + "\n")
+                        out.write(json_line(line) + "\n")
                         state_lines += 1
-        out.write(_json_line(export_trailer(head)) + "\n")
+        out.write(json_line(export_trailer(head)) + "\n")
         counter.close()
         return {
             "scope": "all" if task_id is None else "task",
@@ -103,7 +103,7 @@ def export_log(
     return db.read(work)
 
 
-class _SealedRows:
+class SealedRowStream:
     """The sealed rows stream, handed out by event id as the exported events go by."""
 
     def __init__(self, rows: Iterator[Row]) -> None:
