@@ -12,8 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import LedgerError
-from aios_ledger.shell import Database, TaskLedger, verify_export, verify_log
+from aios_ledger.core import LedgerError, LogTail, Statement, Timestamp
+from aios_ledger.core.log.archive import (
+    ArchiveCandidate,
+    ArchiveRequest,
+    ArchiveState,
+    decide_archive,
+)
+from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, verify_log
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.log.archive import archive_tasks, verify_archive
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
@@ -133,6 +140,20 @@ def test_archive_exports_then_removes_finished_tasks_and_verify_stays_intact(
     for file in (output, second):
         assert verify_export(file).intact is True
         assert check_archive(ledger_path, file)["intact"] is True
+
+
+def test_an_export_of_everything_after_an_archive_verifies_offline(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    archive(ledger_path, tmp_path / "archive.jsonl")
+    everything = tmp_path / "everything.jsonl"
+    with Database(ledger_path) as db, everything.open("w") as out:
+        summary = export_log(db, out, task_id=None)
+        head = verify_log(db).head
+    assert summary["last_event_id"] == head.last_event_id and summary["digest"] == head.digest
+    found = verify_export(everything).public()
+    assert found["intact"] is True, found["findings"]
+    assert (found["archived"], found["head"]) == (4, head.public())
 
 
 def test_a_hand_made_delete_of_an_event_is_still_refused(ledger_path: Path, tmp_path: Path) -> None:
@@ -265,3 +286,34 @@ def test_the_command_line_archives_and_checks(
     output.write_bytes(output.read_bytes() + b"\n")
     assert main([*base, "verify-archive", str(output)]) == EXIT_NOT_INTACT
     assert "ARCHIVE_MISMATCH" in capsys.readouterr().err
+
+
+def test_the_decision_lists_each_chain_before_deleting_it_and_seals_one_event() -> None:
+    def candidate(task_id: str, status: str, updated_at: str) -> ArchiveCandidate:
+        return ArchiveCandidate(task_id, status, 3, updated_at, 2, 7, "sha256:" + "1" * 64)
+
+    candidates = (
+        candidate("done", "SUCCEEDED", "2026-08-20T00:00:00.000Z"),
+        candidate("running", "CLAIMED", "2026-08-20T00:00:00.000Z"),
+        candidate("recent", "FAILED", "2026-08-21T00:00:00.000Z"),
+    )
+    state = ArchiveState(candidates, LogTail.read(40, [LEDGER_CHAIN], []))
+    request = ArchiveRequest.parse(CUTOFF)
+    now = Timestamp.parse("2026-09-01T00:00:00Z")
+    plan = decide_archive(state, request, now=now, archive_digest="sha256:" + "2" * 64)
+    names = [write.statement for write in plan.statements()]
+    assert names[0] is Statement.LIST_ARCHIVED_EVENTS
+    assert names[-3:] == [
+        Statement.DELETE_ARCHIVED_TASK,
+        Statement.INSERT_EVENT,
+        Statement.INSERT_SEAL,
+    ]
+    assert {write.params.get("task_id") for write in plan.writes} == {"done"}
+    (event,) = plan.events
+    assert (event.event.event_id, event.event.event_type) == (40, "TASKS_ARCHIVED")
+    assert plan.response["task_ids"] == ["done"]
+    with pytest.raises(LedgerError) as refused:
+        decide_archive(
+            ArchiveState(candidates[1:], state.tail), request, now=now, archive_digest="sha256:x"
+        )
+    assert refused.value.code == "NOTHING_TO_ARCHIVE"

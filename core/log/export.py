@@ -12,6 +12,9 @@ edited export is noticed. For `--all` the trailer equals the ledger's head at ex
 An archive (`aios-ledger archive`, issue 17 item 6) is an export of scope `"archive"` (header
 `{"schema", "scope": "archive", "finished_before"}`): the whole chains of the tasks archived, in
 event id order, then the state lines of their rows, held against their seals as for `"all"`.
+An export of everything after an archive holds, in id order among the events, one line per
+archived event, `{"archived": id, "archive_event_id": id, "chain": chain, "seal": seal}`, which
+the offline check accounts for as `verify` does.
 """
 
 from __future__ import annotations
@@ -63,6 +66,38 @@ def export_line(
         line.update(seal.public())
         line[ROWS_FIELD] = [image.public() for image in rows]
     return line
+
+
+ARCHIVED_FIELDS = frozenset(("archived", "archive_event_id", "chain", "seal"))
+
+
+def export_archived_line(
+    event_id: int, archive_event_id: int, chain: object, seal: object
+) -> dict[str, Any]:
+    return {
+        "archived": event_id,
+        "archive_event_id": archive_event_id,
+        "chain": chain,
+        "seal": seal,
+    }
+
+
+def is_archived_line(raw: object) -> bool:
+    return isinstance(raw, Mapping) and "archived" in raw
+
+
+def parse_archived_line(raw: Mapping[str, Any]) -> tuple[int, int, str, str]:
+    event_id, archive_event_id = raw.get("archived"), raw.get("archive_event_id")
+    chain, seal = raw.get("chain"), raw.get("seal")
+    if (
+        set(raw) != ARCHIVED_FIELDS
+        or type(event_id) is not int
+        or type(archive_event_id) is not int
+        or not isinstance(chain, str)
+        or not isinstance(seal, str)
+    ):
+        raise LedgerError("EXPORT_INVALID", "an archived line must hold its ids, chain and seal")
+    return event_id, archive_event_id, chain, seal
 
 
 def export_state_line(table: str, key: str, digest: str | None) -> dict[str, Any]:
@@ -260,6 +295,14 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
+            if is_archived_line(value) and header.scope == "all":
+                assert isinstance(value, Mapping)
+                archived_id, archive_event_id, chain, archived_seal = parse_archived_line(value)
+                if archived_id <= last_id:
+                    raise LedgerError("EXPORT_INVALID", f"event {archived_id} out of order")
+                last_id = archived_id
+                verifier.archived(archived_id, chain, archived_seal, archive_event_id)
+                continue
             event, seal, rows = parse_export_event(value)
             if event.event_id <= last_id:
                 raise LedgerError("EXPORT_INVALID", f"event {event.event_id} out of order")

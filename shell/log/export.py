@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -12,6 +13,7 @@ import apsw
 from aios_ledger.core import EventRow, LedgerError, SealRow, VerificationReport, verify_export_lines
 from aios_ledger.core.log.export import (
     MAX_LINE_BYTES,
+    export_archived_line,
     export_header,
     export_line,
     export_state_line,
@@ -69,18 +71,28 @@ def export_log(
         out.write(json_line(export_header(task_id)) + "\n")
 
         def lines() -> Iterator[tuple[int, str | None]]:
+            # A task's export holds no archived events: they left with their task.
+            archived_source = (
+                db.cursor_rows("archived_event_rows")
+                if task_id is None
+                else contextlib.nullcontext(iter(()))
+            )
             with (
                 db.cursor_rows(statement, params) as rows,
                 db.cursor_rows(rows_statement, params) as sealed_rows,
+                archived_source as archived_rows,
             ):
                 sealed = SealedRowStream(sealed_rows)
+                archived = _ArchivedLines(archived_rows, out)
                 for row in rows:
+                    yield from archived.before(row["event_id"])
                     event = EventRow.from_row(row)
                     seal = joined_seal(row)
                     images = sealed.of(event.event_id)
                     out.write(json_line(export_line(event, seal, images)) + "\n")
                     counter.step()
                     yield event.event_id, None if seal is None else seal.seal
+                yield from archived.before(None)
 
         head = head_of_rows(lines())
         state_lines = 0
@@ -101,6 +113,26 @@ def export_log(
         }
 
     return db.read(work)
+
+
+class _ArchivedLines:
+    """The archived events stream of an export of everything, written out between the events
+    around their ids; yields each one's (id, seal) for the trailer's head."""
+
+    def __init__(self, rows: Iterator[Row], out: IO[str]) -> None:
+        self._rows = rows
+        self._out = out
+        self._next = next(rows, None)
+
+    def before(self, event_id: int | None) -> Iterator[tuple[int, str | None]]:
+        while self._next is not None and (event_id is None or self._next["event_id"] < event_id):
+            row = self._next
+            line = export_archived_line(
+                row["event_id"], row["archive_event_id"], row["chain"], row["seal"]
+            )
+            self._out.write(json_line(line) + "\n")
+            yield row["event_id"], row["seal"]
+            self._next = next(self._rows, None)
 
 
 class SealedRowStream:
