@@ -16,8 +16,24 @@ from typing import Any
 import attrs
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import chain_of
+from aios_ledger.core.records import record_from_row
 
 TASKS_ARCHIVED = "TASKS_ARCHIVED"
+
+
+@attrs.frozen
+class ArchivedEventRow:
+    """One row of `archived_events`: an event an archive removed, its chain and seal, and the
+    TASKS_ARCHIVED event that removed it."""
+
+    event_id: int
+    archive_event_id: int
+    chain: str
+    seal: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ArchivedEventRow:
+        return record_from_row(cls, row)
 
 
 @attrs.frozen

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 import apsw
 from aios_ledger.core import EventRow, LedgerError, SealRow, VerificationReport, verify_export_lines
+from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.log.export import (
     MAX_LINE_BYTES,
     export_archived_line,
@@ -126,12 +127,10 @@ class _ArchivedLines:
 
     def before(self, event_id: int | None) -> Iterator[tuple[int, str | None]]:
         while self._next is not None and (event_id is None or self._next["event_id"] < event_id):
-            row = self._next
-            line = export_archived_line(
-                row["event_id"], row["archive_event_id"], row["chain"], row["seal"]
-            )
+            row = ArchivedEventRow.from_row(self._next)
+            line = export_archived_line(row.event_id, row.archive_event_id, row.chain, row.seal)
             self._out.write(json_line(line) + "\n")
-            yield row["event_id"], row["seal"]
+            yield row.event_id, row.seal
             self._next = next(self._rows, None)
 
 
