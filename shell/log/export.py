@@ -73,7 +73,7 @@ def export_log(
 
         def lines() -> Iterator[tuple[int, str | None]]:
             # A task's export holds no archived events: they left with their task.
-            archived_source = (
+            archived_source: contextlib.AbstractContextManager[Iterator[Row]] = (
                 db.cursor_rows("archived_event_rows")
                 if task_id is None
                 else contextlib.nullcontext(iter(()))
