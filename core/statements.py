@@ -10,7 +10,10 @@ Every guarded update has the one compare-and-swap form, on whatever table:
     WHERE <key> = :<key> AND <revision> = :expected_revision
 
 It changes exactly one row while that row is still at the revision the decision read, and none
-once anything else wrote it; the shell answers REVISION_CONFLICT then. The revision column is
+once anything else wrote it; the shell answers REVISION_CONFLICT then. A guarded delete (only
+archiving removes rows) has the same guard: `DELETE FROM <table> WHERE <key> = :<key> AND
+<revision> = :expected_revision`. A plain delete removes whatever rows belong to its key (a
+task's events, say), as many as there are. The revision column is
 `revision`, except on `runs`, which change only by appending events, so that their event count
 counts their writes.
 
@@ -35,10 +38,14 @@ EXPECTED_REVISION = "expected_revision"
 class StatementKind(enum.Enum):
     INSERT = "insert"
     GUARDED_UPDATE = "guarded update"
+    DELETE = "delete"
+    GUARDED_DELETE = "guarded delete"
 
 
 _INSERT = StatementKind.INSERT
 _GUARDED = StatementKind.GUARDED_UPDATE
+_DELETE = StatementKind.DELETE
+_GUARDED_DELETE = StatementKind.GUARDED_DELETE
 
 
 class Statement(enum.StrEnum):
@@ -61,7 +68,7 @@ class Statement(enum.StrEnum):
         member = str.__new__(cls, name)
         member._value_ = name
         member.kind = kind
-        member.guarded = kind is _GUARDED
+        member.guarded = kind in (_GUARDED, _GUARDED_DELETE)
         member.parameters = frozenset(parameters.split())
         member.key = tuple(key.split())
         member.revision_column = revision_column if member.guarded else None
@@ -173,6 +180,27 @@ class Statement(enum.StrEnum):
         "insert_sealed_row",
         _INSERT,
         "event_id position row_table row_key row_digest",
+    )
+
+    # -- archiving finished tasks: each statement takes the task whose chain is archived
+
+    LIST_ARCHIVED_EVENTS = (
+        "list_archived_events",
+        _INSERT,
+        "task_id archive_event_id",
+    )
+    DELETE_ARCHIVED_SEALED_ROWS = ("delete_archived_sealed_rows", _DELETE, "task_id")
+    DELETE_ARCHIVED_SEALS = ("delete_archived_seals", _DELETE, "task_id")
+    DELETE_ARCHIVED_EVENTS = ("delete_archived_events", _DELETE, "task_id")
+    DELETE_ARCHIVED_IDEMPOTENCY = ("delete_archived_idempotency", _DELETE, "task_id")
+    DELETE_ARCHIVED_PROJECTIONS = ("delete_archived_projections", _DELETE, "task_id")
+    DELETE_ARCHIVED_RECOVERIES = ("delete_archived_recoveries", _DELETE, "task_id")
+    DELETE_ARCHIVED_BINDINGS = ("delete_archived_bindings", _DELETE, "task_id")
+    DELETE_ARCHIVED_TASK = (
+        "delete_archived_task",
+        _GUARDED_DELETE,
+        "task_id expected_revision",
+        "task_id",
     )
 
 

@@ -43,6 +43,7 @@ from aios_ledger.shell.auxiliary.service import (
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import MigrationReport, migrate_database, migration_status
+from aios_ledger.shell.log.archive import archive_tasks, verify_archive
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
@@ -91,6 +92,8 @@ __all__ = [
     "MigrationReport",
     "export_log",
     "verify_export",
+    "archive_tasks",
+    "verify_archive",
     "verify_log",
     "ledger_head",
     "system_clock",

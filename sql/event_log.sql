@@ -96,10 +96,13 @@ SELECT seq FROM sqlite_sequence WHERE name = 'events';
 SELECT coalesce(max(event_id), 0) FROM events;
 
 -- name: log_head_rows
+-- An archived event's id and seal stay in the head (issue 17 item 6).
 SELECT e.event_id, s.seal
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
-ORDER BY e.event_id;
+UNION ALL
+SELECT event_id, seal FROM archived_events
+ORDER BY event_id;
 
 -- name: log_export_all
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,

@@ -20,6 +20,7 @@ from aios_ledger.core import (
     SealRow,
     TaskRow,
 )
+from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.records import record_columns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +34,7 @@ ROW_RECORDS: dict[str, type] = {
     "run_events": RunEventRow,
     "auxiliary_runs": AuxiliaryRunRow,
     "governed_bindings": BindingRow,
+    "archived_events": ArchivedEventRow,
 }
 # The idempotency ledgers are read only for their first answer: the columns they share.
 FIRST_ANSWER_TABLES = (

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DIALECTS = (SQLITE_STATEMENTS,)
 REGISTERED = list(Statement)
 GUARDED = [statement for statement in Statement if statement.guarded]
+GUARDED_UPDATES = [s for s in Statement if s.kind is StatementKind.GUARDED_UPDATE]
+GUARDED_DELETES = [s for s in Statement if s.kind is StatementKind.GUARDED_DELETE]
 
 
 class _Placeholders(Mapping[str, None]):
@@ -86,12 +88,28 @@ def test_a_registered_statement_takes_exactly_its_declared_parameters(
     assert compile_statement(schema, text) == statement.parameters
 
 
-@pytest.mark.parametrize("statement", GUARDED, ids=str)
+@pytest.mark.parametrize("statement", GUARDED_UPDATES, ids=str)
 def test_every_guarded_update_has_the_one_compare_and_swap_form(statement: Statement) -> None:
     _, assignments, where = _clause(statements()[statement].sql)
     assert where == [f"{column} = :{parameter}" for column, parameter in statement.guard]
     revision = statement.revision_column
     assert f"{revision} = {revision} + 1" in assignments
+
+
+@pytest.mark.parametrize("statement", GUARDED_DELETES, ids=str)
+def test_every_guarded_delete_has_the_one_guard(statement: Statement) -> None:
+    flat = " ".join(statements()[statement].sql.split())
+    found = re.fullmatch(r"DELETE FROM (\w+) WHERE (.+);", flat)
+    assert found is not None, f"not a single DELETE: {flat}"
+    guard = [f"{column} = :{parameter}" for column, parameter in statement.guard]
+    assert found.group(2).split(" AND ") == guard
+
+
+@pytest.mark.parametrize("statement", REGISTERED, ids=str)
+def test_a_plain_delete_removes_by_its_key_alone(statement: Statement) -> None:
+    if statement.kind is StatementKind.DELETE:
+        assert statements()[statement].sql.startswith("DELETE FROM ")
+        assert statement.guard == () and statement.parameters == {"task_id"}
 
 
 @pytest.mark.parametrize("statement", REGISTERED, ids=str)

@@ -8,6 +8,13 @@ digest}`, which the offline check holds against the last sealed row of it in the
 `verify` does in the database; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
 "last_event_id": id, "digest": rolling head digest}` over the lines before it, so that a cut or
 edited export is noticed. For `--all` the trailer equals the ledger's head at export time.
+
+An archive (`aios-ledger archive`, issue 17 item 6) is an export of scope `"archive"` (header
+`{"schema", "scope": "archive", "finished_before"}`): the whole chains of the tasks archived, in
+event id order, then the state lines of their rows, held against their seals as for `"all"`.
+An export of everything after an archive holds, in id order among the events, one line per
+archived event, `{"archived": id, "archive_event_id": id, "chain": chain, "seal": seal}`, which
+the offline check accounts for as `verify` does.
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ def export_header(task_id: str | None) -> dict[str, Any]:
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
+def archive_header(finished_before: str) -> dict[str, Any]:
+    return {"schema": EXPORT_SCHEMA, "scope": "archive", "finished_before": finished_before}
+
+
 def export_line(
     event: EventRow, seal: SealRow | None, rows: Sequence[RowImage] = ()
 ) -> dict[str, Any]:
@@ -55,6 +66,38 @@ def export_line(
         line.update(seal.public())
         line[ROWS_FIELD] = [image.public() for image in rows]
     return line
+
+
+ARCHIVED_FIELDS = frozenset(("archived", "archive_event_id", "chain", "seal"))
+
+
+def export_archived_line(
+    event_id: int, archive_event_id: int, chain: object, seal: object
+) -> dict[str, Any]:
+    return {
+        "archived": event_id,
+        "archive_event_id": archive_event_id,
+        "chain": chain,
+        "seal": seal,
+    }
+
+
+def is_archived_line(raw: object) -> bool:
+    return isinstance(raw, Mapping) and "archived" in raw
+
+
+def parse_archived_line(raw: Mapping[str, Any]) -> tuple[int, int, str, str]:
+    event_id, archive_event_id = raw.get("archived"), raw.get("archive_event_id")
+    chain, seal = raw.get("chain"), raw.get("seal")
+    if (
+        set(raw) != ARCHIVED_FIELDS
+        or type(event_id) is not int
+        or type(archive_event_id) is not int
+        or not isinstance(chain, str)
+        or not isinstance(seal, str)
+    ):
+        raise LedgerError("EXPORT_INVALID", "an archived line must hold its ids, chain and seal")
+    return event_id, archive_event_id, chain, seal
 
 
 def export_state_line(table: str, key: str, digest: str | None) -> dict[str, Any]:
@@ -75,6 +118,11 @@ class ExportHeader:
     scope: str
     task_id: str | None
 
+    @property
+    def holds_state(self) -> bool:
+        """Whether state lines follow the events (every scope but one task's)."""
+        return self.scope != "task"
+
 
 def parse_export_header(raw: object) -> ExportHeader:
     if not isinstance(raw, Mapping) or raw.get("schema") != EXPORT_SCHEMA:
@@ -82,10 +130,17 @@ def parse_export_header(raw: object) -> ExportHeader:
     scope = raw.get("scope")
     if scope == "all" and set(raw) == {"schema", "scope"}:
         return ExportHeader(scope="all", task_id=None)
+    archive_fields = {"schema", "scope", "finished_before"}
+    if (
+        scope == "archive"
+        and isinstance(raw.get("finished_before"), str)
+        and set(raw) == archive_fields
+    ):
+        return ExportHeader(scope="archive", task_id=None)
     task_id = raw.get("task_id")
     if scope == "task" and isinstance(task_id, str) and set(raw) == {"schema", "scope", "task_id"}:
         return ExportHeader(scope="task", task_id=task_id)
-    raise LedgerError("EXPORT_INVALID", "the header's scope is neither all nor a task")
+    raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
 
 
 def is_trailer(raw: object) -> bool:
@@ -233,13 +288,21 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
                 trailer_seen = True
                 _check_trailer(verifier, parse_export_trailer(value))
                 continue
-            if is_state_line(value) and header.scope == "all":
+            if is_state_line(value) and header.holds_state:
                 assert isinstance(value, Mapping)
                 state_lines = True
                 state.check(verifier, *parse_state_line(value))
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
+            if is_archived_line(value) and header.scope == "all":
+                assert isinstance(value, Mapping)
+                archived_id, archive_event_id, chain, archived_seal = parse_archived_line(value)
+                if archived_id <= last_id:
+                    raise LedgerError("EXPORT_INVALID", f"event {archived_id} out of order")
+                last_id = archived_id
+                verifier.archived(archived_id, chain, archived_seal, archive_event_id)
+                continue
             event, seal, rows = parse_export_event(value)
             if event.event_id <= last_id:
                 raise LedgerError("EXPORT_INVALID", f"event {event.event_id} out of order")
@@ -254,7 +317,7 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
         verifier.feed(event.event_id, event, seal, tips.predecessor(seal), rows)
         tips.advance(seal)
         state.advance(event, seal, rows)
-    if header.scope == "all":
+    if header.holds_state:
         state.finish(verifier)
     if not trailer_seen:
         verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))

@@ -16,6 +16,10 @@ the log, the feeder holds every current state row against the last seal that wro
 `STATE_MISMATCH`. A row that no v2 seal wrote, on a ledger whose history began under v1 seals,
 cannot be proven either way: it is counted (`rows_unprovable`), not reported.
 
+Events removed by an archive (issue 17 item 6) are fed as such (`archived`): their ids and seals
+still count in the head, and each is held against the `TASKS_ARCHIVED` event that removed it
+(`core.log.archived`); a listing that event does not record is an `ARCHIVE_MISMATCH`.
+
 The head of a log is `{events, last_event_id, digest}`, where `digest` rolls over every event's
 `(event_id, seal)` in id order. Because it rolls, a head taken earlier can be checked while the log
 keeps growing: when the verifier reaches the head's `last_event_id` its count and rolling digest
@@ -35,6 +39,7 @@ from typing import Annotated, Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
+from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event
 from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_2, EventRow, SealRow
 from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_of_stored
@@ -54,6 +59,7 @@ FORGED_EVENT = "FORGED_EVENT"
 HEAD_MISMATCH = "HEAD_MISMATCH"
 EXPORT_INVALID = "EXPORT_INVALID"
 STATE_MISMATCH = "STATE_MISMATCH"
+ARCHIVE_MISMATCH = "ARCHIVE_MISMATCH"
 
 FINDING_CODES: Mapping[str, str] = {
     CONTENT_CHANGED: "the event's payload, type, timestamp, agent or task no longer matches "
@@ -72,6 +78,9 @@ FINDING_CODES: Mapping[str, str] = {
     STATE_MISMATCH: "a state row (task, auxiliary run, projection) differs from the row the last "
     "seal that wrote it covers, is gone while its seal says it was written, or was never "
     "written by a sealed event: changed, deleted or inserted behind the ledger's back",
+    ARCHIVE_MISMATCH: "an event listed as archived that the TASKS_ARCHIVED event listing it does "
+    "not record (or that is no such sealed event), a chain that event records but no listing "
+    "holds, or an archive file whose digest or chains the ledger did not record",
 }
 
 MAX_FINDINGS = 1000
@@ -140,6 +149,7 @@ def roll_head(digest: str, event_id: int, seal: str | None) -> str:
 class VerificationReport:
     intact: bool
     events: int
+    archived: int
     sealed: int
     sealed_at_adoption: int
     unsealed: int
@@ -156,6 +166,7 @@ class VerificationReport:
         return {
             "intact": self.intact,
             "events": self.events,
+            "archived": self.archived,
             "sealed": self.sealed,
             "sealed_at_adoption": self.sealed_at_adoption,
             "unsealed": self.unsealed,
@@ -254,6 +265,8 @@ class LogVerifier:
         self._head = head
         self._head_seen = head is None or head.last_event_id == 0
         self._events = 0
+        self._archived = 0
+        self._archive = ArchiveAccount()
         self._sealed = 0
         self._adopted = 0
         self._unsealed = 0
@@ -312,15 +325,8 @@ class LogVerifier:
         rows: Sequence[RowImage] = (),
     ) -> None:
         """`rows`: the state rows stored as covered by the seal (v2), in position order."""
-        if event_id <= self._last_id:
-            raise LedgerError(
-                "VERIFY_ORDER_INVALID", f"event {event_id} fed after event {self._last_id}"
-            )
         adopted = seal is not None and seal.sealed_at_adoption
-        self._check_gap(event_id, adopted)
-        self._check_head_before(event_id)
-        self._last_id = event_id
-        self._last_adopted = adopted
+        self._advance(event_id, adopted)
         if event is None:
             if seal is not None:
                 self._report(
@@ -344,6 +350,31 @@ class LogVerifier:
             self._sealed += 1
             self._adopted += int(adopted)
             self._check_sealed(event, seal, predecessor, rows)
+        if seal is not None and is_archive_event(event):
+            problems = self._archive.close(event)
+        else:
+            problems = self._archive.unclaimed(event_id)
+        for problem in problems:
+            self._report(Finding(ARCHIVE_MISMATCH, event_id, problem))
+        self._check_head_at(event_id)
+
+    def _advance(self, event_id: int, adopted: bool) -> None:
+        if event_id <= self._last_id:
+            raise LedgerError(
+                "VERIFY_ORDER_INVALID", f"event {event_id} fed after event {self._last_id}"
+            )
+        self._check_gap(event_id, adopted)
+        self._check_head_before(event_id)
+        self._last_id = event_id
+        self._last_adopted = adopted
+
+    def archived(self, event_id: int, chain: object, seal: object, archive_event_id: int) -> None:
+        """An event an archive removed: listed with its chain and seal under the id of the
+        TASKS_ARCHIVED event that removed it. Its id and seal still roll into the head."""
+        self._advance(event_id, False)
+        self._archived += 1
+        self._digest = roll_head(self._digest, event_id, seal if isinstance(seal, str) else None)
+        self._archive.listed(event_id, chain, seal, archive_event_id)
         self._check_head_at(event_id)
 
     def _check_gap(self, event_id: int, adopted: bool) -> None:
@@ -371,14 +402,14 @@ class LogVerifier:
         if head is None or self._head_seen or event_id != head.last_event_id:
             return
         self._head_seen = True
-        if head.events != self._events or head.digest != self._digest:
+        if head.events != self._events + self._archived or head.digest != self._digest:
             verdict = "differ" if head.digest != self._digest else "agree"
             self._report(
                 Finding(
                     HEAD_MISMATCH,
                     event_id,
                     f"at this event the head counted {head.events} events, the log has "
-                    f"{self._events}; the digests {verdict}",
+                    f"{self._events + self._archived}; the digests {verdict}",
                 )
             )
 
@@ -509,7 +540,9 @@ class LogVerifier:
         self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
 
     def head(self) -> LedgerHead:
-        return LedgerHead(events=self._events, last_event_id=self._last_id, digest=self._digest)
+        return LedgerHead(
+            events=self._events + self._archived, last_event_id=self._last_id, digest=self._digest
+        )
 
     def finish(self, *, id_counter: int | None = None) -> VerificationReport:
         """End of the stream; `id_counter` is the store's last handed-out event id, if kept."""
@@ -531,9 +564,12 @@ class LogVerifier:
             self._missing_ids(
                 counter_from, id_counter, "handed out by the id counter but gone from the log"
             )
+        for archive_event_id, problem in self._archive.remaining():
+            self._report(Finding(ARCHIVE_MISMATCH, archive_event_id, problem))
         return VerificationReport(
             intact=not self._counts,
             events=self._events,
+            archived=self._archived,
             sealed=self._sealed,
             sealed_at_adoption=self._adopted,
             unsealed=self._unsealed,

@@ -1,4 +1,5 @@
-"""Commands of the tamper-evident log: verify, head, export, verify-export."""
+"""Commands of the tamper-evident log: verify, head, export, verify-export, archive and
+verify-archive."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.shell.cli_support import emit, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.archive import archive_tasks, verify_archive
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 
@@ -48,6 +50,33 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     check.add_argument("file")
     check.set_defaults(handler=_verify_export)
+
+    archive = commands.add_parser(
+        "archive",
+        help="export finished tasks' chains to a new file, then delete them behind one sealed "
+        "TASKS_ARCHIVED event",
+    )
+    archive.add_argument(
+        "--finished-before",
+        required=True,
+        metavar="TIMESTAMP",
+        help="archive SUCCEEDED, FAILED and CANCELLED tasks last written before this time",
+    )
+    archive.add_argument(
+        "--output", required=True, metavar="FILE", help="the archive file (must not exist)"
+    )
+    archive.add_argument(
+        "--dry-run", action="store_true", help="say what would be archived, write nothing"
+    )
+    archive.set_defaults(handler=_archive)
+
+    check_archive = commands.add_parser(
+        "verify-archive",
+        help="check an archive file offline and against the digest the ledger recorded "
+        "(exit 0 only when intact)",
+    )
+    check_archive.add_argument("file")
+    check_archive.set_defaults(handler=_verify_archive)
 
 
 def parse_head_argument(text: str) -> LedgerHead:
@@ -139,3 +168,19 @@ def _target_kind(path: Path) -> str:
 
 def _verify_export(args: argparse.Namespace) -> int:
     return _report(verify_export(args.file).public())
+
+
+def _archive(args: argparse.Namespace) -> Any:
+    with open_database(args) as db, progress_bar("archive") as progress:
+        return archive_tasks(
+            db,
+            finished_before=args.finished_before,
+            output=args.output,
+            dry_run=args.dry_run,
+            progress=progress,
+        )
+
+
+def _verify_archive(args: argparse.Namespace) -> int:
+    with open_database(args) as db:
+        return _report(verify_archive(db, args.file))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -10,8 +11,10 @@ from typing import IO, Any
 
 import apsw
 from aios_ledger.core import EventRow, LedgerError, SealRow, VerificationReport, verify_export_lines
+from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.log.export import (
     MAX_LINE_BYTES,
+    export_archived_line,
     export_header,
     export_line,
     export_state_line,
@@ -24,7 +27,7 @@ from aios_ledger.shell.db.connection import Database, Row, fetch_value
 from aios_ledger.shell.log.verification import STATE_STATEMENTS, ProgressCounter, ProgressHook
 
 
-def _json_line(value: dict[str, Any]) -> str:
+def json_line(value: dict[str, Any]) -> str:
     return json.dumps(
         {key: _exportable(item) for key, item in value.items()},
         sort_keys=True,
@@ -41,7 +44,7 @@ def _exportable(value: Any) -> Any:
     return value
 
 
-def _joined_seal(row: Row) -> SealRow | None:
+def joined_seal(row: Row) -> SealRow | None:
     """The seal row joined to an event row, or None when the event has no seal."""
     return None if row["seal_event_id"] is None else SealRow.from_row(row)
 
@@ -66,21 +69,31 @@ def export_log(
             if total == 0:
                 raise LedgerError("TASK_NOT_FOUND", f"no events for task {task_id!r}")
         counter = ProgressCounter(progress, total)
-        out.write(_json_line(export_header(task_id)) + "\n")
+        out.write(json_line(export_header(task_id)) + "\n")
 
         def lines() -> Iterator[tuple[int, str | None]]:
+            # A task's export holds no archived events: they left with their task.
+            archived_source: contextlib.AbstractContextManager[Iterator[Row]] = (
+                db.cursor_rows("archived_event_rows")
+                if task_id is None
+                else contextlib.nullcontext(iter(()))
+            )
             with (
                 db.cursor_rows(statement, params) as rows,
                 db.cursor_rows(rows_statement, params) as sealed_rows,
+                archived_source as archived_rows,
             ):
-                sealed = _SealedRows(sealed_rows)
+                sealed = SealedRowStream(sealed_rows)
+                archived = _ArchivedLines(archived_rows, out)
                 for row in rows:
+                    yield from archived.before(row["event_id"])
                     event = EventRow.from_row(row)
-                    seal = _joined_seal(row)
+                    seal = joined_seal(row)
                     images = sealed.of(event.event_id)
-                    out.write(_json_line(export_line(event, seal, images)) + "\n")
+                    out.write(json_line(export_line(event, seal, images)) + "\n")
                     counter.step()
                     yield event.event_id, None if seal is None else seal.seal
+                yield from archived.before(None)
 
         head = head_of_rows(lines())
         state_lines = 0
@@ -89,9 +102,9 @@ def export_log(
                 with db.cursor_rows(state_statement) as state_rows:
                     for row in state_rows:
                         line = export_state_line(table, *stored_row_state(table, row))
-                        out.write(_json_line(line) + "\n")
+                        out.write(json_line(line) + "\n")
                         state_lines += 1
-        out.write(_json_line(export_trailer(head)) + "\n")
+        out.write(json_line(export_trailer(head)) + "\n")
         counter.close()
         return {
             "scope": "all" if task_id is None else "task",
@@ -103,7 +116,25 @@ def export_log(
     return db.read(work)
 
 
-class _SealedRows:
+class _ArchivedLines:
+    """The archived events stream of an export of everything, written out between the events
+    around their ids; yields each one's (id, seal) for the trailer's head."""
+
+    def __init__(self, rows: Iterator[Row], out: IO[str]) -> None:
+        self._rows = rows
+        self._out = out
+        self._next = next(rows, None)
+
+    def before(self, event_id: int | None) -> Iterator[tuple[int, str | None]]:
+        while self._next is not None and (event_id is None or self._next["event_id"] < event_id):
+            row = ArchivedEventRow.from_row(self._next)
+            line = export_archived_line(row.event_id, row.archive_event_id, row.chain, row.seal)
+            self._out.write(json_line(line) + "\n")
+            yield row.event_id, row.seal
+            self._next = next(self._rows, None)
+
+
+class SealedRowStream:
     """The sealed rows stream, handed out by event id as the exported events go by."""
 
     def __init__(self, rows: Iterator[Row]) -> None:

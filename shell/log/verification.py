@@ -5,7 +5,8 @@ every row belongs to one snapshot), the verifier holds O(1) state, and each even
 predecessor is joined by SQL through the `(chain, chain_seq)` unique index. The state rows each
 v2 seal covers stream beside the events, merged by event id. A second pass streams every state
 row joined to the last sealed row of it (through the `(row_table, row_key, event_id)` index),
-then the sealed rows that are gone.
+then the sealed rows that are gone. Events an archive removed stream from `archived_events`,
+merged by event id, so that their ids and seals are accounted for.
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ from aios_ledger.core.log.rows import (
     RowImage,
 )
 from aios_ledger.core.log.state import stored_row_state
-from aios_ledger.core.log.verification import FORGED_EVENT, Finding, head_of_rows
+from aios_ledger.core.log.verification import (
+    ARCHIVE_MISMATCH,
+    FORGED_EVENT,
+    Finding,
+    head_of_rows,
+)
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.statements import sql
 
@@ -89,6 +95,7 @@ ORPHAN_COLUMNS = (
     "seal_version",
 )
 SEALED_ROW_COLUMNS = ("event_id", "position", "row_table", "row_key", "row_digest")
+ARCHIVED_COLUMNS = ("event_id", "archive_event_id", "chain", "seal")
 Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
 # Each state table and the statement that reads its rows beside their last sealed row.
 STATE_STATEMENTS = {
@@ -183,11 +190,15 @@ def verify_log(
             _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
             _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
             _tuples(conn, "log_sealed_rows", SEALED_ROW_COLUMNS) as sealed,
+            _tuples(conn, "archived_event_rows", ARCHIVED_COLUMNS) as archived,
         ):
             rows = SealedRowsById(sealed)
+            listed = ArchivedById(archived, verifier)
             for event_id, event, seal, predecessor in _merged(events, orphans):
+                listed.before(event_id)
                 feed(event_id, event, seal, predecessor, rows.of(event_id, verifier))
                 step()
+            listed.finish()
             rows.finish(verifier)
         counter.close()
         _check_state(conn, db, verifier)
@@ -221,6 +232,29 @@ class SealedRowsById:
             row_event_id, _, table, key, _digest = self._next
             _forged_row(verifier, row_event_id, table, key)
             self._next = next(self._rows, None)
+
+
+class ArchivedById:
+    """The archived events stream, fed to the verifier between the events around their ids. An
+    id listed as archived whose event is still there was listed behind the ledger's back."""
+
+    def __init__(self, rows: Iterator[tuple[Any, ...]], verifier: LogVerifier) -> None:
+        self._rows = rows
+        self._verifier = verifier
+        self._next = next(rows, None)
+
+    def before(self, event_id: int | None) -> None:
+        while self._next is not None and (event_id is None or self._next[0] <= event_id):
+            listed_id, archive_event_id, chain, seal = self._next
+            if listed_id == event_id:
+                detail = "listed as archived, but the event is still there"
+                self._verifier.note(Finding(ARCHIVE_MISMATCH, listed_id, detail))
+            else:
+                self._verifier.archived(listed_id, chain, seal, archive_event_id)
+            self._next = next(self._rows, None)
+
+    def finish(self) -> None:
+        self.before(None)
 
 
 def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object) -> None:

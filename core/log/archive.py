@@ -1,0 +1,149 @@
+"""Archiving finished tasks without breaking the proof (issue 17 item 6).
+
+`decide_archive` plans, for each finished task last written before a cut-off, the listing of its
+events in `archived_events` and the deletes of its events, seals, sealed rows, task row,
+idempotency rows and projection rows, and seals one ledger-level `TASKS_ARCHIVED` event that
+records the archive file's digest and each removed chain's last event and seal. The shell has
+already written those chains to the file (the export format) inside the same transaction.
+
+What `verify` holds the listings against is `core.log.archived`.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log.archived import TASKS_ARCHIVED
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import WritePlan, sealed_plan
+from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+FINISHED_STATUSES = frozenset(("SUCCEEDED", "FAILED", "CANCELLED"))
+ARCHIVE_DIGEST_PREFIX = "sha256:"
+
+# Each task's rows, deleted in this order (children before the rows they reference); the task
+# row itself goes last, guarded by the revision the decision read.
+_TASK_DELETES = (
+    Statement.DELETE_ARCHIVED_SEALED_ROWS,
+    Statement.DELETE_ARCHIVED_SEALS,
+    Statement.DELETE_ARCHIVED_EVENTS,
+    Statement.DELETE_ARCHIVED_IDEMPOTENCY,
+    Statement.DELETE_ARCHIVED_PROJECTIONS,
+    Statement.DELETE_ARCHIVED_RECOVERIES,
+    Statement.DELETE_ARCHIVED_BINDINGS,
+)
+
+
+@attrs.frozen
+class ArchiveCandidate:
+    """A task as archiving reads it: its row's status, revision and last write, and its chain's
+    length and last seal (None when the chain holds no sealed event)."""
+
+    task_id: str
+    status: str
+    revision: int
+    updated_at: str
+    events: int
+    last_event_id: int | None
+    last_seal: str | None
+
+
+@attrs.frozen
+class ArchiveRequest:
+    """Archive the finished tasks last written before `finished_before`."""
+
+    finished_before: Timestamp
+
+    @classmethod
+    def parse(cls, finished_before: object) -> ArchiveRequest:
+        return cls(Timestamp.parse(finished_before, field="finished_before"))
+
+
+@attrs.frozen
+class ArchiveState:
+    """The candidates (finished tasks the shell's read found before the cut-off) and the log's
+    tail at the ledger chain, which the TASKS_ARCHIVED event extends."""
+
+    candidates: tuple[ArchiveCandidate, ...]
+    tail: LogTail
+
+
+class ArchiveAnswer(TypedDict):
+    archived: int
+    events: int
+    finished_before: str
+    archive_sha256: str
+    archive_event_id: int
+    task_ids: list[str]
+
+
+def select_archive(
+    candidates: tuple[ArchiveCandidate, ...], request: ArchiveRequest
+) -> tuple[ArchiveCandidate, ...]:
+    """The candidates that are archived: finished, last written before the cut-off, with a
+    sealed chain (one whose events were never sealed cannot be proven, so it stays)."""
+    return tuple(
+        candidate
+        for candidate in candidates
+        if candidate.status in FINISHED_STATUSES
+        and Timestamp.parse(candidate.updated_at, field="updated_at") < request.finished_before
+        and candidate.last_seal is not None
+    )
+
+
+def decide_archive(
+    state: ArchiveState,
+    request: ArchiveRequest,
+    *,
+    now: Timestamp,
+    archive_digest: str,
+) -> WritePlan[ArchiveAnswer]:
+    """The listings, the deletes and the sealed TASKS_ARCHIVED event; `archive_digest` is the
+    sha256 of the archive file's bytes, which the shell wrote before deciding."""
+    require_timestamp(now)
+    if not archive_digest.startswith(ARCHIVE_DIGEST_PREFIX):
+        raise LedgerError("ARCHIVE_DIGEST_INVALID", "the archive digest is not a sha256 digest")
+    chosen = select_archive(state.candidates, request)
+    if not chosen:
+        raise LedgerError("NOTHING_TO_ARCHIVE", "no finished task was last written before it")
+    archive_event_id = state.tail.next_event_id
+    writes: list[SqlWrite] = []
+    for candidate in chosen:
+        task = {"task_id": candidate.task_id}
+        writes.append(
+            SqlWrite(Statement.LIST_ARCHIVED_EVENTS, {**task, "archive_event_id": archive_event_id})
+        )
+        writes.extend(SqlWrite(statement, task) for statement in _TASK_DELETES)
+        writes.append(
+            SqlWrite(
+                Statement.DELETE_ARCHIVED_TASK, {**task, "expected_revision": candidate.revision}
+            )
+        )
+    payload: JsonObject = {
+        "archive_sha256": archive_digest,
+        "finished_before": request.finished_before.text,
+        "tasks": len(chosen),
+        "events": sum(candidate.events for candidate in chosen),
+        "chains": [
+            {
+                "task_id": candidate.task_id,
+                "last_event_id": candidate.last_event_id,
+                "last_seal": candidate.last_seal,
+            }
+            for candidate in chosen
+        ],
+    }
+    event = EventAppend(None, None, TASKS_ARCHIVED, payload, now.text)
+    answer: ArchiveAnswer = {
+        "archived": len(chosen),
+        "events": sum(candidate.events for candidate in chosen),
+        "finished_before": request.finished_before.text,
+        "archive_sha256": archive_digest,
+        "archive_event_id": archive_event_id,
+        "task_ids": [candidate.task_id for candidate in chosen],
+    }
+    return sealed_plan(writes, [event], answer, tail=state.tail)

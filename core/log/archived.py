@@ -1,0 +1,132 @@
+"""Accounting for archived events while verifying (issue 17 item 6).
+
+`archived_events` lists every event an archive removed, with its chain and seal, under the
+ledger-level `TASKS_ARCHIVED` event that removed it. `ArchiveAccount` holds the listings against
+that event: every chain listed under it must appear in its payload with the same last event and
+last seal, and it must be a sealed `TASKS_ARCHIVED` event of the ledger chain. A listing forged to
+let a hand-made DELETE through is thus reported; the payload also records the archive file's
+digest, which ties the file to the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.seals import chain_of
+from aios_ledger.core.records import record_from_row
+
+TASKS_ARCHIVED = "TASKS_ARCHIVED"
+
+
+@attrs.frozen
+class ArchivedEventRow:
+    """One row of `archived_events`: an event an archive removed, its chain and seal, and the
+    TASKS_ARCHIVED event that removed it."""
+
+    event_id: int
+    archive_event_id: int
+    chain: str
+    seal: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ArchivedEventRow:
+        return record_from_row(cls, row)
+
+
+@attrs.frozen
+class ArchivedChainEnd:
+    """A removed chain's last event and seal, as an archive event's payload records it."""
+
+    last_event_id: int
+    last_seal: str
+
+
+def recorded_chains(payload: object) -> dict[str, ArchivedChainEnd] | None:
+    """The chains a TASKS_ARCHIVED payload records, by chain name; None when it is malformed."""
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("chains"), list):
+        return None
+    found: dict[str, ArchivedChainEnd] = {}
+    for item in payload["chains"]:
+        if not isinstance(item, Mapping):
+            return None
+        task_id, last_id, last_seal = (
+            item.get("task_id"),
+            item.get("last_event_id"),
+            item.get("last_seal"),
+        )
+        if not (isinstance(task_id, str) and type(last_id) is int and isinstance(last_seal, str)):
+            return None
+        found[chain_of(task_id)] = ArchivedChainEnd(last_id, last_seal)
+    return found
+
+
+def is_archive_event(event: EventRow) -> bool:
+    return event.task_id is None and event.event_type == TASKS_ARCHIVED
+
+
+class ArchiveAccount:
+    """The archived event ids met so far, grouped by the archive event that lists them, until
+    that event comes by (it always comes later: its id is larger). One entry per archived
+    chain is held until then."""
+
+    def __init__(self) -> None:
+        self._pending: dict[int, dict[str, ArchivedChainEnd]] = {}
+
+    def listed(self, event_id: int, chain: object, seal: object, archive_event_id: int) -> None:
+        chains = self._pending.setdefault(archive_event_id, {})
+        chains[str(chain)] = ArchivedChainEnd(event_id, str(seal))
+
+    def close(self, event: EventRow) -> list[str]:
+        """What disagrees between the listings under `event` and its payload (empty: none)."""
+        listed = self._pending.pop(event.event_id, {})
+        recorded = recorded_chains(event.payload())
+        if recorded is None:
+            return ["the TASKS_ARCHIVED payload does not record its chains"]
+        problems = [
+            f"{chain}: listed as archived up to event {end.last_event_id}, "
+            f"the archive event records {_end_text(recorded.get(chain))}"
+            for chain, end in sorted(listed.items())
+            if recorded.get(chain) != end
+        ]
+        problems.extend(
+            f"{chain}: recorded as archived, but no archived event of it is listed"
+            for chain in sorted(set(recorded) - set(listed))
+        )
+        return problems
+
+    def unclaimed(self, archive_event_id: int) -> list[str]:
+        """Listings under an event id that is not a sealed TASKS_ARCHIVED event."""
+        chains = self._pending.pop(archive_event_id, None)
+        if chains is None:
+            return []
+        return [
+            f"{chain}: listed as archived by event {archive_event_id}, which is not a sealed "
+            "TASKS_ARCHIVED event"
+            for chain in sorted(chains)
+        ]
+
+    def remaining(self) -> list[tuple[int, str]]:
+        """Listings whose archive event never came by: (archive event id, detail)."""
+        found = [
+            (archive_event_id, problem)
+            for archive_event_id in sorted(self._pending)
+            for problem in self.unclaimed(archive_event_id)
+        ]
+        return found
+
+
+def _end_text(end: ArchivedChainEnd | None) -> str:
+    if end is None:
+        return "nothing of it"
+    return f"event {end.last_event_id} with seal {end.last_seal}"
+
+
+def archive_summary(payload: Any) -> Mapping[str, Any] | None:
+    """The digest and chains a TASKS_ARCHIVED payload records, or None when malformed."""
+    chains = recorded_chains(payload)
+    if chains is None or not isinstance(payload.get("archive_sha256"), str):
+        return None
+    return {"archive_sha256": payload["archive_sha256"], "chains": chains}

@@ -1,0 +1,260 @@
+"""Archiving finished tasks to a file, and checking such a file against the ledger.
+
+`archive_tasks` does everything in one `BEGIN IMMEDIATE` transaction, so that the file holds
+exactly what is deleted: it reads the finished tasks, writes the chosen tasks' chains (with
+their rows' state lines) to a file beside the output, hashes the file's bytes, applies the core's
+plan (listings, deletes, the sealed TASKS_ARCHIVED event that records the digest), links the
+file to the output (never over an existing one) and commits. If anything fails, the output is
+removed and the database is as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+from typing import IO, Any
+
+import apsw
+import attrs
+from aios_ledger.core import EventRow, LedgerError
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log.archive import (
+    ArchiveCandidate,
+    ArchiveRequest,
+    ArchiveState,
+    decide_archive,
+    select_archive,
+)
+from aios_ledger.core.log.archived import archive_summary
+from aios_ledger.core.log.export import archive_header, export_line, export_trailer
+from aios_ledger.core.log.export import export_state_line as state_line
+from aios_ledger.core.log.rows import INITIAL_PROJECTIONS, SOURCE_CAPTURE_RECOVERIES, TASKS
+from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.core.log.state import stored_row_state
+from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.run import fetch_all
+from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
+from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
+
+# The rows of an archived task, read for its state lines, by state table.
+TASK_STATE_STATEMENTS = {
+    TASKS: "archive_task_rows",
+    INITIAL_PROJECTIONS: "archive_task_projection_rows",
+    SOURCE_CAPTURE_RECOVERIES: "archive_task_recovery_rows",
+}
+_CHUNK = 1 << 20
+
+
+def archive_tasks(
+    db: Database,
+    *,
+    finished_before: object,
+    output: str | os.PathLike[str],
+    dry_run: bool = False,
+    clock: Clock = system_clock,
+    progress: ProgressHook | None = None,
+) -> dict[str, Any]:
+    """Archive the finished tasks last written before `finished_before` to `output` (which must
+    not exist), or with `dry_run` only say which would be archived. Nothing to archive is an
+    answer (`archived: 0`), not an error; nothing is written then."""
+    request = ArchiveRequest.parse(finished_before)
+    target = _new_output(output)
+    if dry_run:
+        return db.read(lambda conn: _preview(conn, request))
+    now = read_clock(clock)
+    created: list[Path] = []
+
+    def work(conn: apsw.Connection) -> dict[str, Any]:
+        candidates = _candidates(conn)
+        chosen = select_archive(candidates, request)
+        if not chosen:
+            return _answer(request, chosen, output=None)
+        partial = target.with_name(target.name + ".partial")
+        with _created(created, partial, "x") as out:
+            _write_archive(db, out, request, chosen, progress)
+        digest = file_digest(partial)
+        executor = PlanExecutor(conn)
+        state = ArchiveState(candidates, executor.tail(LEDGER_CHAIN))
+        answer = executor.apply(decide_archive(state, request, now=now, archive_digest=digest))
+        _link_new(partial, target, created)
+        return {**answer, "output": str(target), "dry_run": False}
+
+    try:
+        return db.write(work)
+    except BaseException:
+        for path in created:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
+    finally:
+        if len(created) == 2:  # the partial file, once linked to the output
+            with contextlib.suppress(OSError):
+                created[0].unlink()
+
+
+def _new_output(output: str | os.PathLike[str]) -> Path:
+    try:
+        target = Path(output)
+        exists = os.path.lexists(target)
+    except (TypeError, ValueError):
+        raise LedgerError(
+            "OUTPUT_UNWRITABLE", f"{str(output)[:200]!r} is not a usable path"
+        ) from None
+    if exists or not target.name:
+        raise LedgerError(
+            "OUTPUT_EXISTS", f"{str(target)[:200]!r} exists: an archive never replaces a file"
+        )
+    if not target.parent.is_dir():
+        raise LedgerError("OUTPUT_UNWRITABLE", f"{str(target.parent)[:200]!r} is no directory")
+    return target
+
+
+@contextlib.contextmanager
+def _created(created: list[Path], path: Path, mode: str) -> Any:
+    try:
+        handle = open(path, mode, encoding="ascii", newline="\n")  # noqa: SIM115
+    except OSError as exc:
+        raise LedgerError("OUTPUT_UNWRITABLE", f"{str(path)[:200]!r}: {exc.strerror}") from None
+    created.append(path)
+    with handle:
+        yield handle
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _link_new(partial: Path, target: Path, created: list[Path]) -> None:
+    """The archive under its name, without ever replacing a file that appeared meanwhile."""
+    try:
+        os.link(partial, target)
+    except OSError as exc:
+        code = "OUTPUT_EXISTS" if isinstance(exc, FileExistsError) else "OUTPUT_UNWRITABLE"
+        raise LedgerError(code, f"{str(target)[:200]!r}: {exc.strerror}") from None
+    created.append(target)
+
+
+def _candidates(conn: apsw.Connection) -> tuple[ArchiveCandidate, ...]:
+    return tuple(
+        ArchiveCandidate(
+            task_id=row["task_id"],
+            status=row["status"],
+            revision=row["revision"],
+            updated_at=row["updated_at"],
+            events=row["events"],
+            last_event_id=row["last_event_id"],
+            last_seal=row["last_seal"],
+        )
+        for row in fetch_all(conn, "archive_candidates")
+    )
+
+
+def _answer(
+    request: ArchiveRequest, chosen: tuple[ArchiveCandidate, ...], *, output: str | None
+) -> dict[str, Any]:
+    return {
+        "archived": len(chosen),
+        "events": sum(candidate.events for candidate in chosen),
+        "finished_before": request.finished_before.text,
+        "task_ids": [candidate.task_id for candidate in chosen],
+        "output": output,
+        "dry_run": False,
+    }
+
+
+def _preview(conn: apsw.Connection, request: ArchiveRequest) -> dict[str, Any]:
+    chosen = select_archive(_candidates(conn), request)
+    return {**_answer(request, chosen, output=None), "dry_run": True}
+
+
+def _write_archive(
+    db: Database,
+    out: IO[str],
+    request: ArchiveRequest,
+    chosen: tuple[ArchiveCandidate, ...],
+    progress: ProgressHook | None,
+) -> None:
+    """The chosen tasks' events in id order, then their rows' state lines, then the trailer."""
+    selected = {candidate.task_id for candidate in chosen}
+    counter = ProgressCounter(progress, sum(candidate.events for candidate in chosen))
+    out.write(json_line(archive_header(request.finished_before.text)) + "\n")
+
+    def lines() -> Any:
+        with (
+            db.cursor_rows("archive_candidate_events") as rows,
+            db.cursor_rows("archive_candidate_sealed_rows") as sealed_rows,
+        ):
+            sealed = SealedRowStream(sealed_rows)
+            for row in rows:
+                if row["task_id"] not in selected:
+                    continue
+                event, seal = EventRow.from_row(row), joined_seal(row)
+                out.write(json_line(export_line(event, seal, sealed.of(event.event_id))) + "\n")
+                counter.step()
+                yield event.event_id, None if seal is None else seal.seal
+
+    head = head_of_rows(lines())
+    for candidate in chosen:
+        for table, statement in TASK_STATE_STATEMENTS.items():
+            with db.cursor_rows(statement, {"task_id": candidate.task_id}) as rows:
+                for row in rows:
+                    out.write(json_line(state_line(table, *stored_row_state(table, row))) + "\n")
+    out.write(json_line(export_trailer(head)) + "\n")
+    counter.close()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """`sha256:` and the hex sha256 of the file's bytes, as TASKS_ARCHIVED records it."""
+    hasher = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                hasher.update(chunk)
+    except (OSError, ValueError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
+        raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r}: {detail}") from None
+    return "sha256:" + hasher.hexdigest()
+
+
+def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Check an archive file offline (as `verify-export` does) and against the ledger: its
+    digest must be the one a sealed TASKS_ARCHIVED event recorded, so a file changed since,
+    or another file in its place, is an ARCHIVE_MISMATCH."""
+    report = verify_export(path)
+    digest = file_digest(path)
+    recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
+    archive_event_id = next(
+        (
+            row["event_id"]
+            for row in recorded
+            if (summary := archive_summary(_payload(row["payload_json"]))) is not None
+            and summary["archive_sha256"] == digest
+        ),
+        None,
+    )
+    if archive_event_id is None:
+        detail = (
+            f"no TASKS_ARCHIVED event recorded the digest {digest}: the file was changed since "
+            "it was archived, or is not an archive of this ledger"
+        )
+        counts = dict(report.finding_counts)
+        counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + 1
+        report = attrs.evolve(
+            report,
+            intact=False,
+            findings=(Finding(ARCHIVE_MISMATCH, None, detail), *report.findings),
+            finding_counts=counts,
+        )
+    return {**report.public(), "archive_sha256": digest, "archive_event_id": archive_event_id}
+
+
+def _payload(text: object) -> object:
+    try:
+        return (
+            loads_document(text, what="TASKS_ARCHIVED payload") if isinstance(text, str) else None
+        )
+    except LedgerError:
+        return None

@@ -1,0 +1,319 @@
+"""Archiving finished tasks (issue 17 item 6): their chains go to a file that verifies offline,
+their rows leave the database in one transaction behind a sealed TASKS_ARCHIVED event, `verify`
+stays intact, and neither a hand-made DELETE, a forged listing nor a changed or swapped archive
+file passes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aios_ledger.core import LedgerError, LogTail, Statement, Timestamp
+from aios_ledger.core.log.archive import (
+    ArchiveCandidate,
+    ArchiveRequest,
+    ArchiveState,
+    decide_archive,
+)
+from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, verify_log
+from aios_ledger.shell.cli import main
+from aios_ledger.shell.log.archive import archive_tasks, verify_archive
+from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
+from test_tasks_support import START, Clock, file_bytes
+
+CUTOFF = (START + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+LATER = "2100-01-01T00:00:00Z"
+
+
+def _create(ledger: TaskLedger, task_id: str) -> None:
+    ledger.create_task(
+        {"task_id": task_id, "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
+        idempotency_key=f"create-{task_id}",
+    )
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    """Two tasks cancelled at START, one left queued, one cancelled a day later."""
+    path = tmp_path / "ledger.db"
+    clock = Clock()
+    with TaskLedger(path, clock=clock) as ledger:
+        for task_id in ("old-1", "old-2", "open"):
+            _create(ledger, task_id)
+        for task_id in ("old-1", "old-2"):
+            ledger.cancel(task_id, reason="done", idempotency_key=f"cancel-{task_id}")
+        clock.advance(86400)
+        _create(ledger, "new")
+        ledger.cancel("new", reason="done", idempotency_key="cancel-new")
+    return path
+
+
+def verify(path: Path) -> dict[str, Any]:
+    with Database(path) as db:
+        return verify_log(db).public()
+
+
+def archive(path: Path, output: Path, before: str = CUTOFF, **options: Any) -> dict[str, Any]:
+    with Database(path) as db:
+        return archive_tasks(db, finished_before=before, output=output, **options)
+
+
+def check_archive(path: Path, file: Path) -> dict[str, Any]:
+    with Database(path) as db:
+        return verify_archive(db, file)
+
+
+def rows(path: Path, query: str) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(path)
+    try:
+        return list(con.execute(query))
+    finally:
+        con.close()
+
+
+def sqlite_shell(path: Path, *statements: str) -> None:
+    """A DBA with the sqlite3 shell: statements committed together, foreign keys off."""
+    con = sqlite3.connect(path)
+    try:
+        for statement in statements:
+            con.execute(statement)
+        con.commit()
+    finally:
+        con.close()
+
+
+def test_archive_exports_then_removes_finished_tasks_and_verify_stays_intact(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    with Database(ledger_path) as db:
+        head_before = verify_log(db).head
+    output = tmp_path / "archive-1.jsonl"
+    answer = archive(ledger_path, output)
+    assert (answer["archived"], answer["task_ids"], answer["events"]) == (
+        2,
+        ["old-1", "old-2"],
+        4,
+    )
+    assert answer["archive_sha256"].startswith("sha256:")
+    assert output.exists() and not Path(f"{output}.partial").exists()
+
+    tasks = {row[0] for row in rows(ledger_path, "SELECT task_id FROM tasks")}
+    assert tasks == {"open", "new"}
+    assert rows(ledger_path, "SELECT count(*) FROM events WHERE task_id LIKE 'old-%'") == [(0,)]
+    assert rows(ledger_path, "SELECT count(*) FROM task_idempotency WHERE subject LIKE 'old-%'")
+    assert rows(
+        ledger_path, "SELECT count(*) FROM task_idempotency WHERE subject LIKE 'old-%'"
+    ) == [(0,)]
+    archived = rows(
+        ledger_path, "SELECT event_type, payload_json FROM events WHERE task_id IS NULL"
+    )
+    assert [kind for kind, _ in archived] == ["TASKS_ARCHIVED"]
+    payload = json.loads(archived[0][1])
+    assert payload["archive_sha256"] == answer["archive_sha256"]
+    assert [chain["task_id"] for chain in payload["chains"]] == ["old-1", "old-2"]
+
+    found = verify(ledger_path)
+    assert found["intact"] is True, found["findings"]
+    assert found["archived"] == 4
+    # The head keeps every archived event's id and seal: a head taken before still checks.
+    with Database(ledger_path) as db:
+        assert verify_log(db, head=head_before).intact is True
+    exported = verify_export(output).public()
+    assert exported["intact"] is True, exported["findings"]
+    assert exported["events"] == 4 and exported["rows_checked"] == 2
+    checked = check_archive(ledger_path, output)
+    assert checked["intact"] is True and checked["archive_event_id"] == answer["archive_event_id"]
+
+    # A second archive later takes the rest, and both archives stay provable.
+    with TaskLedger(ledger_path) as ledger:
+        ledger.cancel("open", reason="done", idempotency_key="cancel-open")
+    second = tmp_path / "archive-2.jsonl"
+    assert archive(ledger_path, second, LATER)["task_ids"] == ["new", "open"]
+    assert rows(ledger_path, "SELECT count(*) FROM tasks") == [(0,)]
+    found = verify(ledger_path)
+    assert found["intact"] is True, found["findings"]
+    for file in (output, second):
+        assert verify_export(file).intact is True
+        assert check_archive(ledger_path, file)["intact"] is True
+
+
+def test_an_export_of_everything_after_an_archive_verifies_offline(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    archive(ledger_path, tmp_path / "archive.jsonl")
+    everything = tmp_path / "everything.jsonl"
+    with Database(ledger_path) as db, everything.open("w") as out:
+        summary = export_log(db, out, task_id=None)
+        head = verify_log(db).head
+    assert summary["last_event_id"] == head.last_event_id and summary["digest"] == head.digest
+    found = verify_export(everything).public()
+    assert found["intact"] is True, found["findings"]
+    assert (found["archived"], found["head"]) == (4, head.public())
+
+
+def test_a_hand_made_delete_of_an_event_is_still_refused(ledger_path: Path, tmp_path: Path) -> None:
+    archive(ledger_path, tmp_path / "archive.jsonl")
+    for table in ("events", "event_seals", "event_seal_rows"):
+        with pytest.raises(sqlite3.DatabaseError, match="EVENTS_APPEND_ONLY"):
+            sqlite_shell(ledger_path, f"DELETE FROM {table} WHERE event_id = 3")
+    with pytest.raises(sqlite3.DatabaseError, match="EVENTS_APPEND_ONLY"):
+        sqlite_shell(ledger_path, "DELETE FROM archived_events")
+    assert verify(ledger_path)["intact"] is True
+
+
+def _forge_listing(path: Path, archive_event_id: int) -> None:
+    """List the open task's events as archived (the triggers then let the DELETEs through) and
+    delete its rows, without any sealed event that records it."""
+    listed = "(SELECT event_id FROM events WHERE task_id = 'open')"
+    sqlite_shell(
+        path,
+        "INSERT INTO archived_events(event_id, archive_event_id, chain, seal) "
+        f"SELECT e.event_id, {archive_event_id}, s.chain, s.seal FROM events AS e "
+        "JOIN event_seals AS s ON s.event_id = e.event_id WHERE e.task_id = 'open'",
+        f"DELETE FROM event_seal_rows WHERE event_id IN {listed}",
+        f"DELETE FROM event_seals WHERE event_id IN {listed}",
+        "DELETE FROM events WHERE task_id = 'open'",
+        "DELETE FROM tasks WHERE task_id = 'open'",
+    )
+
+
+def test_a_forged_listing_without_its_sealed_event_is_reported(ledger_path: Path) -> None:
+    _forge_listing(ledger_path, 10**6)
+    found = verify(ledger_path)
+    assert found["intact"] is False
+    assert set(found["finding_counts"]) == {"ARCHIVE_MISMATCH"}
+
+
+def test_a_listing_forged_under_a_real_archive_event_is_reported(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    archive_event_id = archive(ledger_path, tmp_path / "archive.jsonl")["archive_event_id"]
+    _forge_listing(ledger_path, archive_event_id)
+    found = verify(ledger_path)
+    assert set(found["finding_counts"]) == {"ARCHIVE_MISMATCH"}
+    assert any("task:open" in finding["detail"] for finding in found["findings"])
+
+
+def test_a_changed_or_swapped_archive_file_is_reported(ledger_path: Path, tmp_path: Path) -> None:
+    output = tmp_path / "archive.jsonl"
+    archive(ledger_path, output)
+    original = output.read_bytes()
+
+    output.write_bytes(original.replace(b"done", b"gone"))
+    changed = check_archive(ledger_path, output)
+    assert changed["intact"] is False and "ARCHIVE_MISMATCH" in changed["finding_counts"]
+
+    # Another ledger's archive, intact on its own, is not this ledger's.
+    other = tmp_path / "other.db"
+    with TaskLedger(other, clock=Clock()) as ledger:
+        _create(ledger, "old-1")
+        ledger.cancel("old-1", reason="done", idempotency_key="cancel-old-1")
+    swapped = tmp_path / "swapped.jsonl"
+    archive(other, swapped)
+    assert verify_export(swapped).intact is True
+    found = check_archive(ledger_path, swapped)
+    assert found["intact"] is False and found["archive_event_id"] is None
+
+    output.write_bytes(original)
+    assert check_archive(ledger_path, output)["intact"] is True
+
+
+def test_a_dry_run_writes_nothing(ledger_path: Path, tmp_path: Path) -> None:
+    before = file_bytes(ledger_path)
+    output = tmp_path / "archive.jsonl"
+    answer = archive(ledger_path, output, dry_run=True)
+    assert (answer["dry_run"], answer["archived"], answer["task_ids"]) == (
+        True,
+        2,
+        ["old-1", "old-2"],
+    )
+    assert not output.exists()
+    assert file_bytes(ledger_path) == before
+
+
+@pytest.mark.parametrize(
+    ("before", "output", "code"),
+    [
+        ("yesterday", "archive.jsonl", "TIMESTAMP_INVALID"),
+        (CUTOFF, "exists.jsonl", "OUTPUT_EXISTS"),
+        (CUTOFF, ".", "OUTPUT_EXISTS"),
+        (CUTOFF, "missing/archive.jsonl", "OUTPUT_UNWRITABLE"),
+    ],
+)
+def test_refusals_change_nothing(
+    ledger_path: Path, tmp_path: Path, before: str, output: str, code: str
+) -> None:
+    (tmp_path / "exists.jsonl").write_text("keep")
+    snapshot = file_bytes(ledger_path)
+    with pytest.raises(LedgerError) as refused:
+        archive(ledger_path, tmp_path / output, before)
+    assert refused.value.code == code
+    assert file_bytes(ledger_path) == snapshot
+    assert (tmp_path / "exists.jsonl").read_text() == "keep"
+    assert not (tmp_path / "archive.jsonl").exists()
+
+
+def test_nothing_to_archive_is_an_answer(ledger_path: Path, tmp_path: Path) -> None:
+    snapshot = file_bytes(ledger_path)
+    output = tmp_path / "archive.jsonl"
+    answer = archive(ledger_path, output, "2000-01-01T00:00:00Z")
+    assert (answer["archived"], answer["output"]) == (0, None)
+    assert not output.exists()
+    assert file_bytes(ledger_path) == snapshot
+
+
+def test_the_command_line_archives_and_checks(
+    ledger_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "archive.jsonl"
+    base = ["--db", str(ledger_path)]
+    command = [*base, "archive", "--finished-before", CUTOFF, "--output", str(output)]
+    assert main([*command, "--dry-run"]) == 0
+    assert json.loads(capsys.readouterr().out)["dry_run"] is True
+    assert main(command) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["archived"] == 2
+    assert captured.err == ""  # no progress bar when stderr is not a terminal
+    assert main([*base, "verify"]) == 0
+    capsys.readouterr()
+    assert main([*base, "verify-archive", str(output)]) == 0
+    capsys.readouterr()
+    output.write_bytes(output.read_bytes() + b"\n")
+    assert main([*base, "verify-archive", str(output)]) == EXIT_NOT_INTACT
+    assert "ARCHIVE_MISMATCH" in capsys.readouterr().err
+
+
+def test_the_decision_lists_each_chain_before_deleting_it_and_seals_one_event() -> None:
+    def candidate(task_id: str, status: str, updated_at: str) -> ArchiveCandidate:
+        return ArchiveCandidate(task_id, status, 3, updated_at, 2, 7, "sha256:" + "1" * 64)
+
+    candidates = (
+        candidate("done", "SUCCEEDED", "2026-08-20T00:00:00.000Z"),
+        candidate("running", "CLAIMED", "2026-08-20T00:00:00.000Z"),
+        candidate("recent", "FAILED", "2026-08-21T00:00:00.000Z"),
+    )
+    state = ArchiveState(candidates, LogTail.read(40, [LEDGER_CHAIN], []))
+    request = ArchiveRequest.parse(CUTOFF)
+    now = Timestamp.parse("2026-09-01T00:00:00Z")
+    plan = decide_archive(state, request, now=now, archive_digest="sha256:" + "2" * 64)
+    names = [write.statement for write in plan.statements()]
+    assert names[0] is Statement.LIST_ARCHIVED_EVENTS
+    assert names[-3:] == [
+        Statement.DELETE_ARCHIVED_TASK,
+        Statement.INSERT_EVENT,
+        Statement.INSERT_SEAL,
+    ]
+    assert {write.params.get("task_id") for write in plan.writes} == {"done"}
+    (event,) = plan.events
+    assert (event.event.event_id, event.event.event_type) == (40, "TASKS_ARCHIVED")
+    assert plan.response["task_ids"] == ["done"]
+    with pytest.raises(LedgerError) as refused:
+        decide_archive(
+            ArchiveState(candidates[1:], state.tail), request, now=now, archive_digest="sha256:x"
+        )
+    assert refused.value.code == "NOTHING_TO_ARCHIVE"
