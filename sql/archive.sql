@@ -36,13 +36,28 @@ WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
 ORDER BY r.event_id, r.position;
 
 -- name: archive_task_rows
-SELECT * FROM tasks WHERE task_id = :task_id;
+-- The task's row, with the digest the last seal that wrote it took.
+SELECT t.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'tasks' AND s.row_key = t.task_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM tasks AS t WHERE t.task_id = :task_id;
 
 -- name: archive_task_projection_rows
-SELECT * FROM task_initial_execution_projections WHERE task_id = :task_id;
+SELECT p.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'task_initial_execution_projections'
+          AND s.row_key = p.idempotency_key
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM task_initial_execution_projections AS p WHERE p.task_id = :task_id;
 
 -- name: archive_task_recovery_rows
-SELECT * FROM task_source_capture_projection_recoveries WHERE task_id = :task_id;
+SELECT r.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'task_source_capture_projection_recoveries'
+          AND s.row_key = r.idempotency_key
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM task_source_capture_projection_recoveries AS r WHERE r.task_id = :task_id;
 
 -- name: archived_event_rows
 -- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.

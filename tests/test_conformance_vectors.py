@@ -150,12 +150,10 @@ _TIMESTAMP_COLUMNS = {"created_at", "updated_at", "deadline", "lease_expires_at"
 
 
 def _digested_columns(columns: dict[str, Any]) -> dict[str, Any]:
-    """The columns a state row's digest covers, as docs/conformance.md says: all but `seq`, a
+    """The columns a state row's digest covers, as docs/conformance.md says: every one, a
     timestamp's `.000Z` written as `Z`."""
     digested = {}
     for name, value in columns.items():
-        if name == "seq":
-            continue
         whole_second = isinstance(value, str) and value.endswith(".000Z")
         digested[name] = value[:-5] + "Z" if name in _TIMESTAMP_COLUMNS and whole_second else value
     return digested

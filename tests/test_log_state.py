@@ -80,6 +80,13 @@ def test_a_task_row_changed_behind_the_ledgers_back_is_named(tasks: Path) -> Non
     assert mismatches(tasks) == {("tasks", "t-1")}
 
 
+def test_a_claim_order_swapped_behind_the_ledgers_back_is_named(tasks: Path) -> None:
+    """`seq` decides which of two equal-priority tasks a claim takes first: swapping it is a
+    change of state like any other, though the seals predate nothing here."""
+    sqlite_shell(tasks, "UPDATE tasks SET seq = seq + 1000 WHERE task_id = 't-1'")
+    assert mismatches(tasks) == {("tasks", "t-1")}
+
+
 def test_a_task_row_deleted_is_named(tasks: Path) -> None:
     sqlite_shell(tasks, "DELETE FROM tasks WHERE task_id = 't-2'")
     assert mismatches(tasks) == {("tasks", "t-2")}

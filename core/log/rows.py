@@ -17,10 +17,11 @@ sealed `BINDING_REGISTERED` event records their `binding_sha256` only.
 A row's digest is derived from its record's fields (all of them, in whatever number the record
 has), so a column added to a table and its record is covered without another change here.
 
-A task's `seq` (its place in creation order, migration 0008) is not digested
-(`UNDIGESTED_COLUMNS`): the v2 seals written before the column existed must still prove their
-rows, and the creation order is the order of the tasks' `TASK_CREATED` events, which the log
-seals already.
+A task's `seq` (its place in creation order, migration 0008) is digested like every column, so
+that a claim order changed behind the ledger's back is reported. The v2 seals written before
+the column existed were taken without it (`LATER_COLUMNS`): `state.sealed_digest` holds such a
+seal against the row's digest without those columns, which proves the rest of the row (as a
+v1 seal proves nothing of it); the row's next transition seals it whole.
 
 A seal covers a moment, not its spelling: a timestamp column (`TIMESTAMP_COLUMNS`) whose text
 is a whole second in the ledger's millisecond form (`…:05.000Z`) digests as the older
@@ -58,7 +59,7 @@ STATE_TABLES: tuple[str, ...] = (
 TIMESTAMP_COLUMNS = frozenset(
     {"created_at", "updated_at", "deadline", "lease_expires_at", "not_before"}
 )
-UNDIGESTED_COLUMNS = frozenset({"seq"})
+LATER_COLUMNS = frozenset({"seq"})
 _WHOLE_SECOND_FRACTION = ".000Z"
 _MILLISECOND_TEXT_WIDTH = 24  # `YYYY-MM-DDTHH:MM:SS.mmmZ`
 
@@ -75,7 +76,9 @@ class RowImage:
         return {"table": self.table, "key": self.key, "digest": self.digest}
 
 
-def row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | None:
+def row_digest(
+    table: str, key: str, columns: Mapping[str, object], *, without: frozenset[str] = frozenset()
+) -> str | None:
     """`digest_json(ROW_SCHEMA, {table, key, columns})` over every column of the row, or None
     when a stored value is one no plan writes (a blob, a NaN): such a row matches no seal.
 
@@ -84,10 +87,10 @@ def row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | Non
     of walking it as an untrusted value, which was most of `verify`'s time over the state.
     Any other row takes the checked path; both give the same digest (tests hold them equal)."""
     if type(table) is not str or type(key) is not str:
-        return _checked_row_digest(table, key, columns)
+        return _checked_row_digest(table, key, columns, without)
     values = tuple(columns.values())
     parts = []
-    for prefix, index, is_timestamp in _layout(tuple(columns)):
+    for prefix, index, is_timestamp in _layout(tuple(columns), without):
         value = values[index]
         if isinstance(value, str):  # a status is a StrEnum member: its text, as json writes it
             if is_timestamp:
@@ -98,7 +101,7 @@ def row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | Non
         elif type(value) is int:
             parts.append(prefix + int.__repr__(value))
         else:
-            return _checked_row_digest(table, key, columns)
+            return _checked_row_digest(table, key, columns, without)
     document = '{"columns":{' + ",".join(parts) + '},"key":' + _ascii(key)
     document += ',"table":' + _ascii(table) + "}"
     return digest_bytes(ROW_SCHEMA, document.encode("ascii"))
@@ -113,24 +116,26 @@ def digest_spelling(text: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def _layout(names: tuple[str, ...]) -> tuple[tuple[str, int, bool], ...]:
+def _layout(names: tuple[str, ...], without: frozenset[str]) -> tuple[tuple[str, int, bool], ...]:
     """Each column's `"name":` text, its place among the row's values and whether it holds a
     timestamp, in key order (a table's rows all have the same columns, so this is worked out
     once per table)."""
     return tuple(
         (_ascii(name) + ":", names.index(name), name in TIMESTAMP_COLUMNS)
         for name in sorted(names)
-        if name not in UNDIGESTED_COLUMNS
+        if name not in without
     )
 
 
-def _checked_row_digest(table: str, key: str, columns: Mapping[str, object]) -> str | None:
+def _checked_row_digest(
+    table: str, key: str, columns: Mapping[str, object], without: frozenset[str]
+) -> str | None:
     spelled = {
         name: digest_spelling(value)
         if name in TIMESTAMP_COLUMNS and isinstance(value, str)
         else value
         for name, value in columns.items()
-        if name not in UNDIGESTED_COLUMNS
+        if name not in without
     }
     document: JsonObject = {"table": table, "key": key, "columns": cast(JsonObject, spelled)}
     try:

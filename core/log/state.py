@@ -14,6 +14,7 @@ from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
+    LATER_COLUMNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
     TASKS,
@@ -33,9 +34,18 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
 assert tuple(STATE_RECORDS) == STATE_TABLES
 
 
-def stored_row_state(table: str, row: Mapping[str, Any]) -> tuple[str, str | None]:
-    """The key and digest of a stored row of `table` (None: it holds what no plan writes)."""
+def stored_row_state(
+    table: str, row: Mapping[str, Any], sealed_digest: str | None = None
+) -> tuple[str, str | None]:
+    """The key and digest of a stored row of `table` (None: it holds what no plan writes), to
+    hold against `sealed_digest`, the digest its last seal took: over every column, or, for a
+    seal taken before the `LATER_COLUMNS` existed, over the others (the digest that matches
+    it, when one does)."""
     record, key_column = STATE_RECORDS[table]
-    key = row[key_column]
+    key = str(row[key_column])
     columns = {name: row[name] for name in record_columns(record)}
-    return str(key), row_digest(table, str(key), columns)
+    digest = row_digest(table, key, columns)
+    if digest == sealed_digest or sealed_digest is None or LATER_COLUMNS.isdisjoint(columns):
+        return key, digest
+    earlier = row_digest(table, key, columns, without=LATER_COLUMNS)
+    return key, earlier if earlier == sealed_digest else digest

@@ -201,7 +201,14 @@ def _write_archive(
         for table, statement in TASK_STATE_STATEMENTS.items():
             with db.cursor_rows(statement, {"task_id": candidate.task_id}) as rows:
                 for row in rows:
-                    out.write(json_line(state_line(table, *stored_row_state(table, row))) + "\n")
+                    out.write(
+                        json_line(
+                            state_line(
+                                table, *stored_row_state(table, row, row["sealed_row_digest"])
+                            )
+                        )
+                        + "\n"
+                    )
     out.write(json_line(export_trailer(head)) + "\n")
     counter.close()
 

@@ -101,7 +101,8 @@ def export_log(
             for table, state_statement in STATE_STATEMENTS.items():
                 with db.cursor_rows(state_statement) as state_rows:
                     for row in state_rows:
-                        line = export_state_line(table, *stored_row_state(table, row))
+                        sealed = row["sealed_row_digest"]
+                        line = export_state_line(table, *stored_row_state(table, row, sealed))
                         out.write(json_line(line) + "\n")
                         state_lines += 1
         out.write(json_line(export_trailer(head)) + "\n")

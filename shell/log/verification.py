@@ -276,13 +276,13 @@ def _check_state(conn: apsw.Connection, db: Database, verifier: LogVerifier) -> 
     for table, statement in STATE_STATEMENTS.items():
         with db.cursor_rows(statement) as rows:
             for row in rows:
-                key, digest = stored_row_state(table, row)
                 sealed_event_id = row["sealed_event_id"]
                 sealed = (
                     None
                     if sealed_event_id is None
                     else (int(sealed_event_id), str(row["sealed_row_digest"]))
                 )
+                key, digest = stored_row_state(table, row, None if sealed is None else sealed[1])
                 history = row["sealed_history"]
                 verifier.check_row(
                     table,
