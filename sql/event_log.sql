@@ -53,8 +53,13 @@ LEFT JOIN event_seal_rows AS s
                    WHERE row_table = 'auxiliary_runs' AND row_key = a.aux_id);
 
 -- name: state_rows_initial_projections
+-- A projection row, with the last sealed row of it; only a task whose projection was sealed
+-- under v1 (before migration 0006) may hold a row that no seal proves.
 SELECT p.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
-       NULL AS sealed_history
+       EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_id
+               WHERE e.task_id = p.task_id
+                 AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
+                 AND v.seal_version = 1) AS sealed_history
 FROM task_initial_execution_projections AS p
 LEFT JOIN event_seal_rows AS s
   ON s.row_table = 'task_initial_execution_projections' AND s.row_key = p.idempotency_key
@@ -64,7 +69,10 @@ LEFT JOIN event_seal_rows AS s
 
 -- name: state_rows_source_capture_recoveries
 SELECT p.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
-       NULL AS sealed_history
+       EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_id
+               WHERE e.task_id = p.task_id
+                 AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
+                 AND v.seal_version = 1) AS sealed_history
 FROM task_source_capture_projection_recoveries AS p
 LEFT JOIN event_seal_rows AS s
   ON s.row_table = 'task_source_capture_projection_recoveries' AND s.row_key = p.idempotency_key

@@ -207,6 +207,19 @@ def test_a_projection_row_tampered_with_is_named(projected: Path, statement: str
     assert mismatches(projected) == {("task_initial_execution_projections", "projection-legacy-1")}
 
 
+def test_a_projection_row_inserted_is_named(projected: Path) -> None:
+    """A recovery the owner never authorised, written beside the real projection."""
+    sqlite_shell(
+        projected,
+        "INSERT INTO task_source_capture_projection_recoveries SELECT 'forged-recovery', task_id, "
+        "job_id, request_sha256, execution_digest, response_json, created_at "
+        "FROM task_initial_execution_projections",
+    )
+    assert mismatches(projected) == {
+        ("task_source_capture_projection_recoveries", "forged-recovery")
+    }
+
+
 def test_rows_last_written_under_v1_seals_are_counted_not_called_tampered(tmp_path: Path) -> None:
     path = legacy_database(tmp_path / "ledger.db")
     with TaskLedger(path):
