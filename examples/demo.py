@@ -40,7 +40,7 @@ from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, reg
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.reviewer import review_submitted
-from aios_ledger.shell.work.worker import Worker, WorkerConfig
+from aios_ledger.shell.work.worker import TaskOutcome, Worker, WorkerConfig
 
 OWNER = "owner-demo-authorization"
 ADAPTER = "openclaw"
@@ -199,22 +199,8 @@ def part_two(path: Path, examples: Path) -> None:
     agent = f"{sys.executable} {examples / 'agent.py'}"
     reviewer = f"{sys.executable} {examples / 'reviewer.py'}"
     for round_number in (1, 2):
-        worker = Worker(
-            path,
-            WorkerConfig(
-                agent_id="demo-worker",
-                capabilities=(CAPABILITY,),
-                command=agent,
-                lease_seconds=30,
-                timeout=60,
-                until_empty=True,
-            ),
-        )
-        try:
-            worker.run()
-        finally:
-            worker.close()
-        submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in worker.outcomes)
+        outcomes = run_worker(path, agent, capabilities=(CAPABILITY,))
+        submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in outcomes)
         say(f"  Round {round_number}: the worker ran examples/agent.py -> {submitted}")
         reviews = review_submitted(path, reviewer)["reviews"]
         assert isinstance(reviews, list)
@@ -259,12 +245,15 @@ def part_three(path: Path) -> None:
             say(f"    {line}")
 
 
-def run_worker(path: Path, command: str) -> None:
+def run_worker(
+    path: Path, command: str, *, capabilities: tuple[str, ...] = ()
+) -> list[TaskOutcome]:
+    """One worker run of `command` over every task it can claim, until none is left."""
     worker = Worker(
         path,
         WorkerConfig(
             agent_id="demo-worker",
-            capabilities=(),
+            capabilities=capabilities,
             command=command,
             lease_seconds=30,
             timeout=60,
@@ -275,6 +264,7 @@ def run_worker(path: Path, command: str) -> None:
         worker.run()
     finally:
         worker.close()
+    return worker.outcomes
 
 
 def wait_for_backoff(ledger: TaskLedger) -> None:

@@ -4,7 +4,6 @@ through the library and the command line."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,10 +20,10 @@ from aios_ledger.core import (
 from aios_ledger.core.tasks.backoff import MAX_RETRY_SECONDS, retry_not_before
 from aios_ledger.core.tasks.status import status_report
 from aios_ledger.shell import TaskLedger
-from aios_ledger.shell.cli import main
 from hypothesis import given
 from hypothesis import strategies as st
 from legacy_fixtures import dump
+from test_tasks_cli import Cli
 from test_tasks_support import START, Clock, refusal
 
 
@@ -287,26 +286,6 @@ def test_status_counts_a_passed_lease_as_expired() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # history and the command line
-
-
-class Cli:
-    def __init__(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.db = str(tmp_path / "cli.sqlite3")
-        self.tmp_path = tmp_path
-        self.capsys = capsys
-        self.count = 0
-
-    def run(self, *argv: str, body: Any = None) -> tuple[int, Any, str]:
-        args = ["--db", self.db, *argv]
-        if body is not None:
-            self.count += 1
-            request = self.tmp_path / f"request-{self.count}.json"
-            request.write_text(json.dumps(body))
-            args += ["--json", str(request)]
-        code = main(args)
-        captured = self.capsys.readouterr()
-        output = json.loads(captured.out) if captured.out.strip() else None
-        return code, output, captured.err
 
 
 def test_retry_and_history_on_the_command_line(

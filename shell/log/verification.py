@@ -25,6 +25,7 @@ from aios_ledger.core import (
     SealRow,
     VerificationReport,
 )
+from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
@@ -39,6 +40,7 @@ from aios_ledger.core.log.verification import (
     Finding,
     head_of_rows,
 )
+from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.statements import sql
 
@@ -67,34 +69,19 @@ class ProgressCounter:
             self._hook(self._done, self._total)
 
 
+# What each walk's statement selects: the row records' columns (an event joined to its seal,
+# renamed `seal_event_id`, and to its chain predecessor), checked on every walk.
+_SEAL_COLUMNS = record_columns(SealRow)
 VERIFY_COLUMNS = (
-    "event_id",
-    "task_id",
-    "agent_id",
-    "event_type",
-    "payload_json",
-    "created_at",
+    *record_columns(EventRow),
     "seal_event_id",
-    "chain",
-    "chain_seq",
-    "prev_seal",
-    "seal",
-    "sealed_at_adoption",
-    "seal_version",
+    *_SEAL_COLUMNS[1:],
     "pred_event_id",
     "pred_chain_seq",
     "pred_seal",
 )
-ORPHAN_COLUMNS = (
-    "event_id",
-    "chain",
-    "chain_seq",
-    "prev_seal",
-    "seal",
-    "sealed_at_adoption",
-    "seal_version",
-)
-SEALED_ROW_COLUMNS = ("event_id", "position", "row_table", "row_key", "row_digest")
+ORPHAN_COLUMNS = _SEAL_COLUMNS
+SEALED_ROW_COLUMNS = record_columns(SealedRow)
 ARCHIVED_COLUMNS = ("event_id", "archive_event_id", "chain", "seal")
 Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
 # Each state table and the statement that reads its rows beside their last sealed row.
