@@ -47,3 +47,15 @@ PRAGMA journal_size_limit = 4194304;
 -- 16 MiB holds the 4000 frames of 4 KiB pages, so only a log that a reader let grow beyond
 -- them is cut back.
 PRAGMA journal_size_limit = 16777216;
+
+-- name: savepoint_work!
+-- Group commit (shell/db/group_commit.py): each work of a batch runs inside this savepoint, so
+-- that a refused one rolls back alone. One name serves: the works of a batch run one at a time.
+SAVEPOINT work;
+
+-- name: release_work!
+RELEASE SAVEPOINT work;
+
+-- name: rollback_to_work!
+-- Undo the work's writes; the savepoint stays open until `release_work`.
+ROLLBACK TO SAVEPOINT work;

@@ -19,7 +19,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import apsw
 from aios_ledger.core import LedgerError
@@ -37,6 +37,9 @@ from aios_ledger.shell.db.run import (
     stream_records,
 )
 from aios_ledger.shell.db.statements import statement_texts
+
+if TYPE_CHECKING:
+    from aios_ledger.shell.db.group_commit import GroupCommit
 
 __all__ = [
     "DEFAULT_PATH_ENV",
@@ -169,6 +172,8 @@ class Database:
         self.path = resolve_path(path)
         self.busy_retries = 0  # transactions retried after SQLITE_BUSY (observability only)
         self.checkpoints: CheckpointRounds | None = None
+        self.group_commit: GroupCommit | None = None  # see start_group_commit
+        self._vfs = vfs
         flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         if step is _SchemaStep.REQUIRE_CURRENT:
             # Nothing to open is not a ledger either, and no empty file is left behind.
@@ -225,12 +230,40 @@ class Database:
 
     def close(self) -> None:
         """Close; a failed final checkpoint is reported, but what was committed stays in the WAL."""
+        self.stop_group_commit()
         if self.checkpoints is not None:
             self.checkpoints.stop()
         try:
             self.conn.close()
         except apsw.Error as exc:
             raise storage_error(exc) from None
+
+    def start_group_commit(
+        self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
+    ) -> GroupCommit:
+        """From now on, writes from any thread share commits (`group_commit`); reads use a
+        connection per thread. Stopped by `stop_group_commit` or `close`."""
+        from aios_ledger.shell.db.group_commit import GroupCommit
+
+        if self.group_commit is None:
+            self.group_commit = GroupCommit(self, max_batch=max_batch, on_batch=on_batch)
+        return self.group_commit
+
+    def stop_group_commit(self) -> None:
+        """Drain and end group commit (writes arriving meanwhile are GROUP_COMMIT_STOPPED)."""
+        if self.group_commit is not None:
+            self.group_commit.stop()
+            self.group_commit = None
+
+    def open_reader(self) -> apsw.Connection:
+        """Another connection to the same file, for reads beside the writer."""
+        try:
+            conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE, vfs=self._vfs)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
+        except apsw.Error as exc:
+            raise storage_error(exc) from None
+        return conn
 
     def _close_quietly(self) -> None:
         if self.checkpoints is not None:
@@ -246,10 +279,14 @@ class Database:
 
     def write(self, work: Callable[[apsw.Connection], T]) -> T:
         """Run `work` inside `BEGIN IMMEDIATE`; commit, or roll back and raise a LedgerError."""
+        if self.group_commit is not None:
+            return self.group_commit.write(work)
         return self._transaction(_BEGIN_IMMEDIATE, work)
 
     def read(self, work: Callable[[apsw.Connection], T]) -> T:
         """Run `work` in one read transaction, so that every read sees the same snapshot."""
+        if self.group_commit is not None:
+            return self.group_commit.read(work)
         return self._transaction(_BEGIN_READ, work)
 
     def _transaction(self, begin: str, work: Callable[[apsw.Connection], T]) -> T:
@@ -291,7 +328,8 @@ class Database:
     @contextmanager
     def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
         """Stream rows of a read statement without holding them all in memory."""
-        cursor = run_statement(self.conn, name, params)
+        conn = self.conn if self.group_commit is None else self.group_commit.reader()
+        cursor = run_statement(conn, name, params)
         try:
             columns = [column[0] for column in cursor.get_description()]
         except apsw.ExecutionCompleteError:

@@ -1,0 +1,279 @@
+"""Group commit: many writers' works applied in one `BEGIN IMMEDIATE … COMMIT`.
+
+`Database.start_group_commit(max_batch=64, on_batch=None)` hands the Database's write
+connection to one writer thread. From then on `Database.write(work)`, called from any thread
+(the server's thread pool), queues `work` and waits; the writer takes what is queued (up to
+`max_batch` works) and runs it in ONE transaction, each work inside its own savepoint:
+
+    BEGIN IMMEDIATE
+      SAVEPOINT work; work 1; RELEASE SAVEPOINT work
+      SAVEPOINT work; work 2 raises -> ROLLBACK TO SAVEPOINT work; RELEASE SAVEPOINT work
+      ...
+    COMMIT
+
+so a refused request (its work raised a `LedgerError`) rolls back to its savepoint alone, with
+whatever it had written before it raised, and its neighbours commit. The works are the same
+closures the stores pass to `Database.write` without group commit: the plan path is unchanged,
+only several plans share a commit. A work reads what the works before it in the batch wrote (the
+same connection), exactly as if they had committed one by one in that order.
+
+Answers: no caller returns before the COMMIT that holds its work. A refused work's caller gets
+its own error (nothing of it was written). When COMMIT fails (or SQLite rolls the whole
+transaction back after an I/O error in a work), every caller of the batch gets that storage
+error as a `LedgerError`: nothing of the batch is written. A busy database (another process holds
+the write lock) is retried, whole batch, as `Database.write` retries a transaction.
+
+Reads while group commit is on use connections of their own, one per thread, opened on first use
+and closed by `stop()`; they never see the writer's open transaction. `on_batch(size)` is called
+on the writer thread after each commit (metrics); `stats()` answers batches and works so far.
+`Database.stop_group_commit()` (and `Database.close()`) drains the queue, stops the writer and
+closes the read connections; the Database then writes on the caller's thread again.
+
+A `:memory:` database cannot be shared between connections: group commit on one is refused with
+`GROUP_COMMIT_UNAVAILABLE`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+
+import apsw
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.db.run import execute
+
+if TYPE_CHECKING:
+    from aios_ledger.shell.db.connection import Database
+
+T = TypeVar("T")
+Work = Callable[[apsw.Connection], Any]
+
+MAX_BATCH_LIMIT = 10_000
+_BUSY = (apsw.BusyError, apsw.LockedError)
+
+
+class GroupCommitStats(TypedDict):
+    batches: int
+    works: int
+    largest_batch: int
+
+
+class _Entry:
+    __slots__ = ("future", "work")
+
+    def __init__(self, work: Work) -> None:
+        self.work = work
+        self.future: Future[Any] = Future()
+
+
+class _Stop:
+    """The queue's last item: the writer drains what came before it, then ends."""
+
+
+class _Outcome:
+    __slots__ = ("error", "value")
+
+    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
+        self.value = value
+        self.error = error
+
+
+class _WholeBatchLost(Exception):
+    """SQLite rolled the whole transaction back under a work (an I/O error, a full disk)."""
+
+    def __init__(self, cause: apsw.Error) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class GroupCommit:
+    """The writer thread and the per-thread read connections of one Database."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        max_batch: int = 64,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int):
+            raise LedgerError("MAX_BATCH_INVALID", "max_batch must be an integer")
+        if not 1 <= max_batch <= MAX_BATCH_LIMIT:
+            raise LedgerError("MAX_BATCH_INVALID", f"max_batch must be 1..{MAX_BATCH_LIMIT}")
+        if database.path == ":memory:":
+            raise LedgerError(
+                "GROUP_COMMIT_UNAVAILABLE", "an in-memory database has one connection only"
+            )
+        self._db = database
+        self._max_batch = max_batch
+        self._on_batch = on_batch
+        self._queue: queue.SimpleQueue[_Entry | _Stop] = queue.SimpleQueue()
+        self._local = threading.local()
+        self._readers: list[apsw.Connection] = []
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._stats: GroupCommitStats = {"batches": 0, "works": 0, "largest_batch": 0}
+        self._thread = threading.Thread(target=self._run, name="ledger-group-commit", daemon=True)
+        self._thread.start()
+
+    # -- callers --------------------------------------------------------------------------
+
+    def write(self, work: Callable[[apsw.Connection], T]) -> T:
+        """Queue `work` and wait for the commit that holds it (or for its own error)."""
+        if threading.current_thread() is self._thread:
+            raise LedgerError("GROUP_COMMIT_REENTERED", "a work may not write again from inside")
+        entry = _Entry(work)
+        with self._lock:
+            if self._stopped:
+                raise LedgerError("GROUP_COMMIT_STOPPED", "the database is closing")
+            self._queue.put(entry)
+        result: T = entry.future.result()
+        return result
+
+    def read(self, work: Callable[[apsw.Connection], T]) -> T:
+        """Run `work` in one read transaction on this thread's own connection."""
+        conn = self.reader()
+        return self._db._with_busy_retry(_read_once, conn, work)
+
+    def reader(self) -> apsw.Connection:
+        """This thread's read connection, opened on first use."""
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        with self._lock:
+            if self._stopped:
+                raise LedgerError("GROUP_COMMIT_STOPPED", "the database is closing")
+            conn = self._db.open_reader()
+            self._readers.append(conn)
+        self._local.conn = conn
+        return conn
+
+    def queued(self) -> int:
+        """How many works wait for the writer (approximate while callers come and go)."""
+        return self._queue.qsize()
+
+    def stats(self) -> GroupCommitStats:
+        with self._lock:
+            return GroupCommitStats(**self._stats)
+
+    def stop(self) -> None:
+        """Let the writer finish what is queued, end it, close the read connections."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._queue.put(_Stop())
+        self._thread.join()
+        with self._lock:
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
+
+    # -- the writer -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if isinstance(first, _Stop):
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self._max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(item, _Stop):
+                    stop = True
+                    break
+                batch.append(item)
+            self._commit(batch)
+            if stop:
+                return
+
+    def _commit(self, batch: list[_Entry]) -> None:
+        try:
+            outcomes = self._db._with_busy_retry(self._attempt, batch)
+        except LedgerError as exc:  # DATABASE_BUSY after the retries, or a storage error
+            for entry in batch:
+                entry.future.set_exception(exc)
+            return
+        except BaseException as exc:  # the writer must outlive anything a batch does
+            for entry in batch:
+                entry.future.set_exception(exc)
+            return
+        with self._lock:
+            self._stats["batches"] += 1
+            self._stats["works"] += len(batch)
+            self._stats["largest_batch"] = max(self._stats["largest_batch"], len(batch))
+        if self._on_batch is not None:
+            with contextlib.suppress(Exception):
+                self._on_batch(len(batch))
+        for entry, outcome in zip(batch, outcomes, strict=True):
+            if outcome.error is not None:
+                entry.future.set_exception(outcome.error)
+            else:
+                entry.future.set_result(outcome.value)
+
+    def _attempt(self, batch: list[_Entry]) -> list[_Outcome]:
+        """One try at the whole batch: BEGIN IMMEDIATE, each work in its savepoint, COMMIT.
+        A busy database propagates (the caller retries the batch); a storage error that lost
+        the transaction becomes a LedgerError for everyone."""
+        conn = self._db.conn
+        execute(conn, "begin_immediate")
+        try:
+            outcomes = [self._run_work(conn, entry.work) for entry in batch]
+            execute(conn, "commit")
+        except _WholeBatchLost as lost:
+            self._db._rollback()
+            raise lost.cause from None
+        except BaseException:
+            self._db._rollback()
+            raise
+        return outcomes
+
+    @staticmethod
+    def _run_work(conn: apsw.Connection, work: Work) -> _Outcome:
+        execute(conn, "savepoint_work")
+        try:
+            value = work(conn)
+        except _BUSY:
+            raise  # the batch is retried whole
+        except BaseException as exc:
+            if not conn.in_transaction:
+                # SQLite rolled back the whole transaction (I/O error, full disk): the works
+                # before this one are gone too.
+                cause = exc if isinstance(exc, apsw.Error) else apsw.Error(str(exc))
+                raise _WholeBatchLost(cause) from None
+            execute(conn, "rollback_to_work")
+            execute(conn, "release_work")
+            return _Outcome(error=_as_caller_error(exc))
+        execute(conn, "release_work")
+        return _Outcome(value=value)
+
+
+def _as_caller_error(exc: BaseException) -> BaseException:
+    """What the work's caller sees: `Database.write` turns an apsw error into a LedgerError."""
+    if isinstance(exc, apsw.Error):
+        from aios_ledger.shell.db.connection import storage_error
+
+        return storage_error(exc)
+    return exc
+
+
+def _read_once(conn: apsw.Connection, work: Callable[[apsw.Connection], T]) -> T:
+    execute(conn, "begin_read")
+    try:
+        result = work(conn)
+        execute(conn, "commit")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(apsw.Error):
+                execute(conn, "rollback")
+        raise
+    return result
