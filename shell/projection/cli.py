@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -27,6 +28,8 @@ from aios_ledger.shell.db.migrator import migrate_database, migration_status
 from aios_ledger.shell.db.schema_dump import schema_sql
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.remote.bindings import HttpBindingResolver
+from aios_ledger.shell.remote.credentials import API_URL_ENV
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -98,7 +101,13 @@ def _binding_put(args: argparse.Namespace) -> Any:
 def _project(args: argparse.Namespace) -> Any:
     raw = read_json_argument(args.request)
     path, migrate = database_path(args), migrate_on_open(args)
-    resolver = RegisteredBindingResolver(path, migrate=migrate)
+    resolver: RegisteredBindingResolver | HttpBindingResolver
+    api_url = os.environ.get(API_URL_ENV)
+    if api_url:
+        # The unit's loop: the binding comes from the governed write API, with its credential.
+        resolver = HttpBindingResolver(api_url)
+    else:
+        resolver = RegisteredBindingResolver(path, migrate=migrate)
     store = InitialExecutionProjectionStore(path, resolver, migrate=migrate)
     try:
         request: InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest

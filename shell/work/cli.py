@@ -10,6 +10,7 @@ from aios_ledger.core.config import ReviewSettings, WorkerSettings
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.shell.cli_support import (
     EXIT_REFUSED,
+    UsageError,
     database_path,
     emit,
     json_flag,
@@ -23,6 +24,8 @@ from aios_ledger.shell.cli_support import (
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.console import Shown, status_view
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
+from aios_ledger.shell.remote.client import LedgerClient
+from aios_ledger.shell.remote.credentials import read_token_file
 from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
@@ -69,6 +72,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="exit when no task is left to claim instead of polling",
     )
+    api_options(worker)
 
     review = commands.add_parser("review", help="judge submitted tasks with an auxiliary run")
     review.set_defaults(handler=_review, default_log_level="INFO")
@@ -87,6 +91,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="reviews of one task attempt that may fail before the task is left SUBMITTED "
         "for a person (each round runs at most one review per task)",
     )
+    api_options(review)
 
     status = commands.add_parser(
         "status", help="counts by status, oldest queued task, leases about to expire, last events"
@@ -111,12 +116,16 @@ def _worker(args: argparse.Namespace) -> Any:
         grace=settings.grace,
         concurrency=settings.concurrency,
     )
-    worker = Worker(
-        database_path(args),
-        config,
-        migrate=migrate_on_open(args),
-        synchronous=synchronous(args),
-    )
+    client = api_client(args)
+    if client is not None:
+        worker = Worker.over(client, client, config, close=client.close)
+    else:
+        worker = Worker(
+            database_path(args),
+            config,
+            migrate=migrate_on_open(args),
+            synchronous=synchronous(args),
+        )
     worker.install_signal_handlers()
     try:
         code = worker.run()
@@ -130,6 +139,30 @@ def _worker(args: argparse.Namespace) -> Any:
         ],
         "exit": code,
     }
+
+
+def api_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api",
+        metavar="URL",
+        help="work through the governed write API at URL (aios-ledger serve) instead of --db",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --api: the file holding this agent's API token (aios-ledger token issue)",
+    )
+
+
+def api_client(args: argparse.Namespace) -> LedgerClient | None:
+    """The client of `--api URL --token-file FILE`, or None without --api."""
+    if args.api is None:
+        if args.token_file is not None:
+            raise UsageError("USAGE_INVALID", "--token-file goes with --api")
+        return None
+    if args.token_file is None:
+        raise UsageError("USAGE_INVALID", "--api needs --token-file FILE")
+    return LedgerClient(args.api, read_token_file(args.token_file))
 
 
 def _review(args: argparse.Namespace) -> int:

@@ -12,6 +12,11 @@ and heartbeats. Each command runs under a guard (`guard.py`) in a process group 
 worker stops a command by signalling the group, and a worker that dies, even by SIGKILL, takes
 its commands with it. A stop (SIGINT/SIGTERM) ends claiming; every running command gets the
 grace period to finish, then its group is killed and its task released, QUEUED again at once.
+
+One worker over either backend: `Worker(path, config)` works on a ledger file (a TaskLedger and
+a RunStore, whose one connection each the execution threads share one call at a time);
+`Worker.over(ledger, runs, config)` works over anything that has their calls (`WorkLedger`,
+`WorkRuns`): `LedgerClient` for `aios-ledger worker --api URL`, whose calls run side by side.
 """
 
 from __future__ import annotations
@@ -26,12 +31,20 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
-from typing import IO, Any, Literal, ParamSpec, TypeVar
+from collections.abc import Callable, Sequence
+from typing import IO, Any, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
-from aios_ledger.core import ClaimAnswer, LedgerError
+from aios_ledger.core import (
+    ClaimAnswer,
+    HeartbeatAnswer,
+    LedgerError,
+    RunEventRow,
+    RunRow,
+    SubmitAnswer,
+)
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.work import (
     STDERR_TAIL_LINES,
     FailureEvidence,
@@ -60,6 +73,32 @@ P = ParamSpec("P")
 T = TypeVar("T")
 # Why the worker ended a command before it exited by itself.
 Ending = tuple[Literal["timeout", "lease-lost", "stopped"], str]
+
+
+class WorkLedger(Protocol):
+    """The ledger calls a worker makes: TaskLedger's, and LedgerClient's over HTTP."""
+
+    def claim_many(
+        self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
+    ) -> list[ClaimAnswer]: ...
+
+    def heartbeat(
+        self, task_id: str, *, lease_token: str, lease_seconds: int
+    ) -> HeartbeatAnswer: ...
+
+    def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer: ...
+
+    def submit_result(
+        self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
+    ) -> SubmitAnswer: ...
+
+
+class WorkRuns(Protocol):
+    """The run writes a worker makes (its evidence): RunStore's, and LedgerClient's."""
+
+    def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRow: ...
+
+    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRow: ...
 
 
 @attrs.frozen
@@ -97,19 +136,50 @@ class Worker:
         migrate: bool = True,
         synchronous: str = "FULL",
     ) -> None:
-        self.config = config
-        self.ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
-        self.runs = RunStore(path, migrate=migrate)
+        ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
+        runs = RunStore(path, migrate=migrate)
         # The executions' threads share these two connections, one call at a time.
-        self._serial = threading.Lock()
+        self._attach(config, ledger, runs, closers=(ledger.close, runs.close), serial=True)
+
+    @classmethod
+    def over(
+        cls,
+        ledger: WorkLedger,
+        runs: WorkRuns,
+        config: WorkerConfig,
+        *,
+        close: Callable[[], None] | None = None,
+    ) -> Worker:
+        """A worker over another backend (a `LedgerClient` serves as both); its calls are not
+        serialised (the backend takes concurrent calls). `close` runs on `Worker.close`."""
+        worker = cls.__new__(cls)
+        worker._attach(config, ledger, runs, closers=() if close is None else (close,))
+        return worker
+
+    def _attach(
+        self,
+        config: WorkerConfig,
+        ledger: WorkLedger,
+        runs: WorkRuns,
+        *,
+        closers: tuple[Callable[[], None], ...],
+        serial: bool = False,
+    ) -> None:
+        self.config = config
+        self.ledger = ledger
+        self.runs = runs
+        self._closers = closers
+        self._serial: threading.Lock | contextlib.nullcontext[None] = (
+            threading.Lock() if serial else contextlib.nullcontext()
+        )
         self._stopping = False
         self._slot_freed = threading.Event()
         self._crash: BaseException | None = None
         self.outcomes: list[TaskOutcome] = []
 
     def close(self) -> None:
-        self.ledger.close()
-        self.runs.close()
+        for close in self._closers:
+            close()
 
     def log(self, message: str, *, level: int = logging.INFO, **fields: object) -> None:
         """A record of the `aios_ledger.worker` logger; `fields` go along as structured extras
@@ -135,7 +205,8 @@ class Worker:
         signal.signal(signal.SIGINT, stop)
 
     def serialised(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """`call` on the worker's connections, never at the same time as another thread's."""
+        """`call` on the worker's backend; on a ledger file, never at the same time as
+        another thread's call."""
         with self._serial:
             return call(*args, **kwargs)
 

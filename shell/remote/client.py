@@ -1,0 +1,498 @@
+"""`LedgerClient`: the ledger over its HTTP API (`aios-ledger serve`), with TaskLedger's answers.
+
+`LedgerClient(url, token)` has the method names, arguments and answers of `TaskLedger` (and the
+two `RunStore` writes a worker makes, plus its reads), and raises the same `LedgerError` codes:
+the server answers a refusal as RFC 9457 problem+json carrying the ledger's `code` and `detail`,
+and the client raises `LedgerError(code, detail)` from it (with `.field` when the problem names
+one). Answers are the server's JSON, which is the in-process answer's JSON, so they compare
+equal to TaskLedger's.
+
+Retries. A call that did not get an answer because of the network (connection refused or reset,
+a timeout, a server that died mid-answer) is sent again, at most `retries` times, after a
+jittered, doubling backoff (`backoff` seconds at first, at most `backoff_max`). Which calls may
+be sent again after the request may have reached the server:
+
+- writes with an idempotency key: create_task(s), submit_result, verify, cancel, retry; the
+  server answers a repeat with the first answer;
+- `claim`: the client ALWAYS sends a key, drawing `claim:<random>` and a lease token when the
+  caller gave none, and sends the same key and token on every retry of that call, so a claim
+  whose answer was lost is answered again with the same task and lease (never a second task);
+- `create_run`: idempotent by run id; the client draws the run id when none is given;
+- heartbeat: idempotent in effect: a repeat extends the same lease again to now+lease_seconds
+  (it may leave a second `TASK_HEARTBEAT` event);
+- release: a repeat of a release that had landed is refused as the lease is gone
+  (`LEASE_INVALID` / `INVALID_TRANSITION`): the task is back in the queue either way, which is
+  what the caller asked, and the worker treats those codes as "not ours any more";
+- reads.
+
+`claim_many` and `append_event` carry no key: they are sent again only when the connection was
+never made (the request cannot have reached the server). A `503` problem (DATABASE_BUSY, a
+storage error) is retried like a lost connection for the calls above. After the last try the
+call raises `LedgerError("API_UNAVAILABLE", ...)`; an answer that is not the API's (not JSON,
+or a status the contract does not give) is `API_PROTOCOL_ERROR`.
+
+The token is sent as `Authorization: Bearer …` and never appears in an error or a log line.
+`claim` takes `agent_id` for TaskLedger's signature; the server records the token's name as the
+agent, and the client refuses an `agent_id` other than `agent_name` when one was given.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, cast
+
+import httpx
+from aios_ledger.core import (
+    CancelAnswer,
+    ClaimAnswer,
+    CreateAnswer,
+    EventView,
+    HeartbeatAnswer,
+    HistoryEntry,
+    LedgerError,
+    RetryAnswer,
+    RunEventRow,
+    RunRow,
+    SubmitAnswer,
+    TaskView,
+    VerifyAnswer,
+)
+from aios_ledger.core.jsonvalue import dumps_canonical
+from aios_ledger.core.tasks.answers import ReleaseAnswer
+
+T = TypeVar("T")
+Retry = Literal["always", "connect"]
+
+DEFAULT_RETRIES = 5
+DEFAULT_TIMEOUT = 30.0
+MAX_WAIT_SECONDS = 60
+# The long poll holds the answer up to `wait_seconds`: the read timeout must outlast it.
+LONG_POLL_MARGIN = 15.0
+PROBLEM_TYPE = "application/problem+json"
+_RETRIED_STATUS = frozenset({502, 503, 504})
+
+
+def new_claim_key() -> str:
+    return "claim:" + secrets.token_urlsafe(18)
+
+
+def new_lease_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def new_run_id() -> str:
+    return "run-" + secrets.token_hex(16)
+
+
+def api_path(*parts: object) -> str:
+    """`/v1/` and the parts, each quoted whole (an id holding `/` stays one segment); a part
+    that is not non-empty text is refused here, as the ledger refuses such an id."""
+    for part in parts:
+        if not isinstance(part, str) or not part:
+            raise LedgerError("FIELDS_INVALID", f"an id must be non-empty text, not {part!r}"[:200])
+    return "/v1/" + "/".join(urllib.parse.quote(str(part), safe="") for part in parts)
+
+
+def _encoded(body: object) -> bytes:
+    """The request body as JSON; a value JSON cannot hold is refused as TaskLedger refuses it."""
+    try:
+        return json.dumps(body, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise LedgerError("FIELDS_INVALID", f"not a JSON value: {exc}") from None
+
+
+def problem_error(response: httpx.Response) -> LedgerError:
+    """A problem+json answer as the LedgerError it carries."""
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = None
+    code = problem.get("code") if isinstance(problem, dict) else None
+    if not isinstance(code, str):
+        return LedgerError(
+            "API_PROTOCOL_ERROR", f"HTTP {response.status_code} without a problem document"
+        )
+    detail = problem.get("detail")
+    try:
+        error = LedgerError(code, detail if isinstance(detail, str) else "")
+    except ValueError:
+        return LedgerError("API_PROTOCOL_ERROR", f"HTTP {response.status_code}: bad code")
+    field = problem.get("field")
+    if isinstance(field, str):
+        error.field = field  # type: ignore[attr-defined]
+    return error
+
+
+class LedgerClient:
+    """TaskLedger's calls, and a worker's run writes, over the HTTP API (see the module)."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        agent_name: str | None = None,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = 0.05,
+        backoff_max: float = 2.0,
+        timeout: float = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not isinstance(token, str) or not token or token != token.strip():
+            raise LedgerError("TOKEN_INVALID", "the token is empty or has surrounding space")
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise LedgerError("API_URL_INVALID", f"{url[:200]!r} is not an http(s) URL")
+        self.url = url.rstrip("/")
+        self.agent_name = agent_name
+        self._retries = retries
+        self._backoff = backoff
+        self._backoff_max = backoff_max
+        self._timeout = timeout
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> LedgerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:  # never the token
+        return f"LedgerClient({self.url!r})"
+
+    # -- the wire -------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: object = None,
+        params: Mapping[str, object] | None = None,
+        retry: Retry = "always",
+        timeout: float | None = None,
+        expect: Iterable[int] = (200,),
+    ) -> httpx.Response:
+        content = None if body is None else _encoded(body)
+        headers = {"Content-Type": "application/json"} if content is not None else {}
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        expected = frozenset(expect)
+        last = "no attempt"
+        for attempt in range(self._retries + 1):
+            if attempt:
+                self._sleep(attempt)
+            try:
+                response = self._http.request(
+                    method,
+                    path,
+                    content=content,
+                    headers=headers,
+                    params=cast(Any, query),
+                    timeout=self._timeout if timeout is None else timeout,
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue  # never reached the server: always safe to send again
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                if retry == "always":
+                    continue
+                raise LedgerError(
+                    "API_UNAVAILABLE", f"{method} {path}: the answer was lost ({last})"
+                ) from None
+            if response.status_code in expected:
+                return response
+            if response.status_code in _RETRIED_STATUS and retry == "always":
+                last = str(problem_error(response))
+                continue
+            raise problem_error(response)
+        raise LedgerError(
+            "API_UNAVAILABLE", f"{method} {path}: no answer after {self._retries + 1} tries: {last}"
+        )
+
+    def _sleep(self, attempt: int) -> None:
+        delay = min(self._backoff_max, self._backoff * 2 ** (attempt - 1))
+        time.sleep(delay * random.uniform(0.5, 1.0))
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._call(method, path, **kwargs)
+        return _answer(response)
+
+    # -- TaskLedger -----------------------------------------------------------------------
+
+    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
+        body = {"idempotency_key": idempotency_key, "task": _plain(mapping)}
+        return cast(CreateAnswer, self._json("POST", api_path("tasks"), body=body, expect=(201,)))
+
+    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
+        body = _pairs(items)
+        answer = self._json("POST", api_path("tasks"), body=body, expect=(201,))
+        return cast(list[CreateAnswer], answer)
+
+    def claim(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        task_id: str | None = None,
+        idempotency_key: str | None = None,
+        lease_token: str | None = None,
+        wait_seconds: int = 0,
+    ) -> ClaimAnswer | None:
+        """TaskLedger.claim; `wait_seconds` (0 to 60) long-polls for a task. The claim always
+        carries an idempotency key (drawn here with a lease token when not given), so that
+        a retry after a lost answer gets the same claim."""
+        self._check_agent(agent_id)
+        if idempotency_key is None:
+            idempotency_key = new_claim_key()
+            lease_token = lease_token or new_lease_token()
+        elif lease_token is None:
+            lease_token = new_lease_token()
+        body: dict[str, object] = {
+            "capabilities": _plain(capabilities),
+            "lease_seconds": lease_seconds,
+            "idempotency_key": idempotency_key,
+            "lease_token": lease_token,
+        }
+        if task_id is not None:
+            body["task_id"] = task_id
+        if wait_seconds:
+            body["wait_seconds"] = wait_seconds
+        response = self._call(
+            "POST",
+            api_path("claims"),
+            body=body,
+            expect=(200, 204),
+            timeout=_poll_timeout(self._timeout, wait_seconds),
+        )
+        if response.status_code == 204:
+            return None
+        return cast(ClaimAnswer, _answer(response))
+
+    def claim_many(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        limit: int,
+        wait_seconds: int = 0,
+    ) -> list[ClaimAnswer]:
+        """TaskLedger.claim_many (not idempotent: sent again only when never sent)."""
+        self._check_agent(agent_id)
+        body: dict[str, object] = {
+            "capabilities": _plain(capabilities),
+            "lease_seconds": lease_seconds,
+            "limit": limit,
+        }
+        if wait_seconds:
+            body["wait_seconds"] = wait_seconds
+        response = self._call(
+            "POST",
+            api_path("claims"),
+            body=body,
+            expect=(200, 204),
+            retry="connect",
+            timeout=_poll_timeout(self._timeout, wait_seconds),
+        )
+        if response.status_code == 204:
+            return []
+        return cast(list[ClaimAnswer], _answer(response))
+
+    def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> HeartbeatAnswer:
+        body = {"lease_token": lease_token, "lease_seconds": lease_seconds}
+        answer = self._json("POST", api_path("tasks", task_id, "heartbeat"), body=body)
+        return cast(HeartbeatAnswer, answer)
+
+    def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
+        body = {"lease_token": lease_token, "reason": reason}
+        answer = self._json("POST", api_path("tasks", task_id, "release"), body=body)
+        return cast(ReleaseAnswer, answer)
+
+    def submit_result(
+        self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
+    ) -> SubmitAnswer:
+        body = {"lease_token": lease_token, "result": result, "idempotency_key": idempotency_key}
+        answer = self._json("POST", api_path("tasks", task_id, "result"), body=body)
+        return cast(SubmitAnswer, answer)
+
+    def verify(
+        self,
+        task_id: str,
+        *,
+        decision: str,
+        reason: str,
+        idempotency_key: str,
+        expected_result_digest: str | None = None,
+    ) -> VerifyAnswer:
+        body: dict[str, object] = {
+            "decision": decision,
+            "reason": reason,
+            "idempotency_key": idempotency_key,
+        }
+        if expected_result_digest is not None:
+            body["expected_result_digest"] = expected_result_digest
+        answer = self._json("POST", api_path("tasks", task_id, "verification"), body=body)
+        return cast(VerifyAnswer, answer)
+
+    def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> CancelAnswer:
+        body = {"reason": reason, "idempotency_key": idempotency_key}
+        answer = self._json("POST", api_path("tasks", task_id, "cancel"), body=body)
+        return cast(CancelAnswer, answer)
+
+    def retry(
+        self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
+    ) -> RetryAnswer:
+        body = {
+            "reason": reason,
+            "idempotency_key": idempotency_key,
+            "extra_attempts": extra_attempts,
+        }
+        answer = self._json("POST", api_path("tasks", task_id, "retry"), body=body)
+        return cast(RetryAnswer, answer)
+
+    def get(self, task_id: str) -> TaskView:
+        return cast(TaskView, self._json("GET", api_path("tasks", task_id)))
+
+    def events(self, task_id: str) -> list[EventView]:
+        return cast(list[EventView], self._json("GET", api_path("tasks", task_id, "events")))
+
+    def history(self, task_id: str) -> list[HistoryEntry]:
+        answer = self._json("GET", api_path("tasks", task_id, "history"))
+        return cast(list[HistoryEntry], answer)
+
+    def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[TaskView]:
+        params = {"status": _query(status, "status"), "limit": _query(limit, "limit")}
+        return cast(list[TaskView], self._json("GET", api_path("tasks"), params=params))
+
+    # -- runs (RunStore) ------------------------------------------------------------------
+
+    def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRow:
+        """RunStore.create_run; idempotent by run id (drawn here when not given)."""
+        body = {
+            "session_id": session_id,
+            "prompt": prompt,
+            "run_id": new_run_id() if run_id is None else run_id,
+        }
+        answer = self._json("POST", api_path("runs"), body=body, expect=(200, 201))
+        return _record(RunRow.from_row, answer)
+
+    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRow:
+        """RunStore.append_event (no key: sent again only when never sent)."""
+        body = {"kind": kind, "payload": payload}
+        answer = self._json(
+            "POST",
+            api_path("runs", run_id, "events"),
+            body=body,
+            expect=(200, 201),
+            retry="connect",
+        )
+        return _run_event(run_id, answer)
+
+    def get_run(self, run_id: str) -> RunRow:
+        return _record(RunRow.from_row, self._json("GET", api_path("runs", run_id)))
+
+    def run_events(self, run_id: str, *, limit: int | None = None) -> tuple[RunEventRow, ...]:
+        params = {"limit": None if limit is None else _query(limit, "limit")}
+        answer = self._json("GET", api_path("runs", run_id, "events"), params=params)
+        if not isinstance(answer, list):
+            raise LedgerError("API_PROTOCOL_ERROR", "run events: not a list")
+        return tuple(_run_event(run_id, event) for event in answer)
+
+    # -- other reads ----------------------------------------------------------------------
+
+    def get_json(self, path: str, params: Mapping[str, object] | None = None) -> Any:
+        """Any read of the API (`/v1/status`, `/v1/log/head`, ...) as its JSON answer."""
+        if not path.startswith("/v1/"):
+            raise LedgerError("API_PATH_INVALID", "a path of the API starts with /v1/")
+        return self._json("GET", path, params=params)
+
+    def _check_agent(self, agent_id: str) -> None:
+        if self.agent_name is not None and agent_id != self.agent_name:
+            raise LedgerError(
+                "AGENT_MISMATCH",
+                f"this client acts as {self.agent_name!r} (its token's name), not {agent_id!r}",
+            )
+
+
+def _answer(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise LedgerError(
+            "API_PROTOCOL_ERROR", f"HTTP {response.status_code}: the answer is not JSON"
+        ) from None
+
+
+def _poll_timeout(timeout: float, wait_seconds: object) -> float:
+    if isinstance(wait_seconds, int) and not isinstance(wait_seconds, bool):
+        return max(timeout, min(wait_seconds, MAX_WAIT_SECONDS) + LONG_POLL_MARGIN)
+    return timeout
+
+
+def _query(value: object, name: str) -> object:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise LedgerError("FIELDS_INVALID", f"{name} must be text or an integer")
+
+
+def _plain(value: object) -> object:
+    """A Python sequence (a tuple, a generator) as the JSON array TaskLedger reads it as."""
+    if isinstance(value, list | str | bytes | Mapping) or value is None:
+        return value
+    try:
+        return list(cast(Iterable[object], value))
+    except TypeError:
+        return value
+
+
+def _pairs(items: object) -> object:
+    listed = _plain(items)
+    if not isinstance(listed, list):
+        return listed
+    body: list[object] = []
+    for item in listed:
+        pair = _plain(item)
+        if isinstance(pair, list) and len(pair) == 2:
+            body.append({"task": _plain(pair[0]), "idempotency_key": pair[1]})
+        else:
+            body.append(pair)
+    return body
+
+
+def _record(build: Callable[[Mapping[str, Any]], T], answer: object) -> T:
+    if not isinstance(answer, dict):
+        raise LedgerError("API_PROTOCOL_ERROR", "expected a JSON object")
+    try:
+        return build(answer)
+    except (LedgerError, TypeError, KeyError) as exc:
+        raise LedgerError("API_PROTOCOL_ERROR", f"unexpected answer: {exc}") from None
+
+
+def _run_event(run_id: str, answer: object) -> RunEventRow:
+    if not isinstance(answer, dict):
+        raise LedgerError("API_PROTOCOL_ERROR", "expected a run event object")
+    row = {
+        "run_id": answer.get("run_id", run_id),
+        "seq": answer.get("seq"),
+        "kind": answer.get("kind"),
+        "payload_json": answer.get("payload_json", dumps_canonical(answer.get("payload"))),
+        "created_at": answer.get("created_at"),
+    }
+    return _record(RunEventRow.from_row, row)
