@@ -1,5 +1,6 @@
-"""The systemd units: the projection's (unprivileged, owner-credential bound) and the worker's
-(one instance per agent, stopped so that its tasks are released); both hardened and valid."""
+"""The systemd units: the projection's (unprivileged, owner-credential bound), the worker's
+(one instance per agent, stopped so that its tasks are released) and the API server's (the
+projection's user, loopback only); all hardened and valid."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from aios_ledger.shell.work.worker import KILL_WAIT_SECONDS
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "deploy/systemd/aios-agent-task-initial-execution-projection.service"
 WORKER_UNIT = ROOT / "deploy/systemd/aios-ledger-worker@.service"
-UNITS = [UNIT, WORKER_UNIT]
+API_UNIT = ROOT / "deploy/systemd/aios-ledger-api.service"
+UNITS = [UNIT, WORKER_UNIT, API_UNIT]
 HAS_SYSTEMD = shutil.which("systemd-analyze") is not None
 needs_systemd = pytest.mark.skipif(not HAS_SYSTEMD, reason="systemd-analyze is not installed")
 
@@ -89,6 +91,25 @@ def test_worker_unit_stops_the_worker_first_so_that_it_releases_its_tasks() -> N
     (timeout,) = unit["TimeoutStopSec"]
     assert timeout.endswith("s")
     assert float(timeout[:-1]) >= WorkerSettings().grace + 2 * KILL_WAIT_SECONDS + 5
+
+
+def test_api_unit_serves_the_projections_ledger_on_loopback_only() -> None:
+    unit, projection = settings(API_UNIT), settings(UNIT)
+    assert unit["User"] == projection["User"] == ["aios-agent-task"]
+    assert unit["Group"] == projection["Group"]
+    (command,) = unit["ExecStart"]
+    assert re.fullmatch(r"/usr/bin/env aios-ledger .*serve --listen 127\.0\.0\.1:18892", command)
+    # The address the projection unit's HTTP resolver uses, and the ledger it projects into.
+    assert "AIOS_GOVERNED_WRITE_API_URL=http://127.0.0.1:18892" in projection["Environment"]
+    database = [e for e in unit["Environment"] if e.startswith("AIOS_LEDGER_DB=")]
+    assert database == [e for e in projection["Environment"] if e.startswith("AIOS_LEDGER_DB=")]
+    assert unit["ReadWritePaths"] == projection["ReadWritePaths"]
+    # The network it needs and nothing more.
+    assert unit["RestrictAddressFamilies"] == ["AF_UNIX AF_INET"]
+    assert unit["IPAddressDeny"] == ["any"] and unit["IPAddressAllow"] == ["localhost"]
+    assert unit["SocketBindAllow"] == ["tcp:18892"] and unit["SocketBindDeny"] == ["any"]
+    assert unit["MemoryDenyWriteExecute"] == ["yes"]
+    assert unit["Restart"] == ["on-failure"] and unit["RestartPreventExitStatus"] == ["2"]
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.name)
