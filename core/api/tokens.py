@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Final, Literal, TypedDict
 
 import attrs
 from aios_ledger.core.errors import LedgerError
@@ -37,8 +37,8 @@ OWNER = "owner"
 AUDITOR = "auditor"
 ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR)
 
-ACTIVE = "ACTIVE"
-REVOKED = "REVOKED"
+ACTIVE: Final = "ACTIVE"
+REVOKED: Final = "REVOKED"
 
 Role = Annotated[str, OneOf(ROLES)]
 

@@ -103,4 +103,6 @@ def authenticate(db: Database, token: str) -> Principal | None:
     try:
         return Principal(row.name, frozenset(row.roles()))
     except (ValueError, TypeError):  # a roles column no plan wrote
-        raise LedgerError("TOKEN_ROW_INVALID", f"the token row of {row.name!r} is unreadable")
+        raise LedgerError(
+            "TOKEN_ROW_INVALID", f"the token row of {row.name!r} is unreadable"
+        ) from None
