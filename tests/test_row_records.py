@@ -20,6 +20,7 @@ from aios_ledger.core import (
     SealRow,
     TaskRow,
 )
+from aios_ledger.core.api.tokens import ApiTokenRow
 from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.records import record_columns
 
@@ -35,6 +36,7 @@ ROW_RECORDS: dict[str, type] = {
     "auxiliary_runs": AuxiliaryRunRow,
     "governed_bindings": BindingRow,
     "archived_events": ArchivedEventRow,
+    "api_tokens": ApiTokenRow,
 }
 # The idempotency ledgers are read only for their first answer: the columns they share.
 FIRST_ANSWER_TABLES = (

@@ -8,7 +8,8 @@ whose rows only plans with a sealed event write:
 - `tasks`, keyed by `task_id` (every task event, and a projection, writes the task row);
 - `auxiliary_runs`, keyed by `aux_id` (spawn and every transition);
 - `task_initial_execution_projections` and `task_source_capture_projection_recoveries`, keyed
-  by `idempotency_key` (inserted by the projection beside its task row, never changed).
+  by `idempotency_key` (inserted by the projection beside its task row, never changed);
+- `api_tokens`, keyed by `name` (issued and revoked by the token decisions, migration 0009).
 
 `runs` and `run_events` are not: a run's events are an append-only table of their own whose
 appends are not sealed events. `governed_bindings` rows are inputs keyed by two columns; the
@@ -49,11 +50,13 @@ TASKS = "tasks"
 AUXILIARY_RUNS = "auxiliary_runs"
 INITIAL_PROJECTIONS = "task_initial_execution_projections"
 SOURCE_CAPTURE_RECOVERIES = "task_source_capture_projection_recoveries"
+API_TOKENS = "api_tokens"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
+    API_TOKENS,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(

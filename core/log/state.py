@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aios_ledger.core.api.tokens import ApiTokenRow
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.log.rows import (
+    API_TOKENS,
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
@@ -30,6 +32,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     AUXILIARY_RUNS: (AuxiliaryRunRow, "aux_id"),
     INITIAL_PROJECTIONS: (ProjectionLedgerRow, "idempotency_key"),
     SOURCE_CAPTURE_RECOVERIES: (ProjectionLedgerRow, "idempotency_key"),
+    API_TOKENS: (ApiTokenRow, "name"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

@@ -27,6 +27,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
+    API_TOKENS,
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
@@ -90,6 +91,7 @@ STATE_STATEMENTS = {
     AUXILIARY_RUNS: "state_rows_auxiliary_runs",
     INITIAL_PROJECTIONS: "state_rows_initial_projections",
     SOURCE_CAPTURE_RECOVERIES: "state_rows_source_capture_recoveries",
+    API_TOKENS: "state_rows_api_tokens",
 }
 
 
