@@ -48,6 +48,8 @@ from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.remote.bindings import HttpBindingResolver
+from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.reviewer import review_submitted
@@ -79,6 +81,8 @@ __all__ = [
     "CancellationToken",
     "InitialExecutionProjectionStore",
     "RegisteredBindingResolver",
+    "LedgerClient",
+    "HttpBindingResolver",
     "Database",
     "Worker",
     "WorkerConfig",

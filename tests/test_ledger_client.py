@@ -1,0 +1,257 @@
+"""`LedgerClient` against a real `aios-ledger serve` (uvicorn in a subprocess, loopback port).
+
+Its answers are TaskLedger's: every keyed write is replayed by a TaskLedger on the server's own
+file with the same key, which answers the first answer, and must equal what the client got;
+reads through the client equal the same reads on the file; a refusal carries the code
+TaskLedger gives for the same call. Retries: a claim whose answer is lost is answered again with
+the same task and lease (the key the client drew), and a server that is down is
+`API_UNAVAILABLE` after the bounded retries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.shell import LedgerClient, TaskLedger
+from aios_ledger.shell.remote.client import new_lease_token
+from api_server import ApiServer, free_port
+
+AGENT = "agent-1"
+
+
+def _task(task_id: str, **fields: Any) -> dict[str, Any]:
+    return {"task_id": task_id, "goal": "g", "instructions": "i", **fields}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    with ApiServer(tmp_path_factory.mktemp("api") / "ledger.db") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def clients(server: ApiServer) -> Iterator[dict[str, LedgerClient]]:
+    made = {
+        role: LedgerClient(server.url, server.issue(name, role))
+        for role, name in (("owner", "owner-1"), ("agent", AGENT), ("reviewer", "reviewer-1"))
+    }
+    yield made
+    for client in made.values():
+        client.close()
+
+
+@pytest.fixture
+def local(server: ApiServer) -> Iterator[TaskLedger]:
+    with TaskLedger(server.db) as ledger:
+        yield ledger
+
+
+def same_as_replay(first: Any, replay: Any) -> bool:
+    """A first answer and the ledger's replay of it: equal but for the replay's flag."""
+    if isinstance(first, list):
+        return len(first) == len(replay) and all(map(same_as_replay, first, replay))
+    if "idempotent" in replay:
+        assert replay["idempotent"] is True and first["idempotent"] is False
+        return {**first, "idempotent": True} == replay
+    return bool(first == replay)
+
+
+def _code(call: Callable[[], object]) -> str:
+    with pytest.raises(LedgerError) as refused:
+        call()
+    return refused.value.code
+
+
+def test_a_whole_lifecycle_answers_as_the_task_ledger(
+    clients: dict[str, LedgerClient], local: TaskLedger
+) -> None:
+    owner, agent, reviewer = clients["owner"], clients["agent"], clients["reviewer"]
+    task = _task("task-life", max_attempts=2, priority=5)
+    created = owner.create_task(task, idempotency_key="create-life")
+    assert same_as_replay(created, local.create_task(task, idempotency_key="create-life"))
+    assert same_as_replay(created, owner.create_task(task, idempotency_key="create-life"))
+
+    batch = [(_task("task-b1"), "create-b1"), (_task("task-b2"), "create-b2")]
+    assert same_as_replay(owner.create_tasks(batch), local.create_tasks(batch))
+
+    token = new_lease_token()
+    claim = agent.claim(
+        agent_id=AGENT,
+        capabilities=[],
+        lease_seconds=60,
+        task_id="task-life",
+        idempotency_key="claim-life",
+        lease_token=token,
+    )
+    assert claim is not None and claim["lease_token"] == token
+    assert claim["claimed_by"] == AGENT
+    replayed = local.claim(
+        agent_id=AGENT,
+        capabilities=[],
+        lease_seconds=60,
+        task_id="task-life",
+        idempotency_key="claim-life",
+        lease_token=token,
+    )
+    assert same_as_replay(claim, replayed)
+
+    beat = agent.heartbeat("task-life", lease_token=token, lease_seconds=90)
+    assert beat["lease_expires_at"] == local.get("task-life")["lease_expires_at"]
+    assert set(beat) == set(local.heartbeat("task-life", lease_token=token, lease_seconds=90))
+
+    result = {"summary": "done"}
+    submitted = agent.submit_result(
+        "task-life", lease_token=token, result=result, idempotency_key="submit-life"
+    )
+    assert same_as_replay(
+        submitted,
+        local.submit_result(
+            "task-life", lease_token=token, result=result, idempotency_key="submit-life"
+        ),
+    )
+    verdict = {"decision": "NEEDS_REWORK", "reason": "again", "idempotency_key": "verify-life"}
+    verified = reviewer.verify("task-life", **verdict)
+    assert same_as_replay(verified, local.verify("task-life", **verdict))
+    assert verified["status"] == "QUEUED"
+
+    cancelled = owner.cancel("task-life", reason="enough", idempotency_key="cancel-life")
+    again_cancelled = local.cancel("task-life", reason="enough", idempotency_key="cancel-life")
+    assert same_as_replay(cancelled, again_cancelled)
+    retried = owner.retry("task-life", reason="once more", idempotency_key="retry-life")
+    again_retried = local.retry("task-life", reason="once more", idempotency_key="retry-life")
+    assert same_as_replay(retried, again_retried)
+
+    # Claimed without a key (the client draws one), then given back.
+    owner.create_task(_task("task-rel", priority=9), idempotency_key="create-rel")
+    taken = agent.claim(agent_id=AGENT, capabilities=[], lease_seconds=60, task_id="task-rel")
+    assert taken is not None and taken["attempt"] == 1
+    released = agent.release("task-rel", lease_token=taken["lease_token"], reason="stopping")
+    assert released["status"] == local.get("task-rel")["status"] == "QUEUED"
+    assert owner.cancel("task-rel", reason="done", idempotency_key="cancel-rel")["status"] == (
+        "CANCELLED"
+    )
+
+    for client in (owner, agent, reviewer):
+        assert client.get("task-life") == local.get("task-life")
+        assert client.events("task-life") == local.events("task-life")
+        assert client.history("task-life") == local.history("task-life")
+        assert client.list_tasks() == local.list_tasks()
+        assert client.list_tasks("QUEUED", limit=5) == local.list_tasks("QUEUED", limit=5)
+
+    many = agent.claim_many(agent_id=AGENT, capabilities=[], lease_seconds=60, limit=5)
+    assert sorted(answer["task_id"] for answer in many) == ["task-b1", "task-b2", "task-life"]
+    assert agent.claim_many(agent_id=AGENT, capabilities=[], lease_seconds=60, limit=5) == []
+    assert agent.claim(agent_id=AGENT, capabilities=[], lease_seconds=60) is None
+
+
+def test_refusals_carry_the_task_ledgers_codes(
+    clients: dict[str, LedgerClient], local: TaskLedger
+) -> None:
+    owner, agent, reviewer = clients["owner"], clients["agent"], clients["reviewer"]
+    owner.create_task(_task("task-refused"), idempotency_key="create-refused")
+    calls: list[tuple[Callable[[], object], Callable[[], object]]] = [
+        (lambda: owner.get("task-none"), lambda: local.get("task-none")),
+        (lambda: owner.events("task-none"), lambda: local.events("task-none")),
+        (
+            lambda: owner.create_task(_task("task-other"), idempotency_key="create-refused"),
+            lambda: local.create_task(_task("task-other"), idempotency_key="create-refused"),
+        ),
+        (
+            lambda: reviewer.verify(
+                "task-refused", decision="SUCCEEDED", reason="r", idempotency_key="v-refused"
+            ),
+            lambda: local.verify(
+                "task-refused", decision="SUCCEEDED", reason="r", idempotency_key="v-refused"
+            ),
+        ),
+        (
+            lambda: owner.retry("task-refused", reason="r", idempotency_key="r-refused"),
+            lambda: local.retry("task-refused", reason="r", idempotency_key="r-refused"),
+        ),
+        (
+            lambda: agent.heartbeat("task-refused", lease_token="x" * 32, lease_seconds=60),
+            lambda: local.heartbeat("task-refused", lease_token="x" * 32, lease_seconds=60),
+        ),
+        (lambda: owner.list_tasks("NOT_A_STATUS"), lambda: local.list_tasks("NOT_A_STATUS")),
+        (
+            lambda: agent.claim(
+                agent_id=AGENT, capabilities=[], lease_seconds=60, task_id="task-none"
+            ),
+            lambda: local.claim(
+                agent_id=AGENT, capabilities=[], lease_seconds=60, task_id="task-none"
+            ),
+        ),
+    ]
+    before = local.events("task-refused")
+    for remote, in_process in calls:
+        assert _code(remote) == _code(in_process)
+    assert local.events("task-refused") == before
+
+
+def test_roles_and_tokens_are_refused_with_their_codes(
+    server: ApiServer, clients: dict[str, LedgerClient]
+) -> None:
+    owner, agent = clients["owner"], clients["agent"]
+    forbidden = _code(lambda: agent.create_task(_task("task-x"), idempotency_key="k-x"))
+    assert forbidden == "FORBIDDEN"
+    assert _code(lambda: owner.claim(agent_id=AGENT, capabilities=[], lease_seconds=5)) == (
+        "FORBIDDEN"
+    )
+    with LedgerClient(server.url, "not-a-token-" + "x" * 30) as stranger:
+        assert _code(lambda: stranger.list_tasks()) == "UNAUTHENTICATED"
+
+
+def test_a_claim_whose_answer_was_lost_is_answered_again_with_the_same_lease(
+    server: ApiServer, clients: dict[str, LedgerClient], local: TaskLedger
+) -> None:
+    """The first answer is dropped on its way back (as by a connection reset); the client sends
+    the same key and lease token again and gets the same task, which the ledger claimed once."""
+    clients["owner"].create_task(_task("task-lost"), idempotency_key="create-lost")
+
+    class LosingFirstAnswer(httpx.HTTPTransport):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bodies: list[dict[str, Any]] = []
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = super().handle_request(request)
+            if request.url.path == "/v1/claims":
+                self.bodies.append(json.loads(request.read()))
+                if len(self.bodies) == 1:
+                    response.read()
+                    raise httpx.ReadError("the answer was lost", request=request)
+            return response
+
+    transport = LosingFirstAnswer()
+    token = server.issue("agent-lost", "agent")
+    with LedgerClient(server.url, token, transport=transport, backoff=0.001) as agent:
+        claim = agent.claim(
+            agent_id="agent-lost", capabilities=[], lease_seconds=60, task_id="task-lost"
+        )
+    assert claim is not None and claim["task_id"] == "task-lost"
+    first, second = transport.bodies
+    assert first == second and first["idempotency_key"].startswith("claim:")
+    assert claim["lease_token"] == first["lease_token"]
+    kinds = [event["event_type"] for event in local.events("task-lost")]
+    assert kinds == ["TASK_CREATED", "TASK_CLAIMED"]
+
+
+def test_a_server_that_is_down_is_api_unavailable_after_the_retries() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with LedgerClient(url, "t" * 40, retries=2, backoff=0.001) as client:
+        assert _code(lambda: client.list_tasks()) == "API_UNAVAILABLE"
+        assert _code(lambda: client.heartbeat("t", lease_token="x" * 32, lease_seconds=5)) == (
+            "API_UNAVAILABLE"
+        )
+
+
+def test_bad_urls_and_tokens_are_refused_before_any_request() -> None:
+    assert _code(lambda: LedgerClient("ftp://example", "t" * 40)) == "API_URL_INVALID"
+    assert _code(lambda: LedgerClient("http://127.0.0.1:1", "")) == "TOKEN_INVALID"
+    assert "t" * 40 not in repr(LedgerClient("http://127.0.0.1:1", "t" * 40))
