@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -58,7 +57,7 @@ def same_as_replay(first: Any, replay: Any) -> bool:
         return len(first) == len(replay) and all(map(same_as_replay, first, replay))
     if "idempotent" in replay:
         assert replay["idempotent"] is True and first["idempotent"] is False
-        return {**first, "idempotent": True} == replay
+        return bool({**first, "idempotent": True} == replay)
     return bool(first == replay)
 
 
@@ -204,7 +203,7 @@ def test_roles_and_tokens_are_refused_with_their_codes(
         "FORBIDDEN"
     )
     with LedgerClient(server.url, "not-a-token-" + "x" * 30) as stranger:
-        assert _code(lambda: stranger.list_tasks()) == "UNAUTHENTICATED"
+        assert _code(stranger.list_tasks) == "UNAUTHENTICATED"
 
 
 def test_a_claim_whose_answer_was_lost_is_answered_again_with_the_same_lease(
@@ -245,7 +244,7 @@ def test_a_claim_whose_answer_was_lost_is_answered_again_with_the_same_lease(
 def test_a_server_that_is_down_is_api_unavailable_after_the_retries() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with LedgerClient(url, "t" * 40, retries=2, backoff=0.001) as client:
-        assert _code(lambda: client.list_tasks()) == "API_UNAVAILABLE"
+        assert _code(client.list_tasks) == "API_UNAVAILABLE"
         assert _code(lambda: client.heartbeat("t", lease_token="x" * 32, lease_seconds=5)) == (
             "API_UNAVAILABLE"
         )
