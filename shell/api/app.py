@@ -31,6 +31,7 @@ from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, REVIEWER, ROLES
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
+from aios_ledger.shell.api.evidence_runs import holds_evidence_run
 from aios_ledger.shell.api.metrics import ApiMetrics
 from aios_ledger.shell.api.openapi import BodyValidators, Operation, Query, build_document
 from aios_ledger.shell.api.problems import problem_response, refusal_response
@@ -280,7 +281,9 @@ async def create_run(call: Call) -> Answer:
     not), which is how the ledger knows whose a run is without another column."""
     body = call.body
     session = body.get("session_id", call.name)
-    if session != call.name:
+    if session != call.name and not await call.backend.read(
+        lambda s: holds_evidence_run(s, call.name, session, body.get("run_id"))
+    ):
         raise LedgerError("FORBIDDEN", "an agent creates runs in its own session (its name)")
     run = await call.backend.write(
         lambda s: s.runs.create_run(session, body["prompt"], run_id=body.get("run_id"))
@@ -293,7 +296,9 @@ async def append_run_event(call: Call) -> Answer:
 
     def append(stores: Stores) -> Any:
         run = stores.runs.get_run(run_id)
-        if run.session_id != call.name:
+        if run.session_id != call.name and not holds_evidence_run(
+            stores, call.name, run.session_id, run.run_id
+        ):
             raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
         event = stores.runs.append_event(run_id, body["kind"], body.get("payload"))
         return {"run_id": event.run_id, **event.public()}

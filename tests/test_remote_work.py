@@ -1,0 +1,153 @@
+"""The worker (and the projection's binding resolver) through a real `aios-ledger serve`: the
+same worker as `--db`, over `--api URL --token-file FILE`; the same task lifecycle and the same
+evidence in the ledger, written by the server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.shell import LedgerClient, TaskLedger
+from api_server import ApiServer
+from test_worker_e2e import AGENT, create, event_types, task
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ApiServer]:
+    with ApiServer(tmp_path / "ledger.db") as running:
+        yield running
+
+
+def remote(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The command line without a database: everything goes through the API."""
+    return subprocess.run(
+        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", "/nonexistent/no.db", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def evidence_lines(db: Path, task_id: str, attempt: int = 1) -> list[object]:
+    with TaskLedger(db):  # the file is current (migrated) before the command line reads it
+        pass
+    answer = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aios_ledger.shell.cli",
+            "--db",
+            str(db),
+            "run",
+            "evidence",
+            f"task:{task_id}",
+            f"{task_id}@{attempt}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert answer.returncode == 0, answer.stderr
+    return [event["payload"].get("line") for event in json.loads(answer.stdout)["events"]]
+
+
+def test_worker_over_the_api_takes_a_task_end_to_end(server: ApiServer, tmp_path: Path) -> None:
+    create(server.db, "task-remote-1")
+    create(server.db, "task-remote-2", required_capabilities=["gpu"])
+    token = server.token_file(tmp_path, "remote-agent", "agent")
+    worked = remote(
+        "worker",
+        "--api",
+        server.url,
+        "--token-file",
+        str(token),
+        "--agent-id",
+        "remote-agent",
+        "--exec",
+        AGENT,
+        "--until-empty",
+    )
+    assert worked.returncode == 0, worked.stderr
+    summary = json.loads(worked.stdout)
+    assert [(t["task_id"], t["outcome"]) for t in summary["tasks"]] == [
+        ("task-remote-1", "submitted")
+    ]
+    done = task(server.db, "task-remote-1")
+    assert (done["status"], done["attempt"], done["claimed_by"]) == ("SUBMITTED", 1, None)
+    assert event_types(server.db, "task-remote-1") == [
+        "TASK_CREATED",
+        "TASK_CLAIMED",
+        "RESULT_SUBMITTED",
+    ]
+    assert task(server.db, "task-remote-2")["status"] == "QUEUED"  # a capability it lacks
+    # The command's stderr became the run's evidence, written through the API.
+    assert "done" in evidence_lines(server.db, "task-remote-1")
+    assert token.read_text().strip() not in worked.stderr + worked.stdout
+
+
+def test_worker_over_the_api_submits_a_failure_with_its_evidence(
+    server: ApiServer, tmp_path: Path
+) -> None:
+    create(server.db, "task-remote-fail")
+    token = server.token_file(tmp_path, "failing-agent", "agent")
+    worked = remote(
+        "worker",
+        "--api",
+        server.url,
+        "--token-file",
+        str(token),
+        "--agent-id",
+        "failing-agent",
+        "--exec",
+        "echo oops >&2; exit 3",
+        "--once",
+    )
+    assert worked.returncode == 0, worked.stderr
+    result = task(server.db, "task-remote-fail")["result"]
+    assert (result["status"], result["failure"]) == ("FAILED", "exit_status")
+    assert "oops" in evidence_lines(server.db, "task-remote-fail")
+
+
+def test_worker_api_flags_are_checked(server: ApiServer, tmp_path: Path) -> None:
+    common = ["worker", "--agent-id", "a", "--exec", "true", "--once"]
+    missing = remote(*common, "--api", server.url)
+    assert missing.returncode == 2 and "--token-file" in missing.stderr
+    alone = remote(*common, "--token-file", str(tmp_path / "t"))
+    assert alone.returncode == 2 and "--api" in alone.stderr
+    absent = remote(*common, "--api", server.url, "--token-file", str(tmp_path / "none"))
+    assert absent.returncode == 1 and absent.stderr.startswith("TOKEN_FILE_INVALID")
+    refused = tmp_path / "refused.token"
+    refused.write_text("a-token-the-server-never-issued-0123456789\n")
+    stranger = remote(*common, "--api", server.url, "--token-file", str(refused))
+    assert stranger.returncode == 0  # a refused claim is logged; the worker found nothing
+    assert "UNAUTHENTICATED" in stranger.stderr
+
+
+def test_only_the_holder_writes_a_tasks_evidence_run(server: ApiServer) -> None:
+    create(server.db, "task-evidence")
+    holder = LedgerClient(server.url, server.issue("holder", "agent"))
+    other = LedgerClient(server.url, server.issue("other", "agent"))
+    session, run_id = "task:task-evidence", "task-evidence@1"
+    with holder, other:
+        with pytest.raises(LedgerError) as refused:
+            holder.create_run(session, "attempt 1", run_id=run_id)  # not claimed yet
+        assert refused.value.code == "FORBIDDEN"
+        claim = holder.claim(agent_id="holder", capabilities=[], lease_seconds=60)
+        assert claim is not None
+        with pytest.raises(LedgerError) as foreign:
+            other.create_run(session, "attempt 1", run_id=run_id)
+        assert foreign.value.code == "FORBIDDEN"
+        run = holder.create_run(session, "attempt 1", run_id=run_id)
+        assert (run.session_id, run.run_id) == (session, run_id)
+        assert holder.create_run(session, "attempt 1", run_id=run_id) == run  # idempotent
+        event = holder.append_event(run_id, "stderr", {"line": "working"})
+        assert (event.run_id, event.seq, event.payload()) == (run_id, 1, {"line": "working"})
+        with pytest.raises(LedgerError) as intruder:
+            other.append_event(run_id, "stderr", {"line": "forged"})
+        assert intruder.value.code == "NOT_RUN_OWNER"
+        assert [e.payload() for e in holder.run_events(run_id)] == [{"line": "working"}]
+        assert holder.get_run(run_id).event_count == 1
