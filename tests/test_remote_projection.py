@@ -22,6 +22,8 @@ from aios_ledger.shell import AUTHORIZATION_ENV
 from api_server import ApiServer, cli, free_port
 from legacy_fixtures import OWNER, TASK, binding, dump, legacy_database, projection_mapping
 
+CLI = (sys.executable, "-m", "aios_ledger.shell.cli")
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ApiServer]:
@@ -90,8 +92,7 @@ def test_the_projection_resolves_its_binding_through_the_api(
 ) -> None:
     # Without the API, this ledger has no binding for the task.
     local = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(projected_db), "project"]
-        + [TASK, "--request", str(request_file)],
+        [*CLI, "--db", str(projected_db), "project", TASK, "--request", str(request_file)],
         capture_output=True,
         text=True,
         env={**os.environ, AUTHORIZATION_ENV: OWNER},
