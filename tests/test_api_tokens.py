@@ -64,7 +64,9 @@ def test_reissuing_a_revoked_name_and_revoking_are_golden(golden: SnapshotAssert
         TokenState(revoked, TAIL), request, now=LATER, digest=Sha256Hex("b" * 64)
     )
     revoke = decide_revoke_token(
-        TokenState(active_row(), TAIL), TokenRevokeRequest.from_mapping({"name": "agent-7"}), now=LATER
+        TokenState(active_row(), TAIL),
+        TokenRevokeRequest.from_mapping({"name": "agent-7"}),
+        now=LATER,
     )
     assert golden == {"reissue": plan_view(again), "revoke": plan_view(revoke)}
 
