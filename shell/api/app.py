@@ -17,7 +17,7 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from importlib.metadata import version
 from typing import IO, Any
 
@@ -730,11 +730,12 @@ def _endpoint(
     return endpoint
 
 
-def create_app(settings: ApiSettings) -> Starlette:
-    """The API over `settings.db_path`: its databases open now and close with the app."""
+def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starlette:
+    """The API over `settings.db_path`: its databases open now and close with the app.
+    `extra`: more routes (rows like those of `operations()`), e.g. the review-run routes."""
     backend = Backend(settings)
     metrics = ApiMetrics(backend.task_counts)
-    table = operations()
+    table = (*operations(), *extra)
     document = build_document(table, version=version("aios-ledger"))
     validators = BodyValidators(document)
     routes = [

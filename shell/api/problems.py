@@ -58,11 +58,11 @@ STATUS_BY_CODE: dict[str, int] = {
 # Then by part of the code: (prefix or suffix, status), the first that fits.
 STATUS_BY_PART: tuple[tuple[str, int], ...] = (
     ("STORAGE_", 503),
+    ("LEASE_", 409),  # LEASE_INVALID, LEASE_EXPIRED: the lease is not (or no longer) the holder's
     ("_NOT_FOUND", 404),
     ("_INVALID", 422),
     ("_CONFLICT", 409),
     ("_MISMATCH", 409),
-    ("LEASE_", 409),
 )
 STATE_REFUSAL = 409
 
