@@ -41,6 +41,7 @@ from aios_ledger.core import (
     AuxiliaryRunState,
     AuxiliaryStopRequest,
     AuxiliaryTransitionRequest,
+    CheckedSpawn,
     EvidenceSnapshot,
     LedgerError,
     RecoverInterruptedRequest,
@@ -248,6 +249,98 @@ def list_auxiliary_runs(
     return db.read(lambda conn: _read_rows(conn, "list_auxiliary_runs", params))
 
 
+class AuxiliaryRunStore(Protocol):
+    """Where a service keeps its runs: the ledger file (`DatabaseAuxiliaryRuns`), or the HTTP
+    API (`aios_ledger.shell.remote.auxiliary.RemoteAuxiliaryRuns`, for `review --api`). Each
+    write is one decision of the core, applied where the runs are kept."""
+
+    def recover(self, owner_is_dead: Callable[[str], bool]) -> tuple[str, ...]: ...
+
+    def spawn(
+        self, checked: CheckedSpawn, evidence: EvidenceSnapshot, owner: str
+    ) -> SpawnAnswer: ...
+
+    def move(self, request: AuxiliaryTransitionRequest) -> AuxiliaryRunRow: ...
+
+    def stop(self, request: AuxiliaryStopRequest) -> None: ...
+
+    def read(self, aux_id: str) -> AuxiliaryRunRow: ...
+
+    def close(self) -> None: ...
+
+
+class DatabaseAuxiliaryRuns:
+    """The runs in a ledger Database: each write a `BEGIN IMMEDIATE` with its decision.
+    `owned`: close the Database with the store (the service opened it)."""
+
+    def __init__(self, db: Database, clock_ms: ClockMs | None = None, *, owned: bool = False):
+        self.db = db
+        self._clock_ms = clock_ms or system_clock_ms
+        self._owned = owned
+
+    def _now(self) -> Timestamp:
+        return Timestamp.from_epoch_ms(self._clock_ms())
+
+    def close(self) -> None:
+        if self._owned:
+            self.db.close()
+
+    def recover(self, owner_is_dead: Callable[[str], bool]) -> tuple[str, ...]:
+        def write(conn: apsw.Connection) -> list[str]:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
+            rows = tuple(_read_rows(conn, "unfinished_auxiliary_runs", None))
+            dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
+            plan = decide_recover_interrupted(
+                UnfinishedRunsState(rows, plans.tail(LEDGER_CHAIN)),
+                RecoverInterruptedRequest(dead_owners=dead),
+                now=self._now(),
+            )
+            response = plans.apply(plan)
+            recovered = response["recovered"]
+            return [str(item) for item in recovered] if isinstance(recovered, list) else []
+
+        return tuple(self.db.write(write))
+
+    def spawn(self, checked: CheckedSpawn, evidence: EvidenceSnapshot, owner: str) -> SpawnAnswer:
+        aux_id = checked.spec.id
+        now = self._now()
+
+        def write(conn: apsw.Connection) -> SpawnAnswer:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
+            state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
+            return plans.apply(decide_spawn(state, checked, now=now, owner=owner))
+
+        return self.db.write(write)
+
+    def move(self, request: AuxiliaryTransitionRequest) -> AuxiliaryRunRow:
+        """Apply one transition; the answer is the row as the plan wrote it, so that settling
+        the run needs no read of its own."""
+        now = self._now()
+
+        def write(conn: apsw.Connection) -> AuxiliaryRunRow:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
+            state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
+            return plans.apply(decide_transition(state, request, now=now))
+
+        return self.db.write(write)
+
+    def stop(self, request: AuxiliaryStopRequest) -> None:
+        """Record CANCELLED, unless the run has ended already (in one write transaction)."""
+        now = self._now()
+
+        def write(conn: apsw.Connection) -> None:
+            plans = PlanExecutor(conn, error=AuxiliaryRunError)
+            state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
+            decision = decide_stop(state, request, now=now)
+            if decision is not None:
+                plans.apply(decision)
+
+        self.db.write(write)
+
+    def read(self, aux_id: str) -> AuxiliaryRunRow:
+        return read_auxiliary_run(self.db, aux_id)
+
+
 class AuxiliaryRunService:
     """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database;
     `synchronous`: FULL (default) or NORMAL, and `migrate`, as for `Database`."""
@@ -262,37 +355,29 @@ class AuxiliaryRunService:
         synchronous: str = "FULL",
         vfs: str | None = None,
         migrate: bool = True,
+        store: AuxiliaryRunStore | None = None,
     ) -> None:
         self._executor = executor
         self._clock_ms = clock_ms or system_clock_ms
         self._poll_seconds = poll_seconds
         self._entries: dict[str, _Entry] = {}
         self._finished: OrderedDict[str, _Entry] = OrderedDict()
-        self._db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
+        if store is None:
+            db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
+            store = DatabaseAuxiliaryRuns(db, self._clock_ms, owned=True)
+        self._store = store
         self.owner = _owner_tag()
         _LIVE_OWNERS.add(self.owner)
-        self.recovered: tuple[str, ...] = self._recover()
+        self.recovered: tuple[str, ...] = self._store.recover(owner_is_dead)
+
+    @property
+    def _db(self) -> Database:
+        """The Database of a service that keeps its runs in one (tests and tools read it)."""
+        if not isinstance(self._store, DatabaseAuxiliaryRuns):
+            raise AttributeError("this service keeps its runs behind the API")
+        return self._store.db
 
     # --- life cycle ---------------------------------------------------------------------------
-
-    def _now(self) -> Timestamp:
-        return Timestamp.from_epoch_ms(self._clock_ms())
-
-    def _recover(self) -> tuple[str, ...]:
-        def write(conn: apsw.Connection) -> list[str]:
-            plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            rows = tuple(_read_rows(conn, "unfinished_auxiliary_runs", None))
-            dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
-            plan = decide_recover_interrupted(
-                UnfinishedRunsState(rows, plans.tail(LEDGER_CHAIN)),
-                RecoverInterruptedRequest(dead_owners=dead),
-                now=self._now(),
-            )
-            response = plans.apply(plan)
-            recovered = response["recovered"]
-            return [str(item) for item in recovered] if isinstance(recovered, list) else []
-
-        return tuple(self._db.write(write))
 
     def close(self) -> None:
         """Close the database at once. Executors still in flight are told to stop, but their
@@ -301,7 +386,7 @@ class AuxiliaryRunService:
         _LIVE_OWNERS.discard(self.owner)
         for entry in list(self._entries.values()):
             entry.token.cancel()
-        self._db.close()
+        self._store.close()
 
     async def aclose(self) -> None:
         """Cancel the runs still in flight, let them record CANCELLED, then close."""
@@ -330,14 +415,7 @@ class AuxiliaryRunService:
             raise AuxiliaryRunError.invalid_field("parent", "must be a CancellationToken or None")
         checked = check_spawn(spec, evidence)
         aux_id = checked.spec.id
-        now = self._now()
-
-        def write(conn: apsw.Connection) -> SpawnAnswer:
-            plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
-            return plans.apply(decide_spawn(state, checked, now=now, owner=self.owner))
-
-        answer = self._db.write(write)
+        answer = self._store.spawn(checked, evidence, self.owner)
         if answer.get("idempotent", False):
             return AuxiliaryRunHandle(self, aux_id)
         token = parent.child() if parent is not None else CancellationToken()
@@ -347,17 +425,17 @@ class AuxiliaryRunService:
         return AuxiliaryRunHandle(self, aux_id)
 
     async def get(self, aux_id: str) -> AuxiliaryRunSnapshot:
-        return read_auxiliary_run(self._db, aux_id).snapshot()
+        return self._store.read(aux_id).snapshot()
 
     async def handle(self, aux_id: str) -> AuxiliaryRunHandle:
-        read_auxiliary_run(self._db, aux_id)
+        self._store.read(aux_id)
         return AuxiliaryRunHandle(self, aux_id)
 
     async def cancel(self, aux_id: str) -> None:
         """Ask a run this service drives to stop (it ends CANCELLED unless it already ended)."""
         entry = self._entries.get(aux_id)
         if entry is None:
-            read_auxiliary_run(self._db, aux_id)
+            self._store.read(aux_id)
             return
         entry.token.cancel()
 
@@ -371,17 +449,9 @@ class AuxiliaryRunService:
         output: AuxiliaryRunOutput | None = None,
         error: AuxiliaryRunError | None = None,
     ) -> AuxiliaryRunRow:
-        """Apply one transition; the answer is the row as the plan wrote it, so that settling
-        the run needs no read of its own."""
+        """Apply one transition; the answer is the row as it was written."""
         request = AuxiliaryTransitionRequest(aux_id, target, output=output, error=error)
-        now = self._now()
-
-        def write(conn: apsw.Connection) -> AuxiliaryRunRow:
-            plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
-            return plans.apply(decide_transition(state, request, now=now))
-
-        return self._db.write(write)
+        return self._store.move(request)
 
     async def _drive(
         self, entry: _Entry, spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot
@@ -419,23 +489,14 @@ class AuxiliaryRunService:
         stop = AuxiliaryStopRequest(
             aux_id, AuxiliaryRunError("CANCELLED", "the service stopped the run")
         )
-        now = self._now()
-
-        def write(conn: apsw.Connection) -> None:
-            plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
-            decision = decide_stop(state, stop, now=now)
-            if decision is not None:
-                plans.apply(decision)
-
-        self._db.write(write)
+        self._store.stop(stop)
 
     def _settle(self, entry: _Entry) -> None:
         final = entry.final
         if not (isinstance(final, AuxiliaryRunRow) and final.run_state.is_terminal):
             # Not ended by this service's own terminal write: the database says how it ended.
             with contextlib.suppress(LedgerError, apsw.Error):
-                row = read_auxiliary_run(self._db, entry.aux_id)
+                row = self._store.read(entry.aux_id)
                 if row.run_state.is_terminal:
                     entry.final = row
         if entry.final is None:
@@ -489,7 +550,7 @@ class AuxiliaryRunService:
             if isinstance(final, AuxiliaryRunRow):
                 return final
             with contextlib.suppress(LedgerError):
-                row = read_auxiliary_run(self._db, aux_id)
+                row = self._store.read(aux_id)
                 if row.run_state.is_terminal:
                     return row
             if isinstance(final, AuxiliaryRunError):
@@ -499,7 +560,7 @@ class AuxiliaryRunService:
             raise AuxiliaryRunError("EXECUTOR", f"auxiliary run {aux_id} did not end")
         # A run this service does not drive (spawned before, or by another process): poll.
         while True:
-            row = read_auxiliary_run(self._db, aux_id)
+            row = self._store.read(aux_id)
             if row.run_state.is_terminal:
                 return row
             await asyncio.sleep(self._poll_seconds)
