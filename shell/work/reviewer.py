@@ -11,6 +11,11 @@ timed out or answered nonsense stays FAILED, and the next round runs review N+1 
 round's settings) until `max_attempts` reviews of the attempt have failed; then the task stays
 SUBMITTED for a person or its owner. A completed review is never run again: when recording its
 decision failed, the next round records the same decision (verify is idempotent by key).
+
+One reviewer over either backend (`ReviewBackend`): the ledger file (`LocalReview`: TaskLedger,
+RunStore and an AuxiliaryRunService over the file), or the HTTP API (`review --api`:
+`aios_ledger.shell.remote.review.RemoteReview`, the same service keeping its runs through the
+API's review-run routes). The round itself is the same code.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import json
 import logging
 import os
 import signal
-from typing import Any
+from typing import Any, Protocol
 
 from aios_ledger.core import (
     AuxiliaryCapabilityProfile,
@@ -36,6 +41,7 @@ from aios_ledger.core import (
     LedgerError,
     TaskRow,
     TaskView,
+    VerifyAnswer,
 )
 from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
 from aios_ledger.core.config import (
@@ -61,6 +67,7 @@ from aios_ledger.core.work import (
     review_summary,
 )
 from aios_ledger.shell.auxiliary.service import (
+    AuxiliaryExecutor,
     AuxiliaryRunContext,
     AuxiliaryRunService,
     list_auxiliary_runs,
@@ -123,62 +130,133 @@ class CommandReviewer:
             raise AuxiliaryRunError("OUTPUT_INVALID", str(nonsense)) from None
 
 
+class ReviewBackend(Protocol):
+    """What a review round reads and writes, wherever the ledger is."""
+
+    def candidates(self, limit: int) -> list[TaskView]: ...
+
+    def reviews_of(self, task_id: str, attempt: int) -> list[AuxiliaryRunRow]: ...
+
+    def evidence(self, task_id: str, attempt: int) -> EvidenceSnapshot: ...
+
+    def verify(
+        self,
+        task_id: str,
+        *,
+        decision: str,
+        reason: str,
+        idempotency_key: str,
+        expected_result_digest: str | None = None,
+    ) -> VerifyAnswer: ...
+
+    def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService: ...
+
+    def close(self) -> None: ...
+
+
+class LocalReview:
+    """A review round over a ledger file."""
+
+    def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
+        self._path = path
+        self._migrate = migrate
+        self.ledger = TaskLedger(path, migrate=migrate)
+        self.runs = RunStore(path, migrate=migrate)
+
+    def candidates(self, limit: int) -> list[TaskView]:
+        return tasks_to_review(self.runs, limit)
+
+    def reviews_of(self, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:
+        return reviews_of(self.runs, task_id, attempt)
+
+    def evidence(self, task_id: str, attempt: int) -> EvidenceSnapshot:
+        return attempt_evidence(self.runs, task_id, attempt)
+
+    def verify(
+        self,
+        task_id: str,
+        *,
+        decision: str,
+        reason: str,
+        idempotency_key: str,
+        expected_result_digest: str | None = None,
+    ) -> VerifyAnswer:
+        return self.ledger.verify(
+            task_id,
+            decision=decision,
+            reason=reason,
+            idempotency_key=idempotency_key,
+            expected_result_digest=expected_result_digest,
+        )
+
+    def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService:
+        return AuxiliaryRunService(executor, self._path, migrate=self._migrate)
+
+    def close(self) -> None:
+        self.runs.close()
+        self.ledger.close()
+
+
 def review_submitted(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | None,
     command: str,
     *,
     limit: int = 100,
     timeout: float = DEFAULT_REVIEW_TIMEOUT,
     max_attempts: int = DEFAULT_REVIEW_ATTEMPTS,
     migrate: bool = True,
+    backend: ReviewBackend | None = None,
 ) -> JsonObject:
     """Review SUBMITTED tasks (up to `limit`); answers `{reviews, counts, exit}`: one record per
     task, how many ended each way, and 1 when any review failed (`review_summary`). The
-    arguments are checked as the `[review]` settings are (FIELDS_INVALID)."""
+    arguments are checked as the `[review]` settings are (FIELDS_INVALID). `backend`: review
+    through it (e.g. the API) instead of the ledger file at `path`; it is closed after."""
     settings = structure(
         {"exec": command, "limit": limit, "timeout": timeout, "max_attempts": max_attempts},
         ReviewSettings,
         what="review settings",
     )
-    reviews = asyncio.run(
-        _review(
-            path,
-            command,
-            limit=settings.limit,
-            timeout=settings.timeout,
-            max_attempts=settings.max_attempts,
-            migrate=migrate,
+    if backend is None:
+        if path is None:
+            raise LedgerError("FIELDS_INVALID", "review needs a ledger path or a backend")
+        backend = LocalReview(path, migrate=migrate)
+    try:
+        reviews = asyncio.run(
+            _review(
+                backend,
+                command,
+                limit=settings.limit,
+                timeout=settings.timeout,
+                max_attempts=settings.max_attempts,
+            )
         )
-    )
+    finally:
+        backend.close()
     return review_summary(reviews)
 
 
 async def _review(
-    path: str | os.PathLike[str],
+    backend: ReviewBackend,
     command: str,
     *,
     limit: int,
     timeout: float,
     max_attempts: int,
-    migrate: bool,
 ) -> list[dict[str, Any]]:
-    ledger = TaskLedger(path, migrate=migrate)
-    runs = RunStore(path, migrate=migrate)
     results: dict[str, Any] = {}
-    service = AuxiliaryRunService(CommandReviewer(command, results=results), path, migrate=migrate)
+    service = backend.service(CommandReviewer(command, results=results))
     reviewed: list[dict[str, Any]] = []
     try:
-        for task in tasks_to_review(runs, limit):
+        for task in backend.candidates(limit):
             task_id, attempt = str(task["task_id"]), int(task["attempt"])
             results[task_id] = task.get("result")
-            step = next_review(_reviews_of(runs, task_id, attempt), max_attempts=max_attempts)
-            record = await _review_one(ledger, runs, service, task, step, timeout)
+            runs = backend.reviews_of(task_id, attempt)
+            step = next_review(runs, max_attempts=max_attempts)
+            record = await _review_one(backend, service, task, step, timeout)
             reviewed.append(record)
             _log(record)
     finally:
         service.close()
-        runs.close()
-        ledger.close()
     return reviewed
 
 
@@ -188,7 +266,8 @@ def tasks_to_review(runs: RunStore, limit: int) -> list[TaskView]:
     return [task_view(TaskRow.from_row(row)) for row in rows]
 
 
-def _reviews_of(runs: RunStore, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:
+def reviews_of(runs: RunStore, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:
+    """The auxiliary runs on an attempt's evidence, oldest first (what `next_review` reads)."""
     return list_auxiliary_runs(
         runs.database,
         session_id=evidence_session(task_id),
@@ -213,8 +292,7 @@ def _log(record: dict[str, Any]) -> None:
 
 
 async def _review_one(
-    ledger: TaskLedger,
-    runs: RunStore,
+    backend: ReviewBackend,
     service: AuxiliaryRunService,
     task: TaskView,
     step: NextReview,
@@ -241,20 +319,9 @@ async def _review_one(
         record["aux_id"] = step.run.aux_id
         if step.step is ReviewStep.IN_PROGRESS:
             return {**record, "outcome": "in_progress"}
-        return _record_verdict(ledger, task, step.run.output_value(), record)
-    evidence = _evidence(runs, task_id, attempt)
-    spec = (
-        AuxiliaryRunSpec(
-            ExecutionFrame.root(evidence.target),
-            REVIEW_KIND,
-            review_instruction(task),
-            evidence.snapshot_digest,
-        )
-        .with_id(review_id(task_id, attempt, step.review_attempt))
-        .with_capabilities(AuxiliaryCapabilityProfile.tool_free())
-        .with_output_schema(REVIEW_OUTPUT_SCHEMA)
-        .with_timeout_ms(int(timeout * 1000))
-    )
+        return _record_verdict(backend, task, step.run.output_value(), record)
+    evidence = backend.evidence(task_id, attempt)
+    spec = review_spec(task, evidence, step.review_attempt, timeout)
     handle = await service.spawn(spec, evidence)
     record["aux_id"] = handle.id
     try:
@@ -267,10 +334,31 @@ async def _review_one(
             "error_code": failed.code,
             "error": failed.detail,
         }
-    return _record_verdict(ledger, task, output.value, record)
+    return _record_verdict(backend, task, output.value, record)
 
 
-def _evidence(runs: RunStore, task_id: str, attempt: int) -> EvidenceSnapshot:
+def review_spec(
+    task: TaskView, evidence: EvidenceSnapshot, review_attempt: int, timeout: float
+) -> AuxiliaryRunSpec:
+    """The auxiliary run that reviews one attempt: tool-free, over its pinned evidence, whose
+    output must be `{decision, reason}`."""
+    task_id, attempt = str(task["task_id"]), int(task["attempt"])
+    return (
+        AuxiliaryRunSpec(
+            ExecutionFrame.root(evidence.target),
+            REVIEW_KIND,
+            review_instruction(task),
+            evidence.snapshot_digest,
+        )
+        .with_id(review_id(task_id, attempt, review_attempt))
+        .with_capabilities(AuxiliaryCapabilityProfile.tool_free())
+        .with_output_schema(REVIEW_OUTPUT_SCHEMA)
+        .with_timeout_ms(int(timeout * 1000))
+    )
+
+
+def attempt_evidence(runs: RunStore, task_id: str, attempt: int) -> EvidenceSnapshot:
+    """The evidence a review reads: the attempt's run, with its last events when it is long."""
     target = ExecutionTarget(evidence_session(task_id), evidence_run(task_id, attempt))
     request = EvidenceReadRequest(target, tail_events=REVIEW_EVIDENCE_TAIL)
     try:
@@ -282,7 +370,7 @@ def _evidence(runs: RunStore, task_id: str, attempt: int) -> EvidenceSnapshot:
 
 
 def _record_verdict(
-    ledger: TaskLedger, task: TaskView, verdict: Any, record: dict[str, Any]
+    backend: ReviewBackend, task: TaskView, verdict: Any, record: dict[str, Any]
 ) -> dict[str, Any]:
     """Record a completed review's decision with `verify`, idempotent by the task's revision."""
     assert isinstance(verdict, dict)  # the output schema requires {decision, reason}
@@ -290,7 +378,7 @@ def _record_verdict(
     task_id, revision = str(task["task_id"]), int(task["revision"])
     record = {**record, "decision": decision, "reason": reason}
     try:
-        verified = ledger.verify(
+        verified = backend.verify(
             task_id,
             decision=decision,
             reason=reason,
