@@ -10,11 +10,21 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from aios_ledger.core import LedgerError
-from aios_ledger.shell import LedgerClient, TaskLedger
+from aios_ledger.core import (
+    AuxiliaryRunState,
+    AuxiliaryTransitionRequest,
+    LedgerError,
+    check_spawn,
+)
+from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.shell import LedgerClient, TaskLedger, list_auxiliary_runs
+from aios_ledger.shell.api.review_routes import review_operations
+from aios_ledger.shell.remote.review import RemoteAuxiliaryRuns, RemoteReview
+from aios_ledger.shell.work.reviewer import review_spec
 from api_server import ApiServer
-from test_worker_e2e import AGENT, create, event_types, task
+from test_worker_e2e import AGENT, REVIEWER, create, event_types, task, wait_until_due
 
 
 @pytest.fixture
@@ -151,3 +161,113 @@ def test_only_the_holder_writes_a_tasks_evidence_run(server: ApiServer) -> None:
         assert intruder.value.code == "NOT_RUN_OWNER"
         assert [e.payload() for e in holder.run_events(run_id)] == [{"line": "working"}]
         assert holder.get_run(run_id).event_count == 1
+
+
+def test_worker_and_reviewer_over_the_api_take_a_task_through_one_rework(
+    server: ApiServer, tmp_path: Path
+) -> None:
+    """The local e2e test's story (test_worker_e2e), every step through the API."""
+    create(server.db, "task-api-e2e", retry={"base_seconds": 1, "max_seconds": 1})
+    agent = server.token_file(tmp_path, "w1", "agent")
+    reviewer = server.token_file(tmp_path, "r1", "reviewer")
+    for attempt in (1, 2):
+        worked = remote(
+            "worker",
+            "--api",
+            server.url,
+            "--token-file",
+            str(agent),
+            "--agent-id",
+            "w1",
+            "--exec",
+            AGENT,
+            "--until-empty",
+        )
+        assert worked.returncode == 0, worked.stderr
+        assert f"task task-api-e2e attempt {attempt}: submitted" in worked.stderr
+        reviewed = remote(
+            "review", "--api", server.url, "--token-file", str(reviewer), "--exec", REVIEWER
+        )
+        assert reviewed.returncode == 0, reviewed.stderr
+        (review,) = json.loads(reviewed.stdout)["reviews"]
+        assert review["outcome"] == "verified"
+        assert review["decision"] == ("NEEDS_REWORK" if attempt == 1 else "SUCCEEDED")
+        wait_until_due(server.db, "task-api-e2e")
+    final = task(server.db, "task-api-e2e")
+    assert (final["status"], final["attempt"]) == ("SUCCEEDED", 2)
+    assert event_types(server.db, "task-api-e2e") == [
+        "TASK_CREATED",
+        "TASK_CLAIMED",
+        "RESULT_SUBMITTED",
+        "TASK_VERIFIED",
+        "TASK_CLAIMED",
+        "RESULT_SUBMITTED",
+        "TASK_VERIFIED",
+    ]
+    # Each review is an auxiliary run in the ledger, completed, owned by the reviewer's token.
+    with TaskLedger(server.db) as ledger:
+        runs = list_auxiliary_runs(ledger.database, session_id="task:task-api-e2e")
+    assert [(run.run_id, run.state, run.kind) for run in runs] == [
+        ("task-api-e2e@1", "COMPLETED", "review"),
+        ("task-api-e2e@2", "COMPLETED", "review"),
+    ]
+    # A second round finds nothing to review.
+    again = remote("review", "--api", server.url, "--token-file", str(reviewer), "--exec", REVIEWER)
+    assert again.returncode == 0 and json.loads(again.stdout)["reviews"] == []
+
+
+def test_review_runs_are_driven_only_by_the_reviewer_that_spawned_them(
+    server: ApiServer, tmp_path: Path
+) -> None:
+    """A second reviewer cannot move or stop the first one's run; an agent cannot spawn."""
+    create(server.db, "task-owned")
+    with TaskLedger(server.db) as ledger:
+        claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60)
+        assert claim is not None
+        ledger.submit_result(
+            "task-owned", lease_token=claim["lease_token"], result={}, idempotency_key="s"
+        )
+    first = RemoteReview(LedgerClient(server.url, server.issue("rev-a", "reviewer")))
+    second = LedgerClient(server.url, server.issue("rev-b", "reviewer"))
+    agent = LedgerClient(server.url, server.issue("agent-x", "agent"))
+    try:
+        (candidate,) = first.candidates(10)
+        evidence = first.evidence("task-owned", 1)
+        spec = review_spec(candidate, evidence, 1, 30.0)
+        store = RemoteAuxiliaryRuns(first._client)
+        spawned = store.spawn(check_spawn(spec, evidence), evidence, "host:1:nonce")
+        assert spawned["state"] == "PENDING"
+        body = {"state": "RUNNING"}
+        path = f"/v1/review-runs/{spawned['id']}/transition"
+        with pytest.raises(LedgerError) as foreign:
+            second.call_json("POST", path, body=body)
+        assert foreign.value.code == "NOT_RUN_OWNER"
+        with pytest.raises(LedgerError) as agents:
+            RemoteAuxiliaryRuns(agent).spawn(check_spawn(spec, evidence), evidence, "h:1:n")
+        assert agents.value.code == "FORBIDDEN"
+        moved = store.move(AuxiliaryTransitionRequest(spawned["id"], AuxiliaryRunState.RUNNING))
+        assert moved.state == "RUNNING" and moved.owner.startswith("host:1:nonce~")
+        [listed] = first.reviews_of("task-owned", 1)
+        assert listed == moved
+    finally:
+        first.close()
+        second.close()
+        agent.close()
+
+
+def test_review_routes_refuse_every_other_role_and_no_token(server: ApiServer) -> None:
+    tokens = {role: server.issue(f"role-{role}", role) for role in ROLES}
+    for operation in review_operations():
+        path = operation.path.replace("{aux_id}", "aux-none")
+        body = {} if operation.body is not None else None
+        for role, token in [*tokens.items(), (None, None)]:
+            headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+            answer = httpx.request(operation.method, server.url + path, json=body, headers=headers)
+            assert operation.roles is not None
+            if role is None:
+                assert answer.status_code == 401, (path, answer.text)
+            elif role in operation.roles:
+                assert answer.status_code not in (401, 403), (path, role, answer.text)
+            else:
+                assert answer.status_code == 403, (path, role, answer.text)
+                assert answer.json()["code"] == "FORBIDDEN"

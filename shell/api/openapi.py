@@ -151,6 +151,9 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
         ),
         "RunEventBody": _without(_record(RunEventAppendRequest, defs), ("run_id",)),
     }
+    from aios_ledger.shell.api.review_routes import review_body_schemas
+
+    bodies.update(review_body_schemas())
     for name, schema in bodies.items():
         schema.setdefault("title", name)
     return bodies, defs

@@ -421,6 +421,22 @@ class LedgerClient:
             raise LedgerError("API_PATH_INVALID", "a path of the API starts with /v1/")
         return self._json("GET", path, params=params)
 
+    def call_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: object = None,
+        params: Mapping[str, object] | None = None,
+        retry: Retry = "always",
+        expect: Iterable[int] = (200,),
+    ) -> Any:
+        """Any route of the API (a path under `/v1/`) with a JSON answer; `retry="connect"`
+        for a call that must not reach the server twice."""
+        if not path.startswith("/v1/"):
+            raise LedgerError("API_PATH_INVALID", "a path of the API starts with /v1/")
+        return self._json(method, path, body=body, params=params, retry=retry, expect=expect)
+
     def _check_agent(self, agent_id: str) -> None:
         if self.agent_name is not None and agent_id != self.agent_name:
             raise LedgerError(

@@ -26,6 +26,7 @@ from aios_ledger.shell.console import Shown, status_view
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.remote.credentials import read_token_file
+from aios_ledger.shell.remote.review import RemoteReview
 from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
@@ -168,13 +169,15 @@ def api_client(args: argparse.Namespace) -> LedgerClient | None:
 def _review(args: argparse.Namespace) -> int:
     """The round's summary on stdout, and exit 1 when any review failed or ran out."""
     settings = section_settings(args, ReviewSettings)
+    client = api_client(args)
     summary = review_submitted(
-        database_path(args),
+        None if client is not None else database_path(args),
         required_setting(settings.exec, "--exec", ReviewSettings, "exec"),
         limit=settings.limit,
         timeout=settings.timeout,
         max_attempts=settings.max_attempts,
         migrate=migrate_on_open(args),
+        backend=None if client is None else RemoteReview(client),
     )
     emit(summary)
     return EXIT_REFUSED if summary["exit"] else 0

@@ -1,0 +1,287 @@
+"""The review-run routes: what `aios-ledger review --api` needs of the server.
+
+A remote reviewer runs its review command where it is, and keeps the review's auxiliary run in
+the ledger through these routes; the server makes every decision as the local reviewer's
+service would (the same `decide_*` through `DatabaseAuxiliaryRuns`), and reads the evidence
+itself: a spawn names the evidence by its read request, and the server re-reads it and checks
+the spec against what it read (`check_spawn`), so a reviewer cannot pin evidence the ledger
+does not hold.
+
+    GET  /v1/review-candidates?limit=            the tasks a round reviews (`review_candidates`)
+    POST /v1/review-evidence                     {task_id, attempt}: the attempt's evidence
+                                                 snapshot (its empty run created when missing)
+    GET  /v1/review-runs?task_id=&attempt=       the auxiliary runs on an attempt's evidence
+    POST /v1/review-runs                         {spec, evidence, owner}: spawn (PENDING)
+    GET  /v1/review-runs/{aux_id}                one run
+    POST /v1/review-runs/{aux_id}/transition     {state, output?, error?}: RUNNING, COMPLETED
+                                                 (the output checked against the spec again),
+                                                 FAILED or CANCELLED
+    POST /v1/review-runs/{aux_id}/stop           {code, detail}: CANCELLED unless it ended
+
+Runs are answered whole (every column of the row, as `AuxiliaryRunRow` holds them), so that the
+reviewer's service settles them as it settles rows it read itself. Only `review` runs on a
+task's evidence session may be spawned. A run is driven by the reviewer that spawned it: the
+owner tag the server stores ends with a digest of the token's name (`host:pid:nonce~digest`),
+and a transition or stop by another token is `NOT_RUN_OWNER`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import attrs
+from aios_ledger.core import (
+    AuxiliaryRunError,
+    AuxiliaryRunRow,
+    AuxiliaryRunSpec,
+    AuxiliaryRunState,
+    AuxiliaryStopRequest,
+    AuxiliaryTransitionRequest,
+    EvidenceReadRequest,
+    LedgerError,
+    check_output,
+    check_spawn,
+)
+from aios_ledger.core.api.tokens import AUDITOR, OWNER, REVIEWER
+from aios_ledger.core.work import REVIEW_KIND, evidence_session
+from aios_ledger.shell.api.app import Answer, Call
+from aios_ledger.shell.api.backend import Stores
+from aios_ledger.shell.api.openapi import Operation, Query
+from aios_ledger.shell.auxiliary.service import DatabaseAuxiliaryRuns
+from aios_ledger.shell.runs.store import RunEvidenceReader
+from aios_ledger.shell.work.reviewer import attempt_evidence, reviews_of, tasks_to_review
+
+REVIEWERS = frozenset({REVIEWER})
+REVIEW_READERS = frozenset({REVIEWER, AUDITOR, OWNER})
+# The codes a reviewer may end a run with: what its service records (core/auxiliary).
+ENDING_CODES = (
+    "CANCELLED",
+    "EXECUTOR",
+    "OUTPUT_INVALID",
+    "OUTPUT_LIMIT",
+    "OUTPUT_SCHEMA_MISMATCH",
+    "TIMEOUT",
+)
+MAX_DETAIL = 4000
+_OWNER = re.compile(r"^[A-Za-z0-9._-]{1,100}:[0-9]{1,10}:[A-Za-z0-9]{1,64}$")
+_NAME_DIGEST_HEX = 24
+
+
+def _name_digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:_NAME_DIGEST_HEX]
+
+
+def bound_owner(tag: str, name: str) -> str:
+    """The stored owner of a run a reviewer spawns: its process tag, bound to its token."""
+    if not _OWNER.fullmatch(tag):
+        raise LedgerError("FIELDS_INVALID", "owner: must be host:pid:nonce")
+    return f"{tag}~{_name_digest(name)}"
+
+
+def _require_driver(row: AuxiliaryRunRow, name: str) -> None:
+    if not row.owner.endswith(f"~{_name_digest(name)}"):
+        raise LedgerError("NOT_RUN_OWNER", f"auxiliary run {row.aux_id!r} is another's")
+
+
+def _row(row: AuxiliaryRunRow) -> dict[str, Any]:
+    return attrs.asdict(row)
+
+
+# -- handlers ---------------------------------------------------------------------------------
+
+
+async def review_candidates(call: Call) -> Answer:
+    limit = call.query_int("limit", 100)
+    return Answer(await call.backend.read(lambda s: list(tasks_to_review(s.runs, limit))))
+
+
+async def review_evidence(call: Call) -> Answer:
+    task_id, attempt = call.body["task_id"], call.body["attempt"]
+    # A write: a task submitted without a worker gets its empty evidence run here, as locally.
+    answer = await call.backend.write(lambda s: attempt_evidence(s.runs, task_id, attempt))
+    return Answer(answer.public())
+
+
+async def list_review_runs(call: Call) -> Answer:
+    task_id = call.query("task_id")
+    if task_id is None:
+        raise LedgerError("FIELDS_INVALID", "task_id: required")
+    attempt = call.query_int("attempt", 0)
+    if attempt < 1:
+        raise LedgerError("FIELDS_INVALID", "attempt: required, at least 1")
+    rows = await call.backend.read(lambda s: reviews_of(s.runs, task_id, attempt))
+    return Answer([_row(row) for row in rows])
+
+
+async def spawn_review_run(call: Call) -> Answer:
+    body = call.body
+    spec = AuxiliaryRunSpec.from_mapping(body["spec"])
+    request = EvidenceReadRequest.from_mapping(body["evidence"])
+    if spec.kind != REVIEW_KIND or not request.target.session_id.startswith(evidence_session("")):
+        raise LedgerError("FORBIDDEN", "only review runs on a task's evidence may be spawned")
+    owner = bound_owner(body["owner"], call.name)
+
+    def spawn(stores: Stores) -> Any:
+        evidence = RunEvidenceReader(stores.runs).read(request)
+        checked = check_spawn(spec, evidence)
+        return DatabaseAuxiliaryRuns(stores.db).spawn(checked, evidence, owner)
+
+    return Answer(await call.backend.write(spawn))
+
+
+async def get_review_run(call: Call) -> Answer:
+    aux_id = call.path("aux_id")
+    row = await call.backend.read(lambda s: DatabaseAuxiliaryRuns(s.db).read(aux_id))
+    return Answer(_row(row))
+
+
+async def transition_review_run(call: Call) -> Answer:
+    aux_id, body = call.path("aux_id"), call.body
+    target = AuxiliaryRunState(body["state"])
+
+    def move(stores: Stores) -> AuxiliaryRunRow:
+        runs = DatabaseAuxiliaryRuns(stores.db)
+        row = runs.read(aux_id)
+        _require_driver(row, call.name)
+        output = None
+        if target is AuxiliaryRunState.COMPLETED:
+            output = check_output(row.spec(), body.get("output"))
+        error = body.get("error")
+        failure = None if error is None else AuxiliaryRunError(error["code"], error["detail"])
+        return runs.move(AuxiliaryTransitionRequest(aux_id, target, output=output, error=failure))
+
+    return Answer(_row(await call.backend.write(move)))
+
+
+async def stop_review_run(call: Call) -> Answer:
+    aux_id, body = call.path("aux_id"), call.body
+
+    def stop(stores: Stores) -> AuxiliaryRunRow:
+        runs = DatabaseAuxiliaryRuns(stores.db)
+        _require_driver(runs.read(aux_id), call.name)
+        runs.stop(AuxiliaryStopRequest(aux_id, AuxiliaryRunError(body["code"], body["detail"])))
+        return runs.read(aux_id)
+
+    return Answer(_row(await call.backend.write(stop)))
+
+
+# -- the routes and their bodies --------------------------------------------------------------
+
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
+_ENDING = {
+    "type": "object",
+    "properties": {
+        "code": {"enum": list(ENDING_CODES)},
+        "detail": {"type": "string", "maxLength": MAX_DETAIL},
+    },
+    "required": ["code", "detail"],
+    "additionalProperties": False,
+}
+
+
+def review_body_schemas() -> dict[str, Any]:
+    """The bodies of these routes, for the OpenAPI document (`openapi.body_schemas`)."""
+    return {
+        "ReviewEvidenceBody": {
+            "type": "object",
+            "properties": {"task_id": _TEXT, "attempt": {"type": "integer", "minimum": 1}},
+            "required": ["task_id", "attempt"],
+            "additionalProperties": False,
+        },
+        "ReviewRunSpawnBody": {
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object"},
+                "evidence": {"type": "object"},
+                "owner": {"type": "string", "pattern": _OWNER.pattern},
+            },
+            "required": ["spec", "evidence", "owner"],
+            "additionalProperties": False,
+        },
+        "ReviewRunTransitionBody": {
+            "type": "object",
+            "properties": {
+                "state": {"enum": ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]},
+                "output": {},
+                "error": _ENDING,
+            },
+            "required": ["state"],
+            "additionalProperties": False,
+        },
+        "ReviewRunStopBody": _ENDING,
+    }
+
+
+def review_operations() -> tuple[Operation, ...]:
+    """The rows to pass as `create_app(settings, extra=review_operations())`."""
+    o = Operation
+    limit = Query("limit", {"type": "integer", "minimum": 1})
+    return (
+        o(
+            "GET",
+            "/v1/review-candidates",
+            "reviewCandidates",
+            REVIEW_READERS,
+            review_candidates,
+            "the SUBMITTED tasks a review round takes, in order",
+            query=(limit,),
+        ),
+        o(
+            "POST",
+            "/v1/review-evidence",
+            "reviewEvidence",
+            REVIEWERS,
+            review_evidence,
+            "an attempt's evidence snapshot",
+            body="ReviewEvidenceBody",
+        ),
+        o(
+            "GET",
+            "/v1/review-runs",
+            "listReviewRuns",
+            REVIEW_READERS,
+            list_review_runs,
+            "the auxiliary runs on an attempt's evidence",
+            query=(
+                Query("task_id", _TEXT),
+                Query("attempt", {"type": "integer", "minimum": 1}),
+            ),
+        ),
+        o(
+            "POST",
+            "/v1/review-runs",
+            "spawnReviewRun",
+            REVIEWERS,
+            spawn_review_run,
+            "spawn a review run over evidence the server reads",
+            body="ReviewRunSpawnBody",
+        ),
+        o(
+            "GET",
+            "/v1/review-runs/{aux_id}",
+            "getReviewRun",
+            REVIEW_READERS,
+            get_review_run,
+            "one review run, every column",
+        ),
+        o(
+            "POST",
+            "/v1/review-runs/{aux_id}/transition",
+            "transitionReviewRun",
+            REVIEWERS,
+            transition_review_run,
+            "move one's review run",
+            body="ReviewRunTransitionBody",
+        ),
+        o(
+            "POST",
+            "/v1/review-runs/{aux_id}/stop",
+            "stopReviewRun",
+            REVIEWERS,
+            stop_review_run,
+            "end one's review run CANCELLED unless it ended",
+            body="ReviewRunStopBody",
+        ),
+    )
