@@ -259,7 +259,7 @@ def test_review_routes_refuse_every_other_role_and_no_token(server: ApiServer) -
     tokens = {role: server.issue(f"role-{role}", role) for role in ROLES}
     for operation in review_operations():
         path = operation.path.replace("{aux_id}", "aux-none")
-        body = {} if operation.body is not None else None
+        body: dict[str, object] | None = {} if operation.body is not None else None
         for role, token in [*tokens.items(), (None, None)]:
             headers = {} if token is None else {"Authorization": f"Bearer {token}"}
             answer = httpx.request(operation.method, server.url + path, json=body, headers=headers)
