@@ -100,7 +100,10 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         server_header=False,
     )
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        app.state.backend.close()
     return 0
 
 
