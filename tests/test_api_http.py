@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import subprocess
 import sys
 import threading
@@ -501,6 +502,26 @@ def test_a_body_over_the_limit_is_413_before_parsing(scene: Scenario) -> None:
     streamed = scene.owner.post("/v1/tasks", content=chunks())
     problem(streamed, 413, "BODY_TOO_LARGE")
     assert scene.owner.get("/v1/tasks?limit=1").status_code == 200
+
+
+def test_a_slow_client_does_not_hold_the_writer(scene: Scenario, server: LiveServer) -> None:
+    """A client that sends half its body and stops: the others' writes go on meanwhile (no
+    write starts before its body is in)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as slow:
+        head = (
+            "POST /v1/tasks HTTP/1.1\r\n"
+            f"Host: {host}\r\n"
+            f"Authorization: Bearer {server.tokens['owner']}\r\n"
+            "Content-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n"
+        )
+        slow.sendall(head.encode() + b'{"idempotency_key": "slow", "task": {"goal": "')
+        task_id = scene.queued()
+        claimed = scene.agent.post(
+            "/v1/claims", json={"capabilities": [scene.cap], "lease_seconds": 60}
+        )
+        assert claimed.status_code == 200 and claimed.json()["task_id"] == task_id
 
 
 def test_a_revoked_token_is_refused(server: LiveServer) -> None:

@@ -731,7 +731,8 @@ def _endpoint(
 
 
 def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starlette:
-    """The API over `settings.db_path`: its databases open now and close with the app.
+    """The API over `settings.db_path`: its databases open now; `app.state.backend.close()`
+    closes them (not the ASGI lifespan, which a test client runs per session).
     `extra`: more routes (rows like those of `operations()`), e.g. the review-run routes."""
     backend = Backend(settings)
     metrics = ApiMetrics(backend.task_counts)
@@ -758,16 +759,7 @@ def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starle
             code, f"{request.method} {exc.status_code}", headers=dict(exc.headers or {})
         )
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            backend.close()
-
-    app = Starlette(
-        routes=routes, exception_handlers={HTTPException: http_problem}, lifespan=lifespan
-    )
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_problem})
     app.state.backend = backend
     app.state.metrics = metrics
     app.state.openapi = document

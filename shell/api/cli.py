@@ -26,10 +26,10 @@ KEEP_ALIVE_SECONDS = 5
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = commands.add_parser(
-        "serve", help=f"run the HTTP API (Starlette on uvicorn; default {DEFAULT_LISTEN})"
+    serve = commands.add_parser("serve", help="run the HTTP API (Starlette on uvicorn)")
+    serve.add_argument(
+        "--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT", help="the address to listen on"
     )
-    serve.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT")
     serve.add_argument(
         "--db", dest="db", default=argparse.SUPPRESS, help="database file (as the global --db)"
     )
@@ -38,15 +38,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=int,
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
-        help=f"largest request body; larger is 413 (default {DEFAULT_MAX_BODY})",
+        help="largest request body; a larger one is 413 BODY_TOO_LARGE",
     )
     serve.add_argument(
         "--max-waiting-per-token",
         type=int,
         default=DEFAULT_MAX_WAITING_PER_TOKEN,
         metavar="N",
-        help="waiting long-poll claims one token may hold; more is 429 "
-        f"(default {DEFAULT_MAX_WAITING_PER_TOKEN})",
+        help="waiting long-poll claims one token may hold; more is 429 TOO_MANY_WAITING",
     )
     serve.set_defaults(handler=_serve, default_log_level="INFO")
 
@@ -101,7 +100,10 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         server_header=False,
     )
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        app.state.backend.close()
     return 0
 
 
