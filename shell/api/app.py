@@ -736,6 +736,7 @@ def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starle
     `extra`: more routes (rows like those of `operations()`), e.g. the review-run routes."""
     backend = Backend(settings)
     metrics = ApiMetrics(backend.task_counts)
+    backend.on_batch = metrics.observe_batch
     table = (*operations(), *extra)
     document = build_document(table, version=version("aios-ledger"))
     validators = BodyValidators(document)

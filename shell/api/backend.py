@@ -2,11 +2,12 @@
 with theirs, the long-poll wake-up, and the waiting-poll counts per token.
 
 Blocking store calls run in worker threads (`run_in_threadpool`), never on the event loop.
-Writes: every write goes through `Backend.write`, which today takes `_write_turn` (a lock: one
-store call at a time on the writer's connection, since a connection holds one transaction).
-Group commit replaces that one line with a turn that lets concurrent calls into the writer's
-batching Database together. Reads take a connection of their own from the pool, so that a
-read never waits for a write (WAL).
+Writes: every write goes through `Backend.write`. With group commit (the default,
+`ApiSettings.group_commit` = the largest batch) the writer's Database batches concurrent store
+calls itself (`shell/db/group_commit.py`: one `BEGIN IMMEDIATE … COMMIT`, a savepoint per
+request), so `_write_turn` is a no-op; with `group_commit=0` it is a lock, one store call at a
+time on the writer's connection. Each commit's size goes to `on_batch` (the metrics). Reads
+take a connection of their own from the pool, so that a read never waits for a write (WAL).
 
 Wake-ups: a long-polling claim waits on the current `asyncio.Event` of `work_signal()`; every
 committed write that can make work claimable (a task created, released, verified back to
@@ -43,6 +44,7 @@ DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_WAITING_PER_TOKEN = 8
 MAX_WAIT_SECONDS = 60
 DEFAULT_READ_CONNECTIONS = 4
+DEFAULT_GROUP_COMMIT = 64
 
 
 @attrs.frozen
@@ -60,6 +62,7 @@ class ApiSettings:
     body_timeout: float = 30.0
     recheck_seconds: float = 2.0
     clock: Clock = system_clock
+    group_commit: int = DEFAULT_GROUP_COMMIT
 
 
 class Stores:
@@ -82,14 +85,23 @@ class Backend:
         # The writer opens first: it applies pending migrations, the readers find them done.
         writer_db = self._open(settings.migrate)
         self.writer = Stores(writer_db, settings.clock)
-        # One store call at a time on the writer's connection. Group commit: replace this lock
-        # by the writer's own batching turn (a no-op context), nothing else changes.
-        self._write_turn: contextlib.AbstractContextManager[object] = threading.Lock()
+        self.on_batch: Callable[[int], None] | None = None
+        self._write_turn: contextlib.AbstractContextManager[object]
+        if settings.group_commit > 0:
+            writer_db.start_group_commit(max_batch=settings.group_commit, on_batch=self._batched)
+            self._write_turn = contextlib.nullcontext()
+        else:
+            # One store call at a time on the writer's connection.
+            self._write_turn = threading.Lock()
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
         for _ in range(max(1, settings.read_connections)):
             self._readers.put(Stores(self._open(False), settings.clock))
         self._signal: asyncio.Event | None = None
         self._waiting: dict[str, int] = {}
+
+    def _batched(self, size: int) -> None:
+        if self.on_batch is not None:
+            self.on_batch(size)
 
     def _open(self, migrate: bool) -> Database:
         db = Database(self.settings.db_path, synchronous=self.settings.synchronous, migrate=migrate)
