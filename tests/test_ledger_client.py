@@ -11,7 +11,9 @@ the same task and lease (the key the client drew), and a server that is down is
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -254,3 +256,39 @@ def test_bad_urls_and_tokens_are_refused_before_any_request() -> None:
     assert _code(lambda: LedgerClient("ftp://example", "t" * 40)) == "API_URL_INVALID"
     assert _code(lambda: LedgerClient("http://127.0.0.1:1", "")) == "TOKEN_INVALID"
     assert "t" * 40 not in repr(LedgerClient("http://127.0.0.1:1", "t" * 40))
+
+
+def test_the_server_commits_concurrent_requests_in_groups(tmp_path: Path) -> None:
+    """Every write request lands in exactly one group commit (the batch-size histogram sums to
+    the writes); all of them are committed."""
+    with ApiServer(tmp_path / "ledger.db") as server:
+        owner = LedgerClient(server.url, server.issue("owner-g", "owner"))
+        auditor = server.issue("auditor-g", "auditor")
+        threads, each = 8, 6
+
+        def create(number: int) -> None:
+            for serial in range(each):
+                task_id = f"task-g-{number}-{serial}"
+                owner.create_task(_task(task_id), idempotency_key=task_id)
+
+        workers = [threading.Thread(target=create, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert len(owner.list_tasks(limit=1000)) == threads * each
+        metrics = httpx.get(
+            f"{server.url}/metrics", headers={"Authorization": f"Bearer {auditor}"}
+        ).text
+        owner.close()
+    total = _sample(metrics, "aios_ledger_group_commit_batch_size_sum")
+    commits = _sample(metrics, "aios_ledger_group_commit_batch_size_count")
+    assert total == threads * each
+    assert 1 <= commits <= total
+
+
+def _sample(metrics: str, name: str) -> float:
+    for line in metrics.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in the metrics")
