@@ -20,7 +20,7 @@ from typing import Any
 
 import apsw
 
-from . import aux, contention, layers, lifecycles, scale, transitions, verify
+from . import api, aux, contention, layers, lifecycles, scale, transitions, verify
 from .harness import RESULTS, figures_table, machine_facts, say
 
 Part = Callable[..., list[dict[str, Any]]]
@@ -32,6 +32,7 @@ PARTS: dict[str, tuple[str, Part]] = {
     "5": ("auxiliary runs", aux.run),
     "6": ("event log verify", verify.run),
     "7": ("the layers' cost on a heartbeat", layers.run),
+    "8": ("the HTTP API: 32 agents, group commit, long polls", api.run),
 }
 
 
