@@ -21,6 +21,7 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import LedgerClient, TaskLedger
 from aios_ledger.shell.remote.client import new_lease_token
+from aios_ledger.shell.work.worker import LEASE_LOST
 from api_server import ApiServer, free_port
 
 AGENT = "agent-1"
@@ -241,6 +242,56 @@ def test_a_claim_whose_answer_was_lost_is_answered_again_with_the_same_lease(
     assert claim["lease_token"] == first["lease_token"]
     kinds = [event["event_type"] for event in local.events("task-lost")]
     assert kinds == ["TASK_CREATED", "TASK_CLAIMED"]
+
+
+class LosingFirstAnswer(httpx.HTTPTransport):
+    """Lets each request of `paths` reach the server, and loses the first answer to it."""
+
+    def __init__(self, *paths: str) -> None:
+        super().__init__()
+        self.paths = paths
+        self.sent: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.url.path in self.paths:
+            self.sent.append(request.url.path)
+            if self.sent.count(request.url.path) == 1:
+                response.read()
+                raise httpx.ReadError("the answer was lost", request=request)
+        return response
+
+
+def test_heartbeat_and_release_are_idempotent_in_effect_when_retried(
+    server: ApiServer, clients: dict[str, LedgerClient], local: TaskLedger
+) -> None:
+    """A heartbeat whose answer was lost is sent again and extends the same lease again; a
+    release whose answer was lost is sent again and refused as the lease is gone: either way
+    the task is where the caller asked (the worker reads those codes as "not ours")."""
+    clients["owner"].create_task(_task("task-again"), idempotency_key="create-again")
+    beat, back = "/v1/tasks/task-again/heartbeat", "/v1/tasks/task-again/release"
+    transport = LosingFirstAnswer(beat, back)
+    token = server.issue("agent-again", "agent")
+    with LedgerClient(server.url, token, transport=transport, backoff=0.001) as agent:
+        claim = agent.claim(
+            agent_id="agent-again", capabilities=[], lease_seconds=60, task_id="task-again"
+        )
+        assert claim is not None
+        answer = agent.heartbeat("task-again", lease_token=claim["lease_token"], lease_seconds=90)
+        assert answer["lease_expires_at"] == local.get("task-again")["lease_expires_at"]
+        with pytest.raises(LedgerError) as refused:
+            agent.release("task-again", lease_token=claim["lease_token"], reason="done")
+    assert refused.value.code in LEASE_LOST
+    assert transport.sent == [beat, beat, back, back]
+    assert local.get("task-again")["status"] == "QUEUED"
+    kinds = [event["event_type"] for event in local.events("task-again")]
+    assert kinds == [
+        "TASK_CREATED",
+        "TASK_CLAIMED",
+        "TASK_HEARTBEAT",
+        "TASK_HEARTBEAT",
+        "TASK_RELEASED",
+    ]
 
 
 def test_a_server_that_is_down_is_api_unavailable_after_the_retries() -> None:
