@@ -290,11 +290,12 @@ async def create_run(call: Call) -> Answer:
 
 async def append_run_event(call: Call) -> Answer:
     run_id, body = call.path("run_id"), call.body
+    # A run's session never changes: whose it is can be read before the write, on a reader.
+    run = await call.backend.read(lambda s: s.runs.get_run(run_id))
+    if run.session_id != call.name:
+        raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
 
     def append(stores: Stores) -> Any:
-        run = stores.runs.get_run(run_id)
-        if run.session_id != call.name:
-            raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
         event = stores.runs.append_event(run_id, body["kind"], body.get("payload"))
         return {"run_id": event.run_id, **event.public()}
 
