@@ -80,19 +80,21 @@ class Backend:
         self.settings = settings
         self._databases: list[Database] = []
         # The writer opens first: it applies pending migrations, the readers find them done.
-        writer_db = self._open(settings.migrate)
+        writer_db = self._open(settings.migrate, settings.synchronous)
         self.writer = Stores(writer_db, settings.clock)
         # One store call at a time on the writer's connection. Group commit: replace this lock
         # by the writer's own batching turn (a no-op context), nothing else changes.
         self._write_turn: contextlib.AbstractContextManager[object] = threading.Lock()
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
         for _ in range(max(1, settings.read_connections)):
-            self._readers.put(Stores(self._open(False), settings.clock))
+            # A reader never commits a write: its synchronous level is moot, and at FULL it
+            # installs no WAL-copying rounds of its own (the writer's are the ones that count).
+            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
         self._signal: asyncio.Event | None = None
         self._waiting: dict[str, int] = {}
 
-    def _open(self, migrate: bool) -> Database:
-        db = Database(self.settings.db_path, synchronous=self.settings.synchronous, migrate=migrate)
+    def _open(self, migrate: bool, synchronous: str) -> Database:
+        db = Database(self.settings.db_path, synchronous=synchronous, migrate=migrate)
         self._databases.append(db)
         return db
 
