@@ -9,6 +9,7 @@ the run stays fast; the property is the same at any count."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,8 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
-EXAMPLES = 6
+# A few per operation in `make test`; `make soak` (AIOS_SOAK=1) generates ten times as many.
+EXAMPLES = 60 if os.environ.get("AIOS_SOAK") == "1" else 6
 
 
 @pytest.fixture(scope="module")

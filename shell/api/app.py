@@ -293,13 +293,15 @@ async def create_run(call: Call) -> Answer:
 
 async def append_run_event(call: Call) -> Answer:
     run_id, body = call.path("run_id"), call.body
+    # A run's session never changes: whose it is can be read before the write, on a reader.
+    # Besides its own session's runs, an agent writes the evidence run of the attempt it holds.
+    run = await call.backend.read(lambda s: s.runs.get_run(run_id))
+    if run.session_id != call.name and not await call.backend.read(
+        lambda s: holds_evidence_run(s, call.name, run.session_id, run.run_id)
+    ):
+        raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
 
     def append(stores: Stores) -> Any:
-        run = stores.runs.get_run(run_id)
-        if run.session_id != call.name and not holds_evidence_run(
-            stores, call.name, run.session_id, run.run_id
-        ):
-            raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
         event = stores.runs.append_event(run_id, body["kind"], body.get("payload"))
         return {"run_id": event.run_id, **event.public()}
 

@@ -83,7 +83,7 @@ class Backend:
         self.settings = settings
         self._databases: list[Database] = []
         # The writer opens first: it applies pending migrations, the readers find them done.
-        writer_db = self._open(settings.migrate)
+        writer_db = self._open(settings.migrate, settings.synchronous)
         self.writer = Stores(writer_db, settings.clock)
         self.on_batch: Callable[[int], None] | None = None
         self._write_turn: contextlib.AbstractContextManager[object]
@@ -95,7 +95,9 @@ class Backend:
             self._write_turn = threading.Lock()
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
         for _ in range(max(1, settings.read_connections)):
-            self._readers.put(Stores(self._open(False), settings.clock))
+            # A reader never commits a write: its synchronous level is moot, and at FULL it
+            # installs no WAL-copying rounds of its own (the writer's are the ones that count).
+            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
         self._signal: asyncio.Event | None = None
         self._waiting: dict[str, int] = {}
 
@@ -103,8 +105,8 @@ class Backend:
         if self.on_batch is not None:
             self.on_batch(size)
 
-    def _open(self, migrate: bool) -> Database:
-        db = Database(self.settings.db_path, synchronous=self.settings.synchronous, migrate=migrate)
+    def _open(self, migrate: bool, synchronous: str) -> Database:
+        db = Database(self.settings.db_path, synchronous=synchronous, migrate=migrate)
         self._databases.append(db)
         return db
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
 from aios_ledger.core.api.tokens import ROLES
@@ -21,8 +22,12 @@ from aios_ledger.shell.cli_support import (
     synchronous,
 )
 
-# uvicorn: a connection idle this long between requests is closed.
+# uvicorn: a connection idle this long between requests is closed; on SIGTERM, requests still
+# running (long polls) get this long to finish before their connections are closed (a client
+# whose claim carried an idempotency key asks again and gets the same claim).
 KEEP_ALIVE_SECONDS = 5
+GRACEFUL_SHUTDOWN_SECONDS = 10
+LOG = logging.getLogger("aios_ledger.api")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -98,8 +103,10 @@ def _serve(args: argparse.Namespace) -> int:
         log_config=None,  # the ledger's logging (--log-level, --log-format)
         access_log=False,  # an access line would hold paths with ids; metrics count requests
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         server_header=False,
     )
+    LOG.info("serving %s on http://%s:%d", settings.db_path, host, port)
     try:
         uvicorn.Server(config).run()
     finally:
