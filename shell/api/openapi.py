@@ -39,6 +39,7 @@ from aios_ledger.core.tasks.requests import (
     VerifyRequest,
 )
 from aios_ledger.shell.api.problems import PROBLEM_TYPE
+from aios_ledger.shell.api.review_bodies import review_body_schemas
 
 OPENAPI_VERSION = "3.1.0"
 MAX_WAIT_SECONDS = 60
@@ -151,8 +152,6 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
         ),
         "RunEventBody": _without(_record(RunEventAppendRequest, defs), ("run_id",)),
     }
-    from aios_ledger.shell.api.review_routes import review_body_schemas
-
     bodies.update(review_body_schemas())
     for name, schema in bodies.items():
         schema.setdefault("title", name)

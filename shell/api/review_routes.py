@@ -28,7 +28,6 @@ and a transition or stop by another token is `NOT_RUN_OWNER`.
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import attrs
@@ -49,23 +48,13 @@ from aios_ledger.core.work import REVIEW_KIND, evidence_session
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.backend import Stores
 from aios_ledger.shell.api.openapi import Operation, Query
+from aios_ledger.shell.api.review_bodies import OWNER_TAG, REVIEW_ID
 from aios_ledger.shell.auxiliary.service import DatabaseAuxiliaryRuns
 from aios_ledger.shell.runs.store import RunEvidenceReader
 from aios_ledger.shell.work.reviewer import attempt_evidence, reviews_of, tasks_to_review
 
 REVIEWERS = frozenset({REVIEWER})
 REVIEW_READERS = frozenset({REVIEWER, AUDITOR, OWNER})
-# The codes a reviewer may end a run with: what its service records (core/auxiliary).
-ENDING_CODES = (
-    "CANCELLED",
-    "EXECUTOR",
-    "OUTPUT_INVALID",
-    "OUTPUT_LIMIT",
-    "OUTPUT_SCHEMA_MISMATCH",
-    "TIMEOUT",
-)
-MAX_DETAIL = 4000
-_OWNER = re.compile(r"^[A-Za-z0-9._-]{1,100}:[0-9]{1,10}:[A-Za-z0-9]{1,64}$")
 _NAME_DIGEST_HEX = 24
 
 
@@ -75,7 +64,7 @@ def _name_digest(name: str) -> str:
 
 def bound_owner(tag: str, name: str) -> str:
     """The stored owner of a run a reviewer spawns: its process tag, bound to its token."""
-    if not _OWNER.fullmatch(tag):
+    if not OWNER_TAG.fullmatch(tag):
         raise LedgerError("FIELDS_INVALID", "owner: must be host:pid:nonce")
     return f"{tag}~{_name_digest(name)}"
 
@@ -169,50 +158,6 @@ async def stop_review_run(call: Call) -> Answer:
 
 # -- the routes and their bodies --------------------------------------------------------------
 
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
-_ENDING = {
-    "type": "object",
-    "properties": {
-        "code": {"enum": list(ENDING_CODES)},
-        "detail": {"type": "string", "maxLength": MAX_DETAIL},
-    },
-    "required": ["code", "detail"],
-    "additionalProperties": False,
-}
-
-
-def review_body_schemas() -> dict[str, Any]:
-    """The bodies of these routes, for the OpenAPI document (`openapi.body_schemas`)."""
-    return {
-        "ReviewEvidenceBody": {
-            "type": "object",
-            "properties": {"task_id": _TEXT, "attempt": {"type": "integer", "minimum": 1}},
-            "required": ["task_id", "attempt"],
-            "additionalProperties": False,
-        },
-        "ReviewRunSpawnBody": {
-            "type": "object",
-            "properties": {
-                "spec": {"type": "object"},
-                "evidence": {"type": "object"},
-                "owner": {"type": "string", "pattern": _OWNER.pattern},
-            },
-            "required": ["spec", "evidence", "owner"],
-            "additionalProperties": False,
-        },
-        "ReviewRunTransitionBody": {
-            "type": "object",
-            "properties": {
-                "state": {"enum": ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]},
-                "output": {},
-                "error": _ENDING,
-            },
-            "required": ["state"],
-            "additionalProperties": False,
-        },
-        "ReviewRunStopBody": _ENDING,
-    }
-
 
 def review_operations() -> tuple[Operation, ...]:
     """The rows to pass as `create_app(settings, extra=review_operations())`."""
@@ -245,7 +190,7 @@ def review_operations() -> tuple[Operation, ...]:
             list_review_runs,
             "the auxiliary runs on an attempt's evidence",
             query=(
-                Query("task_id", _TEXT),
+                Query("task_id", REVIEW_ID),
                 Query("attempt", {"type": "integer", "minimum": 1}),
             ),
         ),

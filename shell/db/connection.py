@@ -246,7 +246,9 @@ class Database:
         from aios_ledger.shell.db.group_commit import GroupCommit
 
         if self.group_commit is None:
-            self.group_commit = GroupCommit(self, max_batch=max_batch, on_batch=on_batch)
+            self.group_commit = GroupCommit(
+                self, storage_error=storage_error, max_batch=max_batch, on_batch=on_batch
+            )
         return self.group_commit
 
     def stop_group_commit(self) -> None:

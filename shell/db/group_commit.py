@@ -40,20 +40,32 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import Any, ParamSpec, Protocol, TypedDict, TypeVar
 
 import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.run import execute
 
-if TYPE_CHECKING:
-    from aios_ledger.shell.db.connection import Database
-
 T = TypeVar("T")
+P = ParamSpec("P")
 Work = Callable[[apsw.Connection], Any]
 
 MAX_BATCH_LIMIT = 10_000
 _BUSY = (apsw.BusyError, apsw.LockedError)
+
+
+class WriterDatabase(Protocol):
+    """What group commit needs of the Database it writes for (`connection.Database`; named
+    here by its shape, so that this module does not import the one that starts it)."""
+
+    path: str
+    conn: apsw.Connection
+
+    def open_reader(self) -> apsw.Connection: ...
+
+    def _with_busy_retry(self, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    def _rollback(self) -> None: ...
 
 
 class GroupCommitStats(TypedDict):
@@ -95,8 +107,9 @@ class GroupCommit:
 
     def __init__(
         self,
-        database: Database,
+        database: WriterDatabase,
         *,
+        storage_error: Callable[[apsw.Error], LedgerError],
         max_batch: int = 64,
         on_batch: Callable[[int], None] | None = None,
     ) -> None:
@@ -109,6 +122,7 @@ class GroupCommit:
                 "GROUP_COMMIT_UNAVAILABLE", "an in-memory database has one connection only"
             )
         self._db = database
+        self._storage_error = storage_error
         self._max_batch = max_batch
         self._on_batch = on_batch
         self._queue: queue.SimpleQueue[_Entry | _Stop] = queue.SimpleQueue()
@@ -237,8 +251,7 @@ class GroupCommit:
             raise
         return outcomes
 
-    @staticmethod
-    def _run_work(conn: apsw.Connection, work: Work) -> _Outcome:
+    def _run_work(self, conn: apsw.Connection, work: Work) -> _Outcome:
         execute(conn, "savepoint_work")
         try:
             value = work(conn)
@@ -252,18 +265,11 @@ class GroupCommit:
                 raise _WholeBatchLost(cause) from None
             execute(conn, "rollback_to_work")
             execute(conn, "release_work")
-            return _Outcome(error=_as_caller_error(exc))
+            # What `Database.write` would raise: an apsw error as a LedgerError.
+            error = self._storage_error(exc) if isinstance(exc, apsw.Error) else exc
+            return _Outcome(error=error)
         execute(conn, "release_work")
         return _Outcome(value=value)
-
-
-def _as_caller_error(exc: BaseException) -> BaseException:
-    """What the work's caller sees: `Database.write` turns an apsw error into a LedgerError."""
-    if isinstance(exc, apsw.Error):
-        from aios_ledger.shell.db.connection import storage_error
-
-        return storage_error(exc)
-    return exc
 
 
 def _read_once(conn: apsw.Connection, work: Callable[[apsw.Connection], T]) -> T:
