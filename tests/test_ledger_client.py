@@ -262,6 +262,23 @@ class LosingFirstAnswer(httpx.HTTPTransport):
         return response
 
 
+def test_a_claim_of_one_task_through_claim_many_is_keyed_and_answered_again(
+    server: ApiServer, clients: dict[str, LedgerClient], local: TaskLedger
+) -> None:
+    """A worker with one free slot claims through `claim_many(limit=1)`: a lost answer is asked
+    again with the same key and lease token and names the same task, claimed once."""
+    clients["owner"].create_task(_task("task-one", priority=50), idempotency_key="create-one")
+    transport = LosingFirstAnswer("/v1/claims")
+    token = server.issue("agent-one", "agent")
+    with LedgerClient(server.url, token, transport=transport, backoff=0.001) as agent:
+        (claim,) = agent.claim_many(
+            agent_id="agent-one", capabilities=[], lease_seconds=60, limit=1
+        )
+    assert claim["task_id"] == "task-one" and transport.sent == ["/v1/claims"] * 2
+    kinds = [event["event_type"] for event in local.events("task-one")]
+    assert kinds == ["TASK_CREATED", "TASK_CLAIMED"]
+
+
 def test_heartbeat_and_release_are_idempotent_in_effect_when_retried(
     server: ApiServer, clients: dict[str, LedgerClient], local: TaskLedger
 ) -> None:

@@ -25,11 +25,12 @@ be sent again after the request may have reached the server:
   what the caller asked, and the worker treats those codes as "not ours any more";
 - reads.
 
-`claim_many` and `append_event` carry no key: they are sent again only when the connection was
-never made (the request cannot have reached the server). A `503` problem (DATABASE_BUSY, a
-storage error) is retried like a lost connection for the calls above. After the last try the
-call raises `LedgerError("API_UNAVAILABLE", ...)`; an answer that is not the API's (not JSON,
-or a status the contract does not give) is `API_PROTOCOL_ERROR`.
+`claim_many` (of more than one task: one is a keyed `claim`) and `append_event` carry no key:
+they are sent again only when the connection was never made (the request cannot have reached
+the server). A `503` problem (DATABASE_BUSY, a storage error) is retried like a lost connection
+for the calls above. After the last try the call raises `LedgerError("API_UNAVAILABLE", ...)`;
+an answer that is not the API's (not JSON, or a status the contract does not give) is
+`API_PROTOCOL_ERROR`.
 
 The token is sent as `Authorization: Bearer …` and never appears in an error or a log line.
 `claim` takes `agent_id` for TaskLedger's signature; the server records the token's name as the
@@ -292,8 +293,18 @@ class LedgerClient:
         limit: int,
         wait_seconds: int = 0,
     ) -> list[ClaimAnswer]:
-        """TaskLedger.claim_many (not idempotent: sent again only when never sent)."""
+        """TaskLedger.claim_many. A batch has no key, so it is sent again only when it was never
+        sent; one task (`limit=1`, a worker with one free slot) is claimed as `claim` claims,
+        with a key, so that a lost answer is answered again."""
         self._check_agent(agent_id)
+        if limit == 1:
+            one = self.claim(
+                agent_id=agent_id,
+                capabilities=capabilities,
+                lease_seconds=lease_seconds,
+                wait_seconds=wait_seconds,
+            )
+            return [] if one is None else [one]
         body: dict[str, object] = {
             "capabilities": _plain(capabilities),
             "lease_seconds": lease_seconds,
