@@ -30,14 +30,18 @@ def test_every_operation_has_its_decision() -> None:
         "decide_expire",
         "decide_heartbeat",
         "decide_projection",
+        "decide_record_proposal",
         "decide_recover_interrupted",
         "decide_register_binding",
+        "decide_register_repository",
         "decide_retry",
         "decide_spawn",
         "decide_stop",
         "decide_submit",
         "decide_transition",
         "decide_verify",
+        "decide_write_intent",
+        "decide_write_outcome",
     }
 
 

@@ -8,7 +8,10 @@ whose rows only plans with a sealed event write:
 - `tasks`, keyed by `task_id` (every task event, and a projection, writes the task row);
 - `auxiliary_runs`, keyed by `aux_id` (spawn and every transition);
 - `task_initial_execution_projections` and `task_source_capture_projection_recoveries`, keyed
-  by `idempotency_key` (inserted by the projection beside its task row, never changed).
+  by `idempotency_key` (inserted by the projection beside its task row, never changed);
+- the governed writes' tables (migration 0010): `governed_repositories` keyed by `name`,
+  `task_proposals` by `proposal_id`, `writer_leases` by `lease_id` and `governed_writes` by
+  `idempotency_key`.
 
 `runs` and `run_events` are not: a run's events are an append-only table of their own whose
 appends are not sealed events. `governed_bindings` rows are inputs keyed by two columns; the
@@ -49,11 +52,19 @@ TASKS = "tasks"
 AUXILIARY_RUNS = "auxiliary_runs"
 INITIAL_PROJECTIONS = "task_initial_execution_projections"
 SOURCE_CAPTURE_RECOVERIES = "task_source_capture_projection_recoveries"
+GOVERNED_REPOSITORIES = "governed_repositories"
+TASK_PROPOSALS = "task_proposals"
+WRITER_LEASES = "writer_leases"
+GOVERNED_WRITES = "governed_writes"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
+    GOVERNED_REPOSITORIES,
+    TASK_PROPOSALS,
+    WRITER_LEASES,
+    GOVERNED_WRITES,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(

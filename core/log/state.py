@@ -11,8 +11,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
+from aios_ledger.core.git.records import (
+    GovernedWriteRow,
+    ProposalRow,
+    RepositoryRow,
+    WriterLeaseRow,
+)
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
+    GOVERNED_REPOSITORIES,
+    GOVERNED_WRITES,
+    TASK_PROPOSALS,
+    WRITER_LEASES,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
     SOURCE_CAPTURE_RECOVERIES,
@@ -30,6 +40,10 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     AUXILIARY_RUNS: (AuxiliaryRunRow, "aux_id"),
     INITIAL_PROJECTIONS: (ProjectionLedgerRow, "idempotency_key"),
     SOURCE_CAPTURE_RECOVERIES: (ProjectionLedgerRow, "idempotency_key"),
+    GOVERNED_REPOSITORIES: (RepositoryRow, "name"),
+    TASK_PROPOSALS: (ProposalRow, "proposal_id"),
+    WRITER_LEASES: (WriterLeaseRow, "lease_id"),
+    GOVERNED_WRITES: (GovernedWriteRow, "idempotency_key"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

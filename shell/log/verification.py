@@ -28,6 +28,10 @@ from aios_ledger.core import (
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
+    GOVERNED_REPOSITORIES,
+    GOVERNED_WRITES,
+    TASK_PROPOSALS,
+    WRITER_LEASES,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
     TASKS,
@@ -90,6 +94,10 @@ STATE_STATEMENTS = {
     AUXILIARY_RUNS: "state_rows_auxiliary_runs",
     INITIAL_PROJECTIONS: "state_rows_initial_projections",
     SOURCE_CAPTURE_RECOVERIES: "state_rows_source_capture_recoveries",
+    GOVERNED_REPOSITORIES: "state_rows_governed_repositories",
+    TASK_PROPOSALS: "state_rows_task_proposals",
+    WRITER_LEASES: "state_rows_writer_leases",
+    GOVERNED_WRITES: "state_rows_governed_writes",
 }
 
 
