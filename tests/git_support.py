@@ -296,12 +296,11 @@ def ledger_outcomes(db_path: Path) -> list[dict[str, Any]]:
     ]
 
 
-def assert_reflog_agrees(db_path: Path, bare: Path, *, moved_by_others: int = 0) -> None:
+def assert_reflog_agrees(db_path: Path, bare: Path) -> None:
     """The repository's ref logs and the ledger's events tell the same story: each reflog
     entry the ledger's write made (its message names the write) is one GOVERNED_WRITE_APPLIED
     event with the same ref, old and new ids, and the other way round; every write intended
-    has exactly one outcome; and a ref the ledger last applied still holds what it applied,
-    unless someone else moved it (`moved_by_others` such refs are expected)."""
+    has exactly one outcome; and a ref the ledger last applied still holds what it applied."""
     events = ledger_outcomes(db_path)
     intended = {e["idempotency_key"] for e in events if e["type"] == "GOVERNED_WRITE_INTENDED"}
     outcomes = [e for e in events if e["type"] != "GOVERNED_WRITE_INTENDED"]
@@ -312,25 +311,39 @@ def assert_reflog_agrees(db_path: Path, bare: Path, *, moved_by_others: int = 0)
         for e in outcomes
         if e["type"] == "GOVERNED_WRITE_APPLIED"
     }
-    zero = "0" * 40
     logged = set()
-    for ref in branch_refs(bare):
-        for old, new, message in reflog(bare, ref):
+    for name in branch_refs(bare):
+        for old, new, message in reflog(bare, name):
             if message.startswith(REFLOG_PREFIX):
-                logged.add((ref, old, new, message[len(REFLOG_PREFIX) :]))
-    for ref, old, new, key in applied:
-        if (ref, old, new, key) not in logged:
-            # A write applied then reconciled after a crash logged the same swap.
-            assert (ref, old, new, key) in logged or (ref, zero, new, key) in logged, (ref, key)
-    assert {entry[3] for entry in logged} == {entry[3] for entry in applied}
+                logged.add((name, old, new, message[len(REFLOG_PREFIX) :]))
+    assert logged == applied
     last: dict[str, str] = {}
     for e in outcomes:
         if e["type"] == "GOVERNED_WRITE_APPLIED":
             last[e["ref"]] = e["new_oid"]
     refs = branch_refs(bare)
-    drifted = [ref for ref, oid in last.items() if refs.get(ref) != oid]
-    assert len(drifted) == moved_by_others, drifted
+    assert {name: refs.get(name) for name in last} == last
 
 
 def ref(bare: Path, name: str) -> str | None:
     return read_ref(str(bare), name)
+
+
+def repository_files(bare: Path) -> dict[str, bytes]:
+    """Every file of the bare repository, byte for byte: "untouched" means this is equal."""
+    return {
+        str(path.relative_to(bare)): path.read_bytes()
+        for path in sorted(bare.rglob("*"))
+        if path.is_file()
+    }
+
+
+def events_of(db_path: Path, task_id: str) -> list[str]:
+    con = sqlite3.connect(db_path)
+    try:
+        rows = con.execute(
+            "SELECT event_type FROM events WHERE task_id = ? ORDER BY event_id", (task_id,)
+        ).fetchall()
+    finally:
+        con.close()
+    return [str(row[0]) for row in rows]
