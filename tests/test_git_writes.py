@@ -22,8 +22,7 @@ from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
 from aios_ledger.shell.git.runner import check_ref_format, run_git
 from aios_ledger.shell.git.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
-
-from tests.git_support import (
+from git_support import (
     AGENT,
     assert_reflog_agrees,
     binding,

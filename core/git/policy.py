@@ -109,11 +109,9 @@ def refuse_by_facts(facts: Mapping[str, JsonValue]) -> None:
         )
     if facts.get("secret_material_exposed"):
         secrets = facts.get("secrets")
-        where = sorted({str(found.get("path")) for found in secrets if isinstance(found, dict)})
-        raise LedgerError(
-            "SECRET_MATERIAL",
-            f"secret material in {where}" if isinstance(secrets, list) else "secret material",
-        )
+        listed = secrets if isinstance(secrets, list) else []
+        where = sorted({str(found.get("path")) for found in listed if isinstance(found, dict)})
+        raise LedgerError("SECRET_MATERIAL", f"secret material in {where}")
 
 
 def stated_disagreements(

@@ -13,8 +13,8 @@ import attrs
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import Between, Identifier, Sha256Hex, Text
 from aios_ledger.core.projection.envelopes import REPOSITORY, ObjectId
-from aios_ledger.core.structuring import structure, unstructure
-from aios_ledger.core.tasks.requests import NOT_PUBLIC, LeaseToken
+from aios_ledger.core.structuring import NOT_PUBLIC, structure, unstructure
+from aios_ledger.core.tasks.requests import LeaseToken
 
 MAX_PROPOSAL_FILES = 10000
 MAX_PATH = 1000

@@ -21,13 +21,13 @@ from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
-    TASK_PROPOSALS,
-    WRITER_LEASES,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
+    TASK_PROPOSALS,
     TASKS,
+    WRITER_LEASES,
     row_digest,
 )
 from aios_ledger.core.projection.records import ProjectionLedgerRow

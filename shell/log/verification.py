@@ -30,11 +30,11 @@ from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
-    TASK_PROPOSALS,
-    WRITER_LEASES,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
+    TASK_PROPOSALS,
     TASKS,
+    WRITER_LEASES,
     RowImage,
 )
 from aios_ledger.core.log.state import stored_row_state
