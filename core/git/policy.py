@@ -46,13 +46,12 @@ def branch_of(ref: str) -> str | None:
 
 
 def protected_patterns(head_branch: str | None, requested: Sequence[str] | None) -> list[str]:
-    """The patterns a repository is registered with: those asked for, or the defaults (its HEAD
-    branch, main, master, release/*), in order, without repeats."""
+    """The patterns a repository is registered with: its HEAD branch always (the mainline is
+    never an agent's), then those asked for, or the defaults (main, master, release/*), in
+    order, without repeats."""
     chosen: list[str] = []
-    base = list(requested) if requested is not None else [*([head_branch] if head_branch else [])]
-    if requested is None:
-        base.extend(DEFAULT_PROTECTED)
-    for pattern in base:
+    asked = list(DEFAULT_PROTECTED) if requested is None else list(requested)
+    for pattern in [*([head_branch] if head_branch else []), *asked]:
         if pattern not in chosen:
             chosen.append(pattern)
     return chosen
