@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -24,10 +25,22 @@ def progress(message: str) -> None:
 
 
 def edit_files(attempt: int) -> list[str]:
-    """The work itself: the first attempt drafts the notes, a rework adds the changelog."""
+    """The work itself: the first attempt drafts the notes, a rework adds the changelog. In a
+    workspace (`AIOS_WORKSPACE`, a working copy of the bound repository at its base, the
+    current directory) the files are really written and committed; the worker proposes the
+    commits, and only a governed write after review puts them on the branch."""
     changed = ["NOTES.md"] if attempt == 1 else ["NOTES.md", "CHANGELOG.md"]
+    workspace = os.environ.get("AIOS_WORKSPACE")
     for name in changed:
+        if workspace:
+            with open(os.path.join(workspace, name), "a", encoding="utf-8") as out:
+                out.write(f"{name}: drafted on attempt {attempt}\n")
         progress(f"edited {name}")
+    if workspace:
+        subprocess.run(["git", "add", "--", *changed], cwd=workspace, check=True)
+        message = f"Draft {', '.join(changed)} (attempt {attempt})"
+        subprocess.run(["git", "commit", "--quiet", "-m", message], cwd=workspace, check=True)
+        progress("committed in the workspace")
     return changed
 
 

@@ -536,3 +536,79 @@ def test_verify_finds_a_governed_write_changed_behind_the_ledgers_back(repo: Rep
         con.commit()
     finally:
         con.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the worker: workspaces, proposals and source captures
+
+
+def test_the_worker_gives_the_agent_a_workspace_and_proposes_its_commits(repo: Repo) -> None:
+    from aios_ledger.shell.tasks.ledger import TaskLedger
+    from aios_ledger.shell.work.worker import Worker, WorkerConfig
+
+    register(repo.db, repo.bare)
+    governed_task(repo.db, "task-w", binding("task-w", repo.base))
+    worker = Worker(
+        repo.db,
+        WorkerConfig(
+            agent_id=AGENT,
+            capabilities=("agent.runtime.openclaw",),
+            command=f"{sys.executable} {ROOT / 'examples' / 'agent.py'}",
+            once=True,
+            timeout=60,
+        ),
+    )
+    try:
+        worker.run()
+    finally:
+        worker.close()
+    assert [o.outcome for o in worker.outcomes] == ["submitted"]
+    assert "PROPOSAL_RECORDED" in events_of(repo.db, "task-w")
+    ledger = TaskLedger(repo.db)
+    try:
+        ledger.verify("task-w", decision="SUCCEEDED", reason="ok", idempotency_key="verify-w")
+    finally:
+        ledger.close()
+    answer = repo.write("task-w", "write-w")
+    assert answer["changed_files"] == ["NOTES.md"]
+    shown = git("--git-dir", str(repo.bare), "show", f"{answer['new_oid']}:NOTES.md")
+    assert shown == "NOTES.md: drafted on attempt 1"
+    assert ref(repo.bare, "refs/heads/main") == repo.base
+
+
+def test_a_source_capture_is_the_snapshot_of_the_base_tree(repo: Repo) -> None:
+    """What the worker submits itself for a `source_capture` claim on a governed repository
+    (such tasks come from the older runtime; the claim is built here as a claim answers)."""
+    import hashlib
+
+    from aios_ledger.core import project_execution_envelope
+    from aios_ledger.shell.git.workspace import GitWorkspaces
+
+    register(repo.db, repo.bare)
+    bound = binding("task-s", repo.base)
+    envelope = project_execution_envelope(
+        bound,
+        {
+            "action": "source_capture",
+            "adapter": "source_capture",
+            "capability_scope": ["git.read"],
+            "runtime_input": None,
+        },
+    )
+    claimed = {"task_id": "task-s", "attempt": 1, "envelope": envelope, "lease_token": "t"}
+    result = GitWorkspaces(repo.db).source_capture(claimed)
+    assert result is not None
+    listing = run_git(
+        ["--git-dir", str(repo.bare), "ls-tree", "-r", "-z", "--full-tree", repo.base]
+    ).stdout
+    assert result["source_snapshot"] == {
+        "schema": "aios.git_tree_snapshot.v1",
+        "payload_sha256": hashlib.sha256(listing).hexdigest(),
+    }
+    contract = json.loads((ROOT / "core/contracts/source_capture_result.v1.json").read_text())
+    from jsonschema import Draft202012Validator
+
+    assert list(Draft202012Validator(contract).iter_errors(result)) == []
+    assert result["execution_digest"] == envelope["execution_digest"]
+    runtime = {**claimed, "envelope": {**envelope, "action": "agent_runtime"}}
+    assert GitWorkspaces(repo.db).source_capture(runtime) is None

@@ -11,6 +11,8 @@ commits on top of `base_oid` (uncommitted changes committed for it) and records 
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -23,7 +25,7 @@ from aios_ledger.shell.clock import Clock, system_clock
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import bundle_workspace, record_proposal
 from aios_ledger.shell.git.repos import repository_row
-from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.git.runner import check_ref_format, run_git
 
 WORKSPACE_ENV = "AIOS_WORKSPACE"
 
@@ -70,6 +72,7 @@ def prepare_workspace(
     repository = db.read(lambda conn: repository_row(conn, binding.repository))
     if repository is None:
         return None
+    check_ref_format("refs/heads/" + binding.target_branch.removeprefix("refs/heads/"))
     root = tempfile.mkdtemp(prefix="aios-workspace-", dir=parent)
     path = str(Path(root, "work"))
     try:
@@ -107,3 +110,82 @@ def propose_from_workspace(
     except OSError as exc:
         raise LedgerError("BUNDLE_INVALID", f"the workspace's bundle: {exc}") from None
     return record_proposal(db, workspace.task_id, data, lease_token=lease_token, clock=clock)
+
+
+SNAPSHOT_SCHEMA = "aios.git_tree_snapshot.v1"
+
+
+def tree_snapshot(repository_path: str, oid: str) -> dict[str, str]:
+    """The snapshot of a commit's tree: `payload_sha256` is the sha256 of git's own listing of
+    every entry (mode, type, object id, path; `ls-tree -r -z --full-tree`), so the same tree
+    always has the same digest and any change to any file changes it."""
+    listing = run_git(
+        ["--git-dir", repository_path, "ls-tree", "-r", "-z", "--full-tree", oid],
+        max_output=256 * 1024 * 1024,
+    ).stdout
+    return {"schema": SNAPSHOT_SCHEMA, "payload_sha256": hashlib.sha256(listing).hexdigest()}
+
+
+def source_capture_result(db: Database, claim: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the worker itself submits for a `source_capture` claim on a governed repository:
+    the snapshot of the binding's base (None for any other claim)."""
+    envelope = claim.get("envelope")
+    binding = claim_binding(claim)
+    if binding is None or not isinstance(envelope, Mapping):
+        return None
+    if envelope.get("action") != "source_capture":
+        return None
+    repository = db.read(lambda conn: repository_row(conn, binding.repository))
+    if repository is None:
+        return None
+    return {
+        "task_id": binding.task_id,
+        "job_id": binding.job_id,
+        "repository": binding.repository,
+        "base_oid": binding.base_oid,
+        "expected_branch_oid": binding.expected_branch_oid,
+        "target_branch": binding.target_branch,
+        "generation": binding.generation,
+        "status": "SUCCEEDED",
+        "classification": "NEEDS_REWORK_SOURCE_CAPTURE",
+        "execution_mode": "source_capture",
+        "execution_digest": envelope["execution_digest"],
+        "changed_files": [],
+        "writer_lease": "NONE",
+        "verification_state": "NEEDS_REWORK",
+        "direct_main_write": False,
+        "production_write": False,
+        "force_push": False,
+        "protected_ref_bypass": False,
+        "secret_material_exposed": False,
+        "source_snapshot": tree_snapshot(repository.path, binding.base_oid),
+    }
+
+
+class GitWorkspaces:
+    """The worker's hooks (each call on a connection of its own, so that a clone never holds
+    the worker's shared connections): a workspace for a claim, the proposal after the agent,
+    the result of a source capture."""
+
+    def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
+        self._path = path
+        self._migrate = migrate
+
+    def _database(self) -> Database:
+        return Database(self._path, migrate=self._migrate)
+
+    def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
+        if claim_binding(claim) is None:
+            return None
+        with self._database() as db:
+            return prepare_workspace(db, claim, agent_id=agent_id)
+
+    def propose(self, workspace: Workspace, claim: Mapping[str, Any]) -> ProposalAnswer | None:
+        with self._database() as db:
+            return propose_from_workspace(db, workspace, lease_token=str(claim["lease_token"]))
+
+    def source_capture(self, claim: Mapping[str, Any]) -> dict[str, Any] | None:
+        if claim_binding(claim) is None:
+            return None
+        with self._database() as db:
+            return source_capture_result(db, claim)
