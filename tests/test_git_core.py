@@ -418,14 +418,19 @@ def test_a_written_key_replays_and_a_key_in_doubt_is_not_replayed() -> None:
 
 def test_the_outcome_is_read_off_the_ref() -> None:
     write = intended()
-    assert outcome_of(write, HEAD, True) == ("APPLIED", None)
-    assert outcome_of(write, HEAD, False) == ("APPLIED", None)
-    assert outcome_of(write, None, False) == ("NOT_APPLIED", None)
-    assert outcome_of(write, "9" * 40, False) == ("MOVED_BY_OTHER", "BRANCH_EXISTS")
+    # Right after the swap: git's answer, then the ref says why it refused.
+    assert outcome_of(write, HEAD, True, False) == ("APPLIED", None)
+    assert outcome_of(write, HEAD, False, False) == ("MOVED_BY_OTHER", "BRANCH_EXISTS")
+    assert outcome_of(write, None, False, False) == ("NOT_APPLIED", None)
+    assert outcome_of(write, "9" * 40, False, False) == ("MOVED_BY_OTHER", "BRANCH_EXISTS")
+    # After a crash: the ref alone.
+    assert outcome_of(write, HEAD, False, True) == ("APPLIED", None)
+    assert outcome_of(write, None, False, True) == ("NOT_APPLIED", None)
+    assert outcome_of(write, "9" * 40, False, True) == ("MOVED_BY_OTHER", "BRANCH_EXISTS")
     updating = write._replace(old_oid="a" * 40)
-    assert outcome_of(updating, "a" * 40, False) == ("NOT_APPLIED", None)
-    assert outcome_of(updating, None, False) == ("MOVED_BY_OTHER", "BRANCH_MOVED")
-    assert outcome_of(updating, "9" * 40, False) == ("MOVED_BY_OTHER", "BRANCH_MOVED")
+    assert outcome_of(updating, "a" * 40, False, True) == ("NOT_APPLIED", None)
+    assert outcome_of(updating, None, False, True) == ("MOVED_BY_OTHER", "BRANCH_MOVED")
+    assert outcome_of(updating, "9" * 40, False, False) == ("MOVED_BY_OTHER", "BRANCH_MOVED")
 
 
 @pytest.mark.parametrize(

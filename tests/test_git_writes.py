@@ -572,7 +572,7 @@ def test_the_worker_gives_the_agent_a_workspace_and_proposes_its_commits(repo: R
     answer = repo.write("task-w", "write-w")
     assert answer["changed_files"] == ["NOTES.md"]
     shown = git("--git-dir", str(repo.bare), "show", f"{answer['new_oid']}:NOTES.md")
-    assert shown == "NOTES.md: drafted on attempt 1"
+    assert shown == "NOTES.md: drafted for task-w on attempt 1"
     assert ref(repo.bare, "refs/heads/main") == repo.base
 
 

@@ -435,12 +435,17 @@ class OutcomeState:
 
 
 def outcome_of(
-    write: GovernedWriteRow, observed: str | None, swapped: bool
+    write: GovernedWriteRow, observed: str | None, swapped: bool, recovered: bool
 ) -> tuple[str, str | None]:
-    """What the ref as read says of an intended write: its state and, when git's swap refused
-    it, why. `observed` None is a ref that does not exist."""
+    """What became of an intended write: its state and, when the ref holds something else,
+    why it could not be moved. `observed` is the ref as read (None: it does not exist).
+
+    Right after the swap, git's answer decides: it moved the ref (APPLIED), or it refused, and
+    the ref says why (at the old id still: NOT_APPLIED; elsewhere, even at the same commit:
+    moved by someone else). After a crash only the ref is left to read: at the new id the
+    swap happened (APPLIED), at the old one it did not, anywhere else someone else moved it."""
     absent = write.old_oid == zero_oid(write.old_oid)
-    if swapped or observed == write.new_oid:
+    if swapped or (recovered and observed == write.new_oid):
         return APPLIED, None
     if observed == (None if absent else write.old_oid):
         return NOT_APPLIED, None
@@ -460,7 +465,7 @@ def decide_write_outcome(
         return Replay(write_answer(write, idempotent=True))
     if request.swapped and request.observed_oid != write.new_oid:
         raise LedgerError("FIELDS_INVALID", "a swapped ref holds the new object id")
-    outcome, code = outcome_of(write, request.observed_oid, request.swapped)
+    outcome, code = outcome_of(write, request.observed_oid, request.swapped, request.recovered)
     lease = state.lease
     if lease is None or lease.lease_id != lease_id_of(write.repository, write.ref):
         raise LedgerError("WRITER_LEASE_MISSING", f"no writer lease of {write.ref}")
