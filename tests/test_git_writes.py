@@ -612,3 +612,17 @@ def test_a_source_capture_is_the_snapshot_of_the_base_tree(repo: Repo) -> None:
     assert result["execution_digest"] == envelope["execution_digest"]
     runtime = {**claimed, "envelope": {**envelope, "action": "agent_runtime"}}
     assert GitWorkspaces(repo.db).source_capture(runtime) is None
+
+
+def test_archiving_keeps_the_chains_of_tasks_that_wrote_to_a_repository(repo: Repo) -> None:
+    from aios_ledger.shell.log.archive import archive_tasks
+
+    register(repo.db, repo.bare)
+    verified_proposal(repo.db, "task-z", binding("task-z", repo.base), {"a.txt": "1\n"})
+    repo.write("task-z", "write-z")
+    with Database(repo.db) as db:
+        archived = archive_tasks(
+            db, finished_before="2999-01-01T00:00:00Z", output=repo.root / "archive.jsonl"
+        )
+    assert "task-z" not in json.dumps(archived)
+    assert "GOVERNED_WRITE_APPLIED" in events_of(repo.db, "task-z")
