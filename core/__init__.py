@@ -6,6 +6,15 @@ contract another program builds on, listed and described in `docs/api.md` (a tes
 two equal); everything else is internal to its module.
 """
 
+from aios_ledger.core.api.tokens import (
+    ApiTokenAnswer,
+    ApiTokenRow,
+    TokenIssueRequest,
+    TokenRevokeRequest,
+    TokenState,
+    decide_issue_token,
+    decide_revoke_token,
+)
 from aios_ledger.core.auxiliary.answers import (
     RecoveryAnswer,
     SpawnAnswer,
@@ -352,6 +361,10 @@ __all__ = [
     "BindingRow",
     "BindingState",
     "AdoptionState",
+    "ApiTokenRow",
+    "TokenState",
+    "TokenIssueRequest",
+    "TokenRevokeRequest",
     # decisions and what an embedder needs to feed them
     "decide_create",
     "decide_claim",
@@ -370,6 +383,8 @@ __all__ = [
     "decide_projection",
     "decide_register_binding",
     "decide_adoption_seals",
+    "decide_issue_token",
+    "decide_revoke_token",
     "prepare_projection",
     "first_claimable",
     "task_history",
@@ -399,6 +414,7 @@ __all__ = [
     "ProjectionAnswer",
     "BindingAnswer",
     "AdoptionAnswer",
+    "ApiTokenAnswer",
     # plans and statements
     "Decision",
     "WritePlan",

@@ -164,6 +164,20 @@ class Statement(enum.StrEnum):
         "aux_id",
     )
 
+    # -- API tokens (only the token's sha256 is ever stored)
+
+    API_TOKEN_INSERT = (
+        "api_token_insert",
+        _INSERT,
+        "name roles_json token_sha256 status revision created_at updated_at",
+    )
+    API_TOKEN_CAS_UPDATE = (
+        "api_token_cas_update",
+        _GUARDED,
+        "name expected_revision roles_json token_sha256 status updated_at",
+        "name",
+    )
+
     # -- governed writes to git (migration 0010)
 
     GOVERNED_REPOSITORY_INSERT = (

@@ -31,6 +31,7 @@ from aios_ledger.core import (
     VerifyAnswer,
     project_execution_envelope,
 )
+from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
 from aios_ledger.shell.auxiliary.service import (
     AuxiliaryExecutor,
     AuxiliaryRunContext,
@@ -58,6 +59,8 @@ from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
 if TYPE_CHECKING:
+    from aios_ledger.shell.api.app import create_app
+    from aios_ledger.shell.api.backend import ApiSettings
     from aios_ledger.shell.cli import main
 
 
@@ -68,6 +71,16 @@ def __getattr__(name: str) -> object:
         from aios_ledger.shell.cli import main
 
         return main
+    # The HTTP server's names are loaded when asked for: the command line need not import
+    # Starlette for every command.
+    if name == "create_app":
+        from aios_ledger.shell.api.app import create_app
+
+        return create_app
+    if name == "ApiSettings":
+        from aios_ledger.shell.api.backend import ApiSettings
+
+        return ApiSettings
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -109,6 +122,11 @@ __all__ = [
     "system_clock",
     "main",
     "AUTHORIZATION_ENV",
+    "create_app",
+    "ApiSettings",
+    "issue_token",
+    "revoke_token",
+    "list_tokens",
     # re-exported from the core: the seed's names, and the answers of the methods above
     "LedgerError",
     "GovernedExecutionBinding",

@@ -14,6 +14,7 @@ from importlib.metadata import version
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import SYNCHRONOUS_LEVELS
+from aios_ledger.shell.api import cli as api_cli
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
     EXIT_REFUSED,
@@ -47,6 +48,7 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     log_cli.register,
     git_cli.register,
     register_schemas,
+    api_cli.register,
 )
 
 

@@ -80,6 +80,14 @@ LEFT JOIN event_seal_rows AS s
                    WHERE row_table = 'task_source_capture_projection_recoveries'
                      AND row_key = p.idempotency_key);
 
+-- name: state_rows_api_tokens
+SELECT k.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL AS sealed_history
+FROM api_tokens AS k
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'api_tokens' AND s.row_key = k.name
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'api_tokens' AND row_key = k.name);
 -- name: state_rows_governed_repositories
 SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
        NULL AS sealed_history
@@ -128,6 +136,7 @@ HAVING NOT CASE r.row_table
     SELECT 1 FROM task_initial_execution_projections WHERE idempotency_key = r.row_key)
   WHEN 'task_source_capture_projection_recoveries' THEN EXISTS (
     SELECT 1 FROM task_source_capture_projection_recoveries WHERE idempotency_key = r.row_key)
+  WHEN 'api_tokens' THEN EXISTS (SELECT 1 FROM api_tokens WHERE name = r.row_key)
   WHEN 'governed_repositories' THEN EXISTS (
     SELECT 1 FROM governed_repositories WHERE name = r.row_key)
   WHEN 'task_proposals' THEN EXISTS (SELECT 1 FROM task_proposals WHERE proposal_id = r.row_key)

@@ -24,6 +24,7 @@ from aios_ledger.core import (
     TaskRow,
     WriterLeaseRow,
 )
+from aios_ledger.core.api.tokens import ApiTokenRow
 from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.records import record_columns
 
@@ -39,6 +40,7 @@ ROW_RECORDS: dict[str, type] = {
     "auxiliary_runs": AuxiliaryRunRow,
     "governed_bindings": BindingRow,
     "archived_events": ArchivedEventRow,
+    "api_tokens": ApiTokenRow,
     "governed_repositories": RepositoryRow,
     "task_proposals": ProposalRow,
     "writer_leases": WriterLeaseRow,

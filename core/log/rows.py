@@ -9,6 +9,7 @@ whose rows only plans with a sealed event write:
 - `auxiliary_runs`, keyed by `aux_id` (spawn and every transition);
 - `task_initial_execution_projections` and `task_source_capture_projection_recoveries`, keyed
   by `idempotency_key` (inserted by the projection beside its task row, never changed);
+- `api_tokens`, keyed by `name` (issued and revoked by the token decisions, migration 0009).
 - the governed writes' tables (migration 0010): `governed_repositories` keyed by `name`,
   `task_proposals` by `proposal_id`, `writer_leases` by `lease_id` and `governed_writes` by
   `idempotency_key`.
@@ -52,6 +53,7 @@ TASKS = "tasks"
 AUXILIARY_RUNS = "auxiliary_runs"
 INITIAL_PROJECTIONS = "task_initial_execution_projections"
 SOURCE_CAPTURE_RECOVERIES = "task_source_capture_projection_recoveries"
+API_TOKENS = "api_tokens"
 GOVERNED_REPOSITORIES = "governed_repositories"
 TASK_PROPOSALS = "task_proposals"
 WRITER_LEASES = "writer_leases"
@@ -61,6 +63,7 @@ STATE_TABLES: tuple[str, ...] = (
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
+    API_TOKENS,
     GOVERNED_REPOSITORIES,
     TASK_PROPOSALS,
     WRITER_LEASES,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aios_ledger.core.api.tokens import ApiTokenRow
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.git.records import (
     GovernedWriteRow,
@@ -18,6 +19,7 @@ from aios_ledger.core.git.records import (
     WriterLeaseRow,
 )
 from aios_ledger.core.log.rows import (
+    API_TOKENS,
     AUXILIARY_RUNS,
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
@@ -40,6 +42,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     AUXILIARY_RUNS: (AuxiliaryRunRow, "aux_id"),
     INITIAL_PROJECTIONS: (ProjectionLedgerRow, "idempotency_key"),
     SOURCE_CAPTURE_RECOVERIES: (ProjectionLedgerRow, "idempotency_key"),
+    API_TOKENS: (ApiTokenRow, "name"),
     GOVERNED_REPOSITORIES: (RepositoryRow, "name"),
     TASK_PROPOSALS: (ProposalRow, "proposal_id"),
     WRITER_LEASES: (WriterLeaseRow, "lease_id"),

@@ -27,6 +27,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
+    API_TOKENS,
     AUXILIARY_RUNS,
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
@@ -94,6 +95,7 @@ STATE_STATEMENTS = {
     AUXILIARY_RUNS: "state_rows_auxiliary_runs",
     INITIAL_PROJECTIONS: "state_rows_initial_projections",
     SOURCE_CAPTURE_RECOVERIES: "state_rows_source_capture_recoveries",
+    API_TOKENS: "state_rows_api_tokens",
     GOVERNED_REPOSITORIES: "state_rows_governed_repositories",
     TASK_PROPOSALS: "state_rows_task_proposals",
     WRITER_LEASES: "state_rows_writer_leases",

@@ -38,23 +38,40 @@ def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) 
     return db.write(write)
 
 
-class RegisteredBindingResolver:
-    """`resolver(task_id, job_id, capability, adapter, runtime_input)` over `governed_bindings`."""
+def registered_binding(db: Database, task_id: str, job_id: str) -> GovernedExecutionBinding:
+    """The binding registered for a task's job; `GOVERNED_BINDING_NOT_FOUND` when there is none."""
+    row = db.read(lambda conn: _binding_row(conn, task_id, job_id))
+    if row is None:
+        raise LedgerError(
+            "GOVERNED_BINDING_NOT_FOUND", f"no binding registered for {task_id!r}/{job_id!r}"
+        )
+    return row.binding()
 
-    def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
-        self._db = Database(path, migrate=migrate)
+
+class RegisteredBindingResolver:
+    """`resolver(task_id, job_id, capability, adapter, runtime_input)` over `governed_bindings`.
+    `database=`: over an open Database the caller keeps (and closes); `path` is unused then."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        *,
+        migrate: bool = True,
+        database: Database | None = None,
+    ) -> None:
+        self._owns_db = database is None
+        self._db = database if database is not None else Database(path, migrate=migrate)
 
     def close(self) -> None:
-        self._db.close()
+        if self._owns_db:
+            self._db.close()
 
     def __call__(
         self, task_id: str, job_id: str, capability: str, adapter: str, runtime_input: Any
     ) -> JsonObject:
-        row = self._db.read(lambda conn: _binding_row(conn, task_id, job_id))
-        if row is None:
-            raise LedgerError(
-                "GOVERNED_BINDING_NOT_FOUND", f"no binding registered for {task_id!r}/{job_id!r}"
-            )
         return envelope_from_binding(
-            row.binding(), capability=capability, adapter=adapter, runtime_input=runtime_input
+            registered_binding(self._db, task_id, job_id),
+            capability=capability,
+            adapter=adapter,
+            runtime_input=runtime_input,
         )

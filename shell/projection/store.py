@@ -49,19 +49,27 @@ class InitialExecutionProjectionStore:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         resolver: Resolver,
         *,
+        database: Database | None = None,
         clock: Clock | None = None,
         vfs: str | None = None,
         migrate: bool = True,
     ) -> None:
-        self._db = _projection_errors(lambda: Database(path, vfs=vfs, migrate=migrate))
+        # `database=`: over an open Database the caller keeps (and closes); `path` is unused.
+        self._owns_db = database is None
+        self._db = (
+            database
+            if database is not None
+            else _projection_errors(lambda: Database(path, vfs=vfs, migrate=migrate))
+        )
         self._resolver = resolver
         self._clock = clock or system_clock
 
     def close(self) -> None:
-        self._db.close()
+        if self._owns_db:
+            self._db.close()
 
     def project(self, task_id: str, request: InitialExecutionProjectionRequest) -> ProjectionAnswer:
         answer: ProjectionAnswer = self._run(task_id, request, InitialExecutionProjectionRequest)

@@ -119,6 +119,9 @@ class TaskLedger:
     refuses a database that is behind with `SCHEMA_TOO_OLD`). `jitter` draws the spread of a
     retry's backoff, a float in [0, 1) (default: `random.random`; tests pin it).
 
+    `database=`: run over an open `Database` instead of opening `path` (the caller keeps it
+    and closes it; `close()` leaves it open).
+
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
     only its sha256. Without an idempotency key the ledger draws the token with `secrets`
     (unless the claimer passes `lease_token=`). An idempotent claim (`idempotency_key=`) must
@@ -131,15 +134,23 @@ class TaskLedger:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None = None,
         *,
+        database: Database | None = None,
         clock: Clock | None = None,
         synchronous: str = "FULL",
         vfs: str | None = None,
         migrate: bool = True,
         jitter: Callable[[], float] | None = None,
     ) -> None:
-        self._db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
+        # Over a Database someone else opened (the API server shares one between its stores),
+        # the ledger does not close it.
+        self._owns_db = database is None
+        self._db = (
+            database
+            if database is not None
+            else Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
+        )
         self._clock: Clock = clock or system_clock
         # Spread, not secrecy: `random` is enough to keep failed tasks from returning together.
         self._jitter: Callable[[], float] = jitter or random.random
@@ -149,7 +160,8 @@ class TaskLedger:
         return self._db
 
     def close(self) -> None:
-        self._db.close()
+        if self._owns_db:
+            self._db.close()
 
     def __enter__(self) -> TaskLedger:
         return self

@@ -1,0 +1,1 @@
+"""API access: tokens, roles and what each role may do (pure)."""

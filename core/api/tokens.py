@@ -1,0 +1,213 @@
+"""API tokens: who may speak to the ledger over HTTP, and as what.
+
+A token is a random secret shown once to the owner who issues it; the ledger keeps only its
+sha256 (`token_sha256`), beside the token's name and roles, in the state table `api_tokens`.
+Issuing and revoking are decisions like every other write: a guarded row write and one sealed
+ledger-level event (`API_TOKEN_ISSUED`, `API_TOKEN_REVOKED`) that carries the name and the
+roles, never the token nor its digest (the seal covers the row's digest, which is enough to
+hold the row against the log).
+
+A name names one holder: an agent's token name IS its agent id. A revoked name may be issued
+again (a new secret, the roles given then), which is how a lost token is replaced without the
+agent changing its identity; an active name is `TOKEN_NAME_TAKEN`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Final, Literal, TypedDict
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.kinds import Identifier, OneOf, Sha256Hex
+from aios_ledger.core.log.rows import API_TOKENS, RowImage, row_image
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import Decision, Replay, sealed_plan
+from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.structuring import structure
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+API_TOKEN_ISSUED = "API_TOKEN_ISSUED"
+API_TOKEN_REVOKED = "API_TOKEN_REVOKED"
+
+AGENT = "agent"
+REVIEWER = "reviewer"
+OWNER = "owner"
+AUDITOR = "auditor"
+ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR)
+
+ACTIVE: Final = "ACTIVE"
+REVOKED: Final = "REVOKED"
+
+Role = Annotated[str, OneOf(ROLES)]
+
+
+def token_sha256(token: str) -> str:
+    """The digest the ledger keeps of a token (and looks a presented token up by)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ApiTokenAnswer(TypedDict):
+    """What issuing or revoking answers (the shell adds the token itself, once, on issue)."""
+
+    name: str
+    roles: list[str]
+    status: Literal["ACTIVE", "REVOKED"]
+    updated_at: str
+    idempotent: bool
+
+
+class ApiTokenView(TypedDict):
+    """A token as `token list` shows it: never the token, never its digest."""
+
+    name: str
+    roles: list[str]
+    status: str
+    created_at: str
+    updated_at: str
+
+
+@attrs.frozen
+class ApiTokenRow:
+    """One row of `api_tokens`."""
+
+    name: str
+    roles_json: str
+    token_sha256: str
+    status: str
+    revision: int
+    created_at: str
+    updated_at: str
+
+    def roles(self) -> tuple[str, ...]:
+        decoded = json.loads(self.roles_json)
+        return tuple(str(role) for role in decoded)
+
+    def image(self) -> RowImage:
+        return row_image(API_TOKENS, self.name, attrs.asdict(self))
+
+    def view(self) -> ApiTokenView:
+        return {
+            "name": self.name,
+            "roles": list(self.roles()),
+            "status": self.status,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+@attrs.frozen
+class TokenIssueRequest:
+    """Issue a token: its name (an agent's id, for an agent) and its roles (1 to 4, distinct)."""
+
+    name: Identifier
+    roles: list[Role]
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> TokenIssueRequest:
+        request = structure(raw, cls, what="token issue")
+        if not request.roles:
+            raise LedgerError("FIELDS_INVALID", "token issue: roles: must name at least one role")
+        if len(set(request.roles)) != len(request.roles):
+            raise LedgerError("FIELDS_INVALID", "token issue: roles: names a role twice")
+        return attrs.evolve(request, roles=sorted(request.roles, key=ROLES.index))
+
+
+@attrs.frozen
+class TokenRevokeRequest:
+    name: Identifier
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> TokenRevokeRequest:
+        return structure(raw, cls, what="token revoke")
+
+
+@attrs.frozen
+class TokenState:
+    """What a token decision reads: the row of its name (None: none yet) and the ledger chain's
+    tail."""
+
+    prior: ApiTokenRow | None
+    tail: LogTail
+
+
+def _event(kind: str, row: ApiTokenRow, roles: list[str], now: Timestamp) -> EventAppend:
+    return EventAppend(
+        task_id=None,
+        agent_id=None,
+        event_type=kind,
+        payload={"name": row.name, "roles": list(roles)},
+        created_at=now.text,
+        rows=(row.image(),),
+    )
+
+
+def _answer(row: ApiTokenRow, *, idempotent: bool) -> ApiTokenAnswer:
+    status: Literal["ACTIVE", "REVOKED"] = ACTIVE if row.status == ACTIVE else REVOKED
+    return {
+        "name": row.name,
+        "roles": list(row.roles()),
+        "status": status,
+        "updated_at": row.updated_at,
+        "idempotent": idempotent,
+    }
+
+
+def decide_issue_token(
+    state: TokenState, request: TokenIssueRequest, *, now: Timestamp, digest: Sha256Hex
+) -> Decision[ApiTokenAnswer]:
+    """Store a new token's digest under its name (or under a revoked name again, fenced by
+    the row's revision); an active name is `TOKEN_NAME_TAKEN`."""
+    require_timestamp(now)
+    prior = state.prior
+    roles_json = json.dumps(list(request.roles), separators=(",", ":"))
+    if prior is not None and prior.status == ACTIVE:
+        raise LedgerError("TOKEN_NAME_TAKEN", f"a token named {request.name!r} is active")
+    if prior is None:
+        row = ApiTokenRow(request.name, roles_json, digest, ACTIVE, 1, now.text, now.text)
+        write = SqlWrite(Statement.API_TOKEN_INSERT, attrs.asdict(row))
+    else:
+        row = attrs.evolve(
+            prior,
+            roles_json=roles_json,
+            token_sha256=digest,
+            status=ACTIVE,
+            revision=prior.revision + 1,
+            updated_at=now.text,
+        )
+        write = _update(row, prior.revision)
+    event = _event(API_TOKEN_ISSUED, row, request.roles, now)
+    return sealed_plan((write,), (event,), _answer(row, idempotent=False), tail=state.tail)
+
+
+def decide_revoke_token(
+    state: TokenState, request: TokenRevokeRequest, *, now: Timestamp
+) -> Decision[ApiTokenAnswer]:
+    """Revoke the token of a name: from then on it is refused (401). Revoking a revoked name
+    answers again, writing nothing; a name never issued is `TOKEN_NOT_FOUND`."""
+    require_timestamp(now)
+    prior = state.prior
+    if prior is None:
+        raise LedgerError("TOKEN_NOT_FOUND", f"no token named {request.name!r}")
+    if prior.status == REVOKED:
+        return Replay(_answer(prior, idempotent=True))
+    row = attrs.evolve(prior, status=REVOKED, revision=prior.revision + 1, updated_at=now.text)
+    event = _event(API_TOKEN_REVOKED, row, list(row.roles()), now)
+    return sealed_plan(
+        (_update(row, prior.revision),), (event,), _answer(row, idempotent=False), tail=state.tail
+    )
+
+
+def _update(row: ApiTokenRow, expected_revision: int) -> SqlWrite:
+    return SqlWrite(
+        Statement.API_TOKEN_CAS_UPDATE,
+        {
+            "name": row.name,
+            "expected_revision": expected_revision,
+            "roles_json": row.roles_json,
+            "token_sha256": row.token_sha256,
+            "status": row.status,
+            "updated_at": row.updated_at,
+        },
+    )

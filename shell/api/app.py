@@ -1,0 +1,763 @@
+"""The ASGI application: `create_app(settings)` builds a Starlette app over one ledger file.
+
+Every route is one row of `operations()`: its method and path, the roles that may call it, its
+body's schema in the OpenAPI document, and its handler. One wrapper (`_endpoint`) does for each
+what is common: authenticate the bearer token (401 `UNAUTHENTICATED`), check the role (403
+`FORBIDDEN`), read the whole body within the size limit (413 `BODY_TOO_LARGE`, before parsing,
+and within `body_timeout`, so that a slow client never holds the writer: no write starts before
+its body is in), parse it (bounded depth and sizes, `core.jsonvalue`), validate it against the
+document, run the handler, turn a `LedgerError` into problem+json, count the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from importlib.metadata import version
+from typing import IO, Any
+
+import attrs
+from aios_ledger.core import (
+    InitialExecutionProjectionRequest,
+    LedgerError,
+    SourceCaptureProjectionRecoveryRequest,
+)
+from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, REVIEWER, ROLES
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
+from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
+from aios_ledger.shell.api.metrics import ApiMetrics
+from aios_ledger.shell.api.openapi import BodyValidators, Operation, Query, build_document
+from aios_ledger.shell.api.problems import problem_response, refusal_response
+from aios_ledger.shell.api.tokens import Principal
+from aios_ledger.shell.auxiliary.service import (
+    auxiliary_run_events,
+    list_auxiliary_runs,
+    read_auxiliary_run,
+)
+from aios_ledger.shell.clock import read_clock
+from aios_ledger.shell.db.connection import fetch_all, fetch_one
+from aios_ledger.shell.log.export import export_log
+from aios_ledger.shell.log.verification import ledger_head, verify_log
+from aios_ledger.shell.projection.bindings import register_binding, registered_binding
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+LOG = logging.getLogger("aios_ledger.api")
+
+ANY_ROLE = frozenset(ROLES)
+READERS = ANY_ROLE
+AUDIT = frozenset({AUDITOR, OWNER})
+EXPORT_CHUNK = 64 * 1024
+EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
+# `aios-ledger status`'s row count.
+STATUS_ROWS = 10
+
+
+@attrs.frozen
+class Answer:
+    """A handler's JSON answer and its status."""
+
+    value: Any
+    status: int = 200
+
+
+@attrs.frozen
+class Call:
+    """What a handler gets: the request, who makes it, its parsed body, path and query."""
+
+    request: Request
+    principal: Principal | None
+    body: Any
+    backend: Backend
+
+    def path(self, name: str) -> str:
+        return str(self.request.path_params[name])
+
+    def query(self, name: str) -> str | None:
+        return self.request.query_params.get(name)
+
+    def query_int(self, name: str, default: int) -> int:
+        text = self.request.query_params.get(name)
+        if text is None:
+            return default
+        if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > 12:
+            raise LedgerError("FIELDS_INVALID", f"{name}: must be an integer")
+        return int(text)
+
+    @property
+    def name(self) -> str:
+        assert self.principal is not None  # only on routes that take a token
+        return self.principal.name
+
+
+Handler = Callable[[Call], Awaitable[Answer | Response]]
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(
+        json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False),
+        status_code=status,
+        media_type="application/json",
+    )
+
+
+# -- handlers: tasks --------------------------------------------------------------------------
+
+
+async def create_tasks(call: Call) -> Answer:
+    body = call.body
+    if isinstance(body, list):
+        pairs = [(item["task"], item["idempotency_key"]) for item in body]
+        answers: Any = await call.backend.write(lambda s: s.tasks.create_tasks(pairs))
+    else:
+        answers = await call.backend.write(
+            lambda s: s.tasks.create_task(body["task"], idempotency_key=body["idempotency_key"])
+        )
+    call.backend.work_arrived()
+    return Answer(answers, 201)
+
+
+async def list_tasks(call: Call) -> Answer:
+    status, limit = call.query("status"), call.query_int("limit", 100)
+    return Answer(await call.backend.read(lambda s: s.tasks.list_tasks(status, limit=limit)))
+
+
+async def get_task(call: Call) -> Answer:
+    task_id = call.path("task_id")
+    return Answer(await call.backend.read(lambda s: s.tasks.get(task_id)))
+
+
+async def task_events(call: Call) -> Answer:
+    task_id = call.path("task_id")
+    return Answer(await call.backend.read(lambda s: s.tasks.events(task_id)))
+
+
+async def task_history(call: Call) -> Answer:
+    task_id = call.path("task_id")
+    return Answer(await call.backend.read(lambda s: s.tasks.history(task_id)))
+
+
+async def claim(call: Call) -> Answer | Response:
+    body = dict(call.body)
+    wait = body.pop("wait_seconds", 0)
+    limit = body.pop("limit", None)
+    agent = call.name
+    if limit is not None and not {"idempotency_key", "lease_token", "task_id"}.isdisjoint(body):
+        raise LedgerError(
+            "FIELDS_INVALID",
+            "limit claims a batch: it takes no idempotency_key, lease_token, task_id",
+        )
+
+    def attempt(stores: Stores) -> Any:
+        if limit is None:
+            return stores.tasks.claim(agent_id=agent, **body)
+        return stores.tasks.claim_many(agent_id=agent, limit=limit, **body) or None
+
+    backend = call.backend
+    if wait <= 0:
+        answer = await backend.write(attempt)
+        return Response(status_code=204) if answer is None else Answer(answer)
+    with backend.waiting(agent):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            signal = backend.work_signal()
+            answer = await backend.write(attempt)
+            if answer is not None:
+                return Answer(answer)
+            remaining = deadline - loop.time()
+            if remaining <= 0 or await call.request.is_disconnected():
+                return Response(status_code=204)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    signal.wait(), min(remaining, backend.settings.recheck_seconds)
+                )
+
+
+async def _require_holder(call: Call, task_id: str) -> None:
+    """An agent acts only on a task it holds: a task another agent holds is NOT_TASK_HOLDER.
+    (A task nobody holds is left to the ledger, which refuses without a lease, or replays the
+    first answer of a keyed submit to the agent that brings its lease token.)"""
+    holder = await call.backend.read(lambda s: _holder(s, task_id))
+    if holder is not None and holder != call.name:
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
+
+
+def _holder(stores: Stores, task_id: str) -> str | None:
+    try:
+        return stores.tasks.get(task_id)["claimed_by"]
+    except LedgerError:
+        return None  # no such task (or an id the ledger refuses): the write says so
+
+
+async def heartbeat(call: Call) -> Answer:
+    task_id, body = call.path("task_id"), call.body
+    await _require_holder(call, task_id)
+    return Answer(await call.backend.write(lambda s: s.tasks.heartbeat(task_id, **body)))
+
+
+async def submit(call: Call) -> Answer:
+    task_id, body = call.path("task_id"), call.body
+    await _require_holder(call, task_id)
+    return Answer(await call.backend.write(lambda s: s.tasks.submit_result(task_id, **body)))
+
+
+async def release(call: Call) -> Answer:
+    task_id, body = call.path("task_id"), call.body
+    await _require_holder(call, task_id)
+    answer = await call.backend.write(lambda s: s.tasks.release(task_id, **body))
+    call.backend.work_arrived()
+    return Answer(answer)
+
+
+async def verify(call: Call) -> Answer:
+    task_id, body = call.path("task_id"), call.body
+    answer = await call.backend.write(lambda s: s.tasks.verify(task_id, **body))
+    call.backend.work_arrived()
+    return Answer(answer)
+
+
+async def cancel(call: Call) -> Answer:
+    task_id, body = call.path("task_id"), call.body
+    return Answer(await call.backend.write(lambda s: s.tasks.cancel(task_id, **body)))
+
+
+async def retry(call: Call) -> Answer:
+    task_id, body = call.path("task_id"), call.body
+    answer = await call.backend.write(lambda s: s.tasks.retry(task_id, **body))
+    call.backend.work_arrived()
+    return Answer(answer)
+
+
+# -- handlers: bindings and projections -------------------------------------------------------
+
+
+async def put_binding(call: Call) -> Answer:
+    task_id, job_id, body = call.path("task_id"), call.path("job_id"), call.body
+    if body.get("task_id") != task_id or body.get("job_id") != job_id:
+        raise LedgerError("FIELDS_INVALID", "the binding's task_id and job_id must be the path's")
+    return Answer(await call.backend.write(lambda s: register_binding(s.db, body)))
+
+
+async def get_binding(call: Call) -> Answer:
+    task_id, job_id = call.path("task_id"), call.path("job_id")
+    binding = await call.backend.read(lambda s: registered_binding(s.db, task_id, job_id))
+    return Answer(binding.public())
+
+
+async def project(call: Call) -> Answer:
+    task_id = call.path("task_id")
+    request = InitialExecutionProjectionRequest.from_mapping(call.body)
+    return Answer(await call.backend.write(lambda s: s.projections.project(task_id, request)))
+
+
+async def project_from_source_capture(call: Call) -> Answer:
+    task_id = call.path("task_id")
+    request = SourceCaptureProjectionRecoveryRequest.from_mapping(call.body)
+    return Answer(
+        await call.backend.write(
+            lambda s: s.projections.project_from_source_capture(task_id, request)
+        )
+    )
+
+
+# -- handlers: runs and auxiliary runs --------------------------------------------------------
+
+
+async def create_run(call: Call) -> Answer:
+    """An agent's runs are those of its session: `session_id` is the agent's name (given or
+    not), which is how the ledger knows whose a run is without another column."""
+    body = call.body
+    session = body.get("session_id", call.name)
+    if session != call.name:
+        raise LedgerError("FORBIDDEN", "an agent creates runs in its own session (its name)")
+    run = await call.backend.write(
+        lambda s: s.runs.create_run(session, body["prompt"], run_id=body.get("run_id"))
+    )
+    return Answer(run.public(), 201)
+
+
+async def append_run_event(call: Call) -> Answer:
+    run_id, body = call.path("run_id"), call.body
+    # A run's session never changes: whose it is can be read before the write, on a reader.
+    run = await call.backend.read(lambda s: s.runs.get_run(run_id))
+    if run.session_id != call.name:
+        raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
+
+    def append(stores: Stores) -> Any:
+        event = stores.runs.append_event(run_id, body["kind"], body.get("payload"))
+        return {"run_id": event.run_id, **event.public()}
+
+    return Answer(await call.backend.write(append), 201)
+
+
+async def get_run(call: Call) -> Answer:
+    run_id = call.path("run_id")
+    return Answer(await call.backend.read(lambda s: s.runs.get_run(run_id).public()))
+
+
+async def run_events(call: Call) -> Answer:
+    run_id = call.path("run_id")
+    limit = call.query_int("limit", 1001)
+
+    def read(stores: Stores) -> list[Any]:
+        kwargs = {} if call.query("limit") is None else {"limit": limit}
+        return [event.public() for event in stores.runs.run_events(run_id, **kwargs)]
+
+    return Answer(await call.backend.read(read))
+
+
+async def list_aux(call: Call) -> Answer:
+    state, session, run = call.query("state"), call.query("session_id"), call.query("run_id")
+    limit = call.query_int("limit", 100)
+
+    def read(stores: Stores) -> list[Any]:
+        rows = list_auxiliary_runs(
+            stores.db, state=state, session_id=session, run_id=run, limit=limit
+        )
+        return [row.public() for row in rows]
+
+    return Answer(await call.backend.read(read))
+
+
+async def get_aux(call: Call) -> Answer:
+    aux_id = call.path("aux_id")
+    return Answer(await call.backend.read(lambda s: read_auxiliary_run(s.db, aux_id).public()))
+
+
+async def aux_events(call: Call) -> Answer:
+    aux_id = call.path("aux_id")
+
+    def read(stores: Stores) -> list[Any]:
+        read_auxiliary_run(stores.db, aux_id)  # RUN_NOT_FOUND for an unknown run
+        return auxiliary_run_events(stores.db, aux_id)
+
+    return Answer(await call.backend.read(read))
+
+
+# -- handlers: the ledger as a whole ----------------------------------------------------------
+
+
+async def health(call: Call) -> Answer:
+    return Answer({"status": "ok"})
+
+
+async def openapi(call: Call) -> Response:
+    document: bytes = call.request.app.state.openapi_bytes
+    return Response(document, media_type="application/json")
+
+
+async def metrics(call: Call) -> Response:
+    metrics: ApiMetrics = call.request.app.state.metrics
+    metrics.waiting.set(call.backend.waiting_now())
+    text = await run_in_threadpool(generate_latest, metrics.registry)
+    return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+
+async def status(call: Call) -> Answer:
+    clock = call.backend.settings.clock
+
+    def read(stores: Stores) -> Any:
+        now = read_clock(clock)
+
+        def work(conn: Any) -> Any:
+            return status_report(
+                fetch_all(conn, "status_counts"),
+                fetch_one(conn, "status_oldest_queued"),
+                fetch_all(
+                    conn,
+                    "status_expiring_leases",
+                    {"until": now.plus_seconds(EXPIRING_WINDOW_SECONDS).text, "limit": STATUS_ROWS},
+                ),
+                fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
+                now=now.text,
+            )
+
+        return stores.db.read(work)
+
+    return Answer(await call.backend.read(read))
+
+
+async def log_head(call: Call) -> Answer:
+    return Answer(await call.backend.read(lambda s: ledger_head(s.db).public()))
+
+
+async def log_verify(call: Call) -> Answer:
+    return Answer(await call.backend.read(lambda s: verify_log(s.db).public()))
+
+
+async def log_export(call: Call) -> Response:
+    """The export is written in one read transaction to a spooled file, then streamed."""
+
+    def write(stores: Stores) -> IO[str]:
+        spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (closed by the stream)
+            max_size=EXPORT_SPOOL_BYTES, mode="w+", encoding="utf-8"
+        )
+        try:
+            export_log(stores.db, spool, task_id=None)
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+        return spool
+
+    spool = await call.backend.read(write)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                text = await run_in_threadpool(spool.read, EXPORT_CHUNK)
+                if not text:
+                    return
+                yield text.encode("utf-8")
+        finally:
+            spool.close()
+
+    return StreamingResponse(chunks(), media_type="application/x-ndjson")
+
+
+# -- the route table --------------------------------------------------------------------------
+
+_TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
+_LIMIT = Query("limit", {"type": "integer", "minimum": 1})
+
+
+def operations() -> tuple[Operation, ...]:
+    agent, reviewer, owner = frozenset({AGENT}), frozenset({REVIEWER}), frozenset({OWNER})
+    bindings_readers = ANY_ROLE
+    o = Operation
+    return (
+        o("GET", "/v1/health", "health", None, health, "liveness"),
+        o("GET", "/openapi.json", "openapi", None, openapi, "this document"),
+        o("GET", "/metrics", "metrics", AUDIT, metrics, "Prometheus metrics", media="text/plain"),
+        o(
+            "POST",
+            "/v1/tasks",
+            "createTasks",
+            owner,
+            create_tasks,
+            "create one task or a batch",
+            body="TaskCreateBody",
+            success=(201,),
+        ),
+        o(
+            "GET",
+            "/v1/tasks",
+            "listTasks",
+            READERS,
+            list_tasks,
+            "list tasks",
+            query=(_TASK_STATUS, _LIMIT),
+        ),
+        o("GET", "/v1/tasks/{task_id}", "getTask", READERS, get_task, "one task"),
+        o("GET", "/v1/tasks/{task_id}/events", "taskEvents", READERS, task_events, "its events"),
+        o(
+            "GET",
+            "/v1/tasks/{task_id}/history",
+            "taskHistory",
+            READERS,
+            task_history,
+            "its timeline",
+        ),
+        o(
+            "POST",
+            "/v1/claims",
+            "claim",
+            agent,
+            claim,
+            "claim (long poll up to 60 s)",
+            body="ClaimBody",
+            success=(200, 204),
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/heartbeat",
+            "heartbeat",
+            agent,
+            heartbeat,
+            "extend the lease",
+            body="HeartbeatBody",
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/result",
+            "submitResult",
+            agent,
+            submit,
+            "hand the result back",
+            body="SubmitBody",
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/release",
+            "release",
+            agent,
+            release,
+            "give the lease back",
+            body="ReleaseBody",
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/verification",
+            "verify",
+            reviewer,
+            verify,
+            "judge a submitted result",
+            body="VerifyBody",
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/cancel",
+            "cancel",
+            owner,
+            cancel,
+            "cancel",
+            body="CancelBody",
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/retry",
+            "retry",
+            owner,
+            retry,
+            "requeue a finished task",
+            body="RetryBody",
+        ),
+        o(
+            "PUT",
+            "/v1/bindings/{task_id}/{job_id}",
+            "putBinding",
+            owner,
+            put_binding,
+            "register a governed binding",
+            body="BindingBody",
+        ),
+        o(
+            "GET",
+            "/v1/bindings/{task_id}/{job_id}",
+            "getBinding",
+            bindings_readers,
+            get_binding,
+            "a registered binding",
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/projection",
+            "project",
+            owner,
+            project,
+            "the initial execution projection",
+            body="ProjectionBody",
+        ),
+        o(
+            "POST",
+            "/v1/tasks/{task_id}/projection-from-source-capture",
+            "projectFromCapture",
+            owner,
+            project_from_source_capture,
+            "recover a projection from a source capture",
+            body="ProjectionRecoveryBody",
+        ),
+        o(
+            "POST",
+            "/v1/runs",
+            "createRun",
+            agent,
+            create_run,
+            "create a run in one's session",
+            body="RunCreateBody",
+            success=(201,),
+        ),
+        o(
+            "POST",
+            "/v1/runs/{run_id}/events",
+            "appendRunEvent",
+            agent,
+            append_run_event,
+            "append to one's own run",
+            body="RunEventBody",
+            success=(201,),
+        ),
+        o("GET", "/v1/runs/{run_id}", "getRun", READERS, get_run, "a run"),
+        o(
+            "GET",
+            "/v1/runs/{run_id}/events",
+            "runEvents",
+            READERS,
+            run_events,
+            "a run's events",
+            query=(Query("limit", {"type": "integer", "minimum": 1}),),
+        ),
+        o(
+            "GET",
+            "/v1/auxiliary-runs",
+            "listAuxiliaryRuns",
+            READERS,
+            list_aux,
+            "auxiliary runs",
+            query=(
+                Query("state", {"type": "string", "maxLength": 40}),
+                Query("session_id", {"type": "string", "maxLength": 200}),
+                Query("run_id", {"type": "string", "maxLength": 200}),
+                _LIMIT,
+            ),
+        ),
+        o(
+            "GET",
+            "/v1/auxiliary-runs/{aux_id}",
+            "getAuxiliaryRun",
+            READERS,
+            get_aux,
+            "an auxiliary run",
+        ),
+        o(
+            "GET",
+            "/v1/auxiliary-runs/{aux_id}/events",
+            "auxiliaryRunEvents",
+            READERS,
+            aux_events,
+            "an auxiliary run's transitions",
+        ),
+        o("GET", "/v1/status", "status", READERS, status, "the status report"),
+        o("GET", "/v1/log/head", "logHead", READERS, log_head, "the log's head"),
+        o("GET", "/v1/log/verify", "logVerify", AUDIT, log_verify, "verify the log"),
+        o(
+            "GET",
+            "/v1/log/export",
+            "logExport",
+            AUDIT,
+            log_export,
+            "the log as NDJSON",
+            media="application/x-ndjson",
+        ),
+    )
+
+
+# -- the common part of every route ---------------------------------------------------------
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
+    """The whole body, or 413 `BODY_TOO_LARGE` as soon as it is known to be over `limit`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise LedgerError("BODY_TOO_LARGE", f"the body is over {limit} bytes")
+    parts: list[bytes] = []
+    size = 0
+
+    async def receive() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise LedgerError("BODY_TOO_LARGE", f"the body is over {limit} bytes")
+            parts.append(chunk)
+
+    try:
+        await asyncio.wait_for(receive(), timeout)
+    except TimeoutError:
+        raise LedgerError("REQUEST_TIMEOUT", f"the body took over {timeout} s") from None
+    return b"".join(parts)
+
+
+def _endpoint(
+    operation: Operation, backend: Backend, validators: BodyValidators, metrics: ApiMetrics
+) -> Callable[[Request], Awaitable[Response]]:
+    settings = backend.settings
+
+    async def run(request: Request) -> Response:
+        principal = None
+        if operation.roles is not None:
+            token = _bearer(request)
+            principal = None if token is None else await backend.principal(token)
+            if principal is None:
+                return problem_response(
+                    "UNAUTHENTICATED",
+                    "a valid bearer token is required",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            if principal.roles.isdisjoint(operation.roles):
+                raise LedgerError("FORBIDDEN", f"{operation.operation_id} needs another role")
+        body = None
+        if operation.body is not None:
+            raw = await _read_body(request, settings.max_body, settings.body_timeout)
+            body = loads_document(raw, what="body")
+            validators.check(operation.body, body)
+        answer: Answer | Response = await operation.handler(Call(request, principal, body, backend))
+        if isinstance(answer, Answer):
+            return _json(answer.value, answer.status)
+        return answer
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            response = await run(request)
+        except LedgerError as refused:
+            response = refusal_response(refused)
+        except Exception:
+            # A defect: logged with the route only (never a header, a body or a token).
+            LOG.exception("unexpected error in %s %s", operation.method, operation.path)
+            response = problem_response("INTERNAL_ERROR", "the server failed; see its log")
+        metrics.observe_request(
+            operation.path, operation.method, response.status_code, time.perf_counter() - started
+        )
+        return response
+
+    return endpoint
+
+
+def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starlette:
+    """The API over `settings.db_path`: its databases open now; `app.state.backend.close()`
+    closes them (not the ASGI lifespan, which a test client runs per session).
+    `extra`: more routes (rows like those of `operations()`), e.g. the review-run routes."""
+    backend = Backend(settings)
+    metrics = ApiMetrics(backend.task_counts)
+    table = (*operations(), *extra)
+    document = build_document(table, version=version("aios-ledger"))
+    validators = BodyValidators(document)
+    routes = [
+        Route(
+            operation.path,
+            _endpoint(operation, backend, validators, metrics),
+            methods=[operation.method],
+            name=operation.operation_id,
+        )
+        for operation in table
+    ]
+
+    async def http_problem(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        code = {404: "ROUTE_NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code)
+        if code is None:
+            return problem_response("INTERNAL_ERROR", "the server failed")
+        metrics.observe_request("<unmatched>", request.method, exc.status_code, 0.0)
+        return problem_response(
+            code, f"{request.method} {exc.status_code}", headers=dict(exc.headers or {})
+        )
+
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_problem})
+    app.state.backend = backend
+    app.state.metrics = metrics
+    app.state.openapi = document
+    app.state.openapi_bytes = json.dumps(document, separators=(",", ":")).encode()
+    return app

@@ -1,0 +1,173 @@
+"""What the HTTP server runs on: one writer Database with its stores, a few read connections
+with theirs, the long-poll wake-up, and the waiting-poll counts per token.
+
+Blocking store calls run in worker threads (`run_in_threadpool`), never on the event loop.
+Writes: every write goes through `Backend.write`, which today takes `_write_turn` (a lock: one
+store call at a time on the writer's connection, since a connection holds one transaction).
+Group commit replaces that one line with a turn that lets concurrent calls into the writer's
+batching Database together. Reads take a connection of their own from the pool, so that a
+read never waits for a write (WAL).
+
+Wake-ups: a long-polling claim waits on the current `asyncio.Event` of `work_signal()`; every
+committed write that can make work claimable (a task created, released, verified back to
+rework, retried) calls `work_arrived()`, which sets that event and starts a new one, so that
+each waiter re-tries its claim at once. A waiter also re-tries every `recheck_seconds`, for
+work that becomes claimable with time alone (a lease passing, `not_before` reached) or was
+written by another process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import attrs
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.api.tokens import Principal, authenticate
+from aios_ledger.shell.clock import Clock, system_clock
+from aios_ledger.shell.db.connection import Database, fetch_all
+from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.runs.store import RunStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
+from starlette.concurrency import run_in_threadpool
+
+T = TypeVar("T")
+
+DEFAULT_LISTEN = "127.0.0.1:18892"
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_MAX_WAITING_PER_TOKEN = 8
+MAX_WAIT_SECONDS = 60
+DEFAULT_READ_CONNECTIONS = 4
+
+
+@attrs.frozen
+class ApiSettings:
+    """How `create_app` runs: the database, its synchronous level and schema step, the body
+    limit (bytes), the waiting long polls one token may hold, the read connections, how long a
+    client may take to send its body, and how often a waiting claim re-tries on its own."""
+
+    db_path: str
+    synchronous: str = "FULL"
+    migrate: bool = True
+    max_body: int = DEFAULT_MAX_BODY
+    max_waiting_per_token: int = DEFAULT_MAX_WAITING_PER_TOKEN
+    read_connections: int = DEFAULT_READ_CONNECTIONS
+    body_timeout: float = 30.0
+    recheck_seconds: float = 2.0
+    clock: Clock = system_clock
+
+
+class Stores:
+    """The stores over one Database (which they share and do not own)."""
+
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self.db = db
+        self.tasks = TaskLedger(database=db, clock=clock)
+        self.runs = RunStore(database=db, clock=clock)
+        self.resolver = RegisteredBindingResolver(None, database=db)
+        self.projections = InitialExecutionProjectionStore(
+            None, self.resolver, database=db, clock=clock
+        )
+
+
+class Backend:
+    def __init__(self, settings: ApiSettings) -> None:
+        self.settings = settings
+        self._databases: list[Database] = []
+        # The writer opens first: it applies pending migrations, the readers find them done.
+        writer_db = self._open(settings.migrate, settings.synchronous)
+        self.writer = Stores(writer_db, settings.clock)
+        # One store call at a time on the writer's connection. Group commit: replace this lock
+        # by the writer's own batching turn (a no-op context), nothing else changes.
+        self._write_turn: contextlib.AbstractContextManager[object] = threading.Lock()
+        self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
+        for _ in range(max(1, settings.read_connections)):
+            # A reader never commits a write: its synchronous level is moot, and at FULL it
+            # installs no WAL-copying rounds of its own (the writer's are the ones that count).
+            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
+        self._signal: asyncio.Event | None = None
+        self._waiting: dict[str, int] = {}
+
+    def _open(self, migrate: bool, synchronous: str) -> Database:
+        db = Database(self.settings.db_path, synchronous=synchronous, migrate=migrate)
+        self._databases.append(db)
+        return db
+
+    def close(self) -> None:
+        for db in self._databases:
+            with contextlib.suppress(LedgerError):
+                db.close()
+        self._databases.clear()
+
+    # -- running store calls ---------------------------------------------------------------
+
+    def write_now(self, work: Callable[[Stores], T]) -> T:
+        with self._write_turn:
+            return work(self.writer)
+
+    def read_now(self, work: Callable[[Stores], T]) -> T:
+        with self._reader() as stores:
+            return work(stores)
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[Stores]:
+        stores = self._readers.get()
+        try:
+            yield stores
+        finally:
+            self._readers.put(stores)
+
+    async def write(self, work: Callable[[Stores], T]) -> T:
+        return await run_in_threadpool(self.write_now, work)
+
+    async def read(self, work: Callable[[Stores], T]) -> T:
+        return await run_in_threadpool(self.read_now, work)
+
+    async def principal(self, token: str) -> Principal | None:
+        return await self.read(lambda stores: authenticate(stores.db, token))
+
+    def task_counts(self) -> dict[str, int]:
+        rows = self.read_now(lambda stores: stores.db.read(lambda c: fetch_all(c, "status_counts")))
+        return {str(row["status"]): int(row["tasks"]) for row in rows}
+
+    # -- long polls -------------------------------------------------------------------------
+
+    def work_signal(self) -> asyncio.Event:
+        """The event the next `work_arrived` sets (taken before a claim is tried, so that work
+        arriving between the try and the wait is not missed)."""
+        if self._signal is None:
+            self._signal = asyncio.Event()
+        return self._signal
+
+    def work_arrived(self) -> None:
+        if self._signal is not None:
+            self._signal.set()
+            self._signal = None
+
+    @contextlib.contextmanager
+    def waiting(self, name: str) -> Iterator[None]:
+        """Count a waiting poll of token `name`; `TOO_MANY_WAITING` beyond the limit."""
+        held = self._waiting.get(name, 0)
+        if held >= self.settings.max_waiting_per_token:
+            raise LedgerError(
+                "TOO_MANY_WAITING",
+                f"this token already has {held} waiting claims (at most "
+                f"{self.settings.max_waiting_per_token})",
+            )
+        self._waiting[name] = held + 1
+        try:
+            yield
+        finally:
+            left = self._waiting[name] - 1
+            if left:
+                self._waiting[name] = left
+            else:
+                del self._waiting[name]
+
+    def waiting_now(self) -> int:
+        return sum(self._waiting.values())

@@ -1,0 +1,128 @@
+"""Commands of the HTTP API: `serve`, and `token issue|list|revoke`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.shell.api.backend import (
+    DEFAULT_LISTEN,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_WAITING_PER_TOKEN,
+    ApiSettings,
+)
+from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
+from aios_ledger.shell.cli_support import (
+    UsageError,
+    database_path,
+    migrate_on_open,
+    open_database,
+    synchronous,
+)
+
+# uvicorn: a connection idle this long between requests is closed; on SIGTERM, requests still
+# running (long polls) get this long to finish before their connections are closed (a client
+# whose claim carried an idempotency key asks again and gets the same claim).
+KEEP_ALIVE_SECONDS = 5
+GRACEFUL_SHUTDOWN_SECONDS = 10
+LOG = logging.getLogger("aios_ledger.api")
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser("serve", help="run the HTTP API (Starlette on uvicorn)")
+    serve.add_argument(
+        "--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT", help="the address to listen on"
+    )
+    serve.add_argument(
+        "--db", dest="db", default=argparse.SUPPRESS, help="database file (as the global --db)"
+    )
+    serve.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        metavar="BYTES",
+        help="largest request body; a larger one is 413 BODY_TOO_LARGE",
+    )
+    serve.add_argument(
+        "--max-waiting-per-token",
+        type=int,
+        default=DEFAULT_MAX_WAITING_PER_TOKEN,
+        metavar="N",
+        help="waiting long-poll claims one token may hold; more is 429 TOO_MANY_WAITING",
+    )
+    serve.set_defaults(handler=_serve, default_log_level="INFO")
+
+    token = commands.add_parser("token", help="API tokens: issue, list, revoke")
+    token_commands = token.add_subparsers(dest="token_command", required=True)
+    issue = token_commands.add_parser(
+        "issue", help="issue a token (printed once; only its sha256 is stored)"
+    )
+    issue.add_argument("name", help="the token's name (an agent's id, for an agent)")
+    issue.add_argument(
+        "--role", dest="roles", action="append", required=True, choices=ROLES, help="repeatable"
+    )
+    issue.set_defaults(handler=_issue)
+    listing = token_commands.add_parser("list", help="tokens' names, roles and status")
+    listing.set_defaults(handler=_list)
+    revoke = token_commands.add_parser("revoke", help="revoke a token: it is refused from now on")
+    revoke.add_argument("name")
+    revoke.set_defaults(handler=_revoke)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError("USAGE_INVALID", f"--listen takes HOST:PORT, not {text[:80]!r}")
+    return host.strip("[]"), int(port)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+    from aios_ledger.shell.api.app import create_app
+
+    host, port = parse_listen(args.listen)
+    if args.max_body < 1 or args.max_waiting_per_token < 0:
+        raise UsageError(
+            "USAGE_INVALID", "--max-body must be positive, --max-waiting-per-token >= 0"
+        )
+    settings = ApiSettings(
+        db_path=database_path(args),
+        synchronous=synchronous(args),
+        migrate=migrate_on_open(args),
+        max_body=args.max_body,
+        max_waiting_per_token=args.max_waiting_per_token,
+    )
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,  # the ledger's logging (--log-level, --log-format)
+        access_log=False,  # an access line would hold paths with ids; metrics count requests
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        server_header=False,
+    )
+    LOG.info("serving %s on http://%s:%d", settings.db_path, host, port)
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        app.state.backend.close()
+    return 0
+
+
+def _issue(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return issue_token(db, args.name, args.roles)
+
+
+def _list(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return list_tokens(db)
+
+
+def _revoke(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return revoke_token(db, args.name)

@@ -1,0 +1,282 @@
+"""The OpenAPI 3.1 document of the API, built from the JSON Schemas the core generates from its
+request records (`core/schemas.py`), and the validators that hold request bodies to it.
+
+The document is the source of truth for request shapes: a body is validated against the
+document's own schema (jsonschema, draft 2020-12) before the core's strict structuring, which
+still runs. An HTTP body is its record's schema without the fields the request's path or token
+supplies (`task_id` from the path, `agent_id` from the token); the record's `$defs` become
+`components/schemas`, so that every `$ref` resolves inside the document.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import jsonschema
+from aios_ledger.core import LedgerError
+from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.core.batches import MAX_BATCH
+from aios_ledger.core.projection.decisions import (
+    InitialExecutionProjectionRequest,
+    SourceCaptureProjectionRecoveryRequest,
+)
+from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
+from aios_ledger.core.runs.evidence import RunCreateRequest, RunEventAppendRequest
+from aios_ledger.core.schemas import DIALECT, batch_schema, record_schema
+from aios_ledger.core.tasks.requests import (
+    MAX_CLAIM_BATCH,
+    CancelRequest,
+    ClaimRequest,
+    HeartbeatRequest,
+    ReleaseRequest,
+    RetryRequest,
+    SubmitRequest,
+    TaskCreateCommand,
+    VerifyRequest,
+)
+from aios_ledger.shell.api.problems import PROBLEM_TYPE
+
+OPENAPI_VERSION = "3.1.0"
+MAX_WAIT_SECONDS = 60
+_REF_PREFIX = "#/$defs/"
+_COMPONENT_PREFIX = "#/components/schemas/"
+
+
+@attrs.frozen
+class Query:
+    """A query parameter and its schema."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+@attrs.frozen
+class Operation:
+    """One route: method, path template, the roles that may call it (None: no token), the
+    handler, the body's component schema (None: no body), query parameters, the statuses it
+    answers with success, and the media type of a success."""
+
+    method: str
+    path: str
+    operation_id: str
+    roles: frozenset[str] | None
+    handler: Callable[..., Any]
+    summary: str
+    body: str | None = None
+    query: tuple[Query, ...] = ()
+    success: tuple[int, ...] = (200,)
+    media: str = "application/json"
+
+
+def _rewrite_refs(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: (
+                _COMPONENT_PREFIX + item[len(_REF_PREFIX) :]
+                if key == "$ref" and isinstance(item, str) and item.startswith(_REF_PREFIX)
+                else _rewrite_refs(item)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_rewrite_refs(item) for item in value]
+    return value
+
+
+def _hoist(schema: Mapping[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its `$defs` moved into `components` and its refs pointed there."""
+    body = {k: v for k, v in schema.items() if k not in ("$defs", "$schema", "$comment")}
+    for name, definition in schema.get("$defs", {}).items():
+        rewritten = _rewrite_refs(definition)
+        if components.setdefault(name, rewritten) != rewritten:
+            raise TypeError(f"two different schemas named {name}")
+    return _rewrite_refs(body)  # type: ignore[no-any-return]
+
+
+def _without(
+    schema: dict[str, Any],
+    fields: Iterable[str] = (),
+    *,
+    optional: Iterable[str] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An object schema without `fields`, with `optional` no longer required, plus `extra`."""
+    result = copy.deepcopy(schema)
+    gone = set(fields)
+    loose = gone | set(optional)
+    result["properties"] = {k: v for k, v in result["properties"].items() if k not in gone}
+    result["properties"].update(extra or {})
+    result["required"] = [name for name in result.get("required", []) if name not in loose]
+    return result
+
+
+def _record(record: type, components: dict[str, Any]) -> dict[str, Any]:
+    return _hoist(record_schema(record), components)
+
+
+def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request bodies by component name, and the components their refs name."""
+    defs: dict[str, Any] = {}
+    no_task = ("task_id",)
+    bodies: dict[str, Any] = {
+        "TaskCreateBody": _hoist(batch_schema(TaskCreateCommand, max_items=MAX_BATCH), defs),
+        "ClaimBody": _without(
+            _record(ClaimRequest, defs),
+            ("agent_id",),
+            extra={
+                "wait_seconds": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_WAIT_SECONDS,
+                    "default": 0,
+                },
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CLAIM_BATCH},
+            },
+        ),
+        "HeartbeatBody": _without(_record(HeartbeatRequest, defs), no_task),
+        "SubmitBody": _without(_record(SubmitRequest, defs), no_task),
+        "ReleaseBody": _without(_record(ReleaseRequest, defs), no_task),
+        "VerifyBody": _without(_record(VerifyRequest, defs), no_task),
+        "CancelBody": _without(_record(CancelRequest, defs), no_task),
+        "RetryBody": _without(_record(RetryRequest, defs), no_task),
+        "BindingBody": _record(GovernedExecutionBinding, defs),
+        "ProjectionBody": _record(InitialExecutionProjectionRequest, defs),
+        "ProjectionRecoveryBody": _record(SourceCaptureProjectionRecoveryRequest, defs),
+        "RunCreateBody": _without(
+            _record(RunCreateRequest, defs), optional=("session_id", "run_id")
+        ),
+        "RunEventBody": _without(_record(RunEventAppendRequest, defs), ("run_id",)),
+    }
+    for name, schema in bodies.items():
+        schema.setdefault("title", name)
+    return bodies, defs
+
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "title": "Problem",
+    "description": "RFC 9457 problem details carrying the ledger's stable code.",
+    "type": "object",
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+        "detail": {"type": "string"},
+        "field": {"type": "string"},
+    },
+    "required": ["type", "title", "status", "code", "detail"],
+}
+
+
+def _parameters(operation: Operation) -> list[dict[str, Any]]:
+    parameters: list[dict[str, Any]] = []
+    for part in operation.path.split("/"):
+        if part.startswith("{") and part.endswith("}"):
+            parameters.append(
+                {
+                    "name": part[1:-1],
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                }
+            )
+    for query in operation.query:
+        parameters.append(
+            {"name": query.name, "in": "query", "required": False, "schema": dict(query.schema)}
+        )
+    return parameters
+
+
+def _responses(operation: Operation) -> dict[str, Any]:
+    responses: dict[str, Any] = {}
+    for status in operation.success:
+        if status == 204:
+            responses["204"] = {"description": "nothing to answer (no task to claim)"}
+        elif operation.media == "application/json":
+            responses[str(status)] = {
+                "description": "the answer",
+                "content": {"application/json": {"schema": {"type": ["object", "array"]}}},
+            }
+        else:
+            responses[str(status)] = {
+                "description": "the answer",
+                "content": {operation.media: {"schema": {"type": "string"}}},
+            }
+    responses["default"] = {
+        "description": "a refusal",
+        "content": {PROBLEM_TYPE: {"schema": {"$ref": _COMPONENT_PREFIX + "Problem"}}},
+    }
+    return responses
+
+
+def build_document(operations: Iterable[Operation], *, version: str) -> dict[str, Any]:
+    bodies, defs = body_schemas()
+    paths: dict[str, Any] = {}
+    for operation in operations:
+        entry: dict[str, Any] = {
+            "operationId": operation.operation_id,
+            "summary": operation.summary,
+            "parameters": _parameters(operation),
+            "responses": _responses(operation),
+        }
+        if operation.roles is None:
+            entry["security"] = []
+        else:
+            entry["x-roles"] = sorted(operation.roles, key=ROLES.index)
+        if operation.body is not None:
+            entry["requestBody"] = {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": {"$ref": _COMPONENT_PREFIX + operation.body}}
+                },
+            }
+        paths.setdefault(operation.path, {})[operation.method.lower()] = entry
+    return {
+        "openapi": OPENAPI_VERSION,
+        "jsonSchemaDialect": DIALECT,
+        "info": {
+            "title": "aios-ledger",
+            "version": version,
+            "description": "The governed write API of the aios-ledger task ledger.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": {**defs, **bodies, "Problem": PROBLEM_SCHEMA},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+class BodyValidators:
+    """A validator per body component, over the document's own schemas."""
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        self._components = document["components"]
+
+    @functools.cache  # noqa: B019 (one instance per app, a handful of names)
+    def _validator(self, name: str) -> jsonschema.Draft202012Validator:
+        root = {
+            "$schema": DIALECT,
+            "$ref": _COMPONENT_PREFIX + name,
+            "components": {"schemas": self._components["schemas"]},
+        }
+        return jsonschema.Draft202012Validator(root)
+
+    def check(self, name: str, body: object) -> None:
+        """Refuse a body the document's schema does not describe (`FIELDS_INVALID`, naming the
+        place of the first problem)."""
+        error = jsonschema.exceptions.best_match(self._validator(name).iter_errors(body))
+        if error is None:
+            return
+        place = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        # The message names keys only for these; any other would echo the value (a lease token).
+        if error.validator in ("required", "additionalProperties"):
+            why = error.message
+        else:
+            why = f"fails {error.validator} {error.validator_value!r}"
+        raise LedgerError("FIELDS_INVALID", f"body{place}: {why[:300]}")

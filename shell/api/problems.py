@@ -1,0 +1,114 @@
+"""Refusals as RFC 9457 problem details, and the one table from a ledger code to its HTTP status.
+
+A problem carries the ledger's stable `code` and its `detail`; a client maps it back to
+`LedgerError(code, detail)`. The status of a code is looked up in `STATUS_BY_CODE` (exact
+codes), then in `STATUS_BY_PART` (a code's prefix or suffix, in order); anything else the
+ledger refuses is a refusal of the state it found, 409. An exception that is not a
+`LedgerError` is a defect: 500 `INTERNAL_ERROR`, without its text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aios_ledger.core import LedgerError
+from aios_ledger.core.jsonvalue import dumps_canonical
+from starlette.responses import Response
+
+PROBLEM_TYPE = "application/problem+json"
+PROBLEM_BASE = "https://aios-ledger.dev/problems/"
+
+# Exact codes first: the API's own, and the ledger's codes a suffix rule would misplace.
+STATUS_BY_CODE: dict[str, int] = {
+    "UNAUTHENTICATED": 401,
+    "FORBIDDEN": 403,
+    "NOT_TASK_HOLDER": 403,
+    "NOT_RUN_OWNER": 403,
+    "ROUTE_NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+    "REQUEST_TIMEOUT": 408,
+    "BODY_TOO_LARGE": 413,
+    "UNSUPPORTED_MEDIA_TYPE": 415,
+    "TOO_MANY_WAITING": 429,
+    "JSON_INVALID": 422,
+    "JSON_NOT_OBJECT": 422,
+    "JSON_TOO_DEEP": 422,
+    "JSON_TOO_LARGE": 422,
+    "PAYLOAD_TOO_LARGE": 422,
+    "INVALID_FIELD": 422,
+    "FIELDS_INVALID": 422,
+    "OUTPUT_SCHEMA_MISMATCH": 422,
+    "RESULT_GOVERNANCE_VIOLATION": 422,
+    "REVISION_CONFLICT": 409,
+    "IDEMPOTENCY_CONFLICT": 409,
+    "INVALID_TRANSITION": 409,
+    "CONSTRAINT_VIOLATION": 409,
+    "DATABASE_BUSY": 503,
+    "DATABASE_READ_ONLY": 503,
+    "DATABASE_CANNOT_OPEN": 503,
+    "SCHEMA_TOO_OLD": 503,
+    "SCHEMA_TOO_NEW": 503,
+    "DATABASE_CORRUPT": 500,
+    "TASK_ROW_CORRUPT": 500,
+    "RUN_ROW_CORRUPT": 500,
+    "TOKEN_ROW_INVALID": 500,
+    "STATEMENT_INVALID": 500,
+    "INTERNAL_ERROR": 500,
+}
+# Then by part of the code: (prefix or suffix, status), the first that fits.
+STATUS_BY_PART: tuple[tuple[str, int], ...] = (
+    ("STORAGE_", 503),
+    ("LEASE_", 409),  # LEASE_INVALID, LEASE_EXPIRED: the lease is not (or no longer) the holder's
+    ("_NOT_FOUND", 404),
+    ("_INVALID", 422),
+    ("_CONFLICT", 409),
+    ("_MISMATCH", 409),
+)
+STATE_REFUSAL = 409
+
+
+def status_of(code: str) -> int:
+    status = STATUS_BY_CODE.get(code)
+    if status is not None:
+        return status
+    for part, by_part in STATUS_BY_PART:
+        if code.startswith(part) or code.endswith(part):
+            return by_part
+    return STATE_REFUSAL
+
+
+def problem_document(code: str, detail: str, *, field: str | None = None) -> dict[str, Any]:
+    status = status_of(code)
+    document: dict[str, Any] = {
+        "type": PROBLEM_BASE + code.lower().replace("_", "-"),
+        "title": code.replace("_", " ").capitalize(),
+        "status": status,
+        "code": code,
+        "detail": detail,
+    }
+    if field is not None:
+        document["field"] = field
+    return document
+
+
+def problem_response(
+    code: str,
+    detail: str,
+    *,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    document = problem_document(code, detail, field=field)
+    return Response(
+        dumps_canonical(document),
+        status_code=document["status"],
+        media_type=PROBLEM_TYPE,
+        headers=headers,
+    )
+
+
+def refusal_response(error: LedgerError) -> Response:
+    field = getattr(error, "field", None)
+    return problem_response(
+        error.code, error.detail, field=field if isinstance(field, str) else None
+    )

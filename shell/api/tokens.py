@@ -1,0 +1,108 @@
+"""API tokens in the ledger: issue (the token is drawn here and shown once), revoke, list, and
+the lookup that turns a presented bearer token into a principal (its name and roles).
+
+Only the sha256 of a token is ever stored; the lookup digests the presented token, reads the row
+of that digest and compares the digests again in constant time (`hmac.compare_digest`)."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Any
+
+import apsw
+import attrs
+from aios_ledger.core import LEDGER_CHAIN, LedgerError
+from aios_ledger.core.api.tokens import (
+    ACTIVE,
+    ApiTokenAnswer,
+    ApiTokenRow,
+    ApiTokenView,
+    TokenIssueRequest,
+    TokenRevokeRequest,
+    TokenState,
+    decide_issue_token,
+    decide_revoke_token,
+    token_sha256,
+)
+from aios_ledger.core.kinds import Sha256Hex
+from aios_ledger.core.records import record_from_row
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
+
+TOKEN_BYTES = 32
+# A presented token longer than this is not one the ledger issued: refused before digesting.
+MAX_TOKEN_LENGTH = 512
+
+
+@attrs.frozen
+class Principal:
+    """Who a request speaks for: the token's name (an agent's id) and its roles."""
+
+    name: str
+    roles: frozenset[str]
+
+
+def new_api_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def _row(conn: apsw.Connection, name: str) -> ApiTokenRow | None:
+    return fetch_record(conn, "api_token_get", {"name": name}, ApiTokenRow)
+
+
+def issue_token(
+    db: Database, name: str, roles: list[str], *, clock: Clock = system_clock
+) -> dict[str, Any]:
+    """Issue a token for `name` with `roles`: the answer holds the token, the only time it is
+    ever shown; the ledger keeps its sha256."""
+    request = TokenIssueRequest.from_mapping({"name": name, "roles": roles})
+    token = new_api_token()
+    digest = Sha256Hex(token_sha256(token))
+
+    def write(conn: apsw.Connection) -> ApiTokenAnswer:
+        plans = PlanExecutor(conn)
+        state = TokenState(_row(conn, request.name), plans.tail(LEDGER_CHAIN))
+        return plans.apply(decide_issue_token(state, request, now=read_clock(clock), digest=digest))
+
+    answer = db.write(write)
+    return {**answer, "token": token}
+
+
+def revoke_token(db: Database, name: str, *, clock: Clock = system_clock) -> ApiTokenAnswer:
+    request = TokenRevokeRequest.from_mapping({"name": name})
+
+    def write(conn: apsw.Connection) -> ApiTokenAnswer:
+        plans = PlanExecutor(conn)
+        state = TokenState(_row(conn, request.name), plans.tail(LEDGER_CHAIN))
+        return plans.apply(decide_revoke_token(state, request, now=read_clock(clock)))
+
+    return db.write(write)
+
+
+def list_tokens(db: Database) -> list[ApiTokenView]:
+    rows = db.read(lambda conn: fetch_all(conn, "api_tokens_list"))
+    return [record_from_row(ApiTokenRow, row).view() for row in rows]
+
+
+def authenticate(db: Database, token: str) -> Principal | None:
+    """The principal of an active token, or None (unknown, revoked, or not a token at all)."""
+    if not token or len(token) > MAX_TOKEN_LENGTH:
+        return None
+    digest = token_sha256(token)
+    row = db.read(
+        lambda conn: fetch_record(
+            conn, "api_token_by_digest", {"token_sha256": digest}, ApiTokenRow
+        )
+    )
+    if row is None or not hmac.compare_digest(row.token_sha256, digest):
+        return None
+    if row.status != ACTIVE:
+        return None
+    try:
+        return Principal(row.name, frozenset(row.roles()))
+    except (ValueError, TypeError):  # a roles column no plan wrote
+        raise LedgerError(
+            "TOKEN_ROW_INVALID", f"the token row of {row.name!r} is unreadable"
+        ) from None

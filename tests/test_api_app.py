@@ -1,0 +1,121 @@
+"""The API application's own parts, in process: the code-to-status table, the document built from
+the core's schemas (and validating bodies before the core does), a defect answered as a 500
+without its internals."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.core.request_schemas import request_schema
+from aios_ledger.shell import Database
+from aios_ledger.shell.api.app import create_app, operations
+from aios_ledger.shell.api.backend import ApiSettings
+from aios_ledger.shell.api.openapi import BodyValidators, build_document
+from aios_ledger.shell.api.problems import status_of
+from aios_ledger.shell.api.tokens import issue_token
+from starlette.applications import Starlette
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        ("TASK_NOT_FOUND", 404),
+        ("GOVERNED_BINDING_NOT_FOUND", 404),
+        ("UNAUTHENTICATED", 401),
+        ("FORBIDDEN", 403),
+        ("NOT_TASK_HOLDER", 403),
+        ("REVISION_CONFLICT", 409),
+        ("IDEMPOTENCY_CONFLICT", 409),
+        ("INVALID_TRANSITION", 409),
+        ("LEASE_EXPIRED", 409),
+        ("LEASE_INVALID", 409),
+        ("TASK_NOT_DUE", 409),
+        ("FIELDS_INVALID", 422),
+        ("INVALID_FIELD", 422),
+        ("EXECUTION_ENVELOPE_INVALID", 422),
+        ("JSON_TOO_DEEP", 422),
+        ("BODY_TOO_LARGE", 413),
+        ("TOO_MANY_WAITING", 429),
+        ("DATABASE_BUSY", 503),
+        ("STORAGE_FULL", 503),
+        ("INTERNAL_ERROR", 500),
+    ],
+)
+def test_the_status_of_each_code(code: str, status: int) -> None:
+    assert status_of(code) == status
+
+
+def test_the_document_takes_its_bodies_from_the_core_schemas() -> None:
+    document = build_document(operations(), version="test")
+    schemas = document["components"]["schemas"]
+    heartbeat = request_schema("heartbeat")
+    body = schemas["HeartbeatBody"]
+    # The core's record without what the path gives, field for field.
+    assert body["properties"] == {
+        k: v for k, v in heartbeat["properties"].items() if k != "task_id"
+    }
+    assert body["additionalProperties"] is False
+    assert "agent_id" not in schemas["ClaimBody"]["properties"]
+    assert schemas["ClaimBody"]["properties"]["wait_seconds"]["maximum"] == 60
+    # Every $ref resolves inside the document.
+    text = str(document)
+    assert "#/$defs/" not in text
+    for path in document["paths"].values():
+        for operation in path.values():
+            if "requestBody" in operation:
+                ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+                assert ref.removeprefix("#/components/schemas/") in schemas
+
+
+def test_the_document_refuses_what_the_core_would_and_names_no_value() -> None:
+    validators = BodyValidators(build_document(operations(), version="test"))
+    secret = "s3cret-lease-token-value-" * 2
+    with pytest.raises(LedgerError, match="FIELDS_INVALID") as refused:
+        validators.check("HeartbeatBody", {"lease_token": secret + "!", "lease_seconds": 5})
+    assert secret not in str(refused.value)
+    with pytest.raises(LedgerError, match=r"body\.lease_seconds"):
+        validators.check("HeartbeatBody", {"lease_token": "t" * 20, "lease_seconds": 0})
+    validators.check("HeartbeatBody", {"lease_token": "t" * 20, "lease_seconds": 5})
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[tuple[Starlette, str]]:
+    path = tmp_path / "ledger.db"
+    with Database(path) as db:
+        token = issue_token(db, "owner-1", ["owner", "auditor"])["token"]
+    application = create_app(ApiSettings(db_path=str(path)))
+    yield application, token
+    application.state.backend.close()
+
+
+def test_a_defect_is_a_500_without_its_internals(
+    app: tuple[Starlette, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    application, token = app
+    backend = application.state.backend
+
+    def broken(work: Any) -> Any:
+        raise RuntimeError("internal detail: /secret/path")
+
+    monkeypatch.setattr(backend, "read_now", broken)
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+            return await client.get("/v1/status", headers={"Authorization": f"Bearer {token}"})
+
+    # (Authentication reads too: the defect is met at once.)
+    with caplog.at_level(logging.ERROR, logger="aios_ledger.api"):
+        answer = asyncio.run(call())
+    assert answer.status_code == 500
+    assert answer.json()["code"] == "INTERNAL_ERROR"
+    assert "secret" not in answer.text
+    assert "GET /v1/status" in caplog.text
+    assert token not in caplog.text

@@ -1,0 +1,573 @@
+"""The HTTP API through real HTTP: `aios-ledger serve` in a subprocess on a loopback port.
+
+The whole lifecycle, every route against every role (allowed roles get their answer, the others
+403 FORBIDDEN, no token 401 UNAUTHENTICATED), agents that cannot act as another or on a task
+they do not hold, idempotent claim replay, a long poll woken by a new task, problem+json codes,
+the body limit, revoked tokens, the waiting-poll limit and the metrics."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+from aios_ledger.core import project_execution_envelope
+from api_support import ROLE_NAMES, SECOND_AGENT, LiveServer, Scenario, serve
+from legacy_fixtures import (
+    CAPABILITY,
+    CONSTRAINTS,
+    CRITERIA,
+    GOAL,
+    INSTRUCTIONS,
+    binding,
+    projection_mapping,
+)
+
+ROLES = tuple(ROLE_NAMES)
+PROBLEM = "application/problem+json"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    path = tmp_path_factory.mktemp("api") / "ledger.db"
+    yield from serve(path, "--max-body", "65536", "--max-waiting-per-token", "2")
+
+
+@pytest.fixture
+def scene(server: LiveServer) -> Scenario:
+    return Scenario(server)
+
+
+def problem(answer: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"].startswith(PROBLEM)
+    document = answer.json()
+    assert document["code"] == code, document
+    assert document["status"] == status
+    assert document["type"].endswith(code.lower().replace("_", "-"))
+    return dict(document)
+
+
+# -- the lifecycle ----------------------------------------------------------------------------
+
+
+def test_the_whole_lifecycle(scene: Scenario) -> None:
+    task_id = scene.queued(retry={"base_seconds": 1, "max_seconds": 1})
+    claim = scene.agent.post("/v1/claims", json={"capabilities": [scene.cap], "lease_seconds": 60})
+    assert claim.status_code == 200, claim.text
+    claimed = claim.json()
+    assert (claimed["task_id"], claimed["claimed_by"]) == (task_id, "agent-1")
+    lease = claimed["lease_token"]
+    beat = scene.agent.post(
+        f"/v1/tasks/{task_id}/heartbeat", json={"lease_token": lease, "lease_seconds": 120}
+    )
+    assert beat.status_code == 200 and beat.json()["revision"] == 3
+    key = scene.key()
+    result = {"lease_token": lease, "result": {"notes": "done"}, "idempotency_key": key}
+    submitted = scene.agent.post(f"/v1/tasks/{task_id}/result", json=result)
+    assert submitted.status_code == 200 and submitted.json()["status"] == "SUBMITTED"
+    # The answer was lost: the same call again replays it.
+    again = scene.agent.post(f"/v1/tasks/{task_id}/result", json=result)
+    assert again.status_code == 200 and again.json()["idempotent"] is True
+    verdict = {"decision": "NEEDS_REWORK", "reason": "more", "idempotency_key": scene.key()}
+    verified = scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=verdict)
+    assert verified.status_code == 200 and verified.json()["status"] == "QUEUED"
+    # Back in the queue after its backoff (1 s): a waiting claim re-tries until it is due.
+    again_body = {"capabilities": [scene.cap], "lease_seconds": 60, "wait_seconds": 30}
+    claim = scene.agent.post("/v1/claims", json=again_body)
+    assert claim.status_code == 200, claim.text
+    lease = claim.json()["lease_token"]
+    result = {"lease_token": lease, "result": {"notes": "more"}, "idempotency_key": scene.key()}
+    assert scene.agent.post(f"/v1/tasks/{task_id}/result", json=result).status_code == 200
+    verdict = {"decision": "SUCCEEDED", "reason": "good", "idempotency_key": scene.key()}
+    assert scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=verdict).status_code == 200
+    task = scene.owner.get(f"/v1/tasks/{task_id}").json()
+    assert (task["status"], task["attempt"], task["result"]) == ("SUCCEEDED", 2, {"notes": "more"})
+    events = [e["event_type"] for e in scene.owner.get(f"/v1/tasks/{task_id}/events").json()]
+    assert events == [
+        "TASK_CREATED",
+        "TASK_CLAIMED",
+        "TASK_HEARTBEAT",
+        "RESULT_SUBMITTED",
+        "TASK_VERIFIED",
+        "TASK_CLAIMED",
+        "RESULT_SUBMITTED",
+        "TASK_VERIFIED",
+    ]
+    history = scene.owner.get(f"/v1/tasks/{task_id}/history").json()
+    assert history[-1]["next_state"] == "SUCCEEDED"
+    assert scene.owner.get("/v1/log/verify").json()["intact"] is True
+
+
+def test_a_batch_of_tasks_and_a_batch_claim(scene: Scenario) -> None:
+    body = [
+        {
+            "idempotency_key": scene.key(),
+            "task": {"goal": f"g{n}", "instructions": "i", "required_capabilities": [scene.cap]},
+        }
+        for n in range(3)
+    ]
+    created = scene.owner.post("/v1/tasks", json=body)
+    assert created.status_code == 201 and len(created.json()) == 3
+    claims = scene.agent.post(
+        "/v1/claims", json={"capabilities": [scene.cap], "lease_seconds": 60, "limit": 5}
+    )
+    assert claims.status_code == 200
+    assert sorted(c["goal"] for c in claims.json()) == ["g0", "g1", "g2"]
+    empty = scene.agent.post(
+        "/v1/claims", json={"capabilities": [scene.cap], "lease_seconds": 60, "limit": 5}
+    )
+    assert empty.status_code == 204 and empty.content == b""
+    mixed = scene.agent.post(
+        "/v1/claims",
+        json={"capabilities": [scene.cap], "lease_seconds": 60, "limit": 2, "task_id": "x"},
+    )
+    problem(mixed, 422, "FIELDS_INVALID")
+
+
+# -- every route against every role -----------------------------------------------------------
+
+
+@attrs.frozen
+class Case:
+    """A route, the roles allowed on it, and how to build a request an allowed role succeeds
+    with: (path, JSON body or None) from a fresh scenario."""
+
+    method: str
+    roles: frozenset[str]
+    build: Callable[[Scenario], tuple[str, Any]]
+    success: int = 200
+
+
+def _projectable(scene: Scenario) -> tuple[str, Any]:
+    """A task and a registered binding the initial projection accepts."""
+    task_id = "task-" + secrets.token_hex(8)
+    created = scene.owner.post(
+        "/v1/tasks",
+        json={
+            "idempotency_key": scene.key(),
+            "task": {
+                "task_id": task_id,
+                "goal": GOAL,
+                "instructions": INSTRUCTIONS,
+                "success_criteria": CRITERIA,
+                "constraints": CONSTRAINTS,
+                # A projection needs a task without capabilities; not yet due, no other test's
+                # claim takes it.
+                "not_before": "2099-01-01T00:00:00Z",
+            },
+        },
+    )
+    assert created.status_code == 201, created.text
+    bound = binding(task_id=task_id, idempotency_key=scene.key())
+    put = scene.owner.put(f"/v1/bindings/{task_id}/{bound.job_id}", json=bound.public())
+    assert put.status_code == 200, put.text
+    runtime_input = {
+        "goal": GOAL,
+        "instructions": INSTRUCTIONS,
+        "success_criteria": CRITERIA,
+        "constraints": CONSTRAINTS,
+        "scope": {"scope_type": "legacy", "tenant_id": None, "project_id": None},
+        "trace_id": task_id,
+    }
+    envelope = project_execution_envelope(
+        bound,
+        {
+            "action": "agent_runtime",
+            "adapter": "openclaw",
+            "capability_scope": [CAPABILITY],
+            "runtime_input": runtime_input,
+        },
+    )
+    request = projection_mapping(
+        expected_execution_digest=envelope["execution_digest"],
+        idempotency_key=scene.key(),
+    )
+    return f"/v1/tasks/{task_id}/projection", request
+
+
+def _held(scene: Scenario, action: str, **body: Any) -> tuple[str, Any]:
+    """A task agent-1 holds, and the body of `action` on it with its lease token."""
+    task_id, lease = scene.claimed()
+    return f"/v1/tasks/{task_id}/{action}", {"lease_token": lease, **body}
+
+
+def _bound(scene: Scenario) -> tuple[str, Any]:
+    task_id = scene.queued()
+    bound = binding(task_id=task_id, idempotency_key=scene.key())
+    return f"/v1/bindings/{task_id}/{bound.job_id}", bound.public()
+
+
+def _registered(scene: Scenario) -> tuple[str, Any]:
+    path, body = _bound(scene)
+    assert scene.owner.put(path, json=body).status_code == 200
+    return path, None
+
+
+def _run_event(scene: Scenario) -> tuple[str, Any]:
+    return f"/v1/runs/{scene.run()}/events", {"kind": "note", "payload": {"n": 1}}
+
+
+def _aux_missing(suffix: str) -> Callable[[Scenario], tuple[str, Any]]:
+    # No auxiliary run is spawned over HTTP: an allowed role reaches the ledger, which answers
+    # RUN_NOT_FOUND (404); a forbidden role never gets that far.
+    return lambda scene: (f"/v1/auxiliary-runs/aux-none{suffix}", None)
+
+
+ANY = frozenset(ROLES)
+AUDIT = frozenset({"auditor", "owner"})
+AGENT, REVIEWER, OWNER = frozenset({"agent"}), frozenset({"reviewer"}), frozenset({"owner"})
+
+CASES: dict[str, Case] = {
+    "metrics": Case("GET", AUDIT, lambda s: ("/metrics", None)),
+    "create": Case(
+        "POST",
+        OWNER,
+        lambda s: (
+            "/v1/tasks",
+            {
+                "idempotency_key": s.key(),
+                "task": {"goal": "g", "instructions": "i", "required_capabilities": [s.cap]},
+            },
+        ),
+        201,
+    ),
+    "list": Case("GET", ANY, lambda s: ("/v1/tasks?limit=5", None)),
+    "get": Case("GET", ANY, lambda s: (f"/v1/tasks/{s.queued()}", None)),
+    "events": Case("GET", ANY, lambda s: (f"/v1/tasks/{s.queued()}/events", None)),
+    "history": Case("GET", ANY, lambda s: (f"/v1/tasks/{s.queued()}/history", None)),
+    "claim": Case(
+        "POST",
+        AGENT,
+        lambda s: (
+            "/v1/claims",
+            {"capabilities": [s.cap], "lease_seconds": 60, "task_id": s.queued()},
+        ),
+    ),
+    "heartbeat": Case("POST", AGENT, lambda s: _held(s, "heartbeat", lease_seconds=60)),
+    "result": Case("POST", AGENT, lambda s: _held(s, "result", result={}, idempotency_key=s.key())),
+    "release": Case("POST", AGENT, lambda s: _held(s, "release", reason="stop")),
+    "verification": Case(
+        "POST",
+        REVIEWER,
+        lambda s: (
+            f"/v1/tasks/{s.submitted()}/verification",
+            {"decision": "FAILED", "reason": "no", "idempotency_key": s.key()},
+        ),
+    ),
+    "cancel": Case(
+        "POST",
+        OWNER,
+        lambda s: (f"/v1/tasks/{s.queued()}/cancel", {"reason": "r", "idempotency_key": s.key()}),
+    ),
+    "retry": Case(
+        "POST",
+        OWNER,
+        lambda s: (f"/v1/tasks/{s.cancelled()}/retry", {"reason": "r", "idempotency_key": s.key()}),
+    ),
+    "binding put": Case("PUT", OWNER, _bound),
+    "binding get": Case("GET", ANY, _registered),
+    "projection": Case("POST", OWNER, _projectable),
+    "run create": Case("POST", AGENT, lambda s: ("/v1/runs", {"prompt": "p"}), 201),
+    "run append": Case("POST", AGENT, _run_event, 201),
+    "run get": Case("GET", ANY, lambda s: (f"/v1/runs/{s.run()}", None)),
+    "run events": Case("GET", ANY, lambda s: (f"/v1/runs/{s.run()}/events", None)),
+    "aux list": Case("GET", ANY, lambda s: ("/v1/auxiliary-runs?limit=5", None)),
+    "aux get": Case("GET", ANY, _aux_missing(""), 404),
+    "aux events": Case("GET", ANY, _aux_missing("/events"), 404),
+    "status": Case("GET", ANY, lambda s: ("/v1/status", None)),
+    "head": Case("GET", ANY, lambda s: ("/v1/log/head", None)),
+    "verify": Case("GET", AUDIT, lambda s: ("/v1/log/verify", None)),
+    "export": Case("GET", AUDIT, lambda s: ("/v1/log/export", None)),
+}
+
+
+def _send(client: httpx.Client, case: Case, path: str, body: Any) -> httpx.Response:
+    return (
+        client.request(case.method, path, json=body)
+        if body is not None
+        else client.request(case.method, path)
+    )
+
+
+def test_the_case_table_covers_every_route_but_the_open_ones(server: LiveServer) -> None:
+    document = httpx.get(server.url + "/openapi.json").json()
+    guarded = {
+        (method.upper(), path)
+        for path, entry in document["paths"].items()
+        for method, operation in entry.items()
+        if operation.get("security") != []
+    }
+    # The recovery projection needs a captured task: its roles are checked below on their own.
+    assert len(guarded) == len(CASES) + 1
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("route", list(CASES))
+def test_every_route_for_every_role(server: LiveServer, route: str, role: str) -> None:
+    case = CASES[route]
+    scene = Scenario(server)
+    path, body = case.build(scene)
+    answer = _send(server.client(role), case, path, body)
+    if role in case.roles:
+        assert answer.status_code == case.success, answer.text
+    else:
+        problem(answer, 403, "FORBIDDEN")
+    problem(_send(server.client(), case, path, body), 401, "UNAUTHENTICATED")
+    wrong = server.client(token="not-a-token-" + secrets.token_hex(8))
+    problem(_send(wrong, case, path, body), 401, "UNAUTHENTICATED")
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_recovery_projection_is_the_owners(server: LiveServer, role: str) -> None:
+    path = "/v1/tasks/task-none/projection-from-source-capture"
+    answer = server.client(role).post(path, json={})
+    if role == "owner":
+        # The owner reaches the document's check (an empty request is not a recovery).
+        problem(answer, 422, "FIELDS_INVALID")
+    else:
+        problem(answer, 403, "FORBIDDEN")
+
+
+def test_open_routes_need_no_token(server: LiveServer) -> None:
+    assert httpx.get(server.url + "/v1/health").json() == {"status": "ok"}
+    document = httpx.get(server.url + "/openapi.json").json()
+    assert document["openapi"].startswith("3.1")
+
+
+# -- agents act only as themselves, on what they hold -----------------------------------------
+
+
+def test_an_agent_cannot_claim_as_another(scene: Scenario) -> None:
+    scene.queued()
+    answer = scene.agent.post(
+        "/v1/claims",
+        json={"capabilities": [scene.cap], "lease_seconds": 60, "agent_id": SECOND_AGENT},
+    )
+    problem(answer, 422, "FIELDS_INVALID")
+    assert "agent_id" in answer.json()["detail"]
+
+
+def test_a_foreign_task_is_refused_to_another_agent(scene: Scenario, server: LiveServer) -> None:
+    task_id, lease = scene.claimed()
+    other = server.client(SECOND_AGENT)
+    beat = {"lease_token": lease, "lease_seconds": 60}
+    problem(other.post(f"/v1/tasks/{task_id}/heartbeat", json=beat), 403, "NOT_TASK_HOLDER")
+    result = {"lease_token": lease, "result": {}, "idempotency_key": scene.key()}
+    problem(other.post(f"/v1/tasks/{task_id}/result", json=result), 403, "NOT_TASK_HOLDER")
+    release = {"lease_token": lease, "reason": "mine now"}
+    problem(other.post(f"/v1/tasks/{task_id}/release", json=release), 403, "NOT_TASK_HOLDER")
+    task = scene.owner.get(f"/v1/tasks/{task_id}").json()
+    assert (task["status"], task["claimed_by"], task["revision"]) == ("CLAIMED", "agent-1", 2)
+
+
+def test_runs_belong_to_their_agent(scene: Scenario, server: LiveServer) -> None:
+    run_id = scene.run()
+    assert scene.agent.get(f"/v1/runs/{run_id}").json()["session_id"] == "agent-1"
+    other = server.client(SECOND_AGENT)
+    append = {"kind": "note", "payload": None}
+    problem(other.post(f"/v1/runs/{run_id}/events", json=append), 403, "NOT_RUN_OWNER")
+    problem(other.post("/v1/runs", json={"prompt": "p", "session_id": "agent-1"}), 403, "FORBIDDEN")
+    assert scene.agent.post(f"/v1/runs/{run_id}/events", json=append).status_code == 201
+    assert [e["seq"] for e in scene.agent.get(f"/v1/runs/{run_id}/events").json()] == [1]
+
+
+# -- claims: replay and long polls ------------------------------------------------------------
+
+
+def test_the_same_idempotency_key_gives_the_same_claim(scene: Scenario) -> None:
+    scene.queued()
+    scene.queued()
+    body = {
+        "capabilities": [scene.cap],
+        "lease_seconds": 60,
+        "idempotency_key": scene.key(),
+        "lease_token": "lease-" + secrets.token_hex(16),
+    }
+    first = scene.agent.post("/v1/claims", json=body)
+    second = scene.agent.post("/v1/claims", json=body)
+    assert first.status_code == second.status_code == 200
+    assert second.json()["task_id"] == first.json()["task_id"]
+    assert second.json()["idempotent"] is True
+    other_token = {**body, "lease_token": "lease-" + secrets.token_hex(16)}
+    problem(scene.agent.post("/v1/claims", json=other_token), 409, "IDEMPOTENCY_CONFLICT")
+
+
+def test_a_waiting_claim_is_woken_by_a_new_task(scene: Scenario) -> None:
+    answers: list[httpx.Response] = []
+    body = {"capabilities": [scene.cap], "lease_seconds": 60, "wait_seconds": 30}
+    waiter = threading.Thread(
+        target=lambda: answers.append(scene.agent.post("/v1/claims", json=body))
+    )
+    waiter.start()
+    # The poll is waiting once the server counts it.
+    auditor = scene.server.client("auditor")
+    while "aios_ledger_waiting_claims 1.0" not in auditor.get("/metrics").text:
+        assert waiter.is_alive()
+    task_id = scene.queued()
+    waiter.join(timeout=60)
+    (answer,) = answers
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["task_id"] == task_id
+
+
+def test_a_poll_with_nothing_to_take_answers_204(scene: Scenario) -> None:
+    body = {"capabilities": [scene.cap], "lease_seconds": 60, "wait_seconds": 1}
+    answer = scene.agent.post("/v1/claims", json=body)
+    assert answer.status_code == 204
+
+
+def test_waiting_polls_per_token_are_bounded(scene: Scenario, server: LiveServer) -> None:
+    body = {"capabilities": [scene.cap], "lease_seconds": 60, "wait_seconds": 20}
+    answers: list[httpx.Response] = []
+    agent2 = server.client(SECOND_AGENT)
+    waiters = [
+        threading.Thread(target=lambda: answers.append(agent2.post("/v1/claims", json=body)))
+        for _ in range(2)
+    ]
+    for waiter in waiters:
+        waiter.start()
+    auditor = server.client("auditor")
+    while "aios_ledger_waiting_claims 2.0" not in auditor.get("/metrics").text:
+        assert all(waiter.is_alive() for waiter in waiters)
+    problem(agent2.post("/v1/claims", json=body), 429, "TOO_MANY_WAITING")
+    # Another token is not held to agent-2's count.
+    quick = {**body, "wait_seconds": 0}
+    assert scene.agent.post("/v1/claims", json=quick).status_code == 204
+    # Two tasks end both waits.
+    scene.queued()
+    scene.queued()
+    for waiter in waiters:
+        waiter.join(timeout=60)
+    assert sorted(a.status_code for a in answers) == [200, 200]
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+def test_problem_codes(scene: Scenario, server: LiveServer) -> None:
+    problem(scene.owner.get("/v1/tasks/task-nope"), 404, "TASK_NOT_FOUND")
+    problem(scene.owner.get("/v1/nowhere"), 404, "ROUTE_NOT_FOUND")
+    problem(scene.owner.delete("/v1/tasks"), 405, "METHOD_NOT_ALLOWED")
+    problem(scene.owner.get("/v1/tasks?limit=zero"), 422, "FIELDS_INVALID")
+    problem(scene.owner.get("/v1/tasks?limit=0"), 422, "FIELDS_INVALID")
+    bad_json = scene.owner.post("/v1/tasks", content=b"{not json")
+    problem(bad_json, 422, "JSON_INVALID")
+    deep = b"[" * 100 + b"]" * 100
+    problem(scene.owner.post("/v1/tasks", content=deep), 422, "JSON_TOO_DEEP")
+    extra = {"idempotency_key": scene.key(), "task": {"goal": "g", "instructions": "i"}, "x": 1}
+    problem(scene.owner.post("/v1/tasks", json=extra), 422, "FIELDS_INVALID")
+    task_id = scene.queued()
+    # The document's schema passes it; the core's own rule refuses it (a state refusal).
+    beat = {"lease_token": "t" * 32, "lease_seconds": 60}
+    refused = scene.agent.post(f"/v1/tasks/{task_id}/heartbeat", json=beat)
+    assert refused.status_code == 409 and refused.json()["code"] in {
+        "LEASE_INVALID",
+        "INVALID_TRANSITION",
+    }
+    cancel = {"reason": "r", "idempotency_key": scene.key()}
+    assert scene.owner.post(f"/v1/tasks/{task_id}/cancel", json=cancel).status_code == 200
+    problem(
+        scene.owner.post(f"/v1/tasks/{task_id}/cancel", json={**cancel, "reason": "other"}),
+        409,
+        "IDEMPOTENCY_CONFLICT",
+    )
+    bound = binding(task_id=task_id, idempotency_key=scene.key())
+    elsewhere = scene.owner.put(f"/v1/bindings/{task_id}/other-job", json=bound.public())
+    problem(elsewhere, 422, "FIELDS_INVALID")
+    problem(scene.owner.get(f"/v1/bindings/{task_id}/none"), 404, "GOVERNED_BINDING_NOT_FOUND")
+    # No token text in any answer, ever.
+    assert server.tokens["owner"] not in elsewhere.text
+
+
+def test_a_body_over_the_limit_is_413_before_parsing(scene: Scenario) -> None:
+    huge = b'{"idempotency_key":"k","task":{"goal":"' + b"g" * 70_000 + b'"}}'
+    problem(scene.owner.post("/v1/tasks", content=huge), 413, "BODY_TOO_LARGE")
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the bytes are counted as they come
+        for _ in range(20):
+            yield b" " * 8192
+
+    streamed = scene.owner.post("/v1/tasks", content=chunks())
+    problem(streamed, 413, "BODY_TOO_LARGE")
+    assert scene.owner.get("/v1/tasks?limit=1").status_code == 200
+
+
+def test_a_slow_client_does_not_hold_the_writer(scene: Scenario, server: LiveServer) -> None:
+    """A client that sends half its body and stops: the others' writes go on meanwhile (no
+    write starts before its body is in)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as slow:
+        head = (
+            "POST /v1/tasks HTTP/1.1\r\n"
+            f"Host: {host}\r\n"
+            f"Authorization: Bearer {server.tokens['owner']}\r\n"
+            "Content-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n"
+        )
+        slow.sendall(head.encode() + b'{"idempotency_key": "slow", "task": {"goal": "')
+        task_id = scene.queued()
+        claimed = scene.agent.post(
+            "/v1/claims", json={"capabilities": [scene.cap], "lease_seconds": 60}
+        )
+        assert claimed.status_code == 200 and claimed.json()["task_id"] == task_id
+
+
+def test_a_revoked_token_is_refused(server: LiveServer) -> None:
+    db = str(server.path)
+    issued = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aios_ledger.shell.cli",
+            "--db",
+            db,
+            "token",
+            "issue",
+            "auditor-tmp",
+            "--role",
+            "auditor",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    token = json.loads(issued.stdout)["token"]
+    client = server.client(token=token)
+    assert client.get("/v1/log/head").status_code == 200
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aios_ledger.shell.cli",
+            "--db",
+            db,
+            "token",
+            "revoke",
+            "auditor-tmp",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    problem(client.get("/v1/log/head"), 401, "UNAUTHENTICATED")
+    assert token not in server.log()
+
+
+def test_metrics_count_requests_by_route_template(scene: Scenario) -> None:
+    task_id = scene.queued()
+    scene.owner.get(f"/v1/tasks/{task_id}")
+    text = scene.server.client("auditor").get("/metrics").text
+    assert 'route="/v1/tasks/{task_id}"' in text
+    assert task_id not in text
+    assert 'aios_ledger_tasks{status="QUEUED"}' in text
+    assert "aios_ledger_group_commit_batch_size_bucket" in text
+    for token in scene.server.tokens.values():
+        assert token not in text
