@@ -367,6 +367,9 @@ def _record(repo: Repo, claimed: dict[str, Any], data: bytes, **limits: int) -> 
             raise AssertionError("the bundle was recorded")
     assert repository_files(repo.bare) == before
     assert "PROPOSAL_RECORDED" not in events_of(repo.db, str(claimed["task_id"]))
+    kept = Path(f"{repo.db}.proposals")
+    if code != "LEASE_INVALID":  # a refused bundle is not kept beside the ledger
+        assert not kept.exists() or list(kept.iterdir()) == []
     return code
 
 

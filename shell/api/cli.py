@@ -81,6 +81,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
     from aios_ledger.shell.api.app import create_app
+    from aios_ledger.shell.api.governed import governed_operations
 
     host, port = parse_listen(args.listen)
     if args.max_body < 1 or args.max_waiting_per_token < 0:
@@ -94,7 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_body=args.max_body,
         max_waiting_per_token=args.max_waiting_per_token,
     )
-    app = create_app(settings)
+    app = create_app(settings, governed_operations())
     config = uvicorn.Config(
         app,
         host=host,

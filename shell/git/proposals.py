@@ -2,13 +2,14 @@
 
 The worker bundles what the agent committed in its workspace (`bundle_workspace`); the ledger
 takes the bundle's bytes (from the worker, or uploaded through the API), bounds their size,
-stores them content-addressed beside the database (`<db>.proposals/<sha256>.bundle`), verifies
-them (`git bundle verify`) and fetches them into a quarantine before anything reads them: a
-scratch repository whose object store borrows the governed repository's (git's alternates, as
-its own receive quarantine does), so that nothing is written to the governed repository until
-a governed write. There it reads the refs, the files the commits change against the base, their
-sizes, whether the head descends from the base, and what the `detect-secrets` scanner finds in
-the changed files; the ledger records those facts with the proposal (`decide_record_proposal`).
+verifies them (`git bundle verify`) and fetches them into a quarantine before anything reads
+them, then stores a bundle that passed content-addressed beside the database
+(`<db>.proposals/<sha256>.bundle`). The quarantine is a scratch repository whose object store
+borrows the governed repository's (git's alternates, as its own receive quarantine does), so
+that nothing is written to the governed repository until a governed write. There it reads the
+refs, the files the commits change against the base, their sizes, whether the head descends
+from the base, and what the `detect-secrets` scanner finds in the changed files; the ledger
+records those facts with the proposal (`decide_record_proposal`).
 """
 
 from __future__ import annotations
@@ -314,8 +315,12 @@ def record_proposal(
         return task, repository.path, binding.base_oid
 
     _task_row, repository_path, base_oid = db.read(context)
-    digest, stored = store_bundle(db, bundle)
-    found = describe_bundle(repository_path, stored, base_oid, limits)
+    # Read where nothing is kept: only a bundle that passed is stored beside the ledger.
+    with tempfile.TemporaryDirectory(prefix="aios-proposal-") as folder:
+        incoming = Path(folder, "incoming.bundle")
+        incoming.write_bytes(bundle)
+        found = describe_bundle(repository_path, incoming, base_oid, limits)
+    digest, _stored = store_bundle(db, bundle)
     request = ProposalRecord.from_mapping(
         {
             "task_id": task_id,
