@@ -476,3 +476,33 @@ def test_recording_an_outcome_refuses_what_it_must() -> None:
     assert code(lambda: record(OutcomeState(intended(), held, tail()), lying)) == "FIELDS_INVALID"
     settled = intended()._replace(state="APPLIED", revision=2)
     assert isinstance(record(OutcomeState(settled, lease(), tail())), Replay)
+
+
+def test_a_submitted_result_states_the_files_and_head_its_proposal_shows() -> None:
+    from aios_ledger.core import SubmitRequest, TaskState, decide_submit
+
+    claimed = task("CLAIMED")
+    stated = json.loads(task().result_json or "{}")
+
+    def submit(result: dict[str, Any], proposed: ProposalRow | None) -> Any:
+        request = SubmitRequest.from_mapping(
+            {"task_id": TASK, "lease_token": TOKEN, "result": result, "idempotency_key": "s1"}
+        )
+        return decide_submit(
+            TaskState(task=claimed, tail=tail()),
+            request,
+            now=NOW,
+            contracts={"agent_runtime_result.v1": {}},
+            jitter=0.0,
+            proposal=proposed,
+        )
+
+    assert isinstance(submit(stated, proposal()), WritePlan)
+    assert isinstance(submit({**stated, "changed_files": ["x"]}, None), WritePlan)
+    wrong = {**stated, "changed_files": ["a.txt", "b.txt"]}
+    assert code(lambda: submit(wrong, proposal())) == "RESULT_GOVERNANCE_VIOLATION"
+    assert code(lambda: submit({**stated, "head_oid": "f" * 40}, proposal())) == (
+        "RESULT_GOVERNANCE_VIOLATION"
+    )
+    # Another attempt's proposal says nothing of this one.
+    assert isinstance(submit(wrong, proposal()._replace(attempt=0)), WritePlan)

@@ -251,9 +251,11 @@ def test_a_private_key_in_a_proposal_is_refused(repo: Repo) -> None:
     assert repository_files(repo.bare) == before
 
 
-def test_a_result_that_states_other_facts_than_its_proposal_is_a_governance_violation(
+def test_a_result_that_states_other_files_than_its_proposal_is_refused_at_submit(
     repo: Repo,
 ) -> None:
+    from aios_ledger.shell.tasks.ledger import TaskLedger
+
     register(repo.db, repo.bare)
     governed_task(repo.db, "task-g", binding("task-g", repo.base))
     claimed = claim(repo.db, "task-g")
@@ -263,10 +265,30 @@ def test_a_result_that_states_other_facts_than_its_proposal_is_a_governance_viol
         propose(repo.db, space, claimed)
     finally:
         space.remove()
-    submit_and_accept(repo.db, claimed, runtime_result(claimed, ["a.txt"]))
-    before = repository_files(repo.bare)
-    assert repo.refused("task-g", "write-g") == "RESULT_GOVERNANCE_VIOLATION"
-    assert repository_files(repo.bare) == before
+    ledger = TaskLedger(repo.db)
+    try:
+        for stated in (["a.txt"], ["a.txt", "b.txt", "c.txt"]):
+            with pytest.raises(LedgerError) as refused:
+                ledger.submit_result(
+                    "task-g",
+                    lease_token=str(claimed["lease_token"]),
+                    result=runtime_result(claimed, stated),
+                    idempotency_key="submit-g",
+                )
+            assert refused.value.code == "RESULT_GOVERNANCE_VIOLATION"
+        with pytest.raises(LedgerError) as refused:
+            ledger.submit_result(
+                "task-g",
+                lease_token=str(claimed["lease_token"]),
+                result=runtime_result(claimed, ["a.txt", "b.txt"], head_oid="f" * 40),
+                idempotency_key="submit-g",
+            )
+        assert refused.value.code == "RESULT_GOVERNANCE_VIOLATION"
+        assert ledger.get("task-g")["status"] == "CLAIMED"
+    finally:
+        ledger.close()
+    submit_and_accept(repo.db, claimed, runtime_result(claimed, ["b.txt", "a.txt"]))
+    assert repo.write("task-g", "write-g")["state"] == "APPLIED"
 
 
 def test_a_branch_that_exists_already_is_refused_by_gits_swap_and_recorded(repo: Repo) -> None:

@@ -137,6 +137,24 @@ def stated_disagreements(
     return wrong
 
 
+def require_stated_work(
+    result: Mapping[str, JsonValue], changed_files: Sequence[str], head_oid: str
+) -> None:
+    """At submit: the files and head a result states are those of the attempt's proposal (its
+    governance flags, which a result contract holds false, are judged at the write, each with
+    its own code)."""
+    wrong = [
+        name
+        for name in stated_disagreements(result, {}, changed_files, head_oid)
+        if name in ("changed_files", "head_oid")
+    ]
+    if wrong:
+        raise LedgerError(
+            "RESULT_GOVERNANCE_VIOLATION",
+            f"the result states {wrong} otherwise than the attempt's proposal shows",
+        )
+
+
 def require_agreement(
     result: Mapping[str, JsonValue],
     facts: Mapping[str, JsonValue],
