@@ -651,3 +651,33 @@ def test_archiving_keeps_the_chains_of_tasks_that_wrote_to_a_repository(repo: Re
         )
     assert "task-z" not in json.dumps(archived)
     assert "GOVERNED_WRITE_APPLIED" in events_of(repo.db, "task-z")
+
+
+def test_the_agents_git_configuration_never_runs_as_the_worker(repo: Repo) -> None:
+    register(repo.db, repo.bare)
+    governed_task(repo.db, "task-h", binding("task-h", repo.base))
+    claimed = claim(repo.db, "task-h")
+    space = workspace(repo.db, claimed)
+    marker = repo.root / "ran-as-the-worker"
+    try:
+        config = Path(space.path, ".git", "config")
+        config.write_text(
+            config.read_text()
+            + f'[filter "evil"]\n\tclean = touch {marker}\n\tsmudge = touch {marker}\n'
+            + f"[core]\n\tfsmonitor = touch {marker}\n"
+        )
+        hooks = Path(space.path, ".git", "hooks")
+        hooks.mkdir(exist_ok=True)
+        for name in ("pre-commit", "commit-msg", "post-commit"):
+            hook = hooks / name
+            hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+            hook.chmod(0o755)
+        edit(
+            space, {".gitattributes": "* filter=evil\n", "work.txt": "uncommitted\n"}, commit=False
+        )
+        proposal = propose(repo.db, space, claimed)
+    finally:
+        space.remove()
+    assert proposal is not None
+    assert sorted(proposal["changed_files"]) == [".gitattributes", "work.txt"]
+    assert not marker.exists()

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
 
 QUARANTINE = "refs/aios-quarantine"
+_SCANNER = threading.Lock()
 SCRATCH_REFS = "refs/proposal"
 
 
@@ -229,7 +231,8 @@ def scan_secrets(git_dir: str, changes: list[_Change], folder: str) -> list[dict
     from detect_secrets.settings import default_settings
 
     findings: list[dict[str, Any]] = []
-    with default_settings():
+    # detect-secrets keeps its settings in a module global: one scan at a time per process.
+    with _SCANNER, default_settings():
         for number, change in enumerate(changes):
             if change.deleted or not change.mode.startswith("100"):
                 continue
@@ -383,11 +386,8 @@ def bundle_workspace(workspace: str, base_oid: str, *, author: str, out: Path) -
     Path(git_dir, "config").write_text(
         "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfilemode = true\n"
     )
-    for extra in ("info/attributes", "hooks"):
-        with contextlib.suppress(OSError):
-            target = Path(git_dir, extra)
-            if target.is_file():
-                target.unlink()
+    with contextlib.suppress(OSError):
+        Path(git_dir, "info", "attributes").unlink()
     identity = {
         "GIT_AUTHOR_NAME": author,
         "GIT_AUTHOR_EMAIL": f"{author}@agents.aios-ledger.invalid",
