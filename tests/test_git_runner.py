@@ -52,8 +52,8 @@ def test_arguments_are_never_a_shell(tmp_path: Path) -> None:
     for hostile in (f"refs/heads/$(touch {marker})", f"refs/heads/x;touch {marker}"):
         try:
             check_ref_format(hostile)
-        except LedgerError as refused:
-            assert refused.code == "REF_NAME_INVALID"
+        except LedgerError as hostile_refused:
+            assert hostile_refused.code == "REF_NAME_INVALID"
     assert not marker.exists()
     with pytest.raises(LedgerError) as refused:
         check_ref_format("--help")
