@@ -119,6 +119,7 @@ def test_a_verified_proposal_lands_on_its_new_branch_once(repo: Repo) -> None:
     assert answer["state"] == "APPLIED" and answer["old_oid"] == "0" * 40
     assert ref(repo.bare, "refs/heads/agent/task-a") == proposal["head_oid"] == answer["new_oid"]
     assert ref(repo.bare, "refs/heads/main") == repo.base
+    assert git("--git-dir", str(repo.bare), "for-each-ref", "refs/aios-quarantine/") == ""
     # The commit is the agent's, on top of the base.
     author = git("--git-dir", str(repo.bare), "log", "-1", "--format=%an %P", answer["new_oid"])
     assert author == f"{AGENT} {repo.base}"

@@ -29,6 +29,7 @@ from aios_ledger.core import (
     LedgerError,
     LogTail,
     OutcomeState,
+    ProposalRow,
     TaskRow,
     WriteAnswer,
     WriteOutcome,
@@ -46,7 +47,7 @@ from aios_ledger.core.plan import Replay
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
-from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row
+from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, read_ref, run_git
 
@@ -211,7 +212,14 @@ def governed_write(
     swapped = move_ref(
         repository_path, write.ref, write.new_oid, write.old_oid, write.idempotency_key
     )
-    return _answered(_settle(db, write, swapped=swapped, recovered=False, clock=clock))
+    settled = _settle(db, write, swapped=swapped, recovered=False, clock=clock)
+    # The quarantine ref served its purpose: the branch holds the commit now, or a retry fetches
+    # it again from the stored bundle.
+    run_git(
+        ["--git-dir", repository_path, "update-ref", "-d", quarantine_ref(proposal.bundle_sha256)],
+        check=False,
+    )
+    return _answered(settled)
 
 
 def _intend(conn: apsw.Connection, request: WriteRequest, clock: Clock) -> WriteAnswer:
@@ -220,7 +228,7 @@ def _intend(conn: apsw.Connection, request: WriteRequest, clock: Clock) -> Write
     return plans.apply(decide_write_intent(state, request, now=read_clock(clock)))
 
 
-def _quarantine_inputs(conn: apsw.Connection, request: WriteRequest) -> tuple[str, Any]:
+def _quarantine_inputs(conn: apsw.Connection, request: WriteRequest) -> tuple[str, ProposalRow]:
     state = _write_state(conn, None, request)
     assert state.repository is not None and state.proposal is not None
     return state.repository.path, state.proposal
