@@ -288,6 +288,23 @@ CASES: dict[str, Case] = {
     "binding put": Case("PUT", OWNER, _bound),
     "binding get": Case("GET", ANY, _registered),
     "projection": Case("POST", OWNER, _projectable),
+    # The governed-write routes (issue 19): an allowed role reaches the ledger, which refuses a
+    # task that is not bound to a repository (409), as `aux get` reaches a missing run (404).
+    "proposal": Case(
+        "POST",
+        AGENT,
+        lambda s: (
+            f"/v1/tasks/{s.queued()}/proposal",
+            {"lease_token": "x" * 43, "bundle_base64": "AAAA"},
+        ),
+        409,
+    ),
+    "governed write": Case(
+        "POST",
+        OWNER,
+        lambda s: (f"/v1/tasks/{s.queued()}/governed-write", {"idempotency_key": s.key()}),
+        409,
+    ),
     "run create": Case("POST", AGENT, lambda s: ("/v1/runs", {"prompt": "p"}), 201),
     "run append": Case("POST", AGENT, _run_event, 201),
     "run get": Case("GET", ANY, lambda s: (f"/v1/runs/{s.run()}", None)),

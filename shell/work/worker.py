@@ -42,6 +42,7 @@ from aios_ledger.core.work import (
     next_poll_delay,
 )
 from aios_ledger.shell.clock import Clock
+from aios_ledger.shell.git.workspace import GitWorkspaces, Workspace
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.guard import guarded
@@ -100,6 +101,8 @@ class Worker:
         self.config = config
         self.ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         self.runs = RunStore(path, migrate=migrate)
+        # Governed repositories: workspaces, proposals, source captures (issue 19).
+        self.workspaces = GitWorkspaces(path, migrate=migrate)
         # The executions' threads share these two connections, one call at a time.
         self._serial = threading.Lock()
         self._stopping = False
@@ -270,16 +273,34 @@ class _Execution:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stdout = bytearray()
         self._exit_status: int | None = None
+        self._workspace: Workspace | None = None
 
     def run(self) -> tuple[str, str]:
         if self.worker.stopping:
             return self._release("the worker stopped before the command started")
+        try:
+            captured = self.worker.workspaces.source_capture(self.claim)
+            if captured is not None:  # executed by the worker itself, not by the command
+                return self._submit(captured, "submitted", "source captured")
+            self._workspace = self.worker.workspaces.prepare(
+                self.claim, self.worker.config.agent_id
+            )
+        except LedgerError as refused:
+            return self._fail("workspace_failed", str(refused))
+        try:
+            return self._run_command()
+        finally:
+            if self._workspace is not None:
+                self._workspace.remove()
+
+    def _run_command(self) -> tuple[str, str]:
         envelope = self.claim.get("envelope") or {}
         env = {
             **os.environ,
             "AIOS_TASK_ID": self.task_id,
             "AIOS_ATTEMPT": str(self.attempt),
             "AIOS_EXECUTION_DIGEST": str(envelope.get("execution_digest", "")),
+            **(self._workspace.environment() if self._workspace is not None else {}),
         }
         stdin = {k: v for k, v in self.claim.items() if k != "lease_token"}
         try:
@@ -289,6 +310,7 @@ class _Execution:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
+                cwd=self._workspace.path if self._workspace is not None else None,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -319,7 +341,27 @@ class _Execution:
             result = loads_object(bytes(self._stdout), what="stdout")
         except LedgerError as refused:
             return self._fail("invalid_output", refused.code)
+        self._propose()
         return self._submit(result, "submitted", "result submitted")
+
+    def _propose(self) -> None:
+        """The agent's commits in its workspace become the attempt's proposal, recorded under
+        the lease before its result; a refusal is evidence (the governed write will find no
+        proposal)."""
+        if self._workspace is None:
+            return
+        try:
+            proposal = self.worker.workspaces.propose(self._workspace, self.claim)
+        except LedgerError as refused:
+            self.worker.evidence(self.run_id, "proposal_refused", {"code": refused.code})
+            return
+        if proposal is not None:
+            shown = {
+                "proposal_id": proposal["proposal_id"],
+                "head_oid": proposal["head_oid"],
+                "changed_files": proposal["changed_files"],
+            }
+            self.worker.evidence(self.run_id, "proposal", shown)
 
     def _supervise(self, process: subprocess.Popen[bytes]) -> Ending | None:
         """Wait for the command; heartbeat, enforce the timeout and the stop's grace period.
