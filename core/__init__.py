@@ -65,6 +65,33 @@ from aios_ledger.core.errors import (
     InitialExecutionProjectionError,
     LedgerError,
 )
+from aios_ledger.core.git.answers import (
+    ProposalAnswer,
+    RepositoryAnswer,
+    WriteAnswer,
+)
+from aios_ledger.core.git.decisions import (
+    OutcomeState,
+    ProposalState,
+    RepositoryState,
+    WriteState,
+    decide_record_proposal,
+    decide_register_repository,
+    decide_write_intent,
+    decide_write_outcome,
+)
+from aios_ledger.core.git.records import (
+    GovernedWriteRow,
+    ProposalRow,
+    RepositoryRow,
+    WriterLeaseRow,
+)
+from aios_ledger.core.git.requests import (
+    ProposalRecord,
+    RegisterRepositoryRequest,
+    WriteOutcome,
+    WriteRequest,
+)
 from aios_ledger.core.jsonvalue import (
     JsonObject,
     JsonValue,
@@ -260,6 +287,25 @@ from aios_ledger.core.timestamps import (
 )
 
 __all__ = [
+    "ProposalAnswer",
+    "RepositoryAnswer",
+    "WriteAnswer",
+    "OutcomeState",
+    "ProposalState",
+    "RepositoryState",
+    "WriteState",
+    "decide_record_proposal",
+    "decide_register_repository",
+    "decide_write_intent",
+    "decide_write_outcome",
+    "GovernedWriteRow",
+    "ProposalRow",
+    "RepositoryRow",
+    "WriterLeaseRow",
+    "ProposalRecord",
+    "RegisterRepositoryRequest",
+    "WriteOutcome",
+    "WriteRequest",
     # records: rows the ledger reads, and the records built from them
     "TaskRow",
     "IdempotencyRow",

@@ -178,6 +178,43 @@ class Statement(enum.StrEnum):
         "name",
     )
 
+    # -- governed writes to git (migration 0010)
+
+    GOVERNED_REPOSITORY_INSERT = (
+        "governed_repository_insert",
+        _INSERT,
+        "name path head_branch protected_json revision created_at updated_at",
+    )
+    TASK_PROPOSAL_INSERT = (
+        "task_proposal_insert",
+        _INSERT,
+        """proposal_id task_id attempt repository agent_id base_oid head_oid bundle_sha256
+        bundle_bytes refs_json changed_files_json facts_json created_at""",
+    )
+    WRITER_LEASE_INSERT = (
+        "writer_lease_insert",
+        _INSERT,
+        "lease_id repository ref holder generation revision updated_at",
+    )
+    WRITER_LEASE_CAS_UPDATE = (
+        "writer_lease_cas_update",
+        _GUARDED,
+        "lease_id expected_revision holder generation updated_at",
+        "lease_id",
+    )
+    GOVERNED_WRITE_INSERT = (
+        "governed_write_insert",
+        _INSERT,
+        """idempotency_key task_id proposal_id repository ref old_oid new_oid generation state
+        code observed_oid changed_files_json revision created_at updated_at""",
+    )
+    GOVERNED_WRITE_CAS_UPDATE = (
+        "governed_write_cas_update",
+        _GUARDED,
+        "idempotency_key expected_revision state code observed_oid updated_at",
+        "idempotency_key",
+    )
+
     # -- the sealed event log
 
     INSERT_EVENT = (

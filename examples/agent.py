@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -23,11 +24,30 @@ def progress(message: str) -> None:
     sys.stderr.flush()
 
 
-def edit_files(attempt: int) -> list[str]:
-    """The work itself: the first attempt drafts the notes, a rework adds the changelog."""
+def edit_files(attempt: int, instructions: str = "", task_id: str = "") -> list[str]:
+    """The work itself: the first attempt drafts the notes, a rework adds the changelog. In a
+    workspace (`AIOS_WORKSPACE`, a working copy of the bound repository at its base, the
+    current directory) the files are really written and committed; the worker proposes the
+    commits, and only a governed write after review puts them on the branch."""
     changed = ["NOTES.md"] if attempt == 1 else ["NOTES.md", "CHANGELOG.md"]
+    workspace = os.environ.get("AIOS_WORKSPACE")
     for name in changed:
+        if workspace:
+            with open(os.path.join(workspace, name), "a", encoding="utf-8") as out:
+                out.write(f"{name}: drafted for {task_id} on attempt {attempt}\n")
         progress(f"edited {name}")
+    if workspace and "rewrite history" in instructions:
+        # A misbehaving agent: its work starts a history of its own instead of building on
+        # the base, which is what a force push would publish. The governed write refuses it.
+        subprocess.run(
+            ["git", "checkout", "--quiet", "--orphan", "rewritten"], cwd=workspace, check=True
+        )
+        progress("rewrote the branch's history")
+    if workspace:
+        subprocess.run(["git", "add", "--", *changed], cwd=workspace, check=True)
+        message = f"Draft {', '.join(changed)} (attempt {attempt})"
+        subprocess.run(["git", "commit", "--quiet", "-m", message], cwd=workspace, check=True)
+        progress("committed in the workspace")
     return changed
 
 
@@ -40,7 +60,7 @@ def governed_result(claim: dict[str, Any], envelope: dict[str, Any]) -> dict[str
     attempt = claim["attempt"]
     progress(f"checking out {binding['repository']} at {binding['base_oid'][:12]}")
     progress(f"working on {binding['target_branch']} (attempt {attempt})")
-    changed = edit_files(attempt)
+    changed = edit_files(attempt, str(claim.get("instructions") or ""), str(claim["task_id"]))
     return {
         "task_id": claim["task_id"],
         "job_id": envelope["job_id"],

@@ -35,6 +35,9 @@ from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.console import history_view, render
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.git.repos import add_repository
+from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -245,6 +248,120 @@ def part_three(path: Path) -> None:
             say(f"    {line}")
 
 
+GADGETS = "acme/gadgets"
+# The governed-write tasks: what each binds, what its agent is told, and what the write meets.
+GADGET_TASKS = {
+    "task-gadget-docs": ("agent/gadgets", "UPDATE_EXISTING", "Work on the bound branch."),
+    "task-gadget-stale": ("agent/gadgets", "UPDATE_EXISTING", "Work on the bound branch."),
+    "task-gadget-release": ("release/2.5", "CREATE_NEW", "Prepare the release branch."),
+    "task-gadget-rewrite": ("agent/gadget-rewrite", "CREATE_NEW", "Start over: rewrite history."),
+}
+
+WRITE_STORIES = {
+    "task-gadget-docs": "reviewed, then moved by git's compare-and-swap",
+    "task-gadget-stale": "its expected tip is stale: the branch moved; the ledger recorded it",
+    "task-gadget-release": "release/* is protected",
+    "task-gadget-rewrite": "its history does not descend from the base: a force push",
+}
+
+
+def make_gadgets_repository(folder: Path) -> tuple[Path, str]:
+    """A small bare repository: main with one commit, and the branch agents share."""
+    bare, work = folder / "gadgets.git", folder / "gadgets-seed"
+    owner = {
+        "GIT_AUTHOR_NAME": "Gadget Owner",
+        "GIT_AUTHOR_EMAIL": "owner@example.invalid",
+        "GIT_COMMITTER_NAME": "Gadget Owner",
+        "GIT_COMMITTER_EMAIL": "owner@example.invalid",
+    }
+    run_git(["init", "--quiet", "--bare", str(bare)])
+    run_git(["init", "--quiet", str(work)])
+    (work / "README.md").write_text("Gadgets: small, governed.\n")
+    run_git(["add", "README.md"], cwd=work)
+    run_git(["commit", "--quiet", "-m", "Gadgets, first commit"], cwd=work, env=owner)
+    run_git(
+        ["push", "--quiet", str(bare), "HEAD:refs/heads/main", "HEAD:refs/heads/agent/gadgets"],
+        cwd=work,
+    )
+    base = run_git(["rev-parse", "HEAD"], cwd=work).text.strip()
+    shutil.rmtree(work)
+    return bare, base
+
+
+def part_four(path: Path, examples: Path) -> None:
+    say()
+    say("Part 4 - governed writes: an agent's commits reach a repository only through the ledger")
+    bare, base = make_gadgets_repository(path.parent)
+    with Database(path) as db:
+        registered = add_repository(db, GADGETS, str(bare))
+    say(f"  repo add {GADGETS} {bare.name}: protected {registered['protected']}.")
+    ledger = TaskLedger(path)
+    with Database(path) as db:
+        for task_id, (branch, mode, instructions) in GADGET_TASKS.items():
+            ledger.create_task(
+                {
+                    "task_id": task_id,
+                    "goal": f"Document the gadgets ({task_id})",
+                    "instructions": instructions,
+                    "success_criteria": [{"id": "done", "description": "gadgets documented"}],
+                    "retry": {"base_seconds": 1, "max_seconds": 5},
+                },
+                idempotency_key=f"create-{task_id}",
+            )
+            bound = {
+                **binding_for(task_id).public(),
+                "repository": GADGETS,
+                "base_oid": base,
+                "expected_branch_oid": base,
+                "target_branch": branch,
+                "branch_mode": mode,
+            }
+            register_binding(db, bound)
+    resolver = RegisteredBindingResolver(path)
+    store = InitialExecutionProjectionStore(path, resolver)
+    try:
+        for task_id in GADGET_TASKS:
+            project(store, path, task_id)
+    finally:
+        store.close()
+        resolver.close()
+    say(f"  {len(GADGET_TASKS)} tasks bound to {GADGETS} at {base[:12]} and projected.")
+    agent = f"{sys.executable} {examples / 'agent.py'}"
+    reviewer = f"{sys.executable} {examples / 'reviewer.py'}"
+    for round_number in (1, 2):
+        outcomes = run_worker(path, agent, capabilities=(CAPABILITY,))
+        say(
+            f"  Round {round_number}: each agent worked in a fresh workspace and committed there; "
+            f"{len(outcomes)} proposals recorded."
+        )
+        reviews = review_submitted(path, reviewer)["reviews"]
+        assert isinstance(reviews, list)
+        verdicts = sorted({f"{r.get('decision')}" for r in reviews if isinstance(r, dict)})
+        say(f"    the reviewer judged them: {', '.join(verdicts)}")
+        if round_number == 1:
+            wait_for_backoff(ledger)
+    ledger.close()
+    say("  The owner runs the governed writes (aios-ledger write TASK_ID):")
+    with Database(path) as db:
+        for task_id, why in WRITE_STORIES.items():
+            try:
+                answer = governed_write(db, {"task_id": task_id, "idempotency_key": f"w-{task_id}"})
+            except LedgerError as refused:
+                say(f"    {task_id}: refused {refused.code} ({why})")
+                continue
+            files = ", ".join(answer["changed_files"])
+            moved = f"{answer['old_oid'][:8]}..{answer['new_oid'][:8]}"
+            say(f"    {task_id}: {answer['state']} {answer['ref']} {moved} ({files}; {why})")
+    listing = [
+        "--git-dir",
+        str(bare),
+        "for-each-ref",
+        "--format=%(refname) %(objectname:short)",
+        "refs/heads/",
+    ]
+    say(f"  {GADGETS} now: " + "; ".join(run_git(listing).text.splitlines()))
+
+
 def run_worker(
     path: Path, command: str, *, capabilities: tuple[str, ...] = ()
 ) -> list[TaskOutcome]:
@@ -285,12 +402,18 @@ def timelines(path: Path) -> None:
     say("Timelines")
     ledger = TaskLedger(path)
     try:
-        for task_id in (LEGACY_TASK, *NEW_TASKS):
+        for task_id in (LEGACY_TASK, *NEW_TASKS, *GADGET_TASKS):
             task = ledger.get(task_id)
             say(f"  {task_id}: {task['status']} after {task['attempt']} attempt(s)")
             for event in ledger.events(task_id):
                 payload = event["payload"] if isinstance(event["payload"], dict) else {}
-                detail = payload.get("decision") or payload.get("reason") or ""
+                detail = (
+                    payload.get("decision")
+                    or payload.get("reason")
+                    or payload.get("code")
+                    or payload.get("state")
+                    or ""
+                )
                 agent = event["agent_id"] or ""
                 at = str(event["created_at"])[11:19]
                 say(f"    {at}  {event['event_type']:<46} {agent:<12} {detail}")
@@ -333,6 +456,7 @@ def run(argv: Sequence[str]) -> int:
     part_one(path)
     part_two(path, examples)
     part_three(path)
+    part_four(path, examples)
     timelines(path)
     intact = verification(path)
     say()

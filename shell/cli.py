@@ -28,6 +28,7 @@ from aios_ledger.shell.cli_support import (
 from aios_ledger.shell.config import CONFIG_ENV, CONFIG_FILE
 from aios_ledger.shell.console import Shown, is_terminal, show
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
+from aios_ledger.shell.git import cli as git_cli
 from aios_ledger.shell.log import cli as log_cli
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.projection import cli as projection_cli
@@ -45,6 +46,7 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     runs_cli.register,
     work_cli.register,
     log_cli.register,
+    git_cli.register,
     register_schemas,
     api_cli.register,
 )

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,7 +40,17 @@ PROBLEM = "application/problem+json"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     path = tmp_path_factory.mktemp("api") / "ledger.db"
-    yield from serve(path, "--max-body", "65536", "--max-waiting-per-token", "2")
+    # Waiting claims re-try on their own only every 120 s: a poll that returns with a task
+    # within its 30 s was woken by the write that made the task.
+    yield from serve(
+        path,
+        "--max-body",
+        "65536",
+        "--max-waiting-per-token",
+        "2",
+        "--recheck-seconds",
+        "120",
+    )
 
 
 @pytest.fixture
@@ -81,9 +92,10 @@ def test_the_whole_lifecycle(scene: Scenario) -> None:
     verdict = {"decision": "NEEDS_REWORK", "reason": "more", "idempotency_key": scene.key()}
     verified = scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=verdict)
     assert verified.status_code == 200 and verified.json()["status"] == "QUEUED"
-    # Back in the queue after its backoff (1 s): a waiting claim re-tries until it is due.
-    again_body = {"capabilities": [scene.cap], "lease_seconds": 60, "wait_seconds": 30}
-    claim = scene.agent.post("/v1/claims", json=again_body)
+    # Back in the queue after its backoff (1 s): claimable once it is due.
+    again_body = {"capabilities": [scene.cap], "lease_seconds": 60}
+    while (claim := scene.agent.post("/v1/claims", json=again_body)).status_code == 204:
+        time.sleep(0.1)
     assert claim.status_code == 200, claim.text
     lease = claim.json()["lease_token"]
     result = {"lease_token": lease, "result": {"notes": "more"}, "idempotency_key": scene.key()}
@@ -277,6 +289,23 @@ CASES: dict[str, Case] = {
     "binding put": Case("PUT", OWNER, _bound),
     "binding get": Case("GET", ANY, _registered),
     "projection": Case("POST", OWNER, _projectable),
+    # The governed-write routes (issue 19): an allowed role reaches the ledger, which refuses a
+    # task that is not bound to a repository (409), as `aux get` reaches a missing run (404).
+    "proposal": Case(
+        "POST",
+        AGENT,
+        lambda s: (
+            f"/v1/tasks/{s.queued()}/proposal",
+            {"lease_token": "x" * 43, "bundle_base64": "AAAA"},
+        ),
+        409,
+    ),
+    "governed write": Case(
+        "POST",
+        OWNER,
+        lambda s: (f"/v1/tasks/{s.queued()}/governed-write", {"idempotency_key": s.key()}),
+        409,
+    ),
     "run create": Case("POST", AGENT, lambda s: ("/v1/runs", {"prompt": "p"}), 201),
     "run append": Case("POST", AGENT, _run_event, 201),
     "run get": Case("GET", ANY, lambda s: (f"/v1/runs/{s.run()}", None)),

@@ -31,8 +31,10 @@ def test_every_operation_has_its_decision() -> None:
         "decide_heartbeat",
         "decide_issue_token",
         "decide_projection",
+        "decide_record_proposal",
         "decide_recover_interrupted",
         "decide_register_binding",
+        "decide_register_repository",
         "decide_retry",
         "decide_revoke_token",
         "decide_spawn",
@@ -40,6 +42,8 @@ def test_every_operation_has_its_decision() -> None:
         "decide_submit",
         "decide_transition",
         "decide_verify",
+        "decide_write_intent",
+        "decide_write_outcome",
     }
 
 

@@ -13,12 +13,16 @@ from aios_ledger.core import (
     AuxiliaryRunRow,
     BindingRow,
     EventRow,
+    GovernedWriteRow,
     IdempotencyRow,
+    ProposalRow,
+    RepositoryRow,
     RunEventRow,
     RunRow,
     SealedRow,
     SealRow,
     TaskRow,
+    WriterLeaseRow,
 )
 from aios_ledger.core.api.tokens import ApiTokenRow
 from aios_ledger.core.log.archived import ArchivedEventRow
@@ -37,6 +41,10 @@ ROW_RECORDS: dict[str, type] = {
     "governed_bindings": BindingRow,
     "archived_events": ArchivedEventRow,
     "api_tokens": ApiTokenRow,
+    "governed_repositories": RepositoryRow,
+    "task_proposals": ProposalRow,
+    "writer_leases": WriterLeaseRow,
+    "governed_writes": GovernedWriteRow,
 }
 # The idempotency ledgers are read only for their first answer: the columns they share.
 FIRST_ANSWER_TABLES = (

@@ -105,6 +105,15 @@ def test_equal_priorities_in_one_millisecond_are_claimed_in_creation_order(tmp_p
         assert _claim_all(ledger) == ["urgent", *created]
 
 
+def _latest_migration(path: Path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        (latest,) = con.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    finally:
+        con.close()
+    return str(latest)
+
+
 @needs_dbmate
 def test_a_database_sealed_before_0008_keeps_its_order_and_verifies_intact(
     tmp_path: Path,
@@ -118,14 +127,9 @@ def test_a_database_sealed_before_0008_keeps_its_order_and_verifies_intact(
         _create(ledger, "t-claimed")
         assert ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t-claimed")
     # Back to the layout before 0008: whole-second texts, no seq, the v2 seals as they are
-    # (every later migration rolled back first).
-    while True:
+    # (the migrations after it rolled back first, newest first).
+    while _latest_migration(path) >= "0008":
         subprocess.run([*dbmate_on(path), "rollback"], check=True, capture_output=True)
-        con = sqlite3.connect(path)
-        (latest,) = con.execute("SELECT max(version) FROM schema_migrations").fetchone()
-        con.close()
-        if int(latest) < 8:
-            break
     con = sqlite3.connect(path)
     (created_at,) = con.execute("SELECT created_at FROM tasks WHERE task_id = 't-a'").fetchone()
     con.close()

@@ -10,6 +10,9 @@ whose rows only plans with a sealed event write:
 - `task_initial_execution_projections` and `task_source_capture_projection_recoveries`, keyed
   by `idempotency_key` (inserted by the projection beside its task row, never changed);
 - `api_tokens`, keyed by `name` (issued and revoked by the token decisions, migration 0009).
+- the governed writes' tables (migration 0010): `governed_repositories` keyed by `name`,
+  `task_proposals` by `proposal_id`, `writer_leases` by `lease_id` and `governed_writes` by
+  `idempotency_key`.
 
 `runs` and `run_events` are not: a run's events are an append-only table of their own whose
 appends are not sealed events. `governed_bindings` rows are inputs keyed by two columns; the
@@ -51,12 +54,20 @@ AUXILIARY_RUNS = "auxiliary_runs"
 INITIAL_PROJECTIONS = "task_initial_execution_projections"
 SOURCE_CAPTURE_RECOVERIES = "task_source_capture_projection_recoveries"
 API_TOKENS = "api_tokens"
+GOVERNED_REPOSITORIES = "governed_repositories"
+TASK_PROPOSALS = "task_proposals"
+WRITER_LEASES = "writer_leases"
+GOVERNED_WRITES = "governed_writes"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
     API_TOKENS,
+    GOVERNED_REPOSITORIES,
+    TASK_PROPOSALS,
+    WRITER_LEASES,
+    GOVERNED_WRITES,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(

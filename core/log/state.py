@@ -12,14 +12,24 @@ from typing import Any
 
 from aios_ledger.core.api.tokens import ApiTokenRow
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
+from aios_ledger.core.git.records import (
+    GovernedWriteRow,
+    ProposalRow,
+    RepositoryRow,
+    WriterLeaseRow,
+)
 from aios_ledger.core.log.rows import (
     API_TOKENS,
     AUXILIARY_RUNS,
+    GOVERNED_REPOSITORIES,
+    GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
+    TASK_PROPOSALS,
     TASKS,
+    WRITER_LEASES,
     row_digest,
 )
 from aios_ledger.core.projection.records import ProjectionLedgerRow
@@ -33,6 +43,10 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     INITIAL_PROJECTIONS: (ProjectionLedgerRow, "idempotency_key"),
     SOURCE_CAPTURE_RECOVERIES: (ProjectionLedgerRow, "idempotency_key"),
     API_TOKENS: (ApiTokenRow, "name"),
+    GOVERNED_REPOSITORIES: (RepositoryRow, "name"),
+    TASK_PROPOSALS: (ProposalRow, "proposal_id"),
+    WRITER_LEASES: (WriterLeaseRow, "lease_id"),
+    GOVERNED_WRITES: (GovernedWriteRow, "idempotency_key"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

@@ -28,6 +28,8 @@ from typing import Any
 import attrs
 from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.policy import require_stated_work
+from aios_ledger.core.git.records import ProposalRow
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
@@ -475,9 +477,12 @@ def decide_submit(
     now: Timestamp,
     contracts: Mapping[str, Mapping[str, object]],
     jitter: float,
+    proposal: ProposalRow | None = None,
 ) -> Decision[SubmitAnswer]:
     """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`). A task
-    verified automatically is judged in the same plan: RESULT_SUBMITTED, then TASK_VERIFIED."""
+    verified automatically is judged in the same plan: RESULT_SUBMITTED, then TASK_VERIFIED.
+    `proposal`: what the attempt proposed to a governed repository, if it did (the result must
+    state its changed files and head as the proposal shows them)."""
     require_timestamp(now)
     require_jitter(jitter)
     digest = submit_digest(request)
@@ -488,6 +493,11 @@ def decide_submit(
     _check_lease(task, request.lease_token, now)
     status = next_task_status(task.status, TaskOperation.SUBMIT)
     check_task_result(task, request.result, contracts)
+    if proposal is not None and (proposal.task_id, proposal.attempt) == (
+        task.task_id,
+        task.attempt,
+    ):
+        require_stated_work(request.result, proposal.changed_files(), proposal.head_oid)
     result_json = encode_checked(request.result)
     result_digest = sha256_of_canonical(result_json)  # sha256_hex, from the one encoding
     submitted = _release(

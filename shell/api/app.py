@@ -12,7 +12,6 @@ document, run the handler, turn a `LedgerError` into problem+json, count the req
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import tempfile
@@ -180,10 +179,13 @@ async def claim(call: Call) -> Answer | Response:
             remaining = deadline - loop.time()
             if remaining <= 0 or await call.request.is_disconnected():
                 return Response(status_code=204)
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(
                     signal.wait(), min(remaining, backend.settings.recheck_seconds)
                 )
+            except TimeoutError:
+                if loop.time() >= deadline:
+                    return Response(status_code=204)  # the deadline, not a wake-up: done
 
 
 async def _require_holder(call: Call, task_id: str) -> None:

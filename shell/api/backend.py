@@ -45,6 +45,7 @@ DEFAULT_MAX_WAITING_PER_TOKEN = 8
 MAX_WAIT_SECONDS = 60
 DEFAULT_READ_CONNECTIONS = 4
 DEFAULT_GROUP_COMMIT = 64
+DEFAULT_RECHECK_SECONDS = 2.0
 
 
 @attrs.frozen
@@ -60,7 +61,7 @@ class ApiSettings:
     max_waiting_per_token: int = DEFAULT_MAX_WAITING_PER_TOKEN
     read_connections: int = DEFAULT_READ_CONNECTIONS
     body_timeout: float = 30.0
-    recheck_seconds: float = 2.0
+    recheck_seconds: float = DEFAULT_RECHECK_SECONDS
     clock: Clock = system_clock
     group_commit: int = DEFAULT_GROUP_COMMIT
 

@@ -11,6 +11,7 @@ from aios_ledger.shell.api.backend import (
     DEFAULT_LISTEN,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_WAITING_PER_TOKEN,
+    DEFAULT_RECHECK_SECONDS,
     ApiSettings,
 )
 from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
@@ -52,6 +53,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help="waiting long-poll claims one token may hold; more is 429 TOO_MANY_WAITING",
     )
+    serve.add_argument(
+        "--recheck-seconds",
+        type=float,
+        default=DEFAULT_RECHECK_SECONDS,
+        metavar="S",
+        help="how often a waiting claim re-tries on its own, for work that becomes claimable "
+        "with time (a lease passing, not_before) or is written by another process",
+    )
     serve.set_defaults(handler=_serve, default_log_level="INFO")
 
     token = commands.add_parser("token", help="API tokens: issue, list, revoke")
@@ -81,12 +90,14 @@ def parse_listen(text: str) -> tuple[str, int]:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
     from aios_ledger.shell.api.app import create_app
+    from aios_ledger.shell.api.governed import governed_operations
     from aios_ledger.shell.api.review_routes import review_operations
 
     host, port = parse_listen(args.listen)
-    if args.max_body < 1 or args.max_waiting_per_token < 0:
+    if args.max_body < 1 or args.max_waiting_per_token < 0 or not args.recheck_seconds > 0:
         raise UsageError(
-            "USAGE_INVALID", "--max-body must be positive, --max-waiting-per-token >= 0"
+            "USAGE_INVALID",
+            "--max-body and --recheck-seconds must be positive, --max-waiting-per-token >= 0",
         )
     settings = ApiSettings(
         db_path=database_path(args),
@@ -94,8 +105,9 @@ def _serve(args: argparse.Namespace) -> int:
         migrate=migrate_on_open(args),
         max_body=args.max_body,
         max_waiting_per_token=args.max_waiting_per_token,
+        recheck_seconds=args.recheck_seconds,
     )
-    app = create_app(settings, extra=review_operations())
+    app = create_app(settings, (*governed_operations(), *review_operations()))
     config = uvicorn.Config(
         app,
         host=host,

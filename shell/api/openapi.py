@@ -20,6 +20,7 @@ import jsonschema
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import ROLES
 from aios_ledger.core.batches import MAX_BATCH
+from aios_ledger.core.git.requests import WriteRequest
 from aios_ledger.core.projection.decisions import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
@@ -151,6 +152,17 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
             _record(RunCreateRequest, defs), optional=("session_id", "run_id")
         ),
         "RunEventBody": _without(_record(RunEventAppendRequest, defs), ("run_id",)),
+        # The governed-write routes (shell/api/governed.py).
+        "ProposalBody": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["lease_token", "bundle_base64"],
+            "properties": {
+                "lease_token": {"type": "string", "minLength": 1, "maxLength": 200},
+                "bundle_base64": {"type": "string", "minLength": 1},
+            },
+        },
+        "GovernedWriteBody": _without(_record(WriteRequest, defs), no_task),
     }
     bodies.update(review_body_schemas())
     for name, schema in bodies.items():

@@ -54,6 +54,11 @@ STATUS_BY_CODE: dict[str, int] = {
     "TOKEN_ROW_INVALID": 500,
     "STATEMENT_INVALID": 500,
     "INTERNAL_ERROR": 500,
+    # Governed writes: a proposal over its bounds; git failing under the ledger.
+    "PROPOSAL_TOO_LARGE": 413,
+    "GIT_FAILED": 500,
+    "GIT_TIMEOUT": 503,
+    "GIT_OUTPUT_TOO_LARGE": 500,
 }
 # Then by part of the code: (prefix or suffix, status), the first that fits.
 STATUS_BY_PART: tuple[tuple[str, int], ...] = (

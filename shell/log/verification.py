@@ -29,9 +29,13 @@ from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     API_TOKENS,
     AUXILIARY_RUNS,
+    GOVERNED_REPOSITORIES,
+    GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
     SOURCE_CAPTURE_RECOVERIES,
+    TASK_PROPOSALS,
     TASKS,
+    WRITER_LEASES,
     RowImage,
 )
 from aios_ledger.core.log.state import stored_row_state
@@ -92,6 +96,10 @@ STATE_STATEMENTS = {
     INITIAL_PROJECTIONS: "state_rows_initial_projections",
     SOURCE_CAPTURE_RECOVERIES: "state_rows_source_capture_recoveries",
     API_TOKENS: "state_rows_api_tokens",
+    GOVERNED_REPOSITORIES: "state_rows_governed_repositories",
+    TASK_PROPOSALS: "state_rows_task_proposals",
+    WRITER_LEASES: "state_rows_writer_leases",
+    GOVERNED_WRITES: "state_rows_governed_writes",
 }
 
 

@@ -77,6 +77,7 @@ from aios_ledger.shell.db.connection import (
     fetch_value,
     stream_records,
 )
+from aios_ledger.shell.git.proposals import proposal_row
 
 CLAIM_BATCH = 32
 # How many passed leases one claim takes over before it claims: a claim stays short, and the
@@ -419,12 +420,15 @@ class TaskLedger:
         self, plans: PlanExecutor, request: SubmitRequest, now: Timestamp
     ) -> SubmitAnswer:
         state = _keyed_state(plans, request.task_id, request.idempotency_key)
+        task = state.task
         decision = decide_submit(
             state,
             request,
             now=now,
             contracts=_result_contracts(),
             jitter=self._jitter(),
+            # What the attempt proposed to a governed repository (issue 19), if it did.
+            proposal=None if task is None else proposal_row(plans.conn, task.task_id, task.attempt),
         )
         return plans.apply(decision)
 

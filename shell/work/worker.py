@@ -17,6 +17,8 @@ One worker over either backend: `Worker(path, config)` works on a ledger file (a
 a RunStore, whose one connection each the execution threads share one call at a time);
 `Worker.over(ledger, runs, config)` works over anything that has their calls (`WorkLedger`,
 `WorkRuns`): `LedgerClient` for `aios-ledger worker --api URL`, whose calls run side by side.
+Away from the ledger's host it prepares no git workspace (`NoWorkspaces`): the governed
+repositories are there.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
@@ -39,6 +41,7 @@ from aios_ledger.core import (
     ClaimAnswer,
     HeartbeatAnswer,
     LedgerError,
+    ProposalAnswer,
     RunEventRow,
     RunRow,
     SubmitAnswer,
@@ -55,6 +58,7 @@ from aios_ledger.core.work import (
     next_poll_delay,
 )
 from aios_ledger.shell.clock import Clock
+from aios_ledger.shell.git.workspace import GitWorkspaces, Workspace
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.guard import guarded
@@ -101,6 +105,31 @@ class WorkRuns(Protocol):
     def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRow: ...
 
 
+class WorkRepositories(Protocol):
+    """The worker's governed-repository hooks (`GitWorkspaces` on the ledger's host)."""
+
+    def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None: ...
+
+    def propose(self, workspace: Workspace, claim: Mapping[str, Any]) -> ProposalAnswer | None: ...
+
+    def source_capture(self, claim: Mapping[str, Any]) -> dict[str, Any] | None: ...
+
+
+class NoWorkspaces:
+    """The hooks of a worker away from the governed repositories (`worker --api`): no
+    workspace, so no proposal, and no source capture by the worker itself: every claim runs
+    as the local worker runs a claim whose repository is not registered."""
+
+    def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
+        return None
+
+    def propose(self, workspace: Workspace, claim: Mapping[str, Any]) -> ProposalAnswer | None:
+        return None
+
+    def source_capture(self, claim: Mapping[str, Any]) -> dict[str, Any] | None:
+        return None
+
+
 @attrs.frozen
 class WorkerConfig:
     agent_id: str
@@ -138,8 +167,12 @@ class Worker:
     ) -> None:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         runs = RunStore(path, migrate=migrate)
+        # Governed repositories: workspaces, proposals, source captures (issue 19).
+        workspaces = GitWorkspaces(path, migrate=migrate)
         # The executions' threads share these two connections, one call at a time.
-        self._attach(config, ledger, runs, closers=(ledger.close, runs.close), serial=True)
+        self._attach(
+            config, ledger, runs, workspaces, closers=(ledger.close, runs.close), serial=True
+        )
 
     @classmethod
     def over(
@@ -148,12 +181,15 @@ class Worker:
         runs: WorkRuns,
         config: WorkerConfig,
         *,
+        workspaces: WorkRepositories | None = None,
         close: Callable[[], None] | None = None,
     ) -> Worker:
         """A worker over another backend (a `LedgerClient` serves as both); its calls are not
-        serialised (the backend takes concurrent calls). `close` runs on `Worker.close`."""
+        serialised (the backend takes concurrent calls). `close` runs on `Worker.close`.
+        Without `workspaces` it prepares no git workspace (`NoWorkspaces`)."""
         worker = cls.__new__(cls)
-        worker._attach(config, ledger, runs, closers=() if close is None else (close,))
+        closers = () if close is None else (close,)
+        worker._attach(config, ledger, runs, workspaces or NoWorkspaces(), closers=closers)
         return worker
 
     def _attach(
@@ -161,6 +197,7 @@ class Worker:
         config: WorkerConfig,
         ledger: WorkLedger,
         runs: WorkRuns,
+        workspaces: WorkRepositories,
         *,
         closers: tuple[Callable[[], None], ...],
         serial: bool = False,
@@ -168,6 +205,7 @@ class Worker:
         self.config = config
         self.ledger = ledger
         self.runs = runs
+        self.workspaces = workspaces
         self._closers = closers
         self._serial: threading.Lock | contextlib.nullcontext[None] = (
             threading.Lock() if serial else contextlib.nullcontext()
@@ -341,16 +379,34 @@ class _Execution:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stdout = bytearray()
         self._exit_status: int | None = None
+        self._workspace: Workspace | None = None
 
     def run(self) -> tuple[str, str]:
         if self.worker.stopping:
             return self._release("the worker stopped before the command started")
+        try:
+            captured = self.worker.workspaces.source_capture(self.claim)
+            if captured is not None:  # executed by the worker itself, not by the command
+                return self._submit(captured, "submitted", "source captured")
+            self._workspace = self.worker.workspaces.prepare(
+                self.claim, self.worker.config.agent_id
+            )
+        except LedgerError as refused:
+            return self._fail("workspace_failed", str(refused))
+        try:
+            return self._run_command()
+        finally:
+            if self._workspace is not None:
+                self._workspace.remove()
+
+    def _run_command(self) -> tuple[str, str]:
         envelope = self.claim.get("envelope") or {}
         env = {
             **os.environ,
             "AIOS_TASK_ID": self.task_id,
             "AIOS_ATTEMPT": str(self.attempt),
             "AIOS_EXECUTION_DIGEST": str(envelope.get("execution_digest", "")),
+            **(self._workspace.environment() if self._workspace is not None else {}),
         }
         stdin = {k: v for k, v in self.claim.items() if k != "lease_token"}
         try:
@@ -360,6 +416,7 @@ class _Execution:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
+                cwd=self._workspace.path if self._workspace is not None else None,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -390,7 +447,27 @@ class _Execution:
             result = loads_object(bytes(self._stdout), what="stdout")
         except LedgerError as refused:
             return self._fail("invalid_output", refused.code)
+        self._propose()
         return self._submit(result, "submitted", "result submitted")
+
+    def _propose(self) -> None:
+        """The agent's commits in its workspace become the attempt's proposal, recorded under
+        the lease before its result; a refusal is evidence (the governed write will find no
+        proposal)."""
+        if self._workspace is None:
+            return
+        try:
+            proposal = self.worker.workspaces.propose(self._workspace, self.claim)
+        except LedgerError as refused:
+            self.worker.evidence(self.run_id, "proposal_refused", {"code": refused.code})
+            return
+        if proposal is not None:
+            shown = {
+                "proposal_id": proposal["proposal_id"],
+                "head_oid": proposal["head_oid"],
+                "changed_files": proposal["changed_files"],
+            }
+            self.worker.evidence(self.run_id, "proposal", shown)
 
     def _supervise(self, process: subprocess.Popen[bytes]) -> Ending | None:
         """Wait for the command; heartbeat, enforce the timeout and the stop's grace period.

@@ -1,0 +1,84 @@
+"""What the governed-write decisions answer: plain dicts with a checked shape (`TypedDict`)."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from aios_ledger.core.git.records import GovernedWriteRow, ProposalRow, RepositoryRow
+from aios_ledger.core.jsonvalue import JsonValue
+
+
+class RepositoryAnswer(TypedDict):
+    name: str
+    path: str
+    head_branch: str | None
+    protected: list[str]
+    idempotent: bool
+
+
+class ProposalAnswer(TypedDict):
+    proposal_id: str
+    task_id: str
+    attempt: int
+    repository: str
+    base_oid: str
+    head_oid: str
+    bundle_sha256: str
+    changed_files: list[str]
+    facts: dict[str, JsonValue]
+    idempotent: bool
+
+
+class WriteAnswer(TypedDict):
+    task_id: str
+    idempotency_key: str
+    repository: str
+    ref: str
+    old_oid: str
+    new_oid: str
+    state: str
+    code: str | None
+    observed_oid: str | None
+    changed_files: list[str]
+    idempotent: bool
+
+
+def repository_answer(row: RepositoryRow, *, idempotent: bool) -> RepositoryAnswer:
+    return {
+        "name": row.name,
+        "path": row.path,
+        "head_branch": row.head_branch,
+        "protected": list(row.protected()),
+        "idempotent": idempotent,
+    }
+
+
+def proposal_answer(row: ProposalRow, *, idempotent: bool) -> ProposalAnswer:
+    return {
+        "proposal_id": row.proposal_id,
+        "task_id": row.task_id,
+        "attempt": row.attempt,
+        "repository": row.repository,
+        "base_oid": row.base_oid,
+        "head_oid": row.head_oid,
+        "bundle_sha256": row.bundle_sha256,
+        "changed_files": list(row.changed_files()),
+        "facts": row.facts(),
+        "idempotent": idempotent,
+    }
+
+
+def write_answer(row: GovernedWriteRow, *, idempotent: bool) -> WriteAnswer:
+    return {
+        "task_id": row.task_id,
+        "idempotency_key": row.idempotency_key,
+        "repository": row.repository,
+        "ref": row.ref,
+        "old_oid": row.old_oid,
+        "new_oid": row.new_oid,
+        "state": row.state,
+        "code": row.code,
+        "observed_oid": row.observed_oid,
+        "changed_files": list(row.changed_files()),
+        "idempotent": idempotent,
+    }

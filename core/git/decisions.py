@@ -1,0 +1,521 @@
+"""Decisions of governed writes: register a repository, record a proposal, intend a write and
+record its outcome.
+
+The write itself is git's (`update-ref <ref> <new> <old>`, run by the shell between two
+decisions): `decide_write_intent` checks everything the ledger knows (the task verified, the
+proposal's facts, the result's agreement with them, the writer lease and its generation) and
+takes the lease in the same plan as the sealed `GOVERNED_WRITE_INTENDED` event; the shell then
+swaps the ref, reads it, and `decide_write_outcome` records what the ref says: APPLIED,
+NOT_APPLIED or MOVED_BY_OTHER, never a guess. A crash between the two leaves the write
+INTENDED and its lease held, and the same decision, fed the ref as read later, reconciles it.
+"""
+
+from __future__ import annotations
+
+import attrs
+from aios_ledger.core.digests import canonical_json
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.answers import (
+    ProposalAnswer,
+    RepositoryAnswer,
+    WriteAnswer,
+    proposal_answer,
+    repository_answer,
+    write_answer,
+)
+from aios_ledger.core.git.policy import (
+    branch_ref,
+    proposal_facts,
+    protected_patterns,
+    refuse_by_facts,
+    require_agreement,
+    zero_oid,
+)
+from aios_ledger.core.git.records import (
+    GovernedWriteRow,
+    ProposalRow,
+    RepositoryRow,
+    WriterLeaseRow,
+    lease_id_of,
+)
+from aios_ledger.core.git.requests import (
+    ProposalRecord,
+    RegisterRepositoryRequest,
+    WriteOutcome,
+    WriteRequest,
+)
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import Decision, Replay, sealed_plan
+from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
+from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.requests import lease_token_sha256
+from aios_ledger.core.tasks.results import task_envelope
+from aios_ledger.core.tasks.transitions import TaskStatus
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+REPOSITORY_REGISTERED = "REPOSITORY_REGISTERED"
+PROPOSAL_RECORDED = "PROPOSAL_RECORDED"
+GOVERNED_WRITE_INTENDED = "GOVERNED_WRITE_INTENDED"
+GOVERNED_WRITE_APPLIED = "GOVERNED_WRITE_APPLIED"
+GOVERNED_WRITE_NOT_APPLIED = "GOVERNED_WRITE_NOT_APPLIED"
+GOVERNED_WRITE_MOVED_BY_OTHER = "GOVERNED_WRITE_MOVED_BY_OTHER"
+
+INTENDED = "INTENDED"
+APPLIED = "APPLIED"
+NOT_APPLIED = "NOT_APPLIED"
+MOVED_BY_OTHER = "MOVED_BY_OTHER"
+OUTCOME_EVENTS = {
+    APPLIED: GOVERNED_WRITE_APPLIED,
+    NOT_APPLIED: GOVERNED_WRITE_NOT_APPLIED,
+    MOVED_BY_OTHER: GOVERNED_WRITE_MOVED_BY_OTHER,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# repositories
+
+
+@attrs.frozen
+class RepositoryState:
+    """The repository already registered under the request's name (None: none), and the log's
+    tail at the ledger chain."""
+
+    prior: RepositoryRow | None
+    tail: LogTail
+
+
+def decide_register_repository(
+    state: RepositoryState,
+    request: RegisterRepositoryRequest,
+    *,
+    now: Timestamp,
+    head_branch: str | None,
+) -> Decision[RepositoryAnswer]:
+    """Register a bare repository under the name bindings use, with its protected patterns
+    (`head_branch` is its HEAD branch as the shell read it). The same registration again is a
+    replay; another under a taken name is `REPOSITORY_CONFLICT`."""
+    require_timestamp(now)
+    patterns = protected_patterns(head_branch, request.protected)
+    row = RepositoryRow(
+        name=request.name,
+        path=request.path,
+        head_branch=head_branch,
+        protected_json=canonical_json(list[JsonValue](patterns)),
+        revision=1,
+        created_at=now.text,
+        updated_at=now.text,
+    )
+    prior = state.prior
+    if prior is not None:
+        same = (prior.path, prior.head_branch, prior.protected_json) == (
+            row.path,
+            row.head_branch,
+            row.protected_json,
+        )
+        if not same:
+            raise LedgerError(
+                "REPOSITORY_CONFLICT", f"repository {request.name!r} is registered differently"
+            )
+        return Replay(repository_answer(prior, idempotent=True))
+    event = EventAppend(
+        task_id=None,
+        agent_id=None,
+        event_type=REPOSITORY_REGISTERED,
+        payload={
+            "name": row.name,
+            "path": row.path,
+            "head_branch": row.head_branch,
+            "protected": list[JsonValue](patterns),
+        },
+        created_at=now.text,
+        rows=(row.image(),),
+    )
+    insert = SqlWrite(Statement.GOVERNED_REPOSITORY_INSERT, row._asdict())
+    return sealed_plan(
+        (insert,), (event,), repository_answer(row, idempotent=False), tail=state.tail
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the binding a task runs on
+
+
+def task_binding(task: TaskRow) -> GovernedExecutionBinding:
+    """The binding of the task's execution envelope; a task without one is `TASK_NOT_BOUND`."""
+    envelope = task_envelope(task)
+    if envelope is None:
+        raise LedgerError("TASK_NOT_BOUND", f"task {task.task_id!r} has no governed binding")
+    return GovernedExecutionBinding.from_mapping(envelope["binding"])
+
+
+def _require_task(task_id: str, task: TaskRow | None) -> TaskRow:
+    if task is None:
+        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
+    return task
+
+
+def _require_repository(name: str, repository: RepositoryRow | None) -> RepositoryRow:
+    if repository is None or repository.name != name:
+        raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {name!r}")
+    return repository
+
+
+def proposal_id_of(task_id: str, attempt: int) -> str:
+    """A proposal's key: its task and the attempt that made it."""
+    return f"{task_id}#{attempt}"
+
+
+# ---------------------------------------------------------------------------------------------
+# proposals
+
+
+@attrs.frozen
+class ProposalState:
+    """The task, the repository its binding names, the proposal already recorded for the task's
+    current attempt, and the log's tail at the task's chain."""
+
+    task: TaskRow | None
+    repository: RepositoryRow | None
+    prior: ProposalRow | None
+    tail: LogTail
+
+
+def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
+    if (
+        task.status != TaskStatus.CLAIMED
+        or task.lease_token_hash is None
+        or task.lease_token_hash != lease_token_sha256(token)
+    ):
+        raise LedgerError(
+            "LEASE_INVALID", f"the token does not hold the current lease of task {task.task_id!r}"
+        )
+    expires = task.lease_expires_at
+    if expires is None or Timestamp.parse(expires, field="lease").epoch_ms <= now.epoch_ms:
+        raise LedgerError("LEASE_EXPIRED", f"the lease of task {task.task_id!r} expired")
+
+
+def decide_record_proposal(
+    state: ProposalState, request: ProposalRecord, *, now: Timestamp
+) -> Decision[ProposalAnswer]:
+    """Record what an attempt's agent proposed, under the attempt's lease, with the facts the
+    ledger computes from it. The same bundle again is a replay; another one for the same
+    attempt is `PROPOSAL_CONFLICT`."""
+    require_timestamp(now)
+    task = _require_task(request.task_id, state.task)
+    prior = state.prior
+    if prior is not None:
+        if prior.bundle_sha256 != request.bundle_sha256:
+            raise LedgerError(
+                "PROPOSAL_CONFLICT",
+                f"attempt {task.attempt} of task {task.task_id!r} proposed another bundle already",
+            )
+        return Replay(proposal_answer(prior, idempotent=True))
+    _check_lease(task, request.lease_token, now)
+    binding = task_binding(task)
+    repository = _require_repository(binding.repository, state.repository)
+    if request.base_oid != binding.base_oid:
+        raise LedgerError("BUNDLE_INVALID", "the proposal is not on the binding's base_oid")
+    heads = {ref.name: ref.oid for ref in request.refs}
+    if heads.get("HEAD") != request.head_oid:
+        raise LedgerError("BUNDLE_INVALID", "the bundle's HEAD is not the proposal's head")
+    target = branch_ref(binding.target_branch)
+    facts = proposal_facts(
+        refs=sorted(heads),
+        target_ref=target,
+        descends_from_base=request.descends_from_base,
+        secrets=[
+            {"path": found.path, "kind": found.kind, "line": found.line}
+            for found in request.secrets
+        ],
+        protected=repository.protected(),
+        head_branch=repository.head_branch,
+    )
+    changed = sorted(set(request.changed_files))
+    row = ProposalRow(
+        proposal_id=proposal_id_of(task.task_id, task.attempt),
+        task_id=task.task_id,
+        attempt=task.attempt,
+        repository=repository.name,
+        agent_id=task.claimed_by,
+        base_oid=request.base_oid,
+        head_oid=request.head_oid,
+        bundle_sha256=request.bundle_sha256,
+        bundle_bytes=request.bundle_bytes,
+        refs_json=canonical_json({name: heads[name] for name in sorted(heads)}),
+        changed_files_json=canonical_json(list[JsonValue](changed)),
+        facts_json=canonical_json(facts),
+        created_at=now.text,
+    )
+    event = EventAppend(
+        task_id=task.task_id,
+        agent_id=task.claimed_by,
+        event_type=PROPOSAL_RECORDED,
+        payload={
+            "proposal_id": row.proposal_id,
+            "attempt": row.attempt,
+            "repository": row.repository,
+            "base_oid": row.base_oid,
+            "head_oid": row.head_oid,
+            "bundle_sha256": row.bundle_sha256,
+            "changed_files": list[JsonValue](changed),
+            "facts": facts,
+        },
+        created_at=now.text,
+        rows=(row.image(),),
+    )
+    insert = SqlWrite(Statement.TASK_PROPOSAL_INSERT, row._asdict())
+    return sealed_plan((insert,), (event,), proposal_answer(row, idempotent=False), tail=state.tail)
+
+
+# ---------------------------------------------------------------------------------------------
+# the governed write
+
+
+@attrs.frozen
+class WriteState:
+    """What intending a write reads: the task, the repository and proposal of its binding and
+    current attempt, the writer lease of the target ref, the write already recorded under the
+    request's key, and the log's tail at the task's chain."""
+
+    task: TaskRow | None
+    repository: RepositoryRow | None
+    proposal: ProposalRow | None
+    lease: WriterLeaseRow | None
+    prior: GovernedWriteRow | None
+    tail: LogTail
+
+
+def _lease_write(
+    lease: WriterLeaseRow | None,
+    repository: str,
+    ref: str,
+    holder: str | None,
+    generation: int,
+    now: Timestamp,
+) -> tuple[SqlWrite, WriterLeaseRow]:
+    if lease is None:
+        row = WriterLeaseRow(
+            lease_id_of(repository, ref), repository, ref, holder, generation, 1, now.text
+        )
+        return SqlWrite(Statement.WRITER_LEASE_INSERT, row._asdict()), row
+    row = lease._replace(
+        holder=holder, generation=generation, revision=lease.revision + 1, updated_at=now.text
+    )
+    write = SqlWrite(
+        Statement.WRITER_LEASE_CAS_UPDATE,
+        {
+            "lease_id": lease.lease_id,
+            "expected_revision": lease.revision,
+            "holder": holder,
+            "generation": generation,
+            "updated_at": now.text,
+        },
+    )
+    return write, row
+
+
+def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
+    if prior.task_id != task_id:
+        raise LedgerError(
+            "IDEMPOTENCY_CONFLICT",
+            f"key {prior.idempotency_key!r} was first used for task {prior.task_id!r}",
+        )
+    if prior.state == INTENDED:
+        raise LedgerError(
+            "WRITE_IN_DOUBT",
+            f"write {prior.idempotency_key!r} was intended and its outcome is not recorded: "
+            "read the ref and record it",
+        )
+    return Replay(write_answer(prior, idempotent=True))
+
+
+def decide_write_intent(
+    state: WriteState, request: WriteRequest, *, now: Timestamp
+) -> Decision[WriteAnswer]:
+    """Intend to move the binding's target to the proposal's head: every check the ledger can
+    make, the writer lease taken, the sealed `GOVERNED_WRITE_INTENDED` event."""
+    require_timestamp(now)
+    if state.prior is not None:
+        return _replay_write(state.prior, request.task_id)
+    task = _require_task(request.task_id, state.task)
+    if task.status != TaskStatus.SUCCEEDED:
+        raise LedgerError(
+            "TASK_NOT_VERIFIED", f"task {task.task_id!r} is {task.status}, not verified SUCCEEDED"
+        )
+    binding = task_binding(task)
+    repository = _require_repository(binding.repository, state.repository)
+    proposal = state.proposal
+    if proposal is None or proposal.task_id != task.task_id or proposal.attempt != task.attempt:
+        raise LedgerError(
+            "PROPOSAL_NOT_FOUND",
+            f"attempt {task.attempt} of task {task.task_id!r} proposed nothing",
+        )
+    ref = branch_ref(binding.target_branch)
+    facts = proposal.facts()
+    refuse_by_facts(facts)
+    result = task.result()
+    if isinstance(result, dict):
+        require_agreement(result, facts, proposal.changed_files(), proposal.head_oid)
+    lease = state.lease
+    if lease is not None and (lease.repository, lease.ref) != (repository.name, ref):
+        raise ValueError("the writer lease read is not the target's")
+    if lease is not None and lease.holder is not None:
+        raise LedgerError(
+            "WRITER_LEASE_HELD", f"{ref} of {repository.name} is being written by {lease.holder!r}"
+        )
+    if lease is not None and binding.generation < lease.generation:
+        raise LedgerError(
+            "GENERATION_STALE",
+            f"generation {binding.generation} is below {lease.generation}, the last one "
+            f"applied to {ref}",
+        )
+    old = (
+        zero_oid(binding.base_oid)
+        if binding.branch_mode == "CREATE_NEW"
+        else binding.expected_branch_oid
+    )
+    lease_write, lease_after = _lease_write(
+        lease,
+        repository.name,
+        ref,
+        request.idempotency_key,
+        0 if lease is None else lease.generation,
+        now,
+    )
+    row = GovernedWriteRow(
+        idempotency_key=request.idempotency_key,
+        task_id=task.task_id,
+        proposal_id=proposal.proposal_id,
+        repository=repository.name,
+        ref=ref,
+        old_oid=old,
+        new_oid=proposal.head_oid,
+        generation=binding.generation,
+        state=INTENDED,
+        code=None,
+        observed_oid=None,
+        changed_files_json=proposal.changed_files_json,
+        revision=1,
+        created_at=now.text,
+        updated_at=now.text,
+    )
+    event = EventAppend(
+        task_id=task.task_id,
+        agent_id=None,
+        event_type=GOVERNED_WRITE_INTENDED,
+        payload={
+            "idempotency_key": row.idempotency_key,
+            "proposal_id": row.proposal_id,
+            "repository": row.repository,
+            "ref": ref,
+            "old_oid": old,
+            "new_oid": row.new_oid,
+            "generation": row.generation,
+            "branch_mode": binding.branch_mode,
+        },
+        created_at=now.text,
+        rows=(lease_after.image(), row.image()),
+    )
+    insert = SqlWrite(Statement.GOVERNED_WRITE_INSERT, row._asdict())
+    return sealed_plan(
+        (lease_write, insert), (event,), write_answer(row, idempotent=False), tail=state.tail
+    )
+
+
+@attrs.frozen
+class OutcomeState:
+    """The write whose outcome is recorded, its target's writer lease, and the log's tail at
+    its task's chain."""
+
+    write: GovernedWriteRow | None
+    lease: WriterLeaseRow | None
+    tail: LogTail
+
+
+def outcome_of(
+    write: GovernedWriteRow, observed: str | None, swapped: bool, recovered: bool
+) -> tuple[str, str | None]:
+    """What became of an intended write: its state and, when the ref holds something else,
+    why it could not be moved. `observed` is the ref as read (None: it does not exist).
+
+    Right after the swap, git's answer decides: it moved the ref (APPLIED), or it refused, and
+    the ref says why (at the old id still: NOT_APPLIED; elsewhere, even at the same commit:
+    moved by someone else). After a crash only the ref is left to read: at the new id the
+    swap happened (APPLIED), at the old one it did not, anywhere else someone else moved it."""
+    absent = write.old_oid == zero_oid(write.old_oid)
+    if swapped or (recovered and observed == write.new_oid):
+        return APPLIED, None
+    if observed == (None if absent else write.old_oid):
+        return NOT_APPLIED, None
+    return MOVED_BY_OTHER, "BRANCH_EXISTS" if absent else "BRANCH_MOVED"
+
+
+def decide_write_outcome(
+    state: OutcomeState, request: WriteOutcome, *, now: Timestamp
+) -> Decision[WriteAnswer]:
+    """Record what became of an intended write, from the ref as read, and free its lease; an
+    applied write raises the lease's generation to its own. A write already settled replays."""
+    require_timestamp(now)
+    write = state.write
+    if write is None or write.idempotency_key != request.idempotency_key:
+        raise LedgerError("WRITE_NOT_FOUND", f"no governed write {request.idempotency_key!r}")
+    if write.state != INTENDED:
+        return Replay(write_answer(write, idempotent=True))
+    if request.swapped and request.observed_oid != write.new_oid:
+        raise LedgerError("FIELDS_INVALID", "a swapped ref holds the new object id")
+    outcome, code = outcome_of(write, request.observed_oid, request.swapped, request.recovered)
+    lease = state.lease
+    if lease is None or lease.lease_id != lease_id_of(write.repository, write.ref):
+        raise LedgerError("WRITER_LEASE_MISSING", f"no writer lease of {write.ref}")
+    if lease.holder != write.idempotency_key:
+        raise LedgerError(
+            "WRITER_LEASE_HELD", f"{write.ref} is held by {lease.holder!r}, not this write"
+        )
+    generation = max(lease.generation, write.generation) if outcome == APPLIED else lease.generation
+    lease_write, lease_after = _lease_write(
+        lease, write.repository, write.ref, None, generation, now
+    )
+    after = write._replace(
+        state=outcome,
+        code=code,
+        observed_oid=request.observed_oid,
+        revision=write.revision + 1,
+        updated_at=now.text,
+    )
+    update = SqlWrite(
+        Statement.GOVERNED_WRITE_CAS_UPDATE,
+        {
+            "idempotency_key": write.idempotency_key,
+            "expected_revision": write.revision,
+            "state": outcome,
+            "code": code,
+            "observed_oid": request.observed_oid,
+            "updated_at": now.text,
+        },
+    )
+    payload: JsonObject = {
+        "idempotency_key": write.idempotency_key,
+        "repository": write.repository,
+        "ref": write.ref,
+        "old_oid": write.old_oid,
+        "new_oid": write.new_oid,
+        "observed_oid": request.observed_oid,
+        "state": outcome,
+        "code": code,
+        "recovered": request.recovered,
+        "generation": write.generation,
+        "changed_files": list[JsonValue](write.changed_files()),
+    }
+    event = EventAppend(
+        task_id=write.task_id,
+        agent_id=None,
+        event_type=OUTCOME_EVENTS[outcome],
+        payload=payload,
+        created_at=now.text,
+        rows=(lease_after.image(), after.image()),
+    )
+    return sealed_plan(
+        (lease_write, update), (event,), write_answer(after, idempotent=False), tail=state.tail
+    )

@@ -1,0 +1,169 @@
+"""What may be written where: protected refs, and the governance facts of a proposal.
+
+A proposal is described by the shell from git itself (the bundle's refs, the files its commits
+change, whether its head descends from the binding's base, what the secret scanner found); the
+policy here turns that description into the facts a result must agree with, and decides which
+of them refuse a governed write. Pure: patterns are matched with `fnmatch` on branch names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
+
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+
+HEADS = "refs/heads/"
+# Protected by default, beside the repository's own HEAD branch.
+DEFAULT_PROTECTED = ("main", "master", "release/*")
+# The branches whose write is a write to the mainline (`direct_main_write`).
+MAINLINE = ("main", "master")
+MAX_PATTERNS = 64
+MAX_PATTERN = 200
+# The facts the ledger computes from a proposal, in the names results state them by.
+FACT_FLAGS = (
+    "direct_main_write",
+    "force_push",
+    "protected_ref_bypass",
+    "secret_material_exposed",
+)
+
+
+def zero_oid(like: str) -> str:
+    """git's "no object" id of the same hash kind as `like` (40 or 64 hex)."""
+    return "0" * len(like)
+
+
+def branch_ref(branch: str) -> str:
+    """The full ref of a branch name (`agent/x` -> `refs/heads/agent/x`)."""
+    return branch if branch.startswith(HEADS) else HEADS + branch
+
+
+def branch_of(ref: str) -> str | None:
+    """The branch name of a full `refs/heads/` ref, else None."""
+    return ref[len(HEADS) :] if ref.startswith(HEADS) else None
+
+
+def protected_patterns(head_branch: str | None, requested: Sequence[str] | None) -> list[str]:
+    """The patterns a repository is registered with: its HEAD branch always (the mainline is
+    never an agent's), then those asked for, or the defaults (main, master, release/*), in
+    order, without repeats."""
+    chosen: list[str] = []
+    asked = list(DEFAULT_PROTECTED) if requested is None else list(requested)
+    for pattern in [*([head_branch] if head_branch else []), *asked]:
+        if pattern not in chosen:
+            chosen.append(pattern)
+    return chosen
+
+
+def is_protected(ref: str, patterns: Iterable[str]) -> bool:
+    """Whether a ref (full, or a branch name) matches any protected pattern; a pattern names
+    branches (`release/*`) or full refs (`refs/tags/*`)."""
+    branch = branch_of(ref)
+    names = (ref,) if branch is None else (ref, branch)
+    return any(fnmatchcase(name, pattern) for pattern in patterns for name in names)
+
+
+def proposal_facts(
+    *,
+    refs: Sequence[str],
+    target_ref: str,
+    descends_from_base: bool,
+    secrets: Sequence[Mapping[str, JsonValue]],
+    protected: Sequence[str],
+    head_branch: str | None,
+) -> JsonObject:
+    """The governance facts of a proposal for its binding's target: which refs it touches are
+    protected, whether it would rewrite history, whether it writes the mainline, what secrets
+    were found."""
+    touched = [ref for ref in refs if ref != "HEAD"]
+    protected_touched = sorted(
+        ref for ref in {*touched, target_ref} if is_protected(ref, protected)
+    )
+    mainline = {*(branch_ref(name) for name in MAINLINE)}
+    if head_branch:
+        mainline.add(branch_ref(head_branch))
+    return {
+        "direct_main_write": any(ref in mainline for ref in {*touched, target_ref}),
+        "force_push": not descends_from_base,
+        "protected_ref_bypass": bool(protected_touched),
+        "protected_refs": list[JsonValue](protected_touched),
+        "secret_material_exposed": bool(secrets),
+        "secrets": [dict(found) for found in secrets],
+        "production_write": False,
+    }
+
+
+def refuse_by_facts(facts: Mapping[str, JsonValue]) -> None:
+    """The refusals a proposal's facts alone decide, in a fixed order."""
+    if facts.get("protected_ref_bypass") or facts.get("direct_main_write"):
+        raise LedgerError(
+            "PROTECTED_REF", f"the proposal touches protected refs {facts.get('protected_refs')}"
+        )
+    if facts.get("force_push"):
+        raise LedgerError(
+            "NOT_A_DESCENDANT",
+            "the proposal does not descend from the binding's base (a force push)",
+        )
+    if facts.get("secret_material_exposed"):
+        secrets = facts.get("secrets")
+        listed = secrets if isinstance(secrets, list) else []
+        where = sorted({str(found.get("path")) for found in listed if isinstance(found, dict)})
+        raise LedgerError("SECRET_MATERIAL", f"secret material in {where}")
+
+
+def stated_disagreements(
+    result: Mapping[str, JsonValue],
+    facts: Mapping[str, JsonValue],
+    changed_files: Sequence[str],
+    head_oid: str,
+) -> list[str]:
+    """The fields of a result whose stated governance facts differ from those the ledger
+    computed from the proposal (a field the result leaves out states nothing)."""
+    wrong = [
+        flag
+        for flag in FACT_FLAGS
+        if flag in result and bool(result[flag]) != bool(facts.get(flag))
+    ]
+    stated = result.get("changed_files")
+    if "changed_files" in result and (
+        not isinstance(stated, list)
+        or sorted(str(name) for name in stated) != sorted(changed_files)
+    ):
+        wrong.append("changed_files")
+    if result.get("head_oid") is not None and result.get("head_oid") != head_oid:
+        wrong.append("head_oid")
+    return wrong
+
+
+def require_stated_work(
+    result: Mapping[str, JsonValue], changed_files: Sequence[str], head_oid: str
+) -> None:
+    """At submit: the files and head a result states are those of the attempt's proposal (its
+    governance flags, which a result contract holds false, are judged at the write, each with
+    its own code)."""
+    wrong = [
+        name
+        for name in stated_disagreements(result, {}, changed_files, head_oid)
+        if name in ("changed_files", "head_oid")
+    ]
+    if wrong:
+        raise LedgerError(
+            "RESULT_GOVERNANCE_VIOLATION",
+            f"the result states {wrong} otherwise than the attempt's proposal shows",
+        )
+
+
+def require_agreement(
+    result: Mapping[str, JsonValue],
+    facts: Mapping[str, JsonValue],
+    changed_files: Sequence[str],
+    head_oid: str,
+) -> None:
+    wrong = stated_disagreements(result, facts, changed_files, head_oid)
+    if wrong:
+        raise LedgerError(
+            "RESULT_GOVERNANCE_VIOLATION",
+            f"the result states {wrong} otherwise than the proposal shows",
+        )

@@ -1,0 +1,158 @@
+"""The rows of governed writes: a registered repository, a task attempt's proposal, the writer
+lease of a branch and one governed write with its outcome.
+
+Each is a NamedTuple like `TaskRow`, built from its row by column name, and each is a state row
+whose sealed event covers it (`core.log.rows`), so that `verify` holds the current rows
+against the log."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonValue, loads_document
+from aios_ledger.core.log.rows import (
+    GOVERNED_REPOSITORIES,
+    GOVERNED_WRITES,
+    TASK_PROPOSALS,
+    WRITER_LEASES,
+    RowImage,
+    row_image,
+)
+from aios_ledger.core.records import record_from_row
+
+
+def _json_column(table: str, key: str, column: str, raw: object) -> JsonValue:
+    if not isinstance(raw, str):
+        raise LedgerError("GIT_ROW_CORRUPT", f"{table} {key}: {column} is not JSON text")
+    try:
+        return loads_document(raw, what=column)
+    except LedgerError as refused:
+        raise LedgerError("GIT_ROW_CORRUPT", f"{table} {key}: {refused}") from None
+
+
+def _texts(table: str, key: str, column: str, raw: object) -> tuple[str, ...]:
+    value = _json_column(table, key, column, raw)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise LedgerError("GIT_ROW_CORRUPT", f"{table} {key}: {column} is not a list of texts")
+    return tuple(str(item) for item in value)
+
+
+class RepositoryRow(NamedTuple):
+    """One row of `governed_repositories`: a bare repository under the name bindings use."""
+
+    name: str
+    path: str
+    head_branch: str | None
+    protected_json: str
+    revision: int
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RepositoryRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return row_image(GOVERNED_REPOSITORIES, self.name, self._asdict())
+
+    def protected(self) -> tuple[str, ...]:
+        return _texts(GOVERNED_REPOSITORIES, self.name, "protected_json", self.protected_json)
+
+
+class ProposalRow(NamedTuple):
+    """One row of `task_proposals`: what an attempt's agent proposed (a bundle, stored by its
+    digest) and what the ledger found in it."""
+
+    proposal_id: str
+    task_id: str
+    attempt: int
+    repository: str
+    agent_id: str | None
+    base_oid: str
+    head_oid: str
+    bundle_sha256: str
+    bundle_bytes: int
+    refs_json: str
+    changed_files_json: str
+    facts_json: str
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ProposalRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return row_image(TASK_PROPOSALS, self.proposal_id, self._asdict())
+
+    def changed_files(self) -> tuple[str, ...]:
+        return _texts(
+            TASK_PROPOSALS, self.proposal_id, "changed_files_json", self.changed_files_json
+        )
+
+    def facts(self) -> dict[str, JsonValue]:
+        value = _json_column(TASK_PROPOSALS, self.proposal_id, "facts_json", self.facts_json)
+        if not isinstance(value, dict):
+            raise LedgerError("GIT_ROW_CORRUPT", f"proposal {self.proposal_id}: facts")
+        return value
+
+
+class WriterLeaseRow(NamedTuple):
+    """One row of `writer_leases`: who holds the right to move (repository, ref) now (`holder`,
+    the idempotency key of the write in flight, or None) and the highest generation applied
+    to it, which fences every lower one."""
+
+    lease_id: str
+    repository: str
+    ref: str
+    holder: str | None
+    generation: int
+    revision: int
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> WriterLeaseRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return row_image(WRITER_LEASES, self.lease_id, self._asdict())
+
+
+class GovernedWriteRow(NamedTuple):
+    """One row of `governed_writes`: a write intended (`INTENDED`) and then its outcome as the
+    ref was read: `APPLIED`, `NOT_APPLIED` or `MOVED_BY_OTHER` (with the refusal `code` when
+    git's compare-and-swap refused it)."""
+
+    idempotency_key: str
+    task_id: str
+    proposal_id: str
+    repository: str
+    ref: str
+    old_oid: str
+    new_oid: str
+    generation: int
+    state: str
+    code: str | None
+    observed_oid: str | None
+    changed_files_json: str
+    revision: int
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> GovernedWriteRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return row_image(GOVERNED_WRITES, self.idempotency_key, self._asdict())
+
+    def changed_files(self) -> tuple[str, ...]:
+        return _texts(
+            GOVERNED_WRITES, self.idempotency_key, "changed_files_json", self.changed_files_json
+        )
+
+
+def lease_id_of(repository: str, ref: str) -> str:
+    """The key of a writer lease: a repository name and a full ref name never hold a space."""
+    return f"{repository} {ref}"

@@ -1,0 +1,123 @@
+"""Commands of governed writes: repo add|list|show, propose, proposals, write, write-recover."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aios_ledger.core import LedgerError, ProposalRow
+from aios_ledger.core.git.answers import proposal_answer
+from aios_ledger.core.records import record_from_row
+from aios_ledger.shell.cli_support import open_database, read_json_argument
+from aios_ledger.shell.db.connection import fetch_all
+from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, record_proposal
+from aios_ledger.shell.git.repos import add_repository, list_repositories, show_repository
+from aios_ledger.shell.git.writes import LEASE_WAIT_SECONDS, governed_write, recover_writes
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    repo = commands.add_parser("repo", help="governed repositories")
+    repo_commands = repo.add_subparsers(dest="repo_command", required=True)
+    add = repo_commands.add_parser("add", help="register a bare repository under a name")
+    add.add_argument("name", help="the name bindings use, e.g. acme/widgets")
+    add.add_argument("path", help="the bare repository's directory")
+    add.add_argument(
+        "--protected",
+        action="append",
+        metavar="PATTERN",
+        help="a protected branch pattern (repeatable; default: HEAD's branch, main, master, "
+        "release/*)",
+    )
+    add.set_defaults(handler=_repo_add)
+    listing = repo_commands.add_parser("list", help="the governed repositories")
+    listing.set_defaults(handler=_repo_list)
+    show = repo_commands.add_parser("show", help="one governed repository")
+    show.add_argument("name")
+    show.set_defaults(handler=_repo_show)
+
+    propose = commands.add_parser(
+        "propose", help="record a bundle as the proposal of a claimed task's attempt"
+    )
+    propose.add_argument(
+        "--json", required=True, metavar="FILE", help="{task_id, lease_token, bundle}"
+    )
+    propose.set_defaults(handler=_propose)
+
+    proposals = commands.add_parser("proposals", help="a task's proposals and their facts")
+    proposals.add_argument("task_id")
+    proposals.set_defaults(handler=_proposals)
+
+    write = commands.add_parser("write", help="write a verified task's proposal to its branch")
+    write.add_argument("task_id")
+    write.add_argument("--json", required=True, metavar="FILE", help="{idempotency_key}")
+    write.add_argument(
+        "--lease-wait",
+        type=float,
+        default=LEASE_WAIT_SECONDS,
+        help="seconds to wait for another write of the same branch",
+    )
+    write.set_defaults(handler=_write)
+
+    recover = commands.add_parser(
+        "write-recover", help="record the outcome of writes a crash left in doubt, from their refs"
+    )
+    recover.set_defaults(handler=_write_recover)
+
+
+def _repo_add(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return add_repository(db, args.name, args.path, args.protected)
+
+
+def _repo_list(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return list_repositories(db)
+
+
+def _repo_show(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return show_repository(db, args.name)
+
+
+def _propose(args: argparse.Namespace) -> Any:
+    raw = read_json_argument(args.json)
+    if not isinstance(raw, dict) or set(raw) != {"task_id", "lease_token", "bundle"}:
+        raise LedgerError("FIELDS_INVALID", "propose takes {task_id, lease_token, bundle}")
+    bundle = raw["bundle"]
+    if not isinstance(bundle, str):
+        raise LedgerError("FIELDS_INVALID", "bundle: the path of a git bundle file")
+    try:
+        with open(bundle, "rb") as handle:
+            data = handle.read(DEFAULT_LIMITS.max_bundle_bytes + 1)
+    except (OSError, ValueError) as exc:
+        raise LedgerError("INPUT_UNREADABLE", f"{bundle[:200]!r}: {exc}") from None
+    with open_database(args) as db:
+        return record_proposal(db, str(raw["task_id"]), data, lease_token=str(raw["lease_token"]))
+
+
+def _proposals(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        rows = db.read(
+            lambda conn: fetch_all(conn, "task_proposals_of_task", {"task_id": args.task_id})
+        )
+    answers = []
+    for row in rows:
+        answer = dict(proposal_answer(record_from_row(ProposalRow, row), idempotent=False))
+        answer.pop("idempotent")
+        answers.append(answer)
+    return answers
+
+
+def _write(args: argparse.Namespace) -> Any:
+    raw = read_json_argument(args.json)
+    if not isinstance(raw, dict):
+        raise LedgerError("FIELDS_INVALID", "write takes {idempotency_key}")
+    with open_database(args) as db:
+        return governed_write(
+            db, {**raw, "task_id": args.task_id}, lease_wait=max(0.0, args.lease_wait)
+        )
+
+
+def _write_recover(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return recover_writes(db)

@@ -1,0 +1,414 @@
+"""Proposals: an attempt's commits on top of its base, as a verified git bundle.
+
+The worker bundles what the agent committed in its workspace (`bundle_workspace`); the ledger
+takes the bundle's bytes (from the worker, or uploaded through the API), bounds their size,
+verifies them (`git bundle verify`) and fetches them into a quarantine before anything reads
+them, then stores a bundle that passed content-addressed beside the database
+(`<db>.proposals/<sha256>.bundle`). The quarantine is a scratch repository whose object store
+borrows the governed repository's (git's alternates, as its own receive quarantine does), so
+that nothing is written to the governed repository until a governed write. There it reads the
+refs, the files the commits change against the base, their sizes, whether the head descends
+from the base, and what the `detect-secrets` scanner finds in the changed files; the ledger
+records those facts with the proposal (`decide_record_proposal`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import attrs
+from aios_ledger.core import (
+    LedgerError,
+    ProposalAnswer,
+    ProposalRecord,
+    ProposalRow,
+    ProposalState,
+    TaskRow,
+    chain_of,
+    decide_record_proposal,
+)
+from aios_ledger.core.git.decisions import task_binding
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.connection import Database, fetch_record
+from aios_ledger.shell.git.repos import repository_row
+from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
+
+QUARANTINE = "refs/aios-quarantine"
+_SCANNER = threading.Lock()
+SCRATCH_REFS = "refs/proposal"
+
+
+@attrs.frozen
+class ProposalLimits:
+    """How big a proposal may be: its bundle, each changed file, how many files and refs."""
+
+    max_bundle_bytes: int = 32 * 1024 * 1024
+    max_file_bytes: int = 4 * 1024 * 1024
+    max_files: int = 10000
+    max_refs: int = 64
+
+
+DEFAULT_LIMITS = ProposalLimits()
+
+
+def proposals_dir(db: Database) -> Path:
+    return Path(f"{db.path}.proposals")
+
+
+def bundle_path(db: Database, digest: str) -> Path:
+    return proposals_dir(db) / f"{digest}.bundle"
+
+
+def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
+    return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
+
+
+def proposal_row(conn: apsw.Connection, task_id: str, attempt: int) -> ProposalRow | None:
+    return fetch_record(
+        conn, "get_task_proposal", {"task_id": task_id, "attempt": attempt}, ProposalRow
+    )
+
+
+def store_bundle(db: Database, data: bytes) -> tuple[str, Path]:
+    """Keep the bundle under its sha256 (written whole, then renamed into place)."""
+    digest = hashlib.sha256(data).hexdigest()
+    folder = proposals_dir(db)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = bundle_path(db, digest)
+    if not target.exists():
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    return digest, target
+
+
+def read_stored_bundle(db: Database, digest: str) -> Path:
+    """The stored bundle of `digest`, checked against it (`BUNDLE_INVALID` if it changed)."""
+    path = bundle_path(db, digest)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise LedgerError("BUNDLE_INVALID", f"the stored bundle {digest} is missing") from None
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise LedgerError("BUNDLE_INVALID", f"the stored bundle {digest} was altered")
+    return path
+
+
+@contextlib.contextmanager
+def scratch_quarantine(repository_path: str) -> Iterator[str]:
+    """A throw-away bare repository that reads the governed repository's objects (alternates)
+    and writes only its own."""
+    with tempfile.TemporaryDirectory(prefix="aios-quarantine-") as folder:
+        git_dir = os.path.join(folder, "quarantine.git")
+        run_git(["init", "--quiet", "--bare", git_dir])
+        alternates = Path(git_dir, "objects", "info", "alternates")
+        alternates.write_text(os.path.join(repository_path, "objects") + "\n")
+        yield git_dir
+
+
+def verify_bundle(git_dir: str, path: Path) -> None:
+    found = run_git(["--git-dir", git_dir, "bundle", "verify", "--quiet", str(path)], check=False)
+    if found.returncode != 0:
+        why = found.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise LedgerError("BUNDLE_INVALID", why[-1] if why else "git bundle verify refused it")
+
+
+def bundle_heads(git_dir: str, path: Path, limits: ProposalLimits) -> dict[str, str]:
+    """The bundle's refs: HEAD and branches only, names git accepts, at most `max_refs`."""
+    listed = run_git(["--git-dir", git_dir, "bundle", "list-heads", str(path)], max_output=1 << 20)
+    heads: dict[str, str] = {}
+    for line in listed.text.splitlines():
+        oid, _, name = line.partition(" ")
+        if name != "HEAD":
+            if not name.startswith("refs/heads/"):
+                raise LedgerError("BUNDLE_INVALID", f"the bundle carries {name!r}, not a branch")
+            check_ref_format(name)
+        heads[name] = oid
+    if "HEAD" not in heads:
+        raise LedgerError("BUNDLE_INVALID", "the bundle has no HEAD")
+    if len(heads) > limits.max_refs:
+        raise LedgerError(
+            "PROPOSAL_TOO_LARGE", f"the bundle carries more than {limits.max_refs} refs"
+        )
+    return heads
+
+
+def fetch_bundle(git_dir: str, path: Path, prefix: str, *, only_head: bool = False) -> None:
+    """Fetch the bundle's HEAD (and branches) into `prefix/` of the repository at `git_dir`."""
+    specs = [f"+HEAD:{prefix}/HEAD"]
+    if not only_head:
+        specs.append(f"+refs/heads/*:{prefix}/heads/*")
+    run_git(
+        [
+            "--git-dir",
+            git_dir,
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            str(path),
+            *specs,
+        ],
+        timeout=300,
+    )
+
+
+@attrs.frozen
+class _Change:
+    path: str
+    oid: str
+    mode: str
+    deleted: bool
+
+
+def changed_files(git_dir: str, base: str, head: str, limits: ProposalLimits) -> list[_Change]:
+    raw = run_git(
+        ["--git-dir", git_dir, "diff-tree", "-r", "-z", "--no-renames", "--raw", base, head],
+        max_output=64 * 1024 * 1024,
+    ).stdout
+    parts = raw.split(b"\0")
+    changes: list[_Change] = []
+    index = 0
+    while index + 1 < len(parts) and parts[index]:
+        meta = parts[index].decode("ascii", "replace").lstrip(":").split(" ")
+        name = parts[index + 1].decode("utf-8", "surrogateescape")
+        index += 2
+        if len(meta) < 5:
+            raise LedgerError("BUNDLE_INVALID", "git diff-tree said what it never says")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise LedgerError("BUNDLE_INVALID", "a changed file's name is not UTF-8") from None
+        changes.append(_Change(name, meta[3], meta[1], meta[4].startswith("D")))
+        if len(changes) > limits.max_files:
+            raise LedgerError(
+                "PROPOSAL_TOO_LARGE", f"the proposal changes more than {limits.max_files} files"
+            )
+    return changes
+
+
+def blob_sizes(git_dir: str, oids: list[str]) -> dict[str, int]:
+    if not oids:
+        return {}
+    found = run_git(
+        [
+            "--git-dir",
+            git_dir,
+            "cat-file",
+            "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+        ],
+        stdin="".join(f"{oid}\n" for oid in oids).encode(),
+    )
+    sizes: dict[str, int] = {}
+    for line in found.text.splitlines():
+        oid, kind, size = ([*line.split(" "), "", ""])[:3]
+        if kind == "blob":
+            sizes[oid] = int(size)
+    return sizes
+
+
+def scan_secrets(git_dir: str, changes: list[_Change], folder: str) -> list[dict[str, Any]]:
+    """What `detect-secrets` (its default plugins and filters) finds in the changed files'
+    new contents, each written under its own name in a folder of its own."""
+    from detect_secrets.core.scan import scan_file
+    from detect_secrets.settings import default_settings
+
+    findings: list[dict[str, Any]] = []
+    # detect-secrets keeps its settings in a module global: one scan at a time per process.
+    with _SCANNER, default_settings():
+        for number, change in enumerate(changes):
+            if change.deleted or not change.mode.startswith("100"):
+                continue
+            content = run_git(["--git-dir", git_dir, "cat-file", "blob", change.oid]).stdout
+            where = Path(folder, str(number))
+            where.mkdir()
+            target = where / (os.path.basename(change.path) or "file")
+            target.write_bytes(content)
+            for secret in scan_file(str(target)):
+                findings.append(
+                    {"path": change.path, "kind": str(secret.type), "line": int(secret.line_number)}
+                )
+    findings.sort(key=lambda found: (found["path"], found["line"], found["kind"]))
+    return findings
+
+
+def describe_bundle(
+    repository_path: str, path: Path, base_oid: str, limits: ProposalLimits
+) -> dict[str, Any]:
+    """What the bundle is, read in a scratch quarantine: its heads, changed files, ancestry
+    and secrets. Refuses what is not a valid, bounded bundle on the governed repository."""
+    with scratch_quarantine(repository_path) as git_dir:
+        verify_bundle(git_dir, path)
+        heads = bundle_heads(git_dir, path, limits)
+        fetch_bundle(git_dir, path, SCRATCH_REFS)
+        head = heads["HEAD"]
+        kind = run_git(["--git-dir", git_dir, "cat-file", "-t", head], check=False).text.strip()
+        if kind != "commit":
+            raise LedgerError("BUNDLE_INVALID", "the bundle's HEAD is not a commit")
+        if run_git(
+            ["--git-dir", git_dir, "cat-file", "-e", f"{base_oid}^{{commit}}"], check=False
+        ).returncode:
+            raise LedgerError("BUNDLE_INVALID", "the binding's base is not in the repository")
+        changes = changed_files(git_dir, base_oid, head, limits)
+        sizes = blob_sizes(git_dir, sorted({c.oid for c in changes if not c.deleted}))
+        too_big = sorted(c.path for c in changes if sizes.get(c.oid, 0) > limits.max_file_bytes)
+        if too_big:
+            raise LedgerError(
+                "PROPOSAL_TOO_LARGE",
+                f"{too_big[0]} is over {limits.max_file_bytes} bytes"
+                + (f" (+{len(too_big) - 1} more)" if len(too_big) > 1 else ""),
+            )
+        with tempfile.TemporaryDirectory(prefix="aios-scan-") as folder:
+            secrets = scan_secrets(git_dir, changes, folder)
+        return {
+            "head_oid": head,
+            "refs": [{"name": name, "oid": oid} for name, oid in sorted(heads.items())],
+            "changed_files": sorted({change.path for change in changes}),
+            "descends_from_base": is_ancestor(git_dir, base_oid, head),
+            "secrets": secrets,
+        }
+
+
+def record_proposal(
+    db: Database,
+    task_id: str,
+    bundle: bytes,
+    *,
+    lease_token: str,
+    clock: Clock = system_clock,
+    limits: ProposalLimits = DEFAULT_LIMITS,
+) -> ProposalAnswer:
+    """Record `bundle` as the proposal of the task's current attempt (the caller holds its
+    lease). Refused bundles (`BUNDLE_INVALID`, `PROPOSAL_TOO_LARGE`) record nothing and leave
+    the governed repository untouched."""
+    if not isinstance(bundle, bytes) or not bundle:
+        raise LedgerError("BUNDLE_INVALID", "a proposal is the bytes of a git bundle")
+    if len(bundle) > limits.max_bundle_bytes:
+        raise LedgerError(
+            "PROPOSAL_TOO_LARGE", f"the bundle is over {limits.max_bundle_bytes} bytes"
+        )
+
+    def context(conn: apsw.Connection) -> tuple[TaskRow, str, str]:
+        task = _task(conn, task_id)
+        if task is None:
+            raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
+        binding = task_binding(task)
+        repository = repository_row(conn, binding.repository)
+        if repository is None:
+            raise LedgerError(
+                "REPOSITORY_NOT_FOUND", f"no governed repository {binding.repository!r}"
+            )
+        return task, repository.path, binding.base_oid
+
+    _task_row, repository_path, base_oid = db.read(context)
+    # Read where nothing is kept: only a bundle that passed is stored beside the ledger.
+    with tempfile.TemporaryDirectory(prefix="aios-proposal-") as folder:
+        incoming = Path(folder, "incoming.bundle")
+        incoming.write_bytes(bundle)
+        found = describe_bundle(repository_path, incoming, base_oid, limits)
+    digest, _stored = store_bundle(db, bundle)
+    request = ProposalRecord.from_mapping(
+        {
+            "task_id": task_id,
+            "lease_token": lease_token,
+            "bundle_sha256": digest,
+            "bundle_bytes": len(bundle),
+            "base_oid": base_oid,
+            **found,
+        }
+    )
+
+    def write(conn: apsw.Connection) -> ProposalAnswer:
+        plans = PlanExecutor(conn)
+        task = _task(conn, task_id)
+        binding_repository = None if task is None else task_binding(task).repository
+        state = ProposalState(
+            task=task,
+            repository=None
+            if binding_repository is None
+            else repository_row(conn, binding_repository),
+            prior=None if task is None else proposal_row(conn, task_id, task.attempt),
+            tail=plans.tail(chain_of(task_id)),
+        )
+        return plans.apply(decide_record_proposal(state, request, now=read_clock(clock)))
+
+    return db.write(write)
+
+
+def quarantine_ref(digest: str) -> str:
+    return f"{QUARANTINE}/{digest}/HEAD"
+
+
+def ensure_in_repository(db: Database, repository_path: str, proposal: ProposalRow) -> None:
+    """Bring a recorded proposal's head into the governed repository, under its quarantine ref,
+    from the stored bundle (checked against its digest and verified again)."""
+    ref = quarantine_ref(proposal.bundle_sha256)
+    present = run_git(
+        ["--git-dir", repository_path, "rev-parse", "--verify", "--quiet", ref], check=False
+    )
+    if present.returncode == 0 and present.text.strip() == proposal.head_oid:
+        return
+    path = read_stored_bundle(db, proposal.bundle_sha256)
+    verify_bundle(repository_path, path)
+    fetch_bundle(repository_path, path, f"{QUARANTINE}/{proposal.bundle_sha256}", only_head=True)
+    fetched = run_git(["--git-dir", repository_path, "rev-parse", "--verify", ref]).text.strip()
+    if fetched != proposal.head_oid:
+        raise LedgerError("BUNDLE_INVALID", "the stored bundle's HEAD is not the proposal's")
+
+
+def bundle_workspace(workspace: str, base_oid: str, *, author: str, out: Path) -> bool:
+    """Bundle what the agent did in its workspace on top of `base_oid`: its uncommitted changes
+    are committed first, with the agent as author. False when there is nothing to propose.
+
+    The workspace's git configuration is the agent's to write, so it is replaced by a minimal
+    one first (a filter or fsmonitor command of the agent's must not run as the worker), and
+    its `.git` must be the directory it was made with."""
+    git_dir = os.path.join(workspace, ".git")
+    if os.path.islink(git_dir) or not os.path.isdir(git_dir):
+        raise LedgerError("WORKSPACE_INVALID", "the workspace's .git is not its own directory")
+    Path(git_dir, "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfilemode = true\n"
+    )
+    with contextlib.suppress(OSError):
+        Path(git_dir, "info", "attributes").unlink()
+    identity = {
+        "GIT_AUTHOR_NAME": author,
+        "GIT_AUTHOR_EMAIL": f"{author}@agents.aios-ledger.invalid",
+        "GIT_COMMITTER_NAME": "aios-ledger worker",
+        "GIT_COMMITTER_EMAIL": "worker@aios-ledger.invalid",
+    }
+    git = ["--git-dir", git_dir, "--work-tree", workspace]
+    status = run_git([*git, "status", "--porcelain", "-z", "--untracked-files=all"], cwd=workspace)
+    if status.stdout:
+        run_git([*git, "add", "--all"], cwd=workspace)
+        run_git(
+            [*git, "commit", "--quiet", "--no-verify", "-m", f"Uncommitted work of {author}"],
+            cwd=workspace,
+            env=identity,
+        )
+    head = run_git([*git, "rev-parse", "--verify", "HEAD"], cwd=workspace, check=False)
+    if head.returncode != 0 or head.text.strip() == base_oid:
+        return False
+    run_git(
+        [*git, "bundle", "create", "--quiet", str(out), "HEAD", "--branches", "--not", base_oid],
+        cwd=workspace,
+        timeout=300,
+    )
+    return True

@@ -1,0 +1,181 @@
+"""git as a subprocess: an argv list, never a shell; a clean environment; bounded.
+
+Every call runs `git` with no inherited `GIT_*` variable, no system or global configuration
+(`GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`), a private empty `HOME`, no terminal
+prompt, hooks disabled (`-c core.hooksPath=/dev/null`) and no filesystem monitor or pager; a
+timeout; and at most `max_output` bytes of output (more is `GIT_OUTPUT_TOO_LARGE`). A git that
+fails is `GIT_FAILED` with the tail of its stderr, unless the caller asked for the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import IO
+
+import attrs
+from aios_ledger.core import LedgerError
+
+GIT = "git"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_OUTPUT = 16 * 1024 * 1024
+STDERR_TAIL = 2000
+# What a git of ours never takes from its caller's configuration.
+SAFE_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.pager=cat",
+    "credential.helper=",
+    "protocol.allow=never",
+    "protocol.file.allow=always",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "advice.detachedHead=false",
+    "init.defaultBranch=main",
+)
+_KEPT = ("PATH", "LANG", "TZ", "TMPDIR")
+
+
+@attrs.frozen
+class GitResult:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+
+@lru_cache(maxsize=1)
+def _home() -> str:
+    """An empty directory for git's HOME: no ~/.gitconfig of anyone's is read."""
+    return tempfile.mkdtemp(prefix="aios-git-home-")
+
+
+def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every git runs in: PATH and locale from ours, nothing of git's."""
+    env = {name: os.environ[name] for name in _KEPT if name in os.environ}
+    env.update(
+        {
+            "HOME": _home(),
+            "XDG_CONFIG_HOME": _home(),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": "/bin/false",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "LC_ALL": "C",
+        }
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _drain(pipe: IO[bytes], into: bytearray, limit: int, over: threading.Event) -> None:
+    for chunk in iter(lambda: pipe.read(65536), b""):
+        room = limit + 1 - len(into)
+        if room > 0:
+            into += chunk[:room]
+        if len(into) > limit:
+            over.set()
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    check: bool = True,
+    stdin: bytes | None = None,
+) -> GitResult:
+    """Run `git <args>` (an argv list) in `cwd`; `env` adds variables (an author, say) to the
+    clean environment."""
+    argv = [GIT]
+    for setting in SAFE_CONFIG:
+        argv += ["-c", setting]
+    argv += list(args)
+    try:
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=clean_environment(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise LedgerError("GIT_FAILED", f"cannot run git: {exc}") from None
+    stdout, stderr = bytearray(), bytearray()
+    over = threading.Event()
+    assert process.stdout is not None and process.stderr is not None
+    readers = [
+        threading.Thread(target=_drain, args=(process.stdout, stdout, max_output, over)),
+        threading.Thread(target=_drain, args=(process.stderr, stderr, max_output, over)),
+    ]
+    for reader in readers:
+        reader.daemon = True
+        reader.start()
+    if stdin is not None and process.stdin is not None:
+        try:
+            process.stdin.write(stdin)
+            process.stdin.close()
+        except OSError:
+            pass
+    try:
+        returncode = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise LedgerError("GIT_TIMEOUT", f"git {args[0]} took longer than {timeout:g}s") from None
+    finally:
+        for reader in readers:
+            reader.join(timeout=5)
+    if over.is_set():
+        raise LedgerError(
+            "GIT_OUTPUT_TOO_LARGE", f"git {args[0]} wrote more than {max_output} bytes"
+        )
+    result = GitResult(returncode, bytes(stdout), bytes(stderr))
+    if check and returncode != 0:
+        tail = result.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
+        raise LedgerError("GIT_FAILED", f"git {args[0]} exited {returncode}: {tail}")
+    return result
+
+
+def check_ref_format(ref: str) -> str:
+    """`ref` if git itself takes it as a full ref name (`git check-ref-format`), else
+    `REF_NAME_INVALID`."""
+    if not ref.startswith("refs/") or ref.startswith("-"):
+        raise LedgerError("REF_NAME_INVALID", f"{ref!r} is not a full ref name")
+    if run_git(["check-ref-format", ref], check=False).returncode != 0:
+        raise LedgerError("REF_NAME_INVALID", f"git refuses the ref name {ref!r}")
+    return ref
+
+
+def read_ref(git_dir: str, ref: str) -> str | None:
+    """The object id `ref` points at in the repository at `git_dir`, or None when it does not
+    exist (read with `rev-parse --verify --quiet`, no abbreviation, no peeling)."""
+    found = run_git(
+        ["--git-dir", git_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref],
+        check=False,
+    )
+    if found.returncode != 0:
+        return None
+    return found.text.strip()
+
+
+def is_ancestor(git_dir: str, ancestor: str, descendant: str) -> bool:
+    found = run_git(
+        ["--git-dir", git_dir, "merge-base", "--is-ancestor", ancestor, descendant], check=False
+    )
+    if found.returncode not in (0, 1):
+        raise LedgerError("GIT_FAILED", found.stderr.decode("utf-8", "replace")[-STDERR_TAIL:])
+    return found.returncode == 0

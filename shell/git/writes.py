@@ -1,0 +1,259 @@
+"""The governed write: `aios-ledger write TASK_ID --json FILE` (`{"idempotency_key": ...}`).
+
+1. Every check the ledger can make is decided first, without writing (`decide_write_intent` on
+   the rows as read): a refusal leaves the ledger and the repository as they were.
+2. The proposal's head is brought into the repository's quarantine namespace from its stored,
+   verified bundle.
+3. The intent is committed: the writer lease of (repository, ref) taken, fenced by the
+   binding's generation, with a sealed GOVERNED_WRITE_INTENDED event.
+4. git's own compare-and-swap moves the ref: `update-ref <ref> <new> <old>` (old is the zero id
+   for CREATE_NEW), with a reflog entry naming the write.
+5. The outcome, from git's answer and the ref as read, is committed with its sealed event and
+   the lease freed: APPLIED, or MOVED_BY_OTHER (BRANCH_MOVED / BRANCH_EXISTS: refused by git,
+   nothing written), or NOT_APPLIED.
+
+A crash between 3 and 5 leaves the write INTENDED and its lease held. The same write again (same
+key), or `recover_writes`, reads the ref and records what it says: applied, not applied, or
+moved by someone else. Nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import apsw
+from aios_ledger.core import (
+    GovernedWriteRow,
+    LedgerError,
+    LogTail,
+    OutcomeState,
+    ProposalRow,
+    TaskRow,
+    WriteAnswer,
+    WriteOutcome,
+    WriteRequest,
+    WriterLeaseRow,
+    WriteState,
+    chain_of,
+    decide_write_intent,
+    decide_write_outcome,
+)
+from aios_ledger.core.git.decisions import APPLIED, INTENDED, task_binding
+from aios_ledger.core.git.policy import branch_ref
+from aios_ledger.core.git.records import lease_id_of
+from aios_ledger.core.plan import Replay
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
+from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
+from aios_ledger.shell.git.repos import repository_row
+from aios_ledger.shell.git.runner import check_ref_format, read_ref, run_git
+
+LEASE_WAIT_SECONDS = 10.0
+LEASE_POLL_SECONDS = 0.05
+REFLOG_PREFIX = "aios-ledger governed write "
+
+
+def write_row(conn: apsw.Connection, key: str) -> GovernedWriteRow | None:
+    return fetch_record(conn, "get_governed_write", {"idempotency_key": key}, GovernedWriteRow)
+
+
+def lease_row(conn: apsw.Connection, repository: str, ref: str) -> WriterLeaseRow | None:
+    return fetch_record(
+        conn, "get_writer_lease", {"lease_id": lease_id_of(repository, ref)}, WriterLeaseRow
+    )
+
+
+def _write_state(
+    conn: apsw.Connection, plans: PlanExecutor | None, request: WriteRequest
+) -> WriteState:
+    task = fetch_record(conn, "get_task", {"task_id": request.task_id}, TaskRow)
+    repository = proposal = lease = None
+    if task is not None and task.metadata().get("execution") is not None:
+        binding = task_binding(task)
+        repository = repository_row(conn, binding.repository)
+        proposal = proposal_row(conn, task.task_id, task.attempt)
+        lease = lease_row(conn, binding.repository, branch_ref(binding.target_branch))
+    chain = chain_of(request.task_id)
+    # A dry run (no executor) decides on an empty chain: it only looks for refusals.
+    tail = plans.tail(chain) if plans is not None else LogTail.read(0, (chain,), ())
+    return WriteState(
+        task=task,
+        repository=repository,
+        proposal=proposal,
+        lease=lease,
+        prior=write_row(conn, request.idempotency_key),
+        tail=tail,
+    )
+
+
+def move_ref(repository_path: str, ref: str, new: str, old: str, key: str) -> bool:
+    """git's compare-and-swap: whether `update-ref` moved `ref` from `old` to `new`. (A module
+    function, so that the crash tests' helper process can die on either side of it.)"""
+    moved = run_git(
+        [
+            "--git-dir",
+            repository_path,
+            "update-ref",
+            "--create-reflog",
+            "-m",
+            REFLOG_PREFIX + key,
+            ref,
+            new,
+            old,
+        ],
+        check=False,
+    )
+    return moved.returncode == 0
+
+
+def _refusal(answer: WriteAnswer) -> LedgerError | None:
+    if answer["state"] == APPLIED:
+        return None
+    code = answer["code"] or "WRITE_NOT_APPLIED"
+    return LedgerError(
+        code,
+        f"{answer['ref']} of {answer['repository']} was not moved by write "
+        f"{answer['idempotency_key']!r} ({answer['state']}; the ref holds "
+        f"{answer['observed_oid'] or 'nothing'})",
+    )
+
+
+def _settle(
+    db: Database, write: GovernedWriteRow, *, swapped: bool, recovered: bool, clock: Clock
+) -> WriteAnswer:
+    """Record what became of an intended write, from git's answer and the ref as read."""
+
+    def repository_path(conn: apsw.Connection) -> str:
+        repository = repository_row(conn, write.repository)
+        if repository is None:
+            raise LedgerError(
+                "REPOSITORY_NOT_FOUND", f"no governed repository {write.repository!r}"
+            )
+        return repository.path
+
+    path = db.read(repository_path)
+    observed = write.new_oid if swapped else read_ref(path, write.ref)
+    outcome = WriteOutcome.from_mapping(
+        {
+            "idempotency_key": write.idempotency_key,
+            "observed_oid": observed,
+            "swapped": swapped,
+            "recovered": recovered,
+        }
+    )
+
+    def record(conn: apsw.Connection) -> WriteAnswer:
+        plans = PlanExecutor(conn)
+        current = write_row(conn, write.idempotency_key)
+        state = OutcomeState(
+            write=current,
+            lease=lease_row(conn, write.repository, write.ref),
+            tail=plans.tail(chain_of(write.task_id)),
+        )
+        return plans.apply(decide_write_outcome(state, outcome, now=read_clock(clock)))
+
+    return db.write(record)
+
+
+def governed_write(
+    db: Database,
+    raw: Mapping[str, Any] | WriteRequest,
+    *,
+    clock: Clock = system_clock,
+    lease_wait: float = LEASE_WAIT_SECONDS,
+) -> WriteAnswer:
+    """Write a verified task's proposal to its bound branch; see the module's steps. Returns
+    the APPLIED answer; a write that git refused, or that was not applied, raises its code
+    after the ledger recorded it. `lease_wait`: how long to wait for another write of the same
+    ref to finish before `WRITER_LEASE_HELD`."""
+    request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
+    prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
+    if prior is not None and prior.state == INTENDED:
+        if prior.task_id != request.task_id:
+            raise LedgerError(
+                "IDEMPOTENCY_CONFLICT",
+                f"key {prior.idempotency_key!r} was first used for task {prior.task_id!r}",
+            )
+        return _answered(_settle(db, prior, swapped=False, recovered=True, clock=clock))
+    deadline = time.monotonic() + lease_wait
+    while True:
+        try:
+            decision = db.read(
+                lambda conn: decide_write_intent(
+                    _write_state(conn, None, request), request, now=read_clock(clock)
+                )
+            )
+            break
+        except LedgerError as refused:
+            if refused.code != "WRITER_LEASE_HELD" or time.monotonic() >= deadline:
+                raise
+            time.sleep(LEASE_POLL_SECONDS)
+    if isinstance(decision, Replay):
+        return _answered(decision.response)
+    repository_path, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
+    check_ref_format(decision.response["ref"])
+    ensure_in_repository(db, repository_path, proposal)
+
+    while True:
+        try:
+            intended = db.write(lambda conn: _intend(conn, request, clock))
+            break
+        except LedgerError as refused:
+            if refused.code != "WRITER_LEASE_HELD" or time.monotonic() >= deadline:
+                raise
+            time.sleep(LEASE_POLL_SECONDS)
+    if intended["idempotent"]:
+        return _answered(intended)
+    write = db.read(lambda conn: write_row(conn, request.idempotency_key))
+    assert write is not None
+    swapped = move_ref(
+        repository_path, write.ref, write.new_oid, write.old_oid, write.idempotency_key
+    )
+    settled = _settle(db, write, swapped=swapped, recovered=False, clock=clock)
+    # The quarantine ref served its purpose: the branch holds the commit now, or a retry fetches
+    # it again from the stored bundle.
+    run_git(
+        ["--git-dir", repository_path, "update-ref", "-d", quarantine_ref(proposal.bundle_sha256)],
+        check=False,
+    )
+    return _answered(settled)
+
+
+def _intend(conn: apsw.Connection, request: WriteRequest, clock: Clock) -> WriteAnswer:
+    plans = PlanExecutor(conn)
+    state = _write_state(conn, plans, request)
+    return plans.apply(decide_write_intent(state, request, now=read_clock(clock)))
+
+
+def _quarantine_inputs(conn: apsw.Connection, request: WriteRequest) -> tuple[str, ProposalRow]:
+    state = _write_state(conn, None, request)
+    assert state.repository is not None and state.proposal is not None
+    return state.repository.path, state.proposal
+
+
+def _answered(answer: WriteAnswer) -> WriteAnswer:
+    refused = _refusal(answer)
+    if refused is not None:
+        raise refused
+    return answer
+
+
+def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAnswer]:
+    """Settle every write left INTENDED by a crash, from its ref as read now. Run it when no
+    governed write is in flight (a write between its intent and its swap would be read as not
+    applied)."""
+    rows = db.read(lambda conn: fetch_all(conn, "governed_writes_in_doubt"))
+    return [
+        _settle(db, GovernedWriteRow.from_row(row), swapped=False, recovered=True, clock=clock)
+        for row in rows
+    ]
+
+
+def writes_of_repository(db: Database, repository: str) -> list[GovernedWriteRow]:
+    rows = db.read(
+        lambda conn: fetch_all(conn, "governed_writes_of_repository", {"repository": repository})
+    )
+    return [GovernedWriteRow.from_row(row) for row in rows]
