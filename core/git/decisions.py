@@ -196,6 +196,38 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
         raise LedgerError("LEASE_EXPIRED", f"the lease of task {task.task_id!r} expired")
 
 
+@attrs.frozen
+class WorkspaceGrant:
+    """What a remote worker may read to make a claim's workspace: the binding (its base) and
+    the governed repository it names."""
+
+    binding: GovernedExecutionBinding
+    repository: RepositoryRow
+
+
+def grant_workspace(
+    task_id: str,
+    task: TaskRow | None,
+    repository: RepositoryRow | None,
+    *,
+    agent_id: str,
+    lease_token: str,
+    now: Timestamp,
+) -> WorkspaceGrant:
+    """May `agent_id` read the base of the task's binding (`GET /v1/tasks/{task_id}/workspace`)?
+    Only the agent holding the task (`NOT_TASK_HOLDER`: another agent's, or nobody's), under
+    the attempt's live lease (`LEASE_INVALID`, `LEASE_EXPIRED`), for a task bound
+    (`TASK_NOT_BOUND`) to a registered repository (`REPOSITORY_NOT_FOUND`). `repository` is
+    the row registered under the binding's repository name, as the shell read it."""
+    require_timestamp(now)
+    found = _require_task(task_id, task)
+    if found.claimed_by != agent_id:
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is not held by {agent_id!r}")
+    _check_lease(found, lease_token, now)
+    binding = task_binding(found)
+    return WorkspaceGrant(binding, _require_repository(binding.repository, repository))
+
+
 def decide_record_proposal(
     state: ProposalState, request: ProposalRecord, *, now: Timestamp
 ) -> Decision[ProposalAnswer]:

@@ -4,6 +4,11 @@ governed_operations())`):
 - `POST /v1/tasks/{task_id}/proposal` (agent role, the task's holder): a remote worker uploads
   the attempt's git bundle, base64 in JSON (`{lease_token, bundle_base64}`), under the body
   limit (`serve --max-body`); the ledger verifies it in a quarantine and records it (201).
+- `GET /v1/tasks/{task_id}/workspace` (agent role, the task's holder, its lease token in the
+  `Aios-Lease-Token` header): a git bundle of the binding's base (`application/octet-stream`),
+  which a remote worker clones into the agent's workspace; `NOT_TASK_HOLDER` (403) for a task
+  another agent holds or nobody does, `TASK_NOT_BOUND`, `REPOSITORY_NOT_FOUND`, and
+  `WORKSPACE_TOO_LARGE` over 256 MiB.
 - `POST /v1/tasks/{task_id}/governed-write` (owner role): `{idempotency_key}`, the governed
   write of a verified task's proposal to its bound branch.
 
@@ -15,18 +20,24 @@ from __future__ import annotations
 
 import base64
 import binascii
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import AGENT, OWNER
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.backend import ApiSettings, Stores
-from aios_ledger.shell.api.openapi import Operation
+from aios_ledger.shell.api.openapi import Operation, Query
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import record_proposal
+from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, base_bundle
 from aios_ledger.shell.git.writes import governed_write
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import FileResponse, Response
 
 T = TypeVar("T")
 
@@ -67,6 +78,36 @@ async def upload_proposal(call: Call) -> Answer:
     return Answer(answer, 200 if answer["idempotent"] else 201)
 
 
+BUNDLE_MEDIA = "application/octet-stream"
+
+
+async def workspace(call: Call) -> Response:
+    task_id = call.path("task_id")
+    lease_token = call.request.headers.get(LEASE_TOKEN_HEADER)
+    if not lease_token:
+        raise LedgerError("FIELDS_INVALID", f"the {LEASE_TOKEN_HEADER} header is required")
+    settings, agent = call.backend.settings, call.name
+    folder = Path(tempfile.mkdtemp(prefix="aios-base-bundle-"))
+    out = folder / "base.bundle"
+
+    def bundle(db: Database) -> Any:
+        return base_bundle(
+            db, task_id, out, agent_id=agent, lease_token=lease_token, clock=settings.clock
+        )
+
+    try:
+        grant = await run_in_threadpool(_on_own_connection, settings, bundle)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return FileResponse(
+        out,
+        media_type=BUNDLE_MEDIA,
+        headers={"Aios-Base-Oid": grant.binding.base_oid},
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
+
+
 async def write_branch(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
     settings = call.backend.settings
@@ -89,6 +130,23 @@ def governed_operations() -> tuple[Operation, ...]:
             "upload the held attempt's git bundle as its proposal",
             body="ProposalBody",
             success=(200, 201),
+        ),
+        Operation(
+            "GET",
+            "/v1/tasks/{task_id}/workspace",
+            "getWorkspace",
+            frozenset({AGENT}),
+            workspace,
+            "a git bundle of the held task's base, to clone its workspace from",
+            query=(
+                Query(
+                    LEASE_TOKEN_HEADER,
+                    {"type": "string", "minLength": 1, "maxLength": 200},
+                    location="header",
+                    required=True,
+                ),
+            ),
+            media=BUNDLE_MEDIA,
         ),
         Operation(
             "POST",

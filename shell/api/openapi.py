@@ -50,10 +50,12 @@ _COMPONENT_PREFIX = "#/components/schemas/"
 
 @attrs.frozen
 class Query:
-    """A query parameter and its schema."""
+    """A query (or header) parameter and its schema."""
 
     name: str
     schema: Mapping[str, Any]
+    location: str = "query"
+    required: bool = False
 
 
 @attrs.frozen
@@ -200,7 +202,12 @@ def _parameters(operation: Operation) -> list[dict[str, Any]]:
             )
     for query in operation.query:
         parameters.append(
-            {"name": query.name, "in": "query", "required": False, "schema": dict(query.schema)}
+            {
+                "name": query.name,
+                "in": query.location,
+                "required": query.required,
+                "schema": dict(query.schema),
+            }
         )
     return parameters
 

@@ -1,32 +1,50 @@
 """Workspaces: the working copy an agent gets for a task bound to a governed repository.
 
-`prepare_workspace` clones the governed repository (a plain local clone: the agent's objects
-and refs are its own, the repository is only read) into a fresh directory, checks out the
-binding's `base_oid` on a branch named like the target, drops every other branch and the
-remote, and answers the directory (the agent's current directory, also in `AIOS_WORKSPACE`)
-with the agent's git identity. After the agent exits, `propose_from_workspace` bundles its
-commits on top of `base_oid` (uncommitted changes committed for it) and records the proposal
-(`proposals.record_proposal`); the workspace is then removed.
+One implementation (`Workspaces`) serves a worker on the ledger's host and one away from it;
+they differ only in how they reach the governed repository (a `RepositoryAccess`):
+
+- on the ledger's host (`GitWorkspaces`, `LocalRepositories`), the workspace is a plain local
+  clone of the registered repository (the agent's objects and refs are its own, the repository
+  is only read), and a proposal is recorded directly (`proposals.record_proposal`);
+- away from it (`RemoteWorkspaces` in `shell/remote/workspaces.py`), the workspace is cloned
+  from a git bundle of the binding's base that the server builds for the task's holder
+  (`GET /v1/tasks/{task_id}/workspace`, `base_bundle` here), and a proposal is uploaded
+  (`POST /v1/tasks/{task_id}/proposal`), where the server records it the same way.
+
+Either way `clone_workspace` checks out the binding's `base_oid` on a branch named like the
+target, drops every other branch and the remote, and answers the directory (the agent's current
+directory, also in `AIOS_WORKSPACE`) with the agent's git identity; after the agent exits,
+`proposal_bundle` bundles its commits on top of `base_oid` (uncommitted changes committed for
+it); the workspace is then removed. A `source_capture` claim is executed by the worker itself:
+the snapshot of `base_oid` read from the same source (the repository, or the bundle of its
+base).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
-from aios_ledger.core import GovernedExecutionBinding, LedgerError, ProposalAnswer
-from aios_ledger.shell.clock import Clock, system_clock
-from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git.proposals import bundle_workspace, record_proposal
+from aios_ledger.core import GovernedExecutionBinding, LedgerError, ProposalAnswer, TaskRow
+from aios_ledger.core.git.decisions import WorkspaceGrant, grant_workspace, task_binding
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.connection import Database, fetch_record
+from aios_ledger.shell.git.proposals import bundle_workspace, record_proposal, scratch_quarantine
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, run_git
 
+# The largest bundle of a base the server builds, and a remote worker downloads.
+MAX_WORKSPACE_BYTES = 256 * 1024 * 1024
+# The header that carries the holder's lease token on `GET /v1/tasks/{task_id}/workspace`
+# (a header, not the query: a URL ends up in logs).
+LEASE_TOKEN_HEADER = "Aios-Lease-Token"
 WORKSPACE_ENV = "AIOS_WORKSPACE"
 
 
@@ -61,27 +79,29 @@ def claim_binding(claim: Mapping[str, Any]) -> GovernedExecutionBinding | None:
     return GovernedExecutionBinding.from_mapping(dict(envelope["binding"]))
 
 
-def prepare_workspace(
-    db: Database, claim: Mapping[str, Any], *, agent_id: str, parent: str | None = None
-) -> Workspace | None:
-    """A fresh working copy at the binding's base for a claim whose binding names a governed
-    repository; None for any other claim."""
-    binding = claim_binding(claim)
-    if binding is None:
-        return None
-    repository = db.read(lambda conn: repository_row(conn, binding.repository))
-    if repository is None:
-        return None
-    check_ref_format("refs/heads/" + binding.target_branch.removeprefix("refs/heads/"))
+def _branch_ref(binding: GovernedExecutionBinding) -> str:
+    return check_ref_format("refs/heads/" + binding.target_branch.removeprefix("refs/heads/"))
+
+
+def clone_workspace(
+    source: str,
+    claim: Mapping[str, Any],
+    binding: GovernedExecutionBinding,
+    *,
+    agent_id: str,
+    parent: str | None = None,
+) -> Workspace:
+    """A fresh working copy at the binding's base, cloned from `source`: the governed
+    repository itself, or a bundle of its base (`base_bundle`)."""
+    branch = _branch_ref(binding).removeprefix("refs/heads/")
     root = tempfile.mkdtemp(prefix="aios-workspace-", dir=parent)
     path = str(Path(root, "work"))
     try:
         run_git(
-            ["clone", "--quiet", "--no-checkout", "--no-hardlinks", repository.path, path],
+            ["clone", "--quiet", "--no-checkout", "--no-hardlinks", source, path],
             timeout=300,
         )
         git = ["--git-dir", str(Path(path, ".git")), "--work-tree", path]
-        branch = binding.target_branch.removeprefix("refs/heads/")
         run_git([*git, "checkout", "--quiet", "-B", branch, binding.base_oid], cwd=path)
         others = run_git(
             [*git, "for-each-ref", "--format=%(refname:short)", "refs/heads/"], cwd=path
@@ -96,20 +116,109 @@ def prepare_workspace(
     return Workspace(root, path, str(claim["task_id"]), binding.base_oid, agent_id)
 
 
-def propose_from_workspace(
-    db: Database, workspace: Workspace, *, lease_token: str, clock: Clock = system_clock
-) -> ProposalAnswer | None:
-    """Bundle and record what the agent did (None: it changed nothing)."""
+def prepare_workspace(
+    db: Database, claim: Mapping[str, Any], *, agent_id: str, parent: str | None = None
+) -> Workspace | None:
+    """A fresh working copy at the binding's base for a claim whose binding names a governed
+    repository of this ledger; None for any other claim."""
+    binding = claim_binding(claim)
+    if binding is None:
+        return None
+    repository = db.read(lambda conn: repository_row(conn, binding.repository))
+    if repository is None:
+        return None
+    return clone_workspace(repository.path, claim, binding, agent_id=agent_id, parent=parent)
+
+
+def proposal_bundle(workspace: Workspace) -> bytes | None:
+    """The bytes of the bundle of what the agent did (None: it changed nothing)."""
     bundle = Path(workspace.root, "proposal.bundle")
     if not bundle_workspace(
         workspace.path, workspace.base_oid, author=workspace.agent_id, out=bundle
     ):
         return None
     try:
-        data = bundle.read_bytes()
+        return bundle.read_bytes()
     except OSError as exc:
         raise LedgerError("BUNDLE_INVALID", f"the workspace's bundle: {exc}") from None
+
+
+def propose_from_workspace(
+    db: Database, workspace: Workspace, *, lease_token: str, clock: Clock = system_clock
+) -> ProposalAnswer | None:
+    """Bundle and record what the agent did (None: it changed nothing)."""
+    data = proposal_bundle(workspace)
+    if data is None:
+        return None
     return record_proposal(db, workspace.task_id, data, lease_token=lease_token, clock=clock)
+
+
+# ---------------------------------------------------------------------------------------------
+# the base of a binding, as a bundle for a remote worker (the server's side)
+
+
+def workspace_grant(
+    db: Database, task_id: str, *, agent_id: str, lease_token: str, clock: Clock = system_clock
+) -> WorkspaceGrant:
+    """Whether `agent_id` may read the base of the task's binding (see `grant_workspace`)."""
+
+    def read(conn: Any) -> WorkspaceGrant:
+        task = fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
+        repository = None
+        if task is not None and task.claimed_by == agent_id:
+            with contextlib.suppress(LedgerError):  # an unbound task: the grant says so
+                repository = repository_row(conn, task_binding(task).repository)
+        return grant_workspace(
+            task_id,
+            task,
+            repository,
+            agent_id=agent_id,
+            lease_token=lease_token,
+            now=read_clock(clock),
+        )
+
+    return db.read(read)
+
+
+def base_bundle(
+    db: Database,
+    task_id: str,
+    out: Path,
+    *,
+    agent_id: str,
+    lease_token: str,
+    clock: Clock = system_clock,
+    max_bytes: int = MAX_WORKSPACE_BYTES,
+) -> WorkspaceGrant:
+    """Write to `out` a git bundle of the base of the task's binding, for the agent holding
+    the task: the history of `base_oid` under the target branch's name, read from the
+    governed repository through a scratch repository that borrows its objects (git's
+    alternates), so that nothing is written to the governed repository. A base the repository
+    lacks is `BASE_NOT_FOUND`; a bundle over `max_bytes` is `WORKSPACE_TOO_LARGE` (and is
+    removed)."""
+    grant = workspace_grant(db, task_id, agent_id=agent_id, lease_token=lease_token, clock=clock)
+    ref = _branch_ref(grant.binding)
+    base = grant.binding.base_oid
+    with scratch_quarantine(grant.repository.path) as git_dir:
+        if run_git(
+            ["--git-dir", git_dir, "cat-file", "-e", f"{base}^{{commit}}"], check=False
+        ).returncode:
+            raise LedgerError("BASE_NOT_FOUND", f"{grant.repository.name} has no commit {base}")
+        run_git(["--git-dir", git_dir, "update-ref", ref, base])
+        run_git(
+            ["--git-dir", git_dir, "bundle", "create", "--quiet", str(out), ref],
+            timeout=600,
+        )
+    if out.stat().st_size > max_bytes:
+        out.unlink()
+        raise LedgerError(
+            "WORKSPACE_TOO_LARGE", f"the base of task {task_id!r} is over {max_bytes} bytes"
+        )
+    return grant
+
+
+# ---------------------------------------------------------------------------------------------
+# source captures
 
 
 SNAPSHOT_SCHEMA = "aios.git_tree_snapshot.v1"
@@ -126,18 +235,37 @@ def tree_snapshot(repository_path: str, oid: str) -> dict[str, str]:
     return {"schema": SNAPSHOT_SCHEMA, "payload_sha256": hashlib.sha256(listing).hexdigest()}
 
 
-def source_capture_result(db: Database, claim: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What the worker itself submits for a `source_capture` claim on a governed repository:
-    the snapshot of the binding's base (None for any other claim)."""
-    envelope = claim.get("envelope")
-    binding = claim_binding(claim)
-    if binding is None or not isinstance(envelope, Mapping):
-        return None
-    if envelope.get("action") != "source_capture":
-        return None
-    repository = db.read(lambda conn: repository_row(conn, binding.repository))
-    if repository is None:
-        return None
+@contextlib.contextmanager
+def readable_repository(source: str) -> Iterator[str]:
+    """A git directory holding what `source` holds: the repository itself, or, for a bundle
+    file, a scratch bare repository it was fetched into."""
+    if os.path.isdir(source):
+        yield source
+        return
+    with tempfile.TemporaryDirectory(prefix="aios-base-") as folder:
+        git_dir = os.path.join(folder, "base.git")
+        run_git(["init", "--quiet", "--bare", git_dir])
+        run_git(
+            [
+                "--git-dir",
+                git_dir,
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                source,
+                "+refs/heads/*:refs/heads/*",
+            ],
+            timeout=300,
+        )
+        yield git_dir
+
+
+def capture_result(
+    claim: Mapping[str, Any], binding: GovernedExecutionBinding, snapshot: Mapping[str, str]
+) -> dict[str, Any]:
+    """The result the worker submits for a `source_capture` claim: the snapshot of the base."""
+    envelope = claim["envelope"]
     return {
         "task_id": binding.task_id,
         "job_id": binding.job_id,
@@ -158,14 +286,37 @@ def source_capture_result(db: Database, claim: Mapping[str, Any]) -> dict[str, A
         "force_push": False,
         "protected_ref_bypass": False,
         "secret_material_exposed": False,
-        "source_snapshot": tree_snapshot(repository.path, binding.base_oid),
+        "source_snapshot": dict(snapshot),
     }
 
 
-class GitWorkspaces:
-    """The worker's hooks (each call on a connection of its own, so that a clone never holds
-    the worker's shared connections): a workspace for a claim, the proposal after the agent,
-    the result of a source capture."""
+def is_source_capture(claim: Mapping[str, Any]) -> bool:
+    envelope = claim.get("envelope")
+    return isinstance(envelope, Mapping) and envelope.get("action") == "source_capture"
+
+
+# ---------------------------------------------------------------------------------------------
+# the worker's hooks
+
+
+class RepositoryAccess(Protocol):
+    """How a worker reaches the governed repository of a claim's binding."""
+
+    def source(
+        self, claim: Mapping[str, Any], binding: GovernedExecutionBinding
+    ) -> contextlib.AbstractContextManager[str | None]:
+        """What to clone the workspace from (a repository or a bundle of the base), for as long
+        as the context lasts; None: the binding names no governed repository."""
+        ...
+
+    def record(self, claim: Mapping[str, Any], bundle: bytes) -> ProposalAnswer:
+        """Record `bundle` as the proposal of the claim's attempt, under its lease."""
+        ...
+
+
+class LocalRepositories:
+    """The governed repositories of a ledger file on this machine (each call on a connection of
+    its own, so that a clone never holds the worker's shared connections)."""
 
     def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
         self._path = path
@@ -174,18 +325,58 @@ class GitWorkspaces:
     def _database(self) -> Database:
         return Database(self._path, migrate=self._migrate)
 
-    def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
-        if claim_binding(claim) is None:
-            return None
+    @contextlib.contextmanager
+    def source(
+        self, claim: Mapping[str, Any], binding: GovernedExecutionBinding
+    ) -> Iterator[str | None]:
         with self._database() as db:
-            return prepare_workspace(db, claim, agent_id=agent_id)
+            repository = db.read(lambda conn: repository_row(conn, binding.repository))
+        yield None if repository is None else repository.path
+
+    def record(self, claim: Mapping[str, Any], bundle: bytes) -> ProposalAnswer:
+        with self._database() as db:
+            return record_proposal(
+                db, str(claim["task_id"]), bundle, lease_token=str(claim["lease_token"])
+            )
+
+
+class Workspaces:
+    """The worker's hooks over a `RepositoryAccess`: a workspace for a claim, the proposal
+    after the agent, the result of a source capture. The same code on the ledger's host and
+    away from it."""
+
+    def __init__(self, access: RepositoryAccess) -> None:
+        self.access = access
+
+    def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
+        binding = claim_binding(claim)
+        if binding is None:
+            return None
+        with self.access.source(claim, binding) as source:
+            if source is None:
+                return None
+            return clone_workspace(source, claim, binding, agent_id=agent_id)
 
     def propose(self, workspace: Workspace, claim: Mapping[str, Any]) -> ProposalAnswer | None:
-        with self._database() as db:
-            return propose_from_workspace(db, workspace, lease_token=str(claim["lease_token"]))
+        data = proposal_bundle(workspace)
+        if data is None:
+            return None
+        return self.access.record(claim, data)
 
     def source_capture(self, claim: Mapping[str, Any]) -> dict[str, Any] | None:
-        if claim_binding(claim) is None:
+        binding = claim_binding(claim)
+        if binding is None or not is_source_capture(claim):
             return None
-        with self._database() as db:
-            return source_capture_result(db, claim)
+        with self.access.source(claim, binding) as source:
+            if source is None:
+                return None
+            with readable_repository(source) as git_dir:
+                snapshot = tree_snapshot(git_dir, binding.base_oid)
+        return capture_result(claim, binding, snapshot)
+
+
+class GitWorkspaces(Workspaces):
+    """The hooks of a worker on the ledger's host: the repositories are read in place."""
+
+    def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
+        super().__init__(LocalRepositories(path, migrate=migrate))

@@ -39,7 +39,10 @@ agent, and the client refuses an `agent_id` other than `agent_name` when one was
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
+import os
 import random
 import secrets
 import time
@@ -56,6 +59,7 @@ from aios_ledger.core import (
     HeartbeatAnswer,
     HistoryEntry,
     LedgerError,
+    ProposalAnswer,
     RetryAnswer,
     RunEventRow,
     RunRow,
@@ -65,6 +69,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.core.tasks.answers import ReleaseAnswer
+from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 
 T = TypeVar("T")
 Retry = Literal["always", "connect"]
@@ -424,6 +429,49 @@ class LedgerClient:
             raise LedgerError("API_PROTOCOL_ERROR", "run events: not a list")
         return tuple(_run_event(run_id, event) for event in answer)
 
+    # -- governed repositories ------------------------------------------------------------
+
+    def download_workspace(
+        self,
+        task_id: str,
+        *,
+        lease_token: str,
+        out: str | os.PathLike[str],
+        max_bytes: int = MAX_WORKSPACE_BYTES,
+    ) -> int:
+        """Write to `out` the git bundle of the base of the task's binding (the agent holding
+        the task, under its lease: `GET /v1/tasks/{task_id}/workspace`); its size in bytes.
+        More than `max_bytes` is `WORKSPACE_TOO_LARGE` (and `out` is removed)."""
+        path = api_path("tasks", task_id, "workspace")
+        headers = {LEASE_TOKEN_HEADER: lease_token, "Accept": "application/octet-stream"}
+        last = "no attempt"
+        for attempt in range(self._retries + 1):
+            if attempt:
+                self._sleep(attempt)
+            try:
+                with self._http.stream("GET", path, headers=headers) as response:
+                    if response.status_code != 200:
+                        response.read()
+                        if response.status_code in _RETRIED_STATUS:
+                            last = str(problem_error(response))
+                            continue
+                        raise problem_error(response)
+                    return _save(response, out, max_bytes)
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+        raise LedgerError(
+            "API_UNAVAILABLE", f"GET {path}: no answer after {self._retries + 1} tries: {last}"
+        )
+
+    def upload_proposal(self, task_id: str, *, lease_token: str, bundle: bytes) -> ProposalAnswer:
+        """Record `bundle` (the bytes of a git bundle) as the proposal of the held attempt
+        (`POST /v1/tasks/{task_id}/proposal`, within the server's body limit)."""
+        body = {"lease_token": lease_token, "bundle_base64": base64.b64encode(bundle).decode()}
+        answer = self._json(
+            "POST", api_path("tasks", task_id, "proposal"), body=body, expect=(200, 201)
+        )
+        return cast(ProposalAnswer, answer)
+
     # -- other reads ----------------------------------------------------------------------
 
     def get_json(self, path: str, params: Mapping[str, object] | None = None) -> Any:
@@ -454,6 +502,25 @@ class LedgerClient:
                 "AGENT_MISMATCH",
                 f"this client acts as {self.agent_name!r} (its token's name), not {agent_id!r}",
             )
+
+
+def _save(response: httpx.Response, out: str | os.PathLike[str], max_bytes: int) -> int:
+    """The answer's body written to `out` (from its start), at most `max_bytes` of it."""
+    size = 0
+    try:
+        with open(out, "wb") as target:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise LedgerError(
+                        "WORKSPACE_TOO_LARGE", f"the bundle is over {max_bytes} bytes"
+                    )
+                target.write(chunk)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(out)
+        raise
+    return size
 
 
 def _answer(response: httpx.Response) -> Any:

@@ -27,6 +27,7 @@ from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.remote.credentials import read_token_file
 from aios_ledger.shell.remote.review import RemoteReview
+from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 
@@ -119,7 +120,9 @@ def _worker(args: argparse.Namespace) -> Any:
     )
     client = api_client(args)
     if client is not None:
-        worker = Worker.over(client, client, config, close=client.close)
+        # Governed repositories through the API: the base's bundle in, the proposal out.
+        workspaces = RemoteWorkspaces(client)
+        worker = Worker.over(client, client, config, workspaces=workspaces, close=client.close)
     else:
         worker = Worker(
             database_path(args),

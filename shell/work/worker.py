@@ -15,10 +15,12 @@ grace period to finish, then its group is killed and its task released, QUEUED a
 
 One worker over either backend: `Worker(path, config)` works on a ledger file (a TaskLedger and
 a RunStore, whose one connection each the execution threads share one call at a time);
-`Worker.over(ledger, runs, config)` works over anything that has their calls (`WorkLedger`,
-`WorkRuns`): `LedgerClient` for `aios-ledger worker --api URL`, whose calls run side by side.
-Away from the ledger's host it prepares no git workspace (`NoWorkspaces`): the governed
-repositories are there.
+`Worker.over(ledger, runs, config, workspaces=...)` works over anything that has their calls
+(`WorkLedger`, `WorkRuns`): `LedgerClient` for `aios-ledger worker --api URL`, whose calls run
+side by side. Governed repositories are reached through a `WorkRepositories`: `GitWorkspaces`
+reads them in place on the ledger's host, `RemoteWorkspaces` (what `worker --api` uses) through
+the API (the base's bundle in, the proposal's bundle out); both are the same workspace code
+(`shell/git/workspace.py`). Without one, `Worker.over` prepares no workspace (`NoWorkspaces`).
 """
 
 from __future__ import annotations
@@ -106,7 +108,8 @@ class WorkRuns(Protocol):
 
 
 class WorkRepositories(Protocol):
-    """The worker's governed-repository hooks (`GitWorkspaces` on the ledger's host)."""
+    """The worker's governed-repository hooks (`GitWorkspaces` on the ledger's host,
+    `RemoteWorkspaces` over the API)."""
 
     def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None: ...
 
@@ -116,9 +119,9 @@ class WorkRepositories(Protocol):
 
 
 class NoWorkspaces:
-    """The hooks of a worker away from the governed repositories (`worker --api`): no
-    workspace, so no proposal, and no source capture by the worker itself: every claim runs
-    as the local worker runs a claim whose repository is not registered."""
+    """The hooks of a worker that reaches no governed repository: no workspace, so no
+    proposal, and no source capture by the worker itself: every claim runs as the local worker
+    runs a claim whose repository is not registered."""
 
     def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
         return None
