@@ -55,6 +55,7 @@ from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, reg
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.remote.bindings import HttpBindingResolver
 from aios_ledger.shell.remote.client import LedgerClient
+from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.reviewer import review_submitted
@@ -92,6 +93,7 @@ __all__ = [
     "governed_write",
     "recover_writes",
     "GitWorkspaces",
+    "RemoteWorkspaces",
     "ProposalLimits",
     # stores and services
     "TaskLedger",

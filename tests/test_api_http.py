@@ -150,9 +150,16 @@ def test_a_batch_of_tasks_and_a_batch_claim(scene: Scenario) -> None:
 
 
 @attrs.frozen
+class Headers:
+    """In place of a body: a GET that carries these headers (the workspace's lease token)."""
+
+    values: dict[str, str]
+
+
+@attrs.frozen
 class Case:
     """A route, the roles allowed on it, and how to build a request an allowed role succeeds
-    with: (path, JSON body or None) from a fresh scenario."""
+    with: (path, JSON body, `Headers` or None) from a fresh scenario."""
 
     method: str
     roles: frozenset[str]
@@ -211,6 +218,12 @@ def _held(scene: Scenario, action: str, **body: Any) -> tuple[str, Any]:
     """A task agent-1 holds, and the body of `action` on it with its lease token."""
     task_id, lease = scene.claimed()
     return f"/v1/tasks/{task_id}/{action}", {"lease_token": lease, **body}
+
+
+def _workspace(scene: Scenario) -> tuple[str, Any]:
+    """The base of a task agent-1 holds, with its lease token (an unbound task: 409)."""
+    task_id, lease = scene.claimed()
+    return f"/v1/tasks/{task_id}/workspace", Headers({"Aios-Lease-Token": lease})
 
 
 def _bound(scene: Scenario) -> tuple[str, Any]:
@@ -300,6 +313,7 @@ CASES: dict[str, Case] = {
         ),
         409,
     ),
+    "workspace": Case("GET", AGENT, _workspace, 409),
     "governed write": Case(
         "POST",
         OWNER,
@@ -321,6 +335,8 @@ CASES: dict[str, Case] = {
 
 
 def _send(client: httpx.Client, case: Case, path: str, body: Any) -> httpx.Response:
+    if isinstance(body, Headers):
+        return client.request(case.method, path, headers=body.values)
     return (
         client.request(case.method, path, json=body)
         if body is not None

@@ -35,7 +35,7 @@ from aios_ledger.core import (
     lease_token_sha256,
     project_execution_envelope,
 )
-from aios_ledger.core.git.decisions import outcome_of
+from aios_ledger.core.git.decisions import grant_workspace, outcome_of
 from aios_ledger.core.git.policy import is_protected, protected_patterns
 from aios_ledger.core.log.seals import LEDGER_CHAIN, ChainTip
 from aios_ledger.core.plan import Replay
@@ -506,3 +506,43 @@ def test_a_submitted_result_states_the_files_and_head_its_proposal_shows() -> No
     )
     # Another attempt's proposal says nothing of this one.
     assert isinstance(submit(wrong, proposal()._replace(attempt=0)), WritePlan)
+
+
+def test_only_the_holder_under_its_lease_is_granted_the_base() -> None:
+    held = task("CLAIMED")
+
+    def grant(
+        found: TaskRow | None = held,
+        registered: RepositoryRow | None = None,
+        *,
+        agent: str = "agent-7",
+        token: str = TOKEN,
+    ) -> Any:
+        return grant_workspace(
+            TASK,
+            found,
+            repository() if registered is None else registered,
+            agent_id=agent,
+            lease_token=token,
+            now=NOW,
+        )
+
+    granted = grant()
+    assert (granted.binding, granted.repository) == (bound(), repository())
+    assert code(lambda: grant(None)) == "TASK_NOT_FOUND"
+    assert code(lambda: grant(agent="agent-8")) == "NOT_TASK_HOLDER"
+    assert code(lambda: grant(task("SUCCEEDED"))) == "NOT_TASK_HOLDER"
+    assert code(lambda: grant(token="another-token")) == "LEASE_INVALID"
+    late = task("CLAIMED", lease_expires_at="2026-09-01T09:59:59.999Z")
+    assert code(lambda: grant(late)) == "LEASE_EXPIRED"
+    assert code(lambda: grant(task("CLAIMED", metadata_json="{}"))) == "TASK_NOT_BOUND"
+    elsewhere = repository()._replace(name="acme/other")
+    assert code(lambda: grant(registered=elsewhere)) == "REPOSITORY_NOT_FOUND"
+    assert (
+        code(
+            lambda: grant_workspace(
+                TASK, held, None, agent_id="agent-7", lease_token=TOKEN, now=NOW
+            )
+        )
+        == "REPOSITORY_NOT_FOUND"
+    )
