@@ -12,7 +12,9 @@ import hashlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +27,13 @@ from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.git.workspace import (
     LEASE_TOKEN_HEADER,
     GitWorkspaces,
+    Workspace,
     base_bundle,
     clone_workspace,
 )
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
+from aios_ledger.shell.work.worker import Worker, WorkerConfig
 from api_support import LiveServer, serve
 from git_support import (
     CAPABILITY,
@@ -349,3 +353,42 @@ def test_a_clone_of_a_bundle_without_the_base_is_refused(remote: Remote, tmp_pat
     with pytest.raises(LedgerError) as refused:
         clone_workspace(str(bundle), claimed, binding("task-wrong", remote.base), agent_id="a")
     assert refused.value.code == "GIT_FAILED"
+
+
+class SlowWorkspaces(RemoteWorkspaces):
+    """Remote workspaces over a link so slow that making one outlasts the claim's lease."""
+
+    def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
+        made = super().prepare(claim, agent_id)
+        expires = datetime.fromisoformat(str(claim["lease_expires_at"]).replace("Z", "+00:00"))
+        while datetime.now(UTC) < expires + timedelta(seconds=1):
+            time.sleep(0.1)
+        return made
+
+
+def test_the_lease_is_kept_while_the_workspace_is_made(remote: Remote) -> None:
+    """The worker heartbeats while it makes the workspace (a remote worker downloads the base
+    first): a workspace that takes longer than the lease does not lose the task."""
+    governed_task(remote.db, "task-slow", binding("task-slow", remote.base))
+    client = LedgerClient(remote.server.url, remote.server.tokens["agent"])
+    config = WorkerConfig(
+        agent_id="agent-1",
+        capabilities=(CAPABILITY,),
+        command=f"{sys.executable} {ROOT / 'examples' / 'agent.py'}",
+        lease_seconds=6,
+        timeout=120,
+        once=True,
+    )
+    worker = Worker.over(
+        client, client, config, workspaces=SlowWorkspaces(client), close=client.close
+    )
+    try:
+        worker.run()
+    finally:
+        worker.close()
+    assert [o.outcome for o in worker.outcomes] == ["submitted"]
+    assert events_of(remote.db, "task-slow")[-3:] == [
+        "TASK_HEARTBEAT",
+        "PROPOSAL_RECORDED",
+        "RESULT_SUBMITTED",
+    ]

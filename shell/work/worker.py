@@ -35,7 +35,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
@@ -387,20 +387,52 @@ class _Execution:
     def run(self) -> tuple[str, str]:
         if self.worker.stopping:
             return self._release("the worker stopped before the command started")
+        lost: list[str] = []
+        captured: dict[str, Any] | None = None
         try:
-            captured = self.worker.workspaces.source_capture(self.claim)
-            if captured is not None:  # executed by the worker itself, not by the command
-                return self._submit(captured, "submitted", "source captured")
-            self._workspace = self.worker.workspaces.prepare(
-                self.claim, self.worker.config.agent_id
-            )
+            # A workspace may take a while (a remote worker downloads the base): the lease is
+            # kept alive meanwhile, as while the command runs.
+            with self._keeping_lease(lost):
+                captured = self.worker.workspaces.source_capture(self.claim)
+                if captured is None:
+                    self._workspace = self.worker.workspaces.prepare(
+                        self.claim, self.worker.config.agent_id
+                    )
         except LedgerError as refused:
+            if lost:
+                return "lease-lost", lost[0]
             return self._fail("workspace_failed", str(refused))
         try:
+            if lost:
+                return "lease-lost", lost[0]
+            if captured is not None:  # executed by the worker itself, not by the command
+                return self._submit(captured, "submitted", "source captured")
             return self._run_command()
         finally:
             if self._workspace is not None:
                 self._workspace.remove()
+
+    @contextlib.contextmanager
+    def _keeping_lease(self, lost: list[str]) -> Iterator[None]:
+        """Heartbeat the lease from a thread of its own while the block runs (the worker's own
+        git work around the command); a lease found lost is appended to `lost`."""
+        done = threading.Event()
+        every = heartbeat_interval(self.worker.config.lease_seconds)
+
+        def beat() -> None:
+            while not done.wait(every):
+                code = self._heartbeat()
+                if code is not None:
+                    lost.append(code)
+                    return
+
+        thread = threading.Thread(target=beat, name=f"lease {self.task_id}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
 
     def _run_command(self) -> tuple[str, str]:
         envelope = self.claim.get("envelope") or {}
@@ -460,7 +492,8 @@ class _Execution:
         if self._workspace is None:
             return
         try:
-            proposal = self.worker.workspaces.propose(self._workspace, self.claim)
+            with self._keeping_lease([]):  # a lost lease: the submit finds it so
+                proposal = self.worker.workspaces.propose(self._workspace, self.claim)
         except LedgerError as refused:
             self.worker.evidence(self.run_id, "proposal_refused", {"code": refused.code})
             return
