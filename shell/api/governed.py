@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import shutil
+import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import AGENT, OWNER
@@ -35,9 +35,8 @@ from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import record_proposal
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, base_bundle
 from aios_ledger.shell.git.writes import governed_write
-from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response, StreamingResponse
 
 T = TypeVar("T")
 
@@ -79,6 +78,7 @@ async def upload_proposal(call: Call) -> Answer:
 
 
 BUNDLE_MEDIA = "application/octet-stream"
+BUNDLE_CHUNK = 256 * 1024
 
 
 async def workspace(call: Call) -> Response:
@@ -87,24 +87,31 @@ async def workspace(call: Call) -> Response:
     if not lease_token:
         raise LedgerError("FIELDS_INVALID", f"the {LEASE_TOKEN_HEADER} header is required")
     settings, agent = call.backend.settings, call.name
-    folder = Path(tempfile.mkdtemp(prefix="aios-base-bundle-"))
-    out = folder / "base.bundle"
 
-    def bundle(db: Database) -> Any:
-        return base_bundle(
-            db, task_id, out, agent_id=agent, lease_token=lease_token, clock=settings.clock
-        )
+    def bundle(db: Database) -> tuple[str, BinaryIO]:
+        # The bundle is opened, then its folder removed: nothing is left behind, whether the
+        # answer is sent whole or the client goes away.
+        with tempfile.TemporaryDirectory(prefix="aios-base-bundle-") as folder:
+            out = Path(folder, "base.bundle")
+            grant = base_bundle(
+                db, task_id, out, agent_id=agent, lease_token=lease_token, clock=settings.clock
+            )
+            return grant.binding.base_oid, out.open("rb")
 
-    try:
-        grant = await run_in_threadpool(_on_own_connection, settings, bundle)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return FileResponse(
-        out,
+    base_oid, handle = await run_in_threadpool(_on_own_connection, settings, bundle)
+    size = os.fstat(handle.fileno()).st_size
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            while chunk := await run_in_threadpool(handle.read, BUNDLE_CHUNK):
+                yield chunk
+        finally:
+            handle.close()
+
+    return StreamingResponse(
+        chunks(),
         media_type=BUNDLE_MEDIA,
-        headers={"Aios-Base-Oid": grant.binding.base_oid},
-        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+        headers={"Content-Length": str(size), "Aios-Base-Oid": base_oid},
     )
 
 
