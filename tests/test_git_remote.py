@@ -47,6 +47,7 @@ from git_support import (
     register,
     repository_files,
 )
+from test_ledger_client import LosingFirstAnswer
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = "application/problem+json"
@@ -392,3 +393,27 @@ def test_the_lease_is_kept_while_the_workspace_is_made(remote: Remote) -> None:
         "PROPOSAL_RECORDED",
         "RESULT_SUBMITTED",
     ]
+
+
+def test_lost_answers_to_the_base_and_the_proposal_are_asked_again(remote: Remote) -> None:
+    """The download of the base and the upload of the proposal are safe to send again: the
+    first answer to each is lost on its way back; the client asks again, gets the base, and the
+    proposal is recorded once (the repeat is answered as a replay)."""
+    governed_task(remote.db, "task-lossy", binding("task-lossy", remote.base))
+    claimed = remote.claim("task-lossy")
+    base, proposal = "/v1/tasks/task-lossy/workspace", "/v1/tasks/task-lossy/proposal"
+    transport = LosingFirstAnswer(base, proposal)
+    with LedgerClient(
+        remote.server.url, remote.server.tokens["agent"], transport=transport, backoff=0.001
+    ) as client:
+        space = RemoteWorkspaces(client).prepare(claimed, "agent-1")
+        assert space is not None
+        try:
+            Path(space.path, "lossy.txt").write_text("sent twice\n")
+            answer = RemoteWorkspaces(client).propose(space, claimed)
+        finally:
+            space.remove()
+    assert transport.sent == [base, base, proposal, proposal]
+    assert answer is not None and answer["idempotent"] is True
+    assert answer["changed_files"] == ["lossy.txt"]
+    assert events_of(remote.db, "task-lossy").count("PROPOSAL_RECORDED") == 1
