@@ -28,8 +28,8 @@ from test_tasks_support import START, Clock, refusal
 
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "ledger.sqlite3"
+def path(ledger_target: Path) -> Path:
+    return ledger_target
 
 
 @pytest.fixture

@@ -65,6 +65,7 @@ from aios_ledger.shell.db.connection import (
     fetch_record,
     stream_records,
 )
+from aios_ledger.shell.db.run import Connection
 
 ClockMs = Callable[[], int]
 POLL_SECONDS = 0.05
@@ -198,11 +199,11 @@ def owner_is_dead(owner: str) -> bool:
     return False
 
 
-def _read_row(conn: apsw.Connection, aux_id: str) -> AuxiliaryRunRow | None:
+def _read_row(conn: Connection, aux_id: str) -> AuxiliaryRunRow | None:
     return fetch_record(conn, "get_auxiliary_run", {"aux_id": aux_id}, AuxiliaryRunRow)
 
 
-def _read_rows(conn: apsw.Connection, name: str, params: Params | None) -> list[AuxiliaryRunRow]:
+def _read_rows(conn: Connection, name: str, params: Params | None) -> list[AuxiliaryRunRow]:
     return list(stream_records(conn, name, params, AuxiliaryRunRow))
 
 
@@ -279,7 +280,7 @@ class AuxiliaryRunService:
         return Timestamp.from_epoch_ms(self._clock_ms())
 
     def _recover(self) -> tuple[str, ...]:
-        def write(conn: apsw.Connection) -> list[str]:
+        def write(conn: Connection) -> list[str]:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             rows = tuple(_read_rows(conn, "unfinished_auxiliary_runs", None))
             dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
@@ -332,7 +333,7 @@ class AuxiliaryRunService:
         aux_id = checked.spec.id
         now = self._now()
 
-        def write(conn: apsw.Connection) -> SpawnAnswer:
+        def write(conn: Connection) -> SpawnAnswer:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
             return plans.apply(decide_spawn(state, checked, now=now, owner=self.owner))
@@ -376,7 +377,7 @@ class AuxiliaryRunService:
         request = AuxiliaryTransitionRequest(aux_id, target, output=output, error=error)
         now = self._now()
 
-        def write(conn: apsw.Connection) -> AuxiliaryRunRow:
+        def write(conn: Connection) -> AuxiliaryRunRow:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
             return plans.apply(decide_transition(state, request, now=now))
@@ -421,7 +422,7 @@ class AuxiliaryRunService:
         )
         now = self._now()
 
-        def write(conn: apsw.Connection) -> None:
+        def write(conn: Connection) -> None:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
             decision = decide_stop(state, stop, now=now)

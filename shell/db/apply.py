@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-import apsw
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
-from aios_ledger.shell.db.run import execute
+from aios_ledger.shell.db.run import Connection, execute
 from aios_ledger.shell.log.tail import read_chain_tips, read_next_event_id
 
 R = TypeVar("R")
 
 
 def apply_decision(
-    conn: apsw.Connection,
+    conn: Connection,
     decision: WritePlan[R] | Replay[R],
     *,
     error: type[LedgerError] = LedgerError,
@@ -40,7 +39,7 @@ class PlanExecutor:
     decision is handed the tips of its own chains only: a batch of a hundred tasks must not
     copy a hundred tips into every plan."""
 
-    def __init__(self, conn: apsw.Connection, *, error: type[LedgerError] = LedgerError) -> None:
+    def __init__(self, conn: Connection, *, error: type[LedgerError] = LedgerError) -> None:
         self.conn = conn
         self._error = error
         self._next_event_id: int | None = None

@@ -1,0 +1,32 @@
+-- Transactions on PostgreSQL. Writers run at READ COMMITTED and take the ledger's write lock
+-- first (one transaction-scoped advisory lock per schema, keyed by the search_path): the
+-- counterpart of SQLite's BEGIN IMMEDIATE, under which every decision reads the rows it decides
+-- on and the log's tail unchanged until it commits. Readers take one REPEATABLE READ snapshot.
+
+-- name: begin_immediate!
+BEGIN ISOLATION LEVEL READ COMMITTED;
+
+-- name: write_lock!
+SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
+
+-- name: begin_read!
+BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+
+-- name: commit!
+COMMIT;
+
+-- name: rollback!
+ROLLBACK;
+
+-- name: create_search_path_schema!
+-- The schema the search_path names first (its name is checked by the shell: lower-case letters,
+-- digits and underscores), for the library's own migrate; dbmate creates it the same way.
+DO $$
+BEGIN
+  EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I',
+                 trim(both '"' from split_part(current_setting('search_path'), ',', 1)));
+END;
+$$;
+
+-- name: migration_lock!
+SELECT pg_advisory_xact_lock(hashtext('aios_ledger migrate ' || current_setting('search_path')));
