@@ -85,15 +85,51 @@ def postgres_url(database: str | None) -> str:
     return f"{database}?search_path=t{os.getpid()}_{next(_SCHEMAS)}"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def ledger_target(
-    request: pytest.FixtureRequest, tmp_path: Path, postgres_database: str | None
-) -> str | Path:
-    """Where a test's ledger lives, on each engine: a path or a PostgreSQL URL."""
-    if request.param == "sqlite":
+ENGINES = ("sqlite", "postgresql")
+
+
+@pytest.fixture
+def engine() -> str:
+    """The engine a test's ledger lives on: SQLite unless its module runs both engines
+    (`pytest_generate_tests = both_engines`)."""
+    return "sqlite"
+
+
+def both_engines(metafunc: pytest.Metafunc) -> None:
+    """A test module's `pytest_generate_tests`: every test that takes `engine` (through
+    `ledger_target`, say) runs on SQLite and on PostgreSQL; golden snapshots (the core's, the
+    same on both engines) stay single."""
+    if "engine" in metafunc.fixturenames and "golden" not in metafunc.fixturenames:
+        metafunc.parametrize("engine", ENGINES)
+
+
+@pytest.fixture
+def ledger_target(engine: str, tmp_path: Path, postgres_database: str | None) -> str | Path:
+    """Where a test's ledger lives: a fresh SQLite file, or a fresh PostgreSQL schema."""
+    if engine == "sqlite":
         return tmp_path / "ledger.sqlite3"
     return postgres_url(postgres_database)
 
 
 def is_postgres(target: object) -> bool:
     return isinstance(target, str) and target.startswith("postgresql://")
+
+
+_FRESH: list[str | None] = [None]
+
+
+@pytest.fixture
+def engine_targets(engine: str, request: pytest.FixtureRequest) -> Iterator[None]:
+    """For modules whose stores open an in-memory database (`path=None`): on PostgreSQL,
+    `fresh_target()` is a fresh schema instead (`pytestmark = usefixtures("engine_targets")`)."""
+    if engine == "postgresql":
+        database = request.getfixturevalue("postgres_database")
+        postgres_url(database)  # skips without a server
+        _FRESH[0] = database
+    yield
+    _FRESH[0] = None
+
+
+def fresh_target() -> str | None:
+    """None (SQLite in memory) or a fresh PostgreSQL schema, as the test's engine is."""
+    return None if _FRESH[0] is None else postgres_url(_FRESH[0])

@@ -14,8 +14,11 @@ from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.tasks.ledger import CLAIM_BATCH
+from conftest import both_engines
 from legacy_fixtures import dump, rows
 from test_tasks_support import START, Clock, refusal
+
+pytest_generate_tests = both_engines
 
 
 @pytest.fixture

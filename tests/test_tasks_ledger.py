@@ -24,7 +24,7 @@ from aios_ledger.shell import (
 )
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.db.statements import sql
-from conftest import is_postgres
+from conftest import both_engines, is_postgres
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import LEGACY_DDL as LEGACY_SCHEMA
@@ -44,6 +44,9 @@ from test_tasks_support import (
     seed_task,
     source_capture_result,
 )
+
+pytest_generate_tests = both_engines
+
 
 TOKEN = "claimer-token-0123456789abcdef"
 OTHER_TOKEN = "another-token-0123456789abcdef"

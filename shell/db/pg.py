@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 import psycopg
 from aios_ledger.core import LedgerError
-from aios_ledger.shell.db.statements import statement_texts, statements
+from aios_ledger.shell.db.statements import postgresql_text, statement_texts, statements
 from psycopg import errors as pg_errors
 from psycopg.types.numeric import Int8Dumper
 
@@ -115,6 +115,18 @@ class PgConnection:
         else:
             cursor.execute(_RAW_TEXTS[name])
         return cursor
+
+    def execute(
+        self, text: str, params: Mapping[str, Any] | Sequence[Any] | None = None
+    ) -> psycopg.Cursor[Any]:
+        """Ad-hoc SQL, as apsw's `Connection.execute` takes it (`:name` or `?` parameters):
+        for tools and tests that look at a ledger's tables; the ledger itself names its
+        statements (`run`)."""
+        if isinstance(params, Mapping):
+            return self.raw.execute(postgresql_text(text).encode(), bindable("sql", params))
+        if params:
+            return self.raw.execute(text.replace("?", "%s").encode(), list(params))
+        return self.raw.execute(text.encode())
 
     def script(self, text: str) -> None:
         """A migration's section: several statements, no parameters."""
