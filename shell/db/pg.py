@@ -60,12 +60,13 @@ class PostgresTarget:
         return cls(urlunsplit(parts._replace(query=rest)), schema)
 
     def redacted(self) -> str:
-        """The URL without its password, for messages."""
+        """The URL without its password, with its schema, for messages."""
         parts = urlsplit(self.conninfo)
-        if parts.password is None:
-            return self.conninfo
-        host = parts.netloc.rpartition("@")[2]
-        return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+        if parts.password is not None:
+            host = parts.netloc.rpartition("@")[2]
+            parts = parts._replace(netloc=f"{parts.username}:***@{host}")
+        query = "&".join(filter(None, [parts.query, f"search_path={self.schema}"]))
+        return urlunsplit(parts._replace(query=query))
 
     def connect_options(self) -> dict[str, Any]:
         return {

@@ -28,5 +28,11 @@ BEGIN
 END;
 $$;
 
--- name: migration_lock!
-SELECT pg_advisory_xact_lock(hashtext('aios_ledger migrate ' || current_setting('search_path')));
+-- name: drop_search_path_schema!
+-- Only for the scratch schema `schema-dump` migrates to read its DDL back.
+DO $$
+BEGIN
+  EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE',
+                 trim(both '"' from split_part(current_setting('search_path'), ',', 1)));
+END;
+$$;
