@@ -104,6 +104,11 @@ class PgConnection:
             cursor.execute(_RAW_TEXTS[name])
         return cursor
 
+    def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One statement over many rows, pipelined (psycopg's executemany)."""
+        with self.raw.cursor() as cursor:
+            cursor.executemany(_TEXTS[name], [bindable(name, row) for row in rows])
+
     def stream(
         self, name: str, params: Mapping[str, Any] | None, cursor_name: str
     ) -> psycopg.ServerCursor[Any]:

@@ -21,10 +21,14 @@ ROLLBACK;
 -- name: create_search_path_schema!
 -- The schema the search_path names first (its name is checked by the shell: lower-case letters,
 -- digits and underscores), for the library's own migrate; dbmate creates it the same way.
+-- A role that owns its schema already (and may create nothing else) never asks for more.
 DO $$
+DECLARE
+  wanted text := trim(both '"' from split_part(current_setting('search_path'), ',', 1));
 BEGIN
-  EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I',
-                 trim(both '"' from split_part(current_setting('search_path'), ',', 1)));
+  IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = wanted) THEN
+    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', wanted);
+  END IF;
 END;
 $$;
 
