@@ -342,12 +342,12 @@ def row_dicts(path: Path, query: str, params: tuple[Any, ...] = ()) -> list[dict
             return [dict(zip(names, row, strict=True)) for row in cursor]
     con = _reader(path)
     try:
-        cursor = con.execute(query, params)
+        found = con.execute(query, params)
         try:
-            names = [column[0] for column in cursor.get_description()]
+            columns = [column[0] for column in found.get_description()]
         except apsw.ExecutionCompleteError:
             return []
-        return [dict(zip(names, row, strict=True)) for row in cursor]
+        return [dict(zip(columns, row, strict=True)) for row in found]
     finally:
         con.close()
 

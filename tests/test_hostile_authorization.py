@@ -148,7 +148,7 @@ def _cli_args(flow: str, path: Path, request: Path) -> list[str]:
 
 
 def _cli_database(flow: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: Path) -> Path:
-    path = on_engine(_database(flow, tmp_path / "ledger.db"), target)
+    path: Path = on_engine(_database(flow, tmp_path / "ledger.db"), target)
     bound = tmp_path / "binding.json"
     bound.write_text(json.dumps(binding().public()))
     _configure(monkeypatch, OWNER)

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import apsw
 from aios_ledger.core import EventAppend, chain_of
 from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.run import Connection
 from conftest import is_postgres
 from legacy_fixtures import _postgres_reader, rows
 
@@ -42,7 +42,7 @@ def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> Eve
 def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> list[int]:
     """Append one event per entry of `tasks` (a task id, or None for a ledger event)."""
 
-    def write(conn: apsw.Connection) -> list[int]:
+    def write(conn: Connection) -> list[int]:
         plans = PlanExecutor(conn)
         appended = []
         for number, task in enumerate(tasks):

@@ -17,6 +17,7 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, RunStore, TaskLedger, ledger_head, verify_log
 from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.log.copy import copy_ledger
 from conftest import postgres_url
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump
@@ -108,8 +109,12 @@ def test_the_append_only_triggers_refuse_edits(pg: str) -> None:
             "UPDATE event_seals SET seal = 'x'",
             "DELETE FROM event_seal_rows",
         ):
+
+            def edit(conn: Connection, text: str = statement) -> None:
+                conn.execute(text)
+
             with pytest.raises(LedgerError, match="EVENTS_APPEND_ONLY") as refused:
-                ledger.database.write(lambda conn, text=statement: conn.execute(text))
+                ledger.database.write(edit)
             assert refused.value.code == "CONSTRAINT_VIOLATION"
         assert verify_log(ledger.database).intact
 
