@@ -123,6 +123,11 @@ def database_file_exists(path: str) -> bool:
     return True
 
 
+# The Database subclass a URL opens: `pg_database.PostgresDatabase`, which registers itself
+# here (the package's `__init__` imports it), so that this module need not import it back.
+URL_ENGINES: list[type[Database]] = []
+
+
 class _SchemaStep(enum.Enum):
     MIGRATE = "migrate"  # apply what is pending (the default)
     REQUIRE_CURRENT = "require_current"  # the schema is the DBA's: refuse one that is behind
@@ -148,9 +153,8 @@ class Database:
 
     def __new__(cls, path: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> Any:
         if cls is Database and is_database_url(path):
-            from aios_ledger.shell.db.pg_database import PostgresDatabase
-
-            return object.__new__(PostgresDatabase)
+            # PostgreSQL's Database (`pg_database`), registered when the package is imported.
+            return object.__new__(URL_ENGINES[0])
         return object.__new__(cls)
 
     def __init__(

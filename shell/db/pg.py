@@ -104,6 +104,29 @@ class PgConnection:
             cursor.execute(_RAW_TEXTS[name])
         return cursor
 
+    def run_pipeline(
+        self, items: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> tuple[list[int], psycopg.Error | None]:
+        """A plan's statements in one pipeline (one round trip): the rows each changed, as far
+        as they ran, and the error that stopped them, if one did (the transaction is then
+        aborted: the caller raises, and the Database rolls back)."""
+        cursors: list[psycopg.Cursor[Any]] = []
+        failed: psycopg.Error | None = None
+        try:
+            with self.raw.pipeline():
+                for name, params in items:
+                    cursor = self.raw.cursor()
+                    cursor.execute(_TEXTS[name], bindable(name, params))
+                    cursors.append(cursor)
+        except psycopg.Error as exc:
+            failed = exc
+        counts = []
+        for cursor in cursors:
+            if cursor.pgresult is None:
+                break
+            counts.append(max(cursor.rowcount, 0))
+        return counts, failed
+
     def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """One statement over many rows, pipelined (psycopg's executemany)."""
         with self.raw.cursor() as cursor:

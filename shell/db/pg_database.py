@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from aios_ledger.core import LedgerError
-from aios_ledger.shell.db.connection import Database, Params, Row, _SchemaStep
+from aios_ledger.shell.db.connection import URL_ENGINES, Database, Params, Row, _SchemaStep
 from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
 from aios_ledger.shell.db.pg import (
     RETRYABLE,
@@ -167,3 +167,6 @@ class PostgresDatabase(Database):
         with conn.stream(name, params, f"aios_rows_{next(_CURSOR_NAMES)}") as cursor:
             columns = [] if cursor.description is None else [c.name for c in cursor.description]
             yield (dict(zip(columns, row, strict=True)) for row in cursor)
+
+
+URL_ENGINES.append(PostgresDatabase)
