@@ -61,9 +61,11 @@ def postgres_database() -> Iterator[str | None]:
     name = f"aios_test_{secrets.token_hex(6)}"
     with admin:
         admin.execute(f"CREATE DATABASE {name}")
-        try:
-            yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
-        finally:
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        # A connection of its own: a test may have restarted the server meanwhile.
+        with psycopg.connect(server, autocommit=True, connect_timeout=10) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
