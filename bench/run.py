@@ -20,7 +20,7 @@ from typing import Any
 
 import apsw
 
-from . import aux, contention, layers, lifecycles, scale, transitions, verify
+from . import aux, contention, layers, lifecycles, postgres, scale, transitions, verify
 from .harness import RESULTS, figures_table, machine_facts, say
 
 Part = Callable[..., list[dict[str, Any]]]
@@ -32,6 +32,7 @@ PARTS: dict[str, tuple[str, Part]] = {
     "5": ("auxiliary runs", aux.run),
     "6": ("event log verify", verify.run),
     "7": ("the layers' cost on a heartbeat", layers.run),
+    "9": ("PostgreSQL vs PgQueuer, Procrastinate and raw psycopg", postgres.run),
 }
 
 
