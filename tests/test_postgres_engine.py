@@ -185,3 +185,28 @@ def test_a_search_path_that_is_not_one_plain_schema_is_refused(url: str) -> None
     with pytest.raises(LedgerError) as refused:
         TaskLedger(url)
     assert refused.value.code == "DATABASE_URL_INVALID"
+
+
+def test_the_command_line_takes_a_url_from_flag_variable_and_config_file(
+    pg: str, tmp_path: Path
+) -> None:
+    """`--db URL`, `AIOS_LEDGER_DB=URL` and `[database] path = URL` all select PostgreSQL."""
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text(f'[database]\npath = "{pg}"\n')
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"idempotency_key": "c", "task": {"goal": "g", "instructions": "i"}}))
+    env = {k: v for k, v in os.environ.items() if k != "AIOS_LEDGER_DB"}
+    cli = [sys.executable, "-m", "aios_ledger.shell.cli"]
+
+    def run(*argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*cli, *argv], capture_output=True, text=True, env={**env, **extra}, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    run("--db", pg, "init")
+    run("--config", str(config), "task", "create", "--json", str(task))
+    listed = json.loads(run("task", "list", "--json", AIOS_LEDGER_DB=pg).stdout)
+    assert [row["status"] for row in listed] == ["QUEUED"]
+    assert json.loads(run("--db", pg, "verify").stdout)["intact"] is True
