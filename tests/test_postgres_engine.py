@@ -194,7 +194,9 @@ def test_the_command_line_takes_a_url_from_flag_variable_and_config_file(
     config = tmp_path / "aios-ledger.toml"
     config.write_text(f'[database]\npath = "{pg}"\n')
     task = tmp_path / "task.json"
-    task.write_text(json.dumps({"idempotency_key": "c", "task": {"goal": "g", "instructions": "i"}}))
+    task.write_text(
+        json.dumps({"idempotency_key": "c", "task": {"goal": "g", "instructions": "i"}})
+    )
     env = {k: v for k, v in os.environ.items() if k != "AIOS_LEDGER_DB"}
     cli = [sys.executable, "-m", "aios_ledger.shell.cli"]
 
