@@ -3,7 +3,7 @@
 -- name: log_next_event_id$
 -- The id the next event gets, read under the write lock: the core seals events over their ids.
 -- The counter row never hands out an id again, even one whose row is gone (archived); every
--- inserted event moves it on (trigger events_count_id), inside the writer's transaction, so ids
+-- transaction's events move it on at its COMMIT (trigger events_count_id), so ids
 -- are dense: a rolled-back writer leaves no gap. Writers are serialized (the write lock), so no
 -- two transactions read the same id.
 SELECT greatest(c.last_event_id, coalesce((SELECT max(event_id) FROM events), 0)) + 1

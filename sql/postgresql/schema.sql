@@ -7,8 +7,9 @@ CREATE FUNCTION events_count_id() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  UPDATE event_id_counter SET last_event_id = greatest(last_event_id, NEW.event_id);
-  RETURN NEW;
+  UPDATE event_id_counter SET last_event_id = (SELECT max(event_id) FROM events)
+  WHERE last_event_id < NEW.event_id;
+  RETURN NULL;
 END;
 $$;
 
@@ -291,7 +292,7 @@ CREATE TRIGGER event_seals_refuse_delete BEFORE DELETE ON event_seals FOR EACH R
 
 CREATE TRIGGER event_seals_refuse_update BEFORE UPDATE ON event_seals FOR EACH ROW EXECUTE FUNCTION refuse_change('seals cannot be updated');
 
-CREATE TRIGGER events_count_id AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION events_count_id();
+CREATE CONSTRAINT TRIGGER events_count_id AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION events_count_id();
 
 CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION refuse_change('events cannot be deleted', 'archivable');
 

@@ -177,14 +177,19 @@ CREATE TABLE auxiliary_runs(
 CREATE INDEX auxiliary_runs_by_state ON auxiliary_runs(state, aux_id);
 CREATE INDEX auxiliary_runs_by_target ON auxiliary_runs(session_id, run_id, aux_id);
 
--- Every inserted event moves the id counter on (and so holds its row lock to commit).
+-- The id counter moves on to the transaction's last event at its COMMIT: the trigger is
+-- deferred, and only its first firing writes the row (the others find it there already). One
+-- write per transaction, not per event: a batch of 10,000 events does not leave 10,000 versions
+-- of the counter row for every later reader to step over.
 CREATE FUNCTION events_count_id() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE event_id_counter SET last_event_id = greatest(last_event_id, NEW.event_id);
-  RETURN NEW;
+  UPDATE event_id_counter SET last_event_id = (SELECT max(event_id) FROM events)
+  WHERE last_event_id < NEW.event_id;
+  RETURN NULL;
 END;
 $$;
-CREATE TRIGGER events_count_id AFTER INSERT ON events
+CREATE CONSTRAINT TRIGGER events_count_id AFTER INSERT ON events
+  DEFERRABLE INITIALLY DEFERRED
   FOR EACH ROW EXECUTE FUNCTION events_count_id();
 
 -- Append-only tables, as SQLite's triggers: TG_ARGV[0] is the message; a table whose rows go
