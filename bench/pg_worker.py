@@ -179,8 +179,7 @@ class Raw:
         )
 
     def step(self, work: Any) -> None:
-        self.one("begin_immediate")
-        self.one("write_lock")
+        self.one("begin_immediate")  # and the write lock, as the ledger's
         work()
         self.one("commit")
 

@@ -136,11 +136,9 @@ class PostgresDatabase(Database):
         time.sleep(min(0.5, 0.005 * 2**retry) * random.uniform(0.5, 1.5))
 
     def _once(self, conn: PgConnection, write: bool, work: Callable[[Any], T]) -> T:
-        conn.run("begin_immediate" if write else "begin_read", None)
+        conn.run("begin_immediate" if write else "begin_read", None)  # a write: and its lock
         self._local.conn = conn
         try:
-            if write:
-                conn.run("write_lock", None)
             result = work(conn)
         except BaseException:
             self._local.conn = None
