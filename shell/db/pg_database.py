@@ -23,7 +23,14 @@ from typing import Any, TypeVar
 
 import psycopg
 from aios_ledger.core import LedgerError
-from aios_ledger.shell.db.connection import URL_ENGINES, Database, Params, Row, _SchemaStep
+from aios_ledger.shell.db.connection import (
+    SYNCHRONOUS_LEVELS,
+    URL_ENGINES,
+    Database,
+    Params,
+    Row,
+    _SchemaStep,
+)
 from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
 from aios_ledger.shell.db.pg import (
     RETRYABLE,
@@ -55,6 +62,10 @@ class PostgresDatabase(Database):
     def _open(self, path: Any, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         if vfs is not None:
             raise LedgerError("DATABASE_URL_INVALID", "a VFS is SQLite's: not for a URL")
+        if synchronous not in SYNCHRONOUS_LEVELS:  # SQLite's setting: checked alike, unused
+            raise LedgerError(
+                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
+            )
         self.target = PostgresTarget.parse(str(path))
         self.path = self.target.redacted()
         self.busy_retries = 0
