@@ -46,6 +46,36 @@ def _server_url() -> str:
     return os.environ.get("AIOS_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
 
 
+def _unreachable() -> str | None:
+    """Why the server does not answer, or None when it does."""
+    try:
+        psycopg.connect(_server_url(), autocommit=True, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0][:100]
+    return None
+
+
+def _uses_postgres(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    engine = callspec.params.get("engine") if callspec is not None else None
+    fixtures = getattr(item, "fixturenames", ())
+    return engine == "postgresql" or (engine is None and "postgres_database" in fixtures)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a server the PostgreSQL half is deselected, and the run ends with one line
+    saying so; with AIOS_REQUIRE_POSTGRES=1 it stays, and fails."""
+    postgres = [item for item in items if _uses_postgres(item)]
+    if not postgres or os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":
+        return
+    reason = _unreachable()
+    if reason is None:
+        return
+    _POSTGRES_SKIPPED.append(f"{len(postgres)} tests, no PostgreSQL at {_server_url()}: {reason}")
+    config.hook.pytest_deselected(items=postgres)
+    items[:] = [item for item in items if not _uses_postgres(item)]
+
+
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str | None]:
     """The URL of a database of this session's own, or None when no server answers."""
@@ -55,7 +85,6 @@ def postgres_database() -> Iterator[str | None]:
     except psycopg.Error as exc:
         if os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"AIOS_REQUIRE_POSTGRES=1 but PostgreSQL at {server} is unreachable: {exc}")
-        _POSTGRES_SKIPPED.append(f"no PostgreSQL at {server} ({str(exc).strip()[:80]})")
         yield None
         return
     name = f"aios_test_{secrets.token_hex(6)}"
@@ -75,7 +104,7 @@ _POSTGRES_SKIPPED: list[str] = []
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for line in _POSTGRES_SKIPPED[:1]:
         terminalreporter.write_line(
-            f"PostgreSQL tests SKIPPED: {line}; set AIOS_TEST_POSTGRES_URL, or "
+            f"PostgreSQL half SKIPPED ({line}); set AIOS_TEST_POSTGRES_URL, or "
             "AIOS_REQUIRE_POSTGRES=1 to fail instead"
         )
 
@@ -106,11 +135,11 @@ def both_engines(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def ledger_target(engine: str, tmp_path: Path, postgres_database: str | None) -> str | Path:
+def ledger_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> str | Path:
     """Where a test's ledger lives: a fresh SQLite file, or a fresh PostgreSQL schema."""
     if engine == "sqlite":
         return tmp_path / "ledger.sqlite3"
-    return postgres_url(postgres_database)
+    return postgres_url(request.getfixturevalue("postgres_database"))
 
 
 def is_postgres(target: object) -> bool:
