@@ -116,6 +116,67 @@ def postgres_url(database: str | None) -> str:
     return f"{database}?search_path=t{os.getpid()}_{next(_SCHEMAS)}"
 
 
+# Migrating a schema takes about ten times as long as emptying one: a ledger's schema goes back
+# to the pool when its test ends, its tables truncated and its id counter at 0, as a fresh
+# ledger is (only one whose migrations are the current ones, which nothing else has changed).
+_FREE: list[str] = []
+_LENT: list[tuple[str, str]] = []
+
+
+def ledger_schema_url(database: str | None) -> str:
+    """A schema for a ledger: an emptied one of an earlier test, or a new one (its first open
+    migrates it). Tests that need a schema with nothing in it take `postgres_url`."""
+    url = postgres_url(database)
+    assert database is not None
+    schema = _FREE.pop() if _FREE else url.rsplit("=", 1)[1]
+    _LENT.append((database, schema))
+    return f"{database}?search_path={schema}"
+
+
+@pytest.fixture(autouse=True)
+def _schemas_back_to_the_pool() -> Iterator[None]:
+    yield
+    while _LENT:
+        database, schema = _LENT.pop()
+        if _emptied(database, schema):
+            _FREE.append(schema)
+
+
+def _emptied(database: str, schema: str) -> bool:
+    from aios_ledger.shell.db.migrator import known_migrations
+
+    current = [migration.version for migration in known_migrations("postgresql")]
+    try:
+        with psycopg.connect(database, autocommit=True) as conn:
+            conn.execute(b"SET lock_timeout = '2s'")
+            tables = [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT table_name FROM information_schema.tables"
+                    " WHERE table_schema = %s AND table_type = 'BASE TABLE'",
+                    (schema,),
+                )
+            ]
+            if "schema_migrations" not in tables:
+                return False
+            applied = conn.execute(
+                f"SELECT version FROM {schema}.schema_migrations ORDER BY version".encode()
+            )
+            if [str(row[0]) for row in applied] != current:
+                return False
+            emptied = [name for name in tables if name not in KEPT_TABLES]
+            with conn.transaction():
+                listed = ", ".join(f"{schema}.{name}" for name in emptied)
+                conn.execute(f"TRUNCATE {listed}".encode())
+                conn.execute(f"UPDATE {schema}.event_id_counter SET last_event_id = 0".encode())
+    except psycopg.Error:
+        return False
+    return True
+
+
+KEPT_TABLES = frozenset({"schema_migrations", "event_id_counter"})
+
+
 ENGINES = ("sqlite", "postgresql")
 
 
@@ -139,7 +200,7 @@ def ledger_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -
     """Where a test's ledger lives: a fresh SQLite file, or a fresh PostgreSQL schema."""
     if engine == "sqlite":
         return tmp_path / "ledger.sqlite3"
-    return postgres_url(request.getfixturevalue("postgres_database"))
+    return ledger_schema_url(request.getfixturevalue("postgres_database"))
 
 
 def is_postgres(target: object) -> bool:
@@ -163,4 +224,4 @@ def engine_targets(engine: str, request: pytest.FixtureRequest) -> Iterator[None
 
 def fresh_target() -> str | None:
     """None (SQLite in memory) or a fresh PostgreSQL schema, as the test's engine is."""
-    return None if _FRESH[0] is None else postgres_url(_FRESH[0])
+    return None if _FRESH[0] is None else ledger_schema_url(_FRESH[0])
