@@ -45,8 +45,12 @@ bench: bench-setup
 bench-quick: bench-setup
 	$(PY) -m bench --quick
 
+# PostgreSQL's schema.sql needs a server (a scratch schema is migrated there and dropped).
+AIOS_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 schema: $(STAMP)
 	$(PY) -m aios_ledger.shell.cli schema-dump > sql/schema.sql
+	$(PY) -m aios_ledger.shell.cli --db '$(AIOS_TEST_POSTGRES_URL)' schema-dump > sql/postgresql/schema.sql.new
+	mv sql/postgresql/schema.sql.new sql/postgresql/schema.sql
 
 clean:
 	rm -rf $(VENV) .typecheck .pytest_cache .mypy_cache .ruff_cache

@@ -25,6 +25,7 @@ from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import fetch_value
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.db.statements import sql
 
 BATCH = 50_000
@@ -39,7 +40,7 @@ def build(db: Database, events: int) -> None:
         count = min(BATCH, events - present)
         first = present
 
-        def write(conn: apsw.Connection, first: int = first, count: int = count) -> None:
+        def write(conn: Connection, first: int = first, count: int = count) -> None:
             plans = PlanExecutor(conn)
             for number in range(first, first + count):
                 task = None if number % 97 == 0 else f"task-{number // EVENTS_PER_TASK:07d}"
@@ -61,7 +62,8 @@ def build(db: Database, events: int) -> None:
 def plain_read_and_hash(db: Database) -> tuple[int, float]:
     """Every row the verifier reads, hashed with sha256, and nothing else."""
 
-    def work(conn: apsw.Connection) -> int:
+    def work(conn: Connection) -> int:
+        assert isinstance(conn, apsw.Connection)
         rows = 0
         for row in conn.execute(sql("log_verify_rows")):
             hashlib.sha256("\0".join(map(str, row)).encode()).digest()

@@ -20,7 +20,7 @@ from typing import Any
 
 import apsw
 
-from . import api, aux, contention, layers, lifecycles, scale, transitions, verify
+from . import api, aux, contention, layers, lifecycles, postgres, scale, transitions, verify
 from .harness import RESULTS, figures_table, machine_facts, say
 
 Part = Callable[..., list[dict[str, Any]]]
@@ -33,6 +33,7 @@ PARTS: dict[str, tuple[str, Part]] = {
     "6": ("event log verify", verify.run),
     "7": ("the layers' cost on a heartbeat", layers.run),
     "8": ("the HTTP API: 32 agents, group commit, long polls", api.run),
+    "9": ("PostgreSQL vs PgQueuer, Procrastinate and raw psycopg", postgres.run),
 }
 
 

@@ -21,6 +21,7 @@ from aios_ledger.shell.db.connection import (
     DEFAULT_PATH_ENV,
     Database,
     database_file_exists,
+    is_database_url,
     resolve_path,
 )
 from aios_ledger.shell.tasks.ledger import TaskLedger
@@ -92,6 +93,8 @@ def database_path(args: argparse.Namespace) -> str:
     `DATABASE_NOT_FOUND`, never a new, empty ledger (only `init` creates one)."""
     migrate_on_open(args)  # an unclear setting is a usage mistake, whatever the path
     path = _named_database(args)
+    if is_database_url(path):
+        return path  # a server's database: the connection says whether it is there
     if not database_file_exists(resolve_path(path)):
         raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
     return path
@@ -100,6 +103,8 @@ def database_path(args: argparse.Namespace) -> str:
 def new_database_path(args: argparse.Namespace) -> str:
     """The ledger `init` creates or migrates; its directory must exist."""
     path = _named_database(args)
+    if is_database_url(path):
+        return path
     if not database_file_exists(resolve_path(path)):
         folder = os.path.dirname(path) or "."
         if not os.path.isdir(folder):

@@ -12,6 +12,7 @@ import tomllib
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import LedgerSettings
+from aios_ledger.shell.db.pg import is_database_url
 
 CONFIG_ENV = "AIOS_LEDGER_CONFIG"
 CONFIG_FILE = "aios-ledger.toml"
@@ -49,7 +50,8 @@ def load_settings(path: str | None) -> LedgerSettings:
         raise LedgerError("CONFIG_INVALID", f"{path[:200]}: not TOML: {exc}") from None
     settings = LedgerSettings.from_mapping(raw, source=path[:200])
     database = settings.database
-    if database.path is not None and not os.path.isabs(database.path):
+    url = database.path is not None and is_database_url(database.path)
+    if database.path is not None and not url and not os.path.isabs(database.path):
         relative = os.path.join(os.path.dirname(path), database.path)
         settings = attrs.evolve(settings, database=attrs.evolve(database, path=relative))
     return settings

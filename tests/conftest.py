@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -24,3 +31,197 @@ class LedgerSnapshots(JSONSnapshotExtension):
 @pytest.fixture
 def golden(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(LedgerSnapshots)
+
+
+# -- both engines -------------------------------------------------------------------------------
+# The store and service tests take `ledger_target`: a fresh SQLite file, or a fresh schema in a
+# PostgreSQL database created for this test session (and dropped at its end). Without a reachable
+# server the PostgreSQL half skips, with one line saying so, unless AIOS_REQUIRE_POSTGRES=1.
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+_SCHEMAS = itertools.count(1)
+
+
+def _server_url() -> str:
+    return os.environ.get("AIOS_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
+
+
+def _unreachable() -> str | None:
+    """Why the server does not answer, or None when it does."""
+    try:
+        psycopg.connect(_server_url(), autocommit=True, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0][:100]
+    return None
+
+
+def _uses_postgres(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    engine = callspec.params.get("engine") if callspec is not None else None
+    fixtures = getattr(item, "fixturenames", ())
+    return engine == "postgresql" or (engine is None and "postgres_database" in fixtures)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a server the PostgreSQL half is deselected, and the run ends with one line
+    saying so; with AIOS_REQUIRE_POSTGRES=1 it stays, and fails."""
+    postgres = [item for item in items if _uses_postgres(item)]
+    if not postgres or os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":
+        return
+    reason = _unreachable()
+    if reason is None:
+        return
+    _POSTGRES_SKIPPED.append(f"{len(postgres)} tests, no PostgreSQL at {_server_url()}: {reason}")
+    config.hook.pytest_deselected(items=postgres)
+    items[:] = [item for item in items if not _uses_postgres(item)]
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str | None]:
+    """The URL of a database of this session's own, or None when no server answers."""
+    server = _server_url()
+    try:
+        admin = psycopg.connect(server, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        if os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"AIOS_REQUIRE_POSTGRES=1 but PostgreSQL at {server} is unreachable: {exc}")
+        yield None
+        return
+    name = f"aios_test_{secrets.token_hex(6)}"
+    with admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        # A connection of its own: a test may have restarted the server meanwhile.
+        with psycopg.connect(server, autocommit=True, connect_timeout=10) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+_POSTGRES_SKIPPED: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in _POSTGRES_SKIPPED[:1]:
+        terminalreporter.write_line(
+            f"PostgreSQL half SKIPPED ({line}); set AIOS_TEST_POSTGRES_URL, or "
+            "AIOS_REQUIRE_POSTGRES=1 to fail instead"
+        )
+
+
+def postgres_url(database: str | None) -> str:
+    """A fresh schema (its own search_path) in the session's database."""
+    if database is None:
+        pytest.skip("PostgreSQL unreachable (see the line at the end of the run)")
+    return f"{database}?search_path=t{os.getpid()}_{next(_SCHEMAS)}"
+
+
+# Migrating a schema takes about ten times as long as emptying one: a ledger's schema goes back
+# to the pool when its test ends, its tables truncated and its id counter at 0, as a fresh
+# ledger is (only one whose migrations are the current ones, which nothing else has changed).
+_FREE: list[str] = []
+_LENT: list[tuple[str, str]] = []
+
+
+def ledger_schema_url(database: str | None) -> str:
+    """A schema for a ledger: an emptied one of an earlier test, or a new one (its first open
+    migrates it). Tests that need a schema with nothing in it take `postgres_url`."""
+    url = postgres_url(database)
+    assert database is not None
+    schema = _FREE.pop() if _FREE else url.rsplit("=", 1)[1]
+    _LENT.append((database, schema))
+    return f"{database}?search_path={schema}"
+
+
+@pytest.fixture(autouse=True)
+def _schemas_back_to_the_pool() -> Iterator[None]:
+    yield
+    while _LENT:
+        database, schema = _LENT.pop()
+        if _emptied(database, schema):
+            _FREE.append(schema)
+
+
+def _emptied(database: str, schema: str) -> bool:
+    from aios_ledger.shell.db.migrator import known_migrations
+
+    current = [migration.version for migration in known_migrations("postgresql")]
+    try:
+        with psycopg.connect(database, autocommit=True) as conn:
+            conn.execute(b"SET lock_timeout = '2s'")
+            tables = [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT table_name FROM information_schema.tables"
+                    " WHERE table_schema = %s AND table_type = 'BASE TABLE'",
+                    (schema,),
+                )
+            ]
+            if "schema_migrations" not in tables:
+                return False
+            applied = conn.execute(
+                f"SELECT version FROM {schema}.schema_migrations ORDER BY version".encode()
+            )
+            if [str(row[0]) for row in applied] != current:
+                return False
+            emptied = [name for name in tables if name not in KEPT_TABLES]
+            with conn.transaction():
+                listed = ", ".join(f"{schema}.{name}" for name in emptied)
+                conn.execute(f"TRUNCATE {listed}".encode())
+                conn.execute(f"UPDATE {schema}.event_id_counter SET last_event_id = 0".encode())
+    except psycopg.Error:
+        return False
+    return True
+
+
+KEPT_TABLES = frozenset({"schema_migrations", "event_id_counter"})
+
+
+ENGINES = ("sqlite", "postgresql")
+
+
+@pytest.fixture
+def engine() -> str:
+    """The engine a test's ledger lives on: SQLite unless its module runs both engines
+    (`pytest_generate_tests = both_engines`)."""
+    return "sqlite"
+
+
+def both_engines(metafunc: pytest.Metafunc) -> None:
+    """A test module's `pytest_generate_tests`: every test that takes `engine` (through
+    `ledger_target`, say) runs on SQLite and on PostgreSQL; golden snapshots (the core's, the
+    same on both engines) stay single."""
+    if "engine" in metafunc.fixturenames and "golden" not in metafunc.fixturenames:
+        metafunc.parametrize("engine", ENGINES)
+
+
+@pytest.fixture
+def ledger_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> str | Path:
+    """Where a test's ledger lives: a fresh SQLite file, or a fresh PostgreSQL schema."""
+    if engine == "sqlite":
+        return tmp_path / "ledger.sqlite3"
+    return ledger_schema_url(request.getfixturevalue("postgres_database"))
+
+
+def is_postgres(target: object) -> bool:
+    return isinstance(target, str) and target.startswith("postgresql://")
+
+
+_FRESH: list[str | None] = [None]
+
+
+@pytest.fixture
+def engine_targets(engine: str, request: pytest.FixtureRequest) -> Iterator[None]:
+    """For modules whose stores open an in-memory database (`path=None`): on PostgreSQL,
+    `fresh_target()` is a fresh schema instead (`pytestmark = usefixtures("engine_targets")`)."""
+    if engine == "postgresql":
+        database = request.getfixturevalue("postgres_database")
+        postgres_url(database)  # skips without a server
+        _FRESH[0] = database
+    yield
+    _FRESH[0] = None
+
+
+def fresh_target() -> str | None:
+    """None (SQLite in memory) or a fresh PostgreSQL schema, as the test's engine is."""
+    return None if _FRESH[0] is None else ledger_schema_url(_FRESH[0])

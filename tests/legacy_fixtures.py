@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import psycopg
 from aios_ledger.core import (
     GovernedExecutionBinding,
     InitialExecutionProjectionRequest,
@@ -17,6 +18,7 @@ from aios_ledger.core import (
     project_execution_envelope,
     sha256_hex,
 )
+from aios_ledger.shell.db.pg import PostgresTarget
 
 OWNER = "owner-authorization-test-0001"
 TASK = "task-legacy-1"
@@ -274,8 +276,38 @@ def _reader(path: Path) -> apsw.Connection:
     return apsw.Connection(str(path))
 
 
+def _is_postgres(path: object) -> bool:
+    return isinstance(path, str) and path.startswith("postgresql://")
+
+
+def _postgres_reader(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+    target = PostgresTarget.parse(url)
+    return psycopg.connect(target.conninfo, **target.connect_options())
+
+
+_PG_SCHEMA_ROWS = """
+SELECT table_name, column_name, data_type, is_nullable, column_default
+FROM information_schema.columns WHERE table_schema = current_schema()
+ORDER BY table_name, ordinal_position"""
+_PG_TABLE_NAMES = """
+SELECT table_name FROM information_schema.tables
+WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"""
+
+
+def _postgres_dump(url: str) -> list[str]:
+    with _postgres_reader(url) as con:
+        lines = [repr(row) for row in con.execute(_PG_SCHEMA_ROWS)]
+        for (table,) in con.execute(_PG_TABLE_NAMES).fetchall():
+            found = con.execute(f'SELECT * FROM "{table}"').fetchall()
+            lines.extend(sorted(f"{table}: {row!r}" for row in found))
+        return lines
+
+
 def dump(path: Path) -> list[str]:
-    """The schema and every row, as text, to compare a database before and after a call."""
+    """The schema and every row, as text, to compare a database before and after a call (a
+    PostgreSQL URL's: its schema's)."""
+    if _is_postgres(path):
+        return _postgres_dump(str(path))
     con = _reader(path)
     try:
         lines = [repr(row) for row in con.execute(SCHEMA_ROWS)]
@@ -288,8 +320,46 @@ def dump(path: Path) -> list[str]:
 
 
 def rows(path: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """A query's rows, on either engine (`?` placeholders; PostgreSQL gets them as `%s`)."""
+    if _is_postgres(path):
+        with _postgres_reader(str(path)) as pg:
+            text = query.replace("?", "%s") if params else query
+            cursor = pg.execute(text.encode(), params or None)
+            return [] if cursor.description is None else [tuple(row) for row in cursor]
     con = _reader(path)
     try:
         return [tuple(row) for row in con.execute(query, params)]
     finally:
         con.close()
+
+
+def row_dicts(path: Path, query: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """A query's rows as dicts of their columns, on either engine."""
+    if _is_postgres(path):
+        with _postgres_reader(str(path)) as pg:
+            cursor = pg.execute(query.replace("?", "%s").encode(), params or None)
+            names = [column.name for column in cursor.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cursor]
+    con = _reader(path)
+    try:
+        found = con.execute(query, params)
+        try:
+            columns = [column[0] for column in found.get_description()]
+        except apsw.ExecutionCompleteError:
+            return []
+        return [dict(zip(columns, row, strict=True)) for row in found]
+    finally:
+        con.close()
+
+
+def on_engine(path: Path, target: str | Path) -> Any:
+    """The SQLite ledger at `path` (the older runtime's, say) where the test's engine is: the
+    file itself, or, for a PostgreSQL URL, the file adopted and copied there (`copy`)."""
+    if not _is_postgres(target):
+        return path
+    from aios_ledger.shell import Database
+    from aios_ledger.shell.log.copy import copy_ledger
+
+    with Database(path) as source, Database(target) as copied:
+        copy_ledger(source, copied)
+    return target

@@ -21,6 +21,8 @@ import apsw
 import attrs
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.connection import fetch_value
+from aios_ledger.shell.db.pg import PgConnection
+from aios_ledger.shell.db.run import Connection
 
 # The event each idempotent operation appends, and the operations that always carry a key.
 EVENT_OF_OPERATION = {
@@ -57,7 +59,11 @@ class LedgerContents:
     findings: list[Any]
 
 
-def _rows(conn: apsw.Connection, query: str) -> list[dict[str, Any]]:
+def _rows(conn: Connection, query: str) -> list[dict[str, Any]]:
+    if isinstance(conn, PgConnection):
+        found = conn.execute(query)
+        names = [column.name for column in found.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in found]
     cursor = conn.execute(query)
     try:
         columns = [column[0] for column in cursor.get_description()]
@@ -69,10 +75,16 @@ def _rows(conn: apsw.Connection, query: str) -> list[dict[str, Any]]:
 def read_contents(path: str | Path) -> LedgerContents:
     db = Database(path, migrate=False)
     try:
-        integrity = str(db.read(lambda conn: fetch_value(conn, "pragma_integrity_check")))
+        # SQLite's own check of the file; PostgreSQL checks its pages itself (amcheck would be
+        # the nearest equivalent, and is not installed everywhere).
+        integrity = (
+            "ok"
+            if db.engine == "postgresql"
+            else str(db.read(lambda conn: fetch_value(conn, "pragma_integrity_check")))
+        )
         report = verify_log(db)
 
-        def work(conn: apsw.Connection) -> tuple[list[Any], list[Any], list[Any]]:
+        def work(conn: Connection) -> tuple[list[Any], list[Any], list[Any]]:
             return (
                 _rows(conn, "SELECT * FROM tasks"),
                 _rows(conn, "SELECT * FROM events ORDER BY event_id"),

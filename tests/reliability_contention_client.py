@@ -23,6 +23,8 @@ from aios_ledger.core import LedgerError
 from aios_ledger.shell import TaskLedger
 from reliability_operations import perform
 
+UNAVAILABLE_RETRIES = 100
+
 
 class Client:
     def __init__(self, db: str, history: str, process: int, seed: int) -> None:
@@ -48,18 +50,27 @@ class Client:
         return perform(self.ledger, op, args, agent_id=self.agent)
 
     def invoke(self, op: str, args: dict[str, Any]) -> tuple[str, Any]:
-        self.serial += 1
-        serial = self.serial
-        self.log({"kind": "invoke", "n": serial, "op": op, "args": args, "t": time.time()})
-        try:
-            value = self.perform(op, args)
-        except LedgerError as refused:
-            self.log(
-                {"kind": "fail", "n": serial, "op": op, "code": refused.code, "t": time.time()}
-            )
-            return "fail", refused.code
-        self.log({"kind": "ok", "n": serial, "op": op, "value": value, "t": time.time()})
-        return "ok", value
+        """One operation; while the server is away (DATABASE_UNAVAILABLE: the outcome of that
+        try is unknown, logged as `info`, as Jepsen logs a timeout), the same operation again
+        with the same keys, so that whatever was applied is answered as a replay."""
+        for _ in range(UNAVAILABLE_RETRIES):
+            self.serial += 1
+            serial = self.serial
+            self.log({"kind": "invoke", "n": serial, "op": op, "args": args, "t": time.time()})
+            try:
+                value = self.perform(op, args)
+            except LedgerError as refused:
+                kind = "info" if refused.code == "DATABASE_UNAVAILABLE" else "fail"
+                self.log(
+                    {"kind": kind, "n": serial, "op": op, "code": refused.code, "t": time.time()}
+                )
+                if kind == "info":
+                    time.sleep(0.2)
+                    continue
+                return "fail", refused.code
+            self.log({"kind": "ok", "n": serial, "op": op, "value": value, "t": time.time()})
+            return "ok", value
+        return "info", "DATABASE_UNAVAILABLE"
 
     def step(self) -> None:
         rng = self.rng

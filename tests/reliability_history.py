@@ -124,13 +124,26 @@ def check_history(contents: LedgerContents, operations: list[Operation]) -> dict
     # A claim takes over passed leases before it claims, and answers only for its own claim:
     # an expiry no answer names is such a takeover (that it came after the lease ended is the
     # lease-overlap check's). Any other event nobody answered for is unexpected.
-    takeovers = 0
+    # An operation whose outcome the client could not know (`info`: the server went away
+    # during its commit) may be in the file without an answer: once per such operation, an
+    # event of its kind on its task (unkeyed heartbeats; keyed operations were asked again and
+    # answered as replays).
+    indeterminate = Counter(
+        (o.args.get("task_id"), EVENT_OF_OPERATION.get(o.op, EVENT_OF_HEARTBEAT))
+        for o in operations
+        if o.kind == "info" and o.op == "heartbeat"
+    )
+    takeovers = applied_indeterminate = 0
     for task_id, events in contents.events.items():
         for revision, event in enumerate(events, 1):
             if (task_id, revision) in acknowledged:
                 continue
             if event.event_type == EVENT_OF_EXPIRE:
                 takeovers += 1
+                continue
+            if indeterminate[(task_id, event.event_type)] > 0:
+                indeterminate[(task_id, event.event_type)] -= 1
+                applied_indeterminate += 1
                 continue
             unexpected.append(f"{task_id} {event.event_type} at {revision}: never answered")
 
@@ -258,6 +271,7 @@ def check_history(contents: LedgerContents, operations: list[Operation]) -> dict
             "acknowledged": sum(1 for o in operations if o.kind == "ok"),
             "refused": sum(1 for o in operations if o.kind == "fail"),
             "indeterminate": sum(1 for o in operations if o.kind == "info"),
+            "indeterminate_applied": applied_indeterminate,
             "replays": sum(1 for o in operations if o.args.get("replay")),
             "claims": counts[("claim", "ok")],
             "reclaims_of_one_task": reclaims,

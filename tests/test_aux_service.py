@@ -29,6 +29,10 @@ from aios_ledger.shell import (
     RunStore,
 )
 from aios_ledger.shell.auxiliary.service import auxiliary_run_events, list_auxiliary_runs
+from conftest import both_engines, fresh_target
+
+pytest_generate_tests = both_engines
+pytestmark = pytest.mark.usefixtures("engine_targets")
 
 T = TypeVar("T")
 
@@ -41,7 +45,7 @@ def run(factory: Callable[[], Awaitable[T]]) -> T:
 
 
 def evidence() -> EvidenceSnapshot:
-    runs = RunStore()
+    runs = RunStore(fresh_target())
     created = runs.create_run("session-1", "prompt", run_id="run-1")
     snapshot = RunEvidenceReader(runs).read(
         EvidenceReadRequest(ExecutionTarget("session-1", created.run_id))
@@ -98,7 +102,7 @@ class YieldingExecutor:
 def test_service_runs_isolated_executor_and_is_idempotent() -> None:
     ev = evidence()
     executor = FixtureExecutor({"decision": "ok"})
-    service = AuxiliaryRunService(executor)
+    service = AuxiliaryRunService(executor, fresh_target())
     spec = spec_for(ev, "fixture", "aux-1").with_capabilities(
         AuxiliaryCapabilityProfile.tool_free()
     )
@@ -120,7 +124,7 @@ def test_service_runs_isolated_executor_and_is_idempotent() -> None:
 
 def test_same_id_with_another_spec_is_a_spec_conflict() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(FixtureExecutor({"ok": True}))
+    service = AuxiliaryRunService(FixtureExecutor({"ok": True}), fresh_target())
     spec = spec_for(ev, "fixture", "aux-conflict")
 
     async def scenario() -> None:
@@ -134,7 +138,7 @@ def test_same_id_with_another_spec_is_a_spec_conflict() -> None:
 
 def test_parent_cancellation_is_propagated() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(BlockingExecutor())
+    service = AuxiliaryRunService(BlockingExecutor(), fresh_target())
     parent = CancellationToken()
 
     async def scenario() -> None:
@@ -153,7 +157,7 @@ def test_parent_cancellation_is_propagated() -> None:
 
 def test_cancellation_stops_an_executor_that_ignores_its_token() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(StubbornExecutor())
+    service = AuxiliaryRunService(StubbornExecutor(), fresh_target())
     parent = CancellationToken()
 
     async def scenario() -> None:
@@ -170,7 +174,7 @@ def test_cancellation_stops_an_executor_that_ignores_its_token() -> None:
 def test_a_parent_cancelled_before_spawn_never_runs_the_executor() -> None:
     ev = evidence()
     executor = FixtureExecutor({"ok": True})
-    service = AuxiliaryRunService(executor)
+    service = AuxiliaryRunService(executor, fresh_target())
     parent = CancellationToken()
     parent.cancel()
 
@@ -185,7 +189,7 @@ def test_a_parent_cancelled_before_spawn_never_runs_the_executor() -> None:
 
 def test_output_schema_and_limit_are_enforced() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(FixtureExecutor({"wrong": True}))
+    service = AuxiliaryRunService(FixtureExecutor({"wrong": True}), fresh_target())
     spec = spec_for(ev, "schema-fixture", "aux-schema").with_output_schema(
         {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}
     )
@@ -204,7 +208,7 @@ def test_output_schema_and_limit_are_enforced() -> None:
 
 def test_a_non_json_output_is_a_terminal_failure() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(FixtureExecutor({"set": {1, 2}}))
+    service = AuxiliaryRunService(FixtureExecutor({"set": {1, 2}}), fresh_target())
 
     async def scenario() -> None:
         handle = await service.spawn(spec_for(ev, "non-json", "aux-non-json"), ev)
@@ -217,7 +221,7 @@ def test_a_non_json_output_is_a_terminal_failure() -> None:
 
 def test_concurrent_waiters_cannot_miss_terminal_notification() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(YieldingExecutor())
+    service = AuxiliaryRunService(YieldingExecutor(), fresh_target())
 
     async def scenario() -> None:
         for index in range(256):
@@ -246,7 +250,7 @@ def test_service_rejects_cross_target_evidence() -> None:
         ev.snapshot_digest,
     ).with_id("aux-cross-target")
     executor = FixtureExecutor({})
-    service = AuxiliaryRunService(executor)
+    service = AuxiliaryRunService(executor, fresh_target())
 
     async def scenario() -> None:
         with pytest.raises(AuxiliaryRunError) as refused:
@@ -261,7 +265,7 @@ def test_service_rejects_cross_target_evidence() -> None:
 
 def test_spawn_refuses_tampered_evidence_and_escalation_before_storing() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(FixtureExecutor({}))
+    service = AuxiliaryRunService(FixtureExecutor({}), fresh_target())
     tampered = attrs.evolve(ev, truncated=True)
     escalated = (
         spec_for(ev, "esc", "aux-esc")
@@ -290,7 +294,7 @@ def test_executor_panics_and_output_overflow_become_terminal_failures() -> None:
     ev = evidence()
 
     async def scenario() -> None:
-        service = AuxiliaryRunService(PanicExecutor())
+        service = AuxiliaryRunService(PanicExecutor(), fresh_target())
         handle = await service.spawn(spec_for(ev, "panic", "aux-panic"), ev)
         with pytest.raises(AuxiliaryRunError) as refused:
             await handle.wait()
@@ -298,7 +302,7 @@ def test_executor_panics_and_output_overflow_become_terminal_failures() -> None:
         assert "panicked" in str(refused.value)
         assert (await handle.snapshot()).state == AuxiliaryRunState.FAILED
 
-        service = AuxiliaryRunService(FixtureExecutor("too large"))
+        service = AuxiliaryRunService(FixtureExecutor("too large"), fresh_target())
         spec = spec_for(ev, "overflow", "aux-overflow").with_capabilities(
             AuxiliaryCapabilityProfile.read_only(1)
         )
@@ -313,7 +317,7 @@ def test_executor_panics_and_output_overflow_become_terminal_failures() -> None:
 
 def test_a_run_over_its_timeout_fails_with_timeout() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(StubbornExecutor())
+    service = AuxiliaryRunService(StubbornExecutor(), fresh_target())
 
     async def scenario() -> None:
         handle = await service.spawn(spec_for(ev, "slow", "aux-slow").with_timeout_ms(20), ev)
@@ -329,7 +333,7 @@ def test_a_run_over_its_timeout_fails_with_timeout() -> None:
 
 def test_every_transition_is_a_sealed_ledger_event_and_a_revision() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(FixtureExecutor({"ok": 1}))
+    service = AuxiliaryRunService(FixtureExecutor({"ok": 1}), fresh_target())
 
     async def scenario() -> None:
         await (await service.spawn(spec_for(ev, "audit", "aux-audit"), ev)).wait()
@@ -359,7 +363,7 @@ def test_every_transition_is_a_sealed_ledger_event_and_a_revision() -> None:
     ],
 )
 def test_a_list_out_of_range_is_refused_not_clamped(arguments: Any, field: str) -> None:
-    service = AuxiliaryRunService(FixtureExecutor({"ok": 1}))
+    service = AuxiliaryRunService(FixtureExecutor({"ok": 1}), fresh_target())
     try:
         with pytest.raises(LedgerError) as refused:
             list_auxiliary_runs(service._db, **arguments)
@@ -372,7 +376,7 @@ def test_a_list_out_of_range_is_refused_not_clamped(arguments: Any, field: str) 
 
 def test_many_waiters_and_cancel_through_the_handle() -> None:
     ev = evidence()
-    service = AuxiliaryRunService(BlockingExecutor())
+    service = AuxiliaryRunService(BlockingExecutor(), fresh_target())
 
     async def scenario() -> None:
         handle = await service.spawn(spec_for(ev, "many", "aux-many"), ev)
@@ -411,7 +415,7 @@ def test_aclose_cancels_runs_in_flight() -> None:
     ev = evidence()
 
     async def scenario() -> None:
-        service = AuxiliaryRunService(BlockingExecutor())
+        service = AuxiliaryRunService(BlockingExecutor(), fresh_target())
         handle = await service.spawn(spec_for(ev, "closing", "aux-closing"), ev)
         await asyncio.sleep(0)
         async with service:
@@ -427,7 +431,7 @@ def test_finished_runs_are_retired_but_still_answer(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(auxiliary, "FINISHED_CACHE", 2)
     ev = evidence()
-    service = AuxiliaryRunService(YieldingExecutor())
+    service = AuxiliaryRunService(YieldingExecutor(), fresh_target())
 
     async def scenario() -> None:
         handles = [

@@ -20,6 +20,7 @@ from aios_ledger.core import LedgerError, SqlWrite, Statement, WritePlan
 from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.group_commit import GroupCommit
+from aios_ledger.shell.db.run import Connection
 from faults import FaultPlan, FaultVFS
 
 PATIENCE = 60.0  # seconds; a safety bound on waits, never an assertion about speed
@@ -218,7 +219,8 @@ def test_a_failed_commit_reaches_every_waiter_and_writes_nothing(tmp_path: Path)
 def test_reads_use_their_own_connections_and_never_see_an_open_batch(tmp_path: Path) -> None:
     with Database(tmp_path / "ledger.db") as db:
 
-        def runs(conn: apsw.Connection) -> list[str]:
+        def runs(conn: Connection) -> list[str]:
+            assert isinstance(conn, apsw.Connection)  # group commit is SQLite's
             return [row[0] for row in conn.execute("SELECT run_id FROM runs")]
 
         group = db.start_group_commit()

@@ -22,6 +22,7 @@ from aios_ledger.shell import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.cli import main
+from conftest import both_engines
 from legacy_fixtures import (
     OWNER,
     TASK,
@@ -29,6 +30,7 @@ from legacy_fixtures import (
     captured_database,
     dump,
     legacy_database,
+    on_engine,
     projection_mapping,
     recovery_mapping,
     resolver,
@@ -53,6 +55,9 @@ IDS = [f"env={configured!r}-request={carried!r}" for configured, carried in DENI
 
 
 FLOWS = ("initial", "recovery")
+
+
+pytest_generate_tests = both_engines
 
 
 def _configure(monkeypatch: pytest.MonkeyPatch, configured: str | None) -> None:
@@ -98,12 +103,13 @@ def _denied(work: Callable[[], object]) -> None:
 @pytest.mark.parametrize(("configured", "carried"), DENIED, ids=IDS)
 def test_the_library_denies_and_writes_nothing(
     tmp_path: Path,
+    ledger_target: Path,
     monkeypatch: pytest.MonkeyPatch,
     flow: str,
     configured: str | None,
     carried: str,
 ) -> None:
-    path = _database(flow, tmp_path / "ledger.db")
+    path = on_engine(_database(flow, tmp_path / "ledger.db"), ledger_target)
     _configure(monkeypatch, OWNER)
     InitialExecutionProjectionStore(path, resolver).close()  # adopt the legacy database first
     before = dump(path)
@@ -117,10 +123,14 @@ def test_the_library_denies_and_writes_nothing(
 @pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("configured", [UNSET, "", "  ", "another-owner"])
 def test_a_replay_is_denied_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flow: str, configured: str | None
+    tmp_path: Path,
+    ledger_target: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flow: str,
+    configured: str | None,
 ) -> None:
     """An earlier answer is not handed out again without the authorization."""
-    path = _database(flow, tmp_path / "ledger.db")
+    path = on_engine(_database(flow, tmp_path / "ledger.db"), ledger_target)
     _configure(monkeypatch, OWNER)
     calls: list[str] = []
     first = _project(flow, path, OWNER, calls)
@@ -137,8 +147,8 @@ def _cli_args(flow: str, path: Path, request: Path) -> list[str]:
     return argv + (["--from-source-capture"] if flow == "recovery" else [])
 
 
-def _cli_database(flow: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = _database(flow, tmp_path / "ledger.db")
+def _cli_database(flow: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: Path) -> Path:
+    path: Path = on_engine(_database(flow, tmp_path / "ledger.db"), target)
     bound = tmp_path / "binding.json"
     bound.write_text(json.dumps(binding().public()))
     _configure(monkeypatch, OWNER)
@@ -150,13 +160,14 @@ def _cli_database(flow: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.parametrize(("configured", "carried"), DENIED, ids=IDS)
 def test_the_command_line_denies_and_writes_nothing(
     tmp_path: Path,
+    ledger_target: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     flow: str,
     configured: str | None,
     carried: str,
 ) -> None:
-    path = _cli_database(flow, tmp_path, monkeypatch)
+    path = _cli_database(flow, tmp_path, monkeypatch, ledger_target)
     request = tmp_path / "request.json"
     request.write_text(json.dumps(_mapping(flow, carried)))
     capsys.readouterr()
@@ -172,9 +183,13 @@ def test_the_command_line_denies_and_writes_nothing(
 @pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("configured", [UNSET, " ", "another-owner"])
 def test_a_real_process_without_the_authorization_is_denied(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flow: str, configured: str | None
+    tmp_path: Path,
+    ledger_target: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flow: str,
+    configured: str | None,
 ) -> None:
-    path = _cli_database(flow, tmp_path, monkeypatch)
+    path = _cli_database(flow, tmp_path, monkeypatch, ledger_target)
     request = tmp_path / "request.json"
     request.write_text(json.dumps(_mapping(flow, OWNER)))
     before = dump(path)

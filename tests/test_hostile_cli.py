@@ -26,6 +26,7 @@ from unittest import mock
 import pytest
 from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.cli import main
+from conftest import both_engines
 from faults_support import SOAK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -315,9 +316,12 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cwd
 
 
+pytest_generate_tests = both_engines
+
+
 @pytest.fixture
-def ledger_db(tmp_path: Path) -> Path:
-    path = tmp_path / "ledger.db"
+def ledger_db(ledger_target: Path) -> Path:
+    path = ledger_target
     with TaskLedger(path) as ledger:
         for task_id in ("t1", "t2"):
             ledger.create_task(

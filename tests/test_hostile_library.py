@@ -41,6 +41,7 @@ from aios_ledger.shell import (
 )
 from aios_ledger.shell.auxiliary.service import list_auxiliary_runs, read_auxiliary_run
 from aios_ledger.shell.log.cli import parse_head_argument
+from conftest import both_engines
 from faults_support import SOAK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -50,6 +51,7 @@ from legacy_fixtures import (
     binding,
     dump,
     legacy_database,
+    on_engine,
     projection_mapping,
     recovery_mapping,
     resolver,
@@ -112,10 +114,15 @@ class Answer:
         return {"ok": True}
 
 
+pytest_generate_tests = both_engines
+
+
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+def world(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_target: Path
+) -> Iterator[dict[str, Any]]:
     monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
-    path = legacy_database(tmp_path / "ledger.db")
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     ledger = TaskLedger(path)
     claim = None
     ledger.create_task({"task_id": "t1", "goal": "g", "instructions": "i"}, idempotency_key="c1")
@@ -129,6 +136,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str,
     store = InitialExecutionProjectionStore(path, resolver)
     yield {
         "path": path,
+        "tmp": tmp_path,
         "ledger": ledger,
         "token": claim["lease_token"] if claim else "",
         "runs": runs,
@@ -161,7 +169,7 @@ def _calls(world: dict[str, Any]) -> dict[str, tuple[st.SearchStrategy[Any], Cal
     evidence = world["evidence"]
     spec = _spec_mapping(evidence)
     task = {"task_id": "t-new", "goal": "g", "instructions": "i", "priority": 1}
-    tmp: Path = world["path"].parent
+    tmp: Path = world["tmp"]
     return {
         "task create": (near(task), lambda v: ledger.create_task(v, idempotency_key="k-new")),
         "task create key": (junk, lambda v: ledger.create_task(task, idempotency_key=v)),

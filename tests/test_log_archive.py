@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from aios_ledger.core import LedgerError, LogTail, Statement, Timestamp
 from aios_ledger.core.log.archive import (
@@ -24,6 +25,9 @@ from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, v
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.log.archive import archive_tasks, verify_archive
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
+from conftest import both_engines, is_postgres
+from legacy_fixtures import _postgres_reader
+from legacy_fixtures import rows as engine_rows
 from test_tasks_support import START, Clock, file_bytes
 
 CUTOFF = (START + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -37,10 +41,13 @@ def _create(ledger: TaskLedger, task_id: str) -> None:
     )
 
 
+pytest_generate_tests = both_engines
+
+
 @pytest.fixture
-def ledger_path(tmp_path: Path) -> Path:
+def ledger_path(ledger_target: Path) -> Path:
     """Two tasks cancelled at START, one left queued, one cancelled a day later."""
-    path = tmp_path / "ledger.db"
+    path = ledger_target
     clock = Clock()
     with TaskLedger(path, clock=clock) as ledger:
         for task_id in ("old-1", "old-2", "open"):
@@ -69,15 +76,18 @@ def check_archive(path: Path, file: Path) -> dict[str, Any]:
 
 
 def rows(path: Path, query: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(path)
-    try:
-        return list(con.execute(query))
-    finally:
-        con.close()
+    return engine_rows(path, query)
 
 
 def sqlite_shell(path: Path, *statements: str) -> None:
-    """A DBA with the sqlite3 shell: statements committed together, foreign keys off."""
+    """A DBA with the sqlite3 shell: statements committed together, foreign keys off (on
+    PostgreSQL, psql as the tables' owner: triggers on, foreign keys checked at commit)."""
+    if is_postgres(path):
+        with _postgres_reader(str(path)) as pg, pg.transaction():
+            pg.execute(b"SET CONSTRAINTS ALL DEFERRED")
+            for statement in statements:
+                pg.execute(statement.encode())
+        return
     con = sqlite3.connect(path)
     try:
         for statement in statements:
@@ -159,9 +169,9 @@ def test_an_export_of_everything_after_an_archive_verifies_offline(
 def test_a_hand_made_delete_of_an_event_is_still_refused(ledger_path: Path, tmp_path: Path) -> None:
     archive(ledger_path, tmp_path / "archive.jsonl")
     for table in ("events", "event_seals", "event_seal_rows"):
-        with pytest.raises(sqlite3.DatabaseError, match="EVENTS_APPEND_ONLY"):
+        with pytest.raises((sqlite3.DatabaseError, psycopg.Error), match="EVENTS_APPEND_ONLY"):
             sqlite_shell(ledger_path, f"DELETE FROM {table} WHERE event_id = 3")
-    with pytest.raises(sqlite3.DatabaseError, match="EVENTS_APPEND_ONLY"):
+    with pytest.raises((sqlite3.DatabaseError, psycopg.Error), match="EVENTS_APPEND_ONLY"):
         sqlite_shell(ledger_path, "DELETE FROM archived_events")
     assert verify(ledger_path)["intact"] is True
 

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import apsw
 from aios_ledger.core import EventAppend, chain_of
 from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.run import Connection
+from conftest import is_postgres
+from legacy_fixtures import _postgres_reader, rows
 
 TRIGGERS = (
     "events_refuse_update",
@@ -40,7 +42,7 @@ def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> Eve
 def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> list[int]:
     """Append one event per entry of `tasks` (a task id, or None for a ledger event)."""
 
-    def write(conn: apsw.Connection) -> list[int]:
+    def write(conn: Connection) -> list[int]:
         plans = PlanExecutor(conn)
         appended = []
         for number, task in enumerate(tasks):
@@ -57,7 +59,31 @@ def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> lis
 ROUND_ROBIN = ("t-a", "t-b", None, "t-c", "t-a", "t-b", "t-a", "t-c", None, "t-a", "t-b", "t-a")
 
 
+_PG_TRANSLATIONS = {
+    # SQLite's AUTOINCREMENT counter is PostgreSQL's counter row.
+    "UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'": (
+        "UPDATE event_id_counter SET last_event_id = ?"
+    ),
+    # An event id SQLite would have handed out (PostgreSQL's events have no default id).
+    "INSERT INTO events(task_id, agent_id, event_type, payload_json, created_at) "
+    "VALUES ('t-a', 'mallory', 'TASK_VERIFIED', '{}', '2026-08-20T00:00:00Z')": (
+        "INSERT INTO events(event_id, task_id, agent_id, event_type, payload_json, created_at) "
+        "SELECT max(event_id) + 1, 't-a', 'mallory', 'TASK_VERIFIED', '{}', "
+        "'2026-08-20T00:00:00Z' FROM events"
+    ),
+}
+
+
 def tamper(path: Path, *statements: tuple[str, Sequence[Any]]) -> None:
+    if is_postgres(path):
+        # An attacker with the server's superuser: triggers (the append-only ones, the foreign
+        # keys' and the id counter's) are off for the session.
+        with _postgres_reader(str(path)) as pg, pg.transaction():
+            pg.execute("SET LOCAL session_replication_role = replica")
+            for statement, params in statements:
+                text = _PG_TRANSLATIONS.get(statement, statement).replace("?", "%s")
+                pg.execute(text.encode(), list(params) or None)
+        return
     con = sqlite3.connect(path)
     try:
         for trigger in TRIGGERS:
@@ -70,6 +96,8 @@ def tamper(path: Path, *statements: tuple[str, Sequence[Any]]) -> None:
 
 
 def raw_rows(path: Path, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    if is_postgres(path):
+        return rows(path, query, tuple(params))
     con = sqlite3.connect(path)
     try:
         return con.execute(query, params).fetchall()

@@ -14,6 +14,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, migration_status
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.schema_dump import schema_sql
+from conftest import postgres_url
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump, rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +24,13 @@ LATEST = known_migrations()[-1].version
 def test_committed_schema_matches_the_migrations() -> None:
     committed = (ROOT / "sql" / "schema.sql").read_text()
     assert committed == schema_sql(), "run `make schema` and commit sql/schema.sql"
+
+
+def test_committed_postgresql_schema_matches_the_migrations(postgres_database: str | None) -> None:
+    committed = (ROOT / "sql" / "postgresql" / "schema.sql").read_text()
+    assert committed == schema_sql(postgres_url(postgres_database)), (
+        "run `make schema` and commit sql/postgresql/schema.sql"
+    )
 
 
 def test_fresh_database_is_migrated_once(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from aios_ledger.shell.log.tail import read_log_tail
+from conftest import both_engines
 from legacy_fixtures import (
     CAPABILITY,
     JOB,
@@ -39,6 +39,7 @@ from legacy_fixtures import (
     captured_database,
     dump,
     legacy_database,
+    on_engine,
     projection_mapping,
     projection_request,
     recovery_request,
@@ -46,6 +47,8 @@ from legacy_fixtures import (
     rows,
     runtime_envelope,
 )
+
+pytest_generate_tests = both_engines
 
 
 @pytest.fixture(autouse=True)
@@ -63,8 +66,10 @@ def refuse(code: str, call: Callable[[], Any], path: Path) -> None:
     assert dump(path) == before
 
 
-def test_projection_writes_envelope_capability_event_and_ledger_row(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_projection_writes_envelope_capability_event_and_ledger_row(
+    tmp_path: Path, ledger_target: Path
+) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     answer = InitialExecutionProjectionStore(path, resolver).project(TASK, projection_request())
     assert answer["idempotent"] is False
     assert (answer["revision"], answer["attempt"], answer["status"]) == (2, 0, "QUEUED")
@@ -90,8 +95,10 @@ def test_projection_writes_envelope_capability_event_and_ledger_row(tmp_path: Pa
     assert ledger == [("projection-legacy-1", TASK)]
 
 
-def test_exact_replay_answers_the_same_and_writes_nothing(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_exact_replay_answers_the_same_and_writes_nothing(
+    tmp_path: Path, ledger_target: Path
+) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     first = store.project(TASK, projection_request())
     before = dump(path)
@@ -100,17 +107,21 @@ def test_exact_replay_answers_the_same_and_writes_nothing(tmp_path: Path) -> Non
     assert dump(path) == before
 
 
-def test_same_key_with_another_body_is_an_idempotency_conflict(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_same_key_with_another_body_is_an_idempotency_conflict(
+    tmp_path: Path, ledger_target: Path
+) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     store.project(TASK, projection_request())
     other = projection_request(reason="a different reason")
     refuse("IDEMPOTENCY_CONFLICT", lambda: store.project(TASK, other), path)
 
 
-def test_replay_is_recognised_before_the_task_state_is_checked(tmp_path: Path) -> None:
+def test_replay_is_recognised_before_the_task_state_is_checked(
+    tmp_path: Path, ledger_target: Path
+) -> None:
     """The task has moved on (revision 2) since the first call; the replay still answers."""
-    path = legacy_database(tmp_path / "ledger.db")
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     store.project(TASK, projection_request())
     assert store.project(TASK, projection_request())["idempotent"] is True
@@ -140,19 +151,20 @@ def test_replay_is_recognised_before_the_task_state_is_checked(tmp_path: Path) -
     ],
 )
 def test_task_that_is_not_initial_is_refused(
-    tmp_path: Path, overrides: dict[str, Any], events: Any, code: str
+    tmp_path: Path, ledger_target: Path, overrides: dict[str, Any], events: Any, code: str
 ) -> None:
     path = tmp_path / "ledger.db"
     if events is None:
         legacy_database(path, task_overrides=overrides)
     else:
         legacy_database(path, task_overrides=overrides, events=events)
+    path = on_engine(path, ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     refuse(code, lambda: store.project(TASK, projection_request()), path)
 
 
-def test_unknown_task_is_refused(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_unknown_task_is_refused(tmp_path: Path, ledger_target: Path) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     refuse("TASK_NOT_FOUND", lambda: store.project("task-missing", projection_request()), path)
 
@@ -184,15 +196,15 @@ def wrong_resolver(envelope: JsonObject) -> Callable[..., JsonObject]:
     ],
 )
 def test_resolved_envelope_must_match_the_request_and_itself(
-    tmp_path: Path, envelope: Callable[[], Any], code: str
+    tmp_path: Path, ledger_target: Path, envelope: Callable[[], Any], code: str
 ) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, wrong_resolver(envelope()))
     refuse(code, lambda: store.project(TASK, projection_request()), path)
 
 
-def test_expected_digest_that_drifted_is_refused(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_expected_digest_that_drifted_is_refused(tmp_path: Path, ledger_target: Path) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     request = projection_request(expected_execution_digest="f" * 64)
     refuse("EXECUTION_DIGEST_DRIFT", lambda: store.project(TASK, request), path)
@@ -200,26 +212,26 @@ def test_expected_digest_that_drifted_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("configured", [None, "", "another-owner"])
 def test_projection_needs_the_configured_owner_authorization(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None
+    tmp_path: Path, ledger_target: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None
 ) -> None:
     if configured is None:
         monkeypatch.delenv(AUTHORIZATION_ENV)
     else:
         monkeypatch.setenv(AUTHORIZATION_ENV, configured)
-    path = legacy_database(tmp_path / "ledger.db")
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     refuse("AUTHORIZATION_DENIED", lambda: store.project(TASK, projection_request()), path)
 
 
-def test_request_with_another_authorization_is_denied(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_request_with_another_authorization_is_denied(tmp_path: Path, ledger_target: Path) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     request = projection_request(authorization_id="someone-else")
     refuse("AUTHORIZATION_DENIED", lambda: store.project(TASK, request), path)
 
 
-def test_resolver_is_not_called_for_a_replay(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_resolver_is_not_called_for_a_replay(tmp_path: Path, ledger_target: Path) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     calls: list[str] = []
 
     def counting(*args: Any) -> JsonObject:
@@ -232,14 +244,14 @@ def test_resolver_is_not_called_for_a_replay(tmp_path: Path) -> None:
     assert calls == [TASK]
 
 
-def test_task_changed_while_resolving_is_a_revision_conflict(tmp_path: Path) -> None:
+def test_task_changed_while_resolving_is_a_revision_conflict(
+    tmp_path: Path, ledger_target: Path
+) -> None:
     """The resolver runs outside the write lock; the decision re-reads under it."""
-    path = legacy_database(tmp_path / "ledger.db")
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
 
     def racing(*args: Any) -> JsonObject:
-        with sqlite3.connect(path) as con:
-            con.execute("UPDATE tasks SET revision = revision + 1")
-        con.close()
+        rows(path, "UPDATE tasks SET revision = revision + 1")
         return resolver(*args)
 
     store = InitialExecutionProjectionStore(path, racing)
@@ -249,9 +261,11 @@ def test_task_changed_while_resolving_is_a_revision_conflict(tmp_path: Path) -> 
     assert rows(path, "SELECT COUNT(*) FROM task_initial_execution_projections") == [(0,)]
 
 
-def test_guarded_update_that_changes_no_row_rolls_everything_back(tmp_path: Path) -> None:
+def test_guarded_update_that_changes_no_row_rolls_everything_back(
+    tmp_path: Path, ledger_target: Path
+) -> None:
     """A plan decided on a state that is gone must not half-apply: the CAS guard catches it."""
-    path = legacy_database(tmp_path / "ledger.db")
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     db = Database(path)
     task_row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": TASK}))
     assert task_row is not None
@@ -273,9 +287,7 @@ def test_guarded_update_that_changes_no_row_rolls_everything_back(tmp_path: Path
         authorization_id=OWNER,
         source_capture_contract=result_contract(SOURCE_CAPTURE_RESULT),
     )
-    with sqlite3.connect(path) as con:
-        con.execute("UPDATE tasks SET revision = 7")
-    con.close()
+    rows(path, "UPDATE tasks SET revision = 7")
     before = dump(path)
     with pytest.raises(InitialExecutionProjectionError, match="REVISION_CONFLICT"):
         db.write(lambda conn: apply_decision(conn, plan, error=InitialExecutionProjectionError))
@@ -307,8 +319,8 @@ def test_request_records_are_strict() -> None:
         SourceCaptureProjectionRecoveryRequest.from_mapping({**recovery, "expected_attempt": 0})
 
 
-def test_store_refuses_a_mapping_in_place_of_a_request(tmp_path: Path) -> None:
-    path = legacy_database(tmp_path / "ledger.db")
+def test_store_refuses_a_mapping_in_place_of_a_request(tmp_path: Path, ledger_target: Path) -> None:
+    path = on_engine(legacy_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     raw: Any = projection_mapping()
     refuse("FIELDS_INVALID", lambda: store.project(TASK, raw), path)
@@ -317,8 +329,8 @@ def test_store_refuses_a_mapping_in_place_of_a_request(tmp_path: Path) -> None:
 # --- recovery after a governed source capture -------------------------------------------
 
 
-def test_recovery_projects_the_first_runtime_envelope(tmp_path: Path) -> None:
-    path = captured_database(tmp_path / "ledger.db")
+def test_recovery_projects_the_first_runtime_envelope(tmp_path: Path, ledger_target: Path) -> None:
+    path = on_engine(captured_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     answer = store.project_from_source_capture(TASK, recovery_request())
     assert answer["recovery_from_source_capture"] is True
@@ -346,9 +358,9 @@ def test_recovery_projects_the_first_runtime_envelope(tmp_path: Path) -> None:
     assert rows(path, "SELECT COUNT(*) FROM task_source_capture_projection_recoveries") == [(1,)]
 
 
-def test_recovery_accepts_several_heartbeats(tmp_path: Path) -> None:
+def test_recovery_accepts_several_heartbeats(tmp_path: Path, ledger_target: Path) -> None:
     trail = [*REWORK_TRAIL[:3], ("TASK_HEARTBEAT", {}), *REWORK_TRAIL[3:]]
-    path = captured_database(tmp_path / "ledger.db", events=trail)
+    path = on_engine(captured_database(tmp_path / "ledger.db", events=trail), ledger_target)
     answer = InitialExecutionProjectionStore(path, resolver).project_from_source_capture(
         TASK, recovery_request()
     )
@@ -380,16 +392,25 @@ def mutated(**changes: Any) -> JsonObject:
     ],
 )
 def test_recovery_refuses_an_unsafe_result_or_verification(
-    tmp_path: Path, result: JsonObject | None, verification: JsonObject | None, code: str
+    tmp_path: Path,
+    ledger_target: Path,
+    result: JsonObject | None,
+    verification: JsonObject | None,
+    code: str,
 ) -> None:
-    path = captured_database(tmp_path / "ledger.db", result=result, verification=verification)
+    path = on_engine(
+        captured_database(tmp_path / "ledger.db", result=result, verification=verification),
+        ledger_target,
+    )
     store = InitialExecutionProjectionStore(path, resolver)
     request = recovery_request(result, verification)
     refuse(code, lambda: store.project_from_source_capture(TASK, request), path)
 
 
-def test_recovery_refuses_a_result_other_than_the_expected_one(tmp_path: Path) -> None:
-    path = captured_database(tmp_path / "ledger.db")
+def test_recovery_refuses_a_result_other_than_the_expected_one(
+    tmp_path: Path, ledger_target: Path
+) -> None:
+    path = on_engine(captured_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     request = recovery_request(mutated(generation=2))
     refuse(
@@ -422,7 +443,9 @@ def test_recovery_refuses_a_result_other_than_the_expected_one(tmp_path: Path) -
         ["TASK_CREATED", "TASK_CLAIMED", "TASK_CLAIMED", "RESULT_SUBMITTED", "TASK_VERIFIED"],
     ],
 )
-def test_recovery_refuses_any_other_event_chain(tmp_path: Path, trail: list[str]) -> None:
+def test_recovery_refuses_any_other_event_chain(
+    tmp_path: Path, ledger_target: Path, trail: list[str]
+) -> None:
     events: list[tuple[str, JsonObject]] = [
         (
             kind,
@@ -430,7 +453,7 @@ def test_recovery_refuses_any_other_event_chain(tmp_path: Path, trail: list[str]
         )
         for kind in trail
     ]
-    path = captured_database(tmp_path / "ledger.db", events=events)
+    path = on_engine(captured_database(tmp_path / "ledger.db", events=events), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     refuse(
         "SOURCE_CAPTURE_RECOVERY_EVENT_CHAIN_INVALID",
@@ -439,10 +462,12 @@ def test_recovery_refuses_any_other_event_chain(tmp_path: Path, trail: list[str]
     )
 
 
-def test_recovery_refuses_a_verification_event_that_did_not_requeue(tmp_path: Path) -> None:
+def test_recovery_refuses_a_verification_event_that_did_not_requeue(
+    tmp_path: Path, ledger_target: Path
+) -> None:
     failed: JsonObject = {"decision": "FAILED", "next_state": "FAILED"}
     events = [*REWORK_TRAIL[:-1], ("TASK_VERIFIED", failed)]
-    path = captured_database(tmp_path / "ledger.db", events=events)
+    path = on_engine(captured_database(tmp_path / "ledger.db", events=events), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     refuse(
         "SOURCE_CAPTURE_RECOVERY_EVENT_CHAIN_INVALID",
@@ -451,8 +476,8 @@ def test_recovery_refuses_a_verification_event_that_did_not_requeue(tmp_path: Pa
     )
 
 
-def test_recovery_with_a_drifted_digest_is_refused(tmp_path: Path) -> None:
-    path = captured_database(tmp_path / "ledger.db")
+def test_recovery_with_a_drifted_digest_is_refused(tmp_path: Path, ledger_target: Path) -> None:
+    path = on_engine(captured_database(tmp_path / "ledger.db"), ledger_target)
     store = InitialExecutionProjectionStore(path, resolver)
     request = recovery_request(expected_execution_digest="f" * 64)
     refuse("EXECUTION_DIGEST_DRIFT", lambda: store.project_from_source_capture(TASK, request), path)

@@ -8,18 +8,39 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import apsw
+import psycopg
 import pytest
 from aios_ledger.core import LedgerError, SqlWrite, Statement, StatementKind, WritePlan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import apply_decision
-from aios_ledger.shell.db.statements import SQLITE_STATEMENTS, statements
+from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.statements import (
+    POSTGRESQL_STATEMENTS,
+    SQLITE_STATEMENTS,
+    statements,
+)
+from conftest import both_engines, postgres_url
 
 ROOT = Path(__file__).resolve().parents[1]
-# Each engine's package of statement texts; a PostgreSQL one joins this list.
-DIALECTS = (SQLITE_STATEMENTS,)
+# Each engine's package of statement texts.
+DIALECTS = (SQLITE_STATEMENTS, POSTGRESQL_STATEMENTS)
+# PostgreSQL's texts that PREPARE cannot take (transaction control, DDL, DO blocks); they run in
+# every test that opens a ledger on PostgreSQL.
+UNPREPARABLE = {
+    "begin_immediate",
+    "begin_read",
+    "commit",
+    "rollback",
+    "create_search_path_schema",
+    "drop_search_path_schema",
+    "create_schema_migrations",
+}
+_PG_PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
 REGISTERED = list(Statement)
+pytest_generate_tests = both_engines
 GUARDED = [statement for statement in Statement if statement.guarded]
 GUARDED_UPDATES = [s for s in Statement if s.kind is StatementKind.GUARDED_UPDATE]
 GUARDED_DELETES = [s for s in Statement if s.kind is StatementKind.GUARDED_DELETE]
@@ -80,6 +101,59 @@ def test_every_registered_statement_has_a_text_in_each_dialect(
     assert texts[statement].operation == "!"
 
 
+@pytest.fixture(scope="module")
+def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
+    """A fresh PostgreSQL schema built from `sql/postgresql/schema.sql` alone."""
+    target = PostgresTarget.parse(postgres_url(postgres_database))
+    with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
+        conn.execute(f"CREATE SCHEMA {target.schema}".encode())
+        conn.execute((ROOT / "sql" / "postgresql" / "schema.sql").read_bytes())
+        yield conn
+
+
+def pg_parameters(text: str) -> tuple[str, set[str]]:
+    """PostgreSQL's text with `$n` for each distinct parameter, and the parameters' names."""
+    order: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
+        return f"${order.setdefault(match.group(2), len(order) + 1)}"
+
+    return _PG_PARAMETER.sub(number, text), set(order)
+
+
+def pg_prepare(conn: psycopg.Connection[Any], name: str) -> set[str]:
+    """Prepare a PostgreSQL text (parsed and planned against the schema; nothing runs)."""
+    text, asked = pg_parameters(statements(POSTGRESQL_STATEMENTS)[name].sql)
+    conn.execute(f"PREPARE registry_check AS {text.rstrip(';')}".encode())
+    conn.execute(b"DEALLOCATE registry_check")
+    return asked
+
+
+@pytest.mark.parametrize("statement", REGISTERED, ids=str)
+def test_a_registered_statement_takes_exactly_its_declared_parameters_on_postgresql(
+    pg_schema: psycopg.Connection[Any], statement: Statement
+) -> None:
+    assert pg_prepare(pg_schema, statement) == statement.parameters
+
+
+@pytest.mark.parametrize("name", sorted(set(statements(POSTGRESQL_STATEMENTS)) - UNPREPARABLE))
+def test_every_named_postgresql_statement_compiles_against_its_schema(
+    pg_schema: psycopg.Connection[Any], name: str
+) -> None:
+    pg_prepare(pg_schema, name)
+
+
+def test_postgresql_names_what_sqlite_names_for_the_stores() -> None:
+    """Every statement the stores run exists in both dialects; SQLite's own (pragmas, the older
+    runtime's, its catalogue) and PostgreSQL's own (its schema and lock) are the difference."""
+    sqlite_only = set(statements(SQLITE_STATEMENTS)) - set(statements(POSTGRESQL_STATEMENTS))
+    assert all(
+        name.startswith(("pragma_", "legacy_")) or name == "schema_objects" for name in sqlite_only
+    ), sorted(sqlite_only)
+
+
 @pytest.mark.parametrize("statement", REGISTERED, ids=str)
 def test_a_registered_statement_takes_exactly_its_declared_parameters(
     schema: apsw.Connection, statement: Statement
@@ -88,34 +162,40 @@ def test_a_registered_statement_takes_exactly_its_declared_parameters(
     assert compile_statement(schema, text) == statement.parameters
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("statement", GUARDED_UPDATES, ids=str)
-def test_every_guarded_update_has_the_one_compare_and_swap_form(statement: Statement) -> None:
-    _, assignments, where = _clause(statements()[statement].sql)
+def test_every_guarded_update_has_the_one_compare_and_swap_form(
+    dialect: str, statement: Statement
+) -> None:
+    _, assignments, where = _clause(statements(dialect)[statement].sql)
     assert where == [f"{column} = :{parameter}" for column, parameter in statement.guard]
     revision = statement.revision_column
     assert f"{revision} = {revision} + 1" in assignments
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("statement", GUARDED_DELETES, ids=str)
-def test_every_guarded_delete_has_the_one_guard(statement: Statement) -> None:
-    flat = " ".join(statements()[statement].sql.split())
+def test_every_guarded_delete_has_the_one_guard(dialect: str, statement: Statement) -> None:
+    flat = " ".join(statements(dialect)[statement].sql.split())
     found = re.fullmatch(r"DELETE FROM (\w+) WHERE (.+);", flat)
     assert found is not None, f"not a single DELETE: {flat}"
     guard = [f"{column} = :{parameter}" for column, parameter in statement.guard]
     assert found.group(2).split(" AND ") == guard
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("statement", REGISTERED, ids=str)
-def test_a_plain_delete_removes_by_its_key_alone(statement: Statement) -> None:
+def test_a_plain_delete_removes_by_its_key_alone(dialect: str, statement: Statement) -> None:
     if statement.kind is StatementKind.DELETE:
-        assert statements()[statement].sql.startswith("DELETE FROM ")
+        assert statements(dialect)[statement].sql.startswith("DELETE FROM ")
         assert statement.guard == () and statement.parameters == {"task_id"}
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("statement", REGISTERED, ids=str)
-def test_a_plain_statement_is_an_insert(statement: Statement) -> None:
+def test_a_plain_statement_is_an_insert(dialect: str, statement: Statement) -> None:
     if statement.kind is StatementKind.INSERT:
-        assert statements()[statement].sql.startswith("INSERT INTO ")
+        assert statements(dialect)[statement].sql.startswith("INSERT INTO ")
         assert statement.guard == ()
 
 
@@ -151,7 +231,7 @@ def test_a_write_names_a_registered_statement_with_exactly_its_parameters() -> N
 
 @pytest.mark.parametrize("statement", GUARDED, ids=str)
 def test_a_guarded_write_that_changes_no_row_is_a_revision_conflict(
-    tmp_path: Path, statement: Statement
+    ledger_target: Path, statement: Statement
 ) -> None:
     write = SqlWrite(statement, dict.fromkeys(statement.parameters))
     later = SqlWrite(
@@ -159,7 +239,7 @@ def test_a_guarded_write_that_changes_no_row_is_a_revision_conflict(
         {"run_id": "r", "session_id": "s", "prompt": "p", "created_at": "2026-01-01T00:00:00Z"},
     )
     plan = WritePlan(writes=(write, later), events=(), response=None, tail=None)
-    with Database(tmp_path / "ledger.db") as db:
+    with Database(ledger_target) as db:
         with pytest.raises(LedgerError) as refused:
             db.write(lambda conn: apply_decision(conn, plan))
         assert refused.value.code == "REVISION_CONFLICT"

@@ -14,13 +14,16 @@ from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.tasks.ledger import CLAIM_BATCH
+from conftest import both_engines
 from legacy_fixtures import dump, rows
 from test_tasks_support import START, Clock, refusal
 
+pytest_generate_tests = both_engines
+
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "ledger.sqlite3"
+def path(ledger_target: Path) -> Path:
+    return ledger_target
 
 
 @pytest.fixture

@@ -20,16 +20,19 @@ from aios_ledger.core import (
 from aios_ledger.core.tasks.backoff import MAX_RETRY_SECONDS, retry_not_before
 from aios_ledger.core.tasks.status import status_report
 from aios_ledger.shell import TaskLedger
+from conftest import both_engines
 from hypothesis import given
 from hypothesis import strategies as st
 from legacy_fixtures import dump
 from test_tasks_cli import Cli
 from test_tasks_support import START, Clock, refusal
 
+pytest_generate_tests = both_engines
+
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "ledger.sqlite3"
+def path(ledger_target: Path) -> Path:
+    return ledger_target
 
 
 @pytest.fixture

@@ -22,11 +22,13 @@ from aios_ledger.shell import (
     SourceCaptureProjectionRecoveryRequest,
     TaskLedger,
 )
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.db.statements import sql
+from conftest import both_engines, is_postgres
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import LEGACY_DDL as LEGACY_SCHEMA
-from legacy_fixtures import dump
+from legacy_fixtures import dump, row_dicts, rows
 from test_tasks_support import (
     SEED_AUTHORIZATION,
     SEED_CAPABILITY,
@@ -43,6 +45,9 @@ from test_tasks_support import (
     source_capture_result,
 )
 
+pytest_generate_tests = both_engines
+
+
 TOKEN = "claimer-token-0123456789abcdef"
 OTHER_TOKEN = "another-token-0123456789abcdef"
 
@@ -53,8 +58,8 @@ def _authorization(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "ledger.sqlite3"
+def path(ledger_target: Path) -> Path:
+    return ledger_target
 
 
 @pytest.fixture
@@ -92,11 +97,8 @@ def _submitted(ledger: TaskLedger, task_id: str = "t1", **fields: Any) -> ClaimA
 
 
 def _raw_task(path: Path, task_id: str = "t1") -> dict[str, Any]:
-    con = sqlite3.connect(path)
-    con.row_factory = sqlite3.Row
-    row = con.execute("SELECT * FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-    con.close()
-    return dict(row)
+    (row,) = row_dicts(path, "SELECT * FROM tasks WHERE task_id = ?", (task_id,))
+    return row
 
 
 def _event_types(ledger: TaskLedger, task_id: str = "t1") -> list[str]:
@@ -811,6 +813,8 @@ def test_refused_calls_leave_the_database_byte_for_byte(
 
 
 def _plan_details(path: Path, statement: str, params: dict[str, Any]) -> list[str]:
+    if is_postgres(path):
+        pytest.skip("SQLite's query plans (PostgreSQL's planner picks by statistics)")
     con = apsw.Connection(str(path))
     try:
         info = apsw.ext.query_info(con, sql(statement), params, explain_query_plan=True)
@@ -851,11 +855,12 @@ def test_claim_reads_through_an_index(
 
 
 def test_the_claim_order_index_exists(path: Path, ledger: TaskLedger) -> None:
-    con = sqlite3.connect(path)
-    (index_sql,) = con.execute(
-        "SELECT sql FROM sqlite_master WHERE name = 'tasks_claim_order'"
-    ).fetchone()
-    con.close()
+    if is_postgres(path):
+        query = "SELECT indexdef FROM pg_indexes WHERE indexname = 'tasks_claim_order'"
+        query += " AND schemaname = current_schema()"
+    else:
+        query = "SELECT sql FROM sqlite_master WHERE name = 'tasks_claim_order'"
+    ((index_sql,),) = rows(path, query)
     assert "status, priority DESC, seq" in index_sql
 
 
@@ -891,6 +896,8 @@ def test_a_list_limit_out_of_range_is_refused_not_clamped(ledger: TaskLedger, li
 
 
 def _legacy_db(path: Path, *, attempt: int = 0, max_attempts: int = 20) -> None:
+    if is_postgres(path):
+        pytest.skip("the older runtime's databases are SQLite files")
     con = sqlite3.connect(path)
     con.executescript(LEGACY_SCHEMA)
     con.execute(
@@ -966,18 +973,14 @@ def test_attempts_exhausted(path: Path, clock: Clock) -> None:
 def test_a_tampered_envelope_refuses_results(
     ledger: TaskLedger, path: Path, runtime_claim: dict[str, Any]
 ) -> None:
-    con = sqlite3.connect(path)
-    metadata = json.loads(
-        con.execute(
-            "SELECT metadata_json FROM tasks WHERE task_id = ?", (SEED_TASK_ID,)
-        ).fetchone()[0]
-    )
+    ((found,),) = rows(path, "SELECT metadata_json FROM tasks WHERE task_id = ?", (SEED_TASK_ID,))
+    metadata = json.loads(found)
     metadata["execution"]["adapter"] = "other"
-    con.execute(
-        "UPDATE tasks SET metadata_json = ? WHERE task_id = ?", (json.dumps(metadata), SEED_TASK_ID)
+    rows(
+        path,
+        "UPDATE tasks SET metadata_json = ? WHERE task_id = ?",
+        (json.dumps(metadata), SEED_TASK_ID),
     )
-    con.commit()
-    con.close()
     code = refusal(
         lambda: ledger.submit_result(
             SEED_TASK_ID,
@@ -1112,8 +1115,11 @@ def test_a_record_read_checks_that_the_statement_selects_its_fields(path: Path) 
 
     with TaskLedger(path) as store:
         created = store.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c-1")
-        conn = store.database.conn
-        task = fetch_record(conn, "get_task", {"task_id": created["task_id"]}, TaskRow)
-        assert task is not None and task.task_id == created["task_id"]
-        with pytest.raises(TypeError, match="not the fields of IdempotencyRow"):
-            fetch_record(conn, "get_task", {"task_id": created["task_id"]}, IdempotencyRow)
+
+        def check(conn: Connection) -> None:
+            task = fetch_record(conn, "get_task", {"task_id": created["task_id"]}, TaskRow)
+            assert task is not None and task.task_id == created["task_id"]
+            with pytest.raises(TypeError, match="not the fields of IdempotencyRow"):
+                fetch_record(conn, "get_task", {"task_id": created["task_id"]}, IdempotencyRow)
+
+        store.database.read(check)

@@ -10,7 +10,6 @@ import hmac
 import secrets
 from typing import Any
 
-import apsw
 import attrs
 from aios_ledger.core import LEDGER_CHAIN, LedgerError
 from aios_ledger.core.api.tokens import (
@@ -30,6 +29,7 @@ from aios_ledger.core.records import record_from_row
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
+from aios_ledger.shell.db.run import Connection
 
 TOKEN_BYTES = 32
 # A presented token longer than this is not one the ledger issued: refused before digesting.
@@ -48,7 +48,7 @@ def new_api_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def _row(conn: apsw.Connection, name: str) -> ApiTokenRow | None:
+def _row(conn: Connection, name: str) -> ApiTokenRow | None:
     return fetch_record(conn, "api_token_get", {"name": name}, ApiTokenRow)
 
 
@@ -61,7 +61,7 @@ def issue_token(
     token = new_api_token()
     digest = Sha256Hex(token_sha256(token))
 
-    def write(conn: apsw.Connection) -> ApiTokenAnswer:
+    def write(conn: Connection) -> ApiTokenAnswer:
         plans = PlanExecutor(conn)
         state = TokenState(_row(conn, request.name), plans.tail(LEDGER_CHAIN))
         return plans.apply(decide_issue_token(state, request, now=read_clock(clock), digest=digest))
@@ -73,7 +73,7 @@ def issue_token(
 def revoke_token(db: Database, name: str, *, clock: Clock = system_clock) -> ApiTokenAnswer:
     request = TokenRevokeRequest.from_mapping({"name": name})
 
-    def write(conn: apsw.Connection) -> ApiTokenAnswer:
+    def write(conn: Connection) -> ApiTokenAnswer:
         plans = PlanExecutor(conn)
         state = TokenState(_row(conn, request.name), plans.tail(LEDGER_CHAIN))
         return plans.apply(decide_revoke_token(state, request, now=read_clock(clock)))

@@ -66,6 +66,7 @@ from aios_ledger.shell.db.connection import (
     fetch_record,
     stream_records,
 )
+from aios_ledger.shell.db.run import Connection
 
 ClockMs = Callable[[], int]
 POLL_SECONDS = 0.05
@@ -199,11 +200,11 @@ def owner_is_dead(owner: str) -> bool:
     return False
 
 
-def _read_row(conn: apsw.Connection, aux_id: str) -> AuxiliaryRunRow | None:
+def _read_row(conn: Connection, aux_id: str) -> AuxiliaryRunRow | None:
     return fetch_record(conn, "get_auxiliary_run", {"aux_id": aux_id}, AuxiliaryRunRow)
 
 
-def _read_rows(conn: apsw.Connection, name: str, params: Params | None) -> list[AuxiliaryRunRow]:
+def _read_rows(conn: Connection, name: str, params: Params | None) -> list[AuxiliaryRunRow]:
     return list(stream_records(conn, name, params, AuxiliaryRunRow))
 
 
@@ -286,7 +287,7 @@ class DatabaseAuxiliaryRuns:
             self.db.close()
 
     def recover(self, owner_is_dead: Callable[[str], bool]) -> tuple[str, ...]:
-        def write(conn: apsw.Connection) -> list[str]:
+        def write(conn: Connection) -> list[str]:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             rows = tuple(_read_rows(conn, "unfinished_auxiliary_runs", None))
             dead = frozenset(row.owner for row in rows if owner_is_dead(row.owner))
@@ -305,7 +306,7 @@ class DatabaseAuxiliaryRuns:
         aux_id = checked.spec.id
         now = self._now()
 
-        def write(conn: apsw.Connection) -> SpawnAnswer:
+        def write(conn: Connection) -> SpawnAnswer:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
             return plans.apply(decide_spawn(state, checked, now=now, owner=owner))
@@ -317,7 +318,7 @@ class DatabaseAuxiliaryRuns:
         the run needs no read of its own."""
         now = self._now()
 
-        def write(conn: apsw.Connection) -> AuxiliaryRunRow:
+        def write(conn: Connection) -> AuxiliaryRunRow:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
             return plans.apply(decide_transition(state, request, now=now))
@@ -328,7 +329,7 @@ class DatabaseAuxiliaryRuns:
         """Record CANCELLED, unless the run has ended already (in one write transaction)."""
         now = self._now()
 
-        def write(conn: apsw.Connection) -> None:
+        def write(conn: Connection) -> None:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
             decision = decide_stop(state, request, now=now)

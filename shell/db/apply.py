@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-import apsw
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
-from aios_ledger.shell.db.run import execute
+from aios_ledger.shell.db.pg import PgConnection
+from aios_ledger.shell.db.run import Connection, execute
 from aios_ledger.shell.log.tail import read_chain_tips, read_next_event_id
 
 R = TypeVar("R")
 
 
 def apply_decision(
-    conn: apsw.Connection,
+    conn: Connection,
     decision: WritePlan[R] | Replay[R],
     *,
     error: type[LedgerError] = LedgerError,
@@ -23,6 +23,8 @@ def apply_decision(
     transaction then rolls back). A replay writes nothing. The answer is the decision's."""
     if isinstance(decision, Replay):
         return decision.response
+    if isinstance(conn, PgConnection):
+        return _apply_pipelined(conn, decision, error)
     for write in decision.statements():
         changed = execute(conn, write.statement, write.params)
         if write.statement.guarded and changed != 1:
@@ -33,6 +35,24 @@ def apply_decision(
     return decision.response
 
 
+def _apply_pipelined(conn: PgConnection, decision: WritePlan[R], error: type[LedgerError]) -> R:
+    """On PostgreSQL a plan is known whole before it is applied: its statements go in one
+    pipeline, one round trip, and their row counts are checked when they are back. A guarded
+    write that missed its row is REVISION_CONFLICT even when a later statement of the plan then
+    failed on its account."""
+    writes = list(decision.statements())
+    counts, failed = conn.run_pipeline([(write.statement, write.params) for write in writes])
+    for write, changed in zip(writes, counts, strict=False):
+        if write.statement.guarded and changed != 1:
+            raise error(
+                "REVISION_CONFLICT",
+                f"{write.statement} changed {changed} rows: the row moved on since it was read",
+            )
+    if failed is not None:
+        raise failed
+    return decision.response
+
+
 class PlanExecutor:
     """The decisions of one write transaction: the log's tail each one reads, and their plans
     applied in order. After a plan, the next decision starts from the tail that plan left (the
@@ -40,7 +60,7 @@ class PlanExecutor:
     decision is handed the tips of its own chains only: a batch of a hundred tasks must not
     copy a hundred tips into every plan."""
 
-    def __init__(self, conn: apsw.Connection, *, error: type[LedgerError] = LedgerError) -> None:
+    def __init__(self, conn: Connection, *, error: type[LedgerError] = LedgerError) -> None:
         self.conn = conn
         self._error = error
         self._next_event_id: int | None = None

@@ -19,13 +19,15 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.checkpointer import CheckpointRounds, install_checkpoint_rounds
 from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
+from aios_ledger.shell.db.pg import is_database_url
 from aios_ledger.shell.db.run import (
+    Connection,
     Params,
     Row,
     execute,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PATH_ENV",
+    "Connection",
     "Database",
     "Params",
     "Row",
@@ -52,6 +55,7 @@ __all__ = [
     "fetch_one",
     "fetch_record",
     "fetch_value",
+    "is_database_url",
     "resolve_path",
     "run_statement",
     "storage_error",
@@ -122,6 +126,11 @@ def database_file_exists(path: str) -> bool:
     return True
 
 
+# The Database subclass a URL opens: `pg_database.PostgresDatabase`, which registers itself
+# here (the package's `__init__` imports it), so that this module need not import it back.
+URL_ENGINES: list[type[Database]] = []
+
+
 class _SchemaStep(enum.Enum):
     MIGRATE = "migrate"  # apply what is pending (the default)
     REQUIRE_CURRENT = "require_current"  # the schema is the DBA's: refuse one that is behind
@@ -129,7 +138,10 @@ class _SchemaStep(enum.Enum):
 
 
 class Database:
-    """One apsw connection with the ledger's pragmas and its schema step.
+    """A ledger database: `Database(url)` with a PostgreSQL URL (`postgresql://…`) is a
+    `pg_database.PostgresDatabase`, with the same `write` / `read`; otherwise SQLite:
+
+    One apsw connection with the ledger's pragmas and its schema step.
 
     `migrate=True` (the default) applies pending migrations on open, adopting the older
     runtime's database. `migrate=False` leaves the schema to the DBA (`aios-ledger migrate`,
@@ -138,6 +150,15 @@ class Database:
     open writes nothing to the file. `Database.as_found` skips the step for the tools that run
     the migrator themselves. At synchronous=NORMAL the WAL is copied back in rounds beside the
     writers (`checkpointer`)."""
+
+    engine = "sqlite"
+    conn: apsw.Connection
+
+    def __new__(cls, path: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> Any:
+        if cls is Database and is_database_url(path):
+            # PostgreSQL's Database (`pg_database`), registered when the package is imported.
+            return object.__new__(URL_ENGINES[0])
+        return object.__new__(cls)
 
     def __init__(
         self,
@@ -154,7 +175,7 @@ class Database:
     def as_found(cls, path: str | os.PathLike[str] | None) -> Database:
         """Open without the schema step: for `aios-ledger init`, `migrate` and `migrate
         --status`, and callers of `migrate_database`, which look at or change it themselves."""
-        database = cls.__new__(cls)
+        database: Database = cls.__new__(cls, path)
         database._open(path, "FULL", None, _SchemaStep.AS_FOUND)
         return database
 
@@ -279,22 +300,22 @@ class Database:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def write(self, work: Callable[[apsw.Connection], T]) -> T:
+    def write(self, work: Callable[[Connection], T]) -> T:
         """Run `work` inside `BEGIN IMMEDIATE`; commit, or roll back and raise a LedgerError."""
         if self.group_commit is not None:
             return self.group_commit.write(work)
         return self._transaction(_BEGIN_IMMEDIATE, work)
 
-    def read(self, work: Callable[[apsw.Connection], T]) -> T:
+    def read(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in one read transaction, so that every read sees the same snapshot."""
         if self.group_commit is not None:
             return self.group_commit.read(work)
         return self._transaction(_BEGIN_READ, work)
 
-    def _transaction(self, begin: str, work: Callable[[apsw.Connection], T]) -> T:
+    def _transaction(self, begin: str, work: Callable[[Connection], T]) -> T:
         return self._with_busy_retry(self._transaction_once, begin, work)
 
-    def _transaction_once(self, begin: str, work: Callable[[apsw.Connection], T]) -> T:
+    def _transaction_once(self, begin: str, work: Callable[[Connection], T]) -> T:
         self.conn.execute(begin)
         try:
             result = work(self.conn)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-import apsw
 import attrs
 from aios_ledger.core.migrations import (
     CatalogueView,
@@ -21,7 +20,8 @@ from aios_ledger.core.migrations import (
     plan_migrations,
     refuse_unless_current,
 )
-from aios_ledger.shell.db.run import execute, fetch_all
+from aios_ledger.shell.db.pg import PgConnection
+from aios_ledger.shell.db.run import Connection, execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files
 from aios_ledger.shell.log.adoption import seal_unsealed_events
 
@@ -33,9 +33,9 @@ CURRENT = MigrationPlan(pending=(), adopt_legacy=False)
 class Transactions(Protocol):
     """What the migrator needs of a Database: its read and write transactions."""
 
-    def read(self, work: Callable[[apsw.Connection], T]) -> T: ...
+    def read(self, work: Callable[[Connection], T]) -> T: ...
 
-    def write(self, work: Callable[[apsw.Connection], T]) -> T: ...
+    def write(self, work: Callable[[Connection], T]) -> T: ...
 
 
 @attrs.frozen
@@ -48,11 +48,16 @@ class MigrationReport:
 NOTHING_APPLIED = MigrationReport(applied=(), adopted_legacy=False, sealed_at_adoption=0)
 
 
-def known_migrations() -> tuple[Migration, ...]:
-    return tuple(parse_migration(name, content) for name, content in migration_files())
+def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
+    """The migrations of an engine (PostgreSQL's are a folder of their own)."""
+    return tuple(parse_migration(name, content) for name, content in migration_files(dialect))
 
 
-def read_catalogue(conn: apsw.Connection) -> CatalogueView:
+def _dialect(conn: Connection) -> str:
+    return conn.dialect if isinstance(conn, PgConnection) else "sqlite"
+
+
+def read_catalogue(conn: Connection) -> CatalogueView:
     tables = frozenset(row["name"] for row in fetch_all(conn, "list_tables"))
     applied: tuple[str, ...] = ()
     if "schema_migrations" in tables:
@@ -69,30 +74,37 @@ def read_catalogue(conn: apsw.Connection) -> CatalogueView:
     )
 
 
-def migration_plan(conn: apsw.Connection) -> MigrationPlan:
+def migration_plan(conn: Connection) -> MigrationPlan:
     """What `apply_migrations` would do now; refuses a newer or a foreign database."""
-    return plan_migrations(known_migrations(), read_catalogue(conn))
+    return plan_migrations(known_migrations(_dialect(conn)), read_catalogue(conn))
 
 
-def plan_on_open(conn: apsw.Connection, *, migrate: bool) -> MigrationPlan:
+def plan_on_open(conn: Connection, *, migrate: bool) -> MigrationPlan:
     """The schema step's read, taken before the Database touches the file: the plan to apply
     when it migrates, otherwise a refusal of anything but a current database."""
     if migrate:
         return migration_plan(conn)
-    refuse_unless_current(known_migrations(), read_catalogue(conn))
+    refuse_unless_current(known_migrations(_dialect(conn)), read_catalogue(conn))
     return CURRENT
 
 
-def apply_migrations(conn: apsw.Connection) -> MigrationReport:
+def apply_migrations(conn: Connection) -> MigrationReport:
     """Apply what is pending, adopting the older runtime's database, inside the caller's
     `BEGIN IMMEDIATE`. Planned again here, under the write lock: another process may have
     migrated since any earlier read."""
+    if isinstance(conn, PgConnection):
+        # The schema the search_path names (dbmate creates it the same way), under the
+        # write lock, so that two first opens do not race to create it.
+        execute(conn, "create_search_path_schema")
     plan = migration_plan(conn)
     if plan.is_current:
         return NOTHING_APPLIED
     execute(conn, "create_schema_migrations")
     for migration in plan.pending:
-        conn.execute(migration.up)
+        if isinstance(conn, PgConnection):
+            conn.script(migration.up)
+        else:
+            conn.execute(migration.up)
         execute(conn, "record_migration", {"version": migration.version})
     # The one call into the log: the older runtime's events get their seals, in event order.
     sealed = seal_unsealed_events(conn) if plan.adopt_legacy else 0
@@ -112,7 +124,7 @@ def migrate_database(db: Transactions) -> MigrationReport:
 
 def migration_status(db: Transactions) -> dict[str, Any]:
     view = db.read(read_catalogue)
-    known = known_migrations()
+    known = known_migrations(db.read(_dialect))
     return {
         "applied": list(view.applied),
         "pending": [m.version for m in known if m.version not in set(view.applied)],

@@ -3,22 +3,27 @@ the migrator read and write, inside a transaction of `connection.Database`.
 
 They sit below the Database and the migrator (which the Database runs on open, and which seals
 adopted events through the log), so that everything above can use them without an import
-cycle; `connection` re-exports them with the Database.
+cycle; `connection` re-exports them with the Database. A `Connection` is either engine's: an
+apsw connection (SQLite) or a `PgConnection` (PostgreSQL, `pg`), which carries its dialect; the
+helpers look the statement's text up in that dialect, under the same name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import apsw
+import psycopg
 from aios_ledger.core import LedgerError
 from aios_ledger.core.records import record_columns
+from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.statements import statement_texts
 
 R = TypeVar("R")
 Row = dict[str, Any]
 Params = Mapping[str, Any]
+Connection: TypeAlias = apsw.Connection | PgConnection
 
 _TEXTS = statement_texts()
 
@@ -35,7 +40,16 @@ def run_statement(conn: apsw.Connection, name: str, params: Params | None = None
         raise LedgerError("PARAMETER_INVALID", f"{name}: {exc}") from None
 
 
-def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) -> list[Row]:
+def _pg_columns(cursor: psycopg.Cursor[Any]) -> list[str] | None:
+    description = cursor.description
+    return None if description is None else [column.name for column in description]
+
+
+def fetch_all(conn: Connection, name: str, params: Params | None = None) -> list[Row]:
+    if isinstance(conn, PgConnection):
+        found = conn.run(name, params)
+        names = _pg_columns(found)
+        return [] if names is None else [dict(zip(names, row, strict=True)) for row in found]
     cursor = run_statement(conn, name, params)
     try:
         columns = [column[0] for column in cursor.get_description()]
@@ -44,18 +58,18 @@ def fetch_all(conn: apsw.Connection, name: str, params: Params | None = None) ->
     return [dict(zip(columns, row, strict=True)) for row in cursor]
 
 
-def fetch_one(conn: apsw.Connection, name: str, params: Params | None = None) -> Row | None:
+def fetch_one(conn: Connection, name: str, params: Params | None = None) -> Row | None:
     rows = fetch_all(conn, name, params)
     return rows[0] if rows else None
 
 
-def fetch_record(
-    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
-) -> R | None:
+def fetch_record(conn: Connection, name: str, params: Params | None, record: type[R]) -> R | None:
     """The statement's first row as `record(*columns)` (see `stream_records`): the hot reads (a
     task, a first answer) skip building a dict. Read straight off the cursor, not through
     `stream_records`: the generator and its closing were a tenth of a transition's Python
     calls. Leaving the function drops the cursor, which resets the statement."""
+    if isinstance(conn, PgConnection):
+        return next(stream_records(conn, name, params, record), None)
     cursor = run_statement(conn, name, params)
     for row in cursor:
         if (name, record) not in _MATCHED_COLUMNS:
@@ -65,11 +79,18 @@ def fetch_record(
 
 
 def stream_records(
-    conn: apsw.Connection, name: str, params: Params | None, record: type[R]
+    conn: Connection, name: str, params: Params | None, record: type[R]
 ) -> Generator[R, None, None]:
     """Each row as `record(*columns)`, one at a time; the caller closes the generator (or lets
     it finish) to finish the statement. The statement must select the record's fields in field
     order, which is checked on its first row in each process."""
+    if isinstance(conn, PgConnection):
+        found = conn.run(name, params)
+        for row in found:
+            if (name, record) not in _MATCHED_COLUMNS:
+                _check_columns(tuple(_pg_columns(found) or ()), name, record)
+            yield record(*row)
+        return
     cursor = run_statement(conn, name, params)
     for row in cursor:
         if (name, record) not in _MATCHED_COLUMNS:
@@ -81,19 +102,28 @@ _MATCHED_COLUMNS: set[tuple[str, type]] = set()
 
 
 def _match_columns(cursor: apsw.Cursor, name: str, record: type) -> None:
-    selected = tuple(column[0] for column in cursor.get_description())
+    _check_columns(tuple(column[0] for column in cursor.get_description()), name, record)
+
+
+def _check_columns(selected: tuple[str, ...], name: str, record: type) -> None:
     if selected != record_columns(record):
         raise TypeError(f"{name} selects {selected}, not the fields of {record.__name__}")
     _MATCHED_COLUMNS.add((name, record))
 
 
-def fetch_value(conn: apsw.Connection, name: str, params: Params | None = None) -> Any:
+def fetch_value(conn: Connection, name: str, params: Params | None = None) -> Any:
+    if isinstance(conn, PgConnection):
+        found = conn.run(name, params)
+        first = found.fetchone() if found.description is not None else None
+        return None if first is None else first[0]
     for row in run_statement(conn, name, params):
         return row[0]
     return None
 
 
-def execute(conn: apsw.Connection, name: str, params: Params | None = None) -> int:
+def execute(conn: Connection, name: str, params: Params | None = None) -> int:
     """Run a write and return how many rows it changed."""
+    if isinstance(conn, PgConnection):
+        return max(conn.run(name, params).rowcount, 0)
     run_statement(conn, name, params)
     return conn.changes()

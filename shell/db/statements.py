@@ -3,8 +3,9 @@
 The grammar is aiosql's: a block starts with `-- name: NAME` followed by an optional operation
 suffix (`!` write, `<!` write returning, `^` one row, `$` one value, none: many rows). SQL is never
 assembled in Python; callers name a statement and pass parameters. The statements a plan can name
-are declared in the core (`core.statements`); `aios_ledger.sql` holds SQLite's texts of them, and
-another engine's dialect would hold the same names in a package of its own.
+are declared in the core (`core.statements`); `aios_ledger.sql` holds SQLite's texts of them and
+`aios_ledger.sql.postgresql` PostgreSQL's, under the same names. PostgreSQL's texts are written
+with the same `:name` parameters and handed to psycopg as `%(name)s` (`postgresql_text`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from importlib import resources
 import attrs
 
 SQLITE_STATEMENTS = "aios_ledger.sql"
+POSTGRESQL_STATEMENTS = "aios_ledger.sql.postgresql"
+DIALECT_PACKAGES = {"sqlite": SQLITE_STATEMENTS, "postgresql": POSTGRESQL_STATEMENTS}
+# A `:name` parameter: not the second colon of a `::type` cast, not inside a quoted literal.
+_PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
 _NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)([!^$<*#]*)\s*$")
 
 
@@ -70,9 +75,24 @@ def statements(package_name: str = SQLITE_STATEMENTS) -> Mapping[str, Statement]
 
 
 @cache
-def statement_texts() -> Mapping[str, str]:
-    """Name -> SQL text, for the write path, which looks a text up for every statement."""
-    return {name: statement.sql for name, statement in statements().items()}
+def statement_texts(dialect: str = "sqlite") -> Mapping[str, str]:
+    """Name -> SQL text, for the write path, which looks a text up for every statement; a
+    PostgreSQL text comes in psycopg's parameter style."""
+    found = statements(DIALECT_PACKAGES[dialect])
+    if dialect == "postgresql":
+        return {name: postgresql_text(statement.sql) for name, statement in found.items()}
+    return {name: statement.sql for name, statement in found.items()}
+
+
+def postgresql_text(text: str) -> str:
+    """`:name` -> `%(name)s`, and a literal `%` doubled (psycopg reads `%` as a placeholder)."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1).replace("%", "%%")
+        return f"%({match.group(2)})s"
+
+    return _PARAMETER.sub(replace, text)
 
 
 def sql(name: str) -> str:
@@ -80,8 +100,8 @@ def sql(name: str) -> str:
 
 
 @cache
-def migration_files() -> tuple[tuple[str, str], ...]:
-    package = resources.files("aios_ledger.sql.migrations")
+def migration_files(dialect: str = "sqlite") -> tuple[tuple[str, str], ...]:
+    package = resources.files(f"{DIALECT_PACKAGES[dialect]}.migrations")
     return tuple(
         (entry.name, entry.read_text("utf-8"))
         for entry in sorted(package.iterdir(), key=lambda item: item.name)

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import apsw
 import attrs
 from aios_ledger.core import (
     LedgerError,
@@ -39,6 +38,7 @@ from aios_ledger.core.git.decisions import task_binding
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
 
@@ -68,11 +68,11 @@ def bundle_path(db: Database, digest: str) -> Path:
     return proposals_dir(db) / f"{digest}.bundle"
 
 
-def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
+def _task(conn: Connection, task_id: str) -> TaskRow | None:
     return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
 
 
-def proposal_row(conn: apsw.Connection, task_id: str, attempt: int) -> ProposalRow | None:
+def proposal_row(conn: Connection, task_id: str, attempt: int) -> ProposalRow | None:
     return fetch_record(
         conn, "get_task_proposal", {"task_id": task_id, "attempt": attempt}, ProposalRow
     )
@@ -305,7 +305,7 @@ def record_proposal(
             "PROPOSAL_TOO_LARGE", f"the bundle is over {limits.max_bundle_bytes} bytes"
         )
 
-    def context(conn: apsw.Connection) -> tuple[TaskRow, str, str]:
+    def context(conn: Connection) -> tuple[TaskRow, str, str]:
         task = _task(conn, task_id)
         if task is None:
             raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
@@ -335,7 +335,7 @@ def record_proposal(
         }
     )
 
-    def write(conn: apsw.Connection) -> ProposalAnswer:
+    def write(conn: Connection) -> ProposalAnswer:
         plans = PlanExecutor(conn)
         task = _task(conn, task_id)
         binding_repository = None if task is None else task_binding(task).repository

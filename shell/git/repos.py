@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import apsw
 from aios_ledger.core import (
     LEDGER_CHAIN,
     LedgerError,
@@ -22,10 +21,11 @@ from aios_ledger.core.git.answers import repository_answer
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.runner import run_git
 
 
-def repository_row(conn: apsw.Connection, name: str) -> RepositoryRow | None:
+def repository_row(conn: Connection, name: str) -> RepositoryRow | None:
     return fetch_record(conn, "get_governed_repository", {"name": name}, RepositoryRow)
 
 
@@ -67,7 +67,7 @@ def add_repository(
     )
     head = head_branch(request.path)
 
-    def write(conn: apsw.Connection) -> RepositoryAnswer:
+    def write(conn: Connection) -> RepositoryAnswer:
         plans = PlanExecutor(conn)
         state = RepositoryState(
             prior=repository_row(conn, request.name), tail=plans.tail(LEDGER_CHAIN)
@@ -80,7 +80,7 @@ def add_repository(
 
 
 def list_repositories(db: Database) -> list[RepositoryAnswer]:
-    def read(conn: apsw.Connection) -> list[RepositoryAnswer]:
+    def read(conn: Connection) -> list[RepositoryAnswer]:
         rows = fetch_all(conn, "list_governed_repositories")
         return [repository_answer(RepositoryRow.from_row(row), idempotent=False) for row in rows]
 

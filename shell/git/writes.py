@@ -23,7 +23,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import apsw
 from aios_ledger.core import (
     GovernedWriteRow,
     LedgerError,
@@ -47,6 +46,7 @@ from aios_ledger.core.plan import Replay
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, read_ref, run_git
@@ -56,19 +56,17 @@ LEASE_POLL_SECONDS = 0.05
 REFLOG_PREFIX = "aios-ledger governed write "
 
 
-def write_row(conn: apsw.Connection, key: str) -> GovernedWriteRow | None:
+def write_row(conn: Connection, key: str) -> GovernedWriteRow | None:
     return fetch_record(conn, "get_governed_write", {"idempotency_key": key}, GovernedWriteRow)
 
 
-def lease_row(conn: apsw.Connection, repository: str, ref: str) -> WriterLeaseRow | None:
+def lease_row(conn: Connection, repository: str, ref: str) -> WriterLeaseRow | None:
     return fetch_record(
         conn, "get_writer_lease", {"lease_id": lease_id_of(repository, ref)}, WriterLeaseRow
     )
 
 
-def _write_state(
-    conn: apsw.Connection, plans: PlanExecutor | None, request: WriteRequest
-) -> WriteState:
+def _write_state(conn: Connection, plans: PlanExecutor | None, request: WriteRequest) -> WriteState:
     task = fetch_record(conn, "get_task", {"task_id": request.task_id}, TaskRow)
     repository = proposal = lease = None
     if task is not None and task.metadata().get("execution") is not None:
@@ -126,7 +124,7 @@ def _settle(
 ) -> WriteAnswer:
     """Record what became of an intended write, from git's answer and the ref as read."""
 
-    def repository_path(conn: apsw.Connection) -> str:
+    def repository_path(conn: Connection) -> str:
         repository = repository_row(conn, write.repository)
         if repository is None:
             raise LedgerError(
@@ -145,7 +143,7 @@ def _settle(
         }
     )
 
-    def record(conn: apsw.Connection) -> WriteAnswer:
+    def record(conn: Connection) -> WriteAnswer:
         plans = PlanExecutor(conn)
         current = write_row(conn, write.idempotency_key)
         state = OutcomeState(
@@ -222,13 +220,13 @@ def governed_write(
     return _answered(settled)
 
 
-def _intend(conn: apsw.Connection, request: WriteRequest, clock: Clock) -> WriteAnswer:
+def _intend(conn: Connection, request: WriteRequest, clock: Clock) -> WriteAnswer:
     plans = PlanExecutor(conn)
     state = _write_state(conn, plans, request)
     return plans.apply(decide_write_intent(state, request, now=read_clock(clock)))
 
 
-def _quarantine_inputs(conn: apsw.Connection, request: WriteRequest) -> tuple[str, ProposalRow]:
+def _quarantine_inputs(conn: Connection, request: WriteRequest) -> tuple[str, ProposalRow]:
     state = _write_state(conn, None, request)
     assert state.repository is not None and state.proposal is not None
     return state.repository.path, state.proposal

@@ -3,7 +3,6 @@ the core seals them, the plan applied like any other."""
 
 from __future__ import annotations
 
-import apsw
 from aios_ledger.core import (
     AdoptionSealRequest,
     AdoptionState,
@@ -13,11 +12,11 @@ from aios_ledger.core import (
 )
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.db.apply import apply_decision
-from aios_ledger.shell.db.run import stream_records
+from aios_ledger.shell.db.run import Connection, stream_records
 from aios_ledger.shell.log.tail import read_log_tail
 
 
-def seal_unsealed_events(conn: apsw.Connection) -> int:
+def seal_unsealed_events(conn: Connection) -> int:
     """Seal, in event order, every event that has no seal yet (the older runtime's, at adoption)."""
     unsealed = tuple(stream_records(conn, "unsealed_events", None, EventRow))
     tail = read_log_tail(conn, dict.fromkeys(chain_of(event.task_id) for event in unsealed))

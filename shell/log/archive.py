@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-import apsw
 import attrs
 from aios_ledger.core import EventRow, LedgerError
 from aios_ledger.core.jsonvalue import loads_document
@@ -37,7 +36,7 @@ from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.run import fetch_all
+from aios_ledger.shell.db.run import Connection, fetch_all
 from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
@@ -69,7 +68,7 @@ def archive_tasks(
     now = read_clock(clock)
     created: list[Path] = []
 
-    def work(conn: apsw.Connection) -> dict[str, Any]:
+    def work(conn: Connection) -> dict[str, Any]:
         candidates = _candidates(conn)
         chosen = select_archive(candidates, request)
         if not chosen:
@@ -137,7 +136,7 @@ def _link_new(partial: Path, target: Path, created: list[Path]) -> None:
     created.append(target)
 
 
-def _candidates(conn: apsw.Connection) -> tuple[ArchiveCandidate, ...]:
+def _candidates(conn: Connection) -> tuple[ArchiveCandidate, ...]:
     return tuple(
         ArchiveCandidate(
             task_id=row["task_id"],
@@ -165,7 +164,7 @@ def _answer(
     }
 
 
-def _preview(conn: apsw.Connection, request: ArchiveRequest) -> dict[str, Any]:
+def _preview(conn: Connection, request: ArchiveRequest) -> dict[str, Any]:
     chosen = select_archive(_candidates(conn), request)
     return {**_answer(request, chosen, output=None), "dry_run": True}
 

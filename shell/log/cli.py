@@ -16,8 +16,14 @@ from aios_ledger.core import LedgerError, LedgerHead
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.shell.cli_support import emit, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
-from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.connection import (
+    Database,
+    database_file_exists,
+    is_database_url,
+    resolve_path,
+)
 from aios_ledger.shell.log.archive import archive_tasks, verify_archive
+from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 
@@ -77,6 +83,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     check_archive.add_argument("file")
     check_archive.set_defaults(handler=_verify_archive)
+
+    copy = commands.add_parser(
+        "copy",
+        help="copy a whole ledger (a SQLite file or a PostgreSQL URL) into an empty PostgreSQL "
+        "ledger in one transaction, then verify it (exit 0 only when intact with the same head)",
+    )
+    copy.add_argument("--from", dest="source", required=True, metavar="PATH_OR_URL")
+    copy.add_argument("--to", dest="target", required=True, metavar="URL")
+    copy.set_defaults(handler=_copy)
 
 
 def parse_head_argument(text: str) -> LedgerHead:
@@ -184,3 +199,14 @@ def _archive(args: argparse.Namespace) -> Any:
 def _verify_archive(args: argparse.Namespace) -> int:
     with open_database(args) as db:
         return _report(verify_archive(db, args.file))
+
+
+def _copy(args: argparse.Namespace) -> Any:
+    if not is_database_url(args.target):
+        raise LedgerError("COPY_TARGET_INVALID", "--to must be a PostgreSQL URL")
+    if not is_database_url(args.source) and not database_file_exists(resolve_path(args.source)):
+        raise LedgerError("DATABASE_NOT_FOUND", f"{args.source[:200]!r} does not exist")
+    with Database(args.source, migrate=False) as source, Database(args.target) as target:
+        report = copy_ledger(source, target).public()
+    emit(report)
+    return 0 if report["target_intact"] and report["heads_equal"] else EXIT_NOT_INTACT

@@ -9,7 +9,6 @@ import stat
 from collections.abc import Iterator
 from typing import IO, Any
 
-import apsw
 from aios_ledger.core import EventRow, LedgerError, SealRow, VerificationReport, verify_export_lines
 from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.log.export import (
@@ -24,6 +23,7 @@ from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import head_of_rows
 from aios_ledger.shell.db.connection import Database, Row, fetch_value
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.log.verification import STATE_STATEMENTS, ProgressCounter, ProgressHook
 
 
@@ -58,7 +58,7 @@ def export_log(
 ) -> dict[str, Any]:
     """Write the header, one line per event with its seal, and the trailer; return a summary."""
 
-    def work(conn: apsw.Connection) -> dict[str, Any]:
+    def work(conn: Connection) -> dict[str, Any]:
         if task_id is None:
             total = int(fetch_value(conn, "log_max_event_id"))
             statement, rows_statement, params = "log_export_all", "log_sealed_rows", {}

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import apsw
 from aios_ledger.core import ChainTip, LogTail
 from aios_ledger.core.log.seals import empty_chain_tip
-from aios_ledger.shell.db.run import fetch_record, fetch_value
+from aios_ledger.shell.db.run import Connection, fetch_record, fetch_value
 
 
-def read_next_event_id(conn: apsw.Connection) -> int:
+def read_next_event_id(conn: Connection) -> int:
     """The id the next event gets, inside the caller's write transaction."""
     return int(fetch_value(conn, "log_next_event_id"))
 
 
-def read_chain_tips(conn: apsw.Connection, chains: Iterable[str]) -> dict[str, ChainTip]:
+def read_chain_tips(conn: Connection, chains: Iterable[str]) -> dict[str, ChainTip]:
     """The tip of each of `chains`: its last seal, or the empty tip of a chain with no event."""
     tips = {}
     for chain in chains:
@@ -24,6 +23,6 @@ def read_chain_tips(conn: apsw.Connection, chains: Iterable[str]) -> dict[str, C
     return tips
 
 
-def read_log_tail(conn: apsw.Connection, chains: Iterable[str]) -> LogTail:
+def read_log_tail(conn: Connection, chains: Iterable[str]) -> LogTail:
     """The tail at `chains`, inside the caller's write transaction."""
     return LogTail(read_next_event_id(conn), read_chain_tips(conn, dict.fromkeys(chains)))

@@ -47,6 +47,8 @@ from aios_ledger.core.log.verification import (
 )
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
+from aios_ledger.shell.db.pg import PgConnection
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.db.statements import sql
 
 PROGRESS_EVERY = 16384
@@ -105,10 +107,20 @@ STATE_STATEMENTS = {
 
 @contextmanager
 def _tuples(
-    conn: apsw.Connection, name: str, columns: tuple[str, ...]
+    conn: Connection, name: str, columns: tuple[str, ...]
 ) -> Iterator[Iterator[tuple[Any, ...]]]:
     """Stream a named statement's rows as tuples (the verifier's hot loop skips the dicts of
     `Database.cursor_rows`), after checking that its columns are the ones expected."""
+    if isinstance(conn, PgConnection):
+        with conn.stream(name, None, f"aios_verify_{name}") as streamed:
+            described = streamed.description
+            found = columns if described is None else tuple(c.name for c in described)
+            if found != columns:
+                raise LedgerError(
+                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
+                )
+            yield iter(streamed)
+        return
     cursor = conn.cursor()
     try:
         cursor.execute(sql(name))
@@ -179,7 +191,7 @@ def verify_log(
 ) -> VerificationReport:
     """Walk the whole log once and report every finding by event id."""
 
-    def work(conn: apsw.Connection) -> VerificationReport:
+    def work(conn: Connection) -> VerificationReport:
         counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
         verifier = LogVerifier(head=head)
         feed, step = verifier.feed, counter.step
@@ -266,7 +278,7 @@ def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object
     )
 
 
-def _check_state(conn: apsw.Connection, db: Database, verifier: LogVerifier) -> None:
+def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
     """Hold every state row against the last seal that wrote it, then report sealed rows that
     are gone."""
     v1_history = bool(fetch_value(conn, "log_has_v1_seals"))
@@ -296,7 +308,7 @@ def _check_state(conn: apsw.Connection, db: Database, verifier: LogVerifier) -> 
 def ledger_head(db: Database) -> LedgerHead:
     """The current head: count, last event id and rolling digest over every event's seal."""
 
-    def work(conn: apsw.Connection) -> LedgerHead:
+    def work(conn: Connection) -> LedgerHead:
         with db.cursor_rows("log_head_rows") as rows:
             return head_of_rows((row["event_id"], row["seal"]) for row in rows)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import apsw
 from aios_ledger.core import (
     LEDGER_CHAIN,
     BindingAnswer,
@@ -20,16 +19,17 @@ from aios_ledger.core.projection.bindings import envelope_from_binding
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record
+from aios_ledger.shell.db.run import Connection
 
 
-def _binding_row(conn: apsw.Connection, task_id: str, job_id: str) -> BindingRow | None:
+def _binding_row(conn: Connection, task_id: str, job_id: str) -> BindingRow | None:
     return fetch_record(conn, "get_binding", {"task_id": task_id, "job_id": job_id}, BindingRow)
 
 
 def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) -> BindingAnswer:
     binding = GovernedExecutionBinding.from_mapping(raw)
 
-    def write(conn: apsw.Connection) -> BindingAnswer:
+    def write(conn: Connection) -> BindingAnswer:
         plans = PlanExecutor(conn)
         prior = _binding_row(conn, binding.task_id, binding.job_id)
         state = BindingState(prior=prior, tail=plans.tail(LEDGER_CHAIN))

@@ -25,6 +25,7 @@ from aios_ledger.shell.cli_support import (
 from aios_ledger.shell.console import Shown, events_view
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import migrate_database, migration_status
+from aios_ledger.shell.db.pg import is_database_url
 from aios_ledger.shell.db.schema_dump import schema_sql
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -67,7 +68,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     json_flag(events)
     events.set_defaults(handler=_events)
 
-    dump = commands.add_parser("schema-dump", help="print the schema after all migrations")
+    dump = commands.add_parser(
+        "schema-dump",
+        help="print the schema after all migrations (PostgreSQL's with --db URL: migrated into "
+        "a scratch schema there, read back with pg_dump, dropped)",
+    )
     dump.set_defaults(handler=_schema_dump)
 
 
@@ -142,5 +147,5 @@ def _events(args: argparse.Namespace) -> Shown:
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:
-    sys.stdout.write(schema_sql())
+    sys.stdout.write(schema_sql(args.db if is_database_url(args.db) else None))
     return 0

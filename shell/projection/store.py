@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import apsw
 from aios_ledger.core import (
     Decision,
     EventRow,
@@ -29,6 +28,7 @@ from aios_ledger.shell.clock import Clock, configured_authorization, read_clock,
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.log.tail import read_log_tail
 
 Resolver = Callable[[str, str, str, str, Any], Any]
@@ -111,7 +111,7 @@ class InitialExecutionProjectionStore:
         lookup = _LEDGER_LOOKUP[kind]
         command = ProjectionCommand(task_id=task_id, request=request)
 
-        def read_state(conn: apsw.Connection, tail: LogTail) -> ProjectionState:
+        def read_state(conn: Connection, tail: LogTail) -> ProjectionState:
             task = fetch_one(conn, "get_task", {"task_id": task_id})
             prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
             events = fetch_all(conn, "events_for_task", {"task_id": task_id})
@@ -122,7 +122,7 @@ class InitialExecutionProjectionStore:
                 tail=tail,
             )
 
-        def read(conn: apsw.Connection) -> ProjectionState:
+        def read(conn: Connection) -> ProjectionState:
             return read_state(conn, read_log_tail(conn, [chain_of(task_id)]))
 
         seen = _projection_errors(lambda: self._db.read(read))
@@ -138,7 +138,7 @@ class InitialExecutionProjectionStore:
         )
         contract = result_contract(SOURCE_CAPTURE_RESULT)
 
-        def decide(conn: apsw.Connection, plans: PlanExecutor) -> Decision[ProjectionAnswer]:
+        def decide(conn: Connection, plans: PlanExecutor) -> Decision[ProjectionAnswer]:
             return decide_projection(
                 read_state(conn, plans.tail(chain_of(task_id))),
                 command,
@@ -148,7 +148,7 @@ class InitialExecutionProjectionStore:
                 source_capture_contract=contract,
             )
 
-        def write(conn: apsw.Connection) -> ProjectionAnswer:
+        def write(conn: Connection) -> ProjectionAnswer:
             plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
             return plans.apply(decide(conn, plans))
 
@@ -157,9 +157,7 @@ class InitialExecutionProjectionStore:
         answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
         return answer
 
-    def _preview(
-        self, envelope: Any, decide: Callable[[apsw.Connection], object]
-    ) -> dict[str, Any]:
+    def _preview(self, envelope: Any, decide: Callable[[Connection], object]) -> dict[str, Any]:
         refusal = None
         try:
             _projection_errors(lambda: self._db.read(decide))

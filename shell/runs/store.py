@@ -6,7 +6,6 @@ import os
 import uuid
 from typing import Any
 
-import apsw
 from aios_ledger.core import (
     LEDGER_CHAIN,
     EvidenceReadRequest,
@@ -30,23 +29,24 @@ from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor, apply_decision
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.db.run import Connection
 
 
 def new_run_id() -> str:
     return "run-" + uuid.uuid4().hex
 
 
-def _get_run(conn: apsw.Connection, run_id: str) -> RunRow | None:
+def _get_run(conn: Connection, run_id: str) -> RunRow | None:
     row = fetch_one(conn, "get_run", {"run_id": run_id})
     return None if row is None else RunRow.from_row(row)
 
 
-def _events(conn: apsw.Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
+def _events(conn: Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
     rows = fetch_all(conn, "run_events_page", {"run_id": run_id, "after_seq": 0, "limit": limit})
     return tuple(RunEventRow.from_row(row) for row in rows)
 
 
-def _last_events(conn: apsw.Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
+def _last_events(conn: Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
     rows = fetch_all(conn, "run_events_tail", {"run_id": run_id, "limit": limit})
     return tuple(RunEventRow.from_row(row) for row in rows)
 
@@ -88,7 +88,7 @@ class RunStore:
         )
         now = read_clock(self._clock)
 
-        def write(conn: apsw.Connection) -> RunRow:
+        def write(conn: Connection) -> RunRow:
             plans = PlanExecutor(conn)
             state = RunCreateState(_get_run(conn, request.run_id), plans.tail(LEDGER_CHAIN))
             decision = decide_create_run(state, request, now=now)
@@ -104,7 +104,7 @@ class RunStore:
         )
         now = read_clock(self._clock)
 
-        def write(conn: apsw.Connection) -> RunEventRow:
+        def write(conn: Connection) -> RunEventRow:
             state = RunState(_get_run(conn, request.run_id))
             decision = decide_append_run_event(state, request, now=now)
             row: RunEventAnswer = apply_decision(conn, decision)
@@ -138,7 +138,7 @@ class RunEvidenceReader:
         request.validate()
         target = request.target
 
-        def read(conn: apsw.Connection) -> EvidenceSnapshot:
+        def read(conn: Connection) -> EvidenceSnapshot:
             run = _get_run(conn, target.run_id)
             if run is None:
                 return build_evidence_snapshot(request, run, ())

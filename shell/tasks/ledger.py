@@ -17,7 +17,6 @@ import secrets
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any
 
-import apsw
 from aios_ledger.core import (
     RESULT_CONTRACTS,
     CancelAnswer,
@@ -77,6 +76,7 @@ from aios_ledger.shell.db.connection import (
     fetch_value,
     stream_records,
 )
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import proposal_row
 
 CLAIM_BATCH = 32
@@ -98,11 +98,11 @@ def new_lease_token() -> str:
 _CreateEntry = tuple[TaskCreateCommand, str]  # the command and the task id it creates
 
 
-def _task(conn: apsw.Connection, task_id: str) -> TaskRow | None:
+def _task(conn: Connection, task_id: str) -> TaskRow | None:
     return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
 
 
-def _prior(conn: apsw.Connection, key: str | None) -> IdempotencyRow | None:
+def _prior(conn: Connection, key: str | None) -> IdempotencyRow | None:
     if key is None:
         return None
     return fetch_record(conn, "task_idempotency_get", {"idempotency_key": key}, IdempotencyRow)
@@ -194,7 +194,7 @@ class TaskLedger:
         prepared = [_with_task_id(command) for command in commands]
         now = self._now()
 
-        def write(conn: apsw.Connection) -> list[CreateAnswer]:
+        def write(conn: Connection) -> list[CreateAnswer]:
             plans = PlanExecutor(conn)
             return each_item(prepared, lambda entry: _create_step(plans, entry, now))
 
@@ -232,7 +232,7 @@ class TaskLedger:
         )
         token = request.lease_token or new_lease_token()
 
-        def write(conn: apsw.Connection) -> ClaimAnswer | None:
+        def write(conn: Connection) -> ClaimAnswer | None:
             now = self._now()
             prior = _prior(conn, request.idempotency_key)
             task = None
@@ -265,7 +265,7 @@ class TaskLedger:
         )
         request = batch.claim()
 
-        def write(conn: apsw.Connection) -> list[ClaimAnswer]:
+        def write(conn: Connection) -> list[ClaimAnswer]:
             now = self._now()
             plans = PlanExecutor(conn)
             _take_over_passed_leases(plans, now)
@@ -280,9 +280,7 @@ class TaskLedger:
         return self._db.write(write)
 
     @staticmethod
-    def _claim_target(
-        conn: apsw.Connection, request: ClaimRequest, now: Timestamp
-    ) -> TaskRow | None:
+    def _claim_target(conn: Connection, request: ClaimRequest, now: Timestamp) -> TaskRow | None:
         if request.task_id is not None:
             return _task(conn, request.task_id)
         chosen = _claimable(conn, request, now, 1)
@@ -294,7 +292,7 @@ class TaskLedger:
             {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
         )
 
-        def write(conn: apsw.Connection) -> HeartbeatAnswer:
+        def write(conn: Connection) -> HeartbeatAnswer:
             plans = PlanExecutor(conn)
             task = _task(conn, request.task_id)
             state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
@@ -310,7 +308,7 @@ class TaskLedger:
             {"task_id": task_id, "lease_token": lease_token, "reason": reason}
         )
 
-        def write(conn: apsw.Connection) -> ReleaseAnswer:
+        def write(conn: Connection) -> ReleaseAnswer:
             plans = PlanExecutor(conn)
             tail = plans.tail(chain_of(request.task_id))
             state = TaskState(task=_task(conn, request.task_id), tail=tail)
@@ -340,7 +338,7 @@ class TaskLedger:
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
         requests = structure_batch(_listed(items), SubmitRequest.from_mapping)
 
-        def write(conn: apsw.Connection) -> list[SubmitAnswer]:
+        def write(conn: Connection) -> list[SubmitAnswer]:
             now, plans = self._now(), PlanExecutor(conn)
             return each_item(requests, lambda request: self._submit_step(plans, request, now))
 
@@ -375,7 +373,7 @@ class TaskLedger:
         reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`."""
         requests = structure_batch(_listed(items), VerifyRequest.from_mapping)
 
-        def write(conn: apsw.Connection) -> list[VerifyAnswer]:
+        def write(conn: Connection) -> list[VerifyAnswer]:
             now, plans = self._now(), PlanExecutor(conn)
             return each_item(requests, lambda request: self._verify_step(plans, request, now))
 
@@ -387,7 +385,7 @@ class TaskLedger:
             {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
         )
 
-        def write(conn: apsw.Connection) -> CancelAnswer:
+        def write(conn: Connection) -> CancelAnswer:
             plans = PlanExecutor(conn)
             state = _keyed_state(plans, request.task_id, request.idempotency_key)
             return plans.apply(decide_cancel(state, request, now=self._now()))
@@ -409,7 +407,7 @@ class TaskLedger:
             }
         )
 
-        def write(conn: apsw.Connection) -> RetryAnswer:
+        def write(conn: Connection) -> RetryAnswer:
             plans = PlanExecutor(conn)
             state = _keyed_state(plans, request.task_id, request.idempotency_key)
             return plans.apply(decide_retry(state, request, now=self._now()))
@@ -446,7 +444,7 @@ class TaskLedger:
         expired: list[TaskSummary] = []
         while True:
 
-            def write(conn: apsw.Connection) -> list[TaskSummary]:
+            def write(conn: Connection) -> list[TaskSummary]:
                 return _expire_step(PlanExecutor(conn), request, self._now())
 
             batch = self._db.write(write)
@@ -470,7 +468,7 @@ class TaskLedger:
         request = TaskReadRequest.from_mapping({"task_id": task_id})
         params = {"task_id": request.task_id}
 
-        def read(conn: apsw.Connection) -> list[Row] | None:
+        def read(conn: Connection) -> list[Row] | None:
             rows = fetch_all(conn, "events_for_task", params)
             if not rows and _task(conn, request.task_id) is None:
                 return None
@@ -501,7 +499,7 @@ class TaskLedger:
 
 
 def _claimable(
-    conn: apsw.Connection, request: ClaimRequest, now: Timestamp, count: int
+    conn: Connection, request: ClaimRequest, now: Timestamp, count: int
 ) -> list[TaskRow]:
     """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
     from the candidates; the usual single claim reads one row, and every cursor is closed
@@ -511,7 +509,7 @@ def _claimable(
         return first_claimable(pages, request.capabilities, now, count)
 
 
-def _candidates(conn: apsw.Connection, now: Timestamp, page: int) -> Generator[TaskRow, None, None]:
+def _candidates(conn: Connection, now: Timestamp, page: int) -> Generator[TaskRow, None, None]:
     """QUEUED tasks in claim order, read a page at a time while the reader asks for more."""
     offset = 0
     while True:

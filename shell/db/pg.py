@@ -1,0 +1,236 @@
+"""PostgreSQL below the helpers of `run`: a ledger URL, the connection a transaction's work gets,
+running a named statement on it, and psycopg's errors as the ledger's codes.
+
+A URL (`postgresql://` or `postgres://`) selects PostgreSQL wherever a path selects SQLite. Its
+`search_path` query parameter (as dbmate reads it) names the schema the ledger lives in, default
+`aios_ledger`; the rest of the URL is libpq's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import attrs
+import psycopg
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.db.statements import postgresql_text, statement_texts, statements
+from psycopg import errors as pg_errors
+from psycopg.types.numeric import Int8Dumper
+
+URL_SCHEMES = ("postgresql", "postgres")
+DEFAULT_SCHEMA = "aios_ledger"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_INT64 = range(-(2**63), 2**63)
+
+
+def is_database_url(target: object) -> bool:
+    """Whether `target` (a path or a URL) names a PostgreSQL database."""
+    if not isinstance(target, str):
+        return False
+    scheme, sep, _ = target.partition("://")
+    return bool(sep) and scheme.lower() in URL_SCHEMES
+
+
+@attrs.frozen
+class PostgresTarget:
+    """A ledger on PostgreSQL: libpq's URL (without `search_path`) and the ledger's schema."""
+
+    conninfo: str
+    schema: str
+
+    @classmethod
+    def parse(cls, url: str) -> PostgresTarget:
+        try:
+            parts = urlsplit(url)
+            query = parse_qsl(parts.query, keep_blank_values=True)
+        except ValueError as exc:
+            raise LedgerError("DATABASE_URL_INVALID", f"not a database URL: {exc}") from None
+        schemas = [value for key, value in query if key == "search_path"]
+        schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise LedgerError(
+                "DATABASE_URL_INVALID",
+                "search_path must name one schema of lower-case letters, digits and underscores",
+            )
+        rest = urlencode([(key, value) for key, value in query if key != "search_path"])
+        return cls(urlunsplit(parts._replace(query=rest)), schema)
+
+    def redacted(self) -> str:
+        """The URL without its password, with its schema, for messages."""
+        parts = urlsplit(self.conninfo)
+        if parts.password is not None:
+            host = parts.netloc.rpartition("@")[2]
+            parts = parts._replace(netloc=f"{parts.username}:***@{host}")
+        query = "&".join(filter(None, [parts.query, f"search_path={self.schema}"]))
+        return urlunsplit(parts._replace(query=query))
+
+    def connect_options(self) -> dict[str, Any]:
+        return {
+            "autocommit": True,
+            "options": f"-c search_path={self.schema}",
+            "connect_timeout": int(os.environ.get("AIOS_LEDGER_PG_CONNECT_TIMEOUT", "5")),
+            "application_name": "aios-ledger",
+        }
+
+
+_TEXTS = statement_texts("postgresql")
+
+
+def _raw_texts() -> dict[str, str]:
+    return {name: s.sql for name, s in statements("aios_ledger.sql.postgresql").items()}
+
+
+_RAW_TEXTS = _raw_texts()
+
+
+class PgConnection:
+    """What a transaction's work gets on PostgreSQL: one psycopg connection (autocommit, its
+    transactions are the Database's own BEGIN/COMMIT), for the helpers of `run`."""
+
+    dialect = "postgresql"
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+
+    def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
+        cursor = self.raw.cursor()
+        if params:
+            cursor.execute(_TEXTS[name], bindable(name, params))
+        else:
+            cursor.execute(_RAW_TEXTS[name])
+        return cursor
+
+    def run_pipeline(
+        self, items: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> tuple[list[int], psycopg.Error | None]:
+        """A plan's statements in one pipeline (one round trip): the rows each changed, as far
+        as they ran, and the error that stopped them, if one did (the transaction is then
+        aborted: the caller raises, and the Database rolls back)."""
+        cursors: list[psycopg.Cursor[Any]] = []
+        failed: psycopg.Error | None = None
+        try:
+            with self.raw.pipeline():
+                for name, params in items:
+                    cursor = self.raw.cursor()
+                    cursor.execute(_TEXTS[name], bindable(name, params))
+                    cursors.append(cursor)
+        except psycopg.Error as exc:
+            failed = exc
+        counts = []
+        for cursor in cursors:
+            if cursor.pgresult is None:
+                break
+            counts.append(max(cursor.rowcount, 0))
+        return counts, failed
+
+    def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One statement over many rows, pipelined (psycopg's executemany)."""
+        with self.raw.cursor() as cursor:
+            cursor.executemany(_TEXTS[name], [bindable(name, row) for row in rows])
+
+    def stream(
+        self, name: str, params: Mapping[str, Any] | None, cursor_name: str
+    ) -> psycopg.ServerCursor[Any]:
+        """A server-side cursor over a read statement (inside the caller's transaction), for
+        reads that stream a whole table: rows come in pages, never all at once."""
+        cursor = self.raw.cursor(name=cursor_name)
+        cursor.itersize = 2000
+        if params:
+            cursor.execute(_TEXTS[name], bindable(name, params))
+        else:
+            cursor.execute(_RAW_TEXTS[name])
+        return cursor
+
+    def execute(
+        self, text: str, params: Mapping[str, Any] | Sequence[Any] | None = None
+    ) -> psycopg.Cursor[Any]:
+        """Ad-hoc SQL, as apsw's `Connection.execute` takes it (`:name` or `?` parameters):
+        for tools and tests that look at a ledger's tables; the ledger itself names its
+        statements (`run`)."""
+        if isinstance(params, Mapping):
+            return self.raw.execute(postgresql_text(text).encode(), bindable("sql", params))
+        if params:
+            return self.raw.execute(text.replace("?", "%s").encode(), list(params))
+        return self.raw.execute(text.encode())
+
+    def script(self, text: str) -> None:
+        """A migration's section: several statements, no parameters."""
+        self.raw.execute(text.encode("utf-8"))
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+
+def configure(raw: psycopg.Connection[Any]) -> None:
+    """Every int goes over as int8, so a prepared statement keeps one parameter type."""
+    raw.adapters.register_dumper(int, Int8Dumper)
+
+
+def bindable(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as PostgreSQL takes them, or the error SQLite's binding would give:
+    only text, integers of 64 bits, floats, bytes and NULL (psycopg would turn a list into
+    an array); text that is not UTF-8 or holds NUL (PostgreSQL's text cannot) is TEXT_INVALID."""
+    checked: dict[str, Any] = {}
+    for key, given in params.items():
+        value = int(given) if isinstance(given, bool) else given
+        if isinstance(value, str):
+            if "\0" in value:
+                raise LedgerError("TEXT_INVALID", f"{name}: PostgreSQL text cannot hold NUL")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise LedgerError(
+                    "TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text"
+                ) from None
+        elif isinstance(value, int):
+            if value not in _INT64:
+                raise LedgerError("PARAMETER_INVALID", f"{name}: {key} is beyond 64 bits")
+        elif value is not None and not isinstance(value, float | bytes):
+            raise LedgerError(
+                "PARAMETER_INVALID", f"{name}: {key} is a {type(value).__name__}, not bindable"
+            )
+        checked[key] = value
+    return checked
+
+
+# SQLSTATEs a writer retries: the transaction lost a race the server resolved by aborting it.
+RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+_CONSTRAINTS = (pg_errors.IntegrityError,)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """The server is down, restarting, or the connection to it broke."""
+    return isinstance(
+        exc,
+        psycopg.OperationalError
+        | pg_errors.AdminShutdown
+        | pg_errors.CrashShutdown
+        | pg_errors.CannotConnectNow,
+    ) and not isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable)
+
+
+def pg_error(exc: psycopg.Error) -> LedgerError:
+    """psycopg's error as the ledger's stable code (the server's message in the detail)."""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, _CONSTRAINTS):
+        return LedgerError("CONSTRAINT_VIOLATION", detail)
+    if is_unavailable(exc):
+        return LedgerError("DATABASE_UNAVAILABLE", detail)
+    if isinstance(exc, RETRYABLE):
+        return LedgerError("DATABASE_BUSY", detail)
+    if isinstance(exc, pg_errors.DiskFull):
+        return LedgerError("STORAGE_FULL", detail)
+    if isinstance(exc, pg_errors.InsufficientPrivilege):
+        return LedgerError("DATABASE_READ_ONLY", detail)
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return LedgerError("DATABASE_READ_ONLY", detail)
+    if isinstance(exc, pg_errors.CharacterNotInRepertoire | pg_errors.UntranslatableCharacter):
+        return LedgerError("TEXT_INVALID", detail)
+    if isinstance(exc, pg_errors.NumericValueOutOfRange):
+        return LedgerError("PARAMETER_INVALID", detail)
+    return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {detail}")

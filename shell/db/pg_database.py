@@ -1,0 +1,181 @@
+"""The Database on PostgreSQL: the same `write(fn)` / `read(fn)` as SQLite's, over a psycopg pool.
+
+A write is `BEGIN` (READ COMMITTED), the ledger's write lock (one transaction-scoped advisory
+lock per schema: the counterpart of SQLite's `BEGIN IMMEDIATE`, under which a decision's reads
+stay what it read until it commits), the work, `COMMIT`. A read is one REPEATABLE READ READ ONLY
+snapshot. Serialization failures and deadlocks are retried a bounded number of times; a server
+that is down or restarting is retried while nothing can have been committed, then answered as
+`DATABASE_UNAVAILABLE` (a failure during COMMIT is answered at once: its outcome is unknown,
+and the caller's idempotency key makes its retry safe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.db.connection import (
+    SYNCHRONOUS_LEVELS,
+    URL_ENGINES,
+    Database,
+    Params,
+    Row,
+    _SchemaStep,
+)
+from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
+from aios_ledger.shell.db.pg import (
+    RETRYABLE,
+    PgConnection,
+    PostgresTarget,
+    configure,
+    is_unavailable,
+    pg_error,
+)
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+T = TypeVar("T")
+
+RETRIES = 8
+UNAVAILABLE_RETRIES = 20
+POOL_SIZE_ENV = "AIOS_LEDGER_PG_POOL_SIZE"
+_CURSOR_NAMES = itertools.count(1)
+
+
+class _CommitUncertain(Exception):
+    """The connection broke while COMMIT was on its way: the outcome is unknown."""
+
+
+class PostgresDatabase(Database):
+    """A ledger in a PostgreSQL schema; made by `Database(url)` (see `Database`)."""
+
+    engine = "postgresql"
+
+    def _open(self, path: Any, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
+        if vfs is not None:
+            raise LedgerError("DATABASE_URL_INVALID", "a VFS is SQLite's: not for a URL")
+        if synchronous not in SYNCHRONOUS_LEVELS:  # SQLite's setting: checked alike, unused
+            raise LedgerError(
+                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
+            )
+        self.target = PostgresTarget.parse(str(path))
+        self.path = self.target.redacted()
+        self.busy_retries = 0
+        self.checkpoints = None
+        self._local = threading.local()
+        size = int(os.environ.get(POOL_SIZE_ENV, "4"))
+        options = self.target.connect_options()
+        self._timeout = float(options["connect_timeout"])
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.target.conninfo,
+            kwargs=options,
+            min_size=1,
+            max_size=max(1, size),
+            open=False,
+            configure=configure,
+            timeout=self._timeout,
+            name="aios-ledger",
+        )
+        try:
+            self._pool.open(wait=True, timeout=self._timeout)
+        except PoolTimeout:
+            self._pool.close(timeout=0)
+            raise LedgerError("DATABASE_UNAVAILABLE", f"cannot connect to {self.path}") from None
+        try:
+            if step is not _SchemaStep.AS_FOUND:
+                migrate = step is _SchemaStep.MIGRATE
+                plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
+                if not plan.is_current:
+                    self.write(apply_migrations)
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    def close(self) -> None:
+        self._pool.close(timeout=self._timeout)
+
+    def _close_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            self._pool.close(timeout=0)
+
+    def write(self, work: Callable[[Any], T]) -> T:
+        return self._pg_transaction(True, work)
+
+    def read(self, work: Callable[[Any], T]) -> T:
+        return self._pg_transaction(False, work)
+
+    def _pg_transaction(self, write: bool, work: Callable[[Any], T]) -> T:
+        retries = unavailable = 0
+        while True:
+            try:
+                with self._pool.connection(timeout=self._timeout) as raw:
+                    return self._once(PgConnection(raw), write, work)
+            except _CommitUncertain as exc:
+                raise LedgerError(
+                    "DATABASE_UNAVAILABLE",
+                    f"the connection broke during COMMIT (the outcome is unknown): {exc}",
+                ) from None
+            except PoolTimeout as exc:
+                unavailable += 1
+                if unavailable > UNAVAILABLE_RETRIES // 4:
+                    raise LedgerError("DATABASE_UNAVAILABLE", str(exc)) from None
+                self._sleep(unavailable)
+            except psycopg.Error as exc:
+                if isinstance(exc, RETRYABLE) and retries < RETRIES:
+                    retries += 1
+                    self.busy_retries += 1
+                    self._sleep(retries)
+                    continue
+                if is_unavailable(exc) and unavailable < UNAVAILABLE_RETRIES:
+                    # Nothing was committed (the failure came before COMMIT): try again on
+                    # another connection; the pool drops the broken one.
+                    unavailable += 1
+                    self._sleep(unavailable)
+                    continue
+                raise pg_error(exc) from None
+
+    @staticmethod
+    def _sleep(retry: int) -> None:
+        time.sleep(min(0.5, 0.005 * 2**retry) * random.uniform(0.5, 1.5))
+
+    def _once(self, conn: PgConnection, write: bool, work: Callable[[Any], T]) -> T:
+        conn.run("begin_immediate" if write else "begin_read", None)  # a write: and its lock
+        self._local.conn = conn
+        try:
+            result = work(conn)
+        except BaseException:
+            self._local.conn = None
+            with contextlib.suppress(psycopg.Error):
+                if not conn.raw.closed:
+                    conn.run("rollback", None)
+            raise
+        self._local.conn = None
+        try:
+            conn.run("commit", None)
+        except psycopg.Error as exc:
+            if is_unavailable(exc):
+                raise _CommitUncertain(str(exc)) from exc
+            raise
+        return result
+
+    @contextmanager
+    def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
+        """Stream a read statement's rows through a server-side cursor, inside the caller's
+        transaction (`read` or `write`), without holding them all in memory."""
+        conn: PgConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            raise LedgerError("STORAGE_ERROR", "cursor_rows outside a transaction")
+        with conn.stream(name, params, f"aios_rows_{next(_CURSOR_NAMES)}") as cursor:
+            columns = [] if cursor.description is None else [c.name for c in cursor.description]
+            yield (dict(zip(columns, row, strict=True)) for row in cursor)
+
+
+URL_ENGINES.append(PostgresDatabase)

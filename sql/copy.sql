@@ -1,0 +1,63 @@
+-- Copying a whole ledger (`aios-ledger copy`): every table's rows, in key order, with their
+-- columns named (the same names on both engines). The table list is shell/log/copy.py's.
+
+-- name: copy_rows_tasks
+SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+       result_idempotency_key, verification_json, revision, created_at, updated_at,
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
+FROM tasks ORDER BY task_id;
+
+-- name: copy_rows_events
+SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
+FROM events ORDER BY event_id;
+
+-- name: copy_rows_event_seals
+SELECT event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption, seal_version
+FROM event_seals ORDER BY event_id;
+
+-- name: copy_rows_event_seal_rows
+SELECT event_id, position, row_table, row_key, row_digest
+FROM event_seal_rows ORDER BY event_id, position;
+
+-- name: copy_rows_archived_events
+SELECT event_id, archive_event_id, chain, seal
+FROM archived_events ORDER BY event_id;
+
+-- name: copy_rows_task_idempotency
+SELECT idempotency_key, operation, subject, request_sha256, response_json, created_at
+FROM task_idempotency ORDER BY idempotency_key;
+
+-- name: copy_rows_task_initial_execution_projections
+SELECT idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json,
+       created_at
+FROM task_initial_execution_projections ORDER BY idempotency_key;
+
+-- name: copy_rows_task_source_capture_projection_recoveries
+SELECT idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json,
+       created_at
+FROM task_source_capture_projection_recoveries ORDER BY idempotency_key;
+
+-- name: copy_rows_governed_bindings
+SELECT task_id, job_id, binding_json, binding_sha256, created_at
+FROM governed_bindings ORDER BY task_id, job_id;
+
+-- name: copy_rows_runs
+SELECT run_id, session_id, prompt, event_count, created_at, updated_at
+FROM runs ORDER BY run_id;
+
+-- name: copy_rows_run_events
+SELECT run_id, seq, kind, payload_json, created_at
+FROM run_events ORDER BY run_id, seq;
+
+-- name: copy_rows_auxiliary_runs
+SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json, output_digest,
+       error_code, error
+FROM auxiliary_runs ORDER BY aux_id;
+
+-- name: copy_event_id_counter$
+-- The last event id the source handed out (its archived events' ids are never handed out again).
+SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+           coalesce((SELECT max(event_id) FROM events), 0));

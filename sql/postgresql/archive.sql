@@ -1,0 +1,104 @@
+-- Archiving finished tasks (issue 17 item 6): reading what would go, and the writes of the
+-- archive's plan. Every write takes the task whose chain is archived.
+
+-- name: archive_candidates
+-- Finished tasks, with their chain's length and last seal (through the unique (chain,
+-- chain_seq) index), in task id order. Which of them were last written before the cut-off is
+-- the core's to say (it compares timestamps, not their texts).
+SELECT t.task_id, t.status, t.revision, t.updated_at,
+       (SELECT count(*) FROM events AS e WHERE e.task_id = t.task_id) AS events,
+       s.event_id AS last_event_id, s.seal AS last_seal
+FROM tasks AS t
+LEFT JOIN event_seals AS s
+  ON s.chain = 'task:' || t.task_id
+ AND s.chain_seq = (SELECT max(chain_seq) FROM event_seals WHERE chain = 'task:' || t.task_id)
+WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+ORDER BY t.task_id;
+
+-- name: archive_candidate_events
+-- The events of finished tasks with their seals, in event id order (an archive file holds
+-- those of the tasks archived, in the order the offline check reads them).
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
+       s.sealed_at_adoption, s.seal_version
+FROM events AS e
+JOIN tasks AS t ON t.task_id = e.task_id
+LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+ORDER BY e.event_id;
+
+-- name: archive_candidate_sealed_rows
+SELECT r.event_id, r.position, r.row_table, r.row_key, r.row_digest
+FROM events AS e
+JOIN tasks AS t ON t.task_id = e.task_id
+JOIN event_seal_rows AS r ON r.event_id = e.event_id
+WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+ORDER BY r.event_id, r.position;
+
+-- name: archive_task_rows
+-- The task's row, with the digest the last seal that wrote it took.
+SELECT t.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'tasks' AND s.row_key = t.task_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM tasks AS t WHERE t.task_id = :task_id;
+
+-- name: archive_task_projection_rows
+SELECT p.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'task_initial_execution_projections'
+          AND s.row_key = p.idempotency_key
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM task_initial_execution_projections AS p WHERE p.task_id = :task_id;
+
+-- name: archive_task_recovery_rows
+SELECT r.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'task_source_capture_projection_recoveries'
+          AND s.row_key = r.idempotency_key
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM task_source_capture_projection_recoveries AS r WHERE r.task_id = :task_id;
+
+-- name: archived_event_rows
+-- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.
+SELECT event_id, archive_event_id, chain, seal FROM archived_events ORDER BY event_id;
+
+-- name: archive_events_recorded
+-- Every TASKS_ARCHIVED event of the ledger chain, for checking an archive file against them.
+SELECT e.event_id, e.payload_json
+FROM events AS e JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE e.task_id IS NULL AND e.event_type = 'TASKS_ARCHIVED'
+ORDER BY e.event_id;
+
+-- name: list_archived_events!
+-- Listed before they are deleted: the append-only triggers allow deleting listed events only.
+INSERT INTO archived_events(event_id, archive_event_id, chain, seal)
+SELECT e.event_id, :archive_event_id, s.chain, s.seal
+FROM events AS e JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE e.task_id = :task_id;
+
+-- name: delete_archived_sealed_rows!
+DELETE FROM event_seal_rows
+WHERE event_id IN (SELECT event_id FROM events WHERE task_id = :task_id);
+
+-- name: delete_archived_seals!
+DELETE FROM event_seals
+WHERE event_id IN (SELECT event_id FROM events WHERE task_id = :task_id);
+
+-- name: delete_archived_events!
+DELETE FROM events WHERE task_id = :task_id;
+
+-- name: delete_archived_idempotency!
+DELETE FROM task_idempotency WHERE subject = :task_id;
+
+-- name: delete_archived_projections!
+DELETE FROM task_initial_execution_projections WHERE task_id = :task_id;
+
+-- name: delete_archived_recoveries!
+DELETE FROM task_source_capture_projection_recoveries WHERE task_id = :task_id;
+
+-- name: delete_archived_bindings!
+DELETE FROM governed_bindings WHERE task_id = :task_id;
+
+-- name: delete_archived_task!
+DELETE FROM tasks WHERE task_id = :task_id AND revision = :expected_revision;

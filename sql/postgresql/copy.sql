@@ -1,0 +1,162 @@
+-- Copying a whole ledger (`aios-ledger copy`): every table's rows, in key order, with their
+-- columns named (the same names on both engines). The table list is shell/log/copy.py's.
+
+-- name: copy_rows_tasks
+SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+       result_idempotency_key, verification_json, revision, created_at, updated_at,
+       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
+FROM tasks ORDER BY task_id;
+
+-- name: copy_rows_events
+SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
+FROM events ORDER BY event_id;
+
+-- name: copy_rows_event_seals
+SELECT event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption, seal_version
+FROM event_seals ORDER BY event_id;
+
+-- name: copy_rows_event_seal_rows
+SELECT event_id, position, row_table, row_key, row_digest
+FROM event_seal_rows ORDER BY event_id, position;
+
+-- name: copy_rows_archived_events
+SELECT event_id, archive_event_id, chain, seal
+FROM archived_events ORDER BY event_id;
+
+-- name: copy_rows_task_idempotency
+SELECT idempotency_key, operation, subject, request_sha256, response_json, created_at
+FROM task_idempotency ORDER BY idempotency_key;
+
+-- name: copy_rows_task_initial_execution_projections
+SELECT idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json,
+       created_at
+FROM task_initial_execution_projections ORDER BY idempotency_key;
+
+-- name: copy_rows_task_source_capture_projection_recoveries
+SELECT idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json,
+       created_at
+FROM task_source_capture_projection_recoveries ORDER BY idempotency_key;
+
+-- name: copy_rows_governed_bindings
+SELECT task_id, job_id, binding_json, binding_sha256, created_at
+FROM governed_bindings ORDER BY task_id, job_id;
+
+-- name: copy_rows_runs
+SELECT run_id, session_id, prompt, event_count, created_at, updated_at
+FROM runs ORDER BY run_id;
+
+-- name: copy_rows_run_events
+SELECT run_id, seq, kind, payload_json, created_at
+FROM run_events ORDER BY run_id, seq;
+
+-- name: copy_rows_auxiliary_runs
+SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json, output_digest,
+       error_code, error
+FROM auxiliary_runs ORDER BY aux_id;
+
+-- name: copy_event_id_counter$
+-- The last event id the source handed out (its archived events' ids are never handed out again).
+SELECT greatest(c.last_event_id, coalesce((SELECT max(event_id) FROM events), 0))
+FROM event_id_counter AS c;
+
+-- Copying a whole ledger into an empty PostgreSQL one (`aios-ledger copy`): one insert per
+-- table, the columns the matching `copy_rows_*` read selects.
+
+-- name: copy_insert_tasks!
+INSERT INTO tasks(
+  task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+  constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status, claimed_by,
+  lease_token_hash, lease_expires_at, result_json, result_digest, result_idempotency_key,
+  verification_json, revision, created_at, updated_at, verification_mode, retry_base_seconds,
+  retry_max_seconds, not_before, seq)
+VALUES (
+  :task_id, :goal, :instructions, :success_criteria_json, :required_capabilities_json,
+  :constraints_json, :metadata_json, :deadline, :priority, :max_attempts, :attempt, :status,
+  :claimed_by, :lease_token_hash, :lease_expires_at, :result_json, :result_digest,
+  :result_idempotency_key, :verification_json, :revision, :created_at, :updated_at,
+  :verification_mode, :retry_base_seconds, :retry_max_seconds, :not_before, :seq);
+
+-- name: copy_insert_events!
+INSERT INTO events(
+  event_id, task_id, agent_id, event_type, payload_json, created_at)
+VALUES (
+  :event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at);
+
+-- name: copy_insert_event_seals!
+INSERT INTO event_seals(
+  event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption, seal_version)
+VALUES (
+  :event_id, :chain, :chain_seq, :prev_seal, :seal, :sealed_at_adoption, :seal_version);
+
+-- name: copy_insert_event_seal_rows!
+INSERT INTO event_seal_rows(
+  event_id, position, row_table, row_key, row_digest)
+VALUES (
+  :event_id, :position, :row_table, :row_key, :row_digest);
+
+-- name: copy_insert_archived_events!
+INSERT INTO archived_events(
+  event_id, archive_event_id, chain, seal)
+VALUES (
+  :event_id, :archive_event_id, :chain, :seal);
+
+-- name: copy_insert_task_idempotency!
+INSERT INTO task_idempotency(
+  idempotency_key, operation, subject, request_sha256, response_json, created_at)
+VALUES (
+  :idempotency_key, :operation, :subject, :request_sha256, :response_json, :created_at);
+
+-- name: copy_insert_task_initial_execution_projections!
+INSERT INTO task_initial_execution_projections(
+  idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json, created_at)
+VALUES (
+  :idempotency_key, :task_id, :job_id, :request_sha256, :execution_digest, :response_json,
+  :created_at);
+
+-- name: copy_insert_task_source_capture_projection_recoveries!
+INSERT INTO task_source_capture_projection_recoveries(
+  idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json, created_at)
+VALUES (
+  :idempotency_key, :task_id, :job_id, :request_sha256, :execution_digest, :response_json,
+  :created_at);
+
+-- name: copy_insert_governed_bindings!
+INSERT INTO governed_bindings(
+  task_id, job_id, binding_json, binding_sha256, created_at)
+VALUES (
+  :task_id, :job_id, :binding_json, :binding_sha256, :created_at);
+
+-- name: copy_insert_runs!
+INSERT INTO runs(
+  run_id, session_id, prompt, event_count, created_at, updated_at)
+VALUES (
+  :run_id, :session_id, :prompt, :event_count, :created_at, :updated_at);
+
+-- name: copy_insert_run_events!
+INSERT INTO run_events(
+  run_id, seq, kind, payload_json, created_at)
+VALUES (
+  :run_id, :seq, :kind, :payload_json, :created_at);
+
+-- name: copy_insert_auxiliary_runs!
+INSERT INTO auxiliary_runs(
+  aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+  evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json, output_digest,
+  error_code, error)
+VALUES (
+  :aux_id, :session_id, :run_id, :parent_json, :kind, :mode, :state, :spec_json, :spec_digest,
+  :evidence_digest, :owner, :revision, :created_at_ms, :updated_at_ms, :output_json,
+  :output_digest, :error_code, :error);
+
+-- name: copy_set_event_id_counter!
+UPDATE event_id_counter SET last_event_id = greatest(last_event_id, :last_event_id);
+
+-- name: copy_target_rows$
+-- How many rows the target already holds: a copy goes into an empty ledger only.
+SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM events)
+     + (SELECT count(*) FROM archived_events) + (SELECT count(*) FROM runs)
+     + (SELECT count(*) FROM auxiliary_runs) + (SELECT count(*) FROM governed_bindings)
+     + (SELECT count(*) FROM task_idempotency);

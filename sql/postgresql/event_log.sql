@@ -1,0 +1,141 @@
+-- Reading the sealed event log for verification, heads and exports (issue 3).
+-- Every statement streams in event id order; none holds more than one row at a time.
+
+-- name: log_verify_rows
+-- Each event with its seal and the seal just before it in its chain (through the unique
+-- (chain, chain_seq) index), so that the verifier needs no per-chain state.
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
+       s.sealed_at_adoption, s.seal_version,
+       p.event_id AS pred_event_id, p.chain_seq AS pred_chain_seq, p.seal AS pred_seal
+FROM events AS e
+LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+LEFT JOIN event_seals AS p ON p.chain = s.chain AND p.chain_seq = s.chain_seq - 1
+ORDER BY e.event_id;
+
+-- name: log_orphan_seals
+-- Seals whose event row is gone.
+SELECT s.event_id, s.chain, s.chain_seq, s.prev_seal, s.seal, s.sealed_at_adoption,
+       s.seal_version
+FROM event_seals AS s
+LEFT JOIN events AS e ON e.event_id = s.event_id
+WHERE e.event_id IS NULL
+ORDER BY s.event_id;
+
+-- name: log_sealed_rows
+-- The state rows every v2 seal covers, in event id and position order (merged with the events).
+SELECT event_id, position, row_table, row_key, row_digest
+FROM event_seal_rows
+ORDER BY event_id, position;
+
+-- name: log_has_v1_seals$
+-- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
+SELECT EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1)::int;
+
+-- name: state_rows_tasks
+-- Each task row with the last sealed row of it, and whether its chain has any event at all (a
+-- task with events but no sealed row was last written under v1 seals).
+SELECT t.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = t.task_id)::int AS sealed_history
+FROM tasks AS t
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'tasks' AND s.row_key = t.task_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'tasks' AND row_key = t.task_id);
+
+-- name: state_rows_auxiliary_runs
+SELECT a.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL AS sealed_history
+FROM auxiliary_runs AS a
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'auxiliary_runs' AND s.row_key = a.aux_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'auxiliary_runs' AND row_key = a.aux_id);
+
+-- name: state_rows_initial_projections
+-- A projection row, with the last sealed row of it; only a task whose projection was sealed
+-- under v1 (before migration 0006) may hold a row that no seal proves.
+SELECT p.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_id
+               WHERE e.task_id = p.task_id
+                 AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
+                 AND v.seal_version = 1)::int AS sealed_history
+FROM task_initial_execution_projections AS p
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'task_initial_execution_projections' AND s.row_key = p.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'task_initial_execution_projections'
+                     AND row_key = p.idempotency_key);
+
+-- name: state_rows_source_capture_recoveries
+SELECT p.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_id
+               WHERE e.task_id = p.task_id
+                 AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
+                 AND v.seal_version = 1)::int AS sealed_history
+FROM task_source_capture_projection_recoveries AS p
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'task_source_capture_projection_recoveries' AND s.row_key = p.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'task_source_capture_projection_recoveries'
+                     AND row_key = p.idempotency_key);
+
+-- name: state_rows_gone
+-- Rows a seal says were written (their last writer's event id) that are no longer there.
+SELECT r.row_table, r.row_key, max(r.event_id) AS event_id
+FROM event_seal_rows AS r
+GROUP BY r.row_table, r.row_key
+HAVING NOT CASE r.row_table
+  WHEN 'tasks' THEN EXISTS (SELECT 1 FROM tasks WHERE task_id = r.row_key)
+  WHEN 'auxiliary_runs' THEN EXISTS (SELECT 1 FROM auxiliary_runs WHERE aux_id = r.row_key)
+  WHEN 'task_initial_execution_projections' THEN EXISTS (
+    SELECT 1 FROM task_initial_execution_projections WHERE idempotency_key = r.row_key)
+  WHEN 'task_source_capture_projection_recoveries' THEN EXISTS (
+    SELECT 1 FROM task_source_capture_projection_recoveries WHERE idempotency_key = r.row_key)
+  ELSE false
+END
+ORDER BY r.row_table, r.row_key;
+
+-- name: log_id_counter$
+-- The last event id handed out (NULL before the first event): the counter row that every
+-- inserted event moves on (the PostgreSQL counterpart of SQLite's AUTOINCREMENT sequence).
+SELECT nullif(last_event_id, 0) FROM event_id_counter;
+
+-- name: log_max_event_id$
+SELECT coalesce(max(event_id), 0) FROM events;
+
+-- name: log_head_rows
+-- An archived event's id and seal stay in the head (issue 17 item 6).
+SELECT e.event_id, s.seal
+FROM events AS e
+LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+UNION ALL
+SELECT event_id, seal FROM archived_events
+ORDER BY event_id;
+
+-- name: log_export_all
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
+       s.sealed_at_adoption, s.seal_version
+FROM events AS e
+LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+ORDER BY e.event_id;
+
+-- name: log_export_task
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
+       s.sealed_at_adoption, s.seal_version
+FROM events AS e
+LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE e.task_id = :task_id
+ORDER BY e.event_id;
+
+-- name: log_export_task_sealed_rows
+SELECT r.event_id, r.position, r.row_table, r.row_key, r.row_digest
+FROM events AS e
+JOIN event_seal_rows AS r ON r.event_id = e.event_id
+WHERE e.task_id = :task_id
+ORDER BY r.event_id, r.position;
+
+-- name: log_task_event_count$
+SELECT count(*) FROM events WHERE task_id = :task_id;

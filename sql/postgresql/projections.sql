@@ -1,0 +1,29 @@
+-- The projection ledgers: the first answer for each idempotency key, and registered bindings.
+
+-- name: get_initial_projection^
+SELECT idempotency_key, request_sha256, response_json
+FROM task_initial_execution_projections WHERE idempotency_key = :idempotency_key;
+
+-- name: insert_initial_projection!
+INSERT INTO task_initial_execution_projections(
+  idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json, created_at)
+VALUES (:idempotency_key, :task_id, :job_id, :request_sha256, :execution_digest, :response_json,
+        :created_at);
+
+-- name: get_source_capture_recovery^
+SELECT idempotency_key, request_sha256, response_json
+FROM task_source_capture_projection_recoveries WHERE idempotency_key = :idempotency_key;
+
+-- name: insert_source_capture_recovery!
+INSERT INTO task_source_capture_projection_recoveries(
+  idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json, created_at)
+VALUES (:idempotency_key, :task_id, :job_id, :request_sha256, :execution_digest, :response_json,
+        :created_at);
+
+-- name: get_binding^
+SELECT task_id, job_id, binding_json, binding_sha256, created_at
+FROM governed_bindings WHERE task_id = :task_id AND job_id = :job_id;
+
+-- name: insert_binding!
+INSERT INTO governed_bindings(task_id, job_id, binding_json, binding_sha256, created_at)
+VALUES (:task_id, :job_id, :binding_json, :binding_sha256, :created_at);

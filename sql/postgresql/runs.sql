@@ -1,0 +1,39 @@
+-- Runs and their append-only events (the evidence auxiliary runs read).
+
+-- name: get_run^
+SELECT run_id, session_id, prompt, event_count, created_at, updated_at
+FROM runs WHERE run_id = :run_id;
+
+-- name: insert_run!
+INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at)
+VALUES (:run_id, :session_id, :prompt, 0, :created_at, :created_at);
+
+-- name: bump_run_event_count!
+-- The append's compare-and-swap: the run still has exactly the events the decision saw (a run
+-- changes only by appending, so its event count is its revision).
+UPDATE runs
+SET event_count = event_count + 1,
+    updated_at = :updated_at
+WHERE run_id = :run_id
+  AND event_count = :expected_revision;
+
+-- name: insert_run_event!
+INSERT INTO run_events(run_id, seq, kind, payload_json, created_at)
+VALUES (:run_id, :seq, :kind, :payload_json, :created_at);
+
+-- name: run_events_page
+-- The first events of a run in order; evidence reads `limit` = max_events + 1 to see truncation.
+SELECT run_id, seq, kind, payload_json, created_at
+FROM run_events
+WHERE run_id = :run_id AND seq > :after_seq
+ORDER BY seq
+LIMIT :limit;
+
+-- name: run_events_tail
+-- The last events of a run, newest first: evidence that keeps a run's end reads them when the
+-- run is longer than its first page.
+SELECT run_id, seq, kind, payload_json, created_at
+FROM run_events
+WHERE run_id = :run_id
+ORDER BY seq DESC
+LIMIT :limit;

