@@ -535,6 +535,19 @@ def test_a_body_over_the_limit_is_413_before_parsing(scene: Scenario) -> None:
     assert scene.owner.get("/v1/tasks?limit=1").status_code == 200
 
 
+def test_the_tokens_refusal_comes_before_the_bodys(scene: Scenario, server: ApiServer) -> None:
+    """The body is read before the one hop that checks the token: a refused token or role is
+    still what the answer says, never the body's size, shape or validity."""
+    huge = b'{"idempotency_key":"k","task":{"goal":"' + b"g" * 70_000 + b'"}}'
+    garbage = b"{not json"
+    unknown = server.client(token="not-a-token-" + secrets.token_hex(8))
+    for body in (huge, garbage, b"{}"):
+        problem(server.client().post("/v1/tasks", content=body), 401, "UNAUTHENTICATED")
+        problem(unknown.post("/v1/tasks", content=body), 401, "UNAUTHENTICATED")
+        problem(scene.agent.post("/v1/tasks", content=body), 403, "FORBIDDEN")
+    problem(scene.owner.post("/v1/tasks", content=garbage), 422, "JSON_INVALID")
+
+
 def test_a_slow_client_does_not_hold_the_writer(scene: Scenario, server: ApiServer) -> None:
     """A client that sends half its body and stops: the others' writes go on meanwhile (no
     write starts before its body is in)."""
