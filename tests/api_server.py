@@ -1,14 +1,22 @@
-"""A real `aios-ledger serve` on a loopback port, in a subprocess, for the client's tests.
+"""The one test fixture for a real `aios-ledger serve`: a subprocess on a loopback port.
 
-`ApiServer(db)` starts the server on a free port and waits for `/v1/health`; `issue(name,
-role...)` issues a token with the command line (the way an owner does); `kill()` SIGKILLs the
-server and `start()` brings it back on the same port.
+`ApiServer(db, *serve_flags)` initialises the ledger if the file does not exist, starts the
+server on a free port (or `port=`) and waits until `/v1/health` answers; `kill()` SIGKILLs it and
+`start()` brings it back on the same port; `stop()` ends it with SIGTERM. Tokens: `issue(name,
+role...)` issues one with the command line (the way an owner does), `token_file(...)` writes it
+for `--token-file`; `role_tokens=True` issues one token per role (and a second agent) into
+`tokens`, and `client(role)` gives an httpx client carrying it. The server's output goes to
+`log()`, so that a test can show a token never reaches it.
+
+`Scenario` puts tasks in the states a route needs, each with a capability no other test offers,
+so that a claim in one test never takes another test's task on a shared server.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -16,10 +24,21 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
+from aios_ledger.shell import AUTHORIZATION_ENV, Database
+from aios_ledger.shell.api.tokens import issue_token
+from legacy_fixtures import OWNER
 
 START_PATIENCE = 60.0  # seconds; a bound on waiting for the server, never a speed assertion
+ROLE_NAMES = {
+    "agent": "agent-1",
+    "reviewer": "reviewer-1",
+    "owner": "owner-1",
+    "auditor": "auditor-1",
+}
+SECOND_AGENT = "agent-2"
 
 
 def free_port() -> int:
@@ -41,42 +60,63 @@ def cli(*args: str, check: bool = True, env: dict[str, str] | None = None) -> st
 
 
 class ApiServer:
-    def __init__(self, db: Path, *, port: int | None = None) -> None:
+    def __init__(
+        self, db: Path, *serve_flags: str, port: int | None = None, role_tokens: bool = False
+    ) -> None:
         self.db = db
+        self.serve_flags = serve_flags
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
+        self.tokens: dict[str, str] = {}
+        self._clients: list[httpx.Client] = []
         if not db.exists():
             cli("--db", str(db), "init")
+        if role_tokens:
+            with Database(db) as opened:
+                for role, name in ROLE_NAMES.items():
+                    self.tokens[role] = issue_token(opened, name, [role])["token"]
+                self.tokens[SECOND_AGENT] = issue_token(opened, SECOND_AGENT, ["agent"])["token"]
         self.start()
 
+    @property
+    def log_path(self) -> Path:
+        return self.db.with_suffix(".serve.log")
+
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "aios_ledger.shell.cli",
-                "--db",
-                str(self.db),
-                "--log-level",
-                "WARNING",
-                "serve",
-                "--listen",
-                f"127.0.0.1:{self.port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "aios_ledger.shell.cli",
+                    "--db",
+                    str(self.db),
+                    "serve",
+                    "--listen",
+                    f"127.0.0.1:{self.port}",
+                    *self.serve_flags,
+                ],
+                env={**os.environ, AUTHORIZATION_ENV: OWNER},
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + START_PATIENCE
         while True:
-            assert self.process.poll() is None, "the server exited"
+            assert self.process.poll() is None, f"the server exited: {self.log()}"
             try:
                 if httpx.get(f"{self.url}/v1/health", timeout=1.0).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
-            assert time.monotonic() < deadline, "the server did not come up"
+            if time.monotonic() >= deadline:
+                self.kill()
+                raise AssertionError(f"the server did not come up: {self.log()}")
             time.sleep(0.05)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -84,6 +124,9 @@ class ApiServer:
             self.process.wait()
 
     def stop(self) -> None:
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -102,6 +145,16 @@ class ApiServer:
         path.chmod(0o600)
         return path
 
+    def client(self, who: str | None = None, *, token: str | None = None) -> httpx.Client:
+        """A client with the token of a role (or of `agent-2`), of `token`, or none."""
+        headers = {}
+        bearer = token if token is not None else (None if who is None else self.tokens[who])
+        if bearer is not None:
+            headers["Authorization"] = f"Bearer {bearer}"
+        client = httpx.Client(base_url=self.url, headers=headers, timeout=90.0)
+        self._clients.append(client)
+        return client
+
     def __enter__(self) -> ApiServer:
         return self
 
@@ -112,3 +165,62 @@ class ApiServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class Scenario:
+    """Tasks in the states a route needs, each with a capability no other test offers."""
+
+    def __init__(self, server: ApiServer) -> None:
+        self.server = server
+        self.owner = server.client("owner")
+        self.agent = server.client("agent")
+        self.reviewer = server.client("reviewer")
+        self.cap = "cap-" + secrets.token_hex(6)
+
+    def key(self) -> str:
+        return "k-" + secrets.token_hex(8)
+
+    def queued(self, **task: Any) -> str:
+        body = {
+            "idempotency_key": self.key(),
+            "task": {
+                "goal": "g",
+                "instructions": "i",
+                "required_capabilities": [self.cap],
+                **task,
+            },
+        }
+        answer = self.owner.post("/v1/tasks", json=body)
+        assert answer.status_code == 201, answer.text
+        return str(answer.json()["task_id"])
+
+    def claimed(self) -> tuple[str, str]:
+        task_id = self.queued()
+        answer = self.agent.post(
+            "/v1/claims",
+            json={"capabilities": [self.cap], "lease_seconds": 300, "task_id": task_id},
+        )
+        assert answer.status_code == 200, answer.text
+        return task_id, str(answer.json()["lease_token"])
+
+    def submitted(self) -> str:
+        task_id, lease = self.claimed()
+        answer = self.agent.post(
+            f"/v1/tasks/{task_id}/result",
+            json={"lease_token": lease, "result": {"ok": True}, "idempotency_key": self.key()},
+        )
+        assert answer.status_code == 200, answer.text
+        return task_id
+
+    def cancelled(self) -> str:
+        task_id = self.queued()
+        answer = self.owner.post(
+            f"/v1/tasks/{task_id}/cancel", json={"reason": "r", "idempotency_key": self.key()}
+        )
+        assert answer.status_code == 200, answer.text
+        return task_id
+
+    def run(self) -> str:
+        answer = self.agent.post("/v1/runs", json={"prompt": "p"})
+        assert answer.status_code == 201, answer.text
+        return str(answer.json()["run_id"])

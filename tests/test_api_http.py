@@ -22,7 +22,7 @@ import httpx
 import pytest
 from aios_ledger.core import project_execution_envelope
 from aios_ledger.shell.api.review_routes import review_operations
-from api_support import ROLE_NAMES, SECOND_AGENT, LiveServer, Scenario, serve
+from api_server import ROLE_NAMES, SECOND_AGENT, ApiServer, Scenario
 from legacy_fixtures import (
     CAPABILITY,
     CONSTRAINTS,
@@ -38,11 +38,11 @@ PROBLEM = "application/problem+json"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     path = tmp_path_factory.mktemp("api") / "ledger.db"
     # Waiting claims re-try on their own only every 120 s: a poll that returns with a task
     # within its 30 s was woken by the write that made the task.
-    yield from serve(
+    with ApiServer(
         path,
         "--max-body",
         "65536",
@@ -50,11 +50,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         "2",
         "--recheck-seconds",
         "120",
-    )
+        role_tokens=True,
+    ) as running:
+        yield running
 
 
 @pytest.fixture
-def scene(server: LiveServer) -> Scenario:
+def scene(server: ApiServer) -> Scenario:
     return Scenario(server)
 
 
@@ -344,7 +346,7 @@ def _send(client: httpx.Client, case: Case, path: str, body: Any) -> httpx.Respo
     )
 
 
-def test_the_case_table_covers_every_route_but_the_open_ones(server: LiveServer) -> None:
+def test_the_case_table_covers_every_route_but_the_open_ones(server: ApiServer) -> None:
     document = httpx.get(server.url + "/openapi.json").json()
     guarded = {
         (method.upper(), path)
@@ -360,7 +362,7 @@ def test_the_case_table_covers_every_route_but_the_open_ones(server: LiveServer)
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("route", list(CASES))
-def test_every_route_for_every_role(server: LiveServer, route: str, role: str) -> None:
+def test_every_route_for_every_role(server: ApiServer, route: str, role: str) -> None:
     case = CASES[route]
     scene = Scenario(server)
     path, body = case.build(scene)
@@ -375,7 +377,7 @@ def test_every_route_for_every_role(server: LiveServer, route: str, role: str) -
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_the_recovery_projection_is_the_owners(server: LiveServer, role: str) -> None:
+def test_the_recovery_projection_is_the_owners(server: ApiServer, role: str) -> None:
     path = "/v1/tasks/task-none/projection-from-source-capture"
     answer = server.client(role).post(path, json={})
     if role == "owner":
@@ -385,7 +387,7 @@ def test_the_recovery_projection_is_the_owners(server: LiveServer, role: str) ->
         problem(answer, 403, "FORBIDDEN")
 
 
-def test_open_routes_need_no_token(server: LiveServer) -> None:
+def test_open_routes_need_no_token(server: ApiServer) -> None:
     assert httpx.get(server.url + "/v1/health").json() == {"status": "ok"}
     document = httpx.get(server.url + "/openapi.json").json()
     assert document["openapi"].startswith("3.1")
@@ -404,7 +406,7 @@ def test_an_agent_cannot_claim_as_another(scene: Scenario) -> None:
     assert "agent_id" in answer.json()["detail"]
 
 
-def test_a_foreign_task_is_refused_to_another_agent(scene: Scenario, server: LiveServer) -> None:
+def test_a_foreign_task_is_refused_to_another_agent(scene: Scenario, server: ApiServer) -> None:
     task_id, lease = scene.claimed()
     other = server.client(SECOND_AGENT)
     beat = {"lease_token": lease, "lease_seconds": 60}
@@ -417,7 +419,7 @@ def test_a_foreign_task_is_refused_to_another_agent(scene: Scenario, server: Liv
     assert (task["status"], task["claimed_by"], task["revision"]) == ("CLAIMED", "agent-1", 2)
 
 
-def test_runs_belong_to_their_agent(scene: Scenario, server: LiveServer) -> None:
+def test_runs_belong_to_their_agent(scene: Scenario, server: ApiServer) -> None:
     run_id = scene.run()
     assert scene.agent.get(f"/v1/runs/{run_id}").json()["session_id"] == "agent-1"
     other = server.client(SECOND_AGENT)
@@ -473,7 +475,7 @@ def test_a_poll_with_nothing_to_take_answers_204(scene: Scenario) -> None:
     assert answer.status_code == 204
 
 
-def test_waiting_polls_per_token_are_bounded(scene: Scenario, server: LiveServer) -> None:
+def test_waiting_polls_per_token_are_bounded(scene: Scenario, server: ApiServer) -> None:
     body = {"capabilities": [scene.cap], "lease_seconds": 60, "wait_seconds": 20}
     answers: list[httpx.Response] = []
     agent2 = server.client(SECOND_AGENT)
@@ -501,7 +503,7 @@ def test_waiting_polls_per_token_are_bounded(scene: Scenario, server: LiveServer
 # -- refusals ----------------------------------------------------------------------------------
 
 
-def test_problem_codes(scene: Scenario, server: LiveServer) -> None:
+def test_problem_codes(scene: Scenario, server: ApiServer) -> None:
     problem(scene.owner.get("/v1/tasks/task-nope"), 404, "TASK_NOT_FOUND")
     problem(scene.owner.get("/v1/nowhere"), 404, "ROUTE_NOT_FOUND")
     problem(scene.owner.delete("/v1/tasks"), 405, "METHOD_NOT_ALLOWED")
@@ -549,7 +551,20 @@ def test_a_body_over_the_limit_is_413_before_parsing(scene: Scenario) -> None:
     assert scene.owner.get("/v1/tasks?limit=1").status_code == 200
 
 
-def test_a_slow_client_does_not_hold_the_writer(scene: Scenario, server: LiveServer) -> None:
+def test_the_tokens_refusal_comes_before_the_bodys(scene: Scenario, server: ApiServer) -> None:
+    """The body is read before the one hop that checks the token: a refused token or role is
+    still what the answer says, never the body's size, shape or validity."""
+    huge = b'{"idempotency_key":"k","task":{"goal":"' + b"g" * 70_000 + b'"}}'
+    garbage = b"{not json"
+    unknown = server.client(token="not-a-token-" + secrets.token_hex(8))
+    for body in (huge, garbage, b"{}"):
+        problem(server.client().post("/v1/tasks", content=body), 401, "UNAUTHENTICATED")
+        problem(unknown.post("/v1/tasks", content=body), 401, "UNAUTHENTICATED")
+        problem(scene.agent.post("/v1/tasks", content=body), 403, "FORBIDDEN")
+    problem(scene.owner.post("/v1/tasks", content=garbage), 422, "JSON_INVALID")
+
+
+def test_a_slow_client_does_not_hold_the_writer(scene: Scenario, server: ApiServer) -> None:
     """A client that sends half its body and stops: the others' writes go on meanwhile (no
     write starts before its body is in)."""
     host, port = server.url.removeprefix("http://").split(":")
@@ -569,8 +584,8 @@ def test_a_slow_client_does_not_hold_the_writer(scene: Scenario, server: LiveSer
         assert claimed.status_code == 200 and claimed.json()["task_id"] == task_id
 
 
-def test_a_revoked_token_is_refused(server: LiveServer) -> None:
-    db = str(server.path)
+def test_a_revoked_token_is_refused(server: ApiServer) -> None:
+    db = str(server.db)
     issued = subprocess.run(
         [
             sys.executable,

@@ -1,6 +1,8 @@
 """schemathesis against the server's own `/openapi.json` (ASGI mode, in process): for requests
 generated from the document, valid and invalid, the server never answers 5xx, and every answer
-(status, media type, body) is one the document describes.
+(status, media type, body) is one the document describes. The app is the one `serve` runs
+(`served_app`: the core routes, the governed-write and the review routes), and the cases are
+every operation of its document.
 
 The token holds every role, so that each generated request gets past authentication and reaches
 the document's validation, the core and the ledger. Long polls are asked not to wait (a
@@ -17,9 +19,9 @@ from typing import Any
 import pytest
 import schemathesis
 from aios_ledger.shell import AUTHORIZATION_ENV, Database
-from aios_ledger.shell.api.app import create_app, operations
 from aios_ledger.shell.api.backend import ApiSettings
 from aios_ledger.shell.api.openapi import build_document
+from aios_ledger.shell.api.served import served_app, served_operations
 from aios_ledger.shell.api.tokens import issue_token
 from hypothesis import HealthCheck, given, settings
 from legacy_fixtures import OWNER
@@ -49,7 +51,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
     with Database(path) as db:
         roles = ["agent", "reviewer", "owner", "auditor"]
         token = issue_token(db, "all-roles", roles)["token"]
-    app = create_app(ApiSettings(db_path=str(path), max_body=256 * 1024))
+    app = served_app(ApiSettings(db_path=str(path), max_body=256 * 1024))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(AUTHORIZATION_ENV, OWNER)
         yield schemathesis.openapi.from_asgi("/openapi.json", app), token
@@ -59,7 +61,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
 def generated() -> list[tuple[str, GenerationMode]]:
     """Each operation with valid data, and with invalid data where it has something to get
     wrong (a body or a parameter)."""
-    document = build_document(operations(), version="test")
+    document = build_document(served_operations(), version="test")
     cases = []
     for path, entry in document["paths"].items():
         for method, operation in entry.items():
@@ -68,6 +70,18 @@ def generated() -> list[tuple[str, GenerationMode]]:
             if operation["parameters"] or "requestBody" in operation:
                 cases.append((name, GenerationMode.NEGATIVE))
     return cases
+
+
+def test_the_cases_are_every_route_the_served_app_answers(api: tuple[Any, str]) -> None:
+    schema, _ = api
+    served = {
+        f"{method.upper()} {path}"
+        for path, entry in schema.raw_schema["paths"].items()
+        for method in entry
+    }
+    assert {name for name, _ in generated()} == served
+    assert any(path.endswith("/governed-write") for path in served)
+    assert any("/review" in path for path in served)
 
 
 @pytest.mark.parametrize(("name", "mode"), generated(), ids=lambda v: getattr(v, "value", v))

@@ -16,7 +16,7 @@ from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import bundle_workspace
 from aios_ledger.shell.git.workspace import prepare_workspace
 from aios_ledger.shell.log.verification import verify_log
-from api_support import LiveServer, serve
+from api_server import ApiServer
 from git_support import (
     CAPABILITY,
     assert_reflog_agrees,
@@ -34,9 +34,9 @@ PROBLEM = "application/problem+json"
 
 
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[tuple[LiveServer, Path, str]]:
+def live(tmp_path: Path) -> Iterator[tuple[ApiServer, Path, str]]:
     db = tmp_path / "ledger.db"
-    for server in serve(db):
+    with ApiServer(db, role_tokens=True) as server:
         bare, base = make_repository(tmp_path)
         register(db, bare)
         yield server, bare, base
@@ -51,7 +51,7 @@ def problem(answer: httpx.Response, status: int, code: str) -> None:
     assert answer.json()["code"] == code
 
 
-def _claim(server: LiveServer, task_id: str) -> dict[str, Any]:
+def _claim(server: ApiServer, task_id: str) -> dict[str, Any]:
     answer = server.client("agent").post(
         "/v1/claims",
         json={"capabilities": [CAPABILITY], "lease_seconds": 300, "task_id": task_id},
@@ -60,9 +60,9 @@ def _claim(server: LiveServer, task_id: str) -> dict[str, Any]:
     return dict(answer.json())
 
 
-def _bundle(server: LiveServer, claimed: dict[str, Any], files: dict[str, str], base: str) -> bytes:
+def _bundle(server: ApiServer, claimed: dict[str, Any], files: dict[str, str], base: str) -> bytes:
     """What a remote worker does: a workspace, the agent's commits, the bundle's bytes."""
-    with Database(server.path) as db:
+    with Database(server.db) as db:
         space = prepare_workspace(db, claimed, agent_id="agent-1")
     assert space is not None
     try:
@@ -74,9 +74,9 @@ def _bundle(server: LiveServer, claimed: dict[str, Any], files: dict[str, str], 
         space.remove()
 
 
-def test_an_uploaded_proposal_is_written_by_the_owner(live: tuple[LiveServer, Path, str]) -> None:
+def test_an_uploaded_proposal_is_written_by_the_owner(live: tuple[ApiServer, Path, str]) -> None:
     server, bare, base = live
-    governed_task(server.path, "task-api", binding("task-api", base))
+    governed_task(server.db, "task-api", binding("task-api", base))
     claimed = _claim(server, "task-api")
     data = _bundle(server, claimed, {"api.txt": "over http\n"}, base)
     agent = server.client("agent")
@@ -124,10 +124,10 @@ def test_an_uploaded_proposal_is_written_by_the_owner(live: tuple[LiveServer, Pa
 
 
 def test_hostile_uploads_are_refused_without_touching_the_repository(
-    live: tuple[LiveServer, Path, str],
+    live: tuple[ApiServer, Path, str],
 ) -> None:
     server, bare, base = live
-    governed_task(server.path, "task-bad", binding("task-bad", base))
+    governed_task(server.db, "task-bad", binding("task-bad", base))
     claimed = _claim(server, "task-bad")
     agent, url = server.client("agent"), "/v1/tasks/task-bad/proposal"
     before = repository_files(bare)

@@ -34,7 +34,7 @@ from aios_ledger.shell.git.workspace import (
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
-from api_support import LiveServer, serve
+from api_server import ApiServer
 from git_support import (
     CAPABILITY,
     assert_reflog_agrees,
@@ -56,7 +56,7 @@ PROBLEM = "application/problem+json"
 class Remote:
     """A live server over a ledger that governs one bare repository."""
 
-    def __init__(self, server: LiveServer, bare: Path, base: str, root: Path) -> None:
+    def __init__(self, server: ApiServer, bare: Path, base: str, root: Path) -> None:
         self.server = server
         self.bare = bare
         self.base = base
@@ -64,7 +64,7 @@ class Remote:
 
     @property
     def db(self) -> Path:
-        return self.server.path
+        return self.server.db
 
     def client(self, role: str) -> LedgerClient:
         return LedgerClient(self.server.url, self.server.tokens[role])
@@ -90,7 +90,7 @@ class Remote:
 @pytest.fixture
 def remote(tmp_path: Path) -> Iterator[Remote]:
     db = tmp_path / "ledger.db"
-    for server in serve(db):
+    with ApiServer(db, role_tokens=True) as server:
         bare, base = make_repository(tmp_path)
         register(db, bare)
         yield Remote(server, bare, base, tmp_path)

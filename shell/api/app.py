@@ -7,11 +7,18 @@ what is common: authenticate the bearer token (401 `UNAUTHENTICATED`), check the
 and within `body_timeout`, so that a slow client never holds the writer: no write starts before
 its body is in), parse it (bounded depth and sizes, `core.jsonvalue`), validate it against the
 document, run the handler, turn a `LedgerError` into problem+json, count the request.
+
+A request costs one hop from the event loop to a worker thread: the token's and the role's
+check, the body's parsing and validation and a plain (non-async) handler run there together,
+the handler's write being one hand-off to the group-commit writer. A request without a token is
+refused on the loop, its body unread; a token's refusal comes before the body's (413, timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import json
 import logging
 import tempfile
@@ -66,10 +73,20 @@ STATUS_ROWS = 10
 
 @attrs.frozen
 class Answer:
-    """A handler's JSON answer and its status."""
+    """A handler's JSON answer and its status; `wakes`: the write may have made work claimable
+    (waiting claims are woken once it is answered)."""
 
     value: Any
     status: int = 200
+    wakes: bool = False
+
+
+@attrs.frozen
+class Later:
+    """A plain handler's answer that is not ready yet: what to await on the event loop (a long
+    poll that found nothing at once)."""
+
+    wait: Callable[[], Awaitable[Answer | Response]]
 
 
 @attrs.frozen
@@ -102,6 +119,8 @@ class Call:
 
 
 Handler = Callable[[Call], Awaitable[Answer | Response]]
+# Most handlers are plain functions, run on the worker thread with the token's check.
+PlainHandler = Callable[[Call], Answer | Response | Later]
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -115,40 +134,39 @@ def _json(value: Any, status: int = 200) -> Response:
 # -- handlers: tasks --------------------------------------------------------------------------
 
 
-async def create_tasks(call: Call) -> Answer:
+def create_tasks(call: Call) -> Answer:
     body = call.body
     if isinstance(body, list):
         pairs = [(item["task"], item["idempotency_key"]) for item in body]
-        answers: Any = await call.backend.write(lambda s: s.tasks.create_tasks(pairs))
+        answers: Any = call.backend.write_now(lambda s: s.tasks.create_tasks(pairs))
     else:
-        answers = await call.backend.write(
+        answers = call.backend.write_now(
             lambda s: s.tasks.create_task(body["task"], idempotency_key=body["idempotency_key"])
         )
-    call.backend.work_arrived()
-    return Answer(answers, 201)
+    return Answer(answers, 201, wakes=True)
 
 
-async def list_tasks(call: Call) -> Answer:
+def list_tasks(call: Call) -> Answer:
     status, limit = call.query("status"), call.query_int("limit", 100)
-    return Answer(await call.backend.read(lambda s: s.tasks.list_tasks(status, limit=limit)))
+    return Answer(call.backend.read_now(lambda s: s.tasks.list_tasks(status, limit=limit)))
 
 
-async def get_task(call: Call) -> Answer:
+def get_task(call: Call) -> Answer:
     task_id = call.path("task_id")
-    return Answer(await call.backend.read(lambda s: s.tasks.get(task_id)))
+    return Answer(call.backend.read_now(lambda s: s.tasks.get(task_id)))
 
 
-async def task_events(call: Call) -> Answer:
+def task_events(call: Call) -> Answer:
     task_id = call.path("task_id")
-    return Answer(await call.backend.read(lambda s: s.tasks.events(task_id)))
+    return Answer(call.backend.read_now(lambda s: s.tasks.events(task_id)))
 
 
-async def task_history(call: Call) -> Answer:
+def task_history(call: Call) -> Answer:
     task_id = call.path("task_id")
-    return Answer(await call.backend.read(lambda s: s.tasks.history(task_id)))
+    return Answer(call.backend.read_now(lambda s: s.tasks.history(task_id)))
 
 
-async def claim(call: Call) -> Answer | Response:
+def claim(call: Call) -> Answer | Response | Later:
     body = dict(call.body)
     wait = body.pop("wait_seconds", 0)
     limit = body.pop("limit", None)
@@ -164,11 +182,19 @@ async def claim(call: Call) -> Answer | Response:
             return stores.tasks.claim(agent_id=agent, **body)
         return stores.tasks.claim_many(agent_id=agent, limit=limit, **body) or None
 
-    backend = call.backend
     if wait <= 0:
-        answer = await backend.write(attempt)
+        answer = call.backend.write_now(attempt)
         return Response(status_code=204) if answer is None else Answer(answer)
-    with backend.waiting(agent):
+    return Later(functools.partial(_long_poll, call, attempt, wait))
+
+
+async def _long_poll(
+    call: Call, attempt: Callable[[Stores], Any], wait: float
+) -> Answer | Response:
+    """Claim until a task is taken or `wait` seconds pass, woken by each write that may have
+    made work claimable (and every `recheck_seconds` on its own)."""
+    backend = call.backend
+    with backend.waiting(call.name):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
@@ -188,11 +214,11 @@ async def claim(call: Call) -> Answer | Response:
                     return Response(status_code=204)  # the deadline, not a wake-up: done
 
 
-async def _require_holder(call: Call, task_id: str) -> None:
+def _require_holder(call: Call, task_id: str) -> None:
     """An agent acts only on a task it holds: a task another agent holds is NOT_TASK_HOLDER.
     (A task nobody holds is left to the ledger, which refuses without a lease, or replays the
     first answer of a keyed submit to the agent that brings its lease token.)"""
-    holder = await call.backend.read(lambda s: _holder(s, task_id))
+    holder = call.backend.read_now(lambda s: _holder(s, task_id))
     if holder is not None and holder != call.name:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
 
@@ -204,72 +230,69 @@ def _holder(stores: Stores, task_id: str) -> str | None:
         return None  # no such task (or an id the ledger refuses): the write says so
 
 
-async def heartbeat(call: Call) -> Answer:
+def heartbeat(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    await _require_holder(call, task_id)
-    return Answer(await call.backend.write(lambda s: s.tasks.heartbeat(task_id, **body)))
+    _require_holder(call, task_id)
+    return Answer(call.backend.write_now(lambda s: s.tasks.heartbeat(task_id, **body)))
 
 
-async def submit(call: Call) -> Answer:
+def submit(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    await _require_holder(call, task_id)
-    return Answer(await call.backend.write(lambda s: s.tasks.submit_result(task_id, **body)))
+    _require_holder(call, task_id)
+    return Answer(call.backend.write_now(lambda s: s.tasks.submit_result(task_id, **body)))
 
 
-async def release(call: Call) -> Answer:
+def release(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    await _require_holder(call, task_id)
-    answer = await call.backend.write(lambda s: s.tasks.release(task_id, **body))
-    call.backend.work_arrived()
-    return Answer(answer)
+    _require_holder(call, task_id)
+    answer = call.backend.write_now(lambda s: s.tasks.release(task_id, **body))
+    return Answer(answer, wakes=True)
 
 
-async def verify(call: Call) -> Answer:
+def verify(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    answer = await call.backend.write(lambda s: s.tasks.verify(task_id, **body))
-    call.backend.work_arrived()
-    return Answer(answer)
+    answer = call.backend.write_now(lambda s: s.tasks.verify(task_id, **body))
+    return Answer(answer, wakes=True)
 
 
-async def cancel(call: Call) -> Answer:
+def cancel(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    return Answer(await call.backend.write(lambda s: s.tasks.cancel(task_id, **body)))
+    return Answer(call.backend.write_now(lambda s: s.tasks.cancel(task_id, **body)))
 
 
-async def retry(call: Call) -> Answer:
+def retry(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    answer = await call.backend.write(lambda s: s.tasks.retry(task_id, **body))
-    call.backend.work_arrived()
-    return Answer(answer)
+    answer = call.backend.write_now(lambda s: s.tasks.retry(task_id, **body))
+    return Answer(answer, wakes=True)
 
 
 # -- handlers: bindings and projections -------------------------------------------------------
 
 
-async def put_binding(call: Call) -> Answer:
+def put_binding(call: Call) -> Answer:
     task_id, job_id, body = call.path("task_id"), call.path("job_id"), call.body
     if body.get("task_id") != task_id or body.get("job_id") != job_id:
         raise LedgerError("FIELDS_INVALID", "the binding's task_id and job_id must be the path's")
-    return Answer(await call.backend.write(lambda s: register_binding(s.db, body)))
+    return Answer(call.backend.write_now(lambda s: register_binding(s.db, body)))
 
 
-async def get_binding(call: Call) -> Answer:
+def get_binding(call: Call) -> Answer:
     task_id, job_id = call.path("task_id"), call.path("job_id")
-    binding = await call.backend.read(lambda s: registered_binding(s.db, task_id, job_id))
+    binding = call.backend.read_now(lambda s: registered_binding(s.db, task_id, job_id))
     return Answer(binding.public())
 
 
-async def project(call: Call) -> Answer:
+def project(call: Call) -> Answer:
     task_id = call.path("task_id")
     request = InitialExecutionProjectionRequest.from_mapping(call.body)
-    return Answer(await call.backend.write(lambda s: s.projections.project(task_id, request)))
+    return Answer(call.backend.write_now(lambda s: s.projections.project(task_id, request)))
 
 
-async def project_from_source_capture(call: Call) -> Answer:
+def project_from_source_capture(call: Call) -> Answer:
     task_id = call.path("task_id")
     request = SourceCaptureProjectionRecoveryRequest.from_mapping(call.body)
     return Answer(
-        await call.backend.write(
+        call.backend.write_now(
             lambda s: s.projections.project_from_source_capture(task_id, request)
         )
     )
@@ -278,27 +301,27 @@ async def project_from_source_capture(call: Call) -> Answer:
 # -- handlers: runs and auxiliary runs --------------------------------------------------------
 
 
-async def create_run(call: Call) -> Answer:
+def create_run(call: Call) -> Answer:
     """An agent's runs are those of its session: `session_id` is the agent's name (given or
     not), which is how the ledger knows whose a run is without another column."""
     body = call.body
     session = body.get("session_id", call.name)
-    if session != call.name and not await call.backend.read(
+    if session != call.name and not call.backend.read_now(
         lambda s: holds_evidence_run(s, call.name, session, body.get("run_id"))
     ):
         raise LedgerError("FORBIDDEN", "an agent creates runs in its own session (its name)")
-    run = await call.backend.write(
+    run = call.backend.write_now(
         lambda s: s.runs.create_run(session, body["prompt"], run_id=body.get("run_id"))
     )
     return Answer(run.public(), 201)
 
 
-async def append_run_event(call: Call) -> Answer:
+def append_run_event(call: Call) -> Answer:
     run_id, body = call.path("run_id"), call.body
     # A run's session never changes: whose it is can be read before the write, on a reader.
     # Besides its own session's runs, an agent writes the evidence run of the attempt it holds.
-    run = await call.backend.read(lambda s: s.runs.get_run(run_id))
-    if run.session_id != call.name and not await call.backend.read(
+    run = call.backend.read_now(lambda s: s.runs.get_run(run_id))
+    if run.session_id != call.name and not call.backend.read_now(
         lambda s: holds_evidence_run(s, call.name, run.session_id, run.run_id)
     ):
         raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
@@ -307,15 +330,15 @@ async def append_run_event(call: Call) -> Answer:
         event = stores.runs.append_event(run_id, body["kind"], body.get("payload"))
         return {"run_id": event.run_id, **event.public()}
 
-    return Answer(await call.backend.write(append), 201)
+    return Answer(call.backend.write_now(append), 201)
 
 
-async def get_run(call: Call) -> Answer:
+def get_run(call: Call) -> Answer:
     run_id = call.path("run_id")
-    return Answer(await call.backend.read(lambda s: s.runs.get_run(run_id).public()))
+    return Answer(call.backend.read_now(lambda s: s.runs.get_run(run_id).public()))
 
 
-async def run_events(call: Call) -> Answer:
+def run_events(call: Call) -> Answer:
     run_id = call.path("run_id")
     limit = call.query_int("limit", 1001)
 
@@ -323,10 +346,10 @@ async def run_events(call: Call) -> Answer:
         kwargs = {} if call.query("limit") is None else {"limit": limit}
         return [event.public() for event in stores.runs.run_events(run_id, **kwargs)]
 
-    return Answer(await call.backend.read(read))
+    return Answer(call.backend.read_now(read))
 
 
-async def list_aux(call: Call) -> Answer:
+def list_aux(call: Call) -> Answer:
     state, session, run = call.query("state"), call.query("session_id"), call.query("run_id")
     limit = call.query_int("limit", 100)
 
@@ -336,22 +359,22 @@ async def list_aux(call: Call) -> Answer:
         )
         return [row.public() for row in rows]
 
-    return Answer(await call.backend.read(read))
+    return Answer(call.backend.read_now(read))
 
 
-async def get_aux(call: Call) -> Answer:
+def get_aux(call: Call) -> Answer:
     aux_id = call.path("aux_id")
-    return Answer(await call.backend.read(lambda s: read_auxiliary_run(s.db, aux_id).public()))
+    return Answer(call.backend.read_now(lambda s: read_auxiliary_run(s.db, aux_id).public()))
 
 
-async def aux_events(call: Call) -> Answer:
+def aux_events(call: Call) -> Answer:
     aux_id = call.path("aux_id")
 
     def read(stores: Stores) -> list[Any]:
         read_auxiliary_run(stores.db, aux_id)  # RUN_NOT_FOUND for an unknown run
         return auxiliary_run_events(stores.db, aux_id)
 
-    return Answer(await call.backend.read(read))
+    return Answer(call.backend.read_now(read))
 
 
 # -- handlers: the ledger as a whole ----------------------------------------------------------
@@ -373,7 +396,7 @@ async def metrics(call: Call) -> Response:
     return Response(text, media_type=CONTENT_TYPE_LATEST)
 
 
-async def status(call: Call) -> Answer:
+def status(call: Call) -> Answer:
     clock = call.backend.settings.clock
 
     def read(stores: Stores) -> Any:
@@ -394,15 +417,15 @@ async def status(call: Call) -> Answer:
 
         return stores.db.read(work)
 
-    return Answer(await call.backend.read(read))
+    return Answer(call.backend.read_now(read))
 
 
-async def log_head(call: Call) -> Answer:
-    return Answer(await call.backend.read(lambda s: ledger_head(s.db).public()))
+def log_head(call: Call) -> Answer:
+    return Answer(call.backend.read_now(lambda s: ledger_head(s.db).public()))
 
 
-async def log_verify(call: Call) -> Answer:
-    return Answer(await call.backend.read(lambda s: verify_log(s.db).public()))
+def log_verify(call: Call) -> Answer:
+    return Answer(call.backend.read_now(lambda s: verify_log(s.db).public()))
 
 
 async def log_export(call: Call) -> Response:
@@ -420,7 +443,7 @@ async def log_export(call: Call) -> Response:
         spool.seek(0)
         return spool
 
-    spool = await call.backend.read(write)
+    spool = call.backend.read_now(write)
 
     async def chunks() -> AsyncIterator[bytes]:
         try:
@@ -672,49 +695,84 @@ async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
         raise LedgerError("BODY_TOO_LARGE", f"the body is over {limit} bytes")
     parts: list[bytes] = []
     size = 0
-
-    async def receive() -> None:
-        nonlocal size
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise LedgerError("BODY_TOO_LARGE", f"the body is over {limit} bytes")
-            parts.append(chunk)
-
     try:
-        await asyncio.wait_for(receive(), timeout)
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise LedgerError("BODY_TOO_LARGE", f"the body is over {limit} bytes")
+                parts.append(chunk)
     except TimeoutError:
         raise LedgerError("REQUEST_TIMEOUT", f"the body took over {timeout} s") from None
     return b"".join(parts)
 
 
+_UNAUTHENTICATED = ("UNAUTHENTICATED", "a valid bearer token is required")
+
+
+def _unauthenticated() -> Response:
+    return problem_response(*_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
+
+
 def _endpoint(
     operation: Operation, backend: Backend, validators: BodyValidators, metrics: ApiMetrics
 ) -> Callable[[Request], Awaitable[Response]]:
+    """The route's ASGI endpoint. What needs the ledger runs in ONE hop to a worker thread:
+    the token's check, the role's, the body's parsing and validation, and (for a plain handler,
+    as most are) the handler itself with its reads and its write, which is one hand-off to the
+    group-commit writer. Only what must wait on the event loop stays there: reading the body
+    (before the hop, so that a slow client holds no thread and no write), a long poll's
+    waiting (`Later`), a streamed answer, and the async handlers of `extra` routes."""
     settings = backend.settings
+    plain = not inspect.iscoroutinefunction(operation.handler)
+    needs_thread = plain or operation.roles is not None or operation.body is not None
 
-    async def run(request: Request) -> Response:
+    def prepared(request: Request, token: str | None, raw: bytes | LedgerError | None) -> Any:
+        """On the worker thread: the Call, or the handler's answer for a plain handler."""
         principal = None
         if operation.roles is not None:
-            token = _bearer(request)
-            principal = None if token is None else await backend.principal(token)
+            assert token is not None
+            principal = backend.principal_now(token)
             if principal is None:
-                return problem_response(
-                    "UNAUTHENTICATED",
-                    "a valid bearer token is required",
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
+                return _unauthenticated()
             if principal.roles.isdisjoint(operation.roles):
                 raise LedgerError("FORBIDDEN", f"{operation.operation_id} needs another role")
         body = None
         if operation.body is not None:
-            raw = await _read_body(request, settings.max_body, settings.body_timeout)
+            if isinstance(raw, LedgerError):
+                raise raw  # the body's own refusal, after the token's and the role's
+            assert raw is not None
             body = loads_document(raw, what="body")
             validators.check(operation.body, body)
-        answer: Answer | Response = await operation.handler(Call(request, principal, body, backend))
-        if isinstance(answer, Answer):
-            return _json(answer.value, answer.status)
-        return answer
+        call = Call(request, principal, body, backend)
+        return operation.handler(call) if plain else call
+
+    async def run(request: Request) -> Response:
+        token = None
+        if operation.roles is not None:
+            token = _bearer(request)
+            if token is None:  # no token at all: refused at once, the body unread
+                return _unauthenticated()
+        raw: bytes | LedgerError | None = None
+        if operation.body is not None:
+            try:
+                raw = await _read_body(request, settings.max_body, settings.body_timeout)
+            except LedgerError as refused:
+                raw = refused
+        if needs_thread:
+            outcome = await run_in_threadpool(prepared, request, token, raw)
+        else:
+            outcome = Call(request, None, None, backend)
+        if isinstance(outcome, Call):
+            outcome = await operation.handler(outcome)
+        elif isinstance(outcome, Later):
+            outcome = await outcome.wait()
+        if isinstance(outcome, Answer):
+            if outcome.wakes:
+                backend.work_arrived()
+            return _json(outcome.value, outcome.status)
+        assert isinstance(outcome, Response)
+        return outcome
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()

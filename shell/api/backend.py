@@ -144,6 +144,9 @@ class Backend:
     async def principal(self, token: str) -> Principal | None:
         return await self.read(lambda stores: authenticate(stores.db, token))
 
+    def principal_now(self, token: str) -> Principal | None:
+        return self.read_now(lambda stores: authenticate(stores.db, token))
+
     def task_counts(self) -> dict[str, int]:
         rows = self.read_now(lambda stores: stores.db.read(lambda c: fetch_all(c, "status_counts")))
         return {str(row["status"]): int(row["tasks"]) for row in rows}

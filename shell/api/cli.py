@@ -89,9 +89,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
-    from aios_ledger.shell.api.app import create_app
-    from aios_ledger.shell.api.governed import governed_operations
-    from aios_ledger.shell.api.review_routes import review_operations
+    from aios_ledger.shell.api.served import served_app
 
     host, port = parse_listen(args.listen)
     if args.max_body < 1 or args.max_waiting_per_token < 0 or not args.recheck_seconds > 0:
@@ -107,7 +105,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_waiting_per_token=args.max_waiting_per_token,
         recheck_seconds=args.recheck_seconds,
     )
-    app = create_app(settings, (*governed_operations(), *review_operations()))
+    app = served_app(settings)
     config = uvicorn.Config(
         app,
         host=host,
