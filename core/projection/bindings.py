@@ -88,3 +88,18 @@ def envelope_from_binding(
             "runtime_input": runtime_input,
         },
     )
+
+
+SOURCE_CAPTURE_ACTION: JsonObject = {
+    "action": "source_capture",
+    "adapter": "source_capture",
+    "capability_scope": ["git.read"],
+    "runtime_input": None,
+}
+
+
+def source_capture_envelope(binding: GovernedExecutionBinding) -> JsonObject:
+    """The source capture of a binding (the seed's `envelope(action="source_capture",
+    capability="git.read")`): what a bound task runs before its runtime projection, and the
+    `execution_digest` its capture result echoes and `project_from_source_capture` re-derives."""
+    return project_execution_envelope(binding, SOURCE_CAPTURE_ACTION)

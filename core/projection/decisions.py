@@ -42,10 +42,10 @@ from aios_ledger.core.plan import (
     stored_answer,
 )
 from aios_ledger.core.projection.answers import ProjectionAnswer
+from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.core.projection.envelopes import (
     GOVERNANCE_FLAGS,
     GovernedExecutionBinding,
-    project_execution_envelope,
     verify_execution_envelope,
 )
 from aios_ledger.core.projection.records import ProjectionLedgerRow
@@ -430,15 +430,7 @@ def _check_capture_matches_envelope(
             "SOURCE_CAPTURE_RESULT_CONTRACT_INVALID",
             f"the capture ran on another binding: {drifted}",
         )
-    capture = project_execution_envelope(
-        binding,
-        {
-            "action": "source_capture",
-            "adapter": "source_capture",
-            "capability_scope": ["git.read"],
-            "runtime_input": None,
-        },
-    )
+    capture = source_capture_envelope(binding)
     if capture["execution_digest"] != result["execution_digest"]:
         raise ProjectionError(
             "SOURCE_CAPTURE_EXECUTION_DIGEST_MISMATCH",

@@ -27,15 +27,22 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
-from aios_ledger.core import GovernedExecutionBinding, LedgerError, ProposalAnswer, TaskRow
+from aios_ledger.core import (
+    BindingRow,
+    GovernedExecutionBinding,
+    LedgerError,
+    ProposalAnswer,
+    TaskRow,
+)
 from aios_ledger.core.git.decisions import WorkspaceGrant, grant_workspace, task_binding
+from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
-from aios_ledger.shell.db.connection import Database, fetch_record
+from aios_ledger.shell.db.connection import Database, fetch_record, stream_records
 from aios_ledger.shell.git.proposals import bundle_workspace, record_proposal, scratch_quarantine
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, run_git
@@ -262,10 +269,10 @@ def readable_repository(source: str) -> Iterator[str]:
 
 
 def capture_result(
-    claim: Mapping[str, Any], binding: GovernedExecutionBinding, snapshot: Mapping[str, str]
+    envelope: Mapping[str, Any], binding: GovernedExecutionBinding, snapshot: Mapping[str, str]
 ) -> dict[str, Any]:
-    """The result the worker submits for a `source_capture` claim: the snapshot of the base."""
-    envelope = claim["envelope"]
+    """The result the worker submits for a source capture: the snapshot of the base, under the
+    source-capture envelope's `execution_digest`."""
     return {
         "task_id": binding.task_id,
         "job_id": binding.job_id,
@@ -288,6 +295,31 @@ def capture_result(
         "secret_material_exposed": False,
         "source_snapshot": dict(snapshot),
     }
+
+
+# The capability of a source capture (`ACTIONS["source_capture"]`): a worker offering it
+# executes the source capture of an unprojected bound task.
+SOURCE_CAPTURE_CAPABILITY = "git.read"
+
+# `task_id -> the binding to capture, or None`: see `unprojected_binding`.
+UnprojectedBindings = Callable[[str], GovernedExecutionBinding | None]
+
+
+def unprojected_binding(db: Database, task_id: str) -> GovernedExecutionBinding | None:
+    """The binding whose source capture an unprojected task's attempt is: the task's one
+    registered binding, while its metadata holds no envelope (the seed's recovery projects the
+    runtime envelope only onto such a task, after a capture of that very binding). None for a
+    task with an envelope, with no binding, or with several (which one to capture is not
+    said: the claim runs as any unbound claim)."""
+
+    def read(conn: Any) -> GovernedExecutionBinding | None:
+        task = fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
+        if task is None or "execution" in task.metadata():
+            return None
+        rows = list(stream_records(conn, "bindings_of_task", {"task_id": task_id}, BindingRow))
+        return rows[0].binding() if len(rows) == 1 else None
+
+    return db.read(read)
 
 
 def is_source_capture(claim: Mapping[str, Any]) -> bool:
@@ -345,8 +377,13 @@ class Workspaces:
     after the agent, the result of a source capture. The same code on the ledger's host and
     away from it."""
 
-    def __init__(self, access: RepositoryAccess) -> None:
+    def __init__(
+        self, access: RepositoryAccess, *, unprojected: UnprojectedBindings | None = None
+    ) -> None:
         self.access = access
+        # Set: a claim without an envelope whose task has one registered binding is that
+        # binding's source capture (see `unprojected_binding`).
+        self.unprojected = unprojected
 
     def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
         binding = claim_binding(claim)
@@ -364,19 +401,46 @@ class Workspaces:
         return self.access.record(claim, data)
 
     def source_capture(self, claim: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The capture result of a `source_capture` claim, or of an unprojected bound claim
+        (with `unprojected`); None for any other claim or a repository not governed here."""
         binding = claim_binding(claim)
-        if binding is None or not is_source_capture(claim):
+        envelope: Mapping[str, Any]
+        if binding is not None:
+            if not is_source_capture(claim):
+                return None
+            envelope = claim["envelope"]
+        elif self.unprojected is not None and claim.get("envelope") is None:
+            binding = self.unprojected(str(claim["task_id"]))
+            if binding is None:
+                return None
+            envelope = source_capture_envelope(binding)
+        else:
             return None
         with self.access.source(claim, binding) as source:
             if source is None:
                 return None
             with readable_repository(source) as git_dir:
                 snapshot = tree_snapshot(git_dir, binding.base_oid)
-        return capture_result(claim, binding, snapshot)
+        return capture_result(envelope, binding, snapshot)
 
 
 class GitWorkspaces(Workspaces):
-    """The hooks of a worker on the ledger's host: the repositories are read in place."""
+    """The hooks of a worker on the ledger's host: the repositories are read in place.
+    `capture_unprojected`: an unprojected task with one registered binding is captured (a
+    worker offering `git.read`, the source capture's capability, sets it)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
-        super().__init__(LocalRepositories(path, migrate=migrate))
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        migrate: bool = True,
+        capture_unprojected: bool = False,
+    ) -> None:
+        def unprojected(task_id: str) -> GovernedExecutionBinding | None:
+            with Database(path, migrate=migrate) as db:
+                return unprojected_binding(db, task_id)
+
+        super().__init__(
+            LocalRepositories(path, migrate=migrate),
+            unprojected=unprojected if capture_unprojected else None,
+        )

@@ -60,7 +60,7 @@ from aios_ledger.core.work import (
     next_poll_delay,
 )
 from aios_ledger.shell.clock import Clock
-from aios_ledger.shell.git.workspace import GitWorkspaces, Workspace
+from aios_ledger.shell.git.workspace import SOURCE_CAPTURE_CAPABILITY, GitWorkspaces, Workspace
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.guard import guarded
@@ -171,7 +171,11 @@ class Worker:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         runs = RunStore(path, migrate=migrate)
         # Governed repositories: workspaces, proposals, source captures (issue 19).
-        workspaces = GitWorkspaces(path, migrate=migrate)
+        workspaces = GitWorkspaces(
+            path,
+            migrate=migrate,
+            capture_unprojected=SOURCE_CAPTURE_CAPABILITY in config.capabilities,
+        )
         # The executions' threads share these two connections, one call at a time.
         self._attach(
             config, ledger, runs, workspaces, closers=(ledger.close, runs.close), serial=True
@@ -406,6 +410,12 @@ class _Execution:
             if lost:
                 return "lease-lost", lost[0]
             if captured is not None:  # executed by the worker itself, not by the command
+                # The capture was taken under the lease: a heartbeat says so before the
+                # submit (the chain the recovery projection asks for: claimed, heartbeat+,
+                # submitted), and finds a lease lost meanwhile.
+                code = self._heartbeat()
+                if code is not None:
+                    return "lease-lost", code
                 return self._submit(captured, "submitted", "source captured")
             return self._run_command()
         finally:
