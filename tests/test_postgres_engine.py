@@ -16,10 +16,14 @@ import psycopg
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, RunStore, TaskLedger, ledger_head, verify_log
+from aios_ledger.shell.api.tokens import issue_token, list_tokens
+from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.pg import PostgresTarget
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.log.copy import copy_ledger
 from conftest import postgres_url
+from git_support import OWNER, binding, make_repository, register, verified_proposal
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,15 +56,29 @@ def _busy_sqlite_ledger(path: Path) -> Path:
 
 
 def test_copy_from_sqlite_gives_an_intact_ledger_with_the_same_head(
-    tmp_path: Path, pg: str
+    tmp_path: Path, pg: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = _busy_sqlite_ledger(tmp_path / "source.db")
+    # API tokens and a governed write that landed: a row in each of their five tables.
+    monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
+    with Database(source) as db:
+        issue_token(db, "agent-1", ["agent"])
+        bare, base = make_repository(tmp_path / "repository")
+    register(source, bare)
+    verified_proposal(source, "task-g", binding("task-g", base), {"a.txt": "1\n"})
+    with Database(source) as db:
+        assert governed_write(db, {"task_id": "task-g", "idempotency_key": "w"})["state"] == (
+            "APPLIED"
+        )
     with Database(source, migrate=False) as db, Database(pg) as target:
         report = copy_ledger(db, target)
         assert report.target_intact
         assert report.source_head == report.target_head == ledger_head(db)
-        assert report.rows["tasks"] == 6 and report.rows["run_events"] == 1
+        assert report.rows["tasks"] == 7 and report.rows["run_events"] == 1
+        governed = ("api_tokens", "governed_repositories", "task_proposals", "writer_leases")
+        assert [report.rows[table] for table in (*governed, "governed_writes")] == [1] * 5
         assert verify_log(target).intact
+        assert [t["name"] for t in list_tokens(target)] == ["agent-1"]
     # The copy is a working ledger: its tasks go on through their lifecycle there.
     with TaskLedger(pg) as ledger:
         claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t2")
