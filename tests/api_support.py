@@ -1,6 +1,7 @@
 """A real `aios-ledger serve` in a subprocess on a free loopback port, its tokens, and clients.
 
-`LiveServer.start(path)` initialises a ledger, issues one token per role (and a second agent),
+`LiveServer.start(path)` initialises a ledger (a file, or a PostgreSQL URL with `log=` the file
+the server's output goes to), issues one token per role (and a second agent),
 starts the server and waits until `/v1/health` answers. Every test talks to it over real HTTP
 with httpx. Tests that create tasks give them a capability of their own (`Scenario.cap`), so
 that a claim in one test never takes another test's task.
@@ -41,15 +42,20 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, path: Path, process: subprocess.Popen[bytes], url: str) -> None:
+    def __init__(
+        self, path: Path, process: subprocess.Popen[bytes], url: str, log: Path | None = None
+    ) -> None:
         self.path = path
+        self.log_path = log if log is not None else path.with_suffix(".serve.log")
         self.process = process
         self.url = url
         self.tokens: dict[str, str] = {}
         self._clients: list[httpx.Client] = []
 
     @classmethod
-    def start(cls, path: Path, *extra: str, tokens: bool = True) -> LiveServer:
+    def start(
+        cls, path: Path, *extra: str, tokens: bool = True, log: Path | None = None
+    ) -> LiveServer:
         subprocess.run(
             [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(path), "init"],
             check=True,
@@ -61,15 +67,16 @@ class LiveServer:
                 for role, name in ROLE_NAMES.items():
                     issued[role] = issue_token(db, name, [role])["token"]
                 issued[SECOND_AGENT] = issue_token(db, SECOND_AGENT, ["agent"])["token"]
-        server = cls.launch(path, *extra)
+        server = cls.launch(path, *extra, log=log)
         server.tokens = issued
         return server
 
     @classmethod
-    def launch(cls, path: Path, *extra: str) -> LiveServer:
+    def launch(cls, path: Path, *extra: str, log: Path | None = None) -> LiveServer:
         port = free_port()
         env = {**os.environ, AUTHORIZATION_ENV: OWNER}
-        log = open(path.with_suffix(".serve.log"), "ab")  # noqa: SIM115 (kept for the process)
+        log_path = log if log is not None else path.with_suffix(".serve.log")
+        out = open(log_path, "ab")  # noqa: SIM115 (kept for the process)
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -83,12 +90,12 @@ class LiveServer:
                 *extra,
             ],
             env=env,
-            stdout=log,
-            stderr=log,
+            stdout=out,
+            stderr=out,
             start_new_session=True,
         )
-        log.close()
-        server = cls(path, process, f"http://127.0.0.1:{port}")
+        out.close()
+        server = cls(path, process, f"http://127.0.0.1:{port}", log_path)
         server.wait_ready()
         return server
 
@@ -106,7 +113,7 @@ class LiveServer:
         raise RuntimeError(f"the server did not start: {self.log()}")
 
     def log(self) -> str:
-        return self.path.with_suffix(".serve.log").read_text(errors="replace")
+        return self.log_path.read_text(errors="replace")
 
     def client(self, who: str | None = None, *, token: str | None = None) -> httpx.Client:
         """A client with the token of a role (or of `agent-2`), of `token`, or none."""

@@ -230,3 +230,11 @@ def test_the_command_line_takes_a_url_from_flag_variable_and_config_file(
     listed = json.loads(run("task", "list", "--json", AIOS_LEDGER_DB=pg).stdout)
     assert [row["status"] for row in listed] == ["QUEUED"]
     assert json.loads(run("--db", pg, "verify").stdout)["intact"] is True
+
+
+def test_group_commit_is_sqlites_alone(pg: str) -> None:
+    # `serve` on PostgreSQL runs concurrent writers from the pool instead (test_api_http).
+    with Database(pg) as db:
+        with pytest.raises(LedgerError) as refused:
+            db.start_group_commit()
+        assert refused.value.code == "USAGE_INVALID"
