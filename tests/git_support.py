@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aios_ledger.core import (
     GovernedExecutionBinding,
@@ -284,12 +284,14 @@ def reflog(bare: Path, ref: str) -> list[tuple[str, str, str]]:
     return entries
 
 
+def _target(db_path: Path | str) -> Path:
+    """A file or a PostgreSQL URL: `rows` reads either (its type says file)."""
+    return cast(Path, db_path)
+
+
 def ledger_outcomes(db_path: Path | str) -> list[dict[str, Any]]:
     """The governed-write events of the log, in order (read past the library, as an auditor)."""
-    found = rows(
-        db_path,  # type: ignore[arg-type]  # a file or a PostgreSQL URL, as rows() takes
-        "SELECT event_type, payload_json FROM events ORDER BY event_id",
-    )
+    found = rows(_target(db_path), "SELECT event_type, payload_json FROM events ORDER BY event_id")
     return [
         {"type": event_type, **json.loads(payload)}
         for event_type, payload in found
@@ -340,7 +342,6 @@ def repository_files(bare: Path) -> dict[str, bytes]:
 
 
 def events_of(db_path: Path | str, task_id: str) -> list[str]:
-    found = rows(
-        db_path, "SELECT event_type FROM events WHERE task_id = ? ORDER BY event_id", (task_id,)
-    )
+    query = "SELECT event_type FROM events WHERE task_id = ? ORDER BY event_id"
+    found = rows(_target(db_path), query, (task_id,))
     return [str(row[0]) for row in found]
