@@ -57,6 +57,28 @@ SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, sp
        error_code, error
 FROM auxiliary_runs ORDER BY aux_id;
 
+-- name: copy_rows_api_tokens
+SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at
+FROM api_tokens ORDER BY name;
+
+-- name: copy_rows_governed_repositories
+SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
+FROM governed_repositories ORDER BY name;
+
+-- name: copy_rows_task_proposals
+SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
+       bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+FROM task_proposals ORDER BY proposal_id;
+
+-- name: copy_rows_writer_leases
+SELECT lease_id, repository, ref, holder, generation, revision, updated_at
+FROM writer_leases ORDER BY lease_id;
+
+-- name: copy_rows_governed_writes
+SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
+       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+FROM governed_writes ORDER BY idempotency_key;
+
 -- name: copy_event_id_counter$
 -- The last event id the source handed out (its archived events' ids are never handed out again).
 SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),

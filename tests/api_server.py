@@ -61,16 +61,27 @@ def cli(*args: str, check: bool = True, env: dict[str, str] | None = None) -> st
 
 class ApiServer:
     def __init__(
-        self, db: Path, *serve_flags: str, port: int | None = None, role_tokens: bool = False
+        self,
+        db: Path | str,
+        *serve_flags: str,
+        port: int | None = None,
+        role_tokens: bool = False,
+        log: Path | None = None,
     ) -> None:
+        """`db` is a ledger file or a PostgreSQL URL; for a URL, `log` names the file the
+        server's output goes to (a file ledger's goes beside it)."""
         self.db = db
+        if log is None:
+            assert isinstance(db, Path), "a server over a URL needs log="
+            log = db.with_suffix(".serve.log")
+        self.log_path = log
         self.serve_flags = serve_flags
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.tokens: dict[str, str] = {}
         self._clients: list[httpx.Client] = []
-        if not db.exists():
+        if not isinstance(db, Path) or not db.exists():
             cli("--db", str(db), "init")
         if role_tokens:
             with Database(db) as opened:
@@ -78,10 +89,6 @@ class ApiServer:
                     self.tokens[role] = issue_token(opened, name, [role])["token"]
                 self.tokens[SECOND_AGENT] = issue_token(opened, SECOND_AGENT, ["agent"])["token"]
         self.start()
-
-    @property
-    def log_path(self) -> Path:
-        return self.db.with_suffix(".serve.log")
 
     def start(self) -> None:
         with self.log_path.open("ab") as log:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aios_ledger.core import (
     GovernedExecutionBinding,
@@ -28,6 +27,7 @@ from aios_ledger.shell.git.writes import REFLOG_PREFIX
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from legacy_fixtures import rows
 
 OWNER = "owner-git-tests"
 CAPABILITY = "agent.runtime.openclaw"
@@ -90,7 +90,7 @@ def commit_on(bare: Path, branch: str, parent: str, files: Mapping[str, str]) ->
     ).text.strip()
 
 
-def register(db_path: Path, bare: Path, protected: list[str] | None = None) -> None:
+def register(db_path: Path | str, bare: Path, protected: list[str] | None = None) -> None:
     with Database(db_path) as db:
         add_repository(db, REPOSITORY, str(bare), protected)
 
@@ -112,7 +112,7 @@ def binding(task_id: str, base: str, **changes: Any) -> GovernedExecutionBinding
     )
 
 
-def governed_task(db_path: Path, task_id: str, bound: GovernedExecutionBinding) -> None:
+def governed_task(db_path: Path | str, task_id: str, bound: GovernedExecutionBinding) -> None:
     """Create the task, register its binding and project its runtime envelope (as the owner)."""
     os.environ[AUTHORIZATION_ENV] = OWNER
     ledger = TaskLedger(db_path)
@@ -159,7 +159,7 @@ def governed_task(db_path: Path, task_id: str, bound: GovernedExecutionBinding) 
         resolver.close()
 
 
-def claim(db_path: Path, task_id: str) -> dict[str, Any]:
+def claim(db_path: Path | str, task_id: str) -> dict[str, Any]:
     ledger = TaskLedger(db_path)
     try:
         answer = ledger.claim(
@@ -171,7 +171,7 @@ def claim(db_path: Path, task_id: str) -> dict[str, Any]:
     return dict(answer)
 
 
-def workspace(db_path: Path, claimed: Mapping[str, Any]) -> Workspace:
+def workspace(db_path: Path | str, claimed: Mapping[str, Any]) -> Workspace:
     with Database(db_path) as db:
         found = prepare_workspace(db, claimed, agent_id=AGENT)
     assert found is not None
@@ -190,7 +190,9 @@ def edit(space: Workspace, files: Mapping[str, str], *, commit: bool = True) -> 
         run_git(["commit", "--quiet", "-m", "agent work"], cwd=space.path, env=env)
 
 
-def propose(db_path: Path, space: Workspace, claimed: Mapping[str, Any]) -> dict[str, Any] | None:
+def propose(
+    db_path: Path | str, space: Workspace, claimed: Mapping[str, Any]
+) -> dict[str, Any] | None:
     with Database(db_path) as db:
         answer = propose_from_workspace(db, space, lease_token=str(claimed["lease_token"]))
     return None if answer is None else dict(answer)
@@ -221,7 +223,9 @@ def runtime_result(
     }
 
 
-def submit_and_accept(db_path: Path, claimed: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+def submit_and_accept(
+    db_path: Path | str, claimed: Mapping[str, Any], result: Mapping[str, Any]
+) -> None:
     task_id = str(claimed["task_id"])
     ledger = TaskLedger(db_path)
     try:
@@ -239,7 +243,7 @@ def submit_and_accept(db_path: Path, claimed: Mapping[str, Any], result: Mapping
 
 
 def verified_proposal(
-    db_path: Path, task_id: str, bound: GovernedExecutionBinding, files: Mapping[str, str]
+    db_path: Path | str, task_id: str, bound: GovernedExecutionBinding, files: Mapping[str, str]
 ) -> dict[str, Any]:
     """The whole way to a verified task with a proposal: create, bind, project, claim, edit and
     commit in the workspace, propose, submit, accept. Returns the proposal's answer."""
@@ -280,23 +284,22 @@ def reflog(bare: Path, ref: str) -> list[tuple[str, str, str]]:
     return entries
 
 
-def ledger_outcomes(db_path: Path) -> list[dict[str, Any]]:
-    """The governed-write events of the log, in order (read with the stdlib, as an auditor)."""
-    con = sqlite3.connect(db_path)
-    try:
-        rows = con.execute(
-            "SELECT event_type, payload_json FROM events ORDER BY event_id"
-        ).fetchall()
-    finally:
-        con.close()
+def _target(db_path: Path | str) -> Path:
+    """A file or a PostgreSQL URL: `rows` reads either (its type says file)."""
+    return cast(Path, db_path)
+
+
+def ledger_outcomes(db_path: Path | str) -> list[dict[str, Any]]:
+    """The governed-write events of the log, in order (read past the library, as an auditor)."""
+    found = rows(_target(db_path), "SELECT event_type, payload_json FROM events ORDER BY event_id")
     return [
         {"type": event_type, **json.loads(payload)}
-        for event_type, payload in rows
+        for event_type, payload in found
         if str(event_type).startswith("GOVERNED_WRITE_")
     ]
 
 
-def assert_reflog_agrees(db_path: Path, bare: Path) -> None:
+def assert_reflog_agrees(db_path: Path | str, bare: Path) -> None:
     """The repository's ref logs and the ledger's events tell the same story: each reflog
     entry the ledger's write made (its message names the write) is one GOVERNED_WRITE_APPLIED
     event with the same ref, old and new ids, and the other way round; every write intended
@@ -338,12 +341,7 @@ def repository_files(bare: Path) -> dict[str, bytes]:
     }
 
 
-def events_of(db_path: Path, task_id: str) -> list[str]:
-    con = sqlite3.connect(db_path)
-    try:
-        rows = con.execute(
-            "SELECT event_type FROM events WHERE task_id = ? ORDER BY event_id", (task_id,)
-        ).fetchall()
-    finally:
-        con.close()
-    return [str(row[0]) for row in rows]
+def events_of(db_path: Path | str, task_id: str) -> list[str]:
+    query = "SELECT event_type FROM events WHERE task_id = ? ORDER BY event_id"
+    found = rows(_target(db_path), query, (task_id,))
+    return [str(row[0]) for row in found]

@@ -7,6 +7,7 @@ the body limit, revoked tokens, the waiting-poll limit and the metrics."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import secrets
 import socket
@@ -23,6 +24,7 @@ import pytest
 from aios_ledger.core import project_execution_envelope
 from aios_ledger.shell.api.review_routes import review_operations
 from api_server import ROLE_NAMES, SECOND_AGENT, ApiServer, Scenario
+from conftest import postgres_url
 from legacy_fixtures import (
     CAPABILITY,
     CONSTRAINTS,
@@ -35,6 +37,7 @@ from legacy_fixtures import (
 
 ROLES = tuple(ROLE_NAMES)
 PROBLEM = "application/problem+json"
+CLI = (sys.executable, "-m", "aios_ledger.shell.cli")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +76,62 @@ def problem(answer: httpx.Response, status: int, code: str) -> dict[str, Any]:
 # -- the lifecycle ----------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def pg_server(
+    postgres_database: str | None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
+    """The same server on a fresh PostgreSQL schema: concurrent writers from its pool, no group
+    commit (its output goes to a file of the test's own)."""
+    url = postgres_url(postgres_database)
+    log = tmp_path_factory.mktemp("api-pg") / "serve.log"
+    with ApiServer(url, "--recheck-seconds", "120", role_tokens=True, log=log) as server:
+        yield server
+
+
 def test_the_whole_lifecycle(scene: Scenario) -> None:
+    whole_lifecycle(scene)
+
+
+def test_the_whole_lifecycle_with_tokens_on_postgresql(pg_server: ApiServer) -> None:
+    """`serve --db postgresql://…`: the lifecycle, concurrent writers, and a token issued and
+    revoked with the command line while the server runs."""
+    scene = Scenario(pg_server)
+    whole_lifecycle(scene)
+    # Ten agents' claims and heartbeats at once go through the pool's concurrent writers.
+    tasks = {scene.queued() for _ in range(10)}
+    body = {"capabilities": [scene.cap], "lease_seconds": 60}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool:
+        claims = list(pool.map(lambda _: scene.agent.post("/v1/claims", json=body), range(10)))
+    assert [c.status_code for c in claims] == [200] * 10
+    assert {c.json()["task_id"] for c in claims} == tasks  # each once: no double lease
+    token = issue_with_cli(pg_server, "auditor-pg", "auditor")
+    auditor = pg_server.client(token=token)
+    assert auditor.get("/v1/log/verify").json()["intact"] is True
+    revoke_with_cli(pg_server, "auditor-pg")
+    problem(auditor.get("/v1/log/head"), 401, "UNAUTHENTICATED")
+    problem(pg_server.client().get("/v1/log/head"), 401, "UNAUTHENTICATED")
+    assert token not in pg_server.log()
+
+
+def issue_with_cli(server: ApiServer, name: str, role: str) -> str:
+    issued = subprocess.run(
+        [*CLI, "--db", str(server.db), "token", "issue", name, "--role", role],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return str(json.loads(issued.stdout)["token"])
+
+
+def revoke_with_cli(server: ApiServer, name: str) -> None:
+    subprocess.run(
+        [*CLI, "--db", str(server.db), "token", "revoke", name],
+        check=True,
+        capture_output=True,
+    )
+
+
+def whole_lifecycle(scene: Scenario) -> None:
     task_id = scene.queued(retry={"base_seconds": 1, "max_seconds": 1})
     claim = scene.agent.post("/v1/claims", json={"capabilities": [scene.cap], "lease_seconds": 60})
     assert claim.status_code == 200, claim.text

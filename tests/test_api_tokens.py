@@ -5,7 +5,6 @@ roles; the ledger keeps only the token's sha256."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,16 @@ from aios_ledger.core.kinds import Sha256Hex
 from aios_ledger.core.plan import Replay
 from aios_ledger.shell import Database, main, verify_log
 from aios_ledger.shell.api.tokens import authenticate, issue_token, list_tokens, revoke_token
+from conftest import both_engines
+from legacy_fixtures import rows
 from syrupy.assertion import SnapshotAssertion
+from test_log_support import tamper
 
 NOW = Timestamp.parse("2026-11-30T12:00:00Z")
 LATER = Timestamp.parse("2026-11-30T13:00:00Z")
 DIGEST = Sha256Hex("a" * 64)
+# The store and command tests run on SQLite and on PostgreSQL (`ledger_target`).
+pytest_generate_tests = both_engines
 TAIL = LogTail.read(5, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 4, "sha256:" + "4" * 64)])
 
 
@@ -100,8 +104,8 @@ def test_bad_issue_requests_are_fields_invalid(raw: object) -> None:
         TokenIssueRequest.from_mapping(raw)
 
 
-def test_the_store_keeps_only_the_digest_and_revocation_takes_effect(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.db"
+def test_the_store_keeps_only_the_digest_and_revocation_takes_effect(ledger_target: Path) -> None:
+    path = ledger_target
     with Database(path) as db:
         issued = issue_token(db, "agent-1", ["agent"])
         token = issued["token"]
@@ -119,25 +123,17 @@ def test_the_store_keeps_only_the_digest_and_revocation_takes_effect(tmp_path: P
         assert authenticate(db, fresh) is not None
         assert [t["status"] for t in list_tokens(db)] == ["ACTIVE"]
         assert verify_log(db).intact
-    raw = sqlite3.connect(path)
-    try:
-        stored = raw.execute("SELECT token_sha256 FROM api_tokens").fetchone()[0]
-        assert stored == token_sha256(fresh)
-        everything = json.dumps(raw.execute("SELECT * FROM events").fetchall())
-        for secret in (token, fresh, token_sha256(token), token_sha256(fresh)):
-            assert secret not in everything
-    finally:
-        raw.close()
+    assert rows(path, "SELECT token_sha256 FROM api_tokens") == [(token_sha256(fresh),)]
+    everything = json.dumps(rows(path, "SELECT * FROM events"))
+    for secret in (token, fresh, token_sha256(token), token_sha256(fresh)):
+        assert secret not in everything
 
 
-def test_a_token_row_changed_behind_the_ledger_is_found_by_verify(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.db"
+def test_a_token_row_changed_behind_the_ledger_is_found_by_verify(ledger_target: Path) -> None:
+    path = ledger_target
     with Database(path) as db:
         issue_token(db, "auditor-1", ["auditor"])
-    raw = sqlite3.connect(path)
-    raw.execute("""UPDATE api_tokens SET roles_json = '["owner"]'""")
-    raw.commit()
-    raw.close()
+    tamper(path, ("""UPDATE api_tokens SET roles_json = '["owner"]'""", ()))
     with Database(path) as db:
         report = verify_log(db)
     assert not report.intact
@@ -146,8 +142,8 @@ def test_a_token_row_changed_behind_the_ledger_is_found_by_verify(tmp_path: Path
     }
 
 
-def test_token_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = str(tmp_path / "ledger.db")
+def test_token_commands(ledger_target: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(ledger_target)
     assert main(["--db", db, "init"]) == 0
     capsys.readouterr()
     assert main(["--db", db, "token", "issue", "ops", "--role", "owner", "--role", "auditor"]) == 0

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
+from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, ProposalLimits, record_proposal
 from aios_ledger.shell.git.runner import check_ref_format, run_git
 from aios_ledger.shell.git.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
+from conftest import ENGINES, is_postgres
 from git_support import (
     AGENT,
     assert_reflog_agrees,
@@ -53,9 +54,12 @@ PRIVATE_KEY = (
 
 
 class Repo:
-    def __init__(self, root: Path) -> None:
+    """A bare repository and the ledger that governs it: a SQLite file, or (the tests marked
+    `on_both_engines`) a fresh PostgreSQL schema as well."""
+
+    def __init__(self, root: Path, target: Path | str) -> None:
         self.root = root
-        self.db = root / "ledger.db"
+        self.db: Any = target
         self.bare, self.base = make_repository(root)
 
     def write(self, task_id: str, key: str, **options: Any) -> dict[str, Any]:
@@ -70,12 +74,22 @@ class Repo:
         raise AssertionError("the write was not refused")
 
 
+# The way that lands, a refusal and recovery from a crash, on SQLite and on PostgreSQL (the rest
+# of the module is the engine-neutral git side, run on SQLite only to keep the suite's time).
+on_both_engines = pytest.mark.parametrize("engine", ENGINES)
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Repo]:
-    found = Repo(tmp_path)
+def repo(
+    tmp_path: Path, ledger_target: Path | str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Repo]:
+    # Where a PostgreSQL ledger keeps its bundles (a SQLite one keeps them beside its file); the
+    # write processes of the crash tests inherit it.
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "proposals"))
+    found = Repo(tmp_path, ledger_target)
     yield found
     # After every test: the ref logs and the ledger agree, and the log verifies.
-    if found.db.exists():
+    if is_postgres(found.db) or found.db.exists():
         with Database(found.db) as db:
             report = verify_log(db)
         assert report.intact, report.public()
@@ -108,6 +122,7 @@ def answer_of(child: subprocess.Popen[str]) -> dict[str, Any] | None:
 # the way that lands
 
 
+@on_both_engines
 def test_a_verified_proposal_lands_on_its_new_branch_once(repo: Repo) -> None:
     register(repo.db, repo.bare)
     proposal = verified_proposal(
@@ -303,6 +318,7 @@ def test_a_branch_that_exists_already_is_refused_by_gits_swap_and_recorded(repo:
     assert repo.refused("task-e", "write-e") == "BRANCH_EXISTS"  # the replay says the same
 
 
+@on_both_engines
 def test_a_branch_moved_from_its_expected_tip_is_refused_and_recorded(repo: Repo) -> None:
     register(repo.db, repo.bare)
     git("--git-dir", str(repo.bare), "update-ref", "refs/heads/agent/moving", repo.base)
@@ -335,6 +351,7 @@ def test_a_lower_generation_than_the_last_applied_is_stale(repo: Repo) -> None:
     assert repository_files(repo.bare) == before
 
 
+@on_both_engines
 def test_unverified_unproposed_and_unregistered_tasks_are_refused(repo: Repo) -> None:
     governed_task(repo.db, "task-r", binding("task-r", repo.base))
     assert repo.refused("task-r", "w1") == "TASK_NOT_VERIFIED"
@@ -496,6 +513,7 @@ def test_two_writes_racing_for_one_branch_move_it_once(repo: Repo) -> None:
     assert events_of(repo.db, loser)[-1] == "GOVERNED_WRITE_MOVED_BY_OTHER"
 
 
+@on_both_engines
 @pytest.mark.parametrize(
     ("mode", "moved_by_other", "expected_state", "expected_code"),
     [

@@ -16,10 +16,15 @@ import psycopg
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, RunStore, TaskLedger, ledger_head, verify_log
+from aios_ledger.shell.api.tokens import issue_token, list_tokens
+from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.pg import PostgresTarget
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
+from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.log.copy import copy_ledger
 from conftest import postgres_url
+from git_support import OWNER, binding, make_repository, register, verified_proposal
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,14 +57,38 @@ def _busy_sqlite_ledger(path: Path) -> Path:
 
 
 def test_copy_from_sqlite_gives_an_intact_ledger_with_the_same_head(
-    tmp_path: Path, pg: str
+    tmp_path: Path, pg: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = _busy_sqlite_ledger(tmp_path / "source.db")
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "pg-proposals"))
+    # API tokens and a governed write that landed: a row in each of their five tables.
+    monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
+    with Database(source) as db:
+        issue_token(db, "agent-1", ["agent"])
+        bare, base = make_repository(tmp_path / "repository")
+    register(source, bare)
+    verified_proposal(source, "task-g", binding("task-g", base), {"a.txt": "1\n"})
+    verified_proposal(source, "task-h", binding("task-h", base), {"h.txt": "1\n"})
+    with Database(source) as db:
+        assert governed_write(db, {"task_id": "task-g", "idempotency_key": "w"})["state"] == (
+            "APPLIED"
+        )
     with Database(source, migrate=False) as db, Database(pg) as target:
         report = copy_ledger(db, target)
         assert report.target_intact
         assert report.source_head == report.target_head == ledger_head(db)
-        assert report.rows["tasks"] == 6 and report.rows["run_events"] == 1
+        assert report.rows["tasks"] == 8 and report.rows["run_events"] == 1
+        governed = ("api_tokens", "governed_repositories", "writer_leases", "governed_writes")
+        assert [report.rows[table] for table in governed] == [1] * 4
+        assert report.rows["task_proposals"] == 2
+        assert verify_log(target).intact
+        assert [t["name"] for t in list_tokens(target)] == ["agent-1"]
+        # The proposals' bundles went to the target's folder: the one not yet written is
+        # written from the target, reading its bundle there.
+        assert report.bundles == 2
+    with Database(pg) as target:
+        written = governed_write(target, {"task_id": "task-h", "idempotency_key": "h"})
+        assert written["state"] == "APPLIED"
         assert verify_log(target).intact
     # The copy is a working ledger: its tasks go on through their lifecycle there.
     with TaskLedger(pg) as ledger:
@@ -212,3 +241,11 @@ def test_the_command_line_takes_a_url_from_flag_variable_and_config_file(
     listed = json.loads(run("task", "list", "--json", AIOS_LEDGER_DB=pg).stdout)
     assert [row["status"] for row in listed] == ["QUEUED"]
     assert json.loads(run("--db", pg, "verify").stdout)["intact"] is True
+
+
+def test_group_commit_is_sqlites_alone(pg: str) -> None:
+    # `serve` on PostgreSQL runs concurrent writers from the pool instead (test_api_http).
+    with Database(pg) as db:
+        with pytest.raises(LedgerError) as refused:
+            db.start_group_commit()
+        assert refused.value.code == "USAGE_INVALID"

@@ -9,6 +9,12 @@ request), so `_write_turn` is a no-op; with `group_commit=0` it is a lock, one s
 time on the writer's connection. Each commit's size goes to `on_batch` (the metrics). Reads
 take a connection of their own from the pool, so that a read never waits for a write (WAL).
 
+On PostgreSQL there is no group commit (it is SQLite's answer to one writer at a time): the
+writer Database's connection pool runs concurrent writers, each store call its own transaction
+(which takes the ledger's write lock, `shell/db/pg_database.py`), as many at once as the pool
+has connections (`AIOS_LEDGER_PG_POOL_SIZE`, default 4; more wait their turn here rather than
+time out at the pool). Readers share a second pool, one REPEATABLE READ snapshot per call.
+
 Wake-ups: a long-polling claim waits on the current `asyncio.Event` of `work_signal()`; every
 committed write that can make work claimable (a task created, released, verified back to
 rework, retried) calls `work_arrived()`, which sets that event and starts a new one, so that
@@ -31,6 +37,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.shell.api.tokens import Principal, authenticate
 from aios_ledger.shell.clock import Clock, system_clock
 from aios_ledger.shell.db.connection import Database, fetch_all
+from aios_ledger.shell.db.pg_database import PostgresDatabase
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.runs.store import RunStore
@@ -88,19 +95,27 @@ class Backend:
         self.writer = Stores(writer_db, settings.clock)
         self.on_batch: Callable[[int], None] | None = None
         self._write_turn: contextlib.AbstractContextManager[object]
+        self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
+        self._signal: asyncio.Event | None = None
+        self._waiting: dict[str, int] = {}
+        if isinstance(writer_db, PostgresDatabase):
+            # Concurrent writers from the pool (no group commit), readers from a pool of their
+            # own: one Database each, whose stores every thread shares.
+            self._write_turn = threading.BoundedSemaphore(writer_db.pool_size)
+            readers = self._open(False, "FULL")
+            for _ in range(max(1, settings.read_connections)):
+                self._readers.put(Stores(readers, settings.clock))
+            return
         if settings.group_commit > 0:
             writer_db.start_group_commit(max_batch=settings.group_commit, on_batch=self._batched)
             self._write_turn = contextlib.nullcontext()
         else:
             # One store call at a time on the writer's connection.
             self._write_turn = threading.Lock()
-        self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
         for _ in range(max(1, settings.read_connections)):
             # A reader never commits a write: its synchronous level is moot, and at FULL it
             # installs no WAL-copying rounds of its own (the writer's are the ones that count).
             self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
-        self._signal: asyncio.Event | None = None
-        self._waiting: dict[str, int] = {}
 
     def _batched(self, size: int) -> None:
         if self.on_batch is not None:

@@ -37,7 +37,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT", help="the address to listen on"
     )
     serve.add_argument(
-        "--db", dest="db", default=argparse.SUPPRESS, help="database file (as the global --db)"
+        "--db",
+        dest="db",
+        default=argparse.SUPPRESS,
+        help="database file or postgresql:// URL (as the global --db)",
     )
     serve.add_argument(
         "--max-body",

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from aios_ledger.core import LedgerError
@@ -41,6 +41,9 @@ from aios_ledger.shell.db.pg import (
     pg_error,
 )
 from psycopg_pool import ConnectionPool, PoolTimeout
+
+if TYPE_CHECKING:
+    from aios_ledger.shell.db.group_commit import GroupCommit
 
 T = TypeVar("T")
 
@@ -98,6 +101,20 @@ class PostgresDatabase(Database):
         except BaseException:
             self._close_quietly()
             raise
+
+    @property
+    def pool_size(self) -> int:
+        """The most connections this Database's pool opens (`AIOS_LEDGER_PG_POOL_SIZE`)."""
+        return int(self._pool.max_size)
+
+    def start_group_commit(
+        self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
+    ) -> GroupCommit:
+        """SQLite's alone: PostgreSQL's pool runs concurrent writers (`shell/api/backend.py`)."""
+        raise LedgerError(
+            "USAGE_INVALID",
+            "group commit is SQLite's; on PostgreSQL the pool runs concurrent writers",
+        )
 
     def close(self) -> None:
         self._pool.close(timeout=self._timeout)

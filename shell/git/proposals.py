@@ -4,12 +4,14 @@ The worker bundles what the agent committed in its workspace (`bundle_workspace`
 takes the bundle's bytes (from the worker, or uploaded through the API), bounds their size,
 verifies them (`git bundle verify`) and fetches them into a quarantine before anything reads
 them, then stores a bundle that passed content-addressed beside the database
-(`<db>.proposals/<sha256>.bundle`). The quarantine is a scratch repository whose object store
-borrows the governed repository's (git's alternates, as its own receive quarantine does), so
-that nothing is written to the governed repository until a governed write. There it reads the
-refs, the files the commits change against the base, their sizes, whether the head descends
-from the base, and what the `detect-secrets` scanner finds in the changed files; the ledger
-records those facts with the proposal (`decide_record_proposal`).
+(`<db>.proposals/<sha256>.bundle`; on PostgreSQL in `$AIOS_LEDGER_PROPOSALS_DIR`, else in a
+folder per ledger under `$XDG_DATA_HOME/aios-ledger/proposals/`: `proposals_dir`). The
+quarantine is a scratch repository whose object store borrows the governed repository's (git's
+alternates, as its own receive quarantine does), so that nothing is written to the governed
+repository until a governed write. There it reads the refs, the files the commits change
+against the base, their sizes, whether the head descends from the base, and what the
+`detect-secrets` scanner finds in the changed files; the ledger records those facts with the
+proposal (`decide_record_proposal`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
 QUARANTINE = "refs/aios-quarantine"
 _SCANNER = threading.Lock()
 SCRATCH_REFS = "refs/proposal"
+PROPOSALS_DIR_ENV = "AIOS_LEDGER_PROPOSALS_DIR"
 
 
 @attrs.frozen
@@ -61,7 +64,18 @@ DEFAULT_LIMITS = ProposalLimits()
 
 
 def proposals_dir(db: Database) -> Path:
-    return Path(f"{db.path}.proposals")
+    """Where the ledger keeps its proposals' bundles. SQLite: beside the database file. On
+    PostgreSQL there is no file to stand beside: `$AIOS_LEDGER_PROPOSALS_DIR` when set (a folder
+    the processes that record and write proposals share), else one folder per ledger (named by
+    the digest of its URL without password) under `$XDG_DATA_HOME` (`~/.local/share`)."""
+    if db.engine != "postgresql":
+        return Path(f"{db.path}.proposals")
+    configured = os.environ.get(PROPOSALS_DIR_ENV)
+    if configured:
+        return Path(configured)
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    ledger = hashlib.sha256(str(db.path).encode("utf-8")).hexdigest()[:16]
+    return Path(data_home, "aios-ledger", "proposals", ledger)
 
 
 def bundle_path(db: Database, digest: str) -> Path:
@@ -82,7 +96,7 @@ def store_bundle(db: Database, data: bytes) -> tuple[str, Path]:
     """Keep the bundle under its sha256 (written whole, then renamed into place)."""
     digest = hashlib.sha256(data).hexdigest()
     folder = proposals_dir(db)
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = bundle_path(db, digest)
     if not target.exists():
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")

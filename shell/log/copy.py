@@ -1,11 +1,14 @@
 """`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger.
 
 Every row of every table goes across as it is (tasks, events with their seals and sealed rows,
-archived events, first answers, projections, bindings, runs and their events, auxiliary runs)
+archived events, first answers, projections, bindings, runs and their events, auxiliary runs,
+API tokens, governed repositories, proposals, writer leases and governed writes)
 inside ONE write transaction on the target, read from ONE snapshot of the source; the target's
 event id counter is moved to the source's, so an archived event's id is never handed out again.
 Nothing is re-sealed: the target's `verify` checks the very seals the source made, and its head
-is the source's.
+is the source's. The proposals' bundles (files, content-addressed) are copied into the target's
+bundle folder first (`shell/git/proposals.py`: `proposals_dir`), so that a proposal recorded but
+not yet written can still be written from the target.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Any
 
 import attrs
 from aios_ledger.core import LedgerError, LedgerHead
-from aios_ledger.shell.db.connection import Database, execute, fetch_value
+from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_value
 from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.proposals import bundle_path, store_bundle
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 
 # In the order the target's foreign keys need; a table a later migration adds joins here (with
@@ -35,6 +39,11 @@ TABLES = (
     "runs",
     "run_events",
     "auxiliary_runs",
+    "api_tokens",
+    "governed_repositories",
+    "task_proposals",
+    "writer_leases",
+    "governed_writes",
 )
 BATCH = 1000
 
@@ -45,10 +54,12 @@ class CopyReport:
     source_head: LedgerHead
     target_head: LedgerHead
     target_intact: bool
+    bundles: int = 0
 
     def public(self) -> dict[str, Any]:
         return {
             "rows": dict(self.rows),
+            "bundles": self.bundles,
             "source_head": self.source_head.public(),
             "target_head": self.target_head.public(),
             "heads_equal": self.source_head == self.target_head,
@@ -62,6 +73,7 @@ def copy_ledger(source: Database, target: Database) -> CopyReport:
     if target.engine != "postgresql":
         raise LedgerError("COPY_TARGET_INVALID", "the target of a copy is a PostgreSQL URL")
     source_head = ledger_head(source)
+    bundles = _copy_bundles(source, target)
 
     def write(conn: Connection) -> dict[str, int]:
         assert isinstance(conn, PgConnection)
@@ -79,7 +91,24 @@ def copy_ledger(source: Database, target: Database) -> CopyReport:
         source_head=source_head,
         target_head=ledger_head(target),
         target_intact=report.intact,
+        bundles=bundles,
     )
+
+
+def _copy_bundles(source: Database, target: Database) -> int:
+    """The bundles of the source's proposals that its folder holds, into the target's folder
+    (before the rows: a proposal the target holds finds its bundle there). A missing one is left
+    missing: writing its proposal is `BUNDLE_INVALID` on either ledger alike."""
+    proposals = source.read(lambda conn: fetch_all(conn, "copy_rows_task_proposals"))
+    copied = 0
+    for digest in sorted({str(row["bundle_sha256"]) for row in proposals}):
+        try:
+            data = bundle_path(source, digest).read_bytes()
+        except OSError:
+            continue
+        store_bundle(target, data)
+        copied += 1
+    return copied
 
 
 def _copy_rows(source: Database, read: Connection, conn: PgConnection) -> dict[str, int]:

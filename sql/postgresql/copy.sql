@@ -57,6 +57,28 @@ SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, sp
        error_code, error
 FROM auxiliary_runs ORDER BY aux_id;
 
+-- name: copy_rows_api_tokens
+SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at
+FROM api_tokens ORDER BY name;
+
+-- name: copy_rows_governed_repositories
+SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
+FROM governed_repositories ORDER BY name;
+
+-- name: copy_rows_task_proposals
+SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
+       bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+FROM task_proposals ORDER BY proposal_id;
+
+-- name: copy_rows_writer_leases
+SELECT lease_id, repository, ref, holder, generation, revision, updated_at
+FROM writer_leases ORDER BY lease_id;
+
+-- name: copy_rows_governed_writes
+SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
+       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+FROM governed_writes ORDER BY idempotency_key;
+
 -- name: copy_event_id_counter$
 -- The last event id the source handed out (its archived events' ids are never handed out again).
 SELECT greatest(c.last_event_id, coalesce((SELECT max(event_id) FROM events), 0))
@@ -151,6 +173,40 @@ VALUES (
   :evidence_digest, :owner, :revision, :created_at_ms, :updated_at_ms, :output_json,
   :output_digest, :error_code, :error);
 
+-- name: copy_insert_api_tokens!
+INSERT INTO api_tokens(
+  name, roles_json, token_sha256, status, revision, created_at, updated_at)
+VALUES (
+  :name, :roles_json, :token_sha256, :status, :revision, :created_at, :updated_at);
+
+-- name: copy_insert_governed_repositories!
+INSERT INTO governed_repositories(
+  name, path, head_branch, protected_json, revision, created_at, updated_at)
+VALUES (
+  :name, :path, :head_branch, :protected_json, :revision, :created_at, :updated_at);
+
+-- name: copy_insert_task_proposals!
+INSERT INTO task_proposals(
+  proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
+  bundle_bytes, refs_json, changed_files_json, facts_json, created_at)
+VALUES (
+  :proposal_id, :task_id, :attempt, :repository, :agent_id, :base_oid, :head_oid,
+  :bundle_sha256, :bundle_bytes, :refs_json, :changed_files_json, :facts_json, :created_at);
+
+-- name: copy_insert_writer_leases!
+INSERT INTO writer_leases(
+  lease_id, repository, ref, holder, generation, revision, updated_at)
+VALUES (
+  :lease_id, :repository, :ref, :holder, :generation, :revision, :updated_at);
+
+-- name: copy_insert_governed_writes!
+INSERT INTO governed_writes(
+  idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation, state,
+  code, observed_oid, changed_files_json, revision, created_at, updated_at)
+VALUES (
+  :idempotency_key, :task_id, :proposal_id, :repository, :ref, :old_oid, :new_oid, :generation,
+  :state, :code, :observed_oid, :changed_files_json, :revision, :created_at, :updated_at);
+
 -- name: copy_set_event_id_counter!
 UPDATE event_id_counter SET last_event_id = greatest(last_event_id, :last_event_id);
 
@@ -159,4 +215,5 @@ UPDATE event_id_counter SET last_event_id = greatest(last_event_id, :last_event_
 SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM events)
      + (SELECT count(*) FROM archived_events) + (SELECT count(*) FROM runs)
      + (SELECT count(*) FROM auxiliary_runs) + (SELECT count(*) FROM governed_bindings)
-     + (SELECT count(*) FROM task_idempotency);
+     + (SELECT count(*) FROM task_idempotency) + (SELECT count(*) FROM api_tokens)
+     + (SELECT count(*) FROM governed_repositories);

@@ -80,6 +80,51 @@ LEFT JOIN event_seal_rows AS s
                    WHERE row_table = 'task_source_capture_projection_recoveries'
                      AND row_key = p.idempotency_key);
 
+-- name: state_rows_api_tokens
+SELECT k.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM api_tokens AS k
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'api_tokens' AND s.row_key = k.name
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'api_tokens' AND row_key = k.name);
+
+-- name: state_rows_governed_repositories
+SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM governed_repositories AS g
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'governed_repositories' AND s.row_key = g.name
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'governed_repositories' AND row_key = g.name);
+
+-- name: state_rows_task_proposals
+SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM task_proposals AS g
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'task_proposals' AND s.row_key = g.proposal_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'task_proposals' AND row_key = g.proposal_id);
+
+-- name: state_rows_writer_leases
+SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM writer_leases AS g
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'writer_leases' AND s.row_key = g.lease_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'writer_leases' AND row_key = g.lease_id);
+
+-- name: state_rows_governed_writes
+SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM governed_writes AS g
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'governed_writes' AND s.row_key = g.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'governed_writes' AND row_key = g.idempotency_key);
+
 -- name: state_rows_gone
 -- Rows a seal says were written (their last writer's event id) that are no longer there.
 SELECT r.row_table, r.row_key, max(r.event_id) AS event_id
@@ -92,6 +137,13 @@ HAVING NOT CASE r.row_table
     SELECT 1 FROM task_initial_execution_projections WHERE idempotency_key = r.row_key)
   WHEN 'task_source_capture_projection_recoveries' THEN EXISTS (
     SELECT 1 FROM task_source_capture_projection_recoveries WHERE idempotency_key = r.row_key)
+  WHEN 'api_tokens' THEN EXISTS (SELECT 1 FROM api_tokens WHERE name = r.row_key)
+  WHEN 'governed_repositories' THEN EXISTS (
+    SELECT 1 FROM governed_repositories WHERE name = r.row_key)
+  WHEN 'task_proposals' THEN EXISTS (SELECT 1 FROM task_proposals WHERE proposal_id = r.row_key)
+  WHEN 'writer_leases' THEN EXISTS (SELECT 1 FROM writer_leases WHERE lease_id = r.row_key)
+  WHEN 'governed_writes' THEN EXISTS (
+    SELECT 1 FROM governed_writes WHERE idempotency_key = r.row_key)
   ELSE false
 END
 ORDER BY r.row_table, r.row_key;

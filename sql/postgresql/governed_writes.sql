@@ -1,0 +1,80 @@
+-- Governed writes to git (migration 0010; the same texts as SQLite's): repositories,
+-- proposals, writer leases, writes.
+
+-- name: governed_repository_insert!
+INSERT INTO governed_repositories(
+  name, path, head_branch, protected_json, revision, created_at, updated_at
+) VALUES (
+  :name, :path, :head_branch, :protected_json, :revision, :created_at, :updated_at
+);
+
+-- name: get_governed_repository
+SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
+FROM governed_repositories WHERE name = :name;
+
+-- name: list_governed_repositories
+SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
+FROM governed_repositories ORDER BY name;
+
+-- name: task_proposal_insert!
+INSERT INTO task_proposals(
+  proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
+  bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+) VALUES (
+  :proposal_id, :task_id, :attempt, :repository, :agent_id, :base_oid, :head_oid,
+  :bundle_sha256, :bundle_bytes, :refs_json, :changed_files_json, :facts_json, :created_at
+);
+
+-- name: get_task_proposal
+SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
+       bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+FROM task_proposals WHERE task_id = :task_id AND attempt = :attempt;
+
+-- name: task_proposals_of_task
+SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
+       bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+FROM task_proposals WHERE task_id = :task_id ORDER BY attempt;
+
+-- name: writer_lease_insert!
+INSERT INTO writer_leases(lease_id, repository, ref, holder, generation, revision, updated_at)
+VALUES (:lease_id, :repository, :ref, :holder, :generation, :revision, :updated_at);
+
+-- name: writer_lease_cas_update!
+UPDATE writer_leases
+SET holder = :holder, generation = :generation, revision = revision + 1,
+    updated_at = :updated_at
+WHERE lease_id = :lease_id AND revision = :expected_revision;
+
+-- name: get_writer_lease
+SELECT lease_id, repository, ref, holder, generation, revision, updated_at
+FROM writer_leases WHERE lease_id = :lease_id;
+
+-- name: governed_write_insert!
+INSERT INTO governed_writes(
+  idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation, state,
+  code, observed_oid, changed_files_json, revision, created_at, updated_at
+) VALUES (
+  :idempotency_key, :task_id, :proposal_id, :repository, :ref, :old_oid, :new_oid, :generation,
+  :state, :code, :observed_oid, :changed_files_json, :revision, :created_at, :updated_at
+);
+
+-- name: governed_write_cas_update!
+UPDATE governed_writes
+SET state = :state, code = :code, observed_oid = :observed_oid, revision = revision + 1,
+    updated_at = :updated_at
+WHERE idempotency_key = :idempotency_key AND revision = :expected_revision;
+
+-- name: get_governed_write
+SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
+       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+FROM governed_writes WHERE idempotency_key = :idempotency_key;
+
+-- name: governed_writes_of_repository
+SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
+       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+FROM governed_writes WHERE repository = :repository ORDER BY created_at, idempotency_key;
+
+-- name: governed_writes_in_doubt
+SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
+       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+FROM governed_writes WHERE state = 'INTENDED' ORDER BY created_at, idempotency_key;
