@@ -70,7 +70,7 @@ class ApiServer:
     ) -> None:
         """`db` is a ledger file or a PostgreSQL URL; for a URL, `log` names the file the
         server's output goes to (a file ledger's goes beside it)."""
-        self.db = db
+        self.target = db
         if log is None:
             assert isinstance(db, Path), "a server over a URL needs log="
             log = db.with_suffix(".serve.log")
@@ -90,6 +90,12 @@ class ApiServer:
                 self.tokens[SECOND_AGENT] = issue_token(opened, SECOND_AGENT, ["agent"])["token"]
         self.start()
 
+    @property
+    def db(self) -> Path:
+        """The ledger file (a server over a URL has none: its `target` is the URL)."""
+        assert isinstance(self.target, Path), "this server runs over a URL"
+        return self.target
+
     def start(self) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -98,7 +104,7 @@ class ApiServer:
                     "-m",
                     "aios_ledger.shell.cli",
                     "--db",
-                    str(self.db),
+                    str(self.target),
                     "serve",
                     "--listen",
                     f"127.0.0.1:{self.port}",
@@ -143,7 +149,7 @@ class ApiServer:
 
     def issue(self, name: str, *roles: str) -> str:
         flags = [part for role in roles for part in ("--role", role)]
-        answer = json.loads(cli("--db", str(self.db), "token", "issue", name, *flags))
+        answer = json.loads(cli("--db", str(self.target), "token", "issue", name, *flags))
         return str(answer["token"])
 
     def token_file(self, directory: Path, name: str, *roles: str) -> Path:

@@ -115,7 +115,7 @@ def test_the_whole_lifecycle_with_tokens_on_postgresql(pg_server: ApiServer) -> 
 
 def issue_with_cli(server: ApiServer, name: str, role: str) -> str:
     issued = subprocess.run(
-        [*CLI, "--db", str(server.db), "token", "issue", name, "--role", role],
+        [*CLI, "--db", str(server.target), "token", "issue", name, "--role", role],
         check=True,
         capture_output=True,
         text=True,
@@ -125,7 +125,7 @@ def issue_with_cli(server: ApiServer, name: str, role: str) -> str:
 
 def revoke_with_cli(server: ApiServer, name: str) -> None:
     subprocess.run(
-        [*CLI, "--db", str(server.db), "token", "revoke", name],
+        [*CLI, "--db", str(server.target), "token", "revoke", name],
         check=True,
         capture_output=True,
     )
