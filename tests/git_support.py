@@ -112,9 +112,8 @@ def binding(task_id: str, base: str, **changes: Any) -> GovernedExecutionBinding
     )
 
 
-def governed_task(db_path: Path | str, task_id: str, bound: GovernedExecutionBinding) -> None:
-    """Create the task, register its binding and project its runtime envelope (as the owner)."""
-    os.environ[AUTHORIZATION_ENV] = OWNER
+def bound_task(db_path: Path | str, task_id: str, bound: GovernedExecutionBinding) -> None:
+    """Create the task and register its binding, unprojected (a capture's first attempt)."""
     ledger = TaskLedger(db_path)
     try:
         ledger.create_task(
@@ -130,6 +129,13 @@ def governed_task(db_path: Path | str, task_id: str, bound: GovernedExecutionBin
         ledger.close()
     with Database(db_path) as db:
         register_binding(db, bound.public())
+
+
+def governed_task(db_path: Path | str, task_id: str, bound: GovernedExecutionBinding) -> None:
+    """Create the task, register its binding and project its runtime envelope (as the owner)."""
+    os.environ[AUTHORIZATION_ENV] = OWNER
+    bound_task(db_path, task_id, bound)
+    with Database(db_path) as db:
         row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": task_id}))
     assert row is not None
     task = TaskRow.from_row(row)

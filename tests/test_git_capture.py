@@ -44,6 +44,7 @@ from git_support import (
     CAPABILITY,
     OWNER,
     binding,
+    bound_task,
     events_of,
     make_repository,
     register,
@@ -72,25 +73,6 @@ def captured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Captur
     with Database(found.db) as db:
         report = verify_log(db)
     assert report.intact, report.public()
-
-
-def bound_task(db_path: Path, task_id: str, bound: GovernedExecutionBinding) -> None:
-    """Create the task and register its binding, unprojected: its first attempt is the capture."""
-    ledger = TaskLedger(db_path)
-    try:
-        ledger.create_task(
-            {
-                "task_id": task_id,
-                "goal": f"Improve widgets ({task_id})",
-                "instructions": "Work on the bound branch only.",
-                "success_criteria": [{"id": "done", "description": "widgets improved"}],
-            },
-            idempotency_key=f"create-{task_id}",
-        )
-    finally:
-        ledger.close()
-    with Database(db_path) as db:
-        register_binding(db, bound.public())
 
 
 def run_worker(
