@@ -173,10 +173,13 @@ def test_sigterm_lets_the_running_command_finish_then_exits(tmp_path: Path) -> N
     db = tmp_path / "ledger.db"
     create(db, "task-term")
     create(db, "task-after")
-    slow = f"EXAMPLE_AGENT_DELAY=1.5 {AGENT}"
+    # The command marks its start: a SIGTERM between the claim and the command's start releases
+    # the task instead (nothing is running yet), so the signal waits for the mark.
+    started = tmp_path / "started"
+    slow = f"touch {started} && EXAMPLE_AGENT_DELAY=1.5 {AGENT}"
     worker = spawn_worker(db, "--agent-id", "w", "--exec", slow, "--grace", "30")
     deadline = time.monotonic() + 30
-    while "CLAIMED" not in {task(db, "task-term")["status"], task(db, "task-after")["status"]}:
+    while not started.exists():
         assert time.monotonic() < deadline
         time.sleep(0.05)
     worker.send_signal(signal.SIGTERM)
