@@ -35,6 +35,18 @@ class WritePlan(Generic[R]):
     response: R
     tail: LogTail | None
 
+    def numbered(self, event_ids: Sequence[int]) -> WritePlan[R]:
+        """The plan with its events at `event_ids`, in order: for a store that hands ids out
+        after the decision (PostgreSQL's sequence), whose tail sealed them v3, over everything
+        but the id. A decision whose writes or answer name the next id itself (an archive) is
+        made on a tail whose `next_event_id` is the store's, and is not renumbered."""
+        if len(event_ids) != len(self.events):
+            raise ValueError(f"{len(self.events)} events, {len(event_ids)} ids")
+        events = tuple(
+            event.numbered(event_id) for event, event_id in zip(self.events, event_ids, strict=True)
+        )
+        return attrs.evolve(self, events=events)
+
     def statements(self) -> list[SqlWrite]:
         """Every statement, in the order the shell executes them: writes, then each event's
         row and seal."""

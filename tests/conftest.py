@@ -168,13 +168,14 @@ def _emptied(database: str, schema: str) -> bool:
             with conn.transaction():
                 listed = ", ".join(f"{schema}.{name}" for name in emptied)
                 conn.execute(f"TRUNCATE {listed}".encode())
-                conn.execute(f"UPDATE {schema}.event_id_counter SET last_event_id = 0".encode())
+                for sequence in ("event_ids", "task_seqs"):
+                    conn.execute(f"SELECT setval('{schema}.{sequence}', 1, false)".encode())
     except psycopg.Error:
         return False
     return True
 
 
-KEPT_TABLES = frozenset({"schema_migrations", "event_id_counter"})
+KEPT_TABLES = frozenset({"schema_migrations"})
 
 
 ENGINES = ("sqlite", "postgresql")

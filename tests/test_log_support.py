@@ -60,10 +60,8 @@ ROUND_ROBIN = ("t-a", "t-b", None, "t-c", "t-a", "t-b", "t-a", "t-c", None, "t-a
 
 
 _PG_TRANSLATIONS = {
-    # SQLite's AUTOINCREMENT counter is PostgreSQL's counter row.
-    "UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'": (
-        "UPDATE event_id_counter SET last_event_id = ?"
-    ),
+    # SQLite's AUTOINCREMENT counter is PostgreSQL's sequence.
+    "UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'": "SELECT setval('event_ids', ?)",
     # An event id SQLite would have handed out (PostgreSQL's events have no default id).
     "INSERT INTO events(task_id, agent_id, event_type, payload_json, created_at) "
     "VALUES ('t-a', 'mallory', 'TASK_VERIFIED', '{}', '2026-08-20T00:00:00Z')": (

@@ -91,7 +91,9 @@ def test_a_middle_event_deleted_with_its_seal_is_removed(log: Path) -> None:
         ("DELETE FROM event_seals WHERE event_id = 5", ()),
     )
     report = verify(log)
-    assert codes_at(report) == {("EVENT_REMOVED", 5), ("CHAIN_GAP", 7)}
+    # PostgreSQL's ids have gaps by design: the chain alone finds it there.
+    removed = set() if is_postgres(log) else {("EVENT_REMOVED", 5)}
+    assert codes_at(report) == {*removed, ("CHAIN_GAP", 7)}
     assert report["events"] == len(ROUND_ROBIN) - 1
 
 
@@ -185,10 +187,12 @@ def test_a_forged_seal_that_does_not_verify_is_found(log: Path) -> None:
 
 def test_a_resealed_edit_breaks_the_next_link_and_the_head(log: Path) -> None:
     head = head_of(log)
-    row = raw_rows(log, "SELECT chain_seq, prev_seal FROM event_seals WHERE event_id = 5")[0]
+    query = "SELECT chain_seq, prev_seal, seal_version FROM event_seals WHERE event_id = 5"
+    row = raw_rows(log, query)[0]
     content = ("t-a", "agent-2", "TASK_HEARTBEAT", '{"n":1000}', "2026-08-20T00:00:05Z")
-    # The log's seals are v2 (over the event and the rows it wrote: none here).
-    resealed = seal_of(EventRow(5, *content), row[0], row[1], ())
+    # The log's seals are v2 on SQLite, v3 on PostgreSQL (over the event and the rows it wrote:
+    # none here).
+    resealed = seal_of(EventRow(5, *content), row[0], row[1], (), version=row[2])
     tamper(
         log,
         set_content(log, 5, content),
@@ -216,11 +220,20 @@ def test_newest_events_removed_are_found_with_the_head(log: Path) -> None:
     )
     assert verify(log)["intact"] is True
     report = verify(log, head)
-    assert codes_at(report) == {("EVENT_REMOVED", last - 1), ("EVENT_REMOVED", last)}
+    if is_postgres(log):
+        # Its ids have gaps by design: the head says its last event existed, not which before.
+        assert codes_at(report) == {("EVENT_REMOVED", last)}
+    else:
+        assert codes_at(report) == {("EVENT_REMOVED", last - 1), ("EVENT_REMOVED", last)}
     assert report["head_checked"] == head.public()
 
 
 def test_newest_events_removed_are_found_by_the_id_counter(log: Path) -> None:
+    if is_postgres(log):
+        pytest.skip(
+            "PostgreSQL's ids have gaps by design: a removed newest event is found with a head, "
+            "or by the state rows its seal covered"
+        )
     last = len(ROUND_ROBIN)
     tamper(
         log,

@@ -166,12 +166,21 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
         TaskLedger(pg, migrate=False)
     assert refused.value.code == "SCHEMA_TOO_OLD"
     subprocess.run([*base, "up"], check=True, capture_output=True)
-    with TaskLedger(pg, migrate=False) as ledger:
-        ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
+    TaskLedger(pg, migrate=False).close()
     subprocess.run([*base, "rollback"], check=True, capture_output=True)
     with pytest.raises(LedgerError) as behind:
         TaskLedger(pg, migrate=False)
     assert behind.value.code == "SCHEMA_TOO_OLD"
+    subprocess.run([*base, "up"], check=True, capture_output=True)
+    with TaskLedger(pg, migrate=False) as ledger:
+        ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
+    # Its event is sealed v3 (no id covered), which 0010 cannot verify: the rollback refuses
+    # and changes nothing.
+    refusal = subprocess.run([*base, "rollback"], capture_output=True, text=True)
+    assert refusal.returncode != 0
+    assert "cannot go back" in refusal.stdout + refusal.stderr
+    with TaskLedger(pg, migrate=False) as ledger:
+        assert verify_log(ledger.database).intact
 
 
 def test_a_role_that_owns_only_its_schema_runs_the_ledger(pg: str) -> None:

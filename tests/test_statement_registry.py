@@ -31,6 +31,7 @@ DIALECTS = (SQLITE_STATEMENTS, POSTGRESQL_STATEMENTS)
 # every test that opens a ledger on PostgreSQL.
 UNPREPARABLE = {
     "begin_immediate",
+    "begin_row_locked",
     "begin_read",
     "commit",
     "rollback",

@@ -45,9 +45,15 @@ ROWS_FIELD = "rows"
 STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 
-def export_header(task_id: str | None) -> dict[str, Any]:
+def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, Any]:
+    """The first line; a whole log from a store whose ids have gaps by design (PostgreSQL's
+    sequence) says so (`"dense_ids": false`), so that its offline check reads no gap as a
+    removed event."""
     if task_id is None:
-        return {"schema": EXPORT_SCHEMA, "scope": "all"}
+        header: dict[str, Any] = {"schema": EXPORT_SCHEMA, "scope": "all"}
+        if not dense_ids:
+            header["dense_ids"] = False
+        return header
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
@@ -117,6 +123,7 @@ def export_trailer(head: LedgerHead) -> dict[str, Any]:
 class ExportHeader:
     scope: str
     task_id: str | None
+    dense_ids: bool = True
 
     @property
     def holds_state(self) -> bool:
@@ -130,6 +137,12 @@ def parse_export_header(raw: object) -> ExportHeader:
     scope = raw.get("scope")
     if scope == "all" and set(raw) == {"schema", "scope"}:
         return ExportHeader(scope="all", task_id=None)
+    if (
+        scope == "all"
+        and set(raw) == {"schema", "scope", "dense_ids"}
+        and raw["dense_ids"] is False
+    ):
+        return ExportHeader(scope="all", task_id=None, dense_ids=False)
     archive_fields = {"schema", "scope", "finished_before"}
     if (
         scope == "archive"
@@ -273,7 +286,7 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
     numbered = enumerate((_line_bytes(line) for line in lines), start=1)
     first = next(numbered, None)
     header = parse_export_header(None if first is None else _parse_line(first[1], 1))
-    verifier = LogVerifier(dense_ids=header.scope == "all")
+    verifier = LogVerifier(dense_ids=header.scope == "all" and header.dense_ids)
     tips = ChainTips()
     state = ExportState()
     state_lines = False

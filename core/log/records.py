@@ -22,6 +22,7 @@ from aios_ledger.core.statements import SqlWrite, Statement
 
 SEAL_VERSION_1 = 1
 SEAL_VERSION_2 = 2
+SEAL_VERSION_3 = 3
 
 
 @attrs.frozen
@@ -68,7 +69,8 @@ class SealRow:
     """One row of `event_seals`: the seal of the event `event_id`, at `chain_seq` in `chain`,
     built on `prev_seal`. `sealed_at_adoption` is stored as 0 or 1; any other stored value
     reads as False. `seal_version` is the seal's schema: 1 covers the event alone, 2 also the
-    rows its transition wrote (`SealedRow`, see `core.log.rows`)."""
+    rows its transition wrote (`SealedRow`, see `core.log.rows`), 3 those rows and the event's
+    place in its chain but not its `event_id` (see `core.log.seals`)."""
 
     event_id: int
     chain: str

@@ -1,12 +1,16 @@
 """Seals that make the event log tamper-evident.
 
 Each event is sealed with a digest over its own content and the seal before it in its chain;
-a v2 seal (every seal the ledger writes now) also covers the digests of the state rows its
-transition wrote (`core.log.rows`), so that the current rows are provable from the log. v1 seals
-(written before, and at the adoption of an older runtime's log) keep verifying as they are.
-There is one chain per task (and one for ledger-level events without a task): a writer only
-extends the chain of the task it already holds the row of, so sealing adds no queueing beyond
-the store's own, and a PostgreSQL backend can keep the same chains under row locks.
+v2 and v3 seals also cover the digests of the state rows their transition wrote
+(`core.log.rows`), so that the current rows are provable from the log. A v2 seal covers the
+event's global `event_id` too: SQLite's one writer knows the next id when it seals. A v3 seal
+covers the event's place in its chain but not its global id, so that writers of different chains
+need not wait for each other to learn the next id: PostgreSQL's writers hold row locks, not one
+ledger lock, and number their events from a sequence after deciding (`WritePlan.numbered`). The
+global order stays provable either way: the head rolls over every `(event_id, seal)` in id order,
+and within a chain ids rise with positions. v1 seals (written at the adoption of an older
+runtime's log, and before v2) keep verifying as they are. There is one chain per task (and one
+for ledger-level events without a task).
 """
 
 from __future__ import annotations
@@ -18,11 +22,17 @@ from typing import cast
 import attrs
 from aios_ledger.core.digests import digest_bytes, digest_json
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3, EventRow
 from aios_ledger.core.log.rows import RowImage
 
 SEAL_SCHEMA = "aios.event_seal.v1"
 SEAL_SCHEMA_V2 = "aios.event_seal.v2"
+SEAL_SCHEMA_V3 = "aios.event_seal.v3"
+SEAL_SCHEMAS = {
+    SEAL_VERSION_1: SEAL_SCHEMA,
+    SEAL_VERSION_2: SEAL_SCHEMA_V2,
+    SEAL_VERSION_3: SEAL_SCHEMA_V3,
+}
 GENESIS_SEAL = "sha256:" + "0" * 64
 LEDGER_CHAIN = "ledger"
 
@@ -50,11 +60,22 @@ def empty_chain_tip(chain: str) -> ChainTip:
 SealedImages = Sequence[RowImage] | None
 
 
+def seal_version_of(rows: SealedImages, version: int | None) -> int:
+    """The version a seal over `rows` takes: v1 when it covers no rows, else `version`, v2 by
+    default (a store that numbers events after sealing them asks for v3)."""
+    if rows is None:
+        return SEAL_VERSION_1
+    if version is None:
+        return SEAL_VERSION_2
+    if version not in (SEAL_VERSION_2, SEAL_VERSION_3):
+        raise ValueError(f"a seal over rows is v2 or v3, not v{version}")
+    return version
+
+
 def _seal_document(
-    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages
+    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages, version: int
 ) -> JsonObject:
     document: JsonObject = {
-        "event_id": event.event_id,
         "task_id": event.task_id,
         "agent_id": event.agent_id,
         "event_type": event.event_type,
@@ -64,28 +85,44 @@ def _seal_document(
         "chain_seq": chain_seq,
         "prev_seal": prev_seal,
     }
+    if version != SEAL_VERSION_3:
+        document["event_id"] = event.event_id
     if rows is not None:
         document["rows"] = [cast(JsonObject, image.public()) for image in rows]
     return document
 
 
-def seal_of(event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages = None) -> str:
+def seal_of(
+    event: EventRow,
+    chain_seq: int,
+    prev_seal: str,
+    rows: SealedImages = None,
+    *,
+    version: int | None = None,
+) -> str:
     """The seal of `event` at `chain_seq` of its chain, built on `prev_seal`: a digest over its
-    content, its chain and its place there, and (v2, when `rows` is given) over the state rows
-    its transition wrote. Checks every field as untrusted JSON."""
-    schema = SEAL_SCHEMA if rows is None else SEAL_SCHEMA_V2
-    return digest_json(schema, _seal_document(event, chain_seq, prev_seal, rows))
+    content, its chain and its place there, and (v2 and v3, when `rows` is given) over the
+    state rows its transition wrote; v1 and v2 cover its `event_id` too (`seal_version_of`).
+    Checks every field as untrusted JSON."""
+    version = seal_version_of(rows, version)
+    document = _seal_document(event, chain_seq, prev_seal, rows, version)
+    return digest_json(SEAL_SCHEMAS[version], document)
 
 
 def seal_to_store(
-    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages = None
+    event: EventRow,
+    chain_seq: int,
+    prev_seal: str,
+    rows: SealedImages = None,
+    *,
+    version: int | None = None,
 ) -> str:
     """The seal written beside an event: `seal_of_stored` when every field is plainly typed
     (exact ASCII text or None, exact ints), as in every event the core plans; any other row (an
     adopted one, say) is checked as untrusted JSON by `seal_of`. Both give the same seal."""
     if _plainly_typed(event, chain_seq, prev_seal, rows):
-        return seal_of_stored(event, chain_seq, prev_seal, rows)
-    return seal_of(event, chain_seq, prev_seal, rows)
+        return seal_of_stored(event, chain_seq, prev_seal, rows, version=version)
+    return seal_of(event, chain_seq, prev_seal, rows, version=version)
 
 
 def _plainly_typed(
@@ -110,12 +147,18 @@ def _plainly_typed(
 
 
 def seal_of_stored(
-    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages = None
+    event: EventRow,
+    chain_seq: int,
+    prev_seal: str,
+    rows: SealedImages = None,
+    *,
+    version: int | None = None,
 ) -> str:
     """`seal_of` for fields whose types the caller has already checked (text or None, and int
     event_id / chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the
     json module's own encoder), written out field by field instead of walking an untrusted
     value, which was most of the verifier's time. Tests hold it equal to `seal_of`."""
+    version = seal_version_of(rows, version)
     task = event.task_id
     agent = event.agent_id
     text = "".join(
@@ -128,8 +171,7 @@ def seal_of_stored(
             int.__repr__(chain_seq),
             ',"created_at":',
             _ascii(event.created_at),
-            ',"event_id":',
-            int.__repr__(event.event_id),
+            "" if version == SEAL_VERSION_3 else ',"event_id":' + int.__repr__(event.event_id),
             ',"event_type":',
             _ascii(event.event_type),
             ',"payload_json":',
@@ -142,7 +184,7 @@ def seal_of_stored(
             "}",
         )
     )
-    return digest_bytes(SEAL_SCHEMA if rows is None else SEAL_SCHEMA_V2, text.encode("ascii"))
+    return digest_bytes(SEAL_SCHEMAS[version], text.encode("ascii"))
 
 
 def _row_text(image: RowImage) -> str:

@@ -8,9 +8,13 @@ in the same transaction starts from.
 
 Ids are the store's: SQLite hands out `events.event_id` with AUTOINCREMENT, never reusing one,
 and the shell reads the next one under the write lock (`log_next_event_id`). Seals are
-`seal_to_store`'s: an appended event gets a v2 seal over its content and the images of the
-state rows its transition wrote (`EventAppend.rows`); events sealed in place at adoption get
-v1 seals, over their content alone, as every older log has.
+`seal_to_store`'s: an appended event gets a seal over its content, its place in its chain and
+the images of the state rows its transition wrote (`EventAppend.rows`): v2, which covers its id
+too, where the store hands the id out before the decision (SQLite), or v3, which does not, where
+the store numbers a plan's events after it (`LogTail.seal_version`, `WritePlan.numbered`:
+PostgreSQL's writers draw ids from a sequence, so that writers of different tasks never wait for
+one another). Events sealed in place at adoption get v1 seals, over their content alone, as
+every older log has.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.records import (
     SEAL_VERSION_1,
     SEAL_VERSION_2,
+    SEAL_VERSION_3,
     EventRow,
     SealedRow,
     SealRow,
@@ -63,19 +68,42 @@ class AppendedEvent:
     def writes(self) -> tuple[SqlWrite, ...]:
         return (self.event.insert(), self.seal.insert(), *(row.insert() for row in self.rows))
 
+    def numbered(self, event_id: int) -> AppendedEvent:
+        """The same event at `event_id`: only for a v3 seal, which does not cover the id."""
+        if self.seal.seal_version != SEAL_VERSION_3:
+            raise ValueError(f"a v{self.seal.seal_version} seal covers its event's id")
+        return AppendedEvent(
+            attrs.evolve(self.event, event_id=event_id),
+            attrs.evolve(self.seal, event_id=event_id),
+            tuple(attrs.evolve(row, event_id=event_id) for row in self.rows),
+        )
+
 
 @attrs.frozen
 class LogTail:
-    """The next event id and the tip of every chain a decision may extend."""
+    """The next event id, the tip of every chain a decision may extend, and the version of the
+    seals appended events get: v2 (over their ids) where `next_event_id` is the id the store
+    hands out next, v3 where the store numbers a plan's events after the decision and
+    `next_event_id` only orders them within the transaction."""
 
     next_event_id: int
     tips: Mapping[str, ChainTip]
+    seal_version: int = SEAL_VERSION_2
 
     @classmethod
-    def read(cls, next_event_id: int, chains: Iterable[str], found: Iterable[ChainTip]) -> LogTail:
+    def read(
+        cls,
+        next_event_id: int,
+        chains: Iterable[str],
+        found: Iterable[ChainTip],
+        *,
+        seal_version: int = SEAL_VERSION_2,
+    ) -> LogTail:
         """The tail from what the shell read: `found` holds the tip rows there were; every
         other chain of `chains` is still empty."""
-        return cls(next_event_id, _known({}, chains, found))
+        if seal_version not in (SEAL_VERSION_2, SEAL_VERSION_3):
+            raise ValueError(f"appended events are sealed v2 or v3, not v{seal_version}")
+        return cls(next_event_id, _known({}, chains, found), seal_version)
 
     def append(self, events: Sequence[EventAppend]) -> tuple[tuple[AppendedEvent, ...], LogTail]:
         """`events` sealed in order at the end of their chains, and the tail after them."""
@@ -91,20 +119,17 @@ class LogTail:
                 event.payload_json(),
                 event.created_at,
             )
-            appended.append(
-                AppendedEvent(
-                    row, _sealed(tips, row, event.rows), sealed_rows(event_id, event.rows)
-                )
-            )
+            seal = _sealed(tips, row, event.rows, version=self.seal_version)
+            appended.append(AppendedEvent(row, seal, sealed_rows(event_id, event.rows)))
             event_id += 1
-        return tuple(appended), LogTail(event_id, tips)
+        return tuple(appended), LogTail(event_id, tips, self.seal_version)
 
     def seal_in_place(self, events: Sequence[EventRow]) -> tuple[tuple[SqlWrite, ...], LogTail]:
         """Seals for events already stored unsealed (the older runtime's, at adoption), in
         event order, at the end of their chains; their ids and content stay as they are."""
         tips = dict(self.tips)
         writes = tuple(_sealed(tips, event, None, adoption=True).insert() for event in events)
-        return writes, LogTail(self.next_event_id, tips)
+        return writes, LogTail(self.next_event_id, tips, self.seal_version)
 
 
 def _known(
@@ -125,9 +150,10 @@ def _sealed(
     rows: Sequence[RowImage] | None,
     *,
     adoption: bool = False,
+    version: int = SEAL_VERSION_2,
 ) -> SealRow:
-    """The seal row of `event` on its chain's tip in `tips`, which moves on to it: v2 over
-    `rows`, or v1 when `rows` is None. An adopted row may hold what no plan writes (its types
+    """The seal row of `event` on its chain's tip in `tips`, which moves on to it: `version`
+    over `rows`, or v1 when `rows` is None. An adopted row may hold what no plan writes (its types
     are checked by `seal_to_store`)."""
     chain = chain_of(event.task_id)
     tip = tips.get(chain)
@@ -136,7 +162,7 @@ def _sealed(
         # would fork (the store's unique (chain, chain_seq) would refuse it later).
         raise ValueError(f"the log tail holds no tip of chain {chain!r}")
     chain_seq = tip.chain_seq + 1
-    seal = seal_to_store(event, chain_seq, tip.seal, rows)
+    version = SEAL_VERSION_1 if rows is None else version
+    seal = seal_to_store(event, chain_seq, tip.seal, rows, version=version)
     tips[chain] = ChainTip(chain=chain, chain_seq=chain_seq, seal=seal)
-    version = SEAL_VERSION_1 if rows is None else SEAL_VERSION_2
     return SealRow(event.event_id, chain, chain_seq, tip.seal, seal, adoption, version)

@@ -40,7 +40,13 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
 from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event
-from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_2, EventRow, SealRow
+from aios_ledger.core.log.records import (
+    SEAL_VERSION_1,
+    SEAL_VERSION_2,
+    SEAL_VERSION_3,
+    EventRow,
+    SealRow,
+)
 from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_of_stored
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
@@ -204,7 +210,7 @@ def _seal_well_formed(seal: SealRow) -> bool:
         and isinstance(seal.prev_seal, str)
         and isinstance(seal.seal, str)
         and type(seal.seal_version) is int
-        and seal.seal_version in (SEAL_VERSION_1, SEAL_VERSION_2)
+        and seal.seal_version in (SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3)
     )
 
 
@@ -246,7 +252,10 @@ def _verifies(event: EventRow, seal: SealRow, rows: Sequence[RowImage], event_id
     if event_id != event.event_id:
         event = attrs.evolve(event, event_id=event_id)
     try:
-        return bool(seal_of_stored(event, seal.chain_seq, seal.prev_seal, covered) == seal.seal)
+        stored = seal_of_stored(
+            event, seal.chain_seq, seal.prev_seal, covered, version=seal.seal_version
+        )
+        return bool(stored == seal.seal)
     except (LedgerError, ValueError):
         return False
 

@@ -5,9 +5,15 @@ from __future__ import annotations
 from typing import TypeVar
 
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
+from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_3
+from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.shell.db.pg import PgConnection
-from aios_ledger.shell.db.run import Connection, execute
+from aios_ledger.shell.db.run import Connection, execute, fetch_all
 from aios_ledger.shell.log.tail import read_chain_tips, read_next_event_id
+
+# Where the store numbers a plan's events after the decision (a row-locked write on
+# PostgreSQL), the tail's ids only order them within the transaction.
+PROVISIONAL_EVENT_ID = 1
 
 R = TypeVar("R")
 
@@ -58,25 +64,46 @@ class PlanExecutor:
     applied in order. After a plan, the next decision starts from the tail that plan left (the
     core's), so a batch reads each chain's tip once and never reads back what it wrote. Each
     decision is handed the tips of its own chains only: a batch of a hundred tasks must not
-    copy a hundred tips into every plan."""
+    copy a hundred tips into every plan.
+
+    On PostgreSQL every appended event is sealed v3 and its id comes from a sequence: under
+    the exclusive ledger lock the tail's next id is drawn before the decision and the sequence
+    set past the plan's events after it; in a row-locked write (beside other writers) the plan
+    is decided on provisional ids and numbered with ids drawn once it is known
+    (`WritePlan.numbered`), and it may extend only the chains of tasks it holds the rows of."""
 
     def __init__(self, conn: Connection, *, error: type[LedgerError] = LedgerError) -> None:
         self.conn = conn
         self._error = error
         self._next_event_id: int | None = None
         self._tips: dict[str, ChainTip] = {}
+        self._postgres = isinstance(conn, PgConnection)
+        self._row_locked = isinstance(conn, PgConnection) and conn.row_locked
 
     def tail(self, *chains: str) -> LogTail:
+        if self._row_locked and LEDGER_CHAIN in chains:
+            # Ledger-level events are serialized on their chain's tip by the exclusive lock.
+            raise LedgerError("STORAGE_ERROR", "a row-locked write may not extend the ledger chain")
         if self._next_event_id is None:
-            self._next_event_id = read_next_event_id(self.conn)
+            self._next_event_id = (
+                PROVISIONAL_EVENT_ID if self._row_locked else read_next_event_id(self.conn)
+            )
         missing = [chain for chain in chains if chain not in self._tips]
         if missing:
             self._tips.update(read_chain_tips(self.conn, missing))
-        return LogTail(self._next_event_id, {chain: self._tips[chain] for chain in chains})
+        tips = {chain: self._tips[chain] for chain in chains}
+        version = SEAL_VERSION_3 if self._postgres else SEAL_VERSION_2
+        return LogTail(self._next_event_id, tips, version)
 
     def apply(self, decision: WritePlan[R] | Replay[R]) -> R:
+        if self._row_locked and isinstance(decision, WritePlan) and decision.events:
+            params = {"count": len(decision.events)}
+            drawn = fetch_all(self.conn, "log_reserve_event_ids", params)
+            decision = decision.numbered([int(row["event_id"]) for row in drawn])
         answer = apply_decision(self.conn, decision, error=self._error)
         if isinstance(decision, WritePlan) and decision.tail is not None:
             self._next_event_id = decision.tail.next_event_id
             self._tips.update(decision.tail.tips)
+            if self._postgres and not self._row_locked:
+                execute(self.conn, "log_event_ids_used", {"next_event_id": self._next_event_id})
         return answer

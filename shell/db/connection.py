@@ -300,8 +300,22 @@ class Database:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def write(self, work: Callable[[Connection], T]) -> T:
-        """Run `work` inside `BEGIN IMMEDIATE`; commit, or roll back and raise a LedgerError."""
+    # SQLite hands event ids out in commit order without gaps (AUTOINCREMENT under its one
+    # writer), so a missing id is a removed event; PostgreSQL's sequence leaves gaps.
+    dense_event_ids = True
+
+    def quiesce_writers(self) -> None:
+        """Wait until every id handed out so far is committed or gone for good, so that a head
+        read next is never passed by a later commit of a lower id: SQLite's ids are handed out
+        in commit order already (PostgreSQL waits for the writers in flight)."""
+
+    def write(self, work: Callable[[Connection], T], *, row_locked: bool = False) -> T:
+        """Run `work` inside `BEGIN IMMEDIATE`; commit, or roll back and raise a LedgerError.
+
+        `row_locked`: `work` reads every row it decides on with a locking statement
+        (`get_task_for_update`, the claim's SKIP LOCKED batch) and appends events only to the
+        chains of the tasks it locked: a task's own transitions. PostgreSQL then runs it beside
+        other row-locked writers; SQLite has one writer whatever it says."""
         if self.group_commit is not None:
             return self.group_commit.write(work)
         return self._transaction(_BEGIN_IMMEDIATE, work)

@@ -93,8 +93,14 @@ class PgConnection:
 
     dialect = "postgresql"
 
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False
+    ) -> None:
         self.raw = raw
+        # Its transaction holds the ledger lock shared (beside other writers) and locks rows.
+        self.row_locked = row_locked
+        # Its transaction reads only (a preview decides, and draws no id).
+        self.read_only = read_only
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         cursor = self.raw.cursor()

@@ -1,10 +1,14 @@
 """The Database on PostgreSQL: the same `write(fn)` / `read(fn)` as SQLite's, over a psycopg pool.
 
 A write is `BEGIN` (READ COMMITTED), the ledger's write lock (one transaction-scoped advisory
-lock per schema: the counterpart of SQLite's `BEGIN IMMEDIATE`, under which a decision's reads
-stay what it read until it commits), the work, `COMMIT`. A read is one REPEATABLE READ READ ONLY
-snapshot. Serialization failures and deadlocks are retried a bounded number of times; a server
-that is down or restarting is retried while nothing can have been committed, then answered as
+lock per schema), the work, `COMMIT`. A task's own transitions (`write(..., row_locked=True)`)
+take the lock shared and lock the rows they decide on themselves, so writers of different tasks
+run side by side; their events are numbered from a sequence once decided (v3 seals do not cover
+ids). Every other write takes the lock exclusively: the counterpart of SQLite's `BEGIN
+IMMEDIATE`, under which a decision's reads stay what it read until it commits. A read is one
+REPEATABLE READ READ ONLY snapshot. Serialization failures and deadlocks are retried a bounded
+number of times (in a row-locked write, unique violations too); a server that is down or
+restarting is retried while nothing can have been committed, then answered as
 `DATABASE_UNAVAILABLE` (a failure during COMMIT is answered at once: its outcome is unknown,
 and the caller's idempotency key makes its retry safe).
 """
@@ -40,6 +44,8 @@ from aios_ledger.shell.db.pg import (
     is_unavailable,
     pg_error,
 )
+from aios_ledger.shell.db.run import fetch_value
+from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 if TYPE_CHECKING:
@@ -48,6 +54,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 RETRIES = 8
+# The transaction a work runs in: its BEGIN statement (sql/postgresql/connection.sql).
+EXCLUSIVE = "begin_immediate"
+ROW_LOCKED = "begin_row_locked"
+READ = "begin_read"
 UNAVAILABLE_RETRIES = 20
 POOL_SIZE_ENV = "AIOS_LEDGER_PG_POOL_SIZE"
 _CURSOR_NAMES = itertools.count(1)
@@ -123,18 +133,28 @@ class PostgresDatabase(Database):
         with contextlib.suppress(Exception):
             self._pool.close(timeout=0)
 
-    def write(self, work: Callable[[Any], T]) -> T:
-        return self._pg_transaction(True, work)
+    dense_event_ids = False
+
+    def quiesce_writers(self) -> None:
+        self._pg_transaction(READ, lambda conn: fetch_value(conn, "log_quiesce"))
+
+    def write(self, work: Callable[[Any], T], *, row_locked: bool = False) -> T:
+        return self._pg_transaction(ROW_LOCKED if row_locked else EXCLUSIVE, work)
 
     def read(self, work: Callable[[Any], T]) -> T:
-        return self._pg_transaction(False, work)
+        return self._pg_transaction(READ, work)
 
-    def _pg_transaction(self, write: bool, work: Callable[[Any], T]) -> T:
+    def _pg_transaction(self, mode: str, work: Callable[[Any], T]) -> T:
         retries = unavailable = 0
+        # Beside other writers, a key or a chain position taken by a transaction that committed
+        # after this one read is a unique violation: the retry reads it and decides again (a
+        # replay, a conflict, the next position). Under the exclusive lock it cannot happen.
+        retryable = (*RETRYABLE, pg_errors.UniqueViolation) if mode == ROW_LOCKED else RETRYABLE
         while True:
             try:
                 with self._pool.connection(timeout=self._timeout) as raw:
-                    return self._once(PgConnection(raw), write, work)
+                    conn = PgConnection(raw, row_locked=mode == ROW_LOCKED, read_only=mode == READ)
+                    return self._once(conn, mode, work)
             except _CommitUncertain as exc:
                 raise LedgerError(
                     "DATABASE_UNAVAILABLE",
@@ -146,7 +166,7 @@ class PostgresDatabase(Database):
                     raise LedgerError("DATABASE_UNAVAILABLE", str(exc)) from None
                 self._sleep(unavailable)
             except psycopg.Error as exc:
-                if isinstance(exc, RETRYABLE) and retries < RETRIES:
+                if isinstance(exc, retryable) and retries < RETRIES:
                     retries += 1
                     self.busy_retries += 1
                     self._sleep(retries)
@@ -163,8 +183,8 @@ class PostgresDatabase(Database):
     def _sleep(retry: int) -> None:
         time.sleep(min(0.5, 0.005 * 2**retry) * random.uniform(0.5, 1.5))
 
-    def _once(self, conn: PgConnection, write: bool, work: Callable[[Any], T]) -> T:
-        conn.run("begin_immediate" if write else "begin_read", None)  # a write: and its lock
+    def _once(self, conn: PgConnection, mode: str, work: Callable[[Any], T]) -> T:
+        conn.run(mode, None)  # a write: and its lock
         self._local.conn = conn
         try:
             result = work(conn)

@@ -69,7 +69,7 @@ def export_log(
             if total == 0:
                 raise LedgerError("TASK_NOT_FOUND", f"no events for task {task_id!r}")
         counter = ProgressCounter(progress, total)
-        out.write(json_line(export_header(task_id)) + "\n")
+        out.write(json_line(export_header(task_id, dense_ids=db.dense_event_ids)) + "\n")
 
         def lines() -> Iterator[tuple[int, str | None]]:
             # A task's export holds no archived events: they left with their task.

@@ -193,7 +193,7 @@ def verify_log(
 
     def work(conn: Connection) -> VerificationReport:
         counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
-        verifier = LogVerifier(head=head)
+        verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids)
         feed, step = verifier.feed, counter.step
         with (
             _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
@@ -214,6 +214,7 @@ def verify_log(
         handed_out = fetch_value(conn, "log_id_counter")
         return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
 
+    db.quiesce_writers()
     return db.read(work)
 
 
@@ -312,4 +313,5 @@ def ledger_head(db: Database) -> LedgerHead:
         with db.cursor_rows("log_head_rows") as rows:
             return head_of_rows((row["event_id"], row["seal"]) for row in rows)
 
+    db.quiesce_writers()
     return db.read(work)

@@ -15,7 +15,7 @@ import os
 import random
 import secrets
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from aios_ledger.core import (
     RESULT_CONTRACTS,
@@ -62,6 +62,7 @@ from aios_ledger.core import (
     task_history,
 )
 from aios_ledger.core.batches import each_item, structure_batch
+from aios_ledger.core.jsonvalue import JsonValue, encode_checked
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
 from aios_ledger.core.tasks.decisions import decide_release
 from aios_ledger.core.tasks.requests import ReleaseRequest
@@ -76,6 +77,7 @@ from aios_ledger.shell.db.connection import (
     fetch_value,
     stream_records,
 )
+from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import proposal_row
 
@@ -85,6 +87,9 @@ CLAIM_BATCH = 32
 TAKEOVER_BATCH = 32
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
+
+
+T = TypeVar("T")
 
 
 def new_task_id() -> str:
@@ -100,6 +105,12 @@ _CreateEntry = tuple[TaskCreateCommand, str]  # the command and the task id it c
 
 def _task(conn: Connection, task_id: str) -> TaskRow | None:
     return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
+
+
+def _locked_task(conn: Connection, task_id: str) -> TaskRow | None:
+    """The task a write decides on, under its row lock (every write here is row-locked: see
+    `_write`): read before its chain's tip, which only the holder of the row extends."""
+    return fetch_record(conn, "get_task_for_update", {"task_id": task_id}, TaskRow)
 
 
 def _prior(conn: Connection, key: str | None) -> IdempotencyRow | None:
@@ -173,6 +184,12 @@ class TaskLedger:
     def _now(self) -> Timestamp:
         return read_clock(self._clock)
 
+    def _write(self, work: Callable[[Connection], T]) -> T:
+        """Every write of a task's lifecycle locks the rows it decides on (`_locked_task`, the
+        claim's and the takeover's SKIP LOCKED batches) and appends only to those tasks'
+        chains, so writers of different tasks run side by side on PostgreSQL."""
+        return self._db.write(work, row_locked=True)
+
     # -- writes ---------------------------------------------------------------------------
 
     def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
@@ -182,7 +199,7 @@ class TaskLedger:
         )
         entry = _with_task_id(command)
         now = self._now()
-        return self._db.write(lambda conn: _create_step(PlanExecutor(conn), entry, now))
+        return self._write(lambda conn: _create_step(PlanExecutor(conn), entry, now))
 
     def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
         """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
@@ -198,7 +215,7 @@ class TaskLedger:
             plans = PlanExecutor(conn)
             return each_item(prepared, lambda entry: _create_step(plans, entry, now))
 
-        return self._db.write(write)
+        return self._write(write)
 
     def claim(
         self,
@@ -244,7 +261,7 @@ class TaskLedger:
             decision = decide_claim(state, request, now=now, lease_token=token)
             return None if decision is None else plans.apply(decision)
 
-        return self._db.write(write)
+        return self._write(write)
 
     def claim_many(
         self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
@@ -277,12 +294,12 @@ class TaskLedger:
                 answers.append(plans.apply(decision))
             return answers
 
-        return self._db.write(write)
+        return self._write(write)
 
     @staticmethod
     def _claim_target(conn: Connection, request: ClaimRequest, now: Timestamp) -> TaskRow | None:
         if request.task_id is not None:
-            return _task(conn, request.task_id)
+            return _locked_task(conn, request.task_id)
         chosen = _claimable(conn, request, now, 1)
         return chosen[0] if chosen else None
 
@@ -294,11 +311,11 @@ class TaskLedger:
 
         def write(conn: Connection) -> HeartbeatAnswer:
             plans = PlanExecutor(conn)
-            task = _task(conn, request.task_id)
+            task = _locked_task(conn, request.task_id)
             state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
             return plans.apply(decide_heartbeat(state, request, now=self._now()))
 
-        return self._db.write(write)
+        return self._write(write)
 
     def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
         """Give the lease back before it ends (`TASK_RELEASED`, with the reason and the
@@ -310,11 +327,11 @@ class TaskLedger:
 
         def write(conn: Connection) -> ReleaseAnswer:
             plans = PlanExecutor(conn)
-            tail = plans.tail(chain_of(request.task_id))
-            state = TaskState(task=_task(conn, request.task_id), tail=tail)
+            task = _locked_task(conn, request.task_id)
+            state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
             return plans.apply(decide_release(state, request, now=self._now()))
 
-        return self._db.write(write)
+        return self._write(write)
 
     def submit_result(
         self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
@@ -328,9 +345,7 @@ class TaskLedger:
                 "idempotency_key": idempotency_key,
             }
         )
-        return self._db.write(
-            lambda conn: self._submit_step(PlanExecutor(conn), request, self._now())
-        )
+        return self._write(lambda conn: self._submit_step(PlanExecutor(conn), request, self._now()))
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, in order; each item is
@@ -342,7 +357,7 @@ class TaskLedger:
             now, plans = self._now(), PlanExecutor(conn)
             return each_item(requests, lambda request: self._submit_step(plans, request, now))
 
-        return self._db.write(write)
+        return self._write(write)
 
     def verify(
         self,
@@ -364,9 +379,7 @@ class TaskLedger:
                 "expected_result_digest": expected_result_digest,
             }
         )
-        return self._db.write(
-            lambda conn: self._verify_step(PlanExecutor(conn), request, self._now())
-        )
+        return self._write(lambda conn: self._verify_step(PlanExecutor(conn), request, self._now()))
 
     def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[VerifyAnswer]:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
@@ -377,7 +390,7 @@ class TaskLedger:
             now, plans = self._now(), PlanExecutor(conn)
             return each_item(requests, lambda request: self._verify_step(plans, request, now))
 
-        return self._db.write(write)
+        return self._write(write)
 
     def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> CancelAnswer:
         """Cancel a task in any non-terminal state (`TASK_CANCELLED`); its lease is released."""
@@ -390,7 +403,7 @@ class TaskLedger:
             state = _keyed_state(plans, request.task_id, request.idempotency_key)
             return plans.apply(decide_cancel(state, request, now=self._now()))
 
-        return self._db.write(write)
+        return self._write(write)
 
     def retry(
         self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
@@ -412,7 +425,7 @@ class TaskLedger:
             state = _keyed_state(plans, request.task_id, request.idempotency_key)
             return plans.apply(decide_retry(state, request, now=self._now()))
 
-        return self._db.write(write)
+        return self._write(write)
 
     def _submit_step(
         self, plans: PlanExecutor, request: SubmitRequest, now: Timestamp
@@ -447,7 +460,7 @@ class TaskLedger:
             def write(conn: Connection) -> list[TaskSummary]:
                 return _expire_step(PlanExecutor(conn), request, self._now())
 
-            batch = self._db.write(write)
+            batch = self._write(write)
             expired.extend(batch)
             if len(batch) < request.limit:
                 return {"expired": expired, "count": len(expired)}
@@ -503,13 +516,20 @@ def _claimable(
 ) -> list[TaskRow]:
     """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
     from the candidates; the usual single claim reads one row, and every cursor is closed
-    before anything is written."""
-    pages = _candidates(conn, now, max(CLAIM_BATCH, count))
+    before anything is written. PostgreSQL's candidates are filtered by capability too and
+    locked (SKIP LOCKED) as they are read, so it reads as many as it takes: a page of
+    `CLAIM_BATCH` would lock tasks other claimers could take meanwhile."""
+    page = count if isinstance(conn, PgConnection) else max(CLAIM_BATCH, count)
+    names: list[JsonValue] = [str(name) for name in sorted(request.capabilities)]
+    offered = encode_checked(names)
+    pages = _candidates(conn, now, page, offered)
     with contextlib.closing(pages):
         return first_claimable(pages, request.capabilities, now, count)
 
 
-def _candidates(conn: Connection, now: Timestamp, page: int) -> Generator[TaskRow, None, None]:
+def _candidates(
+    conn: Connection, now: Timestamp, page: int, offered_json: str
+) -> Generator[TaskRow, None, None]:
     """QUEUED tasks in claim order, read a page at a time while the reader asks for more."""
     offset = 0
     while True:
@@ -517,7 +537,7 @@ def _candidates(conn: Connection, now: Timestamp, page: int) -> Generator[TaskRo
         rows = stream_records(
             conn,
             "tasks_claim_candidates",
-            {"now": now.text, "limit": page, "offset": offset},
+            {"now": now.text, "limit": page, "offset": offset, "offered_json": offered_json},
             TaskRow,
         )
         with contextlib.closing(rows):
@@ -565,7 +585,7 @@ def _keyed_state(
     """The task, the log's tail at its chain, and the first answer for `key`."""
     conn = plans.conn
     return TaskState(
-        task=_task(conn, task_id),
+        task=_locked_task(conn, task_id),
         tail=plans.tail(chain_of(task_id)),
         prior=_prior(conn, key),
         next_seq=next_seq,

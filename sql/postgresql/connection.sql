@@ -1,7 +1,10 @@
 -- Transactions on PostgreSQL. Writers run at READ COMMITTED and take the ledger's write lock
--- first (one transaction-scoped advisory lock per schema, keyed by the search_path): the
--- counterpart of SQLite's BEGIN IMMEDIATE, under which every decision reads the rows it decides
--- on and the log's tail unchanged until it commits. Readers take one REPEATABLE READ snapshot.
+-- first (one transaction-scoped advisory lock per schema, keyed by the search_path). A task's
+-- own transitions take it shared and lock the rows they decide on themselves (FOR UPDATE, the
+-- claim FOR UPDATE SKIP LOCKED), so they run side by side; every other write takes it
+-- exclusively: the counterpart of SQLite's BEGIN IMMEDIATE, under which a decision reads the
+-- rows it decides on and the ledger's chain unchanged until it commits. Readers take one
+-- REPEATABLE READ snapshot.
 
 -- name: begin_immediate!
 -- One round trip: the transaction, the write lock, and the planner told what SQLite's INDEXED BY
@@ -12,6 +15,20 @@
 BEGIN ISOLATION LEVEL READ COMMITTED;
 SET LOCAL enable_sort = off;
 SET LOCAL enable_bitmapscan = off;
+SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
+
+-- name: begin_row_locked!
+-- As begin_immediate, with the ledger lock shared: beside other row-locked writers, never beside
+-- an exclusive one (PostgreSQL queues a new shared request behind a waiting exclusive one).
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SET LOCAL enable_sort = off;
+SET LOCAL enable_bitmapscan = off;
+SELECT pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
+
+-- name: log_quiesce$
+-- Waits until no writer is inside a transaction (the exclusive ledger lock, taken and let go
+-- at this transaction's end): a head read after it sees every id handed out so far either
+-- committed or gone for good, so a later writer never commits an id below it.
 SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
 
 -- name: begin_read!

@@ -81,8 +81,9 @@ FROM governed_writes ORDER BY idempotency_key;
 
 -- name: copy_event_id_counter$
 -- The last event id the source handed out (its archived events' ids are never handed out again).
-SELECT greatest(c.last_event_id, coalesce((SELECT max(event_id) FROM events), 0))
-FROM event_id_counter AS c;
+SELECT greatest(CASE WHEN s.is_called THEN s.last_value ELSE s.last_value - 1 END,
+                coalesce((SELECT max(event_id) FROM events), 0))
+FROM event_ids AS s;
 
 -- Copying a whole ledger into an empty PostgreSQL one (`aios-ledger copy`): one insert per
 -- table, the columns the matching `copy_rows_*` read selects.
@@ -208,7 +209,9 @@ VALUES (
   :state, :code, :observed_oid, :changed_files_json, :revision, :created_at, :updated_at);
 
 -- name: copy_set_event_id_counter!
-UPDATE event_id_counter SET last_event_id = greatest(last_event_id, :last_event_id);
+-- The target's sequences go on after the source's ids and creation order.
+SELECT setval('event_ids', :last_event_id + 1, false),
+       setval('task_seqs', coalesce((SELECT max(seq) FROM tasks), 0) + 1, false);
 
 -- name: copy_target_rows$
 -- How many rows the target already holds: a copy goes into an empty ledger only.

@@ -1,19 +1,32 @@
 -- The append-only event log and its seals.
 
 -- name: log_next_event_id$
--- The id the next event gets, read under the write lock: the core seals events over their ids.
--- The counter row never hands out an id again, even one whose row is gone (archived); every
--- transaction's events move it on at its COMMIT (trigger events_count_id), so ids
--- are dense: a rolled-back writer leaves no gap. Writers are serialized (the write lock), so no
--- two transactions read the same id.
-SELECT greatest(c.last_event_id, coalesce((SELECT max(event_id) FROM events), 0)) + 1
-FROM event_id_counter AS c;
+-- The id the next event gets, for a write under the exclusive ledger lock (no other writer
+-- draws ids meanwhile): drawn from the sequence, and the sequence set past the transaction's
+-- events once its plan is applied (log_event_ids_used). Ids are never handed out twice (the
+-- sequence does not roll back), rise along each chain, and are neither dense nor in commit order.
+SELECT nextval('event_ids');
+
+-- name: log_peek_next_event_id$
+-- What log_next_event_id would draw, for a read (a preview's decision), which draws nothing.
+SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM event_ids;
+
+-- name: log_event_ids_used!
+-- After a plan under the exclusive lock: the next id drawn is the one after its events.
+SELECT setval('event_ids', :next_event_id, false);
+
+-- name: log_reserve_event_ids
+-- Ids for a plan decided under row locks, beside other writers: as many as it has events, in
+-- rising order (the core numbers the plan's events with them; their v3 seals do not cover them).
+SELECT nextval('event_ids') AS event_id FROM generate_series(1, :count);
 
 -- name: insert_event!
 INSERT INTO events(event_id, task_id, agent_id, event_type, payload_json, created_at)
 VALUES (:event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at);
 
 -- name: chain_tip^
+-- The tip of a chain its writer may extend: a task's chain under the task's row lock, the
+-- ledger's under the exclusive ledger lock. UNIQUE (chain, chain_seq) is the backstop.
 SELECT chain, chain_seq, seal FROM event_seals WHERE chain = :chain
 ORDER BY chain_seq DESC LIMIT 1;
 

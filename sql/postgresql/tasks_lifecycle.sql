@@ -36,29 +36,39 @@ WHERE task_id = :task_id
   AND revision = :expected_revision;
 
 -- name: tasks_next_seq$
--- The creation sequence the next task gets, read under the write lock (through tasks_by_seq):
--- claims take equal-priority tasks in this order.
-SELECT coalesce(max(seq), 0) + 1 FROM tasks;
+-- The creation sequence the next task gets, drawn from a sequence (creations run beside other
+-- writers): claims take equal-priority tasks in this order. Unique, not dense.
+SELECT nextval('task_seqs');
 
 -- name: tasks_claim_candidates
--- One bounded batch of QUEUED tasks in claim order, through tasks_claim_order. Attempts, deadline
--- and schedule are filtered here (timestamps are stored in one fixed format, so text order is
--- time order); capabilities are checked by the core, which re-checks everything.
-SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
-       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
-       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
-FROM tasks
-WHERE status = 'QUEUED'
-  AND attempt < max_attempts
-  AND (deadline IS NULL OR deadline > :now)
-  AND (not_before IS NULL OR not_before <= :now)
-ORDER BY priority DESC, seq
-LIMIT :limit OFFSET :offset;
+-- The next :limit QUEUED tasks in claim order this claimer may take, through tasks_claim_order,
+-- locked for it: the LIMIT is inside the CTE, with FOR UPDATE SKIP LOCKED, so concurrent
+-- claimers each lock tasks of their own, as many as they take, and never wait on one another.
+-- Attempts, deadline, schedule (timestamps are stored in one fixed format, so text order is
+-- time order) and capabilities (:offered_json) are filtered here; the core re-checks everything.
+WITH locked AS (
+  SELECT task_id FROM tasks
+  WHERE status = 'QUEUED'
+    AND attempt < max_attempts
+    AND (deadline IS NULL OR deadline > :now)
+    AND (not_before IS NULL OR not_before <= :now)
+    AND capabilities_offered(required_capabilities_json, :offered_json)
+  ORDER BY priority DESC, seq
+  LIMIT :limit OFFSET :offset
+  FOR UPDATE SKIP LOCKED
+)
+SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_capabilities_json,
+       t.constraints_json, t.metadata_json, t.deadline, t.priority, t.max_attempts, t.attempt,
+       t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,
+       t.result_digest, t.result_idempotency_key, t.verification_json, t.revision, t.created_at,
+       t.updated_at, t.verification_mode, t.retry_base_seconds, t.retry_max_seconds,
+       t.not_before, t.seq
+FROM tasks AS t JOIN locked USING (task_id)
+ORDER BY t.priority DESC, t.seq;
 
 -- name: tasks_expired_leases
--- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry.
+-- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry, locked:
+-- one its holder is heartbeating or completing right now is skipped, not waited for.
 SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
@@ -67,7 +77,8 @@ SELECT task_id, goal, instructions, success_criteria_json, required_capabilities
 FROM tasks
 WHERE status = 'CLAIMED' AND lease_expires_at <= :now
 ORDER BY lease_expires_at
-LIMIT :limit;
+LIMIT :limit
+FOR UPDATE SKIP LOCKED;
 
 -- name: tasks_list_by_status
 SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
