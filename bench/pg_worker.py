@@ -11,10 +11,11 @@ process reports when it finished. Systems:
 - ledger-batched: the same through create_tasks, claim_many, submit_results, verify_results,
   BATCH jobs per call;
 - raw, raw-pipelined: the ledger's own statements (PostgreSQL's texts, by name) for the same
-  four transitions, with no core: the reads the ledger makes (the task or the claim page, the
-  first answer, the log's tail), the compare-and-swap, the event, its seal (a sha256 over the
-  previous one), its sealed row and the idempotency row, one statement per round trip, or the
-  writes of each transition in one pipeline as the ledger sends them;
+  four transitions, with no core, in the ledger's transactions (the write lock shared, the task
+  locked): the reads the ledger makes (the locked task or claim batch, the first answer, the
+  chain's tip, the event ids drawn), the compare-and-swap, the event, its seal (a sha256 over
+  the previous one), its sealed row and the idempotency row, one statement per round trip, or
+  the writes of each transition in one pipeline as the ledger sends them;
 - procrastinate, procrastinate-batched: defer each job (or `batch_defer` them), then one
   worker runs them until the queue is empty (`wait=False`);
 - pgqueuer-psycopg, pgqueuer-asyncpg: enqueue each job, then drain the queue in batches of 10.
@@ -134,9 +135,9 @@ class Raw:
     def transition(
         self, task_id: str, event_type: str, writes: list[tuple[str, dict[str, Any]]], now: str
     ) -> None:
-        """The tail (next event id, the chain's tip), then the writes, the event and its seal."""
-        (event_id,) = self.one("log_next_event_id")
+        """The chain's tip, the event's id drawn, then the writes, the event and its seal."""
         tip = self.one("chain_tip", {"chain": f"task:{task_id}"})
+        (event_id,) = self.one("log_reserve_event_ids", {"count": 1})
         seq, prev = (tip[1], tip[2]) if tip else (0, "")
         seal = hashlib.sha256(f"{prev}|{event_id}|{event_type}|{now}".encode()).hexdigest()
         self.writes(
@@ -162,7 +163,7 @@ class Raw:
                         "prev_seal": prev,
                         "seal": seal,
                         "sealed_at_adoption": 0,
-                        "seal_version": 2,
+                        "seal_version": 3,
                     },
                 ),
                 (
@@ -179,7 +180,7 @@ class Raw:
         )
 
     def step(self, work: Any) -> None:
-        self.one("begin_immediate")  # and the write lock, as the ledger's
+        self.one("begin_row_locked")  # and the write lock shared, as the ledger's
         work()
         self.one("commit")
 
@@ -264,21 +265,22 @@ def raw(url: str, jobs: int, start: float, process: str, *, pipelined: bool) -> 
             loop.transition(task_id, "TASK_CREATED", [("tasks_insert", row), key], now)
 
         def claim(task_id: str = task_id) -> None:
-            page = {"now": now, "limit": 32, "offset": 0}
-            loop.one("tasks_claim_candidates", page)
+            # The claim of a named task: a queue claim's SKIP LOCKED batch would lock another
+            # process's task here, which that process then waits for.
             loop.one("tasks_expired_leases", {"now": now, "limit": 32})
+            loop.one("get_task_for_update", {"task_id": task_id})
             write = ("tasks_cas_update", _cas(task_id, 1, "CLAIMED", now))
             loop.transition(task_id, "TASK_CLAIMED", [write], now)
 
         def submit(task_id: str = task_id) -> None:
-            loop.one("get_task", {"task_id": task_id})
+            loop.one("get_task_for_update", {"task_id": task_id})
             loop.one("task_idempotency_get", {"idempotency_key": f"s-{task_id}"})
             cas = _cas(task_id, 2, "SUBMITTED", now, result_json="{}", result_digest="d")
             key = _key(f"s-{task_id}", "submit", task_id, now)
             loop.transition(task_id, "RESULT_SUBMITTED", [("tasks_cas_update", cas), key], now)
 
         def verify(task_id: str = task_id) -> None:
-            loop.one("get_task", {"task_id": task_id})
+            loop.one("get_task_for_update", {"task_id": task_id})
             loop.one("task_idempotency_get", {"idempotency_key": f"v-{task_id}"})
             cas = _cas(task_id, 3, "SUCCEEDED", now, verification_json="{}")
             key = _key(f"v-{task_id}", "verify", task_id, now)

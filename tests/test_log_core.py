@@ -29,6 +29,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.log.seals import seal_of, seal_of_stored
+from aios_ledger.core.plan import sealed_plan
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -39,30 +40,39 @@ Entry = tuple[EventRow, SealRow]
 
 
 def seal_log(
-    contents: Sequence[tuple[str | None, str | None, str, str, str]], *, v2: bool = False
+    contents: Sequence[tuple[str | None, str | None, str, str, str]],
+    *,
+    v2: bool = False,
+    version: int | None = None,
+    ids: Sequence[int] | None = None,
 ) -> list[Entry]:
     """The sealed log written out by hand, one chain per task: v1 seals, what every log written
     before seal v2 holds and must keep verifying; `v2`: v2 seals over no state rows, what plans
-    write for events that write none."""
+    write for events that write none; `version` 3: v3 seals (PostgreSQL's), at `ids`."""
+    version = version or (2 if v2 else 1)
     tips: dict[str, tuple[int, str]] = {}
     log: list[Entry] = []
-    for event_id, (task, agent, kind, payload, created) in enumerate(contents, start=1):
+    numbers = ids or range(1, len(contents) + 1)
+    for event_id, (task, agent, kind, payload, created) in zip(numbers, contents, strict=True):
         chain = chain_of(task)
         seq, prev = tips.get(chain, (0, GENESIS_SEAL))
         event = EventRow(event_id, task, agent, kind, payload, created)
-        seal = seal_of(event, seq + 1, prev, () if v2 else None)
+        rows = None if version == 1 else ()
+        seal = seal_of(event, seq + 1, prev, rows, version=None if version == 1 else version)
         tips[chain] = (seq + 1, seal)
-        log.append((event, SealRow(event_id, chain, seq + 1, prev, seal, False, 1 + int(v2))))
+        log.append((event, SealRow(event_id, chain, seq + 1, prev, seal, False, version)))
     return log
 
 
-def verify_by_lookup(log: Sequence[Entry], head: LedgerHead | None = None) -> VerificationReport:
+def verify_by_lookup(
+    log: Sequence[Entry], head: LedgerHead | None = None, *, dense_ids: bool = True
+) -> VerificationReport:
     """Predecessors found by (chain, chain_seq - 1), as the database query joins them."""
     links = {
         (seal.chain, seal.chain_seq): ChainLink(seal.event_id, seal.chain_seq, seal.seal)
         for _, seal in log
     }
-    verifier = LogVerifier(head=head)
+    verifier = LogVerifier(head=head, dense_ids=dense_ids)
     for event, seal in log:
         verifier.feed(event.event_id, event, seal, links.get((seal.chain, seal.chain_seq - 1)))
     return verifier.finish(id_counter=len(log))
@@ -116,6 +126,85 @@ def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
 
 def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
     assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, v2=True)
+
+
+def test_golden_v3_seal_chain_and_head(golden: SnapshotAssertion) -> None:
+    """PostgreSQL's seals: over everything a v2 seal covers but the event's global id."""
+    log = seal_log(SAMPLE, version=3)
+    report = verify_by_lookup(log)
+    assert report.intact
+    assert golden == {
+        "seals": [{"event_id": seal.event_id, **seal.public()} for _, seal in log],
+        "head": report.head.public(),
+    }
+
+
+def test_a_v3_seal_does_not_cover_the_event_id_and_a_v2_seal_does() -> None:
+    """So a v3 log verifies at any rising ids (gaps included), a v2 log only at its own."""
+    sparse = [3, 10, 11, 40, 41]
+    v3 = seal_log(SAMPLE, version=3)
+    assert [seal.seal for _, seal in seal_log(SAMPLE, version=3, ids=sparse)] == [
+        seal.seal for _, seal in v3
+    ]
+    v2 = seal_log(SAMPLE, v2=True)
+    assert [seal.seal for _, seal in seal_log(SAMPLE, v2=True, ids=sparse)] != [
+        seal.seal for _, seal in v2
+    ]
+    moved = [
+        (attrs.evolve(event, event_id=number), attrs.evolve(seal, event_id=number))
+        for (event, seal), number in zip(v3, sparse, strict=True)
+    ]
+    assert verify_by_lookup(moved, dense_ids=False).intact
+    # Where ids are dense (SQLite), a gap is still a removed event.
+    assert not verify_by_lookup(moved).intact
+    for event, seal in v3:
+        stored = seal_of_stored(event, seal.chain_seq, seal.prev_seal, (), version=3)
+        assert stored == seal_of(event, seal.chain_seq, seal.prev_seal, (), version=3) == seal.seal
+
+
+def test_a_v3_seal_still_covers_content_place_and_chain() -> None:
+    (event, seal), *_ = seal_log(SAMPLE, version=3)
+    for changed in (
+        attrs.evolve(event, payload_json='{"goal":"other"}'),
+        attrs.evolve(event, agent_id="mallory"),
+        attrs.evolve(event, task_id="task-2"),
+    ):
+        assert seal_of(changed, seal.chain_seq, seal.prev_seal, (), version=3) != seal.seal
+    assert seal_of(event, seal.chain_seq + 1, seal.prev_seal, (), version=3) != seal.seal
+    assert seal_of(event, seal.chain_seq, seal.seal, (), version=3) != seal.seal
+
+
+def test_a_seal_over_rows_is_v2_or_v3() -> None:
+    event, _ = seal_log(SAMPLE)[0]
+    with pytest.raises(ValueError, match="v2 or v3"):
+        seal_of(event, 1, GENESIS_SEAL, (), version=4)
+    with pytest.raises(ValueError, match="v2 or v3"):
+        LogTail.read(1, ["ledger"], [], seal_version=1)
+
+
+def test_the_core_seals_v3_where_the_store_numbers_events_after_the_decision() -> None:
+    events = [
+        EventAppend(task, agent, kind, loads_object(payload), created)
+        for task, agent, kind, payload, created in SAMPLE
+    ]
+    chains = [chain_of(event.task_id) for event in events]
+    tail = LogTail.read(1, chains, [], seal_version=3)
+    plan = sealed_plan((), events, None, tail=tail)
+    assert [(placed.event, placed.seal) for placed in plan.events] == seal_log(SAMPLE, version=3)
+    assert plan.tail is not None and plan.tail.seal_version == 3
+    sparse = [7, 9, 12, 13, 20]
+    numbered = plan.numbered(sparse)
+    assert [placed.event.event_id for placed in numbered.events] == sparse
+    assert [placed.seal.event_id for placed in numbered.events] == sparse
+    assert [placed.seal.seal for placed in numbered.events] == [
+        placed.seal.seal for placed in plan.events
+    ]
+    assert numbered.statements()[0].params["event_id"] == 7
+    with pytest.raises(ValueError, match="5 events, 4 ids"):
+        plan.numbered(sparse[:4])
+    v2 = sealed_plan((), events, None, tail=LogTail.read(1, chains, []))
+    with pytest.raises(ValueError, match="covers its event's id"):
+        v2.numbered(sparse)
 
 
 def test_golden_adoption_plan(golden: SnapshotAssertion) -> None:

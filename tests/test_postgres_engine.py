@@ -19,7 +19,7 @@ from aios_ledger.shell import Database, RunStore, TaskLedger, ledger_head, verif
 from aios_ledger.shell.api.tokens import issue_token, list_tokens
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.pg import PostgresTarget
-from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.db.run import Connection, fetch_one
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.log.copy import copy_ledger
@@ -94,6 +94,17 @@ def test_copy_from_sqlite_gives_an_intact_ledger_with_the_same_head(
     with TaskLedger(pg) as ledger:
         claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t2")
         assert claim is not None and claim["status"] == "CLAIMED"
+        # New tasks and events take ids and creation order after the copied ones.
+        created = ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="new")
+
+        def seq(task_id: str) -> int:
+            row = ledger.database.read(
+                lambda conn: fetch_one(conn, "get_task", {"task_id": task_id})
+            )
+            assert row is not None
+            return int(row["seq"])
+
+        assert seq(created["task_id"]) > max(seq(f"t{n}") for n in range(5))
         assert verify_log(ledger.database).intact
 
 
