@@ -48,8 +48,12 @@ def ledger(url: str, jobs: int, start: float, process: str) -> None:
                 {"goal": "g", "instructions": "run", "success_criteria": ["ok"]},
                 idempotency_key=f"create-{process}-{n}",
             )
-            claim = store.claim(agent_id=f"worker-{process}", capabilities=[], lease_seconds=60)
-            assert claim is not None
+            # Beside other processes the queue's unlocked tasks may all be taken at the moment
+            # of a claim (SKIP LOCKED answers "nothing" rather than waiting): ask again, as a
+            # worker polls. Every process claims as many tasks as it created.
+            claim = None
+            while claim is None:
+                claim = store.claim(agent_id=f"worker-{process}", capabilities=[], lease_seconds=60)
             store.submit_result(
                 claim["task_id"],
                 lease_token=claim["lease_token"],
@@ -78,9 +82,14 @@ def ledger_batched(url: str, jobs: int, start: float, process: str) -> None:
                 )
                 for n in range(first, first + count)
             )
-            claims = store.claim_many(
-                agent_id=f"worker-{process}", capabilities=[], lease_seconds=60, limit=count
-            )
+            claims: list[Any] = []
+            while len(claims) < count:
+                claims += store.claim_many(
+                    agent_id=f"worker-{process}",
+                    capabilities=[],
+                    lease_seconds=60,
+                    limit=count - len(claims),
+                )
             store.submit_results(
                 [
                     {

@@ -47,7 +47,12 @@ SELECT nextval('task_seqs');
 -- Attempts, deadline, schedule (timestamps are stored in one fixed format, so text order is
 -- time order) and capabilities (:offered_json) are filtered here; the core re-checks everything.
 WITH locked AS (
-  SELECT task_id FROM tasks
+  SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+         constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
+         claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
+         result_idempotency_key, verification_json, revision, created_at, updated_at,
+         verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
+  FROM tasks
   WHERE status = 'QUEUED'
     AND attempt < max_attempts
     AND (deadline IS NULL OR deadline > :now)
@@ -57,14 +62,7 @@ WITH locked AS (
   LIMIT :limit OFFSET :offset
   FOR UPDATE SKIP LOCKED
 )
-SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_capabilities_json,
-       t.constraints_json, t.metadata_json, t.deadline, t.priority, t.max_attempts, t.attempt,
-       t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,
-       t.result_digest, t.result_idempotency_key, t.verification_json, t.revision, t.created_at,
-       t.updated_at, t.verification_mode, t.retry_base_seconds, t.retry_max_seconds,
-       t.not_before, t.seq
-FROM tasks AS t JOIN locked USING (task_id)
-ORDER BY t.priority DESC, t.seq;
+SELECT * FROM locked ORDER BY priority DESC, seq;
 
 -- name: tasks_expired_leases
 -- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry, locked:
