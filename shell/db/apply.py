@@ -6,7 +6,7 @@ from typing import TypeVar
 
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
 from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_3
-from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.core.log.seals import LEDGER_CHAIN, empty_chain_tip
 from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection, execute, fetch_all
 from aios_ledger.shell.log.tail import read_chain_tips, read_next_event_id
@@ -70,7 +70,10 @@ class PlanExecutor:
     the exclusive ledger lock the tail's next id is drawn before the decision and the sequence
     set past the plan's events after it; in a row-locked write (beside other writers) the plan
     is decided on provisional ids and numbered with ids drawn once it is known
-    (`WritePlan.numbered`), and it may extend only the chains of tasks it holds the rows of."""
+    (`WritePlan.numbered`), and it may extend only the chains of tasks it holds the rows of.
+    Each plan draws its own ids once decided, never ids left over from an earlier plan of the
+    batch: drawn after its rows were locked, they exceed every id of those chains committed
+    before, so ids rise along each chain (an exporter and the offline check rely on it)."""
 
     def __init__(self, conn: Connection, *, error: type[LedgerError] = LedgerError) -> None:
         self.conn = conn
@@ -94,6 +97,12 @@ class PlanExecutor:
         tips = {chain: self._tips[chain] for chain in chains}
         version = SEAL_VERSION_3 if self._postgres else SEAL_VERSION_2
         return LogTail(self._next_event_id, tips, version)
+
+    def know_tip(self, chain: str, tip: ChainTip | None) -> None:
+        """The tip of `chain` as the caller read it with the rows it decides on (one round
+        trip for all of them); None: the chain has no event yet."""
+        if chain not in self._tips:
+            self._tips[chain] = empty_chain_tip(chain) if tip is None else tip
 
     def apply(self, decision: WritePlan[R] | Replay[R]) -> R:
         if self._row_locked and isinstance(decision, WritePlan) and decision.events:

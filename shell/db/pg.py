@@ -110,6 +110,23 @@ class PgConnection:
             cursor.execute(_RAW_TEXTS[name])
         return cursor
 
+    def run_together(
+        self, items: Sequence[tuple[str, Mapping[str, Any] | None]]
+    ) -> list[psycopg.Cursor[Any]]:
+        """Reads in one pipeline (one round trip), their cursors in order: the server runs
+        them one after the other, each on a snapshot of its own, so a read after a locking
+        read sees what was committed before the lock was granted."""
+        cursors: list[psycopg.Cursor[Any]] = []
+        with self.raw.pipeline():
+            for name, params in items:
+                cursor = self.raw.cursor()
+                if params:
+                    cursor.execute(_TEXTS[name], bindable(name, params))
+                else:
+                    cursor.execute(_RAW_TEXTS[name])
+                cursors.append(cursor)
+        return cursors
+
     def run_pipeline(
         self, items: Sequence[tuple[str, Mapping[str, Any]]]
     ) -> tuple[list[int], psycopg.Error | None]:

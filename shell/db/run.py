@@ -10,7 +10,7 @@ helpers look the statement's text up in that dialect, under the same name.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 import apsw
@@ -76,6 +76,23 @@ def fetch_record(conn: Connection, name: str, params: Params | None, record: typ
             _match_columns(cursor, name, record)
         return record(*row)
     return None
+
+
+def fetch_records_together(
+    conn: Connection, reads: Sequence[tuple[str, Params | None, type[Any]]]
+) -> list[Any]:
+    """Each read's first row as its record (see `fetch_record`), or None: on PostgreSQL the
+    reads a decision needs go in one pipeline, one round trip (`PgConnection.run_together`)."""
+    if not isinstance(conn, PgConnection):
+        return [fetch_record(conn, name, params, record) for name, params, record in reads]
+    found = []
+    cursors = conn.run_together([(name, params) for name, params, _ in reads])
+    for (name, _, record), cursor in zip(reads, cursors, strict=True):
+        row = cursor.fetchone() if cursor.description is not None else None
+        if row is not None and (name, record) not in _MATCHED_COLUMNS:
+            _check_columns(tuple(_pg_columns(cursor) or ()), name, record)
+        found.append(None if row is None else record(*row))
+    return found
 
 
 def stream_records(

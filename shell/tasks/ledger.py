@@ -63,6 +63,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
+from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
 from aios_ledger.core.tasks.decisions import decide_release
 from aios_ledger.core.tasks.requests import ReleaseRequest
@@ -78,7 +79,7 @@ from aios_ledger.shell.db.connection import (
     stream_records,
 )
 from aios_ledger.shell.db.pg import PgConnection
-from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.db.run import Connection, fetch_records_together
 from aios_ledger.shell.git.proposals import proposal_row
 
 CLAIM_BATCH = 32
@@ -582,14 +583,19 @@ def _take_over_passed_leases(plans: PlanExecutor, now: Timestamp) -> None:
 def _keyed_state(
     plans: PlanExecutor, task_id: str, key: str, *, next_seq: int | None = None
 ) -> TaskState:
-    """The task, the log's tail at its chain, and the first answer for `key`."""
-    conn = plans.conn
-    return TaskState(
-        task=_locked_task(conn, task_id),
-        tail=plans.tail(chain_of(task_id)),
-        prior=_prior(conn, key),
-        next_seq=next_seq,
+    """The task (locked first), the log's tail at its chain, and the first answer for `key`:
+    read together, one round trip on PostgreSQL."""
+    chain = chain_of(task_id)
+    task, tip, prior = fetch_records_together(
+        plans.conn,
+        [
+            ("get_task_for_update", {"task_id": task_id}, TaskRow),
+            ("chain_tip", {"chain": chain}, ChainTip),
+            ("task_idempotency_get", {"idempotency_key": key}, IdempotencyRow),
+        ],
     )
+    plans.know_tip(chain, tip)
+    return TaskState(task=task, tail=plans.tail(chain), prior=prior, next_seq=next_seq)
 
 
 @functools.cache
