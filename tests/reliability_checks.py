@@ -11,6 +11,7 @@ its idempotency row).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ from typing import Any
 
 import apsw
 import attrs
+from aios_ledger.core import Timestamp
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.connection import fetch_value
 from aios_ledger.shell.db.pg import PgConnection
@@ -156,6 +158,17 @@ def _task_anomalies(task: Mapping[str, Any], events: list[Event]) -> list[str]:
     claims = sum(1 for e in events if e.event_type == "TASK_CLAIMED")
     if task["attempt"] != claims:
         found.append(f"{tid}: attempt {task['attempt']} but {claims} claims")
+    # Time never goes back along a task's events: each transition reads the clock once it
+    # holds the task, after whatever wrote the task before it committed.
+    for earlier, later in itertools.pairwise(events):
+        if (
+            Timestamp.parse(later.created_at).epoch_ms
+            < Timestamp.parse(earlier.created_at).epoch_ms
+        ):
+            found.append(
+                f"{tid}: {later.event_type} at {later.created_at} after "
+                f"{earlier.event_type} at {earlier.created_at}"
+            )
     if task["updated_at"] != events[-1].created_at:
         found.append(
             f"{tid}: updated_at {task['updated_at']} but the last event at {events[-1].created_at}"

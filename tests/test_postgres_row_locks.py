@@ -250,3 +250,42 @@ def test_a_row_locked_write_refuses_to_extend_the_ledger_chain(pg: str) -> None:
     with TaskLedger(pg) as ledger, pytest.raises(LedgerError) as refused:
         ledger.database.write(extend, row_locked=True)
     assert refused.value.code == "STORAGE_ERROR"
+
+
+def test_a_claim_is_timed_after_the_writes_of_its_task_it_waited_for(pg: str) -> None:
+    """A claim reads the clock as it begins; beside other writers its task may be created,
+    claimed and released after that. Its event is timed once the task is locked, so time never
+    goes back along the task's events (with the time of its start, it would)."""
+    began = datetime.now(UTC)
+    reading = threading.Event()
+    released = threading.Event()
+    first = [True]
+
+    def clock() -> datetime:
+        if threading.current_thread().name.startswith("late-claimer") and first[0]:
+            first[0] = False
+            reading.set()
+            assert released.wait(SETTLE)
+            return began  # what it read as it began, before everything below
+        return datetime.now(UTC)
+
+    with TaskLedger(pg, clock=clock) as ledger:
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="late-claimer") as pool:
+            late = pool.submit(claim, ledger, "agent-late")
+            assert reading.wait(SETTLE)
+            (task,) = queued(ledger, 1)
+            held = claim(ledger)
+            assert held is not None and held["task_id"] == task
+            ledger.release(task, lease_token=held["lease_token"], reason="handing over")
+            released.set()
+            taken = late.result(timeout=SETTLE)
+        assert taken is not None and taken["task_id"] == task
+        events = ledger.events(task)
+        assert [event["event_type"] for event in events] == [
+            "TASK_CREATED",
+            "TASK_CLAIMED",
+            "TASK_RELEASED",
+            "TASK_CLAIMED",
+        ]
+        moments = [event["created_at"] for event in events]
+        assert moments == sorted(moments)

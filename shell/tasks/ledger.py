@@ -258,6 +258,13 @@ class TaskLedger:
             if prior is None:
                 _take_over_passed_leases(plans, now)
                 task = self._claim_target(conn, request, now)
+                # The claim's time is read once its task is locked. Beside other writers
+                # (PostgreSQL) the task may have been released or taken over after `now` was
+                # read, and its events' times must not go back along its chain; the core
+                # checks the task again at that time.
+                now = self._now()
+                if task is not None and request.task_id is None:
+                    task = next(iter(first_claimable([task], request.capabilities, now, 1)), None)
             state = TaskState(task=task, tail=plans.tail(*_chains(task)), prior=prior)
             decision = decide_claim(state, request, now=now, lease_token=token)
             return None if decision is None else plans.apply(decision)
@@ -287,8 +294,10 @@ class TaskLedger:
             now = self._now()
             plans = PlanExecutor(conn)
             _take_over_passed_leases(plans, now)
+            locked = _claimable(conn, request, now, batch.limit)
+            now = self._now()  # once the tasks are locked, as in `claim`
             answers = []
-            for task in _claimable(conn, request, now, batch.limit):
+            for task in first_claimable(locked, request.capabilities, now, batch.limit):
                 state = TaskState(task=task, tail=plans.tail(chain_of(task.task_id)))
                 decision = decide_claim(state, request, now=now, lease_token=new_lease_token())
                 assert decision is not None  # a task was given
@@ -346,7 +355,7 @@ class TaskLedger:
                 "idempotency_key": idempotency_key,
             }
         )
-        return self._write(lambda conn: self._submit_step(PlanExecutor(conn), request, self._now()))
+        return self._write(lambda conn: self._submit_step(PlanExecutor(conn), request))
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, in order; each item is
@@ -355,8 +364,8 @@ class TaskLedger:
         requests = structure_batch(_listed(items), SubmitRequest.from_mapping)
 
         def write(conn: Connection) -> list[SubmitAnswer]:
-            now, plans = self._now(), PlanExecutor(conn)
-            return each_item(requests, lambda request: self._submit_step(plans, request, now))
+            plans = PlanExecutor(conn)
+            return each_item(requests, lambda request: self._submit_step(plans, request))
 
         return self._write(write)
 
@@ -380,7 +389,7 @@ class TaskLedger:
                 "expected_result_digest": expected_result_digest,
             }
         )
-        return self._write(lambda conn: self._verify_step(PlanExecutor(conn), request, self._now()))
+        return self._write(lambda conn: self._verify_step(PlanExecutor(conn), request))
 
     def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[VerifyAnswer]:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
@@ -388,8 +397,8 @@ class TaskLedger:
         requests = structure_batch(_listed(items), VerifyRequest.from_mapping)
 
         def write(conn: Connection) -> list[VerifyAnswer]:
-            now, plans = self._now(), PlanExecutor(conn)
-            return each_item(requests, lambda request: self._verify_step(plans, request, now))
+            plans = PlanExecutor(conn)
+            return each_item(requests, lambda request: self._verify_step(plans, request))
 
         return self._write(write)
 
@@ -428,15 +437,13 @@ class TaskLedger:
 
         return self._write(write)
 
-    def _submit_step(
-        self, plans: PlanExecutor, request: SubmitRequest, now: Timestamp
-    ) -> SubmitAnswer:
+    def _submit_step(self, plans: PlanExecutor, request: SubmitRequest) -> SubmitAnswer:
         state = _keyed_state(plans, request.task_id, request.idempotency_key)
         task = state.task
         decision = decide_submit(
             state,
             request,
-            now=now,
+            now=self._now(),  # read once the task is locked: see `claim`
             contracts=_result_contracts(),
             jitter=self._jitter(),
             # What the attempt proposed to a governed repository (issue 19), if it did.
@@ -444,11 +451,9 @@ class TaskLedger:
         )
         return plans.apply(decision)
 
-    def _verify_step(
-        self, plans: PlanExecutor, request: VerifyRequest, now: Timestamp
-    ) -> VerifyAnswer:
+    def _verify_step(self, plans: PlanExecutor, request: VerifyRequest) -> VerifyAnswer:
         state = _keyed_state(plans, request.task_id, request.idempotency_key)
-        decision = decide_verify(state, request, now=now, jitter=self._jitter())
+        decision = decide_verify(state, request, now=self._now(), jitter=self._jitter())
         return plans.apply(decision)
 
     def expire_leases(self) -> ExpireAnswer:
