@@ -97,14 +97,18 @@ SAMPLE = [
 ]
 
 
-def test_golden_seal_chain_and_head(golden: SnapshotAssertion) -> None:
-    log = seal_log(SAMPLE)
-    report = verify_by_lookup(log)
+def seals_and_head(log: Sequence[Entry], *, dense_ids: bool = True) -> dict[str, Any]:
+    """What a golden holds of a sealed log: its seals and the head it verifies to, intact."""
+    report = verify_by_lookup(log, dense_ids=dense_ids)
     assert report.intact
-    assert golden == {
+    return {
         "seals": [{"event_id": seal.event_id, **seal.public()} for _, seal in log],
         "head": report.head.public(),
     }
+
+
+def test_golden_seal_chain_and_head(golden: SnapshotAssertion) -> None:
+    assert golden == seals_and_head(seal_log(SAMPLE))
 
 
 def test_the_fast_seal_equals_the_checked_seal() -> None:
@@ -130,13 +134,7 @@ def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
 
 def test_golden_v3_seal_chain_and_head(golden: SnapshotAssertion) -> None:
     """PostgreSQL's seals: over everything a v2 seal covers but the event's global id."""
-    log = seal_log(SAMPLE, version=3)
-    report = verify_by_lookup(log)
-    assert report.intact
-    assert golden == {
-        "seals": [{"event_id": seal.event_id, **seal.public()} for _, seal in log],
-        "head": report.head.public(),
-    }
+    assert golden == seals_and_head(seal_log(SAMPLE, version=3))
 
 
 def test_a_v3_seal_does_not_cover_the_event_id_and_a_v2_seal_does() -> None:

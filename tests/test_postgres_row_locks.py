@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,6 +62,19 @@ def hold_write_lock(conn: psycopg.Connection[Any], *, shared: bool) -> None:
     conn.execute(WRITE_LOCK.format(mode="_shared" if shared else ""), (path,))
 
 
+@contextmanager
+def writer_in_flight(
+    conn: psycopg.Connection[Any], *, shared: bool, task_id: str | None = None
+) -> Iterator[None]:
+    """A transaction held open on `conn` as a writer in flight holds it: the ledger lock
+    (shared: a task's transition) and, given `task_id`, that task's row."""
+    with conn.transaction():
+        hold_write_lock(conn, shared=shared)
+        if task_id is not None:
+            conn.execute("SELECT 1 FROM tasks WHERE task_id = %s FOR UPDATE", (task_id,))
+        yield
+
+
 def queued(ledger: TaskLedger, count: int, capability: str = "cap.x") -> list[str]:
     return [
         ledger.create_task(
@@ -85,10 +99,9 @@ def test_a_transition_runs_beside_another_tasks_transition_in_flight(
     assert held is not None and mine is not None
     assert {held["task_id"], mine["task_id"]} == {first, second}
     # The pool outlives the held transaction: a write that waits (a failure) ends with it.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool, other.transaction():
-        # A heartbeat of the first task in flight: the ledger lock shared, its row locked.
-        hold_write_lock(other, shared=True)
-        other.execute("SELECT 1 FROM tasks WHERE task_id = %s FOR UPDATE", (held["task_id"],))
+    # A heartbeat of the first task in flight: the ledger lock shared, its row locked.
+    in_flight = writer_in_flight(other, shared=True, task_id=held["task_id"])
+    with concurrent.futures.ThreadPoolExecutor(1) as pool, in_flight:
         beat = pool.submit(
             ledger.heartbeat, mine["task_id"], lease_token=mine["lease_token"], lease_seconds=60
         )
@@ -141,9 +154,8 @@ def test_a_claim_skips_the_task_another_claimer_has_locked(
     ledger: TaskLedger, other: psycopg.Connection[Any]
 ) -> None:
     first, second = queued(ledger, 2)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool, other.transaction():
-        hold_write_lock(other, shared=True)
-        other.execute("SELECT 1 FROM tasks WHERE task_id = %s FOR UPDATE", (first,))
+    in_flight = writer_in_flight(other, shared=True, task_id=first)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool, in_flight:
         taken = pool.submit(claim, ledger).result(timeout=SETTLE)
     # Not the first in claim order (locked), not nothing, and no wait.
     assert taken is not None and taken["task_id"] == second
@@ -184,8 +196,7 @@ def test_an_exclusive_write_waits_for_the_transitions_in_flight(
     ledger: TaskLedger, other: psycopg.Connection[Any], pg: str
 ) -> None:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        with other.transaction():
-            hold_write_lock(other, shared=True)
+        with writer_in_flight(other, shared=True):
             issued = pool.submit(issue_token, ledger.database, "auditor-1", ["auditor"])
             with pytest.raises(concurrent.futures.TimeoutError):
                 issued.result(timeout=WAITING)
@@ -196,8 +207,7 @@ def test_a_transition_waits_for_an_exclusive_write_in_flight(
     ledger: TaskLedger, other: psycopg.Connection[Any]
 ) -> None:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        with other.transaction():
-            hold_write_lock(other, shared=False)
+        with writer_in_flight(other, shared=False):
             created = pool.submit(queued, ledger, 1)
             with pytest.raises(concurrent.futures.TimeoutError):
                 created.result(timeout=WAITING)
@@ -213,8 +223,7 @@ def test_a_head_waits_for_the_writers_in_flight(
     exclusive one)."""
     queued(ledger, 1)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        with other.transaction():
-            hold_write_lock(other, shared=True)
+        with writer_in_flight(other, shared=True):
             head = pool.submit(ledger_head, ledger.database)
             with pytest.raises(concurrent.futures.TimeoutError):
                 head.result(timeout=WAITING)

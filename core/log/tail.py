@@ -34,7 +34,13 @@ from aios_ledger.core.log.records import (
     sealed_rows,
 )
 from aios_ledger.core.log.rows import RowImage
-from aios_ledger.core.log.seals import ChainTip, chain_of, empty_chain_tip, seal_to_store
+from aios_ledger.core.log.seals import (
+    ChainTip,
+    chain_of,
+    empty_chain_tip,
+    seal_to_store,
+    seal_version_of,
+)
 from aios_ledger.core.statements import SqlWrite
 
 
@@ -101,9 +107,8 @@ class LogTail:
     ) -> LogTail:
         """The tail from what the shell read: `found` holds the tip rows there were; every
         other chain of `chains` is still empty."""
-        if seal_version not in (SEAL_VERSION_2, SEAL_VERSION_3):
-            raise ValueError(f"appended events are sealed v2 or v3, not v{seal_version}")
-        return cls(next_event_id, _known({}, chains, found), seal_version)
+        version = seal_version_of((), seal_version)  # the versions a seal over rows may take
+        return cls(next_event_id, _known({}, chains, found), version)
 
     def append(self, events: Sequence[EventAppend]) -> tuple[tuple[AppendedEvent, ...], LogTail]:
         """`events` sealed in order at the end of their chains, and the tail after them."""
