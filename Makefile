@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test lint soak bench-setup bench bench-quick schema clean
+.PHONY: setup demo test lint soak bench-setup bench bench-quick schema docs readme-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,12 +17,12 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core shell tests examples $(wildcard bench)
-	$(VENV)/bin/ruff format --check core shell tests examples $(wildcard bench)
+	$(VENV)/bin/ruff check core shell tests examples docs/hooks $(wildcard bench)
+	$(VENV)/bin/ruff format --check core shell tests examples docs/hooks $(wildcard bench)
 	mkdir -p .typecheck/aios_ledger
 	for part in core shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
 	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.shell -p aios_ledger.sql
-	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py)
+	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py)  # docs/hooks: through tests/test_docs_site.py
 
 # Four test processes on two cores: most of the suite waits on fsync, subprocesses and servers,
 # not on the CPU (serially 8 minutes here, 4.5 with -n 4).
@@ -30,7 +30,7 @@ test: lint
 	$(VENV)/bin/pytest -q -n 4
 
 # The same suite at higher counts; the reliability tests append their figures (operations, kills,
-# anomalies) to soak-figures.jsonl for RELIABILITY.md.
+# anomalies) to soak-figures.jsonl for docs/reliability.md.
 soak: $(STAMP)
 	rm -f soak-figures.jsonl
 	AIOS_SOAK=1 AIOS_RELIABILITY_FIGURES=$(CURDIR)/soak-figures.jsonl $(VENV)/bin/pytest -q
@@ -54,5 +54,16 @@ schema: $(STAMP)
 	$(PY) -m aios_ledger.shell.cli --db '$(AIOS_TEST_POSTGRES_URL)' schema-dump > sql/postgresql/schema.sql.new
 	mv sql/postgresql/schema.sql.new sql/postgresql/schema.sql
 
+# The documentation site: docs/ as MkDocs with Material, into site/. --strict fails on a broken
+# link or anchor and on a page missing from the nav (mkdocs.yml); the benchmark-results page is
+# rendered from bench/results/*.json by docs/hooks/bench_pages.py.
+docs: $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+# Runs every block of README.md and docs/ marked `<!-- ci: run -->`, as a reader would paste it.
+readme-check: $(STAMP)
+	$(PY) -m tests.readme_snippets README.md docs/library.md
+
 clean:
-	rm -rf $(VENV) .typecheck .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .typecheck .pytest_cache .mypy_cache .ruff_cache site
