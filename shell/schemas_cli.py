@@ -40,7 +40,6 @@ def _schema(args: argparse.Namespace) -> Any:
         for name, action in RESULT_SCHEMAS.items():
             names[name] = f"aios-ledger submit --json FILE: `result` under a {action} envelope"
         return names
-    action = RESULT_SCHEMAS.get(args.name)
-    if action is not None:
-        return dict(result_contract(RESULT_CONTRACTS[action]))
+    if args.name in RESULT_SCHEMAS:
+        return dict(result_contract(RESULT_CONTRACTS[RESULT_SCHEMAS[args.name]]))
     return request_schema(args.name)
