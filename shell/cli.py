@@ -2,7 +2,8 @@
 stderr, non-zero on refusal (2 for a usage mistake).
 
 Each capability adds its commands from its own module (`COMMAND_GROUPS`); this module holds only
-the parser, the shared options and the error boundary.
+the parser, the shared options, how `--help` groups the commands (`HELP_GROUPS`) and the error
+boundary.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 
+import argcomplete
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import SYNCHRONOUS_LEVELS
 from aios_ledger.shell.api import cli as api_cli
+from aios_ledger.shell.cli_help import CommandGroup, attach_help
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
     EXIT_REFUSED,
@@ -25,6 +28,7 @@ from aios_ledger.shell.cli_support import (
     UsageError,
     emit,
 )
+from aios_ledger.shell.completion_cli import register as register_completion
 from aios_ledger.shell.config import CONFIG_ENV, CONFIG_FILE
 from aios_ledger.shell.console import Shown, is_terminal, show
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
@@ -49,6 +53,56 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     git_cli.register,
     register_schemas,
     api_cli.register,
+    register_completion,
+)
+
+# How `aios-ledger --help` lists the commands: by what a person is doing, not by the module that
+# registers them. Every registered command is in exactly one group (tests/test_cli_help.py).
+HELP_GROUPS: tuple[CommandGroup, ...] = (
+    CommandGroup(
+        "start here",
+        "create a ledger, see where it stands, learn the files it reads",
+        ("init", "status", "schema", "completion"),
+    ),
+    CommandGroup(
+        "tasks",
+        "enqueue, claim, submit and judge work; follow what happens",
+        (
+            "task",
+            "claim",
+            "heartbeat",
+            "release",
+            "submit",
+            "cancel",
+            "expire-leases",
+            "events",
+        ),
+    ),
+    CommandGroup(
+        "workers and reviews",
+        "run agents on tasks, review their results, the governed envelopes they run in",
+        ("worker", "review", "run", "aux", "binding", "project"),
+    ),
+    CommandGroup(
+        "governed writes",
+        "an accepted task's proposal written to its repository's branch",
+        ("repo", "propose", "proposals", "write", "write-recover"),
+    ),
+    CommandGroup(
+        "the log",
+        "check that no event was changed or removed, export and archive it",
+        ("verify", "head", "export", "verify-export", "archive", "verify-archive"),
+    ),
+    CommandGroup(
+        "the server",
+        "the HTTP API for agents on other machines, and its tokens",
+        ("serve", "token"),
+    ),
+    CommandGroup(
+        "the database",
+        "its schema and migrations, and moving a ledger to PostgreSQL",
+        ("migrate", "schema-dump", "copy"),
+    ),
 )
 
 
@@ -89,15 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
         f"instead of migrating it; `init` and `migrate` still migrate (also: {MIGRATE_ENV}=0)",
     )
     commands: argparse._SubParsersAction[argparse.ArgumentParser]
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    commands = parser.add_subparsers(
+        dest="command",
+        required=True,
+        parser_class=Parser,
+        metavar="COMMAND",
+        help="one of the commands below",
+    )
     for register in COMMAND_GROUPS:
         register(commands)
+    attach_help(parser, HELP_GROUPS)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        # Under the shell's completion (_ARGCOMPLETE set) this prints the candidates and exits;
+        # otherwise it does nothing.
+        argcomplete.autocomplete(parser)
+        args = parser.parse_args(argv)
         level = args.log_level or getattr(args, "default_log_level", "WARNING")
         configure_logging(level, args.log_format)
         handler: Handler = args.handler

@@ -40,8 +40,9 @@ class UsageError(LedgerError):
     pass
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Every option's default in its help, unless it has none (None, off, an empty list)."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in its help, unless it has none (None, off, an empty list); the
+    description and the epilog (the examples) as written, their lines and indents kept."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         default = action.default

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
@@ -18,6 +19,7 @@ from typing import IO, Any
 import attrs
 from aios_ledger.core.timestamps import Timestamp
 from rich.console import Console, Group, RenderableType
+from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -194,6 +196,55 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
             _cell(row["agent_id"]),
         )
     return Group(counts, waiting, expired, leases, last)
+
+
+def event_line(event: Mapping[str, Any]) -> str:
+    """One event on one line, for `events --follow` on a terminal."""
+    payload = json.dumps(event.get("payload"), sort_keys=True)
+    if len(payload) > MAX_CELL:
+        payload = payload[: MAX_CELL - 1] + "…"
+    return (
+        f"#{event['event_id']} {event['created_at']} {event['event_type']} "
+        f"task={event['task_id'] or '-'} agent={event['agent_id'] or '-'} {payload}"
+    )
+
+
+# -- watching ------------------------------------------------------------------------------
+
+
+def watch_on_terminal(
+    read: Callable[[], Any],
+    view: View,
+    stream: IO[str],
+    *,
+    interval: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Draw `view` of `read()` and re-draw it in place every `interval` seconds, until Ctrl-C."""
+    with Live(view(read()), console=Console(file=stream), auto_refresh=False) as live:
+        while True:
+            sleep(interval)
+            live.update(view(read()), refresh=True)
+
+
+def print_changes(
+    read: Callable[[], Any],
+    stream: IO[str],
+    *,
+    interval: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """For a program: `read()` as one JSON line now and each time it differs from the last
+    line printed, read every `interval` seconds, until Ctrl-C."""
+    last: Any = None
+    printed = False
+    while True:
+        current = read()
+        if not printed or current != last:
+            stream.write(json.dumps(current, sort_keys=True, ensure_ascii=True) + "\n")
+            stream.flush()
+            last, printed = current, True
+        sleep(interval)
 
 
 # -- progress ------------------------------------------------------------------------------

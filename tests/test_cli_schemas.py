@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any
 
 import attrs
@@ -17,7 +18,9 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.batches import MAX_BATCH, structure_batch
 from aios_ledger.core.request_schemas import REQUEST_DOCUMENTS, request_schema
 from aios_ledger.core.schemas import record_schema
+from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.shell.cli import main
+from aios_ledger.shell.schemas_cli import RESULT_SCHEMAS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError, validators
@@ -113,7 +116,7 @@ def test_every_name_is_listed_and_each_schema_is_valid(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["schema"]) == 0
-    listed = json.loads(capsys.readouterr().out)
+    listed = [name for name in json.loads(capsys.readouterr().out) if name not in RESULT_SCHEMAS]
     assert sorted(listed) == sorted(VALID) == sorted(REQUEST_DOCUMENTS)
     for name in listed:
         assert main(["schema", name]) == 0
@@ -123,6 +126,32 @@ def test_every_name_is_listed_and_each_schema_is_valid(
         assert schema == request_schema(name)
         assert verdict(name, VALID[name]) is True
         assert schema_accepts(name, VALID[name]), name
+
+
+def test_every_result_contract_is_listed_and_printed_as_shipped(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["schema"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    results = {name: text for name, text in listed.items() if name.startswith("result-")}
+    assert sorted(RESULT_SCHEMAS.values()) == sorted(RESULT_CONTRACTS)
+    assert (
+        sorted(results)
+        == sorted(RESULT_SCHEMAS)
+        == [
+            "result-agent-runtime",
+            "result-source-capture",
+        ]
+    )
+    contracts = resources.files("aios_ledger.core.contracts")
+    for name, action in RESULT_SCHEMAS.items():
+        assert action in results[name] and "submit" in results[name]
+        assert main(["schema", name]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        shipped = json.loads((contracts / f"{RESULT_CONTRACTS[action]}.json").read_text())
+        assert printed == shipped
+        Draft202012Validator.check_schema(printed)
+        assert printed["$id"] == f"aios.result.{action}.v1"
 
 
 def test_an_unknown_name_is_a_usage_mistake(capsys: pytest.CaptureFixture[str]) -> None:

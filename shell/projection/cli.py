@@ -13,6 +13,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.shell.cli_support import (
     EXIT_REFUSED,
+    UsageError,
     database_path,
     emit,
     json_flag,
@@ -22,15 +23,19 @@ from aios_ledger.shell.cli_support import (
     read_json_argument,
     task_ledger,
 )
-from aios_ledger.shell.console import Shown, events_view
+from aios_ledger.shell.console import Shown, event_line, events_view, is_terminal
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import migrate_database, migration_status
 from aios_ledger.shell.db.pg import is_database_url
 from aios_ledger.shell.db.schema_dump import schema_sql
+from aios_ledger.shell.log.follow import follow_events, json_line, log_end
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.remote.bindings import HttpBindingResolver
 from aios_ledger.shell.remote.credentials import API_URL_ENV
+
+FOLLOW_INTERVAL = 0.5
+MAX_INTERVAL = 3600.0
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,8 +68,30 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     project.set_defaults(handler=_project)
 
-    events = commands.add_parser("events", help="a task's events in order")
-    events.add_argument("task_id")
+    events = commands.add_parser(
+        "events",
+        help="a task's events in order; with --follow, new events (of one task or all) as they "
+        "are sealed, until Ctrl-C",
+    )
+    events.add_argument("task_id", nargs="?", help="the task (optional with --follow: all tasks)")
+    events.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep printing new events, one JSON line each on a pipe, until Ctrl-C",
+    )
+    events.add_argument(
+        "--after",
+        type=int,
+        metavar="EVENT_ID",
+        help="with --follow: start after this event id (0: from the first event; default: "
+        "only events sealed from now on)",
+    )
+    events.add_argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help=f"with --follow: how often the log is read (default: {FOLLOW_INTERVAL})",
+    )
     json_flag(events)
     events.set_defaults(handler=_events)
 
@@ -141,9 +168,37 @@ def _preview_answer(preview: dict[str, Any]) -> Any:
     return EXIT_REFUSED
 
 
-def _events(args: argparse.Namespace) -> Shown:
+def _events(args: argparse.Namespace) -> Any:
+    if args.follow:
+        return _follow(args)
+    if args.task_id is None:
+        raise UsageError("USAGE_INVALID", "events needs a TASK_ID (or --follow for every task)")
+    if args.after is not None or args.interval is not None:
+        raise UsageError("USAGE_INVALID", "--after and --interval go with --follow")
     with task_ledger(args) as ledger:
         return Shown(ledger.events(args.task_id), events_view)
+
+
+def _follow(args: argparse.Namespace) -> int:
+    interval = FOLLOW_INTERVAL if args.interval is None else args.interval
+    if not 0 < interval <= MAX_INTERVAL or (args.after is not None and args.after < 0):
+        raise UsageError(
+            "USAGE_INVALID", f"--interval takes 0 < SECONDS <= {MAX_INTERVAL}; --after >= 0"
+        )
+    if args.task_id is not None:
+        with task_ledger(args) as ledger:
+            ledger.get(args.task_id)  # a mistyped id is TASK_NOT_FOUND, not a silent wait
+    line = json_line if args.json or not is_terminal(sys.stdout) else event_line
+    with open_database(args) as db:
+        follow_events(
+            db,
+            sys.stdout,
+            after=log_end(db) if args.after is None else args.after,
+            task_id=args.task_id,
+            interval=interval,
+            line=line,
+        )
+    return 0
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:

@@ -7,6 +7,7 @@ a command line.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from aios_ledger.core import (
@@ -22,8 +23,25 @@ from aios_ledger.core import (
 from aios_ledger.core.batches import each_item
 from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ReleaseRequest
-from aios_ledger.shell.cli_support import emit, json_flag, read_json_argument, task_ledger
-from aios_ledger.shell.console import Shown, history_view, task_view, tasks_view
+from aios_ledger.shell.cli_support import (
+    UsageError,
+    emit,
+    json_flag,
+    read_json_argument,
+    task_ledger,
+)
+from aios_ledger.shell.console import (
+    Shown,
+    history_view,
+    is_terminal,
+    print_changes,
+    task_view,
+    tasks_view,
+    watch_on_terminal,
+)
+
+WATCH_INTERVAL = 2.0
+MAX_WATCH_INTERVAL = 3600.0
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,6 +57,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     listing.add_argument("--status", help="only tasks of this status")
     listing.add_argument(
         "--limit", type=int, default=100, help=f"at most this many (<= {MAX_LIST})"
+    )
+    listing.add_argument(
+        "--watch",
+        type=float,
+        nargs="?",
+        const=WATCH_INTERVAL,
+        metavar="SECONDS",
+        help=f"keep listing until Ctrl-C: re-drawn every SECONDS (default {WATCH_INTERVAL}) on "
+        "a terminal; elsewhere one JSON array a line, each time the list changes",
     )
     json_flag(listing)
     listing.set_defaults(handler=_task_list)
@@ -137,9 +164,26 @@ def _task_create(args: argparse.Namespace) -> Any:
         )
 
 
-def _task_list(args: argparse.Namespace) -> Shown:
+def _task_list(args: argparse.Namespace) -> Any:
+    if args.watch is not None:
+        return _task_watch(args)
     with task_ledger(args) as ledger:
         return Shown(ledger.list_tasks(args.status, limit=args.limit), tasks_view)
+
+
+def _task_watch(args: argparse.Namespace) -> int:
+    if not 0 < args.watch <= MAX_WATCH_INTERVAL:
+        raise UsageError("USAGE_INVALID", f"--watch takes 0 < SECONDS <= {MAX_WATCH_INTERVAL}")
+    with task_ledger(args) as ledger:
+
+        def read() -> Any:
+            return ledger.list_tasks(args.status, limit=args.limit)
+
+        if not args.json and is_terminal(sys.stdout):
+            watch_on_terminal(read, tasks_view, sys.stdout, interval=args.watch)
+        else:
+            print_changes(read, sys.stdout, interval=args.watch)
+    return 0
 
 
 def _task_show(args: argparse.Namespace) -> Shown:
