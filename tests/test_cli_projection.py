@@ -186,3 +186,35 @@ def test_preview_names_the_refusal_and_still_shows_the_envelope(
     assert preview["refusal"]["code"] == "EXECUTION_DIGEST_DRIFT"
     assert preview["execution_digest"] == projection_mapping()["expected_execution_digest"]
     assert _database_files(db) == before
+
+
+def test_preview_names_every_expected_value_so_a_request_built_from_it_projects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An owner who only knows the task id and the binding: every `expected_*` field of the
+    draft is wrong, the preview says what each must be, and the draft with them projects."""
+    db = legacy_database(tmp_path / "ledger.db")
+    cli(capsys, "--db", str(db), "binding", "put", write(tmp_path / "b.json", binding().public()))
+    right = projection_mapping()
+    draft = {
+        **right,
+        "expected_metadata_sha256": "0" * 64,
+        "expected_required_capabilities_sha256": "1" * 64,
+        "expected_execution_digest": "sha256:" + "2" * 64,
+    }
+    code, preview, err = cli(
+        capsys,
+        "--db",
+        str(db),
+        "project",
+        TASK,
+        "--request",
+        write(tmp_path / "draft.json", draft),
+        "--preview",
+    )
+    assert code == 1 and err.startswith("METADATA_DIGEST_MISMATCH: ")
+    expected = preview["expected"]
+    assert expected == {key: value for key, value in right.items() if key.startswith("expected_")}
+    request = write(tmp_path / "request.json", {**draft, **expected})
+    code, projected, _ = cli(capsys, "--db", str(db), "project", TASK, "--request", request)
+    assert code == 0 and projected["execution_digest"] == expected["expected_execution_digest"]

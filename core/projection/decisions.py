@@ -207,6 +207,23 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
     }
 
 
+def projection_expectations(task: TaskRow, job_id: str, execution_digest: object) -> JsonObject:
+    """The `expected_*` values an initial projection request must carry for the task as it
+    stands now and the envelope its resolver gives: what an owner pins after reading a preview,
+    so that a task or an envelope that changes meanwhile is refused."""
+    return {
+        "expected_status": task.status,
+        "expected_revision": task.revision,
+        "expected_attempt": task.attempt,
+        "expected_metadata_sha256": sha256_hex(_projection_error(task.metadata)),
+        "expected_required_capabilities_sha256": sha256_hex(
+            _projection_error(task.required_capabilities)
+        ),
+        "expected_job_id": job_id,
+        "expected_execution_digest": execution_digest,
+    }
+
+
 def decide_projection(
     state: ProjectionState,
     request: ProjectionCommand,

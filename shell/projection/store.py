@@ -24,6 +24,8 @@ from aios_ledger.core import (
     decide_projection,
     prepare_projection,
 )
+from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.projection.decisions import projection_expectations
 from aios_ledger.shell.clock import Clock, configured_authorization, read_clock, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -153,11 +155,20 @@ class InitialExecutionProjectionStore:
             return plans.apply(decide(conn, plans))
 
         if preview:
-            return self._preview(envelope, lambda conn: decide(conn, PlanExecutor(conn)))
+            expected = None
+            if isinstance(request, InitialExecutionProjectionRequest) and seen.task is not None:
+                digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
+                expected = projection_expectations(seen.task, prepared.job_id, digest)
+            return self._preview(envelope, expected, lambda conn: decide(conn, PlanExecutor(conn)))
         answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
         return answer
 
-    def _preview(self, envelope: Any, decide: Callable[[Connection], object]) -> dict[str, Any]:
+    def _preview(
+        self,
+        envelope: Any,
+        expected: JsonObject | None,
+        decide: Callable[[Connection], object],
+    ) -> dict[str, Any]:
         refusal = None
         try:
             _projection_errors(lambda: self._db.read(decide))
@@ -170,6 +181,9 @@ class InitialExecutionProjectionStore:
             "envelope": envelope,
             "would_project": refusal is None,
             "refusal": refusal,
+            # The initial projection's expected_* values for the task and envelope as they
+            # stand now (None for a recovery request): a request that pins them projects.
+            "expected": expected,
         }
 
 
