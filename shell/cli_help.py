@@ -148,7 +148,7 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "repo show": (("aios-ledger repo show acme/widgets", "one governed repository"),),
     "propose": (("aios-ledger propose --json proposal.json", "record a bundle as the proposal"),),
     "proposals": (("aios-ledger proposals widgets-notes", "a task's proposals and their facts"),),
-    "write": (("aios-ledger write widgets-notes --json write.json", "write the verified proposal"),),
+    "write": (("aios-ledger write widgets-notes --json write.json", "write the verified work"),),
     "write-recover": (("aios-ledger write-recover", "settle writes a crash left in doubt"),),
     # -- the log
     "verify": (
