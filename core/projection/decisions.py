@@ -207,7 +207,7 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
     }
 
 
-def projection_expectations(task: TaskRow, job_id: str, execution_digest: object) -> JsonObject:
+def projection_expectations(task: TaskRow, job_id: str, execution_digest: str | None) -> JsonObject:
     """The `expected_*` values an initial projection request must carry for the task as it
     stands now and the envelope its resolver gives: what an owner pins after reading a preview,
     so that a task or an envelope that changes meanwhile is refused."""

@@ -158,7 +158,9 @@ class InitialExecutionProjectionStore:
             expected = None
             if isinstance(request, InitialExecutionProjectionRequest) and seen.task is not None:
                 digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
-                expected = projection_expectations(seen.task, prepared.job_id, digest)
+                expected = projection_expectations(
+                    seen.task, prepared.job_id, digest if isinstance(digest, str) else None
+                )
             return self._preview(envelope, expected, lambda conn: decide(conn, PlanExecutor(conn)))
         answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
         return answer
