@@ -25,7 +25,7 @@ import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.checkpointer import CheckpointRounds, install_checkpoint_rounds
 from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
-from aios_ledger.shell.db.pg import is_database_url
+from aios_ledger.shell.db.pg import is_database_url, refuse_unsupported_url
 from aios_ledger.shell.db.run import (
     Connection,
     Params,
@@ -106,6 +106,7 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise LedgerError("DATABASE_PATH_INVALID", f"{text!r} is not valid UTF-8") from None
+    refuse_unsupported_url(text)
     return text
 
 
