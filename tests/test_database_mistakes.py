@@ -198,6 +198,77 @@ def test_a_password_never_shows_in_messages() -> None:
 READS = [["task", "list"], ["status"], ["head"], ["verify"], ["migrate", "--status"]]
 
 
+@pytest.mark.parametrize("command", READS, ids=" ".join)
+def test_a_read_on_a_schema_without_a_ledger_is_not_found_and_creates_nothing(
+    capsys: pytest.CaptureFixture[str],
+    postgres_database: str,
+    database_name: str,
+    scratch_schema: str,
+    command: list[str],
+) -> None:
+    url = f"postgresql://postgres@127.0.0.1:5432/{database_name}?search_path={scratch_schema}"
+    code, err = refusal_in_process(capsys, "--db", url, *command)
+    assert code == 1 and err.startswith("DATABASE_NOT_FOUND: "), err
+    assert scratch_schema in err and "init" in err
+    assert schema_tables(postgres_database, scratch_schema) is None
+    # A schema that is there but empty holds no ledger either; it stays empty.
+    with psycopg.connect(postgres_database, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {scratch_schema}".encode())
+    code, err = refusal_in_process(capsys, "--db", url, *command)
+    assert code == 1 and err.startswith("DATABASE_NOT_FOUND: "), err
+    assert schema_tables(postgres_database, scratch_schema) == []
+
+
+def test_init_makes_the_schema_that_reads_then_find(
+    tmp_path: Path, database_name: str, scratch_schema: str
+) -> None:
+    url = f"postgresql://postgres@127.0.0.1:5432/{database_name}?search_path={scratch_schema}"
+    assert refusal(tmp_path, "--db", url, "status")[1].startswith("DATABASE_NOT_FOUND: ")
+    assert run_cli(tmp_path, "--db", url, "init").returncode == 0
+    assert run_cli(tmp_path, "--db", url, "status").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://postgres@127.0.0.1:5432/no_such_db_for_mistakes",
+        "postgresql:///no_such_db_for_mistakes",
+    ],
+)
+def test_a_database_the_server_does_not_have_is_not_found_and_named(
+    tmp_path: Path, database_name: str, url: str
+) -> None:
+    if url.startswith("postgresql:///"):
+        _local_socket()
+    for command in (["init"], ["task", "list"]):
+        code, err = refusal(tmp_path, "--db", url, *command)
+        assert code == 1 and err.startswith("DATABASE_NOT_FOUND: "), err
+        assert "'no_such_db_for_mistakes'" in err and "createdb" in err
+    with pytest.raises(LedgerError) as refused:
+        Database(url)
+    assert refused.value.code == "DATABASE_NOT_FOUND"
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("postgresql://127.0.0.1:1/x", '"127.0.0.1", port 1'),
+        ("postgresql://no-such-host.invalid/x", "no-such-host.invalid"),
+    ],
+)
+def test_a_server_that_is_not_there_is_unavailable_at_once_naming_it(
+    tmp_path: Path, url: str, named: str
+) -> None:
+    """One attempt, one line: the pool's retries (and their log lines) never start."""
+    for command in (["init"], ["task", "list"]):
+        code, err = refusal(tmp_path, "--db", url, *command)
+        assert code == 1 and err.startswith("DATABASE_UNAVAILABLE: "), err
+        assert named in err
+    with pytest.raises(LedgerError) as refused:
+        Database(url)
+    assert refused.value.code == "DATABASE_UNAVAILABLE" and named in refused.value.detail
+
+
 @pytest.mark.parametrize(
     "url",
     ["mysql://user@host/db", "sqlite:///ledger.db", "http://host/ledger", "MySQL://h/db"],
