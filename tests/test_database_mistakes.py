@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -316,6 +316,45 @@ def _truncated(path: Path) -> Path:
     return path
 
 
+@pytest.mark.parametrize("damage", [_garbage, _truncated], ids=["garbage", "truncated"])
+def test_a_damaged_file_is_corrupt_names_the_file_and_says_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Callable[[Path], Path]
+) -> None:
+    ledger = damage(tmp_path / "ledger.db")
+    before = ledger.read_bytes()
+    request = _create_request(tmp_path)
+    answers = [refusal(tmp_path, "--db", str(ledger), "task", "list")]
+    for command in (["status"], ["verify"], ["task", "create", "--json", str(request)]):
+        answers.append(refusal_in_process(capsys, "--db", str(ledger), *command))
+    for code, err in answers:
+        assert code == 1 and err.startswith("DATABASE_CORRUPT: "), err
+        assert repr(str(ledger)) in err and "backup" in err
+    with pytest.raises(LedgerError) as refused:
+        TaskLedger(ledger).list_tasks()
+    assert refused.value.code == "DATABASE_CORRUPT" and str(ledger) in refused.value.detail
+    assert ledger.read_bytes() == before
+
+
+def test_a_directory_is_refused_and_named_with_the_file_to_give(tmp_path: Path) -> None:
+    folder = tmp_path / "ledgers"
+    folder.mkdir()
+    for command in (["init"], ["task", "list"]):
+        code, err = refusal(tmp_path, "--db", str(folder), *command)
+        assert code == 1 and err.startswith("DATABASE_PATH_INVALID: "), err
+        assert f"{str(folder)!r} is a directory" in err
+        assert repr(str(folder / "aios-ledger.db")) in err
+    assert os.listdir(folder) == []
+
+
+def test_a_file_in_a_missing_folder_is_not_found_and_names_the_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+    for command in (["init"], ["task", "list"]):
+        code, err = refusal(tmp_path, "--db", str(missing / "ledger.db"), *command)
+        assert code == 1 and err.startswith("DATABASE_NOT_FOUND: "), err
+        assert repr(str(missing)) in err
+    assert not missing.exists()
+
+
 @pytest.fixture
 def read_only_ledger(tmp_path: Path) -> Iterator[Path]:
     """A ledger no one may write, root included (chattr's immutable flag: as root, a file's
@@ -329,3 +368,18 @@ def read_only_ledger(tmp_path: Path) -> Iterator[Path]:
         yield ledger
     finally:
         subprocess.run([chattr, "-i", str(ledger)], check=True)
+
+
+def test_a_write_to_a_read_only_file_is_read_only_and_names_the_file(
+    tmp_path: Path, read_only_ledger: Path
+) -> None:
+    request = _create_request(tmp_path)
+    before = read_only_ledger.read_bytes()
+    code, err = refusal(
+        tmp_path, "--db", str(read_only_ledger), "task", "create", "--json", str(request)
+    )
+    assert code == 1 and err.startswith("DATABASE_READ_ONLY: "), err
+    assert repr(str(read_only_ledger)) in err and "writable" in err
+    listed = run_cli(tmp_path, "--db", str(read_only_ledger), "task", "list")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+    assert read_only_ledger.read_bytes() == before
