@@ -24,6 +24,7 @@ from aios_ledger.shell.db.connection import (
     is_database_url,
     resolve_path,
 )
+from aios_ledger.shell.db.pg_database import require_ledger
 from aios_ledger.shell.tasks.ledger import TaskLedger
 
 DEFAULT_DB = "aios-ledger.db"
@@ -95,7 +96,8 @@ def database_path(args: argparse.Namespace) -> str:
     migrate_on_open(args)  # an unclear setting is a usage mistake, whatever the path
     path = _named_database(args)
     if is_database_url(path):
-        return path  # a server's database: the connection says whether it is there
+        require_ledger(path)  # a schema without a ledger is not created by a read
+        return path
     if not database_file_exists(resolve_path(path)):
         raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
     return path

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import os
 import random
 import stat
@@ -25,7 +26,7 @@ import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.checkpointer import CheckpointRounds, install_checkpoint_rounds
 from aios_ledger.shell.db.migrator import apply_migrations, plan_on_open
-from aios_ledger.shell.db.pg import is_database_url
+from aios_ledger.shell.db.pg import is_database_url, refuse_unsupported_url
 from aios_ledger.shell.db.run import (
     Connection,
     Params,
@@ -87,10 +88,32 @@ _BEGIN_READ = _TEXTS["begin_read"]
 _COMMIT = _TEXTS["commit"]
 
 
-def storage_error(exc: apsw.Error) -> LedgerError:
+# What to do about a storage failure of a file, after SQLite's words and the file's name.
+_ADVICE = {
+    "DATABASE_CORRUPT": (
+        "it is not a SQLite database, or it is damaged: check that --db names the ledger's "
+        "file; otherwise restore it from a backup (a copy of the file, or one `aios-ledger copy` "
+        "made) and check it with `aios-ledger verify`"
+    ),
+    "DATABASE_READ_ONLY": (
+        "this user cannot write it or its folder (SQLite writes its -wal and -shm files beside "
+        "it): make both writable, or run the command as the ledger's owner"
+    ),
+    "DATABASE_CANNOT_OPEN": (
+        "check that the path and its folder exist and that this user may read and write them"
+    ),
+}
+
+
+def storage_error(exc: apsw.Error, path: str | None = None) -> LedgerError:
+    """SQLite's failure as the ledger's code; with the database's `path`, a failure of the file
+    itself names it and says what to do."""
     for kind, code in _STORAGE_ERRORS:
         if isinstance(exc, kind):
-            return LedgerError(code, str(exc))
+            advice = _ADVICE.get(code)
+            if path is None or path == ":memory:" or advice is None:
+                return LedgerError(code, str(exc))
+            return LedgerError(code, f"{path[:200]!r}: {exc}: {advice}")
     return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {exc}")
 
 
@@ -106,6 +129,7 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise LedgerError("DATABASE_PATH_INVALID", f"{text!r} is not valid UTF-8") from None
+    refuse_unsupported_url(text)
     return text
 
 
@@ -120,7 +144,11 @@ def database_file_exists(path: str) -> bool:
         detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
         raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {detail}") from None
     if stat.S_ISDIR(mode):
-        raise LedgerError("DATABASE_PATH_INVALID", f"{path} is a directory")
+        suggested = os.path.join(path, "aios-ledger.db")
+        raise LedgerError(
+            "DATABASE_PATH_INVALID",
+            f"{path[:200]!r} is a directory: name the ledger's file, e.g. {suggested[:200]!r}",
+        )
     if not stat.S_ISREG(mode):
         raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r} is not a regular file")
     return True
@@ -209,7 +237,7 @@ class Database:
         try:
             self.conn = apsw.Connection(self.path, flags=flags, vfs=vfs)
         except apsw.Error as exc:
-            raise storage_error(exc) from None
+            raise storage_error(exc, self.path) from None
         try:
             self._prepare(synchronous, vfs, step)
         except BaseException:
@@ -228,7 +256,7 @@ class Database:
             # statistics; the hot reads name their index), so nothing is lost by fixing them.
             self.conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         except apsw.Error as exc:
-            raise storage_error(exc) from None
+            raise storage_error(exc, self.path) from None
         # The schema is read before the journal mode is set, which writes to the file: a
         # database that is refused is left exactly as it was.
         plan = None
@@ -245,7 +273,7 @@ class Database:
             execute(self.conn, f"pragma_synchronous_{synchronous.lower()}")
             self.checkpoints = install_checkpoint_rounds(self.conn, self.path, vfs, synchronous)
         except apsw.Error as exc:
-            raise storage_error(exc) from None
+            raise storage_error(exc, self.path) from None
         if plan is not None and not plan.is_current:
             self.write(apply_migrations)
 
@@ -257,7 +285,7 @@ class Database:
         try:
             self.conn.close()
         except apsw.Error as exc:
-            raise storage_error(exc) from None
+            raise storage_error(exc, self.path) from None
 
     def start_group_commit(
         self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
@@ -268,7 +296,10 @@ class Database:
 
         if self.group_commit is None:
             self.group_commit = GroupCommit(
-                self, storage_error=storage_error, max_batch=max_batch, on_batch=on_batch
+                self,
+                storage_error=functools.partial(storage_error, path=self.path),
+                max_batch=max_batch,
+                on_batch=on_batch,
             )
         return self.group_commit
 
@@ -285,7 +316,7 @@ class Database:
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         except apsw.Error as exc:
-            raise storage_error(exc) from None
+            raise storage_error(exc, self.path) from None
         return conn
 
     def _close_quietly(self) -> None:
@@ -352,7 +383,7 @@ class Database:
             except (apsw.BusyError, apsw.LockedError) as exc:
                 self._back_off(retry, exc)
             except apsw.Error as exc:
-                raise storage_error(exc) from None
+                raise storage_error(exc, self.path) from None
         raise AssertionError("unreachable")
 
     def _back_off(self, retry: int, exc: apsw.Error) -> None:

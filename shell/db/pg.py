@@ -2,8 +2,9 @@
 running a named statement on it, and psycopg's errors as the ledger's codes.
 
 A URL (`postgresql://` or `postgres://`) selects PostgreSQL wherever a path selects SQLite. Its
-`search_path` query parameter (as dbmate reads it) names the schema the ledger lives in, default
-`aios_ledger`; the rest of the URL is libpq's.
+`search_path` query parameter (as dbmate reads it), or a `search_path` set in libpq's `options`
+parameter, names the schema the ledger lives in, default `aios_ledger`; the rest of the URL is
+libpq's, handed over as written. A URL of any other scheme is refused, never taken as a file.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 import attrs
 import psycopg
@@ -25,53 +26,111 @@ URL_SCHEMES = ("postgresql", "postgres")
 DEFAULT_SCHEMA = "aios_ledger"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _INT64 = range(-(2**63), 2**63)
+# What reads as a URL (RFC 3986's scheme, then `//`) rather than a file name that holds a colon.
+_URL_SHAPE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+# A search_path setting inside libpq's `options` (`-c search_path=x`, `-csearch_path=x`,
+# `--search_path=x`).
+_OPTIONS_SEARCH_PATH = re.compile(r"(?:^|\s)(?:-c\s*|--)search_path=(\S*)")
+SUPPORTED_FORMS = (
+    "a SQLite file's path (e.g. ./ledger.db), or a PostgreSQL URL: postgresql://user@host:port/"
+    "dbname, postgres://..., postgresql:///dbname for the local socket, with ?search_path=schema "
+    "to choose the ledger's schema (default aios_ledger)"
+)
+
+
+def url_scheme(target: object) -> str | None:
+    """The scheme of `target` when it reads as a URL (`scheme://...`), else None (a file name)."""
+    if not isinstance(target, str):
+        return None
+    shape = _URL_SHAPE.match(target)
+    return shape.group(1).lower() if shape else None
 
 
 def is_database_url(target: object) -> bool:
     """Whether `target` (a path or a URL) names a PostgreSQL database."""
-    if not isinstance(target, str):
-        return False
-    scheme, sep, _ = target.partition("://")
-    return bool(sep) and scheme.lower() in URL_SCHEMES
+    return url_scheme(target) in URL_SCHEMES
+
+
+def refuse_unsupported_url(target: str) -> None:
+    """A URL of another scheme (`mysql://`, `sqlite://`, `http://`) is a mistake, never a file
+    name: SQLite would take `mysql://h/db` as the file `db` in the folder `mysql:/h`."""
+    scheme = url_scheme(target)
+    if scheme is not None and scheme not in URL_SCHEMES:
+        raise LedgerError(
+            "DATABASE_URL_UNSUPPORTED",
+            f"{target[:200]!r}: {scheme}:// is not a database this ledger opens; give "
+            + SUPPORTED_FORMS,
+        )
 
 
 @attrs.frozen
 class PostgresTarget:
-    """A ledger on PostgreSQL: libpq's URL (without `search_path`) and the ledger's schema."""
+    """A ledger on PostgreSQL: libpq's URL (without `search_path`), the ledger's schema, and the
+    URL's own `options` (libpq's; the schema's setting is added to them on connect)."""
 
     conninfo: str
     schema: str
+    options: str = ""
 
     @classmethod
     def parse(cls, url: str) -> PostgresTarget:
-        try:
-            parts = urlsplit(url)
-            query = parse_qsl(parts.query, keep_blank_values=True)
-        except ValueError as exc:
-            raise LedgerError("DATABASE_URL_INVALID", f"not a database URL: {exc}") from None
-        schemas = [value for key, value in query if key == "search_path"]
+        """Only the query is taken apart, by libpq's rules (`&`-separated `key=value`, percent-
+        decoded, `+` is a plus); the rest goes to libpq as written, so that every form it takes
+        stays intact (`postgresql:///db`, `postgresql://%2Fvar%2Frun%2Fpostgresql/db`)."""
+        base, _, query = url.partition("?")
+        kept: list[str] = []
+        schemas: list[str] = []
+        options = ""
+        for pair in filter(None, query.split("&")):
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise LedgerError(
+                    "DATABASE_URL_INVALID",
+                    f"the URL's parameter {unquote(key)[:60]!r} has no value: write key=value",
+                )
+            if unquote(key) == "search_path":
+                schemas.append(unquote(value))
+                continue
+            if unquote(key) == "options":
+                options = unquote(value)
+            kept.append(pair)
+        schemas.extend(_OPTIONS_SEARCH_PATH.findall(options))
         schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+        if len(set(schemas)) > 1:
+            raise LedgerError(
+                "DATABASE_URL_INVALID",
+                f"the URL names the schemas {sorted(set(schemas))}: give one, as ?search_path=name",
+            )
         if not _SCHEMA_NAME.fullmatch(schema):
             raise LedgerError(
                 "DATABASE_URL_INVALID",
                 "search_path must name one schema of lower-case letters, digits and underscores",
             )
-        rest = urlencode([(key, value) for key, value in query if key != "search_path"])
-        return cls(urlunsplit(parts._replace(query=rest)), schema)
+        conninfo = f"{base}?{'&'.join(kept)}" if kept else base
+        return cls(conninfo, schema, options)
 
     def redacted(self) -> str:
         """The URL without its password, with its schema, for messages."""
-        parts = urlsplit(self.conninfo)
-        if parts.password is not None:
-            host = parts.netloc.rpartition("@")[2]
-            parts = parts._replace(netloc=f"{parts.username}:***@{host}")
-        query = "&".join(filter(None, [parts.query, f"search_path={self.schema}"]))
-        return urlunsplit(parts._replace(query=query))
+        base, _, query = self.conninfo.partition("?")
+        scheme, _, rest = base.partition("://")
+        authority, slash, path = rest.partition("/")
+        user, at, host = authority.rpartition("@")
+        if at and ":" in user:
+            authority = f"{user.partition(':')[0]}:***@{host}"
+        pairs = [
+            "password=***" if unquote(pair.partition("=")[0]) == "password" else pair
+            for pair in filter(None, query.split("&"))
+        ]
+        pairs.append(f"search_path={self.schema}")
+        return f"{scheme}://{authority}{slash}{path}?{'&'.join(pairs)}"
 
     def connect_options(self) -> dict[str, Any]:
+        # The URL's own `options` stay (a statement_timeout, say); the schema's setting comes
+        # last, so that it is the one that holds.
+        schema_option = f"-c search_path={self.schema}"
         return {
             "autocommit": True,
-            "options": f"-c search_path={self.schema}",
+            "options": f"{self.options} {schema_option}" if self.options else schema_option,
             "connect_timeout": int(os.environ.get("AIOS_LEDGER_PG_CONNECT_TIMEOUT", "5")),
             "application_name": "aios-ledger",
         }

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +45,7 @@ from aios_ledger.shell.db.pg import (
     is_unavailable,
     pg_error,
 )
-from aios_ledger.shell.db.run import fetch_value
+from aios_ledger.shell.db.run import fetch_all, fetch_value
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -87,6 +88,9 @@ class PostgresDatabase(Database):
         size = int(os.environ.get(POOL_SIZE_ENV, "4"))
         options = self.target.connect_options()
         self._timeout = float(options["connect_timeout"])
+        # One connection first, outside the pool, which would retry a refused one until its
+        # timeout and keep the reason to its log: a mistake in the URL is answered at once.
+        first_connection(self.target).close()
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             self.target.conninfo,
             kwargs=options,
@@ -216,3 +220,45 @@ class PostgresDatabase(Database):
 
 
 URL_ENGINES.append(PostgresDatabase)
+
+# libpq's words when the server refuses a database it does not have (its FATAL message in the
+# server's language: another language's is answered as DATABASE_UNAVAILABLE, with its words).
+_NO_SUCH_DATABASE = re.compile(r'database "(?P<name>(?:[^"]|"")*)" does not exist')
+
+
+def first_connection(target: PostgresTarget) -> psycopg.Connection[Any]:
+    """A connection to `target`'s database, or the reason there is none as a code: a database
+    the server does not have is DATABASE_NOT_FOUND; a server that cannot be reached (a refused
+    port, a host name that does not resolve, a role refused) is DATABASE_UNAVAILABLE, with
+    libpq's reason, which names the host and port."""
+    where = target.redacted()
+    try:
+        return psycopg.connect(target.conninfo, **target.connect_options())
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split()).removeprefix("connection failed: ")
+        missing = _NO_SUCH_DATABASE.search(reason)
+        if missing is not None:
+            raise LedgerError(
+                "DATABASE_NOT_FOUND",
+                f"the server has no database {missing['name']!r} ({where}): create it "
+                f"(createdb {missing['name']}) or name an existing one in the URL",
+            ) from None
+        raise LedgerError("DATABASE_UNAVAILABLE", f"cannot connect to {where}: {reason}") from None
+
+
+def require_ledger(url: str) -> None:
+    """Refuse a URL whose schema holds no ledger (it does not exist, or holds no table) with
+    DATABASE_NOT_FOUND, creating nothing: the command line's counterpart of a missing file
+    (only `init` and `migrate` create a ledger)."""
+    target = PostgresTarget.parse(url)
+    with first_connection(target) as raw:
+        try:
+            tables = fetch_all(PgConnection(raw), "list_tables")
+        except psycopg.Error as exc:
+            raise pg_error(exc) from None
+    if not tables:
+        raise LedgerError(
+            "DATABASE_NOT_FOUND",
+            f"no ledger in the schema {target.schema!r} of {target.redacted()}: "
+            "`aios-ledger --db URL init` creates one (or check ?search_path=)",
+        )
