@@ -12,12 +12,20 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, settings
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.location import PyTestLocation
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "snapshots"
+
+# A property is judged by its examples, never by the speed of a machine: CI shares two cores with
+# four test processes, where generating one example can take a second. So no deadline and no
+# too_slow health check, for every property (a test's own @settings keeps these unless it names
+# them).
+settings.register_profile("ledger", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ledger")
 
 
 class LedgerSnapshots(JSONSnapshotExtension):

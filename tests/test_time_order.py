@@ -74,7 +74,9 @@ def _stored_times(path: Path) -> list[str]:
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(st.integers(min_value=0, max_value=86_400_000))
 def test_every_time_a_lifecycle_writes_has_the_one_form(tmp_path: Path, offset_ms: int) -> None:
