@@ -49,7 +49,8 @@ def test_an_owner_registers_a_repository_and_writes_a_proposal(tmp_path: Path) -
     bare, base = make_repository(tmp_path)
     ok(db, "init")
     added = ok(db, "repo", "add", "acme/widgets", str(bare), "--protected", "hotfix/*")
-    assert added["protected"] == ["main", "hotfix/*"] and added["idempotent"] is False
+    assert added["protected"] == ["main", "master", "release/*", "hotfix/*"]
+    assert added["idempotent"] is False
     assert ok(db, "repo", "add", "acme/widgets", str(bare), "--protected", "hotfix/*")["idempotent"]
     assert refused(db, "repo", "add", "acme/widgets", str(bare)) == "REPOSITORY_CONFLICT"
     assert refused(db, "repo", "add", "acme/other", str(tmp_path)) == "REPOSITORY_NOT_BARE"

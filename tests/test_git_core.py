@@ -270,7 +270,17 @@ def test_registering_a_repository_is_golden_replayed_and_conflicts(
 def test_protected_patterns_are_a_table(golden: SnapshotAssertion) -> None:
     patterns = protected_patterns("develop", None)
     assert patterns == ["develop", "main", "master", "release/*"]
-    assert protected_patterns("main", ["agent/locked/*"]) == ["main", "agent/locked/*"]
+    # Asked-for patterns add to the defaults; only `default_protection=False` replaces them.
+    assert protected_patterns("main", ["agent/locked/*"]) == [
+        "main",
+        "master",
+        "release/*",
+        "agent/locked/*",
+    ]
+    assert protected_patterns("main", ["agent/locked/*"], default_protection=False) == [
+        "main",
+        "agent/locked/*",
+    ]
     refs = [
         "refs/heads/main",
         "refs/heads/develop",

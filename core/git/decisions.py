@@ -94,10 +94,13 @@ def decide_register_repository(
     head_branch: str | None,
 ) -> Decision[RepositoryAnswer]:
     """Register a bare repository under the name bindings use, with its protected patterns
-    (`head_branch` is its HEAD branch as the shell read it). The same registration again is a
-    replay; another under a taken name is `REPOSITORY_CONFLICT`."""
+    (`head_branch` is its HEAD branch as the shell read it). The same registration again (the
+    same path, HEAD branch and patterns, however they were asked for) is a replay; another
+    under a taken name is `REPOSITORY_CONFLICT`."""
     require_timestamp(now)
-    patterns = protected_patterns(head_branch, request.protected)
+    patterns = protected_patterns(
+        head_branch, request.protected, default_protection=request.default_protection
+    )
     row = RepositoryRow(
         name=request.name,
         path=request.path,
@@ -128,6 +131,7 @@ def decide_register_repository(
             "path": row.path,
             "head_branch": row.head_branch,
             "protected": list[JsonValue](patterns),
+            "default_protection": request.default_protection,
         },
         created_at=now.text,
         rows=(row.image(),),

@@ -45,13 +45,16 @@ def branch_of(ref: str) -> str | None:
     return ref[len(HEADS) :] if ref.startswith(HEADS) else None
 
 
-def protected_patterns(head_branch: str | None, requested: Sequence[str] | None) -> list[str]:
+def protected_patterns(
+    head_branch: str | None, requested: Sequence[str] | None, *, default_protection: bool = True
+) -> list[str]:
     """The patterns a repository is registered with: its HEAD branch always (the mainline is
-    never an agent's), then those asked for, or the defaults (main, master, release/*), in
-    order, without repeats."""
+    never an agent's), then the defaults (main, master, release/*) unless `default_protection`
+    is off, then those asked for, in order, without repeats. Asking for patterns adds to the
+    defaults: only `default_protection=False` replaces them."""
     chosen: list[str] = []
-    asked = list(DEFAULT_PROTECTED) if requested is None else list(requested)
-    for pattern in [*([head_branch] if head_branch else []), *asked]:
+    defaults = list(DEFAULT_PROTECTED) if default_protection else []
+    for pattern in [*([head_branch] if head_branch else []), *defaults, *(requested or [])]:
         if pattern not in chosen:
             chosen.append(pattern)
     return chosen

@@ -29,12 +29,15 @@ RefName = Annotated[str, Text(max_length=300, pattern=re.compile(r"^(HEAD|refs/h
 
 @attrs.frozen
 class RegisterRepositoryRequest:
-    """`repo add NAME PATH [--protected PATTERN ...]`: `path` is the bare repository's absolute
-    path as the shell resolved it; `protected` None means the defaults."""
+    """`repo add NAME PATH [--protected PATTERN ...] [--no-default-protection]`: `path` is the
+    bare repository's absolute path as the shell resolved it; `protected` adds patterns to the
+    defaults (HEAD's branch, main, master, release/*), or, with `default_protection` false, to
+    HEAD's branch alone."""
 
     name: Annotated[str, Text(max_length=300, pattern=REPOSITORY)]
     path: Annotated[str, Text(max_length=4096)]
     protected: list[Annotated[str, Text(max_length=200, pattern=PATTERN)]] | None = None
+    default_protection: bool = True
 
     @classmethod
     def from_mapping(cls, raw: object) -> RegisterRepositoryRequest:

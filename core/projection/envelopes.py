@@ -15,6 +15,7 @@ from typing import Annotated, Any, NewType
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_json
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.refnames import git_branch_problem, require_branch_name
 from aios_ledger.core.jsonvalue import JsonObject, check_json
 from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
 from aios_ledger.core.structuring import FieldRefused, register_kind, structure, unstructure
@@ -51,24 +52,15 @@ def _object_id(value: Any) -> ObjectId:
 
 def _branch(value: Any) -> BranchName:
     name: str = _BRANCH_TEXT(value)
-    forbidden = (
-        name.startswith(("-", "/", "."))
-        or name.endswith(("/", ".", ".lock"))
-        or ".." in name
-        or "//" in name
-        or "@{" in name
-        or "/." in name
-        or any(ch in name for ch in " ~^:?*[\\\x7f")
-        or any(ord(ch) < 32 for ch in name)
-    )
-    if forbidden:
-        raise FieldRefused(f"{name!r} is not a valid git branch name")
+    problem = git_branch_problem(name)
+    if problem is not None:
+        raise FieldRefused(f"{name!r} is not a valid git branch name: it {problem}")
     return BranchName(name)
 
 
 # `_branch`'s rules as one pattern, for the schema (a test holds the two to each other).
 BRANCH_FORM = (
-    r"^(?![-/.])(?!.*(?:\.\.|//|@\{|/\.))(?!.*(?:/|\.|\.lock)$)"
+    r"^(?!-)(?!HEAD$)(?![./])(?!.*(?:\.\.|//|@\{|/\.|\.lock/))(?!.*(?:/|\.|\.lock)$)"
     r"[^\u0000-\u0020~^:?*\[\\\u007f]+$"
 )
 
@@ -100,6 +92,7 @@ class GovernedExecutionBinding:
             raise LedgerError(
                 "BINDING_PROTECTED_BRANCH", f"target_branch {self.target_branch!r} is protected"
             )
+        require_branch_name(self.target_branch)
         if len(self.base_oid) != len(self.expected_branch_oid):
             raise LedgerError("BINDING_INVALID", "base_oid and expected_branch_oid mix hash kinds")
         if self.branch_mode == "CREATE_NEW" and self.expected_branch_oid != self.base_oid:

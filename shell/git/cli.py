@@ -25,8 +25,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--protected",
         action="append",
         metavar="PATTERN",
-        help="a protected branch pattern (repeatable; default: HEAD's branch, main, master, "
-        "release/*)",
+        help="a protected branch pattern, added to the defaults (repeatable; the defaults: "
+        "HEAD's branch, main, master, release/*)",
+    )
+    add.add_argument(
+        "--no-default-protection",
+        dest="default_protection",
+        action="store_false",
+        help="protect only HEAD's branch and the --protected patterns, not main, master, release/*",
     )
     add.set_defaults(handler=_repo_add)
     listing = repo_commands.add_parser("list", help="the governed repositories")
@@ -66,7 +72,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _repo_add(args: argparse.Namespace) -> Any:
     with open_database(args) as db:
-        return add_repository(db, args.name, args.path, args.protected)
+        return add_repository(
+            db, args.name, args.path, args.protected, default_protection=args.default_protection
+        )
 
 
 def _repo_list(args: argparse.Namespace) -> Any:

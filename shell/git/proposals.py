@@ -2,16 +2,19 @@
 
 The worker bundles what the agent committed in its workspace (`bundle_workspace`); the ledger
 takes the bundle's bytes (from the worker, or uploaded through the API), bounds their size,
-verifies them (`git bundle verify`) and fetches them into a quarantine before anything reads
-them, then stores a bundle that passed content-addressed beside the database
-(`<db>.proposals/<sha256>.bundle`; on PostgreSQL in `$AIOS_LEDGER_PROPOSALS_DIR`, else in a
-folder per ledger under `$XDG_DATA_HOME/aios-ledger/proposals/`: `proposals_dir`). The
-quarantine is a scratch repository whose object store borrows the governed repository's (git's
-alternates, as its own receive quarantine does), so that nothing is written to the governed
-repository until a governed write. There it reads the refs, the files the commits change
-against the base, their sizes, whether the head descends from the base, and what the
-`detect-secrets` scanner finds in the changed files; the ledger records those facts with the
-proposal (`decide_record_proposal`).
+verifies them (`git bundle verify`), checks every object they bring as `receive.fsckObjects`
+would (`git index-pack --strict`: a `.git` path, a hostile `.gitmodules`...) and fetches them
+into a quarantine before anything reads them, then stores a bundle that passed
+content-addressed beside the database (`<db>.proposals/<sha256>.bundle`; on PostgreSQL in
+`$AIOS_LEDGER_PROPOSALS_DIR`, else in a folder per ledger under
+`$XDG_DATA_HOME/aios-ledger/proposals/`: `proposals_dir`). The quarantine is a scratch
+repository whose object store borrows the governed repository's (git's alternates, as its own
+receive quarantine does), so that nothing is written to the governed repository until a
+governed write. There it reads the refs, the tree entries the commits add (a symbolic link out
+of the tree, or a gitlink the repository does not allow, is refused: `core.git.hygiene`), the
+files the commits change against the base, their sizes, whether the head descends from the
+base, and what the `detect-secrets` scanner finds in the changed files; the ledger records
+those facts with the proposal (`decide_record_proposal`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,13 @@ from aios_ledger.core import (
     decide_record_proposal,
 )
 from aios_ledger.core.git.decisions import task_binding
+from aios_ledger.core.git.hygiene import (
+    GITLINK_MODE,
+    SYMLINK_MODE,
+    TreeEntry,
+    fsck_refusal,
+    require_safe_entries,
+)
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record
@@ -48,6 +58,8 @@ QUARANTINE = "refs/aios-quarantine"
 _SCANNER = threading.Lock()
 SCRATCH_REFS = "refs/proposal"
 PROPOSALS_DIR_ENV = "AIOS_LEDGER_PROPOSALS_DIR"
+# The governed repository's own git setting that lets proposals carry gitlinks (submodules).
+ALLOW_GITLINKS_KEY = "aios-ledger.allowGitlinks"
 
 
 @attrs.frozen
@@ -164,6 +176,105 @@ def bundle_heads(git_dir: str, path: Path, limits: ProposalLimits) -> dict[str, 
     return heads
 
 
+def check_objects(git_dir: str, path: Path) -> None:
+    """git's own object checks over every object the bundle brings, as `receive.fsckObjects`
+    runs them on a push (`index-pack --strict`: the checks of `git fsck`, its warnings such as
+    `hasDotgit` as errors, and links to objects neither the bundle nor the repository holds);
+    the pack is indexed in the scratch quarantine `git_dir` only."""
+    data = path.read_bytes()
+    header_end = data.find(b"\n\n")
+    pack = data[header_end + 2 :] if header_end >= 0 else b""
+    if not pack.startswith(b"PACK"):
+        raise LedgerError("BUNDLE_INVALID", "the bundle holds no pack after its header")
+    checked = run_git(
+        ["--git-dir", git_dir, "index-pack", "--stdin", "--fix-thin", "--strict"],
+        stdin=pack,
+        check=False,
+        timeout=300,
+    )
+    if checked.returncode != 0:
+        report = checked.stderr.decode("utf-8", "replace")
+        if "fsck error" in report:
+            raise fsck_refusal(report)
+        lines = report.strip().splitlines()
+        raise LedgerError("BUNDLE_INVALID", lines[-1] if lines else "git index-pack refused it")
+
+
+def allows_gitlinks(repository_path: str) -> bool:
+    """Whether the governed repository's owner set `aios-ledger.allowGitlinks` (default off)."""
+    found = run_git(
+        ["--git-dir", repository_path, "config", "--type=bool", "--get", ALLOW_GITLINKS_KEY],
+        check=False,
+    )
+    return found.returncode == 0 and found.text.strip() == "true"
+
+
+def added_entries(git_dir: str, tips: list[str], base: str) -> list[TreeEntry]:
+    """The symbolic links and gitlinks that the commits of `tips` not in `base` add or change,
+    each commit against its first parent (an entry it shares with that parent was checked with
+    the parent, or is the repository's own), with each link's target."""
+    listed = run_git(
+        ["--git-dir", git_dir, "rev-list", "--parents", *tips, "--not", base],
+        max_output=64 << 20,
+    )
+    pairs = [" ".join(line.split()[:2]) for line in listed.text.splitlines() if line.strip()]
+    if not pairs:
+        return []
+    raw = run_git(
+        [
+            "--git-dir",
+            git_dir,
+            "diff-tree",
+            "--stdin",
+            "--root",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--no-commit-id",
+            "--raw",
+        ],
+        stdin="".join(f"{pair}\n" for pair in pairs).encode(),
+        max_output=256 << 20,
+        timeout=300,
+    ).stdout
+    parts = raw.split(b"\0")
+    found: dict[tuple[str, str], str] = {}
+    for meta_bytes, name in zip(parts[0::2], parts[1::2], strict=False):
+        meta = meta_bytes.decode("ascii", "replace").lstrip(":").split(" ")
+        if len(meta) >= 5 and meta[1] in (SYMLINK_MODE, GITLINK_MODE) and meta[4] != "D":
+            found[(name.decode("utf-8", "surrogateescape"), meta[3])] = meta[1]
+    targets = _symlink_targets(
+        git_dir, sorted({oid for (_path, oid), mode in found.items() if mode == SYMLINK_MODE})
+    )
+    return [
+        TreeEntry(path, mode, oid, targets.get(oid) if mode == SYMLINK_MODE else None)
+        for (path, oid), mode in sorted(found.items())
+    ]
+
+
+def _symlink_targets(git_dir: str, oids: list[str]) -> dict[str, str]:
+    """Each symbolic link blob's bytes (its target), read in one `cat-file --batch`."""
+    if not oids:
+        return {}
+    out = run_git(
+        ["--git-dir", git_dir, "cat-file", "--batch"],
+        stdin="".join(f"{oid}\n" for oid in oids).encode(),
+        max_output=64 << 20,
+    ).stdout
+    targets: dict[str, str] = {}
+    at = 0
+    for oid in oids:
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].decode("ascii", "replace").split(" ")
+        if len(header) != 3 or header[0] != oid or header[1] != "blob":
+            raise LedgerError("BUNDLE_INVALID", f"the symbolic link {oid} is not a blob")
+        size = int(header[2])
+        content = out[header_end + 1 : header_end + 1 + size]
+        targets[oid] = content.decode("utf-8", "backslashreplace")
+        at = header_end + 1 + size + 1
+    return targets
+
+
 def fetch_bundle(git_dir: str, path: Path, prefix: str, *, only_head: bool = False) -> None:
     """Fetch the bundle's HEAD (and branches) into `prefix/` of the repository at `git_dir`."""
     specs = [f"+HEAD:{prefix}/HEAD"]
@@ -271,6 +382,7 @@ def describe_bundle(
     with scratch_quarantine(repository_path) as git_dir:
         verify_bundle(git_dir, path)
         heads = bundle_heads(git_dir, path, limits)
+        check_objects(git_dir, path)
         fetch_bundle(git_dir, path, SCRATCH_REFS)
         head = heads["HEAD"]
         kind = run_git(["--git-dir", git_dir, "cat-file", "-t", head], check=False).text.strip()
@@ -280,6 +392,10 @@ def describe_bundle(
             ["--git-dir", git_dir, "cat-file", "-e", f"{base_oid}^{{commit}}"], check=False
         ).returncode:
             raise LedgerError("BUNDLE_INVALID", "the binding's base is not in the repository")
+        require_safe_entries(
+            added_entries(git_dir, sorted(set(heads.values())), base_oid),
+            allow_gitlinks=allows_gitlinks(repository_path),
+        )
         changes = changed_files(git_dir, base_oid, head, limits)
         sizes = blob_sizes(git_dir, sorted({c.oid for c in changes if not c.deleted}))
         too_big = sorted(c.path for c in changes if sizes.get(c.oid, 0) > limits.max_file_bytes)
@@ -310,8 +426,8 @@ def record_proposal(
     limits: ProposalLimits = DEFAULT_LIMITS,
 ) -> ProposalAnswer:
     """Record `bundle` as the proposal of the task's current attempt (the caller holds its
-    lease). Refused bundles (`BUNDLE_INVALID`, `PROPOSAL_TOO_LARGE`) record nothing and leave
-    the governed repository untouched."""
+    lease). Refused bundles (`BUNDLE_INVALID`, `BUNDLE_UNSAFE`, `PROPOSAL_TOO_LARGE`) record
+    nothing, store nothing and leave the governed repository untouched."""
     if not isinstance(bundle, bytes) or not bundle:
         raise LedgerError("BUNDLE_INVALID", "a proposal is the bytes of a git bundle")
     if len(bundle) > limits.max_bundle_bytes:

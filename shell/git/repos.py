@@ -1,4 +1,5 @@
-"""Governed repositories: `repo add NAME PATH [--protected PATTERN ...]`, `repo list`, `repo show`.
+"""Governed repositories: `repo add NAME PATH [--protected PATTERN ...] [--no-default-protection]`,
+`repo list`, `repo show`.
 
 A governed repository is a bare git repository on this machine, registered under the name the
 bindings use (`aios/aios`); the ledger is the only writer of its branches."""
@@ -55,14 +56,19 @@ def add_repository(
     path: str,
     protected: Sequence[str] | None = None,
     *,
+    default_protection: bool = True,
     clock: Clock = system_clock,
 ) -> RepositoryAnswer:
+    """Register the bare repository at `path` under `name`. Its HEAD branch is always
+    protected; `protected` patterns are added to the defaults (main, master, release/*), or
+    replace them with `default_protection=False`."""
     raw_path = path if isinstance(path, str) else ""
     request = RegisterRepositoryRequest.from_mapping(
         {
             "name": name,
             "path": require_bare(raw_path) if raw_path else raw_path,
             "protected": None if protected is None else list(protected),
+            "default_protection": default_protection,
         }
     )
     head = head_branch(request.path)

@@ -172,6 +172,14 @@ def read_ref(git_dir: str, ref: str) -> str | None:
     return found.text.strip()
 
 
+def list_refs(git_dir: str) -> list[str]:
+    """The full names of every ref of the repository at `git_dir` (`for-each-ref`)."""
+    listed = run_git(
+        ["--git-dir", git_dir, "for-each-ref", "--format=%(refname)"], max_output=64 << 20
+    )
+    return listed.text.splitlines()
+
+
 def is_ancestor(git_dir: str, ancestor: str, descendant: str) -> bool:
     found = run_git(
         ["--git-dir", git_dir, "merge-base", "--is-ancestor", ancestor, descendant], check=False

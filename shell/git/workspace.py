@@ -87,7 +87,7 @@ def claim_binding(claim: Mapping[str, Any]) -> GovernedExecutionBinding | None:
 
 
 def _branch_ref(binding: GovernedExecutionBinding) -> str:
-    return check_ref_format("refs/heads/" + binding.target_branch.removeprefix("refs/heads/"))
+    return check_ref_format("refs/heads/" + binding.target_branch)
 
 
 def clone_workspace(

@@ -1,7 +1,9 @@
 """The governed write: `aios-ledger write TASK_ID --json FILE` (`{"idempotency_key": ...}`).
 
 1. Every check the ledger can make is decided first, without writing (`decide_write_intent` on
-   the rows as read): a refusal leaves the ledger and the repository as they were.
+   the rows as read), and the target's name is held against the repository's refs (a name
+   another ref also goes by is `REF_NAME_INVALID`): a refusal leaves the ledger and the
+   repository as they were.
 2. The proposal's head is brought into the repository's quarantine namespace from its stored,
    verified bundle.
 3. The intent is committed: the writer lease of (repository, ref) taken, fenced by the
@@ -40,8 +42,9 @@ from aios_ledger.core import (
     decide_write_outcome,
 )
 from aios_ledger.core.git.decisions import APPLIED, INTENDED, task_binding
-from aios_ledger.core.git.policy import branch_ref
+from aios_ledger.core.git.policy import HEADS, branch_ref
 from aios_ledger.core.git.records import lease_id_of
+from aios_ledger.core.git.refnames import require_unambiguous_branch
 from aios_ledger.core.plan import Replay
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -49,7 +52,7 @@ from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
 from aios_ledger.shell.git.repos import repository_row
-from aios_ledger.shell.git.runner import check_ref_format, read_ref, run_git
+from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, run_git
 
 LEASE_WAIT_SECONDS = 10.0
 LEASE_POLL_SECONDS = 0.05
@@ -192,7 +195,10 @@ def governed_write(
     if isinstance(decision, Replay):
         return _answered(decision.response)
     repository_path, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
-    check_ref_format(decision.response["ref"])
+    target = check_ref_format(decision.response["ref"])
+    # The binding's name passed the ledger's rule when it was parsed; only the repository knows
+    # whether another ref goes by it now.
+    require_unambiguous_branch(target.removeprefix(HEADS), list_refs(repository_path))
     ensure_in_repository(db, repository_path, proposal)
 
     while True:

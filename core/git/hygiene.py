@@ -1,0 +1,90 @@
+"""What a proposal's objects may not hold, whatever its commits say: git hygiene.
+
+git's own object checks (`fsck`, as `receive.fsckObjects` runs them on a push) are run by the
+shell over the objects a bundle brings; `fsck_refusal` turns what git reported into the
+refusal. Two things git does not refuse by default are decided here over the tree entries the
+bundle's commits add: a symbolic link whose target leaves the tree (absolute, or climbing out
+with `..`), which a checkout would follow out of the work tree; and a gitlink (a submodule
+commit), unless the repository allows them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+
+SYMLINK_MODE = "120000"
+GITLINK_MODE = "160000"
+# How git reports a failed object check: `error: object <oid>: <msg-id>: <message>`.
+_FSCK_LINE = re.compile(r"^(?:error|warning): object ([0-9a-f]{40,64}): (\w+): (.*)$")
+
+
+@attrs.frozen
+class TreeEntry:
+    """A tree entry a proposal's commit adds or changes: its path from the tree's root, its
+    mode and object id, and for a symbolic link its target (the blob's bytes as UTF-8, with
+    undecodable bytes escaped)."""
+
+    path: str
+    mode: str
+    oid: str
+    symlink_target: str | None = None
+
+
+def fsck_refusal(report: str) -> LedgerError:
+    """`BUNDLE_UNSAFE` naming the object and git's message id of the first problem git's object
+    check reported (its whole last line when it named none)."""
+    for line in report.splitlines():
+        found = _FSCK_LINE.match(line.strip())
+        if found:
+            oid, message_id, message = found.groups()
+            return LedgerError(
+                "BUNDLE_UNSAFE",
+                f"git fsck refuses object {oid}: {message_id}: {message.strip()}",
+            )
+    lines = [line.strip() for line in report.splitlines() if line.strip()]
+    return LedgerError(
+        "BUNDLE_UNSAFE", f"git fsck refuses the bundle: {lines[-1] if lines else 'no reason'}"
+    )
+
+
+def symlink_escapes(path: str, target: str) -> bool:
+    """Whether the link at `path` (from the tree's root) points outside the tree: an absolute
+    target, or one whose `..` climb above the root at any step."""
+    if target.startswith("/"):
+        return True
+    depth = path.count("/")
+    for component in target.split("/"):
+        if component == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif component not in ("", "."):
+            depth += 1
+    return False
+
+
+def entry_problem(entry: TreeEntry, *, allow_gitlinks: bool) -> str | None:
+    """Why the tree entry may not be written, or None."""
+    if entry.mode == GITLINK_MODE and not allow_gitlinks:
+        return (
+            f"{entry.path!r} is a gitlink (submodule commit {entry.oid}) and the repository "
+            "does not allow gitlinks"
+        )
+    if entry.mode == SYMLINK_MODE and symlink_escapes(entry.path, entry.symlink_target or ""):
+        return (
+            f"{entry.path!r} is a symbolic link out of the tree (to {entry.symlink_target!r}, "
+            f"blob {entry.oid})"
+        )
+    return None
+
+
+def require_safe_entries(entries: Iterable[TreeEntry], *, allow_gitlinks: bool) -> None:
+    """`BUNDLE_UNSAFE` for the first entry (by path) that may not be written."""
+    for entry in sorted(entries, key=lambda entry: (entry.path, entry.oid)):
+        problem = entry_problem(entry, allow_gitlinks=allow_gitlinks)
+        if problem is not None:
+            raise LedgerError("BUNDLE_UNSAFE", f"{problem}: remove it from the proposal's commits")

@@ -1,0 +1,111 @@
+"""Which branch names the ledger writes: those git itself takes, and none that would mislead.
+
+`git_branch_problem` is git's own rule for a branch name (`git check-ref-format --branch NAME`
+outside a repository: the full ref `refs/heads/NAME` by git-check-ref-format(1), not starting
+with `-`, not `HEAD`). `branch_name_problem` adds the ledger's: a name that reads as a full ref
+(`refs/...`), `@` (git's own shorthand for HEAD), a pseudo-ref's name (`FETCH_HEAD`), the
+ledger's quarantine namespace, and characters that show something other than what they are
+(control and bidirectional-override characters). `ambiguous_with` is the one rule that needs the
+repository: the refs that `git rev-parse NAME` would also find, so that it warns.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from aios_ledger.core.errors import LedgerError
+
+HEADS = "refs/heads/"
+# The namespace the ledger fetches a proposal's head into before a governed write.
+QUARANTINE_NAMESPACE = "aios-quarantine"
+# What git-check-ref-format(1) refuses anywhere in a ref name (rules 3, 4, 5, 8 and 10).
+_REFUSED_ANYWHERE = ("..", "@{", " ", "~", "^", ":", "?", "*", "[", "\\")
+# Characters that reorder or hide text as it is shown: a review would read another name.
+BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# The refs git reads from a repository's top directory before any under refs/ (`FETCH_HEAD`).
+_PSEUDO_REF = re.compile(r"^[A-Z_]*HEAD$")
+# How `git rev-parse NAME` expands a short name (refs.c, `ref_rev_parse_rules`), but for
+# `refs/heads/NAME`, which is the branch itself.
+_OTHER_EXPANSIONS = ("{}", "refs/{}", "refs/tags/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+
+
+def git_branch_problem(name: str) -> str | None:
+    """Why git refuses `name` as a branch name, or None: git-check-ref-format(1)'s rules for
+    `refs/heads/<name>` and `--branch`'s own (no leading `-`, not `HEAD`)."""
+    if not name:
+        return "is empty"
+    if name.startswith("-"):
+        return "starts with '-'"
+    if name == "HEAD":
+        return "is HEAD"
+    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in name):
+        return "holds an ASCII control character"
+    refused = [part for part in _REFUSED_ANYWHERE if part in name]
+    if refused:
+        return f"holds {refused[0]!r}"
+    if name.endswith("."):
+        return "ends with '.'"
+    for component in name.split("/"):
+        if not component:
+            return "has an empty path component (a leading, trailing or double '/')"
+        if component.startswith("."):
+            return f"has a component starting with '.' ({component!r})"
+        if component.endswith(".lock"):
+            return f"has a component ending with '.lock' ({component!r})"
+    return None
+
+
+def branch_name_problem(name: str) -> str | None:
+    """Why the ledger refuses `name` as a branch to write, or None."""
+    problem = git_branch_problem(name)
+    if problem is not None:
+        return problem
+    if name.startswith("refs/"):
+        return "starts with 'refs/' (a branch is named without refs/heads/)"
+    if name == "@":
+        return "is '@', git's shorthand for HEAD"
+    if _PSEUDO_REF.fullmatch(name):
+        return "is the name of a pseudo-ref like FETCH_HEAD"
+    if name.split("/", 1)[0] == QUARANTINE_NAMESPACE:
+        return f"is under the ledger's quarantine namespace {QUARANTINE_NAMESPACE!r}"
+    hidden = [ch for ch in name if ch in BIDI_CONTROLS or unicodedata.category(ch) == "Cc"]
+    if hidden:
+        return f"holds the invisible or reordering character U+{ord(hidden[0]):04X}"
+    if any(unicodedata.category(ch) == "Cs" for ch in name):
+        return "is not valid Unicode text (a lone surrogate)"
+    return None
+
+
+def require_branch_name(name: str) -> str:
+    """`name` if the ledger writes it as a branch, else `REF_NAME_INVALID`."""
+    problem = branch_name_problem(name)
+    if problem is not None:
+        raise LedgerError(
+            "REF_NAME_INVALID",
+            f"branch name {name!r} {problem}: choose a name `git check-ref-format --branch` "
+            "accepts, without refs/, control or bidirectional characters",
+        )
+    return name
+
+
+def ambiguous_with(name: str, refs: Iterable[str]) -> list[str]:
+    """The refs of a repository (full names) that `git rev-parse NAME` finds besides the branch
+    `refs/heads/NAME`: any of them makes the branch name ambiguous."""
+    candidates = {pattern.format(name) for pattern in _OTHER_EXPANSIONS}
+    return sorted(ref for ref in set(refs) if ref in candidates)
+
+
+def require_unambiguous_branch(name: str, refs: Iterable[str]) -> str:
+    """`name` if it is a branch name the ledger writes and no other ref of the repository
+    (`refs`, full names) goes by it, else `REF_NAME_INVALID`."""
+    require_branch_name(name)
+    clashes = ambiguous_with(name, refs)
+    if clashes:
+        raise LedgerError(
+            "REF_NAME_INVALID",
+            f"branch name {name!r} is ambiguous with {clashes} in the repository "
+            "(git rev-parse would warn): bind the task to another branch name",
+        )
+    return name
