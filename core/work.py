@@ -103,15 +103,22 @@ class FailureEvidence:
 
 
 def failure_result(
-    claim: Mapping[str, Any], *, kind: str, detail: str, evidence: FailureEvidence
+    claim: Mapping[str, Any],
+    *,
+    kind: str,
+    detail: str,
+    evidence: FailureEvidence,
+    proposed_files: Sequence[str] = (),
 ) -> JsonObject:
     """The result a worker submits when the command did not produce one, with the evidence of
     why.
 
     For a task with an execution envelope it meets the agent_runtime contract (echoing the
     envelope's digest, claiming no governed write), which has no field for evidence: the
-    evidence follows the reason in `summary`, as text. Otherwise it is a plain failure record
-    with the evidence as `evidence`.
+    evidence follows the reason in `summary`, as text. Its `changed_files` are those of the
+    attempt's recorded proposal (`proposed_files`), as the ledger requires of any result of an
+    attempt with a proposal. Otherwise it is a plain failure record with the evidence as
+    `evidence`.
     """
     if kind not in FAILURE_KINDS:
         raise ValueError(f"unknown failure kind {kind!r}")
@@ -125,7 +132,7 @@ def failure_result(
             "execution_mode": "agent_runtime",
             "status": "FAILED",
             "summary": f"{summary}\n\n{evidence.text()}"[:MAX_CONTRACT_SUMMARY],
-            "changed_files": [],
+            "changed_files": sorted(proposed_files),
             "direct_main_write": False,
             "production_write": False,
             "force_push": False,

@@ -387,6 +387,8 @@ class _Execution:
         self._stdout = bytearray()
         self._exit_status: int | None = None
         self._workspace: Workspace | None = None
+        # The files of the proposal recorded for this attempt: a result must state them.
+        self._proposed_files: tuple[str, ...] = ()
 
     def run(self) -> tuple[str, str]:
         if self.worker.stopping:
@@ -508,6 +510,7 @@ class _Execution:
             self.worker.evidence(self.run_id, "proposal_refused", {"code": refused.code})
             return
         if proposal is not None:
+            self._proposed_files = tuple(proposal["changed_files"])
             shown = {
                 "proposal_id": proposal["proposal_id"],
                 "head_oid": proposal["head_oid"],
@@ -571,8 +574,16 @@ class _Execution:
             return None
 
     def _submit(
-        self, result: dict[str, Any], outcome: str, detail: str, *, key_suffix: str = ""
+        self,
+        result: dict[str, Any],
+        outcome: str,
+        detail: str,
+        *,
+        key_suffix: str = "",
+        cause: str | None = None,
     ) -> tuple[str, str]:
+        """Submit `result`; a refused command's result becomes a failure result saying why, and
+        a refused failure result (`cause` says what failed first) gives the task back."""
         worker = self.worker
         try:
             worker.serialised(
@@ -586,10 +597,18 @@ class _Execution:
         except LedgerError as refused:
             if refused.code in LEASE_LOST:
                 return "lease-lost", refused.code
-            if outcome != "submitted":
-                return "refused", str(refused)
-            # The command's own result broke the task's contract: submit a failure saying why.
-            return self._fail("result_refused", str(refused), shown=refused.code)
+            if cause is None:
+                # The command's own result broke the task's contract: submit a failure saying why.
+                worker.log(
+                    f"task {self.task_id}: the result was refused: {refused}",
+                    level=logging.WARNING,
+                    task_id=self.task_id,
+                    code=refused.code,
+                )
+                return self._fail("result_refused", str(refused), shown=refused.code)
+            # The failure result was refused as well: released now rather than left CLAIMED
+            # until its lease passes (the attempt stays counted), the first cause first.
+            return self._release(f"{cause} (the failure result was refused too: {refused})")
 
     def _fail(self, kind: str, detail: str, *, shown: str | None = None) -> tuple[str, str]:
         """Submit a failure result with the evidence of the run, which also becomes a run
@@ -601,9 +620,21 @@ class _Execution:
         )
         payload = {"failure": kind, "detail": detail[:MAX_STDERR_LINE], **evidence.public()}
         self.worker.evidence(self.run_id, "failure", payload)
-        result = failure_result(self.claim, kind=kind, detail=detail, evidence=evidence)
+        result = failure_result(
+            self.claim,
+            kind=kind,
+            detail=detail,
+            evidence=evidence,
+            proposed_files=self._proposed_files,
+        )
         suffix = ":refused" if kind == "result_refused" else ""
-        return self._submit(result, "failure-submitted", shown or kind, key_suffix=suffix)
+        return self._submit(
+            result,
+            "failure-submitted",
+            shown or kind,
+            key_suffix=suffix,
+            cause=f"{kind}: {detail}"[:MAX_STDERR_LINE],
+        )
 
     def _release(self, reason: str) -> tuple[str, str]:
         """Give the task back (QUEUED again at once) after a stop."""

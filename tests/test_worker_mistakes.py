@@ -1,0 +1,56 @@
+"""The mistakes a new user makes with workers, the server and roles, each answered with what to
+do: a refused token or a server that is down, an idle worker that says why, `--agent-id` beside
+`--api`, an `--exec` program that does not exist, a governed result the ledger refuses, `serve`
+on an address in use, Ctrl-C, and refusals that name the role or the value expected."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from git_support import AGENT as GIT_AGENT
+from git_support import binding, governed_task, make_repository, register
+from test_worker_e2e import ROOT, cli, event_types, task
+
+# An agent that does the example agent's work (it commits NOTES.md in its workspace) but states
+# other files than it changed: the ledger refuses such a result (RESULT_GOVERNANCE_VIOLATION).
+MISSTATING_AGENT = (
+    f"{sys.executable} {ROOT / 'examples' / 'agent.py'} | {sys.executable} -c "
+    "\"import json, sys; r = json.load(sys.stdin); r['changed_files'] = ['OTHER.md']; "
+    'json.dump(r, sys.stdout)"'
+)
+
+
+def test_a_refused_governed_result_submits_a_failure_naming_the_first_cause(
+    tmp_path: Path,
+) -> None:
+    """Without stating the proposal's files, the failure result was refused as well, and the
+    task stayed CLAIMED until its lease passed, the log naming the second refusal."""
+    db = tmp_path / "ledger.db"
+    bare, base = make_repository(tmp_path)
+    register(db, bare)
+    governed_task(db, "task-misstated", binding("task-misstated", base))
+    worked = cli(
+        db,
+        "worker",
+        "--agent-id",
+        GIT_AGENT,
+        "--capability",
+        "agent.runtime.openclaw",
+        "--exec",
+        MISSTATING_AGENT,
+        "--once",
+    )
+    assert worked.returncode == 0, worked.stderr
+    (outcome,) = json.loads(worked.stdout)["tasks"]
+    assert outcome["outcome"] == "failure-submitted", outcome
+    assert "RESULT_GOVERNANCE_VIOLATION" in worked.stderr
+    done = task(db, "task-misstated")
+    assert done["status"] == "SUBMITTED"
+    assert done["result"]["status"] == "FAILED"
+    assert done["result"]["changed_files"] == ["NOTES.md"]  # what the proposal holds
+    assert done["result"]["summary"].startswith("result_refused: RESULT_GOVERNANCE_VIOLATION")
+    assert event_types(db, "task-misstated")[-1] == "RESULT_SUBMITTED"
