@@ -54,3 +54,19 @@ def test_a_refused_governed_result_submits_a_failure_naming_the_first_cause(
     assert done["result"]["changed_files"] == ["NOTES.md"]  # what the proposal holds
     assert done["result"]["summary"].startswith("result_refused: RESULT_GOVERNANCE_VIOLATION")
     assert event_types(db, "task-misstated")[-1] == "RESULT_SUBMITTED"
+
+
+def test_serve_on_an_address_in_use_is_one_usage_error_and_never_says_serving(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ledger.db"
+    assert cli(db, "init").returncode == 0
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        served = cli(db, "serve", "--listen", f"127.0.0.1:{port}", timeout=60)
+    assert served.returncode == 2, served.stderr
+    assert served.stderr.startswith(f"ADDRESS_IN_USE: 127.0.0.1:{port} is already in use")
+    assert "serving" not in served.stderr
+    assert "Traceback" not in served.stderr
