@@ -6,6 +6,7 @@ again.
 from __future__ import annotations
 
 import enum
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,6 +37,80 @@ REVIEW_OUTPUT_SCHEMA: JsonObject = {
         "reason": {"type": "string", "minLength": 1, "maxLength": 2000},
     },
 }
+
+
+# What `sh -c` runs without looking a program up: its keywords and builtins (and a few words
+# that are both a builtin and a program, which need no check either).
+SHELL_WORDS = frozenset(
+    [
+        "!",
+        ".",
+        ":",
+        "[",
+        "{",
+        "alias",
+        "break",
+        "case",
+        "cd",
+        "command",
+        "continue",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "false",
+        "for",
+        "getopts",
+        "if",
+        "kill",
+        "local",
+        "printf",
+        "pwd",
+        "read",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "time",
+        "trap",
+        "true",
+        "type",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "until",
+        "wait",
+        "while",
+        "echo",
+    ]
+)
+# A first word holding any of these is shell syntax (an expansion, a glob, a redirection...)
+# whose program only the shell itself can tell.
+SHELL_SYNTAX = frozenset("$`()[]{};&|<>*?~!#")
+
+
+def exec_program(command: str) -> str | None:
+    """The program `sh -c command` starts, to check that it exists before any task is claimed;
+    None when the shell decides it (an empty or unparsable command, a keyword or builtin, shell
+    syntax) or when it is a relative path like `./agent.sh`, which a governed task's command
+    resolves in its workspace. Leading `NAME=value` assignments are skipped."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return None
+    for word in words:
+        name, assigned, _value = word.partition("=")
+        if assigned and name.isidentifier():
+            continue
+        if word in SHELL_WORDS or not SHELL_SYNTAX.isdisjoint(word):
+            return None
+        if "/" in word and not word.startswith("/"):
+            return None
+        return word
+    return None
 
 
 def evidence_session(task_id: str) -> str:
@@ -132,7 +207,7 @@ def failure_result(
             "execution_mode": "agent_runtime",
             "status": "FAILED",
             "summary": f"{summary}\n\n{evidence.text()}"[:MAX_CONTRACT_SUMMARY],
-            "changed_files": sorted(proposed_files),
+            "changed_files": list[JsonValue](sorted(proposed_files)),
             "direct_main_write": False,
             "production_write": False,
             "force_push": False,

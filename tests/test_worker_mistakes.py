@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
+from aios_ledger.core.work import exec_program
 from git_support import AGENT as GIT_AGENT
 from git_support import binding, governed_task, make_repository, register
-from test_worker_e2e import ROOT, cli, event_types, task
+from test_worker_e2e import ROOT, cli, create, event_types, task
 
 # An agent that does the example agent's work (it commits NOTES.md in its workspace) but states
 # other files than it changed: the ledger refuses such a result (RESULT_GOVERNANCE_VIOLATION).
@@ -70,3 +70,30 @@ def test_serve_on_an_address_in_use_is_one_usage_error_and_never_says_serving(
     assert served.stderr.startswith(f"ADDRESS_IN_USE: 127.0.0.1:{port} is already in use")
     assert "serving" not in served.stderr
     assert "Traceback" not in served.stderr
+
+
+def test_an_exec_program_that_does_not_exist_is_refused_before_any_claim(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    create(db, "task-untouched")
+    missing = cli(db, "worker", "--agent-id", "w", "--exec", "no-such-agent --flag", "--once")
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.startswith("EXEC_NOT_FOUND: --exec runs 'no-such-agent'")
+    assert "PATH" in missing.stderr
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\necho '{}'\n")
+    refused = cli(db, "worker", "--agent-id", "w", "--exec", f"MODE=x {script}", "--once")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(f"EXEC_NOT_EXECUTABLE: --exec runs '{script}'")
+    reviewed = cli(db, "review", "--exec", str(tmp_path / "nowhere"))
+    assert reviewed.returncode == 2
+    assert reviewed.stderr.startswith("EXEC_NOT_FOUND")
+    assert task(db, "task-untouched")["status"] == "QUEUED"
+    assert event_types(db, "task-untouched") == ["TASK_CREATED"]
+
+
+def test_which_exec_words_are_checked() -> None:
+    assert exec_program("python3 agent.py") == "python3"
+    assert exec_program("A=1 B=2 /opt/agent --x") == "/opt/agent"
+    # The shell decides these: a builtin, shell syntax, a path relative to the workspace.
+    for command in ("cd work && ./run", "$AGENT", "(agent)", "./agent.sh", "", "'unbalanced"):
+        assert exec_program(command) is None, command

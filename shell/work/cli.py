@@ -29,7 +29,7 @@ from aios_ledger.shell.remote.credentials import read_token_file
 from aios_ledger.shell.remote.review import RemoteReview
 from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from aios_ledger.shell.work.reviewer import review_submitted
-from aios_ledger.shell.work.worker import Worker, WorkerConfig
+from aios_ledger.shell.work.worker import Worker, WorkerConfig, require_exec_program
 
 STATUS_ROWS = 10
 
@@ -118,6 +118,7 @@ def _worker(args: argparse.Namespace) -> Any:
         grace=settings.grace,
         concurrency=settings.concurrency,
     )
+    require_exec_program(config.command)
     client = api_client(args)
     if client is not None:
         # Governed repositories through the API: the base's bundle in, the proposal out.
@@ -172,10 +173,12 @@ def api_client(args: argparse.Namespace) -> LedgerClient | None:
 def _review(args: argparse.Namespace) -> int:
     """The round's summary on stdout, and exit 1 when any review failed or ran out."""
     settings = section_settings(args, ReviewSettings)
+    command = required_setting(settings.exec, "--exec", ReviewSettings, "exec")
+    require_exec_program(command)
     client = api_client(args)
     summary = review_submitted(
         None if client is not None else database_path(args),
-        required_setting(settings.exec, "--exec", ReviewSettings, "exec"),
+        command,
         limit=settings.limit,
         timeout=settings.timeout,
         max_attempts=settings.max_attempts,

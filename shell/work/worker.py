@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
@@ -55,10 +56,12 @@ from aios_ledger.core.work import (
     FailureEvidence,
     evidence_run,
     evidence_session,
+    exec_program,
     failure_result,
     heartbeat_interval,
     next_poll_delay,
 )
+from aios_ledger.shell.cli_support import UsageError
 from aios_ledger.shell.clock import Clock
 from aios_ledger.shell.git.workspace import SOURCE_CAPTURE_CAPABILITY, GitWorkspaces, Workspace
 from aios_ledger.shell.runs.store import RunStore
@@ -79,6 +82,31 @@ P = ParamSpec("P")
 T = TypeVar("T")
 # Why the worker ended a command before it exited by itself.
 Ending = tuple[Literal["timeout", "lease-lost", "stopped"], str]
+
+
+def require_exec_program(command: str, option: str = "--exec") -> None:
+    """Refuse at start-up a command whose program does not exist or cannot run, instead of
+    failing every task it is given (`exec_program` says which commands can be checked)."""
+    program = exec_program(command)
+    if program is None:
+        return
+    if "/" not in program:
+        if shutil.which(program) is None:
+            path = os.environ.get("PATH", "")
+            raise UsageError(
+                "EXEC_NOT_FOUND",
+                f"{option} runs {program!r}, which is not on PATH ({path[:300]}): "
+                "install it, give its full path, or fix the command",
+            )
+        return
+    if not os.path.isfile(program):
+        raise UsageError("EXEC_NOT_FOUND", f"{option} runs {program!r}, which does not exist")
+    if not os.access(program, os.X_OK):
+        raise UsageError(
+            "EXEC_NOT_EXECUTABLE",
+            f"{option} runs {program!r}, which is not executable: chmod +x it, "
+            "or run it through its interpreter",
+        )
 
 
 class WorkLedger(Protocol):
