@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from aios_ledger.core.work import exec_program
+from api_server import ApiServer, free_port
 from git_support import AGENT as GIT_AGENT
 from git_support import binding, governed_task, make_repository, register
+from test_remote_work import remote
 from test_worker_e2e import ROOT, cli, create, event_types, task
 
 # An agent that does the example agent's work (it commits NOTES.md in its workspace) but states
@@ -97,3 +102,80 @@ def test_which_exec_words_are_checked() -> None:
     # The shell decides these: a builtin, shell syntax, a path relative to the workspace.
     for command in ("cd work && ./run", "$AGENT", "(agent)", "./agent.sh", "", "'unbalanced"):
         assert exec_program(command) is None, command
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ApiServer]:
+    with ApiServer(tmp_path / "ledger.db") as running:
+        yield running
+
+
+def test_a_revoked_token_stops_worker_and_review_at_once(server: ApiServer, tmp_path: Path) -> None:
+    """A refused token used to be logged as a refused claim: `--until-empty` exited 0 with no
+    task, and a long-running worker retried it forever (here: the subprocess timeout)."""
+    create(server.db, "task-for-the-revoked")
+    token = server.token_file(tmp_path, "revoked-agent", "agent", "reviewer")
+    cli(server.db, "token", "revoke", "revoked-agent")
+    api = ["--api", server.url, "--token-file", str(token)]
+    for mode in (["--until-empty"], []):
+        worked = remote("worker", *api, "--exec", "true", *mode, timeout=60)
+        assert worked.returncode == 1, worked.stderr
+        assert worked.stderr.startswith("UNAUTHENTICATED: ")
+        assert "aios-ledger token issue" in worked.stderr
+    reviewed = remote("review", *api, "--exec", "true", timeout=60)
+    assert reviewed.returncode == 1
+    assert reviewed.stderr.startswith("UNAUTHENTICATED: ")
+    assert task(server.db, "task-for-the-revoked")["status"] == "QUEUED"
+    assert token.read_text().strip() not in worked.stderr
+
+
+def test_an_api_that_is_down_is_an_error_of_a_finite_run(tmp_path: Path) -> None:
+    token = tmp_path / "agent.token"
+    token.write_text("a-token-for-a-server-that-is-not-there\n")
+    down = f"http://127.0.0.1:{free_port()}"
+    for mode in ("--once", "--until-empty"):
+        worked = remote("worker", "--api", down, "--token-file", str(token), "--exec", "true", mode)
+        assert worked.returncode == 1, worked.stderr
+        assert worked.stderr.startswith("API_UNAVAILABLE: ")
+
+
+def test_a_long_running_worker_waits_for_its_api(tmp_path: Path) -> None:
+    """Started before its server, it says so and keeps trying; then works as usual."""
+    port = free_port()
+    token = tmp_path / "agent.token"
+    worker = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "aios_ledger.shell.cli", "--db", "/nonexistent/no.db"),
+            *("worker", "--api", f"http://127.0.0.1:{port}", "--token-file", str(token)),
+            *("--exec", "true"),
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        token.write_text("not-yet-checked-token-0123456789\n")
+        assert worker.stderr is not None
+        waiting = worker.stderr.readline()
+        assert "API_UNAVAILABLE" in waiting and "trying again" in waiting, waiting
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=60)
+
+
+def test_agent_id_beside_api_must_be_the_tokens_name(server: ApiServer, tmp_path: Path) -> None:
+    create(server.db, "task-named")
+    token = server.token_file(tmp_path, "named-agent", "agent")
+    api = ["--api", server.url, "--token-file", str(token), "--exec", "true", "--once"]
+    other = remote("worker", *api, "--agent-id", "someone-else")
+    assert other.returncode == 2, other.stderr
+    assert other.stderr.startswith("AGENT_MISMATCH: ")
+    assert "'named-agent'" in other.stderr and "'someone-else'" in other.stderr
+    assert task(server.db, "task-named")["status"] == "QUEUED"
+    # Without --agent-id the token's name is the agent's id.
+    worked = remote("worker", *api)
+    assert worked.returncode == 0, worked.stderr
+    assert json.loads(worked.stdout)["agent_id"] == "named-agent"
+    assert task(server.db, "task-named")["claimed_by"] is None
+    assert task(server.db, "task-named")["status"] == "SUBMITTED"

@@ -396,6 +396,14 @@ async def metrics(call: Call) -> Response:
     return Response(text, media_type=CONTENT_TYPE_LATEST)
 
 
+def whoami(call: Call) -> Answer:
+    """The token's name and roles: a client checks its token, and learns the agent id claims
+    record, before it does anything."""
+    assert call.principal is not None
+    roles = [role for role in ROLES if role in call.principal.roles]
+    return Answer({"name": call.principal.name, "roles": roles})
+
+
 def status(call: Call) -> Answer:
     clock = call.backend.settings.clock
 
@@ -660,6 +668,7 @@ def operations() -> tuple[Operation, ...]:
             aux_events,
             "an auxiliary run's transitions",
         ),
+        o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name and roles"),
         o("GET", "/v1/status", "status", READERS, status, "the status report"),
         o("GET", "/v1/log/head", "logHead", READERS, log_head, "the log's head"),
         o("GET", "/v1/log/verify", "logVerify", AUDIT, log_verify, "verify the log"),

@@ -224,9 +224,20 @@ class LedgerClient:
             if response.status_code in _RETRIED_STATUS and retry == "always":
                 last = str(problem_error(response))
                 continue
+            if response.status_code == 401:
+                raise self._token_refused(problem_error(response))
             raise problem_error(response)
         raise LedgerError(
             "API_UNAVAILABLE", f"{method} {path}: no answer after {self._retries + 1} tries: {last}"
+        )
+
+    def _token_refused(self, refused: LedgerError) -> LedgerError:
+        """A 401 as its code, saying what to do (the token itself is never shown)."""
+        return LedgerError(
+            refused.code,
+            f"{refused.detail}: {self.url} refused this token (mistyped, revoked, or issued "
+            "by another ledger); the ledger's owner issues a new one with "
+            "`aios-ledger token issue NAME --role ROLE`",
         )
 
     def _sleep(self, attempt: int) -> None:
@@ -236,6 +247,13 @@ class LedgerClient:
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._call(method, path, **kwargs)
         return _answer(response)
+
+    def whoami(self) -> dict[str, Any]:
+        """The token's name and roles (`GET /v1/whoami`): an answer proves the token good."""
+        answer = self._json("GET", api_path("whoami"))
+        if not isinstance(answer, dict) or not isinstance(answer.get("name"), str):
+            raise LedgerError("API_PROTOCOL_ERROR", "whoami: expected {name, roles}")
+        return answer
 
     # -- TaskLedger -----------------------------------------------------------------------
 

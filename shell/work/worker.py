@@ -77,6 +77,8 @@ TICK_SECONDS = 0.05
 STOP_POLL_SECONDS = 0.1
 LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
+# Refusals of the worker itself, not of a task: waiting would not change them.
+IDENTITY_REFUSED = frozenset({"UNAUTHENTICATED", "FORBIDDEN", "AGENT_MISMATCH"})
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -342,6 +344,13 @@ class Worker:
             # The claim itself takes over the leases of dead workers.
             return self._claim_many(count)
         except LedgerError as refused:
+            if refused.code in IDENTITY_REFUSED:
+                raise
+            # A backend that does not answer is waited for only by a long-running worker: one
+            # run to the end (--once, --until-empty) says so instead of finding "nothing".
+            finite = self.config.once or self.config.until_empty
+            if refused.code == "API_UNAVAILABLE" and finite:
+                raise
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
             return []
 
