@@ -179,3 +179,14 @@ def test_agent_id_beside_api_must_be_the_tokens_name(server: ApiServer, tmp_path
     assert json.loads(worked.stdout)["agent_id"] == "named-agent"
     assert task(server.db, "task-named")["claimed_by"] is None
     assert task(server.db, "task-named")["status"] == "SUBMITTED"
+
+
+def test_a_role_refusal_names_the_role_needed_and_the_roles_held(server: ApiServer) -> None:
+    reviewer = server.client(token=server.issue("only-a-reviewer", "reviewer", "auditor"))
+    answer = reviewer.post("/v1/claims", json={"capabilities": [], "lease_seconds": 60})
+    assert answer.status_code == 403
+    problem = answer.json()
+    assert problem["code"] == "FORBIDDEN"
+    assert problem["detail"].startswith(
+        "claim needs the role agent; the token 'only-a-reviewer' has reviewer, auditor"
+    )

@@ -723,6 +723,17 @@ def _unauthenticated() -> Response:
     return problem_response(*_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
 
 
+def _needs_role(operation: Operation, principal: Principal) -> str:
+    """A role refusal's detail: the roles the route takes, the roles the token has."""
+    assert operation.roles is not None
+    takes = " or ".join(role for role in ROLES if role in operation.roles)
+    has = ", ".join(role for role in ROLES if role in principal.roles) or "none"
+    return (
+        f"{operation.operation_id} needs the role {takes}; the token {principal.name!r} has "
+        f"{has}: use a token with that role (aios-ledger token issue NAME --role ROLE)"
+    )
+
+
 def _endpoint(
     operation: Operation, backend: Backend, validators: BodyValidators, metrics: ApiMetrics
 ) -> Callable[[Request], Awaitable[Response]]:
@@ -745,7 +756,7 @@ def _endpoint(
             if principal is None:
                 return _unauthenticated()
             if principal.roles.isdisjoint(operation.roles):
-                raise LedgerError("FORBIDDEN", f"{operation.operation_id} needs another role")
+                raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
         body = None
         if operation.body is not None:
             if isinstance(raw, LedgerError):
