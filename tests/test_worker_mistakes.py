@@ -6,6 +6,7 @@ on an address in use, Ctrl-C, and refusals that name the role or the value expec
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from api_server import ApiServer, free_port
 from git_support import AGENT as GIT_AGENT
 from git_support import binding, governed_task, make_repository, register
 from test_remote_work import remote
-from test_worker_e2e import ROOT, cli, create, event_types, task
+from test_worker_e2e import ROOT, cli, create, event_types, spawn_worker, task
 
 # An agent that does the example agent's work (it commits NOTES.md in its workspace) but states
 # other files than it changed: the ledger refuses such a result (RESULT_GOVERNANCE_VIOLATION).
@@ -190,3 +191,31 @@ def test_a_role_refusal_names_the_role_needed_and_the_roles_held(server: ApiServ
     assert problem["detail"].startswith(
         "claim needs the role agent; the token 'only-a-reviewer' has reviewer, auditor"
     )
+
+
+def test_a_second_ctrl_c_kills_the_agent_and_releases_its_task_at_once(tmp_path: Path) -> None:
+    """Without it the worker waited the whole grace period (here: past the subprocess
+    timeout) for an agent that would not end."""
+    db = tmp_path / "ledger.db"
+    create(db, "task-hurried")
+    worker = spawn_worker(db, "--agent-id", "w", "--exec", "sleep 600", "--grace", "600")
+    try:
+        assert worker.stderr is not None
+        for line in worker.stderr:
+            if "task-hurried attempt 1: started" in line:
+                break
+        worker.send_signal(signal.SIGINT)
+        for line in worker.stderr:
+            if "SIGINT, stopping" in line:
+                break
+        worker.send_signal(signal.SIGINT)
+        out, err = worker.communicate(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert worker.returncode == 0, err
+    assert "Traceback" not in err
+    (outcome,) = json.loads(out)["tasks"]
+    assert outcome["outcome"] == "released"
+    assert task(db, "task-hurried")["status"] == "QUEUED"

@@ -248,6 +248,7 @@ class Worker:
             threading.Lock() if serial else contextlib.nullcontext()
         )
         self._stopping = False
+        self._hurried = False
         self._slot_freed = threading.Event()
         self._crash: BaseException | None = None
         self.outcomes: list[TaskOutcome] = []
@@ -271,9 +272,18 @@ class Worker:
         the signal handler sets it, and must take no lock the thread it interrupted may hold."""
         self._stopping = True
 
+    @property
+    def hurried(self) -> bool:
+        """A second stop came: running commands are killed now, without the grace period."""
+        return self._hurried
+
     def install_signal_handlers(self) -> None:
         def stop(signum: int, _frame: object) -> None:
-            self.log(f"{signal.Signals(signum).name}, stopping")
+            if self._stopping:
+                self.log(f"{signal.Signals(signum).name} again, killing the running commands")
+                self._hurried = True
+                return
+            self.log(f"{signal.Signals(signum).name}, stopping (again to kill the commands now)")
             self.request_stop()
 
         signal.signal(signal.SIGTERM, stop)
@@ -576,6 +586,11 @@ class _Execution:
                 if lost is not None:
                     _stop_group(process)
                     return "lease-lost", lost
+            if self.worker.hurried:
+                _signal_group(process, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=KILL_WAIT_SECONDS)
+                return "stopped", "the worker was stopped twice; the command was killed"
             if self.worker.stopping and grace_until is None:
                 grace_until = now + config.grace
             if grace_until is not None and now >= grace_until:
