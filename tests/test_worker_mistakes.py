@@ -219,3 +219,33 @@ def test_a_second_ctrl_c_kills_the_agent_and_releases_its_task_at_once(tmp_path:
     (outcome,) = json.loads(out)["tasks"]
     assert outcome["outcome"] == "released"
     assert task(db, "task-hurried")["status"] == "QUEUED"
+
+
+def importing_the_ledger(pid: int) -> bool:
+    """Whether the process is importing the command line yet: apsw, the first extension module
+    the ledger loads, is mapped (the rest of the imports take a good while longer)."""
+    try:
+        return "apsw" in Path(f"/proc/{pid}/maps").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def test_ctrl_c_while_the_command_line_is_still_starting_prints_no_traceback(
+    tmp_path: Path,
+) -> None:
+    """The console script used to import the whole command line before any guard: a SIGINT
+    during those imports ended in a traceback."""
+    script = Path(sys.executable).with_name("aios-ledger")
+    started = subprocess.Popen(
+        [str(script), "--db", str(tmp_path / "l.db"), "worker", "--agent-id", "w", "--once"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while not importing_the_ledger(started.pid):
+        assert started.poll() is None, started.communicate()
+    started.send_signal(signal.SIGINT)
+    _out, err = started.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert started.returncode == 130, err
+    assert err.strip().endswith("INTERRUPTED: stopped by the user")
