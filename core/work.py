@@ -6,6 +6,7 @@ again.
 from __future__ import annotations
 
 import enum
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -130,6 +131,73 @@ def heartbeat_interval(lease_seconds: int) -> float:
 def next_poll_delay(current: float, *, minimum: float, maximum: float) -> float:
     """Exponential backoff while the queue stays empty; the caller resets it after a claim."""
     return min(max(current * 2.0, minimum), maximum)
+
+
+@attrs.frozen
+class IdleReason:
+    """Why a worker found nothing to claim: of the `queued` tasks (with attempts left, before
+    their deadline), how many need capabilities it does not offer (and which), and how many it
+    could take but are not due yet (the earliest from when)."""
+
+    queued: int
+    lacking: int
+    missing: tuple[str, ...]
+    not_due: int
+    due_from: str | None
+
+    def text(self) -> str:
+        if self.queued == 0:
+            return "no queued task"
+        parts = []
+        if self.lacking:
+            parts.append(
+                f"{_tasks(self.lacking)} need capabilities you do not offer: "
+                + ", ".join(self.missing)
+            )
+        if self.not_due:
+            parts.append(f"{_tasks(self.not_due)} not due before {self.due_from}")
+        others = self.queued - self.lacking - self.not_due
+        if others:
+            parts.append(f"{_tasks(others)} claimable, taken by another worker meanwhile")
+        return "; ".join(parts)
+
+    def public(self) -> JsonObject:
+        return {
+            "queued": self.queued,
+            "lacking_capabilities": self.lacking,
+            "missing_capabilities": list[JsonValue](self.missing),
+            "not_due": self.not_due,
+            "due_from": self.due_from,
+            "reason": self.text(),
+        }
+
+
+def _tasks(count: int) -> str:
+    return f"{count} queued task" + ("" if count == 1 else "s")
+
+
+def idle_reason(groups: Sequence[Mapping[str, Any]], capabilities: Sequence[str]) -> IdleReason:
+    """The reason from the queue's groups (`idle_queue_groups`: the capabilities they require as
+    JSON, whether they are due, how many, the earliest `not_before`) for a claimer offering
+    `capabilities`. A task that lacks a capability counts as lacking, due or not."""
+    offered = set(capabilities)
+    queued = lacking = not_due = 0
+    missing: set[str] = set()
+    due_from: str | None = None
+    for group in groups:
+        count = int(group["tasks"])
+        queued += count
+        required = json.loads(str(group["required_capabilities_json"]))
+        needed = {str(name) for name in required} - offered
+        if needed:
+            lacking += count
+            missing |= needed
+        elif group["not_due"]:
+            not_due += count
+            earliest = group["earliest"]
+            if earliest is not None and (due_from is None or str(earliest) < due_from):
+                due_from = str(earliest)
+    return IdleReason(queued, lacking, tuple(sorted(missing)), not_due, due_from)
 
 
 @attrs.frozen

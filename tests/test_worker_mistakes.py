@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aios_ledger.core.work import exec_program
+from aios_ledger.core.work import exec_program, idle_reason
 from api_server import ApiServer, free_port
 from git_support import AGENT as GIT_AGENT
 from git_support import binding, governed_task, make_repository, register
@@ -249,3 +249,39 @@ def test_ctrl_c_while_the_command_line_is_still_starting_prints_no_traceback(
     assert "Traceback" not in err, err
     assert started.returncode == 130, err
     assert err.strip().endswith("INTERRUPTED: stopped by the user")
+
+
+def test_an_idle_worker_says_why_nothing_was_claimable(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    assert cli(db, "init").returncode == 0
+    empty = cli(db, "worker", "--agent-id", "w", "--exec", "true", "--until-empty")
+    assert empty.returncode == 0, empty.stderr
+    assert json.loads(empty.stdout)["idle"]["reason"] == "no queued task"
+    assert "nothing to claim: no queued task" in empty.stderr
+    for number in (1, 2, 3):
+        create(db, f"task-gpu-{number}", required_capabilities=["gpu", "cuda"])
+    create(db, "task-later", not_before="2999-01-01T00:00:00.000Z")
+    idle = cli(db, "worker", "--agent-id", "w", "--capability", "cuda", "--exec", "true", "--once")
+    assert idle.returncode == 0, idle.stderr
+    summary = json.loads(idle.stdout)
+    assert summary["tasks"] == []
+    reason = (
+        "3 queued tasks need capabilities you do not offer: gpu; "
+        "1 queued task not due before 2999-01-01T00:00:00.000Z"
+    )
+    assert summary["idle"]["reason"] == reason
+    assert (summary["idle"]["lacking_capabilities"], summary["idle"]["not_due"]) == (3, 1)
+    assert f"nothing to claim: {reason}" in idle.stderr
+
+
+def test_the_idle_reason_counts_each_task_once() -> None:
+    groups = [
+        {"required_capabilities_json": '["gpu"]', "not_due": 1, "tasks": 2, "earliest": "b"},
+        {"required_capabilities_json": "[]", "not_due": 1, "tasks": 1, "earliest": "c"},
+        {"required_capabilities_json": "[]", "not_due": 1, "tasks": 1, "earliest": "a"},
+        {"required_capabilities_json": '["x"]', "not_due": 0, "tasks": 4, "earliest": None},
+    ]
+    reason = idle_reason(groups, ["x"])
+    assert (reason.queued, reason.lacking, reason.missing) == (8, 2, ("gpu",))
+    assert (reason.not_due, reason.due_from) == (2, "a")
+    assert reason.text().endswith("4 queued tasks claimable, taken by another worker meanwhile")

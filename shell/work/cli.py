@@ -150,7 +150,7 @@ def _worker(args: argparse.Namespace) -> Any:
         code = worker.run()
     finally:
         worker.close()
-    return {
+    summary: dict[str, Any] = {
         "agent_id": config.agent_id,
         "tasks": [
             {"task_id": o.task_id, "attempt": o.attempt, "outcome": o.outcome, "detail": o.detail}
@@ -158,6 +158,9 @@ def _worker(args: argparse.Namespace) -> Any:
         ],
         "exit": code,
     }
+    if worker.idle is not None:
+        summary["idle"] = worker.idle.public()  # why it ended without (more) work
+    return summary
 
 
 def api_options(parser: argparse.ArgumentParser) -> None:

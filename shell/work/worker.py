@@ -54,6 +54,7 @@ from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.work import (
     STDERR_TAIL_LINES,
     FailureEvidence,
+    IdleReason,
     evidence_run,
     evidence_session,
     exec_program,
@@ -208,7 +209,13 @@ class Worker:
         )
         # The executions' threads share these two connections, one call at a time.
         self._attach(
-            config, ledger, runs, workspaces, closers=(ledger.close, runs.close), serial=True
+            config,
+            ledger,
+            runs,
+            workspaces,
+            closers=(ledger.close, runs.close),
+            serial=True,
+            explain_idle=ledger.idle_reason,
         )
 
     @classmethod
@@ -220,13 +227,22 @@ class Worker:
         *,
         workspaces: WorkRepositories | None = None,
         close: Callable[[], None] | None = None,
+        explain_idle: Callable[[Sequence[str]], IdleReason] | None = None,
     ) -> Worker:
         """A worker over another backend (a `LedgerClient` serves as both); its calls are not
         serialised (the backend takes concurrent calls). `close` runs on `Worker.close`.
-        Without `workspaces` it prepares no git workspace (`NoWorkspaces`)."""
+        Without `workspaces` it prepares no git workspace (`NoWorkspaces`); `explain_idle`
+        says why nothing was claimable (without it an idle worker gives no reason)."""
         worker = cls.__new__(cls)
         closers = () if close is None else (close,)
-        worker._attach(config, ledger, runs, workspaces or NoWorkspaces(), closers=closers)
+        worker._attach(
+            config,
+            ledger,
+            runs,
+            workspaces or NoWorkspaces(),
+            closers=closers,
+            explain_idle=explain_idle,
+        )
         return worker
 
     def _attach(
@@ -238,8 +254,12 @@ class Worker:
         *,
         closers: tuple[Callable[[], None], ...],
         serial: bool = False,
+        explain_idle: Callable[[Sequence[str]], IdleReason] | None = None,
     ) -> None:
         self.config = config
+        self._explain_idle = explain_idle
+        # Why the last claim found nothing (None: it found something, or no reason is read).
+        self.idle: IdleReason | None = None
         self.ledger = ledger
         self.runs = runs
         self.workspaces = workspaces
@@ -319,7 +339,10 @@ class Worker:
                 started += len(claims)
                 if claims:
                     delay = self.config.poll_min
+                    self.idle = None
                     continue
+                if not executions:
+                    self._note_idle()
                 if not executions and (self.config.once or self.config.until_empty):
                     break
                 self._idle(delay)
@@ -335,6 +358,19 @@ class Worker:
         if self._crash is not None:
             raise self._crash
         return 0
+
+    def _note_idle(self) -> None:
+        """Read why nothing was claimable, and log it when it is not what was logged last."""
+        if self._explain_idle is None:
+            return
+        try:
+            reason = self.serialised(self._explain_idle, self.config.capabilities)
+        except LedgerError as refused:
+            self.log(f"idle reason not read: {refused}", level=logging.DEBUG)
+            return
+        if reason != self.idle:
+            self.log(f"nothing to claim: {reason.text()}", idle=reason.public())
+        self.idle = reason
 
     def _budget(self, started: int) -> int | None:
         """How many more tasks this worker may start; None: no bound."""
