@@ -150,16 +150,31 @@ class IdleReason:
             return "no queued task"
         parts = []
         if self.lacking:
+            need = "needs" if self.lacking == 1 else "need"
             parts.append(
-                f"{_tasks(self.lacking)} need capabilities you do not offer: "
+                f"{_tasks(self.lacking)} {need} capabilities you do not offer: "
                 + ", ".join(self.missing)
             )
         if self.not_due:
-            parts.append(f"{_tasks(self.not_due)} not due before {self.due_from}")
+            verb = "is" if self.not_due == 1 else "are"
+            parts.append(f"{_tasks(self.not_due)} {verb} not due before {self.due_from}")
         others = self.queued - self.lacking - self.not_due
         if others:
-            parts.append(f"{_tasks(others)} claimable, taken by another worker meanwhile")
+            verb = "was" if others == 1 else "were"
+            parts.append(f"{_tasks(others)} {verb} taken by another worker meanwhile")
         return "; ".join(parts)
+
+    @classmethod
+    def from_public(cls, shown: Mapping[str, Any]) -> IdleReason:
+        """The reason `public()` showed (what the API answers)."""
+        due_from = shown["due_from"]
+        return cls(
+            queued=int(shown["queued"]),
+            lacking=int(shown["lacking_capabilities"]),
+            missing=tuple(str(name) for name in shown["missing_capabilities"]),
+            not_due=int(shown["not_due"]),
+            due_from=None if due_from is None else str(due_from),
+        )
 
     def public(self) -> JsonObject:
         return {

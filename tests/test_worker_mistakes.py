@@ -217,7 +217,7 @@ def test_a_second_ctrl_c_kills_the_agent_and_releases_its_task_at_once(tmp_path:
     assert worker.returncode == 0, err
     assert "Traceback" not in err
     (outcome,) = json.loads(out)["tasks"]
-    assert outcome["outcome"] == "released"
+    assert outcome["outcome"] == "released", err
     assert task(db, "task-hurried")["status"] == "QUEUED"
 
 
@@ -267,7 +267,7 @@ def test_an_idle_worker_says_why_nothing_was_claimable(tmp_path: Path) -> None:
     assert summary["tasks"] == []
     reason = (
         "3 queued tasks need capabilities you do not offer: gpu; "
-        "1 queued task not due before 2999-01-01T00:00:00.000Z"
+        "1 queued task is not due before 2999-01-01T00:00:00.000Z"
     )
     assert summary["idle"]["reason"] == reason
     assert (summary["idle"]["lacking_capabilities"], summary["idle"]["not_due"]) == (3, 1)
@@ -284,4 +284,16 @@ def test_the_idle_reason_counts_each_task_once() -> None:
     reason = idle_reason(groups, ["x"])
     assert (reason.queued, reason.lacking, reason.missing) == (8, 2, ("gpu",))
     assert (reason.not_due, reason.due_from) == (2, "a")
-    assert reason.text().endswith("4 queued tasks claimable, taken by another worker meanwhile")
+    assert reason.text().endswith("4 queued tasks were taken by another worker meanwhile")
+
+
+def test_an_idle_worker_over_the_api_says_why_too(server: ApiServer, tmp_path: Path) -> None:
+    create(server.db, "task-needs-gpu", required_capabilities=["gpu"])
+    token = server.token_file(tmp_path, "cpu-agent", "agent")
+    idle = remote(
+        "worker", "--api", server.url, "--token-file", str(token), "--exec", "true", "--once"
+    )
+    assert idle.returncode == 0, idle.stderr
+    reason = "1 queued task needs capabilities you do not offer: gpu"
+    assert json.loads(idle.stdout)["idle"]["reason"] == reason
+    assert f"nothing to claim: {reason}" in idle.stderr

@@ -396,6 +396,14 @@ async def metrics(call: Call) -> Response:
     return Response(text, media_type=CONTENT_TYPE_LATEST)
 
 
+def idle_reason(call: Call) -> Answer:
+    """Why a claim offering `capabilities` (comma-separated) finds nothing now: what an idle
+    worker over the API logs."""
+    offered = [name for name in (call.query("capabilities") or "").split(",") if name]
+    reason = call.backend.read_now(lambda s: s.tasks.idle_reason(offered))
+    return Answer(reason.public())
+
+
 def whoami(call: Call) -> Answer:
     """The token's name and roles: a client checks its token, and learns the agent id claims
     record, before it does anything."""
@@ -470,6 +478,7 @@ async def log_export(call: Call) -> Response:
 
 _TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
 _LIMIT = Query("limit", {"type": "integer", "minimum": 1})
+_CAPABILITIES = Query("capabilities", {"type": "string", "maxLength": 4000})
 
 
 def operations() -> tuple[Operation, ...]:
@@ -669,6 +678,15 @@ def operations() -> tuple[Operation, ...]:
             "an auxiliary run's transitions",
         ),
         o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name and roles"),
+        o(
+            "GET",
+            "/v1/claims/idle",
+            "idleReason",
+            agent,
+            idle_reason,
+            "why a claim offering these capabilities finds nothing now",
+            query=(_CAPABILITIES,),
+        ),
         o("GET", "/v1/status", "status", READERS, status, "the status report"),
         o("GET", "/v1/log/head", "logHead", READERS, log_head, "the log's head"),
         o("GET", "/v1/log/verify", "logVerify", AUDIT, log_verify, "verify the log"),

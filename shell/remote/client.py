@@ -69,6 +69,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.core.tasks.answers import ReleaseAnswer
+from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 
 T = TypeVar("T")
@@ -254,6 +255,14 @@ class LedgerClient:
         if not isinstance(answer, dict) or not isinstance(answer.get("name"), str):
             raise LedgerError("API_PROTOCOL_ERROR", "whoami: expected {name, roles}")
         return answer
+
+    def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:
+        """TaskLedger.idle_reason (`GET /v1/claims/idle`)."""
+        offered = ",".join(str(name) for name in capabilities)
+        answer = self._json("GET", api_path("claims", "idle"), params={"capabilities": offered})
+        if not isinstance(answer, dict):
+            raise LedgerError("API_PROTOCOL_ERROR", "idle reason: expected an object")
+        return _record(IdleReason.from_public, answer)
 
     # -- TaskLedger -----------------------------------------------------------------------
 
@@ -593,7 +602,7 @@ def _record(build: Callable[[Mapping[str, Any]], T], answer: object) -> T:
         raise LedgerError("API_PROTOCOL_ERROR", "expected a JSON object")
     try:
         return build(answer)
-    except (LedgerError, TypeError, KeyError) as exc:
+    except (LedgerError, TypeError, KeyError, ValueError) as exc:
         raise LedgerError("API_PROTOCOL_ERROR", f"unexpected answer: {exc}") from None
 
 

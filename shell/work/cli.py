@@ -137,7 +137,14 @@ def _worker(args: argparse.Namespace) -> Any:
     if client is not None:
         # Governed repositories through the API: the base's bundle in, the proposal out.
         workspaces = RemoteWorkspaces(client)
-        worker = Worker.over(client, client, config, workspaces=workspaces, close=client.close)
+        worker = Worker.over(
+            client,
+            client,
+            config,
+            workspaces=workspaces,
+            close=client.close,
+            explain_idle=client.idle_reason,
+        )
     else:
         worker = Worker(
             database_path(args),
