@@ -17,11 +17,11 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core shell tests examples docs/hooks $(wildcard bench)
-	$(VENV)/bin/ruff format --check core shell tests examples docs/hooks $(wildcard bench)
+	$(VENV)/bin/ruff check core entry shell tests examples docs/hooks $(wildcard bench)
+	$(VENV)/bin/ruff format --check core entry shell tests examples docs/hooks $(wildcard bench)
 	mkdir -p .typecheck/aios_ledger
-	for part in core shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
-	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.shell -p aios_ledger.sql
+	for part in core entry shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
+	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.entry -p aios_ledger.shell -p aios_ledger.sql
 	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py)  # docs/hooks: through tests/test_docs_site.py
 
 # Four test processes on two cores: most of the suite waits on fsync, subprocesses and servers,

@@ -6,6 +6,8 @@ again.
 from __future__ import annotations
 
 import enum
+import json
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +40,80 @@ REVIEW_OUTPUT_SCHEMA: JsonObject = {
 }
 
 
+# What `sh -c` runs without looking a program up: its keywords and builtins (and a few words
+# that are both a builtin and a program, which need no check either).
+SHELL_WORDS = frozenset(
+    [
+        "!",
+        ".",
+        ":",
+        "[",
+        "{",
+        "alias",
+        "break",
+        "case",
+        "cd",
+        "command",
+        "continue",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "false",
+        "for",
+        "getopts",
+        "if",
+        "kill",
+        "local",
+        "printf",
+        "pwd",
+        "read",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "time",
+        "trap",
+        "true",
+        "type",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "until",
+        "wait",
+        "while",
+        "echo",
+    ]
+)
+# A first word holding any of these is shell syntax (an expansion, a glob, a redirection...)
+# whose program only the shell itself can tell.
+SHELL_SYNTAX = frozenset("$`()[]{};&|<>*?~!#")
+
+
+def exec_program(command: str) -> str | None:
+    """The program `sh -c command` starts, to check that it exists before any task is claimed;
+    None when the shell decides it (an empty or unparsable command, a keyword or builtin, shell
+    syntax) or when it is a relative path like `./agent.sh`, which a governed task's command
+    resolves in its workspace. Leading `NAME=value` assignments are skipped."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return None
+    for word in words:
+        name, assigned, _value = word.partition("=")
+        if assigned and name.isidentifier():
+            continue
+        if word in SHELL_WORDS or not SHELL_SYNTAX.isdisjoint(word):
+            return None
+        if "/" in word and not word.startswith("/"):
+            return None
+        return word
+    return None
+
+
 def evidence_session(task_id: str) -> str:
     """Every attempt of a task is a run in the task's session."""
     return f"task:{task_id}"
@@ -55,6 +131,88 @@ def heartbeat_interval(lease_seconds: int) -> float:
 def next_poll_delay(current: float, *, minimum: float, maximum: float) -> float:
     """Exponential backoff while the queue stays empty; the caller resets it after a claim."""
     return min(max(current * 2.0, minimum), maximum)
+
+
+@attrs.frozen
+class IdleReason:
+    """Why a worker found nothing to claim: of the `queued` tasks (with attempts left, before
+    their deadline), how many need capabilities it does not offer (and which), and how many it
+    could take but are not due yet (the earliest from when)."""
+
+    queued: int
+    lacking: int
+    missing: tuple[str, ...]
+    not_due: int
+    due_from: str | None
+
+    def text(self) -> str:
+        if self.queued == 0:
+            return "no queued task"
+        parts = []
+        if self.lacking:
+            need = "needs" if self.lacking == 1 else "need"
+            parts.append(
+                f"{_tasks(self.lacking)} {need} capabilities you do not offer: "
+                + ", ".join(self.missing)
+            )
+        if self.not_due:
+            verb = "is" if self.not_due == 1 else "are"
+            parts.append(f"{_tasks(self.not_due)} {verb} not due before {self.due_from}")
+        others = self.queued - self.lacking - self.not_due
+        if others:
+            verb = "was" if others == 1 else "were"
+            parts.append(f"{_tasks(others)} {verb} taken by another worker meanwhile")
+        return "; ".join(parts)
+
+    @classmethod
+    def from_public(cls, shown: Mapping[str, Any]) -> IdleReason:
+        """The reason `public()` showed (what the API answers)."""
+        due_from = shown["due_from"]
+        return cls(
+            queued=int(shown["queued"]),
+            lacking=int(shown["lacking_capabilities"]),
+            missing=tuple(str(name) for name in shown["missing_capabilities"]),
+            not_due=int(shown["not_due"]),
+            due_from=None if due_from is None else str(due_from),
+        )
+
+    def public(self) -> JsonObject:
+        return {
+            "queued": self.queued,
+            "lacking_capabilities": self.lacking,
+            "missing_capabilities": list[JsonValue](self.missing),
+            "not_due": self.not_due,
+            "due_from": self.due_from,
+            "reason": self.text(),
+        }
+
+
+def _tasks(count: int) -> str:
+    return f"{count} queued task" + ("" if count == 1 else "s")
+
+
+def idle_reason(groups: Sequence[Mapping[str, Any]], capabilities: Sequence[str]) -> IdleReason:
+    """The reason from the queue's groups (`idle_queue_groups`: the capabilities they require as
+    JSON, whether they are due, how many, the earliest `not_before`) for a claimer offering
+    `capabilities`. A task that lacks a capability counts as lacking, due or not."""
+    offered = set(capabilities)
+    queued = lacking = not_due = 0
+    missing: set[str] = set()
+    due_from: str | None = None
+    for group in groups:
+        count = int(group["tasks"])
+        queued += count
+        required = json.loads(str(group["required_capabilities_json"]))
+        needed = {str(name) for name in required} - offered
+        if needed:
+            lacking += count
+            missing |= needed
+        elif group["not_due"]:
+            not_due += count
+            earliest = group["earliest"]
+            if earliest is not None and (due_from is None or str(earliest) < due_from):
+                due_from = str(earliest)
+    return IdleReason(queued, lacking, tuple(sorted(missing)), not_due, due_from)
 
 
 @attrs.frozen
@@ -103,15 +261,22 @@ class FailureEvidence:
 
 
 def failure_result(
-    claim: Mapping[str, Any], *, kind: str, detail: str, evidence: FailureEvidence
+    claim: Mapping[str, Any],
+    *,
+    kind: str,
+    detail: str,
+    evidence: FailureEvidence,
+    proposed_files: Sequence[str] = (),
 ) -> JsonObject:
     """The result a worker submits when the command did not produce one, with the evidence of
     why.
 
     For a task with an execution envelope it meets the agent_runtime contract (echoing the
     envelope's digest, claiming no governed write), which has no field for evidence: the
-    evidence follows the reason in `summary`, as text. Otherwise it is a plain failure record
-    with the evidence as `evidence`.
+    evidence follows the reason in `summary`, as text. Its `changed_files` are those of the
+    attempt's recorded proposal (`proposed_files`), as the ledger requires of any result of an
+    attempt with a proposal. Otherwise it is a plain failure record with the evidence as
+    `evidence`.
     """
     if kind not in FAILURE_KINDS:
         raise ValueError(f"unknown failure kind {kind!r}")
@@ -125,7 +290,7 @@ def failure_result(
             "execution_mode": "agent_runtime",
             "status": "FAILED",
             "summary": f"{summary}\n\n{evidence.text()}"[:MAX_CONTRACT_SUMMARY],
-            "changed_files": [],
+            "changed_files": list[JsonValue](sorted(proposed_files)),
             "direct_main_write": False,
             "production_write": False,
             "force_push": False,

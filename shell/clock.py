@@ -7,11 +7,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from aios_ledger.core import Timestamp
+from aios_ledger.core.projection.decisions import AUTHORIZATION_SETTING
 
 # A clock answers an aware datetime (any offset): what `datetime.now(UTC)` or a test's settable
 # clock gives. The shell reads it as the core's `Timestamp`, the only time decisions accept.
 Clock = Callable[[], datetime]
-AUTHORIZATION_ENV = "AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID"
+AUTHORIZATION_ENV = AUTHORIZATION_SETTING  # the core names it in its refusals
 
 
 def system_clock() -> datetime:

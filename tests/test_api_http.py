@@ -387,6 +387,8 @@ CASES: dict[str, Case] = {
     "aux list": Case("GET", ANY, lambda s: ("/v1/auxiliary-runs?limit=5", None)),
     "aux get": Case("GET", ANY, _aux_missing(""), 404),
     "aux events": Case("GET", ANY, _aux_missing("/events"), 404),
+    "whoami": Case("GET", ANY, lambda s: ("/v1/whoami", None)),
+    "idle": Case("GET", AGENT, lambda s: (f"/v1/claims/idle?capabilities={s.cap}", None)),
     "status": Case("GET", ANY, lambda s: ("/v1/status", None)),
     "head": Case("GET", ANY, lambda s: ("/v1/log/head", None)),
     "verify": Case("GET", AUDIT, lambda s: ("/v1/log/verify", None)),

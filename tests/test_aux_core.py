@@ -288,8 +288,10 @@ def test_spec_validate_refuses(spec: AuxiliaryRunSpec, code: str, field: str | N
 def test_spec_validate_checks_the_evidence_digest() -> None:
     spec = _spec()
     spec.validate(DIGEST)
-    with pytest.raises(AuxiliaryRunError, match="EVIDENCE_DIGEST_MISMATCH"):
-        spec.validate(digest_bytes("evidence", b"other"))
+    other = digest_bytes("evidence", b"other")
+    with pytest.raises(AuxiliaryRunError, match="EVIDENCE_DIGEST_MISMATCH") as refused:
+        spec.validate(other)
+    assert refused.value.detail == f"the spec pins evidence {DIGEST}, it was given {other}"
 
 
 def test_frames_nest_up_to_the_depth_limit() -> None:

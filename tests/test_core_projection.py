@@ -28,7 +28,9 @@ from aios_ledger.core import (
     decide_register_binding,
     prepare_projection,
 )
+from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.plan import request_digest
+from aios_ledger.shell import AUTHORIZATION_ENV
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from legacy_fixtures import (
     OWNER,
@@ -170,8 +172,32 @@ def test_authorization_comes_before_replay() -> None:
     state = state_of(task_row(), events(), prior)
     command = ProjectionCommand(TASK, request)
     for configured in (None, "someone-else"):
-        with pytest.raises(InitialExecutionProjectionError, match="AUTHORIZATION_DENIED"):
+        with pytest.raises(InitialExecutionProjectionError, match="AUTHORIZATION_DENIED") as denied:
             prepare_projection(state, command, authorization_id=configured)
+        # The refusal names the setting to configure (or to ask the owner about).
+        assert AUTHORIZATION_ENV in denied.value.detail
+
+
+def test_a_digest_refusal_says_which_value_was_expected_and_which_was_found() -> None:
+    wrong = "0" * 64
+    found = sha256_hex({})
+    for field, code in (
+        ("expected_metadata_sha256", "METADATA_DIGEST_MISMATCH"),
+        ("expected_required_capabilities_sha256", "REQUIRED_CAPABILITIES_DIGEST_MISMATCH"),
+    ):
+        request = projection_request(**{field: wrong})
+        state = state_of(task_row(), events())
+        with pytest.raises(InitialExecutionProjectionError, match=f"^{code}: ") as refused:
+            decide_projection(
+                state,
+                ProjectionCommand(TASK, request),
+                now=NOW,
+                envelope=runtime_envelope(),
+                authorization_id=OWNER,
+                source_capture_contract=CONTRACT,
+            )
+        expected = found if code.startswith("METADATA") else sha256_hex([])
+        assert f"sha256 {expected}, the request expects {wrong}" in refused.value.detail
 
 
 def test_binding_plan_is_golden(golden: SnapshotAssertion) -> None:

@@ -133,8 +133,8 @@ def test_worker_api_flags_are_checked(server: ApiServer, tmp_path: Path) -> None
     refused = tmp_path / "refused.token"
     refused.write_text("a-token-the-server-never-issued-0123456789\n")
     stranger = remote(*common, "--api", server.url, "--token-file", str(refused))
-    assert stranger.returncode == 0  # a refused claim is logged; the worker found nothing
-    assert "UNAUTHENTICATED" in stranger.stderr
+    assert stranger.returncode == 1  # refused at start-up, not "nothing to do"
+    assert stranger.stderr.startswith("UNAUTHENTICATED")
 
 
 def test_only_the_holder_writes_a_tasks_evidence_run(server: ApiServer) -> None:

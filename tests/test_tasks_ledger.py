@@ -1123,3 +1123,15 @@ def test_a_record_read_checks_that_the_statement_selects_its_fields(path: Path) 
                 fetch_record(conn, "get_task", {"task_id": created["task_id"]}, IdempotencyRow)
 
         store.database.read(check)
+
+
+def test_idle_reason_reads_the_queue_by_capabilities_and_schedule(ledger: TaskLedger) -> None:
+    """On both engines: the named SQL groups the queue the way the core's reason counts it."""
+    assert ledger.idle_reason([]).text() == "no queued task"
+    _create(ledger, "t-gpu-1", required_capabilities=["gpu"])
+    _create(ledger, "t-gpu-2", required_capabilities=["gpu"])
+    _create(ledger, "t-later", not_before="2999-01-01T00:00:00.000Z")
+    reason = ledger.idle_reason(["cpu"])
+    assert (reason.queued, reason.lacking, reason.missing) == (3, 2, ("gpu",))
+    assert (reason.not_due, reason.due_from) == (1, "2999-01-01T00:00:00.000Z")
+    assert ledger.idle_reason(["gpu"]).lacking == 0

@@ -155,7 +155,9 @@ def test_a_command_that_hangs_past_the_timeout_submits_a_failure(tmp_path: Path)
         ("echo '[1, 2]'", "invalid_output"),
         ("printf '\\377\\376'", "invalid_output"),
         ("echo oops >&2; exit 3", "exit_status"),
-        ("/nonexistent/program", "exit_status"),
+        # A program named outright is checked at start-up (EXEC_NOT_FOUND); one the shell finds
+        # missing only as it runs is a failure of the task.
+        ("exec /nonexistent/program", "exit_status"),
     ],
 )
 def test_garbage_or_failure_is_submitted_as_a_failure(

@@ -268,7 +268,8 @@ class AuxiliaryRunSpec:
         _check_frame(self.frame)
         if self.evidence_digest != evidence_digest:
             raise AuxiliaryRunError(
-                "EVIDENCE_DIGEST_MISMATCH", "the spec pins other evidence than it was given"
+                "EVIDENCE_DIGEST_MISMATCH",
+                f"the spec pins evidence {self.evidence_digest}, it was given {evidence_digest}",
             )
         if self.capabilities.write_workspace:
             raise AuxiliaryRunError(
@@ -392,7 +393,9 @@ def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSp
         raise _invalid("evidence", refused.detail) from None
     if recomputed != evidence.snapshot_digest:
         raise AuxiliaryRunError(
-            "EVIDENCE_DIGEST_MISMATCH", "the evidence does not match its own snapshot digest"
+            "EVIDENCE_DIGEST_MISMATCH",
+            f"the evidence's digest is {recomputed}, its snapshot_digest says "
+            f"{evidence.snapshot_digest}",
         )
     spec.validate(evidence.snapshot_digest)
     spec_text = spec.canonical_text()

@@ -59,6 +59,8 @@ PROJECTION_EVENT = "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED"
 RUNTIME_ACTION = "agent_runtime"
 LEGACY_SCOPE: JsonObject = {"scope_type": "legacy", "tenant_id": None, "project_id": None}
 MAX_REVISION = 2**62
+# Where the shell reads the owner's authorization id from (the core only names it, to say so).
+AUTHORIZATION_SETTING = "AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID"
 
 _REFUSE = refuse_as(ProjectionError, "FIELDS_INVALID")
 
@@ -163,14 +165,24 @@ def _operation(request: ProjectionRequest) -> str:
     return "project"
 
 
+def _drifted(what: str, actual: object, expected: object) -> str:
+    """A digest refusal's detail: which value the ledger found, which the request expected."""
+    return f"{what} has sha256 {actual}, the request expects {expected}"
+
+
 def _check_authorization(request: ProjectionRequest, authorization_id: str | None) -> None:
     if not authorization_id:
         raise ProjectionError(
-            "AUTHORIZATION_DENIED", "no owner authorization is configured for projections"
+            "AUTHORIZATION_DENIED",
+            "no owner authorization is configured for projections: the owner sets "
+            f"{AUTHORIZATION_SETTING} where the ledger runs (for the API: in the environment "
+            "of `serve`)",
         )
     if request.authorization_id != authorization_id:
         raise ProjectionError(
-            "AUTHORIZATION_DENIED", "the request does not carry the owner authorization"
+            "AUTHORIZATION_DENIED",
+            "the request's authorization_id is not the owner authorization configured in "
+            f"{AUTHORIZATION_SETTING}: ask the owner for it",
         )
 
 
@@ -309,9 +321,19 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
             f"task is (status, revision, attempt) {observed}, the request expects {expected}",
         )
     if sha256_hex(metadata) != request.expected_metadata_sha256:
-        raise ProjectionError("METADATA_DIGEST_MISMATCH", "task metadata changed")
+        raise ProjectionError(
+            "METADATA_DIGEST_MISMATCH",
+            _drifted("the task's metadata", sha256_hex(metadata), request.expected_metadata_sha256),
+        )
     if sha256_hex(capabilities) != request.expected_required_capabilities_sha256:
-        raise ProjectionError("REQUIRED_CAPABILITIES_DIGEST_MISMATCH", "capabilities changed")
+        raise ProjectionError(
+            "REQUIRED_CAPABILITIES_DIGEST_MISMATCH",
+            _drifted(
+                "the task's required capabilities",
+                sha256_hex(capabilities),
+                request.expected_required_capabilities_sha256,
+            ),
+        )
     return metadata
 
 
@@ -361,7 +383,12 @@ def _check_source_capture(
         )
     if sha256_hex(verification) != request.previous_verification_sha256:
         raise ProjectionError(
-            "VERIFICATION_DIGEST_MISMATCH", "the stored verification is not the one expected"
+            "VERIFICATION_DIGEST_MISMATCH",
+            _drifted(
+                "the stored verification",
+                sha256_hex(verification),
+                request.previous_verification_sha256,
+            ),
         )
     if not isinstance(verification, dict) or verification.get("decision") != "NEEDS_REWORK":
         raise ProjectionError(
@@ -373,7 +400,12 @@ def _check_source_capture(
     stored_digest_ok = task.result_digest is None or task.result_digest == digest
     if digest != request.expected_source_capture_result_sha256 or not stored_digest_ok:
         raise ProjectionError(
-            "SOURCE_CAPTURE_RESULT_DIGEST_MISMATCH", "the stored result is not the one expected"
+            "SOURCE_CAPTURE_RESULT_DIGEST_MISMATCH",
+            _drifted(
+                "the stored result",
+                digest if stored_digest_ok else f"{digest} (stored as {task.result_digest})",
+                request.expected_source_capture_result_sha256,
+            ),
         )
     require_contract(
         contract, result, code="SOURCE_CAPTURE_RESULT_CONTRACT_INVALID", error=ProjectionError
@@ -387,7 +419,8 @@ def _check_source_capture(
     if result["execution_digest"] != request.expected_source_capture_execution_digest:
         raise ProjectionError(
             "SOURCE_CAPTURE_EXECUTION_DIGEST_MISMATCH",
-            "the result's execution_digest is not the expected source-capture digest",
+            f"the result's execution_digest is {result['execution_digest']}, the request "
+            f"expects {request.expected_source_capture_execution_digest}",
         )
     return result
 
@@ -451,7 +484,8 @@ def _check_capture_matches_envelope(
     if capture["execution_digest"] != result["execution_digest"]:
         raise ProjectionError(
             "SOURCE_CAPTURE_EXECUTION_DIGEST_MISMATCH",
-            "the result's execution_digest is not the source capture of this binding",
+            f"the result's execution_digest is {result['execution_digest']}, the source "
+            f"capture of this binding is {capture['execution_digest']}",
         )
     return {
         "source_capture_execution_digest": result["execution_digest"],

@@ -396,6 +396,22 @@ async def metrics(call: Call) -> Response:
     return Response(text, media_type=CONTENT_TYPE_LATEST)
 
 
+def idle_reason(call: Call) -> Answer:
+    """Why a claim offering `capabilities` (comma-separated) finds nothing now: what an idle
+    worker over the API logs."""
+    offered = [name for name in (call.query("capabilities") or "").split(",") if name]
+    reason = call.backend.read_now(lambda s: s.tasks.idle_reason(offered))
+    return Answer(reason.public())
+
+
+def whoami(call: Call) -> Answer:
+    """The token's name and roles: a client checks its token, and learns the agent id claims
+    record, before it does anything."""
+    assert call.principal is not None
+    roles = [role for role in ROLES if role in call.principal.roles]
+    return Answer({"name": call.principal.name, "roles": roles})
+
+
 def status(call: Call) -> Answer:
     clock = call.backend.settings.clock
 
@@ -462,6 +478,7 @@ async def log_export(call: Call) -> Response:
 
 _TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
 _LIMIT = Query("limit", {"type": "integer", "minimum": 1})
+_CAPABILITIES = Query("capabilities", {"type": "string", "maxLength": 4000})
 
 
 def operations() -> tuple[Operation, ...]:
@@ -660,6 +677,16 @@ def operations() -> tuple[Operation, ...]:
             aux_events,
             "an auxiliary run's transitions",
         ),
+        o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name and roles"),
+        o(
+            "GET",
+            "/v1/claims/idle",
+            "idleReason",
+            agent,
+            idle_reason,
+            "why a claim offering these capabilities finds nothing now",
+            query=(_CAPABILITIES,),
+        ),
         o("GET", "/v1/status", "status", READERS, status, "the status report"),
         o("GET", "/v1/log/head", "logHead", READERS, log_head, "the log's head"),
         o("GET", "/v1/log/verify", "logVerify", AUDIT, log_verify, "verify the log"),
@@ -714,6 +741,17 @@ def _unauthenticated() -> Response:
     return problem_response(*_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
 
 
+def _needs_role(operation: Operation, principal: Principal) -> str:
+    """A role refusal's detail: the roles the route takes, the roles the token has."""
+    assert operation.roles is not None
+    takes = " or ".join(role for role in ROLES if role in operation.roles)
+    has = ", ".join(role for role in ROLES if role in principal.roles) or "none"
+    return (
+        f"{operation.operation_id} needs the role {takes}; the token {principal.name!r} has "
+        f"{has}: use a token with that role (aios-ledger token issue NAME --role ROLE)"
+    )
+
+
 def _endpoint(
     operation: Operation, backend: Backend, validators: BodyValidators, metrics: ApiMetrics
 ) -> Callable[[Request], Awaitable[Response]]:
@@ -736,7 +774,7 @@ def _endpoint(
             if principal is None:
                 return _unauthenticated()
             if principal.roles.isdisjoint(operation.roles):
-                raise LedgerError("FORBIDDEN", f"{operation.operation_id} needs another role")
+                raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
         body = None
         if operation.body is not None:
             if isinstance(raw, LedgerError):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import socket
 from typing import Any
 
 from aios_ledger.core.api.tokens import ROLES
@@ -108,6 +110,8 @@ def _serve(args: argparse.Namespace) -> int:
         max_waiting_per_token=args.max_waiting_per_token,
         recheck_seconds=args.recheck_seconds,
     )
+    # Bound before anything is opened or announced: an address in use is one clear refusal.
+    listener = bind_listener(host, port)
     app = served_app(settings)
     config = uvicorn.Config(
         app,
@@ -121,10 +125,30 @@ def _serve(args: argparse.Namespace) -> int:
     )
     LOG.info("serving %s on http://%s:%d", settings.db_path, host, port)
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[listener])
     finally:
+        listener.close()
         app.state.backend.close()
     return 0
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """The listening socket of `--listen HOST:PORT`; an address that cannot be bound is a
+    usage mistake (`ADDRESS_IN_USE`, `ADDRESS_UNAVAILABLE`) saying what to change."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(
+                "ADDRESS_IN_USE",
+                f"{host}:{port} is already in use: stop what listens there "
+                "or choose another --listen HOST:PORT",
+            ) from None
+        raise UsageError(
+            "ADDRESS_UNAVAILABLE",
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}): choose another --listen",
+        ) from None
 
 
 def _issue(args: argparse.Namespace) -> Any:

@@ -69,6 +69,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.core.tasks.answers import ReleaseAnswer
+from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 
 T = TypeVar("T")
@@ -224,9 +225,20 @@ class LedgerClient:
             if response.status_code in _RETRIED_STATUS and retry == "always":
                 last = str(problem_error(response))
                 continue
+            if response.status_code == 401:
+                raise self._token_refused(problem_error(response))
             raise problem_error(response)
         raise LedgerError(
             "API_UNAVAILABLE", f"{method} {path}: no answer after {self._retries + 1} tries: {last}"
+        )
+
+    def _token_refused(self, refused: LedgerError) -> LedgerError:
+        """A 401 as its code, saying what to do (the token itself is never shown)."""
+        return LedgerError(
+            refused.code,
+            f"{refused.detail}: {self.url} refused this token (mistyped, revoked, or issued "
+            "by another ledger); the ledger's owner issues a new one with "
+            "`aios-ledger token issue NAME --role ROLE`",
         )
 
     def _sleep(self, attempt: int) -> None:
@@ -236,6 +248,21 @@ class LedgerClient:
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._call(method, path, **kwargs)
         return _answer(response)
+
+    def whoami(self) -> dict[str, Any]:
+        """The token's name and roles (`GET /v1/whoami`): an answer proves the token good."""
+        answer = self._json("GET", api_path("whoami"))
+        if not isinstance(answer, dict) or not isinstance(answer.get("name"), str):
+            raise LedgerError("API_PROTOCOL_ERROR", "whoami: expected {name, roles}")
+        return answer
+
+    def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:
+        """TaskLedger.idle_reason (`GET /v1/claims/idle`)."""
+        offered = ",".join(str(name) for name in capabilities)
+        answer = self._json("GET", api_path("claims", "idle"), params={"capabilities": offered})
+        if not isinstance(answer, dict):
+            raise LedgerError("API_PROTOCOL_ERROR", "idle reason: expected an object")
+        return _record(IdleReason.from_public, answer)
 
     # -- TaskLedger -----------------------------------------------------------------------
 
@@ -575,7 +602,7 @@ def _record(build: Callable[[Mapping[str, Any]], T], answer: object) -> T:
         raise LedgerError("API_PROTOCOL_ERROR", "expected a JSON object")
     try:
         return build(answer)
-    except (LedgerError, TypeError, KeyError) as exc:
+    except (LedgerError, TypeError, KeyError, ValueError) as exc:
         raise LedgerError("API_PROTOCOL_ERROR", f"unexpected answer: {exc}") from None
 
 

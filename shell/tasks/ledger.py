@@ -67,6 +67,7 @@ from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
 from aios_ledger.core.tasks.decisions import decide_release
 from aios_ledger.core.tasks.requests import ReleaseRequest
+from aios_ledger.core.work import IdleReason, idle_reason
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -88,6 +89,8 @@ CLAIM_BATCH = 32
 TAKEOVER_BATCH = 32
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
+# Distinct capability sets an idle worker's reason reads (a queue holds a few).
+IDLE_GROUPS = 200
 
 
 T = TypeVar("T")
@@ -472,6 +475,13 @@ class TaskLedger:
                 return {"expired": expired, "count": len(expired)}
 
     # -- reads ----------------------------------------------------------------------------
+
+    def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:
+        """Why a claimer offering `capabilities` finds nothing to claim now (see the core's
+        `idle_reason`)."""
+        params = {"now": self._now().text, "limit": IDLE_GROUPS}
+        groups = self._db.read(lambda conn: fetch_all(conn, "idle_queue_groups", params))
+        return idle_reason(groups, capabilities)
 
     def get(self, task_id: str) -> TaskView:
         """One task with its JSON columns parsed; `TASK_NOT_FOUND` when there is none."""

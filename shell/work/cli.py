@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
+import time
 from typing import Any
 
+from aios_ledger.core import LedgerError
 from aios_ledger.core.config import ReviewSettings, WorkerSettings
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
+from aios_ledger.core.work import next_poll_delay
 from aios_ledger.shell.cli_support import (
     EXIT_REFUSED,
     UsageError,
@@ -29,9 +33,13 @@ from aios_ledger.shell.remote.credentials import read_token_file
 from aios_ledger.shell.remote.review import RemoteReview
 from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from aios_ledger.shell.work.reviewer import review_submitted
-from aios_ledger.shell.work.worker import Worker, WorkerConfig
+from aios_ledger.shell.work.worker import Worker, WorkerConfig, require_exec_program
 
 STATUS_ROWS = 10
+# A long-running worker started before its API waits for it, retrying this often (doubling).
+API_WAIT_MIN_SECONDS = 1.0
+API_WAIT_MAX_SECONDS = 30.0
+LOG = logging.getLogger("aios_ledger.worker")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -104,10 +112,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _worker(args: argparse.Namespace) -> Any:
     settings = section_settings(args, WorkerSettings)
+    command = required_setting(settings.exec, "--exec", WorkerSettings, "exec")
+    require_exec_program(command)
+    client = api_client(args, patient=not (args.once or args.until_empty))
+    agent_id: str
+    if client is None:
+        agent_id = required_setting(settings.agent_id, "--agent-id", WorkerSettings, "agent_id")
+    else:
+        agent_id = _token_agent(client, settings.agent_id)
     config = WorkerConfig(
-        agent_id=required_setting(settings.agent_id, "--agent-id", WorkerSettings, "agent_id"),
+        agent_id=agent_id,
         capabilities=tuple(settings.capabilities),
-        command=required_setting(settings.exec, "--exec", WorkerSettings, "exec"),
+        command=command,
         lease_seconds=settings.lease_seconds,
         timeout=settings.timeout,
         once=args.once,
@@ -118,11 +134,17 @@ def _worker(args: argparse.Namespace) -> Any:
         grace=settings.grace,
         concurrency=settings.concurrency,
     )
-    client = api_client(args)
     if client is not None:
         # Governed repositories through the API: the base's bundle in, the proposal out.
         workspaces = RemoteWorkspaces(client)
-        worker = Worker.over(client, client, config, workspaces=workspaces, close=client.close)
+        worker = Worker.over(
+            client,
+            client,
+            config,
+            workspaces=workspaces,
+            close=client.close,
+            explain_idle=client.idle_reason,
+        )
     else:
         worker = Worker(
             database_path(args),
@@ -135,7 +157,7 @@ def _worker(args: argparse.Namespace) -> Any:
         code = worker.run()
     finally:
         worker.close()
-    return {
+    summary: dict[str, Any] = {
         "agent_id": config.agent_id,
         "tasks": [
             {"task_id": o.task_id, "attempt": o.attempt, "outcome": o.outcome, "detail": o.detail}
@@ -143,6 +165,9 @@ def _worker(args: argparse.Namespace) -> Any:
         ],
         "exit": code,
     }
+    if worker.idle is not None:
+        summary["idle"] = worker.idle.public()  # why it ended without (more) work
+    return summary
 
 
 def api_options(parser: argparse.ArgumentParser) -> None:
@@ -158,24 +183,64 @@ def api_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def api_client(args: argparse.Namespace) -> LedgerClient | None:
-    """The client of `--api URL --token-file FILE`, or None without --api."""
+def api_client(args: argparse.Namespace, *, patient: bool = False) -> LedgerClient | None:
+    """The client of `--api URL --token-file FILE`, or None without --api; its token is
+    checked at once (`whoami`), and `client.agent_name` is the token's name. An API that does
+    not answer is `API_UNAVAILABLE`, or, when `patient` (a long-running worker), waited for."""
     if args.api is None:
         if args.token_file is not None:
             raise UsageError("USAGE_INVALID", "--token-file goes with --api")
         return None
     if args.token_file is None:
         raise UsageError("USAGE_INVALID", "--api needs --token-file FILE")
-    return LedgerClient(args.api, read_token_file(args.token_file))
+    client = LedgerClient(args.api, read_token_file(args.token_file))
+    try:
+        client.agent_name = str(_identity(client, patient=patient)["name"])
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _identity(client: LedgerClient, *, patient: bool) -> dict[str, Any]:
+    delay = API_WAIT_MIN_SECONDS
+    while True:
+        try:
+            return client.whoami()
+        except LedgerError as refused:
+            if not patient or refused.code != "API_UNAVAILABLE":
+                raise
+            LOG.warning("%s; trying again in %.0fs", refused, delay)
+            time.sleep(delay)
+            delay = next_poll_delay(
+                delay, minimum=API_WAIT_MIN_SECONDS, maximum=API_WAIT_MAX_SECONDS
+            )
+
+
+def _token_agent(client: LedgerClient, agent_id: str | None) -> str:
+    """The agent id of a worker over the API: its token's name, which the server records on
+    every claim; another `--agent-id` is a mistake, not silently replaced."""
+    name = str(client.agent_name)
+    if agent_id is not None and agent_id != name:
+        client.close()
+        raise UsageError(
+            "AGENT_MISMATCH",
+            f"--agent-id (or [worker] agent_id) is {agent_id!r}, but the token's name is "
+            f"{name!r}, which the API records on every claim: leave --agent-id out with --api, "
+            f"or use the token of {agent_id!r}",
+        )
+    return name
 
 
 def _review(args: argparse.Namespace) -> int:
     """The round's summary on stdout, and exit 1 when any review failed or ran out."""
     settings = section_settings(args, ReviewSettings)
+    command = required_setting(settings.exec, "--exec", ReviewSettings, "exec")
+    require_exec_program(command)
     client = api_client(args)
     summary = review_submitted(
         None if client is not None else database_path(args),
-        required_setting(settings.exec, "--exec", ReviewSettings, "exec"),
+        command,
         limit=settings.limit,
         timeout=settings.timeout,
         max_attempts=settings.max_attempts,

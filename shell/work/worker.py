@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
@@ -53,12 +54,15 @@ from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.work import (
     STDERR_TAIL_LINES,
     FailureEvidence,
+    IdleReason,
     evidence_run,
     evidence_session,
+    exec_program,
     failure_result,
     heartbeat_interval,
     next_poll_delay,
 )
+from aios_ledger.shell.cli_support import UsageError
 from aios_ledger.shell.clock import Clock
 from aios_ledger.shell.git.workspace import SOURCE_CAPTURE_CAPABILITY, GitWorkspaces, Workspace
 from aios_ledger.shell.runs.store import RunStore
@@ -74,11 +78,38 @@ TICK_SECONDS = 0.05
 STOP_POLL_SECONDS = 0.1
 LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
+# Refusals of the worker itself, not of a task: waiting would not change them.
+IDENTITY_REFUSED = frozenset({"UNAUTHENTICATED", "FORBIDDEN", "AGENT_MISMATCH"})
 
 P = ParamSpec("P")
 T = TypeVar("T")
 # Why the worker ended a command before it exited by itself.
 Ending = tuple[Literal["timeout", "lease-lost", "stopped"], str]
+
+
+def require_exec_program(command: str, option: str = "--exec") -> None:
+    """Refuse at start-up a command whose program does not exist or cannot run, instead of
+    failing every task it is given (`exec_program` says which commands can be checked)."""
+    program = exec_program(command)
+    if program is None:
+        return
+    if "/" not in program:
+        if shutil.which(program) is None:
+            path = os.environ.get("PATH", "")
+            raise UsageError(
+                "EXEC_NOT_FOUND",
+                f"{option} runs {program!r}, which is not on PATH ({path[:300]}): "
+                "install it, give its full path, or fix the command",
+            )
+        return
+    if not os.path.isfile(program):
+        raise UsageError("EXEC_NOT_FOUND", f"{option} runs {program!r}, which does not exist")
+    if not os.access(program, os.X_OK):
+        raise UsageError(
+            "EXEC_NOT_EXECUTABLE",
+            f"{option} runs {program!r}, which is not executable: chmod +x it, "
+            "or run it through its interpreter",
+        )
 
 
 class WorkLedger(Protocol):
@@ -178,7 +209,13 @@ class Worker:
         )
         # The executions' threads share these two connections, one call at a time.
         self._attach(
-            config, ledger, runs, workspaces, closers=(ledger.close, runs.close), serial=True
+            config,
+            ledger,
+            runs,
+            workspaces,
+            closers=(ledger.close, runs.close),
+            serial=True,
+            explain_idle=ledger.idle_reason,
         )
 
     @classmethod
@@ -190,13 +227,22 @@ class Worker:
         *,
         workspaces: WorkRepositories | None = None,
         close: Callable[[], None] | None = None,
+        explain_idle: Callable[[Sequence[str]], IdleReason] | None = None,
     ) -> Worker:
         """A worker over another backend (a `LedgerClient` serves as both); its calls are not
         serialised (the backend takes concurrent calls). `close` runs on `Worker.close`.
-        Without `workspaces` it prepares no git workspace (`NoWorkspaces`)."""
+        Without `workspaces` it prepares no git workspace (`NoWorkspaces`); `explain_idle`
+        says why nothing was claimable (without it an idle worker gives no reason)."""
         worker = cls.__new__(cls)
         closers = () if close is None else (close,)
-        worker._attach(config, ledger, runs, workspaces or NoWorkspaces(), closers=closers)
+        worker._attach(
+            config,
+            ledger,
+            runs,
+            workspaces or NoWorkspaces(),
+            closers=closers,
+            explain_idle=explain_idle,
+        )
         return worker
 
     def _attach(
@@ -208,8 +254,12 @@ class Worker:
         *,
         closers: tuple[Callable[[], None], ...],
         serial: bool = False,
+        explain_idle: Callable[[Sequence[str]], IdleReason] | None = None,
     ) -> None:
         self.config = config
+        self._explain_idle = explain_idle
+        # Why the last claim found nothing (None: it found something, or no reason is read).
+        self.idle: IdleReason | None = None
         self.ledger = ledger
         self.runs = runs
         self.workspaces = workspaces
@@ -218,6 +268,7 @@ class Worker:
             threading.Lock() if serial else contextlib.nullcontext()
         )
         self._stopping = False
+        self._hurried = False
         self._slot_freed = threading.Event()
         self._crash: BaseException | None = None
         self.outcomes: list[TaskOutcome] = []
@@ -241,9 +292,18 @@ class Worker:
         the signal handler sets it, and must take no lock the thread it interrupted may hold."""
         self._stopping = True
 
+    @property
+    def hurried(self) -> bool:
+        """A second stop came: running commands are killed now, without the grace period."""
+        return self._hurried
+
     def install_signal_handlers(self) -> None:
         def stop(signum: int, _frame: object) -> None:
-            self.log(f"{signal.Signals(signum).name}, stopping")
+            if self._stopping:
+                self.log(f"{signal.Signals(signum).name} again, killing the running commands")
+                self._hurried = True
+                return
+            self.log(f"{signal.Signals(signum).name}, stopping (again to kill the commands now)")
             self.request_stop()
 
         signal.signal(signal.SIGTERM, stop)
@@ -279,7 +339,10 @@ class Worker:
                 started += len(claims)
                 if claims:
                     delay = self.config.poll_min
+                    self.idle = None
                     continue
+                if not executions:
+                    self._note_idle()
                 if not executions and (self.config.once or self.config.until_empty):
                     break
                 self._idle(delay)
@@ -295,6 +358,19 @@ class Worker:
         if self._crash is not None:
             raise self._crash
         return 0
+
+    def _note_idle(self) -> None:
+        """Read why nothing was claimable, and log it when it is not what was logged last."""
+        if self._explain_idle is None:
+            return
+        try:
+            reason = self.serialised(self._explain_idle, self.config.capabilities)
+        except LedgerError as refused:
+            self.log(f"idle reason not read: {refused}", level=logging.DEBUG)
+            return
+        if reason != self.idle:
+            self.log(f"nothing to claim: {reason.text()}", idle=reason.public())
+        self.idle = reason
 
     def _budget(self, started: int) -> int | None:
         """How many more tasks this worker may start; None: no bound."""
@@ -314,6 +390,13 @@ class Worker:
             # The claim itself takes over the leases of dead workers.
             return self._claim_many(count)
         except LedgerError as refused:
+            if refused.code in IDENTITY_REFUSED:
+                raise
+            # A backend that does not answer is waited for only by a long-running worker: one
+            # run to the end (--once, --until-empty) says so instead of finding "nothing".
+            finite = self.config.once or self.config.until_empty
+            if refused.code == "API_UNAVAILABLE" and finite:
+                raise
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
             return []
 
@@ -387,6 +470,8 @@ class _Execution:
         self._stdout = bytearray()
         self._exit_status: int | None = None
         self._workspace: Workspace | None = None
+        # The files of the proposal recorded for this attempt: a result must state them.
+        self._proposed_files: tuple[str, ...] = ()
 
     def run(self) -> tuple[str, str]:
         if self.worker.stopping:
@@ -508,6 +593,7 @@ class _Execution:
             self.worker.evidence(self.run_id, "proposal_refused", {"code": refused.code})
             return
         if proposal is not None:
+            self._proposed_files = tuple(proposal["changed_files"])
             shown = {
                 "proposal_id": proposal["proposal_id"],
                 "head_oid": proposal["head_oid"],
@@ -536,6 +622,11 @@ class _Execution:
                 if lost is not None:
                     _stop_group(process)
                     return "lease-lost", lost
+            if self.worker.hurried:
+                _signal_group(process, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=KILL_WAIT_SECONDS)
+                return "stopped", "the worker was stopped twice; the command was killed"
             if self.worker.stopping and grace_until is None:
                 grace_until = now + config.grace
             if grace_until is not None and now >= grace_until:
@@ -571,8 +662,16 @@ class _Execution:
             return None
 
     def _submit(
-        self, result: dict[str, Any], outcome: str, detail: str, *, key_suffix: str = ""
+        self,
+        result: dict[str, Any],
+        outcome: str,
+        detail: str,
+        *,
+        key_suffix: str = "",
+        cause: str | None = None,
     ) -> tuple[str, str]:
+        """Submit `result`; a refused command's result becomes a failure result saying why, and
+        a refused failure result (`cause` says what failed first) gives the task back."""
         worker = self.worker
         try:
             worker.serialised(
@@ -586,10 +685,18 @@ class _Execution:
         except LedgerError as refused:
             if refused.code in LEASE_LOST:
                 return "lease-lost", refused.code
-            if outcome != "submitted":
-                return "refused", str(refused)
-            # The command's own result broke the task's contract: submit a failure saying why.
-            return self._fail("result_refused", str(refused), shown=refused.code)
+            if cause is None:
+                # The command's own result broke the task's contract: submit a failure saying why.
+                worker.log(
+                    f"task {self.task_id}: the result was refused: {refused}",
+                    level=logging.WARNING,
+                    task_id=self.task_id,
+                    code=refused.code,
+                )
+                return self._fail("result_refused", str(refused), shown=refused.code)
+            # The failure result was refused as well: released now rather than left CLAIMED
+            # until its lease passes (the attempt stays counted), the first cause first.
+            return self._release(f"{cause} (the failure result was refused too: {refused})")
 
     def _fail(self, kind: str, detail: str, *, shown: str | None = None) -> tuple[str, str]:
         """Submit a failure result with the evidence of the run, which also becomes a run
@@ -601,9 +708,21 @@ class _Execution:
         )
         payload = {"failure": kind, "detail": detail[:MAX_STDERR_LINE], **evidence.public()}
         self.worker.evidence(self.run_id, "failure", payload)
-        result = failure_result(self.claim, kind=kind, detail=detail, evidence=evidence)
+        result = failure_result(
+            self.claim,
+            kind=kind,
+            detail=detail,
+            evidence=evidence,
+            proposed_files=self._proposed_files,
+        )
         suffix = ":refused" if kind == "result_refused" else ""
-        return self._submit(result, "failure-submitted", shown or kind, key_suffix=suffix)
+        return self._submit(
+            result,
+            "failure-submitted",
+            shown or kind,
+            key_suffix=suffix,
+            cause=f"{kind}: {detail}"[:MAX_STDERR_LINE],
+        )
 
     def _release(self, reason: str) -> tuple[str, str]:
         """Give the task back (QUEUED again at once) after a stop."""

@@ -15,3 +15,18 @@ ORDER BY lease_expires_at LIMIT :limit;
 -- name: status_last_events
 SELECT event_id, task_id, agent_id, event_type, created_at FROM events
 ORDER BY event_id DESC LIMIT :limit;
+
+-- name: idle_queue_groups
+-- Why a worker finds nothing to claim: the QUEUED tasks a claim could take but for their
+-- capabilities or schedule, counted by the capabilities they require and whether they are due.
+SELECT required_capabilities_json,
+       CASE WHEN not_before IS NOT NULL AND not_before > :now THEN 1 ELSE 0 END AS not_due,
+       COUNT(*) AS tasks,
+       MIN(not_before) AS earliest
+FROM tasks
+WHERE status = 'QUEUED'
+  AND attempt < max_attempts
+  AND (deadline IS NULL OR deadline > :now)
+GROUP BY required_capabilities_json,
+         CASE WHEN not_before IS NOT NULL AND not_before > :now THEN 1 ELSE 0 END
+LIMIT :limit;

@@ -1,0 +1,5 @@
+"""`python -m aios_ledger.entry`: the console script."""
+
+from aios_ledger.entry import main
+
+raise SystemExit(main())
