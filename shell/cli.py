@@ -9,6 +9,7 @@ boundary.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
@@ -156,7 +157,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What a shell reports for a command killed by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        # The reader went away (`events --follow | head -1`): nothing more to say, and the
+        # interpreter's own flush of stdout at exit must not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         # Under the shell's completion (_ARGCOMPLETE set) this prints the candidates and exits;

@@ -176,3 +176,36 @@ def test_a_lower_id_visible_late_is_delivered_once_within_the_settle_window() ->
 def test_a_cursor_refuses_a_negative_start() -> None:
     with pytest.raises(LedgerError, match="FIELDS_INVALID"):
         FollowCursor(after=-1)
+
+
+def test_a_follower_whose_reader_went_away_ends_quietly(tmp_path: Path) -> None:
+    """`events --follow | head -1`: once the reader is gone, the next event ends the follower
+    with SIGPIPE's exit status and no traceback."""
+    assert _run("init", cwd=tmp_path).returncode == 0
+    _create(tmp_path, "t1")
+    read, write = os.pipe()
+    follower = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aios_ledger.shell.cli",
+            "events",
+            "--follow",
+            "--after",
+            "0",
+            "--interval",
+            "0.1",
+        ],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    os.close(write)
+    with os.fdopen(read) as reader:
+        assert json.loads(reader.readline())["task_id"] == "t1"
+    _create(tmp_path, "t2")
+    _, err = follower.communicate(timeout=60)
+    assert follower.returncode == 141, err
+    assert "Traceback" not in err
