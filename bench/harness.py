@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+from aios_ledger.core.statements import Statement
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# The writes a plan can name, by name: what each declares it binds.
+_REGISTRY = {member.value: member for member in Statement}
 
 
 def fdatasync_latency_ms(samples: int = 50) -> float:
@@ -110,6 +113,19 @@ def run_worker(module: str, *args: str) -> dict[str, Any]:
         raise RuntimeError(f"{module} {args} failed:\n{done.stderr[-2000:]}")
     lines = done.stdout.strip().splitlines()
     return dict(json.loads(lines[-1])) if lines else {}
+
+
+def check_parameters(name: str, params: Mapping[str, object]) -> None:
+    """A raw baseline's write binds exactly the parameters the ledger's statement registry
+    declares for `name`; anything else means the baseline has drifted from the ledger."""
+    declared = _REGISTRY[name].parameters
+    bound = set(params)
+    if bound != declared:
+        raise RuntimeError(
+            f"the raw baseline's {name} drifted from core/statements.py: it lacks "
+            f"{sorted(declared - bound)} and binds {sorted(bound - declared)} besides; "
+            "bind what the registry declares"
+        )
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
