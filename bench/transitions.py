@@ -34,12 +34,14 @@ from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.tasks.ledger import CLAIM_BATCH, new_task_id
 
 from .harness import (
+    Size,
     check_parameters,
     figure,
     interleaved_values,
     paired_ratio,
     rate,
     recorded,
+    sized,
     summary,
 )
 
@@ -425,8 +427,8 @@ def split_per_transition(loop: LedgerLoop | RawLoop, tasks: int) -> dict[str, fl
     return {"sql": sql_us, "python": 1e6 / per_second - sql_us}
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    tasks = 100 if quick else 400
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    tasks = sized(size, full=400, quick=100, smoke=5)
     rows: list[dict[str, Any]] = []
     for level in ("NORMAL", "FULL"):
         ledger = LedgerLoop(scratch / f"transitions-ledger-{level}.db", level)
