@@ -22,7 +22,16 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from .harness import figure, interleaved_values, paired_ratio, percentile, run_worker, summary
+from .harness import (
+    Size,
+    figure,
+    interleaved_values,
+    paired_ratio,
+    percentile,
+    run_worker,
+    sized,
+    summary,
+)
 
 AGENTS = 32
 WAITERS = 4
@@ -34,10 +43,10 @@ def _round(mode: str, scratch: Path, serial: list[int], *numbers: int) -> dict[s
     return run_worker("bench.api_agents", mode, str(path), *map(str, numbers))
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    per_agent = 4 if quick else 10
-    local_count = 100 if quick else 300
-    samples = 20 if quick else 50
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    per_agent = sized(size, full=10, quick=4, smoke=1)
+    local_count = sized(size, full=300, quick=100, smoke=10)
+    samples = sized(size, full=50, quick=20, smoke=3)
     serial = [0]
     outcomes: dict[str, list[dict[str, Any]]] = {"http": [], "local": [], "wakeup": []}
 

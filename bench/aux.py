@@ -24,7 +24,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.shell import AuxiliaryRunContext, AuxiliaryRunService, RunEvidenceReader, RunStore
 
-from .harness import figure, interleaved_values, paired_ratio, summary
+from .harness import Size, figure, interleaved_values, paired_ratio, sized, summary
 from .transitions import TRANSITIONS_PER_TASK, RawLoop, transitions_per_second
 
 TRANSITIONS_PER_RUN = 3
@@ -70,8 +70,8 @@ class AuxLoop:
         return asyncio.run(scenario())
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    runs = 150 if quick else 500
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    runs = sized(size, full=500, quick=150, smoke=10)
     aux = AuxLoop(scratch / "aux.db")
     raw = RawLoop(scratch / "aux-raw.db", "FULL")
     raw_tasks = max(1, runs * TRANSITIONS_PER_RUN // TRANSITIONS_PER_TASK)

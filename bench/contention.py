@@ -29,7 +29,16 @@ from typing import Any
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import TaskLedger
 
-from .harness import figure, interleaved_values, paired_ratio, percentile, recorded, summary
+from .harness import (
+    Size,
+    figure,
+    interleaved_values,
+    paired_ratio,
+    percentile,
+    recorded,
+    sized,
+    summary,
+)
 
 PROCESSES = (1, 2, 4)
 
@@ -112,8 +121,8 @@ def _round(path: Path, tasks: int, processes: int) -> dict[str, Any]:
     }
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    tasks = 600 if quick else 3000
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    tasks = sized(size, full=3000, quick=600, smoke=40)
     rounds: dict[int, list[dict[str, Any]]] = {n: [] for n in PROCESSES}
 
     def variant(processes: int) -> Callable[[], float]:

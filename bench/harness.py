@@ -18,11 +18,18 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import apsw
+from aios_ledger.core.statements import Statement
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# How big a run is: `full` (the published figures), `quick` (smaller sizes), `smoke` (tiny
+# sizes, one repetition: that every part still runs and produces its figures, not their values).
+Size = Literal["full", "quick", "smoke"]
+_T = TypeVar("_T")
+# The writes a plan can name, by name: what each declares it binds.
+_REGISTRY = {member.value: member for member in Statement}
 
 
 def fdatasync_latency_ms(samples: int = 50) -> float:
@@ -48,6 +55,11 @@ def machine_facts() -> dict[str, Any]:
         "fdatasync_ms": round(fdatasync_latency_ms(), 3),
         "tmpdir": tempfile.gettempdir(),
     }
+
+
+def sized(size: Size, *, full: _T, quick: _T, smoke: _T) -> _T:
+    """The figure's size (a count, depths, a mapping of them) for a run of `size`."""
+    return {"full": full, "quick": quick, "smoke": smoke}[size]
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
@@ -112,6 +124,19 @@ def run_worker(module: str, *args: str) -> dict[str, Any]:
     return dict(json.loads(lines[-1])) if lines else {}
 
 
+def check_parameters(name: str, params: Mapping[str, object]) -> None:
+    """A raw baseline's write binds exactly the parameters the ledger's statement registry
+    declares for `name`; anything else means the baseline has drifted from the ledger."""
+    declared = _REGISTRY[name].parameters
+    bound = set(params)
+    if bound != declared:
+        raise RuntimeError(
+            f"the raw baseline's {name} drifted from core/statements.py: it lacks "
+            f"{sorted(declared - bound)} and binds {sorted(bound - declared)} besides; "
+            "bind what the registry declares"
+        )
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile (fraction in 0..1) of a non-empty sample."""
     ordered = sorted(values)
@@ -142,6 +167,30 @@ def figure(
         "met": met,
         "note": note,
     }
+
+
+def figure_problems(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What is wrong with a part's figures, if anything: none at all, or one whose median, min
+    or max is not a finite number (a rate or a ratio must also be positive), or measured by no
+    repetition. About what was produced, never about how good it is."""
+    if not rows:
+        return ["it produced no figures"]
+    problems = []
+    for row in rows:
+        name = f"{row.get('figure')!r} ({row.get('unit')})"
+        found = [row.get(key) for key in ("median", "min", "max")]
+        values = [float(value) for value in found if isinstance(value, int | float)]
+        if len(values) != len(found) or not all(math.isfinite(value) for value in values):
+            problems.append(f"{name} is not a finite number: {found}")
+        elif _positive(str(row.get("unit"))) and not all(value > 0 for value in values):
+            problems.append(f"{name} is a rate or a ratio but not positive: {found}")
+        if not isinstance(row.get("reps"), int) or row["reps"] < 1:
+            problems.append(f"{name} was measured by no repetition")
+    return problems
+
+
+def _positive(unit: str) -> bool:
+    return unit == "ratio" or unit.endswith("/s")
 
 
 def number(value: float) -> str:

@@ -46,7 +46,7 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.log.verification import verify_log
 
-from .harness import figure, interleaved_values, paired_ratio, summary
+from .harness import Size, figure, interleaved_values, paired_ratio, sized, summary
 from .transitions import CAPABILITIES, TASK_FIELDS, Attachable, RawLoop, timed_statements
 
 LEASE_SECONDS = 3600
@@ -264,8 +264,8 @@ def _verified(claimed: Claimed) -> None:
         raise RuntimeError(f"the flat heartbeat's log does not verify: {report.public()}")
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    tasks = 100 if quick else 400
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    tasks = sized(size, full=400, quick=100, smoke=5)
     rows: list[dict[str, Any]] = []
     for level in ("NORMAL", "FULL"):
         ledger = Claimed(scratch / f"layers-ledger-{level}.db", level, tasks)

@@ -12,7 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .harness import figure, interleaved_values, paired_ratio, recorded, run_worker, summary
+from .harness import (
+    Size,
+    figure,
+    interleaved_values,
+    paired_ratio,
+    recorded,
+    run_worker,
+    sized,
+    summary,
+)
 from .peers import LEDGER_BATCH
 from .transitions import RawLoop, transitions_per_second
 
@@ -38,17 +47,19 @@ def _jobs_per_second(outcome: dict[str, Any]) -> float:
     return float(outcome["jobs"] / outcome["seconds"])
 
 
-def _raw_jobs(raw: RawLoop) -> float:
-    return transitions_per_second(raw, 100) / 3
+def _raw_jobs(raw: RawLoop, tasks: int) -> float:
+    return transitions_per_second(raw, tasks) / 3
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    jobs = (
-        {"ledger": 150, "ledger-batched": 300, "huey": 150, "dbos": 40}
-        if quick
-        else {"ledger": 400, "ledger-batched": 1000, "huey": 400, "dbos": 80}
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    jobs = sized(
+        size,
+        full={"ledger": 400, "ledger-batched": 1000, "huey": 400, "dbos": 80},
+        quick={"ledger": 150, "ledger-batched": 300, "huey": 150, "dbos": 40},
+        smoke={"ledger": 10, "ledger-batched": 20, "huey": 10, "dbos": 5},
     )
-    levels = ("FULL",) if quick else ("NORMAL", "FULL")
+    raw_tasks = sized(size, full=100, quick=100, smoke=5)
+    levels = ("NORMAL", "FULL") if size == "full" else ("FULL",)
     rows: list[dict[str, Any]] = []
     serial = [0]
     for level in levels:
@@ -64,7 +75,7 @@ def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
             for system in SYSTEMS
         }
         # The ceiling for the ledger's shape: part 1's raw transactions, three per job.
-        variants["raw"] = functools.partial(_raw_jobs, raw)
+        variants["raw"] = functools.partial(_raw_jobs, raw, raw_tasks)
         try:
             values = interleaved_values(variants, reps)
         finally:

@@ -122,6 +122,9 @@ class Raw:
         from aios_ledger.shell.db.pg import PostgresTarget, configure
         from aios_ledger.shell.db.statements import statement_texts
 
+        from .harness import check_parameters
+
+        self.check_parameters = check_parameters
         target = PostgresTarget.parse(url)
         self.conn = psycopg.connect(target.conninfo, **target.connect_options())
         configure(self.conn)
@@ -133,6 +136,8 @@ class Raw:
         return cursor.fetchone() if cursor.description is not None else cursor.rowcount
 
     def writes(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        for name, params in statements:
+            self.check_parameters(name, params)
         if not self.pipelined:
             for name, params in statements:
                 self.one(name, params)

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from .harness import figure, interleaved_values, paired_ratio, run_worker, summary
+from .harness import Size, figure, interleaved_values, paired_ratio, run_worker, sized, summary
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 LEDGER_SYSTEMS = ("ledger", "ledger-batched", "raw", "raw-pipelined")
@@ -76,15 +76,18 @@ class Server:
             admin.execute(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)".encode())
 
 
-def lifecycles(server: Server, system: str, processes: int, jobs: int) -> float:
+def lifecycles(
+    server: Server, system: str, processes: int, jobs: int, *, timed_start: bool = True
+) -> float:
     """Jobs per second of one repetition: every process's jobs over the wall time from the
-    agreed start to the last process's end."""
+    agreed start to the last process's end. `timed_start=False` (a smoke run): the processes
+    start at once, their start-up timed with their jobs."""
     url = server.schema()
     if system in LEDGER_SYSTEMS:
         from aios_ledger.shell import TaskLedger
 
         TaskLedger(url).close()
-    start = time.time() + 1.5 + 0.5 * processes
+    start = time.time() + (1.5 + 0.5 * processes if timed_start else 0.0)
     workers = [
         subprocess.Popen(
             [sys.executable, "-m", "bench.pg_worker", system, url, str(jobs), str(start), str(n)],
@@ -105,11 +108,11 @@ def lifecycles(server: Server, system: str, processes: int, jobs: int) -> float:
     return jobs * processes / (max(ends) - start)
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
     del scratch  # everything lives on the server
     server = Server()
     try:
-        return _run(server, quick=quick, reps=reps)
+        return _run(server, size=size, reps=reps)
     finally:
         server.close()
 
@@ -118,11 +121,16 @@ def _label(system: str, processes: int) -> str:
     return f"{system} x{processes}"
 
 
-def _run(server: Server, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    jobs = 150 if quick else 600
+def _run(server: Server, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    jobs = sized(size, full=600, quick=150, smoke=10)
     variants: dict[str, Callable[[], float]] = {
         _label(system, processes): functools.partial(
-            lifecycles, server, system, processes, jobs if processes == 1 else jobs // 2
+            lifecycles,
+            server,
+            system,
+            processes,
+            jobs if processes == 1 else jobs // 2,
+            timed_start=size != "smoke",
         )
         for system, processes in VARIANTS
     }
@@ -158,13 +166,13 @@ def _run(server: Server, *, quick: bool, reps: int) -> list[dict[str, Any]]:
                 met=None if bound is None else ratio["median"] >= bound,
             )
         )
-    rows += _claim_latency(server, quick=quick, reps=reps)
+    rows += _claim_latency(server, size=size, reps=reps)
     return rows
 
 
-def _claim_latency(server: Server, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    depths = (1_000, 20_000) if quick else (1_000, 1_000_000)
-    claims = 200 if quick else 1000
+def _claim_latency(server: Server, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    depths = sized(size, full=(1_000, 1_000_000), quick=(1_000, 20_000), smoke=(100, 1_000))
+    claims = sized(size, full=1000, quick=200, smoke=20)
     urls = {}
     for depth in depths:
         url = server.schema()

@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from .harness import (
+    Size,
     figure,
     interleaved_values,
     paired_ratio,
     percentile,
     recorded,
     run_worker,
+    sized,
     summary,
 )
 
@@ -95,9 +97,11 @@ def peak_resident_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # elsewhere: best known
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    depths = (1_000, 20_000) if quick else (1_000, 100_000, 1_000_000)
-    claims = 200 if quick else 2000
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    depths = sized(
+        size, full=(1_000, 100_000, 1_000_000), quick=(1_000, 20_000), smoke=(100, 1_000)
+    )
+    claims = sized(size, full=2000, quick=200, smoke=20)
     paths = {}
     for depth in depths:
         path = scratch / f"scale-{depth}.db"

@@ -3,10 +3,10 @@
 Each task goes through create, claim, heartbeat, submit and verify, each one `BEGIN IMMEDIATE`
 transaction with its sealed event. The raw baseline runs, on its own file with the same schema
 and indexes, the very same named statements in the same order (the reads, the log's next event
-id and chain tip, the guarded write whose change count is checked, the idempotency row, the event
-and its seal), with payloads of the same sizes, straight through apsw: no request parsing, no
-decision records, no JSON work. It is what SQLite itself can do with this transaction shape from
-Python.
+id and chain tip, the guarded write whose change count is checked, the idempotency row, the
+event, its seal and the state row the seal covers), with payloads of the same sizes, straight
+through apsw: no request parsing, no decision records, no JSON work. It is what SQLite itself
+can do with this transaction shape from Python.
 
 A second pass per level splits each side's time per transition in two: inside apsw's `execute`
 (binding and the first step, which is all of a write, a one-row read or the commit) and
@@ -27,12 +27,23 @@ from typing import Any, Protocol, cast
 
 import apsw
 from aios_ledger.core import TaskRow
+from aios_ledger.core.log.records import SEAL_VERSION_2
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db.statements import sql
-from aios_ledger.shell.tasks.ledger import new_task_id
+from aios_ledger.shell.tasks.ledger import CLAIM_BATCH, new_task_id
 
-from .harness import figure, interleaved_values, paired_ratio, rate, recorded, summary
+from .harness import (
+    Size,
+    check_parameters,
+    figure,
+    interleaved_values,
+    paired_ratio,
+    rate,
+    recorded,
+    sized,
+    summary,
+)
 
 TRANSITIONS_PER_TASK = 5
 NOW = "2026-11-29T20:00:00Z"
@@ -44,6 +55,8 @@ TASK_FIELDS = {
     "required_capabilities": ["python"],
 }
 CAPABILITIES = ["python"]
+# The capabilities a claim offers, as the ledger binds them to its candidates' read.
+OFFERED = '["python"]'
 _REVISION = record_columns(TaskRow).index("revision")
 _LEASE_TOKEN_HASH = record_columns(TaskRow).index("lease_token_hash")
 
@@ -92,7 +105,12 @@ PAYLOAD = {
 
 
 class RawLoop:
-    """The same statements in the same transactions, driven straight through apsw."""
+    """The same statements in the same transactions, driven straight through apsw.
+
+    Every statement is the ledger's own, by name (`sql`), read and written in the order the
+    ledger's transitions issue them; each write binds exactly the parameters the statement
+    registry (`core.statements.Statement`) declares for it, checked on its first use, and
+    tests/test_bench_raw.py holds the whole sequence to the ledger's, statement by statement."""
 
     def __init__(self, path: Path, synchronous: str) -> None:
         # Database only migrates the file and sets the same pragmas; every transaction below
@@ -100,6 +118,8 @@ class RawLoop:
         self.database = Database(path, synchronous=synchronous)
         self.conn = self.database.conn
         self.serial = itertools.count()
+        self.next_seq = itertools.count(1)
+        self._checked: set[str] = set()
 
     def attach(self, conn: apsw.Connection) -> None:
         """Send every statement through `conn` (the split pass's timed connection)."""
@@ -108,31 +128,44 @@ class RawLoop:
     def close(self) -> None:
         self.database.close()
 
-    def _one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    def _one(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
         for row in self.conn.execute(sql(name), params):
             return tuple(row)
         return None
 
-    def _guarded(self, name: str, params: dict[str, Any]) -> None:
+    def _write(self, name: str, params: dict[str, Any]) -> None:
+        if name not in self._checked:
+            check_parameters(name, params)
+            self._checked.add(name)
         self.conn.execute(sql(name), params)
+
+    def _guarded(self, name: str, params: dict[str, Any]) -> None:
+        self._write(name, params)
         if self.conn.changes() != 1:
             raise RuntimeError(f"{name} changed {self.conn.changes()} rows")
 
-    def _tail(self, task_id: str) -> tuple[int, str, int, str]:
-        """The reads the ledger makes before its decision: the next event id, the chain tip."""
-        next_id = self._one("log_next_event_id", {})
-        assert next_id is not None
+    def _next_event_id(self) -> int:
+        """The id the next event gets, as the ledger reads it under the write lock."""
+        found = self._one("log_next_event_id")
+        assert found is not None
+        return int(found[0])
+
+    def _tip(self, task_id: str) -> tuple[str, int, str]:
+        """The task's chain, the place the next event takes in it, and its last seal."""
         chain = "task:" + task_id
         tip = self._one("chain_tip", {"chain": chain})
         seq = 1 if tip is None else int(tip[1]) + 1
         prev = "0" * 64 if tip is None else str(tip[2])
-        return int(next_id[0]), chain, seq, prev
+        return chain, seq, prev
 
-    def _event(self, tail: tuple[int, str, int, str], task_id: str, event_type: str) -> None:
-        event_id, chain, seq, prev = tail
+    def _event(
+        self, event_id: int, tip: tuple[str, int, str], task_id: str, event_type: str
+    ) -> None:
+        """The event, its v2 seal (over its id) and the one state row (the task's) it covers."""
+        chain, seq, prev = tip
         payload = _pad("{", PAYLOAD[event_type])
-        self.conn.execute(
-            sql("insert_event"),
+        self._write(
+            "insert_event",
             {
                 "event_id": event_id,
                 "task_id": task_id,
@@ -142,9 +175,12 @@ class RawLoop:
                 "created_at": NOW,
             },
         )
-        seal = hashlib.sha256(f"{prev}\0{event_id}\0{event_type}\0{payload}".encode()).hexdigest()
-        self.conn.execute(
-            sql("insert_seal"),
+        row_digest = hashlib.sha256(f"tasks\0{task_id}\0{event_type}".encode()).hexdigest()
+        seal = hashlib.sha256(
+            f"{prev}\0{event_id}\0{event_type}\0{payload}\0{row_digest}".encode()
+        ).hexdigest()
+        self._write(
+            "insert_seal",
             {
                 "event_id": event_id,
                 "chain": chain,
@@ -152,6 +188,17 @@ class RawLoop:
                 "prev_seal": prev,
                 "seal": seal,
                 "sealed_at_adoption": 0,
+                "seal_version": SEAL_VERSION_2,
+            },
+        )
+        self._write(
+            "insert_sealed_row",
+            {
+                "event_id": event_id,
+                "position": 1,
+                "row_table": "tasks",
+                "row_key": task_id,
+                "row_digest": row_digest,
             },
         )
 
@@ -161,8 +208,8 @@ class RawLoop:
             raise RuntimeError("key reused")
 
     def _ledger_row(self, key: str, operation: str, task_id: str) -> None:
-        self.conn.execute(
-            sql("task_idempotency_insert"),
+        self._write(
+            "task_idempotency_insert",
             {
                 "idempotency_key": key,
                 "operation": operation,
@@ -210,10 +257,11 @@ class RawLoop:
         row = self._one("get_task", {"task_id": task_id})
         if row is None:
             raise RuntimeError(f"no task {task_id}")
-        tail = self._tail(task_id)
+        event_id = self._next_event_id()
+        tip = self._tip(task_id)
         # The row's own revision and token hash, so that the ledger's checks still hold after it.
         self._cas(task_id, "CLAIMED", int(row[_REVISION]), lease_token_hash=row[_LEASE_TOKEN_HASH])
-        self._event(tail, task_id, "TASK_HEARTBEAT")
+        self._event(event_id, tip, task_id, "TASK_HEARTBEAT")
 
     def lifecycle(self) -> None:
         n = next(self.serial)
@@ -223,11 +271,13 @@ class RawLoop:
 
         def create() -> None:
             key = f"create-{n}"
+            self._one("tasks_next_seq")
             self._one("get_task", {"task_id": task_id})
+            tip = self._tip(task_id)
             self._idempotency(key)
-            tail = self._tail(task_id)
-            self.conn.execute(
-                sql("tasks_insert"),
+            event_id = self._next_event_id()
+            self._write(
+                "tasks_insert",
                 {
                     "task_id": task_id,
                     "goal": "g",
@@ -255,19 +305,24 @@ class RawLoop:
                     "retry_base_seconds": 10,
                     "retry_max_seconds": 3600,
                     "not_before": None,
+                    "seq": next(self.next_seq),
                 },
             )
             self._ledger_row(key, "create", task_id)
-            self._event(tail, task_id, "TASK_CREATED")
+            self._event(event_id, tip, task_id, "TASK_CREATED")
 
         def claim() -> None:
             # As the ledger's claim: first the passed leases it would take over (none here).
-            self._one("tasks_expired_leases", {"now": NOW, "limit": 32})
-            row = self._one("tasks_claim_candidates", {"now": NOW, "limit": 1, "offset": 0})
+            self._one("tasks_expired_leases", {"now": NOW, "limit": CLAIM_BATCH})
+            row = self._one(
+                "tasks_claim_candidates",
+                {"now": NOW, "limit": CLAIM_BATCH, "offset": 0, "offered_json": OFFERED},
+            )
             assert row is not None and row[0] == task_id
-            tail = self._tail(task_id)
+            event_id = self._next_event_id()
+            tip = self._tip(task_id)
             self._cas(task_id, "CLAIMED", 1)
-            self._event(tail, task_id, "TASK_CLAIMED")
+            self._event(event_id, tip, task_id, "TASK_CLAIMED")
 
         def heartbeat() -> None:
             self._heartbeat(task_id)
@@ -275,8 +330,11 @@ class RawLoop:
         def submit() -> None:
             key = f"submit-{n}"
             self._one("get_task", {"task_id": task_id})
+            tip = self._tip(task_id)
             self._idempotency(key)
-            tail = self._tail(task_id)
+            event_id = self._next_event_id()
+            # The attempt's proposal, which a governed task's result must match (none here).
+            self._one("get_task_proposal", {"task_id": task_id, "attempt": 1})
             self._cas(
                 task_id,
                 "SUBMITTED",
@@ -288,13 +346,14 @@ class RawLoop:
                 result_idempotency_key=key,
             )
             self._ledger_row(key, "submit", task_id)
-            self._event(tail, task_id, "RESULT_SUBMITTED")
+            self._event(event_id, tip, task_id, "RESULT_SUBMITTED")
 
         def verify() -> None:
             key = f"verify-{n}"
             self._one("get_task", {"task_id": task_id})
+            tip = self._tip(task_id)
             self._idempotency(key)
-            tail = self._tail(task_id)
+            event_id = self._next_event_id()
             self._cas(
                 task_id,
                 "SUCCEEDED",
@@ -307,7 +366,7 @@ class RawLoop:
                 verification_json=_pad("{", 40),
             )
             self._ledger_row(key, "verify", task_id)
-            self._event(tail, task_id, "TASK_VERIFIED")
+            self._event(event_id, tip, task_id, "TASK_VERIFIED")
 
         for step in (create, claim, heartbeat, submit, verify):
             self._tx(step)
@@ -368,8 +427,8 @@ def split_per_transition(loop: LedgerLoop | RawLoop, tasks: int) -> dict[str, fl
     return {"sql": sql_us, "python": 1e6 / per_second - sql_us}
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    tasks = 100 if quick else 400
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    tasks = sized(size, full=400, quick=100, smoke=5)
     rows: list[dict[str, Any]] = []
     for level in ("NORMAL", "FULL"):
         ledger = LedgerLoop(scratch / f"transitions-ledger-{level}.db", level)

@@ -13,11 +13,11 @@ from typing import Any
 from aios_ledger.shell import Database, verify_log
 
 from .bench_verify import build, plain_read_and_hash
-from .harness import figure, interleaved_values, paired_ratio, summary
+from .harness import Size, figure, interleaved_values, paired_ratio, sized, summary
 
 
-def run(scratch: Path, *, quick: bool, reps: int) -> list[dict[str, Any]]:
-    events = 20_000 if quick else 200_000
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    events = sized(size, full=200_000, quick=20_000, smoke=500)
     with Database(scratch / "verify.db", synchronous="NORMAL") as db:
         build(db, events)
 

@@ -440,16 +440,36 @@ def default_examples() -> Path:
     return Path(__file__).resolve().parent
 
 
+DATABASE = "aios-ledger.db"
+
+
+def fresh_directory(folder: Path) -> None:
+    """An empty `folder` for this run: an earlier demo's folder (it holds the demo's database)
+    is removed first, so that `make demo` can run again; anything else is left alone."""
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / DATABASE).is_file():
+        raise LedgerError(
+            "DEMO_DIR_NOT_EMPTY",
+            f"{folder} holds files that are not an earlier demo's: "
+            "pass --dir a new folder (or an earlier demo's) instead",
+        )
+    if folder.is_dir():
+        shutil.rmtree(folder)
+    elif folder.exists():
+        raise LedgerError("DEMO_DIR_NOT_EMPTY", f"{folder} is a file: pass --dir a new folder")
+    folder.mkdir(parents=True)
+
+
 def run(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="aios-ledger-demo")
     parser.add_argument("--dir", type=Path, default=Path("demo-ledger"))
     parser.add_argument("--examples", type=Path, default=None)
     args = parser.parse_args(argv)
-    examples = args.examples or default_examples()
-    if args.dir.exists():
-        shutil.rmtree(args.dir)
-    args.dir.mkdir(parents=True)
-    path = args.dir / "aios-ledger.db"
+    # Absolute from here on: git runs in other directories (a seed clone, the workspaces), and
+    # a path relative to where the demo started means nothing there.
+    folder = args.dir.resolve()
+    examples = (args.examples or default_examples()).resolve()
+    fresh_directory(folder)
+    path = folder / DATABASE
     os.environ[AUTHORIZATION_ENV] = OWNER
     say("aios-ledger demo")
     say("================")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,21 +10,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
-    answer = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "examples" / "demo.py"),
-            "--dir",
-            str(tmp_path / "demo"),
-            "--examples",
-            str(ROOT / "examples"),
-        ],
-        cwd=tmp_path,
+def demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python examples/demo.py` as `make demo` runs it: a relative script path, from `cwd`."""
+    return subprocess.run(
+        [sys.executable, "examples/demo.py", *args],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
+    # A copy of examples/ in a folder of its own: every default (`demo-ledger/` beside where the
+    # demo starts, the example agent and reviewer) resolves there, as in a fresh clone.
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    first = demo(tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (tmp_path / "demo-ledger" / "aios-ledger.db").is_file()
+    # `make demo` again: the earlier run's folder is replaced, not added to.
+    answer = demo(tmp_path)
     assert answer.returncode == 0, answer.stdout + answer.stderr
     out = answer.stdout
     assert "EXECUTION_DIGEST_DRIFT" in out
@@ -49,3 +55,16 @@ def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
     assert "GOVERNED_WRITE_MOVED_BY_OTHER" in timelines
     assert "Traceback" not in answer.stderr
     assert "{" not in out.split("Timelines")[1]  # a summary for people, not a JSON dump
+
+
+def test_a_demo_dir_that_holds_other_files_is_refused_and_left_alone(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    precious = tmp_path / "work" / "notes.txt"
+    precious.parent.mkdir()
+    precious.write_text("not the demo's\n")
+    answer = demo(tmp_path, "--dir", "work")
+    assert answer.returncode == 1
+    assert answer.stderr.startswith("DEMO_DIR_NOT_EMPTY: ")
+    assert "pass --dir a new folder" in answer.stderr
+    assert precious.read_text() == "not the demo's\n"
+    assert sorted(path.name for path in precious.parent.iterdir()) == ["notes.txt"]

@@ -20,6 +20,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, ProposalLimits, record_proposal
 from aios_ledger.shell.git.runner import check_ref_format, run_git
+from aios_ledger.shell.git.workspace import prepare_workspace
 from aios_ledger.shell.git.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
 from conftest import ENGINES, is_postgres
@@ -164,6 +165,31 @@ def test_uncommitted_work_is_committed_for_the_agent_as_its_author(repo: Repo) -
     answer = repo.write("task-u", "write-u")
     author = git("--git-dir", str(repo.bare), "log", "-1", "--format=%an", answer["new_oid"])
     assert author == AGENT
+
+
+def test_relative_paths_are_where_the_caller_stands_when_git_runs_elsewhere(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`repo add NAME gadgets.git` and a workspace folder named relative to the caller: the
+    clone's own git calls run inside the clone, so each path must be made absolute first."""
+    monkeypatch.chdir(repo.root)
+    Path("workspaces").mkdir()
+    register(repo.db, Path(repo.bare.name))
+    governed_task(repo.db, "task-r", binding("task-r", repo.base))
+    claimed = claim(repo.db, "task-r")
+    with Database(repo.db) as db:
+        space = prepare_workspace(db, claimed, agent_id=AGENT, parent="workspaces")
+    assert space is not None
+    try:
+        assert Path(space.path).is_absolute() and Path(space.path).is_relative_to(repo.root)
+        assert Path(space.path, "README.md").read_text() == "widgets\n"
+        edit(space, {"relative.txt": "from a relative folder\n"})
+        proposal = propose(repo.db, space, claimed)
+    finally:
+        space.remove()
+    assert proposal is not None and proposal["changed_files"] == ["relative.txt"]
+    submit_and_accept(repo.db, claimed, runtime_result(claimed, ["relative.txt"]))
+    assert repo.write("task-r", "write-r")["state"] == "APPLIED"
 
 
 def test_an_update_moves_an_existing_branch_from_its_expected_tip(repo: Repo) -> None:

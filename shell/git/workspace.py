@@ -101,7 +101,9 @@ def clone_workspace(
     """A fresh working copy at the binding's base, cloned from `source`: the governed
     repository itself, or a bundle of its base (`base_bundle`)."""
     branch = _branch_ref(binding).removeprefix("refs/heads/")
-    root = tempfile.mkdtemp(prefix="aios-workspace-", dir=parent)
+    # Absolute: the git calls below run inside the clone, where a relative `parent` (Python
+    # 3.11's mkdtemp keeps it relative) would name another folder.
+    root = os.path.abspath(tempfile.mkdtemp(prefix="aios-workspace-", dir=parent))
     path = str(Path(root, "work"))
     try:
         run_git(
