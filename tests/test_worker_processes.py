@@ -258,7 +258,6 @@ def test_concurrency_runs_agents_at_once(tmp_path: Path) -> None:
     log = tmp_path / "log"
     log.mkdir()
     agent = interval_agent(log, 3)
-    started = time.monotonic()
     worked = cli(
         db, "worker", "--agent-id", "w", "--exec", agent, "--concurrency", "4", "--until-empty"
     )
@@ -267,7 +266,6 @@ def test_concurrency_runs_agents_at_once(tmp_path: Path) -> None:
     assert len(spans) == 4
     # Every agent started before any ended: all four ran at once.
     assert max(start for start, _ in spans) < min(end for _, end in spans)
-    assert time.monotonic() - started < 4 * 3
     with TaskLedger(db) as ledger:
         assert {task["status"] for task in ledger.list_tasks()} == {"SUBMITTED"}
 
