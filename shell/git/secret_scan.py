@@ -279,10 +279,12 @@ def scan_proposal(
     documents = [_Document(commit, (f"commit {commit}",)) for commit in commit_ids] + [
         _Document(oid, tuple(labels[oid])) for oid in blob_ids
     ]
-    scan = _Scan(budget, brought, clock, started)
     commit_set = set(commit_ids)
     findings: set[tuple[str, str, int]] = set()
     with _SCANNER:
+        # The seconds of reading start once this scan has the scanner: another proposal's
+        # scan it waited for is not its own cost.
+        scan = _Scan(budget, brought, clock, clock())
         from detect_secrets.settings import default_settings, transient_settings
 
         configured = default_settings() if baseline is None else transient_settings(baseline)
