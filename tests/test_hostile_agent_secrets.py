@@ -1,16 +1,17 @@
 """A hostile agent smuggling secrets, and bombing the scanner, through a real `aios-ledger serve`,
 real git and a real governed repository.
 
-Figures: 13 cases tried. 10 hostile proposals, each refused and leaving the repository byte for
-byte as it was: 8 smuggle a secret (a private key added in one commit and removed in the next,
+Figures: 16 cases tried. 13 hostile proposals, each refused and leaving the repository byte for
+byte as it was: 9 smuggle a secret (a private key added in one commit and removed in the next,
 one in a commit message, an AWS key in the author field, a key in `logo.png` among binary
 bytes, in `yarn.lock` and in `package-lock.json`, a key base64-encoded as `base64` wraps it,
-and hex-encoded in a JSON string) and are recorded with the finding, then refused
-`SECRET_MATERIAL` at the write; 2 overrun the scan budget (a bundle bomb, one 4 MiB blob under
-10,000 paths, and a proposal over the repository's `scanMaxSeconds`) and are refused
-`SCAN_BUDGET_EXCEEDED` at the upload, storing nothing. 3 controls are written: a clean
-proposal, a secret allowlisted with detect-secrets' own `# pragma: allowlist secret`, and one
-the repository's detect-secrets baseline knows.
+hex-encoded in a JSON string, and one key under two paths in two commits) and are recorded with
+the finding, then refused `SECRET_MATERIAL` at the write; 3 overrun the scan budget (a bundle
+bomb, one 4 MiB blob under 10,000 paths; a proposal over the repository's `scanMaxBytes`, and
+one over its `scanMaxSeconds`) and are refused `SCAN_BUDGET_EXCEEDED` at the upload, storing
+nothing; 1 meets an unreadable baseline and is refused `REPOSITORY_SETTING_INVALID`. 3
+controls are written: a clean proposal, a secret allowlisted with detect-secrets' own
+`# pragma: allowlist secret`, and one the repository's detect-secrets baseline knows.
 """
 
 from __future__ import annotations
@@ -222,11 +223,13 @@ def test_keys_inside_base64_and_hex_blobs_are_found(live: Live) -> None:
     }
 
 
-def _refused_upload(live: Live, claimed: Mapping[str, Any], data: bytes, code: str) -> None:
+def _refused_upload(
+    live: Live, claimed: Mapping[str, Any], data: bytes, code: str, status: int = 413
+) -> None:
     """An upload refused with `code` that leaves nothing behind: no object or ref in the
     repository, no stored bundle, no event."""
     before = repository_files(live.bare)
-    problem(_upload(live, claimed, data), 413, code)
+    problem(_upload(live, claimed, data), status, code)
     assert repository_files(live.bare) == before
     assert not live.proposals.exists() or list(live.proposals.iterdir()) == []
     assert "PROPOSAL_RECORDED" not in events_of(live.server.db, str(claimed["task_id"]))
@@ -265,13 +268,41 @@ def test_a_bundle_bomb_is_refused_by_the_scan_budget_and_leaves_nothing(live: Li
 
 def test_a_scan_over_the_repositorys_seconds_is_refused(live: Live) -> None:
     git("--git-dir", str(live.bare), "config", "aios-ledger.scanMaxSeconds", "0.000001")
-    claimed, space = _claimed_space(live, "task-slow")
+    claimed, data = _one_commit(live, "task-slow")
+    _refused_upload(live, claimed, data, "SCAN_BUDGET_EXCEEDED")
+
+
+def _one_commit(live: Live, task_id: str) -> tuple[dict[str, Any], bytes]:
+    claimed, space = _claimed_space(live, task_id)
     try:
         _commit(space, {"ok.txt": b"fine\n"})
-        data = _bundle(live, space)
+        return claimed, _bundle(live, space)
     finally:
         space.remove()
+
+
+def test_a_proposal_over_the_repositorys_bytes_is_refused(live: Live) -> None:
+    git("--git-dir", str(live.bare), "config", "aios-ledger.scanMaxBytes", "100")
+    claimed, data = _one_commit(live, "task-bytes")
     _refused_upload(live, claimed, data, "SCAN_BUDGET_EXCEEDED")
+
+
+def test_an_unreadable_baseline_refuses_the_proposal_and_names_the_setting(live: Live) -> None:
+    (live.bare / "secrets.baseline").write_text("{not json")
+    git("--git-dir", str(live.bare), "config", "aios-ledger.secretsBaseline", "secrets.baseline")
+    claimed, data = _one_commit(live, "task-baseline-bad")
+    _refused_upload(live, claimed, data, "REPOSITORY_SETTING_INVALID", 422)
+    detail = _upload(live, claimed, data).json()["detail"]
+    assert "aios-ledger.secretsBaseline" in detail
+
+
+def test_one_key_under_two_paths_in_two_commits_is_found_under_both(live: Live) -> None:
+    def build(space: Workspace) -> None:
+        _commit(space, {"a/key.pem": PRIVATE_KEY.encode()})
+        _commit(space, {"b/copy.pem": PRIVATE_KEY.encode()})
+
+    found = _smuggled(live, "task-twice", build)
+    assert _kinds(found) == {("a/key.pem", "Private Key"), ("b/copy.pem", "Private Key")}
 
 
 def _written(live: Live, task_id: str, files: Mapping[str, bytes]) -> dict[str, Any]:
