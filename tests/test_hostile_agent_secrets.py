@@ -17,6 +17,7 @@ controls are written: a clean proposal, a secret allowlisted with detect-secrets
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import subprocess
 import sys
@@ -45,6 +46,7 @@ from git_support import (
     repository_files,
     runtime_result,
 )
+from legacy_fixtures import rows
 
 PROBLEM = "application/problem+json"
 # Made up here, never a real key: the scanner's plugins know their shapes.
@@ -323,7 +325,9 @@ def _written(live: Live, task_id: str, files: Mapping[str, bytes]) -> dict[str, 
 
 
 def test_a_clean_proposal_is_written(live: Live) -> None:
-    _written(live, "task-clean", {"src/widget.py": b"WIDGETS = 3\n", "yarn.lock": b"# none\n"})
+    files = {"src/widget.py": b"WIDGETS = 3\n", "yarn.lock": b"# none\n"}
+    written = _written(live, "task-clean", files)
+    assert written["facts"]["secrets_baseline_sha256"] is None
 
 
 def test_a_secret_allowlisted_by_the_scanners_own_pragma_is_written(live: Live) -> None:
@@ -346,4 +350,10 @@ def test_a_secret_the_repositorys_baseline_knows_is_written(live: Live, tmp_path
     assert "tests/fixture.py" in json.loads(baseline.stdout)["results"]
     (live.bare / "secrets.baseline").write_bytes(baseline.stdout)
     git("--git-dir", str(live.bare), "config", "aios-ledger.secretsBaseline", "secrets.baseline")
-    _written(live, "task-baseline", {"tests/fixture.py": fixture.encode()})
+    written = _written(live, "task-baseline", {"tests/fixture.py": fixture.encode()})
+    # The allowlist this proposal was judged by is sealed with it, in its recorded event.
+    digest = hashlib.sha256(baseline.stdout).hexdigest()
+    assert written["facts"]["secrets_baseline_sha256"] == digest
+    query = "SELECT payload_json FROM events WHERE event_type = ? AND task_id = ?"
+    (payload,) = rows(live.server.db, query, ("PROPOSAL_RECORDED", "task-baseline"))[0]
+    assert json.loads(payload)["facts"]["secrets_baseline_sha256"] == digest

@@ -383,7 +383,7 @@ def describe_bundle(
                 f"{too_big[0]} is over {limits.max_file_bytes} bytes"
                 + (f" (+{len(too_big) - 1} more)" if len(too_big) > 1 else ""),
             )
-        secrets = scan_proposal(
+        scanned = scan_proposal(
             git_dir, repository_path, sorted(set(heads.values())), base_oid, limits.scan_budget
         )
         return {
@@ -391,7 +391,8 @@ def describe_bundle(
             "refs": [{"name": name, "oid": oid} for name, oid in sorted(heads.items())],
             "changed_files": sorted({change.path for change in changes}),
             "descends_from_base": is_ancestor(git_dir, base_oid, head),
-            "secrets": secrets,
+            "secrets": scanned.secrets,
+            "secrets_baseline_sha256": scanned.baseline_sha256,
         }
 
 

@@ -18,6 +18,7 @@ relative to the repository; its known secrets and its plugin and filter settings
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -72,14 +73,25 @@ def repository_settings(repository_path: str) -> dict[str, str]:
     return settings
 
 
-def _baseline(repository_path: str, settings: dict[str, str]) -> dict[str, Any] | None:
+@attrs.frozen
+class ScanReport:
+    """What the scan found (`{path, kind, line}` each), and the sha256 of the baseline file it
+    held the findings to (None: the repository names none)."""
+
+    secrets: list[dict[str, Any]]
+    baseline_sha256: str | None
+
+
+def _baseline(repository_path: str, settings: dict[str, str]) -> tuple[dict[str, Any], str] | None:
+    """The repository's baseline, and the sha256 of its bytes."""
     named = settings.get("secretsbaseline")
     if not named:
         return None
     path = os.path.join(repository_path, named)
     try:
-        with open(path, encoding="utf-8") as handle:
-            loaded = json.load(handle)
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        loaded = json.loads(raw)
     except (OSError, ValueError) as exc:
         raise LedgerError(
             "REPOSITORY_SETTING_INVALID",
@@ -91,7 +103,7 @@ def _baseline(repository_path: str, settings: dict[str, str]) -> dict[str, Any] 
             "REPOSITORY_SETTING_INVALID",
             f"the governed repository's {BASELINE_KEY} {named!r} is not a detect-secrets baseline",
         )
-    return loaded
+    return loaded, hashlib.sha256(raw).hexdigest()
 
 
 def _commits(git_dir: str, tips: list[str], base: str, timeout: float) -> list[tuple[str, str]]:
@@ -246,14 +258,16 @@ def scan_proposal(
     default_budget: ScanBudget,
     *,
     clock: Callable[[], float] = time.monotonic,
-) -> list[dict[str, Any]]:
+) -> ScanReport:
     """The secrets in everything the commits of `tips` not in `base` bring: `{path, kind,
     line}` each (`path` is a file's, or `commit <id>` for a commit's message and identities),
-    sorted, at most `MAX_SECRETS`. Refuses `SCAN_BUDGET_EXCEEDED` past the repository's
-    budget, and `REPOSITORY_SETTING_INVALID` when the owner's settings are unusable."""
+    sorted, at most `MAX_SECRETS`, and the baseline they were held to. Refuses
+    `SCAN_BUDGET_EXCEEDED` past the repository's budget, and `REPOSITORY_SETTING_INVALID`
+    when the owner's settings are unusable."""
     settings = repository_settings(repository_path)
     budget = budget_of(settings, default_budget)
-    baseline = _baseline(repository_path, settings)
+    found_baseline = _baseline(repository_path, settings)
+    baseline, baseline_sha256 = found_baseline if found_baseline else (None, None)
     started = clock()
 
     def remaining() -> float:
@@ -302,7 +316,10 @@ def scan_proposal(
                         if secret not in known:
                             findings.add((label, str(secret.type), int(secret.line_number)))
     ordered = sorted(findings)[:MAX_SECRETS]
-    return [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered]
+    return ScanReport(
+        [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered],
+        baseline_sha256,
+    )
 
 
 def _commit_text(raw: bytes) -> bytes:
