@@ -416,7 +416,7 @@ def _claimed_task(repo: Repo, task_id: str) -> dict[str, Any]:
     return claim(repo.db, task_id)
 
 
-def _record(repo: Repo, claimed: dict[str, Any], data: bytes, **limits: int) -> str:
+def _record(repo: Repo, claimed: dict[str, Any], data: bytes, **limits: Any) -> str:
     before = repository_files(repo.bare)
     with Database(repo.db) as db:
         try:

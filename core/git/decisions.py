@@ -265,6 +265,7 @@ def decide_record_proposal(
             {"path": found.path, "kind": found.kind, "line": found.line}
             for found in request.secrets
         ],
+        secrets_baseline_sha256=request.secrets_baseline_sha256,
         protected=repository.protected(),
         head_branch=repository.head_branch,
     )

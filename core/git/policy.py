@@ -74,12 +74,14 @@ def proposal_facts(
     target_ref: str,
     descends_from_base: bool,
     secrets: Sequence[Mapping[str, JsonValue]],
+    secrets_baseline_sha256: str | None,
     protected: Sequence[str],
     head_branch: str | None,
 ) -> JsonObject:
     """The governance facts of a proposal for its binding's target: which refs it touches are
     protected, whether it would rewrite history, whether it writes the mainline, what secrets
-    were found."""
+    were found and under which of the repository's baselines (its sha256, sealed with the
+    proposal: an allowlist changed later is not the one this proposal was judged by)."""
     touched = [ref for ref in refs if ref != "HEAD"]
     protected_touched = sorted(
         ref for ref in {*touched, target_ref} if is_protected(ref, protected)
@@ -94,6 +96,7 @@ def proposal_facts(
         "protected_refs": list[JsonValue](protected_touched),
         "secret_material_exposed": bool(secrets),
         "secrets": [dict(found) for found in secrets],
+        "secrets_baseline_sha256": secrets_baseline_sha256,
         "production_write": False,
     }
 

@@ -66,7 +66,8 @@ class SecretFinding:
 class ProposalRecord:
     """A proposal as the shell found it in its quarantine: the bundle's digest and size, its
     refs and head, the files its commits change against the base, whether the head descends
-    from the base and what the scanner found. Recorded under the task's current lease."""
+    from the base, what the scanner found and the sha256 of the repository's secrets baseline
+    it applied (None: none). Recorded under the task's current lease."""
 
     task_id: Identifier
     bundle_sha256: Sha256Hex
@@ -78,6 +79,7 @@ class ProposalRecord:
     descends_from_base: bool
     secrets: list[SecretFinding]
     lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
+    secrets_baseline_sha256: Sha256Hex | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> ProposalRecord:

@@ -56,6 +56,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "INTERNAL_ERROR": 500,
     # Governed writes: a proposal over its bounds; git failing under the ledger.
     "PROPOSAL_TOO_LARGE": 413,
+    "SCAN_BUDGET_EXCEEDED": 413,
     "GIT_FAILED": 500,
     "GIT_TIMEOUT": 503,
     "GIT_OUTPUT_TOO_LARGE": 500,

@@ -13,8 +13,9 @@ receive quarantine does), so that nothing is written to the governed repository 
 governed write. There it reads the refs, the tree entries the commits add (a symbolic link out
 of the tree, or a gitlink the repository does not allow, is refused: `core.git.hygiene`), the
 files the commits change against the base, their sizes, whether the head descends from the
-base, and what the `detect-secrets` scanner finds in the changed files; the ledger records
-those facts with the proposal (`decide_record_proposal`).
+base, and what the `detect-secrets` scanner finds in everything the commits bring, each commit
+on its own, under a budget (`shell.git.secret_scan`); the ledger records those facts with the
+proposal (`decide_record_proposal`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import contextlib
 import hashlib
 import os
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,15 +47,16 @@ from aios_ledger.core.git.hygiene import (
     fsck_refusal,
     require_safe_entries,
 )
+from aios_ledger.core.git.secrets import ScanBudget
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
+from aios_ledger.shell.git.secret_scan import scan_proposal
 
 QUARANTINE = "refs/aios-quarantine"
-_SCANNER = threading.Lock()
 SCRATCH_REFS = "refs/proposal"
 PROPOSALS_DIR_ENV = "AIOS_LEDGER_PROPOSALS_DIR"
 # The governed repository's own git setting that lets proposals carry gitlinks (submodules).
@@ -64,12 +65,14 @@ ALLOW_GITLINKS_KEY = "aios-ledger.allowGitlinks"
 
 @attrs.frozen
 class ProposalLimits:
-    """How big a proposal may be: its bundle, each changed file, how many files and refs."""
+    """How big a proposal may be: its bundle, each changed file, how many files and refs, and
+    the secret scan's budget (a repository's own settings change it: `shell.git.secret_scan`)."""
 
     max_bundle_bytes: int = 32 * 1024 * 1024
     max_file_bytes: int = 4 * 1024 * 1024
     max_files: int = 10000
     max_refs: int = 64
+    scan_budget: ScanBudget = attrs.field(factory=ScanBudget)
 
 
 DEFAULT_LIMITS = ProposalLimits()
@@ -349,31 +352,6 @@ def blob_sizes(git_dir: str, oids: list[str]) -> dict[str, int]:
     return sizes
 
 
-def scan_secrets(git_dir: str, changes: list[_Change], folder: str) -> list[dict[str, Any]]:
-    """What `detect-secrets` (its default plugins and filters) finds in the changed files'
-    new contents, each written under its own name in a folder of its own."""
-    from detect_secrets.core.scan import scan_file
-    from detect_secrets.settings import default_settings
-
-    findings: list[dict[str, Any]] = []
-    # detect-secrets keeps its settings in a module global: one scan at a time per process.
-    with _SCANNER, default_settings():
-        for number, change in enumerate(changes):
-            if change.deleted or not change.mode.startswith("100"):
-                continue
-            content = run_git(["--git-dir", git_dir, "cat-file", "blob", change.oid]).stdout
-            where = Path(folder, str(number))
-            where.mkdir()
-            target = where / (os.path.basename(change.path) or "file")
-            target.write_bytes(content)
-            for secret in scan_file(str(target)):
-                findings.append(
-                    {"path": change.path, "kind": str(secret.type), "line": int(secret.line_number)}
-                )
-    findings.sort(key=lambda found: (found["path"], found["line"], found["kind"]))
-    return findings
-
-
 def describe_bundle(
     repository_path: str, path: Path, base_oid: str, limits: ProposalLimits
 ) -> dict[str, Any]:
@@ -405,14 +383,16 @@ def describe_bundle(
                 f"{too_big[0]} is over {limits.max_file_bytes} bytes"
                 + (f" (+{len(too_big) - 1} more)" if len(too_big) > 1 else ""),
             )
-        with tempfile.TemporaryDirectory(prefix="aios-scan-") as folder:
-            secrets = scan_secrets(git_dir, changes, folder)
+        scanned = scan_proposal(
+            git_dir, repository_path, sorted(set(heads.values())), base_oid, limits.scan_budget
+        )
         return {
             "head_oid": head,
             "refs": [{"name": name, "oid": oid} for name, oid in sorted(heads.items())],
             "changed_files": sorted({change.path for change in changes}),
             "descends_from_base": is_ancestor(git_dir, base_oid, head),
-            "secrets": secrets,
+            "secrets": scanned.secrets,
+            "secrets_baseline_sha256": scanned.baseline_sha256,
         }
 
 

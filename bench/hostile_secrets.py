@@ -1,0 +1,81 @@
+"""`python -m bench.hostile_secrets`: what a bundle bomb costs the ledger before its refusal.
+
+The bomb is the hostile-agent suite's (`tests/test_hostile_agent_secrets.py`): one 4 MiB blob
+under 10,000 paths, a bundle of a few hundred KB. Recorded as a proposal through the library
+(`record_proposal`, what `POST /v1/tasks/{id}/proposal` runs), on a real SQLite ledger and a
+real bare repository in a scratch folder: once under the default scan budget (refused
+`SCAN_BUDGET_EXCEEDED`), and once with a byte budget that admits it, so that the scan reads
+the blob (once: by object id) and the seconds budget is what bounds it. Prints one JSON line
+per case: the bundle's bytes, what the upload answered and the seconds it took.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+BOMB_PATHS = 10_000
+BOMB_BLOB = 4 * 1024 * 1024
+
+
+def _case(name: str, record: Any) -> dict[str, Any]:
+    from aios_ledger.core import LedgerError
+
+    start = time.perf_counter()
+    try:
+        record()
+        answer = "RECORDED"
+    except LedgerError as refused:
+        answer = refused.code
+    return {"case": name, "answer": answer, "seconds": round(time.perf_counter() - start, 3)}
+
+
+def main() -> int:
+    sys.path.insert(0, str(TESTS))
+    from aios_ledger.core.git.secrets import ScanBudget
+    from aios_ledger.shell.db.connection import Database
+    from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
+    from git_support import binding, claim, governed_task, make_repository, register, workspace
+    from test_hostile_agent_secrets import bundle_bomb
+
+    with tempfile.TemporaryDirectory(prefix="aios-bench-hostile-") as folder:
+        root = Path(folder)
+        db_path = root / "ledger.db"
+        bare, base = make_repository(root)
+        register(db_path, bare)
+        cases = []
+        for name, limits in (
+            ("bomb, default budget", ProposalLimits()),
+            ("bomb, budget admits its bytes", ProposalLimits(scan_budget=ScanBudget(1 << 40))),
+        ):
+            task_id = "task-" + name.split(",")[1].strip().replace(" ", "-")
+            governed_task(db_path, task_id, binding(task_id, base))
+            claimed = claim(db_path, task_id)
+            space = workspace(db_path, claimed)
+            try:
+                data = bundle_bomb(space, base, paths=BOMB_PATHS, blob_bytes=BOMB_BLOB)
+            finally:
+                space.remove()
+            with Database(db_path) as db:
+                found = _case(
+                    name,
+                    lambda db=db, claimed=claimed, data=data, limits=limits: record_proposal(
+                        db,
+                        str(claimed["task_id"]),
+                        data,
+                        lease_token=str(claimed["lease_token"]),
+                        limits=limits,
+                    ),
+                )
+            cases.append({**found, "bundle_bytes": len(data)})
+            print(json.dumps(cases[-1]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""What the secret scanner reads, and the budget it reads it under.
+
+An agent can put a secret anywhere a proposal carries bytes: in any file of any commit (added,
+then removed by a later one), in a commit's message or its author and committer fields, in a
+binary file, in a lock file, inside a base64 or hex blob. The shell hands every one of those to
+`detect-secrets`; this module decides what text each is read as (`readable_text`: a binary
+file's printable strings), which encoded runs are decoded and read again (`encoded_runs`,
+`decode_run`, to `MAX_DECODE_DEPTH`), how long lines are cut so that the scan can stop between
+pieces (`line_windows`), and when the budget is spent (`ScanBudget`). Pure: the shell measures
+bytes and seconds and asks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+
+DEFAULT_SCAN_BYTES = 64 * 1024 * 1024
+DEFAULT_SCAN_SECONDS = 20.0
+# An encoded run shorter than this cannot hold a key worth finding; longer ones are decoded.
+MIN_ENCODED = 40
+# A blob inside a blob inside a file is read; deeper nesting is not (each level costs a scan).
+MAX_DECODE_DEPTH = 2
+# A binary file is read as its runs of printable characters at least this long (`strings`).
+MIN_PRINTABLE = 8
+# Lines longer than a window are read in overlapping windows: the scan can stop between them,
+# and a secret up to the overlap long is whole in one of them.
+LINE_WINDOW = 4096
+WINDOW_OVERLAP = 512
+
+_PRINTABLE = re.compile(rb"[\t\x20-\x7e]{%d,}" % MIN_PRINTABLE)
+_BASE64_RUN = re.compile(rf"[A-Za-z0-9+/_-]{{{MIN_ENCODED},}}={{0,2}}")
+_BASE64_LINE = re.compile(r"^[ \t]*([A-Za-z0-9+/_-]{16,}={0,2})[ \t]*$")
+_HEX_RUN = re.compile(rf"\b(?:[0-9a-fA-F]{{2}}){{{MIN_ENCODED // 2},}}\b")
+
+
+@attrs.frozen
+class ScanBudget:
+    """How much scanning one proposal may cost: the bytes it brings to be read (every file of
+    every commit, path by path, its messages, and what is decoded from them) and the seconds
+    reading them takes."""
+
+    max_bytes: int = DEFAULT_SCAN_BYTES
+    max_seconds: float = DEFAULT_SCAN_SECONDS
+
+    def require_bytes(self, spent: int) -> None:
+        if spent > self.max_bytes:
+            raise LedgerError(
+                "SCAN_BUDGET_EXCEEDED",
+                f"the proposal brings {spent} bytes to scan, over the budget of {self.max_bytes}:"
+                " propose less, or raise the repository's aios-ledger.scanMaxBytes",
+            )
+
+    def require_seconds(self, spent: float) -> None:
+        if spent > self.max_seconds:
+            raise LedgerError(
+                "SCAN_BUDGET_EXCEEDED",
+                f"scanning the proposal took over {self.max_seconds:g} seconds: propose less,"
+                " or raise the repository's aios-ledger.scanMaxSeconds",
+            )
+
+
+def budget_of(settings: dict[str, str], default: ScanBudget) -> ScanBudget:
+    """The budget a repository's settings (`scanMaxBytes`, `scanMaxSeconds`) set, each else
+    the default; a setting that is not a positive number is the owner's mistake, said so."""
+    max_bytes, max_seconds = default.max_bytes, default.max_seconds
+    if "scanmaxbytes" in settings:
+        max_bytes = int(_positive(settings["scanmaxbytes"], "aios-ledger.scanMaxBytes"))
+    if "scanmaxseconds" in settings:
+        max_seconds = _positive(settings["scanmaxseconds"], "aios-ledger.scanMaxSeconds")
+    return ScanBudget(max_bytes=max_bytes, max_seconds=max_seconds)
+
+
+def _positive(text: str, key: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise LedgerError(
+            "REPOSITORY_SETTING_INVALID",
+            f"the governed repository's {key} is {text!r}: set it to a positive number",
+        )
+    return value
+
+
+def readable_text(data: bytes) -> str:
+    """A file as the scanner reads it: its text when it is UTF-8 without NUL bytes, else its
+    runs of printable characters, one a line (a key in a "binary" file is still a key)."""
+    if b"\0" not in data:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    return "\n".join(run.decode("ascii") for run in _PRINTABLE.findall(data))
+
+
+def line_windows(line: str) -> Iterator[str]:
+    """A line in pieces of at most `LINE_WINDOW` characters, each overlapping the one before."""
+    if len(line) <= LINE_WINDOW:
+        yield line
+        return
+    step = LINE_WINDOW - WINDOW_OVERLAP
+    for start in range(0, len(line) - WINDOW_OVERLAP, step):
+        yield line[start : start + LINE_WINDOW]
+
+
+def encoded_runs(text: str) -> Iterator[tuple[int, str]]:
+    """The base64 and hex runs of `text` worth decoding, with the (1-based) line each starts
+    on: a run inside a line at least `MIN_ENCODED` long, and consecutive lines that are each
+    all base64 (as `base64` wraps its output), joined."""
+    wrapped: list[str] = []
+    wrapped_from = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        whole = _BASE64_LINE.match(line)
+        if whole:
+            if not wrapped:
+                wrapped_from = number
+            wrapped.append(whole.group(1))
+            continue
+        if len(wrapped) > 1:
+            yield wrapped_from, "".join(wrapped)
+        wrapped = []
+        for found in _BASE64_RUN.finditer(line):
+            yield number, found.group(0)
+        for found in _HEX_RUN.finditer(line):
+            yield number, found.group(0)
+    if len(wrapped) > 1:
+        yield wrapped_from, "".join(wrapped)
+    elif wrapped and len(wrapped[0]) >= MIN_ENCODED:
+        yield wrapped_from, wrapped[0]
+
+
+def decode_run(run: str) -> bytes | None:
+    """The bytes a run encodes (hex, base64 or its URL-safe form), or None when it is none."""
+    if len(run) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in run):
+        return bytes.fromhex(run)
+    padded = run + "=" * (-len(run) % 4)
+    for alphabet in (None, b"-_"):
+        try:
+            return base64.b64decode(padded, altchars=alphabet, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+    return None

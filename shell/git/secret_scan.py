@@ -1,0 +1,330 @@
+"""The secret scan of a proposal: every commit between the base and the bundle's heads, each
+against its first parent (so that material one commit adds and a later one removes is found),
+their messages and author and committer fields, every file whatever its name or type, and the
+base64 and hex blobs inside them, read by `detect-secrets` (its plugins and its filters, the
+`# pragma: allowlist secret` comments among them) and held to the repository's baseline.
+
+The budget (`core.git.secrets.ScanBudget`) is charged before anything is read with the bytes
+the proposal brings, path by path (a bundle bomb, one blob under ten thousand names, is
+refused from its tree listing alone), and each distinct blob is read once. The seconds are
+checked between pieces of at most `LINE_WINDOW` characters, so a scan that would run long
+stops at its budget.
+
+A repository's owner configures its scan in the governed repository's own git configuration,
+which no agent writes: `aios-ledger.secretsBaseline` (a `detect-secrets` baseline file, a path
+relative to the repository; its known secrets and its plugin and filter settings apply),
+`aios-ledger.scanMaxBytes` and `aios-ledger.scanMaxSeconds`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+from aios_ledger.core import LedgerError
+from aios_ledger.core.git.requests import MAX_SECRETS
+from aios_ledger.core.git.secrets import (
+    MAX_DECODE_DEPTH,
+    ScanBudget,
+    budget_of,
+    decode_run,
+    encoded_runs,
+    line_windows,
+    readable_text,
+)
+from aios_ledger.shell.git.runner import run_git
+
+SETTINGS_PREFIX = "aios-ledger."
+BASELINE_KEY = "aios-ledger.secretsBaseline"
+# Lines read by `detect-secrets` in one call; the seconds are checked between calls.
+LINES_PER_PIECE = 256
+# Lines before a piece given with it, for the context its filters read (an allowlist comment
+# on the line above a secret).
+CONTEXT_LINES = 5
+# File modes whose blob is content (regular files and symbolic links' targets).
+CONTENT_MODES = ("100644", "100755", "120000")
+# detect-secrets keeps its settings in a module global: one scan at a time per process.
+_SCANNER = threading.Lock()
+
+
+@attrs.frozen
+class _Document:
+    """Something to read: a blob under the paths it is found at, or a commit (its own text)."""
+
+    oid: str
+    labels: tuple[str, ...]
+
+
+def repository_settings(repository_path: str) -> dict[str, str]:
+    """The governed repository's `aios-ledger.*` git settings, by lower-case key."""
+    found = run_git(
+        ["--git-dir", repository_path, "config", "--get-regexp", r"^aios-ledger\."], check=False
+    )
+    settings: dict[str, str] = {}
+    for line in found.text.splitlines():
+        key, _, value = line.partition(" ")
+        settings[key[len(SETTINGS_PREFIX) :].lower()] = value
+    return settings
+
+
+@attrs.frozen
+class ScanReport:
+    """What the scan found (`{path, kind, line}` each), and the sha256 of the baseline file it
+    held the findings to (None: the repository names none)."""
+
+    secrets: list[dict[str, Any]]
+    baseline_sha256: str | None
+
+
+def _baseline(repository_path: str, settings: dict[str, str]) -> tuple[dict[str, Any], str] | None:
+    """The repository's baseline, and the sha256 of its bytes."""
+    named = settings.get("secretsbaseline")
+    if not named:
+        return None
+    path = os.path.join(repository_path, named)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        loaded = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise LedgerError(
+            "REPOSITORY_SETTING_INVALID",
+            f"the governed repository's {BASELINE_KEY} {named!r} cannot be read ({exc}):"
+            " point it at a detect-secrets baseline (`detect-secrets scan > FILE`)",
+        ) from None
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("results", {}), dict):
+        raise LedgerError(
+            "REPOSITORY_SETTING_INVALID",
+            f"the governed repository's {BASELINE_KEY} {named!r} is not a detect-secrets baseline",
+        )
+    return loaded, hashlib.sha256(raw).hexdigest()
+
+
+def _commits(git_dir: str, tips: list[str], base: str, timeout: float) -> list[tuple[str, str]]:
+    """Each commit of `tips` not in `base`, with its first parent ('' for a root commit)."""
+    listed = run_git(
+        ["--git-dir", git_dir, "rev-list", "--parents", *tips, "--not", base],
+        max_output=64 << 20,
+        timeout=timeout,
+    )
+    pairs = []
+    for line in listed.text.splitlines():
+        ids = line.split()
+        if ids:
+            pairs.append((ids[0], ids[1] if len(ids) > 1 else ""))
+    return pairs
+
+
+def _files_of_commits(
+    git_dir: str, commits: list[tuple[str, str]], timeout: float
+) -> list[tuple[str, str]]:
+    """Every (path, blob) each commit adds or changes against its first parent."""
+    if not commits:
+        return []
+    raw = run_git(
+        [
+            "--git-dir",
+            git_dir,
+            "diff-tree",
+            "--stdin",
+            "--root",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--no-commit-id",
+            "--raw",
+        ],
+        stdin="".join(f"{commit} {parent}".strip() + "\n" for commit, parent in commits).encode(),
+        max_output=256 << 20,
+        timeout=timeout,
+    ).stdout
+    parts = raw.split(b"\0")
+    found: list[tuple[str, str]] = []
+    for meta_bytes, name in zip(parts[0::2], parts[1::2], strict=False):
+        meta = meta_bytes.decode("ascii", "replace").lstrip(":").split(" ")
+        if len(meta) >= 5 and meta[1] in CONTENT_MODES and not meta[4].startswith("D"):
+            found.append((name.decode("utf-8", "backslashreplace"), meta[3]))
+    return found
+
+
+def _sizes(git_dir: str, oids: list[str], timeout: float) -> dict[str, int]:
+    found = run_git(
+        ["--git-dir", git_dir, "cat-file", "--batch-check=%(objectname) %(objectsize)"],
+        stdin="".join(f"{oid}\n" for oid in oids).encode(),
+        max_output=64 << 20,
+        timeout=timeout,
+    )
+    sizes: dict[str, int] = {}
+    for line in found.text.splitlines():
+        oid, _, size = line.partition(" ")
+        if size.isdigit():
+            sizes[oid] = int(size)
+    return sizes
+
+
+def _read_objects(git_dir: str, oids: list[str], total: int, timeout: float) -> dict[str, bytes]:
+    """The objects' contents, read in one `cat-file --batch`."""
+    out = run_git(
+        ["--git-dir", git_dir, "cat-file", "--batch"],
+        stdin="".join(f"{oid}\n" for oid in oids).encode(),
+        max_output=total + 128 * len(oids) + 1024,
+        timeout=timeout,
+    ).stdout
+    contents: dict[str, bytes] = {}
+    at = 0
+    for oid in oids:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split(b" ")[2])
+        contents[oid] = out[header_end + 1 : header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return contents
+
+
+class _Scan:
+    """One proposal's scan under its budget: `detect-secrets` over each document's lines, then
+    over what its encoded runs decode to."""
+
+    def __init__(
+        self, budget: ScanBudget, spent_bytes: int, clock: Callable[[], float], started: float
+    ) -> None:
+        self.budget = budget
+        self.spent_bytes = spent_bytes
+        self.clock = clock
+        self.started = started
+
+    def check_time(self) -> None:
+        self.budget.require_seconds(self.clock() - self.started)
+
+    def read(self, label: str, data: bytes, depth: int = 0) -> Iterator[Any]:
+        """The potential secrets of `data` read as the file `label`, each once."""
+        from detect_secrets.core.scan import _process_line_based_plugins
+
+        text = readable_text(data)
+        lines = text.splitlines()
+        seen: set[tuple[str, int, str | None]] = set()
+        for start in range(0, len(lines), LINES_PER_PIECE):
+            self.check_time()
+            numbered = [
+                (number, window)
+                for number in range(max(0, start - CONTEXT_LINES), start + LINES_PER_PIECE)
+                if number < len(lines)
+                for window in line_windows(lines[number])
+            ]
+            for secret in _process_line_based_plugins(
+                [(number + 1, line) for number, line in numbered], filename=label
+            ):
+                key = (str(secret.type), int(secret.line_number), secret.secret_hash)
+                if key not in seen:
+                    seen.add(key)
+                    yield secret
+        if depth >= MAX_DECODE_DEPTH:
+            return
+        decoded_runs: set[str] = set()
+        for line, run in encoded_runs(text):
+            if run in decoded_runs:
+                continue
+            decoded_runs.add(run)
+            inner = decode_run(run)
+            if not inner:
+                continue
+            self.spent_bytes += len(inner)
+            self.budget.require_bytes(self.spent_bytes)
+            for secret in self.read(label, inner, depth + 1):
+                secret.line_number = line
+                secret.type = f"{secret.type} (encoded)"
+                yield secret
+
+
+def _known(baseline: dict[str, Any] | None) -> set[Any]:
+    if baseline is None:
+        return set()
+    from detect_secrets.core.secrets_collection import SecretsCollection
+
+    collection = SecretsCollection.load_from_baseline(baseline)
+    return {secret for filename in collection.files for secret in collection[filename]}
+
+
+def scan_proposal(
+    git_dir: str,
+    repository_path: str,
+    tips: list[str],
+    base: str,
+    default_budget: ScanBudget,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> ScanReport:
+    """The secrets in everything the commits of `tips` not in `base` bring: `{path, kind,
+    line}` each (`path` is a file's, or `commit <id>` for a commit's message and identities),
+    sorted, at most `MAX_SECRETS`, and the baseline they were held to. Refuses
+    `SCAN_BUDGET_EXCEEDED` past the repository's budget, and `REPOSITORY_SETTING_INVALID`
+    when the owner's settings are unusable."""
+    settings = repository_settings(repository_path)
+    budget = budget_of(settings, default_budget)
+    found_baseline = _baseline(repository_path, settings)
+    baseline, baseline_sha256 = found_baseline if found_baseline else (None, None)
+    started = clock()
+
+    def remaining() -> float:
+        budget.require_seconds(clock() - started)
+        return max(1.0, budget.max_seconds - (clock() - started))
+
+    commits = _commits(git_dir, tips, base, remaining())
+    files = _files_of_commits(git_dir, commits, remaining())
+    commit_ids = [commit for commit, _parent in commits]
+    blob_ids = sorted({oid for _path, oid in files})
+    sizes = _sizes(git_dir, [*commit_ids, *blob_ids], remaining())
+    # Charged path by path: what the proposal asks to have read, not what reading it costs.
+    brought = sum(sizes.get(oid, 0) for _path, oid in files) + sum(
+        sizes.get(commit, 0) for commit in commit_ids
+    )
+    budget.require_bytes(brought)
+    distinct = sum(sizes.get(oid, 0) for oid in {*commit_ids, *blob_ids})
+    contents = _read_objects(git_dir, [*commit_ids, *blob_ids], distinct, remaining())
+    labels: dict[str, list[str]] = {oid: [] for oid in blob_ids}
+    for path, oid in files:
+        if path not in labels[oid]:
+            labels[oid].append(path)
+    documents = [_Document(commit, (f"commit {commit}",)) for commit in commit_ids] + [
+        _Document(oid, tuple(labels[oid])) for oid in blob_ids
+    ]
+    commit_set = set(commit_ids)
+    findings: set[tuple[str, str, int]] = set()
+    with _SCANNER:
+        # The seconds of reading start once this scan has the scanner: another proposal's
+        # scan it waited for is not its own cost.
+        scan = _Scan(budget, brought, clock, clock())
+        from detect_secrets.settings import default_settings, transient_settings
+
+        configured = default_settings() if baseline is None else transient_settings(baseline)
+        with configured:
+            known = _known(baseline)
+            for document in documents:
+                data = contents[document.oid]
+                if document.oid in commit_set:
+                    data = _commit_text(data)
+                # Read once, under its first name; found under every name it has, unless the
+                # baseline knows it there.
+                for secret in scan.read(document.labels[0], data):
+                    for label in document.labels:
+                        secret.filename = label
+                        if secret not in known:
+                            findings.add((label, str(secret.type), int(secret.line_number)))
+    ordered = sorted(findings)[:MAX_SECRETS]
+    return ScanReport(
+        [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered],
+        baseline_sha256,
+    )
+
+
+def _commit_text(raw: bytes) -> bytes:
+    """A commit as the scanner reads it: its author, committer and message (and any other
+    header an agent wrote), without the tree and parent ids git writes."""
+    lines = raw.split(b"\n")
+    kept = [line for line in lines if not line.startswith((b"tree ", b"parent "))]
+    return b"\n".join(kept)
