@@ -1,18 +1,21 @@
 """A hostile client against a real `aios-ledger serve` (uvicorn on loopback, real sockets, a
-real ledger file made immutable with `chattr +i`): the server survives the network.
+real ledger file made immutable with `chattr +i`, a real full file system): the server survives
+the network.
 
 Figures (cases tried, refused): 50 connections that never finish their headers, all 50 closed
 by the header timeout while a normal client is served; 1 byte-by-byte trickle, closed; 1
 connection over `--max-connections`, refused 503 `TOO_MANY_CONNECTIONS`; 1 server started on a
-read-only file, which writes again (and says it is ready) once the file is writable, without a
-restart; 12 ids no route can address, all 12 refused at creation (tasks and runs) with 422
-`FIELDS_INVALID` and nothing written; every code of the status table is the documented status.
+read-only file and 1 on a full disk (a real 8 MiB tmpfs), each writing again (and saying it is
+ready) once the file is writable or the disk has room, without a restart; 12 ids no route can
+address, all 12 refused at creation (tasks and runs) with 422 `FIELDS_INVALID` and nothing
+written; a number too large, 422; every code of the status table is the documented status.
 
 Every bound here is a socket timeout or a count of tries, never an assertion on a duration.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import shutil
@@ -23,14 +26,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aios_ledger.core import LEDGER_CHAIN, ChainTip, LedgerError, LogTail
+from aios_ledger.core.digests import canonical_json, sha256_hex
+from aios_ledger.core.plan import Replay
+from aios_ledger.core.projection.bindings import BindingState, decide_register_binding
+from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.timestamps import Timestamp
 from aios_ledger.shell import Database
+from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
 from aios_ledger.shell.api.tokens import issue_token
 from api_server import ApiServer
+from legacy_fixtures import binding
 
 ROOT = Path(__file__).resolve().parent.parent
 PATIENCE = 60.0  # seconds a socket may wait for the server: a bound, not a speed assertion
 PARTIAL_HEAD = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+NOW = Timestamp.parse("2026-09-01T12:00:00Z")
 PROBE_TRIES = 600  # of 0.1 s each, while the server notices a change
 
 
@@ -152,6 +164,72 @@ def test_a_server_on_a_read_only_file_recovers_when_it_becomes_writable(
         assert server.process is not None and server.process.poll() is None  # no restart
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real file system of 8 MiB (tmpfs), to fill up; skipped where nothing may mount."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)]
+    if shutil.which("mount") is None or subprocess.run(mount, check=False).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def _fill(disk: Path) -> Path:
+    filler = disk / "filler"
+    with filler.open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as full:
+            assert full.errno == errno.ENOSPC, full
+    return filler
+
+
+def test_a_server_on_a_full_disk_writes_again_once_there_is_room(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    ledger = small_disk / "full.db"
+    with Database(ledger) as opened:
+        token = str(issue_token(opened, "owner-1", ["owner"])["token"])
+    with ApiServer(ledger, log=tmp_path / "full.serve.log") as server:
+        owner = server.client(token=token)
+        assert server.client().get("/v1/ready").status_code == 200
+        filler = _fill(small_disk)
+        refusal = None
+        for number in range(200):
+            task = {"task_id": f"t-{number}", "goal": "g", "instructions": "x" * 60_000}
+            answer = owner.post("/v1/tasks", json={"idempotency_key": f"k-{number}", "task": task})
+            if answer.status_code != 201:
+                refusal = (number, answer.status_code, answer.json()["code"])
+                break
+        assert refusal is not None and refusal[1:] in {
+            (503, "STORAGE_FULL"),
+            (503, "STORAGE_IO_ERROR"),
+        }, refusal
+        not_ready = server.client().get("/v1/ready")
+        assert not_ready.status_code == 503 and not_ready.json()["code"].startswith("STORAGE_")
+        assert server.client().get("/v1/health").status_code == 200
+        filler.unlink()
+        for _ in range(PROBE_TRIES):
+            if server.client().get("/v1/ready").status_code == 200:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("/v1/ready never said ready after room was made")
+        refused_id = f"t-{refusal[0]}"
+        assert owner.get(f"/v1/tasks/{refused_id}").status_code == 404  # nothing of it written
+        task = {"task_id": refused_id, "goal": "g", "instructions": "i"}
+        again = owner.post("/v1/tasks", json={"idempotency_key": "again", "task": task})
+        assert again.status_code == 201, again.text
+        assert len(owner.get("/v1/tasks", params={"limit": 1000}).json()) == refusal[0] + 1
+        assert server.process is not None and server.process.poll() is None  # no restart
+
+
 # Ids a URL path cannot address, or only as something else.
 UNADDRESSABLE = (
     "a/b",
@@ -234,3 +312,52 @@ def test_the_status_table_is_the_documented_one() -> None:
         assert status_of(code) == 422
     assert status_of("JSON_NUMBER_TOO_LARGE") == 422
     assert status_of("GIT_ROW_CORRUPT") == 500
+
+
+def test_a_new_binding_whose_job_id_holds_a_slash_is_refused_and_a_stored_one_replays() -> None:
+    """The binding route's path is `/v1/bindings/{task_id}/{job_id}`: a job id with `/` could
+    never be read back over HTTP. One stored before the rule still replays (its row reads)."""
+    tail = LogTail.read(3, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 2, "sha256:" + "2" * 64)])
+    slashed = binding(job_id="job/1")
+    with pytest.raises(LedgerError) as refused:
+        decide_register_binding(BindingState(None, tail), slashed, now=NOW)
+    assert refused.value.code == "FIELDS_INVALID" and "job_id" in refused.value.detail
+    stored = BindingRow(
+        task_id=slashed.task_id,
+        job_id=slashed.job_id,
+        binding_sha256=sha256_hex(slashed.public()),
+        binding_json=canonical_json(slashed.public()),
+        created_at=NOW.text,
+    )
+    replay = decide_register_binding(BindingState(stored, tail), slashed, now=NOW)
+    assert isinstance(replay, Replay) and replay.response["idempotent"] is True
+
+
+def test_without_group_commit_the_writer_is_opened_again_once_the_file_is_writable(
+    immutable_ledger: tuple[Path, str], chattr: str
+) -> None:
+    ledger, _ = immutable_ledger
+    backend = Backend(ApiSettings(db_path=str(ledger), group_commit=0))
+    task = {"task_id": "later", "goal": "g", "instructions": "i"}
+
+    def create(stores: Stores) -> object:
+        return stores.tasks.create_task(task, idempotency_key="later")
+
+    try:
+        with pytest.raises(LedgerError) as refused:
+            backend.write_now(create)
+        assert refused.value.code == "DATABASE_READ_ONLY"
+        subprocess.run([chattr, "-i", str(ledger)], check=True)
+        for _ in range(PROBE_TRIES):
+            try:
+                backend.ready_now()
+                break
+            except LedgerError as waiting:
+                assert waiting.code == "DATABASE_READ_ONLY", waiting
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the writer was never opened again")
+        backend.write_now(create)
+        assert backend.read_now(lambda stores: stores.tasks.get("later"))["status"] == "QUEUED"
+    finally:
+        backend.close()

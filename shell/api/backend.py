@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -62,8 +64,13 @@ DEFAULT_MAX_CONNECTIONS = 500
 # Failures after which the writer's connection is opened again (`Backend.write_now`): SQLite
 # opens a file it may not write read-only and keeps it so after the file becomes writable; a
 # connection whose file failed under it is not trusted either. At most one try per interval.
-REOPEN_CODES = frozenset({"DATABASE_READ_ONLY", "STORAGE_IO_ERROR", "DATABASE_CANNOT_OPEN"})
+REOPEN_CODES = frozenset(
+    {"DATABASE_READ_ONLY", "STORAGE_FULL", "STORAGE_IO_ERROR", "DATABASE_CANNOT_OPEN"}
+)
 REOPEN_INTERVAL_SECONDS = 1.0
+# `/v1/ready` says STORAGE_FULL below this much room beside a SQLite ledger: a commit needs a
+# few pages of WAL, a checkpoint more.
+MIN_FREE_BYTES = 1024 * 1024
 
 
 @attrs.frozen
@@ -162,33 +169,49 @@ class Backend:
     # -- running store calls ---------------------------------------------------------------
 
     def write_now(self, work: Callable[[Stores], T]) -> T:
-        self._reopen_writer_if_faulty()
-        writer = self.writer
-        try:
-            with self._write_turn:
-                return work(writer)
-        except LedgerError as refused:
-            if refused.code in REOPEN_CODES and writer is self.writer:
-                self._writer_fault = refused
-            raise
+        while True:
+            self._reopen_writer_if_faulty()
+            writer = self.writer
+            try:
+                with self._write_turn:
+                    return work(writer)
+            except LedgerError as refused:
+                if refused.code == "GROUP_COMMIT_STOPPED" and writer is not self.writer:
+                    continue  # its writer was retired before the work was queued: never ran
+                if refused.code in REOPEN_CODES and writer is self.writer:
+                    self._writer_fault = refused
+                raise
 
     def ready_now(self) -> None:
         """Whether a write can be committed now: the writer's connection is writable (opened
-        again first if it was not), and an empty write transaction (`BEGIN IMMEDIATE`, which
-        writes nothing) commits; else the refusal that says why (`DATABASE_READ_ONLY`,
-        `DATABASE_BUSY`, a storage code)."""
+        again first if it was not), its file system has room (`MIN_FREE_BYTES`), and an empty
+        write transaction (`BEGIN IMMEDIATE`, which writes nothing) commits; else the refusal
+        that says why (`DATABASE_READ_ONLY`, `STORAGE_FULL`, `DATABASE_BUSY`, ...)."""
         self._reopen_writer_if_faulty()
         fault = self._writer_fault
         if fault is not None:
             raise LedgerError(fault.code, fault.detail)
+        db = self.writer.db
+        if not isinstance(db, PostgresDatabase):
+            folder = os.path.dirname(os.path.abspath(db.path))
+            try:
+                free = shutil.disk_usage(folder).free
+            except OSError as exc:
+                raise LedgerError("STORAGE_IO_ERROR", f"{folder[:200]!r}: {exc}") from None
+            if free < MIN_FREE_BYTES:
+                raise LedgerError(
+                    "STORAGE_FULL",
+                    f"{folder[:200]!r} has {free} bytes free (fewer than {MIN_FREE_BYTES}): "
+                    "make room on its file system; writes resume without a restart",
+                )
         self.write_now(lambda stores: stores.db.write(lambda conn: None))
 
     def _reopen_writer_if_faulty(self) -> None:
         """A writer that could not write is opened again (at most once per
-        `REOPEN_INTERVAL_SECONDS`): kept if the new connection can write, and from then on
+        `REOPEN_INTERVAL_SECONDS`), kept if the new connection can write, and from then on
         writes go to it, so that a file made writable again (or a disk given room) is written
-        without a restart. The old connection stays open until `close`, for the writes already
-        handed to it (they fail as they would have)."""
+        without a restart. The old one is closed once the writes handed to it are done (they
+        fail as they would have)."""
         if self._writer_fault is None:
             return
         with self._reopen_lock:
@@ -203,14 +226,21 @@ class Backend:
                 return
             fault = _read_only_fault(fresh)
             if fault is not None:
-                self._databases.remove(fresh)
-                with contextlib.suppress(LedgerError):
-                    fresh.close()
+                self._close(fresh)
                 self._writer_fault = fault
                 return
             self._start_writer(fresh)
-            self.writer = Stores(fresh, self.settings.clock)
+            retired, self.writer = self.writer.db, Stores(fresh, self.settings.clock)
             self._writer_fault = None
+            # Without group commit, the turn is the writer's lock: no store call is using the
+            # retired connection while it closes. With it, closing drains the queue first.
+            with self._write_turn:
+                self._close(retired)
+
+    def _close(self, db: Database) -> None:
+        self._databases.remove(db)
+        with contextlib.suppress(LedgerError):
+            db.close()
 
     def read_now(self, work: Callable[[Stores], T]) -> T:
         with self._reader() as stores:
