@@ -37,6 +37,7 @@ from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
 from aios_ledger.shell.api.tokens import issue_token
 from api_server import ApiServer
+from conftest import postgres_url
 from legacy_fixtures import binding
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,6 +229,18 @@ def test_a_server_on_a_full_disk_writes_again_once_there_is_room(
         assert again.status_code == 201, again.text
         assert len(owner.get("/v1/tasks", params={"limit": 1000}).json()) == refusal[0] + 1
         assert server.process is not None and server.process.poll() is None  # no restart
+
+
+def test_ready_on_postgresql_is_a_shared_write_probe(
+    postgres_database: str | None, tmp_path: Path
+) -> None:
+    """On PostgreSQL the probe is an empty row-locked transaction: ready while writers write."""
+    url = postgres_url(postgres_database)
+    with ApiServer(url, role_tokens=True, log=tmp_path / "pg.serve.log") as server:
+        assert server.client().get("/v1/ready").json() == {"status": "ready"}
+        body = {"idempotency_key": "k", "task": {"goal": "g", "instructions": "i"}}
+        assert server.client("owner").post("/v1/tasks", json=body).status_code == 201
+        assert server.client().get("/v1/ready").status_code == 200
 
 
 # Ids a URL path cannot address, or only as something else.

@@ -204,7 +204,8 @@ class Backend:
                     f"{folder[:200]!r} has {free} bytes free (fewer than {MIN_FREE_BYTES}): "
                     "make room on its file system; writes resume without a restart",
                 )
-        self.write_now(lambda stores: stores.db.write(lambda conn: None))
+        # Row-locked: on PostgreSQL the ledger's lock shared, so that probes never queue writers.
+        self.write_now(lambda stores: stores.db.write(lambda conn: None, row_locked=True))
 
     def _reopen_writer_if_faulty(self) -> None:
         """A writer that could not write is opened again (at most once per
