@@ -8,7 +8,8 @@ connection over `--max-connections`, refused 503 `TOO_MANY_CONNECTIONS`; 1 serve
 read-only file and 1 on a full disk (a real 8 MiB tmpfs), each writing again (and saying it is
 ready) once the file is writable or the disk has room, without a restart; 12 ids no route can
 address, all 12 refused at creation (tasks and runs) with 422 `FIELDS_INVALID` and nothing
-written; a number too large, 422; every code of the status table is the documented status.
+written, and 1 review run's id, refused; a number too large, 422; every code of the status
+table is the documented status.
 
 Every bound here is a socket timeout or a count of tries, never an assertion on a duration.
 """
@@ -27,11 +28,14 @@ from pathlib import Path
 
 import pytest
 from aios_ledger.core import LEDGER_CHAIN, ChainTip, LedgerError, LogTail
+from aios_ledger.core.auxiliary.records import AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.plan import Replay
 from aios_ledger.core.projection.bindings import BindingState, decide_register_binding
 from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.runs.evidence import ExecutionTarget
 from aios_ledger.core.timestamps import Timestamp
+from aios_ledger.core.work import REVIEW_KIND, evidence_session
 from aios_ledger.shell import Database
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
@@ -296,6 +300,22 @@ def test_a_number_too_large_is_422_over_http(tmp_path: Path) -> None:
         )
         assert (answer.status_code, answer.json()["code"]) == (422, "JSON_NUMBER_TOO_LARGE")
         assert owner.get("/v1/tasks").json() == []
+
+
+def test_a_review_run_no_route_can_address_is_refused_at_its_spawn(tmp_path: Path) -> None:
+    with ApiServer(tmp_path / "review.db", role_tokens=True) as server:
+        reviewer = server.client("reviewer")
+        target = ExecutionTarget(evidence_session("t"), "t@1")
+        digest = "sha256:" + "0" * 64
+        spec = AuxiliaryRunSpec(ExecutionFrame.root(target), REVIEW_KIND, "review it", digest)
+        body = {
+            "spec": spec.with_id("review:t/../x:1:1").public(),
+            "evidence": {"target": target.public()},
+            "owner": "host:1:abc",
+        }
+        answer = reviewer.post("/v1/review-runs", json=body)
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["code"] == "FIELDS_INVALID" and "spec.id" in answer.text
 
 
 def _documented_statuses() -> list[tuple[str, int]]:
