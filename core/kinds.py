@@ -1,7 +1,8 @@
 """The kinds of field every domain's records share, and the per-field constraints.
 
 A kind is a `typing.NewType` whose structure hook carries its whole check (`register_kind`): an
-`Identifier` is 1-200 characters of `[A-Za-z0-9._:/@+=-]` starting with a letter or digit, a
+`Identifier` is 1-200 characters of `[A-Za-z0-9._:/@+=-]` starting with a letter or digit (a
+`RouteIdentifier`, the id of something a URL path names, the same without `/`), a
 `TimestampText` is RFC 3339 text normalised to the ledger's one form (`Timestamp.text`), a
 `JsonObjectValue` is a bounded, checked JSON object. A constraint is `Annotated` metadata for
 what differs per field: `Annotated[str, Text(max_length=1000)]`, `Annotated[int, Between(1,
@@ -21,6 +22,11 @@ from aios_ledger.core.structuring import Constraint, FieldRefused, register_kind
 from aios_ledger.core.timestamps import Timestamp
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,199}$")
+# The ids a route addresses as one path segment (`/v1/tasks/{task_id}`, runs, jobs, auxiliary
+# runs): an Identifier without `/`, which no path segment can hold (encoded as %2F it is not
+# routed either). The Identifier's form already refuses `%`, `?`, `#`, whitespace, control
+# characters and `.`/`..` (it starts with a letter or digit).
+ROUTE_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
 MAX_TEXT = 4096
 MAX_IDENTIFIER = 200
 # Schema patterns (ECMA-262 and Python alike): some visible character, and no NUL unless allowed.
@@ -106,6 +112,7 @@ class OneOf(Constraint):
 
 
 Identifier = NewType("Identifier", str)
+RouteIdentifier = NewType("RouteIdentifier", str)
 Sha256Hex = NewType("Sha256Hex", str)
 LedgerDigest = NewType("LedgerDigest", str)
 PrefixedDigest = NewType("PrefixedDigest", str)
@@ -120,6 +127,20 @@ def _identifier(value: Any) -> Identifier:
     if isinstance(value, str) and IDENTIFIER.fullmatch(value):  # the pattern implies the rest
         return Identifier(value)
     return Identifier(_IDENTIFIER_TEXT(value))
+
+
+_ROUTE_IDENTIFIER_TEXT = Text(max_length=MAX_IDENTIFIER, pattern=ROUTE_IDENTIFIER)
+
+
+def _route_identifier(value: Any) -> RouteIdentifier:
+    if isinstance(value, str) and ROUTE_IDENTIFIER.fullmatch(value):
+        return RouteIdentifier(value)
+    if isinstance(value, str) and IDENTIFIER.fullmatch(value):  # an Identifier holding `/`
+        raise FieldRefused(
+            f"{value[:80]!r} holds '/', which no URL path can address: use another character "
+            "(e.g. '-' or ':')"
+        )
+    return RouteIdentifier(_ROUTE_IDENTIFIER_TEXT(value))
 
 
 def _sha256_hex(value: Any) -> Sha256Hex:
@@ -169,6 +190,7 @@ def _pattern(form: re.Pattern[str]) -> dict[str, Any]:
 
 
 register_kind(Identifier, _identifier, schema=_IDENTIFIER_TEXT.json_schema())
+register_kind(RouteIdentifier, _route_identifier, schema=_ROUTE_IDENTIFIER_TEXT.json_schema())
 register_kind(Sha256Hex, _sha256_hex, schema=_pattern(SHA256_HEX))
 register_kind(
     LedgerDigest,

@@ -6,6 +6,7 @@ import attrs
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.kinds import ROUTE_IDENTIFIER
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.projection.answers import BindingAnswer
@@ -50,6 +51,13 @@ def decide_register_binding(
                 f"task {binding.task_id!r} job {binding.job_id!r} is bound differently already",
             )
         return Replay({**answer, "idempotent": True})
+    if not ROUTE_IDENTIFIER.fullmatch(binding.job_id):
+        # A new binding only: one stored before the rule still replays and reads.
+        raise LedgerError(
+            "FIELDS_INVALID",
+            f"binding.job_id: {binding.job_id[:80]!r} holds '/', which no URL path can "
+            "address: use another character (e.g. '-' or ':')",
+        )
     insert = SqlWrite(
         Statement.INSERT_BINDING,
         {

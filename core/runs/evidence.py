@@ -22,7 +22,7 @@ import attrs
 from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, check_json
-from aios_ledger.core.kinds import Between, Identifier, Text
+from aios_ledger.core.kinds import Between, Identifier, RouteIdentifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.runs.answers import RunAnswer, RunEventAnswer
@@ -212,7 +212,7 @@ def _head_and_tail(
 class RunCreateRequest:
     session_id: Identifier
     prompt: Annotated[str, Text(max_length=MAX_PROMPT_CHARS)]
-    run_id: Identifier
+    run_id: RouteIdentifier
 
     @classmethod
     def from_mapping(cls, raw: object) -> RunCreateRequest:

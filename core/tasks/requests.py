@@ -20,6 +20,7 @@ from aios_ledger.core.kinds import (
     Identifier,
     JsonArrayValue,
     JsonObjectValue,
+    RouteIdentifier,
     Sha256Hex,
     Text,
     TimestampText,
@@ -127,7 +128,7 @@ register_kind(
 class TaskCreateRequest:
     """A new task; every field but `goal` and `instructions` has a default."""
 
-    task_id: Identifier | None = None
+    task_id: RouteIdentifier | None = None
     goal: Annotated[str, Text(max_length=MAX_GOAL)]
     instructions: Annotated[str, Text(max_length=MAX_INSTRUCTIONS)]
     success_criteria: JsonArrayValue = attrs.field(factory=lambda: JsonArrayValue([]))

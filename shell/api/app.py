@@ -381,7 +381,14 @@ def aux_events(call: Call) -> Answer:
 
 
 async def health(call: Call) -> Answer:
+    """Liveness: the process answers (its database may still refuse writes: see `ready`)."""
     return Answer({"status": "ok"})
+
+
+def ready(call: Call) -> Answer:
+    """Readiness: a write can be committed now; else the refusal that says why (503)."""
+    call.backend.ready_now()
+    return Answer({"status": "ready"})
 
 
 async def openapi(call: Call) -> Response:
@@ -487,6 +494,7 @@ def operations() -> tuple[Operation, ...]:
     o = Operation
     return (
         o("GET", "/v1/health", "health", None, health, "liveness"),
+        o("GET", "/v1/ready", "ready", None, ready, "readiness: writes can be committed now"),
         o("GET", "/openapi.json", "openapi", None, openapi, "this document"),
         o("GET", "/metrics", "metrics", AUDIT, metrics, "Prometheus metrics", media="text/plain"),
         o(

@@ -27,16 +27,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
+import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+import apsw
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.api.tokens import Principal, authenticate
 from aios_ledger.shell.clock import Clock, system_clock
-from aios_ledger.shell.db.connection import Database, fetch_all
+from aios_ledger.shell.db.connection import Database, fetch_all, storage_error
 from aios_ledger.shell.db.pg_database import PostgresDatabase
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -53,6 +57,20 @@ MAX_WAIT_SECONDS = 60
 DEFAULT_READ_CONNECTIONS = 4
 DEFAULT_GROUP_COMMIT = 64
 DEFAULT_RECHECK_SECONDS = 2.0
+# `serve`'s connection guards (`connections.py`); NaN and infinity are no bound.
+DEFAULT_HEADER_TIMEOUT = 10.0
+MAX_HEADER_TIMEOUT = 3600.0
+DEFAULT_MAX_CONNECTIONS = 500
+# Failures after which the writer's connection is opened again (`Backend.write_now`): SQLite
+# opens a file it may not write read-only and keeps it so after the file becomes writable; a
+# connection whose file failed under it is not trusted either. At most one try per interval.
+REOPEN_CODES = frozenset(
+    {"DATABASE_READ_ONLY", "STORAGE_FULL", "STORAGE_IO_ERROR", "DATABASE_CANNOT_OPEN"}
+)
+REOPEN_INTERVAL_SECONDS = 1.0
+# `/v1/ready` says STORAGE_FULL below this much room beside a SQLite ledger: a commit needs a
+# few pages of WAL, a checkpoint more.
+MIN_FREE_BYTES = 1024 * 1024
 
 
 @attrs.frozen
@@ -86,6 +104,14 @@ class Stores:
         )
 
 
+def _read_only_fault(db: Database) -> LedgerError | None:
+    """`DATABASE_READ_ONLY` for a SQLite database its connection could open only for reading
+    (asked before group commit starts, while no other thread uses the connection)."""
+    if isinstance(db, PostgresDatabase) or not db.conn.readonly("main"):
+        return None
+    return storage_error(apsw.ReadOnlyError("attempt to write a readonly database"), db.path)
+
+
 class Backend:
     def __init__(self, settings: ApiSettings) -> None:
         self.settings = settings
@@ -93,6 +119,10 @@ class Backend:
         # The writer opens first: it applies pending migrations, the readers find them done.
         writer_db = self._open(settings.migrate, settings.synchronous)
         self.writer = Stores(writer_db, settings.clock)
+        # Why the writer cannot write (a refusal's code), until it is opened again and can.
+        self._writer_fault: LedgerError | None = _read_only_fault(writer_db)
+        self._reopen_lock = threading.Lock()
+        self._next_reopen = 0.0
         self.on_batch: Callable[[int], None] | None = None
         self._write_turn: contextlib.AbstractContextManager[object]
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
@@ -107,7 +137,7 @@ class Backend:
                 self._readers.put(Stores(readers, settings.clock))
             return
         if settings.group_commit > 0:
-            writer_db.start_group_commit(max_batch=settings.group_commit, on_batch=self._batched)
+            self._start_writer(writer_db)
             self._write_turn = contextlib.nullcontext()
         else:
             # One store call at a time on the writer's connection.
@@ -116,6 +146,10 @@ class Backend:
             # A reader never commits a write: its synchronous level is moot, and at FULL it
             # installs no WAL-copying rounds of its own (the writer's are the ones that count).
             self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
+
+    def _start_writer(self, db: Database) -> None:
+        if self.settings.group_commit > 0:
+            db.start_group_commit(max_batch=self.settings.group_commit, on_batch=self._batched)
 
     def _batched(self, size: int) -> None:
         if self.on_batch is not None:
@@ -135,8 +169,79 @@ class Backend:
     # -- running store calls ---------------------------------------------------------------
 
     def write_now(self, work: Callable[[Stores], T]) -> T:
-        with self._write_turn:
-            return work(self.writer)
+        while True:
+            self._reopen_writer_if_faulty()
+            writer = self.writer
+            try:
+                with self._write_turn:
+                    return work(writer)
+            except LedgerError as refused:
+                if refused.code == "GROUP_COMMIT_STOPPED" and writer is not self.writer:
+                    continue  # its writer was retired before the work was queued: never ran
+                if refused.code in REOPEN_CODES and writer is self.writer:
+                    self._writer_fault = refused
+                raise
+
+    def ready_now(self) -> None:
+        """Whether a write can be committed now: the writer's connection is writable (opened
+        again first if it was not), its file system has room (`MIN_FREE_BYTES`), and an empty
+        write transaction (`BEGIN IMMEDIATE`, which writes nothing) commits; else the refusal
+        that says why (`DATABASE_READ_ONLY`, `STORAGE_FULL`, `DATABASE_BUSY`, ...)."""
+        self._reopen_writer_if_faulty()
+        fault = self._writer_fault
+        if fault is not None:
+            raise LedgerError(fault.code, fault.detail)
+        db = self.writer.db
+        if not isinstance(db, PostgresDatabase):
+            folder = os.path.dirname(os.path.abspath(db.path))
+            try:
+                free = shutil.disk_usage(folder).free
+            except OSError as exc:
+                raise LedgerError("STORAGE_IO_ERROR", f"{folder[:200]!r}: {exc}") from None
+            if free < MIN_FREE_BYTES:
+                raise LedgerError(
+                    "STORAGE_FULL",
+                    f"{folder[:200]!r} has {free} bytes free (fewer than {MIN_FREE_BYTES}): "
+                    "make room on its file system; writes resume without a restart",
+                )
+        # Row-locked: on PostgreSQL the ledger's lock shared, so that probes never queue writers.
+        self.write_now(lambda stores: stores.db.write(lambda conn: None, row_locked=True))
+
+    def _reopen_writer_if_faulty(self) -> None:
+        """A writer that could not write is opened again (at most once per
+        `REOPEN_INTERVAL_SECONDS`), kept if the new connection can write, and from then on
+        writes go to it, so that a file made writable again (or a disk given room) is written
+        without a restart. The old one is closed once the writes handed to it are done (they
+        fail as they would have)."""
+        if self._writer_fault is None:
+            return
+        with self._reopen_lock:
+            now = time.monotonic()
+            if self._writer_fault is None or now < self._next_reopen:
+                return
+            self._next_reopen = now + REOPEN_INTERVAL_SECONDS
+            try:
+                fresh = self._open(self.settings.migrate, self.settings.synchronous)
+            except LedgerError as refused:
+                self._writer_fault = refused
+                return
+            fault = _read_only_fault(fresh)
+            if fault is not None:
+                self._close(fresh)
+                self._writer_fault = fault
+                return
+            self._start_writer(fresh)
+            retired, self.writer = self.writer.db, Stores(fresh, self.settings.clock)
+            self._writer_fault = None
+            # Without group commit, the turn is the writer's lock: no store call is using the
+            # retired connection while it closes. With it, closing drains the queue first.
+            with self._write_turn:
+                self._close(retired)
+
+    def _close(self, db: Database) -> None:
+        self._databases.remove(db)
+        with contextlib.suppress(LedgerError):
+            db.close()
 
     def read_now(self, work: Callable[[Stores], T]) -> T:
         with self._reader() as stores:

@@ -10,10 +10,13 @@ from typing import Any
 
 from aios_ledger.core.api.tokens import ROLES
 from aios_ledger.shell.api.backend import (
+    DEFAULT_HEADER_TIMEOUT,
     DEFAULT_LISTEN,
     DEFAULT_MAX_BODY,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_WAITING_PER_TOKEN,
     DEFAULT_RECHECK_SECONDS,
+    MAX_HEADER_TIMEOUT,
     ApiSettings,
 )
 from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
@@ -66,6 +69,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="how often a waiting claim re-tries on its own, for work that becomes claimable "
         "with time (a lease passing, not_before) or is written by another process",
     )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="S",
+        help="a request's head (request line and headers) must arrive within S seconds of its "
+        "first byte, or the connection is closed (slow clients cannot hold connections)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="open connections at most; one more is answered 503 TOO_MANY_CONNECTIONS and closed",
+    )
     serve.set_defaults(handler=_serve, default_log_level="INFO")
 
     token = commands.add_parser("token", help="API tokens: issue, list, revoke")
@@ -94,13 +112,22 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
+    from aios_ledger.shell.api.connections import guarded_protocol
     from aios_ledger.shell.api.served import served_app
 
     host, port = parse_listen(args.listen)
-    if args.max_body < 1 or args.max_waiting_per_token < 0 or not args.recheck_seconds > 0:
+    if (
+        args.max_body < 1
+        or args.max_waiting_per_token < 0
+        or not args.recheck_seconds > 0
+        or not 0 < args.header_timeout <= MAX_HEADER_TIMEOUT
+        or args.max_connections < 1
+    ):
         raise UsageError(
             "USAGE_INVALID",
-            "--max-body and --recheck-seconds must be positive, --max-waiting-per-token >= 0",
+            "--max-body, --recheck-seconds and --max-connections must be positive, "
+            f"--header-timeout from 0 to {MAX_HEADER_TIMEOUT:g} seconds, "
+            "--max-waiting-per-token >= 0",
         )
     settings = ApiSettings(
         db_path=database_path(args),
@@ -119,6 +146,9 @@ def _serve(args: argparse.Namespace) -> int:
         port=port,
         log_config=None,  # the ledger's logging (--log-level, --log-format)
         access_log=False,  # an access line would hold paths with ids; metrics count requests
+        http=guarded_protocol(
+            header_timeout=args.header_timeout, max_connections=args.max_connections
+        ),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         server_header=False,

@@ -34,6 +34,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "JSON_NOT_OBJECT": 422,
     "JSON_TOO_DEEP": 422,
     "JSON_TOO_LARGE": 422,
+    "JSON_NUMBER_TOO_LARGE": 422,
     "PAYLOAD_TOO_LARGE": 422,
     "INVALID_FIELD": 422,
     "FIELDS_INVALID": 422,
@@ -46,11 +47,11 @@ STATUS_BY_CODE: dict[str, int] = {
     "DATABASE_BUSY": 503,
     "DATABASE_READ_ONLY": 503,
     "DATABASE_CANNOT_OPEN": 503,
+    "DATABASE_UNAVAILABLE": 503,
+    "TOO_MANY_CONNECTIONS": 503,
     "SCHEMA_TOO_OLD": 503,
     "SCHEMA_TOO_NEW": 503,
     "DATABASE_CORRUPT": 500,
-    "TASK_ROW_CORRUPT": 500,
-    "RUN_ROW_CORRUPT": 500,
     "TOKEN_ROW_INVALID": 500,
     "STATEMENT_INVALID": 500,
     "INTERNAL_ERROR": 500,
@@ -64,6 +65,7 @@ STATUS_BY_CODE: dict[str, int] = {
 # Then by part of the code: (prefix or suffix, status), the first that fits.
 STATUS_BY_PART: tuple[tuple[str, int], ...] = (
     ("STORAGE_", 503),
+    ("_ROW_CORRUPT", 500),  # a stored row the ledger cannot read back: TASK_, RUN_, GIT_...
     ("LEASE_", 409),  # LEASE_INVALID, LEASE_EXPIRED: the lease is not (or no longer) the holder's
     ("_NOT_FOUND", 404),
     ("_INVALID", 422),

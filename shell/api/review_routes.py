@@ -44,6 +44,7 @@ from aios_ledger.core import (
     check_spawn,
 )
 from aios_ledger.core.api.tokens import AUDITOR, OWNER, REVIEWER
+from aios_ledger.core.kinds import ROUTE_IDENTIFIER
 from aios_ledger.core.work import REVIEW_KIND, evidence_session
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.backend import Stores
@@ -107,6 +108,13 @@ async def list_review_runs(call: Call) -> Answer:
 async def spawn_review_run(call: Call) -> Answer:
     body = call.body
     spec = AuxiliaryRunSpec.from_mapping(body["spec"])
+    if not ROUTE_IDENTIFIER.fullmatch(spec.id):
+        # `/v1/review-runs/{aux_id}` could never name it (a local reviewer's run may).
+        raise LedgerError(
+            "FIELDS_INVALID",
+            f"spec.id: {spec.id[:80]!r} holds '/', which no URL path can address: "
+            "use another character (e.g. '-' or ':')",
+        )
     request = EvidenceReadRequest.from_mapping(body["evidence"])
     if spec.kind != REVIEW_KIND or not request.target.session_id.startswith(evidence_session("")):
         raise LedgerError("FORBIDDEN", "only review runs on a task's evidence may be spawned")

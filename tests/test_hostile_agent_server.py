@@ -1,0 +1,396 @@
+"""A hostile client against a real `aios-ledger serve` (uvicorn on loopback, real sockets, a
+real ledger file made immutable with `chattr +i`, a real full file system): the server survives
+the network.
+
+Figures (cases tried, refused): 50 connections that never finish their headers, all 50 closed
+by the header timeout while a normal client is served; 1 byte-by-byte trickle, closed; 1
+connection over `--max-connections`, refused 503 `TOO_MANY_CONNECTIONS`; 1 server started on a
+read-only file and 1 on a full disk (a real 8 MiB tmpfs), each writing again (and saying it is
+ready) once the file is writable or the disk has room, without a restart; 12 ids no route can
+address, all 12 refused at creation (tasks and runs) with 422 `FIELDS_INVALID` and nothing
+written, and 1 review run's id, refused; a number too large, 422; every code of the status
+table is the documented status.
+
+Every bound here is a socket timeout or a count of tries, never an assertion on a duration.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aios_ledger.core import LEDGER_CHAIN, ChainTip, LedgerError, LogTail
+from aios_ledger.core.auxiliary.records import AuxiliaryRunSpec, ExecutionFrame
+from aios_ledger.core.digests import canonical_json, sha256_hex
+from aios_ledger.core.plan import Replay
+from aios_ledger.core.projection.bindings import BindingState, decide_register_binding
+from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.runs.evidence import ExecutionTarget
+from aios_ledger.core.timestamps import Timestamp
+from aios_ledger.core.work import REVIEW_KIND, evidence_session
+from aios_ledger.shell import Database
+from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
+from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
+from aios_ledger.shell.api.tokens import issue_token
+from api_server import ApiServer
+from conftest import postgres_url
+from legacy_fixtures import binding
+
+ROOT = Path(__file__).resolve().parent.parent
+PATIENCE = 60.0  # seconds a socket may wait for the server: a bound, not a speed assertion
+PARTIAL_HEAD = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+NOW = Timestamp.parse("2026-09-01T12:00:00Z")
+PROBE_TRIES = 600  # of 0.1 s each, while the server notices a change
+
+
+def _connect(server: ApiServer) -> socket.socket:
+    connection = socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE)
+    return connection
+
+
+def _read_until_closed(connection: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection; a server that keeps it
+    open past PATIENCE fails the test (socket.timeout)."""
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    return received
+
+
+def test_connections_that_never_finish_their_headers_are_closed(tmp_path: Path) -> None:
+    with ApiServer(tmp_path / "slow.db", "--header-timeout", "1", "--max-connections", "64") as (
+        server
+    ):
+        slow = [_connect(server) for _ in range(50)]
+        for connection in slow:
+            connection.sendall(PARTIAL_HEAD)
+        # Meanwhile a normal client is served.
+        with server.client() as client:
+            assert client.get("/v1/health").status_code == 200
+        for connection in slow:
+            with connection:
+                assert _read_until_closed(connection) == b""
+        # A trickle of bytes does not extend the time a head may take.
+        with _connect(server) as trickle:
+            closed = False
+            for byte in PARTIAL_HEAD * 100:
+                try:
+                    trickle.sendall(bytes([byte]))
+                except (BrokenPipeError, ConnectionResetError):
+                    closed = True
+                    break
+                time.sleep(0.05)  # pacing the attacker, never measured
+            assert closed, "a trickling head kept its connection"
+        with server.client() as client:
+            assert client.get("/v1/health").status_code == 200
+
+
+def test_a_connection_beyond_the_limit_is_refused_with_a_problem(tmp_path: Path) -> None:
+    limit = 4
+    flags = ("--header-timeout", "60", "--max-connections", str(limit))
+    with ApiServer(tmp_path / "limit.db", *flags) as server:
+        held = [_connect(server) for _ in range(limit)]
+        for connection in held:
+            connection.sendall(PARTIAL_HEAD)
+        with _connect(server) as extra:
+            answer = _read_until_closed(extra)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503 "), answer
+        assert json.loads(body)["code"] == "TOO_MANY_CONNECTIONS"
+        for connection in held:
+            connection.close()
+        # Once they are gone, clients are served again (the server notices the closes).
+        for _ in range(PROBE_TRIES):
+            with _connect(server) as probe:
+                probe.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                if _read_until_closed(probe).startswith(b"HTTP/1.1 200 "):
+                    break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the server did not serve again after the connections closed")
+
+
+@pytest.fixture
+def chattr() -> str:
+    found = shutil.which("chattr")
+    if found is None:
+        pytest.skip("no chattr here")
+    return found
+
+
+@pytest.fixture
+def immutable_ledger(tmp_path: Path, chattr: str) -> Iterator[tuple[Path, str]]:
+    """A ledger with an owner's token, made immutable (as root, permission bits keep no one
+    out); made writable again at the end whatever the test did."""
+    ledger = tmp_path / "read-only.db"
+    with Database(ledger) as opened:
+        token = str(issue_token(opened, "owner-1", ["owner"])["token"])
+    if subprocess.run([chattr, "+i", str(ledger)], check=False).returncode:
+        pytest.skip("cannot make a file immutable here (chattr +i)")
+    try:
+        yield ledger, token
+    finally:
+        subprocess.run([chattr, "-i", str(ledger)], check=True)
+
+
+def test_a_server_on_a_read_only_file_recovers_when_it_becomes_writable(
+    immutable_ledger: tuple[Path, str], chattr: str
+) -> None:
+    ledger, token = immutable_ledger
+    task = {
+        "idempotency_key": "k-1",
+        "task": {"task_id": "after", "goal": "g", "instructions": "i"},
+    }
+    with ApiServer(ledger) as server, server.client(token=token) as owner:
+        assert server.client().get("/v1/health").json() == {"status": "ok"}  # live
+        not_ready = server.client().get("/v1/ready")
+        assert not_ready.status_code == 503
+        assert not_ready.json()["code"] == "DATABASE_READ_ONLY", not_ready.text
+        refused = owner.post("/v1/tasks", json=task)
+        assert (refused.status_code, refused.json()["code"]) == (503, "DATABASE_READ_ONLY")
+        subprocess.run([chattr, "-i", str(ledger)], check=True)
+        for _ in range(PROBE_TRIES):
+            if server.client().get("/v1/ready").status_code == 200:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("/v1/ready never said ready after the file became writable")
+        created = owner.post("/v1/tasks", json=task)
+        assert created.status_code == 201, created.text
+        assert owner.get("/v1/tasks/after").json()["status"] == "QUEUED"
+        assert server.process is not None and server.process.poll() is None  # no restart
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real file system of 8 MiB (tmpfs), to fill up; skipped where nothing may mount."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)]
+    if shutil.which("mount") is None or subprocess.run(mount, check=False).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def _fill(disk: Path) -> Path:
+    filler = disk / "filler"
+    with filler.open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as full:
+            assert full.errno == errno.ENOSPC, full
+    return filler
+
+
+def test_a_server_on_a_full_disk_writes_again_once_there_is_room(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    ledger = small_disk / "full.db"
+    with Database(ledger) as opened:
+        token = str(issue_token(opened, "owner-1", ["owner"])["token"])
+    with ApiServer(ledger, log=tmp_path / "full.serve.log") as server:
+        owner = server.client(token=token)
+        assert server.client().get("/v1/ready").status_code == 200
+        filler = _fill(small_disk)
+        refusal = None
+        for number in range(200):
+            task = {"task_id": f"t-{number}", "goal": "g", "instructions": "x" * 60_000}
+            answer = owner.post("/v1/tasks", json={"idempotency_key": f"k-{number}", "task": task})
+            if answer.status_code != 201:
+                refusal = (number, answer.status_code, answer.json()["code"])
+                break
+        assert refusal is not None and refusal[1:] in {
+            (503, "STORAGE_FULL"),
+            (503, "STORAGE_IO_ERROR"),
+        }, refusal
+        not_ready = server.client().get("/v1/ready")
+        assert not_ready.status_code == 503 and not_ready.json()["code"].startswith("STORAGE_")
+        assert server.client().get("/v1/health").status_code == 200
+        filler.unlink()
+        for _ in range(PROBE_TRIES):
+            if server.client().get("/v1/ready").status_code == 200:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("/v1/ready never said ready after room was made")
+        refused_id = f"t-{refusal[0]}"
+        assert owner.get(f"/v1/tasks/{refused_id}").status_code == 404  # nothing of it written
+        task = {"task_id": refused_id, "goal": "g", "instructions": "i"}
+        again = owner.post("/v1/tasks", json={"idempotency_key": "again", "task": task})
+        assert again.status_code == 201, again.text
+        assert len(owner.get("/v1/tasks", params={"limit": 1000}).json()) == refusal[0] + 1
+        assert server.process is not None and server.process.poll() is None  # no restart
+
+
+def test_ready_on_postgresql_is_a_shared_write_probe(
+    postgres_database: str | None, tmp_path: Path
+) -> None:
+    """On PostgreSQL the probe is an empty row-locked transaction: ready while writers write."""
+    url = postgres_url(postgres_database)
+    with ApiServer(url, role_tokens=True, log=tmp_path / "pg.serve.log") as server:
+        assert server.client().get("/v1/ready").json() == {"status": "ready"}
+        body = {"idempotency_key": "k", "task": {"goal": "g", "instructions": "i"}}
+        assert server.client("owner").post("/v1/tasks", json=body).status_code == 201
+        assert server.client().get("/v1/ready").status_code == 200
+
+
+# Ids a URL path cannot address, or only as something else.
+UNADDRESSABLE = (
+    "a/b",
+    "tasks/../x",
+    ".",
+    "..",
+    "a%2Fb",
+    "a?b",
+    "a#b",
+    "a b",
+    "a\tb",
+    "a\nb",
+    "a\x7fb",
+    "a\u202eb",
+)
+
+
+def test_ids_no_route_can_address_are_refused_at_creation(tmp_path: Path) -> None:
+    with ApiServer(tmp_path / "ids.db", role_tokens=True) as server:
+        owner, agent = server.client("owner"), server.client("agent")
+        refused = 0
+        for number, bad in enumerate(UNADDRESSABLE):
+            task = {"task_id": bad, "goal": "g", "instructions": "i"}
+            answer = owner.post("/v1/tasks", json={"idempotency_key": f"k-{number}", "task": task})
+            assert answer.status_code == 422, (bad, answer.text)
+            assert answer.json()["code"] == "FIELDS_INVALID" and "task_id" in answer.text
+            run = agent.post("/v1/runs", json={"prompt": "p", "run_id": bad})
+            assert run.status_code == 422 and "run_id" in run.text, (bad, run.text)
+            refused += 1
+        assert refused == len(UNADDRESSABLE)
+        assert owner.get("/v1/tasks").json() == []
+        # What the rule lets through, every route reaches.
+        allowed = "a:b@c+d=e.f_g-h"
+        body = {
+            "idempotency_key": "ok",
+            "task": {"task_id": allowed, "goal": "g", "instructions": "i"},
+        }
+        assert owner.post("/v1/tasks", json=body).status_code == 201
+        assert owner.get(f"/v1/tasks/{allowed}").json()["task_id"] == allowed
+        assert owner.get(f"/v1/tasks/{allowed}/events").status_code == 200
+
+
+def test_a_number_too_large_is_422_over_http(tmp_path: Path) -> None:
+    with ApiServer(tmp_path / "number.db", role_tokens=True) as server:
+        owner = server.client("owner")
+        raw = '{"idempotency_key": "k", "task": {"goal": "g", "instructions": "i", "x": %s}}'
+        answer = owner.post(
+            "/v1/tasks",
+            content=raw % ("9" * 40),
+            headers={"Content-Type": "application/json"},
+        )
+        assert (answer.status_code, answer.json()["code"]) == (422, "JSON_NUMBER_TOO_LARGE")
+        assert owner.get("/v1/tasks").json() == []
+
+
+def test_a_review_run_no_route_can_address_is_refused_at_its_spawn(tmp_path: Path) -> None:
+    with ApiServer(tmp_path / "review.db", role_tokens=True) as server:
+        reviewer = server.client("reviewer")
+        target = ExecutionTarget(evidence_session("t"), "t@1")
+        digest = "sha256:" + "0" * 64
+        spec = AuxiliaryRunSpec(ExecutionFrame.root(target), REVIEW_KIND, "review it", digest)
+        body = {
+            "spec": spec.with_id("review:t/../x:1:1").public(),
+            "evidence": {"target": target.public()},
+            "owner": "host:1:abc",
+        }
+        answer = reviewer.post("/v1/review-runs", json=body)
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["code"] == "FIELDS_INVALID" and "spec.id" in answer.text
+
+
+def _documented_statuses() -> list[tuple[str, int]]:
+    text = (ROOT / "docs" / "http-api.md").read_text()
+    section = text.split("## Status of each code", 1)[1].split("\n## ", 1)[0]
+    return [
+        (code, int(status))
+        for code, status in re.findall(r"^\| `([A-Z_*]+)` \| (\d{3}) \|$", section, re.MULTILINE)
+    ]
+
+
+def test_the_status_table_is_the_documented_one() -> None:
+    documented = _documented_statuses()
+    exact = {code: status for code, status in documented if "*" not in code}
+    parts = [
+        (code.strip("*"), status)  # `STORAGE_*` -> `STORAGE_`, `*_NOT_FOUND` -> `_NOT_FOUND`
+        for code, status in documented
+        if "*" in code
+    ]
+    assert exact == STATUS_BY_CODE
+    assert parts == list(STATUS_BY_PART)
+    for code, status in documented:
+        if "*" not in code:
+            assert status_of(code) == status, code
+    # The shape codes of JSON documents are 422, whatever their name.
+    for code in ("JSON_INVALID", "JSON_NOT_OBJECT", "JSON_TOO_DEEP", "JSON_TOO_LARGE"):
+        assert status_of(code) == 422
+    assert status_of("JSON_NUMBER_TOO_LARGE") == 422
+    assert status_of("GIT_ROW_CORRUPT") == 500
+
+
+def test_a_new_binding_whose_job_id_holds_a_slash_is_refused_and_a_stored_one_replays() -> None:
+    """The binding route's path is `/v1/bindings/{task_id}/{job_id}`: a job id with `/` could
+    never be read back over HTTP. One stored before the rule still replays (its row reads)."""
+    tail = LogTail.read(3, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 2, "sha256:" + "2" * 64)])
+    slashed = binding(job_id="job/1")
+    with pytest.raises(LedgerError) as refused:
+        decide_register_binding(BindingState(None, tail), slashed, now=NOW)
+    assert refused.value.code == "FIELDS_INVALID" and "job_id" in refused.value.detail
+    stored = BindingRow(
+        task_id=slashed.task_id,
+        job_id=slashed.job_id,
+        binding_sha256=sha256_hex(slashed.public()),
+        binding_json=canonical_json(slashed.public()),
+        created_at=NOW.text,
+    )
+    replay = decide_register_binding(BindingState(stored, tail), slashed, now=NOW)
+    assert isinstance(replay, Replay) and replay.response["idempotent"] is True
+
+
+def test_without_group_commit_the_writer_is_opened_again_once_the_file_is_writable(
+    immutable_ledger: tuple[Path, str], chattr: str
+) -> None:
+    ledger, _ = immutable_ledger
+    backend = Backend(ApiSettings(db_path=str(ledger), group_commit=0))
+    task = {"task_id": "later", "goal": "g", "instructions": "i"}
+
+    def create(stores: Stores) -> object:
+        return stores.tasks.create_task(task, idempotency_key="later")
+
+    try:
+        with pytest.raises(LedgerError) as refused:
+            backend.write_now(create)
+        assert refused.value.code == "DATABASE_READ_ONLY"
+        subprocess.run([chattr, "-i", str(ledger)], check=True)
+        for _ in range(PROBE_TRIES):
+            try:
+                backend.ready_now()
+                break
+            except LedgerError as waiting:
+                assert waiting.code == "DATABASE_READ_ONLY", waiting
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the writer was never opened again")
+        backend.write_now(create)
+        assert backend.read_now(lambda stores: stores.tasks.get("later"))["status"] == "QUEUED"
+    finally:
+        backend.close()
