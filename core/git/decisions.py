@@ -232,6 +232,33 @@ def grant_workspace(
     return WorkspaceGrant(binding, _require_repository(binding.repository, repository))
 
 
+def admit_proposal(
+    task_id: str,
+    task: TaskRow | None,
+    prior: ProposalRow | None,
+    *,
+    lease_token: str,
+    now: Timestamp,
+    agent_id: str | None = None,
+) -> TaskRow:
+    """May a proposal for the task's current attempt be read at all? The cheap checks, made
+    before the bundle is decoded, stored or scanned (a scan costs seconds, these a read):
+    the task exists (`TASK_NOT_FOUND`), no agent but `agent_id` (the caller's token, when it
+    has one) holds it (`NOT_TASK_HOLDER`), and `lease_token` is the attempt's live lease
+    (`LEASE_INVALID`, `LEASE_EXPIRED`; a task nobody holds has none). An attempt that proposed
+    already is admitted to the agent that proposed it: the same bundle again is a replay,
+    another is `PROPOSAL_CONFLICT`, which `decide_record_proposal` tells apart by the bundle's
+    digest (and checks the lease again in the write). `prior`: the proposal recorded for the
+    task's current attempt. Answers the task."""
+    require_timestamp(now)
+    found = _require_task(task_id, task)
+    if agent_id is not None and found.claimed_by not in (None, agent_id):
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
+    if prior is None or (agent_id is not None and prior.agent_id != agent_id):
+        _check_lease(found, lease_token, now)
+    return found
+
+
 def decide_record_proposal(
     state: ProposalState, request: ProposalRecord, *, now: Timestamp
 ) -> Decision[ProposalAnswer]:
