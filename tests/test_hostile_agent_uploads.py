@@ -2,8 +2,9 @@
 governed repository: the cheap checks (token, role, holder, lease) come before the body is
 read, decoded or scanned, and a refused upload leaves nothing behind.
 
-Figures: 14 hostile cases tried, 14 refused (each with its stable code, nothing recorded, no
-bundle file, no scratch folder, no git object left behind).
+Figures: 19 hostile cases tried, 19 refused, each with its stable code: 15 uploads (HTTP, the
+CLI, the library), none of which leaves a proposal, a bundle file, a scratch folder or a git
+object behind, and 4 task and run writes to another agent's task or run.
 
 Each test tells the cheap check from the expensive one by what it answers: a body that is not
 JSON, a bundle that is not base64, a bundle file that does not exist would each be refused by
