@@ -2,7 +2,7 @@
 governed repository: the cheap checks (token, role, holder, lease) come before the body is
 read, decoded or scanned, and a refused upload leaves nothing behind.
 
-Figures: 19 hostile cases tried, 19 refused, each with its stable code: 15 uploads (HTTP, the
+Figures: 20 hostile cases tried, 20 refused, each with its stable code: 16 uploads (HTTP, the
 CLI, the library), none of which leaves a proposal, a bundle file, a scratch folder or a git
 object behind, and 4 task and run writes to another agent's task or run.
 
@@ -209,7 +209,8 @@ def test_the_holder_uploads_with_the_lease_in_the_header(
     live: dict[str, Any], tmp_path: Path
 ) -> None:
     """The header carries the lease of a proposal that is recorded as before (the body's
-    lease may come too when it is the same)."""
+    lease may come too when it is the same); the attempt's next upload is answered by its
+    digest without a scan."""
     server, base = live["server"], live["base"]
     space = workspace(server.db, live["claimed"])
     try:
@@ -227,6 +228,11 @@ def test_the_holder_uploads_with_the_lease_in_the_header(
     assert recorded.json()["changed_files"] == ["ok.txt"]
     again = holder.post(url, json=upload(data, lease=live["lease"]), headers=headers)
     assert again.status_code == 200 and again.json()["idempotent"] is True
+    # Another bundle for the attempt is refused by its digest, before it is read: bytes that are
+    # no bundle at all are PROPOSAL_CONFLICT, not BUNDLE_INVALID.
+    left = LeftBehind(live)
+    problem(holder.post(url, json=upload(b"no bundle"), headers=headers), 409, "PROPOSAL_CONFLICT")
+    left.assert_nothing()
 
 
 def test_task_and_run_routes_check_the_holder_before_the_body(live: dict[str, Any]) -> None:

@@ -259,6 +259,22 @@ def admit_proposal(
     return found
 
 
+def proposal_replay(
+    task: TaskRow, prior: ProposalRow | None, bundle_sha256: str
+) -> ProposalAnswer | None:
+    """What a proposal is answered without a scan when the task's current attempt proposed
+    already (`prior`): the first answer again for the same bundle (by its sha256),
+    `PROPOSAL_CONFLICT` for another; None when the attempt has not proposed."""
+    if prior is None:
+        return None
+    if prior.bundle_sha256 != bundle_sha256:
+        raise LedgerError(
+            "PROPOSAL_CONFLICT",
+            f"attempt {task.attempt} of task {task.task_id!r} proposed another bundle already",
+        )
+    return proposal_answer(prior, idempotent=True)
+
+
 def decide_record_proposal(
     state: ProposalState, request: ProposalRecord, *, now: Timestamp
 ) -> Decision[ProposalAnswer]:
@@ -267,14 +283,9 @@ def decide_record_proposal(
     attempt is `PROPOSAL_CONFLICT`."""
     require_timestamp(now)
     task = _require_task(request.task_id, state.task)
-    prior = state.prior
-    if prior is not None:
-        if prior.bundle_sha256 != request.bundle_sha256:
-            raise LedgerError(
-                "PROPOSAL_CONFLICT",
-                f"attempt {task.attempt} of task {task.task_id!r} proposed another bundle already",
-            )
-        return Replay(proposal_answer(prior, idempotent=True))
+    replayed = proposal_replay(task, state.prior, request.bundle_sha256)
+    if replayed is not None:
+        return Replay(replayed)
     _check_lease(task, request.lease_token, now)
     binding = task_binding(task)
     repository = _require_repository(binding.repository, state.repository)

@@ -39,7 +39,7 @@ from aios_ledger.core import (
     chain_of,
     decide_record_proposal,
 )
-from aios_ledger.core.git.decisions import admit_proposal, task_binding
+from aios_ledger.core.git.decisions import admit_proposal, proposal_replay, task_binding
 from aios_ledger.core.git.hygiene import (
     GITLINK_MODE,
     SYMLINK_MODE,
@@ -420,16 +420,20 @@ def record_proposal(
         raise LedgerError(
             "PROPOSAL_TOO_LARGE", f"the bundle is over {limits.max_bundle_bytes} bytes"
         )
-    repository_path, base_oid = db.read(
+    admitted = db.read(
         lambda conn: admitted_context(
             conn, task_id, lease_token=lease_token, agent_id=agent_id, clock=clock
         )
     )
+    # An attempt that proposed already is answered by the bundle's digest, never scanned again.
+    replayed = proposal_replay(admitted.task, admitted.prior, hashlib.sha256(bundle).hexdigest())
+    if replayed is not None:
+        return replayed
     # Read where nothing is kept: only a bundle that passed is stored beside the ledger.
     with tempfile.TemporaryDirectory(prefix="aios-proposal-") as folder:
         incoming = Path(folder, "incoming.bundle")
         incoming.write_bytes(bundle)
-        found = describe_bundle(repository_path, incoming, base_oid, limits)
+        found = describe_bundle(admitted.repository_path, incoming, admitted.base_oid, limits)
     digest, stored, created = store_bundle(db, bundle)
     request = ProposalRecord.from_mapping(
         {
@@ -437,7 +441,7 @@ def record_proposal(
             "lease_token": lease_token,
             "bundle_sha256": digest,
             "bundle_bytes": len(bundle),
-            "base_oid": base_oid,
+            "base_oid": admitted.base_oid,
             **found,
         }
     )
@@ -467,6 +471,17 @@ def record_proposal(
         raise
 
 
+@attrs.frozen
+class Admitted:
+    """A proposal its cheap checks let through: the task, the proposal its current attempt
+    recorded already (if any), the governed repository's path and the binding's base."""
+
+    task: TaskRow
+    prior: ProposalRow | None
+    repository_path: str
+    base_oid: str
+
+
 def admitted_context(
     conn: Connection,
     task_id: str,
@@ -474,24 +489,19 @@ def admitted_context(
     lease_token: str,
     agent_id: str | None = None,
     clock: Clock = system_clock,
-) -> tuple[str, str]:
+) -> Admitted:
     """The cheap checks of a proposal (`admit_proposal`: the task, its holder, its lease) on
-    `conn`, then what reading its bundle needs: the governed repository's path and the
-    binding's base."""
+    `conn`, then what reading its bundle needs."""
     found = _task(conn, task_id)
+    prior = None if found is None else proposal_row(conn, task_id, found.attempt)
     task = admit_proposal(
-        task_id,
-        found,
-        None if found is None else proposal_row(conn, task_id, found.attempt),
-        lease_token=lease_token,
-        now=read_clock(clock),
-        agent_id=agent_id,
+        task_id, found, prior, lease_token=lease_token, now=read_clock(clock), agent_id=agent_id
     )
     binding = task_binding(task)
     repository = repository_row(conn, binding.repository)
     if repository is None:
         raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {binding.repository!r}")
-    return repository.path, binding.base_oid
+    return Admitted(task, prior, repository.path, binding.base_oid)
 
 
 def quarantine_ref(digest: str) -> str:
