@@ -232,6 +232,49 @@ def grant_workspace(
     return WorkspaceGrant(binding, _require_repository(binding.repository, repository))
 
 
+def admit_proposal(
+    task_id: str,
+    task: TaskRow | None,
+    prior: ProposalRow | None,
+    *,
+    lease_token: str,
+    now: Timestamp,
+    agent_id: str | None = None,
+) -> TaskRow:
+    """May a proposal for the task's current attempt be read at all? The cheap checks, made
+    before the bundle is decoded, stored or scanned (a scan costs seconds, these a read):
+    the task exists (`TASK_NOT_FOUND`), no agent but `agent_id` (the caller's token, when it
+    has one) holds it (`NOT_TASK_HOLDER`), and `lease_token` is the attempt's live lease
+    (`LEASE_INVALID`, `LEASE_EXPIRED`; a task nobody holds has none). An attempt that proposed
+    already is admitted to the agent that proposed it: the same bundle again is a replay,
+    another is `PROPOSAL_CONFLICT`, which `decide_record_proposal` tells apart by the bundle's
+    digest (and checks the lease again in the write). `prior`: the proposal recorded for the
+    task's current attempt. Answers the task."""
+    require_timestamp(now)
+    found = _require_task(task_id, task)
+    if agent_id is not None and found.claimed_by not in (None, agent_id):
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
+    if prior is None or (agent_id is not None and prior.agent_id != agent_id):
+        _check_lease(found, lease_token, now)
+    return found
+
+
+def proposal_replay(
+    task: TaskRow, prior: ProposalRow | None, bundle_sha256: str
+) -> ProposalAnswer | None:
+    """What a proposal is answered without a scan when the task's current attempt proposed
+    already (`prior`): the first answer again for the same bundle (by its sha256),
+    `PROPOSAL_CONFLICT` for another; None when the attempt has not proposed."""
+    if prior is None:
+        return None
+    if prior.bundle_sha256 != bundle_sha256:
+        raise LedgerError(
+            "PROPOSAL_CONFLICT",
+            f"attempt {task.attempt} of task {task.task_id!r} proposed another bundle already",
+        )
+    return proposal_answer(prior, idempotent=True)
+
+
 def decide_record_proposal(
     state: ProposalState, request: ProposalRecord, *, now: Timestamp
 ) -> Decision[ProposalAnswer]:
@@ -240,14 +283,9 @@ def decide_record_proposal(
     attempt is `PROPOSAL_CONFLICT`."""
     require_timestamp(now)
     task = _require_task(request.task_id, state.task)
-    prior = state.prior
-    if prior is not None:
-        if prior.bundle_sha256 != request.bundle_sha256:
-            raise LedgerError(
-                "PROPOSAL_CONFLICT",
-                f"attempt {task.attempt} of task {task.task_id!r} proposed another bundle already",
-            )
-        return Replay(proposal_answer(prior, idempotent=True))
+    replayed = proposal_replay(task, state.prior, request.bundle_sha256)
+    if replayed is not None:
+        return Replay(replayed)
     _check_lease(task, request.lease_token, now)
     binding = task_binding(task)
     repository = _require_repository(binding.repository, state.repository)

@@ -12,6 +12,10 @@ A request costs one hop from the event loop to a worker thread: the token's and 
 check, the body's parsing and validation and a plain (non-async) handler run there together,
 the handler's write being one hand-off to the group-commit writer. A request without a token is
 refused on the loop, its body unread; a token's refusal comes before the body's (413, timeout).
+A route with a `guard` (an agent's task and run routes, the proposal upload) takes one more
+hop, before its body is read: the token, the role and the guard's checks (the holder, the
+run's owner, a lease in a header), so that an agent refused by them costs the server no body
+read, parse or scan.
 """
 
 from __future__ import annotations
@@ -214,10 +218,12 @@ async def _long_poll(
                     return Response(status_code=204)  # the deadline, not a wake-up: done
 
 
-def _require_holder(call: Call, task_id: str) -> None:
-    """An agent acts only on a task it holds: a task another agent holds is NOT_TASK_HOLDER.
-    (A task nobody holds is left to the ledger, which refuses without a lease, or replays the
-    first answer of a keyed submit to the agent that brings its lease token.)"""
+def require_holder(call: Call) -> None:
+    """The guard of an agent's task routes: an agent acts only on a task it holds, a task
+    another agent holds is NOT_TASK_HOLDER, before the body is read. (A task nobody holds is
+    left to the ledger, which refuses without a lease, or replays the first answer of a keyed
+    submit to the agent that brings its lease token.)"""
+    task_id = call.path("task_id")
     holder = call.backend.read_now(lambda s: _holder(s, task_id))
     if holder is not None and holder != call.name:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
@@ -232,19 +238,16 @@ def _holder(stores: Stores, task_id: str) -> str | None:
 
 def heartbeat(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    _require_holder(call, task_id)
     return Answer(call.backend.write_now(lambda s: s.tasks.heartbeat(task_id, **body)))
 
 
 def submit(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    _require_holder(call, task_id)
     return Answer(call.backend.write_now(lambda s: s.tasks.submit_result(task_id, **body)))
 
 
 def release(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    _require_holder(call, task_id)
     answer = call.backend.write_now(lambda s: s.tasks.release(task_id, **body))
     return Answer(answer, wakes=True)
 
@@ -316,15 +319,20 @@ def create_run(call: Call) -> Answer:
     return Answer(run.public(), 201)
 
 
-def append_run_event(call: Call) -> Answer:
-    run_id, body = call.path("run_id"), call.body
-    # A run's session never changes: whose it is can be read before the write, on a reader.
-    # Besides its own session's runs, an agent writes the evidence run of the attempt it holds.
+def require_run_owner(call: Call) -> None:
+    """The guard of appending to a run, before the body is read: a run's session never
+    changes, so whose it is can be read before the write, on a reader. Besides its own
+    session's runs, an agent writes the evidence run of the attempt it holds."""
+    run_id = call.path("run_id")
     run = call.backend.read_now(lambda s: s.runs.get_run(run_id))
     if run.session_id != call.name and not call.backend.read_now(
         lambda s: holds_evidence_run(s, call.name, run.session_id, run.run_id)
     ):
         raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
+
+
+def append_run_event(call: Call) -> Answer:
+    run_id, body = call.path("run_id"), call.body
 
     def append(stores: Stores) -> Any:
         event = stores.runs.append_event(run_id, body["kind"], body.get("payload"))
@@ -544,6 +552,7 @@ def operations() -> tuple[Operation, ...]:
             heartbeat,
             "extend the lease",
             body="HeartbeatBody",
+            guard=require_holder,
         ),
         o(
             "POST",
@@ -553,6 +562,7 @@ def operations() -> tuple[Operation, ...]:
             submit,
             "hand the result back",
             body="SubmitBody",
+            guard=require_holder,
         ),
         o(
             "POST",
@@ -562,6 +572,7 @@ def operations() -> tuple[Operation, ...]:
             release,
             "give the lease back",
             body="ReleaseBody",
+            guard=require_holder,
         ),
         o(
             "POST",
@@ -643,6 +654,7 @@ def operations() -> tuple[Operation, ...]:
             append_run_event,
             "append to one's own run",
             body="RunEventBody",
+            guard=require_run_owner,
             success=(201,),
         ),
         o("GET", "/v1/runs/{run_id}", "getRun", READERS, get_run, "a run"),
@@ -773,16 +785,38 @@ def _endpoint(
     plain = not inspect.iscoroutinefunction(operation.handler)
     needs_thread = plain or operation.roles is not None or operation.body is not None
 
-    def prepared(request: Request, token: str | None, raw: bytes | LedgerError | None) -> Any:
-        """On the worker thread: the Call, or the handler's answer for a plain handler."""
-        principal = None
-        if operation.roles is not None:
-            assert token is not None
-            principal = backend.principal_now(token)
-            if principal is None:
-                return _unauthenticated()
-            if principal.roles.isdisjoint(operation.roles):
-                raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
+    def authorized(token: str | None) -> Principal | Response | None:
+        """The token's principal, checked against the route's roles (None: a route without)."""
+        if operation.roles is None:
+            return None
+        assert token is not None
+        principal = backend.principal_now(token)
+        if principal is None:
+            return _unauthenticated()
+        if principal.roles.isdisjoint(operation.roles):
+            raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
+        return principal
+
+    def guarded(request: Request, token: str | None) -> Principal | Response | None:
+        """On a worker thread, before the body is read: the token, the role, the route's guard."""
+        principal = authorized(token)
+        if isinstance(principal, Response):
+            return principal
+        assert operation.guard is not None
+        operation.guard(Call(request, principal, None, backend))
+        return principal
+
+    def prepared(
+        request: Request,
+        token: str | None,
+        raw: bytes | LedgerError | None,
+        checked: Principal | Response | None,
+    ) -> Any:
+        """On the worker thread: the Call, or the handler's answer for a plain handler.
+        `checked`: the principal its guard already checked (None: checked here)."""
+        principal = authorized(token) if checked is None else checked
+        if isinstance(principal, Response):
+            return principal
         body = None
         if operation.body is not None:
             if isinstance(raw, LedgerError):
@@ -799,6 +833,12 @@ def _endpoint(
             token = _bearer(request)
             if token is None:  # no token at all: refused at once, the body unread
                 return _unauthenticated()
+        checked: Principal | Response | None = None
+        if operation.guard is not None:
+            # One more hop, so that a caller the route's guard refuses is refused unread.
+            checked = await run_in_threadpool(guarded, request, token)
+            if isinstance(checked, Response):
+                return checked
         raw: bytes | LedgerError | None = None
         if operation.body is not None:
             try:
@@ -806,7 +846,7 @@ def _endpoint(
             except LedgerError as refused:
                 raw = refused
         if needs_thread:
-            outcome = await run_in_threadpool(prepared, request, token, raw)
+            outcome = await run_in_threadpool(prepared, request, token, raw, checked)
         else:
             outcome = Call(request, None, None, backend)
         if isinstance(outcome, Call):

@@ -1,9 +1,14 @@
 """The governed-write routes (issue 19), added to the API by `serve` (`create_app(settings,
 governed_operations())`):
 
-- `POST /v1/tasks/{task_id}/proposal` (agent role, the task's holder): a remote worker uploads
-  the attempt's git bundle, base64 in JSON (`{lease_token, bundle_base64}`), under the body
-  limit (`serve --max-body`); the ledger verifies it in a quarantine and records it (201).
+- `POST /v1/tasks/{task_id}/proposal` (agent role, the task's holder, its lease token in the
+  `Aios-Lease-Token` header): a remote worker uploads the attempt's git bundle, base64 in JSON
+  (`{bundle_base64}`), under the body limit (`serve --max-body`); the ledger verifies it in a
+  quarantine and records it (201). The token, the role, the holder and the header's lease are
+  checked before the body is read (a hostile upload costs a read, never a scan). A body's
+  `lease_token` (how clients before the header sent it) is still taken without the header: it
+  is checked once the body is parsed, before the bundle is decoded, and must equal the
+  header's when both are sent.
 - `GET /v1/tasks/{task_id}/workspace` (agent role, the task's holder, its lease token in the
   `Aios-Lease-Token` header): a git bundle of the binding's base (`application/octet-stream`),
   which a remote worker clones into the agent's workspace; `NOT_TASK_HOLDER` (403) for a task
@@ -28,11 +33,11 @@ from typing import Any, BinaryIO, TypeVar
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import AGENT, OWNER
-from aios_ledger.shell.api.app import Answer, Call
-from aios_ledger.shell.api.backend import ApiSettings, Stores
+from aios_ledger.shell.api.app import Answer, Call, require_holder
+from aios_ledger.shell.api.backend import ApiSettings
 from aios_ledger.shell.api.openapi import Operation, Query
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git.proposals import record_proposal
+from aios_ledger.shell.git.proposals import admitted_context, record_proposal
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, base_bundle
 from aios_ledger.shell.git.writes import governed_write
 from starlette.concurrency import run_in_threadpool
@@ -46,13 +51,6 @@ def _on_own_connection(settings: ApiSettings, work: Callable[[Database], T]) -> 
         return work(db)
 
 
-def _holder(stores: Stores, task_id: str) -> str | None:
-    try:
-        return stores.tasks.get(task_id)["claimed_by"]
-    except LedgerError:
-        return None  # no such task: the proposal says so
-
-
 def _bundle(text: str) -> bytes:
     try:
         return base64.b64decode(text.encode("ascii"), validate=True)
@@ -60,17 +58,52 @@ def _bundle(text: str) -> bytes:
         raise LedgerError("BUNDLE_INVALID", "bundle_base64 is not base64") from None
 
 
+def _admit(call: Call, lease_token: str) -> None:
+    """The proposal's cheap checks (`admitted_context`: the task, its holder, its lease), on a
+    reader."""
+    task_id, agent, clock = call.path("task_id"), call.name, call.backend.settings.clock
+    call.backend.read_now(
+        lambda s: s.db.read(
+            lambda conn: admitted_context(
+                conn, task_id, lease_token=lease_token, agent_id=agent, clock=clock
+            )
+        )
+    )
+
+
+def admit_upload(call: Call) -> None:
+    """The upload's guard, before its body is read: the task must be the caller's, under the
+    live lease of the `Aios-Lease-Token` header. Without the header (a client of an older
+    release, the lease in the body) only the holder is checked here, and the lease once the
+    body is parsed, before its bundle is decoded."""
+    lease_token = call.request.headers.get(LEASE_TOKEN_HEADER)
+    if lease_token:
+        _admit(call, lease_token)
+    else:
+        require_holder(call)
+
+
 async def upload_proposal(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
-    holder = await call.backend.read(lambda s: _holder(s, task_id))
-    if holder is not None and holder != call.name:
-        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
+    header = call.request.headers.get(LEASE_TOKEN_HEADER)
+    given = body.get("lease_token")
+    if header and given is not None and given != header:
+        raise LedgerError(
+            "FIELDS_INVALID",
+            f"lease_token differs from the {LEASE_TOKEN_HEADER} header: send the lease once, "
+            "in the header",
+        )
+    lease_token = header or given
+    if not lease_token:
+        raise LedgerError("FIELDS_INVALID", f"the {LEASE_TOKEN_HEADER} header is required")
+    if not header:
+        await run_in_threadpool(_admit, call, lease_token)
     data = _bundle(body["bundle_base64"])
-    settings = call.backend.settings
+    settings, agent = call.backend.settings, call.name
 
     def record(db: Database) -> Any:
         return record_proposal(
-            db, task_id, data, lease_token=body["lease_token"], clock=settings.clock
+            db, task_id, data, lease_token=lease_token, agent_id=agent, clock=settings.clock
         )
 
     answer = await run_in_threadpool(_on_own_connection, settings, record)
@@ -136,7 +169,15 @@ def governed_operations() -> tuple[Operation, ...]:
             upload_proposal,
             "upload the held attempt's git bundle as its proposal",
             body="ProposalBody",
+            query=(
+                Query(
+                    LEASE_TOKEN_HEADER,
+                    {"type": "string", "minLength": 1, "maxLength": 200},
+                    location="header",
+                ),
+            ),
             success=(200, 201),
+            guard=admit_upload,
         ),
         Operation(
             "GET",

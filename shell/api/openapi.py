@@ -62,7 +62,10 @@ class Query:
 class Operation:
     """One route: method, path template, the roles that may call it (None: no token), the
     handler, the body's component schema (None: no body), query parameters, the statuses it
-    answers with success, and the media type of a success."""
+    answers with success, the media type of a success, and the route's `guard`: its checks
+    that need no body (the task's holder, a run's owner, a lease sent in a header), called with
+    the request's `Call` (its body None) after the token's and the role's and before the body
+    is read, so that a caller they refuse costs no body read, no decoding and no scan."""
 
     method: str
     path: str
@@ -74,6 +77,7 @@ class Operation:
     query: tuple[Query, ...] = ()
     success: tuple[int, ...] = (200,)
     media: str = "application/json"
+    guard: Callable[..., None] | None = None
 
 
 def _rewrite_refs(value: Any) -> Any:
@@ -158,7 +162,9 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
         "ProposalBody": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["lease_token", "bundle_base64"],
+            # The lease token travels in the Aios-Lease-Token header; in the body only for
+            # the clients that sent it there before the header (shell/api/governed.py).
+            "required": ["bundle_base64"],
             "properties": {
                 "lease_token": {"type": "string", "minLength": 1, "maxLength": 200},
                 "bundle_base64": {"type": "string", "minLength": 1},

@@ -10,7 +10,7 @@ from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.records import record_from_row
 from aios_ledger.shell.cli_support import open_database, read_json_argument
 from aios_ledger.shell.db.connection import fetch_all
-from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, record_proposal
+from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
 from aios_ledger.shell.git.repos import add_repository, list_repositories, show_repository
 from aios_ledger.shell.git.writes import LEASE_WAIT_SECONDS, governed_write, recover_writes
 
@@ -94,13 +94,16 @@ def _propose(args: argparse.Namespace) -> Any:
     bundle = raw["bundle"]
     if not isinstance(bundle, str):
         raise LedgerError("FIELDS_INVALID", "bundle: the path of a git bundle file")
-    try:
-        with open(bundle, "rb") as handle:
-            data = handle.read(DEFAULT_LIMITS.max_bundle_bytes + 1)
-    except (OSError, ValueError) as exc:
-        raise LedgerError("INPUT_UNREADABLE", f"{bundle[:200]!r}: {exc}") from None
+    task_id, lease_token = str(raw["task_id"]), str(raw["lease_token"])
     with open_database(args) as db:
-        return record_proposal(db, str(raw["task_id"]), data, lease_token=str(raw["lease_token"]))
+        # The lease before the bundle: a proposal its lease refuses is never read.
+        db.read(lambda conn: admitted_context(conn, task_id, lease_token=lease_token))
+        try:
+            with open(bundle, "rb") as handle:
+                data = handle.read(DEFAULT_LIMITS.max_bundle_bytes + 1)
+        except (OSError, ValueError) as exc:
+            raise LedgerError("INPUT_UNREADABLE", f"{bundle[:200]!r}: {exc}") from None
+        return record_proposal(db, task_id, data, lease_token=lease_token)
 
 
 def _proposals(args: argparse.Namespace) -> Any:

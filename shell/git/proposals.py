@@ -39,7 +39,7 @@ from aios_ledger.core import (
     chain_of,
     decide_record_proposal,
 )
-from aios_ledger.core.git.decisions import task_binding
+from aios_ledger.core.git.decisions import admit_proposal, proposal_replay, task_binding
 from aios_ledger.core.git.hygiene import (
     GITLINK_MODE,
     SYMLINK_MODE,
@@ -107,25 +107,27 @@ def proposal_row(conn: Connection, task_id: str, attempt: int) -> ProposalRow | 
     )
 
 
-def store_bundle(db: Database, data: bytes) -> tuple[str, Path]:
-    """Keep the bundle under its sha256 (written whole, then renamed into place)."""
+def store_bundle(db: Database, data: bytes) -> tuple[str, Path, bool]:
+    """Keep the bundle under its sha256 (written whole, then renamed into place). Answers the
+    digest, the file, and whether this call wrote it (False: it was there already)."""
     digest = hashlib.sha256(data).hexdigest()
     folder = proposals_dir(db)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = bundle_path(db, digest)
-    if not target.exists():
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-    return digest, target
+    if target.exists():
+        return digest, target, False
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return digest, target, True
 
 
 def read_stored_bundle(db: Database, digest: str) -> Path:
@@ -402,45 +404,44 @@ def record_proposal(
     bundle: bytes,
     *,
     lease_token: str,
+    agent_id: str | None = None,
     clock: Clock = system_clock,
     limits: ProposalLimits = DEFAULT_LIMITS,
 ) -> ProposalAnswer:
     """Record `bundle` as the proposal of the task's current attempt (the caller holds its
-    lease). Refused bundles (`BUNDLE_INVALID`, `BUNDLE_UNSAFE`, `PROPOSAL_TOO_LARGE`) record
-    nothing, store nothing and leave the governed repository untouched."""
+    lease; `agent_id`: the agent the caller is, when a token says so). The lease (and the
+    holder) is checked first (`admit_proposal`), before the bundle is written anywhere or
+    scanned, and again in the write, since it may pass during the scan. Refused bundles
+    (`BUNDLE_INVALID`, `BUNDLE_UNSAFE`, `PROPOSAL_TOO_LARGE`, a lease refused in the write)
+    record nothing, leave no file behind and leave the governed repository untouched."""
     if not isinstance(bundle, bytes) or not bundle:
         raise LedgerError("BUNDLE_INVALID", "a proposal is the bytes of a git bundle")
     if len(bundle) > limits.max_bundle_bytes:
         raise LedgerError(
             "PROPOSAL_TOO_LARGE", f"the bundle is over {limits.max_bundle_bytes} bytes"
         )
-
-    def context(conn: Connection) -> tuple[TaskRow, str, str]:
-        task = _task(conn, task_id)
-        if task is None:
-            raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
-        binding = task_binding(task)
-        repository = repository_row(conn, binding.repository)
-        if repository is None:
-            raise LedgerError(
-                "REPOSITORY_NOT_FOUND", f"no governed repository {binding.repository!r}"
-            )
-        return task, repository.path, binding.base_oid
-
-    _task_row, repository_path, base_oid = db.read(context)
+    admitted = db.read(
+        lambda conn: admitted_context(
+            conn, task_id, lease_token=lease_token, agent_id=agent_id, clock=clock
+        )
+    )
+    # An attempt that proposed already is answered by the bundle's digest, never scanned again.
+    replayed = proposal_replay(admitted.task, admitted.prior, hashlib.sha256(bundle).hexdigest())
+    if replayed is not None:
+        return replayed
     # Read where nothing is kept: only a bundle that passed is stored beside the ledger.
     with tempfile.TemporaryDirectory(prefix="aios-proposal-") as folder:
         incoming = Path(folder, "incoming.bundle")
         incoming.write_bytes(bundle)
-        found = describe_bundle(repository_path, incoming, base_oid, limits)
-    digest, _stored = store_bundle(db, bundle)
+        found = describe_bundle(admitted.repository_path, incoming, admitted.base_oid, limits)
+    digest, stored, created = store_bundle(db, bundle)
     request = ProposalRecord.from_mapping(
         {
             "task_id": task_id,
             "lease_token": lease_token,
             "bundle_sha256": digest,
             "bundle_bytes": len(bundle),
-            "base_oid": base_oid,
+            "base_oid": admitted.base_oid,
             **found,
         }
     )
@@ -459,7 +460,48 @@ def record_proposal(
         )
         return plans.apply(decide_record_proposal(state, request, now=read_clock(clock)))
 
-    return db.write(write)
+    try:
+        return db.write(write)
+    except LedgerError:
+        # Refused in the write (the lease passed during the scan): the file this call stored
+        # is nobody's proposal.
+        if created:
+            with contextlib.suppress(OSError):
+                stored.unlink()
+        raise
+
+
+@attrs.frozen
+class Admitted:
+    """A proposal its cheap checks let through: the task, the proposal its current attempt
+    recorded already (if any), the governed repository's path and the binding's base."""
+
+    task: TaskRow
+    prior: ProposalRow | None
+    repository_path: str
+    base_oid: str
+
+
+def admitted_context(
+    conn: Connection,
+    task_id: str,
+    *,
+    lease_token: str,
+    agent_id: str | None = None,
+    clock: Clock = system_clock,
+) -> Admitted:
+    """The cheap checks of a proposal (`admit_proposal`: the task, its holder, its lease) on
+    `conn`, then what reading its bundle needs."""
+    found = _task(conn, task_id)
+    prior = None if found is None else proposal_row(conn, task_id, found.attempt)
+    task = admit_proposal(
+        task_id, found, prior, lease_token=lease_token, now=read_clock(clock), agent_id=agent_id
+    )
+    binding = task_binding(task)
+    repository = repository_row(conn, binding.repository)
+    if repository is None:
+        raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {binding.repository!r}")
+    return Admitted(task, prior, repository.path, binding.base_oid)
 
 
 def quarantine_ref(digest: str) -> str:

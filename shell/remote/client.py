@@ -192,9 +192,12 @@ class LedgerClient:
         retry: Retry = "always",
         timeout: float | None = None,
         expect: Iterable[int] = (200,),
+        headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         content = None if body is None else _encoded(body)
-        headers = {"Content-Type": "application/json"} if content is not None else {}
+        sent = dict(headers or {})
+        if content is not None:
+            sent["Content-Type"] = "application/json"
         query = {k: v for k, v in (params or {}).items() if v is not None}
         expected = frozenset(expect)
         last = "no attempt"
@@ -206,7 +209,7 @@ class LedgerClient:
                     method,
                     path,
                     content=content,
-                    headers=headers,
+                    headers=sent,
                     params=cast(Any, query),
                     timeout=self._timeout if timeout is None else timeout,
                 )
@@ -492,10 +495,14 @@ class LedgerClient:
 
     def upload_proposal(self, task_id: str, *, lease_token: str, bundle: bytes) -> ProposalAnswer:
         """Record `bundle` (the bytes of a git bundle) as the proposal of the held attempt
-        (`POST /v1/tasks/{task_id}/proposal`, within the server's body limit)."""
-        body = {"lease_token": lease_token, "bundle_base64": base64.b64encode(bundle).decode()}
+        (`POST /v1/tasks/{task_id}/proposal`, within the server's body limit). The lease goes
+        in a header, which the server checks before it reads the body."""
         answer = self._json(
-            "POST", api_path("tasks", task_id, "proposal"), body=body, expect=(200, 201)
+            "POST",
+            api_path("tasks", task_id, "proposal"),
+            body={"bundle_base64": base64.b64encode(bundle).decode()},
+            headers={LEASE_TOKEN_HEADER: lease_token},
+            expect=(200, 201),
         )
         return cast(ProposalAnswer, answer)
 
