@@ -50,16 +50,14 @@ def decide_register_binding(
                 f"task {binding.task_id!r} job {binding.job_id!r} is bound differently already",
             )
         return Replay({**answer, "idempotent": True})
-    insert = SqlWrite(
-        Statement.INSERT_BINDING,
-        {
-            "task_id": binding.task_id,
-            "job_id": binding.job_id,
-            "binding_json": canonical_json(binding.public()),
-            "binding_sha256": digest,
-            "created_at": now.text,
-        },
+    row = BindingRow(
+        task_id=binding.task_id,
+        job_id=binding.job_id,
+        binding_json=canonical_json(binding.public()),
+        binding_sha256=digest,
+        created_at=now.text,
     )
+    insert = SqlWrite(Statement.INSERT_BINDING, attrs.asdict(row))
     # A ledger-level event: the task's own chain stays [TASK_CREATED] until it is projected.
     event = EventAppend(
         task_id=None,
@@ -67,6 +65,7 @@ def decide_register_binding(
         event_type=BINDING_REGISTERED,
         payload={"task_id": binding.task_id, "job_id": binding.job_id, "binding_sha256": digest},
         created_at=now.text,
+        rows=(row.image(),),
     )
     return sealed_plan((insert,), (event,), answer, tail=state.tail)
 
