@@ -158,6 +158,10 @@ LEFT JOIN event_seal_rows AS s
                    WHERE row_table = 'governed_bindings'
                      AND row_key = b.task_id || ' ' || b.job_id);
 
+-- name: proposal_bundles
+-- Each proposal and the digest of the bundle file it was stored under, for `verify` to hash.
+SELECT proposal_id, bundle_sha256 FROM task_proposals ORDER BY proposal_id;
+
 -- name: state_rows_gone
 -- Rows a seal says were written (their last writer's event id) that are no longer there.
 SELECT r.row_table, r.row_key, max(r.event_id) AS event_id

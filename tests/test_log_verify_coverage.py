@@ -13,7 +13,12 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.db.migrator import known_migrations
+from aios_ledger.shell.db.run import fetch_all
+from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_path
+from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
 from conftest import both_engines
+from git_support import REPOSITORY, make_repository, register, verified_proposal
+from git_support import binding as git_binding
 from legacy_fixtures import dump
 from test_log_support import tamper
 
@@ -155,3 +160,87 @@ def test_first_answers_stored_before_they_were_sealed_still_verify(
         ),
     )
     assert findings(ledger_target) == {("STATE_MISMATCH", "task_idempotency", "cancel-old")}
+
+
+# ---------------------------------------------------------------------------------------------
+# governed bindings, repositories and the stored proposal bundles (real git, real repositories)
+
+
+@pytest.fixture
+def governed(
+    tmp_path: Path, ledger_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, dict[str, Any]]:
+    """A repository registered, a task bound to it, projected, claimed, proposed and verified:
+    one binding, one repository and one proposal whose bundle is stored on disk."""
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "proposals"))
+    bare, base = make_repository(tmp_path)
+    register(ledger_target, bare)
+    proposal = verified_proposal(
+        ledger_target, "g-1", git_binding("g-1", base), {"widget.txt": "improved\n"}
+    )
+    assert report(ledger_target)["intact"] is True
+    return ledger_target, proposal
+
+
+BINDING_COLUMNS = "task_id, job_id, binding_json, binding_sha256, created_at"
+
+
+@pytest.mark.parametrize(
+    ("statement", "key"),
+    [
+        # Another target branch for the same job: what a later projection would be bound to.
+        (
+            "UPDATE governed_bindings SET binding_json = replace(binding_json, 'agent/g-1', "
+            "'main') WHERE task_id = 'g-1'",
+            "g-1 job-g-1",
+        ),
+        ("DELETE FROM governed_bindings WHERE task_id = 'g-1'", "g-1 job-g-1"),
+        (
+            f"INSERT INTO governed_bindings({BINDING_COLUMNS}) SELECT task_id, 'job-forged', "
+            "binding_json, binding_sha256, created_at FROM governed_bindings",
+            "g-1 job-forged",
+        ),
+    ],
+    ids=["changed", "deleted", "inserted"],
+)
+def test_a_binding_tampered_with_is_named(
+    governed: tuple[Path, dict[str, Any]], statement: str, key: str
+) -> None:
+    target, _ = governed
+    tamper(target, (statement, ()))
+    assert findings(target) == {("STATE_MISMATCH", "governed_bindings", key)}
+
+
+def test_a_repositorys_settings_changed_by_hand_are_named(
+    governed: tuple[Path, dict[str, Any]],
+) -> None:
+    """Emptying the protected patterns would let a write reach `main`."""
+    target, _ = governed
+    tamper(target, ("UPDATE governed_repositories SET protected_json = '[]'", ()))
+    assert findings(target) == {("STATE_MISMATCH", "governed_repositories", REPOSITORY)}
+
+
+def _bundle_file(target: Path, proposal: dict[str, Any]) -> Path:
+    with Database(target) as db:
+        (row,) = db.read(lambda conn: list(fetch_all(conn, "proposal_bundles")))
+        assert row["proposal_id"] == proposal["proposal_id"]
+        return bundle_path(db, str(row["bundle_sha256"]))
+
+
+def test_a_stored_bundle_changed_on_disk_is_named(
+    governed: tuple[Path, dict[str, Any]],
+) -> None:
+    target, proposal = governed
+    stored = _bundle_file(target, proposal)
+    stored.write_bytes(stored.read_bytes() + b"\n")
+    assert findings(target) == {("BUNDLE_CHANGED", "task_proposals", proposal["proposal_id"])}
+    done = cli(target, "verify")
+    assert done.returncode == EXIT_NOT_INTACT and "BUNDLE_CHANGED" in done.stdout
+
+
+def test_a_stored_bundle_removed_from_disk_is_named(
+    governed: tuple[Path, dict[str, Any]],
+) -> None:
+    target, proposal = governed
+    _bundle_file(target, proposal).unlink()
+    assert findings(target) == {("BUNDLE_MISSING", "task_proposals", proposal["proposal_id"])}

@@ -11,8 +11,10 @@ merged by event id, so that their ids and seals are accounted for.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -48,6 +50,7 @@ from aios_ledger.core.log.verification import (
     ARCHIVE_MISMATCH,
     FORGED_EVENT,
     Finding,
+    bundle_finding,
     head_of_rows,
 )
 from aios_ledger.core.records import record_columns
@@ -55,6 +58,7 @@ from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection, fetch_all
 from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.git.proposals import bundle_path
 
 PROGRESS_EVERY = 16384
 
@@ -218,6 +222,7 @@ def verify_log(
             rows.finish(verifier)
         counter.close()
         _check_state(conn, db, verifier)
+        _check_bundles(conn, db, verifier)
         handed_out = fetch_value(conn, "log_id_counter")
         return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
 
@@ -331,6 +336,28 @@ def _archived_chains(conn: Connection) -> set[str]:
             continue
         found.update(recorded_chains(payload) or ())
     return found
+
+
+def _check_bundles(conn: Connection, db: Database, verifier: LogVerifier) -> None:
+    """Hash each proposal's stored bundle file (once per digest) against its row's digest: the
+    row is sealed, the file beside the ledger is not, and a governed write fetches from it."""
+    hashed: dict[str, str | None] = {}
+    for row in fetch_all(conn, "proposal_bundles"):
+        recorded = str(row["bundle_sha256"])
+        if recorded not in hashed:
+            hashed[recorded] = _file_sha256(bundle_path(db, recorded))
+        finding = bundle_finding(str(row["proposal_id"]), recorded, hashed[recorded])
+        if finding is not None:
+            verifier.note(finding)
+
+
+def _file_sha256(path: Path) -> str | None:
+    """The hex sha256 of a file, read in chunks; None when it cannot be read."""
+    try:
+        with path.open("rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def ledger_head(db: Database) -> LedgerHead:
