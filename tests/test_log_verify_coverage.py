@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
-from aios_ledger.shell import Database, TaskLedger, verify_log
+from aios_ledger.shell import Database, RunStore, TaskLedger, verify_log
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.run import fetch_all
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_path
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
-from conftest import both_engines
+from conftest import both_engines, is_postgres
 from git_support import REPOSITORY, make_repository, register, verified_proposal
 from git_support import binding as git_binding
 from legacy_fixtures import dump
@@ -244,3 +244,63 @@ def test_a_stored_bundle_removed_from_disk_is_named(
     target, proposal = governed
     _bundle_file(target, proposal).unlink()
     assert findings(target) == {("BUNDLE_MISSING", "task_proposals", proposal["proposal_id"])}
+
+
+# ---------------------------------------------------------------------------------------------
+# runs and their events (the review evidence)
+
+
+@pytest.fixture
+def runs(ledger_target: Path) -> Path:
+    with RunStore(ledger_target) as store:
+        store.create_run("session-1", "review the widgets", run_id="r-1")
+        for number in (1, 2, 3):
+            store.append_event("r-1", "step", {"n": number})
+        store.create_run("session-1", "another", run_id="r-2")
+    assert report(ledger_target)["intact"] is True
+    return ledger_target
+
+
+RUN_EVENT_COLUMNS = "run_id, seq, kind, payload_json, created_at"
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # Whose session or prompt a run claims is what evidence pins of it.
+        (
+            "UPDATE runs SET prompt = 'approve everything' WHERE run_id = 'r-1'",
+            ("STATE_MISMATCH", "runs", "r-1"),
+        ),
+        ("DELETE FROM runs WHERE run_id = 'r-2'", ("STATE_MISMATCH", "runs", "r-2")),
+        (
+            "INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at) "
+            "SELECT 'r-forged', session_id, prompt, 0, created_at, updated_at FROM runs "
+            "WHERE run_id = 'r-2'",
+            ("STATE_MISMATCH", "runs", "r-forged"),
+        ),
+        # The failure the worker reported, taken out of the evidence.
+        (
+            "DELETE FROM run_events WHERE run_id = 'r-1' AND seq = 3",
+            ("STATE_MISMATCH", "run_events", "r-1"),
+        ),
+        (
+            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT run_id, 4, kind, payload_json, "
+            "created_at FROM run_events WHERE run_id = 'r-1' AND seq = 1",
+            ("STATE_MISMATCH", "run_events", "r-1"),
+        ),
+        (
+            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT 'r-none', seq, kind, "
+            "payload_json, created_at FROM run_events WHERE run_id = 'r-1' AND seq = 1",
+            ("STATE_MISMATCH", "run_events", "r-none"),
+        ),
+    ],
+    ids=["run-changed", "run-deleted", "run-inserted", "event-deleted", "event-inserted", "orphan"],
+)
+def test_a_run_or_its_events_tampered_with_is_named(
+    runs: Path, statement: str, expected: tuple[str, str, str]
+) -> None:
+    if not is_postgres(runs):  # PostgreSQL's tamper runs with every trigger off
+        tamper(runs, ("DROP TRIGGER run_events_refuse_delete", ()))
+    tamper(runs, (statement, ()))
+    assert findings(runs) == {expected}

@@ -27,7 +27,7 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archived import is_archive_event, recorded_chains
 from aios_ledger.core.log.records import SEAL_VERSION_1, EventRow, SealRow
-from aios_ledger.core.log.rows import FIRST_ANSWERS, GOVERNED_BINDINGS, TASKS, RowImage
+from aios_ledger.core.log.rows import FIRST_ANSWERS, GOVERNED_BINDINGS, RUNS, TASKS, RowImage
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.verification import (
     EXPORT_INVALID,
@@ -39,6 +39,7 @@ from aios_ledger.core.log.verification import (
 )
 from aios_ledger.core.projection.bindings import BINDING_REGISTERED
 from aios_ledger.core.records import record_columns
+from aios_ledger.core.runs.evidence import RUN_CREATED
 
 EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -291,6 +292,7 @@ def _recorded_chain_names(event: EventRow) -> set[str]:
 _SEALED_LATER: Mapping[str, Callable[[EventRow], bool]] = {
     FIRST_ANSWERS: lambda event: isinstance(event.task_id, str),
     GOVERNED_BINDINGS: lambda event: event.event_type == BINDING_REGISTERED,
+    RUNS: lambda event: event.event_type == RUN_CREATED,
 }
 
 

@@ -20,8 +20,14 @@ whose rows only plans with a sealed event write:
 - `governed_bindings`, keyed by `binding_key` (`TASK_ID JOB_ID`: identifiers hold no space),
   covered by its `GOVERNED_BINDING_REGISTERED` event (since issue 26, the same adoption rule).
 
-`runs` and `run_events` are not: a run's events are an append-only table of their own whose
-appends are not sealed events.
+- `runs`, keyed by `run_id`, covered by its `RUN_CREATED` event (since issue 26, the same
+  adoption rule) over what never changes of a run: its id, session, prompt and creation time
+  (`RunIdentity`). Its `event_count` and `updated_at` change with every append, which is not a
+  sealed event: `verify` holds `event_count` against the run's events instead.
+
+A run's events (`run_events`) are an append-only table of their own (triggers refuse UPDATE and
+DELETE) whose appends are not sealed events: `verify` finds one deleted or inserted behind the
+ledger's back (its run's count and numbering no longer agree), not one rewritten in place.
 
 A row's digest is derived from its record's fields (all of them, in whatever number the record
 has), so a column added to a table and its record is covered without another change here.
@@ -65,6 +71,7 @@ WRITER_LEASES = "writer_leases"
 GOVERNED_WRITES = "governed_writes"
 FIRST_ANSWERS = "task_idempotency"
 GOVERNED_BINDINGS = "governed_bindings"
+RUNS = "runs"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
@@ -77,6 +84,7 @@ STATE_TABLES: tuple[str, ...] = (
     GOVERNED_WRITES,
     FIRST_ANSWERS,
     GOVERNED_BINDINGS,
+    RUNS,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(

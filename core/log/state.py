@@ -27,6 +27,7 @@ from aios_ledger.core.log.rows import (
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
+    RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
     TASK_PROPOSALS,
@@ -36,6 +37,7 @@ from aios_ledger.core.log.rows import (
 )
 from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
 from aios_ledger.core.records import record_columns
+from aios_ledger.core.runs.records import RunIdentity
 from aios_ledger.core.tasks.records import FirstAnswerRow, TaskRow
 
 # Each state table's row record and the column its rows are keyed by.
@@ -52,6 +54,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     FIRST_ANSWERS: (FirstAnswerRow, "idempotency_key"),
     # Keyed by two columns: the statement selects their `binding_key` beside them.
     GOVERNED_BINDINGS: (BindingRow, "binding_key"),
+    RUNS: (RunIdentity, "run_id"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

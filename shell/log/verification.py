@@ -38,6 +38,7 @@ from aios_ledger.core.log.rows import (
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
+    RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     TASK_PROPOSALS,
     TASKS,
@@ -49,6 +50,7 @@ from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import (
     ARCHIVE_MISMATCH,
     FORGED_EVENT,
+    STATE_MISMATCH,
     Finding,
     bundle_finding,
     head_of_rows,
@@ -113,6 +115,7 @@ STATE_STATEMENTS = {
     GOVERNED_WRITES: "state_rows_governed_writes",
     FIRST_ANSWERS: "state_rows_task_idempotency",
     GOVERNED_BINDINGS: "state_rows_governed_bindings",
+    RUNS: "state_rows_runs",
 }
 
 
@@ -222,6 +225,7 @@ def verify_log(
             rows.finish(verifier)
         counter.close()
         _check_state(conn, db, verifier)
+        _check_run_events(conn, verifier)
         _check_bundles(conn, db, verifier)
         handed_out = fetch_value(conn, "log_id_counter")
         return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
@@ -336,6 +340,22 @@ def _archived_chains(conn: Connection) -> set[str]:
             continue
         found.update(recorded_chains(payload) or ())
     return found
+
+
+def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
+    """A run's events are appended with a bump of its count, so the two agree unless one was
+    deleted or inserted by hand (an event rewritten in place is not found: appends are not
+    sealed)."""
+    for row in fetch_all(conn, "runs_events_disagreeing"):
+        detail = (
+            f"the run counts {row['event_count']} events but holds {row['events']} "
+            f"(the last numbered {row['last_seq']}): an event deleted or inserted behind the "
+            "ledger's back"
+        )
+        verifier.note(Finding(STATE_MISMATCH, None, detail, table="run_events", key=row["run_id"]))
+    for row in fetch_all(conn, "run_events_without_run"):
+        detail = "events of a run that does not exist: inserted behind the ledger's back"
+        verifier.note(Finding(STATE_MISMATCH, None, detail, table="run_events", key=row["run_id"]))
 
 
 def _check_bundles(conn: Connection, db: Database, verifier: LogVerifier) -> None:
