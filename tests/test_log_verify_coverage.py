@@ -1,6 +1,10 @@
 """`verify` covers every governed row, and a ledger whose `schema_migrations` lost a row is
 refused on open: each table's row changed, inserted or deleted by hand (stdlib sqlite3, or psql
-with the triggers off) is a finding naming the table and key, on both engines."""
+with the triggers off) is a finding naming the table and key, on both engines.
+
+Figures (issue 26): 18 tamper cases tried on each engine, 18 reported: first answers 4 (+1 after
+adoption), bindings 3, repository settings 1, bundle files 2, runs 3, run events 3, and a
+deleted schema_migrations row refused on open by 3 commands, nothing written."""
 
 from __future__ import annotations
 
