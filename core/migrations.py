@@ -111,6 +111,7 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
             )
         applied = set(view.applied)
         pending = tuple(m for m in known if m.version not in applied)
+        _refuse_missing_earlier(pending, view.applied)
         return MigrationPlan(pending=pending, adopt_legacy=False)
     user_tables = view.tables
     if not user_tables:
@@ -127,6 +128,25 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
             "not the older runtime's tasks/events layout; refusing to write to it",
         )
     return MigrationPlan(pending=tuple(known), adopt_legacy=True)
+
+
+def _refuse_missing_earlier(pending: Sequence[Migration], applied: Sequence[str]) -> None:
+    """A migration pending below the newest applied one was applied once (every release applies
+    them in order) and its `schema_migrations` row is gone: its tables are there, so running it
+    again would fail half-way (`table ... already exists`). Refused before anything is written,
+    naming the version, so that the operator restores the row rather than the ledger guessing."""
+    if not applied:
+        return
+    newest = max(applied)
+    missing = [migration.version for migration in pending if migration.version < newest]
+    if missing:
+        raise LedgerError(
+            "SCHEMA_MIGRATIONS_INCONSISTENT",
+            f"schema_migrations records {newest} applied but not the earlier {missing}: a row "
+            "was deleted behind the ledger's back (its tables are there; applying it again "
+            f"would fail). Restore it (INSERT INTO schema_migrations(version) VALUES "
+            f"('{missing[0]}')), or restore the database from a backup; nothing was changed",
+        )
 
 
 def refuse_unless_current(known: Sequence[Migration], view: CatalogueView) -> None:

@@ -63,6 +63,13 @@ SELECT r.*,
         ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
 FROM task_source_capture_projection_recoveries AS r WHERE r.task_id = :task_id;
 
+-- name: archive_task_first_answer_rows
+SELECT i.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'task_idempotency' AND s.row_key = i.idempotency_key
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM task_idempotency AS i WHERE i.subject = :task_id;
+
 -- name: archived_event_rows
 -- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.
 SELECT event_id, archive_event_id, chain, seal FROM archived_events ORDER BY event_id;

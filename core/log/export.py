@@ -19,14 +19,16 @@ the offline check accounts for as `verify` does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log.archived import is_archive_event, recorded_chains
 from aios_ledger.core.log.records import SEAL_VERSION_1, EventRow, SealRow
-from aios_ledger.core.log.rows import TASKS, RowImage
+from aios_ledger.core.log.rows import FIRST_ANSWERS, GOVERNED_BINDINGS, RUNS, TASKS, RowImage
+from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.verification import (
     EXPORT_INVALID,
     ChainLink,
@@ -35,7 +37,9 @@ from aios_ledger.core.log.verification import (
     LogVerifier,
     VerificationReport,
 )
+from aios_ledger.core.projection.bindings import BINDING_REGISTERED
 from aios_ledger.core.records import record_columns
+from aios_ledger.core.runs.evidence import RUN_CREATED
 
 EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -234,6 +238,11 @@ class ExportState:
         self._chains_with_events: set[str] = set()
         self._v1_history = False
         self._seen: set[tuple[str, str]] = set()
+        # The tables whose rows an older ledger wrote before sealing them: an unsealed row of
+        # one is unprovable while the export holds an event of that kind before its first image.
+        self._sealed_since: set[str] = set()
+        self._unsealed_before: set[str] = set()
+        self._archived_chains: set[str] = set()
 
     def advance(self, event: EventRow, seal: SealRow | None, rows: Sequence[RowImage]) -> None:
         if seal is None:
@@ -242,18 +251,49 @@ class ExportState:
             self._chains_with_events.add(event.task_id)
         if seal.seal_version == SEAL_VERSION_1:
             self._v1_history = True
+        if is_archive_event(event):
+            self._archived_chains.update(_recorded_chain_names(event))
+        for table, kind in _SEALED_LATER.items():
+            if table not in self._sealed_since and kind(event):
+                self._unsealed_before.add(table)
         for image in rows:
             self._sealed[(image.table, image.key)] = (event.event_id, image.digest)
+            self._sealed_since.add(image.table)
 
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))
-        history = key in self._chains_with_events if table == TASKS else self._v1_history
+        if table == TASKS:
+            history = key in self._chains_with_events
+        else:
+            history = self._v1_history or table in self._unsealed_before
         verifier.check_row(table, key, digest, self._sealed.get((table, key)), history=history)
 
     def finish(self, verifier: LogVerifier) -> None:
         for (table, key), (event_id, _) in sorted(self._sealed.items()):
-            if (table, key) not in self._seen:
-                verifier.check_row_gone(table, key, event_id)
+            if (table, key) in self._seen:
+                continue
+            # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.
+            if table == GOVERNED_BINDINGS and chain_of(key.split(" ", 1)[0]) in (
+                self._archived_chains
+            ):
+                continue
+            verifier.check_row_gone(table, key, event_id)
+
+
+def _recorded_chain_names(event: EventRow) -> set[str]:
+    try:
+        payload = loads_document(event.payload_json, what="an archive event")
+    except (LedgerError, TypeError):
+        return set()
+    return set(recorded_chains(payload) or ())
+
+
+# The tables first sealed by issue 26, and the events that wrote their rows before.
+_SEALED_LATER: Mapping[str, Callable[[EventRow], bool]] = {
+    FIRST_ANSWERS: lambda event: isinstance(event.task_id, str),
+    GOVERNED_BINDINGS: lambda event: event.event_type == BINDING_REGISTERED,
+    RUNS: lambda event: event.event_type == RUN_CREATED,
+}
 
 
 class ChainTips:

@@ -14,9 +14,20 @@ whose rows only plans with a sealed event write:
   `task_proposals` by `proposal_id`, `writer_leases` by `lease_id` and `governed_writes` by
   `idempotency_key`.
 
-`runs` and `run_events` are not: a run's events are an append-only table of their own whose
-appends are not sealed events. `governed_bindings` rows are inputs keyed by two columns; the
-sealed `BINDING_REGISTERED` event records their `binding_sha256` only.
+- the first answers: `task_idempotency` keyed by `idempotency_key`, covered by the task event
+  that wrote the answer (since issue 26; a first answer stored before that, under a task whose
+  first event predates every sealed first answer, is counted as unprovable, not reported);
+- `governed_bindings`, keyed by `binding_key` (`TASK_ID JOB_ID`: identifiers hold no space),
+  covered by its `GOVERNED_BINDING_REGISTERED` event (since issue 26, the same adoption rule).
+
+- `runs`, keyed by `run_id`, covered by its `RUN_CREATED` event (since issue 26, the same
+  adoption rule) over what never changes of a run: its id, session, prompt and creation time
+  (`RunIdentity`). Its `event_count` and `updated_at` change with every append, which is not a
+  sealed event: `verify` holds `event_count` against the run's events instead.
+
+A run's events (`run_events`) are an append-only table of their own (triggers refuse UPDATE and
+DELETE) whose appends are not sealed events: `verify` finds one deleted or inserted behind the
+ledger's back (its run's count and numbering no longer agree), not one rewritten in place.
 
 A row's digest is derived from its record's fields (all of them, in whatever number the record
 has), so a column added to a table and its record is covered without another change here.
@@ -58,6 +69,9 @@ GOVERNED_REPOSITORIES = "governed_repositories"
 TASK_PROPOSALS = "task_proposals"
 WRITER_LEASES = "writer_leases"
 GOVERNED_WRITES = "governed_writes"
+FIRST_ANSWERS = "task_idempotency"
+GOVERNED_BINDINGS = "governed_bindings"
+RUNS = "runs"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
@@ -68,6 +82,9 @@ STATE_TABLES: tuple[str, ...] = (
     TASK_PROPOSALS,
     WRITER_LEASES,
     GOVERNED_WRITES,
+    FIRST_ANSWERS,
+    GOVERNED_BINDINGS,
+    RUNS,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(
@@ -156,6 +173,12 @@ def _checked_row_digest(
         return digest_json(ROW_SCHEMA, document)
     except (LedgerError, TypeError, ValueError):
         return None
+
+
+def binding_key(task_id: str, job_id: str) -> str:
+    """The key a `governed_bindings` row is sealed under: its two key columns, apart by a space
+    (no identifier holds one, so two bindings never share a key)."""
+    return f"{task_id} {job_id}"
 
 
 def row_image(table: str, key: str, columns: Mapping[str, object]) -> RowImage:

@@ -21,10 +21,13 @@ from aios_ledger.core.git.records import (
 from aios_ledger.core.log.rows import (
     API_TOKENS,
     AUXILIARY_RUNS,
+    FIRST_ANSWERS,
+    GOVERNED_BINDINGS,
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
+    RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
     TASK_PROPOSALS,
@@ -32,9 +35,10 @@ from aios_ledger.core.log.rows import (
     WRITER_LEASES,
     row_digest,
 )
-from aios_ledger.core.projection.records import ProjectionLedgerRow
+from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
 from aios_ledger.core.records import record_columns
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.runs.records import RunIdentity
+from aios_ledger.core.tasks.records import FirstAnswerRow, TaskRow
 
 # Each state table's row record and the column its rows are keyed by.
 STATE_RECORDS: Mapping[str, tuple[type, str]] = {
@@ -47,6 +51,10 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     TASK_PROPOSALS: (ProposalRow, "proposal_id"),
     WRITER_LEASES: (WriterLeaseRow, "lease_id"),
     GOVERNED_WRITES: (GovernedWriteRow, "idempotency_key"),
+    FIRST_ANSWERS: (FirstAnswerRow, "idempotency_key"),
+    # Keyed by two columns: the statement selects their `binding_key` beside them.
+    GOVERNED_BINDINGS: (BindingRow, "binding_key"),
+    RUNS: (RunIdentity, "run_id"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

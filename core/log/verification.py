@@ -66,6 +66,8 @@ HEAD_MISMATCH = "HEAD_MISMATCH"
 EXPORT_INVALID = "EXPORT_INVALID"
 STATE_MISMATCH = "STATE_MISMATCH"
 ARCHIVE_MISMATCH = "ARCHIVE_MISMATCH"
+BUNDLE_MISSING = "BUNDLE_MISSING"
+BUNDLE_CHANGED = "BUNDLE_CHANGED"
 
 FINDING_CODES: Mapping[str, str] = {
     CONTENT_CHANGED: "the event's payload, type, timestamp, agent or task no longer matches "
@@ -87,9 +89,27 @@ FINDING_CODES: Mapping[str, str] = {
     ARCHIVE_MISMATCH: "an event listed as archived that the TASKS_ARCHIVED event listing it does "
     "not record (or that is no such sealed event), a chain that event records but no listing "
     "holds, or an archive file whose digest or chains the ledger did not record",
+    BUNDLE_MISSING: "a proposal's stored bundle file is gone from the proposals folder: the "
+    "proposal can no longer be written (restore the file from a backup)",
+    BUNDLE_CHANGED: "a proposal's stored bundle file no longer has the sha256 its sealed "
+    "proposal row records: changed on disk behind the ledger's back",
 }
 
 MAX_FINDINGS = 1000
+
+
+def bundle_finding(proposal_id: str, recorded: str, found: str | None) -> Finding | None:
+    """The finding for a proposal's stored bundle whose file hashes to `found` (its hex sha256;
+    None: the file is gone) while its row records `recorded`; None when they agree."""
+    if found is None:
+        detail = f"the stored bundle {recorded} of this proposal is missing"
+        return Finding(BUNDLE_MISSING, None, detail, table="task_proposals", key=proposal_id)
+    if found != recorded:
+        detail = f"the stored bundle {recorded} of this proposal now hashes to {found}"
+        return Finding(BUNDLE_CHANGED, None, detail, table="task_proposals", key=proposal_id)
+    return None
+
+
 SWAP_WINDOW = 64
 RANGE_DETAIL_LIMIT = 100
 

@@ -58,16 +58,14 @@ def decide_register_binding(
             f"binding.job_id: {binding.job_id[:80]!r} holds '/', which no URL path can "
             "address: use another character (e.g. '-' or ':')",
         )
-    insert = SqlWrite(
-        Statement.INSERT_BINDING,
-        {
-            "task_id": binding.task_id,
-            "job_id": binding.job_id,
-            "binding_json": canonical_json(binding.public()),
-            "binding_sha256": digest,
-            "created_at": now.text,
-        },
+    row = BindingRow(
+        task_id=binding.task_id,
+        job_id=binding.job_id,
+        binding_json=canonical_json(binding.public()),
+        binding_sha256=digest,
+        created_at=now.text,
     )
+    insert = SqlWrite(Statement.INSERT_BINDING, attrs.asdict(row))
     # A ledger-level event: the task's own chain stays [TASK_CREATED] until it is projected.
     event = EventAppend(
         task_id=None,
@@ -75,6 +73,7 @@ def decide_register_binding(
         event_type=BINDING_REGISTERED,
         payload={"task_id": binding.task_id, "job_id": binding.job_id, "binding_sha256": digest},
         created_at=now.text,
+        rows=(row.image(),),
     )
     return sealed_plan((insert,), (event,), answer, tail=state.tail)
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import attrs
 from aios_ledger.core.jsonvalue import loads_object
-from aios_ledger.core.log.rows import RowImage, row_image
+from aios_ledger.core.log.rows import GOVERNED_BINDINGS, RowImage, binding_key, row_image
 from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 
 
@@ -26,6 +26,12 @@ class BindingRow:
 
     def binding(self) -> GovernedExecutionBinding:
         return GovernedExecutionBinding.from_mapping(loads_object(self.binding_json))
+
+    def image(self) -> RowImage:
+        """The row as its `GOVERNED_BINDING_REGISTERED` seal covers it, under `binding_key`."""
+        return row_image(
+            GOVERNED_BINDINGS, binding_key(self.task_id, self.job_id), attrs.asdict(self)
+        )
 
 
 class ProjectionLedgerRow(NamedTuple):

@@ -26,7 +26,7 @@ from aios_ledger.core.kinds import Between, Identifier, RouteIdentifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.runs.answers import RunAnswer, RunEventAnswer
-from aios_ledger.core.runs.records import RunEventRow, RunRow
+from aios_ledger.core.runs.records import RunEventRow, RunIdentity, RunRow
 from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
 from aios_ledger.core.structuring import check_built, structure, unstructure
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -299,6 +299,7 @@ def decide_create_run(
         event_type=RUN_CREATED,
         payload={"run_id": request.run_id, "session_id": request.session_id},
         created_at=now.text,
+        rows=(RunIdentity(run.run_id, run.session_id, run.prompt, run.created_at).image(),),
     )
     return sealed_plan(
         (SqlWrite(Statement.INSERT_RUN, row),),

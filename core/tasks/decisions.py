@@ -56,7 +56,7 @@ from aios_ledger.core.tasks.answers import (
     task_summary,
 )
 from aios_ledger.core.tasks.backoff import require_jitter, retry_not_before
-from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,
@@ -162,25 +162,26 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
     )
 
 
-def _ledger_row(
+def _first_answer(
     key: str,
     operation: str,
     subject: str,
     digest: str,
     answer: Mapping[str, object],
     now: Timestamp,
-) -> SqlWrite:
-    return SqlWrite(
-        Statement.TASK_IDEMPOTENCY_INSERT,
-        {
-            "idempotency_key": key,
-            "operation": operation,
-            "subject": subject,
-            "request_sha256": digest,
-            "response_json": stored_answer(answer),
-            "created_at": now.text,
-        },
+) -> FirstAnswerRow:
+    return FirstAnswerRow(
+        idempotency_key=key,
+        operation=operation,
+        subject=subject,
+        request_sha256=digest,
+        response_json=stored_answer(answer),
+        created_at=now.text,
     )
+
+
+def _answer_write(row: FirstAnswerRow) -> SqlWrite:
+    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict())
 
 
 def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) -> EventAppend:
@@ -193,6 +194,14 @@ def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) 
         created_at=task.updated_at,
         rows=(task.image(),),
     )
+
+
+def _answered(event: EventAppend, first: FirstAnswerRow | None) -> EventAppend:
+    """`event`, whose seal also covers the first answer its transition stored (if it stored
+    one), so that an answer changed by hand, replayed later, is found by `verify`."""
+    if first is None:
+        return event
+    return attrs.evolve(event, rows=(*event.rows, first.image()))
 
 
 def _passed(moment: str | None, now: Timestamp) -> bool:
@@ -280,9 +289,10 @@ def decide_create(
         "idempotency_key": idempotency_key,
         **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
     }
+    first = _first_answer(idempotency_key, "create", task_id, digest, answer, now)
     return sealed_plan(
-        (insert, _ledger_row(idempotency_key, "create", task_id, digest, answer, now)),
-        (_event(task, TASK_CREATED, payload, None),),
+        (insert, _answer_write(first)),
+        (_answered(_event(task, TASK_CREATED, payload, None), first),),
         answer,
         tail=state.tail,
     )
@@ -392,13 +402,13 @@ def decide_claim(
         "lease_expires_at": claimed.lease_expires_at,
     }
     writes = [_cas(task, claimed)]
+    first = None
     if request.idempotency_key is not None and digest is not None:
-        writes.append(
-            _ledger_row(request.idempotency_key, "claim", task.task_id, digest, answer, now)
-        )
+        first = _first_answer(request.idempotency_key, "claim", task.task_id, digest, answer, now)
+        writes.append(_answer_write(first))
     return sealed_plan(
         writes,
-        (_event(claimed, TASK_CLAIMED, payload, request.agent_id),),
+        (_answered(_event(claimed, TASK_CLAIMED, payload, request.agent_id), first),),
         answer,
         tail=state.tail,
     )
@@ -526,7 +536,9 @@ def decide_submit(
         "result_digest": result_digest,
         "idempotent": False,
     }
-    writes.append(_ledger_row(request.idempotency_key, "submit", task.task_id, digest, answer, now))
+    first = _first_answer(request.idempotency_key, "submit", task.task_id, digest, answer, now)
+    writes.append(_answer_write(first))
+    events[-1] = _answered(events[-1], first)
     return sealed_plan(writes, events, answer, tail=state.tail)
 
 
@@ -603,8 +615,13 @@ def decide_verify(
         "result_digest": task.result_digest,
         "idempotent": False,
     }
-    ledger = _ledger_row(request.idempotency_key, "verify", task.task_id, digest, answer, now)
-    return sealed_plan((_cas(task, verified), ledger), (event,), answer, tail=state.tail)
+    first = _first_answer(request.idempotency_key, "verify", task.task_id, digest, answer, now)
+    return sealed_plan(
+        (_cas(task, verified), _answer_write(first)),
+        (_answered(event, first),),
+        answer,
+        tail=state.tail,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -635,10 +652,10 @@ def decide_cancel(
         "idempotent": False,
     }
     payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
-    ledger = _ledger_row(request.idempotency_key, "cancel", task.task_id, digest, answer, now)
+    first = _first_answer(request.idempotency_key, "cancel", task.task_id, digest, answer, now)
     return sealed_plan(
-        (_cas(task, cancelled), ledger),
-        (_event(cancelled, TASK_CANCELLED, payload, None),),
+        (_cas(task, cancelled), _answer_write(first)),
+        (_answered(_event(cancelled, TASK_CANCELLED, payload, None), first),),
         answer,
         tail=state.tail,
     )
@@ -680,10 +697,10 @@ def decide_retry(
         "attempt": task.attempt,
         "max_attempts": requeued.max_attempts,
     }
-    ledger = _ledger_row(request.idempotency_key, "retry", task.task_id, digest, answer, now)
+    first = _first_answer(request.idempotency_key, "retry", task.task_id, digest, answer, now)
     return sealed_plan(
-        (_cas(task, requeued), ledger),
-        (_event(requeued, TASK_REQUEUED, payload, None),),
+        (_cas(task, requeued), _answer_write(first)),
+        (_answered(_event(requeued, TASK_REQUEUED, payload, None), first),),
         answer,
         tail=state.tail,
     )

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
-from aios_ledger.core.log.rows import TASKS, RowImage, row_image
+from aios_ledger.core.log.rows import FIRST_ANSWERS, TASKS, RowImage, row_image
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.structuring import FieldRefused
 from aios_ledger.core.tasks.backoff import (
@@ -161,3 +161,18 @@ class IdempotencyRow(NamedTuple):
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> IdempotencyRow:
         return record_from_row(cls, row)
+
+
+class FirstAnswerRow(NamedTuple):
+    """A whole `task_idempotency` row, as a transition writes it and its sealed event covers it:
+    the first answer for a key, the operation and task it belongs to and the request's digest."""
+
+    idempotency_key: str
+    operation: str
+    subject: str
+    request_sha256: str
+    response_json: str
+    created_at: str
+
+    def image(self) -> RowImage:
+        return row_image(FIRST_ANSWERS, self.idempotency_key, self._asdict())

@@ -29,7 +29,12 @@ from aios_ledger.core.log.archive import (
 from aios_ledger.core.log.archived import archive_summary
 from aios_ledger.core.log.export import archive_header, export_line, export_trailer
 from aios_ledger.core.log.export import export_state_line as state_line
-from aios_ledger.core.log.rows import INITIAL_PROJECTIONS, SOURCE_CAPTURE_RECOVERIES, TASKS
+from aios_ledger.core.log.rows import (
+    FIRST_ANSWERS,
+    INITIAL_PROJECTIONS,
+    SOURCE_CAPTURE_RECOVERIES,
+    TASKS,
+)
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
@@ -45,6 +50,7 @@ TASK_STATE_STATEMENTS = {
     TASKS: "archive_task_rows",
     INITIAL_PROJECTIONS: "archive_task_projection_rows",
     SOURCE_CAPTURE_RECOVERIES: "archive_task_recovery_rows",
+    FIRST_ANSWERS: "archive_task_first_answer_rows",
 }
 _CHUNK = 1 << 20
 

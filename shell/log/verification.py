@@ -11,8 +11,10 @@ merged by event id, so that their ids and seals are accounted for.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -25,31 +27,40 @@ from aios_ledger.core import (
     SealRow,
     VerificationReport,
 )
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log.archived import recorded_chains
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     API_TOKENS,
     AUXILIARY_RUNS,
+    FIRST_ANSWERS,
+    GOVERNED_BINDINGS,
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
+    RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     TASK_PROPOSALS,
     TASKS,
     WRITER_LEASES,
     RowImage,
 )
+from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import (
     ARCHIVE_MISMATCH,
     FORGED_EVENT,
+    STATE_MISMATCH,
     Finding,
+    bundle_finding,
     head_of_rows,
 )
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.pg import PgConnection
-from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.db.run import Connection, fetch_all
 from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.git.proposals import bundle_path
 
 PROGRESS_EVERY = 16384
 
@@ -102,6 +113,9 @@ STATE_STATEMENTS = {
     TASK_PROPOSALS: "state_rows_task_proposals",
     WRITER_LEASES: "state_rows_writer_leases",
     GOVERNED_WRITES: "state_rows_governed_writes",
+    FIRST_ANSWERS: "state_rows_task_idempotency",
+    GOVERNED_BINDINGS: "state_rows_governed_bindings",
+    RUNS: "state_rows_runs",
 }
 
 
@@ -211,6 +225,8 @@ def verify_log(
             rows.finish(verifier)
         counter.close()
         _check_state(conn, db, verifier)
+        _check_run_events(conn, verifier)
+        _check_bundles(conn, db, verifier)
         handed_out = fetch_value(conn, "log_id_counter")
         return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
 
@@ -301,9 +317,67 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
                     sealed,
                     history=v1_history if history is None else bool(history),
                 )
+    archived: set[str] | None = None
     with db.cursor_rows("state_rows_gone") as gone:
         for row in gone:
-            verifier.check_row_gone(str(row["row_table"]), str(row["row_key"]), row["event_id"])
+            table, key = str(row["row_table"]), str(row["row_key"])
+            if table == GOVERNED_BINDINGS:
+                # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.
+                archived = _archived_chains(conn) if archived is None else archived
+                if chain_of(key.split(" ", 1)[0]) in archived:
+                    continue
+            verifier.check_row_gone(table, key, row["event_id"])
+
+
+def _archived_chains(conn: Connection) -> set[str]:
+    """The task chains the sealed TASKS_ARCHIVED events record (a malformed one records none:
+    the walk reports it)."""
+    found: set[str] = set()
+    for row in fetch_all(conn, "archive_events_recorded"):
+        try:
+            payload = loads_document(str(row["payload_json"]), what="an archive event")
+        except LedgerError:
+            continue
+        found.update(recorded_chains(payload) or ())
+    return found
+
+
+def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
+    """A run's events are appended with a bump of its count, so the two agree unless one was
+    deleted or inserted by hand (an event rewritten in place is not found: appends are not
+    sealed)."""
+    for row in fetch_all(conn, "runs_events_disagreeing"):
+        detail = (
+            f"the run counts {row['event_count']} events but holds {row['events']} "
+            f"(the last numbered {row['last_seq']}): an event deleted or inserted behind the "
+            "ledger's back"
+        )
+        verifier.note(Finding(STATE_MISMATCH, None, detail, table="run_events", key=row["run_id"]))
+    for row in fetch_all(conn, "run_events_without_run"):
+        detail = "events of a run that does not exist: inserted behind the ledger's back"
+        verifier.note(Finding(STATE_MISMATCH, None, detail, table="run_events", key=row["run_id"]))
+
+
+def _check_bundles(conn: Connection, db: Database, verifier: LogVerifier) -> None:
+    """Hash each proposal's stored bundle file (once per digest) against its row's digest: the
+    row is sealed, the file beside the ledger is not, and a governed write fetches from it."""
+    hashed: dict[str, str | None] = {}
+    for row in fetch_all(conn, "proposal_bundles"):
+        recorded = str(row["bundle_sha256"])
+        if recorded not in hashed:
+            hashed[recorded] = _file_sha256(bundle_path(db, recorded))
+        finding = bundle_finding(str(row["proposal_id"]), recorded, hashed[recorded])
+        if finding is not None:
+            verifier.note(finding)
+
+
+def _file_sha256(path: Path) -> str | None:
+    """The hex sha256 of a file, read in chunks; None when it cannot be read."""
+    try:
+        with path.open("rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def ledger_head(db: Database) -> LedgerHead:

@@ -125,6 +125,73 @@ LEFT JOIN event_seal_rows AS s
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
                    WHERE row_table = 'governed_writes' AND row_key = g.idempotency_key);
 
+-- name: state_rows_task_idempotency
+-- Each first answer with the last sealed row of it. A first answer stored before the ledger
+-- sealed them (its task has an event older than the first sealed first answer) may hold a row
+-- that no seal proves; one whose task has no such event must have been sealed.
+SELECT i.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM events AS e
+               WHERE e.task_id = i.subject
+                 AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
+                                   FROM event_seal_rows
+                                   WHERE row_table = 'task_idempotency'))::int AS sealed_history
+FROM task_idempotency AS i
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'task_idempotency' AND s.row_key = i.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'task_idempotency' AND row_key = i.idempotency_key);
+
+-- name: state_rows_governed_bindings
+-- Each binding, keyed `TASK_ID JOB_ID` (identifiers hold no space), with the last sealed row of
+-- it. While the ledger holds a binding registered before it sealed them, a binding that no seal
+-- proves may be one of those.
+SELECT b.*, b.task_id || ' ' || b.job_id AS binding_key,
+       s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM events AS e
+               WHERE e.task_id IS NULL AND e.event_type = 'GOVERNED_BINDING_REGISTERED'
+                 AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
+                                   FROM event_seal_rows
+                                   WHERE row_table = 'governed_bindings'))::int AS sealed_history
+FROM governed_bindings AS b
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'governed_bindings' AND s.row_key = b.task_id || ' ' || b.job_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'governed_bindings'
+                     AND row_key = b.task_id || ' ' || b.job_id);
+
+-- name: state_rows_runs
+-- Each run with the last sealed row of it (its RUN_CREATED event's). While the ledger holds a
+-- run created before it sealed them, a run that no seal proves may be one of those.
+SELECT r.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM events AS e
+               WHERE e.task_id IS NULL AND e.event_type = 'RUN_CREATED'
+                 AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
+                                   FROM event_seal_rows
+                                   WHERE row_table = 'runs'))::int AS sealed_history
+FROM runs AS r
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'runs' AND s.row_key = r.run_id
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'runs' AND row_key = r.run_id);
+
+-- name: runs_events_disagreeing
+-- Runs whose event count is not the number of their events numbered 1..count: an event deleted
+-- or inserted behind the ledger's back (appends bump the count in the same transaction).
+SELECT r.run_id, r.event_count, count(e.seq) AS events, coalesce(max(e.seq), 0) AS last_seq
+FROM runs AS r LEFT JOIN run_events AS e ON e.run_id = r.run_id
+GROUP BY r.run_id, r.event_count
+HAVING count(e.seq) <> r.event_count OR coalesce(max(e.seq), 0) <> r.event_count
+ORDER BY r.run_id;
+
+-- name: run_events_without_run
+SELECT DISTINCT e.run_id FROM run_events AS e
+WHERE NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.run_id = e.run_id)
+ORDER BY e.run_id;
+
+-- name: proposal_bundles
+-- Each proposal and the digest of the bundle file it was stored under, for `verify` to hash.
+SELECT proposal_id, bundle_sha256 FROM task_proposals ORDER BY proposal_id;
+
 -- name: state_rows_gone
 -- Rows a seal says were written (their last writer's event id) that are no longer there.
 SELECT r.row_table, r.row_key, max(r.event_id) AS event_id
@@ -144,6 +211,11 @@ HAVING NOT CASE r.row_table
   WHEN 'writer_leases' THEN EXISTS (SELECT 1 FROM writer_leases WHERE lease_id = r.row_key)
   WHEN 'governed_writes' THEN EXISTS (
     SELECT 1 FROM governed_writes WHERE idempotency_key = r.row_key)
+  WHEN 'task_idempotency' THEN EXISTS (
+    SELECT 1 FROM task_idempotency WHERE idempotency_key = r.row_key)
+  WHEN 'governed_bindings' THEN EXISTS (
+    SELECT 1 FROM governed_bindings WHERE task_id || ' ' || job_id = r.row_key)
+  WHEN 'runs' THEN EXISTS (SELECT 1 FROM runs WHERE run_id = r.row_key)
   ELSE false
 END
 ORDER BY r.row_table, r.row_key;

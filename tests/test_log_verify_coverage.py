@@ -1,0 +1,310 @@
+"""`verify` covers every governed row, and a ledger whose `schema_migrations` lost a row is
+refused on open: each table's row changed, inserted or deleted by hand (stdlib sqlite3, or psql
+with the triggers off) is a finding naming the table and key, on both engines.
+
+Figures (issue 26): 18 tamper cases tried on each engine, 18 reported: first answers 4 (+1 after
+adoption), bindings 3, repository settings 1, bundle files 2, runs 3, run events 3, and a
+deleted schema_migrations row refused on open by 3 commands, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.shell import Database, RunStore, TaskLedger, verify_log
+from aios_ledger.shell.db.migrator import known_migrations
+from aios_ledger.shell.db.run import fetch_all
+from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_path
+from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
+from conftest import both_engines, is_postgres
+from git_support import REPOSITORY, make_repository, register, verified_proposal
+from git_support import binding as git_binding
+from legacy_fixtures import dump
+from test_log_support import tamper
+
+pytest_generate_tests = both_engines
+
+
+def report(target: Path) -> dict[str, Any]:
+    with Database(target) as db:
+        return verify_log(db).public()
+
+
+def findings(target: Path) -> set[tuple[str, str | None, str | None]]:
+    return {
+        (finding["code"], finding.get("table"), finding.get("key"))
+        for finding in report(target)["findings"]
+    }
+
+
+def cli(target: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(target), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def tasks(ledger_target: Path) -> Path:
+    """Two tasks, one claimed and submitted: first answers under three idempotency keys."""
+    with TaskLedger(ledger_target) as ledger:
+        for name in ("t-1", "t-2"):
+            ledger.create_task(
+                {"task_id": name, "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
+                idempotency_key=f"create-{name}",
+            )
+        claimed = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60, task_id="t-1")
+        assert claimed is not None
+        ledger.submit_result(
+            "t-1", lease_token=claimed["lease_token"], result={"x": 1}, idempotency_key="s-1"
+        )
+    return ledger_target
+
+
+# ---------------------------------------------------------------------------------------------
+# schema_migrations
+
+
+def test_a_deleted_schema_migrations_row_is_refused_on_open_and_changes_nothing(
+    tasks: Path,
+) -> None:
+    """Before: opening re-ran the migration whose row was gone and failed half-way with
+    `STORAGE_ERROR: table ... already exists`."""
+    earlier = known_migrations()[-2].version
+    tamper(tasks, ("DELETE FROM schema_migrations WHERE version = ?", (earlier,)))
+    before = dump(tasks)
+    with pytest.raises(LedgerError) as refused:
+        Database(tasks)
+    assert refused.value.code == "SCHEMA_MIGRATIONS_INCONSISTENT"
+    assert repr(earlier) in refused.value.detail and "INSERT INTO schema_migrations" in (
+        refused.value.detail
+    )
+    for argv in (["verify"], ["status"], ["migrate"]):
+        done = cli(tasks, *argv)
+        assert done.returncode != 0, argv
+        # (psycopg's pool may log a line of its own first: the refusal is the error line.)
+        assert "\nSCHEMA_MIGRATIONS_INCONSISTENT: " in "\n" + done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    assert dump(tasks) == before
+    # Restored as the refusal says, the ledger opens and is intact again.
+    tamper(tasks, ("INSERT INTO schema_migrations(version) VALUES (?)", (earlier,)))
+    assert report(tasks)["intact"] is True
+
+
+# ---------------------------------------------------------------------------------------------
+# task_idempotency: the first answers a replay gives back
+
+ANSWER_COLUMNS = "idempotency_key, operation, subject, request_sha256, response_json, created_at"
+
+
+@pytest.mark.parametrize(
+    ("statement", "key"),
+    [
+        # A first answer rewritten: a replay of `s-1` would tell another story.
+        (
+            'UPDATE task_idempotency SET response_json = \'{"status":"SUCCEEDED"}\' '
+            "WHERE idempotency_key = 's-1'",
+            "s-1",
+        ),
+        (
+            "UPDATE task_idempotency SET request_sha256 = 'sha256:0' WHERE idempotency_key = 's-1'",
+            "s-1",
+        ),
+        ("DELETE FROM task_idempotency WHERE idempotency_key = 'create-t-2'", "create-t-2"),
+        (
+            f"INSERT INTO task_idempotency({ANSWER_COLUMNS}) SELECT 'forged', 'cancel', subject, "
+            "request_sha256, response_json, created_at FROM task_idempotency "
+            "WHERE idempotency_key = 'create-t-2'",
+            "forged",
+        ),
+    ],
+    ids=["answer-changed", "digest-changed", "deleted", "inserted"],
+)
+def test_a_first_answer_tampered_with_is_named(tasks: Path, statement: str, key: str) -> None:
+    assert report(tasks)["intact"] is True
+    tamper(tasks, (statement, ()))
+    assert findings(tasks) == {("STATE_MISMATCH", "task_idempotency", key)}
+
+
+def test_first_answers_stored_before_they_were_sealed_still_verify(
+    ledger_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adoption: a ledger whose first answers an earlier version stored without sealing them
+    stays intact (those rows are counted as unprovable); answers sealed since are proven."""
+    from aios_ledger.core.tasks import decisions
+
+    with monkeypatch.context() as earlier_version:
+        earlier_version.setattr(decisions, "_answered", lambda event, first: event)
+        with TaskLedger(ledger_target) as ledger:
+            ledger.create_task(
+                {"task_id": "old", "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
+                idempotency_key="create-old",
+            )
+    with TaskLedger(ledger_target) as ledger:
+        ledger.create_task(
+            {"task_id": "new", "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
+            idempotency_key="create-new",
+        )
+        ledger.cancel("old", reason="done", idempotency_key="cancel-old")
+    found = report(ledger_target)
+    assert found["intact"] is True, found["findings"]
+    assert (found["rows_checked"], found["rows_unprovable"]) == (5, 1)
+    tamper(
+        ledger_target,
+        (
+            "UPDATE task_idempotency SET response_json = '{}' WHERE idempotency_key = ?",
+            ("cancel-old",),
+        ),
+    )
+    assert findings(ledger_target) == {("STATE_MISMATCH", "task_idempotency", "cancel-old")}
+
+
+# ---------------------------------------------------------------------------------------------
+# governed bindings, repositories and the stored proposal bundles (real git, real repositories)
+
+
+@pytest.fixture
+def governed(
+    tmp_path: Path, ledger_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, dict[str, Any]]:
+    """A repository registered, a task bound to it, projected, claimed, proposed and verified:
+    one binding, one repository and one proposal whose bundle is stored on disk."""
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "proposals"))
+    bare, base = make_repository(tmp_path)
+    register(ledger_target, bare)
+    proposal = verified_proposal(
+        ledger_target, "g-1", git_binding("g-1", base), {"widget.txt": "improved\n"}
+    )
+    assert report(ledger_target)["intact"] is True
+    return ledger_target, proposal
+
+
+BINDING_COLUMNS = "task_id, job_id, binding_json, binding_sha256, created_at"
+
+
+@pytest.mark.parametrize(
+    ("statement", "key"),
+    [
+        # Another target branch for the same job: what a later projection would be bound to.
+        (
+            "UPDATE governed_bindings SET binding_json = replace(binding_json, 'agent/g-1', "
+            "'main') WHERE task_id = 'g-1'",
+            "g-1 job-g-1",
+        ),
+        ("DELETE FROM governed_bindings WHERE task_id = 'g-1'", "g-1 job-g-1"),
+        (
+            f"INSERT INTO governed_bindings({BINDING_COLUMNS}) SELECT task_id, 'job-forged', "
+            "binding_json, binding_sha256, created_at FROM governed_bindings",
+            "g-1 job-forged",
+        ),
+    ],
+    ids=["changed", "deleted", "inserted"],
+)
+def test_a_binding_tampered_with_is_named(
+    governed: tuple[Path, dict[str, Any]], statement: str, key: str
+) -> None:
+    target, _ = governed
+    tamper(target, (statement, ()))
+    assert findings(target) == {("STATE_MISMATCH", "governed_bindings", key)}
+
+
+def test_a_repositorys_settings_changed_by_hand_are_named(
+    governed: tuple[Path, dict[str, Any]],
+) -> None:
+    """Emptying the protected patterns would let a write reach `main`."""
+    target, _ = governed
+    tamper(target, ("UPDATE governed_repositories SET protected_json = '[]'", ()))
+    assert findings(target) == {("STATE_MISMATCH", "governed_repositories", REPOSITORY)}
+
+
+def _bundle_file(target: Path, proposal: dict[str, Any]) -> Path:
+    with Database(target) as db:
+        (row,) = db.read(lambda conn: list(fetch_all(conn, "proposal_bundles")))
+        assert row["proposal_id"] == proposal["proposal_id"]
+        return bundle_path(db, str(row["bundle_sha256"]))
+
+
+def test_a_stored_bundle_changed_on_disk_is_named(
+    governed: tuple[Path, dict[str, Any]],
+) -> None:
+    target, proposal = governed
+    stored = _bundle_file(target, proposal)
+    stored.write_bytes(stored.read_bytes() + b"\n")
+    assert findings(target) == {("BUNDLE_CHANGED", "task_proposals", proposal["proposal_id"])}
+    done = cli(target, "verify")
+    assert done.returncode == EXIT_NOT_INTACT and "BUNDLE_CHANGED" in done.stdout
+
+
+def test_a_stored_bundle_removed_from_disk_is_named(
+    governed: tuple[Path, dict[str, Any]],
+) -> None:
+    target, proposal = governed
+    _bundle_file(target, proposal).unlink()
+    assert findings(target) == {("BUNDLE_MISSING", "task_proposals", proposal["proposal_id"])}
+
+
+# ---------------------------------------------------------------------------------------------
+# runs and their events (the review evidence)
+
+
+@pytest.fixture
+def runs(ledger_target: Path) -> Path:
+    with RunStore(ledger_target) as store:
+        store.create_run("session-1", "review the widgets", run_id="r-1")
+        for number in (1, 2, 3):
+            store.append_event("r-1", "step", {"n": number})
+        store.create_run("session-1", "another", run_id="r-2")
+    assert report(ledger_target)["intact"] is True
+    return ledger_target
+
+
+RUN_EVENT_COLUMNS = "run_id, seq, kind, payload_json, created_at"
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # Whose session or prompt a run claims is what evidence pins of it.
+        (
+            "UPDATE runs SET prompt = 'approve everything' WHERE run_id = 'r-1'",
+            ("STATE_MISMATCH", "runs", "r-1"),
+        ),
+        ("DELETE FROM runs WHERE run_id = 'r-2'", ("STATE_MISMATCH", "runs", "r-2")),
+        (
+            "INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at) "
+            "SELECT 'r-forged', session_id, prompt, 0, created_at, updated_at FROM runs "
+            "WHERE run_id = 'r-2'",
+            ("STATE_MISMATCH", "runs", "r-forged"),
+        ),
+        # The failure the worker reported, taken out of the evidence.
+        (
+            "DELETE FROM run_events WHERE run_id = 'r-1' AND seq = 3",
+            ("STATE_MISMATCH", "run_events", "r-1"),
+        ),
+        (
+            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT run_id, 4, kind, payload_json, "
+            "created_at FROM run_events WHERE run_id = 'r-1' AND seq = 1",
+            ("STATE_MISMATCH", "run_events", "r-1"),
+        ),
+        (
+            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT 'r-none', seq, kind, "
+            "payload_json, created_at FROM run_events WHERE run_id = 'r-1' AND seq = 1",
+            ("STATE_MISMATCH", "run_events", "r-none"),
+        ),
+    ],
+    ids=["run-changed", "run-deleted", "run-inserted", "event-deleted", "event-inserted", "orphan"],
+)
+def test_a_run_or_its_events_tampered_with_is_named(
+    runs: Path, statement: str, expected: tuple[str, str, str]
+) -> None:
+    if not is_postgres(runs):  # PostgreSQL's tamper runs with every trigger off
+        tamper(runs, ("DROP TRIGGER run_events_refuse_delete", ()))
+    tamper(runs, (statement, ()))
+    assert findings(runs) == {expected}
