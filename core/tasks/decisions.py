@@ -41,6 +41,7 @@ from aios_ledger.core.plan import (
     sealed_plan,
     stored_answer,
 )
+from aios_ledger.core.runs.attempts import evidence_prompt, evidence_run, evidence_session
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.tasks.answers import (
     CancelAnswer,
@@ -387,11 +388,20 @@ def decide_claim(
         "idempotent": False,
         "lease_token": lease_token,
     }
+    run_id = evidence_run(task.task_id, claimed.attempt)
     payload: JsonObject = {
         "attempt": claimed.attempt,
         "lease_expires_at": claimed.lease_expires_at,
+        "run_id": run_id,
     }
-    writes = [_cas(task, claimed)]
+    # The attempt's evidence run is the claim's, in the same plan: no one can take it first.
+    attempt_run = {
+        "run_id": run_id,
+        "session_id": evidence_session(task.task_id),
+        "prompt": evidence_prompt(claimed.attempt),
+        "created_at": now.text,
+    }
+    writes = [_cas(task, claimed), SqlWrite(Statement.INSERT_ATTEMPT_RUN, attempt_run)]
     if request.idempotency_key is not None and digest is not None:
         writes.append(
             _ledger_row(request.idempotency_key, "claim", task.task_id, digest, answer, now)
