@@ -3,9 +3,11 @@ hold, writing into another agent's attempt, outliving its own lease, passing for
 session by its token's name; through a real `aios-ledger serve`, the real worker and reviewer
 command lines, and the library on both engines.
 
-Figures: 27 hostile cases tried, 27 refused (16 squatting creates over HTTP, 6 appends over
-HTTP, 5 in the library); each refusal a LedgerError with a stable code that changed nothing,
-and the holder's task still went through its review to SUCCEEDED.
+Figures: 35 hostile cases tried, 35 refused (25 squatting creates over HTTP: 8 forms before
+each of the two attempts and after the first, and one by a token named like the task's
+session; 5 appends over HTTP; 5 calls of the library); each refusal a LedgerError with a
+stable code that changed nothing, and the holder's task still went through its review to
+SUCCEEDED.
 """
 
 from __future__ import annotations
