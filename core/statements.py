@@ -135,6 +135,7 @@ class Statement(enum.StrEnum):
     # -- runs
 
     INSERT_RUN = ("insert_run", _INSERT, "run_id session_id prompt created_at")
+    INSERT_ATTEMPT_RUN = ("insert_attempt_run", _INSERT, "run_id session_id prompt created_at")
     BUMP_RUN_EVENT_COUNT = (
         "bump_run_event_count",
         _GUARDED,

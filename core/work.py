@@ -15,6 +15,7 @@ import attrs
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.auxiliary.states import AuxiliaryRunState
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.runs.attempts import REVIEW_PREFIX
 
 FAILURE_KINDS = ("exit_status", "timeout", "invalid_output", "result_refused", "spawn_failed")
 MAX_SUMMARY = 2000
@@ -112,15 +113,6 @@ def exec_program(command: str) -> str | None:
             return None
         return word
     return None
-
-
-def evidence_session(task_id: str) -> str:
-    """Every attempt of a task is a run in the task's session."""
-    return f"task:{task_id}"
-
-
-def evidence_run(task_id: str, attempt: int) -> str:
-    return f"{task_id}@{attempt}"
 
 
 def heartbeat_interval(lease_seconds: int) -> float:
@@ -318,7 +310,7 @@ def review_instruction(task: Mapping[str, Any]) -> str:
 def review_id(task_id: str, attempt: int, review_attempt: int) -> str:
     """`review:TASK:ATTEMPT:N`, the N-th review of a task's attempt: each review is a run of its
     own, so a failed one stays as it ended and the next one gets a spec of its own."""
-    return f"review:{task_id}:{attempt}:{review_attempt}"
+    return f"{REVIEW_PREFIX}{task_id}:{attempt}:{review_attempt}"
 
 
 class ReviewStep(enum.StrEnum):

@@ -8,6 +8,13 @@ FROM runs WHERE run_id = :run_id;
 INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at)
 VALUES (:run_id, :session_id, :prompt, 0, :created_at, :created_at);
 
+-- name: insert_attempt_run!
+-- An attempt's evidence run, in its claim's plan. A run of that id left by a ledger from before
+-- the claim created it (when any agent could) is kept as it is, never a reason to refuse the claim.
+INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at)
+VALUES (:run_id, :session_id, :prompt, 0, :created_at, :created_at)
+ON CONFLICT (run_id) DO NOTHING;
+
 -- name: bump_run_event_count!
 -- The append's compare-and-swap: the run still has exactly the events the decision saw (a run
 -- changes only by appending, so its event count is its revision).

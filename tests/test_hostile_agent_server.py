@@ -33,9 +33,10 @@ from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.plan import Replay
 from aios_ledger.core.projection.bindings import BindingState, decide_register_binding
 from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.runs.attempts import evidence_session
 from aios_ledger.core.runs.evidence import ExecutionTarget
 from aios_ledger.core.timestamps import Timestamp
-from aios_ledger.core.work import REVIEW_KIND, evidence_session
+from aios_ledger.core.work import REVIEW_KIND
 from aios_ledger.shell import Database
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of

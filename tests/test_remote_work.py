@@ -144,20 +144,23 @@ def test_only_the_holder_writes_a_tasks_evidence_run(server: ApiServer) -> None:
     session, run_id = "task:task-evidence", "task-evidence@1"
     with holder, other:
         with pytest.raises(LedgerError) as refused:
-            holder.create_run(session, "attempt 1", run_id=run_id)  # not claimed yet
-        assert refused.value.code == "FORBIDDEN"
+            holder.create_run(session, "attempt 1", run_id=run_id)  # the claim's to create
+        assert refused.value.code == "RUN_ID_RESERVED"
         claim = holder.claim(agent_id="holder", capabilities=[], lease_seconds=60)
         assert claim is not None
+        token = str(claim["lease_token"])
+        run = holder.get_run(run_id)  # created by the claim
+        assert (run.session_id, run.prompt, run.event_count) == (session, "attempt 1", 0)
         with pytest.raises(LedgerError) as foreign:
             other.create_run(session, "attempt 1", run_id=run_id)
-        assert foreign.value.code == "FORBIDDEN"
-        run = holder.create_run(session, "attempt 1", run_id=run_id)
-        assert (run.session_id, run.run_id) == (session, run_id)
-        assert holder.create_run(session, "attempt 1", run_id=run_id) == run  # idempotent
-        event = holder.append_event(run_id, "stderr", {"line": "working"})
+        assert foreign.value.code == "RUN_ID_RESERVED"
+        with pytest.raises(LedgerError) as tokenless:
+            holder.append_event(run_id, "stderr", {"line": "no lease"})
+        assert tokenless.value.code == "LEASE_INVALID"
+        event = holder.append_event(run_id, "stderr", {"line": "working"}, lease_token=token)
         assert (event.run_id, event.seq, event.payload()) == (run_id, 1, {"line": "working"})
         with pytest.raises(LedgerError) as intruder:
-            other.append_event(run_id, "stderr", {"line": "forged"})
+            other.append_event(run_id, "stderr", {"line": "forged"}, lease_token=token)
         assert intruder.value.code == "NOT_RUN_OWNER"
         assert [e.payload() for e in holder.run_events(run_id)] == [{"line": "working"}]
         assert holder.get_run(run_id).event_count == 1

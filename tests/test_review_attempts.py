@@ -177,8 +177,7 @@ def test_a_completed_review_is_recorded_never_run_again(tmp_path: Path) -> None:
     target = ExecutionTarget("task:task-done", "task-done@1")
 
     async def complete_a_review() -> None:
-        with RunStore(db) as runs:
-            runs.create_run(target.session_id, "attempt 1", run_id=target.run_id)
+        with RunStore(db) as runs:  # the attempt's run, as its claim created it
             evidence = RunEvidenceReader(runs).read(EvidenceReadRequest(target))
         spec = (
             AuxiliaryRunSpec(

@@ -877,7 +877,11 @@ def test_reads(ledger: TaskLedger) -> None:
     task = ledger.get("a")
     assert task["metadata"] == {} and task["status"] == "CLAIMED"
     events = ledger.events("a")
-    assert events[1]["payload"] == {"attempt": 1, "lease_expires_at": "2026-08-20T00:01:00.000Z"}
+    assert events[1]["payload"] == {  # the claim names the evidence run it created
+        "attempt": 1,
+        "lease_expires_at": "2026-08-20T00:01:00.000Z",
+        "run_id": "a@1",
+    }
     assert refusal(lambda: ledger.get(5)) == "FIELDS_INVALID"  # type: ignore[arg-type]
 
 

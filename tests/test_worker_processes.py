@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -342,15 +342,15 @@ def test_a_crashed_execution_stops_the_others_and_is_raised(tmp_path: Path) -> N
         agent_id="w", capabilities=(), command="exec sleep 300", grace=0.2, concurrency=2
     )
     worker = Worker(db, config)
-    create_run = worker.runs.create_run
+    source_capture = worker.workspaces.source_capture
 
-    def flaky(session_id: str, prompt: str, run_id: str | None = None) -> Any:
-        if session_id == "task:task-crash":
+    def flaky(claim: Mapping[str, Any]) -> Any:
+        if claim["task_id"] == "task-crash":
             time.sleep(0.5)  # the bystander's command is running by then
             raise RuntimeError("the disk caught fire")
-        return create_run(session_id, prompt, run_id=run_id)
+        return source_capture(claim)
 
-    worker.runs.create_run = flaky  # type: ignore[method-assign]
+    worker.workspaces.source_capture = flaky  # type: ignore[method-assign]
     try:
         with pytest.raises(RuntimeError, match="caught fire"):
             worker.run()

@@ -26,9 +26,21 @@ from aios_ledger.core.kinds import Between, Identifier, RouteIdentifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.runs.answers import RunAnswer, RunEventAnswer
+from aios_ledger.core.runs.attempts import (
+    evidence_prompt,
+    evidence_run,
+    evidence_session,
+    evidence_task,
+    is_reserved_run,
+    is_reserved_session,
+    refuse_reserved,
+)
 from aios_ledger.core.runs.records import RunEventRow, RunIdentity, RunRow
 from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
 from aios_ledger.core.structuring import check_built, structure, unstructure
+from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.requests import LeaseToken, lease_token_sha256
+from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
@@ -222,15 +234,29 @@ class RunCreateRequest:
 @attrs.frozen
 class RunEventAppendRequest:
     """One event for a run; the payload is any JSON value, checked (with its own codes) when
-    the event is decided."""
+    the event is decided. An attempt's evidence run takes events only under that attempt's
+    lease: `lease_token` is the claim's."""
 
     run_id: Identifier
     kind: Identifier
     payload: Any
+    lease_token: LeaseToken | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def from_mapping(cls, raw: object) -> RunEventAppendRequest:
         return structure(raw, cls, what="run event")
+
+
+@attrs.frozen
+class AttemptRunRequest:
+    """Which attempt's evidence run: a task and an attempt number (from 1)."""
+
+    task_id: Identifier
+    attempt: Annotated[int, Between(1, 2**31 - 1)]
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> AttemptRunRequest:
+        return structure(raw, cls, what="arguments")
 
 
 @attrs.frozen
@@ -266,18 +292,62 @@ class RunCreateState:
 
 @attrs.frozen
 class RunState:
-    """What appending to a run reads: the run (None: there is none)."""
+    """What appending to a run reads: the run (None: there is none) and, for an attempt's
+    evidence run, its task (None: there is none)."""
 
     run: RunRow | None
+    task: TaskRow | None = None
+
+
+@attrs.frozen
+class AttemptRunState:
+    """What creating an attempt's run after its claim reads: the task (None: there is none),
+    the run of the attempt's id, if any, and the log's tail at the ledger chain."""
+
+    task: TaskRow | None
+    existing: RunRow | None
+    tail: LogTail
 
 
 def decide_create_run(
     state: RunCreateState, request: RunCreateRequest, *, now: Timestamp
 ) -> Decision[RunAnswer]:
     """A new run, or the same run again when `run_id` already names an identical one; the
-    answer is the run's row (`RunRow` fields)."""
+    answer is the run's row (`RunRow` fields). The ledger's own forms are RUN_ID_RESERVED
+    (`core/runs/attempts.py`): an attempt's run is created by its claim."""
     require_timestamp(now)
-    existing = state.existing
+    refuse_reserved(request.session_id, request.run_id)
+    return _create_run(state.existing, request, state.tail, now)
+
+
+def decide_create_attempt_run(
+    state: AttemptRunState, request: AttemptRunRequest, *, now: Timestamp
+) -> Decision[RunAnswer]:
+    """The evidence run of an attempt that was claimed, as its claim would have created it:
+    for a claim recorded by a ledger from before claims created their runs. The run of an
+    attempt not yet claimed is not the ledger's to make (RUN_NOT_FOUND)."""
+    require_timestamp(now)
+    task_id, attempt = request.task_id, request.attempt
+    if state.task is None:
+        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
+    if not 1 <= attempt <= state.task.attempt:
+        raise LedgerError(
+            "RUN_NOT_FOUND",
+            f"task {task_id!r} has had {state.task.attempt} attempts: no run for attempt {attempt}",
+        )
+    run = RunCreateRequest.from_mapping(
+        {
+            "session_id": evidence_session(task_id),
+            "prompt": evidence_prompt(attempt),
+            "run_id": evidence_run(task_id, attempt),
+        }
+    )
+    return _create_run(state.existing, run, state.tail, now)
+
+
+def _create_run(
+    existing: RunRow | None, request: RunCreateRequest, tail: LogTail, now: Timestamp
+) -> Decision[RunAnswer]:
     if existing is not None:
         if existing.session_id != request.session_id or existing.prompt != request.prompt:
             raise LedgerError(
@@ -305,7 +375,7 @@ def decide_create_run(
         (SqlWrite(Statement.INSERT_RUN, row),),
         (created,),
         _run_answer(run, idempotent=False),
-        tail=state.tail,
+        tail=tail,
     )
 
 
@@ -325,11 +395,15 @@ def decide_append_run_event(
     state: RunState, request: RunEventAppendRequest, *, now: Timestamp
 ) -> WritePlan[RunEventAnswer]:
     """The next event of a run: a CAS on the run's event count (its revision), then the event
-    row, which is also the answer (`RunEventRow` fields)."""
+    row, which is also the answer (`RunEventRow` fields). A run in the ledger's reserved forms
+    takes events only as the evidence of the attempt its task is at, under that attempt's
+    lease (`_require_attempt_holder`)."""
     require_timestamp(now)
     run = state.run
     if run is None:
         raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
+    if is_reserved_session(run.session_id) or is_reserved_run(run.run_id):
+        _require_attempt_holder(run, state.task, request.lease_token, now)
     checked = check_json(request.payload, what="payload")
     payload_json = canonical_json(checked)
     if len(payload_json) > MAX_EVENT_PAYLOAD_BYTES:
@@ -352,3 +426,37 @@ def decide_append_run_event(
         response=event,
         tail=None,
     )
+
+
+def _require_attempt_holder(
+    run: RunRow, task: TaskRow | None, lease_token: str | None, now: Timestamp
+) -> None:
+    """NOT_RUN_OWNER unless `run` is the evidence run of the attempt `task` is CLAIMED at;
+    LEASE_INVALID unless `lease_token` holds that lease, LEASE_EXPIRED once it passed."""
+    task_id = evidence_task(run.session_id)
+    current = (
+        task is not None
+        and task_id == task.task_id
+        and task.status == TaskStatus.CLAIMED
+        and run.run_id == evidence_run(task.task_id, task.attempt)
+    )
+    if task is None or not current:
+        raise LedgerError(
+            "NOT_RUN_OWNER",
+            f"run {run.run_id!r} is not the evidence run of an attempt in progress: only the "
+            "holder of a task's current attempt appends to its run",
+        )
+    if lease_token is None or task.lease_token_hash != lease_token_sha256(lease_token):
+        raise LedgerError(
+            "LEASE_INVALID",
+            f"appending to run {run.run_id!r} takes the lease_token of task "
+            f"{task.task_id!r}'s current claim",
+        )
+    expires = task.lease_expires_at
+    if (
+        expires is None
+        or Timestamp.parse(expires, field="lease_expires_at").epoch_ms <= now.epoch_ms
+    ):
+        raise LedgerError(
+            "LEASE_EXPIRED", f"the lease of task {task.task_id!r} expired at {expires}"
+        )

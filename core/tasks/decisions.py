@@ -41,6 +41,8 @@ from aios_ledger.core.plan import (
     sealed_plan,
     stored_answer,
 )
+from aios_ledger.core.runs.attempts import evidence_prompt, evidence_run, evidence_session
+from aios_ledger.core.runs.records import RunIdentity
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.tasks.answers import (
     CancelAnswer,
@@ -194,6 +196,15 @@ def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) 
         created_at=task.updated_at,
         rows=(task.image(),),
     )
+
+
+def _claimed_event(
+    task: TaskRow, payload: JsonObject, agent_id: str | None, attempt_run: RunIdentity
+) -> EventAppend:
+    """A claim's event: its seal covers the claimed row and the attempt's evidence run the
+    claim created, so that `verify` proves the run as it proves a run created on its own."""
+    event = _event(task, TASK_CLAIMED, payload, agent_id)
+    return attrs.evolve(event, rows=(*event.rows, attempt_run.image()))
 
 
 def _answered(event: EventAppend, first: FirstAnswerRow | None) -> EventAppend:
@@ -397,18 +408,30 @@ def decide_claim(
         "idempotent": False,
         "lease_token": lease_token,
     }
+    run_id = evidence_run(task.task_id, claimed.attempt)
     payload: JsonObject = {
         "attempt": claimed.attempt,
         "lease_expires_at": claimed.lease_expires_at,
+        "run_id": run_id,
     }
-    writes = [_cas(task, claimed)]
+    # The attempt's evidence run is the claim's, in the same plan: no one can take it first.
+    attempt_run = RunIdentity(
+        run_id=run_id,
+        session_id=evidence_session(task.task_id),
+        prompt=evidence_prompt(claimed.attempt),
+        created_at=now.text,
+    )
+    writes = [
+        _cas(task, claimed),
+        SqlWrite(Statement.INSERT_ATTEMPT_RUN, attrs.asdict(attempt_run)),
+    ]
     first = None
     if request.idempotency_key is not None and digest is not None:
         first = _first_answer(request.idempotency_key, "claim", task.task_id, digest, answer, now)
         writes.append(_answer_write(first))
     return sealed_plan(
         writes,
-        (_answered(_event(claimed, TASK_CLAIMED, payload, request.agent_id), first),),
+        (_answered(_claimed_event(claimed, payload, request.agent_id, attempt_run), first),),
         answer,
         tail=state.tail,
     )

@@ -39,6 +39,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, REVIEWER, ROLES
 from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.runs.attempts import is_reserved_run, is_reserved_session, refuse_reserved
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
 from aios_ledger.shell.api.evidence_runs import holds_evidence_run
@@ -306,28 +307,32 @@ def project_from_source_capture(call: Call) -> Answer:
 
 def create_run(call: Call) -> Answer:
     """An agent's runs are those of its session: `session_id` is the agent's name (given or
-    not), which is how the ledger knows whose a run is without another column."""
+    not), which is how the ledger knows whose a run is without another column. The ledger's
+    own forms (an attempt's evidence run, reviews) are RUN_ID_RESERVED: a claim creates its
+    attempt's run."""
     body = call.body
-    session = body.get("session_id", call.name)
-    if session != call.name and not call.backend.read_now(
-        lambda s: holds_evidence_run(s, call.name, session, body.get("run_id"))
-    ):
+    session, run_id = body.get("session_id", call.name), body.get("run_id")
+    refuse_reserved(str(session), "" if run_id is None else str(run_id))
+    if session != call.name:
         raise LedgerError("FORBIDDEN", "an agent creates runs in its own session (its name)")
-    run = call.backend.write_now(
-        lambda s: s.runs.create_run(session, body["prompt"], run_id=body.get("run_id"))
-    )
+    run = call.backend.write_now(lambda s: s.runs.create_run(session, body["prompt"], run_id))
     return Answer(run.public(), 201)
 
 
 def require_run_owner(call: Call) -> None:
     """The guard of appending to a run, before the body is read: a run's session never
     changes, so whose it is can be read before the write, on a reader. Besides its own
-    session's runs, an agent writes the evidence run of the attempt it holds."""
+    session's runs, an agent writes the evidence run of the attempt it holds (the store then
+    checks that attempt's lease)."""
     run_id = call.path("run_id")
     run = call.backend.read_now(lambda s: s.runs.get_run(run_id))
-    if run.session_id != call.name and not call.backend.read_now(
-        lambda s: holds_evidence_run(s, call.name, run.session_id, run.run_id)
-    ):
+    if is_reserved_session(run.session_id) or is_reserved_run(run.run_id):
+        owned = call.backend.read_now(
+            lambda s: holds_evidence_run(s, call.name, run.session_id, run.run_id)
+        )
+    else:
+        owned = run.session_id == call.name
+    if not owned:
         raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
 
 
@@ -335,7 +340,9 @@ def append_run_event(call: Call) -> Answer:
     run_id, body = call.path("run_id"), call.body
 
     def append(stores: Stores) -> Any:
-        event = stores.runs.append_event(run_id, body["kind"], body.get("payload"))
+        event = stores.runs.append_event(
+            run_id, body["kind"], body.get("payload"), lease_token=body.get("lease_token")
+        )
         return {"run_id": event.run_id, **event.public()}
 
     return Answer(call.backend.write_now(append), 201)

@@ -1,11 +1,11 @@
 """Who may write a task's evidence run through the API: the agent that holds the task.
 
-A worker records each attempt's evidence in the run `core/work.py` names for it: session
-`task:<task_id>`, run `<task_id>@<attempt>` (`evidence_session`, `evidence_run`), where `review`
-reads it. Those runs are not in the agent's own session, so besides the rule that an agent's
-runs are those of its session (its token's name), an agent may create, and append to, the
-evidence run of the attempt it holds now: the task is CLAIMED by the token's name, at that
-attempt. Anything else stays NOT_RUN_OWNER / FORBIDDEN.
+A worker records each attempt's evidence in the run `core/runs/attempts.py` names for it:
+session `task:<task_id>`, run `<task_id>@<attempt>` (`evidence_session`, `evidence_run`), which
+the attempt's claim creates and `review` reads. Nobody creates runs in those forms
+(RUN_ID_RESERVED); an agent appends to the evidence run of the attempt it holds now: the task
+is CLAIMED by the token's name, at that attempt (the store then checks the claim's lease token
+and its expiry). Anything else is NOT_RUN_OWNER.
 """
 
 from __future__ import annotations
@@ -13,19 +13,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aios_ledger.core import LedgerError
-from aios_ledger.core.work import evidence_run, evidence_session
+from aios_ledger.core.runs.attempts import evidence_run, evidence_task
 
 if TYPE_CHECKING:
     from aios_ledger.shell.api.backend import Stores
 
-EVIDENCE_PREFIX = evidence_session("")
 
-
-def holds_evidence_run(stores: Stores, agent: str, session_id: str, run_id: object) -> bool:
+def holds_evidence_run(stores: Stores, agent: str, session_id: str, run_id: str) -> bool:
     """Whether `agent` holds the attempt whose evidence run is `session_id`/`run_id`."""
-    if not session_id.startswith(EVIDENCE_PREFIX) or not isinstance(run_id, str):
+    task_id = evidence_task(session_id)
+    if task_id is None:
         return False
-    task_id = session_id.removeprefix(EVIDENCE_PREFIX)
     try:
         task = stores.tasks.get(task_id)
     except LedgerError:

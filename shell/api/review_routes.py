@@ -45,7 +45,8 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.api.tokens import AUDITOR, OWNER, REVIEWER
 from aios_ledger.core.kinds import ROUTE_IDENTIFIER
-from aios_ledger.core.work import REVIEW_KIND, evidence_session
+from aios_ledger.core.runs.attempts import evidence_session
+from aios_ledger.core.work import REVIEW_KIND
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.backend import Stores
 from aios_ledger.shell.api.openapi import Operation, Query

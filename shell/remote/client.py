@@ -437,9 +437,13 @@ class LedgerClient:
         answer = self._json("POST", api_path("runs"), body=body, expect=(200, 201))
         return _record(RunRow.from_row, answer)
 
-    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRow:
+    def append_event(
+        self, run_id: str, kind: str, payload: Any = None, *, lease_token: str | None = None
+    ) -> RunEventRow:
         """RunStore.append_event (no key: sent again only when never sent)."""
-        body = {"kind": kind, "payload": payload}
+        body: dict[str, Any] = {"kind": kind, "payload": payload}
+        if lease_token is not None:  # an attempt's evidence run: under the claim's lease
+            body["lease_token"] = lease_token
         answer = self._json(
             "POST",
             api_path("runs", run_id, "events"),

@@ -21,11 +21,18 @@ from aios_ledger.core import (
     RunReadRequest,
     RunRow,
     RunState,
+    TaskRow,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,
 )
-from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
+from aios_ledger.core.runs.attempts import evidence_run, evidence_task
+from aios_ledger.core.runs.evidence import (
+    MAX_EVENTS_PAGE,
+    AttemptRunRequest,
+    AttemptRunState,
+    decide_create_attempt_run,
+)
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor, apply_decision
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
@@ -39,6 +46,11 @@ def new_run_id() -> str:
 def _get_run(conn: Connection, run_id: str) -> RunRow | None:
     row = fetch_one(conn, "get_run", {"run_id": run_id})
     return None if row is None else RunRow.from_row(row)
+
+
+def _get_task(conn: Connection, task_id: str) -> TaskRow | None:
+    row = fetch_one(conn, "get_task", {"task_id": task_id})
+    return None if row is None else TaskRow.from_row(row)
 
 
 def _events(conn: Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
@@ -97,15 +109,37 @@ class RunStore:
 
         return self.database.write(write)
 
-    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRow:
-        """Append one event to a run (payload: any JSON value; None is stored as null)."""
+    def create_attempt_run(self, task_id: str, attempt: int) -> RunRow:
+        """The evidence run of a claimed attempt, where its claim did not create it (a claim
+        recorded before claims did): what a review reads when the attempt left no evidence."""
+        request = AttemptRunRequest.from_mapping({"task_id": task_id, "attempt": attempt})
+        now = read_clock(self._clock)
+
+        def write(conn: Connection) -> RunRow:
+            plans = PlanExecutor(conn)
+            run = _get_run(conn, evidence_run(request.task_id, request.attempt))
+            task = _get_task(conn, request.task_id)
+            state = AttemptRunState(task, run, plans.tail(LEDGER_CHAIN))
+            decision = decide_create_attempt_run(state, request, now=now)
+            answer: RunAnswer = plans.apply(decision)
+            return RunRow.from_row(answer)
+
+        return self.database.write(write)
+
+    def append_event(
+        self, run_id: str, kind: str, payload: Any = None, *, lease_token: str | None = None
+    ) -> RunEventRow:
+        """Append one event to a run (payload: any JSON value; None is stored as null). An
+        attempt's evidence run takes events only under its lease: `lease_token` is the claim's."""
         request = RunEventAppendRequest.from_mapping(
-            {"run_id": run_id, "kind": kind, "payload": payload}
+            {"run_id": run_id, "kind": kind, "payload": payload, "lease_token": lease_token}
         )
         now = read_clock(self._clock)
 
         def write(conn: Connection) -> RunEventRow:
-            state = RunState(_get_run(conn, request.run_id))
+            run = _get_run(conn, request.run_id)
+            task_id = None if run is None else evidence_task(run.session_id)
+            state = RunState(run, None if task_id is None else _get_task(conn, task_id))
             decision = decide_append_run_event(state, request, now=now)
             row: RunEventAnswer = apply_decision(conn, decision)
             return RunEventRow.from_row(row)

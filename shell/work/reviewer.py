@@ -50,6 +50,7 @@ from aios_ledger.core.config import (
     ReviewSettings,
 )
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.runs.attempts import evidence_run, evidence_session
 from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.answers import task_view
 from aios_ledger.core.work import (
@@ -59,8 +60,6 @@ from aios_ledger.core.work import (
     REVIEW_OUTPUT_SCHEMA,
     NextReview,
     ReviewStep,
-    evidence_run,
-    evidence_session,
     next_review,
     review_id,
     review_instruction,
@@ -363,9 +362,11 @@ def attempt_evidence(runs: RunStore, task_id: str, attempt: int) -> EvidenceSnap
     request = EvidenceReadRequest(target, tail_events=REVIEW_EVIDENCE_TAIL)
     try:
         return RunEvidenceReader(runs).read(request)
-    except LedgerError:
-        # Submitted without a worker (from the command line): review an empty evidence run.
-        runs.create_run(target.session_id, f"attempt {attempt}", run_id=target.run_id)
+    except LedgerError as missing:
+        if missing.code != "RUN_NOT_FOUND":
+            raise
+        # Claimed by a ledger from before claims created their runs: review an empty run.
+        runs.create_attempt_run(task_id, attempt)
         return RunEvidenceReader(runs).read(request)
 
 

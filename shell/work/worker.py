@@ -46,17 +46,15 @@ from aios_ledger.core import (
     LedgerError,
     ProposalAnswer,
     RunEventRow,
-    RunRow,
     SubmitAnswer,
 )
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.runs.attempts import evidence_run
 from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.work import (
     STDERR_TAIL_LINES,
     FailureEvidence,
     IdleReason,
-    evidence_run,
-    evidence_session,
     exec_program,
     failure_result,
     heartbeat_interval,
@@ -131,11 +129,12 @@ class WorkLedger(Protocol):
 
 
 class WorkRuns(Protocol):
-    """The run writes a worker makes (its evidence): RunStore's, and LedgerClient's."""
+    """The run writes a worker makes (its evidence, in the run its claim created): RunStore's,
+    and LedgerClient's."""
 
-    def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRow: ...
-
-    def append_event(self, run_id: str, kind: str, payload: Any = None) -> RunEventRow: ...
+    def append_event(
+        self, run_id: str, kind: str, payload: Any = None, *, lease_token: str | None = None
+    ) -> RunEventRow: ...
 
 
 class WorkRepositories(Protocol):
@@ -430,12 +429,6 @@ class Worker:
         started = time.monotonic()
         execution = _Execution(self, claim)
         task_id, attempt = execution.task_id, execution.attempt
-        self.serialised(
-            self.runs.create_run,
-            evidence_session(task_id),
-            f"attempt {attempt}",
-            run_id=execution.run_id,
-        )
         self.log(f"task {task_id} attempt {attempt}: started", task_id=task_id, attempt=attempt)
         outcome, detail = execution.run()
         seconds = time.monotonic() - started
@@ -448,9 +441,17 @@ class Worker:
         )
         return TaskOutcome(task_id, attempt, outcome, detail, seconds)
 
-    def evidence(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
+    def evidence(self, claim: ClaimAnswer, kind: str, payload: dict[str, Any]) -> None:
+        """One event in the evidence run the claim created, under the claim's lease."""
+        run_id = evidence_run(str(claim["task_id"]), int(claim["attempt"]))
         try:
-            self.serialised(self.runs.append_event, run_id, kind, payload)
+            self.serialised(
+                self.runs.append_event,
+                run_id,
+                kind,
+                payload,
+                lease_token=str(claim["lease_token"]),
+            )
         except LedgerError as refused:
             self.log(f"evidence not recorded: {refused}", level=logging.WARNING, run_id=run_id)
 
@@ -464,7 +465,6 @@ class _Execution:
         self.claim = claim
         self.task_id = str(claim["task_id"])
         self.attempt = int(claim["attempt"])
-        self.run_id = evidence_run(self.task_id, self.attempt)
         self._lines: queue.Queue[str] = queue.Queue()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stdout = bytearray()
@@ -563,7 +563,7 @@ class _Execution:
             reader.join(timeout=KILL_WAIT_SECONDS)
         self._flush_evidence()
         self._exit_status = process.returncode
-        self.worker.evidence(self.run_id, "exit", {"returncode": process.returncode})
+        self.worker.evidence(self.claim, "exit", {"returncode": process.returncode})
         if ending is not None:
             why, detail = ending
             if why == "timeout":
@@ -590,7 +590,7 @@ class _Execution:
             with self._keeping_lease([]):  # a lost lease: the submit finds it so
                 proposal = self.worker.workspaces.propose(self._workspace, self.claim)
         except LedgerError as refused:
-            self.worker.evidence(self.run_id, "proposal_refused", {"code": refused.code})
+            self.worker.evidence(self.claim, "proposal_refused", {"code": refused.code})
             return
         if proposal is not None:
             self._proposed_files = tuple(proposal["changed_files"])
@@ -599,7 +599,7 @@ class _Execution:
                 "head_oid": proposal["head_oid"],
                 "changed_files": proposal["changed_files"],
             }
-            self.worker.evidence(self.run_id, "proposal", shown)
+            self.worker.evidence(self.claim, "proposal", shown)
 
     def _supervise(self, process: subprocess.Popen[bytes]) -> Ending | None:
         """Wait for the command; heartbeat, enforce the timeout and the stop's grace period.
@@ -707,7 +707,7 @@ class _Execution:
             output=bytes(self._stdout),
         )
         payload = {"failure": kind, "detail": detail[:MAX_STDERR_LINE], **evidence.public()}
-        self.worker.evidence(self.run_id, "failure", payload)
+        self.worker.evidence(self.claim, "failure", payload)
         result = failure_result(
             self.claim,
             kind=kind,
@@ -727,7 +727,7 @@ class _Execution:
     def _release(self, reason: str) -> tuple[str, str]:
         """Give the task back (QUEUED again at once) after a stop."""
         worker = self.worker
-        worker.evidence(self.run_id, "released", {"reason": reason})
+        worker.evidence(self.claim, "released", {"reason": reason})
         try:
             worker.serialised(
                 worker.ledger.release,
@@ -772,7 +772,7 @@ class _Execution:
                 line = self._lines.get_nowait()
             except queue.Empty:
                 return
-            self.worker.evidence(self.run_id, "stderr", {"line": line})
+            self.worker.evidence(self.claim, "stderr", {"line": line})
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

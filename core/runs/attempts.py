@@ -1,0 +1,61 @@
+"""The runs the ledger names itself: each attempt's evidence run, and the reviews of it.
+
+Attempt N of task T records its evidence in the run `T@N` of the session `task:T`; the N-th
+review of that attempt is the auxiliary run `review:T:A:N`. The claim that starts an attempt
+creates its run (in the claim's plan), so that a review always finds the attempt's evidence
+where it looks. Nobody else may create a run in these forms: an agent that could would take an
+attempt's run before its holder does (and, with another session or prompt, make the holder's
+evidence and the review of it fail). `RUN_ID_RESERVED` refuses them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aios_ledger.core.errors import LedgerError
+
+EVIDENCE_SESSION_PREFIX = "task:"
+REVIEW_PREFIX = "review:"
+# `T@N`, the form `evidence_run` gives, whatever T is (a task id may itself hold `@`).
+_ATTEMPT_RUN = re.compile(r".+@[0-9]+")
+
+
+def evidence_session(task_id: str) -> str:
+    """Every attempt of a task is a run in the task's session."""
+    return f"{EVIDENCE_SESSION_PREFIX}{task_id}"
+
+
+def evidence_run(task_id: str, attempt: int) -> str:
+    return f"{task_id}@{attempt}"
+
+
+def evidence_prompt(attempt: int) -> str:
+    """The prompt of an attempt's run, as the claim creates it."""
+    return f"attempt {attempt}"
+
+
+def evidence_task(session_id: str) -> str | None:
+    """The task whose evidence session `session_id` is, or None for any other session."""
+    if not session_id.startswith(EVIDENCE_SESSION_PREFIX):
+        return None
+    return session_id.removeprefix(EVIDENCE_SESSION_PREFIX)
+
+
+def is_reserved_session(session_id: str) -> bool:
+    return session_id.startswith((EVIDENCE_SESSION_PREFIX, REVIEW_PREFIX))
+
+
+def is_reserved_run(run_id: str) -> bool:
+    return run_id.startswith(REVIEW_PREFIX) or _ATTEMPT_RUN.fullmatch(run_id) is not None
+
+
+def refuse_reserved(session_id: str, run_id: str) -> None:
+    """RUN_ID_RESERVED for a run in one of the ledger's own forms."""
+    if is_reserved_session(session_id) or is_reserved_run(run_id):
+        raise LedgerError(
+            "RUN_ID_RESERVED",
+            f"run {run_id!r} in session {session_id!r} has a form the ledger reserves "
+            f"(run 'TASK@N', sessions '{EVIDENCE_SESSION_PREFIX}*' and '{REVIEW_PREFIX}*'): "
+            "an attempt's evidence run is created by its claim; its holder appends to it. "
+            "Choose another run id in your own session",
+        )
