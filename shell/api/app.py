@@ -171,6 +171,8 @@ def claim(call: Call) -> Answer | Response | Later:
     wait = body.pop("wait_seconds", 0)
     limit = body.pop("limit", None)
     agent = call.name
+    assert call.principal is not None  # an agent's route
+    grant = call.principal.grant  # the ledger holds the offer to it (CAPABILITY_NOT_GRANTED)
     if limit is not None and not {"idempotency_key", "lease_token", "task_id"}.isdisjoint(body):
         raise LedgerError(
             "FIELDS_INVALID",
@@ -179,8 +181,8 @@ def claim(call: Call) -> Answer | Response | Later:
 
     def attempt(stores: Stores) -> Any:
         if limit is None:
-            return stores.tasks.claim(agent_id=agent, **body)
-        return stores.tasks.claim_many(agent_id=agent, limit=limit, **body) or None
+            return stores.tasks.claim(agent_id=agent, grant=grant, **body)
+        return stores.tasks.claim_many(agent_id=agent, limit=limit, grant=grant, **body) or None
 
     if wait <= 0:
         answer = call.backend.write_now(attempt)
@@ -250,8 +252,9 @@ def release(call: Call) -> Answer:
 
 
 def verify(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    answer = call.backend.write_now(lambda s: s.tasks.verify(task_id, **body))
+    """Judged under the token's name: the agent that wrote the result may not (SELF_REVIEW)."""
+    task_id, body, reviewer = call.path("task_id"), call.body, call.name
+    answer = call.backend.write_now(lambda s: s.tasks.verify(task_id, reviewer=reviewer, **body))
     return Answer(answer, wakes=True)
 
 
