@@ -178,6 +178,8 @@ def test_a_granted_subset_claims_and_the_grant_is_sealed_and_listed(server: ApiS
         )
     ]
     assert payload == {"name": name, "roles": ["agent"], "capabilities": sorted([python, "gpu"])}
+    whoami = agent.get("/v1/whoami").json()
+    assert whoami == {"name": name, "roles": ["agent"], "capabilities": sorted([python, "gpu"])}
 
 
 def test_worker_over_the_api_cannot_lie_its_way_to_a_governed_repository(

@@ -408,11 +408,14 @@ def idle_reason(call: Call) -> Answer:
 
 
 def whoami(call: Call) -> Answer:
-    """The token's name and roles: a client checks its token, and learns the agent id claims
-    record, before it does anything."""
-    assert call.principal is not None
-    roles = [role for role in ROLES if role in call.principal.roles]
-    return Answer({"name": call.principal.name, "roles": roles})
+    """The token's name, roles and granted capabilities (None: no ceiling): a client checks its
+    token, and learns the agent id claims record and what they may offer, before it does
+    anything."""
+    principal = call.principal
+    assert principal is not None
+    roles = [role for role in ROLES if role in principal.roles]
+    grant = None if principal.grant is None else sorted(principal.grant)
+    return Answer({"name": principal.name, "roles": roles, "capabilities": grant})
 
 
 def status(call: Call) -> Answer:
