@@ -1,12 +1,12 @@
 """A hostile agent against capability grants and separation of duties (issue 26, item 5).
 
-Figures: 17 hostile cases tried, 17 refused (each with its stable code, nothing changed):
+Figures: 18 hostile cases tried, 18 refused (each with its stable code, nothing changed):
 capability lies over HTTP (a named claim, the next-eligible claim, a batch, a long poll, a
 keyed claim, a token issued with no grant, `worker --api` on a governed repository: 7), a
 forged or widened grant (`token issue` refusals: 3; a grant widened by hand in the database,
 which `verify` reports: 1), self-review (an agent+reviewer token over HTTP, a reviewer token
 re-issued under the author's name, `review --api`, the library with a named reviewer, a batch
-verify: 5) and the library's named grant (1).
+verify: 5) and the library's named grant (a claim and a batch claim: 2).
 
 Everything runs against a real `aios-ledger serve` on loopback (tests/api_server.py), real
 SQLite files, the real command line, and a real bare git repository for the governed task.
@@ -25,7 +25,14 @@ from typing import Any
 
 import httpx
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import (
+    ClaimRequest,
+    LedgerError,
+    LogTail,
+    TaskState,
+    Timestamp,
+    decide_claim,
+)
 from aios_ledger.core.log.rows import API_TOKENS, row_digest
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.shell import Database, TaskLedger, verify_log
@@ -442,3 +449,20 @@ def test_the_library_holds_a_named_grant_and_a_named_reviewer(tmp_path: Path) ->
         assert ledger_rows(db) == before
         judged = ledger.verify("task-lib", reviewer="someone-else", **verdict("v3"))
         assert judged["status"] == "SUCCEEDED"
+
+
+def test_the_core_claim_decision_holds_the_grant_before_it_looks_for_work() -> None:
+    """With nothing to claim the decision answers None; an offer beyond the grant is refused
+    all the same (the shell cannot skip the check by finding no task)."""
+    state = TaskState(task=None, tail=LogTail.read(1, [], []))
+    request = ClaimRequest.from_mapping(
+        {"agent_id": "w", "capabilities": ["gpu.secret", "python"], "lease_seconds": 60}
+    )
+    now = Timestamp.parse("2026-12-01T12:00:00Z")
+    lease = "L" * 43
+    assert decide_claim(state, request, now=now, lease_token=lease) is None
+    assert decide_claim(state, request, now=now, lease_token=lease, grant=None) is None
+    with pytest.raises(LedgerError) as refusal:
+        decide_claim(state, request, now=now, lease_token=lease, grant=frozenset({"python"}))
+    assert refusal.value.code == "CAPABILITY_NOT_GRANTED"
+    assert "gpu.secret" in refusal.value.detail
