@@ -683,7 +683,7 @@ def operations() -> tuple[Operation, ...]:
             aux_events,
             "an auxiliary run's transitions",
         ),
-        o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name and roles"),
+        o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name, roles and grant"),
         o(
             "GET",
             "/v1/claims/idle",
