@@ -40,8 +40,15 @@ def _task(task_id: str) -> dict[str, Any]:
     return {"task_id": task_id, "goal": "g", "instructions": "i"}
 
 
-def lifecycle(ledger: Any, agent: str, task_id: str, beats: list[float] | None = None) -> None:
-    """The five calls of one task's life, each one call of the ledger (or the client)."""
+def lifecycle(
+    ledger: Any,
+    agent: str,
+    task_id: str,
+    beats: list[float] | None = None,
+    reviewer: Any | None = None,
+) -> None:
+    """The five calls of one task's life, each one call of the ledger (or the client); the
+    verify by `reviewer` when given (over the API an agent may not judge its own result)."""
     ledger.create_task(_task(task_id), idempotency_key=f"create-{task_id}")
     claim = ledger.claim(
         agent_id=agent, capabilities=[], lease_seconds=LEASE_SECONDS, task_id=task_id
@@ -54,7 +61,8 @@ def lifecycle(ledger: Any, agent: str, task_id: str, beats: list[float] | None =
     ledger.submit_result(
         task_id, lease_token=token, result={"summary": "done"}, idempotency_key=f"s-{task_id}"
     )
-    ledger.verify(task_id, decision="SUCCEEDED", reason="ok", idempotency_key=f"v-{task_id}")
+    judge = ledger if reviewer is None else reviewer
+    judge.verify(task_id, decision="SUCCEEDED", reason="ok", idempotency_key=f"v-{task_id}")
 
 
 def _local(db: str, count: int) -> dict[str, Any]:
@@ -73,6 +81,11 @@ class Server:
     def __init__(self, db: str, names: list[str]) -> None:
         with Database(db) as opened:
             self.tokens = {name: issue_token(opened, name, ROLES)["token"] for name in names}
+            # Each agent's results are verified under a reviewer token of another name.
+            self.reviewers = {
+                name: issue_token(opened, f"reviewer-of-{name}", ["reviewer"])["token"]
+                for name in names
+            }
             self.auditor = issue_token(opened, "bench-auditor", ["auditor"])["token"]
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -120,18 +133,19 @@ def _http(db: str, agents: int, count: int) -> dict[str, Any]:
     names = [f"agent-{n}" for n in range(agents)]
     server = Server(db, names)
     clients = {name: LedgerClient(server.url, server.tokens[name]) for name in names}
+    reviewers = {name: LedgerClient(server.url, server.reviewers[name]) for name in names}
     beats: list[list[float]] = [[] for _ in names]
     start = threading.Barrier(agents + 1)
     failures: list[BaseException] = []
 
     def agent(number: int) -> None:
         name = names[number]
-        client = clients[name]
-        lifecycle(client, name, f"task-warm-{number}")
+        client, reviewer = clients[name], reviewers[name]
+        lifecycle(client, name, f"task-warm-{number}", reviewer=reviewer)
         start.wait()
         try:
             for serial in range(count):
-                lifecycle(client, name, f"task-{number}-{serial}", beats[number])
+                lifecycle(client, name, f"task-{number}-{serial}", beats[number], reviewer)
         except BaseException as failed:
             failures.append(failed)
 
@@ -148,7 +162,7 @@ def _http(db: str, agents: int, count: int) -> dict[str, Any]:
         seconds = time.perf_counter() - started
         committed, commits = server.batches()
     finally:
-        for client in clients.values():
+        for client in [*clients.values(), *reviewers.values()]:
             client.close()
         server.stop()
     if failures:

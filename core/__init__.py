@@ -243,6 +243,7 @@ from aios_ledger.core.tasks.decisions import (
     decide_submit,
     decide_verify,
     first_claimable,
+    refuse_ungranted,
 )
 from aios_ledger.core.tasks.history import (
     HistoryEntry,
@@ -387,6 +388,7 @@ __all__ = [
     "decide_revoke_token",
     "prepare_projection",
     "first_claimable",
+    "refuse_ungranted",
     "task_history",
     "retry_delay_ms",
     "check_spawn",

@@ -170,12 +170,12 @@ class Statement(enum.StrEnum):
     API_TOKEN_INSERT = (
         "api_token_insert",
         _INSERT,
-        "name roles_json token_sha256 status revision created_at updated_at",
+        "name roles_json token_sha256 status revision created_at updated_at capabilities_json",
     )
     API_TOKEN_CAS_UPDATE = (
         "api_token_cas_update",
         _GUARDED,
-        "name expected_revision roles_json token_sha256 status updated_at",
+        "name expected_revision roles_json capabilities_json token_sha256 status updated_at",
         "name",
     )
 

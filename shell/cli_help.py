@@ -182,8 +182,12 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "token issue": (
         ("aios-ledger token issue w1 --role agent", "a token for agent w1 (printed once: keep it)"),
         ("aios-ledger token issue alice --role reviewer --role auditor", "two roles"),
+        (
+            "aios-ledger token issue w2 --role agent --capability python --capability gpu",
+            "agent w2 may claim offering python and gpu (or fewer), nothing else",
+        ),
     ),
-    "token list": (("aios-ledger token list", "names, roles and status"),),
+    "token list": (("aios-ledger token list", "names, roles, granted capabilities and status"),),
     "token revoke": (("aios-ledger token revoke w1", "refuse w1's token from now on"),),
     # -- the database
     "migrate": (

@@ -58,7 +58,8 @@ SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, sp
 FROM auxiliary_runs ORDER BY aux_id;
 
 -- name: copy_rows_api_tokens
-SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at
+SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
+       capabilities_json
 FROM api_tokens ORDER BY name;
 
 -- name: copy_rows_governed_repositories

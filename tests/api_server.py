@@ -3,9 +3,11 @@
 `ApiServer(db, *serve_flags)` initialises the ledger if the file does not exist, starts the
 server on a free port (or `port=`) and waits until `/v1/health` answers; `kill()` SIGKILLs it and
 `start()` brings it back on the same port; `stop()` ends it with SIGTERM. Tokens: `issue(name,
-role...)` issues one with the command line (the way an owner does), `token_file(...)` writes it
-for `--token-file`; `role_tokens=True` issues one token per role (and a second agent) into
-`tokens`, and `client(role)` gives an httpx client carrying it. The server's output goes to
+role..., capabilities=...)` issues one with the command line (the way an owner does; granted
+the capabilities listed, or any with `capabilities=None`), `token_file(...)` writes it for
+`--token-file`; `role_tokens=True` issues one token per role (and a second agent, both granted
+any capability, as each test offers capabilities of its own) into `tokens`, and `client(role)`
+gives an httpx client carrying it. The server's output goes to
 `log()`, so that a test can show a token never reaches it.
 
 `Scenario` puts tasks in the states a route needs, each with a capability no other test offers,
@@ -22,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -86,8 +89,10 @@ class ApiServer:
         if role_tokens:
             with Database(db) as opened:
                 for role, name in ROLE_NAMES.items():
-                    self.tokens[role] = issue_token(opened, name, [role])["token"]
-                self.tokens[SECOND_AGENT] = issue_token(opened, SECOND_AGENT, ["agent"])["token"]
+                    issued = issue_token(opened, name, [role], any_capability=role == "agent")
+                    self.tokens[role] = issued["token"]
+                second = issue_token(opened, SECOND_AGENT, ["agent"], any_capability=True)
+                self.tokens[SECOND_AGENT] = second["token"]
         self.start()
 
     @property
@@ -147,14 +152,21 @@ class ApiServer:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def issue(self, name: str, *roles: str) -> str:
+    def issue(self, name: str, *roles: str, capabilities: Sequence[str] | None = ()) -> str:
+        """A token issued with the command line, granted `capabilities` (None: any)."""
         flags = [part for role in roles for part in ("--role", role)]
+        if capabilities is None:
+            flags.append("--any-capability")
+        else:
+            flags.extend(part for granted in capabilities for part in ("--capability", granted))
         answer = json.loads(cli("--db", str(self.target), "token", "issue", name, *flags))
         return str(answer["token"])
 
-    def token_file(self, directory: Path, name: str, *roles: str) -> Path:
+    def token_file(
+        self, directory: Path, name: str, *roles: str, capabilities: Sequence[str] | None = ()
+    ) -> Path:
         path = directory / f"{name}.token"
-        path.write_text(self.issue(name, *roles) + "\n")
+        path.write_text(self.issue(name, *roles, capabilities=capabilities) + "\n")
         path.chmod(0o600)
         return path
 

@@ -50,7 +50,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
     path: Path = tmp_path_factory.mktemp("schemathesis") / "ledger.db"
     with Database(path) as db:
         roles = ["agent", "reviewer", "owner", "auditor"]
-        token = issue_token(db, "all-roles", roles)["token"]
+        token = issue_token(db, "all-roles", roles, any_capability=True)["token"]
     app = served_app(ApiSettings(db_path=str(path), max_body=256 * 1024))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(AUTHORIZATION_ENV, OWNER)

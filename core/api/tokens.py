@@ -10,6 +10,14 @@ hold the row against the log).
 A name names one holder: an agent's token name IS its agent id. A revoked name may be issued
 again (a new secret, the roles given then), which is how a lost token is replaced without the
 agent changing its identity; an active name is `TOKEN_NAME_TAKEN`.
+
+A token also carries its capability grant (migration 0012): the capabilities its holder may
+offer when it claims, a ceiling the claim decision holds the offer to (`CAPABILITY_NOT_GRANTED`
+otherwise). A token issued without any grants none: it claims only the tasks that need no
+capability; one issued with `any_capability` has no ceiling, said so in its row and event.
+The grant is in the row (`capabilities_json`: a JSON list of names, or JSON `null` for any)
+and in the sealed `API_TOKEN_ISSUED` event. A token issued before grants existed has SQL NULL
+there and no ceiling either, as before, until its name is revoked and issued again.
 """
 
 from __future__ import annotations
@@ -20,12 +28,14 @@ from typing import Annotated, Final, Literal, TypedDict
 
 import attrs
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.kinds import Identifier, OneOf, Sha256Hex
 from aios_ledger.core.log.rows import API_TOKENS, RowImage, row_image
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import structure
+from aios_ledger.core.tasks.requests import OfferedCapabilities
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 API_TOKEN_ISSUED = "API_TOKEN_ISSUED"
@@ -48,21 +58,35 @@ def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# What a token's grant is: a list of names, any capability by the owner's choice, or none
+# recorded (a token issued before grants).
+GrantKind = Literal["listed", "any", "before-grants"]
+# The `capabilities_json` of a token issued with no ceiling (SQL NULL is a token from before).
+ANY_CAPABILITY_JSON: Final = "null"
+
+
 class ApiTokenAnswer(TypedDict):
-    """What issuing or revoking answers (the shell adds the token itself, once, on issue)."""
+    """What issuing or revoking answers (the shell adds the token itself, once, on issue);
+    `capabilities` is the grant (None: no ceiling) and `grant` says which kind it is."""
 
     name: str
     roles: list[str]
+    capabilities: list[str] | None
+    grant: GrantKind
     status: Literal["ACTIVE", "REVOKED"]
     updated_at: str
     idempotent: bool
 
 
 class ApiTokenView(TypedDict):
-    """A token as `token list` shows it: never the token, never its digest."""
+    """A token as `token list` shows it: never the token, never its digest. `capabilities` is
+    its grant, None for no ceiling; `grant` says why: `listed`, `any` (issued with
+    `--any-capability`) or `before-grants` (issued before grants existed)."""
 
     name: str
     roles: list[str]
+    capabilities: list[str] | None
+    grant: GrantKind
     status: str
     created_at: str
     updated_at: str
@@ -79,10 +103,33 @@ class ApiTokenRow:
     revision: int
     created_at: str
     updated_at: str
+    # Last: the column migration 0012 added. None only in a row issued before it.
+    capabilities_json: str | None = None
 
     def roles(self) -> tuple[str, ...]:
         decoded = json.loads(self.roles_json)
         return tuple(str(role) for role in decoded)
+
+    def grant(self) -> frozenset[str] | None:
+        """The capabilities this token may offer when it claims; None: no ceiling (issued
+        with any capability, or before grants)."""
+        if self.capabilities_json is None:
+            return None
+        decoded = json.loads(self.capabilities_json)
+        if decoded is None:
+            return None
+        if not isinstance(decoded, list) or not all(isinstance(name, str) for name in decoded):
+            raise ValueError("capabilities_json is not a list of names")
+        return frozenset(decoded)
+
+    def grant_kind(self) -> GrantKind:
+        if self.capabilities_json is None:
+            return "before-grants"
+        return "any" if self.grant() is None else "listed"
+
+    def capabilities(self) -> list[str] | None:
+        grant = self.grant()
+        return None if grant is None else sorted(grant)
 
     def image(self) -> RowImage:
         return row_image(API_TOKENS, self.name, attrs.asdict(self))
@@ -91,6 +138,8 @@ class ApiTokenRow:
         return {
             "name": self.name,
             "roles": list(self.roles()),
+            "capabilities": self.capabilities(),
+            "grant": self.grant_kind(),
             "status": self.status,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -99,10 +148,14 @@ class ApiTokenRow:
 
 @attrs.frozen
 class TokenIssueRequest:
-    """Issue a token: its name (an agent's id, for an agent) and its roles (1 to 4, distinct)."""
+    """Issue a token: its name (an agent's id, for an agent), its roles (1 to 4, distinct) and
+    the capabilities it may claim with (none by default; kept sorted and once each), or
+    `any_capability`: no ceiling, the owner's explicit choice (not with a list)."""
 
     name: Identifier
     roles: list[Role]
+    capabilities: OfferedCapabilities = attrs.field(factory=lambda: OfferedCapabilities([]))
+    any_capability: bool = False
 
     @classmethod
     def from_mapping(cls, raw: object) -> TokenIssueRequest:
@@ -111,6 +164,12 @@ class TokenIssueRequest:
             raise LedgerError("FIELDS_INVALID", "token issue: roles: must name at least one role")
         if len(set(request.roles)) != len(request.roles):
             raise LedgerError("FIELDS_INVALID", "token issue: roles: names a role twice")
+        if request.any_capability and request.capabilities:
+            raise LedgerError(
+                "FIELDS_INVALID",
+                "token issue: any_capability grants every capability: name capabilities or "
+                "give any_capability, not both",
+            )
         return attrs.evolve(request, roles=sorted(request.roles, key=ROLES.index))
 
 
@@ -133,11 +192,15 @@ class TokenState:
 
 
 def _event(kind: str, row: ApiTokenRow, roles: list[str], now: Timestamp) -> EventAppend:
+    payload: JsonObject = {"name": row.name, "roles": list[JsonValue](roles)}
+    if kind == API_TOKEN_ISSUED:
+        capabilities = row.capabilities()
+        payload["capabilities"] = None if capabilities is None else list[JsonValue](capabilities)
     return EventAppend(
         task_id=None,
         agent_id=None,
         event_type=kind,
-        payload={"name": row.name, "roles": list(roles)},
+        payload=payload,
         created_at=now.text,
         rows=(row.image(),),
     )
@@ -148,6 +211,8 @@ def _answer(row: ApiTokenRow, *, idempotent: bool) -> ApiTokenAnswer:
     return {
         "name": row.name,
         "roles": list(row.roles()),
+        "capabilities": row.capabilities(),
+        "grant": row.grant_kind(),
         "status": status,
         "updated_at": row.updated_at,
         "idempotent": idempotent,
@@ -162,10 +227,17 @@ def decide_issue_token(
     require_timestamp(now)
     prior = state.prior
     roles_json = json.dumps(list(request.roles), separators=(",", ":"))
+    capabilities_json = (
+        ANY_CAPABILITY_JSON
+        if request.any_capability
+        else json.dumps(list(request.capabilities), separators=(",", ":"))
+    )
     if prior is not None and prior.status == ACTIVE:
         raise LedgerError("TOKEN_NAME_TAKEN", f"a token named {request.name!r} is active")
     if prior is None:
-        row = ApiTokenRow(request.name, roles_json, digest, ACTIVE, 1, now.text, now.text)
+        row = ApiTokenRow(
+            request.name, roles_json, digest, ACTIVE, 1, now.text, now.text, capabilities_json
+        )
         write = SqlWrite(Statement.API_TOKEN_INSERT, attrs.asdict(row))
     else:
         row = attrs.evolve(
@@ -173,6 +245,7 @@ def decide_issue_token(
             roles_json=roles_json,
             token_sha256=digest,
             status=ACTIVE,
+            capabilities_json=capabilities_json,
             revision=prior.revision + 1,
             updated_at=now.text,
         )
@@ -206,6 +279,7 @@ def _update(row: ApiTokenRow, expected_revision: int) -> SqlWrite:
             "name": row.name,
             "expected_revision": expected_revision,
             "roles_json": row.roles_json,
+            "capabilities_json": row.capabilities_json,
             "token_sha256": row.token_sha256,
             "status": row.status,
             "updated_at": row.updated_at,

@@ -38,6 +38,10 @@ the column existed were taken without it (`LATER_COLUMNS`): `state.sealed_digest
 seal against the row's digest without those columns, which proves the rest of the row (as a
 v1 seal proves nothing of it); the row's next transition seals it whole.
 
+A token's capability grant (`capabilities_json`, migration 0012) is NULL in the rows issued
+before it, whose seals were taken without the column: `LATER_NULL_COLUMNS` holds such a row
+against its seal without the column while it is NULL (and only then).
+
 A seal covers a moment, not its spelling: a timestamp column (`TIMESTAMP_COLUMNS`) whose text
 is a whole second in the ledger's millisecond form (`…:05.000Z`) digests as the older
 whole-second form (`…:05Z`). Migration 0008 respells the stored whole-second texts to
@@ -91,6 +95,10 @@ TIMESTAMP_COLUMNS = frozenset(
     {"created_at", "updated_at", "deadline", "lease_expires_at", "not_before"}
 )
 LATER_COLUMNS = frozenset({"seq"})
+# Columns added to a state table whose rows from before them hold NULL there (a token's
+# capability grant, migration 0012): a seal taken before the column is held against the row
+# without it, but only while it is NULL.
+LATER_NULL_COLUMNS = frozenset({"capabilities_json"})
 _WHOLE_SECOND_FRACTION = ".000Z"
 _MILLISECOND_TEXT_WIDTH = 24  # `YYYY-MM-DDTHH:MM:SS.mmmZ`
 

@@ -27,6 +27,7 @@ from aios_ledger.core.log.rows import (
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
+    LATER_NULL_COLUMNS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
@@ -65,12 +66,16 @@ def stored_row_state(
     """The key and digest of a stored row of `table` (None: it holds what no plan writes), to
     hold against `sealed_digest`, the digest its last seal took: over every column, or, for a
     seal taken before the `LATER_COLUMNS` existed, over the others (the digest that matches
-    it, when one does)."""
+    it, when one does). A `LATER_NULL_COLUMNS` column is left out only while it is NULL, as
+    no plan since it existed writes it: a value set there by hand is digested and reported."""
     record, key_column = STATE_RECORDS[table]
     key = str(row[key_column])
     columns = {name: row[name] for name in record_columns(record)}
     digest = row_digest(table, key, columns)
-    if digest == sealed_digest or sealed_digest is None or LATER_COLUMNS.isdisjoint(columns):
+    later = (LATER_COLUMNS & columns.keys()) | {
+        name for name in LATER_NULL_COLUMNS & columns.keys() if columns[name] is None
+    }
+    if digest == sealed_digest or sealed_digest is None or not later:
         return key, digest
-    earlier = row_digest(table, key, columns, without=LATER_COLUMNS)
+    earlier = row_digest(table, key, columns, without=frozenset(later))
     return key, earlier if earlier == sealed_digest else digest

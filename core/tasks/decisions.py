@@ -101,12 +101,15 @@ TASK_REQUEUED = "TASK_REQUEUED"
 class TaskState:
     """What a decision on one task reads: the task (None: there is none), the log's tail at
     its chain, any first answer for the request's idempotency key, and (for a create) the
-    creation sequence a new task gets, read under the write lock like the next event id."""
+    creation sequence a new task gets, read under the write lock like the next event id; for
+    a verify by a named reviewer, the agent that wrote the result it judges (`result_author`,
+    the holder its last RESULT_SUBMITTED names)."""
 
     task: TaskRow | None
     tail: LogTail
     prior: IdempotencyRow | None = None
     next_seq: int | None = None
+    result_author: str | None = None
 
 
 @attrs.frozen
@@ -339,6 +342,24 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) ->
     return None
 
 
+def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> None:
+    """A claimer offers only capabilities its grant holds (a ceiling, as an auxiliary run's
+    capabilities are held to its parent's): an offer beyond it is `CAPABILITY_NOT_GRANTED`,
+    naming what is not granted, rather than cut down to the grant, so that a worker
+    configured with more than its token allows learns it at once. None: no ceiling (a library
+    caller that names no grant, a token issued before grants)."""
+    if grant is None:
+        return
+    extra = sorted(set(offered) - grant)
+    if extra:
+        raise LedgerError(
+            "CAPABILITY_NOT_GRANTED",
+            f"the claim offers {extra}, which this claimer's grant {sorted(grant)} does not "
+            "hold: offer only granted capabilities, or have the owner issue a token that "
+            "grants them",
+        )
+
+
 def first_claimable(
     candidates: Iterable[TaskRow], capabilities: Sequence[str], now: Timestamp, count: int
 ) -> list[TaskRow]:
@@ -361,15 +382,23 @@ def claim_digest(request: ClaimRequest, lease_token: str) -> str:
 
 
 def decide_claim(
-    state: TaskState, request: ClaimRequest, *, now: Timestamp, lease_token: str
+    state: TaskState,
+    request: ClaimRequest,
+    *,
+    now: Timestamp,
+    lease_token: str,
+    grant: frozenset[str] | None = None,
 ) -> Decision[ClaimAnswer] | None:
     """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
-    through); None when there is nothing to claim (no plan, nothing recorded).
+    through); None when there is nothing to claim (no plan, nothing recorded). First, the
+    offered capabilities are held to the claimer's `grant` (`refuse_ungranted`), replays
+    included: a token may not offer what it was not granted, whatever it would find.
 
     The stored first answer never holds the token; a replay gives back the token the caller
     brought, which the request digest (over its sha256) proves to be the first one.
     """
     require_timestamp(now)
+    refuse_ungranted(request.capabilities, grant)
     # Only an idempotent claim is bound to a request digest.
     digest = None if request.idempotency_key is None else claim_digest(request, lease_token)
     replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
@@ -610,10 +639,16 @@ def _judged(
 
 
 def decide_verify(
-    state: TaskState, request: VerifyRequest, *, now: Timestamp, jitter: float
+    state: TaskState,
+    request: VerifyRequest,
+    *,
+    now: Timestamp,
+    jitter: float,
+    reviewer: str | None = None,
 ) -> Decision[VerifyAnswer]:
     """SUCCEEDED; NEEDS_REWORK back to QUEUED after the backoff (FAILED when attempts are used
-    up); FAILED."""
+    up); FAILED. Separation of duties: a `reviewer` (the name a verify is made under: an HTTP
+    token's) that wrote the result itself (`state.result_author`) is `SELF_REVIEW`."""
     require_timestamp(now)
     require_jitter(jitter)
     digest = verify_digest(request)
@@ -623,6 +658,12 @@ def decide_verify(
     task = _require(request.task_id, state.task)
     # The state machine first: a task that is not SUBMITTED has nothing to judge.
     next_task_status(task.status, verify_operation(request.decision, attempts_left=True))
+    if reviewer is not None and reviewer == state.result_author:
+        raise LedgerError(
+            "SELF_REVIEW",
+            f"{reviewer!r} wrote the result of task {task.task_id!r} and may not judge it: "
+            "another reviewer, under a token of another name, must verify it",
+        )
     expected = request.expected_result_digest
     if expected is not None and expected != task.result_digest:
         raise LedgerError(

@@ -176,6 +176,8 @@ def claim(call: Call) -> Answer | Response | Later:
     wait = body.pop("wait_seconds", 0)
     limit = body.pop("limit", None)
     agent = call.name
+    assert call.principal is not None  # an agent's route
+    grant = call.principal.grant  # the ledger holds the offer to it (CAPABILITY_NOT_GRANTED)
     if limit is not None and not {"idempotency_key", "lease_token", "task_id"}.isdisjoint(body):
         raise LedgerError(
             "FIELDS_INVALID",
@@ -184,8 +186,8 @@ def claim(call: Call) -> Answer | Response | Later:
 
     def attempt(stores: Stores) -> Any:
         if limit is None:
-            return stores.tasks.claim(agent_id=agent, **body)
-        return stores.tasks.claim_many(agent_id=agent, limit=limit, **body) or None
+            return stores.tasks.claim(agent_id=agent, grant=grant, **body)
+        return stores.tasks.claim_many(agent_id=agent, limit=limit, grant=grant, **body) or None
 
     if wait <= 0:
         answer = call.backend.write_now(attempt)
@@ -254,8 +256,9 @@ def release(call: Call) -> Answer:
 
 
 def verify(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    answer = call.backend.write_now(lambda s: s.tasks.verify(task_id, **body))
+    """Judged under the token's name: the agent that wrote the result may not (SELF_REVIEW)."""
+    task_id, body, reviewer = call.path("task_id"), call.body, call.name
+    answer = call.backend.write_now(lambda s: s.tasks.verify(task_id, reviewer=reviewer, **body))
     return Answer(answer, wakes=True)
 
 
@@ -427,11 +430,14 @@ def idle_reason(call: Call) -> Answer:
 
 
 def whoami(call: Call) -> Answer:
-    """The token's name and roles: a client checks its token, and learns the agent id claims
-    record, before it does anything."""
-    assert call.principal is not None
-    roles = [role for role in ROLES if role in call.principal.roles]
-    return Answer({"name": call.principal.name, "roles": roles})
+    """The token's name, roles and granted capabilities (None: no ceiling): a client checks its
+    token, and learns the agent id claims record and what they may offer, before it does
+    anything."""
+    principal = call.principal
+    assert principal is not None
+    roles = [role for role in ROLES if role in principal.roles]
+    grant = None if principal.grant is None else sorted(principal.grant)
+    return Answer({"name": principal.name, "roles": roles, "capabilities": grant})
 
 
 def status(call: Call) -> Answer:
@@ -704,7 +710,7 @@ def operations() -> tuple[Operation, ...]:
             aux_events,
             "an auxiliary run's transitions",
         ),
-        o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name and roles"),
+        o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name, roles and grant"),
         o(
             "GET",
             "/v1/claims/idle",

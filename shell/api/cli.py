@@ -95,8 +95,27 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     issue.add_argument(
         "--role", dest="roles", action="append", required=True, choices=ROLES, help="repeatable"
     )
+    issue.add_argument(
+        "--capability",
+        dest="capabilities",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a capability the token may claim with (repeatable); a claim offering one not "
+        "granted is refused CAPABILITY_NOT_GRANTED. None given: only tasks that need no "
+        "capability",
+    )
+    issue.add_argument(
+        "--any-capability",
+        action="store_true",
+        help="no ceiling: the token may claim offering any capability (instead of --capability)",
+    )
     issue.set_defaults(handler=_issue)
-    listing = token_commands.add_parser("list", help="tokens' names, roles and status")
+    listing = token_commands.add_parser(
+        "list",
+        help="tokens' names, roles, granted capabilities (grant: listed, any, or before-grants "
+        "for a token issued before grants, which has no ceiling) and status",
+    )
     listing.set_defaults(handler=_list)
     revoke = token_commands.add_parser("revoke", help="revoke a token: it is refused from now on")
     revoke.add_argument("name")
@@ -183,7 +202,13 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 def _issue(args: argparse.Namespace) -> Any:
     with open_database(args) as db:
-        return issue_token(db, args.name, args.roles)
+        return issue_token(
+            db,
+            args.name,
+            args.roles,
+            capabilities=args.capabilities,
+            any_capability=args.any_capability,
+        )
 
 
 def _list(args: argparse.Namespace) -> Any:

@@ -25,6 +25,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "NOT_TASK_HOLDER": 403,
     "NOT_RUN_OWNER": 403,
     "RUN_ID_RESERVED": 403,
+    # Governance: an offer beyond the token's grant; a reviewer judging its own result.
+    "CAPABILITY_NOT_GRANTED": 403,
+    "SELF_REVIEW": 403,
     "ROUTE_NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "REQUEST_TIMEOUT": 408,

@@ -1,5 +1,6 @@
 """API tokens in the ledger: issue (the token is drawn here and shown once), revoke, list, and
-the lookup that turns a presented bearer token into a principal (its name and roles).
+the lookup that turns a presented bearer token into a principal (its name, roles and
+capability grant).
 
 Only the sha256 of a token is ever stored; the lookup digests the presented token, reads the row
 of that digest and compares the digests again in constant time (`hmac.compare_digest`)."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -38,10 +40,12 @@ MAX_TOKEN_LENGTH = 512
 
 @attrs.frozen
 class Principal:
-    """Who a request speaks for: the token's name (an agent's id) and its roles."""
+    """Who a request speaks for: the token's name (an agent's id), its roles and the
+    capabilities it may claim with (None: a token issued before grants, no ceiling)."""
 
     name: str
     roles: frozenset[str]
+    grant: frozenset[str] | None = None
 
 
 def new_api_token() -> str:
@@ -53,11 +57,25 @@ def _row(conn: Connection, name: str) -> ApiTokenRow | None:
 
 
 def issue_token(
-    db: Database, name: str, roles: list[str], *, clock: Clock = system_clock
+    db: Database,
+    name: str,
+    roles: list[str],
+    *,
+    capabilities: Sequence[str] = (),
+    any_capability: bool = False,
+    clock: Clock = system_clock,
 ) -> dict[str, Any]:
-    """Issue a token for `name` with `roles`: the answer holds the token, the only time it is
-    ever shown; the ledger keeps its sha256."""
-    request = TokenIssueRequest.from_mapping({"name": name, "roles": roles})
+    """Issue a token for `name` with `roles`, granted `capabilities` (none when not given: it
+    claims only tasks that need no capability), or `any_capability` (no ceiling). The answer
+    holds the token, the only time it is ever shown; the ledger keeps its sha256."""
+    request = TokenIssueRequest.from_mapping(
+        {
+            "name": name,
+            "roles": roles,
+            "capabilities": list(capabilities),
+            "any_capability": any_capability,
+        }
+    )
     token = new_api_token()
     digest = Sha256Hex(token_sha256(token))
 
@@ -101,7 +119,7 @@ def authenticate(db: Database, token: str) -> Principal | None:
     if row.status != ACTIVE:
         return None
     try:
-        return Principal(row.name, frozenset(row.roles()))
+        return Principal(row.name, frozenset(row.roles()), row.grant())
     except (ValueError, TypeError):  # a roles column no plan wrote
         raise LedgerError(
             "TOKEN_ROW_INVALID", f"the token row of {row.name!r} is unreadable"

@@ -14,11 +14,13 @@ import functools
 import os
 import random
 import secrets
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import attrs
 from aios_ledger.core import (
     RESULT_CONTRACTS,
+    RESULT_SUBMITTED,
     CancelAnswer,
     CancelRequest,
     ClaimAnswer,
@@ -59,6 +61,7 @@ from aios_ledger.core import (
     decide_submit,
     decide_verify,
     first_claimable,
+    refuse_ungranted,
     task_history,
 )
 from aios_ledger.core.batches import each_item, structure_batch
@@ -230,6 +233,7 @@ class TaskLedger:
         task_id: str | None = None,
         idempotency_key: str | None = None,
         lease_token: str | None = None,
+        grant: Collection[str] | None = None,
     ) -> ClaimAnswer | None:
         """Take the next eligible task (or `task_id`) under a lease (`TASK_CLAIMED`); None when
         there is nothing this claimer may take. Order: larger priority, older, smaller id;
@@ -240,7 +244,9 @@ class TaskLedger:
         `envelope` / `runtime_input` (the execution envelope and its runtime input when the
         task has one, else None). A named task that cannot be claimed is
         refused with the reason (`INVALID_TRANSITION`, `CAPABILITY_MISSING`, `DEADLINE_PASSED`,
-        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_DUE`, `TASK_NOT_FOUND`)."""
+        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_DUE`, `TASK_NOT_FOUND`). `grant`: the capabilities this
+        claimer may offer (the HTTP API passes its token's); an offer beyond it is refused
+        `CAPABILITY_NOT_GRANTED`, whatever there is to claim. None: no ceiling."""
         request = ClaimRequest.from_mapping(
             {
                 "agent_id": agent_id,
@@ -252,8 +258,10 @@ class TaskLedger:
             }
         )
         token = request.lease_token or new_lease_token()
+        ceiling = _ceiling(grant)
 
         def write(conn: Connection) -> ClaimAnswer | None:
+            refuse_ungranted(request.capabilities, ceiling)  # before any read or takeover
             now = self._now()
             prior = _prior(conn, request.idempotency_key)
             task = None
@@ -269,20 +277,27 @@ class TaskLedger:
                 if task is not None and request.task_id is None:
                     task = next(iter(first_claimable([task], request.capabilities, now, 1)), None)
             state = TaskState(task=task, tail=plans.tail(*_chains(task)), prior=prior)
-            decision = decide_claim(state, request, now=now, lease_token=token)
+            decision = decide_claim(state, request, now=now, lease_token=token, grant=ceiling)
             return None if decision is None else plans.apply(decision)
 
         return self._write(write)
 
     def claim_many(
-        self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        limit: int,
+        grant: Collection[str] | None = None,
     ) -> list[ClaimAnswer]:
         """Take up to `limit` (1 to MAX_CLAIM_BATCH) eligible tasks in one transaction, in claim
         order, each under its own lease with its own `TASK_CLAIMED` event: what `claim` would
         answer, `limit` times over, for a worker with that many free slots. An empty list when
         there is nothing to take. Each answer holds its own `lease_token`, drawn here. Like a
         `claim` without a key it is not idempotent: a call repeated after a lost answer takes
-        other tasks, and the leases it cannot use lapse (`expire_leases` requeues them)."""
+        other tasks, and the leases it cannot use lapse (`expire_leases` requeues them).
+        `grant` bounds the offer as in `claim`."""
         batch = ClaimBatchRequest.from_mapping(
             {
                 "agent_id": agent_id,
@@ -292,8 +307,10 @@ class TaskLedger:
             }
         )
         request = batch.claim()
+        ceiling = _ceiling(grant)
 
         def write(conn: Connection) -> list[ClaimAnswer]:
+            refuse_ungranted(request.capabilities, ceiling)  # before any read or takeover
             now = self._now()
             plans = PlanExecutor(conn)
             _take_over_passed_leases(plans, now)
@@ -302,7 +319,9 @@ class TaskLedger:
             answers = []
             for task in first_claimable(locked, request.capabilities, now, batch.limit):
                 state = TaskState(task=task, tail=plans.tail(chain_of(task.task_id)))
-                decision = decide_claim(state, request, now=now, lease_token=new_lease_token())
+                decision = decide_claim(
+                    state, request, now=now, lease_token=new_lease_token(), grant=ceiling
+                )
                 assert decision is not None  # a task was given
                 answers.append(plans.apply(decision))
             return answers
@@ -380,9 +399,12 @@ class TaskLedger:
         reason: str,
         idempotency_key: str,
         expected_result_digest: str | None = None,
+        reviewer: str | None = None,
     ) -> VerifyAnswer:
         """Judge a SUBMITTED result (`TASK_VERIFIED`): SUCCEEDED, NEEDS_REWORK (back to QUEUED,
-        or FAILED when attempts are used up) or FAILED."""
+        or FAILED when attempts are used up) or FAILED. `reviewer`: who judges (the HTTP API
+        passes its token's name); the agent that submitted the result may not (`SELF_REVIEW`).
+        None: a caller that names nobody (the local command line)."""
         request = VerifyRequest.from_mapping(
             {
                 "task_id": task_id,
@@ -392,16 +414,22 @@ class TaskLedger:
                 "expected_result_digest": expected_result_digest,
             }
         )
-        return self._write(lambda conn: self._verify_step(PlanExecutor(conn), request))
+        return self._write(
+            lambda conn: self._verify_step(PlanExecutor(conn), request, _named(reviewer))
+        )
 
-    def verify_results(self, items: Iterable[Mapping[str, Any]]) -> list[VerifyAnswer]:
+    def verify_results(
+        self, items: Iterable[Mapping[str, Any]], *, reviewer: str | None = None
+    ) -> list[VerifyAnswer]:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
-        reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`."""
+        reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`;
+        `reviewer` as in `verify`, for every item."""
         requests = structure_batch(_listed(items), VerifyRequest.from_mapping)
+        judge = _named(reviewer)
 
         def write(conn: Connection) -> list[VerifyAnswer]:
             plans = PlanExecutor(conn)
-            return each_item(requests, lambda request: self._verify_step(plans, request))
+            return each_item(requests, lambda request: self._verify_step(plans, request, judge))
 
         return self._write(write)
 
@@ -454,9 +482,20 @@ class TaskLedger:
         )
         return plans.apply(decision)
 
-    def _verify_step(self, plans: PlanExecutor, request: VerifyRequest) -> VerifyAnswer:
+    def _verify_step(
+        self, plans: PlanExecutor, request: VerifyRequest, reviewer: str | None
+    ) -> VerifyAnswer:
         state = _keyed_state(plans, request.task_id, request.idempotency_key)
-        decision = decide_verify(state, request, now=self._now(), jitter=self._jitter())
+        if reviewer is not None:
+            author = fetch_value(
+                plans.conn,
+                "task_result_author",
+                {"task_id": request.task_id, "event_type": RESULT_SUBMITTED},
+            )
+            state = attrs.evolve(state, result_author=author)
+        decision = decide_verify(
+            state, request, now=self._now(), jitter=self._jitter(), reviewer=reviewer
+        )
         return plans.apply(decision)
 
     def expire_leases(self) -> ExpireAnswer:
@@ -525,6 +564,23 @@ class TaskLedger:
             statement = "tasks_list_by_status"
         rows = self._db.read(lambda conn: fetch_all(conn, statement, params))
         return [task_view(TaskRow.from_row(row)) for row in rows]
+
+
+def _named(reviewer: object) -> str | None:
+    """A reviewer's name as the core compares it with a result's author."""
+    if reviewer is not None and not isinstance(reviewer, str):
+        raise LedgerError("FIELDS_INVALID", "reviewer: must be a name")
+    return reviewer
+
+
+def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
+    """A caller's grant as the core holds claims to it (None: no ceiling)."""
+    if grant is None:
+        return None
+    names = _listed(grant)
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise LedgerError("FIELDS_INVALID", "grant: must be a list of capability names")
+    return frozenset(names)
 
 
 def _claimable(

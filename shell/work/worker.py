@@ -76,8 +76,11 @@ TICK_SECONDS = 0.05
 STOP_POLL_SECONDS = 0.1
 LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
-# Refusals of the worker itself, not of a task: waiting would not change them.
-IDENTITY_REFUSED = frozenset({"UNAUTHENTICATED", "FORBIDDEN", "AGENT_MISMATCH"})
+# Refusals of the worker itself, not of a task: waiting would not change them (a token that
+# is not granted the capabilities the worker offers included).
+IDENTITY_REFUSED = frozenset(
+    {"UNAUTHENTICATED", "FORBIDDEN", "AGENT_MISMATCH", "CAPABILITY_NOT_GRANTED"}
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")

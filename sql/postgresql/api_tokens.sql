@@ -2,22 +2,29 @@
 -- presented token (a unique index), never by the token itself, which the ledger does not have.
 
 -- name: api_token_get^
-SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at
+SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
+  capabilities_json
 FROM api_tokens WHERE name = :name;
 
 -- name: api_token_by_digest^
-SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at
+SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
+  capabilities_json
 FROM api_tokens WHERE token_sha256 = :token_sha256;
 
 -- name: api_tokens_list
-SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at
+SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
+  capabilities_json
 FROM api_tokens ORDER BY name;
 
 -- name: api_token_insert!
-INSERT INTO api_tokens(name, roles_json, token_sha256, status, revision, created_at, updated_at)
-VALUES (:name, :roles_json, :token_sha256, :status, :revision, :created_at, :updated_at);
+INSERT INTO api_tokens(
+  name, roles_json, token_sha256, status, revision, created_at, updated_at, capabilities_json)
+VALUES (
+  :name, :roles_json, :token_sha256, :status, :revision, :created_at, :updated_at,
+  :capabilities_json);
 
 -- name: api_token_cas_update!
-UPDATE api_tokens SET roles_json = :roles_json, token_sha256 = :token_sha256, status = :status,
+UPDATE api_tokens SET roles_json = :roles_json, capabilities_json = :capabilities_json,
+  token_sha256 = :token_sha256, status = :status,
   revision = revision + 1, updated_at = :updated_at
 WHERE name = :name AND revision = :expected_revision;

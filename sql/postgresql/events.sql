@@ -59,3 +59,10 @@ FROM events WHERE event_id > :after ORDER BY event_id LIMIT :limit;
 -- name: events_after_for_task
 SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
 FROM events WHERE task_id = :task_id AND event_id > :after ORDER BY event_id LIMIT :limit;
+
+-- name: task_result_author$
+-- Who wrote the result a task holds: the holder its last RESULT_SUBMITTED names (a reviewer
+-- may not judge its own result, `SELF_REVIEW`). Along a task's chain event ids rise.
+SELECT agent_id FROM events
+WHERE task_id = :task_id AND event_type = :event_type
+ORDER BY event_id DESC LIMIT 1;
