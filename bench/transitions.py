@@ -159,7 +159,12 @@ class RawLoop:
         return chain, seq, prev
 
     def _event(
-        self, event_id: int, tip: tuple[str, int, str], task_id: str, event_type: str
+        self,
+        event_id: int,
+        tip: tuple[str, int, str],
+        task_id: str,
+        event_type: str,
+        rows: int = 1,
     ) -> None:
         """The event, its v2 seal (over its id) and the one state row (the task's) it covers."""
         chain, seq, prev = tip
@@ -191,16 +196,19 @@ class RawLoop:
                 "seal_version": SEAL_VERSION_2,
             },
         )
-        self._write(
-            "insert_sealed_row",
-            {
-                "event_id": event_id,
-                "position": 1,
-                "row_table": "tasks",
-                "row_key": task_id,
-                "row_digest": row_digest,
-            },
-        )
+        # The task's row, then (a keyed transition's first answer, a claim's evidence run) one
+        # more, as the ledger's seals cover them.
+        for position in range(1, rows + 1):
+            self._write(
+                "insert_sealed_row",
+                {
+                    "event_id": event_id,
+                    "position": position,
+                    "row_table": "tasks",
+                    "row_key": task_id,
+                    "row_digest": row_digest,
+                },
+            )
 
     def _idempotency(self, key: str) -> None:
         """The first-answer lookup every keyed transition makes (none exists here)."""
@@ -309,7 +317,7 @@ class RawLoop:
                 },
             )
             self._ledger_row(key, "create", task_id)
-            self._event(event_id, tip, task_id, "TASK_CREATED")
+            self._event(event_id, tip, task_id, "TASK_CREATED", rows=2)
 
         def claim() -> None:
             # As the ledger's claim: first the passed leases it would take over (none here).
@@ -322,7 +330,16 @@ class RawLoop:
             event_id = self._next_event_id()
             tip = self._tip(task_id)
             self._cas(task_id, "CLAIMED", 1)
-            self._event(event_id, tip, task_id, "TASK_CLAIMED")
+            self._write(
+                "insert_attempt_run",
+                {
+                    "run_id": f"{task_id}@1",
+                    "session_id": f"task:{task_id}",
+                    "prompt": "attempt 1",
+                    "created_at": NOW,
+                },
+            )
+            self._event(event_id, tip, task_id, "TASK_CLAIMED", rows=2)
 
         def heartbeat() -> None:
             self._heartbeat(task_id)
@@ -346,7 +363,7 @@ class RawLoop:
                 result_idempotency_key=key,
             )
             self._ledger_row(key, "submit", task_id)
-            self._event(event_id, tip, task_id, "RESULT_SUBMITTED")
+            self._event(event_id, tip, task_id, "RESULT_SUBMITTED", rows=2)
 
         def verify() -> None:
             key = f"verify-{n}"
@@ -366,7 +383,7 @@ class RawLoop:
                 verification_json=_pad("{", 40),
             )
             self._ledger_row(key, "verify", task_id)
-            self._event(event_id, tip, task_id, "TASK_VERIFIED")
+            self._event(event_id, tip, task_id, "TASK_VERIFIED", rows=2)
 
         for step in (create, claim, heartbeat, submit, verify):
             self._tx(step)
