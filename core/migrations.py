@@ -49,6 +49,9 @@ LEGACY_TABLES = frozenset({"tasks", "events"})
 _FILE_NAME = re.compile(r"^(\d+)_([a-z0-9_]+)\.sql$")
 _UP = "-- migrate:up"
 _DOWN = "-- migrate:down"
+# The first line of an up section that changes nothing on its engine: the engines share one
+# numbering (same number, same name), and where one of them needs nothing the file says so.
+NO_OP_MARKER = "-- aios-ledger: no-op on this engine"
 
 
 @attrs.frozen
@@ -57,6 +60,12 @@ class Migration:
     name: str
     up: str
     down: str
+
+    @property
+    def is_no_op(self) -> bool:
+        """Whether the migration changes nothing on its engine (`NO_OP_MARKER`): one added
+        below a database's newest is recorded, not refused as a deleted row."""
+        return self.up.startswith(NO_OP_MARKER)
 
 
 @attrs.frozen
@@ -134,11 +143,13 @@ def _refuse_missing_earlier(pending: Sequence[Migration], applied: Sequence[str]
     """A migration pending below the newest applied one was applied once (every release applies
     them in order) and its `schema_migrations` row is gone: its tables are there, so running it
     again would fail half-way (`table ... already exists`). Refused before anything is written,
-    naming the version, so that the operator restores the row rather than the ledger guessing."""
+    naming the version, so that the operator restores the row rather than the ledger guessing.
+    A no-op below the newest is no such row: a ledger migrated before the engines shared one
+    numbering never had it, and recording it changes nothing."""
     if not applied:
         return
     newest = max(applied)
-    missing = [migration.version for migration in pending if migration.version < newest]
+    missing = [m.version for m in pending if m.version < newest and not m.is_no_op]
     if missing:
         raise LedgerError(
             "SCHEMA_MIGRATIONS_INCONSISTENT",

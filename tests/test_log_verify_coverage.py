@@ -77,7 +77,9 @@ def test_a_deleted_schema_migrations_row_is_refused_on_open_and_changes_nothing(
 ) -> None:
     """Before: opening re-ran the migration whose row was gone and failed half-way with
     `STORAGE_ERROR: table ... already exists`."""
-    earlier = known_migrations()[-2].version
+    # The newest migration below the latest that changes the schema (a no-op's row, deleted,
+    # is recorded again: nothing of it is there to fail).
+    earlier = [m.version for m in known_migrations()[:-1] if not m.is_no_op][-1]
     tamper(tasks, ("DELETE FROM schema_migrations WHERE version = ?", (earlier,)))
     before = dump(tasks)
     with pytest.raises(LedgerError) as refused:
