@@ -13,6 +13,20 @@ class RepositoryAnswer(TypedDict):
     path: str
     head_branch: str | None
     protected: list[str]
+    revision: int
+    settings: dict[str, JsonValue]
+    idempotent: bool
+
+
+class RepositorySettingsAnswer(TypedDict):
+    """A change of a repository's settings: the settings after it (the baseline by its
+    sha256), the settings it changed, and the repository's revision it wrote."""
+
+    name: str
+    idempotency_key: str
+    revision: int
+    settings: dict[str, JsonValue]
+    changed: list[str]
     idempotent: bool
 
 
@@ -49,6 +63,8 @@ def repository_answer(row: RepositoryRow, *, idempotent: bool) -> RepositoryAnsw
         "path": row.path,
         "head_branch": row.head_branch,
         "protected": list(row.protected()),
+        "revision": row.revision,
+        "settings": row.settings().public(),
         "idempotent": idempotent,
     }
 
