@@ -40,6 +40,8 @@ class ProposalAnswer(TypedDict):
     bundle_sha256: str
     changed_files: list[str]
     facts: dict[str, JsonValue]
+    scan_bytes: int | None
+    scan_seconds: float | None
     idempotent: bool
 
 
@@ -80,6 +82,8 @@ def proposal_answer(row: ProposalRow, *, idempotent: bool) -> ProposalAnswer:
         "bundle_sha256": row.bundle_sha256,
         "changed_files": list(row.changed_files()),
         "facts": row.facts(),
+        "scan_bytes": row.scan_bytes,
+        "scan_seconds": row.scan_seconds,
         "idempotent": idempotent,
     }
 
