@@ -9,10 +9,12 @@ the repository byte for byte as it was. The cheap checks still come first (anoth
 task is 403, a wrong lease 409), another agent's proposals to the same repository are not its
 budget, and once the window has passed the same agent is scanned again.
 
-Figures: 6 uploads by the spent agent tried per engine (3 over HTTP, 1 through `LedgerClient`,
-2 through the library), all refused `AGENT_SCAN_BUDGET_EXCEEDED` or by a cheaper check first,
-each leaving nothing behind; 3 controls recorded (its first proposal, another agent's, its own
-after the window).
+Figures: 7 hostile uploads tried per engine, 7 refused, each leaving nothing behind: 6 by the
+agent whose window is spent (a bundle and a body that is not base64 over HTTP, 429 with
+`Retry-After`; a wrong lease, 409 `LEASE_INVALID` first; one through `LedgerClient`, raised as a
+`RetryLaterError`; two through the library, the second under a shorter window) and 1 by another
+agent to its task (403 `NOT_TASK_HOLDER` first). 3 controls recorded: its first proposal,
+another agent's, and its own once the window has passed.
 """
 
 from __future__ import annotations
