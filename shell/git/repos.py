@@ -123,7 +123,7 @@ def add_repository(
             "path": require_bare(raw_path) if raw_path else raw_path,
             "protected": None if protected is None else list(protected),
             "default_protection": default_protection,
-            "settings": None if settings is None else dict(settings),
+            "settings": dict(settings) if isinstance(settings, Mapping) else settings,
         }
     )
     _checked(request.settings)
