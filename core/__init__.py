@@ -64,17 +64,21 @@ from aios_ledger.core.digests import (
 from aios_ledger.core.errors import (
     InitialExecutionProjectionError,
     LedgerError,
+    RetryLaterError,
 )
 from aios_ledger.core.git.answers import (
     ProposalAnswer,
     RepositoryAnswer,
+    RepositorySettingsAnswer,
     WriteAnswer,
 )
 from aios_ledger.core.git.decisions import (
     OutcomeState,
     ProposalState,
+    RepositorySettingsState,
     RepositoryState,
     WriteState,
+    decide_change_repository_settings,
     decide_record_proposal,
     decide_register_repository,
     decide_write_intent,
@@ -84,13 +88,21 @@ from aios_ledger.core.git.records import (
     GovernedWriteRow,
     ProposalRow,
     RepositoryRow,
+    RepositorySettingsChangeRow,
     WriterLeaseRow,
 )
 from aios_ledger.core.git.requests import (
     ProposalRecord,
     RegisterRepositoryRequest,
+    RepositorySettingsRequest,
     WriteOutcome,
     WriteRequest,
+)
+from aios_ledger.core.git.settings import (
+    AgentScanSpend,
+    RepositorySettings,
+    SettingsChange,
+    admit_scan,
 )
 from aios_ledger.core.jsonvalue import (
     JsonObject,
@@ -290,11 +302,14 @@ from aios_ledger.core.timestamps import (
 __all__ = [
     "ProposalAnswer",
     "RepositoryAnswer",
+    "RepositorySettingsAnswer",
     "WriteAnswer",
     "OutcomeState",
     "ProposalState",
+    "RepositorySettingsState",
     "RepositoryState",
     "WriteState",
+    "decide_change_repository_settings",
     "decide_record_proposal",
     "decide_register_repository",
     "decide_write_intent",
@@ -302,11 +317,17 @@ __all__ = [
     "GovernedWriteRow",
     "ProposalRow",
     "RepositoryRow",
+    "RepositorySettingsChangeRow",
     "WriterLeaseRow",
     "ProposalRecord",
     "RegisterRepositoryRequest",
+    "RepositorySettingsRequest",
     "WriteOutcome",
     "WriteRequest",
+    "AgentScanSpend",
+    "RepositorySettings",
+    "SettingsChange",
+    "admit_scan",
     # records: rows the ledger reads, and the records built from them
     "TaskRow",
     "IdempotencyRow",
@@ -471,6 +492,7 @@ __all__ = [
     "JsonObject",
     # errors
     "LedgerError",
+    "RetryLaterError",
     "InitialExecutionProjectionError",
     "AuxiliaryRunError",
     # enums, tables, constants and event types

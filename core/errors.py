@@ -29,5 +29,21 @@ class LedgerError(Exception):
         return f"{type(self).__name__}({self.code!r}, {self.detail!r})"
 
 
+class RetryLaterError(LedgerError):
+    """A refusal that time lifts: the same request may succeed after `retry_after` seconds (a
+    whole number, at least 1). The API answers it with a `Retry-After` header."""
+
+    def __init__(self, code: str, detail: str = "", *, retry_after: int = 1) -> None:
+        super().__init__(code, detail)
+        self.retry_after = max(1, int(retry_after))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_retry_later, (self.code, self.detail, self.retry_after))
+
+
 class InitialExecutionProjectionError(LedgerError):
     """A refusal of the initial execution projection or its source-capture recovery."""
+
+
+def _retry_later(code: str, detail: str, retry_after: int) -> RetryLaterError:
+    return RetryLaterError(code, detail, retry_after=retry_after)

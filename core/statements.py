@@ -184,13 +184,32 @@ class Statement(enum.StrEnum):
     GOVERNED_REPOSITORY_INSERT = (
         "governed_repository_insert",
         _INSERT,
-        "name path head_branch protected_json revision created_at updated_at",
+        """name path head_branch protected_json revision created_at updated_at
+        secrets_baseline_json secrets_baseline_sha256 scan_max_bytes scan_max_seconds
+        allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds agent_scan_window_seconds""",
     )
     TASK_PROPOSAL_INSERT = (
         "task_proposal_insert",
         _INSERT,
         """proposal_id task_id attempt repository agent_id base_oid head_oid bundle_sha256
-        bundle_bytes refs_json changed_files_json facts_json created_at""",
+        bundle_bytes refs_json changed_files_json facts_json created_at scan_bytes
+        scan_seconds""",
+    )
+
+    # -- a repository's settings (migration 0013)
+
+    GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE = (
+        "governed_repository_settings_cas_update",
+        _GUARDED,
+        """name expected_revision secrets_baseline_json secrets_baseline_sha256 scan_max_bytes
+        scan_max_seconds allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds
+        agent_scan_window_seconds updated_at""",
+        "name",
+    )
+    REPOSITORY_SETTINGS_CHANGE_INSERT = (
+        "repository_settings_change_insert",
+        _INSERT,
+        "idempotency_key repository request_sha256 revision response_json created_at",
     )
     WRITER_LEASE_INSERT = (
         "writer_lease_insert",

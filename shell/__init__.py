@@ -45,7 +45,7 @@ from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import MigrationReport, migrate_database, migration_status
 from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
-from aios_ledger.shell.git.repos import add_repository
+from aios_ledger.shell.git.repos import add_repository, change_repository_settings
 from aios_ledger.shell.git.workspace import GitWorkspaces
 from aios_ledger.shell.git.writes import governed_write, recover_writes
 from aios_ledger.shell.log.archive import archive_tasks, verify_archive
@@ -89,6 +89,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "add_repository",
+    "change_repository_settings",
     "record_proposal",
     "governed_write",
     "recover_writes",

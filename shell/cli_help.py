@@ -143,6 +143,23 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             "aios-ledger repo add acme/widgets /srv/git/widgets.git --protected 'release/*'",
             "with its own protected branches",
         ),
+        (
+            "aios-ledger repo add acme/widgets /srv/git/widgets.git"
+            " --secrets-baseline .secrets.baseline --scan-max-seconds 60",
+            "with its scanner's baseline and budget, sealed in the ledger",
+        ),
+    ),
+    "repo settings": (
+        (
+            "aios-ledger repo settings acme/widgets --idempotency-key raise-1"
+            " --scan-max-bytes 134217728",
+            "raise one proposal's scan budget",
+        ),
+        (
+            "aios-ledger repo settings acme/widgets --idempotency-key agents-1"
+            " --agent-scan-max-seconds 300 --agent-scan-window 3600",
+            "each agent's scanning per hour",
+        ),
     ),
     "repo list": (("aios-ledger repo list", "every governed repository"),),
     "repo show": (("aios-ledger repo show acme/widgets", "one governed repository"),),

@@ -63,12 +63,19 @@ SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
 FROM api_tokens ORDER BY name;
 
 -- name: copy_rows_governed_repositories
-SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
+SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
+       secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
+       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories ORDER BY name;
+
+-- name: copy_rows_repository_settings_changes
+SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
+FROM repository_settings_changes ORDER BY idempotency_key;
 
 -- name: copy_rows_task_proposals
 SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
-       bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+       bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes,
+       scan_seconds
 FROM task_proposals ORDER BY proposal_id;
 
 -- name: copy_rows_writer_leases

@@ -309,6 +309,8 @@ def _proposal_request(**changes: Any) -> ProposalRecord:
             "changed_files": ["b.txt", "a.txt"],
             "descends_from_base": True,
             "secrets": [],
+            "scan_bytes": 2048,
+            "scan_seconds": 0.125,
             **changes,
         }
     )

@@ -19,11 +19,8 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.git.hygiene import symlink_escapes
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git.proposals import (
-    ALLOW_GITLINKS_KEY,
-    PROPOSALS_DIR_ENV,
-    record_proposal,
-)
+from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, record_proposal
+from aios_ledger.shell.git.repos import change_repository_settings
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.git.workspace import Workspace
 from aios_ledger.shell.git.writes import governed_write
@@ -242,13 +239,27 @@ def test_a_symbolic_link_inside_the_tree_is_recorded(
 def test_a_gitlink_is_refused_unless_the_repository_allows_gitlinks(
     governed: Governed, agent: tuple[dict[str, Any], Workspace]
 ) -> None:
+    """Allowed by the repository's settings in the ledger; the git config key an older release
+    read lets nothing through (the proposal is refused, naming the command that moves it)."""
     claimed, space = agent
     root = _tree(space, {"lib": ("160000", governed.base), "README.md": _readme(space)})
     data = _bundle(space, _commit(space, root, governed.base), governed.base)
     refused = _refused(governed, claimed, data)
     assert refused.code == "BUNDLE_UNSAFE"
     assert "'lib' is a gitlink" in refused.detail
-    git("--git-dir", str(governed.bare), "config", "--bool", ALLOW_GITLINKS_KEY, "true")
+    bare = str(governed.bare)
+    git("--git-dir", bare, "config", "--bool", "aios-ledger.allowGitlinks", "true")
+    in_config = _refused(governed, claimed, data)
+    assert in_config.code == "REPOSITORY_SETTINGS_IN_GIT_CONFIG"
+    assert "aios-ledger repo settings acme/widgets" in in_config.detail
+    assert "--allow-gitlinks" in in_config.detail and "--remove-section" in in_config.detail
+    git("--git-dir", bare, "config", "--remove-section", "aios-ledger")
+    assert _refused(governed, claimed, data).code == "BUNDLE_UNSAFE"
+    with Database(governed.db) as db:
+        changed = change_repository_settings(
+            db, REPOSITORY, {"allow_gitlinks": True}, idempotency_key="allow-gitlinks"
+        )
+    assert changed["changed"] == ["allow_gitlinks"] and changed["revision"] == 2
     assert _record(governed, claimed, data)["changed_files"] == ["lib"]
 
 
@@ -340,10 +351,12 @@ def _cli(db: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def _registered_payloads(db: Path) -> list[dict[str, Any]]:
+    """The registrations' payloads without their settings (tests/test_repository_settings.py)."""
     found = rows(
         db, "SELECT payload_json FROM events WHERE event_type = 'REPOSITORY_REGISTERED'", ()
     )
-    return [json.loads(payload) for (payload,) in found]
+    payloads = [json.loads(payload) for (payload,) in found]
+    return [{k: v for k, v in payload.items() if k != "settings"} for payload in payloads]
 
 
 def test_protected_patterns_add_to_the_defaults(governed: Governed) -> None:

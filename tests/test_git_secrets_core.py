@@ -1,6 +1,7 @@
 """What the secret scanner reads, purely (`core.git.secrets`): a binary file as its printable
 strings, long lines in overlapping windows, the encoded runs worth decoding and what they
-decode to, and the budget with the repository's settings (no git, no scanner)."""
+decode to, and the budget (no git, no scanner; the repository's settings that set it:
+tests/test_git_settings_core.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from aios_ledger.core.git.secrets import (
     MIN_ENCODED,
     WINDOW_OVERLAP,
     ScanBudget,
-    budget_of,
     decode_run,
     encoded_runs,
     line_windows,
@@ -68,16 +68,3 @@ def test_the_budget_refuses_past_its_bytes_and_seconds() -> None:
     with pytest.raises(LedgerError) as refused:
         budget.require_seconds(2.5)
     assert str(refused.value).startswith("SCAN_BUDGET_EXCEEDED")
-
-
-def test_a_repositorys_settings_set_the_budget_and_bad_ones_are_said() -> None:
-    default = ScanBudget()
-    assert budget_of({}, default) == default
-    assert budget_of({"scanmaxbytes": "1000", "scanmaxseconds": "1.5"}, default) == ScanBudget(
-        max_bytes=1000, max_seconds=1.5
-    )
-    for bad in ("", "zero", "0", "-3", "nan", "inf"):
-        with pytest.raises(LedgerError) as refused:
-            budget_of({"scanmaxseconds": bad}, default)
-        assert refused.value.code == "REPOSITORY_SETTING_INVALID"
-        assert "aios-ledger.scanMaxSeconds" in str(refused.value)

@@ -7,11 +7,13 @@ one in a commit message, an AWS key in the author field, a key in `logo.png` amo
 bytes, in `yarn.lock` and in `package-lock.json`, a key base64-encoded as `base64` wraps it,
 hex-encoded in a JSON string, and one key under two paths in two commits) and are recorded with
 the finding, then refused `SECRET_MATERIAL` at the write; 3 overrun the scan budget (a bundle
-bomb, one 4 MiB blob under 10,000 paths; a proposal over the repository's `scanMaxBytes`, and
-one over its `scanMaxSeconds`) and are refused `SCAN_BUDGET_EXCEEDED` at the upload, storing
-nothing; 1 meets an unreadable baseline and is refused `REPOSITORY_SETTING_INVALID`. 3
-controls are written: a clean proposal, a secret allowlisted with detect-secrets' own
-`# pragma: allowlist secret`, and one the repository's detect-secrets baseline knows.
+bomb, one 4 MiB blob under 10,000 paths; a proposal over the repository's `scan_max_bytes`, and
+one over its `scan_max_seconds`, both set in the ledger) and are refused `SCAN_BUDGET_EXCEEDED`
+at the upload, storing nothing; 1 goes to a repository whose git config still holds an
+`aios-ledger.secretsBaseline` an older release read, and is refused
+`REPOSITORY_SETTINGS_IN_GIT_CONFIG` before it is read. 3 controls are written: a clean
+proposal, a secret allowlisted with detect-secrets' own `# pragma: allowlist secret`, and one
+the repository's detect-secrets baseline, set in the ledger, knows.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_workspace
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.git.workspace import Workspace, prepare_workspace
 from aios_ledger.shell.log.verification import verify_log
-from api_server import ApiServer
+from api_server import ApiServer, cli
 from git_support import (
     CAPABILITY,
+    REPOSITORY,
     assert_reflog_agrees,
     binding,
     events_of,
@@ -268,8 +271,18 @@ def test_a_bundle_bomb_is_refused_by_the_scan_budget_and_leaves_nothing(live: Li
     _refused_upload(live, claimed, data, "SCAN_BUDGET_EXCEEDED")
 
 
+def settings(live: Live, key: str, *options: str) -> dict[str, Any]:
+    """`aios-ledger repo settings` as the owner runs it, on the ledger the server serves."""
+    db = str(live.server.db)
+    return dict(
+        json.loads(
+            cli("--db", db, "repo", "settings", REPOSITORY, "--idempotency-key", key, *options)
+        )
+    )
+
+
 def test_a_scan_over_the_repositorys_seconds_is_refused(live: Live) -> None:
-    git("--git-dir", str(live.bare), "config", "aios-ledger.scanMaxSeconds", "0.000001")
+    settings(live, "slow", "--scan-max-seconds", "0.000001")
     claimed, data = _one_commit(live, "task-slow")
     _refused_upload(live, claimed, data, "SCAN_BUDGET_EXCEEDED")
 
@@ -284,18 +297,24 @@ def _one_commit(live: Live, task_id: str) -> tuple[dict[str, Any], bytes]:
 
 
 def test_a_proposal_over_the_repositorys_bytes_is_refused(live: Live) -> None:
-    git("--git-dir", str(live.bare), "config", "aios-ledger.scanMaxBytes", "100")
+    settings(live, "bytes", "--scan-max-bytes", "100")
     claimed, data = _one_commit(live, "task-bytes")
     _refused_upload(live, claimed, data, "SCAN_BUDGET_EXCEEDED")
 
 
-def test_an_unreadable_baseline_refuses_the_proposal_and_names_the_setting(live: Live) -> None:
-    (live.bare / "secrets.baseline").write_text("{not json")
+def test_a_baseline_left_in_the_git_config_refuses_the_proposal_and_names_the_command(
+    live: Live,
+) -> None:
+    """Before migration 0013 this key allowlisted the baseline's secrets; the ledger no longer
+    reads it, and says so rather than judge the proposal without what its owner set."""
+    (live.bare / "secrets.baseline").write_text('{"results": {}}')
     git("--git-dir", str(live.bare), "config", "aios-ledger.secretsBaseline", "secrets.baseline")
-    claimed, data = _one_commit(live, "task-baseline-bad")
-    _refused_upload(live, claimed, data, "REPOSITORY_SETTING_INVALID", 422)
+    claimed, data = _one_commit(live, "task-baseline-git-config")
+    _refused_upload(live, claimed, data, "REPOSITORY_SETTINGS_IN_GIT_CONFIG", 409)
     detail = _upload(live, claimed, data).json()["detail"]
-    assert "aios-ledger.secretsBaseline" in detail
+    assert "aios-ledger.secretsbaseline" in detail
+    assert f"--secrets-baseline {live.bare.resolve()}/secrets.baseline" in detail
+    assert "config --remove-section aios-ledger" in detail
 
 
 def test_one_key_under_two_paths_in_two_commits_is_found_under_both(live: Live) -> None:
@@ -348,8 +367,11 @@ def test_a_secret_the_repositorys_baseline_knows_is_written(live: Live, tmp_path
     )
     assert baseline.returncode == 0, baseline.stderr
     assert "tests/fixture.py" in json.loads(baseline.stdout)["results"]
-    (live.bare / "secrets.baseline").write_bytes(baseline.stdout)
-    git("--git-dir", str(live.bare), "config", "aios-ledger.secretsBaseline", "secrets.baseline")
+    baseline_file = tmp_path / "secrets.baseline"
+    baseline_file.write_bytes(baseline.stdout)
+    changed = settings(live, "baseline", "--secrets-baseline", str(baseline_file))
+    assert changed["changed"] == ["secrets_baseline_sha256"]
+    baseline_file.unlink()  # the ledger holds the baseline itself, not its path
     written = _written(live, "task-baseline", {"tests/fixture.py": fixture.encode()})
     # The allowlist this proposal was judged by is sealed with it, in its recorded event.
     digest = hashlib.sha256(baseline.stdout).hexdigest()

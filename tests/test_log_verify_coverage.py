@@ -2,9 +2,10 @@
 refused on open: each table's row changed, inserted or deleted by hand (stdlib sqlite3, or psql
 with the triggers off) is a finding naming the table and key, on both engines.
 
-Figures (issue 26): 18 tamper cases tried on each engine, 18 reported: first answers 4 (+1 after
-adoption), bindings 3, repository settings 1, bundle files 2, runs 3, run events 3, and a
-deleted schema_migrations row refused on open by 3 commands, nothing written."""
+Figures (issue 26): 22 tamper cases tried on each engine, 22 reported: first answers 4 (+1 after
+adoption), bindings 3, repository settings 3, proposals' scan spend 2, bundle files 2, runs 3,
+run events 3, and a deleted schema_migrations row refused on open by 3 commands, nothing
+written."""
 
 from __future__ import annotations
 
@@ -217,13 +218,42 @@ def test_a_binding_tampered_with_is_named(
     assert findings(target) == {("STATE_MISMATCH", "governed_bindings", key)}
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # Emptying the protected patterns would let a write reach `main`.
+        "UPDATE governed_repositories SET protected_json = '[]'",
+        # A baseline that allowlists everything an agent brings, or a budget without bounds
+        # (migration 0013: the settings are the row's columns).
+        "UPDATE governed_repositories SET secrets_baseline_json = '{\"results\": {}}'",
+        "UPDATE governed_repositories SET agent_scan_max_bytes = 1099511627776",
+    ],
+    ids=["protected", "baseline", "agent-budget"],
+)
 def test_a_repositorys_settings_changed_by_hand_are_named(
-    governed: tuple[Path, dict[str, Any]],
+    governed: tuple[Path, dict[str, Any]], statement: str
 ) -> None:
-    """Emptying the protected patterns would let a write reach `main`."""
     target, _ = governed
-    tamper(target, ("UPDATE governed_repositories SET protected_json = '[]'", ()))
+    tamper(target, (statement, ()))
     assert findings(target) == {("STATE_MISMATCH", "governed_repositories", REPOSITORY)}
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE task_proposals SET scan_bytes = 0",
+        "UPDATE task_proposals SET scan_seconds = NULL",
+    ],
+    ids=["bytes", "seconds"],
+)
+def test_a_proposals_scan_spend_erased_by_hand_is_named(
+    governed: tuple[Path, dict[str, Any]], statement: str
+) -> None:
+    """What a proposal's scan spent counts against its agent's budget: erased, the agent would
+    scan again for free."""
+    target, proposal = governed
+    tamper(target, (statement, ()))
+    assert findings(target) == {("STATE_MISMATCH", "task_proposals", proposal["proposal_id"])}
 
 
 def _bundle_file(target: Path, proposal: dict[str, Any]) -> Path:

@@ -13,6 +13,20 @@ class RepositoryAnswer(TypedDict):
     path: str
     head_branch: str | None
     protected: list[str]
+    revision: int
+    settings: dict[str, JsonValue]
+    idempotent: bool
+
+
+class RepositorySettingsAnswer(TypedDict):
+    """A change of a repository's settings: the settings after it (the baseline by its
+    sha256), the settings it changed, and the repository's revision it wrote."""
+
+    name: str
+    idempotency_key: str
+    revision: int
+    settings: dict[str, JsonValue]
+    changed: list[str]
     idempotent: bool
 
 
@@ -26,6 +40,8 @@ class ProposalAnswer(TypedDict):
     bundle_sha256: str
     changed_files: list[str]
     facts: dict[str, JsonValue]
+    scan_bytes: int | None
+    scan_seconds: float | None
     idempotent: bool
 
 
@@ -49,6 +65,8 @@ def repository_answer(row: RepositoryRow, *, idempotent: bool) -> RepositoryAnsw
         "path": row.path,
         "head_branch": row.head_branch,
         "protected": list(row.protected()),
+        "revision": row.revision,
+        "settings": row.settings().public(),
         "idempotent": idempotent,
     }
 
@@ -64,6 +82,8 @@ def proposal_answer(row: ProposalRow, *, idempotent: bool) -> ProposalAnswer:
         "bundle_sha256": row.bundle_sha256,
         "changed_files": list(row.changed_files()),
         "facts": row.facts(),
+        "scan_bytes": row.scan_bytes,
+        "scan_seconds": row.scan_seconds,
         "idempotent": idempotent,
     }
 

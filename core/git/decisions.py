@@ -1,5 +1,5 @@
-"""Decisions of governed writes: register a repository, record a proposal, intend a write and
-record its outcome.
+"""Decisions of governed writes: register a repository, change its settings, record a proposal,
+intend a write and record its outcome.
 
 The write itself is git's (`update-ref <ref> <new> <old>`, run by the shell between two
 decisions): `decide_write_intent` checks everything the ledger knows (the task verified, the
@@ -18,6 +18,7 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.answers import (
     ProposalAnswer,
     RepositoryAnswer,
+    RepositorySettingsAnswer,
     WriteAnswer,
     proposal_answer,
     repository_answer,
@@ -35,18 +36,21 @@ from aios_ledger.core.git.records import (
     GovernedWriteRow,
     ProposalRow,
     RepositoryRow,
+    RepositorySettingsChangeRow,
     WriterLeaseRow,
     lease_id_of,
 )
 from aios_ledger.core.git.requests import (
     ProposalRecord,
     RegisterRepositoryRequest,
+    RepositorySettingsRequest,
     WriteOutcome,
     WriteRequest,
 )
+from aios_ledger.core.git.settings import DEFAULT_SETTINGS, SettingsChange
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, sealed_plan
+from aios_ledger.core.plan import Decision, Replay, request_digest, sealed_plan
 from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.tasks.records import TaskRow
@@ -56,6 +60,7 @@ from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 REPOSITORY_REGISTERED = "REPOSITORY_REGISTERED"
+REPOSITORY_SETTINGS_CHANGED = "REPOSITORY_SETTINGS_CHANGED"
 PROPOSAL_RECORDED = "PROPOSAL_RECORDED"
 GOVERNED_WRITE_INTENDED = "GOVERNED_WRITE_INTENDED"
 GOVERNED_WRITE_APPLIED = "GOVERNED_WRITE_APPLIED"
@@ -94,13 +99,17 @@ def decide_register_repository(
     head_branch: str | None,
 ) -> Decision[RepositoryAnswer]:
     """Register a bare repository under the name bindings use, with its protected patterns
-    (`head_branch` is its HEAD branch as the shell read it). The same registration again (the
-    same path, HEAD branch and patterns, however they were asked for) is a replay; another
-    under a taken name is `REPOSITORY_CONFLICT`."""
+    (`head_branch` is its HEAD branch as the shell read it) and its settings (each one the
+    request does not give: its default). The same registration again (the same path, HEAD
+    branch and patterns, however they were asked for, and settings it gives that the
+    repository has now) is a replay; another under a taken name is `REPOSITORY_CONFLICT`
+    (settings change with `decide_change_repository_settings`)."""
     require_timestamp(now)
     patterns = protected_patterns(
         head_branch, request.protected, default_protection=request.default_protection
     )
+    change = request.settings or SettingsChange()
+    settings = change.apply(DEFAULT_SETTINGS)
     row = RepositoryRow(
         name=request.name,
         path=request.path,
@@ -109,7 +118,7 @@ def decide_register_repository(
         revision=1,
         created_at=now.text,
         updated_at=now.text,
-    )
+    ).with_settings(settings)
     prior = state.prior
     if prior is not None:
         same = (prior.path, prior.head_branch, prior.protected_json) == (
@@ -120,6 +129,12 @@ def decide_register_repository(
         if not same:
             raise LedgerError(
                 "REPOSITORY_CONFLICT", f"repository {request.name!r} is registered differently"
+            )
+        if change.apply(prior.settings()) != prior.settings():
+            raise LedgerError(
+                "REPOSITORY_CONFLICT",
+                f"repository {request.name!r} is registered with other settings: change them"
+                " with `repo settings`",
             )
         return Replay(repository_answer(prior, idempotent=True))
     event = EventAppend(
@@ -132,6 +147,7 @@ def decide_register_repository(
             "head_branch": row.head_branch,
             "protected": list[JsonValue](patterns),
             "default_protection": request.default_protection,
+            "settings": settings.public(),
         },
         created_at=now.text,
         rows=(row.image(),),
@@ -140,6 +156,124 @@ def decide_register_repository(
     return sealed_plan(
         (insert,), (event,), repository_answer(row, idempotent=False), tail=state.tail
     )
+
+
+@attrs.frozen
+class RepositorySettingsState:
+    """The repository whose settings change (None: not registered), the change already made
+    under the request's idempotency key (None: none), and the log's tail at the ledger chain."""
+
+    repository: RepositoryRow | None
+    prior: RepositorySettingsChangeRow | None
+    tail: LogTail
+
+
+SETTINGS_OPERATION = "repository_settings"
+
+
+def _settings_answer(change: RepositorySettingsChangeRow) -> RepositorySettingsAnswer:
+    """The first answer a change stored, given again."""
+    stored = change.response()
+    settings, changed, revision = (
+        stored.get("settings"),
+        stored.get("changed"),
+        stored.get("revision"),
+    )
+    if (
+        not isinstance(settings, dict)
+        or not isinstance(changed, list)
+        or not all(isinstance(name, str) for name in changed)
+        or not isinstance(revision, int)
+    ):
+        raise LedgerError(
+            "GIT_ROW_CORRUPT",
+            f"repository_settings_changes {change.idempotency_key}: response_json",
+        )
+    return {
+        "name": change.repository,
+        "idempotency_key": change.idempotency_key,
+        "revision": revision,
+        "settings": settings,
+        "changed": [str(name) for name in changed],
+        "idempotent": True,
+    }
+
+
+def decide_change_repository_settings(
+    state: RepositorySettingsState, request: RepositorySettingsRequest, *, now: Timestamp
+) -> Decision[RepositorySettingsAnswer]:
+    """Change a registered repository's settings (those the request gives), as its owner:
+    one compare-and-swap of its row on its revision (and on `expected_revision`, when given:
+    `REVISION_CONFLICT` if the repository moved on), the change recorded under its key, one
+    sealed `REPOSITORY_SETTINGS_CHANGED` carrying the settings after it (the baseline by its
+    sha256) and which ones it changed. The same key with the same request is a replay (before
+    any other check); with another, `IDEMPOTENCY_CONFLICT`."""
+    require_timestamp(now)
+    digest = request_digest(SETTINGS_OPERATION, request.name, request.public())
+    prior = state.prior
+    if prior is not None:
+        if prior.repository != request.name or prior.request_sha256 != digest:
+            raise LedgerError(
+                "IDEMPOTENCY_CONFLICT",
+                f"key {request.idempotency_key!r} changed the settings of {prior.repository!r}"
+                " with another request",
+            )
+        return Replay(_settings_answer(prior))
+    repository = _require_repository(request.name, state.repository)
+    if request.expected_revision is not None and request.expected_revision != repository.revision:
+        raise LedgerError(
+            "REVISION_CONFLICT",
+            f"repository {request.name!r} is at revision {repository.revision}, not"
+            f" {request.expected_revision}",
+        )
+    current = repository.settings()
+    settings = request.settings.apply(current)
+    after = repository.with_settings(settings)._replace(
+        revision=repository.revision + 1, updated_at=now.text
+    )
+    changed = settings.changed_from(current)
+    answer: RepositorySettingsAnswer = {
+        "name": after.name,
+        "idempotency_key": request.idempotency_key,
+        "revision": after.revision,
+        "settings": settings.public(),
+        "changed": changed,
+        "idempotent": False,
+    }
+    stored = {key: value for key, value in answer.items() if key != "idempotent"}
+    change = RepositorySettingsChangeRow(
+        idempotency_key=request.idempotency_key,
+        repository=after.name,
+        request_sha256=digest,
+        revision=after.revision,
+        response_json=canonical_json(stored),
+        created_at=now.text,
+    )
+    update = SqlWrite(
+        Statement.GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE,
+        {
+            "name": repository.name,
+            "expected_revision": repository.revision,
+            **settings.columns(),
+            "updated_at": now.text,
+        },
+    )
+    insert = SqlWrite(Statement.REPOSITORY_SETTINGS_CHANGE_INSERT, change._asdict())
+    event = EventAppend(
+        task_id=None,
+        agent_id=None,
+        event_type=REPOSITORY_SETTINGS_CHANGED,
+        payload={
+            "name": after.name,
+            "idempotency_key": request.idempotency_key,
+            "revision": after.revision,
+            "settings": settings.public(),
+            "changed": list[JsonValue](changed),
+        },
+        created_at=now.text,
+        rows=(after.image(), change.image()),
+    )
+    return sealed_plan((update, insert), (event,), answer, tail=state.tail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +456,8 @@ def decide_record_proposal(
         changed_files_json=canonical_json(list[JsonValue](changed)),
         facts_json=canonical_json(facts),
         created_at=now.text,
+        scan_bytes=request.scan_bytes,
+        scan_seconds=request.scan_seconds,
     )
     event = EventAppend(
         task_id=task.task_id,
@@ -336,6 +472,7 @@ def decide_record_proposal(
             "bundle_sha256": row.bundle_sha256,
             "changed_files": list[JsonValue](changed),
             "facts": facts,
+            "scan": {"bytes": request.scan_bytes, "seconds": request.scan_seconds},
         },
         created_at=now.text,
         rows=(row.image(),),

@@ -1,5 +1,6 @@
-"""The rows of governed writes: a registered repository, a task attempt's proposal, the writer
-lease of a branch and one governed write with its outcome.
+"""The rows of governed writes: a registered repository (with its settings), a change of its
+settings by key, a task attempt's proposal, the writer lease of a branch and one governed write
+with its outcome.
 
 Each is a NamedTuple like `TaskRow`, built from its row by column name, and each is a state row
 whose sealed event covers it (`core.log.rows`), so that `verify` holds the current rows
@@ -11,10 +12,18 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.jsonvalue import JsonValue, loads_document
+from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS
+from aios_ledger.core.git.settings import (
+    DEFAULT_AGENT_SCAN_BYTES,
+    DEFAULT_AGENT_SCAN_SECONDS,
+    DEFAULT_AGENT_SCAN_WINDOW_SECONDS,
+    RepositorySettings,
+)
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document, loads_object
 from aios_ledger.core.log.rows import (
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
+    REPOSITORY_SETTINGS_CHANGES,
     TASK_PROPOSALS,
     WRITER_LEASES,
     RowImage,
@@ -40,7 +49,9 @@ def _texts(table: str, key: str, column: str, raw: object) -> tuple[str, ...]:
 
 
 class RepositoryRow(NamedTuple):
-    """One row of `governed_repositories`: a bare repository under the name bindings use."""
+    """One row of `governed_repositories`: a bare repository under the name bindings use, and
+    its settings (the columns migration 0013 added, last; their defaults are what a row
+    registered before it holds)."""
 
     name: str
     path: str
@@ -49,6 +60,14 @@ class RepositoryRow(NamedTuple):
     revision: int
     created_at: str
     updated_at: str
+    secrets_baseline_json: str | None = None
+    secrets_baseline_sha256: str | None = None
+    scan_max_bytes: int = DEFAULT_SCAN_BYTES
+    scan_max_seconds: float = DEFAULT_SCAN_SECONDS
+    allow_gitlinks: int = 0
+    agent_scan_max_bytes: int = DEFAULT_AGENT_SCAN_BYTES
+    agent_scan_max_seconds: float = DEFAULT_AGENT_SCAN_SECONDS
+    agent_scan_window_seconds: int = DEFAULT_AGENT_SCAN_WINDOW_SECONDS
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RepositoryRow:
@@ -59,6 +78,60 @@ class RepositoryRow(NamedTuple):
 
     def protected(self) -> tuple[str, ...]:
         return _texts(GOVERNED_REPOSITORIES, self.name, "protected_json", self.protected_json)
+
+    def settings(self) -> RepositorySettings:
+        """The repository's settings, as its columns hold them."""
+        return RepositorySettings(
+            secrets_baseline_json=self.secrets_baseline_json,
+            secrets_baseline_sha256=self.secrets_baseline_sha256,
+            scan_max_bytes=int(self.scan_max_bytes),
+            scan_max_seconds=float(self.scan_max_seconds),
+            allow_gitlinks=bool(self.allow_gitlinks),
+            agent_scan_max_bytes=int(self.agent_scan_max_bytes),
+            agent_scan_max_seconds=float(self.agent_scan_max_seconds),
+            agent_scan_window_seconds=int(self.agent_scan_window_seconds),
+        )
+
+    def with_settings(self, settings: RepositorySettings) -> RepositoryRow:
+        return self._replace(
+            secrets_baseline_json=settings.secrets_baseline_json,
+            secrets_baseline_sha256=settings.secrets_baseline_sha256,
+            scan_max_bytes=settings.scan_max_bytes,
+            scan_max_seconds=settings.scan_max_seconds,
+            allow_gitlinks=1 if settings.allow_gitlinks else 0,
+            agent_scan_max_bytes=settings.agent_scan_max_bytes,
+            agent_scan_max_seconds=settings.agent_scan_max_seconds,
+            agent_scan_window_seconds=settings.agent_scan_window_seconds,
+        )
+
+
+class RepositorySettingsChangeRow(NamedTuple):
+    """One row of `repository_settings_changes`: a change of a repository's settings under its
+    idempotency key, the digest of the request it was first made with, the repository revision
+    it wrote and its first answer (what the same key and request answer again)."""
+
+    idempotency_key: str
+    repository: str
+    request_sha256: str
+    revision: int
+    response_json: str
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RepositorySettingsChangeRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return row_image(REPOSITORY_SETTINGS_CHANGES, self.idempotency_key, self._asdict())
+
+    def response(self) -> JsonObject:
+        try:
+            return loads_object(self.response_json, what="response_json")
+        except LedgerError as refused:
+            raise LedgerError(
+                "GIT_ROW_CORRUPT",
+                f"{REPOSITORY_SETTINGS_CHANGES} {self.idempotency_key}: {refused}",
+            ) from None
 
 
 class ProposalRow(NamedTuple):
@@ -78,6 +151,9 @@ class ProposalRow(NamedTuple):
     changed_files_json: str
     facts_json: str
     created_at: str
+    # What its scan spent (migration 0013; None in a proposal recorded before it).
+    scan_bytes: int | None = None
+    scan_seconds: float | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ProposalRow:

@@ -1,8 +1,9 @@
 """Requests of governed writes, structured strictly at the edge (`core.structuring`).
 
-`RegisterRepositoryRequest` and `WriteRequest` come from an owner; `ProposalRecord` is what the
-shell read from git about a bundle (never what an agent says about it); `WriteOutcome` is the
-ref as the shell read it after git's compare-and-swap, or after a crash."""
+`RegisterRepositoryRequest`, `RepositorySettingsRequest` and `WriteRequest` come from an owner;
+`ProposalRecord` is what the shell read from git about a bundle (never what an agent says about
+it) and what its scan spent; `WriteOutcome` is the ref as the shell read it after git's
+compare-and-swap, or after a crash."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import re
 from typing import Annotated
 
 import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.settings import SettingsChange, SpentBytes, SpentSeconds
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import Between, Identifier, Sha256Hex, Text
 from aios_ledger.core.projection.envelopes import REPOSITORY, ObjectId
@@ -24,24 +27,70 @@ MAX_REFS = 256
 PATTERN = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
 
 PathText = Annotated[str, Text(max_length=MAX_PATH)]
+RepositoryName = Annotated[str, Text(max_length=300, pattern=REPOSITORY)]
 RefName = Annotated[str, Text(max_length=300, pattern=re.compile(r"^(HEAD|refs/heads/\S+)$"))]
+
+
+def _with_settings(raw: object) -> tuple[object, object]:
+    """`raw` without its `settings`, and them (None: not given), to be structured apart: a bad
+    setting is `REPOSITORY_SETTING_INVALID`, not a shape error of the request around it."""
+    if isinstance(raw, dict) and raw.get("settings") is not None:
+        rest = dict(raw)
+        return rest, rest.pop("settings")
+    return raw, None
 
 
 @attrs.frozen
 class RegisterRepositoryRequest:
-    """`repo add NAME PATH [--protected PATTERN ...] [--no-default-protection]`: `path` is the
-    bare repository's absolute path as the shell resolved it; `protected` adds patterns to the
-    defaults (HEAD's branch, main, master, release/*), or, with `default_protection` false, to
-    HEAD's branch alone."""
+    """`repo add NAME PATH [--protected PATTERN ...] [--no-default-protection] [settings]`:
+    `path` is the bare repository's absolute path as the shell resolved it; `protected` adds
+    patterns to the defaults (HEAD's branch, main, master, release/*), or, with
+    `default_protection` false, to HEAD's branch alone; `settings` sets the repository's
+    settings (each one not given: its default)."""
 
-    name: Annotated[str, Text(max_length=300, pattern=REPOSITORY)]
+    name: RepositoryName
     path: Annotated[str, Text(max_length=4096)]
     protected: list[Annotated[str, Text(max_length=200, pattern=PATTERN)]] | None = None
     default_protection: bool = True
+    settings: SettingsChange | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> RegisterRepositoryRequest:
-        return structure(raw, cls, what="repository")
+        rest, settings = _with_settings(raw)
+        request = structure(rest, cls, what="repository")
+        if settings is None:
+            return request
+        return attrs.evolve(request, settings=SettingsChange.from_mapping(settings))
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class RepositorySettingsRequest:
+    """`repo settings NAME --idempotency-key KEY [settings]`: change a registered repository's
+    settings (those given; the others stay), idempotent by key, optionally only while the
+    repository is at `expected_revision`."""
+
+    name: RepositoryName
+    idempotency_key: Identifier
+    settings: SettingsChange
+    expected_revision: Annotated[int, Between(1, 2**62)] | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> RepositorySettingsRequest:
+        rest, settings = _with_settings(raw)
+        if isinstance(rest, dict) and settings is not None:
+            rest = {**rest, "settings": {}}
+        request = structure(rest, cls, what="repository settings")
+        if settings is not None:
+            request = attrs.evolve(request, settings=SettingsChange.from_mapping(settings))
+        if request.settings.is_empty():
+            raise LedgerError(
+                "REPOSITORY_SETTING_INVALID",
+                "repository settings: name at least one setting to change",
+            )
+        return request
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -67,7 +116,8 @@ class ProposalRecord:
     """A proposal as the shell found it in its quarantine: the bundle's digest and size, its
     refs and head, the files its commits change against the base, whether the head descends
     from the base, what the scanner found and the sha256 of the repository's secrets baseline
-    it applied (None: none). Recorded under the task's current lease."""
+    it applied (None: none), and what the scan spent (bytes read, seconds taken), which count
+    against its agent's scan budget. Recorded under the task's current lease."""
 
     task_id: Identifier
     bundle_sha256: Sha256Hex
@@ -80,6 +130,8 @@ class ProposalRecord:
     secrets: list[SecretFinding]
     lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
     secrets_baseline_sha256: Sha256Hex | None = None
+    scan_bytes: SpentBytes = 0
+    scan_seconds: SpentSeconds = 0.0
 
     @classmethod
     def from_mapping(cls, raw: object) -> ProposalRecord:

@@ -6,8 +6,9 @@ binary file, in a lock file, inside a base64 or hex blob. The shell hands every 
 `detect-secrets`; this module decides what text each is read as (`readable_text`: a binary
 file's printable strings), which encoded runs are decoded and read again (`encoded_runs`,
 `decode_run`, to `MAX_DECODE_DEPTH`), how long lines are cut so that the scan can stop between
-pieces (`line_windows`), and when the budget is spent (`ScanBudget`). Pure: the shell measures
-bytes and seconds and asks.
+pieces (`line_windows`), and when the budget is spent (`ScanBudget`; the repository's settings,
+and the agent's share of them, set it: `core.git.settings`). Pure: the shell measures bytes and
+seconds and asks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from collections.abc import Iterator
 
 import attrs
-from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.errors import LedgerError, RetryLaterError
 
 DEFAULT_SCAN_BYTES = 64 * 1024 * 1024
 DEFAULT_SCAN_SECONDS = 20.0
@@ -43,50 +44,50 @@ _HEX_RUN = re.compile(rf"\b(?:[0-9a-fA-F]{{2}}){{{MIN_ENCODED // 2},}}\b")
 class ScanBudget:
     """How much scanning one proposal may cost: the bytes it brings to be read (every file of
     every commit, path by path, its messages, and what is decoded from them) and the seconds
-    reading them takes."""
+    reading them takes. A budget cut to what its agent has left of its window
+    (`core.git.settings.admit_scan`) says so: `agent_bytes` / `agent_seconds` (None: not cut),
+    and a scan past them is the agent's refusal, `AGENT_SCAN_BUDGET_EXCEEDED`, with the
+    seconds after which to retry."""
 
     max_bytes: int = DEFAULT_SCAN_BYTES
     max_seconds: float = DEFAULT_SCAN_SECONDS
+    agent_bytes: int | None = None
+    agent_seconds: float | None = None
+    agent_id: str | None = None
+    retry_after: int = 1
+
+    def _agent_refusal(self, what: str) -> RetryLaterError:
+        return RetryLaterError(
+            "AGENT_SCAN_BUDGET_EXCEEDED",
+            f"the proposal {what}, over what agent {self.agent_id!r} has left of its scan"
+            f" budget for this repository: try again in {self.retry_after} seconds, or ask"
+            " the owner to raise the repository's agent scan budget",
+            retry_after=self.retry_after,
+        )
 
     def require_bytes(self, spent: int) -> None:
-        if spent > self.max_bytes:
-            raise LedgerError(
-                "SCAN_BUDGET_EXCEEDED",
-                f"the proposal brings {spent} bytes to scan, over the budget of {self.max_bytes}:"
-                " propose less, or raise the repository's aios-ledger.scanMaxBytes",
-            )
+        if spent <= self.max_bytes:
+            return
+        if self.agent_bytes is not None and self.agent_bytes == self.max_bytes:
+            raise self._agent_refusal(f"brings {spent} bytes to scan")
+        raise LedgerError(
+            "SCAN_BUDGET_EXCEEDED",
+            f"the proposal brings {spent} bytes to scan, over the budget of {self.max_bytes}:"
+            " propose less, or ask the owner to raise the repository's scan_max_bytes"
+            " (`aios-ledger repo settings NAME --scan-max-bytes N`)",
+        )
 
     def require_seconds(self, spent: float) -> None:
-        if spent > self.max_seconds:
-            raise LedgerError(
-                "SCAN_BUDGET_EXCEEDED",
-                f"scanning the proposal took over {self.max_seconds:g} seconds: propose less,"
-                " or raise the repository's aios-ledger.scanMaxSeconds",
-            )
-
-
-def budget_of(settings: dict[str, str], default: ScanBudget) -> ScanBudget:
-    """The budget a repository's settings (`scanMaxBytes`, `scanMaxSeconds`) set, each else
-    the default; a setting that is not a positive number is the owner's mistake, said so."""
-    max_bytes, max_seconds = default.max_bytes, default.max_seconds
-    if "scanmaxbytes" in settings:
-        max_bytes = int(_positive(settings["scanmaxbytes"], "aios-ledger.scanMaxBytes"))
-    if "scanmaxseconds" in settings:
-        max_seconds = _positive(settings["scanmaxseconds"], "aios-ledger.scanMaxSeconds")
-    return ScanBudget(max_bytes=max_bytes, max_seconds=max_seconds)
-
-
-def _positive(text: str, key: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
+        if spent <= self.max_seconds:
+            return
+        if self.agent_seconds is not None and self.agent_seconds == self.max_seconds:
+            raise self._agent_refusal(f"took over {self.max_seconds:g} seconds to scan")
         raise LedgerError(
-            "REPOSITORY_SETTING_INVALID",
-            f"the governed repository's {key} is {text!r}: set it to a positive number",
+            "SCAN_BUDGET_EXCEEDED",
+            f"scanning the proposal took over {self.max_seconds:g} seconds: propose less,"
+            " or ask the owner to raise the repository's scan_max_seconds"
+            " (`aios-ledger repo settings NAME --scan-max-seconds S`)",
         )
-    return value
 
 
 def readable_text(data: bytes) -> str:

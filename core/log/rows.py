@@ -12,7 +12,9 @@ whose rows only plans with a sealed event write:
 - `api_tokens`, keyed by `name` (issued and revoked by the token decisions, migration 0009).
 - the governed writes' tables (migration 0010): `governed_repositories` keyed by `name`,
   `task_proposals` by `proposal_id`, `writer_leases` by `lease_id` and `governed_writes` by
-  `idempotency_key`.
+  `idempotency_key`; and `repository_settings_changes` (migration 0013), keyed by
+  `idempotency_key`: each change of a repository's settings, written with the repository's
+  row by its `REPOSITORY_SETTINGS_CHANGED` event.
 
 - the first answers: `task_idempotency` keyed by `idempotency_key`, covered by the task event
   that wrote the answer (since issue 26; a first answer stored before that, under a task whose
@@ -40,7 +42,14 @@ v1 seal proves nothing of it); the row's next transition seals it whole.
 
 A token's capability grant (`capabilities_json`, migration 0012) is NULL in the rows issued
 before it, whose seals were taken without the column: `LATER_NULL_COLUMNS` holds such a row
-against its seal without the column while it is NULL (and only then).
+against its seal without the column while it is NULL (and only then). So do a proposal's scan
+spend (`scan_bytes`, `scan_seconds`, migration 0013), NULL in proposals recorded before it.
+
+A repository's settings (migration 0013) are columns that a row registered before them holds
+at their defaults: `LATER_DEFAULT_COLUMNS` holds such a row against its seal without the
+columns that still hold the default the migration gave them (and only those: a value set by
+hand is digested and reported, and so is a default written over a sealed setting, which the
+seal covers).
 
 A seal covers a moment, not its spelling: a timestamp column (`TIMESTAMP_COLUMNS`) whose text
 is a whole second in the ledger's millisecond form (`…:05.000Z`) digests as the older
@@ -60,6 +69,7 @@ from typing import cast
 import attrs
 from aios_ledger.core.digests import digest_bytes, digest_json
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.settings import MIGRATED_DEFAULTS
 from aios_ledger.core.jsonvalue import JsonObject
 
 ROW_SCHEMA = "aios.state_row.v1"
@@ -73,6 +83,7 @@ GOVERNED_REPOSITORIES = "governed_repositories"
 TASK_PROPOSALS = "task_proposals"
 WRITER_LEASES = "writer_leases"
 GOVERNED_WRITES = "governed_writes"
+REPOSITORY_SETTINGS_CHANGES = "repository_settings_changes"
 FIRST_ANSWERS = "task_idempotency"
 GOVERNED_BINDINGS = "governed_bindings"
 RUNS = "runs"
@@ -89,6 +100,7 @@ STATE_TABLES: tuple[str, ...] = (
     FIRST_ANSWERS,
     GOVERNED_BINDINGS,
     RUNS,
+    REPOSITORY_SETTINGS_CHANGES,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(
@@ -98,7 +110,13 @@ LATER_COLUMNS = frozenset({"seq"})
 # Columns added to a state table whose rows from before them hold NULL there (a token's
 # capability grant, migration 0012): a seal taken before the column is held against the row
 # without it, but only while it is NULL.
-LATER_NULL_COLUMNS = frozenset({"capabilities_json"})
+LATER_NULL_COLUMNS = frozenset({"capabilities_json", "scan_bytes", "scan_seconds"})
+# Columns added to a state table with a default that the rows from before them hold (a
+# repository's settings, migration 0013), by table: a seal taken before them is held against
+# the row without each one that still holds its default.
+LATER_DEFAULT_COLUMNS: Mapping[str, Mapping[str, object]] = {
+    GOVERNED_REPOSITORIES: MIGRATED_DEFAULTS,
+}
 _WHOLE_SECOND_FRACTION = ".000Z"
 _MILLISECOND_TEXT_WIDTH = 24  # `YYYY-MM-DDTHH:MM:SS.mmmZ`
 

@@ -16,6 +16,7 @@ from aios_ledger.core.git.records import (
     GovernedWriteRow,
     ProposalRow,
     RepositoryRow,
+    RepositorySettingsChangeRow,
     WriterLeaseRow,
 )
 from aios_ledger.core.log.rows import (
@@ -27,7 +28,9 @@ from aios_ledger.core.log.rows import (
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
+    LATER_DEFAULT_COLUMNS,
     LATER_NULL_COLUMNS,
+    REPOSITORY_SETTINGS_CHANGES,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
@@ -56,6 +59,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     # Keyed by two columns: the statement selects their `binding_key` beside them.
     GOVERNED_BINDINGS: (BindingRow, "binding_key"),
     RUNS: (RunIdentity, "run_id"),
+    REPOSITORY_SETTINGS_CHANGES: (RepositorySettingsChangeRow, "idempotency_key"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 
@@ -67,7 +71,8 @@ def stored_row_state(
     hold against `sealed_digest`, the digest its last seal took: over every column, or, for a
     seal taken before the `LATER_COLUMNS` existed, over the others (the digest that matches
     it, when one does). A `LATER_NULL_COLUMNS` column is left out only while it is NULL, as
-    no plan since it existed writes it: a value set there by hand is digested and reported."""
+    no plan since it existed writes it: a value set there by hand is digested and reported;
+    a `LATER_DEFAULT_COLUMNS` column of the table, only while it holds its default."""
     record, key_column = STATE_RECORDS[table]
     key = str(row[key_column])
     columns = {name: row[name] for name in record_columns(record)}
@@ -75,7 +80,24 @@ def stored_row_state(
     later = (LATER_COLUMNS & columns.keys()) | {
         name for name in LATER_NULL_COLUMNS & columns.keys() if columns[name] is None
     }
+    defaults = LATER_DEFAULT_COLUMNS.get(table)
+    if defaults:
+        later |= {
+            name
+            for name, default in defaults.items()
+            if name in columns and _same(columns[name], default)
+        }
     if digest == sealed_digest or sealed_digest is None or not later:
         return key, digest
     earlier = row_digest(table, key, columns, without=frozenset(later))
     return key, earlier if earlier == sealed_digest else digest
+
+
+def _same(value: object, default: object) -> bool:
+    """A stored value is its column's default: equal, and of the same kind (a REAL 20.0 is the
+    default 20.0; text "0" is not the integer 0)."""
+    if default is None or value is None:
+        return value is default
+    if isinstance(default, float):
+        return type(value) in (int, float) and value == default
+    return type(value) is type(default) and value == default

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, RetryLaterError
 from aios_ledger.core.jsonvalue import dumps_canonical
 from starlette.responses import Response
 
@@ -34,6 +34,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "BODY_TOO_LARGE": 413,
     "UNSUPPORTED_MEDIA_TYPE": 415,
     "TOO_MANY_WAITING": 429,
+    # An agent over its scan budget for a repository's window: `Retry-After` says when.
+    "AGENT_SCAN_BUDGET_EXCEEDED": 429,
     "JSON_INVALID": 422,
     "JSON_NOT_OBJECT": 422,
     "JSON_TOO_DEEP": 422,
@@ -63,6 +65,8 @@ STATUS_BY_CODE: dict[str, int] = {
     # Governed writes: a proposal over its bounds; git failing under the ledger.
     "PROPOSAL_TOO_LARGE": 413,
     "SCAN_BUDGET_EXCEEDED": 413,
+    # A repository whose git config holds settings the ledger no longer reads.
+    "REPOSITORY_SETTINGS_IN_GIT_CONFIG": 409,
     "GIT_FAILED": 500,
     "GIT_TIMEOUT": 503,
     "GIT_OUTPUT_TOO_LARGE": 500,
@@ -121,7 +125,12 @@ def problem_response(
 
 
 def refusal_response(error: LedgerError) -> Response:
+    """The problem of a refusal; one that time lifts (`RetryLaterError`) says when, in
+    `Retry-After` (whole seconds)."""
     field = getattr(error, "field", None)
+    headers = (
+        {"Retry-After": str(error.retry_after)} if isinstance(error, RetryLaterError) else None
+    )
     return problem_response(
-        error.code, error.detail, field=field if isinstance(field, str) else None
+        error.code, error.detail, field=field if isinstance(field, str) else None, headers=headers
     )

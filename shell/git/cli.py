@@ -1,4 +1,5 @@
-"""Commands of governed writes: repo add|list|show, propose, proposals, write, write-recover."""
+"""Commands of governed writes: repo add|settings|list|show, propose, proposals, write,
+write-recover."""
 
 from __future__ import annotations
 
@@ -11,8 +12,53 @@ from aios_ledger.core.records import record_from_row
 from aios_ledger.shell.cli_support import open_database, read_json_argument
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
-from aios_ledger.shell.git.repos import add_repository, list_repositories, show_repository
+from aios_ledger.shell.git.repos import (
+    add_repository,
+    change_repository_settings,
+    list_repositories,
+    read_baseline,
+    show_repository,
+)
 from aios_ledger.shell.git.writes import LEASE_WAIT_SECONDS, governed_write, recover_writes
+
+# The settings options of `repo add` and `repo settings`: (option, setting, what it parses to).
+_NUMBER_OPTIONS = (
+    (
+        "--scan-max-bytes",
+        "scan_max_bytes",
+        "N",
+        int,
+        "the bytes one proposal may bring to be scanned (default 67108864)",
+    ),
+    (
+        "--scan-max-seconds",
+        "scan_max_seconds",
+        "S",
+        float,
+        "the seconds one proposal's scan may take (default 20)",
+    ),
+    (
+        "--agent-scan-max-bytes",
+        "agent_scan_max_bytes",
+        "N",
+        int,
+        "the bytes of scanning one agent's proposals may cost per window (default 1073741824)",
+    ),
+    (
+        "--agent-scan-max-seconds",
+        "agent_scan_max_seconds",
+        "S",
+        float,
+        "the seconds of scanning one agent's proposals may cost per window (default 600)",
+    ),
+    (
+        "--agent-scan-window",
+        "agent_scan_window_seconds",
+        "S",
+        int,
+        "the window of the agent budget, in whole seconds, 60 to 2592000 (default 3600)",
+    ),
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,7 +80,27 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_false",
         help="protect only HEAD's branch and the --protected patterns, not main, master, release/*",
     )
+    _settings_options(add, changing=False)
     add.set_defaults(handler=_repo_add)
+    settings = repo_commands.add_parser(
+        "settings", help="change a governed repository's settings (sealed, idempotent by key)"
+    )
+    settings.add_argument("name")
+    settings.add_argument(
+        "--idempotency-key",
+        required=True,
+        metavar="KEY",
+        help="the change's key: the same key and options again answer the first change",
+    )
+    settings.add_argument(
+        "--expected-revision",
+        type=int,
+        metavar="N",
+        help="change only while the repository "
+        "is at this revision (`repo show`), else REVISION_CONFLICT",
+    )
+    _settings_options(settings, changing=True)
+    settings.set_defaults(handler=_repo_settings)
     listing = repo_commands.add_parser("list", help="the governed repositories")
     listing.set_defaults(handler=_repo_list)
     show = repo_commands.add_parser("show", help="one governed repository")
@@ -70,10 +136,93 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     recover.set_defaults(handler=_write_recover)
 
 
+def _settings_options(parser: argparse.ArgumentParser, *, changing: bool) -> None:
+    baseline = parser.add_mutually_exclusive_group() if changing else parser
+    baseline.add_argument(
+        "--secrets-baseline",
+        metavar="FILE",
+        help="a detect-secrets baseline (`detect-secrets "
+        "scan > FILE`): its content is kept in the ledger, sealed by its sha256",
+    )
+    if changing:
+        baseline.add_argument(
+            "--no-secrets-baseline",
+            dest="clear_secrets_baseline",
+            action="store_true",
+            help="remove the repository's baseline",
+        )
+    gitlinks = parser.add_mutually_exclusive_group() if changing else parser
+    gitlinks.add_argument(
+        "--allow-gitlinks",
+        dest="allow_gitlinks",
+        action="store_const",
+        const=True,
+        help="let proposals carry gitlinks (submodule commits; default: refused)",
+    )
+    if changing:
+        gitlinks.add_argument(
+            "--no-allow-gitlinks",
+            dest="allow_gitlinks",
+            action="store_const",
+            const=False,
+            help="refuse gitlinks again",
+        )
+    for option, _setting, metavar, _kind, purpose in _NUMBER_OPTIONS:
+        parser.add_argument(option, metavar=metavar, help=purpose)
+
+
+def _number(option: str, text: str, kind: type) -> int | float:
+    try:
+        return int(text, 10) if kind is int else float(text)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number of seconds"
+        raise LedgerError(
+            "REPOSITORY_SETTING_INVALID", f"{option}: {text[:80]!r} is not {what}"
+        ) from None
+
+
+def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the options give (the baseline file read), by setting name."""
+    settings: dict[str, Any] = {}
+    if args.secrets_baseline is not None:
+        settings["secrets_baseline"] = read_baseline(args.secrets_baseline)
+    if getattr(args, "clear_secrets_baseline", False):
+        settings["clear_secrets_baseline"] = True
+    if args.allow_gitlinks is not None:
+        settings["allow_gitlinks"] = args.allow_gitlinks
+    for option, setting, _metavar, kind, _purpose in _NUMBER_OPTIONS:
+        text = getattr(args, setting_attribute(option))
+        if text is not None:
+            settings[setting] = _number(option, text, kind)
+    return settings
+
+
+def setting_attribute(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
 def _repo_add(args: argparse.Namespace) -> Any:
+    settings = _settings_of(args)
     with open_database(args) as db:
         return add_repository(
-            db, args.name, args.path, args.protected, default_protection=args.default_protection
+            db,
+            args.name,
+            args.path,
+            args.protected,
+            default_protection=args.default_protection,
+            settings=settings or None,
+        )
+
+
+def _repo_settings(args: argparse.Namespace) -> Any:
+    settings = _settings_of(args)
+    with open_database(args) as db:
+        return change_repository_settings(
+            db,
+            args.name,
+            settings,
+            idempotency_key=args.idempotency_key,
+            expected_revision=args.expected_revision,
         )
 
 

@@ -15,7 +15,14 @@ of the tree, or a gitlink the repository does not allow, is refused: `core.git.h
 files the commits change against the base, their sizes, whether the head descends from the
 base, and what the `detect-secrets` scanner finds in everything the commits bring, each commit
 on its own, under a budget (`shell.git.secret_scan`); the ledger records those facts with the
-proposal (`decide_record_proposal`).
+proposal (`decide_record_proposal`), and what its scan spent.
+
+What the scan and the gitlink check go by are the repository's settings in the ledger
+(`core.git.settings`), read with the proposal's cheap checks, in the same transaction as the
+spend of its agent's window (`admit_scan`: an agent over its scan budget is refused before its
+bundle is read). A repository whose git config still holds the `aios-ledger.*` keys of an
+older release refuses proposals (`REPOSITORY_SETTINGS_IN_GIT_CONFIG`, naming the command that
+moves them into the ledger) rather than ignore what its owner set there.
 """
 
 from __future__ import annotations
@@ -30,12 +37,15 @@ from typing import Any
 
 import attrs
 from aios_ledger.core import (
+    AgentScanSpend,
     LedgerError,
     ProposalAnswer,
     ProposalRecord,
     ProposalRow,
     ProposalState,
+    RepositorySettings,
     TaskRow,
+    admit_scan,
     chain_of,
     decide_record_proposal,
 )
@@ -48,31 +58,29 @@ from aios_ledger.core.git.hygiene import (
     require_safe_entries,
 )
 from aios_ledger.core.git.secrets import ScanBudget
+from aios_ledger.core.git.settings import scan_window_start
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.git.repos import repository_row
+from aios_ledger.shell.git.repos import refuse_git_config_settings, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
 from aios_ledger.shell.git.secret_scan import scan_proposal
 
 QUARANTINE = "refs/aios-quarantine"
 SCRATCH_REFS = "refs/proposal"
 PROPOSALS_DIR_ENV = "AIOS_LEDGER_PROPOSALS_DIR"
-# The governed repository's own git setting that lets proposals carry gitlinks (submodules).
-ALLOW_GITLINKS_KEY = "aios-ledger.allowGitlinks"
 
 
 @attrs.frozen
 class ProposalLimits:
-    """How big a proposal may be: its bundle, each changed file, how many files and refs, and
-    the secret scan's budget (a repository's own settings change it: `shell.git.secret_scan`)."""
+    """How big a proposal may be: its bundle, each changed file, how many files and refs. (The
+    secret scan's budget is the repository's, in the ledger: `core.git.settings`.)"""
 
     max_bundle_bytes: int = 32 * 1024 * 1024
     max_file_bytes: int = 4 * 1024 * 1024
     max_files: int = 10000
     max_refs: int = 64
-    scan_budget: ScanBudget = attrs.field(factory=ScanBudget)
 
 
 DEFAULT_LIMITS = ProposalLimits()
@@ -203,15 +211,6 @@ def check_objects(git_dir: str, path: Path) -> None:
             raise fsck_refusal(report)
         lines = report.strip().splitlines()
         raise LedgerError("BUNDLE_INVALID", lines[-1] if lines else "git index-pack refused it")
-
-
-def allows_gitlinks(repository_path: str) -> bool:
-    """Whether the governed repository's owner set `aios-ledger.allowGitlinks` (default off)."""
-    found = run_git(
-        ["--git-dir", repository_path, "config", "--type=bool", "--get", ALLOW_GITLINKS_KEY],
-        check=False,
-    )
-    return found.returncode == 0 and found.text.strip() == "true"
 
 
 def added_entries(git_dir: str, tips: list[str], base: str) -> list[TreeEntry]:
@@ -355,10 +354,18 @@ def blob_sizes(git_dir: str, oids: list[str]) -> dict[str, int]:
 
 
 def describe_bundle(
-    repository_path: str, path: Path, base_oid: str, limits: ProposalLimits
+    repository_path: str,
+    path: Path,
+    base_oid: str,
+    limits: ProposalLimits,
+    *,
+    settings: RepositorySettings,
+    budget: ScanBudget | None = None,
 ) -> dict[str, Any]:
     """What the bundle is, read in a scratch quarantine: its heads, changed files, ancestry
-    and secrets. Refuses what is not a valid, bounded bundle on the governed repository."""
+    and secrets, held to the repository's `settings`, and what its scan spent, under `budget`
+    (None: the settings' per-proposal budget). Refuses what is not a valid, bounded bundle on
+    the governed repository."""
     with scratch_quarantine(repository_path) as git_dir:
         verify_bundle(git_dir, path)
         heads = bundle_heads(git_dir, path, limits)
@@ -374,7 +381,7 @@ def describe_bundle(
             raise LedgerError("BUNDLE_INVALID", "the binding's base is not in the repository")
         require_safe_entries(
             added_entries(git_dir, sorted(set(heads.values())), base_oid),
-            allow_gitlinks=allows_gitlinks(repository_path),
+            allow_gitlinks=settings.allow_gitlinks,
         )
         changes = changed_files(git_dir, base_oid, head, limits)
         sizes = blob_sizes(git_dir, sorted({c.oid for c in changes if not c.deleted}))
@@ -386,7 +393,12 @@ def describe_bundle(
                 + (f" (+{len(too_big) - 1} more)" if len(too_big) > 1 else ""),
             )
         scanned = scan_proposal(
-            git_dir, repository_path, sorted(set(heads.values())), base_oid, limits.scan_budget
+            git_dir,
+            sorted(set(heads.values())),
+            base_oid,
+            settings.budget() if budget is None else budget,
+            baseline=settings.baseline(),
+            baseline_sha256=settings.secrets_baseline_sha256,
         )
         return {
             "head_oid": head,
@@ -395,6 +407,8 @@ def describe_bundle(
             "descends_from_base": is_ancestor(git_dir, base_oid, head),
             "secrets": scanned.secrets,
             "secrets_baseline_sha256": scanned.baseline_sha256,
+            "scan_bytes": scanned.scan_bytes,
+            "scan_seconds": scanned.scan_seconds,
         }
 
 
@@ -410,10 +424,12 @@ def record_proposal(
 ) -> ProposalAnswer:
     """Record `bundle` as the proposal of the task's current attempt (the caller holds its
     lease; `agent_id`: the agent the caller is, when a token says so). The lease (and the
-    holder) is checked first (`admit_proposal`), before the bundle is written anywhere or
-    scanned, and again in the write, since it may pass during the scan. Refused bundles
-    (`BUNDLE_INVALID`, `BUNDLE_UNSAFE`, `PROPOSAL_TOO_LARGE`, a lease refused in the write)
-    record nothing, leave no file behind and leave the governed repository untouched."""
+    holder) is checked first (`admit_proposal`), then the agent's scan budget (`admit_scan`),
+    before the bundle is written anywhere or scanned, and the lease again in the write, since
+    it may pass during the scan. Refused bundles (`BUNDLE_INVALID`, `BUNDLE_UNSAFE`,
+    `PROPOSAL_TOO_LARGE`, `SCAN_BUDGET_EXCEEDED`, `AGENT_SCAN_BUDGET_EXCEEDED`, a lease
+    refused in the write) record nothing, leave no file behind and leave the governed
+    repository untouched."""
     if not isinstance(bundle, bytes) or not bundle:
         raise LedgerError("BUNDLE_INVALID", "a proposal is the bytes of a git bundle")
     if len(bundle) > limits.max_bundle_bytes:
@@ -429,11 +445,19 @@ def record_proposal(
     replayed = proposal_replay(admitted.task, admitted.prior, hashlib.sha256(bundle).hexdigest())
     if replayed is not None:
         return replayed
+    refuse_git_config_settings(admitted.repository, admitted.repository_path)
     # Read where nothing is kept: only a bundle that passed is stored beside the ledger.
     with tempfile.TemporaryDirectory(prefix="aios-proposal-") as folder:
         incoming = Path(folder, "incoming.bundle")
         incoming.write_bytes(bundle)
-        found = describe_bundle(admitted.repository_path, incoming, admitted.base_oid, limits)
+        found = describe_bundle(
+            admitted.repository_path,
+            incoming,
+            admitted.base_oid,
+            limits,
+            settings=admitted.settings,
+            budget=admitted.budget,
+        )
     digest, stored, created = store_bundle(db, bundle)
     request = ProposalRecord.from_mapping(
         {
@@ -474,12 +498,28 @@ def record_proposal(
 @attrs.frozen
 class Admitted:
     """A proposal its cheap checks let through: the task, the proposal its current attempt
-    recorded already (if any), the governed repository's path and the binding's base."""
+    recorded already (if any), the governed repository (its name, path and settings), the
+    binding's base, and the budget its scan runs under (None when the attempt proposed
+    already: the same bundle is answered again, another refused, neither scanned)."""
 
     task: TaskRow
     prior: ProposalRow | None
+    repository: str
     repository_path: str
     base_oid: str
+    settings: RepositorySettings
+    budget: ScanBudget | None
+
+
+def agent_spend(conn: Connection, repository: str, agent_id: str, since: str) -> AgentScanSpend:
+    """What the agent's proposals to the repository recorded since `since` spent on scanning."""
+    found = fetch_record(
+        conn,
+        "agent_scan_spend",
+        {"repository": repository, "agent_id": agent_id, "since": since},
+        AgentScanSpend,
+    )
+    return AgentScanSpend() if found is None else found
 
 
 def admitted_context(
@@ -491,17 +531,28 @@ def admitted_context(
     clock: Clock = system_clock,
 ) -> Admitted:
     """The cheap checks of a proposal (`admit_proposal`: the task, its holder, its lease) on
-    `conn`, then what reading its bundle needs."""
+    `conn`, then the agent's scan budget (`admit_scan`, from its spend in the window read
+    here), then what reading its bundle needs."""
+    now = read_clock(clock)
     found = _task(conn, task_id)
     prior = None if found is None else proposal_row(conn, task_id, found.attempt)
     task = admit_proposal(
-        task_id, found, prior, lease_token=lease_token, now=read_clock(clock), agent_id=agent_id
+        task_id, found, prior, lease_token=lease_token, now=now, agent_id=agent_id
     )
     binding = task_binding(task)
     repository = repository_row(conn, binding.repository)
     if repository is None:
         raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {binding.repository!r}")
-    return Admitted(task, prior, repository.path, binding.base_oid)
+    settings = repository.settings()
+    budget = None
+    if prior is None:
+        agent = task.claimed_by or agent_id or ""
+        since = scan_window_start(settings, now=now).text
+        spend = agent_spend(conn, repository.name, agent, since)
+        budget = admit_scan(settings, spend, agent_id=agent, now=now)
+    return Admitted(
+        task, prior, repository.name, repository.path, binding.base_oid, settings, budget
+    )
 
 
 def quarantine_ref(digest: str) -> str:

@@ -1,13 +1,20 @@
-"""Governed repositories: `repo add NAME PATH [--protected PATTERN ...] [--no-default-protection]`,
-`repo list`, `repo show`.
+"""Governed repositories: `repo add NAME PATH [--protected PATTERN ...] [--no-default-protection]
+[settings]`, `repo settings NAME --idempotency-key KEY [settings]`, `repo list`, `repo show`.
 
 A governed repository is a bare git repository on this machine, registered under the name the
-bindings use (`aios/aios`); the ledger is the only writer of its branches."""
+bindings use (`aios/aios`); the ledger is the only writer of its branches. Its settings (the
+secrets baseline, the scan budgets, gitlinks: `core.git.settings`) are in the ledger, set by
+its owner and sealed; the `aios-ledger.*` keys an older release read from the repository's git
+config are no longer read, and `repo show` / `repo list` say so (`warnings`), with the command
+that moves them into the ledger, as a proposal to such a repository is refused until they are
+gone (`REPOSITORY_SETTINGS_IN_GIT_CONFIG`)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aios_ledger.core import (
     LEDGER_CHAIN,
@@ -15,15 +22,33 @@ from aios_ledger.core import (
     RegisterRepositoryRequest,
     RepositoryAnswer,
     RepositoryRow,
+    RepositorySettingsAnswer,
+    RepositorySettingsChangeRow,
+    RepositorySettingsRequest,
+    RepositorySettingsState,
     RepositoryState,
+    SettingsChange,
+    decide_change_repository_settings,
     decide_register_repository,
 )
 from aios_ledger.core.git.answers import repository_answer
+from aios_ledger.core.git.settings import MAX_BASELINE_CHARS, baseline_document
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.git.secret_scan import check_baseline_loads, git_config_settings
+
+# What an older release read from the governed repository's git config, and the option of
+# `repo settings` that sets each in the ledger now (by the key as git lists it: lower case).
+GIT_CONFIG_OPTIONS = {
+    "aios-ledger.secretsbaseline": "--secrets-baseline",
+    "aios-ledger.scanmaxbytes": "--scan-max-bytes",
+    "aios-ledger.scanmaxseconds": "--scan-max-seconds",
+    "aios-ledger.allowgitlinks": "--allow-gitlinks",
+}
+SETTINGS_IN_GIT_CONFIG = "REPOSITORY_SETTINGS_IN_GIT_CONFIG"
 
 
 def repository_row(conn: Connection, name: str) -> RepositoryRow | None:
@@ -50,6 +75,32 @@ def head_branch(path: str) -> str | None:
     return name if found.returncode == 0 and name else None
 
 
+def read_baseline(path: str) -> str:
+    """The text of a `detect-secrets` baseline file (`--secrets-baseline FILE`): UTF-8, at most
+    `MAX_BASELINE_CHARS`. `INPUT_UNREADABLE` when it cannot be read."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise LedgerError("INPUT_UNREADABLE", "secrets_baseline: the path of a baseline file")
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BASELINE_CHARS * 4 + 1)
+    except (OSError, ValueError) as exc:
+        raise LedgerError("INPUT_UNREADABLE", f"{path[:200]!r}: {exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LedgerError(
+            "REPOSITORY_SETTING_INVALID",
+            f"secrets_baseline: {path[:200]!r} is not UTF-8 text: give a detect-secrets"
+            " baseline (`detect-secrets scan > FILE`)",
+        ) from None
+
+
+def _checked(change: SettingsChange | None) -> None:
+    """A baseline the request sets must be one detect-secrets loads (beyond its shape)."""
+    if change is not None and change.secrets_baseline is not None:
+        check_baseline_loads(baseline_document(change.secrets_baseline))
+
+
 def add_repository(
     db: Database,
     name: str,
@@ -57,11 +108,14 @@ def add_repository(
     protected: Sequence[str] | None = None,
     *,
     default_protection: bool = True,
+    settings: Mapping[str, Any] | None = None,
     clock: Clock = system_clock,
 ) -> RepositoryAnswer:
     """Register the bare repository at `path` under `name`. Its HEAD branch is always
     protected; `protected` patterns are added to the defaults (main, master, release/*), or
-    replace them with `default_protection=False`."""
+    replace them with `default_protection=False`. `settings` sets the repository's settings
+    (`core.git.settings.SettingsChange`: `secrets_baseline` is the baseline's text, see
+    `read_baseline`); each one not given takes its default."""
     raw_path = path if isinstance(path, str) else ""
     request = RegisterRepositoryRequest.from_mapping(
         {
@@ -69,8 +123,10 @@ def add_repository(
             "path": require_bare(raw_path) if raw_path else raw_path,
             "protected": None if protected is None else list(protected),
             "default_protection": default_protection,
+            "settings": dict(settings) if isinstance(settings, Mapping) else settings,
         }
     )
+    _checked(request.settings)
     head = head_branch(request.path)
 
     def write(conn: Connection) -> RepositoryAnswer:
@@ -85,15 +141,101 @@ def add_repository(
     return db.write(write)
 
 
-def list_repositories(db: Database) -> list[RepositoryAnswer]:
-    def read(conn: Connection) -> list[RepositoryAnswer]:
-        rows = fetch_all(conn, "list_governed_repositories")
-        return [repository_answer(RepositoryRow.from_row(row), idempotent=False) for row in rows]
+def settings_change_row(conn: Connection, key: str) -> RepositorySettingsChangeRow | None:
+    return fetch_record(
+        conn,
+        "get_repository_settings_change",
+        {"idempotency_key": key},
+        RepositorySettingsChangeRow,
+    )
 
-    answers = db.read(read)
-    for answer in answers:
-        answer.pop("idempotent")  # type: ignore[misc]
-    return answers
+
+def change_repository_settings(
+    db: Database,
+    name: str,
+    settings: Mapping[str, Any],
+    *,
+    idempotency_key: str,
+    expected_revision: int | None = None,
+    clock: Clock = system_clock,
+) -> RepositorySettingsAnswer:
+    """Change the settings of the repository registered under `name` (those `settings` gives,
+    as in `add_repository`; the others stay), idempotent by `idempotency_key`, and only while
+    the repository is at `expected_revision` when given (`REVISION_CONFLICT`). Sealed
+    `REPOSITORY_SETTINGS_CHANGED`."""
+    request = RepositorySettingsRequest.from_mapping(
+        {
+            "name": name,
+            "idempotency_key": idempotency_key,
+            "settings": dict(settings) if isinstance(settings, Mapping) else settings,
+            "expected_revision": expected_revision,
+        }
+    )
+    _checked(request.settings)
+
+    def write(conn: Connection) -> RepositorySettingsAnswer:
+        plans = PlanExecutor(conn)
+        state = RepositorySettingsState(
+            repository=repository_row(conn, request.name),
+            prior=settings_change_row(conn, request.idempotency_key),
+            tail=plans.tail(LEDGER_CHAIN),
+        )
+        return plans.apply(decide_change_repository_settings(state, request, now=read_clock(clock)))
+
+    return db.write(write)
+
+
+def git_config_notice(name: str, path: str) -> str | None:
+    """What to tell the owner of a repository whose git config still holds `aios-ledger.*`
+    keys (None: it holds none): the ledger no longer reads them, the `repo settings` command
+    that sets their values in the ledger, and the git command that removes them."""
+    found = git_config_settings(path)
+    if not found:
+        return None
+    options: list[str] = []
+    for key, value in sorted(found.items()):
+        option = GIT_CONFIG_OPTIONS.get(key)
+        if option == "--secrets-baseline":
+            options += [option, shlex.quote(os.path.join(path, value))]
+        elif option == "--allow-gitlinks":
+            truthy = value.strip().lower() in ("true", "yes", "on", "1")
+            options.append(option if truthy else "--no-allow-gitlinks")
+        elif option is not None:
+            options += [option, shlex.quote(value)]
+    listed = ", ".join(f"{key} = {value!r}" for key, value in sorted(found.items()))
+    move = (
+        f"set them in the ledger with `aios-ledger repo settings {shlex.quote(name)}"
+        f" --idempotency-key from-git-config {' '.join(options)}`, then "
+        if options
+        else ""
+    )
+    return (
+        f"the git config of {path} holds {listed}, which the ledger no longer reads (a"
+        f" repository's settings are in the ledger, sealed): {move}remove them with"
+        f" `git --git-dir {shlex.quote(path)} config --remove-section aios-ledger`"
+    )
+
+
+def refuse_git_config_settings(name: str, path: str) -> None:
+    """`REPOSITORY_SETTINGS_IN_GIT_CONFIG` while the repository's git config holds settings the
+    ledger no longer reads: its owner set them, and a proposal judged without them would be
+    judged by settings the owner did not mean."""
+    notice = git_config_notice(name, path)
+    if notice is not None:
+        raise LedgerError(SETTINGS_IN_GIT_CONFIG, f"proposals are refused until then: {notice}")
+
+
+def _shown(row: RepositoryRow) -> dict[str, object]:
+    shown: dict[str, object] = dict(repository_answer(row, idempotent=False))
+    shown.pop("idempotent")
+    notice = git_config_notice(row.name, row.path)
+    shown["warnings"] = [] if notice is None else [notice]
+    return shown
+
+
+def list_repositories(db: Database) -> list[dict[str, object]]:
+    rows = db.read(lambda conn: fetch_all(conn, "list_governed_repositories"))
+    return [_shown(RepositoryRow.from_row(row)) for row in rows]
 
 
 def get_repository(db: Database, name: str) -> RepositoryRow:
@@ -105,7 +247,7 @@ def get_repository(db: Database, name: str) -> RepositoryRow:
 
 def show_repository(db: Database, name: str) -> dict[str, object]:
     row = get_repository(db, name)
-    shown: dict[str, object] = dict(repository_answer(row, idempotent=False))
-    shown.pop("idempotent")
+    shown = _shown(row)
     shown["registered_at"] = row.created_at
+    shown["updated_at"] = row.updated_at
     return shown

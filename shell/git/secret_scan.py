@@ -8,19 +8,19 @@ The budget (`core.git.secrets.ScanBudget`) is charged before anything is read wi
 the proposal brings, path by path (a bundle bomb, one blob under ten thousand names, is
 refused from its tree listing alone), and each distinct blob is read once. The seconds are
 checked between pieces of at most `LINE_WINDOW` characters, so a scan that would run long
-stops at its budget.
+stops at its budget. What the scan spent (the bytes charged, the seconds taken but those spent
+waiting for another scan) is measured and recorded with the proposal, for its agent's budget.
 
-A repository's owner configures its scan in the governed repository's own git configuration,
-which no agent writes: `aios-ledger.secretsBaseline` (a `detect-secrets` baseline file, a path
-relative to the repository; its known secrets and its plugin and filter settings apply),
-`aios-ledger.scanMaxBytes` and `aios-ledger.scanMaxSeconds`.
+A repository's owner configures its scan in the ledger (`repo add`, `repo settings`:
+`core.git.settings`): the baseline (a `detect-secrets` baseline document, whose known secrets
+and plugin and filter settings apply) and the budget come from the repository's row, never
+from its git configuration. `git_config_settings` reads what an older release read there, so
+that the shell can say it is no longer read.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +32,6 @@ from aios_ledger.core.git.requests import MAX_SECRETS
 from aios_ledger.core.git.secrets import (
     MAX_DECODE_DEPTH,
     ScanBudget,
-    budget_of,
     decode_run,
     encoded_runs,
     line_windows,
@@ -40,8 +39,6 @@ from aios_ledger.core.git.secrets import (
 )
 from aios_ledger.shell.git.runner import run_git
 
-SETTINGS_PREFIX = "aios-ledger."
-BASELINE_KEY = "aios-ledger.secretsBaseline"
 # Lines read by `detect-secrets` in one call; the seconds are checked between calls.
 LINES_PER_PIECE = 256
 # Lines before a piece given with it, for the context its filters read (an allowlist comment
@@ -61,49 +58,47 @@ class _Document:
     labels: tuple[str, ...]
 
 
-def repository_settings(repository_path: str) -> dict[str, str]:
-    """The governed repository's `aios-ledger.*` git settings, by lower-case key."""
+def git_config_settings(repository_path: str) -> dict[str, str]:
+    """The `aios-ledger.*` keys of the governed repository's git config (what releases before
+    migration 0013 read there), by their name as git lists them (lower case), with values."""
     found = run_git(
         ["--git-dir", repository_path, "config", "--get-regexp", r"^aios-ledger\."], check=False
     )
     settings: dict[str, str] = {}
     for line in found.text.splitlines():
         key, _, value = line.partition(" ")
-        settings[key[len(SETTINGS_PREFIX) :].lower()] = value
+        settings[key] = value
     return settings
 
 
 @attrs.frozen
 class ScanReport:
-    """What the scan found (`{path, kind, line}` each), and the sha256 of the baseline file it
-    held the findings to (None: the repository names none)."""
+    """What the scan found (`{path, kind, line}` each), the sha256 of the baseline it held the
+    findings to (None: the repository has none), and what it spent: the bytes charged to its
+    budget and the seconds it took (without those spent waiting for another scan)."""
 
     secrets: list[dict[str, Any]]
     baseline_sha256: str | None
+    scan_bytes: int = 0
+    scan_seconds: float = 0.0
 
 
-def _baseline(repository_path: str, settings: dict[str, str]) -> tuple[dict[str, Any], str] | None:
-    """The repository's baseline, and the sha256 of its bytes."""
-    named = settings.get("secretsbaseline")
-    if not named:
-        return None
-    path = os.path.join(repository_path, named)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-        loaded = json.loads(raw)
-    except (OSError, ValueError) as exc:
-        raise LedgerError(
-            "REPOSITORY_SETTING_INVALID",
-            f"the governed repository's {BASELINE_KEY} {named!r} cannot be read ({exc}):"
-            " point it at a detect-secrets baseline (`detect-secrets scan > FILE`)",
-        ) from None
-    if not isinstance(loaded, dict) or not isinstance(loaded.get("results", {}), dict):
-        raise LedgerError(
-            "REPOSITORY_SETTING_INVALID",
-            f"the governed repository's {BASELINE_KEY} {named!r} is not a detect-secrets baseline",
-        )
-    return loaded, hashlib.sha256(raw).hexdigest()
+def check_baseline_loads(baseline: dict[str, Any]) -> None:
+    """`REPOSITORY_SETTING_INVALID` unless `detect-secrets` itself takes the baseline: its
+    settings (plugins, filters) and its known secrets, as a scan will load them."""
+    from detect_secrets.settings import transient_settings
+
+    with _SCANNER:
+        try:
+            with transient_settings(baseline):
+                _known(baseline)
+        except Exception as exc:  # detect-secrets raises what it likes on a bad document
+            raise LedgerError(
+                "REPOSITORY_SETTING_INVALID",
+                f"secrets_baseline: detect-secrets cannot load it ({type(exc).__name__}:"
+                f" {str(exc)[:200]}): give a detect-secrets baseline"
+                " (`detect-secrets scan > FILE`)",
+            ) from None
 
 
 def _commits(git_dir: str, tips: list[str], base: str, timeout: float) -> list[tuple[str, str]]:
@@ -252,22 +247,20 @@ def _known(baseline: dict[str, Any] | None) -> set[Any]:
 
 def scan_proposal(
     git_dir: str,
-    repository_path: str,
     tips: list[str],
     base: str,
-    default_budget: ScanBudget,
+    budget: ScanBudget,
     *,
+    baseline: dict[str, Any] | None = None,
+    baseline_sha256: str | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> ScanReport:
     """The secrets in everything the commits of `tips` not in `base` bring: `{path, kind,
     line}` each (`path` is a file's, or `commit <id>` for a commit's message and identities),
-    sorted, at most `MAX_SECRETS`, and the baseline they were held to. Refuses
-    `SCAN_BUDGET_EXCEEDED` past the repository's budget, and `REPOSITORY_SETTING_INVALID`
-    when the owner's settings are unusable."""
-    settings = repository_settings(repository_path)
-    budget = budget_of(settings, default_budget)
-    found_baseline = _baseline(repository_path, settings)
-    baseline, baseline_sha256 = found_baseline if found_baseline else (None, None)
+    sorted, at most `MAX_SECRETS`, held to `baseline` (the repository's, by `baseline_sha256`),
+    and what the scan spent. Refuses `SCAN_BUDGET_EXCEEDED` past the budget (or
+    `AGENT_SCAN_BUDGET_EXCEEDED`, past the share of its agent's window it was cut to), and
+    `REPOSITORY_SETTING_INVALID` when the baseline cannot be loaded."""
     started = clock()
 
     def remaining() -> float:
@@ -295,30 +288,42 @@ def scan_proposal(
     ]
     commit_set = set(commit_ids)
     findings: set[tuple[str, str, int]] = set()
-    with _SCANNER:
+    git_seconds = clock() - started
+    with _SCANNER, contextlib.ExitStack() as configured:
         # The seconds of reading start once this scan has the scanner: another proposal's
         # scan it waited for is not its own cost.
         scan = _Scan(budget, brought, clock, clock())
         from detect_secrets.settings import default_settings, transient_settings
 
-        configured = default_settings() if baseline is None else transient_settings(baseline)
-        with configured:
+        try:
+            configured.enter_context(
+                default_settings() if baseline is None else transient_settings(baseline)
+            )
             known = _known(baseline)
-            for document in documents:
-                data = contents[document.oid]
-                if document.oid in commit_set:
-                    data = _commit_text(data)
-                # Read once, under its first name; found under every name it has, unless the
-                # baseline knows it there.
-                for secret in scan.read(document.labels[0], data):
-                    for label in document.labels:
-                        secret.filename = label
-                        if secret not in known:
-                            findings.add((label, str(secret.type), int(secret.line_number)))
+        except Exception as exc:  # a stored baseline this detect-secrets does not take
+            raise LedgerError(
+                "REPOSITORY_SETTING_INVALID",
+                f"the repository's secrets_baseline cannot be loaded ({type(exc).__name__}):"
+                " set another with `aios-ledger repo settings NAME --secrets-baseline FILE`",
+            ) from None
+        for document in documents:
+            data = contents[document.oid]
+            if document.oid in commit_set:
+                data = _commit_text(data)
+            # Read once, under its first name; found under every name it has, unless the
+            # baseline knows it there.
+            for secret in scan.read(document.labels[0], data):
+                for label in document.labels:
+                    secret.filename = label
+                    if secret not in known:
+                        findings.add((label, str(secret.type), int(secret.line_number)))
+        read_seconds = clock() - scan.started
     ordered = sorted(findings)[:MAX_SECRETS]
     return ScanReport(
         [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered],
         baseline_sha256,
+        scan_bytes=scan.spent_bytes,
+        scan_seconds=round(max(0.0, git_seconds + read_seconds), 3),
     )
 
 

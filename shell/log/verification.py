@@ -38,8 +38,10 @@ from aios_ledger.core.log.rows import (
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
+    REPOSITORY_SETTINGS_CHANGES,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
+    STATE_TABLES,
     TASK_PROPOSALS,
     TASKS,
     WRITER_LEASES,
@@ -116,7 +118,9 @@ STATE_STATEMENTS = {
     FIRST_ANSWERS: "state_rows_task_idempotency",
     GOVERNED_BINDINGS: "state_rows_governed_bindings",
     RUNS: "state_rows_runs",
+    REPOSITORY_SETTINGS_CHANGES: "state_rows_repository_settings_changes",
 }
+assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
 
 
 @contextmanager

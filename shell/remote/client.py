@@ -61,6 +61,7 @@ from aios_ledger.core import (
     LedgerError,
     ProposalAnswer,
     RetryAnswer,
+    RetryLaterError,
     RunEventRow,
     RunRow,
     SubmitAnswer,
@@ -125,8 +126,14 @@ def problem_error(response: httpx.Response) -> LedgerError:
             "API_PROTOCOL_ERROR", f"HTTP {response.status_code} without a problem document"
         )
     detail = problem.get("detail")
+    retry_after = response.headers.get("Retry-After", "")
     try:
-        error = LedgerError(code, detail if isinstance(detail, str) else "")
+        text = detail if isinstance(detail, str) else ""
+        error = (
+            RetryLaterError(code, text, retry_after=int(retry_after))
+            if response.status_code == 429 and retry_after.isdigit()
+            else LedgerError(code, text)
+        )
     except ValueError:
         return LedgerError("API_PROTOCOL_ERROR", f"HTTP {response.status_code}: bad code")
     field = problem.get("field")

@@ -125,6 +125,16 @@ LEFT JOIN event_seal_rows AS s
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
                    WHERE row_table = 'governed_writes' AND row_key = g.idempotency_key);
 
+-- name: state_rows_repository_settings_changes
+SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM repository_settings_changes AS g
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'repository_settings_changes' AND s.row_key = g.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'repository_settings_changes'
+                     AND row_key = g.idempotency_key);
+
 -- name: state_rows_task_idempotency
 -- Each first answer with the last sealed row of it. A first answer stored before the ledger
 -- sealed them (its task has an event older than the first sealed first answer) may hold a row
@@ -216,6 +226,8 @@ HAVING NOT CASE r.row_table
   WHEN 'governed_bindings' THEN EXISTS (
     SELECT 1 FROM governed_bindings WHERE task_id || ' ' || job_id = r.row_key)
   WHEN 'runs' THEN EXISTS (SELECT 1 FROM runs WHERE run_id = r.row_key)
+  WHEN 'repository_settings_changes' THEN EXISTS (
+    SELECT 1 FROM repository_settings_changes WHERE idempotency_key = r.row_key)
   ELSE false
 END
 ORDER BY r.row_table, r.row_key;

@@ -1,38 +1,85 @@
--- Governed writes to git (migration 0010; the same texts as SQLite's): repositories,
--- proposals, writer leases, writes.
+-- Governed writes to git (migration 0010; the same texts as SQLite's but `agent_scan_spend`,
+-- whose sums PostgreSQL would answer as numeric): repositories and their settings (migration
+-- 0013), proposals, writer leases, writes.
 
 -- name: governed_repository_insert!
 INSERT INTO governed_repositories(
-  name, path, head_branch, protected_json, revision, created_at, updated_at
+  name, path, head_branch, protected_json, revision, created_at, updated_at,
+  secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
+  allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 ) VALUES (
-  :name, :path, :head_branch, :protected_json, :revision, :created_at, :updated_at
+  :name, :path, :head_branch, :protected_json, :revision, :created_at, :updated_at,
+  :secrets_baseline_json, :secrets_baseline_sha256, :scan_max_bytes, :scan_max_seconds,
+  :allow_gitlinks, :agent_scan_max_bytes, :agent_scan_max_seconds, :agent_scan_window_seconds
 );
 
 -- name: get_governed_repository
-SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
+SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
+       secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
+       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories WHERE name = :name;
 
 -- name: list_governed_repositories
-SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
+SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
+       secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
+       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories ORDER BY name;
+
+-- A repository's settings (migration 0013): changed by its owner under its revision, each
+-- change kept by its idempotency key.
+
+-- name: governed_repository_settings_cas_update!
+UPDATE governed_repositories
+SET secrets_baseline_json = :secrets_baseline_json,
+    secrets_baseline_sha256 = :secrets_baseline_sha256,
+    scan_max_bytes = :scan_max_bytes, scan_max_seconds = :scan_max_seconds,
+    allow_gitlinks = :allow_gitlinks, agent_scan_max_bytes = :agent_scan_max_bytes,
+    agent_scan_max_seconds = :agent_scan_max_seconds,
+    agent_scan_window_seconds = :agent_scan_window_seconds,
+    revision = revision + 1, updated_at = :updated_at
+WHERE name = :name AND revision = :expected_revision;
+
+-- name: repository_settings_change_insert!
+INSERT INTO repository_settings_changes(
+  idempotency_key, repository, request_sha256, revision, response_json, created_at
+) VALUES (
+  :idempotency_key, :repository, :request_sha256, :revision, :response_json, :created_at
+);
+
+-- name: get_repository_settings_change
+SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
+FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
+
+-- What an agent's proposals to a repository spent on scanning since a moment (the window of
+-- its scan budget), through the (repository, agent_id, created_at) index.
+-- name: agent_scan_spend^
+SELECT count(*) AS proposals,
+       coalesce(sum(scan_bytes), 0)::bigint AS scan_bytes,
+       coalesce(sum(scan_seconds), 0.0)::double precision AS scan_seconds,
+       min(created_at) AS oldest_at
+FROM task_proposals
+WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since;
 
 -- name: task_proposal_insert!
 INSERT INTO task_proposals(
   proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
-  bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+  bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes, scan_seconds
 ) VALUES (
   :proposal_id, :task_id, :attempt, :repository, :agent_id, :base_oid, :head_oid,
-  :bundle_sha256, :bundle_bytes, :refs_json, :changed_files_json, :facts_json, :created_at
+  :bundle_sha256, :bundle_bytes, :refs_json, :changed_files_json, :facts_json, :created_at,
+  :scan_bytes, :scan_seconds
 );
 
 -- name: get_task_proposal
 SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
-       bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+       bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes,
+       scan_seconds
 FROM task_proposals WHERE task_id = :task_id AND attempt = :attempt;
 
 -- name: task_proposals_of_task
 SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
-       bundle_bytes, refs_json, changed_files_json, facts_json, created_at
+       bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes,
+       scan_seconds
 FROM task_proposals WHERE task_id = :task_id ORDER BY attempt;
 
 -- name: writer_lease_insert!

@@ -1,0 +1,340 @@
+"""A governed repository's settings, kept in the ledger and sealed with it (migration 0013).
+
+What the owner sets per repository, and nothing else changes: the secret scanner's baseline
+(the `detect-secrets` baseline's JSON text itself, and its sha256: a path on disk is not
+governance), the scan's budget per proposal (bytes and seconds), whether a proposal may carry
+gitlinks, and each agent's scan budget over a window of time (bytes and seconds of scanning
+across its proposals to this repository). They are columns of the repository's row, written by
+`decide_register_repository` and `decide_change_repository_settings` under the row's revision,
+each in a sealed event, so `verify` holds them against the log like every other state row.
+
+The agent's budget is per repository because the settings are: each repository's owner says
+what scanning its proposals may cost, and an agent's proposals to one repository are what its
+owner can see and bound. `admit_scan` is the decision: from the agent's spend in the window
+(the bytes and seconds its recorded proposals' scans took, read in the transaction of the
+proposal's cheap checks) it answers the budget this proposal's scan runs under, the smaller of
+the repository's per-proposal budget and what is left of the agent's, or refuses it
+`AGENT_SCAN_BUDGET_EXCEEDED` (a `RetryLaterError`: when the oldest proposal in the window
+leaves it) before anything of the proposal is read.
+
+Pure: the shell reads the row and the spend, measures the scan and applies the plans.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Annotated, Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError, RetryLaterError
+from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS, ScanBudget
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.kinds import Between, Text
+from aios_ledger.core.structuring import (
+    Constraint,
+    FieldRefused,
+    refuse_as,
+    structure,
+    unstructure,
+)
+from aios_ledger.core.timestamps import Timestamp
+
+# An agent's scanning per window, by default: sixteen proposals at the per-proposal byte budget,
+# or thirty at its seconds, per hour.
+DEFAULT_AGENT_SCAN_BYTES = 1024 * 1024 * 1024
+DEFAULT_AGENT_SCAN_SECONDS = 600.0
+DEFAULT_AGENT_SCAN_WINDOW_SECONDS = 3600
+MAX_SCAN_BYTES = 1 << 40
+MAX_SCAN_SECONDS = 86400.0
+MIN_WINDOW_SECONDS = 60
+MAX_WINDOW_SECONDS = 30 * 86400
+# A baseline is read on every proposal: bounded like any JSON document the ledger takes.
+MAX_BASELINE_CHARS = 4 * 1024 * 1024
+
+SETTING_INVALID = "REPOSITORY_SETTING_INVALID"
+AGENT_SCAN_BUDGET_EXCEEDED = "AGENT_SCAN_BUDGET_EXCEEDED"
+_REFUSE_SETTING = refuse_as(LedgerError, SETTING_INVALID)
+
+# The settings' names, in the order they are shown, and the command-line option of each.
+OPTIONS: dict[str, str] = {
+    "secrets_baseline_sha256": "--secrets-baseline FILE",
+    "scan_max_bytes": "--scan-max-bytes N",
+    "scan_max_seconds": "--scan-max-seconds S",
+    "allow_gitlinks": "--allow-gitlinks",
+    "agent_scan_max_bytes": "--agent-scan-max-bytes N",
+    "agent_scan_max_seconds": "--agent-scan-max-seconds S",
+    "agent_scan_window_seconds": "--agent-scan-window S",
+}
+
+
+@attrs.frozen
+class Seconds(Constraint):
+    """A number of seconds, more than 0 (or 0 itself, with `zero`) and at most `maximum`: an
+    integer or a float (never a bool, NaN or an infinity), answered as a float."""
+
+    maximum: float
+    zero: bool = False
+
+    def __call__(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise FieldRefused(f"must be a number of seconds, got {type(value).__name__}")
+        low = "at least 0" if self.zero else "more than 0"
+        if not math.isfinite(value) or not (
+            (value >= 0 if self.zero else value > 0) and value <= self.maximum
+        ):
+            raise FieldRefused(f"must be {low} and at most {self.maximum:g} seconds")
+        return float(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        low = {"minimum": 0} if self.zero else {"exclusiveMinimum": 0}
+        return {"type": "number", **low, "maximum": self.maximum}
+
+
+ScanBytes = Annotated[int, Between(1, MAX_SCAN_BYTES)]
+ScanSeconds = Annotated[float, Seconds(MAX_SCAN_SECONDS)]
+# What one scan spent, as the shell measured it (bytes brought and decoded; seconds taken).
+SpentBytes = Annotated[int, Between(0, MAX_SCAN_BYTES * 4)]
+SpentSeconds = Annotated[float, Seconds(MAX_SCAN_SECONDS * 4, zero=True)]
+
+
+@attrs.frozen
+class RepositorySettings:
+    """A repository's settings as its row holds them (the defaults: no baseline, 64 MiB and 20
+    seconds per proposal, no gitlinks, 1 GiB and 600 seconds per agent per hour)."""
+
+    secrets_baseline_json: str | None = None
+    secrets_baseline_sha256: str | None = None
+    scan_max_bytes: int = DEFAULT_SCAN_BYTES
+    scan_max_seconds: float = DEFAULT_SCAN_SECONDS
+    allow_gitlinks: bool = False
+    agent_scan_max_bytes: int = DEFAULT_AGENT_SCAN_BYTES
+    agent_scan_max_seconds: float = DEFAULT_AGENT_SCAN_SECONDS
+    agent_scan_window_seconds: int = DEFAULT_AGENT_SCAN_WINDOW_SECONDS
+
+    def public(self) -> JsonObject:
+        """The settings as answers and events carry them: the baseline by its sha256 only."""
+        return {
+            "secrets_baseline_sha256": self.secrets_baseline_sha256,
+            "scan_max_bytes": self.scan_max_bytes,
+            "scan_max_seconds": self.scan_max_seconds,
+            "allow_gitlinks": self.allow_gitlinks,
+            "agent_scan_max_bytes": self.agent_scan_max_bytes,
+            "agent_scan_max_seconds": self.agent_scan_max_seconds,
+            "agent_scan_window_seconds": self.agent_scan_window_seconds,
+        }
+
+    def columns(self) -> dict[str, str | int | float | None]:
+        """The settings as the repository's columns hold them (`allow_gitlinks` 0 or 1)."""
+        return {
+            "secrets_baseline_json": self.secrets_baseline_json,
+            "secrets_baseline_sha256": self.secrets_baseline_sha256,
+            "scan_max_bytes": self.scan_max_bytes,
+            "scan_max_seconds": self.scan_max_seconds,
+            "allow_gitlinks": 1 if self.allow_gitlinks else 0,
+            "agent_scan_max_bytes": self.agent_scan_max_bytes,
+            "agent_scan_max_seconds": self.agent_scan_max_seconds,
+            "agent_scan_window_seconds": self.agent_scan_window_seconds,
+        }
+
+    def baseline(self) -> dict[str, JsonValue] | None:
+        """The baseline's document (None: the repository has none)."""
+        if self.secrets_baseline_json is None:
+            return None
+        return baseline_document(self.secrets_baseline_json)
+
+    def changed_from(self, other: RepositorySettings) -> list[str]:
+        """The names of the settings that differ from `other`'s."""
+        mine, theirs = self.public(), other.public()
+        return [name for name in OPTIONS if mine[name] != theirs[name]]
+
+    def budget(self) -> ScanBudget:
+        """The per-proposal budget alone (what a scan of a proposal no agent made runs under)."""
+        return ScanBudget(max_bytes=self.scan_max_bytes, max_seconds=self.scan_max_seconds)
+
+
+DEFAULT_SETTINGS = RepositorySettings()
+# The columns migration 0013 added to `governed_repositories`, and the value each holds in a
+# row registered before it (`core.log.rows.LATER_DEFAULT_COLUMNS`).
+MIGRATED_DEFAULTS: dict[str, str | int | float | None] = DEFAULT_SETTINGS.columns()
+
+
+def baseline_sha256(text: str) -> str:
+    """The sha256 of a baseline's text as UTF-8: `sha256sum` of the file it was read from."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _invalid_baseline(why: str) -> LedgerError:
+    return LedgerError(
+        SETTING_INVALID,
+        f"secrets_baseline: {why}: give a detect-secrets baseline (`detect-secrets scan > FILE`)",
+    )
+
+
+def _entries(document: dict[str, JsonValue], key: str) -> list[dict[str, JsonValue]]:
+    value = document.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise _invalid_baseline(f"its {key} is not a list of objects")
+    return [item for item in value if isinstance(item, dict)]
+
+
+def baseline_document(text: str) -> dict[str, JsonValue]:
+    """A baseline's document, checked for the shape `detect-secrets` writes: `results` maps
+    file names to lists of secrets (each with its `type` and `hashed_secret`), and the
+    `plugins_used` and `filters_used` lists, if given, name their plugins and filters. A
+    plugin or filter that runs code from a file, or reads a word list (its `path` a `file:`
+    URL, or the word-list filter), is refused: what the baseline does must be what is sealed,
+    not a file on disk anyone may change. `REPOSITORY_SETTING_INVALID` otherwise."""
+    try:
+        document = loads_document(text, what="secrets_baseline")
+    except LedgerError as refused:
+        raise _invalid_baseline(refused.detail) from None
+    if not isinstance(document, dict):
+        raise _invalid_baseline("it is not a JSON object")
+    results = document.get("results")
+    if not isinstance(results, dict):
+        raise _invalid_baseline("it has no results object")
+    for filename, secrets in results.items():
+        if not isinstance(secrets, list) or not all(
+            isinstance(secret, dict)
+            and isinstance(secret.get("type"), str)
+            and isinstance(secret.get("hashed_secret"), str)
+            for secret in secrets
+        ):
+            raise _invalid_baseline(f"its results for {filename[:200]!r} are not its secrets")
+    for key in ("plugins_used", "filters_used"):
+        for entry in _entries(document, key):
+            named = entry.get("name") if key == "plugins_used" else entry.get("path")
+            if not isinstance(named, str) or not named:
+                raise _invalid_baseline(f"an entry of its {key} names nothing")
+            path = entry.get("path")
+            if isinstance(path, str) and path.startswith("file:"):
+                raise _invalid_baseline(f"its {key} runs code from {path[:200]!r}")
+            if key == "filters_used" and named.endswith(".wordlist.should_exclude_secret"):
+                raise _invalid_baseline("its filters_used reads a word list from a file")
+    return document
+
+
+@attrs.frozen
+class SettingsChange:
+    """The settings a request sets; each one not given (None) stays as it is (at registration:
+    its default). `secrets_baseline` is the baseline's JSON text (the shell reads the file);
+    `clear_secrets_baseline` removes the repository's baseline. Bad values of any kind are
+    `REPOSITORY_SETTING_INVALID`, naming the setting."""
+
+    secrets_baseline: Annotated[str, Text(max_length=MAX_BASELINE_CHARS)] | None = None
+    clear_secrets_baseline: bool = False
+    scan_max_bytes: ScanBytes | None = None
+    scan_max_seconds: ScanSeconds | None = None
+    allow_gitlinks: bool | None = None
+    agent_scan_max_bytes: ScanBytes | None = None
+    agent_scan_max_seconds: ScanSeconds | None = None
+    agent_scan_window_seconds: (
+        Annotated[int, Between(MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS)] | None
+    ) = None
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> SettingsChange:
+        change = structure(raw, cls, what="settings", refuse=_REFUSE_SETTING)
+        if change.secrets_baseline is not None:
+            if change.clear_secrets_baseline:
+                raise LedgerError(
+                    SETTING_INVALID,
+                    "settings: give a secrets_baseline or clear it, not both",
+                )
+            baseline_document(change.secrets_baseline)
+        return change
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+    def is_empty(self) -> bool:
+        return self == SettingsChange()
+
+    def apply(self, current: RepositorySettings) -> RepositorySettings:
+        """`current` with the settings this change gives."""
+        baseline, digest = current.secrets_baseline_json, current.secrets_baseline_sha256
+        if self.clear_secrets_baseline:
+            baseline, digest = None, None
+        elif self.secrets_baseline is not None:
+            baseline, digest = self.secrets_baseline, baseline_sha256(self.secrets_baseline)
+
+        def given(value: Any, otherwise: Any) -> Any:
+            return otherwise if value is None else value
+
+        return RepositorySettings(
+            secrets_baseline_json=baseline,
+            secrets_baseline_sha256=digest,
+            scan_max_bytes=given(self.scan_max_bytes, current.scan_max_bytes),
+            scan_max_seconds=given(self.scan_max_seconds, current.scan_max_seconds),
+            allow_gitlinks=given(self.allow_gitlinks, current.allow_gitlinks),
+            agent_scan_max_bytes=given(self.agent_scan_max_bytes, current.agent_scan_max_bytes),
+            agent_scan_max_seconds=given(
+                self.agent_scan_max_seconds, current.agent_scan_max_seconds
+            ),
+            agent_scan_window_seconds=given(
+                self.agent_scan_window_seconds, current.agent_scan_window_seconds
+            ),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# the agent's budget
+
+
+@attrs.frozen
+class AgentScanSpend:
+    """What an agent's recorded proposals to a repository spent on scanning within the window:
+    how many, their bytes and seconds (a proposal recorded before migration 0013 counts as
+    none), and when the oldest of them was recorded (None: none)."""
+
+    proposals: int = 0
+    scan_bytes: int = 0
+    scan_seconds: float = 0.0
+    oldest_at: str | None = None
+
+
+def scan_window_start(settings: RepositorySettings, *, now: Timestamp) -> Timestamp:
+    """Where the agent's window starts: its proposals recorded since count against it."""
+    return Timestamp.from_epoch_ms(now.epoch_ms - settings.agent_scan_window_seconds * 1000)
+
+
+def _retry_after(settings: RepositorySettings, spend: AgentScanSpend, now: Timestamp) -> int:
+    """Seconds until the oldest proposal in the window leaves it (and frees what it spent)."""
+    if spend.oldest_at is None:
+        return settings.agent_scan_window_seconds
+    oldest = Timestamp.parse(spend.oldest_at, field="oldest_at")
+    leaves_ms = oldest.epoch_ms + settings.agent_scan_window_seconds * 1000 - now.epoch_ms
+    return max(1, -(-leaves_ms // 1000))
+
+
+def admit_scan(
+    settings: RepositorySettings, spend: AgentScanSpend, *, agent_id: str, now: Timestamp
+) -> ScanBudget:
+    """May a proposal of `agent_id` be scanned now, and under what budget? Refused
+    `AGENT_SCAN_BUDGET_EXCEEDED` (retry after the oldest proposal in the window leaves it)
+    when the agent's bytes or seconds in the window are spent; else the repository's
+    per-proposal budget, cut to what the agent has left (a scan that runs past a cut budget is
+    the agent's refusal too, with the same retry time)."""
+    left_bytes = settings.agent_scan_max_bytes - spend.scan_bytes
+    left_seconds = settings.agent_scan_max_seconds - spend.scan_seconds
+    retry_after = _retry_after(settings, spend, now)
+    if left_bytes <= 0 or left_seconds <= 0:
+        raise RetryLaterError(
+            AGENT_SCAN_BUDGET_EXCEEDED,
+            f"agent {agent_id!r} spent its scan budget for this repository: "
+            f"{spend.scan_bytes} of {settings.agent_scan_max_bytes} bytes and "
+            f"{spend.scan_seconds:.3f} of {settings.agent_scan_max_seconds:g} seconds in "
+            f"{spend.proposals} proposals of the last {settings.agent_scan_window_seconds} "
+            f"seconds: try again in {retry_after} seconds, or ask the owner to raise "
+            "the repository's agent scan budget",
+            retry_after=retry_after,
+        )
+    return ScanBudget(
+        max_bytes=min(settings.scan_max_bytes, left_bytes),
+        max_seconds=min(settings.scan_max_seconds, left_seconds),
+        agent_bytes=left_bytes if left_bytes < settings.scan_max_bytes else None,
+        agent_seconds=left_seconds if left_seconds < settings.scan_max_seconds else None,
+        agent_id=agent_id,
+        retry_after=retry_after,
+    )
