@@ -32,6 +32,7 @@ FIGURES = {
     "lifecycles": ("2 lifecycles", 2000, 400),
     "lifecycles-batched": ("2 lifecycles", 5000, 1000),
     "aux": ("5 aux runs", 1000, 200),
+    "run-appends": ("evidence appends", 2000, 400),
 }
 
 

@@ -8,7 +8,9 @@ finds first), so it names nothing but what both builds export from `aios_ledger.
 - `transitions`: part 1's ledger side, each task through create, claim, heartbeat, submit and
   verify, one transaction each (transitions/s);
 - `lifecycles`, `lifecycles-batched`: part 2's ledger sides (`bench.peers`), jobs/s;
-- `aux`: part 5's ledger side, spawn and wait of trivial auxiliary runs, runs/s.
+- `aux`: part 5's ledger side, spawn and wait of trivial auxiliary runs, runs/s;
+- `run-appends`: a worker's evidence, appended to its claimed attempt's run under the claim's
+  lease, one small event per transaction (appends/s).
 """
 
 from __future__ import annotations
@@ -94,17 +96,34 @@ def aux(size: int, path: Path) -> float:
     return asyncio.run(scenario())
 
 
+def run_appends(size: int, path: Path) -> float:
+    from aios_ledger.shell import RunStore, TaskLedger
+
+    with TaskLedger(path, synchronous="FULL") as store:
+        store.create_task(TASK_FIELDS, idempotency_key="create-0")
+        claim = store.claim(agent_id="agent-1", capabilities=[], lease_seconds=3600)
+        assert claim is not None
+        run_id, token = f"{claim['task_id']}@{claim['attempt']}", str(claim["lease_token"])
+        runs = RunStore(database=store.database)
+        start = time.perf_counter()
+        for n in range(size):
+            runs.append_event(run_id, "stderr", {"line": f"step {n} done"}, lease_token=token)
+        return size / (time.perf_counter() - start)
+
+
 FIGURES: dict[str, Callable[[int, Path], float]] = {
     "transitions": transitions,
     "lifecycles": lifecycles,
     "lifecycles-batched": lifecycles_batched,
     "aux": aux,
+    "run-appends": run_appends,
 }
 UNITS = {
     "transitions": "trans/s",
     "lifecycles": "jobs/s",
     "lifecycles-batched": "jobs/s",
     "aux": "runs/s",
+    "run-appends": "appends/s",
 }
 
 

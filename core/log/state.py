@@ -28,6 +28,7 @@ from aios_ledger.core.log.rows import (
     INITIAL_PROJECTIONS,
     LATER_COLUMNS,
     LATER_NULL_COLUMNS,
+    RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
@@ -38,7 +39,7 @@ from aios_ledger.core.log.rows import (
 )
 from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
 from aios_ledger.core.records import record_columns
-from aios_ledger.core.runs.records import RunIdentity
+from aios_ledger.core.runs.records import RunEventRow, RunIdentity
 from aios_ledger.core.tasks.records import FirstAnswerRow, TaskRow
 
 # Each state table's row record and the column its rows are keyed by.
@@ -56,6 +57,8 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     # Keyed by two columns: the statement selects their `binding_key` beside them.
     GOVERNED_BINDINGS: (BindingRow, "binding_key"),
     RUNS: (RunIdentity, "run_id"),
+    # Keyed by two columns: the statement selects their `run_event_key` beside them.
+    RUN_EVENTS: (RunEventRow, "run_event_key"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 
