@@ -23,7 +23,7 @@ from typing import Annotated, Any, cast
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.jsonvalue import JsonObject, check_json
+from aios_ledger.core.jsonvalue import JsonObject, check_json, encode_checked
 from aios_ledger.core.kinds import Between, Identifier, RouteIdentifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
@@ -412,8 +412,7 @@ def decide_append_run_event(
     holder = None
     if is_reserved_session(run.session_id) or is_reserved_run(run.run_id):
         holder = _require_attempt_holder(run, state.task, request.lease_token, now)
-    checked = check_json(request.payload, what="payload")
-    payload_json = canonical_json(checked)
+    payload_json = encode_checked(check_json(request.payload, what="payload"))
     if len(payload_json) > MAX_EVENT_PAYLOAD_BYTES:
         raise LedgerError("PAYLOAD_TOO_LARGE", f"payload is over {MAX_EVENT_PAYLOAD_BYTES} bytes")
     row = RunEventRow(
