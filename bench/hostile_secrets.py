@@ -41,7 +41,7 @@ def main() -> int:
     from aios_ledger.shell.db.connection import Database
     from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
     from git_support import binding, claim, governed_task, make_repository, register, workspace
-    from test_hostile_agent_secrets import bundle_bomb
+    from hostile_support import bundle_bomb
 
     with tempfile.TemporaryDirectory(prefix="aios-bench-hostile-") as folder:
         root = Path(folder)
@@ -58,7 +58,8 @@ def main() -> int:
             claimed = claim(db_path, task_id)
             space = workspace(db_path, claimed)
             try:
-                data = bundle_bomb(space, base, paths=BOMB_PATHS, blob_bytes=BOMB_BLOB)
+                git_dir, out = Path(space.path, ".git"), Path(space.root, "bomb.bundle")
+                data = bundle_bomb(git_dir, base, out, paths=BOMB_PATHS, blob_bytes=BOMB_BLOB)
             finally:
                 space.remove()
             with Database(db_path) as db:
