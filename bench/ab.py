@@ -1,6 +1,7 @@
 """Two builds of the ledger side by side: a base commit against the working tree, interleaved.
 
-    .venv/bin/python -m bench.ab --base REF            # parts 1, 2 and 5 at FULL, 5 rounds
+    .venv/bin/python -m bench.ab --base REF            # parts 1, 2, 5 and appends, 5 rounds
+    .venv/bin/python -m bench.ab --base REF --only run-appends,run-appends-normal
     .venv/bin/python -m bench.ab --base REF --quick    # smaller sizes
     .venv/bin/python -m bench.ab --base REF --new REF2 # two commits, neither the working tree
 
@@ -32,6 +33,8 @@ FIGURES = {
     "lifecycles": ("2 lifecycles", 2000, 400),
     "lifecycles-batched": ("2 lifecycles", 5000, 1000),
     "aux": ("5 aux runs", 1000, 200),
+    "run-appends": ("evidence appends", 2000, 400),
+    "run-appends-normal": ("evidence appends", 5000, 1000),
 }
 
 
@@ -113,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                     values[side].append(measure(sites[side], name, size, runs))
             unit = UNITS[name]
             for side in ("base", "new"):
-                rows.append(figure(part, f"{name} {side} FULL", summary(values[side]), unit))
+                level = "NORMAL" if name.endswith("-normal") else "FULL"
+                rows.append(figure(part, f"{name} {side} {level}", summary(values[side]), unit))
             ratio = paired_ratio(values["new"], values["base"])
             met = ratio["median"] >= 0.95
             rows.append(figure(part, f"{name} new/base", ratio, "ratio", target=">= 0.95", met=met))

@@ -4,11 +4,15 @@
 
 The same worker runs against two builds of the ledger (whichever `aios_ledger` its PYTHONPATH
 finds first), so it names nothing but what both builds export from `aios_ledger.shell` and
-`aios_ledger.core`. Every figure is at synchronous FULL, on a fresh file, timing only the work:
+`aios_ledger.core`. Every figure is at synchronous FULL (but one), on a fresh file, timing
+only the work:
 - `transitions`: part 1's ledger side, each task through create, claim, heartbeat, submit and
   verify, one transaction each (transitions/s);
 - `lifecycles`, `lifecycles-batched`: part 2's ledger sides (`bench.peers`), jobs/s;
-- `aux`: part 5's ledger side, spawn and wait of trivial auxiliary runs, runs/s.
+- `aux`: part 5's ledger side, spawn and wait of trivial auxiliary runs, runs/s;
+- `run-appends`: a worker's evidence, appended to its claimed attempt's run under the claim's
+  lease, one small event per transaction (appends/s); `run-appends-normal` the same at
+  synchronous NORMAL (no fsync per commit), where what an append computes and writes shows.
 """
 
 from __future__ import annotations
@@ -94,17 +98,36 @@ def aux(size: int, path: Path) -> float:
     return asyncio.run(scenario())
 
 
+def run_appends(size: int, path: Path, synchronous: str = "FULL") -> float:
+    from aios_ledger.shell import RunStore, TaskLedger
+
+    with TaskLedger(path, synchronous=synchronous) as store:
+        store.create_task(TASK_FIELDS, idempotency_key="create-0")
+        claim = store.claim(agent_id="agent-1", capabilities=[], lease_seconds=3600)
+        assert claim is not None
+        run_id, token = f"{claim['task_id']}@{claim['attempt']}", str(claim["lease_token"])
+        runs = RunStore(database=store.database)
+        start = time.perf_counter()
+        for n in range(size):
+            runs.append_event(run_id, "stderr", {"line": f"step {n} done"}, lease_token=token)
+        return size / (time.perf_counter() - start)
+
+
 FIGURES: dict[str, Callable[[int, Path], float]] = {
     "transitions": transitions,
     "lifecycles": lifecycles,
     "lifecycles-batched": lifecycles_batched,
     "aux": aux,
+    "run-appends": run_appends,
+    "run-appends-normal": lambda size, path: run_appends(size, path, "NORMAL"),
 }
 UNITS = {
     "transitions": "trans/s",
     "lifecycles": "jobs/s",
     "lifecycles-batched": "jobs/s",
     "aux": "runs/s",
+    "run-appends": "appends/s",
+    "run-appends-normal": "appends/s",
 }
 
 

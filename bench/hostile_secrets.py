@@ -55,7 +55,7 @@ def main() -> int:
         register,
         workspace,
     )
-    from test_hostile_agent_secrets import bundle_bomb
+    from hostile_support import bundle_bomb
 
     def settings(db_path: Path, key: str, **changes: int) -> None:
         with Database(db_path) as db:
@@ -101,7 +101,8 @@ def main() -> int:
             claimed = claim(db_path, task_id)
             space = workspace(db_path, claimed)
             try:
-                data = bundle_bomb(space, base, paths=BOMB_PATHS, blob_bytes=BOMB_BLOB)
+                git_dir, out = Path(space.path, ".git"), Path(space.root, "bomb.bundle")
+                data = bundle_bomb(git_dir, base, out, paths=BOMB_PATHS, blob_bytes=BOMB_BLOB)
             finally:
                 space.remove()
             with Database(db_path) as db:

@@ -196,6 +196,7 @@ from aios_ledger.core.runs.answers import (
 from aios_ledger.core.runs.evidence import (
     EVIDENCE_SNAPSHOT_SCHEMA_V1,
     RUN_CREATED,
+    RUN_EVENT_APPENDED,
     EvidenceReadRequest,
     EvidenceSnapshot,
     ExecutionTarget,
@@ -521,6 +522,7 @@ __all__ = [
     "PROJECTION_EVENT",
     "BINDING_REGISTERED",
     "RUN_CREATED",
+    "RUN_EVENT_APPENDED",
     "AUXILIARY_RUN_SPAWNED",
     # time
     "Timestamp",

@@ -81,9 +81,11 @@ class WorkerSettings:
 
 @attrs.frozen(kw_only=True)
 class ReviewSettings:
-    """`[review]`: the reviewing command, how many tasks a round judges, each review's timeout,
-    and how many reviews of one task attempt may fail before it is left to a person."""
+    """`[review]`: who judges (`reviewer`: the name the ledger holds against each result's
+    author, SELF_REVIEW), the reviewing command, how many tasks a round judges, each review's
+    timeout, and how many reviews of one task attempt may fail before it is left to a person."""
 
+    reviewer: Identifier | None = None
     exec: Command | None = None
     limit: Annotated[int, Between(1, MAX_LIST)] = 100
     timeout: PositiveSeconds = DEFAULT_REVIEW_TIMEOUT

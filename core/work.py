@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -128,19 +128,31 @@ def next_poll_delay(current: float, *, minimum: float, maximum: float) -> float:
 @attrs.frozen
 class IdleReason:
     """Why a worker found nothing to claim: of the `queued` tasks (with attempts left, before
-    their deadline), how many need capabilities it does not offer (and which), and how many it
-    could take but are not due yet (the earliest from when)."""
+    their deadline), how many need a capability its token is not granted (and which: offering
+    them would be refused CAPABILITY_NOT_GRANTED), how many need capabilities it could offer but
+    does not (and which), and how many it could take but are not due yet (the earliest from
+    when)."""
 
     queued: int
     lacking: int
     missing: tuple[str, ...]
     not_due: int
     due_from: str | None
+    ungranted: int = 0
+    ungranted_capabilities: tuple[str, ...] = ()
 
     def text(self) -> str:
         if self.queued == 0:
             return "no queued task"
         parts = []
+        if self.ungranted:
+            need = "needs" if self.ungranted == 1 else "need"
+            parts.append(
+                f"{_tasks(self.ungranted)} {need} capabilities your token is not granted: "
+                + ", ".join(self.ungranted_capabilities)
+                + " (offering them is refused CAPABILITY_NOT_GRANTED: the ledger's owner "
+                "issues a token granted them)"
+            )
         if self.lacking:
             need = "needs" if self.lacking == 1 else "need"
             parts.append(
@@ -150,7 +162,7 @@ class IdleReason:
         if self.not_due:
             verb = "is" if self.not_due == 1 else "are"
             parts.append(f"{_tasks(self.not_due)} {verb} not due before {self.due_from}")
-        others = self.queued - self.lacking - self.not_due
+        others = self.queued - self.ungranted - self.lacking - self.not_due
         if others:
             verb = "was" if others == 1 else "were"
             parts.append(f"{_tasks(others)} {verb} taken by another worker meanwhile")
@@ -158,7 +170,8 @@ class IdleReason:
 
     @classmethod
     def from_public(cls, shown: Mapping[str, Any]) -> IdleReason:
-        """The reason `public()` showed (what the API answers)."""
+        """The reason `public()` showed (what the API answers; a server from before grants
+        leaves out the ungranted counts)."""
         due_from = shown["due_from"]
         return cls(
             queued=int(shown["queued"]),
@@ -166,11 +179,17 @@ class IdleReason:
             missing=tuple(str(name) for name in shown["missing_capabilities"]),
             not_due=int(shown["not_due"]),
             due_from=None if due_from is None else str(due_from),
+            ungranted=int(shown.get("ungranted", 0)),
+            ungranted_capabilities=tuple(
+                str(name) for name in shown.get("ungranted_capabilities", ())
+            ),
         )
 
     def public(self) -> JsonObject:
         return {
             "queued": self.queued,
+            "ungranted": self.ungranted,
+            "ungranted_capabilities": list[JsonValue](self.ungranted_capabilities),
             "lacking_capabilities": self.lacking,
             "missing_capabilities": list[JsonValue](self.missing),
             "not_due": self.not_due,
@@ -183,20 +202,33 @@ def _tasks(count: int) -> str:
     return f"{count} queued task" + ("" if count == 1 else "s")
 
 
-def idle_reason(groups: Sequence[Mapping[str, Any]], capabilities: Sequence[str]) -> IdleReason:
+def idle_reason(
+    groups: Sequence[Mapping[str, Any]],
+    capabilities: Sequence[str],
+    grant: Collection[str] | None = None,
+) -> IdleReason:
     """The reason from the queue's groups (`idle_queue_groups`: the capabilities they require as
     JSON, whether they are due, how many, the earliest `not_before`) for a claimer offering
-    `capabilities`. A task that lacks a capability counts as lacking, due or not."""
+    `capabilities` under `grant` (its token's: None, no ceiling). A task that needs a
+    capability beyond the grant counts as ungranted, one that needs a capability the claimer
+    could offer but does not as lacking, due or not: the first is the owner's to change, the
+    second the worker's."""
     offered = set(capabilities)
-    queued = lacking = not_due = 0
+    granted = None if grant is None else set(grant)
+    queued = lacking = not_due = ungranted = 0
     missing: set[str] = set()
+    beyond: set[str] = set()
     due_from: str | None = None
     for group in groups:
         count = int(group["tasks"])
         queued += count
-        required = json.loads(str(group["required_capabilities_json"]))
-        needed = {str(name) for name in required} - offered
-        if needed:
+        required = {str(name) for name in json.loads(str(group["required_capabilities_json"]))}
+        needed = required - offered
+        outside = set() if granted is None else needed - granted
+        if outside:
+            ungranted += count
+            beyond |= outside
+        elif needed:
             lacking += count
             missing |= needed
         elif group["not_due"]:
@@ -204,7 +236,9 @@ def idle_reason(groups: Sequence[Mapping[str, Any]], capabilities: Sequence[str]
             earliest = group["earliest"]
             if earliest is not None and (due_from is None or str(earliest) < due_from):
                 due_from = str(earliest)
-    return IdleReason(queued, lacking, tuple(sorted(missing)), not_due, due_from)
+    return IdleReason(
+        queued, lacking, tuple(sorted(missing)), not_due, due_from, ungranted, tuple(sorted(beyond))
+    )
 
 
 @attrs.frozen

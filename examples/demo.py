@@ -48,6 +48,8 @@ from aios_ledger.shell.work.worker import TaskOutcome, Worker, WorkerConfig
 OWNER = "owner-demo-authorization"
 ADAPTER = "openclaw"
 CAPABILITY = "agent.runtime.openclaw"
+# Who judges: never the worker that wrote a result (the ledger refuses that as SELF_REVIEW).
+REVIEWER = "demo-reviewer"
 BASE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 LEGACY_TASK = "task-release-notes"
 NEW_TASKS = {
@@ -205,7 +207,7 @@ def part_two(path: Path, examples: Path) -> None:
         outcomes = run_worker(path, agent, capabilities=(CAPABILITY,))
         submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in outcomes)
         say(f"  Round {round_number}: the worker ran examples/agent.py -> {submitted}")
-        reviews = review_submitted(path, reviewer)["reviews"]
+        reviews = review_submitted(path, reviewer, reviewer=REVIEWER)["reviews"]
         assert isinstance(reviews, list)
         for review in reviews:
             assert isinstance(review, dict)
@@ -334,7 +336,7 @@ def part_four(path: Path, examples: Path) -> None:
             f"  Round {round_number}: each agent worked in a fresh workspace and committed there; "
             f"{len(outcomes)} proposals recorded."
         )
-        reviews = review_submitted(path, reviewer)["reviews"]
+        reviews = review_submitted(path, reviewer, reviewer=REVIEWER)["reviews"]
         assert isinstance(reviews, list)
         verdicts = sorted({f"{r.get('decision')}" for r in reviews if isinstance(r, dict)})
         say(f"    the reviewer judged them: {', '.join(verdicts)}")

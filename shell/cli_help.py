@@ -102,8 +102,8 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     ),
     "review": (
         (
-            "aios-ledger review --exec 'python3 examples/reviewer.py'",
-            "judge every submitted task with the example reviewer",
+            "aios-ledger review --as reviewer-1 --exec 'python3 examples/reviewer.py'",
+            "judge every submitted task with the example reviewer, as reviewer-1",
         ),
     ),
     "run": (("aios-ledger run create session-1 'fix the build'", "record a new run"),),

@@ -51,6 +51,9 @@ FROM runs ORDER BY run_id;
 SELECT run_id, seq, kind, payload_json, created_at
 FROM run_events ORDER BY run_id, seq;
 
+-- name: copy_rows_run_events_before_seals
+SELECT run_id, last_seq FROM run_events_before_seals ORDER BY run_id;
+
 -- name: copy_rows_auxiliary_runs
 SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
        evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json, output_digest,

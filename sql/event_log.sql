@@ -183,6 +183,21 @@ LEFT JOIN event_seal_rows AS s
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
                    WHERE row_table = 'runs' AND row_key = r.run_id);
 
+-- name: state_rows_run_events
+-- Each run event, keyed `RUN_ID SEQ` (identifiers hold no space), with the sealed row of it
+-- (its RUN_EVENT_APPENDED event's). An event appended before appends were sealed is one that
+-- migration 0014 listed (`run_events_before_seals`): no seal proves it either way; any other
+-- run event must have been sealed.
+SELECT e.*, e.run_id || ' ' || e.seq AS run_event_key,
+       s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       EXISTS (SELECT 1 FROM run_events_before_seals AS b
+               WHERE b.run_id = e.run_id AND e.seq <= b.last_seq) AS sealed_history
+FROM run_events AS e
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'run_events' AND s.row_key = e.run_id || ' ' || e.seq
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'run_events' AND row_key = e.run_id || ' ' || e.seq);
+
 -- name: runs_events_disagreeing
 -- Runs whose event count is not the number of their events numbered 1..count: an event deleted
 -- or inserted behind the ledger's back (appends bump the count in the same transaction).
@@ -227,6 +242,12 @@ HAVING NOT CASE r.row_table
   WHEN 'runs' THEN EXISTS (SELECT 1 FROM runs WHERE run_id = r.row_key)
   WHEN 'repository_settings_changes' THEN EXISTS (
     SELECT 1 FROM repository_settings_changes WHERE idempotency_key = r.row_key)
+  -- `RUN_ID SEQ`: looked up by its primary key, then held to the key exactly.
+  WHEN 'run_events' THEN EXISTS (
+    SELECT 1 FROM run_events
+    WHERE run_id = substr(r.row_key, 1, instr(r.row_key, ' ') - 1)
+      AND seq = CAST(substr(r.row_key, instr(r.row_key, ' ') + 1) AS INTEGER)
+      AND run_id || ' ' || seq = r.row_key)
   ELSE 0
 END
 ORDER BY r.row_table, r.row_key;

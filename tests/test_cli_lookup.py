@@ -32,7 +32,7 @@ LEDGER_COMMANDS: list[list[str]] = [
     ["claim", "--json", "{request}"],
     ["binding", "put", "{request}"],
     ["project", "t1", "--request", "{request}"],
-    ["review", "--exec", "true"],
+    ["review", "--as", "r1", "--exec", "true"],
     ["worker", "--agent-id", "w", "--exec", "true", "--once"],
 ]
 

@@ -503,6 +503,22 @@ def test_a_bundle_with_other_refs_than_branches_is_refused(repo: Repo) -> None:
     assert _record(repo, claimed, data) == "BUNDLE_INVALID"
 
 
+@pytest.mark.parametrize("branch", ["refs/heads/main", "agent/\u202egnp.exe", "agent/\u200fx"])
+def test_a_bundle_with_a_branch_name_that_misleads_is_refused(repo: Repo, branch: str) -> None:
+    """A branch of the bundle besides HEAD is held to the ledger's rule for branch names, not
+    only git's: `refs/heads/refs/heads/main` and names with bidirectional controls were
+    recorded among the proposal's refs, for a reviewer to misread."""
+    claimed = _claimed_task(repo, "task-h7")
+    space = workspace(repo.db, claimed)
+    try:
+        edit(space, {"a.txt": "1\n"})
+        git("update-ref", f"refs/heads/{branch}", "HEAD", cwd=space.path)
+        data = _bundle_of(Path(space.path), "HEAD", f"refs/heads/{branch}", "--not", repo.base)
+    finally:
+        space.remove()
+    assert _record(repo, claimed, data) == "REF_NAME_INVALID"
+
+
 def test_a_proposal_needs_the_attempts_lease(repo: Repo) -> None:
     claimed = _claimed_task(repo, "task-h6")
     space = workspace(repo.db, claimed)

@@ -1,12 +1,14 @@
 """A hostile agent against capability grants and separation of duties (issue 26, item 5).
 
-Figures: 18 hostile cases tried, 18 refused (each with its stable code, nothing changed):
+Figures: 22 hostile cases tried, 22 refused (each with its stable code, nothing changed):
 capability lies over HTTP (a named claim, the next-eligible claim, a batch, a long poll, a
 keyed claim, a token issued with no grant, `worker --api` on a governed repository: 7), a
 forged or widened grant (`token issue` refusals: 3; a grant widened by hand in the database,
 which `verify` reports: 1), self-review (an agent+reviewer token over HTTP, a reviewer token
 re-issued under the author's name, `review --api`, the library with a named reviewer, a batch
-verify: 5) and the library's named grant (a claim and a batch claim: 2).
+verify, a local `review --as` the author's name: 6), a local review that names nobody (the
+command line and the library) and an `--as` beside `--api` that is not the token's name (3), and
+the library's named grant (a claim and a batch claim: 2).
 
 Everything runs against a real `aios-ledger serve` on loopback (tests/api_server.py), real
 SQLite files, the real command line, and a real bare git repository for the governed task.
@@ -35,7 +37,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.log.rows import API_TOKENS, row_digest
 from aios_ledger.core.log.state import stored_row_state
-from aios_ledger.shell import Database, TaskLedger, verify_log
+from aios_ledger.shell import Database, TaskLedger, review_submitted, verify_log
 from aios_ledger.shell.api.tokens import authenticate, issue_token, list_tokens
 from api_server import ApiServer, cli
 from git_support import (
@@ -47,10 +49,10 @@ from git_support import (
     register,
     repository_files,
 )
+from hostile_support import problem as refused
 from legacy_fixtures import rows
 from test_worker_e2e import AGENT, REVIEWER, create, event_types, task
 
-PROBLEM = "application/problem+json"
 CLI = [sys.executable, "-m", "aios_ledger.shell.cli"]
 
 
@@ -58,14 +60,6 @@ CLI = [sys.executable, "-m", "aios_ledger.shell.cli"]
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     with ApiServer(tmp_path_factory.mktemp("grants") / "ledger.db", role_tokens=True) as running:
         yield running
-
-
-def refused(answer: httpx.Response, status: int, code: str) -> str:
-    assert answer.status_code == status, answer.text
-    assert answer.headers["content-type"].startswith(PROBLEM)
-    body = answer.json()
-    assert body["code"] == code, body
-    return str(body["detail"])
 
 
 def unique(prefix: str) -> str:
@@ -411,6 +405,62 @@ def test_review_over_the_api_with_the_authors_token_does_not_judge(tmp_path: Pat
         assert honest.returncode == 0, honest.stderr
         (review,) = json.loads(honest.stdout)["reviews"]
         assert review["outcome"] == "verified"
+
+
+def test_a_local_review_judges_under_its_name_and_never_its_own_result(tmp_path: Path) -> None:
+    """`review --db` named nobody, so its verdicts were never held to SELF_REVIEW: the worker's
+    own name could review the worker's result. Now it names its reviewer (`--as`, required),
+    and the core refuses a verdict on a result that name submitted."""
+    db = tmp_path / "ledger.db"
+    create(db, "task-local")
+    base = [*CLI, "--db", str(db)]
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *argv], capture_output=True, text=True, timeout=300)
+
+    worked = run("worker", "--agent-id", "dual", "--exec", AGENT, "--once")
+    assert worked.returncode == 0, worked.stderr
+    before = ledger_rows(db)
+    anonymous = run("review", "--exec", REVIEWER)
+    assert anonymous.returncode == 2 and anonymous.stderr.startswith("USAGE_INVALID: --as")
+    assert ledger_rows(db) == before
+    own = run("review", "--as", "dual", "--exec", REVIEWER)
+    (review,) = json.loads(own.stdout)["reviews"]
+    assert (review["outcome"], review["error_code"]) == ("verify_failed", "SELF_REVIEW")
+    assert own.returncode == 1
+    assert task(db, "task-local")["status"] == "SUBMITTED"
+    assert "TASK_VERIFIED" not in event_types(db, "task-local")
+    honest = run("review", "--as", "r1", "--exec", REVIEWER)
+    assert honest.returncode == 0, honest.stderr
+    (review,) = json.loads(honest.stdout)["reviews"]
+    assert review["outcome"] == "verified"
+    with pytest.raises(LedgerError, match=r"^FIELDS_INVALID: reviewer"):
+        review_submitted(db, REVIEWER)  # the library names its reviewer too
+    with Database(db) as opened:
+        assert verify_log(opened).intact
+
+
+def test_review_as_beside_api_must_be_the_tokens_name(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    with ApiServer(db) as server:
+        token = server.token_file(tmp_path, "r1", "reviewer")
+        api = [*CLI, "--db", "/nonexistent/no.db", "review", "--api", server.url]
+        other = subprocess.run(
+            [*api, "--token-file", str(token), "--as", "someone-else", "--exec", REVIEWER],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert other.returncode == 2, other.stderr
+        assert other.stderr.startswith("AGENT_MISMATCH: --as")
+        assert "'r1'" in other.stderr and "'someone-else'" in other.stderr
+        same = subprocess.run(
+            [*api, "--token-file", str(token), "--as", "r1", "--exec", REVIEWER],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert same.returncode == 0, same.stderr
 
 
 # -- the library, for a caller that names a grant or a reviewer -----------------------------

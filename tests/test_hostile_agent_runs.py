@@ -25,6 +25,7 @@ from aios_ledger.core.runs.attempts import is_reserved_run, refuse_reserved
 from aios_ledger.shell import LedgerClient, RunStore, TaskLedger, verify_log
 from api_server import ApiServer
 from conftest import both_engines, fresh_target
+from hostile_support import problem as refused
 from test_remote_work import remote
 from test_worker_e2e import AGENT, REVIEWER, create, task, wait_until_due
 
@@ -51,11 +52,6 @@ def server(tmp_path: Path) -> Iterator[ApiServer]:
 
 def agent_client(server: ApiServer, name: str) -> httpx.Client:
     return server.client(token=server.issue(name, "agent"))
-
-
-def refused(answer: httpx.Response, status: int, code: str) -> None:
-    assert answer.status_code == status, answer.text
-    assert answer.json()["code"] == code, answer.text
 
 
 def squat(attacker: httpx.Client) -> None:

@@ -49,12 +49,8 @@ from git_support import (
     repository_files,
     runtime_result,
 )
+from hostile_support import AWS_KEY, PRIVATE_KEY, bundle_bomb, problem
 from legacy_fixtures import rows
-
-PROBLEM = "application/problem+json"
-# Made up here, never a real key: the scanner's plugins know their shapes.
-PRIVATE_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8Pb\n"
-AWS_KEY = "AKIA" + "Z7VRSQ5TJRVJ6ABC"
 
 
 class Live:
@@ -74,12 +70,6 @@ def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
         with Database(db) as opened:
             assert verify_log(opened).intact
         assert_reflog_agrees(db, bare)
-
-
-def problem(answer: httpx.Response, status: int, code: str) -> None:
-    assert answer.status_code == status, answer.text
-    assert answer.headers["content-type"].startswith(PROBLEM)
-    assert answer.json()["code"] == code
 
 
 def _claimed_space(live: Live, task_id: str) -> tuple[dict[str, Any], Workspace]:
@@ -240,32 +230,11 @@ def _refused_upload(
     assert "PROPOSAL_RECORDED" not in events_of(live.server.db, str(claimed["task_id"]))
 
 
-def bundle_bomb(space: Workspace, base: str, *, paths: int, blob_bytes: int) -> bytes:
-    """One blob of `blob_bytes` under `paths` names, committed on `base` with git's plumbing
-    and bundled as the worker bundles: a bundle of a few hundred KB that asks the scanner to
-    read `paths * blob_bytes` bytes."""
-    git_dir = str(Path(space.path, ".git"))
-    line = b"an innocent line of a large generated file\n"
-    blob = run_git(
-        ["--git-dir", git_dir, "hash-object", "-w", "--stdin"],
-        stdin=(line * (blob_bytes // len(line) + 1))[:blob_bytes],
-    ).text.strip()
-    listing = "".join(f"100644 blob {blob}\tf{n:05d}.txt\n" for n in range(paths))
-    subtree = run_git(["--git-dir", git_dir, "mktree"], stdin=listing.encode()).text.strip()
-    readme = git("--git-dir", git_dir, "rev-parse", "HEAD:README.md")
-    top = f"100644 blob {readme}\tREADME.md\n040000 tree {subtree}\tgenerated\n"
-    tree = run_git(["--git-dir", git_dir, "mktree"], stdin=top.encode()).text.strip()
-    head = git("--git-dir", git_dir, "commit-tree", tree, "-p", base, "-m", "generated files")
-    git("--git-dir", git_dir, "update-ref", "HEAD", head)
-    out = Path(space.root, "bomb.bundle")
-    git("--git-dir", git_dir, "bundle", "create", "--quiet", str(out), "HEAD", "--not", base)
-    return out.read_bytes()
-
-
 def test_a_bundle_bomb_is_refused_by_the_scan_budget_and_leaves_nothing(live: Live) -> None:
     claimed, space = _claimed_space(live, "task-bomb")
     try:
-        data = bundle_bomb(space, live.base, paths=10000, blob_bytes=4 * 1024 * 1024)
+        git_dir, out = Path(space.path, ".git"), Path(space.root, "bomb.bundle")
+        data = bundle_bomb(git_dir, live.base, out, paths=10000, blob_bytes=4 * 1024 * 1024)
     finally:
         space.remove()
     _refused_upload(live, claimed, data, "SCAN_BUDGET_EXCEEDED")

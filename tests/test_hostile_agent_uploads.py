@@ -42,23 +42,12 @@ from git_support import (
     repository_files,
     workspace,
 )
+from hostile_support import bundle_bomb, listing, problem
 
-PROBLEM = "application/problem+json"
 WRONG_LEASE = "x" * 43
 # The issue's bundle: one 4 MiB blob under 5 paths, a few KB once packed.
 BOMB_BYTES = 4 * 1024 * 1024
 BOMB_PATHS = 5
-
-
-def problem(answer: httpx.Response, status: int, code: str) -> None:
-    assert answer.status_code == status, answer.text
-    assert answer.headers["content-type"].startswith(PROBLEM)
-    assert answer.json()["code"] == code
-
-
-def listing(folder: Path) -> list[str]:
-    """Every path under `folder` (empty when it does not exist)."""
-    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
 
 
 def objects(bare: Path) -> list[str]:
@@ -70,14 +59,8 @@ def bomb(live: dict[str, Any]) -> bytes:
     root: Path = live["root"]
     work = root / "bomb-work"
     git("clone", "--quiet", str(live["bare"]), str(work))
-    blob = b"value = 'aaaaaaaaaaaaaaaa'\n" * (BOMB_BYTES // 27)
-    for number in range(BOMB_PATHS):
-        (work / f"part-{number}.py").write_bytes(blob)
-    git("add", "--all", cwd=work)
-    git("commit", "--quiet", "-m", "bomb", cwd=work)
     out = root / "bomb.bundle"
-    git("bundle", "create", "--quiet", str(out), "HEAD", "--not", live["base"], cwd=work)
-    return out.read_bytes()
+    return bundle_bomb(work / ".git", live["base"], out, paths=BOMB_PATHS, blob_bytes=BOMB_BYTES)
 
 
 @pytest.fixture

@@ -2,21 +2,25 @@
 refused on open: each table's row changed, inserted or deleted by hand (stdlib sqlite3, or psql
 with the triggers off) is a finding naming the table and key, on both engines.
 
-Figures (issue 26): 22 tamper cases tried on each engine, 22 reported: first answers 4 (+1 after
+Figures (issue 26): 30 tamper cases tried on each engine, 30 reported: first answers 4 (+1 after
 adoption), bindings 3, repository settings 3, proposals' scan spend 2, bundle files 2, runs 3,
-run events 3, and a deleted schema_migrations row refused on open by 3 commands, nothing
-written."""
+run events 9 (kind, payload and time rewritten in place, deleted and inserted with and without
+the run's count set to match, an orphan, two swapped; +2 after adoption), and a deleted
+schema_migrations row refused on open by 3 commands, nothing written."""
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
-from aios_ledger.core import LedgerError
-from aios_ledger.shell import Database, RunStore, TaskLedger, verify_log
+from aios_ledger.core import LedgerError, decide_append_run_event, verify_export_lines
+from aios_ledger.shell import Database, RunStore, TaskLedger, export_log, verify_log
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.run import fetch_all
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_path
@@ -25,7 +29,7 @@ from conftest import both_engines, is_postgres
 from git_support import REPOSITORY, make_repository, register, verified_proposal
 from git_support import binding as git_binding
 from legacy_fixtures import dump
-from test_log_support import tamper
+from test_log_support import raw_rows, tamper
 
 pytest_generate_tests = both_engines
 
@@ -298,45 +302,200 @@ def runs(ledger_target: Path) -> Path:
 
 
 RUN_EVENT_COLUMNS = "run_id, seq, kind, payload_json, created_at"
+COUNT = ("STATE_MISMATCH", "run_events", "r-1")  # the run's count and its events disagree
+
+
+def _seq(number: int) -> str:
+    return f"WHERE run_id = 'r-1' AND seq = {number}"
 
 
 @pytest.mark.parametrize(
-    ("statement", "expected"),
+    ("statements", "expected"),
     [
         # Whose session or prompt a run claims is what evidence pins of it.
         (
-            "UPDATE runs SET prompt = 'approve everything' WHERE run_id = 'r-1'",
-            ("STATE_MISMATCH", "runs", "r-1"),
+            ["UPDATE runs SET prompt = 'approve everything' WHERE run_id = 'r-1'"],
+            {("STATE_MISMATCH", "runs", "r-1")},
         ),
-        ("DELETE FROM runs WHERE run_id = 'r-2'", ("STATE_MISMATCH", "runs", "r-2")),
+        (["DELETE FROM runs WHERE run_id = 'r-2'"], {("STATE_MISMATCH", "runs", "r-2")}),
         (
-            "INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at) "
-            "SELECT 'r-forged', session_id, prompt, 0, created_at, updated_at FROM runs "
-            "WHERE run_id = 'r-2'",
-            ("STATE_MISMATCH", "runs", "r-forged"),
+            [
+                "INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, "
+                "updated_at) SELECT 'r-forged', session_id, prompt, 0, created_at, updated_at "
+                "FROM runs WHERE run_id = 'r-2'"
+            ],
+            {("STATE_MISMATCH", "runs", "r-forged")},
         ),
-        # The failure the worker reported, taken out of the evidence.
+        # An event rewritten in place: what the worker reported, told otherwise.
         (
-            "DELETE FROM run_events WHERE run_id = 'r-1' AND seq = 3",
-            ("STATE_MISMATCH", "run_events", "r-1"),
-        ),
-        (
-            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT run_id, 4, kind, payload_json, "
-            "created_at FROM run_events WHERE run_id = 'r-1' AND seq = 1",
-            ("STATE_MISMATCH", "run_events", "r-1"),
+            [f"UPDATE run_events SET kind = 'success' {_seq(3)}"],
+            {("STATE_MISMATCH", "run_events", "r-1 3")},
         ),
         (
-            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT 'r-none', seq, kind, "
-            "payload_json, created_at FROM run_events WHERE run_id = 'r-1' AND seq = 1",
-            ("STATE_MISMATCH", "run_events", "r-none"),
+            [f"UPDATE run_events SET payload_json = '{{\"n\":30}}' {_seq(3)}"],
+            {("STATE_MISMATCH", "run_events", "r-1 3")},
+        ),
+        (
+            [f"UPDATE run_events SET created_at = '2020-01-01T00:00:00.000Z' {_seq(2)}"],
+            {("STATE_MISMATCH", "run_events", "r-1 2")},
+        ),
+        # The failure the worker reported, taken out of the evidence: its seal says it was
+        # written; with the run's count lowered to match, the seal still says so.
+        (
+            [f"DELETE FROM run_events {_seq(3)}"],
+            {COUNT, ("STATE_MISMATCH", "run_events", "r-1 3")},
+        ),
+        (
+            [
+                f"DELETE FROM run_events {_seq(3)}",
+                "UPDATE runs SET event_count = 2 WHERE run_id = 'r-1'",
+            ],
+            {("STATE_MISMATCH", "run_events", "r-1 3")},
+        ),
+        # An event inserted: no seal covers it, even with the run's count raised to match.
+        (
+            [
+                f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT run_id, 4, kind, "
+                f"payload_json, created_at FROM run_events {_seq(1)}"
+            ],
+            {COUNT, ("STATE_MISMATCH", "run_events", "r-1 4")},
+        ),
+        (
+            [
+                f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT run_id, 4, kind, "
+                f"payload_json, created_at FROM run_events {_seq(1)}",
+                "UPDATE runs SET event_count = 4 WHERE run_id = 'r-1'",
+            ],
+            {("STATE_MISMATCH", "run_events", "r-1 4")},
+        ),
+        (
+            [
+                f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT 'r-none', seq, kind, "
+                f"payload_json, created_at FROM run_events {_seq(1)}"
+            ],
+            {
+                ("STATE_MISMATCH", "run_events", "r-none"),
+                ("STATE_MISMATCH", "run_events", "r-none 1"),
+            },
+        ),
+        # Two events trading places: each row is not the one its seal covers.
+        (
+            [
+                f"UPDATE run_events SET payload_json = '{{\"n\":2}}' {_seq(1)}",
+                f"UPDATE run_events SET payload_json = '{{\"n\":1}}' {_seq(2)}",
+            ],
+            {("STATE_MISMATCH", "run_events", "r-1 1"), ("STATE_MISMATCH", "run_events", "r-1 2")},
         ),
     ],
-    ids=["run-changed", "run-deleted", "run-inserted", "event-deleted", "event-inserted", "orphan"],
+    ids=[
+        "run-changed",
+        "run-deleted",
+        "run-inserted",
+        "event-kind-rewritten",
+        "event-payload-rewritten",
+        "event-time-rewritten",
+        "event-deleted",
+        "event-deleted-count-lowered",
+        "event-inserted",
+        "event-inserted-count-raised",
+        "orphan",
+        "events-swapped",
+    ],
 )
 def test_a_run_or_its_events_tampered_with_is_named(
-    runs: Path, statement: str, expected: tuple[str, str, str]
+    runs: Path, statements: list[str], expected: set[tuple[str, str, str]]
 ) -> None:
+    """Before run events were sealed, an event rewritten in place (kind, payload, time) passed
+    `verify`, and one deleted or inserted passed once the run's count was set to match."""
     if not is_postgres(runs):  # PostgreSQL's tamper runs with every trigger off
-        tamper(runs, ("DROP TRIGGER run_events_refuse_delete", ()))
-    tamper(runs, (statement, ()))
-    assert findings(runs) == {expected}
+        tamper(
+            runs,
+            ("DROP TRIGGER run_events_refuse_delete", ()),
+            ("DROP TRIGGER run_events_refuse_update", ()),
+        )
+    tamper(runs, *((statement, ()) for statement in statements))
+    assert findings(runs) == expected
+    done = cli(runs, "verify")
+    assert done.returncode == EXIT_NOT_INTACT and "STATE_MISMATCH" in done.stdout
+
+
+def test_every_append_is_a_sealed_event_covering_its_row(runs: Path) -> None:
+    """Each append adds one RUN_EVENT_APPENDED event to the ledger chain (after the run's
+    RUN_CREATED), whose seal covers the `run_events` row; an export verifies offline."""
+    kinds = raw_rows(
+        runs, "SELECT event_type, payload_json FROM events WHERE task_id IS NULL ORDER BY 1, 2"
+    )
+    appended = [json.loads(payload) for kind, payload in kinds if kind == "RUN_EVENT_APPENDED"]
+    assert appended == [{"kind": "step", "run_id": "r-1", "seq": n} for n in (1, 2, 3)]
+    sealed = raw_rows(
+        runs,
+        "SELECT row_key FROM event_seal_rows WHERE row_table = 'run_events' ORDER BY row_key",
+    )
+    assert sealed == [("r-1 1",), ("r-1 2",), ("r-1 3",)]
+    found = report(runs)
+    assert (found["intact"], found["rows_unprovable"]) == (True, 0)
+    with Database(runs) as db, io.StringIO() as out:
+        export_log(db, out, task_id=None)
+        lines = out.getvalue().splitlines()
+    assert sum('"state":"run_events"' in line for line in lines) == 3
+    checked = verify_export_lines(lines).public()
+    assert checked["intact"] is True, checked["findings"]
+
+
+def _as_an_earlier_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends as they were before they were sealed: the CAS and the row, no event."""
+
+    def unsealed(state: Any, request: Any, *, now: Any) -> Any:
+        return attrs.evolve(decide_append_run_event(state, request, now=now), events=(), tail=None)
+
+    monkeypatch.setattr("aios_ledger.shell.runs.store.decide_append_run_event", unsealed)
+
+
+def test_run_events_appended_before_they_were_sealed_still_verify(
+    ledger_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adoption: migration 0014 lists the events an earlier version appended unsealed (each
+    run's last seq then); those are counted as unprovable, the appends since are proven, and an
+    unsealed event that is not listed is reported."""
+    with monkeypatch.context() as earlier_version:
+        _as_an_earlier_version(earlier_version)
+        with RunStore(ledger_target) as store:
+            store.create_run("session-1", "old", run_id="r-old")
+            for number in (1, 2):
+                store.append_event("r-old", "step", {"n": number})
+    # The ledger as that version left it: before migration 0014, which the next open applies.
+    tamper(
+        ledger_target,
+        ("DROP TABLE run_events_before_seals", ()),
+        ("DELETE FROM schema_migrations WHERE version = '0014'", ()),
+    )
+    with RunStore(ledger_target) as store:
+        store.append_event("r-old", "step", {"n": 3})
+        store.create_run("session-1", "new", run_id="r-new")
+        store.append_event("r-new", "step", {"n": 1})
+    assert raw_rows(ledger_target, "SELECT run_id, last_seq FROM run_events_before_seals") == [
+        ("r-old", 2)
+    ]
+    found = report(ledger_target)
+    assert found["intact"] is True, found["findings"]
+    assert found["rows_unprovable"] == 2
+    with Database(ledger_target) as db, io.StringIO() as out:
+        export_log(db, out, task_id=None)
+        checked = verify_export_lines(out.getvalue().splitlines()).public()
+    assert checked["intact"] is True, checked["findings"]
+    if not is_postgres(ledger_target):
+        tamper(ledger_target, ("DROP TRIGGER run_events_refuse_update", ()))
+    tamper(
+        ledger_target,
+        ("UPDATE run_events SET payload_json = '{}' WHERE run_id = 'r-old' AND seq = 3", ()),
+        (
+            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT run_id, 4, kind, payload_json, "
+            "created_at FROM run_events WHERE run_id = 'r-old' AND seq = 1",
+            (),
+        ),
+        ("UPDATE runs SET event_count = 4 WHERE run_id = 'r-old'", ()),
+    )
+    assert findings(ledger_target) == {
+        ("STATE_MISMATCH", "run_events", "r-old 3"),
+        ("STATE_MISMATCH", "run_events", "r-old 4"),
+    }

@@ -45,7 +45,7 @@ def submit(db: Path, task_id: str, result: dict[str, Any] | None = None) -> None
 
 
 def review(db: Path, *argv: str, **kwargs: Any) -> tuple[int, dict[str, Any], str]:
-    answer = cli(db, "review", *argv, **kwargs)
+    answer = cli(db, "review", "--as", "reviewer-1", *argv, **kwargs)
     return answer.returncode, json.loads(answer.stdout), answer.stderr
 
 
@@ -240,6 +240,6 @@ def test_the_library_checks_review_settings_like_the_file(tmp_path: Path) -> Non
     submit(db, "task-lib")
     for bad in ({"max_attempts": 0}, {"limit": 0}, {"timeout": float("inf")}):
         with pytest.raises(LedgerError, match="FIELDS_INVALID"):
-            review_submitted(db, ACCEPT, **bad)
+            review_submitted(db, ACCEPT, reviewer="reviewer-1", **bad)
     assert task(db, "task-lib")["status"] == "SUBMITTED"
-    assert review_submitted(db, ACCEPT, max_attempts=1)["exit"] == 0
+    assert review_submitted(db, ACCEPT, reviewer="reviewer-1", max_attempts=1)["exit"] == 0

@@ -331,7 +331,8 @@ def test_auxiliary_run_checks_hold_for_hand_written_rows() -> None:
 
 def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     """Creating a run appends a sealed ledger event; appending to it is a CAS on its event
-    count, whose answer is the event's row."""
+    count, whose answer is the event's row, and a sealed RUN_EVENT_APPENDED event on the
+    ledger chain after the creation's, whose seal covers that row."""
     now = Timestamp.parse("2026-08-20T00:00:00Z")
     request = RunCreateRequest.from_mapping({"session_id": "s-1", "prompt": "p", "run_id": "r-1"})
     fresh = LogTail.read(1, [LEDGER_CHAIN], [])
@@ -341,7 +342,10 @@ def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     append = RunEventAppendRequest.from_mapping(
         {"run_id": "r-1", "kind": "note", "payload": {"n": 1}}
     )
-    appended = decide_append_run_event(RunState(run), append, now=now)
+    appended = decide_append_run_event(RunState(run, tail=created.tail), append, now=now)
+    (event,) = appended.events
+    assert event.event.event_type == "RUN_EVENT_APPENDED" and event.seal.chain_seq == 2
+    assert [row.row_key for row in event.rows] == ["r-1 1"]
     again = decide_create_run(RunCreateState(run, created.tail), request, now=now)
     assert again.response == {**run.public(), "idempotent": True}
     assert golden == {"create": attrs.asdict(created), "append": attrs.asdict(appended)}

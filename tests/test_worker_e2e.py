@@ -93,7 +93,7 @@ def test_worker_and_reviewer_take_a_task_through_one_rework(tmp_path: Path) -> N
         worked = cli(db, "worker", "--agent-id", "w1", "--exec", AGENT, "--until-empty")
         assert worked.returncode == 0, worked.stderr
         assert f"task task-e2e attempt {attempt}: submitted" in worked.stderr
-        reviewed = cli(db, "review", "--exec", REVIEWER)
+        reviewed = cli(db, "review", "--as", "r1", "--exec", REVIEWER)
         assert reviewed.returncode == 0, reviewed.stderr
         decision = json.loads(reviewed.stdout)["reviews"][0]["decision"]
         assert decision == ("NEEDS_REWORK" if attempt == 1 else "SUCCEEDED")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aios_ledger.core.work import exec_program, idle_reason
+from aios_ledger.core.work import IdleReason, exec_program, idle_reason
 from api_server import ApiServer, free_port
 from git_support import AGENT as GIT_AGENT
 from git_support import binding, governed_task, make_repository, register
@@ -288,12 +288,46 @@ def test_the_idle_reason_counts_each_task_once() -> None:
 
 
 def test_an_idle_worker_over_the_api_says_why_too(server: ApiServer, tmp_path: Path) -> None:
+    """Under its token's grant: a task that needs a capability the token is not granted is
+    told as such (offering it would be refused); before, the reason said to offer it."""
     create(server.db, "task-needs-gpu", required_capabilities=["gpu"])
     token = server.token_file(tmp_path, "cpu-agent", "agent")
     idle = remote(
         "worker", "--api", server.url, "--token-file", str(token), "--exec", "true", "--once"
     )
     assert idle.returncode == 0, idle.stderr
+    reason = (
+        "1 queued task needs capabilities your token is not granted: gpu (offering them is "
+        "refused CAPABILITY_NOT_GRANTED: the ledger's owner issues a token granted them)"
+    )
+    shown = json.loads(idle.stdout)["idle"]
+    assert shown["reason"] == reason
+    assert (shown["ungranted"], shown["ungranted_capabilities"]) == (1, ["gpu"])
+    assert shown["lacking_capabilities"] == 0
+    assert f"nothing to claim: {reason}" in idle.stderr
+    # A token granted the capability, offering none: the worker could offer it.
+    granted = server.token_file(tmp_path, "gpu-agent", "agent", capabilities=["gpu"])
+    idle = remote(
+        "worker", "--api", server.url, "--token-file", str(granted), "--exec", "true", "--once"
+    )
+    assert idle.returncode == 0, idle.stderr
     reason = "1 queued task needs capabilities you do not offer: gpu"
     assert json.loads(idle.stdout)["idle"]["reason"] == reason
-    assert f"nothing to claim: {reason}" in idle.stderr
+
+
+def test_the_idle_reason_tells_an_ungranted_capability_from_one_not_offered() -> None:
+    groups = [
+        {"required_capabilities_json": '["gpu"]', "not_due": 0, "tasks": 2, "earliest": None},
+        {"required_capabilities_json": '["gpu", "py"]', "not_due": 1, "tasks": 1, "earliest": "a"},
+        {"required_capabilities_json": '["py"]', "not_due": 0, "tasks": 3, "earliest": None},
+        {"required_capabilities_json": "[]", "not_due": 1, "tasks": 1, "earliest": "b"},
+    ]
+    reason = idle_reason(groups, [], grant=["py"])
+    assert (reason.ungranted, reason.ungranted_capabilities) == (3, ("gpu",))
+    assert (reason.lacking, reason.missing) == (3, ("py",))
+    assert (reason.not_due, reason.due_from) == (1, "b")
+    assert reason.text().startswith("3 queued tasks need capabilities your token is not granted")
+    assert IdleReason.from_public(reason.public()) == reason
+    # No grant (the local ledger, a token with no ceiling): nothing is ungranted.
+    assert idle_reason(groups, [], grant=None).ungranted == 0
+    assert idle_reason(groups, [], grant=None).lacking == 6

@@ -24,12 +24,14 @@ whose rows only plans with a sealed event write:
 
 - `runs`, keyed by `run_id`, covered by its `RUN_CREATED` event (since issue 26, the same
   adoption rule) over what never changes of a run: its id, session, prompt and creation time
-  (`RunIdentity`). Its `event_count` and `updated_at` change with every append, which is not a
-  sealed event: `verify` holds `event_count` against the run's events instead.
-
-A run's events (`run_events`) are an append-only table of their own (triggers refuse UPDATE and
-DELETE) whose appends are not sealed events: `verify` finds one deleted or inserted behind the
-ledger's back (its run's count and numbering no longer agree), not one rewritten in place.
+  (`RunIdentity`). Its `event_count` and `updated_at` change with every append: `verify` holds
+  `event_count` against the run's events.
+- `run_events`, keyed by `run_event_key` (`RUN_ID SEQ`), each covered by the
+  `RUN_EVENT_APPENDED` event its append sealed (since issue 26): an event rewritten in place
+  (kind, payload, timestamp), deleted or inserted behind the ledger's back is reported. The
+  events appended before appends were sealed are those migration 0014 listed
+  (`run_events_before_seals`: each run's last `seq` then); no seal proves them either way, and
+  any other run event without a seal is reported.
 
 A row's digest is derived from its record's fields (all of them, in whatever number the record
 has), so a column added to a table and its record is covered without another change here.
@@ -87,6 +89,7 @@ REPOSITORY_SETTINGS_CHANGES = "repository_settings_changes"
 FIRST_ANSWERS = "task_idempotency"
 GOVERNED_BINDINGS = "governed_bindings"
 RUNS = "runs"
+RUN_EVENTS = "run_events"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
@@ -101,6 +104,7 @@ STATE_TABLES: tuple[str, ...] = (
     GOVERNED_BINDINGS,
     RUNS,
     REPOSITORY_SETTINGS_CHANGES,
+    RUN_EVENTS,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(
@@ -205,6 +209,12 @@ def binding_key(task_id: str, job_id: str) -> str:
     """The key a `governed_bindings` row is sealed under: its two key columns, apart by a space
     (no identifier holds one, so two bindings never share a key)."""
     return f"{task_id} {job_id}"
+
+
+def run_event_key(run_id: str, seq: int) -> str:
+    """The key a `run_events` row is sealed under: its run and its place there, apart by a
+    space (no identifier holds one)."""
+    return f"{run_id} {seq}"
 
 
 def row_image(table: str, key: str, columns: Mapping[str, object]) -> RowImage:

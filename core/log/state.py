@@ -31,6 +31,7 @@ from aios_ledger.core.log.rows import (
     LATER_DEFAULT_COLUMNS,
     LATER_NULL_COLUMNS,
     REPOSITORY_SETTINGS_CHANGES,
+    RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
@@ -41,7 +42,7 @@ from aios_ledger.core.log.rows import (
 )
 from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
 from aios_ledger.core.records import record_columns
-from aios_ledger.core.runs.records import RunIdentity
+from aios_ledger.core.runs.records import RunEventRow, RunIdentity
 from aios_ledger.core.tasks.records import FirstAnswerRow, TaskRow
 
 # Each state table's row record and the column its rows are keyed by.
@@ -60,6 +61,8 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     GOVERNED_BINDINGS: (BindingRow, "binding_key"),
     RUNS: (RunIdentity, "run_id"),
     REPOSITORY_SETTINGS_CHANGES: (RepositorySettingsChangeRow, "idempotency_key"),
+    # Keyed by two columns: the statement selects their `run_event_key` beside them.
+    RUN_EVENTS: (RunEventRow, "run_event_key"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

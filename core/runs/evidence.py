@@ -1,10 +1,12 @@
 """Runs, their events, and the bounded, digest-pinned evidence snapshot read from them.
 
 A run belongs to one session and holds an append-only list of events (`run_events`, numbered
-from 1 by `seq`). An auxiliary run never reads the live run: it reads an `EvidenceSnapshot`, the
-run and the first events that fit the request's limits, pinned by `snapshot_digest`. The digest
-covers only what the snapshot holds (never the run's current event count), so reading the same
-evidence again, even after the run has grown past a truncated slice, reproduces it exactly.
+from 1 by `seq`), each appended with a sealed `RUN_EVENT_APPENDED` event whose seal covers the
+row (`decide_append_run_event`), so that `verify` proves every event a review reads. An
+auxiliary run never reads the live run: it reads an `EvidenceSnapshot`, the run and the first
+events that fit the request's limits, pinned by `snapshot_digest`. The digest covers only what
+the snapshot holds (never the run's current event count), so reading the same evidence again,
+even after the run has grown past a truncated slice, reproduces it exactly.
 
 A run often ends with what matters most (a worker's `failure` event is its last), so a request
 may also keep the run's last `tail_events` events when the run does not fit: the snapshot then
@@ -21,7 +23,7 @@ from typing import Annotated, Any, cast
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.jsonvalue import JsonObject, check_json
+from aios_ledger.core.jsonvalue import JsonObject, check_json, encode_checked
 from aios_ledger.core.kinds import Between, Identifier, RouteIdentifier, Text
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
@@ -46,6 +48,7 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 EVIDENCE_SNAPSHOT_SCHEMA_V1 = "aios.evidence.snapshot.v1"
 EVIDENCE_DOMAIN = "evidence"
 RUN_CREATED = "RUN_CREATED"
+RUN_EVENT_APPENDED = "RUN_EVENT_APPENDED"
 DEFAULT_MAX_EVENTS = 256
 DEFAULT_MAX_BYTES = 256 * 1024
 MAX_EVENTS_LIMIT = 10_000
@@ -292,11 +295,13 @@ class RunCreateState:
 
 @attrs.frozen
 class RunState:
-    """What appending to a run reads: the run (None: there is none) and, for an attempt's
-    evidence run, its task (None: there is none)."""
+    """What appending to a run reads: the run (None: there is none), for an attempt's
+    evidence run its task (None: there is none), and the log's tail at the ledger chain,
+    which the append's sealed event extends."""
 
     run: RunRow | None
     task: TaskRow | None = None
+    tail: LogTail = attrs.field(kw_only=True)
 
 
 @attrs.frozen
@@ -394,45 +399,63 @@ def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
 def decide_append_run_event(
     state: RunState, request: RunEventAppendRequest, *, now: Timestamp
 ) -> WritePlan[RunEventAnswer]:
-    """The next event of a run: a CAS on the run's event count (its revision), then the event
-    row, which is also the answer (`RunEventRow` fields). A run in the ledger's reserved forms
-    takes events only as the evidence of the attempt its task is at, under that attempt's
-    lease (`_require_attempt_holder`)."""
+    """The next event of a run: a CAS on the run's event count (its revision), the event row,
+    which is also the answer (`RunEventRow` fields), and a sealed `RUN_EVENT_APPENDED` event on
+    the ledger chain whose seal covers that row, so that `verify` finds the row rewritten,
+    deleted or inserted. A run in the ledger's reserved forms takes events only as the
+    evidence of the attempt its task is at, under that attempt's lease
+    (`_require_attempt_holder`); the sealed event names that attempt's holder."""
     require_timestamp(now)
     run = state.run
     if run is None:
         raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
+    holder = None
     if is_reserved_session(run.session_id) or is_reserved_run(run.run_id):
-        _require_attempt_holder(run, state.task, request.lease_token, now)
-    checked = check_json(request.payload, what="payload")
-    payload_json = canonical_json(checked)
+        holder = _require_attempt_holder(run, state.task, request.lease_token, now)
+    payload_json = encode_checked(check_json(request.payload, what="payload"))
     if len(payload_json) > MAX_EVENT_PAYLOAD_BYTES:
         raise LedgerError("PAYLOAD_TOO_LARGE", f"payload is over {MAX_EVENT_PAYLOAD_BYTES} bytes")
+    row = RunEventRow(
+        run_id=run.run_id,
+        seq=run.event_count + 1,
+        kind=request.kind,
+        payload_json=payload_json,
+        created_at=now.text,
+    )
     event: RunEventAnswer = {
-        "run_id": run.run_id,
-        "seq": run.event_count + 1,
-        "kind": request.kind,
-        "payload_json": payload_json,
-        "created_at": now.text,
+        "run_id": row.run_id,
+        "seq": row.seq,
+        "kind": row.kind,
+        "payload_json": row.payload_json,
+        "created_at": row.created_at,
     }
     bump = SqlWrite(
         Statement.BUMP_RUN_EVENT_COUNT,
         {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now.text},
     )
-    return WritePlan(
+    appended = EventAppend(
+        task_id=None,
+        agent_id=holder,
+        event_type=RUN_EVENT_APPENDED,
+        payload={"run_id": row.run_id, "seq": row.seq, "kind": row.kind},
+        created_at=now.text,
+        rows=(row.image(),),
+    )
+    return sealed_plan(
         # The answer is the row: its values are the statement's parameters.
-        writes=(bump, SqlWrite(Statement.INSERT_RUN_EVENT, cast(Mapping[str, SqlParam], event))),
-        events=(),
-        response=event,
-        tail=None,
+        (bump, SqlWrite(Statement.INSERT_RUN_EVENT, cast(Mapping[str, SqlParam], event))),
+        (appended,),
+        event,
+        tail=state.tail,
     )
 
 
 def _require_attempt_holder(
     run: RunRow, task: TaskRow | None, lease_token: str | None, now: Timestamp
-) -> None:
+) -> str | None:
     """NOT_RUN_OWNER unless `run` is the evidence run of the attempt `task` is CLAIMED at;
-    LEASE_INVALID unless `lease_token` holds that lease, LEASE_EXPIRED once it passed."""
+    LEASE_INVALID unless `lease_token` holds that lease, LEASE_EXPIRED once it passed. The
+    answer is the attempt's holder (the task's `claimed_by`)."""
     task_id = evidence_task(run.session_id)
     current = (
         task is not None
@@ -460,3 +483,4 @@ def _require_attempt_holder(
         raise LedgerError(
             "LEASE_EXPIRED", f"the lease of task {task.task_id!r} expired at {expires}"
         )
+    return task.claimed_by

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
-from aios_ledger.core.log.rows import RUNS, RowImage, row_image
+from aios_ledger.core.log.rows import RUN_EVENTS, RUNS, RowImage, row_image, run_event_key
 from aios_ledger.core.records import record_from_row
 
 
@@ -60,7 +60,7 @@ class RunIdentity:
 
 @attrs.frozen
 class RunEventRow:
-    """One row of `run_events`."""
+    """One row of `run_events`: written once, by an append whose sealed event covers it."""
 
     run_id: str
     seq: int
@@ -71,6 +71,17 @@ class RunEventRow:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunEventRow:
         return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        """The row as its append's `RUN_EVENT_APPENDED` seal covers it: every column."""
+        columns = {
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "kind": self.kind,
+            "payload_json": self.payload_json,
+            "created_at": self.created_at,
+        }
+        return row_image(RUN_EVENTS, run_event_key(self.run_id, self.seq), columns)
 
     def payload(self) -> JsonValue:
         try:

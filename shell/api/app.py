@@ -422,10 +422,13 @@ async def metrics(call: Call) -> Response:
 
 
 def idle_reason(call: Call) -> Answer:
-    """Why a claim offering `capabilities` (comma-separated) finds nothing now: what an idle
-    worker over the API logs."""
+    """Why a claim offering `capabilities` (comma-separated) finds nothing now, under the
+    token's grant (a task that needs a capability it is not granted is told as such): what an
+    idle worker over the API logs."""
     offered = [name for name in (call.query("capabilities") or "").split(",") if name]
-    reason = call.backend.read_now(lambda s: s.tasks.idle_reason(offered))
+    assert call.principal is not None  # an agent's route
+    grant = call.principal.grant
+    reason = call.backend.read_now(lambda s: s.tasks.idle_reason(offered, grant=grant))
     return Answer(reason.public())
 
 

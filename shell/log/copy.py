@@ -1,9 +1,9 @@
 """`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger.
 
 Every row of every table goes across as it is (tasks, events with their seals and sealed rows,
-archived events, first answers, projections, bindings, runs and their events, auxiliary runs,
-API tokens, governed repositories and their settings changes, proposals, writer leases and
-governed writes)
+archived events, first answers, projections, bindings, runs and their events (with the list
+of those appended before appends were sealed), auxiliary runs, API tokens, governed
+repositories and their settings changes, proposals, writer leases and governed writes)
 inside ONE write transaction on the target, read from ONE snapshot of the source; the target's
 event id counter is moved to the source's, so an archived event's id is never handed out again.
 Nothing is re-sealed: the target's `verify` checks the very seals the source made, and its head
@@ -39,6 +39,7 @@ TABLES = (
     "governed_bindings",
     "runs",
     "run_events",
+    "run_events_before_seals",
     "auxiliary_runs",
     "api_tokens",
     "governed_repositories",

@@ -39,6 +39,7 @@ from aios_ledger.core.log.rows import (
     GOVERNED_WRITES,
     INITIAL_PROJECTIONS,
     REPOSITORY_SETTINGS_CHANGES,
+    RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
@@ -119,6 +120,7 @@ STATE_STATEMENTS = {
     GOVERNED_BINDINGS: "state_rows_governed_bindings",
     RUNS: "state_rows_runs",
     REPOSITORY_SETTINGS_CHANGES: "state_rows_repository_settings_changes",
+    RUN_EVENTS: "state_rows_run_events",
 }
 assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
 
@@ -348,8 +350,8 @@ def _archived_chains(conn: Connection) -> set[str]:
 
 def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
     """A run's events are appended with a bump of its count, so the two agree unless one was
-    deleted or inserted by hand (an event rewritten in place is not found: appends are not
-    sealed)."""
+    deleted or inserted by hand (each event's own row is held against its seal with the other
+    state rows; the run's count is not sealed, this holds it to its events)."""
     for row in fetch_all(conn, "runs_events_disagreeing"):
         detail = (
             f"the run counts {row['event_count']} events but holds {row['events']} "

@@ -34,7 +34,7 @@ from aios_ledger.core.runs.evidence import (
     decide_create_attempt_run,
 )
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
-from aios_ledger.shell.db.apply import PlanExecutor, apply_decision
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 from aios_ledger.shell.db.run import Connection
 
@@ -129,19 +129,22 @@ class RunStore:
     def append_event(
         self, run_id: str, kind: str, payload: Any = None, *, lease_token: str | None = None
     ) -> RunEventRow:
-        """Append one event to a run (payload: any JSON value; None is stored as null). An
-        attempt's evidence run takes events only under its lease: `lease_token` is the claim's."""
+        """Append one event to a run (payload: any JSON value; None is stored as null), with a
+        sealed `RUN_EVENT_APPENDED` event on the ledger chain. An attempt's evidence run takes
+        events only under its lease: `lease_token` is the claim's."""
         request = RunEventAppendRequest.from_mapping(
             {"run_id": run_id, "kind": kind, "payload": payload, "lease_token": lease_token}
         )
         now = read_clock(self._clock)
 
         def write(conn: Connection) -> RunEventRow:
+            plans = PlanExecutor(conn)
             run = _get_run(conn, request.run_id)
             task_id = None if run is None else evidence_task(run.session_id)
-            state = RunState(run, None if task_id is None else _get_task(conn, task_id))
+            task = None if task_id is None else _get_task(conn, task_id)
+            state = RunState(run, task, tail=plans.tail(LEDGER_CHAIN))
             decision = decide_append_run_event(state, request, now=now)
-            row: RunEventAnswer = apply_decision(conn, decision)
+            row: RunEventAnswer = plans.apply(decision)
             return RunEventRow.from_row(row)
 
         return self.database.write(write)

@@ -515,12 +515,16 @@ class TaskLedger:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:
+    def idle_reason(
+        self, capabilities: Sequence[str], *, grant: Collection[str] | None = None
+    ) -> IdleReason:
         """Why a claimer offering `capabilities` finds nothing to claim now (see the core's
-        `idle_reason`)."""
+        `idle_reason`); `grant` as in `claim` (the HTTP API passes its token's): the tasks that
+        need a capability beyond it are told apart from those the claimer could take by
+        offering more."""
         params = {"now": self._now().text, "limit": IDLE_GROUPS}
         groups = self._db.read(lambda conn: fetch_all(conn, "idle_queue_groups", params))
-        return idle_reason(groups, capabilities)
+        return idle_reason(groups, capabilities, _ceiling(grant))
 
     def get(self, task_id: str) -> TaskView:
         """One task with its JSON columns parsed; `TASK_NOT_FOUND` when there is none."""

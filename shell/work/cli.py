@@ -88,6 +88,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     review.set_defaults(handler=_review, default_log_level="INFO")
     option = functools.partial(setting_option, review, record=ReviewSettings)
     option(
+        "--as",
+        name="reviewer",
+        help="who judges: the name the ledger holds against each result's author "
+        "(SELF_REVIEW); required without --api, where it is the token's name",
+    )
+    option(
         "--exec",
         name="exec",
         help="shell command: {instruction, evidence, result} on stdin, {decision, reason} out",
@@ -217,17 +223,20 @@ def _identity(client: LedgerClient, *, patient: bool) -> dict[str, Any]:
             )
 
 
-def _token_agent(client: LedgerClient, agent_id: str | None) -> str:
-    """The agent id of a worker over the API: its token's name, which the server records on
-    every claim; another `--agent-id` is a mistake, not silently replaced."""
+def _token_agent(
+    client: LedgerClient, agent_id: str | None, *, flag: str = "--agent-id (or [worker] agent_id)"
+) -> str:
+    """The name a worker (or a reviewer) acts under over the API: its token's, which the server
+    records on every claim and judges every verdict under; another `--agent-id` (`--as`) is a
+    mistake, not silently replaced."""
     name = str(client.agent_name)
     if agent_id is not None and agent_id != name:
         client.close()
+        option = flag.split(" ", 1)[0]
         raise UsageError(
             "AGENT_MISMATCH",
-            f"--agent-id (or [worker] agent_id) is {agent_id!r}, but the token's name is "
-            f"{name!r}, which the API records on every claim: leave --agent-id out with --api, "
-            f"or use the token of {agent_id!r}",
+            f"{flag} is {agent_id!r}, but the token's name is {name!r}, which the API acts "
+            f"under: leave {option} out with --api, or use the token of {agent_id!r}",
         )
     return name
 
@@ -238,6 +247,12 @@ def _review(args: argparse.Namespace) -> int:
     command = required_setting(settings.exec, "--exec", ReviewSettings, "exec")
     require_exec_program(command)
     client = api_client(args)
+    reviewer: str | None
+    if client is None:
+        reviewer = required_setting(settings.reviewer, "--as", ReviewSettings, "reviewer")
+    else:
+        reviewer = None  # the API judges under the token's name
+        _token_agent(client, settings.reviewer, flag="--as (or [review] reviewer)")
     summary = review_submitted(
         None if client is not None else database_path(args),
         command,
@@ -246,6 +261,7 @@ def _review(args: argparse.Namespace) -> int:
         max_attempts=settings.max_attempts,
         migrate=migrate_on_open(args),
         backend=None if client is None else RemoteReview(client),
+        reviewer=reviewer,
     )
     emit(summary)
     return EXIT_REFUSED if summary["exit"] else 0

@@ -154,11 +154,15 @@ class ReviewBackend(Protocol):
 
 
 class LocalReview:
-    """A review round over a ledger file."""
+    """A review round over a ledger file, judged under the name `reviewer`: the core holds it
+    against each result's author (SELF_REVIEW), as the API holds a reviewer token's name."""
 
-    def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, reviewer: str, migrate: bool = True
+    ) -> None:
         self._path = path
         self._migrate = migrate
+        self.reviewer = reviewer
         self.ledger = TaskLedger(path, migrate=migrate)
         self.runs = RunStore(path, migrate=migrate)
 
@@ -186,6 +190,7 @@ class LocalReview:
             reason=reason,
             idempotency_key=idempotency_key,
             expected_result_digest=expected_result_digest,
+            reviewer=self.reviewer,
         )
 
     def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService:
@@ -205,20 +210,35 @@ def review_submitted(
     max_attempts: int = DEFAULT_REVIEW_ATTEMPTS,
     migrate: bool = True,
     backend: ReviewBackend | None = None,
+    reviewer: str | None = None,
 ) -> JsonObject:
     """Review SUBMITTED tasks (up to `limit`); answers `{reviews, counts, exit}`: one record per
     task, how many ended each way, and 1 when any review failed (`review_summary`). The
-    arguments are checked as the `[review]` settings are (FIELDS_INVALID). `backend`: review
-    through it (e.g. the API) instead of the ledger file at `path`; it is closed after."""
+    arguments are checked as the `[review]` settings are (FIELDS_INVALID). `reviewer`: who
+    judges, required over the ledger file at `path` (a verdict on a result `reviewer` wrote
+    itself is refused SELF_REVIEW and recorded as `verify_failed`). `backend`: review through
+    it (e.g. the API, which judges under its token's name) instead; it is closed after."""
     settings = structure(
-        {"exec": command, "limit": limit, "timeout": timeout, "max_attempts": max_attempts},
+        {
+            "exec": command,
+            "limit": limit,
+            "timeout": timeout,
+            "max_attempts": max_attempts,
+            "reviewer": reviewer,
+        },
         ReviewSettings,
         what="review settings",
     )
     if backend is None:
         if path is None:
             raise LedgerError("FIELDS_INVALID", "review needs a ledger path or a backend")
-        backend = LocalReview(path, migrate=migrate)
+        if settings.reviewer is None:
+            raise LedgerError(
+                "FIELDS_INVALID",
+                "reviewer: a review over a ledger file needs the reviewer's name, which the "
+                "ledger holds against each result's author (SELF_REVIEW)",
+            )
+        backend = LocalReview(path, reviewer=settings.reviewer, migrate=migrate)
     try:
         reviews = asyncio.run(
             _review(
