@@ -17,9 +17,11 @@ from aios_ledger.core.git.records import (
     ProposalRow,
     RepositoryRow,
     RepositorySettingsChangeRow,
+    ScanChargeRow,
     WriterLeaseRow,
 )
 from aios_ledger.core.log.rows import (
+    AGENT_SCAN_CHARGES,
     API_TOKENS,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
@@ -60,6 +62,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     GOVERNED_BINDINGS: (BindingRow, "binding_key"),
     RUNS: (RunIdentity, "run_id"),
     REPOSITORY_SETTINGS_CHANGES: (RepositorySettingsChangeRow, "idempotency_key"),
+    AGENT_SCAN_CHARGES: (ScanChargeRow, "charge_id"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

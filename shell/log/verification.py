@@ -31,6 +31,7 @@ from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archived import recorded_chains
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
+    AGENT_SCAN_CHARGES,
     API_TOKENS,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
@@ -119,6 +120,7 @@ STATE_STATEMENTS = {
     GOVERNED_BINDINGS: "state_rows_governed_bindings",
     RUNS: "state_rows_runs",
     REPOSITORY_SETTINGS_CHANGES: "state_rows_repository_settings_changes",
+    AGENT_SCAN_CHARGES: "state_rows_agent_scan_charges",
 }
 assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
 
