@@ -211,6 +211,12 @@ class Statement(enum.StrEnum):
         _INSERT,
         "idempotency_key repository request_sha256 revision response_json created_at",
     )
+    AGENT_SCAN_CHARGE_INSERT = (
+        "agent_scan_charge_insert",
+        _INSERT,
+        """charge_id repository agent_id task_id attempt bundle_sha256 code scan_bytes
+        scan_seconds created_at""",
+    )
     WRITER_LEASE_INSERT = (
         "writer_lease_insert",
         _INSERT,

@@ -2,6 +2,19 @@
 -- A test fails when this file and sql/migrations/ disagree.
 -- migrations: 0001, 0003, 0004, 0005, 0006, 0007, 0008, 0009, 0010, 0011, 0012, 0013, 0014
 
+CREATE TABLE agent_scan_charges(
+  charge_id TEXT PRIMARY KEY,
+  repository TEXT NOT NULL REFERENCES governed_repositories(name),
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  bundle_sha256 TEXT NOT NULL,
+  code TEXT NOT NULL,
+  scan_bytes INTEGER NOT NULL CHECK (scan_bytes >= 0),
+  scan_seconds REAL NOT NULL CHECK (scan_seconds >= 0),
+  created_at TEXT NOT NULL
+);
+
 CREATE TABLE api_tokens(
   name TEXT PRIMARY KEY,
   roles_json TEXT NOT NULL,
@@ -238,6 +251,8 @@ CREATE TABLE writer_leases(
   updated_at TEXT NOT NULL,
   UNIQUE (repository, ref)
 );
+
+CREATE INDEX agent_scan_charges_by_agent ON agent_scan_charges(repository, agent_id, created_at);
 
 CREATE INDEX auxiliary_runs_by_state ON auxiliary_runs(state, aux_id);
 

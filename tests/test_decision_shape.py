@@ -25,6 +25,7 @@ def test_every_operation_has_its_decision() -> None:
         "decide_append_run_event",
         "decide_cancel",
         "decide_change_repository_settings",
+        "decide_charge_scan",
         "decide_claim",
         "decide_create",
         "decide_create_run",

@@ -7,14 +7,18 @@ repository's agent budget to that spend; the agent's next proposal is refused 42
 even base64 gets the same answer), leaving nothing behind: no bundle on disk, no row, no event,
 the repository byte for byte as it was. The cheap checks still come first (another agent's
 task is 403, a wrong lease 409), another agent's proposals to the same repository are not its
-budget, and once the window has passed the same agent is scanned again.
+budget, and once the window has passed the same agent is scanned again. A scan refused over its
+budget records no proposal, but what it cost is charged to its agent (sealed
+`PROPOSAL_SCAN_CHARGED`): an attempt that asks for it again is refused once its window is spent.
 
-Figures: 7 hostile uploads tried per engine, 7 refused, each leaving nothing behind: 6 by the
+Figures: 9 hostile uploads tried per engine, 9 refused, each leaving nothing behind but, for a
+scan over its budget, its charge: 6 by the
 agent whose window is spent (a bundle and a body that is not base64 over HTTP, 429 with
 `Retry-After`; a wrong lease, 409 `LEASE_INVALID` first; one through `LedgerClient`, raised as a
 `RetryLaterError`; two through the library, the second under a shorter window) and 1 by another
-agent to its task (403 `NOT_TASK_HOLDER` first). 3 controls recorded: its first proposal,
-another agent's, and its own once the window has passed.
+agent to its task (403 `NOT_TASK_HOLDER` first); and a scan over its budget (413, charged)
+asked for again by its attempt (429). 3 controls recorded: its first proposal, another
+agent's, and its own once the window has passed.
 """
 
 from __future__ import annotations
@@ -193,3 +197,29 @@ def test_an_agent_over_its_window_is_refused_before_its_bundle_is_read(live: Liv
             db, "task-second", data, lease_token=str(second["lease_token"]), clock=later_clock
         )
     assert answer["idempotent"] is False and answer["scan_bytes"] is not None
+
+
+def test_scans_refused_over_their_budget_are_charged_then_the_agent_is_refused(
+    live: Live,
+) -> None:
+    """A scan that runs past its budget records no proposal, and can be asked for again by the
+    same attempt: what it cost is charged to its agent, sealed, so that repeating it is not
+    free. Here every scan is over its budget at once, and one charge (at least a millisecond)
+    spends the agent's window."""
+    _settings(live, "tight", scan_max_seconds=0.000001, agent_scan_max_seconds=0.001)
+    claimed, data = _claimed(live, "task-overrun")
+    before = _left(live)
+    first = _upload(live, claimed, data)
+    assert (first.status_code, first.json()["code"]) == (413, "SCAN_BUDGET_EXCEEDED")
+    assert _left(live) == before
+    assert events_of(live.target, "task-overrun")[-1] == "PROPOSAL_SCAN_CHARGED"
+    assert "PROPOSAL_RECORDED" not in events_of(live.target, "task-overrun")
+    query = "SELECT charge_id, agent_id, code, scan_seconds FROM agent_scan_charges"
+    ((charge_id, agent, code, seconds),) = rows(live.target, query)  # type: ignore[arg-type]
+    assert (charge_id, agent, code) == ("task-overrun#1#1", "agent-1", "SCAN_BUDGET_EXCEEDED")
+    assert seconds >= 0.001
+    # The same attempt asks again: its agent's window is spent, before its body is read.
+    again = _upload(live, claimed, "!!! not base64 !!!")
+    assert (again.status_code, again.json()["code"]) == (429, "AGENT_SCAN_BUDGET_EXCEEDED")
+    assert _left(live) == before
+    assert events_of(live.target, "task-overrun").count("PROPOSAL_SCAN_CHARGED") == 1

@@ -2,11 +2,11 @@
 refused on open: each table's row changed, inserted or deleted by hand (stdlib sqlite3, or psql
 with the triggers off) is a finding naming the table and key, on both engines.
 
-Figures (issue 26): 30 tamper cases tried on each engine, 30 reported: first answers 4 (+1 after
-adoption), bindings 3, repository settings 3, proposals' scan spend 2, bundle files 2, runs 3,
-run events 9 (kind, payload and time rewritten in place, deleted and inserted with and without
-the run's count set to match, an orphan, two swapped; +2 after adoption), and a deleted
-schema_migrations row refused on open by 3 commands, nothing written."""
+Figures (issue 26): 31 tamper cases tried on each engine, 31 reported: first answers 4 (+1 after
+adoption), bindings 3, repository settings 3, proposals' scan spend 2, a refused scan's charge
+1, bundle files 2, runs 3, run events 9 (kind, payload and time rewritten in place, deleted and
+inserted with and without the run's count set to match, an orphan, two swapped; +2 after
+adoption), and a deleted schema_migrations row refused on open by 3 commands, nothing written."""
 
 from __future__ import annotations
 
@@ -24,11 +24,22 @@ from aios_ledger.shell import Database, RunStore, TaskLedger, export_log, verify
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.run import fetch_all
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_path
+from aios_ledger.shell.git.repos import change_repository_settings
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
 from conftest import both_engines, is_postgres
-from git_support import REPOSITORY, make_repository, register, verified_proposal
+from git_support import (
+    REPOSITORY,
+    claim,
+    edit,
+    governed_task,
+    make_repository,
+    propose,
+    register,
+    verified_proposal,
+    workspace,
+)
 from git_support import binding as git_binding
-from legacy_fixtures import dump
+from legacy_fixtures import dump, rows
 from test_log_support import raw_rows, tamper
 
 pytest_generate_tests = both_engines
@@ -258,6 +269,36 @@ def test_a_proposals_scan_spend_erased_by_hand_is_named(
     target, proposal = governed
     tamper(target, (statement, ()))
     assert findings(target) == {("STATE_MISMATCH", "task_proposals", proposal["proposal_id"])}
+
+
+def test_a_refused_scans_charge_erased_by_hand_is_named(
+    governed: tuple[Path, dict[str, Any]],
+) -> None:
+    """A scan refused over its budget is charged to its agent (migration 0013): deleted, the
+    agent would scan again for free."""
+    target, _ = governed
+    with Database(target) as db:
+        change_repository_settings(
+            db, REPOSITORY, {"scan_max_seconds": 0.000001}, idempotency_key="tight"
+        )
+    governed_task(target, "g-2", git_binding("g-2", _base(target)))
+    claimed = claim(target, "g-2")
+    space = workspace(target, claimed)
+    try:
+        edit(space, {"widget.txt": "again\n"})
+        with pytest.raises(LedgerError) as refused:
+            propose(target, space, claimed)
+    finally:
+        space.remove()
+    assert refused.value.code == "SCAN_BUDGET_EXCEEDED"
+    assert report(target)["intact"] is True
+    tamper(target, ("DELETE FROM agent_scan_charges", ()))
+    assert findings(target) == {("STATE_MISMATCH", "agent_scan_charges", "g-2#1#1")}
+
+
+def _base(target: Path) -> str:
+    (row,) = rows(target, "SELECT base_oid FROM task_proposals")
+    return str(row[0])
 
 
 def _bundle_file(target: Path, proposal: dict[str, Any]) -> Path:

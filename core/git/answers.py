@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from aios_ledger.core.git.records import GovernedWriteRow, ProposalRow, RepositoryRow
+from aios_ledger.core.git.records import (
+    GovernedWriteRow,
+    ProposalRow,
+    RepositoryRow,
+    ScanChargeRow,
+)
 from aios_ledger.core.jsonvalue import JsonValue
 
 
@@ -43,6 +48,32 @@ class ProposalAnswer(TypedDict):
     scan_bytes: int | None
     scan_seconds: float | None
     idempotent: bool
+
+
+class ScanChargeAnswer(TypedDict):
+    """A refused scan's cost, charged to its agent."""
+
+    charge_id: str
+    task_id: str
+    attempt: int
+    agent_id: str
+    repository: str
+    code: str
+    scan_bytes: int
+    scan_seconds: float
+
+
+def scan_charge_answer(row: ScanChargeRow) -> ScanChargeAnswer:
+    return {
+        "charge_id": row.charge_id,
+        "task_id": row.task_id,
+        "attempt": row.attempt,
+        "agent_id": row.agent_id,
+        "repository": row.repository,
+        "code": row.code,
+        "scan_bytes": row.scan_bytes,
+        "scan_seconds": row.scan_seconds,
+    }
 
 
 class WriteAnswer(TypedDict):

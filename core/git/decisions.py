@@ -19,9 +19,11 @@ from aios_ledger.core.git.answers import (
     ProposalAnswer,
     RepositoryAnswer,
     RepositorySettingsAnswer,
+    ScanChargeAnswer,
     WriteAnswer,
     proposal_answer,
     repository_answer,
+    scan_charge_answer,
     write_answer,
 )
 from aios_ledger.core.git.policy import (
@@ -37,6 +39,7 @@ from aios_ledger.core.git.records import (
     ProposalRow,
     RepositoryRow,
     RepositorySettingsChangeRow,
+    ScanChargeRow,
     WriterLeaseRow,
     lease_id_of,
 )
@@ -44,6 +47,7 @@ from aios_ledger.core.git.requests import (
     ProposalRecord,
     RegisterRepositoryRequest,
     RepositorySettingsRequest,
+    ScanCharge,
     WriteOutcome,
     WriteRequest,
 )
@@ -62,6 +66,7 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 REPOSITORY_REGISTERED = "REPOSITORY_REGISTERED"
 REPOSITORY_SETTINGS_CHANGED = "REPOSITORY_SETTINGS_CHANGED"
 PROPOSAL_RECORDED = "PROPOSAL_RECORDED"
+PROPOSAL_SCAN_CHARGED = "PROPOSAL_SCAN_CHARGED"
 GOVERNED_WRITE_INTENDED = "GOVERNED_WRITE_INTENDED"
 GOVERNED_WRITE_APPLIED = "GOVERNED_WRITE_APPLIED"
 GOVERNED_WRITE_NOT_APPLIED = "GOVERNED_WRITE_NOT_APPLIED"
@@ -479,6 +484,59 @@ def decide_record_proposal(
     )
     insert = SqlWrite(Statement.TASK_PROPOSAL_INSERT, row._asdict())
     return sealed_plan((insert,), (event,), proposal_answer(row, idempotent=False), tail=state.tail)
+
+
+@attrs.frozen
+class ScanChargeState:
+    """The task whose proposal's scan was refused, the repository its binding names, how many
+    refused scans its attempt was charged already, and the log's tail at the task's chain."""
+
+    task: TaskRow | None
+    repository: RepositoryRow | None
+    charged: int
+    tail: LogTail
+
+
+def decide_charge_scan(
+    state: ScanChargeState, request: ScanCharge, *, now: Timestamp
+) -> Decision[ScanChargeAnswer]:
+    """Charge what a refused scan cost to the agent whose proposal it was: no proposal is
+    recorded (the refusal stands), but the scanning happened, and its agent's window counts it
+    beside its recorded proposals (`admit_scan`), so that proposals that overrun their budget
+    cannot be repeated for free. Its row and a sealed `PROPOSAL_SCAN_CHARGED` event, on the
+    task's chain. Not keyed: every refused scan is charged, as every one cost its seconds."""
+    require_timestamp(now)
+    task = _require_task(request.task_id, state.task)
+    repository = _require_repository(task_binding(task).repository, state.repository)
+    row = ScanChargeRow(
+        charge_id=f"{task.task_id}#{request.attempt}#{state.charged + 1}",
+        repository=repository.name,
+        agent_id=request.agent_id,
+        task_id=task.task_id,
+        attempt=request.attempt,
+        bundle_sha256=request.bundle_sha256,
+        code=request.code,
+        scan_bytes=request.scan_bytes,
+        scan_seconds=request.scan_seconds,
+        created_at=now.text,
+    )
+    event = EventAppend(
+        task_id=task.task_id,
+        agent_id=request.agent_id,
+        event_type=PROPOSAL_SCAN_CHARGED,
+        payload={
+            "charge_id": row.charge_id,
+            "attempt": row.attempt,
+            "repository": row.repository,
+            "bundle_sha256": row.bundle_sha256,
+            "code": row.code,
+            "scan": {"bytes": row.scan_bytes, "seconds": row.scan_seconds},
+        },
+        created_at=now.text,
+        rows=(row.image(),),
+    )
+    insert = SqlWrite(Statement.AGENT_SCAN_CHARGE_INSERT, row._asdict())
+    return sealed_plan((insert,), (event,), scan_charge_answer(row), tail=state.tail)
 
 
 # ---------------------------------------------------------------------------------------------

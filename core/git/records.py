@@ -21,6 +21,7 @@ from aios_ledger.core.git.settings import (
 )
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document, loads_object
 from aios_ledger.core.log.rows import (
+    AGENT_SCAN_CHARGES,
     GOVERNED_REPOSITORIES,
     GOVERNED_WRITES,
     REPOSITORY_SETTINGS_CHANGES,
@@ -172,6 +173,30 @@ class ProposalRow(NamedTuple):
         if not isinstance(value, dict):
             raise LedgerError("GIT_ROW_CORRUPT", f"proposal {self.proposal_id}: facts")
         return value
+
+
+class ScanChargeRow(NamedTuple):
+    """One row of `agent_scan_charges`: a scan of an attempt's proposal refused over its budget
+    (`code`), and what it had cost when it stopped, charged to its agent's window: no proposal
+    is recorded, but the scanning happened. The `n`-th of its attempt is `TASK#ATTEMPT#n`."""
+
+    charge_id: str
+    repository: str
+    agent_id: str
+    task_id: str
+    attempt: int
+    bundle_sha256: str
+    code: str
+    scan_bytes: int
+    scan_seconds: float
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ScanChargeRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return row_image(AGENT_SCAN_CHARGES, self.charge_id, self._asdict())
 
 
 class WriterLeaseRow(NamedTuple):

@@ -14,7 +14,7 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.settings import SettingsChange, SpentBytes, SpentSeconds
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.kinds import Between, Identifier, Sha256Hex, Text
+from aios_ledger.core.kinds import Between, Identifier, OneOf, Sha256Hex, Text
 from aios_ledger.core.projection.envelopes import REPOSITORY, ObjectId
 from aios_ledger.core.structuring import NOT_PUBLIC, structure, unstructure
 from aios_ledger.core.tasks.requests import LeaseToken
@@ -136,6 +136,28 @@ class ProposalRecord:
     @classmethod
     def from_mapping(cls, raw: object) -> ProposalRecord:
         return structure(raw, cls, what="proposal")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class ScanCharge:
+    """A scan refused over its budget, as the shell measured it: the task, the attempt and
+    agent whose proposal it was (as its cheap checks admitted it), the bundle, the refusal's
+    code, and what the scan had spent when it stopped (bytes read, seconds taken)."""
+
+    task_id: Identifier
+    attempt: Annotated[int, Between(1, 2**31 - 1)]
+    agent_id: Identifier
+    bundle_sha256: Sha256Hex
+    code: Annotated[str, OneOf(("SCAN_BUDGET_EXCEEDED", "AGENT_SCAN_BUDGET_EXCEEDED"))]
+    scan_bytes: SpentBytes
+    scan_seconds: SpentSeconds
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> ScanCharge:
+        return structure(raw, cls, what="scan charge")
 
     def public(self) -> JsonObject:
         return unstructure(self)

@@ -11,11 +11,13 @@ each in a sealed event, so `verify` holds them against the log like every other 
 The agent's budget is per repository because the settings are: each repository's owner says
 what scanning its proposals may cost, and an agent's proposals to one repository are what its
 owner can see and bound. `admit_scan` is the decision: from the agent's spend in the window
-(the bytes and seconds its recorded proposals' scans took, read in the transaction of the
-proposal's cheap checks) it answers the budget this proposal's scan runs under, the smaller of
-the repository's per-proposal budget and what is left of the agent's, or refuses it
-`AGENT_SCAN_BUDGET_EXCEEDED` (a `RetryLaterError`: when the oldest proposal in the window
-leaves it) before anything of the proposal is read.
+(the bytes and seconds its recorded proposals' scans took, and its refused scans, read in the
+transaction of the proposal's cheap checks) it answers the budget this proposal's scan runs
+under, the smaller of the repository's per-proposal budget and what is left of the agent's,
+or refuses it
+`AGENT_SCAN_BUDGET_EXCEEDED` (a `RetryLaterError`: when the oldest scan in the window leaves
+it) before anything of the proposal is read. A scan refused over its budget records no
+proposal but is charged to its agent (`decide_charge_scan`), so the window counts it too.
 
 Pure: the shell reads the row and the spend, measures the scan and applies the plans.
 """
@@ -284,23 +286,24 @@ class SettingsChange:
 
 @attrs.frozen
 class AgentScanSpend:
-    """What an agent's recorded proposals to a repository spent on scanning within the window:
-    how many, their bytes and seconds (a proposal recorded before migration 0013 counts as
-    none), and when the oldest of them was recorded (None: none)."""
+    """What an agent's scans of its proposals to a repository spent within the window: how
+    many (its recorded proposals, and its scans refused over their budget, which were charged
+    to it), their bytes and seconds (a proposal recorded before migration 0013 counts as none),
+    and when the oldest of them was recorded (None: none)."""
 
-    proposals: int = 0
+    scans: int = 0
     scan_bytes: int = 0
     scan_seconds: float = 0.0
     oldest_at: str | None = None
 
 
 def scan_window_start(settings: RepositorySettings, *, now: Timestamp) -> Timestamp:
-    """Where the agent's window starts: its proposals recorded since count against it."""
+    """Where the agent's window starts: its scans recorded since count against it."""
     return Timestamp.from_epoch_ms(now.epoch_ms - settings.agent_scan_window_seconds * 1000)
 
 
 def _retry_after(settings: RepositorySettings, spend: AgentScanSpend, now: Timestamp) -> int:
-    """Seconds until the oldest proposal in the window leaves it (and frees what it spent)."""
+    """Seconds until the oldest scan in the window leaves it (and frees what it spent)."""
     if spend.oldest_at is None:
         return settings.agent_scan_window_seconds
     oldest = Timestamp.parse(spend.oldest_at, field="oldest_at")
@@ -325,7 +328,7 @@ def admit_scan(
             f"agent {agent_id!r} spent its scan budget for this repository: "
             f"{spend.scan_bytes} of {settings.agent_scan_max_bytes} bytes and "
             f"{spend.scan_seconds:.3f} of {settings.agent_scan_max_seconds:g} seconds in "
-            f"{spend.proposals} proposals of the last {settings.agent_scan_window_seconds} "
+            f"{spend.scans} scans of the last {settings.agent_scan_window_seconds} "
             f"seconds: try again in {retry_after} seconds, or ask the owner to raise "
             "the repository's agent scan budget",
             retry_after=retry_after,

@@ -14,7 +14,9 @@ whose rows only plans with a sealed event write:
   `task_proposals` by `proposal_id`, `writer_leases` by `lease_id` and `governed_writes` by
   `idempotency_key`; and `repository_settings_changes` (migration 0013), keyed by
   `idempotency_key`: each change of a repository's settings, written with the repository's
-  row by its `REPOSITORY_SETTINGS_CHANGED` event.
+  row by its `REPOSITORY_SETTINGS_CHANGED` event; and `agent_scan_charges` (migration 0013),
+  keyed by `charge_id`: what a scan refused over its budget cost its agent, inserted by its
+  `PROPOSAL_SCAN_CHARGED` event, never changed.
 
 - the first answers: `task_idempotency` keyed by `idempotency_key`, covered by the task event
   that wrote the answer (since issue 26; a first answer stored before that, under a task whose
@@ -86,6 +88,7 @@ TASK_PROPOSALS = "task_proposals"
 WRITER_LEASES = "writer_leases"
 GOVERNED_WRITES = "governed_writes"
 REPOSITORY_SETTINGS_CHANGES = "repository_settings_changes"
+AGENT_SCAN_CHARGES = "agent_scan_charges"
 FIRST_ANSWERS = "task_idempotency"
 GOVERNED_BINDINGS = "governed_bindings"
 RUNS = "runs"
@@ -105,6 +108,7 @@ STATE_TABLES: tuple[str, ...] = (
     RUNS,
     REPOSITORY_SETTINGS_CHANGES,
     RUN_EVENTS,
+    AGENT_SCAN_CHARGES,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(

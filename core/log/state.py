@@ -17,9 +17,11 @@ from aios_ledger.core.git.records import (
     ProposalRow,
     RepositoryRow,
     RepositorySettingsChangeRow,
+    ScanChargeRow,
     WriterLeaseRow,
 )
 from aios_ledger.core.log.rows import (
+    AGENT_SCAN_CHARGES,
     API_TOKENS,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
@@ -63,6 +65,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     REPOSITORY_SETTINGS_CHANGES: (RepositorySettingsChangeRow, "idempotency_key"),
     # Keyed by two columns: the statement selects their `run_event_key` beside them.
     RUN_EVENTS: (RunEventRow, "run_event_key"),
+    AGENT_SCAN_CHARGES: (ScanChargeRow, "charge_id"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -44,9 +45,12 @@ from aios_ledger.core import (
     ProposalRow,
     ProposalState,
     RepositorySettings,
+    ScanCharge,
+    ScanChargeState,
     TaskRow,
     admit_scan,
     chain_of,
+    decide_charge_scan,
     decide_record_proposal,
 )
 from aios_ledger.core.git.decisions import admit_proposal, proposal_replay, task_binding
@@ -62,12 +66,13 @@ from aios_ledger.core.git.secrets import ScanBudget
 from aios_ledger.core.git.settings import scan_window_start
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
-from aios_ledger.shell.db.connection import Database, fetch_record
+from aios_ledger.shell.db.connection import Database, fetch_record, fetch_value
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import refuse_git_config_settings, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
-from aios_ledger.shell.git.secret_scan import scan_proposal
+from aios_ledger.shell.git.secret_scan import scan_proposal, spent_of
 
+LOG = logging.getLogger("aios_ledger.proposals")
 QUARANTINE = "refs/aios-quarantine"
 SCRATCH_REFS = "refs/proposal"
 PROPOSALS_DIR_ENV = "AIOS_LEDGER_PROPOSALS_DIR"
@@ -433,8 +438,9 @@ def record_proposal(
     before the bundle is written anywhere or scanned, and the lease again in the write, since
     it may pass during the scan. Refused bundles (`BUNDLE_INVALID`, `BUNDLE_UNSAFE`,
     `PROPOSAL_TOO_LARGE`, `SCAN_BUDGET_EXCEEDED`, `AGENT_SCAN_BUDGET_EXCEEDED`, a lease
-    refused in the write) record nothing, leave no file behind and leave the governed
-    repository untouched."""
+    refused in the write) record no proposal, leave no file behind and leave the governed
+    repository untouched; a scan refused over its budget is charged to its agent
+    (`charge_refused_scan`: its window counts what the scan cost)."""
     if not isinstance(bundle, bytes) or not bundle:
         raise LedgerError("BUNDLE_INVALID", "a proposal is the bytes of a git bundle")
     if len(bundle) > limits.max_bundle_bytes:
@@ -455,14 +461,18 @@ def record_proposal(
     with tempfile.TemporaryDirectory(prefix="aios-proposal-") as folder:
         incoming = Path(folder, "incoming.bundle")
         incoming.write_bytes(bundle)
-        found = describe_bundle(
-            admitted.repository_path,
-            incoming,
-            admitted.base_oid,
-            limits,
-            settings=admitted.settings,
-            budget=admitted.budget,
-        )
+        try:
+            found = describe_bundle(
+                admitted.repository_path,
+                incoming,
+                admitted.base_oid,
+                limits,
+                settings=admitted.settings,
+                budget=admitted.budget,
+            )
+        except LedgerError as refused:
+            charge_refused_scan(db, admitted, hashlib.sha256(bundle).hexdigest(), refused, clock)
+            raise
     digest, stored, created = store_bundle(db, bundle)
     request = ProposalRecord.from_mapping(
         {
@@ -514,6 +524,53 @@ class Admitted:
     base_oid: str
     settings: RepositorySettings
     budget: ScanBudget | None
+
+
+def charge_refused_scan(
+    db: Database, admitted: Admitted, bundle_sha256: str, refused: LedgerError, clock: Clock
+) -> None:
+    """Charge what a scan refused over its budget cost to the agent its cheap checks admitted
+    (`decide_charge_scan`), so that its window counts it; the refusal stands either way (a
+    charge that cannot be written is logged, never raised in its place)."""
+    spent = spent_of(refused)
+    agent = admitted.task.claimed_by
+    if spent is None or agent is None:
+        return
+    request = ScanCharge.from_mapping(
+        {
+            "task_id": admitted.task.task_id,
+            "attempt": admitted.task.attempt,
+            "agent_id": agent,
+            "bundle_sha256": bundle_sha256,
+            "code": refused.code,
+            "scan_bytes": spent.scan_bytes,
+            "scan_seconds": spent.scan_seconds,
+        }
+    )
+
+    def write(conn: Connection) -> object:
+        plans = PlanExecutor(conn)
+        task = _task(conn, request.task_id)
+        binding_repository = None if task is None else task_binding(task).repository
+        charged = fetch_value(
+            conn,
+            "scan_charges_of_attempt",
+            {"task_id": request.task_id, "attempt": request.attempt},
+        )
+        state = ScanChargeState(
+            task=task,
+            repository=None
+            if binding_repository is None
+            else repository_row(conn, binding_repository),
+            charged=int(charged or 0),
+            tail=plans.tail(chain_of(request.task_id)),
+        )
+        return plans.apply(decide_charge_scan(state, request, now=read_clock(clock)))
+
+    try:
+        db.write(write)
+    except LedgerError as failed:
+        LOG.warning("the refused scan of %s was not charged: %s", request.task_id, failed)
 
 
 def agent_spend(conn: Connection, repository: str, agent_id: str, since: str) -> AgentScanSpend:

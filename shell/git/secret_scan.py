@@ -21,6 +21,7 @@ that the shell can say it is no longer read.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -245,6 +246,46 @@ def _known(baseline: dict[str, Any] | None) -> set[Any]:
     return {secret for filename in collection.files for secret in collection[filename]}
 
 
+# The refusals of a scan over its budget: what it cost until then is charged to its agent.
+BUDGET_REFUSALS = frozenset({"SCAN_BUDGET_EXCEEDED", "AGENT_SCAN_BUDGET_EXCEEDED"})
+
+
+@attrs.frozen
+class ScanSpent:
+    """What a scan refused over its budget had spent when it stopped (see `spent_of`)."""
+
+    scan_bytes: int
+    scan_seconds: float
+
+
+def spent_of(refused: LedgerError) -> ScanSpent | None:
+    """What the scan a budget refusal stopped had cost (None: not a scan's refusal)."""
+    found = getattr(refused, "scan_spent", None)
+    return found if isinstance(found, ScanSpent) else None
+
+
+def charged_seconds(seconds: float) -> float:
+    """Seconds as they are recorded: to the millisecond, rounded up (any scan costs one)."""
+    return math.ceil(max(0.0, seconds) * 1000) / 1000
+
+
+class _Meter:
+    """The bytes read and the seconds taken by one scan, but those spent waiting for the
+    scanner while another scan held it."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.waited = 0.0
+        self.scan: _Scan | None = None
+
+    def spent(self) -> ScanSpent:
+        seconds = self.clock() - self.started - self.waited
+        return ScanSpent(
+            0 if self.scan is None else self.scan.spent_bytes, charged_seconds(seconds)
+        )
+
+
 def scan_proposal(
     git_dir: str,
     tips: list[str],
@@ -259,9 +300,35 @@ def scan_proposal(
     line}` each (`path` is a file's, or `commit <id>` for a commit's message and identities),
     sorted, at most `MAX_SECRETS`, held to `baseline` (the repository's, by `baseline_sha256`),
     and what the scan spent. Refuses `SCAN_BUDGET_EXCEEDED` past the budget (or
-    `AGENT_SCAN_BUDGET_EXCEEDED`, past the share of its agent's window it was cut to), and
-    `REPOSITORY_SETTING_INVALID` when the baseline cannot be loaded."""
-    started = clock()
+    `AGENT_SCAN_BUDGET_EXCEEDED`, past the share of its agent's window it was cut to), with
+    what it had spent until then (`spent_of`), and `REPOSITORY_SETTING_INVALID` when the
+    baseline cannot be loaded."""
+    meter = _Meter(clock)
+    try:
+        findings = _scan(git_dir, tips, base, budget, baseline, meter)
+    except LedgerError as refused:
+        if refused.code in BUDGET_REFUSALS:
+            refused.scan_spent = meter.spent()  # type: ignore[attr-defined]
+        raise
+    spent = meter.spent()
+    ordered = sorted(findings)[:MAX_SECRETS]
+    return ScanReport(
+        [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered],
+        baseline_sha256,
+        scan_bytes=spent.scan_bytes,
+        scan_seconds=spent.scan_seconds,
+    )
+
+
+def _scan(
+    git_dir: str,
+    tips: list[str],
+    base: str,
+    budget: ScanBudget,
+    baseline: dict[str, Any] | None,
+    meter: _Meter,
+) -> set[tuple[str, str, int]]:
+    clock, started = meter.clock, meter.started
 
     def remaining() -> float:
         budget.require_seconds(clock() - started)
@@ -288,11 +355,12 @@ def scan_proposal(
     ]
     commit_set = set(commit_ids)
     findings: set[tuple[str, str, int]] = set()
-    git_seconds = clock() - started
+    asked = clock()
     with _SCANNER, contextlib.ExitStack() as configured:
         # The seconds of reading start once this scan has the scanner: another proposal's
         # scan it waited for is not its own cost.
-        scan = _Scan(budget, brought, clock, clock())
+        scan = meter.scan = _Scan(budget, brought, clock, clock())
+        meter.waited = scan.started - asked
         from detect_secrets.settings import default_settings, transient_settings
 
         try:
@@ -317,14 +385,7 @@ def scan_proposal(
                     secret.filename = label
                     if secret not in known:
                         findings.add((label, str(secret.type), int(secret.line_number)))
-        read_seconds = clock() - scan.started
-    ordered = sorted(findings)[:MAX_SECRETS]
-    return ScanReport(
-        [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered],
-        baseline_sha256,
-        scan_bytes=scan.spent_bytes,
-        scan_seconds=round(max(0.0, git_seconds + read_seconds), 3),
-    )
+    return findings
 
 
 def _commit_text(raw: bytes) -> bytes:

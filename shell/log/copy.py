@@ -3,7 +3,8 @@
 Every row of every table goes across as it is (tasks, events with their seals and sealed rows,
 archived events, first answers, projections, bindings, runs and their events (with the list
 of those appended before appends were sealed), auxiliary runs, API tokens, governed
-repositories and their settings changes, proposals, writer leases and governed writes)
+repositories and their settings changes, proposals and the charges of refused scans, writer
+leases and governed writes)
 inside ONE write transaction on the target, read from ONE snapshot of the source; the target's
 event id counter is moved to the source's, so an archived event's id is never handed out again.
 Nothing is re-sealed: the target's `verify` checks the very seals the source made, and its head
@@ -45,6 +46,7 @@ TABLES = (
     "governed_repositories",
     "repository_settings_changes",
     "task_proposals",
+    "agent_scan_charges",
     "writer_leases",
     "governed_writes",
 )

@@ -31,6 +31,7 @@ from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archived import recorded_chains
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
+    AGENT_SCAN_CHARGES,
     API_TOKENS,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
@@ -121,6 +122,7 @@ STATE_STATEMENTS = {
     RUNS: "state_rows_runs",
     REPOSITORY_SETTINGS_CHANGES: "state_rows_repository_settings_changes",
     RUN_EVENTS: "state_rows_run_events",
+    AGENT_SCAN_CHARGES: "state_rows_agent_scan_charges",
 }
 assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
 

@@ -6,7 +6,8 @@
 -- repository's own git config (`aios-ledger.*`), which the ledger no longer reads. A row
 -- registered before takes the defaults, which its seal (taken without these columns) still
 -- proves while they hold them. A proposal records what its scan spent (NULL before), which
--- its agent's window counts; each change of the settings is kept by its idempotency key.
+-- its agent's window counts, and so does a scan refused over its budget (charged to its agent);
+-- each change of the settings is kept by its idempotency key.
 -- Numbered 0013 on both engines (0014 is the sealed run events').
 ALTER TABLE governed_repositories ADD COLUMN secrets_baseline_json TEXT;
 ALTER TABLE governed_repositories ADD COLUMN secrets_baseline_sha256 TEXT;
@@ -36,7 +37,25 @@ CREATE TABLE repository_settings_changes(
   created_at TEXT NOT NULL
 );
 
+-- A scan refused over its budget records no proposal, but what it cost is charged to its agent:
+-- the window counts these beside the proposals.
+CREATE TABLE agent_scan_charges(
+  charge_id TEXT PRIMARY KEY,
+  repository TEXT NOT NULL REFERENCES governed_repositories(name),
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  bundle_sha256 TEXT NOT NULL,
+  code TEXT NOT NULL,
+  scan_bytes INTEGER NOT NULL CHECK (scan_bytes >= 0),
+  scan_seconds REAL NOT NULL CHECK (scan_seconds >= 0),
+  created_at TEXT NOT NULL
+);
+CREATE INDEX agent_scan_charges_by_agent ON agent_scan_charges(repository, agent_id, created_at);
+
 -- migrate:down
+DROP INDEX agent_scan_charges_by_agent;
+DROP TABLE agent_scan_charges;
 DROP TABLE repository_settings_changes;
 DROP INDEX task_proposals_by_agent;
 ALTER TABLE task_proposals DROP COLUMN scan_seconds;

@@ -81,6 +81,11 @@ SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, 
        scan_seconds
 FROM task_proposals ORDER BY proposal_id;
 
+-- name: copy_rows_agent_scan_charges
+SELECT charge_id, repository, agent_id, task_id, attempt, bundle_sha256, code, scan_bytes,
+       scan_seconds, created_at
+FROM agent_scan_charges ORDER BY charge_id;
+
 -- name: copy_rows_writer_leases
 SELECT lease_id, repository, ref, holder, generation, revision, updated_at
 FROM writer_leases ORDER BY lease_id;
@@ -220,6 +225,14 @@ VALUES (
   :proposal_id, :task_id, :attempt, :repository, :agent_id, :base_oid, :head_oid,
   :bundle_sha256, :bundle_bytes, :refs_json, :changed_files_json, :facts_json, :created_at,
   :scan_bytes, :scan_seconds);
+
+-- name: copy_insert_agent_scan_charges!
+INSERT INTO agent_scan_charges(
+  charge_id, repository, agent_id, task_id, attempt, bundle_sha256, code, scan_bytes,
+  scan_seconds, created_at)
+VALUES (
+  :charge_id, :repository, :agent_id, :task_id, :attempt, :bundle_sha256, :code, :scan_bytes,
+  :scan_seconds, :created_at);
 
 -- name: copy_insert_writer_leases!
 INSERT INTO writer_leases(

@@ -50,15 +50,33 @@ INSERT INTO repository_settings_changes(
 SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
 FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 
--- What an agent's proposals to a repository spent on scanning since a moment (the window of
--- its scan budget), through the (repository, agent_id, created_at) index.
+-- What an agent's scans of its proposals to a repository spent since a moment (the window of
+-- its scan budget): its recorded proposals and its refused scans, charged to it, each through
+-- its (repository, agent_id, created_at) index.
 -- name: agent_scan_spend^
-SELECT count(*) AS proposals,
-       coalesce(sum(scan_bytes), 0)::bigint AS scan_bytes,
-       coalesce(sum(scan_seconds), 0.0)::double precision AS scan_seconds,
-       min(created_at) AS oldest_at
-FROM task_proposals
-WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since;
+SELECT count(*) AS scans,
+       coalesce(sum(spent.scan_bytes), 0)::bigint AS scan_bytes,
+       coalesce(sum(spent.scan_seconds), 0.0)::double precision AS scan_seconds,
+       min(spent.created_at) AS oldest_at
+FROM (
+  SELECT scan_bytes, scan_seconds, created_at FROM task_proposals
+  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
+  UNION ALL
+  SELECT scan_bytes, scan_seconds, created_at FROM agent_scan_charges
+  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
+) AS spent;
+
+-- name: agent_scan_charge_insert!
+INSERT INTO agent_scan_charges(
+  charge_id, repository, agent_id, task_id, attempt, bundle_sha256, code, scan_bytes,
+  scan_seconds, created_at
+) VALUES (
+  :charge_id, :repository, :agent_id, :task_id, :attempt, :bundle_sha256, :code, :scan_bytes,
+  :scan_seconds, :created_at
+);
+
+-- name: scan_charges_of_attempt$
+SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
 
 -- name: task_proposal_insert!
 INSERT INTO task_proposals(

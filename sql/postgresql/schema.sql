@@ -40,6 +40,21 @@ BEGIN
 END;
 $$;
 
+CREATE TABLE agent_scan_charges (
+    charge_id text NOT NULL,
+    repository text NOT NULL,
+    agent_id text NOT NULL,
+    task_id text NOT NULL,
+    attempt bigint NOT NULL,
+    bundle_sha256 text NOT NULL,
+    code text NOT NULL,
+    scan_bytes bigint NOT NULL,
+    scan_seconds double precision NOT NULL,
+    created_at text NOT NULL,
+    CONSTRAINT agent_scan_charges_scan_bytes_check CHECK ((scan_bytes >= 0)),
+    CONSTRAINT agent_scan_charges_scan_seconds_check CHECK ((scan_seconds >= (0)::double precision))
+);
+
 CREATE TABLE api_tokens (
     name text NOT NULL,
     roles_json text NOT NULL,
@@ -324,6 +339,9 @@ CREATE TABLE writer_leases (
     CONSTRAINT writer_leases_revision_check CHECK ((revision >= 1))
 );
 
+ALTER TABLE ONLY agent_scan_charges
+    ADD CONSTRAINT agent_scan_charges_pkey PRIMARY KEY (charge_id);
+
 ALTER TABLE ONLY api_tokens
     ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (name);
 
@@ -402,6 +420,8 @@ ALTER TABLE ONLY writer_leases
 ALTER TABLE ONLY writer_leases
     ADD CONSTRAINT writer_leases_repository_ref_key UNIQUE (repository, ref);
 
+CREATE INDEX agent_scan_charges_by_agent ON agent_scan_charges USING btree (repository, agent_id, created_at);
+
 CREATE INDEX auxiliary_runs_by_state ON auxiliary_runs USING btree (state, aux_id);
 
 CREATE INDEX auxiliary_runs_by_target ON auxiliary_runs USING btree (session_id, run_id, aux_id);
@@ -451,6 +471,9 @@ CREATE TRIGGER run_events_refuse_delete BEFORE DELETE ON run_events FOR EACH ROW
 CREATE TRIGGER run_events_refuse_update BEFORE UPDATE ON run_events FOR EACH ROW EXECUTE FUNCTION refuse_change('run events cannot be updated');
 
 CREATE TRIGGER tasks_seq_required BEFORE INSERT OR UPDATE OF seq ON tasks FOR EACH ROW EXECUTE FUNCTION tasks_seq_required();
+
+ALTER TABLE ONLY agent_scan_charges
+    ADD CONSTRAINT agent_scan_charges_repository_fkey FOREIGN KEY (repository) REFERENCES governed_repositories(name);
 
 ALTER TABLE ONLY event_seal_rows
     ADD CONSTRAINT event_seal_rows_event_id_fkey FOREIGN KEY (event_id) REFERENCES event_seals(event_id);

@@ -3,7 +3,8 @@
 -- same columns, order, defaults and checks; INTEGER -> bigint, REAL -> double precision,
 -- TEXT -> text): the secrets baseline's JSON text and sha256, the scan budget per proposal,
 -- gitlinks allowed or not, and each agent's scan budget over a window; what a proposal's scan
--- spent; each change of the settings by its idempotency key.
+-- spent, and what a scan refused over its budget cost its agent; each change of the settings by
+-- its idempotency key.
 ALTER TABLE governed_repositories ADD COLUMN secrets_baseline_json text;
 ALTER TABLE governed_repositories ADD COLUMN secrets_baseline_sha256 text;
 ALTER TABLE governed_repositories ADD COLUMN scan_max_bytes bigint NOT NULL DEFAULT 67108864
@@ -32,7 +33,25 @@ CREATE TABLE repository_settings_changes(
   created_at text NOT NULL
 );
 
+-- A scan refused over its budget records no proposal, but what it cost is charged to its agent:
+-- the window counts these beside the proposals.
+CREATE TABLE agent_scan_charges(
+  charge_id text PRIMARY KEY,
+  repository text NOT NULL REFERENCES governed_repositories(name),
+  agent_id text NOT NULL,
+  task_id text NOT NULL,
+  attempt bigint NOT NULL,
+  bundle_sha256 text NOT NULL,
+  code text NOT NULL,
+  scan_bytes bigint NOT NULL CHECK (scan_bytes >= 0),
+  scan_seconds double precision NOT NULL CHECK (scan_seconds >= 0),
+  created_at text NOT NULL
+);
+CREATE INDEX agent_scan_charges_by_agent ON agent_scan_charges(repository, agent_id, created_at);
+
 -- migrate:down
+DROP INDEX agent_scan_charges_by_agent;
+DROP TABLE agent_scan_charges;
 DROP TABLE repository_settings_changes;
 DROP INDEX task_proposals_by_agent;
 ALTER TABLE task_proposals DROP COLUMN scan_seconds;
