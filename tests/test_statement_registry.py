@@ -16,7 +16,7 @@ import pytest
 from aios_ledger.core import LedgerError, SqlWrite, Statement, StatementKind, WritePlan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import apply_decision
-from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.statements import (
     POSTGRESQL_STATEMENTS,
     SQLITE_STATEMENTS,
