@@ -23,7 +23,7 @@ import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 from aios_ledger.core import (
@@ -43,6 +43,7 @@ from aios_ledger.core.log.seals import seal_of_stored
 from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.engines.sqlite import SqliteConnection, SqliteDatabase
 from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.log.verification import verify_log
 
@@ -207,7 +208,7 @@ class Claimed:
 
     def __init__(self, path: Path, synchronous: str, tasks: int) -> None:
         self.ledger = TaskLedger(path, synchronous=synchronous)
-        self.database = self.ledger.database
+        self.database = cast(SqliteDatabase, self.ledger.database)
         self.leases: list[tuple[str, str]] = []
         for n in range(tasks):
             self.ledger.create_task(TASK_FIELDS, idempotency_key=f"create-{n}")
@@ -217,7 +218,7 @@ class Claimed:
             assert claim is not None
             self.leases.append((claim["task_id"], claim["lease_token"]))
 
-    def attach(self, conn: apsw.Connection) -> None:
+    def attach(self, conn: SqliteConnection) -> None:
         """Send every statement through `conn` (the timed pass)."""
         self.database.conn = conn
 

@@ -119,7 +119,7 @@ class Raw:
 
     def __init__(self, url: str, pipelined: bool) -> None:
         import psycopg
-        from aios_ledger.shell.db.pg import PostgresTarget, configure
+        from aios_ledger.shell.db.engines.postgresql import PostgresTarget, configure
         from aios_ledger.shell.db.statements import statement_texts
 
         from .harness import check_parameters
@@ -306,7 +306,7 @@ def raw(url: str, jobs: int, start: float, process: str, *, pipelined: bool) -> 
 
 
 def procrastinate(url: str, jobs: int, start: float, batched: bool) -> None:
-    from aios_ledger.shell.db.pg import PostgresTarget
+    from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 
     proc: Any = importlib.import_module("procrastinate")  # the bench extra: untyped for mypy
 
@@ -338,7 +338,7 @@ def pgqueuer(url: str, jobs: int, start: float, driver: str) -> None:
 
 async def _pgqueuer(url: str, jobs: int, start: float, driver_name: str) -> None:
     import psycopg
-    from aios_ledger.shell.db.pg import PostgresTarget
+    from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 
     pgq: Any = importlib.import_module("pgqueuer")  # the bench extra: untyped for mypy
     pgq_db: Any = importlib.import_module("pgqueuer.db")

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import itertools
 import time
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,9 +30,10 @@ import apsw
 from aios_ledger.core import TaskRow
 from aios_ledger.core.log.records import SEAL_VERSION_2
 from aios_ledger.core.records import record_columns
-from aios_ledger.shell import Database, TaskLedger
+from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.db.engines.sqlite import CLAIM_PAGE, SqliteConnection, SqliteDatabase
 from aios_ledger.shell.db.statements import sql
-from aios_ledger.shell.tasks.ledger import CLAIM_BATCH, new_task_id
+from aios_ledger.shell.tasks.ledger import new_task_id
 
 from .harness import (
     Size,
@@ -66,10 +68,10 @@ class LedgerLoop:
 
     def __init__(self, path: Path, synchronous: str) -> None:
         self.ledger = TaskLedger(path, synchronous=synchronous)
-        self.database = self.ledger.database
+        self.database = cast(SqliteDatabase, self.ledger.database)
         self.serial = itertools.count()
 
-    def attach(self, conn: apsw.Connection) -> None:
+    def attach(self, conn: SqliteConnection) -> None:
         """Send every statement through `conn` (the split pass's timed connection)."""
         self.database.conn = conn
 
@@ -115,13 +117,13 @@ class RawLoop:
     def __init__(self, path: Path, synchronous: str) -> None:
         # Database only migrates the file and sets the same pragmas; every transaction below
         # is issued by hand on its apsw connection.
-        self.database = Database(path, synchronous=synchronous)
+        self.database = SqliteDatabase(path, synchronous=synchronous)
         self.conn = self.database.conn
         self.serial = itertools.count()
         self.next_seq = itertools.count(1)
         self._checked: set[str] = set()
 
-    def attach(self, conn: apsw.Connection) -> None:
+    def attach(self, conn: SqliteConnection) -> None:
         """Send every statement through `conn` (the split pass's timed connection)."""
         self.database.conn = self.conn = conn
 
@@ -321,10 +323,10 @@ class RawLoop:
 
         def claim() -> None:
             # As the ledger's claim: first the passed leases it would take over (none here).
-            self._one("tasks_expired_leases", {"now": NOW, "limit": CLAIM_BATCH})
+            self._one("tasks_expired_leases", {"now": NOW, "limit": CLAIM_PAGE})
             row = self._one(
                 "tasks_claim_candidates",
-                {"now": NOW, "limit": CLAIM_BATCH, "offset": 0, "offered_json": OFFERED},
+                {"now": NOW, "limit": CLAIM_PAGE, "offset": 0, "offered_json": OFFERED},
             )
             assert row is not None and row[0] == task_id
             event_id = self._next_event_id()
@@ -412,6 +414,12 @@ class TimedConnection:
             self.seconds += time.perf_counter() - start
 
     def __getattr__(self, name: str) -> Any:
+        # The engine's own methods (`fetch_record`, `run_plan`, ...) run bound to this wrapper,
+        # so that the statements they issue go through the timed `execute`; apsw's own
+        # attributes are the connection's.
+        method = getattr(type(self._conn), name, None)
+        if isinstance(method, types.FunctionType):
+            return types.MethodType(method, self)
         return getattr(self._conn, name)
 
 
@@ -419,9 +427,9 @@ class Attachable(Protocol):
     """A program whose statements all go through `database.conn`, which `attach` replaces."""
 
     @property
-    def database(self) -> Database: ...
+    def database(self) -> SqliteDatabase: ...
 
-    def attach(self, conn: apsw.Connection) -> None: ...
+    def attach(self, conn: SqliteConnection) -> None: ...
 
 
 @contextmanager
@@ -429,7 +437,7 @@ def timed_statements(loop: Attachable) -> Iterator[TimedConnection]:
     """Send the program's statements through a `TimedConnection` for the `with` block."""
     real = loop.database.conn
     timed = TimedConnection(real)
-    loop.attach(cast(apsw.Connection, timed))
+    loop.attach(cast(SqliteConnection, timed))
     try:
         yield timed
     finally:

@@ -17,14 +17,7 @@ from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.schemas import field_default
 from aios_ledger.core.structuring import Problem, check_built, structure
 from aios_ledger.shell.config import config_path, load_settings
-from aios_ledger.shell.db.connection import (
-    DEFAULT_PATH_ENV,
-    Database,
-    database_file_exists,
-    is_database_url,
-    resolve_path,
-)
-from aios_ledger.shell.db.pg_database import require_ledger
+from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV, Database, engine_for
 from aios_ledger.shell.tasks.ledger import TaskLedger
 
 DEFAULT_DB = "aios-ledger.db"
@@ -95,31 +88,16 @@ def database_path(args: argparse.Namespace) -> str:
     `DATABASE_NOT_FOUND`, never a new, empty ledger (only `init` creates one)."""
     migrate_on_open(args)  # an unclear setting is a usage mistake, whatever the path
     path = _named_database(args)
-    if is_database_url(path):
-        require_ledger(path)  # a schema without a ledger is not created by a read
-        return path
-    if not database_file_exists(resolve_path(path)):
-        raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
+    # A missing file, or a schema without a ledger, is not created by a read.
+    engine_for(path).require_ledger(path)
     return path
 
 
 def new_database_path(args: argparse.Namespace) -> str:
     """The ledger `init` creates or migrates; its directory must exist."""
     path = _named_database(args)
-    if is_database_url(path):
-        return path
-    if not database_file_exists(resolve_path(path)):
-        folder = os.path.dirname(path) or "."
-        if not os.path.isdir(folder):
-            raise LedgerError("DATABASE_NOT_FOUND", _missing(path))
+    engine_for(path).require_creatable(path)
     return path
-
-
-def _missing(path: str) -> str:
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        return f"{path[:200]!r}: the directory {folder[:200]!r} does not exist"
-    return f"{path[:200]!r} does not exist (`aios-ledger init` creates a ledger)"
 
 
 def migrate_on_open(args: argparse.Namespace) -> bool:

@@ -12,7 +12,7 @@ import tomllib
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import LedgerSettings
-from aios_ledger.shell.db.pg import is_database_url
+from aios_ledger.shell.db.engines import is_database_url
 
 CONFIG_ENV = "AIOS_LEDGER_CONFIG"
 CONFIG_FILE = "aios-ledger.toml"

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from aios_ledger.shell.db.engines import engine_names
 from hypothesis import HealthCheck, settings
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -186,7 +187,9 @@ def _emptied(database: str, schema: str) -> bool:
 KEPT_TABLES = frozenset({"schema_migrations"})
 
 
-ENGINES = ("sqlite", "postgresql")
+# Every engine the registry lists (`shell/db/engines/__init__.py`); `ledger_target` makes a
+# fresh ledger's place on each (a third engine adds its own there, or its tests fail loudly).
+ENGINES = engine_names()
 
 
 @pytest.fixture
@@ -209,7 +212,9 @@ def ledger_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -
     """Where a test's ledger lives: a fresh SQLite file, or a fresh PostgreSQL schema."""
     if engine == "sqlite":
         return tmp_path / "ledger.sqlite3"
-    return ledger_schema_url(request.getfixturevalue("postgres_database"))
+    if engine == "postgresql":
+        return ledger_schema_url(request.getfixturevalue("postgres_database"))
+    raise LookupError(f"no fresh ledger target for the engine {engine!r}: add one here")
 
 
 def is_postgres(target: object) -> bool:

@@ -18,7 +18,7 @@ from aios_ledger.core import (
     project_execution_envelope,
     sha256_hex,
 )
-from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 
 OWNER = "owner-authorization-test-0001"
 TASK = "task-legacy-1"

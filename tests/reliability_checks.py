@@ -23,7 +23,7 @@ import attrs
 from aios_ledger.core import Timestamp
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.connection import fetch_value
-from aios_ledger.shell.db.pg import PgConnection
+from aios_ledger.shell.db.engines.postgresql import PgConnection
 from aios_ledger.shell.db.run import Connection
 
 # The event each idempotent operation appends, and the operations that always carry a key.

@@ -19,6 +19,7 @@ import pytest
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.db.statements import statement_texts
 from conftest import ledger_schema_url
+from engine_support import sqlite_database
 
 from bench.harness import check_parameters
 from bench.transitions import LedgerLoop, RawLoop
@@ -53,7 +54,7 @@ def test_the_raw_lifecycle_runs_the_ledgers_statements_in_the_ledgers_order(
         # The second lifecycle of each: a file's first transaction also prepares its statements.
         ledger.lifecycle()
         raw.lifecycle()
-        expected = statements_of(ledger.database.conn, ledger.lifecycle)
+        expected = statements_of(sqlite_database(ledger.database).conn, ledger.lifecycle)
         found = statements_of(raw.conn, raw.lifecycle)
     finally:
         ledger.close()

@@ -13,8 +13,9 @@ import apsw
 import pytest
 from aios_ledger.core.wal_checkpoints import THRESHOLD_PAGES
 from aios_ledger.shell import Database, TaskLedger
-from aios_ledger.shell.db import checkpointer as checkpointer_module
 from aios_ledger.shell.db.connection import fetch_value
+from aios_ledger.shell.db.engines import sqlite_checkpoints as checkpointer_module
+from engine_support import sqlite_database
 
 BATCHES = 6
 PER_BATCH = 1500
@@ -51,7 +52,7 @@ def test_writes_past_the_threshold_hand_the_checkpoint_over_and_keep_every_write
     path = tmp_path / "ledger.db"
     with TaskLedger(path, synchronous="NORMAL") as ledger:
         _fill(ledger, 0)
-        rounds = ledger.database.checkpoints
+        rounds = sqlite_database(ledger.database).checkpoints
         assert rounds is not None
         assert rounds.helper is not None  # the WAL crossed the threshold
     assert rounds.helper is None
@@ -127,7 +128,7 @@ def test_a_steady_writer_at_normal_starts_the_log_over_every_cycle_in_few_rounds
     wal_sizes: list[int] = []
     wal = Path(f"{path}-wal")
     with TaskLedger(path, synchronous="NORMAL") as ledger:
-        database = ledger.database
+        database = sqlite_database(ledger.database)
         rounds = database.checkpoints
         assert rounds is not None
 

@@ -23,7 +23,7 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.cli import main
-from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from conftest import postgres_url
 
 SOCKET_FOLDER = "/var/run/postgresql"

@@ -18,6 +18,7 @@ import apsw
 import pytest
 from aios_ledger.core import EvidenceReadRequest, ExecutionTarget
 from aios_ledger.shell import Database, RunEvidenceReader, RunStore, TaskLedger
+from engine_support import sqlite_database
 
 TASK = {"goal": "g", "instructions": "do it", "success_criteria": ["ok"]}
 
@@ -37,7 +38,7 @@ def _compilations(database: Database) -> Callable[[], int]:
         return int(apsw.SQLITE_OK)
 
     # Installing an authorizer expires every prepared statement, so the caller warms up after.
-    database.conn.authorizer = authorize
+    sqlite_database(database).conn.authorizer = authorize
     return lambda: len(compiled)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, TaskLedger
+from engine_support import sqlite_database
 from faults_support import STORAGE_CODES, integrity, log_intact
 from legacy_fixtures import dump
 from test_tasks_support import Clock
@@ -32,8 +33,9 @@ def test_a_full_database_refuses_writes_and_keeps_what_it_acknowledged(tmp_path:
     acknowledged: list[str] = []
     refusals = 0
     with TaskLedger(path, clock=Clock()) as ledger:
-        pages = int(str(ledger.database.conn.execute("PRAGMA page_count").fetchall()[0][0]))
-        ledger.database.conn.execute(f"PRAGMA max_page_count = {pages + 12}")
+        conn = sqlite_database(ledger.database).conn
+        pages = int(str(conn.execute("PRAGMA page_count").fetchall()[0][0]))
+        conn.execute(f"PRAGMA max_page_count = {pages + 12}")
         for number in range(400):
             before = dump(path)
             try:

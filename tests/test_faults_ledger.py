@@ -20,6 +20,7 @@ import attrs
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, RunStore, TaskLedger, register_binding
+from engine_support import sqlite_database
 from faults import OPERATIONS, FaultPlan, FaultVFS
 from faults_support import (
     MODES,
@@ -299,7 +300,8 @@ def test_ledger_writes_on_a_full_database_are_all_or_nothing(
 
     def pinned(self: Database, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
-        self.conn.execute("PRAGMA max_page_count = 1")  # clamps to the current page count
+        # Clamps to the current page count.
+        sqlite_database(self).conn.execute("PRAGMA max_page_count = 1")
 
     case, reference = CASES[name], references[name]
     path = copy_database(reference.template, tmp_path / "full.db")

@@ -21,6 +21,7 @@ from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.group_commit import GroupCommit
 from aios_ledger.shell.db.run import Connection
+from engine_support import sqlite_database
 from faults import FaultPlan, FaultVFS
 
 PATIENCE = 60.0  # seconds; a safety bound on waits, never an assertion about speed
@@ -46,7 +47,7 @@ class Gate:
         self._thread.start()
         assert self.entered.wait(PATIENCE)
 
-    def _work(self, conn: apsw.Connection) -> None:
+    def _work(self, conn: Connection) -> None:
         if self._run_id is not None:
             apply_decision(conn, _insert_run(self._run_id))
         self.entered.set()
@@ -261,4 +262,4 @@ def test_group_commit_refuses_an_in_memory_database_and_a_bad_batch_size(tmp_pat
             with pytest.raises(LedgerError) as invalid:
                 db.start_group_commit(max_batch=bad)
             assert invalid.value.code == "MAX_BATCH_INVALID"
-        assert db.group_commit is None
+        assert sqlite_database(db).group_commit is None

@@ -18,7 +18,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, RunStore, TaskLedger, ledger_head, verify_log
 from aios_ledger.shell.api.tokens import issue_token, list_tokens
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
-from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.run import Connection, fetch_one
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from aios_ledger.shell.git.writes import governed_write

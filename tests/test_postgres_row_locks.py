@@ -20,7 +20,7 @@ from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.shell import TaskLedger, ledger_head, verify_log
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.db.apply import PlanExecutor
-from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.run import Connection
 from conftest import postgres_url
 

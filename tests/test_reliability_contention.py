@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 from aios_ledger.shell import TaskLedger
-from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from conftest import both_engines
 from reliability_checks import (
     Event,

@@ -28,6 +28,7 @@ import apsw
 import pytest
 from aios_ledger.core.wal_checkpoints import BACKLOG_FACTOR
 from aios_ledger.shell import Database, TaskLedger
+from engine_support import sqlite_database
 from reliability_figures import record_figures
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
@@ -46,7 +47,7 @@ def wal_bound(db: Path, synchronous: str) -> int:
     gets the bound it would have, and fails on the WAL it leaves, not on a missing setting)."""
     with Database(db, synchronous=synchronous) as database:
         settings = {
-            name: int(next(iter(database.conn.execute(f"PRAGMA {name}")))[0])
+            name: int(next(iter(sqlite_database(database).conn.execute(f"PRAGMA {name}")))[0])
             for name in ("journal_size_limit", "wal_autocheckpoint", "page_size")
         }
     frames = settings["wal_autocheckpoint"] * (BACKLOG_FACTOR if synchronous == "NORMAL" else 1)

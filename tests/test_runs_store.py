@@ -33,6 +33,7 @@ from aios_ledger.core.runs.evidence import (
 )
 from aios_ledger.shell import RunEvidenceReader, RunStore
 from conftest import both_engines, fresh_target
+from engine_support import sqlite_database
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -137,7 +138,7 @@ def test_run_events_are_append_only() -> None:
     runs.append_event("r-1", "note", 1)
     for statement in ("UPDATE run_events SET kind = 'x'", "DELETE FROM run_events"):
         with pytest.raises(apsw.ConstraintError, match="EVENTS_APPEND_ONLY"):
-            runs.database.conn.execute(statement)
+            sqlite_database(runs.database).conn.execute(statement)
 
 
 def test_evidence_of_unknown_or_foreign_runs_is_refused() -> None:
@@ -282,7 +283,7 @@ def test_auxiliary_run_checks_hold_for_hand_written_rows() -> None:
         "owner": "h:1:t",
         "created_at_ms": 1,
     }
-    conn = runs.database.conn
+    conn = sqlite_database(runs.database).conn
     with pytest.raises(apsw.ConstraintError):
         execute(conn, "insert_auxiliary_run", row)
     execute(conn, "insert_auxiliary_run", {**row, "state": "RUNNING"})

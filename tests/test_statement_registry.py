@@ -16,8 +16,9 @@ import pytest
 from aios_ledger.core import LedgerError, SqlWrite, Statement, StatementKind, WritePlan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import apply_decision
-from aios_ledger.shell.db.pg import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.statements import (
+    DIALECT_PACKAGES,
     POSTGRESQL_STATEMENTS,
     SQLITE_STATEMENTS,
     statements,
@@ -25,8 +26,8 @@ from aios_ledger.shell.db.statements import (
 from conftest import both_engines, postgres_url
 
 ROOT = Path(__file__).resolve().parents[1]
-# Each engine's package of statement texts.
-DIALECTS = (SQLITE_STATEMENTS, POSTGRESQL_STATEMENTS)
+# Each engine's package of statement texts (a third dialect's joins the checks of all).
+DIALECTS = tuple(DIALECT_PACKAGES.values())
 # PostgreSQL's texts that PREPARE cannot take (transaction control, DDL, DO blocks); they run in
 # every test that opens a ledger on PostgreSQL.
 UNPREPARABLE = {

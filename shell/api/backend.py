@@ -11,8 +11,8 @@ take a connection of their own from the pool, so that a read never waits for a w
 
 On PostgreSQL there is no group commit (it is SQLite's answer to one writer at a time): the
 writer Database's connection pool runs concurrent writers, each store call its own transaction
-(which takes the ledger's write lock, `shell/db/pg_database.py`), as many at once as the pool
-has connections (`AIOS_LEDGER_PG_POOL_SIZE`, default 4; more wait their turn here rather than
+(which takes the ledger's write lock, `shell/db/engines/postgresql.py`), as many at once as the
+pool has connections (`AIOS_LEDGER_PG_POOL_SIZE`, default 4; more wait their turn here rather than
 time out at the pool). Readers share a second pool, one REPEATABLE READ snapshot per call.
 
 Wake-ups: a long-polling claim waits on the current `asyncio.Event` of `work_signal()`; every
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import queue
 import shutil
 import threading
@@ -35,13 +34,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-import apsw
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.api.tokens import Principal, authenticate
 from aios_ledger.shell.clock import Clock, system_clock
-from aios_ledger.shell.db.connection import Database, fetch_all, storage_error
-from aios_ledger.shell.db.pg_database import PostgresDatabase
+from aios_ledger.shell.db.connection import Database, fetch_all
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.runs.store import RunStore
@@ -105,11 +102,9 @@ class Stores:
 
 
 def _read_only_fault(db: Database) -> LedgerError | None:
-    """`DATABASE_READ_ONLY` for a SQLite database its connection could open only for reading
-    (asked before group commit starts, while no other thread uses the connection)."""
-    if isinstance(db, PostgresDatabase) or not db.conn.readonly("main"):
-        return None
-    return storage_error(apsw.ReadOnlyError("attempt to write a readonly database"), db.path)
+    """`DATABASE_READ_ONLY` for a database its connection could open only for reading (a
+    SQLite file; asked before group commit starts, while no other thread uses it)."""
+    return db.read_only_fault()
 
 
 class Backend:
@@ -128,10 +123,11 @@ class Backend:
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
         self._signal: asyncio.Event | None = None
         self._waiting: dict[str, int] = {}
-        if isinstance(writer_db, PostgresDatabase):
+        pool_size = writer_db.pool_size
+        if pool_size is not None:
             # Concurrent writers from the pool (no group commit), readers from a pool of their
             # own: one Database each, whose stores every thread shares.
-            self._write_turn = threading.BoundedSemaphore(writer_db.pool_size)
+            self._write_turn = threading.BoundedSemaphore(pool_size)
             readers = self._open(False, "FULL")
             for _ in range(max(1, settings.read_connections)):
                 self._readers.put(Stores(readers, settings.clock))
@@ -191,9 +187,8 @@ class Backend:
         fault = self._writer_fault
         if fault is not None:
             raise LedgerError(fault.code, fault.detail)
-        db = self.writer.db
-        if not isinstance(db, PostgresDatabase):
-            folder = os.path.dirname(os.path.abspath(db.path))
+        folder = self.writer.db.local_folder()
+        if folder is not None:
             try:
                 free = shutil.disk_usage(folder).free
             except OSError as exc:

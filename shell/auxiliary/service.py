@@ -5,8 +5,8 @@ same transaction as its `AUXILIARY_RUN_SPAWNED` event, and starts the executor a
 task; the task moves the run RUNNING, then COMPLETED, FAILED or CANCELLED, each move a decision
 of the core applied with `apply_decision` (a CAS on state and revision). Waiters wait on an
 `asyncio.Event` that is set only after the terminal row is written, and a waiter that arrives
-later finds it set: no waiter can miss the end. The apsw calls are short and run in the loop's
-thread; one connection per service.
+later finds it set: no waiter can miss the end. The database calls are short and run in the
+loop's thread; one connection per service.
 
 A run whose process died stays PENDING or RUNNING in the database. Each service owns its runs
 under an owner tag (`host:pid:token`); opening a service fails, as `INTERRUPTED`, every unfinished
@@ -27,7 +27,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import apsw
 import attrs
 from aios_ledger.core import (
     LEDGER_CHAIN,
@@ -367,6 +366,11 @@ class AuxiliaryRunService:
             db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
             store = DatabaseAuxiliaryRuns(db, self._clock_ms, owned=True)
         self._store = store
+        # What a store over a Database may raise beside LedgerErrors: its driver's own errors
+        # (the Database turns them into LedgerErrors; kept quiet here whatever slips through).
+        self._quiet: tuple[type[Exception], ...] = (LedgerError,)
+        if isinstance(store, DatabaseAuxiliaryRuns):
+            self._quiet = (LedgerError, store.db.driver_error)
         self.owner = _owner_tag()
         _LIVE_OWNERS.add(self.owner)
         self.recovered: tuple[str, ...] = self._store.recover(owner_is_dead)
@@ -475,7 +479,7 @@ class AuxiliaryRunService:
         except asyncio.CancelledError:
             # The driving task itself was cancelled (the loop is shutting down): record it.
             entry.token.cancel()
-            with contextlib.suppress(LedgerError, apsw.Error):
+            with contextlib.suppress(*self._quiet):
                 self._end_as_cancelled(aux_id)
             raise
         except LedgerError as refused:
@@ -496,7 +500,7 @@ class AuxiliaryRunService:
         final = entry.final
         if not (isinstance(final, AuxiliaryRunRow) and final.run_state.is_terminal):
             # Not ended by this service's own terminal write: the database says how it ended.
-            with contextlib.suppress(LedgerError, apsw.Error):
+            with contextlib.suppress(*self._quiet):
                 row = self._store.read(entry.aux_id)
                 if row.run_state.is_terminal:
                     entry.final = row

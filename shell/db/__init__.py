@@ -1,5 +1,4 @@
-"""The database: connections and transactions, running named statements, migrations and WAL
-checkpoints; the only place that talks to apsw and psycopg. Importing the package registers
-PostgreSQL's Database (`pg_database`) for the URLs `connection.Database` is opened with."""
-
-from aios_ledger.shell.db import pg_database as pg_database
+"""The database: the Database and its transactions (`connection`), running named statements
+(`run`), applying plans (`apply`), migrations (`migrator`) and group commit. The engines
+(`engines/`, one module each, chosen by the target's URL scheme from `engines.ENGINES`) are the
+only place that talks to apsw and psycopg."""

@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import TypeVar
 
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
-from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_3
 from aios_ledger.core.log.seals import LEDGER_CHAIN, empty_chain_tip
-from aios_ledger.shell.db.pg import PgConnection
-from aios_ledger.shell.db.run import Connection, execute, fetch_all
-from aios_ledger.shell.log.tail import read_chain_tips, read_next_event_id
+from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.log.tail import read_chain_tips
 
-# Where the store numbers a plan's events after the decision (a row-locked write on
-# PostgreSQL), the tail's ids only order them within the transaction.
+# Where the store numbers a plan's events after the decision (a row-locked write: PostgreSQL's),
+# the tail's ids only order them within the transaction.
 PROVISIONAL_EVENT_ID = 1
 
 R = TypeVar("R")
@@ -24,38 +22,13 @@ def apply_decision(
     *,
     error: type[LedgerError] = LedgerError,
 ) -> R:
-    """Execute a plan's statements in order inside the caller's `BEGIN IMMEDIATE`; a guarded
+    """Execute a plan's statements in order inside the caller's write transaction (the
+    engine's `run_plan`: SQLite one after the other, PostgreSQL in one pipeline); a guarded
     write that changes any other number of rows than one is a REVISION_CONFLICT (the caller's
     transaction then rolls back). A replay writes nothing. The answer is the decision's."""
     if isinstance(decision, Replay):
         return decision.response
-    if isinstance(conn, PgConnection):
-        return _apply_pipelined(conn, decision, error)
-    for write in decision.statements():
-        changed = execute(conn, write.statement, write.params)
-        if write.statement.guarded and changed != 1:
-            raise error(
-                "REVISION_CONFLICT",
-                f"{write.statement} changed {changed} rows: the row moved on since it was read",
-            )
-    return decision.response
-
-
-def _apply_pipelined(conn: PgConnection, decision: WritePlan[R], error: type[LedgerError]) -> R:
-    """On PostgreSQL a plan is known whole before it is applied: its statements go in one
-    pipeline, one round trip, and their row counts are checked when they are back. A guarded
-    write that missed its row is REVISION_CONFLICT even when a later statement of the plan then
-    failed on its account."""
-    writes = list(decision.statements())
-    counts, failed = conn.run_pipeline([(write.statement, write.params) for write in writes])
-    for write, changed in zip(writes, counts, strict=False):
-        if write.statement.guarded and changed != 1:
-            raise error(
-                "REVISION_CONFLICT",
-                f"{write.statement} changed {changed} rows: the row moved on since it was read",
-            )
-    if failed is not None:
-        raise failed
+    conn.run_plan(decision.statements(), error)
     return decision.response
 
 
@@ -66,11 +39,12 @@ class PlanExecutor:
     decision is handed the tips of its own chains only: a batch of a hundred tasks must not
     copy a hundred tips into every plan.
 
-    On PostgreSQL every appended event is sealed v3 and its id comes from a sequence: under
-    the exclusive ledger lock the tail's next id is drawn before the decision and the sequence
-    set past the plan's events after it; in a row-locked write (beside other writers) the plan
-    is decided on provisional ids and numbered with ids drawn once it is known
-    (`WritePlan.numbered`), and it may extend only the chains of tasks it holds the rows of.
+    Each event is sealed at the engine's `seal_version`. On PostgreSQL (v3) its id comes from
+    a sequence: under the exclusive ledger lock the tail's next id is drawn before the decision
+    and the sequence set past the plan's events after it (`Connection.event_ids_used`); in a
+    row-locked write (beside other writers) the plan is decided on provisional ids and
+    numbered with ids drawn once it is known (`Connection.reserve_event_ids`,
+    `WritePlan.numbered`), and it may extend only the chains of tasks it holds the rows of.
     Each plan draws its own ids once decided, never ids left over from an earlier plan of the
     batch: drawn after its rows were locked, they exceed every id of those chains committed
     before, so ids rise along each chain (an exporter and the offline check rely on it)."""
@@ -80,8 +54,8 @@ class PlanExecutor:
         self._error = error
         self._next_event_id: int | None = None
         self._tips: dict[str, ChainTip] = {}
-        self._postgres = isinstance(conn, PgConnection)
-        self._row_locked = isinstance(conn, PgConnection) and conn.row_locked
+        self._row_locked = conn.row_locked
+        self._seal_version = conn.seal_version
 
     def tail(self, *chains: str) -> LogTail:
         if self._row_locked and LEDGER_CHAIN in chains:
@@ -89,14 +63,13 @@ class PlanExecutor:
             raise LedgerError("STORAGE_ERROR", "a row-locked write may not extend the ledger chain")
         if self._next_event_id is None:
             self._next_event_id = (
-                PROVISIONAL_EVENT_ID if self._row_locked else read_next_event_id(self.conn)
+                PROVISIONAL_EVENT_ID if self._row_locked else self.conn.next_event_id()
             )
         missing = [chain for chain in chains if chain not in self._tips]
         if missing:
             self._tips.update(read_chain_tips(self.conn, missing))
         tips = {chain: self._tips[chain] for chain in chains}
-        version = SEAL_VERSION_3 if self._postgres else SEAL_VERSION_2
-        return LogTail(self._next_event_id, tips, version)
+        return LogTail(self._next_event_id, tips, self._seal_version)
 
     def know_tip(self, chain: str, tip: ChainTip | None) -> None:
         """The tip of `chain` as the caller read it with the rows it decides on (one round
@@ -106,13 +79,10 @@ class PlanExecutor:
 
     def apply(self, decision: WritePlan[R] | Replay[R]) -> R:
         if self._row_locked and isinstance(decision, WritePlan) and decision.events:
-            params = {"count": len(decision.events)}
-            drawn = fetch_all(self.conn, "log_reserve_event_ids", params)
-            decision = decision.numbered([int(row["event_id"]) for row in drawn])
+            decision = decision.numbered(self.conn.reserve_event_ids(len(decision.events)))
         answer = apply_decision(self.conn, decision, error=self._error)
         if isinstance(decision, WritePlan) and decision.tail is not None:
             self._next_event_id = decision.tail.next_event_id
             self._tips.update(decision.tail.tips)
-            if self._postgres and not self._row_locked:
-                execute(self.conn, "log_event_ids_used", {"next_event_id": self._next_event_id})
+            self.conn.event_ids_used(self._next_event_id)
         return answer

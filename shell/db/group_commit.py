@@ -42,26 +42,40 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, ParamSpec, Protocol, TypedDict, TypeVar
 
-import apsw
 from aios_ledger.core import LedgerError
-from aios_ledger.shell.db.run import execute
+from aios_ledger.shell.db.run import Connection, execute
 
 T = TypeVar("T")
 P = ParamSpec("P")
-Work = Callable[[apsw.Connection], Any]
+Work = Callable[[Connection], Any]
 
 MAX_BATCH_LIMIT = 10_000
-_BUSY = (apsw.BusyError, apsw.LockedError)
+
+
+class ReaderConnection(Connection, Protocol):
+    """A read connection of its own, which group commit closes when it stops."""
+
+    def close(self) -> None: ...
 
 
 class WriterDatabase(Protocol):
-    """What group commit needs of the Database it writes for (`connection.Database`; named
-    here by its shape, so that this module does not import the one that starts it)."""
+    """What group commit needs of the Database it writes for (an engine's Database of one
+    connection, SQLite's; named here by its shape, so that this module does not import the one
+    that starts it): its connection, readers beside it, its driver's errors (the busy ones are
+    retried, the batch whole), its busy retries and its rollback."""
 
     path: str
-    conn: apsw.Connection
 
-    def open_reader(self) -> apsw.Connection: ...
+    @property
+    def conn(self) -> Connection: ...
+
+    @property
+    def driver_error(self) -> type[Exception]: ...
+
+    @property
+    def busy_errors(self) -> tuple[type[BaseException], ...]: ...
+
+    def open_reader(self) -> ReaderConnection: ...
 
     def _with_busy_retry(self, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
 
@@ -97,7 +111,7 @@ class _Outcome:
 class _WholeBatchLost(Exception):
     """SQLite rolled the whole transaction back under a work (an I/O error, a full disk)."""
 
-    def __init__(self, cause: apsw.Error) -> None:
+    def __init__(self, cause: Exception) -> None:
         super().__init__(str(cause))
         self.cause = cause
 
@@ -109,7 +123,7 @@ class GroupCommit:
         self,
         database: WriterDatabase,
         *,
-        storage_error: Callable[[apsw.Error], LedgerError],
+        storage_error: Callable[[Exception], LedgerError],
         max_batch: int = 64,
         on_batch: Callable[[int], None] | None = None,
     ) -> None:
@@ -127,7 +141,7 @@ class GroupCommit:
         self._on_batch = on_batch
         self._queue: queue.SimpleQueue[_Entry | _Stop] = queue.SimpleQueue()
         self._local = threading.local()
-        self._readers: list[apsw.Connection] = []
+        self._readers: list[ReaderConnection] = []
         self._lock = threading.Lock()
         self._stopped = False
         self._stats: GroupCommitStats = {"batches": 0, "works": 0, "largest_batch": 0}
@@ -136,7 +150,7 @@ class GroupCommit:
 
     # -- callers --------------------------------------------------------------------------
 
-    def write(self, work: Callable[[apsw.Connection], T]) -> T:
+    def write(self, work: Callable[[Connection], T]) -> T:
         """Queue `work` and wait for the commit that holds it (or for its own error)."""
         if threading.current_thread() is self._thread:
             raise LedgerError("GROUP_COMMIT_REENTERED", "a work may not write again from inside")
@@ -148,14 +162,14 @@ class GroupCommit:
         result: T = entry.future.result()
         return result
 
-    def read(self, work: Callable[[apsw.Connection], T]) -> T:
+    def read(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in one read transaction on this thread's own connection."""
         conn = self.reader()
-        return self._db._with_busy_retry(_read_once, conn, work)
+        return self._db._with_busy_retry(_read_once, conn, work, self._db.driver_error)
 
-    def reader(self) -> apsw.Connection:
+    def reader(self) -> Connection:
         """This thread's read connection, opened on first use."""
-        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        conn: ReaderConnection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
         with self._lock:
@@ -185,7 +199,7 @@ class GroupCommit:
         with self._lock:
             readers, self._readers = self._readers, []
         for conn in readers:
-            with contextlib.suppress(apsw.Error):
+            with contextlib.suppress(self._db.driver_error):
                 conn.close()
 
     # -- the writer -----------------------------------------------------------------------
@@ -251,35 +265,38 @@ class GroupCommit:
             raise
         return outcomes
 
-    def _run_work(self, conn: apsw.Connection, work: Work) -> _Outcome:
+    def _run_work(self, conn: Connection, work: Work) -> _Outcome:
+        driver_error = self._db.driver_error
         execute(conn, "savepoint_work")
         try:
             value = work(conn)
-        except _BUSY:
+        except self._db.busy_errors:
             raise  # the batch is retried whole
         except BaseException as exc:
             if not conn.in_transaction:
                 # SQLite rolled back the whole transaction (I/O error, full disk): the works
                 # before this one are gone too.
-                cause = exc if isinstance(exc, apsw.Error) else apsw.Error(str(exc))
+                cause = exc if isinstance(exc, driver_error) else driver_error(str(exc))
                 raise _WholeBatchLost(cause) from None
             execute(conn, "rollback_to_work")
             execute(conn, "release_work")
-            # What `Database.write` would raise: an apsw error as a LedgerError.
-            error = self._storage_error(exc) if isinstance(exc, apsw.Error) else exc
+            # What `Database.write` would raise: a driver's error as a LedgerError.
+            error = self._storage_error(exc) if isinstance(exc, driver_error) else exc
             return _Outcome(error=error)
         execute(conn, "release_work")
         return _Outcome(value=value)
 
 
-def _read_once(conn: apsw.Connection, work: Callable[[apsw.Connection], T]) -> T:
+def _read_once(
+    conn: Connection, work: Callable[[Connection], T], driver_error: type[Exception]
+) -> T:
     execute(conn, "begin_read")
     try:
         result = work(conn)
         execute(conn, "commit")
     except BaseException:
         if conn.in_transaction:
-            with contextlib.suppress(apsw.Error):
+            with contextlib.suppress(driver_error):
                 execute(conn, "rollback")
         raise
     return result

@@ -20,7 +20,6 @@ from aios_ledger.core.migrations import (
     plan_migrations,
     refuse_unless_current,
 )
-from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection, execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files
 from aios_ledger.shell.log.adoption import seal_unsealed_events
@@ -54,7 +53,7 @@ def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
 
 
 def _dialect(conn: Connection) -> str:
-    return conn.dialect if isinstance(conn, PgConnection) else "sqlite"
+    return conn.dialect
 
 
 def read_catalogue(conn: Connection) -> CatalogueView:
@@ -92,19 +91,14 @@ def apply_migrations(conn: Connection) -> MigrationReport:
     """Apply what is pending, adopting the older runtime's database, inside the caller's
     `BEGIN IMMEDIATE`. Planned again here, under the write lock: another process may have
     migrated since any earlier read."""
-    if isinstance(conn, PgConnection):
-        # The schema the search_path names (dbmate creates it the same way), under the
-        # write lock, so that two first opens do not race to create it.
-        execute(conn, "create_search_path_schema")
+    # Where the tables go (PostgreSQL: the schema the search_path names), under the write lock.
+    conn.prepare_schema()
     plan = migration_plan(conn)
     if plan.is_current:
         return NOTHING_APPLIED
     execute(conn, "create_schema_migrations")
     for migration in plan.pending:
-        if isinstance(conn, PgConnection):
-            conn.script(migration.up)
-        else:
-            conn.execute(migration.up)
+        conn.run_script(migration.up)
         execute(conn, "record_migration", {"version": migration.version})
     # The one call into the log: the older runtime's events get their seals, in event order.
     sealed = seal_unsealed_events(conn) if plan.adopt_legacy else 0

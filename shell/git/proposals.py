@@ -75,6 +75,9 @@ from aios_ledger.shell.git.secret_scan import scan_proposal, spent_of
 LOG = logging.getLogger("aios_ledger.proposals")
 QUARANTINE = "refs/aios-quarantine"
 SCRATCH_REFS = "refs/proposal"
+# The kind of the ledger's files that bundles are (`Database.files_dir`); on an engine without a
+# file to stand beside (PostgreSQL) `$AIOS_LEDGER_PROPOSALS_DIR` names their folder.
+PROPOSALS = "proposals"
 PROPOSALS_DIR_ENV = "AIOS_LEDGER_PROPOSALS_DIR"
 
 
@@ -96,15 +99,9 @@ def proposals_dir(db: Database) -> Path:
     """Where the ledger keeps its proposals' bundles. SQLite: beside the database file. On
     PostgreSQL there is no file to stand beside: `$AIOS_LEDGER_PROPOSALS_DIR` when set (a folder
     the processes that record and write proposals share), else one folder per ledger (named by
-    the digest of its URL without password) under `$XDG_DATA_HOME` (`~/.local/share`)."""
-    if db.engine != "postgresql":
-        return Path(f"{db.path}.proposals")
-    configured = os.environ.get(PROPOSALS_DIR_ENV)
-    if configured:
-        return Path(configured)
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    ledger = hashlib.sha256(str(db.path).encode("utf-8")).hexdigest()[:16]
-    return Path(data_home, "aios-ledger", "proposals", ledger)
+    the digest of its URL without password) under `$XDG_DATA_HOME` (`~/.local/share`). Where
+    its files live is the engine's to say (`Database.files_dir`)."""
+    return db.files_dir(PROPOSALS)
 
 
 def bundle_path(db: Database, digest: str) -> Path:

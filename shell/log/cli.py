@@ -18,9 +18,8 @@ from aios_ledger.shell.cli_support import emit, open_database, read_json_argumen
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import (
     Database,
-    database_file_exists,
+    engine_for,
     is_database_url,
-    resolve_path,
 )
 from aios_ledger.shell.log.archive import archive_tasks, verify_archive
 from aios_ledger.shell.log.copy import copy_ledger
@@ -204,8 +203,8 @@ def _verify_archive(args: argparse.Namespace) -> int:
 def _copy(args: argparse.Namespace) -> Any:
     if not is_database_url(args.target):
         raise LedgerError("COPY_TARGET_INVALID", "--to must be a PostgreSQL URL")
-    if not is_database_url(args.source) and not database_file_exists(resolve_path(args.source)):
-        raise LedgerError("DATABASE_NOT_FOUND", f"{args.source[:200]!r} does not exist")
+    if not is_database_url(args.source):
+        engine_for(args.source).require_ledger(args.source)  # a file: it must exist
     with Database(args.source, migrate=False) as source, Database(args.target) as target:
         report = copy_ledger(source, target).public()
     emit(report)

@@ -1,4 +1,5 @@
-"""`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger.
+"""`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger (an
+engine's Database that `takes_copies`: its dialect has the `copy_insert_*` texts).
 
 Every row of every table goes across as it is (tasks, events with their seals and sealed rows,
 archived events, first answers, projections, bindings, runs and their events (with the list
@@ -21,7 +22,6 @@ from typing import Any
 import attrs
 from aios_ledger.core import LedgerError, LedgerHead
 from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_value
-from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import bundle_path, store_bundle
 from aios_ledger.shell.log.verification import ledger_head, verify_log
@@ -75,13 +75,12 @@ class CopyReport:
 def copy_ledger(source: Database, target: Database) -> CopyReport:
     """Copy `source` into `target`, an empty PostgreSQL ledger, in one transaction; then verify
     the target and compare its head with the source's."""
-    if target.engine != "postgresql":
+    if not target.takes_copies:
         raise LedgerError("COPY_TARGET_INVALID", "the target of a copy is a PostgreSQL URL")
     source_head = ledger_head(source)
     bundles = _copy_bundles(source, target)
 
     def write(conn: Connection) -> dict[str, int]:
-        assert isinstance(conn, PgConnection)
         if int(fetch_value(conn, "copy_target_rows")) != 0:
             raise LedgerError(
                 "COPY_TARGET_NOT_EMPTY",
@@ -116,7 +115,7 @@ def _copy_bundles(source: Database, target: Database) -> int:
     return copied
 
 
-def _copy_rows(source: Database, read: Connection, conn: PgConnection) -> dict[str, int]:
+def _copy_rows(source: Database, read: Connection, conn: Connection) -> dict[str, int]:
     counts: dict[str, int] = {}
     for table in TABLES:
         counts[table] = 0

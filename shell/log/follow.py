@@ -18,7 +18,8 @@ from aios_ledger.core.tasks.answers import EventView, event_view
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_value
 
 PAGE = 1000
-# PostgreSQL's ids are not in commit order: read back over this many polls (core/log/follow.py).
+# Where ids are not in commit order (PostgreSQL's: `Database.dense_event_ids` is False), read
+# back over this many polls (core/log/follow.py).
 POSTGRESQL_SETTLE_POLLS = 20
 
 
@@ -38,7 +39,7 @@ def follow_events(
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Print each new event as `line` renders it, forever (a KeyboardInterrupt ends it)."""
-    settle = POSTGRESQL_SETTLE_POLLS if db.engine == "postgresql" else 1
+    settle = 1 if db.dense_event_ids else POSTGRESQL_SETTLE_POLLS
     cursor = FollowCursor(after=after, settle_polls=settle)
     while True:
         rows = _page(db, cursor.after, task_id)

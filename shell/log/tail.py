@@ -6,16 +6,13 @@ from collections.abc import Iterable
 
 from aios_ledger.core import ChainTip, LogTail
 from aios_ledger.core.log.seals import empty_chain_tip
-from aios_ledger.shell.db.pg import PgConnection
-from aios_ledger.shell.db.run import Connection, fetch_record, fetch_value
+from aios_ledger.shell.db.run import Connection, fetch_record
 
 
 def read_next_event_id(conn: Connection) -> int:
     """The id the next event gets, inside the caller's write transaction (drawn from
     PostgreSQL's sequence: see `PlanExecutor`), or as far as a read can tell (a preview)."""
-    if isinstance(conn, PgConnection) and conn.read_only:
-        return int(fetch_value(conn, "log_peek_next_event_id"))
-    return int(fetch_value(conn, "log_next_event_id"))
+    return conn.next_event_id()
 
 
 def read_chain_tips(conn: Connection, chains: Iterable[str]) -> dict[str, ChainTip]:

@@ -1,9 +1,10 @@
 """Streaming the sealed log from the database into the core's verifier.
 
-Memory does not grow with the log: rows come straight off apsw cursors (one read transaction, so
-every row belongs to one snapshot), the verifier holds O(1) state, and each event's chain
-predecessor is joined by SQL through the `(chain, chain_seq)` unique index. The state rows each
-v2 seal covers stream beside the events, merged by event id. A second pass streams every state
+Memory does not grow with the log: rows come straight off the engine's cursors
+(`Connection.stream_tuples`; one read transaction, so every row belongs to one snapshot), the
+verifier holds O(1) state, and each event's chain predecessor is joined by SQL through the
+`(chain, chain_seq)` unique index. The state rows each v2 seal covers stream beside the events,
+merged by event id. A second pass streams every state
 row joined to the last sealed row of it (through the `(row_table, row_key, event_id)` index),
 then the sealed rows that are gone. Events an archive removed stream from `archived_events`,
 merged by event id, so that their ids and seals are accounted for.
@@ -17,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import apsw
 from aios_ledger.core import (
     ChainLink,
     EventRow,
@@ -61,9 +61,7 @@ from aios_ledger.core.log.verification import (
 )
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
-from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection, fetch_all
-from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.git.proposals import bundle_path
 
 PROGRESS_EVERY = 16384
@@ -133,28 +131,8 @@ def _tuples(
 ) -> Iterator[Iterator[tuple[Any, ...]]]:
     """Stream a named statement's rows as tuples (the verifier's hot loop skips the dicts of
     `Database.cursor_rows`), after checking that its columns are the ones expected."""
-    if isinstance(conn, PgConnection):
-        with conn.stream(name, None, f"aios_verify_{name}") as streamed:
-            described = streamed.description
-            found = columns if described is None else tuple(c.name for c in described)
-            if found != columns:
-                raise LedgerError(
-                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
-                )
-            yield iter(streamed)
-        return
-    cursor = conn.cursor()
-    try:
-        cursor.execute(sql(name))
-        try:
-            found = tuple(column[0] for column in cursor.get_description())
-        except apsw.ExecutionCompleteError:
-            found = columns
-        if found != columns:
-            raise LedgerError("STATEMENT_INVALID", f"{name} returns {found}, expected {columns}")
-        yield iter(cursor)
-    finally:
-        cursor.close()
+    with conn.stream_tuples(name, columns) as rows:
+        yield rows
 
 
 def _orphan(row: tuple[Any, ...]) -> Item:

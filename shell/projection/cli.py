@@ -25,8 +25,8 @@ from aios_ledger.shell.cli_support import (
 )
 from aios_ledger.shell.console import Shown, event_line, events_view, is_terminal
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.engines import is_database_url
 from aios_ledger.shell.db.migrator import migrate_database, migration_status
-from aios_ledger.shell.db.pg import is_database_url
 from aios_ledger.shell.db.schema_dump import schema_sql
 from aios_ledger.shell.log.follow import follow_events, json_line, log_end
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding

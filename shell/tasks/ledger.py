@@ -82,11 +82,9 @@ from aios_ledger.shell.db.connection import (
     fetch_value,
     stream_records,
 )
-from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection, fetch_records_together
 from aios_ledger.shell.git.proposals import proposal_row
 
-CLAIM_BATCH = 32
 # How many passed leases one claim takes over before it claims: a claim stays short, and the
 # claims after it take over the rest.
 TAKEOVER_BATCH = 32
@@ -592,10 +590,11 @@ def _claimable(
 ) -> list[TaskRow]:
     """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
     from the candidates; the usual single claim reads one row, and every cursor is closed
-    before anything is written. PostgreSQL's candidates are filtered by capability too and
-    locked (SKIP LOCKED) as they are read, so it reads as many as it takes: a page of
-    `CLAIM_BATCH` would lock tasks other claimers could take meanwhile."""
-    page = count if isinstance(conn, PgConnection) else max(CLAIM_BATCH, count)
+    before anything is written. The engine says how many candidates a page holds
+    (`Connection.claim_page_size`): PostgreSQL's are filtered by capability too and locked
+    (SKIP LOCKED) as they are read, so it reads as many as it takes, where a larger page would
+    lock tasks other claimers could take meanwhile."""
+    page = conn.claim_page_size(count)
     names: list[JsonValue] = [str(name) for name in sorted(request.capabilities)]
     offered = encode_checked(names)
     pages = _candidates(conn, now, page, offered)
@@ -612,7 +611,7 @@ def _candidates(
         seen = 0
         rows = stream_records(
             conn,
-            "tasks_claim_candidates",
+            conn.claim_statement,
             {"now": now.text, "limit": page, "offset": offset, "offered_json": offered_json},
             TaskRow,
         )

@@ -1,5 +1,5 @@
-"""Copying the write-ahead log back at synchronous=NORMAL, beside the writers instead of inside
-one of their commits.
+"""SQLite's: copying the write-ahead log back at synchronous=NORMAL, beside the writers instead
+of inside one of their commits.
 
 Instead of SQLite's auto-checkpoint, which copies the WAL back inside the commit that crosses
 1000 pages (a latency spike for that caller), a file database hands the copy to a
@@ -17,7 +17,7 @@ import threading
 
 import apsw
 from aios_ledger.core.wal_checkpoints import ROUND_LEVELS, CheckpointAction, checkpoint_step
-from aios_ledger.shell.db.run import execute
+from aios_ledger.shell.db.statements import statement_texts
 
 
 class CheckpointThread:
@@ -61,7 +61,7 @@ class CheckpointThread:
         conn: apsw.Connection | None = None
         try:
             conn = apsw.Connection(path, vfs=vfs) if vfs else apsw.Connection(path)
-            execute(conn, f"pragma_synchronous_{synchronous.lower()}")
+            conn.execute(statement_texts()[f"pragma_synchronous_{synchronous.lower()}"])
             while True:
                 self._wake.wait()
                 self._wake.clear()

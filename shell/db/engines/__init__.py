@@ -1,0 +1,203 @@
+"""The engines a ledger runs on: what one must provide, and the registry that picks one.
+
+One core, one plan format, and one module per engine (eventsourcing's recorder pattern: the
+abstract recorders in `persistence.py`, one module per database system chosen by name): SQLite
+(`sqlite`, through apsw) and PostgreSQL (`postgresql`, through psycopg 3). An engine module is
+the only place that names its driver; everything above it talks to the two protocols here:
+
+- `Connection`: what a transaction's work gets. It runs named statements (the texts of its
+  `dialect` in `shell/db/statements.py`, under the names of `core/statements.py`), runs a
+  plan's statements, streams rows, reserves event ids, and says how its events are sealed and
+  how its claim reads its candidates.
+- the Database (`connection.Database`): transactions (`write`, `read`), streaming reads
+  (`cursor_rows`), whether its event ids are dense, where its files live, whether it takes a
+  copy, its pool, its read-only fault. `Database(target)` is the Database class of the engine
+  the target's URL scheme names in `ENGINES`, the table below.
+
+An engine module provides `NAME`, `DATABASE` (its Database class), `require_ledger(target)`,
+`require_creatable(target)` and `schema_sql(target)` (`connection.EngineModule`); its
+connection class implements `Connection`. `ENGINES` names each module by its import path,
+loaded on first use (`connection.engine_for`), so that adding an engine is one module, its SQL
+(`sql/<dialect>/`) and one row here, and opening a SQLite file never imports psycopg.
+`tests/test_engine_boundary.py` holds every other module to naming no engine type, driver or
+engine module.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import attrs
+from aios_ledger.core import LedgerError
+
+if TYPE_CHECKING:
+    from aios_ledger.core.statements import SqlWrite
+
+R = TypeVar("R")
+Row = dict[str, Any]
+Params = Mapping[str, Any]
+
+
+class Connection(Protocol):
+    """What a transaction's work gets on an engine (`Database.write` / `read`). The helpers of
+    `shell/db/run.py` are these methods as functions; the hot reads (`fetch_record`,
+    `stream_records`) and `run_plan` are each one call into the engine, never one per row."""
+
+    # The statement texts it runs (`statements.statement_texts(dialect)`) and its migrations.
+    dialect: str
+    # The seal its events get (`core/log/records.py`): v2 covers the global event id, v3 (an
+    # engine whose ids are drawn from a sequence, not in commit order) does not.
+    seal_version: int
+    # Its transaction locks the rows it decides on, beside other writers: its events are
+    # numbered once decided (`reserve_event_ids`), and it may not extend the ledger's chain.
+    row_locked: bool
+    # The read that lists a claim's candidates (a page at a time, `claim_page_size`).
+    claim_statement: str
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def fetch_all(self, name: str, params: Params | None) -> list[Row]: ...
+
+    def fetch_value(self, name: str, params: Params | None) -> Any: ...
+
+    def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
+        """The first row as `record(*columns)`; the columns are checked against the record's
+        fields once per statement and record in each process."""
+        ...
+
+    def fetch_records_together(
+        self, reads: Sequence[tuple[str, Params | None, type[Any]]]
+    ) -> list[Any]:
+        """Each read's first row as its record, or None (one round trip where it can)."""
+        ...
+
+    def stream_records(
+        self, name: str, params: Params | None, record: type[R]
+    ) -> Generator[R, None, None]:
+        """Each row as `record(*columns)`; closing the generator finishes the statement."""
+        ...
+
+    def stream_tuples(
+        self, name: str, columns: tuple[str, ...]
+    ) -> AbstractContextManager[Iterator[tuple[Any, ...]]]:
+        """A read's rows as tuples, in constant memory, after checking that it returns
+        `columns` (`STATEMENT_INVALID` otherwise): the verifier's streams."""
+        ...
+
+    def run_write(self, name: str, params: Params | None) -> int:
+        """Run a named statement; how many rows it changed."""
+        ...
+
+    def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
+        """A plan's statements in order; a guarded write that changed another number of rows
+        than one is `error("REVISION_CONFLICT", ...)` (`run.revision_conflict`)."""
+        ...
+
+    def run_many(self, name: str, rows: Sequence[Params]) -> None:
+        """One statement over many rows (`copy`'s inserts)."""
+        ...
+
+    def run_script(self, text: str) -> None:
+        """A migration's section: several statements, no parameters."""
+        ...
+
+    def prepare_schema(self) -> None:
+        """Before migrating, under the write lock: make the place the ledger's tables go."""
+        ...
+
+    def next_event_id(self) -> int:
+        """The id the next event gets, inside a write; as far as a read can tell, in a read."""
+        ...
+
+    def reserve_event_ids(self, count: int) -> list[int]:
+        """Ids for a row-locked plan's events, drawn once it is decided."""
+        ...
+
+    def event_ids_used(self, next_event_id: int) -> None:
+        """After a plan under the exclusive lock: ids below `next_event_id` are taken."""
+        ...
+
+    def claim_page_size(self, count: int) -> int:
+        """How many candidates a claim of `count` tasks reads per page."""
+        ...
+
+    def execute(self, text: str, params: Any = None, /) -> Any:
+        """Ad-hoc SQL for tools and tests that look at a ledger's tables (`:name` or `?`
+        parameters); the ledger itself names its statements."""
+        ...
+
+
+@attrs.frozen
+class Registered:
+    """A row of `ENGINES`: an engine's name, its module, the URL schemes that select it (None:
+    a target that is not a URL, a file's path) and how its targets are written (messages)."""
+
+    name: str
+    module: str
+    schemes: tuple[str | None, ...]
+    forms: str
+
+
+# The registry: the first row whose schemes hold a target's scheme opens it.
+ENGINES: tuple[Registered, ...] = (
+    Registered(
+        "sqlite",
+        "aios_ledger.shell.db.engines.sqlite",
+        (None,),
+        "a SQLite file's path (e.g. ./ledger.db)",
+    ),
+    Registered(
+        "postgresql",
+        "aios_ledger.shell.db.engines.postgresql",
+        ("postgresql", "postgres"),
+        "a PostgreSQL URL: postgresql://user@host:port/dbname, postgres://..., "
+        "postgresql:///dbname for the local socket, with ?search_path=schema to choose the "
+        "ledger's schema (default aios_ledger)",
+    ),
+)
+SUPPORTED_FORMS = ", or ".join(engine.forms for engine in ENGINES)
+_BY_SCHEME = {scheme: engine for engine in ENGINES for scheme in engine.schemes}
+URL_SCHEMES = tuple(scheme for scheme in _BY_SCHEME if scheme is not None)
+# What reads as a URL (RFC 3986's scheme, then `//`) rather than a file name that holds a colon.
+_URL_SHAPE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def url_scheme(target: object) -> str | None:
+    """The scheme of `target` when it reads as a URL (`scheme://...`), else None (a file name)."""
+    if not isinstance(target, str):
+        return None
+    shape = _URL_SHAPE.match(target)
+    return shape.group(1).lower() if shape else None
+
+
+def is_database_url(target: object) -> bool:
+    """Whether `target` is the URL of a registered engine's database (not a file's path)."""
+    return url_scheme(target) in URL_SCHEMES
+
+
+def refuse_unsupported_url(target: str) -> None:
+    """A URL of another scheme (`mysql://`, `sqlite://`, `http://`) is a mistake, never a file
+    name: SQLite would take `mysql://h/db` as the file `db` in the folder `mysql:/h`."""
+    scheme = url_scheme(target)
+    if scheme is not None and scheme not in _BY_SCHEME:
+        raise LedgerError(
+            "DATABASE_URL_UNSUPPORTED",
+            f"{target[:200]!r}: {scheme}:// is not a database this ledger opens; give "
+            + SUPPORTED_FORMS,
+        )
+
+
+def registered(target: object) -> Registered:
+    """The row that opens `target`; a URL of no registered scheme goes to the engine of paths,
+    whose checks refuse it (`refuse_unsupported_url`) after the path's own. Its module is
+    loaded by `connection.engine_for`."""
+    return _BY_SCHEME.get(url_scheme(target)) or _BY_SCHEME[None]
+
+
+def engine_names() -> tuple[str, ...]:
+    """Every registered engine, in the registry's order (the both-engines tests run each)."""
+    return tuple(engine.name for engine in ENGINES)

@@ -1,0 +1,712 @@
+"""PostgreSQL, through psycopg 3: the scale-out engine, for a `postgresql://` (or `postgres://`)
+URL. A ledger URL, the connection a transaction's work gets, running a named statement on it,
+psycopg's errors as the ledger's codes, and the Database over a psycopg pool.
+
+A URL's `search_path` query parameter (as dbmate reads it), or a `search_path` set in libpq's
+`options` parameter, names the schema the ledger lives in, default `aios_ledger`; the rest of
+the URL is libpq's, handed over as written.
+
+A write is `BEGIN` (READ COMMITTED), the ledger's write lock (one transaction-scoped advisory
+lock per schema), the work, `COMMIT`. A task's own transitions (`write(..., row_locked=True)`)
+take the lock shared and lock the rows they decide on themselves, so writers of different tasks
+run side by side; their events are numbered from a sequence once decided (v3 seals do not cover
+ids). Every other write takes the lock exclusively: the counterpart of SQLite's `BEGIN
+IMMEDIATE`, under which a decision's reads stay what it read until it commits. A read is one
+REPEATABLE READ READ ONLY snapshot. Serialization failures and deadlocks are retried a bounded
+number of times (in a row-locked write, unique violations too); a server that is down or
+restarting is retried while nothing can have been committed, then answered as
+`DATABASE_UNAVAILABLE` (a failure during COMMIT is answered at once: its outcome is unknown,
+and the caller's idempotency key makes its retry safe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import os
+import random
+import re
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import unquote
+
+import attrs
+import psycopg
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log.records import SEAL_VERSION_3
+from aios_ledger.core.statements import SqlWrite
+from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
+from aios_ledger.shell.db.engines import Connection, Params, Row
+from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
+from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
+from aios_ledger.shell.db.statements import postgresql_text, statement_texts, statements
+from psycopg import errors as pg_errors
+from psycopg.types.numeric import Int8Dumper
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+if TYPE_CHECKING:
+    from aios_ledger.shell.db.group_commit import GroupCommit
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+NAME = "postgresql"
+DEFAULT_SCHEMA = "aios_ledger"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_INT64 = range(-(2**63), 2**63)
+# A search_path setting inside libpq's `options` (`-c search_path=x`, `-csearch_path=x`,
+# `--search_path=x`).
+_OPTIONS_SEARCH_PATH = re.compile(r"(?:^|\s)(?:-c\s*|--)search_path=(\S*)")
+
+
+@attrs.frozen
+class PostgresTarget:
+    """A ledger on PostgreSQL: libpq's URL (without `search_path`), the ledger's schema, and the
+    URL's own `options` (libpq's; the schema's setting is added to them on connect)."""
+
+    conninfo: str
+    schema: str
+    options: str = ""
+
+    @classmethod
+    def parse(cls, url: str) -> PostgresTarget:
+        """Only the query is taken apart, by libpq's rules (`&`-separated `key=value`, percent-
+        decoded, `+` is a plus); the rest goes to libpq as written, so that every form it takes
+        stays intact (`postgresql:///db`, `postgresql://%2Fvar%2Frun%2Fpostgresql/db`)."""
+        base, _, query = url.partition("?")
+        kept: list[str] = []
+        schemas: list[str] = []
+        options = ""
+        for pair in filter(None, query.split("&")):
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise LedgerError(
+                    "DATABASE_URL_INVALID",
+                    f"the URL's parameter {unquote(key)[:60]!r} has no value: write key=value",
+                )
+            if unquote(key) == "search_path":
+                schemas.append(unquote(value))
+                continue
+            if unquote(key) == "options":
+                options = unquote(value)
+            kept.append(pair)
+        schemas.extend(_OPTIONS_SEARCH_PATH.findall(options))
+        schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+        if len(set(schemas)) > 1:
+            raise LedgerError(
+                "DATABASE_URL_INVALID",
+                f"the URL names the schemas {sorted(set(schemas))}: give one, as ?search_path=name",
+            )
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise LedgerError(
+                "DATABASE_URL_INVALID",
+                "search_path must name one schema of lower-case letters, digits and underscores",
+            )
+        conninfo = f"{base}?{'&'.join(kept)}" if kept else base
+        return cls(conninfo, schema, options)
+
+    def redacted(self) -> str:
+        """The URL without its password, with its schema, for messages."""
+        base, _, query = self.conninfo.partition("?")
+        scheme, _, rest = base.partition("://")
+        authority, slash, path = rest.partition("/")
+        user, at, host = authority.rpartition("@")
+        if at and ":" in user:
+            authority = f"{user.partition(':')[0]}:***@{host}"
+        pairs = [
+            "password=***" if unquote(pair.partition("=")[0]) == "password" else pair
+            for pair in filter(None, query.split("&"))
+        ]
+        pairs.append(f"search_path={self.schema}")
+        return f"{scheme}://{authority}{slash}{path}?{'&'.join(pairs)}"
+
+    def connect_options(self) -> dict[str, Any]:
+        # The URL's own `options` stay (a statement_timeout, say); the schema's setting comes
+        # last, so that it is the one that holds.
+        schema_option = f"-c search_path={self.schema}"
+        return {
+            "autocommit": True,
+            "options": f"{self.options} {schema_option}" if self.options else schema_option,
+            "connect_timeout": int(os.environ.get("AIOS_LEDGER_PG_CONNECT_TIMEOUT", "5")),
+            "application_name": "aios-ledger",
+        }
+
+
+_TEXTS = statement_texts("postgresql")
+
+
+def _raw_texts() -> dict[str, str]:
+    return {name: s.sql for name, s in statements("aios_ledger.sql.postgresql").items()}
+
+
+_RAW_TEXTS = _raw_texts()
+
+
+def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
+    description = cursor.description
+    return None if description is None else tuple(column.name for column in description)
+
+
+class PgConnection:
+    """What a transaction's work gets on PostgreSQL (the ledger's `engines.Connection`): one
+    psycopg connection (autocommit, its transactions are the Database's own BEGIN/COMMIT)."""
+
+    dialect = "postgresql"
+    # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.
+    seal_version = SEAL_VERSION_3
+    claim_statement = "tasks_claim_candidates"
+
+    def __init__(
+        self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False
+    ) -> None:
+        self.raw = raw
+        # Its transaction holds the ledger lock shared (beside other writers) and locks rows.
+        self.row_locked = row_locked
+        # Its transaction reads only (a preview decides, and draws no id).
+        self.read_only = read_only
+
+    def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
+        cursor = self.raw.cursor()
+        if params:
+            cursor.execute(_TEXTS[name], bindable(name, params))
+        else:
+            cursor.execute(_RAW_TEXTS[name])
+        return cursor
+
+    def run_together(
+        self, items: Sequence[tuple[str, Mapping[str, Any] | None]]
+    ) -> list[psycopg.Cursor[Any]]:
+        """Reads in one pipeline (one round trip), their cursors in order: the server runs
+        them one after the other, each on a snapshot of its own, so a read after a locking
+        read sees what was committed before the lock was granted."""
+        cursors: list[psycopg.Cursor[Any]] = []
+        with self.raw.pipeline():
+            for name, params in items:
+                cursor = self.raw.cursor()
+                if params:
+                    cursor.execute(_TEXTS[name], bindable(name, params))
+                else:
+                    cursor.execute(_RAW_TEXTS[name])
+                cursors.append(cursor)
+        return cursors
+
+    def run_pipeline(
+        self, items: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> tuple[list[int], psycopg.Error | None]:
+        """A plan's statements in one pipeline (one round trip): the rows each changed, as far
+        as they ran, and the error that stopped them, if one did (the transaction is then
+        aborted: the caller raises, and the Database rolls back)."""
+        cursors: list[psycopg.Cursor[Any]] = []
+        failed: psycopg.Error | None = None
+        try:
+            with self.raw.pipeline():
+                for name, params in items:
+                    cursor = self.raw.cursor()
+                    cursor.execute(_TEXTS[name], bindable(name, params))
+                    cursors.append(cursor)
+        except psycopg.Error as exc:
+            failed = exc
+        counts = []
+        for cursor in cursors:
+            if cursor.pgresult is None:
+                break
+            counts.append(max(cursor.rowcount, 0))
+        return counts, failed
+
+    def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One statement over many rows, pipelined (psycopg's executemany)."""
+        with self.raw.cursor() as cursor:
+            cursor.executemany(_TEXTS[name], [bindable(name, row) for row in rows])
+
+    def stream(
+        self, name: str, params: Mapping[str, Any] | None, cursor_name: str
+    ) -> psycopg.ServerCursor[Any]:
+        """A server-side cursor over a read statement (inside the caller's transaction), for
+        reads that stream a whole table: rows come in pages, never all at once."""
+        cursor = self.raw.cursor(name=cursor_name)
+        cursor.itersize = 2000
+        if params:
+            cursor.execute(_TEXTS[name], bindable(name, params))
+        else:
+            cursor.execute(_RAW_TEXTS[name])
+        return cursor
+
+    def execute(
+        self, text: str, params: Mapping[str, Any] | Sequence[Any] | None = None
+    ) -> psycopg.Cursor[Any]:
+        """Ad-hoc SQL, as apsw's `Connection.execute` takes it (`:name` or `?` parameters):
+        for tools and tests that look at a ledger's tables; the ledger itself names its
+        statements (`run`)."""
+        if isinstance(params, Mapping):
+            return self.raw.execute(postgresql_text(text).encode(), bindable("sql", params))
+        if params:
+            return self.raw.execute(text.replace("?", "%s").encode(), list(params))
+        return self.raw.execute(text.encode())
+
+    def run_script(self, text: str) -> None:
+        """A migration's section: several statements, no parameters."""
+        self.raw.execute(text.encode("utf-8"))
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    # -- the ledger's `engines.Connection` ---------------------------------------------------
+
+    def fetch_all(self, name: str, params: Params | None = None) -> list[Row]:
+        found = self.run(name, params)
+        names = _columns(found)
+        return [] if names is None else [dict(zip(names, row, strict=True)) for row in found]
+
+    def fetch_value(self, name: str, params: Params | None = None) -> Any:
+        found = self.run(name, params)
+        first = found.fetchone() if found.description is not None else None
+        return None if first is None else first[0]
+
+    def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
+        found = self.run(name, params)
+        row = found.fetchone() if found.description is not None else None
+        if row is None:
+            return None
+        if (name, record) not in MATCHED_COLUMNS:
+            check_columns(_columns(found) or (), name, record)
+        return record(*row)
+
+    def fetch_records_together(
+        self, reads: Sequence[tuple[str, Params | None, type[Any]]]
+    ) -> list[Any]:
+        """The reads a decision needs in one pipeline, one round trip (`run_together`)."""
+        found = []
+        cursors = self.run_together([(name, params) for name, params, _ in reads])
+        for (name, _, record), cursor in zip(reads, cursors, strict=True):
+            row = cursor.fetchone() if cursor.description is not None else None
+            if row is not None and (name, record) not in MATCHED_COLUMNS:
+                check_columns(_columns(cursor) or (), name, record)
+            found.append(None if row is None else record(*row))
+        return found
+
+    def stream_records(
+        self, name: str, params: Params | None, record: type[R]
+    ) -> Generator[R, None, None]:
+        found = self.run(name, params)
+        for row in found:
+            if (name, record) not in MATCHED_COLUMNS:
+                check_columns(_columns(found) or (), name, record)
+            yield record(*row)
+
+    @contextmanager
+    def stream_tuples(
+        self, name: str, columns: tuple[str, ...]
+    ) -> Iterator[Iterator[tuple[Any, ...]]]:
+        """Through a server-side cursor (`stream`), a page of rows at a time."""
+        with self.stream(name, None, f"aios_verify_{name}") as streamed:
+            described = streamed.description
+            found = columns if described is None else tuple(c.name for c in described)
+            if found != columns:
+                raise LedgerError(
+                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
+                )
+            yield iter(streamed)
+
+    def run_write(self, name: str, params: Params | None = None) -> int:
+        return max(self.run(name, params).rowcount, 0)
+
+    def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
+        """A plan is known whole before it is applied: its statements go in one pipeline, one
+        round trip, and their row counts are checked when they are back. A guarded write that
+        missed its row is REVISION_CONFLICT even when a later statement of the plan then
+        failed on its account."""
+        counts, failed = self.run_pipeline([(write.statement, write.params) for write in writes])
+        for write, changed in zip(writes, counts, strict=False):
+            if write.statement.guarded and changed != 1:
+                raise revision_conflict(error, write.statement, changed)
+        if failed is not None:
+            raise failed
+
+    def prepare_schema(self) -> None:
+        """The schema the search_path names (dbmate creates it the same way), under the write
+        lock, so that two first opens do not race to create it."""
+        self.run_write("create_search_path_schema")
+
+    def next_event_id(self) -> int:
+        """Drawn from the sequence inside a write (`PlanExecutor`); a read (a preview) peeks,
+        and draws no id."""
+        if self.read_only:
+            return int(self.fetch_value("log_peek_next_event_id"))
+        return int(self.fetch_value("log_next_event_id"))
+
+    def reserve_event_ids(self, count: int) -> list[int]:
+        drawn = self.fetch_all("log_reserve_event_ids", {"count": count})
+        return [int(row["event_id"]) for row in drawn]
+
+    def event_ids_used(self, next_event_id: int) -> None:
+        """Under the exclusive lock, the sequence is set past the plan's events; a row-locked
+        write drew its ids from it already."""
+        if not self.row_locked:
+            self.run_write("log_event_ids_used", {"next_event_id": next_event_id})
+
+    def claim_page_size(self, count: int) -> int:
+        """Candidates are filtered by capability in SQL and locked (SKIP LOCKED) as they are
+        read, so a claim reads as many as it takes: a larger page would lock tasks other
+        claimers could take meanwhile."""
+        return count
+
+
+def configure(raw: psycopg.Connection[Any]) -> None:
+    """Every int goes over as int8, so a prepared statement keeps one parameter type."""
+    raw.adapters.register_dumper(int, Int8Dumper)
+
+
+def bindable(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as PostgreSQL takes them, or the error SQLite's binding would give:
+    only text, integers of 64 bits, floats, bytes and NULL (psycopg would turn a list into
+    an array); text that is not UTF-8 or holds NUL (PostgreSQL's text cannot) is TEXT_INVALID."""
+    checked: dict[str, Any] = {}
+    for key, given in params.items():
+        value = int(given) if isinstance(given, bool) else given
+        if isinstance(value, str):
+            if "\0" in value:
+                raise LedgerError("TEXT_INVALID", f"{name}: PostgreSQL text cannot hold NUL")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise LedgerError(
+                    "TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text"
+                ) from None
+        elif isinstance(value, int):
+            if value not in _INT64:
+                raise LedgerError("PARAMETER_INVALID", f"{name}: {key} is beyond 64 bits")
+        elif value is not None and not isinstance(value, float | bytes):
+            raise LedgerError(
+                "PARAMETER_INVALID", f"{name}: {key} is a {type(value).__name__}, not bindable"
+            )
+        checked[key] = value
+    return checked
+
+
+# SQLSTATEs a writer retries: the transaction lost a race the server resolved by aborting it.
+RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+_CONSTRAINTS = (pg_errors.IntegrityError,)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """The server is down, restarting, or the connection to it broke."""
+    return isinstance(
+        exc,
+        psycopg.OperationalError
+        | pg_errors.AdminShutdown
+        | pg_errors.CrashShutdown
+        | pg_errors.CannotConnectNow,
+    ) and not isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable)
+
+
+def pg_error(exc: psycopg.Error) -> LedgerError:
+    """psycopg's error as the ledger's stable code (the server's message in the detail)."""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, _CONSTRAINTS):
+        return LedgerError("CONSTRAINT_VIOLATION", detail)
+    if is_unavailable(exc):
+        return LedgerError("DATABASE_UNAVAILABLE", detail)
+    if isinstance(exc, RETRYABLE):
+        return LedgerError("DATABASE_BUSY", detail)
+    if isinstance(exc, pg_errors.DiskFull):
+        return LedgerError("STORAGE_FULL", detail)
+    if isinstance(exc, pg_errors.InsufficientPrivilege):
+        return LedgerError("DATABASE_READ_ONLY", detail)
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return LedgerError("DATABASE_READ_ONLY", detail)
+    if isinstance(exc, pg_errors.CharacterNotInRepertoire | pg_errors.UntranslatableCharacter):
+        return LedgerError("TEXT_INVALID", detail)
+    if isinstance(exc, pg_errors.NumericValueOutOfRange):
+        return LedgerError("PARAMETER_INVALID", detail)
+    return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {detail}")
+
+
+RETRIES = 8
+# The transaction a work runs in: its BEGIN statement (sql/postgresql/connection.sql).
+EXCLUSIVE = "begin_immediate"
+ROW_LOCKED = "begin_row_locked"
+READ = "begin_read"
+UNAVAILABLE_RETRIES = 20
+POOL_SIZE_ENV = "AIOS_LEDGER_PG_POOL_SIZE"
+_CURSOR_NAMES = itertools.count(1)
+
+
+class _CommitUncertain(Exception):
+    """The connection broke while COMMIT was on its way: the outcome is unknown."""
+
+
+class PostgresDatabase(Database):
+    """A ledger in a PostgreSQL schema; made by `Database(url)` (see `Database`)."""
+
+    engine = NAME
+    driver_error = psycopg.Error
+    takes_copies = True
+    # Its sequence leaves gaps, and ids are not in commit order.
+    dense_event_ids = False
+
+    def _open(self, path: Any, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
+        if vfs is not None:
+            raise LedgerError("DATABASE_URL_INVALID", "a VFS is SQLite's: not for a URL")
+        if synchronous not in SYNCHRONOUS_LEVELS:  # SQLite's setting: checked alike, unused
+            raise LedgerError(
+                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
+            )
+        self.target = PostgresTarget.parse(str(path))
+        self.path = self.target.redacted()
+        self.busy_retries = 0
+        self.checkpoints = None
+        self._local = threading.local()
+        size = int(os.environ.get(POOL_SIZE_ENV, "4"))
+        options = self.target.connect_options()
+        self._timeout = float(options["connect_timeout"])
+        # One connection first, outside the pool, which would retry a refused one until its
+        # timeout and keep the reason to its log: a mistake in the URL is answered at once.
+        first_connection(self.target).close()
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.target.conninfo,
+            kwargs=options,
+            min_size=1,
+            max_size=max(1, size),
+            open=False,
+            configure=configure,
+            timeout=self._timeout,
+            name="aios-ledger",
+        )
+        try:
+            self._pool.open(wait=True, timeout=self._timeout)
+        except PoolTimeout:
+            self._pool.close(timeout=0)
+            raise LedgerError("DATABASE_UNAVAILABLE", f"cannot connect to {self.path}") from None
+        try:
+            if step is not _SchemaStep.AS_FOUND:
+                migrate = step is _SchemaStep.MIGRATE
+                plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
+                if not plan.is_current:
+                    self.write(apply_migrations)
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    @property
+    def pool_size(self) -> int:
+        """The most connections this Database's pool opens (`AIOS_LEDGER_PG_POOL_SIZE`)."""
+        return int(self._pool.max_size)
+
+    def start_group_commit(
+        self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
+    ) -> GroupCommit:
+        """SQLite's alone: PostgreSQL's pool runs concurrent writers (`shell/api/backend.py`)."""
+        raise LedgerError(
+            "USAGE_INVALID",
+            "group commit is SQLite's; on PostgreSQL the pool runs concurrent writers",
+        )
+
+    def close(self) -> None:
+        self._pool.close(timeout=self._timeout)
+
+    def _close_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            self._pool.close(timeout=0)
+
+    def quiesce_writers(self) -> None:
+        """A head is read only after the writers in flight have finished: no lower id can
+        commit after it."""
+        self._pg_transaction(READ, lambda conn: conn.fetch_value("log_quiesce", None))
+
+    def files_dir(self, kind: str) -> Path:
+        """There is no file to stand beside: `$AIOS_LEDGER_<KIND>_DIR` when set (a folder the
+        processes that use the files share), else one folder per ledger (named by the digest
+        of its URL without password) under `$XDG_DATA_HOME` (`~/.local/share`)."""
+        configured = os.environ.get(f"AIOS_LEDGER_{kind.upper()}_DIR")
+        if configured:
+            return Path(configured)
+        data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        ledger = hashlib.sha256(str(self.path).encode("utf-8")).hexdigest()[:16]
+        return Path(data_home, "aios-ledger", kind, ledger)
+
+    def write(self, work: Callable[[Connection], T], *, row_locked: bool = False) -> T:
+        return self._pg_transaction(ROW_LOCKED if row_locked else EXCLUSIVE, work)
+
+    def read(self, work: Callable[[Connection], T]) -> T:
+        return self._pg_transaction(READ, work)
+
+    def _pg_transaction(self, mode: str, work: Callable[[Connection], T]) -> T:
+        retries = unavailable = 0
+        # Beside other writers, a key or a chain position taken by a transaction that committed
+        # after this one read is a unique violation: the retry reads it and decides again (a
+        # replay, a conflict, the next position). Under the exclusive lock it cannot happen.
+        retryable = (*RETRYABLE, pg_errors.UniqueViolation) if mode == ROW_LOCKED else RETRYABLE
+        while True:
+            try:
+                with self._pool.connection(timeout=self._timeout) as raw:
+                    conn = PgConnection(raw, row_locked=mode == ROW_LOCKED, read_only=mode == READ)
+                    return self._once(conn, mode, work)
+            except _CommitUncertain as exc:
+                raise LedgerError(
+                    "DATABASE_UNAVAILABLE",
+                    f"the connection broke during COMMIT (the outcome is unknown): {exc}",
+                ) from None
+            except PoolTimeout as exc:
+                unavailable += 1
+                if unavailable > UNAVAILABLE_RETRIES // 4:
+                    raise LedgerError("DATABASE_UNAVAILABLE", str(exc)) from None
+                self._sleep(unavailable)
+            except psycopg.Error as exc:
+                if isinstance(exc, retryable) and retries < RETRIES:
+                    retries += 1
+                    self.busy_retries += 1
+                    self._sleep(retries)
+                    continue
+                if is_unavailable(exc) and unavailable < UNAVAILABLE_RETRIES:
+                    # Nothing was committed (the failure came before COMMIT): try again on
+                    # another connection; the pool drops the broken one.
+                    unavailable += 1
+                    self._sleep(unavailable)
+                    continue
+                raise pg_error(exc) from None
+
+    @staticmethod
+    def _sleep(retry: int) -> None:
+        time.sleep(min(0.5, 0.005 * 2**retry) * random.uniform(0.5, 1.5))
+
+    def _once(self, conn: PgConnection, mode: str, work: Callable[[Connection], T]) -> T:
+        conn.run(mode, None)  # a write: and its lock
+        self._local.conn = conn
+        try:
+            result = work(conn)
+        except BaseException:
+            self._local.conn = None
+            with contextlib.suppress(psycopg.Error):
+                if not conn.raw.closed:
+                    conn.run("rollback", None)
+            raise
+        self._local.conn = None
+        try:
+            conn.run("commit", None)
+        except psycopg.Error as exc:
+            if is_unavailable(exc):
+                raise _CommitUncertain(str(exc)) from exc
+            raise
+        return result
+
+    @contextmanager
+    def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
+        """Stream a read statement's rows through a server-side cursor, inside the caller's
+        transaction (`read` or `write`), without holding them all in memory."""
+        conn: PgConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            raise LedgerError("STORAGE_ERROR", "cursor_rows outside a transaction")
+        with conn.stream(name, params, f"aios_rows_{next(_CURSOR_NAMES)}") as cursor:
+            columns = [] if cursor.description is None else [c.name for c in cursor.description]
+            yield (dict(zip(columns, row, strict=True)) for row in cursor)
+
+
+# libpq's words when the server refuses a database it does not have (its FATAL message in the
+# server's language: another language's is answered as DATABASE_UNAVAILABLE, with its words).
+_NO_SUCH_DATABASE = re.compile(r'database "(?P<name>(?:[^"]|"")*)" does not exist')
+
+
+def first_connection(target: PostgresTarget) -> psycopg.Connection[Any]:
+    """A connection to `target`'s database, or the reason there is none as a code: a database
+    the server does not have is DATABASE_NOT_FOUND; a server that cannot be reached (a refused
+    port, a host name that does not resolve, a role refused) is DATABASE_UNAVAILABLE, with
+    libpq's reason, which names the host and port."""
+    where = target.redacted()
+    try:
+        return psycopg.connect(target.conninfo, **target.connect_options())
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split()).removeprefix("connection failed: ")
+        missing = _NO_SUCH_DATABASE.search(reason)
+        if missing is not None:
+            raise LedgerError(
+                "DATABASE_NOT_FOUND",
+                f"the server has no database {missing['name']!r} ({where}): create it "
+                f"(createdb {missing['name']}) or name an existing one in the URL",
+            ) from None
+        raise LedgerError("DATABASE_UNAVAILABLE", f"cannot connect to {where}: {reason}") from None
+
+
+def require_ledger(url: str) -> None:
+    """Refuse a URL whose schema holds no ledger (it does not exist, or holds no table) with
+    DATABASE_NOT_FOUND, creating nothing: the command line's counterpart of a missing file
+    (only `init` and `migrate` create a ledger)."""
+    target = PostgresTarget.parse(url)
+    with first_connection(target) as raw:
+        try:
+            tables = PgConnection(raw).fetch_all("list_tables")
+        except psycopg.Error as exc:
+            raise pg_error(exc) from None
+    if not tables:
+        raise LedgerError(
+            "DATABASE_NOT_FOUND",
+            f"no ledger in the schema {target.schema!r} of {target.redacted()}: "
+            "`aios-ledger --db URL init` creates one (or check ?search_path=)",
+        )
+
+
+def require_creatable(target: str) -> None:
+    """`init` creates the schema itself (the server's database must exist: `first_connection`
+    says so when it does not)."""
+
+
+SCHEMA_HEADER = """\
+-- aios-ledger PostgreSQL schema after all migrations (generated by `make schema`; do not edit).
+-- A test fails when this file and sql/postgresql/migrations/ disagree. Every name lives in
+-- the schema the connection's search_path names first (default aios_ledger).
+"""
+_NOISE = re.compile(r"^(--.*|SET .*|SELECT pg_catalog\.set_config.*|CREATE SCHEMA .*|\\.*)$")
+
+
+def schema_sql(target: str | None) -> str:
+    """`sql/postgresql/schema.sql`: pg_dump's (the tool DBAs and dbmate use) of a scratch
+    schema migrated for the purpose in the database `target` names, and dropped after."""
+    if target is None:
+        raise LedgerError("USAGE_INVALID", "PostgreSQL's schema is dumped from a server: give --db")
+    pg_dump = shutil.which("pg_dump")
+    if pg_dump is None:
+        raise LedgerError("TOOL_NOT_FOUND", "pg_dump is not on PATH")
+    scratch = f"aios_schema_dump_{secrets.token_hex(4)}"
+    parsed = PostgresTarget.parse(target)
+    scratch_url = PostgresTarget(parsed.conninfo, scratch).redacted()
+    try:
+        PostgresDatabase(scratch_url).close()
+        dumped = subprocess.run(
+            [
+                pg_dump,
+                "--schema-only",
+                "--no-owner",
+                "--no-privileges",
+                "-n",
+                scratch,
+                f"--dbname={parsed.conninfo}",
+            ],
+            env={"PATH": "/usr/bin:/bin", "PGCONNECT_TIMEOUT": "5"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        with PostgresDatabase.as_found(scratch_url) as db:
+            db.write(lambda conn: conn.run_write("drop_search_path_schema", None))
+    if dumped.returncode != 0:
+        raise LedgerError("TOOL_FAILED", f"pg_dump: {dumped.stderr.strip()[:500]}")
+    lines = [
+        line.replace(f"{scratch}.", "")
+        for line in dumped.stdout.splitlines()
+        if not _NOISE.match(line)
+    ]
+    body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    versions = ", ".join(m.version for m in known_migrations("postgresql"))
+    return f"{SCHEMA_HEADER}-- migrations: {versions}\n\n{body}\n"
+
+
+DATABASE = PostgresDatabase

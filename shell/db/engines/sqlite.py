@@ -1,0 +1,518 @@
+"""SQLite, through apsw: the embedded engine, for a file's path (or None: in memory).
+
+A transaction's work gets a `SqliteConnection`: an apsw connection (a subclass, so everything
+apsw offers stays, for tools and tests) that also is the ledger's `engines.Connection`. Its
+helpers run a statement's text straight off apsw's statement cache, with nothing in between
+per row: the hot reads (`fetch_record`) are one call into apsw each, and a plan's statements
+run in one loop (`run_plan`).
+
+`SqliteDatabase` is one such connection with the ledger's pragmas, its transactions, and the
+schema step on open. Every write runs as `BEGIN IMMEDIATE … COMMIT` through
+`SqliteDatabase.write`, which retries a busy database a bounded number of times and turns every
+storage failure into a `LedgerError`, after rolling back, so that a caller never sees an apsw
+exception and never a half-applied write. At synchronous=NORMAL the WAL is copied back in rounds
+beside the writers (`sqlite_checkpoints`); group commit (`shell/db/group_commit.py`) shares one
+commit among many writers' works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import random
+import stat
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+
+import apsw
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log.records import SEAL_VERSION_2
+from aios_ledger.core.statements import SqlWrite
+from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
+from aios_ledger.shell.db.engines import Connection, Params, Row, refuse_unsupported_url
+from aios_ledger.shell.db.engines.sqlite_checkpoints import (
+    CheckpointRounds,
+    install_checkpoint_rounds,
+)
+from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
+from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
+from aios_ledger.shell.db.statements import statement_texts
+
+if TYPE_CHECKING:
+    from aios_ledger.shell.db.group_commit import GroupCommit
+
+T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
+
+NAME = "sqlite"
+BUSY_TIMEOUT_MS = 5000
+BUSY_RETRIES = 12
+# A claim reads its candidates a page at a time: more than one, since a candidate whose
+# capabilities the claimer lacks is skipped in Python (`first_claimable`).
+CLAIM_PAGE = 32
+
+_TEXTS = statement_texts()
+_BEGIN_IMMEDIATE = _TEXTS["begin_immediate"]
+_BEGIN_READ = _TEXTS["begin_read"]
+_COMMIT = _TEXTS["commit"]
+
+_STORAGE_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
+    (apsw.FullError, "STORAGE_FULL"),
+    (apsw.IOError, "STORAGE_IO_ERROR"),
+    (apsw.CorruptError, "DATABASE_CORRUPT"),
+    (apsw.NotADBError, "DATABASE_CORRUPT"),
+    (apsw.ReadOnlyError, "DATABASE_READ_ONLY"),
+    (apsw.CantOpenError, "DATABASE_CANNOT_OPEN"),
+    (apsw.ConstraintError, "CONSTRAINT_VIOLATION"),
+)
+
+# What to do about a storage failure of a file, after SQLite's words and the file's name.
+_ADVICE = {
+    "DATABASE_CORRUPT": (
+        "it is not a SQLite database, or it is damaged: check that --db names the ledger's "
+        "file; otherwise restore it from a backup (a copy of the file, or one `aios-ledger copy` "
+        "made) and check it with `aios-ledger verify`"
+    ),
+    "DATABASE_READ_ONLY": (
+        "this user cannot write it or its folder (SQLite writes its -wal and -shm files beside "
+        "it): make both writable, or run the command as the ledger's owner"
+    ),
+    "DATABASE_CANNOT_OPEN": (
+        "check that the path and its folder exist and that this user may read and write them"
+    ),
+}
+
+
+def storage_error(exc: BaseException, path: str | None = None) -> LedgerError:
+    """SQLite's failure as the ledger's code; with the database's `path`, a failure of the file
+    itself names it and says what to do."""
+    for kind, code in _STORAGE_ERRORS:
+        if isinstance(exc, kind):
+            advice = _ADVICE.get(code)
+            if path is None or path == ":memory:" or advice is None:
+                return LedgerError(code, str(exc))
+            return LedgerError(code, f"{path[:200]!r}: {exc}: {advice}")
+    return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {exc}")
+
+
+def _parameter_error(name: str, exc: Exception) -> LedgerError:
+    """Parameters SQLite cannot take (text that is not UTF-8, a list, an integer over 64 bits)
+    are refused at the one place where parameters meet SQLite: the stores validate first,
+    this is the last line."""
+    if isinstance(exc, UnicodeEncodeError):
+        return LedgerError("TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text")
+    return LedgerError("PARAMETER_INVALID", f"{name}: {exc}")
+
+
+def _columns(cursor: apsw.Cursor) -> tuple[str, ...]:
+    return tuple(column[0] for column in cursor.get_description())
+
+
+class SqliteConnection(apsw.Connection):
+    """An apsw connection that is also the ledger's `engines.Connection`."""
+
+    dialect = "sqlite"
+    # SQLite hands ids out in commit order under its one writer: v2 seals cover them.
+    seal_version = SEAL_VERSION_2
+    row_locked = False
+    claim_statement = "tasks_claim_candidates"
+
+    def run_statement(self, name: str, params: Params | None = None) -> apsw.Cursor:
+        """Execute a named statement (its parameters checked as `_parameter_error` says)."""
+        try:
+            return self.execute(_TEXTS[name], params)
+        except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+            raise _parameter_error(name, exc) from None
+
+    def fetch_all(self, name: str, params: Params | None = None) -> list[Row]:
+        cursor = self.run_statement(name, params)
+        try:
+            columns = [column[0] for column in cursor.get_description()]
+        except apsw.ExecutionCompleteError:
+            return []
+        return [dict(zip(columns, row, strict=True)) for row in cursor]
+
+    def fetch_value(self, name: str, params: Params | None = None) -> Any:
+        for row in self.run_statement(name, params):
+            return row[0]
+        return None
+
+    def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
+        # Read straight off the cursor, not through `stream_records`: the generator and its
+        # closing were a tenth of a transition's Python calls. Leaving the method drops the
+        # cursor, which resets the statement.
+        try:
+            cursor = self.execute(_TEXTS[name], params)
+        except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+            raise _parameter_error(name, exc) from None
+        for row in cursor:
+            if (name, record) not in MATCHED_COLUMNS:
+                check_columns(_columns(cursor), name, record)
+            return record(*row)
+        return None
+
+    def fetch_records_together(
+        self, reads: Sequence[tuple[str, Params | None, type[Any]]]
+    ) -> list[Any]:
+        return [self.fetch_record(name, params, record) for name, params, record in reads]
+
+    def stream_records(
+        self, name: str, params: Params | None, record: type[R]
+    ) -> Generator[R, None, None]:
+        cursor = self.run_statement(name, params)
+        for row in cursor:
+            if (name, record) not in MATCHED_COLUMNS:
+                check_columns(_columns(cursor), name, record)
+            yield record(*row)
+
+    @contextmanager
+    def stream_tuples(
+        self, name: str, columns: tuple[str, ...]
+    ) -> Iterator[Iterator[tuple[Any, ...]]]:
+        cursor = self.cursor()
+        try:
+            cursor.execute(_TEXTS[name])
+            try:
+                found = _columns(cursor)
+            except apsw.ExecutionCompleteError:
+                found = columns
+            if found != columns:
+                raise LedgerError(
+                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
+                )
+            yield iter(cursor)
+        finally:
+            cursor.close()
+
+    def run_write(self, name: str, params: Params | None = None) -> int:
+        try:
+            self.execute(_TEXTS[name], params)
+        except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+            raise _parameter_error(name, exc) from None
+        return self.changes()
+
+    def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
+        """In order, each checked as it runs: the first guarded write that missed its row
+        stops the plan (the caller's transaction rolls back)."""
+        for write in writes:
+            statement = write.statement
+            try:
+                self.execute(_TEXTS[statement], write.params)
+            except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+                raise _parameter_error(statement, exc) from None
+            if statement.guarded:
+                changed = self.changes()
+                if changed != 1:
+                    raise revision_conflict(error, statement, changed)
+
+    def run_many(self, name: str, rows: Sequence[Params]) -> None:
+        self.executemany(_TEXTS[name], [dict(row) for row in rows])
+
+    def run_script(self, text: str) -> None:
+        self.execute(text)
+
+    def prepare_schema(self) -> None:
+        """The file is the schema's place: nothing to make."""
+
+    def next_event_id(self) -> int:
+        return int(self.fetch_value("log_next_event_id"))
+
+    def reserve_event_ids(self, count: int) -> list[int]:
+        raise LedgerError(
+            "STORAGE_ERROR", "SQLite has one writer: its events are numbered as decided"
+        )
+
+    def event_ids_used(self, next_event_id: int) -> None:
+        """AUTOINCREMENT moves on with the inserts themselves."""
+
+    def claim_page_size(self, count: int) -> int:
+        return max(CLAIM_PAGE, count)
+
+
+def resolve_path(path: str | os.PathLike[str] | None) -> str:
+    if path is None:
+        return ":memory:"
+    text = os.fspath(path)
+    if not text or "\0" in text:
+        raise LedgerError("DATABASE_PATH_INVALID", "the database path is empty or holds NUL")
+    try:
+        # SQLite takes UTF-8 names; a name that is not (bytes from argv that were not UTF-8
+        # arrive as lone surrogates) cannot be handed over.
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LedgerError("DATABASE_PATH_INVALID", f"{text!r} is not valid UTF-8") from None
+    refuse_unsupported_url(text)
+    return text
+
+
+def database_file_exists(path: str) -> bool:
+    """A database is a regular file, or a file still to be created: never a directory or a
+    device (SQLite would put `/dev/null-wal` beside `/dev/null`)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as exc:  # e.g. a name too long for the file system
+        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
+        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r}: {detail}") from None
+    if stat.S_ISDIR(mode):
+        suggested = os.path.join(path, "aios-ledger.db")
+        raise LedgerError(
+            "DATABASE_PATH_INVALID",
+            f"{path[:200]!r} is a directory: name the ledger's file, e.g. {suggested[:200]!r}",
+        )
+    if not stat.S_ISREG(mode):
+        raise LedgerError("DATABASE_PATH_INVALID", f"{path[:200]!r} is not a regular file")
+    return True
+
+
+def require_ledger(target: str) -> None:
+    """A file that does not exist is DATABASE_NOT_FOUND, never a new, empty ledger."""
+    if not database_file_exists(resolve_path(target)):
+        raise LedgerError("DATABASE_NOT_FOUND", _missing(target))
+
+
+def require_creatable(target: str) -> None:
+    """`init` creates the file, but not the folder it goes in."""
+    if not database_file_exists(resolve_path(target)):
+        folder = os.path.dirname(target) or "."
+        if not os.path.isdir(folder):
+            raise LedgerError("DATABASE_NOT_FOUND", _missing(target))
+
+
+def _missing(path: str) -> str:
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        return f"{path[:200]!r}: the directory {folder[:200]!r} does not exist"
+    return f"{path[:200]!r} does not exist (`aios-ledger init` creates a ledger)"
+
+
+SCHEMA_HEADER = """\
+-- aios-ledger schema after all migrations (generated by `make schema`; do not edit).
+-- A test fails when this file and sql/migrations/ disagree.
+"""
+
+
+def schema_sql(target: str | None = None) -> str:
+    """`sql/schema.sql`: read from `sqlite_master` of a database migrated in memory."""
+    with SqliteDatabase(None) as db:
+        objects = db.read(lambda conn: conn.fetch_all("schema_objects", None))
+    versions = ", ".join(m.version for m in known_migrations())
+    parts = [SCHEMA_HEADER, f"-- migrations: {versions}\n"]
+    parts.extend(f"\n{row['sql'].strip()};\n" for row in objects)
+    return "".join(parts)
+
+
+class SqliteDatabase(Database):
+    """A ledger in a SQLite file (or in memory): one apsw connection with the ledger's pragmas
+    and its schema step (see `connection.Database`)."""
+
+    engine = NAME
+    conn: SqliteConnection
+    driver_error = apsw.Error
+    busy_errors: tuple[type[BaseException], ...] = (apsw.BusyError, apsw.LockedError)
+    # SQLite hands event ids out in commit order without gaps (AUTOINCREMENT under its one
+    # writer), so a missing id is a removed event.
+    dense_event_ids = True
+
+    def _open(
+        self,
+        path: str | os.PathLike[str] | None,
+        synchronous: str,
+        vfs: str | None,
+        step: _SchemaStep,
+    ) -> None:
+        if synchronous not in SYNCHRONOUS_LEVELS:
+            raise LedgerError(
+                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
+            )
+        self.path = resolve_path(path)
+        self.busy_retries = 0  # transactions retried after SQLITE_BUSY (observability only)
+        self.checkpoints: CheckpointRounds | None = None
+        self.group_commit: GroupCommit | None = None  # see start_group_commit
+        self._vfs = vfs
+        flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        if step is _SchemaStep.REQUIRE_CURRENT:
+            # Nothing to open is not a ledger either, and no empty file is left behind.
+            if self.path != ":memory:" and not database_file_exists(self.path):
+                raise LedgerError(
+                    "SCHEMA_TOO_OLD",
+                    f"{self.path[:200]!r} does not exist: run `aios-ledger migrate` or dbmate up",
+                )
+            flags = apsw.SQLITE_OPEN_READWRITE
+        elif self.path != ":memory:":
+            database_file_exists(self.path)
+        try:
+            self.conn = SqliteConnection(self.path, flags=flags, vfs=vfs)
+        except apsw.Error as exc:
+            raise storage_error(exc, self.path) from None
+        try:
+            self._prepare(synchronous, vfs, step)
+        except BaseException:
+            # A refused open closes its connection at once: no descriptor or lock stays held
+            # for as long as someone keeps the error (and its traceback) around.
+            self._close_quietly()
+            raise
+
+    def _prepare(self, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
+        conn = self.conn
+        try:
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            # Without the query planner stability guarantee, SQLite marks a statement whose
+            # LIMIT is a bound parameter (the claim's candidate page, evidence pages) to be
+            # prepared again whenever that parameter is bound: measured, 33 µs of a 40 µs claim
+            # read, on every claim. Plans here never depend on parameter values (no ANALYZE
+            # statistics; the hot reads name their index), so nothing is lost by fixing them.
+            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
+        except apsw.Error as exc:
+            raise storage_error(exc, self.path) from None
+        # The schema is read before the journal mode is set, which writes to the file: a
+        # database that is refused is left exactly as it was.
+        plan = None
+        if step is not _SchemaStep.AS_FOUND:
+            migrate = step is _SchemaStep.MIGRATE
+            plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
+        try:
+            if self.path != ":memory:":
+                self._with_busy_retry(lambda: conn.fetch_value("pragma_journal_wal"))
+                # Bound the WAL file (RELIABILITY.md, "WAL growth").
+                conn.fetch_value("pragma_wal_autocheckpoint")
+                conn.fetch_value(f"pragma_journal_size_limit_{synchronous.lower()}")
+            conn.run_write("pragma_foreign_keys_on")
+            conn.run_write(f"pragma_synchronous_{synchronous.lower()}")
+            self.checkpoints = install_checkpoint_rounds(conn, self.path, vfs, synchronous)
+        except apsw.Error as exc:
+            raise storage_error(exc, self.path) from None
+        if plan is not None and not plan.is_current:
+            self.write(apply_migrations)
+
+    def close(self) -> None:
+        """Close; a failed final checkpoint is reported, but what was committed stays in the WAL."""
+        self.stop_group_commit()
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
+        try:
+            self.conn.close()
+        except apsw.Error as exc:
+            raise storage_error(exc, self.path) from None
+
+    def start_group_commit(
+        self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
+    ) -> GroupCommit:
+        """From now on, writes from any thread share commits (`group_commit`); reads use a
+        connection per thread. Stopped by `stop_group_commit` or `close`."""
+        from aios_ledger.shell.db.group_commit import GroupCommit
+
+        if self.group_commit is None:
+            self.group_commit = GroupCommit(
+                self,
+                storage_error=functools.partial(storage_error, path=self.path),
+                max_batch=max_batch,
+                on_batch=on_batch,
+            )
+        return self.group_commit
+
+    def stop_group_commit(self) -> None:
+        """Drain and end group commit (writes arriving meanwhile are GROUP_COMMIT_STOPPED)."""
+        if self.group_commit is not None:
+            self.group_commit.stop()
+            self.group_commit = None
+
+    def open_reader(self) -> SqliteConnection:
+        """Another connection to the same file, for reads beside the writer."""
+        try:
+            conn = SqliteConnection(self.path, flags=apsw.SQLITE_OPEN_READWRITE, vfs=self._vfs)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
+        except apsw.Error as exc:
+            raise storage_error(exc, self.path) from None
+        return conn
+
+    def _close_quietly(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
+        with contextlib.suppress(apsw.Error):
+            self.conn.close()
+
+    def files_dir(self, kind: str) -> Path:
+        """Beside the database file: `<file>.<kind>`."""
+        return Path(f"{self.path}.{kind}")
+
+    def local_folder(self) -> str | None:
+        return os.path.dirname(os.path.abspath(self.path))
+
+    def read_only_fault(self) -> LedgerError | None:
+        """`DATABASE_READ_ONLY` when its connection could open the file only for reading
+        (asked before group commit starts, while no other thread uses the connection)."""
+        if not self.conn.readonly("main"):
+            return None
+        return storage_error(apsw.ReadOnlyError("attempt to write a readonly database"), self.path)
+
+    def write(self, work: Callable[[Connection], T], *, row_locked: bool = False) -> T:
+        """`BEGIN IMMEDIATE`; SQLite has one writer whatever `row_locked` says."""
+        if self.group_commit is not None:
+            return self.group_commit.write(work)
+        return self._transaction(_BEGIN_IMMEDIATE, work)
+
+    def read(self, work: Callable[[Connection], T]) -> T:
+        if self.group_commit is not None:
+            return self.group_commit.read(work)
+        return self._transaction(_BEGIN_READ, work)
+
+    def _transaction(self, begin: str, work: Callable[[Connection], T]) -> T:
+        return self._with_busy_retry(self._transaction_once, begin, work)
+
+    def _transaction_once(self, begin: str, work: Callable[[Connection], T]) -> T:
+        self.conn.execute(begin)
+        try:
+            result = work(self.conn)
+            self.conn.execute(_COMMIT)
+        except BaseException:
+            self._rollback()
+            raise
+        return result
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            # SQLite may already have rolled back after an I/O error; nothing is left open then.
+            with contextlib.suppress(apsw.Error):
+                self.conn.run_write("rollback")
+
+    def _with_busy_retry(self, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        for retry in range(BUSY_RETRIES + 1):
+            try:
+                return attempt(*args, **kwargs)
+            except (apsw.BusyError, apsw.LockedError) as exc:
+                self._back_off(retry, exc)
+            except apsw.Error as exc:
+                raise storage_error(exc, self.path) from None
+        raise AssertionError("unreachable")
+
+    def _back_off(self, retry: int, exc: apsw.Error) -> None:
+        """Sleep before the next try (jittered, doubling), or give up with DATABASE_BUSY."""
+        if retry == BUSY_RETRIES:
+            raise LedgerError("DATABASE_BUSY", f"gave up after {retry} retries: {exc}") from None
+        self.busy_retries += 1
+        time.sleep(min(0.2, 0.002 * 2**retry) * random.uniform(0.5, 1.5))
+
+    @contextmanager
+    def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
+        """Stream rows of a read statement without holding them all in memory."""
+        conn = self.conn
+        if self.group_commit is not None:
+            conn = cast(SqliteConnection, self.group_commit.reader())
+        cursor = conn.run_statement(name, params)
+        try:
+            columns = [column[0] for column in cursor.get_description()]
+        except apsw.ExecutionCompleteError:
+            yield iter(())
+            return
+        yield (dict(zip(columns, row, strict=True)) for row in cursor)
+
+
+DATABASE = SqliteDatabase
