@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.ab --base REF            # parts 1, 2, 5 and appends, 5 rounds
     .venv/bin/python -m bench.ab --base REF --only run-appends,run-appends-normal
+    .venv/bin/python -m bench.ab --base REF --only transitions-memory --reps 9  # CPU time
     .venv/bin/python -m bench.ab --base REF --quick    # smaller sizes
     .venv/bin/python -m bench.ab --base REF --new REF2 # two commits, neither the working tree
 
@@ -30,12 +31,17 @@ ROOT = Path(__file__).resolve().parent.parent
 # figure -> (part, size of a full run, size of a quick run)
 FIGURES = {
     "transitions": ("1 transitions", 2000, 300),
+    "transitions-memory": ("1 transitions", 3000, 600),
     "lifecycles": ("2 lifecycles", 2000, 400),
     "lifecycles-batched": ("2 lifecycles", 5000, 1000),
     "aux": ("5 aux runs", 1000, 200),
     "run-appends": ("evidence appends", 2000, 400),
     "run-appends-normal": ("evidence appends", 5000, 1000),
 }
+
+
+# Where a figure's ledger lives, when not in a file at synchronous FULL.
+LEVELS = {"transitions-memory": "in memory", "run-appends-normal": "NORMAL"}
 
 
 def install(source: Path, target: Path) -> None:
@@ -115,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                 for side in order:
                     values[side].append(measure(sites[side], name, size, runs))
             unit = UNITS[name]
+            level = LEVELS.get(name, "FULL")
             for side in ("base", "new"):
-                level = "NORMAL" if name.endswith("-normal") else "FULL"
                 rows.append(figure(part, f"{name} {side} {level}", summary(values[side]), unit))
             ratio = paired_ratio(values["new"], values["base"])
             met = ratio["median"] >= 0.95

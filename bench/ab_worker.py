@@ -8,6 +8,9 @@ finds first), so it names nothing but what both builds export from `aios_ledger.
 only the work:
 - `transitions`: part 1's ledger side, each task through create, claim, heartbeat, submit and
   verify, one transaction each (transitions/s);
+- `transitions-memory`: the same on an in-memory database, in the process's CPU time: no
+  fsync and no other process's share of the machine in it, the ledger's own Python path alone
+  (the figure a change of the shell's hot path moves);
 - `lifecycles`, `lifecycles-batched`: part 2's ledger sides (`bench.peers`), jobs/s;
 - `aux`: part 5's ledger side, spawn and wait of trivial auxiliary runs, runs/s;
 - `run-appends`: a worker's evidence, appended to its claimed attempt's run under the claim's
@@ -31,11 +34,13 @@ TASK_FIELDS = {"goal": "g", "instructions": "do it", "success_criteria": ["ok"]}
 TRANSITIONS_PER_TASK = 5
 
 
-def transitions(size: int, path: Path) -> float:
+def transitions(
+    size: int, path: Path | None, clock: Callable[[], float] = time.perf_counter
+) -> float:
     from aios_ledger.shell import TaskLedger
 
     with TaskLedger(path, synchronous="FULL") as store:
-        start = time.perf_counter()
+        start = clock()
         for n in range(size):
             store.create_task(TASK_FIELDS, idempotency_key=f"create-{n}")
             claim = store.claim(agent_id="agent-1", capabilities=[], lease_seconds=60)
@@ -46,7 +51,11 @@ def transitions(size: int, path: Path) -> float:
                 task_id, lease_token=token, result={"summary": "done"}, idempotency_key=f"s-{n}"
             )
             store.verify(task_id, decision="SUCCEEDED", reason="fine", idempotency_key=f"v-{n}")
-        return size * TRANSITIONS_PER_TASK / (time.perf_counter() - start)
+        return size * TRANSITIONS_PER_TASK / (clock() - start)
+
+
+def transitions_memory(size: int, path: Path) -> float:
+    return transitions(size, None, time.process_time)
 
 
 def lifecycles(size: int, path: Path) -> float:
@@ -115,6 +124,7 @@ def run_appends(size: int, path: Path, synchronous: str = "FULL") -> float:
 
 FIGURES: dict[str, Callable[[int, Path], float]] = {
     "transitions": transitions,
+    "transitions-memory": transitions_memory,
     "lifecycles": lifecycles,
     "lifecycles-batched": lifecycles_batched,
     "aux": aux,
@@ -123,6 +133,7 @@ FIGURES: dict[str, Callable[[int, Path], float]] = {
 }
 UNITS = {
     "transitions": "trans/s",
+    "transitions-memory": "trans/CPU s",
     "lifecycles": "jobs/s",
     "lifecycles-batched": "jobs/s",
     "aux": "runs/s",

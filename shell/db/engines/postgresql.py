@@ -152,7 +152,7 @@ _RAW_TEXTS = _raw_texts()
 
 def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
     description = cursor.description
-    return None if description is None else tuple(column.name for column in description)
+    return None if description is None else tuple([column.name for column in description])
 
 
 class PgConnection:
@@ -272,13 +272,14 @@ class PgConnection:
         return None if first is None else first[0]
 
     def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
+        # Off the cursor's rows, as `stream_records` reads them: asking `description` first
+        # would build its column objects on every read.
         found = self.run(name, params)
-        row = found.fetchone() if found.description is not None else None
-        if row is None:
-            return None
-        if (name, record) not in MATCHED_COLUMNS:
-            check_columns(_columns(found) or (), name, record)
-        return record(*row)
+        for row in found:
+            if (name, record) not in MATCHED_COLUMNS:
+                check_columns(_columns(found) or (), name, record)
+            return record(*row)
+        return None
 
     def fetch_records_together(
         self, reads: Sequence[tuple[str, Params | None, type[Any]]]
