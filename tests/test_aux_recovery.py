@@ -11,16 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import (
-    AuxiliaryRunError,
-    AuxiliaryRunSpec,
-    AuxiliaryRunState,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
-    ExecutionFrame,
-    ExecutionTarget,
-    JsonValue,
-)
+from aios_ledger.core import AuxiliaryRunError, JsonValue
+from aios_ledger.core.auxiliary import AuxiliaryRunSpec, AuxiliaryRunState, ExecutionFrame
+from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.shell import (
     AuxiliaryRunContext,
     AuxiliaryRunService,

@@ -29,14 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from aios_ledger.core import (
-    LedgerError,
+from aios_ledger.core import LedgerError, TaskRow, chain_of
+from aios_ledger.core.git import (
     ProposalAnswer,
     ProposalRecord,
     ProposalRow,
     ProposalState,
-    TaskRow,
-    chain_of,
     decide_record_proposal,
 )
 from aios_ledger.core.git.decisions import admit_proposal, proposal_replay, task_binding

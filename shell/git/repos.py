@@ -9,9 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from aios_ledger.core import (
-    LEDGER_CHAIN,
-    LedgerError,
+from aios_ledger.core import LedgerError
+from aios_ledger.core.git import (
     RegisterRepositoryRequest,
     RepositoryAnswer,
     RepositoryRow,
@@ -19,6 +18,7 @@ from aios_ledger.core import (
     decide_register_repository,
 )
 from aios_ledger.core.git.answers import repository_answer
+from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-from aios_ledger.core import LedgerError, LedgerHead
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log import LedgerHead
 from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_value
 from aios_ledger.shell.db.pg import PgConnection
 from aios_ledger.shell.db.run import Connection
