@@ -25,6 +25,8 @@ from aios_ledger.shell.auxiliary.service import owner_is_dead
 PRELUDE = """
 import asyncio, json, sys
 from aios_ledger.core import *
+from aios_ledger.core.auxiliary import *
+from aios_ledger.core.runs import *
 from aios_ledger.shell import *
 path = sys.argv[1]
 runs = RunStore(path)

@@ -472,6 +472,24 @@ def insert_item(section: Section, heading: str, item: list[str]) -> None:
     lines[start + 1 : end] = ["\n", *block, *(["\n"] if block else []), *item, "\n"]
 
 
+def replace_item(section: Section, item: list[str]) -> bool:
+    """Put a moved item in place of its name's item in the section, if it has one: a merge
+    that kept both sides of a conflict leaves the other branch's line where it was (the
+    newer one), and the line of this side in the name's home."""
+    match = ITEM.match(item[0])
+    assert match is not None
+    for name, _, first, end in items_of(section):
+        if name == match.group(1):
+            if section.lines[first:end] != item:
+                print(
+                    f"docs/api.md: {name}: its line in {section.title} replaced by the moved one",
+                    file=sys.stderr,
+                )
+                section.lines[first:end] = item
+            return True
+    return False
+
+
 def drop_empty_headings(section: Section) -> None:
     lines = section.lines
     index = 0
@@ -515,7 +533,8 @@ def rebalance_page(text: str, homes: dict[str, str]) -> str:
             intro = docstring_paragraph(CORE / short / "__init__.py")
             public[home] = Section(home, [f"## {home}\n", "\n", f"{intro}\n", "\n"])
             sections.insert(_section_place(sections, home), public[home])
-        insert_item(public[home], heading, item)
+        if not replace_item(public[home], item):
+            insert_item(public[home], heading, item)
     for section in public.values():
         while len(section.lines) > 1 and not section.lines[-1].strip():
             section.lines.pop()
@@ -560,8 +579,10 @@ class Exports:
         return cls(by_module, owner, source)
 
 
-def rewrite_python(text: str, exports: Exports, *, inside_core: bool) -> str:
-    """Each name imported from a public module, imported from the one that exports it."""
+def rewrite_python(text: str, exports: Exports, *, inside_core: bool, where: str = "") -> str:
+    """Each name imported from a public module, imported from the one that exports it (a
+    trailing comment stays on the first statement; one inside the parentheses would be lost,
+    so such an import is left for a person, and named)."""
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     edits: list[tuple[int, int, str]] = []
@@ -578,12 +599,16 @@ def rewrite_python(text: str, exports: Exports, *, inside_core: bool) -> str:
         start, end = node.lineno, node.end_lineno or node.lineno
         prefix = lines[start - 1][: node.col_offset]
         suffix = lines[end - 1].encode()[node.end_col_offset or 0 :].decode()
-        span = "".join(lines[start - 1 : end])
-        if prefix.strip() or suffix.strip() or "#" in span:
-            print(f"  left as it is (shares its lines): line {start}", file=sys.stderr)
+        inside = (
+            "".join(lines[start - 1 : end - 1])
+            + lines[end - 1][: len(lines[end - 1]) - len(suffix)]
+        )
+        comment = suffix.strip()
+        if prefix.strip() or "#" in inside or (comment and not comment.startswith("#")):
+            print(f"{where}:{start}: an import to rewrite by hand: {replacement}", file=sys.stderr)
             continue
-        indent = prefix
-        body = "".join(f"{indent}{statement}\n" for statement in replacement)
+        replacement[0] += f"  {comment}" if comment else ""
+        body = "".join(f"{prefix}{statement}\n" for statement in replacement)
         edits.append((start, end, body))
     for start, end, body in sorted(edits, reverse=True):
         lines[start - 1 : end] = [body]
@@ -625,7 +650,7 @@ def rewrite_markdown(text: str, exports: Exports, ruff: Ruff, path: Path) -> str
         if "aios_ledger.core" not in body:
             return match.group(0)
         try:
-            new = rewrite_python(body, exports, inside_core=False)
+            new = rewrite_python(body, exports, inside_core=False, where=str(path))
         except SyntaxError:
             print(f"{path}: a python block that does not parse, left as it is", file=sys.stderr)
             return match.group(0)
@@ -703,7 +728,7 @@ def plan() -> dict[Path, str]:
         if path == API_PAGE:
             text = new_page
         if path.suffix == ".py":
-            new = rewrite_python(text, exports, inside_core=CORE in path.parents)
+            new = rewrite_python(text, exports, inside_core=CORE in path.parents, where=str(path))
             if new != text:
                 new = ruff.tidy(new, path)
         else:
