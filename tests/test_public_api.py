@@ -261,3 +261,34 @@ def test_the_codemod_moves_a_name_the_core_keeps_out_of_its_subpackage(tmp_path:
     assert '"Timestamp"' in init.read_text()
     assert "Timestamp" not in tasks.read_text()
     assert tasks.read_text() == text
+
+
+def test_the_codemod_exports_a_name_a_merge_left_documented_only(tmp_path: Path) -> None:
+    """A merge that kept this side's `__init__` and the other side's page leaves a new name
+    documented and exported nowhere, and an old import from a module that no longer defines
+    a name: the codemod exports the one from its home, and imports the other from the module
+    that defines it."""
+    tree = _copy_for_the_codemod(tmp_path)
+    evidence = tree / "core" / "runs" / "evidence.py"
+    evidence.write_text(evidence.read_text() + '\nRUN_PAUSED = "RUN_PAUSED"\n')
+    page = tree / "docs" / "api.md"
+    line = "- `RUN_PAUSED`: event type: a run was paused."
+    page.write_text(page.read_text().replace("### Time\n\n", f"### Time\n\n{line}\n", 1))
+    init = tree / "core" / "__init__.py"
+    before = init.read_text()
+    assert "from aios_ledger.core.tasks.transitions import TaskStatus," in before
+    init.write_text(
+        before.replace(
+            "from aios_ledger.core.tasks.transitions import TaskStatus,",
+            "from aios_ledger.core.tasks.decisions import TaskStatus\n"
+            "from aios_ledger.core.tasks.transitions import",
+        )
+    )
+
+    assert _codemod(tree).returncode == 0
+    assert init.read_text() == before
+    runs = (tree / "core" / "runs" / "__init__.py").read_text()
+    assert "RUN_PAUSED,\n" in runs and '    "RUN_PAUSED",\n' in runs
+    section = page.read_text().split("## aios_ledger.core.runs\n")[1].split("\n## ")[0]
+    assert line in section
+    assert _codemod(tree, "--check").returncode == 0

@@ -43,6 +43,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import TypeGuard
 
@@ -208,6 +209,52 @@ def _is_lazy_block(node: ast.stmt) -> bool:
     )
 
 
+def defining_module(name: str, where: Path) -> str:
+    found = sorted(
+        ".".join([PACKAGE, *path.relative_to(CORE).with_suffix("").parts])
+        for path in CORE.rglob("*.py")
+        if path.name != "__init__.py" and name in top_level_names(path)
+    )
+    if len(found) != 1:
+        raise CodemodError(
+            f"{where}: {name} is imported from nowhere, and defined in "
+            + (" and ".join(found) if found else "no module of the core")
+        )
+    return found[0]
+
+
+def module_path(module: str) -> Path:
+    return CORE.joinpath(*module.split(".")[2:]).with_suffix(".py")
+
+
+def bound_names(module: str) -> set[str]:
+    """What a module of the core binds at its top: its definitions and its imports."""
+    path = module_path(module)
+    names = set(top_level_names(path))
+    if not path.exists():
+        return names
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+@cache
+def top_level_names(path: Path) -> frozenset[str]:
+    """What a module defines at its top (not what it imports)."""
+    names: set[str] = set()
+    if not path.exists():
+        return frozenset()
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return frozenset(names)
+
+
 def home_of(name: str, source: str, subs: list[str], tops: set[str]) -> str:
     parts = source.split(".")
     if parts[:2] != PACKAGE.split(".") or len(parts) < 3:
@@ -224,12 +271,25 @@ def rebalance(inits: dict[str, Init]) -> dict[str, Init]:
     subs, tops = subpackages(), top_level_modules()
     source: dict[str, str] = {}
     for init in inits.values():
-        for name in init.exports:
-            where = init.sources.get(name)
-            if where is None:
-                raise CodemodError(f"{init.path}: {name} is in __all__ but imported from nowhere")
-            if source.setdefault(name, where) != where:
+        for name, where in init.sources.items():
+            if name in init.exports and source.setdefault(name, where) != where:
                 raise CodemodError(f"{name} is imported from both {source[name]} and {where}")
+    for init in inits.values():
+        for name in init.exports:
+            # In an `__all__` without its import (a merge kept the one and not the other): the
+            # module another `__init__` imports it from, else the one module defining it.
+            if name not in source:
+                source[name] = defining_module(name, init.path)
+    for name, where in source.items():
+        # Imported from the module that defines it: a merged branch may have moved the
+        # definition, leaving an import behind (which mypy does not take as an export), or
+        # nothing at all.
+        if name not in top_level_names(module_path(where)):
+            try:
+                source[name] = defining_module(name, CORE / "__init__.py")
+            except CodemodError:
+                if name not in bound_names(where):
+                    raise
     homes = {name: home_of(name, where, subs, tops) for name, where in source.items()}
     balanced = {}
     for module, init in inits.items():
@@ -709,7 +769,9 @@ def plan() -> dict[Path, str]:
     modules = {PACKAGE: CORE / "__init__.py"} | {
         f"{PACKAGE}.{sub}": CORE / sub / "__init__.py" for sub in subpackages()
     }
-    inits = rebalance({module: read_init(module, path) for module, path in modules.items()})
+    found = {module: read_init(module, path) for module, path in modules.items()}
+    adopt_documented(found, API_PAGE.read_text())
+    inits = rebalance(found)
     ruff = Ruff()
     changes: dict[Path, str] = {}
     for init in inits.values():
@@ -736,6 +798,29 @@ def plan() -> dict[Path, str]:
         if new != path.read_text():
             changes[path] = new
     return changes
+
+
+def adopt_documented(inits: dict[str, Init], page: str) -> None:
+    """A name the page documents in a section of the core that no `__init__` exports (a merge
+    kept one side's `__init__` and the other side's line) is exported again, from the one
+    module of the core that defines it; `rebalance` then sends it home."""
+    exported = {name for init in inits.values() for name in init.exports}
+    _, sections = split_sections(page)
+    core = inits[PACKAGE]
+    for section in sections:
+        if not _is_core(section.title):
+            continue
+        for name, _, _, _ in items_of(section):
+            if name in exported:
+                continue
+            try:
+                source = defining_module(name, API_PAGE)
+            except CodemodError as error:
+                print(f"public_api_codemod: left for a person: {error}", file=sys.stderr)
+                continue
+            core.exports.append(name)
+            core.sources[name] = source
+            exported.add(name)
 
 
 def main(argv: Iterable[str] | None = None) -> int:
