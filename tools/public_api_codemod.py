@@ -15,9 +15,11 @@ merging a branch that added names to `aios_ledger.core`, or imports of moved nam
 What it does, in order:
 
 1. Rebalances the `__init__.py` of `core/` and of each `core/<subpackage>/`: every name that
-   one of them exports (its `__all__` or its imports) goes to its home, imported from the module
-   that defines it, and is listed in that home's `__all__` (names that stay keep their place in
-   it; arrivals are appended).
+   one of them exports (its `__all__` or its imports), or that a core section of `docs/api.md`
+   documents, goes to its home, imported from the module that defines it, and is listed in that
+   home's `__all__` (names that stay keep their place in it; arrivals are appended). A
+   subpackage's `__init__` is generated whole but for its docstring: the imports under
+   `TYPE_CHECKING`, `__all__`, and the `__getattr__` that loads them on first use.
 2. Moves each name's line in `docs/api.md` to its home's section (`## aios_ledger.core.tasks`,
    ...), under the same `###` heading (created when missing), creating the section when missing.
 3. Rewrites every `from aios_ledger.core[.<subpackage>] import ...` in `core/ shell/ entry/
@@ -30,7 +32,23 @@ What it does, in order:
    `ruff format`), through stdin, so that `--check` sees exactly what a run would write.
 
 It uses nothing but the standard library and the project's ruff (`.venv/bin/ruff`, else `ruff`
-on the PATH). It does not rewrite attribute access (`aios_ledger.core.NAME`) or prose.
+on the PATH). It does not rewrite attribute access (`aios_ledger.core.NAME`), imports inside
+strings (a subprocess's script), or prose; an import with a comment inside its parentheses is
+named on stderr, for a person.
+
+After merging a branch written against the old `aios_ledger.core` (202 names), resolve its
+conflicts so that the codemod can finish the work:
+
+- `core/__init__.py`, `core/*/__init__.py`: keep this side's (`git checkout --ours` when
+  merging the other branch into a tree that has this one; its new names are recovered from
+  their lines in `docs/api.md`, or from a kept import);
+- `docs/api.md`: keep both sides of each conflict (a moved line replaces its older copy);
+- a conflict in the import block of any other file: the other branch's imports (or both: the
+  duplicates are merged), since this side only rewrote imports there;
+
+then run the codemod, `make lint` and the tests. To keep a name in `aios_ledger.core`, add it
+to `KEEP`; to add one to a subpackage, import it under `TYPE_CHECKING` in its `__init__.py`
+(and write its line in `docs/api.md`), then run the codemod.
 """
 
 from __future__ import annotations
@@ -429,15 +447,16 @@ def render_all(init: Init, node: ast.stmt | None, lines: list[str]) -> str:
     """The `__all__` list, its comments and order kept: gone names dropped, arrivals appended."""
     wanted = set(init.exports)
     kept: list[str] = []
+    present: set[str] = set()
     if node is not None:
         body = lines[node.lineno - 1 : node.end_lineno]
         for line in body[1:-1]:
             match = re.fullmatch(r"\s*[\"']([A-Za-z_][A-Za-z0-9_]*)[\"'],?\s*", line)
             if match is None:
                 kept.append(line if line.endswith("\n") else line + "\n")
-            elif match.group(1) in wanted:
+            elif match.group(1) in wanted - present:  # once, though a merge kept it twice
                 kept.append(f'    "{match.group(1)}",\n')
-    present = {m.group(1) for line in kept if (m := re.search(r"\"(\w+)\"", line))}
+                present.add(match.group(1))
     if node is not None and len(lines[node.lineno - 1 : node.end_lineno]) == 1:
         present = set()  # a one-line __all__: written again one name a line
         kept = []
