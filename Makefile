@@ -17,12 +17,12 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core entry shell tests examples docs/hooks $(wildcard bench)
-	$(VENV)/bin/ruff format --check core entry shell tests examples docs/hooks $(wildcard bench)
+	$(VENV)/bin/ruff check core entry shell tests examples docs/hooks $(wildcard bench) $(wildcard tools)
+	$(VENV)/bin/ruff format --check core entry shell tests examples docs/hooks $(wildcard bench) $(wildcard tools)
 	mkdir -p .typecheck/aios_ledger
 	for part in core entry shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
 	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.entry -p aios_ledger.shell -p aios_ledger.sql
-	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py)  # docs/hooks: through tests/test_docs_site.py
+	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py) $(wildcard tools/*.py)  # docs/hooks: through tests/test_docs_site.py
 
 # Four test processes on two cores: most of the suite waits on fsync, subprocesses and servers,
 # not on the CPU (serially 8 minutes here, 4.5 with -n 4).

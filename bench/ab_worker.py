@@ -69,12 +69,8 @@ def lifecycles_batched(size: int, path: Path) -> float:
 
 
 def aux(size: int, path: Path) -> float:
-    from aios_ledger.core import (
-        AuxiliaryRunSpec,
-        EvidenceReadRequest,
-        ExecutionFrame,
-        ExecutionTarget,
-    )
+    from aios_ledger.core.auxiliary import AuxiliaryRunSpec, ExecutionFrame
+    from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
     from aios_ledger.shell import AuxiliaryRunService, RunEvidenceReader, RunStore
 
     with RunStore(path) as runs:

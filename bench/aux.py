@@ -15,13 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core import (
-    AuxiliaryRunSpec,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
-    ExecutionFrame,
-    ExecutionTarget,
-)
+from aios_ledger.core.auxiliary import AuxiliaryRunSpec, ExecutionFrame
+from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.shell import AuxiliaryRunContext, AuxiliaryRunService, RunEvidenceReader, RunStore
 
 from .harness import Size, figure, interleaved_values, paired_ratio, sized, summary

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import apsw
-from aios_ledger.core import EventAppend, chain_of
+from aios_ledger.core import chain_of
+from aios_ledger.core.log import EventAppend
 from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.apply import PlanExecutor

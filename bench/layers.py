@@ -26,20 +26,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import apsw
-from aios_ledger.core import (
-    GENESIS_SEAL,
-    EventRow,
-    LedgerError,
-    TaskOperation,
-    TaskRow,
-    Timestamp,
-    chain_of,
-    lease_token_sha256,
-    next_task_status,
-)
+from aios_ledger.core import EventRow, LedgerError, TaskRow, Timestamp, chain_of, lease_token_sha256
 from aios_ledger.core.jsonvalue import encode_checked
 from aios_ledger.core.kinds import IDENTIFIER
+from aios_ledger.core.log import GENESIS_SEAL
 from aios_ledger.core.log.seals import seal_of_stored
+from aios_ledger.core.tasks import TaskOperation, next_task_status
 from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.clock import Clock, read_clock, system_clock

@@ -1,59 +1,15 @@
 """aios-ledger's pure core: records, validation, digests, decisions and state tables.
 
 Nothing here performs I/O, reads a clock, draws randomness or looks at the environment; the
-shell (`aios_ledger.shell`) supplies all of those as inputs. What this module exports is the
-contract another program builds on, listed and described in `docs/api.md` (a test holds the
-two equal); everything else is internal to its module.
+shell (`aios_ledger.shell`) supplies all of those as inputs. What this module exports is what
+an embedder of the task ledger needs in one hand (at most 90 names); the rest of each domain is
+the public API of its subpackage (`aios_ledger.core.tasks`, `.runs`, `.auxiliary`,
+`.projection`, `.git`, `.log`, `.api`, `.contracts`). Both are listed and described in
+`docs/api.md` (a test holds them equal; `tools/public_api_codemod.py` moves a name between
+them and rewrites its imports); everything else is internal to its module.
 """
 
-from aios_ledger.core.api.tokens import (
-    ApiTokenAnswer,
-    ApiTokenRow,
-    TokenIssueRequest,
-    TokenRevokeRequest,
-    TokenState,
-    decide_issue_token,
-    decide_revoke_token,
-)
-from aios_ledger.core.auxiliary.answers import (
-    RecoveryAnswer,
-    SpawnAnswer,
-)
-from aios_ledger.core.auxiliary.decisions import (
-    AuxiliaryRowState,
-    AuxiliaryStopRequest,
-    AuxiliaryTransitionRequest,
-    RecoverInterruptedRequest,
-    UnfinishedRunsState,
-    decide_recover_interrupted,
-    decide_spawn,
-    decide_stop,
-    decide_transition,
-)
-from aios_ledger.core.auxiliary.queries import (
-    AuxiliaryRunListRequest,
-)
-from aios_ledger.core.auxiliary.records import (
-    AUXILIARY_SNAPSHOT_SCHEMA_V1,
-    DEFAULT_MAX_OUTPUT_BYTES,
-    MAX_FRAME_DEPTH,
-    AuxiliaryCapabilityProfile,
-    AuxiliaryRunMode,
-    AuxiliaryRunOutput,
-    AuxiliaryRunRow,
-    AuxiliaryRunSnapshot,
-    AuxiliaryRunSpec,
-    CheckedSpawn,
-    ExecutionFrame,
-    check_output,
-    check_spawn,
-)
-from aios_ledger.core.auxiliary.states import (
-    AUXILIARY_RUN_SPAWNED,
-    TRANSITIONS,
-    AuxiliaryRunError,
-    AuxiliaryRunState,
-)
+from aios_ledger.core.auxiliary.states import AuxiliaryRunError
 from aios_ledger.core.digests import (
     canonical_json,
     digest_bytes,
@@ -61,169 +17,18 @@ from aios_ledger.core.digests import (
     is_digest,
     sha256_hex,
 )
-from aios_ledger.core.errors import (
-    InitialExecutionProjectionError,
-    LedgerError,
-    RetryLaterError,
-)
-from aios_ledger.core.git.answers import (
-    ProposalAnswer,
-    RepositoryAnswer,
-    RepositorySettingsAnswer,
-    ScanChargeAnswer,
-    WriteAnswer,
-)
-from aios_ledger.core.git.decisions import (
-    OutcomeState,
-    ProposalState,
-    RepositorySettingsState,
-    RepositoryState,
-    ScanChargeState,
-    WriteState,
-    decide_change_repository_settings,
-    decide_charge_scan,
-    decide_record_proposal,
-    decide_register_repository,
-    decide_write_intent,
-    decide_write_outcome,
-)
-from aios_ledger.core.git.records import (
-    GovernedWriteRow,
-    ProposalRow,
-    RepositoryRow,
-    RepositorySettingsChangeRow,
-    ScanChargeRow,
-    WriterLeaseRow,
-)
-from aios_ledger.core.git.requests import (
-    ProposalRecord,
-    RegisterRepositoryRequest,
-    RepositorySettingsRequest,
-    ScanCharge,
-    WriteOutcome,
-    WriteRequest,
-)
-from aios_ledger.core.git.settings import (
-    AgentScanSpend,
-    RepositorySettings,
-    SettingsChange,
-    admit_scan,
-)
-from aios_ledger.core.jsonvalue import (
-    JsonObject,
-    JsonValue,
-)
-from aios_ledger.core.log.adoption import (
-    AdoptionAnswer,
-    AdoptionSealRequest,
-    AdoptionState,
-    decide_adoption_seals,
-)
-from aios_ledger.core.log.export import (
-    EXPORT_SCHEMA,
-    ChainTips,
-    verify_export_lines,
-)
-from aios_ledger.core.log.records import (
-    EventRow,
-    SealedRow,
-    SealRow,
-)
-from aios_ledger.core.log.rows import STATE_TABLES, RowImage
-from aios_ledger.core.log.seals import (
-    GENESIS_SEAL,
-    LEDGER_CHAIN,
-    ChainTip,
-    chain_of,
-)
-from aios_ledger.core.log.tail import (
-    AppendedEvent,
-    EventAppend,
-    LogTail,
-)
-from aios_ledger.core.log.verification import (
-    CHAIN_GAP,
-    CONTENT_CHANGED,
-    EVENT_REMOVED,
-    EVENT_REORDERED,
-    EVENT_SWAPPED,
-    EXPORT_INVALID,
-    FINDING_CODES,
-    FORGED_EVENT,
-    HEAD_MISMATCH,
-    HEAD_SCHEMA,
-    STATE_MISMATCH,
-    UNSEALED_EVENT,
-    ChainLink,
-    Finding,
-    LedgerHead,
-    LogVerifier,
-    VerificationReport,
-)
-from aios_ledger.core.plan import (
-    Decision,
-    Replay,
-    WritePlan,
-)
-from aios_ledger.core.projection.answers import (
-    BindingAnswer,
-    ProjectionAnswer,
-)
-from aios_ledger.core.projection.bindings import (
-    BINDING_REGISTERED,
-    BindingState,
-    decide_register_binding,
-)
-from aios_ledger.core.projection.decisions import (
-    PROJECTION_EVENT,
-    InitialExecutionProjectionRequest,
-    ProjectionCommand,
-    ProjectionState,
-    ResolverCall,
-    SourceCaptureProjectionRecoveryRequest,
-    decide_projection,
-    prepare_projection,
-)
+from aios_ledger.core.errors import InitialExecutionProjectionError, LedgerError, RetryLaterError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.seals import ChainTip, chain_of
+from aios_ledger.core.log.tail import AppendedEvent, LogTail
+from aios_ledger.core.plan import Decision, Replay, WritePlan
 from aios_ledger.core.projection.envelopes import (
-    ENVELOPE_SCHEMA,
-    GOVERNANCE_FLAGS,
     GovernedExecutionBinding,
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.projection.records import (
-    BindingRow,
-)
-from aios_ledger.core.runs.answers import (
-    RunAnswer,
-    RunEventAnswer,
-)
-from aios_ledger.core.runs.evidence import (
-    EVIDENCE_SNAPSHOT_SCHEMA_V1,
-    RUN_CREATED,
-    RUN_EVENT_APPENDED,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
-    ExecutionTarget,
-    RunCreateRequest,
-    RunCreateState,
-    RunEventAppendRequest,
-    RunEventsRequest,
-    RunReadRequest,
-    RunState,
-    build_evidence_snapshot,
-    decide_append_run_event,
-    decide_create_run,
-)
-from aios_ledger.core.runs.records import (
-    RunEventRow,
-    RunRow,
-)
-from aios_ledger.core.statements import (
-    SqlWrite,
-    Statement,
-    StatementKind,
-)
+from aios_ledger.core.statements import SqlWrite, Statement, StatementKind
 from aios_ledger.core.tasks.answers import (
     CancelAnswer,
     ClaimAnswer,
@@ -237,19 +42,8 @@ from aios_ledger.core.tasks.answers import (
     TaskView,
     VerifyAnswer,
 )
-from aios_ledger.core.tasks.backoff import (
-    RetryPolicy,
-    retry_delay_ms,
-)
+from aios_ledger.core.tasks.backoff import RetryPolicy
 from aios_ledger.core.tasks.decisions import (
-    RESULT_SUBMITTED,
-    TASK_CANCELLED,
-    TASK_CLAIMED,
-    TASK_CREATED,
-    TASK_HEARTBEAT,
-    TASK_LEASE_EXPIRED,
-    TASK_REQUEUED,
-    TASK_VERIFIED,
     ExpiryState,
     TaskState,
     decide_cancel,
@@ -260,21 +54,10 @@ from aios_ledger.core.tasks.decisions import (
     decide_retry,
     decide_submit,
     decide_verify,
-    first_claimable,
-    refuse_ungranted,
 )
-from aios_ledger.core.tasks.history import (
-    HistoryEntry,
-    task_history,
-)
-from aios_ledger.core.tasks.queries import (
-    TaskListRequest,
-    TaskReadRequest,
-)
-from aios_ledger.core.tasks.records import (
-    IdempotencyRow,
-    TaskRow,
-)
+from aios_ledger.core.tasks.history import HistoryEntry
+from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,
@@ -288,74 +71,15 @@ from aios_ledger.core.tasks.requests import (
     VerifyRequest,
     lease_token_sha256,
 )
-from aios_ledger.core.tasks.results import (
-    RESULT_CONTRACTS,
-)
-from aios_ledger.core.tasks.transitions import (
-    ABSENT,
-    TASK_TRANSITIONS,
-    TERMINAL_STATUSES,
-    TaskOperation,
-    TaskStatus,
-    VerificationMode,
-    VerifyDecision,
-    next_task_status,
-)
-from aios_ledger.core.timestamps import (
-    Timestamp,
-)
+from aios_ledger.core.tasks.transitions import TaskStatus, VerificationMode, VerifyDecision
+from aios_ledger.core.timestamps import Timestamp
 
 __all__ = [
-    "ProposalAnswer",
-    "RepositoryAnswer",
-    "RepositorySettingsAnswer",
-    "ScanChargeAnswer",
-    "WriteAnswer",
-    "OutcomeState",
-    "ProposalState",
-    "RepositorySettingsState",
-    "RepositoryState",
-    "ScanChargeState",
-    "WriteState",
-    "decide_change_repository_settings",
-    "decide_charge_scan",
-    "decide_record_proposal",
-    "decide_register_repository",
-    "decide_write_intent",
-    "decide_write_outcome",
-    "GovernedWriteRow",
-    "ProposalRow",
-    "RepositoryRow",
-    "RepositorySettingsChangeRow",
-    "ScanChargeRow",
-    "WriterLeaseRow",
-    "ProposalRecord",
-    "RegisterRepositoryRequest",
-    "RepositorySettingsRequest",
-    "ScanCharge",
-    "WriteOutcome",
-    "WriteRequest",
-    "AgentScanSpend",
-    "RepositorySettings",
-    "SettingsChange",
-    "admit_scan",
     # records: rows the ledger reads, and the records built from them
     "TaskRow",
     "IdempotencyRow",
     "EventRow",
-    "RunRow",
-    "RunEventRow",
-    "AuxiliaryRunRow",
-    "AuxiliaryRunSnapshot",
-    "AuxiliaryRunOutput",
-    "EvidenceSnapshot",
-    "ExecutionTarget",
-    "ExecutionFrame",
-    "AuxiliaryCapabilityProfile",
-    "AuxiliaryRunSpec",
-    "CheckedSpawn",
     "GovernedExecutionBinding",
-    "ResolverCall",
     # requests: strict records structured from untrusted mappings
     "TaskCreateRequest",
     "TaskCreateCommand",
@@ -370,34 +94,9 @@ __all__ = [
     "ExpireRequest",
     "TaskReadRequest",
     "TaskListRequest",
-    "RunCreateRequest",
-    "RunEventAppendRequest",
-    "RunReadRequest",
-    "RunEventsRequest",
-    "EvidenceReadRequest",
-    "AuxiliaryRunListRequest",
-    "AuxiliaryTransitionRequest",
-    "AuxiliaryStopRequest",
-    "RecoverInterruptedRequest",
-    "InitialExecutionProjectionRequest",
-    "SourceCaptureProjectionRecoveryRequest",
-    "ProjectionCommand",
-    "AdoptionSealRequest",
     # states: everything one decision reads
     "TaskState",
     "ExpiryState",
-    "RunCreateState",
-    "RunState",
-    "AuxiliaryRowState",
-    "UnfinishedRunsState",
-    "ProjectionState",
-    "BindingRow",
-    "BindingState",
-    "AdoptionState",
-    "ApiTokenRow",
-    "TokenState",
-    "TokenIssueRequest",
-    "TokenRevokeRequest",
     # decisions and what an embedder needs to feed them
     "decide_create",
     "decide_claim",
@@ -407,27 +106,7 @@ __all__ = [
     "decide_cancel",
     "decide_retry",
     "decide_expire",
-    "decide_create_run",
-    "decide_append_run_event",
-    "decide_spawn",
-    "decide_transition",
-    "decide_stop",
-    "decide_recover_interrupted",
-    "decide_projection",
-    "decide_register_binding",
-    "decide_adoption_seals",
-    "decide_issue_token",
-    "decide_revoke_token",
-    "prepare_projection",
-    "first_claimable",
-    "refuse_ungranted",
-    "task_history",
-    "retry_delay_ms",
-    "check_spawn",
-    "check_output",
-    "build_evidence_snapshot",
     "lease_token_sha256",
-    "next_task_status",
     # answers: the shapes decisions and reads build
     "TaskSummary",
     "CreateAnswer",
@@ -441,14 +120,6 @@ __all__ = [
     "TaskView",
     "EventView",
     "HistoryEntry",
-    "RunAnswer",
-    "RunEventAnswer",
-    "SpawnAnswer",
-    "RecoveryAnswer",
-    "ProjectionAnswer",
-    "BindingAnswer",
-    "AdoptionAnswer",
-    "ApiTokenAnswer",
     # plans and statements
     "Decision",
     "WritePlan",
@@ -456,38 +127,12 @@ __all__ = [
     "SqlWrite",
     "Statement",
     "StatementKind",
-    # log and seals: tails, chains, verification, export
+    # log and seals: the tail a state is built with, what a plan appends
     "LogTail",
     "ChainTip",
-    "EventAppend",
     "AppendedEvent",
     "chain_of",
-    "GENESIS_SEAL",
-    "LEDGER_CHAIN",
-    "LogVerifier",
-    "VerificationReport",
-    "Finding",
-    "LedgerHead",
-    "ChainLink",
-    "ChainTips",
     "SealRow",
-    "SealedRow",
-    "RowImage",
-    "STATE_TABLES",
-    "verify_export_lines",
-    "EXPORT_SCHEMA",
-    "HEAD_SCHEMA",
-    "FINDING_CODES",
-    "CHAIN_GAP",
-    "CONTENT_CHANGED",
-    "EVENT_REMOVED",
-    "EVENT_REORDERED",
-    "EVENT_SWAPPED",
-    "EXPORT_INVALID",
-    "FORGED_EVENT",
-    "HEAD_MISMATCH",
-    "STATE_MISMATCH",
-    "UNSEALED_EVENT",
     # digests, envelopes and JSON
     "canonical_json",
     "sha256_hex",
@@ -496,44 +141,17 @@ __all__ = [
     "is_digest",
     "project_execution_envelope",
     "verify_execution_envelope",
-    "ENVELOPE_SCHEMA",
-    "GOVERNANCE_FLAGS",
-    "RESULT_CONTRACTS",
     "JsonValue",
     "JsonObject",
     # errors
     "LedgerError",
-    "RetryLaterError",
     "InitialExecutionProjectionError",
     "AuxiliaryRunError",
     # enums, tables, constants and event types
     "TaskStatus",
-    "TaskOperation",
     "VerifyDecision",
     "VerificationMode",
-    "AuxiliaryRunState",
-    "AuxiliaryRunMode",
-    "ABSENT",
-    "TASK_TRANSITIONS",
-    "TERMINAL_STATUSES",
-    "TRANSITIONS",
-    "AUXILIARY_SNAPSHOT_SCHEMA_V1",
-    "EVIDENCE_SNAPSHOT_SCHEMA_V1",
-    "DEFAULT_MAX_OUTPUT_BYTES",
-    "MAX_FRAME_DEPTH",
-    "TASK_CREATED",
-    "TASK_CLAIMED",
-    "TASK_HEARTBEAT",
-    "RESULT_SUBMITTED",
-    "TASK_VERIFIED",
-    "TASK_LEASE_EXPIRED",
-    "TASK_CANCELLED",
-    "TASK_REQUEUED",
-    "PROJECTION_EVENT",
-    "BINDING_REGISTERED",
-    "RUN_CREATED",
-    "RUN_EVENT_APPENDED",
-    "AUXILIARY_RUN_SPAWNED",
     # time
     "Timestamp",
+    "RetryLaterError",
 ]

@@ -21,15 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core import (
-    GovernedExecutionBinding,
-    InitialExecutionProjectionRequest,
-    LedgerError,
-    ProjectionAnswer,
-    TaskRow,
-    Timestamp,
-    sha256_hex,
-)
+from aios_ledger.core import GovernedExecutionBinding, LedgerError, TaskRow, Timestamp, sha256_hex
+from aios_ledger.core.projection import InitialExecutionProjectionRequest, ProjectionAnswer
 from aios_ledger.core.projection.decisions import runtime_input_of
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.console import history_view, render

@@ -10,7 +10,6 @@ whole store.
 from typing import TYPE_CHECKING
 
 from aios_ledger.core import (
-    BindingAnswer,
     CancelAnswer,
     ClaimAnswer,
     CreateAnswer,
@@ -20,16 +19,19 @@ from aios_ledger.core import (
     HeartbeatAnswer,
     HistoryEntry,
     InitialExecutionProjectionError,
-    InitialExecutionProjectionRequest,
     LedgerError,
-    ProjectionAnswer,
     RetryAnswer,
-    SourceCaptureProjectionRecoveryRequest,
     SubmitAnswer,
     TaskSummary,
     TaskView,
     VerifyAnswer,
     project_execution_envelope,
+)
+from aios_ledger.core.projection import (
+    BindingAnswer,
+    InitialExecutionProjectionRequest,
+    ProjectionAnswer,
+    SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
 from aios_ledger.shell.auxiliary.service import (

@@ -10,12 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from aios_ledger.core import (
-    GovernedExecutionBinding,
-    InitialExecutionProjectionRequest,
-    TaskRow,
-    sha256_hex,
-)
+from aios_ledger.core import GovernedExecutionBinding, TaskRow, sha256_hex
+from aios_ledger.core.projection import InitialExecutionProjectionRequest
 from aios_ledger.core.projection.decisions import runtime_input_of
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.connection import Database, fetch_one

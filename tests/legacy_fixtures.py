@@ -12,11 +12,13 @@ import apsw
 import psycopg
 from aios_ledger.core import (
     GovernedExecutionBinding,
-    InitialExecutionProjectionRequest,
     JsonObject,
-    SourceCaptureProjectionRecoveryRequest,
     project_execution_envelope,
     sha256_hex,
+)
+from aios_ledger.core.projection import (
+    InitialExecutionProjectionRequest,
+    SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 

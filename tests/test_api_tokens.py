@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
-from aios_ledger.core import LEDGER_CHAIN, ChainTip, LedgerError, LogTail, Timestamp, WritePlan
+from aios_ledger.core import ChainTip, LedgerError, LogTail, Timestamp, WritePlan
 from aios_ledger.core.api.tokens import (
     ApiTokenRow,
     TokenIssueRequest,
@@ -21,6 +21,7 @@ from aios_ledger.core.api.tokens import (
     token_sha256,
 )
 from aios_ledger.core.kinds import Sha256Hex
+from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.plan import Replay
 from aios_ledger.shell import Database, main, verify_log
 from aios_ledger.shell.api.tokens import authenticate, issue_token, list_tokens, revoke_token

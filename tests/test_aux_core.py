@@ -8,14 +8,21 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import (
+    AuxiliaryRunError,
+    LedgerError,
+    LogTail,
+    Statement,
+    Timestamp,
+    WritePlan,
+    canonical_json,
+    digest_bytes,
+)
+from aios_ledger.core.auxiliary import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
-    GENESIS_SEAL,
-    LEDGER_CHAIN,
     MAX_FRAME_DEPTH,
     TRANSITIONS,
     AuxiliaryCapabilityProfile,
     AuxiliaryRowState,
-    AuxiliaryRunError,
     AuxiliaryRunMode,
     AuxiliaryRunOutput,
     AuxiliaryRunRow,
@@ -25,25 +32,19 @@ from aios_ledger.core import (
     AuxiliaryStopRequest,
     AuxiliaryTransitionRequest,
     ExecutionFrame,
-    ExecutionTarget,
-    LedgerError,
-    LogTail,
     RecoverInterruptedRequest,
-    Statement,
-    Timestamp,
     UnfinishedRunsState,
-    WritePlan,
-    canonical_json,
     check_output,
     check_spawn,
     decide_recover_interrupted,
     decide_spawn,
     decide_stop,
     decide_transition,
-    digest_bytes,
 )
 from aios_ledger.core.auxiliary.records import failure_of
 from aios_ledger.core.auxiliary.states import transition_event, transition_table
+from aios_ledger.core.log import GENESIS_SEAL, LEDGER_CHAIN
+from aios_ledger.core.runs import ExecutionTarget
 from aios_ledger.core.runs.evidence import EvidenceReadRequest, build_evidence_snapshot
 from aios_ledger.core.runs.records import RunRow
 from hypothesis import given, settings

@@ -11,16 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import (
-    AuxiliaryRunError,
-    AuxiliaryRunSpec,
-    AuxiliaryRunState,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
-    ExecutionFrame,
-    ExecutionTarget,
-    JsonValue,
-)
+from aios_ledger.core import AuxiliaryRunError, JsonValue
+from aios_ledger.core.auxiliary import AuxiliaryRunSpec, AuxiliaryRunState, ExecutionFrame
+from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.shell import (
     AuxiliaryRunContext,
     AuxiliaryRunService,
@@ -32,6 +25,8 @@ from aios_ledger.shell.auxiliary.service import owner_is_dead
 PRELUDE = """
 import asyncio, json, sys
 from aios_ledger.core import *
+from aios_ledger.core.auxiliary import *
+from aios_ledger.core.runs import *
 from aios_ledger.shell import *
 path = sys.argv[1]
 runs = RunStore(path)

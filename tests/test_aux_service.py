@@ -8,19 +8,15 @@ from typing import Any, TypeVar
 
 import attrs
 import pytest
-from aios_ledger.core import (
+from aios_ledger.core import AuxiliaryRunError, JsonValue, LedgerError
+from aios_ledger.core.auxiliary import (
     AuxiliaryCapabilityProfile,
-    AuxiliaryRunError,
     AuxiliaryRunSpec,
     AuxiliaryRunState,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
     ExecutionFrame,
-    ExecutionTarget,
-    JsonValue,
-    LedgerError,
 )
 from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
+from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.shell import (
     AuxiliaryRunContext,
     AuxiliaryRunService,

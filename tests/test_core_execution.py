@@ -10,11 +10,13 @@ import pytest
 from aios_ledger.core import (
     GovernedExecutionBinding,
     InitialExecutionProjectionError,
-    InitialExecutionProjectionRequest,
     LedgerError,
-    SourceCaptureProjectionRecoveryRequest,
     project_execution_envelope,
     verify_execution_envelope,
+)
+from aios_ledger.core.projection import (
+    InitialExecutionProjectionRequest,
+    SourceCaptureProjectionRecoveryRequest,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -8,28 +8,30 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import (
-    LEDGER_CHAIN,
-    BindingState,
     ChainTip,
     EventRow,
     IdempotencyRow,
     InitialExecutionProjectionError,
     LogTail,
-    ProjectionCommand,
-    ProjectionState,
     Replay,
-    ResolverCall,
     TaskRow,
     Timestamp,
     WritePlan,
     canonical_json,
     chain_of,
+)
+from aios_ledger.core.digests import sha256_hex
+from aios_ledger.core.log import LEDGER_CHAIN
+from aios_ledger.core.plan import request_digest
+from aios_ledger.core.projection import (
+    BindingState,
+    ProjectionCommand,
+    ProjectionState,
+    ResolverCall,
     decide_projection,
     decide_register_binding,
     prepare_projection,
 )
-from aios_ledger.core.digests import sha256_hex
-from aios_ledger.core.plan import request_digest
 from aios_ledger.shell import AUTHORIZATION_ENV
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from legacy_fixtures import (

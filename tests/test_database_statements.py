@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from aios_ledger.core import EvidenceReadRequest, ExecutionTarget
+from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
 from aios_ledger.shell import Database, RunEvidenceReader, RunStore, TaskLedger
 from engine_support import sqlite_database
 

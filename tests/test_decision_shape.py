@@ -3,7 +3,9 @@ and `now` is a `Timestamp`, never text an embedder formatted itself."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -12,9 +14,19 @@ import aios_ledger.core
 import pytest
 from aios_ledger.core import LedgerError, Timestamp
 
+# The core's public modules: `aios_ledger.core` and each domain subpackage.
+PUBLIC = [
+    aios_ledger.core,
+    *(
+        importlib.import_module(f"aios_ledger.core.{found.name}")
+        for found in pkgutil.iter_modules(aios_ledger.core.__path__)
+        if found.ispkg
+    ),
+]
 DECISIONS: dict[str, Callable[..., Any]] = {
-    name: getattr(aios_ledger.core, name)
-    for name in aios_ledger.core.__all__
+    name: getattr(module, name)
+    for module in PUBLIC
+    for name in module.__all__
     if name.startswith("decide_")
 }
 

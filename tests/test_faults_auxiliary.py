@@ -16,14 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import (
-    AuxiliaryRunOutput,
-    AuxiliaryRunSpec,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
-    ExecutionFrame,
-    ExecutionTarget,
-)
+from aios_ledger.core.auxiliary import AuxiliaryRunOutput, AuxiliaryRunSpec, ExecutionFrame
+from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.shell import (
     AuxiliaryRunContext,
     AuxiliaryRunService,

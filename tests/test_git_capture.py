@@ -21,12 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import (
-    GovernedExecutionBinding,
-    SourceCaptureProjectionRecoveryRequest,
-    TaskRow,
-    sha256_hex,
-)
+from aios_ledger.core import GovernedExecutionBinding, TaskRow, sha256_hex
+from aios_ledger.core.projection import SourceCaptureProjectionRecoveryRequest
 from aios_ledger.core.projection.bindings import envelope_from_binding, source_capture_envelope
 from aios_ledger.core.projection.decisions import runtime_input_of
 from aios_ledger.shell.clock import AUTHORIZATION_ENV

@@ -10,9 +10,17 @@ import attrs
 import pytest
 from aios_ledger.core import (
     GovernedExecutionBinding,
-    GovernedWriteRow,
     LedgerError,
     LogTail,
+    TaskRow,
+    Timestamp,
+    WritePlan,
+    chain_of,
+    lease_token_sha256,
+    project_execution_envelope,
+)
+from aios_ledger.core.git import (
+    GovernedWriteRow,
     OutcomeState,
     ProposalRecord,
     ProposalRow,
@@ -20,20 +28,14 @@ from aios_ledger.core import (
     RegisterRepositoryRequest,
     RepositoryRow,
     RepositoryState,
-    TaskRow,
-    Timestamp,
     WriteOutcome,
-    WritePlan,
     WriteRequest,
     WriterLeaseRow,
     WriteState,
-    chain_of,
     decide_record_proposal,
     decide_register_repository,
     decide_write_intent,
     decide_write_outcome,
-    lease_token_sha256,
-    project_execution_envelope,
 )
 from aios_ledger.core.git.decisions import grant_workspace, outcome_of
 from aios_ledger.core.git.policy import is_protected, protected_patterns

@@ -11,19 +11,15 @@ from typing import Any
 
 import attrs
 import pytest
-from aios_ledger.core import (
+from aios_ledger.core import LedgerError, LogTail, RetryLaterError, Timestamp, WritePlan
+from aios_ledger.core.git import (
     AgentScanSpend,
-    LedgerError,
-    LogTail,
     RepositoryRow,
     RepositorySettings,
     RepositorySettingsChangeRow,
     RepositorySettingsRequest,
     RepositorySettingsState,
-    RetryLaterError,
     SettingsChange,
-    Timestamp,
-    WritePlan,
     admit_scan,
     decide_change_repository_settings,
 )

@@ -27,9 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aios_ledger.core import LEDGER_CHAIN, ChainTip, LedgerError, LogTail
+from aios_ledger.core import ChainTip, LedgerError, LogTail
 from aios_ledger.core.auxiliary.records import AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.digests import canonical_json, sha256_hex
+from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.plan import Replay
 from aios_ledger.core.projection.bindings import BindingState, decide_register_binding
 from aios_ledger.core.projection.records import BindingRow

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import LedgerError, ProjectionAnswer
+from aios_ledger.core import LedgerError
+from aios_ledger.core.projection import ProjectionAnswer
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,
     InitialExecutionProjectionRequest,

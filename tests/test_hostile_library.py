@@ -14,19 +14,15 @@ from typing import Any
 
 import attrs
 import pytest
-from aios_ledger.core import (
-    AuxiliaryCapabilityProfile,
-    AuxiliaryRunSpec,
-    EvidenceReadRequest,
-    ExecutionFrame,
-    ExecutionTarget,
-    GovernedExecutionBinding,
+from aios_ledger.core import GovernedExecutionBinding, LedgerError
+from aios_ledger.core.auxiliary import AuxiliaryCapabilityProfile, AuxiliaryRunSpec, ExecutionFrame
+from aios_ledger.core.jsonvalue import check_json, loads_document
+from aios_ledger.core.log import LedgerHead
+from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
-    LedgerError,
-    LedgerHead,
     SourceCaptureProjectionRecoveryRequest,
 )
-from aios_ledger.core.jsonvalue import check_json, loads_document
+from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,
     AuxiliaryRunService,

@@ -9,25 +9,27 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import (
+    EventRow,
+    LedgerError,
+    LogTail,
+    SealRow,
+    Timestamp,
+    canonical_json,
+    chain_of,
+)
+from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.log import (
     GENESIS_SEAL,
     AdoptionSealRequest,
     AdoptionState,
     ChainLink,
     ChainTips,
     EventAppend,
-    EventRow,
-    LedgerError,
     LedgerHead,
-    LogTail,
     LogVerifier,
-    SealRow,
-    Timestamp,
     VerificationReport,
-    canonical_json,
-    chain_of,
     decide_adoption_seals,
 )
-from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.log.seals import seal_of, seal_of_stored
 from aios_ledger.core.plan import sealed_plan
 from hypothesis import given, settings

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import EXPORT_SCHEMA, LedgerError
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log import EXPORT_SCHEMA
 from aios_ledger.shell import Database, export_log, ledger_head, verify_export
 from conftest import both_engines, is_postgres
 from test_log_support import ROUND_ROBIN, build_log, codes_at, tamper

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import AuxiliaryCapabilityProfile, digest_json
+from aios_ledger.core import digest_json
+from aios_ledger.core.auxiliary import AuxiliaryCapabilityProfile
 from aios_ledger.core.log.rows import ROW_SCHEMA, row_digest
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,

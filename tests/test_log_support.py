@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core import EventAppend, chain_of
+from aios_ledger.core import chain_of
+from aios_ledger.core.log import EventAppend
 from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import PlanExecutor

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import EventRow, LedgerError, LedgerHead
+from aios_ledger.core import EventRow, LedgerError
+from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.log.seals import seal_of
 from aios_ledger.shell import Database, ledger_head, verify_log
 from conftest import both_engines, is_postgres

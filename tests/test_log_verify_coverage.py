@@ -19,7 +19,9 @@ from typing import Any
 
 import attrs
 import pytest
-from aios_ledger.core import LedgerError, decide_append_run_event, verify_export_lines
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log import verify_export_lines
+from aios_ledger.core.runs import decide_append_run_event
 from aios_ledger.shell import Database, RunStore, TaskLedger, export_log, verify_log
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.run import fetch_all

@@ -10,14 +10,16 @@ from typing import Any
 import pytest
 from aios_ledger.core import (
     InitialExecutionProjectionError,
-    InitialExecutionProjectionRequest,
     JsonObject,
-    ProjectionCommand,
-    ProjectionState,
-    SourceCaptureProjectionRecoveryRequest,
     TaskRow,
     Timestamp,
     chain_of,
+)
+from aios_ledger.core.projection import (
+    InitialExecutionProjectionRequest,
+    ProjectionCommand,
+    ProjectionState,
+    SourceCaptureProjectionRecoveryRequest,
     decide_projection,
 )
 from aios_ledger.shell import AUTHORIZATION_ENV, Database, InitialExecutionProjectionStore

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import LedgerError, RepositoryRow
+from aios_ledger.core import LedgerError
+from aios_ledger.core.git import RepositoryRow
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, MIGRATED_DEFAULTS
 from aios_ledger.core.log.rows import GOVERNED_REPOSITORIES, row_digest
 from aios_ledger.core.log.state import stored_row_state

@@ -12,13 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import (
-    AuxiliaryCapabilityProfile,
-    AuxiliaryRunSpec,
-    EvidenceReadRequest,
-    ExecutionFrame,
-    ExecutionTarget,
-)
+from aios_ledger.core.auxiliary import AuxiliaryCapabilityProfile, AuxiliaryRunSpec, ExecutionFrame
+from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
 from aios_ledger.core.work import REVIEW_EVIDENCE_TAIL, REVIEW_OUTPUT_SCHEMA, review_id
 from aios_ledger.shell import AuxiliaryRunService, RunEvidenceReader, RunStore, TaskLedger
 from aios_ledger.shell.auxiliary.service import AuxiliaryRunContext

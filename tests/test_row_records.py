@@ -9,26 +9,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aios_ledger.core import (
-    AuxiliaryRunRow,
-    BindingRow,
-    EventRow,
+from aios_ledger.core import EventRow, IdempotencyRow, SealRow, TaskRow
+from aios_ledger.core.api.tokens import ApiTokenRow
+from aios_ledger.core.auxiliary import AuxiliaryRunRow
+from aios_ledger.core.git import (
     GovernedWriteRow,
-    IdempotencyRow,
     ProposalRow,
     RepositoryRow,
     RepositorySettingsChangeRow,
-    RunEventRow,
-    RunRow,
     ScanChargeRow,
-    SealedRow,
-    SealRow,
-    TaskRow,
     WriterLeaseRow,
 )
-from aios_ledger.core.api.tokens import ApiTokenRow
+from aios_ledger.core.log import SealedRow
 from aios_ledger.core.log.archived import ArchivedEventRow
+from aios_ledger.core.projection import BindingRow
 from aios_ledger.core.records import record_columns
+from aios_ledger.core.runs import RunEventRow, RunRow
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,13 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import (
-    AuxiliaryRunSpec,
-    EvidenceReadRequest,
-    ExecutionFrame,
-    ExecutionTarget,
-    JsonValue,
-)
+from aios_ledger.core import JsonValue
+from aios_ledger.core.auxiliary import AuxiliaryRunSpec, ExecutionFrame
+from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
 from aios_ledger.shell import AuxiliaryRunContext, AuxiliaryRunService, RunEvidenceReader, RunStore
 from aios_ledger.shell.cli import main
 

@@ -11,20 +11,22 @@ import apsw
 import attrs
 import pytest
 from aios_ledger.core import (
-    LEDGER_CHAIN,
-    EvidenceReadRequest,
-    ExecutionTarget,
     LedgerError,
     LogTail,
-    RunCreateState,
-    RunRow,
-    RunState,
     Timestamp,
     WritePlan,
     canonical_json,
+    digest_bytes,
+)
+from aios_ledger.core.log import LEDGER_CHAIN
+from aios_ledger.core.runs import (
+    EvidenceReadRequest,
+    ExecutionTarget,
+    RunCreateState,
+    RunRow,
+    RunState,
     decide_append_run_event,
     decide_create_run,
-    digest_bytes,
 )
 from aios_ledger.core.runs.evidence import (
     MAX_EVENTS_PAGE,

@@ -14,29 +14,14 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import (
-    AUXILIARY_SNAPSHOT_SCHEMA_V1,
-    AuxiliaryCapabilityProfile,
     AuxiliaryRunError,
-    AuxiliaryRunListRequest,
-    AuxiliaryRunSnapshot,
-    AuxiliaryRunSpec,
     CancelRequest,
     ClaimBatchRequest,
     ClaimRequest,
-    EvidenceReadRequest,
-    ExecutionFrame,
-    ExecutionTarget,
     GovernedExecutionBinding,
     HeartbeatRequest,
     InitialExecutionProjectionError,
-    InitialExecutionProjectionRequest,
     LedgerError,
-    LedgerHead,
-    RunCreateRequest,
-    RunEventAppendRequest,
-    RunEventsRequest,
-    RunReadRequest,
-    SourceCaptureProjectionRecoveryRequest,
     SubmitRequest,
     TaskCreateCommand,
     TaskCreateRequest,
@@ -45,6 +30,27 @@ from aios_ledger.core import (
     VerifyRequest,
     digest_bytes,
     project_execution_envelope,
+)
+from aios_ledger.core.auxiliary import (
+    AUXILIARY_SNAPSHOT_SCHEMA_V1,
+    AuxiliaryCapabilityProfile,
+    AuxiliaryRunListRequest,
+    AuxiliaryRunSnapshot,
+    AuxiliaryRunSpec,
+    ExecutionFrame,
+)
+from aios_ledger.core.log import LedgerHead
+from aios_ledger.core.projection import (
+    InitialExecutionProjectionRequest,
+    SourceCaptureProjectionRecoveryRequest,
+)
+from aios_ledger.core.runs import (
+    EvidenceReadRequest,
+    ExecutionTarget,
+    RunCreateRequest,
+    RunEventAppendRequest,
+    RunEventsRequest,
+    RunReadRequest,
 )
 from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.requests import ReleaseRequest

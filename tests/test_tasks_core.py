@@ -11,9 +11,6 @@ from typing import Any, Literal
 import attrs
 import pytest
 from aios_ledger.core import (
-    ABSENT,
-    TASK_TRANSITIONS,
-    TERMINAL_STATUSES,
     CancelRequest,
     ChainTip,
     ClaimRequest,
@@ -28,7 +25,6 @@ from aios_ledger.core import (
     SubmitRequest,
     TaskCreateCommand,
     TaskCreateRequest,
-    TaskOperation,
     TaskRow,
     TaskState,
     TaskStatus,
@@ -44,8 +40,14 @@ from aios_ledger.core import (
     decide_retry,
     decide_submit,
     decide_verify,
-    first_claimable,
     lease_token_sha256,
+)
+from aios_ledger.core.tasks import (
+    ABSENT,
+    TASK_TRANSITIONS,
+    TERMINAL_STATUSES,
+    TaskOperation,
+    first_claimable,
     next_task_status,
 )
 from aios_ledger.core.tasks.decisions import TASK_RELEASED, decide_release

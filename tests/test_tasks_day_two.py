@@ -10,13 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import (
-    LedgerError,
-    RetryPolicy,
-    TaskCreateRequest,
-    Timestamp,
-    retry_delay_ms,
-)
+from aios_ledger.core import LedgerError, RetryPolicy, TaskCreateRequest, Timestamp
+from aios_ledger.core.tasks import retry_delay_ms
 from aios_ledger.core.tasks.backoff import MAX_RETRY_SECONDS, retry_not_before
 from aios_ledger.core.tasks.status import status_report
 from aios_ledger.shell import TaskLedger

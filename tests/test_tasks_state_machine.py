@@ -24,8 +24,8 @@ from aios_ledger.core import (
     SubmitAnswer,
     Timestamp,
     VerifyAnswer,
-    retry_delay_ms,
 )
+from aios_ledger.core.tasks import retry_delay_ms
 from aios_ledger.shell import TaskLedger
 from hypothesis import settings
 from hypothesis import strategies as st

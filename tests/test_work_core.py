@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import AuxiliaryRunRow
+from aios_ledger.core.auxiliary import AuxiliaryRunRow
 from aios_ledger.core.work import (
     MAX_CONTRACT_SUMMARY,
     MAX_OUTPUT_EVIDENCE,

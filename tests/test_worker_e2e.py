@@ -242,7 +242,7 @@ def test_environment_reaches_the_command(tmp_path: Path) -> None:
 
 
 def governed_task(db: Path, task_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aios_ledger.core import InitialExecutionProjectionRequest
+    from aios_ledger.core.projection import InitialExecutionProjectionRequest
     from aios_ledger.shell import (
         AUTHORIZATION_ENV,
         Database,

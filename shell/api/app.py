@@ -32,13 +32,13 @@ from importlib.metadata import version
 from typing import IO, Any
 
 import attrs
-from aios_ledger.core import (
-    InitialExecutionProjectionRequest,
-    LedgerError,
-    SourceCaptureProjectionRecoveryRequest,
-)
+from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, REVIEWER, ROLES
 from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.projection import (
+    InitialExecutionProjectionRequest,
+    SourceCaptureProjectionRecoveryRequest,
+)
 from aios_ledger.core.runs.attempts import is_reserved_run, is_reserved_session, refuse_reserved
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores

@@ -31,20 +31,19 @@ import hashlib
 from typing import Any
 
 import attrs
-from aios_ledger.core import (
-    AuxiliaryRunError,
+from aios_ledger.core import AuxiliaryRunError, LedgerError
+from aios_ledger.core.api.tokens import AUDITOR, OWNER, REVIEWER
+from aios_ledger.core.auxiliary import (
     AuxiliaryRunRow,
     AuxiliaryRunSpec,
     AuxiliaryRunState,
     AuxiliaryStopRequest,
     AuxiliaryTransitionRequest,
-    EvidenceReadRequest,
-    LedgerError,
     check_output,
     check_spawn,
 )
-from aios_ledger.core.api.tokens import AUDITOR, OWNER, REVIEWER
 from aios_ledger.core.kinds import ROUTE_IDENTIFIER
+from aios_ledger.core.runs import EvidenceReadRequest
 from aios_ledger.core.runs.attempts import evidence_session
 from aios_ledger.core.work import REVIEW_KIND
 from aios_ledger.shell.api.app import Answer, Call

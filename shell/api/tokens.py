@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from aios_ledger.core import LEDGER_CHAIN, LedgerError
+from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import (
     ACTIVE,
     ApiTokenAnswer,
@@ -27,6 +27,7 @@ from aios_ledger.core.api.tokens import (
     token_sha256,
 )
 from aios_ledger.core.kinds import Sha256Hex
+from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.records import record_from_row
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor

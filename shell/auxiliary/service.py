@@ -28,10 +28,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
-from aios_ledger.core import (
-    LEDGER_CHAIN,
+from aios_ledger.core import AuxiliaryRunError, LedgerError, Timestamp
+from aios_ledger.core.auxiliary import (
     AuxiliaryRowState,
-    AuxiliaryRunError,
     AuxiliaryRunListRequest,
     AuxiliaryRunOutput,
     AuxiliaryRunRow,
@@ -41,11 +40,8 @@ from aios_ledger.core import (
     AuxiliaryStopRequest,
     AuxiliaryTransitionRequest,
     CheckedSpawn,
-    EvidenceSnapshot,
-    LedgerError,
     RecoverInterruptedRequest,
     SpawnAnswer,
-    Timestamp,
     UnfinishedRunsState,
     check_output,
     check_spawn,
@@ -56,6 +52,8 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.auxiliary.records import failure_of, state_after
 from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log import LEDGER_CHAIN
+from aios_ledger.core.runs import EvidenceSnapshot
 from aios_ledger.core.structuring import unstructure
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (

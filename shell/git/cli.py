@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aios_ledger.core import LedgerError, ProposalRow
+from aios_ledger.core import LedgerError
+from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.records import record_from_row
 from aios_ledger.shell.cli_support import open_database, read_json_argument

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from aios_ledger.core import (
+from aios_ledger.core import LedgerError, TaskRow, chain_of
+from aios_ledger.core.git import (
     AgentScanSpend,
-    LedgerError,
     ProposalAnswer,
     ProposalRecord,
     ProposalRow,
@@ -47,9 +47,7 @@ from aios_ledger.core import (
     RepositorySettings,
     ScanCharge,
     ScanChargeState,
-    TaskRow,
     admit_scan,
-    chain_of,
     decide_charge_scan,
     decide_record_proposal,
 )

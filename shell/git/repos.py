@@ -16,9 +16,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aios_ledger.core import (
-    LEDGER_CHAIN,
-    LedgerError,
+from aios_ledger.core import LedgerError
+from aios_ledger.core.git import (
     RegisterRepositoryRequest,
     RepositoryAnswer,
     RepositoryRow,
@@ -33,6 +32,7 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.git.answers import repository_answer
 from aios_ledger.core.git.settings import MAX_BASELINE_CHARS, baseline_document
+from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record

@@ -32,14 +32,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
-from aios_ledger.core import (
-    BindingRow,
-    GovernedExecutionBinding,
-    LedgerError,
-    ProposalAnswer,
-    TaskRow,
-)
+from aios_ledger.core import GovernedExecutionBinding, LedgerError, TaskRow
+from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.git.decisions import WorkspaceGrant, grant_workspace, task_binding
+from aios_ledger.core.projection import BindingRow
 from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.connection import Database, fetch_record, stream_records

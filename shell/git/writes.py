@@ -25,19 +25,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from aios_ledger.core import (
+from aios_ledger.core import LedgerError, LogTail, TaskRow, chain_of
+from aios_ledger.core.git import (
     GovernedWriteRow,
-    LedgerError,
-    LogTail,
     OutcomeState,
     ProposalRow,
-    TaskRow,
     WriteAnswer,
     WriteOutcome,
     WriteRequest,
     WriterLeaseRow,
     WriteState,
-    chain_of,
     decide_write_intent,
     decide_write_outcome,
 )

@@ -3,13 +3,8 @@ the core seals them, the plan applied like any other."""
 
 from __future__ import annotations
 
-from aios_ledger.core import (
-    AdoptionSealRequest,
-    AdoptionState,
-    EventRow,
-    chain_of,
-    decide_adoption_seals,
-)
+from aios_ledger.core import EventRow, chain_of
+from aios_ledger.core.log import AdoptionSealRequest, AdoptionState, decide_adoption_seals
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.run import Connection, stream_records

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from aios_ledger.core import LedgerError, LedgerHead
+from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log import LedgerHead
 from aios_ledger.shell.cli_support import emit, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import (

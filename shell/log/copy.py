@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-from aios_ledger.core import LedgerError, LedgerHead
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log import LedgerHead
 from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_value
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import bundle_path, store_bundle

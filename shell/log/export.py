@@ -9,7 +9,8 @@ import stat
 from collections.abc import Iterator
 from typing import IO, Any
 
-from aios_ledger.core import EventRow, LedgerError, SealRow, VerificationReport, verify_export_lines
+from aios_ledger.core import EventRow, LedgerError, SealRow
+from aios_ledger.core.log import VerificationReport, verify_export_lines
 from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.log.export import (
     MAX_LINE_BYTES,

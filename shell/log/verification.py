@@ -18,16 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core import (
-    ChainLink,
-    EventRow,
-    LedgerError,
-    LedgerHead,
-    LogVerifier,
-    SealRow,
-    VerificationReport,
-)
+from aios_ledger.core import EventRow, LedgerError, SealRow
 from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
 from aios_ledger.core.log.archived import recorded_chains
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (

@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aios_ledger.core import (
-    LEDGER_CHAIN,
+from aios_ledger.core import GovernedExecutionBinding, JsonObject, LedgerError
+from aios_ledger.core.log import LEDGER_CHAIN
+from aios_ledger.core.projection import (
     BindingAnswer,
     BindingRow,
     BindingState,
-    GovernedExecutionBinding,
-    JsonObject,
-    LedgerError,
     decide_register_binding,
 )
 from aios_ledger.core.projection.bindings import envelope_from_binding

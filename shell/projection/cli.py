@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from aios_ledger.core import (
+from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
 )

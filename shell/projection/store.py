@@ -11,20 +11,22 @@ from aios_ledger.core import (
     EventRow,
     IdempotencyRow,
     InitialExecutionProjectionError,
-    InitialExecutionProjectionRequest,
     LedgerError,
     LogTail,
+    Replay,
+    TaskRow,
+    chain_of,
+)
+from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.projection import (
+    InitialExecutionProjectionRequest,
     ProjectionAnswer,
     ProjectionCommand,
     ProjectionState,
-    Replay,
     SourceCaptureProjectionRecoveryRequest,
-    TaskRow,
-    chain_of,
     decide_projection,
     prepare_projection,
 )
-from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.projection.decisions import projection_expectations
 from aios_ledger.shell.clock import Clock, configured_authorization, read_clock, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract

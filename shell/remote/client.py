@@ -59,16 +59,15 @@ from aios_ledger.core import (
     HeartbeatAnswer,
     HistoryEntry,
     LedgerError,
-    ProposalAnswer,
     RetryAnswer,
     RetryLaterError,
-    RunEventRow,
-    RunRow,
     SubmitAnswer,
     TaskView,
     VerifyAnswer,
 )
+from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import dumps_canonical
+from aios_ledger.core.runs import RunEventRow, RunRow
 from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES

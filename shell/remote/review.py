@@ -18,21 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from aios_ledger.core import (
+from aios_ledger.core import LedgerError, TaskView, VerifyAnswer
+from aios_ledger.core.auxiliary import (
     AuxiliaryRunRow,
     AuxiliaryStopRequest,
     AuxiliaryTransitionRequest,
     CheckedSpawn,
-    EvidenceSnapshot,
-    ExecutionTarget,
-    LedgerError,
-    RunEventRow,
-    RunRow,
     SpawnAnswer,
-    TaskView,
-    VerifyAnswer,
 )
 from aios_ledger.core.jsonvalue import dumps_canonical
+from aios_ledger.core.runs import EvidenceSnapshot, ExecutionTarget, RunEventRow, RunRow
 from aios_ledger.shell.auxiliary.service import AuxiliaryExecutor, AuxiliaryRunService
 from aios_ledger.shell.remote.client import LedgerClient, api_path
 

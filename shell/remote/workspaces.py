@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from aios_ledger.core import GovernedExecutionBinding, LedgerError, ProposalAnswer
+from aios_ledger.core import GovernedExecutionBinding, LedgerError
+from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.shell.git.workspace import Workspaces
 
 # What the server answers for a claim whose binding names no repository it governs.

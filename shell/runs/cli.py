@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aios_ledger.core import (
-    AuxiliaryRunState,
-    EvidenceReadRequest,
-)
+from aios_ledger.core.auxiliary import AuxiliaryRunState
+from aios_ledger.core.runs import EvidenceReadRequest
 from aios_ledger.core.runs.evidence import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from aios_ledger.shell.auxiliary.service import (
     auxiliary_run_events,

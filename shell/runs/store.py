@@ -6,11 +6,11 @@ import os
 import uuid
 from typing import Any
 
-from aios_ledger.core import (
-    LEDGER_CHAIN,
+from aios_ledger.core import LedgerError, TaskRow
+from aios_ledger.core.log import LEDGER_CHAIN
+from aios_ledger.core.runs import (
     EvidenceReadRequest,
     EvidenceSnapshot,
-    LedgerError,
     RunAnswer,
     RunCreateRequest,
     RunCreateState,
@@ -21,7 +21,6 @@ from aios_ledger.core import (
     RunReadRequest,
     RunRow,
     RunState,
-    TaskRow,
     build_evidence_snapshot,
     decide_append_run_event,
     decide_create_run,

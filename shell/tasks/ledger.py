@@ -19,8 +19,6 @@ from typing import Any, TypeVar
 
 import attrs
 from aios_ledger.core import (
-    RESULT_CONTRACTS,
-    RESULT_SUBMITTED,
     CancelAnswer,
     CancelRequest,
     ClaimAnswer,
@@ -60,13 +58,17 @@ from aios_ledger.core import (
     decide_retry,
     decide_submit,
     decide_verify,
-    first_claimable,
-    refuse_ungranted,
-    task_history,
 )
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
 from aios_ledger.core.log.seals import ChainTip
+from aios_ledger.core.tasks import (
+    RESULT_CONTRACTS,
+    RESULT_SUBMITTED,
+    first_claimable,
+    refuse_ungranted,
+    task_history,
+)
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
 from aios_ledger.core.tasks.decisions import decide_release
 from aios_ledger.core.tasks.requests import ReleaseRequest

@@ -29,19 +29,18 @@ import signal
 from typing import Any, Protocol
 
 from aios_ledger.core import (
-    AuxiliaryCapabilityProfile,
     AuxiliaryRunError,
-    AuxiliaryRunRow,
-    AuxiliaryRunSpec,
-    EvidenceReadRequest,
-    EvidenceSnapshot,
-    ExecutionFrame,
-    ExecutionTarget,
     JsonObject,
     LedgerError,
     TaskRow,
     TaskView,
     VerifyAnswer,
+)
+from aios_ledger.core.auxiliary import (
+    AuxiliaryCapabilityProfile,
+    AuxiliaryRunRow,
+    AuxiliaryRunSpec,
+    ExecutionFrame,
 )
 from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
 from aios_ledger.core.config import (
@@ -50,6 +49,7 @@ from aios_ledger.core.config import (
     ReviewSettings,
 )
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.core.runs.attempts import evidence_run, evidence_session
 from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.answers import task_view

@@ -40,15 +40,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
-from aios_ledger.core import (
-    ClaimAnswer,
-    HeartbeatAnswer,
-    LedgerError,
-    ProposalAnswer,
-    RunEventRow,
-    SubmitAnswer,
-)
+from aios_ledger.core import ClaimAnswer, HeartbeatAnswer, LedgerError, SubmitAnswer
+from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import loads_object
+from aios_ledger.core.runs import RunEventRow
 from aios_ledger.core.runs.attempts import evidence_run
 from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.work import (
