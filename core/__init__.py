@@ -241,6 +241,7 @@ from aios_ledger.core.tasks.decisions import (
     decide_heartbeat,
     decide_retry,
     decide_submit,
+    decide_task,
     decide_verify,
     first_claimable,
     refuse_ungranted,
@@ -248,6 +249,10 @@ from aios_ledger.core.tasks.decisions import (
 from aios_ledger.core.tasks.history import (
     HistoryEntry,
     task_history,
+)
+from aios_ledger.core.tasks.modes import (
+    VerificationMode,
+    VerifyDecision,
 )
 from aios_ledger.core.tasks.queries import (
     TaskListRequest,
@@ -279,8 +284,6 @@ from aios_ledger.core.tasks.transitions import (
     TERMINAL_STATUSES,
     TaskOperation,
     TaskStatus,
-    VerificationMode,
-    VerifyDecision,
     next_task_status,
 )
 from aios_ledger.core.timestamps import (
@@ -375,6 +378,7 @@ __all__ = [
     "decide_cancel",
     "decide_retry",
     "decide_expire",
+    "decide_task",
     "decide_create_run",
     "decide_append_run_event",
     "decide_spawn",
