@@ -31,7 +31,7 @@ from aios_ledger.core.log.records import SEAL_VERSION_2
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db.statements import sql
-from aios_ledger.shell.tasks.ledger import CLAIM_BATCH, new_task_id
+from aios_ledger.shell.tasks.ledger import TAKEOVER_BATCH, new_task_id
 
 from .harness import (
     Size,
@@ -321,10 +321,9 @@ class RawLoop:
 
         def claim() -> None:
             # As the ledger's claim: first the passed leases it would take over (none here).
-            self._one("tasks_expired_leases", {"now": NOW, "limit": CLAIM_BATCH})
+            self._one("tasks_expired_leases", {"now": NOW, "limit": TAKEOVER_BATCH})
             row = self._one(
-                "tasks_claim_candidates",
-                {"now": NOW, "limit": CLAIM_BATCH, "offset": 0, "offered_json": OFFERED},
+                "tasks_claim_candidates", {"now": NOW, "limit": 1, "offered_json": OFFERED}
             )
             assert row is not None and row[0] == task_id
             event_id = self._next_event_id()
