@@ -57,12 +57,15 @@ def test_the_document_takes_its_bodies_from_the_core_schemas() -> None:
     schemas = document["components"]["schemas"]
     heartbeat = request_schema("heartbeat")
     body = schemas["HeartbeatBody"]
-    # The core's record without what the path gives, field for field.
+    # The core's record without what the path (the task) and the token (the acting agent)
+    # give, field for field.
     assert body["properties"] == {
-        k: v for k, v in heartbeat["properties"].items() if k != "task_id"
+        k: v for k, v in heartbeat["properties"].items() if k not in ("task_id", "agent_id")
     }
     assert body["additionalProperties"] is False
     assert "agent_id" not in schemas["ClaimBody"]["properties"]
+    for name in ("HeartbeatBody", "ReleaseBody", "SubmitBody", "VerifyBody"):
+        assert "agent_id" not in schemas[name]["properties"]
     assert schemas["ClaimBody"]["properties"]["wait_seconds"]["maximum"] == 60
     # Every $ref resolves inside the document.
     text = str(document)
