@@ -48,8 +48,8 @@ from aios_ledger.core import (
     lease_token_sha256,
     next_task_status,
 )
-from aios_ledger.core.tasks.decisions import TASK_RELEASED, decide_release
-from aios_ledger.core.tasks.requests import ReleaseRequest
+from aios_ledger.core.tasks.decisions import TASK_RELEASED, decide_release, decide_task
+from aios_ledger.core.tasks.requests import PauseRequest, ReleaseRequest, ResumeRequest
 from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -155,6 +155,20 @@ def _retry(task: TaskRow) -> object:
     return decide_retry(TaskState(task, HISTORY), request, now=NOW)
 
 
+def _pause(task: TaskRow) -> object:
+    request = PauseRequest.from_mapping(
+        {"task_id": "t1", "reason": "freeze", "idempotency_key": "p"}
+    )
+    return decide_task(TaskState(task, HISTORY), request, now=NOW)
+
+
+def _resume(task: TaskRow) -> object:
+    request = ResumeRequest.from_mapping(
+        {"task_id": "t1", "reason": "thaw", "idempotency_key": "u"}
+    )
+    return decide_task(TaskState(task, HISTORY), request, now=NOW)
+
+
 def _expire(task: TaskRow) -> object:
     passed = task._replace(lease_expires_at="2026-08-20T00:00:05Z")
     return decide_expire(ExpiryState((passed,), HISTORY), ExpireRequest(), now=NOW)
@@ -174,6 +188,8 @@ DRIVERS: dict[TaskOperation, tuple[Callable[[TaskRow], object], dict[str, Any]]]
     TaskOperation.RETRY: (_retry, {}),
     TaskOperation.EXPIRE: (_expire, {}),
     TaskOperation.EXPIRE_EXHAUSTED: (_expire, {"attempt": 3}),
+    TaskOperation.PAUSE: (_pause, {}),
+    TaskOperation.RESUME: (_resume, {}),
 }
 
 
@@ -343,6 +359,8 @@ OPERATION_PLANS: dict[str, Callable[[], object]] = {
     "cancel": lambda: _cancel(row("QUEUED")),
     "retry": lambda: _retry(row("CANCELLED")),
     "expire": lambda: _expire(row("CLAIMED")),
+    "pause": lambda: _pause(row("QUEUED")),
+    "resume": lambda: _resume(row("PAUSED")),
 }
 
 

@@ -49,6 +49,7 @@ from aios_ledger.core.tasks.answers import (
     CreateAnswer,
     ExpireAnswer,
     HeartbeatAnswer,
+    MoveAnswer,
     ReleaseAnswer,
     RetryAnswer,
     SubmitAnswer,
@@ -359,6 +360,41 @@ class RetryRequest(TaskRequest[RetryAnswer]):
     @classmethod
     def from_mapping(cls, raw: object) -> RetryRequest:
         return structure(raw, cls, what="retry")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class PauseRequest(TaskRequest[MoveAnswer]):
+    """Hold a QUEUED task out of the queue (PAUSED): no claim takes it until it is resumed. A
+    task in another status is `INVALID_TRANSITION`: a CLAIMED one's holder is at work on it
+    (cancel it to stop it, or pause it once it is back in the queue)."""
+
+    task_id: Identifier
+    reason: Reason
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> PauseRequest:
+        return structure(raw, cls, what="pause")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class ResumeRequest(TaskRequest[MoveAnswer]):
+    """Let a PAUSED task back into the queue (QUEUED, with its attempts and schedule as they
+    were); a task in another status is `INVALID_TRANSITION`."""
+
+    task_id: Identifier
+    reason: Reason
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> ResumeRequest:
+        return structure(raw, cls, what="resume")
 
     def public(self) -> JsonObject:
         return unstructure(self)

@@ -41,7 +41,9 @@ from aios_ledger.core.tasks.requests import (
     ClaimRequest,
     ExpireRequest,
     HeartbeatRequest,
+    PauseRequest,
     ReleaseRequest,
+    ResumeRequest,
     RetryRequest,
     SubmitRequest,
     TaskCreateCommand,
@@ -60,6 +62,7 @@ class TaskStatus(enum.StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    PAUSED = "PAUSED"  # held out of the queue by its owner until resumed
 
 
 class TaskOperation(enum.StrEnum):
@@ -79,6 +82,8 @@ class TaskOperation(enum.StrEnum):
     VERIFY_FAILED = "verify_failed"
     CANCEL = "cancel"
     RETRY = "retry"
+    PAUSE = "pause"
+    RESUME = "resume"
 
 
 ABSENT: Final = "ABSENT"
@@ -106,6 +111,11 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
             # day two: an operator sends a finished failure back to the queue
             (_S.FAILED, _O.RETRY): _S.QUEUED,
             (_S.CANCELLED, _O.RETRY): _S.QUEUED,
+            # an owner holds a waiting task out of the queue, and lets it back in (a claimed
+            # task is not paused: its holder is at work on it; cancel it to stop it)
+            (_S.QUEUED, _O.PAUSE): _S.PAUSED,
+            (_S.PAUSED, _O.RESUME): _S.QUEUED,
+            (_S.PAUSED, _O.CANCEL): _S.CANCELLED,
         }
     )
 )
@@ -168,6 +178,8 @@ TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
 TASK_CANCELLED = "TASK_CANCELLED"
 TASK_RELEASED = "TASK_RELEASED"
 TASK_REQUEUED = "TASK_REQUEUED"
+TASK_PAUSED = "TASK_PAUSED"
+TASK_RESUMED = "TASK_RESUMED"
 
 
 class Lease(enum.StrEnum):
@@ -380,6 +392,36 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 role=OWNER,
                 route="retry",
                 summary="requeue a finished task",
+            ),
+            _T(
+                name="pause",
+                request=PauseRequest,
+                event=TASK_PAUSED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.KEEP,  # a QUEUED task holds none
+                outcome=_O.PAUSE,
+                payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
+                answer=(PREVIOUS_STATUS,),
+                actor=Actor.NOBODY,
+                role=OWNER,
+                route="pause",
+                summary="pause a QUEUED task: no claim takes it until it is resumed",
+            ),
+            _T(
+                name="resume",
+                request=ResumeRequest,
+                event=TASK_RESUMED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.KEEP,
+                outcome=_O.RESUME,
+                payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
+                answer=(PREVIOUS_STATUS,),
+                actor=Actor.NOBODY,
+                role=OWNER,
+                route="resume",
+                summary="resume a PAUSED task: QUEUED again, claimable as before",
             ),
             _T(
                 name="expire",

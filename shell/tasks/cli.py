@@ -1,8 +1,9 @@
-"""Commands of the task lifecycle: task create/list/show/history/verify/retry, claim, heartbeat,
-release, submit, cancel, expire-leases. Requests are JSON objects (`--json FILE`, `-` for stdin)
-with the same fields as the `TaskLedger` keyword arguments, so that lease tokens never appear on
-a command line. Each is structured once, into the core's request record, and that record is
-what the ledger applies (`TaskLedger.apply`).
+"""Commands of the task lifecycle: task create/list/show/history/verify/retry/pause/resume,
+claim, heartbeat, release, submit, cancel, expire-leases. Requests are JSON objects (`--json
+FILE`, `-` for stdin) with the same fields as the `TaskLedger` keyword arguments, so that lease
+tokens never appear on a command line; an owner's move of one task (`task pause`, `task
+resume`) takes its task, reason and key as arguments. Each request is structured once, into
+the core's request record, and that record is what the ledger applies (`TaskLedger.apply`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.requests import (
+    MAX_CLAIM_BATCH,
+    PauseRequest,
+    ReleaseRequest,
+    ResumeRequest,
+    TaskRequest,
+)
+from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from aios_ledger.shell.cli_support import (
     UsageError,
     emit,
@@ -47,7 +55,9 @@ MAX_WATCH_INTERVAL = 3600.0
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    task = commands.add_parser("task", help="tasks: create, list, show, history, verify, retry")
+    task = commands.add_parser(
+        "task", help="tasks: create, list, show, history, verify, retry, pause, resume"
+    )
     task_commands = task.add_subparsers(dest="task_command", required=True)
     create = task_commands.add_parser(
         "create",
@@ -145,6 +155,40 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "expire-leases", help="requeue (or fail) every claimed task whose lease has passed"
     )
     expire.set_defaults(handler=_expire)
+
+    _move_command(task_commands, "pause", PauseRequest.from_mapping)
+    _move_command(task_commands, "resume", ResumeRequest.from_mapping)
+
+
+def _move_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    record: Callable[[object], TaskRequest[Any]],
+) -> None:
+    """`task NAME TASK_ID --reason TEXT --idempotency-key KEY`: an owner's move of one task,
+    the operation `name` of the transition table (its summary is the command's help)."""
+    move = commands.add_parser(name, help=TASK_OPERATIONS[name].summary)
+    move.add_argument("task_id")
+    move.add_argument("--reason", required=True, help="why (kept in the sealed event)")
+    move.add_argument(
+        "--idempotency-key",
+        required=True,
+        metavar="KEY",
+        help="the key the move is filed under: the same key again answers the first answer",
+    )
+
+    def handle(args: argparse.Namespace) -> Any:
+        request = record(
+            {
+                "task_id": args.task_id,
+                "reason": args.reason,
+                "idempotency_key": args.idempotency_key,
+            }
+        )
+        with task_ledger(args) as ledger:
+            return ledger.apply(request)
+
+    move.set_defaults(handler=handle)
 
 
 def _json_option(parser: argparse.ArgumentParser) -> None:
