@@ -31,9 +31,9 @@ from aios_ledger.core import TaskRow
 from aios_ledger.core.log.records import SEAL_VERSION_2
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell import TaskLedger
-from aios_ledger.shell.db.engines.sqlite import CLAIM_PAGE, SqliteConnection, SqliteDatabase
+from aios_ledger.shell.db.engines.sqlite import SqliteConnection, SqliteDatabase
 from aios_ledger.shell.db.statements import sql
-from aios_ledger.shell.tasks.ledger import new_task_id
+from aios_ledger.shell.tasks.ledger import TAKEOVER_BATCH, new_task_id
 
 from .harness import (
     Size,
@@ -323,10 +323,9 @@ class RawLoop:
 
         def claim() -> None:
             # As the ledger's claim: first the passed leases it would take over (none here).
-            self._one("tasks_expired_leases", {"now": NOW, "limit": CLAIM_PAGE})
+            self._one("tasks_expired_leases", {"now": NOW, "limit": TAKEOVER_BATCH})
             row = self._one(
-                "tasks_claim_candidates",
-                {"now": NOW, "limit": CLAIM_PAGE, "offset": 0, "offered_json": OFFERED},
+                "tasks_claim_candidates", {"now": NOW, "limit": 1, "offered_json": OFFERED}
             )
             assert row is not None and row[0] == task_id
             event_id = self._next_event_id()

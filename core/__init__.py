@@ -56,6 +56,7 @@ from aios_ledger.core.tasks.decisions import (
     decide_verify,
 )
 from aios_ledger.core.tasks.history import HistoryEntry
+from aios_ledger.core.tasks.modes import VerificationMode, VerifyDecision
 from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
@@ -71,7 +72,7 @@ from aios_ledger.core.tasks.requests import (
     VerifyRequest,
     lease_token_sha256,
 )
-from aios_ledger.core.tasks.transitions import TaskStatus, VerificationMode, VerifyDecision
+from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.core.timestamps import Timestamp
 
 __all__ = [

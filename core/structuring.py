@@ -119,6 +119,20 @@ def unstructure(record: object) -> dict[str, Any]:
     return converter.unstructure(record)  # type: ignore[no-any-return]
 
 
+def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
+    """What `from_mapping` reads back into `record`: its public form and its `NOT_PUBLIC`
+    fields too (an idempotency key, a lease token), the mapping a client sends over the wire;
+    `without`: keys the wire carries elsewhere (a task id in the path, an agent in the token)."""
+    form = unstructure(record)
+    kind: Any = type(record)
+    for field in attrs.fields(kind):
+        if field.init and field.metadata.get(_PUBLIC, True) is False:
+            form[mapping_key(field)] = converter.unstructure(getattr(record, field.name))
+    for key in without:
+        form.pop(key, None)
+    return form
+
+
 def check_built(record: object, *, what: str, refuse: Refusal = FIELDS_INVALID) -> None:
     """Refuse a record built directly (not from a mapping) whose fields would not structure:
     each field's value, read back as input, goes through the very same hook."""

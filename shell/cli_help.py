@@ -73,6 +73,20 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ("aios-ledger task verify --json verify.json", "accept or reject a submitted result"),
     ),
     "task retry": (("aios-ledger task retry --json retry.json", "queue a FAILED task again"),),
+    "task pause": (
+        (
+            "aios-ledger task pause notes-1 --reason 'wait for the freeze' "
+            "--idempotency-key pause-notes-1",
+            "hold a queued task out of every claim",
+        ),
+    ),
+    "task resume": (
+        (
+            "aios-ledger task resume notes-1 --reason 'freeze over' "
+            "--idempotency-key resume-notes-1",
+            "let it be claimed again",
+        ),
+    ),
     "claim": (
         (
             'echo \'{"agent_id": "w1", "capabilities": ["python"], "lease_seconds": 60}\''

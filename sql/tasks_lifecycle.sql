@@ -1,5 +1,5 @@
--- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim walk,
--- lease expiry, the idempotency ledger and reads.
+-- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim's
+-- candidates, lease expiry, the idempotency ledger and reads.
 
 -- name: tasks_insert!
 INSERT INTO tasks(
@@ -41,9 +41,12 @@ WHERE task_id = :task_id
 SELECT coalesce(max(seq), 0) + 1 FROM tasks;
 
 -- name: tasks_claim_candidates
--- One bounded batch of QUEUED tasks in claim order, through tasks_claim_order. Attempts, deadline
--- and schedule are filtered here (timestamps are stored in one fixed format, so text order is
--- time order); capabilities are checked by the core, which re-checks everything.
+-- The first :limit QUEUED tasks in claim order that this claimer may take now, through
+-- tasks_claim_order: the one candidate statement, with the meaning of PostgreSQL's. Attempts,
+-- deadline and schedule are filtered here (timestamps are stored in one fixed format, so text
+-- order is time order), and capabilities: every name of required_capabilities_json must be in
+-- :offered_json (a JSON array of names); a list that is not a JSON array of names is never a
+-- candidate. The core checks each candidate again.
 SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
        constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
        claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
@@ -54,8 +57,17 @@ WHERE status = 'QUEUED'
   AND attempt < max_attempts
   AND (deadline IS NULL OR deadline > :now)
   AND (not_before IS NULL OR not_before <= :now)
+  AND CASE WHEN json_valid(required_capabilities_json)
+           THEN json_type(required_capabilities_json) = 'array' ELSE 0 END
+  AND NOT EXISTS (
+    SELECT 1
+    FROM json_each(CASE WHEN json_valid(required_capabilities_json)
+                        THEN required_capabilities_json ELSE '[]' END) AS required
+    WHERE required.type <> 'text'
+       OR NOT EXISTS (
+         SELECT 1 FROM json_each(:offered_json) AS offered WHERE offered.value = required.value))
 ORDER BY priority DESC, seq
-LIMIT :limit OFFSET :offset;
+LIMIT :limit;
 
 -- name: tasks_expired_leases
 -- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry.

@@ -14,13 +14,15 @@ import httpx
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.request_schemas import request_schema
-from aios_ledger.shell import Database
+from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
+from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.api.app import create_app, operations
 from aios_ledger.shell.api.backend import ApiSettings
 from aios_ledger.shell.api.openapi import BodyValidators, build_document
 from aios_ledger.shell.api.problems import status_of
 from aios_ledger.shell.api.tokens import issue_token
 from starlette.applications import Starlette
+from test_tasks_support import Clock
 
 
 @pytest.mark.parametrize(
@@ -57,12 +59,15 @@ def test_the_document_takes_its_bodies_from_the_core_schemas() -> None:
     schemas = document["components"]["schemas"]
     heartbeat = request_schema("heartbeat")
     body = schemas["HeartbeatBody"]
-    # The core's record without what the path gives, field for field.
+    # The core's record without what the path (the task) and the token (the acting agent)
+    # give, field for field.
     assert body["properties"] == {
-        k: v for k, v in heartbeat["properties"].items() if k != "task_id"
+        k: v for k, v in heartbeat["properties"].items() if k not in ("task_id", "agent_id")
     }
     assert body["additionalProperties"] is False
     assert "agent_id" not in schemas["ClaimBody"]["properties"]
+    for name in ("HeartbeatBody", "ReleaseBody", "SubmitBody", "VerifyBody"):
+        assert "agent_id" not in schemas[name]["properties"]
     assert schemas["ClaimBody"]["properties"]["wait_seconds"]["maximum"] == 60
     # Every $ref resolves inside the document.
     text = str(document)
@@ -119,3 +124,72 @@ def test_a_defect_is_a_500_without_its_internals(
     assert "secret" not in answer.text
     assert "GET /v1/status" in caplog.text
     assert token not in caplog.text
+
+
+def test_the_holder_is_decided_in_the_write_with_no_read_of_the_http_layers_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task route reads nothing of its own: whether the caller holds the task is decided by
+    the core inside the write, under the row lock. Here the task is handed over between the
+    request's arrival and its write (agent-1's lease passes and agent-2 takes it over): agent-1's
+    heartbeat, under the lease token it was given, is refused NOT_TASK_HOLDER by the decision.
+    A holder read before the write would have seen agent-1 holding the task, and the write
+    would then have answered LEASE_INVALID."""
+    path = tmp_path / "ledger.db"
+    clock = Clock()
+    with Database(path) as db:
+        tokens = {
+            name: issue_token(db, name, ["agent"], any_capability=True)["token"]
+            for name in ("agent-1", "agent-2")
+        }
+    with TaskLedger(path, clock=clock) as ledger:
+        ledger.create_task({"task_id": "t1", "goal": "g", "instructions": "i"}, idempotency_key="c")
+        claim = ledger.claim(agent_id="agent-1", capabilities=[], lease_seconds=60)
+    assert claim is not None and claim["task_id"] == "t1"
+    application = create_app(ApiSettings(db_path=str(path), clock=clock))
+    backend = application.state.backend
+    write_now = backend.write_now
+    handed: list[str] = []
+
+    def handing_over(work: Any) -> Any:
+        if not handed:
+            clock.advance(120)
+            taken = write_now(
+                lambda s: s.tasks.claim(agent_id="agent-2", capabilities=[], lease_seconds=60)
+            )
+            handed.append(taken["claimed_by"])
+        return write_now(work)
+
+    read_tasks: list[str] = []
+    get = TaskLedger.get
+
+    def counted_get(self: TaskLedger, task_id: str) -> Any:
+        read_tasks.append(task_id)
+        return get(self, task_id)
+
+    monkeypatch.setattr(backend, "write_now", handing_over)
+    monkeypatch.setattr(TaskLedger, "get", counted_get)
+
+    async def heartbeat() -> httpx.Response:
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+            return await client.post(
+                "/v1/tasks/t1/heartbeat",
+                json={"lease_token": claim["lease_token"], "lease_seconds": 60},
+                headers={"Authorization": f"Bearer {tokens['agent-1']}"},
+            )
+
+    try:
+        answer = asyncio.run(heartbeat())
+    finally:
+        backend.close()
+    assert handed == ["agent-2"]
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["code"] == "NOT_TASK_HOLDER"
+    assert read_tasks == []  # no read of the task outside the write
+    # No task route has a guard of its own before its write.
+    for operation in operations():
+        if operation.path.startswith("/v1/tasks/{task_id}/") and operation.method == "POST":
+            tail = operation.path.rsplit("/", 1)[1]
+            if tail in {row.route for row in TASK_OPERATIONS.values()}:
+                assert operation.guard is None, operation.path

@@ -298,6 +298,17 @@ def _registered(scene: Scenario) -> tuple[str, Any]:
     return path, None
 
 
+def _move(scene: Scenario) -> dict[str, Any]:
+    return {"reason": "r", "idempotency_key": scene.key()}
+
+
+def _paused(scene: Scenario) -> str:
+    task_id = scene.queued()
+    answer = scene.owner.post(f"/v1/tasks/{task_id}/pause", json=_move(scene))
+    assert answer.status_code == 200, answer.text
+    return task_id
+
+
 def _run_event(scene: Scenario) -> tuple[str, Any]:
     return f"/v1/runs/{scene.run()}/events", {"kind": "note", "payload": {"n": 1}}
 
@@ -359,6 +370,12 @@ CASES: dict[str, Case] = {
         OWNER,
         lambda s: (f"/v1/tasks/{s.cancelled()}/retry", {"reason": "r", "idempotency_key": s.key()}),
     ),
+    "pause": Case(
+        "POST",
+        OWNER,
+        lambda s: (f"/v1/tasks/{s.queued()}/pause", {"reason": "r", "idempotency_key": s.key()}),
+    ),
+    "resume": Case("POST", OWNER, lambda s: (f"/v1/tasks/{_paused(s)}/resume", _move(s))),
     "binding put": Case("PUT", OWNER, _bound),
     "binding get": Case("GET", ANY, _registered),
     "projection": Case("POST", OWNER, _projectable),

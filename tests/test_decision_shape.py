@@ -54,6 +54,7 @@ def test_every_operation_has_its_decision() -> None:
         "decide_spawn",
         "decide_stop",
         "decide_submit",
+        "decide_task",
         "decide_transition",
         "decide_verify",
         "decide_write_intent",

@@ -2,9 +2,11 @@
 governed repository: the cheap checks (token, role, holder, lease) come before the body is
 read, decoded or scanned, and a refused upload leaves nothing behind.
 
-Figures: 20 hostile cases tried, 20 refused, each with its stable code: 16 uploads (HTTP, the
+Figures: 23 hostile cases tried, 23 refused, each with its stable code: 16 uploads (HTTP, the
 CLI, the library), none of which leaves a proposal, a bundle file, a scratch folder or a git
-object behind, and 4 task and run writes to another agent's task or run.
+object behind; 6 task writes to another agent's task (3 bodies that are not JSON, refused as
+such; 3 with the holder's own lease token, refused NOT_TASK_HOLDER by the core in the write);
+and 1 write to another agent's run.
 
 Each test tells the cheap check from the expensive one by what it answers: a body that is not
 JSON, a bundle that is not base64, a bundle file that does not exist would each be refused by
@@ -218,16 +220,26 @@ def test_the_holder_uploads_with_the_lease_in_the_header(
     left.assert_nothing()
 
 
-def test_task_and_run_routes_check_the_holder_before_the_body(live: dict[str, Any]) -> None:
-    """heartbeat, result, release (another agent's task) and run events (another agent's run)
-    refuse the caller before its body is parsed: a body that is not JSON is answered by the
-    holder's or the owner's refusal."""
+def test_task_routes_check_the_holder_in_the_write_and_run_routes_before_the_body(
+    live: dict[str, Any],
+) -> None:
+    """heartbeat, result, release of another agent's task are refused by the core's decision,
+    in the write, even with the holder's own lease token: the task routes make no read of
+    their own, so their small bodies are parsed first (a body that is not JSON is refused as
+    such). Run events (another agent's run) are refused before the body is parsed."""
     server = live["server"]
     stranger = server.client("agent-2")
     garbage, json_type = b"{not json", {"Content-Type": "application/json"}
-    for route in ("heartbeat", "result", "release"):
-        answer = stranger.post(f"/v1/tasks/task-held/{route}", content=garbage, headers=json_type)
-        problem(answer, 403, "NOT_TASK_HOLDER")
+    lease = live["claimed"]["lease_token"]
+    bodies = {
+        "heartbeat": {"lease_token": lease, "lease_seconds": 60},
+        "result": {"lease_token": lease, "result": {}, "idempotency_key": "stolen"},
+        "release": {"lease_token": lease, "reason": "stolen"},
+    }
+    for route, body in bodies.items():
+        url = f"/v1/tasks/task-held/{route}"
+        problem(stranger.post(url, content=garbage, headers=json_type), 422, "JSON_INVALID")
+        problem(stranger.post(url, json=body), 403, "NOT_TASK_HOLDER")
     run = server.client("agent").post("/v1/runs", json={"prompt": "p"})
     assert run.status_code == 201, run.text
     events = f"/v1/runs/{run.json()['run_id']}/events"

@@ -12,7 +12,6 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.batches import MAX_BATCH
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell import Database, TaskLedger
-from aios_ledger.shell.db.engines.sqlite import CLAIM_PAGE
 from aios_ledger.shell.log.verification import verify_log
 from conftest import both_engines
 from legacy_fixtures import dump, rows
@@ -100,11 +99,15 @@ def test_claim_many_takes_tasks_in_claim_order_each_under_its_own_lease(
     assert _claim_many(ledger, 4) == []
 
 
-def test_claim_many_looks_past_a_page_of_tasks_it_may_not_take(ledger: TaskLedger) -> None:
-    _create(ledger, CLAIM_PAGE + 8, priority=5, required_capabilities=["gpu"])
+# More tasks a claimer may not take than a page of candidates ever held (32).
+MANY = 40
+
+
+def test_claim_many_looks_past_tasks_it_may_not_take(ledger: TaskLedger) -> None:
+    _create(ledger, MANY, priority=5, required_capabilities=["gpu"])
     plain = _create(ledger, 3, prefix="plain")
     assert [claim["task_id"] for claim in _claim_many(ledger, 3)] == plain
-    assert len(_claim_many(ledger, MAX_CLAIM_BATCH, ["gpu"])) == CLAIM_PAGE + 8
+    assert len(_claim_many(ledger, MAX_CLAIM_BATCH, ["gpu"])) == MANY
 
 
 @pytest.mark.parametrize("limit", [0, -1, MAX_CLAIM_BATCH + 1, True, "3", 2.0, None])

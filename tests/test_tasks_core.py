@@ -50,8 +50,9 @@ from aios_ledger.core.tasks import (
     first_claimable,
     next_task_status,
 )
-from aios_ledger.core.tasks.decisions import TASK_RELEASED, decide_release
-from aios_ledger.core.tasks.requests import ReleaseRequest
+from aios_ledger.core.tasks.decisions import TASK_RELEASED, decide_release, decide_task
+from aios_ledger.core.tasks.requests import PauseRequest, ReleaseRequest, ResumeRequest
+from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -156,6 +157,20 @@ def _retry(task: TaskRow) -> object:
     return decide_retry(TaskState(task, HISTORY), request, now=NOW)
 
 
+def _pause(task: TaskRow) -> object:
+    request = PauseRequest.from_mapping(
+        {"task_id": "t1", "reason": "freeze", "idempotency_key": "p"}
+    )
+    return decide_task(TaskState(task, HISTORY), request, now=NOW)
+
+
+def _resume(task: TaskRow) -> object:
+    request = ResumeRequest.from_mapping(
+        {"task_id": "t1", "reason": "thaw", "idempotency_key": "u"}
+    )
+    return decide_task(TaskState(task, HISTORY), request, now=NOW)
+
+
 def _expire(task: TaskRow) -> object:
     passed = task._replace(lease_expires_at="2026-08-20T00:00:05Z")
     return decide_expire(ExpiryState((passed,), HISTORY), ExpireRequest(), now=NOW)
@@ -175,6 +190,8 @@ DRIVERS: dict[TaskOperation, tuple[Callable[[TaskRow], object], dict[str, Any]]]
     TaskOperation.RETRY: (_retry, {}),
     TaskOperation.EXPIRE: (_expire, {}),
     TaskOperation.EXPIRE_EXHAUSTED: (_expire, {"attempt": 3}),
+    TaskOperation.PAUSE: (_pause, {}),
+    TaskOperation.RESUME: (_resume, {}),
 }
 
 
@@ -320,6 +337,47 @@ def test_golden_plans(golden: SnapshotAssertion) -> None:
 
 def test_golden_release_plan(golden: SnapshotAssertion) -> None:
     assert golden == plan_json(_release(row("CLAIMED")))
+
+
+def _create_t1() -> object:
+    create = TaskCreateCommand.from_mapping(
+        {
+            "idempotency_key": "create-t1",
+            "task": {"task_id": "t1", "goal": "g", "instructions": "i"},
+        }
+    )
+    return decide_create(TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1")
+
+
+# One plan of each operation of the transition table, from the task it starts from: a new
+# operation is a row of the table and an entry here, whose golden plan is then recorded.
+OPERATION_PLANS: dict[str, Callable[[], object]] = {
+    "create": _create_t1,
+    "claim": lambda: _claim(row("QUEUED")),
+    "heartbeat": lambda: _heartbeat(row("CLAIMED")),
+    "release": lambda: _release(row("CLAIMED")),
+    "submit": lambda: _submit(row("CLAIMED")),
+    "verify": lambda: _verify("SUCCEEDED")(row("SUBMITTED")),
+    "cancel": lambda: _cancel(row("QUEUED")),
+    "retry": lambda: _retry(row("CANCELLED")),
+    "expire": lambda: _expire(row("CLAIMED")),
+    "pause": lambda: _pause(row("QUEUED")),
+    "resume": lambda: _resume(row("PAUSED")),
+}
+
+
+def test_every_operation_of_the_transition_table_has_a_golden_plan(
+    golden: SnapshotAssertion,
+) -> None:
+    assert set(OPERATION_PLANS) == set(TASK_OPERATIONS)
+    assert golden == {name: plan_json(build()) for name, build in OPERATION_PLANS.items()}
+
+
+def test_each_operation_seals_the_event_its_row_names() -> None:
+    for name, build in OPERATION_PLANS.items():
+        plan = build()
+        assert isinstance(plan, WritePlan)
+        assert plan.events[0].event.event_type == TASK_OPERATIONS[name].event
 
 
 # ---------------------------------------------------------------------------------------------

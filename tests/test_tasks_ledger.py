@@ -832,7 +832,10 @@ def _plan_details(path: Path, statement: str, params: dict[str, Any]) -> list[st
 @pytest.mark.parametrize(
     "statement,params",
     [
-        ("tasks_claim_candidates", {"now": "2026-08-20T00:00:00Z", "limit": 32, "offset": 0}),
+        (
+            "tasks_claim_candidates",
+            {"now": "2026-08-20T00:00:00Z", "limit": 32, "offered_json": '["git"]'},
+        ),
         ("tasks_expired_leases", {"now": "2026-08-20T00:00:00Z", "limit": 200}),
         ("tasks_list_by_status", {"status": "QUEUED", "limit": 10}),
         ("get_task", {"task_id": "t1"}),

@@ -4,7 +4,11 @@ import typing
 
 if typing.TYPE_CHECKING:
     from aios_ledger.core.tasks.backoff import retry_delay_ms
-    from aios_ledger.core.tasks.decisions import (
+    from aios_ledger.core.tasks.decisions import decide_task, first_claimable, refuse_ungranted
+    from aios_ledger.core.tasks.history import task_history
+    from aios_ledger.core.tasks.results import RESULT_CONTRACTS
+    from aios_ledger.core.tasks.transitions import (
+        ABSENT,
         RESULT_SUBMITTED,
         TASK_CANCELLED,
         TASK_CLAIMED,
@@ -12,15 +16,8 @@ if typing.TYPE_CHECKING:
         TASK_HEARTBEAT,
         TASK_LEASE_EXPIRED,
         TASK_REQUEUED,
-        TASK_VERIFIED,
-        first_claimable,
-        refuse_ungranted,
-    )
-    from aios_ledger.core.tasks.history import task_history
-    from aios_ledger.core.tasks.results import RESULT_CONTRACTS
-    from aios_ledger.core.tasks.transitions import (
-        ABSENT,
         TASK_TRANSITIONS,
+        TASK_VERIFIED,
         TERMINAL_STATUSES,
         TaskOperation,
         next_task_status,
@@ -45,6 +42,7 @@ __all__ = [
     "TASK_LEASE_EXPIRED",
     "TASK_CANCELLED",
     "TASK_REQUEUED",
+    "decide_task",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -56,7 +54,11 @@ if not typing.TYPE_CHECKING:
         if name not in __all__:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from aios_ledger.core.tasks.backoff import retry_delay_ms  # noqa: F401
-        from aios_ledger.core.tasks.decisions import (  # noqa: F401
+        from aios_ledger.core.tasks.decisions import decide_task, first_claimable, refuse_ungranted  # noqa: F401
+        from aios_ledger.core.tasks.history import task_history  # noqa: F401
+        from aios_ledger.core.tasks.results import RESULT_CONTRACTS  # noqa: F401
+        from aios_ledger.core.tasks.transitions import (  # noqa: F401
+            ABSENT,
             RESULT_SUBMITTED,
             TASK_CANCELLED,
             TASK_CLAIMED,
@@ -64,15 +66,8 @@ if not typing.TYPE_CHECKING:
             TASK_HEARTBEAT,
             TASK_LEASE_EXPIRED,
             TASK_REQUEUED,
-            TASK_VERIFIED,
-            first_claimable,
-            refuse_ungranted,
-        )
-        from aios_ledger.core.tasks.history import task_history  # noqa: F401
-        from aios_ledger.core.tasks.results import RESULT_CONTRACTS  # noqa: F401
-        from aios_ledger.core.tasks.transitions import (  # noqa: F401
-            ABSENT,
             TASK_TRANSITIONS,
+            TASK_VERIFIED,
             TERMINAL_STATUSES,
             TaskOperation,
             next_task_status,

@@ -77,14 +77,16 @@ class VerifyAnswer(TaskSummary):
     idempotent: bool
 
 
-class CancelAnswer(TaskSummary):
+class MoveAnswer(TaskSummary):
+    """What an owner's move of a task answers (cancel, retry, and any operation of the same
+    shape): its summary after the move, the status it had before, and whether it is a replay."""
+
     previous_status: str
     idempotent: bool
 
 
-class RetryAnswer(TaskSummary):
-    previous_status: str
-    idempotent: bool
+CancelAnswer: TypeAlias = MoveAnswer
+RetryAnswer: TypeAlias = MoveAnswer
 
 
 class ExpireAnswer(TypedDict):

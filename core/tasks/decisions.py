@@ -1,14 +1,24 @@
-"""Decisions of the task lifecycle: create, claim, heartbeat, release, submit, verify, cancel,
-expire, retry.
+"""Decisions of the task lifecycle: one transition decision over the rows of `TASK_OPERATIONS`
+(create, claim, heartbeat, release, submit, verify, cancel, retry, expire).
 
-Each `decide_*(state, request, *, now, ...)` is pure: `state` holds the rows the shell read
-inside its `BEGIN IMMEDIATE` (the task, any first answer, the log's tail at the task's chain),
-`request` the structured request, `now` the clock's `Timestamp`, and the keywords after it what
-the shell generated (a task id, a lease token) or configured (result contracts). It returns a
-`Replay` (the first answer for an idempotency key), a `WritePlan` (one compare-and-swap on the
-task row per transition, the idempotency-ledger row, one sealed event per transition), or raises
-a `LedgerError`. Every status change goes through `TASK_TRANSITIONS`; every write adds 1 to
-`revision`, a claim adds 1 to `attempt`.
+`decide_task(state, request, *, now, **inputs)` is pure: `state` holds the rows the shell read
+inside its write transaction (the task, under its row lock; any first answer for the request's
+key; the log's tail at the task's chain; for a claim, the candidates and the leases it takes
+over), `request` the structured request, whose class names its operation
+(`core/tasks/transitions.py`), `now` the clock's `Timestamp`, and the keywords after it what the
+shell generated (a task id, lease tokens, the retry jitter) or configured (result contracts).
+It returns a `Replay` (the first answer for an idempotency key), a `WritePlan` (one
+compare-and-swap on the task row per move, the idempotency-ledger row, one sealed event per
+move), None (a claim with nothing to take, nothing taken over), or raises a `LedgerError`.
+
+Every operation on one task follows its row, in one order: a keyed request's replay is
+recognised first (the task has moved on since the first answer); then the task must exist; a
+fenced request must come from its holder (`NOT_TASK_HOLDER`: another agent holds it) under its
+live lease; the row's outcome must be a move of `TASK_TRANSITIONS` from the task's status
+(`INVALID_TRANSITION`); then the operation's own rules (below, by name); then the next row
+(the status, the lease as the row says, one more `revision`, the clock), its event (the row's
+facts) and its answer. `decide_<operation>` for each operation is that decision with the
+operation's own keywords (the names embedders call).
 
 A judgement that sends a task back to the queue (a reviewer's NEEDS_REWORK, an automatic
 verification's rejection) schedules its next attempt after the task's backoff: `jitter` is the
@@ -17,13 +27,20 @@ shell's draw in [0, 1), an input like the clock (`core/tasks/backoff.py`).
 Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
 that does not match the task's current lease (never held, requeued, claimed by someone else,
 released by submit, release or cancel) is `LEASE_INVALID`; the matching token after the lease's
-expiry is `LEASE_EXPIRED`. Neither writes anything.
+expiry is `LEASE_EXPIRED`. A request that names its agent (`agent_id`: the HTTP API's token)
+for a task another agent holds is `NOT_TASK_HOLDER`, whatever token it brings. None writes
+anything.
+
+The claim is decided here whole: the leases that have passed among those the shell read (and
+the claimed task's own) are taken over first, in the same plan (each `TASK_LEASE_EXPIRED`, back
+to QUEUED or FAILED when used up), and then the first eligible tasks in claim order (larger
+priority, then creation order) among the candidates and the tasks taken over are claimed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core.digests import sha256_of_canonical
@@ -44,6 +61,7 @@ from aios_ledger.core.plan import (
 from aios_ledger.core.runs.attempts import evidence_prompt, evidence_run, evidence_session
 from aios_ledger.core.runs.records import RunIdentity
 from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.structuring import wire_form
 from aios_ledger.core.tasks.answers import (
     CancelAnswer,
     ClaimAnswer,
@@ -58,9 +76,11 @@ from aios_ledger.core.tasks.answers import (
     task_summary,
 )
 from aios_ledger.core.tasks.backoff import require_jitter, retry_not_before
+from aios_ledger.core.tasks.modes import VerificationMode
 from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
+    ClaimBatchRequest,
     ClaimRequest,
     ExpireRequest,
     HeartbeatRequest,
@@ -69,47 +89,87 @@ from aios_ledger.core.tasks.requests import (
     SubmitRequest,
     TaskCreateCommand,
     TaskCreateRequest,
+    TaskRequest,
     VerifyRequest,
     lease_token_sha256,
 )
 from aios_ledger.core.tasks.results import check_task_result, task_envelope
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
+    RESULT_SUBMITTED,
+    TASK_CANCELLED,
+    TASK_CLAIMED,
+    TASK_CREATED,
+    TASK_HEARTBEAT,
+    TASK_LEASE_EXPIRED,
+    TASK_OPERATIONS,
+    TASK_RELEASED,
+    TASK_REQUEUED,
+    TASK_VERIFIED,
+    Actor,
+    Lease,
+    Step,
     TaskOperation,
     TaskStatus,
-    VerificationMode,
-    expire_operation,
+    TaskTransition,
     next_task_status,
-    release_operation,
-    verify_operation,
+    operation_of,
 )
 from aios_ledger.core.tasks.verification import Judgement, automatic_judgement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
-TASK_CREATED = "TASK_CREATED"
-TASK_CLAIMED = "TASK_CLAIMED"
-TASK_HEARTBEAT = "TASK_HEARTBEAT"
-RESULT_SUBMITTED = "RESULT_SUBMITTED"
-TASK_VERIFIED = "TASK_VERIFIED"
-TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
-TASK_CANCELLED = "TASK_CANCELLED"
-TASK_RELEASED = "TASK_RELEASED"
-TASK_REQUEUED = "TASK_REQUEUED"
+__all__ = [
+    "RESULT_SUBMITTED",
+    "TASK_CANCELLED",
+    "TASK_CLAIMED",
+    "TASK_CREATED",
+    "TASK_HEARTBEAT",
+    "TASK_LEASE_EXPIRED",
+    "TASK_RELEASED",
+    "TASK_REQUEUED",
+    "TASK_VERIFIED",
+    "ExpiryState",
+    "TaskState",
+    "claim_digest",
+    "claim_refusal",
+    "create_digest",
+    "decide_cancel",
+    "decide_claim",
+    "decide_create",
+    "decide_expire",
+    "decide_heartbeat",
+    "decide_release",
+    "decide_retry",
+    "decide_submit",
+    "decide_task",
+    "decide_verify",
+    "first_claimable",
+    "refuse_ungranted",
+]
+
+R = TypeVar("R")
 
 
 @attrs.frozen
 class TaskState:
     """What a decision on one task reads: the task (None: there is none), the log's tail at
-    its chain, any first answer for the request's idempotency key, and (for a create) the
-    creation sequence a new task gets, read under the write lock like the next event id; for
-    a verify by a named reviewer, the agent that wrote the result it judges (`result_author`,
-    the holder its last RESULT_SUBMITTED names)."""
+    its chain (and, for a claim, at the chains of its candidates and of the leases it takes
+    over), any first answer for the request's idempotency key, and (for a create) the creation
+    sequence a new task gets, read under the write lock like the next event id; for a verify
+    by a named reviewer, the agent that wrote the result it judges (`result_author`, the
+    holder its last RESULT_SUBMITTED names).
+
+    A claim that names no task reads `task` (None: no candidate) and `candidates`: the QUEUED
+    tasks the shell's one candidate statement found, in claim order; and `passed`: CLAIMED
+    tasks whose leases may have passed, which it takes over first."""
 
     task: TaskRow | None
     tail: LogTail
     prior: IdempotencyRow | None = None
     next_seq: int | None = None
     result_author: str | None = None
+    candidates: tuple[TaskRow, ...] = ()
+    passed: tuple[TaskRow, ...] = ()
 
 
 @attrs.frozen
@@ -119,6 +179,25 @@ class ExpiryState:
 
     tasks: tuple[TaskRow, ...]
     tail: LogTail
+
+
+@attrs.frozen
+class _Inputs:
+    """What the shell drew or configured for a decision (None: not given)."""
+
+    task_id: str | None = None
+    lease_token: str | None = None
+    lease_tokens: tuple[str, ...] = ()
+    jitter: float | None = None
+    contracts: Mapping[str, Mapping[str, object]] | None = None
+    proposal: ProposalRow | None = None
+    grant: frozenset[str] | None = None
+
+    def need(self, name: str, operation: str) -> Any:
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(f"a {operation} decision needs {name}")
+        return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,11 +215,22 @@ def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
     return task._replace(**changes, revision=task.revision + 1, updated_at=now.text)
 
 
-def _release(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
-    """`_advance` for a transition that ends the lease: no holder, no token, no expiry."""
-    return _advance(
-        task, now, claimed_by=None, lease_token_hash=None, lease_expires_at=None, **changes
-    )
+def _lease_columns(
+    lease: Lease, request: Any, now: Timestamp, lease_token: str | None
+) -> dict[str, Any]:
+    """The lease columns of the row after an operation, as its row's `lease` says."""
+    if lease is Lease.END:
+        return {"claimed_by": None, "lease_token_hash": None, "lease_expires_at": None}
+    if lease is Lease.EXTEND:
+        return {"lease_expires_at": now.plus_seconds(request.lease_seconds).text}
+    if lease is Lease.TAKE:
+        assert lease_token is not None
+        return {
+            "claimed_by": request.agent_id,
+            "lease_token_hash": lease_token_sha256(lease_token),
+            "lease_expires_at": now.plus_seconds(request.lease_seconds).text,
+        }
+    return {}
 
 
 def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
@@ -201,15 +291,6 @@ def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) 
     )
 
 
-def _claimed_event(
-    task: TaskRow, payload: JsonObject, agent_id: str | None, attempt_run: RunIdentity
-) -> EventAppend:
-    """A claim's event: its seal covers the claimed row and the attempt's evidence run the
-    claim created, so that `verify` proves the run as it proves a run created on its own."""
-    event = _event(task, TASK_CLAIMED, payload, agent_id)
-    return attrs.evolve(event, rows=(*event.rows, attempt_run.image()))
-
-
 def _answered(event: EventAppend, first: FirstAnswerRow | None) -> EventAppend:
     """`event`, whose seal also covers the first answer its transition stored (if it stored
     one), so that an answer changed by hand, replayed later, is found by `verify`."""
@@ -237,6 +318,332 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
         )
 
 
+def _check_holder(task: TaskRow, agent_id: str | None) -> None:
+    """An agent acts only on a task it holds: one another agent holds is `NOT_TASK_HOLDER`,
+    whatever token it brings. (A task nobody holds is left to the lease, which it has none
+    of, or to the replay of a keyed submit's first answer.)"""
+    if agent_id is not None and task.claimed_by is not None and task.claimed_by != agent_id:
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task.task_id!r} is held by another agent")
+
+
+def _actor(actor: Actor, before: TaskRow, request: Any) -> str | None:
+    if actor is Actor.HOLDER:
+        return before.claimed_by
+    if actor is Actor.CLAIMER:
+        return cast(str, request.agent_id)
+    return None
+
+
+@attrs.frozen
+class _Move:
+    """One task moved by one operation: its row after, the guarded write, the event."""
+
+    after: TaskRow
+    write: SqlWrite
+    event: EventAppend
+
+
+def _move(
+    row: TaskTransition,
+    task: TaskRow,
+    request: Any,
+    now: Timestamp,
+    status: TaskStatus,
+    *,
+    changes: Mapping[str, Any] | None = None,
+    payload: Callable[[Step], JsonObject] | None = None,
+    lease_token: str | None = None,
+) -> _Move:
+    """The move `row` makes of `task` to `status`: the lease as the row says, the operation's
+    own column `changes`, one more revision; its event with the row's facts (and `payload`'s)."""
+    after = _advance(
+        task,
+        now,
+        status=status,
+        **_lease_columns(row.lease, request, now, lease_token),
+        **(changes or {}),
+    )
+    step = Step(task, after, request)
+    facts: JsonObject = {fact.key: fact.read(step) for fact in row.payload}
+    if payload is not None:
+        facts.update(payload(step))
+    event = _event(after, row.event, facts, _actor(row.actor, task, request))
+    return _Move(after, _cas(task, after), event)
+
+
+def _answer(row: TaskTransition, before: TaskRow, after: TaskRow, request: Any) -> dict[str, Any]:
+    step = Step(before, after, request)
+    return {
+        **task_summary(after),
+        **{fact.key: fact.read(step) for fact in row.answer},
+        "idempotent": False,
+    }
+
+
+def _typed(request: object, kind: type[R]) -> R:
+    if not isinstance(request, kind):
+        raise LedgerError(
+            "FIELDS_INVALID", f"a {kind.__name__} is needed, not {type(request).__name__}"
+        )
+    return request
+
+
+# ---------------------------------------------------------------------------------------------
+# the one transition decision
+
+
+def decide_task(
+    state: TaskState | ExpiryState,
+    request: TaskRequest[Any],
+    *,
+    now: Timestamp,
+    task_id: str | None = None,
+    lease_token: str | None = None,
+    lease_tokens: Sequence[str] = (),
+    jitter: float | None = None,
+    contracts: Mapping[str, Mapping[str, object]] | None = None,
+    proposal: ProposalRow | None = None,
+    grant: frozenset[str] | None = None,
+) -> Decision[Any] | None:
+    """The decision of the operation `request` asks for (its row of `TASK_OPERATIONS`), on
+    `state` (an `ExpiryState` for `ExpireRequest`, else a `TaskState`). The inputs each
+    operation needs: create, `task_id`; claim, `lease_token` (a batch: `lease_tokens`, one per
+    task it may take) and its claimer's `grant` (None: no ceiling); submit, `contracts`,
+    `jitter` and the attempt's `proposal` if any; verify, `jitter`."""
+    require_timestamp(now)
+    row = operation_of(request)
+    inputs = _Inputs(
+        task_id=task_id,
+        lease_token=lease_token,
+        lease_tokens=tuple(lease_tokens),
+        jitter=jitter,
+        contracts=contracts,
+        proposal=proposal,
+        grant=grant,
+    )
+    if isinstance(state, ExpiryState):
+        return _decide_expire(row, state, _typed(request, ExpireRequest), now)
+    special = _SPECIAL.get(row.name)
+    if special is not None:
+        return special(row, state, request, inputs, now)
+    return _decide_one(row, state, request, inputs, now)
+
+
+@attrs.frozen
+class _Rules:
+    """What an operation on one task decides beyond its row (each optional): `prepare`
+    checks its inputs; `check` its own rules, once the move is known to be one; `changes` the
+    columns it writes beside the status and the lease; `payload` its event's facts beyond the
+    row's; `then` a second move in the same plan (an automatic verification)."""
+
+    prepare: Callable[[_Inputs, str], None] | None = None
+    check: Callable[[TaskRow, Any, TaskState, _Inputs, Timestamp], None] | None = None
+    changes: Callable[[TaskRow, Any, _Inputs, Timestamp, TaskStatus], Mapping[str, Any]] | None = (
+        None
+    )
+    payload: Callable[[Step], JsonObject] | None = None
+    then: Callable[[TaskRow, Any, _Inputs, Timestamp], _Move | None] | None = None
+
+
+def _digest(row: TaskTransition, request: Any) -> str | None:
+    """What a keyed request's key is bound to (None: not keyed)."""
+    if not row.keyed:
+        return None
+    return request_digest(row.name, request.task_id, request.public())
+
+
+def _decide_one(
+    row: TaskTransition, state: TaskState, request: Any, inputs: _Inputs, now: Timestamp
+) -> Decision[Any]:
+    """An operation on one named task, as its row says (see the module for the order)."""
+    rules = _RULES.get(row.name, _PLAIN)
+    if rules.prepare is not None:
+        rules.prepare(inputs, row.name)
+    digest = _digest(row, request)
+    if digest is not None:
+        replay = replay_or_conflict(state.prior, digest, dict)
+        if replay is not None:
+            return replay
+    task = _require(request.task_id, state.task)
+    if row.fenced:
+        _check_holder(task, request.agent_id)
+        _check_lease(task, request.lease_token, now)
+    status = row.next_status(task, request)
+    if rules.check is not None:
+        rules.check(task, request, state, inputs, now)
+    changes = None if rules.changes is None else rules.changes(task, request, inputs, now, status)
+    move = _move(row, task, request, now, status, changes=changes, payload=rules.payload)
+    writes, events = [move.write], [move.event]
+    final = move.after
+    if rules.then is not None:
+        more = rules.then(move.after, request, inputs, now)
+        if more is not None:
+            writes.append(more.write)
+            events.append(more.event)
+            final = more.after
+    answer = _answer(row, task, final, request)
+    if digest is not None:
+        first = _first_answer(request.idempotency_key, row.name, task.task_id, digest, answer, now)
+        writes.append(_answer_write(first))
+        events[-1] = _answered(events[-1], first)
+    return sealed_plan(writes, events, answer, tail=state.tail)
+
+
+_PLAIN = _Rules()
+
+
+# -- retry: more attempts, due at once
+
+
+def _retry_changes(
+    task: TaskRow, request: RetryRequest, inputs: _Inputs, now: Timestamp, status: TaskStatus
+) -> Mapping[str, Any]:
+    return {"max_attempts": task.max_attempts + request.extra_attempts, "not_before": None}
+
+
+# -- submit: the result, held to its contract; judged at once when the task says so
+
+
+def _need_jitter(inputs: _Inputs, operation: str) -> None:
+    require_jitter(inputs.jitter)
+
+
+def _submit_prepare(inputs: _Inputs, operation: str) -> None:
+    _need_jitter(inputs, operation)
+    inputs.need("contracts", operation)
+
+
+def _submit_check(
+    task: TaskRow, request: SubmitRequest, state: TaskState, inputs: _Inputs, now: Timestamp
+) -> None:
+    check_task_result(task, request.result, inputs.need("contracts", "submit"))
+    proposal = inputs.proposal
+    if proposal is not None and (proposal.task_id, proposal.attempt) == (
+        task.task_id,
+        task.attempt,
+    ):
+        require_stated_work(request.result, proposal.changed_files(), proposal.head_oid)
+
+
+def _submit_changes(
+    task: TaskRow, request: SubmitRequest, inputs: _Inputs, now: Timestamp, status: TaskStatus
+) -> Mapping[str, Any]:
+    result_json = encode_checked(request.result)
+    return {
+        "result_json": result_json,
+        "result_digest": sha256_of_canonical(result_json),  # sha256_hex, from the one encoding
+        "result_idempotency_key": request.idempotency_key,
+    }
+
+
+def _submit_then(
+    submitted: TaskRow, request: SubmitRequest, inputs: _Inputs, now: Timestamp
+) -> _Move | None:
+    """A task verified automatically is judged in the same plan: RESULT_SUBMITTED, then
+    TASK_VERIFIED."""
+    if submitted.verification_mode != VerificationMode.AUTO:
+        return None
+    judgement = automatic_judgement(request.result)
+    return _judged(submitted, judgement, now, jitter=inputs.jitter or 0.0, automatic=True)
+
+
+# -- verify: a judgement of the submitted result, never by its author
+
+
+def _judgement_changes(
+    task: TaskRow,
+    judgement: Judgement,
+    now: Timestamp,
+    *,
+    jitter: float,
+    status: TaskStatus,
+    automatic: bool,
+) -> dict[str, Any]:
+    marks: JsonObject = {"automatic": True} if automatic else {}
+    verification: JsonObject = {
+        "decision": judgement.decision,
+        "reason": judgement.reason,
+        **marks,
+    }
+    not_before = task.not_before
+    if status == TaskStatus.QUEUED:
+        not_before = retry_not_before(task.retry_policy(), task.attempt, jitter, now).text
+    return {"not_before": not_before, "verification_json": encode_checked(verification)}
+
+
+def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
+    def payload(step: Step) -> JsonObject:
+        facts: JsonObject = {}
+        if automatic:
+            facts["automatic"] = True
+        if step.after.status == TaskStatus.QUEUED:
+            facts["not_before"] = step.after.not_before
+        return facts
+
+    return payload
+
+
+def _judged(
+    task: TaskRow, judgement: Judgement, now: Timestamp, *, jitter: float, automatic: bool
+) -> _Move:
+    """A SUBMITTED task after `judgement`, and its TASK_VERIFIED event. NEEDS_REWORK goes back
+    to QUEUED behind the task's backoff (its `attempt`-th retry), or FAILED when used up."""
+    row = TASK_OPERATIONS["verify"]
+    status = row.next_status(task, judgement)
+    changes = _judgement_changes(
+        task, judgement, now, jitter=jitter, status=status, automatic=automatic
+    )
+    return _move(
+        row, task, judgement, now, status, changes=changes, payload=_judgement_payload(automatic)
+    )
+
+
+def _verify_check(
+    task: TaskRow, request: VerifyRequest, state: TaskState, inputs: _Inputs, now: Timestamp
+) -> None:
+    """Separation of duties: a reviewer (the request's agent: an HTTP token's name) that wrote
+    the result itself (`state.result_author`) is `SELF_REVIEW`; then the result must be the
+    one the verifier expects."""
+    reviewer = request.agent_id
+    if reviewer is not None and reviewer == state.result_author:
+        raise LedgerError(
+            "SELF_REVIEW",
+            f"{reviewer!r} wrote the result of task {task.task_id!r} and may not judge it: "
+            "another reviewer, under a token of another name, must verify it",
+        )
+    expected = request.expected_result_digest
+    if expected is not None and expected != task.result_digest:
+        raise LedgerError(
+            "RESULT_DIGEST_MISMATCH",
+            f"the stored result is {task.result_digest}, the verifier expects {expected}",
+        )
+
+
+def _verify_changes(
+    task: TaskRow, request: VerifyRequest, inputs: _Inputs, now: Timestamp, status: TaskStatus
+) -> Mapping[str, Any]:
+    judgement = Judgement(request.decision, request.reason)
+    jitter = inputs.need("jitter", "verify")
+    return _judgement_changes(task, judgement, now, jitter=jitter, status=status, automatic=False)
+
+
+_RULES: Mapping[str, _Rules] = {
+    "retry": _Rules(changes=_retry_changes),
+    "submit": _Rules(
+        prepare=_submit_prepare,
+        check=_submit_check,
+        changes=_submit_changes,
+        then=_submit_then,
+    ),
+    "verify": _Rules(
+        prepare=_need_jitter,
+        check=_verify_check,
+        changes=_verify_changes,
+        payload=_judgement_payload(automatic=False),
+    ),
+}
+
+
 # ---------------------------------------------------------------------------------------------
 # create
 
@@ -245,23 +652,24 @@ def create_digest(request: TaskCreateRequest) -> str:
     return request_digest("create", None, request.public())
 
 
-def decide_create(
-    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, task_id: str
+def _decide_create(
+    row: TaskTransition, state: TaskState, request: Any, inputs: _Inputs, now: Timestamp
 ) -> Decision[CreateAnswer]:
     """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
-    require_timestamp(now)
-    idempotency_key = request.idempotency_key
-    digest = create_digest(request.task)
+    command = _typed(request, TaskCreateCommand)
+    task_id = inputs.need("task_id", row.name)
+    idempotency_key = command.idempotency_key
+    digest = create_digest(command.task)
     replay = replay_or_conflict(state.prior, digest, CreateAnswer)
     if replay is not None:
         return replay
-    if request.task.task_id is not None and request.task.task_id != task_id:
+    if command.task.task_id is not None and command.task.task_id != task_id:
         raise LedgerError("FIELDS_INVALID", "task_id disagrees with the request's")
     if state.task is not None:
         raise LedgerError("TASK_ALREADY_EXISTS", f"task {task_id!r} exists already")
     if state.next_seq is None:
         raise ValueError("a create needs the next creation sequence in its state")
-    request_task = request.task
+    request_task = command.task
     task = TaskRow(
         task_id=task_id,
         goal=request_task.goal,
@@ -303,10 +711,10 @@ def decide_create(
         "idempotency_key": idempotency_key,
         **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
     }
-    first = _first_answer(idempotency_key, "create", task_id, digest, answer, now)
+    first = _first_answer(idempotency_key, row.name, task_id, digest, answer, now)
     return sealed_plan(
         (insert, _answer_write(first)),
-        (_answered(_event(task, TASK_CREATED, payload, None), first),),
+        (_answered(_event(task, row.event, payload, None), first),),
         answer,
         tail=state.tail,
     )
@@ -364,8 +772,7 @@ def first_claimable(
     candidates: Iterable[TaskRow], capabilities: Sequence[str], now: Timestamp, count: int
 ) -> list[TaskRow]:
     """The first `count` of `candidates` (in claim order) a claimer offering `capabilities`
-    may take now. Candidates are taken one at a time and no more than needed, so that the
-    shell can read them a page at a time."""
+    may take now. Candidates are taken one at a time and no more than needed."""
     chosen: list[TaskRow] = []
     if count < 1:
         return chosen
@@ -381,46 +788,59 @@ def claim_digest(request: ClaimRequest, lease_token: str) -> str:
     return request_digest("claim", request.task_id, request.public(lease_token))
 
 
-def decide_claim(
-    state: TaskState,
-    request: ClaimRequest,
-    *,
-    now: Timestamp,
-    lease_token: str,
-    grant: frozenset[str] | None = None,
-) -> Decision[ClaimAnswer] | None:
-    """Claim `state.task` (the requested one, or the first candidate `claim_refusal` let
-    through); None when there is nothing to claim (no plan, nothing recorded). First, the
-    offered capabilities are held to the claimer's `grant` (`refuse_ungranted`), replays
-    included: a token may not offer what it was not granted, whatever it would find.
+def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
+    """The CLAIMED tasks a claim takes over first: those of `state.passed`, and the claim's
+    own task and candidates, whose leases have passed; each once, in the order read."""
+    seen: set[str] = set()
+    passed: list[TaskRow] = []
+    own = () if state.task is None else (state.task,)
+    for task in (*state.passed, *own, *state.candidates):
+        if task.task_id in seen:
+            continue
+        seen.add(task.task_id)
+        if task.status == TaskStatus.CLAIMED and _passed(task.lease_expires_at, now):
+            passed.append(task)
+    return passed
 
-    The stored first answer never holds the token; a replay gives back the token the caller
-    brought, which the request digest (over its sha256) proves to be the first one.
-    """
-    require_timestamp(now)
-    refuse_ungranted(request.capabilities, grant)
-    # Only an idempotent claim is bound to a request digest.
-    digest = None if request.idempotency_key is None else claim_digest(request, lease_token)
-    replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
-    if replay is not None:
-        return Replay({**replay.response, "lease_token": lease_token})
-    if state.task is None:
-        if request.task_id is not None:
-            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return None
-    task = state.task
-    refusal = claim_refusal(task, request.capabilities, now)
-    if refusal is not None:
-        raise refusal
-    claimed = _advance(
+
+def _claim_pool(state: TaskState, requeued: Mapping[str, TaskRow]) -> list[TaskRow]:
+    """What a claim may take: its task and candidates, and the tasks it took over, each as
+    the plan leaves it, in claim order (larger priority first, then creation order)."""
+    own = () if state.task is None else (state.task,)
+    pool: dict[str, TaskRow] = {}
+    for task in (*own, *state.candidates, *requeued.values()):
+        pool.setdefault(task.task_id, requeued.get(task.task_id, task))
+    return sorted(pool.values(), key=lambda task: (-task.priority, task.seq))
+
+
+def _claimed(
+    row: TaskTransition,
+    task: TaskRow,
+    request: ClaimRequest,
+    lease_token: str,
+    digest: str | None,
+    now: Timestamp,
+) -> tuple[list[SqlWrite], EventAppend, ClaimAnswer]:
+    """One task claimed: its move, the attempt's evidence run the claim creates (its seal
+    covers both rows, so that `verify` proves the run as it proves a run created on its own),
+    its first answer when the claim is keyed, and its answer."""
+    status = row.next_status(task, request)
+    run_id = evidence_run(task.task_id, task.attempt + 1)
+
+    def with_run(step: Step) -> JsonObject:
+        return {"run_id": run_id}
+
+    move = _move(
+        row,
         task,
+        request,
         now,
-        status=next_task_status(task.status, TaskOperation.CLAIM),
-        attempt=task.attempt + 1,
-        claimed_by=request.agent_id,
-        lease_token_hash=lease_token_sha256(lease_token),
-        lease_expires_at=now.plus_seconds(request.lease_seconds).text,
+        status,
+        changes={"attempt": task.attempt + 1},
+        payload=with_run,
+        lease_token=lease_token,
     )
+    claimed = move.after
     envelope = task_envelope(task)
     runtime_input = None if envelope is None else envelope["runtime_input"]
     answer: ClaimAnswer = {
@@ -437,12 +857,6 @@ def decide_claim(
         "idempotent": False,
         "lease_token": lease_token,
     }
-    run_id = evidence_run(task.task_id, claimed.attempt)
-    payload: JsonObject = {
-        "attempt": claimed.attempt,
-        "lease_expires_at": claimed.lease_expires_at,
-        "run_id": run_id,
-    }
     # The attempt's evidence run is the claim's, in the same plan: no one can take it first.
     attempt_run = RunIdentity(
         run_id=run_id,
@@ -450,50 +864,144 @@ def decide_claim(
         prompt=evidence_prompt(claimed.attempt),
         created_at=now.text,
     )
-    writes = [
-        _cas(task, claimed),
-        SqlWrite(Statement.INSERT_ATTEMPT_RUN, attrs.asdict(attempt_run)),
-    ]
-    first = None
-    if request.idempotency_key is not None and digest is not None:
-        first = _first_answer(request.idempotency_key, "claim", task.task_id, digest, answer, now)
+    writes = [move.write, SqlWrite(Statement.INSERT_ATTEMPT_RUN, attrs.asdict(attempt_run))]
+    event = attrs.evolve(move.event, rows=(*move.event.rows, attempt_run.image()))
+    if digest is not None:
+        assert request.idempotency_key is not None
+        first = _first_answer(request.idempotency_key, row.name, task.task_id, digest, answer, now)
         writes.append(_answer_write(first))
-    return sealed_plan(
-        writes,
-        (_answered(_claimed_event(claimed, payload, request.agent_id, attempt_run), first),),
-        answer,
-        tail=state.tail,
-    )
+        event = _answered(event, first)
+    return writes, event, answer
+
+
+def _decide_claim(
+    row: TaskTransition, state: TaskState, request: Any, inputs: _Inputs, now: Timestamp
+) -> Decision[Any] | None:
+    """A claim (`ClaimRequest`: one task, the named one or the first eligible; answered by
+    it or None) or a batch (`ClaimBatchRequest`: up to its limit; answered by a list). First,
+    the offered capabilities are held to the claimer's `grant` (`refuse_ungranted`), replays
+    included: a token may not offer what it was not granted, whatever it would find. Then a
+    keyed claim's replay. Then the passed leases are taken over, and the tasks chosen.
+
+    The stored first answer never holds the token; a replay gives back the token the caller
+    brought, which the request digest (over its sha256) proves to be the first one."""
+    batch = request if isinstance(request, ClaimBatchRequest) else None
+    claim = _typed(request, ClaimRequest) if batch is None else batch.claim()
+    refuse_ungranted(claim.capabilities, inputs.grant)
+    if batch is None:
+        tokens: tuple[str, ...] = (inputs.need("lease_token", row.name),)
+    else:
+        tokens = inputs.lease_tokens
+        if len(tokens) < batch.limit:
+            raise ValueError(f"a batch claim of {batch.limit} needs as many lease tokens")
+    # Only an idempotent claim is bound to a request digest.
+    digest = None
+    if batch is None and claim.idempotency_key is not None:
+        digest = claim_digest(claim, tokens[0])
+    replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
+    if replay is not None:
+        return Replay({**replay.response, "lease_token": tokens[0]})
+    expire = TASK_OPERATIONS["expire"]
+    writes: list[SqlWrite] = []
+    events: list[EventAppend] = []
+    requeued: dict[str, TaskRow] = {}
+    for task in _passed_leases(state, now):
+        move = _move(expire, task, None, now, expire.next_status(task, None))
+        writes.append(move.write)
+        events.append(move.event)
+        requeued[task.task_id] = move.after
+    if claim.task_id is not None:
+        named = requeued.get(claim.task_id, _require(claim.task_id, state.task))
+        refusal = claim_refusal(named, claim.capabilities, now)
+        if refusal is not None:
+            raise refusal
+        chosen = [named]
+    else:
+        count = 1 if batch is None else batch.limit
+        chosen = first_claimable(_claim_pool(state, requeued), claim.capabilities, now, count)
+    answers: list[ClaimAnswer] = []
+    for task, token in zip(chosen, tokens, strict=False):
+        claim_writes, event, answer = _claimed(row, task, claim, token, digest, now)
+        writes.extend(claim_writes)
+        events.append(event)
+        answers.append(answer)
+    if not events:
+        return None
+    response: Any = answers if batch is not None else (answers[0] if answers else None)
+    return sealed_plan(writes, events, response, tail=state.tail)
+
+
+_SPECIAL: Mapping[
+    str, Callable[[TaskTransition, TaskState, Any, _Inputs, Timestamp], Decision[Any] | None]
+] = {
+    "create": _decide_create,
+    "claim": _decide_claim,
+}
 
 
 # ---------------------------------------------------------------------------------------------
-# heartbeat
+# expire
+
+
+def _decide_expire(
+    row: TaskTransition, state: ExpiryState, request: ExpireRequest, now: Timestamp
+) -> WritePlan[ExpireAnswer] | None:
+    writes: list[SqlWrite] = []
+    events: list[EventAppend] = []
+    expired: list[TaskSummary] = []
+    for task in state.tasks:
+        if len(writes) == request.limit:
+            break
+        if task.status != TaskStatus.CLAIMED or not _passed(task.lease_expires_at, now):
+            continue
+        move = _move(row, task, request, now, row.next_status(task, request))
+        writes.append(move.write)
+        events.append(move.event)
+        expired.append(task_summary(move.after))
+    if not writes:
+        return None
+    answer: ExpireAnswer = {"expired": expired, "count": len(expired)}
+    return sealed_plan(writes, events, answer, tail=state.tail)
+
+
+# ---------------------------------------------------------------------------------------------
+# each operation's decision under its own name
+
+
+def decide_create(
+    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, task_id: str
+) -> Decision[CreateAnswer]:
+    """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
+    require_timestamp(now)
+    decision = decide_task(state, _typed(request, TaskCreateCommand), now=now, task_id=task_id)
+    return cast(Decision[CreateAnswer], decision)
+
+
+def decide_claim(
+    state: TaskState,
+    request: ClaimRequest,
+    *,
+    now: Timestamp,
+    lease_token: str,
+    grant: frozenset[str] | None = None,
+) -> Decision[ClaimAnswer | None] | None:
+    """Claim `state.task` (the requested one, or the first eligible of it and
+    `state.candidates`), after taking over the passed leases of `state.passed`; None when
+    there is nothing to claim and nothing to take over (no plan, nothing recorded); a plan
+    whose answer is None when leases were taken over and then nothing was claimable."""
+    require_timestamp(now)
+    decision = decide_task(
+        state, _typed(request, ClaimRequest), now=now, lease_token=lease_token, grant=grant
+    )
+    return cast(Decision[ClaimAnswer | None] | None, decision)
 
 
 def decide_heartbeat(
     state: TaskState, request: HeartbeatRequest, *, now: Timestamp
 ) -> Decision[HeartbeatAnswer]:
     require_timestamp(now)
-    task = _require(request.task_id, state.task)
-    _check_lease(task, request.lease_token, now)
-    beat = _advance(
-        task,
-        now,
-        status=next_task_status(task.status, TaskOperation.HEARTBEAT),
-        lease_expires_at=now.plus_seconds(request.lease_seconds).text,
-    )
-    payload: JsonObject = {"attempt": beat.attempt, "lease_expires_at": beat.lease_expires_at}
-    answer: HeartbeatAnswer = {**task_summary(beat), "idempotent": False}
-    return sealed_plan(
-        (_cas(task, beat),),
-        (_event(beat, TASK_HEARTBEAT, payload, task.claimed_by),),
-        answer,
-        tail=state.tail,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# release
+    decision = decide_task(state, _typed(request, HeartbeatRequest), now=now)
+    return cast(Decision[HeartbeatAnswer], decision)
 
 
 def decide_release(
@@ -502,34 +1010,8 @@ def decide_release(
     """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
     (the attempt stays counted, as when a lease expires)."""
     require_timestamp(now)
-    task = _require(request.task_id, state.task)
-    _check_lease(task, request.lease_token, now)
-    attempts_left = task.attempt < task.max_attempts
-    released = _release(
-        task,
-        now,
-        status=next_task_status(task.status, release_operation(attempts_left=attempts_left)),
-    )
-    payload: JsonObject = {
-        "attempt": task.attempt,
-        "reason": request.reason,
-        "next_state": released.status,
-    }
-    answer: ReleaseAnswer = {**task_summary(released), "idempotent": False}
-    return sealed_plan(
-        (_cas(task, released),),
-        (_event(released, TASK_RELEASED, payload, task.claimed_by),),
-        answer,
-        tail=state.tail,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# submit
-
-
-def submit_digest(request: SubmitRequest) -> str:
-    return request_digest("submit", request.task_id, request.public())
+    decision = decide_task(state, _typed(request, ReleaseRequest), now=now)
+    return cast(Decision[ReleaseAnswer], decision)
 
 
 def decide_submit(
@@ -546,96 +1028,15 @@ def decide_submit(
     `proposal`: what the attempt proposed to a governed repository, if it did (the result must
     state its changed files and head as the proposal shows them)."""
     require_timestamp(now)
-    require_jitter(jitter)
-    digest = submit_digest(request)
-    replay = replay_or_conflict(state.prior, digest, SubmitAnswer)
-    if replay is not None:
-        return replay
-    task = _require(request.task_id, state.task)
-    _check_lease(task, request.lease_token, now)
-    status = next_task_status(task.status, TaskOperation.SUBMIT)
-    check_task_result(task, request.result, contracts)
-    if proposal is not None and (proposal.task_id, proposal.attempt) == (
-        task.task_id,
-        task.attempt,
-    ):
-        require_stated_work(request.result, proposal.changed_files(), proposal.head_oid)
-    result_json = encode_checked(request.result)
-    result_digest = sha256_of_canonical(result_json)  # sha256_hex, from the one encoding
-    submitted = _release(
-        task,
-        now,
-        status=status,
-        result_json=result_json,
-        result_digest=result_digest,
-        result_idempotency_key=request.idempotency_key,
+    decision = decide_task(
+        state,
+        _typed(request, SubmitRequest),
+        now=now,
+        contracts=contracts,
+        jitter=jitter,
+        proposal=proposal,
     )
-    payload: JsonObject = {
-        "attempt": submitted.attempt,
-        "result_digest": result_digest,
-        "idempotency_key": request.idempotency_key,
-    }
-    writes = [_cas(task, submitted)]
-    events = [_event(submitted, RESULT_SUBMITTED, payload, task.claimed_by)]
-    settled = submitted
-    if task.verification_mode == VerificationMode.AUTO:
-        judgement = automatic_judgement(request.result)
-        settled, verified = _judged(submitted, judgement, now, jitter=jitter, automatic=True)
-        writes.append(_cas(submitted, settled))
-        events.append(verified)
-    answer: SubmitAnswer = {
-        **task_summary(settled),
-        "result_digest": result_digest,
-        "idempotent": False,
-    }
-    first = _first_answer(request.idempotency_key, "submit", task.task_id, digest, answer, now)
-    writes.append(_answer_write(first))
-    events[-1] = _answered(events[-1], first)
-    return sealed_plan(writes, events, answer, tail=state.tail)
-
-
-# ---------------------------------------------------------------------------------------------
-# verify
-
-
-def verify_digest(request: VerifyRequest) -> str:
-    return request_digest("verify", request.task_id, request.public())
-
-
-def _judged(
-    task: TaskRow, judgement: Judgement, now: Timestamp, *, jitter: float, automatic: bool
-) -> tuple[TaskRow, EventAppend]:
-    """A SUBMITTED task after `judgement` and its TASK_VERIFIED event. NEEDS_REWORK goes back to
-    QUEUED behind the task's backoff (its `attempt`-th retry), or FAILED when used up."""
-    attempts_left = task.attempt < task.max_attempts
-    status = next_task_status(
-        task.status, verify_operation(judgement.decision, attempts_left=attempts_left)
-    )
-    marks: JsonObject = {"automatic": True} if automatic else {}
-    verification: JsonObject = {
-        "decision": judgement.decision,
-        "reason": judgement.reason,
-        **marks,
-    }
-    not_before = task.not_before
-    if status == TaskStatus.QUEUED:
-        not_before = retry_not_before(task.retry_policy(), task.attempt, jitter, now).text
-    verified = _release(
-        task,
-        now,
-        status=status,
-        not_before=not_before,
-        verification_json=encode_checked(verification),
-    )
-    payload: JsonObject = {
-        "decision": judgement.decision,
-        "next_state": status,
-        "reason": judgement.reason,
-        **marks,
-    }
-    if status == TaskStatus.QUEUED:
-        payload["not_before"] = not_before
-    return verified, _event(verified, TASK_VERIFIED, payload, None)
+    return cast(Decision[SubmitAnswer], decision)
 
 
 def decide_verify(
@@ -647,90 +1048,23 @@ def decide_verify(
     reviewer: str | None = None,
 ) -> Decision[VerifyAnswer]:
     """SUCCEEDED; NEEDS_REWORK back to QUEUED after the backoff (FAILED when attempts are used
-    up); FAILED. Separation of duties: a `reviewer` (the name a verify is made under: an HTTP
-    token's) that wrote the result itself (`state.result_author`) is `SELF_REVIEW`."""
+    up); FAILED. Separation of duties: a reviewer (the request's `agent_id`; `reviewer` names
+    one for a request that does not) that wrote the result itself (`state.result_author`) is
+    `SELF_REVIEW`."""
     require_timestamp(now)
-    require_jitter(jitter)
-    digest = verify_digest(request)
-    replay = replay_or_conflict(state.prior, digest, VerifyAnswer)
-    if replay is not None:
-        return replay
-    task = _require(request.task_id, state.task)
-    # The state machine first: a task that is not SUBMITTED has nothing to judge.
-    next_task_status(task.status, verify_operation(request.decision, attempts_left=True))
-    if reviewer is not None and reviewer == state.result_author:
-        raise LedgerError(
-            "SELF_REVIEW",
-            f"{reviewer!r} wrote the result of task {task.task_id!r} and may not judge it: "
-            "another reviewer, under a token of another name, must verify it",
-        )
-    expected = request.expected_result_digest
-    if expected is not None and expected != task.result_digest:
-        raise LedgerError(
-            "RESULT_DIGEST_MISMATCH",
-            f"the stored result is {task.result_digest}, the verifier expects {expected}",
-        )
-    judgement = Judgement(request.decision, request.reason)
-    verified, event = _judged(task, judgement, now, jitter=jitter, automatic=False)
-    answer: VerifyAnswer = {
-        **task_summary(verified),
-        "decision": request.decision,
-        "next_state": verified.status,
-        "result_digest": task.result_digest,
-        "idempotent": False,
-    }
-    first = _first_answer(request.idempotency_key, "verify", task.task_id, digest, answer, now)
-    return sealed_plan(
-        (_cas(task, verified), _answer_write(first)),
-        (_answered(event, first),),
-        answer,
-        tail=state.tail,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# cancel
-
-
-def cancel_digest(request: CancelRequest) -> str:
-    return request_digest("cancel", request.task_id, request.public())
+    verify = _typed(request, VerifyRequest)
+    if reviewer is not None and verify.agent_id is None:
+        verify = VerifyRequest.from_mapping({**wire_form(verify), "agent_id": reviewer})
+    decision = decide_task(state, verify, now=now, jitter=jitter)
+    return cast(Decision[VerifyAnswer], decision)
 
 
 def decide_cancel(
     state: TaskState, request: CancelRequest, *, now: Timestamp
 ) -> Decision[CancelAnswer]:
     require_timestamp(now)
-    digest = cancel_digest(request)
-    replay = replay_or_conflict(state.prior, digest, CancelAnswer)
-    if replay is not None:
-        return replay
-    task = _require(request.task_id, state.task)
-    cancelled = _release(
-        task,
-        now,
-        status=next_task_status(task.status, TaskOperation.CANCEL),
-    )
-    answer: CancelAnswer = {
-        **task_summary(cancelled),
-        "previous_status": task.status,
-        "idempotent": False,
-    }
-    payload: JsonObject = {"reason": request.reason, "previous_status": task.status}
-    first = _first_answer(request.idempotency_key, "cancel", task.task_id, digest, answer, now)
-    return sealed_plan(
-        (_cas(task, cancelled), _answer_write(first)),
-        (_answered(_event(cancelled, TASK_CANCELLED, payload, None), first),),
-        answer,
-        tail=state.tail,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# retry
-
-
-def retry_digest(request: RetryRequest) -> str:
-    return request_digest("retry", request.task_id, request.public())
+    decision = decide_task(state, _typed(request, CancelRequest), now=now)
+    return cast(Decision[CancelAnswer], decision)
 
 
 def decide_retry(
@@ -738,40 +1072,8 @@ def decide_retry(
 ) -> Decision[RetryAnswer]:
     """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
     require_timestamp(now)
-    digest = retry_digest(request)
-    replay = replay_or_conflict(state.prior, digest, RetryAnswer)
-    if replay is not None:
-        return replay
-    task = _require(request.task_id, state.task)
-    requeued = _release(
-        task,
-        now,
-        status=next_task_status(task.status, TaskOperation.RETRY),
-        max_attempts=task.max_attempts + request.extra_attempts,
-        not_before=None,
-    )
-    answer: RetryAnswer = {
-        **task_summary(requeued),
-        "previous_status": task.status,
-        "idempotent": False,
-    }
-    payload: JsonObject = {
-        "reason": request.reason,
-        "previous_status": task.status,
-        "attempt": task.attempt,
-        "max_attempts": requeued.max_attempts,
-    }
-    first = _first_answer(request.idempotency_key, "retry", task.task_id, digest, answer, now)
-    return sealed_plan(
-        (_cas(task, requeued), _answer_write(first)),
-        (_answered(_event(requeued, TASK_REQUEUED, payload, None), first),),
-        answer,
-        tail=state.tail,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# expire
+    decision = decide_task(state, _typed(request, RetryRequest), now=now)
+    return cast(Decision[RetryAnswer], decision)
 
 
 def decide_expire(
@@ -780,29 +1082,7 @@ def decide_expire(
     """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
     QUEUED (FAILED when used up); None when no lease has passed."""
     require_timestamp(now)
-    writes: list[SqlWrite] = []
-    events: list[EventAppend] = []
-    expired: list[TaskSummary] = []
-    for task in state.tasks:
-        if len(writes) == request.limit:
-            break
-        if task.status != TaskStatus.CLAIMED or not _passed(task.lease_expires_at, now):
-            continue
-        attempts_left = task.attempt < task.max_attempts
-        released = _release(
-            task,
-            now,
-            status=next_task_status(task.status, expire_operation(attempts_left=attempts_left)),
-        )
-        payload: JsonObject = {
-            "attempt": task.attempt,
-            "lease_expires_at": task.lease_expires_at,
-            "next_state": released.status,
-        }
-        writes.append(_cas(task, released))
-        events.append(_event(released, TASK_LEASE_EXPIRED, payload, task.claimed_by))
-        expired.append(task_summary(released))
-    if not writes:
-        return None
-    answer: ExpireAnswer = {"expired": expired, "count": len(expired)}
-    return sealed_plan(writes, events, answer, tail=state.tail)
+    if not isinstance(state, ExpiryState):
+        raise LedgerError("FIELDS_INVALID", "expiring leases reads an ExpiryState")
+    decision = decide_task(state, _typed(request, ExpireRequest), now=now)
+    return cast(WritePlan[ExpireAnswer] | None, decision)

@@ -16,7 +16,7 @@ from aios_ledger.core.tasks.backoff import (
     DEFAULT_RETRY_MAX_SECONDS,
     RetryPolicy,
 )
-from aios_ledger.core.tasks.transitions import VerificationMode
+from aios_ledger.core.tasks.modes import VerificationMode
 
 # Most tasks have no constraints or metadata: these columns hold `{}` or `[]`, and a fresh
 # empty container is their value without a trip through the parser.

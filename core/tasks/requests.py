@@ -4,13 +4,21 @@ Each record's fields and their types are its schema (`core/structuring.py`): unk
 fields, wrong types, huge or malformed values are all `FIELDS_INVALID`, naming each field.
 `public()` is the canonical form a request's idempotency key is bound to. Lease tokens never
 appear in it: only their sha256 does, which is also all the database ever keeps.
+
+Each record is a `TaskRequest[A]`: a request the ledger answers with an `A`, the operation of
+the transition table (`core/tasks/transitions.py`) it asks for known by its class. A request is
+structured once, where it comes in (the command line, the HTTP app, a client), and that record
+is what the store and the core decide on. The acting agent is part of a request that an agent
+makes (`agent_id`): the edge that knows it fills it (the HTTP API from the token, never from a
+body), so that who may act is decided in the core, inside the locked decision, like every other
+rule; it is never part of the canonical form, so a key's digest is the same whoever asks.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import Annotated, Any, NewType
+from typing import Annotated, Any, Generic, NewType, TypeVar
 
 import attrs
 from aios_ledger.core.errors import LedgerError
@@ -35,8 +43,20 @@ from aios_ledger.core.structuring import (
     structure,
     unstructure,
 )
+from aios_ledger.core.tasks.answers import (
+    CancelAnswer,
+    ClaimAnswer,
+    CreateAnswer,
+    ExpireAnswer,
+    HeartbeatAnswer,
+    MoveAnswer,
+    ReleaseAnswer,
+    RetryAnswer,
+    SubmitAnswer,
+    VerifyAnswer,
+)
 from aios_ledger.core.tasks.backoff import RetryPolicy
-from aios_ledger.core.tasks.transitions import VerificationMode, VerifyDecision
+from aios_ledger.core.tasks.modes import VerificationMode, VerifyDecision
 
 MAX_GOAL = 4096
 MAX_INSTRUCTIONS = 65536
@@ -59,6 +79,8 @@ LeaseToken = NewType("LeaseToken", str)
 TaskMetadata = NewType("TaskMetadata", dict[str, JsonValue])
 RequiredCapabilities = NewType("RequiredCapabilities", list[Identifier])
 OfferedCapabilities = NewType("OfferedCapabilities", list[Identifier])
+
+A_co = TypeVar("A_co", covariant=True)
 
 LeaseSeconds = Annotated[int, Between(1, MAX_LEASE_SECONDS)]
 Reason = Annotated[str, Text(max_length=MAX_REASON)]
@@ -124,6 +146,19 @@ register_kind(
 )
 
 
+class TaskRequest(Generic[A_co]):
+    """A request of the task lifecycle that the ledger answers with an `A_co`
+    (`TaskLedger.apply(request) -> A`)."""
+
+    __slots__ = ()
+
+
+# `agent_id` of a request an agent makes: who acts, as the edge knows it (the HTTP API: the
+# token's name). Given, the task must be that agent's (`NOT_TASK_HOLDER` when another agent
+# holds it); None: a caller that names no agent (the library, the local command line), held to
+# the lease alone. Never part of the canonical form.
+
+
 @attrs.frozen(kw_only=True)
 class TaskCreateRequest:
     """A new task; every field but `goal` and `instructions` has a default."""
@@ -167,7 +202,7 @@ _DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
 
 
 @attrs.frozen
-class TaskCreateCommand:
+class TaskCreateCommand(TaskRequest[CreateAnswer]):
     """A task to create and the idempotency key it is filed under: `{"task": {...},
     "idempotency_key": ...}`, one entry of `task create`, or a `(task, key)` pair."""
 
@@ -186,7 +221,7 @@ class TaskCreateCommand:
 
 
 @attrs.frozen
-class ClaimRequest:
+class ClaimRequest(TaskRequest[ClaimAnswer | None]):
     """A claim. An idempotent claim (with a key) needs the claimer's own `lease_token`."""
 
     agent_id: Identifier
@@ -216,7 +251,7 @@ def _require_own_token(request: ClaimRequest) -> None:
 
 
 @attrs.frozen
-class ClaimBatchRequest:
+class ClaimBatchRequest(TaskRequest[list[ClaimAnswer]]):
     """Up to `limit` claims at once, each with a lease token drawn by the ledger (so no key)."""
 
     agent_id: Identifier
@@ -238,10 +273,11 @@ class ClaimBatchRequest:
 
 
 @attrs.frozen
-class HeartbeatRequest:
+class HeartbeatRequest(TaskRequest[HeartbeatAnswer]):
     task_id: Identifier
     lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
     lease_seconds: LeaseSeconds
+    agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
 
     @classmethod
     def from_mapping(cls, raw: object) -> HeartbeatRequest:
@@ -249,12 +285,13 @@ class HeartbeatRequest:
 
 
 @attrs.frozen
-class ReleaseRequest:
+class ReleaseRequest(TaskRequest[ReleaseAnswer]):
     """A holder giving its lease back before the end (a worker that stops): why, in `reason`."""
 
     task_id: Identifier
     lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
     reason: Reason
+    agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
 
     @classmethod
     def from_mapping(cls, raw: object) -> ReleaseRequest:
@@ -262,11 +299,12 @@ class ReleaseRequest:
 
 
 @attrs.frozen
-class SubmitRequest:
+class SubmitRequest(TaskRequest[SubmitAnswer]):
     task_id: Identifier
     lease_token: LeaseToken = attrs.field(repr=False, metadata=NOT_PUBLIC)
     result: JsonObjectValue
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
+    agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
 
     @classmethod
     def from_mapping(cls, raw: object) -> SubmitRequest:
@@ -277,12 +315,16 @@ class SubmitRequest:
 
 
 @attrs.frozen
-class VerifyRequest:
+class VerifyRequest(TaskRequest[VerifyAnswer]):
+    """A judgement of a submitted result; `agent_id`: the reviewer, as the edge knows it (an
+    HTTP token's name), which may not be the name that submitted the result (`SELF_REVIEW`)."""
+
     task_id: Identifier
     decision: VerifyDecision
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     expected_result_digest: Sha256Hex | None = None
+    agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
 
     @classmethod
     def from_mapping(cls, raw: object) -> VerifyRequest:
@@ -293,7 +335,7 @@ class VerifyRequest:
 
 
 @attrs.frozen
-class CancelRequest:
+class CancelRequest(TaskRequest[CancelAnswer]):
     task_id: Identifier
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
@@ -307,7 +349,7 @@ class CancelRequest:
 
 
 @attrs.frozen
-class RetryRequest:
+class RetryRequest(TaskRequest[RetryAnswer]):
     """Send a FAILED or CANCELLED task back to the queue with `extra_attempts` more attempts."""
 
     task_id: Identifier
@@ -324,7 +366,42 @@ class RetryRequest:
 
 
 @attrs.frozen
-class ExpireRequest:
+class PauseRequest(TaskRequest[MoveAnswer]):
+    """Hold a QUEUED task out of the queue (PAUSED): no claim takes it until it is resumed. A
+    task in another status is `INVALID_TRANSITION`: a CLAIMED one's holder is at work on it
+    (cancel it to stop it, or pause it once it is back in the queue)."""
+
+    task_id: Identifier
+    reason: Reason
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> PauseRequest:
+        return structure(raw, cls, what="pause")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class ResumeRequest(TaskRequest[MoveAnswer]):
+    """Let a PAUSED task back into the queue (QUEUED, with its attempts and schedule as they
+    were); a task in another status is `INVALID_TRANSITION`."""
+
+    task_id: Identifier
+    reason: Reason
+    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> ResumeRequest:
+        return structure(raw, cls, what="resume")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class ExpireRequest(TaskRequest[ExpireAnswer]):
     """Expire the leases that have passed, at most `limit` of them in one transaction."""
 
     limit: Annotated[int, Between(1, MAX_EXPIRE_BATCH)] = DEFAULT_EXPIRE_BATCH

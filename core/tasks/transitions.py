@@ -1,21 +1,58 @@
-"""The task state machine as one data table: (status, operation) -> next status.
+"""The task lifecycle as data tables, as h11 keeps its state machine: the statuses and the
+moves between them (`TASK_TRANSITIONS`), and the operations that make those moves
+(`TASK_OPERATIONS`).
 
-Every write to a task looks its transition up here; a pair that is not in the table is an
-`INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate operations
-(`rework` / `rework_exhausted`, `expire` / `expire_exhausted`, `release` / `release_exhausted`),
-so the table stays a plain map. An operator's `retry` is the one way out of FAILED and
-CANCELLED. `ABSENT` is the pseudo-status of a task that does not exist yet. Statuses, operations
-and verification decisions are `StrEnum`s: rows, digests and JSON answers hold their plain text.
+`TASK_TRANSITIONS` maps (status, outcome) to the next status. Every write to a task looks its
+move up here; a pair that is not in the table is an `INVALID_TRANSITION`. Outcomes that depend
+on the attempts left are separate entries (`rework` / `rework_exhausted`, `expire` /
+`expire_exhausted`, `release` / `release_exhausted`), so the table stays a plain map. An
+operator's `retry` is the one way out of FAILED and CANCELLED. `ABSENT` is the pseudo-status of
+a task that does not exist yet.
+
+`TASK_OPERATIONS` holds one row per operation: the request record that asks for it, the event it
+seals, whether it is keyed (idempotent by the request's key: the first answer is stored and
+given again) and fenced (the caller must hold the task: its lease token, and the agent a
+request names), what it does to the lease, its outcome in `TASK_TRANSITIONS`, what its event's
+payload and its answer say (`Fact`s, read from the row before and after and the request), whose
+agent the event names, and who may ask for it over HTTP and under which route. One decision
+(`decide_task` in `core/tasks/decisions.py`) reads the row of the request it is given; what an
+operation does beyond the row (a claim's choice of task, a submit's result contract, a verify's
+separation of duties) is that decision's, by the operation's name.
+
+Statuses, outcomes and the row's kinds are `StrEnum`s: rows, digests and JSON answers hold
+their plain text.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
+import attrs
+from aios_ledger.core.api.tokens import AGENT, OWNER, REVIEWER
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonValue
+from aios_ledger.core.tasks.modes import VerifyDecision
+from aios_ledger.core.tasks.requests import (
+    CancelRequest,
+    ClaimBatchRequest,
+    ClaimRequest,
+    ExpireRequest,
+    HeartbeatRequest,
+    PauseRequest,
+    ReleaseRequest,
+    ResumeRequest,
+    RetryRequest,
+    SubmitRequest,
+    TaskCreateCommand,
+    TaskRequest,
+    VerifyRequest,
+)
+
+if TYPE_CHECKING:
+    from aios_ledger.core.tasks.records import TaskRow
 
 
 class TaskStatus(enum.StrEnum):
@@ -25,9 +62,12 @@ class TaskStatus(enum.StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    PAUSED = "PAUSED"  # held out of the queue by its owner until resumed
 
 
 class TaskOperation(enum.StrEnum):
+    """The outcomes of the operations: each is a column of `TASK_TRANSITIONS`."""
+
     CREATE = "create"
     CLAIM = "claim"
     HEARTBEAT = "heartbeat"
@@ -42,22 +82,8 @@ class TaskOperation(enum.StrEnum):
     VERIFY_FAILED = "verify_failed"
     CANCEL = "cancel"
     RETRY = "retry"
-
-
-class VerifyDecision(enum.StrEnum):
-    """A verifier's judgement of a submitted result (NEEDS_REWORK depends on attempts left)."""
-
-    SUCCEEDED = "SUCCEEDED"
-    NEEDS_REWORK = "NEEDS_REWORK"
-    FAILED = "FAILED"
-
-
-class VerificationMode(enum.StrEnum):
-    """Who judges a task's submitted results: a reviewer (`task verify`), or the ledger itself
-    when they arrive (`core/tasks/verification.py`)."""
-
-    REVIEWER = "reviewer"
-    AUTO = "auto"
+    PAUSE = "pause"
+    RESUME = "resume"
 
 
 ABSENT: Final = "ABSENT"
@@ -85,6 +111,11 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
             # day two: an operator sends a finished failure back to the queue
             (_S.FAILED, _O.RETRY): _S.QUEUED,
             (_S.CANCELLED, _O.RETRY): _S.QUEUED,
+            # an owner holds a waiting task out of the queue, and lets it back in (a claimed
+            # task is not paused: its holder is at work on it; cancel it to stop it)
+            (_S.QUEUED, _O.PAUSE): _S.PAUSED,
+            (_S.PAUSED, _O.RESUME): _S.QUEUED,
+            (_S.PAUSED, _O.CANCEL): _S.CANCELLED,
         }
     )
 )
@@ -132,3 +163,298 @@ def release_operation(*, attempts_left: bool) -> TaskOperation:
     """A released attempt still counts, as an expired one does: a task whose command keeps
     getting its worker stopped (or killed by the stop) must not come back forever."""
     return TaskOperation.RELEASE if attempts_left else TaskOperation.RELEASE_EXHAUSTED
+
+
+# ---------------------------------------------------------------------------------------------
+# the operations
+
+
+TASK_CREATED = "TASK_CREATED"
+TASK_CLAIMED = "TASK_CLAIMED"
+TASK_HEARTBEAT = "TASK_HEARTBEAT"
+RESULT_SUBMITTED = "RESULT_SUBMITTED"
+TASK_VERIFIED = "TASK_VERIFIED"
+TASK_LEASE_EXPIRED = "TASK_LEASE_EXPIRED"
+TASK_CANCELLED = "TASK_CANCELLED"
+TASK_RELEASED = "TASK_RELEASED"
+TASK_REQUEUED = "TASK_REQUEUED"
+TASK_PAUSED = "TASK_PAUSED"
+TASK_RESUMED = "TASK_RESUMED"
+
+
+class Lease(enum.StrEnum):
+    """What an operation does to the task's lease (its holder, token digest and expiry)."""
+
+    TAKE = "take"  # the claimer's: its agent, its token's sha256, now + lease_seconds
+    EXTEND = "extend"  # the expiry moves to now + lease_seconds
+    END = "end"  # none any more: no holder, no token, no expiry
+    KEEP = "keep"  # as it was (a task that holds none keeps none)
+
+
+class Actor(enum.StrEnum):
+    """Whose agent an operation's event names (`events.agent_id`)."""
+
+    HOLDER = "holder"  # the agent that held the task before the operation
+    CLAIMER = "claimer"  # the request's agent
+    NOBODY = "nobody"  # none: an owner's or a reviewer's write, or the ledger's own
+
+
+class Step(NamedTuple):
+    """One move of one task, as the facts of its event and answer read it: the row before,
+    the row after, the request."""
+
+    before: TaskRow
+    after: TaskRow
+    request: Any
+
+
+@attrs.frozen
+class Fact:
+    """One entry of an event's payload or an answer: its key, and how it is read."""
+
+    key: str
+    read: Callable[[Step], JsonValue]
+
+
+ATTEMPT = Fact("attempt", lambda step: step.after.attempt)
+LEASE_EXPIRES_AT = Fact("lease_expires_at", lambda step: step.after.lease_expires_at)
+PASSED_LEASE = Fact("lease_expires_at", lambda step: step.before.lease_expires_at)
+REASON = Fact("reason", lambda step: step.request.reason)
+NEXT_STATE = Fact("next_state", lambda step: step.after.status)
+PREVIOUS_STATUS = Fact("previous_status", lambda step: step.before.status)
+MAX_ATTEMPTS = Fact("max_attempts", lambda step: step.after.max_attempts)
+RESULT_DIGEST = Fact("result_digest", lambda step: step.after.result_digest)
+IDEMPOTENCY_KEY = Fact("idempotency_key", lambda step: step.request.idempotency_key)
+DECISION = Fact("decision", lambda step: step.request.decision)
+
+
+@attrs.frozen
+class TaskTransition:
+    """One operation of the lifecycle (see the module): a row of `TASK_OPERATIONS`.
+
+    `outcome`: its column of `TASK_TRANSITIONS`, or how the column is chosen from the row and
+    the request (the attempts left, a verifier's decision). `payload`, `answer`: what its event
+    says and what its answer says beyond the task's summary (`TaskSummary`) and `idempotent`.
+    `role`: who may ask for it over HTTP; `route`: its path under `/v1/tasks/{task_id}/` (None:
+    a route of its own, or none)."""
+
+    name: str
+    request: type[TaskRequest[Any]]
+    event: str
+    keyed: bool
+    fenced: bool
+    lease: Lease
+    outcome: TaskOperation | Callable[[TaskRow, Any], TaskOperation]
+    payload: tuple[Fact, ...]
+    answer: tuple[Fact, ...]
+    actor: Actor
+    role: str | None
+    route: str | None
+    summary: str
+
+    def outcome_of(self, task: TaskRow, request: Any) -> TaskOperation:
+        outcome = self.outcome
+        return outcome if isinstance(outcome, TaskOperation) else outcome(task, request)
+
+    def next_status(self, task: TaskRow, request: Any) -> TaskStatus:
+        """The status `request` moves `task` to, or `INVALID_TRANSITION`."""
+        return next_task_status(task.status, self.outcome_of(task, request))
+
+
+def _attempts_left(task: TaskRow) -> bool:
+    return task.attempt < task.max_attempts
+
+
+_T = TaskTransition
+
+TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
+    {
+        row.name: row
+        for row in (
+            _T(
+                name="create",
+                request=TaskCreateCommand,
+                event=TASK_CREATED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.KEEP,
+                outcome=_O.CREATE,
+                payload=(),  # the task's own fields: the decision's
+                answer=(),
+                actor=Actor.NOBODY,
+                role=OWNER,
+                route=None,  # POST /v1/tasks
+                summary="create one task or a batch",
+            ),
+            _T(
+                name="claim",
+                request=ClaimRequest,  # one task; a ClaimBatchRequest, up to its limit
+                event=TASK_CLAIMED,
+                keyed=True,  # when the request has a key (with its own lease token)
+                fenced=False,
+                lease=Lease.TAKE,
+                outcome=_O.CLAIM,
+                payload=(ATTEMPT, LEASE_EXPIRES_AT),  # and the attempt's evidence run
+                answer=(),  # the task's fields, its envelope and the lease token
+                actor=Actor.CLAIMER,
+                role=AGENT,
+                route=None,  # POST /v1/claims
+                summary="claim (long poll up to 60 s)",
+            ),
+            _T(
+                name="heartbeat",
+                request=HeartbeatRequest,
+                event=TASK_HEARTBEAT,
+                keyed=False,
+                fenced=True,
+                lease=Lease.EXTEND,
+                outcome=_O.HEARTBEAT,
+                payload=(ATTEMPT, LEASE_EXPIRES_AT),
+                answer=(),
+                actor=Actor.HOLDER,
+                role=AGENT,
+                route="heartbeat",
+                summary="extend the lease",
+            ),
+            _T(
+                name="release",
+                request=ReleaseRequest,
+                event=TASK_RELEASED,
+                keyed=False,
+                fenced=True,
+                lease=Lease.END,
+                outcome=lambda task, _: release_operation(attempts_left=_attempts_left(task)),
+                payload=(ATTEMPT, REASON, NEXT_STATE),
+                answer=(),
+                actor=Actor.HOLDER,
+                role=AGENT,
+                route="release",
+                summary="give the lease back",
+            ),
+            _T(
+                name="submit",
+                request=SubmitRequest,
+                event=RESULT_SUBMITTED,
+                keyed=True,
+                fenced=True,
+                lease=Lease.END,
+                outcome=_O.SUBMIT,
+                payload=(ATTEMPT, RESULT_DIGEST, IDEMPOTENCY_KEY),
+                answer=(RESULT_DIGEST,),
+                actor=Actor.HOLDER,
+                role=AGENT,
+                route="result",
+                summary="hand the result back",
+            ),
+            _T(
+                name="verify",
+                request=VerifyRequest,
+                event=TASK_VERIFIED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.END,
+                outcome=lambda task, request: verify_operation(
+                    request.decision, attempts_left=_attempts_left(task)
+                ),
+                payload=(DECISION, NEXT_STATE, REASON),  # and the backoff's not_before
+                answer=(DECISION, NEXT_STATE, RESULT_DIGEST),
+                actor=Actor.NOBODY,
+                role=REVIEWER,
+                route="verification",
+                summary="judge a submitted result",
+            ),
+            _T(
+                name="cancel",
+                request=CancelRequest,
+                event=TASK_CANCELLED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.END,
+                outcome=_O.CANCEL,
+                payload=(REASON, PREVIOUS_STATUS),
+                answer=(PREVIOUS_STATUS,),
+                actor=Actor.NOBODY,
+                role=OWNER,
+                route="cancel",
+                summary="cancel",
+            ),
+            _T(
+                name="retry",
+                request=RetryRequest,
+                event=TASK_REQUEUED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.END,
+                outcome=_O.RETRY,
+                payload=(REASON, PREVIOUS_STATUS, ATTEMPT, MAX_ATTEMPTS),
+                answer=(PREVIOUS_STATUS,),
+                actor=Actor.NOBODY,
+                role=OWNER,
+                route="retry",
+                summary="requeue a finished task",
+            ),
+            _T(
+                name="pause",
+                request=PauseRequest,
+                event=TASK_PAUSED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.KEEP,  # a QUEUED task holds none
+                outcome=_O.PAUSE,
+                payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
+                answer=(PREVIOUS_STATUS,),
+                actor=Actor.NOBODY,
+                role=OWNER,
+                route="pause",
+                summary="pause a QUEUED task: no claim takes it until it is resumed",
+            ),
+            _T(
+                name="resume",
+                request=ResumeRequest,
+                event=TASK_RESUMED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.KEEP,
+                outcome=_O.RESUME,
+                payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
+                answer=(PREVIOUS_STATUS,),
+                actor=Actor.NOBODY,
+                role=OWNER,
+                route="resume",
+                summary="resume a PAUSED task: QUEUED again, claimable as before",
+            ),
+            _T(
+                name="expire",
+                request=ExpireRequest,
+                event=TASK_LEASE_EXPIRED,
+                keyed=False,
+                fenced=False,
+                lease=Lease.END,
+                outcome=lambda task, _: expire_operation(attempts_left=_attempts_left(task)),
+                payload=(ATTEMPT, PASSED_LEASE, NEXT_STATE),
+                answer=(),
+                actor=Actor.HOLDER,
+                role=None,  # the ledger's own: `expire-leases`, and every claim first
+                route=None,
+                summary="requeue (or fail) every claimed task whose lease has passed",
+            ),
+        )
+    }
+)
+
+# The operation each request record asks for.
+_BY_REQUEST: Mapping[type, TaskTransition] = {
+    **{row.request: row for row in TASK_OPERATIONS.values()},
+    ClaimBatchRequest: TASK_OPERATIONS["claim"],
+}
+
+
+def operation_of(request: object) -> TaskTransition:
+    """The row of the operation `request` asks for (`FIELDS_INVALID` for what is no request
+    of the lifecycle)."""
+    row = _BY_REQUEST.get(type(request))
+    if row is None:
+        raise LedgerError(
+            "FIELDS_INVALID", f"{type(request).__name__} is not a request of the task lifecycle"
+        )
+    return row

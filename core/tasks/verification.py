@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import attrs
 from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.requests import MAX_REASON
-from aios_ledger.core.tasks.transitions import VerifyDecision
 
 
 @attrs.frozen

@@ -12,10 +12,13 @@ A request costs one hop from the event loop to a worker thread: the token's and 
 check, the body's parsing and validation and a plain (non-async) handler run there together,
 the handler's write being one hand-off to the group-commit writer. A request without a token is
 refused on the loop, its body unread; a token's refusal comes before the body's (413, timeout).
-A route with a `guard` (an agent's task and run routes, the proposal upload) takes one more
-hop, before its body is read: the token, the role and the guard's checks (the holder, the
-run's owner, a lease in a header), so that an agent refused by them costs the server no body
-read, parse or scan.
+A route with a `guard` (appending to a run, the proposal upload) takes one more hop, before
+its body is read: the token, the role and the guard's checks (the run's owner, the proposal's
+holder and lease), so that an agent refused by them costs the server no body read, parse or
+scan. The task routes have none: an operation on a task is one row of the core's transition
+table (`task_write`), its request structured once with the token's name as its acting agent,
+and whether that agent holds the task is decided by the core inside the write, under the row
+lock, like every other rule (`NOT_TASK_HOLDER`): never by a read of the HTTP layer's own.
 """
 
 from __future__ import annotations
@@ -29,22 +32,32 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from importlib.metadata import version
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import attrs
-from aios_ledger.core import LedgerError
-from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, REVIEWER, ROLES
+from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
+from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES
+from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.core.runs.attempts import is_reserved_run, is_reserved_session, refuse_reserved
+from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
+from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
 from aios_ledger.shell.api.evidence_runs import holds_evidence_run
 from aios_ledger.shell.api.metrics import ApiMetrics
-from aios_ledger.shell.api.openapi import BodyValidators, Operation, Query, build_document
+from aios_ledger.shell.api.openapi import (
+    BodyValidators,
+    Operation,
+    Query,
+    build_document,
+    task_body,
+    task_routes,
+)
 from aios_ledger.shell.api.problems import problem_response, refusal_response
 from aios_ledger.shell.api.tokens import Principal
 from aios_ledger.shell.auxiliary.service import (
@@ -142,12 +155,11 @@ def _json(value: Any, status: int = 200) -> Response:
 def create_tasks(call: Call) -> Answer:
     body = call.body
     if isinstance(body, list):
-        pairs = [(item["task"], item["idempotency_key"]) for item in body]
-        answers: Any = call.backend.write_now(lambda s: s.tasks.create_tasks(pairs))
+        commands = structure_batch(body, TaskCreateCommand.from_mapping)
+        answers: Any = call.backend.write_now(lambda s: s.tasks.apply_all(commands))
     else:
-        answers = call.backend.write_now(
-            lambda s: s.tasks.create_task(body["task"], idempotency_key=body["idempotency_key"])
-        )
+        command = TaskCreateCommand.from_mapping(body)
+        answers = call.backend.write_now(lambda s: s.tasks.apply(command))
     return Answer(answers, 201, wakes=True)
 
 
@@ -172,22 +184,27 @@ def task_history(call: Call) -> Answer:
 
 
 def claim(call: Call) -> Answer | Response | Later:
+    """The claim is structured once, its agent the token's name (never the body's), and held to
+    the token's grant by the ledger (CAPABILITY_NOT_GRANTED)."""
     body = dict(call.body)
     wait = body.pop("wait_seconds", 0)
     limit = body.pop("limit", None)
-    agent = call.name
     assert call.principal is not None  # an agent's route
-    grant = call.principal.grant  # the ledger holds the offer to it (CAPABILITY_NOT_GRANTED)
+    grant = call.principal.grant
     if limit is not None and not {"idempotency_key", "lease_token", "task_id"}.isdisjoint(body):
         raise LedgerError(
             "FIELDS_INVALID",
             "limit claims a batch: it takes no idempotency_key, lease_token, task_id",
         )
+    mapping = {**body, "agent_id": call.name}
+    request: ClaimRequest | ClaimBatchRequest
+    if limit is None:
+        request = ClaimRequest.from_mapping(mapping)
+    else:
+        request = ClaimBatchRequest.from_mapping({**mapping, "limit": limit})
 
     def attempt(stores: Stores) -> Any:
-        if limit is None:
-            return stores.tasks.claim(agent_id=agent, grant=grant, **body)
-        return stores.tasks.claim_many(agent_id=agent, limit=limit, grant=grant, **body) or None
+        return stores.tasks.apply(request, grant=grant) or None
 
     if wait <= 0:
         answer = call.backend.write_now(attempt)
@@ -221,56 +238,25 @@ async def _long_poll(
                     return Response(status_code=204)  # the deadline, not a wake-up: done
 
 
-def require_holder(call: Call) -> None:
-    """The guard of an agent's task routes: an agent acts only on a task it holds, a task
-    another agent holds is NOT_TASK_HOLDER, before the body is read. (A task nobody holds is
-    left to the ledger, which refuses without a lease, or replays the first answer of a keyed
-    submit to the agent that brings its lease token.)"""
-    task_id = call.path("task_id")
-    holder = call.backend.read_now(lambda s: _holder(s, task_id))
-    if holder is not None and holder != call.name:
-        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
+def task_write(row: TaskTransition) -> PlainHandler:
+    """The handler of an operation on one task (a row of the transition table with a route):
+    its request structured once from the body, the path's task and, for a request an agent
+    makes, the token's name as its acting agent; applied as the ledger applies it, so that
+    the holder, like every other rule, is checked in the locked decision (`NOT_TASK_HOLDER`).
+    A write that leaves its task QUEUED wakes the waiting claims."""
+    record: Any = row.request
+    build = cast(Callable[[object], TaskRequest[Any]], record.from_mapping)
+    acting = "agent_id" in attrs.fields_dict(record)
 
+    def handle(call: Call) -> Answer:
+        mapping = {**call.body, "task_id": call.path("task_id")}
+        if acting:
+            mapping["agent_id"] = call.name
+        request = build(mapping)
+        answer = call.backend.write_now(lambda s: s.tasks.apply(request))
+        return Answer(answer, wakes=answer["status"] == TaskStatus.QUEUED)
 
-def _holder(stores: Stores, task_id: str) -> str | None:
-    try:
-        return stores.tasks.get(task_id)["claimed_by"]
-    except LedgerError:
-        return None  # no such task (or an id the ledger refuses): the write says so
-
-
-def heartbeat(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    return Answer(call.backend.write_now(lambda s: s.tasks.heartbeat(task_id, **body)))
-
-
-def submit(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    return Answer(call.backend.write_now(lambda s: s.tasks.submit_result(task_id, **body)))
-
-
-def release(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    answer = call.backend.write_now(lambda s: s.tasks.release(task_id, **body))
-    return Answer(answer, wakes=True)
-
-
-def verify(call: Call) -> Answer:
-    """Judged under the token's name: the agent that wrote the result may not (SELF_REVIEW)."""
-    task_id, body, reviewer = call.path("task_id"), call.body, call.name
-    answer = call.backend.write_now(lambda s: s.tasks.verify(task_id, reviewer=reviewer, **body))
-    return Answer(answer, wakes=True)
-
-
-def cancel(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    return Answer(call.backend.write_now(lambda s: s.tasks.cancel(task_id, **body)))
-
-
-def retry(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    answer = call.backend.write_now(lambda s: s.tasks.retry(task_id, **body))
-    return Answer(answer, wakes=True)
+    return handle
 
 
 # -- handlers: bindings and projections -------------------------------------------------------
@@ -507,13 +493,15 @@ async def log_export(call: Call) -> Response:
 
 # -- the route table --------------------------------------------------------------------------
 
+# The operation ids of the task routes whose id is not their operation's name.
+_OPERATION_IDS = {"submit": "submitResult"}
 _TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
 _LIMIT = Query("limit", {"type": "integer", "minimum": 1})
 _CAPABILITIES = Query("capabilities", {"type": "string", "maxLength": 4000})
 
 
 def operations() -> tuple[Operation, ...]:
-    agent, reviewer, owner = frozenset({AGENT}), frozenset({REVIEWER}), frozenset({OWNER})
+    agent, owner = frozenset({AGENT}), frozenset({OWNER})
     bindings_readers = ANY_ROLE
     o = Operation
     return (
@@ -560,62 +548,17 @@ def operations() -> tuple[Operation, ...]:
             body="ClaimBody",
             success=(200, 204),
         ),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/heartbeat",
-            "heartbeat",
-            agent,
-            heartbeat,
-            "extend the lease",
-            body="HeartbeatBody",
-            guard=require_holder,
-        ),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/result",
-            "submitResult",
-            agent,
-            submit,
-            "hand the result back",
-            body="SubmitBody",
-            guard=require_holder,
-        ),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/release",
-            "release",
-            agent,
-            release,
-            "give the lease back",
-            body="ReleaseBody",
-            guard=require_holder,
-        ),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/verification",
-            "verify",
-            reviewer,
-            verify,
-            "judge a submitted result",
-            body="VerifyBody",
-        ),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/cancel",
-            "cancel",
-            owner,
-            cancel,
-            "cancel",
-            body="CancelBody",
-        ),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/retry",
-            "retry",
-            owner,
-            retry,
-            "requeue a finished task",
-            body="RetryBody",
+        *(
+            o(
+                "POST",
+                f"/v1/tasks/{{task_id}}/{row.route}",
+                _OPERATION_IDS.get(row.name, row.name),
+                frozenset({row.role}) if row.role is not None else owner,
+                task_write(row),
+                row.summary,
+                body=task_body(row),
+            )
+            for row in task_routes()
         ),
         o(
             "PUT",

@@ -33,8 +33,8 @@ from typing import Any, BinaryIO, TypeVar
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import AGENT, OWNER
-from aios_ledger.shell.api.app import Answer, Call, require_holder
-from aios_ledger.shell.api.backend import ApiSettings
+from aios_ledger.shell.api.app import Answer, Call
+from aios_ledger.shell.api.backend import ApiSettings, Stores
 from aios_ledger.shell.api.openapi import Operation, Query
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import admitted_context, record_proposal
@@ -69,6 +69,23 @@ def _admit(call: Call, lease_token: str) -> None:
             )
         )
     )
+
+
+def require_holder(call: Call) -> None:
+    """The upload's guard without its header (a client of an older release): the task must
+    not be another agent's, read before the body is (a task nobody holds is left to the lease,
+    checked once the body is parsed). The task routes check the holder in their write."""
+    task_id = call.path("task_id")
+    holder = call.backend.read_now(lambda s: _holder(s, task_id))
+    if holder is not None and holder != call.name:
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
+
+
+def _holder(stores: Stores, task_id: str) -> str | None:
+    try:
+        return stores.tasks.get(task_id)["claimed_by"]
+    except LedgerError:
+        return None  # no such task (or an id the ledger refuses): the write says so
 
 
 def admit_upload(call: Call) -> None:

@@ -28,17 +28,8 @@ from aios_ledger.core.projection.decisions import (
 from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 from aios_ledger.core.runs.evidence import RunCreateRequest, RunEventAppendRequest
 from aios_ledger.core.schemas import DIALECT, batch_schema, record_schema
-from aios_ledger.core.tasks.requests import (
-    MAX_CLAIM_BATCH,
-    CancelRequest,
-    ClaimRequest,
-    HeartbeatRequest,
-    ReleaseRequest,
-    RetryRequest,
-    SubmitRequest,
-    TaskCreateCommand,
-    VerifyRequest,
-)
+from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ClaimRequest, TaskCreateCommand
+from aios_ledger.core.tasks.transitions import TASK_OPERATIONS, TaskTransition
 from aios_ledger.shell.api.problems import PROBLEM_TYPE
 from aios_ledger.shell.api.review_bodies import review_body_schemas
 
@@ -78,6 +69,17 @@ class Operation:
     success: tuple[int, ...] = (200,)
     media: str = "application/json"
     guard: Callable[..., None] | None = None
+
+
+def task_routes() -> tuple[TaskTransition, ...]:
+    """The operations of the transition table with a route of their own under a task
+    (`POST /v1/tasks/{task_id}/<route>`), in the table's order."""
+    return tuple(row for row in TASK_OPERATIONS.values() if row.route is not None)
+
+
+def task_body(row: TaskTransition) -> str:
+    """The component name of an operation's body: `HeartbeatBody`, `SubmitBody`, ..."""
+    return f"{row.name.capitalize()}Body"
 
 
 def _rewrite_refs(value: Any) -> Any:
@@ -145,12 +147,12 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CLAIM_BATCH},
             },
         ),
-        "HeartbeatBody": _without(_record(HeartbeatRequest, defs), no_task),
-        "SubmitBody": _without(_record(SubmitRequest, defs), no_task),
-        "ReleaseBody": _without(_record(ReleaseRequest, defs), no_task),
-        "VerifyBody": _without(_record(VerifyRequest, defs), no_task),
-        "CancelBody": _without(_record(CancelRequest, defs), no_task),
-        "RetryBody": _without(_record(RetryRequest, defs), no_task),
+        # Each operation on a task of the transition table: its record without what the path
+        # (the task) and the token (the acting agent) give.
+        **{
+            task_body(row): _without(_record(row.request, defs), ("task_id", "agent_id"))
+            for row in task_routes()
+        },
         "BindingBody": _record(GovernedExecutionBinding, defs),
         "ProjectionBody": _record(InitialExecutionProjectionRequest, defs),
         "ProjectionRecoveryBody": _record(SourceCaptureProjectionRecoveryRequest, defs),

@@ -53,26 +53,39 @@ from typing import Any, Literal, TypeVar, cast
 import httpx
 from aios_ledger.core import (
     CancelAnswer,
+    CancelRequest,
     ClaimAnswer,
+    ClaimBatchRequest,
+    ClaimRequest,
     CreateAnswer,
     EventView,
     HeartbeatAnswer,
+    HeartbeatRequest,
     HistoryEntry,
     LedgerError,
     RetryAnswer,
     RetryLaterError,
+    RetryRequest,
     SubmitAnswer,
+    SubmitRequest,
+    TaskCreateCommand,
     TaskView,
     VerifyAnswer,
+    VerifyRequest,
 )
+from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.core.runs import RunEventRow, RunRow
+from aios_ledger.core.structuring import check_built, wire_form
 from aios_ledger.core.tasks.answers import ReleaseAnswer
+from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 
 T = TypeVar("T")
+A = TypeVar("A")
 Retry = Literal["always", "connect"]
 
 DEFAULT_RETRIES = 5
@@ -275,14 +288,53 @@ class LedgerClient:
 
     # -- TaskLedger -----------------------------------------------------------------------
 
-    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
-        body = {"idempotency_key": idempotency_key, "task": _plain(mapping)}
-        return cast(CreateAnswer, self._json("POST", api_path("tasks"), body=body, expect=(201,)))
+    def apply(self, request: TaskRequest[A]) -> A:
+        """TaskLedger.apply over the API: the request record, built once by the caller, sent
+        as its wire form (`wire_form`: every field, its key and lease token included, but the
+        task, which the path names, and the acting agent, which the server takes from the
+        token) to the route of its operation (`TASK_OPERATIONS`). A claim always carries a
+        key (drawn here with a lease token when it has none), so that a retry after a lost
+        answer gets the same claim. Expiring leases is the server's own (no route):
+        `FIELDS_INVALID`."""
+        row = operation_of(request)
+        check_built(request, what=row.name)
+        if isinstance(request, ClaimRequest):
+            return cast(A, self._claim(request))
+        if isinstance(request, ClaimBatchRequest):
+            return cast(A, self._claim_batch(request))
+        if isinstance(request, TaskCreateCommand):
+            body = wire_form(request)
+            return cast(A, self._json("POST", api_path("tasks"), body=body, expect=(201,)))
+        if row.route is None:
+            raise LedgerError("FIELDS_INVALID", f"{row.name} has no route in the HTTP API")
+        task_id = cast(str, cast(Any, request).task_id)  # every request on one task names it
+        body = wire_form(request, without=("task_id", "agent_id"))
+        return cast(A, self._json("POST", api_path("tasks", task_id, row.route), body=body))
 
-    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
-        body = _pairs(items)
+    def apply_all(self, requests: Iterable[TaskCreateCommand]) -> list[CreateAnswer]:
+        """TaskLedger.apply_all of creates (the API's one batch write): one request, one
+        transaction, all or none."""
+        commands = [self._command(command) for command in cast(Any, _plain(requests))]
+        body = [wire_form(command) for command in commands]
         answer = self._json("POST", api_path("tasks"), body=body, expect=(201,))
         return cast(list[CreateAnswer], answer)
+
+    @staticmethod
+    def _command(command: object) -> TaskCreateCommand:
+        if not isinstance(command, TaskCreateCommand):
+            raise LedgerError("FIELDS_INVALID", "a batch over the API holds creates only")
+        check_built(command, what="create")
+        return command
+
+    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
+        command = {"task": _plain(mapping), "idempotency_key": idempotency_key}
+        return self.apply(TaskCreateCommand.from_mapping(command))
+
+    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
+        commands = structure_batch(
+            _plain(items), TaskCreateCommand.from_pair, shape="(task mapping, key) pairs"
+        )
+        return self.apply_all(commands)
 
     def claim(
         self,
@@ -304,14 +356,30 @@ class LedgerClient:
             lease_token = lease_token or new_lease_token()
         elif lease_token is None:
             lease_token = new_lease_token()
-        body: dict[str, object] = {
-            "capabilities": _plain(capabilities),
-            "lease_seconds": lease_seconds,
-            "idempotency_key": idempotency_key,
-            "lease_token": lease_token,
-        }
-        if task_id is not None:
-            body["task_id"] = task_id
+        request = ClaimRequest.from_mapping(
+            {
+                "agent_id": agent_id,
+                "capabilities": _plain(capabilities),
+                "lease_seconds": lease_seconds,
+                "task_id": task_id,
+                "idempotency_key": idempotency_key,
+                "lease_token": lease_token,
+            }
+        )
+        return self._claim(request, wait_seconds)
+
+    def _claim(self, request: ClaimRequest, wait_seconds: int = 0) -> ClaimAnswer | None:
+        if request.idempotency_key is None:
+            request = ClaimRequest.from_mapping(
+                {
+                    **wire_form(request),
+                    "idempotency_key": new_claim_key(),
+                    "lease_token": request.lease_token or new_lease_token(),
+                }
+            )
+        body = wire_form(request, without=("agent_id",))
+        if request.task_id is None:
+            del body["task_id"]
         if wait_seconds:
             body["wait_seconds"] = wait_seconds
         response = self._call(
@@ -338,19 +406,21 @@ class LedgerClient:
         sent; one task (`limit=1`, a worker with one free slot) is claimed as `claim` claims,
         with a key, so that a lost answer is answered again."""
         self._check_agent(agent_id)
-        if limit == 1:
-            one = self.claim(
-                agent_id=agent_id,
-                capabilities=capabilities,
-                lease_seconds=lease_seconds,
-                wait_seconds=wait_seconds,
-            )
+        batch = ClaimBatchRequest.from_mapping(
+            {
+                "agent_id": agent_id,
+                "capabilities": _plain(capabilities),
+                "lease_seconds": lease_seconds,
+                "limit": limit,
+            }
+        )
+        return self._claim_batch(batch, wait_seconds)
+
+    def _claim_batch(self, batch: ClaimBatchRequest, wait_seconds: int = 0) -> list[ClaimAnswer]:
+        if batch.limit == 1:
+            one = self._claim(batch.claim(), wait_seconds)
             return [] if one is None else [one]
-        body: dict[str, object] = {
-            "capabilities": _plain(capabilities),
-            "lease_seconds": lease_seconds,
-            "limit": limit,
-        }
+        body = wire_form(batch, without=("agent_id",))
         if wait_seconds:
             body["wait_seconds"] = wait_seconds
         response = self._call(
@@ -366,21 +436,32 @@ class LedgerClient:
         return cast(list[ClaimAnswer], _answer(response))
 
     def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> HeartbeatAnswer:
-        body = {"lease_token": lease_token, "lease_seconds": lease_seconds}
-        answer = self._json("POST", api_path("tasks", task_id, "heartbeat"), body=body)
-        return cast(HeartbeatAnswer, answer)
+        return self.apply(
+            HeartbeatRequest.from_mapping(
+                {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
+            )
+        )
 
     def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
-        body = {"lease_token": lease_token, "reason": reason}
-        answer = self._json("POST", api_path("tasks", task_id, "release"), body=body)
-        return cast(ReleaseAnswer, answer)
+        return self.apply(
+            ReleaseRequest.from_mapping(
+                {"task_id": task_id, "lease_token": lease_token, "reason": reason}
+            )
+        )
 
     def submit_result(
         self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
     ) -> SubmitAnswer:
-        body = {"lease_token": lease_token, "result": result, "idempotency_key": idempotency_key}
-        answer = self._json("POST", api_path("tasks", task_id, "result"), body=body)
-        return cast(SubmitAnswer, answer)
+        return self.apply(
+            SubmitRequest.from_mapping(
+                {
+                    "task_id": task_id,
+                    "lease_token": lease_token,
+                    "result": result,
+                    "idempotency_key": idempotency_key,
+                }
+            )
+        )
 
     def verify(
         self,
@@ -391,31 +472,38 @@ class LedgerClient:
         idempotency_key: str,
         expected_result_digest: str | None = None,
     ) -> VerifyAnswer:
-        body: dict[str, object] = {
-            "decision": decision,
-            "reason": reason,
-            "idempotency_key": idempotency_key,
-        }
-        if expected_result_digest is not None:
-            body["expected_result_digest"] = expected_result_digest
-        answer = self._json("POST", api_path("tasks", task_id, "verification"), body=body)
-        return cast(VerifyAnswer, answer)
+        return self.apply(
+            VerifyRequest.from_mapping(
+                {
+                    "task_id": task_id,
+                    "decision": decision,
+                    "reason": reason,
+                    "idempotency_key": idempotency_key,
+                    "expected_result_digest": expected_result_digest,
+                }
+            )
+        )
 
     def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> CancelAnswer:
-        body = {"reason": reason, "idempotency_key": idempotency_key}
-        answer = self._json("POST", api_path("tasks", task_id, "cancel"), body=body)
-        return cast(CancelAnswer, answer)
+        return self.apply(
+            CancelRequest.from_mapping(
+                {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
+            )
+        )
 
     def retry(
         self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
     ) -> RetryAnswer:
-        body = {
-            "reason": reason,
-            "idempotency_key": idempotency_key,
-            "extra_attempts": extra_attempts,
-        }
-        answer = self._json("POST", api_path("tasks", task_id, "retry"), body=body)
-        return cast(RetryAnswer, answer)
+        return self.apply(
+            RetryRequest.from_mapping(
+                {
+                    "task_id": task_id,
+                    "reason": reason,
+                    "idempotency_key": idempotency_key,
+                    "extra_attempts": extra_attempts,
+                }
+            )
+        )
 
     def get(self, task_id: str) -> TaskView:
         return cast(TaskView, self._json("GET", api_path("tasks", task_id)))

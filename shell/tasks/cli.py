@@ -1,13 +1,16 @@
-"""Commands of the task lifecycle: task create/list/show/history/verify/retry, claim, heartbeat,
-release, submit, cancel, expire-leases. Requests are JSON objects (`--json FILE`, `-` for stdin)
-with the same fields as the `TaskLedger` keyword arguments, so that lease tokens never appear on
-a command line.
+"""Commands of the task lifecycle: task create/list/show/history/verify/retry/pause/resume,
+claim, heartbeat, release, submit, cancel, expire-leases. Requests are JSON objects (`--json
+FILE`, `-` for stdin) with the same fields as the `TaskLedger` keyword arguments, so that lease
+tokens never appear on a command line; an owner's move of one task (`task pause`, `task
+resume`) takes its task, reason and key as arguments. Each request is structured once, into
+the core's request record, and that record is what the ledger applies (`TaskLedger.apply`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from aios_ledger.core import (
@@ -20,9 +23,16 @@ from aios_ledger.core import (
     TaskCreateCommand,
     VerifyRequest,
 )
-from aios_ledger.core.batches import each_item
+from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ReleaseRequest
+from aios_ledger.core.tasks.requests import (
+    MAX_CLAIM_BATCH,
+    PauseRequest,
+    ReleaseRequest,
+    ResumeRequest,
+    TaskRequest,
+)
+from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from aios_ledger.shell.cli_support import (
     UsageError,
     emit,
@@ -45,7 +55,9 @@ MAX_WATCH_INTERVAL = 3600.0
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    task = commands.add_parser("task", help="tasks: create, list, show, history, verify, retry")
+    task = commands.add_parser(
+        "task", help="tasks: create, list, show, history, verify, retry, pause, resume"
+    )
     task_commands = task.add_subparsers(dest="task_command", required=True)
     create = task_commands.add_parser(
         "create",
@@ -144,6 +156,40 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     expire.set_defaults(handler=_expire)
 
+    _move_command(task_commands, "pause", PauseRequest.from_mapping)
+    _move_command(task_commands, "resume", ResumeRequest.from_mapping)
+
+
+def _move_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    record: Callable[[object], TaskRequest[Any]],
+) -> None:
+    """`task NAME TASK_ID --reason TEXT --idempotency-key KEY`: an owner's move of one task,
+    the operation `name` of the transition table (its summary is the command's help)."""
+    move = commands.add_parser(name, help=TASK_OPERATIONS[name].summary)
+    move.add_argument("task_id")
+    move.add_argument("--reason", required=True, help="why (kept in the sealed event)")
+    move.add_argument(
+        "--idempotency-key",
+        required=True,
+        metavar="KEY",
+        help="the key the move is filed under: the same key again answers the first answer",
+    )
+
+    def handle(args: argparse.Namespace) -> Any:
+        request = record(
+            {
+                "task_id": args.task_id,
+                "reason": args.reason,
+                "idempotency_key": args.idempotency_key,
+            }
+        )
+        with task_ledger(args) as ledger:
+            return ledger.apply(request)
+
+    move.set_defaults(handler=handle)
+
 
 def _json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", required=True, metavar="FILE", help="request JSON (- for stdin)")
@@ -154,14 +200,10 @@ def _task_create(args: argparse.Namespace) -> Any:
     if not isinstance(document, list):
         command = TaskCreateCommand.from_mapping(document)
         with task_ledger(args) as ledger:
-            return ledger.create_task(
-                command.task.public(), idempotency_key=command.idempotency_key
-            )
-    commands = each_item(document, TaskCreateCommand.from_mapping)
+            return ledger.apply(command)
+    commands = structure_batch(document, TaskCreateCommand.from_mapping)
     with task_ledger(args) as ledger:
-        return ledger.create_tasks(
-            (command.task.public(), command.idempotency_key) for command in commands
-        )
+        return ledger.apply_all(commands)
 
 
 def _task_list(args: argparse.Namespace) -> Any:
@@ -202,14 +244,7 @@ def _claim(args: argparse.Namespace) -> Any:
         return _claim_many(args, document)
     request = ClaimRequest.from_mapping(document)
     with task_ledger(args) as ledger:
-        answer = ledger.claim(
-            agent_id=request.agent_id,
-            capabilities=request.capabilities,
-            lease_seconds=request.lease_seconds,
-            task_id=request.task_id,
-            idempotency_key=request.idempotency_key,
-            lease_token=request.lease_token,
-        )
+        answer = ledger.apply(request)
     if answer is None:
         emit(None)
         return 0
@@ -222,78 +257,45 @@ def _claim_many(args: argparse.Namespace, document: object) -> Any:
     with_limit = {**document, "limit": args.limit} if isinstance(document, dict) else document
     batch = ClaimBatchRequest.from_mapping(with_limit)
     with task_ledger(args) as ledger:
-        return ledger.claim_many(
-            agent_id=batch.agent_id,
-            capabilities=batch.capabilities,
-            lease_seconds=batch.lease_seconds,
-            limit=batch.limit,
-        )
+        return ledger.apply(batch)
 
 
-def _heartbeat(args: argparse.Namespace) -> Any:
-    request = HeartbeatRequest.from_mapping(read_json_argument(args.json))
-    with task_ledger(args) as ledger:
-        return ledger.heartbeat(
-            request.task_id, lease_token=request.lease_token, lease_seconds=request.lease_seconds
-        )
+def _one(record: Callable[[object], TaskRequest[Any]]) -> Callable[[argparse.Namespace], Any]:
+    """A command whose JSON document is one request of `record` (`from_mapping`)."""
 
-
-def _release(args: argparse.Namespace) -> Any:
-    request = ReleaseRequest.from_mapping(read_json_argument(args.json))
-    with task_ledger(args) as ledger:
-        return ledger.release(
-            request.task_id, lease_token=request.lease_token, reason=request.reason
-        )
-
-
-def _submit(args: argparse.Namespace) -> Any:
-    document = read_json_argument(args.json)
-    if isinstance(document, list):
+    def handle(args: argparse.Namespace) -> Any:
+        request = record(read_json_argument(args.json))
         with task_ledger(args) as ledger:
-            return ledger.submit_results(document)
-    request = SubmitRequest.from_mapping(document)
-    with task_ledger(args) as ledger:
-        return ledger.submit_result(
-            request.task_id,
-            lease_token=request.lease_token,
-            result=request.result,
-            idempotency_key=request.idempotency_key,
-        )
+            return ledger.apply(request)
+
+    return handle
 
 
-def _verify(args: argparse.Namespace) -> Any:
-    document = read_json_argument(args.json)
-    if isinstance(document, list):
+def _one_or_batch(
+    record: Callable[[object], TaskRequest[Any]],
+) -> Callable[[argparse.Namespace], Any]:
+    """A command whose JSON document is one request of `record`, or a list of them (one
+    transaction: all or none)."""
+
+    def handle(args: argparse.Namespace) -> Any:
+        document = read_json_argument(args.json)
+        if isinstance(document, list):
+            requests = structure_batch(document, record)
+            with task_ledger(args) as ledger:
+                return ledger.apply_all(requests)
+        request = record(document)
         with task_ledger(args) as ledger:
-            return ledger.verify_results(document)
-    request = VerifyRequest.from_mapping(document)
-    with task_ledger(args) as ledger:
-        return ledger.verify(
-            request.task_id,
-            decision=request.decision,
-            reason=request.reason,
-            idempotency_key=request.idempotency_key,
-            expected_result_digest=request.expected_result_digest,
-        )
+            return ledger.apply(request)
+
+    return handle
 
 
-def _cancel(args: argparse.Namespace) -> Any:
-    request = CancelRequest.from_mapping(read_json_argument(args.json))
-    with task_ledger(args) as ledger:
-        return ledger.cancel(
-            request.task_id, reason=request.reason, idempotency_key=request.idempotency_key
-        )
-
-
-def _retry(args: argparse.Namespace) -> Any:
-    request = RetryRequest.from_mapping(read_json_argument(args.json))
-    with task_ledger(args) as ledger:
-        return ledger.retry(
-            request.task_id,
-            reason=request.reason,
-            idempotency_key=request.idempotency_key,
-            extra_attempts=request.extra_attempts,
-        )
+_heartbeat = _one(HeartbeatRequest.from_mapping)
+_release = _one(ReleaseRequest.from_mapping)
+_submit = _one_or_batch(SubmitRequest.from_mapping)
+_verify = _one_or_batch(VerifyRequest.from_mapping)
+_cancel = _one(CancelRequest.from_mapping)
+_retry = _one(RetryRequest.from_mapping)
 
 
 def _expire(args: argparse.Namespace) -> Any:

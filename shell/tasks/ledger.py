@@ -9,13 +9,12 @@ A refused call raises a `LedgerError` and leaves the database as it was.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import random
 import secrets
-from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core import (
@@ -50,28 +49,22 @@ from aios_ledger.core import (
     VerifyAnswer,
     VerifyRequest,
     chain_of,
-    decide_cancel,
-    decide_claim,
-    decide_create,
-    decide_expire,
-    decide_heartbeat,
-    decide_retry,
-    decide_submit,
-    decide_verify,
 )
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
 from aios_ledger.core.log.seals import ChainTip
+from aios_ledger.core.plan import Decision
+from aios_ledger.core.structuring import check_built, wire_form
 from aios_ledger.core.tasks import (
     RESULT_CONTRACTS,
     RESULT_SUBMITTED,
-    first_claimable,
     refuse_ungranted,
     task_history,
 )
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
-from aios_ledger.core.tasks.decisions import decide_release
-from aios_ledger.core.tasks.requests import ReleaseRequest
+from aios_ledger.core.tasks.decisions import decide_task
+from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason, idle_reason
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.contracts import result_contract
@@ -97,6 +90,7 @@ IDLE_GROUPS = 200
 
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 def new_task_id() -> str:
@@ -105,9 +99,6 @@ def new_task_id() -> str:
 
 def new_lease_token() -> str:
     return secrets.token_urlsafe(LEASE_TOKEN_BYTES)
-
-
-_CreateEntry = tuple[TaskCreateCommand, str]  # the command and the task id it creates
 
 
 def _task(conn: Connection, task_id: str) -> TaskRow | None:
@@ -199,30 +190,156 @@ class TaskLedger:
 
     # -- writes ---------------------------------------------------------------------------
 
+    def apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
+        """The write `request` asks for (its operation's row of `TASK_OPERATIONS`), in one
+        transaction, answered as the keyword method of that operation answers: the request
+        record is built once, where the request came in (`Record.from_mapping(raw)`), and is
+        what the core decides on. A record built directly is checked as `from_mapping` would.
+        `grant`: for a claim, the capabilities the claimer may offer (see `claim`)."""
+        row = operation_of(request)
+        check_built(request, what=row.name)
+        if isinstance(request, ClaimRequest):
+            ClaimRequest.from_mapping(wire_form(request))  # its rules across fields too
+        return self._apply(request, grant=grant)
+
+    def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
+        """Many writes in one transaction, in order (1 to MAX_BATCH of them: creates, submits,
+        verifies, or any write on one task); all of them are written (or replayed) or, when
+        one is refused, none: the error is that item's, its detail starts with `item N:`."""
+        checked = structure_batch(_listed(requests), _built_request)
+        return cast(list[A], self._apply_all(checked))
+
+    def _apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
+        row = operation_of(request)
+        if row.name == "claim":
+            claim = cast(ClaimRequest | ClaimBatchRequest, request)
+            return cast(A, self._claim(claim, _ceiling(grant)))
+        if isinstance(request, ExpireRequest):
+            expire = request
+            return cast(
+                A, self._write(lambda conn: _expire_step(PlanExecutor(conn), expire, self._now()))
+            )
+        drawn = _drawn(request)
+        created = self._now() if drawn else None
+        return cast(
+            A, self._write(lambda conn: self._step(PlanExecutor(conn), request, drawn, created))
+        )
+
+    def _apply_all(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
+        for request in requests:
+            if operation_of(request).name in ("claim", "expire"):
+                raise LedgerError(
+                    "FIELDS_INVALID", "a batch holds writes on one task each: no claim or expiry"
+                )
+        # A created task's id is drawn before the transaction, and its time read once.
+        drawn = [_drawn(request) for request in requests]
+        created = self._now() if any(drawn) else None
+
+        def write(conn: Connection) -> list[A]:
+            plans = PlanExecutor(conn)
+            return each_item(
+                list(zip(requests, drawn, strict=True)),
+                lambda item: cast(A, self._step(plans, item[0], item[1], created)),
+            )
+
+        return self._write(write)
+
+    def _step(
+        self, plans: PlanExecutor, request: Any, drawn: Mapping[str, Any], created: Timestamp | None
+    ) -> Any:
+        """One write on one task inside the caller's transaction: its rows read (the task
+        locked, its chain's tip, any first answer for its key), the core's decision, its plan."""
+        row = operation_of(request)
+        if row.name == "create":
+            task_id = drawn["task_id"]
+            next_seq = int(fetch_value(plans.conn, "tasks_next_seq"))
+            state = _task_state(plans, task_id, request.idempotency_key, next_seq=next_seq)
+            assert created is not None
+            return plans.apply(_planned(decide_task(state, request, now=created, task_id=task_id)))
+        key = request.idempotency_key if row.keyed else None
+        state = _task_state(plans, request.task_id, key)
+        gather = _INPUTS.get(row.name)
+        inputs: dict[str, Any] = {}
+        if gather is not None:
+            state, inputs = gather(self, plans, request, state)
+        # The time is read once the task is locked: see `_claim`.
+        return plans.apply(_planned(decide_task(state, request, now=self._now(), **inputs)))
+
+    def _claim(
+        self, request: ClaimRequest | ClaimBatchRequest, ceiling: frozenset[str] | None
+    ) -> Any:
+        """A claim, decided whole by the core: the passed leases it takes over first (up to
+        `TAKEOVER_BATCH`, so that a claim stays short and the claims after it take over the
+        rest), the named task or the candidates of the one candidate statement (each engine's
+        `tasks_claim_candidates`, which filters what the core checks again: status, attempts,
+        deadline, schedule, capabilities), every row locked as it is read (PostgreSQL: the
+        candidates SKIP LOCKED, so that concurrent claimers never wait on one another)."""
+        batch = request if isinstance(request, ClaimBatchRequest) else None
+        claim = batch.claim() if batch is not None else cast(ClaimRequest, request)
+        count = 1 if batch is None else batch.limit
+        if batch is None:
+            tokens: tuple[str, ...] = (claim.lease_token or new_lease_token(),)
+        else:
+            tokens = tuple(new_lease_token() for _ in range(count))
+
+        def write(conn: Connection) -> Any:
+            refuse_ungranted(claim.capabilities, ceiling)  # before any read or takeover
+            plans = PlanExecutor(conn)
+            now = self._now()
+            prior = None if batch is not None else _prior(conn, claim.idempotency_key)
+            task: TaskRow | None = None
+            passed: tuple[TaskRow, ...] = ()
+            candidates: tuple[TaskRow, ...] = ()
+            if prior is None:
+                params = {"now": now.text, "limit": TAKEOVER_BATCH}
+                passed = tuple(stream_records(conn, "tasks_expired_leases", params, TaskRow))
+                if claim.task_id is not None:
+                    task = _locked_task(conn, claim.task_id)
+                else:
+                    candidates = _candidates(conn, claim, now, count)
+                # The claim's time is read once its tasks are locked. Beside other writers
+                # (PostgreSQL) a task may have been released or taken over after `now` was
+                # read, and its events' times must not go back along its chain; the core
+                # checks each task again at that time.
+                now = self._now()
+            read = (*passed, *([] if task is None else [task]), *candidates)
+            chains = dict.fromkeys(chain_of(row.task_id) for row in read)
+            state = TaskState(
+                task=task,
+                tail=plans.tail(*chains),
+                prior=prior,
+                candidates=candidates,
+                passed=passed,
+            )
+            decision = decide_task(
+                state,
+                request,
+                now=now,
+                lease_token=tokens[0],
+                lease_tokens=tokens,
+                grant=ceiling,
+            )
+            if decision is None:
+                return None if batch is None else []
+            return plans.apply(decision)
+
+        return self._write(write)
+
     def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
         """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
-        command = TaskCreateCommand.from_mapping(
-            {"task": mapping, "idempotency_key": idempotency_key}
+        return self._apply(
+            TaskCreateCommand.from_mapping({"task": mapping, "idempotency_key": idempotency_key})
         )
-        entry = _with_task_id(command)
-        now = self._now()
-        return self._write(lambda conn: _create_step(PlanExecutor(conn), entry, now))
 
     def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
         """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
         all of them are written (or replayed) or, when one is refused, none: the error is that
         item's, its detail starts with `item N:`."""
-        commands = structure_batch(
-            _listed(items), TaskCreateCommand.from_pair, shape="(task mapping, key) pairs"
+        return self._apply_all(
+            structure_batch(
+                _listed(items), TaskCreateCommand.from_pair, shape="(task mapping, key) pairs"
+            )
         )
-        prepared = [_with_task_id(command) for command in commands]
-        now = self._now()
-
-        def write(conn: Connection) -> list[CreateAnswer]:
-            plans = PlanExecutor(conn)
-            return each_item(prepared, lambda entry: _create_step(plans, entry, now))
-
-        return self._write(write)
 
     def claim(
         self,
@@ -247,40 +364,19 @@ class TaskLedger:
         `ATTEMPTS_EXHAUSTED`, `TASK_NOT_DUE`, `TASK_NOT_FOUND`). `grant`: the capabilities this
         claimer may offer (the HTTP API passes its token's); an offer beyond it is refused
         `CAPABILITY_NOT_GRANTED`, whatever there is to claim. None: no ceiling."""
-        request = ClaimRequest.from_mapping(
-            {
-                "agent_id": agent_id,
-                "capabilities": _listed(capabilities),
-                "lease_seconds": lease_seconds,
-                "task_id": task_id,
-                "idempotency_key": idempotency_key,
-                "lease_token": lease_token,
-            }
+        return self._apply(
+            ClaimRequest.from_mapping(
+                {
+                    "agent_id": agent_id,
+                    "capabilities": _listed(capabilities),
+                    "lease_seconds": lease_seconds,
+                    "task_id": task_id,
+                    "idempotency_key": idempotency_key,
+                    "lease_token": lease_token,
+                }
+            ),
+            grant=grant,
         )
-        token = request.lease_token or new_lease_token()
-        ceiling = _ceiling(grant)
-
-        def write(conn: Connection) -> ClaimAnswer | None:
-            refuse_ungranted(request.capabilities, ceiling)  # before any read or takeover
-            now = self._now()
-            prior = _prior(conn, request.idempotency_key)
-            task = None
-            plans = PlanExecutor(conn)
-            if prior is None:
-                _take_over_passed_leases(plans, now)
-                task = self._claim_target(conn, request, now)
-                # The claim's time is read once its task is locked. Beside other writers
-                # (PostgreSQL) the task may have been released or taken over after `now` was
-                # read, and its events' times must not go back along its chain; the core
-                # checks the task again at that time.
-                now = self._now()
-                if task is not None and request.task_id is None:
-                    task = next(iter(first_claimable([task], request.capabilities, now, 1)), None)
-            state = TaskState(task=task, tail=plans.tail(*_chains(task)), prior=prior)
-            decision = decide_claim(state, request, now=now, lease_token=token, grant=ceiling)
-            return None if decision is None else plans.apply(decision)
-
-        return self._write(write)
 
     def claim_many(
         self,
@@ -298,98 +394,56 @@ class TaskLedger:
         `claim` without a key it is not idempotent: a call repeated after a lost answer takes
         other tasks, and the leases it cannot use lapse (`expire_leases` requeues them).
         `grant` bounds the offer as in `claim`."""
-        batch = ClaimBatchRequest.from_mapping(
-            {
-                "agent_id": agent_id,
-                "capabilities": _listed(capabilities),
-                "lease_seconds": lease_seconds,
-                "limit": limit,
-            }
+        return self._apply(
+            ClaimBatchRequest.from_mapping(
+                {
+                    "agent_id": agent_id,
+                    "capabilities": _listed(capabilities),
+                    "lease_seconds": lease_seconds,
+                    "limit": limit,
+                }
+            ),
+            grant=grant,
         )
-        request = batch.claim()
-        ceiling = _ceiling(grant)
-
-        def write(conn: Connection) -> list[ClaimAnswer]:
-            refuse_ungranted(request.capabilities, ceiling)  # before any read or takeover
-            now = self._now()
-            plans = PlanExecutor(conn)
-            _take_over_passed_leases(plans, now)
-            locked = _claimable(conn, request, now, batch.limit)
-            now = self._now()  # once the tasks are locked, as in `claim`
-            answers = []
-            for task in first_claimable(locked, request.capabilities, now, batch.limit):
-                state = TaskState(task=task, tail=plans.tail(chain_of(task.task_id)))
-                decision = decide_claim(
-                    state, request, now=now, lease_token=new_lease_token(), grant=ceiling
-                )
-                assert decision is not None  # a task was given
-                answers.append(plans.apply(decision))
-            return answers
-
-        return self._write(write)
-
-    @staticmethod
-    def _claim_target(conn: Connection, request: ClaimRequest, now: Timestamp) -> TaskRow | None:
-        if request.task_id is not None:
-            return _locked_task(conn, request.task_id)
-        chosen = _claimable(conn, request, now, 1)
-        return chosen[0] if chosen else None
 
     def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> HeartbeatAnswer:
         """Extend the lease (`TASK_HEARTBEAT`): `lease_expires_at` becomes now + lease_seconds."""
-        request = HeartbeatRequest.from_mapping(
-            {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
+        return self._apply(
+            HeartbeatRequest.from_mapping(
+                {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
+            )
         )
-
-        def write(conn: Connection) -> HeartbeatAnswer:
-            plans = PlanExecutor(conn)
-            task = _locked_task(conn, request.task_id)
-            state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
-            return plans.apply(decide_heartbeat(state, request, now=self._now()))
-
-        return self._write(write)
 
     def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
         """Give the lease back before it ends (`TASK_RELEASED`, with the reason and the
         attempt): the task is QUEUED again at once, or FAILED when that was its last attempt,
         since the released attempt stays counted. A stale holder is fenced as for heartbeat."""
-        request = ReleaseRequest.from_mapping(
-            {"task_id": task_id, "lease_token": lease_token, "reason": reason}
+        return self._apply(
+            ReleaseRequest.from_mapping(
+                {"task_id": task_id, "lease_token": lease_token, "reason": reason}
+            )
         )
-
-        def write(conn: Connection) -> ReleaseAnswer:
-            plans = PlanExecutor(conn)
-            task = _locked_task(conn, request.task_id)
-            state = TaskState(task=task, tail=plans.tail(chain_of(request.task_id)))
-            return plans.apply(decide_release(state, request, now=self._now()))
-
-        return self._write(write)
 
     def submit_result(
         self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
     ) -> SubmitAnswer:
         """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released."""
-        request = SubmitRequest.from_mapping(
-            {
-                "task_id": task_id,
-                "lease_token": lease_token,
-                "result": result,
-                "idempotency_key": idempotency_key,
-            }
+        return self._apply(
+            SubmitRequest.from_mapping(
+                {
+                    "task_id": task_id,
+                    "lease_token": lease_token,
+                    "result": result,
+                    "idempotency_key": idempotency_key,
+                }
+            )
         )
-        return self._write(lambda conn: self._submit_step(PlanExecutor(conn), request))
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, in order; each item is
         {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
-        requests = structure_batch(_listed(items), SubmitRequest.from_mapping)
-
-        def write(conn: Connection) -> list[SubmitAnswer]:
-            plans = PlanExecutor(conn)
-            return each_item(requests, lambda request: self._submit_step(plans, request))
-
-        return self._write(write)
+        return self._apply_all(structure_batch(_listed(items), SubmitRequest.from_mapping))
 
     def verify(
         self,
@@ -402,20 +456,20 @@ class TaskLedger:
         reviewer: str | None = None,
     ) -> VerifyAnswer:
         """Judge a SUBMITTED result (`TASK_VERIFIED`): SUCCEEDED, NEEDS_REWORK (back to QUEUED,
-        or FAILED when attempts are used up) or FAILED. `reviewer`: who judges (the HTTP API
-        passes its token's name); the agent that submitted the result may not (`SELF_REVIEW`).
-        None: a caller that names nobody (the local command line)."""
-        request = VerifyRequest.from_mapping(
-            {
-                "task_id": task_id,
-                "decision": decision,
-                "reason": reason,
-                "idempotency_key": idempotency_key,
-                "expected_result_digest": expected_result_digest,
-            }
-        )
-        return self._write(
-            lambda conn: self._verify_step(PlanExecutor(conn), request, _named(reviewer))
+        or FAILED when attempts are used up) or FAILED. `reviewer`: who judges (the request's
+        `agent_id`; the HTTP API's is its token's name); the agent that submitted the result
+        may not (`SELF_REVIEW`). None: a caller that names nobody (the local command line)."""
+        return self._apply(
+            VerifyRequest.from_mapping(
+                {
+                    "task_id": task_id,
+                    "decision": decision,
+                    "reason": reason,
+                    "idempotency_key": idempotency_key,
+                    "expected_result_digest": expected_result_digest,
+                    "agent_id": reviewer,
+                }
+            )
         )
 
     def verify_results(
@@ -424,27 +478,20 @@ class TaskLedger:
         """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
         reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`;
         `reviewer` as in `verify`, for every item."""
-        requests = structure_batch(_listed(items), VerifyRequest.from_mapping)
-        judge = _named(reviewer)
-
-        def write(conn: Connection) -> list[VerifyAnswer]:
-            plans = PlanExecutor(conn)
-            return each_item(requests, lambda request: self._verify_step(plans, request, judge))
-
-        return self._write(write)
+        return self._apply_all(
+            structure_batch(
+                _listed(items),
+                lambda item: VerifyRequest.from_mapping(_acting(item, reviewer)),
+            )
+        )
 
     def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> CancelAnswer:
         """Cancel a task in any non-terminal state (`TASK_CANCELLED`); its lease is released."""
-        request = CancelRequest.from_mapping(
-            {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
+        return self._apply(
+            CancelRequest.from_mapping(
+                {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
+            )
         )
-
-        def write(conn: Connection) -> CancelAnswer:
-            plans = PlanExecutor(conn)
-            state = _keyed_state(plans, request.task_id, request.idempotency_key)
-            return plans.apply(decide_cancel(state, request, now=self._now()))
-
-        return self._write(write)
 
     def retry(
         self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
@@ -452,51 +499,16 @@ class TaskLedger:
         """Send a FAILED or CANCELLED task back to QUEUED (`TASK_REQUEUED`, with the reason), its
         `max_attempts` raised by `extra_attempts` (1 to 100); another status is
         `INVALID_TRANSITION`."""
-        request = RetryRequest.from_mapping(
-            {
-                "task_id": task_id,
-                "reason": reason,
-                "idempotency_key": idempotency_key,
-                "extra_attempts": extra_attempts,
-            }
-        )
-
-        def write(conn: Connection) -> RetryAnswer:
-            plans = PlanExecutor(conn)
-            state = _keyed_state(plans, request.task_id, request.idempotency_key)
-            return plans.apply(decide_retry(state, request, now=self._now()))
-
-        return self._write(write)
-
-    def _submit_step(self, plans: PlanExecutor, request: SubmitRequest) -> SubmitAnswer:
-        state = _keyed_state(plans, request.task_id, request.idempotency_key)
-        task = state.task
-        decision = decide_submit(
-            state,
-            request,
-            now=self._now(),  # read once the task is locked: see `claim`
-            contracts=_result_contracts(),
-            jitter=self._jitter(),
-            # What the attempt proposed to a governed repository (issue 19), if it did.
-            proposal=None if task is None else proposal_row(plans.conn, task.task_id, task.attempt),
-        )
-        return plans.apply(decision)
-
-    def _verify_step(
-        self, plans: PlanExecutor, request: VerifyRequest, reviewer: str | None
-    ) -> VerifyAnswer:
-        state = _keyed_state(plans, request.task_id, request.idempotency_key)
-        if reviewer is not None:
-            author = fetch_value(
-                plans.conn,
-                "task_result_author",
-                {"task_id": request.task_id, "event_type": RESULT_SUBMITTED},
+        return self._apply(
+            RetryRequest.from_mapping(
+                {
+                    "task_id": task_id,
+                    "reason": reason,
+                    "idempotency_key": idempotency_key,
+                    "extra_attempts": extra_attempts,
+                }
             )
-            state = attrs.evolve(state, result_author=author)
-        decision = decide_verify(
-            state, request, now=self._now(), jitter=self._jitter(), reviewer=reviewer
         )
-        return plans.apply(decision)
 
     def expire_leases(self) -> ExpireAnswer:
         """Every CLAIMED task whose lease passed goes back to QUEUED, or FAILED when its
@@ -504,13 +516,9 @@ class TaskLedger:
         request = ExpireRequest()
         expired: list[TaskSummary] = []
         while True:
-
-            def write(conn: Connection) -> list[TaskSummary]:
-                return _expire_step(PlanExecutor(conn), request, self._now())
-
-            batch = self._write(write)
-            expired.extend(batch)
-            if len(batch) < request.limit:
+            batch: ExpireAnswer = self._apply(request)
+            expired.extend(batch["expired"])
+            if batch["count"] < request.limit:
                 return {"expired": expired, "count": len(expired)}
 
     # -- reads ----------------------------------------------------------------------------
@@ -570,11 +578,30 @@ class TaskLedger:
         return [task_view(TaskRow.from_row(row)) for row in rows]
 
 
-def _named(reviewer: object) -> str | None:
-    """A reviewer's name as the core compares it with a result's author."""
-    if reviewer is not None and not isinstance(reviewer, str):
-        raise LedgerError("FIELDS_INVALID", "reviewer: must be a name")
-    return reviewer
+def _acting(item: object, agent_id: str | None) -> object:
+    """A request mapping with its acting agent (None: as it is)."""
+    if agent_id is None or not isinstance(item, Mapping):
+        return item
+    return {**item, "agent_id": agent_id}
+
+
+def _built_request(request: object) -> TaskRequest[Any]:
+    """A record a caller built, checked as `from_mapping` would check its mapping."""
+    row = operation_of(request)
+    check_built(request, what=row.name)
+    return cast(TaskRequest[Any], request)
+
+
+def _drawn(request: object) -> dict[str, Any]:
+    """What is drawn for a write before its transaction: a created task's id."""
+    if isinstance(request, TaskCreateCommand):
+        return {"task_id": request.task.task_id or new_task_id()}
+    return {}
+
+
+def _planned(decision: Decision[Any] | None) -> Decision[Any]:
+    assert decision is not None  # only a claim or an expiry finds nothing to do
+    return decision
 
 
 def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
@@ -587,91 +614,79 @@ def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _claimable(
-    conn: Connection, request: ClaimRequest, now: Timestamp, count: int
-) -> list[TaskRow]:
-    """Up to `count` tasks this claimer may take now, in claim order, as the core chooses them
-    from the candidates; the usual single claim reads one row, and every cursor is closed
-    before anything is written. The engine says how many candidates a page holds
-    (`Connection.claim_page_size`): PostgreSQL's are filtered by capability too and locked
-    (SKIP LOCKED) as they are read, so it reads as many as it takes, where a larger page would
-    lock tasks other claimers could take meanwhile."""
-    page = conn.claim_page_size(count)
-    names: list[JsonValue] = [str(name) for name in sorted(request.capabilities)]
-    offered = encode_checked(names)
-    pages = _candidates(conn, now, page, offered)
-    with contextlib.closing(pages):
-        return first_claimable(pages, request.capabilities, now, count)
-
-
 def _candidates(
-    conn: Connection, now: Timestamp, page: int, offered_json: str
-) -> Generator[TaskRow, None, None]:
-    """QUEUED tasks in claim order, read a page at a time while the reader asks for more."""
-    offset = 0
-    while True:
-        seen = 0
-        rows = stream_records(
-            conn,
-            conn.claim_statement,
-            {"now": now.text, "limit": page, "offset": offset, "offered_json": offered_json},
-            TaskRow,
-        )
-        with contextlib.closing(rows):
-            for row in rows:
-                seen += 1
-                yield row
-        if seen < page:
-            return
-        offset += page
+    conn: Connection, request: ClaimRequest, now: Timestamp, count: int
+) -> tuple[TaskRow, ...]:
+    """The first `count` tasks this claimer may take now, in claim order, as the engine's one
+    candidate statement finds them (filtered by capability too, and on PostgreSQL locked
+    SKIP LOCKED as they are read, so it reads as many as it takes)."""
+    names: list[JsonValue] = [str(name) for name in sorted(request.capabilities)]
+    params = {"now": now.text, "limit": count, "offered_json": encode_checked(names)}
+    return tuple(stream_records(conn, "tasks_claim_candidates", params, TaskRow))
 
 
-def _chains(task: TaskRow | None) -> tuple[str, ...]:
-    return () if task is None else (chain_of(task.task_id),)
-
-
-def _with_task_id(command: TaskCreateCommand) -> _CreateEntry:
-    return command, command.task.task_id or new_task_id()
-
-
-def _create_step(plans: PlanExecutor, entry: _CreateEntry, now: Timestamp) -> CreateAnswer:
-    command, task_id = entry
-    next_seq = int(fetch_value(plans.conn, "tasks_next_seq"))
-    state = _keyed_state(plans, task_id, command.idempotency_key, next_seq=next_seq)
-    return plans.apply(decide_create(state, command, now=now, task_id=task_id))
-
-
-def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) -> list[TaskSummary]:
+def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) -> ExpireAnswer:
     """Requeue (or fail) up to `request.limit` CLAIMED tasks whose leases have passed."""
     params = {"now": now.text, "limit": request.limit}
     rows = tuple(stream_records(plans.conn, "tasks_expired_leases", params, TaskRow))
+    nothing: ExpireAnswer = {"expired": [], "count": 0}
     if not rows:
-        return []
+        return nothing
     tail = plans.tail(*(chain_of(task.task_id) for task in rows))
-    decision = decide_expire(ExpiryState(tasks=rows, tail=tail), request, now=now)
-    return [] if decision is None else plans.apply(decision)["expired"]
+    decision = decide_task(ExpiryState(tasks=rows, tail=tail), request, now=now)
+    return nothing if decision is None else cast(ExpireAnswer, plans.apply(decision))
 
 
-def _take_over_passed_leases(plans: PlanExecutor, now: Timestamp) -> None:
-    _expire_step(plans, ExpireRequest(limit=TAKEOVER_BATCH), now)
-
-
-def _keyed_state(
-    plans: PlanExecutor, task_id: str, key: str, *, next_seq: int | None = None
+def _task_state(
+    plans: PlanExecutor, task_id: str, key: str | None, *, next_seq: int | None = None
 ) -> TaskState:
-    """The task (locked first), the log's tail at its chain, and the first answer for `key`:
-    read together, one round trip on PostgreSQL."""
+    """The task (locked first), the log's tail at its chain, and the first answer for `key`
+    (None: a request without a key): read together, one round trip on PostgreSQL."""
     chain = chain_of(task_id)
-    task, tip, prior = fetch_records_together(
-        plans.conn,
-        [
-            ("get_task_for_update", {"task_id": task_id}, TaskRow),
-            ("chain_tip", {"chain": chain}, ChainTip),
-            ("task_idempotency_get", {"idempotency_key": key}, IdempotencyRow),
-        ],
-    )
-    plans.know_tip(chain, tip)
-    return TaskState(task=task, tail=plans.tail(chain), prior=prior, next_seq=next_seq)
+    reads: list[tuple[str, dict[str, object], type[Any]]] = [
+        ("get_task_for_update", {"task_id": task_id}, TaskRow),
+        ("chain_tip", {"chain": chain}, ChainTip),
+    ]
+    if key is not None:
+        reads.append(("task_idempotency_get", {"idempotency_key": key}, IdempotencyRow))
+    found = fetch_records_together(plans.conn, reads)
+    plans.know_tip(chain, found[1])
+    prior = found[2] if key is not None else None
+    return TaskState(task=found[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
+
+
+_Gather = Callable[["TaskLedger", PlanExecutor, Any, TaskState], tuple[TaskState, dict[str, Any]]]
+
+
+def _submit_inputs(
+    ledger: TaskLedger, plans: PlanExecutor, request: SubmitRequest, state: TaskState
+) -> tuple[TaskState, dict[str, Any]]:
+    task = state.task
+    inputs = {
+        "contracts": _result_contracts(),
+        "jitter": ledger._jitter(),
+        # What the attempt proposed to a governed repository (issue 19), if it did.
+        "proposal": None if task is None else proposal_row(plans.conn, task.task_id, task.attempt),
+    }
+    return state, inputs
+
+
+def _verify_inputs(
+    ledger: TaskLedger, plans: PlanExecutor, request: VerifyRequest, state: TaskState
+) -> tuple[TaskState, dict[str, Any]]:
+    if request.agent_id is not None:  # who wrote the result, for the separation of duties
+        author = fetch_value(
+            plans.conn,
+            "task_result_author",
+            {"task_id": request.task_id, "event_type": RESULT_SUBMITTED},
+        )
+        state = attrs.evolve(state, result_author=author)
+    return state, {"jitter": ledger._jitter()}
+
+
+# What an operation's decision needs besides its rows, read or drawn by the shell (by name; an
+# operation without an entry needs nothing but its rows and the clock).
+_INPUTS: Mapping[str, _Gather] = {"submit": _submit_inputs, "verify": _verify_inputs}
 
 
 @functools.cache

@@ -1,5 +1,5 @@
--- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim walk,
--- lease expiry, the idempotency ledger and reads.
+-- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim's
+-- candidates, lease expiry, the idempotency ledger and reads.
 
 -- name: tasks_insert!
 INSERT INTO tasks(
@@ -41,9 +41,10 @@ WHERE task_id = :task_id
 SELECT nextval('task_seqs');
 
 -- name: tasks_claim_candidates
--- The next :limit QUEUED tasks in claim order this claimer may take, through tasks_claim_order,
--- locked for it: the LIMIT is inside the CTE, with FOR UPDATE SKIP LOCKED, so concurrent
--- claimers each lock tasks of their own, as many as they take, and never wait on one another.
+-- The first :limit QUEUED tasks in claim order that this claimer may take now (the one
+-- candidate statement, with the meaning of SQLite's), through tasks_claim_order, locked for
+-- it: the LIMIT is inside the CTE, with FOR UPDATE SKIP LOCKED, so concurrent claimers each
+-- lock tasks of their own, as many as they take, and never wait on one another.
 -- Attempts, deadline, schedule (timestamps are stored in one fixed format, so text order is
 -- time order) and capabilities (:offered_json) are filtered here; the core re-checks everything.
 WITH locked AS (
@@ -59,7 +60,7 @@ WITH locked AS (
     AND (not_before IS NULL OR not_before <= :now)
     AND capabilities_offered(required_capabilities_json, :offered_json)
   ORDER BY priority DESC, seq
-  LIMIT :limit OFFSET :offset
+  LIMIT :limit
   FOR UPDATE SKIP LOCKED
 )
 SELECT * FROM locked ORDER BY priority DESC, seq;

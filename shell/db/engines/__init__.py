@@ -54,8 +54,6 @@ class Connection(Protocol):
     # Its transaction locks the rows it decides on, beside other writers: its events are
     # numbered once decided (`reserve_event_ids`), and it may not extend the ledger's chain.
     row_locked: bool
-    # The read that lists a claim's candidates (a page at a time, `claim_page_size`).
-    claim_statement: str
 
     @property
     def in_transaction(self) -> bool: ...
@@ -119,10 +117,6 @@ class Connection(Protocol):
 
     def event_ids_used(self, next_event_id: int) -> None:
         """After a plan under the exclusive lock: ids below `next_event_id` are taken."""
-        ...
-
-    def claim_page_size(self, count: int) -> int:
-        """How many candidates a claim of `count` tasks reads per page."""
         ...
 
     def execute(self, text: str, params: Any = None, /) -> Any:

@@ -162,7 +162,6 @@ class PgConnection:
     dialect = "postgresql"
     # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.
     seal_version = SEAL_VERSION_3
-    claim_statement = "tasks_claim_candidates"
 
     def __init__(
         self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False
@@ -353,12 +352,6 @@ class PgConnection:
         write drew its ids from it already."""
         if not self.row_locked:
             self.run_write("log_event_ids_used", {"next_event_id": next_event_id})
-
-    def claim_page_size(self, count: int) -> int:
-        """Candidates are filtered by capability in SQL and locked (SKIP LOCKED) as they are
-        read, so a claim reads as many as it takes: a larger page would lock tasks other
-        claimers could take meanwhile."""
-        return count
 
 
 def configure(raw: psycopg.Connection[Any]) -> None:

@@ -52,10 +52,6 @@ P = ParamSpec("P")
 NAME = "sqlite"
 BUSY_TIMEOUT_MS = 5000
 BUSY_RETRIES = 12
-# A claim reads its candidates a page at a time: more than one, since a candidate whose
-# capabilities the claimer lacks is skipped in Python (`first_claimable`).
-CLAIM_PAGE = 32
-
 _TEXTS = statement_texts()
 _BEGIN_IMMEDIATE = _TEXTS["begin_immediate"]
 _BEGIN_READ = _TEXTS["begin_read"]
@@ -120,7 +116,6 @@ class SqliteConnection(apsw.Connection):
     # SQLite hands ids out in commit order under its one writer: v2 seals cover them.
     seal_version = SEAL_VERSION_2
     row_locked = False
-    claim_statement = "tasks_claim_candidates"
 
     def run_statement(self, name: str, params: Params | None = None) -> apsw.Cursor:
         """Execute a named statement (its parameters checked as `_parameter_error` says)."""
@@ -229,9 +224,6 @@ class SqliteConnection(apsw.Connection):
 
     def event_ids_used(self, next_event_id: int) -> None:
         """AUTOINCREMENT moves on with the inserts themselves."""
-
-    def claim_page_size(self, count: int) -> int:
-        return max(CLAIM_PAGE, count)
 
 
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
