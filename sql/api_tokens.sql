@@ -2,11 +2,13 @@
 -- token itself, which the ledger does not have.
 
 -- name: api_token_get^
+-- returns: ApiTokenRow
 SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
   capabilities_json
 FROM api_tokens WHERE name = :name;
 
 -- name: api_token_by_digest^
+-- returns: ApiTokenRow
 SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
   capabilities_json
 FROM api_tokens WHERE token_sha256 = :token_sha256;

@@ -2,11 +2,7 @@
 -- columns named (the same names on both engines). The table list is shell/log/copy.py's.
 
 -- name: copy_rows_tasks
-SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
-       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
-       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
+SELECT {{task_columns}}
 FROM tasks ORDER BY task_id;
 
 -- name: copy_rows_events
@@ -94,8 +90,3 @@ FROM writer_leases ORDER BY lease_id;
 SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
        state, code, observed_oid, changed_files_json, revision, created_at, updated_at
 FROM governed_writes ORDER BY idempotency_key;
-
--- name: copy_event_id_counter$
--- The last event id the source handed out (its archived events' ids are never handed out again).
-SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-           coalesce((SELECT max(event_id) FROM events), 0));

@@ -1,17 +1,11 @@
 -- The append-only event log and its seals.
 
--- name: log_next_event_id$
--- The id the next event gets, read under the write lock: the core seals events over their ids.
--- AUTOINCREMENT never hands out an id again, even one whose row is gone, so the counter counts
--- as well as the rows; inserting an id explicitly moves the counter on as its own would.
-SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-           coalesce((SELECT max(event_id) FROM events), 0)) + 1;
-
 -- name: insert_event!
 INSERT INTO events(event_id, task_id, agent_id, event_type, payload_json, created_at)
 VALUES (:event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at);
 
 -- name: chain_tip^
+-- returns: ChainTip
 SELECT chain, chain_seq, seal FROM event_seals WHERE chain = :chain
 ORDER BY chain_seq DESC LIMIT 1;
 
@@ -26,6 +20,7 @@ INSERT INTO event_seal_rows(event_id, position, row_table, row_key, row_digest)
 VALUES (:event_id, :position, :row_table, :row_key, :row_digest);
 
 -- name: unsealed_events
+-- returns: EventRow
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at
 FROM events AS e LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE s.event_id IS NULL

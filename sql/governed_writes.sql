@@ -12,6 +12,7 @@ INSERT INTO governed_repositories(
 );
 
 -- name: get_governed_repository
+-- returns: RepositoryRow
 SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
        secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
@@ -51,18 +52,6 @@ FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 -- What an agent's scans of its proposals to a repository spent since a moment (the window of
 -- its scan budget): its recorded proposals and its refused scans, charged to it, each through
 -- its (repository, agent_id, created_at) index.
--- name: agent_scan_spend^
-SELECT count(*) AS scans,
-       coalesce(sum(spent.scan_bytes), 0) AS scan_bytes,
-       total(spent.scan_seconds) AS scan_seconds,
-       min(spent.created_at) AS oldest_at
-FROM (
-  SELECT scan_bytes, scan_seconds, created_at FROM task_proposals
-  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
-  UNION ALL
-  SELECT scan_bytes, scan_seconds, created_at FROM agent_scan_charges
-  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
-) AS spent;
 
 -- name: agent_scan_charge_insert!
 INSERT INTO agent_scan_charges(
@@ -87,6 +76,7 @@ INSERT INTO task_proposals(
 );
 
 -- name: get_task_proposal
+-- returns: ProposalRow
 SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
        bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes,
        scan_seconds
@@ -109,6 +99,7 @@ SET holder = :holder, generation = :generation, revision = revision + 1,
 WHERE lease_id = :lease_id AND revision = :expected_revision;
 
 -- name: get_writer_lease
+-- returns: WriterLeaseRow
 SELECT lease_id, repository, ref, holder, generation, revision, updated_at
 FROM writer_leases WHERE lease_id = :lease_id;
 
@@ -128,6 +119,7 @@ SET state = :state, code = :code, observed_oid = :observed_oid, revision = revis
 WHERE idempotency_key = :idempotency_key AND revision = :expected_revision;
 
 -- name: get_governed_write
+-- returns: GovernedWriteRow
 SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
        state, code, observed_oid, changed_files_json, revision, created_at, updated_at
 FROM governed_writes WHERE idempotency_key = :idempotency_key;

@@ -21,10 +21,12 @@ VALUES (:idempotency_key, :task_id, :job_id, :request_sha256, :execution_digest,
         :created_at);
 
 -- name: get_binding^
+-- returns: BindingRow
 SELECT task_id, job_id, binding_json, binding_sha256, created_at
 FROM governed_bindings WHERE task_id = :task_id AND job_id = :job_id;
 
 -- name: bindings_of_task
+-- returns: BindingRow
 -- Every binding registered for a task, by job (a source capture needs the one binding of an
 -- unprojected task).
 SELECT task_id, job_id, binding_json, binding_sha256, created_at

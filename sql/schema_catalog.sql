@@ -1,23 +1,4 @@
 -- Reading the catalogue: what tables exist, their columns, what migrations were applied.
 
--- name: list_tables
-SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name;
-
--- name: table_columns
-SELECT name FROM pragma_table_info(:table_name) ORDER BY cid;
-
--- name: create_schema_migrations!
--- The exact table dbmate creates, so that dbmate and the library agree on what is applied.
-CREATE TABLE IF NOT EXISTS "schema_migrations" (version varchar(128) primary key);
-
--- name: applied_migrations
-SELECT version FROM schema_migrations ORDER BY version;
-
 -- name: record_migration!
 INSERT INTO schema_migrations(version) VALUES (:version);
-
--- name: schema_objects
--- What `sql/schema.sql` holds: every object's DDL, in a stable order.
-SELECT type, name, sql FROM sqlite_master
-WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
-ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, name;

@@ -1,21 +1,18 @@
 -- Tasks: reads and guarded writes.
 
--- name: get_task^
-SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
-       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
-       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
-FROM tasks WHERE task_id = :task_id;
+-- fragment: task_columns
+-- A task's columns in `TaskRow`'s field order, for every read that selects a whole task
+-- (`{{task_columns}}`); `tests/test_sql_source.py` holds them to the record.
+task_id, goal, instructions, success_criteria_json, required_capabilities_json,
+constraints_json, metadata_json, deadline, priority, max_attempts,
+attempt, status, claimed_by, lease_token_hash, lease_expires_at,
+result_json, result_digest, result_idempotency_key, verification_json, revision,
+created_at, updated_at, verification_mode, retry_base_seconds, retry_max_seconds,
+not_before, seq
 
--- name: get_task_for_update^
--- The task a write decides on: SQLite's writer holds the whole database (BEGIN IMMEDIATE), so
--- this is get_task; PostgreSQL's text locks the row.
-SELECT task_id, goal, instructions, success_criteria_json, required_capabilities_json,
-       constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status,
-       claimed_by, lease_token_hash, lease_expires_at, result_json, result_digest,
-       result_idempotency_key, verification_json, revision, created_at, updated_at,
-       verification_mode, retry_base_seconds, retry_max_seconds, not_before, seq
+-- name: get_task^
+-- returns: TaskRow
+SELECT {{task_columns}}
 FROM tasks WHERE task_id = :task_id;
 
 -- name: project_task_execution!

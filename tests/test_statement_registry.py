@@ -19,15 +19,13 @@ from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.statements import (
     DIALECT_PACKAGES,
-    POSTGRESQL_STATEMENTS,
-    SQLITE_STATEMENTS,
     statements,
 )
 from conftest import both_engines, postgres_url
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each engine's package of statement texts (a third dialect's joins the checks of all).
-DIALECTS = tuple(DIALECT_PACKAGES.values())
+DIALECTS = tuple(DIALECT_PACKAGES)
 # PostgreSQL's texts that PREPARE cannot take (transaction control, DDL, DO blocks); they run in
 # every test that opens a ledger on PostgreSQL.
 UNPREPARABLE = {
@@ -127,7 +125,7 @@ def pg_parameters(text: str) -> tuple[str, set[str]]:
 
 def pg_prepare(conn: psycopg.Connection[Any], name: str) -> set[str]:
     """Prepare a PostgreSQL text (parsed and planned against the schema; nothing runs)."""
-    text, asked = pg_parameters(statements(POSTGRESQL_STATEMENTS)[name].sql)
+    text, asked = pg_parameters(statements("postgresql")[name].sql)
     conn.execute(f"PREPARE registry_check AS {text.rstrip(';')}".encode())
     conn.execute(b"DEALLOCATE registry_check")
     return asked
@@ -140,7 +138,7 @@ def test_a_registered_statement_takes_exactly_its_declared_parameters_on_postgre
     assert pg_prepare(pg_schema, statement) == statement.parameters
 
 
-@pytest.mark.parametrize("name", sorted(set(statements(POSTGRESQL_STATEMENTS)) - UNPREPARABLE))
+@pytest.mark.parametrize("name", sorted(set(statements("postgresql")) - UNPREPARABLE))
 def test_every_named_postgresql_statement_compiles_against_its_schema(
     pg_schema: psycopg.Connection[Any], name: str
 ) -> None:
@@ -152,7 +150,7 @@ def test_postgresql_names_what_sqlite_names_for_the_stores() -> None:
     runtime's, its catalogue, the savepoints of its group commit, which PostgreSQL does not run:
     its pool has concurrent writers) and PostgreSQL's own (its schema and lock) are the
     difference."""
-    sqlite_only = set(statements(SQLITE_STATEMENTS)) - set(statements(POSTGRESQL_STATEMENTS))
+    sqlite_only = set(statements("sqlite")) - set(statements("postgresql"))
     group_commit = {"savepoint_work", "release_work", "rollback_to_work"}
     assert all(
         name.startswith(("pragma_", "legacy_")) or name in {"schema_objects", *group_commit}

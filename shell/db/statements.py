@@ -3,26 +3,49 @@
 The grammar is aiosql's: a block starts with `-- name: NAME` followed by an optional operation
 suffix (`!` write, `<!` write returning, `^` one row, `$` one value, none: many rows). SQL is never
 assembled in Python; callers name a statement and pass parameters. The statements a plan can name
-are declared in the core (`core.statements`); `aios_ledger.sql` holds SQLite's texts of them and
-`aios_ledger.sql.postgresql` PostgreSQL's, under the same names. PostgreSQL's texts are written
-with the same `:name` parameters and handed to psycopg as `%(name)s` (`postgresql_text`).
+are declared in the core (`core.statements`).
+
+One source for both engines: a statement whose text is the same on SQLite and PostgreSQL is
+written once, in `sql/*.sql`; a dialect's folder (`sql/sqlite/`, `sql/postgresql/`) holds only
+the texts that differ and the statements that dialect alone runs, under the same names. A name
+in both the shared texts and a dialect's is refused at load (a dialect never shadows silently;
+`tests/test_sql_source.py` lists every dialect-specific name, so a new one is a choice).
+PostgreSQL's texts are written with the same `:name` parameters and handed to psycopg as
+`%(name)s` (`postgresql_text`).
+
+Two additions to the grammar, resolved once at load:
+- `-- fragment: NAME` opens a block that is not a statement but a piece of one (the task
+  columns, which nine reads select), used as `{{NAME}}` in any statement of either dialect;
+- `-- returns: RECORD` under a read's name says which row record of the core it selects into
+  (`fetch_record`, `stream_records`): the record must be known and the statement a read; a
+  test prepares each such read on both engines and holds its columns to the record's fields.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 
 import attrs
+from aios_ledger.shell.db.read_records import READ_RECORDS
 
-SQLITE_STATEMENTS = "aios_ledger.sql"
-POSTGRESQL_STATEMENTS = "aios_ledger.sql.postgresql"
-DIALECT_PACKAGES = {"sqlite": SQLITE_STATEMENTS, "postgresql": POSTGRESQL_STATEMENTS}
+DIALECTS = ("sqlite", "postgresql")
+SHARED_PACKAGE = "aios_ledger.sql"
+DIALECT_PACKAGES = {"sqlite": "aios_ledger.sql.sqlite", "postgresql": "aios_ledger.sql.postgresql"}
+# dbmate reads each engine's folder: SQLite's stayed where its users' commands name it.
+MIGRATION_PACKAGES = {
+    "sqlite": "aios_ledger.sql.migrations",
+    "postgresql": "aios_ledger.sql.postgresql.migrations",
+}
 # A `:name` parameter: not the second colon of a `::type` cast, not inside a quoted literal.
 _PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
 _NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)([!^$<*#]*)\s*$")
+_FRAGMENT_LINE = re.compile(r"^--\s*fragment:\s*([a-z_][a-z0-9_]*)\s*$")
+_RETURNS_LINE = re.compile(r"^\s*--\s*returns:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+_FRAGMENT_USE = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
+_READS = ("^", "")
 
 
 @attrs.frozen
@@ -30,11 +53,22 @@ class Statement:
     name: str
     operation: str
     sql: str
+    returns: str | None = None  # the core record a read selects into (`-- returns:`)
 
 
-def parse_statements(source: str, content: str) -> dict[str, Statement]:
+@attrs.frozen
+class SqlSource:
+    """One file's blocks, before fragments are put in."""
+
+    statements: dict[str, Statement]
+    fragments: dict[str, str]
+
+
+def parse_source(source: str, content: str) -> SqlSource:
     found: dict[str, Statement] = {}
+    fragments: dict[str, str] = {}
     name: str | None = None
+    is_fragment = False
     operation = ""
     body: list[str] = []
 
@@ -43,42 +77,120 @@ def parse_statements(source: str, content: str) -> dict[str, Statement]:
             return
         sql = "\n".join(line for line in body if not line.lstrip().startswith("--")).strip()
         if not sql:
-            raise ValueError(f"{source}: statement {name} is empty")
-        found[name] = Statement(name=name, operation=operation, sql=sql)
+            raise ValueError(
+                f"{source}: {'fragment' if is_fragment else 'statement'} {name} is empty"
+            )
+        if is_fragment:
+            fragments[name] = sql
+            return
+        declared = [m.group(1) for line in body if (m := _RETURNS_LINE.match(line))]
+        if len(declared) > 1:
+            raise ValueError(f"{source}: statement {name} declares `returns` twice")
+        returns = declared[0] if declared else None
+        if returns is not None and operation not in _READS:
+            raise ValueError(f"{source}: statement {name} is a write; only a read returns rows")
+        found[name] = Statement(name=name, operation=operation, sql=sql, returns=returns)
 
     for line in content.splitlines():
-        match = _NAME_LINE.match(line)
-        if match:
+        statement_line, fragment_line = _NAME_LINE.match(line), _FRAGMENT_LINE.match(line)
+        if statement_line or fragment_line:
             close()
-            name, operation, body = match.group(1), match.group(2), []
-            if name in found:
-                raise ValueError(f"{source}: statement {name} is defined twice")
+            match = statement_line or fragment_line
+            assert match is not None
+            name, body = match.group(1), []
+            is_fragment = fragment_line is not None
+            operation = "" if is_fragment else match.group(2)
+            if name in (fragments if is_fragment else found):
+                raise ValueError(f"{source}: {name} is defined twice")
         elif name is not None:
             body.append(line)
     close()
-    return found
+    return SqlSource(statements=found, fragments=fragments)
+
+
+def _resolved(statement: Statement, fragments: Mapping[str, str], source: str) -> Statement:
+    def put_in(match: re.Match[str]) -> str:
+        fragment = fragments.get(match.group(1))
+        if fragment is None:
+            raise ValueError(
+                f"{source}: {statement.name} uses an unknown fragment {match.group(0)}"
+            )
+        return fragment
+
+    if "{{" not in statement.sql:
+        return statement
+    return attrs.evolve(statement, sql=_FRAGMENT_USE.sub(put_in, statement.sql))
+
+
+def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
+    package = resources.files(package_name)
+    return [
+        (entry.name, parse_source(entry.name, entry.read_text("utf-8")))
+        for entry in sorted(package.iterdir(), key=lambda item: item.name)
+        if entry.name.endswith(".sql") and entry.is_file() and entry.name != "schema.sql"
+    ]
 
 
 @cache
-def statements(package_name: str = SQLITE_STATEMENTS) -> Mapping[str, Statement]:
-    """Every named statement of a dialect's package, by name."""
+def statements(dialect: str = "sqlite") -> Mapping[str, Statement]:
+    """Every named statement a dialect runs, by name: the shared texts and the dialect's own."""
+    if dialect not in DIALECT_PACKAGES:
+        raise ValueError(f"no SQL dialect {dialect!r}; known: {', '.join(DIALECTS)}")
+    return combine_statements(
+        _package_sources(SHARED_PACKAGE), _package_sources(DIALECT_PACKAGES[dialect]), dialect
+    )
+
+
+def combine_statements(
+    shared: Sequence[tuple[str, SqlSource]], own: Sequence[tuple[str, SqlSource]], dialect: str
+) -> dict[str, Statement]:
+    """The shared files' statements and a dialect's own, each name once, fragments put in, the
+    `returns` declarations known records."""
+    fragments: dict[str, str] = {}
+    for source, parsed in (*shared, *own):
+        for name, fragment in parsed.fragments.items():
+            if name in fragments:
+                raise ValueError(f"{source}: fragment {name} is defined in two files")
+            fragments[name] = fragment
     loaded: dict[str, Statement] = {}
-    package = resources.files(package_name)
-    for entry in sorted(package.iterdir(), key=lambda item: item.name):
-        if not entry.name.endswith(".sql") or not entry.is_file():
-            continue
-        for name, statement in parse_statements(entry.name, entry.read_text("utf-8")).items():
-            if name in loaded:
-                raise ValueError(f"statement {name} is defined in two files")
-            loaded[name] = statement
+    origin: dict[str, str] = {}
+    for where, sources in (("the shared texts", shared), (f"{dialect}'s own", own)):
+        for source, parsed in sources:
+            for name, statement in parsed.statements.items():
+                if name in loaded:
+                    raise ValueError(
+                        f"statement {name} is defined in {origin[name]} and in {where} ({source}):"
+                        " write a text once when both dialects share it, else once per dialect"
+                    )
+                loaded[name] = _resolved(statement, fragments, source)
+                origin[name] = f"{where} ({source})"
+    _check_returns(loaded, dialect)
     return loaded
+
+
+def dialect_specific(dialect: str) -> frozenset[str]:
+    """The names a dialect's folder defines: its own texts and its own statements."""
+    return frozenset(
+        name
+        for _, parsed in _package_sources(DIALECT_PACKAGES[dialect])
+        for name in parsed.statements
+    )
+
+
+def _check_returns(loaded: Mapping[str, Statement], dialect: str) -> None:
+    for statement in loaded.values():
+        if statement.returns is not None and statement.returns not in READ_RECORDS:
+            raise ValueError(
+                f"{dialect}: statement {statement.name} returns {statement.returns!r}, which is"
+                f" no row record of the core (known: {', '.join(sorted(READ_RECORDS))})"
+            )
 
 
 @cache
 def statement_texts(dialect: str = "sqlite") -> Mapping[str, str]:
     """Name -> SQL text, for the write path, which looks a text up for every statement; a
     PostgreSQL text comes in psycopg's parameter style."""
-    found = statements(DIALECT_PACKAGES[dialect])
+    found = statements(dialect)
     if dialect == "postgresql":
         return {name: postgresql_text(statement.sql) for name, statement in found.items()}
     return {name: statement.sql for name, statement in found.items()}
@@ -101,7 +213,7 @@ def sql(name: str) -> str:
 
 @cache
 def migration_files(dialect: str = "sqlite") -> tuple[tuple[str, str], ...]:
-    package = resources.files(f"{DIALECT_PACKAGES[dialect]}.migrations")
+    package = resources.files(MIGRATION_PACKAGES[dialect])
     return tuple(
         (entry.name, entry.read_text("utf-8"))
         for entry in sorted(package.iterdir(), key=lambda item: item.name)

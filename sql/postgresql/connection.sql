@@ -1,10 +1,6 @@
--- Transactions on PostgreSQL. Writers run at READ COMMITTED and take the ledger's write lock
--- first (one transaction-scoped advisory lock per schema, keyed by the search_path). A task's
--- own transitions take it shared and lock the rows they decide on themselves (FOR UPDATE, the
--- claim FOR UPDATE SKIP LOCKED), so they run side by side; every other write takes it
--- exclusively: the counterpart of SQLite's BEGIN IMMEDIATE, under which a decision reads the
--- rows it decides on and the ledger's chain unchanged until it commits. Readers take one
--- REPEATABLE READ snapshot.
+-- Connection set-up and transaction control. PRAGMAs take no parameters, hence one block each.
+-- PostgreSQL's own texts of the statements of ../connection.sql: the ones whose SQLite text differs,
+-- and PostgreSQL's alone. The rest are written once, in ../connection.sql.
 
 -- name: begin_immediate!
 -- One round trip: the transaction, the write lock, and the planner told what SQLite's INDEXED BY
@@ -20,6 +16,9 @@ SET LOCAL enable_bitmapscan = off;
 SET LOCAL jit = off;
 SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
 
+-- name: begin_read!
+BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+
 -- name: begin_row_locked!
 -- As begin_immediate, with the ledger lock shared: beside other row-locked writers, never beside
 -- an exclusive one (PostgreSQL queues a new shared request behind a waiting exclusive one).
@@ -34,15 +33,6 @@ SELECT pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_set
 -- at this transaction's end): a head read after it sees every id handed out so far either
 -- committed or gone for good, so a later writer never commits an id below it.
 SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
-
--- name: begin_read!
-BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-
--- name: commit!
-COMMIT;
-
--- name: rollback!
-ROLLBACK;
 
 -- name: create_search_path_schema!
 -- The schema the search_path names first (its name is checked by the shell: lower-case letters,

@@ -1,32 +1,7 @@
 -- Reading the sealed event log for verification, heads and exports (issue 3).
 -- Every statement streams in event id order; none holds more than one row at a time.
-
--- name: log_verify_rows
--- Each event with its seal and the seal just before it in its chain (through the unique
--- (chain, chain_seq) index), so that the verifier needs no per-chain state.
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
-       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version,
-       p.event_id AS pred_event_id, p.chain_seq AS pred_chain_seq, p.seal AS pred_seal
-FROM events AS e
-LEFT JOIN event_seals AS s ON s.event_id = e.event_id
-LEFT JOIN event_seals AS p ON p.chain = s.chain AND p.chain_seq = s.chain_seq - 1
-ORDER BY e.event_id;
-
--- name: log_orphan_seals
--- Seals whose event row is gone.
-SELECT s.event_id, s.chain, s.chain_seq, s.prev_seal, s.seal, s.sealed_at_adoption,
-       s.seal_version
-FROM event_seals AS s
-LEFT JOIN events AS e ON e.event_id = s.event_id
-WHERE e.event_id IS NULL
-ORDER BY s.event_id;
-
--- name: log_sealed_rows
--- The state rows every v2 seal covers, in event id and position order (merged with the events).
-SELECT event_id, position, row_table, row_key, row_digest
-FROM event_seal_rows
-ORDER BY event_id, position;
+-- PostgreSQL's own texts of the statements of ../event_log.sql: the ones whose SQLite text differs,
+-- and PostgreSQL's alone. The rest are written once, in ../event_log.sql.
 
 -- name: log_has_v1_seals$
 -- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
@@ -42,15 +17,6 @@ LEFT JOIN event_seal_rows AS s
   ON s.row_table = 'tasks' AND s.row_key = t.task_id
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
                    WHERE row_table = 'tasks' AND row_key = t.task_id);
-
--- name: state_rows_auxiliary_runs
-SELECT a.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
-       NULL AS sealed_history
-FROM auxiliary_runs AS a
-LEFT JOIN event_seal_rows AS s
-  ON s.row_table = 'auxiliary_runs' AND s.row_key = a.aux_id
- AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
-                   WHERE row_table = 'auxiliary_runs' AND row_key = a.aux_id);
 
 -- name: state_rows_initial_projections
 -- A projection row, with the last sealed row of it; only a task whose projection was sealed
@@ -208,24 +174,6 @@ LEFT JOIN event_seal_rows AS s
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
                    WHERE row_table = 'run_events' AND row_key = e.run_id || ' ' || e.seq);
 
--- name: runs_events_disagreeing
--- Runs whose event count is not the number of their events numbered 1..count: an event deleted
--- or inserted behind the ledger's back (appends bump the count in the same transaction).
-SELECT r.run_id, r.event_count, count(e.seq) AS events, coalesce(max(e.seq), 0) AS last_seq
-FROM runs AS r LEFT JOIN run_events AS e ON e.run_id = r.run_id
-GROUP BY r.run_id, r.event_count
-HAVING count(e.seq) <> r.event_count OR coalesce(max(e.seq), 0) <> r.event_count
-ORDER BY r.run_id;
-
--- name: run_events_without_run
-SELECT DISTINCT e.run_id FROM run_events AS e
-WHERE NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.run_id = e.run_id)
-ORDER BY e.run_id;
-
--- name: proposal_bundles
--- Each proposal and the digest of the bundle file it was stored under, for `verify` to hash.
-SELECT proposal_id, bundle_sha256 FROM task_proposals ORDER BY proposal_id;
-
 -- name: state_rows_gone
 -- Rows a seal says were written (their last writer's event id) that are no longer there.
 SELECT r.row_table, r.row_key, max(r.event_id) AS event_id
@@ -270,42 +218,3 @@ ORDER BY r.row_table, r.row_key;
 -- counterpart of SQLite's AUTOINCREMENT sequence; ids are not dense here, so the verifier only
 -- reports it).
 SELECT CASE WHEN is_called THEN last_value END FROM event_ids;
-
--- name: log_max_event_id$
-SELECT coalesce(max(event_id), 0) FROM events;
-
--- name: log_head_rows
--- An archived event's id and seal stay in the head (issue 17 item 6).
-SELECT e.event_id, s.seal
-FROM events AS e
-LEFT JOIN event_seals AS s ON s.event_id = e.event_id
-UNION ALL
-SELECT event_id, seal FROM archived_events
-ORDER BY event_id;
-
--- name: log_export_all
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
-       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version
-FROM events AS e
-LEFT JOIN event_seals AS s ON s.event_id = e.event_id
-ORDER BY e.event_id;
-
--- name: log_export_task
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
-       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version
-FROM events AS e
-LEFT JOIN event_seals AS s ON s.event_id = e.event_id
-WHERE e.task_id = :task_id
-ORDER BY e.event_id;
-
--- name: log_export_task_sealed_rows
-SELECT r.event_id, r.position, r.row_table, r.row_key, r.row_digest
-FROM events AS e
-JOIN event_seal_rows AS r ON r.event_id = e.event_id
-WHERE e.task_id = :task_id
-ORDER BY r.event_id, r.position;
-
--- name: log_task_event_count$
-SELECT count(*) FROM events WHERE task_id = :task_id;

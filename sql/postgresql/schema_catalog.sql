@@ -1,5 +1,6 @@
--- Reading the catalogue of the connection's schema (the search_path's first): its tables, their
--- columns, what migrations were applied.
+-- Reading the catalogue: what tables exist, their columns, what migrations were applied.
+-- PostgreSQL's own texts of the statements of ../schema_catalog.sql: the ones whose SQLite text differs,
+-- and PostgreSQL's alone. The rest are written once, in ../schema_catalog.sql.
 
 -- name: list_tables
 SELECT table_name::text AS name FROM information_schema.tables
@@ -17,6 +18,3 @@ CREATE TABLE IF NOT EXISTS schema_migrations (version varchar(128) PRIMARY KEY);
 
 -- name: applied_migrations
 SELECT version::text AS version FROM schema_migrations ORDER BY version;
-
--- name: record_migration!
-INSERT INTO schema_migrations(version) VALUES (:version);

@@ -144,7 +144,7 @@ _TEXTS = statement_texts("postgresql")
 
 
 def _raw_texts() -> dict[str, str]:
-    return {name: s.sql for name, s in statements("aios_ledger.sql.postgresql").items()}
+    return {name: s.sql for name, s in statements("postgresql").items()}
 
 
 _RAW_TEXTS = _raw_texts()

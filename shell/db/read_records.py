@@ -1,0 +1,38 @@
+"""The row records a named read may declare it selects into (`-- returns: RECORD` in `sql/`):
+the core's records, by their names. `statements` refuses a declaration of any other name at
+load; `tests/test_sql_source.py` holds each declared read's columns to its record's fields on
+both engines, as `fetch_record` and `stream_records` hold them on a read's first row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aios_ledger.core.api.tokens import ApiTokenRow
+from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
+from aios_ledger.core.git.records import (
+    GovernedWriteRow,
+    ProposalRow,
+    RepositoryRow,
+    WriterLeaseRow,
+)
+from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.seals import ChainTip
+from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+
+READ_RECORDS: Mapping[str, type] = {
+    record.__name__: record
+    for record in (
+        ApiTokenRow,
+        AuxiliaryRunRow,
+        BindingRow,
+        ChainTip,
+        EventRow,
+        GovernedWriteRow,
+        IdempotencyRow,
+        ProposalRow,
+        RepositoryRow,
+        TaskRow,
+        WriterLeaseRow,
+    )
+}

@@ -1,0 +1,45 @@
+-- Auxiliary runs: reads and the guarded transitions.
+-- SQLite's own texts of the statements of ../auxiliary.sql: the ones whose PostgreSQL text differs,
+-- and SQLite's alone. The rest are written once, in ../auxiliary.sql.
+
+-- name: list_auxiliary_runs
+-- returns: AuxiliaryRunRow
+SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
+       output_digest, error_code, error
+FROM auxiliary_runs
+WHERE (:state IS NULL OR state = :state)
+  AND (:session_id IS NULL OR session_id = :session_id)
+  AND (:run_id IS NULL OR run_id = :run_id)
+ORDER BY created_at_ms, aux_id
+LIMIT :limit;
+
+-- name: auxiliary_run_events
+-- The transitions of one auxiliary run, as appended (and sealed) to the ledger-level chain.
+SELECT e.event_id, e.event_type, e.payload_json, e.created_at, s.chain, s.chain_seq
+FROM events AS e JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE e.task_id IS NULL AND e.event_type LIKE 'AUXILIARY_RUN_%'
+  AND json_extract(e.payload_json, '$.aux_id') = :aux_id
+ORDER BY e.event_id;
+
+-- name: review_candidates
+-- The one place `review` chooses its tasks: SUBMITTED tasks, those whose current attempt has
+-- the fewest failed reviews first (a task whose reviews keep failing never holds a round up),
+-- then in claim order. A review is an auxiliary run of kind 'review' on the attempt's evidence
+-- run, named as core/work.py names it: session 'task:' || task_id, run task_id || '@' || attempt.
+-- Only tasks judged by a reviewer: an `auto` task's results are judged as they arrive.
+SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_capabilities_json,
+       t.constraints_json, t.metadata_json, t.deadline, t.priority, t.max_attempts, t.attempt,
+       t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,
+       t.result_digest, t.result_idempotency_key, t.verification_json, t.revision, t.created_at,
+       t.updated_at, t.verification_mode, t.retry_base_seconds, t.retry_max_seconds,
+       t.not_before, t.seq,
+       (SELECT COUNT(*) FROM auxiliary_runs AS a
+        WHERE a.session_id = 'task:' || t.task_id
+          AND a.run_id = t.task_id || '@' || t.attempt
+          AND a.kind = 'review'
+          AND a.state IN ('FAILED', 'CANCELLED')) AS failed_reviews
+FROM tasks AS t INDEXED BY tasks_claim_order
+WHERE t.status = 'SUBMITTED' AND t.verification_mode = 'reviewer'
+ORDER BY failed_reviews, t.priority DESC, t.seq
+LIMIT :limit;

@@ -1,0 +1,51 @@
+-- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim's
+-- candidates, lease expiry, the idempotency ledger and reads.
+-- SQLite's own texts of the statements of ../tasks_lifecycle.sql: the ones whose PostgreSQL text differs,
+-- and SQLite's alone. The rest are written once, in ../tasks_lifecycle.sql.
+
+-- name: tasks_next_seq$
+-- The creation sequence the next task gets, read under the write lock (through tasks_by_seq):
+-- claims take equal-priority tasks in this order.
+SELECT coalesce(max(seq), 0) + 1 FROM tasks;
+
+-- name: tasks_claim_candidates
+-- returns: TaskRow
+-- The first :limit QUEUED tasks in claim order that this claimer may take now, through
+-- tasks_claim_order: the one candidate statement, with the meaning of PostgreSQL's. Attempts,
+-- deadline and schedule are filtered here (timestamps are stored in one fixed format, so text
+-- order is time order), and capabilities: every name of required_capabilities_json must be in
+-- :offered_json (a JSON array of names); a list that is not a JSON array of names is never a
+-- candidate. The core checks each candidate again.
+SELECT {{task_columns}}
+FROM tasks INDEXED BY tasks_claim_order
+WHERE status = 'QUEUED'
+  AND attempt < max_attempts
+  AND (deadline IS NULL OR deadline > :now)
+  AND (not_before IS NULL OR not_before <= :now)
+  AND CASE WHEN json_valid(required_capabilities_json)
+           THEN json_type(required_capabilities_json) = 'array' ELSE 0 END
+  AND NOT EXISTS (
+    SELECT 1
+    FROM json_each(CASE WHEN json_valid(required_capabilities_json)
+                        THEN required_capabilities_json ELSE '[]' END) AS required
+    WHERE required.type <> 'text'
+       OR NOT EXISTS (
+         SELECT 1 FROM json_each(:offered_json) AS offered WHERE offered.value = required.value))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: tasks_expired_leases
+-- returns: TaskRow
+-- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry.
+SELECT {{task_columns}}
+FROM tasks INDEXED BY tasks_lease_expiry
+WHERE status = 'CLAIMED' AND lease_expires_at <= :now
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: tasks_list_by_status
+SELECT {{task_columns}}
+FROM tasks INDEXED BY tasks_claim_order
+WHERE status = :status
+ORDER BY priority DESC, seq
+LIMIT :limit;
