@@ -267,8 +267,8 @@ class RawLoop:
         row = self._one("get_task", {"task_id": task_id})
         if row is None:
             raise RuntimeError(f"no task {task_id}")
-        event_id = self._next_event_id()
         tip = self._tip(task_id)
+        event_id = self._next_event_id()
         # The row's own revision and token hash, so that the ledger's checks still hold after it.
         self._cas(task_id, "CLAIMED", int(row[_REVISION]), lease_token_hash=row[_LEASE_TOKEN_HASH])
         self._event(event_id, tip, task_id, "TASK_HEARTBEAT")

@@ -506,11 +506,12 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
             store.create_run("session-1", "old", run_id="r-old")
             for number in (1, 2):
                 store.append_event("r-old", "step", {"n": number})
-    # The ledger as that version left it: before migration 0014, which the next open applies.
+    # The ledger as that version left it: before migration 0014 (and 0015, which changes only
+    # task_idempotency's CHECK and applies again alike), which the next open applies.
     tamper(
         ledger_target,
         ("DROP TABLE run_events_before_seals", ()),
-        ("DELETE FROM schema_migrations WHERE version = '0014'", ()),
+        ("DELETE FROM schema_migrations WHERE version IN ('0014', '0015')", ()),
     )
     with RunStore(ledger_target) as store:
         store.append_event("r-old", "step", {"n": 3})

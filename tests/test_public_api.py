@@ -276,13 +276,10 @@ def test_the_codemod_exports_a_name_a_merge_left_documented_only(tmp_path: Path)
     page.write_text(page.read_text().replace("### Time\n\n", f"### Time\n\n{line}\n", 1))
     init = tree / "core" / "__init__.py"
     before = init.read_text()
-    assert "from aios_ledger.core.tasks.transitions import TaskStatus," in before
+    defined = "from aios_ledger.core.tasks.transitions import TaskStatus\n"
+    assert defined in before
     init.write_text(
-        before.replace(
-            "from aios_ledger.core.tasks.transitions import TaskStatus,",
-            "from aios_ledger.core.tasks.decisions import TaskStatus\n"
-            "from aios_ledger.core.tasks.transitions import",
-        )
+        before.replace(defined, "from aios_ledger.core.tasks.decisions import TaskStatus\n")
     )
 
     assert _codemod(tree).returncode == 0
