@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -273,3 +274,35 @@ def test_group_commit_is_sqlites_alone(pg: str) -> None:
         with pytest.raises(LedgerError) as refused:
             db.start_group_commit()
         assert refused.value.code == "USAGE_INVALID"
+
+
+def _cut_own_connection(url: str, cuts: list[int]) -> Callable[[Connection], int]:
+    """A transaction's work that terminates its own backend (the first time), so that its
+    COMMIT breaks on the way."""
+
+    def work(conn: Connection) -> int:
+        if not cuts:
+            backend = conn.raw.info.backend_pid  # type: ignore[attr-defined]
+            with psycopg.connect(PostgresTarget.parse(url).conninfo, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (backend,))
+            cuts.append(backend)
+        return len(cuts)
+
+    return work
+
+
+def test_a_read_whose_commit_breaks_is_read_again_and_a_write_is_unknown(pg: str) -> None:
+    """A connection cut while COMMIT is on its way: a read changed nothing, so it is read again
+    on a fresh connection; a write's outcome is unknown, so it is DATABASE_UNAVAILABLE (the
+    caller's idempotency key makes its retry safe)."""
+    database = Database(pg)
+    try:
+        assert database.read(_cut_own_connection(pg, [])) == 1
+        write_cuts: list[int] = []
+        with pytest.raises(LedgerError) as unknown:
+            database.write(_cut_own_connection(pg, write_cuts))
+        assert unknown.value.code == "DATABASE_UNAVAILABLE"
+        assert "outcome is unknown" in str(unknown.value)
+        assert len(write_cuts) == 1
+    finally:
+        database.close()

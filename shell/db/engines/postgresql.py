@@ -15,8 +15,8 @@ IMMEDIATE`, under which a decision's reads stay what it read until it commits. A
 REPEATABLE READ READ ONLY snapshot. Serialization failures and deadlocks are retried a bounded
 number of times (in a row-locked write, unique violations too); a server that is down or
 restarting is retried while nothing can have been committed, then answered as
-`DATABASE_UNAVAILABLE` (a failure during COMMIT is answered at once: its outcome is unknown,
-and the caller's idempotency key makes its retry safe).
+`DATABASE_UNAVAILABLE` (a write's failure during COMMIT is answered at once: its outcome is
+unknown, and the caller's idempotency key makes its retry safe; a read's is read again).
 """
 
 from __future__ import annotations
@@ -545,6 +545,11 @@ class PostgresDatabase(Database):
                     conn = PgConnection(raw, row_locked=mode == ROW_LOCKED, read_only=mode == READ)
                     return self._once(conn, mode, work)
             except _CommitUncertain as exc:
+                if mode == READ and unavailable < UNAVAILABLE_RETRIES:
+                    # A read's COMMIT changes nothing whatever its outcome: read again.
+                    unavailable += 1
+                    self._sleep(unavailable)
+                    continue
                 raise LedgerError(
                     "DATABASE_UNAVAILABLE",
                     f"the connection broke during COMMIT (the outcome is unknown): {exc}",
