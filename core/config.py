@@ -93,12 +93,21 @@ class ReviewSettings:
 
 
 @attrs.frozen(kw_only=True)
+class AttestSettings:
+    """`[attest]`: the Ed25519 signing key (a C2SP signer key file) that attests every landed
+    governed write; none: writes land unattested, and say so."""
+
+    key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+
+
+@attrs.frozen(kw_only=True)
 class LedgerSettings:
     """A whole config file: every section optional, every key in it known."""
 
     database: DatabaseSettings = attrs.field(factory=DatabaseSettings)
     worker: WorkerSettings = attrs.field(factory=WorkerSettings)
     review: ReviewSettings = attrs.field(factory=ReviewSettings)
+    attest: AttestSettings = attrs.field(factory=AttestSettings)
 
     @classmethod
     def from_mapping(cls, raw: object, *, source: str) -> LedgerSettings:

@@ -241,6 +241,13 @@ class Statement(enum.StrEnum):
         "idempotency_key",
     )
 
+    COMMIT_ATTESTATION_INSERT = (
+        "commit_attestation_insert",
+        _INSERT,
+        """idempotency_key task_id repository commit_oid keyid note_json provenance_sha256
+        review_sha256 created_at""",
+    )
+
     # -- the sealed event log
 
     INSERT_EVENT = (

@@ -18,6 +18,7 @@ import argcomplete
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import SYNCHRONOUS_LEVELS
 from aios_ledger.shell.api import cli as api_cli
+from aios_ledger.shell.attest import cli as attest_cli
 from aios_ledger.shell.cli_help import CommandGroup, attach_help
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
@@ -52,6 +53,7 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     work_cli.register,
     log_cli.register,
     git_cli.register,
+    attest_cli.register,
     register_schemas,
     api_cli.register,
     register_completion,
@@ -87,7 +89,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "governed writes",
         "an accepted task's proposal written to its repository's branch",
-        ("repo", "propose", "proposals", "write", "write-recover"),
+        ("repo", "propose", "proposals", "write", "write-recover", "why", "verify-attestation"),
     ),
     CommandGroup(
         "the log",

@@ -181,6 +181,13 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "proposals": (("aios-ledger proposals widgets-notes", "a task's proposals and their facts"),),
     "write": (("aios-ledger write widgets-notes --json write.json", "write the verified work"),),
     "write-recover": (("aios-ledger write-recover", "settle writes a crash left in doubt"),),
+    "why": (("aios-ledger why 0406c5db", "the task, agent, review and attestation of a commit"),),
+    "verify-attestation": (
+        (
+            "aios-ledger verify-attestation 0406c5db --repo gadgets.git --key ledger.pub",
+            "check a commit's signed attestation from the repository alone",
+        ),
+    ),
     # -- the log
     "verify": (
         ("aios-ledger verify", "walk the whole log (exit 0 only when intact)"),

@@ -90,3 +90,8 @@ FROM writer_leases ORDER BY lease_id;
 SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
        state, code, observed_oid, changed_files_json, revision, created_at, updated_at
 FROM governed_writes ORDER BY idempotency_key;
+
+-- name: copy_rows_commit_attestations
+SELECT idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,
+       review_sha256, created_at
+FROM commit_attestations ORDER BY idempotency_key;

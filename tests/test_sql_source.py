@@ -52,6 +52,7 @@ DIFFERING = frozenset(
         "log_next_event_id",
         "review_candidates",
         "state_rows_agent_scan_charges",
+        "state_rows_commit_attestations",
         "state_rows_api_tokens",
         "state_rows_gone",
         "state_rows_governed_bindings",
@@ -98,6 +99,7 @@ POSTGRESQL_ALONE = frozenset(
     [
         "begin_row_locked",
         "copy_insert_agent_scan_charges",
+        "copy_insert_commit_attestations",
         "copy_insert_api_tokens",
         "copy_insert_archived_events",
         "copy_insert_auxiliary_runs",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aios_ledger.core.api.tokens import ApiTokenRow
+from aios_ledger.core.attest.records import CommitAttestationRow
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.git.records import (
     GovernedWriteRow,
@@ -27,6 +28,7 @@ READ_RECORDS: Mapping[str, type] = {
         AuxiliaryRunRow,
         BindingRow,
         ChainTip,
+        CommitAttestationRow,
         EventRow,
         GovernedWriteRow,
         IdempotencyRow,

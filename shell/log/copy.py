@@ -50,6 +50,7 @@ TABLES = (
     "agent_scan_charges",
     "writer_leases",
     "governed_writes",
+    "commit_attestations",
 )
 BATCH = 1000
 

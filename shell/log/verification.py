@@ -27,6 +27,7 @@ from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
     API_TOKENS,
     AUXILIARY_RUNS,
+    COMMIT_ATTESTATIONS,
     FIRST_ANSWERS,
     GOVERNED_BINDINGS,
     GOVERNED_REPOSITORIES,
@@ -114,6 +115,7 @@ STATE_STATEMENTS = {
     REPOSITORY_SETTINGS_CHANGES: "state_rows_repository_settings_changes",
     RUN_EVENTS: "state_rows_run_events",
     AGENT_SCAN_CHARGES: "state_rows_agent_scan_charges",
+    COMMIT_ATTESTATIONS: "state_rows_commit_attestations",
 }
 assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
 

@@ -164,3 +164,11 @@ SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM events)
      + (SELECT count(*) FROM auxiliary_runs) + (SELECT count(*) FROM governed_bindings)
      + (SELECT count(*) FROM task_idempotency) + (SELECT count(*) FROM api_tokens)
      + (SELECT count(*) FROM governed_repositories);
+
+-- name: copy_insert_commit_attestations!
+INSERT INTO commit_attestations(
+  idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,
+  review_sha256, created_at)
+VALUES (
+  :idempotency_key, :task_id, :repository, :commit_oid, :keyid, :note_json, :provenance_sha256,
+  :review_sha256, :created_at);
