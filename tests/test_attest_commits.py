@@ -256,3 +256,34 @@ def test_the_commands_write_attested_and_verify(landed: Landed, tmp_path: Path) 
     assert refused.returncode != 0 and refused.stderr.startswith("ATTESTATION_INVALID")
     bad_key = _cli("verify-attestation", commit, "--repo", str(landed.bare), "--key", "x+y+z")
     assert bad_key.returncode != 0 and bad_key.stderr.startswith("ATTEST_KEY_INVALID")
+
+
+def test_the_server_attests_with_its_key_and_answers_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from api_server import ApiServer
+
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "proposals"))
+    landed = Landed(tmp_path, tmp_path / "ledger.sqlite3")
+    key_file = tmp_path / "attest.key"
+    key_file.write_text(landed.key.signer_text())
+    monkeypatch.setenv("AIOS_LEDGER_ATTEST_KEY", str(key_file))
+    register(landed.db, landed.bare)
+    verified_proposal(landed.db, "task-h", binding("task-h", landed.base), {"h.txt": "h\n"})
+    with ApiServer(landed.db, role_tokens=True) as server:
+        written = server.client("owner").post(
+            "/v1/tasks/task-h/governed-write", json={"idempotency_key": "w-h"}
+        )
+        assert written.status_code == 200, written.text
+        answer = written.json()
+        assert answer["attestation"]["attested"] is True
+        why = server.client("auditor").get(f"/v1/commits/{answer['new_oid']}")
+        assert why.status_code == 200, why.text
+        assert why.json()["writes"][0]["attestation"]["keyid"] == landed.key.keyid
+        unknown = server.client("auditor").get(f"/v1/commits/{landed.base}")
+        assert unknown.status_code == 404 and unknown.json()["code"] == "COMMIT_NOT_FOUND"
+        elsewhere = server.client("auditor").get(
+            f"/v1/commits/{answer['new_oid']}", params={"repo": "acme/other"}
+        )
+        assert elsewhere.status_code == 404
+    assert landed.verify(answer["new_oid"])["intact"]
