@@ -35,6 +35,7 @@ from typing import Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
 
 HASH_SIZE = 32
 LEAF_PREFIX = b"\x00"
@@ -203,6 +204,64 @@ class Frontier:
             edge.append(hashed)
             size += 1
         return Frontier(size, tuple(edge)), tuple(stored)
+
+
+# -- the stored tree ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class MerkleTreeRow:
+    """The tree's head row (`merkle_tree`): its size (None until the leaves of the events
+    before the tree are built), its right edge as stored, and its revision."""
+
+    size: int | None
+    frontier: bytes
+    revision: int
+
+    def frontier_of(self) -> Frontier:
+        if self.size is None:
+            raise LedgerError("MERKLE_TREE_NOT_BUILT", "the tree of the events is not built yet")
+        return Frontier.decode(int(self.size), bytes(self.frontier))
+
+
+@attrs.frozen
+class MerkleHashRow:
+    """One stored hash (a leaf's or a subtree's), as the proofs read them."""
+
+    hash: bytes
+
+
+def append_writes(
+    tree: MerkleTreeRow, frontier: Frontier, leaves: Sequence[tuple[int, str]]
+) -> tuple[tuple[SqlWrite, ...], Frontier]:
+    """The writes that append the leaves of `leaves` ((event id, seal), in commit order) to the
+    tree whose head row is `tree` (edge `frontier`): each leaf with its event, every subtree it
+    completes, and the head row moved on (a compare-and-swap on its revision); and the edge
+    after them."""
+    after, stored = frontier.append(event_leaf_hash(seal) for _, seal in leaves)
+    events = {frontier.size + at: event_id for at, (event_id, _) in enumerate(leaves)}
+    writes = []
+    params: dict[str, SqlParam]
+    for item in stored:
+        node = item.node
+        if node.level == 0:
+            params = {
+                "leaf_index": node.index,
+                "event_id": events[node.index],
+                "leaf_hash": item.hash,
+            }
+            writes.append(SqlWrite(Statement.MERKLE_LEAF_INSERT, params))
+        else:
+            params = {"level": node.level, "node_index": node.index, "hash": item.hash}
+            writes.append(SqlWrite(Statement.MERKLE_NODE_INSERT, params))
+    head: dict[str, SqlParam] = {
+        "only_row": 1,
+        "expected_revision": tree.revision,
+        "size": after.size,
+        "frontier": after.encode(),
+    }
+    writes.append(SqlWrite(Statement.MERKLE_TREE_CAS_UPDATE, head))
+    return tuple(writes), after
 
 
 # -- inclusion proofs (RFC 9162 §2.1.3) ----------------------------------------------------------
