@@ -178,7 +178,7 @@ def test_a_note_rewritten_in_the_repository_is_caught(landed: Landed) -> None:
     forger = generate_key("ledger.test")
     for keyid in (landed.key.keyid, forger.keyid):  # posing as the ledger's key id, or not
         forged = {
-            part: sign_envelope(unsigned_statement(note[part]), forger.key, keyid)
+            part: sign_envelope(unsigned_statement(note[part]), forger.sign, keyid)
             for part in ("provenance", "review")
         }
         add_note(str(landed.bare), commit, json.dumps({**note, **forged}))
@@ -255,7 +255,7 @@ def test_the_commands_write_attested_and_verify(landed: Landed, tmp_path: Path) 
     refused = _cli("verify-attestation", commit, "--repo", str(landed.bare), "--key", other)
     assert refused.returncode != 0 and refused.stderr.startswith("ATTESTATION_INVALID")
     bad_key = _cli("verify-attestation", commit, "--repo", str(landed.bare), "--key", "x+y+z")
-    assert bad_key.returncode != 0 and bad_key.stderr.startswith("ATTEST_KEY_INVALID")
+    assert bad_key.returncode != 0 and bad_key.stderr.startswith("NOTE_KEY_INVALID")
 
 
 def test_the_server_attests_with_its_key_and_answers_why(

@@ -50,6 +50,7 @@ DIFFERING = frozenset(
         "log_has_v1_seals",
         "log_id_counter",
         "log_next_event_id",
+        "merkle_tree_for_update",
         "review_candidates",
         "state_rows_agent_scan_charges",
         "state_rows_commit_attestations",

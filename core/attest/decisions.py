@@ -14,7 +14,7 @@ import binascii
 from typing import TypedDict
 
 import attrs
-from aios_ledger.core.attest.dsse import note_key_id, sign_envelope
+from aios_ledger.core.attest.dsse import Sign, sign_envelope
 from aios_ledger.core.attest.records import CommitAttestationRow
 from aios_ledger.core.attest.statements import (
     CommitFacts,
@@ -30,7 +30,6 @@ from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 COMMIT_ATTESTED = "COMMIT_ATTESTED"
 NOTE_SCHEMA = "aios.commit_attestations.v1"
@@ -51,12 +50,11 @@ class AttestationAnswer(TypedDict):
     idempotent: bool
 
 
-def attestation_note(facts: CommitFacts, key: Ed25519PrivateKey, key_name: str) -> JsonObject:
+def attestation_note(facts: CommitFacts, sign: Sign, keyid: str) -> JsonObject:
     """The note for `facts`' commit: its SLSA Provenance and, naming it as input, the review's
-    VSA, each an in-toto Statement in a DSSE envelope signed by `key` (named `key_name`)."""
-    keyid = note_key_id(key_name, key.public_key())
-    provenance = sign_envelope(provenance_statement(facts), key, keyid)
-    review = sign_envelope(review_statement(facts, sha256_hex(provenance)), key, keyid)
+    VSA, each an in-toto Statement in a DSSE envelope signed by `sign` under `keyid`."""
+    provenance = sign_envelope(provenance_statement(facts), sign, keyid)
+    review = sign_envelope(review_statement(facts, sha256_hex(provenance)), sign, keyid)
     return {"schema": NOTE_SCHEMA, "provenance": provenance, "review": review}
 
 

@@ -9,27 +9,27 @@ with LEN the byte length in ASCII decimal, without leading zeros. The envelope i
 `{"payload": base64(body), "payloadType": type, "signatures": [{"keyid": ..., "sig":
 base64(signature)}]}` (standard base64 with padding; a verifier also accepts URL-safe).
 
-Ed25519 signing is deterministic (RFC 8032), so this is pure: the same key and statement give
-the same envelope, which the golden snapshots hold.
+The core holds no key and imports no cryptography: the shell hands it `sign` (its signer key's
+Ed25519 signature of a message) and a `SignatureCheck` (`shell.proofs.keys.check_ed25519`).
+Ed25519 is deterministic (RFC 8032): the same key and statement give the same envelope, which
+the golden snapshots hold.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
+from collections.abc import Callable
 
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_object
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from aios_ledger.core.proofs.notes import ED25519, SignatureCheck, key_id
 
 DSSE_PREFIX = b"DSSEv1"
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
-# C2SP signed-note: a key's id is the first 4 bytes of SHA-256(name || "\n" || 0x01 || key).
-ED25519_NOTE_ALGORITHM = b"\x01"
+Sign = Callable[[bytes], bytes]
+"""The signer key's Ed25519 signature of a message (the shell's `Signer.sign`)."""
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -40,18 +40,11 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     )
 
 
-def public_key_bytes(key: Ed25519PublicKey) -> bytes:
-    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
-
-
-def note_key_id(name: str, key: Ed25519PublicKey) -> str:
-    """The C2SP signed-note key id of an Ed25519 key named `name`, as 8 hex digits: the keyid
-    of every signature this ledger makes, so one key names itself the same in checkpoints and
-    attestations."""
-    digest = hashlib.sha256(
-        name.encode("utf-8") + b"\n" + ED25519_NOTE_ALGORITHM + public_key_bytes(key)
-    ).digest()
-    return digest[:4].hex()
+def note_key_id(name: str, public_key: bytes) -> str:
+    """The C2SP signed-note key id of the Ed25519 key `public_key` named `name`, as 8 hex
+    digits (SHA-256(name || 0x0A || 0x01 || key)[:4]): the keyid of every envelope, so one key
+    names itself the same in checkpoints and attestations."""
+    return key_id(name, ED25519, public_key).hex()
 
 
 def statement_bytes(statement: JsonObject) -> bytes:
@@ -60,10 +53,10 @@ def statement_bytes(statement: JsonObject) -> bytes:
     return canonical_json(statement).encode("ascii")
 
 
-def sign_envelope(statement: JsonObject, key: Ed25519PrivateKey, keyid: str) -> JsonObject:
-    """A DSSE envelope of `statement` (an in-toto Statement), signed by `key` under `keyid`."""
+def sign_envelope(statement: JsonObject, sign: Sign, keyid: str) -> JsonObject:
+    """A DSSE envelope of `statement` (an in-toto Statement), signed by `sign` under `keyid`."""
     payload = statement_bytes(statement)
-    signature = key.sign(pae(IN_TOTO_PAYLOAD_TYPE, payload))
+    signature = sign(pae(IN_TOTO_PAYLOAD_TYPE, payload))
     return {
         "payload": base64.b64encode(payload).decode("ascii"),
         "payloadType": IN_TOTO_PAYLOAD_TYPE,
@@ -88,9 +81,10 @@ def _decode_base64(text: JsonValue, what: str) -> bytes:
 
 
 def open_envelope(
-    envelope: JsonValue, key: Ed25519PublicKey, keyid: str | None = None
+    envelope: JsonValue, public_key: bytes, check: SignatureCheck, keyid: str | None = None
 ) -> JsonObject:
-    """The Statement inside a DSSE envelope whose signature `key` made (over the PAE of its
+    """The Statement inside a DSSE envelope whose signature the Ed25519 `public_key` made, as
+    `check` verifies it (over the PAE of its
     payload), or `ATTESTATION_INVALID` saying why not: not an envelope, another payload type,
     no signature of this key, a payload that is not an in-toto Statement. With `keyid`, only
     signatures under it (or without one) are tried."""
@@ -111,12 +105,9 @@ def open_envelope(
         named = signature.get("keyid")
         if keyid is not None and named not in (None, "", keyid):
             continue
-        try:
-            key.verify(_decode_base64(signature.get("sig"), "sig"), message)
-        except InvalidSignature:
-            continue
-        verified = True
-        break
+        if check(public_key, message, _decode_base64(signature.get("sig"), "sig")):
+            verified = True
+            break
     if not verified:
         raise _refused("no signature of the envelope verifies with the key")
     try:

@@ -30,18 +30,21 @@ from aios_ledger.core.attest.decisions import (
     not_attested,
     unsigned_statement,
 )
+from aios_ledger.core.attest.dsse import note_key_id
 from aios_ledger.core.attest.statements import PROVENANCE_TYPE, VSA_TYPE, statement_subject_commit
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.git import GovernedWriteRow
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
+from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.attest.facts import attempt_reviews, commit_facts, task_events
-from aios_ledger.shell.attest.keys import SigningKey, VerifierKey
+from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.proofs.keys import check_ed25519
 
 NOTE_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
 
@@ -112,7 +115,8 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
         path = _repository_path(conn, write.repository)
         if attestation_row(conn, write_key) is not None or write.state != "APPLIED":
             return write, None, path
-        return write, attestation_note(commit_facts(conn, write), signing.key, signing.name), path
+        note = attestation_note(commit_facts(conn, write), signing.sign, signing.keyid)
+        return write, note, path
 
     write, note, path = db.read(prepare)
 
@@ -281,9 +285,10 @@ def verify_commit_attestation(
         ) from None
     if note.get("schema") != NOTE_SCHEMA:
         raise _finding("ATTESTATION_INVALID", f"the note of {oid} is not {NOTE_SCHEMA}")
-    verified: dict[str, Any] = {"commit": oid, "notes_ref": NOTES_REF, "keyid": verifier.keyid}
+    keyid = note_key_id(verifier.name, verifier.public_key)
+    verified: dict[str, Any] = {"commit": oid, "notes_ref": NOTES_REF, "keyid": keyid}
     for part, predicate_type in (("provenance", PROVENANCE_TYPE), ("review", VSA_TYPE)):
-        statement = open_envelope(note.get(part), verifier.key, verifier.keyid)
+        statement = open_envelope(note.get(part), verifier.public_key, check_ed25519, keyid)
         if statement.get("predicateType") != predicate_type:
             raise _finding(
                 "ATTESTATION_INVALID",

@@ -7,6 +7,7 @@ from typing import TypeVar
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
 from aios_ledger.core.log.seals import LEDGER_CHAIN, empty_chain_tip
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.log.merkle import append_event_leaves
 from aios_ledger.shell.log.tail import read_chain_tips
 
 # Where the store numbers a plan's events after the decision (a row-locked write: PostgreSQL's),
@@ -81,6 +82,10 @@ class PlanExecutor:
         if self._row_locked and isinstance(decision, WritePlan) and decision.events:
             decision = decision.numbered(self.conn.reserve_event_ids(len(decision.events)))
         answer = apply_decision(self.conn, decision, error=self._error)
+        if isinstance(decision, WritePlan) and decision.events:
+            # Their leaves, after the plan: on PostgreSQL the tree's head row is locked from
+            # here to COMMIT, so leaf order is commit order (`shell/log/merkle.py`).
+            append_event_leaves(self.conn, decision.events)
         if isinstance(decision, WritePlan) and decision.tail is not None:
             self._next_event_id = decision.tail.next_event_id
             self._tips.update(decision.tail.tips)

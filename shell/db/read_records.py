@@ -16,6 +16,7 @@ from aios_ledger.core.git.records import (
     RepositoryRow,
     WriterLeaseRow,
 )
+from aios_ledger.core.log.merkle import MerkleHashRow, MerkleTreeRow
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.projection.records import BindingRow
@@ -32,6 +33,8 @@ READ_RECORDS: Mapping[str, type] = {
         EventRow,
         GovernedWriteRow,
         IdempotencyRow,
+        MerkleHashRow,
+        MerkleTreeRow,
         ProposalRow,
         RepositoryRow,
         TaskRow,
