@@ -212,6 +212,19 @@ def test_why_goes_from_a_commit_back_to_everything(landed: Landed) -> None:
     types = [event["type"] for event in write["events"]]
     assert types[-1] == "COMMIT_ATTESTED" and "TASK_VERIFIED" in types
     assert all(event["seal"] for event in write["events"])
+    # Each event's inclusion proof in the Merkle log, checked with the proof's own arithmetic
+    # against the one tree head the answer names, as `verify-proof` does offline.
+    from aios_ledger.core.log.merkle import InclusionProof
+
+    root = bytes.fromhex(why["tree_head"]["root"])
+    proofs = write["inclusion_proofs"]
+    assert [proof["event_id"] for proof in proofs] == [e["event_id"] for e in write["events"]]
+    for proof in proofs:
+        assert proof["tree_size"] == why["tree_head"]["size"]
+        InclusionProof.from_mapping(proof).check(root)
+        assert proof["seal"] == next(
+            e["seal"] for e in write["events"] if e["event_id"] == proof["event_id"]
+        )
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

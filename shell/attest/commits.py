@@ -44,6 +44,7 @@ from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.proofs.keys import check_ed25519
 
 NOTE_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
@@ -161,7 +162,8 @@ def _event_summary(event: dict[str, Any]) -> dict[str, Any]:
 def why_commit(db: Database, commit: str, repository: str | None = None) -> dict[str, Any]:
     """Everything the ledger knows of how `commit` came to be: per landed write that moved a
     branch to it, the task, its claim and agent, capabilities, evidence, auxiliary review,
-    verdict, the governed write and its attestation, with every event of the task (sealed).
+    verdict, the governed write and its attestation, with every event of the task (sealed) and
+    its inclusion proof in the Merkle log against one tree head (`tree_head`).
     `COMMIT_NOT_FOUND` when no landed write names it."""
     commit = commit.strip().lower()
     if not (4 <= len(commit) <= 64) or any(c not in "0123456789abcdef" for c in commit):
@@ -182,7 +184,21 @@ def why_commit(db: Database, commit: str, repository: str | None = None) -> dict
             "writes": [_why_write(conn, GovernedWriteRow.from_row(r)) for r in rows],
         }
 
-    return db.read(read)
+    return _with_inclusion_proofs(db, db.read(read))
+
+
+def _with_inclusion_proofs(db: Database, found: dict[str, Any]) -> dict[str, Any]:
+    """Each event's RFC 9162 inclusion proof in the Merkle log, all against one tree head (read
+    after the events, so it holds them all): `verify-proof` checks each offline against that
+    root, and a signed checkpoint of a size at least the head's vouches for it."""
+    head = tree_head_at(db)
+    for write in found["writes"]:
+        write["inclusion_proofs"] = [
+            prove_inclusion(db, int(event["event_id"]), head.size).public()
+            for event in write["events"]
+        ]
+    found["tree_head"] = head.public()
+    return found
 
 
 def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
@@ -249,7 +265,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
         },
         "attestation": attested,
         "events": [_event_summary(e) for e in events],
-        "inclusion_proofs": None,
+        "inclusion_proofs": [],
     }
 
 

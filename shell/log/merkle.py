@@ -49,7 +49,7 @@ def append_event_leaves(conn: Connection, events: Sequence[AppendedEvent]) -> No
         build_tree(conn, tree)  # the log's events, these among them
         return
     leaves = [(event.event.event_id, event.seal.seal) for event in events]
-    writes, _ = append_writes(tree, tree.frontier_of(), leaves)
+    writes, _ = append_writes(tree, leaves)
     conn.run_plan(writes, LedgerError)
 
 
@@ -70,26 +70,25 @@ def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
     tree = _locked_tree(conn) if tree is None else tree
     if tree.size is not None:
         return 0
-    frontier = Frontier(0)
-    start = MerkleTreeRow(None, b"", tree.revision)
+    grown = MerkleTreeRow(0, b"", tree.revision)
     batch: list[tuple[int, str]] = []
     built = 0
     for row in conn.fetch_all("merkle_sealed_in_id_order", None):
         batch.append((int(row["event_id"]), str(row["seal"])))
         if len(batch) == BUILD_BATCH:
-            frontier, start = _append_batch(conn, start, frontier, batch)
+            grown = _append_batch(conn, grown, batch)
             built += len(batch)
             batch = []
-    frontier, start = _append_batch(conn, start, frontier, batch)
+    _append_batch(conn, grown, batch)  # the last leaves, or the empty tree's size
     return built + len(batch)
 
 
 def _append_batch(
-    conn: Connection, tree: MerkleTreeRow, frontier: Frontier, batch: Sequence[tuple[int, str]]
-) -> tuple[Frontier, MerkleTreeRow]:
-    writes, after = append_writes(tree, frontier, batch)
+    conn: Connection, tree: MerkleTreeRow, batch: Sequence[tuple[int, str]]
+) -> MerkleTreeRow:
+    writes, after = append_writes(tree, batch)
     conn.run_plan(writes, LedgerError)
-    return after, MerkleTreeRow(after.size, after.encode(), tree.revision + 1)
+    return after
 
 
 # -- reads ---------------------------------------------------------------------------------------
@@ -136,8 +135,9 @@ def _size_within(conn: Connection, size: int | None) -> tuple[int, Frontier]:
 
 
 def current_tree_head(db: Database) -> TreeHead:
-    """The tree head (size, root) of the ledger now: what a checkpoint signs."""
-    db.quiesce_writers()
+    """The tree head (size, root) of the ledger now: what a checkpoint signs. No writer need be
+    waited for (`quiesce_writers`): leaves are appended under the head row's lock, so a
+    committed head row always names a whole prefix of the leaves."""
     return db.read(lambda conn: _tree(conn).head())
 
 
@@ -176,7 +176,6 @@ def prove_inclusion(db: Database, event_id: int, size: int | None = None) -> Inc
         path = inclusion_proof(index, tree_size, nodes)
         return InclusionProof(event_id, str(seal["seal"]), index, tree_size, head.root, path)
 
-    db.quiesce_writers()
     return db.read(work)
 
 
@@ -199,7 +198,6 @@ def prove_consistency(db: Database, old: int, new: int | None = None) -> Consist
         old_root = tree_head(old, nodes).root
         return ConsistencyProof(old, new_size, old_root, _head(new_size, current, nodes).root, path)
 
-    db.quiesce_writers()
     return db.read(work)
 
 
