@@ -413,6 +413,9 @@ CASES: dict[str, Case] = {
     "tree head": Case("GET", ANY, lambda s: ("/v1/proofs/tree-head", None)),
     "inclusion": Case("GET", ANY, lambda s: ("/v1/proofs/inclusion/1", None)),
     "consistency": Case("GET", ANY, lambda s: ("/v1/proofs/consistency?old=1", None)),
+    # Any reader may ask; a commit no landed write names is 404 (tests/test_attest_commits.py
+    # asks of one that landed).
+    "commit why": Case("GET", ANY, lambda s: ("/v1/commits/" + "ab" * 20, None), 404),
 }
 
 

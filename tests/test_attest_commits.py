@@ -40,10 +40,15 @@ class Landed:
         self.db: Any = target
         self.bare, self.base = make_repository(root)
         self.key = generate_key("ledger.test")
+        self.registered = False
+
+    def register(self) -> None:
+        if not self.registered:
+            register(self.db, self.bare)
+            self.registered = True
 
     def land(self, task_id: str, *, key: SigningKey | None = None, **files: str) -> dict[str, Any]:
-        register(self.db, self.bare) if not getattr(self, "_registered", False) else None
-        self._registered = True
+        self.register()
         verified_proposal(
             self.db, task_id, binding(task_id, self.base), files or {"src/a.py": "print(1)\n"}
         )
@@ -238,7 +243,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_commands_write_attested_and_verify(landed: Landed, tmp_path: Path) -> None:
-    register(landed.db, landed.bare)
+    landed.register()
     verified_proposal(landed.db, "task-c", binding("task-c", landed.base), {"c.txt": "c\n"})
     key_file = tmp_path / "attest.key"
     key_file.write_text(landed.key.signer_text() + "\n")
@@ -300,3 +305,31 @@ def test_the_server_attests_with_its_key_and_answers_why(
         )
         assert elsewhere.status_code == 404
     assert landed.verify(answer["new_oid"])["intact"]
+
+
+def test_writes_landing_at_once_in_one_repository_each_keep_their_note(landed: Landed) -> None:
+    """Two writes to two branches of one repository at once: their notes race for the notes
+    ref's lock, and each is attached (the loser tries again)."""
+    import threading
+
+    landed.register()
+    tasks = ("task-p", "task-q", "task-s")
+    for task_id in tasks:
+        verified_proposal(landed.db, task_id, binding(task_id, landed.base), {f"{task_id}": "x\n"})
+    answers: dict[str, Any] = {}
+
+    def write(task_id: str) -> None:
+        with Database(landed.db) as db:
+            answers[task_id] = governed_write(
+                db, {"task_id": task_id, "idempotency_key": f"w-{task_id}"}, attest_key=landed.key
+            )
+
+    threads = [threading.Thread(target=write, args=(task_id,)) for task_id in tasks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for task_id in tasks:
+        assert answers[task_id]["attestation"]["attested"] is True
+        assert answers[task_id]["attestation"]["reason"] is None
+        assert landed.verify(answers[task_id]["new_oid"])["intact"]

@@ -13,6 +13,8 @@ signature with the public key, each Statement's subject the commit itself.
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from aios_ledger.core import LedgerError, chain_of
@@ -47,6 +49,9 @@ from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.proofs.keys import check_ed25519
 
+log = logging.getLogger(__name__)
+NOTE_ATTEMPTS = 5
+NOTE_RETRY_SECONDS = 0.05
 NOTE_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
 
 
@@ -57,7 +62,20 @@ def attestation_row(conn: Connection, key: str) -> CommitAttestationRow | None:
 
 
 def add_note(repository_path: str, commit: str, note_json: str) -> None:
-    """Attach (or replace) the commit's note under `NOTES_REF`: git's own notes commit."""
+    """Attach (or replace) the commit's note under `NOTES_REF`: git's own notes commit. Two
+    writes landing in one repository at once race for the notes ref's lock: the loser tries
+    again, a few times, before its failure is answered."""
+    for attempt in range(NOTE_ATTEMPTS):
+        try:
+            _add_note(repository_path, commit, note_json)
+            return
+        except LedgerError:
+            if attempt == NOTE_ATTEMPTS - 1:
+                raise
+            time.sleep(NOTE_RETRY_SECONDS * (attempt + 1))
+
+
+def _add_note(repository_path: str, commit: str, note_json: str) -> None:
     run_git(
         [
             "--git-dir",
@@ -104,6 +122,10 @@ def attest_write(
         return _attest(db, write_key, signing, clock)
     except LedgerError as failed:
         return not_attested(f"{failed.code}: {failed.detail}")
+    except Exception:
+        # A defect in attesting must not cost the caller the answer of a write that landed.
+        log.exception("attesting governed write %r failed", write_key)
+        return not_attested("INTERNAL_ERROR: attesting failed (see the log)")
 
 
 def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> AttestationAnswer:
@@ -138,7 +160,12 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
         return answer, stored
 
     answer, note_json = db.write(record)
-    add_note(path, write.new_oid, note_json)
+    try:
+        add_note(path, write.new_oid, note_json)
+    except LedgerError as failed:
+        # Recorded and sealed: only the repository's copy is missing, and the same write again
+        # attaches it from the ledger.
+        return {**answer, "reason": f"recorded, but the note was not attached: {failed}"}
     return answer
 
 

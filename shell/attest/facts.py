@@ -82,13 +82,14 @@ def commit_facts(conn: Connection, write: GovernedWriteRow) -> CommitFacts:
     task = fetch_record(conn, "get_task", {"task_id": write.task_id}, TaskRow)
     if task is None:
         raise LedgerError("TASK_NOT_FOUND", f"no task {write.task_id!r}")
-    proposal_id = write.proposal_id
-    attempt = int(proposal_id.rpartition("#")[2])
-    proposal = fetch_record(
-        conn, "get_task_proposal", {"task_id": task.task_id, "attempt": attempt}, ProposalRow
-    )
+    proposals = [
+        ProposalRow.from_row(row)
+        for row in fetch_all(conn, "task_proposals_of_task", {"task_id": task.task_id})
+    ]
+    proposal = next((p for p in proposals if p.proposal_id == write.proposal_id), None)
     if proposal is None:
-        raise LedgerError("PROPOSAL_NOT_FOUND", f"no proposal {proposal_id!r}")
+        raise LedgerError("PROPOSAL_NOT_FOUND", f"no proposal {write.proposal_id!r}")
+    attempt = proposal.attempt
     binding = task_binding(task)
     envelope = task.metadata().get("execution")
     assert isinstance(envelope, dict)
