@@ -274,6 +274,20 @@ def test_the_commands_write_attested_and_verify(landed: Landed, tmp_path: Path) 
     assert refused.returncode != 0 and refused.stderr.startswith("ATTESTATION_INVALID")
     bad_key = _cli("verify-attestation", commit, "--repo", str(landed.bare), "--key", "x+y+z")
     assert bad_key.returncode != 0 and bad_key.stderr.startswith("NOTE_KEY_INVALID")
+    # The key from the config file's `[attest] key`, relative to the file; a key file that
+    # cannot be read is refused before anything is written.
+    verified_proposal(landed.db, "task-k", binding("task-k", landed.base), {"k.txt": "k\n"})
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text('[attest]\nkey = "missing.key"\n')
+    request.write_text('{"idempotency_key": "w-k"}')
+    args = ("--config", str(config), "--db", str(landed.db), "write", "task-k", "--json")
+    refused = _cli(*args, str(request))
+    assert refused.returncode != 0 and refused.stderr.startswith("KEY_FILE_UNREADABLE")
+    assert "GOVERNED_WRITE_INTENDED" not in events_of(landed.db, "task-k")
+    config.write_text('[attest]\nkey = "attest.key"\n')
+    from_config = _cli(*args, str(request))
+    assert from_config.returncode == 0, from_config.stderr
+    assert json.loads(from_config.stdout)["attestation"]["attested"] is True
 
 
 def test_the_server_attests_with_its_key_and_answers_why(
