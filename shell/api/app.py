@@ -36,7 +36,7 @@ from typing import IO, Any, cast
 
 import attrs
 from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
-from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES
+from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES, WITNESS
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.projection import (
@@ -80,7 +80,8 @@ from starlette.routing import Route
 
 LOG = logging.getLogger("aios_ledger.api")
 
-ANY_ROLE = frozenset(ROLES)
+# Every role of the ledger's own users; a witness token takes only the checkpoint routes.
+ANY_ROLE = frozenset(ROLES) - {WITNESS}
 READERS = ANY_ROLE
 AUDIT = frozenset({AUDITOR, OWNER})
 EXPORT_CHUNK = 64 * 1024
