@@ -15,17 +15,31 @@ from pathlib import Path
 
 import httpx
 import pytest
+from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.core.proofs import (
     Checkpoint,
     VerifierKey,
+    checkpoint_message,
+    cosignature,
+    cosignature_message,
     open_checkpoint,
     parse_note,
+    signed_checkpoint,
     verified_cosignatures,
 )
-from aios_ledger.shell import Database
+from aios_ledger.shell import Database, issue_token
 from aios_ledger.shell.log.merkle import current_tree_head
-from aios_ledger.shell.proofs.keys import check_ed25519
+from aios_ledger.shell.proofs.checkpoints import (
+    add_cosignatures,
+    latest_checkpoint,
+    sign_checkpoint,
+)
+from aios_ledger.shell.proofs.keys import check_ed25519, parse_signer
 from api_server import ApiServer, Scenario, cli
+from conftest import both_engines
+from test_proofs_notes import ENOCH_VKEY, PETER_SKEY, WIT1_SKEY
+
+pytest_generate_tests = both_engines
 
 PATIENCE = 60.0  # seconds: a bound on waiting for the periodic signer, never a speed assertion
 
@@ -195,12 +209,15 @@ def test_a_rollback_is_refused(tmp_path: Path) -> None:
     backup = tmp_path / "backup.db"
     with ApiServer(db, *flags, role_tokens=True) as server:
         token = server.issue("w1", "witness")
-        _wait_for_size(server, token, 0)
-        for suffix in ("", "-wal"):  # the ledger file as a backup tool would copy it
+        server.stop()  # a backup of the ledger at rest, as a backup tool takes it
+        for suffix in ("", "-wal"):
             if Path(str(db) + suffix).exists():
                 shutil.copy(str(db) + suffix, str(backup) + suffix)
+        server.start()
+        with Database(backup) as backed_up:
+            backup_size = current_tree_head(backed_up).size
         Scenario(server).queued()
-        _wait_for_size(server, token, 1)
+        _wait_for_size(server, token, backup_size + 1)
         assert _witness(server, log_key, witness_key_file, state, token).returncode == 0
     with ApiServer(backup, *flags, port=server.port) as restored:
         # The backup holds the witness's token already: issuing one would grow the log.
@@ -218,3 +235,43 @@ def test_a_malformed_cosignature_is_refused_with_its_code(tmp_path: Path, body: 
         answer = server.client(token=token).post("/v1/checkpoint/cosignatures", json=body)
         assert answer.status_code == 422, answer.text
         assert answer.json()["code"] in {"NOTE_INVALID", "CHECKPOINT_INVALID"}
+
+
+def test_checkpoints_and_cosignatures_are_stored_on_both_engines(
+    ledger_target: str | Path, tmp_path: Path
+) -> None:
+    """The store itself, on SQLite and PostgreSQL: sign, serve the latest (and one of a size),
+    take a cosignature (one line per witness key, the later replacing the earlier), refuse
+    what no stored checkpoint or no known witness signed, and leave the rows as they were."""
+    log = parse_signer(PETER_SKEY)
+    witness = parse_signer(WIT1_SKEY)
+    with Database(ledger_target) as db:
+        first = sign_checkpoint(db, log, Timestamp.parse("2026-12-01T00:00:00.000Z"))
+        assert sign_checkpoint(db, log, Timestamp.parse("2026-12-01T00:00:01.000Z")) == first
+        issue_token(db, "someone", ["agent"])  # an event: the tree grows
+        second = sign_checkpoint(db, log, Timestamp.parse("2026-12-01T00:00:02.000Z"))
+        assert second.row.tree_size == first.row.tree_size + 1
+        assert latest_checkpoint(db) == second
+        assert latest_checkpoint(db, first.row.tree_size) == first
+        body = parse_note(first.note).text
+        cosigned = []
+        for at in (10, 11):
+            line = cosignature(witness.verifier, at, witness.sign(cosignature_message(body, at)))
+            cosigned.append(line)
+            note = parse_note(first.note).with_signature(line).encode()
+            now = Timestamp.parse("2026-12-01T00:00:03.000Z")
+            stored = add_cosignatures(db, note, [witness.verifier], now)
+        assert stored.note == first.note + cosigned[1].line()
+        assert latest_checkpoint(db, first.row.tree_size).note == stored.note
+        with pytest.raises(LedgerError, match="WITNESS_UNKNOWN"):
+            add_cosignatures(db, stored.note, [VerifierKey.parse(ENOCH_VKEY)], now)
+        forged = Checkpoint(log.verifier.name, 999, bytes(32))
+        forged_note = signed_checkpoint(forged, log.verifier, log.sign(checkpoint_message(forged)))
+        line = cosignature(
+            witness.verifier, 12, witness.sign(cosignature_message(forged.body(), 12))
+        )
+        with pytest.raises(LedgerError, match="CHECKPOINT_NOT_FOUND"):
+            add_cosignatures(db, forged_note.with_signature(line).encode(), [witness.verifier], now)
+        assert latest_checkpoint(db) == second
+    with Database(tmp_path / "empty.db") as empty, pytest.raises(LedgerError, match="NOT_FOUND"):
+        latest_checkpoint(empty)
