@@ -94,7 +94,16 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "the log",
         "check that no event was changed or removed, export and archive it",
-        ("verify", "head", "export", "verify-export", "archive", "verify-archive"),
+        (
+            "verify",
+            "head",
+            "prove",
+            "verify-proof",
+            "export",
+            "verify-export",
+            "archive",
+            "verify-archive",
+        ),
     ),
     CommandGroup(
         "the server",

@@ -345,7 +345,7 @@ def _aux_missing(suffix: str) -> Callable[[Scenario], tuple[str, Any]]:
 
 # A witness token takes the checkpoint routes and nothing else.
 ANY = frozenset(ROLES) - {"witness"}
-CHECKPOINT_READERS = frozenset(ROLES)
+CHECKPOINT_READERS = PROOF_READERS = frozenset(ROLES)
 AUDIT = frozenset({"auditor", "owner"})
 AGENT, REVIEWER, OWNER = frozenset({"agent"}), frozenset({"reviewer"}), frozenset({"owner"})
 
@@ -436,10 +436,10 @@ CASES: dict[str, Case] = {
     "head": Case("GET", ANY, lambda s: ("/v1/log/head", None)),
     "verify": Case("GET", AUDIT, lambda s: ("/v1/log/verify", None)),
     "export": Case("GET", AUDIT, lambda s: ("/v1/log/export", None)),
+    "tree head": Case("GET", PROOF_READERS, lambda s: ("/v1/proofs/tree-head", None)),
+    "inclusion": Case("GET", PROOF_READERS, lambda s: ("/v1/proofs/inclusion/1", None)),
+    "consistency": Case("GET", PROOF_READERS, lambda s: ("/v1/proofs/consistency?old=1", None)),
     "checkpoint": Case("GET", CHECKPOINT_READERS, lambda s: ("/v1/checkpoint", None)),
-    "consistency": Case(
-        "GET", CHECKPOINT_READERS, lambda s: ("/v1/proofs/consistency?old=0", None)
-    ),
     "cosignature": Case("POST", frozenset({"witness", "owner"}), _cosigned),
 }
 
@@ -742,3 +742,25 @@ def test_metrics_count_requests_by_route_template(scene: Scenario) -> None:
     assert "aios_ledger_group_commit_batch_size_bucket" in text
     for token in scene.server.tokens.values():
         assert token not in text
+
+
+@pytest.mark.parametrize("which", ["server", "pg_server"])
+def test_proofs_over_http_check_against_the_tree_head(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    """The Merkle log's routes: a proof each reader can check with the core's verifier alone."""
+    from aios_ledger.core.log.merkle import parse_proof
+
+    scene = Scenario(request.getfixturevalue(which))
+    scene.queued()
+    head = scene.agent.get("/v1/proofs/tree-head").json()
+    root = bytes.fromhex(head["root"])
+    included = scene.agent.get(f"/v1/proofs/inclusion/1?size={head['size']}")
+    assert included.status_code == 200, included.text
+    parse_proof(included.json()).check(root)
+    consistent = scene.agent.get(f"/v1/proofs/consistency?old=1&new={head['size']}")
+    parse_proof(consistent.json()).check(root)
+    problem(scene.agent.get("/v1/proofs/inclusion/abc"), 422, "FIELDS_INVALID")
+    beyond = f"/v1/proofs/consistency?old={head['size'] + 1}"
+    problem(scene.agent.get(beyond), 422, "TREE_SIZE_INVALID")
+    problem(scene.agent.get("/v1/proofs/inclusion/999999"), 404, "EVENT_NOT_FOUND")

@@ -154,6 +154,7 @@ def test_completion_completes_command_names(tmp_path: Path) -> None:
         "verify",
         "verify-archive",
         "verify-export",
+        "verify-proof",
     ]
     assert _complete("aios-ledger task li", tmp_path) == ["list"]
     assert "--follow" in _complete("aios-ledger events --fo", tmp_path)

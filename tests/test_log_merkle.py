@@ -13,13 +13,15 @@ import hashlib
 from collections.abc import Sequence
 
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, Statement
 from aios_ledger.core.log.merkle import (
     EMPTY_ROOT,
     ConsistencyProof,
     Frontier,
     InclusionProof,
+    MerkleTreeRow,
     NodeId,
+    append_writes,
     consistency_proof,
     consistency_proof_nodes,
     event_leaf_data,
@@ -461,3 +463,27 @@ def test_a_proof_of_another_seal_or_root_is_rejected() -> None:
     for broken in broken_documents:
         with pytest.raises(LedgerError, match=r"^PROOF_INVALID"):
             parse_proof(broken)
+
+
+@given(st.integers(0, 40), st.integers(0, 40))
+def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more: int) -> None:
+    """`append_writes` (the write path's, over the stored edge) and `Frontier.append` agree on
+    every node, on the edge after, and on the head row's compare-and-swap."""
+    seals = [f"sha256:{i:064x}" for i in range(first + more)]
+    hashes = [event_leaf_hash(seal) for seal in seals]
+    start, _ = Frontier(0).append(hashes[:first])
+    tree = MerkleTreeRow(first, start.encode(), 7)
+    writes, after = append_writes(tree, [(100 + i, seals[i]) for i in range(first, first + more)])
+    expected, stored = start.append(hashes[first:])
+    assert (after.size, after.frontier, after.revision) == (expected.size, expected.encode(), 8)
+    nodes = [
+        (0, w.params["leaf_index"], w.params["leaf_hash"])
+        if w.statement is Statement.MERKLE_LEAF_INSERT
+        else (w.params["level"], w.params["node_index"], w.params["hash"])
+        for w in writes[:-1]
+    ]
+    assert nodes == [(item.node.level, item.node.index, item.hash) for item in stored]
+    leaf_events = [w.params["event_id"] for w in writes if "event_id" in w.params]
+    assert leaf_events == [100 + i for i in range(first, first + more)]
+    assert writes[-1].statement is Statement.MERKLE_TREE_CAS_UPDATE
+    assert writes[-1].params["expected_revision"] == 7

@@ -232,33 +232,40 @@ class MerkleHashRow:
 
 
 def append_writes(
-    tree: MerkleTreeRow, frontier: Frontier, leaves: Sequence[tuple[int, str]]
-) -> tuple[tuple[SqlWrite, ...], Frontier]:
+    tree: MerkleTreeRow, leaves: Sequence[tuple[int, str]]
+) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow]:
     """The writes that append the leaves of `leaves` ((event id, seal), in commit order) to the
-    tree whose head row is `tree` (edge `frontier`): each leaf with its event, every subtree it
-    completes, and the head row moved on (a compare-and-swap on its revision); and the edge
-    after them."""
-    after, stored = frontier.append(event_leaf_hash(seal) for _, seal in leaves)
-    events = {frontier.size + at: event_id for at, (event_id, _) in enumerate(leaves)}
+    tree whose head row is `tree`: each leaf with its event, every subtree it completes (as
+    `Frontier.append` stores them; a test holds the two equal), and the head row moved on (a
+    compare-and-swap on its revision); and the head row after them.
+
+    On every write's path, so written out over the stored edge itself, without the records."""
+    if tree.size is None:
+        raise LedgerError("MERKLE_TREE_NOT_BUILT", "the tree of the events is not built yet")
+    size, stored = int(tree.size), bytes(tree.frontier)
+    if len(stored) != HASH_SIZE * size.bit_count():
+        raise LedgerError("MERKLE_FRONTIER_INVALID", f"the stored edge does not fit {size} leaves")
+    edge = [stored[at : at + HASH_SIZE] for at in range(0, len(stored), HASH_SIZE)]
+    sha256 = hashlib.sha256
     writes = []
-    params: dict[str, SqlParam]
-    for item in stored:
-        node = item.node
-        if node.level == 0:
-            params = {
-                "leaf_index": node.index,
-                "event_id": events[node.index],
-                "leaf_hash": item.hash,
-            }
-            writes.append(SqlWrite(Statement.MERKLE_LEAF_INSERT, params))
-        else:
-            params = {"level": node.level, "node_index": node.index, "hash": item.hash}
-            writes.append(SqlWrite(Statement.MERKLE_NODE_INSERT, params))
+    for event_id, seal in leaves:
+        hashed = sha256(LEAF_PREFIX + event_leaf_data(seal)).digest()
+        leaf: dict[str, SqlParam] = {"leaf_index": size, "event_id": event_id, "leaf_hash": hashed}
+        writes.append(SqlWrite(Statement.MERKLE_LEAF_INSERT, leaf))
+        level, index = 0, size
+        while index & 1:
+            hashed = sha256(NODE_PREFIX + edge.pop() + hashed).digest()
+            level, index = level + 1, index >> 1
+            node: dict[str, SqlParam] = {"level": level, "node_index": index, "hash": hashed}
+            writes.append(SqlWrite(Statement.MERKLE_NODE_INSERT, node))
+        edge.append(hashed)
+        size += 1
+    after = MerkleTreeRow(size, b"".join(edge), tree.revision + 1)
     head: dict[str, SqlParam] = {
         "only_row": 1,
         "expected_revision": tree.revision,
-        "size": after.size,
-        "frontier": after.encode(),
+        "size": size,
+        "frontier": after.frontier,
     }
     writes.append(SqlWrite(Statement.MERKLE_TREE_CAS_UPDATE, head))
     return tuple(writes), after

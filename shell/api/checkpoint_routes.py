@@ -20,7 +20,6 @@ from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.openapi import Operation, Query
 from aios_ledger.shell.clock import read_clock
-from aios_ledger.shell.log.merkle import prove_consistency
 from aios_ledger.shell.proofs.checkpoints import add_cosignatures, latest_checkpoint
 from starlette.responses import Response
 
@@ -60,36 +59,6 @@ def post_cosignature(call: Call) -> Answer:
         lambda stores: add_cosignatures(stores.db, note, witnesses, now)
     )
     return Answer(served.public())
-
-
-def get_consistency_proof(call: Call) -> Answer:
-    """The consistency proof a witness asks for (merkle's `prove --consistency` over HTTP)."""
-    old = call.query_int("old", -1)
-    new = call.query("new")
-    if old < 0:
-        raise LedgerError("FIELDS_INVALID", "old: required, a tree size")
-    new_size = None if new is None else call.query_int("new", 0)
-    proof = call.backend.read_now(lambda stores: prove_consistency(stores.db, old, new_size))
-    return Answer(proof.public())
-
-
-def consistency_operations() -> tuple[Operation, ...]:
-    """`GET /v1/proofs/consistency?old=&new=`, which the witness needs, served here until the
-    merkle branch's proof routes take it over (drop this one then: one route per path)."""
-    return (
-        Operation(
-            "GET",
-            "/v1/proofs/consistency",
-            "proveConsistency",
-            CHECKPOINT_READERS,
-            get_consistency_proof,
-            "a consistency proof between two tree sizes (RFC 9162)",
-            query=(
-                Query("old", {"type": "integer", "minimum": 0}, required=True),
-                Query("new", {"type": "integer", "minimum": 0}),
-            ),
-        ),
-    )
 
 
 def checkpoint_operations() -> tuple[Operation, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aios_ledger.shell.api.app import create_app, operations
 from aios_ledger.shell.api.backend import ApiSettings
-from aios_ledger.shell.api.checkpoint_routes import checkpoint_operations, consistency_operations
+from aios_ledger.shell.api.checkpoint_routes import checkpoint_operations
 from aios_ledger.shell.api.governed import governed_operations
 from aios_ledger.shell.api.openapi import Operation
 from aios_ledger.shell.api.review_routes import review_operations
@@ -22,7 +22,6 @@ def served_extras() -> tuple[Operation, ...]:
         *governed_operations(),
         *review_operations(),
         *checkpoint_operations(),
-        *consistency_operations(),
     )
 
 

@@ -2,7 +2,7 @@
 log older than the tree, and reading tree heads and proofs (the hashing and the proofs are the
 core's, `core/log/merkle.py`; the format is docs/proofs.md).
 
-A write appends its events' leaves after its plan (`PlanExecutor.apply`), under the tree's head
+A write appends its events' leaves with its plan (`PlanExecutor.apply`), under the tree's head
 row (`merkle_tree_for_update`): on SQLite the one writer holds the lock already; on PostgreSQL
 the row lock orders writers that run beside each other, so leaf indexes follow commit order
 though event ids do not (a sequence hands them out before the writers commit). The head row
@@ -33,6 +33,7 @@ from aios_ledger.core.log.merkle import (
     tree_head,
 )
 from aios_ledger.core.log.tail import AppendedEvent
+from aios_ledger.core.statements import SqlWrite
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_records_together
 
@@ -40,17 +41,22 @@ from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_
 BUILD_BATCH = 2000
 
 
-def append_event_leaves(conn: Connection, events: Sequence[AppendedEvent]) -> None:
-    """The leaves of a plan's `events` (in the order it appended them), inside its write."""
+def leaf_writes(
+    conn: Connection, events: Sequence[AppendedEvent], tree: MerkleTreeRow | None = None
+) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow | None]:
+    """The writes that append the leaves of a plan's `events` (in the order it appends them),
+    run with the plan's own statements (one pipeline on PostgreSQL), and the head row after
+    them. `tree`: the head row as this transaction's previous append left it (read and locked
+    then: a batch of plans reads it once); None reads it, under its lock (on PostgreSQL held to
+    COMMIT: appends are in commit order), and first builds a tree that is not built yet."""
     if not events:
-        return
-    tree = _locked_tree(conn)
-    if tree.size is None:
-        build_tree(conn, tree)  # the log's events, these among them
-        return
-    leaves = [(event.event.event_id, event.seal.seal) for event in events]
-    writes, _ = append_writes(tree, tree.frontier_of(), leaves)
-    conn.run_plan(writes, LedgerError)
+        return (), tree
+    if tree is None:
+        tree = _locked_tree(conn)
+        if tree.size is None:
+            build_tree(conn, tree)  # the events before these
+            tree = _locked_tree(conn)
+    return append_writes(tree, [(event.event.event_id, event.seal.seal) for event in events])
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:
@@ -70,26 +76,25 @@ def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
     tree = _locked_tree(conn) if tree is None else tree
     if tree.size is not None:
         return 0
-    frontier = Frontier(0)
-    start = MerkleTreeRow(None, b"", tree.revision)
+    grown = MerkleTreeRow(0, b"", tree.revision)
     batch: list[tuple[int, str]] = []
     built = 0
     for row in conn.fetch_all("merkle_sealed_in_id_order", None):
         batch.append((int(row["event_id"]), str(row["seal"])))
         if len(batch) == BUILD_BATCH:
-            frontier, start = _append_batch(conn, start, frontier, batch)
+            grown = _append_batch(conn, grown, batch)
             built += len(batch)
             batch = []
-    frontier, start = _append_batch(conn, start, frontier, batch)
+    _append_batch(conn, grown, batch)  # the last leaves, or the empty tree's size
     return built + len(batch)
 
 
 def _append_batch(
-    conn: Connection, tree: MerkleTreeRow, frontier: Frontier, batch: Sequence[tuple[int, str]]
-) -> tuple[Frontier, MerkleTreeRow]:
-    writes, after = append_writes(tree, frontier, batch)
+    conn: Connection, tree: MerkleTreeRow, batch: Sequence[tuple[int, str]]
+) -> MerkleTreeRow:
+    writes, after = append_writes(tree, batch)
     conn.run_plan(writes, LedgerError)
-    return after, MerkleTreeRow(after.size, after.encode(), tree.revision + 1)
+    return after
 
 
 # -- reads ---------------------------------------------------------------------------------------
@@ -136,8 +141,9 @@ def _size_within(conn: Connection, size: int | None) -> tuple[int, Frontier]:
 
 
 def current_tree_head(db: Database) -> TreeHead:
-    """The tree head (size, root) of the ledger now: what a checkpoint signs."""
-    db.quiesce_writers()
+    """The tree head (size, root) of the ledger now: what a checkpoint signs. No writer need be
+    waited for (`quiesce_writers`): leaves are appended under the head row's lock, so a
+    committed head row always names a whole prefix of the leaves."""
     return db.read(lambda conn: _tree(conn).head())
 
 
@@ -176,7 +182,6 @@ def prove_inclusion(db: Database, event_id: int, size: int | None = None) -> Inc
         path = inclusion_proof(index, tree_size, nodes)
         return InclusionProof(event_id, str(seal["seal"]), index, tree_size, head.root, path)
 
-    db.quiesce_writers()
     return db.read(work)
 
 
@@ -199,7 +204,6 @@ def prove_consistency(db: Database, old: int, new: int | None = None) -> Consist
         old_root = tree_head(old, nodes).root
         return ConsistencyProof(old, new_size, old_root, _head(new_size, current, nodes).root, path)
 
-    db.quiesce_writers()
     return db.read(work)
 
 
