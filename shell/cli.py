@@ -38,6 +38,7 @@ from aios_ledger.shell.git import cli as git_cli
 from aios_ledger.shell.log import cli as log_cli
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.projection import cli as projection_cli
+from aios_ledger.shell.proofs import cli as proofs_cli
 from aios_ledger.shell.runs import cli as runs_cli
 from aios_ledger.shell.schemas_cli import register as register_schemas
 from aios_ledger.shell.tasks import cli as tasks_cli
@@ -52,6 +53,7 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     runs_cli.register,
     work_cli.register,
     log_cli.register,
+    proofs_cli.register,
     git_cli.register,
     attest_cli.register,
     register_schemas,
@@ -111,6 +113,11 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
         ("serve", "token"),
     ),
     CommandGroup(
+        "signed checkpoints",
+        "sign the log's tree head for others to hold, and witness another ledger's",
+        ("key", "checkpoint", "witness"),
+    ),
+    CommandGroup(
         "the database",
         "its schema and migrations, and moving a ledger to PostgreSQL",
         ("migrate", "schema-dump", "copy"),
@@ -119,7 +126,11 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="aios-ledger", description="A governed task ledger for AI agents.")
+    # No abbreviations of the global options: `witness --log URL` is its own option, not a
+    # prefix of --log-level.
+    parser = Parser(
+        prog="aios-ledger", description="A governed task ledger for AI agents.", allow_abbrev=False
+    )
     parser.add_argument(
         "--version", action="version", version=f"aios-ledger {version('aios-ledger')}"
     )

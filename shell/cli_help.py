@@ -216,6 +216,34 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ),
     ),
     "verify-archive": (("aios-ledger verify-archive 2024.archive", "check an archive file"),),
+    # -- signed checkpoints
+    "key": (
+        (
+            "aios-ledger key generate --name ledger.example.com/main --out checkpoint.key",
+            "a checkpoint key; its verifier key is printed",
+        ),
+    ),
+    "key generate": (
+        (
+            "aios-ledger key generate --name ledger.example.com/main --out checkpoint.key",
+            "the ledger's key, named as its origin",
+        ),
+        (
+            "aios-ledger key generate --name witness.example.com/w1 --out witness.key",
+            "a witness's key",
+        ),
+    ),
+    "checkpoint": (
+        ("aios-ledger checkpoint --key checkpoint.key", "sign the tree head and print the note"),
+        ("aios-ledger checkpoint --json", "with [checkpoint] key, the stored row as JSON"),
+    ),
+    "witness": (
+        (
+            "aios-ledger witness --log http://127.0.0.1:18892 --log-key VKEY --key witness.key "
+            "--state witness-state --once",
+            "one round: check, cosign, send",
+        ),
+    ),
     # -- the server
     "serve": (
         ("aios-ledger serve", "the API on 127.0.0.1:18892"),

@@ -220,6 +220,31 @@ def cosigned_note(stored: str, cosignatures: Sequence[NoteSignature]) -> str:
     return note.encode()
 
 
+@attrs.frozen
+class CheckpointRow:
+    """One row of `checkpoints`: a checkpoint the ledger signed, as the note it served."""
+
+    checkpoint_id: int
+    origin: str
+    tree_size: int
+    root_hash: bytes
+    key_id: str
+    note: str
+    signed_at: str
+
+    def public(self, cosignature_lines: Sequence[str] = ()) -> dict[str, Any]:
+        return {
+            "schema": CHECKPOINT_SCHEMA,
+            "checkpoint_id": self.checkpoint_id,
+            "origin": self.origin,
+            "size": self.tree_size,
+            "root": bytes(self.root_hash).hex(),
+            "key_id": self.key_id,
+            "signed_at": self.signed_at,
+            "note": self.note + "".join(cosignature_lines),
+        }
+
+
 # -- the witness --------------------------------------------------------------------------------
 
 

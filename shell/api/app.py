@@ -36,7 +36,7 @@ from typing import IO, Any, cast
 
 import attrs
 from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
-from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES
+from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES, WITNESS
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.projection import (
@@ -81,8 +81,11 @@ from starlette.routing import Route
 
 LOG = logging.getLogger("aios_ledger.api")
 
-ANY_ROLE = frozenset(ROLES)
+# Every role of the ledger's own users; a witness token takes only the checkpoint routes.
+ANY_ROLE = frozenset(ROLES) - {WITNESS}
 READERS = ANY_ROLE
+# The Merkle proofs: the ledger's roles and a witness, which checks consistency proofs.
+PROOF_READERS = ANY_ROLE | {WITNESS}
 AUDIT = frozenset({AUDITOR, OWNER})
 EXPORT_CHUNK = 64 * 1024
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
@@ -704,7 +707,7 @@ def operations() -> tuple[Operation, ...]:
             "GET",
             "/v1/proofs/tree-head",
             "merkleTreeHead",
-            READERS,
+            PROOF_READERS,
             merkle_head,
             "the Merkle log's tree head: size and root",
         ),
@@ -712,7 +715,7 @@ def operations() -> tuple[Operation, ...]:
             "GET",
             "/v1/proofs/inclusion/{event_id}",
             "proveInclusion",
-            READERS,
+            PROOF_READERS,
             prove_event,
             "an event's RFC 9162 inclusion proof",
             query=(Query("size", {"type": "integer", "minimum": 0}),),
@@ -721,7 +724,7 @@ def operations() -> tuple[Operation, ...]:
             "GET",
             "/v1/proofs/consistency",
             "proveConsistency",
-            READERS,
+            PROOF_READERS,
             prove_trees,
             "an RFC 9162 consistency proof between two tree sizes",
             query=(

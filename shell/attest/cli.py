@@ -44,14 +44,17 @@ def attest_key_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--attest-key",
         metavar="FILE",
-        help=f"the signer key that attests the write (default: [attest] key, ${KEY_ENV}, "
-        "or the attest-key systemd credential); none: the write lands unattested",
+        help=f"the signer key that attests the write (default: [attest] key, [checkpoint] key, "
+        f"${KEY_ENV}, or the attest-key systemd credential); none: the write lands unattested",
     )
 
 
 def signing_key(args: argparse.Namespace) -> SigningKey | None:
+    """`--attest-key`, else `[attest] key`, else the checkpoints' `[checkpoint] key` (one key
+    signs both), else the environment and the systemd credential (`configured_key_path`)."""
+    settings = ledger_settings(args)
     path = configured_key_path(
-        getattr(args, "attest_key", None) or ledger_settings(args).attest.key
+        getattr(args, "attest_key", None) or settings.attest.key or settings.checkpoint.key
     )
     return None if path is None else load_signer(path)
 

@@ -20,6 +20,7 @@ from aios_ledger.core.log.merkle import MerkleHashRow, MerkleTreeRow
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 
 READ_RECORDS: Mapping[str, type] = {
@@ -29,6 +30,7 @@ READ_RECORDS: Mapping[str, type] = {
         AuxiliaryRunRow,
         BindingRow,
         ChainTip,
+        CheckpointRow,
         CommitAttestationRow,
         EventRow,
         GovernedWriteRow,

@@ -2,7 +2,7 @@
 log older than the tree, and reading tree heads and proofs (the hashing and the proofs are the
 core's, `core/log/merkle.py`; the format is docs/proofs.md).
 
-A write appends its events' leaves after its plan (`PlanExecutor.apply`), under the tree's head
+A write appends its events' leaves with its plan (`PlanExecutor.apply`), under the tree's head
 row (`merkle_tree_for_update`): on SQLite the one writer holds the lock already; on PostgreSQL
 the row lock orders writers that run beside each other, so leaf indexes follow commit order
 though event ids do not (a sequence hands them out before the writers commit). The head row
@@ -33,6 +33,7 @@ from aios_ledger.core.log.merkle import (
     tree_head,
 )
 from aios_ledger.core.log.tail import AppendedEvent
+from aios_ledger.core.statements import SqlWrite
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_records_together
 
@@ -40,17 +41,22 @@ from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_
 BUILD_BATCH = 2000
 
 
-def append_event_leaves(conn: Connection, events: Sequence[AppendedEvent]) -> None:
-    """The leaves of a plan's `events` (in the order it appended them), inside its write."""
+def leaf_writes(
+    conn: Connection, events: Sequence[AppendedEvent], tree: MerkleTreeRow | None = None
+) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow | None]:
+    """The writes that append the leaves of a plan's `events` (in the order it appends them),
+    run with the plan's own statements (one pipeline on PostgreSQL), and the head row after
+    them. `tree`: the head row as this transaction's previous append left it (read and locked
+    then: a batch of plans reads it once); None reads it, under its lock (on PostgreSQL held to
+    COMMIT: appends are in commit order), and first builds a tree that is not built yet."""
     if not events:
-        return
-    tree = _locked_tree(conn)
-    if tree.size is None:
-        build_tree(conn, tree)  # the log's events, these among them
-        return
-    leaves = [(event.event.event_id, event.seal.seal) for event in events]
-    writes, _ = append_writes(tree, leaves)
-    conn.run_plan(writes, LedgerError)
+        return (), tree
+    if tree is None:
+        tree = _locked_tree(conn)
+        if tree.size is None:
+            build_tree(conn, tree)  # the events before these
+            tree = _locked_tree(conn)
+    return append_writes(tree, [(event.event.event_id, event.seal.seal) for event in events])
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:

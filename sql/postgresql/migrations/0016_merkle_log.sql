@@ -3,10 +3,11 @@
 -- event it is of, the hash of every complete subtree above the leaves, and the tree's one head
 -- row (its size and right edge). Event ids come from a sequence and are not in commit order;
 -- leaf indexes are: a writer appends its events' leaves while it holds the head row locked
--- (`merkle_tree_for_update`), which it takes as late as it can, after its plan, so that the
--- leaves of two transactions are in the order they commit and the lock is held for no more
--- than the append and the COMMIT. The size is NULL until the ledger built the leaves of the
--- events that were there before this migration (on open, or with its first append).
+-- (`merkle_tree_for_update`), which it takes as late as it can, once its decision is made and
+-- just before its plan is sent, so that the leaves of two transactions are in the order they
+-- commit and the lock is held for no more than the plan's round trip and the COMMIT. The size
+-- is NULL until the ledger built the leaves of the events that were there before this
+-- migration (on open, or with its first append).
 CREATE TABLE merkle_leaves(
   leaf_index bigint PRIMARY KEY CHECK (leaf_index >= 0),
   event_id bigint NOT NULL UNIQUE,
