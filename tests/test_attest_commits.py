@@ -230,6 +230,21 @@ def test_why_goes_from_a_commit_back_to_everything(landed: Landed) -> None:
         assert proof["seal"] == next(
             e["seal"] for e in write["events"] if e["event_id"] == proof["event_id"]
         )
+    assert why["checkpoint"] is None  # none signed yet
+    # Once a checkpoint is signed, the proofs are against it, and its note is in the answer:
+    # the log's public key checks the note, the note's root each proof.
+    from aios_ledger.core.proofs import Checkpoint
+    from aios_ledger.core.timestamps import Timestamp
+    from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
+
+    with Database(landed.db) as db:
+        served = sign_checkpoint(db, landed.key.signer, Timestamp.parse("2026-12-01T00:00:00Z"))
+        signed = why_commit(db, commit)
+    assert signed["checkpoint"]["note"] == served.note
+    assert signed["tree_head"]["size"] == served.row.tree_size
+    note_root = Checkpoint.parse(served.row.note.split("\n\n")[0] + "\n").root
+    for proof in signed["writes"][0]["inclusion_proofs"]:
+        InclusionProof.from_mapping(proof).check(note_root)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

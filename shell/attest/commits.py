@@ -47,6 +47,7 @@ from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
+from aios_ledger.shell.proofs.checkpoints import latest_checkpoint
 from aios_ledger.shell.proofs.keys import check_ed25519
 
 log = logging.getLogger(__name__)
@@ -215,17 +216,38 @@ def why_commit(db: Database, commit: str, repository: str | None = None) -> dict
 
 
 def _with_inclusion_proofs(db: Database, found: dict[str, Any]) -> dict[str, Any]:
-    """Each event's RFC 9162 inclusion proof in the Merkle log, all against one tree head (read
-    after the events, so it holds them all): `verify-proof` checks each offline against that
-    root, and a signed checkpoint of a size at least the head's vouches for it."""
-    head = tree_head_at(db)
+    """Each event's RFC 9162 inclusion proof in the Merkle log, all against one tree: the
+    latest signed checkpoint's when it holds every event (`checkpoint`: its signed note, which
+    a reader checks with the log's public key, then each proof against its root with
+    `verify-proof`), else the tree head now (`checkpoint` None: sign one, `aios-ledger
+    checkpoint`, and ask again)."""
+    checkpoint = _latest_checkpoint(db)
+    if checkpoint is not None:
+        try:
+            return _proven(db, found, int(checkpoint["size"]), checkpoint)
+        except LedgerError as refused:
+            if refused.code != "TREE_SIZE_INVALID":  # an event after the checkpoint
+                raise
+    return _proven(db, found, tree_head_at(db).size, None)
+
+
+def _latest_checkpoint(db: Database) -> dict[str, Any] | None:
+    try:
+        return latest_checkpoint(db).public()
+    except LedgerError as refused:
+        if refused.code != "CHECKPOINT_NOT_FOUND":
+            raise
+        return None
+
+
+def _proven(
+    db: Database, found: dict[str, Any], size: int, checkpoint: dict[str, Any] | None
+) -> dict[str, Any]:
     for write in found["writes"]:
         write["inclusion_proofs"] = [
-            prove_inclusion(db, int(event["event_id"]), head.size).public()
-            for event in write["events"]
+            prove_inclusion(db, int(event["event_id"]), size).public() for event in write["events"]
         ]
-    found["tree_head"] = head.public()
-    return found
+    return {**found, "tree_head": tree_head_at(db, size).public(), "checkpoint": checkpoint}
 
 
 def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
