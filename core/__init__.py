@@ -4,7 +4,7 @@ Nothing here performs I/O, reads a clock, draws randomness or looks at the envir
 shell (`aios_ledger.shell`) supplies all of those as inputs. What this module exports is what
 an embedder of the task ledger needs in one hand (at most 90 names); the rest of each domain is
 the public API of its subpackage (`aios_ledger.core.tasks`, `.runs`, `.auxiliary`,
-`.projection`, `.git`, `.log`, `.api`, `.contracts`). Both are listed and described in
+`.projection`, `.git`, `.log`, `.proofs`, `.api`, `.contracts`). Both are listed and described in
 `docs/api.md` (a test holds them equal; `tools/public_api_codemod.py` moves a name between
 them and rewrites its imports); everything else is internal to its module.
 """

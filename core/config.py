@@ -1,4 +1,5 @@
-"""The settings of a config file (`aios-ledger.toml`): the database, the worker, the reviewer.
+"""The settings of a config file (`aios-ledger.toml`): the database, the worker, the reviewer,
+the checkpoints.
 
 Each section is a record structured through the one converter, so a key the file misspells or
 a value of the wrong type is refused by name, as any request field is. Every field holds its
@@ -93,12 +94,35 @@ class ReviewSettings:
 
 
 @attrs.frozen(kw_only=True)
+class AttestSettings:
+    """`[attest]`: the Ed25519 signing key (a C2SP signer key file) that attests every landed
+    governed write; none: writes land unattested, and say so."""
+
+    key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointSettings:
+    """`[checkpoint]`: the signing key's file (else the systemd credential `credential`, in
+    `$CREDENTIALS_DIRECTORY`), the witnesses whose cosignatures the ledger accepts (their
+    verifier keys), and how often `serve` signs one (every N seconds, every N events)."""
+
+    key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    credential: Annotated[str, Text(max_length=255)] = "aios-ledger-checkpoint-key"
+    witnesses: list[Annotated[str, Text(max_length=1024)]] = attrs.field(factory=list)
+    every_seconds: PositiveSeconds | None = None
+    every_events: Annotated[int, Between(1, 2**31 - 1)] | None = None
+
+
+@attrs.frozen(kw_only=True)
 class LedgerSettings:
     """A whole config file: every section optional, every key in it known."""
 
     database: DatabaseSettings = attrs.field(factory=DatabaseSettings)
     worker: WorkerSettings = attrs.field(factory=WorkerSettings)
     review: ReviewSettings = attrs.field(factory=ReviewSettings)
+    attest: AttestSettings = attrs.field(factory=AttestSettings)
+    checkpoint: CheckpointSettings = attrs.field(factory=CheckpointSettings)
 
     @classmethod
     def from_mapping(cls, raw: object, *, source: str) -> LedgerSettings:

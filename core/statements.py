@@ -241,6 +241,13 @@ class Statement(enum.StrEnum):
         "idempotency_key",
     )
 
+    COMMIT_ATTESTATION_INSERT = (
+        "commit_attestation_insert",
+        _INSERT,
+        """idempotency_key task_id repository commit_oid keyid note_json provenance_sha256
+        review_sha256 created_at""",
+    )
+
     # -- the sealed event log
 
     INSERT_EVENT = (
@@ -257,6 +264,18 @@ class Statement(enum.StrEnum):
         "insert_sealed_row",
         _INSERT,
         "event_id position row_table row_key row_digest",
+    )
+
+    # -- the Merkle log beside the chains (core/log/merkle.py): an event's leaf, the subtrees
+    # it completes, and the tree's head row (its size and right edge) moved on under its lock
+
+    MERKLE_LEAF_INSERT = ("insert_merkle_leaf", _INSERT, "leaf_index event_id leaf_hash")
+    MERKLE_NODE_INSERT = ("insert_merkle_node", _INSERT, "level node_index hash")
+    MERKLE_TREE_CAS_UPDATE = (
+        "merkle_tree_cas_update",
+        _GUARDED,
+        "only_row expected_revision size frontier",
+        "only_row",
     )
 
     # -- archiving finished tasks: each statement takes the task whose chain is archived

@@ -24,6 +24,8 @@ from typing import Any
 from aios_ledger.core import GovernedExecutionBinding, LedgerError, TaskRow, Timestamp, sha256_hex
 from aios_ledger.core.projection import InitialExecutionProjectionRequest, ProjectionAnswer
 from aios_ledger.core.projection.decisions import runtime_input_of
+from aios_ledger.shell.attest.commits import verify_commit_attestation
+from aios_ledger.shell.attest.keys import SigningKey, generate_key, read_verifier
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.console import history_view, render
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
@@ -336,17 +338,31 @@ def part_four(path: Path, examples: Path) -> None:
         if round_number == 1:
             wait_for_backoff(ledger)
     ledger.close()
-    say("  The owner runs the governed writes (aios-ledger write TASK_ID):")
+    signing, public_file = attestation_key(path.parent)
+    say(
+        "  The owner runs the governed writes "
+        f"(aios-ledger write TASK_ID --attest-key {signing_file_name}):"
+    )
+    attested: list[str] = []
     with Database(path) as db:
         for task_id, why in WRITE_STORIES.items():
             try:
-                answer = governed_write(db, {"task_id": task_id, "idempotency_key": f"w-{task_id}"})
+                answer = governed_write(
+                    db, {"task_id": task_id, "idempotency_key": f"w-{task_id}"}, attest_key=signing
+                )
             except LedgerError as refused:
                 say(f"    {task_id}: refused {refused.code} ({why})")
                 continue
             files = ", ".join(answer["changed_files"])
             moved = f"{answer['old_oid'][:8]}..{answer['new_oid'][:8]}"
             say(f"    {task_id}: {answer['state']} {answer['ref']} {moved} ({files}; {why})")
+            attestation = answer.get("attestation")
+            if attestation is not None and attestation["attested"]:
+                attested.append(answer["new_oid"])
+                say(
+                    f"      attested: SLSA provenance + review summary, key {attestation['keyid']},"
+                    " a note under refs/notes/aios-attestations"
+                )
     listing = [
         "--git-dir",
         str(bare),
@@ -355,6 +371,31 @@ def part_four(path: Path, examples: Path) -> None:
         "refs/heads/",
     ]
     say(f"  {GADGETS} now: " + "; ".join(run_git(listing).text.splitlines()))
+    for commit in attested:
+        checked = verify_commit_attestation(str(bare), commit, read_verifier(str(public_file)))
+        say(
+            f"  A reader checks {commit[:12]} from the repository alone, with the public key: "
+            f"intact, review {checked['verification_result']}"
+        )
+        ATTESTED_COMMANDS.append(
+            f".venv/bin/aios-ledger verify-attestation {commit} --repo {bare} --key {public_file}"
+        )
+        ATTESTED_COMMANDS.append(f".venv/bin/aios-ledger --db {path} why {commit}")
+
+
+signing_file_name = "ledger.key"
+ATTESTED_COMMANDS: list[str] = []
+
+
+def attestation_key(folder: Path) -> tuple[SigningKey, Path]:
+    """The ledger's signing key for the demo, written beside its database (a real deployment
+    keeps it in a file or a systemd credential of its own), and its public verifier key."""
+    signing = generate_key("aios-ledger-demo")
+    (folder / signing_file_name).write_text(signing.signer_text() + "\n")
+    (folder / signing_file_name).chmod(0o600)
+    public = folder / "ledger.pub"
+    public.write_text(signing.verifier_text() + "\n")
+    return signing, public
 
 
 def run_worker(
@@ -477,6 +518,8 @@ def run(argv: Sequence[str]) -> int:
     say()
     say(f"Look closer: .venv/bin/aios-ledger --db {path} status")
     say(f"             .venv/bin/aios-ledger --db {path} verify")
+    for command in ATTESTED_COMMANDS:
+        say(f"             {command}")
     return 0 if intact else 1
 
 

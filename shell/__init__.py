@@ -52,6 +52,7 @@ from aios_ledger.shell.git.workspace import GitWorkspaces
 from aios_ledger.shell.git.writes import governed_write, recover_writes
 from aios_ledger.shell.log.archive import archive_tasks, verify_archive
 from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -128,6 +129,9 @@ __all__ = [
     "verify_archive",
     "verify_log",
     "ledger_head",
+    "current_tree_head",
+    "prove_inclusion",
+    "prove_consistency",
     "system_clock",
     "main",
     "AUTHORIZATION_ENV",

@@ -18,6 +18,7 @@ import argcomplete
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import SYNCHRONOUS_LEVELS
 from aios_ledger.shell.api import cli as api_cli
+from aios_ledger.shell.attest import cli as attest_cli
 from aios_ledger.shell.cli_help import CommandGroup, attach_help
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
@@ -37,6 +38,7 @@ from aios_ledger.shell.git import cli as git_cli
 from aios_ledger.shell.log import cli as log_cli
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.projection import cli as projection_cli
+from aios_ledger.shell.proofs import cli as proofs_cli
 from aios_ledger.shell.runs import cli as runs_cli
 from aios_ledger.shell.schemas_cli import register as register_schemas
 from aios_ledger.shell.tasks import cli as tasks_cli
@@ -51,7 +53,9 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     runs_cli.register,
     work_cli.register,
     log_cli.register,
+    proofs_cli.register,
     git_cli.register,
+    attest_cli.register,
     register_schemas,
     api_cli.register,
     register_completion,
@@ -87,17 +91,31 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "governed writes",
         "an accepted task's proposal written to its repository's branch",
-        ("repo", "propose", "proposals", "write", "write-recover"),
+        ("repo", "propose", "proposals", "write", "write-recover", "why", "verify-attestation"),
     ),
     CommandGroup(
         "the log",
         "check that no event was changed or removed, export and archive it",
-        ("verify", "head", "export", "verify-export", "archive", "verify-archive"),
+        (
+            "verify",
+            "head",
+            "prove",
+            "verify-proof",
+            "export",
+            "verify-export",
+            "archive",
+            "verify-archive",
+        ),
     ),
     CommandGroup(
         "the server",
         "the HTTP API for agents on other machines, and its tokens",
         ("serve", "token"),
+    ),
+    CommandGroup(
+        "signed checkpoints",
+        "sign the log's tree head for others to hold, and witness another ledger's",
+        ("key", "checkpoint", "witness"),
     ),
     CommandGroup(
         "the database",
@@ -108,7 +126,11 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="aios-ledger", description="A governed task ledger for AI agents.")
+    # No abbreviations of the global options: `witness --log URL` is its own option, not a
+    # prefix of --log-level.
+    parser = Parser(
+        prog="aios-ledger", description="A governed task ledger for AI agents.", allow_abbrev=False
+    )
     parser.add_argument(
         "--version", action="version", version=f"aios-ledger {version('aios-ledger')}"
     )

@@ -181,12 +181,24 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "proposals": (("aios-ledger proposals widgets-notes", "a task's proposals and their facts"),),
     "write": (("aios-ledger write widgets-notes --json write.json", "write the verified work"),),
     "write-recover": (("aios-ledger write-recover", "settle writes a crash left in doubt"),),
+    "why": (("aios-ledger why 0406c5db", "the task, agent, review and attestation of a commit"),),
+    "verify-attestation": (
+        (
+            "aios-ledger verify-attestation 0406c5db --repo gadgets.git --key ledger.pub",
+            "check a commit's signed attestation from the repository alone",
+        ),
+    ),
     # -- the log
     "verify": (
         ("aios-ledger verify", "walk the whole log (exit 0 only when intact)"),
         ("aios-ledger verify --head head.json", "also detect events removed since head.json"),
     ),
     "head": (("aios-ledger head > head.json", "keep the head to check against later"),),
+    "prove": (
+        ("aios-ledger prove 42 > proof.json", "event 42's inclusion in the Merkle log now"),
+        ("aios-ledger prove --consistency 100 250", "the tree of 250 extends the tree of 100"),
+    ),
+    "verify-proof": (("aios-ledger verify-proof proof.json --root HEX", "check a proof offline"),),
     "export": (
         ("aios-ledger export --all --output log.jsonl", "every event with its seal"),
         ("aios-ledger export --task notes-1", "one task's events, on stdout"),
@@ -204,6 +216,34 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ),
     ),
     "verify-archive": (("aios-ledger verify-archive 2024.archive", "check an archive file"),),
+    # -- signed checkpoints
+    "key": (
+        (
+            "aios-ledger key generate --name ledger.example.com/main --out checkpoint.key",
+            "a checkpoint key; its verifier key is printed",
+        ),
+    ),
+    "key generate": (
+        (
+            "aios-ledger key generate --name ledger.example.com/main --out checkpoint.key",
+            "the ledger's key, named as its origin",
+        ),
+        (
+            "aios-ledger key generate --name witness.example.com/w1 --out witness.key",
+            "a witness's key",
+        ),
+    ),
+    "checkpoint": (
+        ("aios-ledger checkpoint --key checkpoint.key", "sign the tree head and print the note"),
+        ("aios-ledger checkpoint --json", "with [checkpoint] key, the stored row as JSON"),
+    ),
+    "witness": (
+        (
+            "aios-ledger witness --log http://127.0.0.1:18892 --log-key VKEY --key witness.key "
+            "--state witness-state --once",
+            "one round: check, cosign, send",
+        ),
+    ),
     # -- the server
     "serve": (
         ("aios-ledger serve", "the API on 127.0.0.1:18892"),

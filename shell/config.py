@@ -54,4 +54,8 @@ def load_settings(path: str | None) -> LedgerSettings:
     if database.path is not None and not url and not os.path.isabs(database.path):
         relative = os.path.join(os.path.dirname(path), database.path)
         settings = attrs.evolve(settings, database=attrs.evolve(database, path=relative))
+    key = settings.attest.key
+    if key is not None and not os.path.isabs(key):
+        relative = os.path.join(os.path.dirname(path), key)
+        settings = attrs.evolve(settings, attest=attrs.evolve(settings.attest, key=relative))
     return settings

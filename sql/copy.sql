@@ -90,3 +90,18 @@ FROM writer_leases ORDER BY lease_id;
 SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
        state, code, observed_oid, changed_files_json, revision, created_at, updated_at
 FROM governed_writes ORDER BY idempotency_key;
+
+-- name: copy_rows_commit_attestations
+SELECT idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,
+       review_sha256, created_at
+FROM commit_attestations ORDER BY idempotency_key;
+
+-- name: copy_rows_merkle_leaves
+SELECT leaf_index, event_id, leaf_hash FROM merkle_leaves ORDER BY leaf_index;
+
+-- name: copy_rows_merkle_nodes
+SELECT level, node_index, hash FROM merkle_nodes ORDER BY level, node_index;
+
+-- name: copy_rows_merkle_tree
+-- The tree's head row: the target's (an empty tree) takes the source's place.
+SELECT only_row, size, frontier, revision FROM merkle_tree;

@@ -40,6 +40,7 @@ ROLE_NAMES = {
     "reviewer": "reviewer-1",
     "owner": "owner-1",
     "auditor": "auditor-1",
+    "witness": "witness-1",
 }
 SECOND_AGENT = "agent-2"
 

@@ -22,8 +22,10 @@ import attrs
 import httpx
 import pytest
 from aios_ledger.core import project_execution_envelope
+from aios_ledger.core.proofs import cosignature, cosignature_message, parse_note
 from aios_ledger.shell.api.review_routes import review_operations
-from api_server import ROLE_NAMES, SECOND_AGENT, ApiServer, Scenario
+from aios_ledger.shell.proofs.keys import Signer, read_key_file
+from api_server import ROLE_NAMES, SECOND_AGENT, ApiServer, Scenario, cli
 from conftest import postgres_url
 from legacy_fixtures import (
     CAPABILITY,
@@ -36,6 +38,8 @@ from legacy_fixtures import (
 )
 
 ROLES = tuple(ROLE_NAMES)
+# The witness the module's server accepts cosignatures of (set by the `server` fixture).
+_WITNESS: dict[str, Signer] = {}
 PROBLEM = "application/problem+json"
 CLI = (sys.executable, "-m", "aios_ledger.shell.cli")
 
@@ -43,6 +47,12 @@ CLI = (sys.executable, "-m", "aios_ledger.shell.cli")
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     path = tmp_path_factory.mktemp("api") / "ledger.db"
+    # A checkpoint signed at start (and after every million events), and one witness's key.
+    keys = path.parent / "keys"
+    keys.mkdir()
+    cli("key", "generate", "--name", "ledger.example/api", "--out", str(keys / "log.key"))
+    cli("key", "generate", "--name", "witness.example/w1", "--out", str(keys / "w1.key"))
+    _WITNESS["w1"] = read_key_file(keys / "w1.key")
     # Waiting claims re-try on their own only every 120 s: a poll that returns with a task
     # within its 30 s was woken by the write that made the task.
     with ApiServer(
@@ -53,6 +63,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
         "2",
         "--recheck-seconds",
         "120",
+        "--checkpoint-key",
+        str(keys / "log.key"),
+        "--checkpoint-every-events",
+        "1000000",
+        "--witness-key",
+        _WITNESS["w1"].verifier.text(),
         role_tokens=True,
     ) as running:
         yield running
@@ -313,13 +329,23 @@ def _run_event(scene: Scenario) -> tuple[str, Any]:
     return f"/v1/runs/{scene.run()}/events", {"kind": "note", "payload": {"n": 1}}
 
 
+def _cosigned(scene: Scenario) -> tuple[str, Any]:
+    """The server's checkpoint cosigned by the witness it was given."""
+    note = parse_note(scene.owner.get("/v1/checkpoint").text)
+    witness = _WITNESS["w1"]
+    line = cosignature(witness.verifier, 1, witness.sign(cosignature_message(note.text, 1)))
+    return "/v1/checkpoint/cosignatures", {"note": note.with_signature(line).encode()}
+
+
 def _aux_missing(suffix: str) -> Callable[[Scenario], tuple[str, Any]]:
     # No auxiliary run is spawned over HTTP: an allowed role reaches the ledger, which answers
     # RUN_NOT_FOUND (404); a forbidden role never gets that far.
     return lambda scene: (f"/v1/auxiliary-runs/aux-none{suffix}", None)
 
 
-ANY = frozenset(ROLES)
+# A witness token takes the checkpoint routes and nothing else.
+ANY = frozenset(ROLES) - {"witness"}
+CHECKPOINT_READERS = PROOF_READERS = frozenset(ROLES)
 AUDIT = frozenset({"auditor", "owner"})
 AGENT, REVIEWER, OWNER = frozenset({"agent"}), frozenset({"reviewer"}), frozenset({"owner"})
 
@@ -410,6 +436,14 @@ CASES: dict[str, Case] = {
     "head": Case("GET", ANY, lambda s: ("/v1/log/head", None)),
     "verify": Case("GET", AUDIT, lambda s: ("/v1/log/verify", None)),
     "export": Case("GET", AUDIT, lambda s: ("/v1/log/export", None)),
+    "tree head": Case("GET", PROOF_READERS, lambda s: ("/v1/proofs/tree-head", None)),
+    "inclusion": Case("GET", PROOF_READERS, lambda s: ("/v1/proofs/inclusion/1", None)),
+    "consistency": Case("GET", PROOF_READERS, lambda s: ("/v1/proofs/consistency?old=1", None)),
+    "checkpoint": Case("GET", CHECKPOINT_READERS, lambda s: ("/v1/checkpoint", None)),
+    "cosignature": Case("POST", frozenset({"witness", "owner"}), _cosigned),
+    # Any reader may ask; a commit no landed write names is 404 (tests/test_attest_commits.py
+    # asks of one that landed).
+    "commit why": Case("GET", ANY, lambda s: ("/v1/commits/" + "ab" * 20, None), 404),
 }
 
 
@@ -711,3 +745,25 @@ def test_metrics_count_requests_by_route_template(scene: Scenario) -> None:
     assert "aios_ledger_group_commit_batch_size_bucket" in text
     for token in scene.server.tokens.values():
         assert token not in text
+
+
+@pytest.mark.parametrize("which", ["server", "pg_server"])
+def test_proofs_over_http_check_against_the_tree_head(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    """The Merkle log's routes: a proof each reader can check with the core's verifier alone."""
+    from aios_ledger.core.log.merkle import parse_proof
+
+    scene = Scenario(request.getfixturevalue(which))
+    scene.queued()
+    head = scene.agent.get("/v1/proofs/tree-head").json()
+    root = bytes.fromhex(head["root"])
+    included = scene.agent.get(f"/v1/proofs/inclusion/1?size={head['size']}")
+    assert included.status_code == 200, included.text
+    parse_proof(included.json()).check(root)
+    consistent = scene.agent.get(f"/v1/proofs/consistency?old=1&new={head['size']}")
+    parse_proof(consistent.json()).check(root)
+    problem(scene.agent.get("/v1/proofs/inclusion/abc"), 422, "FIELDS_INVALID")
+    beyond = f"/v1/proofs/consistency?old={head['size'] + 1}"
+    problem(scene.agent.get(beyond), 422, "TREE_SIZE_INVALID")
+    problem(scene.agent.get("/v1/proofs/inclusion/999999"), 404, "EVENT_NOT_FOUND")

@@ -153,7 +153,9 @@ def test_completion_completes_command_names(tmp_path: Path) -> None:
     assert sorted(_complete("aios-ledger ver", tmp_path)) == [
         "verify",
         "verify-archive",
+        "verify-attestation",
         "verify-export",
+        "verify-proof",
     ]
     assert _complete("aios-ledger task li", tmp_path) == ["list"]
     assert "--follow" in _complete("aios-ledger events --fo", tmp_path)

@@ -53,6 +53,21 @@ def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
     for event in ("PROPOSAL_RECORDED", "GOVERNED_WRITE_INTENDED", "GOVERNED_WRITE_APPLIED"):
         assert event in timelines
     assert "GOVERNED_WRITE_MOVED_BY_OTHER" in timelines
+    assert "COMMIT_ATTESTED" in timelines
+    # The landed commit is attested, checked in the demo, and the command that checks it from
+    # the repository with the public key is printed last: run as printed, it exits 0.
+    assert "attested: SLSA provenance + review summary" in writes
+    assert "from the repository alone, with the public key: intact, review PASSED" in writes
+    [command] = [line.split()[1:] for line in out.splitlines() if "verify-attestation" in line]
+    assert command[0] == "verify-attestation"
+    checked = subprocess.run(
+        [sys.executable, "-m", "aios_ledger.shell.cli", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert '"intact": true' in checked.stdout
     assert "Traceback" not in answer.stderr
     assert "{" not in out.split("Timelines")[1]  # a summary for people, not a JSON dump
 

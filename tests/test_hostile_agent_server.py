@@ -201,11 +201,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def _fill(disk: Path) -> Path:
     filler = disk / "filler"
-    with filler.open("wb") as out:
+    # Unbuffered: a buffered writer keeps what ENOSPC refused and fails again on close, or not,
+    # by how the free space happens to align with its chunks (the schema's size decides it).
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(b"\0" * 65536)
-                out.flush()
         except OSError as full:
             assert full.errno == errno.ENOSPC, full
     return filler

@@ -33,6 +33,16 @@ def log(ledger_target: Path) -> Path:
     return path
 
 
+def chain_codes(report: dict[str, Any]) -> set[tuple[str, int | None]]:
+    """The findings of the chains and heads, without the Merkle log's (which finds every
+    tampering below too: its leaves are of the seals as they were)."""
+    return {found for found in codes_at(report) if found[0] != "MERKLE_MISMATCH"}
+
+
+def merkle_found(report: dict[str, Any]) -> bool:
+    return any(finding["code"] == "MERKLE_MISMATCH" for finding in report["findings"])
+
+
 def verify(path: Path, head: LedgerHead | None = None) -> dict[str, Any]:
     with Database(path) as db:
         return verify_log(db, head=head).public()
@@ -94,7 +104,8 @@ def test_a_middle_event_deleted_with_its_seal_is_removed(log: Path) -> None:
     report = verify(log)
     # PostgreSQL's ids have gaps by design: the chain alone finds it there.
     removed = set() if is_postgres(log) else {("EVENT_REMOVED", 5)}
-    assert codes_at(report) == {*removed, ("CHAIN_GAP", 7)}
+    assert chain_codes(report) == {*removed, ("CHAIN_GAP", 7)}
+    assert merkle_found(report)  # the event's leaf is left without it
     assert report["events"] == len(ROUND_ROBIN) - 1
 
 
@@ -173,7 +184,8 @@ def _forge(path: Path, *, prev_seal: str, seal: str | None = None) -> int:
 def test_an_event_inserted_with_a_forged_seal_is_forged(log: Path) -> None:
     event_id = _forge(log, prev_seal="sha256:" + "1" * 64)
     report = verify(log)
-    assert codes_at(report) == {("FORGED_EVENT", event_id)}
+    assert chain_codes(report) == {("FORGED_EVENT", event_id)}
+    assert merkle_found(report)  # no leaf is of the forged event
 
 
 def test_a_forged_seal_that_does_not_verify_is_found(log: Path) -> None:
@@ -200,12 +212,13 @@ def test_a_resealed_edit_breaks_the_next_link_and_the_head(log: Path) -> None:
         ("UPDATE event_seals SET seal = ? WHERE event_id = 5", (resealed,)),
     )
     report = verify(log)
-    (finding,) = report["findings"]
+    (finding,) = [found for found in report["findings"] if found["code"] != "MERKLE_MISMATCH"]
     assert (finding["code"], finding["event_id"], finding["other_event_id"]) == (
         "FORGED_EVENT",
         7,
         5,
     )
+    assert merkle_found(report)  # event 5's leaf is of its first seal
     assert ("HEAD_MISMATCH", head.last_event_id) in codes_at(verify(log, head))
 
 
@@ -219,13 +232,15 @@ def test_newest_events_removed_are_found_with_the_head(log: Path) -> None:
         # A careful attacker also winds back the id counter.
         ("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'", (last - 2,)),
     )
-    assert verify(log)["intact"] is True
+    # The chains alone cannot tell; the Merkle log keeps the removed events' leaves.
+    alone = verify(log)
+    assert chain_codes(alone) == set() and merkle_found(alone)
     report = verify(log, head)
     if is_postgres(log):
         # Its ids have gaps by design: the head says its last event existed, not which before.
-        assert codes_at(report) == {("EVENT_REMOVED", last)}
+        assert chain_codes(report) == {("EVENT_REMOVED", last)}
     else:
-        assert codes_at(report) == {("EVENT_REMOVED", last - 1), ("EVENT_REMOVED", last)}
+        assert chain_codes(report) == {("EVENT_REMOVED", last - 1), ("EVENT_REMOVED", last)}
     assert report["head_checked"] == head.public()
 
 
@@ -241,7 +256,7 @@ def test_newest_events_removed_are_found_by_the_id_counter(log: Path) -> None:
         ("DELETE FROM events WHERE event_id = ?", (last,)),
         ("DELETE FROM event_seals WHERE event_id = ?", (last,)),
     )
-    assert codes_at(verify(log)) == {("EVENT_REMOVED", last)}
+    assert chain_codes(verify(log)) == {("EVENT_REMOVED", last)}
 
 
 def test_an_old_head_still_verifies_after_the_log_grew(log: Path) -> None:
@@ -266,12 +281,15 @@ def test_a_rewritten_history_with_all_seals_recomputed_fails_the_head(log: Path)
         from aios_ledger.shell.log.adoption import seal_unsealed_events
 
         db.write(seal_unsealed_events)
-        assert verify_log(db).intact
+        # The chains verify; the Merkle log's leaves are of the seals the ledger wrote.
+        assert chain_codes(verify_log(db).public()) == set()
     tamper(log, ("UPDATE events SET payload_json = '{}' WHERE event_id = 3", ()))
     tamper(log, ("DELETE FROM event_seals", ()))
     with Database(log) as db:
         db.write(seal_unsealed_events)
-        assert verify_log(db).intact  # without a key, only a head kept elsewhere tells
+        rewritten = verify_log(db).public()
+        # Without a key, only a head kept elsewhere tells, or the Merkle log left as it was.
+        assert chain_codes(rewritten) == set() and merkle_found(rewritten)
         assert ("HEAD_MISMATCH", head.last_event_id) in codes_at(verify_log(db, head=head).public())
 
 

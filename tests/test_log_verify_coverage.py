@@ -507,11 +507,24 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
             for number in (1, 2):
                 store.append_event("r-old", "step", {"n": number})
     # The ledger as that version left it: before migration 0014 (and 0015, which changes only
-    # task_idempotency's CHECK and applies again alike), which the next open applies.
+    # task_idempotency's CHECK and applies again alike; and those after it, whose tables are
+    # dropped here: the Merkle log of 0016, rebuilt from the seals when it is applied again,
+    # 0018's checkpoints and 0019's attestations), which the next open applies.
     tamper(
         ledger_target,
         ("DROP TABLE run_events_before_seals", ()),
-        ("DELETE FROM schema_migrations WHERE version IN ('0014', '0015')", ()),
+        ("DROP TABLE merkle_tree", ()),
+        ("DROP TABLE merkle_nodes", ()),
+        ("DROP TABLE merkle_leaves", ()),
+        ("DROP TABLE checkpoint_cosignatures", ()),
+        ("DROP TABLE checkpoints", ()),
+        ("DROP TABLE commit_attestations", ()),
+        ("DROP INDEX governed_writes_by_new_oid", ()),
+        (
+            "DELETE FROM schema_migrations "
+            "WHERE version IN ('0014', '0015', '0016', '0018', '0019')",
+            (),
+        ),
     )
     with RunStore(ledger_target) as store:
         store.append_event("r-old", "step", {"n": 3})

@@ -18,6 +18,8 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, RunStore, TaskLedger, ledger_head, verify_log
 from aios_ledger.shell.api.tokens import issue_token, list_tokens
+from aios_ledger.shell.attest.commits import why_commit
+from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.run import Connection, fetch_one
@@ -70,10 +72,12 @@ def test_copy_from_sqlite_gives_an_intact_ledger_with_the_same_head(
     register(source, bare)
     verified_proposal(source, "task-g", binding("task-g", base), {"a.txt": "1\n"})
     verified_proposal(source, "task-h", binding("task-h", base), {"h.txt": "1\n"})
+    signing = generate_key("ledger.test")
     with Database(source) as db:
-        assert governed_write(db, {"task_id": "task-g", "idempotency_key": "w"})["state"] == (
-            "APPLIED"
+        landed = governed_write(
+            db, {"task_id": "task-g", "idempotency_key": "w"}, attest_key=signing
         )
+        assert landed["state"] == "APPLIED" and landed["attestation"]["attested"]
     with Database(source, migrate=False) as db, Database(pg) as target:
         report = copy_ledger(db, target)
         assert report.target_intact
@@ -82,7 +86,11 @@ def test_copy_from_sqlite_gives_an_intact_ledger_with_the_same_head(
         governed = ("api_tokens", "governed_repositories", "writer_leases", "governed_writes")
         assert [report.rows[table] for table in governed] == [1] * 4
         assert report.rows["task_proposals"] == 2
+        assert report.rows["commit_attestations"] == 1
         assert verify_log(target).intact
+        assert why_commit(target, landed["new_oid"])["writes"][0]["attestation"]["keyid"] == (
+            signing.keyid
+        )
         assert [t["name"] for t in list_tokens(target)] == ["agent-1"]
         # The proposals' bundles went to the target's folder: the one not yet written is
         # written from the target, reading its bundle there.
@@ -186,10 +194,12 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
     subprocess.run([*base, "up"], check=True, capture_output=True)
     with TaskLedger(pg, migrate=False) as ledger:
         ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
-    # 0015 (idempotency operations), 0014 (sealed run events), 0013 (repository settings) and
-    # 0012 (capability grants) go back; then its event, sealed v3 (no id covered), which 0010
-    # cannot verify, makes the rollback of 0011 refuse, changing nothing.
-    for _ in ("0015", "0014", "0013", "0012"):
+    # 0019 (commit attestations), 0018 (signed checkpoints), 0016 (the Merkle log: dbmate's
+    # `up` left it unbuilt, the first event built it), 0015 (idempotency operations), 0014
+    # (sealed run events), 0013 (repository settings) and 0012 (capability grants) go back;
+    # then its event, sealed v3 (no id covered), which 0010 cannot verify, makes the rollback
+    # of 0011 refuse, changing nothing.
+    for _ in ("0019", "0018", "0016", "0015", "0014", "0013", "0012"):
         subprocess.run([*base, "rollback"], check=True, capture_output=True)
     refusal = subprocess.run([*base, "rollback"], capture_output=True, text=True)
     assert refusal.returncode != 0

@@ -23,6 +23,7 @@ from aios_ledger.core.git import (
 from aios_ledger.core.log import SealedRow
 from aios_ledger.core.log.archived import ArchivedEventRow
 from aios_ledger.core.projection import BindingRow
+from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs import RunEventRow, RunRow
 
@@ -45,6 +46,7 @@ ROW_RECORDS: dict[str, type] = {
     "task_proposals": ProposalRow,
     "writer_leases": WriterLeaseRow,
     "governed_writes": GovernedWriteRow,
+    "checkpoints": CheckpointRow,
 }
 # The idempotency ledgers are read only for their first answer: the columns they share.
 FIRST_ANSWER_TABLES = (
@@ -55,7 +57,8 @@ FIRST_ANSWER_TABLES = (
 # The migrator's own bookkeeping: read as a list of versions, never into a record.
 # Tables no decision reads into a record: the migrator's, and migration 0014's list of each run's
 # last event at the upgrade (written once by the migration, append-only, read by `verify` alone).
-UNRECORDED_TABLES = {"schema_migrations", "run_events_before_seals"}
+# A checkpoint's cosignatures are read back only as the signature lines they store.
+UNRECORDED_TABLES = {"schema_migrations", "run_events_before_seals", "checkpoint_cosignatures"}
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,10 @@ AGENT = "agent"
 REVIEWER = "reviewer"
 OWNER = "owner"
 AUDITOR = "auditor"
-ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR)
+# A witness (`aios-ledger witness`): it reads checkpoints and consistency proofs and sends its
+# cosignatures, and nothing else (no task, run or log route takes it).
+WITNESS = "witness"
+ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR, WITNESS)
 
 ACTIVE: Final = "ACTIVE"
 REVOKED: Final = "REVOKED"
@@ -148,7 +151,7 @@ class ApiTokenRow:
 
 @attrs.frozen
 class TokenIssueRequest:
-    """Issue a token: its name (an agent's id, for an agent), its roles (1 to 4, distinct) and
+    """Issue a token: its name (an agent's id, for an agent), its roles (1 to 5, distinct) and
     the capabilities it may claim with (none by default; kept sorted and once each), or
     `any_capability`: no ceiling, the owner's explicit choice (not with a list)."""
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
+from aios_ledger.core.attest.decisions import AttestationAnswer
 from aios_ledger.core.git.records import (
     GovernedWriteRow,
     ProposalRow,
@@ -88,6 +89,8 @@ class WriteAnswer(TypedDict):
     observed_oid: str | None
     changed_files: list[str]
     idempotent: bool
+    # An APPLIED write's attestation (issue 28): made, or why not (`AttestationAnswer`).
+    attestation: NotRequired[AttestationAnswer]
 
 
 def repository_answer(row: RepositoryRow, *, idempotent: bool) -> RepositoryAnswer:

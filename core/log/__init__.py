@@ -10,6 +10,14 @@ if typing.TYPE_CHECKING:
         decide_adoption_seals,
     )
     from aios_ledger.core.log.export import EXPORT_SCHEMA, ChainTips, verify_export_lines
+    from aios_ledger.core.log.merkle import (
+        ConsistencyProof,
+        InclusionProof,
+        TreeHead,
+        parse_proof,
+        verify_consistency,
+        verify_inclusion,
+    )
     from aios_ledger.core.log.records import SealedRow
     from aios_ledger.core.log.rows import STATE_TABLES, RowImage
     from aios_ledger.core.log.seals import GENESIS_SEAL, LEDGER_CHAIN
@@ -25,6 +33,7 @@ if typing.TYPE_CHECKING:
         FORGED_EVENT,
         HEAD_MISMATCH,
         HEAD_SCHEMA,
+        MERKLE_MISMATCH,
         STATE_MISMATCH,
         UNSEALED_EVENT,
         ChainLink,
@@ -65,6 +74,13 @@ __all__ = [
     "HEAD_MISMATCH",
     "STATE_MISMATCH",
     "UNSEALED_EVENT",
+    "MERKLE_MISMATCH",
+    "TreeHead",
+    "InclusionProof",
+    "ConsistencyProof",
+    "verify_inclusion",
+    "verify_consistency",
+    "parse_proof",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -82,6 +98,14 @@ if not typing.TYPE_CHECKING:
             decide_adoption_seals,
         )
         from aios_ledger.core.log.export import EXPORT_SCHEMA, ChainTips, verify_export_lines  # noqa: F401
+        from aios_ledger.core.log.merkle import (  # noqa: F401
+            ConsistencyProof,
+            InclusionProof,
+            TreeHead,
+            parse_proof,
+            verify_consistency,
+            verify_inclusion,
+        )
         from aios_ledger.core.log.records import SealedRow  # noqa: F401
         from aios_ledger.core.log.rows import STATE_TABLES, RowImage  # noqa: F401
         from aios_ledger.core.log.seals import GENESIS_SEAL, LEDGER_CHAIN  # noqa: F401
@@ -97,6 +121,7 @@ if not typing.TYPE_CHECKING:
             FORGED_EVENT,
             HEAD_MISMATCH,
             HEAD_SCHEMA,
+            MERKLE_MISMATCH,
             STATE_MISMATCH,
             UNSEALED_EVENT,
             ChainLink,

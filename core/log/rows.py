@@ -16,7 +16,9 @@ whose rows only plans with a sealed event write:
   `idempotency_key`: each change of a repository's settings, written with the repository's
   row by its `REPOSITORY_SETTINGS_CHANGED` event; and `agent_scan_charges` (migration 0013),
   keyed by `charge_id`: what a scan refused over its budget cost its agent, inserted by its
-  `PROPOSAL_SCAN_CHARGED` event, never changed.
+  `PROPOSAL_SCAN_CHARGED` event, never changed; and `commit_attestations` (migration 0019),
+  keyed by the governed write's `idempotency_key`: the signed attestations of a landed write,
+  inserted by its `COMMIT_ATTESTED` event, never changed.
 
 - the first answers: `task_idempotency` keyed by `idempotency_key`, covered by the task event
   that wrote the answer (since issue 26; a first answer stored before that, under a task whose
@@ -93,6 +95,7 @@ FIRST_ANSWERS = "task_idempotency"
 GOVERNED_BINDINGS = "governed_bindings"
 RUNS = "runs"
 RUN_EVENTS = "run_events"
+COMMIT_ATTESTATIONS = "commit_attestations"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
@@ -109,6 +112,7 @@ STATE_TABLES: tuple[str, ...] = (
     REPOSITORY_SETTINGS_CHANGES,
     RUN_EVENTS,
     AGENT_SCAN_CHARGES,
+    COMMIT_ATTESTATIONS,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aios_ledger.core.api.tokens import ApiTokenRow
+from aios_ledger.core.attest.records import CommitAttestationRow
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.git.records import (
     GovernedWriteRow,
@@ -24,6 +25,7 @@ from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
     API_TOKENS,
     AUXILIARY_RUNS,
+    COMMIT_ATTESTATIONS,
     FIRST_ANSWERS,
     GOVERNED_BINDINGS,
     GOVERNED_REPOSITORIES,
@@ -66,6 +68,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     # Keyed by two columns: the statement selects their `run_event_key` beside them.
     RUN_EVENTS: (RunEventRow, "run_event_key"),
     AGENT_SCAN_CHARGES: (ScanChargeRow, "charge_id"),
+    COMMIT_ATTESTATIONS: (CommitAttestationRow, "idempotency_key"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

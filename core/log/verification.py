@@ -68,6 +68,7 @@ STATE_MISMATCH = "STATE_MISMATCH"
 ARCHIVE_MISMATCH = "ARCHIVE_MISMATCH"
 BUNDLE_MISSING = "BUNDLE_MISSING"
 BUNDLE_CHANGED = "BUNDLE_CHANGED"
+MERKLE_MISMATCH = "MERKLE_MISMATCH"
 
 FINDING_CODES: Mapping[str, str] = {
     CONTENT_CHANGED: "the event's payload, type, timestamp, agent or task no longer matches "
@@ -93,6 +94,10 @@ FINDING_CODES: Mapping[str, str] = {
     "proposal can no longer be written (restore the file from a backup)",
     BUNDLE_CHANGED: "a proposal's stored bundle file no longer has the sha256 its sealed "
     "proposal row records: changed on disk behind the ledger's back",
+    MERKLE_MISMATCH: "the Merkle log disagrees with the seals or with itself: a leaf whose hash "
+    "is not its event's seal's, an event without a leaf, a leaf without an event, a gap in "
+    "the leaf indexes, a stored subtree that is not the hash of the leaves under it, or a "
+    "tree head row that is not the tree's edge (docs/proofs.md)",
 }
 
 MAX_FINDINGS = 1000

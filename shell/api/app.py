@@ -36,7 +36,7 @@ from typing import IO, Any, cast
 
 import attrs
 from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
-from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES
+from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES, WITNESS
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.projection import (
@@ -68,6 +68,7 @@ from aios_ledger.shell.auxiliary.service import (
 from aios_ledger.shell.clock import read_clock
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
 from aios_ledger.shell.log.export import export_log
+from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -80,8 +81,11 @@ from starlette.routing import Route
 
 LOG = logging.getLogger("aios_ledger.api")
 
-ANY_ROLE = frozenset(ROLES)
+# Every role of the ledger's own users; a witness token takes only the checkpoint routes.
+ANY_ROLE = frozenset(ROLES) - {WITNESS}
 READERS = ANY_ROLE
+# The Merkle proofs: the ledger's roles and a witness, which checks consistency proofs.
+PROOF_READERS = ANY_ROLE | {WITNESS}
 AUDIT = frozenset({AUDITOR, OWNER})
 EXPORT_CHUNK = 64 * 1024
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
@@ -457,6 +461,36 @@ def log_head(call: Call) -> Answer:
     return Answer(call.backend.read_now(lambda s: ledger_head(s.db).public()))
 
 
+def _count_in(call: Call, text: str | None, name: str) -> int | None:
+    """A tree size or an event id from the path or the query: a whole number, or None."""
+    if text is None:
+        return None
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise LedgerError("FIELDS_INVALID", f"{name}: must be a whole number")
+    return int(text)
+
+
+def prove_event(call: Call) -> Answer:
+    """The event's inclusion proof in the tree of `size` leaves (default: the tree now)."""
+    event_id = _count_in(call, call.path("event_id"), "event_id")
+    size = _count_in(call, call.query("size"), "size")
+    assert event_id is not None
+    return Answer(call.backend.read_now(lambda s: prove_inclusion(s.db, event_id, size).public()))
+
+
+def prove_trees(call: Call) -> Answer:
+    """The consistency proof from the tree of `old` leaves to the tree of `new` (default: now)."""
+    old = _count_in(call, call.query("old"), "old")
+    if old is None:
+        raise LedgerError("FIELDS_INVALID", "old: the older tree's size is required")
+    new = _count_in(call, call.query("new"), "new")
+    return Answer(call.backend.read_now(lambda s: prove_consistency(s.db, old, new).public()))
+
+
+def merkle_head(call: Call) -> Answer:
+    return Answer(call.backend.read_now(lambda s: current_tree_head(s.db).public()))
+
+
 def log_verify(call: Call) -> Answer:
     return Answer(call.backend.read_now(lambda s: verify_log(s.db).public()))
 
@@ -669,6 +703,35 @@ def operations() -> tuple[Operation, ...]:
         o("GET", "/v1/status", "status", READERS, status, "the status report"),
         o("GET", "/v1/log/head", "logHead", READERS, log_head, "the log's head"),
         o("GET", "/v1/log/verify", "logVerify", AUDIT, log_verify, "verify the log"),
+        o(
+            "GET",
+            "/v1/proofs/tree-head",
+            "merkleTreeHead",
+            PROOF_READERS,
+            merkle_head,
+            "the Merkle log's tree head: size and root",
+        ),
+        o(
+            "GET",
+            "/v1/proofs/inclusion/{event_id}",
+            "proveInclusion",
+            PROOF_READERS,
+            prove_event,
+            "an event's RFC 9162 inclusion proof",
+            query=(Query("size", {"type": "integer", "minimum": 0}),),
+        ),
+        o(
+            "GET",
+            "/v1/proofs/consistency",
+            "proveConsistency",
+            PROOF_READERS,
+            prove_trees,
+            "an RFC 9162 consistency proof between two tree sizes",
+            query=(
+                Query("old", {"type": "integer", "minimum": 0}),
+                Query("new", {"type": "integer", "minimum": 0}),
+            ),
+        ),
         o(
             "GET",
             "/v1/log/export",

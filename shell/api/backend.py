@@ -86,6 +86,9 @@ class ApiSettings:
     recheck_seconds: float = DEFAULT_RECHECK_SECONDS
     clock: Clock = system_clock
     group_commit: int = DEFAULT_GROUP_COMMIT
+    # The verifier keys of the witnesses whose cosignatures `POST /v1/checkpoint/cosignatures`
+    # accepts (`serve --witness-key`, `[checkpoint] witnesses`).
+    witness_keys: tuple[str, ...] = ()
 
 
 class Stores:

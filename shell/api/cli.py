@@ -9,6 +9,7 @@ import socket
 from typing import Any
 
 from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.api.backend import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_LISTEN,
@@ -23,10 +24,13 @@ from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
 from aios_ledger.shell.cli_support import (
     UsageError,
     database_path,
+    ledger_settings,
     migrate_on_open,
     open_database,
     synchronous,
 )
+from aios_ledger.shell.proofs.checkpoints import PeriodicCheckpoints
+from aios_ledger.shell.proofs.keys import load_signer
 
 # uvicorn: a connection idle this long between requests is closed; on SIGTERM, requests still
 # running (long polls) get this long to finish before their connections are closed (a client
@@ -83,6 +87,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
         help="open connections at most; one more is answered 503 TOO_MANY_CONNECTIONS and closed",
+    )
+    serve.add_argument(
+        "--checkpoint-key",
+        metavar="FILE",
+        help="the key that signs checkpoints (default: [checkpoint] key, else the systemd "
+        "credential [checkpoint] credential); needed by the two options below",
+    )
+    serve.add_argument(
+        "--checkpoint-every-seconds",
+        type=float,
+        metavar="N",
+        help="sign a checkpoint when N seconds passed and the log grew (and one at start)",
+    )
+    serve.add_argument(
+        "--checkpoint-every-events",
+        type=int,
+        metavar="N",
+        help="sign a checkpoint each time the log grew by N events (and one at start)",
+    )
+    serve.add_argument(
+        "--witness-key",
+        action="append",
+        metavar="VKEY",
+        help="a witness whose cosignatures POST /v1/checkpoint/cosignatures accepts (its "
+        "verifier key; repeatable; default: [checkpoint] witnesses)",
     )
     serve.set_defaults(handler=_serve, default_log_level="INFO")
 
@@ -148,6 +177,21 @@ def _serve(args: argparse.Namespace) -> int:
             f"--header-timeout from 0 to {MAX_HEADER_TIMEOUT:g} seconds, "
             "--max-waiting-per-token >= 0",
         )
+    configured = ledger_settings(args).checkpoint
+    every_seconds = args.checkpoint_every_seconds or configured.every_seconds
+    every_events = args.checkpoint_every_events or configured.every_events
+    if (every_seconds is not None and not every_seconds > 0) or (
+        every_events is not None and every_events < 1
+    ):
+        raise UsageError(
+            "USAGE_INVALID", "--checkpoint-every-seconds and --checkpoint-every-events are positive"
+        )
+    witness_keys = tuple(args.witness_key or configured.witnesses)
+    for key in witness_keys:
+        VerifierKey.parse(key)  # a mistyped key is refused now, not at the first cosignature
+    signer = None
+    if every_seconds is not None or every_events is not None:
+        signer = load_signer(args.checkpoint_key or configured.key, configured.credential)
     settings = ApiSettings(
         db_path=database_path(args),
         synchronous=synchronous(args),
@@ -155,10 +199,21 @@ def _serve(args: argparse.Namespace) -> int:
         max_body=args.max_body,
         max_waiting_per_token=args.max_waiting_per_token,
         recheck_seconds=args.recheck_seconds,
+        witness_keys=witness_keys,
     )
     # Bound before anything is opened or announced: an address in use is one clear refusal.
     listener = bind_listener(host, port)
     app = served_app(settings)
+    periodic = None
+    if signer is not None:
+        periodic = PeriodicCheckpoints(
+            settings.db_path,
+            signer,
+            every_seconds=every_seconds,
+            every_events=every_events,
+            clock=settings.clock,
+        )
+        periodic.start()
     settle_startup_heap()
     config = uvicorn.Config(
         app,
@@ -178,6 +233,8 @@ def _serve(args: argparse.Namespace) -> int:
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         listener.close()
+        if periodic is not None:
+            periodic.stop()
         app.state.backend.close()
     return 0
 

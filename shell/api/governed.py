@@ -33,9 +33,11 @@ from typing import Any, BinaryIO, TypeVar
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import AGENT, OWNER
-from aios_ledger.shell.api.app import Answer, Call
+from aios_ledger.shell.api.app import READERS, Answer, Call
 from aios_ledger.shell.api.backend import ApiSettings, Stores
 from aios_ledger.shell.api.openapi import Operation, Query
+from aios_ledger.shell.attest.commits import why_commit
+from aios_ledger.shell.attest.keys import SigningKey, configured_key_path, load_signer
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import admitted_context, record_proposal
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, base_bundle
@@ -170,10 +172,30 @@ async def write_branch(call: Call) -> Answer:
     settings = call.backend.settings
     request = {"task_id": task_id, "idempotency_key": body["idempotency_key"]}
 
+    signing = _server_signing_key()
+
     def write(db: Database) -> Any:
-        return governed_write(db, request, clock=settings.clock)
+        return governed_write(db, request, clock=settings.clock, attest_key=signing)
 
     return Answer(await run_in_threadpool(_on_own_connection, settings, write))
+
+
+def _server_signing_key() -> SigningKey | None:
+    """The server attests with the key of its environment: `$AIOS_LEDGER_ATTEST_KEY`, or the
+    `attest-key` credential of its systemd unit (`LoadCredential=`)."""
+    path = configured_key_path(None)
+    return None if path is None else load_signer(path)
+
+
+async def commit_why(call: Call) -> Answer:
+    """`GET /v1/commits/{oid}`: what `aios-ledger why COMMIT` prints."""
+    commit, repository = call.path("oid"), call.query("repo")
+    settings = call.backend.settings
+
+    def read(db: Database) -> Any:
+        return why_commit(db, commit, repository)
+
+    return Answer(await run_in_threadpool(_on_own_connection, settings, read))
 
 
 def governed_operations() -> tuple[Operation, ...]:
@@ -221,5 +243,14 @@ def governed_operations() -> tuple[Operation, ...]:
             write_branch,
             "write a verified task's proposal to its bound branch",
             body="GovernedWriteBody",
+        ),
+        Operation(
+            "GET",
+            "/v1/commits/{oid}",
+            "commitWhy",
+            READERS,
+            commit_why,
+            "from a commit back to its task, agent, evidence, review, write and attestation",
+            query=(Query("repo", {"type": "string", "minLength": 1, "maxLength": 200}),),
         ),
     )

@@ -173,6 +173,14 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
             },
         },
         "GovernedWriteBody": _without(_record(WriteRequest, defs), no_task),
+        # A witness's cosignature (shell/api/checkpoint_routes.py): the checkpoint note as the
+        # ledger served it, with the witness's signature line added.
+        "CosignatureBody": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["note"],
+            "properties": {"note": {"type": "string", "minLength": 1, "maxLength": 65536}},
+        },
     }
     bodies.update(review_body_schemas())
     for name, schema in bodies.items():

@@ -28,6 +28,8 @@ STATUS_BY_CODE: dict[str, int] = {
     # Governance: an offer beyond the token's grant; a reviewer judging its own result.
     "CAPABILITY_NOT_GRANTED": 403,
     "SELF_REVIEW": 403,
+    # A cosignature by no witness this server was given (`serve --witness-key`).
+    "WITNESS_UNKNOWN": 403,
     "ROUTE_NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "REQUEST_TIMEOUT": 408,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
-from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, WritePlan
+from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, SqlWrite, WritePlan
+from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.seals import LEDGER_CHAIN, empty_chain_tip
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.log.merkle import leaf_writes
 from aios_ledger.shell.log.tail import read_chain_tips
 
 # Where the store numbers a plan's events after the decision (a row-locked write: PostgreSQL's),
@@ -21,14 +24,17 @@ def apply_decision(
     decision: WritePlan[R] | Replay[R],
     *,
     error: type[LedgerError] = LedgerError,
+    leaves: Sequence[SqlWrite] = (),
 ) -> R:
     """Execute a plan's statements in order inside the caller's write transaction (the
     engine's `run_plan`: SQLite one after the other, PostgreSQL in one pipeline); a guarded
     write that changes any other number of rows than one is a REVISION_CONFLICT (the caller's
-    transaction then rolls back). A replay writes nothing. The answer is the decision's."""
+    transaction then rolls back). A replay writes nothing. The answer is the decision's.
+    `leaves`: the Merkle log's writes for the plan's events (`leaf_writes`), run after its own
+    in the same call."""
     if isinstance(decision, Replay):
         return decision.response
-    conn.run_plan(decision.statements(), error)
+    conn.run_plan([*decision.statements(), *leaves] if leaves else decision.statements(), error)
     return decision.response
 
 
@@ -56,6 +62,7 @@ class PlanExecutor:
         self._tips: dict[str, ChainTip] = {}
         self._row_locked = conn.row_locked
         self._seal_version = conn.seal_version
+        self._tree: MerkleTreeRow | None = None
 
     def tail(self, *chains: str) -> LogTail:
         if self._row_locked and LEDGER_CHAIN in chains:
@@ -80,7 +87,15 @@ class PlanExecutor:
     def apply(self, decision: WritePlan[R] | Replay[R]) -> R:
         if self._row_locked and isinstance(decision, WritePlan) and decision.events:
             decision = decision.numbered(self.conn.reserve_event_ids(len(decision.events)))
-        answer = apply_decision(self.conn, decision, error=self._error)
+        leaves: Sequence[SqlWrite] = ()
+        if isinstance(decision, WritePlan) and decision.events:
+            # Their Merkle leaves, run with the plan: on PostgreSQL the tree's head row is
+            # locked from here to COMMIT, after the decision's reads and row locks, so leaf
+            # order is commit order (`shell/log/merkle.py`). The head row an append leaves is
+            # the next plan's: a batch reads it once (its revision is compared-and-swapped on
+            # every append all the same).
+            leaves, self._tree = leaf_writes(self.conn, decision.events, self._tree)
+        answer = apply_decision(self.conn, decision, error=self._error, leaves=leaves)
         if isinstance(decision, WritePlan) and decision.tail is not None:
             self._next_event_id = decision.tail.next_event_id
             self._tips.update(decision.tail.tips)

@@ -23,6 +23,7 @@ from aios_ledger.core.migrations import (
 from aios_ledger.shell.db.run import Connection, execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files
 from aios_ledger.shell.log.adoption import seal_unsealed_events
+from aios_ledger.shell.log.merkle import build_tree
 
 T = TypeVar("T")
 
@@ -102,6 +103,8 @@ def apply_migrations(conn: Connection) -> MigrationReport:
         execute(conn, "record_migration", {"version": migration.version})
     # The one call into the log: the older runtime's events get their seals, in event order.
     sealed = seal_unsealed_events(conn) if plan.adopt_legacy else 0
+    # The Merkle leaves of the events before the tree (migration 0016), in event id order.
+    build_tree(conn)
     return MigrationReport(
         applied=tuple(m.version for m in plan.pending),
         adopted_legacy=plan.adopt_legacy,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aios_ledger.core.api.tokens import ApiTokenRow
+from aios_ledger.core.attest.records import CommitAttestationRow
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.git.records import (
     GovernedWriteRow,
@@ -15,9 +16,11 @@ from aios_ledger.core.git.records import (
     RepositoryRow,
     WriterLeaseRow,
 )
+from aios_ledger.core.log.merkle import MerkleHashRow, MerkleTreeRow
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 
 READ_RECORDS: Mapping[str, type] = {
@@ -27,9 +30,13 @@ READ_RECORDS: Mapping[str, type] = {
         AuxiliaryRunRow,
         BindingRow,
         ChainTip,
+        CheckpointRow,
+        CommitAttestationRow,
         EventRow,
         GovernedWriteRow,
         IdempotencyRow,
+        MerkleHashRow,
+        MerkleTreeRow,
         ProposalRow,
         RepositoryRow,
         TaskRow,

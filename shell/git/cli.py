@@ -10,6 +10,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.records import record_from_row
+from aios_ledger.shell.attest.cli import attest_key_option, signing_key
 from aios_ledger.shell.cli_support import open_database, read_json_argument
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
@@ -129,6 +130,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=LEASE_WAIT_SECONDS,
         help="seconds to wait for another write of the same branch",
     )
+    attest_key_option(write)
     write.set_defaults(handler=_write)
 
     recover = commands.add_parser(
@@ -275,7 +277,10 @@ def _write(args: argparse.Namespace) -> Any:
         raise LedgerError("FIELDS_INVALID", "write takes {idempotency_key}")
     with open_database(args) as db:
         return governed_write(
-            db, {**raw, "task_id": args.task_id}, lease_wait=max(0.0, args.lease_wait)
+            db,
+            {**raw, "task_id": args.task_id},
+            lease_wait=max(0.0, args.lease_wait),
+            attest_key=signing_key(args),
         )
 
 

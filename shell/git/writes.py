@@ -13,6 +13,10 @@
 5. The outcome, from git's answer and the ref as read, is committed with its sealed event and
    the lease freed: APPLIED, or MOVED_BY_OTHER (BRANCH_MOVED / BRANCH_EXISTS: refused by git,
    nothing written), or NOT_APPLIED.
+6. An APPLIED write is attested (`shell.attest.commits`): SLSA Provenance and a VSA of its
+   review, signed, recorded with a sealed COMMIT_ATTESTED event and attached to the commit as a
+   git note. Without a key, or if attesting fails, the write stands and its answer says why
+   it is unattested.
 
 A crash between 3 and 5 leaves the write INTENDED and its lease held. The same write again (same
 key), or `recover_writes`, reads the ref and records what it says: applied, not applied, or
@@ -43,6 +47,8 @@ from aios_ledger.core.git.policy import HEADS, branch_ref
 from aios_ledger.core.git.records import lease_id_of
 from aios_ledger.core.git.refnames import require_unambiguous_branch
 from aios_ledger.core.plan import Replay
+from aios_ledger.shell.attest.commits import attest_write
+from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
@@ -162,11 +168,25 @@ def governed_write(
     *,
     clock: Clock = system_clock,
     lease_wait: float = LEASE_WAIT_SECONDS,
+    attest_key: SigningKey | None = None,
 ) -> WriteAnswer:
     """Write a verified task's proposal to its bound branch; see the module's steps. Returns
-    the APPLIED answer; a write that git refused, or that was not applied, raises its code
-    after the ledger recorded it. `lease_wait`: how long to wait for another write of the same
-    ref to finish before `WRITER_LEASE_HELD`."""
+    the APPLIED answer, with its `attestation` (step 6: signed with `attest_key`, or why none
+    was made); a write that git refused, or that was not applied, raises its code after the
+    ledger recorded it. `lease_wait`: how long to wait for another write of the same ref to
+    finish before `WRITER_LEASE_HELD`."""
+    answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait)
+    attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
+    return {**answer, "attestation": attestation}
+
+
+def _governed_write(
+    db: Database,
+    raw: Mapping[str, Any] | WriteRequest,
+    *,
+    clock: Clock,
+    lease_wait: float,
+) -> WriteAnswer:
     request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:

@@ -1,5 +1,5 @@
-"""Commands of the tamper-evident log: verify, head, export, verify-export, archive and
-verify-archive."""
+"""Commands of the tamper-evident log: verify, head, prove, verify-proof, export,
+verify-export, archive and verify-archive."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import IO, Any
 from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import LedgerHead
+from aios_ledger.core.log.merkle import InclusionProof, parse_proof, parse_root
 from aios_ledger.shell.cli_support import emit, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import (
@@ -25,6 +26,7 @@ from aios_ledger.shell.db.connection import (
 from aios_ledger.shell.log.archive import archive_tasks, verify_archive
 from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 
 EXIT_NOT_INTACT = 3
@@ -43,6 +45,29 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     head = commands.add_parser("head", help="print the log's head: count, last id and digest")
     head.set_defaults(handler=_head)
+
+    prove = commands.add_parser(
+        "prove",
+        help="an RFC 9162 inclusion proof of an event in the Merkle log, or with --consistency "
+        "OLD NEW a consistency proof between two tree sizes (docs/proofs.md)",
+    )
+    prove.add_argument("event_id", nargs="?", type=int, metavar="EVENT_ID")
+    prove.add_argument("--size", type=int, metavar="N", help="the tree of the first N leaves")
+    prove.add_argument(
+        "--consistency", nargs=2, type=int, metavar=("OLD", "NEW"), help="two tree sizes"
+    )
+    prove.set_defaults(handler=_prove)
+
+    check_proof = commands.add_parser(
+        "verify-proof",
+        help="check a proof `prove` wrote, offline (no database), against a root you trust",
+    )
+    check_proof.add_argument("file", help="the proof's JSON (a file, or - for stdin)")
+    check_proof.add_argument(
+        "--root", required=True, help="the trusted root (hex) of the proof's tree (NEW's)"
+    )
+    check_proof.add_argument("--old-root", help="a consistency proof: the trusted root of OLD")
+    check_proof.set_defaults(handler=_verify_proof)
 
     export = commands.add_parser("export", help="write events with their seals as JSON lines")
     scope = export.add_mutually_exclusive_group(required=True)
@@ -119,6 +144,33 @@ def _verify(args: argparse.Namespace) -> int:
 def _head(args: argparse.Namespace) -> Any:
     with open_database(args) as db:
         return ledger_head(db).public()
+
+
+def _prove(args: argparse.Namespace) -> Any:
+    if args.consistency is not None:
+        if args.event_id is not None or args.size is not None:
+            raise LedgerError("USAGE_INVALID", "--consistency OLD NEW takes no EVENT_ID or --size")
+        old, new = args.consistency
+        with open_database(args) as db:
+            return prove_consistency(db, old, new).public()
+    if args.event_id is None:
+        raise LedgerError("USAGE_INVALID", "give EVENT_ID, or --consistency OLD NEW")
+    with open_database(args) as db:
+        return prove_inclusion(db, args.event_id, args.size).public()
+
+
+def _verify_proof(args: argparse.Namespace) -> Any:
+    """Offline: the proof's own arithmetic against the roots given, no database opened."""
+    proof = parse_proof(read_json_argument(args.file))
+    root = parse_root(args.root)
+    if isinstance(proof, InclusionProof):
+        if args.old_root is not None:
+            raise LedgerError("USAGE_INVALID", "--old-root is for a consistency proof")
+        proof.check(root)
+        return {"verified": True, "kind": "inclusion", **proof.public()}
+    old_root = None if args.old_root is None else parse_root(args.old_root, "--old-root")
+    proof.check(root, old_root)
+    return {"verified": True, "kind": "consistency", **proof.public()}
 
 
 def _export(args: argparse.Namespace) -> Any:

@@ -5,7 +5,7 @@ Every row of every table goes across as it is (tasks, events with their seals an
 archived events, first answers, projections, bindings, runs and their events (with the list
 of those appended before appends were sealed), auxiliary runs, API tokens, governed
 repositories and their settings changes, proposals and the charges of refused scans, writer
-leases and governed writes)
+leases and governed writes, the Merkle log's leaves, subtrees and head row)
 inside ONE write transaction on the target, read from ONE snapshot of the source; the target's
 event id counter is moved to the source's, so an archived event's id is never handed out again.
 Nothing is re-sealed: the target's `verify` checks the very seals the source made, and its head
@@ -50,6 +50,11 @@ TABLES = (
     "agent_scan_charges",
     "writer_leases",
     "governed_writes",
+    "commit_attestations",
+    # The Merkle log leaf for leaf, so that the target's tree heads and proofs are the source's.
+    "merkle_leaves",
+    "merkle_nodes",
+    "merkle_tree",
 )
 BATCH = 1000
 

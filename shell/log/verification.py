@@ -22,11 +22,14 @@ from aios_ledger.core import EventRow, LedgerError, SealRow
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
 from aios_ledger.core.log.archived import recorded_chains
+from aios_ledger.core.log.merkle import MerkleTreeRow
+from aios_ledger.core.log.merkle_check import MerkleCheck
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
     API_TOKENS,
     AUXILIARY_RUNS,
+    COMMIT_ATTESTATIONS,
     FIRST_ANSWERS,
     GOVERNED_BINDINGS,
     GOVERNED_REPOSITORIES,
@@ -114,6 +117,7 @@ STATE_STATEMENTS = {
     REPOSITORY_SETTINGS_CHANGES: "state_rows_repository_settings_changes",
     RUN_EVENTS: "state_rows_run_events",
     AGENT_SCAN_CHARGES: "state_rows_agent_scan_charges",
+    COMMIT_ATTESTATIONS: "state_rows_commit_attestations",
 }
 assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
 
@@ -206,6 +210,7 @@ def verify_log(
         _check_state(conn, db, verifier)
         _check_run_events(conn, verifier)
         _check_bundles(conn, db, verifier)
+        _check_merkle(conn, verifier)
         handed_out = fetch_value(conn, "log_id_counter")
         return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
 
@@ -347,6 +352,30 @@ def _check_bundles(conn: Connection, db: Database, verifier: LogVerifier) -> Non
             hashed[recorded] = _file_sha256(bundle_path(db, recorded))
         finding = bundle_finding(str(row["proposal_id"]), recorded, hashed[recorded])
         if finding is not None:
+            verifier.note(finding)
+
+
+MERKLE_LEAF_COLUMNS = ("leaf_index", "event_id", "leaf_hash", "seal")
+MERKLE_NODE_COLUMNS = ("level", "node_index", "hash")
+
+
+def _check_merkle(conn: Connection, verifier: LogVerifier) -> None:
+    """Hold the Merkle log to the seals: every leaf to its event's seal, every stored subtree
+    and the head row to the tree the leaves make, and every sealed event to a leaf."""
+    tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
+    with (
+        _tuples(conn, "merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
+        _tuples(conn, "merkle_verify_nodes", MERKLE_NODE_COLUMNS) as nodes,
+    ):
+        check = MerkleCheck(iter(nodes))
+        for leaf_index, event_id, leaf_hash, seal in leaves:
+            check.leaf(int(leaf_index), int(event_id), bytes(leaf_hash), seal)
+        if tree is not None and tree.size is not None:
+            for row in fetch_all(conn, "merkle_events_without_leaf"):
+                check.event_without_leaf(int(row["event_id"]))
+        size = None if tree is None else tree.size
+        frontier = b"" if tree is None else bytes(tree.frontier)
+        for finding in check.finish(size, frontier):
             verifier.note(finding)
 
 

@@ -164,3 +164,25 @@ SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM events)
      + (SELECT count(*) FROM auxiliary_runs) + (SELECT count(*) FROM governed_bindings)
      + (SELECT count(*) FROM task_idempotency) + (SELECT count(*) FROM api_tokens)
      + (SELECT count(*) FROM governed_repositories);
+
+-- name: copy_insert_commit_attestations!
+INSERT INTO commit_attestations(
+  idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,
+  review_sha256, created_at)
+VALUES (
+  :idempotency_key, :task_id, :repository, :commit_oid, :keyid, :note_json, :provenance_sha256,
+  :review_sha256, :created_at);
+
+-- name: copy_insert_merkle_leaves!
+INSERT INTO merkle_leaves(leaf_index, event_id, leaf_hash)
+VALUES (:leaf_index, :event_id, :leaf_hash);
+
+-- name: copy_insert_merkle_nodes!
+INSERT INTO merkle_nodes(level, node_index, hash) VALUES (:level, :node_index, :hash);
+
+-- name: copy_insert_merkle_tree!
+-- Over the empty tree's head row of the target: the source's tree is the target's, leaf for leaf.
+INSERT INTO merkle_tree(only_row, size, frontier, revision)
+VALUES (:only_row, :size, :frontier, :revision)
+ON CONFLICT (only_row) DO UPDATE
+SET size = excluded.size, frontier = excluded.frontier, revision = excluded.revision;

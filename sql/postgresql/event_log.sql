@@ -110,6 +110,15 @@ LEFT JOIN event_seal_rows AS s
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
                    WHERE row_table = 'agent_scan_charges' AND row_key = g.charge_id);
 
+-- name: state_rows_commit_attestations
+SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM commit_attestations AS g
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'commit_attestations' AND s.row_key = g.idempotency_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'commit_attestations' AND row_key = g.idempotency_key);
+
 -- name: state_rows_task_idempotency
 -- Each first answer with the last sealed row of it. A first answer stored before the ledger
 -- sealed them (its task has an event older than the first sealed first answer) may hold a row
@@ -209,6 +218,8 @@ HAVING NOT CASE r.row_table
       AND run_id || ' ' || seq = r.row_key)
   WHEN 'agent_scan_charges' THEN EXISTS (
     SELECT 1 FROM agent_scan_charges WHERE charge_id = r.row_key)
+  WHEN 'commit_attestations' THEN EXISTS (
+    SELECT 1 FROM commit_attestations WHERE idempotency_key = r.row_key)
   ELSE false
 END
 ORDER BY r.row_table, r.row_key;

@@ -1,0 +1,178 @@
+"""Attesting a landed governed write: both Statements signed into the note the commit carries,
+and the decision that records it (`COMMIT_ATTESTED`, sealed with the row it inserts).
+
+The note (`NOTE_SCHEMA`) is one JSON object: `{"schema", "provenance": <DSSE envelope>,
+"review": <DSSE envelope>}`. It says nothing a reader must trust: `verify-attestation` checks
+each envelope's signature with the public key and that each Statement's subject is the commit
+the note is attached to.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import TypedDict
+
+import attrs
+from aios_ledger.core.attest.dsse import Sign, sign_envelope
+from aios_ledger.core.attest.records import CommitAttestationRow
+from aios_ledger.core.attest.statements import (
+    CommitFacts,
+    provenance_statement,
+    review_statement,
+    statement_subject_commit,
+)
+from aios_ledger.core.digests import canonical_json, sha256_hex
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.records import GovernedWriteRow
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_object
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import Decision, Replay, sealed_plan
+from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+COMMIT_ATTESTED = "COMMIT_ATTESTED"
+NOTE_SCHEMA = "aios.commit_attestations.v1"
+NOTES_REF = "refs/notes/aios-attestations"
+
+
+class AttestationAnswer(TypedDict):
+    """What a governed write says of its attestation: made (the commit, key id, note ref and
+    the envelopes' digests) or not, and why not."""
+
+    attested: bool
+    commit_oid: str | None
+    keyid: str | None
+    notes_ref: str
+    provenance_sha256: str | None
+    review_sha256: str | None
+    reason: str | None
+    idempotent: bool
+
+
+def attestation_note(facts: CommitFacts, sign: Sign, keyid: str) -> JsonObject:
+    """The note for `facts`' commit: its SLSA Provenance and, naming it as input, the review's
+    VSA, each an in-toto Statement in a DSSE envelope signed by `sign` under `keyid`."""
+    provenance = sign_envelope(provenance_statement(facts), sign, keyid)
+    review = sign_envelope(review_statement(facts, sha256_hex(provenance)), sign, keyid)
+    return {"schema": NOTE_SCHEMA, "provenance": provenance, "review": review}
+
+
+def unsigned_statement(envelope: JsonValue) -> JsonObject:
+    """The Statement an envelope carries, read without checking its signature (what the ledger
+    itself just signed, or what `why` shows beside its own verification)."""
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("payload"), str):
+        raise LedgerError("ATTESTATION_INVALID", "not a DSSE envelope")
+    try:
+        payload = base64.b64decode(str(envelope["payload"]).encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        raise LedgerError("ATTESTATION_INVALID", "the payload is not base64") from None
+    return loads_object(payload, what="payload")
+
+
+@attrs.frozen
+class AttestState:
+    """The write attested, the attestation already recorded for it, and the tail of its task's
+    chain."""
+
+    write: GovernedWriteRow | None
+    prior: CommitAttestationRow | None
+    tail: LogTail
+
+
+def attestation_answer(row: CommitAttestationRow, *, idempotent: bool) -> AttestationAnswer:
+    return {
+        "attested": True,
+        "commit_oid": row.commit_oid,
+        "keyid": row.keyid,
+        "notes_ref": NOTES_REF,
+        "provenance_sha256": row.provenance_sha256,
+        "review_sha256": row.review_sha256,
+        "reason": None,
+        "idempotent": idempotent,
+    }
+
+
+def not_attested(reason: str) -> AttestationAnswer:
+    return {
+        "attested": False,
+        "commit_oid": None,
+        "keyid": None,
+        "notes_ref": NOTES_REF,
+        "provenance_sha256": None,
+        "review_sha256": None,
+        "reason": reason,
+        "idempotent": False,
+    }
+
+
+def _keyid_of(envelope: JsonValue) -> str:
+    signatures = envelope.get("signatures") if isinstance(envelope, dict) else None
+    if not isinstance(signatures, list) or len(signatures) != 1:
+        raise LedgerError("ATTESTATION_INVALID", "an envelope holds one signature")
+    signature = signatures[0]
+    keyid = signature.get("keyid") if isinstance(signature, dict) else None
+    if not isinstance(keyid, str) or not keyid:
+        raise LedgerError("ATTESTATION_INVALID", "the signature names no keyid")
+    return keyid
+
+
+def decide_attest_commit(
+    state: AttestState, key: str, note: JsonObject, *, now: Timestamp
+) -> Decision[AttestationAnswer]:
+    """Record the note of the write under `key`: the write must have landed (APPLIED) and both
+    Statements be about the commit it landed; one sealed `COMMIT_ATTESTED` event inserts the
+    row. The write attested already replays its first attestation."""
+    require_timestamp(now)
+    if state.prior is not None:
+        return Replay(attestation_answer(state.prior, idempotent=True))
+    write = state.write
+    if write is None or write.idempotency_key != key:
+        raise LedgerError("WRITE_NOT_FOUND", f"no governed write {key!r}")
+    if write.state != "APPLIED":
+        raise LedgerError(
+            "WRITE_NOT_APPLIED", f"write {key!r} is {write.state}: only a landed commit is attested"
+        )
+    if note.get("schema") != NOTE_SCHEMA:
+        raise LedgerError("ATTESTATION_INVALID", f"the note's schema is not {NOTE_SCHEMA}")
+    provenance, review = note.get("provenance"), note.get("review")
+    for envelope in (provenance, review):
+        if statement_subject_commit(unsigned_statement(envelope)) != write.new_oid:
+            raise LedgerError(
+                "ATTESTATION_SUBJECT_MISMATCH", f"a Statement is not about commit {write.new_oid}"
+            )
+    keyid = _keyid_of(provenance)
+    if _keyid_of(review) != keyid:
+        raise LedgerError("ATTESTATION_INVALID", "the envelopes are signed by different keys")
+    row = CommitAttestationRow(
+        idempotency_key=write.idempotency_key,
+        task_id=write.task_id,
+        repository=write.repository,
+        commit_oid=write.new_oid,
+        keyid=keyid,
+        note_json=canonical_json(note),
+        provenance_sha256=sha256_hex(provenance),
+        review_sha256=sha256_hex(review),
+        created_at=now.text,
+    )
+    event = EventAppend(
+        task_id=write.task_id,
+        agent_id=None,
+        event_type=COMMIT_ATTESTED,
+        payload={
+            "idempotency_key": row.idempotency_key,
+            "repository": row.repository,
+            "ref": write.ref,
+            "commit_oid": row.commit_oid,
+            "keyid": keyid,
+            "notes_ref": NOTES_REF,
+            "provenance_sha256": row.provenance_sha256,
+            "review_sha256": row.review_sha256,
+        },
+        created_at=now.text,
+        rows=(row.image(),),
+    )
+    insert = SqlWrite(Statement.COMMIT_ATTESTATION_INSERT, row._asdict())
+    return sealed_plan(
+        (insert,), (event,), attestation_answer(row, idempotent=False), tail=state.tail
+    )

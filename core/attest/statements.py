@@ -1,0 +1,246 @@
+"""The Statements a landed governed write gets: SLSA Provenance v1 for the change and a SLSA
+Verification Summary Attestation v1 for the review, each an in-toto Statement v1.
+
+- in-toto Statement v1 (github.com/in-toto/attestation, `spec/v1/statement.md`):
+  `{"_type": "https://in-toto.io/Statement/v1", "subject": [ResourceDescriptor], "predicateType",
+  "predicate"}`; the subject is the new commit, `{"name": "<repository>@<branch>", "digest":
+  {"gitCommit": oid}}` (`gitCommit` is the digest name the spec's digest set registers).
+- SLSA Provenance v1 (slsa.dev/spec/v1.0/provenance): `buildDefinition` (buildType,
+  externalParameters, internalParameters, resolvedDependencies) and `runDetails` (builder,
+  metadata, byproducts).
+- SLSA VSA v1 (slsa.dev/spec/v1.0/verification_summary): verifier, timeVerified, resourceUri,
+  policy, inputAttestations, verificationResult, verifiedLevels, slsaVersion.
+
+What the ledger knows of the write is gathered by the shell into `CommitFacts` (rows and events
+as read); these functions only arrange it.
+"""
+
+from __future__ import annotations
+
+import attrs
+from aios_ledger.core.digests import sha256_hex
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PROVENANCE_TYPE = "https://slsa.dev/provenance/v1"
+VSA_TYPE = "https://slsa.dev/verification_summary/v1"
+LEDGER_URI = "https://aios-ledger.dev"
+BUILD_TYPE = f"{LEDGER_URI}/governed-write/v1"
+REVIEW_POLICY_URI = f"{LEDGER_URI}/policy/review/v1"
+# A review that passed vouches for no SLSA build track level beyond the ledger's own record:
+# the build ran on an agent's machine, not on a hardened builder.
+PASSED_LEVELS = ("SLSA_BUILD_LEVEL_1",)
+FAILED_LEVELS = ("FAILED",)
+PASSING_DECISIONS = frozenset({"SUCCEEDED"})
+
+
+@attrs.frozen
+class CommitFacts:
+    """What the ledger knows of a commit a governed write landed: the write, the task and
+    attempt that made it, the agent, the envelope, the evidence its review read, the verdict.
+
+    `envelope` is the task's execution envelope (its `execution` metadata) and
+    `execution_digest` the digest the projection sealed; `evidence_digest` the evidence
+    snapshot's digest the review judged (None: no auxiliary review read any); `started_on` and
+    `finished_on` the attempt's claim and submission; `reviewer` who judged (None when the
+    ledger did not record the name), `review_id` the auxiliary run that did."""
+
+    repository: str
+    branch: str
+    ref: str
+    commit_oid: str
+    base_oid: str
+    old_oid: str
+    write_key: str
+    task_id: str
+    attempt: int
+    agent_id: str | None
+    capabilities: tuple[str, ...]
+    envelope: JsonObject
+    execution_digest: str
+    evidence_digest: str | None
+    proposal_id: str
+    bundle_sha256: str
+    result_digest: str | None
+    changed_files: tuple[str, ...]
+    started_on: str | None
+    finished_on: str | None
+    applied_on: str
+    decision: str
+    reason: str | None
+    verified_on: str | None
+    reviewer: str | None
+    review_id: str | None
+    review_output_digest: str | None
+    success_criteria: JsonValue
+    governance: JsonObject
+    ledger_version: str
+
+    @property
+    def invocation_id(self) -> str:
+        return f"{self.task_id}@{self.attempt}"
+
+    @property
+    def subject_name(self) -> str:
+        return f"{self.repository}@{self.branch}"
+
+    @property
+    def resource_uri(self) -> str:
+        """The commit, as a VSA's resourceUri names it (SPDX's git download location)."""
+        return f"git+{self.repository}@{self.commit_oid}"
+
+
+def _digest_set(prefixed: str) -> dict[str, JsonValue]:
+    """`{"sha256": hex}` from the ledger's `sha256:hex` digests."""
+    algorithm, _, value = prefixed.partition(":")
+    return {algorithm: value} if value else {"sha256": prefixed}
+
+
+def subject(facts: CommitFacts) -> list[JsonValue]:
+    return [{"name": facts.subject_name, "digest": {"gitCommit": facts.commit_oid}}]
+
+
+def _without_none(mapping: dict[str, JsonValue]) -> JsonObject:
+    return {key: value for key, value in mapping.items() if value is not None}
+
+
+def provenance_statement(facts: CommitFacts) -> JsonObject:
+    """SLSA Provenance v1 of the commit: built by the agent's attempt under the ledger, from the
+    task's execution envelope, over the base commit and the evidence its review read."""
+    dependencies: list[JsonValue] = [
+        {
+            "uri": f"git+{facts.repository}",
+            "name": "base",
+            "digest": {"gitCommit": facts.base_oid},
+        }
+    ]
+    if facts.evidence_digest is not None:
+        dependencies.append(
+            {
+                "name": f"evidence:{facts.invocation_id}",
+                "uri": f"{LEDGER_URI}/runs/{facts.invocation_id}",
+                "digest": _digest_set(facts.evidence_digest),
+            }
+        )
+    byproducts: list[JsonValue] = [
+        {"name": path, "annotations": {"change": "modified-or-added"}}
+        for path in facts.changed_files
+    ]
+    byproducts.append(
+        {
+            "name": f"bundle:{facts.proposal_id}",
+            "mediaType": "application/x-git-bundle",
+            "digest": {"sha256": facts.bundle_sha256},
+        }
+    )
+    builder = f"{LEDGER_URI}/builders/worker/{facts.agent_id or 'unknown'}"
+    predicate: JsonObject = {
+        "buildDefinition": {
+            "buildType": BUILD_TYPE,
+            "externalParameters": {
+                "envelope": facts.envelope,
+                "envelopeDigest": facts.execution_digest,
+            },
+            "internalParameters": _without_none(
+                {
+                    "task": facts.task_id,
+                    "attempt": facts.attempt,
+                    "agent": facts.agent_id,
+                    "capabilities": list[JsonValue](facts.capabilities),
+                    "repository": facts.repository,
+                    "ref": facts.ref,
+                    "oldOid": facts.old_oid,
+                    "writeKey": facts.write_key,
+                    "resultDigest": facts.result_digest,
+                }
+            ),
+            "resolvedDependencies": dependencies,
+        },
+        "runDetails": {
+            "builder": {
+                "id": builder,
+                "version": {"aios-ledger": facts.ledger_version},
+                "builderDependencies": [
+                    {
+                        "uri": LEDGER_URI,
+                        "name": "aios-ledger",
+                        "annotations": {"version": facts.ledger_version},
+                    }
+                ],
+            },
+            "metadata": _without_none(
+                {
+                    "invocationId": facts.invocation_id,
+                    "startedOn": facts.started_on,
+                    "finishedOn": facts.finished_on,
+                }
+            ),
+            "byproducts": byproducts,
+        },
+    }
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subject(facts),
+        "predicateType": PROVENANCE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def review_policy(facts: CommitFacts) -> JsonObject:
+    """The policy the review applied: the task's success criteria, and the governance facts the
+    ledger held the proposal to before it let the write through."""
+    return {"success_criteria": facts.success_criteria, "governance": facts.governance}
+
+
+def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -> JsonObject:
+    """SLSA VSA v1 of the review: the reviewer verified the commit against the review policy;
+    PASSED when the verdict was SUCCEEDED, FAILED otherwise. `provenance_digest`: the sha256 hex
+    of the provenance envelope, named as the input attestation the summary covers."""
+    passed = facts.decision in PASSING_DECISIONS
+    verifier = (
+        f"{LEDGER_URI}/reviewers/{facts.reviewer}"
+        if facts.reviewer is not None
+        else f"{LEDGER_URI}/reviews/{facts.review_id or facts.invocation_id}"
+    )
+    predicate: JsonObject = {
+        # The spec allows `verifier.version`; in-toto-attestation's VSA proto (0.9) has only
+        # `id`, and a summary its bindings refuse is of no use to a reader who checks with them.
+        "verifier": {"id": verifier},
+        "timeVerified": facts.verified_on or facts.applied_on,
+        "resourceUri": facts.resource_uri,
+        "policy": {
+            "uri": REVIEW_POLICY_URI,
+            "digest": {"sha256": sha256_hex(review_policy(facts))},
+        },
+        "inputAttestations": (
+            []
+            if provenance_digest is None
+            else [
+                {
+                    "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/provenance",
+                    "digest": {"sha256": provenance_digest},
+                }
+            ]
+        ),
+        "verificationResult": "PASSED" if passed else "FAILED",
+        "verifiedLevels": list[JsonValue](PASSED_LEVELS if passed else FAILED_LEVELS),
+        "slsaVersion": "1.0",
+    }
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subject(facts),
+        "predicateType": VSA_TYPE,
+        "predicate": predicate,
+    }
+
+
+def statement_subject_commit(statement: JsonObject) -> str | None:
+    """The commit a Statement is about: its one subject's `gitCommit` digest (None: not one)."""
+    subjects = statement.get("subject")
+    if not isinstance(subjects, list) or len(subjects) != 1 or not isinstance(subjects[0], dict):
+        return None
+    digest = subjects[0].get("digest")
+    if not isinstance(digest, dict):
+        return None
+    commit = digest.get("gitCommit")
+    return commit if isinstance(commit, str) else None

@@ -1,0 +1,597 @@
+"""The Merkle log beside the chains: RFC 6962 / RFC 9162 hashing, tree heads and proofs.
+
+Every event is a leaf of one append-only Merkle tree, in the order the ledger committed the
+events (leaf 0 first). The hashing is RFC 6962's (§2.1), which RFC 9162 (§2.1.1) keeps:
+
+    leaf hash  = SHA-256(0x00 || leaf data)
+    node hash  = SHA-256(0x01 || left || right)
+    empty tree = SHA-256("")
+
+and MTH(D[n]) splits at k, the largest power of two smaller than n. An event's leaf data is its
+seal exactly as stored (`event_seals.seal`): the ASCII bytes of `sha256:` and 64 lower-case hex
+digits, 71 bytes, never the decoded digest. The seal already covers the event's content, its
+chain and its place there, so a leaf binds all of them; hashing the text as stored keeps the leaf
+the same whatever seal version wrote it.
+
+Storage follows Go's `golang.org/x/mod/sumdb/tlog` ("stored hashes"): the hash of every complete
+subtree, at (level, index) covering leaves [index * 2**level, (index + 1) * 2**level). Any
+subtree of the RFC's recursion that is not complete splits into at most log2(n) complete ones
+(`range_nodes`), so a root, an inclusion proof or a consistency proof costs O(log n) reads: the
+core says which nodes it needs (`*_nodes`), the shell reads them, the core builds the answer from
+what was read (a mapping from `NodeId` to hash). Appending needs only the right edge of the tree,
+its `Frontier` (the complete subtrees of `range_nodes(0, size)`), which the shell keeps beside
+the nodes; `Frontier.append` returns the nodes each new leaf stores and completes.
+
+Verification is RFC 9162's own algorithms, §2.1.3.2 (inclusion) and §2.1.4.2 (consistency),
+which need nothing but the proof, the sizes and the roots.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
+
+HASH_SIZE = 32
+LEAF_PREFIX = b"\x00"
+NODE_PREFIX = b"\x01"
+# MTH({}) = SHA-256() (RFC 6962 §2.1, RFC 9162 §2.1.1).
+EMPTY_ROOT = hashlib.sha256(b"").digest()
+
+INCLUSION_PROOF_SCHEMA = "aios.merkle_inclusion_proof.v1"
+CONSISTENCY_PROOF_SCHEMA = "aios.merkle_consistency_proof.v1"
+TREE_HEAD_SCHEMA = "aios.merkle_tree_head.v1"
+
+# A stored seal: `sha256:` and 64 lower-case hex digits.
+SEAL_TEXT = re.compile(r"sha256:[0-9a-f]{64}")
+_HEX_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def leaf_hash(data: bytes) -> bytes:
+    """SHA-256(0x00 || data): the hash of a leaf whose data is `data`."""
+    return hashlib.sha256(LEAF_PREFIX + data).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    """SHA-256(0x01 || left || right): an interior node over two subtrees' hashes."""
+    return hashlib.sha256(NODE_PREFIX + left + right).digest()
+
+
+def event_leaf_data(seal: str) -> bytes:
+    """An event's leaf data: its seal's text as stored, in ASCII (71 bytes)."""
+    if not isinstance(seal, str) or not SEAL_TEXT.fullmatch(seal):
+        raise LedgerError("SEAL_INVALID", f"{str(seal)[:80]!r} is not a stored seal")
+    return seal.encode("ascii")
+
+
+def event_leaf_hash(seal: str) -> bytes:
+    """The leaf hash of the event sealed `seal`."""
+    return leaf_hash(event_leaf_data(seal))
+
+
+@attrs.frozen(order=True)
+class NodeId:
+    """A complete subtree: `level` 0 is a leaf; it covers leaves
+    [index * 2**level, (index + 1) * 2**level)."""
+
+    level: int
+    index: int
+
+
+def _largest_power_below(n: int) -> int:
+    """k, the largest power of two smaller than n (n > 1), as RFC 6962 splits D[n]."""
+    return 1 << ((n - 1).bit_length() - 1)
+
+
+def range_nodes(lo: int, hi: int) -> tuple[NodeId, ...]:
+    """The complete subtrees, left to right, whose hashes make MTH(D[lo:hi]) for a range of
+    the RFC's recursion (lo a multiple of the largest power of two not above hi - lo): the
+    binary digits of its length, largest first. Their hashes folded from the right are its
+    hash (`fold_range`)."""
+    nodes = []
+    while lo < hi:
+        size = 1 << ((hi - lo).bit_length() - 1)
+        level = size.bit_length() - 1
+        nodes.append(NodeId(level, lo >> level))
+        lo += size
+    return tuple(nodes)
+
+
+def fold_range(hashes: Sequence[bytes]) -> bytes:
+    """MTH of a range from its complete subtrees' hashes (`range_nodes`), folded from the
+    right: the RFC's split at the largest power of two, in which the left part is complete."""
+    if not hashes:
+        return EMPTY_ROOT
+    folded = hashes[-1]
+    for left in reversed(hashes[:-1]):
+        folded = node_hash(left, folded)
+    return folded
+
+
+def _hash_of(lo: int, hi: int, nodes: Mapping[NodeId, bytes]) -> bytes:
+    try:
+        return fold_range([nodes[node] for node in range_nodes(lo, hi)])
+    except KeyError as missing:
+        raise LedgerError("MERKLE_NODE_MISSING", f"the tree has no node {missing}") from None
+
+
+# -- tree heads ----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class TreeHead:
+    """The tree of the first `size` leaves, named by its root hash (what a checkpoint signs)."""
+
+    size: int
+    root: bytes
+
+    def public(self) -> dict[str, Any]:
+        return {"schema": TREE_HEAD_SCHEMA, "size": self.size, "root": self.root.hex()}
+
+
+def root_nodes(size: int) -> tuple[NodeId, ...]:
+    """The nodes a tree head of `size` leaves is made of."""
+    _check_size(size, "size")
+    return range_nodes(0, size)
+
+
+def tree_head(size: int, nodes: Mapping[NodeId, bytes]) -> TreeHead:
+    """The head of the tree of `size` leaves from its `root_nodes`."""
+    return TreeHead(size, _hash_of(0, size, nodes))
+
+
+@attrs.frozen
+class StoredNode:
+    """A node to store: a leaf's hash (level 0) or a subtree a leaf completed."""
+
+    node: NodeId
+    hash: bytes
+
+
+@attrs.frozen
+class Frontier:
+    """The right edge of a tree of `size` leaves: the hashes of `range_nodes(0, size)`, left to
+    right (one per set bit of `size`), which is all an append needs."""
+
+    size: int
+    hashes: tuple[bytes, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self.size, "size")
+        if len(self.hashes) != self.size.bit_count():
+            raise LedgerError(
+                "MERKLE_FRONTIER_INVALID",
+                f"a tree of {self.size} leaves has {self.size.bit_count()} edge subtrees, "
+                f"not {len(self.hashes)}",
+            )
+
+    @classmethod
+    def decode(cls, size: int, stored: bytes) -> Frontier:
+        """From its stored form: the hashes concatenated, left to right."""
+        if len(stored) % HASH_SIZE:
+            raise LedgerError("MERKLE_FRONTIER_INVALID", "the stored frontier is not whole hashes")
+        hashes = tuple(stored[at : at + HASH_SIZE] for at in range(0, len(stored), HASH_SIZE))
+        return cls(size, hashes)
+
+    def encode(self) -> bytes:
+        return b"".join(self.hashes)
+
+    def nodes(self) -> tuple[NodeId, ...]:
+        return range_nodes(0, self.size)
+
+    def head(self) -> TreeHead:
+        return TreeHead(self.size, fold_range(self.hashes))
+
+    def append(self, leaf_hashes: Iterable[bytes]) -> tuple[Frontier, tuple[StoredNode, ...]]:
+        """The frontier after `leaf_hashes`, and the nodes to store for them in order: each
+        leaf, then every subtree it completes (tlog's StoredHashes)."""
+        edge = list(self.hashes)
+        size = self.size
+        stored: list[StoredNode] = []
+        for leaf in leaf_hashes:
+            _check_hash(leaf, "a leaf hash")
+            hashed, level, index = leaf, 0, size
+            stored.append(StoredNode(NodeId(0, index), hashed))
+            while index & 1:
+                hashed = node_hash(edge.pop(), hashed)
+                level, index = level + 1, index >> 1
+                stored.append(StoredNode(NodeId(level, index), hashed))
+            edge.append(hashed)
+            size += 1
+        return Frontier(size, tuple(edge)), tuple(stored)
+
+
+# -- the stored tree ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class MerkleTreeRow:
+    """The tree's head row (`merkle_tree`): its size (None until the leaves of the events
+    before the tree are built), its right edge as stored, and its revision."""
+
+    size: int | None
+    frontier: bytes
+    revision: int
+
+    def frontier_of(self) -> Frontier:
+        if self.size is None:
+            raise LedgerError("MERKLE_TREE_NOT_BUILT", "the tree of the events is not built yet")
+        return Frontier.decode(int(self.size), bytes(self.frontier))
+
+
+@attrs.frozen
+class MerkleHashRow:
+    """One stored hash (a leaf's or a subtree's), as the proofs read them."""
+
+    hash: bytes
+
+
+def append_writes(
+    tree: MerkleTreeRow, leaves: Sequence[tuple[int, str]]
+) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow]:
+    """The writes that append the leaves of `leaves` ((event id, seal), in commit order) to the
+    tree whose head row is `tree`: each leaf with its event, every subtree it completes (as
+    `Frontier.append` stores them; a test holds the two equal), and the head row moved on (a
+    compare-and-swap on its revision); and the head row after them.
+
+    On every write's path, so written out over the stored edge itself, without the records."""
+    if tree.size is None:
+        raise LedgerError("MERKLE_TREE_NOT_BUILT", "the tree of the events is not built yet")
+    size, stored = int(tree.size), bytes(tree.frontier)
+    if len(stored) != HASH_SIZE * size.bit_count():
+        raise LedgerError("MERKLE_FRONTIER_INVALID", f"the stored edge does not fit {size} leaves")
+    edge = [stored[at : at + HASH_SIZE] for at in range(0, len(stored), HASH_SIZE)]
+    sha256 = hashlib.sha256
+    writes = []
+    for event_id, seal in leaves:
+        hashed = sha256(LEAF_PREFIX + event_leaf_data(seal)).digest()
+        leaf: dict[str, SqlParam] = {"leaf_index": size, "event_id": event_id, "leaf_hash": hashed}
+        writes.append(SqlWrite(Statement.MERKLE_LEAF_INSERT, leaf))
+        level, index = 0, size
+        while index & 1:
+            hashed = sha256(NODE_PREFIX + edge.pop() + hashed).digest()
+            level, index = level + 1, index >> 1
+            node: dict[str, SqlParam] = {"level": level, "node_index": index, "hash": hashed}
+            writes.append(SqlWrite(Statement.MERKLE_NODE_INSERT, node))
+        edge.append(hashed)
+        size += 1
+    after = MerkleTreeRow(size, b"".join(edge), tree.revision + 1)
+    head: dict[str, SqlParam] = {
+        "only_row": 1,
+        "expected_revision": tree.revision,
+        "size": size,
+        "frontier": after.frontier,
+    }
+    writes.append(SqlWrite(Statement.MERKLE_TREE_CAS_UPDATE, head))
+    return tuple(writes), after
+
+
+# -- inclusion proofs (RFC 9162 §2.1.3) ----------------------------------------------------------
+
+
+def _inclusion_ranges(index: int, size: int) -> list[tuple[int, int]]:
+    """PATH(m, D[n])'s subtrees as leaf ranges, the leaf's sibling first (§2.1.3.1)."""
+    lo, hi = 0, size
+    path = []
+    while hi - lo > 1:
+        k = _largest_power_below(hi - lo)
+        if index - lo < k:
+            path.append((lo + k, hi))
+            hi = lo + k
+        else:
+            path.append((lo, lo + k))
+            lo += k
+    path.reverse()
+    return path
+
+
+def inclusion_proof_nodes(index: int, size: int) -> tuple[NodeId, ...]:
+    """The stored nodes the inclusion proof of leaf `index` in a tree of `size` needs."""
+    _check_index(index, size)
+    return tuple(node for lo, hi in _inclusion_ranges(index, size) for node in range_nodes(lo, hi))
+
+
+def inclusion_proof(index: int, size: int, nodes: Mapping[NodeId, bytes]) -> tuple[bytes, ...]:
+    """PATH(index, D[size]) from the nodes `inclusion_proof_nodes` named."""
+    _check_index(index, size)
+    return tuple(_hash_of(lo, hi, nodes) for lo, hi in _inclusion_ranges(index, size))
+
+
+def root_from_inclusion_proof(
+    index: int, size: int, leaf: bytes, proof: Sequence[bytes]
+) -> bytes | None:
+    """RFC 9162 §2.1.3.2: the root the proof leads to from `leaf`, or None when the proof
+    cannot be one of leaf `index` in a tree of `size` (its length does not fit)."""
+    if not 0 <= index < size:
+        return None
+    fn, sn, r = index, size - 1, leaf
+    for p in proof:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            while not fn & 1 and fn != 0:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            r = node_hash(r, p)
+        fn, sn = fn >> 1, sn >> 1
+    return r if sn == 0 else None
+
+
+def verify_inclusion(
+    index: int, size: int, leaf: bytes, proof: Sequence[bytes], root: bytes
+) -> bool:
+    """Whether `proof` shows leaf hash `leaf` at `index` of the tree of `size` whose root is
+    `root` (RFC 9162 §2.1.3.2)."""
+    if not _all_hashes((leaf, root, *proof)):
+        return False
+    return root_from_inclusion_proof(index, size, leaf, proof) == root
+
+
+# -- consistency proofs (RFC 9162 §2.1.4) --------------------------------------------------------
+
+
+def _consistency_ranges(old: int, new: int) -> list[tuple[int, int]]:
+    """PROOF(m, D[n]) = SUBPROOF(m, D[n], true)'s subtrees as leaf ranges, in order
+    (§2.1.4.1); empty for m = n, and for m = 0 (every tree extends the empty one)."""
+    if old in (0, new):
+        return []
+    lo, hi, m, whole = 0, new, old, True
+    siblings = []
+    while m != hi - lo:
+        k = _largest_power_below(hi - lo)
+        if m <= k:
+            siblings.append((lo + k, hi))
+            hi = lo + k
+        else:
+            siblings.append((lo, lo + k))
+            lo, m, whole = lo + k, m - k, False
+    siblings.reverse()
+    return siblings if whole else [(lo, hi), *siblings]
+
+
+def _check_sizes(old: int, new: int) -> None:
+    _check_size(old, "old size")
+    _check_size(new, "new size")
+    if old > new:
+        raise LedgerError("TREE_SIZE_INVALID", f"the old size {old} is beyond the new {new}")
+
+
+def consistency_proof_nodes(old: int, new: int) -> tuple[NodeId, ...]:
+    """The stored nodes the consistency proof from `old` leaves to `new` needs."""
+    _check_sizes(old, new)
+    return tuple(node for lo, hi in _consistency_ranges(old, new) for node in range_nodes(lo, hi))
+
+
+def consistency_proof(old: int, new: int, nodes: Mapping[NodeId, bytes]) -> tuple[bytes, ...]:
+    """PROOF(old, D[new]) from the nodes `consistency_proof_nodes` named."""
+    _check_sizes(old, new)
+    return tuple(_hash_of(lo, hi, nodes) for lo, hi in _consistency_ranges(old, new))
+
+
+def verify_consistency(
+    old: int, new: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]
+) -> bool:
+    """Whether `proof` shows the tree of `new` leaves with root `new_root` extends the tree of
+    `old` leaves with root `old_root` (RFC 9162 §2.1.4.2; a tree is consistent with itself by
+    an empty proof, and with the empty tree always)."""
+    if not _all_hashes((old_root, new_root, *proof)) or not 0 <= old <= new:
+        return False
+    if old == new:
+        return not proof and old_root == new_root
+    if old == 0:
+        return not proof
+    if not proof:
+        return False
+    path = list(proof)
+    if old & (old - 1) == 0:  # an exact power of two: the old tree is a node of the new
+        path.insert(0, old_root)
+    fn, sn = old - 1, new - 1
+    while fn & 1:
+        fn, sn = fn >> 1, sn >> 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while not fn & 1 and fn != 0:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            sr = node_hash(sr, c)
+        fn, sn = fn >> 1, sn >> 1
+    return fr == old_root and sr == new_root and sn == 0
+
+
+# -- proof documents -----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class InclusionProof:
+    """An event's inclusion proof as `aios-ledger prove` writes it: the leaf's index and data
+    (the event's seal), the tree's size and root, and the audit path (RFC 9162's
+    `InclusionProofDataV2`: leaf_index, tree_size, inclusion_path)."""
+
+    event_id: int
+    seal: str
+    leaf_index: int
+    tree_size: int
+    root: bytes
+    hashes: tuple[bytes, ...]
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "schema": INCLUSION_PROOF_SCHEMA,
+            "event_id": self.event_id,
+            "seal": self.seal,
+            "leaf_index": self.leaf_index,
+            "tree_size": self.tree_size,
+            "leaf_hash": event_leaf_hash(self.seal).hex(),
+            "root": self.root.hex(),
+            "hashes": [hashed.hex() for hashed in self.hashes],
+        }
+
+    @classmethod
+    def from_mapping(cls, document: object) -> InclusionProof:
+        fields = _document(
+            document,
+            INCLUSION_PROOF_SCHEMA,
+            ("event_id", "seal", "leaf_index", "tree_size", "leaf_hash", "root", "hashes"),
+        )
+        seal = fields["seal"]
+        if not isinstance(seal, str) or not SEAL_TEXT.fullmatch(seal):
+            raise LedgerError("PROOF_INVALID", "seal is not a stored seal (sha256: and 64 hex)")
+        proof = cls(
+            event_id=_count(fields, "event_id"),
+            seal=seal,
+            leaf_index=_count(fields, "leaf_index"),
+            tree_size=_count(fields, "tree_size"),
+            root=_hex(fields["root"], "root"),
+            hashes=_hex_list(fields["hashes"]),
+        )
+        if _hex(fields["leaf_hash"], "leaf_hash") != event_leaf_hash(seal):
+            raise LedgerError("PROOF_INVALID", "leaf_hash is not the hash of the seal's leaf")
+        return proof
+
+    def check(self, root: bytes) -> None:
+        """Refuse (`PROOF_REJECTED`) unless the proof leads from the seal's leaf to `root`, the
+        root the checker trusts for this tree size."""
+        if root != self.root:
+            raise LedgerError("PROOF_REJECTED", "the proof is for another root than the one given")
+        leaf = event_leaf_hash(self.seal)
+        if not verify_inclusion(self.leaf_index, self.tree_size, leaf, self.hashes, root):
+            raise LedgerError(
+                "PROOF_REJECTED",
+                f"the path does not lead from leaf {self.leaf_index} to the root of a tree of "
+                f"{self.tree_size}",
+            )
+
+
+@attrs.frozen
+class ConsistencyProof:
+    """A consistency proof between two tree heads (RFC 9162's `ConsistencyProofDataV2`:
+    tree_size_1, tree_size_2, consistency_path), with both roots."""
+
+    old_size: int
+    new_size: int
+    old_root: bytes
+    new_root: bytes
+    hashes: tuple[bytes, ...]
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "schema": CONSISTENCY_PROOF_SCHEMA,
+            "old_size": self.old_size,
+            "new_size": self.new_size,
+            "old_root": self.old_root.hex(),
+            "new_root": self.new_root.hex(),
+            "hashes": [hashed.hex() for hashed in self.hashes],
+        }
+
+    @classmethod
+    def from_mapping(cls, document: object) -> ConsistencyProof:
+        fields = _document(
+            document,
+            CONSISTENCY_PROOF_SCHEMA,
+            ("old_size", "new_size", "old_root", "new_root", "hashes"),
+        )
+        return cls(
+            old_size=_count(fields, "old_size"),
+            new_size=_count(fields, "new_size"),
+            old_root=_hex(fields["old_root"], "old_root"),
+            new_root=_hex(fields["new_root"], "new_root"),
+            hashes=_hex_list(fields["hashes"]),
+        )
+
+    def check(self, new_root: bytes, old_root: bytes | None = None) -> None:
+        """Refuse (`PROOF_REJECTED`) unless the proof shows the tree whose root the checker
+        trusts, `new_root`, extends the old tree (whose root, when the checker holds one, must
+        be `old_root`)."""
+        if new_root != self.new_root or (old_root is not None and old_root != self.old_root):
+            raise LedgerError("PROOF_REJECTED", "the proof is for other roots than the ones given")
+        if not verify_consistency(
+            self.old_size, self.new_size, self.old_root, self.new_root, self.hashes
+        ):
+            raise LedgerError(
+                "PROOF_REJECTED",
+                f"the tree of {self.new_size} does not extend the tree of {self.old_size}",
+            )
+
+
+def parse_proof(document: object) -> InclusionProof | ConsistencyProof:
+    """A proof document of either kind, by its `schema`."""
+    schema = document.get("schema") if isinstance(document, Mapping) else None
+    if schema == CONSISTENCY_PROOF_SCHEMA:
+        return ConsistencyProof.from_mapping(document)
+    if schema == INCLUSION_PROOF_SCHEMA:
+        return InclusionProof.from_mapping(document)
+    raise LedgerError(
+        "PROOF_INVALID",
+        f"not a proof: its schema is neither {INCLUSION_PROOF_SCHEMA} nor "
+        f"{CONSISTENCY_PROOF_SCHEMA}",
+    )
+
+
+def parse_root(text: object, what: str = "root") -> bytes:
+    """A root as given on a command line or in a query: 64 lower-case hex digits."""
+    return _hex(text, what, code="ROOT_INVALID")
+
+
+# -- checks --------------------------------------------------------------------------------------
+
+
+def _check_size(size: object, what: str) -> None:
+    if type(size) is not int or size < 0:
+        raise LedgerError("TREE_SIZE_INVALID", f"{what} must be a whole number, not {size!r}")
+
+
+def _check_index(index: int, size: int) -> None:
+    _check_size(size, "size")
+    if type(index) is not int or not 0 <= index < size:
+        raise LedgerError("TREE_SIZE_INVALID", f"leaf {index!r} is not in a tree of {size}")
+
+
+def _check_hash(hashed: object, what: str) -> None:
+    if not isinstance(hashed, bytes) or len(hashed) != HASH_SIZE:
+        raise LedgerError("MERKLE_HASH_INVALID", f"{what} is not {HASH_SIZE} bytes")
+
+
+def _all_hashes(hashes: Iterable[object]) -> bool:
+    return all(isinstance(hashed, bytes) and len(hashed) == HASH_SIZE for hashed in hashes)
+
+
+def _document(document: object, schema: str, names: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(document, Mapping):
+        raise LedgerError("PROOF_INVALID", "a proof is a JSON object")
+    expected = {"schema", *names}
+    if set(document) != expected:
+        missing = sorted(expected - set(document))
+        extra = sorted(str(key) for key in set(document) - expected)
+        raise LedgerError("PROOF_INVALID", f"fields missing {missing}, unknown {extra[:10]}")
+    if document["schema"] != schema:
+        raise LedgerError("PROOF_INVALID", f"schema is not {schema}")
+    return dict(document)
+
+
+def _count(fields: Mapping[str, Any], name: str) -> int:
+    value = fields[name]
+    if type(value) is not int or not 0 <= value < 2**63:
+        raise LedgerError("PROOF_INVALID", f"{name} is not a whole number")
+    return value
+
+
+def _hex(text: object, what: str, *, code: str = "PROOF_INVALID") -> bytes:
+    if not isinstance(text, str) or not _HEX_HASH.fullmatch(text):
+        raise LedgerError(code, f"{what} is not 64 lower-case hex digits")
+    return bytes.fromhex(text)
+
+
+def _hex_list(value: object) -> tuple[bytes, ...]:
+    if not isinstance(value, list) or len(value) > 128:
+        raise LedgerError("PROOF_INVALID", "hashes is not a list of at most 128 hashes")
+    return tuple(_hex(item, "a hash of the path") for item in value)

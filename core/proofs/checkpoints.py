@@ -1,0 +1,347 @@
+"""Checkpoints (C2SP `tlog-checkpoint`) and what a witness decides about them, pure.
+
+A checkpoint is a signed note whose text is the log's tree head:
+
+    <origin>\\n
+    <tree size, decimal, no leading zeroes>\\n
+    <root hash, base64 of 32 bytes>\\n
+    [<extension line>\\n ...]
+
+signed by the log (signature type 0x01, the log's key named as its origin) and cosigned by
+witnesses (type 0x04, `cosignatures.py`). The ledger's origin is the name of its signing key.
+
+A witness keeps the last checkpoint it cosigned for a log and cosigns a new one only when it
+is consistent with that one: same size and root, or larger with a consistency proof that
+verifies (RFC 9162 §2.1.4.2, `core.log.merkle`). A log that rewrote its history and re-signed
+it with its own key cannot produce that proof, and the witness refuses
+(CHECKPOINT_INCONSISTENT). The first checkpoint a witness sees of a log is taken on trust (as
+every witness of the C2SP witness protocol does for the log's first `old size` of 0).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.log.merkle import HASH_SIZE, verify_consistency
+from aios_ledger.core.proofs.cosignatures import (
+    MAX_TIMESTAMP,
+    cosigned_message,
+    split_cosignature,
+    timestamped_signature,
+)
+from aios_ledger.core.proofs.notes import (
+    COSIGNATURE_V1,
+    ED25519,
+    NoteSignature,
+    OpenedNote,
+    SignatureCheck,
+    SignedNote,
+    VerifierKey,
+    ed25519_signature,
+    note_text,
+    open_note,
+    parse_note,
+)
+
+CHECKPOINT_SCHEMA = "aios.checkpoint.v1"
+WITNESS_STATE_SCHEMA = "aios.witness_state.v1"
+_SIZE = re.compile(r"0|[1-9][0-9]*")
+# A tree size is a uint64 in every implementation of the format.
+MAX_TREE_SIZE = (1 << 64) - 1
+
+
+@attrs.frozen
+class Checkpoint:
+    """A log's tree head as a checkpoint body: origin, size, root, extension lines."""
+
+    origin: str
+    size: int
+    root: bytes
+    extensions: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.origin, str) or not self.origin or "\n" in self.origin:
+            raise LedgerError("CHECKPOINT_INVALID", "a checkpoint's origin is one non-empty line")
+        if isinstance(self.size, bool) or not isinstance(self.size, int):
+            raise LedgerError("CHECKPOINT_INVALID", "a checkpoint's size is an integer")
+        if not 0 <= self.size <= MAX_TREE_SIZE:
+            raise LedgerError("CHECKPOINT_INVALID", "a checkpoint's size is 0 to 2**64 - 1")
+        if not isinstance(self.root, bytes) or len(self.root) != HASH_SIZE:
+            raise LedgerError("CHECKPOINT_INVALID", "a checkpoint's root is 32 bytes")
+        if any(not line or "\n" in line for line in self.extensions):
+            raise LedgerError("CHECKPOINT_INVALID", "an extension line is one non-empty line")
+
+    def body(self) -> str:
+        """The note text: origin, size, base64 root, extension lines, each ending in \\n."""
+        lines = [self.origin, str(self.size), base64.b64encode(self.root).decode()]
+        return note_text("".join(line + "\n" for line in (*lines, *self.extensions)))
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "schema": CHECKPOINT_SCHEMA,
+            "origin": self.origin,
+            "size": self.size,
+            "root": self.root.hex(),
+        }
+
+    @classmethod
+    def parse(cls, text: str) -> Checkpoint:
+        """A checkpoint from a note's text; CHECKPOINT_INVALID unless it is three or more
+        non-empty lines, each ending in a newline: an origin, a size without leading zeroes,
+        the base64 of a 32-byte root, and any extension lines."""
+        if not isinstance(text, str) or not text.endswith("\n"):
+            raise LedgerError("CHECKPOINT_INVALID", "a checkpoint's text ends in a newline")
+        lines = text[:-1].split("\n")
+        if len(lines) < 3 or any(not line for line in lines):
+            raise LedgerError("CHECKPOINT_INVALID", "a checkpoint is 3 or more non-empty lines")
+        origin, size, root, *extensions = lines
+        if not _SIZE.fullmatch(size):
+            raise LedgerError("CHECKPOINT_INVALID", f"tree size {size[:30]!r} is not decimal")
+        try:
+            decoded = base64.b64decode(root.encode("ascii"), validate=True)
+        except (ValueError, UnicodeEncodeError):
+            decoded = b""
+        if len(decoded) != HASH_SIZE or base64.b64encode(decoded).decode() != root:
+            raise LedgerError("CHECKPOINT_INVALID", "the root line is not base64 of 32 bytes")
+        return cls(origin, int(size), decoded, tuple(extensions))
+
+
+def checkpoint_message(checkpoint: Checkpoint) -> bytes:
+    """What the log signs (Ed25519, type 0x01): the checkpoint body."""
+    return checkpoint.body().encode()
+
+
+def signed_checkpoint(checkpoint: Checkpoint, log_key: VerifierKey, signature: bytes) -> SignedNote:
+    """The checkpoint's note with the log's signature (64 bytes over `checkpoint_message`).
+    The log's key is named as the checkpoint's origin (CHECKPOINT_INVALID otherwise)."""
+    if log_key.name != checkpoint.origin or log_key.key_type != ED25519:
+        raise LedgerError("CHECKPOINT_INVALID", "the log's Ed25519 key is named as its origin")
+    return SignedNote(checkpoint.body(), (ed25519_signature(log_key, signature),))
+
+
+def cosignature_message(checkpoint_body: str, timestamp: int) -> bytes:
+    """What a witness signs (cosignature/v1) for a checkpoint body at `timestamp`."""
+    Checkpoint.parse(checkpoint_body)
+    _require_timestamp(timestamp)
+    return cosigned_message(timestamp, checkpoint_body)
+
+
+def cosignature(witness_key: VerifierKey, timestamp: int, signature: bytes) -> NoteSignature:
+    """The witness's signature line: its name, its cosignature key ID (type 0x04), then the
+    timestamp and the Ed25519 signature over `cosignature_message`."""
+    _require_timestamp(timestamp)
+    key = witness_key.as_type(COSIGNATURE_V1)
+    if len(signature) != 64:
+        raise LedgerError("COSIGNATURE_INVALID", "an Ed25519 signature is 64 bytes")
+    return NoteSignature(key.name, key.key_id, timestamped_signature(timestamp, signature))
+
+
+def cosignature_time(signature: NoteSignature) -> int:
+    """The timestamp of a cosignature line (COSIGNATURE_INVALID when it is not one)."""
+    split = split_cosignature(signature.signature)
+    if split is None:
+        raise LedgerError("COSIGNATURE_INVALID", "a cosignature is a timestamp and 64 bytes")
+    return split[0]
+
+
+def _require_timestamp(timestamp: object) -> None:
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise LedgerError("COSIGNATURE_INVALID", "a cosignature's time is an integer")
+    if not 0 <= timestamp <= MAX_TIMESTAMP:
+        raise LedgerError("COSIGNATURE_INVALID", "a cosignature's time is 0 to 2**63 - 1")
+
+
+@attrs.frozen
+class OpenedCheckpoint:
+    """A checkpoint whose log signature verified, and its note as received."""
+
+    checkpoint: Checkpoint
+    opened: OpenedNote
+
+
+def open_checkpoint(
+    message: str | bytes | SignedNote,
+    log_key: VerifierKey,
+    check: SignatureCheck,
+    *,
+    origin: str | None = None,
+) -> OpenedCheckpoint:
+    """A checkpoint of `origin` (by default the key's name, as the spec recommends and this
+    ledger does) signed by `log_key`: NOTE_INVALID or CHECKPOINT_INVALID for a malformed one
+    or another origin, NOTE_UNVERIFIED when the log did not sign it, NOTE_SIGNATURE_INVALID
+    when its signature does not verify."""
+    if log_key.key_type != ED25519:
+        raise LedgerError("NOTE_KEY_INVALID", "a log's key is an Ed25519 (0x01) key")
+    opened = open_note(message, [log_key], check)
+    checkpoint = Checkpoint.parse(opened.text)
+    expected = log_key.name if origin is None else origin
+    if checkpoint.origin != expected:
+        raise LedgerError(
+            "CHECKPOINT_INVALID",
+            f"origin {checkpoint.origin[:80]!r} is not the log's, {expected!r}",
+        )
+    return OpenedCheckpoint(checkpoint, opened)
+
+
+def verified_cosignatures(
+    note: SignedNote, witnesses: Iterable[VerifierKey], check: SignatureCheck
+) -> tuple[NoteSignature, ...]:
+    """The signatures on `note` that are cosignatures/v1 by one of `witnesses` (given as
+    their Ed25519 keys, either type), each checked: COSIGNATURE_INVALID when one does not
+    verify; lines of other keys are ignored."""
+    keys = [key.as_type(COSIGNATURE_V1) for key in witnesses]
+    found: list[NoteSignature] = []
+    for signature in note.signatures:
+        key = next((key for key in keys if signature.by(key)), None)
+        if key is None or signature in found:
+            continue
+        split = split_cosignature(signature.signature)
+        if split is None or not check(
+            key.public_key, cosigned_message(split[0], note.text), split[1]
+        ):
+            raise LedgerError(
+                "COSIGNATURE_INVALID", f"the cosignature of {key.name} does not verify"
+            )
+        found.append(signature)
+    return tuple(found)
+
+
+def cosigned_note(stored: str, cosignatures: Sequence[NoteSignature]) -> str:
+    """A stored checkpoint note with witnesses' cosignature lines added after its own, one per
+    witness key (a newer one replaces an older by the same key)."""
+    note = parse_note(stored)
+    for signature in cosignatures:
+        note = note.with_signature(signature)
+    return note.encode()
+
+
+@attrs.frozen
+class CheckpointRow:
+    """One row of `checkpoints`: a checkpoint the ledger signed, as the note it served."""
+
+    checkpoint_id: int
+    origin: str
+    tree_size: int
+    root_hash: bytes
+    key_id: str
+    note: str
+    signed_at: str
+
+    def public(self, cosignature_lines: Sequence[str] = ()) -> dict[str, Any]:
+        return {
+            "schema": CHECKPOINT_SCHEMA,
+            "checkpoint_id": self.checkpoint_id,
+            "origin": self.origin,
+            "size": self.tree_size,
+            "root": bytes(self.root_hash).hex(),
+            "key_id": self.key_id,
+            "signed_at": self.signed_at,
+            "note": self.note + "".join(cosignature_lines),
+        }
+
+
+# -- the witness --------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class WitnessState:
+    """What a witness keeps of a log: the last checkpoint it cosigned (None: it saw none)."""
+
+    origin: str
+    size: int
+    root: bytes
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "schema": WITNESS_STATE_SCHEMA,
+            "origin": self.origin,
+            "size": self.size,
+            "root": self.root.hex(),
+        }
+
+    @classmethod
+    def from_mapping(cls, document: object) -> WitnessState:
+        if not isinstance(document, dict) or set(document) != {
+            "schema",
+            "origin",
+            "size",
+            "root",
+        }:
+            raise LedgerError(
+                "WITNESS_STATE_INVALID", "a witness state has schema, origin, size, root"
+            )
+        if document["schema"] != WITNESS_STATE_SCHEMA:
+            raise LedgerError("WITNESS_STATE_INVALID", f"schema is not {WITNESS_STATE_SCHEMA}")
+        origin, size, root = document["origin"], document["size"], document["root"]
+        try:
+            decoded = bytes.fromhex(root) if isinstance(root, str) else b""
+        except ValueError:
+            decoded = b""
+        try:
+            Checkpoint(origin, size, decoded)
+        except LedgerError as refused:
+            raise LedgerError("WITNESS_STATE_INVALID", refused.detail) from None
+        return cls(origin, size, decoded)
+
+
+@attrs.frozen
+class CosignPlan:
+    """What the witness does next: sign `message` at `timestamp`, add the line to the note,
+    keep `state`."""
+
+    checkpoint: Checkpoint
+    message: bytes
+    timestamp: int
+    state: WitnessState
+
+
+def consistency_proof_needed(last: WitnessState | None, checkpoint: Checkpoint) -> int | None:
+    """The old size the witness needs a consistency proof from to `checkpoint.size`, or None
+    when it needs none (first sight, the same size, or a refusal `decide_cosign` will make)."""
+    if last is None or checkpoint.size <= last.size or last.size == 0:
+        return None
+    return last.size
+
+
+def decide_cosign(
+    last: WitnessState | None,
+    checkpoint: Checkpoint,
+    proof: Sequence[bytes] | None,
+    *,
+    timestamp: int,
+) -> CosignPlan:
+    """Whether a witness that last cosigned `last` cosigns `checkpoint` (already verified as
+    the log's), given the consistency proof from `last.size` to its size (`proof`, when
+    `consistency_proof_needed` asked for one). Refusals: WITNESS_ORIGIN_MISMATCH (another
+    log), CHECKPOINT_ROLLBACK (a smaller tree than one cosigned), CHECKPOINT_INCONSISTENT
+    (another root at the same size, or a proof that does not verify)."""
+    _require_timestamp(timestamp)
+    if last is not None:
+        if last.origin != checkpoint.origin:
+            raise LedgerError(
+                "WITNESS_ORIGIN_MISMATCH",
+                f"this witness keeps {last.origin!r}, not {checkpoint.origin[:80]!r}",
+            )
+        if checkpoint.size < last.size:
+            raise LedgerError(
+                "CHECKPOINT_ROLLBACK",
+                f"the log's tree of {checkpoint.size} is smaller than the {last.size} cosigned",
+            )
+        consistent = verify_consistency(
+            last.size, checkpoint.size, last.root, checkpoint.root, tuple(proof or ())
+        )
+        if not consistent:
+            raise LedgerError(
+                "CHECKPOINT_INCONSISTENT",
+                f"the tree of {checkpoint.size} (root {checkpoint.root.hex()}) does not extend "
+                f"the tree of {last.size} (root {last.root.hex()}) this witness cosigned",
+            )
+    state = WitnessState(checkpoint.origin, checkpoint.size, checkpoint.root)
+    return CosignPlan(
+        checkpoint, cosignature_message(checkpoint.body(), timestamp), timestamp, state
+    )

@@ -1,0 +1,86 @@
+"""The checkpoint routes (issue 28, docs/checkpoints.md):
+
+    GET  /v1/checkpoint                  the latest signed checkpoint, as a C2SP signed note
+                                         (text/plain), the witnesses' cosignatures after the
+                                         log's line; ?size=N: the latest of N leaves
+    POST /v1/checkpoint/cosignatures     {note}: a witness's cosignature, the served note with
+                                         its line added; stored when it verifies under a
+                                         witness key the server was given (`--witness-key`)
+
+Both take the `witness` role (a token that can do nothing else) besides the ledger's own: the
+GET any role, the POST `witness` or `owner`. A cosignature is also checked against the keys the
+server was configured with, so a token alone cannot add a line no witness signed.
+"""
+
+from __future__ import annotations
+
+from aios_ledger.core import LedgerError
+from aios_ledger.core.api.tokens import OWNER, ROLES, WITNESS
+from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.shell.api.app import Answer, Call
+from aios_ledger.shell.api.openapi import Operation, Query
+from aios_ledger.shell.clock import read_clock
+from aios_ledger.shell.proofs.checkpoints import add_cosignatures, latest_checkpoint
+from starlette.responses import Response
+
+CHECKPOINT_READERS = frozenset(ROLES)
+COSIGNERS = frozenset({WITNESS, OWNER})
+NOTE_MEDIA = "text/plain; charset=utf-8"
+
+
+def _size(call: Call) -> int | None:
+    if call.query("size") is None:
+        return None
+    size = call.query_int("size", 0)
+    if size < 0:
+        raise LedgerError("FIELDS_INVALID", "size: must not be negative")
+    return size
+
+
+def get_checkpoint(call: Call) -> Response:
+    size = _size(call)
+    served = call.backend.read_now(lambda stores: latest_checkpoint(stores.db, size))
+    return Response(
+        served.note,
+        media_type=NOTE_MEDIA,
+        headers={"Aios-Checkpoint-Id": str(served.row.checkpoint_id)},
+    )
+
+
+def post_cosignature(call: Call) -> Answer:
+    witnesses = tuple(VerifierKey.parse(key) for key in call.backend.settings.witness_keys)
+    if not witnesses:
+        raise LedgerError(
+            "WITNESS_UNKNOWN", "this server accepts no cosignatures: it was given no --witness-key"
+        )
+    note = call.body["note"]
+    now = read_clock(call.backend.settings.clock)
+    served = call.backend.write_now(
+        lambda stores: add_cosignatures(stores.db, note, witnesses, now)
+    )
+    return Answer(served.public())
+
+
+def checkpoint_operations() -> tuple[Operation, ...]:
+    o = Operation
+    return (
+        o(
+            "GET",
+            "/v1/checkpoint",
+            "getCheckpoint",
+            CHECKPOINT_READERS,
+            get_checkpoint,
+            "the latest signed checkpoint (a C2SP signed note), with its cosignatures",
+            query=(Query("size", {"type": "integer", "minimum": 0}),),
+            media="text/plain",
+        ),
+        o(
+            "POST",
+            "/v1/checkpoint/cosignatures",
+            "addCosignature",
+            COSIGNERS,
+            post_cosignature,
+            "store a witness's cosignature/v1 of a checkpoint this ledger signed",
+            body="CosignatureBody",
+        ),
+    )

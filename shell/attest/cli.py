@@ -1,0 +1,68 @@
+"""`aios-ledger why COMMIT` and `aios-ledger verify-attestation COMMIT --repo PATH --key PUB`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aios_ledger.shell.attest.commits import verify_commit_attestation, why_commit
+from aios_ledger.shell.attest.keys import (
+    KEY_ENV,
+    SigningKey,
+    configured_key_path,
+    load_signer,
+    read_verifier,
+)
+from aios_ledger.shell.cli_support import ledger_settings, open_database
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    why = commands.add_parser(
+        "why",
+        help="from a commit back to everything: task, agent, evidence, review, write, attestation",
+    )
+    why.add_argument("commit", help="the commit's object id (a landed governed write's)")
+    why.add_argument("--repo", metavar="NAME", help="only writes to this governed repository")
+    why.set_defaults(handler=_why)
+
+    verify = commands.add_parser(
+        "verify-attestation",
+        help="check a commit's attestation from its repository alone, with the public key",
+    )
+    verify.add_argument("commit", help="the commit (any name git resolves in the repository)")
+    verify.add_argument("--repo", metavar="PATH", required=True, help="the git repository")
+    verify.add_argument(
+        "--key",
+        metavar="PUB",
+        required=True,
+        help="the verifier key (NAME+KEYID+BASE64), or a file holding it",
+    )
+    verify.set_defaults(handler=_verify)
+
+
+def attest_key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--attest-key",
+        metavar="FILE",
+        help=f"the signer key that attests the write (default: [attest] key, [checkpoint] key, "
+        f"${KEY_ENV}, or the attest-key systemd credential); none: the write lands unattested",
+    )
+
+
+def signing_key(args: argparse.Namespace) -> SigningKey | None:
+    """`--attest-key`, else `[attest] key`, else the checkpoints' `[checkpoint] key` (one key
+    signs both), else the environment and the systemd credential (`configured_key_path`)."""
+    settings = ledger_settings(args)
+    path = configured_key_path(
+        getattr(args, "attest_key", None) or settings.attest.key or settings.checkpoint.key
+    )
+    return None if path is None else load_signer(path)
+
+
+def _why(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return why_commit(db, args.commit, args.repo)
+
+
+def _verify(args: argparse.Namespace) -> Any:
+    return verify_commit_attestation(args.repo, args.commit, read_verifier(args.key))

@@ -1,0 +1,374 @@
+"""Attesting landed governed writes, and reading a commit back.
+
+`attest_write` runs right after a write is APPLIED: it reads what the ledger knows of it
+(`commit_facts`), signs both Statements, records them with a sealed `COMMIT_ATTESTED` event
+(request, decision, plan, as every write), then attaches the note to the commit under
+`refs/notes/aios-attestations`. It never undoes or refuses the write: with no key, or when
+anything about attesting fails, the answer says that no attestation was made, and why. The same
+write attested again replays its recorded note (and attaches it again if the repository lost it).
+
+`verify_commit_attestation` checks a commit from its repository alone: the note, each DSSE
+signature with the public key, each Statement's subject the commit itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from aios_ledger.core import LedgerError, chain_of
+from aios_ledger.core.attest import (
+    AttestationAnswer,
+    AttestState,
+    CommitAttestationRow,
+    attestation_note,
+    decide_attest_commit,
+    open_envelope,
+)
+from aios_ledger.core.attest.decisions import (
+    NOTE_SCHEMA,
+    NOTES_REF,
+    not_attested,
+    unsigned_statement,
+)
+from aios_ledger.core.attest.dsse import note_key_id
+from aios_ledger.core.attest.statements import PROVENANCE_TYPE, VSA_TYPE, statement_subject_commit
+from aios_ledger.core.digests import canonical_json
+from aios_ledger.core.git import GovernedWriteRow
+from aios_ledger.core.jsonvalue import JsonObject, loads_object
+from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.shell.attest.facts import attempt_reviews, commit_facts, task_events
+from aios_ledger.shell.attest.keys import SigningKey
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
+from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.repos import repository_row
+from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
+from aios_ledger.shell.proofs.checkpoints import latest_checkpoint
+from aios_ledger.shell.proofs.keys import check_ed25519
+
+log = logging.getLogger(__name__)
+NOTE_ATTEMPTS = 5
+NOTE_RETRY_SECONDS = 0.05
+NOTE_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
+
+
+def attestation_row(conn: Connection, key: str) -> CommitAttestationRow | None:
+    return fetch_record(
+        conn, "get_commit_attestation", {"idempotency_key": key}, CommitAttestationRow
+    )
+
+
+def add_note(repository_path: str, commit: str, note_json: str) -> None:
+    """Attach (or replace) the commit's note under `NOTES_REF`: git's own notes commit. Two
+    writes landing in one repository at once race for the notes ref's lock: the loser tries
+    again, a few times, before its failure is answered."""
+    for attempt in range(NOTE_ATTEMPTS):
+        try:
+            _add_note(repository_path, commit, note_json)
+            return
+        except LedgerError:
+            if attempt == NOTE_ATTEMPTS - 1:
+                raise
+            time.sleep(NOTE_RETRY_SECONDS * (attempt + 1))
+
+
+def _add_note(repository_path: str, commit: str, note_json: str) -> None:
+    run_git(
+        [
+            "--git-dir",
+            repository_path,
+            *NOTE_IDENTITY,
+            "notes",
+            "--ref",
+            NOTES_REF,
+            "add",
+            "--force",
+            "--file",
+            "-",
+            commit,
+        ],
+        stdin=note_json.encode("ascii") + b"\n",
+    )
+
+
+def read_note(repository_path: str, commit: str) -> str | None:
+    shown = run_git(
+        ["--git-dir", repository_path, "notes", "--ref", NOTES_REF, "show", commit], check=False
+    )
+    return shown.text if shown.returncode == 0 else None
+
+
+def _repository_path(conn: Connection, name: str) -> str:
+    repository = repository_row(conn, name)
+    if repository is None:
+        raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {name!r}")
+    return repository.path
+
+
+def attest_write(
+    db: Database, write_key: str, signing: SigningKey | None, *, clock: Clock = system_clock
+) -> AttestationAnswer:
+    """Attest the landed write under `write_key` (see the module); never raises for a write
+    that landed: a failure is an answer with `attested: false` and its reason."""
+    if signing is None:
+        return not_attested(
+            "no attestation key configured (--attest-key, [attest] key, "
+            "$AIOS_LEDGER_ATTEST_KEY or the attest-key credential)"
+        )
+    try:
+        return _attest(db, write_key, signing, clock)
+    except LedgerError as failed:
+        return not_attested(f"{failed.code}: {failed.detail}")
+    except Exception:
+        # A defect in attesting must not cost the caller the answer of a write that landed.
+        log.exception("attesting governed write %r failed", write_key)
+        return not_attested("INTERNAL_ERROR: attesting failed (see the log)")
+
+
+def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> AttestationAnswer:
+    def prepare(conn: Connection) -> tuple[GovernedWriteRow, JsonObject | None, str]:
+        write = fetch_record(
+            conn, "get_governed_write", {"idempotency_key": write_key}, GovernedWriteRow
+        )
+        if write is None:
+            raise LedgerError("WRITE_NOT_FOUND", f"no governed write {write_key!r}")
+        path = _repository_path(conn, write.repository)
+        if attestation_row(conn, write_key) is not None or write.state != "APPLIED":
+            return write, None, path
+        note = attestation_note(commit_facts(conn, write), signing.sign, signing.keyid)
+        return write, note, path
+
+    write, note, path = db.read(prepare)
+
+    def record(conn: Connection) -> tuple[AttestationAnswer, str]:
+        plans = PlanExecutor(conn)
+        prior = attestation_row(conn, write_key)
+        state = AttestState(
+            write=fetch_record(
+                conn, "get_governed_write", {"idempotency_key": write_key}, GovernedWriteRow
+            ),
+            prior=prior,
+            tail=plans.tail(chain_of(write.task_id)),
+        )
+        answer = plans.apply(
+            decide_attest_commit(state, write_key, note or {}, now=read_clock(clock))
+        )
+        stored = prior.note_json if prior is not None else canonical_json(note)
+        return answer, stored
+
+    answer, note_json = db.write(record)
+    try:
+        add_note(path, write.new_oid, note_json)
+    except LedgerError as failed:
+        # Recorded and sealed: only the repository's copy is missing, and the same write again
+        # attaches it from the ledger.
+        return {**answer, "reason": f"recorded, but the note was not attached: {failed}"}
+    return answer
+
+
+# ---------------------------------------------------------------------------------------------
+# from a commit back to everything
+
+
+def _event_summary(event: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "event_id": event["event_id"],
+        "type": event["event_type"],
+        "agent_id": event["agent_id"],
+        "created_at": event["created_at"],
+        "payload": event["payload"],
+        "chain": event.get("chain"),
+        "chain_seq": event.get("chain_seq"),
+        "seal": event.get("seal"),
+    }
+
+
+def why_commit(db: Database, commit: str, repository: str | None = None) -> dict[str, Any]:
+    """Everything the ledger knows of how `commit` came to be: per landed write that moved a
+    branch to it, the task, its claim and agent, capabilities, evidence, auxiliary review,
+    verdict, the governed write and its attestation, with every event of the task (sealed) and
+    its inclusion proof in the Merkle log against one tree head (`tree_head`).
+    `COMMIT_NOT_FOUND` when no landed write names it."""
+    commit = commit.strip().lower()
+    if not (4 <= len(commit) <= 64) or any(c not in "0123456789abcdef" for c in commit):
+        raise LedgerError("FIELDS_INVALID", f"{commit[:80]!r} is not a commit id")
+
+    def read(conn: Connection) -> dict[str, Any]:
+        rows = fetch_all(
+            conn, "governed_writes_of_commit", {"commit_oid": commit, "repository": repository}
+        )
+        if not rows:
+            raise LedgerError(
+                "COMMIT_NOT_FOUND",
+                f"no landed governed write moved a branch to {commit}"
+                + (f" in {repository}" if repository else ""),
+            )
+        return {
+            "commit": commit,
+            "writes": [_why_write(conn, GovernedWriteRow.from_row(r)) for r in rows],
+        }
+
+    return _with_inclusion_proofs(db, db.read(read))
+
+
+def _with_inclusion_proofs(db: Database, found: dict[str, Any]) -> dict[str, Any]:
+    """Each event's RFC 9162 inclusion proof in the Merkle log, all against one tree: the
+    latest signed checkpoint's when it holds every event (`checkpoint`: its signed note, which
+    a reader checks with the log's public key, then each proof against its root with
+    `verify-proof`), else the tree head now (`checkpoint` None: sign one, `aios-ledger
+    checkpoint`, and ask again)."""
+    checkpoint = _latest_checkpoint(db)
+    if checkpoint is not None:
+        try:
+            return _proven(db, found, int(checkpoint["size"]), checkpoint)
+        except LedgerError as refused:
+            if refused.code != "TREE_SIZE_INVALID":  # an event after the checkpoint
+                raise
+    return _proven(db, found, tree_head_at(db).size, None)
+
+
+def _latest_checkpoint(db: Database) -> dict[str, Any] | None:
+    try:
+        return latest_checkpoint(db).public()
+    except LedgerError as refused:
+        if refused.code != "CHECKPOINT_NOT_FOUND":
+            raise
+        return None
+
+
+def _proven(
+    db: Database, found: dict[str, Any], size: int, checkpoint: dict[str, Any] | None
+) -> dict[str, Any]:
+    for write in found["writes"]:
+        write["inclusion_proofs"] = [
+            prove_inclusion(db, int(event["event_id"]), size).public() for event in write["events"]
+        ]
+    return {**found, "tree_head": tree_head_at(db, size).public(), "checkpoint": checkpoint}
+
+
+def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
+    facts = commit_facts(conn, write)
+    events = task_events(conn, write.task_id)
+    attempt = facts.attempt
+    claim = [
+        e
+        for e in events
+        if e["event_type"] == "TASK_CLAIMED" and e["payload"].get("attempt") == attempt
+    ]
+    reviews = attempt_reviews(conn, write.task_id, attempt)
+    attestation = attestation_row(conn, write.idempotency_key)
+    attested: dict[str, Any] | None = None
+    if attestation is not None:
+        note = attestation.note()
+        attested = {
+            "keyid": attestation.keyid,
+            "notes_ref": NOTES_REF,
+            "provenance_sha256": attestation.provenance_sha256,
+            "review_sha256": attestation.review_sha256,
+            "created_at": attestation.created_at,
+            "statements": {
+                "provenance": unsigned_statement(note.get("provenance")),
+                "review": unsigned_statement(note.get("review")),
+            },
+            "note": note,
+        }
+    return {
+        "repository": write.repository,
+        "ref": write.ref,
+        "task": {
+            "task_id": write.task_id,
+            "attempt": attempt,
+            "envelope_digest": facts.execution_digest,
+        },
+        "claim": _event_summary(claim[-1]) if claim else None,
+        "agent": facts.agent_id,
+        "capabilities": list(facts.capabilities),
+        "evidence": {"run_id": facts.invocation_id, "snapshot_digest": facts.evidence_digest},
+        "auxiliary_review": [
+            {
+                "aux_id": r["aux_id"],
+                "state": r["state"],
+                "evidence_digest": r["evidence_digest"],
+                "output_digest": r["output_digest"],
+                "output": None if r["output_json"] is None else loads_object(str(r["output_json"])),
+            }
+            for r in reviews
+        ],
+        "verdict": {
+            "decision": facts.decision,
+            "reason": facts.reason,
+            "verified_at": facts.verified_on,
+            "reviewer": facts.reviewer,
+        },
+        "governed_write": {
+            "idempotency_key": write.idempotency_key,
+            "old_oid": write.old_oid,
+            "new_oid": write.new_oid,
+            "state": write.state,
+            "changed_files": list(write.changed_files()),
+            "applied_at": write.updated_at,
+        },
+        "attestation": attested,
+        "events": [_event_summary(e) for e in events],
+        "inclusion_proofs": [],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# verify-attestation
+
+
+def _finding(code: str, detail: str) -> LedgerError:
+    return LedgerError(code, detail)
+
+
+def verify_commit_attestation(
+    repository_path: str, commit: str, verifier: VerifierKey
+) -> dict[str, Any]:
+    """Check `commit`'s attestation from its repository alone (see the module). Returns what
+    was verified; raises `ATTESTATION_MISSING`, `ATTESTATION_INVALID` or
+    `ATTESTATION_SUBJECT_MISMATCH` with the finding."""
+    resolved = run_git(
+        ["--git-dir", repository_path, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+        check=False,
+    )
+    if resolved.returncode != 0:
+        raise _finding("COMMIT_NOT_FOUND", f"{repository_path} holds no commit {commit!r}")
+    oid = resolved.text.strip()
+    text = read_note(repository_path, oid)
+    if text is None:
+        raise _finding("ATTESTATION_MISSING", f"commit {oid} has no note under {NOTES_REF}")
+    try:
+        note = loads_object(text.strip(), what="note")
+    except LedgerError as refused:
+        raise _finding(
+            "ATTESTATION_INVALID", f"the note of {oid} is not JSON: {refused.detail}"
+        ) from None
+    if note.get("schema") != NOTE_SCHEMA:
+        raise _finding("ATTESTATION_INVALID", f"the note of {oid} is not {NOTE_SCHEMA}")
+    keyid = note_key_id(verifier.name, verifier.public_key)
+    verified: dict[str, Any] = {"commit": oid, "notes_ref": NOTES_REF, "keyid": keyid}
+    for part, predicate_type in (("provenance", PROVENANCE_TYPE), ("review", VSA_TYPE)):
+        statement = open_envelope(note.get(part), verifier.public_key, check_ed25519, keyid)
+        if statement.get("predicateType") != predicate_type:
+            raise _finding(
+                "ATTESTATION_INVALID",
+                f"the {part} Statement's predicateType is not {predicate_type}",
+            )
+        subject = statement_subject_commit(statement)
+        if subject != oid:
+            raise _finding(
+                "ATTESTATION_SUBJECT_MISMATCH",
+                f"the {part} Statement is about commit {subject}, not {oid}",
+            )
+        verified[part] = statement
+    predicate = verified["review"].get("predicate")
+    verified["verification_result"] = (
+        predicate.get("verificationResult") if isinstance(predicate, dict) else None
+    )
+    verified["intact"] = True
+    return verified

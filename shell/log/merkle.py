@@ -1,0 +1,216 @@
+"""The Merkle log on the database: appending each transaction's leaves, building the leaves of a
+log older than the tree, and reading tree heads and proofs (the hashing and the proofs are the
+core's, `core/log/merkle.py`; the format is docs/proofs.md).
+
+A write appends its events' leaves with its plan (`PlanExecutor.apply`), under the tree's head
+row (`merkle_tree_for_update`): on SQLite the one writer holds the lock already; on PostgreSQL
+the row lock orders writers that run beside each other, so leaf indexes follow commit order
+though event ids do not (a sequence hands them out before the writers commit). The head row
+holds the tree's right edge, so an append reads one row and writes its leaves, the subtrees they
+complete and the head row: O(1) statements per event, amortised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log.merkle import (
+    ConsistencyProof,
+    Frontier,
+    InclusionProof,
+    MerkleHashRow,
+    MerkleTreeRow,
+    NodeId,
+    TreeHead,
+    append_writes,
+    consistency_proof,
+    consistency_proof_nodes,
+    inclusion_proof,
+    inclusion_proof_nodes,
+    root_nodes,
+    tree_head,
+)
+from aios_ledger.core.log.tail import AppendedEvent
+from aios_ledger.core.statements import SqlWrite
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_records_together
+
+# Leaves built per plan when a log older than the tree gets its leaves.
+BUILD_BATCH = 2000
+
+
+def leaf_writes(
+    conn: Connection, events: Sequence[AppendedEvent], tree: MerkleTreeRow | None = None
+) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow | None]:
+    """The writes that append the leaves of a plan's `events` (in the order it appends them),
+    run with the plan's own statements (one pipeline on PostgreSQL), and the head row after
+    them. `tree`: the head row as this transaction's previous append left it (read and locked
+    then: a batch of plans reads it once); None reads it, under its lock (on PostgreSQL held to
+    COMMIT: appends are in commit order), and first builds a tree that is not built yet."""
+    if not events:
+        return (), tree
+    if tree is None:
+        tree = _locked_tree(conn)
+        if tree.size is None:
+            build_tree(conn, tree)  # the events before these
+            tree = _locked_tree(conn)
+    return append_writes(tree, [(event.event.event_id, event.seal.seal) for event in events])
+
+
+def _locked_tree(conn: Connection) -> MerkleTreeRow:
+    tree = fetch_record(conn, "merkle_tree_for_update", None, MerkleTreeRow)
+    if tree is None:
+        # Tables emptied by hand (the migration inserts the row): a tree not built yet.
+        conn.run_write("merkle_tree_insert_unbuilt", {"frontier": b""})
+        tree = fetch_record(conn, "merkle_tree_for_update", None, MerkleTreeRow)
+    if tree is None:
+        raise LedgerError("DATABASE_CORRUPT", "the Merkle tree's head row is missing")
+    return tree
+
+
+def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
+    """Give every sealed event (and every archived one) its leaf, in event id order, when the
+    tree is not built yet (a log from before migration 0016); how many leaves it built."""
+    tree = _locked_tree(conn) if tree is None else tree
+    if tree.size is not None:
+        return 0
+    grown = MerkleTreeRow(0, b"", tree.revision)
+    batch: list[tuple[int, str]] = []
+    built = 0
+    for row in conn.fetch_all("merkle_sealed_in_id_order", None):
+        batch.append((int(row["event_id"]), str(row["seal"])))
+        if len(batch) == BUILD_BATCH:
+            grown = _append_batch(conn, grown, batch)
+            built += len(batch)
+            batch = []
+    _append_batch(conn, grown, batch)  # the last leaves, or the empty tree's size
+    return built + len(batch)
+
+
+def _append_batch(
+    conn: Connection, tree: MerkleTreeRow, batch: Sequence[tuple[int, str]]
+) -> MerkleTreeRow:
+    writes, after = append_writes(tree, batch)
+    conn.run_plan(writes, LedgerError)
+    return after
+
+
+# -- reads ---------------------------------------------------------------------------------------
+
+
+def _tree(conn: Connection) -> Frontier:
+    tree = fetch_record(conn, "merkle_tree", None, MerkleTreeRow)
+    if tree is None:
+        raise LedgerError("DATABASE_CORRUPT", "the Merkle tree's head row is missing")
+    return tree.frontier_of()
+
+
+def _read_nodes(conn: Connection, nodes: Iterable[NodeId]) -> dict[NodeId, bytes]:
+    """The stored hashes of `nodes`, in one round trip where the engine has them."""
+    wanted = sorted(set(nodes))
+    reads: list[tuple[str, Any, type[Any]]] = [
+        (
+            "merkle_leaf_hash" if node.level == 0 else "merkle_node_hash",
+            {"node_index": node.index}
+            if node.level == 0
+            else {"level": node.level, "node_index": node.index},
+            MerkleHashRow,
+        )
+        for node in wanted
+    ]
+    found = fetch_records_together(conn, reads) if reads else []
+    hashes = {}
+    for node, row in zip(wanted, found, strict=True):
+        if row is None:
+            raise LedgerError("MERKLE_NODE_MISSING", f"the tree has no stored node {node}")
+        hashes[node] = bytes(row.hash)
+    return hashes
+
+
+def _size_within(conn: Connection, size: int | None) -> tuple[int, Frontier]:
+    current = _tree(conn)
+    if size is None:
+        return current.size, current
+    if type(size) is not int or not 0 <= size <= current.size:
+        raise LedgerError(
+            "TREE_SIZE_INVALID", f"the tree has {current.size} leaves: no tree of {size!r}"
+        )
+    return size, current
+
+
+def current_tree_head(db: Database) -> TreeHead:
+    """The tree head (size, root) of the ledger now: what a checkpoint signs. No writer need be
+    waited for (`quiesce_writers`): leaves are appended under the head row's lock, so a
+    committed head row always names a whole prefix of the leaves."""
+    return db.read(lambda conn: _tree(conn).head())
+
+
+def tree_head_at(db: Database, size: int | None = None) -> TreeHead:
+    """The head of the tree of the first `size` leaves (None: all of them)."""
+
+    def work(conn: Connection) -> TreeHead:
+        size_now, current = _size_within(conn, size)
+        if size_now == current.size:
+            return current.head()
+        return tree_head(size_now, _read_nodes(conn, root_nodes(size_now)))
+
+    return db.read(work)
+
+
+def prove_inclusion(db: Database, event_id: int, size: int | None = None) -> InclusionProof:
+    """The inclusion proof of the event `event_id` in the tree of `size` leaves (None: the
+    tree now), with its seal and the tree's root."""
+
+    def work(conn: Connection) -> InclusionProof:
+        tree_size, current = _size_within(conn, size)
+        leaf = fetch_one(conn, "merkle_leaf_of_event", {"event_id": event_id})
+        seal = fetch_one(conn, "merkle_event_seal", {"event_id": event_id})
+        if leaf is None or seal is None:
+            raise LedgerError("EVENT_NOT_FOUND", f"no event {event_id} has a leaf in the tree")
+        index = int(leaf["leaf_index"])
+        if index >= tree_size:
+            raise LedgerError(
+                "TREE_SIZE_INVALID",
+                f"event {event_id} is leaf {index}, not in a tree of {tree_size}",
+            )
+        nodes = _read_nodes(
+            conn, (*inclusion_proof_nodes(index, tree_size), *_root_nodes(tree_size, current))
+        )
+        head = _head(tree_size, current, nodes)
+        path = inclusion_proof(index, tree_size, nodes)
+        return InclusionProof(event_id, str(seal["seal"]), index, tree_size, head.root, path)
+
+    return db.read(work)
+
+
+def prove_consistency(db: Database, old: int, new: int | None = None) -> ConsistencyProof:
+    """The consistency proof from the tree of `old` leaves to the tree of `new` (None: now)."""
+
+    def work(conn: Connection) -> ConsistencyProof:
+        new_size, current = _size_within(conn, new)
+        if type(old) is not int or not 0 <= old <= new_size:
+            raise LedgerError("TREE_SIZE_INVALID", f"the old size {old!r} is not within {new_size}")
+        nodes = _read_nodes(
+            conn,
+            (
+                *consistency_proof_nodes(old, new_size),
+                *root_nodes(old),
+                *_root_nodes(new_size, current),
+            ),
+        )
+        path = consistency_proof(old, new_size, nodes)
+        old_root = tree_head(old, nodes).root
+        return ConsistencyProof(old, new_size, old_root, _head(new_size, current, nodes).root, path)
+
+    return db.read(work)
+
+
+def _root_nodes(size: int, current: Frontier) -> tuple[NodeId, ...]:
+    """The nodes a head of `size` needs beyond the edge the head row holds."""
+    return () if size == current.size else root_nodes(size)
+
+
+def _head(size: int, current: Frontier, nodes: dict[NodeId, bytes]) -> TreeHead:
+    return current.head() if size == current.size else tree_head(size, nodes)

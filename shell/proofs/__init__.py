@@ -1,0 +1,1 @@
+"""Signed checkpoints in the shell: keys, signing, the stored checkpoints and the witness."""

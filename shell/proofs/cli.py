@@ -1,0 +1,117 @@
+"""Commands of signed checkpoints: `key generate`, `checkpoint` and `witness`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.shell.cli_support import emit, ledger_settings, open_database
+from aios_ledger.shell.clock import read_clock, system_clock
+from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
+from aios_ledger.shell.proofs.keys import generate_signer_key, load_signer, write_key_file
+from aios_ledger.shell.proofs.witness import TOKEN_ENV, Witness
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    key = commands.add_parser("key", help="Ed25519 keys that sign checkpoints and cosignatures")
+    key_commands = key.add_subparsers(dest="key_command", required=True, metavar="COMMAND")
+    generate = key_commands.add_parser(
+        "generate",
+        help="write a new signer key to a new file (0600) and print its verifier key",
+    )
+    generate.add_argument(
+        "--name",
+        required=True,
+        metavar="ORIGIN",
+        help="the key's name: the log's origin (e.g. ledger.example.com/main), or the "
+        "witness's name; no spaces, no '+'",
+    )
+    generate.add_argument("--out", required=True, metavar="FILE", help="a file that must not exist")
+    generate.set_defaults(handler=_key_generate)
+
+    checkpoint = commands.add_parser(
+        "checkpoint",
+        help="sign the ledger's tree head as a C2SP checkpoint, store it and print the note",
+    )
+    checkpoint.add_argument(
+        "--key",
+        metavar="FILE",
+        help="the signer key file (default: [checkpoint] key, else the systemd credential "
+        "[checkpoint] credential)",
+    )
+    checkpoint.add_argument(
+        "--json", action="store_true", help="print the stored checkpoint as JSON, not the note"
+    )
+    checkpoint.set_defaults(handler=_checkpoint)
+
+    witness = commands.add_parser(
+        "witness",
+        help="witness a ledger: check each new checkpoint extends the last one seen, cosign it "
+        "(cosignature/v1) and send the cosignature back",
+    )
+    witness.add_argument("--log", required=True, metavar="URL", help="the ledger's API")
+    witness.add_argument(
+        "--log-key", required=True, metavar="VKEY", help="the ledger's verifier key"
+    )
+    witness.add_argument(
+        "--key", required=True, metavar="FILE", help="the witness's own signer key file"
+    )
+    witness.add_argument(
+        "--state",
+        required=True,
+        metavar="DIR",
+        help="where the witness keeps the last checkpoint it cosigned (created if missing)",
+    )
+    witness.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help=f"a token with the witness role (default: ${TOKEN_ENV})",
+    )
+    witness.add_argument("--once", action="store_true", help="one round, then exit")
+    witness.add_argument(
+        "--interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds between rounds (default 30)",
+    )
+    witness.set_defaults(handler=_witness, default_log_level="INFO")
+
+
+def _key_generate(args: argparse.Namespace) -> Any:
+    key = generate_signer_key(args.name)
+    write_key_file(Path(args.out), key)
+    from aios_ledger.shell.proofs.keys import signer_from_key
+
+    verifier = signer_from_key(key).verifier
+    return {"name": verifier.name, "verifier_key": verifier.text(), "key_file": args.out}
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    settings = ledger_settings(args).checkpoint
+    signer = load_signer(args.key or settings.key, settings.credential)
+    with open_database(args) as db:
+        served = sign_checkpoint(db, signer, read_clock(system_clock))
+    if args.json:
+        emit(served.public())
+    else:
+        sys.stdout.write(served.note)
+    return 0
+
+
+def _witness(args: argparse.Namespace) -> int:
+    witness = Witness.configure(
+        log_url=args.log,
+        log_key=VerifierKey.parse(args.log_key),
+        key_file=Path(args.key),
+        state_dir=Path(args.state),
+        token=args.token,
+    )
+    if args.once:
+        emit(witness.round())
+        return 0
+    witness.run(interval=args.interval)
+    return 0

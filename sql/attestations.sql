@@ -1,0 +1,27 @@
+-- The attestations of landed governed writes (migration 0019).
+
+-- name: commit_attestation_insert!
+INSERT INTO commit_attestations(
+  idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,
+  review_sha256, created_at
+) VALUES (
+  :idempotency_key, :task_id, :repository, :commit_oid, :keyid, :note_json, :provenance_sha256,
+  :review_sha256, :created_at
+);
+
+-- name: get_commit_attestation
+-- returns: CommitAttestationRow
+SELECT idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,
+       review_sha256, created_at
+FROM commit_attestations WHERE idempotency_key = :idempotency_key;
+
+-- name: governed_writes_of_commit
+-- returns: GovernedWriteRow
+-- The landed writes that moved a branch to a commit, through its own index; a repository
+-- named narrows them to it.
+SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
+       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+FROM governed_writes
+WHERE new_oid = :commit_oid AND state = 'APPLIED'
+  AND (CAST(:repository AS TEXT) IS NULL OR repository = :repository)
+ORDER BY created_at, idempotency_key;

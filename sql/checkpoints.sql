@@ -1,0 +1,34 @@
+-- Signed checkpoints and their cosignatures (shell/proofs/checkpoints.py, docs/checkpoints.md).
+
+-- name: insert_checkpoint!
+INSERT INTO checkpoints(origin, tree_size, root_hash, key_id, note, signed_at)
+VALUES (:origin, :tree_size, :root_hash, :key_id, :note, :signed_at);
+
+-- name: latest_checkpoint^
+-- returns: CheckpointRow
+SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
+FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1;
+
+-- name: latest_checkpoint_of_size^
+-- returns: CheckpointRow
+SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
+FROM checkpoints WHERE tree_size = :tree_size ORDER BY checkpoint_id DESC LIMIT 1;
+
+-- name: checkpoint_by_body
+-- returns: CheckpointRow
+-- The stored checkpoints of a size: a cosignature names its checkpoint by its body.
+SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
+FROM checkpoints WHERE tree_size = :tree_size ORDER BY checkpoint_id DESC;
+
+-- name: checkpoint_cosignature_lines
+-- A checkpoint's cosignature lines, oldest witness first.
+SELECT line FROM checkpoint_cosignatures WHERE checkpoint_id = :checkpoint_id
+ORDER BY witness_name, witness_key_id;
+
+-- name: upsert_checkpoint_cosignature!
+-- One line per witness key: a witness's later cosignature of the same checkpoint replaces it.
+INSERT INTO checkpoint_cosignatures(
+  checkpoint_id, witness_name, witness_key_id, cosigned_at, line, received_at
+) VALUES (:checkpoint_id, :witness_name, :witness_key_id, :cosigned_at, :line, :received_at)
+ON CONFLICT (checkpoint_id, witness_name, witness_key_id) DO UPDATE SET
+  cosigned_at = excluded.cosigned_at, line = excluded.line, received_at = excluded.received_at;

@@ -1,0 +1,71 @@
+-- The Merkle log beside the chains (core/log/merkle.py, docs/proofs.md): leaves in commit
+-- order, the hash of every complete subtree, and the tree's head row.
+
+-- name: insert_merkle_leaf!
+INSERT INTO merkle_leaves(leaf_index, event_id, leaf_hash)
+VALUES (:leaf_index, :event_id, :leaf_hash);
+
+-- name: insert_merkle_node!
+INSERT INTO merkle_nodes(level, node_index, hash) VALUES (:level, :node_index, :hash);
+
+-- name: merkle_tree_cas_update!
+UPDATE merkle_tree SET size = :size, frontier = :frontier, revision = revision + 1
+WHERE only_row = :only_row AND revision = :expected_revision;
+
+-- name: merkle_tree^
+-- returns: MerkleTreeRow
+-- The head row as a read sees it (a tree head, a proof's size).
+SELECT size, frontier, revision FROM merkle_tree WHERE only_row = 1;
+
+-- name: merkle_leaf_of_event^
+SELECT leaf_index, leaf_hash FROM merkle_leaves WHERE event_id = :event_id;
+
+-- name: merkle_leaf_hash^
+-- returns: MerkleHashRow
+SELECT leaf_hash AS hash FROM merkle_leaves WHERE leaf_index = :node_index;
+
+-- name: merkle_node_hash^
+-- returns: MerkleHashRow
+SELECT hash FROM merkle_nodes WHERE level = :level AND node_index = :node_index;
+
+-- name: merkle_sealed_in_id_order
+-- Every sealed event's id and seal, those an archive removed too, in event id order: the leaves
+-- of the events that were there before the tree (migration 0016), built once.
+SELECT event_id, seal FROM event_seals
+UNION ALL
+SELECT event_id, seal FROM archived_events
+ORDER BY event_id;
+
+-- name: merkle_verify_leaves
+-- `verify`: every leaf in leaf order with the seal of its event (or of the archived event).
+SELECT l.leaf_index, l.event_id, l.leaf_hash, coalesce(s.seal, a.seal) AS seal
+FROM merkle_leaves AS l
+LEFT JOIN event_seals AS s ON s.event_id = l.event_id
+LEFT JOIN archived_events AS a ON a.event_id = l.event_id
+ORDER BY l.leaf_index;
+
+-- name: merkle_verify_nodes
+-- `verify`: every stored subtree in the order appends complete them (by the leaf that
+-- completes it, then upwards), the order the verifier recomputes them in.
+SELECT level, node_index, hash FROM merkle_nodes
+ORDER BY (node_index + 1) << level, level;
+
+-- name: merkle_events_without_leaf
+-- `verify`: sealed events (and archived ones) that no leaf is of.
+SELECT s.event_id FROM event_seals AS s
+WHERE NOT EXISTS (SELECT 1 FROM merkle_leaves AS l WHERE l.event_id = s.event_id)
+UNION ALL
+SELECT a.event_id FROM archived_events AS a
+WHERE NOT EXISTS (SELECT 1 FROM merkle_leaves AS l WHERE l.event_id = a.event_id)
+ORDER BY 1 LIMIT 100;
+
+-- name: merkle_event_seal^
+-- The seal an event's leaf is of: its own, or the one its archive listing keeps.
+SELECT seal FROM event_seals WHERE event_id = :event_id
+UNION ALL
+SELECT seal FROM archived_events WHERE event_id = :event_id;
+
+-- name: merkle_tree_insert_unbuilt!
+-- The head row of a tree not built yet, where it is missing (a DBA emptied the tables).
+INSERT INTO merkle_tree(only_row, size, frontier, revision) VALUES (1, NULL, :frontier, 0)
+ON CONFLICT DO NOTHING;
