@@ -152,9 +152,24 @@ class SqliteConnection(apsw.Connection):
         return None
 
     def fetch_records_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any]]]
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
     ) -> list[Any]:
-        return [self.fetch_record(name, params, record) for name, params, record in reads]
+        return [
+            self.fetch_value(name, params)
+            if record is None
+            else self.fetch_record(name, params, record)
+            for name, params, record in reads
+        ]
+
+    def fetch_record_lists_together(
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
+    ) -> list[list[Any]]:
+        return [
+            [row[0] for row in self.run_statement(name, params)]
+            if record is None
+            else list(self.stream_records(name, params, record))
+            for name, params, record in reads
+        ]
 
     def stream_records(
         self, name: str, params: Params | None, record: type[R]
@@ -224,6 +239,10 @@ class SqliteConnection(apsw.Connection):
 
     def event_ids_used(self, next_event_id: int) -> None:
         """AUTOINCREMENT moves on with the inserts themselves."""
+
+    def draw_event_ids_ahead(self, count: int) -> None:
+        """Nothing to draw: its events are numbered as decided, and a statement is no round
+        trip."""
 
 
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
