@@ -150,6 +150,13 @@ def _raw_texts() -> dict[str, str]:
 _RAW_TEXTS = _raw_texts()
 
 
+def _has_rows(cursor: psycopg.Cursor[Any]) -> bool:
+    """Whether the statement returned rows (a SELECT, a RETURNING), asked of its result: its
+    `description` would build a column object per column on every read."""
+    result = cursor.pgresult
+    return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
+
+
 def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
     description = cursor.description
     return None if description is None else tuple([column.name for column in description])
@@ -355,7 +362,7 @@ class PgConnection:
 
     def fetch_value(self, name: str, params: Params | None = None) -> Any:
         found = self.run(name, params)
-        first = found.fetchone() if found.description is not None else None
+        first = found.fetchone() if _has_rows(found) else None
         return None if first is None else first[0]
 
     def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
@@ -383,7 +390,7 @@ class PgConnection:
         found = []
         cursors = self.run_together([(name, params) for name, params, _ in reads])
         for (name, _, record), cursor in zip(reads, cursors, strict=True):
-            rows = cursor.fetchall() if cursor.description is not None else []
+            rows = cursor.fetchall() if _has_rows(cursor) else []
             if record is None:
                 found.append([row[0] for row in rows])
                 continue
