@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import psycopg
 import pytest
-from aios_ledger.core import SqlWrite, Statement, WritePlan
+from aios_ledger.core import HeartbeatRequest, SqlWrite, Statement, WritePlan
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.engines import postgresql as postgresql_engine
@@ -102,13 +102,17 @@ def test_a_transition_is_a_flight_of_reads_and_one_of_its_plan_and_commit(
         ]
 
 
-def test_a_batch_sends_each_plan_with_the_next_items_reads(traced: tuple[str, Trips]) -> None:
+def test_a_batch_reads_ahead_and_sends_its_plans_with_its_commit(
+    traced: tuple[str, Trips],
+) -> None:
+    """A batch on distinct tasks: every item's reads in one flight (its events' ids drawn at
+    its end), every plan with the COMMIT in the next."""
     url, trips = traced
     items = 5
     with TaskLedger(url) as ledger:
         ledger.create_task(TASK, idempotency_key="warm")
         created = trips.of(lambda: ledger.create_tasks((TASK, f"c{n}") for n in range(items)))
-        assert created == items + 1
+        assert created == 2
         claimed: list[Any] = []
         claim_many = trips.of(
             lambda: claimed.extend(
@@ -125,9 +129,41 @@ def test_a_batch_sends_each_plan_with_the_next_items_reads(traced: tuple[str, Tr
             }
             for claim in claimed
         ]
-        assert trips.of(lambda: ledger.submit_results(submits)) == len(submits) + 1
-        assert {task["status"] for task in ledger.list_tasks("SUBMITTED")} == {"SUBMITTED"}
+        assert trips.of(lambda: ledger.submit_results(submits)) == 2
         assert len(ledger.list_tasks("SUBMITTED")) == len(submits)
+        # Again: every item a replay of its key, read ahead alike, nothing written.
+        assert trips.of(lambda: ledger.submit_results(submits)) == 2
+        verifies = [
+            {
+                "task_id": s["task_id"],
+                "decision": "SUCCEEDED",
+                "reason": "ok",
+                "idempotency_key": f"v-{s['task_id']}",
+            }
+            for s in submits
+        ]
+        assert trips.of(lambda: ledger.verify_results(verifies, reviewer="r")) == 2
+        assert len(ledger.list_tasks("SUCCEEDED")) == len(submits)
+        events = [e["event_type"] for e in ledger.events(submits[0]["task_id"])]
+        assert events[-2:] == ["RESULT_SUBMITTED", "TASK_VERIFIED"]
+
+
+def test_a_batch_whose_items_share_a_task_reads_item_by_item(traced: tuple[str, Trips]) -> None:
+    """The second write on a task decides on what the first wrote: its reads wait for it."""
+    url, trips = traced
+    with TaskLedger(url) as ledger:
+        ledger.create_task(TASK, idempotency_key="c")
+        claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60)
+        assert claim is not None
+        task_id, token = claim["task_id"], claim["lease_token"]
+        beats = [
+            HeartbeatRequest.from_mapping(
+                {"task_id": task_id, "lease_token": token, "lease_seconds": 60}
+            )
+            for _ in range(3)
+        ]
+        assert trips.of(lambda: ledger.apply_all(beats)) == 4
+        assert ledger.get(task_id)["revision"] == claim["revision"] + 3
 
 
 def test_the_checked_compare_and_swap_is_the_one_it_checks() -> None:

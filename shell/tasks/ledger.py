@@ -226,34 +226,48 @@ class TaskLedger:
         drawn = [_drawn(request) for request in requests]
         created = self._now() if any(drawn) else None
 
+        reads = [_item_reads(request, item) for request, item in zip(requests, drawn, strict=True)]
+
         def write(conn: Connection) -> list[A]:
             plans = PlanExecutor(conn)
+            ahead = _read_ahead(plans, reads)
             return each_item(
-                list(zip(requests, drawn, strict=True)),
-                lambda item: cast(A, self._step(plans, item[0], item[1], created)),
+                list(range(len(requests))),
+                lambda n: cast(
+                    A,
+                    self._step(
+                        plans, requests[n], drawn[n], created, None if ahead is None else ahead[n]
+                    ),
+                ),
             )
 
         return self._write(write)
 
     def _step(
-        self, plans: PlanExecutor, request: Any, drawn: Mapping[str, Any], created: Timestamp | None
+        self,
+        plans: PlanExecutor,
+        request: Any,
+        drawn: Mapping[str, Any],
+        created: Timestamp | None,
+        found: Sequence[Any] | None = None,
     ) -> Any:
         """One write on one task inside the caller's transaction: its rows read together (the
         task locked, its chain's tip, any first answer for its key, what its operation reads
-        besides), the core's decision, its plan."""
+        besides; `found`: read ahead with the rest of a batch), the core's decision, its plan."""
         row = operation_of(request)
+        reads = _item_reads(request, drawn)
+        if found is None:
+            plans.expect_events(1)  # the one event its plan appends: its id with the reads
+            found = fetch_records_together(plans.conn, reads.reads())
+        state, extra = reads.state(plans, found)
         if row.name == "create":
-            task_id = drawn["task_id"]
-            state, _ = _task_state(plans, task_id, request.idempotency_key, creating=True)
             assert created is not None
-            return plans.apply(_planned(decide_task(state, request, now=created, task_id=task_id)))
-        key = request.idempotency_key if row.keyed else None
+            decision = decide_task(state, request, now=created, task_id=reads.task_id)
+            return plans.apply(_planned(decision))
         gather = _INPUTS.get(row.name)
-        extra = () if gather is None else gather.reads(request)
-        state, found = _task_state(plans, request.task_id, key, extra=extra)
         inputs: dict[str, Any] = {}
         if gather is not None:
-            state, inputs = gather.inputs(self, request, state, found)
+            state, inputs = gather.inputs(self, request, state, extra)
         # The time is read once the task is locked: see `_claim`.
         return plans.apply(_planned(decide_task(state, request, now=self._now(), **inputs)))
 
@@ -648,35 +662,75 @@ def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) ->
 Read = tuple[str, dict[str, object], "type[Any] | None"]
 
 
-def _task_state(
-    plans: PlanExecutor,
-    task_id: str,
-    key: str | None,
-    *,
-    creating: bool = False,
-    extra: Sequence[Read] = (),
-) -> tuple[TaskState, list[Any]]:
-    """The task (locked first), the log's tail at its chain, the first answer for `key` (None:
-    a request without a key), for a create the creation sequence it gets, and the operation's
-    `extra` reads: read together, one round trip on PostgreSQL, with the id of the one event
-    its plan appends drawn at its end. The state, and what `extra` found."""
-    chain = chain_of(task_id)
-    reads: list[Read] = [
-        ("get_task_for_update", {"task_id": task_id}, TaskRow),
-        ("chain_tip", {"chain": chain}, ChainTip),
-    ]
-    if key is not None:
-        reads.append(("task_idempotency_get", {"idempotency_key": key}, IdempotencyRow))
-    if creating:
-        reads.append(("tasks_next_seq", {}, None))
-    reads.extend(extra)
-    plans.expect_events(1)
-    found = fetch_records_together(plans.conn, reads)
-    plans.know_tip(chain, found[1])
-    prior = found[2] if key is not None else None
-    next_seq = int(found[len(reads) - len(extra) - 1]) if creating else None
-    state = TaskState(task=found[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
-    return state, found[len(reads) - len(extra) :]
+@attrs.frozen
+class _ItemReads:
+    """What one write on one task reads before its decision: the task (locked first), the
+    log's tail at its chain, the first answer for `key` (None: a request without a key), for a
+    create the creation sequence it gets, and its operation's `extra` reads; read together, one
+    round trip on PostgreSQL, with the id of the one event its plan appends drawn at its end."""
+
+    task_id: str
+    key: str | None
+    creating: bool = False
+    extra: tuple[Read, ...] = ()
+
+    def reads(self) -> list[Read]:
+        found: list[Read] = [
+            ("get_task_for_update", {"task_id": self.task_id}, TaskRow),
+            ("chain_tip", {"chain": chain_of(self.task_id)}, ChainTip),
+        ]
+        if self.key is not None:
+            found.append(("task_idempotency_get", {"idempotency_key": self.key}, IdempotencyRow))
+        if self.creating:
+            found.append(("tasks_next_seq", {}, None))
+        return [*found, *self.extra]
+
+    def state(self, plans: PlanExecutor, found: Sequence[Any]) -> tuple[TaskState, list[Any]]:
+        """The state the reads found, and what the `extra` reads found."""
+        chain = chain_of(self.task_id)
+        plans.know_tip(chain, found[1])
+        own = len(found) - len(self.extra)
+        prior = found[2] if self.key is not None else None
+        next_seq = int(found[own - 1]) if self.creating else None
+        state = TaskState(task=found[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
+        return state, list(found[own:])
+
+
+def _item_reads(request: Any, drawn: Mapping[str, Any]) -> _ItemReads:
+    row = operation_of(request)
+    if row.name == "create":
+        return _ItemReads(drawn["task_id"], request.idempotency_key, creating=True)
+    gather = _INPUTS.get(row.name)
+    return _ItemReads(
+        request.task_id,
+        request.idempotency_key if row.keyed else None,
+        extra=() if gather is None else tuple(gather.reads(request)),
+    )
+
+
+def _read_ahead(plans: PlanExecutor, items: Sequence[_ItemReads]) -> list[list[Any]] | None:
+    """A batch's reads, every item's, in one flight, its events' ids drawn at its end, where
+    the engine's statements cost round trips (`Connection.reads_ahead`) and no item can depend
+    on another's write: each names a task and a key of its own. None: read item by item (on
+    SQLite, or when two items share a task or a key: the second decides on what the first
+    wrote), or a read an item's own step refuses with that item's error."""
+    tasks = [item.task_id for item in items]
+    keys = [item.key for item in items if item.key is not None]
+    if not plans.conn.reads_ahead or len(set(tasks)) < len(tasks) or len(set(keys)) < len(keys):
+        return None
+    reads = [item.reads() for item in items]
+    plans.expect_events(len(items))
+    try:
+        found = fetch_records_together(plans.conn, [read for own in reads for read in own])
+    except LedgerError:
+        # A parameter refused before anything was sent: the item's own step says which.
+        plans.expect_events(0)
+        return None
+    ahead = []
+    for own in reads:
+        ahead.append(found[: len(own)])
+        found = found[len(own) :]
+    return ahead
 
 
 @attrs.frozen

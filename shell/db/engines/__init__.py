@@ -55,6 +55,10 @@ class Connection(Protocol):
     # Its transaction locks the rows it decides on, beside other writers: its events are
     # numbered once decided (`reserve_event_ids`), and it may not extend the ledger's chain.
     row_locked: bool
+    # Its statements cost round trips: a batch of writes on distinct tasks reads every item's
+    # rows in one flight before deciding any (`shell/tasks/ledger.py`), where an engine
+    # without round trips reads item by item.
+    reads_ahead: bool
 
     @property
     def in_transaction(self) -> bool: ...

@@ -209,6 +209,8 @@ class PgConnection:
     dialect = "postgresql"
     # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.
     seal_version = SEAL_VERSION_3
+    # A statement costs a round trip: a batch reads every item's rows in one flight.
+    reads_ahead = True
 
     def __init__(
         self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False
@@ -450,11 +452,15 @@ class PgConnection:
         return int(self.fetch_value("log_next_event_id"))
 
     def reserve_event_ids(self, count: int) -> list[int]:
-        """The ids drawn ahead by the flight just back, when they are enough (and were drawn
-        after this plan's rows were locked: any later flight drops them), else drawn now."""
-        drawn, self._drawn = self._drawn, []
+        """The next ids of those drawn ahead by the flight just back, when they are enough
+        (they were drawn after this plan's rows were locked: any later flight drops them; a
+        batch read ahead draws its items' ids together, after all of its rows were locked),
+        else drawn now."""
+        drawn = self._drawn
         if len(drawn) >= count:
+            self._drawn = drawn[count:]
             return drawn[:count]
+        self._drawn = []
         found = self.fetch_all("log_reserve_event_ids", {"count": count})
         return [int(row["event_id"]) for row in found]
 

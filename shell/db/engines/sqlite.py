@@ -115,6 +115,9 @@ class SqliteConnection(apsw.Connection):
     dialect = "sqlite"
     # SQLite hands ids out in commit order under its one writer: v2 seals cover them.
     seal_version = SEAL_VERSION_2
+    # A statement is a call, not a round trip: a batch reads item by item (its creation
+    # sequence is read after the item before it was written).
+    reads_ahead = False
     row_locked = False
 
     def run_statement(self, name: str, params: Params | None = None) -> apsw.Cursor:
