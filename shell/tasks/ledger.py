@@ -675,25 +675,26 @@ class _ItemReads:
     extra: tuple[Read, ...] = ()
 
     def reads(self) -> list[Read]:
-        found: list[Read] = [
+        # A create's sequence first, as SQLite has always read it (bench/transitions.py's raw
+        # lifecycle follows this order); nothing is locked by drawing it.
+        found: list[Read] = [("tasks_next_seq", {}, None)] if self.creating else []
+        found += [
             ("get_task_for_update", {"task_id": self.task_id}, TaskRow),
             ("chain_tip", {"chain": chain_of(self.task_id)}, ChainTip),
         ]
         if self.key is not None:
             found.append(("task_idempotency_get", {"idempotency_key": self.key}, IdempotencyRow))
-        if self.creating:
-            found.append(("tasks_next_seq", {}, None))
         return [*found, *self.extra]
 
     def state(self, plans: PlanExecutor, found: Sequence[Any]) -> tuple[TaskState, list[Any]]:
         """The state the reads found, and what the `extra` reads found."""
         chain = chain_of(self.task_id)
-        plans.know_tip(chain, found[1])
-        own = len(found) - len(self.extra)
-        prior = found[2] if self.key is not None else None
-        next_seq = int(found[own - 1]) if self.creating else None
-        state = TaskState(task=found[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
-        return state, list(found[own:])
+        next_seq = int(found[0]) if self.creating else None
+        own = found[1:] if self.creating else found
+        plans.know_tip(chain, own[1])
+        prior = own[2] if self.key is not None else None
+        state = TaskState(task=own[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
+        return state, list(own[len(own) - len(self.extra) :])
 
 
 def _item_reads(request: Any, drawn: Mapping[str, Any]) -> _ItemReads:
