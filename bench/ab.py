@@ -1,5 +1,8 @@
 """Two builds of the ledger side by side: a base commit against the working tree, interleaved.
 
+The working tree is built from a copy of what git sees in it (tracked and untracked files, not
+ignored ones), so no earlier build's leftovers reach the measurement.
+
     .venv/bin/python -m bench.ab --base REF            # parts 1, 2, 5 and appends, 5 rounds
     .venv/bin/python -m bench.ab --base REF --only run-appends,run-appends-normal
     .venv/bin/python -m bench.ab --base REF --only transitions-memory --reps 9  # CPU time
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +75,21 @@ def export_commit(ref: str, folder: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
 
 
+def export_tree(root: Path, folder: Path) -> None:
+    """The working tree as git sees it (tracked and untracked files, not ignored ones): a build
+    from it never picks up a `build/` folder (or any other leftover) an earlier build wrote."""
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+    )
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = root / name
+        if source.is_file():  # a tracked file deleted in the tree is not there
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, folder / name)
+
+
 def measure(site: Path, name: str, size: int, scratch: Path) -> float:
     path = scratch / f"{name}-{os.getpid()}-{len(list(scratch.iterdir()))}.db"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
@@ -101,11 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     names = [name for name in args.only.split(",") if name] or list(FIGURES)
     with tempfile.TemporaryDirectory(prefix="aios-ab-") as tmp:
         scratch = Path(tmp)
-        sources = {"base": scratch / "base-source", "new": ROOT}
+        sources = {"base": scratch / "base-source", "new": scratch / "new-source"}
         export_commit(args.base, sources["base"])
         if args.new is not None:
-            sources["new"] = scratch / "new-source"
             export_commit(args.new, sources["new"])
+        else:
+            export_tree(ROOT, sources["new"])
         sites = {"base": scratch / "base", "new": scratch / "new"}
         for side, source in sources.items():
             install(source, sites[side])

@@ -13,7 +13,9 @@ Each repetition, interleaved, in fresh processes on fresh files (`bench.api_agen
 
 Targets (issue 18): lifecycles/s through HTTP >= 0.5x in-process, >= 4 requests per commit,
 heartbeat p99 <= 20 ms, long-poll wake-up p99 <= 50 ms. The agents and the server share the
-machine's cores: on 2 cores the 32 agents' own Python competes with the server's.
+machine's cores: where there are two or more, the server is pinned to the first and the agents
+to the others (`taskset`, `bench.api_agents`; the figure's note says which), so that on 2 cores
+the 32 agents' own Python no longer competes with the server's for one core.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
     beat_p99 = [percentile(o["heartbeat_ms"], 0.99) for o in outcomes["http"]]
     beat_p50 = [percentile(o["heartbeat_ms"], 0.50) for o in outcomes["http"]]
     wake_p50 = [percentile(o["wakeup_ms"], 0.50) for o in outcomes["wakeup"]]
+    pinned = all(o.get("pinned") for o in outcomes["http"])
+    placement = "server on CPU 0, agents on the rest" if pinned else "server and agents unpinned"
     part = "8 HTTP API"
     return [
         figure(
@@ -75,7 +79,7 @@ def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
             f"{AGENTS} HTTP agents FULL",
             summary(values["http"]),
             "lifecycles/s",
-            note=f"{per_agent} lifecycles per agent, 5 calls each",
+            note=f"{per_agent} lifecycles per agent, 5 calls each; {placement}",
         ),
         figure(
             part,

@@ -1,6 +1,7 @@
 """Group commit (shell/db/group_commit.py): writes from many threads share commits, a refused
 work inside a batch rolls back alone (its savepoint) and does not disturb its neighbours, a
-failed COMMIT reaches every waiter, and reads never see a batch before its commit.
+failed COMMIT reaches every waiter, reads never see a batch before its commit, and a lease
+renewal (a heartbeat) is committed ahead of the writes queued before it.
 
 To put several works in one batch without depending on timing, a `Gate` work holds the writer
 inside its transaction until the others are queued (`GroupCommit.queued()`)."""
@@ -18,6 +19,7 @@ import apsw
 import pytest
 from aios_ledger.core import LedgerError, SqlWrite, Statement, WritePlan
 from aios_ledger.shell import Database, TaskLedger, verify_log
+from aios_ledger.shell.db import group_commit
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.group_commit import GroupCommit
 from aios_ledger.shell.db.run import Connection
@@ -169,7 +171,10 @@ def test_a_refused_work_rolls_back_alone_and_its_neighbours_commit(ledger: TaskL
             lambda: ledger.create_tasks(
                 [(_task("task-b"), "key-b"), (_task("task-other", "other"), "key-taken")]
             ),
-            lambda: ledger.heartbeat("task-taken", lease_token="x" * 32, lease_seconds=60),
+            # A stale holder's submit (not a heartbeat: a renewal commits in a batch of its own).
+            lambda: ledger.submit_result(
+                "task-taken", lease_token="x" * 32, result={"summary": "s"}, idempotency_key="s"
+            ),
             lambda: ledger.create_task(_task("task-c"), idempotency_key="key-c"),
         ],
     )
@@ -187,6 +192,75 @@ def test_a_refused_work_rolls_back_alone_and_its_neighbours_commit(ledger: TaskL
     assert ledger.get("task-a")["status"] == ledger.get("task-c")["status"] == "QUEUED"
     assert ledger.events("task-taken") == before
     assert [task["task_id"] for task in ledger.list_tasks()] == ["task-taken", "task-a", "task-c"]
+    ledger.database.stop_group_commit()
+    assert verify_log(ledger.database).intact
+
+
+def _claimed(ledger: TaskLedger, task_id: str) -> str:
+    ledger.create_task(_task(task_id), idempotency_key=f"create-{task_id}")
+    claim = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60, task_id=task_id)
+    assert claim is not None
+    return str(claim["lease_token"])
+
+
+def test_a_heartbeat_commits_before_the_writes_queued_ahead_of_it(ledger: TaskLedger) -> None:
+    token = _claimed(ledger, "task-held")
+    sizes: list[int] = []
+    group = ledger.database.start_group_commit(on_batch=sizes.append)
+    gate = Gate(ledger.database)
+    creates = _queue_in_order(group, [_creating(ledger, f"task-{n}") for n in range(3)])
+    beat = Caller(lambda: ledger.heartbeat("task-held", lease_token=token, lease_seconds=90))
+    _wait_queued(group, 4)
+    gate.open()
+    for caller in (*creates, beat):
+        assert caller.join().error is None
+
+    # The gate alone, the renewal alone (queued last, committed first), then the creates.
+    assert sizes == [1, 1, 3]
+    heartbeat_event = ledger.events("task-held")[-1]
+    assert heartbeat_event["event_type"] == "TASK_HEARTBEAT"
+    created = [ledger.events(f"task-{n}")[0]["event_id"] for n in range(3)]
+    assert heartbeat_event["event_id"] < min(created)
+    ledger.database.stop_group_commit()
+    assert verify_log(ledger.database).intact
+
+
+def test_a_running_batch_commits_early_for_a_waiting_heartbeat(
+    ledger: TaskLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first work of a batch of three waits until a heartbeat is queued: the batch commits
+    that work alone, the heartbeat commits next, the two works not started after it."""
+    monkeypatch.setattr(group_commit, "URGENT_CUT_SECONDS", 0.0)
+    token = _claimed(ledger, "task-held")
+    sizes: list[int] = []
+    group = ledger.database.start_group_commit(on_batch=sizes.append)
+    beats: list[Caller] = []
+
+    def first(conn: Connection) -> None:
+        beats.append(
+            Caller(lambda: ledger.heartbeat("task-held", lease_token=token, lease_seconds=90))
+        )
+        _wait_queued(group, 1)  # the batch's own works are taken: this is the heartbeat
+
+    gate = Gate(ledger.database)
+    callers = _queue_in_order(
+        group,
+        [
+            functools.partial(ledger.database.write, first),
+            _creating(ledger, "task-1"),
+            _creating(ledger, "task-2"),
+        ],
+    )
+    gate.open()
+    for caller in callers:
+        assert caller.join().error is None
+    assert beats[0].join().error is None
+
+    assert sizes == [1, 1, 1, 2]
+    assert group.stats()["works"] == 5  # each work counted once, in the commit that held it
+    ids = [ledger.events(name)[-1]["event_id"] for name in ("task-held", "task-1", "task-2")]
+    assert ledger.events("task-held")[-1]["event_type"] == "TASK_HEARTBEAT"
+    assert ids == sorted(ids)
     ledger.database.stop_group_commit()
     assert verify_log(ledger.database).intact
 

@@ -95,6 +95,20 @@ def test_connections_that_never_finish_their_headers_are_closed(tmp_path: Path) 
             assert client.get("/v1/health").status_code == 200
 
 
+def test_a_request_answered_after_the_header_timeout_keeps_its_connection(tmp_path: Path) -> None:
+    """The header timeout bounds a head, not an answer: a long poll that waits past it is
+    answered on its connection, and the next request's head on the same connection is timed
+    afresh (one client, one connection throughout)."""
+    body = {"capabilities": ["cap-poll-nothing"], "lease_seconds": 60, "wait_seconds": 2}
+    with (
+        ApiServer(tmp_path / "poll.db", "--header-timeout", "1", role_tokens=True) as server,
+        server.client("agent") as agent,
+    ):
+        assert agent.post("/v1/claims", json=body).status_code == 204
+        assert agent.get("/v1/health").status_code == 200
+        assert agent.post("/v1/claims", json=body).status_code == 204
+
+
 def test_a_connection_beyond_the_limit_is_refused_with_a_problem(tmp_path: Path) -> None:
     limit = 4
     flags = ("--header-timeout", "60", "--max-connections", str(limit))

@@ -132,7 +132,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
     from aios_ledger.shell.api.connections import guarded_protocol
-    from aios_ledger.shell.api.served import served_app
+    from aios_ledger.shell.api.served import served_app, settle_startup_heap
 
     host, port = parse_listen(args.listen)
     if (
@@ -159,6 +159,7 @@ def _serve(args: argparse.Namespace) -> int:
     # Bound before anything is opened or announced: an address in use is one clear refusal.
     listener = bind_listener(host, port)
     app = served_app(settings)
+    settle_startup_heap()
     config = uvicorn.Config(
         app,
         host=host,

@@ -169,9 +169,14 @@ class Database:
     def close(self) -> None:
         raise NotImplementedError
 
-    def write(self, work: Callable[[Connection], T], *, row_locked: bool = False) -> T:
+    def write(
+        self, work: Callable[[Connection], T], *, row_locked: bool = False, urgent: bool = False
+    ) -> T:
         """Run `work` in one write transaction (SQLite's `BEGIN IMMEDIATE`); commit, or roll
         back and raise a LedgerError.
+
+        `urgent`: a lease renewal, which group commit takes ahead of the writes queued without
+        it (`group_commit.py`); an engine of concurrent writers has no queue to jump.
 
         `row_locked`: `work` reads every row it decides on with a locking statement
         (`get_task_for_update`, the claim's SKIP LOCKED batch) and appends events only to the

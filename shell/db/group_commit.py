@@ -23,6 +23,17 @@ transaction back after an I/O error in a work), every caller of the batch gets t
 error as a `LedgerError`: nothing of the batch is written. A busy database (another process holds
 the write lock) is retried, whole batch, as `Database.write` retries a transaction.
 
+Lease renewals first: `write(work, urgent=True)` (the store passes it for an operation that
+extends a lease: a heartbeat) puts `work` in a queue of its own, which the writer takes first,
+as a batch of its own, so that a renewal waits neither behind the queued creates and submits
+nor for the works after it in its batch. A batch already running when a renewal arrives
+commits early, at the next work's edge once it has run `URGENT_CUT_SECONDS`: the works it had
+not started go back to the head of the queue, in their order, for the batch after the
+renewals'. Measured with 32 HTTP agents (bench part 8), a heartbeat otherwise spent about half
+of its time in the server waiting for the batch before it and for the works around it in its
+own. Nothing else changes: no answer before its commit, each work in its savepoint, and the
+order of works in a batch was never a promise (they were concurrent calls, none answered).
+
 Reads while group commit is on use connections of their own, one per thread, opened on first use
 and closed by `stop()`; they never see the writer's open transaction. `on_batch(size)` is called
 on the writer thread after each commit (metrics); `stats()` answers batches and works so far.
@@ -35,9 +46,10 @@ A `:memory:` database cannot be shared between connections: group commit on one 
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, ParamSpec, Protocol, TypedDict, TypeVar
@@ -50,6 +62,10 @@ P = ParamSpec("P")
 Work = Callable[[Connection], Any]
 
 MAX_BATCH_LIMIT = 10_000
+# How long a running batch goes on once an urgent work waits: long enough that a stream of
+# heartbeats does not cut every batch to one work (a commit each), short enough that a
+# renewal never waits for a whole batch of 64.
+URGENT_CUT_SECONDS = 0.002
 
 
 class ReaderConnection(Connection, Protocol):
@@ -96,10 +112,6 @@ class _Entry:
         self.future: Future[Any] = Future()
 
 
-class _Stop:
-    """The queue's last item: the writer drains what came before it, then ends."""
-
-
 class _Outcome:
     __slots__ = ("error", "value")
 
@@ -139,10 +151,13 @@ class GroupCommit:
         self._storage_error = storage_error
         self._max_batch = max_batch
         self._on_batch = on_batch
-        self._queue: queue.SimpleQueue[_Entry | _Stop] = queue.SimpleQueue()
+        # The works waiting for the writer: lease renewals first (`write(urgent=True)`).
+        self._urgent: collections.deque[_Entry] = collections.deque()
+        self._waiting: collections.deque[_Entry] = collections.deque()
         self._local = threading.local()
         self._readers: list[ReaderConnection] = []
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._stopped = False
         self._stats: GroupCommitStats = {"batches": 0, "works": 0, "largest_batch": 0}
         self._thread = threading.Thread(target=self._run, name="ledger-group-commit", daemon=True)
@@ -150,15 +165,17 @@ class GroupCommit:
 
     # -- callers --------------------------------------------------------------------------
 
-    def write(self, work: Callable[[Connection], T]) -> T:
-        """Queue `work` and wait for the commit that holds it (or for its own error)."""
+    def write(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
+        """Queue `work` and wait for the commit that holds it (or for its own error).
+        `urgent`: a lease renewal, taken ahead of the works queued without it."""
         if threading.current_thread() is self._thread:
             raise LedgerError("GROUP_COMMIT_REENTERED", "a work may not write again from inside")
         entry = _Entry(work)
-        with self._lock:
+        with self._arrived:
             if self._stopped:
                 raise LedgerError("GROUP_COMMIT_STOPPED", "the database is closing")
-            self._queue.put(entry)
+            (self._urgent if urgent else self._waiting).append(entry)
+            self._arrived.notify()
         result: T = entry.future.result()
         return result
 
@@ -182,7 +199,7 @@ class GroupCommit:
 
     def queued(self) -> int:
         """How many works wait for the writer (approximate while callers come and go)."""
-        return self._queue.qsize()
+        return len(self._urgent) + len(self._waiting)
 
     def stats(self) -> GroupCommitStats:
         with self._lock:
@@ -190,11 +207,11 @@ class GroupCommit:
 
     def stop(self) -> None:
         """Let the writer finish what is queued, end it, close the read connections."""
-        with self._lock:
+        with self._arrived:
             if self._stopped:
                 return
             self._stopped = True
-            self._queue.put(_Stop())
+            self._arrived.notify()
         self._thread.join()
         with self._lock:
             readers, self._readers = self._readers, []
@@ -206,27 +223,35 @@ class GroupCommit:
 
     def _run(self) -> None:
         while True:
-            first = self._queue.get()
-            if isinstance(first, _Stop):
-                return
-            batch = [first]
-            stop = False
-            while len(batch) < self._max_batch:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if isinstance(item, _Stop):
-                    stop = True
-                    break
-                batch.append(item)
+            batch = self._next_batch()
+            if not batch:
+                return  # stopped, and everything queued before the stop is done
             self._commit(batch)
-            if stop:
-                return
+
+    def _next_batch(self) -> list[_Entry]:
+        """Up to `max_batch` queued works: the urgent ones if any wait, else the others (waits
+        for one; [] once stopped with nothing left)."""
+        with self._arrived:
+            while not self._urgent and not self._waiting:
+                if self._stopped:
+                    return []
+                self._arrived.wait()
+            # Renewals commit in a batch of their own, never waiting for the works after them.
+            source = self._urgent if self._urgent else self._waiting
+            return [source.popleft() for _ in range(min(len(source), self._max_batch))]
+
+    def _urgent_waiting(self) -> bool:
+        return bool(self._urgent)  # a deque's length is read atomically
 
     def _commit(self, batch: list[_Entry]) -> None:
         try:
             outcomes = self._db._with_busy_retry(self._attempt, batch)
+            # The works a lease renewal cut off were not started: back to the queue's head.
+            left = batch[len(outcomes) :]
+            batch = batch[: len(outcomes)]
+            if left:
+                with self._arrived:
+                    self._waiting.extendleft(reversed(left))
         except LedgerError as exc:  # DATABASE_BUSY after the retries, or a storage error
             for entry in batch:
                 entry.future.set_exception(exc)
@@ -251,11 +276,22 @@ class GroupCommit:
     def _attempt(self, batch: list[_Entry]) -> list[_Outcome]:
         """One try at the whole batch: BEGIN IMMEDIATE, each work in its savepoint, COMMIT.
         A busy database propagates (the caller retries the batch); a storage error that lost
-        the transaction becomes a LedgerError for everyone."""
+        the transaction becomes a LedgerError for everyone. Once an urgent work waits and the
+        batch has run `URGENT_CUT_SECONDS`, it commits the works it has run (their outcomes:
+        the works after them were not started)."""
         conn = self._db.conn
         execute(conn, "begin_immediate")
+        started = time.monotonic()
+        outcomes: list[_Outcome] = []
         try:
-            outcomes = [self._run_work(conn, entry.work) for entry in batch]
+            for entry in batch:
+                if (
+                    outcomes
+                    and self._urgent_waiting()
+                    and time.monotonic() - started >= URGENT_CUT_SECONDS
+                ):
+                    break
+                outcomes.append(self._run_work(conn, entry.work))
             execute(conn, "commit")
         except _WholeBatchLost as lost:
             self._db._rollback()

@@ -65,7 +65,7 @@ from aios_ledger.core.tasks import (
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
 from aios_ledger.core.tasks.decisions import decide_task
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
-from aios_ledger.core.tasks.transitions import operation_of
+from aios_ledger.core.tasks.transitions import Lease, operation_of
 from aios_ledger.core.work import IdleReason, idle_reason
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.contracts import result_contract
@@ -173,11 +173,12 @@ class TaskLedger:
     def _now(self) -> Timestamp:
         return read_clock(self._clock)
 
-    def _write(self, work: Callable[[Connection], T]) -> T:
+    def _write(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
         """Every write of a task's lifecycle locks the rows it decides on (`get_task_for_update`,
         the claim's and the takeover's SKIP LOCKED batches) and appends only to those tasks'
-        chains, so writers of different tasks run side by side on PostgreSQL."""
-        return self._db.write(work, row_locked=True)
+        chains, so writers of different tasks run side by side on PostgreSQL. `urgent`: a
+        lease renewal (group commit takes it ahead of the other writes)."""
+        return self._db.write(work, row_locked=True, urgent=urgent)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -212,8 +213,14 @@ class TaskLedger:
             )
         drawn = _drawn(request)
         created = self._now() if drawn else None
+        # A renewal is answered before its lease passes, however many writes are queued.
+        renews = row.lease is Lease.EXTEND
         return cast(
-            A, self._write(lambda conn: self._step(PlanExecutor(conn), request, drawn, created))
+            A,
+            self._write(
+                lambda conn: self._step(PlanExecutor(conn), request, drawn, created),
+                urgent=renews,
+            ),
         )
 
     def _apply_all(self, requests: Sequence[TaskRequest[A]]) -> list[A]:

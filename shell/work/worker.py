@@ -296,12 +296,14 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         def stop(signum: int, _frame: object) -> None:
+            # The flag before the log line: a second signal can run this handler again inside
+            # the first one's logging, and must find the worker stopping already.
             if self._stopping:
-                self.log(f"{signal.Signals(signum).name} again, killing the running commands")
                 self._hurried = True
+                self.log(f"{signal.Signals(signum).name} again, killing the running commands")
                 return
-            self.log(f"{signal.Signals(signum).name}, stopping (again to kill the commands now)")
             self.request_stop()
+            self.log(f"{signal.Signals(signum).name}, stopping (again to kill the commands now)")
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)

@@ -668,7 +668,9 @@ class PostgresDatabase(Database):
         ledger = hashlib.sha256(str(self.path).encode("utf-8")).hexdigest()[:16]
         return Path(data_home, "aios-ledger", kind, ledger)
 
-    def write(self, work: Callable[[Connection], T], *, row_locked: bool = False) -> T:
+    def write(
+        self, work: Callable[[Connection], T], *, row_locked: bool = False, urgent: bool = False
+    ) -> T:
         return self._pg_transaction(ROW_LOCKED if row_locked else EXCLUSIVE, work)
 
     def read(self, work: Callable[[Connection], T]) -> T:
