@@ -147,7 +147,9 @@ def _run(server: Server, *, size: Size, reps: int) -> list[dict[str, Any]]:
     ]
     targets = (
         ("ledger x1", "procrastinate x1", ">= 1"),
-        ("ledger-batched x1", "pgqueuer-asyncpg x1", ">= 1"),
+        ("ledger-batched x1", "pgqueuer-asyncpg x1", ">= 0.7"),
+        ("ledger x4", "ledger x1", ">= 1.8"),
+        ("ledger-batched x4", "ledger-batched x1", ""),
         ("ledger-batched x1", "pgqueuer-psycopg x1", ""),
         ("ledger x1", "raw-pipelined x1", ">= 0.7"),
         ("ledger x1", "raw x1", ""),

@@ -350,9 +350,10 @@ class RawLoop:
             self._one("get_task", {"task_id": task_id})
             tip = self._tip(task_id)
             self._idempotency(key)
+            # The attempt's proposal, which a governed task's result must match (none here),
+            # read with the task (on PostgreSQL in the same round trip).
+            self._one("get_task_proposal_of_current_attempt", {"task_id": task_id})
             event_id = self._next_event_id()
-            # The attempt's proposal, which a governed task's result must match (none here).
-            self._one("get_task_proposal", {"task_id": task_id, "attempt": 1})
             self._cas(
                 task_id,
                 "SUBMITTED",

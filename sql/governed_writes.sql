@@ -82,6 +82,16 @@ SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, 
        scan_seconds
 FROM task_proposals WHERE task_id = :task_id AND attempt = :attempt;
 
+-- name: get_task_proposal_of_current_attempt
+-- returns: ProposalRow
+-- get_task_proposal at the task's own attempt, so that a submit reads it in the same round trip
+-- as the task it locks (read after the lock: the attempt is the one the submit decides on).
+SELECT p.proposal_id, p.task_id, p.attempt, p.repository, p.agent_id, p.base_oid, p.head_oid,
+       p.bundle_sha256, p.bundle_bytes, p.refs_json, p.changed_files_json, p.facts_json,
+       p.created_at, p.scan_bytes, p.scan_seconds
+FROM task_proposals AS p JOIN tasks AS t ON t.task_id = p.task_id AND t.attempt = p.attempt
+WHERE p.task_id = :task_id;
+
 -- name: task_proposals_of_task
 SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
        bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes,

@@ -98,6 +98,7 @@ SQLITE_ALONE = frozenset(
 # PostgreSQL's alone: its schema, locks, id sequences and the copy's inserts.
 POSTGRESQL_ALONE = frozenset(
     [
+        "begin_read_committed",
         "begin_row_locked",
         "copy_insert_agent_scan_charges",
         "copy_insert_commit_attestations",
@@ -134,6 +135,9 @@ POSTGRESQL_ALONE = frozenset(
         "log_peek_next_event_id",
         "log_quiesce",
         "log_reserve_event_ids",
+        "tasks_cas_update_checked",
+        "writer_settings_exclusive",
+        "writer_settings_shared",
     ]
 )
 

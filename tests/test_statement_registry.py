@@ -32,6 +32,7 @@ UNPREPARABLE = {
     "begin_immediate",
     "begin_row_locked",
     "begin_read",
+    "begin_read_committed",
     "commit",
     "rollback",
     "create_search_path_schema",

@@ -78,6 +78,13 @@ class PlanExecutor:
         tips = {chain: self._tips[chain] for chain in chains}
         return LogTail(self._next_event_id, tips, self._seal_version)
 
+    def expect_events(self, count: int) -> None:
+        """The next plan will likely append `count` events: in a row-locked write their ids
+        are drawn with the next reads (`Connection.draw_event_ids_ahead`), after the rows
+        those lock; a plan that needs more draws them when decided, as before."""
+        if self._row_locked:
+            self.conn.draw_event_ids_ahead(count)
+
     def know_tip(self, chain: str, tip: ChainTip | None) -> None:
         """The tip of `chain` as the caller read it with the rows it decides on (one round
         trip for all of them); None: the chain has no event yet."""

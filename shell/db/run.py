@@ -29,6 +29,7 @@ __all__ = [
     "fetch_all",
     "fetch_one",
     "fetch_record",
+    "fetch_record_lists_together",
     "fetch_records_together",
     "fetch_value",
     "revision_conflict",
@@ -54,11 +55,19 @@ def fetch_record(conn: Connection, name: str, params: Params | None, record: typ
 
 
 def fetch_records_together(
-    conn: Connection, reads: Sequence[tuple[str, Params | None, type[Any]]]
+    conn: Connection, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
 ) -> list[Any]:
-    """Each read's first row as its record (see `fetch_record`), or None: on an engine with
-    round trips (PostgreSQL) the reads a decision needs go in one of them."""
+    """Each read's first row as its record (see `fetch_record`; a record of None: the first
+    column's value), or None: on an engine with round trips (PostgreSQL) the reads a decision
+    needs go in one of them."""
     return conn.fetch_records_together(reads)
+
+
+def fetch_record_lists_together(
+    conn: Connection, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
+) -> list[list[Any]]:
+    """Every row of each read as its record, as `fetch_records_together` reads them together."""
+    return conn.fetch_record_lists_together(reads)
 
 
 def stream_records(

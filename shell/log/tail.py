@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from aios_ledger.core import ChainTip, LogTail
 from aios_ledger.core.log.seals import empty_chain_tip
-from aios_ledger.shell.db.run import Connection, fetch_record
+from aios_ledger.shell.db.run import Connection, fetch_records_together
 
 
 def read_next_event_id(conn: Connection) -> int:
@@ -16,12 +16,14 @@ def read_next_event_id(conn: Connection) -> int:
 
 
 def read_chain_tips(conn: Connection, chains: Iterable[str]) -> dict[str, ChainTip]:
-    """The tip of each of `chains`: its last seal, or the empty tip of a chain with no event."""
-    tips = {}
-    for chain in chains:
-        tip = fetch_record(conn, "chain_tip", {"chain": chain}, ChainTip)
-        tips[chain] = empty_chain_tip(chain) if tip is None else tip
-    return tips
+    """The tip of each of `chains`: its last seal, or the empty tip of a chain with no event;
+    read together (one round trip on PostgreSQL, however many chains)."""
+    wanted = list(dict.fromkeys(chains))
+    found = fetch_records_together(conn, [("chain_tip", {"chain": c}, ChainTip) for c in wanted])
+    return {
+        chain: empty_chain_tip(chain) if tip is None else tip
+        for chain, tip in zip(wanted, found, strict=True)
+    }
 
 
 def read_log_tail(conn: Connection, chains: Iterable[str]) -> LogTail:

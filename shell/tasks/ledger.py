@@ -51,6 +51,7 @@ from aios_ledger.core import (
     chain_of,
 )
 from aios_ledger.core.batches import each_item, structure_batch
+from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.plan import Decision
@@ -74,11 +75,13 @@ from aios_ledger.shell.db.connection import (
     Row,
     fetch_all,
     fetch_record,
-    fetch_value,
     stream_records,
 )
-from aios_ledger.shell.db.run import Connection, fetch_records_together
-from aios_ledger.shell.git.proposals import proposal_row
+from aios_ledger.shell.db.run import (
+    Connection,
+    fetch_record_lists_together,
+    fetch_records_together,
+)
 
 # How many passed leases one claim takes over before it claims: a claim stays short, and the
 # claims after it take over the rest.
@@ -103,18 +106,6 @@ def new_lease_token() -> str:
 
 def _task(conn: Connection, task_id: str) -> TaskRow | None:
     return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
-
-
-def _locked_task(conn: Connection, task_id: str) -> TaskRow | None:
-    """The task a write decides on, under its row lock (every write here is row-locked: see
-    `_write`): read before its chain's tip, which only the holder of the row extends."""
-    return fetch_record(conn, "get_task_for_update", {"task_id": task_id}, TaskRow)
-
-
-def _prior(conn: Connection, key: str | None) -> IdempotencyRow | None:
-    if key is None:
-        return None
-    return fetch_record(conn, "task_idempotency_get", {"idempotency_key": key}, IdempotencyRow)
 
 
 class TaskLedger:
@@ -183,8 +174,8 @@ class TaskLedger:
         return read_clock(self._clock)
 
     def _write(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
-        """Every write of a task's lifecycle locks the rows it decides on (`_locked_task`, the
-        claim's and the takeover's SKIP LOCKED batches) and appends only to those tasks'
+        """Every write of a task's lifecycle locks the rows it decides on (`get_task_for_update`,
+        the claim's and the takeover's SKIP LOCKED batches) and appends only to those tasks'
         chains, so writers of different tasks run side by side on PostgreSQL. `urgent`: a
         lease renewal (group commit takes it ahead of the other writes)."""
         return self._db.write(work, row_locked=True, urgent=urgent)
@@ -242,33 +233,48 @@ class TaskLedger:
         drawn = [_drawn(request) for request in requests]
         created = self._now() if any(drawn) else None
 
+        reads = [_item_reads(request, item) for request, item in zip(requests, drawn, strict=True)]
+
         def write(conn: Connection) -> list[A]:
             plans = PlanExecutor(conn)
+            ahead = _read_ahead(plans, reads)
             return each_item(
-                list(zip(requests, drawn, strict=True)),
-                lambda item: cast(A, self._step(plans, item[0], item[1], created)),
+                list(range(len(requests))),
+                lambda n: cast(
+                    A,
+                    self._step(
+                        plans, requests[n], drawn[n], created, None if ahead is None else ahead[n]
+                    ),
+                ),
             )
 
         return self._write(write)
 
     def _step(
-        self, plans: PlanExecutor, request: Any, drawn: Mapping[str, Any], created: Timestamp | None
+        self,
+        plans: PlanExecutor,
+        request: Any,
+        drawn: Mapping[str, Any],
+        created: Timestamp | None,
+        found: Sequence[Any] | None = None,
     ) -> Any:
-        """One write on one task inside the caller's transaction: its rows read (the task
-        locked, its chain's tip, any first answer for its key), the core's decision, its plan."""
+        """One write on one task inside the caller's transaction: its rows read together (the
+        task locked, its chain's tip, any first answer for its key, what its operation reads
+        besides; `found`: read ahead with the rest of a batch), the core's decision, its plan."""
         row = operation_of(request)
+        reads = _item_reads(request, drawn)
+        if found is None:
+            plans.expect_events(1)  # the one event its plan appends: its id with the reads
+            found = fetch_records_together(plans.conn, reads.reads())
+        state, extra = reads.state(plans, found)
         if row.name == "create":
-            task_id = drawn["task_id"]
-            next_seq = int(fetch_value(plans.conn, "tasks_next_seq"))
-            state = _task_state(plans, task_id, request.idempotency_key, next_seq=next_seq)
             assert created is not None
-            return plans.apply(_planned(decide_task(state, request, now=created, task_id=task_id)))
-        key = request.idempotency_key if row.keyed else None
-        state = _task_state(plans, request.task_id, key)
+            decision = decide_task(state, request, now=created, task_id=reads.task_id)
+            return plans.apply(_planned(decision))
         gather = _INPUTS.get(row.name)
         inputs: dict[str, Any] = {}
         if gather is not None:
-            state, inputs = gather(self, plans, request, state)
+            state, inputs = gather.inputs(self, request, state, extra)
         # The time is read once the task is locked: see `_claim`.
         return plans.apply(_planned(decide_task(state, request, now=self._now(), **inputs)))
 
@@ -293,17 +299,31 @@ class TaskLedger:
             refuse_ungranted(claim.capabilities, ceiling)  # before any read or takeover
             plans = PlanExecutor(conn)
             now = self._now()
-            prior = None if batch is not None else _prior(conn, claim.idempotency_key)
+            key = None if batch is not None else claim.idempotency_key
+            # The first answer for its key, the passed leases and the task (or the candidates),
+            # locked as they are read, in one round trip: a replay then ignores the rows it
+            # locked, and lets them go at its commit, a moment later.
+            reads: list[Read] = [
+                ("tasks_expired_leases", {"now": now.text, "limit": TAKEOVER_BATCH}, TaskRow),
+                (
+                    ("get_task_for_update", {"task_id": claim.task_id}, TaskRow)
+                    if claim.task_id is not None
+                    else _candidates(claim, now, count)
+                ),
+            ]
+            if key is not None:
+                reads.append(("task_idempotency_get", {"idempotency_key": key}, IdempotencyRow))
+            found = fetch_record_lists_together(conn, reads)
+            prior = found[2][0] if key is not None and found[2] else None
             task: TaskRow | None = None
             passed: tuple[TaskRow, ...] = ()
             candidates: tuple[TaskRow, ...] = ()
             if prior is None:
-                params = {"now": now.text, "limit": TAKEOVER_BATCH}
-                passed = tuple(stream_records(conn, "tasks_expired_leases", params, TaskRow))
+                passed = tuple(found[0])
                 if claim.task_id is not None:
-                    task = _locked_task(conn, claim.task_id)
+                    task = found[1][0] if found[1] else None
                 else:
-                    candidates = _candidates(conn, claim, now, count)
+                    candidates = tuple(found[1])
                 # The claim's time is read once its tasks are locked. Beside other writers
                 # (PostgreSQL) a task may have been released or taken over after `now` was
                 # read, and its events' times must not go back along its chain; the core
@@ -311,6 +331,8 @@ class TaskLedger:
                 now = self._now()
             read = (*passed, *([] if task is None else [task]), *candidates)
             chains = dict.fromkeys(chain_of(row.task_id) for row in read)
+            # A takeover and a claim append one event each: their ids come with the tips.
+            plans.expect_events(len(read))
             state = TaskState(
                 task=task,
                 tail=plans.tail(*chains),
@@ -622,14 +644,14 @@ def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
 
 
 def _candidates(
-    conn: Connection, request: ClaimRequest, now: Timestamp, count: int
-) -> tuple[TaskRow, ...]:
-    """The first `count` tasks this claimer may take now, in claim order, as the engine's one
-    candidate statement finds them (filtered by capability too, and on PostgreSQL locked
-    SKIP LOCKED as they are read, so it reads as many as it takes)."""
+    request: ClaimRequest, now: Timestamp, count: int
+) -> tuple[str, dict[str, object], type[TaskRow]]:
+    """The read of the first `count` tasks this claimer may take now, in claim order, as the
+    engine's one candidate statement finds them (filtered by capability too, and on PostgreSQL
+    locked SKIP LOCKED as they are read, so it reads as many as it takes)."""
     names: list[JsonValue] = [str(name) for name in sorted(request.capabilities)]
     params = {"now": now.text, "limit": count, "offered_json": encode_checked(names)}
-    return tuple(stream_records(conn, "tasks_claim_candidates", params, TaskRow))
+    return ("tasks_claim_candidates", params, TaskRow)
 
 
 def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) -> ExpireAnswer:
@@ -644,56 +666,129 @@ def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) ->
     return nothing if decision is None else cast(ExpireAnswer, plans.apply(decision))
 
 
-def _task_state(
-    plans: PlanExecutor, task_id: str, key: str | None, *, next_seq: int | None = None
-) -> TaskState:
-    """The task (locked first), the log's tail at its chain, and the first answer for `key`
-    (None: a request without a key): read together, one round trip on PostgreSQL."""
-    chain = chain_of(task_id)
-    reads: list[tuple[str, dict[str, object], type[Any]]] = [
-        ("get_task_for_update", {"task_id": task_id}, TaskRow),
-        ("chain_tip", {"chain": chain}, ChainTip),
-    ]
-    if key is not None:
-        reads.append(("task_idempotency_get", {"idempotency_key": key}, IdempotencyRow))
-    found = fetch_records_together(plans.conn, reads)
-    plans.know_tip(chain, found[1])
-    prior = found[2] if key is not None else None
-    return TaskState(task=found[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
+Read = tuple[str, dict[str, object], "type[Any] | None"]
 
 
-_Gather = Callable[["TaskLedger", PlanExecutor, Any, TaskState], tuple[TaskState, dict[str, Any]]]
+@attrs.frozen
+class _ItemReads:
+    """What one write on one task reads before its decision: the task (locked first), the
+    log's tail at its chain, the first answer for `key` (None: a request without a key), for a
+    create the creation sequence it gets, and its operation's `extra` reads; read together, one
+    round trip on PostgreSQL, with the id of the one event its plan appends drawn at its end."""
+
+    task_id: str
+    key: str | None
+    creating: bool = False
+    extra: tuple[Read, ...] = ()
+
+    def reads(self) -> list[Read]:
+        # A create's sequence first, as SQLite has always read it (bench/transitions.py's raw
+        # lifecycle follows this order); nothing is locked by drawing it.
+        found: list[Read] = [("tasks_next_seq", {}, None)] if self.creating else []
+        found += [
+            ("get_task_for_update", {"task_id": self.task_id}, TaskRow),
+            ("chain_tip", {"chain": chain_of(self.task_id)}, ChainTip),
+        ]
+        if self.key is not None:
+            found.append(("task_idempotency_get", {"idempotency_key": self.key}, IdempotencyRow))
+        return [*found, *self.extra]
+
+    def state(self, plans: PlanExecutor, found: Sequence[Any]) -> tuple[TaskState, list[Any]]:
+        """The state the reads found, and what the `extra` reads found."""
+        chain = chain_of(self.task_id)
+        next_seq = int(found[0]) if self.creating else None
+        own = found[1:] if self.creating else found
+        plans.know_tip(chain, own[1])
+        prior = own[2] if self.key is not None else None
+        state = TaskState(task=own[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
+        return state, list(own[len(own) - len(self.extra) :])
+
+
+def _item_reads(request: Any, drawn: Mapping[str, Any]) -> _ItemReads:
+    row = operation_of(request)
+    if row.name == "create":
+        return _ItemReads(drawn["task_id"], request.idempotency_key, creating=True)
+    gather = _INPUTS.get(row.name)
+    return _ItemReads(
+        request.task_id,
+        request.idempotency_key if row.keyed else None,
+        extra=() if gather is None else tuple(gather.reads(request)),
+    )
+
+
+def _read_ahead(plans: PlanExecutor, items: Sequence[_ItemReads]) -> list[list[Any]] | None:
+    """A batch's reads, every item's, in one flight, its events' ids drawn at its end, where
+    the engine's statements cost round trips (`Connection.reads_ahead`) and no item can depend
+    on another's write: each names a task and a key of its own. None: read item by item (on
+    SQLite, or when two items share a task or a key: the second decides on what the first
+    wrote), or a read an item's own step refuses with that item's error."""
+    tasks = [item.task_id for item in items]
+    keys = [item.key for item in items if item.key is not None]
+    if not plans.conn.reads_ahead or len(set(tasks)) < len(tasks) or len(set(keys)) < len(keys):
+        return None
+    reads = [item.reads() for item in items]
+    plans.expect_events(len(items))
+    try:
+        found = fetch_records_together(plans.conn, [read for own in reads for read in own])
+    except LedgerError:
+        # A parameter refused before anything was sent: the item's own step says which.
+        plans.expect_events(0)
+        return None
+    ahead = []
+    for own in reads:
+        ahead.append(found[: len(own)])
+        found = found[len(own) :]
+    return ahead
+
+
+@attrs.frozen
+class _Gather:
+    """What an operation's decision needs besides its rows: `reads`, sent with the task's
+    (one round trip), and `inputs`, the decision's keyword arguments from what they found
+    (and the state, evolved)."""
+
+    reads: Callable[[Any], Sequence[Read]]
+    inputs: Callable[[TaskLedger, Any, TaskState, Sequence[Any]], tuple[TaskState, dict[str, Any]]]
+
+
+def _submit_reads(request: SubmitRequest) -> Sequence[Read]:
+    # What the attempt proposed to a governed repository (issue 19), if it did.
+    return [("get_task_proposal_of_current_attempt", {"task_id": request.task_id}, ProposalRow)]
 
 
 def _submit_inputs(
-    ledger: TaskLedger, plans: PlanExecutor, request: SubmitRequest, state: TaskState
+    ledger: TaskLedger, request: SubmitRequest, state: TaskState, found: Sequence[Any]
 ) -> tuple[TaskState, dict[str, Any]]:
-    task = state.task
     inputs = {
         "contracts": _result_contracts(),
         "jitter": ledger._jitter(),
-        # What the attempt proposed to a governed repository (issue 19), if it did.
-        "proposal": None if task is None else proposal_row(plans.conn, task.task_id, task.attempt),
+        "proposal": None if state.task is None else found[0],
     }
     return state, inputs
 
 
+def _verify_reads(request: VerifyRequest) -> Sequence[Read]:
+    if request.agent_id is None:
+        return []
+    # Who wrote the result, for the separation of duties.
+    params: dict[str, object] = {"task_id": request.task_id, "event_type": RESULT_SUBMITTED}
+    return [("task_result_author", params, None)]
+
+
 def _verify_inputs(
-    ledger: TaskLedger, plans: PlanExecutor, request: VerifyRequest, state: TaskState
+    ledger: TaskLedger, request: VerifyRequest, state: TaskState, found: Sequence[Any]
 ) -> tuple[TaskState, dict[str, Any]]:
-    if request.agent_id is not None:  # who wrote the result, for the separation of duties
-        author = fetch_value(
-            plans.conn,
-            "task_result_author",
-            {"task_id": request.task_id, "event_type": RESULT_SUBMITTED},
-        )
-        state = attrs.evolve(state, result_author=author)
+    if request.agent_id is not None:
+        state = attrs.evolve(state, result_author=found[0])
     return state, {"jitter": ledger._jitter()}
 
 
 # What an operation's decision needs besides its rows, read or drawn by the shell (by name; an
 # operation without an entry needs nothing but its rows and the clock).
-_INPUTS: Mapping[str, _Gather] = {"submit": _submit_inputs, "verify": _verify_inputs}
+_INPUTS: Mapping[str, _Gather] = {
+    "submit": _Gather(_submit_reads, _submit_inputs),
+    "verify": _Gather(_verify_reads, _verify_inputs),
+}
 
 
 @functools.cache

@@ -28,6 +28,25 @@ SET LOCAL enable_bitmapscan = off;
 SET LOCAL jit = off;
 SELECT pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
 
+-- name: begin_read_committed!
+-- A write's BEGIN as its first flight sends it (psycopg's pipeline: one statement a text, so
+-- begin_immediate and begin_row_locked are sent as this and the writer's settings below, in
+-- the same round trip as the write's first reads).
+BEGIN ISOLATION LEVEL READ COMMITTED;
+
+-- name: writer_settings_exclusive$
+-- begin_immediate's settings and lock, after begin_read_committed (set_config(..., true) is
+-- SET LOCAL).
+SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
+       set_config('jit', 'off', true),
+       pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
+
+-- name: writer_settings_shared$
+-- begin_row_locked's settings and lock, after begin_read_committed.
+SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
+       set_config('jit', 'off', true),
+       pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
+
 -- name: log_quiesce$
 -- Waits until no writer is inside a transaction (the exclusive ledger lock, taken and let go
 -- at this transaction's end): a head read after it sees every id handed out so far either

@@ -7,7 +7,8 @@ the only place that names its driver; everything above it talks to the two proto
 
 - `Connection`: what a transaction's work gets. It runs named statements (the texts of its
   `dialect` in `shell/db/statements.py`, under the names of `core/statements.py`), runs a
-  plan's statements, streams rows, reserves event ids, and says how its events are sealed and
+  plan's statements (on PostgreSQL, with the next flight: see its module), streams rows,
+  reserves event ids, and says how its events are sealed and
   how its claim reads its candidates.
 - the Database (`connection.Database`): transactions (`write`, `read`), streaming reads
   (`cursor_rows`), whether its event ids are dense, where its files live, whether it takes a
@@ -54,6 +55,10 @@ class Connection(Protocol):
     # Its transaction locks the rows it decides on, beside other writers: its events are
     # numbered once decided (`reserve_event_ids`), and it may not extend the ledger's chain.
     row_locked: bool
+    # Its statements cost round trips: a batch of writes on distinct tasks reads every item's
+    # rows in one flight before deciding any (`shell/tasks/ledger.py`), where an engine
+    # without round trips reads item by item.
+    reads_ahead: bool
 
     @property
     def in_transaction(self) -> bool: ...
@@ -68,9 +73,17 @@ class Connection(Protocol):
         ...
 
     def fetch_records_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any]]]
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
     ) -> list[Any]:
-        """Each read's first row as its record, or None (one round trip where it can)."""
+        """Each read's first row as its record (a record of None: its first column's value),
+        or None (one round trip where it can)."""
+        ...
+
+    def fetch_record_lists_together(
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
+    ) -> list[list[Any]]:
+        """Every row of each read as its record (None: its first column's value), one round
+        trip where it can."""
         ...
 
     def stream_records(
@@ -117,6 +130,12 @@ class Connection(Protocol):
 
     def event_ids_used(self, next_event_id: int) -> None:
         """After a plan under the exclusive lock: ids below `next_event_id` are taken."""
+        ...
+
+    def draw_event_ids_ahead(self, count: int) -> None:
+        """In a row-locked write: the next plan will likely number `count` events; an engine
+        whose statements cost round trips draws their ids with the next reads it sends (after
+        the rows those lock), so that `reserve_event_ids` needs no round trip of its own."""
         ...
 
     def execute(self, text: str, params: Any = None, /) -> Any:

@@ -150,18 +150,67 @@ def _raw_texts() -> dict[str, str]:
 _RAW_TEXTS = _raw_texts()
 
 
+def _has_rows(cursor: psycopg.Cursor[Any]) -> bool:
+    """Whether the statement returned rows (a SELECT, a RETURNING), asked of its result: its
+    `description` would build a column object per column on every read."""
+    result = cursor.pgresult
+    return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
+
+
 def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
     description = cursor.description
     return None if description is None else tuple([column.name for column in description])
 
 
+@attrs.frozen
+class _Queued:
+    """A statement that waits for the connection's next flight: the transaction's BEGIN and
+    lock, or a plan's write, whose row count is checked when its result is back (`checked`:
+    its text fails on the server unless it changed exactly one row)."""
+
+    text: str
+    params: dict[str, Any] | None
+    write: SqlWrite | None = None
+    error: type[LedgerError] = LedgerError
+    checked: bool = False
+
+
+# The statements a transaction's BEGIN is, as its first flight sends them (a pipeline takes one
+# statement a text).
+_BEGIN_STATEMENTS = {
+    "begin_immediate": ("begin_read_committed", "writer_settings_exclusive"),
+    "begin_row_locked": ("begin_read_committed", "writer_settings_shared"),
+    "begin_read": ("begin_read",),
+}
+# Guarded writes whose `<name>_checked` text fails on the server when the guard misses.
+_CHECKED = {name: f"{name}_checked" for name in _TEXTS if f"{name}_checked" in _TEXTS}
+
+
+def _text(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+    """A named statement's text and its parameters as psycopg binds them (without parameters,
+    the text as written: it holds no placeholder, and a `%` in it is no format)."""
+    if params:
+        return _TEXTS[name], bindable(name, params)
+    return _RAW_TEXTS[name], None
+
+
 class PgConnection:
     """What a transaction's work gets on PostgreSQL (the ledger's `engines.Connection`): one
-    psycopg connection (autocommit, its transactions are the Database's own BEGIN/COMMIT)."""
+    psycopg connection (autocommit, its transactions are the Database's own BEGIN/COMMIT).
+
+    Round trips are what a transition costs here, so statements travel in flights (psycopg's
+    pipeline, one round trip each): the BEGIN and the write lock wait for the transaction's
+    first reads and go with them; a plan's writes wait for the next flight, the next reads of
+    the same transaction or its COMMIT (`commit`), and their row counts are checked when they
+    are back; event ids a plan will need are drawn at the end of the flight that locks its rows
+    (`draw_event_ids_ahead`). A transition is then one flight for its reads and one for its
+    plan and COMMIT."""
 
     dialect = "postgresql"
     # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.
     seal_version = SEAL_VERSION_3
+    # A statement costs a round trip: a batch reads every item's rows in one flight.
+    reads_ahead = True
 
     def __init__(
         self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False
@@ -171,14 +220,90 @@ class PgConnection:
         self.row_locked = row_locked
         # Its transaction reads only (a preview decides, and draws no id).
         self.read_only = read_only
+        self._queued: list[_Queued] = []
+        self._begun = False  # a BEGIN is queued or sent
+        self._draw_ahead = 0
+        self._drawn: list[int] = []
+
+    # -- flights -------------------------------------------------------------------------------
+
+    def begin(self, mode: str) -> None:
+        """Open the transaction `mode` names (its BEGIN statement): queued for the first flight."""
+        self._queued.extend(_Queued(*_text(name, None)) for name in _BEGIN_STATEMENTS[mode])
+        self._begun = True
+
+    def commit(self) -> None:
+        """What waits and the COMMIT, in one flight (a plan's writes whose guard the server
+        does not check go one flight before, so that a missed guard commits nothing). A read
+        that sent nothing has nothing to commit."""
+        if self.read_only and not self.in_transaction_on_server:
+            self._queued.clear()
+            self._begun = False
+            return
+        if any(
+            q.write is not None and q.write.statement.guarded and not q.checked
+            for q in self._queued
+        ):
+            self._flight(())
+        self._flight((), commit=True)
+        self._begun = False
+
+    def rollback(self) -> None:
+        """Drop what waits; roll back what the server began."""
+        self._queued.clear()
+        self._draw_ahead = 0
+        self._drawn = []
+        self._begun = False
+        if not self.raw.closed and self.in_transaction_on_server:
+            self.raw.execute(_RAW_TEXTS["rollback"].encode())
+
+    @property
+    def in_transaction_on_server(self) -> bool:
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def _flight(
+        self, items: Sequence[tuple[str, Mapping[str, Any] | None]], *, commit: bool = False
+    ) -> list[psycopg.Cursor[Any]]:
+        """What waits, then `items`, then the event ids drawn ahead, then (`commit`) COMMIT, in
+        one pipeline: one round trip. The cursors of `items`, in order."""
+        statements = [(queued.text, queued.params) for queued in self._queued]
+        statements.extend(_text(name, params) for name, params in items)
+        queued, self._queued = self._queued, []
+        draw, self._draw_ahead = self._draw_ahead, 0
+        self._drawn = []
+        if draw:
+            statements.append(_text("log_reserve_event_ids", {"count": draw}))
+        if commit:
+            statements.append(_text("commit", None))
+        cursors: list[psycopg.Cursor[Any]] = []
+        failed: psycopg.Error | None = None
+        try:
+            with self.raw.pipeline():
+                for text, params in statements:
+                    cursor = self.raw.cursor()
+                    cursor.execute(text, params)
+                    cursors.append(cursor)
+        except psycopg.Error as exc:
+            failed = exc
+        _check_writes(queued, cursors, failed)
+        if failed is not None:
+            raise failed
+        if draw:
+            self._drawn = [int(row[0]) for row in cursors[len(queued) + len(items)]]
+        return cursors[len(queued) : len(queued) + len(items)]
+
+    def flush(self) -> None:
+        """Send what waits (before a statement that cannot travel in a pipeline)."""
+        if self._queued or self._draw_ahead:
+            self._flight(())
+
+    def draw_event_ids_ahead(self, count: int) -> None:
+        """Draw `count` event ids at the end of the next flight, after the rows its reads lock:
+        the next plan's `reserve_event_ids` takes them without a round trip of its own."""
+        self._draw_ahead = count
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
-        cursor = self.raw.cursor()
-        if params:
-            cursor.execute(_TEXTS[name], bindable(name, params))
-        else:
-            cursor.execute(_RAW_TEXTS[name])
-        return cursor
+        return self._flight(((name, params),))[0]
 
     def run_together(
         self, items: Sequence[tuple[str, Mapping[str, Any] | None]]
@@ -186,42 +311,11 @@ class PgConnection:
         """Reads in one pipeline (one round trip), their cursors in order: the server runs
         them one after the other, each on a snapshot of its own, so a read after a locking
         read sees what was committed before the lock was granted."""
-        cursors: list[psycopg.Cursor[Any]] = []
-        with self.raw.pipeline():
-            for name, params in items:
-                cursor = self.raw.cursor()
-                if params:
-                    cursor.execute(_TEXTS[name], bindable(name, params))
-                else:
-                    cursor.execute(_RAW_TEXTS[name])
-                cursors.append(cursor)
-        return cursors
-
-    def run_pipeline(
-        self, items: Sequence[tuple[str, Mapping[str, Any]]]
-    ) -> tuple[list[int], psycopg.Error | None]:
-        """A plan's statements in one pipeline (one round trip): the rows each changed, as far
-        as they ran, and the error that stopped them, if one did (the transaction is then
-        aborted: the caller raises, and the Database rolls back)."""
-        cursors: list[psycopg.Cursor[Any]] = []
-        failed: psycopg.Error | None = None
-        try:
-            with self.raw.pipeline():
-                for name, params in items:
-                    cursor = self.raw.cursor()
-                    cursor.execute(_TEXTS[name], bindable(name, params))
-                    cursors.append(cursor)
-        except psycopg.Error as exc:
-            failed = exc
-        counts = []
-        for cursor in cursors:
-            if cursor.pgresult is None:
-                break
-            counts.append(max(cursor.rowcount, 0))
-        return counts, failed
+        return self._flight(items)
 
     def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """One statement over many rows, pipelined (psycopg's executemany)."""
+        self.flush()
         with self.raw.cursor() as cursor:
             cursor.executemany(_TEXTS[name], [bindable(name, row) for row in rows])
 
@@ -230,6 +324,7 @@ class PgConnection:
     ) -> psycopg.ServerCursor[Any]:
         """A server-side cursor over a read statement (inside the caller's transaction), for
         reads that stream a whole table: rows come in pages, never all at once."""
+        self.flush()
         cursor = self.raw.cursor(name=cursor_name)
         cursor.itersize = 2000
         if params:
@@ -244,6 +339,7 @@ class PgConnection:
         """Ad-hoc SQL, as apsw's `Connection.execute` takes it (`:name` or `?` parameters):
         for tools and tests that look at a ledger's tables; the ledger itself names its
         statements (`run`)."""
+        self.flush()
         if isinstance(params, Mapping):
             return self.raw.execute(postgresql_text(text).encode(), bindable("sql", params))
         if params:
@@ -252,11 +348,12 @@ class PgConnection:
 
     def run_script(self, text: str) -> None:
         """A migration's section: several statements, no parameters."""
+        self.flush()
         self.raw.execute(text.encode("utf-8"))
 
     @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        return self._begun or self.in_transaction_on_server
 
     # -- the ledger's `engines.Connection` ---------------------------------------------------
 
@@ -267,7 +364,7 @@ class PgConnection:
 
     def fetch_value(self, name: str, params: Params | None = None) -> Any:
         found = self.run(name, params)
-        first = found.fetchone() if found.description is not None else None
+        first = found.fetchone() if _has_rows(found) else None
         return None if first is None else first[0]
 
     def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
@@ -281,16 +378,27 @@ class PgConnection:
         return None
 
     def fetch_records_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any]]]
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
     ) -> list[Any]:
         """The reads a decision needs in one pipeline, one round trip (`run_together`)."""
+        return [rows[0] if rows else None for rows in self.fetch_record_lists_together(reads)]
+
+    def fetch_record_lists_together(
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
+    ) -> list[list[Any]]:
+        """Every row of each read, in one pipeline, one round trip (`run_together`)."""
+        if not reads:
+            return []
         found = []
         cursors = self.run_together([(name, params) for name, params, _ in reads])
         for (name, _, record), cursor in zip(reads, cursors, strict=True):
-            row = cursor.fetchone() if cursor.description is not None else None
-            if row is not None and (name, record) not in MATCHED_COLUMNS:
+            rows = cursor.fetchall() if _has_rows(cursor) else []
+            if record is None:
+                found.append([row[0] for row in rows])
+                continue
+            if rows and (name, record) not in MATCHED_COLUMNS:
                 check_columns(_columns(cursor) or (), name, record)
-            found.append(None if row is None else record(*row))
+            found.append([record(*row) for row in rows])
         return found
 
     def stream_records(
@@ -320,16 +428,16 @@ class PgConnection:
         return max(self.run(name, params).rowcount, 0)
 
     def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
-        """A plan is known whole before it is applied: its statements go in one pipeline, one
-        round trip, and their row counts are checked when they are back. A guarded write that
-        missed its row is REVISION_CONFLICT even when a later statement of the plan then
-        failed on its account."""
-        counts, failed = self.run_pipeline([(write.statement, write.params) for write in writes])
-        for write, changed in zip(writes, counts, strict=False):
-            if write.statement.guarded and changed != 1:
-                raise revision_conflict(error, write.statement, changed)
-        if failed is not None:
-            raise failed
+        """A plan is known whole before it is applied: its statements wait for the next flight
+        (the transaction's next reads, or its COMMIT), all of them in one round trip, and their
+        row counts are checked when they are back. A guarded write that missed its row is
+        REVISION_CONFLICT even when a later statement of the plan then failed on its account.
+        Its parameters are checked now, so that a bad one is this plan's error."""
+        for write in writes:
+            name = str(write.statement)
+            checked = _CHECKED.get(name) if write.statement.guarded else None
+            text, params = _text(checked or name, write.params)
+            self._queued.append(_Queued(text, params, write, error, checked is not None))
 
     def prepare_schema(self) -> None:
         """The schema the search_path names (dbmate creates it the same way), under the write
@@ -344,14 +452,47 @@ class PgConnection:
         return int(self.fetch_value("log_next_event_id"))
 
     def reserve_event_ids(self, count: int) -> list[int]:
-        drawn = self.fetch_all("log_reserve_event_ids", {"count": count})
-        return [int(row["event_id"]) for row in drawn]
+        """The next ids of those drawn ahead by the flight just back, when they are enough
+        (they were drawn after this plan's rows were locked: any later flight drops them; a
+        batch read ahead draws its items' ids together, after all of its rows were locked),
+        else drawn now."""
+        drawn = self._drawn
+        if len(drawn) >= count:
+            self._drawn = drawn[count:]
+            return drawn[:count]
+        self._drawn = []
+        found = self.fetch_all("log_reserve_event_ids", {"count": count})
+        return [int(row["event_id"]) for row in found]
 
     def event_ids_used(self, next_event_id: int) -> None:
         """Under the exclusive lock, the sequence is set past the plan's events; a row-locked
         write drew its ids from it already."""
         if not self.row_locked:
             self.run_write("log_event_ids_used", {"next_event_id": next_event_id})
+
+
+def _check_writes(
+    queued: Sequence[_Queued], cursors: Sequence[psycopg.Cursor[Any]], failed: psycopg.Error | None
+) -> None:
+    """The row counts of a flight's plan writes, in order, as far as they ran: a guarded one
+    that changed another number of rows than one is its plan's REVISION_CONFLICT, and so is a
+    checked one that failed on the server for that reason (the first statement without a
+    result is the one that failed; none after it ran)."""
+    for index, waiting in enumerate(queued):
+        cursor = cursors[index] if index < len(cursors) else None
+        if cursor is None or cursor.pgresult is None:
+            if (
+                waiting.checked
+                and waiting.write is not None
+                and isinstance(failed, pg_errors.InvalidTextRepresentation)
+                and "REVISION_CONFLICT" in str(failed)
+            ):
+                raise revision_conflict(waiting.error, waiting.write.statement, 0) from None
+            return
+        if waiting.write is not None and waiting.write.statement.guarded:
+            changed = max(cursor.rowcount, 0)
+            if changed != 1:
+                raise revision_conflict(waiting.error, waiting.write.statement, changed)
 
 
 def configure(raw: psycopg.Connection[Any]) -> None:
@@ -580,22 +721,29 @@ class PostgresDatabase(Database):
         time.sleep(min(0.5, 0.005 * 2**retry) * random.uniform(0.5, 1.5))
 
     def _once(self, conn: PgConnection, mode: str, work: Callable[[Connection], T]) -> T:
-        conn.run(mode, None)  # a write: and its lock
+        conn.begin(mode)  # a write: and its lock; sent with the first reads
         self._local.conn = conn
         try:
             result = work(conn)
         except BaseException:
             self._local.conn = None
             with contextlib.suppress(psycopg.Error):
-                if not conn.raw.closed:
-                    conn.run("rollback", None)
+                conn.rollback()
             raise
         self._local.conn = None
         try:
-            conn.run("commit", None)
+            # The plan's writes that wait go with the COMMIT: a broken connection leaves a
+            # write's outcome unknown.
+            conn.commit()
         except psycopg.Error as exc:
             if is_unavailable(exc):
                 raise _CommitUncertain(str(exc)) from exc
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
+            raise
+        except BaseException:
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
             raise
         return result
 

@@ -115,6 +115,9 @@ class SqliteConnection(apsw.Connection):
     dialect = "sqlite"
     # SQLite hands ids out in commit order under its one writer: v2 seals cover them.
     seal_version = SEAL_VERSION_2
+    # A statement is a call, not a round trip: a batch reads item by item (its creation
+    # sequence is read after the item before it was written).
+    reads_ahead = False
     row_locked = False
 
     def run_statement(self, name: str, params: Params | None = None) -> apsw.Cursor:
@@ -152,9 +155,24 @@ class SqliteConnection(apsw.Connection):
         return None
 
     def fetch_records_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any]]]
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
     ) -> list[Any]:
-        return [self.fetch_record(name, params, record) for name, params, record in reads]
+        return [
+            self.fetch_value(name, params)
+            if record is None
+            else self.fetch_record(name, params, record)
+            for name, params, record in reads
+        ]
+
+    def fetch_record_lists_together(
+        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
+    ) -> list[list[Any]]:
+        return [
+            [row[0] for row in self.run_statement(name, params)]
+            if record is None
+            else list(self.stream_records(name, params, record))
+            for name, params, record in reads
+        ]
 
     def stream_records(
         self, name: str, params: Params | None, record: type[R]
@@ -224,6 +242,10 @@ class SqliteConnection(apsw.Connection):
 
     def event_ids_used(self, next_event_id: int) -> None:
         """AUTOINCREMENT moves on with the inserts themselves."""
+
+    def draw_event_ids_ahead(self, count: int) -> None:
+        """Nothing to draw: its events are numbered as decided, and a statement is no round
+        trip."""
 
 
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
