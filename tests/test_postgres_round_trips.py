@@ -166,12 +166,13 @@ def test_a_batch_whose_items_share_a_task_reads_item_by_item(traced: tuple[str, 
         assert ledger.get(task_id)["revision"] == claim["revision"] + 3
 
 
-def test_the_checked_compare_and_swap_is_the_one_it_checks() -> None:
-    """`tasks_cas_update_checked` carries `tasks_cas_update` verbatim: the guard the server
-    checks is the one the statement registry declares."""
+@pytest.mark.parametrize("name", ["tasks_cas_update", "merkle_tree_cas_update"])
+def test_the_checked_compare_and_swap_is_the_one_it_checks(name: str) -> None:
+    """`<name>_checked` carries `<name>` verbatim: the guard the server checks is the one the
+    statement registry declares."""
     texts = statements("postgresql")
-    plain = " ".join(texts["tasks_cas_update"].sql.rstrip(";").split())
-    checked = " ".join(texts["tasks_cas_update_checked"].sql.split())
+    plain = " ".join(texts[name].sql.rstrip(";").split())
+    checked = " ".join(texts[f"{name}_checked"].sql.split())
     assert checked.startswith(f"WITH changed AS ( {plain} RETURNING 1)")
 
 

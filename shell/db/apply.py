@@ -9,7 +9,7 @@ from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, SqlWrite, W
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.seals import LEDGER_CHAIN, empty_chain_tip
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.log.merkle import leaf_writes
+from aios_ledger.shell.log.merkle import TREE_FOR_UPDATE, leaf_writes
 from aios_ledger.shell.log.tail import read_chain_tips
 
 # Where the store numbers a plan's events after the decision (a row-locked write: PostgreSQL's),
@@ -84,6 +84,10 @@ class PlanExecutor:
         those lock; a plan that needs more draws them when decided, as before."""
         if self._row_locked:
             self.conn.draw_event_ids_ahead(count)
+            if count and self._tree is None:
+                # The Merkle tree's head row, locked last in the same flight (after the rows
+                # the decision locks): its leaves need no round trip of their own either.
+                self.conn.read_record_ahead(TREE_FOR_UPDATE, MerkleTreeRow)
 
     def know_tip(self, chain: str, tip: ChainTip | None) -> None:
         """The tip of `chain` as the caller read it with the rows it decides on (one round

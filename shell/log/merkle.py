@@ -39,6 +39,8 @@ from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_
 
 # Leaves built per plan when a log older than the tree gets its leaves.
 BUILD_BATCH = 2000
+# The head row, read under its lock (a row-locked write reads it ahead, with its first reads).
+TREE_FOR_UPDATE = "merkle_tree_for_update"
 
 
 def leaf_writes(
@@ -60,11 +62,14 @@ def leaf_writes(
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:
-    tree = fetch_record(conn, "merkle_tree_for_update", None, MerkleTreeRow)
+    ahead: MerkleTreeRow | None = conn.record_read_ahead(TREE_FOR_UPDATE)
+    if ahead is not None:
+        return ahead
+    tree = fetch_record(conn, TREE_FOR_UPDATE, None, MerkleTreeRow)
     if tree is None:
         # Tables emptied by hand (the migration inserts the row): a tree not built yet.
         conn.run_write("merkle_tree_insert_unbuilt", {"frontier": b""})
-        tree = fetch_record(conn, "merkle_tree_for_update", None, MerkleTreeRow)
+        tree = fetch_record(conn, TREE_FOR_UPDATE, None, MerkleTreeRow)
     if tree is None:
         raise LedgerError("DATABASE_CORRUPT", "the Merkle tree's head row is missing")
     return tree

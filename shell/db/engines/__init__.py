@@ -138,6 +138,15 @@ class Connection(Protocol):
         the rows those lock), so that `reserve_event_ids` needs no round trip of its own."""
         ...
 
+    def read_record_ahead(self, name: str, record: type[Any]) -> None:
+        """In a row-locked write: an engine whose statements cost round trips reads `name` (no
+        parameters) as `record` at the end of the next flight, after the rows its reads lock."""
+        ...
+
+    def record_read_ahead(self, name: str) -> Any:
+        """The record read ahead under `name`, once; None where nothing was (then read it)."""
+        ...
+
     def execute(self, text: str, params: Any = None, /) -> Any:
         """Ad-hoc SQL for tools and tests that look at a ledger's tables (`:name` or `?`
         parameters); the ledger itself names its statements."""

@@ -224,6 +224,9 @@ class PgConnection:
         self._begun = False  # a BEGIN is queued or sent
         self._draw_ahead = 0
         self._drawn: list[int] = []
+        # Records read at the end of the next flight, by statement name, and those read so far.
+        self._records_ahead: dict[str, type[Any]] = {}
+        self._read_ahead: dict[str, Any] = {}
 
     # -- flights -------------------------------------------------------------------------------
 
@@ -253,6 +256,8 @@ class PgConnection:
         self._queued.clear()
         self._draw_ahead = 0
         self._drawn = []
+        self._records_ahead.clear()
+        self._read_ahead.clear()
         self._begun = False
         if not self.raw.closed and self.in_transaction_on_server:
             self.raw.execute(_RAW_TEXTS["rollback"].encode())
@@ -273,6 +278,8 @@ class PgConnection:
         self._drawn = []
         if draw:
             statements.append(_text("log_reserve_event_ids", {"count": draw}))
+        ahead, self._records_ahead = self._records_ahead, {}
+        statements.extend(_text(name, None) for name in ahead)
         if commit:
             statements.append(_text("commit", None))
         cursors: list[psycopg.Cursor[Any]] = []
@@ -288,19 +295,37 @@ class PgConnection:
         _check_writes(queued, cursors, failed)
         if failed is not None:
             raise failed
+        after = len(queued) + len(items)
         if draw:
-            self._drawn = [int(row[0]) for row in cursors[len(queued) + len(items)]]
+            self._drawn = [int(row[0]) for row in cursors[after]]
+            after += 1
+        for (name, record), cursor in zip(ahead.items(), cursors[after:], strict=False):
+            first = cursor.fetchone() if _has_rows(cursor) else None
+            if first is not None:
+                check_columns(_columns(cursor) or (), name, record)
+                self._read_ahead[name] = record(*first)
+        if commit:
+            self._read_ahead.clear()
         return cursors[len(queued) : len(queued) + len(items)]
 
     def flush(self) -> None:
         """Send what waits (before a statement that cannot travel in a pipeline)."""
-        if self._queued or self._draw_ahead:
+        if self._queued or self._draw_ahead or self._records_ahead:
             self._flight(())
 
     def draw_event_ids_ahead(self, count: int) -> None:
         """Draw `count` event ids at the end of the next flight, after the rows its reads lock:
         the next plan's `reserve_event_ids` takes them without a round trip of its own."""
         self._draw_ahead = count
+
+    def read_record_ahead(self, name: str, record: type[Any]) -> None:
+        """Read `name` (a statement without parameters) as `record` at the end of the next
+        flight, after the rows its reads lock (`record_read_ahead` takes it)."""
+        self._records_ahead[name] = record
+
+    def record_read_ahead(self, name: str) -> Any:
+        """The record `read_record_ahead` asked for, once (None: not read ahead, or no row)."""
+        return self._read_ahead.pop(name, None)
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._flight(((name, params),))[0]

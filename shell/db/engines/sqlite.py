@@ -247,6 +247,12 @@ class SqliteConnection(apsw.Connection):
         """Nothing to draw: its events are numbered as decided, and a statement is no round
         trip."""
 
+    def read_record_ahead(self, name: str, record: type[Any]) -> None:
+        """A statement is no round trip: the record is read when it is needed."""
+
+    def record_read_ahead(self, name: str) -> Any:
+        return None
+
 
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
     if path is None:
