@@ -275,3 +275,24 @@ def test_checkpoints_and_cosignatures_are_stored_on_both_engines(
         assert latest_checkpoint(db) == second
     with Database(tmp_path / "empty.db") as empty, pytest.raises(LedgerError, match="NOT_FOUND"):
         latest_checkpoint(empty)
+
+
+def test_serve_signs_every_n_seconds_and_needs_a_key_to(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    key, verifier = generate(tmp_path, "ledger.example/main")
+    flags = ("--checkpoint-key", str(key), "--checkpoint-every-seconds", "0.2")
+    with ApiServer(db, *flags, role_tokens=True) as server:
+        token = server.issue("w1", "witness")
+        _, started = _wait_for_size(server, token, 0)
+        Scenario(server).queued()
+        note, later = _wait_for_size(server, token, started.size + 1)
+        assert open_checkpoint(note, verifier, check_ed25519).checkpoint == later
+    no_key = run(
+        "--db",
+        str(db),
+        "serve",
+        "--checkpoint-every-events",
+        "5",
+        env={**os.environ, "CREDENTIALS_DIRECTORY": ""},
+    )
+    assert no_key.returncode != 0 and "CHECKPOINT_KEY_MISSING" in no_key.stderr
