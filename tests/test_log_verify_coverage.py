@@ -507,11 +507,15 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
             for number in (1, 2):
                 store.append_event("r-old", "step", {"n": number})
     # The ledger as that version left it: before migration 0014 (and 0015, which changes only
-    # task_idempotency's CHECK and applies again alike), which the next open applies.
+    # task_idempotency's CHECK and applies again alike, and 0016, the Merkle log, whose tree
+    # the next open builds over every event), which the next open applies.
     tamper(
         ledger_target,
         ("DROP TABLE run_events_before_seals", ()),
-        ("DELETE FROM schema_migrations WHERE version IN ('0014', '0015')", ()),
+        ("DROP TABLE merkle_tree", ()),
+        ("DROP TABLE merkle_nodes", ()),
+        ("DROP TABLE merkle_leaves", ()),
+        ("DELETE FROM schema_migrations WHERE version IN ('0014', '0015', '0016')", ()),
     )
     with RunStore(ledger_target) as store:
         store.append_event("r-old", "step", {"n": 3})
