@@ -90,6 +90,25 @@ def test_checkpoint_signs_the_tree_head_and_stores_it(tmp_path: Path) -> None:
     assert run("--db", str(db), "checkpoint", env=env).stdout == note
     missing = run("--db", str(db), "checkpoint", env={**os.environ, "CREDENTIALS_DIRECTORY": ""})
     assert missing.returncode != 0 and missing.stderr.startswith("CHECKPOINT_KEY_MISSING")
+    # Offline, with the public key alone: the size and the root a proof is checked against.
+    saved = tmp_path / "checkpoint.txt"
+    saved.write_text(note)
+    checked = json.loads(cli("verify-checkpoint", str(saved), "--log-key", verifier.text()))
+    assert (checked["size"], checked["root"]) == (head.size, head.root.hex())
+    assert checked["cosigned_by"] == []
+    _, witness = generate(tmp_path, "witness.example/w1")
+    absent = run(
+        "verify-checkpoint",
+        str(saved),
+        "--log-key",
+        verifier.text(),
+        "--witness-key",
+        witness.text(),
+    )
+    assert absent.stderr.startswith("COSIGNATURE_MISSING")
+    saved.write_text(note.replace(f"\n{head.size}\n", f"\n{head.size + 1}\n"))
+    forged = run("verify-checkpoint", str(saved), "--log-key", verifier.text())
+    assert forged.returncode != 0 and forged.stderr.startswith("NOTE_SIGNATURE_INVALID")
 
 
 def _served(server: ApiServer, token: str) -> tuple[str, Checkpoint]:
@@ -164,6 +183,19 @@ def test_a_witness_cosigns_a_growing_log_and_refuses_a_rewritten_one(tmp_path: P
         assert served.endswith(answer["cosignature"])
         kept = json.loads(next(state.iterdir()).read_text())
         assert kept["size"] == now.size
+        saved = tmp_path / "cosigned.txt"
+        saved.write_text(served)
+        checked = json.loads(
+            cli(
+                "verify-checkpoint",
+                str(saved),
+                "--log-key",
+                log_key.text(),
+                "--witness-key",
+                witness_key.text(),
+            )
+        )
+        assert [signer["name"] for signer in checked["cosigned_by"]] == ["witness.example/w1"]
         # A witness token reads checkpoints and nothing of the ledger's own.
         tasks = httpx.get(f"{server.url}/v1/tasks", headers={"Authorization": f"Bearer {token}"})
         assert tasks.status_code == 403

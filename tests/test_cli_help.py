@@ -153,6 +153,7 @@ def test_completion_completes_command_names(tmp_path: Path) -> None:
     assert sorted(_complete("aios-ledger ver", tmp_path)) == [
         "verify",
         "verify-archive",
+        "verify-checkpoint",
         "verify-export",
         "verify-proof",
     ]
