@@ -115,7 +115,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "signed checkpoints",
         "sign the log's tree head for others to hold, and witness another ledger's",
-        ("key", "checkpoint", "witness"),
+        ("key", "checkpoint", "verify-checkpoint", "witness"),
     ),
     CommandGroup(
         "the database",

@@ -237,6 +237,16 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ("aios-ledger checkpoint --key checkpoint.key", "sign the tree head and print the note"),
         ("aios-ledger checkpoint --json", "with [checkpoint] key, the stored row as JSON"),
     ),
+    "verify-checkpoint": (
+        (
+            "aios-ledger verify-checkpoint checkpoint.txt --log-key VKEY",
+            "the checkpoint's size and root, if the log signed it",
+        ),
+        (
+            "aios-ledger verify-checkpoint checkpoint.txt --log-key VKEY --witness-key WVKEY",
+            "and a witness cosigned it",
+        ),
+    ),
     "witness": (
         (
             "aios-ledger witness --log http://127.0.0.1:18892 --log-key VKEY --key witness.key "

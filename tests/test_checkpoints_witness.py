@@ -90,6 +90,25 @@ def test_checkpoint_signs_the_tree_head_and_stores_it(tmp_path: Path) -> None:
     assert run("--db", str(db), "checkpoint", env=env).stdout == note
     missing = run("--db", str(db), "checkpoint", env={**os.environ, "CREDENTIALS_DIRECTORY": ""})
     assert missing.returncode != 0 and missing.stderr.startswith("CHECKPOINT_KEY_MISSING")
+    # Offline, with the public key alone: the size and the root a proof is checked against.
+    saved = tmp_path / "checkpoint.txt"
+    saved.write_text(note)
+    checked = json.loads(cli("verify-checkpoint", str(saved), "--log-key", verifier.text()))
+    assert (checked["size"], checked["root"]) == (head.size, head.root.hex())
+    assert checked["cosigned_by"] == []
+    _, witness = generate(tmp_path, "witness.example/w1")
+    absent = run(
+        "verify-checkpoint",
+        str(saved),
+        "--log-key",
+        verifier.text(),
+        "--witness-key",
+        witness.text(),
+    )
+    assert absent.stderr.startswith("COSIGNATURE_MISSING")
+    saved.write_text(note.replace(f"\n{head.size}\n", f"\n{head.size + 1}\n"))
+    forged = run("verify-checkpoint", str(saved), "--log-key", verifier.text())
+    assert forged.returncode != 0 and forged.stderr.startswith("NOTE_SIGNATURE_INVALID")
 
 
 def _served(server: ApiServer, token: str) -> tuple[str, Checkpoint]:
@@ -164,6 +183,19 @@ def test_a_witness_cosigns_a_growing_log_and_refuses_a_rewritten_one(tmp_path: P
         assert served.endswith(answer["cosignature"])
         kept = json.loads(next(state.iterdir()).read_text())
         assert kept["size"] == now.size
+        saved = tmp_path / "cosigned.txt"
+        saved.write_text(served)
+        checked = json.loads(
+            cli(
+                "verify-checkpoint",
+                str(saved),
+                "--log-key",
+                log_key.text(),
+                "--witness-key",
+                witness_key.text(),
+            )
+        )
+        assert [signer["name"] for signer in checked["cosigned_by"]] == ["witness.example/w1"]
         # A witness token reads checkpoints and nothing of the ledger's own.
         tasks = httpx.get(f"{server.url}/v1/tasks", headers={"Authorization": f"Bearer {token}"})
         assert tasks.status_code == 403
@@ -275,3 +307,24 @@ def test_checkpoints_and_cosignatures_are_stored_on_both_engines(
         assert latest_checkpoint(db) == second
     with Database(tmp_path / "empty.db") as empty, pytest.raises(LedgerError, match="NOT_FOUND"):
         latest_checkpoint(empty)
+
+
+def test_serve_signs_every_n_seconds_and_needs_a_key_to(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    key, verifier = generate(tmp_path, "ledger.example/main")
+    flags = ("--checkpoint-key", str(key), "--checkpoint-every-seconds", "0.2")
+    with ApiServer(db, *flags, role_tokens=True) as server:
+        token = server.issue("w1", "witness")
+        _, started = _wait_for_size(server, token, 0)
+        Scenario(server).queued()
+        note, later = _wait_for_size(server, token, started.size + 1)
+        assert open_checkpoint(note, verifier, check_ed25519).checkpoint == later
+    no_key = run(
+        "--db",
+        str(db),
+        "serve",
+        "--checkpoint-every-events",
+        "5",
+        env={**os.environ, "CREDENTIALS_DIRECTORY": ""},
+    )
+    assert no_key.returncode != 0 and "CHECKPOINT_KEY_MISSING" in no_key.stderr

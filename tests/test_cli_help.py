@@ -154,6 +154,7 @@ def test_completion_completes_command_names(tmp_path: Path) -> None:
         "verify",
         "verify-archive",
         "verify-attestation",
+        "verify-checkpoint",
         "verify-export",
         "verify-proof",
     ]

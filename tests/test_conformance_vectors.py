@@ -9,6 +9,7 @@ it passes, the page and the file are enough to build a compatible implementation
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from pathlib import Path
@@ -246,6 +247,53 @@ def _requests() -> list[dict[str, Any]]:
     ]
 
 
+# Go's sumdb/note test key (the log) and transparency-dev/formats' witness test key.
+LOG_SIGNER_KEY = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz"
+WITNESS_SIGNER_KEY = "PRIVATE+KEY+Wit1+55ee4561+AeadRiG7XM4XiieCHzD8lxysXMwcViy5nYsoXURWGrlE"
+
+
+def _checkpoints() -> dict[str, Any]:
+    from aios_ledger.core.log.merkle import Frontier, leaf_hash
+    from aios_ledger.core.proofs import (
+        COSIGNATURE_V1,
+        Checkpoint,
+        checkpoint_message,
+        cosignature,
+        cosignature_message,
+        signed_checkpoint,
+    )
+    from aios_ledger.shell.proofs.keys import parse_signer
+
+    log, witness = parse_signer(LOG_SIGNER_KEY), parse_signer(WITNESS_SIGNER_KEY)
+    head = Frontier(0).append(leaf_hash(bytes([i])) for i in range(3))[0].head()
+    checkpoint = Checkpoint(log.verifier.name, head.size, head.root)
+    note = signed_checkpoint(checkpoint, log.verifier, log.sign(checkpoint_message(checkpoint)))
+    timestamp = 1700000000
+    message = cosignature_message(checkpoint.body(), timestamp)
+    line = cosignature(witness.verifier, timestamp, witness.sign(message))
+    return {
+        "log": {
+            "signer_key": LOG_SIGNER_KEY,
+            "public_key_hex": log.verifier.public_key.hex(),
+            "verifier_key": log.verifier.text(),
+            "key_id_hex": log.verifier.key_id.hex(),
+        },
+        "witness": {
+            "signer_key": WITNESS_SIGNER_KEY,
+            "public_key_hex": witness.verifier.public_key.hex(),
+            "verifier_key": witness.verifier.text(),
+            "cosignature_key_id_hex": witness.verifier.as_type(COSIGNATURE_V1).key_id.hex(),
+        },
+        "tree_size": head.size,
+        "root_hex": head.root.hex(),
+        "body": checkpoint.body(),
+        "signed_note": note.encode(),
+        "timestamp": timestamp,
+        "cosigned_message": message.decode(),
+        "cosigned_note": note.with_signature(line).encode(),
+    }
+
+
 def vectors() -> dict[str, Any]:
     return {
         "canonical_json": _canonical(),
@@ -254,6 +302,7 @@ def vectors() -> dict[str, Any]:
         "event_seals": _seals(),
         "request_digests": _requests(),
         "lease_tokens": [{"token": LEASE_TOKEN, "sha256": lease_token_sha256(LEASE_TOKEN)}],
+        "checkpoints": _checkpoints(),
     }
 
 
@@ -332,3 +381,36 @@ def test_the_documented_rules_reproduce_every_vector() -> None:
         assert expected == case["digest"]
     for case in document["lease_tokens"]:
         assert hashlib.sha256(case["token"].encode("utf-8")).hexdigest() == case["sha256"]
+    _check_checkpoint_vectors(document["checkpoints"])
+
+
+def _key_id(name: str, key_type: int, public_key: bytes) -> bytes:
+    return hashlib.sha256(name.encode() + b"\n" + bytes([key_type]) + public_key).digest()[:4]
+
+
+def _check_checkpoint_vectors(vector: dict[str, Any]) -> None:
+    """Everything but Ed25519 itself (not in the standard library): key IDs and key texts, the
+    checkpoint body, the cosigned message, and how each signature line is laid out."""
+    log_public = bytes.fromhex(vector["log"]["public_key_hex"])
+    witness_public = bytes.fromhex(vector["witness"]["public_key_hex"])
+    log_id = _key_id("PeterNeumann", 1, log_public)
+    assert log_id.hex() == vector["log"]["key_id_hex"]
+    encoded = base64.b64encode(b"\x01" + log_public).decode()
+    assert vector["log"]["verifier_key"] == f"PeterNeumann+{log_id.hex()}+{encoded}"
+    assert _key_id("Wit1", 4, witness_public).hex() == vector["witness"]["cosignature_key_id_hex"]
+    root = base64.b64encode(bytes.fromhex(vector["root_hex"])).decode()
+    body = f"PeterNeumann\n{vector['tree_size']}\n{root}\n"
+    assert body == vector["body"]
+    message = f"cosignature/v1\ntime {vector['timestamp']}\n{body}"
+    assert message == vector["cosigned_message"]
+    text, _, lines = vector["cosigned_note"].partition("\n\n")
+    assert text + "\n" == body and vector["signed_note"].startswith(body + "\n")
+    log_line, witness_line = lines.splitlines()
+    assert vector["signed_note"] == body + "\n" + log_line + "\n"
+    name, raw = log_line.removeprefix("\u2014 ").split(" ")
+    signature = base64.b64decode(raw)
+    assert (name, signature[:4], len(signature)) == ("PeterNeumann", log_id, 4 + 64)
+    name, raw = witness_line.removeprefix("\u2014 ").split(" ")
+    signature = base64.b64decode(raw)
+    assert name == "Wit1" and signature[:4].hex() == vector["witness"]["cosignature_key_id_hex"]
+    assert int.from_bytes(signature[4:12], "big") == vector["timestamp"] and len(signature) == 76

@@ -431,6 +431,29 @@ def test_the_witness_cosigns_what_extends_what_it_saw() -> None:
         decide_cosign(later.state, Checkpoint("other", 7, head7.root), None, timestamp=9)
 
 
+def test_the_cosign_decision_is_golden(golden: SnapshotAssertion) -> None:
+    """decide_cosign's plan for a first sight and for a grown tree: the bytes a witness signs
+    and the state it keeps."""
+    frontier2, stored2 = Frontier(0).append(leaf_hash(bytes([i])) for i in range(2))
+    frontier5, stored5 = frontier2.append(leaf_hash(bytes([i])) for i in range(2, 5))
+    nodes = {stored.node: stored.hash for stored in (*stored2, *stored5)}
+    first = decide_cosign(None, Checkpoint("log", 2, frontier2.head().root), None, timestamp=7)
+    grown = decide_cosign(
+        first.state,
+        Checkpoint("log", 5, frontier5.head().root),
+        consistency_proof(2, 5, nodes),
+        timestamp=8,
+    )
+    assert golden == [
+        {
+            "message": plan.message.decode(),
+            "timestamp": plan.timestamp,
+            "state": plan.state.public(),
+        }
+        for plan in (first, grown)
+    ]
+
+
 def test_witness_state_round_trips_and_refuses_bad_shapes() -> None:
     state = WitnessState("log", 3, leaf_hash(b"x"))
     assert WitnessState.from_mapping(state.public()) == state

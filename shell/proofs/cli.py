@@ -1,4 +1,5 @@
-"""Commands of signed checkpoints: `key generate`, `checkpoint` and `witness`."""
+"""Commands of signed checkpoints: `key generate`, `checkpoint`, `verify-checkpoint` and
+`witness`."""
 
 from __future__ import annotations
 
@@ -7,11 +8,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.core import LedgerError
+from aios_ledger.core.proofs import (
+    VerifierKey,
+    cosignature_time,
+    open_checkpoint,
+    verified_cosignatures,
+)
+from aios_ledger.core.proofs.notes import MAX_NOTE_BYTES
 from aios_ledger.shell.cli_support import emit, ledger_settings, open_database
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
-from aios_ledger.shell.proofs.keys import generate_signer_key, load_signer, write_key_file
+from aios_ledger.shell.proofs.keys import (
+    check_ed25519,
+    generate_signer_key,
+    load_signer,
+    write_key_file,
+)
 from aios_ledger.shell.proofs.witness import TOKEN_ENV, Witness
 
 
@@ -46,6 +59,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--json", action="store_true", help="print the stored checkpoint as JSON, not the note"
     )
     checkpoint.set_defaults(handler=_checkpoint)
+
+    check = commands.add_parser(
+        "verify-checkpoint",
+        help="check a checkpoint note offline with the log's verifier key (and witnesses'), "
+        "and print its size and root (the root verify-proof trusts)",
+    )
+    check.add_argument(
+        "file", help="the note (`checkpoint`'s output, GET /v1/checkpoint), - for stdin"
+    )
+    check.add_argument("--log-key", required=True, metavar="VKEY", help="the log's verifier key")
+    check.add_argument(
+        "--witness-key",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="a witness whose cosignature must be on the note and verify (repeatable)",
+    )
+    check.set_defaults(handler=_verify_checkpoint)
 
     witness = commands.add_parser(
         "witness",
@@ -100,6 +131,31 @@ def _checkpoint(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(served.note)
     return 0
+
+
+def _verify_checkpoint(args: argparse.Namespace) -> Any:
+    raw = sys.stdin.buffer.read(MAX_NOTE_BYTES + 1) if args.file == "-" else _read(args.file)
+    log_key = VerifierKey.parse(args.log_key)
+    opened = open_checkpoint(raw, log_key, check_ed25519)
+    witnesses = [VerifierKey.parse(key) for key in args.witness_key]
+    cosigned = verified_cosignatures(opened.opened.note, witnesses, check_ed25519)
+    missing = sorted({key.name for key in witnesses} - {signature.name for signature in cosigned})
+    if missing:
+        raise LedgerError("COSIGNATURE_MISSING", f"no cosignature by {', '.join(missing)}")
+    return {
+        **opened.checkpoint.public(),
+        "cosigned_by": [
+            {"name": signature.name, "time": cosignature_time(signature)} for signature in cosigned
+        ],
+    }
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_NOTE_BYTES + 1)
+    except OSError as failed:
+        raise LedgerError("FILE_UNREADABLE", f"{path[:200]}: {failed.strerror}") from None
 
 
 def _witness(args: argparse.Namespace) -> int:
