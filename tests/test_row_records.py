@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from aios_ledger.core import EventRow, IdempotencyRow, SealRow, TaskRow
 from aios_ledger.core.api.tokens import ApiTokenRow
+from aios_ledger.core.attest.records import CommitAttestationRow
 from aios_ledger.core.auxiliary import AuxiliaryRunRow
 from aios_ledger.core.git import (
     GovernedWriteRow,
@@ -47,6 +48,7 @@ ROW_RECORDS: dict[str, type] = {
     "writer_leases": WriterLeaseRow,
     "governed_writes": GovernedWriteRow,
     "checkpoints": CheckpointRow,
+    "commit_attestations": CommitAttestationRow,
 }
 # The idempotency ledgers are read only for their first answer: the columns they share.
 FIRST_ANSWER_TABLES = (
@@ -57,8 +59,17 @@ FIRST_ANSWER_TABLES = (
 # The migrator's own bookkeeping: read as a list of versions, never into a record.
 # Tables no decision reads into a record: the migrator's, and migration 0014's list of each run's
 # last event at the upgrade (written once by the migration, append-only, read by `verify` alone).
-# A checkpoint's cosignatures are read back only as the signature lines they store.
-UNRECORDED_TABLES = {"schema_migrations", "run_events_before_seals", "checkpoint_cosignatures"}
+# A checkpoint's cosignatures are read back only as the signature lines they store; the Merkle
+# log's leaves and nodes only as the hashes a proof names, its head row (MerkleTreeRow) without
+# the key column that keeps it one row.
+UNRECORDED_TABLES = {
+    "schema_migrations",
+    "run_events_before_seals",
+    "checkpoint_cosignatures",
+    "merkle_leaves",
+    "merkle_nodes",
+    "merkle_tree",
+}
 
 
 @pytest.fixture(scope="module")
