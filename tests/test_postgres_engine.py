@@ -186,10 +186,11 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
     subprocess.run([*base, "up"], check=True, capture_output=True)
     with TaskLedger(pg, migrate=False) as ledger:
         ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
-    # 0015 (idempotency operations), 0014 (sealed run events), 0013 (repository settings) and
-    # 0012 (capability grants) go back; then its event, sealed v3 (no id covered), which 0010
-    # cannot verify, makes the rollback of 0011 refuse, changing nothing.
-    for _ in ("0015", "0014", "0013", "0012"):
+    # 0017 (chained row seals: its v3 seal holds none), 0015 (idempotency operations), 0014
+    # (sealed run events), 0013 (repository settings) and 0012 (capability grants) go back; then
+    # its event, sealed v3 (no id covered), which 0010 cannot verify, makes the rollback of 0011
+    # refuse, changing nothing.
+    for _ in ("0017", "0015", "0014", "0013", "0012"):
         subprocess.run([*base, "rollback"], check=True, capture_output=True)
     refusal = subprocess.run([*base, "rollback"], capture_output=True, text=True)
     assert refusal.returncode != 0

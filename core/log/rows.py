@@ -71,7 +71,7 @@ from json.encoder import encode_basestring_ascii as _ascii
 from typing import cast
 
 import attrs
-from aios_ledger.core.digests import digest_bytes, digest_json
+from aios_ledger.core.digests import canonical_json, digest_bytes, digest_json
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.settings import MIGRATED_DEFAULTS
 from aios_ledger.core.jsonvalue import JsonObject
@@ -227,3 +227,67 @@ def row_image(table: str, key: str, columns: Mapping[str, object]) -> RowImage:
     if digest is None:
         raise ValueError(f"a row of {table} that has no digest: {key!r}")
     return RowImage(table, key, digest)
+
+
+# A v4 seal's chained row digest (see `chained_row_digest`).
+ROW_CHAIN_SCHEMA = "aios.row_chain.v1"
+
+
+@attrs.frozen
+class RowWrite:
+    """A row a transition wrote, as it was (`before`, None when the transition inserted it)
+    and as it is (`after`), its values in the order of `names`: what its event's seal covers,
+    whichever version that is. A v2 or v3 seal covers the `image` of the row after; a v4 seal
+    the `changes` (every column when `full`, else those the transition changed)."""
+
+    table: str
+    key: str
+    names: tuple[str, ...]
+    before: tuple[object, ...] | None
+    after: tuple[object, ...]
+
+    def image(self) -> RowImage:
+        return row_image(self.table, self.key, dict(zip(self.names, self.after, strict=True)))
+
+    def changes(self, *, full: bool) -> str:
+        """The changed columns (all of them when `full` or the row is new) as canonical JSON
+        text, keys sorted, values exactly as written (a timestamp keeps its spelling: the
+        verifier digests the row it folds, `row_digest` respells it there)."""
+        before = self.before
+        if full or before is None:
+            changed = dict(zip(self.names, self.after, strict=True))
+        else:
+            changed = {
+                name: value
+                for name, was, value in zip(self.names, before, self.after, strict=True)
+                if was != value  # text, integers and NULL (a status: a StrEnum equal to its text)
+            }
+        return changes_text(changed)
+
+
+def changes_text(columns: Mapping[str, object]) -> str:
+    """Canonical JSON of a flat object of text, integer and NULL values (keys sorted, compact,
+    ASCII-escaped), written out column by column as `row_digest` writes its rows; any other
+    value takes the checked path (`canonical_json` refuses what is not JSON)."""
+    parts = []
+    for name in sorted(columns):
+        value = columns[name]
+        if isinstance(value, str):
+            parts.append(_ascii(name) + ":" + _ascii(value))
+        elif value is None:
+            parts.append(_ascii(name) + ":null")
+        elif type(value) is int:
+            parts.append(_ascii(name) + ":" + int.__repr__(value))
+        else:
+            return canonical_json(cast(JsonObject, dict(columns)))
+    return "{" + ",".join(parts) + "}"
+
+
+def chained_row_digest(previous: str | None, table: str, key: str, changes: str) -> str:
+    """The digest a v4 seal covers for the chain's task row: over the chain's previous one
+    (None before the first, which holds every column) and the row's `changes` text, so that
+    each link commits to the whole history of the row without digesting the whole row."""
+    text = ",".join(
+        ("null" if previous is None else _ascii(previous), _ascii(table), _ascii(key), changes)
+    )
+    return digest_bytes(ROW_CHAIN_SCHEMA, text.encode("ascii"))
