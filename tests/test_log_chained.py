@@ -15,7 +15,7 @@ import pytest
 from aios_ledger.core.log import EventAppend
 from aios_ledger.core.log.chained import BROKEN_LINK, ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_4
-from aios_ledger.core.log.rows import TASKS, chained_row_digest, row_digest
+from aios_ledger.core.log.rows import TASKS, chained_row_digest, changes_text, row_digest
 from aios_ledger.core.log.seals import ChainedRow, chain_of, seal_of, seal_of_stored
 from aios_ledger.core.log.tail import LogTail
 from aios_ledger.core.records import record_columns
@@ -325,3 +325,19 @@ def test_golden_v4_seals(golden: SnapshotAssertion) -> None:
 def test_an_events_written_row_is_its_own_tasks() -> None:
     with pytest.raises(ValueError, match="its own task"):
         EventAppend("t-2", None, "TASK_CREATED", {}, "x", written=_task().written(None))
+
+
+def test_the_fast_changes_text_equals_the_checked_one() -> None:
+    before = _task()
+    after = before._replace(status="CLAIMED", claimed_by="é", attempt=1, revision=2)
+    for full in (True, False):
+        written = after.written(before)
+        changed = written._changed(full)
+        assert written.changes(full=full) == changes_text(changed)
+        assert json.loads(written.changes(full=full)) == changed
+    assert set(json.loads(after.written(before).changes(full=False))) == {
+        "status",
+        "claimed_by",
+        "attempt",
+        "revision",
+    }
