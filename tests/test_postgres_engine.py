@@ -27,6 +27,7 @@ from aios_ledger.shell.log.copy import copy_ledger
 from conftest import postgres_url
 from git_support import OWNER, binding, make_repository, register, verified_proposal
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump
+from test_log_support import tamper
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -307,3 +308,32 @@ def test_a_read_whose_commit_breaks_is_read_again_and_a_write_is_unknown(pg: str
         assert len(write_cuts) == 1
     finally:
         database.close()
+
+
+def test_a_task_row_sealed_v4_on_sqlite_is_proven_on_postgresql_after_a_copy(
+    tmp_path: Path, pg: str
+) -> None:
+    """SQLite seals a task row v4 (its changes, chained); PostgreSQL, which writes v3, verifies
+    the copied chain by folding the changes, goes on sealing it v3 (the image is then the row's
+    last seal) and names a row changed behind its back either way."""
+    source = tmp_path / "source.db"
+    with TaskLedger(source) as ledger:
+        for task_id in ("t-1", "t-2"):
+            ledger.create_task(
+                {"task_id": task_id, "goal": "g", "instructions": "i"}, idempotency_key=task_id
+            )
+        claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t-1")
+        assert claim is not None
+    with Database(source, migrate=False) as db, Database(pg) as target:
+        assert copy_ledger(db, target).target_intact
+    with TaskLedger(pg) as ledger:
+        ledger.heartbeat("t-1", lease_token=claim["lease_token"], lease_seconds=60)
+        assert verify_log(ledger.database).intact
+    tamper(pg, ("UPDATE tasks SET goal = 'other' WHERE task_id IN ('t-1', 't-2')", ()))
+    with Database(pg) as target:
+        found = verify_log(target).public()
+    assert found["finding_counts"] == {"STATE_MISMATCH": 2}, found["findings"]
+    assert {(f["table"], f["key"]) for f in found["findings"]} == {
+        ("tasks", "t-1"),
+        ("tasks", "t-2"),
+    }

@@ -25,9 +25,9 @@ ORDER BY t.task_id COLLATE "C";
 -- changes into the task row they say was written last.
 SELECT s.chain, s.event_id, s.seal_version, s.row_changes, s.chained_row_digest
 FROM event_seals AS s
-WHERE s.chain COLLATE "C" >= 'task:' AND s.chain COLLATE "C" < 'task;'
-  AND EXISTS (SELECT 1 FROM event_seals AS v4
-              WHERE v4.chain = s.chain AND v4.seal_version = 4)
+WHERE s.chain IN (SELECT v4.chain FROM event_seals AS v4
+                  WHERE v4.seal_version = 4
+                    AND v4.chain COLLATE "C" >= 'task:' AND v4.chain COLLATE "C" < 'task;')
 ORDER BY s.chain COLLATE "C", s.chain_seq;
 
 -- name: state_rows_initial_projections

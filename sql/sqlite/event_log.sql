@@ -26,9 +26,8 @@ ORDER BY t.task_id;
 -- row they say was written last, beside `state_rows_tasks`.
 SELECT s.chain, s.event_id, s.seal_version, s.row_changes, s.chained_row_digest
 FROM event_seals AS s
-WHERE s.chain >= 'task:' AND s.chain < 'task;'
-  AND EXISTS (SELECT 1 FROM event_seals AS v4
-              WHERE v4.chain = s.chain AND v4.seal_version = 4)
+WHERE s.chain IN (SELECT v4.chain FROM event_seals AS v4
+                  WHERE v4.seal_version = 4 AND v4.chain >= 'task:' AND v4.chain < 'task;')
 ORDER BY s.chain, s.chain_seq;
 
 -- name: state_rows_initial_projections
