@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import psycopg
 import pytest
@@ -329,7 +330,8 @@ def test_a_task_row_sealed_v4_on_sqlite_is_proven_on_postgresql_after_a_copy(
     with TaskLedger(pg) as ledger:
         ledger.heartbeat("t-1", lease_token=claim["lease_token"], lease_seconds=60)
         assert verify_log(ledger.database).intact
-    tamper(pg, ("UPDATE tasks SET goal = 'other' WHERE task_id IN ('t-1', 't-2')", ()))
+    # `tamper` takes a ledger target: a file, or (as here) a PostgreSQL URL.
+    tamper(cast(Path, pg), ("UPDATE tasks SET goal = 'other' WHERE task_id IN ('t-1', 't-2')", ()))
     with Database(pg) as target:
         found = verify_log(target).public()
     assert found["finding_counts"] == {"STATE_MISMATCH": 2}, found["findings"]
