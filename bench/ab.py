@@ -38,6 +38,7 @@ FIGURES = {
     "transitions-memory": ("1 transitions", 3000, 600),
     "lifecycles": ("2 lifecycles", 2000, 400),
     "lifecycles-batched": ("2 lifecycles", 5000, 1000),
+    "lifecycles-batched-normal": ("2 lifecycles", 5000, 1000),
     "aux": ("5 aux runs", 1000, 200),
     "run-appends": ("evidence appends", 2000, 400),
     "run-appends-normal": ("evidence appends", 5000, 1000),
@@ -45,7 +46,11 @@ FIGURES = {
 
 
 # Where a figure's ledger lives, when not in a file at synchronous FULL.
-LEVELS = {"transitions-memory": "in memory", "run-appends-normal": "NORMAL"}
+LEVELS = {
+    "transitions-memory": "in memory",
+    "run-appends-normal": "NORMAL",
+    "lifecycles-batched-normal": "NORMAL",
+}
 
 
 def install(source: Path, target: Path) -> None:

@@ -12,6 +12,7 @@ only the work:
   fsync and no other process's share of the machine in it, the ledger's own Python path alone
   (the figure a change of the shell's hot path moves);
 - `lifecycles`, `lifecycles-batched`: part 2's ledger sides (`bench.peers`), jobs/s;
+  `lifecycles-batched-normal` the batched one at synchronous NORMAL (issue 27's seal target);
 - `aux`: part 5's ledger side, spawn and wait of trivial auxiliary runs, runs/s;
 - `run-appends`: a worker's evidence, appended to its claimed attempt's run under the claim's
   lease, one small event per transaction (appends/s); `run-appends-normal` the same at
@@ -63,8 +64,8 @@ def lifecycles(size: int, path: Path) -> float:
     return float(outcome["jobs"] / outcome["seconds"])
 
 
-def lifecycles_batched(size: int, path: Path) -> float:
-    outcome = ledger_batched("FULL", size, path)
+def lifecycles_batched(size: int, path: Path, synchronous: str = "FULL") -> float:
+    outcome = ledger_batched(synchronous, size, path)
     return float(outcome["jobs"] / outcome["seconds"])
 
 
@@ -123,6 +124,7 @@ FIGURES: dict[str, Callable[[int, Path], float]] = {
     "transitions-memory": transitions_memory,
     "lifecycles": lifecycles,
     "lifecycles-batched": lifecycles_batched,
+    "lifecycles-batched-normal": lambda size, path: lifecycles_batched(size, path, "NORMAL"),
     "aux": aux,
     "run-appends": run_appends,
     "run-appends-normal": lambda size, path: run_appends(size, path, "NORMAL"),
@@ -132,6 +134,7 @@ UNITS = {
     "transitions-memory": "trans/CPU s",
     "lifecycles": "jobs/s",
     "lifecycles-batched": "jobs/s",
+    "lifecycles-batched-normal": "jobs/s",
     "aux": "runs/s",
     "run-appends": "appends/s",
     "run-appends-normal": "appends/s",

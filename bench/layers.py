@@ -30,7 +30,9 @@ from aios_ledger.core import EventRow, LedgerError, TaskRow, Timestamp, chain_of
 from aios_ledger.core.jsonvalue import encode_checked
 from aios_ledger.core.kinds import IDENTIFIER
 from aios_ledger.core.log import GENESIS_SEAL
-from aios_ledger.core.log.seals import seal_of_stored
+from aios_ledger.core.log.records import SEAL_VERSION_4
+from aios_ledger.core.log.rows import TASKS, chained_row_digest
+from aios_ledger.core.log.seals import ChainedRow, seal_of_stored
 from aios_ledger.core.tasks import TaskOperation, next_task_status
 from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger
@@ -43,7 +45,7 @@ from .harness import Size, figure, interleaved_values, paired_ratio, sized, summ
 from .transitions import CAPABILITIES, TASK_FIELDS, Attachable, RawLoop, timed_statements
 
 LEASE_SECONDS = 3600
-_GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL, _SEALED_ROW = (
+_GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL = (
     sql(name)
     for name in (
         "get_task",
@@ -52,7 +54,6 @@ _GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL, _SEALED_ROW = (
         "tasks_cas_update",
         "insert_event",
         "insert_seal",
-        "insert_sealed_row",
     )
 )
 _BEGIN, _COMMIT, _ROLLBACK = sql("begin_immediate"), sql("commit"), sql("rollback")
@@ -131,12 +132,16 @@ def _flat_heartbeat_step(
     if conn.changes() != 1:
         raise LedgerError("REVISION_CONFLICT", "tasks_cas_update changed no row")
     payload = encode_checked({"attempt": task.attempt, "lease_expires_at": new_expiry})
-    written = task._replace(
+    after = task._replace(
         status=next_status,
         lease_expires_at=new_expiry,
         revision=task.revision + 1,
         updated_at=now.text,
-    ).image()
+    )
+    # A v4 seal: what changed of the row, chained on the tip's digest (every column after none).
+    previous = None if tip is None else tip[3]
+    changes = after.written(task).changes(full=previous is None)
+    chained = ChainedRow(changes, chained_row_digest(previous, TASKS, task_id, changes))
     conn.execute(
         _EVENT,
         {
@@ -159,7 +164,9 @@ def _flat_heartbeat_step(
         ),
         chain_seq,
         prev_seal,
-        (written,),
+        (),
+        version=SEAL_VERSION_4,
+        chained=chained,
     )
     conn.execute(
         _SEAL,
@@ -170,17 +177,9 @@ def _flat_heartbeat_step(
             "prev_seal": prev_seal,
             "seal": seal,
             "sealed_at_adoption": 0,
-            "seal_version": 2,
-        },
-    )
-    conn.execute(
-        _SEALED_ROW,
-        {
-            "event_id": event_id,
-            "position": 1,
-            "row_table": written.table,
-            "row_key": written.key,
-            "row_digest": written.digest,
+            "seal_version": SEAL_VERSION_4,
+            "row_changes": chained.changes,
+            "chained_row_digest": chained.digest,
         },
     )
     return {

@@ -178,6 +178,8 @@ class Raw:
                         "seal": seal,
                         "sealed_at_adoption": 0,
                         "seal_version": 3,
+                        "row_changes": None,
+                        "chained_row_digest": None,
                     },
                 ),
                 (

@@ -4,7 +4,8 @@ Each task goes through create, claim, heartbeat, submit and verify, each one `BE
 transaction with its sealed event. The raw baseline runs, on its own file with the same schema
 and indexes, the very same named statements in the same order (the reads, the log's next event
 id and chain tip, the guarded write whose change count is checked, the idempotency row, the
-event, its seal and the state row the seal covers), with payloads of the same sizes, straight
+event, its v4 seal with the task row's changes and chained digest in it, and the other state
+row the seal covers), with payloads of the same sizes, straight
 through apsw: no request parsing, no decision records, no JSON work. It is what SQLite itself
 can do with this transaction shape from Python.
 
@@ -28,7 +29,7 @@ from typing import Any, Protocol, cast
 
 import apsw
 from aios_ledger.core import TaskRow
-from aios_ledger.core.log.records import SEAL_VERSION_2
+from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection, SqliteDatabase
@@ -104,6 +105,14 @@ PAYLOAD = {
     "RESULT_SUBMITTED": 120,
     "TASK_VERIFIED": 49,
 }
+# A v4 seal's task row changes (every column at the create), as long as the ledger's.
+CHANGES = {
+    "TASK_CREATED": 635,
+    "TASK_CLAIMED": 240,
+    "TASK_HEARTBEAT": 100,
+    "RESULT_SUBMITTED": 294,
+    "TASK_VERIFIED": 146,
+}
 
 
 class RawLoop:
@@ -168,7 +177,8 @@ class RawLoop:
         event_type: str,
         rows: int = 1,
     ) -> None:
-        """The event, its v2 seal (over its id) and the one state row (the task's) it covers."""
+        """The event, its v4 seal (over its id and, in its own row, the task row's changes and
+        chained digest) and the other state rows it covers (`rows` counts the task's)."""
         chain, seq, prev = tip
         payload = _pad("{", PAYLOAD[event_type])
         self._write(
@@ -183,8 +193,10 @@ class RawLoop:
             },
         )
         row_digest = hashlib.sha256(f"tasks\0{task_id}\0{event_type}".encode()).hexdigest()
+        changes = _pad("{", CHANGES[event_type])
+        chained = hashlib.sha256(f"{prev}\0{changes}".encode()).hexdigest()
         seal = hashlib.sha256(
-            f"{prev}\0{event_id}\0{event_type}\0{payload}\0{row_digest}".encode()
+            f"{prev}\0{event_id}\0{event_type}\0{payload}\0{chained}\0{changes}".encode()
         ).hexdigest()
         self._write(
             "insert_seal",
@@ -195,12 +207,14 @@ class RawLoop:
                 "prev_seal": prev,
                 "seal": seal,
                 "sealed_at_adoption": 0,
-                "seal_version": SEAL_VERSION_2,
+                "seal_version": SEAL_VERSION_4,
+                "row_changes": changes,
+                "chained_row_digest": chained,
             },
         )
-        # The task's row, then (a keyed transition's first answer, a claim's evidence run) one
-        # more, as the ledger's seals cover them.
-        for position in range(1, rows + 1):
+        # Besides the task's row (in the seal's own), a keyed transition's first answer or a
+        # claim's evidence run, as the ledger's seals cover them.
+        for position in range(1, rows):
             self._write(
                 "insert_sealed_row",
                 {

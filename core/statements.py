@@ -258,7 +258,8 @@ class Statement(enum.StrEnum):
     INSERT_SEAL = (
         "insert_seal",
         _INSERT,
-        "event_id chain chain_seq prev_seal seal sealed_at_adoption seal_version",
+        "event_id chain chain_seq prev_seal seal sealed_at_adoption seal_version row_changes "
+        "chained_row_digest",
     )
     INSERT_SEALED_ROW = (
         "insert_sealed_row",

@@ -10,7 +10,8 @@ SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
 FROM events ORDER BY event_id;
 
 -- name: copy_rows_event_seals
-SELECT event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption, seal_version
+SELECT event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption, seal_version,
+       row_changes, chained_row_digest
 FROM event_seals ORDER BY event_id;
 
 -- name: copy_rows_event_seal_rows

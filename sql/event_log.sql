@@ -6,7 +6,7 @@
 -- (chain, chain_seq) index), so that the verifier needs no per-chain state.
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version,
+       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest,
        p.event_id AS pred_event_id, p.chain_seq AS pred_chain_seq, p.seal AS pred_seal
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
@@ -16,7 +16,7 @@ ORDER BY e.event_id;
 -- name: log_orphan_seals
 -- Seals whose event row is gone.
 SELECT s.event_id, s.chain, s.chain_seq, s.prev_seal, s.seal, s.sealed_at_adoption,
-       s.seal_version
+       s.seal_version, s.row_changes, s.chained_row_digest
 FROM event_seals AS s
 LEFT JOIN events AS e ON e.event_id = s.event_id
 WHERE e.event_id IS NULL
@@ -70,7 +70,7 @@ ORDER BY event_id;
 -- name: log_export_all
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version
+       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 ORDER BY e.event_id;
@@ -78,7 +78,7 @@ ORDER BY e.event_id;
 -- name: log_export_task
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version
+       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE e.task_id = :task_id

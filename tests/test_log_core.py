@@ -174,11 +174,11 @@ def test_a_v3_seal_still_covers_content_place_and_chain() -> None:
     assert seal_of(event, seal.chain_seq, seal.seal, (), version=3) != seal.seal
 
 
-def test_a_seal_over_rows_is_v2_or_v3() -> None:
+def test_a_seal_over_rows_is_v2_v3_or_v4() -> None:
     event, _ = seal_log(SAMPLE)[0]
-    with pytest.raises(ValueError, match="v2 or v3"):
-        seal_of(event, 1, GENESIS_SEAL, (), version=4)
-    with pytest.raises(ValueError, match="v2 or v3"):
+    with pytest.raises(ValueError, match="v2, v3 or v4"):
+        seal_of(event, 1, GENESIS_SEAL, (), version=5)
+    with pytest.raises(ValueError, match="v2, v3 or v4"):
         LogTail.read(1, ["ledger"], [], seal_version=1)
 
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import psycopg
 import pytest
@@ -29,6 +30,7 @@ from aios_ledger.shell.log.copy import copy_ledger
 from conftest import postgres_url
 from git_support import OWNER, binding, make_repository, register, verified_proposal
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump
+from test_log_support import tamper
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -194,12 +196,12 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
     subprocess.run([*base, "up"], check=True, capture_output=True)
     with TaskLedger(pg, migrate=False) as ledger:
         ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
-    # 0019 (commit attestations), 0018 (signed checkpoints), 0016 (the Merkle log: dbmate's
+    # 0020 (chained row seals: its v3 seal holds none), 0019 (commit attestations), 0018 (signed checkpoints), 0016 (the Merkle log: dbmate's
     # `up` left it unbuilt, the first event built it), 0015 (idempotency operations), 0014
     # (sealed run events), 0013 (repository settings) and 0012 (capability grants) go back;
     # then its event, sealed v3 (no id covered), which 0010 cannot verify, makes the rollback
     # of 0011 refuse, changing nothing.
-    for _ in ("0019", "0018", "0016", "0015", "0014", "0013", "0012"):
+    for _ in ("0020", "0019", "0018", "0016", "0015", "0014", "0013", "0012"):
         subprocess.run([*base, "rollback"], check=True, capture_output=True)
     refusal = subprocess.run([*base, "rollback"], capture_output=True, text=True)
     assert refusal.returncode != 0
@@ -316,3 +318,33 @@ def test_a_read_whose_commit_breaks_is_read_again_and_a_write_is_unknown(pg: str
         assert len(write_cuts) == 1
     finally:
         database.close()
+
+
+def test_a_task_row_sealed_v4_on_sqlite_is_proven_on_postgresql_after_a_copy(
+    tmp_path: Path, pg: str
+) -> None:
+    """SQLite seals a task row v4 (its changes, chained); PostgreSQL, which writes v3, verifies
+    the copied chain by folding the changes, goes on sealing it v3 (the image is then the row's
+    last seal) and names a row changed behind its back either way."""
+    source = tmp_path / "source.db"
+    with TaskLedger(source) as ledger:
+        for task_id in ("t-1", "t-2"):
+            ledger.create_task(
+                {"task_id": task_id, "goal": "g", "instructions": "i"}, idempotency_key=task_id
+            )
+        claim = ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t-1")
+        assert claim is not None
+    with Database(source, migrate=False) as db, Database(pg) as target:
+        assert copy_ledger(db, target).target_intact
+    with TaskLedger(pg) as ledger:
+        ledger.heartbeat("t-1", lease_token=claim["lease_token"], lease_seconds=60)
+        assert verify_log(ledger.database).intact
+    # `tamper` takes a ledger target: a file, or (as here) a PostgreSQL URL.
+    tamper(cast(Path, pg), ("UPDATE tasks SET goal = 'other' WHERE task_id IN ('t-1', 't-2')", ()))
+    with Database(pg) as target:
+        found = verify_log(target).public()
+    assert found["finding_counts"] == {"STATE_MISMATCH": 2}, found["findings"]
+    assert {(f["table"], f["key"]) for f in found["findings"]} == {
+        ("tasks", "t-1"),
+        ("tasks", "t-2"),
+    }

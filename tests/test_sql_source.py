@@ -67,6 +67,7 @@ DIFFERING = frozenset(
         "state_rows_task_idempotency",
         "state_rows_task_proposals",
         "state_rows_tasks",
+        "state_task_chain_seals",
         "state_rows_writer_leases",
         "table_columns",
         "tasks_claim_candidates",

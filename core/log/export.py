@@ -2,7 +2,8 @@
 
 Line 1 is a header `{"schema": EXPORT_SCHEMA, "scope": "all"}` (or `"task"` with `task_id`);
 then one line per event in id order with its content exactly as stored and its seal, chain,
-chain_seq, prev_seal, seal_version and (v2) the state rows the seal covers (`rows`); an export of
+chain_seq, prev_seal, seal_version, (v4) `row_changes` and `chained_row_digest` (only on a line
+whose seal holds them) and (v2, v3, v4) the state rows the seal covers (`rows`); an export of
 everything then holds one line per current state row, `{"state": table, "key": key, "digest":
 digest}`, which the offline check holds against the last sealed row of it in the export, as
 `verify` does in the database; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
@@ -26,11 +27,13 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archived import is_archive_event, recorded_chains
-from aios_ledger.core.log.records import SEAL_VERSION_1, EventRow, SealRow
+from aios_ledger.core.log.chained import ChainedRowFold
+from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
 from aios_ledger.core.log.rows import FIRST_ANSWERS, GOVERNED_BINDINGS, RUNS, TASKS, RowImage
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.verification import (
     EXPORT_INVALID,
+    STATE_MISMATCH,
     ChainLink,
     Finding,
     LedgerHead,
@@ -45,6 +48,8 @@ EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 EVENT_FIELDS = record_columns(EventRow)
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
+# A v4 seal's own columns: on the line of a seal that holds them, absent from any other.
+CHAINED_FIELDS = ("row_changes", "chained_row_digest")
 ROWS_FIELD = "rows"
 STATE_FIELDS = frozenset(("state", "key", "digest"))
 
@@ -204,9 +209,8 @@ def _parse_rows(raw: object, event_id: int) -> tuple[RowImage, ...]:
 def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[RowImage, ...]]:
     """One event line; the content's types are left to the verifier (a changed type is a
     changed event), only the shape of the line is checked here."""
-    if not isinstance(raw, Mapping) or set(raw) != set(EVENT_FIELDS) | set(SEAL_FIELDS) | {
-        ROWS_FIELD
-    }:
+    fields = set(EVENT_FIELDS) | set(SEAL_FIELDS) | {ROWS_FIELD}
+    if not isinstance(raw, Mapping) or set(raw) not in (fields, fields | set(CHAINED_FIELDS)):
         raise LedgerError("EXPORT_INVALID", "an event line must hold exactly the export fields")
     event_id = raw["event_id"]
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
@@ -225,6 +229,8 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[Row
         seal=raw["seal"],
         sealed_at_adoption=adoption,
         seal_version=raw["seal_version"],
+        row_changes=raw.get("row_changes"),
+        chained_row_digest=raw.get("chained_row_digest"),
     )
     return event, seal, _parse_rows(raw[ROWS_FIELD], event_id)
 
@@ -243,6 +249,8 @@ class ExportState:
         self._sealed_since: set[str] = set()
         self._unsealed_before: set[str] = set()
         self._archived_chains: set[str] = set()
+        # The task chains holding v4 seals, each folded into the row they say was written.
+        self._folds: dict[str, ChainedRowFold] = {}
 
     def advance(self, event: EventRow, seal: SealRow | None, rows: Sequence[RowImage]) -> None:
         if seal is None:
@@ -259,6 +267,33 @@ class ExportState:
         for image in rows:
             self._sealed[(image.table, image.key)] = (event.event_id, image.digest)
             self._sealed_since.add(image.table)
+        self._fold(seal)
+
+    def _fold(self, seal: SealRow) -> None:
+        chain = seal.chain
+        if not isinstance(chain, str) or not chain.startswith("task:"):
+            return
+        key = chain.removeprefix("task:")
+        fold = self._folds.get(key)
+        if fold is None:
+            if seal.seal_version != SEAL_VERSION_4:
+                return
+            fold = self._folds[key] = ChainedRowFold(key)
+        fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
+
+    def _last_sealed(self, verifier: LogVerifier, table: str, key: str) -> tuple[int, Any] | None:
+        """The last seal of a row: its last image, or for a task row a later v4 fold."""
+        sealed = self._sealed.get((table, key))
+        fold = self._folds.get(key) if table == TASKS else None
+        if fold is None:
+            return sealed
+        if fold.problem is not None:
+            event_id, detail = fold.problem
+            verifier.note(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=key))
+        folded = fold.sealed()
+        if folded is None or (sealed is not None and sealed[0] > folded[0]):
+            return sealed
+        return folded
 
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))
@@ -266,10 +301,18 @@ class ExportState:
             history = key in self._chains_with_events
         else:
             history = self._v1_history or table in self._unsealed_before
-        verifier.check_row(table, key, digest, self._sealed.get((table, key)), history=history)
+        verifier.check_row(
+            table, key, digest, self._last_sealed(verifier, table, key), history=history
+        )
 
     def finish(self, verifier: LogVerifier) -> None:
-        for (table, key), (event_id, _) in sorted(self._sealed.items()):
+        gone: dict[tuple[str, str], tuple[int, str | None]] = dict(self._sealed)
+        for key, fold in self._folds.items():
+            if fold.event_id is not None:
+                last = gone.get((TASKS, key))
+                if last is None or last[0] < fold.event_id:
+                    gone[(TASKS, key)] = (fold.event_id, None)
+        for (table, key), (event_id, _) in sorted(gone.items()):
             if (table, key) in self._seen:
                 continue
             # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.

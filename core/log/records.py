@@ -23,6 +23,8 @@ from aios_ledger.core.statements import SqlWrite, Statement
 SEAL_VERSION_1 = 1
 SEAL_VERSION_2 = 2
 SEAL_VERSION_3 = 3
+SEAL_VERSION_4 = 4
+SEAL_VERSIONS = (SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3, SEAL_VERSION_4)
 
 
 @attrs.frozen
@@ -70,7 +72,12 @@ class SealRow:
     built on `prev_seal`. `sealed_at_adoption` is stored as 0 or 1; any other stored value
     reads as False. `seal_version` is the seal's schema: 1 covers the event alone, 2 also the
     rows its transition wrote (`SealedRow`, see `core.log.rows`), 3 those rows and the event's
-    place in its chain but not its `event_id` (see `core.log.seals`)."""
+    place in its chain but not its `event_id` (see `core.log.seals`), 4 what v2 covers but the
+    chain's task row, of which it covers `row_changes` (the columns the transition changed, as
+    canonical JSON text) and `chained_row_digest` (a digest over the previous one of the chain
+    and those changes, `core.log.rows.chained_row_digest`), both stored here. Both are None in
+    a seal of any other version, and in a v4 seal of an event that did not write the task row
+    (`chained_row_digest` then carries the chain's last one, None before the first)."""
 
     event_id: int
     chain: str
@@ -79,6 +86,8 @@ class SealRow:
     seal: str
     sealed_at_adoption: bool
     seal_version: int = SEAL_VERSION_1
+    row_changes: str | None = None
+    chained_row_digest: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SealRow:
@@ -90,11 +99,15 @@ class SealRow:
             seal=row["seal"],
             sealed_at_adoption=row["sealed_at_adoption"] == 1,
             seal_version=row["seal_version"],
+            row_changes=row.get("row_changes"),
+            chained_row_digest=row.get("chained_row_digest"),
         )
 
     def public(self) -> dict[str, Any]:
-        """The seal's columns without its event id (an export line holds it once)."""
-        return {
+        """The seal's columns without its event id (an export line holds it once); the two
+        columns of v4 only in a seal that holds them, so that an older seal's line is the line
+        it always was."""
+        line = {
             "chain": self.chain,
             "chain_seq": self.chain_seq,
             "prev_seal": self.prev_seal,
@@ -102,6 +115,10 @@ class SealRow:
             "sealed_at_adoption": self.sealed_at_adoption,
             "seal_version": self.seal_version,
         }
+        if self.row_changes is not None or self.chained_row_digest is not None:
+            line["row_changes"] = self.row_changes
+            line["chained_row_digest"] = self.chained_row_digest
+        return line
 
     def insert(self) -> SqlWrite:
         return SqlWrite(
@@ -114,6 +131,8 @@ class SealRow:
                 "seal": self.seal,
                 "sealed_at_adoption": int(self.sealed_at_adoption),
                 "seal_version": self.seal_version,
+                "row_changes": self.row_changes,
+                "chained_row_digest": self.chained_row_digest,
             },
         )
 

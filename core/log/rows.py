@@ -73,7 +73,7 @@ from json.encoder import encode_basestring_ascii as _ascii
 from typing import cast
 
 import attrs
-from aios_ledger.core.digests import digest_bytes, digest_json
+from aios_ledger.core.digests import canonical_json, digest_bytes, digest_json
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.settings import MIGRATED_DEFAULTS
 from aios_ledger.core.jsonvalue import JsonObject
@@ -231,3 +231,89 @@ def row_image(table: str, key: str, columns: Mapping[str, object]) -> RowImage:
     if digest is None:
         raise ValueError(f"a row of {table} that has no digest: {key!r}")
     return RowImage(table, key, digest)
+
+
+# A v4 seal's chained row digest (see `chained_row_digest`).
+ROW_CHAIN_SCHEMA = "aios.row_chain.v1"
+
+
+@attrs.frozen
+class RowWrite:
+    """A row a transition wrote, as it was (`before`, None when the transition inserted it)
+    and as it is (`after`), its values in the order of `names`: what its event's seal covers,
+    whichever version that is. A v2 or v3 seal covers the `image` of the row after; a v4 seal
+    the `changes` (every column when `full`, else those the transition changed)."""
+
+    table: str
+    key: str
+    names: tuple[str, ...]
+    before: tuple[object, ...] | None
+    after: tuple[object, ...]
+
+    def image(self) -> RowImage:
+        return row_image(self.table, self.key, dict(zip(self.names, self.after, strict=True)))
+
+    def changes(self, *, full: bool) -> str:
+        """The changed columns (all of them when `full` or the row is new) as canonical JSON
+        text, keys sorted, values exactly as written (a timestamp keeps its spelling: the
+        verifier digests the row it folds, `row_digest` respells it there). Written out in the
+        columns' sorted order, worked out once per record (`_sorted_columns`); `changes_text`
+        gives the same text (tests hold them equal)."""
+        before, after = self.before, self.after
+        whole = full or before is None
+        parts = []
+        for index, prefix in _sorted_columns(self.names):
+            value = after[index]
+            if not whole and before is not None and before[index] == value:
+                continue  # text, integers and NULL (a status: a StrEnum equal to its text)
+            if isinstance(value, str):
+                parts.append(prefix + _ascii(value))
+            elif value is None:
+                parts.append(prefix + "null")
+            elif type(value) is int:
+                parts.append(prefix + int.__repr__(value))
+            else:
+                return changes_text(self._changed(whole))
+        return "{" + ",".join(parts) + "}"
+
+    def _changed(self, whole: bool) -> dict[str, object]:
+        before = self.before
+        return {
+            name: value
+            for index, (name, value) in enumerate(zip(self.names, self.after, strict=True))
+            if whole or before is None or before[index] != value
+        }
+
+
+@lru_cache(maxsize=64)
+def _sorted_columns(names: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
+    """Each column's place among the record's values and its `"name":` text, in key order."""
+    return tuple((names.index(name), _ascii(name) + ":") for name in sorted(names))
+
+
+def changes_text(columns: Mapping[str, object]) -> str:
+    """Canonical JSON of a flat object of text, integer and NULL values (keys sorted, compact,
+    ASCII-escaped), written out column by column as `row_digest` writes its rows; any other
+    value takes the checked path (`canonical_json` refuses what is not JSON)."""
+    parts = []
+    for name in sorted(columns):
+        value = columns[name]
+        if isinstance(value, str):
+            parts.append(_ascii(name) + ":" + _ascii(value))
+        elif value is None:
+            parts.append(_ascii(name) + ":null")
+        elif type(value) is int:
+            parts.append(_ascii(name) + ":" + int.__repr__(value))
+        else:
+            return canonical_json(cast(JsonObject, dict(columns)))
+    return "{" + ",".join(parts) + "}"
+
+
+def chained_row_digest(previous: str | None, table: str, key: str, changes: str) -> str:
+    """The digest a v4 seal covers for the chain's task row: over the chain's previous one
+    (None before the first, which holds every column) and the row's `changes` text, so that
+    each link commits to the whole history of the row without digesting the whole row."""
+    text = ",".join(
+        ("null" if previous is None else _ascii(previous), _ascii(table), _ascii(key), changes)
+    )
+    return digest_bytes(ROW_CHAIN_SCHEMA, text.encode("ascii"))

@@ -8,9 +8,13 @@ covers the event's place in its chain but not its global id, so that writers of 
 need not wait for each other to learn the next id: PostgreSQL's writers hold row locks, not one
 ledger lock, and number their events from a sequence after deciding (`WritePlan.numbered`). The
 global order stays provable either way: the head rolls over every `(event_id, seal)` in id order,
-and within a chain ids rise with positions. v1 seals (written at the adoption of an older
-runtime's log, and before v2) keep verifying as they are. There is one chain per task (and one
-for ledger-level events without a task).
+and within a chain ids rise with positions. A v4 seal (SQLite's since migration 0020) covers what
+a v2 seal covers, but not the image of the chain's task row: it covers the columns the transition
+changed (`row_changes`) and the chained row digest over them and the chain's previous one
+(`core.log.rows.chained_row_digest`), both kept in the seal's own row, so that a transition
+digests what it changed rather than the whole 27-column row. v1 seals (written at the adoption
+of an older runtime's log, and before v2) keep verifying as they are. There is one chain per
+task (and one for ledger-level events without a task).
 """
 
 from __future__ import annotations
@@ -22,17 +26,27 @@ from typing import cast
 import attrs
 from aios_ledger.core.digests import digest_bytes, digest_json
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3, EventRow
+from aios_ledger.core.log.records import (
+    SEAL_VERSION_1,
+    SEAL_VERSION_2,
+    SEAL_VERSION_3,
+    SEAL_VERSION_4,
+    EventRow,
+)
 from aios_ledger.core.log.rows import RowImage
 
 SEAL_SCHEMA = "aios.event_seal.v1"
 SEAL_SCHEMA_V2 = "aios.event_seal.v2"
 SEAL_SCHEMA_V3 = "aios.event_seal.v3"
+SEAL_SCHEMA_V4 = "aios.event_seal.v4"
 SEAL_SCHEMAS = {
     SEAL_VERSION_1: SEAL_SCHEMA,
     SEAL_VERSION_2: SEAL_SCHEMA_V2,
     SEAL_VERSION_3: SEAL_SCHEMA_V3,
+    SEAL_VERSION_4: SEAL_SCHEMA_V4,
 }
+# The versions a seal over rows may take.
+ROW_SEAL_VERSIONS = (SEAL_VERSION_2, SEAL_VERSION_3, SEAL_VERSION_4)
 GENESIS_SEAL = "sha256:" + "0" * 64
 LEDGER_CHAIN = "ledger"
 
@@ -50,6 +64,8 @@ class ChainTip:
     chain: str
     chain_seq: int
     seal: str
+    # The chain's last chained row digest (v4), None before its first.
+    chained_row_digest: str | None = None
 
 
 def empty_chain_tip(chain: str) -> ChainTip:
@@ -62,18 +78,32 @@ SealedImages = Sequence[RowImage] | None
 
 def seal_version_of(rows: SealedImages, version: int | None) -> int:
     """The version a seal over `rows` takes: v1 when it covers no rows, else `version`, v2 by
-    default (a store that numbers events after sealing them asks for v3)."""
+    default (a store that numbers events after sealing them asks for v3, SQLite's store for v4)."""
     if rows is None:
         return SEAL_VERSION_1
     if version is None:
         return SEAL_VERSION_2
-    if version not in (SEAL_VERSION_2, SEAL_VERSION_3):
-        raise ValueError(f"a seal over rows is v2 or v3, not v{version}")
+    if version not in ROW_SEAL_VERSIONS:
+        raise ValueError(f"a seal over rows is v2, v3 or v4, not v{version}")
     return version
 
 
+@attrs.frozen
+class ChainedRow:
+    """What a v4 seal covers of the chain's task row: the columns its transition changed
+    (None: it wrote no task row) and the chain's chained row digest after it."""
+
+    changes: str | None
+    digest: str | None
+
+
 def _seal_document(
-    event: EventRow, chain_seq: int, prev_seal: str, rows: SealedImages, version: int
+    event: EventRow,
+    chain_seq: int,
+    prev_seal: str,
+    rows: SealedImages,
+    version: int,
+    chained: ChainedRow | None,
 ) -> JsonObject:
     document: JsonObject = {
         "task_id": event.task_id,
@@ -89,6 +119,10 @@ def _seal_document(
         document["event_id"] = event.event_id
     if rows is not None:
         document["rows"] = [cast(JsonObject, image.public()) for image in rows]
+    if version == SEAL_VERSION_4:
+        chained = chained or ChainedRow(None, None)
+        document["row_changes"] = chained.changes
+        document["chained_row_digest"] = chained.digest
     return document
 
 
@@ -99,13 +133,15 @@ def seal_of(
     rows: SealedImages = None,
     *,
     version: int | None = None,
+    chained: ChainedRow | None = None,
 ) -> str:
     """The seal of `event` at `chain_seq` of its chain, built on `prev_seal`: a digest over its
-    content, its chain and its place there, and (v2 and v3, when `rows` is given) over the
-    state rows its transition wrote; v1 and v2 cover its `event_id` too (`seal_version_of`).
-    Checks every field as untrusted JSON."""
+    content, its chain and its place there, and (v2, v3 and v4, when `rows` is given) over the
+    state rows its transition wrote, of which v4 covers the chain's task row as `chained`;
+    v1, v2 and v4 cover its `event_id` too (`seal_version_of`). Checks every field as
+    untrusted JSON."""
     version = seal_version_of(rows, version)
-    document = _seal_document(event, chain_seq, prev_seal, rows, version)
+    document = _seal_document(event, chain_seq, prev_seal, rows, version, chained)
     return digest_json(SEAL_SCHEMAS[version], document)
 
 
@@ -116,17 +152,22 @@ def seal_to_store(
     rows: SealedImages = None,
     *,
     version: int | None = None,
+    chained: ChainedRow | None = None,
 ) -> str:
     """The seal written beside an event: `seal_of_stored` when every field is plainly typed
     (exact ASCII text or None, exact ints), as in every event the core plans; any other row (an
     adopted one, say) is checked as untrusted JSON by `seal_of`. Both give the same seal."""
-    if _plainly_typed(event, chain_seq, prev_seal, rows):
-        return seal_of_stored(event, chain_seq, prev_seal, rows, version=version)
-    return seal_of(event, chain_seq, prev_seal, rows, version=version)
+    if _plainly_typed(event, chain_seq, prev_seal, rows, chained):
+        return seal_of_stored(event, chain_seq, prev_seal, rows, version=version, chained=chained)
+    return seal_of(event, chain_seq, prev_seal, rows, version=version, chained=chained)
 
 
 def _plainly_typed(
-    event: EventRow, chain_seq: object, prev_seal: object, rows: SealedImages
+    event: EventRow,
+    chain_seq: object,
+    prev_seal: object,
+    rows: SealedImages,
+    chained: ChainedRow | None,
 ) -> bool:
     texts: tuple[object, ...] = (
         event.task_id,
@@ -137,6 +178,8 @@ def _plainly_typed(
     )
     if rows is not None:
         texts += tuple(text for image in rows for text in (image.table, image.key, image.digest))
+    if chained is not None:
+        texts += (chained.changes, chained.digest)
     return (
         type(event.event_id) is int
         and type(chain_seq) is int
@@ -153,6 +196,7 @@ def seal_of_stored(
     rows: SealedImages = None,
     *,
     version: int | None = None,
+    chained: ChainedRow | None = None,
 ) -> str:
     """`seal_of` for fields whose types the caller has already checked (text or None, and int
     event_id / chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the
@@ -161,6 +205,9 @@ def seal_of_stored(
     version = seal_version_of(rows, version)
     task = event.task_id
     agent = event.agent_id
+    changes = digest = None
+    if version == SEAL_VERSION_4 and chained is not None:
+        changes, digest = chained.changes, chained.digest
     text = "".join(
         (
             '{"agent_id":',
@@ -169,6 +216,9 @@ def seal_of_stored(
             _ascii(chain_of(task)),
             ',"chain_seq":',
             int.__repr__(chain_seq),
+            ""
+            if version != SEAL_VERSION_4
+            else ',"chained_row_digest":' + ("null" if digest is None else _ascii(digest)),
             ',"created_at":',
             _ascii(event.created_at),
             "" if version == SEAL_VERSION_3 else ',"event_id":' + int.__repr__(event.event_id),
@@ -178,6 +228,9 @@ def seal_of_stored(
             _ascii(event.payload_json),
             ',"prev_seal":',
             _ascii(prev_seal),
+            ""
+            if version != SEAL_VERSION_4
+            else ',"row_changes":' + ("null" if changes is None else _ascii(changes)),
             "" if rows is None else ',"rows":[' + ",".join(map(_row_text, rows)) + "]",
             ',"task_id":',
             "null" if task is None else _ascii(task),

@@ -10,11 +10,15 @@ Ids are the store's: SQLite hands out `events.event_id` with AUTOINCREMENT, neve
 and the shell reads the next one under the write lock (`log_next_event_id`). Seals are
 `seal_to_store`'s: an appended event gets a seal over its content, its place in its chain and
 the images of the state rows its transition wrote (`EventAppend.rows`): v2, which covers its id
-too, where the store hands the id out before the decision (SQLite), or v3, which does not, where
+too, where the store hands the id out before the decision (SQLite before migration 0020), or
+v3, which does not, where
 the store numbers a plan's events after it (`LogTail.seal_version`, `WritePlan.numbered`:
 PostgreSQL's writers draw ids from a sequence, so that writers of different tasks never wait for
-one another). Events sealed in place at adoption get v1 seals, over their content alone, as
-every older log has.
+one another), or v4, SQLite's since migration 0020: v2 but for the chain's task row
+(`EventAppend.written`), of which it covers the columns the transition changed and the chained
+row digest, carried from one tip of the chain to the next (`ChainTip.chained_row_digest`); the
+first v4 event of a chain to write the row covers all its columns. Events sealed in place at
+adoption get v1 seals, over their content alone, as every older log has.
 """
 
 from __future__ import annotations
@@ -28,13 +32,15 @@ from aios_ledger.core.log.records import (
     SEAL_VERSION_1,
     SEAL_VERSION_2,
     SEAL_VERSION_3,
+    SEAL_VERSION_4,
     EventRow,
     SealedRow,
     SealRow,
     sealed_rows,
 )
-from aios_ledger.core.log.rows import RowImage
+from aios_ledger.core.log.rows import TASKS, RowImage, RowWrite, chained_row_digest
 from aios_ledger.core.log.seals import (
+    ChainedRow,
     ChainTip,
     chain_of,
     empty_chain_tip,
@@ -46,7 +52,10 @@ from aios_ledger.core.statements import SqlWrite
 
 @attrs.frozen
 class EventAppend:
-    """An event a decision appends, before it has a place in the log."""
+    """An event a decision appends, before it has a place in the log: `written`, the task row
+    of its chain as its transition wrote it (a v2 or v3 seal covers its image first, before
+    `rows`; a v4 seal what changed of it), and `rows`, the images of the other state rows it
+    wrote."""
 
     task_id: str | None
     agent_id: str | None
@@ -54,6 +63,12 @@ class EventAppend:
     payload: JsonObject
     created_at: str
     rows: tuple[RowImage, ...] = ()
+    written: RowWrite | None = None
+
+    def __attrs_post_init__(self) -> None:
+        written = self.written
+        if written is not None and (written.table != TASKS or written.key != self.task_id):
+            raise ValueError("an event's written row is its own task's")
 
     def payload_json(self) -> str:
         """Checked, then encoded: payloads come from every part of the core (tasks, runs,
@@ -124,8 +139,11 @@ class LogTail:
                 event.payload_json(),
                 event.created_at,
             )
-            seal = _sealed(tips, row, event.rows, version=self.seal_version)
-            appended.append(AppendedEvent(row, seal, sealed_rows(event_id, event.rows)))
+            images = event.rows
+            if event.written is not None and self.seal_version != SEAL_VERSION_4:
+                images = (event.written.image(), *images)
+            seal = _sealed(tips, row, images, version=self.seal_version, written=event.written)
+            appended.append(AppendedEvent(row, seal, sealed_rows(event_id, images)))
             event_id += 1
         return tuple(appended), LogTail(event_id, tips, self.seal_version)
 
@@ -156,10 +174,11 @@ def _sealed(
     *,
     adoption: bool = False,
     version: int = SEAL_VERSION_2,
+    written: RowWrite | None = None,
 ) -> SealRow:
     """The seal row of `event` on its chain's tip in `tips`, which moves on to it: `version`
-    over `rows`, or v1 when `rows` is None. An adopted row may hold what no plan writes (its types
-    are checked by `seal_to_store`)."""
+    over `rows` (and, v4, what changed of the `written` task row), or v1 when `rows` is None.
+    An adopted row may hold what no plan writes (its types are checked by `seal_to_store`)."""
     chain = chain_of(event.task_id)
     tip = tips.get(chain)
     if tip is None:
@@ -168,6 +187,31 @@ def _sealed(
         raise ValueError(f"the log tail holds no tip of chain {chain!r}")
     chain_seq = tip.chain_seq + 1
     version = SEAL_VERSION_1 if rows is None else version
-    seal = seal_to_store(event, chain_seq, tip.seal, rows, version=version)
-    tips[chain] = ChainTip(chain=chain, chain_seq=chain_seq, seal=seal)
-    return SealRow(event.event_id, chain, chain_seq, tip.seal, seal, adoption, version)
+    chained = None
+    if version == SEAL_VERSION_4:
+        chained = _chained(tip.chained_row_digest, written)
+    seal = seal_to_store(event, chain_seq, tip.seal, rows, version=version, chained=chained)
+    digest = None if chained is None else chained.digest
+    tips[chain] = ChainTip(chain, chain_seq, seal, digest)
+    return SealRow(
+        event.event_id,
+        chain,
+        chain_seq,
+        tip.seal,
+        seal,
+        adoption,
+        version,
+        None if chained is None else chained.changes,
+        digest,
+    )
+
+
+def _chained(previous: str | None, written: RowWrite | None) -> ChainedRow:
+    """The chained row of a v4 seal after the chain's `previous` digest: the tip's digest
+    carried on when the event wrote no task row; else the row's changes (every column when the
+    chain has no digest yet: before its first v4 write, the row's columns are no seal's) and
+    the digest over them."""
+    if written is None:
+        return ChainedRow(None, previous)
+    changes = written.changes(full=previous is None)
+    return ChainedRow(changes, chained_row_digest(previous, written.table, written.key, changes))

@@ -42,13 +42,13 @@ from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
 from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event
 from aios_ledger.core.log.records import (
     SEAL_VERSION_1,
-    SEAL_VERSION_2,
-    SEAL_VERSION_3,
+    SEAL_VERSION_4,
+    SEAL_VERSIONS,
     EventRow,
     SealRow,
 )
 from aios_ledger.core.log.rows import RowImage
-from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_of_stored
+from aios_ledger.core.log.seals import GENESIS_SEAL, ChainedRow, chain_of, seal_of_stored
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 
 HEAD_SCHEMA = "aios.ledger_head.v1"
@@ -235,8 +235,21 @@ def _seal_well_formed(seal: SealRow) -> bool:
         and isinstance(seal.prev_seal, str)
         and isinstance(seal.seal, str)
         and type(seal.seal_version) is int
-        and seal.seal_version in (SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3)
+        and seal.seal_version in SEAL_VERSIONS
+        and _chained_well_formed(seal)
     )
+
+
+def _chained_well_formed(seal: SealRow) -> bool:
+    """A v4 seal's chained row columns are text or NULL; any other seal has none (a change
+    written beside an older seal, which does not cover it, is a forgery)."""
+    if seal.seal_version != SEAL_VERSION_4:
+        return seal.row_changes is None and seal.chained_row_digest is None
+    return all(value is None or type(value) is str for value in _chained_columns(seal))
+
+
+def _chained_columns(seal: SealRow) -> tuple[object, object]:
+    return seal.row_changes, seal.chained_row_digest
 
 
 def _rows_well_typed(rows: Sequence[RowImage]) -> bool:
@@ -276,9 +289,17 @@ def _verifies(event: EventRow, seal: SealRow, rows: Sequence[RowImage], event_id
         covered = rows
     if event_id != event.event_id:
         event = attrs.evolve(event, event_id=event_id)
+    chained = None
+    if seal.seal_version == SEAL_VERSION_4:
+        chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
     try:
         stored = seal_of_stored(
-            event, seal.chain_seq, seal.prev_seal, covered, version=seal.seal_version
+            event,
+            seal.chain_seq,
+            seal.prev_seal,
+            covered,
+            version=seal.seal_version,
+            chained=chained,
         )
         return bool(stored == seal.seal)
     except (LedgerError, ValueError):
@@ -547,13 +568,14 @@ class LogVerifier:
         table: str,
         key: str,
         digest: str | None,
-        sealed: tuple[int, str] | None,
+        sealed: tuple[int, str | None] | None,
         *,
         history: bool,
     ) -> None:
         """Hold a current state row (its `digest`, None when it has none) against `sealed`, the
-        (event id, row digest) of the last seal that wrote it. `history`: the row may predate v2
-        seals (its chain, or the ledger, holds v1-sealed events), so no seal proves nothing."""
+        (event id, row digest) of the last seal that wrote it (a digest of None: the seal's row
+        could not be told, which no row matches). `history`: the row may predate v2 seals (its
+        chain, or the ledger, holds v1-sealed events), so no seal proves nothing."""
         self._rows_checked += 1
         if sealed is None:
             if history:
@@ -563,7 +585,7 @@ class LogVerifier:
             self._report(Finding(STATE_MISMATCH, None, detail, table=table, key=key))
             return
         event_id, sealed_digest = sealed
-        if digest != sealed_digest:
+        if sealed_digest is None or digest != sealed_digest:
             detail = "the row differs from the row its last sealed event wrote"
             self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
 

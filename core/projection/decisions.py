@@ -572,6 +572,7 @@ def _plan(
         event_type=PROJECTION_EVENT,
         payload=payload,
         created_at=now.text,
-        rows=(projected.image(), ledger_row.image(ledger_table)),
+        rows=(ledger_row.image(ledger_table),),
+        written=projected.written(task),
     )
     return sealed_plan((update, ledger), (event,), answer, tail=tail)

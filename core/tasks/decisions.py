@@ -279,15 +279,23 @@ def _answer_write(row: FirstAnswerRow) -> SqlWrite:
     return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict())
 
 
-def _event(task: TaskRow, kind: str, payload: JsonObject, agent_id: str | None) -> EventAppend:
-    """The event of a transition that wrote `task` (the row after it): its seal covers the row."""
+def _event(
+    task: TaskRow,
+    kind: str,
+    payload: JsonObject,
+    agent_id: str | None,
+    *,
+    before: TaskRow | None,
+) -> EventAppend:
+    """The event of a transition that wrote `task` (the row after it; `before`, the row it
+    moved, None when it inserted it): its seal covers the row (`TaskRow.written`)."""
     return EventAppend(
         task_id=task.task_id,
         agent_id=agent_id,
         event_type=kind,
         payload=payload,
         created_at=task.updated_at,
-        rows=(task.image(),),
+        written=task.written(before),
     )
 
 
@@ -367,7 +375,7 @@ def _move(
     facts: JsonObject = {fact.key: fact.read(step) for fact in row.payload}
     if payload is not None:
         facts.update(payload(step))
-    event = _event(after, row.event, facts, _actor(row.actor, task, request))
+    event = _event(after, row.event, facts, _actor(row.actor, task, request), before=task)
     return _Move(after, _cas(task, after), event)
 
 
@@ -714,7 +722,7 @@ def _decide_create(
     first = _first_answer(idempotency_key, row.name, task_id, digest, answer, now)
     return sealed_plan(
         (insert, _answer_write(first)),
-        (_answered(_event(task, row.event, payload, None), first),),
+        (_answered(_event(task, row.event, payload, None, before=None), first),),
         answer,
         tail=state.tail,
     )

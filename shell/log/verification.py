@@ -12,6 +12,7 @@ merged by event id, so that their ids and seals are accounted for.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, Verificatio
 from aios_ledger.core.log.archived import recorded_chains
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.merkle_check import MerkleCheck
+from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
@@ -57,7 +59,7 @@ from aios_ledger.core.log.verification import (
 )
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
-from aios_ledger.shell.db.run import Connection, fetch_all
+from aios_ledger.shell.db.run import Connection, Row, fetch_all
 from aios_ledger.shell.git.proposals import bundle_path
 
 PROGRESS_EVERY = 16384
@@ -133,11 +135,13 @@ def _tuples(
 
 
 def _orphan(row: tuple[Any, ...]) -> Item:
-    event_id, chain, chain_seq, prev_seal, seal, adoption, version = row
+    event_id, chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = row
     return (
         event_id,
         None,
-        SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version),
+        SealRow(
+            event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version, changes, chained
+        ),
         None,
     )
 
@@ -166,6 +170,8 @@ def _merged(
             seal,
             adoption,
             version,
+            changes,
+            chained,
             pred_event_id,
             pred_chain_seq,
             pred_seal,
@@ -175,7 +181,17 @@ def _merged(
             EventRow(event_id, task_id, agent_id, event_type, payload_json, created_at),
             None
             if seal_event_id is None
-            else SealRow(event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version),
+            else SealRow(
+                event_id,
+                chain,
+                chain_seq,
+                prev_seal,
+                seal,
+                adoption == 1,
+                version,
+                changes,
+                chained,
+            ),
             None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
         )
     while orphan is not None:
@@ -281,17 +297,27 @@ def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object
 
 def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
     """Hold every state row against the last seal that wrote it, then report sealed rows that
-    are gone."""
+    are gone. A task row's last seal may be a v4 one, which covers what changed of it: its
+    chain's seals are folded into the row they say was written (`ChainedRowFold`), streamed in
+    task id order beside the task rows."""
     v1_history = bool(fetch_value(conn, "log_has_v1_seals"))
+    folded_gone: set[str] = set()
     for table, statement in STATE_STATEMENTS.items():
-        with db.cursor_rows(statement) as rows:
+        with contextlib.ExitStack() as stack:
+            rows = stack.enter_context(db.cursor_rows(statement))
+            folds = None
+            if table == TASKS:
+                chains = stack.enter_context(db.cursor_rows("state_task_chain_seals"))
+                folds = ChainFolds(chains)
             for row in rows:
                 sealed_event_id = row["sealed_event_id"]
-                sealed = (
+                sealed: tuple[int, str | None] | None = (
                     None
                     if sealed_event_id is None
                     else (int(sealed_event_id), str(row["sealed_row_digest"]))
                 )
+                if folds is not None:
+                    sealed = folds.last_sealed(str(row["task_id"]), sealed, verifier, folded_gone)
                 key, digest = stored_row_state(table, row, None if sealed is None else sealed[1])
                 history = row["sealed_history"]
                 verifier.check_row(
@@ -301,16 +327,87 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
                     sealed,
                     history=v1_history if history is None else bool(history),
                 )
+            if folds is not None:
+                folds.finish(verifier, folded_gone)
     archived: set[str] | None = None
     with db.cursor_rows("state_rows_gone") as gone:
         for row in gone:
             table, key = str(row["row_table"]), str(row["row_key"])
+            if table == TASKS and key in folded_gone:
+                continue  # reported by its fold
             if table == GOVERNED_BINDINGS:
                 # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.
                 archived = _archived_chains(conn) if archived is None else archived
                 if chain_of(key.split(" ", 1)[0]) in archived:
                     continue
             verifier.check_row_gone(table, key, row["event_id"])
+
+
+class ChainFolds:
+    """The task chains holding v4 seals, folded one at a time in task id order as the task rows
+    go by (`last_sealed`): O(1) state, whatever the number of tasks. A fold of a chain whose task
+    row is gone reports it, as `state_rows_gone` reports a row a v2 image says was written."""
+
+    def __init__(self, rows: Iterator[Row]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+
+    def _fold_through(self, task_id: str | None) -> Iterator[ChainedRowFold]:
+        """Each chain before `task_id`'s (None: every one left), folded, then `task_id`'s own
+        if it holds v4 seals (the caller tells them apart by key)."""
+        while self._next is not None:
+            chain = str(self._next["chain"])
+            key = chain.removeprefix("task:")
+            if task_id is not None and key > task_id:
+                return
+            fold = ChainedRowFold(key)
+            while self._next is not None and self._next["chain"] == chain:
+                row = self._next
+                fold.add(
+                    row["event_id"],
+                    row["seal_version"],
+                    row["row_changes"],
+                    row["chained_row_digest"],
+                )
+                self._next = next(self._rows, None)
+            yield fold
+
+    def last_sealed(
+        self,
+        task_id: str,
+        sealed: tuple[int, str | None] | None,
+        verifier: LogVerifier,
+        gone: set[str],
+    ) -> tuple[int, str | None] | None:
+        """The last seal of task `task_id`'s row: `sealed` (its last v2/v3 image), or the fold of
+        its chain when a later v4 seal wrote it."""
+        found = None
+        for fold in self._fold_through(task_id):
+            if fold.key == task_id:
+                found = fold
+            else:
+                _fold_gone(fold, verifier, gone)
+        if found is None:
+            return sealed
+        if found.problem is not None:
+            event_id, detail = found.problem
+            verifier.note(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=task_id))
+        folded = found.sealed()
+        if folded is None or (sealed is not None and sealed[0] > folded[0]):
+            return sealed
+        return folded
+
+    def finish(self, verifier: LogVerifier, gone: set[str]) -> None:
+        for fold in self._fold_through(None):
+            _fold_gone(fold, verifier, gone)
+
+
+def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> None:
+    """A chain whose v4 seals wrote its task row, and the row is not there."""
+    if fold.event_id is None:
+        return
+    gone.add(fold.key)
+    verifier.check_row_gone(TASKS, fold.key, fold.event_id)
 
 
 def _archived_chains(conn: Connection) -> set[str]:

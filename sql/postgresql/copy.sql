@@ -30,9 +30,11 @@ VALUES (
 
 -- name: copy_insert_event_seals!
 INSERT INTO event_seals(
-  event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption, seal_version)
+  event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption, seal_version, row_changes,
+  chained_row_digest)
 VALUES (
-  :event_id, :chain, :chain_seq, :prev_seal, :seal, :sealed_at_adoption, :seal_version);
+  :event_id, :chain, :chain_seq, :prev_seal, :seal, :sealed_at_adoption, :seal_version,
+  :row_changes, :chained_row_digest);
 
 -- name: copy_insert_event_seal_rows!
 INSERT INTO event_seal_rows(

@@ -16,7 +16,19 @@ FROM tasks AS t
 LEFT JOIN event_seal_rows AS s
   ON s.row_table = 'tasks' AND s.row_key = t.task_id
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
-                   WHERE row_table = 'tasks' AND row_key = t.task_id);
+                   WHERE row_table = 'tasks' AND row_key = t.task_id)
+ORDER BY t.task_id COLLATE "C";
+
+-- name: state_task_chain_seals
+-- The seals of every task chain that holds a v4 seal (one copied from SQLite), in chain order,
+-- byte by byte (the "C" collation, as `state_rows_tasks`): `verify` folds each chain's v4
+-- changes into the task row they say was written last.
+SELECT s.chain, s.event_id, s.seal_version, s.row_changes, s.chained_row_digest
+FROM event_seals AS s
+WHERE s.chain IN (SELECT v4.chain FROM event_seals AS v4
+                  WHERE v4.seal_version = 4
+                    AND v4.chain COLLATE "C" >= 'task:' AND v4.chain COLLATE "C" < 'task;')
+ORDER BY s.chain COLLATE "C", s.chain_seq;
 
 -- name: state_rows_initial_projections
 -- A projection row, with the last sealed row of it; only a task whose projection was sealed

@@ -24,7 +24,7 @@ ORDER BY t.task_id;
 -- those of the tasks archived, in the order the offline check reads them).
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version
+       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e
 JOIN tasks AS t ON t.task_id = e.task_id
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id

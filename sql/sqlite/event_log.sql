@@ -9,14 +9,26 @@ SELECT EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1);
 
 -- name: state_rows_tasks
 -- Each task row with the last sealed row of it, and whether its chain has any event at all (a
--- task with events but no sealed row was last written under v1 seals).
+-- task with events but no sealed row was last written under v1 seals). In task id order, the
+-- order of `state_task_chain_seals` (whose chains are `task:` and the id), byte by byte.
 SELECT t.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
        EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = t.task_id) AS sealed_history
 FROM tasks AS t
 LEFT JOIN event_seal_rows AS s
   ON s.row_table = 'tasks' AND s.row_key = t.task_id
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
-                   WHERE row_table = 'tasks' AND row_key = t.task_id);
+                   WHERE row_table = 'tasks' AND row_key = t.task_id)
+ORDER BY t.task_id;
+
+-- name: state_task_chain_seals
+-- The seals of every task chain that holds a v4 seal, in chain order (through the unique
+-- (chain, chain_seq) index), byte by byte: `verify` folds each chain's v4 changes into the task
+-- row they say was written last, beside `state_rows_tasks`.
+SELECT s.chain, s.event_id, s.seal_version, s.row_changes, s.chained_row_digest
+FROM event_seals AS s
+WHERE s.chain IN (SELECT v4.chain FROM event_seals AS v4
+                  WHERE v4.seal_version = 4 AND v4.chain >= 'task:' AND v4.chain < 'task;')
+ORDER BY s.chain, s.chain_seq;
 
 -- name: state_rows_initial_projections
 -- A projection row, with the last sealed row of it; only a task whose projection was sealed

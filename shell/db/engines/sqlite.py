@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import apsw
 from aios_ledger.core import LedgerError
-from aios_ledger.core.log.records import SEAL_VERSION_2
+from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.statements import SqlWrite
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
 from aios_ledger.shell.db.engines import Connection, Params, Row, refuse_unsupported_url
@@ -113,8 +113,9 @@ class SqliteConnection(apsw.Connection):
     """An apsw connection that is also the ledger's `engines.Connection`."""
 
     dialect = "sqlite"
-    # SQLite hands ids out in commit order under its one writer: v2 seals cover them.
-    seal_version = SEAL_VERSION_2
+    # SQLite hands ids out in commit order under its one writer: its seals cover them. They are
+    # v4 since migration 0020: what changed of a task row, not its whole image (core/log/seals.py).
+    seal_version = SEAL_VERSION_4
     # A statement is a call, not a round trip: a batch reads item by item (its creation
     # sequence is read after the item before it was written).
     reads_ahead = False

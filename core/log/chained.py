@@ -1,0 +1,93 @@
+"""Folding a chain's v4 seals into the task row they say was written last.
+
+A v4 seal does not cover the image of its chain's task row: it covers the columns the transition
+changed (`SealRow.row_changes`) and a chained row digest over them and the chain's previous one
+(`core.log.rows.chained_row_digest`). The first v4 seal of a chain to write the row holds every
+column; each later one holds what changed. Fed a chain's seals in chain order, `ChainedRowFold`
+follows the chain as its writer did and ends with the row's columns, which the verifier digests
+and holds against the stored row as it holds a v2 image (`sealed`). Its state is one row.
+
+A seal of another version in the chain (a v2 seal before migration 0020, or a v3 seal written
+after the log was copied to PostgreSQL) ends the chained digest, as its writer did not carry it
+on: the next v4 write of the row starts again from every column. Which of the fold and a v2/v3
+image is the row's last seal is told by their event ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log.records import SEAL_VERSION_4
+from aios_ledger.core.log.rows import TASKS, chained_row_digest, row_digest
+
+BROKEN_LINK = "the chained row digest does not follow from the chain's previous one and the changes"
+BROKEN_CHANGES = "the changes a v4 seal holds are not an object of columns"
+
+
+class ChainedRowFold:
+    """The task row `key`'s chain folded seal by seal (`add`, in chain order)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._digest: str | None = None
+        self._columns: dict[str, Any] | None = None
+        self._event_id: int | None = None
+        self._problem: tuple[int, str] | None = None
+
+    def add(self, event_id: int, version: object, changes: object, digest: object) -> None:
+        """One seal of the chain: its event id, version and chained row columns."""
+        if self._problem is not None:
+            return
+        if version != SEAL_VERSION_4:
+            self._digest = None  # its writer carried no digest on: the next v4 write is whole
+            return
+        if changes is None:
+            if digest != self._digest:
+                self._problem = (event_id, BROKEN_LINK)
+            return
+        if not isinstance(changes, str) or not isinstance(digest, str):
+            self._problem = (event_id, BROKEN_CHANGES)
+            return
+        try:
+            expected = chained_row_digest(self._digest, TASKS, self.key, changes)
+            parsed = loads_document(changes, what="row changes")
+        except (LedgerError, ValueError):
+            self._problem = (event_id, BROKEN_CHANGES)
+            return
+        if expected != digest:
+            self._problem = (event_id, BROKEN_LINK)
+            return
+        if not isinstance(parsed, dict):
+            self._problem = (event_id, BROKEN_CHANGES)
+            return
+        if self._digest is None or self._columns is None:
+            self._columns = dict(parsed)  # the chain's first: every column
+        else:
+            self._columns.update(parsed)
+        self._digest = digest
+        self._event_id = event_id
+
+    @property
+    def event_id(self) -> int | None:
+        """The last event whose v4 seal wrote the row (None: none did)."""
+        return self._event_id if self._problem is None else self._problem[0]
+
+    @property
+    def problem(self) -> tuple[int, str] | None:
+        """(event id, detail) of the first seal the fold could not follow."""
+        return self._problem
+
+    def columns(self) -> dict[str, Any] | None:
+        return None if self._columns is None else dict(self._columns)
+
+    def sealed(self) -> tuple[int, str | None] | None:
+        """(the last v4 writer's event id, the digest of the row it left), as `check_row`
+        takes a sealed row; None when no v4 seal wrote the row. A fold that broke gives its
+        seal's id and no digest (see `problem`)."""
+        if self._problem is not None:
+            return self._problem[0], None
+        if self._event_id is None or self._columns is None:
+            return None
+        return self._event_id, row_digest(TASKS, self.key, self._columns)

@@ -1,0 +1,343 @@
+"""v4 seals (issue 27 part 6): SQLite's seal covers what a transition changed of its chain's task
+row and a chained row digest, in the seal's own row, instead of the whole row's image in a
+second row per event; `verify` folds the changes back into the row, a ledger sealed v2 still
+verifies after migration 0020, and its chains go on under v4."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from aios_ledger.core.log import EventAppend
+from aios_ledger.core.log.chained import BROKEN_LINK, ChainedRowFold
+from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_4
+from aios_ledger.core.log.rows import TASKS, chained_row_digest, changes_text, row_digest
+from aios_ledger.core.log.seals import ChainedRow, chain_of, seal_of, seal_of_stored
+from aios_ledger.core.log.tail import LogTail
+from aios_ledger.core.records import record_columns
+from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.shell import Database, TaskLedger, verify_log
+from aios_ledger.shell.db.engines.sqlite import SqliteConnection
+from aios_ledger.shell.log.export import export_log, verify_export
+from syrupy.assertion import SnapshotAssertion
+
+MIGRATION = Path(__file__).parent.parent / "sql" / "migrations" / "0020_chained_row_seals.sql"
+TASK_COLUMNS = set(record_columns(TaskRow))
+
+
+def _lifecycle(path: Path, task_id: str = "t-1") -> None:
+    with TaskLedger(path) as ledger:
+        ledger.create_task(
+            {"task_id": task_id, "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
+            idempotency_key=f"create-{task_id}",
+        )
+        claim = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60, task_id=task_id)
+        assert claim is not None
+        ledger.heartbeat(task_id, lease_token=claim["lease_token"], lease_seconds=60)
+        ledger.submit_result(
+            task_id,
+            lease_token=claim["lease_token"],
+            result={"x": 1},
+            idempotency_key=f"s-{task_id}",
+        )
+
+
+def _seals(path: Path, chain: str) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(
+            "SELECT event_id, seal_version, row_changes, chained_row_digest FROM event_seals "
+            "WHERE chain = ? ORDER BY chain_seq",
+            (chain,),
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def _sql(path: Path, *statements: str) -> None:
+    """The DBA's sqlite3 shell (or an attacker holding the file): no trigger in the way."""
+    con = sqlite3.connect(path)
+    try:
+        for trigger in ("event_seals_refuse_update", "events_refuse_update"):
+            con.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for statement in statements:
+            con.execute(statement)
+        con.commit()
+    finally:
+        con.close()
+
+
+def _report(path: Path) -> dict[str, Any]:
+    with Database(path) as db:
+        return verify_log(db).public()
+
+
+def test_a_task_row_is_sealed_as_its_changes_in_the_seals_own_row(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    _lifecycle(path)
+    seals = _seals(path, "task:t-1")
+    assert [version for _, version, _, _ in seals] == [SEAL_VERSION_4] * 4
+    created, claimed, beat, submitted = (json.loads(changes) for _, _, changes, _ in seals)
+    # The first write of the row holds every column; each later one what it changed.
+    assert set(created) == TASK_COLUMNS
+    moved = {"status", "attempt", "claimed_by", "lease_token_hash", "lease_expires_at", "revision"}
+    assert moved <= set(claimed) <= moved | {"updated_at"}
+    assert "lease_expires_at" in beat and "goal" not in beat and "status" not in beat
+    assert {"status", "result_json", "result_digest"} <= set(submitted)
+    # Each chained digest is over the one before and the changes.
+    previous = None
+    for _, _, changes, digest in seals:
+        assert digest == chained_row_digest(previous, TASKS, "t-1", changes)
+        previous = digest
+    # No image of the task row in a second row; the first answers and the run still have theirs.
+    con = sqlite3.connect(path)
+    try:
+        tables = {row[0] for row in con.execute("SELECT row_table FROM event_seal_rows")}
+    finally:
+        con.close()
+    assert tables == {"task_idempotency", "runs"}
+    found = _report(path)
+    assert found["intact"] is True, found["findings"]
+
+
+def test_the_fold_of_the_changes_is_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    _lifecycle(path)
+    fold = ChainedRowFold("t-1")
+    for event_id, version, changes, digest in _seals(path, "task:t-1"):
+        fold.add(event_id, version, changes, digest)
+    with TaskLedger(path) as ledger:
+        task = ledger.get("t-1")
+    folded = fold.columns()
+    assert folded is not None
+    assert {name: folded[name] for name in ("status", "revision", "attempt")} == {
+        "status": task["status"],
+        "revision": task["revision"],
+        "attempt": task["attempt"],
+    }
+    sealed = fold.sealed()
+    assert sealed is not None and sealed[0] == _seals(path, "task:t-1")[-1][0]
+
+
+def test_a_broken_chain_of_digests_is_named_by_the_fold() -> None:
+    fold = ChainedRowFold("t-1")
+    first = '{"goal":"g"}'
+    fold.add(1, SEAL_VERSION_4, first, chained_row_digest(None, TASKS, "t-1", first))
+    fold.add(2, SEAL_VERSION_4, '{"goal":"h"}', "sha256:" + "0" * 64)
+    assert fold.problem == (2, BROKEN_LINK)
+    assert fold.sealed() == (2, None)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # A column no transition after the first changed: only the fold of the first proves it.
+        "UPDATE tasks SET goal = 'other' WHERE task_id = 't-1'",
+        "UPDATE tasks SET attempt = 7 WHERE task_id = 't-1'",
+        "DELETE FROM tasks WHERE task_id = 't-1'",
+    ],
+)
+def test_a_task_row_tampered_with_under_v4_is_named(tmp_path: Path, statement: str) -> None:
+    path = tmp_path / "ledger.db"
+    _lifecycle(path)
+    _lifecycle(path, "t-2")
+    _sql(path, "PRAGMA foreign_keys = OFF", statement)
+    found = _report(path)
+    assert found["finding_counts"] == {"STATE_MISMATCH": 1}, found["findings"]
+    assert [(f["table"], f["key"]) for f in found["findings"]] == [("tasks", "t-1")]
+
+
+def test_changes_rewritten_in_a_seal_are_content_changed(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    _lifecycle(path)
+    event_id = _seals(path, "task:t-1")[1][0]
+    _sql(
+        path,
+        "UPDATE event_seals SET row_changes = replace(row_changes, '\"a\"', '\"mallory\"') "
+        f"WHERE event_id = {event_id}",
+    )
+    found = _report(path)
+    assert found["intact"] is False
+    assert {"CONTENT_CHANGED"} <= set(found["finding_counts"]), found["findings"]
+    assert event_id in {finding["event_id"] for finding in found["findings"]}
+
+
+def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    _lifecycle(path)
+    exported = tmp_path / "export.jsonl"
+    with Database(path) as db, exported.open("w") as out:
+        export_log(db, out, task_id=None)
+    assert verify_export(exported).intact
+    _sql(path, "UPDATE tasks SET goal = 'other' WHERE task_id = 't-1'")
+    with Database(path) as db, exported.open("w") as out:
+        export_log(db, out, task_id=None)
+    found = verify_export(exported).public()
+    assert found["finding_counts"] == {"STATE_MISMATCH": 1}, found["findings"]
+
+
+def _as_before_0020(path: Path) -> None:
+    """The ledger as today's main leaves it: migration 0020 rolled back by its own down section."""
+    down = MIGRATION.read_text().split("-- migrate:down", 1)[1]
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(down + "\nDELETE FROM schema_migrations WHERE version = '0020';")
+    finally:
+        con.close()
+
+
+def test_a_ledger_sealed_v2_verifies_after_0020_and_its_chains_go_on_v4(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ledger.db"
+    with monkeypatch.context() as before:
+        before.setattr(SqliteConnection, "seal_version", SEAL_VERSION_2)
+        with TaskLedger(path) as ledger:
+            ledger.create_task(
+                {"task_id": "t-1", "goal": "g", "instructions": "i"}, idempotency_key="c-1"
+            )
+            claim = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60)
+            assert claim is not None
+    _as_before_0020(path)
+    con = sqlite3.connect(path)
+    try:
+        columns = {row[1] for row in con.execute("PRAGMA table_info(event_seals)")}
+    finally:
+        con.close()
+    assert "row_changes" not in columns
+    found = _report(path)  # opening migrates
+    assert found["intact"] is True, found["findings"]
+    with TaskLedger(path) as ledger:
+        ledger.heartbeat("t-1", lease_token=claim["lease_token"], lease_seconds=60)
+        ledger.submit_result(
+            "t-1", lease_token=claim["lease_token"], result={"x": 1}, idempotency_key="s-1"
+        )
+    seals = _seals(path, "task:t-1")
+    assert [version for _, version, _, _ in seals] == [2, 2, 4, 4]
+    # The first v4 write of a row sealed v2 holds every column: the fold starts from it.
+    assert set(json.loads(seals[2][2])) == TASK_COLUMNS
+    assert seals[2][3] == chained_row_digest(None, TASKS, "t-1", seals[2][2])
+    found = _report(path)
+    assert found["intact"] is True, found["findings"]
+    _sql(path, "UPDATE tasks SET instructions = 'other' WHERE task_id = 't-1'")
+    assert _report(path)["finding_counts"] == {"STATE_MISMATCH": 1}
+
+
+def test_a_v2_chain_after_v4_seals_is_told_by_event_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain whose last writer sealed v2 (or v3, after a copy to PostgreSQL) after v4 seals:
+    the image is the row's last seal, and the next v4 write starts again from every column."""
+    path = tmp_path / "ledger.db"
+    with TaskLedger(path) as ledger:
+        ledger.create_task(
+            {"task_id": "t-1", "goal": "g", "instructions": "i"}, idempotency_key="c"
+        )
+    with monkeypatch.context() as older, TaskLedger(path) as ledger:
+        older.setattr(SqliteConnection, "seal_version", SEAL_VERSION_2)
+        claim = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60)
+        assert claim is not None
+    assert _report(path)["intact"] is True
+    with TaskLedger(path) as ledger:
+        ledger.heartbeat("t-1", lease_token=claim["lease_token"], lease_seconds=60)
+    seals = _seals(path, "task:t-1")
+    assert [version for _, version, _, _ in seals] == [4, 2, 4]
+    assert set(json.loads(seals[2][2])) == TASK_COLUMNS
+    found = _report(path)
+    assert found["intact"] is True, found["findings"]
+
+
+def test_the_fast_v4_seal_equals_the_checked_one() -> None:
+    event = EventAppend("t-1", "a", "TASK_CLAIMED", {"n": 1}, "2026-08-20T00:00:00.000Z")
+    tail = LogTail.read(7, [chain_of("t-1")], [], seal_version=SEAL_VERSION_4)
+    appended, _ = tail.append([event])
+    row = appended[0].event
+    chained = ChainedRow('{"status":"CLAIMED"}', "sha256:" + "1" * 64)
+    assert seal_of_stored(row, 1, "p", (), version=4, chained=chained) == seal_of(
+        row, 1, "p", (), version=4, chained=chained
+    )
+
+
+def _task(**changes: Any) -> TaskRow:
+    base = TaskRow(
+        task_id="t-1",
+        goal="g",
+        instructions="i",
+        success_criteria_json="[]",
+        required_capabilities_json="[]",
+        constraints_json="{}",
+        metadata_json="{}",
+        deadline=None,
+        priority=0,
+        max_attempts=3,
+        attempt=0,
+        status="QUEUED",
+        claimed_by=None,
+        lease_token_hash=None,
+        lease_expires_at=None,
+        result_json=None,
+        result_digest=None,
+        result_idempotency_key=None,
+        verification_json=None,
+        revision=1,
+        created_at="2026-08-20T00:00:00.000Z",
+        updated_at="2026-08-20T00:00:00.000Z",
+        seq=1,
+    )
+    return base._replace(**changes)
+
+
+def test_golden_v4_seals(golden: SnapshotAssertion) -> None:
+    """A task's insert and a move of it, sealed v4 onto an empty chain: the log format's
+    golden (the row changes, the chained digests and the seals over them)."""
+    created = _task()
+    claimed = created._replace(
+        status="CLAIMED",
+        attempt=1,
+        claimed_by="a",
+        revision=2,
+        updated_at="2026-08-20T00:00:01.000Z",
+    )
+    events = [
+        EventAppend(
+            "t-1", None, "TASK_CREATED", {}, created.updated_at, written=created.written(None)
+        ),
+        EventAppend(
+            "t-1", "a", "TASK_CLAIMED", {}, claimed.updated_at, written=claimed.written(created)
+        ),
+    ]
+    tail = LogTail.read(1, [chain_of("t-1")], [], seal_version=SEAL_VERSION_4)
+    appended, after = tail.append(events)
+    assert after.tips[chain_of("t-1")].chained_row_digest == appended[1].seal.chained_row_digest
+    assert appended[1].rows == ()
+    fold = ChainedRowFold("t-1")
+    for item in appended:
+        seal = item.seal
+        fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
+    assert fold.sealed() == (2, row_digest(TASKS, "t-1", claimed._asdict()))
+    assert golden == [attrs.asdict(item.seal) for item in appended]
+
+
+def test_an_events_written_row_is_its_own_tasks() -> None:
+    with pytest.raises(ValueError, match="its own task"):
+        EventAppend("t-2", None, "TASK_CREATED", {}, "x", written=_task().written(None))
+
+
+def test_the_fast_changes_text_equals_the_checked_one() -> None:
+    before = _task()
+    after = before._replace(status="CLAIMED", claimed_by="é", attempt=1, revision=2)
+    for full in (True, False):
+        written = after.written(before)
+        changed = written._changed(full)
+        assert written.changes(full=full) == changes_text(changed)
+        assert json.loads(written.changes(full=full)) == changed
+    assert set(json.loads(after.written(before).changes(full=False))) == {
+        "status",
+        "claimed_by",
+        "attempt",
+        "revision",
+    }
