@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.attest import (
+    AttestRequest,
     AttestState,
     CommitFacts,
     attestation_note,
@@ -256,7 +257,7 @@ def test_the_statements_and_envelopes_are_golden(golden: SnapshotAssertion) -> N
 def test_recording_an_attestation_seals_one_event(golden: SnapshotAssertion) -> None:
     note = attestation_note(facts(), KEY.sign, KEYID)
     state = AttestState(write=write_row(), prior=None, tail=empty_tail())
-    plan = decide_attest_commit(state, "w-task-gadget-docs", note, now=NOW)
+    plan = decide_attest_commit(state, AttestRequest("w-task-gadget-docs", note), now=NOW)
     assert isinstance(plan, WritePlan)
     assert [appended.event.event_type for appended in plan.events] == [COMMIT_ATTESTED]
     assert plan.response["attested"] and plan.response["commit_oid"] == COMMIT
@@ -271,19 +272,19 @@ def test_only_a_landed_write_of_the_same_commit_is_attested() -> None:
     note = attestation_note(facts(), KEY.sign, KEYID)
     moved = AttestState(write=write_row(state="MOVED_BY_OTHER"), prior=None, tail=empty_tail())
     with pytest.raises(LedgerError, match="WRITE_NOT_APPLIED"):
-        decide_attest_commit(moved, "w-task-gadget-docs", note, now=NOW)
+        decide_attest_commit(moved, AttestRequest("w-task-gadget-docs", note), now=NOW)
     elsewhere = AttestState(write=write_row(new_oid="f" * 40), prior=None, tail=empty_tail())
     with pytest.raises(LedgerError, match="ATTESTATION_SUBJECT_MISMATCH"):
-        decide_attest_commit(elsewhere, "w-task-gadget-docs", note, now=NOW)
+        decide_attest_commit(elsewhere, AttestRequest("w-task-gadget-docs", note), now=NOW)
     missing = AttestState(write=None, prior=None, tail=empty_tail())
     with pytest.raises(LedgerError, match="WRITE_NOT_FOUND"):
-        decide_attest_commit(missing, "w-task-gadget-docs", note, now=NOW)
+        decide_attest_commit(missing, AttestRequest("w-task-gadget-docs", note), now=NOW)
 
 
 def test_an_attested_write_replays_its_first_attestation() -> None:
     note = attestation_note(facts(), KEY.sign, KEYID)
     state = AttestState(write=write_row(), prior=None, tail=empty_tail())
-    plan = decide_attest_commit(state, "w-task-gadget-docs", note, now=NOW)
+    plan = decide_attest_commit(state, AttestRequest("w-task-gadget-docs", note), now=NOW)
     assert isinstance(plan, WritePlan)
     row = plan.writes[0].params
     from aios_ledger.core.attest import CommitAttestationRow
@@ -291,8 +292,7 @@ def test_an_attested_write_replays_its_first_attestation() -> None:
     prior = CommitAttestationRow.from_row(row)
     replayed = decide_attest_commit(
         AttestState(write=write_row(), prior=prior, tail=empty_tail()),
-        "w-task-gadget-docs",
-        {},
+        AttestRequest("w-task-gadget-docs", {}),
         now=NOW,
     )
     assert isinstance(replayed, Replay)

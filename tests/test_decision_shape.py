@@ -35,11 +35,13 @@ def test_every_operation_has_its_decision() -> None:
     assert set(DECISIONS) == {
         "decide_adoption_seals",
         "decide_append_run_event",
+        "decide_attest_commit",
         "decide_cancel",
         "decide_change_repository_settings",
         "decide_charge_scan",
         "decide_claim",
         "decide_create",
+        "decide_cosign",
         "decide_create_run",
         "decide_expire",
         "decide_heartbeat",

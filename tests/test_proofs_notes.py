@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Sequence
 
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.core.log.merkle import Frontier, consistency_proof, leaf_hash
 from aios_ledger.core.proofs import (
     COSIGNATURE_V1,
     ED25519,
     Checkpoint,
+    CosignPlan,
+    CosignRequest,
     NoteSignature,
     SignedNote,
     SignerKey,
@@ -407,28 +410,40 @@ def test_a_stored_note_takes_cosignature_lines_one_per_witness() -> None:
     assert both == note + second.line()
 
 
+def _cosign(
+    last: WitnessState | None,
+    checkpoint: Checkpoint,
+    proof: Sequence[bytes] | None,
+    *,
+    timestamp: int,
+) -> CosignPlan:
+    """decide_cosign at `timestamp` seconds."""
+    request = CosignRequest(checkpoint, None if proof is None else tuple(proof))
+    return decide_cosign(last, request, now=Timestamp.from_epoch_ms(timestamp * 1000))
+
+
 def test_the_witness_cosigns_what_extends_what_it_saw() -> None:
     frontier3, stored3 = Frontier(0).append(leaf_hash(bytes([i])) for i in range(3))
     frontier7, stored7 = frontier3.append(leaf_hash(bytes([i])) for i in range(3, 7))
     nodes = {stored.node: stored.hash for stored in (*stored3, *stored7)}
     head3, head7 = frontier3.head(), frontier7.head()
-    first = decide_cosign(None, Checkpoint("log", 3, head3.root), None, timestamp=5)
+    first = _cosign(None, Checkpoint("log", 3, head3.root), None, timestamp=5)
     assert first.state == WitnessState("log", 3, head3.root)
     assert consistency_proof_needed(first.state, Checkpoint("log", 7, head7.root)) == 3
     proof = consistency_proof(3, 7, nodes)
-    later = decide_cosign(first.state, Checkpoint("log", 7, head7.root), proof, timestamp=6)
+    later = _cosign(first.state, Checkpoint("log", 7, head7.root), proof, timestamp=6)
     assert later.state.size == 7 and later.message.startswith(b"cosignature/v1\ntime 6\nlog\n7\n")
     # The same tree again is cosigned again; another root at the same size is not.
-    assert decide_cosign(later.state, Checkpoint("log", 7, head7.root), None, timestamp=7)
+    assert _cosign(later.state, Checkpoint("log", 7, head7.root), None, timestamp=7)
     with pytest.raises(LedgerError, match="CHECKPOINT_INCONSISTENT"):
-        decide_cosign(later.state, Checkpoint("log", 7, leaf_hash(b"other")), None, timestamp=7)
+        _cosign(later.state, Checkpoint("log", 7, leaf_hash(b"other")), None, timestamp=7)
     # A rewritten history: a tree of 7 whose first 3 leaves are not the ones cosigned.
     with pytest.raises(LedgerError, match="CHECKPOINT_INCONSISTENT"):
-        decide_cosign(first.state, Checkpoint("log", 7, leaf_hash(b"forged")), proof, timestamp=8)
+        _cosign(first.state, Checkpoint("log", 7, leaf_hash(b"forged")), proof, timestamp=8)
     with pytest.raises(LedgerError, match="CHECKPOINT_ROLLBACK"):
-        decide_cosign(later.state, Checkpoint("log", 3, head3.root), None, timestamp=9)
+        _cosign(later.state, Checkpoint("log", 3, head3.root), None, timestamp=9)
     with pytest.raises(LedgerError, match="WITNESS_ORIGIN_MISMATCH"):
-        decide_cosign(later.state, Checkpoint("other", 7, head7.root), None, timestamp=9)
+        _cosign(later.state, Checkpoint("other", 7, head7.root), None, timestamp=9)
 
 
 def test_the_cosign_decision_is_golden(golden: SnapshotAssertion) -> None:
@@ -437,8 +452,8 @@ def test_the_cosign_decision_is_golden(golden: SnapshotAssertion) -> None:
     frontier2, stored2 = Frontier(0).append(leaf_hash(bytes([i])) for i in range(2))
     frontier5, stored5 = frontier2.append(leaf_hash(bytes([i])) for i in range(2, 5))
     nodes = {stored.node: stored.hash for stored in (*stored2, *stored5)}
-    first = decide_cosign(None, Checkpoint("log", 2, frontier2.head().root), None, timestamp=7)
-    grown = decide_cosign(
+    first = _cosign(None, Checkpoint("log", 2, frontier2.head().root), None, timestamp=7)
+    grown = _cosign(
         first.state,
         Checkpoint("log", 5, frontier5.head().root),
         consistency_proof(2, 5, nodes),

@@ -7,6 +7,7 @@ import typing
 if typing.TYPE_CHECKING:
     from aios_ledger.core.attest.decisions import (
         AttestationAnswer,
+        AttestRequest,
         AttestState,
         attestation_note,
         decide_attest_commit,
@@ -32,6 +33,7 @@ __all__ = [
     "CommitFacts",
     "provenance_statement",
     "review_statement",
+    "AttestRequest",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -44,6 +46,7 @@ if not typing.TYPE_CHECKING:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from aios_ledger.core.attest.decisions import (  # noqa: F401
             AttestationAnswer,
+            AttestRequest,
             AttestState,
             attestation_note,
             decide_attest_commit,

@@ -117,13 +117,22 @@ def _keyid_of(envelope: JsonValue) -> str:
     return keyid
 
 
+@attrs.frozen
+class AttestRequest:
+    """Attest the governed write under `write_key` with `note` (its two signed envelopes)."""
+
+    write_key: str
+    note: JsonObject
+
+
 def decide_attest_commit(
-    state: AttestState, key: str, note: JsonObject, *, now: Timestamp
+    state: AttestState, request: AttestRequest, *, now: Timestamp
 ) -> Decision[AttestationAnswer]:
     """Record the note of the write under `key`: the write must have landed (APPLIED) and both
     Statements be about the commit it landed; one sealed `COMMIT_ATTESTED` event inserts the
     row. The write attested already replays its first attestation."""
     require_timestamp(now)
+    key, note = request.write_key, request.note
     if state.prior is not None:
         return Replay(attestation_answer(state.prior, idempotent=True))
     write = state.write

@@ -6,6 +6,7 @@ if typing.TYPE_CHECKING:
     from aios_ledger.core.proofs.checkpoints import (
         Checkpoint,
         CosignPlan,
+        CosignRequest,
         OpenedCheckpoint,
         WitnessState,
         checkpoint_message,
@@ -59,6 +60,7 @@ __all__ = [
     "ed25519_signature",
     "open_note",
     "parse_note",
+    "CosignRequest",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -72,6 +74,7 @@ if not typing.TYPE_CHECKING:
         from aios_ledger.core.proofs.checkpoints import (  # noqa: F401
             Checkpoint,
             CosignPlan,
+            CosignRequest,
             OpenedCheckpoint,
             WitnessState,
             checkpoint_message,

@@ -47,6 +47,7 @@ from aios_ledger.core.proofs.notes import (
     open_note,
     parse_note,
 )
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 CHECKPOINT_SCHEMA = "aios.checkpoint.v1"
 WITNESS_STATE_SCHEMA = "aios.witness_state.v1"
@@ -308,19 +309,27 @@ def consistency_proof_needed(last: WitnessState | None, checkpoint: Checkpoint) 
     return last.size
 
 
+@attrs.frozen
+class CosignRequest:
+    """A checkpoint shown to the witness (already verified as the log's), and the consistency
+    proof from the size it last cosigned to the checkpoint's (when `consistency_proof_needed`
+    asked for one)."""
+
+    checkpoint: Checkpoint
+    proof: tuple[bytes, ...] | None = None
+
+
 def decide_cosign(
-    last: WitnessState | None,
-    checkpoint: Checkpoint,
-    proof: Sequence[bytes] | None,
-    *,
-    timestamp: int,
+    state: WitnessState | None, request: CosignRequest, *, now: Timestamp
 ) -> CosignPlan:
-    """Whether a witness that last cosigned `last` cosigns `checkpoint` (already verified as
-    the log's), given the consistency proof from `last.size` to its size (`proof`, when
-    `consistency_proof_needed` asked for one). Refusals: WITNESS_ORIGIN_MISMATCH (another
-    log), CHECKPOINT_ROLLBACK (a smaller tree than one cosigned), CHECKPOINT_INCONSISTENT
-    (another root at the same size, or a proof that does not verify)."""
+    """Whether a witness that last cosigned `state` (None: it never did) cosigns the request's
+    checkpoint, at `now` (its cosignature's timestamp is `now` in whole seconds). Refusals:
+    WITNESS_ORIGIN_MISMATCH (another log), CHECKPOINT_ROLLBACK (a smaller tree than one
+    cosigned), CHECKPOINT_INCONSISTENT (another root at the same size, or a proof that does not
+    verify)."""
+    timestamp = require_timestamp(now).epoch_ms // 1000
     _require_timestamp(timestamp)
+    last, checkpoint, proof = state, request.checkpoint, request.proof
     if last is not None:
         if last.origin != checkpoint.origin:
             raise LedgerError(

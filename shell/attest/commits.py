@@ -20,6 +20,7 @@ from typing import Any
 from aios_ledger.core import LedgerError, chain_of
 from aios_ledger.core.attest import (
     AttestationAnswer,
+    AttestRequest,
     AttestState,
     CommitAttestationRow,
     attestation_note,
@@ -155,7 +156,7 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
             tail=plans.tail(chain_of(write.task_id)),
         )
         answer = plans.apply(
-            decide_attest_commit(state, write_key, note or {}, now=read_clock(clock))
+            decide_attest_commit(state, AttestRequest(write_key, note or {}), now=read_clock(clock))
         )
         stored = prior.note_json if prior is not None else canonical_json(note)
         return answer, stored

@@ -23,9 +23,9 @@ from aios_ledger.core import EventRow, LedgerError, SealRow
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
 from aios_ledger.core.log.archived import recorded_chains
+from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.merkle_check import MerkleCheck
-from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,

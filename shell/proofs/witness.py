@@ -28,6 +28,7 @@ import httpx
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.merkle import ConsistencyProof
 from aios_ledger.core.proofs import (
+    CosignRequest,
     SignedNote,
     VerifierKey,
     WitnessState,
@@ -36,6 +37,7 @@ from aios_ledger.core.proofs import (
     decide_cosign,
     open_checkpoint,
 )
+from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.proofs.keys import Signer, check_ed25519, read_key_file
 from aios_ledger.shell.remote.client import problem_error
 
@@ -134,7 +136,8 @@ class Witness:
                     )
                 # Only the path is taken from the log: the roots are the witness's own.
                 hashes = proof.hashes
-            plan = decide_cosign(last, checkpoint, hashes, timestamp=int(time.time()))
+            request = CosignRequest(checkpoint, None if hashes is None else tuple(hashes))
+            plan = decide_cosign(last, request, now=read_clock(system_clock))
             line = cosignature(self.signer.verifier, plan.timestamp, self.signer.sign(plan.message))
             self._keep(plan.state)
             # The log's line and this witness's: never another witness's, which is theirs to send.
