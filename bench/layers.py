@@ -30,6 +30,7 @@ from aios_ledger.core import EventRow, LedgerError, TaskRow, Timestamp, chain_of
 from aios_ledger.core.jsonvalue import encode_checked
 from aios_ledger.core.kinds import IDENTIFIER
 from aios_ledger.core.log import GENESIS_SEAL
+from aios_ledger.core.log.merkle import MerkleTreeRow, append_writes
 from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.log.rows import TASKS, chained_row_digest
 from aios_ledger.core.log.seals import ChainedRow, seal_of_stored
@@ -45,12 +46,13 @@ from .harness import Size, figure, interleaved_values, paired_ratio, sized, summ
 from .transitions import CAPABILITIES, TASK_FIELDS, Attachable, RawLoop, timed_statements
 
 LEASE_SECONDS = 3600
-_GET, _NEXT_ID, _TIP, _CAS, _EVENT, _SEAL = (
+_GET, _NEXT_ID, _TIP, _TREE, _CAS, _EVENT, _SEAL = (
     sql(name)
     for name in (
         "get_task",
         "log_next_event_id",
         "chain_tip",
+        "merkle_tree_for_update",
         "tasks_cas_update",
         "insert_event",
         "insert_seal",
@@ -110,6 +112,9 @@ def _flat_heartbeat_step(
     chain = chain_of(task_id)
     tip = conn.execute(_TIP, {"chain": chain}).fetchone()
     chain_seq, prev_seal = (1, GENESIS_SEAL) if tip is None else (tip[1] + 1, tip[2])
+    tree_row = conn.execute(_TREE).fetchone()
+    assert tree_row is not None
+    tree = MerkleTreeRow(*tree_row)
     conn.execute(
         _CAS,
         {
@@ -182,6 +187,12 @@ def _flat_heartbeat_step(
             "chained_row_digest": chained.digest,
         },
     )
+    # Its Merkle leaf, the subtrees it completes and the tree's head row moved on.
+    leaves, _ = append_writes(tree, [(event_id, seal)])
+    for write in leaves:
+        conn.execute(sql(str(write.statement.value)), dict(write.params))
+        if write.statement.guarded and conn.changes() != 1:
+            raise LedgerError("REVISION_CONFLICT", f"{write.statement.value} changed no row")
     return {
         "task_id": task_id,
         "status": next_status,

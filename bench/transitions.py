@@ -29,6 +29,7 @@ from typing import Any, Protocol, cast
 
 import apsw
 from aios_ledger.core import TaskRow
+from aios_ledger.core.log.merkle import MerkleTreeRow, append_writes
 from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell import TaskLedger
@@ -131,6 +132,7 @@ class RawLoop:
         self.serial = itertools.count()
         self.next_seq = itertools.count(1)
         self._checked: set[str] = set()
+        self._tree = MerkleTreeRow(0, b"", 0)
 
     def attach(self, conn: SqliteConnection) -> None:
         """Send every statement through `conn` (the split pass's timed connection)."""
@@ -169,6 +171,22 @@ class RawLoop:
         prev = "0" * 64 if tip is None else str(tip[2])
         return chain, seq, prev
 
+    def _lock_tree(self) -> None:
+        """The Merkle tree's head row, read (and on PostgreSQL locked) once the decision's own
+        reads are done, as the ledger's plan executor reads it before the plan's writes."""
+        row = self._one("merkle_tree_for_update")
+        assert row is not None
+        self._tree = MerkleTreeRow(*row)
+
+    def _leaves(self, event_id: int, seal: str) -> None:
+        """The event's Merkle leaf, the subtrees it completes and the head row moved on."""
+        writes, self._tree = append_writes(self._tree, [(event_id, seal)])
+        for write in writes:
+            if write.statement.guarded:
+                self._guarded(str(write.statement.value), dict(write.params))
+            else:
+                self._write(str(write.statement.value), dict(write.params))
+
     def _event(
         self,
         event_id: int,
@@ -195,9 +213,12 @@ class RawLoop:
         row_digest = hashlib.sha256(f"tasks\0{task_id}\0{event_type}".encode()).hexdigest()
         changes = _pad("{", CHANGES[event_type])
         chained = hashlib.sha256(f"{prev}\0{changes}".encode()).hexdigest()
-        seal = hashlib.sha256(
-            f"{prev}\0{event_id}\0{event_type}\0{payload}\0{chained}\0{changes}".encode()
-        ).hexdigest()
+        seal = (
+            "sha256:"
+            + hashlib.sha256(
+                f"{prev}\0{event_id}\0{event_type}\0{payload}\0{chained}\0{changes}".encode()
+            ).hexdigest()
+        )
         self._write(
             "insert_seal",
             {
@@ -225,6 +246,7 @@ class RawLoop:
                     "row_digest": row_digest,
                 },
             )
+        self._leaves(event_id, seal)
 
     def _idempotency(self, key: str) -> None:
         """The first-answer lookup every keyed transition makes (none exists here)."""
@@ -283,6 +305,7 @@ class RawLoop:
             raise RuntimeError(f"no task {task_id}")
         tip = self._tip(task_id)
         event_id = self._next_event_id()
+        self._lock_tree()
         # The row's own revision and token hash, so that the ledger's checks still hold after it.
         self._cas(task_id, "CLAIMED", int(row[_REVISION]), lease_token_hash=row[_LEASE_TOKEN_HASH])
         self._event(event_id, tip, task_id, "TASK_HEARTBEAT")
@@ -300,6 +323,7 @@ class RawLoop:
             tip = self._tip(task_id)
             self._idempotency(key)
             event_id = self._next_event_id()
+            self._lock_tree()
             self._write(
                 "tasks_insert",
                 {
@@ -344,6 +368,7 @@ class RawLoop:
             assert row is not None and row[0] == task_id
             event_id = self._next_event_id()
             tip = self._tip(task_id)
+            self._lock_tree()
             self._cas(task_id, "CLAIMED", 1)
             self._write(
                 "insert_attempt_run",
@@ -368,6 +393,7 @@ class RawLoop:
             # read with the task (on PostgreSQL in the same round trip).
             self._one("get_task_proposal_of_current_attempt", {"task_id": task_id})
             event_id = self._next_event_id()
+            self._lock_tree()
             self._cas(
                 task_id,
                 "SUBMITTED",
@@ -387,6 +413,7 @@ class RawLoop:
             tip = self._tip(task_id)
             self._idempotency(key)
             event_id = self._next_event_id()
+            self._lock_tree()
             self._cas(
                 task_id,
                 "SUCCEEDED",
