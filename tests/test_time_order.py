@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.core.log.records import SEAL_VERSION_2
 from aios_ledger.shell import AUTHORIZATION_ENV, Database, TaskLedger, verify_log
+from aios_ledger.shell.db.engines.sqlite import SqliteConnection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_migrations import dbmate_on, needs_dbmate
@@ -118,16 +120,22 @@ def _latest_migration(path: Path) -> str:
 
 @needs_dbmate
 def test_a_database_sealed_before_0008_keeps_its_order_and_verifies_intact(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "before.db"
     created = ["t-c", "t-a", "t-b"]
     clock = Clock()
-    with TaskLedger(path, clock=clock, jitter=lambda: 0.0) as ledger:
-        for task_id in created:
-            _create(ledger, task_id)
-        _create(ledger, "t-claimed")
-        assert ledger.claim(agent_id="w", capabilities=[], lease_seconds=60, task_id="t-claimed")
+    # Sealed v2, as SQLite's seals were before 0020 (a v4 seal has no place in the older
+    # schema, so 0020's rollback refuses a ledger that holds one).
+    with monkeypatch.context() as before:
+        before.setattr(SqliteConnection, "seal_version", SEAL_VERSION_2)
+        with TaskLedger(path, clock=clock, jitter=lambda: 0.0) as ledger:
+            for task_id in created:
+                _create(ledger, task_id)
+            _create(ledger, "t-claimed")
+            assert ledger.claim(
+                agent_id="w", capabilities=[], lease_seconds=60, task_id="t-claimed"
+            )
     # Back to the layout before 0008: whole-second texts, no seq, the v2 seals as they are
     # (the migrations after it rolled back first, newest first).
     while _latest_migration(path) >= "0008":
