@@ -13,8 +13,12 @@ signature with the public key, each Statement's subject the commit itself.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from aios_ledger.core import LedgerError, chain_of
@@ -53,6 +57,8 @@ from aios_ledger.shell.proofs.keys import check_ed25519
 
 log = logging.getLogger(__name__)
 NOTE_ATTEMPTS = 5
+# Beside the repository's own files (a bare repository's folder): the attestation notes' lock.
+NOTES_LOCK = "aios-ledger-notes.lock"
 NOTE_RETRY_SECONDS = 0.05
 NOTE_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
 
@@ -64,17 +70,37 @@ def attestation_row(conn: Connection, key: str) -> CommitAttestationRow | None:
 
 
 def add_note(repository_path: str, commit: str, note_json: str) -> None:
-    """Attach (or replace) the commit's note under `NOTES_REF`: git's own notes commit. Two
-    writes landing in one repository at once race for the notes ref's lock: the loser tries
-    again, a few times, before its failure is answered."""
-    for attempt in range(NOTE_ATTEMPTS):
+    """Attach (or replace) the commit's note under `NOTES_REF`: git's own notes commit, under
+    a lock file of the repository's. `git notes add` moves the notes ref without comparing it
+    to the one it read, so two writes landing in one repository at once would each commit a
+    note on the same parent and the later ref update would drop the other's note: the lock
+    makes them one after the other. A failure (the ref's own lock held by a git of someone
+    else's) is tried again a few times before it is answered."""
+    with _notes_lock(repository_path):
+        for attempt in range(NOTE_ATTEMPTS):
+            try:
+                _add_note(repository_path, commit, note_json)
+                return
+            except LedgerError:
+                if attempt == NOTE_ATTEMPTS - 1:
+                    raise
+                time.sleep(NOTE_RETRY_SECONDS * (attempt + 1))
+
+
+@contextlib.contextmanager
+def _notes_lock(repository_path: str) -> Iterator[None]:
+    try:
+        handle = open(os.path.join(repository_path, NOTES_LOCK), "a")  # noqa: SIM115
+    except OSError as exc:
+        raise LedgerError(
+            "GIT_FAILED", f"cannot lock the notes of {repository_path}: {exc.strerror}"
+        ) from None
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            _add_note(repository_path, commit, note_json)
-            return
-        except LedgerError:
-            if attempt == NOTE_ATTEMPTS - 1:
-                raise
-            time.sleep(NOTE_RETRY_SECONDS * (attempt + 1))
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _add_note(repository_path: str, commit: str, note_json: str) -> None:
