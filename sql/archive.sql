@@ -32,6 +32,26 @@ SELECT i.*,
         ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
 FROM task_idempotency AS i WHERE i.subject = :task_id;
 
+-- name: archive_task_run_rows
+-- The task's attempt runs (`TASK@N`, in its session `task:TASK`), which its claims created and
+-- its chain sealed.
+SELECT r.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'runs' AND s.row_key = r.run_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM runs AS r WHERE r.session_id = 'task:' || :task_id
+ORDER BY r.run_id;
+
+-- name: archive_task_run_event_rows
+-- The events of the task's attempt runs (evidence), each under its run and place.
+SELECT e.*, e.run_id || ' ' || e.seq AS run_event_key,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'run_events' AND s.row_key = e.run_id || ' ' || e.seq
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM run_events AS e
+WHERE e.run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id)
+ORDER BY e.run_id, e.seq;
+
 -- name: archived_event_rows
 -- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.
 SELECT event_id, archive_event_id, chain, seal FROM archived_events ORDER BY event_id;
@@ -72,6 +92,18 @@ DELETE FROM task_source_capture_projection_recoveries WHERE task_id = :task_id;
 
 -- name: delete_archived_bindings!
 DELETE FROM governed_bindings WHERE task_id = :task_id;
+
+-- name: delete_archived_run_events!
+-- The task's attempt runs (`TASK@N`, session `task:TASK`): their events, their pre-seal marks, then the runs.
+DELETE FROM run_events
+WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id);
+
+-- name: delete_archived_run_marks!
+DELETE FROM run_events_before_seals
+WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id);
+
+-- name: delete_archived_runs!
+DELETE FROM runs WHERE session_id = 'task:' || :task_id;
 
 -- name: delete_archived_task!
 DELETE FROM tasks WHERE task_id = :task_id AND revision = :expected_revision;

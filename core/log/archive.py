@@ -2,7 +2,8 @@
 
 `decide_archive` plans, for each finished task last written before a cut-off, the listing of its
 events in `archived_events` and the deletes of its events, seals, sealed rows, task row,
-idempotency rows and projection rows, and seals one ledger-level `TASKS_ARCHIVED` event that
+idempotency rows, projection rows, bindings and attempt runs (`TASK@N`, with their run
+events), and seals one ledger-level `TASKS_ARCHIVED` event that
 records the archive file's digest and each removed chain's last event and seal. The shell has
 already written those chains to the file (the export format) inside the same transaction.
 
@@ -35,6 +36,10 @@ _TASK_DELETES = (
     Statement.DELETE_ARCHIVED_PROJECTIONS,
     Statement.DELETE_ARCHIVED_RECOVERIES,
     Statement.DELETE_ARCHIVED_BINDINGS,
+    # The attempt runs (`TASK@N`) its claims created, sealed by its chain (issue 28 part 7).
+    Statement.DELETE_ARCHIVED_RUN_EVENTS,
+    Statement.DELETE_ARCHIVED_RUN_MARKS,
+    Statement.DELETE_ARCHIVED_RUNS,
 )
 
 
