@@ -20,7 +20,9 @@ from aios_ledger.core.log.archive import (
     ArchiveState,
     decide_archive,
 )
+from aios_ledger.core.log.export import export_state_line
 from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.core.log.state import held_row_problem, state_row_columns, stored_row_state
 from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, verify_log
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
@@ -487,3 +489,58 @@ def test_show_refuses_a_file_that_is_not_an_archive(
     assert json.loads(capsys.readouterr().out)["tasks"][0]["task_id"] == "done-1"
     assert main(["archive", "show", str(garbage)]) != 0
     assert "ARCHIVE_INVALID" in capsys.readouterr().err
+
+
+def test_the_archive_decision_and_a_held_row_line_are_golden(golden: Any) -> None:
+    """The plan's writes for one task (its attempt runs' deletes included) and the state line
+    of a task row as format 2 writes it, with what the offline check says of it changed."""
+    candidate = ArchiveCandidate(
+        "done", "SUCCEEDED", 3, "2026-08-20T00:00:00.000Z", 2, 7, "sha256:" + "1" * 64
+    )
+    state = ArchiveState((candidate,), LogTail.read(40, [LEDGER_CHAIN], []))
+    plan = decide_archive(
+        state,
+        ArchiveRequest.parse(CUTOFF),
+        now=Timestamp.parse("2026-09-01T00:00:00Z"),
+        archive_digest="sha256:" + "2" * 64,
+    )
+    writes = [[str(write.statement), write.params] for write in plan.writes]
+    row = {
+        "task_id": "done",
+        "goal": "write the release notes",
+        "instructions": "one page",
+        "success_criteria_json": '["ok"]',
+        "required_capabilities_json": "[]",
+        "constraints_json": "{}",
+        "metadata_json": "{}",
+        "deadline": None,
+        "priority": 0,
+        "max_attempts": 3,
+        "attempt": 1,
+        "status": "SUCCEEDED",
+        "claimed_by": None,
+        "lease_token_hash": None,
+        "lease_expires_at": None,
+        "result_json": '{"summary":"notes written"}',
+        "result_digest": None,
+        "result_idempotency_key": "submit-done",
+        "verification_json": '{"decision":"SUCCEEDED"}',
+        "revision": 5,
+        "created_at": "2026-08-20T00:00:00.000Z",
+        "updated_at": "2026-08-20T00:00:00.000Z",
+        "verification_mode": "reviewer",
+        "retry_base_seconds": 30,
+        "retry_max_seconds": 3600,
+        "not_before": None,
+        "seq": 1,
+    }
+    key, digest = stored_row_state("tasks", row)
+    line = export_state_line("tasks", key, digest, state_row_columns("tasks", row))
+    changed = {**row, "goal": "something else"}
+    assert {
+        "writes": writes,
+        "state_line": line,
+        "held": held_row_problem("tasks", key, digest, line["row"]),
+        "changed": held_row_problem("tasks", key, digest, changed),
+        "short": held_row_problem("tasks", key, digest, {"task_id": "done"}),
+    } == golden

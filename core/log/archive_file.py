@@ -17,6 +17,7 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.export import (
     ARCHIVE_FORMAT,
+    MAX_LINE_BYTES,
     ROW_FIELD,
     is_archived_line,
     is_state_line,
@@ -169,6 +170,8 @@ def _document(text: object) -> object:
 
 def _parse(line: bytes | str, number: int) -> object:
     raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_LINE_BYTES:
+        raise LedgerError(ARCHIVE_INVALID, f"line {number} is over {MAX_LINE_BYTES} bytes")
     try:
         return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
     except LedgerError as refused:
