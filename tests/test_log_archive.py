@@ -544,3 +544,22 @@ def test_the_archive_decision_and_a_held_row_line_are_golden(golden: Any) -> Non
         "changed": held_row_problem("tasks", key, digest, changed),
         "short": held_row_problem("tasks", key, digest, {"task_id": "done"}),
     } == golden
+
+
+def test_a_task_with_a_proposal_keeps_its_chain_on_both_engines(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    """Its proposal (and any governed write of it) stays provable: the task is not archived.
+    PostgreSQL's statements lacked this rule, and archived the task from under its proposal."""
+    sqlite_shell(
+        ledger_path,
+        "INSERT INTO governed_repositories(name, path, protected_json, revision, created_at, "
+        "updated_at) VALUES ('r', '/nowhere', '[]', 1, '2026-08-20T00:00:00.000Z', "
+        "'2026-08-20T00:00:00.000Z')",
+        "INSERT INTO task_proposals(proposal_id, task_id, attempt, repository, base_oid, "
+        "head_oid, bundle_sha256, bundle_bytes, refs_json, changed_files_json, facts_json, "
+        "created_at) VALUES ('p', 'old-1', 1, 'r', 'a', 'b', 'c', 1, '[]', '[]', '{}', "
+        "'2026-08-20T00:00:00.000Z')",
+    )
+    answer = archive(ledger_path, tmp_path / "archive.jsonl", dry_run=True)
+    assert answer["task_ids"] == ["old-2"]
