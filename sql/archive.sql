@@ -5,7 +5,9 @@
 -- Finished tasks, with their chain's length and last seal (through the unique (chain,
 -- chain_seq) index), in task id order. Which of them were last written before the cut-off is
 -- the core's to say (it compares timestamps, not their texts). A task that proposed work to a
--- governed repository keeps its chain: its proposals and governed writes stay provable.
+-- governed repository keeps its chain: its proposals and governed writes stay provable. So does
+-- one whose attempt runs hold evidence: run events are append-only, and sealed on the ledger
+-- chain, so that its runs could not go with it.
 SELECT t.task_id, t.status, t.revision, t.updated_at,
        (SELECT count(*) FROM events AS e WHERE e.task_id = t.task_id) AS events,
        s.event_id AS last_event_id, s.seal AS last_seal
@@ -15,6 +17,8 @@ LEFT JOIN event_seals AS s
  AND s.chain_seq = (SELECT max(chain_seq) FROM event_seals WHERE chain = 'task:' || t.task_id)
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY t.task_id;
 
 -- name: archive_candidate_events
@@ -28,6 +32,8 @@ JOIN tasks AS t ON t.task_id = e.task_id
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY e.event_id;
 
 -- name: archive_candidate_sealed_rows
@@ -37,6 +43,8 @@ JOIN tasks AS t ON t.task_id = e.task_id
 JOIN event_seal_rows AS r ON r.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY r.event_id, r.position;
 
 -- name: archive_task_rows
@@ -80,16 +88,6 @@ SELECT r.*,
 FROM runs AS r WHERE r.session_id = 'task:' || :task_id
 ORDER BY r.run_id;
 
--- name: archive_task_run_event_rows
--- The events of the task's attempt runs (evidence), each under its run and place.
-SELECT e.*, e.run_id || ' ' || e.seq AS run_event_key,
-       (SELECT s.row_digest FROM event_seal_rows AS s
-        WHERE s.row_table = 'run_events' AND s.row_key = e.run_id || ' ' || e.seq
-        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
-FROM run_events AS e
-WHERE e.run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id)
-ORDER BY e.run_id, e.seq;
-
 -- name: archived_event_rows
 -- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.
 SELECT event_id, archive_event_id, chain, seal FROM archived_events ORDER BY event_id;
@@ -131,16 +129,8 @@ DELETE FROM task_source_capture_projection_recoveries WHERE task_id = :task_id;
 -- name: delete_archived_bindings!
 DELETE FROM governed_bindings WHERE task_id = :task_id;
 
--- name: delete_archived_run_events!
--- The task's attempt runs (`TASK@N`, session `task:TASK`): their events, their pre-seal marks, then the runs.
-DELETE FROM run_events
-WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id);
-
--- name: delete_archived_run_marks!
-DELETE FROM run_events_before_seals
-WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id);
-
 -- name: delete_archived_runs!
+-- The task's attempt runs (`TASK@N`, session `task:TASK`); none holds events (see above).
 DELETE FROM runs WHERE session_id = 'task:' || :task_id;
 
 -- name: delete_archived_task!

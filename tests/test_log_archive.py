@@ -23,7 +23,14 @@ from aios_ledger.core.log.archive import (
 from aios_ledger.core.log.export import export_state_line
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import held_row_problem, state_row_columns, stored_row_state
-from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, verify_log
+from aios_ledger.shell import (
+    Database,
+    RunStore,
+    TaskLedger,
+    export_log,
+    verify_export,
+    verify_log,
+)
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
@@ -390,6 +397,12 @@ def test_an_archive_holds_each_row_and_reads_it_back(succeeded_path: Path, tmp_p
     assert verify_export(output).intact is True
     assert check_archive(succeeded_path, output)["intact"] is True
     assert verify(succeeded_path)["intact"] is True
+    # Its attempt run went with it (its seal did): before, it stayed, and `verify` said so.
+    assert rows(succeeded_path, "SELECT count(*) FROM runs") == [(0,)]
+    everything = tmp_path / "everything.jsonl"
+    with Database(succeeded_path) as db, everything.open("w") as out:
+        export_log(db, out, task_id=None)
+    assert verify_export(everything).intact is True
 
     shown = show_archive(output, "done-1")
     (task,) = shown["tasks"]
@@ -563,3 +576,26 @@ def test_a_task_with_a_proposal_keeps_its_chain_on_both_engines(
     )
     answer = archive(ledger_path, tmp_path / "archive.jsonl", dry_run=True)
     assert answer["task_ids"] == ["old-2"]
+
+
+def test_a_task_whose_attempt_holds_evidence_keeps_its_chain(
+    succeeded_path: Path, tmp_path: Path
+) -> None:
+    """Run events are append-only and sealed on the ledger chain: such a task is not archived
+    (before, it was, and its attempt run stayed behind without its seal)."""
+    with TaskLedger(succeeded_path, clock=Clock()) as ledger:
+        _create(ledger, "worked")
+        claim = ledger.claim(
+            agent_id="agent-a", capabilities=[], lease_seconds=60, task_id="worked"
+        )
+        assert claim is not None
+        runs = RunStore(succeeded_path, clock=Clock())
+        try:
+            runs.append_event("worked@1", "note", {"read": "x"}, lease_token=claim["lease_token"])
+        finally:
+            runs.close()
+        ledger.cancel("worked", reason="done", idempotency_key="cancel-worked")
+    answer = archive(succeeded_path, tmp_path / "archive.jsonl", LATER)
+    assert answer["task_ids"] == ["done-1"]
+    assert rows(succeeded_path, "SELECT run_id FROM runs") == [("worked@1",)]
+    assert verify(succeeded_path)["intact"] is True

@@ -38,7 +38,6 @@ from aios_ledger.core.log.export import export_state_line as state_line
 from aios_ledger.core.log.rows import (
     FIRST_ANSWERS,
     INITIAL_PROJECTIONS,
-    RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     TASKS,
@@ -60,7 +59,6 @@ TASK_STATE_STATEMENTS = {
     SOURCE_CAPTURE_RECOVERIES: "archive_task_recovery_rows",
     FIRST_ANSWERS: "archive_task_first_answer_rows",
     RUNS: "archive_task_run_rows",
-    RUN_EVENTS: "archive_task_run_event_rows",
 }
 _CHUNK = 1 << 20
 
