@@ -293,6 +293,7 @@ class Statement(enum.StrEnum):
     DELETE_ARCHIVED_PROJECTIONS = ("delete_archived_projections", _DELETE, "task_id")
     DELETE_ARCHIVED_RECOVERIES = ("delete_archived_recoveries", _DELETE, "task_id")
     DELETE_ARCHIVED_BINDINGS = ("delete_archived_bindings", _DELETE, "task_id")
+    DELETE_ARCHIVED_RUNS = ("delete_archived_runs", _DELETE, "task_id")
     DELETE_ARCHIVED_TASK = (
         "delete_archived_task",
         _GUARDED_DELETE,

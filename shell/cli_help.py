@@ -215,6 +215,10 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             "archive it",
         ),
     ),
+    "archive show": (
+        ("aios-ledger archive show 2024.archive", "every archived task, as a listing"),
+        ("aios-ledger archive show 2024.archive notes-1 --json", "one task, as JSON"),
+    ),
     "verify-archive": (("aios-ledger verify-archive 2024.archive", "check an archive file"),),
     # -- signed checkpoints
     "key": (

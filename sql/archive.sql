@@ -1,6 +1,52 @@
 -- Archiving finished tasks (issue 17 item 6): reading what would go, and the writes of the
 -- archive's plan. Every write takes the task whose chain is archived.
 
+-- name: archive_candidates
+-- Finished tasks, with their chain's length and last seal (through the unique (chain,
+-- chain_seq) index), in task id order. Which of them were last written before the cut-off is
+-- the core's to say (it compares timestamps, not their texts). A task that proposed work to a
+-- governed repository keeps its chain: its proposals and governed writes stay provable. So does
+-- one whose attempt runs hold evidence: run events are append-only, and sealed on the ledger
+-- chain, so that its runs could not go with it.
+SELECT t.task_id, t.status, t.revision, t.updated_at,
+       (SELECT count(*) FROM events AS e WHERE e.task_id = t.task_id) AS events,
+       s.event_id AS last_event_id, s.seal AS last_seal
+FROM tasks AS t
+LEFT JOIN event_seals AS s
+  ON s.chain = 'task:' || t.task_id
+ AND s.chain_seq = (SELECT max(chain_seq) FROM event_seals WHERE chain = 'task:' || t.task_id)
+WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+  AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
+ORDER BY t.task_id;
+
+-- name: archive_candidate_events
+-- The events of finished tasks with their seals, in event id order (an archive file holds
+-- those of the tasks archived, in the order the offline check reads them).
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
+       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
+FROM events AS e
+JOIN tasks AS t ON t.task_id = e.task_id
+LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+  AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
+ORDER BY e.event_id;
+
+-- name: archive_candidate_sealed_rows
+SELECT r.event_id, r.position, r.row_table, r.row_key, r.row_digest
+FROM events AS e
+JOIN tasks AS t ON t.task_id = e.task_id
+JOIN event_seal_rows AS r ON r.event_id = e.event_id
+WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+  AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
+ORDER BY r.event_id, r.position;
+
 -- name: archive_task_rows
 -- The task's row, with the digest the last seal that wrote it took.
 SELECT t.*,
@@ -31,6 +77,16 @@ SELECT i.*,
         WHERE s.row_table = 'task_idempotency' AND s.row_key = i.idempotency_key
         ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
 FROM task_idempotency AS i WHERE i.subject = :task_id;
+
+-- name: archive_task_run_rows
+-- The task's attempt runs (`TASK@N`, in its session `task:TASK`), which its claims created and
+-- its chain sealed.
+SELECT r.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'runs' AND s.row_key = r.run_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM runs AS r WHERE r.session_id = 'task:' || :task_id
+ORDER BY r.run_id;
 
 -- name: archived_event_rows
 -- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.
@@ -72,6 +128,10 @@ DELETE FROM task_source_capture_projection_recoveries WHERE task_id = :task_id;
 
 -- name: delete_archived_bindings!
 DELETE FROM governed_bindings WHERE task_id = :task_id;
+
+-- name: delete_archived_runs!
+-- The task's attempt runs (`TASK@N`, session `task:TASK`); none holds events (see above).
+DELETE FROM runs WHERE session_id = 'task:' || :task_id;
 
 -- name: delete_archived_task!
 DELETE FROM tasks WHERE task_id = :task_id AND revision = :expected_revision;

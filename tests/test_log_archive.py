@@ -20,10 +20,19 @@ from aios_ledger.core.log.archive import (
     ArchiveState,
     decide_archive,
 )
+from aios_ledger.core.log.export import export_state_line
 from aios_ledger.core.log.seals import LEDGER_CHAIN
-from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, verify_log
+from aios_ledger.core.log.state import held_row_problem, state_row_columns, stored_row_state
+from aios_ledger.shell import (
+    Database,
+    RunStore,
+    TaskLedger,
+    export_log,
+    verify_export,
+    verify_log,
+)
 from aios_ledger.shell.cli import main
-from aios_ledger.shell.log.archive import archive_tasks, verify_archive
+from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
 from conftest import both_engines, is_postgres
 from legacy_fixtures import _postgres_reader
@@ -330,3 +339,263 @@ def test_the_decision_lists_each_chain_before_deleting_it_and_seals_one_event() 
             ArchiveState(candidates[1:], state.tail), request, now=now, archive_digest="sha256:x"
         )
     assert refused.value.code == "NOTHING_TO_ARCHIVE"
+
+
+# Issue 28 part 7: the archive keeps the rows themselves, held against their seals.
+
+
+@pytest.fixture
+def succeeded_path(ledger_target: Path) -> Path:
+    """One task claimed, submitted and accepted at START, so that its row holds a result and a
+    verdict; one queued task stays."""
+    clock = Clock()
+    with TaskLedger(ledger_target, clock=clock) as ledger:
+        ledger.create_task(
+            {
+                "task_id": "done-1",
+                "goal": "write the release notes",
+                "instructions": "one page",
+                "success_criteria": ["ok"],
+            },
+            idempotency_key="create-done-1",
+        )
+        _create(ledger, "open")
+        claim = ledger.claim(
+            agent_id="agent-a", capabilities=[], lease_seconds=60, task_id="done-1"
+        )
+        assert claim is not None
+        ledger.submit_result(
+            "done-1",
+            lease_token=claim["lease_token"],
+            result={"summary": "notes written"},
+            idempotency_key="submit-done-1",
+        )
+        ledger.verify(
+            "done-1", decision="SUCCEEDED", reason="reads well", idempotency_key="verify-done-1"
+        )
+    return ledger_target
+
+
+def _lines(file: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in file.read_text().splitlines()]
+
+
+def _write_lines(file: Path, lines: list[dict[str, Any]]) -> None:
+    file.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines))
+
+
+def test_an_archive_holds_each_row_and_reads_it_back(succeeded_path: Path, tmp_path: Path) -> None:
+    output = tmp_path / "archive.jsonl"
+    assert archive(succeeded_path, output)["task_ids"] == ["done-1"]
+    lines = _lines(output)
+    assert lines[0]["format"] == 2
+    state = [line for line in lines if "state" in line]
+    assert {line["state"] for line in state} == {"tasks", "task_idempotency", "runs"}
+    assert all(isinstance(line["row"], dict) for line in state)
+    task_row = next(line["row"] for line in state if line["state"] == "tasks")
+    assert task_row["goal"] == "write the release notes"
+    assert verify_export(output).intact is True
+    assert check_archive(succeeded_path, output)["intact"] is True
+    assert verify(succeeded_path)["intact"] is True
+    # Its attempt run went with it (its seal did): before, it stayed, and `verify` said so.
+    assert rows(succeeded_path, "SELECT count(*) FROM runs") == [(0,)]
+    everything = tmp_path / "everything.jsonl"
+    with Database(succeeded_path) as db, everything.open("w") as out:
+        export_log(db, out, task_id=None)
+    assert verify_export(everything).intact is True
+
+    shown = show_archive(output, "done-1")
+    (task,) = shown["tasks"]
+    assert (task["goal"], task["instructions"], task["status"]) == (
+        "write the release notes",
+        "one page",
+        "SUCCEEDED",
+    )
+    assert task["result"] == {"summary": "notes written"}
+    assert task["verification"]["decision"] == "SUCCEEDED"
+    assert task["verification"]["reason"] == "reads well"
+    assert task["events"][0]["event_type"] == "TASK_CREATED"
+    assert task["events"][-1]["event_type"] == "TASK_VERIFIED"
+    assert show_archive(output)["tasks"][0]["task_id"] == "done-1"
+
+
+@pytest.mark.parametrize("column", ["goal", "result_json", "verification_json"])
+def test_a_row_changed_in_the_file_fails_verify_archive_offline(
+    succeeded_path: Path, tmp_path: Path, column: str
+) -> None:
+    output = tmp_path / "archive.jsonl"
+    archive(succeeded_path, output)
+    lines = _lines(output)
+    for line in lines:
+        if line.get("state") == "tasks":
+            line["row"][column] = json.dumps({"forged": True})
+    changed = tmp_path / "changed.jsonl"
+    _write_lines(changed, lines)
+    report = verify_export(changed).public()
+    assert report["intact"] is False
+    assert [
+        (finding["code"], finding["table"], finding["key"])
+        for finding in report["findings"]
+        if finding["code"] == "STATE_MISMATCH"
+    ] == [("STATE_MISMATCH", "tasks", "done-1")]
+    assert check_archive(succeeded_path, changed)["intact"] is False
+
+
+def test_a_row_removed_or_added_in_the_file_fails_verify_archive(
+    succeeded_path: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "archive.jsonl"
+    archive(succeeded_path, output)
+    lines = _lines(output)
+    removed = tmp_path / "removed.jsonl"
+    _write_lines(removed, [line for line in lines if line.get("state") != "task_idempotency"])
+    assert verify_export(removed).finding_counts.get("STATE_MISMATCH", 0) >= 1
+
+    answer = next(line for line in lines if line.get("state") == "task_idempotency")
+    extra = json.loads(json.dumps(answer))
+    extra["key"] = extra["row"]["idempotency_key"] = "forged-key"
+    added = tmp_path / "added.jsonl"
+    _write_lines(added, [*lines[:-1], extra, lines[-1]])
+    report = verify_export(added).public()
+    assert report["intact"] is False
+    assert any(finding.get("key") == "forged-key" for finding in report["findings"])
+
+
+def test_an_archive_of_format_1_still_verifies_and_shows_its_events(
+    succeeded_path: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "archive.jsonl"
+    archive(succeeded_path, output)
+    old = []
+    for line in _lines(output):
+        line.pop("format", None) if "schema" in line else line.pop("row", None)
+        old.append(line)
+    older = tmp_path / "format-1.jsonl"
+    _write_lines(older, old)
+    assert verify_export(older).intact is True
+    shown = show_archive(older)
+    assert (shown["format"], shown["rows_kept"]) == (1, False)
+    assert shown["tasks"][0]["goal"] is None and shown["tasks"][0]["events"]
+
+
+def test_show_refuses_a_file_that_is_not_an_archive(
+    succeeded_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "archive.jsonl"
+    archive(succeeded_path, output)
+    everything = tmp_path / "everything.jsonl"
+    with Database(succeeded_path) as db, everything.open("w") as out:
+        export_log(db, out, task_id=None)
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("not json\n")
+    for path in (everything, garbage, tmp_path / "missing.jsonl"):
+        with pytest.raises(LedgerError) as refused:
+            show_archive(path)
+        assert refused.value.code in ("ARCHIVE_INVALID", "INPUT_UNREADABLE")
+    with pytest.raises(LedgerError, match="ARCHIVE_TASK_NOT_FOUND"):
+        show_archive(output, "open")
+
+    assert main(["archive", "show", str(output)]) == 0
+    text = capsys.readouterr().out
+    assert "write the release notes" in text and "TASK_VERIFIED" in text
+    assert main(["archive", "show", str(output), "done-1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"][0]["task_id"] == "done-1"
+    assert main(["archive", "show", str(garbage)]) != 0
+    assert "ARCHIVE_INVALID" in capsys.readouterr().err
+
+
+def test_the_archive_decision_and_a_held_row_line_are_golden(golden: Any) -> None:
+    """The plan's writes for one task (its attempt runs' deletes included) and the state line
+    of a task row as format 2 writes it, with what the offline check says of it changed."""
+    candidate = ArchiveCandidate(
+        "done", "SUCCEEDED", 3, "2026-08-20T00:00:00.000Z", 2, 7, "sha256:" + "1" * 64
+    )
+    state = ArchiveState((candidate,), LogTail.read(40, [LEDGER_CHAIN], []))
+    plan = decide_archive(
+        state,
+        ArchiveRequest.parse(CUTOFF),
+        now=Timestamp.parse("2026-09-01T00:00:00Z"),
+        archive_digest="sha256:" + "2" * 64,
+    )
+    writes = [[str(write.statement), write.params] for write in plan.writes]
+    row = {
+        "task_id": "done",
+        "goal": "write the release notes",
+        "instructions": "one page",
+        "success_criteria_json": '["ok"]',
+        "required_capabilities_json": "[]",
+        "constraints_json": "{}",
+        "metadata_json": "{}",
+        "deadline": None,
+        "priority": 0,
+        "max_attempts": 3,
+        "attempt": 1,
+        "status": "SUCCEEDED",
+        "claimed_by": None,
+        "lease_token_hash": None,
+        "lease_expires_at": None,
+        "result_json": '{"summary":"notes written"}',
+        "result_digest": None,
+        "result_idempotency_key": "submit-done",
+        "verification_json": '{"decision":"SUCCEEDED"}',
+        "revision": 5,
+        "created_at": "2026-08-20T00:00:00.000Z",
+        "updated_at": "2026-08-20T00:00:00.000Z",
+        "verification_mode": "reviewer",
+        "retry_base_seconds": 30,
+        "retry_max_seconds": 3600,
+        "not_before": None,
+        "seq": 1,
+    }
+    key, digest = stored_row_state("tasks", row)
+    line = export_state_line("tasks", key, digest, state_row_columns("tasks", row))
+    changed = {**row, "goal": "something else"}
+    assert {
+        "writes": writes,
+        "state_line": line,
+        "held": held_row_problem("tasks", key, digest, line["row"]),
+        "changed": held_row_problem("tasks", key, digest, changed),
+        "short": held_row_problem("tasks", key, digest, {"task_id": "done"}),
+    } == golden
+
+
+def test_a_task_with_a_proposal_keeps_its_chain_on_both_engines(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    """Its proposal (and any governed write of it) stays provable: the task is not archived.
+    PostgreSQL's statements lacked this rule, and archived the task from under its proposal."""
+    sqlite_shell(
+        ledger_path,
+        "INSERT INTO governed_repositories(name, path, protected_json, revision, created_at, "
+        "updated_at) VALUES ('r', '/nowhere', '[]', 1, '2026-08-20T00:00:00.000Z', "
+        "'2026-08-20T00:00:00.000Z')",
+        "INSERT INTO task_proposals(proposal_id, task_id, attempt, repository, base_oid, "
+        "head_oid, bundle_sha256, bundle_bytes, refs_json, changed_files_json, facts_json, "
+        "created_at) VALUES ('p', 'old-1', 1, 'r', 'a', 'b', 'c', 1, '[]', '[]', '{}', "
+        "'2026-08-20T00:00:00.000Z')",
+    )
+    answer = archive(ledger_path, tmp_path / "archive.jsonl", dry_run=True)
+    assert answer["task_ids"] == ["old-2"]
+
+
+def test_a_task_whose_attempt_holds_evidence_keeps_its_chain(
+    succeeded_path: Path, tmp_path: Path
+) -> None:
+    """Run events are append-only and sealed on the ledger chain: such a task is not archived
+    (before, it was, and its attempt run stayed behind without its seal)."""
+    with TaskLedger(succeeded_path, clock=Clock()) as ledger:
+        _create(ledger, "worked")
+        claim = ledger.claim(
+            agent_id="agent-a", capabilities=[], lease_seconds=60, task_id="worked"
+        )
+        assert claim is not None
+        runs = RunStore(succeeded_path, clock=Clock())
+        try:
+            runs.append_event("worked@1", "note", {"read": "x"}, lease_token=claim["lease_token"])
+        finally:
+            runs.close()
+        ledger.cancel("worked", reason="done", idempotency_key="cancel-worked")
+    answer = archive(succeeded_path, tmp_path / "archive.jsonl", LATER)
+    assert answer["task_ids"] == ["done-1"]
+    assert rows(succeeded_path, "SELECT run_id FROM runs") == [("worked@1",)]
+    assert verify(succeeded_path)["intact"] is True

@@ -76,6 +76,8 @@ def _parser_commands() -> set[tuple[str, ...]]:
     for name, sub in subcommands(build_parser()).items():
         children = subcommands(sub)
         commands |= {(name, child) for child in children} if children else {(name,)}
+        if children and sub.get_default("handler") is not None:
+            commands.add((name,))  # a command with subcommands of its own (`archive show`)
     return commands
 
 

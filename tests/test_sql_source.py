@@ -36,9 +36,6 @@ DIFFERING = frozenset(
     [
         "agent_scan_spend",
         "applied_migrations",
-        "archive_candidate_events",
-        "archive_candidate_sealed_rows",
-        "archive_candidates",
         "auxiliary_run_events",
         "begin_immediate",
         "begin_read",

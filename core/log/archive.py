@@ -2,9 +2,10 @@
 
 `decide_archive` plans, for each finished task last written before a cut-off, the listing of its
 events in `archived_events` and the deletes of its events, seals, sealed rows, task row,
-idempotency rows and projection rows, and seals one ledger-level `TASKS_ARCHIVED` event that
-records the archive file's digest and each removed chain's last event and seal. The shell has
-already written those chains to the file (the export format) inside the same transaction.
+idempotency rows, projection rows, bindings and attempt runs (`TASK@N`), and seals one
+ledger-level `TASKS_ARCHIVED` event that records the archive file's digest and each removed
+chain's last event and seal. The shell has already written those chains, and the rows
+themselves, to the file (the export format) inside the same transaction.
 
 What `verify` holds the listings against is `core.log.archived`.
 """
@@ -35,6 +36,9 @@ _TASK_DELETES = (
     Statement.DELETE_ARCHIVED_PROJECTIONS,
     Statement.DELETE_ARCHIVED_RECOVERIES,
     Statement.DELETE_ARCHIVED_BINDINGS,
+    # The attempt runs (`TASK@N`) its claims created, sealed by its chain (issue 28 part 7);
+    # a task whose runs hold evidence is not archived (run events are append-only).
+    Statement.DELETE_ARCHIVED_RUNS,
 )
 
 

@@ -13,6 +13,12 @@ edited export is noticed. For `--all` the trailer equals the ledger's head at ex
 An archive (`aios-ledger archive`, issue 17 item 6) is an export of scope `"archive"` (header
 `{"schema", "scope": "archive", "finished_before"}`): the whole chains of the tasks archived, in
 event id order, then the state lines of their rows, held against their seals as for `"all"`.
+Since archive format 2 (header field `"format": 2`) an archive's state lines also carry the row
+itself, `{"state", "key", "digest", "row": {column: value}}`: every column its table's record
+digests, and its key column; the offline check digests that row as `verify` digests a stored
+one and holds the result against the line's digest (and so against the seal), so that a goal or
+a result changed in the file is a `STATE_MISMATCH`. An archive without the field (format 1)
+holds digests alone and is still read as before.
 An export of everything after an archive holds, in id order among the events, one line per
 archived event, `{"archived": id, "archive_event_id": id, "chain": chain, "seal": seal}`, which
 the offline check accounts for as `verify` does.
@@ -31,6 +37,7 @@ from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
 from aios_ledger.core.log.rows import FIRST_ANSWERS, GOVERNED_BINDINGS, RUNS, TASKS, RowImage
 from aios_ledger.core.log.seals import chain_of
+from aios_ledger.core.log.state import held_row_problem
 from aios_ledger.core.log.verification import (
     EXPORT_INVALID,
     STATE_MISMATCH,
@@ -66,8 +73,19 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
+# Format 2: the archive's state lines carry their rows (issue 28 part 7); format 1 (no field in
+# the header) holds their digests alone.
+ARCHIVE_FORMAT = 2
+ROW_FIELD = "row"
+
+
 def archive_header(finished_before: str) -> dict[str, Any]:
-    return {"schema": EXPORT_SCHEMA, "scope": "archive", "finished_before": finished_before}
+    return {
+        "schema": EXPORT_SCHEMA,
+        "scope": "archive",
+        "finished_before": finished_before,
+        "format": ARCHIVE_FORMAT,
+    }
 
 
 def export_line(
@@ -115,8 +133,14 @@ def parse_archived_line(raw: Mapping[str, Any]) -> tuple[int, int, str, str]:
     return event_id, archive_event_id, chain, seal
 
 
-def export_state_line(table: str, key: str, digest: str | None) -> dict[str, Any]:
-    return {"state": table, "key": key, "digest": digest}
+def export_state_line(
+    table: str, key: str, digest: str | None, row: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A state line; an archive's (format 2) carries the row's columns too."""
+    line: dict[str, Any] = {"state": table, "key": key, "digest": digest}
+    if row is not None:
+        line[ROW_FIELD] = dict(row)
+    return line
 
 
 def export_trailer(head: LedgerHead) -> dict[str, Any]:
@@ -133,6 +157,9 @@ class ExportHeader:
     scope: str
     task_id: str | None
     dense_ids: bool = True
+    # An archive's format (1: digests alone, 2: rows too); 0 for any other export.
+    archive_format: int = 0
+    finished_before: str | None = None
 
     @property
     def holds_state(self) -> bool:
@@ -153,12 +180,14 @@ def parse_export_header(raw: object) -> ExportHeader:
     ):
         return ExportHeader(scope="all", task_id=None, dense_ids=False)
     archive_fields = {"schema", "scope", "finished_before"}
-    if (
-        scope == "archive"
-        and isinstance(raw.get("finished_before"), str)
-        and set(raw) == archive_fields
-    ):
-        return ExportHeader(scope="archive", task_id=None)
+    finished_before = raw.get("finished_before")
+    if scope == "archive" and isinstance(finished_before, str):
+        if set(raw) == archive_fields:
+            return ExportHeader("archive", None, archive_format=1, finished_before=finished_before)
+        if set(raw) == archive_fields | {"format"} and raw["format"] == ARCHIVE_FORMAT:
+            return ExportHeader(
+                "archive", None, archive_format=ARCHIVE_FORMAT, finished_before=finished_before
+            )
     task_id = raw.get("task_id")
     if scope == "task" and isinstance(task_id, str) and set(raw) == {"schema", "scope", "task_id"}:
         return ExportHeader(scope="task", task_id=task_id)
@@ -184,15 +213,20 @@ def is_state_line(raw: object) -> bool:
     return isinstance(raw, Mapping) and "state" in raw
 
 
-def parse_state_line(raw: Mapping[str, Any]) -> tuple[str, str, str | None]:
+def parse_state_line(
+    raw: Mapping[str, Any], *, with_row: bool = False
+) -> tuple[str, str, str | None]:
+    """A state line's table, key and digest; `with_row`: an archive's, which holds its row
+    (read by `state_line_row`)."""
     table, key, digest = raw.get("state"), raw.get("key"), raw.get("digest")
     if (
-        set(raw) != STATE_FIELDS
+        set(raw) != (STATE_FIELDS | {ROW_FIELD} if with_row else STATE_FIELDS)
         or not isinstance(table, str)
         or not isinstance(key, str)
         or not (digest is None or isinstance(digest, str))
     ):
-        raise LedgerError("EXPORT_INVALID", "a state line must hold its table, key and digest")
+        what = "table, key, digest and row" if with_row else "table, key and digest"
+        raise LedgerError("EXPORT_INVALID", f"a state line must hold its {what}")
     return table, key, digest
 
 
@@ -387,7 +421,11 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
             if is_state_line(value) and header.holds_state:
                 assert isinstance(value, Mapping)
                 state_lines = True
-                state.check(verifier, *parse_state_line(value))
+                with_row = header.archive_format >= ARCHIVE_FORMAT
+                table, key, digest = parse_state_line(value, with_row=with_row)
+                if with_row:
+                    _check_held_row(verifier, table, key, digest, value[ROW_FIELD])
+                state.check(verifier, table, key, digest)
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
@@ -418,6 +456,14 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
     if not trailer_seen:
         verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))
     return verifier.finish()
+
+
+def _check_held_row(
+    verifier: LogVerifier, table: str, key: str, digest: str | None, row: object
+) -> None:
+    problem = held_row_problem(table, key, digest, row)
+    if problem is not None:
+        verifier.note(Finding(STATE_MISMATCH, None, problem, table=table, key=key))
 
 
 def _line_bytes(line: bytes | str) -> bytes:

@@ -110,3 +110,29 @@ def _same(value: object, default: object) -> bool:
     if isinstance(default, float):
         return type(value) in (int, float) and value == default
     return type(value) is type(default) and value == default
+
+
+def state_row_columns(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row of `table` as an archive keeps it: the columns its record digests, by
+    name, and its key column (a two-column key's joined text) when that is not one of them."""
+    record, key_column = STATE_RECORDS[table]
+    columns = {name: row[name] for name in record_columns(record)}
+    columns.setdefault(key_column, row[key_column])
+    return columns
+
+
+def held_row_problem(table: str, key: str, digest: str | None, columns: object) -> str | None:
+    """What is wrong with a row an archive's state line carries (None: nothing): it must hold
+    exactly its table's columns, its key column must be its key, and digested as `verify`
+    digests a stored row it must give the line's digest, which is held against its seal."""
+    if table not in STATE_RECORDS:
+        return f"{table!r} is no state table"
+    record, key_column = STATE_RECORDS[table]
+    expected = set(record_columns(record)) | {key_column}
+    if not isinstance(columns, Mapping) or set(columns) != expected:
+        return "the row does not hold exactly its table's columns"
+    if not isinstance(columns[key_column], str) or columns[key_column] != key:
+        return "the row's key column is not the line's key"
+    if stored_row_state(table, columns, digest) != (key, digest):
+        return "the row's columns do not give the digest its line holds: the row was changed"
+    return None

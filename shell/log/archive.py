@@ -26,17 +26,24 @@ from aios_ledger.core.log.archive import (
     decide_archive,
     select_archive,
 )
+from aios_ledger.core.log.archive_file import (
+    archive_summary_of,
+    archived_task,
+    read_archive,
+    task_summary,
+)
 from aios_ledger.core.log.archived import archive_summary
 from aios_ledger.core.log.export import archive_header, export_line, export_trailer
 from aios_ledger.core.log.export import export_state_line as state_line
 from aios_ledger.core.log.rows import (
     FIRST_ANSWERS,
     INITIAL_PROJECTIONS,
+    RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     TASKS,
 )
 from aios_ledger.core.log.seals import LEDGER_CHAIN
-from aios_ledger.core.log.state import stored_row_state
+from aios_ledger.core.log.state import state_row_columns, stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -51,6 +58,7 @@ TASK_STATE_STATEMENTS = {
     INITIAL_PROJECTIONS: "archive_task_projection_rows",
     SOURCE_CAPTURE_RECOVERIES: "archive_task_recovery_rows",
     FIRST_ANSWERS: "archive_task_first_answer_rows",
+    RUNS: "archive_task_run_rows",
 }
 _CHUNK = 1 << 20
 
@@ -182,7 +190,8 @@ def _write_archive(
     chosen: tuple[ArchiveCandidate, ...],
     progress: ProgressHook | None,
 ) -> None:
-    """The chosen tasks' events in id order, then their rows' state lines, then the trailer."""
+    """The chosen tasks' events in id order, then their rows' state lines (each with the row's
+    columns, archive format 2), then the trailer."""
     selected = {candidate.task_id for candidate in chosen}
     counter = ProgressCounter(progress, sum(candidate.events for candidate in chosen))
     out.write(json_line(archive_header(request.finished_before.text)) + "\n")
@@ -206,14 +215,9 @@ def _write_archive(
         for table, statement in TASK_STATE_STATEMENTS.items():
             with db.cursor_rows(statement, {"task_id": candidate.task_id}) as rows:
                 for row in rows:
-                    out.write(
-                        json_line(
-                            state_line(
-                                table, *stored_row_state(table, row, row["sealed_row_digest"])
-                            )
-                        )
-                        + "\n"
-                    )
+                    key, digest = stored_row_state(table, row, row["sealed_row_digest"])
+                    held = state_row_columns(table, row)
+                    out.write(json_line(state_line(table, key, digest, held)) + "\n")
     out.write(json_line(export_trailer(head)) + "\n")
     counter.close()
 
@@ -270,3 +274,18 @@ def _payload(text: object) -> object:
         )
     except LedgerError:
         return None
+
+
+def show_archive(path: str | os.PathLike[str], task_id: str | None = None) -> dict[str, Any]:
+    """An archive file read back: every task it holds (or the one named), with its goal,
+    instructions, result, verdict and events. It proves nothing: `verify-archive` does."""
+    try:
+        with open(path, "rb") as handle:
+            contents = read_archive(handle)
+    except (OSError, ValueError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
+        raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r}: {detail}") from None
+    summary = archive_summary_of(contents)
+    if task_id is not None:
+        summary["tasks"] = [task_summary(archived_task(contents, task_id))]
+    return {"file": os.fspath(path), **summary}

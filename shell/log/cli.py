@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import json
 import os
 import stat
 import sys
@@ -23,7 +24,7 @@ from aios_ledger.shell.db.connection import (
     engine_for,
     is_database_url,
 )
-from aios_ledger.shell.log.archive import archive_tasks, verify_archive
+from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
 from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.merkle import prove_consistency, prove_inclusion
@@ -87,19 +88,28 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="export finished tasks' chains to a new file, then delete them behind one sealed "
         "TASKS_ARCHIVED event",
     )
+    # Without a subcommand, `archive` archives (its options then required, checked by the
+    # handler: argparse would demand them of `archive show` too).
     archive.add_argument(
         "--finished-before",
-        required=True,
         metavar="TIMESTAMP",
         help="archive SUCCEEDED, FAILED and CANCELLED tasks last written before this time",
     )
-    archive.add_argument(
-        "--output", required=True, metavar="FILE", help="the archive file (must not exist)"
-    )
+    archive.add_argument("--output", metavar="FILE", help="the archive file (must not exist)")
     archive.add_argument(
         "--dry-run", action="store_true", help="say what would be archived, write nothing"
     )
     archive.set_defaults(handler=_archive)
+    archive_commands = archive.add_subparsers(dest="archive_command", required=False)
+    show = archive_commands.add_parser(
+        "show",
+        help="read an archive file back: each task's goal, instructions, result, verdict and "
+        "events (no database opened; verify-archive checks the file)",
+    )
+    show.add_argument("file", metavar="FILE")
+    show.add_argument("task_id", nargs="?", metavar="TASK_ID", help="only this task")
+    show.add_argument("--json", action="store_true", help="the whole answer as JSON")
+    show.set_defaults(handler=_archive_show)
 
     check_archive = commands.add_parser(
         "verify-archive",
@@ -238,6 +248,10 @@ def _verify_export(args: argparse.Namespace) -> int:
 
 
 def _archive(args: argparse.Namespace) -> Any:
+    if args.finished_before is None or args.output is None:
+        raise LedgerError(
+            "USAGE_INVALID", "archive needs --finished-before TIMESTAMP and --output FILE"
+        )
     with open_database(args) as db, progress_bar("archive") as progress:
         return archive_tasks(
             db,
@@ -246,6 +260,45 @@ def _archive(args: argparse.Namespace) -> Any:
             dry_run=args.dry_run,
             progress=progress,
         )
+
+
+def _archive_show(args: argparse.Namespace) -> int:
+    shown = show_archive(args.file, args.task_id)
+    if args.json:
+        emit(shown)
+    else:
+        sys.stdout.write(render_archive(shown))
+    return 0
+
+
+def render_archive(shown: dict[str, Any]) -> str:
+    """`archive show` as a person reads it: per task its row's main columns, then its events."""
+    out = [
+        f"archive {shown['file']} (format {shown['format']}, finished before "
+        f"{shown['finished_before']}): {len(shown['tasks'])} task(s)"
+    ]
+    if not shown["rows_kept"]:
+        out.append("format 1: the file holds the rows' digests only, not their columns")
+    for task in shown["tasks"]:
+        out.append("")
+        out.append(f"task {task['task_id']}")
+        for name in ("status", "goal", "instructions", "result", "verification"):
+            value = task[name]
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            out.append(f"  {name:<13} {_one_line(text)}")
+        out.append(f"  {'events':<13} {len(task['events'])}")
+        for event in task["events"]:
+            payload = _one_line(json.dumps(event["payload"], sort_keys=True))
+            out.append(
+                f"    {event['event_id']!s:>6}  {event['created_at']}  "
+                f"{event['event_type']:<28} {payload}"
+            )
+    return "\n".join(out) + "\n"
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _verify_archive(args: argparse.Namespace) -> int:

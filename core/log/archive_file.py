@@ -1,0 +1,178 @@
+"""Reading an archive file back (issue 28 part 7): what each archived task asked for, returned
+and was told, from the rows and events the file holds.
+
+Pure: the shell hands over the file's lines. The file's proof is `verify-archive`'s to check;
+this reader only refuses a file that is not an archive (`ARCHIVE_INVALID`) and a task the file
+does not hold (`ARCHIVE_TASK_NOT_FOUND`). An archive of format 1 holds its rows' digests
+alone: its tasks are shown with their events, their rows as unknown (`row_kept: false`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log.export import (
+    ARCHIVE_FORMAT,
+    MAX_LINE_BYTES,
+    ROW_FIELD,
+    is_archived_line,
+    is_state_line,
+    is_trailer,
+    parse_export_header,
+)
+from aios_ledger.core.log.rows import FIRST_ANSWERS, RUN_EVENTS, RUNS, TASKS
+
+ARCHIVE_INVALID = "ARCHIVE_INVALID"
+ARCHIVE_TASK_NOT_FOUND = "ARCHIVE_TASK_NOT_FOUND"
+# The columns of a task's row `show` reads as JSON documents, and the names it shows them by.
+_JSON_COLUMNS = {
+    "success_criteria_json": "success_criteria",
+    "required_capabilities_json": "required_capabilities",
+    "constraints_json": "constraints",
+    "metadata_json": "metadata",
+    "result_json": "result",
+    "verification_json": "verification",
+}
+_TASK_COLUMNS = ("goal", "instructions", "status", "attempt", "created_at", "updated_at")
+
+
+@attrs.frozen
+class ArchivedTask:
+    """One archived task as the file holds it: its row (None in a format 1 archive), its
+    events (as their lines), and its other rows by state table."""
+
+    task_id: str
+    row: Mapping[str, Any] | None
+    events: tuple[Mapping[str, Any], ...]
+    rows: Mapping[str, tuple[Mapping[str, Any], ...]]
+
+
+@attrs.frozen
+class ArchiveContents:
+    archive_format: int
+    finished_before: str | None
+    tasks: Mapping[str, ArchivedTask]
+
+
+def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
+    """The tasks of an archive, in the order the file names them; ARCHIVE_INVALID for a file
+    that is not an archive or a line that is not JSON."""
+    events: dict[str, list[Mapping[str, Any]]] = {}
+    state: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    task_rows: dict[str, Mapping[str, Any]] = {}
+    header = None
+    for number, line in enumerate(lines, start=1):
+        value = _parse(line, number)
+        if header is None:
+            try:
+                header = parse_export_header(value)
+            except LedgerError:
+                header = None
+            if header is None or header.scope != "archive":
+                raise LedgerError(ARCHIVE_INVALID, "the first line is not an archive's header")
+            continue
+        if not isinstance(value, Mapping) or is_trailer(value) or is_archived_line(value):
+            continue
+        if is_state_line(value):
+            row = value.get(ROW_FIELD)
+            if not isinstance(row, Mapping):
+                continue
+            owner = _owner(value.get("state"), row)
+            if owner is None:
+                continue
+            if value.get("state") == TASKS:
+                task_rows[owner] = row
+            else:
+                table = str(value.get("state"))
+                state.setdefault(owner, {}).setdefault(table, []).append(row)
+            continue
+        task_id = value.get("task_id")
+        if isinstance(task_id, str):
+            events.setdefault(task_id, []).append(value)
+    if header is None:
+        raise LedgerError(ARCHIVE_INVALID, "the file is empty: no archive's header")
+    names = list(dict.fromkeys([*events, *task_rows]))
+    tasks = {
+        task_id: ArchivedTask(
+            task_id=task_id,
+            row=task_rows.get(task_id),
+            events=tuple(events.get(task_id, ())),
+            rows={table: tuple(found) for table, found in state.get(task_id, {}).items()},
+        )
+        for task_id in names
+    }
+    return ArchiveContents(header.archive_format, header.finished_before, tasks)
+
+
+def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:
+    found = contents.tasks.get(task_id)
+    if found is None:
+        raise LedgerError(ARCHIVE_TASK_NOT_FOUND, f"the archive holds no task {task_id[:200]!r}")
+    return found
+
+
+def task_summary(task: ArchivedTask) -> dict[str, Any]:
+    """What `archive show` says of a task: its goal, instructions, result and verdict (the
+    row's JSON columns read as documents), and its events with their payloads."""
+    summary: dict[str, Any] = {"task_id": task.task_id, "row_kept": task.row is not None}
+    row = task.row or {}
+    for column in _TASK_COLUMNS:
+        summary[column] = row.get(column)
+    for column, name in _JSON_COLUMNS.items():
+        summary[name] = _document(row.get(column))
+    summary["events"] = [
+        {
+            "event_id": event.get("event_id"),
+            "event_type": event.get("event_type"),
+            "agent_id": event.get("agent_id"),
+            "created_at": event.get("created_at"),
+            "payload": _document(event.get("payload_json")),
+        }
+        for event in task.events
+    ]
+    summary["rows"] = {table: len(found) for table, found in sorted(task.rows.items())}
+    return summary
+
+
+def archive_summary_of(contents: ArchiveContents) -> dict[str, Any]:
+    return {
+        "format": contents.archive_format,
+        "rows_kept": contents.archive_format >= ARCHIVE_FORMAT,
+        "finished_before": contents.finished_before,
+        "tasks": [task_summary(task) for task in contents.tasks.values()],
+    }
+
+
+def _owner(table: object, row: Mapping[str, Any]) -> str | None:
+    """The task a state row belongs to: a task row's id, a first answer's subject, a
+    projection's or recovery's task."""
+    if table in (RUNS, RUN_EVENTS):
+        # An attempt run `TASK@N` (its events are keyed by it too); a task id may hold `@`.
+        run_id = row.get("run_id")
+        owner = run_id.rpartition("@")[0] if isinstance(run_id, str) else None
+    else:
+        owner = row.get("subject") if table == FIRST_ANSWERS else row.get("task_id")
+    return owner if isinstance(owner, str) and owner else None
+
+
+def _document(text: object) -> object:
+    if not isinstance(text, str):
+        return text
+    try:
+        return loads_document(text, what="an archived column")
+    except LedgerError:
+        return text
+
+
+def _parse(line: bytes | str, number: int) -> object:
+    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_LINE_BYTES:
+        raise LedgerError(ARCHIVE_INVALID, f"line {number} is over {MAX_LINE_BYTES} bytes")
+    try:
+        return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
+    except LedgerError as refused:
+        raise LedgerError(ARCHIVE_INVALID, f"line {number}: {refused.detail}") from None
