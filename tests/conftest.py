@@ -179,11 +179,11 @@ def _emptied(database: str, schema: str) -> bool:
                 conn.execute(f"TRUNCATE {listed}".encode())
                 for sequence in ("event_ids", "task_seqs"):
                     conn.execute(f"SELECT setval('{schema}.{sequence}', 1, false)".encode())
-                # The Merkle tree's head row as migration 0016 leaves it (not built yet): a
-                # reader of a reused schema finds it before the first writer does.
+                # The Merkle tree's head row as a fresh ledger's first open leaves it (the tree
+                # of no events, built): a reader of a reused schema finds it before any writer.
                 conn.execute(
-                    f"UPDATE {schema}.merkle_tree SET size = NULL, frontier = '\\x'::bytea,"
-                    " revision = 0".encode()
+                    f"UPDATE {schema}.merkle_tree SET size = 0, frontier = '\\x'::bytea,"
+                    " revision = 1".encode()
                 )
     except psycopg.Error:
         return False
