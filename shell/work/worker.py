@@ -353,7 +353,11 @@ class Worker:
             raise
         finally:
             for thread in executions:
-                thread.join()
+                # In slices: a signal the kernel hands to another thread is run by the main
+                # thread only once it is back in Python, never while a join without a timeout
+                # blocks it (a second Ctrl-C would wait out the grace period).
+                while thread.is_alive():
+                    thread.join(STOP_POLL_SECONDS)
         if self._crash is not None:
             raise self._crash
         return 0
