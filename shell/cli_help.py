@@ -258,6 +258,17 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             "one round: check, cosign, send",
         ),
     ),
+    "mcp": (
+        (
+            "aios-ledger mcp --api http://127.0.0.1:18892 --token-file agent.token",
+            "an agent's tools on stdin/stdout (an MCP host starts this)",
+        ),
+        (
+            "aios-ledger mcp --api http://127.0.0.1:18892 --transport http"
+            " --listen 127.0.0.1:18893",
+            "Streamable HTTP at /mcp; each client brings its own token",
+        ),
+    ),
     # -- the server
     "serve": (
         ("aios-ledger serve", "the API on 127.0.0.1:18892"),
