@@ -22,9 +22,19 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from aios_ledger.shell import AUTHORIZATION_ENV
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.mcp.tools import claim_lease_token
 from api_server import START_PATIENCE, ApiServer, cli, free_port
+from git_support import (
+    CAPABILITY,
+    OWNER,
+    binding,
+    governed_task,
+    make_repository,
+    register,
+    runtime_result,
+)
 from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -252,6 +262,51 @@ def test_the_submit_tools_advertise_the_result_contracts(
         advertised = schemas[f"submit_{action}_result"]
         assert advertised["properties"]["result"] == dict(result_contract(contract))
         assert advertised["required"] == ["task_id", "lease_token", "result"]
+
+
+def test_an_enveloped_task_takes_only_a_result_that_meets_its_contract(
+    server: ApiServer, mcp_http: McpHttp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bare, base = make_repository(tmp_path / "repository")
+    register(server.db, bare)
+    task_id = "mcp-governed-" + secrets.token_hex(4)
+    monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
+    governed_task(server.db, task_id, binding(task_id, base))
+
+    async def main() -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+        async with mcp_http.session(server.tokens["agent"]) as agent:
+            claimed = await call(agent, "claim_task", capabilities=[CAPABILITY], task_id=task_id)
+            held = claimed["task"]
+            submit = {"task_id": task_id, "lease_token": held["lease_token"]}
+            tool = claimed["submit_with"]
+            codes = [
+                await refused(agent, tool, **submit, result=runtime_result(held, [], summary="")),
+                await refused(
+                    agent, tool, **submit, result=runtime_result(held, [], force_push=True)
+                ),
+                await refused(
+                    agent,
+                    tool,
+                    **submit,
+                    result=runtime_result(held, [], execution_digest="0" * 64),
+                ),
+                # The plain submit tool is no way around the contract: the ledger judges.
+                await refused(agent, "submit_result", **submit, result={"summary": "done"}),
+            ]
+            submitted = await call(agent, tool, **submit, result=runtime_result(held, []))
+            return claimed, codes, submitted
+
+    claimed, codes, submitted = anyio.run(main)
+    assert claimed["submit_with"] == "submit_agent_runtime_result"
+    assert claimed["result_contract"] == "agent_runtime_result.v1"
+    assert claimed["task"]["envelope"]["action"] == "agent_runtime"
+    assert codes == [
+        "RESULT_CONTRACT_INVALID",
+        "RESULT_GOVERNANCE_VIOLATION",
+        "RESULT_EXECUTION_DIGEST_MISMATCH",
+        "RESULT_CONTRACT_INVALID",
+    ]
+    assert submitted["status"] == "SUBMITTED"
 
 
 def test_a_keyed_claim_sent_again_gets_the_same_task_and_lease(
