@@ -24,6 +24,7 @@ import httpx2
 import pytest
 from aios_ledger.shell import AUTHORIZATION_ENV
 from aios_ledger.shell.contracts import result_contract
+from aios_ledger.shell.mcp.server import VERIFIED_SECONDS, LedgerTokenVerifier
 from aios_ledger.shell.mcp.tools import claim_lease_token
 from api_server import START_PATIENCE, ApiServer, cli, free_port
 from git_support import (
@@ -39,6 +40,7 @@ from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from starlette.authentication import AuthenticationError
 
 BIN = Path(sys.executable).parent
 AGENT_TOOLS = {
@@ -355,6 +357,25 @@ def test_over_http_a_wrong_or_revoked_token_is_refused_with_the_ledgers_code(
         assert raw.status_code == 401
         assert raw.json()["error"]["data"]["code"] == "UNAUTHENTICATED"
         assert token not in raw.text
+
+
+def test_the_verifier_keeps_a_good_answer_briefly_then_asks_the_ledger_again(
+    server: ApiServer,
+) -> None:
+    now = [0.0]
+    verifier = LedgerTokenVerifier(server.url, clock=lambda: now[0])
+    token = server.issue("cached-agent", "agent")
+    first = anyio.run(verifier.verify_token, token)
+    assert first is not None
+    assert (first.client_id, first.scopes, first.token) == ("cached-agent", ["agent"], token)
+    cli("--db", str(server.db), "token", "revoke", "cached-agent")
+    now[0] = VERIFIED_SECONDS - 1
+    assert anyio.run(verifier.verify_token, token) == first  # kept: the ledger still refuses
+    now[0] = VERIFIED_SECONDS + 1
+    with pytest.raises(AuthenticationError) as refused:
+        anyio.run(verifier.verify_token, token)
+    assert json.loads(str(refused.value))["code"] == "UNAUTHENTICATED"
+    assert token not in str(refused.value)
 
 
 def test_over_stdio_a_wrong_token_ends_the_server_with_the_ledgers_code(
