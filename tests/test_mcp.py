@@ -321,9 +321,13 @@ def test_a_keyed_claim_sent_again_gets_the_same_task_and_lease(
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
         async with mcp_http.session(token) as agent:
             claim = {"capabilities": [capability], "idempotency_key": "model-claim-1"}
-            return await call(agent, "claim_task", **claim), await call(
-                agent, "claim_task", **claim
-            )
+            first = await call(agent, "claim_task", **claim)
+            repeat = await call(agent, "claim_task", **claim)
+            idle = await call(agent, "claim_task", capabilities=["cap-nobody-asks-for"])
+            assert idle["claimed"] is False
+            assert idle["idle"]["queued"] >= 1  # second_task, needing `capability`
+            assert capability in idle["why"]
+            return first, repeat
 
     first, repeat = anyio.run(main)
     assert first["task"]["task_id"] == repeat["task"]["task_id"] == first_task

@@ -156,7 +156,8 @@ def _claim(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -
         wait_seconds=arguments.get("wait_seconds", 0),
     )
     if claimed is None:
-        return {"claimed": False, "idle": client.idle_reason(capabilities).public()}
+        idle = client.idle_reason(capabilities)
+        return {"claimed": False, "idle": idle.public(), "why": idle.text()}
     envelope = claimed["envelope"]
     return {
         "claimed": True,
