@@ -37,6 +37,7 @@ from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
 from aios_ledger.shell.git import cli as git_cli
 from aios_ledger.shell.log import cli as log_cli
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
+from aios_ledger.shell.mcp import cli as mcp_cli
 from aios_ledger.shell.projection import cli as projection_cli
 from aios_ledger.shell.proofs import cli as proofs_cli
 from aios_ledger.shell.runs import cli as runs_cli
@@ -52,6 +53,7 @@ COMMAND_GROUPS: tuple[Register, ...] = (
     tasks_cli.register,
     runs_cli.register,
     work_cli.register,
+    mcp_cli.register,
     log_cli.register,
     proofs_cli.register,
     git_cli.register,
@@ -86,7 +88,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "workers and reviews",
         "run agents on tasks, review their results, the governed envelopes they run in",
-        ("worker", "review", "run", "aux", "binding", "project"),
+        ("worker", "review", "mcp", "run", "aux", "binding", "project"),
     ),
     CommandGroup(
         "governed writes",

@@ -120,6 +120,17 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             "judge every submitted task with the example reviewer, as reviewer-1",
         ),
     ),
+    "mcp": (
+        (
+            "aios-ledger mcp --api http://127.0.0.1:18892 --token-file agent.token",
+            "an agent's tools on stdin/stdout (an MCP host starts this)",
+        ),
+        (
+            "aios-ledger mcp --api http://127.0.0.1:18892 --transport http"
+            " --listen 127.0.0.1:18893",
+            "Streamable HTTP at /mcp; each client brings its own token",
+        ),
+    ),
     "run": (("aios-ledger run create session-1 'fix the build'", "record a new run"),),
     "run create": (
         ("aios-ledger run create session-1 'fix the build'", "a run with a new random id"),

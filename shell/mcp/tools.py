@@ -1,0 +1,441 @@
+"""The tools `aios-ledger mcp` offers a model: one table, each row a name, who it is for, the
+input schema advertised to the model, and the ledger call it makes through `LedgerClient`.
+
+Every tool is a call of the ledger's HTTP API with the caller's own token: the ledger decides
+(role, grant, holder, lease, idempotency); this module only shapes the arguments into that call
+and its answer into a JSON object. Arguments are checked against the tool's schema first
+(`FIELDS_INVALID`, nothing sent); a result is judged by the ledger alone.
+
+Idempotency keys, where a model may send the same call again after losing its answer:
+
+- `submit_*`: `mcp-submit:` + sha256 of {agent, task, lease token, result}: the same result of
+  the same attempt is one submission (a repeat is answered `idempotent: true`); another result
+  is another key, which the ledger refuses as the task moved on.
+- `verify_result`: `mcp-verify:` + sha256 of {reviewer, task, decision, reason, expected
+  digest}: the same verdict sent twice is one verdict.
+- `claim_task`: a claim without a key takes a new task each time (the client draws a key for its
+  own network retries). A model that may retry passes `idempotency_key`; its lease token is then
+  derived from the bearer token and the key (HMAC-SHA256), so the repeat is the same request and
+  gets the first claim's task and lease back, never a second task.
+
+Any argument `idempotency_key` replaces the derived key.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+from aios_ledger.core import LedgerError
+from aios_ledger.core.api.tokens import AGENT, REVIEWER
+from aios_ledger.core.contracts import contract_violations
+from aios_ledger.core.digests import sha256_hex
+from aios_ledger.core.kinds import MAX_IDENTIFIER
+from aios_ledger.core.projection.envelopes import verify_execution_envelope
+from aios_ledger.core.runs.attempts import evidence_run
+from aios_ledger.core.tasks.results import RESULT_CONTRACTS
+from aios_ledger.shell.contracts import result_contract
+from aios_ledger.shell.remote.client import LedgerClient, api_path
+
+ANY_ROLE = frozenset({AGENT, REVIEWER})
+DEFAULT_LEASE_SECONDS = 300
+MAX_WAIT_SECONDS = 60
+PLAIN_SUBMIT = "submit_result"
+
+
+@attrs.frozen
+class Caller:
+    """Who calls a tool: the token's name and roles (as the ledger's whoami gave them), and the
+    token itself, which every ledger call carries."""
+
+    name: str
+    roles: frozenset[str]
+    token: str = attrs.field(repr=False)
+
+
+Handler = Callable[[LedgerClient, Mapping[str, Any], Caller], dict[str, Any]]
+
+
+@attrs.frozen
+class LedgerTool:
+    name: str
+    description: str
+    roles: frozenset[str]
+    # What the model is shown; `checked` is what the arguments must meet before a call (the
+    # same, but a submit's result, which only the ledger judges).
+    input_schema: Mapping[str, Any]
+    checked: Mapping[str, Any]
+    handler: Handler
+    read_only: bool
+
+
+def _text(max_length: int = MAX_IDENTIFIER) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": max_length}
+
+
+TASK_ID = {**_text(), "description": "the task's id"}
+LEASE_TOKEN = {**_text(), "description": "the lease token claim_task answered"}
+LEASE_SECONDS = {
+    "type": "integer",
+    "minimum": 1,
+    "default": DEFAULT_LEASE_SECONDS,
+    "description": "how long the lease lasts from now",
+}
+IDEMPOTENCY_KEY = {
+    **_text(),
+    "description": "optional: the same key on a repeated call gets the first call's answer",
+}
+REASON = {**_text(2000), "description": "why, for the task's history"}
+
+
+def _object(required: tuple[str, ...], **properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(required),
+        "properties": dict(properties),
+    }
+
+
+def check_arguments(tool: LedgerTool, arguments: object) -> Mapping[str, Any]:
+    """The arguments, if they meet the tool's schema; FIELDS_INVALID (the first violation)."""
+    if not isinstance(arguments, Mapping):
+        raise LedgerError("FIELDS_INVALID", "a tool's arguments are a JSON object")
+    violations = contract_violations(tool.checked, dict(arguments))
+    if violations:
+        raise LedgerError("FIELDS_INVALID", f"{tool.name}: {violations[0]}")
+    return arguments
+
+
+def _key(kind: str, caller: Caller, **parts: object) -> str:
+    return f"mcp-{kind}:" + sha256_hex({"agent": caller.name, **parts})
+
+
+def claim_lease_token(bearer: str, idempotency_key: str) -> str:
+    """The lease token of a keyed claim: the same for the same token and key, and unguessable
+    without the bearer token."""
+    mac = hmac.new(bearer.encode(), b"mcp-claim-lease\0" + idempotency_key.encode(), "sha256")
+    return base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
+
+
+def submit_tool_of(envelope: object) -> str:
+    """The submit tool whose input schema is the contract a task's results must meet."""
+    if isinstance(envelope, Mapping) and envelope.get("action") in RESULT_CONTRACTS:
+        return f"submit_{envelope['action']}_result"
+    return PLAIN_SUBMIT
+
+
+def _envelope(task: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The task's execution envelope, re-derived and checked (`EXECUTION_ENVELOPE_INVALID`)."""
+    metadata = task.get("metadata")
+    if not isinstance(metadata, Mapping) or "execution" not in metadata:
+        return None
+    return dict(verify_execution_envelope(metadata["execution"]))
+
+
+def _contract_name(envelope: Mapping[str, Any] | None) -> str | None:
+    return None if envelope is None else RESULT_CONTRACTS.get(str(envelope.get("action")))
+
+
+# -- the agent's tools --------------------------------------------------------------------
+
+
+def _claim(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    capabilities = list(arguments["capabilities"])
+    key = arguments.get("idempotency_key")
+    claimed = client.claim(
+        agent_id=caller.name,
+        capabilities=capabilities,
+        lease_seconds=arguments.get("lease_seconds", DEFAULT_LEASE_SECONDS),
+        task_id=arguments.get("task_id"),
+        idempotency_key=key,
+        lease_token=None if key is None else claim_lease_token(caller.token, key),
+        wait_seconds=arguments.get("wait_seconds", 0),
+    )
+    if claimed is None:
+        idle = client.idle_reason(capabilities)
+        return {"claimed": False, "idle": idle.public(), "why": idle.text()}
+    envelope = claimed["envelope"]
+    return {
+        "claimed": True,
+        "task": dict(claimed),
+        "result_contract": _contract_name(envelope),
+        "submit_with": submit_tool_of(envelope),
+    }
+
+
+def _heartbeat(
+    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
+) -> dict[str, Any]:
+    answer = client.heartbeat(
+        arguments["task_id"],
+        lease_token=arguments["lease_token"],
+        lease_seconds=arguments.get("lease_seconds", DEFAULT_LEASE_SECONDS),
+    )
+    return dict(answer)
+
+
+def _release(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    answer = client.release(
+        arguments["task_id"], lease_token=arguments["lease_token"], reason=arguments["reason"]
+    )
+    return dict(answer)
+
+
+def read_task(client: LedgerClient, task_id: str) -> dict[str, Any]:
+    """The task, its checked envelope, its result contract and the tool that submits to it."""
+    task = dict(client.get(task_id))
+    envelope = _envelope(task)
+    return {
+        "task": task,
+        "envelope": envelope,
+        "result_contract": _contract_name(envelope),
+        "submit_with": submit_tool_of(envelope),
+    }
+
+
+def _read_task(
+    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
+) -> dict[str, Any]:
+    return read_task(client, arguments["task_id"])
+
+
+def _read_evidence(
+    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
+) -> dict[str, Any]:
+    """The events of an attempt's evidence run (`T@N`; the task's current attempt by default)."""
+    task_id = arguments["task_id"]
+    attempt = arguments.get("attempt")
+    if attempt is None:
+        attempt = int(client.get(task_id)["attempt"])
+    run_id = evidence_run(task_id, attempt)
+    events = client.get_json(api_path("runs", run_id, "events"))
+    return {"task_id": task_id, "attempt": attempt, "run_id": run_id, "events": events}
+
+
+def _submit(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    task_id, lease_token, result = (
+        arguments["task_id"],
+        arguments["lease_token"],
+        arguments["result"],
+    )
+    key = arguments.get("idempotency_key") or _key(
+        "submit", caller, task_id=task_id, lease_token=lease_token, result=result
+    )
+    answer = client.submit_result(
+        task_id, lease_token=lease_token, result=result, idempotency_key=key
+    )
+    return dict(answer)
+
+
+# -- the reviewer's tools -----------------------------------------------------------------
+
+
+def _candidates(
+    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
+) -> dict[str, Any]:
+    limit = str(arguments.get("limit", 10))
+    tasks = client.call_json("GET", api_path("review-candidates"), params={"limit": limit})
+    return {"tasks": tasks}
+
+
+def _review_evidence(
+    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
+) -> dict[str, Any]:
+    body = {"task_id": arguments["task_id"], "attempt": arguments["attempt"]}
+    evidence = client.call_json("POST", api_path("review-evidence"), body=body)
+    return {"evidence": evidence}
+
+
+def _verify(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    verdict = {
+        "task_id": arguments["task_id"],
+        "decision": arguments["decision"],
+        "reason": arguments["reason"],
+        "expected_result_digest": arguments.get("expected_result_digest"),
+    }
+    key = arguments.get("idempotency_key") or _key("verify", caller, **verdict)
+    answer = client.verify(
+        verdict["task_id"],
+        decision=verdict["decision"],
+        reason=verdict["reason"],
+        idempotency_key=key,
+        expected_result_digest=verdict["expected_result_digest"],
+    )
+    return dict(answer)
+
+
+def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> LedgerTool:
+    def schema(result: Mapping[str, Any]) -> dict[str, Any]:
+        return _object(
+            ("task_id", "lease_token", "result"),
+            task_id=TASK_ID,
+            lease_token=LEASE_TOKEN,
+            result=result,
+            idempotency_key=IDEMPOTENCY_KEY,
+        )
+
+    return LedgerTool(
+        name=name,
+        description=f"Submit the result of a task you hold ({what}); the ledger checks it "
+        "and a reviewer verifies it. A repeat of the same result is answered once.",
+        roles=frozenset({AGENT}),
+        input_schema=schema(result_schema),
+        checked=schema({"type": "object"}),
+        handler=_submit,
+        read_only=False,
+    )
+
+
+def _tool(
+    name: str,
+    description: str,
+    roles: frozenset[str],
+    schema: dict[str, Any],
+    handler: Handler,
+    *,
+    read_only: bool,
+) -> LedgerTool:
+    return LedgerTool(name, description, roles, schema, schema, handler, read_only)
+
+
+def _tools() -> tuple[LedgerTool, ...]:
+    agent, reviewer = frozenset({AGENT}), frozenset({REVIEWER})
+    contract_submits = tuple(
+        _submit_tool(
+            f"submit_{action}_result",
+            f"a task whose envelope's action is {action}: the result meets {contract}",
+            result_contract(contract),
+        )
+        for action, contract in sorted(RESULT_CONTRACTS.items())
+    )
+    return (
+        _tool(
+            "claim_task",
+            "Claim the next task your capabilities allow (or the one named), waiting up to "
+            "wait_seconds for one. The answer holds the task, its envelope, the lease token "
+            "the other tools need, and which submit tool takes its result.",
+            agent,
+            _object(
+                ("capabilities",),
+                capabilities={
+                    "type": "array",
+                    "items": _text(),
+                    "maxItems": 100,
+                    "description": "the capabilities you offer (within your token's grant)",
+                },
+                lease_seconds=LEASE_SECONDS,
+                wait_seconds={
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_WAIT_SECONDS,
+                    "default": 0,
+                    "description": "long poll: how long to wait for a task",
+                },
+                task_id={**TASK_ID, "description": "claim this task only"},
+                idempotency_key=IDEMPOTENCY_KEY,
+            ),
+            _claim,
+            read_only=False,
+        ),
+        _tool(
+            "heartbeat",
+            "Extend the lease of a task you hold; a lease that lapses returns the task to "
+            "the queue.",
+            agent,
+            _object(
+                ("task_id", "lease_token"),
+                task_id=TASK_ID,
+                lease_token=LEASE_TOKEN,
+                lease_seconds=LEASE_SECONDS,
+            ),
+            _heartbeat,
+            read_only=False,
+        ),
+        _tool(
+            "read_task",
+            "Read a task, its execution envelope (checked), the result contract its results "
+            "must meet and the submit tool that takes them.",
+            ANY_ROLE,
+            _object(("task_id",), task_id=TASK_ID),
+            _read_task,
+            read_only=True,
+        ),
+        _tool(
+            "read_evidence",
+            "Read the evidence recorded for an attempt of a task (its run's events).",
+            ANY_ROLE,
+            _object(
+                ("task_id",),
+                task_id=TASK_ID,
+                attempt={"type": "integer", "minimum": 1, "description": "default: current"},
+            ),
+            _read_evidence,
+            read_only=True,
+        ),
+        _submit_tool(PLAIN_SUBMIT, "a task without an execution envelope", {"type": "object"}),
+        *contract_submits,
+        _tool(
+            "release_task",
+            "Give a task you hold back to the queue without a result.",
+            agent,
+            _object(
+                ("task_id", "lease_token", "reason"),
+                task_id=TASK_ID,
+                lease_token=LEASE_TOKEN,
+                reason=REASON,
+            ),
+            _release,
+            read_only=False,
+        ),
+        _tool(
+            "list_review_candidates",
+            "The submitted tasks waiting for a reviewer's verdict.",
+            reviewer,
+            _object((), limit={"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
+            _candidates,
+            read_only=True,
+        ),
+        _tool(
+            "read_review_evidence",
+            "The evidence snapshot of a submitted attempt, as a review reads it.",
+            reviewer,
+            _object(
+                ("task_id", "attempt"), task_id=TASK_ID, attempt={"type": "integer", "minimum": 1}
+            ),
+            _review_evidence,
+            read_only=True,
+        ),
+        _tool(
+            "verify_result",
+            "Judge a submitted result: SUCCEEDED, NEEDS_REWORK (back to the queue while "
+            "attempts remain) or FAILED. Nobody verifies a result they submitted.",
+            reviewer,
+            _object(
+                ("task_id", "decision", "reason"),
+                task_id=TASK_ID,
+                decision={"enum": ["SUCCEEDED", "NEEDS_REWORK", "FAILED"]},
+                reason=REASON,
+                expected_result_digest={
+                    "type": "string",
+                    "pattern": "^[0-9a-f]{64}$",
+                    "description": "the result_digest you judged: refused if it changed",
+                },
+                idempotency_key=IDEMPOTENCY_KEY,
+            ),
+            _verify,
+            read_only=False,
+        ),
+    )
+
+
+TOOLS: tuple[LedgerTool, ...] = _tools()
+TOOLS_BY_NAME: Mapping[str, LedgerTool] = {tool.name: tool for tool in TOOLS}
+
+
+def tools_for(roles: frozenset[str]) -> tuple[LedgerTool, ...]:
+    """The tools a token of these roles is shown (calling another is the ledger's to refuse)."""
+    return tuple(tool for tool in TOOLS if tool.roles & roles)
