@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from aios_ledger.core.tasks.listing import SORTED_STATUS_BOUND, TaskPageRequest, reads_by_status
 from aios_ledger.shell import Database
 from aios_ledger.shell.api.tokens import revoke_token
 from aios_ledger.shell.web.sessions import SessionSettings, SessionStore
@@ -239,3 +240,26 @@ def test_sessions_end_idle_and_at_their_absolute_expiry() -> None:
     now[0] = 25.0
     assert store.find(busy) is None  # 25 s after sign-in, however busy
     assert store.count() == 0
+
+
+def test_a_rare_status_is_read_through_its_index_with_the_same_pages(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """A status of few tasks is read through tasks_page_of_status (reads_by_status), a common
+    one through the creation order: the pages are the same rows either way."""
+    cancelled = [scene.cancelled() for _ in range(3)]
+    owner = scene.owner
+    page = owner.get("/v1/tasks", params={"status": "CANCELLED", "limit": 2}).json()
+    rest = owner.get(
+        "/v1/tasks", params={"status": "CANCELLED", "limit": 2, "cursor": page["next_cursor"]}
+    ).json()
+    seen = [task["task_id"] for task in page["tasks"] + rest["tasks"]]
+    assert seen[:3] == cancelled[::-1]
+    assert all(task["status"] == "CANCELLED" for task in page["tasks"] + rest["tasks"])
+
+
+def test_reads_by_status_only_for_a_status_of_few_tasks() -> None:
+    of_status = TaskPageRequest.from_mapping({"status": "FAILED"})
+    assert reads_by_status(of_status, SORTED_STATUS_BOUND)
+    assert not reads_by_status(of_status, SORTED_STATUS_BOUND + 1)
+    assert not reads_by_status(TaskPageRequest.from_mapping({}), None)

@@ -72,6 +72,7 @@ DIFFERING = frozenset(
         "tasks_list_by_status",
         "tasks_next_seq",
         "tasks_page",
+        "tasks_page_of_status",
     ]
 )
 # SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints.

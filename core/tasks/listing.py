@@ -133,6 +133,24 @@ def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
     return seq
 
 
+# A status with at most this many tasks is read through its own index (tasks_claim_order's
+# status prefix) and sorted, rather than by reading the whole creation order past the tasks of
+# the other statuses: at 100,000 tasks a status of 100 took the creation-order read 0.4 s (the
+# whole index), its own index well under a millisecond; a status of more than this many finds
+# a page of them soon in creation order, where sorting them all would cost more.
+SORTED_STATUS_BOUND = 5_000
+
+
+def reads_by_status(request: TaskPageRequest, status_tasks: int | None) -> bool:
+    """Whether the page is read through its status's index: a status is given and
+    `status_tasks` (how many tasks have it) is at most SORTED_STATUS_BOUND."""
+    return (
+        request.filters.status is not None
+        and status_tasks is not None
+        and status_tasks <= SORTED_STATUS_BOUND
+    )
+
+
 # The first page's bound: above every seq a ledger can hold (seq is a 64-bit integer).
 FIRST_PAGE_SEQ = 2**62
 

@@ -6,9 +6,16 @@ from __future__ import annotations
 from typing import TypedDict
 
 from aios_ledger.core.tasks.answers import TaskView, task_view
-from aios_ledger.core.tasks.listing import TaskPageRequest, next_page_cursor, page_after
+from aios_ledger.core.tasks.listing import (
+    SORTED_STATUS_BOUND,
+    TaskPageRequest,
+    next_page_cursor,
+    page_after,
+    reads_by_status,
+)
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.shell.db.connection import Database, fetch_all
+from aios_ledger.shell.db.run import Connection, Row, fetch_value
 
 
 class TaskPage(TypedDict):
@@ -25,7 +32,20 @@ def read_task_page(db: Database, request: TaskPageRequest, key: bytes) -> TaskPa
         "after_seq": page_after(key, request),
         "limit": request.limit + 1,
     }
-    rows = [TaskRow.from_row(row) for row in db.read(lambda c: fetch_all(c, "tasks_page", params))]
+    status = request.filters.status
+
+    def read(conn: Connection) -> list[Row]:
+        counted = (
+            None
+            if status is None
+            else fetch_value(
+                conn, "tasks_count_of_status", {"status": status, "bound": SORTED_STATUS_BOUND}
+            )
+        )
+        name = "tasks_page_of_status" if reads_by_status(request, counted) else "tasks_page"
+        return fetch_all(conn, name, params)
+
+    rows = [TaskRow.from_row(row) for row in db.read(read)]
     return {
         "tasks": [task_view(row) for row in rows[: request.limit]],
         "next_cursor": next_page_cursor(key, request, [row.seq for row in rows]),
