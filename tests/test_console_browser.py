@@ -5,138 +5,39 @@ a task's timeline, an auditor without actions, a forged form, logout; and on eve
 375 px scroll no wider than the screen.
 
 One browser for the module (`chromium`), one server (`console`), a fresh context per test (its
-own cookies). Without Chromium, axe-core (`make setup` installs it with npm) or Playwright the
-module skips, unless `AIOS_REQUIRE_BROWSER=1` (CI), where that is a failure.
+own cookies), from tests/console_support.py. Without Chromium, axe-core (`make setup` installs
+it with npm) or Playwright the module skips, unless `AIOS_REQUIRE_BROWSER=1` (CI), where that
+is a failure.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core import TaskCreateCommand
-from aios_ledger.shell import Database
-from aios_ledger.shell.tasks.ledger import TaskLedger
 from api_server import ApiServer, Scenario
-
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path(os.environ.get("AIOS_CHROMIUM", "/usr/bin/chromium"))
-AXE = ROOT / ".venv" / "node_modules" / "axe-core" / "axe.min.js"
-# Without the background-networking flags Chromium keeps calling out to a closed network.
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-BULK = 10_000
-BULK_BATCH = 1_000
-PHONE = {"width": 375, "height": 800}
-
-
-def _missing() -> str | None:
-    """Why the browser tests cannot run here, or None."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (make setup)"
-    if not CHROMIUM.exists():
-        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
-    if not AXE.exists():
-        return f"no axe-core at {AXE} (make setup, with npm)"
-    return None
+from console_support import BULK, accessible, bulk_tasks, launched_chromium, new_page, sign_in
 
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    reason = _missing()
-    if reason is not None:
-        if os.environ.get("AIOS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"AIOS_REQUIRE_BROWSER=1: {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def _bulk_tasks(path: Path) -> None:
-    """BULK tasks through the library in batches (one write each): every other one needs
-    `cap-odd`, each goal numbered."""
-    with Database(path) as db:
-        ledger = TaskLedger(database=db)
-        for start in range(0, BULK, BULK_BATCH):
-            commands = [
-                TaskCreateCommand.from_mapping(
-                    {
-                        "idempotency_key": f"bulk-{n}",
-                        "task": {
-                            "goal": f"bulk goal {n:05d}",
-                            "instructions": "i",
-                            "required_capabilities": ["cap-odd" if n % 2 else "cap-even"],
-                        },
-                    }
-                )
-                for n in range(start, start + BULK_BATCH)
-            ]
-            ledger.apply_all(commands)
+    with launched_chromium() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="module")
 def console(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     path = tmp_path_factory.mktemp("browser") / "ledger.db"
     with ApiServer(path, role_tokens=True) as server:
-        _bulk_tasks(path)
+        bulk_tasks(path)
         yield server
 
 
 @pytest.fixture
 def page(chromium: Any) -> Iterator[Any]:
-    # The test injects axe-core as a script of its own: the console's CSP would refuse it.
-    context = chromium.new_context(bypass_csp=True)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-
-
-def sign_in(page: Any, server: ApiServer, role: str) -> None:
-    page.goto(f"{server.url}/tasks")
-    assert page.url == f"{server.url}/sign-in"  # signed out: sent to sign in
-    page.get_by_label("API token").fill(server.tokens[role])
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{server.url}/tasks")
-
-
-def accessible(page: Any) -> None:
-    """No serious or critical axe-core violation on the page, and at 375 px nothing wider."""
-    page.add_script_tag(path=str(AXE))
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    serious = [
-        (violation["id"], [node["target"] for node in violation["nodes"]])
-        for violation in result["violations"]
-        if violation["impact"] in ("serious", "critical")
-    ]
-    assert serious == [], serious
-    size = page.viewport_size
-    page.set_viewport_size(PHONE)
-    try:
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    finally:
-        page.set_viewport_size(size)
+    with new_page(chromium) as opened:
+        yield opened
 
 
 @pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])

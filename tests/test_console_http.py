@@ -8,15 +8,14 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from aios_ledger.core.tasks.listing import SORTED_STATUS_BOUND, TaskPageRequest, reads_by_status
 from aios_ledger.shell import Database
 from aios_ledger.shell.api.tokens import revoke_token
 from aios_ledger.shell.web.sessions import SessionSettings, SessionStore
 from api_server import ROLE_NAMES, ApiServer, Scenario
+from console_support import browser, csrf_of, signed_in
 
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 KEY = re.compile(r'name="idempotency_key" value="([^"]+)"')
 
 
@@ -30,27 +29,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
 @pytest.fixture
 def scene(server: ApiServer) -> Scenario:
     return Scenario(server)
-
-
-def browser(server: ApiServer) -> httpx.Client:
-    """A client without a bearer token, as a browser is: it keeps cookies, follows nothing."""
-    return httpx.Client(base_url=server.url, timeout=60.0)
-
-
-def signed_in(server: ApiServer, role: str) -> httpx.Client:
-    client = browser(server)
-    answer = client.post("/sign-in", data={"token": server.tokens[role]})
-    assert answer.status_code == 303, answer.text
-    assert answer.headers["location"] == "/tasks"
-    return client
-
-
-def csrf_of(client: httpx.Client, path: str = "/tasks") -> str:
-    page = client.get(path)
-    assert page.status_code == 200, page.text
-    found = CSRF.search(page.text)
-    assert found is not None
-    return found.group(1)
 
 
 @pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])
