@@ -46,9 +46,11 @@ def test_each_role_signs_in_with_a_strict_http_only_cookie(server: ApiServer, ro
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
 
-def test_a_wrong_token_is_refused_without_a_session(server: ApiServer) -> None:
+@pytest.mark.parametrize("token", ["not-a-token", "witness"])
+def test_a_wrong_token_is_refused_without_a_session(server: ApiServer, token: str) -> None:
+    """An unknown token, and a witness's (whose only routes are the checkpoints')."""
     client = browser(server)
-    answer = client.post("/sign-in", data={"token": "not-a-token"})
+    answer = client.post("/sign-in", data={"token": server.tokens.get(token, token)})
     assert answer.status_code == 401
     assert "set-cookie" not in answer.headers
     assert "That token was refused" in answer.text

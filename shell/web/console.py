@@ -35,6 +35,7 @@ import attrs
 import jinja2
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import ROLES, token_sha256
+from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.backend import Backend
 from aios_ledger.shell.api.problems import status_of
 from aios_ledger.shell.api.tokens import MAX_TOKEN_LENGTH, Principal, authenticate_digest
@@ -199,11 +200,13 @@ class Console:
         return Viewer(principal, session)
 
     def sign_in_now(self, token: str) -> tuple[str, Session] | None:
-        """A new session for a token that authenticates as the API's bearer check does."""
+        """A new session for a token that authenticates as the API's bearer check does and
+        has a role the console serves (a witness token's only routes are the checkpoints')."""
         if not token or len(token) > MAX_TOKEN_LENGTH:
             return None
         digest = token_sha256(token)
-        if self.backend.read_now(lambda s: authenticate_digest(s.db, digest)) is None:
+        principal = self.backend.read_now(lambda s: authenticate_digest(s.db, digest))
+        if principal is None or principal.roles.isdisjoint(READERS):
             return None
         return self.sessions.open(digest)
 
