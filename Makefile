@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
+# The browser tests (tests/test_console_browser.py) drive the system Chromium (/usr/bin/chromium).
 .PHONY: setup demo test lint soak bench-setup bench bench-quick bench-smoke schema docs readme-check clean
 
 $(STAMP): pyproject.toml
@@ -11,7 +12,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+# axe-core, the accessibility checker the browser tests inject into each page, pinned, from the
+# npm registry into .venv/node_modules; without npm the browser tests skip (AIOS_REQUIRE_BROWSER
+# unset) or fail (set).
+AXE_VERSION := 4.14.1
+AXE := $(VENV)/node_modules/axe-core/axe.min.js
+
+$(AXE): $(STAMP)
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --silent --prefix $(VENV) --no-save --no-audit --no-fund axe-core@$(AXE_VERSION); \
+	else \
+		echo "npm not found: axe-core not installed, the browser tests will skip"; \
+	fi
+
+setup: $(STAMP) $(AXE)
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

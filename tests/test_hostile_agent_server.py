@@ -248,7 +248,7 @@ def test_a_server_on_a_full_disk_writes_again_once_there_is_room(
         task = {"task_id": refused_id, "goal": "g", "instructions": "i"}
         again = owner.post("/v1/tasks", json={"idempotency_key": "again", "task": task})
         assert again.status_code == 201, again.text
-        assert len(owner.get("/v1/tasks", params={"limit": 1000}).json()) == refusal[0] + 1
+        assert len(owner.get("/v1/tasks", params={"limit": 1000}).json()["tasks"]) == refusal[0] + 1
         assert server.process is not None and server.process.poll() is None  # no restart
 
 
@@ -294,7 +294,7 @@ def test_ids_no_route_can_address_are_refused_at_creation(tmp_path: Path) -> Non
             assert run.status_code == 422 and "run_id" in run.text, (bad, run.text)
             refused += 1
         assert refused == len(UNADDRESSABLE)
-        assert owner.get("/v1/tasks").json() == []
+        assert owner.get("/v1/tasks").json()["tasks"] == []
         # What the rule lets through, every route reaches.
         allowed = "a:b@c+d=e.f_g-h"
         body = {
@@ -316,7 +316,7 @@ def test_a_number_too_large_is_422_over_http(tmp_path: Path) -> None:
             headers={"Content-Type": "application/json"},
         )
         assert (answer.status_code, answer.json()["code"]) == (422, "JSON_NUMBER_TOO_LARGE")
-        assert owner.get("/v1/tasks").json() == []
+        assert owner.get("/v1/tasks").json()["tasks"] == []
 
 
 def test_a_review_run_no_route_can_address_is_refused_at_its_spawn(tmp_path: Path) -> None:

@@ -71,6 +71,8 @@ DIFFERING = frozenset(
         "tasks_expired_leases",
         "tasks_list_by_status",
         "tasks_next_seq",
+        "tasks_page",
+        "tasks_page_of_status",
     ]
 )
 # SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints.

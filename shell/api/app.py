@@ -44,6 +44,7 @@ from aios_ledger.core.projection import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.core.runs.attempts import is_reserved_run, is_reserved_session, refuse_reserved
+from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
@@ -71,6 +72,7 @@ from aios_ledger.shell.log.export import export_log
 from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
+from aios_ledger.shell.tasks.listing import read_task_page
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -168,8 +170,18 @@ def create_tasks(call: Call) -> Answer:
 
 
 def list_tasks(call: Call) -> Answer:
-    status, limit = call.query("status"), call.query_int("limit", 100)
-    return Answer(call.backend.read_now(lambda s: s.tasks.list_tasks(status, limit=limit)))
+    """A page of tasks, newest first, filtered by the query's names (`TASK_LIST_QUERY`), and
+    `next_cursor`: the next page's `cursor` (the one query the console's Tasks page reads)."""
+    mapping: dict[str, object] = {
+        query.name: call.query(query.name)
+        for query in TASK_LIST_QUERY
+        if call.query(query.name) is not None
+    }
+    if "limit" in mapping:
+        mapping["limit"] = call.query_int("limit", DEFAULT_PAGE)
+    request = TaskPageRequest.from_mapping(mapping)
+    key = call.backend.cursor_key
+    return Answer(call.backend.read_now(lambda s: read_task_page(s.db, request, key)))
 
 
 def get_task(call: Call) -> Answer:
@@ -531,6 +543,22 @@ async def log_export(call: Call) -> Response:
 _OPERATION_IDS = {"submit": "submitResult"}
 _TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
 _LIMIT = Query("limit", {"type": "integer", "minimum": 1})
+_TIME = {"type": "string", "format": "date-time"}
+_FILTER_TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
+# `GET /v1/tasks`'s query: the filters of `TaskFilters`, the page's size and its cursor.
+TASK_LIST_QUERY = (
+    _TASK_STATUS,
+    Query("agent", _FILTER_TEXT),
+    Query("capability", _FILTER_TEXT),
+    Query("repository", _FILTER_TEXT),
+    Query("created_from", _TIME),
+    Query("created_to", _TIME),
+    Query("updated_from", _TIME),
+    Query("updated_to", _TIME),
+    Query("search", _FILTER_TEXT),
+    Query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
+    Query("cursor", {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR}),
+)
 _CAPABILITIES = Query("capabilities", {"type": "string", "maxLength": 4000})
 
 
@@ -559,8 +587,8 @@ def operations() -> tuple[Operation, ...]:
             "listTasks",
             READERS,
             list_tasks,
-            "list tasks",
-            query=(_TASK_STATUS, _LIMIT),
+            "a page of tasks, newest first, filtered; next_cursor pages on",
+            query=TASK_LIST_QUERY,
         ),
         o("GET", "/v1/tasks/{task_id}", "getTask", READERS, get_task, "one task"),
         o("GET", "/v1/tasks/{task_id}/events", "taskEvents", READERS, task_events, "its events"),

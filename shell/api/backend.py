@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import secrets
 import shutil
 import threading
 import time
@@ -126,6 +127,9 @@ class Backend:
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
         self._signal: asyncio.Event | None = None
         self._waiting: dict[str, int] = {}
+        # Signs the task list's cursors (core/tasks/listing.py): drawn per process, so a cursor
+        # is good for the server that gave it.
+        self.cursor_key = secrets.token_bytes(32)
         pool_size = writer_db.pool_size
         if pool_size is not None:
             # Concurrent writers from the pool (no group commit), readers from a pool of their

@@ -31,6 +31,11 @@ from aios_ledger.shell.cli_support import (
 )
 from aios_ledger.shell.proofs.checkpoints import PeriodicCheckpoints
 from aios_ledger.shell.proofs.keys import load_signer
+from aios_ledger.shell.web.sessions import (
+    DEFAULT_IDLE_SECONDS,
+    DEFAULT_MAX_SECONDS,
+    SessionSettings,
+)
 
 # uvicorn: a connection idle this long between requests is closed; on SIGTERM, requests still
 # running (long polls) get this long to finish before their connections are closed (a client
@@ -113,6 +118,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="a witness whose cosignatures POST /v1/checkpoint/cosignatures accepts (its "
         "verifier key; repeatable; default: [checkpoint] witnesses)",
     )
+    serve.add_argument(
+        "--session-idle-seconds",
+        type=float,
+        default=DEFAULT_IDLE_SECONDS,
+        metavar="S",
+        help="a console session unused this long ends (sign in again)",
+    )
+    serve.add_argument(
+        "--session-max-seconds",
+        type=float,
+        default=DEFAULT_MAX_SECONDS,
+        metavar="S",
+        help="a console session ends this long after sign-in, however busy",
+    )
     serve.set_defaults(handler=_serve, default_log_level="INFO")
 
     token = commands.add_parser("token", help="API tokens: issue, list, revoke")
@@ -170,12 +189,15 @@ def _serve(args: argparse.Namespace) -> int:
         or not args.recheck_seconds > 0
         or not 0 < args.header_timeout <= MAX_HEADER_TIMEOUT
         or args.max_connections < 1
+        or not 0 < args.session_idle_seconds < float("inf")
+        or not 0 < args.session_max_seconds < float("inf")
     ):
         raise UsageError(
             "USAGE_INVALID",
             "--max-body, --recheck-seconds and --max-connections must be positive, "
             f"--header-timeout from 0 to {MAX_HEADER_TIMEOUT:g} seconds, "
-            "--max-waiting-per-token >= 0",
+            "--max-waiting-per-token >= 0, --session-idle-seconds and --session-max-seconds "
+            "positive",
         )
     configured = ledger_settings(args).checkpoint
     every_seconds = args.checkpoint_every_seconds or configured.every_seconds
@@ -203,7 +225,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
     # Bound before anything is opened or announced: an address in use is one clear refusal.
     listener = bind_listener(host, port)
-    app = served_app(settings)
+    sessions = SessionSettings(
+        idle_seconds=args.session_idle_seconds, max_seconds=args.session_max_seconds
+    )
+    app = served_app(settings, sessions)
     periodic = None
     if signer is not None:
         periodic = PeriodicCheckpoints(

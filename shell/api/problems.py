@@ -30,6 +30,10 @@ STATUS_BY_CODE: dict[str, int] = {
     "SELF_REVIEW": 403,
     # A cosignature by no witness this server was given (`serve --witness-key`).
     "WITNESS_UNKNOWN": 403,
+    # The console: a POST without its session's CSRF token, or from another site.
+    "CSRF_INVALID": 403,
+    # A task list cursor this server did not give for these filters.
+    "CURSOR_INVALID": 400,
     "ROUTE_NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "REQUEST_TIMEOUT": 408,

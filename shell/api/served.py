@@ -1,6 +1,7 @@
 """The application `aios-ledger serve` runs: the core routes of `app.operations()` plus the
 governed-write routes (`governed.py`), the review routes (`review_routes.py`) and the checkpoint
-routes (`checkpoint_routes.py`).
+routes (`checkpoint_routes.py`), and the web console's pages under `/` (`shell/web`), after
+every API route.
 
 One function, used by `serve` and by the tests that check the whole served app (schemathesis), so
 that no route is served untested and no test builds an app nobody serves."""
@@ -15,6 +16,9 @@ from aios_ledger.shell.api.checkpoint_routes import checkpoint_operations
 from aios_ledger.shell.api.governed import governed_operations
 from aios_ledger.shell.api.openapi import Operation
 from aios_ledger.shell.api.review_routes import review_operations
+from aios_ledger.shell.web.console import Console
+from aios_ledger.shell.web.pages import console_pages
+from aios_ledger.shell.web.sessions import SessionSettings
 from starlette.applications import Starlette
 
 
@@ -32,9 +36,14 @@ def served_operations() -> tuple[Operation, ...]:
     return (*operations(), *served_extras())
 
 
-def served_app(settings: ApiSettings) -> Starlette:
-    """The app `serve` runs over `settings` (`app.state.backend.close()` closes it)."""
-    return create_app(settings, served_extras())
+def served_app(settings: ApiSettings, sessions: SessionSettings | None = None) -> Starlette:
+    """The app `serve` runs over `settings` (`app.state.backend.close()` closes it), with the
+    console (`app.state.console`) whose sessions live as `sessions` says."""
+    app = create_app(settings, served_extras())
+    console = Console(app.state.backend, sessions or SessionSettings(), console_pages())
+    app.router.routes.extend(console.routes())
+    app.state.console = console
+    return app
 
 
 def settle_startup_heap() -> None:

@@ -109,7 +109,13 @@ def authenticate(db: Database, token: str) -> Principal | None:
     """The principal of an active token, or None (unknown, revoked, or not a token at all)."""
     if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
-    digest = token_sha256(token)
+    return authenticate_digest(db, token_sha256(token))
+
+
+def authenticate_digest(db: Database, digest: str) -> Principal | None:
+    """The principal of the active token whose sha256 is `digest`, or None: the console's
+    sessions keep the digest of the token they were opened with, never the token, and hold
+    it to the ledger on every request (a revoked or re-issued token ends them)."""
     row = db.read(
         lambda conn: fetch_record(
             conn, "api_token_by_digest", {"token_sha256": digest}, ApiTokenRow

@@ -74,3 +74,45 @@ WHERE task_id = :task_id
   AND revision = :expected_revision
 RETURNING 1)
 SELECT CAST(CASE count(*) WHEN 1 THEN '1' ELSE 'REVISION_CONFLICT' END AS integer) FROM changed;
+
+-- fragment: task_page_filters
+-- The filters of a task page but its status (core/tasks/listing.py), each true when not given,
+-- with the meaning of SQLite's: a required capability found as its JSON string in the array's
+-- text (never a cast that could fail on a row); the search matching the id exactly or the
+-- goal's text, lower-cased.
+(:agent::text IS NULL OR claimed_by = :agent)
+  AND (:capability::text IS NULL
+       OR strpos(required_capabilities_json, '"' || :capability || '"') > 0)
+  AND (:repository::text IS NULL OR EXISTS (
+        SELECT 1 FROM task_proposals AS proposal
+        WHERE proposal.task_id = tasks.task_id AND proposal.repository = :repository))
+  AND (:created_from::text IS NULL OR created_at >= :created_from)
+  AND (:created_to::text IS NULL OR created_at <= :created_to)
+  AND (:updated_from::text IS NULL OR updated_at >= :updated_from)
+  AND (:updated_to::text IS NULL OR updated_at <= :updated_to)
+  AND (:search::text IS NULL OR task_id = :search OR strpos(lower(goal), :search_lower) > 0)
+
+-- name: tasks_page
+-- returns: TaskRow
+-- One page of the task list, with the meaning of SQLite's text: the newest tasks before
+-- :after_seq, newest first, :limit of them, through tasks_by_seq scanned backwards from
+-- :after_seq with each filter checked on the rows as they come.
+SELECT {{task_columns}}
+FROM tasks
+WHERE seq < :after_seq
+  AND (:status::text IS NULL OR status = :status)
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_page_of_status
+-- returns: TaskRow
+-- tasks_page for a status few tasks have: through tasks_claim_order's status prefix, those
+-- rows sorted by seq.
+SELECT {{task_columns}}
+FROM tasks
+WHERE status = :status
+  AND seq < :after_seq
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;

@@ -49,3 +49,48 @@ FROM tasks INDEXED BY tasks_claim_order
 WHERE status = :status
 ORDER BY priority DESC, seq
 LIMIT :limit;
+
+-- fragment: task_page_filters
+-- The filters of a task page but its status (core/tasks/listing.py), each true when not given.
+-- A required capability is found as its JSON string in the array's text (a capability name
+-- is an Identifier: no quote or backslash, so `"name"` matches one whole element, and a list
+-- that is not valid JSON matches nothing rather than failing). The search matches the id
+-- exactly or the goal's text, lower-cased (SQLite's lower(): ASCII letters).
+(:agent IS NULL OR claimed_by = :agent)
+  AND (:capability IS NULL OR instr(required_capabilities_json, '"' || :capability || '"') > 0)
+  AND (:repository IS NULL OR EXISTS (
+        SELECT 1 FROM task_proposals AS proposal
+        WHERE proposal.task_id = tasks.task_id AND proposal.repository = :repository))
+  AND (:created_from IS NULL OR created_at >= :created_from)
+  AND (:created_to IS NULL OR created_at <= :created_to)
+  AND (:updated_from IS NULL OR updated_at >= :updated_from)
+  AND (:updated_to IS NULL OR updated_at <= :updated_to)
+  AND (:search IS NULL OR task_id = :search OR instr(lower(goal), :search_lower) > 0)
+
+-- name: tasks_page
+-- returns: TaskRow
+-- One page of the task list: the newest tasks before :after_seq (the cursor's seq; the first
+-- page passes one above every seq, so that this is always a range), newest first, :limit of
+-- them (the page and one more, to know a next page exists). Through tasks_by_seq read
+-- backwards from :after_seq, each filter checked on the rows as they come: a page costs the
+-- rows read until :limit match, never the rows before the cursor.
+SELECT {{task_columns}}
+FROM tasks INDEXED BY tasks_by_seq
+WHERE seq < :after_seq
+  AND (:status IS NULL OR status = :status)
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_page_of_status
+-- returns: TaskRow
+-- tasks_page for a status few tasks have (the shell asks tasks_count_of_status first):
+-- through tasks_claim_order's status prefix, those rows sorted by seq, instead of reading
+-- tasks_by_seq past every task of the other statuses.
+SELECT {{task_columns}}
+FROM tasks INDEXED BY tasks_claim_order
+WHERE status = :status
+  AND seq < :after_seq
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;

@@ -1,0 +1,170 @@
+"""The filtered, keyset-paged task list that `GET /v1/tasks` and the console's Tasks page share.
+
+A page is the newest tasks first (creation order, `seq` descending) that match every filter
+given: status, the agent holding or last holding it (`claimed_by`), a required capability, a
+repository (a proposal of the task's names it), created and updated time ranges, and a search
+that matches the task id exactly or the goal's text (case-insensitive). The next page starts
+after the last row's `seq`, never at an OFFSET, so that a page costs the same at the end of
+100,000 tasks as at their start.
+
+The cursor is opaque to clients: the last `seq`, bound to the filters it was made under and
+signed with the server's key (HMAC-SHA256, the key handed in by the shell), so that a cursor
+that was altered, made up or carried over to other filters is `CURSOR_INVALID`, not a page of
+something else. A cursor is valid for the server process that issued it (its key is drawn at
+start): a client that finds `CURSOR_INVALID` after a restart starts again from the first page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from typing import Annotated
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.kinds import Between, Identifier, Text, TimestampText
+from aios_ledger.core.structuring import structure
+from aios_ledger.core.tasks.queries import DEFAULT_LIST, MAX_LIST
+from aios_ledger.core.tasks.transitions import TaskStatus
+
+# As many as `GET /v1/tasks` answered before it was paged (core/tasks/queries.py).
+MAX_PAGE = MAX_LIST
+DEFAULT_PAGE = DEFAULT_LIST
+MAX_SEARCH = 200
+# The cursor's text: `v1.<seq>.<signature>` base64url-encoded, well under this.
+MAX_CURSOR = 200
+CURSOR_VERSION = "v1"
+
+SearchText = Annotated[str, Text(max_length=MAX_SEARCH)]
+
+
+@attrs.frozen
+class TaskFilters:
+    """What a page of tasks is filtered by (None: not filtered by it). The time bounds are
+    inclusive, normalised to the ledger's timestamp form, so that text order is time order."""
+
+    status: TaskStatus | None = None
+    agent: Identifier | None = None
+    capability: Identifier | None = None
+    repository: Identifier | None = None
+    created_from: TimestampText | None = None
+    created_to: TimestampText | None = None
+    updated_from: TimestampText | None = None
+    updated_to: TimestampText | None = None
+    search: SearchText | None = None
+
+    def params(self) -> dict[str, str | None]:
+        """The list statement's filter parameters (the search lower-cased once, here)."""
+        values: dict[str, str | None] = {
+            name: None if value is None else str(value)
+            for name, value in attrs.asdict(self).items()
+        }
+        values["search_lower"] = None if self.search is None else self.search.lower()
+        return values
+
+    def fingerprint(self) -> str:
+        """The filters as one canonical text, which a cursor is bound to."""
+        return json.dumps(attrs.asdict(self), sort_keys=True, separators=(",", ":"))
+
+
+@attrs.frozen
+class PageBounds:
+    """A page's size (1 to MAX_PAGE) and the cursor the previous page gave (None: the first)."""
+
+    limit: Annotated[int, Between(1, MAX_PAGE)] = DEFAULT_PAGE
+    cursor: Annotated[str, Text(max_length=MAX_CURSOR)] | None = None
+
+
+@attrs.frozen
+class TaskPageRequest:
+    """One page: its filters, its size and its cursor."""
+
+    filters: TaskFilters
+    limit: int = DEFAULT_PAGE
+    cursor: str | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> TaskPageRequest:
+        """From one flat mapping of the filters, `limit` and `cursor` (as a query string has
+        them); an unknown name or a value of the wrong form is `FIELDS_INVALID`."""
+        if not isinstance(raw, dict):
+            raise LedgerError("FIELDS_INVALID", "task page: must be an object")
+        paging = {key: raw[key] for key in ("limit", "cursor") if key in raw}
+        filters = {key: value for key, value in raw.items() if key not in paging}
+        bounds = structure(paging, PageBounds, what="task page")
+        return cls(
+            structure(filters, TaskFilters, what="task filters"), bounds.limit, bounds.cursor
+        )
+
+
+def _signature(key: bytes, seq: int, filters: TaskFilters) -> str:
+    message = f"{CURSOR_VERSION}.{seq}.{filters.fingerprint()}".encode()
+    digest = hmac.new(key, message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest[:18]).decode()
+
+
+def encode_cursor(key: bytes, seq: int, filters: TaskFilters) -> str:
+    """The cursor of the page after the row of `seq`, under `filters`."""
+    text = f"{CURSOR_VERSION}.{seq}.{_signature(key, seq, filters)}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
+    """The `seq` a cursor starts after; `CURSOR_INVALID` for one this server did not issue
+    under these filters (malformed, altered, or from other filters)."""
+    refused = LedgerError(
+        "CURSOR_INVALID",
+        "cursor: not a cursor this server gave for these filters; start again without it",
+    )
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        text = base64.urlsafe_b64decode(padded.encode("ascii")).decode("ascii")
+    except (ValueError, UnicodeError):
+        raise refused from None
+    version, _, rest = text.partition(".")
+    seq_text, _, signature = rest.partition(".")
+    if version != CURSOR_VERSION or not seq_text.isdigit() or len(seq_text) > 18:
+        raise refused
+    seq = int(seq_text)
+    if not hmac.compare_digest(signature, _signature(key, seq, filters)):
+        raise refused
+    return seq
+
+
+# A status with at most this many tasks is read through its own index (tasks_claim_order's
+# status prefix) and sorted, rather than by reading the whole creation order past the tasks of
+# the other statuses: at 100,000 tasks a status of 100 took the creation-order read 0.4 s (the
+# whole index), its own index well under a millisecond; a status of more than this many finds
+# a page of them soon in creation order, where sorting them all would cost more.
+SORTED_STATUS_BOUND = 5_000
+
+
+def reads_by_status(request: TaskPageRequest, status_tasks: int | None) -> bool:
+    """Whether the page is read through its status's index: a status is given and
+    `status_tasks` (how many tasks have it) is at most SORTED_STATUS_BOUND."""
+    return (
+        request.filters.status is not None
+        and status_tasks is not None
+        and status_tasks <= SORTED_STATUS_BOUND
+    )
+
+
+# The first page's bound: above every seq a ledger can hold (seq is a 64-bit integer).
+FIRST_PAGE_SEQ = 2**62
+
+
+def page_after(key: bytes, request: TaskPageRequest) -> int:
+    """The seq the requested page starts below: the cursor's, or above every task's."""
+    if request.cursor is None:
+        return FIRST_PAGE_SEQ
+    return decode_cursor(key, request.cursor, request.filters)
+
+
+def next_page_cursor(key: bytes, request: TaskPageRequest, seqs: list[int]) -> str | None:
+    """The cursor of the page after this one, from the seqs of the rows read (the statement
+    reads one row more than `limit`, to know whether a next page exists); None at the end."""
+    if len(seqs) <= request.limit:
+        return None
+    return encode_cursor(key, seqs[request.limit - 1], request.filters)

@@ -1,0 +1,363 @@
+"""The console's frame: sessions, CSRF, the common layout, and one wrapper (`_page_endpoint`)
+that every page goes through.
+
+A page is one `Page` row (shell/web/pages/): its path, its route name, the roles that may see
+it, its methods, its label in the navigation (None: not in it) and a plain handler that takes
+a `Visit` (the request, the signed-in `Viewer`, the parsed form of a POST, the backend) and
+answers a `Rendered` (a template and its context) or a Response (a redirect). The wrapper does
+what is common, on a worker thread (the handler's reads are the backend's, as the API's are):
+
+- the session: its cookie's id found in the store, its token's digest held to the ledger
+  (a revoked token ends the session here); signed out, a GET redirects to /sign-in and a POST
+  is 401 `UNAUTHENTICATED`;
+- the role: a viewer without one of the page's roles is 403 `FORBIDDEN` (the page is never
+  run, so a button a template hides is refused on the server too);
+- CSRF, on every POST: the form's `csrf_token` must be the session's and the browser must say
+  the request is the console's own (`Sec-Fetch-Site: same-origin`, and `Origin`, when sent,
+  this server's): else 403 `CSRF_INVALID`, the handler never run;
+- a `LedgerError` from the handler: the error page, with the code's status.
+
+No token is ever put in a page, a URL, a redirect or a log line: sign-in reads it from the
+form's body, digests it, and keeps the digest.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import attrs
+import jinja2
+from aios_ledger.core import LedgerError
+from aios_ledger.core.api.tokens import ROLES, token_sha256
+from aios_ledger.shell.api.app import READERS
+from aios_ledger.shell.api.backend import Backend
+from aios_ledger.shell.api.problems import status_of
+from aios_ledger.shell.api.tokens import MAX_TOKEN_LENGTH, Principal, authenticate_digest
+from aios_ledger.shell.web.sessions import Session, SessionSettings, SessionStore
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+LOG = logging.getLogger("aios_ledger.console")
+
+HERE = Path(__file__).resolve().parent
+COOKIE = "aios_console_session"
+CSRF_FIELD = "csrf_token"
+SIGN_IN = "/sign-in"
+HOME = "/tasks"
+# A console form is a few fields: a larger body is refused unread.
+MAX_FORM_BYTES = 16 * 1024
+# Every page: its own resources only, never framed, never cached, no referrer to elsewhere.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+@attrs.frozen
+class Viewer:
+    """Who a page is shown to: the principal of the session's token, and the session (whose
+    CSRF token every form of the page carries)."""
+
+    principal: Principal
+    session: Session
+
+    @property
+    def csrf_token(self) -> str:
+        return self.session.csrf_token
+
+    def may(self, roles: frozenset[str]) -> bool:
+        """Whether the viewer has one of `roles` (what a template asks before it shows an
+        action; the action's own Page says the same roles to the server)."""
+        return not self.principal.roles.isdisjoint(roles)
+
+    @property
+    def roles(self) -> list[str]:
+        return [role for role in ROLES if role in self.principal.roles]
+
+
+@attrs.frozen
+class Visit:
+    """What a page's handler gets: the request, its viewer, the POST's form fields (CSRF
+    checked; empty for a GET) and the backend (`read_now`, `write_now`)."""
+
+    request: Request
+    viewer: Viewer
+    form: Mapping[str, str]
+    backend: Backend
+
+    def query(self, name: str) -> str | None:
+        """A query parameter, stripped; None when absent or blank (an empty filter field)."""
+        value = self.request.query_params.get(name, "").strip()
+        return value or None
+
+    def path(self, name: str) -> str:
+        return str(self.request.path_params[name])
+
+
+@attrs.frozen
+class Rendered:
+    """A page's answer: its template (under shell/web/templates/) and what it shows."""
+
+    template: str
+    context: Mapping[str, Any]
+    status: int = 200
+
+
+PageHandler = Callable[[Visit], Rendered | Response]
+
+
+@attrs.frozen
+class Page:
+    """One page (or one action: a POST) of the console. `nav`: its label in the navigation,
+    None for a page reached by a link (a task) or an action."""
+
+    path: str
+    name: str
+    handler: PageHandler
+    roles: frozenset[str]
+    methods: tuple[str, ...] = ("GET",)
+    nav: str | None = None
+
+
+def see_other(path: str) -> RedirectResponse:
+    """The answer of a POST that worked, or of a page that lives elsewhere (303: GET it)."""
+    return RedirectResponse(path, status_code=303)
+
+
+def _own_origin(request: Request) -> str:
+    return f"{request.url.scheme}://{request.url.netloc}"
+
+
+def same_origin(request: Request) -> bool:
+    """Whether the browser says this POST comes from the console's own pages: a cross-site
+    form or script is told by `Sec-Fetch-Site` (every current browser sends it) or `Origin`."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site != "same-origin":
+        return False
+    origin = request.headers.get("origin")
+    return origin is None or origin == _own_origin(request)
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """A POST's urlencoded fields (the last of a repeated name), at most MAX_FORM_BYTES."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise LedgerError("BODY_TOO_LARGE", f"a console form is at most {MAX_FORM_BYTES} bytes")
+    try:
+        return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+    except UnicodeDecodeError:
+        raise LedgerError("FIELDS_INVALID", "the form is not UTF-8") from None
+
+
+class Console:
+    """The console over one backend: its sessions, templates and pages."""
+
+    def __init__(self, backend: Backend, settings: SessionSettings, pages: Sequence[Page]) -> None:
+        self.backend = backend
+        self.sessions = SessionStore(settings)
+        self.pages = tuple(pages)
+        environment = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+        )
+        self.templates = Jinja2Templates(env=environment)
+
+    # -- who is signed in ---------------------------------------------------------------
+
+    def viewer_now(self, request: Request) -> Viewer | None:
+        """The signed-in viewer of a request (on a worker thread: it reads the ledger), or
+        None: no cookie, an unknown or expired session, or a token that no longer
+        authenticates (the session is ended then)."""
+        session_id = request.cookies.get(COOKIE)
+        if not session_id:
+            return None
+        session = self.sessions.find(session_id)
+        if session is None:
+            return None
+        digest = session.token_sha256
+        principal = self.backend.read_now(lambda s: authenticate_digest(s.db, digest))
+        if principal is None:
+            self.sessions.close(session_id)
+            return None
+        return Viewer(principal, session)
+
+    def sign_in_now(self, token: str) -> tuple[str, Session] | None:
+        """A new session for a token that authenticates as the API's bearer check does and
+        has a role the console serves (a witness token's only routes are the checkpoints')."""
+        if not token or len(token) > MAX_TOKEN_LENGTH:
+            return None
+        digest = token_sha256(token)
+        principal = self.backend.read_now(lambda s: authenticate_digest(s.db, digest))
+        if principal is None or principal.roles.isdisjoint(READERS):
+            return None
+        return self.sessions.open(digest)
+
+    # -- rendering ----------------------------------------------------------------------
+
+    def render(self, request: Request, viewer: Viewer | None, rendered: Rendered) -> Response:
+        """A template in the base layout: the navigation the viewer may see, its CSRF token."""
+        nav = [
+            (page.nav, page.path)
+            for page in self.pages
+            if page.nav is not None and viewer is not None and viewer.may(page.roles)
+        ]
+        context = {"viewer": viewer, "nav": nav, "current": request.url.path, **rendered.context}
+        response = self.templates.TemplateResponse(
+            request, rendered.template, context, status_code=rendered.status
+        )
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    def error(self, request: Request, viewer: Viewer | None, code: str, detail: str) -> Response:
+        return self.render(
+            request,
+            viewer,
+            Rendered("error.html", {"code": code, "detail": detail}, status=status_of(code)),
+        )
+
+    # -- routes -------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        """The console's routes: /, sign-in and sign-out, the stylesheet, every page."""
+        own: list[BaseRoute] = [
+            Route("/", lambda request: see_other(HOME), methods=["GET"], name="consoleHome"),
+            Route(SIGN_IN, self._sign_in_page, methods=["GET"], name="signInPage"),
+            Route(SIGN_IN, self._sign_in, methods=["POST"], name="signIn"),
+            Route("/sign-out", self._sign_out, methods=["POST"], name="signOut"),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+        pages = [
+            Route(page.path, _page_endpoint(self, page), methods=list(page.methods), name=page.name)
+            for page in self.pages
+        ]
+        return [*own, *pages]
+
+    async def _sign_in_page(self, request: Request) -> Response:
+        viewer = await run_in_threadpool(self.viewer_now, request)
+        if viewer is not None:
+            return see_other(HOME)
+        return self.render(request, None, Rendered("sign_in.html", {"refused": False}))
+
+    async def _sign_in(self, request: Request) -> Response:
+        """The token from the form's body, checked as the API checks a bearer token; the
+        session's id in a cookie. Before any session exists, CSRF is the browser's word
+        (`same_origin`): a forged sign-in would sign the victim in as the forger."""
+        if not same_origin(request):
+            return self.error(request, None, "CSRF_INVALID", "sign in from the console's page")
+        try:
+            form = await read_form(request)
+        except LedgerError as refused:
+            return self.error(request, None, refused.code, refused.detail)
+        opened = await run_in_threadpool(self.sign_in_now, form.get("token", "").strip())
+        if opened is None:
+            return self.render(
+                request, None, Rendered("sign_in.html", {"refused": True}, status=401)
+            )
+        session_id, _ = opened
+        response = see_other(HOME)
+        response.set_cookie(
+            COOKIE,
+            session_id,
+            max_age=int(self.sessions.settings.max_seconds),
+            path="/",
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    async def _sign_out(self, request: Request) -> Response:
+        viewer = await run_in_threadpool(self.viewer_now, request)
+        if viewer is None:
+            return see_other(SIGN_IN)
+        try:
+            form = await read_form(request)
+        except LedgerError as refused:
+            return self.error(request, viewer, refused.code, refused.detail)
+        if not csrf_valid(request, viewer, form):
+            return self.error(request, viewer, "CSRF_INVALID", CSRF_DETAIL)
+        self.sessions.close(request.cookies[COOKIE])
+        response = see_other(SIGN_IN)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+
+CSRF_DETAIL = "the form is not one this session was given: reload the page and send it again"
+
+
+def csrf_valid(request: Request, viewer: Viewer, form: Mapping[str, str]) -> bool:
+    """A POST's CSRF check: the session's token in the form and the browser's same origin."""
+    sent = form.get(CSRF_FIELD, "")
+    return same_origin(request) and hmac.compare_digest(
+        sent.encode("utf-8", "surrogatepass"), viewer.csrf_token.encode()
+    )
+
+
+def _page_endpoint(console: Console, page: Page) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        form: dict[str, str] = {}
+        if request.method == "POST":
+            try:
+                form = await read_form(request)
+            except LedgerError as refused:
+                return console.error(request, None, refused.code, refused.detail)
+        return await run_in_threadpool(_visit, console, page, request, form)
+
+    return endpoint
+
+
+def _visit(console: Console, page: Page, request: Request, form: dict[str, str]) -> Response:
+    """On a worker thread: the session, the role, CSRF, then the page's handler."""
+    viewer = console.viewer_now(request)
+    if viewer is None:
+        if request.method == "GET":
+            return see_other(SIGN_IN)
+        return console.error(request, None, "UNAUTHENTICATED", "sign in first")
+    if not viewer.may(page.roles):
+        needs = " or ".join(role for role in ROLES if role in page.roles)
+        return console.error(request, viewer, "FORBIDDEN", f"this needs the role {needs}")
+    if request.method == "POST" and not csrf_valid(request, viewer, form):
+        return console.error(request, viewer, "CSRF_INVALID", CSRF_DETAIL)
+    try:
+        answer = page.handler(Visit(request, viewer, form, console.backend))
+    except LedgerError as refused:
+        return console.error(request, viewer, refused.code, refused.detail)
+    except Exception:
+        LOG.exception("unexpected error in the console's %s %s", request.method, page.path)
+        return console.error(request, viewer, "INTERNAL_ERROR", "the server failed; see its log")
+    if isinstance(answer, Rendered):
+        return console.render(request, viewer, answer)
+    return answer
+
+
+def console_principal(request: Request) -> Principal | None:
+    """The principal of a request's console session (None: not signed in): for a route beside
+    the console's pages that a signed-in browser calls (it reads the ledger: call it on a
+    worker thread)."""
+    console: Console = request.app.state.console
+    viewer = console.viewer_now(request)
+    return None if viewer is None else viewer.principal
+
+
+def new_idempotency_key(action: str) -> str:
+    """The idempotency key a form carries for its write: drawn when the form is shown, so that
+    sending the same form twice is one write."""
+    return f"console-{action}-{secrets.token_urlsafe(12)}"
