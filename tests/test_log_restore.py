@@ -13,12 +13,18 @@ import attrs
 import pytest
 from aios_ledger.core import LedgerError, LogTail, Timestamp, WritePlan
 from aios_ledger.core.log.archive_file import read_archive
-from aios_ledger.core.log.archived import ArchivedChainEnd
+from aios_ledger.core.log.archived import ArchiveAccount, ArchivedChainEnd
+from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.restore import RestoreRequest, RestoreState, decide_restore
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.cli import main
-from aios_ledger.shell.log.archive import archive_tasks, file_digest, restore_archive
+from aios_ledger.shell.log.archive import (
+    archive_tasks,
+    file_digest,
+    restore_archive,
+    verify_archive,
+)
 from conftest import both_engines
 from legacy_fixtures import rows
 from test_log_archive import LATER, _create, sqlite_shell
@@ -260,3 +266,60 @@ def test_the_restore_decision_is_golden(archived: tuple[Path, Path], golden: Any
         "response": plan.response,
         "refusals": refusals,
     } == golden
+
+
+def test_verify_archive_holds_each_chain_to_the_seal_the_ledger_recorded(
+    ledger_target: Path, tmp_path: Path
+) -> None:
+    """Two ledgers with the same history but one cancel's reason: each one's archive file
+    checks out offline, but against the other ledger neither its digest nor its chain's last
+    seal (and so the row digests its seals cover) is one the ledger recorded."""
+    files = {}
+    for name, path, reason in (
+        ("other", tmp_path / "other.sqlite3", "done"),
+        ("this", ledger_target, "changed my mind"),
+    ):
+        with TaskLedger(path, clock=Clock()) as ledger:
+            _create(ledger, "old-1")
+            ledger.cancel("old-1", reason=reason, idempotency_key="cancel-old-1")
+        files[name] = tmp_path / f"{name}.jsonl"
+        with Database(path) as db:
+            archive_tasks(db, finished_before=LATER, output=files[name])
+    with Database(ledger_target) as db:
+        assert verify_archive(db, files["this"])["intact"] is True
+        report = verify_archive(db, files["other"])
+    assert report["intact"] is False
+    assert report["finding_counts"] == {"ARCHIVE_MISMATCH": 2}
+    assert [finding.get("chain") for finding in report["findings"]] == [None, "task:old-1"]
+    with pytest.raises(LedgerError) as refused:
+        _restore(ledger_target, files["other"])
+    assert refused.value.code == "ARCHIVE_MISMATCH"
+
+
+def _ledger_event(event_id: int, kind: str, payload: dict[str, Any]) -> EventRow:
+    return EventRow(event_id, None, None, kind, json.dumps(payload), "2026-08-20T00:00:00.000Z")
+
+
+def test_a_chain_neither_listed_nor_restored_is_still_reported() -> None:
+    """What `verify` holds a restore to: a chain its archive event recorded that no listing
+    holds must be one a later TASKS_RESTORED event restored, ending where it was archived."""
+    end = {"task_id": "t", "last_event_id": 3, "last_seal": "sha256:" + "a" * 64}
+    archived = _ledger_event(4, "TASKS_ARCHIVED", {"archive_sha256": "sha256:x", "chains": [end]})
+    restored = {"archive_sha256": "sha256:x", "archive_event_id": 4, "chains": [end]}
+
+    account = ArchiveAccount()
+    assert account.close(archived) == []
+    assert account.restored(_ledger_event(5, "TASKS_RESTORED", restored)) == []
+    assert account.remaining() == []
+
+    unrestored = ArchiveAccount()
+    assert unrestored.close(archived) == []
+    ((event_id, problem),) = unrestored.remaining()
+    assert event_id == 4 and "no TASKS_RESTORED event restored it" in problem
+
+    elsewhere = ArchiveAccount()
+    elsewhere.close(archived)
+    moved = {**restored, "chains": [{**end, "last_event_id": 2}]}
+    (problem,) = elsewhere.restored(_ledger_event(5, "TASKS_RESTORED", moved))
+    assert "restored from archive event 4 up to event 2" in problem
+    assert elsewhere.remaining() == []  # reported once, at the restore event

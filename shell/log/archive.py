@@ -35,8 +35,10 @@ from aios_ledger.core.log.archive_file import (
     ArchiveContents,
     archive_summary_of,
     archived_task,
+    chain_ends,
     read_archive,
     task_summary,
+    unanchored_chains,
 )
 from aios_ledger.core.log.archived import ArchivedChainEnd, archive_summary, recorded_chains
 from aios_ledger.core.log.export import (
@@ -255,35 +257,62 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Check an archive file offline (as `verify-export` does) and against the ledger: its
-    digest must be the one a sealed TASKS_ARCHIVED event recorded, so a file changed since,
-    or another file in its place, is an ARCHIVE_MISMATCH."""
+    """Check an archive file offline (as `verify-export` does: each row against the digest its
+    seal in the file covers) and against the ledger: its digest must be the one a sealed
+    TASKS_ARCHIVED event recorded, so a file changed since, or another file in its place, is
+    an ARCHIVE_MISMATCH; and each chain must end at the seal that event recorded (any archive
+    event, for a file whose digest none recorded), so that the seals, and the row digests
+    they cover, are the ones the ledger sealed, not only the file's own."""
     report = verify_export(path)
     digest = file_digest(path)
     recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
-    archive_event_id = next(
-        (
-            row["event_id"]
-            for row in recorded
-            if (summary := archive_summary(_payload(row["payload_json"]))) is not None
-            and summary["archive_sha256"] == digest
-        ),
-        None,
-    )
+    chains_by_event: dict[int, dict[str, ArchivedChainEnd]] = {}
+    archive_event_id = None
+    for row in recorded:
+        payload = _payload(row["payload_json"])
+        summary = archive_summary(payload)
+        if summary is None:
+            continue
+        chains_by_event[row["event_id"]] = recorded_chains(payload) or {}
+        if summary["archive_sha256"] == digest:
+            archive_event_id = row["event_id"]
+    findings: list[Finding] = []
     if archive_event_id is None:
         detail = (
             f"no TASKS_ARCHIVED event recorded the digest {digest}: the file was changed since "
             "it was archived, or is not an archive of this ledger"
         )
+        findings.append(Finding(ARCHIVE_MISMATCH, None, detail))
+    anchors = (
+        list(chains_by_event.values())
+        if archive_event_id is None
+        else [chains_by_event[archive_event_id]]
+    )
+    ends = _chain_ends(path)
+    if ends is not None:
+        findings.extend(
+            Finding(ARCHIVE_MISMATCH, None, detail, chain=chain)
+            for chain, detail in unanchored_chains(ends, anchors)
+        )
+    if findings:
         counts = dict(report.finding_counts)
-        counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + 1
+        counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + len(findings)
         report = attrs.evolve(
             report,
             intact=False,
-            findings=(Finding(ARCHIVE_MISMATCH, None, detail), *report.findings),
+            findings=(*findings, *report.findings),
             finding_counts=counts,
         )
     return {**report.public(), "archive_sha256": digest, "archive_event_id": archive_event_id}
+
+
+def _chain_ends(path: str | os.PathLike[str]) -> dict[str, ArchivedChainEnd | None] | None:
+    """The file's chains' ends; None for a file that is no archive (the offline check says)."""
+    try:
+        with open(path, "rb") as handle:
+            return chain_ends(read_archive(handle))
+    except (OSError, LedgerError):
+        return None
 
 
 def _payload(text: object) -> object:
