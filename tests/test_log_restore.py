@@ -17,7 +17,7 @@ from aios_ledger.core.log.archived import ArchiveAccount, ArchivedChainEnd
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.restore import RestoreRequest, RestoreState, decide_restore
 from aios_ledger.core.log.seals import LEDGER_CHAIN
-from aios_ledger.shell import Database, TaskLedger, verify_log
+from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, verify_log
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.log.archive import (
     archive_tasks,
@@ -25,7 +25,7 @@ from aios_ledger.shell.log.archive import (
     restore_archive,
     verify_archive,
 )
-from conftest import both_engines
+from conftest import both_engines, is_postgres
 from legacy_fixtures import rows
 from test_log_archive import LATER, _create, sqlite_shell
 from test_tasks_support import Clock
@@ -135,6 +135,11 @@ def test_archive_then_restore_gives_back_the_tasks_and_verify_stays_intact(
     payload = json.loads(restored[0])
     assert payload["archive_event_id"] == answer["archive_event_id"]
     assert [chain["task_id"] for chain in payload["chains"]] == ["done-1", "gone-1"]
+    # An export of everything checks out offline too: the same accounting, without a database.
+    everything = file.with_name("everything.jsonl")
+    with Database(path) as db, everything.open("w") as out:
+        export_log(db, out, task_id=None)
+    assert verify_export(everything).intact is True
 
 
 def test_a_restored_task_can_be_archived_and_restored_again(
@@ -323,3 +328,28 @@ def test_a_chain_neither_listed_nor_restored_is_still_reported() -> None:
     (problem,) = elsewhere.restored(_ledger_event(5, "TASKS_RESTORED", moved))
     assert "restored from archive event 4 up to event 2" in problem
     assert elsewhere.remaining() == []  # reported once, at the restore event
+
+
+def test_a_creation_sequence_taken_since_is_refused_where_the_store_reuses_it(
+    ledger_target: Path, tmp_path: Path
+) -> None:
+    """SQLite gives a new task the sequence after the largest, which the archive removed:
+    the restored task's sealed row would clash with it (RESTORE_SEQ_TAKEN, nothing changed).
+    PostgreSQL draws sequences that never come back, and the restore goes through."""
+    with TaskLedger(ledger_target, clock=Clock()) as ledger:
+        _create(ledger, "last")
+        ledger.cancel("last", reason="done", idempotency_key="cancel-last")
+    file = tmp_path / "archive.jsonl"
+    with Database(ledger_target) as db:
+        archive_tasks(db, finished_before=LATER, output=file)
+    with TaskLedger(ledger_target, clock=Clock()) as ledger:
+        _create(ledger, "fresh")
+    if not is_postgres(ledger_target):
+        before = _snapshot(ledger_target)
+        with pytest.raises(LedgerError) as refused:
+            _restore(ledger_target, file)
+        assert refused.value.code == "RESTORE_SEQ_TAKEN"
+        assert _snapshot(ledger_target) == before
+        return
+    assert _restore(ledger_target, file)["task_ids"] == ["last"]
+    assert _verify(ledger_target)["intact"] is True
