@@ -339,9 +339,7 @@ CREATE INDEX tasks_claim_order ON tasks(status, priority DESC, seq);
 CREATE INDEX tasks_lease_expiry ON tasks(status, lease_expires_at);
 
 CREATE TRIGGER archived_events_refuse_delete BEFORE DELETE ON archived_events
-WHEN NOT EXISTS (
-  SELECT 1 FROM event_seals WHERE event_id = OLD.event_id AND seal = OLD.seal
-)
+WHEN NOT EXISTS (SELECT 1 FROM events WHERE event_id = OLD.event_id)
 BEGIN
   SELECT RAISE(ABORT, 'EVENTS_APPEND_ONLY: archived events cannot be deleted');
 END;

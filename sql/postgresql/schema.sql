@@ -24,11 +24,9 @@ BEGIN
      AND EXISTS (SELECT 1 FROM archived_events WHERE event_id = OLD.event_id) THEN
     RETURN OLD;
   END IF;
-  -- Nested: only a listing has a seal column, and an AND evaluates both of its sides.
-  IF TG_OP = 'DELETE' AND TG_NARGS > 1 AND TG_ARGV[1] = 'restorable' THEN
-    IF EXISTS (SELECT 1 FROM event_seals WHERE event_id = OLD.event_id AND seal = OLD.seal) THEN
-      RETURN OLD;
-    END IF;
+  IF TG_OP = 'DELETE' AND TG_NARGS > 1 AND TG_ARGV[1] = 'restorable'
+     AND EXISTS (SELECT 1 FROM events WHERE event_id = OLD.event_id) THEN
+    RETURN OLD;
   END IF;
   RAISE EXCEPTION 'EVENTS_APPEND_ONLY: %', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';
 END;

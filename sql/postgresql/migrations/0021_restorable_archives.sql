@@ -1,19 +1,16 @@
 -- migrate:up
 -- Restoring an archive (issue 28 part 7), as SQLite's migration 0021: a listing in
 -- `archived_events` may be deleted (TG_ARGV[1] = 'restorable') only once its event is back in
--- `event_seals` with the very seal it was listed with; any other DELETE of a listing is still
--- refused. Written to apply again alike over a ledger that has it (OR REPLACE, IF EXISTS).
+-- `events`; any other DELETE of a listing is still refused. Written to apply again alike over a ledger that has it (OR REPLACE, IF EXISTS).
 CREATE OR REPLACE FUNCTION refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' AND TG_NARGS > 1 AND TG_ARGV[1] = 'archivable'
      AND EXISTS (SELECT 1 FROM archived_events WHERE event_id = OLD.event_id) THEN
     RETURN OLD;
   END IF;
-  -- Nested: only a listing has a seal column, and an AND evaluates both of its sides.
-  IF TG_OP = 'DELETE' AND TG_NARGS > 1 AND TG_ARGV[1] = 'restorable' THEN
-    IF EXISTS (SELECT 1 FROM event_seals WHERE event_id = OLD.event_id AND seal = OLD.seal) THEN
-      RETURN OLD;
-    END IF;
+  IF TG_OP = 'DELETE' AND TG_NARGS > 1 AND TG_ARGV[1] = 'restorable'
+     AND EXISTS (SELECT 1 FROM events WHERE event_id = OLD.event_id) THEN
+    RETURN OLD;
   END IF;
   RAISE EXCEPTION 'EVENTS_APPEND_ONLY: %', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';
 END;
