@@ -36,6 +36,7 @@ from aios_ledger.core.log.rows import (
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     TASKS,
+    RowImage,
 )
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.tail import EventAppend, LogTail
@@ -128,7 +129,8 @@ class RestoreAnswer(TypedDict):
     task_ids: list[str]
 
 
-RestoredEvent = tuple[EventRow, SealRow, Sequence[Any]]
+# An archived event as the file holds it: its row, its seal and the row images its seal covers.
+RestoredEvent = tuple[EventRow, SealRow, Sequence[RowImage]]
 
 
 def rows_to_restore(contents: ArchiveContents) -> tuple[RowToRestore, ...]:
