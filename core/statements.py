@@ -301,6 +301,11 @@ class Statement(enum.StrEnum):
         "task_id",
     )
 
+    # -- restoring an archive: the rows and events go back through the statements above that
+    # first wrote them; the listings of a restored chain go once its events are back
+
+    DELETE_RESTORED_LISTINGS = ("delete_restored_listings", _DELETE, "task_id")
+
 
 @attrs.frozen
 class SqlWrite:

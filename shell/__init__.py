@@ -50,7 +50,12 @@ from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
 from aios_ledger.shell.git.repos import add_repository, change_repository_settings
 from aios_ledger.shell.git.workspace import GitWorkspaces
 from aios_ledger.shell.git.writes import governed_write, recover_writes
-from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
+from aios_ledger.shell.log.archive import (
+    archive_tasks,
+    restore_archive,
+    show_archive,
+    verify_archive,
+)
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
@@ -126,6 +131,7 @@ __all__ = [
     "export_log",
     "verify_export",
     "archive_tasks",
+    "restore_archive",
     "show_archive",
     "verify_archive",
     "verify_log",

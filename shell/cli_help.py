@@ -230,6 +230,13 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ("aios-ledger archive show 2024.archive", "every archived task, as a listing"),
         ("aios-ledger archive show 2024.archive notes-1 --json", "one task, as JSON"),
     ),
+    "archive restore": (
+        ("aios-ledger archive restore 2024.archive", "put its tasks back"),
+        (
+            "aios-ledger archive restore 2024.archive --idempotency-key restore-2024",
+            "the same, safe to retry",
+        ),
+    ),
     "verify-archive": (("aios-ledger verify-archive 2024.archive", "check an archive file"),),
     # -- signed checkpoints
     "key": (

@@ -135,3 +135,38 @@ DELETE FROM runs WHERE session_id = 'task:' || :task_id;
 
 -- name: delete_archived_task!
 DELETE FROM tasks WHERE task_id = :task_id AND revision = :expected_revision;
+
+-- Restoring an archive (issue 28 part 7): the reads the restore decides on, and the one write of
+-- its plan that is restore's own (the rows go back through the statements that first wrote them).
+
+-- name: restore_archive_listings
+-- The listings an archive event still holds (those of chains not restored since), in id order.
+SELECT event_id, chain, seal FROM archived_events
+WHERE archive_event_id = :archive_event_id
+ORDER BY event_id;
+
+-- name: restore_row_taken
+-- Whether a row a restore would put back is taken now: its key (`taken` = 'key') in its state
+-- table, or for a task row its creation sequence too (`taken` = 'seq'), which a task created
+-- since the archive may have been given.
+SELECT 'key' AS taken FROM tasks WHERE :row_table = 'tasks' AND task_id = :row_key
+UNION ALL
+SELECT 'seq' FROM tasks WHERE :row_table = 'tasks' AND seq = :seq
+UNION ALL
+SELECT 'key' FROM task_idempotency
+WHERE :row_table = 'task_idempotency' AND idempotency_key = :row_key
+UNION ALL
+SELECT 'key' FROM task_initial_execution_projections
+WHERE :row_table = 'task_initial_execution_projections' AND idempotency_key = :row_key
+UNION ALL
+SELECT 'key' FROM task_source_capture_projection_recoveries
+WHERE :row_table = 'task_source_capture_projection_recoveries' AND idempotency_key = :row_key
+UNION ALL
+SELECT 'key' FROM runs WHERE :row_table = 'runs' AND run_id = :row_key;
+
+-- name: delete_restored_listings!
+-- After the task's events are back with their seals (the trigger of migration 0021 lets a
+-- listing go only then): their listings. A task's events are listed under one archive event at
+-- a time (a restore removes them before any later archive lists them again).
+DELETE FROM archived_events
+WHERE event_id IN (SELECT event_id FROM events WHERE task_id = :task_id);

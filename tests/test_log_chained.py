@@ -181,11 +181,15 @@ def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
 
 
 def _as_before_0020(path: Path) -> None:
-    """The ledger as today's main leaves it: migration 0020 rolled back by its own down section."""
-    down = MIGRATION.read_text().split("-- migrate:down", 1)[1]
+    """The ledger as it was before migration 0020: it and the one after it (0021, restorable
+    archive listings) rolled back by their own down sections, the later first."""
+    later = MIGRATION.with_name("0021_restorable_archives.sql")
+    downs = [file.read_text().split("-- migrate:down", 1)[1] for file in (later, MIGRATION)]
     con = sqlite3.connect(path)
     try:
-        con.executescript(down + "\nDELETE FROM schema_migrations WHERE version = '0020';")
+        con.executescript(
+            "\n".join(downs) + "\nDELETE FROM schema_migrations WHERE version IN ('0020', '0021');"
+        )
     finally:
         con.close()
 

@@ -507,8 +507,9 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
             for number in (1, 2):
                 store.append_event("r-old", "step", {"n": number})
     # The ledger as that version left it: before migration 0014 (and 0015, which changes only
-    # task_idempotency's CHECK, and 0020, which rebuilds or widens event_seals: over a ledger
-    # without a task both apply again alike; and those after 0014 whose tables are
+    # task_idempotency's CHECK, 0020, which rebuilds or widens event_seals, and 0021, which
+    # replaces a trigger of archived_events: over a ledger without a task they apply again
+    # alike; and those after 0014 whose tables are
     # dropped here: the Merkle log of 0016, rebuilt from the seals when it is applied again,
     # 0018's checkpoints and 0019's attestations), which the next open applies.
     tamper(
@@ -523,7 +524,7 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
         ("DROP INDEX governed_writes_by_new_oid", ()),
         (
             "DELETE FROM schema_migrations "
-            "WHERE version IN ('0014', '0015', '0016', '0018', '0019', '0020')",
+            "WHERE version IN ('0014', '0015', '0016', '0018', '0019', '0020', '0021')",
             (),
         ),
     )

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.log.archived import ArchivedChainEnd
 from aios_ledger.core.log.export import (
     ARCHIVE_FORMAT,
     MAX_LINE_BYTES,
@@ -25,6 +26,7 @@ from aios_ledger.core.log.export import (
     parse_export_header,
 )
 from aios_ledger.core.log.rows import FIRST_ANSWERS, RUN_EVENTS, RUNS, TASKS
+from aios_ledger.core.log.seals import chain_of
 
 ARCHIVE_INVALID = "ARCHIVE_INVALID"
 ARCHIVE_TASK_NOT_FOUND = "ARCHIVE_TASK_NOT_FOUND"
@@ -106,6 +108,49 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
         for task_id in names
     }
     return ArchiveContents(header.archive_format, header.finished_before, tasks)
+
+
+def chain_ends(contents: ArchiveContents) -> dict[str, ArchivedChainEnd | None]:
+    """Each archived chain's last event and seal as the file holds them, by chain name (None:
+    the file's last event of it is malformed or unsealed)."""
+    ends: dict[str, ArchivedChainEnd | None] = {}
+    for task in contents.tasks.values():
+        last = task.events[-1] if task.events else {}
+        event_id, seal = last.get("event_id"), last.get("seal")
+        ends[chain_of(task.task_id)] = (
+            ArchivedChainEnd(event_id, seal)
+            if type(event_id) is int and isinstance(seal, str)
+            else None
+        )
+    return ends
+
+
+def unanchored_chains(
+    ends: Mapping[str, ArchivedChainEnd | None],
+    recorded: Iterable[Mapping[str, ArchivedChainEnd]],
+) -> list[tuple[str, str]]:
+    """The file's chains whose last seal no sealed TASKS_ARCHIVED event (the chains of each
+    in `recorded`) recorded, with why: `(chain, detail)`. A chain that ends at a recorded seal
+    is the ledger's: its seals link back from that one, and each covers the digests of the
+    rows its event wrote, so a row that gives its seal's digest is the row the ledger sealed."""
+    known: dict[str, set[ArchivedChainEnd]] = {}
+    for chains in recorded:
+        for chain, recorded_end in chains.items():
+            known.setdefault(chain, set()).add(recorded_end)
+    found = []
+    for chain, end in sorted(ends.items()):
+        if end is None:
+            found.append((chain, "the file's last event of the chain holds no seal"))
+        elif end not in known.get(chain, set()):
+            found.append(
+                (
+                    chain,
+                    f"the file's chain ends at event {end.last_event_id} with a seal that no "
+                    "TASKS_ARCHIVED event of the ledger recorded: its seals, and the row "
+                    "digests they cover, are not the ledger's",
+                )
+            )
+    return found
 
 
 def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:

@@ -6,6 +6,12 @@ that event: every chain listed under it must appear in its payload with the same
 last seal, and it must be a sealed `TASKS_ARCHIVED` event of the ledger chain. A listing forged to
 let a hand-made DELETE through is thus reported; the payload also records the archive file's
 digest, which ties the file to the ledger.
+
+A chain an archive recorded may have been put back since (`archive restore`, issue 28 part 7):
+its events are in the log again, with their ids and seals, and its listings are gone. It is
+held until a later sealed ledger-level `TASKS_RESTORED` event records it as restored from that
+archive event with the same last event and seal; a chain recorded as archived that is neither
+listed nor restored, and a chain recorded as restored that was not awaiting it, are reported.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.records import record_from_row
 
 TASKS_ARCHIVED = "TASKS_ARCHIVED"
+TASKS_RESTORED = "TASKS_RESTORED"
 
 
 @attrs.frozen
@@ -63,8 +70,24 @@ def recorded_chains(payload: object) -> dict[str, ArchivedChainEnd] | None:
     return found
 
 
+def restored_chains(payload: object) -> tuple[int, dict[str, ArchivedChainEnd]] | None:
+    """The archive event a TASKS_RESTORED payload restored from and the chains it records, by
+    chain name; None when it is malformed."""
+    chains = recorded_chains(payload)
+    if chains is None or not isinstance(payload, Mapping):
+        return None
+    archive_event_id = payload.get("archive_event_id")
+    if type(archive_event_id) is not int:
+        return None
+    return archive_event_id, chains
+
+
 def is_archive_event(event: EventRow) -> bool:
     return event.task_id is None and event.event_type == TASKS_ARCHIVED
+
+
+def is_restore_event(event: EventRow) -> bool:
+    return event.task_id is None and event.event_type == TASKS_RESTORED
 
 
 class ArchiveAccount:
@@ -74,6 +97,9 @@ class ArchiveAccount:
 
     def __init__(self) -> None:
         self._pending: dict[int, dict[str, ArchivedChainEnd]] = {}
+        # Chains an archive event recorded and no listing holds: restored since, once a later
+        # TASKS_RESTORED event says so; (archive event id, chain) -> the end it recorded.
+        self._restorable: dict[tuple[int, str], ArchivedChainEnd] = {}
 
     def listed(self, event_id: int, chain: object, seal: object, archive_event_id: int) -> None:
         chains = self._pending.setdefault(archive_event_id, {})
@@ -91,10 +117,25 @@ class ArchiveAccount:
             for chain, end in sorted(listed.items())
             if recorded.get(chain) != end
         ]
-        problems.extend(
-            f"{chain}: recorded as archived, but no archived event of it is listed"
-            for chain in sorted(set(recorded) - set(listed))
-        )
+        for chain in sorted(set(recorded) - set(listed)):
+            self._restorable[(event.event_id, chain)] = recorded[chain]
+        return problems
+
+    def restored(self, event: EventRow) -> list[str]:
+        """What disagrees between a TASKS_RESTORED event and the chains awaiting it."""
+        found = restored_chains(event.payload())
+        if found is None:
+            return ["the TASKS_RESTORED payload does not record its archive event and chains"]
+        archive_event_id, chains = found
+        problems = []
+        for chain, end in sorted(chains.items()):
+            awaited = self._restorable.pop((archive_event_id, chain), None)
+            if awaited != end:
+                problems.append(
+                    f"{chain}: recorded as restored from archive event {archive_event_id} up "
+                    f"to event {end.last_event_id}, which recorded {_end_text(awaited)} "
+                    "awaiting restore"
+                )
         return problems
 
     def unclaimed(self, archive_event_id: int) -> list[str]:
@@ -115,7 +156,16 @@ class ArchiveAccount:
             for archive_event_id in sorted(self._pending)
             for problem in self.unclaimed(archive_event_id)
         ]
-        return found
+        found.extend(
+            (
+                archive_event_id,
+                f"{chain}: recorded as archived, but no archived event of it is "
+                "listed, and no TASKS_RESTORED event restored it",
+            )
+            for archive_event_id, chain in sorted(self._restorable)
+        )
+        self._restorable.clear()
+        return sorted(found)
 
 
 def _end_text(end: ArchivedChainEnd | None) -> str:

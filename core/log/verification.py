@@ -18,7 +18,9 @@ cannot be proven either way: it is counted (`rows_unprovable`), not reported.
 
 Events removed by an archive (issue 17 item 6) are fed as such (`archived`): their ids and seals
 still count in the head, and each is held against the `TASKS_ARCHIVED` event that removed it
-(`core.log.archived`); a listing that event does not record is an `ARCHIVE_MISMATCH`.
+(`core.log.archived`); a listing that event does not record is an `ARCHIVE_MISMATCH`. A chain
+put back since (`archive restore`) is fed as ordinary events again, and held against the
+`TASKS_RESTORED` event that restored it.
 
 The head of a log is `{events, last_event_id, digest}`, where `digest` rolls over every event's
 `(event_id, seal)` in id order. Because it rolls, a head taken earlier can be checked while the log
@@ -39,7 +41,7 @@ from typing import Annotated, Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
-from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event
+from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event, is_restore_event
 from aios_ledger.core.log.records import (
     SEAL_VERSION_1,
     SEAL_VERSION_4,
@@ -89,7 +91,8 @@ FINDING_CODES: Mapping[str, str] = {
     "written by a sealed event: changed, deleted or inserted behind the ledger's back",
     ARCHIVE_MISMATCH: "an event listed as archived that the TASKS_ARCHIVED event listing it does "
     "not record (or that is no such sealed event), a chain that event records but no listing "
-    "holds, or an archive file whose digest or chains the ledger did not record",
+    "holds and no TASKS_RESTORED event restored (or one restored that it did not record), or "
+    "an archive file whose digest or chains the ledger did not record",
     BUNDLE_MISSING: "a proposal's stored bundle file is gone from the proposals folder: the "
     "proposal can no longer be written (restore the file from a backup)",
     BUNDLE_CHANGED: "a proposal's stored bundle file no longer has the sha256 its sealed "
@@ -407,6 +410,8 @@ class LogVerifier:
             self._check_sealed(event, seal, predecessor, rows)
         if seal is not None and is_archive_event(event):
             problems = self._archive.close(event)
+        elif seal is not None and is_restore_event(event):
+            problems = [*self._archive.restored(event), *self._archive.unclaimed(event_id)]
         else:
             problems = self._archive.unclaimed(event_id)
         for problem in problems:

@@ -6,6 +6,10 @@ their rows' state lines) to a file beside the output, hashes the file's bytes, a
 plan (listings, deletes, the sealed TASKS_ARCHIVED event that records the digest), links the
 file to the output (never over an existing one) and commits. If anything fails, the output is
 removed and the database is as it was.
+
+`restore_archive` puts an archive's tasks back (issue 28 part 7): it checks the file as
+`verify_archive` does (offline, then its digest against the sealed TASKS_ARCHIVED events), and
+in one write transaction reads what the core's `decide_restore` decides on and applies its plan.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,14 +32,29 @@ from aios_ledger.core.log.archive import (
     select_archive,
 )
 from aios_ledger.core.log.archive_file import (
+    ArchiveContents,
     archive_summary_of,
     archived_task,
+    chain_ends,
     read_archive,
     task_summary,
+    unanchored_chains,
 )
-from aios_ledger.core.log.archived import archive_summary
-from aios_ledger.core.log.export import archive_header, export_line, export_trailer
+from aios_ledger.core.log.archived import ArchivedChainEnd, archive_summary, recorded_chains
+from aios_ledger.core.log.export import (
+    archive_header,
+    export_line,
+    export_trailer,
+    verify_export_lines,
+)
 from aios_ledger.core.log.export import export_state_line as state_line
+from aios_ledger.core.log.restore import (
+    RestoreAnswer,
+    RestoreRequest,
+    RestoreState,
+    decide_restore,
+    rows_to_restore,
+)
 from aios_ledger.core.log.rows import (
     FIRST_ANSWERS,
     INITIAL_PROJECTIONS,
@@ -45,10 +65,11 @@ from aios_ledger.core.log.rows import (
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import state_row_columns, stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
+from aios_ledger.core.tasks.records import IdempotencyRow
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.run import Connection, fetch_all
+from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
 from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
@@ -236,35 +257,62 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Check an archive file offline (as `verify-export` does) and against the ledger: its
-    digest must be the one a sealed TASKS_ARCHIVED event recorded, so a file changed since,
-    or another file in its place, is an ARCHIVE_MISMATCH."""
+    """Check an archive file offline (as `verify-export` does: each row against the digest its
+    seal in the file covers) and against the ledger: its digest must be the one a sealed
+    TASKS_ARCHIVED event recorded, so a file changed since, or another file in its place, is
+    an ARCHIVE_MISMATCH; and each chain must end at the seal that event recorded (any archive
+    event, for a file whose digest none recorded), so that the seals, and the row digests
+    they cover, are the ones the ledger sealed, not only the file's own."""
     report = verify_export(path)
     digest = file_digest(path)
     recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
-    archive_event_id = next(
-        (
-            row["event_id"]
-            for row in recorded
-            if (summary := archive_summary(_payload(row["payload_json"]))) is not None
-            and summary["archive_sha256"] == digest
-        ),
-        None,
-    )
+    chains_by_event: dict[int, dict[str, ArchivedChainEnd]] = {}
+    archive_event_id = None
+    for row in recorded:
+        payload = _payload(row["payload_json"])
+        summary = archive_summary(payload)
+        if summary is None:
+            continue
+        chains_by_event[row["event_id"]] = recorded_chains(payload) or {}
+        if summary["archive_sha256"] == digest:
+            archive_event_id = row["event_id"]
+    findings: list[Finding] = []
     if archive_event_id is None:
         detail = (
             f"no TASKS_ARCHIVED event recorded the digest {digest}: the file was changed since "
             "it was archived, or is not an archive of this ledger"
         )
+        findings.append(Finding(ARCHIVE_MISMATCH, None, detail))
+    anchors = (
+        list(chains_by_event.values())
+        if archive_event_id is None
+        else [chains_by_event[archive_event_id]]
+    )
+    ends = _chain_ends(path)
+    if ends is not None:
+        findings.extend(
+            Finding(ARCHIVE_MISMATCH, None, detail, chain=chain)
+            for chain, detail in unanchored_chains(ends, anchors)
+        )
+    if findings:
         counts = dict(report.finding_counts)
-        counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + 1
+        counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + len(findings)
         report = attrs.evolve(
             report,
             intact=False,
-            findings=(Finding(ARCHIVE_MISMATCH, None, detail), *report.findings),
+            findings=(*findings, *report.findings),
             finding_counts=counts,
         )
     return {**report.public(), "archive_sha256": digest, "archive_event_id": archive_event_id}
+
+
+def _chain_ends(path: str | os.PathLike[str]) -> dict[str, ArchivedChainEnd | None] | None:
+    """The file's chains' ends; None for a file that is no archive (the offline check says)."""
+    try:
+        with open(path, "rb") as handle:
+            return chain_ends(read_archive(handle))
+    except (OSError, LedgerError):
+        return None
 
 
 def _payload(text: object) -> object:
@@ -289,3 +337,97 @@ def show_archive(path: str | os.PathLike[str], task_id: str | None = None) -> di
     if task_id is not None:
         summary["tasks"] = [task_summary(archived_task(contents, task_id))]
     return {"file": os.fspath(path), **summary}
+
+
+def restore_archive(
+    db: Database,
+    path: str | os.PathLike[str],
+    *,
+    idempotency_key: str | None = None,
+    clock: Clock = system_clock,
+) -> dict[str, Any]:
+    """Put the tasks of the archive file `path` back: their rows and their events with their
+    original ids and seals, their listings removed, behind one sealed TASKS_RESTORED event.
+    A file that fails the offline check is `ARCHIVE_NOT_INTACT`; one whose digest no sealed
+    TASKS_ARCHIVED event recorded (changed since, or another ledger's) is `ARCHIVE_MISMATCH`;
+    both change nothing, as does every refusal of the core's `decide_restore`."""
+    data = _read_bytes(path)
+    # One read of the file: what is checked, hashed and restored are the same bytes.
+    report = verify_export_lines(data.splitlines(keepends=True))
+    if not report.intact:
+        codes = ", ".join(sorted(report.finding_counts))
+        raise LedgerError(
+            "ARCHIVE_NOT_INTACT",
+            f"{os.fspath(path)[:200]!r} fails the offline check ({codes}): "
+            "`aios-ledger verify-archive` says where; nothing was restored",
+        )
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    request = RestoreRequest.from_mapping(
+        {"archive_sha256": digest, "idempotency_key": idempotency_key}
+    )
+    contents = read_archive(data.splitlines(keepends=True))
+    now = read_clock(clock)
+
+    def work(conn: Connection) -> dict[str, Any]:
+        executor = PlanExecutor(conn)
+        state = _restore_state(conn, executor, request, contents)
+        answer: RestoreAnswer = executor.apply(decide_restore(state, request, contents, now=now))
+        return dict(answer)
+
+    return db.write(work)
+
+
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
+                # /dev/zero, a terminal: no end, or no file.
+                raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
+            return handle.read()
+    except (OSError, ValueError, TypeError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
+        raise LedgerError("INPUT_UNREADABLE", f"{str(path)[:200]!r}: {detail}") from None
+
+
+def _restore_state(
+    conn: Connection, executor: PlanExecutor, request: RestoreRequest, contents: ArchiveContents
+) -> RestoreState:
+    """What decide_restore decides on, read under the write lock. The archive event is the
+    last that recorded the file's digest: a task archived, restored and archived again with
+    nothing written in between gives the same file twice."""
+    archive_event_id, recorded = None, {}
+    for row in fetch_all(conn, "archive_events_recorded"):
+        summary = archive_summary(_payload(row["payload_json"]))
+        if summary is not None and summary["archive_sha256"] == request.archive_sha256:
+            archive_event_id = row["event_id"]
+            recorded = recorded_chains(_payload(row["payload_json"])) or {}
+    listed: dict[str, ArchivedChainEnd] = {}
+    if archive_event_id is not None:
+        params = {"archive_event_id": archive_event_id}
+        for row in fetch_all(conn, "restore_archive_listings", params):
+            listed[str(row["chain"])] = ArchivedChainEnd(row["event_id"], str(row["seal"]))
+    taken = frozenset(
+        (row.table, row.key, str(found["taken"]))
+        for row in rows_to_restore(contents)
+        for found in fetch_all(
+            conn,
+            "restore_row_taken",
+            {"row_table": row.table, "row_key": row.key, "seq": row.seq},
+        )
+    )
+    prior = None
+    if request.idempotency_key is not None:
+        prior = fetch_record(
+            conn,
+            "task_idempotency_get",
+            {"idempotency_key": request.idempotency_key},
+            IdempotencyRow,
+        )
+    return RestoreState(
+        archive_event_id=archive_event_id,
+        recorded=recorded,
+        listed=listed,
+        taken=taken,
+        prior=prior,
+        tail=executor.tail(LEDGER_CHAIN),
+    )

@@ -1,5 +1,5 @@
 """Commands of the tamper-evident log: verify, head, prove, verify-proof, export,
-verify-export, archive and verify-archive."""
+verify-export, archive (and its show and restore) and verify-archive."""
 
 from __future__ import annotations
 
@@ -24,7 +24,12 @@ from aios_ledger.shell.db.connection import (
     engine_for,
     is_database_url,
 )
-from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
+from aios_ledger.shell.log.archive import (
+    archive_tasks,
+    restore_archive,
+    show_archive,
+    verify_archive,
+)
 from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.merkle import prove_consistency, prove_inclusion
@@ -110,6 +115,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     show.add_argument("task_id", nargs="?", metavar="TASK_ID", help="only this task")
     show.add_argument("--json", action="store_true", help="the whole answer as JSON")
     show.set_defaults(handler=_archive_show)
+    restore = archive_commands.add_parser(
+        "restore",
+        help="put an archive's tasks back (rows and events, with their ids and seals) behind "
+        "one sealed TASKS_RESTORED event, once the file checks out as verify-archive checks it",
+    )
+    restore.add_argument("file", metavar="FILE")
+    restore.add_argument(
+        "--idempotency-key", metavar="KEY", help="answer a retry with the first answer"
+    )
+    restore.set_defaults(handler=_archive_restore)
 
     check_archive = commands.add_parser(
         "verify-archive",
@@ -260,6 +275,11 @@ def _archive(args: argparse.Namespace) -> Any:
             dry_run=args.dry_run,
             progress=progress,
         )
+
+
+def _archive_restore(args: argparse.Namespace) -> Any:
+    with open_database(args) as db:
+        return restore_archive(db, args.file, idempotency_key=args.idempotency_key)
 
 
 def _archive_show(args: argparse.Namespace) -> int:

@@ -1,0 +1,323 @@
+"""Restoring an archive (issue 28 part 7): the tasks an archive removed, put back as they were.
+
+`decide_restore` plans, for a file the shell has already checked offline and found recorded by a
+sealed `TASKS_ARCHIVED` event (its digest), the inserts of every archived task's rows and of its
+events with their original ids, seals and sealed rows, then the deletes of its listings in
+`archived_events`; and it seals one ledger-level `TASKS_RESTORED` event that records the file's
+digest, the archive event and each restored chain's last event and seal. The events keep their
+Merkle leaves (an archive never removed them), so nothing is appended to the tree but the
+TASKS_RESTORED event's own leaf; the head, which rolls over every id and seal, is unchanged by
+it. What `verify` holds a restored chain against is `core.log.archived`.
+
+A restore puts back all of an archive or nothing. It is refused, changing nothing, when the file
+is not the one the archive event recorded (`ARCHIVE_MISMATCH`), when it was restored already
+(`ARCHIVE_ALREADY_RESTORED`: no listing of it is left), when a row it would put back is taken
+by a row written since (`RESTORE_TASK_EXISTS` for a task of the same id, `RESTORE_SEQ_TAKEN`
+for a task given its creation sequence, `RESTORE_ROW_EXISTS` for another row of its key), and
+when the archive holds its rows' digests alone (format 1: `ARCHIVE_ROWS_NOT_KEPT`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.kinds import Identifier, PrefixedDigest
+from aios_ledger.core.log.archive_file import ARCHIVE_INVALID, ArchiveContents, ArchivedTask
+from aios_ledger.core.log.archived import TASKS_RESTORED, ArchivedChainEnd
+from aios_ledger.core.log.export import ARCHIVE_FORMAT, parse_export_event
+from aios_ledger.core.log.records import EventRow, SealRow, sealed_rows
+from aios_ledger.core.log.rows import (
+    FIRST_ANSWERS,
+    INITIAL_PROJECTIONS,
+    RUNS,
+    SOURCE_CAPTURE_RECOVERIES,
+    TASKS,
+    RowImage,
+)
+from aios_ledger.core.log.seals import chain_of
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import (
+    Decision,
+    replay_or_conflict,
+    request_digest,
+    sealed_plan,
+    stored_answer,
+)
+from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
+from aios_ledger.core.structuring import structure, unstructure
+from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+RESTORE_OPERATION = "restore_archive"
+ARCHIVE_MISMATCH = "ARCHIVE_MISMATCH"
+ARCHIVE_ALREADY_RESTORED = "ARCHIVE_ALREADY_RESTORED"
+ARCHIVE_ROWS_NOT_KEPT = "ARCHIVE_ROWS_NOT_KEPT"
+RESTORE_TASK_EXISTS = "RESTORE_TASK_EXISTS"
+RESTORE_SEQ_TAKEN = "RESTORE_SEQ_TAKEN"
+RESTORE_ROW_EXISTS = "RESTORE_ROW_EXISTS"
+
+# Each state table an archive keeps rows of, and the statement that first wrote its rows (and
+# puts them back); rows go back in this order, the task's row first (the others reference it).
+RESTORED_TABLES: Mapping[str, Statement] = {
+    TASKS: Statement.TASKS_INSERT,
+    FIRST_ANSWERS: Statement.TASK_IDEMPOTENCY_INSERT,
+    INITIAL_PROJECTIONS: Statement.INSERT_INITIAL_PROJECTION,
+    SOURCE_CAPTURE_RECOVERIES: Statement.INSERT_SOURCE_CAPTURE_RECOVERY,
+    # An attempt run without events (`TASK@N`): its event count 0, updated when it was created.
+    RUNS: Statement.INSERT_ATTEMPT_RUN,
+}
+# What a row found taken is refused as: (table, what is taken) -> code.
+_TAKEN_CODES: Mapping[tuple[str, str], str] = {
+    (TASKS, "key"): RESTORE_TASK_EXISTS,
+    (TASKS, "seq"): RESTORE_SEQ_TAKEN,
+}
+_TAKEN_ORDER = (RESTORE_TASK_EXISTS, RESTORE_SEQ_TAKEN, RESTORE_ROW_EXISTS)
+
+
+@attrs.frozen
+class RestoreRequest:
+    """Restore the archive file whose bytes hash to `archive_sha256` (the shell hashed it),
+    idempotent by `idempotency_key` when one is given."""
+
+    archive_sha256: PrefixedDigest
+    idempotency_key: Identifier | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> RestoreRequest:
+        return structure(raw, cls, what="archive restore")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+@attrs.frozen
+class RowToRestore:
+    """A row an archive puts back: its table, its key and (for a task) its creation sequence,
+    which the shell looks up before the decision (`restore_row_taken`)."""
+
+    table: str
+    key: str
+    seq: int | None = None
+
+
+@attrs.frozen
+class RestoreState:
+    """What the shell read under the write lock: the sealed TASKS_ARCHIVED event that recorded
+    the file's digest (None: none did) and the chains its payload records, the listings it still
+    holds (each chain's last), the rows to restore that are taken now (`(table, key, taken)`,
+    `taken` 'key' or 'seq'), the first answer under the request's key, and the ledger chain's
+    tail, which the TASKS_RESTORED event extends."""
+
+    archive_event_id: int | None
+    recorded: Mapping[str, ArchivedChainEnd]
+    listed: Mapping[str, ArchivedChainEnd]
+    taken: frozenset[tuple[str, str, str]]
+    prior: IdempotencyRow | None
+    tail: LogTail
+
+
+class RestoreAnswer(TypedDict):
+    restored: int
+    events: int
+    archive_sha256: str
+    archive_event_id: int
+    restore_event_id: int
+    task_ids: list[str]
+
+
+# An archived event as the file holds it: its row, its seal and the row images its seal covers.
+RestoredEvent = tuple[EventRow, SealRow, Sequence[RowImage]]
+
+
+def rows_to_restore(contents: ArchiveContents) -> tuple[RowToRestore, ...]:
+    """Every row the archive would put back, for the shell to look up."""
+    found: list[RowToRestore] = []
+    for task in contents.tasks.values():
+        if task.row is not None:
+            seq = task.row.get("seq")
+            found.append(RowToRestore(TASKS, task.task_id, seq if type(seq) is int else None))
+        for table, rows in task.rows.items():
+            for row in rows:
+                key = _row_key(table, row)
+                if key is not None:
+                    found.append(RowToRestore(table, key))
+    return tuple(found)
+
+
+def decide_restore(
+    state: RestoreState,
+    request: RestoreRequest,
+    contents: ArchiveContents,
+    *,
+    now: Timestamp,
+) -> Decision[RestoreAnswer]:
+    """The inserts, the listing deletes and the sealed TASKS_RESTORED event, or a refusal."""
+    require_timestamp(now)
+    digest = request_digest(RESTORE_OPERATION, request.archive_sha256, request.public())
+    replay = replay_or_conflict(state.prior, digest, RestoreAnswer)
+    if replay is not None:
+        return replay
+    archive_event_id = state.archive_event_id
+    if archive_event_id is None:
+        raise LedgerError(
+            ARCHIVE_MISMATCH,
+            f"no sealed TASKS_ARCHIVED event recorded the digest {request.archive_sha256}: the "
+            "file was changed since it was archived, or is not an archive of this ledger",
+        )
+    if contents.archive_format < ARCHIVE_FORMAT:
+        raise LedgerError(
+            ARCHIVE_ROWS_NOT_KEPT,
+            f"the archive is of format {contents.archive_format}, which holds its rows' digests "
+            "alone: its tasks cannot be put back (`archive show` still reads their events)",
+        )
+    tasks = tuple(contents.tasks.values())
+    events = {task.task_id: _events_of(task) for task in tasks}
+    _check_recorded(state, archive_event_id, events)
+    _check_untaken(state.taken)
+    writes: list[SqlWrite] = []
+    for task in tasks:
+        writes.extend(_task_writes(task, events[task.task_id]))
+    restore_event_id = state.tail.next_event_id
+    chains = [
+        {
+            "task_id": task.task_id,
+            "last_event_id": events[task.task_id][-1][0].event_id,
+            "last_seal": events[task.task_id][-1][1].seal,
+        }
+        for task in tasks
+    ]
+    event_count = sum(len(found) for found in events.values())
+    payload: JsonObject = {
+        "archive_sha256": request.archive_sha256,
+        "archive_event_id": archive_event_id,
+        "tasks": len(tasks),
+        "events": event_count,
+        "chains": chains,  # type: ignore[dict-item]
+    }
+    answer: RestoreAnswer = {
+        "restored": len(tasks),
+        "events": event_count,
+        "archive_sha256": request.archive_sha256,
+        "archive_event_id": archive_event_id,
+        "restore_event_id": restore_event_id,
+        "task_ids": [task.task_id for task in tasks],
+    }
+    event = EventAppend(None, None, TASKS_RESTORED, payload, now.text)
+    if request.idempotency_key is not None:
+        first = FirstAnswerRow(
+            idempotency_key=request.idempotency_key,
+            operation=RESTORE_OPERATION,
+            subject=request.archive_sha256,
+            request_sha256=digest,
+            response_json=stored_answer(answer),
+            created_at=now.text,
+        )
+        writes.append(SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, first._asdict()))
+        event = attrs.evolve(event, rows=(first.image(),))
+    return sealed_plan(writes, [event], answer, tail=state.tail)
+
+
+def _events_of(task: ArchivedTask) -> tuple[RestoredEvent, ...]:
+    """The task's events as the file holds them, each sealed; its row is required."""
+    if task.row is None:
+        raise LedgerError(ARCHIVE_INVALID, f"the archive holds no row of task {task.task_id!r}")
+    found: list[RestoredEvent] = []
+    for line in task.events:
+        try:
+            event, seal, rows = parse_export_event(line)
+        except LedgerError as refused:
+            raise LedgerError(ARCHIVE_INVALID, refused.detail) from None
+        if seal is None:
+            raise LedgerError(
+                ARCHIVE_INVALID, f"event {event.event_id} of the archive holds no seal"
+            )
+        found.append((event, seal, rows))
+    if not found:
+        raise LedgerError(ARCHIVE_INVALID, f"the archive holds no event of task {task.task_id!r}")
+    return tuple(found)
+
+
+def _check_recorded(
+    state: RestoreState, archive_event_id: int, events: Mapping[str, tuple[RestoredEvent, ...]]
+) -> None:
+    """The file's chains are those the archive event recorded, ending where it says, and every
+    one of them is still listed as archived under it, as the archive left it."""
+    ends = {
+        chain_of(task_id): ArchivedChainEnd(found[-1][0].event_id, found[-1][1].seal)
+        for task_id, found in events.items()
+    }
+    if ends != dict(state.recorded):
+        raise LedgerError(
+            ARCHIVE_MISMATCH,
+            f"the file's chains are not those TASKS_ARCHIVED event {archive_event_id} recorded",
+        )
+    if not state.listed:
+        raise LedgerError(
+            ARCHIVE_ALREADY_RESTORED,
+            f"the tasks archive event {archive_event_id} removed were restored already",
+        )
+    if dict(state.listed) != ends:
+        raise LedgerError(
+            ARCHIVE_MISMATCH,
+            f"the events listed under archive event {archive_event_id} are not those it "
+            "recorded: `aios-ledger verify` says more",
+        )
+
+
+def _check_untaken(taken: frozenset[tuple[str, str, str]]) -> None:
+    """Refused by the first taken row, a task's id before its sequence before any other row
+    (a task created again under an archived id took its first answer's key too)."""
+    ranked = sorted(
+        (_TAKEN_ORDER.index(_TAKEN_CODES.get((table, what), RESTORE_ROW_EXISTS)), table, key, what)
+        for table, key, what in taken
+    )
+    for _, table, key, what in ranked:
+        code = _TAKEN_CODES.get((table, what), RESTORE_ROW_EXISTS)
+        noun = "creation sequence" if what == "seq" else "key"
+        raise LedgerError(
+            code,
+            f"{table} {key[:200]!r}: its {noun} is taken by a row written since it was "
+            "archived; nothing was restored",
+        )
+
+
+def _task_writes(task: ArchivedTask, events: tuple[RestoredEvent, ...]) -> list[SqlWrite]:
+    """The task's row, its events with their seals and sealed rows, its other rows, then its
+    listings (which the trigger lets go once their events are back with their seals)."""
+    assert task.row is not None  # _events_of required it
+    writes = [_row_write(TASKS, task.row)]
+    for event, seal, rows in events:
+        writes.append(event.insert())
+        writes.append(seal.insert())
+        writes.extend(row.insert() for row in sealed_rows(event.event_id, rows))
+    for table in RESTORED_TABLES:
+        if table != TASKS:
+            writes.extend(_row_write(table, row) for row in task.rows.get(table, ()))
+    unknown = sorted(set(task.rows) - set(RESTORED_TABLES))
+    if unknown:
+        raise LedgerError(ARCHIVE_INVALID, f"the archive holds rows of {unknown[0]!r}, not kept")
+    writes.append(SqlWrite(Statement.DELETE_RESTORED_LISTINGS, {"task_id": task.task_id}))
+    return writes
+
+
+def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
+    """The insert that puts `row` back: exactly its statement's columns, each a value a plan
+    writes (text, an integer or NULL)."""
+    statement = RESTORED_TABLES[table]
+    if set(row) != statement.parameters:
+        raise LedgerError(ARCHIVE_INVALID, f"a row of {table} does not hold its table's columns")
+    params: dict[str, SqlParam] = {}
+    for name, value in row.items():
+        if not (value is None or type(value) in (str, int)):
+            raise LedgerError(ARCHIVE_INVALID, f"a row of {table}: {name} is no stored value")
+        params[name] = value
+    return SqlWrite(statement, params)
+
+
+def _row_key(table: str, row: Mapping[str, Any]) -> str | None:
+    key = row.get("run_id" if table == RUNS else "idempotency_key")
+    return key if isinstance(key, str) else None
