@@ -30,7 +30,7 @@ from aios_ledger.core.proofs import (
 from aios_ledger.core.proofs.add_checkpoint import AddCheckpointRequest, decide_add_checkpoint
 from aios_ledger.shell.proofs.keys import Signer, check_ed25519, read_key_file
 from api_server import ApiServer, Scenario, free_port
-from test_checkpoints_witness import PATIENCE, generate
+from test_checkpoints_witness import PATIENCE, generate, run
 from test_proofs_notes import SOFA_BODY, SOFA_LOG_LINE
 
 # c2sp.org/tlog-witness, "add-checkpoint": the example request body, verbatim.
@@ -269,3 +269,18 @@ def test_serve_pushes_each_checkpoint_and_stores_the_cosignature(
     (kept,) = witness_server.state.glob("log-*.json")
     assert f'"size": {size}' in kept.read_text()
     assert Checkpoint.parse(note.text).origin == log.name
+    # The server holds its stored checkpoints to its tree and to the key it signs with.
+    audit = {"Authorization": f"Bearer {server.tokens['auditor']}"}
+    report = httpx.get(f"{server.url}/v1/log/verify", headers=audit, timeout=60).json()
+    assert report["intact"], report["findings"]
+    assert report["checkpoint_signatures_checked"] == report["checkpoints_checked"] >= 1
+
+
+def test_the_witness_pulls_or_serves_never_both(tmp_path: Path) -> None:
+    key_file, witness = generate(tmp_path, "witness.example/w1")
+    common = ["--log-key", witness.text(), "--key", str(key_file), "--state", str(tmp_path)]
+    for mode in ([], ["--log", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"]):
+        refused = run("witness", *mode, *common)
+        assert refused.returncode == 2 and refused.stderr.startswith("USAGE_INVALID"), refused
+    two_keys = run("witness", "--log", "http://127.0.0.1:1", *common, "--log-key", witness.text())
+    assert two_keys.stderr.startswith("USAGE_INVALID")

@@ -17,7 +17,7 @@ from aios_ledger.core.proofs import (
     verified_cosignatures,
 )
 from aios_ledger.core.proofs.notes import MAX_NOTE_BYTES
-from aios_ledger.shell.cli_support import emit, ledger_settings, open_database
+from aios_ledger.shell.cli_support import UsageError, emit, ledger_settings, open_database
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.proofs.keys import (
@@ -172,12 +172,12 @@ def _read(path: str) -> bytes:
 
 def _witness(args: argparse.Namespace) -> int:
     if (args.log is None) == (args.listen is None):
-        raise LedgerError("USAGE_INVALID", "give --log URL (pull) or --listen HOST:PORT (serve)")
+        raise UsageError("USAGE_INVALID", "give --log URL (pull) or --listen HOST:PORT (serve)")
     log_keys = [VerifierKey.parse(key) for key in args.log_key]
     if args.listen is not None:
         return _witness_server(args, log_keys)
     if len(log_keys) != 1:
-        raise LedgerError("USAGE_INVALID", "a pulling witness (--log) takes one --log-key")
+        raise UsageError("USAGE_INVALID", "a pulling witness (--log) takes one --log-key")
     witness = Witness.configure(
         log_url=args.log,
         log_key=log_keys[0],
@@ -198,7 +198,7 @@ def _witness_server(args: argparse.Namespace, log_keys: list[VerifierKey]) -> in
     from aios_ledger.shell.proofs.witness_server import WitnessService, witness_app
 
     if args.once:
-        raise LedgerError("USAGE_INVALID", "--once is a pulling witness's (--log)")
+        raise UsageError("USAGE_INVALID", "--once is a pulling witness's (--log)")
     service = WitnessService.configure(
         log_keys=log_keys, key_file=Path(args.key), state_dir=Path(args.state)
     )
