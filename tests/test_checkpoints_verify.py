@@ -241,3 +241,25 @@ def _insert(path: Path, signer: Signer, checkpoint: Checkpoint) -> None:
             ),
         ),
     )
+
+
+def test_a_checkpoint_row_of_any_shape_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    # SQLite keeps the text in an INTEGER column (and 'x' >= 0 passes its CHECK), as a
+    # hand-edited row would hold it; PostgreSQL refuses it at the write.
+    signed = _sign_three(tmp_path / "ledger.db")
+    first, second, third = _ids(signed)
+    tamper(
+        signed,
+        ("UPDATE checkpoints SET tree_size = 'x' WHERE checkpoint_id = ?", (int(first),)),
+        ("UPDATE checkpoints SET root_hash = ? WHERE checkpoint_id = ?", ("t" * 32, int(second))),
+        ("UPDATE checkpoints SET note = 7 WHERE checkpoint_id = ?", (int(third),)),
+    )
+    report = _report(signed)
+    assert _checkpoint_findings(report) == sorted(
+        [
+            ("CHECKPOINT_MISMATCH", first),
+            ("CHECKPOINT_MISMATCH", second),  # no root: not the tree's
+            ("CHECKPOINT_MISMATCH", second),  # nor the note's
+            ("CHECKPOINT_MISMATCH", third),
+        ]
+    )

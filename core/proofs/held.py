@@ -42,8 +42,9 @@ class CheckpointHold:
         self._rows = rows
         self._keys = tuple(keys)
         self._check = check
-        self._next = next(rows, None)
         self.findings: list[Finding] = []
+        self._next: CheckpointRow | None = None
+        self._advance()
         self.checked = 0
         self.signatures_checked = 0
 
@@ -55,16 +56,22 @@ class CheckpointHold:
     def _note(self, code: str, row: CheckpointRow, detail: str) -> None:
         self.findings.append(Finding(code, None, detail, table=TABLE, key=str(row.checkpoint_id)))
 
+    def _advance(self) -> None:
+        """The next row whose size is a tree size; a row whose size is none (a value written
+        behind the ledger's back, past the table's checks) is reported as it goes by."""
+        self._next = next(self._rows, None)
+        while self._next is not None and not _is_size(self._next.tree_size):
+            self._note(CHECKPOINT_MISMATCH, self._next, "the checkpoint's size is not a tree size")
+            self._next = next(self._rows, None)
+
     def reached(self, frontier: Frontier) -> None:
         """The walk holds the tree of `frontier.size` leaves: hold the checkpoints of that
-        size to its root."""
-        if self._next is not None and self._next.tree_size < frontier.size:
-            raise ValueError("the walk passed a checkpoint's size without holding it")
+        size to its root (the walk tells every size from 0, so none is passed over)."""
         root: bytes | None = None
         while self._next is not None and self._next.tree_size == frontier.size:
             root = frontier.head().root if root is None else root
             self._hold(self._next, root)
-            self._next = next(self._rows, None)
+            self._advance()
 
     def finish(self, size: int) -> list[Finding]:
         """After the last leaf (`size` of them): a checkpoint left signs a larger tree than
@@ -78,7 +85,7 @@ class CheckpointHold:
                 f"the checkpoint signs a tree of {row.tree_size} leaves; the stored tree has "
                 f"{size}: leaves it signed are gone",
             )
-            self._next = next(self._rows, None)
+            self._advance()
         return self.findings
 
     def _hold(self, row: CheckpointRow, root: bytes) -> None:
@@ -96,6 +103,8 @@ class CheckpointHold:
     def _signed(self, row: CheckpointRow) -> None:
         """The note says what the row says, and verifies under the ledger's key when known."""
         try:
+            if not isinstance(row.note, str):
+                raise LedgerError("NOTE_INVALID", "the stored note is not text")
             note = parse_note(row.note)
             body = Checkpoint.parse(note.text)
         except LedgerError as refused:
@@ -123,3 +132,7 @@ class CheckpointHold:
             )
             return
         self.signatures_checked += 1
+
+
+def _is_size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -512,11 +512,11 @@ CHECKPOINT_COLUMNS = record_columns(CheckpointRow)
 
 
 def _checkpoint_row(row: tuple[Any, ...]) -> CheckpointRow:
-    # PostgreSQL reads bytea as memoryview; the record holds bytes on both engines.
+    # PostgreSQL reads bytea as memoryview; the record holds bytes on both engines (and no
+    # bytes at all for a value that is none, which then holds no root).
     checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at = row
-    return CheckpointRow(
-        checkpoint_id, origin, tree_size, bytes(root_hash), key_id, note, signed_at
-    )
+    root = bytes(root_hash) if isinstance(root_hash, bytes | memoryview) else b""
+    return CheckpointRow(checkpoint_id, origin, tree_size, root, key_id, note, signed_at)
 
 
 def _file_sha256(path: Path) -> str | None:
