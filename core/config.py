@@ -104,12 +104,17 @@ class AttestSettings:
 @attrs.frozen(kw_only=True)
 class CheckpointSettings:
     """`[checkpoint]`: the signing key's file (else the systemd credential `credential`, in
-    `$CREDENTIALS_DIRECTORY`), the witnesses whose cosignatures the ledger accepts (their
-    verifier keys), and how often `serve` signs one (every N seconds, every N events)."""
+    `$CREDENTIALS_DIRECTORY`), the ledger's verifier keys that `verify` holds the stored
+    checkpoints' signatures to (`log_keys`; the signing key's own counts when it is
+    configured), the witnesses whose cosignatures the ledger accepts (their verifier keys),
+    the tlog-witness servers `serve` pushes each checkpoint to (`witness_urls`), and how often
+    `serve` signs one (every N seconds, every N events)."""
 
     key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     credential: Annotated[str, Text(max_length=255)] = "aios-ledger-checkpoint-key"
+    log_keys: list[Annotated[str, Text(max_length=1024)]] = attrs.field(factory=list)
     witnesses: list[Annotated[str, Text(max_length=1024)]] = attrs.field(factory=list)
+    witness_urls: list[Annotated[str, Text(max_length=1024)]] = attrs.field(factory=list)
     every_seconds: PositiveSeconds | None = None
     every_events: Annotated[int, Between(1, 2**31 - 1)] | None = None
 

@@ -203,6 +203,7 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "verify": (
         ("aios-ledger verify", "walk the whole log (exit 0 only when intact)"),
         ("aios-ledger verify --head head.json", "also detect events removed since head.json"),
+        ("aios-ledger verify --log-key VKEY", "and each stored checkpoint's signature"),
     ),
     "head": (("aios-ledger head > head.json", "keep the head to check against later"),),
     "prove": (
@@ -275,11 +276,21 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             "--state witness-state --once",
             "one round: check, cosign, send",
         ),
+        (
+            "aios-ledger witness --listen 0.0.0.0:7380 --log-key VKEY --key witness.key "
+            "--state witness-state",
+            "a C2SP tlog-witness: logs push to POST /add-checkpoint",
+        ),
     ),
     # -- the server
     "serve": (
         ("aios-ledger serve", "the API on 127.0.0.1:18892"),
         ("aios-ledger serve --listen 0.0.0.0:9000", "on every interface, port 9000"),
+        (
+            "aios-ledger serve --checkpoint-key ledger.key --checkpoint-every-seconds 60 "
+            "--witness-url http://witness.example:7380 --witness-key WVKEY",
+            "sign a checkpoint a minute, pushed to a witness",
+        ),
     ),
     "token": (("aios-ledger token issue w1 --role agent", "a token for agent w1"),),
     "token issue": (

@@ -32,3 +32,10 @@ INSERT INTO checkpoint_cosignatures(
 ) VALUES (:checkpoint_id, :witness_name, :witness_key_id, :cosigned_at, :line, :received_at)
 ON CONFLICT (checkpoint_id, witness_name, witness_key_id) DO UPDATE SET
   cosigned_at = excluded.cosigned_at, line = excluded.line, received_at = excluded.received_at;
+
+-- name: verify_checkpoints
+-- returns: CheckpointRow
+-- `verify`: every stored checkpoint, smallest tree first (the order the walk of the leaves
+-- reaches their sizes in), through checkpoints_by_size.
+SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
+FROM checkpoints ORDER BY tree_size, checkpoint_id;

@@ -226,7 +226,11 @@ def runtime_result(
 
 
 def submit_and_accept(
-    db_path: Path | str, claimed: Mapping[str, Any], result: Mapping[str, Any]
+    db_path: Path | str,
+    claimed: Mapping[str, Any],
+    result: Mapping[str, Any],
+    *,
+    reviewer: str | None = None,
 ) -> None:
     task_id = str(claimed["task_id"])
     ledger = TaskLedger(db_path)
@@ -238,17 +242,27 @@ def submit_and_accept(
             idempotency_key=f"submit-{task_id}",
         )
         ledger.verify(
-            task_id, decision="SUCCEEDED", reason="reviewed", idempotency_key=f"verify-{task_id}"
+            task_id,
+            decision="SUCCEEDED",
+            reason="reviewed",
+            idempotency_key=f"verify-{task_id}",
+            reviewer=reviewer,
         )
     finally:
         ledger.close()
 
 
 def verified_proposal(
-    db_path: Path | str, task_id: str, bound: GovernedExecutionBinding, files: Mapping[str, str]
+    db_path: Path | str,
+    task_id: str,
+    bound: GovernedExecutionBinding,
+    files: Mapping[str, str],
+    *,
+    reviewer: str | None = None,
 ) -> dict[str, Any]:
     """The whole way to a verified task with a proposal: create, bind, project, claim, edit and
-    commit in the workspace, propose, submit, accept. Returns the proposal's answer."""
+    commit in the workspace, propose, submit, accept (by `reviewer`, when named). Returns the
+    proposal's answer."""
     governed_task(db_path, task_id, bound)
     claimed = claim(db_path, task_id)
     space = workspace(db_path, claimed)
@@ -258,7 +272,7 @@ def verified_proposal(
     finally:
         space.remove()
     assert proposal is not None
-    submit_and_accept(db_path, claimed, runtime_result(claimed, sorted(files)))
+    submit_and_accept(db_path, claimed, runtime_result(claimed, sorted(files)), reviewer=reviewer)
     return proposal
 
 

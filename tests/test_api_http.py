@@ -165,7 +165,11 @@ def whole_lifecycle(scene: Scenario) -> None:
     # The answer was lost: the same call again replays it.
     again = scene.agent.post(f"/v1/tasks/{task_id}/result", json=result)
     assert again.status_code == 200 and again.json()["idempotent"] is True
+    # A body cannot name the reviewer: the verdict is sealed with the token's name alone.
     verdict = {"decision": "NEEDS_REWORK", "reason": "more", "idempotency_key": scene.key()}
+    named = {**verdict, "agent_id": "someone-else"}
+    refused = scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=named)
+    assert refused.status_code == 422, refused.text
     verified = scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=verdict)
     assert verified.status_code == 200 and verified.json()["status"] == "QUEUED"
     # Back in the queue after its backoff (1 s): claimable once it is due.
@@ -180,7 +184,10 @@ def whole_lifecycle(scene: Scenario) -> None:
     assert scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=verdict).status_code == 200
     task = scene.owner.get(f"/v1/tasks/{task_id}").json()
     assert (task["status"], task["attempt"], task["result"]) == ("SUCCEEDED", 2, {"notes": "more"})
-    events = [e["event_type"] for e in scene.owner.get(f"/v1/tasks/{task_id}/events").json()]
+    listed = scene.owner.get(f"/v1/tasks/{task_id}/events").json()
+    verdicts = [e for e in listed if e["event_type"] == "TASK_VERIFIED"]
+    assert [verdict["payload"]["reviewer"] for verdict in verdicts] == [ROLE_NAMES["reviewer"]] * 2
+    events = [e["event_type"] for e in listed]
     assert events == [
         "TASK_CREATED",
         "TASK_CLAIMED",

@@ -30,6 +30,7 @@ from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
 from conftest import ENGINES, is_postgres
 from git_support import binding, events_of, git, make_repository, register, verified_proposal
+from legacy_fixtures import rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,10 +48,21 @@ class Landed:
             register(self.db, self.bare)
             self.registered = True
 
-    def land(self, task_id: str, *, key: SigningKey | None = None, **files: str) -> dict[str, Any]:
+    def land(
+        self,
+        task_id: str,
+        *,
+        key: SigningKey | None = None,
+        reviewer: str | None = None,
+        **files: str,
+    ) -> dict[str, Any]:
         self.register()
         verified_proposal(
-            self.db, task_id, binding(task_id, self.base), files or {"src/a.py": "print(1)\n"}
+            self.db,
+            task_id,
+            binding(task_id, self.base),
+            files or {"src/a.py": "print(1)\n"},
+            reviewer=reviewer,
         )
         with Database(self.db) as db:
             return dict(
@@ -112,6 +124,26 @@ def test_a_landed_write_is_attested_sealed_and_verifiable_from_the_repository(
         )
     assert again["attestation"] == {**attestation, "idempotent": True}
     assert events_of(landed.db, "task-a").count("COMMIT_ATTESTED") == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_review_summary_names_the_reviewer_sealed_with_the_verdict(landed: Landed) -> None:
+    named = landed.land("task-r", key=landed.key, reviewer="alice")
+    summary = landed.verify(named["new_oid"])["review"]["predicate"]
+    assert summary["verifier"]["id"] == "https://aios-ledger.dev/reviewers/alice"
+    # A verdict that names nobody (the local command line's, or one sealed before the name
+    # was) is summarised as before: the verifier is the review of the attempt.
+    unnamed = landed.land("task-u", key=landed.key, **{"src/u.py": "u = 1\n"})
+    summary = landed.verify(unnamed["new_oid"])["review"]["predicate"]
+    assert summary["verifier"]["id"] == "https://aios-ledger.dev/reviews/task-u@1"
+    verdicts = [
+        json.loads(payload)
+        for (payload,) in rows(
+            landed.db,
+            "SELECT payload_json FROM events WHERE event_type = 'TASK_VERIFIED' ORDER BY event_id",
+        )
+    ]
+    assert [verdict.get("reviewer") for verdict in verdicts] == ["alice", None]
 
 
 def test_a_write_without_a_key_lands_and_says_it_is_unattested(landed: Landed) -> None:

@@ -268,6 +268,25 @@ def test_create_plan_and_replay() -> None:
         decide_create(TaskState(row("QUEUED"), HISTORY, next_seq=2), request, now=NOW, task_id="t1")
 
 
+def test_a_verdict_seals_the_reviewer_the_edge_named_and_only_that() -> None:
+    def verdict(**acting: str) -> dict[str, Any]:
+        request = VerifyRequest.from_mapping(
+            {"task_id": "t1", "decision": "SUCCEEDED", "reason": "r", "idempotency_key": "v"}
+            | acting
+        )
+        plan = decide_verify(TaskState(row("SUBMITTED"), HISTORY), request, now=NOW, jitter=JITTER)
+        assert isinstance(plan, WritePlan)
+        (appended,) = plan.events
+        payload = appended.event.payload()
+        assert isinstance(payload, dict)
+        return payload
+
+    # The name is who the edge authenticated (an HTTP token's), sealed with the verdict.
+    assert verdict(agent_id="alice")["reviewer"] == "alice"
+    # A caller that names nobody seals no name (the event's agent stays nobody either way).
+    assert "reviewer" not in verdict()
+
+
 def test_release_requeues_or_fails_and_fences_a_stale_holder() -> None:
     released = _release(row("CLAIMED"))
     assert isinstance(released, WritePlan)

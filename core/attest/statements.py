@@ -192,6 +192,29 @@ def review_policy(facts: CommitFacts) -> JsonObject:
     return {"success_criteria": facts.success_criteria, "governance": facts.governance}
 
 
+def _review_inputs(facts: CommitFacts, provenance_digest: str | None) -> list[JsonValue]:
+    """What the reviewer verified from: the provenance envelope, and, when the verifier is the
+    reviewer by name, the auxiliary review run it read (its output's sha256), kept as a
+    reference (a summary whose verifier is the run itself names it there already)."""
+    inputs: list[JsonValue] = []
+    if provenance_digest is not None:
+        inputs.append(
+            {
+                "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/provenance",
+                "digest": {"sha256": provenance_digest},
+            }
+        )
+    output = facts.review_output_digest
+    if facts.reviewer is not None and facts.review_id is not None and output is not None:
+        inputs.append(
+            {
+                "uri": f"{LEDGER_URI}/reviews/{facts.review_id}",
+                "digest": {"sha256": output.removeprefix("sha256:")},
+            }
+        )
+    return inputs
+
+
 def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -> JsonObject:
     """SLSA VSA v1 of the review: the reviewer verified the commit against the review policy;
     PASSED when the verdict was SUCCEEDED, FAILED otherwise. `provenance_digest`: the sha256 hex
@@ -212,16 +235,7 @@ def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -
             "uri": REVIEW_POLICY_URI,
             "digest": {"sha256": sha256_hex(review_policy(facts))},
         },
-        "inputAttestations": (
-            []
-            if provenance_digest is None
-            else [
-                {
-                    "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/provenance",
-                    "digest": {"sha256": provenance_digest},
-                }
-            ]
-        ),
+        "inputAttestations": _review_inputs(facts, provenance_digest),
         "verificationResult": "PASSED" if passed else "FAILED",
         "verifiedLevels": list[JsonValue](PASSED_LEVELS if passed else FAILED_LEVELS),
         "slsaVersion": "1.0",

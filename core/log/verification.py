@@ -71,6 +71,8 @@ ARCHIVE_MISMATCH = "ARCHIVE_MISMATCH"
 BUNDLE_MISSING = "BUNDLE_MISSING"
 BUNDLE_CHANGED = "BUNDLE_CHANGED"
 MERKLE_MISMATCH = "MERKLE_MISMATCH"
+CHECKPOINT_MISMATCH = "CHECKPOINT_MISMATCH"
+CHECKPOINT_FORGED = "CHECKPOINT_FORGED"
 
 FINDING_CODES: Mapping[str, str] = {
     CONTENT_CHANGED: "the event's payload, type, timestamp, agent or task no longer matches "
@@ -101,6 +103,13 @@ FINDING_CODES: Mapping[str, str] = {
     "is not its event's seal's, an event without a leaf, a leaf without an event, a gap in "
     "the leaf indexes, a stored subtree that is not the hash of the leaves under it, or a "
     "tree head row that is not the tree's edge (docs/proofs.md)",
+    CHECKPOINT_MISMATCH: "a stored checkpoint that the tree disagrees with: the stored leaves "
+    "make another root at its size, or fewer leaves than it signs (the tree rewritten or cut "
+    "under a signed checkpoint), or its note says another size, root or origin than its row "
+    "(docs/checkpoints.md)",
+    CHECKPOINT_FORGED: "a stored checkpoint whose note does not verify under the ledger's key "
+    "(the key `verify` was given or configured with, named as the checkpoint's origin): "
+    "signed by another key, or edited after it was signed",
 }
 
 MAX_FINDINGS = 1000
@@ -195,6 +204,10 @@ class VerificationReport:
     findings: tuple[Finding, ...]
     finding_counts: Mapping[str, int]
     findings_truncated: bool
+    # The stored checkpoints held to the tree, and those whose signature verified under a key
+    # the verifier knew (a log walked from the database; an export carries none).
+    checkpoints_checked: int = 0
+    checkpoint_signatures_checked: int = 0
 
     def public(self) -> dict[str, Any]:
         return {
@@ -207,6 +220,8 @@ class VerificationReport:
             "tolerated_adoption_gaps": self.tolerated_adoption_gaps,
             "rows_checked": self.rows_checked,
             "rows_unprovable": self.rows_unprovable,
+            "checkpoints_checked": self.checkpoints_checked,
+            "checkpoint_signatures_checked": self.checkpoint_signatures_checked,
             "head": self.head.public(),
             "head_checked": None if self.head_checked is None else self.head_checked.public(),
             "findings": [finding.public() for finding in self.findings],

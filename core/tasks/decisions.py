@@ -580,10 +580,18 @@ def _judgement_changes(
 
 
 def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
+    """A verdict's facts beyond the decision: `automatic` for the ledger's own judgement, else
+    `reviewer`, the reviewer's name as the edge authenticated it (the request's acting agent:
+    an HTTP token's name, never a field of the body; absent when the caller named nobody), so
+    that who verified is sealed with the verdict (its attestation's verifier); and the
+    backoff's `not_before` of a task sent back."""
+
     def payload(step: Step) -> JsonObject:
         facts: JsonObject = {}
         if automatic:
             facts["automatic"] = True
+        elif step.request.agent_id is not None:
+            facts["reviewer"] = step.request.agent_id
         if step.after.status == TaskStatus.QUEUED:
             facts["not_before"] = step.after.not_before
         return facts

@@ -43,6 +43,7 @@ from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
 )
+from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.runs.attempts import is_reserved_run, is_reserved_session, refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.requests import TaskRequest
@@ -504,7 +505,8 @@ def merkle_head(call: Call) -> Answer:
 
 
 def log_verify(call: Call) -> Answer:
-    return Answer(call.backend.read_now(lambda s: verify_log(s.db).public()))
+    keys = tuple(VerifierKey.parse(key) for key in call.backend.settings.checkpoint_keys)
+    return Answer(call.backend.read_now(lambda s: verify_log(s.db, checkpoint_keys=keys).public()))
 
 
 async def log_export(call: Call) -> Response:

@@ -90,6 +90,9 @@ class ApiSettings:
     # The verifier keys of the witnesses whose cosignatures `POST /v1/checkpoint/cosignatures`
     # accepts (`serve --witness-key`, `[checkpoint] witnesses`).
     witness_keys: tuple[str, ...] = ()
+    # The ledger's checkpoint verifier keys `GET /v1/log/verify` holds stored checkpoints to
+    # (`[checkpoint] log_keys`, and the verifier of the key `serve` signs with).
+    checkpoint_keys: tuple[str, ...] = ()
 
 
 class Stores:

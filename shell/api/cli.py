@@ -31,6 +31,7 @@ from aios_ledger.shell.cli_support import (
 )
 from aios_ledger.shell.proofs.checkpoints import PeriodicCheckpoints
 from aios_ledger.shell.proofs.keys import load_signer
+from aios_ledger.shell.proofs.push import WitnessPush
 from aios_ledger.shell.web.sessions import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_SECONDS,
@@ -132,6 +133,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="S",
         help="a console session ends this long after sign-in, however busy",
     )
+    serve.add_argument(
+        "--witness-url",
+        action="append",
+        metavar="URL",
+        help="a C2SP tlog-witness (`witness --listen`) each signed checkpoint is pushed to, its "
+        "cosignature stored (repeatable; needs --witness-key; default: [checkpoint] "
+        "witness_urls)",
+    )
     serve.set_defaults(handler=_serve, default_log_level="INFO")
 
     token = commands.add_parser("token", help="API tokens: issue, list, revoke")
@@ -211,6 +220,12 @@ def _serve(args: argparse.Namespace) -> int:
     witness_keys = tuple(args.witness_key or configured.witnesses)
     for key in witness_keys:
         VerifierKey.parse(key)  # a mistyped key is refused now, not at the first cosignature
+    witness_urls = tuple(args.witness_url or configured.witness_urls)
+    if witness_urls and not witness_keys:
+        raise UsageError(
+            "USAGE_INVALID",
+            "--witness-url needs --witness-key: the keys its cosignatures are checked with",
+        )
     signer = None
     if every_seconds is not None or every_events is not None:
         signer = load_signer(args.checkpoint_key or configured.key, configured.credential)
@@ -222,6 +237,10 @@ def _serve(args: argparse.Namespace) -> int:
         max_waiting_per_token=args.max_waiting_per_token,
         recheck_seconds=args.recheck_seconds,
         witness_keys=witness_keys,
+        checkpoint_keys=(
+            *configured.log_keys,
+            *(() if signer is None else (signer.verifier.text(),)),
+        ),
     )
     # Bound before anything is opened or announced: an address in use is one clear refusal.
     listener = bind_listener(host, port)
@@ -237,6 +256,9 @@ def _serve(args: argparse.Namespace) -> int:
             every_seconds=every_seconds,
             every_events=every_events,
             clock=settings.clock,
+            after_sign=None
+            if not witness_urls
+            else WitnessPush(witness_urls, [VerifierKey.parse(k) for k in witness_keys]).push,
         )
         periodic.start()
     settle_startup_heap()

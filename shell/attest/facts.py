@@ -77,6 +77,20 @@ def _attempt_events(
     return claim, submitted, verified
 
 
+def _reviewer(verified: dict[str, Any] | None) -> str | None:
+    """Who verified: the name the verdict's sealed payload holds (the reviewer as the edge
+    authenticated it); a verdict from before the ledger sealed it there is read as it was, by
+    its event's agent (None: nobody named, the review run names the verifier)."""
+    if verified is None:
+        return None
+    reviewer = (
+        verified["payload"].get("reviewer") if isinstance(verified["payload"], dict) else None
+    )
+    if isinstance(reviewer, str):
+        return reviewer
+    return None if verified["agent_id"] is None else str(verified["agent_id"])
+
+
 def commit_facts(conn: Connection, write: GovernedWriteRow) -> CommitFacts:
     """The facts of a landed write, from the ledger as it stands (read in one transaction)."""
     task = fetch_record(conn, "get_task", {"task_id": write.task_id}, TaskRow)
@@ -128,9 +142,7 @@ def commit_facts(conn: Connection, write: GovernedWriteRow) -> CommitFacts:
         decision=str(verdict.get("decision", task.status)),
         reason=None if verdict.get("reason") is None else str(verdict.get("reason")),
         verified_on=None if verified is None else str(verified["created_at"]),
-        reviewer=None
-        if verified is None or verified["agent_id"] is None
-        else str(verified["agent_id"]),
+        reviewer=_reviewer(verified),
         review_id=None if review is None else str(review["aux_id"]),
         review_output_digest=None if review is None else review["output_digest"],
         success_criteria=success_criteria,

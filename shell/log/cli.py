@@ -17,7 +17,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.log.merkle import InclusionProof, parse_proof, parse_root
-from aios_ledger.shell.cli_support import emit, open_database, read_json_argument
+from aios_ledger.shell.cli_support import emit, ledger_settings, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import (
     Database,
@@ -34,6 +34,7 @@ from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
+from aios_ledger.shell.proofs.keys import checkpoint_verifier_keys
 
 EXIT_NOT_INTACT = 3
 
@@ -46,6 +47,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--head",
         help="a head printed earlier by `head` (JSON text, a file, or - for stdin): "
         "also detect that the newest events were removed since",
+    )
+    verify.add_argument(
+        "--log-key",
+        action="append",
+        default=None,
+        metavar="VKEY",
+        help="the ledger's checkpoint verifier key: each stored checkpoint of its name must "
+        "verify under it (repeatable; default: [checkpoint] log_keys, and the verifier of "
+        "[checkpoint] key when that is set)",
     )
     verify.set_defaults(handler=_verify)
 
@@ -162,8 +172,10 @@ def _report(report: dict[str, Any]) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     head = None if args.head is None else parse_head_argument(args.head)
+    keys = checkpoint_verifier_keys(ledger_settings(args).checkpoint, args.log_key)
     with open_database(args) as db, progress_bar("verify") as progress:
-        return _report(verify_log(db, head=head, progress=progress).public())
+        report = verify_log(db, head=head, progress=progress, checkpoint_keys=keys)
+        return _report(report.public())
 
 
 def _head(args: argparse.Namespace) -> Any:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 from aios_ledger.core import EventRow, LedgerError, SealRow
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
@@ -57,10 +58,14 @@ from aios_ledger.core.log.verification import (
     bundle_finding,
     head_of_rows,
 )
+from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.core.proofs.checkpoints import CheckpointRow
+from aios_ledger.core.proofs.held import CheckpointHold
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.run import Connection, Row, fetch_all
 from aios_ledger.shell.git.proposals import bundle_path
+from aios_ledger.shell.proofs.keys import check_ed25519
 
 PROGRESS_EVERY = 16384
 
@@ -200,9 +205,15 @@ def _merged(
 
 
 def verify_log(
-    db: Database, *, head: LedgerHead | None = None, progress: ProgressHook | None = None
+    db: Database,
+    *,
+    head: LedgerHead | None = None,
+    progress: ProgressHook | None = None,
+    checkpoint_keys: Sequence[VerifierKey] = (),
 ) -> VerificationReport:
-    """Walk the whole log once and report every finding by event id."""
+    """Walk the whole log once and report every finding by event id. `checkpoint_keys`: the
+    ledger's checkpoint verifier keys the caller knows; a stored checkpoint whose origin one
+    of them is named for must verify under it (docs/checkpoints.md)."""
 
     def work(conn: Connection) -> VerificationReport:
         counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
@@ -226,9 +237,14 @@ def verify_log(
         _check_state(conn, db, verifier)
         _check_run_events(conn, verifier)
         _check_bundles(conn, db, verifier)
-        _check_merkle(conn, verifier)
+        held = _check_merkle(conn, verifier, checkpoint_keys)
         handed_out = fetch_value(conn, "log_id_counter")
-        return verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
+        report = verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
+        return attrs.evolve(
+            report,
+            checkpoints_checked=held.checked,
+            checkpoint_signatures_checked=held.signatures_checked,
+        )
 
     db.quiesce_writers()
     return db.read(work)
@@ -456,17 +472,30 @@ MERKLE_LEAF_COLUMNS = ("leaf_index", "event_id", "leaf_hash", "seal")
 MERKLE_NODE_COLUMNS = ("level", "node_index", "hash")
 
 
-def _check_merkle(conn: Connection, verifier: LogVerifier) -> None:
+def _check_merkle(
+    conn: Connection, verifier: LogVerifier, checkpoint_keys: Sequence[VerifierKey]
+) -> CheckpointHold:
     """Hold the Merkle log to the seals: every leaf to its event's seal, every stored subtree
-    and the head row to the tree the leaves make, and every sealed event to a leaf."""
+    and the head row to the tree the leaves make, and every sealed event to a leaf; and each
+    stored checkpoint to the tree of its size as the walk passes it (one fold of the tree's
+    edge, O(log n) hashes, per checkpoint: no read beyond the walk's own)."""
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
         _tuples(conn, "merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
         _tuples(conn, "merkle_verify_nodes", MERKLE_NODE_COLUMNS) as nodes,
+        _tuples(conn, "verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
     ):
         check = MerkleCheck(iter(nodes))
+        held = CheckpointHold(
+            (_checkpoint_row(row) for row in checkpoints), checkpoint_keys, check_ed25519
+        )
+        held.reached(check.frontier)
+        next_size = held.next_size
         for leaf_index, event_id, leaf_hash, seal in leaves:
             check.leaf(int(leaf_index), int(event_id), bytes(leaf_hash), seal)
+            if check.frontier.size == next_size:
+                held.reached(check.frontier)
+                next_size = held.next_size
         if tree is not None and tree.size is not None:
             for row in fetch_all(conn, "merkle_events_without_leaf"):
                 check.event_without_leaf(int(row["event_id"]))
@@ -474,6 +503,20 @@ def _check_merkle(conn: Connection, verifier: LogVerifier) -> None:
         frontier = b"" if tree is None else bytes(tree.frontier)
         for finding in check.finish(size, frontier):
             verifier.note(finding)
+        for finding in held.finish(check.frontier.size):
+            verifier.note(finding)
+    return held
+
+
+CHECKPOINT_COLUMNS = record_columns(CheckpointRow)
+
+
+def _checkpoint_row(row: tuple[Any, ...]) -> CheckpointRow:
+    # PostgreSQL reads bytea as memoryview; the record holds bytes on both engines (and no
+    # bytes at all for a value that is none, which then holds no root).
+    checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at = row
+    root = bytes(root_hash) if isinstance(root_hash, bytes | memoryview) else b""
+    return CheckpointRow(checkpoint_id, origin, tree_size, root, key_id, note, signed_at)
 
 
 def _file_sha256(path: Path) -> str | None:

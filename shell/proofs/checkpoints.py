@@ -167,7 +167,8 @@ class PeriodicCheckpoints:
     """`serve --checkpoint-every-seconds N --checkpoint-every-events N`: a thread beside the
     server that signs a checkpoint when N seconds passed since the last one it signed and the
     tree grew, or when the tree grew by N events, on a connection of its own. Its first look
-    signs at once (so a server always publishes one)."""
+    signs at once (so a server always publishes one). `after_sign` is told each checkpoint it
+    signed, on the same thread."""
 
     def __init__(
         self,
@@ -178,6 +179,7 @@ class PeriodicCheckpoints:
         every_events: int | None,
         clock: Callable[[], datetime],
         poll_seconds: float = 1.0,
+        after_sign: Callable[[Database, ServedCheckpoint, Timestamp], object] | None = None,
     ) -> None:
         self._db_path = db_path
         self._signer = signer
@@ -185,6 +187,8 @@ class PeriodicCheckpoints:
         self._every_events = every_events
         self._clock = clock
         self._poll = min(poll_seconds, every_seconds or poll_seconds)
+        # Told each checkpoint signed anew (`serve --witness-url`: pushed to the witnesses).
+        self._after_sign = after_sign
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="checkpoints", daemon=True)
         self.signed = 0
@@ -216,9 +220,12 @@ class PeriodicCheckpoints:
                 try:
                     size = current_tree_head(db).size
                     if self._due(size, last_size, last_at):
-                        served = sign_checkpoint(db, self._signer, read_clock(self._clock))
+                        now = read_clock(self._clock)
+                        served = sign_checkpoint(db, self._signer, now)
                         last_size, last_at = served.row.tree_size, time.monotonic()
                         self.signed += 1
+                        if self._after_sign is not None:
+                            self._after_sign(db, served, now)
                 except LedgerError as refused:
                     LOG.error("checkpoint: %s", refused)
                 self._stop.wait(self._poll)

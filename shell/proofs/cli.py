@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from aios_ledger.core.proofs import (
     verified_cosignatures,
 )
 from aios_ledger.core.proofs.notes import MAX_NOTE_BYTES
-from aios_ledger.shell.cli_support import emit, ledger_settings, open_database
+from aios_ledger.shell.cli_support import UsageError, emit, ledger_settings, open_database
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.proofs.keys import (
@@ -26,6 +27,8 @@ from aios_ledger.shell.proofs.keys import (
     write_key_file,
 )
 from aios_ledger.shell.proofs.witness import TOKEN_ENV, Witness
+
+LOG = logging.getLogger("aios_ledger.witness")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,9 +86,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="witness a ledger: check each new checkpoint extends the last one seen, cosign it "
         "(cosignature/v1) and send the cosignature back",
     )
-    witness.add_argument("--log", required=True, metavar="URL", help="the ledger's API")
+    witness.add_argument("--log", metavar="URL", help="pull: the ledger's API, fetched each round")
     witness.add_argument(
-        "--log-key", required=True, metavar="VKEY", help="the ledger's verifier key"
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve instead: answer C2SP tlog-witness POST /add-checkpoint (logs push to it)",
+    )
+    witness.add_argument(
+        "--log-key",
+        required=True,
+        action="append",
+        metavar="VKEY",
+        help="the ledger's verifier key (with --listen: repeatable, each log it witnesses)",
     )
     witness.add_argument(
         "--key", required=True, metavar="FILE", help="the witness's own signer key file"
@@ -159,9 +171,16 @@ def _read(path: str) -> bytes:
 
 
 def _witness(args: argparse.Namespace) -> int:
+    if (args.log is None) == (args.listen is None):
+        raise UsageError("USAGE_INVALID", "give --log URL (pull) or --listen HOST:PORT (serve)")
+    log_keys = [VerifierKey.parse(key) for key in args.log_key]
+    if args.listen is not None:
+        return _witness_server(args, log_keys)
+    if len(log_keys) != 1:
+        raise UsageError("USAGE_INVALID", "a pulling witness (--log) takes one --log-key")
     witness = Witness.configure(
         log_url=args.log,
-        log_key=VerifierKey.parse(args.log_key),
+        log_key=log_keys[0],
         key_file=Path(args.key),
         state_dir=Path(args.state),
         token=args.token,
@@ -170,4 +189,27 @@ def _witness(args: argparse.Namespace) -> int:
         emit(witness.round())
         return 0
     witness.run(interval=args.interval)
+    return 0
+
+
+def _witness_server(args: argparse.Namespace, log_keys: list[VerifierKey]) -> int:
+    import uvicorn
+    from aios_ledger.shell.api.cli import bind_listener, parse_listen
+    from aios_ledger.shell.proofs.witness_server import WitnessService, witness_app
+
+    if args.once:
+        raise UsageError("USAGE_INVALID", "--once is a pulling witness's (--log)")
+    service = WitnessService.configure(
+        log_keys=log_keys, key_file=Path(args.key), state_dir=Path(args.state)
+    )
+    host, port = parse_listen(args.listen)
+    listener = bind_listener(host, port)
+    config = uvicorn.Config(
+        witness_app(service), host=host, port=port, log_config=None, access_log=False
+    )
+    LOG.info("witnessing %d log(s) on http://%s:%d", len(log_keys), host, port)
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        listener.close()
     return 0

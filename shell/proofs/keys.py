@@ -9,10 +9,12 @@ database can then not sign a checkpoint.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 from aios_ledger.core import LedgerError
+from aios_ledger.core.config import CheckpointSettings
 from aios_ledger.core.proofs import SignerKey, VerifierKey
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -119,3 +121,21 @@ def load_signer(key_file: str | Path | None, credential: str) -> Signer:
         f"no signing key: give --key FILE, [checkpoint] key, or the systemd credential "
         f"{credential!r} ($CREDENTIALS_DIRECTORY/{credential})",
     )
+
+
+def checkpoint_verifier_keys(
+    settings: CheckpointSettings, given: Sequence[str] | None
+) -> tuple[VerifierKey, ...]:
+    """The ledger's checkpoint verifier keys `verify` holds stored checkpoints to: those given
+    (`--log-key`), else the configured `log_keys` and the verifier of the configured signing
+    key file (`[checkpoint] key`, read: a key that is configured but unreadable is refused,
+    not passed over). None at all: checkpoints are held to the tree, their signatures
+    unchecked."""
+    if given:
+        return tuple(VerifierKey.parse(text) for text in given)
+    keys = [VerifierKey.parse(text) for text in settings.log_keys]
+    if settings.key:
+        verifier = read_key_file(Path(settings.key)).verifier
+        if verifier not in keys:
+            keys.append(verifier)
+    return tuple(keys)

@@ -80,27 +80,7 @@ class Witness:
     # -- state ---------------------------------------------------------------------------------
 
     def last_state(self) -> WitnessState | None:
-        try:
-            text = self.state_file.read_text()
-        except FileNotFoundError:
-            return None
-        except OSError as failed:
-            raise LedgerError("WITNESS_STATE_INVALID", f"{self.state_file}: {failed}") from None
-        try:
-            document = json.loads(text)
-        except ValueError:
-            raise LedgerError("WITNESS_STATE_INVALID", f"{self.state_file} is not JSON") from None
-        return WitnessState.from_mapping(document)
-
-    def _keep(self, state: WitnessState) -> None:
-        """Write the state beside its file, sync, rename over it: a crash leaves the old one
-        or the new one, never half of either."""
-        temporary = self.state_file.with_suffix(".json.new")
-        with temporary.open("w") as handle:
-            json.dump(state.public(), handle, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.state_file)
+        return read_state(self.state_file)
 
     # -- the log's API -------------------------------------------------------------------------
 
@@ -139,7 +119,7 @@ class Witness:
             request = CosignRequest(checkpoint, None if hashes is None else tuple(hashes))
             plan = decide_cosign(last, request, now=read_clock(system_clock))
             line = cosignature(self.signer.verifier, plan.timestamp, self.signer.sign(plan.message))
-            self._keep(plan.state)
+            keep_state(self.state_file, plan.state)
             # The log's line and this witness's: never another witness's, which is theirs to send.
             cosigned = SignedNote(opened.opened.text, (*opened.opened.verified, line)).encode()
             try:
@@ -168,3 +148,29 @@ class Witness:
             except LedgerError as refused:
                 LOG.error("%s", refused)
             time.sleep(max(0.1, interval))
+
+
+def read_state(state_file: Path) -> WitnessState | None:
+    """The last checkpoint a witness cosigned of one log (None: it never did)."""
+    try:
+        text = state_file.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as failed:
+        raise LedgerError("WITNESS_STATE_INVALID", f"{state_file}: {failed}") from None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise LedgerError("WITNESS_STATE_INVALID", f"{state_file} is not JSON") from None
+    return WitnessState.from_mapping(document)
+
+
+def keep_state(state_file: Path, state: WitnessState) -> None:
+    """Write the state beside its file, sync, rename over it: a crash leaves the old one or
+    the new one, never half of either."""
+    temporary = state_file.with_suffix(".json.new")
+    with temporary.open("w") as handle:
+        json.dump(state.public(), handle, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, state_file)

@@ -1,0 +1,87 @@
+"""`serve --witness-url URL`: each checkpoint the server signs is pushed to witnesses that
+speak the C2SP tlog-witness protocol (`POST <url>/add-checkpoint`,
+https://c2sp.org/tlog-witness), and the cosignature lines they answer are stored beside it
+(`add_cosignatures`: each checked with the witness keys `serve` accepts, `--witness-key`).
+
+The push keeps, per witness, the size it believes the witness cosigned last (0 at start). A
+witness that cosigned another size answers 409 with it; the push then sends the consistency
+proof from that size and tries once more. Any other refusal (403, 404, 422, a witness out of
+reach) is logged and left for the next checkpoint: a witness's refusal never stops the
+ledger's own work.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import httpx
+from aios_ledger.core import LedgerError, Timestamp
+from aios_ledger.core.proofs import Checkpoint, VerifierKey, parse_note
+from aios_ledger.core.proofs.add_checkpoint import SIZE_MEDIA_TYPE, AddCheckpointRequest
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.merkle import prove_consistency
+from aios_ledger.shell.proofs.checkpoints import ServedCheckpoint, add_cosignatures
+
+LOG = logging.getLogger("aios_ledger.checkpoints")
+TIMEOUT_SECONDS = 30.0
+
+
+class WitnessPush:
+    """The witnesses a server pushes its checkpoints to, and what it knows of each."""
+
+    def __init__(self, urls: Sequence[str], witness_keys: Sequence[VerifierKey]) -> None:
+        self._urls = tuple(url.rstrip("/") for url in urls)
+        self._keys = tuple(witness_keys)
+        self.cosigned: dict[str, int] = dict.fromkeys(self._urls, 0)
+
+    def push(self, db: Database, served: ServedCheckpoint, now: Timestamp) -> int:
+        """Push `served` to every witness; how many cosigned it (each line stored)."""
+        cosigned = 0
+        with httpx.Client(timeout=TIMEOUT_SECONDS) as client:
+            for url in self._urls:
+                try:
+                    lines = self._push_one(client, db, url, served)
+                    add_cosignatures(db, served.row.note + lines, self._keys, now)
+                    cosigned += 1
+                except LedgerError as refused:
+                    LOG.error("witness %s: %s", url, refused)
+        return cosigned
+
+    def _push_one(
+        self, client: httpx.Client, db: Database, url: str, served: ServedCheckpoint
+    ) -> str:
+        note = parse_note(served.row.note)
+        checkpoint = Checkpoint.parse(note.text)
+        for _ in range(2):  # once more after a 409 told the witness's size
+            old = self.cosigned[url]
+            if old > checkpoint.size:
+                raise LedgerError(
+                    "CHECKPOINT_ROLLBACK",
+                    f"the witness cosigned {old} leaves; this checkpoint has {checkpoint.size}",
+                )
+            proof = () if old == 0 else prove_consistency(db, old, checkpoint.size).hashes
+            body = AddCheckpointRequest(old, tuple(proof), note, checkpoint).body()
+            try:
+                answer = client.post(f"{url}/add-checkpoint", content=body)
+            except httpx.HTTPError as failed:
+                raise LedgerError("WITNESS_UNREACHABLE", f"{url}: {failed}") from None
+            if answer.status_code == 200:
+                self.cosigned[url] = checkpoint.size
+                return answer.text
+            if answer.status_code == 409 and answer.headers.get("content-type", "").startswith(
+                SIZE_MEDIA_TYPE
+            ):
+                self.cosigned[url] = _size(answer.text)
+                continue
+            raise LedgerError(
+                "WITNESS_REFUSED", f"{url} answered {answer.status_code}: {answer.text[:200]}"
+            )
+        raise LedgerError("WITNESS_REFUSED", f"{url} answered 409 twice")
+
+
+def _size(text: str) -> int:
+    line = text.removesuffix("\n")
+    if not line.isdigit() or line != str(int(line)):
+        raise LedgerError("WITNESS_REFUSED", f"a 409 whose body is not a tree size: {text[:40]!r}")
+    return int(line)

@@ -1,0 +1,265 @@
+"""`verify` holds the checkpoints the ledger stored to its own tree, on both engines: each
+one's root is the root of the stored leaves at its size, its note says what its row says, and
+it verifies under the ledger's key when the verifier knows it. A root edited, a tree rewritten
+or cut short under a signed checkpoint, and a note the ledger's key did not sign are findings
+by checkpoint id."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aios_ledger.core import Timestamp
+from aios_ledger.core.proofs import Checkpoint, VerifierKey, checkpoint_message, signed_checkpoint
+from aios_ledger.shell import Database, verify_log
+from aios_ledger.shell.log.merkle import current_tree_head
+from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
+from aios_ledger.shell.proofs.keys import Signer, generate_signer_key, parse_signer
+from conftest import both_engines, is_postgres
+from test_log_support import ROUND_ROBIN, build_log, raw_rows, tamper
+from test_proofs_notes import PETER_SKEY, PETER_VKEY
+
+pytest_generate_tests = both_engines
+
+NOW = Timestamp.parse("2026-08-20T00:00:00.000Z")
+LEDGER_KEY = VerifierKey.parse(PETER_VKEY)
+MERKLE_TRIGGERS = (
+    "merkle_leaves_refuse_update",
+    "merkle_leaves_refuse_delete",
+    "merkle_nodes_refuse_update",
+    "merkle_nodes_refuse_delete",
+)
+
+
+def _signer() -> Signer:
+    return parse_signer(PETER_SKEY)
+
+
+def _sign_three(path: Path) -> Path:
+    """A log with three checkpoints: the empty tree, 5 leaves, then every event's."""
+    with Database(path) as db:
+        sign_checkpoint(db, _signer(), NOW)
+    build_log(path, ROUND_ROBIN[:5])
+    with Database(path) as db:
+        sign_checkpoint(db, _signer(), NOW)
+    build_log(path, ROUND_ROBIN[5:], start=5)
+    with Database(path) as db:
+        sign_checkpoint(db, _signer(), NOW)
+    return path
+
+
+@pytest.fixture
+def signed(ledger_target: Path) -> Path:
+    return _sign_three(ledger_target)
+
+
+def _ids(path: Path) -> list[str]:
+    """The stored checkpoints' ids, oldest first (a reused PostgreSQL schema's do not start
+    at 1), as findings name them."""
+    return [
+        str(row[0])
+        for row in raw_rows(path, "SELECT checkpoint_id FROM checkpoints ORDER BY checkpoint_id")
+    ]
+
+
+def _report(path: Path, keys: tuple[VerifierKey, ...] = (LEDGER_KEY,)) -> dict[str, Any]:
+    with Database(path) as db:
+        return verify_log(db, checkpoint_keys=keys).public()
+
+
+def _checkpoint_findings(report: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted(
+        (finding["code"], finding["key"])
+        for finding in report["findings"]
+        if finding.get("table") == "checkpoints"
+    )
+
+
+def _drop_merkle_triggers(path: Path) -> None:
+    if not is_postgres(path):
+        import sqlite3
+
+        con = sqlite3.connect(path)
+        for trigger in MERKLE_TRIGGERS:
+            con.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        con.commit()
+        con.close()
+
+
+def test_stored_checkpoints_hold_to_the_tree_and_verify(signed: Path) -> None:
+    sizes = raw_rows(signed, "SELECT tree_size FROM checkpoints ORDER BY checkpoint_id")
+    assert sizes == [(0,), (5,), (len(ROUND_ROBIN),)]
+    report = _report(signed)
+    assert report["intact"], report["findings"]
+    assert (report["checkpoints_checked"], report["checkpoint_signatures_checked"]) == (3, 3)
+    # Without the ledger's key the roots are still held to the tree; no signature is checked.
+    unkeyed = _report(signed, ())
+    assert unkeyed["intact"]
+    assert (unkeyed["checkpoints_checked"], unkeyed["checkpoint_signatures_checked"]) == (3, 0)
+
+
+def test_a_root_edited_in_its_row_is_reported(signed: Path) -> None:
+    second = _ids(signed)[1]
+    tamper(
+        signed,
+        ("UPDATE checkpoints SET root_hash = ? WHERE checkpoint_id = ?", (b"\7" * 32, int(second))),
+    )
+    report = _report(signed)
+    assert not report["intact"]
+    # The tree makes another root at its size, and the note signs another than the row says.
+    assert _checkpoint_findings(report) == [("CHECKPOINT_MISMATCH", second)] * 2
+    assert set(report["finding_counts"]) == {"CHECKPOINT_MISMATCH"}
+
+
+def test_a_note_rewritten_to_another_root_is_not_the_ledger_keys(signed: Path) -> None:
+    second = _ids(signed)[1]
+    (note,) = raw_rows(
+        signed, "SELECT note FROM checkpoints WHERE checkpoint_id = ?", (int(second),)
+    )[0]
+    lines = note.split("\n")
+    forged_root = b"\7" * 32
+    lines[2] = base64.b64encode(forged_root).decode()  # the signature line kept
+    tamper(
+        signed,
+        (
+            "UPDATE checkpoints SET root_hash = ?, note = ? WHERE checkpoint_id = ?",
+            (forged_root, "\n".join(lines), int(second)),
+        ),
+    )
+    report = _report(signed)
+    assert _checkpoint_findings(report) == [
+        ("CHECKPOINT_FORGED", second),
+        ("CHECKPOINT_MISMATCH", second),
+    ]
+    # The root still disagrees with the tree when nobody knows the key.
+    assert _checkpoint_findings(_report(signed, ())) == [("CHECKPOINT_MISMATCH", second)]
+
+
+def test_a_checkpoint_another_key_signed_under_the_ledgers_name_is_forged(signed: Path) -> None:
+    # A well-formed note of the right tree, by a key of the ledger's name that is not its key.
+    impostor = parse_signer(generate_signer_key(LEDGER_KEY.name).text())
+    with Database(signed) as db:
+        head = current_tree_head(db)
+    _insert(signed, impostor, Checkpoint(LEDGER_KEY.name, head.size, head.root))
+    report = _report(signed)
+    assert _checkpoint_findings(report) == [("CHECKPOINT_FORGED", _ids(signed)[3])]
+    assert _report(signed, ())["intact"]  # only the key tells it from the ledger's own
+
+
+def test_a_tree_rewritten_under_a_signed_checkpoint_is_reported(signed: Path) -> None:
+    # The operator rebuilds the whole tree over a changed seal: the tree is consistent with
+    # itself and with the seals, but not with what the ledger signed.
+    _drop_merkle_triggers(signed)
+    tamper(
+        signed,
+        ("UPDATE event_seals SET seal = ? WHERE event_id = 4", ("sha256:" + "3" * 64,)),
+        ("DELETE FROM merkle_nodes", ()),
+        ("DELETE FROM merkle_leaves", ()),
+        ("UPDATE merkle_tree SET size = NULL, frontier = ?", (b"",)),
+    )
+    build_log(signed, ["t-q"], start=200)  # the next append builds the tree again
+    report = _report(signed)
+    assert "MERKLE_MISMATCH" not in report["finding_counts"], report["findings"]
+    # Checkpoints 2 and 3 cover leaf 3 (event 4); the empty tree's still holds.
+    ids = _ids(signed)
+    assert _checkpoint_findings(report) == [
+        ("CHECKPOINT_MISMATCH", ids[1]),
+        ("CHECKPOINT_MISMATCH", ids[2]),
+    ]
+
+
+def test_a_signed_checkpoint_of_more_leaves_than_the_tree_is_reported(signed: Path) -> None:
+    # Signed by the ledger's key when the tree was larger: the leaves it signed are gone.
+    with Database(signed) as db:
+        size = current_tree_head(db).size
+    _insert(signed, _signer(), Checkpoint(LEDGER_KEY.name, size + 3, b"\1" * 32))
+    report = _report(signed)
+    assert _checkpoint_findings(report) == [("CHECKPOINT_MISMATCH", _ids(signed)[3])]
+    (finding,) = [f for f in report["findings"] if f["code"] == "CHECKPOINT_MISMATCH"]
+    assert f"{size + 3} leaves" in finding["detail"] and f"has {size}" in finding["detail"]
+
+
+def test_verify_takes_the_ledgers_key_from_the_command_line_or_the_config(tmp_path: Path) -> None:
+    signed = _sign_three(tmp_path / "ledger.db")
+    tamper(signed, ("UPDATE checkpoints SET note = replace(note, '\n0\n', '\n00\n')", ()))
+    given = _verify_command(signed, "--log-key", PETER_VKEY)
+    assert given.returncode == 3, given.stderr
+    assert "CHECKPOINT_MISMATCH" in given.stderr
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text(f'[checkpoint]\nlog_keys = ["{PETER_VKEY}"]\n')
+    configured = _verify_command(signed, "--config", str(config))
+    assert json.loads(configured.stdout)["checkpoint_signatures_checked"] == 2
+    key_file = tmp_path / "ledger.key"
+    key_file.write_text(PETER_SKEY + "\n")
+    config.write_text(f'[checkpoint]\nkey = "{key_file}"\n')
+    from_key = _verify_command(signed, "--config", str(config))
+    assert json.loads(from_key.stdout)["checkpoint_signatures_checked"] == 2
+    unkeyed = _verify_command(signed)
+    assert json.loads(unkeyed.stdout)["checkpoint_signatures_checked"] == 0
+
+
+def _verify_command(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    global_options = [o for o in options if o == "--config" or o.endswith(".toml")]
+    command_options = [o for o in options if o not in global_options]
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aios_ledger.shell.cli",
+            *global_options,
+            "--db",
+            str(path),
+            "verify",
+            *command_options,
+        ],
+        capture_output=True,
+        text=True,
+    )
+
+
+def _insert(path: Path, signer: Signer, checkpoint: Checkpoint) -> None:
+    note = signed_checkpoint(
+        checkpoint, signer.verifier, signer.sign(checkpoint_message(checkpoint))
+    ).encode()
+    tamper(
+        path,
+        (
+            "INSERT INTO checkpoints(origin, tree_size, root_hash, key_id, note, signed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                checkpoint.origin,
+                checkpoint.size,
+                checkpoint.root,
+                signer.verifier.key_id.hex(),
+                note,
+                NOW.text,
+            ),
+        ),
+    )
+
+
+def test_a_checkpoint_row_of_any_shape_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    # SQLite keeps the text in an INTEGER column (and 'x' >= 0 passes its CHECK), as a
+    # hand-edited row would hold it; PostgreSQL refuses it at the write.
+    signed = _sign_three(tmp_path / "ledger.db")
+    first, second, third = _ids(signed)
+    tamper(
+        signed,
+        ("UPDATE checkpoints SET tree_size = 'x' WHERE checkpoint_id = ?", (int(first),)),
+        ("UPDATE checkpoints SET root_hash = ? WHERE checkpoint_id = ?", ("t" * 32, int(second))),
+        ("UPDATE checkpoints SET note = 7 WHERE checkpoint_id = ?", (int(third),)),
+    )
+    report = _report(signed)
+    assert _checkpoint_findings(report) == sorted(
+        [
+            ("CHECKPOINT_MISMATCH", first),
+            ("CHECKPOINT_MISMATCH", second),  # no root: not the tree's
+            ("CHECKPOINT_MISMATCH", second),  # nor the note's
+            ("CHECKPOINT_MISMATCH", third),
+        ]
+    )
