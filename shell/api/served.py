@@ -15,6 +15,8 @@ from aios_ledger.shell.api.checkpoint_routes import checkpoint_operations
 from aios_ledger.shell.api.governed import governed_operations
 from aios_ledger.shell.api.openapi import Operation
 from aios_ledger.shell.api.review_routes import review_operations
+from aios_ledger.shell.api.tracing import TraceMiddleware
+from aios_ledger.shell.tracing import tracing_enabled
 from starlette.applications import Starlette
 
 
@@ -33,8 +35,12 @@ def served_operations() -> tuple[Operation, ...]:
 
 
 def served_app(settings: ApiSettings) -> Starlette:
-    """The app `serve` runs over `settings` (`app.state.backend.close()` closes it)."""
-    return create_app(settings, served_extras())
+    """The app `serve` runs over `settings` (`app.state.backend.close()` closes it); while
+    tracing is on, with the middleware that continues each request's `traceparent`."""
+    app = create_app(settings, served_extras())
+    if tracing_enabled():
+        app.add_middleware(TraceMiddleware)
+    return app
 
 
 def settle_startup_heap() -> None:
