@@ -19,6 +19,9 @@ from api_server import ApiServer
 from otlp_receiver import OtlpReceiver, ReceivedSpan
 from test_worker_e2e import REVIEWER, task, wait_until_due
 
+# Each test takes a task through two attempts with three kinds of process: a minute or more.
+pytestmark = pytest.mark.slow
+
 TASK = "task-traced"
 AGENT_NAME = "agent-otel"
 SERVICES = {"aios-ledger-serve", "aios-ledger-worker", "aios-ledger-review"}
