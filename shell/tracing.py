@@ -250,13 +250,11 @@ def record_span(
     span.end()
 
 
-def record_writes(
-    operation: str, answers: Sequence[Any], *, started: int | None, db_system: str
-) -> None:
+def record_writes(operation: str, answers: Sequence[Any], *, started: int, db_system: str) -> None:
     """One span per task a ledger write answered for (a batch's, a claim's), from `started` to
     now, each in the trace of the attempt the write belongs to, named as the database
     conventions name a client operation (`claim tasks`)."""
-    if _switch.tracer is None or started is None:
+    if _switch.tracer is None:
         return
     for answer in answers:
         if not isinstance(answer, Mapping) or not isinstance(answer.get("task_id"), str):

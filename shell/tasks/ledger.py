@@ -205,12 +205,13 @@ class TaskLedger:
     def _apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
         started = write_started()
         answer = self._apply_one(request, grant=grant)
-        record_writes(
-            operation_of(request).name,
-            _written_tasks(answer),
-            started=started,
-            db_system=self._db.engine,
-        )
+        if started is not None:  # tracing is on
+            record_writes(
+                operation_of(request).name,
+                _written_tasks(answer),
+                started=started,
+                db_system=self._db.engine,
+            )
         return answer
 
     def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> A:
@@ -238,10 +239,14 @@ class TaskLedger:
     def _apply_all(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
         started = write_started()
         answers = self._apply_batch(requests)
-        for request, answer in zip(requests, answers, strict=True):
-            record_writes(
-                operation_of(request).name, [answer], started=started, db_system=self._db.engine
-            )
+        if started is not None:  # tracing is on
+            for request, answer in zip(requests, answers, strict=True):
+                record_writes(
+                    operation_of(request).name,
+                    [answer],
+                    started=started,
+                    db_system=self._db.engine,
+                )
         return answers
 
     def _apply_batch(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
