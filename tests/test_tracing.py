@@ -13,7 +13,10 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.traces import AttemptTrace, attempt_of_write, model_usage_attributes
 from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.tracing import disable_tracing, enable_tracing, requested_exporters
+from git_support import binding, make_repository, register, verified_proposal
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -221,3 +224,27 @@ print(sorted(name for name in sys.modules if name.startswith("opentelemetry")))
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert answer.stdout.strip() == "[]"
+
+
+def test_a_governed_write_is_a_span_of_the_attempt_whose_proposal_it_lands(
+    tmp_path: Path, exported: InMemorySpanExporter
+) -> None:
+    db = tmp_path / "ledger.db"
+    bare, base = make_repository(tmp_path)
+    register(db, bare)
+    proposal = verified_proposal(db, "task-w", binding("task-w", base), {"a.txt": "a\n"})
+    exported.clear()  # the spans of the lifecycle that led here; this test is the write
+    with Database(db) as opened:
+        answer = governed_write(opened, {"task_id": "task-w", "idempotency_key": "write-w"})
+    (span,) = [span for span in spans_of(exported) if span.name == "governed_write"]
+    trace = AttemptTrace.of("task-w", proposal["attempt"])
+    assert span.context is not None and span.context.trace_id == trace.trace_id
+    assert dict(span.attributes or {}) == {
+        "aios.task.id": "task-w",
+        "aios.task.attempt": proposal["attempt"],
+        "vcs.repository.name": answer["repository"],
+        "vcs.ref.head.name": "refs/heads/agent/task-w",
+        "vcs.ref.head.revision": proposal["head_oid"],
+        "aios.governed_write.state": "APPLIED",
+        "aios.idempotent_replay": False,
+    }
