@@ -3,9 +3,10 @@
 The working tree is built from a copy of what git sees in it (tracked and untracked files, not
 ignored ones), so no earlier build's leftovers reach the measurement.
 
-    .venv/bin/python -m bench.ab --base REF            # parts 1, 2, 5 and appends, 5 rounds
+    .venv/bin/python -m bench.ab --base REF            # parts 1, 2, 5, 8 and appends, 5 rounds
     .venv/bin/python -m bench.ab --base REF --only run-appends,run-appends-normal
     .venv/bin/python -m bench.ab --base REF --only transitions-memory --reps 9  # CPU time
+    .venv/bin/python -m bench.ab --base REF --only api-http --quick  # part 8 through serve
     .venv/bin/python -m bench.ab --base REF --quick    # smaller sizes
     .venv/bin/python -m bench.ab --base REF --new REF2 # two commits, neither the working tree
 
@@ -42,6 +43,8 @@ FIGURES = {
     "aux": ("5 aux runs", 1000, 200),
     "run-appends": ("evidence appends", 2000, 400),
     "run-appends-normal": ("evidence appends", 5000, 1000),
+    # Part 8's HTTP round: lifecycles per agent (32 agents), as part 8 sizes it.
+    "api-http": ("8 HTTP API", 10, 4),
 }
 
 

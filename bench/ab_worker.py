@@ -16,7 +16,10 @@ only the work:
 - `aux`: part 5's ledger side, spawn and wait of trivial auxiliary runs, runs/s;
 - `run-appends`: a worker's evidence, appended to its claimed attempt's run under the claim's
   lease, one small event per transaction (appends/s); `run-appends-normal` the same at
-  synchronous NORMAL (no fsync per commit), where what an append computes and writes shows.
+  synchronous NORMAL (no fsync per commit), where what an append computes and writes shows;
+- `api-http`: part 8's HTTP round, 32 agents doing whole lifecycles through a real `serve`
+  (`bench.api_agents`), lifecycles/s; the server is the build's, as this process's PYTHONPATH
+  finds it first.
 """
 
 from __future__ import annotations
@@ -119,6 +122,14 @@ def run_appends(size: int, path: Path, synchronous: str = "FULL") -> float:
         return size / (time.perf_counter() - start)
 
 
+def api_http(size: int, path: Path) -> float:
+    from .api import AGENTS
+    from .api_agents import _http
+
+    outcome = _http(str(path), AGENTS, size)
+    return float(outcome["lifecycles"] / outcome["seconds"])
+
+
 FIGURES: dict[str, Callable[[int, Path], float]] = {
     "transitions": transitions,
     "transitions-memory": transitions_memory,
@@ -128,6 +139,7 @@ FIGURES: dict[str, Callable[[int, Path], float]] = {
     "aux": aux,
     "run-appends": run_appends,
     "run-appends-normal": lambda size, path: run_appends(size, path, "NORMAL"),
+    "api-http": api_http,
 }
 UNITS = {
     "transitions": "trans/s",
@@ -138,6 +150,7 @@ UNITS = {
     "aux": "runs/s",
     "run-appends": "appends/s",
     "run-appends-normal": "appends/s",
+    "api-http": "lifecycles/s",
 }
 
 

@@ -43,6 +43,7 @@ from aios_ledger.shell.proofs import cli as proofs_cli
 from aios_ledger.shell.runs import cli as runs_cli
 from aios_ledger.shell.schemas_cli import register as register_schemas
 from aios_ledger.shell.tasks import cli as tasks_cli
+from aios_ledger.shell.tracing import start_tracing
 from aios_ledger.shell.work import cli as work_cli
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
@@ -204,6 +205,8 @@ def _run(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
         level = args.log_level or getattr(args, "default_log_level", "WARNING")
         configure_logging(level, args.log_format)
+        # Off unless the OpenTelemetry environment asks for traces (docs/observability.md).
+        start_tracing(f"aios-ledger-{args.command}")
         handler: Handler = args.handler
         result = handler(args)
     except LedgerError as refused:

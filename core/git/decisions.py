@@ -310,6 +310,11 @@ def proposal_id_of(task_id: str, attempt: int) -> str:
     return f"{task_id}#{attempt}"
 
 
+def attempt_of_proposal(proposal_id: str) -> int:
+    """The attempt that made a proposal, from its key (`proposal_id_of`)."""
+    return int(proposal_id.rpartition("#")[2])
+
+
 # ---------------------------------------------------------------------------------------------
 # proposals
 

@@ -16,6 +16,8 @@ from aios_ledger.shell.api.checkpoint_routes import checkpoint_operations
 from aios_ledger.shell.api.governed import governed_operations
 from aios_ledger.shell.api.openapi import Operation
 from aios_ledger.shell.api.review_routes import review_operations
+from aios_ledger.shell.api.tracing import TraceMiddleware
+from aios_ledger.shell.tracing import tracing_enabled
 from aios_ledger.shell.web.console import Console
 from aios_ledger.shell.web.pages import console_pages
 from aios_ledger.shell.web.sessions import SessionSettings
@@ -38,11 +40,14 @@ def served_operations() -> tuple[Operation, ...]:
 
 def served_app(settings: ApiSettings, sessions: SessionSettings | None = None) -> Starlette:
     """The app `serve` runs over `settings` (`app.state.backend.close()` closes it), with the
-    console (`app.state.console`) whose sessions live as `sessions` says."""
+    console (`app.state.console`) whose sessions live as `sessions` says; while tracing is on,
+    with the middleware that continues each request's `traceparent`."""
     app = create_app(settings, served_extras())
     console = Console(app.state.backend, sessions or SessionSettings(), console_pages())
     app.router.routes.extend(console.routes())
     app.state.console = console
+    if tracing_enabled():
+        app.add_middleware(TraceMiddleware)
     return app
 
 

@@ -42,7 +42,12 @@ from aios_ledger.core.git import (
     decide_write_intent,
     decide_write_outcome,
 )
-from aios_ledger.core.git.decisions import APPLIED, INTENDED, task_binding
+from aios_ledger.core.git.decisions import (
+    APPLIED,
+    INTENDED,
+    attempt_of_proposal,
+    task_binding,
+)
 from aios_ledger.core.git.policy import HEADS, branch_ref
 from aios_ledger.core.git.records import lease_id_of
 from aios_ledger.core.git.refnames import require_unambiguous_branch
@@ -56,6 +61,7 @@ from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, run_git
+from aios_ledger.shell.tracing import record_span, write_started
 
 LEASE_WAIT_SECONDS = 10.0
 LEASE_POLL_SECONDS = 0.05
@@ -175,9 +181,33 @@ def governed_write(
     was made); a write that git refused, or that was not applied, raises its code after the
     ledger recorded it. `lease_wait`: how long to wait for another write of the same ref to
     finish before `WRITER_LEASE_HELD`."""
+    started = write_started()
     answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait)
     attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
+    if started is not None:
+        _record_write_span(db, answer, started)
     return {**answer, "attestation": attestation}
+
+
+def _record_write_span(db: Database, answer: WriteAnswer, started: int) -> None:
+    """The governed write's span, in the trace of the attempt whose proposal it wrote, with
+    the version-control conventions' names for the ref and the commit."""
+    write = db.read(lambda conn: write_row(conn, answer["idempotency_key"]))
+    assert write is not None  # the write answered was recorded first
+    record_span(
+        "governed_write",
+        answer["task_id"],
+        attempt_of_proposal(write.proposal_id),
+        started=started,
+        kind="INTERNAL",
+        attributes={
+            "vcs.repository.name": answer["repository"],
+            "vcs.ref.head.name": answer["ref"],
+            "vcs.ref.head.revision": answer["new_oid"],
+            "aios.governed_write.state": answer["state"],
+            "aios.idempotent_replay": answer["idempotent"],
+        },
+    )
 
 
 def _governed_write(

@@ -83,6 +83,7 @@ from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
+from aios_ledger.shell.tracing import traced_transport
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -184,7 +185,7 @@ class LedgerClient:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
             timeout=timeout,
-            transport=transport,
+            transport=traced_transport(transport),
         )
 
     def close(self) -> None:

@@ -82,6 +82,7 @@ from aios_ledger.shell.db.run import (
     fetch_record_lists_together,
     fetch_records_together,
 )
+from aios_ledger.shell.tracing import record_writes, write_started
 
 # How many passed leases one claim takes over before it claims: a claim stays short, and the
 # claims after it take over the rest.
@@ -202,6 +203,18 @@ class TaskLedger:
         return cast(list[A], self._apply_all(checked))
 
     def _apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
+        started = write_started()
+        answer = self._apply_one(request, grant=grant)
+        if started is not None:  # tracing is on
+            record_writes(
+                operation_of(request).name,
+                _written_tasks(answer),
+                started=started,
+                db_system=self._db.engine,
+            )
+        return answer
+
+    def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> A:
         row = operation_of(request)
         if row.name == "claim":
             claim = cast(ClaimRequest | ClaimBatchRequest, request)
@@ -224,6 +237,19 @@ class TaskLedger:
         )
 
     def _apply_all(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
+        started = write_started()
+        answers = self._apply_batch(requests)
+        if started is not None:  # tracing is on
+            for request, answer in zip(requests, answers, strict=True):
+                record_writes(
+                    operation_of(request).name,
+                    [answer],
+                    started=started,
+                    db_system=self._db.engine,
+                )
+        return answers
+
+    def _apply_batch(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
         for request in requests:
             if operation_of(request).name in ("claim", "expire"):
                 raise LedgerError(
@@ -605,6 +631,18 @@ class TaskLedger:
             statement = "tasks_list_by_status"
         rows = self._db.read(lambda conn: fetch_all(conn, statement, params))
         return [task_view(TaskRow.from_row(row)) for row in rows]
+
+
+def _written_tasks(answer: object) -> list[Any]:
+    """The tasks a write's answer is about, for its spans: a claim's list (or none), an
+    expiry's, or the one task of any other answer."""
+    if answer is None:
+        return []
+    if isinstance(answer, list):
+        return answer
+    if isinstance(answer, dict) and isinstance(answer.get("expired"), list):
+        return list(answer["expired"])
+    return [answer]
 
 
 def _acting(item: object, agent_id: str | None) -> object:

@@ -74,6 +74,7 @@ from aios_ledger.shell.auxiliary.service import (
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.tracing import attempt_span, traceparent_environment
 
 LOG = logging.getLogger("aios_ledger.review")
 MAX_REVIEW_OUTPUT = 64 * 1024
@@ -100,6 +101,7 @@ class CommandReviewer:
             },
             sort_keys=True,
         ).encode()
+        traced = traceparent_environment()  # the review's span, while tracing is on
         process = await asyncio.create_subprocess_exec(
             "/bin/sh",
             "-c",
@@ -108,6 +110,7 @@ class CommandReviewer:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            env={**os.environ, **traced} if traced else None,
         )
         communicate = asyncio.ensure_future(process.communicate(stdin))
         cancelled = asyncio.ensure_future(context.cancellation.cancelled())
@@ -271,12 +274,31 @@ async def _review(
             results[task_id] = task.get("result")
             runs = backend.reviews_of(task_id, attempt)
             step = next_review(runs, max_attempts=max_attempts)
-            record = await _review_one(backend, service, task, step, timeout)
+            with attempt_span(
+                "review task",
+                task_id,
+                attempt,
+                kind="CONSUMER",
+                attributes={"aios.review.attempt": step.review_attempt},
+            ) as span:
+                record = await _review_one(backend, service, task, step, timeout)
+                if span is not None:
+                    span.set_attributes(review_attributes(record))
             reviewed.append(record)
             _log(record)
     finally:
         service.close()
     return reviewed
+
+
+def review_attributes(record: dict[str, Any]) -> dict[str, str]:
+    """What a review's span says of how it ended: its outcome, decision, error code."""
+    shown = (
+        ("outcome", "aios.review.outcome"),
+        ("decision", "aios.review.decision"),
+        ("error_code", "error.type"),
+    )
+    return {attribute: str(record[field]) for field, attribute in shown if field in record}
 
 
 def tasks_to_review(runs: RunStore, limit: int) -> list[TaskView]:

@@ -60,6 +60,7 @@ from aios_ledger.shell.clock import Clock
 from aios_ledger.shell.git.workspace import SOURCE_CAPTURE_CAPABILITY, GitWorkspaces, Workspace
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.tracing import AgentRun, attempt_span, child_span
 from aios_ledger.shell.work.guard import guarded
 
 MAX_STDOUT_BYTES = 4 * 1024 * 1024
@@ -434,7 +435,16 @@ class Worker:
         execution = _Execution(self, claim)
         task_id, attempt = execution.task_id, execution.attempt
         self.log(f"task {task_id} attempt {attempt}: started", task_id=task_id, attempt=attempt)
-        outcome, detail = execution.run()
+        with attempt_span(
+            "process task",
+            task_id,
+            attempt,
+            kind="CONSUMER",
+            attributes={"aios.agent.id": self.config.agent_id},
+        ) as span:
+            outcome, detail = execution.run()
+            if span is not None:
+                span.set_attribute("aios.worker.outcome", outcome)
         seconds = time.monotonic() - started
         self.log(
             f"task {task_id} attempt {attempt}: {outcome} ({detail}) in {seconds:.1f}s",
@@ -535,12 +545,14 @@ class _Execution:
 
     def _run_command(self) -> tuple[str, str]:
         envelope = self.claim.get("envelope") or {}
+        agent = AgentRun.start(self.worker.config.agent_id)
         env = {
             **os.environ,
             "AIOS_TASK_ID": self.task_id,
             "AIOS_ATTEMPT": str(self.attempt),
             "AIOS_EXECUTION_DIGEST": str(envelope.get("execution_digest", "")),
             **(self._workspace.environment() if self._workspace is not None else {}),
+            **agent.environment(),
         }
         stdin = {k: v for k, v in self.claim.items() if k != "lease_token"}
         try:
@@ -554,6 +566,7 @@ class _Execution:
                 start_new_session=True,
             )
         except OSError as exc:
+            agent.end(None, ended_by=None, output=b"")
             return self._fail("spawn_failed", str(exc))
         readers = [
             threading.Thread(target=self._feed, args=(process.stdin, stdin), daemon=True),
@@ -567,6 +580,11 @@ class _Execution:
             reader.join(timeout=KILL_WAIT_SECONDS)
         self._flush_evidence()
         self._exit_status = process.returncode
+        agent.end(
+            process.returncode,
+            ended_by=None if ending is None else ending[0],
+            output=bytes(self._stdout),
+        )
         self.worker.evidence(self.claim, "exit", {"returncode": process.returncode})
         if ending is not None:
             why, detail = ending
@@ -591,7 +609,8 @@ class _Execution:
         if self._workspace is None:
             return
         try:
-            with self._keeping_lease([]):  # a lost lease: the submit finds it so
+            # A lost lease: the submit finds it so.
+            with self._keeping_lease([]), child_span("propose task"):
                 proposal = self.worker.workspaces.propose(self._workspace, self.claim)
         except LedgerError as refused:
             self.worker.evidence(self.claim, "proposal_refused", {"code": refused.code})
