@@ -66,3 +66,15 @@ FROM task_spend
 GROUP BY day, cost_currency
 ORDER BY day DESC, cost_currency
 LIMIT :limit;
+
+-- name: spend_by_agent_and_repository
+-- What /metrics counts: the spend of each agent in each repository, per currency.
+SELECT agent_id, repository, cost_currency, CAST(COUNT(*) AS BIGINT) AS reports,
+       CAST(SUM(input_tokens) AS BIGINT) AS input_tokens,
+       CAST(SUM(output_tokens) AS BIGINT) AS output_tokens,
+       CAST(SUM(cost_micros) AS BIGINT) AS cost_micros,
+       CAST(SUM(over_budget) AS BIGINT) AS over_budget
+FROM task_spend
+GROUP BY agent_id, repository, cost_currency
+ORDER BY agent_id, repository, cost_currency
+LIMIT :limit;
