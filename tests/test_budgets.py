@@ -6,6 +6,8 @@ GET /v1/spend and /metrics of a served ledger."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.spend import read_spend
 from aios_ledger.shell.work.reviewer import tasks_to_review
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
-from api_server import ApiServer
+from api_server import ApiServer, cli
 from conftest import both_engines
 from test_log_support import tamper
 
@@ -296,3 +298,55 @@ def test_spend_is_served_in_status_the_spend_route_and_the_metrics(
     assert f"{cost} 70.0" in metrics
     assert f"aios_ledger_over_budget_results_total{{{labels}}} 1.0" in metrics
     assert 'aios_ledger_spend_day_tokens{day="' in metrics
+
+
+def test_task_create_sets_the_budget_from_its_flags(ledger_target: Path, tmp_path: Path) -> None:
+    db = str(ledger_target)
+    cli("--db", db, "init")
+    request = tmp_path / "task.json"
+    request.write_text(
+        json.dumps(
+            {
+                "idempotency_key": "flags",
+                "task": {"goal": "g", "instructions": "i", "budget": {"input_tokens": 5}},
+            }
+        )
+    )
+    created = json.loads(
+        cli(
+            "--db",
+            db,
+            "task",
+            "create",
+            "--json",
+            str(request),
+            "--wall-seconds",
+            "30",
+            "--max-cost",
+            "2500000:EUR",
+        )
+    )
+    shown = json.loads(cli("--db", db, "task", "show", created["task_id"], "--json"))
+    assert shown["metadata"]["budget"] == {
+        "wall_seconds": 30,
+        "input_tokens": 5,
+        "output_tokens": None,
+        "cost": {"micros": 2_500_000, "currency": "EUR"},
+    }
+    for flags, code in (
+        (("--max-cost", "2.5:EUR"), "USAGE_INVALID"),
+        (("--max-cost", "25:eur"), "FIELDS_INVALID"),
+        (("--wall-seconds", "0"), "FIELDS_INVALID"),
+    ):
+        create = ["task", "create", "--json", str(request), *flags]
+        refused = subprocess.run(
+            [sys.executable, "-m", "aios_ledger.shell.cli", "--db", db, *create],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert refused.returncode != 0 and refused.stderr.startswith(code), refused.stderr
+    # Nothing was written by the refused ones (the first key is the only one filed).
+    assert [task["task_id"] for task in json.loads(cli("--db", db, "task", "list", "--json"))] == [
+        created["task_id"]
+    ]
