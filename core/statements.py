@@ -248,6 +248,13 @@ class Statement(enum.StrEnum):
         review_sha256 created_at""",
     )
 
+    TASK_SPEND_INSERT = (
+        "task_spend_insert",
+        _INSERT,
+        """spend_key task_id attempt agent_id repository day input_tokens output_tokens
+        cost_micros cost_currency over_budget created_at""",
+    )
+
     # -- the sealed event log
 
     INSERT_EVENT = (

@@ -17,7 +17,15 @@ from aios_ledger.core.auxiliary.states import AuxiliaryRunState
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.runs.attempts import REVIEW_PREFIX
 
-FAILURE_KINDS = ("exit_status", "timeout", "invalid_output", "result_refused", "spawn_failed")
+# `wall_time_exceeded`: the worker stopped the command at its task's budget (`wall_seconds`).
+FAILURE_KINDS = (
+    "exit_status",
+    "timeout",
+    "wall_time_exceeded",
+    "invalid_output",
+    "result_refused",
+    "spawn_failed",
+)
 MAX_SUMMARY = 2000
 # What a failure keeps of the run: enough to tell why at a glance, small enough for any result.
 MAX_OUTPUT_EVIDENCE = 4096  # bytes of the output the worker did not submit

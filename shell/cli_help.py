@@ -60,6 +60,11 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "task create": (
         ("aios-ledger task create --json examples/task.json", "enqueue the task in the file"),
         ("cat tasks.json | aios-ledger task create --json -", "a list of them, from stdin"),
+        (
+            "aios-ledger task create --json examples/task.json --wall-seconds 600 "
+            "--max-cost 2500000:EUR",
+            "with a budget: 10 minutes of wall time, EUR 2.50",
+        ),
     ),
     "task list": (
         ("aios-ledger task list", "every task, oldest first (a table on a terminal)"),

@@ -195,7 +195,43 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
             _cell(row["task_id"]),
             _cell(row["agent_id"]),
         )
-    return Group(counts, waiting, expired, leases, last)
+    return Group(counts, waiting, expired, leases, last, *_spend_tables(report.get("spend")))
+
+
+# The spend tables of `status`, each under its title, by the column its rows are keyed by.
+_SPEND_TABLES = (
+    ("by_task", "spend by task (largest cost first)", "task", "task_id"),
+    ("by_agent", "spend by agent", "agent", "agent_id"),
+    ("by_repository", "spend by repository", "repository", "repository"),
+    ("by_day", "spend by UTC day", "day", "day"),
+)
+
+
+def _spend_tables(spend: Mapping[str, Any] | None) -> list[RenderableType]:
+    """What tasks spent, one table per grouping, those with rows only (nothing reported:
+    one line saying so)."""
+    if not spend or not any(spend.get(name) for name, *_ in _SPEND_TABLES):
+        return [Text("spend: none reported")]
+    tables: list[RenderableType] = []
+    for name, title, heading, key in _SPEND_TABLES:
+        rows = spend.get(name) or []
+        if not rows:
+            continue
+        table = _table(title, heading, "reports", "tokens in", "tokens out", "cost", "over budget")
+        for row in rows:
+            currency = row["currency"]
+            micros = int(row["cost_micros"])  # shown to the micro-unit: no float on the way
+            cost = "-" if currency is None else f"{micros // 10**6}.{micros % 10**6:06d} {currency}"
+            table.add_row(
+                _cell(row[key]),
+                str(row["reports"]),
+                str(row["input_tokens"]),
+                str(row["output_tokens"]),
+                cost,
+                str(row["over_budget"]),
+            )
+        tables.append(table)
+    return tables
 
 
 def event_line(event: Mapping[str, Any]) -> str:

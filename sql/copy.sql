@@ -106,3 +106,8 @@ SELECT level, node_index, hash FROM merkle_nodes ORDER BY level, node_index;
 -- name: copy_rows_merkle_tree
 -- The tree's head row: the target's (an empty tree) takes the source's place.
 SELECT only_row, size, frontier, revision FROM merkle_tree;
+
+-- name: copy_rows_task_spend
+SELECT spend_key, task_id, attempt, agent_id, repository, day, input_tokens, output_tokens,
+       cost_micros, cost_currency, over_budget, created_at
+FROM task_spend ORDER BY spend_key;

@@ -446,6 +446,7 @@ CASES: dict[str, Case] = {
     "whoami": Case("GET", ANY, lambda s: ("/v1/whoami", None)),
     "idle": Case("GET", AGENT, lambda s: (f"/v1/claims/idle?capabilities={s.cap}", None)),
     "status": Case("GET", ANY, lambda s: ("/v1/status", None)),
+    "spend": Case("GET", ANY, lambda s: ("/v1/spend", None)),
     "head": Case("GET", ANY, lambda s: ("/v1/log/head", None)),
     "verify": Case("GET", AUDIT, lambda s: ("/v1/log/verify", None)),
     "export": Case("GET", AUDIT, lambda s: ("/v1/log/export", None)),

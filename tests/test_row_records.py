@@ -27,6 +27,7 @@ from aios_ledger.core.projection import BindingRow
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs import RunEventRow, RunRow
+from aios_ledger.core.tasks.budgets import SpendRow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,6 +50,7 @@ ROW_RECORDS: dict[str, type] = {
     "governed_writes": GovernedWriteRow,
     "checkpoints": CheckpointRow,
     "commit_attestations": CommitAttestationRow,
+    "task_spend": SpendRow,
 }
 # The idempotency ledgers are read only for their first answer: the columns they share.
 FIRST_ANSWER_TABLES = (

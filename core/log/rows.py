@@ -18,7 +18,9 @@ whose rows only plans with a sealed event write:
   keyed by `charge_id`: what a scan refused over its budget cost its agent, inserted by its
   `PROPOSAL_SCAN_CHARGED` event, never changed; and `commit_attestations` (migration 0019),
   keyed by the governed write's `idempotency_key`: the signed attestations of a landed write,
-  inserted by its `COMMIT_ATTESTED` event, never changed.
+  inserted by its `COMMIT_ATTESTED` event, never changed; and `task_spend` (migration 0022),
+  keyed by `spend_key` (`TASK_ID ATTEMPT`): what an attempt reported it spent, inserted by its
+  `RESULT_SUBMITTED` event, never changed.
 
 - the first answers: `task_idempotency` keyed by `idempotency_key`, covered by the task event
   that wrote the answer (since issue 26; a first answer stored before that, under a task whose
@@ -96,6 +98,7 @@ GOVERNED_BINDINGS = "governed_bindings"
 RUNS = "runs"
 RUN_EVENTS = "run_events"
 COMMIT_ATTESTATIONS = "commit_attestations"
+TASK_SPEND = "task_spend"
 STATE_TABLES: tuple[str, ...] = (
     TASKS,
     AUXILIARY_RUNS,
@@ -113,6 +116,7 @@ STATE_TABLES: tuple[str, ...] = (
     RUN_EVENTS,
     AGENT_SCAN_CHARGES,
     COMMIT_ATTESTATIONS,
+    TASK_SPEND,
 )
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(

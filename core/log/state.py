@@ -40,6 +40,7 @@ from aios_ledger.core.log.rows import (
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
     TASK_PROPOSALS,
+    TASK_SPEND,
     TASKS,
     WRITER_LEASES,
     row_digest,
@@ -47,6 +48,7 @@ from aios_ledger.core.log.rows import (
 from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs.records import RunEventRow, RunIdentity
+from aios_ledger.core.tasks.budgets import SpendRow
 from aios_ledger.core.tasks.records import FirstAnswerRow, TaskRow
 
 # Each state table's row record and the column its rows are keyed by.
@@ -69,6 +71,7 @@ STATE_RECORDS: Mapping[str, tuple[type, str]] = {
     RUN_EVENTS: (RunEventRow, "run_event_key"),
     AGENT_SCAN_CHARGES: (ScanChargeRow, "charge_id"),
     COMMIT_ATTESTATIONS: (CommitAttestationRow, "idempotency_key"),
+    TASK_SPEND: (SpendRow, "spend_key"),
 }
 assert tuple(STATE_RECORDS) == STATE_TABLES
 

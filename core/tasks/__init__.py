@@ -4,6 +4,14 @@ import typing
 
 if typing.TYPE_CHECKING:
     from aios_ledger.core.tasks.backoff import retry_delay_ms
+    from aios_ledger.core.tasks.budgets import (
+        BUDGET_EXCEEDED,
+        Money,
+        SpendRow,
+        TaskBudget,
+        Usage,
+        over_budget,
+    )
     from aios_ledger.core.tasks.decisions import decide_task, first_claimable, refuse_ungranted
     from aios_ledger.core.tasks.history import task_history
     from aios_ledger.core.tasks.results import RESULT_CONTRACTS
@@ -43,6 +51,12 @@ __all__ = [
     "TASK_CANCELLED",
     "TASK_REQUEUED",
     "decide_task",
+    "BUDGET_EXCEEDED",
+    "Money",
+    "SpendRow",
+    "TaskBudget",
+    "Usage",
+    "over_budget",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -54,6 +68,14 @@ if not typing.TYPE_CHECKING:
         if name not in __all__:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from aios_ledger.core.tasks.backoff import retry_delay_ms  # noqa: F401
+        from aios_ledger.core.tasks.budgets import (  # noqa: F401
+            BUDGET_EXCEEDED,
+            Money,
+            SpendRow,
+            TaskBudget,
+            Usage,
+            over_budget,
+        )
         from aios_ledger.core.tasks.decisions import decide_task, first_claimable, refuse_ungranted  # noqa: F401
         from aios_ledger.core.tasks.history import task_history  # noqa: F401
         from aios_ledger.core.tasks.results import RESULT_CONTRACTS  # noqa: F401

@@ -8,7 +8,7 @@ so its texts are plain `str`). Every write answer says whether it is a replay (`
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
@@ -40,7 +40,8 @@ class CreateAnswer(TaskSummary):
 
 class ClaimAnswer(TaskSummary):
     """The claimed task, its lease token (shown once: only its sha256 is stored), and its
-    execution envelope and the envelope's runtime input, when it has one (else None)."""
+    execution envelope and the envelope's runtime input, when it has one (else None), and its
+    budget (else None)."""
 
     goal: str
     instructions: str
@@ -51,6 +52,7 @@ class ClaimAnswer(TaskSummary):
     priority: int
     envelope: JsonObject | None
     runtime_input: JsonValue
+    budget: JsonObject | None
     lease_token: str
     idempotent: bool
 
@@ -64,7 +66,11 @@ class ReleaseAnswer(TaskSummary):
 
 
 class SubmitAnswer(TaskSummary):
+    """`over_budget`: present when the submit reported its usage; true when that took the
+    task past its budget (the result is then left for a person to judge)."""
+
     result_digest: str
+    over_budget: NotRequired[bool]
     idempotent: bool
 
 

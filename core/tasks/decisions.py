@@ -48,6 +48,7 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.policy import require_stated_work
 from aios_ledger.core.git.records import ProposalRow
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
+from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
     Decision,
@@ -76,6 +77,15 @@ from aios_ledger.core.tasks.answers import (
     task_summary,
 )
 from aios_ledger.core.tasks.backoff import require_jitter, retry_not_before
+from aios_ledger.core.tasks.budgets import (
+    NO_SPEND,
+    SpendRow,
+    SpendTotals,
+    budget_of,
+    over_budget,
+    over_budget_mark,
+    spend_key,
+)
 from aios_ledger.core.tasks.modes import VerificationMode
 from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow, TaskRow
 from aios_ledger.core.tasks.requests import (
@@ -157,7 +167,8 @@ class TaskState:
     over), any first answer for the request's idempotency key, and (for a create) the creation
     sequence a new task gets, read under the write lock like the next event id; for a verify
     by a named reviewer, the agent that wrote the result it judges (`result_author`, the
-    holder its last RESULT_SUBMITTED names).
+    holder its last RESULT_SUBMITTED names); for a submit that reports its usage, what the task
+    spent before it (`spent`, None: nothing read, as no spend).
 
     A claim that names no task reads `task` (None: no candidate) and `candidates`: the QUEUED
     tasks the shell's one candidate statement found, in claim order; and `passed`: CLAIMED
@@ -168,6 +179,7 @@ class TaskState:
     prior: IdempotencyRow | None = None
     next_seq: int | None = None
     result_author: str | None = None
+    spent: SpendTotals | None = None
     candidates: tuple[TaskRow, ...] = ()
     passed: tuple[TaskRow, ...] = ()
 
@@ -442,7 +454,9 @@ class _Rules:
     """What an operation on one task decides beyond its row (each optional): `prepare`
     checks its inputs; `check` its own rules, once the move is known to be one; `changes` the
     columns it writes beside the status and the lease; `payload` its event's facts beyond the
-    row's; `then` a second move in the same plan (an automatic verification)."""
+    row's; `records` rows it writes beside the task's, which its event seals (a submit's
+    spend), and whether they hold the move back from `then`; `then` a second move in the same
+    plan (an automatic verification)."""
 
     prepare: Callable[[_Inputs, str], None] | None = None
     check: Callable[[TaskRow, Any, TaskState, _Inputs, Timestamp], None] | None = None
@@ -450,7 +464,22 @@ class _Rules:
         None
     )
     payload: Callable[[Step], JsonObject] | None = None
+    records: Callable[[TaskRow, Any, TaskState, Timestamp], _Records | None] | None = None
     then: Callable[[TaskRow, Any, _Inputs, Timestamp], _Move | None] | None = None
+
+
+@attrs.frozen
+class _Records:
+    """Rows an operation writes beside its task's row (`_Rules.records`): their writes and
+    images (sealed by the operation's event), the facts its event and answer add, and whether
+    they hold back the operation's second move (`held`: an over-budget result is not verified
+    automatically)."""
+
+    writes: tuple[SqlWrite, ...]
+    rows: tuple[RowImage, ...]
+    facts: JsonObject
+    answer: JsonObject
+    held: bool
 
 
 def _digest(row: TaskTransition, request: Any) -> str | None:
@@ -480,16 +509,23 @@ def _decide_one(
     if rules.check is not None:
         rules.check(task, request, state, inputs, now)
     changes = None if rules.changes is None else rules.changes(task, request, inputs, now, status)
-    move = _move(row, task, request, now, status, changes=changes, payload=rules.payload)
+    records = None if rules.records is None else rules.records(task, request, state, now)
+    payload = rules.payload if records is None else _with_facts(rules.payload, records.facts)
+    move = _move(row, task, request, now, status, changes=changes, payload=payload)
     writes, events = [move.write], [move.event]
+    if records is not None:
+        writes.extend(records.writes)
+        events[0] = attrs.evolve(move.event, rows=(*move.event.rows, *records.rows))
     final = move.after
-    if rules.then is not None:
+    if rules.then is not None and (records is None or not records.held):
         more = rules.then(move.after, request, inputs, now)
         if more is not None:
             writes.append(more.write)
             events.append(more.event)
             final = more.after
     answer = _answer(row, task, final, request)
+    if records is not None:
+        answer.update(records.answer)
     if digest is not None:
         first = _first_answer(request.idempotency_key, row.name, task.task_id, digest, answer, now)
         writes.append(_answer_write(first))
@@ -498,6 +534,15 @@ def _decide_one(
 
 
 _PLAIN = _Rules()
+
+
+def _with_facts(
+    payload: Callable[[Step], JsonObject] | None, facts: JsonObject
+) -> Callable[[Step], JsonObject]:
+    def read(step: Step) -> JsonObject:
+        return {**({} if payload is None else payload(step)), **facts}
+
+    return read
 
 
 # -- retry: more attempts, due at once
@@ -553,6 +598,48 @@ def _submit_then(
         return None
     judgement = automatic_judgement(request.result)
     return _judged(submitted, judgement, now, jitter=inputs.jitter or 0.0, automatic=True)
+
+
+def _submit_spend(
+    task: TaskRow, request: SubmitRequest, state: TaskState, now: Timestamp
+) -> _Records | None:
+    """The attempt's reported usage (None: it reported none), recorded in `task_spend` under
+    the submit's sealed event, with the agent that held the task, the governed repository of
+    its envelope and the UTC day; held against the task's budget over the spend before it. A
+    result past a limit is still recorded (nothing an agent was told was accepted is lost),
+    marked over budget (`BUDGET_EXCEEDED`, the limits it passed) and left SUBMITTED for a
+    person: neither the automatic verification nor `review` judges it."""
+    usage = request.usage
+    if usage is None:
+        return None
+    passed = over_budget(budget_of(task.metadata(), task.task_id), state.spent or NO_SPEND, usage)
+    envelope = task_envelope(task)
+    binding = None if envelope is None else envelope.get("binding")
+    repository = binding.get("repository") if isinstance(binding, dict) else None
+    spend = SpendRow(
+        spend_key=spend_key(task.task_id, task.attempt),
+        task_id=task.task_id,
+        attempt=task.attempt,
+        agent_id=task.claimed_by,
+        repository=repository if isinstance(repository, str) else None,
+        day=now.text[:10],
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_micros=0 if usage.cost is None else usage.cost.micros,
+        cost_currency=None if usage.cost is None else usage.cost.currency,
+        over_budget=1 if passed else 0,
+        created_at=now.text,
+    )
+    facts: JsonObject = {"usage": usage.public()}
+    if passed:
+        facts["over_budget"] = over_budget_mark(passed)
+    return _Records(
+        writes=(SqlWrite(Statement.TASK_SPEND_INSERT, spend._asdict()),),
+        rows=(spend.image(),),
+        facts=facts,
+        answer={"over_budget": bool(passed)},
+        held=bool(passed),
+    )
 
 
 # -- verify: a judgement of the submitted result, never by its author
@@ -649,6 +736,7 @@ _RULES: Mapping[str, _Rules] = {
         prepare=_submit_prepare,
         check=_submit_check,
         changes=_submit_changes,
+        records=_submit_spend,
         then=_submit_then,
     ),
     "verify": _Rules(
@@ -695,7 +783,7 @@ def _decide_create(
             list[JsonValue](request_task.required_capabilities)
         ),
         constraints_json=encode_checked(request_task.constraints),
-        metadata_json=encode_checked(request_task.metadata),
+        metadata_json=encode_checked(_metadata_with_budget(request_task)),
         deadline=request_task.deadline,
         priority=request_task.priority,
         max_attempts=request_task.max_attempts,
@@ -738,7 +826,16 @@ def _decide_create(
 
 # What a TASK_CREATED payload says of day two's fields: only those a request set (so that a
 # task created as before has the payload, and the seal, it had before).
-_DAY_TWO = ("verification", "retry", "not_before")
+_DAY_TWO = ("verification", "retry", "not_before", "budget")
+
+
+def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
+    """The task's metadata as stored: the request's, and its budget under the reserved key
+    `budget` when it has one (`core/tasks/budgets.py` says why there)."""
+    metadata: JsonObject = dict(request.metadata)
+    if request.budget is not None:
+        metadata["budget"] = request.budget.public()
+    return metadata
 
 
 # ---------------------------------------------------------------------------------------------
@@ -870,6 +967,7 @@ def _claimed(
         "priority": claimed.priority,
         "envelope": envelope,
         "runtime_input": runtime_input,
+        "budget": _public_budget(claimed),
         "idempotent": False,
         "lease_token": lease_token,
     }
@@ -888,6 +986,11 @@ def _claimed(
         writes.append(_answer_write(first))
         event = _answered(event, first)
     return writes, event, answer
+
+
+def _public_budget(task: TaskRow) -> JsonObject | None:
+    budget = budget_of(task.metadata(), task.task_id)
+    return None if budget is None else budget.public()
 
 
 def _decide_claim(

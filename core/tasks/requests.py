@@ -56,6 +56,7 @@ from aios_ledger.core.tasks.answers import (
     VerifyAnswer,
 )
 from aios_ledger.core.tasks.backoff import RetryPolicy
+from aios_ledger.core.tasks.budgets import TaskBudget, Usage
 from aios_ledger.core.tasks.modes import VerificationMode, VerifyDecision
 
 MAX_GOAL = 4096
@@ -73,7 +74,7 @@ DEFAULT_PRIORITY = 0
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_EXTRA_ATTEMPTS = 100
 LEASE_TOKEN = re.compile(r"^[A-Za-z0-9._~+/=-]{16,256}$")
-RESERVED_METADATA = ("execution",)
+RESERVED_METADATA = ("execution", "budget")
 
 LeaseToken = NewType("LeaseToken", str)
 TaskMetadata = NewType("TaskMetadata", dict[str, JsonValue])
@@ -105,7 +106,8 @@ def _metadata(value: Any) -> TaskMetadata:
     reserved = [key for key in RESERVED_METADATA if key in checked]
     if reserved:
         raise FieldRefused(
-            f"{reserved} are reserved: an execution envelope is only set by the governed projection"
+            f"{reserved} are reserved: an execution envelope is only set by the governed "
+            "projection, a budget by the task's own `budget` field"
         )
     return TaskMetadata(checked)
 
@@ -178,6 +180,8 @@ class TaskCreateRequest:
     verification: VerificationMode = VerificationMode.REVIEWER
     retry: RetryPolicy = attrs.field(factory=RetryPolicy)
     not_before: TimestampText | None = None
+    # What the task may spend (`core/tasks/budgets.py`); its attempts limit is `max_attempts`.
+    budget: TaskBudget | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> TaskCreateRequest:
@@ -198,6 +202,7 @@ _DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
     "verification": VerificationMode.REVIEWER.value,
     "retry": unstructure(RetryPolicy()),
     "not_before": None,
+    "budget": None,
 }
 
 
@@ -305,13 +310,21 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
     result: JsonObjectValue
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
+    # What the attempt reports it spent (`core/tasks/budgets.py`), beside its result rather
+    # than in it: a result contract admits no field it does not name.
+    usage: Usage | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> SubmitRequest:
         return structure(raw, cls, what="submit")
 
     def public(self) -> JsonObject:
-        return {**unstructure(self), "lease_token_sha256": lease_token_sha256(self.lease_token)}
+        """The canonical form; `usage` only when reported, so that a submit without one has
+        the digest it had before usage existed."""
+        form = unstructure(self)
+        if form["usage"] is None:
+            del form["usage"]
+        return {**form, "lease_token_sha256": lease_token_sha256(self.lease_token)}
 
 
 @attrs.frozen

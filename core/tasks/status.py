@@ -8,6 +8,21 @@ from typing import Any
 from aios_ledger.core.tasks.transitions import TaskStatus
 
 EXPIRING_WINDOW_SECONDS = 60
+# How many rows of each spend table a report holds (by task: the largest first).
+SPEND_ROWS = 20
+# The spend tables, by what they sum over: each statement's name and its key column.
+SPEND_GROUPS = (
+    ("by_task", "spend_by_task", "task_id"),
+    ("by_agent", "spend_by_agent", "agent_id"),
+    ("by_repository", "spend_by_repository", "repository"),
+    ("by_day", "spend_by_day", "day"),
+)
+# What /metrics reads: the spend of each agent in each repository, and of the latest days.
+METRIC_SPEND_GROUPS = (
+    ("by_agent_and_repository", "spend_by_agent_and_repository", ("agent_id", "repository")),
+    ("by_day", "spend_by_day", ("day",)),
+)
+_SPEND_SUMS = ("reports", "input_tokens", "output_tokens", "cost_micros", "over_budget")
 
 
 def status_report(
@@ -17,9 +32,11 @@ def status_report(
     last_events: Sequence[Mapping[str, Any]],
     *,
     now: str,
+    spend: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`expiring`: CLAIMED tasks whose leases end within the window, earliest first. A lease
-    that has already passed is expired (the next claim takes the task over), not expiring."""
+    that has already passed is expired (the next claim takes the task over), not expiring.
+    `spend`: a `spend_report`, shown under `spend` when given."""
     by_status = {status.value: 0 for status in TaskStatus}
     for row in counts:
         by_status[str(row["status"])] = int(row["tasks"])
@@ -32,4 +49,32 @@ def status_report(
         "leases_expired": [dict(row) for row in expiring if str(row["lease_expires_at"]) <= now],
         "leases_expiring": [dict(row) for row in expiring if str(row["lease_expires_at"]) > now],
         "last_events": [dict(row) for row in last_events],
+        **({} if spend is None else {"spend": dict(spend)}),
+    }
+
+
+def spend_report(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """What tasks spent (the `task_spend` rows summed), by task, agent, repository and UTC day
+    (`SPEND_GROUPS`; `groups` holds each one's rows by its name): per currency, since costs in
+    two currencies do not add up; `over_budget` counts the reports that went past a budget
+    (by task: whether any did)."""
+    return {
+        name: [_spend_row(row, (key,)) for row in groups.get(name, ())]
+        for name, _, key in SPEND_GROUPS
+    }
+
+
+def metric_spend_report(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """The spend /metrics shows (`METRIC_SPEND_GROUPS`), in `spend_report`'s row form."""
+    return {
+        name: [_spend_row(row, keys) for row in groups.get(name, ())]
+        for name, _, keys in METRIC_SPEND_GROUPS
+    }
+
+
+def _spend_row(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    return {
+        **{key: row[key] for key in keys},
+        "currency": row["cost_currency"],
+        **{column: int(row[column] or 0) for column in _SPEND_SUMS},
     }

@@ -77,6 +77,7 @@ from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, p
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
 from aios_ledger.shell.tasks.listing import read_task_page
+from aios_ledger.shell.tasks.spend import read_spend
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -97,6 +98,8 @@ EXPORT_CHUNK = 64 * 1024
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
 # `aios-ledger status`'s row count.
 STATUS_ROWS = 10
+# How many rows of each table GET /v1/spend holds (status holds SPEND_ROWS).
+MAX_SPEND_ROWS = 1000
 
 
 @attrs.frozen
@@ -466,11 +469,21 @@ def status(call: Call) -> Answer:
                 ),
                 fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
                 now=now.text,
+                spend=read_spend(conn),
             )
 
         return stores.db.read(work)
 
     return Answer(call.backend.read_now(read))
+
+
+def spend(call: Call) -> Answer:
+    """The spend report alone (`status` holds it too), up to MAX_SPEND_ROWS rows a table."""
+    return Answer(
+        call.backend.read_now(
+            lambda s: s.db.read(lambda conn: read_spend(conn, limit=MAX_SPEND_ROWS))
+        )
+    )
 
 
 def log_head(call: Call) -> Answer:
@@ -768,6 +781,14 @@ def operations() -> tuple[Operation, ...]:
             query=(_CAPABILITIES,),
         ),
         o("GET", "/v1/status", "status", READERS, status, "the status report"),
+        o(
+            "GET",
+            "/v1/spend",
+            "spend",
+            READERS,
+            spend,
+            "what tasks spent, by task, agent, repository and UTC day",
+        ),
         o("GET", "/v1/log/head", "logHead", READERS, log_head, "the log's head"),
         o("GET", "/v1/log/verify", "logVerify", AUDIT, log_verify, "verify the log"),
         o(
@@ -958,7 +979,7 @@ def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starle
     closes them (not the ASGI lifespan, which a test client runs per session).
     `extra`: more routes (rows like those of `operations()`), e.g. the review-run routes."""
     backend = Backend(settings)
-    metrics = ApiMetrics(backend.task_counts)
+    metrics = ApiMetrics(backend.task_counts, backend.spend)
     backend.on_batch = metrics.observe_batch
     feed = EventFeed(backend, settings.stream_poll_seconds)
     table = (*operations(), *extra)

@@ -33,7 +33,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 from aios_ledger.core import LedgerError
@@ -44,6 +44,7 @@ from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.tasks.spend import read_metric_spend
 from starlette.concurrency import run_in_threadpool
 
 T = TypeVar("T")
@@ -286,6 +287,10 @@ class Backend:
     def task_counts(self) -> dict[str, int]:
         rows = self.read_now(lambda stores: stores.db.read(lambda c: fetch_all(c, "status_counts")))
         return {str(row["status"]): int(row["tasks"]) for row in rows}
+
+    def spend(self) -> dict[str, Any]:
+        """The spend /metrics shows (`read_metric_spend`)."""
+        return self.read_now(lambda stores: stores.db.read(read_metric_spend))
 
     # -- long polls -------------------------------------------------------------------------
 

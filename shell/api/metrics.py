@@ -8,16 +8,29 @@ as the tests run them, never share counters).
 - `aios_ledger_group_commit_batch_size`: requests applied per commit. `observe_batch(size)` is
   what the group-commit writer calls once per commit.
 - `aios_ledger_waiting_claims`: long polls waiting now.
+- what agents reported they spent (the `task_spend` rows, read at each scrape), by the agent
+  that held the task and the repository of its envelope (`""`: none):
+  `aios_ledger_spend_input_tokens_total{agent, repository}`,
+  `aios_ledger_spend_output_tokens_total{agent, repository}`,
+  `aios_ledger_spend_cost_micros_total{agent, repository, currency}`,
+  `aios_ledger_spend_reports_total{agent, repository}` and
+  `aios_ledger_over_budget_results_total{agent, repository}`; and by UTC day, the most recent
+  days: `aios_ledger_spend_day_cost_micros{day, currency}` and
+  `aios_ledger_spend_day_tokens{day, direction}`.
 
-Nothing here is labelled with a token, a token name, a task id or a body.
+Nothing here is labelled with a token, a task id or a body; the one name is the agent a spend
+row records (a token's name, which `status` shows every reader too), so that an owner sees
+who spends. Spend per task is the API's (`/v1/spend`, `/v1/status`): a label per task would
+grow without bound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0)
@@ -37,8 +50,105 @@ class _TaskCounts(Collector):
         yield family
 
 
+class _Spend(Collector):
+    """The spend report as counters by agent and repository and gauges by day, read when
+    scraped (a failing read reports nothing)."""
+
+    def __init__(self, read: Callable[[], Mapping[str, Any]]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[Metric]:
+        report = self._read()
+        where = ["agent", "repository"]
+        tokens_in = CounterMetricFamily(
+            "aios_ledger_spend_input_tokens", "Input tokens reported, by agent", labels=where
+        )
+        tokens_out = CounterMetricFamily(
+            "aios_ledger_spend_output_tokens", "Output tokens reported, by agent", labels=where
+        )
+        cost = CounterMetricFamily(
+            "aios_ledger_spend_cost_micros",
+            "Cost reported, in millionths of the currency's unit, by agent",
+            labels=[*where, "currency"],
+        )
+        reports = CounterMetricFamily(
+            "aios_ledger_spend_reports", "Results that reported their usage", labels=where
+        )
+        over = CounterMetricFamily(
+            "aios_ledger_over_budget_results",
+            "Results whose usage took their task past its budget",
+            labels=where,
+        )
+        by_agent = _by_agent_and_repository(report)
+        for (agent, repository, currency), sums in sorted(by_agent.items()):
+            labels = [agent, repository]
+            if currency:
+                cost.add_metric([*labels, currency], sums["cost_micros"])
+        for (agent, repository), sums in sorted(_tokens(by_agent).items()):
+            labels = [agent, repository]
+            tokens_in.add_metric(labels, sums["input_tokens"])
+            tokens_out.add_metric(labels, sums["output_tokens"])
+            reports.add_metric(labels, sums["reports"])
+            over.add_metric(labels, sums["over_budget"])
+        day_cost = GaugeMetricFamily(
+            "aios_ledger_spend_day_cost_micros",
+            "Cost reported on a UTC day, in millionths of the currency's unit",
+            labels=["day", "currency"],
+        )
+        day_tokens = GaugeMetricFamily(
+            "aios_ledger_spend_day_tokens",
+            "Tokens reported on a UTC day",
+            labels=["day", "direction"],
+        )
+        days: dict[str, list[int]] = {}
+        for row in report.get("by_day", ()):
+            day = str(row["day"])
+            if row["currency"]:
+                day_cost.add_metric([day, str(row["currency"])], row["cost_micros"])
+            counted = days.setdefault(day, [0, 0])
+            counted[0] += int(row["input_tokens"])
+            counted[1] += int(row["output_tokens"])
+        for day, (spent_in, spent_out) in sorted(days.items()):
+            day_tokens.add_metric([day, "input"], spent_in)
+            day_tokens.add_metric([day, "output"], spent_out)
+        yield from (tokens_in, tokens_out, cost, reports, over, day_cost, day_tokens)
+
+
+_SUMS = ("reports", "input_tokens", "output_tokens", "cost_micros", "over_budget")
+
+
+def _by_agent_and_repository(
+    report: Mapping[str, Any],
+) -> dict[tuple[str, str, str], dict[str, int]]:
+    """The spend by (agent, repository, currency): the spend rows of each agent, joined to the
+    repository its rows record, as `by_agent` and `by_repository` cannot say it together."""
+    sums: dict[tuple[str, str, str], dict[str, int]] = {}
+    for row in report.get("by_agent_and_repository", ()):
+        key = (str(row["agent_id"] or ""), str(row["repository"] or ""), str(row["currency"] or ""))
+        entry = sums.setdefault(key, dict.fromkeys(_SUMS, 0))
+        for name in _SUMS:
+            entry[name] += int(row[name])
+    return sums
+
+
+def _tokens(
+    by_currency: Mapping[tuple[str, str, str], Mapping[str, int]],
+) -> dict[tuple[str, str], dict[str, int]]:
+    """The sums of each (agent, repository) over its currencies (tokens have none)."""
+    sums: dict[tuple[str, str], dict[str, int]] = {}
+    for (agent, repository, _), entry in by_currency.items():
+        total = sums.setdefault((agent, repository), dict.fromkeys(_SUMS, 0))
+        for name in _SUMS:
+            total[name] += entry[name]
+    return sums
+
+
 class ApiMetrics:
-    def __init__(self, task_counts: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(
+        self,
+        task_counts: Callable[[], Mapping[str, int]],
+        spend: Callable[[], Mapping[str, Any]] | None = None,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "aios_ledger_http_requests",
@@ -63,6 +173,8 @@ class ApiMetrics:
             "aios_ledger_waiting_claims", "Long-poll claims waiting now", registry=self.registry
         )
         self.registry.register(_TaskCounts(task_counts))
+        if spend is not None:
+            self.registry.register(_Spend(spend))
 
     def observe_request(self, route: str, method: str, code: int, seconds: float) -> None:
         self.requests.labels(route, method, str(code)).inc()

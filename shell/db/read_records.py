@@ -21,6 +21,7 @@ from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
+from aios_ledger.core.tasks.budgets import SpendTotals
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
 
 READ_RECORDS: Mapping[str, type] = {
@@ -39,6 +40,7 @@ READ_RECORDS: Mapping[str, type] = {
         MerkleTreeRow,
         ProposalRow,
         RepositoryRow,
+        SpendTotals,
         TaskRow,
         WriterLeaseRow,
     )

@@ -51,6 +51,7 @@ TABLES = (
     "writer_leases",
     "governed_writes",
     "commit_attestations",
+    "task_spend",
     # The Merkle log leaf for leaf, so that the target's tree heads and proofs are the source's.
     "merkle_leaves",
     "merkle_nodes",

@@ -44,6 +44,7 @@ from aios_ledger.core.log.rows import (
     SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
     TASK_PROPOSALS,
+    TASK_SPEND,
     TASKS,
     WRITER_LEASES,
     RowImage,
@@ -125,6 +126,7 @@ STATE_STATEMENTS = {
     RUN_EVENTS: "state_rows_run_events",
     AGENT_SCAN_CHARGES: "state_rows_agent_scan_charges",
     COMMIT_ATTESTATIONS: "state_rows_commit_attestations",
+    TASK_SPEND: "state_rows_task_spend",
 }
 assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
 

@@ -457,7 +457,13 @@ class LedgerClient:
         )
 
     def submit_result(
-        self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
+        self,
+        task_id: str,
+        *,
+        lease_token: str,
+        result: Any,
+        idempotency_key: str,
+        usage: Any = None,
     ) -> SubmitAnswer:
         return self.apply(
             SubmitRequest.from_mapping(
@@ -466,6 +472,7 @@ class LedgerClient:
                     "lease_token": lease_token,
                     "result": result,
                     "idempotency_key": idempotency_key,
+                    "usage": usage,
                 }
             )
         )

@@ -64,6 +64,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help='enqueue tasks: {"idempotency_key": K, "task": {...}} or a list of them',
     )
     _json_option(create)
+    _budget_options(create)
     create.set_defaults(handler=_task_create)
     listing = task_commands.add_parser("list", help="tasks, in claim order when --status is given")
     listing.add_argument("--status", help="only tasks of this status")
@@ -195,8 +196,62 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", required=True, metavar="FILE", help="request JSON (- for stdin)")
 
 
+# `task create`'s budget flags: each sets that limit of every task's `budget` in the file.
+_BUDGET_FLAGS = (
+    ("--wall-seconds", "wall_seconds", "the agent's process is stopped after SECONDS"),
+    ("--max-input-tokens", "input_tokens", "input tokens over all attempts"),
+    ("--max-output-tokens", "output_tokens", "output tokens over all attempts"),
+)
+
+
+def _budget_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "budget",
+        "limits set in each task's `budget` (over what the file says); the attempts "
+        "limit is the task's max_attempts",
+    )
+    for flag, name, what in _BUDGET_FLAGS:
+        group.add_argument(flag, dest=f"budget_{name}", type=int, metavar="N", help=what)
+    group.add_argument(
+        "--max-cost",
+        metavar="MICROS:CURRENCY",
+        help="cost over all attempts, in millionths of the currency's unit (2500000:EUR is "
+        "EUR 2.50)",
+    )
+
+
+def _budget_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The budget limits the command line sets (empty: none)."""
+    limits: dict[str, Any] = {
+        name: getattr(args, f"budget_{name}")
+        for _, name, _ in _BUDGET_FLAGS
+        if getattr(args, f"budget_{name}") is not None
+    }
+    if args.max_cost is not None:
+        micros, _, currency = str(args.max_cost).partition(":")
+        if not micros.isdigit() or not currency:
+            raise UsageError("USAGE_INVALID", "--max-cost takes MICROS:CURRENCY, e.g. 2500000:EUR")
+        limits["cost"] = {"micros": int(micros), "currency": currency}
+    return limits
+
+
+def _with_budget(document: Any, limits: dict[str, Any]) -> Any:
+    """Each create of `document` with the command line's limits in its task's budget; what is
+    not a create is left for the request's own checks to refuse."""
+    if not limits:
+        return document
+    if isinstance(document, list):
+        return [_with_budget(item, limits) for item in document]
+    if not isinstance(document, dict) or not isinstance(document.get("task"), dict):
+        return document
+    task = document["task"]
+    stated = task.get("budget")
+    budget = {**stated, **limits} if isinstance(stated, dict) else limits
+    return {**document, "task": {**task, "budget": budget}}
+
+
 def _task_create(args: argparse.Namespace) -> Any:
-    document = read_json_argument(args.json)
+    document = _with_budget(read_json_argument(args.json), _budget_flags(args))
     if not isinstance(document, list):
         command = TaskCreateCommand.from_mapping(document)
         with task_ledger(args) as ledger:

@@ -63,6 +63,7 @@ from aios_ledger.core.tasks import (
     task_history,
 )
 from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
+from aios_ledger.core.tasks.budgets import SpendTotals
 from aios_ledger.core.tasks.decisions import decide_task
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.tasks.transitions import Lease, operation_of
@@ -480,9 +481,17 @@ class TaskLedger:
         )
 
     def submit_result(
-        self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
+        self,
+        task_id: str,
+        *,
+        lease_token: str,
+        result: Any,
+        idempotency_key: str,
+        usage: Any = None,
     ) -> SubmitAnswer:
-        """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released."""
+        """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released.
+        `usage`: what the attempt spent ({input_tokens, output_tokens, cost: {micros,
+        currency}}), recorded and held against the task's budget."""
         return self._apply(
             SubmitRequest.from_mapping(
                 {
@@ -490,6 +499,7 @@ class TaskLedger:
                     "lease_token": lease_token,
                     "result": result,
                     "idempotency_key": idempotency_key,
+                    "usage": usage,
                 }
             )
         )
@@ -790,8 +800,13 @@ class _Gather:
 
 
 def _submit_reads(request: SubmitRequest) -> Sequence[Read]:
-    # What the attempt proposed to a governed repository (issue 19), if it did.
-    return [("get_task_proposal_of_current_attempt", {"task_id": request.task_id}, ProposalRow)]
+    # What the attempt proposed to a governed repository (issue 19), if it did; and, for a
+    # submit that reports its usage, what the task spent before (held against its budget).
+    task: dict[str, object] = {"task_id": request.task_id}
+    reads: list[Read] = [("get_task_proposal_of_current_attempt", task, ProposalRow)]
+    if request.usage is not None:
+        reads.append(("task_spend_totals", task, SpendTotals))
+    return reads
 
 
 def _submit_inputs(
@@ -802,6 +817,8 @@ def _submit_inputs(
         "jitter": ledger._jitter(),
         "proposal": None if state.task is None else found[0],
     }
+    if request.usage is not None:
+        state = attrs.evolve(state, spent=found[1])
     return state, inputs
 
 

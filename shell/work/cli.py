@@ -32,6 +32,7 @@ from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.remote.credentials import read_token_file
 from aios_ledger.shell.remote.review import RemoteReview
 from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
+from aios_ledger.shell.tasks.spend import read_spend
 from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig, require_exec_program
 
@@ -282,6 +283,7 @@ def _status(args: argparse.Namespace) -> Shown:
                 ),
                 fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
                 now=now.text,
+                spend=read_spend(conn),
             )
 
         return Shown(db.read(read), status_view)

@@ -3,9 +3,10 @@
 For each claim the command gets the claim as JSON on stdin and `AIOS_TASK_ID`,
 `AIOS_EXECUTION_DIGEST`, `AIOS_ATTEMPT` in its environment; what it prints on stderr becomes run
 events (the evidence a reviewer reads), and the JSON object it prints on stdout is submitted as
-the result. A command that fails, hangs past the timeout or prints garbage leads to a submitted
-failure result that carries the evidence of why (exit status, last lines of stderr, head of the
-output); a lost lease stops the command and submits nothing.
+the result (its top-level `usage`, if any, beside it: what the attempt reports it spent). A
+command that fails, hangs past the timeout or its task's wall-time budget, or prints garbage
+leads to a submitted failure result that carries the evidence of why (exit status, last lines
+of stderr, head of the output); a lost lease stops the command and submits nothing.
 
 Up to `concurrency` commands run at once, each in a thread of its own with its own claim, lease
 and heartbeats. Each command runs under a guard (`guard.py`) in a process group of its own: the
@@ -81,7 +82,7 @@ IDENTITY_REFUSED = frozenset(
 P = ParamSpec("P")
 T = TypeVar("T")
 # Why the worker ended a command before it exited by itself.
-Ending = tuple[Literal["timeout", "lease-lost", "stopped"], str]
+Ending = tuple[Literal["timeout", "wall-time", "lease-lost", "stopped"], str]
 
 
 def require_exec_program(command: str, option: str = "--exec") -> None:
@@ -123,7 +124,13 @@ class WorkLedger(Protocol):
     def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer: ...
 
     def submit_result(
-        self, task_id: str, *, lease_token: str, result: Any, idempotency_key: str
+        self,
+        task_id: str,
+        *,
+        lease_token: str,
+        result: Any,
+        idempotency_key: str,
+        usage: Any = None,
     ) -> SubmitAnswer: ...
 
 
@@ -590,6 +597,8 @@ class _Execution:
             why, detail = ending
             if why == "timeout":
                 return self._fail("timeout", detail)
+            if why == "wall-time":
+                return self._fail("wall_time_exceeded", detail)
             if why == "stopped":
                 return self._release(detail)
             return "lease-lost", detail
@@ -599,8 +608,11 @@ class _Execution:
             result = loads_object(bytes(self._stdout), what="stdout")
         except LedgerError as refused:
             return self._fail("invalid_output", refused.code)
+        # What the agent reports it spent goes beside its result, not in it (a result contract
+        # has no field for it): the ledger records it and holds it against the task's budget.
+        usage = result.pop("usage", None)
         self._propose()
-        return self._submit(result, "submitted", "result submitted")
+        return self._submit(result, "submitted", "result submitted", usage=usage)
 
     def _propose(self) -> None:
         """The agent's commits in its workspace become the attempt's proposal, recorded under
@@ -633,12 +645,13 @@ class _Execution:
         beat_every = heartbeat_interval(config.lease_seconds)
         next_beat = started + beat_every
         grace_until: float | None = None
+        limit = _time_limit(config.timeout, self.claim)
         while process.poll() is None:
             self._flush_evidence()
             now = time.monotonic()
-            if config.timeout is not None and now - started >= config.timeout:
+            if limit is not None and now - started >= limit[0]:
                 _stop_group(process)
-                return "timeout", f"no answer within {config.timeout:g}s"
+                return limit[1]
             if now >= next_beat:
                 next_beat = now + beat_every
                 lost = self._heartbeat()
@@ -692,6 +705,7 @@ class _Execution:
         *,
         key_suffix: str = "",
         cause: str | None = None,
+        usage: Any = None,
     ) -> tuple[str, str]:
         """Submit `result`; a refused command's result becomes a failure result saying why, and
         a refused failure result (`cause` says what failed first) gives the task back."""
@@ -703,6 +717,7 @@ class _Execution:
                 lease_token=str(self.claim["lease_token"]),
                 result=result,
                 idempotency_key=f"submit:{self.task_id}:{self.attempt}{key_suffix}",
+                usage=usage,
             )
             return outcome, detail
         except LedgerError as refused:
@@ -796,6 +811,23 @@ class _Execution:
             except queue.Empty:
                 return
             self.worker.evidence(self.claim, "stderr", {"line": line})
+
+
+def _time_limit(timeout: float | None, claim: Mapping[str, Any]) -> tuple[float, Ending] | None:
+    """When the command is stopped, and why: the worker's own `timeout`, or the wall limit of
+    the task's budget (`budget.wall_seconds`, handed over by the claim) when that comes first
+    (a tie is the budget's: the owner's limit is the one the agent was held to)."""
+    budget = claim.get("budget")
+    wall = budget.get("wall_seconds") if isinstance(budget, Mapping) else None
+    if (
+        isinstance(wall, int)
+        and not isinstance(wall, bool)
+        and (timeout is None or wall <= timeout)
+    ):
+        return float(wall), ("wall-time", f"the task's budget allows {wall}s of wall time")
+    if timeout is None:
+        return None
+    return timeout, ("timeout", f"no answer within {timeout:g}s")
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

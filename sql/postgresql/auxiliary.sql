@@ -27,7 +27,9 @@ ORDER BY e.event_id;
 -- the fewest failed reviews first (a task whose reviews keep failing never holds a round up),
 -- then in claim order. A review is an auxiliary run of kind 'review' on the attempt's evidence
 -- run, named as core/work.py names it: session 'task:' || task_id, run task_id || '@' || attempt.
--- Only tasks judged by a reviewer: an `auto` task's results are judged as they arrive.
+-- Only tasks judged by a reviewer: an `auto` task's results are judged as they arrive. A
+-- result over its task's budget (its attempt's `task_spend` row is marked) is a person's to
+-- judge, never an automatic review's.
 SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_capabilities_json,
        t.constraints_json, t.metadata_json, t.deadline, t.priority, t.max_attempts, t.attempt,
        t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,
@@ -41,5 +43,7 @@ SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_ca
           AND a.state IN ('FAILED', 'CANCELLED')) AS failed_reviews
 FROM tasks AS t
 WHERE t.status = 'SUBMITTED' AND t.verification_mode = 'reviewer'
+  AND NOT EXISTS (SELECT 1 FROM task_spend AS s
+                  WHERE s.task_id = t.task_id AND s.attempt = t.attempt AND s.over_budget = 1)
 ORDER BY failed_reviews, t.priority DESC, t.seq
 LIMIT :limit;

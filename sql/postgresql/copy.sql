@@ -188,3 +188,11 @@ INSERT INTO merkle_tree(only_row, size, frontier, revision)
 VALUES (:only_row, :size, :frontier, :revision)
 ON CONFLICT (only_row) DO UPDATE
 SET size = excluded.size, frontier = excluded.frontier, revision = excluded.revision;
+
+-- name: copy_insert_task_spend!
+INSERT INTO task_spend(
+  spend_key, task_id, attempt, agent_id, repository, day, input_tokens, output_tokens,
+  cost_micros, cost_currency, over_budget, created_at)
+VALUES (
+  :spend_key, :task_id, :attempt, :agent_id, :repository, :day, :input_tokens, :output_tokens,
+  :cost_micros, :cost_currency, :over_budget, :created_at);

@@ -131,6 +131,15 @@ LEFT JOIN event_seal_rows AS s
  AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
                    WHERE row_table = 'commit_attestations' AND row_key = g.idempotency_key);
 
+-- name: state_rows_task_spend
+SELECT g.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
+       NULL::bigint AS sealed_history
+FROM task_spend AS g
+LEFT JOIN event_seal_rows AS s
+  ON s.row_table = 'task_spend' AND s.row_key = g.spend_key
+ AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
+                   WHERE row_table = 'task_spend' AND row_key = g.spend_key);
+
 -- name: state_rows_task_idempotency
 -- Each first answer with the last sealed row of it. A first answer stored before the ledger
 -- sealed them (its task has an event older than the first sealed first answer) may hold a row
@@ -232,6 +241,8 @@ HAVING NOT CASE r.row_table
     SELECT 1 FROM agent_scan_charges WHERE charge_id = r.row_key)
   WHEN 'commit_attestations' THEN EXISTS (
     SELECT 1 FROM commit_attestations WHERE idempotency_key = r.row_key)
+  WHEN 'task_spend' THEN EXISTS (
+    SELECT 1 FROM task_spend WHERE spend_key = r.row_key)
   ELSE false
 END
 ORDER BY r.row_table, r.row_key;

@@ -1,0 +1,185 @@
+"""What a task may spend (`TaskBudget`), what an attempt reports it spent (`Usage`), and whether
+a result is over its task's budget (`over_budget`).
+
+A budget is the owner's, set when the task is created (`TaskCreateRequest.budget`), and held in
+the task's metadata under the reserved key `budget` (as the governed projection holds the
+envelope under `execution`): it is part of the create request's digest and of the sealed task
+row, and the claim hands it to the worker. It is not part of the execution envelope: the envelope
+binds what the work runs on (repository, base, branch, adapter), which the projection decides
+after the task exists, while limits are the owner's for any task, with an envelope or without.
+The attempts limit of a budget is the task's own `max_attempts`, not repeated here.
+
+Money is an integer count of micro-units (one millionth of the currency's unit) and an ISO 4217
+code, never a float. The wall limit is enforced by the worker (the agent's process is stopped
+at it); the token and cost limits by the ledger, against the task's spend over all its
+attempts: a result whose usage takes the spend past a limit is recorded and marked over budget
+(`BUDGET_EXCEEDED`), and left for a person to judge instead of any automatic verification.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, NamedTuple
+
+import attrs
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.kinds import Between, Text
+from aios_ledger.core.log.rows import TASK_SPEND, RowImage, row_image
+from aios_ledger.core.records import record_from_row
+from aios_ledger.core.structuring import FieldRefused, structure, unstructure
+
+MAX_WALL_SECONDS = 7 * 24 * 3600
+# Bounds that no honest report comes near and that every engine's 64-bit integers hold summed.
+MAX_TOKENS = 10**12
+MAX_MICROS = 10**15
+CURRENCY = re.compile(r"^[A-Z]{3}$")
+BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+
+Tokens = Annotated[int, Between(0, MAX_TOKENS)]
+Micros = Annotated[int, Between(0, MAX_MICROS)]
+Currency = Annotated[str, Text(max_length=3, pattern=CURRENCY)]
+
+
+@attrs.frozen
+class Money:
+    """An amount: `micros` millionths of one unit of `currency` (ISO 4217, e.g. `EUR`)."""
+
+    micros: Micros
+    currency: Currency
+
+
+def _some_limit(budget: TaskBudget, attribute: attrs.Attribute[Money | None], value: Any) -> None:
+    if all(getattr(budget, name) is None for name in LIMITS) and value is None:
+        raise FieldRefused("a budget sets at least one limit")
+
+
+@attrs.frozen(kw_only=True)
+class TaskBudget:
+    """A task's limits, each optional (None: no limit), at least one set."""
+
+    wall_seconds: Annotated[int, Between(1, MAX_WALL_SECONDS)] | None = None
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
+    cost: Money | None = attrs.field(default=None, validator=_some_limit)
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+# The limits of a budget, by name; `cost` last (its validator sees the others).
+LIMITS = ("wall_seconds", "input_tokens", "output_tokens")
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """What an attempt reports it spent: tokens in and out, and what they cost (if known)."""
+
+    input_tokens: Tokens = 0
+    output_tokens: Tokens = 0
+    cost: Money | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> Usage:
+        return structure(raw, cls, what="usage")
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
+class SpendRow(NamedTuple):
+    """One row of `task_spend` (migration 0022): what one attempt of a task reported it spent,
+    keyed by `spend_key` (`TASK_ID ATTEMPT`: identifiers hold no space), with who spent it,
+    where (the governed repository of the task's envelope, if any) and on which UTC day;
+    inserted by its RESULT_SUBMITTED event, never changed. `cost_currency` is None when the
+    attempt reported no cost (`cost_micros` is then 0); `over_budget` 1 when the task's spend
+    with this row is past a limit of its budget."""
+
+    spend_key: str
+    task_id: str
+    attempt: int
+    agent_id: str | None
+    repository: str | None
+    day: str
+    input_tokens: int
+    output_tokens: int
+    cost_micros: int
+    cost_currency: str | None
+    over_budget: int
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SpendRow:
+        return record_from_row(cls, row)
+
+    def image(self) -> RowImage:
+        return row_image(TASK_SPEND, self.spend_key, self._asdict())
+
+
+class SpendTotals(NamedTuple):
+    """A task's spend before a submit: tokens over all its reported attempts, and its cost:
+    `cost_micros` of `cost_currency` when `currencies` is at most 1 (a sum over more than one
+    currency holds against no budget)."""
+
+    input_tokens: int
+    output_tokens: int
+    cost_micros: int
+    cost_currency: str | None
+    currencies: int
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SpendTotals:
+        return record_from_row(cls, row)
+
+
+NO_SPEND = SpendTotals(0, 0, 0, None, 0)
+
+
+def spend_key(task_id: str, attempt: int) -> str:
+    return f"{task_id} {attempt}"
+
+
+def budget_of(metadata: JsonObject, task_id: str) -> TaskBudget | None:
+    """The budget a task's metadata holds (None: it has none); a stored budget that does not
+    read as one is `TASK_ROW_CORRUPT`."""
+    stored = metadata.get("budget")
+    if stored is None:
+        return None
+    try:
+        return structure(stored, TaskBudget, what="budget")
+    except LedgerError as refused:
+        raise LedgerError("TASK_ROW_CORRUPT", f"task {task_id}: {refused.detail}") from None
+
+
+def over_budget(budget: TaskBudget | None, before: SpendTotals, usage: Usage) -> list[str]:
+    """The limits of `budget` that the spend `before` plus `usage` passes, by name (empty:
+    within budget, or no budget). Cost reported in a currency other than the budget's cannot be
+    held to it, and counts as past it (so does such a report among the earlier ones)."""
+    if budget is None:
+        return []
+    passed: list[str] = []
+    spent = {
+        "input_tokens": before.input_tokens + usage.input_tokens,
+        "output_tokens": before.output_tokens + usage.output_tokens,
+    }
+    for name, total in spent.items():
+        limit = getattr(budget, name)
+        if limit is not None and total > limit:
+            passed.append(name)
+    limit = budget.cost
+    if limit is not None:
+        currency = limit.currency
+        foreign = usage.cost is not None and usage.cost.currency != currency
+        earlier_foreign = before.currencies > 1 or before.cost_currency not in (None, currency)
+        micros = before.cost_micros + (0 if usage.cost is None else usage.cost.micros)
+        if foreign or earlier_foreign or micros > limit.micros:
+            passed.append("cost")
+    return passed
+
+
+def over_budget_mark(passed: list[str]) -> JsonObject:
+    """What the RESULT_SUBMITTED event of an over-budget result says: the stable code and the
+    limits passed."""
+    exceeded: list[JsonValue] = list(passed)
+    return {"code": BUDGET_EXCEEDED, "exceeded": exceeded}
