@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Mapping
 
 import attrs
+from aios_ledger.core.tasks.budgets import MAX_MODEL_NAME, MODEL_NAME
 
 TRACE_DOMAIN = b"aios-ledger/attempt-trace/v1"
 # Writes on a task between two attempts: they belong to the attempt that comes next.
@@ -26,7 +27,6 @@ BETWEEN_ATTEMPTS = frozenset({"create", "retry", "pause", "resume"})
 # shape (a negative count, a bool, text too long) is left out, never an error: the spans only
 # show what an agent says, the ledger's own rules judge the result.
 MAX_TOKEN_COUNT = 2**63 - 1
-MAX_MODEL_NAME = 256
 _TOKEN_ATTRIBUTES = (
     ("input_tokens", "gen_ai.usage.input_tokens"),
     ("output_tokens", "gen_ai.usage.output_tokens"),
@@ -83,6 +83,6 @@ def model_usage_attributes(result: object) -> dict[str, int | str]:
         if type(count) is int and 0 <= count <= MAX_TOKEN_COUNT:
             attributes[attribute] = count
     model = usage.get("model")
-    if isinstance(model, str) and 0 < len(model) <= MAX_MODEL_NAME and model.isprintable():
+    if isinstance(model, str) and len(model) <= MAX_MODEL_NAME and MODEL_NAME.match(model):
         attributes[MODEL_ATTRIBUTE] = model
     return attributes

@@ -86,6 +86,9 @@ def test_a_bad_budget_is_refused_naming_its_field(budget: object, field: str) ->
         {"cost": {"micros": 1.0, "currency": "EUR"}},
         {"cost": {"micros": 1, "currency": "EU"}},
         {"tokens": 5},
+        {"model": "a model"},
+        {"model": "m" * 257},
+        {"model": 4},
         [1, 2],
     ],
 )
@@ -106,6 +109,12 @@ def test_the_budget_is_part_of_the_create_digest_only_when_set() -> None:
     budgeted = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i", "budget": BUDGET})
     assert "budget" not in plain.public()
     assert create_digest(plain) != create_digest(budgeted)
+
+
+def test_a_usage_may_name_its_model_which_is_sealed_only_when_named() -> None:
+    named = Usage.from_mapping({"input_tokens": 3, "model": "org/model-4o:2024-08-06"})
+    assert named.public()["model"] == "org/model-4o:2024-08-06"
+    assert "model" not in Usage.from_mapping({"input_tokens": 3}).public()
 
 
 def test_a_submit_without_usage_keeps_its_digest() -> None:

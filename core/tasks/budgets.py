@@ -35,11 +35,16 @@ MAX_WALL_SECONDS = 7 * 24 * 3600
 MAX_TOKENS = 10**12
 MAX_MICROS = 10**15
 CURRENCY = re.compile(r"^[A-Z]{3}$")
+# A model's name as providers spell them (`gpt-4o-2024-08-06`, `org/model:tag`): printable
+# ASCII without spaces; traces name it `gen_ai.request.model` (core/traces.py).
+MAX_MODEL_NAME = 256
+MODEL_NAME = re.compile(r"^[!-~]+$")
 BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
 
 Tokens = Annotated[int, Between(0, MAX_TOKENS)]
 Micros = Annotated[int, Between(0, MAX_MICROS)]
 Currency = Annotated[str, Text(max_length=3, pattern=CURRENCY)]
+ModelName = Annotated[str, Text(max_length=MAX_MODEL_NAME, pattern=MODEL_NAME)]
 
 
 @attrs.frozen
@@ -74,18 +79,24 @@ LIMITS = ("wall_seconds", "input_tokens", "output_tokens")
 
 @attrs.frozen(kw_only=True)
 class Usage:
-    """What an attempt reports it spent: tokens in and out, and what they cost (if known)."""
+    """What an attempt reports it spent: tokens in and out, what they cost (if known), and the
+    model that spent them (if it says), sealed with the result's event."""
 
     input_tokens: Tokens = 0
     output_tokens: Tokens = 0
     cost: Money | None = None
+    model: ModelName | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> Usage:
         return structure(raw, cls, what="usage")
 
     def public(self) -> JsonObject:
-        return unstructure(self)
+        # A usage without a model is sealed as it was before `model` was known.
+        public = unstructure(self)
+        if self.model is None:
+            del public["model"]
+        return public
 
 
 class SpendRow(NamedTuple):

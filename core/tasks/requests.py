@@ -322,8 +322,10 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
         """The canonical form; `usage` only when reported, so that a submit without one has
         the digest it had before usage existed."""
         form = unstructure(self)
-        if form["usage"] is None:
+        if self.usage is None:
             del form["usage"]
+        else:
+            form["usage"] = self.usage.public()
         return {**form, "lease_token_sha256": lease_token_sha256(self.lease_token)}
 
 
