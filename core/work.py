@@ -25,6 +25,9 @@ FAILURE_KINDS = (
     "invalid_output",
     "result_refused",
     "spawn_failed",
+    # The task's workspace could not be made (its base could not be fetched, a branch refused):
+    # the command never ran.
+    "workspace_failed",
 )
 MAX_SUMMARY = 2000
 # What a failure keeps of the run: enough to tell why at a glance, small enough for any result.

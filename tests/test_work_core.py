@@ -4,12 +4,14 @@ carries it, when a task attempt is reviewed again, and how a review round ends."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aios_ledger.core.auxiliary import AuxiliaryRunRow
 from aios_ledger.core.work import (
+    FAILURE_KINDS,
     MAX_CONTRACT_SUMMARY,
     MAX_OUTPUT_EVIDENCE,
     MAX_TAIL_LINE,
@@ -66,6 +68,23 @@ def test_evidence_is_bounded_whatever_the_run_printed() -> None:
     # A character cut at the bound is shown replaced too.
     cut = FailureEvidence.bounded(exit_status=0, stderr_lines=[], output=b"a" + "é".encode() * 4000)
     assert cut.output_head == "a" + "é" * 2047 + "\ufffd"
+
+
+@pytest.mark.parametrize("kind", FAILURE_KINDS)
+def test_every_failure_the_worker_reports_is_a_kind_it_may_submit(kind: str) -> None:
+    # The worker's own calls name these kinds; one missing here raised instead of failing the
+    # task (`workspace_failed`, a workspace that could not be made).
+    evidence = FailureEvidence.bounded(exit_status=None, stderr_lines=[], output=b"")
+    assert (
+        failure_result({"task_id": "t1"}, kind=kind, detail="d", evidence=evidence)["failure"]
+        == kind
+    )
+
+
+def test_the_worker_names_only_failure_kinds_there_are() -> None:
+    source = (Path(__file__).resolve().parent.parent / "shell" / "work" / "worker.py").read_text()
+    named = set(re.findall(r'_fail\(\s*"([a-z_]+)"', source))
+    assert named and named <= set(FAILURE_KINDS), named - set(FAILURE_KINDS)
 
 
 def test_a_plain_failure_holds_the_evidence() -> None:
