@@ -35,6 +35,8 @@ class Chart:
     unit: str
     bars: tuple[Bar, ...]
     top: int
+    # Whether the bars add up to something (counts per hour do; a depth at each hour does not).
+    summed: bool = True
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
@@ -66,7 +68,9 @@ def _nice_top(peak: int) -> int:
         step *= 10
 
 
-def bar_chart(title: str, unit: str, points: Sequence[tuple[str, int]]) -> Chart:
+def bar_chart(
+    title: str, unit: str, points: Sequence[tuple[str, int]], *, summed: bool = True
+) -> Chart:
     """A chart of `points` (label, value >= 0), one bar each, left to right."""
     top = _nice_top(max((value for _, value in points), default=0))
     plot_width = WIDTH - LEFT
@@ -85,4 +89,4 @@ def bar_chart(title: str, unit: str, points: Sequence[tuple[str, int]]) -> Chart
                 height=round(height, 2),
             )
         )
-    return Chart(title=title, unit=unit, bars=tuple(bars), top=top)
+    return Chart(title=title, unit=unit, bars=tuple(bars), top=top, summed=summed)

@@ -104,14 +104,15 @@ def health_page(visit: Visit) -> Rendered:
     out = per_hour(hours, counts, TASK_CLAIMED)
     labels = [hour[11:13] + ":00" for hour in hours]
 
-    def chart(title: str, unit: str, values: list[int]) -> Chart:
-        return bar_chart(title, unit, list(zip(labels, values, strict=True)))
+    def chart(title: str, unit: str, values: list[int], *, summed: bool = True) -> Chart:
+        return bar_chart(title, unit, list(zip(labels, values, strict=True)), summed=summed)
 
     charts = [
         chart(
             "Queue depth at the end of each hour (estimated)",
             "tasks",
             queue_depths(found["queued"], into, out),
+            summed=False,
         ),
         chart("Tasks created per hour", "tasks", per_hour(hours, counts, TASK_CREATED)),
         chart("Tasks claimed per hour", "claims", out),
