@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
 # The browser tests (tests/test_console_browser.py) drive the system Chromium (/usr/bin/chromium).
-.PHONY: setup demo test lint soak bench-setup bench bench-quick bench-smoke schema docs readme-check clean
+.PHONY: setup demo test lint soak bench-setup bench bench-quick bench-smoke schema docs screenshots readme-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,11 @@ bench-quick: bench-setup
 # part cannot run or a figure is missing. For CI; its figures mean nothing.
 bench-smoke: bench-setup
 	$(PY) -m bench --smoke
+
+# The console's pages at desktop and phone width, as docs/screenshots/*.png (docs/console.md):
+# a seeded ledger, `serve`, the system Chromium under Playwright (tools/screenshots.py).
+screenshots: $(STAMP)
+	$(PY) tools/screenshots.py
 
 # PostgreSQL's schema.sql needs a server (a scratch schema is migrated there and dropped).
 AIOS_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/postgres

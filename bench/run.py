@@ -56,7 +56,18 @@ from typing import Any
 
 import apsw
 
-from . import api, aux, contention, layers, lifecycles, postgres, scale, transitions, verify
+from . import (
+    api,
+    aux,
+    console,
+    contention,
+    layers,
+    lifecycles,
+    postgres,
+    scale,
+    transitions,
+    verify,
+)
 from .harness import RESULTS, Size, figure_problems, figures_table, machine_facts, say
 
 Part = Callable[..., list[dict[str, Any]]]
@@ -70,6 +81,7 @@ PARTS: dict[str, tuple[str, Part]] = {
     "7": ("the layers' cost on a heartbeat", layers.run),
     "8": ("the HTTP API: 32 agents, group commit, long polls", api.run),
     "9": ("PostgreSQL vs PgQueuer, Procrastinate and raw psycopg", postgres.run),
+    "10": ("the web console's pages at 100,000 tasks", console.run),
 }
 ROOT = Path(__file__).resolve().parent.parent
 MIN_REPS = 5

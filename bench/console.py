@@ -1,0 +1,168 @@
+"""Part 10: the web console's pages at 100,000 tasks: each page's size and time to first byte,
+signed in, against a real `aios-ledger serve` (uvicorn) on the ledger's file.
+
+The ledger is built once, not timed, through `create_tasks` in transactions of 10,000 tasks
+(the core's own decisions and sealed events, no HTTP); a few of them are then claimed, so that
+the pages that show holders and heartbeats have some. An owner's token signs in through the
+console's form. Each repetition GETs every page once, in turn: the time to first byte is from
+sending the request to its status line and headers (httpx's streamed answer), the size the
+body's bytes. Targets (issue 29): every page under 100 KB, first byte under 200 ms (median).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .harness import Size, figure, sized, summary
+
+BUILD_BATCH = 10_000
+CLAIMED = 20
+START_PATIENCE = 60.0  # seconds; a bound on waiting for the server, never a figure
+MAX_BYTES = 100_000
+MAX_FIRST_BYTE_MS = 200.0
+
+
+def build(path: Path, tasks: int) -> tuple[str, str]:
+    """The ledger of `tasks` tasks; answers the owner's token and one task's id."""
+    from aios_ledger.shell import Database, TaskLedger
+    from aios_ledger.shell.api.tokens import issue_token
+
+    with TaskLedger(path, synchronous="NORMAL") as ledger:
+        for first in range(0, tasks, BUILD_BATCH):
+            ledger.create_tasks(
+                (
+                    {
+                        "goal": f"console goal {n}",
+                        "instructions": "run",
+                        "required_capabilities": [f"cap-{n % 7}"],
+                        "priority": n % 3,
+                    },
+                    f"create-{n}",
+                )
+                for n in range(first, min(tasks, first + BUILD_BATCH))
+            )
+        claimed = ledger.claim_many(
+            agent_id="bench-agent",
+            capabilities=[f"cap-{n}" for n in range(7)],
+            lease_seconds=3600,
+            limit=min(CLAIMED, tasks),
+        )
+        task_id = str(claimed[-1]["task_id"])
+    with Database(path) as db:
+        token = str(issue_token(db, "bench-owner", ["owner"])["token"])
+    return token, task_id
+
+
+class Served:
+    """`aios-ledger serve` on a free loopback port."""
+
+    def __init__(self, path: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "aios_ledger.shell.cli"),
+                *("--db", str(path), "--log-level", "ERROR"),
+                *("serve", "--listen", f"127.0.0.1:{port}"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + START_PATIENCE
+        while True:
+            try:
+                if httpx.get(f"{self.url}/v1/health", timeout=1.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def measure(client: httpx.Client, path: str) -> tuple[float, int]:
+    """One GET: (ms to the first byte, the body's bytes); a page that is not 200 fails."""
+    started = time.perf_counter()
+    with client.stream("GET", path) as answer:
+        first_byte = (time.perf_counter() - started) * 1000
+        body = answer.read()
+    if answer.status_code != 200:
+        raise RuntimeError(f"GET {path} answered {answer.status_code}: {body[:300]!r}")
+    return first_byte, len(body)
+
+
+def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
+    tasks = sized(size, full=100_000, quick=20_000, smoke=200)
+    path = scratch / "console.db"
+    token, task_id = build(path, tasks)
+    pages = {
+        "/tasks": "/tasks",
+        "/tasks?search=": f"/tasks?search=console+goal+{tasks // 2}",
+        "/tasks?agent=": "/tasks?agent=bench-agent",
+        "/tasks/{id}": f"/tasks/{task_id}",
+        "/repositories": "/repositories",
+        "/agents": "/agents",
+        "/log": "/log",
+        "/health": "/health",
+    }
+    server = Served(path)
+    try:
+        with httpx.Client(base_url=server.url, timeout=120.0) as client:
+            signed = client.post("/sign-in", data={"token": token})
+            if signed.status_code != 303:
+                raise RuntimeError(f"sign-in answered {signed.status_code}")
+            for path_of in pages.values():  # once untimed: the server's first reads warm up
+                measure(client, path_of)
+            first_bytes: dict[str, list[float]] = {name: [] for name in pages}
+            sizes: dict[str, list[float]] = {name: [] for name in pages}
+            for _ in range(reps):
+                for name, path_of in pages.items():
+                    ms, size_bytes = measure(client, path_of)
+                    first_bytes[name].append(ms)
+                    sizes[name].append(size_bytes / 1000)
+    finally:
+        server.stop()
+    part = "10 console"
+    rows = []
+    for name in pages:
+        first = summary(first_bytes[name])
+        kilobytes = summary(sizes[name])
+        rows.append(
+            figure(
+                part,
+                f"GET {name} first byte",
+                first,
+                "ms",
+                target=f"< {MAX_FIRST_BYTE_MS:g}",
+                met=first["median"] < MAX_FIRST_BYTE_MS,
+                note=f"{tasks:,} tasks, signed in",
+            )
+        )
+        rows.append(
+            figure(
+                part,
+                f"GET {name} size",
+                kilobytes,
+                "KB",
+                target=f"< {MAX_BYTES // 1000}",
+                met=kilobytes["max"] * 1000 < MAX_BYTES,
+            )
+        )
+    return rows

@@ -1,0 +1,38 @@
+"""The Agents and tokens page (`/agents`): every API token by name with its roles, capability
+grant and status (a revoked token stays listed), who holds which task and until when, and each
+agent's last claim or heartbeat among the newest events. Never a token or its digest: the rows
+are `list_tokens`' views (`token list`'s), which have neither."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aios_ledger.shell.api.app import READERS
+from aios_ledger.shell.api.tokens import list_tokens
+from aios_ledger.shell.db.connection import fetch_all, fetch_value
+from aios_ledger.shell.web.console import Page, Rendered, Visit
+
+SHOWN = 100
+# The heartbeats are looked for among this many newest events (a window of the primary key),
+# so the page reads the same amount at any ledger size; an agent quiet for longer shows none.
+HEARTBEAT_WINDOW = 50_000
+
+
+def agents_page(visit: Visit) -> Rendered:
+    def read(conn: Any) -> dict[str, Any]:
+        after = max(0, int(fetch_value(conn, "log_max_event_id")) - HEARTBEAT_WINDOW)
+        return {
+            "held": fetch_all(conn, "console_tasks_held", {"limit": SHOWN}),
+            "heartbeats": fetch_all(
+                conn, "console_last_heartbeats", {"after": after, "limit": SHOWN}
+            ),
+        }
+
+    def read_all(stores: Any) -> dict[str, Any]:
+        return {"tokens": list_tokens(stores.db), **stores.db.read(read)}
+
+    found = visit.backend.read_now(read_all)
+    return Rendered("agents.html", {**found, "window": HEARTBEAT_WINDOW})
+
+
+PAGES = (Page("/agents", "agentsPage", agents_page, READERS, nav="Agents and tokens"),)

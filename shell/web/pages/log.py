@@ -1,0 +1,85 @@
+"""The Log page (`/log`): the Merkle tree's head now, the latest `verify` run from the console
+(its progress while it walks, then its result and findings), the newest signed checkpoints and
+the archives taken. An auditor or the owner starts a run (`POST /log/verify`); the page's
+script polls `GET /log/verify/progress` (a small JSON answer) while one runs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aios_ledger.core.api.tokens import AUDITOR, OWNER
+from aios_ledger.shell.api.app import READERS
+from aios_ledger.shell.db.connection import fetch_all
+from aios_ledger.shell.log.merkle import tree_head_at
+from aios_ledger.shell.web.console import Page, Rendered, Visit, see_other
+from aios_ledger.shell.web.verify_runs import runner_of
+from starlette.responses import JSONResponse, Response
+
+VERIFIERS = frozenset({AUDITOR, OWNER})
+SHOWN = 20
+# A run's findings on the page: the first few (their counts by code are all shown).
+FINDINGS_SHOWN = 50
+
+
+def _archive(row: Any) -> dict[str, Any]:
+    payload = json.loads(str(row["payload_json"]))
+    return {
+        "event_id": row["event_id"],
+        "created_at": row["created_at"],
+        "archive_sha256": payload.get("archive_sha256"),
+        "finished_before": payload.get("finished_before"),
+        "tasks": payload.get("tasks"),
+        "events": payload.get("events"),
+    }
+
+
+def _checkpoint(row: Any) -> dict[str, Any]:
+    return {**row, "root_hash": bytes(row["root_hash"]).hex()}
+
+
+def log_page(visit: Visit) -> Rendered:
+    def read(stores: Any) -> dict[str, Any]:
+        def rows(conn: Any) -> dict[str, Any]:
+            return {
+                "checkpoints": [
+                    _checkpoint(row)
+                    for row in fetch_all(conn, "console_checkpoints_recent", {"limit": SHOWN})
+                ],
+                "archives": [
+                    _archive(row)
+                    for row in fetch_all(conn, "console_archive_history", {"limit": SHOWN})
+                ],
+            }
+
+        return {"head": tree_head_at(stores.db).public(), **stores.db.read(rows)}
+
+    run = runner_of(visit.backend).latest
+    return Rendered(
+        "log.html",
+        {
+            **visit.backend.read_now(read),
+            "run": run,
+            "findings_shown": FINDINGS_SHOWN,
+            "may_verify": visit.viewer.may(VERIFIERS),
+        },
+    )
+
+
+def start_verify(visit: Visit) -> Response:
+    runner_of(visit.backend).start(visit.viewer.principal.name)
+    return see_other("/log")
+
+
+def verify_progress(visit: Visit) -> Response:
+    run = runner_of(visit.backend).latest
+    return JSONResponse(
+        {"run": None if run is None else run.public()}, headers={"Cache-Control": "no-store"}
+    )
+
+
+PAGES = (
+    Page("/log", "logPage", log_page, READERS, nav="Log"),
+    Page("/log/verify", "startVerify", start_verify, VERIFIERS, methods=("POST",)),
+    Page("/log/verify/progress", "verifyProgress", verify_progress, READERS),
+)

@@ -1,0 +1,116 @@
+"""`verify` started from the console: one run at a time per server, on a worker thread of its
+own executor (a walk of the whole log can take minutes at 100,000 tasks: no request waits for
+it), its progress kept here for the Log page and its small progress endpoint to show.
+
+A run holds one of the backend's read connections while it walks (`Backend.read_now`); the
+state is the server's memory, so a restart forgets the last run (the CLI's `verify` is the
+record an audit keeps)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import attrs
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.api.backend import Backend
+from aios_ledger.shell.clock import Clock, read_clock
+from aios_ledger.shell.log.verification import verify_log
+
+LOG = logging.getLogger("aios_ledger.console")
+
+
+@attrs.frozen
+class VerifyRun:
+    """What the console knows of the latest run: who started it and when, how far it is
+    (`done` of `total` events), and when finished its report (`verify`'s JSON) or refusal."""
+
+    started_by: str
+    started_at: str
+    done: int = 0
+    total: int = 0
+    finished_at: str | None = None
+    report: dict[str, Any] | None = None
+    refused: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.finished_at is None
+
+    def public(self) -> dict[str, Any]:
+        """The progress endpoint's answer: no findings list (the page shows those)."""
+        return {
+            "running": self.running,
+            "started_by": self.started_by,
+            "started_at": self.started_at,
+            "done": self.done,
+            "total": self.total,
+            "finished_at": self.finished_at,
+            "intact": None if self.report is None else self.report["intact"],
+            "refused": self.refused,
+        }
+
+
+class VerifyRunner:
+    """The console's verify runs over one backend: `start` refuses a second one while the
+    first runs (`VERIFY_RUNNING`)."""
+
+    def __init__(self, backend: Backend, clock: Clock) -> None:
+        self._backend = backend
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-verify")
+        self._latest: VerifyRun | None = None
+
+    @property
+    def latest(self) -> VerifyRun | None:
+        with self._lock:
+            return self._latest
+
+    def start(self, started_by: str) -> VerifyRun:
+        with self._lock:
+            if self._latest is not None and self._latest.running:
+                raise LedgerError("VERIFY_RUNNING", "a verify run is under way: wait for it")
+            self._latest = VerifyRun(started_by=started_by, started_at=self._now())
+            run = self._latest
+        self._executor.submit(self._run)
+        return run
+
+    def _now(self) -> str:
+        return read_clock(self._clock).text
+
+    def _update(self, **changes: Any) -> None:
+        with self._lock:
+            assert self._latest is not None
+            self._latest = attrs.evolve(self._latest, **changes)
+
+    def _run(self) -> None:
+        def progress(done: int, total: int) -> None:
+            self._update(done=done, total=total)
+
+        try:
+            report = self._backend.read_now(lambda s: verify_log(s.db, progress=progress))
+        except LedgerError as refused:
+            self._update(finished_at=self._now(), refused=f"{refused.code}: {refused.detail}")
+        except Exception:
+            # A defect: the page says the run failed, the server's log says why.
+            LOG.exception("the console's verify run failed")
+            self._update(finished_at=self._now(), refused="INTERNAL_ERROR: see the server's log")
+        else:
+            self._update(finished_at=self._now(), report=report.public())
+
+
+_RUNNERS: WeakKeyDictionary[Backend, VerifyRunner] = WeakKeyDictionary()
+_RUNNERS_LOCK = threading.Lock()
+
+
+def runner_of(backend: Backend) -> VerifyRunner:
+    """The one runner of a backend (one server's console), made on first use."""
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(backend)
+        if runner is None:
+            runner = _RUNNERS[backend] = VerifyRunner(backend, backend.settings.clock)
+        return runner

@@ -1,0 +1,88 @@
+"""The Repositories, Agents and tokens, Log and Health pages in the system Chromium (Playwright)
+against a real `aios-ledger serve` on a seeded ledger (tests/console_seed.py): each page for
+each role passes axe-core (no serious or critical violation) and scrolls no wider than a
+phone; an auditor's only action is `verify`, whose progress the page's script follows to the
+result; the other roles have none. Skipped without Chromium, axe-core or Playwright unless
+AIOS_REQUIRE_BROWSER=1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
+from api_server import ApiServer
+from console_seed import LANDED_TASK, seed_ledger, seed_tasks
+from console_support import accessible, launched_chromium, new_page, sign_in
+
+PAGES = ("/repositories", "/agents", "/log", "/health")
+# What a button may be besides an action: signing out, and the Repositories page's search.
+NOT_ACTIONS = {"Sign out", "Find"}
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with launched_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def console(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    root = tmp_path_factory.mktemp("pages-browser")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PROPOSALS_DIR_ENV, str(root / "proposals"))
+        seed_ledger(root, root / "ledger.db")
+        with ApiServer(root / "ledger.db", role_tokens=True) as server:
+            seed_tasks(server)
+            yield server
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    with new_page(chromium) as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])
+def test_each_page_is_accessible_to_each_role(page: Any, console: ApiServer, role: str) -> None:
+    sign_in(page, console, role)
+    for path in PAGES:
+        page.goto(f"{console.url}{path}")
+        assert page.get_by_role("heading", level=1).count() == 1
+        accessible(page)
+        actions = set(page.get_by_role("button").all_inner_texts()) - NOT_ACTIONS
+        expected = {"Run verify now"} if path == "/log" and role in ("owner", "auditor") else set()
+        assert actions == expected, (path, actions)
+
+
+def test_a_commit_found_from_the_form_links_to_its_task(page: Any, console: ApiServer) -> None:
+    sign_in(page, console, "reviewer")
+    page.goto(f"{console.url}/repositories")
+    page.locator('a[href^="/repositories?commit="]').first.click()  # a branch move's commit
+    accessible(page)  # the commit's way back to its task, shown
+    page.get_by_role("link", name=LANDED_TASK).first.click()
+    page.wait_for_url(f"{console.url}/tasks/{LANDED_TASK}")
+
+
+def test_an_auditor_runs_verify_and_the_page_follows_it(page: Any, console: ApiServer) -> None:
+    sign_in(page, console, "auditor")
+    page.goto(f"{console.url}/log")
+    page.get_by_role("button", name="Run verify now").click()
+    page.wait_for_url(f"{console.url}/log")
+    # The script polls the progress endpoint and reloads the page once the run is done.
+    page.locator("#verify-run[data-running=false]").wait_for(timeout=60_000)
+    assert page.locator("#verify-state").inner_text().startswith("INTACT")
+    accessible(page)
+
+
+def test_health_charts_have_their_tables(page: Any, console: ApiServer) -> None:
+    sign_in(page, console, "agent")
+    page.goto(f"{console.url}/health")
+    charts = page.get_by_role("img")
+    assert charts.count() == 7
+    label = charts.first.get_attribute("aria-label") or ""
+    assert label.startswith("Queue depth at the end of each hour (estimated): 24 bars from")
+    page.get_by_text("The figures as a table").first.click()
+    assert page.get_by_role("table").first.is_visible()
+    accessible(page)
