@@ -104,6 +104,10 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ("aios-ledger events notes-1", "a task's events in order"),
         ("aios-ledger events --follow", "every new event as it is sealed, until Ctrl-C"),
         ("aios-ledger events notes-1 --follow --after 0", "a task's events so far, then new ones"),
+        (
+            "aios-ledger events --follow --api http://127.0.0.1:18892 --token-file me.token",
+            "the same from a server's event stream, resumed after a dropped connection",
+        ),
     ),
     # -- workers and reviews
     "worker": (

@@ -46,3 +46,30 @@ FROM events WHERE task_id = :task_id AND event_id > :after ORDER BY event_id LIM
 SELECT agent_id FROM events
 WHERE task_id = :task_id AND event_type = :event_type
 ORDER BY event_id DESC LIMIT 1;
+
+-- name: event_stream_head$
+-- `GET /v1/events/stream` (shell/api/stream.py): how many events have committed, the size of
+-- the Merkle tree, whose leaves are in commit order on both engines (event ids are not, on
+-- PostgreSQL). One row read by its key: what an idle stream's poll costs.
+SELECT coalesce((SELECT size FROM merkle_tree WHERE only_row = 1), 0);
+
+-- name: event_stream_leaf_event$
+-- The event a stream's cursor stands on (the last one it sent, or the head it started at).
+SELECT event_id FROM merkle_leaves WHERE leaf_index = :leaf_index;
+
+-- name: event_stream_page
+-- The next events of a stream, in commit order: those after the cursor's leaf and within the
+-- head read in the same snapshot (an archived event keeps its leaf, and is not sent).
+SELECT l.leaf_index, e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json,
+       e.created_at
+FROM merkle_leaves AS l JOIN events AS e ON e.event_id = l.event_id
+WHERE l.leaf_index > :after_leaf AND l.leaf_index < :size
+ORDER BY l.leaf_index LIMIT :limit;
+
+-- name: event_stream_page_for_task
+-- The same for one task: its events (by its index on events) after the cursor's leaf.
+SELECT l.leaf_index, e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json,
+       e.created_at
+FROM events AS e JOIN merkle_leaves AS l ON l.event_id = e.event_id
+WHERE e.task_id = :task_id AND l.leaf_index > :after_leaf AND l.leaf_index < :size
+ORDER BY l.leaf_index LIMIT :limit;

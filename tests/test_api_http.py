@@ -233,6 +233,11 @@ class Headers:
 
 
 @attrs.frozen
+class Streamed:
+    """In place of a body: a GET of an event stream, closed once its status is in."""
+
+
+@attrs.frozen
 class Case:
     """A route, the roles allowed on it, and how to build a request an allowed role succeeds
     with: (path, JSON body, `Headers` or None) from a fresh scenario."""
@@ -367,6 +372,7 @@ CASES: dict[str, Case] = {
     "get": Case("GET", ANY, lambda s: (f"/v1/tasks/{s.queued()}", None)),
     "events": Case("GET", ANY, lambda s: (f"/v1/tasks/{s.queued()}/events", None)),
     "history": Case("GET", ANY, lambda s: (f"/v1/tasks/{s.queued()}/history", None)),
+    "event stream": Case("GET", ANY, lambda s: ("/v1/events/stream", Streamed())),
     "claim": Case(
         "POST",
         AGENT,
@@ -450,6 +456,11 @@ CASES: dict[str, Case] = {
 def _send(client: httpx.Client, case: Case, path: str, body: Any) -> httpx.Response:
     if isinstance(body, Headers):
         return client.request(case.method, path, headers=body.values)
+    if isinstance(body, Streamed):
+        with client.stream(case.method, path) as response:
+            if response.status_code != 200:
+                response.read()  # a refusal's problem document
+            return response
     return (
         client.request(case.method, path, json=body)
         if body is not None

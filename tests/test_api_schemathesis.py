@@ -51,7 +51,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
     with Database(path) as db:
         roles = ["agent", "reviewer", "owner", "auditor"]
         token = issue_token(db, "all-roles", roles, any_capability=True)["token"]
-    app = served_app(ApiSettings(db_path=str(path), max_body=256 * 1024))
+    # An event stream ends after a moment: the in-process client reads an answer whole.
+    settings = ApiSettings(db_path=str(path), max_body=256 * 1024, stream_max_seconds=0.05)
+    app = served_app(settings)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(AUTHORIZATION_ENV, OWNER)
         yield schemathesis.openapi.from_asgi("/openapi.json", app), token

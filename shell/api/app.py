@@ -2,7 +2,8 @@
 
 Every route is one row of `operations()`: its method and path, the roles that may call it, its
 body's schema in the OpenAPI document, and its handler. One wrapper (`_endpoint`) does for each
-what is common: authenticate the bearer token (401 `UNAUTHENTICATED`), check the role (403
+what is common: authenticate the caller (`principals.request_principal`, the one place a
+request's credential becomes a principal; 401 `UNAUTHENTICATED`), check the role (403
 `FORBIDDEN`), read the whole body within the size limit (413 `BODY_TOO_LARGE`, before parsing,
 and within `body_timeout`, so that a slow client never holds the writer: no write starts before
 its body is in), parse it (bounded depth and sizes, `core.jsonvalue`), validate it against the
@@ -59,7 +60,9 @@ from aios_ledger.shell.api.openapi import (
     task_body,
     task_routes,
 )
+from aios_ledger.shell.api.principals import presented_credential, request_principal
 from aios_ledger.shell.api.problems import problem_response, refusal_response
+from aios_ledger.shell.api.stream import EVENT_STREAM_TYPE, LAST_EVENT_ID, EventFeed, open_stream
 from aios_ledger.shell.api.tokens import Principal
 from aios_ledger.shell.auxiliary.service import (
     auxiliary_run_events,
@@ -537,6 +540,22 @@ async def log_export(call: Call) -> Response:
     return StreamingResponse(chunks(), media_type="application/x-ndjson")
 
 
+async def event_stream(call: Call) -> Response:
+    """The ledger's events as server-sent events (`shell/api/stream.py`), after the event a
+    reconnecting client names in `Last-Event-ID`, else after `?after=`, else from the head:
+    the header wins, as a browser's EventSource reconnects to the URL it opened (with its
+    `?after=`) and sends the last id it got in the header."""
+    header = call.request.headers.get(LAST_EVENT_ID) or None
+    if header is not None:
+        after = _count_in(call, header.strip(), "Last-Event-ID")
+    else:
+        after = _count_in(call, call.query("after"), "after")
+    feed: EventFeed = call.request.app.state.event_feed
+    return await open_stream(
+        call.request, call.backend, feed, roles=READERS, after=after, task_id=call.query("task_id")
+    )
+
+
 # -- the route table --------------------------------------------------------------------------
 
 # The operation ids of the task routes whose id is not their operation's name.
@@ -591,6 +610,24 @@ def operations() -> tuple[Operation, ...]:
             query=TASK_LIST_QUERY,
         ),
         o("GET", "/v1/tasks/{task_id}", "getTask", READERS, get_task, "one task"),
+        o(
+            "GET",
+            "/v1/events/stream",
+            "eventStream",
+            READERS,
+            event_stream,
+            "the ledger's events as they are sealed (server-sent events)",
+            query=(
+                Query("after", {"type": "integer", "minimum": 0}),
+                Query("task_id", {"type": "string", "minLength": 1, "maxLength": 200}),
+                Query(
+                    "Last-Event-ID",
+                    {"type": "string", "pattern": "^[0-9]{1,18}$"},
+                    location="header",
+                ),
+            ),
+            media=EVENT_STREAM_TYPE,
+        ),
         o("GET", "/v1/tasks/{task_id}/events", "taskEvents", READERS, task_events, "its events"),
         o(
             "GET",
@@ -775,16 +812,6 @@ def operations() -> tuple[Operation, ...]:
 # -- the common part of every route ---------------------------------------------------------
 
 
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization")
-    if header is None:
-        return None
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
-
-
 async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
     """The whole body, or 413 `BODY_TOO_LARGE` as soon as it is known to be over `limit`."""
     declared = request.headers.get("content-length")
@@ -835,21 +862,21 @@ def _endpoint(
     plain = not inspect.iscoroutinefunction(operation.handler)
     needs_thread = plain or operation.roles is not None or operation.body is not None
 
-    def authorized(token: str | None) -> Principal | Response | None:
-        """The token's principal, checked against the route's roles (None: a route without)."""
+    def authorized(request: Request) -> Principal | Response | None:
+        """The caller's principal (`request_principal`), checked against the route's roles
+        (None: a route without)."""
         if operation.roles is None:
             return None
-        assert token is not None
-        principal = backend.principal_now(token)
+        principal = request_principal(request, backend)
         if principal is None:
             return _unauthenticated()
         if principal.roles.isdisjoint(operation.roles):
             raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
         return principal
 
-    def guarded(request: Request, token: str | None) -> Principal | Response | None:
+    def guarded(request: Request) -> Principal | Response | None:
         """On a worker thread, before the body is read: the token, the role, the route's guard."""
-        principal = authorized(token)
+        principal = authorized(request)
         if isinstance(principal, Response):
             return principal
         assert operation.guard is not None
@@ -858,13 +885,12 @@ def _endpoint(
 
     def prepared(
         request: Request,
-        token: str | None,
         raw: bytes | LedgerError | None,
         checked: Principal | Response | None,
     ) -> Any:
         """On the worker thread: the Call, or the handler's answer for a plain handler.
         `checked`: the principal its guard already checked (None: checked here)."""
-        principal = authorized(token) if checked is None else checked
+        principal = authorized(request) if checked is None else checked
         if isinstance(principal, Response):
             return principal
         body = None
@@ -878,15 +904,12 @@ def _endpoint(
         return operation.handler(call) if plain else call
 
     async def run(request: Request) -> Response:
-        token = None
-        if operation.roles is not None:
-            token = _bearer(request)
-            if token is None:  # no token at all: refused at once, the body unread
-                return _unauthenticated()
+        if operation.roles is not None and presented_credential(request) is None:
+            return _unauthenticated()  # no credential at all: refused at once, the body unread
         checked: Principal | Response | None = None
         if operation.guard is not None:
             # One more hop, so that a caller the route's guard refuses is refused unread.
-            checked = await run_in_threadpool(guarded, request, token)
+            checked = await run_in_threadpool(guarded, request)
             if isinstance(checked, Response):
                 return checked
         raw: bytes | LedgerError | None = None
@@ -896,7 +919,7 @@ def _endpoint(
             except LedgerError as refused:
                 raw = refused
         if needs_thread:
-            outcome = await run_in_threadpool(prepared, request, token, raw, checked)
+            outcome = await run_in_threadpool(prepared, request, raw, checked)
         else:
             outcome = Call(request, None, None, backend)
         if isinstance(outcome, Call):
@@ -935,6 +958,7 @@ def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starle
     backend = Backend(settings)
     metrics = ApiMetrics(backend.task_counts)
     backend.on_batch = metrics.observe_batch
+    feed = EventFeed(backend, settings.stream_poll_seconds)
     table = (*operations(), *extra)
     document = build_document(table, version=version("aios-ledger"))
     validators = BodyValidators(document)
@@ -961,6 +985,7 @@ def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starle
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_problem})
     app.state.backend = backend
     app.state.metrics = metrics
+    app.state.event_feed = feed
     app.state.openapi = document
     app.state.openapi_bytes = json.dumps(document, separators=(",", ":")).encode()
     return app

@@ -55,6 +55,12 @@ MAX_WAIT_SECONDS = 60
 DEFAULT_READ_CONNECTIONS = 4
 DEFAULT_GROUP_COMMIT = 64
 DEFAULT_RECHECK_SECONDS = 2.0
+# The event stream (`stream.py`): how often the head is read while a stream is open, an idle
+# stream's comment, how long a client may take to accept a page, a stream's longest life.
+DEFAULT_STREAM_POLL_SECONDS = 0.5
+DEFAULT_STREAM_KEEPALIVE_SECONDS = 15.0
+DEFAULT_STREAM_SEND_TIMEOUT = 30.0
+DEFAULT_STREAM_MAX_SECONDS = 3600.0
 # `serve`'s connection guards (`connections.py`); NaN and infinity are no bound.
 DEFAULT_HEADER_TIMEOUT = 10.0
 MAX_HEADER_TIMEOUT = 3600.0
@@ -90,6 +96,11 @@ class ApiSettings:
     # The verifier keys of the witnesses whose cosignatures `POST /v1/checkpoint/cosignatures`
     # accepts (`serve --witness-key`, `[checkpoint] witnesses`).
     witness_keys: tuple[str, ...] = ()
+    # `GET /v1/events/stream` (shell/api/stream.py).
+    stream_poll_seconds: float = DEFAULT_STREAM_POLL_SECONDS
+    stream_keepalive_seconds: float = DEFAULT_STREAM_KEEPALIVE_SECONDS
+    stream_send_timeout: float = DEFAULT_STREAM_SEND_TIMEOUT
+    stream_max_seconds: float = DEFAULT_STREAM_MAX_SECONDS
 
 
 class Stores:

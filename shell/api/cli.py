@@ -6,7 +6,7 @@ import argparse
 import errno
 import logging
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aios_ledger.core.api.tokens import ROLES
 from aios_ledger.core.proofs import VerifierKey
@@ -17,6 +17,8 @@ from aios_ledger.shell.api.backend import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_WAITING_PER_TOKEN,
     DEFAULT_RECHECK_SECONDS,
+    DEFAULT_STREAM_KEEPALIVE_SECONDS,
+    DEFAULT_STREAM_POLL_SECONDS,
     MAX_HEADER_TIMEOUT,
     ApiSettings,
 )
@@ -36,6 +38,10 @@ from aios_ledger.shell.web.sessions import (
     DEFAULT_MAX_SECONDS,
     SessionSettings,
 )
+
+if TYPE_CHECKING:
+    import uvicorn
+    from aios_ledger.shell.api.stream import EventFeed
 
 # uvicorn: a connection idle this long between requests is closed; on SIGTERM, requests still
 # running (long polls) get this long to finish before their connections are closed (a client
@@ -77,6 +83,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="S",
         help="how often a waiting claim re-tries on its own, for work that becomes claimable "
         "with time (a lease passing, not_before) or is written by another process",
+    )
+    serve.add_argument(
+        "--stream-poll-seconds",
+        type=float,
+        default=DEFAULT_STREAM_POLL_SECONDS,
+        metavar="S",
+        help="while an event stream is open, how often the log's head is read for new events "
+        "(one read for every stream together)",
+    )
+    serve.add_argument(
+        "--stream-keepalive-seconds",
+        type=float,
+        default=DEFAULT_STREAM_KEEPALIVE_SECONDS,
+        metavar="S",
+        help="an idle event stream writes a comment this often, so that proxies keep it open",
     )
     serve.add_argument(
         "--header-timeout",
@@ -187,6 +208,8 @@ def _serve(args: argparse.Namespace) -> int:
         args.max_body < 1
         or args.max_waiting_per_token < 0
         or not args.recheck_seconds > 0
+        or not 0 < args.stream_poll_seconds <= MAX_HEADER_TIMEOUT
+        or not 0 < args.stream_keepalive_seconds <= MAX_HEADER_TIMEOUT
         or not 0 < args.header_timeout <= MAX_HEADER_TIMEOUT
         or args.max_connections < 1
         or not 0 < args.session_idle_seconds < float("inf")
@@ -195,7 +218,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(
             "USAGE_INVALID",
             "--max-body, --recheck-seconds and --max-connections must be positive, "
-            f"--header-timeout from 0 to {MAX_HEADER_TIMEOUT:g} seconds, "
+            "--header-timeout, --stream-poll-seconds and --stream-keepalive-seconds from 0 to "
+            f"{MAX_HEADER_TIMEOUT:g} seconds, "
             "--max-waiting-per-token >= 0, --session-idle-seconds and --session-max-seconds "
             "positive",
         )
@@ -222,6 +246,8 @@ def _serve(args: argparse.Namespace) -> int:
         max_waiting_per_token=args.max_waiting_per_token,
         recheck_seconds=args.recheck_seconds,
         witness_keys=witness_keys,
+        stream_poll_seconds=args.stream_poll_seconds,
+        stream_keepalive_seconds=args.stream_keepalive_seconds,
     )
     # Bound before anything is opened or announced: an address in use is one clear refusal.
     listener = bind_listener(host, port)
@@ -255,13 +281,26 @@ def _serve(args: argparse.Namespace) -> int:
     )
     LOG.info("serving %s on http://%s:%d", settings.db_path, host, port)
     try:
-        uvicorn.Server(config).run(sockets=[listener])
+        ledger_server(config, app.state.event_feed).run(sockets=[listener])
     finally:
         listener.close()
         if periodic is not None:
             periodic.stop()
         app.state.backend.close()
     return 0
+
+
+def ledger_server(config: uvicorn.Config, feed: EventFeed) -> uvicorn.Server:
+    """uvicorn's server, whose graceful shutdown first ends the open event streams: uvicorn
+    waits (up to its grace period) for every response to finish, and a stream never would."""
+    import uvicorn
+
+    class LedgerServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            feed.close()
+            await super().shutdown(sockets)
+
+    return LedgerServer(config)
 
 
 def bind_listener(host: str, port: int) -> socket.socket:

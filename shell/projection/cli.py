@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from aios_ledger.core import EventView
 from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
@@ -32,9 +34,14 @@ from aios_ledger.shell.log.follow import follow_events, json_line, log_end
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.remote.bindings import HttpBindingResolver
+from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.remote.credentials import API_URL_ENV
+from aios_ledger.shell.work.cli import api_client, api_options
 
 FOLLOW_INTERVAL = 0.5
+# `events --follow --api`: reconnections in a row that get no stream before it gives up
+# (the client's backoff reaches 2 s: a few minutes for a server being restarted).
+STREAM_RECONNECTS = 100
 MAX_INTERVAL = 3600.0
 
 
@@ -92,6 +99,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="SECONDS",
         help=f"with --follow: how often the log is read (default: {FOLLOW_INTERVAL})",
     )
+    api_options(events)  # with --follow: the server's event stream instead of --db
     json_flag(events)
     events.set_defaults(handler=_events)
 
@@ -173,8 +181,8 @@ def _events(args: argparse.Namespace) -> Any:
         return _follow(args)
     if args.task_id is None:
         raise UsageError("USAGE_INVALID", "events needs a TASK_ID (or --follow for every task)")
-    if args.after is not None or args.interval is not None:
-        raise UsageError("USAGE_INVALID", "--after and --interval go with --follow")
+    if args.after is not None or args.interval is not None or args.api is not None:
+        raise UsageError("USAGE_INVALID", "--after, --interval and --api go with --follow")
     with task_ledger(args) as ledger:
         return Shown(ledger.events(args.task_id), events_view)
 
@@ -185,10 +193,18 @@ def _follow(args: argparse.Namespace) -> int:
         raise UsageError(
             "USAGE_INVALID", f"--interval takes 0 < SECONDS <= {MAX_INTERVAL}; --after >= 0"
         )
+    line = json_line if args.json or not is_terminal(sys.stdout) else event_line
+    client = api_client(args)
+    if client is not None:
+        if args.interval is not None:
+            client.close()
+            raise UsageError("USAGE_INVALID", "--interval reads a --db; the API's stream pushes")
+        with client:
+            _follow_stream(client, args.after, args.task_id, line)
+        return 0
     if args.task_id is not None:
         with task_ledger(args) as ledger:
             ledger.get(args.task_id)  # a mistyped id is TASK_NOT_FOUND, not a silent wait
-    line = json_line if args.json or not is_terminal(sys.stdout) else event_line
     with open_database(args) as db:
         follow_events(
             db,
@@ -199,6 +215,16 @@ def _follow(args: argparse.Namespace) -> int:
             line=line,
         )
     return 0
+
+
+def _follow_stream(
+    client: LedgerClient, after: int | None, task_id: str | None, line: Callable[[EventView], str]
+) -> None:
+    """Print each event of the server's stream (`GET /v1/events/stream`) as it comes; the
+    client reconnects after a dropped connection, resuming after the last event printed."""
+    for event in client.follow_events(after=after, task_id=task_id, reconnects=STREAM_RECONNECTS):
+        sys.stdout.write(line(event) + "\n")
+        sys.stdout.flush()
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:

@@ -40,6 +40,7 @@ agent, and the client refuses an `agent_id` other than `agent_name` when one was
 from __future__ import annotations
 
 import base64
+import codecs
 import contextlib
 import json
 import os
@@ -47,7 +48,7 @@ import random
 import secrets
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
 import httpx
@@ -73,6 +74,7 @@ from aios_ledger.core import (
     VerifyAnswer,
     VerifyRequest,
 )
+from aios_ledger.core.api.event_stream import StreamParser
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import dumps_canonical
@@ -94,6 +96,7 @@ MAX_WAIT_SECONDS = 60
 # The long poll holds the answer up to `wait_seconds`: the read timeout must outlast it.
 LONG_POLL_MARGIN = 15.0
 PROBLEM_TYPE = "application/problem+json"
+EVENT_STREAM_TYPE = "text/event-stream"
 _RETRIED_STATUS = frozenset({502, 503, 504})
 
 
@@ -264,8 +267,11 @@ class LedgerClient:
         )
 
     def _sleep(self, attempt: int) -> None:
-        delay = min(self._backoff_max, self._backoff * 2 ** (attempt - 1))
-        time.sleep(delay * random.uniform(0.5, 1.0))
+        time.sleep(self._delay(attempt))
+
+    def _delay(self, attempt: int) -> float:
+        delay = min(self._backoff_max, self._backoff * 2.0 ** (attempt - 1))
+        return delay * random.uniform(0.5, 1.0)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._call(method, path, **kwargs)
@@ -510,6 +516,60 @@ class LedgerClient:
 
     def events(self, task_id: str) -> list[EventView]:
         return cast(list[EventView], self._json("GET", api_path("tasks", task_id, "events")))
+
+    def follow_events(
+        self,
+        *,
+        after: int | None = None,
+        task_id: str | None = None,
+        reconnects: int | None = None,
+    ) -> Iterator[EventView]:
+        """The ledger's events as they are sealed (`GET /v1/events/stream`), after event
+        `after` (None: from now on; 0: from the first), of `task_id` or of all, until the
+        caller stops. A connection that drops, or a stream the server ends (its shutdown, a
+        stream's longest life, a client too slow to keep up), is opened again after the
+        server's `retry:` wait with `Last-Event-ID` (the last event given here, or where the
+        stream started): it goes on after it, no event lost or given twice. `reconnects`
+        tries in a row that get no stream (None: the client's `retries`) are
+        `API_UNAVAILABLE`; a refusal (a revoked token's 401, TASK_NOT_FOUND) is raised."""
+        parser = StreamParser(last_id="" if after is None else str(after))
+        params = {} if task_id is None else {"task_id": task_id}
+        limit = self._retries if reconnects is None else reconnects
+        failures, last = 0, "no attempt"
+        while True:
+            headers = {"Accept": EVENT_STREAM_TYPE}
+            if parser.last_id:
+                headers["Last-Event-ID"] = parser.last_id
+            try:
+                with self._http.stream(
+                    "GET", api_path("events", "stream"), params=params, headers=headers
+                ) as response:
+                    if response.status_code == 200:
+                        failures = 0
+                        parser.reconnected()
+                        text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+                        for chunk in response.iter_bytes():
+                            for message in parser.feed_text(text.decode(chunk)):
+                                yield cast(EventView, message.document())
+                        last = "the server ended the stream"
+                    else:
+                        response.read()
+                        if response.status_code not in _RETRIED_STATUS:
+                            refused = problem_error(response)
+                            if response.status_code == 401:
+                                raise self._token_refused(refused)
+                            raise refused
+                        last = str(problem_error(response))
+                        failures += 1
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                failures += 1
+            if failures > limit:
+                raise LedgerError(
+                    "API_UNAVAILABLE", f"the event stream: no answer after {failures} tries: {last}"
+                )
+            asked = (parser.retry or 0) / 1000
+            time.sleep(asked if failures == 0 else max(asked, self._delay(failures)))
 
     def history(self, task_id: str) -> list[HistoryEntry]:
         answer = self._json("GET", api_path("tasks", task_id, "history"))

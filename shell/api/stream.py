@@ -1,0 +1,295 @@
+"""`GET /v1/events/stream`: the ledger's events as they are sealed, as server-sent events.
+
+Order and resumption. A stream follows the Merkle tree's leaves, which are in commit order on
+both engines (on PostgreSQL event ids are drawn before their writers commit, so an event can
+become visible after one with a higher id; a leaf cannot: the tree's head row orders writers).
+Its cursor is a leaf; the event id a client sends back (`Last-Event-ID`, or `?after=`) names the
+leaf of that event, and the stream goes on with the events committed after it: none lost, none
+sent twice, on either engine. Without either, it starts at the head (only what comes next).
+
+Cost. No stream holds a transaction or the writer: what every open stream waits on is one
+`EventFeed` per server, which reads the head (the tree's size: one row by its key) every
+`stream_poll_seconds` while any stream is open, and wakes the streams when it moved; each then
+reads its own next page on a reader connection, and re-resolves its caller's principal
+(`request_principal`), so that a token revoked while it streams (a revocation is an event, which
+moves the head) ends the stream within one poll. An idle stream writes a comment every
+`stream_keepalive_seconds` (and re-checks its caller then too).
+
+Bounds. A stream reads a page (`PAGE` events) only once its client's connection has taken the
+previous one, so what the server holds for a slow client is at most one page (and the
+transport's buffer); a client that takes none of it within `stream_send_timeout` seconds has
+fallen behind and is disconnected (it resumes with its `Last-Event-ID`). A stream ends after
+`stream_max_seconds` (its client reconnects and resumes), and at once when `serve` shuts down
+(`EventFeed.close`, before uvicorn's grace period starts waiting on connections).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from aios_ledger.core import LedgerError
+from aios_ledger.core.api.event_stream import KEEP_ALIVE, event_message, opening_message
+from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.tasks.answers import event_view
+from aios_ledger.shell.api.principals import request_principal
+from aios_ledger.shell.db.run import Connection, fetch_all, fetch_one, fetch_value
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
+
+LOG = logging.getLogger("aios_ledger.api")
+
+EVENT_STREAM_TYPE = "text/event-stream"
+LAST_EVENT_ID = "last-event-id"
+# Events read at once: the most a stream holds that its client has not taken yet.
+PAGE = 200
+# How long a client waits before it reconnects (the stream's `retry:` field).
+RETRY_MILLISECONDS = 1000
+
+
+def read_head(conn: Connection) -> int:
+    return int(fetch_value(conn, "event_stream_head"))
+
+
+def stream_start(conn: Connection, after: int | None) -> tuple[int, int]:
+    """The leaf a stream starts after and the event id it stands after: that of `after`
+    (EVENT_NOT_FOUND for an event the ledger never had), the head without it (0: the log's
+    beginning)."""
+    if after == 0:
+        return -1, 0
+    if after is not None:
+        row = fetch_one(conn, "merkle_leaf_of_event", {"event_id": after})
+        if row is None:
+            raise LedgerError(
+                "EVENT_NOT_FOUND",
+                f"no event {after} in this ledger: resume from an id this stream sent "
+                "(0: from the first event)",
+            )
+        return int(row["leaf_index"]), after
+    leaf = read_head(conn) - 1
+    if leaf < 0:
+        return -1, 0
+    return leaf, int(fetch_value(conn, "event_stream_leaf_event", {"leaf_index": leaf}))
+
+
+def stream_page(
+    conn: Connection, after_leaf: int, task_id: str | None
+) -> tuple[list[dict[str, Any]], int, int]:
+    """The next events after `after_leaf` (of `task_id`, or all), the leaf the next read starts
+    after, and the head they were read under (one snapshot)."""
+    size = read_head(conn)
+    params: dict[str, Any] = {"after_leaf": after_leaf, "size": size, "limit": PAGE}
+    if task_id is None:
+        rows = fetch_all(conn, "event_stream_page", params)
+    else:
+        rows = fetch_all(conn, "event_stream_page_for_task", {**params, "task_id": task_id})
+    # A short page read everything up to the head (a filtered one skipped other tasks' events).
+    reached = int(rows[-1]["leaf_index"]) if len(rows) == PAGE else max(after_leaf, size - 1)
+    return rows, reached, size
+
+
+class EventFeed:
+    """The head every open stream of one server waits on (see the module)."""
+
+    def __init__(self, backend: Backend, poll_seconds: float) -> None:
+        self._backend = backend
+        self._poll_seconds = poll_seconds
+        self.head = -1  # the tree's size at the last poll (-1: not read yet)
+        self.closing = False
+        self._wakes: set[asyncio.Event] = set()
+        self._poller: asyncio.Task[None] | None = None
+
+    @contextlib.contextmanager
+    def subscribed(self) -> Iterator[asyncio.Event]:
+        """A stream's wake-up, set when the head moves or the server shuts down; the poll runs
+        while any stream holds one."""
+        wake = asyncio.Event()
+        self._wakes.add(wake)
+        loop = asyncio.get_running_loop()
+        poller = self._poller
+        # One poll per server; a new one for a new event loop (a test client's, per request).
+        if poller is None or poller.done() or poller.get_loop() is not loop:
+            self._poller = loop.create_task(self._poll())
+        try:
+            yield wake
+        finally:
+            self._wakes.discard(wake)
+
+    async def _poll(self) -> None:
+        while self._wakes and not self.closing:
+            try:
+                head = await self._backend.read(lambda stores: stores.db.read(read_head))
+            except LedgerError as refused:  # the streams wait; the next poll tries again
+                LOG.warning("the event stream's head could not be read: %s", refused)
+            else:
+                if head != self.head:
+                    self.head = head
+                    self._wake_all()
+            await asyncio.sleep(self._poll_seconds)
+
+    def close(self) -> None:
+        """End every open stream now (serve's shutdown), and refuse none: a stream opened
+        after this ends at once, its client told to come back (`retry:`)."""
+        self.closing = True
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        for wake in self._wakes:
+            wake.set()
+
+
+class EventStream:
+    """One client's stream: its cursor, its caller, and the messages it writes."""
+
+    def __init__(
+        self,
+        request: Request,
+        backend: Backend,
+        feed: EventFeed,
+        *,
+        roles: frozenset[str],
+        task_id: str | None,
+        start: tuple[int, int],
+    ) -> None:
+        self._request = request
+        self._backend = backend
+        self._feed = feed
+        self._roles = roles
+        self._task_id = task_id
+        self._after_leaf, self._start_id = start
+        self._seen = -1  # the head this stream has read everything under (-1: nothing yet)
+        self._disconnected = False
+        self._wake: asyncio.Event | None = None
+
+    def disconnect(self) -> None:
+        self._disconnected = True
+        if self._wake is not None:
+            self._wake.set()
+
+    async def messages(self, settings: ApiSettings) -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
+        ends_at = loop.time() + settings.stream_max_seconds
+        with self._feed.subscribed() as wake:
+            self._wake = wake
+            yield opening_message(self._start_id, RETRY_MILLISECONDS).encode()
+            keep_alive_at = loop.time() + settings.stream_keepalive_seconds
+            while True:
+                wake.clear()
+                now = loop.time()
+                if self._feed.closing or self._disconnected or now >= ends_at:
+                    return
+                due = now >= keep_alive_at
+                if due or self._seen < 0 or self._feed.head > self._seen:
+                    if not await self._still_allowed():
+                        return
+                    async for page in self._pages():
+                        yield page
+                    if due:
+                        yield KEEP_ALIVE.encode()
+                        keep_alive_at = loop.time() + settings.stream_keepalive_seconds
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), min(keep_alive_at, ends_at) - now)
+
+    async def _still_allowed(self) -> bool:
+        """Whether the caller's credential still resolves to a reader (not revoked since)."""
+        principal = await run_in_threadpool(request_principal, self._request, self._backend)
+        return principal is not None and not principal.roles.isdisjoint(self._roles)
+
+    async def _pages(self) -> AsyncIterator[bytes]:
+        """The events committed since the last read, a page at a time, each page once the
+        client's connection took the one before."""
+        while not (self._feed.closing or self._disconnected):
+            rows, self._after_leaf, size = await self._backend.read(self._next_page)
+            if rows:
+                yield "".join(_message(row) for row in rows).encode()
+            if self._after_leaf >= size - 1:
+                self._seen = size
+                return
+
+    def _next_page(self, stores: Stores) -> tuple[list[dict[str, Any]], int, int]:
+        after, task_id = self._after_leaf, self._task_id
+        return stores.db.read(lambda conn: stream_page(conn, after, task_id))
+
+
+def _message(row: dict[str, Any]) -> str:
+    view = event_view(EventRow.from_row(row))
+    return event_message(view["event_id"], view["event_type"], view)
+
+
+class EventStreamResponse(StreamingResponse):
+    """The stream's answer: its messages as they come, each page written within the send
+    timeout (or the client is disconnected), ended when the client goes away."""
+
+    def __init__(self, stream: EventStream, settings: ApiSettings) -> None:
+        super().__init__(
+            stream.messages(settings),
+            media_type=EVENT_STREAM_TYPE,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+        self._stream = stream
+        self._send_timeout = settings.stream_send_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        listener = asyncio.get_running_loop().create_task(self._listen(receive))
+        messages = self.body_iterator
+        assert isinstance(messages, AsyncIterator)
+        try:
+            async for chunk in messages:
+                try:
+                    async with asyncio.timeout(self._send_timeout):
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except TimeoutError:
+                    # Left incomplete, the response's connection is closed by the server.
+                    LOG.warning(
+                        "an event stream's client took nothing for %s s: disconnected (it "
+                        "resumes with its Last-Event-ID)",
+                        self._send_timeout,
+                    )
+                    return
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            return  # the client went away (ASGI 2.4: sending to a closed connection)
+        finally:
+            listener.cancel()
+            closing = getattr(messages, "aclose", None)
+            if closing is not None:
+                await closing()
+
+    async def _listen(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self._stream.disconnect()
+
+
+async def open_stream(
+    request: Request,
+    backend: Backend,
+    feed: EventFeed,
+    *,
+    roles: frozenset[str],
+    after: int | None,
+    task_id: str | None,
+) -> EventStreamResponse:
+    """The stream after event `after` (None: from the head) of `task_id` (None: all), its
+    refusals (TASK_NOT_FOUND, EVENT_NOT_FOUND) raised before it starts."""
+
+    def start(stores: Stores) -> tuple[int, int]:
+        if task_id is not None:
+            stores.tasks.get(task_id)  # a mistyped id is TASK_NOT_FOUND, not a silent stream
+        return stores.db.read(lambda conn: stream_start(conn, after))
+
+    begins = await backend.read(start)
+    stream = EventStream(request, backend, feed, roles=roles, task_id=task_id, start=begins)
+    return EventStreamResponse(stream, backend.settings)
