@@ -32,10 +32,6 @@ from aios_ledger.shell.cli_support import (
     synchronous,
 )
 from aios_ledger.shell.proofs.checkpoints import PeriodicCheckpoints
-
-if TYPE_CHECKING:
-    import uvicorn
-    from aios_ledger.shell.api.stream import EventFeed
 from aios_ledger.shell.proofs.keys import load_signer
 from aios_ledger.shell.proofs.push import WitnessPush
 from aios_ledger.shell.web.sessions import (
@@ -43,6 +39,10 @@ from aios_ledger.shell.web.sessions import (
     DEFAULT_MAX_SECONDS,
     SessionSettings,
 )
+
+if TYPE_CHECKING:
+    import uvicorn
+    from aios_ledger.shell.api.stream import EventFeed
 
 # uvicorn: a connection idle this long between requests is closed; on SIGTERM, requests still
 # running (long polls) get this long to finish before their connections are closed (a client

@@ -167,17 +167,25 @@ async def workspace(call: Call) -> Response:
     )
 
 
-async def write_branch(call: Call) -> Answer:
-    task_id, body = call.path("task_id"), call.body
-    settings = call.backend.settings
-    request = {"task_id": task_id, "idempotency_key": body["idempotency_key"]}
-
+def write_task_branch(settings: ApiSettings, task_id: str, idempotency_key: str) -> Any:
+    """The governed write of a verified task's proposal, on a connection of its own, attested
+    with the server's key: what the API's route and the console's form both do (blocking:
+    call it on a worker thread)."""
+    request = {"task_id": task_id, "idempotency_key": idempotency_key}
     signing = _server_signing_key()
 
     def write(db: Database) -> Any:
         return governed_write(db, request, clock=settings.clock, attest_key=signing)
 
-    return Answer(await run_in_threadpool(_on_own_connection, settings, write))
+    return _on_own_connection(settings, write)
+
+
+async def write_branch(call: Call) -> Answer:
+    task_id, body = call.path("task_id"), call.body
+    settings = call.backend.settings
+    return Answer(
+        await run_in_threadpool(write_task_branch, settings, task_id, body["idempotency_key"])
+    )
 
 
 def _server_signing_key() -> SigningKey | None:

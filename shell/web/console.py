@@ -39,7 +39,7 @@ from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.backend import Backend
 from aios_ledger.shell.api.problems import status_of
 from aios_ledger.shell.api.tokens import MAX_TOKEN_LENGTH, Principal, authenticate_digest
-from aios_ledger.shell.web.sessions import Session, SessionSettings, SessionStore
+from aios_ledger.shell.web.sessions import COOKIE, Session, SessionSettings, SessionStore
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -50,7 +50,6 @@ from starlette.templating import Jinja2Templates
 LOG = logging.getLogger("aios_ledger.console")
 
 HERE = Path(__file__).resolve().parent
-COOKIE = "aios_console_session"
 CSRF_FIELD = "csrf_token"
 SIGN_IN = "/sign-in"
 HOME = "/tasks"

@@ -1,70 +1,171 @@
-"""The task page (`/tasks/{task_id}`): its status, its envelope's digest and its timeline from
-the sealed events (who, when, attempt, kind, reason); and the owner's action on it, cancel
-(`POST /tasks/{task_id}/cancel`), which the page shows only to an owner and the server refuses
-to anyone else (the Page's roles)."""
+"""The task page (`/tasks/{task_id}`): the task's whole record (`shell/web/task_record.py`:
+its timeline, each sealed event with its seal and inclusion proof, the evidence runs and their
+events, the auxiliary reviews, the proposals with their diff and findings, the governed writes
+and the commit's attestation), and the actions on it by role:
+
+- a reviewer verifies a submitted result (`POST /tasks/{task_id}/verification`: SUCCEEDED,
+  NEEDS_REWORK or FAILED, a reason, and the result digest the page showed);
+- an owner retries a finished task (`.../retry`), cancels one (`.../cancel`) and performs the
+  governed write of a verified proposal (`.../governed-write`);
+- an auditor (and an agent) only reads.
+
+Each action is the API's: the same request record, built from the form as the API builds it
+from the body, applied through the same store (the core's decision, its compare-and-swap and
+its idempotency), with the idempotency key the form was given when the page was rendered, so
+a form sent twice is one action. The page shows an action only where its status allows it and
+only to the roles that may take it; the Page's roles refuse anyone else on the server."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from aios_ledger.core.api.tokens import OWNER
-from aios_ledger.core.tasks.requests import CancelRequest
-from aios_ledger.core.tasks.transitions import TaskStatus
+from aios_ledger.core.api.tokens import OWNER, REVIEWER
+from aios_ledger.core.tasks.modes import VerifyDecision
+from aios_ledger.core.tasks.requests import CancelRequest, RetryRequest, VerifyRequest
+from aios_ledger.core.tasks.transitions import TASK_OPERATIONS, TaskStatus
 from aios_ledger.shell.api.app import READERS
+from aios_ledger.shell.api.governed import write_task_branch
 from aios_ledger.shell.web.console import Page, Rendered, Visit, new_idempotency_key, see_other
+from aios_ledger.shell.web.task_record import WRITE_EVENTS, read_task_record
+from anyio import from_thread
+from starlette.responses import Response
 
 OWNERS = frozenset({OWNER})
-# The statuses a task can be cancelled from (the core decides; the page only offers it there).
+REVIEWERS = frozenset({REVIEWER})
+# The statuses each action is offered from (the core decides; the page only offers it there).
 CANCELLABLE = frozenset(
     {TaskStatus.QUEUED, TaskStatus.CLAIMED, TaskStatus.SUBMITTED, TaskStatus.PAUSED}
 )
+RETRYABLE = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED})
+VERIFIABLE = frozenset({TaskStatus.SUBMITTED})
+WRITABLE = frozenset({TaskStatus.SUCCEEDED})
+DECISIONS = tuple(decision.value for decision in VerifyDecision)
+# The event types the page's script listens for on the stream (an EventSource hears a named
+# event only by its name): the lifecycle's, the governed ones, and any the task already has.
+LIVE_EVENT_TYPES = frozenset(
+    {row.event for row in TASK_OPERATIONS.values()}
+    | WRITE_EVENTS
+    | {
+        "TASK_LEASE_EXPIRED",
+        "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED",
+        "GOVERNED_BINDING_REGISTERED",
+        "PROPOSAL_RECORDED",
+        "PROPOSAL_SCAN_CHARGED",
+        "COMMIT_ATTESTED",
+        "message",
+    }
+)
+
+
+def envelope(task: Any) -> dict[str, Any] | None:
+    """The task's execution envelope (`metadata.execution`, as the governed projection writes
+    it), or None for a task without one."""
+    metadata = task["metadata"]
+    execution = metadata.get("execution") if isinstance(metadata, dict) else None
+    return execution if isinstance(execution, dict) else None
 
 
 def envelope_digest(task: Any) -> str | None:
-    """The `execution_digest` of the task's execution envelope (`metadata.execution`, as the
-    governed projection writes it), or None for a task without one."""
-    metadata = task["metadata"]
-    execution = metadata.get("execution") if isinstance(metadata, dict) else None
-    digest = execution.get("execution_digest") if isinstance(execution, dict) else None
+    """The `execution_digest` of the task's execution envelope, or None."""
+    execution = envelope(task)
+    digest = None if execution is None else execution.get("execution_digest")
     return digest if isinstance(digest, str) else None
 
 
 def task_page(visit: Visit) -> Rendered:
     task_id = visit.path("task_id")
-
-    def read(stores: Any) -> tuple[Any, Any]:
-        return stores.tasks.get(task_id), stores.tasks.history(task_id)
-
-    task, history = visit.backend.read_now(read)
+    record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id))
+    status, viewer = record.task["status"], visit.viewer
+    applied = any(write["type"] == "GOVERNED_WRITE_APPLIED" for write in record.writes)
+    offered = {
+        "verify": viewer.may(REVIEWERS) and status in VERIFIABLE,
+        "retry": viewer.may(OWNERS) and status in RETRYABLE,
+        "cancel": viewer.may(OWNERS) and status in CANCELLABLE,
+        "write": viewer.may(OWNERS)
+        and status in WRITABLE
+        and bool(record.proposals)
+        and not applied,
+    }
     return Rendered(
         "task.html",
         {
-            "task": task,
-            "envelope_digest": envelope_digest(task),
-            "history": history,
-            "may_cancel": visit.viewer.may(OWNERS) and task["status"] in CANCELLABLE,
-            "owners": OWNERS,
-            "cancel_key": new_idempotency_key("cancel"),
+            "task": record.task,
+            "record": record,
+            "envelope": envelope(record.task),
+            "envelope_digest": envelope_digest(record.task),
+            "history": record.history,
+            "offered": offered,
+            "decisions": DECISIONS,
+            "keys": {
+                action: new_idempotency_key(action) for action, shown in offered.items() if shown
+            },
+            "event_types": sorted(LIVE_EVENT_TYPES | {e["event_type"] for e in record.events}),
         },
     )
 
 
-def cancel_task(visit: Visit) -> Any:
-    """The owner cancels the task, with the form's reason and idempotency key (a form sent
-    twice is one cancel), as `POST /v1/tasks/{task_id}/cancel` does."""
-    task_id = visit.path("task_id")
-    request = CancelRequest.from_mapping(
-        {
-            "task_id": task_id,
-            "reason": visit.form.get("reason", ""),
-            "idempotency_key": visit.form.get("idempotency_key", ""),
-        }
-    )
-    visit.backend.write_now(lambda s: s.tasks.apply(request))
+def _back(task_id: str) -> Response:
     return see_other(f"/tasks/{task_id}")
+
+
+def _task_action(build: Callable[[Visit, str], Any]) -> Callable[[Visit], Response]:
+    """A task action: its request record from the form (and the path's task), applied as the
+    API's route applies it; then back to the task's page."""
+
+    def act(visit: Visit) -> Response:
+        task_id = visit.path("task_id")
+        request = build(visit, task_id)
+        answer = visit.backend.write_now(lambda stores: stores.tasks.apply(request))
+        if answer["status"] == TaskStatus.QUEUED:
+            # As the API's write does: the waiting claims are woken (on the event loop).
+            from_thread.run_sync(visit.backend.work_arrived)
+        return _back(task_id)
+
+    return act
+
+
+def _fields(visit: Visit, task_id: str, *names: str) -> dict[str, object]:
+    """The form's fields of `names` that were sent, the path's task and the form's key."""
+    return {
+        "task_id": task_id,
+        "idempotency_key": visit.form.get("idempotency_key", ""),
+        **{name: visit.form[name] for name in names if name in visit.form},
+    }
+
+
+def _verify(visit: Visit, task_id: str) -> VerifyRequest:
+    """The reviewer is the session's token name, as the API's reviewer is its token's."""
+    mapping = _fields(visit, task_id, "decision", "reason", "expected_result_digest")
+    return VerifyRequest.from_mapping({**mapping, "agent_id": visit.viewer.principal.name})
+
+
+def _retry(visit: Visit, task_id: str) -> RetryRequest:
+    return RetryRequest.from_mapping(_fields(visit, task_id, "reason"))
+
+
+def _cancel(visit: Visit, task_id: str) -> CancelRequest:
+    return CancelRequest.from_mapping(_fields(visit, task_id, "reason"))
+
+
+def governed_write(visit: Visit) -> Response:
+    """The owner writes the verified proposal to its bound branch, as `POST
+    /v1/tasks/{task_id}/governed-write` does (`write_task_branch`)."""
+    task_id = visit.path("task_id")
+    write_task_branch(visit.backend.settings, task_id, visit.form.get("idempotency_key", ""))
+    return _back(task_id)
+
+
+def _action(
+    route: str, name: str, handler: Callable[[Visit], Response], roles: frozenset[str]
+) -> Page:
+    return Page(f"/tasks/{{task_id}}/{route}", name, handler, roles, methods=("POST",))
 
 
 PAGES = (
     Page("/tasks/{task_id}", "taskPage", task_page, READERS),
-    Page("/tasks/{task_id}/cancel", "cancelTask", cancel_task, OWNERS, methods=("POST",)),
+    _action("verification", "verifyTask", _task_action(_verify), REVIEWERS),
+    _action("retry", "retryTask", _task_action(_retry), OWNERS),
+    _action("cancel", "cancelTask", _task_action(_cancel), OWNERS),
+    _action("governed-write", "governedWriteTask", governed_write, OWNERS),
 )

@@ -1,0 +1,221 @@
+"""Everything the ledger holds of one task, read for its console page: the task and its
+timeline, each sealed event with its inclusion proof in the Merkle log (against one tree head),
+each attempt's evidence run and its events and the auxiliary reviews of that evidence, the
+proposals (changed files, a diff read from the governed repository, the secret-scan and policy
+facts), and the governed writes (the branch move) with the commit's attestation.
+
+It reads through the same functions the API and `aios-ledger why` read through (the stores,
+`shell.attest.facts`, `shell.log.merkle`), on a reader: the console shows what the ledger
+answers, and never computes a second answer of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from aios_ledger.core import LedgerError
+from aios_ledger.core.git import ProposalRow
+from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.runs.attempts import evidence_run
+from aios_ledger.shell.api.backend import Stores
+from aios_ledger.shell.attest.commits import attestation_row
+from aios_ledger.shell.attest.facts import attempt_reviews, task_events
+from aios_ledger.shell.db.connection import Database, fetch_all
+from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.proposals import (
+    SCRATCH_REFS,
+    fetch_bundle,
+    read_stored_bundle,
+    scratch_quarantine,
+    verify_bundle,
+)
+from aios_ledger.shell.git.repos import repository_row
+from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
+
+# A diff shown on the page is cut at this many bytes (the page stays light on a phone; the
+# whole change is the proposal's bundle, named by its digest).
+DIFF_LIMIT = 48 * 1024
+# The events whose payload names a governed write's branch move.
+WRITE_EVENTS = frozenset(
+    {
+        "GOVERNED_WRITE_INTENDED",
+        "GOVERNED_WRITE_APPLIED",
+        "GOVERNED_WRITE_NOT_APPLIED",
+        "GOVERNED_WRITE_MOVED_BY_OTHER",
+    }
+)
+
+
+@attrs.frozen
+class Attempt:
+    """One attempt of the task: its evidence run (None: no run was opened) and its events,
+    and the auxiliary reviews of that evidence."""
+
+    number: int
+    run: dict[str, Any] | None
+    run_events: list[dict[str, Any]]
+    reviews: list[dict[str, Any]]
+
+
+@attrs.frozen
+class Proposal:
+    """One attempt's proposal: its row's facts, its changed files and the diff from its base
+    (None with `diff_note` saying why when it cannot be shown)."""
+
+    row: ProposalRow
+    changed_files: list[Any]
+    facts: Any
+    diff: str | None
+    diff_note: str | None
+
+
+@attrs.frozen
+class TaskRecord:
+    task: Any
+    history: list[Any]
+    events: list[dict[str, Any]]
+    proofs: dict[int, dict[str, Any] | None]
+    tree_head: dict[str, Any]
+    attempts: list[Attempt]
+    proposals: list[Proposal]
+    writes: list[dict[str, Any]]
+    attestations: dict[str, dict[str, Any]]
+
+    @property
+    def last_event_id(self) -> int:
+        """The last sealed event of the task (0: none), where the page's live updates start."""
+        return max((int(event["event_id"]) for event in self.events), default=0)
+
+
+def read_task_record(stores: Stores, task_id: str) -> TaskRecord:
+    """The task's record (`TASK_NOT_FOUND` when there is none), on a reader."""
+    task = stores.tasks.get(task_id)
+    history = stores.tasks.history(task_id)
+    db = stores.db
+    events = db.read(lambda conn: task_events(conn, task_id))
+    head = tree_head_at(db)
+    proofs = {
+        int(event["event_id"]): _proof(db, int(event["event_id"]), head.size) for event in events
+    }
+    attempts = [_attempt(stores, task_id, number) for number in range(1, task["attempt"] + 1)]
+    proposals = _proposals(db, task_id)
+    writes = [
+        {"event_id": event["event_id"], "type": event["event_type"], **event["payload"]}
+        for event in events
+        if event["event_type"] in WRITE_EVENTS and isinstance(event["payload"], dict)
+    ]
+    keys = {str(w["idempotency_key"]) for w in writes if w["type"] == "GOVERNED_WRITE_APPLIED"}
+    attestations = db.read(lambda conn: _attestations(conn, keys))
+    return TaskRecord(
+        task, history, events, proofs, head.public(), attempts, proposals, writes, attestations
+    )
+
+
+def _proof(db: Database, event_id: int, size: int) -> dict[str, Any] | None:
+    """The event's inclusion proof in the tree of `size` leaves; None for an event the tree
+    has no leaf of (a row adopted from before the log was a tree)."""
+    try:
+        return prove_inclusion(db, event_id, size).public()
+    except LedgerError as refused:
+        if refused.code != "EVENT_NOT_FOUND":
+            raise
+        return None
+
+
+def _attempt(stores: Stores, task_id: str, number: int) -> Attempt:
+    run_id = evidence_run(task_id, number)
+    try:
+        run = stores.runs.get_run(run_id).public()
+        events = [event.public() for event in stores.runs.run_events(run_id)]
+    except LedgerError as refused:
+        if refused.code != "RUN_NOT_FOUND":
+            raise
+        run, events = None, []
+    reviews = stores.db.read(lambda conn: attempt_reviews(conn, task_id, number))
+    return Attempt(number, run, events, reviews)
+
+
+def _proposal_rows(conn: Connection, task_id: str) -> list[tuple[ProposalRow, str | None]]:
+    """The task's proposals, each with its repository's path (None: no longer registered)."""
+    found = []
+    for row in fetch_all(conn, "task_proposals_of_task", {"task_id": task_id}):
+        proposal = ProposalRow.from_row(row)
+        repository = repository_row(conn, proposal.repository)
+        found.append((proposal, None if repository is None else repository.path))
+    return found
+
+
+def _proposals(db: Database, task_id: str) -> list[Proposal]:
+    """The proposals and their diffs (git runs after the read, which holds no transaction
+    while it does)."""
+    found = []
+    for proposal, repository_path in db.read(lambda conn: _proposal_rows(conn, task_id)):
+        diff: str | None = None
+        note: str | None = "the repository is no longer registered"
+        if repository_path is not None:
+            diff, note = _diff(db, repository_path, proposal)
+        changed = loads_document(proposal.changed_files_json, what="changed_files_json")
+        found.append(
+            Proposal(
+                proposal,
+                changed if isinstance(changed, list) else [],
+                loads_document(proposal.facts_json, what="facts_json"),
+                diff,
+                note,
+            )
+        )
+    return found
+
+
+def _diff(
+    db: Database, repository_path: str, proposal: ProposalRow
+) -> tuple[str | None, str | None]:
+    """`git diff BASE HEAD` of the proposal's stored bundle (its digest checked), fetched into a
+    scratch quarantine over the governed repository's objects, as the ledger reads a bundle
+    when it records it: the governed repository is never written. Cut at DIFF_LIMIT; or why
+    it cannot be shown."""
+    try:
+        bundle = read_stored_bundle(db, proposal.bundle_sha256)
+        with scratch_quarantine(repository_path) as git_dir:
+            verify_bundle(git_dir, bundle)
+            fetch_bundle(git_dir, bundle, SCRATCH_REFS, only_head=True)
+            result = run_git(
+                [
+                    "--git-dir",
+                    git_dir,
+                    "diff",
+                    "--no-color",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    proposal.base_oid,
+                    proposal.head_oid,
+                ],
+                max_output=DIFF_LIMIT + 1,
+                check=False,
+            )
+    except LedgerError as refused:
+        return None, f"{refused.code}: {refused.detail}"
+    if result.returncode != 0:
+        return None, "git could not compare the proposal with its base"
+    data = result.stdout
+    if len(data) > DIFF_LIMIT:
+        cut = data[:DIFF_LIMIT].decode("utf-8", "replace")
+        return cut, f"cut at {DIFF_LIMIT // 1024} KiB: the whole change is the proposal's bundle"
+    return result.text, None
+
+
+def _attestations(conn: Connection, keys: set[str]) -> dict[str, dict[str, Any]]:
+    """The attestation of each applied write (by its idempotency key) that has one."""
+    found = {}
+    for key in sorted(keys):
+        row = attestation_row(conn, key)
+        if row is not None:
+            found[key] = {
+                "keyid": row.keyid,
+                "provenance_sha256": row.provenance_sha256,
+                "review_sha256": row.review_sha256,
+                "created_at": row.created_at,
+            }
+    return found

@@ -1,0 +1,308 @@
+"""The task page whole, its actions by role and its live updates, against a real `aios-ledger
+serve`: over HTTP (a form sent twice is one action, a refusal is the ledger's code, a forged
+form is refused, the event stream reads with the session cookie and a write never does), and in
+the system Chromium (Playwright): a governed task's timeline, diff and proofs in a real git
+repository; a reviewer verifies, an owner performs the governed write and retries; the page
+updates live from an event the API wrote; an auditor sees no action; axe-core on each page.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aios_ledger.shell.tasks.ledger import TaskLedger
+from api_server import ApiServer, Scenario
+from console_support import accessible, csrf_of, launched_chromium, new_page, sign_in, signed_in
+from git_support import (
+    binding,
+    claim,
+    edit,
+    governed_task,
+    make_repository,
+    propose,
+    ref,
+    register,
+    runtime_result,
+    workspace,
+)
+
+KEY = re.compile(r'name="idempotency_key" value="([^"]+)"')
+DIGEST = re.compile(r'name="expected_result_digest" value="([^"]+)"')
+SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin"}
+CHANGED = {"src/widgets.py": "def widget() -> str:\n    return 'improved'\n"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    path = tmp_path_factory.mktemp("console-task") / "ledger.db"
+    with ApiServer(path, role_tokens=True) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def repository(server: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A real bare repository registered with the served ledger, and its base commit."""
+    bare, base = make_repository(tmp_path_factory.mktemp("repo"))
+    register(server.db, bare)
+    return bare, base
+
+
+@pytest.fixture
+def scene(server: ApiServer) -> Scenario:
+    return Scenario(server)
+
+
+def submitted_proposal(server: ApiServer, repository: tuple[Path, str]) -> tuple[str, str]:
+    """A governed task whose agent proposed CHANGED in the repository and submitted its result
+    (not yet verified): its id and the proposal's head commit."""
+    task_id = "governed-" + secrets.token_hex(4)
+    _, base = repository
+    governed_task(server.db, task_id, binding(task_id, base))
+    claimed = claim(server.db, task_id)
+    space = workspace(server.db, claimed)
+    try:
+        edit(space, CHANGED)
+        proposal = propose(server.db, space, claimed)
+    finally:
+        space.remove()
+    assert proposal is not None
+    ledger = TaskLedger(server.db)
+    try:
+        ledger.submit_result(
+            task_id,
+            lease_token=str(claimed["lease_token"]),
+            result=runtime_result(claimed, sorted(CHANGED)),
+            idempotency_key=f"submit-{task_id}",
+        )
+    finally:
+        ledger.close()
+    return task_id, str(proposal["head_oid"])
+
+
+def form_of(client: httpx.Client, task_id: str) -> dict[str, str]:
+    """The first action form's CSRF token and idempotency key, as the page gave them."""
+    page = client.get(f"/tasks/{task_id}")
+    key = KEY.search(page.text)
+    assert key is not None, page.text
+    return {"csrf_token": csrf_of(client, f"/tasks/{task_id}"), "idempotency_key": key.group(1)}
+
+
+def events_of(scene: Scenario, task_id: str) -> list[str]:
+    answer = scene.owner.get(f"/v1/tasks/{task_id}/events")
+    return [event["event_type"] for event in answer.json()]
+
+
+# -- over HTTP --------------------------------------------------------------------------------
+
+
+def test_a_verify_form_sent_twice_is_one_verification(server: ApiServer, scene: Scenario) -> None:
+    task_id = scene.submitted()
+    reviewer = signed_in(server, "reviewer")
+    page = reviewer.get(f"/tasks/{task_id}")
+    digest = DIGEST.search(page.text)
+    assert digest is not None
+    form = {
+        **form_of(reviewer, task_id),
+        "decision": "SUCCEEDED",
+        "reason": "checked by hand",
+        "expected_result_digest": digest.group(1),
+    }
+    for _ in range(2):
+        answer = reviewer.post(f"/tasks/{task_id}/verification", data=form, headers=SAME_ORIGIN)
+        assert (answer.status_code, answer.headers["location"]) == (303, f"/tasks/{task_id}")
+    assert events_of(scene, task_id).count("TASK_VERIFIED") == 1
+    task = scene.owner.get(f"/v1/tasks/{task_id}").json()
+    assert task["status"] == "SUCCEEDED"
+    history = scene.owner.get(f"/v1/tasks/{task_id}/history").json()
+    assert (history[-1]["decision"], history[-1]["reason"]) == ("SUCCEEDED", "checked by hand")
+
+
+def test_a_refusal_shows_the_ledgers_code_and_changes_nothing(
+    server: ApiServer, scene: Scenario
+) -> None:
+    task_id = scene.submitted()
+    wrong = "0" * 64
+    reviewer = signed_in(server, "reviewer")
+    form = {
+        **form_of(reviewer, task_id),
+        "decision": "SUCCEEDED",
+        "reason": "r",
+        "expected_result_digest": wrong,
+    }
+    page = reviewer.post(f"/tasks/{task_id}/verification", data=form, headers=SAME_ORIGIN)
+    api = scene.reviewer.post(
+        f"/v1/tasks/{task_id}/verification",
+        json={
+            "decision": "SUCCEEDED",
+            "reason": "r",
+            "expected_result_digest": wrong,
+            "idempotency_key": scene.key(),
+        },
+    )
+    code = api.json()["code"]
+    assert page.status_code == api.status_code >= 400
+    assert code in page.text and api.json()["detail"] in page.text
+    assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "SUBMITTED"
+
+
+def test_each_action_is_its_roles_alone(server: ApiServer, scene: Scenario) -> None:
+    submitted, cancelled = scene.submitted(), scene.cancelled()
+    owner, reviewer = signed_in(server, "owner"), signed_in(server, "reviewer")
+    assert "/verification" not in owner.get(f"/tasks/{submitted}").text
+    assert "/verification" in reviewer.get(f"/tasks/{submitted}").text
+    assert "/retry" in owner.get(f"/tasks/{cancelled}").text
+    assert "/retry" not in reviewer.get(f"/tasks/{cancelled}").text
+    answer = reviewer.post(
+        f"/tasks/{cancelled}/retry",
+        data={"csrf_token": csrf_of(reviewer), "reason": "r", "idempotency_key": "k-reviewer"},
+        headers=SAME_ORIGIN,
+    )
+    assert answer.status_code == 403 and "FORBIDDEN" in answer.text
+    auditor = signed_in(server, "auditor")
+    for action in ("verification", "retry", "cancel", "governed-write"):
+        refused = auditor.post(
+            f"/tasks/{submitted}/{action}",
+            data={"csrf_token": csrf_of(auditor), "reason": "r", "idempotency_key": "k-a"},
+            headers=SAME_ORIGIN,
+        )
+        assert refused.status_code == 403 and "FORBIDDEN" in refused.text, action
+    assert scene.owner.get(f"/v1/tasks/{cancelled}").json()["status"] == "CANCELLED"
+
+
+def test_a_forged_retry_without_its_csrf_token_is_refused(
+    server: ApiServer, scene: Scenario
+) -> None:
+    task_id = scene.cancelled()
+    owner = signed_in(server, "owner")
+    form = {**form_of(owner, task_id), "reason": "again"}
+    del form["csrf_token"]
+    answer = owner.post(f"/tasks/{task_id}/retry", data=form, headers=SAME_ORIGIN)
+    assert answer.status_code == 403 and "CSRF_INVALID" in answer.text
+    assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "CANCELLED"
+
+
+def test_the_stream_reads_with_the_session_and_a_write_never_does(
+    server: ApiServer, scene: Scenario
+) -> None:
+    task_id = scene.queued()
+    auditor = signed_in(server, "auditor")
+    with auditor.stream("GET", f"/v1/events/stream?task_id={task_id}&after=0") as stream:
+        assert stream.status_code == 200
+        lines = stream.iter_lines()
+        first = next(line for line in lines if line.startswith("event:"))
+    assert first == "event: TASK_CREATED"
+    owner = signed_in(server, "owner")
+    write = owner.post(
+        f"/v1/tasks/{task_id}/cancel", json={"reason": "r", "idempotency_key": "k-cookie"}
+    )
+    assert write.status_code == 401
+    assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "QUEUED"
+    assert httpx.get(f"{server.url}/v1/events/stream", timeout=10).status_code == 401
+
+
+# -- in the browser ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with launched_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    with new_page(chromium) as opened:
+        yield opened
+
+
+@pytest.fixture
+def second_page(chromium: Any) -> Iterator[Any]:
+    with new_page(chromium) as opened:
+        yield opened
+
+
+def test_verify_then_write_a_governed_proposal_from_the_page(
+    page: Any, second_page: Any, server: ApiServer, repository: tuple[Path, str]
+) -> None:
+    from playwright.sync_api import expect
+
+    task_id, head = submitted_proposal(server, repository)
+    bare, _ = repository
+    sign_in(page, server, "reviewer")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    assert page.locator("#task-status").inner_text() == "SUBMITTED"
+    timeline = page.locator("table.timeline tbody tr td:nth-child(2)").all_inner_texts()
+    assert timeline[0] == "TASK_CREATED" and timeline[-1] == "RESULT_SUBMITTED"
+    assert page.locator("ul.changed-files").inner_text() == "src/widgets.py"
+    assert "+    return 'improved'" in page.locator("pre.diff").inner_text()
+    assert page.locator("pre.diff .add").count() >= 2
+    seals = page.locator("ol.seals > li")
+    assert seals.count() == len(timeline)  # every event of the timeline, with its seal
+    seals.first.locator("summary").click()
+    assert "Audit path" in seals.first.inner_text()
+    accessible(page)
+    page.get_by_label("Decision").select_option("SUCCEEDED")
+    page.get_by_label("Reason").fill("the diff does what the goal asks")
+    page.get_by_role("button", name="Verify the result").click()
+    expect(page.locator("#task-status")).to_have_text("SUCCEEDED")
+    assert page.get_by_role("button", name="Verify the result").count() == 0
+
+    sign_in(second_page, server, "owner")
+    second_page.goto(f"{server.url}/tasks/{task_id}")
+    second_page.get_by_role("button", name="Write the proposal to its branch").click()
+    expect(second_page.locator("#writes")).to_contain_text("GOVERNED_WRITE_APPLIED")
+    assert ref(bare, f"refs/heads/agent/{task_id}") == head
+    assert second_page.get_by_role("button", name="Write the proposal to its branch").count() == 0
+    accessible(second_page)
+
+
+def test_retry_from_the_page(page: Any, server: ApiServer, scene: Scenario) -> None:
+    from playwright.sync_api import expect
+
+    task_id = scene.cancelled()
+    sign_in(page, server, "owner")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    page.get_by_label("Reason").fill("it is needed after all")
+    page.get_by_role("button", name="Retry the task").click()
+    expect(page.locator("#task-status")).to_have_text("QUEUED")
+    assert events_of(scene, task_id)[-1] == "TASK_REQUEUED"
+
+
+def test_the_page_updates_live_from_an_event_the_api_wrote(
+    page: Any, server: ApiServer, scene: Scenario
+) -> None:
+    from playwright.sync_api import expect
+
+    task_id = scene.queued()
+    sign_in(page, server, "auditor")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    assert page.get_by_role("button").all_inner_texts() == ["Sign out"]  # an auditor reads
+    accessible(page)
+    page.evaluate("window.notReloaded = true")
+    answer = scene.owner.post(
+        f"/v1/tasks/{task_id}/cancel", json={"reason": "from the API", "idempotency_key": "k-l"}
+    )
+    assert answer.status_code == 200, answer.text
+    expect(page.locator("#task-status")).to_have_text("CANCELLED", timeout=15_000)
+    expect(page.locator("#live-status")).to_contain_text("TASK_CANCELLED")
+    assert page.evaluate("window.notReloaded") is True  # updated in place, not reloaded
+    assert page.locator("table.timeline tbody tr").last.inner_text().count("from the API") == 1
+
+
+def test_a_forged_verify_in_the_browser_is_refused(
+    page: Any, server: ApiServer, scene: Scenario
+) -> None:
+    task_id = scene.submitted()
+    sign_in(page, server, "reviewer")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    page.evaluate("document.querySelector('#verify-form input[name=csrf_token]').remove()")
+    page.get_by_label("Reason").fill("forged")
+    page.get_by_role("button", name="Verify the result").click()
+    assert "CSRF_INVALID" in page.get_by_role("alert").inner_text()
+    assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "SUBMITTED"
