@@ -113,7 +113,7 @@ def test_following_one_task_skips_the_others_and_can_start_at_its_first_event(
     ("argv", "message"),
     [
         (["events"], "events needs a TASK_ID"),
-        (["events", "t", "--after", "0"], "--after and --interval go with --follow"),
+        (["events", "t", "--after", "0"], "--after, --interval and --api go with --follow"),
         (["events", "--follow", "--interval", "0"], "--interval takes"),
         (["events", "--follow", "--after", "-1"], "--after >= 0"),
         (["task", "list", "--watch", "0"], "--watch takes"),

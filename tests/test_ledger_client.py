@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.core.tasks.answers import TaskView
 from aios_ledger.shell import LedgerClient, TaskLedger
 from aios_ledger.shell.remote.client import new_lease_token
 from aios_ledger.shell.work.worker import LEASE_LOST
@@ -143,8 +144,11 @@ def test_a_whole_lifecycle_answers_as_the_task_ledger(
         assert client.get("task-life") == local.get("task-life")
         assert client.events("task-life") == local.events("task-life")
         assert client.history("task-life") == local.history("task-life")
-        assert client.list_tasks() == local.list_tasks()
-        assert client.list_tasks("QUEUED", limit=5) == local.list_tasks("QUEUED", limit=5)
+        # The API lists newest first (a page of the console's order); the same tasks.
+        assert _by_id(client.list_tasks()) == _by_id(local.list_tasks())
+        assert _by_id(client.list_tasks("QUEUED", limit=5)) == _by_id(
+            local.list_tasks("QUEUED", limit=5)
+        )
 
     many = agent.claim_many(agent_id=AGENT, capabilities=[], lease_seconds=60, limit=5)
     assert sorted(answer["task_id"] for answer in many) == ["task-b1", "task-b2", "task-life"]
@@ -360,3 +364,7 @@ def _sample(metrics: str, name: str) -> float:
         if line.startswith(name + " "):
             return float(line.split()[1])
     raise AssertionError(f"{name} not in the metrics")
+
+
+def _by_id(tasks: list[TaskView]) -> list[TaskView]:
+    return sorted(tasks, key=lambda task: task["task_id"])

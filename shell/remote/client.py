@@ -584,8 +584,11 @@ class LedgerClient:
         return cast(list[HistoryEntry], answer)
 
     def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[TaskView]:
+        """The tasks TaskLedger.list_tasks gives, as the first page of `GET /v1/tasks` lists
+        them: newest first."""
         params = {"status": _query(status, "status"), "limit": _query(limit, "limit")}
-        return cast(list[TaskView], self._json("GET", api_path("tasks"), params=params))
+        page = self._json("GET", api_path("tasks"), params=params)
+        return cast(list[TaskView], page["tasks"])
 
     # -- runs (RunStore) ------------------------------------------------------------------
 
