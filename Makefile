@@ -40,7 +40,7 @@ lint: $(STAMP)
 
 # Four test processes on two cores: most of the suite waits on fsync, subprocesses and servers,
 # not on the CPU (serially 8 minutes here, 4.5 with -n 4).
-test: lint
+test: lint $(AXE)
 	$(VENV)/bin/pytest -q -n 4
 
 # The same suite at higher counts; the reliability tests append their figures (operations, kills,
@@ -68,7 +68,7 @@ bench-smoke: bench-setup
 
 # The console's pages at desktop and phone width, as docs/screenshots/*.png (docs/console.md):
 # a seeded ledger, `serve`, the system Chromium under Playwright (tools/screenshots.py).
-screenshots: $(STAMP)
+screenshots: $(STAMP) $(AXE)
 	$(PY) tools/screenshots.py
 
 # PostgreSQL's schema.sql needs a server (a scratch schema is migrated there and dropped).
