@@ -300,6 +300,8 @@ class Statement(enum.StrEnum):
     DELETE_ARCHIVED_PROJECTIONS = ("delete_archived_projections", _DELETE, "task_id")
     DELETE_ARCHIVED_RECOVERIES = ("delete_archived_recoveries", _DELETE, "task_id")
     DELETE_ARCHIVED_BINDINGS = ("delete_archived_bindings", _DELETE, "task_id")
+    DELETE_ARCHIVED_RUN_EVENTS = ("delete_archived_run_events", _DELETE, "task_id")
+    DELETE_ARCHIVED_AUXILIARY_RUNS = ("delete_archived_auxiliary_runs", _DELETE, "task_id")
     DELETE_ARCHIVED_RUNS = ("delete_archived_runs", _DELETE, "task_id")
     DELETE_ARCHIVED_TASK = (
         "delete_archived_task",
@@ -312,6 +314,20 @@ class Statement(enum.StrEnum):
     # first wrote them; the listings of a restored chain go once its events are back
 
     DELETE_RESTORED_LISTINGS = ("delete_restored_listings", _DELETE, "task_id")
+    # An evidence run as it was archived (its events go back through INSERT_RUN_EVENT), and an
+    # auxiliary run with every column, as its last transition left it.
+    RESTORE_RUN = (
+        "restore_run",
+        _INSERT,
+        "run_id session_id prompt event_count created_at updated_at",
+    )
+    RESTORE_AUXILIARY_RUN = (
+        "restore_auxiliary_run",
+        _INSERT,
+        """aux_id session_id run_id parent_json kind mode state spec_json spec_digest
+        evidence_digest owner revision created_at_ms updated_at_ms output_json output_digest
+        error_code error""",
+    )
 
 
 @attrs.frozen

@@ -5,9 +5,9 @@
 -- Finished tasks, with their chain's length and last seal (through the unique (chain,
 -- chain_seq) index), in task id order. Which of them were last written before the cut-off is
 -- the core's to say (it compares timestamps, not their texts). A task that proposed work to a
--- governed repository keeps its chain: its proposals and governed writes stay provable. So does
--- one whose attempt runs hold evidence: run events are append-only, and sealed on the ledger
--- chain, so that its runs could not go with it.
+-- governed repository keeps its chain: its proposals and governed writes stay provable. A task
+-- whose attempt runs hold evidence goes with its runs, their events and the auxiliary runs that
+-- reviewed them (migration 0023 lets its run events go once its chain is listed).
 SELECT t.task_id, t.status, t.revision, t.updated_at,
        (SELECT count(*) FROM events AS e WHERE e.task_id = t.task_id) AS events,
        s.event_id AS last_event_id, s.seal AS last_seal
@@ -17,8 +17,6 @@ LEFT JOIN event_seals AS s
  AND s.chain_seq = (SELECT max(chain_seq) FROM event_seals WHERE chain = 'task:' || t.task_id)
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
-  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
-                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY t.task_id;
 
 -- name: archive_candidate_events
@@ -32,8 +30,6 @@ JOIN tasks AS t ON t.task_id = e.task_id
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
-  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
-                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY e.event_id;
 
 -- name: archive_candidate_sealed_rows
@@ -43,8 +39,6 @@ JOIN tasks AS t ON t.task_id = e.task_id
 JOIN event_seal_rows AS r ON r.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
-  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events AS re ON re.run_id = r.run_id
-                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY r.event_id, r.position;
 
 -- name: archive_task_rows
@@ -88,9 +82,55 @@ SELECT r.*,
 FROM runs AS r WHERE r.session_id = 'task:' || :task_id
 ORDER BY r.run_id;
 
+-- name: archive_task_run_event_rows
+-- The events of the task's attempt runs, keyed `RUN_ID SEQ`, each with the digest its
+-- RUN_EVENT_APPENDED seal (the ledger chain's) took.
+SELECT e.*, e.run_id || ' ' || e.seq AS run_event_key,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'run_events' AND s.row_key = e.run_id || ' ' || e.seq
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM run_events AS e JOIN runs AS r ON r.run_id = e.run_id
+WHERE r.session_id = 'task:' || :task_id
+ORDER BY e.run_id, e.seq;
+
+-- name: archive_task_auxiliary_rows
+-- The auxiliary runs whose target is one of the task's attempt runs (its reviews), each with
+-- the digest its last transition's seal (the ledger chain's) took.
+SELECT a.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'auxiliary_runs' AND s.row_key = a.aux_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM auxiliary_runs AS a WHERE a.session_id = 'task:' || :task_id
+ORDER BY a.aux_id;
+
+-- name: archive_task_ledger_rows
+-- The rows of the task that seals of the ledger chain cover (its run events and auxiliary
+-- runs), each with the event id of the last seal that wrote it: what the TASKS_ARCHIVED event
+-- records it removed (their count and digest), in table and key order.
+SELECT s.row_table, s.row_key, max(s.event_id) AS event_id
+FROM event_seal_rows AS s
+WHERE (s.row_table = 'run_events' AND s.row_key IN (
+         SELECT e.run_id || ' ' || e.seq FROM run_events AS e JOIN runs AS r
+           ON r.run_id = e.run_id WHERE r.session_id = 'task:' || :task_id))
+   OR (s.row_table = 'auxiliary_runs' AND s.row_key IN (
+         SELECT a.aux_id FROM auxiliary_runs AS a WHERE a.session_id = 'task:' || :task_id))
+GROUP BY s.row_table, s.row_key
+ORDER BY s.row_table, s.row_key;
+
+-- name: archive_ledger_row_seal
+-- The last seal of a row, its event id and the digest it took (verify-archive holds a row the
+-- ledger chain sealed against it).
+SELECT event_id, row_digest FROM event_seal_rows
+WHERE row_table = :row_table AND row_key = :row_key
+ORDER BY event_id DESC LIMIT 1;
+
 -- name: archived_event_rows
 -- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.
 SELECT event_id, archive_event_id, chain, seal FROM archived_events ORDER BY event_id;
+
+-- name: archived_chains_listed
+-- The chains archived now (a restored chain's listings are gone).
+SELECT DISTINCT chain FROM archived_events;
 
 -- name: archive_events_recorded
 -- Every TASKS_ARCHIVED event of the ledger chain, for checking an archive file against them.
@@ -129,8 +169,17 @@ DELETE FROM task_source_capture_projection_recoveries WHERE task_id = :task_id;
 -- name: delete_archived_bindings!
 DELETE FROM governed_bindings WHERE task_id = :task_id;
 
+-- name: delete_archived_run_events!
+-- The events of the task's attempt runs: the trigger of migration 0023 lets them go, the task's
+-- chain being listed by now.
+DELETE FROM run_events
+WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id);
+
+-- name: delete_archived_auxiliary_runs!
+DELETE FROM auxiliary_runs WHERE session_id = 'task:' || :task_id;
+
 -- name: delete_archived_runs!
--- The task's attempt runs (`TASK@N`, session `task:TASK`); none holds events (see above).
+-- The task's attempt runs (`TASK@N`, session `task:TASK`), their events gone before.
 DELETE FROM runs WHERE session_id = 'task:' || :task_id;
 
 -- name: delete_archived_task!
@@ -162,7 +211,12 @@ UNION ALL
 SELECT 'key' FROM task_source_capture_projection_recoveries
 WHERE :row_table = 'task_source_capture_projection_recoveries' AND idempotency_key = :row_key
 UNION ALL
-SELECT 'key' FROM runs WHERE :row_table = 'runs' AND run_id = :row_key;
+SELECT 'key' FROM runs WHERE :row_table = 'runs' AND run_id = :row_key
+UNION ALL
+SELECT 'key' FROM auxiliary_runs WHERE :row_table = 'auxiliary_runs' AND aux_id = :row_key
+UNION ALL
+SELECT 'key' FROM run_events
+WHERE :row_table = 'run_events' AND run_id || ' ' || seq = :row_key;
 
 -- name: delete_restored_listings!
 -- After the task's events are back with their seals (the trigger of migration 0021 lets a
@@ -170,3 +224,16 @@ SELECT 'key' FROM runs WHERE :row_table = 'runs' AND run_id = :row_key;
 -- a time (a restore removes them before any later archive lists them again).
 DELETE FROM archived_events
 WHERE event_id IN (SELECT event_id FROM events WHERE task_id = :task_id);
+
+-- name: restore_run!
+INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at)
+VALUES (:run_id, :session_id, :prompt, :event_count, :created_at, :updated_at);
+
+-- name: restore_auxiliary_run!
+INSERT INTO auxiliary_runs(aux_id, session_id, run_id, parent_json, kind, mode, state,
+                           spec_json, spec_digest, evidence_digest, owner, revision,
+                           created_at_ms, updated_at_ms, output_json, output_digest,
+                           error_code, error)
+VALUES (:aux_id, :session_id, :run_id, :parent_json, :kind, :mode, :state, :spec_json,
+        :spec_digest, :evidence_digest, :owner, :revision, :created_at_ms, :updated_at_ms,
+        :output_json, :output_digest, :error_code, :error);

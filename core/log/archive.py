@@ -17,7 +17,7 @@ from typing import TypedDict
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.log.archived import TASKS_ARCHIVED
+from aios_ledger.core.log.archived import TASKS_ARCHIVED, LedgerSealedRow, ledger_rows_record
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import WritePlan, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
@@ -36,16 +36,22 @@ _TASK_DELETES = (
     Statement.DELETE_ARCHIVED_PROJECTIONS,
     Statement.DELETE_ARCHIVED_RECOVERIES,
     Statement.DELETE_ARCHIVED_BINDINGS,
-    # The attempt runs (`TASK@N`) its claims created, sealed by its chain (issue 28 part 7);
-    # a task whose runs hold evidence is not archived (run events are append-only).
+    # The events of its attempt runs and the auxiliary runs that reviewed them (sealed on the
+    # ledger chain: the TASKS_ARCHIVED event records them, and migration 0023 lets the run
+    # events go once the chain is listed), then the attempt runs (`TASK@N`) its claims
+    # created, sealed by its chain (issue 28 part 7).
+    Statement.DELETE_ARCHIVED_RUN_EVENTS,
+    Statement.DELETE_ARCHIVED_AUXILIARY_RUNS,
     Statement.DELETE_ARCHIVED_RUNS,
 )
 
 
 @attrs.frozen
 class ArchiveCandidate:
-    """A task as archiving reads it: its row's status, revision and last write, and its chain's
-    length and last seal (None when the chain holds no sealed event)."""
+    """A task as archiving reads it: its row's status, revision and last write, its chain's
+    length and last seal (None when the chain holds no sealed event), and the rows of it that
+    seals of the ledger chain cover (its run events and reviews), which the shell reads for
+    the tasks it archives."""
 
     task_id: str
     status: str
@@ -54,6 +60,7 @@ class ArchiveCandidate:
     events: int
     last_event_id: int | None
     last_seal: str | None
+    ledger_rows: tuple[LedgerSealedRow, ...] = ()
 
 
 @attrs.frozen
@@ -132,14 +139,7 @@ def decide_archive(
         "finished_before": request.finished_before.text,
         "tasks": len(chosen),
         "events": sum(candidate.events for candidate in chosen),
-        "chains": [
-            {
-                "task_id": candidate.task_id,
-                "last_event_id": candidate.last_event_id,
-                "last_seal": candidate.last_seal,
-            }
-            for candidate in chosen
-        ],
+        "chains": [_chain_record(candidate) for candidate in chosen],
     }
     event = EventAppend(None, None, TASKS_ARCHIVED, payload, now.text)
     answer: ArchiveAnswer = {
@@ -151,3 +151,18 @@ def decide_archive(
         "task_ids": [candidate.task_id for candidate in chosen],
     }
     return sealed_plan(writes, [event], answer, tail=state.tail)
+
+
+def _chain_record(candidate: ArchiveCandidate) -> JsonObject:
+    """What the TASKS_ARCHIVED event records of one chain: its last event and seal and, when
+    the chain removes rows that seals of the ledger chain cover, each of them with the event
+    id of its last seal (so that `verify` holds the rows gone against what the archive sealed
+    it removed, and `verify-archive` the file's rows)."""
+    record: JsonObject = {
+        "task_id": candidate.task_id,
+        "last_event_id": candidate.last_event_id,
+        "last_seal": candidate.last_seal,
+    }
+    if candidate.ledger_rows:
+        record["ledger_rows"] = ledger_rows_record(candidate.ledger_rows)
+    return record

@@ -25,7 +25,7 @@ from aios_ledger.core.log.export import (
     is_trailer,
     parse_export_header,
 )
-from aios_ledger.core.log.rows import FIRST_ANSWERS, RUN_EVENTS, RUNS, TASKS
+from aios_ledger.core.log.rows import AUXILIARY_RUNS, FIRST_ANSWERS, RUN_EVENTS, RUNS, TASKS
 from aios_ledger.core.log.seals import chain_of
 
 ARCHIVE_INVALID = "ARCHIVE_INVALID"
@@ -179,6 +179,28 @@ def task_summary(task: ArchivedTask) -> dict[str, Any]:
         }
         for event in task.events
     ]
+    summary["evidence"] = [
+        {
+            "run_id": row.get("run_id"),
+            "seq": row.get("seq"),
+            "kind": row.get("kind"),
+            "created_at": row.get("created_at"),
+            "payload": _document(row.get("payload_json")),
+        }
+        for row in task.rows.get(RUN_EVENTS, ())
+    ]
+    summary["reviews"] = [
+        {
+            "aux_id": row.get("aux_id"),
+            "run_id": row.get("run_id"),
+            "kind": row.get("kind"),
+            "state": row.get("state"),
+            "output": _document(row.get("output_json")),
+            "error_code": row.get("error_code"),
+            "error": row.get("error"),
+        }
+        for row in task.rows.get(AUXILIARY_RUNS, ())
+    ]
     summary["rows"] = {table: len(found) for table, found in sorted(task.rows.items())}
     return summary
 
@@ -194,7 +216,12 @@ def archive_summary_of(contents: ArchiveContents) -> dict[str, Any]:
 
 def _owner(table: object, row: Mapping[str, Any]) -> str | None:
     """The task a state row belongs to: a task row's id, a first answer's subject, a
-    projection's or recovery's task."""
+    projection's or recovery's task, an attempt run's or its event's, a review's."""
+    if table == AUXILIARY_RUNS:
+        # A review of one of its attempt runs: its target session is `task:T`.
+        session = row.get("session_id")
+        owner = session.removeprefix("task:") if isinstance(session, str) else None
+        return owner if owner and session != owner else None
     if table in (RUNS, RUN_EVENTS):
         # An attempt run `TASK@N` (its events are keyed by it too); a task id may hold `@`.
         run_id = row.get("run_id")

@@ -16,16 +16,64 @@ listed nor restored, and a chain recorded as restored that was not awaiting it, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
+from aios_ledger.core.jsonvalue import JsonValue
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.records import record_from_row
 
 TASKS_ARCHIVED = "TASKS_ARCHIVED"
 TASKS_RESTORED = "TASKS_RESTORED"
+# The state tables whose rows of a task seals of the ledger chain cover (an append to its
+# evidence run, a transition of a review of it): an archive removes them with the task, and its
+# TASKS_ARCHIVED event records each of them (`ledger_rows_record`).
+LEDGER_SEALED_TABLES = ("auxiliary_runs", "run_events")
+
+
+@attrs.frozen(order=True)
+class LedgerSealedRow:
+    """A row of an archived task that a seal of the ledger chain covers: its table, its key and
+    the event id of the last seal that wrote it (which pins the digest it took)."""
+
+    table: str
+    key: str
+    event_id: int
+
+
+def ledger_rows_record(rows: Iterable[LedgerSealedRow]) -> list[JsonValue]:
+    """The ledger-sealed rows of one chain as a TASKS_ARCHIVED event records them: `[table,
+    key, event_id]` each, in table and key order."""
+    return [[row.table, row.key, row.event_id] for row in sorted(rows)]
+
+
+def recorded_ledger_rows(payload: object) -> dict[str, frozenset[LedgerSealedRow]]:
+    """Each chain's ledger-sealed rows as a TASKS_ARCHIVED payload records them, by chain
+    name; a chain that records none is left out (an archive before 0023), and so is an entry
+    that is malformed (then the rows it would name are reported gone)."""
+    found: dict[str, frozenset[LedgerSealedRow]] = {}
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("chains"), list):
+        return found
+    for item in payload["chains"]:
+        if not isinstance(item, Mapping) or not isinstance(item.get("task_id"), str):
+            continue
+        listed = item.get("ledger_rows")
+        if not isinstance(listed, list):
+            continue
+        rows = set()
+        for entry in listed:
+            if (
+                isinstance(entry, list)
+                and len(entry) == 3
+                and isinstance(entry[0], str)
+                and isinstance(entry[1], str)
+                and type(entry[2]) is int
+            ):
+                rows.add(LedgerSealedRow(entry[0], entry[1], entry[2]))
+        found[chain_of(item["task_id"])] = frozenset(rows)
+    return found
 
 
 @attrs.frozen

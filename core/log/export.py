@@ -18,7 +18,11 @@ itself, `{"state", "key", "digest", "row": {column: value}}`: every column its t
 digests, and its key column; the offline check digests that row as `verify` digests a stored
 one and holds the result against the line's digest (and so against the seal), so that a goal or
 a result changed in the file is a `STATE_MISMATCH`. An archive without the field (format 1)
-holds digests alone and is still read as before.
+holds digests alone and is still read as before. The rows of an archived task that seals of
+the ledger chain cover (its run events and reviews, `LEDGER_SEALED_TABLES`) have no seal in
+the file: offline, each is held against its line's digest only; `verify-archive` holds that
+digest against the ledger's own seal of the row, and the set against the TASKS_ARCHIVED
+event's record of it.
 An export of everything after an archive holds, in id order among the events, one line per
 archived event, `{"archived": id, "archive_event_id": id, "chain": chain, "seal": seal}`, which
 the offline check accounts for as `verify` does.
@@ -32,7 +36,13 @@ from typing import Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
-from aios_ledger.core.log.archived import is_archive_event, recorded_chains
+from aios_ledger.core.log.archived import (
+    LEDGER_SEALED_TABLES,
+    LedgerSealedRow,
+    is_archive_event,
+    recorded_chains,
+    recorded_ledger_rows,
+)
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
 from aios_ledger.core.log.rows import FIRST_ANSWERS, GOVERNED_BINDINGS, RUNS, TASKS, RowImage
@@ -273,7 +283,10 @@ class ExportState:
     """The state rows an export's seals say were written last (one entry per row), held
     against the export's state lines as `verify` holds them against the database."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, archive: bool = False) -> None:
+        # An archive's rows that seals of the ledger chain cover (its tasks' run events and
+        # reviews) have no seal in the file: `verify-archive` holds them against the ledger's.
+        self._archive = archive
         self._sealed: dict[tuple[str, str], tuple[int, str]] = {}
         self._chains_with_events: set[str] = set()
         self._v1_history = False
@@ -283,6 +296,7 @@ class ExportState:
         self._sealed_since: set[str] = set()
         self._unsealed_before: set[str] = set()
         self._archived_chains: set[str] = set()
+        self._archived_rows: set[LedgerSealedRow] = set()
         # The task chains holding v4 seals, each folded into the row they say was written.
         self._folds: dict[str, ChainedRowFold] = {}
 
@@ -295,6 +309,7 @@ class ExportState:
             self._v1_history = True
         if is_archive_event(event):
             self._archived_chains.update(_recorded_chain_names(event))
+            self._archived_rows.update(_recorded_ledger_rows(event))
         for table, kind in _SEALED_LATER.items():
             if table not in self._sealed_since and kind(event):
                 self._unsealed_before.add(table)
@@ -331,6 +346,8 @@ class ExportState:
 
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))
+        if self._archive and table in LEDGER_SEALED_TABLES and (table, key) not in self._sealed:
+            return
         if table == TASKS:
             history = key in self._chains_with_events
         else:
@@ -354,7 +371,18 @@ class ExportState:
                 self._archived_chains
             ):
                 continue
+            # And its tasks' run events and reviews, each recorded by the archive event.
+            if LedgerSealedRow(table, key, event_id) in self._archived_rows:
+                continue
             verifier.check_row_gone(table, key, event_id)
+
+
+def _recorded_ledger_rows(event: EventRow) -> set[LedgerSealedRow]:
+    try:
+        payload = loads_document(event.payload_json, what="an archive event")
+    except (LedgerError, TypeError):
+        return set()
+    return {row for rows in recorded_ledger_rows(payload).values() for row in rows}
 
 
 def _recorded_chain_names(event: EventRow) -> set[str]:
@@ -405,7 +433,7 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
     header = parse_export_header(None if first is None else _parse_line(first[1], 1))
     verifier = LogVerifier(dense_ids=header.scope == "all" and header.dense_ids)
     tips = ChainTips()
-    state = ExportState()
+    state = ExportState(archive=header.scope == "archive")
     state_lines = False
     trailer_seen = False
     last_id = 0

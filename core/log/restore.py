@@ -31,8 +31,10 @@ from aios_ledger.core.log.archived import TASKS_RESTORED, ArchivedChainEnd
 from aios_ledger.core.log.export import ARCHIVE_FORMAT, parse_export_event
 from aios_ledger.core.log.records import EventRow, SealRow, sealed_rows
 from aios_ledger.core.log.rows import (
+    AUXILIARY_RUNS,
     FIRST_ANSWERS,
     INITIAL_PROJECTIONS,
+    RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     TASKS,
@@ -67,9 +69,15 @@ RESTORED_TABLES: Mapping[str, Statement] = {
     FIRST_ANSWERS: Statement.TASK_IDEMPOTENCY_INSERT,
     INITIAL_PROJECTIONS: Statement.INSERT_INITIAL_PROJECTION,
     SOURCE_CAPTURE_RECOVERIES: Statement.INSERT_SOURCE_CAPTURE_RECOVERY,
-    # An attempt run without events (`TASK@N`): its event count 0, updated when it was created.
-    RUNS: Statement.INSERT_ATTEMPT_RUN,
+    # An attempt run (`TASK@N`), with the count and last write of the events it held (the
+    # columns a run's seal does not cover, derived from its events), then those events and
+    # the reviews of it (issue 28 part 7).
+    RUNS: Statement.RESTORE_RUN,
+    RUN_EVENTS: Statement.INSERT_RUN_EVENT,
+    AUXILIARY_RUNS: Statement.RESTORE_AUXILIARY_RUN,
 }
+# The columns of a restored run that its archived row does not hold: derived from its events.
+_RUN_DERIVED = frozenset(("event_count", "updated_at"))
 # What a row found taken is refused as: (table, what is taken) -> code.
 _TAKEN_CODES: Mapping[tuple[str, str], str] = {
     (TASKS, "key"): RESTORE_TASK_EXISTS,
@@ -295,7 +303,9 @@ def _task_writes(task: ArchivedTask, events: tuple[RestoredEvent, ...]) -> list[
         writes.append(seal.insert())
         writes.extend(row.insert() for row in sealed_rows(event.event_id, rows))
     for table in RESTORED_TABLES:
-        if table != TASKS:
+        if table == RUNS:
+            writes.extend(_run_write(row, task) for row in task.rows.get(table, ()))
+        elif table != TASKS:
             writes.extend(_row_write(table, row) for row in task.rows.get(table, ()))
     unknown = sorted(set(task.rows) - set(RESTORED_TABLES))
     if unknown:
@@ -304,10 +314,26 @@ def _task_writes(task: ArchivedTask, events: tuple[RestoredEvent, ...]) -> list[
     return writes
 
 
+def _run_write(row: Mapping[str, Any], task: ArchivedTask) -> SqlWrite:
+    """An attempt run put back with the count of its archived events and, when it held any, the
+    time of its last (each append moved both)."""
+    run_id = row.get("run_id")
+    events = [event for event in task.rows.get(RUN_EVENTS, ()) if event.get("run_id") == run_id]
+    last = max(events, key=lambda event: event.get("seq") or 0) if events else row
+    if _RUN_DERIVED & set(row):
+        raise LedgerError(ARCHIVE_INVALID, "a row of runs holds columns its seal does not cover")
+    return _row_write(
+        RUNS, {**row, "event_count": len(events), "updated_at": last.get("created_at")}
+    )
+
+
 def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
     """The insert that puts `row` back: exactly its statement's columns, each a value a plan
-    writes (text, an integer or NULL)."""
+    writes (text, an integer or NULL). A two-column key's joined text (`run_event_key`), which
+    the archive keeps beside its columns, is not one of them."""
     statement = RESTORED_TABLES[table]
+    if table == RUN_EVENTS:
+        row = {name: value for name, value in row.items() if name != "run_event_key"}
     if set(row) != statement.parameters:
         raise LedgerError(ARCHIVE_INVALID, f"a row of {table} does not hold its table's columns")
     params: dict[str, SqlParam] = {}
@@ -318,6 +344,13 @@ def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
     return SqlWrite(statement, params)
 
 
+_KEY_COLUMNS: Mapping[str, str] = {
+    RUNS: "run_id",
+    RUN_EVENTS: "run_event_key",
+    AUXILIARY_RUNS: "aux_id",
+}
+
+
 def _row_key(table: str, row: Mapping[str, Any]) -> str | None:
-    key = row.get("run_id" if table == RUNS else "idempotency_key")
+    key = row.get(_KEY_COLUMNS.get(table, "idempotency_key"))
     return key if isinstance(key, str) else None

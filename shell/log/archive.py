@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,7 +41,14 @@ from aios_ledger.core.log.archive_file import (
     task_summary,
     unanchored_chains,
 )
-from aios_ledger.core.log.archived import ArchivedChainEnd, archive_summary, recorded_chains
+from aios_ledger.core.log.archived import (
+    LEDGER_SEALED_TABLES,
+    ArchivedChainEnd,
+    LedgerSealedRow,
+    archive_summary,
+    recorded_chains,
+    recorded_ledger_rows,
+)
 from aios_ledger.core.log.export import (
     archive_header,
     export_line,
@@ -56,13 +64,15 @@ from aios_ledger.core.log.restore import (
     rows_to_restore,
 )
 from aios_ledger.core.log.rows import (
+    AUXILIARY_RUNS,
     FIRST_ANSWERS,
     INITIAL_PROJECTIONS,
+    RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
     TASKS,
 )
-from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.core.log.seals import LEDGER_CHAIN, chain_of
 from aios_ledger.core.log.state import state_row_columns, stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
 from aios_ledger.core.tasks.records import IdempotencyRow
@@ -80,6 +90,8 @@ TASK_STATE_STATEMENTS = {
     SOURCE_CAPTURE_RECOVERIES: "archive_task_recovery_rows",
     FIRST_ANSWERS: "archive_task_first_answer_rows",
     RUNS: "archive_task_run_rows",
+    RUN_EVENTS: "archive_task_run_event_rows",
+    AUXILIARY_RUNS: "archive_task_auxiliary_rows",
 }
 _CHUNK = 1 << 20
 
@@ -104,7 +116,7 @@ def archive_tasks(
     created: list[Path] = []
 
     def work(conn: Connection) -> dict[str, Any]:
-        candidates = _candidates(conn)
+        candidates = _with_ledger_rows(conn, _candidates(conn), request)
         chosen = select_archive(candidates, request)
         if not chosen:
             return _answer(request, chosen, output=None)
@@ -183,6 +195,28 @@ def _candidates(conn: Connection) -> tuple[ArchiveCandidate, ...]:
             last_seal=row["last_seal"],
         )
         for row in fetch_all(conn, "archive_candidates")
+    )
+
+
+def _with_ledger_rows(
+    conn: Connection, candidates: tuple[ArchiveCandidate, ...], request: ArchiveRequest
+) -> tuple[ArchiveCandidate, ...]:
+    """The candidates, those archived with the rows of them that seals of the ledger chain
+    cover (their run events and reviews), which the TASKS_ARCHIVED event records."""
+    chosen = {candidate.task_id for candidate in select_archive(candidates, request)}
+    return tuple(
+        attrs.evolve(
+            candidate,
+            ledger_rows=tuple(
+                LedgerSealedRow(str(row["row_table"]), str(row["row_key"]), int(row["event_id"]))
+                for row in fetch_all(
+                    conn, "archive_task_ledger_rows", {"task_id": candidate.task_id}
+                )
+            ),
+        )
+        if candidate.task_id in chosen
+        else candidate
+        for candidate in candidates
     )
 
 
@@ -267,6 +301,7 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
     digest = file_digest(path)
     recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
     chains_by_event: dict[int, dict[str, ArchivedChainEnd]] = {}
+    ledger_rows_by_event: dict[int, dict[str, frozenset[LedgerSealedRow]]] = {}
     archive_event_id = None
     for row in recorded:
         payload = _payload(row["payload_json"])
@@ -274,6 +309,7 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
         if summary is None:
             continue
         chains_by_event[row["event_id"]] = recorded_chains(payload) or {}
+        ledger_rows_by_event[row["event_id"]] = recorded_ledger_rows(payload)
         if summary["archive_sha256"] == digest:
             archive_event_id = row["event_id"]
     findings: list[Finding] = []
@@ -288,12 +324,16 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
         if archive_event_id is None
         else [chains_by_event[archive_event_id]]
     )
-    ends = _chain_ends(path)
-    if ends is not None:
+    contents = _contents(path)
+    if contents is not None:
         findings.extend(
             Finding(ARCHIVE_MISMATCH, None, detail, chain=chain)
-            for chain, detail in unanchored_chains(ends, anchors)
+            for chain, detail in unanchored_chains(chain_ends(contents), anchors)
         )
+        recorded_rows = (
+            None if archive_event_id is None else ledger_rows_by_event[archive_event_id]
+        )
+        findings.extend(db.read(lambda conn: _ledger_row_findings(conn, contents, recorded_rows)))
     if findings:
         counts = dict(report.finding_counts)
         counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + len(findings)
@@ -306,13 +346,53 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
     return {**report.public(), "archive_sha256": digest, "archive_event_id": archive_event_id}
 
 
-def _chain_ends(path: str | os.PathLike[str]) -> dict[str, ArchivedChainEnd | None] | None:
-    """The file's chains' ends; None for a file that is no archive (the offline check says)."""
+def _contents(path: str | os.PathLike[str]) -> ArchiveContents | None:
+    """The file's tasks; None for a file that is no archive (the offline check says)."""
     try:
         with open(path, "rb") as handle:
-            return chain_ends(read_archive(handle))
+            return read_archive(handle)
     except (OSError, LedgerError):
         return None
+
+
+def _ledger_row_findings(
+    conn: Connection,
+    contents: ArchiveContents,
+    recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
+) -> list[Finding]:
+    """The file's rows that seals of the ledger chain cover (run events, reviews), each held
+    against the ledger's last seal of it (the ledger chain stays, an archive removes none of
+    it), and each chain's set of them against the count and digest that the TASKS_ARCHIVED
+    event recording the file (`recorded`; None: none did) sealed it removed."""
+    findings: list[Finding] = []
+    for task in contents.tasks.values():
+        listed: list[LedgerSealedRow] = []
+        for table in LEDGER_SEALED_TABLES:
+            for row in task.rows.get(table, ()):
+                try:
+                    key, digest = stored_row_state(table, row)
+                except (KeyError, TypeError, ValueError, LedgerError):
+                    continue  # the offline check reports a row that is not its table's
+                sealed = fetch_all(
+                    conn, "archive_ledger_row_seal", {"row_table": table, "row_key": key}
+                )
+                if not sealed or sealed[0]["row_digest"] != digest:
+                    detail = (
+                        "the file's row is not the one the ledger's seal covers: changed in "
+                        "the file (with its line's digest), or never the ledger's"
+                    )
+                    findings.append(Finding(ARCHIVE_MISMATCH, None, detail, table=table, key=key))
+                    continue
+                listed.append(LedgerSealedRow(table, key, int(sealed[0]["event_id"])))
+        chain = chain_of(task.task_id)
+        expected = frozenset() if recorded is None else recorded.get(chain, frozenset())
+        if recorded is not None and frozenset(listed) != expected:
+            detail = (
+                f"the file holds {len(listed)} rows of the chain that seals of the ledger chain "
+                f"cover, not the {len(expected)} the TASKS_ARCHIVED event recorded removing"
+            )
+            findings.append(Finding(ARCHIVE_MISMATCH, None, detail, chain=chain))
+    return findings
 
 
 def _payload(text: object) -> object:

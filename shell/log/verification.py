@@ -23,7 +23,12 @@ import attrs
 from aios_ledger.core import EventRow, LedgerError, SealRow
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
-from aios_ledger.core.log.archived import recorded_chains
+from aios_ledger.core.log.archived import (
+    LEDGER_SEALED_TABLES,
+    LedgerSealedRow,
+    recorded_chains,
+    recorded_ledger_rows,
+)
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.merkle_check import MerkleCheck
@@ -348,11 +353,18 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
             if folds is not None:
                 folds.finish(verifier, folded_gone)
     archived: set[str] | None = None
+    removed: frozenset[LedgerSealedRow] | None = None
     with db.cursor_rows("state_rows_gone") as gone:
         for row in gone:
             table, key = str(row["row_table"]), str(row["row_key"])
             if table == TASKS and key in folded_gone:
                 continue  # reported by its fold
+            if table in LEDGER_SEALED_TABLES:
+                # An archive removes its tasks' run events and reviews, whose seals (the
+                # ledger chain's) stay: each it recorded, while its chain is archived.
+                removed = _archived_ledger_rows(conn) if removed is None else removed
+                if LedgerSealedRow(table, key, int(row["event_id"])) in removed:
+                    continue
             if table == GOVERNED_BINDINGS:
                 # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.
                 archived = _archived_chains(conn) if archived is None else archived
@@ -439,6 +451,22 @@ def _archived_chains(conn: Connection) -> set[str]:
             continue
         found.update(recorded_chains(payload) or ())
     return found
+
+
+def _archived_ledger_rows(conn: Connection) -> frozenset[LedgerSealedRow]:
+    """The ledger-sealed rows that the sealed TASKS_ARCHIVED events record removing with the
+    chains archived now (listed in `archived_events`: a chain restored since is not)."""
+    listed = {str(row["chain"]) for row in fetch_all(conn, "archived_chains_listed")}
+    found: set[LedgerSealedRow] = set()
+    for row in fetch_all(conn, "archive_events_recorded"):
+        try:
+            payload = loads_document(str(row["payload_json"]), what="an archive event")
+        except LedgerError:
+            continue
+        for chain, rows in recorded_ledger_rows(payload).items():
+            if chain in listed:
+                found.update(rows)
+    return frozenset(found)
 
 
 def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:

@@ -1,0 +1,259 @@
+"""Archiving a task with its evidence (issue 28 part 7): a task whose attempt run holds events
+and whose result an auxiliary review judged is archived with both (the run, its events, the
+review's row), shown, verified, refused when any of those rows is changed in the file, and
+restored exactly; a hand-made DELETE of a run event no archive listed is still refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.core.log.archived import (
+    LedgerSealedRow,
+    ledger_rows_record,
+    recorded_ledger_rows,
+)
+from aios_ledger.shell import Database, RunStore, TaskLedger, verify_export, verify_log
+from aios_ledger.shell.log.archive import (
+    archive_tasks,
+    restore_archive,
+    show_archive,
+    verify_archive,
+)
+from aios_ledger.shell.work.reviewer import review_submitted
+from conftest import both_engines
+from legacy_fixtures import rows
+from test_log_archive import LATER, sqlite_shell
+from test_tasks_support import Clock
+
+pytest_generate_tests = both_engines
+
+ACCEPT = """echo '{"decision": "SUCCEEDED", "reason": "the notes read well"}'"""
+# Every table the archive empties of the task and a restore fills again, read whole.
+_TABLES = (
+    "tasks",
+    "events",
+    "event_seals",
+    "event_seal_rows",
+    "archived_events",
+    "task_idempotency",
+    "runs",
+    "run_events",
+    "auxiliary_runs",
+    "merkle_leaves",
+)
+
+
+def _snapshot(path: Path) -> dict[str, list[str]]:
+    return {table: sorted(map(repr, rows(path, f"SELECT * FROM {table}"))) for table in _TABLES}
+
+
+def _reviewed_task(path: Path) -> None:
+    """`done-1`: claimed, two evidence events in its attempt run, submitted, then judged
+    SUCCEEDED by an auxiliary review (`review:done-1:1:1`); `open` stays queued."""
+    with TaskLedger(path, clock=Clock()) as ledger:
+        ledger.create_task(
+            {
+                "task_id": "done-1",
+                "goal": "write the release notes",
+                "instructions": "one page",
+                "success_criteria": ["ok"],
+            },
+            idempotency_key="create-done-1",
+        )
+        ledger.create_task(
+            {"task_id": "open", "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
+            idempotency_key="create-open",
+        )
+        claim = ledger.claim(
+            agent_id="agent-a", capabilities=[], lease_seconds=600, task_id="done-1"
+        )
+        assert claim is not None
+        with RunStore(path, clock=Clock()) as runs:
+            runs.append_event("done-1@1", "read", {"file": "NEWS"}, lease_token=claim["lease_token"])
+            runs.append_event("done-1@1", "wrote", {"lines": 40}, lease_token=claim["lease_token"])
+        ledger.submit_result(
+            "done-1",
+            lease_token=claim["lease_token"],
+            result={"summary": "notes written"},
+            idempotency_key="submit-done-1",
+        )
+    summary = review_submitted(path, ACCEPT, reviewer="reviewer-1")
+    assert summary["exit"] == 0, summary
+
+
+@pytest.fixture
+def archived(ledger_target: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
+    _reviewed_task(ledger_target)
+    assert verify_log(Database(ledger_target)).intact
+    before = _snapshot(ledger_target)
+    output = tmp_path / "archive.jsonl"
+    with Database(ledger_target) as db:
+        answer = archive_tasks(db, finished_before=LATER, output=output)
+    assert answer["task_ids"] == ["done-1"]
+    return ledger_target, output, before
+
+
+def _verify(path: Path) -> dict[str, Any]:
+    with Database(path) as db:
+        return verify_log(db).public()
+
+
+def _check(path: Path, file: Path) -> dict[str, Any]:
+    with Database(path) as db:
+        return verify_archive(db, file)
+
+
+def _lines(file: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in file.read_text().splitlines()]
+
+
+def _write_lines(file: Path, lines: list[dict[str, Any]]) -> None:
+    file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_a_task_with_evidence_and_a_review_is_archived_shown_verified_and_restored(
+    archived: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    path, output, before = archived
+    for table, query in (
+        ("runs", "SELECT count(*) FROM runs"),
+        ("run_events", "SELECT count(*) FROM run_events"),
+        ("auxiliary_runs", "SELECT count(*) FROM auxiliary_runs"),
+    ):
+        assert rows(path, query) == [(0,)], table
+    found = _verify(path)
+    assert found["intact"] is True, found["findings"]
+    checked = _check(path, output)
+    assert checked["intact"] is True, checked["findings"]
+    assert verify_export(output).intact
+
+    (payload,) = [
+        json.loads(text)
+        for (text,) in rows(
+            path, "SELECT payload_json FROM events WHERE event_type = 'TASKS_ARCHIVED'"
+        )
+    ]
+    (chain,) = payload["chains"]
+    # The two run events and the review, each with the event id of its ledger seal.
+    assert [entry[:2] for entry in chain["ledger_rows"]] == [
+        ["auxiliary_runs", "review:done-1:1:1"],
+        ["run_events", "done-1@1 1"],
+        ["run_events", "done-1@1 2"],
+    ]
+    assert len(recorded_ledger_rows(payload)["task:done-1"]) == 3
+
+    shown = show_archive(output, "done-1")["tasks"][0]
+    assert shown["goal"] == "write the release notes"
+    assert [(e["seq"], e["kind"], e["payload"]) for e in shown["evidence"]] == [
+        (1, "read", {"file": "NEWS"}),
+        (2, "wrote", {"lines": 40}),
+    ]
+    (review,) = shown["reviews"]
+    assert review["aux_id"] == "review:done-1:1:1" and review["state"] == "COMPLETED"
+    assert review["output"]["reason"] == "the notes read well"
+
+    with Database(path) as db:
+        answer = restore_archive(db, output, clock=Clock())
+    assert answer["task_ids"] == ["done-1"]
+    after = _snapshot(path)
+    for table in ("tasks", "runs", "run_events", "auxiliary_runs", "task_idempotency"):
+        assert after[table] == before[table], table
+    found = _verify(path)
+    assert found["intact"] is True, found["findings"]
+    assert _check(path, output)["intact"] is True
+
+
+def _tamper(line: dict[str, Any], table: str) -> bool:
+    row = line.get("row")
+    if line.get("state") != table or not isinstance(row, dict):
+        return False
+    if table == "run_events":
+        row["payload_json"] = json.dumps({"file": "SECRETS"})
+    elif table == "auxiliary_runs":
+        row["output_json"] = row["output_json"].replace("read well", "read badly")
+    else:
+        row["prompt"] = "another prompt"
+    return True
+
+
+@pytest.mark.parametrize("table", ["run_events", "auxiliary_runs", "runs"])
+def test_a_changed_evidence_row_in_the_file_is_refused(
+    archived: tuple[Path, Path, dict[str, Any]], table: str
+) -> None:
+    path, output, _ = archived
+    lines = _lines(output)
+    assert sum(_tamper(line, table) for line in lines) >= 1
+    _write_lines(output, lines)
+    checked = _check(path, output)
+    assert checked["intact"] is False
+    assert "STATE_MISMATCH" in checked["finding_counts"], checked["findings"]
+    with Database(path) as db, pytest.raises(LedgerError) as refused:
+        restore_archive(db, output, clock=Clock())
+    assert refused.value.code == "ARCHIVE_NOT_INTACT"
+    assert rows(path, "SELECT count(*) FROM run_events") == [(0,)]
+
+
+def test_a_changed_row_resealed_in_the_file_is_refused_by_the_ledger(
+    archived: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    """A run event changed with its line's digest recomputed passes the offline check of the
+    line; the ledger's seal of it (the ledger chain's) does not."""
+    from aios_ledger.core.log.state import stored_row_state
+
+    path, output, _ = archived
+    lines = _lines(output)
+    for line in lines:
+        if line.get("state") == "run_events":
+            line["row"]["payload_json"] = json.dumps({"file": "SECRETS"})
+            line["digest"] = stored_row_state("run_events", line["row"])[1]
+            break
+    _write_lines(output, lines)
+    checked = _check(path, output)
+    assert checked["intact"] is False
+    assert "ARCHIVE_MISMATCH" in checked["finding_counts"], checked["findings"]
+
+
+def test_a_hand_made_delete_of_a_run_event_is_still_refused(ledger_target: Path) -> None:
+    _reviewed_task(ledger_target)
+    before = _snapshot(ledger_target)
+    with pytest.raises(Exception, match="EVENTS_APPEND_ONLY"):
+        sqlite_shell(ledger_target, "DELETE FROM run_events WHERE run_id = 'done-1@1'")
+    assert _snapshot(ledger_target) == before
+
+
+def test_a_run_event_or_review_deleted_by_hand_after_a_forged_listing_is_reported(
+    ledger_target: Path,
+) -> None:
+    """A DBA who lists the chain by hand gets the DELETE through the trigger; `verify` finds the
+    listing that no sealed TASKS_ARCHIVED event records, and the review row gone."""
+    _reviewed_task(ledger_target)
+    (last,) = rows(ledger_target, "SELECT max(event_id) FROM events")
+    sqlite_shell(
+        ledger_target,
+        "INSERT INTO archived_events(event_id, archive_event_id, chain, seal) "
+        f"VALUES ({last[0] + 5}, {last[0] + 6}, 'task:done-1', 'sha256:x')",
+        "DELETE FROM run_events WHERE run_id = 'done-1@1' AND seq = 2",
+        "DELETE FROM auxiliary_runs",
+    )
+    found = _verify(ledger_target)
+    assert found["intact"] is False
+    assert {"ARCHIVE_MISMATCH", "STATE_MISMATCH"} <= set(found["finding_counts"])
+
+
+def test_the_ledger_rows_record_is_golden(golden: Any) -> None:
+    listed = (
+        LedgerSealedRow("run_events", "t@1 2", 9),
+        LedgerSealedRow("auxiliary_runs", "review:t:1:1", 12),
+        LedgerSealedRow("run_events", "t@1 1", 8),
+    )
+    assert {
+        "record": ledger_rows_record(listed),
+        "read_back": sorted(
+            recorded_ledger_rows({"chains": [{"task_id": "t", "ledger_rows": ledger_rows_record(listed)}]})["task:t"]
+        )
+        == sorted(listed),
+    } == golden
