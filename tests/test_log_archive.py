@@ -50,6 +50,35 @@ def _create(ledger: TaskLedger, task_id: str) -> None:
     )
 
 
+def create_release_notes(ledger: TaskLedger) -> None:
+    """The task `done-1`, whose goal an archive must give back."""
+    ledger.create_task(
+        {
+            "task_id": "done-1",
+            "goal": "write the release notes",
+            "instructions": "one page",
+            "success_criteria": ["ok"],
+        },
+        idempotency_key="create-done-1",
+    )
+
+
+def accept_release_notes(ledger: TaskLedger) -> None:
+    """`done-1` claimed, submitted and accepted, so that its row holds a result and a verdict
+    (and its attempt run `done-1@1`, no events)."""
+    claim = ledger.claim(agent_id="agent-a", capabilities=[], lease_seconds=60, task_id="done-1")
+    assert claim is not None
+    ledger.submit_result(
+        "done-1",
+        lease_token=claim["lease_token"],
+        result={"summary": "notes written"},
+        idempotency_key="submit-done-1",
+    )
+    ledger.verify(
+        "done-1", decision="SUCCEEDED", reason="reads well", idempotency_key="verify-done-1"
+    )
+
+
 pytest_generate_tests = both_engines
 
 
@@ -350,29 +379,9 @@ def succeeded_path(ledger_target: Path) -> Path:
     verdict; one queued task stays."""
     clock = Clock()
     with TaskLedger(ledger_target, clock=clock) as ledger:
-        ledger.create_task(
-            {
-                "task_id": "done-1",
-                "goal": "write the release notes",
-                "instructions": "one page",
-                "success_criteria": ["ok"],
-            },
-            idempotency_key="create-done-1",
-        )
+        create_release_notes(ledger)
         _create(ledger, "open")
-        claim = ledger.claim(
-            agent_id="agent-a", capabilities=[], lease_seconds=60, task_id="done-1"
-        )
-        assert claim is not None
-        ledger.submit_result(
-            "done-1",
-            lease_token=claim["lease_token"],
-            result={"summary": "notes written"},
-            idempotency_key="submit-done-1",
-        )
-        ledger.verify(
-            "done-1", decision="SUCCEEDED", reason="reads well", idempotency_key="verify-done-1"
-        )
+        accept_release_notes(ledger)
     return ledger_target
 
 
@@ -578,11 +587,12 @@ def test_a_task_with_a_proposal_keeps_its_chain_on_both_engines(
     assert answer["task_ids"] == ["old-2"]
 
 
-def test_a_task_whose_attempt_holds_evidence_keeps_its_chain(
+def test_a_task_whose_attempt_holds_evidence_goes_with_its_runs(
     succeeded_path: Path, tmp_path: Path
 ) -> None:
-    """Run events are append-only and sealed on the ledger chain: such a task is not archived
-    (before, it was, and its attempt run stayed behind without its seal)."""
+    """Its run events are sealed on the ledger chain: the archive takes them along with the run
+    (migration 0023 lets them go once the chain is listed) and records each, and `verify`
+    holds the rows gone against that record (before, such a task was kept back)."""
     with TaskLedger(succeeded_path, clock=Clock()) as ledger:
         _create(ledger, "worked")
         claim = ledger.claim(
@@ -596,6 +606,7 @@ def test_a_task_whose_attempt_holds_evidence_keeps_its_chain(
             runs.close()
         ledger.cancel("worked", reason="done", idempotency_key="cancel-worked")
     answer = archive(succeeded_path, tmp_path / "archive.jsonl", LATER)
-    assert answer["task_ids"] == ["done-1"]
-    assert rows(succeeded_path, "SELECT run_id FROM runs") == [("worked@1",)]
+    assert answer["task_ids"] == ["done-1", "worked"]
+    assert rows(succeeded_path, "SELECT count(*) FROM runs") == [(0,)]
+    assert rows(succeeded_path, "SELECT count(*) FROM run_events") == [(0,)]
     assert verify(succeeded_path)["intact"] is True

@@ -26,7 +26,7 @@ from aios_ledger.shell.log.archive import (
 from aios_ledger.shell.work.reviewer import review_submitted
 from conftest import both_engines
 from legacy_fixtures import rows
-from test_log_archive import LATER, sqlite_shell
+from test_log_archive import LATER, create_release_notes, sqlite_shell
 from test_tasks_support import Clock
 
 pytest_generate_tests = both_engines
@@ -55,15 +55,7 @@ def _reviewed_task(path: Path) -> None:
     """`done-1`: claimed, two evidence events in its attempt run, submitted, then judged
     SUCCEEDED by an auxiliary review (`review:done-1:1:1`); `open` stays queued."""
     with TaskLedger(path, clock=Clock()) as ledger:
-        ledger.create_task(
-            {
-                "task_id": "done-1",
-                "goal": "write the release notes",
-                "instructions": "one page",
-                "success_criteria": ["ok"],
-            },
-            idempotency_key="create-done-1",
-        )
+        create_release_notes(ledger)
         ledger.create_task(
             {"task_id": "open", "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
             idempotency_key="create-open",
@@ -73,7 +65,9 @@ def _reviewed_task(path: Path) -> None:
         )
         assert claim is not None
         with RunStore(path, clock=Clock()) as runs:
-            runs.append_event("done-1@1", "read", {"file": "NEWS"}, lease_token=claim["lease_token"])
+            runs.append_event(
+                "done-1@1", "read", {"file": "NEWS"}, lease_token=claim["lease_token"]
+            )
             runs.append_event("done-1@1", "wrote", {"lines": 40}, lease_token=claim["lease_token"])
         ledger.submit_result(
             "done-1",
@@ -253,7 +247,9 @@ def test_the_ledger_rows_record_is_golden(golden: Any) -> None:
     assert {
         "record": ledger_rows_record(listed),
         "read_back": sorted(
-            recorded_ledger_rows({"chains": [{"task_id": "t", "ledger_rows": ledger_rows_record(listed)}]})["task:t"]
+            recorded_ledger_rows(
+                {"chains": [{"task_id": "t", "ledger_rows": ledger_rows_record(listed)}]}
+            )["task:t"]
         )
         == sorted(listed),
     } == golden

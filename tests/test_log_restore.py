@@ -27,7 +27,13 @@ from aios_ledger.shell.log.archive import (
 )
 from conftest import both_engines, is_postgres
 from legacy_fixtures import rows
-from test_log_archive import LATER, _create, sqlite_shell
+from test_log_archive import (
+    LATER,
+    _create,
+    accept_release_notes,
+    create_release_notes,
+    sqlite_shell,
+)
 from test_tasks_support import Clock
 
 pytest_generate_tests = both_engines
@@ -56,30 +62,10 @@ def archived(ledger_target: Path, tmp_path: Path) -> tuple[Path, Path]:
     `gone-1` cancelled; both archived to a file, one task left queued."""
     clock = Clock()
     with TaskLedger(ledger_target, clock=clock) as ledger:
-        ledger.create_task(
-            {
-                "task_id": "done-1",
-                "goal": "write the release notes",
-                "instructions": "one page",
-                "success_criteria": ["ok"],
-            },
-            idempotency_key="create-done-1",
-        )
+        create_release_notes(ledger)
         _create(ledger, "gone-1")
         ledger.cancel("gone-1", reason="not needed", idempotency_key="cancel-gone-1")
-        claim = ledger.claim(
-            agent_id="agent-a", capabilities=[], lease_seconds=60, task_id="done-1"
-        )
-        assert claim is not None
-        ledger.submit_result(
-            "done-1",
-            lease_token=claim["lease_token"],
-            result={"summary": "notes written"},
-            idempotency_key="submit-done-1",
-        )
-        ledger.verify(
-            "done-1", decision="SUCCEEDED", reason="reads well", idempotency_key="verify-done-1"
-        )
+        accept_release_notes(ledger)
         _create(ledger, "open")
     output = tmp_path / "archive.jsonl"
     with Database(ledger_target) as db:

@@ -330,9 +330,7 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
             Finding(ARCHIVE_MISMATCH, None, detail, chain=chain)
             for chain, detail in unanchored_chains(chain_ends(contents), anchors)
         )
-        recorded_rows = (
-            None if archive_event_id is None else ledger_rows_by_event[archive_event_id]
-        )
+        recorded_rows = None if archive_event_id is None else ledger_rows_by_event[archive_event_id]
         findings.extend(db.read(lambda conn: _ledger_row_findings(conn, contents, recorded_rows)))
     if findings:
         counts = dict(report.finding_counts)
