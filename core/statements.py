@@ -303,6 +303,9 @@ class Statement(enum.StrEnum):
     DELETE_ARCHIVED_RUN_EVENTS = ("delete_archived_run_events", _DELETE, "task_id")
     DELETE_ARCHIVED_AUXILIARY_RUNS = ("delete_archived_auxiliary_runs", _DELETE, "task_id")
     DELETE_ARCHIVED_RUNS = ("delete_archived_runs", _DELETE, "task_id")
+    DELETE_ARCHIVED_PROPOSALS = ("delete_archived_proposals", _DELETE, "task_id")
+    DELETE_ARCHIVED_SCAN_CHARGES = ("delete_archived_scan_charges", _DELETE, "task_id")
+    DELETE_ARCHIVED_SPEND = ("delete_archived_spend", _DELETE, "task_id")
     DELETE_ARCHIVED_TASK = (
         "delete_archived_task",
         _GUARDED_DELETE,

@@ -4,8 +4,9 @@
 -- name: archive_candidates
 -- Finished tasks, with their chain's length and last seal (through the unique (chain,
 -- chain_seq) index), in task id order. Which of them were last written before the cut-off is
--- the core's to say (it compares timestamps, not their texts). A task that proposed work to a
--- governed repository keeps its chain: its proposals and governed writes stay provable. A task
+-- the core's to say (it compares timestamps, not their texts). A task with a governed write
+-- keeps its chain: its writes, the writer lease its events sealed and its attestations stay
+-- provable (a proposal that was never written goes, with its bundle, into the file). A task
 -- whose attempt runs hold evidence goes with its runs, their events and the auxiliary runs that
 -- reviewed them (migration 0023 lets its run events go once its chain is listed).
 SELECT t.task_id, t.status, t.revision, t.updated_at,
@@ -16,7 +17,7 @@ LEFT JOIN event_seals AS s
   ON s.chain = 'task:' || t.task_id
  AND s.chain_seq = (SELECT max(chain_seq) FROM event_seals WHERE chain = 'task:' || t.task_id)
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-  AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM governed_writes AS g WHERE g.task_id = t.task_id)
 ORDER BY t.task_id;
 
 -- name: archive_candidate_events
@@ -29,7 +30,7 @@ FROM events AS e
 JOIN tasks AS t ON t.task_id = e.task_id
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-  AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM governed_writes AS g WHERE g.task_id = t.task_id)
 ORDER BY e.event_id;
 
 -- name: archive_candidate_sealed_rows
@@ -38,7 +39,7 @@ FROM events AS e
 JOIN tasks AS t ON t.task_id = e.task_id
 JOIN event_seal_rows AS r ON r.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-  AND NOT EXISTS (SELECT 1 FROM task_proposals AS p WHERE p.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM governed_writes AS g WHERE g.task_id = t.task_id)
 ORDER BY r.event_id, r.position;
 
 -- name: archive_task_rows
@@ -124,6 +125,35 @@ SELECT event_id, row_digest FROM event_seal_rows
 WHERE row_table = :row_table AND row_key = :row_key
 ORDER BY event_id DESC LIMIT 1;
 
+-- name: archive_task_proposal_rows
+SELECT p.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'task_proposals' AND s.row_key = p.proposal_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM task_proposals AS p WHERE p.task_id = :task_id
+ORDER BY p.proposal_id;
+
+-- name: archive_task_scan_charge_rows
+SELECT c.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'agent_scan_charges' AND s.row_key = c.charge_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM agent_scan_charges AS c WHERE c.task_id = :task_id
+ORDER BY c.charge_id;
+
+-- name: archive_task_spend_rows
+SELECT sp.*,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'task_spend' AND s.row_key = sp.spend_key
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM task_spend AS sp WHERE sp.task_id = :task_id
+ORDER BY sp.spend_key;
+
+-- name: bundle_still_proposed
+-- Whether any proposal left in the ledger names a bundle (an archive removes the file of one
+-- that none does, once it committed).
+SELECT count(*) AS proposals FROM task_proposals WHERE bundle_sha256 = :bundle_sha256;
+
 -- name: archived_event_rows
 -- Every archived event's id, chain, seal and the TASKS_ARCHIVED event that lists it, in id order.
 SELECT event_id, archive_event_id, chain, seal FROM archived_events ORDER BY event_id;
@@ -182,6 +212,15 @@ DELETE FROM auxiliary_runs WHERE session_id = 'task:' || :task_id;
 -- The task's attempt runs (`TASK@N`, session `task:TASK`), their events gone before.
 DELETE FROM runs WHERE session_id = 'task:' || :task_id;
 
+-- name: delete_archived_proposals!
+DELETE FROM task_proposals WHERE task_id = :task_id;
+
+-- name: delete_archived_scan_charges!
+DELETE FROM agent_scan_charges WHERE task_id = :task_id;
+
+-- name: delete_archived_spend!
+DELETE FROM task_spend WHERE task_id = :task_id;
+
 -- name: delete_archived_task!
 DELETE FROM tasks WHERE task_id = :task_id AND revision = :expected_revision;
 
@@ -216,7 +255,14 @@ UNION ALL
 SELECT 'key' FROM auxiliary_runs WHERE :row_table = 'auxiliary_runs' AND aux_id = :row_key
 UNION ALL
 SELECT 'key' FROM run_events
-WHERE :row_table = 'run_events' AND run_id || ' ' || seq = :row_key;
+WHERE :row_table = 'run_events' AND run_id || ' ' || seq = :row_key
+UNION ALL
+SELECT 'key' FROM task_proposals WHERE :row_table = 'task_proposals' AND proposal_id = :row_key
+UNION ALL
+SELECT 'key' FROM agent_scan_charges
+WHERE :row_table = 'agent_scan_charges' AND charge_id = :row_key
+UNION ALL
+SELECT 'key' FROM task_spend WHERE :row_table = 'task_spend' AND spend_key = :row_key;
 
 -- name: delete_restored_listings!
 -- After the task's events are back with their seals (the trigger of migration 0021 lets a

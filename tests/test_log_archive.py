@@ -568,11 +568,11 @@ def test_the_archive_decision_and_a_held_row_line_are_golden(golden: Any) -> Non
     } == golden
 
 
-def test_a_task_with_a_proposal_keeps_its_chain_on_both_engines(
+def test_a_task_with_a_governed_write_keeps_its_chain_on_both_engines(
     ledger_path: Path, tmp_path: Path
 ) -> None:
-    """Its proposal (and any governed write of it) stays provable: the task is not archived.
-    PostgreSQL's statements lacked this rule, and archived the task from under its proposal."""
+    """Its governed writes (and the writer lease its events sealed) stay provable: the task is
+    not archived. A proposal never written goes into the file (tests/test_log_archive_evidence)."""
     sqlite_shell(
         ledger_path,
         "INSERT INTO governed_repositories(name, path, protected_json, revision, created_at, "
@@ -582,6 +582,10 @@ def test_a_task_with_a_proposal_keeps_its_chain_on_both_engines(
         "head_oid, bundle_sha256, bundle_bytes, refs_json, changed_files_json, facts_json, "
         "created_at) VALUES ('p', 'old-1', 1, 'r', 'a', 'b', 'c', 1, '[]', '[]', '{}', "
         "'2026-08-20T00:00:00.000Z')",
+        "INSERT INTO governed_writes(idempotency_key, task_id, proposal_id, repository, ref, "
+        "old_oid, new_oid, generation, state, changed_files_json, revision, created_at, "
+        "updated_at) VALUES ('w', 'old-1', 'p', 'r', 'refs/heads/x', 'a', 'b', 1, 'INTENDED', "
+        "'[]', 1, '2026-08-20T00:00:00.000Z', '2026-08-20T00:00:00.000Z')",
     )
     answer = archive(ledger_path, tmp_path / "archive.jsonl", dry_run=True)
     assert answer["task_ids"] == ["old-2"]

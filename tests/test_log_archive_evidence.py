@@ -1,10 +1,13 @@
 """Archiving a task with its evidence (issue 28 part 7): a task whose attempt run holds events
 and whose result an auxiliary review judged is archived with both (the run, its events, the
-review's row), shown, verified, refused when any of those rows is changed in the file, and
+review's row), and a governed task with its proposal and the proposal's bundle file; each is
+shown, verified, refused when any of those rows (or the bundle) is changed in the file, and
 restored exactly; a hand-made DELETE of a run event no archive listed is still refused."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,9 @@ from aios_ledger.core.log.archived import (
     ledger_rows_record,
     recorded_ledger_rows,
 )
+from aios_ledger.core.log.export import ArchivedBundles, export_bundle_lines
 from aios_ledger.shell import Database, RunStore, TaskLedger, verify_export, verify_log
+from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.archive import (
     archive_tasks,
     restore_archive,
@@ -25,6 +30,7 @@ from aios_ledger.shell.log.archive import (
 )
 from aios_ledger.shell.work.reviewer import review_submitted
 from conftest import both_engines
+from git_support import binding, make_repository, register, verified_proposal
 from legacy_fixtures import rows
 from test_log_archive import LATER, create_release_notes, sqlite_shell
 from test_tasks_support import Clock
@@ -252,4 +258,107 @@ def test_the_ledger_rows_record_is_golden(golden: Any) -> None:
             )["task:t"]
         )
         == sorted(listed),
+        "bundle_lines": export_bundle_lines(hashlib.sha256(b"bundle").hexdigest(), b"bundle"),
+        "bundle_findings": [
+            finding.public()
+            for finding in _bundles(b"bundle").findings(
+                {"p-same": hashlib.sha256(b"bundle").hexdigest(), "p-other": "0" * 64}
+            )
+        ],
     } == golden
+
+
+def _bundles(data: bytes) -> ArchivedBundles:
+    bundles = ArchivedBundles(keep=True)
+    for line in export_bundle_lines(hashlib.sha256(data).hexdigest(), data):
+        bundles.add(line)
+    return bundles
+
+
+def test_a_bundle_cut_or_out_of_order_is_refused() -> None:
+    data = bytes(range(256)) * 40000  # three parts
+    lines = export_bundle_lines(hashlib.sha256(data).hexdigest(), data)
+    assert [line["part"] for line in lines] == [0, 1, 2]
+    assert _bundles(data).data(lines[0]["bundle"]) == data
+    bundles = ArchivedBundles()
+    with pytest.raises(LedgerError) as refused:
+        for line in (lines[0], lines[2]):
+            bundles.add(line)
+    assert refused.value.code == "EXPORT_INVALID"
+    cut = ArchivedBundles()
+    cut.add(lines[0])
+    (finding,) = cut.findings({"p": lines[0]["bundle"]})
+    assert finding.code == "BUNDLE_MISSING"
+
+
+@pytest.fixture
+def proposed(ledger_target: Path, tmp_path: Path) -> tuple[Path, dict[str, Any], Path]:
+    """`gw-1`: a governed task whose proposal (a verified git bundle) was accepted and never
+    written; archived to a file."""
+    bare, base = make_repository(tmp_path / "repo")
+    register(ledger_target, bare)
+    proposal = verified_proposal(
+        ledger_target, "gw-1", binding("gw-1", base), {"widgets.txt": "better widgets\n"}
+    )
+    output = tmp_path / "archive.jsonl"
+    with Database(ledger_target) as db:
+        answer = archive_tasks(db, finished_before=LATER, output=output)
+    assert answer["task_ids"] == ["gw-1"]
+    return ledger_target, proposal, output
+
+
+def _bundle(path: Path, digest: str) -> Path:
+    with Database(path) as db:
+        return bundle_path(db, digest)
+
+
+def test_a_proposal_and_its_bundle_are_archived_shown_verified_and_restored(
+    proposed: tuple[Path, dict[str, Any], Path],
+) -> None:
+    path, proposal, output = proposed
+    (row,) = [line["row"] for line in _lines(output) if line.get("state") == "task_proposals"]
+    digest = row["bundle_sha256"]
+    bundle_lines = [line for line in _lines(output) if "bundle" in line]
+    assert [line["bundle"] for line in bundle_lines] == [digest]
+    assert rows(path, "SELECT count(*) FROM task_proposals") == [(0,)]
+    assert not _bundle(path, digest).exists()  # no proposal left names it
+    assert _verify(path)["intact"] is True
+    checked = _check(path, output)
+    assert checked["intact"] is True, checked["findings"]
+
+    (shown,) = show_archive(output, "gw-1")["tasks"][0]["proposals"]
+    assert shown["proposal_id"] == proposal["proposal_id"]
+    assert shown["changed_files"] == ["widgets.txt"]
+
+    with Database(path) as db:
+        restore_archive(db, output, clock=Clock())
+    assert rows(path, "SELECT proposal_id, bundle_sha256 FROM task_proposals") == [
+        (proposal["proposal_id"], digest)
+    ]
+    assert _bundle(path, digest).exists()
+    found = _verify(path)
+    assert found["intact"] is True, found["findings"]
+
+
+@pytest.mark.parametrize("what", ["bundle", "proposal"])
+def test_a_changed_bundle_or_proposal_in_the_file_is_refused(
+    proposed: tuple[Path, dict[str, Any], Path], what: str
+) -> None:
+    path, _, output = proposed
+    lines = _lines(output)
+    for line in lines:
+        if what == "bundle" and "bundle" in line:
+            data = bytearray(base64.b64decode(line["data"]))
+            data[-1] ^= 1
+            line["data"] = base64.b64encode(bytes(data)).decode()
+        if what == "proposal" and line.get("state") == "task_proposals":
+            line["row"]["changed_files_json"] = '["README.md"]'
+    _write_lines(output, lines)
+    checked = _check(path, output)
+    assert checked["intact"] is False
+    code = "BUNDLE_CHANGED" if what == "bundle" else "STATE_MISMATCH"
+    assert code in checked["finding_counts"], checked["findings"]
+    with Database(path) as db, pytest.raises(LedgerError) as refused:
+        restore_archive(db, output, clock=Clock())
+    assert refused.value.code == "ARCHIVE_NOT_INTACT"
+    assert rows(path, "SELECT count(*) FROM task_proposals") == [(0,)]

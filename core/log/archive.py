@@ -43,6 +43,11 @@ _TASK_DELETES = (
     Statement.DELETE_ARCHIVED_RUN_EVENTS,
     Statement.DELETE_ARCHIVED_AUXILIARY_RUNS,
     Statement.DELETE_ARCHIVED_RUNS,
+    # Its proposals (never written: a task with a governed write stays), the charges of its
+    # refused scans and what its attempts reported they spent, all sealed by its chain.
+    Statement.DELETE_ARCHIVED_PROPOSALS,
+    Statement.DELETE_ARCHIVED_SCAN_CHARGES,
+    Statement.DELETE_ARCHIVED_SPEND,
 )
 
 

@@ -25,7 +25,14 @@ from aios_ledger.core.log.export import (
     is_trailer,
     parse_export_header,
 )
-from aios_ledger.core.log.rows import AUXILIARY_RUNS, FIRST_ANSWERS, RUN_EVENTS, RUNS, TASKS
+from aios_ledger.core.log.rows import (
+    AUXILIARY_RUNS,
+    FIRST_ANSWERS,
+    RUN_EVENTS,
+    RUNS,
+    TASK_PROPOSALS,
+    TASKS,
+)
 from aios_ledger.core.log.seals import chain_of
 
 ARCHIVE_INVALID = "ARCHIVE_INVALID"
@@ -200,6 +207,18 @@ def task_summary(task: ArchivedTask) -> dict[str, Any]:
             "error": row.get("error"),
         }
         for row in task.rows.get(AUXILIARY_RUNS, ())
+    ]
+    summary["proposals"] = [
+        {
+            "proposal_id": row.get("proposal_id"),
+            "attempt": row.get("attempt"),
+            "repository": row.get("repository"),
+            "base_oid": row.get("base_oid"),
+            "head_oid": row.get("head_oid"),
+            "bundle_sha256": row.get("bundle_sha256"),
+            "changed_files": _document(row.get("changed_files_json")),
+        }
+        for row in task.rows.get(TASK_PROPOSALS, ())
     ]
     summary["rows"] = {table: len(found) for table, found in sorted(task.rows.items())}
     return summary

@@ -23,6 +23,11 @@ the ledger chain cover (its run events and reviews, `LEDGER_SEALED_TABLES`) have
 the file: offline, each is held against its line's digest only; `verify-archive` holds that
 digest against the ledger's own seal of the row, and the set against the TASKS_ARCHIVED
 event's record of it.
+An archive's proposals (never written: a task with a governed write is not archived) carry
+their bundle files: after the state lines, `{"bundle": hex sha256, "part": i, "parts": n,
+"data": base64}` lines (`BUNDLE_PART_BYTES` a line), each bundle's parts in a row; the offline
+check hashes each bundle's bytes against the `bundle_sha256` its proposal's row (held against
+its seal) names: `BUNDLE_CHANGED` for other bytes, `BUNDLE_MISSING` for none.
 An export of everything after an archive holds, in id order among the events, one line per
 archived event, `{"archived": id, "archive_event_id": id, "chain": chain, "seal": seal}`, which
 the offline check accounts for as `verify` does.
@@ -30,6 +35,8 @@ the offline check accounts for as `verify` does.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -45,7 +52,14 @@ from aios_ledger.core.log.archived import (
 )
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
-from aios_ledger.core.log.rows import FIRST_ANSWERS, GOVERNED_BINDINGS, RUNS, TASKS, RowImage
+from aios_ledger.core.log.rows import (
+    FIRST_ANSWERS,
+    GOVERNED_BINDINGS,
+    RUNS,
+    TASK_PROPOSALS,
+    TASKS,
+    RowImage,
+)
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import held_row_problem
 from aios_ledger.core.log.verification import (
@@ -56,6 +70,7 @@ from aios_ledger.core.log.verification import (
     LedgerHead,
     LogVerifier,
     VerificationReport,
+    bundle_finding,
 )
 from aios_ledger.core.projection.bindings import BINDING_REGISTERED
 from aios_ledger.core.records import record_columns
@@ -151,6 +166,82 @@ def export_state_line(
     if row is not None:
         line[ROW_FIELD] = dict(row)
     return line
+
+
+BUNDLE_FIELDS = frozenset(("bundle", "part", "parts", "data"))
+# The bytes of a bundle a line carries at most (base64 makes 4/3 of it, under MAX_LINE_BYTES).
+BUNDLE_PART_BYTES = 4 * 1024 * 1024
+
+
+def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]:
+    """An archived proposal's bundle file as lines after the state lines: `{"bundle": its hex
+    sha256 (as the proposal's row names it), "part": i, "parts": n, "data": base64}`."""
+    parts = [data[at : at + BUNDLE_PART_BYTES] for at in range(0, len(data), BUNDLE_PART_BYTES)]
+    return [
+        {
+            "bundle": bundle_sha256,
+            "part": number,
+            "parts": len(parts),
+            "data": base64.b64encode(part).decode("ascii"),
+        }
+        for number, part in enumerate(parts or [b""])
+    ]
+
+
+def is_bundle_line(raw: object) -> bool:
+    return isinstance(raw, Mapping) and "bundle" in raw
+
+
+class ArchivedBundles:
+    """The bundle lines of an archive, joined by bundle in the order they come (each bundle's
+    parts in a row, numbered from 0): what they hash to, and their bytes when `keep`."""
+
+    def __init__(self, *, keep: bool = False) -> None:
+        self._keep = keep
+        self._hashers: dict[str, Any] = {}
+        self._data: dict[str, list[bytes]] = {}
+        self._next: dict[str, tuple[int, int]] = {}
+        self.complete: dict[str, str] = {}  # bundle name -> hex sha256 of its bytes
+
+    def add(self, raw: Mapping[str, Any]) -> None:
+        name, part, parts, data = (raw.get(field) for field in ("bundle", "part", "parts", "data"))
+        if (
+            set(raw) != BUNDLE_FIELDS
+            or not isinstance(name, str)
+            or type(part) is not int
+            or type(parts) is not int
+            or not isinstance(data, str)
+        ):
+            raise LedgerError("EXPORT_INVALID", "a bundle line must hold its name, part and data")
+        expected = self._next.get(name, (0, parts))
+        if (part, parts) != expected or name in self.complete or not 0 <= part < parts:
+            raise LedgerError("EXPORT_INVALID", f"bundle {name[:80]}: part {part} out of order")
+        try:
+            chunk = base64.b64decode(data.encode("ascii"), validate=True)
+        except (ValueError, UnicodeEncodeError):
+            raise LedgerError("EXPORT_INVALID", f"bundle {name[:80]}: data is not base64") from None
+        hasher = self._hashers.setdefault(name, hashlib.sha256())
+        hasher.update(chunk)
+        if self._keep:
+            self._data.setdefault(name, []).append(chunk)
+        if part + 1 == parts:
+            self.complete[name] = hasher.hexdigest()
+            self._next.pop(name, None)
+        else:
+            self._next[name] = (part + 1, parts)
+
+    def data(self, name: str) -> bytes:
+        return b"".join(self._data.get(name, ()))
+
+    def findings(self, proposals: Mapping[str, str]) -> list[Finding]:
+        """Each archived proposal's bundle (`proposals`: proposal id -> the bundle its row
+        names) held against the bytes the file carries; a bundle cut short is missing."""
+        found = []
+        for proposal_id, recorded in sorted(proposals.items()):
+            finding = bundle_finding(proposal_id, recorded, self.complete.get(recorded))
+            if finding is not None:
+                found.append(finding)
+        return found
 
 
 def export_trailer(head: LedgerHead) -> dict[str, Any]:
@@ -434,7 +525,9 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
     verifier = LogVerifier(dense_ids=header.scope == "all" and header.dense_ids)
     tips = ChainTips()
     state = ExportState(archive=header.scope == "archive")
-    state_lines = False
+    state_lines = bundle_lines = False
+    bundles = ArchivedBundles()
+    proposals: dict[str, str] = {}
     trailer_seen = False
     last_id = 0
     for number, raw_line in numbered:
@@ -448,12 +541,22 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
                 continue
             if is_state_line(value) and header.holds_state:
                 assert isinstance(value, Mapping)
+                if bundle_lines:
+                    raise LedgerError("EXPORT_INVALID", "a state line after the bundle lines")
                 state_lines = True
                 with_row = header.archive_format >= ARCHIVE_FORMAT
                 table, key, digest = parse_state_line(value, with_row=with_row)
                 if with_row:
                     _check_held_row(verifier, table, key, digest, value[ROW_FIELD])
+                    bundle = value[ROW_FIELD].get("bundle_sha256")
+                    if table == TASK_PROPOSALS and isinstance(bundle, str):
+                        proposals[key] = bundle
                 state.check(verifier, table, key, digest)
+                continue
+            if is_bundle_line(value) and header.archive_format >= ARCHIVE_FORMAT:
+                assert isinstance(value, Mapping)
+                bundle_lines = True
+                bundles.add(value)
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
@@ -481,6 +584,8 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
         state.advance(event, seal, rows)
     if header.holds_state:
         state.finish(verifier)
+    for finding in bundles.findings(proposals):
+        verifier.note(finding)
     if not trailer_seen:
         verifier.note(Finding(EXPORT_INVALID, None, "no trailer: the export was cut short"))
     return verifier.finish()

@@ -31,12 +31,15 @@ from aios_ledger.core.log.archived import TASKS_RESTORED, ArchivedChainEnd
 from aios_ledger.core.log.export import ARCHIVE_FORMAT, parse_export_event
 from aios_ledger.core.log.records import EventRow, SealRow, sealed_rows
 from aios_ledger.core.log.rows import (
+    AGENT_SCAN_CHARGES,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
     INITIAL_PROJECTIONS,
     RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
+    TASK_PROPOSALS,
+    TASK_SPEND,
     TASKS,
     RowImage,
 )
@@ -75,6 +78,10 @@ RESTORED_TABLES: Mapping[str, Statement] = {
     RUNS: Statement.RESTORE_RUN,
     RUN_EVENTS: Statement.INSERT_RUN_EVENT,
     AUXILIARY_RUNS: Statement.RESTORE_AUXILIARY_RUN,
+    # Its proposals (their bundle files the shell puts back), refused scans' charges, spend.
+    TASK_PROPOSALS: Statement.TASK_PROPOSAL_INSERT,
+    AGENT_SCAN_CHARGES: Statement.AGENT_SCAN_CHARGE_INSERT,
+    TASK_SPEND: Statement.TASK_SPEND_INSERT,
 }
 # The columns of a restored run that its archived row does not hold: derived from its events.
 _RUN_DERIVED = frozenset(("event_count", "updated_at"))
@@ -329,8 +336,8 @@ def _run_write(row: Mapping[str, Any], task: ArchivedTask) -> SqlWrite:
 
 def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
     """The insert that puts `row` back: exactly its statement's columns, each a value a plan
-    writes (text, an integer or NULL). A two-column key's joined text (`run_event_key`), which
-    the archive keeps beside its columns, is not one of them."""
+    writes (text, an integer, a real such as a scan's seconds, or NULL). A two-column key's
+    joined text (`run_event_key`), which the archive keeps beside its columns, is not one."""
     statement = RESTORED_TABLES[table]
     if table == RUN_EVENTS:
         row = {name: value for name, value in row.items() if name != "run_event_key"}
@@ -338,7 +345,7 @@ def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
         raise LedgerError(ARCHIVE_INVALID, f"a row of {table} does not hold its table's columns")
     params: dict[str, SqlParam] = {}
     for name, value in row.items():
-        if not (value is None or type(value) in (str, int)):
+        if not (value is None or type(value) in (str, int, float)):
             raise LedgerError(ARCHIVE_INVALID, f"a row of {table}: {name} is no stored value")
         params[name] = value
     return SqlWrite(statement, params)
@@ -348,6 +355,9 @@ _KEY_COLUMNS: Mapping[str, str] = {
     RUNS: "run_id",
     RUN_EVENTS: "run_event_key",
     AUXILIARY_RUNS: "aux_id",
+    TASK_PROPOSALS: "proposal_id",
+    AGENT_SCAN_CHARGES: "charge_id",
+    TASK_SPEND: "spend_key",
 }
 
 

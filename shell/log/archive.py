@@ -50,9 +50,12 @@ from aios_ledger.core.log.archived import (
     recorded_ledger_rows,
 )
 from aios_ledger.core.log.export import (
+    ArchivedBundles,
     archive_header,
+    export_bundle_lines,
     export_line,
     export_trailer,
+    is_bundle_line,
     verify_export_lines,
 )
 from aios_ledger.core.log.export import export_state_line as state_line
@@ -64,12 +67,15 @@ from aios_ledger.core.log.restore import (
     rows_to_restore,
 )
 from aios_ledger.core.log.rows import (
+    AGENT_SCAN_CHARGES,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
     INITIAL_PROJECTIONS,
     RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
+    TASK_PROPOSALS,
+    TASK_SPEND,
     TASKS,
 )
 from aios_ledger.core.log.seals import LEDGER_CHAIN, chain_of
@@ -80,6 +86,7 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
+from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
@@ -92,6 +99,9 @@ TASK_STATE_STATEMENTS = {
     RUNS: "archive_task_run_rows",
     RUN_EVENTS: "archive_task_run_event_rows",
     AUXILIARY_RUNS: "archive_task_auxiliary_rows",
+    TASK_PROPOSALS: "archive_task_proposal_rows",
+    AGENT_SCAN_CHARGES: "archive_task_scan_charge_rows",
+    TASK_SPEND: "archive_task_spend_rows",
 }
 _CHUNK = 1 << 20
 
@@ -114,6 +124,7 @@ def archive_tasks(
         return db.read(lambda conn: _preview(conn, request))
     now = read_clock(clock)
     created: list[Path] = []
+    bundles: list[str] = []
 
     def work(conn: Connection) -> dict[str, Any]:
         candidates = _with_ledger_rows(conn, _candidates(conn), request)
@@ -122,7 +133,7 @@ def archive_tasks(
             return _answer(request, chosen, output=None)
         partial = target.with_name(target.name + ".partial")
         with _created(created, partial, "x") as out:
-            _write_archive(db, out, request, chosen, progress)
+            bundles.extend(_write_archive(db, out, request, chosen, progress))
         digest = file_digest(partial)
         executor = PlanExecutor(conn)
         state = ArchiveState(candidates, executor.tail(LEDGER_CHAIN))
@@ -131,7 +142,9 @@ def archive_tasks(
         return {**answer, "output": str(target), "dry_run": False}
 
     try:
-        return db.write(work)
+        answer = db.write(work)
+        _remove_unproposed(db, bundles)
+        return answer
     except BaseException:
         for path in created:
             with contextlib.suppress(OSError):
@@ -244,9 +257,10 @@ def _write_archive(
     request: ArchiveRequest,
     chosen: tuple[ArchiveCandidate, ...],
     progress: ProgressHook | None,
-) -> None:
+) -> list[str]:
     """The chosen tasks' events in id order, then their rows' state lines (each with the row's
-    columns, archive format 2), then the trailer."""
+    columns, archive format 2), then the bundle files of their proposals, then the trailer; the
+    bundles it wrote."""
     selected = {candidate.task_id for candidate in chosen}
     counter = ProgressCounter(progress, sum(candidate.events for candidate in chosen))
     out.write(json_line(archive_header(request.finished_before.text)) + "\n")
@@ -266,6 +280,7 @@ def _write_archive(
                 yield event.event_id, None if seal is None else seal.seal
 
     head = head_of_rows(lines())
+    bundles: list[str] = []
     for candidate in chosen:
         for table, statement in TASK_STATE_STATEMENTS.items():
             with db.cursor_rows(statement, {"task_id": candidate.task_id}) as rows:
@@ -273,8 +288,69 @@ def _write_archive(
                     key, digest = stored_row_state(table, row, row["sealed_row_digest"])
                     held = state_row_columns(table, row)
                     out.write(json_line(state_line(table, key, digest, held)) + "\n")
+                    if table == TASK_PROPOSALS and row["bundle_sha256"] not in bundles:
+                        bundles.append(str(row["bundle_sha256"]))
+    for bundle in bundles:
+        for line in export_bundle_lines(bundle, _bundle_bytes(db, bundle)):
+            out.write(json_line(line) + "\n")
     out.write(json_line(export_trailer(head)) + "\n")
     counter.close()
+    return bundles
+
+
+def _bundle_bytes(db: Database, bundle: str) -> bytes:
+    """A proposal's stored bundle file, whose bytes the archive keeps; one gone or changed is
+    refused (the archive would not prove it), changing nothing."""
+    try:
+        data = bundle_path(db, bundle).read_bytes()
+    except OSError:
+        raise LedgerError(
+            "BUNDLE_MISSING", f"the stored bundle {bundle} is missing: nothing was archived"
+        ) from None
+    if hashlib.sha256(data).hexdigest() != bundle:
+        raise LedgerError(
+            "BUNDLE_CHANGED", f"the stored bundle {bundle} was changed: nothing was archived"
+        )
+    return data
+
+
+def _remove_unproposed(db: Database, bundles: list[str]) -> None:
+    """After the archive committed: the bundle files no proposal left in the ledger names."""
+
+    def still_proposed(conn: Connection) -> set[str]:
+        return {
+            bundle
+            for bundle in bundles
+            if fetch_all(conn, "bundle_still_proposed", {"bundle_sha256": bundle})[0]["proposals"]
+        }
+
+    kept = db.read(still_proposed)
+    for bundle in bundles:
+        if bundle not in kept:
+            with contextlib.suppress(OSError):
+                bundle_path(db, bundle).unlink()
+
+
+def _put_back_bundles(db: Database, bundles: ArchivedBundles) -> None:
+    """Before a restore: each archived bundle file not in the proposals folder, written whole
+    under a temporary name then linked (never over a file that is there)."""
+    for bundle in bundles.complete:
+        target = bundle_path(db, bundle)
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".restoring")
+        try:
+            partial.write_bytes(bundles.data(bundle))
+            with contextlib.suppress(FileExistsError):
+                os.link(partial, target)
+        except OSError as exc:
+            raise LedgerError(
+                "OUTPUT_UNWRITABLE", f"{str(target)[:200]!r}: {exc.strerror}"
+            ) from None
+        finally:
+            with contextlib.suppress(OSError):
+                partial.unlink()
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
@@ -444,7 +520,15 @@ def restore_archive(
         {"archive_sha256": digest, "idempotency_key": idempotency_key}
     )
     contents = read_archive(data.splitlines(keepends=True))
+    bundles = ArchivedBundles(keep=True)
+    for line in data.splitlines():
+        value = loads_document(line, what="an archive line")
+        if is_bundle_line(value):
+            assert isinstance(value, Mapping)
+            bundles.add(value)
     now = read_clock(clock)
+    # The files first: a restore refused after them leaves files no proposal names, harmless.
+    _put_back_bundles(db, bundles)
 
     def work(conn: Connection) -> dict[str, Any]:
         executor = PlanExecutor(conn)
