@@ -26,7 +26,12 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import Identifier, PrefixedDigest
-from aios_ledger.core.log.archive_file import ARCHIVE_INVALID, ArchiveContents, ArchivedTask
+from aios_ledger.core.log.archive_file import (
+    ARCHIVE_INVALID,
+    ArchiveContents,
+    ArchivedTask,
+    chain_ends,
+)
 from aios_ledger.core.log.archived import TASKS_RESTORED, ArchivedChainEnd
 from aios_ledger.core.log.export import ARCHIVE_FORMAT, parse_export_event
 from aios_ledger.core.log.records import EventRow, SealRow, sealed_rows
@@ -43,7 +48,6 @@ from aios_ledger.core.log.rows import (
     TASKS,
     RowImage,
 )
-from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
     Decision,
@@ -191,7 +195,7 @@ def decide_restore(
         )
     tasks = tuple(contents.tasks.values())
     events = {task.task_id: _events_of(task) for task in tasks}
-    _check_recorded(state, archive_event_id, events)
+    _check_recorded(state, archive_event_id, contents)
     _check_untaken(state.taken)
     writes: list[SqlWrite] = []
     for task in tasks:
@@ -256,15 +260,11 @@ def _events_of(task: ArchivedTask) -> tuple[RestoredEvent, ...]:
     return tuple(found)
 
 
-def _check_recorded(
-    state: RestoreState, archive_event_id: int, events: Mapping[str, tuple[RestoredEvent, ...]]
-) -> None:
-    """The file's chains are those the archive event recorded, ending where it says, and every
-    one of them is still listed as archived under it, as the archive left it."""
-    ends = {
-        chain_of(task_id): ArchivedChainEnd(found[-1][0].event_id, found[-1][1].seal)
-        for task_id, found in events.items()
-    }
+def _check_recorded(state: RestoreState, archive_event_id: int, contents: ArchiveContents) -> None:
+    """The file's chains are those the archive event recorded, ending where it says (each
+    chain's end as `verify-archive` reads it, `chain_ends`: the events were found sealed), and
+    every one of them is still listed as archived under it, as the archive left it."""
+    ends = chain_ends(contents)
     if ends != dict(state.recorded):
         raise LedgerError(
             ARCHIVE_MISMATCH,
