@@ -8,7 +8,9 @@
 -- keeps its chain: its writes, the writer lease its events sealed and its attestations stay
 -- provable (a proposal that was never written goes, with its bundle, into the file). A task
 -- whose attempt runs hold evidence goes with its runs, their events and the auxiliary runs that
--- reviewed them (migration 0023 lets its run events go once its chain is listed).
+-- reviewed them (migration 0023 lets its run events go once its chain is listed), unless a run
+-- of it holds events appended before appends were sealed (0014 listed those runs for good, and
+-- no seal proves what the archive would keep of them).
 SELECT t.task_id, t.status, t.revision, t.updated_at,
        (SELECT count(*) FROM events AS e WHERE e.task_id = t.task_id) AS events,
        s.event_id AS last_event_id, s.seal AS last_seal
@@ -18,6 +20,8 @@ LEFT JOIN event_seals AS s
  AND s.chain_seq = (SELECT max(chain_seq) FROM event_seals WHERE chain = 'task:' || t.task_id)
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM governed_writes AS g WHERE g.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events_before_seals AS b ON b.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY t.task_id;
 
 -- name: archive_candidate_events
@@ -31,6 +35,8 @@ JOIN tasks AS t ON t.task_id = e.task_id
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM governed_writes AS g WHERE g.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events_before_seals AS b ON b.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY e.event_id;
 
 -- name: archive_candidate_sealed_rows
@@ -40,6 +46,8 @@ JOIN tasks AS t ON t.task_id = e.task_id
 JOIN event_seal_rows AS r ON r.event_id = e.event_id
 WHERE t.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
   AND NOT EXISTS (SELECT 1 FROM governed_writes AS g WHERE g.task_id = t.task_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS r JOIN run_events_before_seals AS b ON b.run_id = r.run_id
+                  WHERE r.session_id = 'task:' || t.task_id)
 ORDER BY r.event_id, r.position;
 
 -- name: archive_task_rows
