@@ -22,6 +22,7 @@ from aios_ledger.core.log.merkle import (
     MerkleTreeRow,
     NodeId,
     append_writes,
+    completing_leaf,
     consistency_proof,
     consistency_proof_nodes,
     event_leaf_data,
@@ -32,6 +33,7 @@ from aios_ledger.core.log.merkle import (
     node_hash,
     parse_proof,
     root_nodes,
+    split_completed,
     tree_head,
     verify_consistency,
     verify_inclusion,
@@ -476,13 +478,25 @@ def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more
     writes, after = append_writes(tree, [(100 + i, seals[i]) for i in range(first, first + more)])
     expected, stored = start.append(hashes[first:])
     assert (after.size, after.frontier, after.revision) == (expected.size, expected.encode(), 8)
+    assert all(w.statement is Statement.MERKLE_LEAF_INSERT for w in writes[:-1])
     nodes = [
-        (0, w.params["leaf_index"], w.params["leaf_hash"])
-        if w.statement is Statement.MERKLE_LEAF_INSERT
-        else (w.params["level"], w.params["node_index"], w.params["hash"])
+        (level, index, hashed)
         for w in writes[:-1]
+        for level, index, hashed in [
+            (0, w.params["leaf_index"], w.params["leaf_hash"]),
+            *(
+                (item.node.level, item.node.index, item.hash)
+                for item in split_completed(int(w.params["leaf_index"]), w.params["nodes"])
+            ),
+        ]
     ]
     assert nodes == [(item.node.level, item.node.index, item.hash) for item in stored]
+    # Each subtree is in the row of the leaf that completes it, and nowhere else.
+    assert all(
+        completing_leaf(item.node) == w.params["leaf_index"]
+        for w in writes[:-1]
+        for item in split_completed(int(w.params["leaf_index"]), w.params["nodes"])
+    )
     leaf_events = [w.params["event_id"] for w in writes if "event_id" in w.params]
     assert leaf_events == [100 + i for i in range(first, first + more)]
     assert writes[-1].statement is Statement.MERKLE_TREE_CAS_UPDATE
