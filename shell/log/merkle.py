@@ -58,7 +58,14 @@ def leaf_writes(
         if tree.size is None:
             build_tree(conn, tree)  # the events before these
             tree = _locked_tree(conn)
-    return append_writes(tree, [(event.event.event_id, event.seal.seal) for event in events])
+    writes, after = append_writes(
+        tree, [(event.event.event_id, event.seal.seal) for event in events]
+    )
+    # The head row as this append leaves it: SQLite's one writer hands it back at its next
+    # write when nothing else wrote since (`record_read_ahead`), and its revision is
+    # compared-and-swapped all the same.
+    conn.keep_record(TREE_FOR_UPDATE, after)
+    return writes, after
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:
