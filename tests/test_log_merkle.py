@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 
 import pytest
-from aios_ledger.core import LedgerError, Statement
+from aios_ledger.core import LedgerError, SqlWrite, Statement
 from aios_ledger.core.log.merkle import (
     EMPTY_ROOT,
     ConsistencyProof,
@@ -21,6 +21,7 @@ from aios_ledger.core.log.merkle import (
     InclusionProof,
     MerkleTreeRow,
     NodeId,
+    StoredNode,
     append_writes,
     completing_leaf,
     consistency_proof,
@@ -467,6 +468,12 @@ def test_a_proof_of_another_seal_or_root_is_rejected() -> None:
             parse_proof(broken)
 
 
+def _completed_of(write: SqlWrite) -> tuple[StoredNode, ...]:
+    leaf_index, nodes = write.params["leaf_index"], write.params["nodes"]
+    assert isinstance(leaf_index, int) and isinstance(nodes, bytes)
+    return split_completed(leaf_index, nodes)
+
+
 @given(st.integers(0, 40), st.integers(0, 40))
 def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more: int) -> None:
     """`append_writes` (the write path's, over the stored edge) and `Frontier.append` agree on
@@ -484,10 +491,7 @@ def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more
         for w in writes[:-1]
         for level, index, hashed in [
             (0, w.params["leaf_index"], w.params["leaf_hash"]),
-            *(
-                (item.node.level, item.node.index, item.hash)
-                for item in split_completed(int(w.params["leaf_index"]), w.params["nodes"])
-            ),
+            *((item.node.level, item.node.index, item.hash) for item in _completed_of(w)),
         ]
     ]
     assert nodes == [(item.node.level, item.node.index, item.hash) for item in stored]
@@ -495,7 +499,7 @@ def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more
     assert all(
         completing_leaf(item.node) == w.params["leaf_index"]
         for w in writes[:-1]
-        for item in split_completed(int(w.params["leaf_index"]), w.params["nodes"])
+        for item in _completed_of(w)
     )
     leaf_events = [w.params["event_id"] for w in writes if "event_id" in w.params]
     assert leaf_events == [100 + i for i in range(first, first + more)]

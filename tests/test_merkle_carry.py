@@ -4,14 +4,19 @@ since its COMMIT: never a stale edge, whoever else writes."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
+from aios_ledger.core import chain_of
 from aios_ledger.core.log.merkle import MerkleTreeRow
+from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database, verify_log
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.log.merkle import TREE_FOR_UPDATE, current_tree_head, prove_consistency
-from test_log_support import build_log, tamper
+from test_log_support import build_log, event, tamper
 
 
 def _reads_of_the_head_row(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -35,25 +40,30 @@ def test_the_head_row_is_carried_between_writes_of_one_writer(
     with Database(path) as db:
         reads = _reads_of_the_head_row(monkeypatch)
         for number in range(6):
-            db.write(lambda conn, n=number: build_on(conn, n))
+            _append(db, number)
             current_tree_head(db)  # a read between writes changes nothing
         # The first write read the row; each one after took it from the one before.
         assert reads == [TREE_FOR_UPDATE]
-        carried = db.conn._carried
+        carried = _sqlite(db)._carried
         assert carried is not None and isinstance(carried[2], MerkleTreeRow)
         assert carried[2].size == 7 == current_tree_head(db).size
         assert verify_log(db).intact
 
 
-def build_on(conn: object, number: int) -> None:
-    from aios_ledger.core import chain_of
-    from aios_ledger.core.plan import sealed_plan
-    from aios_ledger.shell.db.apply import PlanExecutor
-    from test_log_support import event
-
-    plans = PlanExecutor(conn)  # type: ignore[arg-type]
+def build_on(conn: Connection, number: int) -> None:
+    plans = PlanExecutor(conn)
     plan = sealed_plan((), (event("t-a", 10 + number),), None, tail=plans.tail(chain_of("t-a")))
     plans.apply(plan)
+
+
+def _append(db: Database, number: int) -> None:
+    db.write(partial(build_on, number=number))
+
+
+def _sqlite(db: Database) -> SqliteConnection:
+    conn = vars(db)["conn"]
+    assert isinstance(conn, SqliteConnection)
+    return conn
 
 
 def test_two_writers_on_one_file_never_use_a_stale_edge(
@@ -65,8 +75,8 @@ def test_two_writers_on_one_file_never_use_a_stale_edge(
         reads = _reads_of_the_head_row(monkeypatch)
         old = current_tree_head(one)
         for number in range(5):
-            one.write(lambda conn, n=number: build_on(conn, 2 * n))
-            other.write(lambda conn, n=number: build_on(conn, 2 * n + 1))
+            _append(one, 2 * number)
+            _append(other, 2 * number + 1)
         # Each writer read the row again after the other wrote: no REVISION_CONFLICT, and one
         # tree of 11 leaves that extends the first.
         assert len(reads) == 10
@@ -82,17 +92,17 @@ def test_a_write_that_rolls_back_carries_nothing(
     path = tmp_path / "ledger.db"
     build_log(path, ["t-a"])
     with Database(path) as db:
-        db.write(lambda conn: build_on(conn, 0))
-        assert db.conn._carried is not None
+        _append(db, 0)
+        assert _sqlite(db)._carried is not None
 
-        def fails(conn: object) -> None:
+        def fails(conn: Connection) -> None:
             build_on(conn, 1)
             raise RuntimeError("after the append")
 
         with pytest.raises(RuntimeError):
             db.write(fails)
-        assert db.conn._carried is None
+        assert _sqlite(db)._carried is None
         tamper(path, ("UPDATE events SET payload_json = payload_json WHERE 0", ()))
-        db.write(lambda conn: build_on(conn, 2))
+        _append(db, 2)
         assert current_tree_head(db).size == 3
         assert verify_log(db).intact
