@@ -133,6 +133,9 @@ class RawLoop:
         self.next_seq = itertools.count(1)
         self._checked: set[str] = set()
         self._tree = MerkleTreeRow(0, b"", 0)
+        # The head row once read: the ledger's one writer carries it from one transaction to
+        # the next (`SqliteConnection.keep_record`), and so does this loop, the file's one writer.
+        self._tree_read = False
 
     def attach(self, conn: SqliteConnection) -> None:
         """Send every statement through `conn` (the split pass's timed connection)."""
@@ -174,9 +177,12 @@ class RawLoop:
     def _lock_tree(self) -> None:
         """The Merkle tree's head row, read (and on PostgreSQL locked) once the decision's own
         reads are done, as the ledger's plan executor reads it before the plan's writes."""
+        if self._tree_read:
+            return
         row = self._one("merkle_tree_for_update")
         assert row is not None
         self._tree = MerkleTreeRow(*row)
+        self._tree_read = True
 
     def _leaves(self, event_id: int, seal: str) -> None:
         """The event's Merkle leaf, the subtrees it completes and the head row moved on."""

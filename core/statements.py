@@ -274,11 +274,11 @@ class Statement(enum.StrEnum):
         "event_id position row_table row_key row_digest",
     )
 
-    # -- the Merkle log beside the chains (core/log/merkle.py): an event's leaf, the subtrees
-    # it completes, and the tree's head row (its size and right edge) moved on under its lock
+    # -- the Merkle log beside the chains (core/log/merkle.py): an event's leaf with the
+    # subtrees it completes (one row), and the tree's head row (its size and right edge) moved
+    # on under its lock
 
-    MERKLE_LEAF_INSERT = ("insert_merkle_leaf", _INSERT, "leaf_index event_id leaf_hash")
-    MERKLE_NODE_INSERT = ("insert_merkle_node", _INSERT, "level node_index hash")
+    MERKLE_LEAF_INSERT = ("insert_merkle_leaf", _INSERT, "leaf_index event_id leaf_hash nodes")
     MERKLE_TREE_CAS_UPDATE = (
         "merkle_tree_cas_update",
         _GUARDED,

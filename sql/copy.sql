@@ -98,10 +98,7 @@ SELECT idempotency_key, task_id, repository, commit_oid, keyid, note_json, prove
 FROM commit_attestations ORDER BY idempotency_key;
 
 -- name: copy_rows_merkle_leaves
-SELECT leaf_index, event_id, leaf_hash FROM merkle_leaves ORDER BY leaf_index;
-
--- name: copy_rows_merkle_nodes
-SELECT level, node_index, hash FROM merkle_nodes ORDER BY level, node_index;
+SELECT leaf_index, event_id, leaf_hash, nodes FROM merkle_leaves ORDER BY leaf_index;
 
 -- name: copy_rows_merkle_tree
 -- The tree's head row: the target's (an empty tree) takes the source's place.

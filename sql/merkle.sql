@@ -1,12 +1,10 @@
 -- The Merkle log beside the chains (core/log/merkle.py, docs/proofs.md): leaves in commit
--- order, the hash of every complete subtree, and the tree's head row.
+-- order, each row with the hashes of the complete subtrees its leaf completes (level 1
+-- upwards), and the tree's head row.
 
 -- name: insert_merkle_leaf!
-INSERT INTO merkle_leaves(leaf_index, event_id, leaf_hash)
-VALUES (:leaf_index, :event_id, :leaf_hash);
-
--- name: insert_merkle_node!
-INSERT INTO merkle_nodes(level, node_index, hash) VALUES (:level, :node_index, :hash);
+INSERT INTO merkle_leaves(leaf_index, event_id, leaf_hash, nodes)
+VALUES (:leaf_index, :event_id, :leaf_hash, :nodes);
 
 -- name: merkle_tree_cas_update!
 UPDATE merkle_tree SET size = :size, frontier = :frontier, revision = revision + 1
@@ -26,7 +24,11 @@ SELECT leaf_hash AS hash FROM merkle_leaves WHERE leaf_index = :node_index;
 
 -- name: merkle_node_hash^
 -- returns: MerkleHashRow
-SELECT hash FROM merkle_nodes WHERE level = :level AND node_index = :node_index;
+-- The subtree (level, node_index), in the row of the leaf that completes it (its last leaf),
+-- at its level's place there; no row when that leaf's row does not hold it.
+SELECT substr(nodes, 32 * CAST(:level AS integer) - 31, 32) AS hash FROM merkle_leaves
+WHERE leaf_index = ((CAST(:node_index AS bigint) + 1) << CAST(:level AS integer)) - 1
+AND length(nodes) >= 32 * CAST(:level AS integer);
 
 -- name: merkle_sealed_in_id_order
 -- Every sealed event's id and seal, those an archive removed too, in event id order: the leaves
@@ -37,18 +39,13 @@ SELECT event_id, seal FROM archived_events
 ORDER BY event_id;
 
 -- name: merkle_verify_leaves
--- `verify`: every leaf in leaf order with the seal of its event (or of the archived event).
-SELECT l.leaf_index, l.event_id, l.leaf_hash, coalesce(s.seal, a.seal) AS seal
+-- `verify`: every leaf in leaf order with the subtrees it completes and the seal of its event
+-- (or of the archived event).
+SELECT l.leaf_index, l.event_id, l.leaf_hash, l.nodes, coalesce(s.seal, a.seal) AS seal
 FROM merkle_leaves AS l
 LEFT JOIN event_seals AS s ON s.event_id = l.event_id
 LEFT JOIN archived_events AS a ON a.event_id = l.event_id
 ORDER BY l.leaf_index;
-
--- name: merkle_verify_nodes
--- `verify`: every stored subtree in the order appends complete them (by the leaf that
--- completes it, then upwards), the order the verifier recomputes them in.
-SELECT level, node_index, hash FROM merkle_nodes
-ORDER BY (node_index + 1) << level, level;
 
 -- name: merkle_events_without_leaf
 -- `verify`: sealed events (and archived ones) that no leaf is of.

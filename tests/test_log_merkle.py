@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 
 import pytest
-from aios_ledger.core import LedgerError, Statement
+from aios_ledger.core import LedgerError, SqlWrite, Statement
 from aios_ledger.core.log.merkle import (
     EMPTY_ROOT,
     ConsistencyProof,
@@ -21,7 +21,9 @@ from aios_ledger.core.log.merkle import (
     InclusionProof,
     MerkleTreeRow,
     NodeId,
+    StoredNode,
     append_writes,
+    completing_leaf,
     consistency_proof,
     consistency_proof_nodes,
     event_leaf_data,
@@ -32,6 +34,7 @@ from aios_ledger.core.log.merkle import (
     node_hash,
     parse_proof,
     root_nodes,
+    split_completed,
     tree_head,
     verify_consistency,
     verify_inclusion,
@@ -465,6 +468,12 @@ def test_a_proof_of_another_seal_or_root_is_rejected() -> None:
             parse_proof(broken)
 
 
+def _completed_of(write: SqlWrite) -> tuple[StoredNode, ...]:
+    leaf_index, nodes = write.params["leaf_index"], write.params["nodes"]
+    assert isinstance(leaf_index, int) and isinstance(nodes, bytes)
+    return split_completed(leaf_index, nodes)
+
+
 @given(st.integers(0, 40), st.integers(0, 40))
 def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more: int) -> None:
     """`append_writes` (the write path's, over the stored edge) and `Frontier.append` agree on
@@ -476,13 +485,22 @@ def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more
     writes, after = append_writes(tree, [(100 + i, seals[i]) for i in range(first, first + more)])
     expected, stored = start.append(hashes[first:])
     assert (after.size, after.frontier, after.revision) == (expected.size, expected.encode(), 8)
+    assert all(w.statement is Statement.MERKLE_LEAF_INSERT for w in writes[:-1])
     nodes = [
-        (0, w.params["leaf_index"], w.params["leaf_hash"])
-        if w.statement is Statement.MERKLE_LEAF_INSERT
-        else (w.params["level"], w.params["node_index"], w.params["hash"])
+        (level, index, hashed)
         for w in writes[:-1]
+        for level, index, hashed in [
+            (0, w.params["leaf_index"], w.params["leaf_hash"]),
+            *((item.node.level, item.node.index, item.hash) for item in _completed_of(w)),
+        ]
     ]
     assert nodes == [(item.node.level, item.node.index, item.hash) for item in stored]
+    # Each subtree is in the row of the leaf that completes it, and nowhere else.
+    assert all(
+        completing_leaf(item.node) == w.params["leaf_index"]
+        for w in writes[:-1]
+        for item in _completed_of(w)
+    )
     leaf_events = [w.params["event_id"] for w in writes if "event_id" in w.params]
     assert leaf_events == [100 + i for i in range(first, first + more)]
     assert writes[-1].statement is Statement.MERKLE_TREE_CAS_UPDATE

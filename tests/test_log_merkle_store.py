@@ -20,14 +20,14 @@ from aios_ledger.shell.log.merkle import (
     tree_head_at,
 )
 from conftest import both_engines, is_postgres
+from legacy_fixtures import _postgres_reader
 from test_log_support import ROUND_ROBIN, build_log, codes_at, raw_rows, tamper
 
 pytest_generate_tests = both_engines
+ROOT = Path(__file__).resolve().parents[1]
 MERKLE_TRIGGERS = (
     "merkle_leaves_refuse_update",
     "merkle_leaves_refuse_delete",
-    "merkle_nodes_refuse_update",
-    "merkle_nodes_refuse_delete",
 )
 
 
@@ -90,7 +90,6 @@ def test_a_tree_rebuilt_over_a_changed_seal_has_another_root(log: Path) -> None:
     with Database(log) as db:
         head = current_tree_head(db)
     _tamper_tree(log, "UPDATE event_seals SET seal = ? WHERE event_id = 4", ("sha256:" + "3" * 64,))
-    _tamper_tree(log, "DELETE FROM merkle_nodes", ())
     _tamper_tree(log, "DELETE FROM merkle_leaves", ())
     _tamper_tree(log, "UPDATE merkle_tree SET size = NULL, frontier = ?", (b"",))
     build_log(log, ["t-q"], start=200)  # the next append builds the whole tree again
@@ -102,14 +101,26 @@ def test_a_tree_rebuilt_over_a_changed_seal_has_another_root(log: Path) -> None:
 
 
 def test_an_edited_node_is_reported_by_verify(log: Path) -> None:
-    _tamper_tree(
-        log, "UPDATE merkle_nodes SET hash = ? WHERE level = 2 AND node_index = 1", (b"\x07" * 32,)
-    )
+    # The subtree 2/1 (leaves 4-7) is the second hash in the row of leaf 7, which completes it.
+    [(nodes,)] = raw_rows(log, "SELECT nodes FROM merkle_leaves WHERE leaf_index = 7")
+    edited = bytes(nodes)[:32] + b"\x07" * 32 + bytes(nodes)[64:]
+    _tamper_tree(log, "UPDATE merkle_leaves SET nodes = ? WHERE leaf_index = 7", (edited,))
     with Database(log) as db:
         report = verify_log(db).public()
     found = [f for f in report["findings"] if f["code"] == "MERKLE_MISMATCH"]
-    assert [f["key"] for f in found] == ["2/1"], found
+    assert [(f["table"], f["key"]) for f in found] == [("merkle_leaves", "7")], found
+    assert "2/1" in found[0]["detail"]
     assert report["intact"] is False
+
+
+def test_a_subtree_missing_from_its_leaf_row_is_reported_by_verify(log: Path) -> None:
+    _tamper_tree(log, "UPDATE merkle_leaves SET nodes = ? WHERE leaf_index = 3", (b"",))
+    with Database(log) as db:
+        report = verify_log(db).public()
+        with pytest.raises(LedgerError, match=r"^MERKLE_NODE_MISSING"):
+            tree_head_at(db, 4)
+    found = [f for f in report["findings"] if f["code"] == "MERKLE_MISMATCH"]
+    assert [(f["table"], f["key"]) for f in found] == [("merkle_leaves", "3")], found
 
 
 def test_an_edited_head_row_is_reported_by_verify(log: Path) -> None:
@@ -122,7 +133,6 @@ def test_an_edited_head_row_is_reported_by_verify(log: Path) -> None:
 def test_a_log_from_before_the_tree_gets_its_leaves_in_id_order(log: Path) -> None:
     with Database(log) as db:
         head = current_tree_head(db)
-    _tamper_tree(log, "DELETE FROM merkle_nodes", ())
     _tamper_tree(log, "DELETE FROM merkle_leaves", ())
     _tamper_tree(log, "UPDATE merkle_tree SET size = NULL, frontier = ?", (b"",))
     with Database(log) as db:
@@ -198,4 +208,76 @@ def test_concurrent_writers_leave_every_committed_head_a_prefix(ledger_target: P
         for head in seen:
             assert tree_head_at(db, head.size) == head
             prove_consistency(db, head.size).check(final.root, head.root)
+        assert verify_log(db).intact
+
+
+def _migration_0024(path: Path) -> tuple[str, str]:
+    folder = "postgresql/migrations" if is_postgres(path) else "migrations"
+    text = (ROOT / "sql" / folder / "0024_merkle_nodes_in_leaves.sql").read_text("utf-8")
+    up, down = text.split("-- migrate:down", 1)
+    return up, down
+
+
+def _as_before_0024(path: Path) -> None:
+    """The ledger at the layout before migration 0024 (a row per stored subtree in
+    merkle_nodes), by 0024's own down section, and 0024 not applied."""
+    _, down = _migration_0024(path)
+    forget = "DELETE FROM schema_migrations WHERE version = '0024';"
+    if is_postgres(path):
+        with _postgres_reader(str(path)) as pg, pg.transaction():
+            pg.execute((down + forget).encode())
+        return
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(down + forget)
+    finally:
+        con.close()
+
+
+def _tree_answers(db: Database, events: int) -> list[object]:
+    head = current_tree_head(db)
+    answers: list[object] = [head]
+    answers += [tree_head_at(db, size) for size in range(head.size + 1)]
+    answers += [prove_inclusion(db, event_id) for event_id in range(1, events + 1)]
+    answers += [prove_inclusion(db, event_id, 21) for event_id in range(1, 22)]
+    answers += [prove_consistency(db, old) for old in range(head.size + 1)]
+    answers += [prove_consistency(db, old, 29) for old in range(30)]
+    return answers
+
+
+def test_a_tree_stored_as_before_0024_migrates_to_the_same_roots_and_proofs(log: Path) -> None:
+    """Migration 0024 moves each stored subtree into the row of the leaf that completes it:
+    a ledger built at the old layout (a row per subtree), migrated, answers every tree head
+    and proof as before, verifies, and goes on appending."""
+    build_log(log, ["t-a", "t-b", None] * 9, start=100)
+    events = len(ROUND_ROBIN) + 27
+    with Database(log) as db:
+        before = _tree_answers(db, events)
+    _as_before_0024(log)
+    stored = raw_rows(log, "SELECT level, node_index FROM merkle_nodes ORDER BY level, node_index")
+    # A tree of 39 leaves has 39 - popcount(39) = 35 complete subtrees above its leaves.
+    assert len(stored) == events - events.bit_count()
+    assert (5, 0) in stored and (1, 18) in stored
+    columns = raw_rows(
+        log,
+        "SELECT name FROM pragma_table_info('merkle_leaves')"
+        if not is_postgres(log)
+        else "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = 'merkle_leaves'",
+    )
+    assert ("nodes",) not in columns
+    with Database(log) as db:  # migrates: 0024 again
+        assert _tree_answers(db, events) == before
+        assert verify_log(db).intact
+    assert raw_rows(log, "SELECT length(nodes) FROM merkle_leaves WHERE leaf_index = 31") == [
+        (32 * 5,)
+    ]
+    build_log(log, ["t-c"], start=300)
+    with Database(log) as db:
+        head = current_tree_head(db)
+        assert head.size == events + 1
+        prove_consistency(db, events).check(head.root, before[0].root)  # type: ignore[attr-defined]
+        prove_inclusion(db, events + 1).check(head.root)
         assert verify_log(db).intact

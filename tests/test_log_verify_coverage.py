@@ -510,14 +510,14 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
     # task_idempotency's CHECK, 0020, which rebuilds or widens event_seals, and 0021, which
     # replaces a trigger of archived_events: over a ledger without a task they apply again
     # alike; and those after 0014 whose tables are
-    # dropped here: the Merkle log of 0016, rebuilt from the seals when it is applied again,
-    # 0018's checkpoints, 0019's attestations and 0022's spend; 0023, which replaces a trigger
-    # of run_events and adds an index, dropped here too), which the next open applies.
+    # dropped here: the Merkle log of 0016 (and 0024's layout of it), rebuilt from the seals
+    # when they are applied again, 0018's checkpoints, 0019's attestations and 0022's spend; 0023,
+    # which replaces a trigger of run_events and adds an index, dropped here too), which the
+    # next open applies.
     tamper(
         ledger_target,
         ("DROP TABLE run_events_before_seals", ()),
         ("DROP TABLE merkle_tree", ()),
-        ("DROP TABLE merkle_nodes", ()),
         ("DROP TABLE merkle_leaves", ()),
         ("DROP TABLE checkpoint_cosignatures", ()),
         ("DROP TABLE checkpoints", ()),
@@ -527,7 +527,7 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
         ("DROP INDEX archived_events_by_chain", ()),
         (
             "DELETE FROM schema_migrations WHERE version IN "
-            "('0014', '0015', '0016', '0018', '0019', '0020', '0021', '0022', '0023')",
+            "('0014', '0015', '0016', '0018', '0019', '0020', '0021', '0022', '0023', '0024')",
             (),
         ),
     )

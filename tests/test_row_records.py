@@ -62,14 +62,13 @@ FIRST_ANSWER_TABLES = (
 # Tables no decision reads into a record: the migrator's, and migration 0014's list of each run's
 # last event at the upgrade (written once by the migration, append-only, read by `verify` alone).
 # A checkpoint's cosignatures are read back only as the signature lines they store; the Merkle
-# log's leaves and nodes only as the hashes a proof names, its head row (MerkleTreeRow) without
-# the key column that keeps it one row.
+# log's leaves (each with the subtrees it completes) only as the hashes a proof names, its head
+# row (MerkleTreeRow) without the key column that keeps it one row.
 UNRECORDED_TABLES = {
     "schema_migrations",
     "run_events_before_seals",
     "checkpoint_cosignatures",
     "merkle_leaves",
-    "merkle_nodes",
     "merkle_tree",
 }
 

@@ -14,7 +14,9 @@ chain and its place there, so a leaf binds all of them; hashing the text as stor
 the same whatever seal version wrote it.
 
 Storage follows Go's `golang.org/x/mod/sumdb/tlog` ("stored hashes"): the hash of every complete
-subtree, at (level, index) covering leaves [index * 2**level, (index + 1) * 2**level). Any
+subtree, at (level, index) covering leaves [index * 2**level, (index + 1) * 2**level), each
+stored once, in the row of the leaf that completes it (the last leaf under it, leaf
+(index + 1) * 2**level - 1: `completing_leaf`), so an append writes one row per leaf. Any
 subtree of the RFC's recursion that is not complete splits into at most log2(n) complete ones
 (`range_nodes`), so a root, an inclusion proof or a consistency proof costs O(log n) reads: the
 core says which nodes it needs (`*_nodes`), the shell reads them, the core builds the answer from
@@ -81,6 +83,20 @@ class NodeId:
 
     level: int
     index: int
+
+
+def completing_leaf(node: NodeId) -> int:
+    """The leaf whose append completes `node` (its last leaf), in whose row it is stored."""
+    return ((node.index + 1) << node.level) - 1
+
+
+def split_completed(leaf_index: int, stored: bytes) -> tuple[StoredNode, ...]:
+    """The subtrees a leaf's row holds, level 1 upwards, from the row's `nodes` (their hashes
+    concatenated): the nodes `leaf_index` completes, as many as the row holds."""
+    return tuple(
+        StoredNode(NodeId(level, (leaf_index + 1 >> level) - 1), stored[at : at + HASH_SIZE])
+        for level, at in enumerate(range(0, len(stored) - len(stored) % HASH_SIZE, HASH_SIZE), 1)
+    )
 
 
 def _largest_power_below(n: int) -> int:
@@ -235,9 +251,10 @@ def append_writes(
     tree: MerkleTreeRow, leaves: Sequence[tuple[int, str]]
 ) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow]:
     """The writes that append the leaves of `leaves` ((event id, seal), in commit order) to the
-    tree whose head row is `tree`: each leaf with its event, every subtree it completes (as
-    `Frontier.append` stores them; a test holds the two equal), and the head row moved on (a
-    compare-and-swap on its revision); and the head row after them.
+    tree whose head row is `tree`: each leaf with its event and, in the same row, the hashes of
+    the subtrees it completes, level 1 upwards (as `Frontier.append` stores them; a test holds
+    the two equal), and the head row moved on (a compare-and-swap on its revision); and the
+    head row after them.
 
     On every write's path, so written out over the stored edge itself, without the records."""
     if tree.size is None:
@@ -249,15 +266,20 @@ def append_writes(
     sha256 = hashlib.sha256
     writes = []
     for event_id, seal in leaves:
-        hashed = sha256(LEAF_PREFIX + event_leaf_data(seal)).digest()
-        leaf: dict[str, SqlParam] = {"leaf_index": size, "event_id": event_id, "leaf_hash": hashed}
-        writes.append(SqlWrite(Statement.MERKLE_LEAF_INSERT, leaf))
-        level, index = 0, size
+        leaf_hashed = hashed = sha256(LEAF_PREFIX + event_leaf_data(seal)).digest()
+        completed = []
+        index = size
         while index & 1:
             hashed = sha256(NODE_PREFIX + edge.pop() + hashed).digest()
-            level, index = level + 1, index >> 1
-            node: dict[str, SqlParam] = {"level": level, "node_index": index, "hash": hashed}
-            writes.append(SqlWrite(Statement.MERKLE_NODE_INSERT, node))
+            completed.append(hashed)
+            index >>= 1
+        leaf: dict[str, SqlParam] = {
+            "leaf_index": size,
+            "event_id": event_id,
+            "leaf_hash": leaf_hashed,
+            "nodes": b"".join(completed),
+        }
+        writes.append(SqlWrite(Statement.MERKLE_LEAF_INSERT, leaf))
         edge.append(hashed)
         size += 1
     after = MerkleTreeRow(size, b"".join(edge), tree.revision + 1)

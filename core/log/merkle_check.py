@@ -1,41 +1,32 @@
 """`verify`'s check of the Merkle log (core/log/merkle.py) against the seals, without I/O.
 
-Fed every leaf in leaf order with the seal of its event, and given the stored subtrees in the
-order appends complete them (by the leaf that completes each, then upwards: the order
-`Frontier.append` makes them in), it rebuilds the tree from the stored leaf hashes and holds
-every stored subtree, and the head row, to what it rebuilt. Memory is the tree's edge, O(log n).
+Fed every leaf in leaf order with the subtrees its row holds (those its append completes, level
+1 upwards: the order `Frontier.append` makes them in) and the seal of its event, it rebuilds the
+tree from the stored leaf hashes and holds every stored subtree, and the head row, to what it
+rebuilt. Memory is the tree's edge, O(log n).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from aios_ledger.core.log.merkle import Frontier, NodeId, event_leaf_hash
+from aios_ledger.core.log.merkle import HASH_SIZE, Frontier, event_leaf_hash
 from aios_ledger.core.log.verification import MERKLE_MISMATCH, Finding
-
-StoredNodeRow = tuple[int, int, bytes]  # level, node_index, hash
-
-
-def _completion(level: int, index: int) -> tuple[int, int]:
-    """Where a subtree comes in the order appends store them."""
-    return ((index + 1) << level, level)
 
 
 class MerkleCheck:
     """The check of one walk; `findings` grows as it goes."""
 
-    def __init__(self, stored_nodes: Iterator[StoredNodeRow]) -> None:
-        self._nodes = stored_nodes
-        self._next: StoredNodeRow | None = next(stored_nodes, None)
+    def __init__(self) -> None:
         self.frontier = Frontier(0)
         self.findings: list[Finding] = []
 
     def _note(self, detail: str, event_id: int | None = None, *, table: str, key: str) -> None:
         self.findings.append(Finding(MERKLE_MISMATCH, event_id, detail, table=table, key=key))
 
-    def leaf(self, leaf_index: int, event_id: int, leaf_hash: bytes, seal: object) -> None:
-        """The next leaf, with the seal its event has (or its archive listing keeps; None:
-        the event is gone)."""
+    def leaf(
+        self, leaf_index: int, event_id: int, leaf_hash: bytes, seal: object, nodes: bytes
+    ) -> None:
+        """The next leaf, with the subtrees its row holds (`nodes`) and the seal its event has
+        (or its archive listing keeps; None: the event is gone)."""
         key = str(leaf_index)
         if leaf_index != self.frontier.size:
             self._note(
@@ -54,33 +45,25 @@ class MerkleCheck:
             self._note("the leaf's hash is malformed", event_id, table="merkle_leaves", key=key)
             leaf_hash = b"\0" * 32
         self.frontier, stored = self.frontier.append([leaf_hash])
-        for item in stored[1:]:
-            self._expect(item.node, item.hash)
-
-    def _expect(self, node: NodeId, hashed: bytes) -> None:
-        want = _completion(node.level, node.index)
-        while self._next is not None and _completion(*self._next[:2]) < want:
-            level, index, _ = self._next
+        completed = stored[1:]
+        if len(nodes) != HASH_SIZE * len(completed):
             self._note(
-                "a stored subtree the leaves do not make",
-                table="merkle_nodes",
-                key=f"{level}/{index}",
+                f"the leaf's row holds {len(nodes) / HASH_SIZE:g} subtrees; it completes "
+                f"{len(completed)}",
+                event_id,
+                table="merkle_leaves",
+                key=key,
             )
-            self._next = next(self._nodes, None)
-        if self._next is None or _completion(*self._next[:2]) != want:
-            self._note(
-                "a subtree of the leaves is not stored",
-                table="merkle_nodes",
-                key=f"{node.level}/{node.index}",
-            )
-            return
-        if bytes(self._next[2]) != hashed:
-            self._note(
-                "a stored subtree is not the hash of the leaves under it",
-                table="merkle_nodes",
-                key=f"{node.level}/{node.index}",
-            )
-        self._next = next(self._nodes, None)
+        for place, item in enumerate(completed):
+            held = nodes[place * HASH_SIZE : (place + 1) * HASH_SIZE]
+            if len(held) == HASH_SIZE and held != item.hash:
+                self._note(
+                    f"the stored subtree {item.node.level}/{item.node.index} is not the hash "
+                    "of the leaves under it",
+                    event_id,
+                    table="merkle_leaves",
+                    key=key,
+                )
 
     def event_without_leaf(self, event_id: int) -> None:
         self._note(
@@ -88,16 +71,7 @@ class MerkleCheck:
         )
 
     def finish(self, size: int | None, frontier: bytes) -> list[Finding]:
-        """After the last leaf: stored subtrees left over, and the head row (`size` None: the
-        tree was never built)."""
-        while self._next is not None:
-            level, index, _ = self._next
-            self._note(
-                "a stored subtree the leaves do not make",
-                table="merkle_nodes",
-                key=f"{level}/{index}",
-            )
-            self._next = next(self._nodes, None)
+        """After the last leaf: the head row (`size` None: the tree was never built)."""
         if size is None:
             if self.frontier.size:
                 self._note(

@@ -54,7 +54,6 @@ TABLES = (
     "task_spend",
     # The Merkle log leaf for leaf, so that the target's tree heads and proofs are the source's.
     "merkle_leaves",
-    "merkle_nodes",
     "merkle_tree",
 )
 BATCH = 1000

@@ -6,8 +6,8 @@ A write appends its events' leaves with its plan (`PlanExecutor.apply`), under t
 row (`merkle_tree_for_update`): on SQLite the one writer holds the lock already; on PostgreSQL
 the row lock orders writers that run beside each other, so leaf indexes follow commit order
 though event ids do not (a sequence hands them out before the writers commit). The head row
-holds the tree's right edge, so an append reads one row and writes its leaves, the subtrees they
-complete and the head row: O(1) statements per event, amortised.
+holds the tree's right edge, so an append reads one row and writes one row per leaf (the leaf
+with the subtrees it completes) and the head row: one statement per event and one per plan.
 """
 
 from __future__ import annotations
@@ -58,7 +58,14 @@ def leaf_writes(
         if tree.size is None:
             build_tree(conn, tree)  # the events before these
             tree = _locked_tree(conn)
-    return append_writes(tree, [(event.event.event_id, event.seal.seal) for event in events])
+    writes, after = append_writes(
+        tree, [(event.event.event_id, event.seal.seal) for event in events]
+    )
+    # The head row as this append leaves it: SQLite's one writer hands it back at its next
+    # write when nothing else wrote since (`record_read_ahead`), and its revision is
+    # compared-and-swapped all the same.
+    conn.keep_record(TREE_FOR_UPDATE, after)
+    return writes, after
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:

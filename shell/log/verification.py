@@ -498,8 +498,7 @@ def _check_bundles(conn: Connection, db: Database, verifier: LogVerifier) -> Non
             verifier.note(finding)
 
 
-MERKLE_LEAF_COLUMNS = ("leaf_index", "event_id", "leaf_hash", "seal")
-MERKLE_NODE_COLUMNS = ("level", "node_index", "hash")
+MERKLE_LEAF_COLUMNS = ("leaf_index", "event_id", "leaf_hash", "nodes", "seal")
 
 
 def _check_merkle(
@@ -512,17 +511,16 @@ def _check_merkle(
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
         _tuples(conn, "merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
-        _tuples(conn, "merkle_verify_nodes", MERKLE_NODE_COLUMNS) as nodes,
         _tuples(conn, "verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
     ):
-        check = MerkleCheck(iter(nodes))
+        check = MerkleCheck()
         held = CheckpointHold(
             (_checkpoint_row(row) for row in checkpoints), checkpoint_keys, check_ed25519
         )
         held.reached(check.frontier)
         next_size = held.next_size
-        for leaf_index, event_id, leaf_hash, seal in leaves:
-            check.leaf(int(leaf_index), int(event_id), bytes(leaf_hash), seal)
+        for leaf_index, event_id, leaf_hash, nodes, seal in leaves:
+            check.leaf(int(leaf_index), int(event_id), bytes(leaf_hash), seal, bytes(nodes))
             if check.frontier.size == next_size:
                 held.reached(check.frontier)
                 next_size = held.next_size

@@ -176,11 +176,8 @@ VALUES (
   :review_sha256, :created_at);
 
 -- name: copy_insert_merkle_leaves!
-INSERT INTO merkle_leaves(leaf_index, event_id, leaf_hash)
-VALUES (:leaf_index, :event_id, :leaf_hash);
-
--- name: copy_insert_merkle_nodes!
-INSERT INTO merkle_nodes(level, node_index, hash) VALUES (:level, :node_index, :hash);
+INSERT INTO merkle_leaves(leaf_index, event_id, leaf_hash, nodes)
+VALUES (:leaf_index, :event_id, :leaf_hash, :nodes);
 
 -- name: copy_insert_merkle_tree!
 -- Over the empty tree's head row of the target: the source's tree is the target's, leaf for leaf.

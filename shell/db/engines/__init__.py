@@ -147,6 +147,12 @@ class Connection(Protocol):
         """The record read ahead under `name`, once; None where nothing was (then read it)."""
         ...
 
+    def keep_record(self, name: str, record: Any) -> None:
+        """In a write: `record` is the row `name` reads as this transaction's last write left
+        it; an engine that can tell nothing else wrote since (SQLite) hands it back from
+        `record_read_ahead` in its next write transaction, instead of a read."""
+        ...
+
     def execute(self, text: str, params: Any = None, /) -> Any:
         """Ad-hoc SQL for tools and tests that look at a ledger's tables (`:name` or `?`
         parameters); the ledger itself names its statements."""

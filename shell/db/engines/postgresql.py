@@ -327,6 +327,9 @@ class PgConnection:
         """The record `read_record_ahead` asked for, once (None: not read ahead, or no row)."""
         return self._read_ahead.pop(name, None)
 
+    def keep_record(self, name: str, record: Any) -> None:
+        """Other writers run beside this one: a row is read under its lock every time."""
+
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._flight(((name, params),))[0]
 

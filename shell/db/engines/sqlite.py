@@ -120,6 +120,10 @@ class SqliteConnection(apsw.Connection):
     # sequence is read after the item before it was written).
     reads_ahead = False
     row_locked = False
+    # The record the running write transaction keeps (name, record), and the one carried over
+    # from the last committed one (data version after its COMMIT, name, record).
+    _kept: tuple[str, Any] | None = None
+    _carried: tuple[int, str, Any] | None = None
 
     def run_statement(self, name: str, params: Params | None = None) -> apsw.Cursor:
         """Execute a named statement (its parameters checked as `_parameter_error` says)."""
@@ -252,7 +256,31 @@ class SqliteConnection(apsw.Connection):
         """A statement is no round trip: the record is read when it is needed."""
 
     def record_read_ahead(self, name: str) -> Any:
-        return None
+        """The record the last committed write transaction kept (`keep_record`), once, when
+        the file has not changed since that COMMIT (apsw's `data_version`, which moves on with
+        every commit, this connection's and any other's): the Merkle tree's head row, which
+        the one writer then need not read again. None otherwise: read it."""
+        carried, self._carried = self._carried, None
+        if carried is None or carried[1] != name or carried[0] != self.data_version():
+            return None
+        return carried[2]
+
+    def keep_record(self, name: str, record: Any) -> None:
+        self._kept = (name, record)
+
+    def began_transaction(self) -> None:
+        """A plain transaction began (`SqliteDatabase`'s; group commit's batches carry nothing
+        over, and what one kept is dropped here): what this one keeps is carried past its
+        COMMIT."""
+        self._kept = None
+
+    def committed_transaction(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            self._carried = (self.data_version(), *kept)
+
+    def rolled_back(self) -> None:
+        self._kept = self._carried = None
 
 
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
@@ -492,16 +520,20 @@ class SqliteDatabase(Database):
         return self._with_busy_retry(self._transaction_once, begin, work)
 
     def _transaction_once(self, begin: str, work: Callable[[Connection], T]) -> T:
-        self.conn.execute(begin)
+        conn = self.conn
+        conn.execute(begin)
+        conn.began_transaction()
         try:
-            result = work(self.conn)
-            self.conn.execute(_COMMIT)
+            result = work(conn)
+            conn.execute(_COMMIT)
         except BaseException:
             self._rollback()
             raise
+        conn.committed_transaction()
         return result
 
     def _rollback(self) -> None:
+        self.conn.rolled_back()
         if self.conn.in_transaction:
             # SQLite may already have rolled back after an I/O error; nothing is left open then.
             with contextlib.suppress(apsw.Error):

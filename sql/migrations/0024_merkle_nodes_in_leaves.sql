@@ -1,0 +1,55 @@
+-- migrate:up
+-- The Merkle log's subtrees move into the rows of the leaves that complete them (issue 28,
+-- docs/proofs.md): the hash of the complete subtree at (level, index) is stored, once, in the
+-- row of its last leaf, (index + 1) * 2**level - 1, at its level's place in that row's `nodes`
+-- (the hashes of the subtrees the leaf completes, level 1 upwards, concatenated: empty for an
+-- even leaf). An append then writes one row per leaf instead of a leaf row and about one
+-- subtree row, and a proof still reads one row per stored hash it names (O(log n)). The
+-- hashes are moved, never recomputed: a tree converted here has the roots and proofs it had,
+-- and `verify` holds it to the seals as before. Numbered 0024 on both engines.
+ALTER TABLE merkle_leaves
+  ADD COLUMN nodes BLOB NOT NULL DEFAULT x'' CHECK (length(nodes) % 32 = 0);
+
+DROP TRIGGER merkle_leaves_refuse_update;
+UPDATE merkle_leaves SET nodes = completed.nodes
+FROM (
+  SELECT ((node_index + 1) << level) - 1 AS leaf_index,
+    unhex(group_concat(hex(hash), '' ORDER BY level)) AS nodes
+  FROM merkle_nodes
+  GROUP BY 1
+) AS completed
+WHERE merkle_leaves.leaf_index = completed.leaf_index;
+CREATE TRIGGER merkle_leaves_refuse_update BEFORE UPDATE ON merkle_leaves
+BEGIN
+  SELECT RAISE(ABORT, 'EVENTS_APPEND_ONLY: Merkle leaves cannot be updated');
+END;
+
+DROP TABLE merkle_nodes;
+
+-- migrate:down
+CREATE TABLE merkle_nodes(
+  level INTEGER NOT NULL CHECK (level BETWEEN 1 AND 63),
+  node_index INTEGER NOT NULL CHECK (node_index >= 0),
+  hash BLOB NOT NULL CHECK (length(hash) = 32),
+  PRIMARY KEY (level, node_index)
+) WITHOUT ROWID;
+
+WITH RECURSIVE levels(level) AS (
+  SELECT 1 UNION ALL SELECT level + 1 FROM levels WHERE level < 63
+)
+INSERT INTO merkle_nodes(level, node_index, hash)
+SELECT levels.level, ((l.leaf_index + 1) >> levels.level) - 1,
+  substr(l.nodes, 32 * levels.level - 31, 32)
+FROM merkle_leaves AS l JOIN levels ON 32 * levels.level <= length(l.nodes);
+
+CREATE TRIGGER merkle_nodes_refuse_update BEFORE UPDATE ON merkle_nodes
+BEGIN
+  SELECT RAISE(ABORT, 'EVENTS_APPEND_ONLY: Merkle nodes cannot be updated');
+END;
+
+CREATE TRIGGER merkle_nodes_refuse_delete BEFORE DELETE ON merkle_nodes
+BEGIN
+  SELECT RAISE(ABORT, 'EVENTS_APPEND_ONLY: Merkle nodes cannot be deleted');
+END;
+
+ALTER TABLE merkle_leaves DROP COLUMN nodes;
