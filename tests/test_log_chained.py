@@ -182,18 +182,22 @@ def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
 
 def _as_before_0020(path: Path) -> None:
     """The ledger as it was before migration 0020: it and those after it (0021, restorable
-    archive listings; 0022, task spend) rolled back by their own down sections, the latest
-    first."""
+    archive listings; 0022, task spend; 0025, the task list's indexes) rolled back by their own
+    down sections, the latest first."""
     later = [
         MIGRATION.with_name(name)
-        for name in ("0022_task_spend.sql", "0021_restorable_archives.sql")
+        for name in (
+            "0025_task_list_indexes.sql",
+            "0022_task_spend.sql",
+            "0021_restorable_archives.sql",
+        )
     ]
     downs = [file.read_text().split("-- migrate:down", 1)[1] for file in (*later, MIGRATION)]
     con = sqlite3.connect(path)
     try:
         con.executescript(
             "\n".join(downs)
-            + "\nDELETE FROM schema_migrations WHERE version IN ('0020', '0021', '0022');"
+            + "\nDELETE FROM schema_migrations WHERE version IN ('0020', '0021', '0022', '0025');"
         )
     finally:
         con.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aios_ledger.core.tasks.listing import TaskFilters, TaskPageRequest
+from aios_ledger.core.tasks.listing import SCAN_BOUND, TaskFilters, TaskPageRequest
 from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.stream import stream_start
@@ -67,6 +67,11 @@ def tasks_page(visit: Visit) -> Rendered:
             "counts": [(status.value, by_status.get(status.value, 0)) for status in TaskStatus],
             "total": sum(by_status.values()),
             "after": after,
+            # A page left short with a next page: its read in creation order stopped at the
+            # bound (core/tasks/listing.py SCAN_BOUND), which the page says.
+            "bounded": page["next_cursor"] is not None and len(page["tasks"]) < PAGE_SIZE,
+            "scan_bound": SCAN_BOUND,
+            "cursor": cursor,
         },
     )
 
