@@ -13,31 +13,27 @@ is a failure.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from api_server import ApiServer, Scenario
-from console_support import BULK, accessible, bulk_tasks, launched_chromium, new_page, sign_in
+from console_support import (
+    BULK,
+    accessible,
+    bulk_ledger,
+    sign_in,
+)
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with launched_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def console(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def console(
+    chromium: Any, bulk_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
     path = tmp_path_factory.mktemp("browser") / "ledger.db"
+    bulk_ledger(bulk_template, path)
     with ApiServer(path, role_tokens=True) as server:
-        bulk_tasks(path)
         yield server
-
-
-@pytest.fixture
-def page(chromium: Any) -> Iterator[Any]:
-    with new_page(chromium) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])

@@ -184,11 +184,22 @@ SORTED_FILTER_BOUND = 5_000
 # shell counts them: the name of each count and of its page's statement.
 SORTED_FILTERS = ("status", "repository", "created", "updated")
 # A page read in creation order (no index serves its filters: a capability, the goal's text,
-# or filters that match many tasks) reads at most this many tasks below its cursor: a page it
-# leaves short has a next cursor below the last task it read, so a search that matches few of
-# 100,000 tasks costs at most this per page (about 25 ms on SQLite here) rather than the
-# whole ledger, and says so (the console's page does).
+# or filters that match many tasks) reads at most the tasks of this many creation sequence
+# numbers below the newest task under its cursor: a page it leaves short has a next cursor
+# below them, so that a search that matches few of 100,000 tasks costs at most this many rows
+# per page rather than the whole ledger, and says so (the console's page does). (Sequence
+# numbers, not rows: the bound is found in two index steps, not by counting; gaps in the
+# sequence only make a page read fewer.)
 SCAN_BOUND = 20_000
+
+
+def scan_floor(top_seq: int | None, bottom_seq: int | None, bound: int = SCAN_BOUND) -> int | None:
+    """The lowest seq a page read in creation order reads, from the newest task's seq under
+    its cursor and the first task's: None when the bound reaches the first task (no bound)."""
+    if top_seq is None or bottom_seq is None:
+        return None
+    floor = top_seq - bound + 1
+    return floor if floor > bottom_seq else None
 
 
 def sorted_filter_given(filters: TaskFilters, name: str) -> bool:

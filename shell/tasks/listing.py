@@ -15,6 +15,7 @@ from aios_ledger.core.tasks.listing import (
     next_page_cursor,
     page_after,
     page_statement,
+    scan_floor,
     sorted_filter_given,
 )
 from aios_ledger.core.tasks.records import TaskRow
@@ -58,13 +59,10 @@ def read_task_page(db: Database, request: TaskPageRequest, key: bytes) -> TaskPa
         name = page_statement(request, counted)
         scanned_to: int | None = None
         if name == "tasks_page":
-            window = fetch_one(
-                conn, "tasks_scan_window", {"after_seq": after_seq, "scan": SCAN_BOUND}
-            )
+            window = fetch_one(conn, "tasks_scan_window", {"after_seq": after_seq})
             assert window is not None
-            if int(window["scanned"]) == SCAN_BOUND:  # older tasks remain below the window
-                scanned_to = int(window["floor_seq"])
-                params["floor_seq"] = scanned_to
+            scanned_to = scan_floor(window["top_seq"], window["bottom_seq"], SCAN_BOUND)
+            params["floor_seq"] = scanned_to or 0
         return fetch_all(conn, name, params), scanned_to
 
     found, scanned_to = db.read(read)

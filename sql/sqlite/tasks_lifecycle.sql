@@ -173,11 +173,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_scan_window^
--- The window a page read in creation order may read (SCAN_BOUND tasks below :after_seq,
--- through tasks_by_seq, covering): its lowest seq and how many it holds (fewer than :scan:
--- the window reaches the first task).
-SELECT coalesce(min(seq), 0) AS floor_seq, count(*) AS scanned FROM (
-  SELECT seq FROM tasks INDEXED BY tasks_by_seq
-  WHERE seq < :after_seq
-  ORDER BY seq DESC
-  LIMIT :scan) AS window_rows;
+-- Where a page read in creation order may read (core/tasks/listing.py SCAN_BOUND): the newest
+-- task's seq below :after_seq and the first task's, each one step down tasks_by_seq.
+SELECT (SELECT max(seq) FROM tasks INDEXED BY tasks_by_seq WHERE seq < :after_seq) AS top_seq,
+       (SELECT min(seq) FROM tasks INDEXED BY tasks_by_seq) AS bottom_seq;
