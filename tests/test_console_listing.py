@@ -63,7 +63,7 @@ def walk(db: Database, filters: dict[str, Any], *, limit: int = 3) -> list[dict[
     for _ in range(1000):
         mapping = {**filters, "limit": limit, **({"cursor": cursor} if cursor else {})}
         page = listing.read_task_page(db, TaskPageRequest.from_mapping(mapping), KEY)
-        seen += page["tasks"]
+        seen += [dict(task) for task in page["tasks"]]
         cursor = page["next_cursor"]
         if cursor is None:
             return seen

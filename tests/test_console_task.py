@@ -25,6 +25,7 @@ from console_support import (
     signed_in,
 )
 from git_support import (
+    REPOSITORY,
     binding,
     claim,
     edit,
@@ -209,6 +210,24 @@ def test_the_stream_reads_with_the_session_and_a_write_never_does(
     assert write.status_code == 401
     assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "QUEUED"
     assert httpx.get(f"{server.url}/v1/events/stream", timeout=10).status_code == 401
+
+
+def test_a_repository_filter_reads_its_proposals_tasks(
+    server: ApiServer, repository: tuple[Path, str], scene: Scenario
+) -> None:
+    """The repository filter (0025's task_proposals_by_repository_task, a few tasks: read
+    through it and sorted) finds the tasks whose proposals name the repository, newest first."""
+    first, _ = submitted_proposal(server, repository)
+    second, _ = submitted_proposal(server, repository)
+    scene.queued()  # no proposal: not listed
+    answer = scene.owner.get("/v1/tasks", params={"repository": REPOSITORY, "limit": 1})
+    page = answer.json()
+    rest = scene.owner.get(
+        "/v1/tasks", params={"repository": REPOSITORY, "cursor": page["next_cursor"]}
+    ).json()
+    listed = [task["task_id"] for task in page["tasks"] + rest["tasks"]]
+    assert listed[:2] == [second, first] and len(listed) == len(set(listed))
+    assert rest["next_cursor"] is None
 
 
 # -- in the browser ---------------------------------------------------------------------------
