@@ -7,10 +7,19 @@ the pages that show holders and heartbeats have some. An owner's token signs in 
 console's form. Each repetition GETs every page once, in turn: the time to first byte is from
 sending the request to its status line and headers (httpx's streamed answer), the size the
 body's bytes. Targets (issue 29): every page under 100 KB, first byte under 200 ms (median).
+
+First paint: the system Chromium (`/usr/bin/chromium`, or AIOS_CHROMIUM) under Playwright,
+signed in through the form, loads the Tasks page and a task's page once per repetition (a
+fresh navigation each, the browser's cache off by the pages' `no-store`) and reads the
+navigation's PerformancePaintTiming `first-contentful-paint` (ms from the navigation's start,
+the server's time included). Target: under 200 ms. Its baseline, in the same run: a one-line
+`data:` page (no server), what this browser on this machine takes to paint anything. Without
+Playwright or Chromium these rows are left out, and the run says so.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -27,6 +36,28 @@ CLAIMED = 20
 START_PATIENCE = 60.0  # seconds; a bound on waiting for the server, never a figure
 MAX_BYTES = 100_000
 MAX_FIRST_BYTE_MS = 200.0
+MAX_FIRST_PAINT_MS = 200.0
+# The baseline of the first paints, in the same run: a page of one line that needs no server,
+# which this browser on this machine paints no sooner than it paints anything.
+FLOOR = "a one-line data: page"
+FLOOR_PAGE = "data:text/html,<!doctype html><title>t</title><p>paint</p>"
+CHROMIUM = Path(os.environ.get("AIOS_CHROMIUM", "/usr/bin/chromium"))
+# As the browser tests launch it (tests/console_support.py): headless, kept off the network.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+FIRST_PAINT = """() => new Promise((resolve) => {
+  const found = () => performance.getEntriesByName("first-contentful-paint")[0];
+  if (found()) { resolve(found().startTime); return; }
+  new PerformanceObserver(() => { if (found()) resolve(found().startTime); })
+    .observe({ type: "paint", buffered: true });
+})"""
 
 
 def build(path: Path, tasks: int) -> tuple[str, str]:
@@ -108,6 +139,43 @@ def measure(client: httpx.Client, path: str) -> tuple[float, int]:
     return first_byte, len(body)
 
 
+def first_paints(url: str, token: str, paths: dict[str, str], reps: int) -> dict[str, list[float]]:
+    """Each page's first-contentful-paint (ms), `reps` navigations each, in the system
+    Chromium signed in as `token`; empty when Playwright or Chromium is missing."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("part 10: no Playwright: first paint not measured", file=sys.stderr)
+        return {}
+    if not CHROMIUM.exists():
+        print(f"part 10: no Chromium at {CHROMIUM}: first paint not measured", file=sys.stderr)
+        return {}
+    paints: dict[str, list[float]] = {name: [] for name in paths}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+            page.goto(f"{url}/sign-in")
+            page.get_by_label("API token").fill(token)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(f"{url}/tasks")
+
+            def address(path: str) -> str:
+                return path if path.startswith("data:") else f"{url}{path}"
+
+            for path in paths.values():  # once untimed, as the first bytes are
+                page.goto(address(path))
+            for _ in range(reps):
+                for name, path in paths.items():
+                    page.goto(address(path))
+                    paints[name].append(float(page.evaluate(FIRST_PAINT)))
+        finally:
+            browser.close()
+    return paints
+
+
 def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
     tasks = sized(size, full=100_000, quick=20_000, smoke=200)
     path = scratch / "console.db"
@@ -137,6 +205,9 @@ def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
                     ms, size_bytes = measure(client, path_of)
                     first_bytes[name].append(ms)
                     sizes[name].append(size_bytes / 1000)
+        painted = {name: pages[name] for name in ("/tasks", "/tasks/{id}")}
+        painted[FLOOR] = FLOOR_PAGE
+        paints = first_paints(server.url, token, painted, reps)
     finally:
         server.stop()
     part = "10 console"
@@ -163,6 +234,29 @@ def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:
                 "KB",
                 target=f"< {MAX_BYTES // 1000}",
                 met=kilobytes["max"] * 1000 < MAX_BYTES,
+            )
+        )
+        if paints.get(name):
+            paint = summary(paints[name])
+            rows.append(
+                figure(
+                    part,
+                    f"GET {name} first paint",
+                    paint,
+                    "ms",
+                    target=f"< {MAX_FIRST_PAINT_MS:g}",
+                    met=paint["median"] < MAX_FIRST_PAINT_MS,
+                    note="Chromium, first-contentful-paint",
+                )
+            )
+    if paints.get(FLOOR):
+        rows.append(
+            figure(
+                part,
+                f"{FLOOR} first paint",
+                summary(paints[FLOOR]),
+                "ms",
+                note="the browser's floor: the baseline of the first paints",
             )
         )
     return rows

@@ -246,3 +246,10 @@ def engine_targets(engine: str, request: pytest.FixtureRequest) -> Iterator[None
 def fresh_target() -> str | None:
     """None (SQLite in memory) or a fresh PostgreSQL schema, as the test's engine is."""
     return None if _FRESH[0] is None else ledger_schema_url(_FRESH[0])
+
+
+# The console's browser fixtures, for every module of its pages (tests/console_support.py):
+# one Chromium per module, a fresh context per test (and a second one), the bulk ledger.
+from console_support import bulk_template, chromium, page, second_page  # noqa: E402
+
+__all__ = ["bulk_template", "chromium", "page", "second_page"]

@@ -2,19 +2,22 @@
 to it): a browser-like HTTP client signed in per role and a page's CSRF token; the system
 Chromium launched for Playwright, signing in through the form, and the accessibility check.
 
-In a test module of a page: a module-scoped fixture `with launched_chromium() as browser:
-yield browser` gives the module one browser (skipped, or failed under AIOS_REQUIRE_BROWSER=1,
-when Chromium, axe-core or Playwright is missing), a `page` fixture `with new_page(browser) as
-page: yield page` a fresh context per test; then `sign_in(page, server, role)`, and
-`accessible(page)` on every page the test visits. `bulk_tasks(path)` writes BULK tasks into a
-served ledger through the library.
+In a test module of a page: `from console_support import chromium, page` (fixtures) gives
+the module one browser (`chromium`: skipped, or failed under AIOS_REQUIRE_BROWSER=1, when
+Chromium, axe-core or Playwright is missing) and each test a fresh context (`page`; a second
+one: `second_page`); then `sign_in(page, server, role)`, and `accessible(page)` on every page
+the test visits. `bulk_ledger(path)` puts a ledger of BULK tasks at `path` (written once per
+session through the library, copied for each module).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
+import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,8 @@ LAUNCH_ARGS = [
 BULK = 10_000
 BULK_BATCH = 1_000
 PHONE = {"width": 375, "height": 800}
+# A 1280-px window at 200 % zoom: 640 CSS px (WCAG 1.4.4 and 1.4.10: no horizontal scroll).
+ZOOMED = {"width": 640, "height": 400}
 MAX_PAGE_BYTES = 100_000
 
 
@@ -97,6 +102,27 @@ def new_page(browser: Any) -> Iterator[Any]:
         context.close()
 
 
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One browser for the module."""
+    with launched_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A fresh context (its own cookies) and its page, per test."""
+    with new_page(chromium) as opened:
+        yield opened
+
+
+@pytest.fixture
+def second_page(chromium: Any) -> Iterator[Any]:
+    """Another, for a test of two people at once."""
+    with new_page(chromium) as opened:
+        yield opened
+
+
 def bulk_tasks(path: Path) -> None:
     """BULK tasks through the library in batches (one write each): every other one needs
     `cap-odd`, each goal numbered."""
@@ -119,6 +145,49 @@ def bulk_tasks(path: Path) -> None:
             ledger.apply_all(commands)
 
 
+# What the bulk ledger is made by: a change to any of them (the schema, a decision, a seal,
+# this seeding) writes it anew.
+BULK_SOURCES = ("core", "shell", "sql", "tests/console_support.py")
+
+
+def _bulk_key() -> str:
+    digest = hashlib.sha256(f"{BULK}/{BULK_BATCH}".encode())
+    for part in BULK_SOURCES:
+        root = ROOT / part
+        for file in sorted([root] if root.is_file() else root.rglob("*")):
+            if file.is_file() and file.suffix in (".py", ".sql"):
+                digest.update(str(file.relative_to(ROOT)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+@pytest.fixture(scope="session")
+def bulk_template(request: pytest.FixtureRequest) -> Path:
+    """A ledger of BULK tasks, written through the library (`bulk_tasks`: ~45 s here) once
+    and kept in pytest's cache under the digest of the code and schema that wrote it, so that
+    a later session (or the other xdist worker) copies it instead; stale it is never used."""
+    folder = Path(request.config.cache.mkdir("console-bulk"))
+    template = folder / f"ledger-{_bulk_key()}.db"
+    if not template.exists():
+        scratch = folder / f"writing-{os.getpid()}-{secrets.token_hex(4)}"
+        scratch.mkdir()
+        try:
+            bulk_tasks(scratch / "ledger.db")
+            for leftover in scratch.glob("ledger.db-*"):  # closed: its WAL checkpointed
+                assert leftover.stat().st_size == 0, leftover
+            os.replace(scratch / "ledger.db", template)  # atomic: a reader sees all or none
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        for old in folder.glob("ledger-*.db"):
+            if old != template:
+                old.unlink(missing_ok=True)
+    return template
+
+
+def bulk_ledger(template: Path, path: Path) -> None:
+    """A copy of the bulk ledger at `path`, for one module's server."""
+    shutil.copyfile(template, path)
+
+
 def sign_in(page: Any, server: ApiServer, role: str) -> None:
     page.goto(f"{server.url}/tasks")
     assert page.url == f"{server.url}/sign-in"  # signed out: sent to sign in
@@ -128,8 +197,9 @@ def sign_in(page: Any, server: ApiServer, role: str) -> None:
 
 
 def accessible(page: Any) -> None:
-    """No serious or critical axe-core violation on the page, at 375 px nothing wider, and
-    the page under MAX_PAGE_BYTES."""
+    """No serious or critical axe-core violation on the page, nothing wider than a phone
+    (375 px) or a 1280-px window at 200 % zoom (640 CSS px), and the page under
+    MAX_PAGE_BYTES."""
     assert len(page.content().encode()) < MAX_PAGE_BYTES
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
@@ -140,9 +210,11 @@ def accessible(page: Any) -> None:
     ]
     assert serious == [], serious
     size = page.viewport_size
-    page.set_viewport_size(PHONE)
     try:
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        for width in (PHONE, ZOOMED):
+            page.set_viewport_size(width)
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= width["width"], (page.url, width, wide)
     finally:
         page.set_viewport_size(size)
 

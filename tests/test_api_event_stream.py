@@ -309,3 +309,30 @@ def test_events_follow_over_the_api_resumes_after_a_dropped_connection(tmp_path:
                 lambda conn: fetch_all(conn, "events_after", {"after": 0, "limit": 10_000})
             )
         assert [event["event_id"] for event in printed] == [row["event_id"] for row in every]
+
+
+def test_an_untyped_stream_sends_every_event_as_a_plain_message(server: ApiServer) -> None:
+    """`?typed=false`: no `event:` field, so a browser's EventSource dispatches every event,
+    of any type, to `onmessage`; the data (with its type), the ids, the resume by
+    `Last-Event-ID` and the role check are the typed stream's."""
+    scene = Scenario(server)
+    auditor = server.client("auditor")
+    refused(server.client("witness"), 403, "FORBIDDEN", typed="false")
+    refused(auditor, 422, "FIELDS_INVALID", typed="no")
+    start = last_event_id(server)
+    task_id, _ = scene.claimed()
+    wanted = task_events(server, task_id)
+
+    def untyped(count: int, **options: Any) -> list[StreamedEvent]:
+        with open_stream(auditor, typed="false", task_id=task_id, **options) as stream:
+            while len(stream._ready) < count:
+                assert not stream.ended
+                stream._pull()
+            return stream._ready
+
+    messages = untyped(len(wanted), after=start)
+    assert [(m.event, m.event_id(), m.document()) for m in messages] == [
+        ("message", event["event_id"], event) for event in wanted
+    ]
+    resumed = untyped(len(wanted) - 1, headers={"Last-Event-ID": str(wanted[0]["event_id"])})
+    assert [(m.event, m.document()) for m in resumed] == [("message", e) for e in wanted[1:]]

@@ -13,31 +13,27 @@ is a failure.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from api_server import ApiServer, Scenario
-from console_support import BULK, accessible, bulk_tasks, launched_chromium, new_page, sign_in
+from console_support import (
+    BULK,
+    accessible,
+    bulk_ledger,
+    sign_in,
+)
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with launched_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def console(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def console(
+    chromium: Any, bulk_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
     path = tmp_path_factory.mktemp("browser") / "ledger.db"
+    bulk_ledger(bulk_template, path)
     with ApiServer(path, role_tokens=True) as server:
-        bulk_tasks(path)
         yield server
-
-
-@pytest.fixture
-def page(chromium: Any) -> Iterator[Any]:
-    with new_page(chromium) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])
@@ -123,3 +119,30 @@ def test_logout_ends_the_session(page: Any, console: ApiServer) -> None:
     page.wait_for_url(f"{console.url}/sign-in")
     page.goto(f"{console.url}/tasks")
     assert page.url == f"{console.url}/sign-in"
+
+
+def test_the_list_updates_live_within_its_filters(page: Any, console: ApiServer) -> None:
+    from playwright.sync_api import expect
+
+    scene = Scenario(console)
+    sign_in(page, console, "auditor")
+    page.get_by_label("Capability").fill(scene.cap)
+    page.get_by_role("button", name="Apply").click()
+    assert page.get_by_text("No task matches.").is_visible()
+    cancelled = page.locator('.count[data-status="CANCELLED"]')
+    before = int(cancelled.inner_text())
+    page.evaluate("window.notReloaded = true")
+    other = Scenario(console).queued(goal="another capability's task")
+    task_id = scene.queued(goal="a task the API created")
+    row = page.locator("table.tasks tbody tr", has_text=task_id)
+    expect(row).to_contain_text("QUEUED", timeout=15_000)  # appeared, without a reload
+    assert page.locator("table.tasks tbody tr", has_text=other).count() == 0  # filtered out
+    answer = scene.owner.post(
+        f"/v1/tasks/{task_id}/cancel", json={"reason": "live", "idempotency_key": scene.key()}
+    )
+    assert answer.status_code == 200, answer.text
+    expect(row).to_contain_text("CANCELLED", timeout=15_000)
+    expect(cancelled).to_have_text(str(before + 1))
+    expect(page.locator("#live-status")).to_contain_text("Updated live")
+    assert page.evaluate("window.notReloaded") is True
+    accessible(page)

@@ -7,6 +7,7 @@ AIOS_REQUIRE_BROWSER=1."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,17 +15,15 @@ import pytest
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from api_server import ApiServer
 from console_seed import LANDED_TASK, seed_ledger, seed_tasks
-from console_support import accessible, launched_chromium, new_page, sign_in
+from console_support import (
+    accessible,
+    sign_in,
+)
 
-PAGES = ("/repositories", "/agents", "/log", "/health")
-# What a button may be besides an action: signing out, and the Repositories page's search.
-NOT_ACTIONS = {"Sign out", "Find"}
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with launched_chromium() as browser:
-        yield browser
+PAGES = ("/tasks", f"/tasks/{LANDED_TASK}", "/repositories", "/agents", "/log", "/health")
+# What a button may be besides an action: signing out, the Tasks page's filters and the
+# Repositories page's search.
+NOT_ACTIONS = {"Sign out", "Apply", "Find"}
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +35,6 @@ def console(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         with ApiServer(root / "ledger.db", role_tokens=True) as server:
             seed_tasks(server)
             yield server
-
-
-@pytest.fixture
-def page(chromium: Any) -> Iterator[Any]:
-    with new_page(chromium) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])
@@ -85,4 +78,36 @@ def test_health_charts_have_their_tables(page: Any, console: ApiServer) -> None:
     assert label.startswith("Queue depth at the end of each hour (estimated): 24 bars from")
     page.get_by_text("The figures as a table").first.click()
     assert page.get_by_role("table").first.is_visible()
+    accessible(page)
+
+
+def test_every_page_reads_at_200_percent_zoom_and_on_a_phone(
+    chromium: Any, console: ApiServer
+) -> None:
+    """A 1280-px window at 200 % zoom (device_scale_factor 2 on a 640-px viewport) and a phone:
+    no page scrolls sideways (wide tables scroll inside their own region), sign-in too."""
+    for viewport, scale in (({"width": 640, "height": 400}, 2), ({"width": 375, "height": 800}, 3)):
+        context = chromium.new_context(viewport=viewport, device_scale_factor=scale)
+        try:
+            zoomed = context.new_page()
+            zoomed.goto(f"{console.url}/sign-in")
+            assert zoomed.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+            sign_in(zoomed, console, "owner")
+            for path in PAGES:
+                zoomed.goto(f"{console.url}{path}")
+                wide = zoomed.evaluate("document.documentElement.scrollWidth")
+                assert wide <= viewport["width"], (path, viewport, wide)
+        finally:
+            context.close()
+
+
+def test_a_landed_governed_write_shows_its_attestation(page: Any, console: ApiServer) -> None:
+    sign_in(page, console, "auditor")
+    page.goto(f"{console.url}/tasks/{LANDED_TASK}")
+    writes = page.locator("#writes")
+    assert "GOVERNED_WRITE_APPLIED" in writes.inner_text()
+    attestation = writes.locator("tbody tr", has_text="GOVERNED_WRITE_APPLIED").locator("td").last
+    text = attestation.inner_text()
+    assert re.fullmatch(r"signed by key \S+; provenance \S+(; review \S+)?", text), text
+    assert attestation.locator("code").count() >= 2  # the key id and the statement's digest
     accessible(page)

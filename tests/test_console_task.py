@@ -18,8 +18,14 @@ import httpx
 import pytest
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from api_server import ApiServer, Scenario
-from console_support import accessible, csrf_of, launched_chromium, new_page, sign_in, signed_in
+from console_support import (
+    accessible,
+    csrf_of,
+    sign_in,
+    signed_in,
+)
 from git_support import (
+    REPOSITORY,
     binding,
     claim,
     edit,
@@ -206,25 +212,25 @@ def test_the_stream_reads_with_the_session_and_a_write_never_does(
     assert httpx.get(f"{server.url}/v1/events/stream", timeout=10).status_code == 401
 
 
+def test_a_repository_filter_reads_its_proposals_tasks(
+    server: ApiServer, repository: tuple[Path, str], scene: Scenario
+) -> None:
+    """The repository filter (0025's task_proposals_by_repository_task, a few tasks: read
+    through it and sorted) finds the tasks whose proposals name the repository, newest first."""
+    first, _ = submitted_proposal(server, repository)
+    second, _ = submitted_proposal(server, repository)
+    scene.queued()  # no proposal: not listed
+    answer = scene.owner.get("/v1/tasks", params={"repository": REPOSITORY, "limit": 1})
+    page = answer.json()
+    rest = scene.owner.get(
+        "/v1/tasks", params={"repository": REPOSITORY, "cursor": page["next_cursor"]}
+    ).json()
+    listed = [task["task_id"] for task in page["tasks"] + rest["tasks"]]
+    assert listed[:2] == [second, first] and len(listed) == len(set(listed))
+    assert rest["next_cursor"] is None
+
+
 # -- in the browser ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with launched_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture
-def page(chromium: Any) -> Iterator[Any]:
-    with new_page(chromium) as opened:
-        yield opened
-
-
-@pytest.fixture
-def second_page(chromium: Any) -> Iterator[Any]:
-    with new_page(chromium) as opened:
-        yield opened
 
 
 def test_verify_then_write_a_governed_proposal_from_the_page(
@@ -306,3 +312,25 @@ def test_a_forged_verify_in_the_browser_is_refused(
     page.get_by_role("button", name="Verify the result").click()
     assert "CSRF_INVALID" in page.get_by_role("alert").inner_text()
     assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "SUBMITTED"
+
+
+def test_a_reviewer_sends_it_back_for_rework_with_a_reason(
+    page: Any, server: ApiServer, scene: Scenario
+) -> None:
+    from playwright.sync_api import expect
+
+    task_id = scene.submitted()
+    sign_in(page, server, "reviewer")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    page.get_by_label("Decision").select_option("NEEDS_REWORK")
+    page.get_by_label("Reason").fill("the tests do not cover the empty list")
+    page.get_by_role("button", name="Verify the result").click()
+    expect(page.locator("#task-status")).to_have_text("QUEUED")  # back in the queue
+    verdict = page.locator("table.timeline tbody tr").last
+    assert verdict.locator("td").nth(1).inner_text() == "TASK_VERIFIED"
+    assert verdict.locator("td").nth(4).inner_text() == "NEEDS_REWORK"
+    assert verdict.locator("td").nth(5).inner_text() == "the tests do not cover the empty list"
+    assert page.get_by_role("button", name="Verify the result").count() == 0
+    accessible(page)
+    verified = scene.owner.get(f"/v1/tasks/{task_id}").json()
+    assert verified["verification"]["decision"] == "NEEDS_REWORK", verified

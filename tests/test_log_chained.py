@@ -183,10 +183,12 @@ def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
 def _as_before_0020(path: Path) -> None:
     """The ledger as it was before migration 0020: it and those after it (0021, restorable
     archive listings; 0022, task spend; 0023, archivable evidence; 0024, the Merkle subtrees in
-    their leaves' rows) rolled back by their own down sections, the latest first."""
+    their leaves' rows; 0025, the task list's indexes) rolled back by their own down sections,
+    the latest first."""
     later = [
         MIGRATION.with_name(name)
         for name in (
+            "0025_task_list_indexes.sql",
             "0024_merkle_nodes_in_leaves.sql",
             "0023_archived_evidence.sql",
             "0022_task_spend.sql",
@@ -198,7 +200,8 @@ def _as_before_0020(path: Path) -> None:
     try:
         con.executescript(
             "\n".join(downs)
-            + "\nDELETE FROM schema_migrations WHERE version IN ('0020', '0021', '0022', '0023', '0024');"
+            + "\nDELETE FROM schema_migrations"
+            " WHERE version IN ('0020', '0021', '0022', '0023', '0024', '0025');"
         )
     finally:
         con.close()

@@ -74,6 +74,15 @@ DIFFERING = frozenset(
         "tasks_next_seq",
         "tasks_page",
         "tasks_page_of_status",
+        # The task list's other access paths (0025's indexes, SQLite's INDEXED BY).
+        "tasks_count_of_created",
+        "tasks_count_of_repository",
+        "tasks_count_of_updated",
+        "tasks_page_of_agent",
+        "tasks_page_of_created",
+        "tasks_page_of_repository",
+        "tasks_page_of_updated",
+        "tasks_scan_window",
     ]
 )
 # SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints.

@@ -4,7 +4,8 @@ reads them with.
 
 A ledger event is one message: `id:` its event id (what a reconnecting client sends back as
 `Last-Event-ID`), `event:` its type, `data:` the event as `GET /v1/tasks/{id}/events` gives it,
-as one line of JSON (JSON text never holds a raw line break: they are escaped). A message with
+as one line of JSON (untyped, `?typed=false`, a message has no `event:`: a browser dispatches
+every one as `message`) (JSON text never holds a raw line break: they are escaped). A message with
 an `id:` and no data moves a client's last event id without an event (the stream's opening one
 says where it starts, so that a client that drops before any event resumes from there); a
 comment line (`:`) keeps an idle connection open.
@@ -30,12 +31,17 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 MAX_LINE_CHARS = 8 * 1024 * 1024
 
 
-def event_message(event_id: int, event_type: str, data: object) -> str:
-    """One event's message: `id`, `event` and the event as one line of JSON."""
-    kind = event_type if _EVENT_TYPE.fullmatch(event_type) else PLAIN_MESSAGE
+def event_message(event_id: int, event_type: str, data: object, *, typed: bool = True) -> str:
+    """One event's message: `id`, `event` and the event as one line of JSON. Untyped
+    (`typed=False`: the stream's `?typed=false`) it has no `event:` field, so that a browser's
+    EventSource dispatches every event as a plain `message` (its `onmessage`), whatever its
+    type (which its data holds): a listener needs no list of the ledger's event types."""
     # ASCII: U+2028, U+0085 and their like stay escaped, for the clients that split lines on
     # them too (Python's `str.splitlines`, httpx's `iter_lines`); the JSON is the same.
     line = json.dumps(data, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    if not typed:
+        return f"id: {event_id}\ndata: {line}\n\n"
+    kind = event_type if _EVENT_TYPE.fullmatch(event_type) else PLAIN_MESSAGE
     return f"id: {event_id}\nevent: {kind}\ndata: {line}\n\n"
 
 

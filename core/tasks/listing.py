@@ -162,9 +162,68 @@ def page_after(key: bytes, request: TaskPageRequest) -> int:
     return decode_cursor(key, request.cursor, request.filters)
 
 
-def next_page_cursor(key: bytes, request: TaskPageRequest, seqs: list[int]) -> str | None:
+def next_page_cursor(
+    key: bytes, request: TaskPageRequest, seqs: list[int], scanned_to: int | None = None
+) -> str | None:
     """The cursor of the page after this one, from the seqs of the rows read (the statement
-    reads one row more than `limit`, to know whether a next page exists); None at the end."""
-    if len(seqs) <= request.limit:
+    reads one row more than `limit`, to know whether a next page exists); None at the end.
+    `scanned_to`: the lowest seq a bounded read (SCAN_BOUND tasks) reached when older tasks
+    remain below it; a page it left short goes on from there."""
+    if len(seqs) > request.limit:
+        return encode_cursor(key, seqs[request.limit - 1], request.filters)
+    if scanned_to is not None:
+        return encode_cursor(key, scanned_to, request.filters)
+    return None
+
+
+# A filter that few tasks match (a created or updated range, a repository: at most this many,
+# counted up to the bound through its index) is read through its own index and sorted by seq;
+# one that matches more finds a page soon in creation order.
+SORTED_FILTER_BOUND = 5_000
+# The filters read through an index of their own when they match few tasks, in the order the
+# shell counts them: the name of each count and of its page's statement.
+SORTED_FILTERS = ("status", "repository", "created", "updated")
+# A page read in creation order (no index serves its filters: a capability, the goal's text,
+# or filters that match many tasks) reads at most the tasks of this many creation sequence
+# numbers below the newest task under its cursor: a page it leaves short has a next cursor
+# below them, so that a search that matches few of 100,000 tasks costs at most this many rows
+# per page rather than the whole ledger, and says so (the console's page does). (Sequence
+# numbers, not rows: the bound is found in two index steps, not by counting; gaps in the
+# sequence only make a page read fewer.)
+SCAN_BOUND = 20_000
+
+
+def scan_floor(top_seq: int | None, bottom_seq: int | None, bound: int = SCAN_BOUND) -> int | None:
+    """The lowest seq a page read in creation order reads, from the newest task's seq under
+    its cursor and the first task's: None when the bound reaches the first task (no bound)."""
+    if top_seq is None or bottom_seq is None:
         return None
-    return encode_cursor(key, seqs[request.limit - 1], request.filters)
+    floor = top_seq - bound + 1
+    return floor if floor > bottom_seq else None
+
+
+def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
+    """Whether the page is filtered by `name` (one of SORTED_FILTERS)."""
+    if name == "created":
+        return filters.created_from is not None or filters.created_to is not None
+    if name == "updated":
+        return filters.updated_from is not None or filters.updated_to is not None
+    return getattr(filters, name) is not None
+
+
+def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
+    """The statement a page is read with, from the counts of its sorted filters (each up to
+    its bound + 1; one not counted is absent): the filter of fewest tasks within its bound,
+    through its index; else an agent's, through tasks_by_claimer; else the creation order,
+    bounded by SCAN_BOUND."""
+    bounds = {"status": SORTED_STATUS_BOUND}
+    within = [
+        (tasks, SORTED_FILTERS.index(name), name)
+        for name, tasks in counted.items()
+        if tasks <= bounds.get(name, SORTED_FILTER_BOUND)
+    ]
+    if within:
+        return f"tasks_page_of_{min(within)[2]}"
+    if request.filters.agent is not None:
+        return "tasks_page_of_agent"
+    return "tasks_page"

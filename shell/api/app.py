@@ -565,9 +565,18 @@ async def event_stream(call: Call) -> Response:
         after = _count_in(call, header.strip(), "Last-Event-ID")
     else:
         after = _count_in(call, call.query("after"), "after")
+    typed = call.query("typed")
+    if typed not in (None, "true", "false"):
+        raise LedgerError("FIELDS_INVALID", "typed: must be true or false")
     feed: EventFeed = call.request.app.state.event_feed
     return await open_stream(
-        call.request, call.backend, feed, roles=READERS, after=after, task_id=call.query("task_id")
+        call.request,
+        call.backend,
+        feed,
+        roles=READERS,
+        after=after,
+        task_id=call.query("task_id"),
+        typed=typed != "false",
     )
 
 
@@ -635,6 +644,7 @@ def operations() -> tuple[Operation, ...]:
             query=(
                 Query("after", {"type": "integer", "minimum": 0}),
                 Query("task_id", {"type": "string", "minLength": 1, "maxLength": 200}),
+                Query("typed", {"type": "string", "enum": ["true", "false"]}),
                 Query(
                     "Last-Event-ID",
                     {"type": "string", "pattern": "^[0-9]{1,18}$"},

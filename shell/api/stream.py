@@ -158,7 +158,9 @@ class EventStream:
         roles: frozenset[str],
         task_id: str | None,
         start: tuple[int, int],
+        typed: bool = True,
     ) -> None:
+        self._typed = typed
         self._request = request
         self._backend = backend
         self._feed = feed
@@ -210,7 +212,7 @@ class EventStream:
         while not (self._feed.closing or self._disconnected):
             rows, self._after_leaf, size = await self._backend.read(self._next_page)
             if rows:
-                yield "".join(_message(row) for row in rows).encode()
+                yield "".join(_message(row, typed=self._typed) for row in rows).encode()
             if self._after_leaf >= size - 1:
                 self._seen = size
                 return
@@ -220,9 +222,9 @@ class EventStream:
         return stores.db.read(lambda conn: stream_page(conn, after, task_id))
 
 
-def _message(row: dict[str, Any]) -> str:
+def _message(row: dict[str, Any], *, typed: bool) -> str:
     view = event_view(EventRow.from_row(row))
-    return event_message(view["event_id"], view["event_type"], view)
+    return event_message(view["event_id"], view["event_type"], view, typed=typed)
 
 
 class EventStreamResponse(StreamingResponse):
@@ -281,8 +283,10 @@ async def open_stream(
     roles: frozenset[str],
     after: int | None,
     task_id: str | None,
+    typed: bool = True,
 ) -> EventStreamResponse:
-    """The stream after event `after` (None: from the head) of `task_id` (None: all), its
+    """The stream after event `after` (None: from the head) of `task_id` (None: all), each
+    message with its `event:` type unless `typed` is False (every one a plain `message`), its
     refusals (TASK_NOT_FOUND, EVENT_NOT_FOUND) raised before it starts."""
 
     def start(stores: Stores) -> tuple[int, int]:
@@ -291,5 +295,7 @@ async def open_stream(
         return stores.db.read(lambda conn: stream_start(conn, after))
 
     begins = await backend.read(start)
-    stream = EventStream(request, backend, feed, roles=roles, task_id=task_id, start=begins)
+    stream = EventStream(
+        request, backend, feed, roles=roles, task_id=task_id, start=begins, typed=typed
+    )
     return EventStreamResponse(stream, backend.settings)

@@ -7,15 +7,20 @@ from typing import TypedDict
 
 from aios_ledger.core.tasks.answers import TaskView, task_view
 from aios_ledger.core.tasks.listing import (
+    SCAN_BOUND,
+    SORTED_FILTER_BOUND,
+    SORTED_FILTERS,
     SORTED_STATUS_BOUND,
     TaskPageRequest,
     next_page_cursor,
     page_after,
-    reads_by_status,
+    page_statement,
+    scan_floor,
+    sorted_filter_given,
 )
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.shell.db.connection import Database, fetch_all
-from aios_ledger.shell.db.run import Connection, Row, fetch_value
+from aios_ledger.shell.db.run import Connection, Row, fetch_one, fetch_value
 
 
 class TaskPage(TypedDict):
@@ -27,26 +32,42 @@ class TaskPage(TypedDict):
 
 def read_task_page(db: Database, request: TaskPageRequest, key: bytes) -> TaskPage:
     """The page `request` asks for; its cursor checked against `key` (`CURSOR_INVALID`)."""
+    filters = request.filters
+    after_seq = page_after(key, request)
     params: dict[str, object] = {
-        **request.filters.params(),
-        "after_seq": page_after(key, request),
+        **filters.params(),
+        "after_seq": after_seq,
         "limit": request.limit + 1,
+        "floor_seq": 0,
     }
-    status = request.filters.status
 
-    def read(conn: Connection) -> list[Row]:
-        counted = (
-            None
-            if status is None
-            else fetch_value(
-                conn, "tasks_count_of_status", {"status": status, "bound": SORTED_STATUS_BOUND}
+    def read(conn: Connection) -> tuple[list[Row], int | None]:
+        counted = {
+            name: int(
+                fetch_value(
+                    conn,
+                    f"tasks_count_of_{name}",
+                    {
+                        **params,
+                        "bound": SORTED_STATUS_BOUND if name == "status" else SORTED_FILTER_BOUND,
+                    },
+                )
             )
-        )
-        name = "tasks_page_of_status" if reads_by_status(request, counted) else "tasks_page"
-        return fetch_all(conn, name, params)
+            for name in SORTED_FILTERS
+            if sorted_filter_given(filters, name)
+        }
+        name = page_statement(request, counted)
+        scanned_to: int | None = None
+        if name == "tasks_page":
+            window = fetch_one(conn, "tasks_scan_window", {"after_seq": after_seq})
+            assert window is not None
+            scanned_to = scan_floor(window["top_seq"], window["bottom_seq"], SCAN_BOUND)
+            params["floor_seq"] = scanned_to or 0
+        return fetch_all(conn, name, params), scanned_to
 
-    rows = [TaskRow.from_row(row) for row in db.read(read)]
+    found, scanned_to = db.read(read)
+    rows = [TaskRow.from_row(row) for row in found]
     return {
         "tasks": [task_view(row) for row in rows[: request.limit]],
-        "next_cursor": next_page_cursor(key, request, [row.seq for row in rows]),
+        "next_cursor": next_page_cursor(key, request, [row.seq for row in rows], scanned_to),
     }

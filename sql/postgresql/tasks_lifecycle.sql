@@ -96,10 +96,12 @@ SELECT CAST(CASE count(*) WHEN 1 THEN '1' ELSE 'REVISION_CONFLICT' END AS intege
 -- returns: TaskRow
 -- One page of the task list, with the meaning of SQLite's text: the newest tasks before
 -- :after_seq, newest first, :limit of them, through tasks_by_seq scanned backwards from
--- :after_seq with each filter checked on the rows as they come.
+-- :after_seq with each filter checked on the rows as they come, none below :floor_seq
+-- (tasks_scan_window's; 0: no bound).
 SELECT {{task_columns}}
 FROM tasks
 WHERE seq < :after_seq
+  AND seq >= :floor_seq
   AND (:status::text IS NULL OR status = :status)
   AND {{task_page_filters}}
 ORDER BY seq DESC
@@ -116,3 +118,84 @@ WHERE status = :status
   AND {{task_page_filters}}
 ORDER BY seq DESC
 LIMIT :limit;
+
+-- name: tasks_page_of_agent
+-- returns: TaskRow
+-- tasks_page for an agent (who holds or last held the task): through tasks_by_claimer, the
+-- agent's tasks in creation order read backwards from :after_seq (no sort), each other filter
+-- checked on the rows as they come.
+SELECT {{task_columns}}
+FROM tasks
+WHERE claimed_by = :agent
+  AND seq < :after_seq
+  AND (:status::text IS NULL OR status = :status)
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_count_of_created$
+-- How many tasks were created in the page's range, counted up to :bound + 1 at most (through
+-- tasks_by_created; a missing end of the range is open).
+SELECT count(*) FROM (
+  SELECT 1 FROM tasks
+  WHERE created_at >= coalesce(:created_from::text, '0000') AND created_at <= coalesce(:created_to::text, '9999')
+  LIMIT :bound + 1) AS counted;
+
+-- name: tasks_page_of_created
+-- returns: TaskRow
+-- tasks_page for a created range few tasks fall in: through tasks_by_created, sorted by seq.
+SELECT {{task_columns}}
+FROM tasks
+WHERE created_at >= coalesce(:created_from::text, '0000') AND created_at <= coalesce(:created_to::text, '9999')
+  AND seq < :after_seq
+  AND (:status::text IS NULL OR status = :status)
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_count_of_updated$
+-- tasks_count_of_created for the updated range (through tasks_by_updated).
+SELECT count(*) FROM (
+  SELECT 1 FROM tasks
+  WHERE updated_at >= coalesce(:updated_from::text, '0000') AND updated_at <= coalesce(:updated_to::text, '9999')
+  LIMIT :bound + 1) AS counted;
+
+-- name: tasks_page_of_updated
+-- returns: TaskRow
+-- tasks_page for an updated range few tasks fall in: through tasks_by_updated, sorted by seq.
+SELECT {{task_columns}}
+FROM tasks
+WHERE updated_at >= coalesce(:updated_from::text, '0000') AND updated_at <= coalesce(:updated_to::text, '9999')
+  AND seq < :after_seq
+  AND (:status::text IS NULL OR status = :status)
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_count_of_repository$
+-- How many tasks a proposal in :repository names, counted up to :bound + 1 at most (through
+-- task_proposals_by_repository_task, covering).
+SELECT count(*) FROM (
+  SELECT DISTINCT task_id FROM task_proposals
+  WHERE repository = :repository
+  LIMIT :bound + 1) AS counted;
+
+-- name: tasks_page_of_repository
+-- returns: TaskRow
+-- tasks_page for a repository few tasks' proposals name: those tasks by their key, sorted.
+SELECT {{task_columns}}
+FROM tasks
+WHERE task_id IN (
+    SELECT task_id FROM task_proposals
+    WHERE repository = :repository)
+  AND seq < :after_seq
+  AND (:status::text IS NULL OR status = :status)
+  AND {{task_page_filters}}
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_scan_window^
+-- Where a page read in creation order may read (core/tasks/listing.py SCAN_BOUND): the newest
+-- task's seq below :after_seq and the first task's, each one step down tasks_by_seq.
+SELECT (SELECT max(seq) FROM tasks WHERE seq < :after_seq) AS top_seq,
+       (SELECT min(seq) FROM tasks) AS bottom_seq;

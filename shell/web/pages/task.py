@@ -23,11 +23,11 @@ from typing import Any
 from aios_ledger.core.api.tokens import OWNER, REVIEWER
 from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.requests import CancelRequest, RetryRequest, VerifyRequest
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS, TaskStatus
+from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.governed import write_task_branch
 from aios_ledger.shell.web.console import Page, Rendered, Visit, new_idempotency_key, see_other
-from aios_ledger.shell.web.task_record import WRITE_EVENTS, read_task_record
+from aios_ledger.shell.web.task_record import read_task_record
 from anyio import from_thread
 from starlette.responses import Response
 
@@ -41,21 +41,6 @@ RETRYABLE = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED})
 VERIFIABLE = frozenset({TaskStatus.SUBMITTED})
 WRITABLE = frozenset({TaskStatus.SUCCEEDED})
 DECISIONS = tuple(decision.value for decision in VerifyDecision)
-# The event types the page's script listens for on the stream (an EventSource hears a named
-# event only by its name): the lifecycle's, the governed ones, and any the task already has.
-LIVE_EVENT_TYPES = frozenset(
-    {row.event for row in TASK_OPERATIONS.values()}
-    | WRITE_EVENTS
-    | {
-        "TASK_LEASE_EXPIRED",
-        "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED",
-        "GOVERNED_BINDING_REGISTERED",
-        "PROPOSAL_RECORDED",
-        "PROPOSAL_SCAN_CHARGED",
-        "COMMIT_ATTESTED",
-        "message",
-    }
-)
 
 
 def envelope(task: Any) -> dict[str, Any] | None:
@@ -100,7 +85,6 @@ def task_page(visit: Visit) -> Rendered:
             "keys": {
                 action: new_idempotency_key(action) for action, shown in offered.items() if shown
             },
-            "event_types": sorted(LIVE_EVENT_TYPES | {e["event_type"] for e in record.events}),
         },
     )
 

@@ -1,14 +1,16 @@
 """The Tasks page (`/tasks`): the task list through the API's own query (`GET /v1/tasks` reads
 the same `read_task_page`), its filters and search in one GET form, the counts by status, and
-the next page by cursor."""
+the next page by cursor; its script (`static/tasks-live.js`) follows the event stream from the
+last event sealed when the page was read and puts the page's fresh list and counts in place."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aios_ledger.core.tasks.listing import TaskFilters, TaskPageRequest
+from aios_ledger.core.tasks.listing import SCAN_BOUND, TaskFilters, TaskPageRequest
 from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.shell.api.app import READERS
+from aios_ledger.shell.api.stream import stream_start
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.web.console import Page, Rendered, Visit
@@ -44,12 +46,15 @@ def tasks_page(visit: Visit) -> Rendered:
     request = TaskPageRequest.from_mapping({**mapping, "limit": PAGE_SIZE})
     key = visit.backend.cursor_key
 
-    def read(stores: Any) -> tuple[Any, list[Any]]:
+    def read(stores: Any) -> tuple[Any, list[Any], int]:
+        # The event the page stands after, read first: an event sealed while the page is read
+        # is streamed to its script again (one refresh more), never missed.
+        _, after = stores.db.read(lambda conn: stream_start(conn, None))
         page = read_task_page(stores.db, request, key)
         counts = stores.db.read(lambda conn: fetch_all(conn, "status_counts"))
-        return page, counts
+        return page, counts, after
 
-    page, counts = visit.backend.read_now(read)
+    page, counts, after = visit.backend.read_now(read)
     by_status = {str(row["status"]): int(row["tasks"]) for row in counts}
     return Rendered(
         "tasks.html",
@@ -61,6 +66,12 @@ def tasks_page(visit: Visit) -> Rendered:
             "statuses": [status.value for status in TaskStatus],
             "counts": [(status.value, by_status.get(status.value, 0)) for status in TaskStatus],
             "total": sum(by_status.values()),
+            "after": after,
+            # A page left short with a next page: its read in creation order stopped at the
+            # bound (core/tasks/listing.py SCAN_BOUND), which the page says.
+            "bounded": page["next_cursor"] is not None and len(page["tasks"]) < PAGE_SIZE,
+            "scan_bound": SCAN_BOUND,
+            "cursor": cursor,
         },
     )
 

@@ -10,8 +10,9 @@
   }
   var taskId = record.getAttribute("data-task-id");
   var after = record.getAttribute("data-after") || "0";
-  var types = (record.getAttribute("data-event-types") || "").split(" ");
-  var url = "/v1/events/stream?task_id=" + encodeURIComponent(taskId) + "&after=" + encodeURIComponent(after);
+  // Untyped (`typed=false`): every event comes as a plain `message`, whatever its type, so that
+  // no list of the ledger's event types is needed here (a new one is never missed).
+  var url = "/v1/events/stream?typed=false&task_id=" + encodeURIComponent(taskId) + "&after=" + encodeURIComponent(after);
   var source = new EventSource(url);
   var pending = false;
 
@@ -54,11 +55,15 @@
       });
   }
 
-  types.forEach(function (kind) {
-    if (kind) {
-      source.addEventListener(kind, function () { refresh(kind); });
+  source.onmessage = function (message) {
+    var kind = "an event";
+    try {
+      kind = JSON.parse(message.data).event_type || kind;
+    } catch (ignored) {
+      // not the ledger's JSON: refresh all the same
     }
-  });
+    refresh(kind);
+  };
   document.addEventListener("focusout", function () {
     if (pending) {
       refresh("(held while you typed)");
