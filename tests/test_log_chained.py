@@ -199,8 +199,7 @@ def _as_before_0020(path: Path) -> None:
     con = sqlite3.connect(path)
     try:
         con.executescript(
-            "\n".join(downs)
-            + "\nDELETE FROM schema_migrations"
+            "\n".join(downs) + "\nDELETE FROM schema_migrations"
             " WHERE version IN ('0020', '0021', '0022', '0023', '0024', '0025');"
         )
     finally:
