@@ -211,27 +211,32 @@ def test_concurrent_writers_leave_every_committed_head_a_prefix(ledger_target: P
         assert verify_log(db).intact
 
 
-def _migration_0024(path: Path) -> tuple[str, str]:
+def _migration(path: Path, name: str) -> tuple[str, str]:
     folder = "postgresql/migrations" if is_postgres(path) else "migrations"
-    text = (ROOT / "sql" / folder / "0024_merkle_nodes_in_leaves.sql").read_text("utf-8")
+    text = (ROOT / "sql" / folder / name).read_text("utf-8")
     up, down = text.split("-- migrate:down", 1)
     return up, down
 
 
+# Migration 0024 and those after it, the latest first: rolled back by their own down sections.
+FROM_0024 = ("0025_task_list_indexes.sql", "0024_merkle_nodes_in_leaves.sql")
+
+
 def _as_before_0024(path: Path) -> None:
     """The ledger at the layout before migration 0024 (a row per stored subtree in
-    merkle_nodes), by 0024's own down section, and 0024 not applied."""
-    _, down = _migration_0024(path)
-    forget = "DELETE FROM schema_migrations WHERE version = '0024';"
+    merkle_nodes), by the down sections of 0024 and those after it, none of them applied."""
+    downs = "\n".join(_migration(path, name)[1] for name in FROM_0024)
+    versions = ", ".join(f"'{name[:4]}'" for name in FROM_0024)
+    script = downs + f"\nDELETE FROM schema_migrations WHERE version IN ({versions});"
     if is_postgres(path):
         with _postgres_reader(str(path)) as pg, pg.transaction():
-            pg.execute((down + forget).encode())
+            pg.execute(script.encode())
         return
     import sqlite3
 
     con = sqlite3.connect(path)
     try:
-        con.executescript(down + forget)
+        con.executescript(script)
     finally:
         con.close()
 
