@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from legacy_fixtures import binding, dump
 
-EXAMPLES = 2500 if SOAK else 400
+EXAMPLES = 2500 if SOAK else 150
 ERROR_LINE = re.compile(r"^[A-Z][A-Z0-9_]*: ", re.MULTILINE)
 TOKEN = "hostile-cli-token-0123456789"
 SQL = "'; DROP TABLE tasks; --"

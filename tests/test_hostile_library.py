@@ -53,7 +53,7 @@ from legacy_fixtures import (
     resolver,
 )
 
-EXAMPLES = 3000 if SOAK else 600
+EXAMPLES = 3000 if SOAK else 200
 SQL = "'; DROP TABLE tasks; --"
 DEEP: Any = json.loads("[" * 200 + "]" * 200)
 
