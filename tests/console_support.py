@@ -164,8 +164,15 @@ def _bulk_key() -> str:
 def bulk_template(request: pytest.FixtureRequest) -> Path:
     """A ledger of BULK tasks, written through the library (`bulk_tasks`: ~45 s here) once
     and kept in pytest's cache under the digest of the code and schema that wrote it, so that
-    a later session (or the other xdist worker) copies it instead; stale it is never used."""
-    folder = Path(request.config.cache.mkdir("console-bulk"))
+    a later session (or the other xdist worker) copies it instead; stale it is never used.
+    Without pytest's cache (`-p no:cacheprovider`) it is kept for the session's workers only."""
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        folder = Path(cache.mkdir("console-bulk"))
+    else:  # `-p no:cacheprovider`: kept for this session's workers only, beside their temp dirs
+        factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+        folder = factory.getbasetemp().parent / "console-bulk"
+        folder.mkdir(exist_ok=True)
     template = folder / f"ledger-{_bulk_key()}.db"
     if not template.exists():
         scratch = folder / f"writing-{os.getpid()}-{secrets.token_hex(4)}"
