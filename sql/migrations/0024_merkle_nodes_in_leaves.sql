@@ -11,12 +11,23 @@ ALTER TABLE merkle_leaves
   ADD COLUMN nodes BLOB NOT NULL DEFAULT x'' CHECK (length(nodes) % 32 = 0);
 
 DROP TRIGGER merkle_leaves_refuse_update;
+-- A leaf completes the subtrees of levels 1 up to the trailing zeros of its index + 1, so its
+-- row's `nodes` is built level by level, each step reading one stored subtree by its key. In
+-- SQL SQLite 3.40 runs (the stdlib's, for DBAs and the older runtime): no unhex, no ORDER BY
+-- inside an aggregate; `||` of two blobs is their bytes, cast back to a blob; a bare column
+-- beside max() is the one of the row holding the max.
 UPDATE merkle_leaves SET nodes = completed.nodes
 FROM (
-  SELECT ((node_index + 1) << level) - 1 AS leaf_index,
-    unhex(group_concat(hex(hash), '' ORDER BY level)) AS nodes
-  FROM merkle_nodes
-  GROUP BY 1
+  WITH RECURSIVE built(leaf_index, level, nodes) AS (
+    SELECT 2 * node_index + 1, 1, hash FROM merkle_nodes WHERE level = 1
+    UNION ALL
+    SELECT built.leaf_index, built.level + 1, CAST(built.nodes || n.hash AS BLOB)
+    FROM built JOIN merkle_nodes AS n
+      ON n.level = built.level + 1
+      AND n.node_index = ((built.leaf_index + 1) >> (built.level + 1)) - 1
+      AND ((n.node_index + 1) << n.level) - 1 = built.leaf_index
+  )
+  SELECT leaf_index, max(level) AS level, nodes FROM built GROUP BY leaf_index
 ) AS completed
 WHERE merkle_leaves.leaf_index = completed.leaf_index;
 CREATE TRIGGER merkle_leaves_refuse_update BEFORE UPDATE ON merkle_leaves
