@@ -23,9 +23,9 @@ from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection
 from aios_ledger.shell.log.export import export_log, verify_export
+from migration_support import roll_back_script
 from syrupy.assertion import SnapshotAssertion
 
-MIGRATION = Path(__file__).parent.parent / "sql" / "migrations" / "0020_chained_row_seals.sql"
 TASK_COLUMNS = set(record_columns(TaskRow))
 
 
@@ -181,27 +181,11 @@ def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
 
 
 def _as_before_0020(path: Path) -> None:
-    """The ledger as it was before migration 0020: it and those after it (0021, restorable
-    archive listings; 0022, task spend; 0023, archivable evidence; 0024, the Merkle subtrees in
-    their leaves' rows; 0025, the task list's indexes) rolled back by their own down sections,
-    the latest first."""
-    later = [
-        MIGRATION.with_name(name)
-        for name in (
-            "0025_task_list_indexes.sql",
-            "0024_merkle_nodes_in_leaves.sql",
-            "0023_archived_evidence.sql",
-            "0022_task_spend.sql",
-            "0021_restorable_archives.sql",
-        )
-    ]
-    downs = [file.read_text().split("-- migrate:down", 1)[1] for file in (*later, MIGRATION)]
+    """The ledger as it was before migration 0020: it and those after it rolled back by their
+    own down sections, the latest first."""
     con = sqlite3.connect(path)
     try:
-        con.executescript(
-            "\n".join(downs) + "\nDELETE FROM schema_migrations"
-            " WHERE version IN ('0020', '0021', '0022', '0023', '0024', '0025');"
-        )
+        con.executescript(roll_back_script("0020", postgres=False))
     finally:
         con.close()
 

@@ -21,10 +21,10 @@ from aios_ledger.shell.log.merkle import (
 )
 from conftest import both_engines, is_postgres
 from legacy_fixtures import _postgres_reader
+from migration_support import roll_back_script
 from test_log_support import ROUND_ROBIN, build_log, codes_at, raw_rows, tamper
 
 pytest_generate_tests = both_engines
-ROOT = Path(__file__).resolve().parents[1]
 MERKLE_TRIGGERS = (
     "merkle_leaves_refuse_update",
     "merkle_leaves_refuse_delete",
@@ -211,23 +211,10 @@ def test_concurrent_writers_leave_every_committed_head_a_prefix(ledger_target: P
         assert verify_log(db).intact
 
 
-def _migration(path: Path, name: str) -> tuple[str, str]:
-    folder = "postgresql/migrations" if is_postgres(path) else "migrations"
-    text = (ROOT / "sql" / folder / name).read_text("utf-8")
-    up, down = text.split("-- migrate:down", 1)
-    return up, down
-
-
-# Migration 0024 and those after it, the latest first: rolled back by their own down sections.
-FROM_0024 = ("0025_task_list_indexes.sql", "0024_merkle_nodes_in_leaves.sql")
-
-
 def _as_before_0024(path: Path) -> None:
     """The ledger at the layout before migration 0024 (a row per stored subtree in
     merkle_nodes), by the down sections of 0024 and those after it, none of them applied."""
-    downs = "\n".join(_migration(path, name)[1] for name in FROM_0024)
-    versions = ", ".join(f"'{name[:4]}'" for name in FROM_0024)
-    script = downs + f"\nDELETE FROM schema_migrations WHERE version IN ({versions});"
+    script = roll_back_script("0024", postgres=is_postgres(path))
     if is_postgres(path):
         with _postgres_reader(str(path)) as pg, pg.transaction():
             pg.execute(script.encode())
