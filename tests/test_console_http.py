@@ -4,6 +4,7 @@ paging shared with `GET /v1/tasks`, and no token ever in a page, a redirect or t
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,3 +244,39 @@ def test_reads_by_status_only_for_a_status_of_few_tasks() -> None:
     assert reads_by_status(of_status, SORTED_STATUS_BOUND)
     assert not reads_by_status(of_status, SORTED_STATUS_BOUND + 1)
     assert not reads_by_status(TaskPageRequest.from_mapping({}), None)
+
+
+def test_assets_are_linked_by_digest_and_cached_for_good_while_pages_are_not(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """A page's stylesheet and script are at content-digest addresses (the address is the
+    bytes' SHA-256), cacheable for a year without revalidation; the page itself stays
+    no-store, and the plain address still answers, revalidated on every use."""
+    client = signed_in(server, "owner")
+    task_id = scene.queued()
+    static = Path(__file__).resolve().parent.parent / "shell" / "web" / "static"
+    linked: set[str] = set()
+    for path in ("/tasks", f"/tasks/{task_id}", "/log"):
+        page = client.get(path)
+        assert page.headers["cache-control"] == "no-store"
+        linked |= set(re.findall(r'(?:href|src)="(/static/[^"]+)"', page.text))
+    assert {address.split("/")[-1].split(".")[0] for address in linked} == {
+        "console",
+        "tasks-live",
+        "task-live",
+        "log",
+    }
+    for address in linked:
+        stem, digest, suffix = address.removeprefix("/static/").split(".")
+        body = (static / f"{stem}.{suffix}").read_bytes()
+        assert digest == hashlib.sha256(body).hexdigest()[:12]
+        answer = client.get(address)
+        assert answer.status_code == 200 and answer.content == body
+        assert answer.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert answer.headers["content-type"].startswith(("text/css", "text/javascript"))
+        again = client.get(address, headers={"if-none-match": answer.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+        plain = client.get(f"/static/{stem}.{suffix}")
+        assert plain.content == body and plain.headers["cache-control"] == "no-cache"
+    wrong = client.get("/static/console.000000000000.css")
+    assert wrong.status_code == 404

@@ -6,7 +6,8 @@ server-rendered pages for the people who answer for agents.
 - `sessions.py`: the sessions, in the server's memory;
 - `pages/`: one module per page, each with its `PAGES` rows, listed in `console_pages()`;
 - `templates/`: Jinja2 templates (autoescaped), every page extending `base.html`;
-- `static/`: the stylesheet.
+- `assets.py`: `static/` (the stylesheet and the scripts) under content-digest addresses;
+- `static/`: the stylesheet and the pages' scripts.
 
 docs/console.md tells how to add a page.
 """

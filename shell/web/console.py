@@ -39,12 +39,12 @@ from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.backend import Backend
 from aios_ledger.shell.api.problems import status_of
 from aios_ledger.shell.api.tokens import MAX_TOKEN_LENGTH, Principal, authenticate_digest
+from aios_ledger.shell.web.assets import StaticAssets
 from aios_ledger.shell.web.sessions import COOKIE, Session, SessionSettings, SessionStore
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
 LOG = logging.getLogger("aios_ledger.console")
@@ -177,6 +177,8 @@ class Console:
             autoescape=True,
             undefined=jinja2.StrictUndefined,
         )
+        self.assets = StaticAssets(HERE / "static")
+        environment.globals["asset"] = self.assets.url
         self.templates = Jinja2Templates(env=environment)
 
     # -- who is signed in ---------------------------------------------------------------
@@ -235,13 +237,13 @@ class Console:
     # -- routes -------------------------------------------------------------------------
 
     def routes(self) -> list[BaseRoute]:
-        """The console's routes: /, sign-in and sign-out, the stylesheet, every page."""
+        """The console's routes: /, sign-in and sign-out, the static assets, every page."""
         own: list[BaseRoute] = [
             Route("/", lambda request: see_other(HOME), methods=["GET"], name="consoleHome"),
             Route(SIGN_IN, self._sign_in_page, methods=["GET"], name="signInPage"),
             Route(SIGN_IN, self._sign_in, methods=["POST"], name="signIn"),
             Route("/sign-out", self._sign_out, methods=["POST"], name="signOut"),
-            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+            Route("/static/{name}", self.assets.serve, methods=["GET"], name="static"),
         ]
         pages = [
             Route(page.path, _page_endpoint(self, page), methods=list(page.methods), name=page.name)
