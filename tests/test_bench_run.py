@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+
+from bench.console import FLOOR_PAGE, one_line_page
 from bench.harness import figure, figure_problems, summary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,3 +97,16 @@ def test_figures_that_are_missing_not_finite_or_not_positive_rates_are_problems(
     assert figure_problems([ratio]) == [
         "'ledger/raw' (ratio) is not a finite number: [inf, inf, inf]"
     ]
+
+
+def test_the_first_paints_floor_is_a_one_line_page_on_the_consoles_site() -> None:
+    """Part 10's baseline is served on loopback, 127.0.0.1 as the console is (the same site: a
+    navigation between it and a console page stays in one renderer process, as one between two
+    console pages does), never cached; a `data:` page was another site, a new process."""
+    with one_line_page() as address:
+        assert address.startswith("http://127.0.0.1:")
+        answer = httpx.get(address)
+        assert answer.status_code == 200 and answer.content == FLOOR_PAGE
+        assert answer.headers["cache-control"] == "no-store"
+    with pytest.raises(httpx.TransportError):  # the floor's server ends with its run
+        httpx.get(address, timeout=2.0)
