@@ -18,7 +18,7 @@ the bench's own (no ledger), what this browser on this machine takes to paint an
 navigation comes from a page of the same site (127.0.0.1: the one-line page, then the Tasks
 page, then a task's), as a person's from one console page to the next does: it stays in one
 renderer process. (The floor was a `data:` page until 2026-12-05: a navigation between it and
-the console's is cross-site, a new renderer process each time, which added 40 to 60 ms to the
+the console's is cross-site, a new renderer process each time, which added 35 to 100 ms to the
 Tasks page's figure alone; see docs/benchmarks.md.) Without Playwright or Chromium these rows
 are left out, and the run says so.
 """
