@@ -301,6 +301,32 @@ def test_the_page_updates_live_from_an_event_the_api_wrote(
     assert page.locator("table.timeline tbody tr").last.inner_text().count("from the API") == 1
 
 
+def test_a_live_update_waits_while_a_field_is_filled_in(
+    page: Any, server: ApiServer, scene: Scenario
+) -> None:
+    """An event comes while the reviewer types a reason: the page says so and keeps what is
+    typed; once focus leaves the field the record is put in place, still without a reload."""
+    from playwright.sync_api import expect
+
+    task_id = scene.submitted()
+    sign_in(page, server, "reviewer")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    page.evaluate("window.notReloaded = true")
+    reason = page.get_by_label("Reason")
+    reason.fill("half a thought")  # the field keeps the focus
+    answer = scene.owner.post(
+        f"/v1/tasks/{task_id}/cancel", json={"reason": "meanwhile", "idempotency_key": scene.key()}
+    )
+    assert answer.status_code == 200, answer.text
+    expect(page.locator("#live-status")).to_contain_text("once you leave the field", timeout=15_000)
+    assert reason.input_value() == "half a thought"
+    assert page.locator("#task-status").inner_text() == "SUBMITTED"
+    reason.blur()
+    expect(page.locator("#task-status")).to_have_text("CANCELLED", timeout=15_000)
+    expect(page.locator("#live-status")).to_contain_text("Updated live: TASK_CANCELLED")
+    assert page.evaluate("window.notReloaded") is True
+
+
 def test_a_forged_verify_in_the_browser_is_refused(
     page: Any, server: ApiServer, scene: Scenario
 ) -> None:
