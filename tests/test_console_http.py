@@ -46,6 +46,19 @@ def test_each_role_signs_in_with_a_strict_http_only_cookie(server: ApiServer, ro
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
 
+def test_the_cookie_is_secure_when_the_console_is_served_over_tls(server: ApiServer) -> None:
+    """Behind a proxy on this host that ends TLS and says so (`X-Forwarded-Proto: https`, which
+    uvicorn trusts from 127.0.0.1 by default), the request is https: the cookie is `Secure`."""
+    client = browser(server)
+    answer = client.post(
+        "/sign-in", data={"token": server.tokens["owner"]}, headers={"X-Forwarded-Proto": "https"}
+    )
+    assert answer.status_code == 303, answer.text
+    cookie = answer.headers["set-cookie"]
+    assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert server.tokens["owner"] not in cookie
+
+
 @pytest.mark.parametrize("token", ["not-a-token", "witness"])
 def test_a_wrong_token_is_refused_without_a_session(server: ApiServer, token: str) -> None:
     """An unknown token, and a witness's (whose only routes are the checkpoints')."""

@@ -129,6 +129,63 @@ def test_a_verify_form_sent_twice_is_one_verification(server: ApiServer, scene: 
     assert (history[-1]["decision"], history[-1]["reason"]) == ("SUCCEEDED", "checked by hand")
 
 
+def test_cancel_and_retry_forms_are_the_apis_actions_under_the_forms_key(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """Each form sent twice is one action, and the API given the form's key answers that same
+    action (one idempotency store): the same key with other fields is the API's conflict."""
+    task_id = scene.queued()
+    owner = signed_in(server, "owner")
+    for action, reason, event in (
+        ("cancel", "not now", "TASK_CANCELLED"),
+        ("retry", "needed after all", "TASK_REQUEUED"),
+    ):
+        form = {**form_of(owner, task_id), "reason": reason}
+        for _ in range(2):
+            answer = owner.post(f"/tasks/{task_id}/{action}", data=form, headers=SAME_ORIGIN)
+            assert (answer.status_code, answer.headers["location"]) == (303, f"/tasks/{task_id}")
+        assert events_of(scene, task_id).count(event) == 1, action
+        body = {"reason": reason, "idempotency_key": form["idempotency_key"]}
+        replayed = scene.owner.post(f"/v1/tasks/{task_id}/{action}", json=body)
+        assert replayed.status_code == 200, replayed.text
+        conflict = owner.post(
+            f"/tasks/{task_id}/{action}", data={**form, "reason": "other"}, headers=SAME_ORIGIN
+        )
+        assert conflict.status_code == 409 and "IDEMPOTENCY_CONFLICT" in conflict.text, action
+    assert events_of(scene, task_id).count("TASK_CANCELLED") == 1
+    assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "QUEUED"
+
+
+def test_a_governed_write_form_sent_twice_moves_the_branch_once(
+    server: ApiServer, repository: tuple[Path, str], scene: Scenario
+) -> None:
+    task_id, head = submitted_proposal(server, repository)
+    bare, _ = repository
+    task = scene.owner.get(f"/v1/tasks/{task_id}").json()
+    verified = scene.reviewer.post(
+        f"/v1/tasks/{task_id}/verification",
+        json={
+            "decision": "SUCCEEDED",
+            "reason": "r",
+            "expected_result_digest": task["result_digest"],
+            "idempotency_key": scene.key(),
+        },
+    )
+    assert verified.status_code == 200, verified.text
+    owner = signed_in(server, "owner")
+    form = form_of(owner, task_id)
+    for _ in range(2):
+        answer = owner.post(f"/tasks/{task_id}/governed-write", data=form, headers=SAME_ORIGIN)
+        assert (answer.status_code, answer.headers["location"]) == (303, f"/tasks/{task_id}")
+    assert events_of(scene, task_id).count("GOVERNED_WRITE_APPLIED") == 1
+    assert ref(bare, f"refs/heads/agent/{task_id}") == head
+    replayed = scene.owner.post(
+        f"/v1/tasks/{task_id}/governed-write", json={"idempotency_key": form["idempotency_key"]}
+    )
+    assert replayed.status_code == 200, replayed.text
+    assert events_of(scene, task_id).count("GOVERNED_WRITE_APPLIED") == 1
+
+
 def test_a_refusal_shows_the_ledgers_code_and_changes_nothing(
     server: ApiServer, scene: Scenario
 ) -> None:
