@@ -8,17 +8,21 @@ updates live from an event the API wrote; an auditor sees no action; axe-core on
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.web.task_record import EVENTS_SHOWN, RUN_EVENTS_SHOWN
 from api_server import ApiServer, Scenario
 from console_support import (
+    MAX_PAGE_BYTES,
     accessible,
     csrf_of,
     sign_in,
@@ -41,6 +45,8 @@ from git_support import (
 KEY = re.compile(r'name="idempotency_key" value="([^"]+)"')
 DIGEST = re.compile(r'name="expected_result_digest" value="([^"]+)"')
 SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin"}
+SEAL = re.compile(r"<summary>Event (\d+) ")
+EARLIER = re.compile(r'<a rel="prev" href="([^"]+)">Earlier events</a>')
 CHANGED = {"src/widgets.py": "def widget() -> str:\n    return 'improved'\n"}
 
 
@@ -269,6 +275,53 @@ def test_the_stream_reads_with_the_session_and_a_write_never_does(
     assert httpx.get(f"{server.url}/v1/events/stream", timeout=10).status_code == 401
 
 
+def test_a_long_lived_tasks_page_shows_its_latest_events_and_pages_back_under_100_kb(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """A task that heartbeat 200 times, its run holding more events than the page shows: each
+    window of its events (every one with its seal and proof) is under 100 KB, and "Earlier
+    events" pages back through every event once, in order; the run's last events are shown,
+    all of them a link away."""
+    task_id, lease = scene.claimed()
+    run_id = f"{task_id}@1"
+    run_events = RUN_EVENTS_SHOWN + 20
+    for n in range(run_events):
+        appended = scene.agent.post(
+            f"/v1/runs/{run_id}/events",
+            json={"kind": "stderr", "payload": {"n": n}, "lease_token": lease},
+        )
+        assert appended.status_code == 201, appended.text
+    ledger = TaskLedger(server.db)
+    try:
+        for _ in range(200):
+            ledger.heartbeat(task_id, lease_token=lease, lease_seconds=300)
+    finally:
+        ledger.close()
+    wanted = [event["event_id"] for event in scene.owner.get(f"/v1/tasks/{task_id}/events").json()]
+    client = signed_in(server, "auditor")
+    seen: list[int] = []
+    path: str | None = f"/tasks/{task_id}"
+    while path is not None:
+        page = client.get(path)
+        assert page.status_code == 200, page.text
+        assert len(page.content) < MAX_PAGE_BYTES, (path, len(page.content))
+        shown = [int(n) for n in SEAL.findall(page.text)]
+        assert 0 < len(shown) <= EVENTS_SHOWN and shown == sorted(shown)
+        assert page.text.count("<td>TASK_HEARTBEAT</td>") <= len(shown)
+        assert ("Latest events" in page.text) == bool(seen)  # on every page but the latest
+        seen = shown + seen
+        earlier = EARLIER.search(page.text)
+        path = html.unescape(earlier.group(1)) if earlier else None
+    assert seen == wanted
+    latest = client.get(f"/tasks/{task_id}").text
+    assert f"{run_events} events, the last {RUN_EVENTS_SHOWN} shown" in latest
+    link = f"/v1/runs/{quote(run_id)}/events"
+    assert f'href="{link}"' in latest
+    assert len(client.get(link).json()) == run_events  # read with the session's cookie
+    refused = client.get(f"/tasks/{task_id}", params={"before": "x"})
+    assert refused.status_code == 422 and "FIELDS_INVALID" in refused.text
+
+
 def test_a_repository_filter_reads_its_proposals_tasks(
     server: ApiServer, repository: tuple[Path, str], scene: Scenario
 ) -> None:
@@ -382,6 +435,31 @@ def test_a_live_update_waits_while_a_field_is_filled_in(
     expect(page.locator("#task-status")).to_have_text("CANCELLED", timeout=15_000)
     expect(page.locator("#live-status")).to_contain_text("Updated live: TASK_CANCELLED")
     assert page.evaluate("window.notReloaded") is True
+
+
+def test_a_tasks_earlier_events_are_a_link_away_in_the_browser(
+    page: Any, server: ApiServer, scene: Scenario
+) -> None:
+    from playwright.sync_api import expect
+
+    task_id, lease = scene.claimed()
+    ledger = TaskLedger(server.db)
+    try:
+        for _ in range(EVENTS_SHOWN):
+            ledger.heartbeat(task_id, lease_token=lease, lease_seconds=300)
+    finally:
+        ledger.close()
+    sign_in(page, server, "auditor")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    rows = page.locator("table.timeline tbody tr td:nth-child(2)")
+    assert rows.count() == EVENTS_SHOWN and "TASK_CREATED" not in rows.all_inner_texts()
+    assert page.locator("ol.seals > li").count() == EVENTS_SHOWN
+    accessible(page)
+    page.get_by_role("link", name="Earlier events").click()
+    expect(rows).to_have_text(["TASK_CREATED", "TASK_CLAIMED"])
+    accessible(page)
+    page.get_by_role("link", name="Latest events").click()
+    expect(rows).to_have_count(EVENTS_SHOWN)
 
 
 def test_a_forged_verify_in_the_browser_is_refused(

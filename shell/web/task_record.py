@@ -34,6 +34,14 @@ from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
 
+# A task's page shows at most this many of its sealed events (a timeline row and a seal with
+# its inclusion proof: about 1.5 KB each), the latest first, older ones a link away
+# (`?before=EVENT_ID`): a task that heartbeats for hours has thousands, and the page stays
+# under 100 KB (issue 29). Only the shown events' proofs are computed.
+EVENTS_SHOWN = 25
+# An evidence run's events shown on the page (the latest); all of them are a link away, on
+# `GET /v1/runs/{run_id}/events`.
+RUN_EVENTS_SHOWN = 50
 # A diff shown on the page is cut at this many bytes (the page stays light on a phone; the
 # whole change is the proposal's bundle, named by its digest).
 DIFF_LIMIT = 48 * 1024
@@ -56,6 +64,7 @@ class Attempt:
     number: int
     run: dict[str, Any] | None
     run_events: list[dict[str, Any]]
+    run_event_count: int
     reviews: list[dict[str, Any]]
 
 
@@ -73,9 +82,18 @@ class Proposal:
 
 @attrs.frozen
 class TaskRecord:
+    """The task's record. `events` and `history` are the shown window of its events (at most
+    EVENTS_SHOWN: `event_window`), of `event_count` in all; `earlier`: the `before` of the
+    window of older events (None: none older); `latest`: whether the window ends at the last
+    event; `last_event_id`: the task's last event (0: none), where live updates start."""
+
     task: Any
     history: list[Any]
     events: list[dict[str, Any]]
+    event_count: int
+    earlier: int | None
+    latest: bool
+    last_event_id: int
     proofs: dict[int, dict[str, Any] | None]
     tree_head: dict[str, Any]
     attempts: list[Attempt]
@@ -83,33 +101,53 @@ class TaskRecord:
     writes: list[dict[str, Any]]
     attestations: dict[str, dict[str, Any]]
 
-    @property
-    def last_event_id(self) -> int:
-        """The last sealed event of the task (0: none), where the page's live updates start."""
-        return max((int(event["event_id"]) for event in self.events), default=0)
+
+def event_window(
+    events: list[dict[str, Any]], before: int | None, size: int = EVENTS_SHOWN
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The last `size` of the events (in order) whose id is below `before` (None: of all),
+    and the `before` of the window of older ones (None: none older)."""
+    below = [e for e in events if before is None or int(e["event_id"]) < before]
+    shown = below[-size:]
+    earlier = int(shown[0]["event_id"]) if len(below) > len(shown) else None
+    return shown, earlier
 
 
-def read_task_record(stores: Stores, task_id: str) -> TaskRecord:
-    """The task's record (`TASK_NOT_FOUND` when there is none), on a reader."""
+def read_task_record(stores: Stores, task_id: str, before: int | None = None) -> TaskRecord:
+    """The task's record (`TASK_NOT_FOUND` when there is none), its events shown up to
+    `before` (None: the latest), on a reader."""
     task = stores.tasks.get(task_id)
-    history = stores.tasks.history(task_id)
     db = stores.db
-    events = db.read(lambda conn: task_events(conn, task_id))
+    every = db.read(lambda conn: task_events(conn, task_id))
+    events, earlier = event_window(every, before)
+    shown = {int(event["event_id"]) for event in events}
+    history = [entry for entry in stores.tasks.history(task_id) if entry["event_id"] in shown]
+    last_event_id = int(every[-1]["event_id"]) if every else 0
     head = tree_head_at(db)
-    proofs = {
-        int(event["event_id"]): _proof(db, int(event["event_id"]), head.size) for event in events
-    }
+    proofs = {event_id: _proof(db, event_id, head.size) for event_id in sorted(shown)}
     attempts = [_attempt(stores, task_id, number) for number in range(1, task["attempt"] + 1)]
     proposals = _proposals(db, task_id)
     writes = [
         {"event_id": event["event_id"], "type": event["event_type"], **event["payload"]}
-        for event in events
+        for event in every
         if event["event_type"] in WRITE_EVENTS and isinstance(event["payload"], dict)
     ]
     keys = {str(w["idempotency_key"]) for w in writes if w["type"] == "GOVERNED_WRITE_APPLIED"}
     attestations = db.read(lambda conn: _attestations(conn, keys))
     return TaskRecord(
-        task, history, events, proofs, head.public(), attempts, proposals, writes, attestations
+        task,
+        history,
+        events,
+        len(every),
+        earlier,
+        not events or int(events[-1]["event_id"]) == last_event_id,
+        last_event_id,
+        proofs,
+        head.public(),
+        attempts,
+        proposals,
+        writes,
+        attestations,
     )
 
 
@@ -134,7 +172,7 @@ def _attempt(stores: Stores, task_id: str, number: int) -> Attempt:
             raise
         run, events = None, []
     reviews = stores.db.read(lambda conn: attempt_reviews(conn, task_id, number))
-    return Attempt(number, run, events, reviews)
+    return Attempt(number, run, events[-RUN_EVENTS_SHOWN:], len(events), reviews)
 
 
 def _proposal_rows(conn: Connection, task_id: str) -> list[tuple[ProposalRow, str | None]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import OWNER, REVIEWER
 from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.requests import CancelRequest, RetryRequest, VerifyRequest
@@ -58,9 +59,19 @@ def envelope_digest(task: Any) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
+def _before(visit: Visit) -> int | None:
+    """The `before` of the window of the task's events to show (None: the latest)."""
+    text = visit.query("before")
+    if text is None:
+        return None
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise LedgerError("FIELDS_INVALID", "before is an event id (a positive integer)")
+    return int(text)
+
+
 def task_page(visit: Visit) -> Rendered:
-    task_id = visit.path("task_id")
-    record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id))
+    task_id, before = visit.path("task_id"), _before(visit)
+    record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id, before))
     status, viewer = record.task["status"], visit.viewer
     applied = any(write["type"] == "GOVERNED_WRITE_APPLIED" for write in record.writes)
     offered = {
