@@ -18,8 +18,16 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from aios_ledger.core.git import ProposalRow
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from aios_ledger.shell.web.task_record import EVENTS_SHOWN, RUN_EVENTS_SHOWN
+from aios_ledger.shell.web.task_record import (
+    DIFF_CUT,
+    DIFF_LIMIT,
+    EVENTS_SHOWN,
+    RUN_EVENTS_SHOWN,
+    Proposal,
+    fit_diffs,
+)
 from api_server import ApiServer, Scenario
 from console_support import (
     MAX_PAGE_BYTES,
@@ -70,16 +78,18 @@ def scene(server: ApiServer) -> Scenario:
     return Scenario(server)
 
 
-def submitted_proposal(server: ApiServer, repository: tuple[Path, str]) -> tuple[str, str]:
-    """A governed task whose agent proposed CHANGED in the repository and submitted its result
-    (not yet verified): its id and the proposal's head commit."""
+def submitted_proposal(
+    server: ApiServer, repository: tuple[Path, str], changed: dict[str, str] = CHANGED
+) -> tuple[str, str]:
+    """A governed task whose agent proposed `changed` in the repository and submitted its
+    result (not yet verified): its id and the proposal's head commit."""
     task_id = "governed-" + secrets.token_hex(4)
     _, base = repository
     governed_task(server.db, task_id, binding(task_id, base))
     claimed = claim(server.db, task_id)
     space = workspace(server.db, claimed)
     try:
-        edit(space, CHANGED)
+        edit(space, changed)
         proposal = propose(server.db, space, claimed)
     finally:
         space.remove()
@@ -89,7 +99,7 @@ def submitted_proposal(server: ApiServer, repository: tuple[Path, str]) -> tuple
         ledger.submit_result(
             task_id,
             lease_token=str(claimed["lease_token"]),
-            result=runtime_result(claimed, sorted(CHANGED)),
+            result=runtime_result(claimed, sorted(changed)),
             idempotency_key=f"submit-{task_id}",
         )
     finally:
@@ -320,6 +330,43 @@ def test_a_long_lived_tasks_page_shows_its_latest_events_and_pages_back_under_10
     assert len(client.get(link).json()) == run_events  # read with the session's cookie
     refused = client.get(f"/tasks/{task_id}", params={"before": "x"})
     assert refused.status_code == 422 and "FIELDS_INVALID" in refused.text
+
+
+def test_a_large_diff_is_cut_to_fit_the_page(
+    server: ApiServer, repository: tuple[Path, str], scene: Scenario
+) -> None:
+    """A change whose diff is far past DIFF_LIMIT, of lines the page escapes (`<`, `&`, `"`):
+    its first lines are shown (git's output cut, never refused), the page stays under 100 KB
+    and says the whole change is the bundle."""
+    lines = [f'if a{n} < b && c > "d": pass' for n in range(6000)]
+    task_id, _ = submitted_proposal(server, repository, {"src/big.py": "\n".join(lines) + "\n"})
+    page = signed_in(server, "auditor").get(f"/tasks/{task_id}")
+    assert page.status_code == 200, page.text
+    assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
+    assert DIFF_CUT.replace("'", "&#39;") in page.text
+    diff = re.search(r'<pre class="diff">(.*?)</pre>', page.text, re.DOTALL)
+    assert diff is not None
+    shown = re.findall(r"<span class=\"add\">\+(.*?)</span>", diff.group(1))
+    assert 100 < len(shown) < len(lines)
+    assert [html.unescape(line) for line in shown] == lines[: len(shown)]
+
+
+def test_the_newest_proposals_diff_comes_first_within_the_limit() -> None:
+    def proposal(attempt: int, diff: str) -> Proposal:
+        row = ProposalRow(
+            f"p{attempt}", "t", attempt, "r", "a", "0" * 40, "1" * 40, "2" * 64, 1, "{}", "[]",
+            "{}", "2026-01-01T00:00:00Z",
+        )  # fmt: skip
+        return Proposal(row, [], {}, diff, None)
+
+    small, large = "+x\n" * 10, "+<&>\n" * DIFF_LIMIT
+    older, newer = fit_diffs([proposal(1, large), proposal(2, small)])
+    assert (newer.diff, newer.diff_note) == (small, None)  # whole: the newest, first
+    assert older.diff_note == DIFF_CUT and older.diff is not None
+    assert 0 < len(older.diff.splitlines()) < DIFF_LIMIT
+    older, newer = fit_diffs([proposal(1, small), proposal(2, large)])
+    assert newer.diff_note == DIFF_CUT
+    assert (older.diff, older.diff_note) == (None, DIFF_CUT)  # nothing of the page was left
 
 
 def test_a_repository_filter_reads_its_proposals_tasks(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import markupsafe
 from aios_ledger.core import LedgerError
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import loads_document
@@ -42,9 +43,15 @@ EVENTS_SHOWN = 25
 # An evidence run's events shown on the page (the latest); all of them are a link away, on
 # `GET /v1/runs/{run_id}/events`.
 RUN_EVENTS_SHOWN = 50
-# A diff shown on the page is cut at this many bytes (the page stays light on a phone; the
-# whole change is the proposal's bundle, named by its digest).
-DIFF_LIMIT = 48 * 1024
+# The diffs on a task's page take at most this many bytes of its HTML (each line escaped, in
+# its span), the newest proposal's first, older ones what is left: with the events' window the
+# page stays under 100 KB (issue 29). git's output is read up to as many bytes (an HTML line
+# is never shorter than its text). The whole change is the proposal's bundle, named by its
+# digest.
+DIFF_LIMIT = 32 * 1024
+# What task.html adds to each line of a diff, at most: `<span class="hunk">`, `</span>`, `\n`.
+DIFF_LINE_MARKUP = 27
+DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
 # The events whose payload names a governed write's branch move.
 WRITE_EVENTS = frozenset(
     {
@@ -204,7 +211,35 @@ def _proposals(db: Database, task_id: str) -> list[Proposal]:
                 note,
             )
         )
-    return found
+    return fit_diffs(found)
+
+
+def fit_diff(diff: str, budget: int) -> tuple[str | None, int]:
+    """The longest run of the diff's first lines whose HTML on the page takes at most `budget`
+    bytes (None: all of them), and the bytes it takes."""
+    lines = diff.splitlines()
+    used = 0
+    for count, line in enumerate(lines):
+        cost = len(str(markupsafe.escape(line)).encode()) + DIFF_LINE_MARKUP
+        if used + cost > budget:
+            return "\n".join(lines[:count]), used
+        used += cost
+    return None, used
+
+
+def fit_diffs(proposals: list[Proposal]) -> list[Proposal]:
+    """The proposals with their diffs cut to DIFF_LIMIT of the page in all, the newest (the
+    last) first."""
+    budget = DIFF_LIMIT
+    fitted = []
+    for proposal in reversed(proposals):
+        cut, used = (None, 0) if proposal.diff is None else fit_diff(proposal.diff, budget)
+        budget -= used
+        if cut is None:
+            fitted.append(proposal)
+        else:
+            fitted.append(attrs.evolve(proposal, diff=cut or None, diff_note=DIFF_CUT))
+    return fitted[::-1]
 
 
 def _diff(
@@ -212,7 +247,7 @@ def _diff(
 ) -> tuple[str | None, str | None]:
     """`git diff BASE HEAD` of the proposal's stored bundle (its digest checked), fetched into a
     scratch quarantine over the governed repository's objects, as the ledger reads a bundle
-    when it records it: the governed repository is never written. Cut at DIFF_LIMIT; or why
+    when it records it: the governed repository is never written. Read up to DIFF_LIMIT; or why
     it cannot be shown."""
     try:
         bundle = read_stored_bundle(db, proposal.bundle_sha256)
@@ -230,8 +265,9 @@ def _diff(
                     proposal.base_oid,
                     proposal.head_oid,
                 ],
-                max_output=DIFF_LIMIT + 1,
+                max_output=DIFF_LIMIT,
                 check=False,
+                cut=True,
             )
     except LedgerError as refused:
         return None, f"{refused.code}: {refused.detail}"
@@ -239,8 +275,7 @@ def _diff(
         return None, "git could not compare the proposal with its base"
     data = result.stdout
     if len(data) > DIFF_LIMIT:
-        cut = data[:DIFF_LIMIT].decode("utf-8", "replace")
-        return cut, f"cut at {DIFF_LIMIT // 1024} KiB: the whole change is the proposal's bundle"
+        return data[:DIFF_LIMIT].decode("utf-8", "replace"), DIFF_CUT
     return result.text, None
 
 
