@@ -351,6 +351,28 @@ def test_a_large_diff_is_cut_to_fit_the_page(
     assert [html.unescape(line) for line in shown] == lines[: len(shown)]
 
 
+def test_a_large_result_is_shown_cut_with_the_whole_a_link_away(
+    server: ApiServer, scene: Scenario
+) -> None:
+    task_id, lease = scene.claimed()
+    lines = [f"line {n} <&>" for n in range(20_000)]
+    answer = scene.agent.post(
+        f"/v1/tasks/{task_id}/result",
+        json={"lease_token": lease, "result": {"lines": lines}, "idempotency_key": scene.key()},
+    )
+    assert answer.status_code == 200, answer.text
+    client = signed_in(server, "reviewer")
+    page = client.get(f"/tasks/{task_id}")
+    assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
+    shown = re.search(r'<pre class="json">(.*?)</pre>', page.text, re.DOTALL)
+    assert shown is not None
+    first = html.unescape(shown.group(1)).splitlines()
+    assert first[:3] == ["{", '  "lines": [', '    "line 0 <&>",'] and 100 < len(first) < len(lines)
+    link = f'<a href="/v1/tasks/{task_id}">the task as JSON</a>'
+    assert link in page.text
+    assert client.get(f"/v1/tasks/{task_id}").json()["result"]["lines"] == lines
+
+
 def test_the_newest_proposals_diff_comes_first_within_the_limit() -> None:
     def proposal(attempt: int, diff: str) -> Proposal:
         row = ProposalRow(

@@ -11,6 +11,7 @@ answers, and never computes a second answer of its own.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
@@ -49,6 +50,10 @@ RUN_EVENTS_SHOWN = 50
 # is never shorter than its text). The whole change is the proposal's bundle, named by its
 # digest.
 DIFF_LIMIT = 32 * 1024
+# The result and the execution envelope take at most this many bytes of a task's page each,
+# as indented JSON (a result may be as large as a request body, 1 MiB); the whole is the
+# task's JSON, `GET /v1/tasks/{task_id}`.
+DOCUMENT_LIMIT = 8 * 1024
 # What task.html adds to each line of a diff, at most: `<span class="hunk">`, `</span>`, `\n`.
 DIFF_LINE_MARKUP = 27
 DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
@@ -214,13 +219,14 @@ def _proposals(db: Database, task_id: str) -> list[Proposal]:
     return fit_diffs(found)
 
 
-def fit_diff(diff: str, budget: int) -> tuple[str | None, int]:
-    """The longest run of the diff's first lines whose HTML on the page takes at most `budget`
-    bytes (None: all of them), and the bytes it takes."""
-    lines = diff.splitlines()
+def fit_lines(text: str, budget: int, line_markup: int) -> tuple[str | None, int]:
+    """The longest run of the text's first lines whose HTML on the page (each line escaped,
+    with `line_markup` bytes around it) takes at most `budget` bytes (None: all of them), and
+    the bytes it takes."""
+    lines = text.splitlines()
     used = 0
     for count, line in enumerate(lines):
-        cost = len(str(markupsafe.escape(line)).encode()) + DIFF_LINE_MARKUP
+        cost = len(str(markupsafe.escape(line)).encode()) + line_markup
         if used + cost > budget:
             return "\n".join(lines[:count]), used
         used += cost
@@ -233,7 +239,8 @@ def fit_diffs(proposals: list[Proposal]) -> list[Proposal]:
     budget = DIFF_LIMIT
     fitted = []
     for proposal in reversed(proposals):
-        cut, used = (None, 0) if proposal.diff is None else fit_diff(proposal.diff, budget)
+        diff = proposal.diff
+        cut, used = (None, 0) if diff is None else fit_lines(diff, budget, DIFF_LINE_MARKUP)
         budget -= used
         if cut is None:
             fitted.append(proposal)
@@ -292,3 +299,11 @@ def _attestations(conn: Connection, keys: set[str]) -> dict[str, dict[str, Any]]
                 "created_at": row.created_at,
             }
     return found
+
+
+def shown_document(document: Any) -> tuple[str, bool]:
+    """A JSON document as the page shows it, indented, its first lines within DOCUMENT_LIMIT
+    of the page; and whether it was cut."""
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    cut, _ = fit_lines(text, DOCUMENT_LIMIT, 1)
+    return (text, False) if cut is None else (cut, True)

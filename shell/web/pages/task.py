@@ -28,7 +28,7 @@ from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.governed import write_task_branch
 from aios_ledger.shell.web.console import Page, Rendered, Visit, new_idempotency_key, see_other
-from aios_ledger.shell.web.task_record import read_task_record
+from aios_ledger.shell.web.task_record import read_task_record, shown_document
 from anyio import from_thread
 from starlette.responses import Response
 
@@ -73,6 +73,7 @@ def task_page(visit: Visit) -> Rendered:
     task_id, before = visit.path("task_id"), _before(visit)
     record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id, before))
     status, viewer = record.task["status"], visit.viewer
+    task_result, execution = record.task["result"], envelope(record.task)
     applied = any(write["type"] == "GOVERNED_WRITE_APPLIED" for write in record.writes)
     offered = {
         "verify": viewer.may(REVIEWERS) and status in VERIFIABLE,
@@ -88,7 +89,8 @@ def task_page(visit: Visit) -> Rendered:
         {
             "task": record.task,
             "record": record,
-            "envelope": envelope(record.task),
+            "result_json": None if task_result is None else shown_document(task_result),
+            "envelope_json": None if execution is None else shown_document(execution),
             "envelope_digest": envelope_digest(record.task),
             "history": record.history,
             "offered": offered,
