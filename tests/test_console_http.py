@@ -5,6 +5,7 @@ paging shared with `GET /v1/tasks`, and no token ever in a page, a redirect or t
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -219,6 +220,25 @@ def test_no_token_reaches_a_page_a_redirect_or_the_log(tmp_path: Path) -> None:
             assert all(token not in value for value in answer.headers.values())
         server.stop()
         assert token not in server.log()
+
+
+def test_serve_holds_sessions_to_its_idle_and_absolute_settings(tmp_path: Path) -> None:
+    """`serve --session-idle-seconds` ends a session left unused that long (the wait below is
+    the idleness itself, not a speed measured); `--session-max-seconds` is the cookie's life."""
+    with ApiServer(
+        tmp_path / "ledger.db",
+        "--session-idle-seconds",
+        "2",
+        "--session-max-seconds",
+        "3600",
+        role_tokens=True,
+    ) as server:
+        client = browser(server)
+        answer = client.post("/sign-in", data={"token": server.tokens["owner"]})
+        assert "Max-Age=3600" in answer.headers["set-cookie"]
+        assert client.get("/tasks").status_code == 200  # within its idle time
+        time.sleep(2.5)
+        assert client.get("/tasks").headers["location"] == "/sign-in"
 
 
 def test_sessions_end_idle_and_at_their_absolute_expiry() -> None:
