@@ -152,6 +152,8 @@ def test_health_charts_count_the_ledgers_events_by_hour(server: ApiServer) -> No
     assert sum(verdicts.values()) == 4  # the three seeded and the landed task's
     depth = _chart_table(page, "Queue depth at the end of each hour (estimated)")
     assert list(depth.values())[-1] == 4  # three queued and the one sent back for rework
+    expiries = _chart_table(page, "Lease expiries per hour")
+    assert sum(expiries.values()) == 1  # the seeded lease that ran out
     batches = _chart_table(page, "Group-commit batch sizes since this server started")
     assert sum(batches.values()) > 0  # the seeding's writes, through group commit
     assert '<a href="/metrics">/metrics</a>' in page
