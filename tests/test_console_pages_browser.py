@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from api_server import ApiServer
+from api_server import ApiServer, Scenario
 from console_seed import LANDED_TASK, seed_ledger, seed_tasks
 from console_support import (
     accessible,
@@ -152,8 +152,11 @@ FOCUSED = """() => {
 
 def test_every_page_is_keyboard_navigable(chromium: Any, console: ApiServer) -> None:
     """Tab alone reaches every control of each page, each with a visible focus ring, the first
-    being the skip link, which moves the focus to the page's content; and sign-in works from the
-    keyboard alone."""
+    being the skip link, which moves the focus to the page's content; sign-in and an action
+    (an owner's retry, from a task's page with its form) work from the keyboard alone."""
+    from playwright.sync_api import expect
+
+    cancelled = Scenario(console).cancelled()
     with new_page(chromium) as keyboard:
         keyboard.goto(f"{console.url}/sign-in")
         for _ in range(5):  # the skip link, the brand's link, the field
@@ -164,7 +167,7 @@ def test_every_page_is_keyboard_navigable(chromium: Any, console: ApiServer) -> 
         keyboard.keyboard.type(console.tokens["owner"])
         keyboard.keyboard.press("Enter")
         keyboard.wait_for_url(f"{console.url}/tasks")
-        for path in PAGES:
+        for path in (*PAGES, f"/tasks/{cancelled}"):
             keyboard.goto(f"{console.url}{path}")
             controls = keyboard.evaluate(FOCUSABLE)
             keyboard.keyboard.press("Tab")
@@ -181,3 +184,12 @@ def test_every_page_is_keyboard_navigable(chromium: Any, console: ApiServer) -> 
             keyboard.keyboard.press("Tab")
             keyboard.keyboard.press("Enter")
             assert keyboard.evaluate("document.activeElement.id") == "main", path
+        for _ in range(50):  # from the content on, to the retry's reason
+            keyboard.keyboard.press("Tab")
+            if keyboard.evaluate("document.activeElement.id") == "retry-reason":
+                break
+        keyboard.keyboard.type("needed after all")
+        keyboard.keyboard.press("Tab")
+        assert keyboard.evaluate("document.activeElement.textContent") == "Retry the task"
+        keyboard.keyboard.press("Enter")
+        expect(keyboard.locator("#task-status")).to_have_text("QUEUED")
