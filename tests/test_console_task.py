@@ -19,7 +19,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 from aios_ledger.core.git import ProposalRow
+from aios_ledger.core.tasks.requests import MAX_ATTEMPTS, MAX_REASON
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.web.pages.task import REASON_SHOWN
 from aios_ledger.shell.web.task_record import (
     DIFF_CUT,
     DIFF_LIMIT,
@@ -349,6 +351,35 @@ def test_a_large_diff_is_cut_to_fit_the_page(
     shown = re.findall(r"<span class=\"add\">\+(.*?)</span>", diff.group(1))
     assert 100 < len(shown) < len(lines)
     assert [html.unescape(line) for line in shown] == lines[: len(shown)]
+
+
+def test_long_reasons_are_shown_cut_with_the_whole_a_link_away(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """An agent that releases its task again and again, each time with a reason of the most
+    characters the page escapes: the timeline shows each reason's start, the page stays under
+    100 KB, and the whole reasons are the history's JSON."""
+    reason = "&" * MAX_REASON
+    task_id = scene.queued(max_attempts=MAX_ATTEMPTS)
+    ledger = TaskLedger(server.db)
+    try:
+        for _ in range(EVENTS_SHOWN):
+            claimed = ledger.claim(
+                agent_id="agent-x", capabilities=[scene.cap], lease_seconds=300, task_id=task_id
+            )
+            assert claimed is not None
+            ledger.release(task_id, lease_token=str(claimed["lease_token"]), reason=reason)
+    finally:
+        ledger.close()
+    client = signed_in(server, "auditor")
+    page = client.get(f"/tasks/{task_id}")
+    assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
+    cut = "&amp;" * REASON_SHOWN
+    assert f"<td>{cut[: -len('&amp;')]}…</td>" in page.text and cut + "&amp;" not in page.text
+    link = f'<a href="/v1/tasks/{task_id}/history">the timeline as JSON</a>'
+    assert link in page.text
+    history = client.get(f"/v1/tasks/{task_id}/history").json()
+    assert [entry["reason"] for entry in history].count(reason) == EVENTS_SHOWN
 
 
 def test_a_large_result_is_shown_cut_with_the_whole_a_link_away(

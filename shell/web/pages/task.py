@@ -42,6 +42,9 @@ RETRYABLE = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED})
 VERIFIABLE = frozenset({TaskStatus.SUBMITTED})
 WRITABLE = frozenset({TaskStatus.SUCCEEDED})
 DECISIONS = tuple(decision.value for decision in VerifyDecision)
+# A reason in the timeline is shown to this many characters (a reason may have 1,000, an agent's
+# error say, on each of the window's events): the whole is the history's JSON, a link away.
+REASON_SHOWN = 160
 
 
 def envelope(task: Any) -> dict[str, Any] | None:
@@ -93,6 +96,10 @@ def task_page(visit: Visit) -> Rendered:
             "envelope_json": None if execution is None else shown_document(execution),
             "envelope_digest": envelope_digest(record.task),
             "history": record.history,
+            "reason_shown": REASON_SHOWN,
+            "reasons_cut": any(
+                len(entry["reason"] or "") > REASON_SHOWN for entry in record.history
+            ),
             "offered": offered,
             "decisions": DECISIONS,
             "keys": {
