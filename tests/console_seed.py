@@ -1,11 +1,13 @@
 """A ledger with something on every console page, for the pages' tests and `make screenshots`
 (tools/screenshots.py): a registered repository with a landed, attested governed write, a
-signed checkpoint, a revoked token, and tasks queued, claimed (with a heartbeat), submitted,
-verified, sent back for rework and cancelled through the API of a running server."""
+signed checkpoint, a revoked token, a lease that expired, and tasks queued, claimed (with a
+heartbeat), submitted, verified, sent back for rework and cancelled through the API of a
+running server."""
 
 from __future__ import annotations
 
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,12 @@ from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from api_server import ApiServer, Scenario
 from git_support import binding, make_repository, register, verified_proposal
 
 REVOKED = "retired-agent"
+EXPIRED_TASK = "task-lease-expired"
 LANDED_TASK = "task-landed"
 
 
@@ -38,7 +42,18 @@ def seed_ledger(root: Path, path: Path) -> dict[str, Any]:
         issue_token(db, REVOKED, ["agent"], any_capability=True)
         revoke_token(db, REVOKED)
         sign_checkpoint(db, key.signer, Timestamp.parse("2026-12-01T00:00:00Z"))
+        expire_a_lease(TaskLedger(database=db))
     return landed
+
+
+def expire_a_lease(ledger: TaskLedger) -> None:
+    """A task of one attempt whose 1-second lease runs out (it fails: `TASK_LEASE_EXPIRED`),
+    for the Health page's lease expiries."""
+    task = {"task_id": EXPIRED_TASK, "goal": "a lease let go", "instructions": "i"}
+    ledger.create_task({**task, "max_attempts": 1}, idempotency_key="seed-expired")
+    ledger.claim(agent_id="agent-gone", capabilities=[], lease_seconds=1, task_id=EXPIRED_TASK)
+    time.sleep(1.5)  # the lease's second passing, on the ledger's real clock
+    assert ledger.expire_leases()["count"] == 1
 
 
 def seed_tasks(server: ApiServer) -> Scenario:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,6 +46,19 @@ def test_each_role_signs_in_with_a_strict_http_only_cookie(server: ApiServer, ro
     assert f"<strong>{ROLE_NAMES[role]}</strong> ({role})" in page.text
     assert page.headers["cache-control"] == "no-store"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_the_cookie_is_secure_when_the_console_is_served_over_tls(server: ApiServer) -> None:
+    """Behind a proxy on this host that ends TLS and says so (`X-Forwarded-Proto: https`, which
+    uvicorn trusts from 127.0.0.1 by default), the request is https: the cookie is `Secure`."""
+    client = browser(server)
+    answer = client.post(
+        "/sign-in", data={"token": server.tokens["owner"]}, headers={"X-Forwarded-Proto": "https"}
+    )
+    assert answer.status_code == 303, answer.text
+    cookie = answer.headers["set-cookie"]
+    assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert server.tokens["owner"] not in cookie
 
 
 @pytest.mark.parametrize("token", ["not-a-token", "witness"])
@@ -209,6 +223,25 @@ def test_no_token_reaches_a_page_a_redirect_or_the_log(tmp_path: Path) -> None:
         assert token not in server.log()
 
 
+def test_serve_holds_sessions_to_its_idle_and_absolute_settings(tmp_path: Path) -> None:
+    """`serve --session-idle-seconds` ends a session left unused that long (the wait below is
+    the idleness itself, not a speed measured); `--session-max-seconds` is the cookie's life."""
+    with ApiServer(
+        tmp_path / "ledger.db",
+        "--session-idle-seconds",
+        "2",
+        "--session-max-seconds",
+        "3600",
+        role_tokens=True,
+    ) as server:
+        client = browser(server)
+        answer = client.post("/sign-in", data={"token": server.tokens["owner"]})
+        assert "Max-Age=3600" in answer.headers["set-cookie"]
+        assert client.get("/tasks").status_code == 200  # within its idle time
+        time.sleep(2.5)
+        assert client.get("/tasks").headers["location"] == "/sign-in"
+
+
 def test_sessions_end_idle_and_at_their_absolute_expiry() -> None:
     now = [0.0]
     store = SessionStore(SessionSettings(idle_seconds=10, max_seconds=25), clock=lambda: now[0])
@@ -262,8 +295,7 @@ def test_assets_are_linked_by_digest_and_cached_for_good_while_pages_are_not(
         linked |= set(re.findall(r'(?:href|src)="(/static/[^"]+)"', page.text))
     assert {address.split("/")[-1].split(".")[0] for address in linked} == {
         "console",
-        "tasks-live",
-        "task-live",
+        "live",
         "log",
     }
     for address in linked:

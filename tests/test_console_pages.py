@@ -10,13 +10,17 @@ import html
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.shell.api.tokens import issue_token, list_tokens
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
+from aios_ledger.shell.web.pages.agents import CAPABILITIES_SHOWN, TOKENS_SHOWN
 from api_server import ROLE_NAMES, ApiServer
 from console_seed import LANDED_TASK, REVOKED, seed_ledger, seed_tasks
-from console_support import csrf_of, signed_in
+from console_support import MAX_PAGE_BYTES, csrf_of, signed_in
 from git_support import REPOSITORY
 
 PAGES = ("/repositories", "/agents", "/log", "/health")
@@ -92,6 +96,32 @@ def test_agents_and_tokens_show_grants_holders_heartbeats_and_the_revoked(
     assert f"<td>{ROLE_NAMES['agent']}</td>" in beats
 
 
+def test_the_tokens_are_shown_a_page_at_a_time_under_100_kb(tmp_path: Path) -> None:
+    """Many tokens, each granted many long capabilities (a revoked token stays listed, so the
+    list only grows): each page under 100 KB, every token once by name through "Next tokens",
+    each grant by its first capabilities."""
+    capabilities = [f"capability-{n:02d}-{'x' * 40}" for n in range(40)]
+    with ApiServer(tmp_path / "ledger.db", role_tokens=True) as server:
+        with Database(server.db) as db:
+            for n in range(TOKENS_SHOWN * 2 + 7):
+                issue_token(db, f"fleet-{n:03d}", ["agent"], capabilities=capabilities)
+            names = sorted(token["name"] for token in list_tokens(db))
+        client = signed_in(server, "auditor")
+        seen: list[str] = []
+        path: str | None = "/agents"
+        while path is not None:
+            page = client.get(path)
+            assert page.status_code == 200, page.text
+            assert len(page.content) < MAX_PAGE_BYTES, (path, len(page.content))
+            tokens = page.text.split('id="tokens-heading"')[1].split("</section>")[0]
+            seen += re.findall(r"<tr>\s*<td>([^<]+)</td>", tokens)
+            more = f"and {len(capabilities) - CAPABILITIES_SHOWN} more"
+            assert more in tokens and capabilities[CAPABILITIES_SHOWN] not in tokens
+            following = re.search(r'<a rel="next" href="([^"]+)">Next tokens</a>', tokens)
+            path = html.unescape(following.group(1)) if following else None
+        assert seen == names
+
+
 def _progress(client: Any) -> dict[str, Any]:
     answer = client.get("/log/verify/progress")
     assert answer.status_code == 200
@@ -152,6 +182,8 @@ def test_health_charts_count_the_ledgers_events_by_hour(server: ApiServer) -> No
     assert sum(verdicts.values()) == 4  # the three seeded and the landed task's
     depth = _chart_table(page, "Queue depth at the end of each hour (estimated)")
     assert list(depth.values())[-1] == 4  # three queued and the one sent back for rework
+    expiries = _chart_table(page, "Lease expiries per hour")
+    assert sum(expiries.values()) == 1  # the seeded lease that ran out
     batches = _chart_table(page, "Group-commit batch sizes since this server started")
     assert sum(batches.values()) > 0  # the seeding's writes, through group commit
     assert '<a href="/metrics">/metrics</a>' in page

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from api_server import ApiServer
+from api_server import ApiServer, Scenario
 from console_seed import LANDED_TASK, seed_ledger, seed_tasks
 from console_support import (
     accessible,
+    new_page,
     sign_in,
 )
 
@@ -111,3 +112,84 @@ def test_a_landed_governed_write_shows_its_attestation(page: Any, console: ApiSe
     assert re.fullmatch(r"signed by key \S+; provenance \S+(; review \S+)?", text), text
     assert attestation.locator("code").count() >= 2  # the key id and the statement's digest
     accessible(page)
+
+
+def test_every_page_follows_a_dark_system_scheme(chromium: Any, console: ApiServer) -> None:
+    """A system that asks for dark gets the dark scheme (no switch to find), and axe-core's
+    contrast check passes in it too; a light one gets the light scheme."""
+    for scheme, background in (("dark", "rgb(18, 18, 18)"), ("light", "rgb(255, 255, 255)")):
+        context = chromium.new_context(color_scheme=scheme, bypass_csp=True)
+        try:
+            themed = context.new_page()
+            themed.goto(f"{console.url}/sign-in")
+            for path in ("/sign-in", *PAGES):
+                if path != "/sign-in":
+                    themed.goto(f"{console.url}{path}")
+                shown = themed.evaluate("getComputedStyle(document.body).backgroundColor")
+                assert shown == background, (scheme, path, shown)
+                accessible(themed)
+                if path == "/sign-in":
+                    sign_in(themed, console, "owner")
+        finally:
+            context.close()
+
+
+# Every control a keyboard must reach: links, buttons, fields, the summaries of <details>, the
+# scrolling regions (tabindex=0), shown on the page.
+FOCUSABLE = """() => Array.from(document.querySelectorAll(
+    'a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex="0"]'
+  )).filter((element) => element.checkVisibility()).map((element, n) => {
+    element.dataset.control = String(n);
+    return n;
+  })"""
+FOCUSED = """() => {
+  const element = document.activeElement;
+  return element && element.dataset.control !== undefined
+    ? [element.dataset.control, getComputedStyle(element).outlineStyle]
+    : null;
+}"""
+
+
+def test_every_page_is_keyboard_navigable(chromium: Any, console: ApiServer) -> None:
+    """Tab alone reaches every control of each page, each with a visible focus ring, the first
+    being the skip link, which moves the focus to the page's content; sign-in and an action
+    (an owner's retry, from a task's page with its form) work from the keyboard alone."""
+    from playwright.sync_api import expect
+
+    cancelled = Scenario(console).cancelled()
+    with new_page(chromium) as keyboard:
+        keyboard.goto(f"{console.url}/sign-in")
+        for _ in range(5):  # the skip link, the brand's link, the field
+            keyboard.keyboard.press("Tab")
+            if keyboard.evaluate("document.activeElement.id") == "token":
+                break
+        assert keyboard.evaluate("document.activeElement.id") == "token"
+        keyboard.keyboard.type(console.tokens["owner"])
+        keyboard.keyboard.press("Enter")
+        keyboard.wait_for_url(f"{console.url}/tasks")
+        for path in (*PAGES, f"/tasks/{cancelled}"):
+            keyboard.goto(f"{console.url}{path}")
+            controls = keyboard.evaluate(FOCUSABLE)
+            keyboard.keyboard.press("Tab")
+            assert keyboard.evaluate("document.activeElement.textContent") == "Skip to content"
+            reached: dict[str, str] = {}
+            for _ in range(len(controls) + 5):
+                focused = keyboard.evaluate(FOCUSED)
+                if focused is not None:
+                    reached[focused[0]] = focused[1]
+                keyboard.keyboard.press("Tab")
+            assert set(reached) == {str(n) for n in controls}, path
+            assert "none" not in reached.values(), path  # every focus shown
+            keyboard.goto(f"{console.url}{path}")
+            keyboard.keyboard.press("Tab")
+            keyboard.keyboard.press("Enter")
+            assert keyboard.evaluate("document.activeElement.id") == "main", path
+        for _ in range(50):  # from the content on, to the retry's reason
+            keyboard.keyboard.press("Tab")
+            if keyboard.evaluate("document.activeElement.id") == "retry-reason":
+                break
+        keyboard.keyboard.type("needed after all")
+        keyboard.keyboard.press("Tab")
+        assert keyboard.evaluate("document.activeElement.textContent") == "Retry the task"
+        keyboard.keyboard.press("Enter")
+        expect(keyboard.locator("#task-status")).to_have_text("QUEUED")

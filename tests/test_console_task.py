@@ -8,17 +8,31 @@ updates live from an event the API wrote; an auditor sees no action; axe-core on
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
+from aios_ledger.core.git import ProposalRow
+from aios_ledger.core.tasks.requests import MAX_ATTEMPTS, MAX_REASON
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.web.pages.task import REASON_SHOWN
+from aios_ledger.shell.web.task_record import (
+    DIFF_CUT,
+    DIFF_LIMIT,
+    EVENTS_SHOWN,
+    RUN_EVENTS_SHOWN,
+    Proposal,
+    fit_diffs,
+)
 from api_server import ApiServer, Scenario
 from console_support import (
+    MAX_PAGE_BYTES,
     accessible,
     csrf_of,
     sign_in,
@@ -41,6 +55,8 @@ from git_support import (
 KEY = re.compile(r'name="idempotency_key" value="([^"]+)"')
 DIGEST = re.compile(r'name="expected_result_digest" value="([^"]+)"')
 SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin"}
+SEAL = re.compile(r"<summary>Event (\d+) ")
+EARLIER = re.compile(r'<a rel="prev" href="([^"]+)">Earlier events</a>')
 CHANGED = {"src/widgets.py": "def widget() -> str:\n    return 'improved'\n"}
 
 
@@ -64,16 +80,18 @@ def scene(server: ApiServer) -> Scenario:
     return Scenario(server)
 
 
-def submitted_proposal(server: ApiServer, repository: tuple[Path, str]) -> tuple[str, str]:
-    """A governed task whose agent proposed CHANGED in the repository and submitted its result
-    (not yet verified): its id and the proposal's head commit."""
+def submitted_proposal(
+    server: ApiServer, repository: tuple[Path, str], changed: dict[str, str] = CHANGED
+) -> tuple[str, str]:
+    """A governed task whose agent proposed `changed` in the repository and submitted its
+    result (not yet verified): its id and the proposal's head commit."""
     task_id = "governed-" + secrets.token_hex(4)
     _, base = repository
     governed_task(server.db, task_id, binding(task_id, base))
     claimed = claim(server.db, task_id)
     space = workspace(server.db, claimed)
     try:
-        edit(space, CHANGED)
+        edit(space, changed)
         proposal = propose(server.db, space, claimed)
     finally:
         space.remove()
@@ -83,7 +101,7 @@ def submitted_proposal(server: ApiServer, repository: tuple[Path, str]) -> tuple
         ledger.submit_result(
             task_id,
             lease_token=str(claimed["lease_token"]),
-            result=runtime_result(claimed, sorted(CHANGED)),
+            result=runtime_result(claimed, sorted(changed)),
             idempotency_key=f"submit-{task_id}",
         )
     finally:
@@ -127,6 +145,63 @@ def test_a_verify_form_sent_twice_is_one_verification(server: ApiServer, scene: 
     assert task["status"] == "SUCCEEDED"
     history = scene.owner.get(f"/v1/tasks/{task_id}/history").json()
     assert (history[-1]["decision"], history[-1]["reason"]) == ("SUCCEEDED", "checked by hand")
+
+
+def test_cancel_and_retry_forms_are_the_apis_actions_under_the_forms_key(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """Each form sent twice is one action, and the API given the form's key answers that same
+    action (one idempotency store): the same key with other fields is the API's conflict."""
+    task_id = scene.queued()
+    owner = signed_in(server, "owner")
+    for action, reason, event in (
+        ("cancel", "not now", "TASK_CANCELLED"),
+        ("retry", "needed after all", "TASK_REQUEUED"),
+    ):
+        form = {**form_of(owner, task_id), "reason": reason}
+        for _ in range(2):
+            answer = owner.post(f"/tasks/{task_id}/{action}", data=form, headers=SAME_ORIGIN)
+            assert (answer.status_code, answer.headers["location"]) == (303, f"/tasks/{task_id}")
+        assert events_of(scene, task_id).count(event) == 1, action
+        body = {"reason": reason, "idempotency_key": form["idempotency_key"]}
+        replayed = scene.owner.post(f"/v1/tasks/{task_id}/{action}", json=body)
+        assert replayed.status_code == 200, replayed.text
+        conflict = owner.post(
+            f"/tasks/{task_id}/{action}", data={**form, "reason": "other"}, headers=SAME_ORIGIN
+        )
+        assert conflict.status_code == 409 and "IDEMPOTENCY_CONFLICT" in conflict.text, action
+    assert events_of(scene, task_id).count("TASK_CANCELLED") == 1
+    assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "QUEUED"
+
+
+def test_a_governed_write_form_sent_twice_moves_the_branch_once(
+    server: ApiServer, repository: tuple[Path, str], scene: Scenario
+) -> None:
+    task_id, head = submitted_proposal(server, repository)
+    bare, _ = repository
+    task = scene.owner.get(f"/v1/tasks/{task_id}").json()
+    verified = scene.reviewer.post(
+        f"/v1/tasks/{task_id}/verification",
+        json={
+            "decision": "SUCCEEDED",
+            "reason": "r",
+            "expected_result_digest": task["result_digest"],
+            "idempotency_key": scene.key(),
+        },
+    )
+    assert verified.status_code == 200, verified.text
+    owner = signed_in(server, "owner")
+    form = form_of(owner, task_id)
+    for _ in range(2):
+        answer = owner.post(f"/tasks/{task_id}/governed-write", data=form, headers=SAME_ORIGIN)
+        assert (answer.status_code, answer.headers["location"]) == (303, f"/tasks/{task_id}")
+    assert events_of(scene, task_id).count("GOVERNED_WRITE_APPLIED") == 1
+    assert ref(bare, f"refs/heads/agent/{task_id}") == head
+    replayed = scene.owner.post(
+        f"/v1/tasks/{task_id}/governed-write", json={"idempotency_key": form["idempotency_key"]}
+    )
+    assert replayed.status_code == 200, replayed.text
+    assert events_of(scene, task_id).count("GOVERNED_WRITE_APPLIED") == 1
 
 
 def test_a_refusal_shows_the_ledgers_code_and_changes_nothing(
@@ -210,6 +285,141 @@ def test_the_stream_reads_with_the_session_and_a_write_never_does(
     assert write.status_code == 401
     assert scene.owner.get(f"/v1/tasks/{task_id}").json()["status"] == "QUEUED"
     assert httpx.get(f"{server.url}/v1/events/stream", timeout=10).status_code == 401
+
+
+def test_a_long_lived_tasks_page_shows_its_latest_events_and_pages_back_under_100_kb(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """A task that heartbeat 200 times, its run holding more events than the page shows: each
+    window of its events (every one with its seal and proof) is under 100 KB, and "Earlier
+    events" pages back through every event once, in order; the run's last events are shown,
+    all of them a link away."""
+    task_id, lease = scene.claimed()
+    run_id = f"{task_id}@1"
+    run_events = RUN_EVENTS_SHOWN + 20
+    for n in range(run_events):
+        appended = scene.agent.post(
+            f"/v1/runs/{run_id}/events",
+            json={"kind": "stderr", "payload": {"n": n}, "lease_token": lease},
+        )
+        assert appended.status_code == 201, appended.text
+    ledger = TaskLedger(server.db)
+    try:
+        for _ in range(200):
+            ledger.heartbeat(task_id, lease_token=lease, lease_seconds=300)
+    finally:
+        ledger.close()
+    wanted = [event["event_id"] for event in scene.owner.get(f"/v1/tasks/{task_id}/events").json()]
+    client = signed_in(server, "auditor")
+    seen: list[int] = []
+    path: str | None = f"/tasks/{task_id}"
+    while path is not None:
+        page = client.get(path)
+        assert page.status_code == 200, page.text
+        assert len(page.content) < MAX_PAGE_BYTES, (path, len(page.content))
+        shown = [int(n) for n in SEAL.findall(page.text)]
+        assert 0 < len(shown) <= EVENTS_SHOWN and shown == sorted(shown)
+        assert page.text.count("<td>TASK_HEARTBEAT</td>") <= len(shown)
+        assert ("Latest events" in page.text) == bool(seen)  # on every page but the latest
+        seen = shown + seen
+        earlier = EARLIER.search(page.text)
+        path = html.unescape(earlier.group(1)) if earlier else None
+    assert seen == wanted
+    latest = client.get(f"/tasks/{task_id}").text
+    assert f"{run_events} events, the last {RUN_EVENTS_SHOWN} shown" in latest
+    link = f"/v1/runs/{quote(run_id)}/events"
+    assert f'href="{link}"' in latest
+    assert len(client.get(link).json()) == run_events  # read with the session's cookie
+    refused = client.get(f"/tasks/{task_id}", params={"before": "x"})
+    assert refused.status_code == 422 and "FIELDS_INVALID" in refused.text
+
+
+def test_a_large_diff_is_cut_to_fit_the_page(
+    server: ApiServer, repository: tuple[Path, str], scene: Scenario
+) -> None:
+    """A change whose diff is far past DIFF_LIMIT, of lines the page escapes (`<`, `&`, `"`):
+    its first lines are shown (git's output cut, never refused), the page stays under 100 KB
+    and says the whole change is the bundle."""
+    lines = [f'if a{n} < b && c > "d": pass' for n in range(6000)]
+    task_id, _ = submitted_proposal(server, repository, {"src/big.py": "\n".join(lines) + "\n"})
+    page = signed_in(server, "auditor").get(f"/tasks/{task_id}")
+    assert page.status_code == 200, page.text
+    assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
+    assert DIFF_CUT.replace("'", "&#39;") in page.text
+    diff = re.search(r'<pre class="diff">(.*?)</pre>', page.text, re.DOTALL)
+    assert diff is not None
+    shown = re.findall(r"<span class=\"add\">\+(.*?)</span>", diff.group(1))
+    assert 100 < len(shown) < len(lines)
+    assert [html.unescape(line) for line in shown] == lines[: len(shown)]
+
+
+def test_long_reasons_are_shown_cut_with_the_whole_a_link_away(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """An agent that releases its task again and again, each time with a reason of the most
+    characters the page escapes: the timeline shows each reason's start, the page stays under
+    100 KB, and the whole reasons are the history's JSON."""
+    reason = "&" * MAX_REASON
+    task_id = scene.queued(max_attempts=MAX_ATTEMPTS)
+    ledger = TaskLedger(server.db)
+    try:
+        for _ in range(EVENTS_SHOWN):
+            claimed = ledger.claim(
+                agent_id="agent-x", capabilities=[scene.cap], lease_seconds=300, task_id=task_id
+            )
+            assert claimed is not None
+            ledger.release(task_id, lease_token=str(claimed["lease_token"]), reason=reason)
+    finally:
+        ledger.close()
+    client = signed_in(server, "auditor")
+    page = client.get(f"/tasks/{task_id}")
+    assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
+    cut = "&amp;" * REASON_SHOWN
+    assert f"<td>{cut[: -len('&amp;')]}…</td>" in page.text and cut + "&amp;" not in page.text
+    link = f'<a href="/v1/tasks/{task_id}/history">the timeline as JSON</a>'
+    assert link in page.text
+    history = client.get(f"/v1/tasks/{task_id}/history").json()
+    assert [entry["reason"] for entry in history].count(reason) == EVENTS_SHOWN
+
+
+def test_a_large_result_is_shown_cut_with_the_whole_a_link_away(
+    server: ApiServer, scene: Scenario
+) -> None:
+    task_id, lease = scene.claimed()
+    lines = [f"line {n} <&>" for n in range(20_000)]
+    answer = scene.agent.post(
+        f"/v1/tasks/{task_id}/result",
+        json={"lease_token": lease, "result": {"lines": lines}, "idempotency_key": scene.key()},
+    )
+    assert answer.status_code == 200, answer.text
+    client = signed_in(server, "reviewer")
+    page = client.get(f"/tasks/{task_id}")
+    assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
+    shown = re.search(r'<pre class="json">(.*?)</pre>', page.text, re.DOTALL)
+    assert shown is not None
+    first = html.unescape(shown.group(1)).splitlines()
+    assert first[:3] == ["{", '  "lines": [', '    "line 0 <&>",'] and 100 < len(first) < len(lines)
+    link = f'<a href="/v1/tasks/{task_id}">the task as JSON</a>'
+    assert link in page.text
+    assert client.get(f"/v1/tasks/{task_id}").json()["result"]["lines"] == lines
+
+
+def test_the_newest_proposals_diff_comes_first_within_the_limit() -> None:
+    def proposal(attempt: int, diff: str) -> Proposal:
+        row = ProposalRow(
+            f"p{attempt}", "t", attempt, "r", "a", "0" * 40, "1" * 40, "2" * 64, 1, "{}", "[]",
+            "{}", "2026-01-01T00:00:00Z",
+        )  # fmt: skip
+        return Proposal(row, [], {}, diff, None)
+
+    small, large = "+x\n" * 10, "+<&>\n" * DIFF_LIMIT
+    older, newer = fit_diffs([proposal(1, large), proposal(2, small)])
+    assert (newer.diff, newer.diff_note) == (small, None)  # whole: the newest, first
+    assert older.diff_note == DIFF_CUT and older.diff is not None
+    assert 0 < len(older.diff.splitlines()) < DIFF_LIMIT
+    older, newer = fit_diffs([proposal(1, small), proposal(2, large)])
+    assert newer.diff_note == DIFF_CUT
+    assert (older.diff, older.diff_note) == (None, DIFF_CUT)  # nothing of the page was left
 
 
 def test_a_repository_filter_reads_its_proposals_tasks(
@@ -299,6 +509,57 @@ def test_the_page_updates_live_from_an_event_the_api_wrote(
     expect(page.locator("#live-status")).to_contain_text("TASK_CANCELLED")
     assert page.evaluate("window.notReloaded") is True  # updated in place, not reloaded
     assert page.locator("table.timeline tbody tr").last.inner_text().count("from the API") == 1
+
+
+def test_a_live_update_waits_while_a_field_is_filled_in(
+    page: Any, server: ApiServer, scene: Scenario
+) -> None:
+    """An event comes while the reviewer types a reason: the page says so and keeps what is
+    typed; once focus leaves the field the record is put in place, still without a reload."""
+    from playwright.sync_api import expect
+
+    task_id = scene.submitted()
+    sign_in(page, server, "reviewer")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    page.evaluate("window.notReloaded = true")
+    reason = page.get_by_label("Reason")
+    reason.fill("half a thought")  # the field keeps the focus
+    answer = scene.owner.post(
+        f"/v1/tasks/{task_id}/cancel", json={"reason": "meanwhile", "idempotency_key": scene.key()}
+    )
+    assert answer.status_code == 200, answer.text
+    expect(page.locator("#live-status")).to_contain_text("once you leave the field", timeout=15_000)
+    assert reason.input_value() == "half a thought"
+    assert page.locator("#task-status").inner_text() == "SUBMITTED"
+    reason.blur()
+    expect(page.locator("#task-status")).to_have_text("CANCELLED", timeout=15_000)
+    expect(page.locator("#live-status")).to_contain_text("Updated live: TASK_CANCELLED")
+    assert page.evaluate("window.notReloaded") is True
+
+
+def test_a_tasks_earlier_events_are_a_link_away_in_the_browser(
+    page: Any, server: ApiServer, scene: Scenario
+) -> None:
+    from playwright.sync_api import expect
+
+    task_id, lease = scene.claimed()
+    ledger = TaskLedger(server.db)
+    try:
+        for _ in range(EVENTS_SHOWN):
+            ledger.heartbeat(task_id, lease_token=lease, lease_seconds=300)
+    finally:
+        ledger.close()
+    sign_in(page, server, "auditor")
+    page.goto(f"{server.url}/tasks/{task_id}")
+    rows = page.locator("table.timeline tbody tr td:nth-child(2)")
+    assert rows.count() == EVENTS_SHOWN and "TASK_CREATED" not in rows.all_inner_texts()
+    assert page.locator("ol.seals > li").count() == EVENTS_SHOWN
+    accessible(page)
+    page.get_by_role("link", name="Earlier events").click()
+    expect(rows).to_have_text(["TASK_CREATED", "TASK_CLAIMED"])
+    accessible(page)
+    page.get_by_role("link", name="Latest events").click()
+    expect(rows).to_have_count(EVENTS_SHOWN)
 
 
 def test_a_forged_verify_in_the_browser_is_refused(

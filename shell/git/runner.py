@@ -95,9 +95,12 @@ def run_git(
     max_output: int = DEFAULT_MAX_OUTPUT,
     check: bool = True,
     stdin: bytes | None = None,
+    cut: bool = False,
 ) -> GitResult:
     """Run `git <args>` (an argv list) in `cwd`; `env` adds variables (an author, say) to the
-    clean environment."""
+    clean environment. Output past `max_output` is `GIT_OUTPUT_TOO_LARGE`; with `cut`, it is
+    dropped instead (the result holds at most `max_output + 1` bytes of it, so that the caller
+    can tell it was cut), for a reader that shows the start of a long output."""
     argv = [GIT]
     for setting in SAFE_CONFIG:
         argv += ["-c", setting]
@@ -139,7 +142,7 @@ def run_git(
     finally:
         for reader in readers:
             reader.join(timeout=5)
-    if over.is_set():
+    if over.is_set() and not cut:
         raise LedgerError(
             "GIT_OUTPUT_TOO_LARGE", f"git {args[0]} wrote more than {max_output} bytes"
         )

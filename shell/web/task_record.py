@@ -11,9 +11,11 @@ answers, and never computes a second answer of its own.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
+import markupsafe
 from aios_ledger.core import LedgerError
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import loads_document
@@ -34,9 +36,27 @@ from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
 
-# A diff shown on the page is cut at this many bytes (the page stays light on a phone; the
-# whole change is the proposal's bundle, named by its digest).
-DIFF_LIMIT = 48 * 1024
+# A task's page shows at most this many of its sealed events (a timeline row and a seal with
+# its inclusion proof: about 1.5 KB each), the latest first, older ones a link away
+# (`?before=EVENT_ID`): a task that heartbeats for hours has thousands, and the page stays
+# under 100 KB (issue 29). Only the shown events' proofs are computed.
+EVENTS_SHOWN = 25
+# An evidence run's events shown on the page (the latest); all of them are a link away, on
+# `GET /v1/runs/{run_id}/events`.
+RUN_EVENTS_SHOWN = 50
+# The diffs on a task's page take at most this many bytes of its HTML (each line escaped, in
+# its span), the newest proposal's first, older ones what is left: with the events' window the
+# page stays under 100 KB (issue 29). git's output is read up to as many bytes (an HTML line
+# is never shorter than its text). The whole change is the proposal's bundle, named by its
+# digest.
+DIFF_LIMIT = 32 * 1024
+# The result and the execution envelope take at most this many bytes of a task's page each,
+# as indented JSON (a result may be as large as a request body, 1 MiB); the whole is the
+# task's JSON, `GET /v1/tasks/{task_id}`.
+DOCUMENT_LIMIT = 8 * 1024
+# What task.html adds to each line of a diff, at most: `<span class="hunk">`, `</span>`, `\n`.
+DIFF_LINE_MARKUP = 27
+DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
 # The events whose payload names a governed write's branch move.
 WRITE_EVENTS = frozenset(
     {
@@ -56,6 +76,7 @@ class Attempt:
     number: int
     run: dict[str, Any] | None
     run_events: list[dict[str, Any]]
+    run_event_count: int
     reviews: list[dict[str, Any]]
 
 
@@ -73,9 +94,18 @@ class Proposal:
 
 @attrs.frozen
 class TaskRecord:
+    """The task's record. `events` and `history` are the shown window of its events (at most
+    EVENTS_SHOWN: `event_window`), of `event_count` in all; `earlier`: the `before` of the
+    window of older events (None: none older); `latest`: whether the window ends at the last
+    event; `last_event_id`: the task's last event (0: none), where live updates start."""
+
     task: Any
     history: list[Any]
     events: list[dict[str, Any]]
+    event_count: int
+    earlier: int | None
+    latest: bool
+    last_event_id: int
     proofs: dict[int, dict[str, Any] | None]
     tree_head: dict[str, Any]
     attempts: list[Attempt]
@@ -83,33 +113,53 @@ class TaskRecord:
     writes: list[dict[str, Any]]
     attestations: dict[str, dict[str, Any]]
 
-    @property
-    def last_event_id(self) -> int:
-        """The last sealed event of the task (0: none), where the page's live updates start."""
-        return max((int(event["event_id"]) for event in self.events), default=0)
+
+def event_window(
+    events: list[dict[str, Any]], before: int | None, size: int = EVENTS_SHOWN
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The last `size` of the events (in order) whose id is below `before` (None: of all),
+    and the `before` of the window of older ones (None: none older)."""
+    below = [e for e in events if before is None or int(e["event_id"]) < before]
+    shown = below[-size:]
+    earlier = int(shown[0]["event_id"]) if len(below) > len(shown) else None
+    return shown, earlier
 
 
-def read_task_record(stores: Stores, task_id: str) -> TaskRecord:
-    """The task's record (`TASK_NOT_FOUND` when there is none), on a reader."""
+def read_task_record(stores: Stores, task_id: str, before: int | None = None) -> TaskRecord:
+    """The task's record (`TASK_NOT_FOUND` when there is none), its events shown up to
+    `before` (None: the latest), on a reader."""
     task = stores.tasks.get(task_id)
-    history = stores.tasks.history(task_id)
     db = stores.db
-    events = db.read(lambda conn: task_events(conn, task_id))
+    every = db.read(lambda conn: task_events(conn, task_id))
+    events, earlier = event_window(every, before)
+    shown = {int(event["event_id"]) for event in events}
+    history = [entry for entry in stores.tasks.history(task_id) if entry["event_id"] in shown]
+    last_event_id = int(every[-1]["event_id"]) if every else 0
     head = tree_head_at(db)
-    proofs = {
-        int(event["event_id"]): _proof(db, int(event["event_id"]), head.size) for event in events
-    }
+    proofs = {event_id: _proof(db, event_id, head.size) for event_id in sorted(shown)}
     attempts = [_attempt(stores, task_id, number) for number in range(1, task["attempt"] + 1)]
     proposals = _proposals(db, task_id)
     writes = [
         {"event_id": event["event_id"], "type": event["event_type"], **event["payload"]}
-        for event in events
+        for event in every
         if event["event_type"] in WRITE_EVENTS and isinstance(event["payload"], dict)
     ]
     keys = {str(w["idempotency_key"]) for w in writes if w["type"] == "GOVERNED_WRITE_APPLIED"}
     attestations = db.read(lambda conn: _attestations(conn, keys))
     return TaskRecord(
-        task, history, events, proofs, head.public(), attempts, proposals, writes, attestations
+        task,
+        history,
+        events,
+        len(every),
+        earlier,
+        not events or int(events[-1]["event_id"]) == last_event_id,
+        last_event_id,
+        proofs,
+        head.public(),
+        attempts,
+        proposals,
+        writes,
+        attestations,
     )
 
 
@@ -134,7 +184,7 @@ def _attempt(stores: Stores, task_id: str, number: int) -> Attempt:
             raise
         run, events = None, []
     reviews = stores.db.read(lambda conn: attempt_reviews(conn, task_id, number))
-    return Attempt(number, run, events, reviews)
+    return Attempt(number, run, events[-RUN_EVENTS_SHOWN:], len(events), reviews)
 
 
 def _proposal_rows(conn: Connection, task_id: str) -> list[tuple[ProposalRow, str | None]]:
@@ -166,7 +216,37 @@ def _proposals(db: Database, task_id: str) -> list[Proposal]:
                 note,
             )
         )
-    return found
+    return fit_diffs(found)
+
+
+def fit_lines(text: str, budget: int, line_markup: int) -> tuple[str | None, int]:
+    """The longest run of the text's first lines whose HTML on the page (each line escaped,
+    with `line_markup` bytes around it) takes at most `budget` bytes (None: all of them), and
+    the bytes it takes."""
+    lines = text.splitlines()
+    used = 0
+    for count, line in enumerate(lines):
+        cost = len(str(markupsafe.escape(line)).encode()) + line_markup
+        if used + cost > budget:
+            return "\n".join(lines[:count]), used
+        used += cost
+    return None, used
+
+
+def fit_diffs(proposals: list[Proposal]) -> list[Proposal]:
+    """The proposals with their diffs cut to DIFF_LIMIT of the page in all, the newest (the
+    last) first."""
+    budget = DIFF_LIMIT
+    fitted = []
+    for proposal in reversed(proposals):
+        diff = proposal.diff
+        cut, used = (None, 0) if diff is None else fit_lines(diff, budget, DIFF_LINE_MARKUP)
+        budget -= used
+        if cut is None:
+            fitted.append(proposal)
+        else:
+            fitted.append(attrs.evolve(proposal, diff=cut or None, diff_note=DIFF_CUT))
+    return fitted[::-1]
 
 
 def _diff(
@@ -174,7 +254,7 @@ def _diff(
 ) -> tuple[str | None, str | None]:
     """`git diff BASE HEAD` of the proposal's stored bundle (its digest checked), fetched into a
     scratch quarantine over the governed repository's objects, as the ledger reads a bundle
-    when it records it: the governed repository is never written. Cut at DIFF_LIMIT; or why
+    when it records it: the governed repository is never written. Read up to DIFF_LIMIT; or why
     it cannot be shown."""
     try:
         bundle = read_stored_bundle(db, proposal.bundle_sha256)
@@ -192,8 +272,9 @@ def _diff(
                     proposal.base_oid,
                     proposal.head_oid,
                 ],
-                max_output=DIFF_LIMIT + 1,
+                max_output=DIFF_LIMIT,
                 check=False,
+                cut=True,
             )
     except LedgerError as refused:
         return None, f"{refused.code}: {refused.detail}"
@@ -201,8 +282,7 @@ def _diff(
         return None, "git could not compare the proposal with its base"
     data = result.stdout
     if len(data) > DIFF_LIMIT:
-        cut = data[:DIFF_LIMIT].decode("utf-8", "replace")
-        return cut, f"cut at {DIFF_LIMIT // 1024} KiB: the whole change is the proposal's bundle"
+        return data[:DIFF_LIMIT].decode("utf-8", "replace"), DIFF_CUT
     return result.text, None
 
 
@@ -219,3 +299,11 @@ def _attestations(conn: Connection, keys: set[str]) -> dict[str, dict[str, Any]]
                 "created_at": row.created_at,
             }
     return found
+
+
+def shown_document(document: Any) -> tuple[str, bool]:
+    """A JSON document as the page shows it, indented, its first lines within DOCUMENT_LIMIT
+    of the page; and whether it was cut."""
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    cut, _ = fit_lines(text, DOCUMENT_LIMIT, 1)
+    return (text, False) if cut is None else (cut, True)

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from aios_ledger.core.api.tokens import ApiTokenView
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.tokens import list_tokens
 from aios_ledger.shell.db.connection import fetch_all, fetch_value
 from aios_ledger.shell.web.console import Page, Rendered, Visit
 
 SHOWN = 100
+# The tokens are shown a page at a time, by name (a revoked token stays listed, so a ledger's
+# list only grows), each grant by its first capabilities: the page stays under 100 KB (issue
+# 29). `aios-ledger token list` gives them all.
+TOKENS_SHOWN = 50
+CAPABILITIES_SHOWN = 8
 # The heartbeats are looked for among this many newest events (a window of the primary key),
 # so the page reads the same amount at any ledger size; an agent quiet for longer shows none.
 HEARTBEAT_WINDOW = 50_000
@@ -32,7 +38,31 @@ def agents_page(visit: Visit) -> Rendered:
         return {"tokens": list_tokens(stores.db), **stores.db.read(read)}
 
     found = visit.backend.read_now(read_all)
-    return Rendered("agents.html", {**found, "window": HEARTBEAT_WINDOW})
+    tokens, next_after = tokens_after(found.pop("tokens"), visit.query("after"))
+    return Rendered(
+        "agents.html",
+        {
+            **found,
+            "tokens": tokens,
+            "next_after": next_after,
+            "paged": visit.query("after") is not None,
+            "capabilities_shown": CAPABILITIES_SHOWN,
+            "window": HEARTBEAT_WINDOW,
+        },
+    )
+
+
+def tokens_after(
+    tokens: list[ApiTokenView], after: str | None
+) -> tuple[list[ApiTokenView], str | None]:
+    """The first TOKENS_SHOWN tokens by name after `after` (None: from the first), and the
+    `after` of the next page (None: none follows)."""
+    following = sorted(
+        (token for token in tokens if after is None or token["name"] > after),
+        key=lambda token: token["name"],
+    )
+    shown = following[:TOKENS_SHOWN]
+    return shown, shown[-1]["name"] if len(following) > len(shown) else None
 
 
 PAGES = (Page("/agents", "agentsPage", agents_page, READERS, nav="Agents and tokens"),)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import OWNER, REVIEWER
 from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.requests import CancelRequest, RetryRequest, VerifyRequest
@@ -27,7 +28,7 @@ from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.governed import write_task_branch
 from aios_ledger.shell.web.console import Page, Rendered, Visit, new_idempotency_key, see_other
-from aios_ledger.shell.web.task_record import read_task_record
+from aios_ledger.shell.web.task_record import read_task_record, shown_document
 from anyio import from_thread
 from starlette.responses import Response
 
@@ -41,6 +42,9 @@ RETRYABLE = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED})
 VERIFIABLE = frozenset({TaskStatus.SUBMITTED})
 WRITABLE = frozenset({TaskStatus.SUCCEEDED})
 DECISIONS = tuple(decision.value for decision in VerifyDecision)
+# A reason in the timeline is shown to this many characters (a reason may have 1,000, an agent's
+# error say, on each of the window's events): the whole is the history's JSON, a link away.
+REASON_SHOWN = 160
 
 
 def envelope(task: Any) -> dict[str, Any] | None:
@@ -58,10 +62,21 @@ def envelope_digest(task: Any) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
+def _before(visit: Visit) -> int | None:
+    """The `before` of the window of the task's events to show (None: the latest)."""
+    text = visit.query("before")
+    if text is None:
+        return None
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise LedgerError("FIELDS_INVALID", "before is an event id (a positive integer)")
+    return int(text)
+
+
 def task_page(visit: Visit) -> Rendered:
-    task_id = visit.path("task_id")
-    record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id))
+    task_id, before = visit.path("task_id"), _before(visit)
+    record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id, before))
     status, viewer = record.task["status"], visit.viewer
+    task_result, execution = record.task["result"], envelope(record.task)
     applied = any(write["type"] == "GOVERNED_WRITE_APPLIED" for write in record.writes)
     offered = {
         "verify": viewer.may(REVIEWERS) and status in VERIFIABLE,
@@ -77,9 +92,14 @@ def task_page(visit: Visit) -> Rendered:
         {
             "task": record.task,
             "record": record,
-            "envelope": envelope(record.task),
+            "result_json": None if task_result is None else shown_document(task_result),
+            "envelope_json": None if execution is None else shown_document(execution),
             "envelope_digest": envelope_digest(record.task),
             "history": record.history,
+            "reason_shown": REASON_SHOWN,
+            "reasons_cut": any(
+                len(entry["reason"] or "") > REASON_SHOWN for entry in record.history
+            ),
             "offered": offered,
             "decisions": DECISIONS,
             "keys": {

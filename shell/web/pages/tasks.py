@@ -1,6 +1,6 @@
 """The Tasks page (`/tasks`): the task list through the API's own query (`GET /v1/tasks` reads
 the same `read_task_page`), its filters and search in one GET form, the counts by status, and
-the next page by cursor; its script (`static/tasks-live.js`) follows the event stream from the
+the next page by cursor; its script (`static/live.js`) follows the event stream from the
 last event sealed when the page was read and puts the page's fresh list and counts in place."""
 
 from __future__ import annotations
