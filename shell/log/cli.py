@@ -304,7 +304,8 @@ def _archive_show(args: argparse.Namespace) -> int:
 
 
 def render_archive(shown: dict[str, Any]) -> str:
-    """`archive show` as a person reads it: per task its row's main columns, then its events."""
+    """`archive show` as a person reads it: per task its row's main columns and governed
+    bindings, then its events."""
     out = [
         f"archive {shown['file']} (format {shown['format']}, finished before "
         f"{shown['finished_before']}): {len(shown['tasks'])} task(s)"
@@ -318,6 +319,9 @@ def render_archive(shown: dict[str, Any]) -> str:
             value = task[name]
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
             out.append(f"  {name:<13} {_one_line(text)}")
+        for bound in task["bindings"]:
+            binding = json.dumps(bound["binding"], sort_keys=True)
+            out.append(f"  {'binding':<13} {bound['job_id']}  {_one_line(binding)}")
         out.append(f"  {'events':<13} {len(task['events'])}")
         for event in task["events"]:
             payload = _one_line(json.dumps(event["payload"], sort_keys=True))

@@ -26,7 +26,7 @@ from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, Verificatio
 from aios_ledger.core.log.archived import (
     LEDGER_SEALED_TABLES,
     LedgerSealedRow,
-    recorded_chains,
+    chains_without_bindings,
     recorded_ledger_rows,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
@@ -366,8 +366,8 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
                 if LedgerSealedRow(table, key, int(row["event_id"])) in removed:
                     continue
             if table == GOVERNED_BINDINGS:
-                # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.
-                archived = _archived_chains(conn) if archived is None else archived
+                # An archive before format 3 deleted its tasks' bindings without recording them.
+                archived = _chains_without_bindings(conn) if archived is None else archived
                 if chain_of(key.split(" ", 1)[0]) in archived:
                     continue
             verifier.check_row_gone(table, key, row["event_id"])
@@ -440,16 +440,16 @@ def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> N
     verifier.check_row_gone(TASKS, fold.key, fold.event_id)
 
 
-def _archived_chains(conn: Connection) -> set[str]:
-    """The task chains the sealed TASKS_ARCHIVED events record (a malformed one records none:
-    the walk reports it)."""
+def _chains_without_bindings(conn: Connection) -> set[str]:
+    """The task chains that sealed TASKS_ARCHIVED events before format 3 record, whose bindings
+    they deleted unkept (a malformed one records none: the walk reports it)."""
     found: set[str] = set()
     for row in fetch_all(conn, "archive_events_recorded"):
         try:
             payload = loads_document(str(row["payload_json"]), what="an archive event")
         except LedgerError:
             continue
-        found.update(recorded_chains(payload) or ())
+        found.update(chains_without_bindings(payload))
     return found
 
 
