@@ -213,6 +213,7 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ("aios-ledger verify", "walk the whole log (exit 0 only when intact)"),
         ("aios-ledger verify --head head.json", "also detect events removed since head.json"),
         ("aios-ledger verify --log-key VKEY", "and each stored checkpoint's signature"),
+        ("aios-ledger verify --witness-key WVKEY", "and each stored cosignature by that witness"),
     ),
     "head": (("aios-ledger head > head.json", "keep the head to check against later"),),
     "prove": (

@@ -33,6 +33,13 @@ INSERT INTO checkpoint_cosignatures(
 ON CONFLICT (checkpoint_id, witness_name, witness_key_id) DO UPDATE SET
   cosigned_at = excluded.cosigned_at, line = excluded.line, received_at = excluded.received_at;
 
+-- name: verify_checkpoint_cosignatures
+-- `verify`: every stored cosignature, in the order verify_checkpoints reads their checkpoints
+-- (each checkpoint's together), so that each is held as its checkpoint goes by.
+SELECT c.checkpoint_id, c.witness_name, c.witness_key_id, c.cosigned_at, c.line
+FROM checkpoint_cosignatures AS c JOIN checkpoints AS k ON k.checkpoint_id = c.checkpoint_id
+ORDER BY k.tree_size, k.checkpoint_id, c.witness_name, c.witness_key_id;
+
 -- name: verify_checkpoints
 -- returns: CheckpointRow
 -- `verify`: every stored checkpoint, smallest tree first (the order the walk of the leaves

@@ -269,11 +269,13 @@ def test_serve_pushes_each_checkpoint_and_stores_the_cosignature(
     (kept,) = witness_server.state.glob("log-*.json")
     assert f'"size": {size}' in kept.read_text()
     assert Checkpoint.parse(note.text).origin == log.name
-    # The server holds its stored checkpoints to its tree and to the key it signs with.
+    # The server holds its stored checkpoints to its tree and to the key it signs with, and
+    # the cosignatures it stored to the keys of the witnesses it accepts.
     audit = {"Authorization": f"Bearer {server.tokens['auditor']}"}
     report = httpx.get(f"{server.url}/v1/log/verify", headers=audit, timeout=60).json()
     assert report["intact"], report["findings"]
     assert report["checkpoint_signatures_checked"] == report["checkpoints_checked"] >= 1
+    assert report["cosignatures_checked"] >= 1
 
 
 def test_the_witness_pulls_or_serves_never_both(tmp_path: Path) -> None:

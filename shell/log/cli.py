@@ -17,6 +17,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.log.merkle import InclusionProof, parse_proof, parse_root
+from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.cli_support import emit, ledger_settings, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import (
@@ -56,6 +57,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the ledger's checkpoint verifier key: each stored checkpoint of its name must "
         "verify under it (repeatable; default: [checkpoint] log_keys, and the verifier of "
         "[checkpoint] key when that is set)",
+    )
+    verify.add_argument(
+        "--witness-key",
+        action="append",
+        default=None,
+        metavar="VKEY",
+        help="a witness's verifier key: each stored cosignature by it must verify over its "
+        "checkpoint (repeatable; default: [checkpoint] witnesses)",
     )
     verify.set_defaults(handler=_verify)
 
@@ -172,9 +181,15 @@ def _report(report: dict[str, Any]) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     head = None if args.head is None else parse_head_argument(args.head)
-    keys = checkpoint_verifier_keys(ledger_settings(args).checkpoint, args.log_key)
+    configured = ledger_settings(args).checkpoint
+    keys = checkpoint_verifier_keys(configured, args.log_key)
+    witnesses = tuple(
+        VerifierKey.parse(text) for text in (args.witness_key or configured.witnesses)
+    )
     with open_database(args) as db, progress_bar("verify") as progress:
-        report = verify_log(db, head=head, progress=progress, checkpoint_keys=keys)
+        report = verify_log(
+            db, head=head, progress=progress, checkpoint_keys=keys, witness_keys=witnesses
+        )
         return _report(report.public())
 
 

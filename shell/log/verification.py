@@ -66,7 +66,7 @@ from aios_ledger.core.log.verification import (
 )
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
-from aios_ledger.core.proofs.held import CheckpointHold
+from aios_ledger.core.proofs.held import CheckpointHold, StoredCosignature
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.run import Connection, Row, fetch_all
@@ -217,10 +217,12 @@ def verify_log(
     head: LedgerHead | None = None,
     progress: ProgressHook | None = None,
     checkpoint_keys: Sequence[VerifierKey] = (),
+    witness_keys: Sequence[VerifierKey] = (),
 ) -> VerificationReport:
     """Walk the whole log once and report every finding by event id. `checkpoint_keys`: the
     ledger's checkpoint verifier keys the caller knows; a stored checkpoint whose origin one
-    of them is named for must verify under it (docs/checkpoints.md)."""
+    of them is named for must verify under it. `witness_keys`: the witnesses it knows; each
+    stored cosignature by one of them must verify over its checkpoint (docs/checkpoints.md)."""
 
     def work(conn: Connection) -> VerificationReport:
         counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
@@ -244,13 +246,14 @@ def verify_log(
         _check_state(conn, db, verifier)
         _check_run_events(conn, verifier)
         _check_bundles(conn, db, verifier)
-        held = _check_merkle(conn, verifier, checkpoint_keys)
+        held = _check_merkle(conn, verifier, checkpoint_keys, witness_keys)
         handed_out = fetch_value(conn, "log_id_counter")
         report = verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
         return attrs.evolve(
             report,
             checkpoints_checked=held.checked,
             checkpoint_signatures_checked=held.signatures_checked,
+            cosignatures_checked=held.cosignatures_checked,
         )
 
     db.quiesce_writers()
@@ -502,20 +505,29 @@ MERKLE_LEAF_COLUMNS = ("leaf_index", "event_id", "leaf_hash", "nodes", "seal")
 
 
 def _check_merkle(
-    conn: Connection, verifier: LogVerifier, checkpoint_keys: Sequence[VerifierKey]
+    conn: Connection,
+    verifier: LogVerifier,
+    checkpoint_keys: Sequence[VerifierKey],
+    witness_keys: Sequence[VerifierKey],
 ) -> CheckpointHold:
     """Hold the Merkle log to the seals: every leaf to its event's seal, every stored subtree
     and the head row to the tree the leaves make, and every sealed event to a leaf; and each
     stored checkpoint to the tree of its size as the walk passes it (one fold of the tree's
-    edge, O(log n) hashes, per checkpoint: no read beyond the walk's own)."""
+    edge, O(log n) hashes, per checkpoint: no read beyond the walk's own), with the witnesses'
+    cosignatures stored with it."""
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
         _tuples(conn, "merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
         _tuples(conn, "verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
+        _tuples(conn, "verify_checkpoint_cosignatures", COSIGNATURE_COLUMNS) as cosignatures,
     ):
         check = MerkleCheck()
         held = CheckpointHold(
-            (_checkpoint_row(row) for row in checkpoints), checkpoint_keys, check_ed25519
+            (_checkpoint_row(row) for row in checkpoints),
+            checkpoint_keys,
+            check_ed25519,
+            cosignatures=(StoredCosignature(*row) for row in cosignatures),
+            witnesses=witness_keys,
         )
         held.reached(check.frontier)
         next_size = held.next_size
@@ -537,6 +549,7 @@ def _check_merkle(
 
 
 CHECKPOINT_COLUMNS = record_columns(CheckpointRow)
+COSIGNATURE_COLUMNS = record_columns(StoredCosignature)
 
 
 def _checkpoint_row(row: tuple[Any, ...]) -> CheckpointRow:
