@@ -17,7 +17,8 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.log.merkle import InclusionProof, parse_proof, parse_root
-from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.core.proofs import VerifierKey, open_checkpoint
+from aios_ledger.core.proofs.checkpoints import checkpoint_root
 from aios_ledger.shell.cli_support import emit, ledger_settings, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import (
@@ -35,7 +36,8 @@ from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
-from aios_ledger.shell.proofs.keys import checkpoint_verifier_keys
+from aios_ledger.shell.proofs.cli import read_note_argument
+from aios_ledger.shell.proofs.keys import check_ed25519, checkpoint_verifier_keys
 
 EXIT_NOT_INTACT = 3
 
@@ -85,13 +87,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     check_proof = commands.add_parser(
         "verify-proof",
-        help="check a proof `prove` wrote, offline (no database), against a root you trust",
+        help="check a proof `prove` wrote, offline (no database), against a root you trust or "
+        "a signed checkpoint of the proof's tree and the log's public key",
     )
     check_proof.add_argument("file", help="the proof's JSON (a file, or - for stdin)")
-    check_proof.add_argument(
-        "--root", required=True, help="the trusted root (hex) of the proof's tree (NEW's)"
-    )
+    check_proof.add_argument("--root", help="the trusted root (hex) of the proof's tree (NEW's)")
     check_proof.add_argument("--old-root", help="a consistency proof: the trusted root of OLD")
+    check_proof.add_argument(
+        "--checkpoint",
+        metavar="NOTE",
+        help="instead of --root: a checkpoint note of the proof's tree (`checkpoint`, GET "
+        "/v1/checkpoint?size=N), opened with --log-key; its root is the one trusted",
+    )
+    check_proof.add_argument(
+        "--old-checkpoint",
+        metavar="NOTE",
+        help="instead of --old-root: a checkpoint note of OLD, opened with --log-key",
+    )
+    check_proof.add_argument(
+        "--log-key", metavar="VKEY", help="the log's verifier key the checkpoints must verify under"
+    )
     check_proof.set_defaults(handler=_verify_proof)
 
     export = commands.add_parser("export", help="write events with their seals as JSON lines")
@@ -212,16 +227,35 @@ def _prove(args: argparse.Namespace) -> Any:
 
 
 def _verify_proof(args: argparse.Namespace) -> Any:
-    """Offline: the proof's own arithmetic against the roots given, no database opened."""
+    """Offline: the proof's own arithmetic against the roots given, or those of checkpoints
+    signed by the log's key, no database opened."""
+    if (args.root is None) == (args.checkpoint is None):
+        raise LedgerError("USAGE_INVALID", "give --root or --checkpoint (with --log-key)")
+    if args.old_root is not None and args.old_checkpoint is not None:
+        raise LedgerError("USAGE_INVALID", "give --old-root or --old-checkpoint, not both")
+    if (args.checkpoint or args.old_checkpoint) and args.log_key is None:
+        raise LedgerError("USAGE_INVALID", "a checkpoint is opened with the log's --log-key")
     proof = parse_proof(read_json_argument(args.file))
-    root = parse_root(args.root)
+    log_key = None if args.log_key is None else VerifierKey.parse(args.log_key)
+
+    def trusted(text: str | None, note: str | None, size: int, option: str) -> bytes | None:
+        if note is None:
+            return None if text is None else parse_root(text, option)
+        assert log_key is not None
+        opened = open_checkpoint(read_note_argument(note), log_key, check_ed25519)
+        return checkpoint_root(opened.checkpoint, size)
+
     if isinstance(proof, InclusionProof):
-        if args.old_root is not None:
+        if args.old_root is not None or args.old_checkpoint is not None:
             raise LedgerError("USAGE_INVALID", "--old-root is for a consistency proof")
+        root = trusted(args.root, args.checkpoint, proof.tree_size, "--root")
+        assert root is not None
         proof.check(root)
         return {"verified": True, "kind": "inclusion", **proof.public()}
-    old_root = None if args.old_root is None else parse_root(args.old_root, "--old-root")
-    proof.check(root, old_root)
+    new_root = trusted(args.root, args.checkpoint, proof.new_size, "--root")
+    assert new_root is not None
+    old_root = trusted(args.old_root, args.old_checkpoint, proof.old_size, "--old-root")
+    proof.check(new_root, old_root)
     return {"verified": True, "kind": "consistency", **proof.public()}
 
 
