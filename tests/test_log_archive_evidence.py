@@ -34,6 +34,7 @@ from aios_ledger.shell.log.archive import (
     verify_archive,
 )
 from aios_ledger.shell.log.cli import render_archive
+from aios_ledger.shell.projection.bindings import register_binding
 from aios_ledger.shell.work.reviewer import review_submitted
 from conftest import both_engines
 from git_support import binding, make_repository, register, verified_proposal
@@ -409,6 +410,26 @@ def test_a_binding_deleted_by_hand_after_a_restore_is_reported(
         for finding in found["findings"]
         if finding.get("table") == "governed_bindings"
     ] == [("STATE_MISMATCH", "governed_bindings", "gw-1 job-gw-1")]
+
+
+def test_a_binding_registered_again_since_the_archive_refuses_the_restore(
+    proposed: tuple[Path, dict[str, Any], Path], tmp_path: Path
+) -> None:
+    """A binding of the archived task's id and job registered since takes the key a restore
+    would put back: `RESTORE_ROW_EXISTS`, and nothing is restored."""
+    path, _, output = proposed
+    (line,) = [line for line in _lines(output) if line.get("state") == "governed_bindings"]
+    again = json.loads(line["row"]["binding_json"])
+    again["generation"] = 2
+    with Database(path) as db:
+        register_binding(db, again, clock=Clock())
+    taken = _binding_rows(path)
+    with Database(path) as db, pytest.raises(LedgerError) as refused:
+        restore_archive(db, output, clock=Clock())
+    assert refused.value.code == "RESTORE_ROW_EXISTS"
+    assert "governed_bindings" in refused.value.detail
+    assert _binding_rows(path) == taken
+    assert rows(path, "SELECT count(*) FROM tasks WHERE task_id = 'gw-1'") == [(0,)]
 
 
 @pytest.mark.parametrize("resealed", [False, True])
