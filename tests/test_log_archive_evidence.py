@@ -36,10 +36,11 @@ from aios_ledger.shell.log.archive import (
 from aios_ledger.shell.log.cli import render_archive
 from aios_ledger.shell.projection.bindings import register_binding
 from aios_ledger.shell.work.reviewer import review_submitted
-from conftest import both_engines
+from conftest import both_engines, is_postgres
 from git_support import binding, make_repository, register, verified_proposal
 from legacy_fixtures import rows
 from test_log_archive import LATER, create_release_notes, sqlite_shell
+from test_log_support import tamper
 from test_tasks_support import Clock
 
 pytest_generate_tests = both_engines
@@ -430,6 +431,36 @@ def test_a_binding_registered_again_since_the_archive_refuses_the_restore(
     assert "governed_bindings" in refused.value.detail
     assert _binding_rows(path) == taken
     assert rows(path, "SELECT count(*) FROM tasks WHERE task_id = 'gw-1'") == [(0,)]
+
+
+def test_a_binding_no_seal_covers_is_kept_and_checked_by_the_files_digest(
+    ledger_target: Path, tmp_path: Path
+) -> None:
+    """A binding registered before bindings were sealed (issue 26) has no seal row: simulated
+    here by removing its seal row before the archive. The archive keeps it and does not
+    record it; `verify-archive` passes over it in the file the ledger recorded, and the file
+    changed is still refused by its digest; a restore puts it back."""
+    bare, base = make_repository(tmp_path / "repo")
+    register(ledger_target, bare)
+    verified_proposal(ledger_target, "gw-1", binding("gw-1", base), {"widgets.txt": "better\n"})
+    before = _binding_rows(ledger_target)
+    if not is_postgres(ledger_target):  # on PostgreSQL, tamper's session skips triggers
+        sqlite_shell(ledger_target, "DROP TRIGGER event_seal_rows_refuse_delete")
+    tamper(ledger_target, ("DELETE FROM event_seal_rows WHERE row_table = 'governed_bindings'", ()))
+    output = tmp_path / "archive.jsonl"
+    with Database(ledger_target) as db:
+        archive_tasks(db, finished_before=LATER, output=output)
+    checked = _check(ledger_target, output)
+    assert checked["intact"] is True, checked["findings"]
+    lines = _lines(output)
+    (line,) = [line for line in lines if line.get("state") == "governed_bindings"]
+    line["row"]["created_at"] = "2026-01-01T00:00:00.000Z"
+    changed = tmp_path / "changed.jsonl"
+    _write_lines(changed, lines)
+    assert "ARCHIVE_MISMATCH" in _check(ledger_target, changed)["finding_counts"]
+    with Database(ledger_target) as db:
+        restore_archive(db, output, clock=Clock())
+    assert _binding_rows(ledger_target) == before
 
 
 @pytest.mark.parametrize("resealed", [False, True])
