@@ -213,13 +213,20 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ("aios-ledger verify", "walk the whole log (exit 0 only when intact)"),
         ("aios-ledger verify --head head.json", "also detect events removed since head.json"),
         ("aios-ledger verify --log-key VKEY", "and each stored checkpoint's signature"),
+        ("aios-ledger verify --witness-key WVKEY", "and each stored cosignature by that witness"),
     ),
     "head": (("aios-ledger head > head.json", "keep the head to check against later"),),
     "prove": (
         ("aios-ledger prove 42 > proof.json", "event 42's inclusion in the Merkle log now"),
         ("aios-ledger prove --consistency 100 250", "the tree of 250 extends the tree of 100"),
     ),
-    "verify-proof": (("aios-ledger verify-proof proof.json --root HEX", "check a proof offline"),),
+    "verify-proof": (
+        ("aios-ledger verify-proof proof.json --root HEX", "check a proof offline"),
+        (
+            "aios-ledger verify-proof proof.json --checkpoint cp.txt --log-key VKEY",
+            "against a signed checkpoint, with the public key alone",
+        ),
+    ),
     "export": (
         ("aios-ledger export --all --output log.jsonl", "every event with its seal"),
         ("aios-ledger export --task notes-1", "one task's events, on stdout"),

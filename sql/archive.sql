@@ -81,6 +81,16 @@ SELECT i.*,
         ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
 FROM task_idempotency AS i WHERE i.subject = :task_id;
 
+-- name: archive_task_binding_rows
+-- The task's governed bindings, keyed `TASK_ID JOB_ID`, each with the digest its
+-- GOVERNED_BINDING_REGISTERED seal (the ledger chain's) took.
+SELECT b.*, b.task_id || ' ' || b.job_id AS binding_key,
+       (SELECT s.row_digest FROM event_seal_rows AS s
+        WHERE s.row_table = 'governed_bindings' AND s.row_key = b.task_id || ' ' || b.job_id
+        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest
+FROM governed_bindings AS b WHERE b.task_id = :task_id
+ORDER BY b.job_id;
+
 -- name: archive_task_run_rows
 -- The task's attempt runs (`TASK@N`, in its session `task:TASK`), which its claims created and
 -- its chain sealed.
@@ -113,9 +123,9 @@ FROM auxiliary_runs AS a WHERE a.session_id = 'task:' || :task_id
 ORDER BY a.aux_id;
 
 -- name: archive_task_ledger_rows
--- The rows of the task that seals of the ledger chain cover (its run events and auxiliary
--- runs), each with the event id of the last seal that wrote it: what the TASKS_ARCHIVED event
--- records it removed (their count and digest), in table and key order.
+-- The rows of the task that seals of the ledger chain cover (its run events, auxiliary runs
+-- and governed bindings), each with the event id of the last seal that wrote it: what the
+-- TASKS_ARCHIVED event records it removed, in table and key order.
 SELECT s.row_table, s.row_key, max(s.event_id) AS event_id
 FROM event_seal_rows AS s
 WHERE (s.row_table = 'run_events' AND s.row_key IN (
@@ -123,6 +133,9 @@ WHERE (s.row_table = 'run_events' AND s.row_key IN (
            ON r.run_id = e.run_id WHERE r.session_id = 'task:' || :task_id))
    OR (s.row_table = 'auxiliary_runs' AND s.row_key IN (
          SELECT a.aux_id FROM auxiliary_runs AS a WHERE a.session_id = 'task:' || :task_id))
+   OR (s.row_table = 'governed_bindings' AND s.row_key IN (
+         SELECT b.task_id || ' ' || b.job_id FROM governed_bindings AS b
+         WHERE b.task_id = :task_id))
 GROUP BY s.row_table, s.row_key
 ORDER BY s.row_table, s.row_key;
 
@@ -251,6 +264,9 @@ SELECT 'seq' FROM tasks WHERE :row_table = 'tasks' AND seq = :seq
 UNION ALL
 SELECT 'key' FROM task_idempotency
 WHERE :row_table = 'task_idempotency' AND idempotency_key = :row_key
+UNION ALL
+SELECT 'key' FROM governed_bindings
+WHERE :row_table = 'governed_bindings' AND task_id || ' ' || job_id = :row_key
 UNION ALL
 SELECT 'key' FROM task_initial_execution_projections
 WHERE :row_table = 'task_initial_execution_projections' AND idempotency_key = :row_key

@@ -15,11 +15,26 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import Timestamp
-from aios_ledger.core.proofs import Checkpoint, VerifierKey, checkpoint_message, signed_checkpoint
+from aios_ledger.core.proofs import (
+    Checkpoint,
+    SignerKey,
+    VerifierKey,
+    checkpoint_message,
+    cosignature,
+    cosignature_message,
+    cosigned_note,
+    parse_note,
+    signed_checkpoint,
+)
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.log.merkle import current_tree_head
-from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
-from aios_ledger.shell.proofs.keys import Signer, generate_signer_key, parse_signer
+from aios_ledger.shell.proofs.checkpoints import add_cosignatures, sign_checkpoint
+from aios_ledger.shell.proofs.keys import (
+    Signer,
+    generate_signer_key,
+    parse_signer,
+    signer_from_key,
+)
 from conftest import both_engines, is_postgres
 from test_log_support import ROUND_ROBIN, build_log, raw_rows, tamper
 from test_proofs_notes import PETER_SKEY, PETER_VKEY
@@ -99,6 +114,92 @@ def test_stored_checkpoints_hold_to_the_tree_and_verify(signed: Path) -> None:
     unkeyed = _report(signed, ())
     assert unkeyed["intact"]
     assert (unkeyed["checkpoints_checked"], unkeyed["checkpoint_signatures_checked"]) == (3, 0)
+
+
+WITNESS = generate_signer_key("witness.example/w1")
+OTHER_WITNESS = generate_signer_key("witness.example/w2")
+COSIGNED_AT = 1_787_000_000
+
+
+def _cosign_all(path: Path, *witnesses: SignerKey) -> None:
+    """Each stored checkpoint cosigned by each witness, stored as `POST
+    /v1/checkpoint/cosignatures` stores them."""
+    signers = [signer_from_key(key) for key in witnesses]
+    verifiers = [signer.verifier for signer in signers]
+    with Database(path) as db:
+        for (note,) in raw_rows(path, "SELECT note FROM checkpoints ORDER BY checkpoint_id"):
+            body = parse_note(note).text
+            lines = [
+                cosignature(
+                    signer.verifier,
+                    COSIGNED_AT,
+                    signer.sign(cosignature_message(body, COSIGNED_AT)),
+                )
+                for signer in signers
+            ]
+            add_cosignatures(db, cosigned_note(note, lines), verifiers, NOW)
+
+
+def _witness_report(path: Path, *witnesses: SignerKey) -> dict[str, Any]:
+    with Database(path) as db:
+        return verify_log(
+            db,
+            checkpoint_keys=(LEDGER_KEY,),
+            witness_keys=tuple(signer_from_key(key).verifier for key in witnesses),
+        ).public()
+
+
+def _cosignature_findings(report: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted(
+        (finding["code"], finding["key"].split(" ")[0])
+        for finding in report["findings"]
+        if finding.get("table") == "checkpoint_cosignatures"
+    )
+
+
+def test_stored_cosignatures_verify_under_the_witnesses_keys(signed: Path) -> None:
+    _cosign_all(signed, WITNESS, OTHER_WITNESS)
+    report = _witness_report(signed, WITNESS)
+    assert report["intact"], report["findings"]
+    # One witness known: its three lines checked, the other's not counted.
+    assert report["cosignatures_checked"] == 3
+    assert _witness_report(signed, WITNESS, OTHER_WITNESS)["cosignatures_checked"] == 6
+    assert _witness_report(signed)["cosignatures_checked"] == 0
+
+
+@pytest.mark.parametrize("edit", ["moved", "forged", "retimed"])
+def test_a_stored_cosignature_changed_is_reported_by_the_witness_key(
+    signed: Path, edit: str
+) -> None:
+    """A witness's line moved to another checkpoint, its signature bytes changed, or its row's
+    time edited: `COSIGNATURE_FORGED` by checkpoint, when `verify` knows the witness."""
+    _cosign_all(signed, WITNESS)
+    first, second, _ = _ids(signed)
+    if edit == "moved":
+        statement = (
+            "UPDATE checkpoint_cosignatures SET line = (SELECT line FROM checkpoint_cosignatures"
+            " WHERE checkpoint_id = ?) WHERE checkpoint_id = ?"
+        )
+        tamper(signed, (statement, (int(first), int(second))))
+    elif edit == "forged":
+        (line,) = raw_rows(
+            signed, f"SELECT line FROM checkpoint_cosignatures WHERE checkpoint_id = {second}"
+        )
+        prefix, _, encoded = line[0].rstrip("\n").rpartition(" ")
+        raw = bytearray(base64.b64decode(encoded))
+        raw[-1] ^= 1
+        forged = f"{prefix} {base64.b64encode(bytes(raw)).decode()}\n"
+        statement = "UPDATE checkpoint_cosignatures SET line = ? WHERE checkpoint_id = ?"
+        tamper(signed, (statement, (forged, int(second))))
+    else:
+        statement = "UPDATE checkpoint_cosignatures SET cosigned_at = ? WHERE checkpoint_id = ?"
+        tamper(signed, (statement, (COSIGNED_AT + 1, int(second))))
+    report = _witness_report(signed, WITNESS)
+    assert report["intact"] is False
+    assert _cosignature_findings(report) == [("COSIGNATURE_FORGED", second)]
+    assert report["cosignatures_checked"] == 2
+    # Without the witness's key nothing can tell: the line is no proof either way.
+    assert _witness_report(signed)["intact"] is True
 
 
 def test_a_root_edited_in_its_row_is_reported(signed: Path) -> None:
@@ -198,6 +299,23 @@ def test_verify_takes_the_ledgers_key_from_the_command_line_or_the_config(tmp_pa
     assert json.loads(from_key.stdout)["checkpoint_signatures_checked"] == 2
     unkeyed = _verify_command(signed)
     assert json.loads(unkeyed.stdout)["checkpoint_signatures_checked"] == 0
+
+
+def test_verify_takes_the_witnesses_keys_from_the_command_line_or_the_config(
+    tmp_path: Path,
+) -> None:
+    signed = _sign_three(tmp_path / "ledger.db")
+    _cosign_all(signed, WITNESS)
+    witness = signer_from_key(WITNESS).verifier.text()
+    given = _verify_command(signed, "--witness-key", witness)
+    assert json.loads(given.stdout)["cosignatures_checked"] == 3, given.stderr
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text(f'[checkpoint]\nwitnesses = ["{witness}"]\n')
+    configured = _verify_command(signed, "--config", str(config))
+    assert json.loads(configured.stdout)["cosignatures_checked"] == 3
+    tamper(signed, ("UPDATE checkpoint_cosignatures SET cosigned_at = cosigned_at + 1", ()))
+    changed = _verify_command(signed, "--config", str(config))
+    assert changed.returncode == 3 and "COSIGNATURE_FORGED" in changed.stderr
 
 
 def _verify_command(path: Path, *options: str) -> subprocess.CompletedProcess[str]:

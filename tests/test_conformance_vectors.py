@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
+from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import row_image
 from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_to_store
@@ -294,6 +295,83 @@ def _checkpoints() -> dict[str, Any]:
     }
 
 
+MERKLE_LEAVES = 7
+
+
+def _merkle() -> dict[str, Any]:
+    """Event leaves (each event's seal text) and the RFC 6962/9162 tree over them: each leaf's
+    hash, the root of every prefix, and inclusion and consistency proofs, as `prove` writes."""
+    from aios_ledger.core.log.merkle import (
+        Frontier,
+        consistency_proof,
+        event_leaf_hash,
+        inclusion_proof,
+        leaf_hash,
+    )
+
+    seals = [
+        "sha256:" + hashlib.sha256(f"event {n}".encode()).hexdigest()
+        for n in range(1, MERKLE_LEAVES + 1)
+    ]
+    frontier, nodes = Frontier(0), {}
+    roots = [{"size": 0, "root_hex": frontier.head().root.hex()}]
+    for seal in seals:
+        frontier, written = frontier.append([event_leaf_hash(seal)])
+        nodes.update({item.node: item.hash for item in written})
+        roots.append({"size": frontier.size, "root_hex": frontier.head().root.hex()})
+    return {
+        "empty_leaf_hash_hex": leaf_hash(b"").hex(),
+        "leaves": [{"seal": seal, "leaf_hash_hex": event_leaf_hash(seal).hex()} for seal in seals],
+        "roots": roots,
+        "inclusion": [
+            {
+                "leaf_index": index,
+                "tree_size": size,
+                "path_hex": [h.hex() for h in inclusion_proof(index, size, nodes)],
+            }
+            for index, size in ((0, 1), (0, 7), (3, 7), (6, 7), (4, 6))
+        ],
+        "consistency": [
+            {
+                "old_size": old,
+                "new_size": new,
+                "path_hex": [h.hex() for h in consistency_proof(old, new, nodes)],
+            }
+            for old, new in ((1, 7), (3, 7), (4, 7), (6, 7), (7, 7), (2, 5))
+        ],
+    }
+
+
+def _dsse() -> dict[str, Any]:
+    """An in-toto Statement v1 as a DSSE envelope signed with the log's (deterministic) key:
+    the payload bytes, the PAE the signature covers and the envelope."""
+    from aios_ledger.core.attest.dsse import (
+        IN_TOTO_PAYLOAD_TYPE,
+        note_key_id,
+        pae,
+        sign_envelope,
+        statement_bytes,
+    )
+    from aios_ledger.shell.proofs.keys import parse_signer
+
+    signer = parse_signer(LOG_SIGNER_KEY)
+    statement: JsonObject = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "agent/t-1", "digest": {"gitCommit": "1" * 40}}],
+        "predicateType": "https://slsa.dev/provenance/v1",
+        "predicate": {"buildDefinition": {"buildType": "urn:example"}, "runDetails": {}},
+    }
+    keyid = note_key_id(signer.verifier.name, signer.verifier.public_key)
+    return {
+        "statement": statement,
+        "payload_type": IN_TOTO_PAYLOAD_TYPE,
+        "payload": statement_bytes(statement).decode("ascii"),
+        "pae_hex": pae(IN_TOTO_PAYLOAD_TYPE, statement_bytes(statement)).hex(),
+        "keyid": keyid,
+        "envelope": sign_envelope(statement, signer.sign, keyid),
+    }
+
+
 def vectors() -> dict[str, Any]:
     return {
         "canonical_json": _canonical(),
@@ -303,6 +381,8 @@ def vectors() -> dict[str, Any]:
         "request_digests": _requests(),
         "lease_tokens": [{"token": LEASE_TOKEN, "sha256": lease_token_sha256(LEASE_TOKEN)}],
         "checkpoints": _checkpoints(),
+        "merkle": _merkle(),
+        "dsse": _dsse(),
     }
 
 
@@ -382,6 +462,76 @@ def test_the_documented_rules_reproduce_every_vector() -> None:
     for case in document["lease_tokens"]:
         assert hashlib.sha256(case["token"].encode("utf-8")).hexdigest() == case["sha256"]
     _check_checkpoint_vectors(document["checkpoints"])
+    _check_merkle_vectors(document["merkle"])
+    _check_dsse_vectors(document["dsse"], document["checkpoints"]["log"])
+
+
+def _mth(leaves: list[bytes]) -> bytes:
+    """RFC 6962 §2.1: MTH over the leaf hashes."""
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1 << ((len(leaves) - 1).bit_length() - 1)
+    return hashlib.sha256(b"\x01" + _mth(leaves[:k]) + _mth(leaves[k:])).digest()
+
+
+def _path(m: int, leaves: list[bytes]) -> list[bytes]:
+    """RFC 6962 §2.1.1: PATH(m, D[n])."""
+    if len(leaves) <= 1:
+        return []
+    k = 1 << ((len(leaves) - 1).bit_length() - 1)
+    if m < k:
+        return [*_path(m, leaves[:k]), _mth(leaves[k:])]
+    return [*_path(m - k, leaves[k:]), _mth(leaves[:k])]
+
+
+def _subproof(m: int, leaves: list[bytes], whole: bool) -> list[bytes]:
+    """RFC 6962 §2.1.2: SUBPROOF(m, D[n], b)."""
+    n = len(leaves)
+    if m == n:
+        return [] if whole else [_mth(leaves)]
+    k = 1 << ((n - 1).bit_length() - 1)
+    if m <= k:
+        return [*_subproof(m, leaves[:k], whole), _mth(leaves[k:])]
+    return [*_subproof(m - k, leaves[k:], False), _mth(leaves[:k])]
+
+
+def _check_merkle_vectors(vector: dict[str, Any]) -> None:
+    """Leaf hashes (0x00 || the seal's ASCII text), node hashes (0x01 || left || right), the
+    roots, and the proofs, all from RFC 6962's recursive definitions."""
+    assert hashlib.sha256(b"\x00").hexdigest() == vector["empty_leaf_hash_hex"]
+    leaves = []
+    for leaf in vector["leaves"]:
+        hashed = hashlib.sha256(b"\x00" + leaf["seal"].encode("ascii")).digest()
+        assert hashed.hex() == leaf["leaf_hash_hex"]
+        leaves.append(hashed)
+    for root in vector["roots"]:
+        assert _mth(leaves[: root["size"]]).hex() == root["root_hex"]
+    for case in vector["inclusion"]:
+        path = _path(case["leaf_index"], leaves[: case["tree_size"]])
+        assert [h.hex() for h in path] == case["path_hex"]
+    for case in vector["consistency"]:
+        old, new = case["old_size"], case["new_size"]
+        path = [] if old == new else _subproof(old, leaves[:new], True)
+        assert [h.hex() for h in path] == case["path_hex"]
+
+
+def _check_dsse_vectors(vector: dict[str, Any], log: dict[str, Any]) -> None:
+    """The payload is the Statement's canonical JSON; the signature covers DSSE's PAE of it;
+    the keyid is the log key's signed-note key ID (everything but Ed25519 itself)."""
+    payload = _canon(vector["statement"]).encode("ascii")
+    assert payload.decode("ascii") == vector["payload"]
+    kind = vector["payload_type"].encode()
+    pae = b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
+    assert pae.hex() == vector["pae_hex"]
+    assert vector["keyid"] == log["key_id_hex"]
+    envelope = vector["envelope"]
+    assert set(envelope) == {"payload", "payloadType", "signatures"}
+    assert base64.b64decode(envelope["payload"]) == payload
+    assert envelope["payloadType"] == vector["payload_type"] == "application/vnd.in-toto+json"
+    (signature,) = envelope["signatures"]
+    assert signature["keyid"] == vector["keyid"] and len(base64.b64decode(signature["sig"])) == 64
 
 
 def _key_id(name: str, key_type: int, public_key: bytes) -> bytes:

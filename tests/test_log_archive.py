@@ -397,7 +397,7 @@ def test_an_archive_holds_each_row_and_reads_it_back(succeeded_path: Path, tmp_p
     output = tmp_path / "archive.jsonl"
     assert archive(succeeded_path, output)["task_ids"] == ["done-1"]
     lines = _lines(output)
-    assert lines[0]["format"] == 2
+    assert lines[0]["format"] == 3
     state = [line for line in lines if "state" in line]
     assert {line["state"] for line in state} == {"tasks", "task_idempotency", "runs"}
     assert all(isinstance(line["row"], dict) for line in state)

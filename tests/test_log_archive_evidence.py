@@ -16,10 +16,15 @@ import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.archived import (
     LedgerSealedRow,
+    chains_without_bindings,
     ledger_rows_record,
     recorded_ledger_rows,
 )
-from aios_ledger.core.log.export import ArchivedBundles, export_bundle_lines
+from aios_ledger.core.log.export import (
+    ArchivedBundles,
+    export_bundle_lines,
+    parse_export_header,
+)
 from aios_ledger.shell import Database, RunStore, TaskLedger, verify_export, verify_log
 from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.archive import (
@@ -28,11 +33,14 @@ from aios_ledger.shell.log.archive import (
     show_archive,
     verify_archive,
 )
+from aios_ledger.shell.log.cli import render_archive
+from aios_ledger.shell.projection.bindings import register_binding
 from aios_ledger.shell.work.reviewer import review_submitted
-from conftest import both_engines
+from conftest import both_engines, is_postgres
 from git_support import binding, make_repository, register, verified_proposal
 from legacy_fixtures import rows
 from test_log_archive import LATER, create_release_notes, sqlite_shell
+from test_log_support import tamper
 from test_tasks_support import Clock
 
 pytest_generate_tests = both_engines
@@ -340,6 +348,148 @@ def test_a_proposal_and_its_bundle_are_archived_shown_verified_and_restored(
     assert found["intact"] is True, found["findings"]
 
 
+def _binding_rows(path: Path) -> list[tuple[Any, ...]]:
+    return rows(path, "SELECT * FROM governed_bindings ORDER BY task_id, job_id")
+
+
+def test_a_governed_binding_is_kept_shown_and_restored_with_its_task(
+    ledger_target: Path, tmp_path: Path
+) -> None:
+    """Nothing acknowledged is lost: the binding the task was bound by goes into the file (held
+    against its seal, the ledger chain's), is recorded by the TASKS_ARCHIVED event, is shown,
+    and comes back, byte for byte, on restore."""
+    bare, base = make_repository(tmp_path / "repo")
+    register(ledger_target, bare)
+    verified_proposal(ledger_target, "gw-1", binding("gw-1", base), {"widgets.txt": "better\n"})
+    before = _binding_rows(ledger_target)
+    assert [row[:2] for row in before] == [("gw-1", "job-gw-1")]
+    output = tmp_path / "archive.jsonl"
+    with Database(ledger_target) as db:
+        assert archive_tasks(db, finished_before=LATER, output=output)["task_ids"] == ["gw-1"]
+    assert _binding_rows(ledger_target) == []
+    (held,) = [line for line in _lines(output) if line.get("state") == "governed_bindings"]
+    assert held["key"] == "gw-1 job-gw-1" and held["row"]["binding_json"] == before[0][2]
+    (payload,) = [
+        json.loads(text)
+        for (text,) in rows(
+            ledger_target, "SELECT payload_json FROM events WHERE event_type = 'TASKS_ARCHIVED'"
+        )
+    ]
+    assert payload["archive_format"] == 3
+    (chain,) = payload["chains"]
+    assert ["governed_bindings", "gw-1 job-gw-1"] in [entry[:2] for entry in chain["ledger_rows"]]
+    assert _verify(ledger_target)["intact"] is True
+    checked = _check(ledger_target, output)
+    assert checked["intact"] is True, checked["findings"]
+
+    shown = show_archive(output, "gw-1")
+    assert shown["bindings_kept"] is True
+    (bound,) = shown["tasks"][0]["bindings"]
+    assert bound["job_id"] == "job-gw-1" and bound["binding"]["base_oid"] == base
+    assert "binding       job-gw-1  " in render_archive(shown)
+
+    with Database(ledger_target) as db:
+        restore_archive(db, output, clock=Clock())
+    assert _binding_rows(ledger_target) == before
+    found = _verify(ledger_target)
+    assert found["intact"] is True, found["findings"]
+
+
+def test_a_binding_deleted_by_hand_after_a_restore_is_reported(
+    proposed: tuple[Path, dict[str, Any], Path],
+) -> None:
+    """Before format 3, any binding of a chain an archive ever recorded could be gone unseen;
+    now one gone is accounted for only by the archive that recorded removing it."""
+    path, _, output = proposed
+    with Database(path) as db:
+        restore_archive(db, output, clock=Clock())
+    sqlite_shell(path, "DELETE FROM governed_bindings")
+    found = _verify(path)
+    assert found["intact"] is False
+    assert [
+        (finding["code"], finding["table"], finding["key"])
+        for finding in found["findings"]
+        if finding.get("table") == "governed_bindings"
+    ] == [("STATE_MISMATCH", "governed_bindings", "gw-1 job-gw-1")]
+
+
+def test_a_binding_registered_again_since_the_archive_refuses_the_restore(
+    proposed: tuple[Path, dict[str, Any], Path], tmp_path: Path
+) -> None:
+    """A binding of the archived task's id and job registered since takes the key a restore
+    would put back: `RESTORE_ROW_EXISTS`, and nothing is restored."""
+    path, _, output = proposed
+    (line,) = [line for line in _lines(output) if line.get("state") == "governed_bindings"]
+    again = json.loads(line["row"]["binding_json"])
+    again["generation"] = 2
+    with Database(path) as db:
+        register_binding(db, again, clock=Clock())
+    taken = _binding_rows(path)
+    with Database(path) as db, pytest.raises(LedgerError) as refused:
+        restore_archive(db, output, clock=Clock())
+    assert refused.value.code == "RESTORE_ROW_EXISTS"
+    assert "governed_bindings" in refused.value.detail
+    assert _binding_rows(path) == taken
+    assert rows(path, "SELECT count(*) FROM tasks WHERE task_id = 'gw-1'") == [(0,)]
+
+
+def test_a_binding_no_seal_covers_is_kept_and_checked_by_the_files_digest(
+    ledger_target: Path, tmp_path: Path
+) -> None:
+    """A binding registered before bindings were sealed (issue 26) has no seal row: simulated
+    here by removing its seal row before the archive. The archive keeps it and does not
+    record it; `verify-archive` passes over it in the file the ledger recorded, and the file
+    changed is still refused by its digest; a restore puts it back."""
+    bare, base = make_repository(tmp_path / "repo")
+    register(ledger_target, bare)
+    verified_proposal(ledger_target, "gw-1", binding("gw-1", base), {"widgets.txt": "better\n"})
+    before = _binding_rows(ledger_target)
+    if not is_postgres(ledger_target):  # on PostgreSQL, tamper's session skips triggers
+        sqlite_shell(ledger_target, "DROP TRIGGER event_seal_rows_refuse_delete")
+    tamper(ledger_target, ("DELETE FROM event_seal_rows WHERE row_table = 'governed_bindings'", ()))
+    output = tmp_path / "archive.jsonl"
+    with Database(ledger_target) as db:
+        archive_tasks(db, finished_before=LATER, output=output)
+    checked = _check(ledger_target, output)
+    assert checked["intact"] is True, checked["findings"]
+    lines = _lines(output)
+    (line,) = [line for line in lines if line.get("state") == "governed_bindings"]
+    line["row"]["created_at"] = "2026-01-01T00:00:00.000Z"
+    changed = tmp_path / "changed.jsonl"
+    _write_lines(changed, lines)
+    assert "ARCHIVE_MISMATCH" in _check(ledger_target, changed)["finding_counts"]
+    with Database(ledger_target) as db:
+        restore_archive(db, output, clock=Clock())
+    assert _binding_rows(ledger_target) == before
+
+
+@pytest.mark.parametrize("resealed", [False, True])
+def test_a_changed_binding_in_the_file_is_refused(
+    proposed: tuple[Path, dict[str, Any], Path], resealed: bool
+) -> None:
+    """Offline, a binding changed in the file fails its line's digest; changed with its line's
+    digest recomputed, it fails the ledger's own seal of it (`verify-archive`)."""
+    from aios_ledger.core.log.state import stored_row_state
+
+    path, _, output = proposed
+    lines = _lines(output)
+    (line,) = [line for line in lines if line.get("state") == "governed_bindings"]
+    bound = json.loads(line["row"]["binding_json"])
+    bound["target_branch"] = "main"
+    line["row"]["binding_json"] = json.dumps(bound, sort_keys=True, separators=(",", ":"))
+    if resealed:
+        line["digest"] = stored_row_state("governed_bindings", line["row"])[1]
+    _write_lines(output, lines)
+    checked = _check(path, output)
+    assert checked["intact"] is False
+    code = "ARCHIVE_MISMATCH" if resealed else "STATE_MISMATCH"
+    assert code in checked["finding_counts"], checked["findings"]
+    with Database(path) as db, pytest.raises(LedgerError) as refused:
+        restore_archive(db, output, clock=Clock())
+    assert refused.value.code == ("ARCHIVE_MISMATCH" if resealed else "ARCHIVE_NOT_INTACT")
+    assert _binding_rows(path) == []
+
+
 @pytest.mark.parametrize("what", ["bundle", "proposal"])
 def test_a_changed_bundle_or_proposal_in_the_file_is_refused(
     proposed: tuple[Path, dict[str, Any], Path], what: str
@@ -362,3 +512,20 @@ def test_a_changed_bundle_or_proposal_in_the_file_is_refused(
         restore_archive(db, output, clock=Clock())
     assert refused.value.code == "ARCHIVE_NOT_INTACT"
     assert rows(path, "SELECT count(*) FROM task_proposals") == [(0,)]
+
+
+def test_only_an_archive_before_format_3_accounts_for_bindings_by_its_chains_alone() -> None:
+    """A TASKS_ARCHIVED event of a format 2 archive deleted its tasks' bindings unkept: `verify`
+    passes over those gone by their chain; one of format 3 records each binding it removed."""
+    chains = [{"task_id": "t", "last_event_id": 4, "last_seal": "sha256:" + "0" * 64}]
+    assert chains_without_bindings({"archive_sha256": "sha256:x", "chains": chains}) == {"task:t"}
+    kept = {"archive_sha256": "sha256:x", "archive_format": 3, "chains": chains}
+    assert chains_without_bindings(kept) == set()
+    assert chains_without_bindings({**kept, "archive_format": "3"}) == {"task:t"}
+    header = {"schema": "aios.event_export.v1", "scope": "archive", "finished_before": "x"}
+    for archive_format in (2, 3):
+        parsed = parse_export_header({**header, "format": archive_format})
+        assert parsed.archive_format == archive_format
+    for refused in (4, True, "3"):
+        with pytest.raises(LedgerError, match="EXPORT_INVALID"):
+            parse_export_header({**header, "format": refused})

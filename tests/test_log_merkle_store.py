@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.core.log.merkle import TreeHead
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.log.merkle import (
@@ -19,12 +19,16 @@ from aios_ledger.shell.log.merkle import (
     prove_inclusion,
     tree_head_at,
 )
+from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
+from aios_ledger.shell.proofs.keys import parse_signer
 from conftest import both_engines, is_postgres
 from legacy_fixtures import _postgres_reader
 from migration_support import roll_back_script
 from test_log_support import ROUND_ROBIN, build_log, codes_at, raw_rows, tamper
+from test_proofs_notes import ENOCH_VKEY, PETER_SKEY, PETER_VKEY
 
 pytest_generate_tests = both_engines
+NOW = Timestamp.parse("2026-08-20T00:00:00.000Z")
 MERKLE_TRIGGERS = (
     "merkle_leaves_refuse_update",
     "merkle_leaves_refuse_delete",
@@ -169,6 +173,59 @@ def test_prove_and_verify_proof_on_the_command_line(log: Path, tmp_path: Path) -
     old_root = json.loads(consistency.stdout)["old_root"]
     args = ("verify-proof", str(path), "--root", head.root.hex(), "--old-root", old_root)
     assert cli(*args).returncode == 0
+
+
+def test_verify_proof_trusts_a_signed_checkpoint_and_the_public_key_alone(
+    ledger_target: Path, tmp_path: Path
+) -> None:
+    """`verify-proof --checkpoint NOTE --log-key VKEY`: the root is the one the ledger's key
+    signed for the proof's size, so a third party needs the note and the public key only; an
+    event re-sealed after the checkpoint no longer proves against it."""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "aios_ledger.shell.cli", *args]
+        return subprocess.run(command, capture_output=True, text=True, check=False)
+
+    def prove(*args: str) -> Path:
+        proved = cli("--db", str(ledger_target), "prove", *args)
+        assert proved.returncode == 0, proved.stderr
+        path = tmp_path / f"proof-{'-'.join(args)}.json"
+        path.write_text(proved.stdout)
+        return path
+
+    def checkpoint(name: str) -> str:
+        with Database(ledger_target) as db:
+            served = sign_checkpoint(db, parse_signer(PETER_SKEY), NOW)
+        (tmp_path / name).write_text(served.note)
+        return str(tmp_path / name)
+
+    build_log(ledger_target, ROUND_ROBIN[:5])
+    old = checkpoint("old.txt")
+    build_log(ledger_target, ROUND_ROBIN[5:], start=5)
+    new = checkpoint("new.txt")
+    key = ("--log-key", PETER_VKEY)
+
+    checked = cli("verify-proof", str(prove("3", "--size", "5")), "--checkpoint", old, *key)
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["verified"] is True
+    consistency = prove("--consistency", "5", str(len(ROUND_ROBIN)))
+    both = ("--old-checkpoint", old, "--checkpoint", new, *key)
+    assert cli("verify-proof", str(consistency), *both).returncode == 0
+    # A proof of another tree than the checkpoint's, or a checkpoint the key did not sign.
+    other_size = cli("verify-proof", str(prove("7")), "--checkpoint", old, *key)
+    assert other_size.returncode != 0 and "PROOF_REJECTED" in other_size.stderr
+    other_key = cli("verify-proof", str(prove("7")), "--checkpoint", new, "--log-key", ENOCH_VKEY)
+    assert other_key.returncode != 0 and "NOTE_UNVERIFIED" in other_key.stderr
+    unkeyed = cli("verify-proof", str(prove("7")), "--checkpoint", new)
+    assert unkeyed.returncode != 0 and "USAGE_INVALID" in unkeyed.stderr
+
+    # Re-sealed after the checkpoint: the proof carries the new seal, the signed root refuses it.
+    _tamper_tree(
+        ledger_target, "UPDATE event_seals SET seal = ? WHERE event_id = 4", ("sha256:" + "3" * 64,)
+    )
+    changed = prove("4", "--size", str(len(ROUND_ROBIN)))
+    refused = cli("verify-proof", str(changed), "--checkpoint", new, *key)
+    assert refused.returncode != 0 and "PROOF_REJECTED" in refused.stderr
 
 
 def test_concurrent_writers_leave_every_committed_head_a_prefix(ledger_target: Path) -> None:

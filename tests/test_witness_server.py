@@ -28,9 +28,13 @@ from aios_ledger.core.proofs import (
     verified_cosignatures,
 )
 from aios_ledger.core.proofs.add_checkpoint import AddCheckpointRequest, decide_add_checkpoint
+from aios_ledger.shell import Database
+from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.proofs.keys import Signer, check_ed25519, read_key_file
+from aios_ledger.shell.proofs.push import WitnessPush
 from api_server import ApiServer, Scenario, free_port
 from test_checkpoints_witness import PATIENCE, generate, run
+from test_log_support import ROUND_ROBIN, build_log, tamper
 from test_proofs_notes import SOFA_BODY, SOFA_LOG_LINE
 
 # c2sp.org/tlog-witness, "add-checkpoint": the example request body, verbatim.
@@ -269,11 +273,45 @@ def test_serve_pushes_each_checkpoint_and_stores_the_cosignature(
     (kept,) = witness_server.state.glob("log-*.json")
     assert f'"size": {size}' in kept.read_text()
     assert Checkpoint.parse(note.text).origin == log.name
-    # The server holds its stored checkpoints to its tree and to the key it signs with.
+    # The server holds its stored checkpoints to its tree and to the key it signs with, and
+    # the cosignatures it stored to the keys of the witnesses it accepts.
     audit = {"Authorization": f"Bearer {server.tokens['auditor']}"}
     report = httpx.get(f"{server.url}/v1/log/verify", headers=audit, timeout=60).json()
     assert report["intact"], report["findings"]
     assert report["checkpoint_signatures_checked"] == report["checkpoints_checked"] >= 1
+    assert report["cosignatures_checked"] >= 1
+
+
+def test_a_restarted_push_resumes_from_the_stored_cosignatures(
+    tmp_path: Path, witness_key: tuple[Path, VerifierKey]
+) -> None:
+    """A server restarted (a new push, knowing nothing) sends, as its first old size, the size
+    of the last checkpoint the ledger stored the witness's cosignature on: no 409 round trip.
+    With no stored cosignature to resume from, the witness's 409 still tells it."""
+    key_file, witness = witness_key
+    log_file, log = generate(tmp_path, "ledger.example/main")
+    signer = read_key_file(log_file)
+    path = tmp_path / "ledger.db"
+    witness_server = WitnessServer(tmp_path, key_file, log)
+    try:
+        build_log(path, ROUND_ROBIN[:5])
+        with Database(path) as db:
+            first = WitnessPush([witness_server.url], [witness])
+            assert first.push(db, sign_checkpoint(db, signer, NOW), NOW) == 1
+            assert first.conflicts == 0  # the witness had cosigned nothing: old 0 was right
+        build_log(path, ROUND_ROBIN[5:8], start=5)
+        with Database(path) as db:
+            restarted = WitnessPush([witness_server.url], [witness])
+            assert restarted.push(db, sign_checkpoint(db, signer, NOW), NOW) == 1
+            assert (restarted.conflicts, restarted.cosigned[witness_server.url]) == (0, 8)
+        build_log(path, ROUND_ROBIN[8:10], start=8)
+        tamper(path, ("DELETE FROM checkpoint_cosignatures", ()))
+        with Database(path) as db:
+            blind = WitnessPush([witness_server.url], [witness])
+            assert blind.push(db, sign_checkpoint(db, signer, NOW), NOW) == 1
+            assert (blind.conflicts, blind.cosigned[witness_server.url]) == (1, 10)
+    finally:
+        witness_server.stop()
 
 
 def test_the_witness_pulls_or_serves_never_both(tmp_path: Path) -> None:

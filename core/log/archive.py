@@ -3,9 +3,10 @@
 `decide_archive` plans, for each finished task last written before a cut-off, the listing of its
 events in `archived_events` and the deletes of its events, seals, sealed rows, task row,
 idempotency rows, projection rows, bindings and attempt runs (`TASK@N`), and seals one
-ledger-level `TASKS_ARCHIVED` event that records the archive file's digest and each removed
-chain's last event and seal. The shell has already written those chains, and the rows
-themselves, to the file (the export format) inside the same transaction.
+ledger-level `TASKS_ARCHIVED` event that records the archive file's digest and format, each
+removed chain's last event and seal, and the rows of it that seals of the ledger chain cover
+(its run events, reviews and governed bindings). The shell has already written those chains,
+and the rows themselves, to the file (the export format) inside the same transaction.
 
 What `verify` holds the listings against is `core.log.archived`.
 """
@@ -17,7 +18,13 @@ from typing import TypedDict
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.log.archived import TASKS_ARCHIVED, LedgerSealedRow, ledger_rows_record
+from aios_ledger.core.log.archived import (
+    ARCHIVE_FORMAT_FIELD,
+    TASKS_ARCHIVED,
+    LedgerSealedRow,
+    ledger_rows_record,
+)
+from aios_ledger.core.log.export import ARCHIVE_FORMAT
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import WritePlan, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
@@ -55,8 +62,8 @@ _TASK_DELETES = (
 class ArchiveCandidate:
     """A task as archiving reads it: its row's status, revision and last write, its chain's
     length and last seal (None when the chain holds no sealed event), and the rows of it that
-    seals of the ledger chain cover (its run events and reviews), which the shell reads for
-    the tasks it archives."""
+    seals of the ledger chain cover (its run events, reviews and bindings), which the shell
+    reads for the tasks it archives."""
 
     task_id: str
     status: str
@@ -141,6 +148,7 @@ def decide_archive(
         )
     payload: JsonObject = {
         "archive_sha256": archive_digest,
+        ARCHIVE_FORMAT_FIELD: ARCHIVE_FORMAT,
         "finished_before": request.finished_before.text,
         "tasks": len(chosen),
         "events": sum(candidate.events for candidate in chosen),

@@ -15,11 +15,11 @@ from typing import Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
-from aios_ledger.core.log.archived import ArchivedChainEnd
+from aios_ledger.core.log.archived import BINDINGS_KEPT_FORMAT, ArchivedChainEnd
 from aios_ledger.core.log.export import (
-    ARCHIVE_FORMAT,
     MAX_LINE_BYTES,
     ROW_FIELD,
+    ROWS_KEPT_FORMAT,
     is_archived_line,
     is_state_line,
     is_trailer,
@@ -28,6 +28,7 @@ from aios_ledger.core.log.export import (
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
+    GOVERNED_BINDINGS,
     RUN_EVENTS,
     RUNS,
     TASK_PROPOSALS,
@@ -169,7 +170,8 @@ def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:
 
 def task_summary(task: ArchivedTask) -> dict[str, Any]:
     """What `archive show` says of a task: its goal, instructions, result and verdict (the
-    row's JSON columns read as documents), and its events with their payloads."""
+    row's JSON columns read as documents), its events with their payloads, its evidence,
+    reviews, proposals and governed bindings."""
     summary: dict[str, Any] = {"task_id": task.task_id, "row_kept": task.row is not None}
     row = task.row or {}
     for column in _TASK_COLUMNS:
@@ -220,6 +222,15 @@ def task_summary(task: ArchivedTask) -> dict[str, Any]:
         }
         for row in task.rows.get(TASK_PROPOSALS, ())
     ]
+    summary["bindings"] = [
+        {
+            "job_id": row.get("job_id"),
+            "binding_sha256": row.get("binding_sha256"),
+            "created_at": row.get("created_at"),
+            "binding": _document(row.get("binding_json")),
+        }
+        for row in task.rows.get(GOVERNED_BINDINGS, ())
+    ]
     summary["rows"] = {table: len(found) for table, found in sorted(task.rows.items())}
     return summary
 
@@ -227,7 +238,8 @@ def task_summary(task: ArchivedTask) -> dict[str, Any]:
 def archive_summary_of(contents: ArchiveContents) -> dict[str, Any]:
     return {
         "format": contents.archive_format,
-        "rows_kept": contents.archive_format >= ARCHIVE_FORMAT,
+        "rows_kept": contents.archive_format >= ROWS_KEPT_FORMAT,
+        "bindings_kept": contents.archive_format >= BINDINGS_KEPT_FORMAT,
         "finished_before": contents.finished_before,
         "tasks": [task_summary(task) for task in contents.tasks.values()],
     }

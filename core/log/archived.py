@@ -28,9 +28,15 @@ from aios_ledger.core.records import record_from_row
 TASKS_ARCHIVED = "TASKS_ARCHIVED"
 TASKS_RESTORED = "TASKS_RESTORED"
 # The state tables whose rows of a task seals of the ledger chain cover (an append to its
-# evidence run, a transition of a review of it): an archive removes them with the task, and its
-# TASKS_ARCHIVED event records each of them (`ledger_rows_record`).
-LEDGER_SEALED_TABLES = ("auxiliary_runs", "run_events")
+# evidence run, a transition of a review of it, the registration of its governed binding): an
+# archive removes them with the task, and its TASKS_ARCHIVED event records each of them
+# (`ledger_rows_record`).
+LEDGER_SEALED_TABLES = ("auxiliary_runs", "governed_bindings", "run_events")
+# The TASKS_ARCHIVED payload's field for the format of the file it recorded. Before format 3 an
+# archive deleted its tasks' governed bindings without keeping or recording them: a binding of
+# a chain such an archive recorded is gone for good, and accounted for by that alone.
+ARCHIVE_FORMAT_FIELD = "archive_format"
+BINDINGS_KEPT_FORMAT = 3
 
 
 @attrs.frozen(order=True)
@@ -220,6 +226,16 @@ def _end_text(end: ArchivedChainEnd | None) -> str:
     if end is None:
         return "nothing of it"
     return f"event {end.last_event_id} with seal {end.last_seal}"
+
+
+def chains_without_bindings(payload: object) -> set[str]:
+    """The chains a TASKS_ARCHIVED payload records whose governed bindings the archive deleted
+    without keeping them (every chain of an archive before format 3; none since)."""
+    if isinstance(payload, Mapping):
+        kept = payload.get(ARCHIVE_FORMAT_FIELD)
+        if type(kept) is int and kept >= BINDINGS_KEPT_FORMAT:
+            return set()
+    return set(recorded_chains(payload) or ())
 
 
 def archive_summary(payload: Any) -> Mapping[str, Any] | None:

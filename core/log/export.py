@@ -19,10 +19,10 @@ digests, and its key column; the offline check digests that row as `verify` dige
 one and holds the result against the line's digest (and so against the seal), so that a goal or
 a result changed in the file is a `STATE_MISMATCH`. An archive without the field (format 1)
 holds digests alone and is still read as before. The rows of an archived task that seals of
-the ledger chain cover (its run events and reviews, `LEDGER_SEALED_TABLES`) have no seal in
-the file: offline, each is held against its line's digest only; `verify-archive` holds that
-digest against the ledger's own seal of the row, and the set against the TASKS_ARCHIVED
-event's record of it.
+the ledger chain cover (its run events, reviews and governed bindings, `LEDGER_SEALED_TABLES`;
+the bindings since format 3, `"format": 3`) have no seal in the file: offline, each is held
+against its line's digest only; `verify-archive` holds that digest against the ledger's own
+seal of the row, and the set against the TASKS_ARCHIVED event's record of it.
 An archive's proposals (never written: a task with a governed write is not archived) carry
 their bundle files: after the state lines, `{"bundle": hex sha256, "part": i, "parts": n,
 "data": base64}` lines (`BUNDLE_PART_BYTES` a line), each bundle's parts in a row; the offline
@@ -44,10 +44,11 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archived import (
+    BINDINGS_KEPT_FORMAT,
     LEDGER_SEALED_TABLES,
     LedgerSealedRow,
+    chains_without_bindings,
     is_archive_event,
-    recorded_chains,
     recorded_ledger_rows,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
@@ -99,8 +100,11 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
 
 
 # Format 2: the archive's state lines carry their rows (issue 28 part 7); format 1 (no field in
-# the header) holds their digests alone.
-ARCHIVE_FORMAT = 2
+# the header) holds their digests alone. Format 3 (the one written) also holds its tasks'
+# governed bindings, which a format 2 archive deleted without keeping.
+ROWS_KEPT_FORMAT = 2
+ARCHIVE_FORMAT = BINDINGS_KEPT_FORMAT
+ARCHIVE_FORMATS = frozenset((ROWS_KEPT_FORMAT, ARCHIVE_FORMAT))
 ROW_FIELD = "row"
 
 
@@ -285,9 +289,14 @@ def parse_export_header(raw: object) -> ExportHeader:
     if scope == "archive" and isinstance(finished_before, str):
         if set(raw) == archive_fields:
             return ExportHeader("archive", None, archive_format=1, finished_before=finished_before)
-        if set(raw) == archive_fields | {"format"} and raw["format"] == ARCHIVE_FORMAT:
+        archive_format = raw.get("format")
+        if (
+            set(raw) == archive_fields | {"format"}
+            and type(archive_format) is int
+            and archive_format in ARCHIVE_FORMATS
+        ):
             return ExportHeader(
-                "archive", None, archive_format=ARCHIVE_FORMAT, finished_before=finished_before
+                "archive", None, archive_format=archive_format, finished_before=finished_before
             )
     task_id = raw.get("task_id")
     if scope == "task" and isinstance(task_id, str) and set(raw) == {"schema", "scope", "task_id"}:
@@ -386,7 +395,7 @@ class ExportState:
         # one is unprovable while the export holds an event of that kind before its first image.
         self._sealed_since: set[str] = set()
         self._unsealed_before: set[str] = set()
-        self._archived_chains: set[str] = set()
+        self._chains_without_bindings: set[str] = set()
         self._archived_rows: set[LedgerSealedRow] = set()
         # The task chains holding v4 seals, each folded into the row they say was written.
         self._folds: dict[str, ChainedRowFold] = {}
@@ -399,7 +408,7 @@ class ExportState:
         if seal.seal_version == SEAL_VERSION_1:
             self._v1_history = True
         if is_archive_event(event):
-            self._archived_chains.update(_recorded_chain_names(event))
+            self._chains_without_bindings.update(_chains_without_bindings(event))
             self._archived_rows.update(_recorded_ledger_rows(event))
         for table, kind in _SEALED_LATER.items():
             if table not in self._sealed_since and kind(event):
@@ -457,12 +466,13 @@ class ExportState:
         for (table, key), (event_id, _) in sorted(gone.items()):
             if (table, key) in self._seen:
                 continue
-            # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.
+            # An archive before format 3 deleted its tasks' bindings without recording them.
             if table == GOVERNED_BINDINGS and chain_of(key.split(" ", 1)[0]) in (
-                self._archived_chains
+                self._chains_without_bindings
             ):
                 continue
-            # And its tasks' run events and reviews, each recorded by the archive event.
+            # An archive's tasks' run events, reviews and (since format 3) bindings, each
+            # recorded by the archive event.
             if LedgerSealedRow(table, key, event_id) in self._archived_rows:
                 continue
             verifier.check_row_gone(table, key, event_id)
@@ -476,12 +486,12 @@ def _recorded_ledger_rows(event: EventRow) -> set[LedgerSealedRow]:
     return {row for rows in recorded_ledger_rows(payload).values() for row in rows}
 
 
-def _recorded_chain_names(event: EventRow) -> set[str]:
+def _chains_without_bindings(event: EventRow) -> set[str]:
     try:
         payload = loads_document(event.payload_json, what="an archive event")
     except (LedgerError, TypeError):
         return set()
-    return set(recorded_chains(payload) or ())
+    return chains_without_bindings(payload)
 
 
 # The tables first sealed by issue 26, and the events that wrote their rows before.
@@ -544,7 +554,7 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
                 if bundle_lines:
                     raise LedgerError("EXPORT_INVALID", "a state line after the bundle lines")
                 state_lines = True
-                with_row = header.archive_format >= ARCHIVE_FORMAT
+                with_row = header.archive_format >= ROWS_KEPT_FORMAT
                 table, key, digest = parse_state_line(value, with_row=with_row)
                 if with_row:
                     _check_held_row(verifier, table, key, digest, value[ROW_FIELD])
@@ -553,7 +563,7 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
                         proposals[key] = bundle
                 state.check(verifier, table, key, digest)
                 continue
-            if is_bundle_line(value) and header.archive_format >= ARCHIVE_FORMAT:
+            if is_bundle_line(value) and header.archive_format >= ROWS_KEPT_FORMAT:
                 assert isinstance(value, Mapping)
                 bundle_lines = True
                 bundles.add(value)

@@ -33,12 +33,13 @@ from aios_ledger.core.log.archive_file import (
     chain_ends,
 )
 from aios_ledger.core.log.archived import TASKS_RESTORED, ArchivedChainEnd
-from aios_ledger.core.log.export import ARCHIVE_FORMAT, parse_export_event
+from aios_ledger.core.log.export import ROWS_KEPT_FORMAT, parse_export_event
 from aios_ledger.core.log.records import EventRow, SealRow, sealed_rows
 from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
+    GOVERNED_BINDINGS,
     INITIAL_PROJECTIONS,
     RUN_EVENTS,
     RUNS,
@@ -74,6 +75,8 @@ RESTORE_ROW_EXISTS = "RESTORE_ROW_EXISTS"
 RESTORED_TABLES: Mapping[str, Statement] = {
     TASKS: Statement.TASKS_INSERT,
     FIRST_ANSWERS: Statement.TASK_IDEMPOTENCY_INSERT,
+    # Its governed bindings (format 3: a format 2 archive deleted them without keeping them).
+    GOVERNED_BINDINGS: Statement.INSERT_BINDING,
     INITIAL_PROJECTIONS: Statement.INSERT_INITIAL_PROJECTION,
     SOURCE_CAPTURE_RECOVERIES: Statement.INSERT_SOURCE_CAPTURE_RECOVERY,
     # An attempt run (`TASK@N`), with the count and last write of the events it held (the
@@ -187,7 +190,7 @@ def decide_restore(
             f"no sealed TASKS_ARCHIVED event recorded the digest {request.archive_sha256}: the "
             "file was changed since it was archived, or is not an archive of this ledger",
         )
-    if contents.archive_format < ARCHIVE_FORMAT:
+    if contents.archive_format < ROWS_KEPT_FORMAT:
         raise LedgerError(
             ARCHIVE_ROWS_NOT_KEPT,
             f"the archive is of format {contents.archive_format}, which holds its rows' digests "
@@ -337,10 +340,12 @@ def _run_write(row: Mapping[str, Any], task: ArchivedTask) -> SqlWrite:
 def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
     """The insert that puts `row` back: exactly its statement's columns, each a value a plan
     writes (text, an integer, a real such as a scan's seconds, or NULL). A two-column key's
-    joined text (`run_event_key`), which the archive keeps beside its columns, is not one."""
+    joined text (`run_event_key`, `binding_key`), which the archive keeps beside its columns,
+    is not one."""
     statement = RESTORED_TABLES[table]
-    if table == RUN_EVENTS:
-        row = {name: value for name, value in row.items() if name != "run_event_key"}
+    joined_key = _JOINED_KEYS.get(table)
+    if joined_key is not None:
+        row = {name: value for name, value in row.items() if name != joined_key}
     if set(row) != statement.parameters:
         raise LedgerError(ARCHIVE_INVALID, f"a row of {table} does not hold its table's columns")
     params: dict[str, SqlParam] = {}
@@ -351,9 +356,11 @@ def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
     return SqlWrite(statement, params)
 
 
+# The tables keyed by two columns, and the joined key the archive keeps beside them.
+_JOINED_KEYS: Mapping[str, str] = {RUN_EVENTS: "run_event_key", GOVERNED_BINDINGS: "binding_key"}
 _KEY_COLUMNS: Mapping[str, str] = {
+    **_JOINED_KEYS,
     RUNS: "run_id",
-    RUN_EVENTS: "run_event_key",
     AUXILIARY_RUNS: "aux_id",
     TASK_PROPOSALS: "proposal_id",
     AGENT_SCAN_CHARGES: "charge_id",

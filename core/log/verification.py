@@ -73,6 +73,7 @@ BUNDLE_CHANGED = "BUNDLE_CHANGED"
 MERKLE_MISMATCH = "MERKLE_MISMATCH"
 CHECKPOINT_MISMATCH = "CHECKPOINT_MISMATCH"
 CHECKPOINT_FORGED = "CHECKPOINT_FORGED"
+COSIGNATURE_FORGED = "COSIGNATURE_FORGED"
 
 FINDING_CODES: Mapping[str, str] = {
     CONTENT_CHANGED: "the event's payload, type, timestamp, agent or task no longer matches "
@@ -110,6 +111,10 @@ FINDING_CODES: Mapping[str, str] = {
     CHECKPOINT_FORGED: "a stored checkpoint whose note does not verify under the ledger's key "
     "(the key `verify` was given or configured with, named as the checkpoint's origin): "
     "signed by another key, or edited after it was signed",
+    COSIGNATURE_FORGED: "a stored witness cosignature, by a witness `verify` was given or "
+    "configured with, that does not verify over its checkpoint's body (made by another key, "
+    "edited, or moved from another checkpoint), or whose line says another witness or time "
+    "than its row (docs/checkpoints.md)",
 }
 
 MAX_FINDINGS = 1000
@@ -208,6 +213,8 @@ class VerificationReport:
     # the verifier knew (a log walked from the database; an export carries none).
     checkpoints_checked: int = 0
     checkpoint_signatures_checked: int = 0
+    # The stored witness cosignatures verified under a witness key the verifier knew.
+    cosignatures_checked: int = 0
 
     def public(self) -> dict[str, Any]:
         return {
@@ -222,6 +229,7 @@ class VerificationReport:
             "rows_unprovable": self.rows_unprovable,
             "checkpoints_checked": self.checkpoints_checked,
             "checkpoint_signatures_checked": self.checkpoint_signatures_checked,
+            "cosignatures_checked": self.cosignatures_checked,
             "head": self.head.public(),
             "head_checked": None if self.head_checked is None else self.head_checked.public(),
             "findings": [finding.public() for finding in self.findings],

@@ -143,6 +143,15 @@ def trusted_checkpoint(
     return checkpoint
 
 
+def resumed_size(cosigned_sizes: Iterable[int | None]) -> int:
+    """The old size a log pushing to a witness it knows nothing of yet (a restart) sends: the
+    largest of the sizes its stored cosignatures by the witness keys it accepts are on (None:
+    a key cosigned none), else 0. A URL does not name its key, so when several witnesses are
+    accepted the largest is the likeliest (they are pushed the same checkpoints); a wrong one
+    costs what not knowing costs, the witness's 409 with its size."""
+    return max((size for size in cosigned_sizes if size is not None), default=0)
+
+
 def decide_add_checkpoint(
     state: WitnessState | None, request: AddCheckpointRequest, *, now: Timestamp
 ) -> CosignPlan:

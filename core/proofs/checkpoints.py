@@ -157,6 +157,17 @@ def _require_timestamp(timestamp: object) -> None:
         raise LedgerError("COSIGNATURE_INVALID", "a cosignature's time is 0 to 2**63 - 1")
 
 
+def checkpoint_root(checkpoint: Checkpoint, size: int) -> bytes:
+    """The root a proof of a tree of `size` leaves is checked against, taken from a checkpoint
+    whose signature was verified: PROOF_REJECTED when the checkpoint signs another size."""
+    if checkpoint.size != size:
+        raise LedgerError(
+            "PROOF_REJECTED",
+            f"the proof is of a tree of {size} leaves; the checkpoint signs {checkpoint.size}",
+        )
+    return checkpoint.root
+
+
 @attrs.frozen
 class OpenedCheckpoint:
     """A checkpoint whose log signature verified, and its note as received."""

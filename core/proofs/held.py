@@ -12,19 +12,57 @@ So a root edited in its row or its note, a tree rewritten (or cut short) under a
 checkpoint, and a checkpoint the ledger's key never signed are findings, by checkpoint id:
 `CHECKPOINT_MISMATCH` (the checkpoint and the tree disagree, or the note and its row) and
 `CHECKPOINT_FORGED` (not the ledger key's signature).
+
+The witnesses' cosignatures stored with each checkpoint are streamed in the same order
+(`StoredCosignature`) and held as they go by: a line by a witness the verifier knows (a key
+of the ledger's configured witnesses) must be a cosignature/v1 that verifies over that
+checkpoint's body, and say the witness and time its row says; otherwise `COSIGNATURE_FORGED`
+(a line edited, moved from another checkpoint, or made without the witness's key). Lines by
+witnesses the verifier does not know are not counted; `POST /v1/checkpoint/cosignatures`
+stored none such, so one is no proof either way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
+import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.log.merkle import Frontier
-from aios_ledger.core.log.verification import CHECKPOINT_FORGED, CHECKPOINT_MISMATCH, Finding
-from aios_ledger.core.proofs.checkpoints import Checkpoint, CheckpointRow
-from aios_ledger.core.proofs.notes import SignatureCheck, VerifierKey, open_note, parse_note
+from aios_ledger.core.log.verification import (
+    CHECKPOINT_FORGED,
+    CHECKPOINT_MISMATCH,
+    COSIGNATURE_FORGED,
+    Finding,
+)
+from aios_ledger.core.proofs.checkpoints import (
+    Checkpoint,
+    CheckpointRow,
+    cosignature_time,
+    verified_cosignatures,
+)
+from aios_ledger.core.proofs.notes import (
+    COSIGNATURE_V1,
+    SignatureCheck,
+    VerifierKey,
+    open_note,
+    parse_note,
+)
 
 TABLE = "checkpoints"
+COSIGNATURES_TABLE = "checkpoint_cosignatures"
+
+
+@attrs.frozen
+class StoredCosignature:
+    """One row of `checkpoint_cosignatures` as `verify` reads it: its checkpoint, the witness's
+    name and cosignature key ID (hex) and the time its row says, and the line as served."""
+
+    checkpoint_id: object
+    witness_name: object
+    witness_key_id: object
+    cosigned_at: object
+    line: object
 
 
 class CheckpointHold:
@@ -38,15 +76,26 @@ class CheckpointHold:
         rows: Iterator[CheckpointRow],
         keys: Sequence[VerifierKey],
         check: SignatureCheck,
+        *,
+        cosignatures: Iterable[StoredCosignature] = (),
+        witnesses: Sequence[VerifierKey] = (),
     ) -> None:
         self._rows = rows
         self._keys = tuple(keys)
         self._check = check
+        # The stored cosignatures, in the checkpoints' order (each checkpoint's in a run).
+        self._cosignatures = iter(cosignatures)
+        self._next_cosignature = next(self._cosignatures, None)
+        self._witnesses = {
+            (key.name, key.key_id.hex()): key
+            for key in (witness.as_type(COSIGNATURE_V1) for witness in witnesses)
+        }
         self.findings: list[Finding] = []
         self._next: CheckpointRow | None = None
-        self._advance()
         self.checked = 0
         self.signatures_checked = 0
+        self.cosignatures_checked = 0
+        self._advance()
 
     @property
     def next_size(self) -> int | None:
@@ -62,6 +111,7 @@ class CheckpointHold:
         self._next = next(self._rows, None)
         while self._next is not None and not _is_size(self._next.tree_size):
             self._note(CHECKPOINT_MISMATCH, self._next, "the checkpoint's size is not a tree size")
+            self._held_cosignatures(self._next, None)
             self._next = next(self._rows, None)
 
     def reached(self, frontier: Frontier) -> None:
@@ -101,7 +151,8 @@ class CheckpointHold:
             )
 
     def _signed(self, row: CheckpointRow) -> None:
-        """The note says what the row says, and verifies under the ledger's key when known."""
+        """The note says what the row says, and verifies under the ledger's key when known;
+        then the cosignatures stored with it."""
         try:
             if not isinstance(row.note, str):
                 raise LedgerError("NOTE_INVALID", "the stored note is not text")
@@ -109,7 +160,9 @@ class CheckpointHold:
             body = Checkpoint.parse(note.text)
         except LedgerError as refused:
             self._note(CHECKPOINT_MISMATCH, row, f"the stored note is not a checkpoint: {refused}")
+            self._held_cosignatures(row, None)
             return
+        self._held_cosignatures(row, note.text)
         said = (body.origin, body.size, body.root)
         if said != (row.origin, row.tree_size, bytes(row.root_hash)):
             self._note(
@@ -132,6 +185,55 @@ class CheckpointHold:
             )
             return
         self.signatures_checked += 1
+
+    def _held_cosignatures(self, row: CheckpointRow, body: str | None) -> None:
+        """The stored cosignatures of `row` (the next in their stream), each by a known
+        witness held to `body`, the checkpoint's text (None: it is no checkpoint, reported)."""
+        while (
+            self._next_cosignature is not None
+            and self._next_cosignature.checkpoint_id == row.checkpoint_id
+        ):
+            stored = self._next_cosignature
+            self._next_cosignature = next(self._cosignatures, None)
+            if body is None:
+                continue
+            key = self._witnesses.get((str(stored.witness_name), str(stored.witness_key_id)))
+            if key is None:
+                continue
+            problem = _cosignature_problem(stored, body, key, self._check)
+            self.cosignatures_checked += problem is None
+            if problem is not None:
+                self.findings.append(
+                    Finding(
+                        COSIGNATURE_FORGED,
+                        None,
+                        f"the cosignature of {key.name[:80]!r} on checkpoint "
+                        f"{row.checkpoint_id}: {problem}",
+                        table=COSIGNATURES_TABLE,
+                        key=f"{row.checkpoint_id} {key.name} {stored.witness_key_id}",
+                    )
+                )
+
+
+def _cosignature_problem(
+    stored: StoredCosignature, body: str, key: VerifierKey, check: SignatureCheck
+) -> str | None:
+    """What is wrong with a stored cosignature by the witness `key` (None: nothing)."""
+    if not isinstance(stored.line, str):
+        return "the stored line is not text"
+    try:
+        note = parse_note(body + "\n" + stored.line)
+        (signature,) = note.signatures
+        if not signature.by(key):
+            return "the line is not by the witness its row names"
+        verified_cosignatures(note, [key], check)
+        if cosignature_time(signature) != stored.cosigned_at:
+            return "the line's time is not the time its row says"
+    except LedgerError as refused:
+        return f"it does not verify over the checkpoint's body ({refused.code})"
+    except ValueError:
+        return "the stored line is not one signature line"
+    return None
 
 
 def _is_size(value: object) -> bool:

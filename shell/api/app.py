@@ -521,8 +521,14 @@ def merkle_head(call: Call) -> Answer:
 
 
 def log_verify(call: Call) -> Answer:
-    keys = tuple(VerifierKey.parse(key) for key in call.backend.settings.checkpoint_keys)
-    return Answer(call.backend.read_now(lambda s: verify_log(s.db, checkpoint_keys=keys).public()))
+    settings = call.backend.settings
+    keys = tuple(VerifierKey.parse(key) for key in settings.checkpoint_keys)
+    witnesses = tuple(VerifierKey.parse(key) for key in settings.witness_keys)
+    return Answer(
+        call.backend.read_now(
+            lambda s: verify_log(s.db, checkpoint_keys=keys, witness_keys=witnesses).public()
+        )
+    )
 
 
 async def log_export(call: Call) -> Response:

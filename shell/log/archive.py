@@ -70,6 +70,7 @@ from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
     AUXILIARY_RUNS,
     FIRST_ANSWERS,
+    GOVERNED_BINDINGS,
     INITIAL_PROJECTIONS,
     RUN_EVENTS,
     RUNS,
@@ -96,6 +97,7 @@ TASK_STATE_STATEMENTS = {
     INITIAL_PROJECTIONS: "archive_task_projection_rows",
     SOURCE_CAPTURE_RECOVERIES: "archive_task_recovery_rows",
     FIRST_ANSWERS: "archive_task_first_answer_rows",
+    GOVERNED_BINDINGS: "archive_task_binding_rows",
     RUNS: "archive_task_run_rows",
     RUN_EVENTS: "archive_task_run_event_rows",
     AUXILIARY_RUNS: "archive_task_auxiliary_rows",
@@ -215,7 +217,7 @@ def _with_ledger_rows(
     conn: Connection, candidates: tuple[ArchiveCandidate, ...], request: ArchiveRequest
 ) -> tuple[ArchiveCandidate, ...]:
     """The candidates, those archived with the rows of them that seals of the ledger chain
-    cover (their run events and reviews), which the TASKS_ARCHIVED event records."""
+    cover (their run events, reviews and bindings), which the TASKS_ARCHIVED event records."""
     chosen = {candidate.task_id for candidate in select_archive(candidates, request)}
     return tuple(
         attrs.evolve(
@@ -434,9 +436,9 @@ def _ledger_row_findings(
     contents: ArchiveContents,
     recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
 ) -> list[Finding]:
-    """The file's rows that seals of the ledger chain cover (run events, reviews), each held
-    against the ledger's last seal of it (the ledger chain stays, an archive removes none of
-    it), and each chain's set of them against the count and digest that the TASKS_ARCHIVED
+    """The file's rows that seals of the ledger chain cover (run events, reviews, bindings),
+    each held against the ledger's last seal of it (the ledger chain stays, an archive removes
+    none of it), and each chain's set of them against the count and digest that the TASKS_ARCHIVED
     event recording the file (`recorded`; None: none did) sealed it removed."""
     findings: list[Finding] = []
     for task in contents.tasks.values():
@@ -450,6 +452,12 @@ def _ledger_row_findings(
                 sealed = fetch_all(
                     conn, "archive_ledger_row_seal", {"row_table": table, "row_key": key}
                 )
+                if not sealed and table == GOVERNED_BINDINGS and recorded is not None:
+                    # A binding registered before bindings were sealed (issue 26): no seal
+                    # proves it, nor did the archive event record it; the file, whose digest
+                    # that event did record, holds it as the ledger did (unprovable, as
+                    # `verify` counts such a row while it is stored).
+                    continue
                 if not sealed or sealed[0]["row_digest"] != digest:
                     detail = (
                         "the file's row is not the one the ledger's seal covers: changed in "

@@ -17,6 +17,8 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.log.merkle import InclusionProof, parse_proof, parse_root
+from aios_ledger.core.proofs import VerifierKey, open_checkpoint
+from aios_ledger.core.proofs.checkpoints import checkpoint_root
 from aios_ledger.shell.cli_support import emit, ledger_settings, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import (
@@ -34,7 +36,8 @@ from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
-from aios_ledger.shell.proofs.keys import checkpoint_verifier_keys
+from aios_ledger.shell.proofs.cli import read_note_argument
+from aios_ledger.shell.proofs.keys import check_ed25519, checkpoint_verifier_keys
 
 EXIT_NOT_INTACT = 3
 
@@ -57,6 +60,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "verify under it (repeatable; default: [checkpoint] log_keys, and the verifier of "
         "[checkpoint] key when that is set)",
     )
+    verify.add_argument(
+        "--witness-key",
+        action="append",
+        default=None,
+        metavar="VKEY",
+        help="a witness's verifier key: each stored cosignature by it must verify over its "
+        "checkpoint (repeatable; default: [checkpoint] witnesses)",
+    )
     verify.set_defaults(handler=_verify)
 
     head = commands.add_parser("head", help="print the log's head: count, last id and digest")
@@ -76,13 +87,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     check_proof = commands.add_parser(
         "verify-proof",
-        help="check a proof `prove` wrote, offline (no database), against a root you trust",
+        help="check a proof `prove` wrote, offline (no database), against a root you trust or "
+        "a signed checkpoint of the proof's tree and the log's public key",
     )
     check_proof.add_argument("file", help="the proof's JSON (a file, or - for stdin)")
-    check_proof.add_argument(
-        "--root", required=True, help="the trusted root (hex) of the proof's tree (NEW's)"
-    )
+    check_proof.add_argument("--root", help="the trusted root (hex) of the proof's tree (NEW's)")
     check_proof.add_argument("--old-root", help="a consistency proof: the trusted root of OLD")
+    check_proof.add_argument(
+        "--checkpoint",
+        metavar="NOTE",
+        help="instead of --root: a checkpoint note of the proof's tree (`checkpoint`, GET "
+        "/v1/checkpoint?size=N), opened with --log-key; its root is the one trusted",
+    )
+    check_proof.add_argument(
+        "--old-checkpoint",
+        metavar="NOTE",
+        help="instead of --old-root: a checkpoint note of OLD, opened with --log-key",
+    )
+    check_proof.add_argument(
+        "--log-key", metavar="VKEY", help="the log's verifier key the checkpoints must verify under"
+    )
     check_proof.set_defaults(handler=_verify_proof)
 
     export = commands.add_parser("export", help="write events with their seals as JSON lines")
@@ -172,9 +196,15 @@ def _report(report: dict[str, Any]) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     head = None if args.head is None else parse_head_argument(args.head)
-    keys = checkpoint_verifier_keys(ledger_settings(args).checkpoint, args.log_key)
+    configured = ledger_settings(args).checkpoint
+    keys = checkpoint_verifier_keys(configured, args.log_key)
+    witnesses = tuple(
+        VerifierKey.parse(text) for text in (args.witness_key or configured.witnesses)
+    )
     with open_database(args) as db, progress_bar("verify") as progress:
-        report = verify_log(db, head=head, progress=progress, checkpoint_keys=keys)
+        report = verify_log(
+            db, head=head, progress=progress, checkpoint_keys=keys, witness_keys=witnesses
+        )
         return _report(report.public())
 
 
@@ -197,16 +227,35 @@ def _prove(args: argparse.Namespace) -> Any:
 
 
 def _verify_proof(args: argparse.Namespace) -> Any:
-    """Offline: the proof's own arithmetic against the roots given, no database opened."""
+    """Offline: the proof's own arithmetic against the roots given, or those of checkpoints
+    signed by the log's key, no database opened."""
+    if (args.root is None) == (args.checkpoint is None):
+        raise LedgerError("USAGE_INVALID", "give --root or --checkpoint (with --log-key)")
+    if args.old_root is not None and args.old_checkpoint is not None:
+        raise LedgerError("USAGE_INVALID", "give --old-root or --old-checkpoint, not both")
+    if (args.checkpoint or args.old_checkpoint) and args.log_key is None:
+        raise LedgerError("USAGE_INVALID", "a checkpoint is opened with the log's --log-key")
     proof = parse_proof(read_json_argument(args.file))
-    root = parse_root(args.root)
+    log_key = None if args.log_key is None else VerifierKey.parse(args.log_key)
+
+    def trusted(text: str | None, note: str | None, size: int, option: str) -> bytes | None:
+        if note is None:
+            return None if text is None else parse_root(text, option)
+        assert log_key is not None
+        opened = open_checkpoint(read_note_argument(note), log_key, check_ed25519)
+        return checkpoint_root(opened.checkpoint, size)
+
     if isinstance(proof, InclusionProof):
-        if args.old_root is not None:
+        if args.old_root is not None or args.old_checkpoint is not None:
             raise LedgerError("USAGE_INVALID", "--old-root is for a consistency proof")
+        root = trusted(args.root, args.checkpoint, proof.tree_size, "--root")
+        assert root is not None
         proof.check(root)
         return {"verified": True, "kind": "inclusion", **proof.public()}
-    old_root = None if args.old_root is None else parse_root(args.old_root, "--old-root")
-    proof.check(root, old_root)
+    new_root = trusted(args.root, args.checkpoint, proof.new_size, "--root")
+    assert new_root is not None
+    old_root = trusted(args.old_root, args.old_checkpoint, proof.old_size, "--old-root")
+    proof.check(new_root, old_root)
     return {"verified": True, "kind": "consistency", **proof.public()}
 
 
@@ -304,7 +353,8 @@ def _archive_show(args: argparse.Namespace) -> int:
 
 
 def render_archive(shown: dict[str, Any]) -> str:
-    """`archive show` as a person reads it: per task its row's main columns, then its events."""
+    """`archive show` as a person reads it: per task its row's main columns and governed
+    bindings, then its events."""
     out = [
         f"archive {shown['file']} (format {shown['format']}, finished before "
         f"{shown['finished_before']}): {len(shown['tasks'])} task(s)"
@@ -318,6 +368,9 @@ def render_archive(shown: dict[str, Any]) -> str:
             value = task[name]
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
             out.append(f"  {name:<13} {_one_line(text)}")
+        for bound in task["bindings"]:
+            binding = json.dumps(bound["binding"], sort_keys=True)
+            out.append(f"  {'binding':<13} {bound['job_id']}  {_one_line(binding)}")
         out.append(f"  {'events':<13} {len(task['events'])}")
         for event in task["events"]:
             payload = _one_line(json.dumps(event["payload"], sort_keys=True))

@@ -26,7 +26,7 @@ from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, Verificatio
 from aios_ledger.core.log.archived import (
     LEDGER_SEALED_TABLES,
     LedgerSealedRow,
-    recorded_chains,
+    chains_without_bindings,
     recorded_ledger_rows,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
@@ -66,7 +66,7 @@ from aios_ledger.core.log.verification import (
 )
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
-from aios_ledger.core.proofs.held import CheckpointHold
+from aios_ledger.core.proofs.held import CheckpointHold, StoredCosignature
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.run import Connection, Row, fetch_all
@@ -217,10 +217,12 @@ def verify_log(
     head: LedgerHead | None = None,
     progress: ProgressHook | None = None,
     checkpoint_keys: Sequence[VerifierKey] = (),
+    witness_keys: Sequence[VerifierKey] = (),
 ) -> VerificationReport:
     """Walk the whole log once and report every finding by event id. `checkpoint_keys`: the
     ledger's checkpoint verifier keys the caller knows; a stored checkpoint whose origin one
-    of them is named for must verify under it (docs/checkpoints.md)."""
+    of them is named for must verify under it. `witness_keys`: the witnesses it knows; each
+    stored cosignature by one of them must verify over its checkpoint (docs/checkpoints.md)."""
 
     def work(conn: Connection) -> VerificationReport:
         counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
@@ -244,13 +246,14 @@ def verify_log(
         _check_state(conn, db, verifier)
         _check_run_events(conn, verifier)
         _check_bundles(conn, db, verifier)
-        held = _check_merkle(conn, verifier, checkpoint_keys)
+        held = _check_merkle(conn, verifier, checkpoint_keys, witness_keys)
         handed_out = fetch_value(conn, "log_id_counter")
         report = verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
         return attrs.evolve(
             report,
             checkpoints_checked=held.checked,
             checkpoint_signatures_checked=held.signatures_checked,
+            cosignatures_checked=held.cosignatures_checked,
         )
 
     db.quiesce_writers()
@@ -366,8 +369,8 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
                 if LedgerSealedRow(table, key, int(row["event_id"])) in removed:
                     continue
             if table == GOVERNED_BINDINGS:
-                # An archive deletes its tasks' bindings, whose seals (the ledger chain's) stay.
-                archived = _archived_chains(conn) if archived is None else archived
+                # An archive before format 3 deleted its tasks' bindings without recording them.
+                archived = _chains_without_bindings(conn) if archived is None else archived
                 if chain_of(key.split(" ", 1)[0]) in archived:
                     continue
             verifier.check_row_gone(table, key, row["event_id"])
@@ -440,16 +443,16 @@ def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> N
     verifier.check_row_gone(TASKS, fold.key, fold.event_id)
 
 
-def _archived_chains(conn: Connection) -> set[str]:
-    """The task chains the sealed TASKS_ARCHIVED events record (a malformed one records none:
-    the walk reports it)."""
+def _chains_without_bindings(conn: Connection) -> set[str]:
+    """The task chains that sealed TASKS_ARCHIVED events before format 3 record, whose bindings
+    they deleted unkept (a malformed one records none: the walk reports it)."""
     found: set[str] = set()
     for row in fetch_all(conn, "archive_events_recorded"):
         try:
             payload = loads_document(str(row["payload_json"]), what="an archive event")
         except LedgerError:
             continue
-        found.update(recorded_chains(payload) or ())
+        found.update(chains_without_bindings(payload))
     return found
 
 
@@ -502,20 +505,29 @@ MERKLE_LEAF_COLUMNS = ("leaf_index", "event_id", "leaf_hash", "nodes", "seal")
 
 
 def _check_merkle(
-    conn: Connection, verifier: LogVerifier, checkpoint_keys: Sequence[VerifierKey]
+    conn: Connection,
+    verifier: LogVerifier,
+    checkpoint_keys: Sequence[VerifierKey],
+    witness_keys: Sequence[VerifierKey],
 ) -> CheckpointHold:
     """Hold the Merkle log to the seals: every leaf to its event's seal, every stored subtree
     and the head row to the tree the leaves make, and every sealed event to a leaf; and each
     stored checkpoint to the tree of its size as the walk passes it (one fold of the tree's
-    edge, O(log n) hashes, per checkpoint: no read beyond the walk's own)."""
+    edge, O(log n) hashes, per checkpoint: no read beyond the walk's own), with the witnesses'
+    cosignatures stored with it."""
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
         _tuples(conn, "merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
         _tuples(conn, "verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
+        _tuples(conn, "verify_checkpoint_cosignatures", COSIGNATURE_COLUMNS) as cosignatures,
     ):
         check = MerkleCheck()
         held = CheckpointHold(
-            (_checkpoint_row(row) for row in checkpoints), checkpoint_keys, check_ed25519
+            (_checkpoint_row(row) for row in checkpoints),
+            checkpoint_keys,
+            check_ed25519,
+            cosignatures=(StoredCosignature(*row) for row in cosignatures),
+            witnesses=witness_keys,
         )
         held.reached(check.frontier)
         next_size = held.next_size
@@ -537,6 +549,7 @@ def _check_merkle(
 
 
 CHECKPOINT_COLUMNS = record_columns(CheckpointRow)
+COSIGNATURE_COLUMNS = record_columns(StoredCosignature)
 
 
 def _checkpoint_row(row: tuple[Any, ...]) -> CheckpointRow:

@@ -146,7 +146,7 @@ def _checkpoint(args: argparse.Namespace) -> int:
 
 
 def _verify_checkpoint(args: argparse.Namespace) -> Any:
-    raw = sys.stdin.buffer.read(MAX_NOTE_BYTES + 1) if args.file == "-" else _read(args.file)
+    raw = read_note_argument(args.file)
     log_key = VerifierKey.parse(args.log_key)
     opened = open_checkpoint(raw, log_key, check_ed25519)
     witnesses = [VerifierKey.parse(key) for key in args.witness_key]
@@ -162,7 +162,11 @@ def _verify_checkpoint(args: argparse.Namespace) -> Any:
     }
 
 
-def _read(path: str) -> bytes:
+def read_note_argument(path: str) -> bytes:
+    """A note's bytes from a file, or from stdin for `-` (at most one byte past the largest
+    note, which parsing then refuses)."""
+    if path == "-":
+        return sys.stdin.buffer.read(MAX_NOTE_BYTES + 1)
     try:
         with open(path, "rb") as handle:
             return handle.read(MAX_NOTE_BYTES + 1)

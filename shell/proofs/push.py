@@ -3,11 +3,14 @@ speak the C2SP tlog-witness protocol (`POST <url>/add-checkpoint`,
 https://c2sp.org/tlog-witness), and the cosignature lines they answer are stored beside it
 (`add_cosignatures`: each checked with the witness keys `serve` accepts, `--witness-key`).
 
-The push keeps, per witness, the size it believes the witness cosigned last (0 at start). A
-witness that cosigned another size answers 409 with it; the push then sends the consistency
-proof from that size and tries once more. Any other refusal (403, 404, 422, a witness out of
-reach) is logged and left for the next checkpoint: a witness's refusal never stops the
-ledger's own work.
+The push keeps, per witness, the size it believes the witness cosigned last. It does not know
+it at start (a server restarted): its first push to a witness resumes from the ledger's own
+record, the largest checkpoint (no larger than the one pushed) that a cosignature by one of the
+witness keys `serve` accepts is stored on (`resumed_size`; 0 when none is), so a restart costs
+no round trip when that is the witness's. A witness that cosigned another size answers 409 with
+it; the push then sends the consistency proof from that size and tries once more. Any other
+refusal (403, 404, 422, a witness out of reach) is logged and left for the next checkpoint: a
+witness's refusal never stops the ledger's own work.
 """
 
 from __future__ import annotations
@@ -18,8 +21,14 @@ from collections.abc import Sequence
 import httpx
 from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.core.proofs import Checkpoint, VerifierKey, parse_note
-from aios_ledger.core.proofs.add_checkpoint import SIZE_MEDIA_TYPE, AddCheckpointRequest
+from aios_ledger.core.proofs.add_checkpoint import (
+    SIZE_MEDIA_TYPE,
+    AddCheckpointRequest,
+    resumed_size,
+)
+from aios_ledger.core.proofs.notes import COSIGNATURE_V1
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.run import Connection, fetch_all
 from aios_ledger.shell.log.merkle import prove_consistency
 from aios_ledger.shell.proofs.checkpoints import ServedCheckpoint, add_cosignatures
 
@@ -33,7 +42,10 @@ class WitnessPush:
     def __init__(self, urls: Sequence[str], witness_keys: Sequence[VerifierKey]) -> None:
         self._urls = tuple(url.rstrip("/") for url in urls)
         self._keys = tuple(witness_keys)
-        self.cosigned: dict[str, int] = dict.fromkeys(self._urls, 0)
+        # None: not known yet (resumed from the stored cosignatures at its first push).
+        self.cosigned: dict[str, int | None] = dict.fromkeys(self._urls, None)
+        # The 409 answers met (each a round trip spent learning a witness's size).
+        self.conflicts = 0
 
     def push(self, db: Database, served: ServedCheckpoint, now: Timestamp) -> int:
         """Push `served` to every witness; how many cosigned it (each line stored)."""
@@ -55,6 +67,8 @@ class WitnessPush:
         checkpoint = Checkpoint.parse(note.text)
         for _ in range(2):  # once more after a 409 told the witness's size
             old = self.cosigned[url]
+            if old is None:
+                old = self.cosigned[url] = self._stored_size(db, checkpoint.size)
             if old > checkpoint.size:
                 raise LedgerError(
                     "CHECKPOINT_ROLLBACK",
@@ -73,11 +87,31 @@ class WitnessPush:
                 SIZE_MEDIA_TYPE
             ):
                 self.cosigned[url] = _size(answer.text)
+                self.conflicts += 1
+                LOG.info("witness %s cosigned %d leaves last", url, self.cosigned[url])
                 continue
             raise LedgerError(
                 "WITNESS_REFUSED", f"{url} answered {answer.status_code}: {answer.text[:200]}"
             )
         raise LedgerError("WITNESS_REFUSED", f"{url} answered 409 twice")
+
+    def _stored_size(self, db: Database, size: int) -> int:
+        def work(conn: Connection) -> list[int | None]:
+            return [
+                row["tree_size"]
+                for key in self._keys
+                for row in fetch_all(
+                    conn,
+                    "witness_cosigned_size",
+                    {
+                        "witness_name": key.name,
+                        "witness_key_id": key.as_type(COSIGNATURE_V1).key_id.hex(),
+                        "tree_size": size,
+                    },
+                )
+            ]
+
+        return resumed_size(db.read(work))
 
 
 def _size(text: str) -> int:
