@@ -151,7 +151,8 @@ def test_a_command_unknown_or_help_before_it_get_every_command(
 
 def test_a_command_imports_the_module_of_its_group_alone(tmp_path: Path) -> None:
     """`task list` loads the tasks' commands, not the server's, the MCP's or the log's, and
-    neither httpx nor jsonschema: each cost every process of the command line its import."""
+    neither httpx, jsonschema nor rich (its answer goes to a program, not a terminal): each cost
+    every process of the command line its import."""
     ledger = str(tmp_path / "ledger.db")
     assert _cli("--db", ledger, "init", cwd=tmp_path).returncode == 0
     script = (
@@ -166,7 +167,14 @@ def test_a_command_imports_the_module_of_its_group_alone(tmp_path: Path) -> None
     loaded = set(json.loads(done.stderr))
     groups = {module for module, _ in COMMAND_GROUPS}
     assert groups & loaded == {"aios_ledger.shell.tasks.cli"}
-    assert {"httpx", "jsonschema", "starlette", "mcp", "importlib.metadata"} & loaded == set()
+    assert {
+        "httpx",
+        "jsonschema",
+        "rich",
+        "starlette",
+        "mcp",
+        "importlib.metadata",
+    } & loaded == set()
 
 
 def _cli(*argv: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
