@@ -228,7 +228,7 @@ if not typing.TYPE_CHECKING:
     def __getattr__(name: str) -> object:
         """Each public name, loaded on first use (PEP 562): every process of the command line
         imports this package, and a command needs a few of its modules, not the whole store
-        (importing them all took most of a second of CPU per process). `python -m
+        (importing them all was about half of a command's start). `python -m
         aios_ledger.shell.cli` also needs its module not yet imported by this package."""
         if name not in _HOMES:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
