@@ -39,7 +39,8 @@ lint: $(STAMP)
 	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py) $(wildcard tools/*.py)  # docs/hooks: through tests/test_docs_site.py
 
 # Four test processes on two cores: most of the suite waits on fsync, subprocesses and servers,
-# not on the CPU (serially 8 minutes here, 4.5 with -n 4).
+# not on the CPU. The budget is about five minutes on two cores; longer runs are `make soak`'s
+# (CONTRIBUTING.md, "Test time").
 test: lint $(AXE)
 	$(VENV)/bin/pytest -q -n 4
 

@@ -9,16 +9,15 @@ boundary.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from importlib.metadata import version
+from collections.abc import Sequence
+from typing import Any
 
 import argcomplete
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import SYNCHRONOUS_LEVELS
-from aios_ledger.shell.api import cli as api_cli
-from aios_ledger.shell.attest import cli as attest_cli
 from aios_ledger.shell.cli_help import CommandGroup, attach_help
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
@@ -30,38 +29,50 @@ from aios_ledger.shell.cli_support import (
     UsageError,
     emit,
 )
-from aios_ledger.shell.completion_cli import register as register_completion
 from aios_ledger.shell.config import CONFIG_ENV, CONFIG_FILE
 from aios_ledger.shell.console import Shown, is_terminal, show
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
-from aios_ledger.shell.git import cli as git_cli
-from aios_ledger.shell.log import cli as log_cli
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
-from aios_ledger.shell.mcp import cli as mcp_cli
-from aios_ledger.shell.projection import cli as projection_cli
-from aios_ledger.shell.proofs import cli as proofs_cli
-from aios_ledger.shell.runs import cli as runs_cli
-from aios_ledger.shell.schemas_cli import register as register_schemas
-from aios_ledger.shell.tasks import cli as tasks_cli
 from aios_ledger.shell.tracing import start_tracing
-from aios_ledger.shell.work import cli as work_cli
 
-Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
-
-# One group of commands per capability, each registered by its own module.
-COMMAND_GROUPS: tuple[Register, ...] = (
-    projection_cli.register,
-    tasks_cli.register,
-    runs_cli.register,
-    work_cli.register,
-    mcp_cli.register,
-    log_cli.register,
-    proofs_cli.register,
-    git_cli.register,
-    attest_cli.register,
-    register_schemas,
-    api_cli.register,
-    register_completion,
+# Each capability's commands, registered by its own module (its `register`), in this order. A
+# process imports only the module of the command it runs: all of them together (the server's,
+# MCP's, their libraries) were a large part of every start. The whole list is built for what
+# needs every command: `--help` before a command, a command not listed here (argparse's error
+# names them all), tab completion (tests/test_cli_help.py holds each module's names equal to
+# what it registers).
+COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "aios_ledger.shell.projection.cli",
+        ("init", "migrate", "binding", "project", "events", "schema-dump"),
+    ),
+    (
+        "aios_ledger.shell.tasks.cli",
+        ("task", "claim", "heartbeat", "release", "submit", "cancel", "expire-leases"),
+    ),
+    ("aios_ledger.shell.runs.cli", ("run", "aux")),
+    ("aios_ledger.shell.work.cli", ("worker", "review", "status")),
+    ("aios_ledger.shell.mcp.cli", ("mcp",)),
+    (
+        "aios_ledger.shell.log.cli",
+        (
+            "verify",
+            "head",
+            "prove",
+            "verify-proof",
+            "export",
+            "verify-export",
+            "archive",
+            "verify-archive",
+            "copy",
+        ),
+    ),
+    ("aios_ledger.shell.proofs.cli", ("key", "checkpoint", "verify-checkpoint", "witness")),
+    ("aios_ledger.shell.git.cli", ("repo", "propose", "proposals", "write", "write-recover")),
+    ("aios_ledger.shell.attest.cli", ("why", "verify-attestation")),
+    ("aios_ledger.shell.schemas_cli", ("schema",)),
+    ("aios_ledger.shell.api.cli", ("serve", "token")),
+    ("aios_ledger.shell.completion_cli", ("completion",)),
 )
 
 # How `aios-ledger --help` lists the commands: by what a person is doing, not by the module that
@@ -128,15 +139,42 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class VersionAction(argparse.Action):
+    """`--version`: argparse's, but the installed version is read only when asked for (importing
+    importlib.metadata cost every process of the command line tens of milliseconds)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
+        super().__init__(
+            option_strings,
+            dest=argparse.SUPPRESS,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"aios-ledger {version('aios-ledger')}\n")
+        parser.exit()
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the arguments a process runs, the parser those need:
+    of the one group of commands that holds the command they name, when they name one (and ask
+    for no help before it, and no completion)."""
     # No abbreviations of the global options: `witness --log URL` is its own option, not a
     # prefix of --log-level.
     parser = Parser(
         prog="aios-ledger", description="A governed task ledger for AI agents.", allow_abbrev=False
     )
-    parser.add_argument(
-        "--version", action="version", version=f"aios-ledger {version('aios-ledger')}"
-    )
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument(
         "--db", help=f"database file (default: ${DEFAULT_PATH_ENV} or ./{DEFAULT_DB})"
     )
@@ -176,10 +214,52 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="COMMAND",
         help="one of the commands below",
     )
-    for register in COMMAND_GROUPS:
-        register(commands)
-    attach_help(parser, HELP_GROUPS)
+    command = None if argv is None else command_named(parser, argv)
+    groups = [group for group in COMMAND_GROUPS if command in group[1]] or COMMAND_GROUPS
+    for module, _ in groups:
+        importlib.import_module(module).register(commands)
+    registered = set(commands.choices)
+    attach_help(
+        parser,
+        [
+            CommandGroup(
+                group.title,
+                group.purpose,
+                tuple(name for name in group.commands if name in registered),
+            )
+            for group in HELP_GROUPS
+        ],
+    )
     return parser
+
+
+def command_named(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The command `argv` names, read past the global options the way `parser` reads them; None
+    when `parser` needs every command: no command, help or an unknown option before it, or tab
+    completion (which lists them all)."""
+    if "_ARGCOMPLETE" in os.environ:
+        return None
+    takes_value = {
+        option
+        for action in parser._actions
+        if action.nargs != 0
+        for option in action.option_strings
+    }
+    flags = {
+        option
+        for action in parser._actions
+        if action.nargs == 0 and not isinstance(action, (argparse._HelpAction, VersionAction))
+        for option in action.option_strings
+    }
+    arguments = iter(argv)
+    for argument in arguments:
+        if argument in takes_value:
+            next(arguments, None)
+        elif argument.partition("=")[0] in takes_value and "=" in argument:
+            continue
+        elif argument not in flags:
+            return None if argument.startswith("-") else argument
+    return None
 
 
 # What a shell reports for a command killed by SIGPIPE (128 + 13).
@@ -198,11 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     try:
-        parser = build_parser()
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(arguments)
         # Under the shell's completion (_ARGCOMPLETE set) this prints the candidates and exits;
         # otherwise it does nothing.
         argcomplete.autocomplete(parser)
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
         level = args.log_level or getattr(args, "default_log_level", "WARNING")
         configure_logging(level, args.log_format)
         # Off unless the OpenTelemetry environment asks for traces (docs/observability.md).

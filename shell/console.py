@@ -14,17 +14,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 from aios_ledger.core.timestamps import Timestamp
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
-View = Callable[[Any], RenderableType]
+# rich is imported where a view is drawn, not with this module: every command imports it for
+# `Shown`, most processes answer a program (JSON), and importing rich cost each of them about a
+# sixth of its start.
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.table import Table
+    from rich.text import Text
+
+View = Callable[[Any], "RenderableType"]
 ProgressHook = Callable[[int, int], None]
 
 MAX_CELL = 60
@@ -57,11 +60,15 @@ def is_terminal(stream: IO[str]) -> bool:
 
 
 def show(shown: Shown, stream: IO[str]) -> None:
+    from rich.console import Console
+
     Console(file=stream).print(shown.view(shown.value))
 
 
 def render(view: RenderableType, *, width: int) -> str:
     """The view as plain text `width` columns wide: what a terminal shows, without colour."""
+    from rich.console import Console
+
     out = io.StringIO()
     Console(file=out, width=width, color_system=None, force_terminal=False).print(view)
     return out.getvalue()
@@ -71,6 +78,8 @@ def render(view: RenderableType, *, width: int) -> str:
 
 
 def _cell(value: Any, limit: int = MAX_CELL) -> Text:
+    from rich.text import Text
+
     if value is None:
         return Text("-", style="dim")
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
@@ -80,16 +89,22 @@ def _cell(value: Any, limit: int = MAX_CELL) -> Text:
 
 
 def _status(value: Any) -> Text:
+    from rich.text import Text
+
     return Text(str(value), style=STATUS_STYLES.get(str(value), ""))
 
 
 def _moment(milliseconds: Any) -> Text:
     if not isinstance(milliseconds, int):
         return _cell(milliseconds)
+    from rich.text import Text
+
     return Text(Timestamp.from_epoch_ms(milliseconds).text)
 
 
 def _table(title: str | None, *columns: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")
@@ -171,6 +186,9 @@ def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
 
 
 def status_view(report: Mapping[str, Any]) -> RenderableType:
+    from rich.console import Group
+    from rich.text import Text
+
     counts = _table(f"aios-ledger status at {report['now']}", *report["tasks"], "total")
     counts.add_row(*(str(count) for count in report["tasks"].values()), str(report["total"]))
     oldest = report["oldest_queued"]
@@ -210,6 +228,8 @@ _SPEND_TABLES = (
 def _spend_tables(spend: Mapping[str, Any] | None) -> list[RenderableType]:
     """What tasks spent, one table per grouping, those with rows only (nothing reported:
     one line saying so)."""
+    from rich.text import Text
+
     if not spend or not any(spend.get(name) for name, *_ in _SPEND_TABLES):
         return [Text("spend: none reported")]
     tables: list[RenderableType] = []
@@ -257,6 +277,9 @@ def watch_on_terminal(
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Draw `view` of `read()` and re-draw it in place every `interval` seconds, until Ctrl-C."""
+    from rich.console import Console
+    from rich.live import Live
+
     with Live(view(read()), console=Console(file=stream), auto_refresh=False) as live:
         while True:
             sleep(interval)
@@ -294,6 +317,15 @@ def progress_bar(label: str, stream: IO[str] | None = None) -> Iterator[Progress
     if not is_terminal(target):
         yield None
         return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (
         TextColumn(label),
         BarColumn(),

@@ -25,7 +25,8 @@ attempt's trace id from (task id, attempt). Spans are made where an attempt's wo
 each review), the ledger (`record_writes`: one span per task written, in the trace of the attempt
 the write belongs to) and the server (`shell/api/tracing.py`: an HTTP span for each request that
 carries a `traceparent`). The API client sends the `traceparent` of the span it is called under
-(`TracedTransport`), and the agent's command gets it as `TRACEPARENT` (`traceparent_environment`).
+(`shell/remote/tracing.py`), and the agent's command gets it as `TRACEPARENT`
+(`traceparent_environment`).
 """
 
 from __future__ import annotations
@@ -34,10 +35,8 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.traces import AttemptTrace, attempt_of_write, model_usage_attributes
@@ -129,6 +128,10 @@ def start_tracing(service_name: str, environ: Mapping[str, str] = os.environ) ->
 
 def enable_tracing(provider: TracerProvider) -> None:
     """Trace through `provider` from now on (a library caller's own, or `start_tracing`'s)."""
+    # Here, not at the top: importing importlib.metadata costs every process of the command
+    # line, and this runs only when tracing is turned on.
+    from importlib.metadata import version
+
     _switch.tracer = provider.get_tracer(INSTRUMENTATION, version("aios-ledger"))
 
 
@@ -293,53 +296,6 @@ def traceparent_environment() -> dict[str, str]:
     TraceContextTextMapPropagator().inject(carrier)
     value = carrier.get("traceparent")
     return {} if value is None else {TRACEPARENT_ENV: value}
-
-
-def traced_transport(transport: httpx.BaseTransport | None) -> httpx.BaseTransport | None:
-    """`transport` (None: httpx's own), sending `traceparent` while tracing is on."""
-    if _switch.tracer is None:
-        return transport
-    return TracedTransport(transport or httpx.HTTPTransport())
-
-
-class TracedTransport(httpx.BaseTransport):
-    """An httpx transport that makes a client span (the HTTP conventions' attributes) for each
-    request sent under a current span, and sends its `traceparent`; a request outside any span
-    (a claim's poll) goes out as it is, in no trace."""
-
-    def __init__(self, inner: httpx.BaseTransport) -> None:
-        self._inner = inner
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        tracer = _switch.tracer
-        if tracer is None:
-            return self._inner.handle_request(request)
-        from opentelemetry import trace as api
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-        if not api.get_current_span().get_span_context().is_valid:
-            return self._inner.handle_request(request)
-        url = request.url
-        attributes: dict[str, Any] = {
-            "http.request.method": request.method,
-            "server.address": url.host,
-            "url.full": str(url.copy_with(query=None)),
-        }
-        if url.port is not None:
-            attributes["server.port"] = url.port
-        with tracer.start_as_current_span(
-            request.method, kind=api.SpanKind.CLIENT, attributes=attributes
-        ) as span:
-            TraceContextTextMapPropagator().inject(request.headers)
-            response = self._inner.handle_request(request)
-            span.set_attribute("http.response.status_code", response.status_code)
-            if response.status_code >= 400:
-                span.set_attribute("error.type", str(response.status_code))
-                span.set_status(api.StatusCode.ERROR)
-            return response
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 class AgentRun:

@@ -5,6 +5,7 @@ of them run for real), and tab completion completes command names."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -14,8 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from aios_ledger.shell.cli import HELP_GROUPS, build_parser, main
+from aios_ledger.shell.cli import COMMAND_GROUPS, HELP_GROUPS, build_parser, command_named, main
 from aios_ledger.shell.cli_help import EXAMPLES, subcommands
+from aios_ledger.shell.cli_support import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_OPERATORS = {"|", ">", "<", "&&"}
@@ -78,9 +80,101 @@ def test_every_example_parses(path: str) -> None:
         cut = [i for i, word in enumerate(argv) if word in SHELL_OPERATORS]
         argv = argv[: cut[0]] if cut else argv
         try:
-            build_parser().parse_args(argv)
+            parsed = build_parser().parse_args(argv)
         except SystemExit as exited:
             pytest.fail(f"{command!r} exited {exited.code}")
+        # What a process running it parses with (its command's group alone) reads the same.
+        alone = vars(build_parser(argv).parse_args(argv))
+        assert _named(alone) == _named(vars(parsed)), command
+
+
+def _named(parsed: dict[str, object]) -> dict[str, object]:
+    """Parsed arguments, their handler by name (a closure is made anew by each parser)."""
+    handler = parsed.get("handler")
+    return {**parsed, "handler": getattr(handler, "__qualname__", handler)}
+
+
+def test_each_group_of_commands_registers_the_commands_it_is_listed_with() -> None:
+    """The command line imports the module of the command it runs, found by this list."""
+    for module, names in COMMAND_GROUPS:
+        commands = Parser(prog="aios-ledger").add_subparsers(parser_class=Parser)
+        importlib.import_module(module).register(commands)
+        assert tuple(commands.choices) == names, module
+    listed = [name for _, names in COMMAND_GROUPS for name in names]
+    assert listed == list(subcommands(build_parser()))
+
+
+@pytest.mark.parametrize("path", [path for path, _ in _parsers(build_parser()) if path])
+def test_a_command_alone_has_the_parser_and_help_it_has_among_all(path: str) -> None:
+    argv = path.split()
+    alone = build_parser(argv)
+    (names,) = [names for _, names in COMMAND_GROUPS if argv[0] in names]
+    assert tuple(subcommands(alone)) == names
+    whole = dict(_parsers(build_parser()))[path]
+    assert dict(_parsers(alone))[path].format_help() == whole.format_help()
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["task", "list"], "task"),
+        (["--db", "x.db", "--no-migrate", "task", "--help"], "task"),
+        (["--db=x.db", "--log-level", "debug", "--log-format=json", "serve"], "serve"),
+        (["--config", "status", "init"], "init"),  # `status` is the settings file's name
+        ([], None),
+        (["--help", "task"], None),
+        (["-h"], None),
+        (["--version"], None),
+        (["--db", "x.db"], None),
+        (["--unknown", "task"], None),
+        (["--", "task"], None),
+        (["no-such-command"], "no-such-command"),
+    ],
+)
+def test_the_command_is_read_past_the_global_options(argv: list[str], command: str | None) -> None:
+    assert command_named(build_parser(), argv) == command
+
+
+def test_a_command_unknown_or_help_before_it_get_every_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    every = list(subcommands(build_parser()))
+    for argv in (["no-such-command"], ["--help", "task"], []):
+        assert list(subcommands(build_parser(argv))) == every
+    assert main(["no-such-command"]) == 2
+    assert "invalid choice: 'no-such-command' (choose from 'init', 'migrate'," in (
+        capsys.readouterr().err
+    )
+    monkeypatch.setenv("_ARGCOMPLETE", "1")
+    assert list(subcommands(build_parser(["task", "list"]))) == every
+
+
+def test_a_command_imports_the_module_of_its_group_alone(tmp_path: Path) -> None:
+    """`task list` loads the tasks' commands, not the server's, the MCP's or the log's, and
+    neither httpx, jsonschema nor rich (its answer goes to a program, not a terminal): each cost
+    every process of the command line its import."""
+    ledger = str(tmp_path / "ledger.db")
+    assert _cli("--db", ledger, "init", cwd=tmp_path).returncode == 0
+    script = (
+        "import json, sys\n"
+        "from aios_ledger.shell.cli import main\n"
+        f"assert main(['--db', {ledger!r}, 'task', 'list']) == 0\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    loaded = set(json.loads(done.stderr))
+    groups = {module for module, _ in COMMAND_GROUPS}
+    assert groups & loaded == {"aios_ledger.shell.tasks.cli"}
+    assert {
+        "httpx",
+        "jsonschema",
+        "rich",
+        "starlette",
+        "mcp",
+        "importlib.metadata",
+    } & loaded == set()
 
 
 def _cli(*argv: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

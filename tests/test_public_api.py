@@ -124,6 +124,43 @@ def test_a_subpackage_loads_what_it_declares_to_type_checkers(module: str) -> No
     assert json.loads(loaded.stdout) == []
 
 
+def test_the_shell_loads_each_name_from_where_it_declares_it_to_type_checkers() -> None:
+    """`aios_ledger.shell` imports its names for type checkers and loads each one on first use
+    from the module its table names: the two agree, name for name and object for object."""
+    declared: dict[str, str] = {}
+    for node in ast.parse((ROOT / "shell" / "__init__.py").read_text()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING":
+            for child in node.body:
+                assert isinstance(child, ast.ImportFrom) and child.module, ast.unparse(child)
+                declared.update({alias.name: child.module for alias in child.names})
+    homes = vars(aios_ledger.shell)["_HOMES"]
+    assert declared == homes
+    assert sorted(homes) == sorted(aios_ledger.shell.__all__)
+    for name, source in homes.items():
+        assert getattr(aios_ledger.shell, name) is getattr(importlib.import_module(source), name)
+
+
+def test_importing_the_shell_imports_none_of_its_modules() -> None:
+    """Every process of the command line imports `aios_ledger.shell`; what it loads is what
+    its command asks for, not the whole store (nor the core, nor a third-party package)."""
+    script = (
+        "import json, sys\n"
+        "before = set(sys.modules)\n"
+        "import aios_ledger.shell\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert [name for name in json.loads(loaded.stdout) if name.startswith("aios_ledger")] == [
+        "aios_ledger",
+        "aios_ledger.shell",
+    ]
+    misspelled = "TaskLedgr"
+    with pytest.raises(AttributeError, match="no attribute 'TaskLedgr'"):
+        getattr(aios_ledger.shell, misspelled)
+
+
 def test_a_missing_name_is_an_attribute_error() -> None:
     missing = "decide_nothing"
     with pytest.raises(AttributeError, match="no attribute 'decide_nothing'"):

@@ -26,8 +26,8 @@ from reliability_history import check_history, read_histories
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
 CLIENTS = 32
-SECONDS = 60 if SOAK else 14
-KILLS = 8 if SOAK else 4
+SECONDS = 60 if SOAK else 9
+KILLS = 8 if SOAK else 3
 CLIENT = Path(__file__).with_name("reliability_api_client.py")
 
 

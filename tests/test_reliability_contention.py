@@ -31,7 +31,7 @@ from reliability_history import Operation, check_history, read_histories
 SOAK = os.environ.get("AIOS_SOAK") == "1"
 PROCESSES = 6 if SOAK else 4
 PG_PROCESSES = 8
-SECONDS = 120 if SOAK else 10
+SECONDS = 120 if SOAK else 6
 CLIENT = Path(__file__).with_name("reliability_contention_client.py")
 
 

@@ -38,7 +38,7 @@ from reliability_crash_writer import SYNCHRONOUS_ENV, read_log
 from reliability_figures import record_figures
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"
-KILLS = 300 if SOAK else 20
+KILLS = 300 if SOAK else 10
 WRITER = Path(__file__).with_name("reliability_crash_writer.py")
 
 
@@ -180,7 +180,7 @@ def test_sigkill_while_a_new_file_is_created_and_migrated(tmp_path: Path) -> Non
     """Killed while it creates and migrates a new file (or just after): the next process opens
     it, finishes the migration if it was cut off, and works."""
     rng = random.Random(88)
-    rounds = 100 if SOAK else 10
+    rounds = 100 if SOAK else 5
     cut_off = 0
     for round_number in range(rounds):
         db = tmp_path / f"fresh-{round_number}.sqlite3"

@@ -222,11 +222,13 @@ def test_a_second_ctrl_c_kills_the_agent_and_releases_its_task_at_once(tmp_path:
 
 
 def importing_the_ledger(pid: int) -> bool:
-    """Whether the process is importing the command line yet: rpds (jsonschema's, which the
-    request schemas load early) is mapped, and the rest of the imports take a good while longer.
-    (Not apsw: a command refused before it opens a ledger never loads its engine.)"""
+    """Whether the process is importing the command line yet: `_hashlib` (the core's digests,
+    among its first imports; the interpreter's start and the console script load none) is
+    mapped, and the rest of the imports take a good while longer. (Not apsw: a command refused
+    before it opens a ledger never loads its engine; not jsonschema's rpds: it is loaded when a
+    contract is checked.)"""
     try:
-        return "rpds" in Path(f"/proc/{pid}/maps").read_text()
+        return "/_hashlib." in Path(f"/proc/{pid}/maps").read_text()
     except FileNotFoundError:
         return False
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import jsonschema
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue
-from jsonschema.exceptions import SchemaError
 
 
 def check_schema_well_formed(schema: object, *, code: str) -> None:
     if not isinstance(schema, Mapping):
         raise LedgerError(code, "a JSON Schema must be an object")
+    import jsonschema  # here, not at the top: see `contract_violations`
+    from jsonschema.exceptions import SchemaError
+
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -25,6 +26,11 @@ def check_schema_well_formed(schema: object, *, code: str) -> None:
 
 def contract_violations(schema: Mapping[str, object], document: JsonValue) -> list[str]:
     """Every violation as `$.json.path: message`, sorted, so that errors are deterministic."""
+    # Imported when a document is checked, not with the core: jsonschema (and the metaschemas
+    # it loads) cost every process of the command line a tenth of a second of CPU, and most
+    # of them check no contract.
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema)
     found = [f"{error.json_path}: {error.message}" for error in validator.iter_errors(document)]
     return sorted(found)

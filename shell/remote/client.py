@@ -85,7 +85,7 @@ from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
-from aios_ledger.shell.tracing import traced_transport
+from aios_ledger.shell.remote.tracing import traced_transport
 
 T = TypeVar("T")
 A = TypeVar("A")

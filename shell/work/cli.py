@@ -6,7 +6,7 @@ import argparse
 import functools
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import ReviewSettings, WorkerSettings
@@ -28,13 +28,16 @@ from aios_ledger.shell.cli_support import (
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.console import Shown, status_view
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
-from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.remote.credentials import read_token_file
-from aios_ledger.shell.remote.review import RemoteReview
-from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from aios_ledger.shell.tasks.spend import read_spend
 from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.worker import Worker, WorkerConfig, require_exec_program
+
+# The API's client (and httpx under it) is imported with --api only, where it is used: importing
+# it cost every local worker, review and status process a tenth of a second of CPU.
+if TYPE_CHECKING:
+    from aios_ledger.shell.remote.client import LedgerClient
+    from aios_ledger.shell.remote.review import RemoteReview
 
 STATUS_ROWS = 10
 # A long-running worker started before its API waits for it, retrying this often (doubling).
@@ -142,6 +145,8 @@ def _worker(args: argparse.Namespace) -> Any:
         concurrency=settings.concurrency,
     )
     if client is not None:
+        from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
+
         # Governed repositories through the API: the base's bundle in, the proposal out.
         workspaces = RemoteWorkspaces(client)
         worker = Worker.over(
@@ -200,6 +205,8 @@ def api_client(args: argparse.Namespace, *, patient: bool = False) -> LedgerClie
         return None
     if args.token_file is None:
         raise UsageError("USAGE_INVALID", "--api needs --token-file FILE")
+    from aios_ledger.shell.remote.client import LedgerClient
+
     client = LedgerClient(args.api, read_token_file(args.token_file))
     try:
         client.agent_name = str(_identity(client, patient=patient)["name"])
@@ -249,11 +256,15 @@ def _review(args: argparse.Namespace) -> int:
     require_exec_program(command)
     client = api_client(args)
     reviewer: str | None
+    backend: RemoteReview | None = None
     if client is None:
         reviewer = required_setting(settings.reviewer, "--as", ReviewSettings, "reviewer")
     else:
+        from aios_ledger.shell.remote.review import RemoteReview
+
         reviewer = None  # the API judges under the token's name
         _token_agent(client, settings.reviewer, flag="--as (or [review] reviewer)")
+        backend = RemoteReview(client)
     summary = review_submitted(
         None if client is not None else database_path(args),
         command,
@@ -261,7 +272,7 @@ def _review(args: argparse.Namespace) -> int:
         timeout=settings.timeout,
         max_attempts=settings.max_attempts,
         migrate=migrate_on_open(args),
-        backend=None if client is None else RemoteReview(client),
+        backend=backend,
         reviewer=reviewer,
     )
     emit(summary)
