@@ -86,10 +86,15 @@ def _report(path: Path, keys: tuple[VerifierKey, ...] = (LEDGER_KEY,)) -> dict[s
 
 
 def _checkpoint_findings(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """The checkpoints' findings, in the checkpoints' order: their keys are ids, compared as
+    numbers (a reused PostgreSQL schema's ids may run from 9 to 10, and "10" < "9")."""
     return sorted(
-        (finding["code"], finding["key"])
-        for finding in report["findings"]
-        if finding.get("table") == "checkpoints"
+        (
+            (finding["code"], finding["key"])
+            for finding in report["findings"]
+            if finding.get("table") == "checkpoints"
+        ),
+        key=lambda found: (found[0], int(found[1])),
     )
 
 
