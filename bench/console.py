@@ -193,29 +193,36 @@ def first_paints(url: str, token: str, paths: dict[str, str], reps: int) -> dict
         print(f"part 10: no Chromium at {CHROMIUM}: first paint not measured", file=sys.stderr)
         return {}
     paints: dict[str, list[float]] = {name: [] for name in paths}
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            page.goto(f"{url}/sign-in")
-            page.get_by_label("API token").fill(token)
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(f"{url}/tasks")
 
-            def address(path: str) -> str:
-                return path if path.startswith("http") else f"{url}{path}"
+    def address(path: str) -> str:
+        return path if path.startswith("http") else f"{url}{path}"
 
-            for path in paths.values():  # once untimed, as the first bytes are
+    with sync_playwright() as playwright, signed_in_page(playwright, url, token) as page:
+        for path in paths.values():  # once untimed, as the first bytes are
+            page.goto(address(path))
+        for _ in range(reps):
+            for name, path in paths.items():
                 page.goto(address(path))
-            for _ in range(reps):
-                for name, path in paths.items():
-                    page.goto(address(path))
-                    paints[name].append(float(page.evaluate(FIRST_PAINT)))
-        finally:
-            browser.close()
+                paints[name].append(float(page.evaluate(FIRST_PAINT)))
     return paints
+
+
+@contextmanager
+def signed_in_page(playwright: Any, url: str, token: str) -> Iterator[Any]:
+    """A page of the system Chromium, launched as the browser tests launch it, signed in to
+    the console at `url` through its form as `token`'s holder; the browser closed after."""
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+    )
+    try:
+        page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+        page.goto(f"{url}/sign-in")
+        page.get_by_label("API token").fill(token)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(f"{url}/tasks")
+        yield page
+    finally:
+        browser.close()
 
 
 def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .console import CHROMIUM, CHROMIUM_ARGS, FIRST_PAINT, Served, build, one_line_page
+from .console import FIRST_PAINT, Served, build, one_line_page, signed_in_page
 from .harness import format_table, say
 
 DATA_PAGE = "data:text/html,<!doctype html><title>t</title><p>paint</p>"
@@ -54,31 +54,24 @@ def profile(tasks: int, reps: int, scratch: Path) -> list[tuple[str, str, dict[s
     server = Served(scratch / "console.db")
     samples: dict[tuple[str, str], list[dict[str, float | None]]] = {}
     try:
-        with one_line_page() as floor, sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-            )
-            try:
-                page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-                page.goto(f"{server.url}/sign-in")
-                page.get_by_label("API token").fill(token)
-                page.get_by_role("button", name="Sign in").click()
-                page.wait_for_url(f"{server.url}/tasks")
-                ways = {"same site": floor, "from data:": DATA_PAGE}
-                pages = {"/tasks": "/tasks", "/tasks/{id}": f"/tasks/{task_id}"}
-                for round_number in range(reps + 1):  # the first round untimed
-                    order = list(ways.items())
-                    for way, start in order if round_number % 2 else order[::-1]:
-                        floor_sample = measured(page, start)
-                        timed = [("one-line page", floor_sample)] + [
-                            (name, measured(page, f"{server.url}{path}"))
-                            for name, path in pages.items()
-                        ]
-                        if round_number:
-                            for name, sample in timed:
-                                samples.setdefault((way, name), []).append(sample)
-            finally:
-                browser.close()
+        with (
+            one_line_page() as floor,
+            sync_playwright() as playwright,
+            signed_in_page(playwright, server.url, token) as page,
+        ):
+            ways = {"same site": floor, "from data:": DATA_PAGE}
+            pages = {"/tasks": "/tasks", "/tasks/{id}": f"/tasks/{task_id}"}
+            for round_number in range(reps + 1):  # the first round untimed
+                order = list(ways.items())
+                for way, start in order if round_number % 2 else order[::-1]:
+                    floor_sample = measured(page, start)
+                    timed = [("one-line page", floor_sample)] + [
+                        (name, measured(page, f"{server.url}{path}"))
+                        for name, path in pages.items()
+                    ]
+                    if round_number:
+                        for name, sample in timed:
+                            samples.setdefault((way, name), []).append(sample)
     finally:
         server.stop()
     return [(way, name, medians(runs)) for (way, name), runs in samples.items()]
