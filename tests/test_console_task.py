@@ -334,6 +334,20 @@ def test_a_long_lived_tasks_page_shows_its_latest_events_and_pages_back_under_10
     assert refused.status_code == 422 and "FIELDS_INVALID" in refused.text
 
 
+def test_a_window_before_the_tasks_first_event_links_back_to_the_latest(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """`?before=` at or below the task's first event (an old link, a typed address) shows no
+    event: the page says so and links to the latest events, as any older window does."""
+    task_id = scene.queued()
+    client = signed_in(server, "auditor")
+    for before in ("0", "1"):
+        page = client.get(f"/tasks/{task_id}", params={"before": before})
+        assert page.status_code == 200, page.text
+        assert SEAL.findall(page.text) == []
+        assert f'<a href="/tasks/{task_id}">Latest events</a>' in page.text
+
+
 def test_a_large_diff_is_cut_to_fit_the_page(
     server: ApiServer, repository: tuple[Path, str], scene: Scenario
 ) -> None:

@@ -152,7 +152,7 @@ def read_task_record(stores: Stores, task_id: str, before: int | None = None) ->
         events,
         len(every),
         earlier,
-        not events or int(events[-1]["event_id"]) == last_event_id,
+        before is None or before > last_event_id,
         last_event_id,
         proofs,
         head.public(),
