@@ -490,8 +490,9 @@ def log_head(call: Call) -> Answer:
     return Answer(call.backend.read_now(lambda s: ledger_head(s.db).public()))
 
 
-def _count_in(call: Call, text: str | None, name: str) -> int | None:
-    """A tree size or an event id from the path or the query: a whole number, or None."""
+def whole_number(text: str | None, name: str) -> int | None:
+    """A tree size or an event id from the path or the query (the console's pages' too): a
+    whole number, or None when absent."""
     if text is None:
         return None
     if not text.isascii() or not text.isdigit() or len(text) > 18:
@@ -501,18 +502,18 @@ def _count_in(call: Call, text: str | None, name: str) -> int | None:
 
 def prove_event(call: Call) -> Answer:
     """The event's inclusion proof in the tree of `size` leaves (default: the tree now)."""
-    event_id = _count_in(call, call.path("event_id"), "event_id")
-    size = _count_in(call, call.query("size"), "size")
+    event_id = whole_number(call.path("event_id"), "event_id")
+    size = whole_number(call.query("size"), "size")
     assert event_id is not None
     return Answer(call.backend.read_now(lambda s: prove_inclusion(s.db, event_id, size).public()))
 
 
 def prove_trees(call: Call) -> Answer:
     """The consistency proof from the tree of `old` leaves to the tree of `new` (default: now)."""
-    old = _count_in(call, call.query("old"), "old")
+    old = whole_number(call.query("old"), "old")
     if old is None:
         raise LedgerError("FIELDS_INVALID", "old: the older tree's size is required")
-    new = _count_in(call, call.query("new"), "new")
+    new = whole_number(call.query("new"), "new")
     return Answer(call.backend.read_now(lambda s: prove_consistency(s.db, old, new).public()))
 
 
@@ -568,9 +569,9 @@ async def event_stream(call: Call) -> Response:
     `?after=`) and sends the last id it got in the header."""
     header = call.request.headers.get(LAST_EVENT_ID) or None
     if header is not None:
-        after = _count_in(call, header.strip(), "Last-Event-ID")
+        after = whole_number(header.strip(), "Last-Event-ID")
     else:
-        after = _count_in(call, call.query("after"), "after")
+        after = whole_number(call.query("after"), "after")
     typed = call.query("typed")
     if typed not in (None, "true", "false"):
         raise LedgerError("FIELDS_INVALID", "typed: must be true or false")

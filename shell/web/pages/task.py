@@ -20,12 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aios_ledger.core import LedgerError
 from aios_ledger.core.api.tokens import OWNER, REVIEWER
 from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.requests import CancelRequest, RetryRequest, VerifyRequest
 from aios_ledger.core.tasks.transitions import TaskStatus
-from aios_ledger.shell.api.app import READERS
+from aios_ledger.shell.api.app import READERS, whole_number
 from aios_ledger.shell.api.governed import write_task_branch
 from aios_ledger.shell.web.console import Page, Rendered, Visit, new_idempotency_key, see_other
 from aios_ledger.shell.web.task_record import read_task_record, shown_document
@@ -62,18 +61,8 @@ def envelope_digest(task: Any) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
-def _before(visit: Visit) -> int | None:
-    """The `before` of the window of the task's events to show (None: the latest)."""
-    text = visit.query("before")
-    if text is None:
-        return None
-    if not text.isascii() or not text.isdigit() or len(text) > 18:
-        raise LedgerError("FIELDS_INVALID", "before is an event id (a positive integer)")
-    return int(text)
-
-
 def task_page(visit: Visit) -> Rendered:
-    task_id, before = visit.path("task_id"), _before(visit)
+    task_id, before = visit.path("task_id"), whole_number(visit.query("before"), "before")
     record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id, before))
     status, viewer = record.task["status"], visit.viewer
     task_result, execution = record.task["result"], envelope(record.task)
