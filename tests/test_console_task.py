@@ -418,6 +418,26 @@ def test_a_large_result_is_shown_cut_with_the_whole_a_link_away(
     assert client.get(f"/v1/tasks/{task_id}").json()["result"]["lines"] == lines
 
 
+def test_a_result_of_one_long_line_shows_its_start(server: ApiServer, scene: Scenario) -> None:
+    """A result whose text is one JSON line past the page's limit (an agent's whole log in
+    one string: its newlines are escapes) shows that line's start, not `{` alone."""
+    task_id, lease = scene.claimed()
+    log = "step <&> done\n" * 5_000
+    answer = scene.agent.post(
+        f"/v1/tasks/{task_id}/result",
+        json={"lease_token": lease, "result": {"log": log}, "idempotency_key": scene.key()},
+    )
+    assert answer.status_code == 200, answer.text
+    page = signed_in(server, "reviewer").get(f"/tasks/{task_id}")
+    assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
+    shown = re.search(r'<pre class="json">(.*?)</pre>', page.text, re.DOTALL)
+    assert shown is not None
+    first = html.unescape(shown.group(1)).splitlines()
+    assert first[0] == "{" and first[1].startswith('  "log": "step <&> done\\nstep <&> done')
+    assert 100 < len(first[1]) < len(log)
+    assert f'<a href="/v1/tasks/{task_id}">the task as JSON</a>' in page.text
+
+
 def test_the_newest_proposals_diff_comes_first_within_the_limit() -> None:
     def proposal(attempt: int, diff: str) -> Proposal:
         row = ProposalRow(

@@ -219,18 +219,41 @@ def _proposals(db: Database, task_id: str) -> list[Proposal]:
     return fit_diffs(found)
 
 
-def fit_lines(text: str, budget: int, line_markup: int) -> tuple[str | None, int]:
+def fit_lines(
+    text: str, budget: int, line_markup: int, *, cut_in_line: bool = False
+) -> tuple[str | None, int]:
     """The longest run of the text's first lines whose HTML on the page (each line escaped,
     with `line_markup` bytes around it) takes at most `budget` bytes (None: all of them), and
-    the bytes it takes."""
+    the bytes it takes. `cut_in_line`: what is left of the budget takes the start of the first
+    line that does not fit."""
     lines = text.splitlines()
     used = 0
     for count, line in enumerate(lines):
-        cost = len(str(markupsafe.escape(line)).encode()) + line_markup
+        cost = _html_bytes(line) + line_markup
         if used + cost > budget:
-            return "\n".join(lines[:count]), used
+            shown = lines[:count]
+            if cut_in_line:
+                start = _fitting_start(line, budget - used - line_markup)
+                if start:
+                    shown.append(start)
+                    used += _html_bytes(start) + line_markup
+            return "\n".join(shown), used
         used += cost
     return None, used
+
+
+def _html_bytes(text: str) -> int:
+    return len(str(markupsafe.escape(text)).encode())
+
+
+def _fitting_start(line: str, budget: int) -> str:
+    """The longest start of `line` whose HTML takes at most `budget` bytes."""
+    used = 0
+    for end, character in enumerate(line):
+        used += _html_bytes(character)
+        if used > budget:
+            return line[:end]
+    return line
 
 
 def fit_diffs(proposals: list[Proposal]) -> list[Proposal]:
@@ -303,7 +326,8 @@ def _attestations(conn: Connection, keys: set[str]) -> dict[str, dict[str, Any]]
 
 def shown_document(document: Any) -> tuple[str, bool]:
     """A JSON document as the page shows it, indented, its first lines within DOCUMENT_LIMIT
-    of the page; and whether it was cut."""
+    of the page (the last one cut short when it is long: one string's line may hold a whole
+    log); and whether it was cut."""
     text = json.dumps(document, indent=2, ensure_ascii=False)
-    cut, _ = fit_lines(text, DOCUMENT_LIMIT, 1)
+    cut, _ = fit_lines(text, DOCUMENT_LIMIT, 1, cut_in_line=True)
     return (text, False) if cut is None else (cut, True)
