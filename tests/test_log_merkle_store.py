@@ -218,6 +218,9 @@ def test_verify_proof_trusts_a_signed_checkpoint_and_the_public_key_alone(
     assert other_key.returncode != 0 and "NOTE_UNVERIFIED" in other_key.stderr
     unkeyed = cli("verify-proof", str(prove("7")), "--checkpoint", new)
     assert unkeyed.returncode != 0 and "USAGE_INVALID" in unkeyed.stderr
+    inclusion = str(prove("3", "--size", "5"))
+    misused = cli("verify-proof", inclusion, "--checkpoint", old, "--old-checkpoint", old, *key)
+    assert misused.returncode != 0 and "--old-checkpoint" in misused.stderr
 
     # Re-sealed after the checkpoint: the proof carries the new seal, the signed root refuses it.
     _tamper_tree(

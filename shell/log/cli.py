@@ -247,7 +247,9 @@ def _verify_proof(args: argparse.Namespace) -> Any:
 
     if isinstance(proof, InclusionProof):
         if args.old_root is not None or args.old_checkpoint is not None:
-            raise LedgerError("USAGE_INVALID", "--old-root is for a consistency proof")
+            raise LedgerError(
+                "USAGE_INVALID", "--old-root and --old-checkpoint are for a consistency proof"
+            )
         root = trusted(args.root, args.checkpoint, proof.tree_size, "--root")
         assert root is not None
         proof.check(root)
