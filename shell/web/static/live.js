@@ -1,8 +1,8 @@
 // The live updates of the Tasks page and of a task's page (progressive enhancement: without this
 // script each page is whole, and a reload shows what is new). The page marks what may change with
 // `data-live` (the Tasks page its counts and its list, a task's page its record); the first such
-// region says where the stream starts (`data-after`: the last event the page shows) and, on a
-// task's page, of which task (`data-task-id`). The stream is untyped (every event a plain
+// region says where the stream starts (`data-after`: the last event when the page was read, on a
+// task's page the task's last) and, on a task's page, of which task (`data-task-id`). The stream is untyped (every event a plain
 // `message`, its type in its data), so no list of the ledger's event types is needed here and a
 // new type is never missed; on a reconnect the browser sends `Last-Event-ID`, so none is missed.
 // When an event of a task comes, the page is fetched again at its own address (the server applies
