@@ -19,7 +19,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 from aios_ledger.core.git import ProposalRow
+from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
 from aios_ledger.core.tasks.requests import MAX_ATTEMPTS, MAX_REASON
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.web.pages.task import REASON_SHOWN
 from aios_ledger.shell.web.task_record import (
@@ -346,6 +349,28 @@ def test_a_window_before_the_tasks_first_event_links_back_to_the_latest(
         assert page.status_code == 200, page.text
         assert SEAL.findall(page.text) == []
         assert f'<a href="/tasks/{task_id}">Latest events</a>' in page.text
+
+
+def test_a_run_longer_than_one_read_of_its_events_shows_its_last_ones(
+    server: ApiServer, scene: Scenario
+) -> None:
+    """An evidence run of more events than one read of them returns (MAX_EVENTS_PAGE): the
+    page counts them all and shows the run's last events, not the end of its first page."""
+    task_id, lease = scene.claimed()
+    run_id = f"{task_id}@1"
+    total = MAX_EVENTS_PAGE + 5
+    database = Database(server.db, synchronous="NORMAL")
+    try:
+        runs = RunStore(database=database)
+        for n in range(total):
+            runs.append_event(run_id, "stderr", {"n": n}, lease_token=lease)
+    finally:
+        database.close()
+    page = signed_in(server, "auditor").get(f"/tasks/{task_id}")
+    assert page.status_code == 200, page.text
+    assert f"{total} events, the last {RUN_EVENTS_SHOWN} shown" in page.text
+    seqs = [int(seq) for seq in re.findall(r"<tr><td>(\d+)</td><td>stderr</td>", page.text)]
+    assert seqs == list(range(total - RUN_EVENTS_SHOWN + 1, total + 1))
 
 
 def test_a_large_diff_is_cut_to_fit_the_page(

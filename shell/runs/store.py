@@ -161,6 +161,14 @@ class RunStore:
         self.get_run(request.run_id)
         return self.database.read(lambda conn: _events(conn, request.run_id, request.limit))
 
+    def last_run_events(self, run_id: str, *, limit: int) -> tuple[RunEventRow, ...]:
+        """The run's last `limit` events, in order (1 to MAX_EVENTS_PAGE: out of range is
+        refused)."""
+        request = RunEventsRequest.from_mapping({"run_id": run_id, "limit": limit})
+        self.get_run(request.run_id)
+        newest = self.database.read(lambda conn: _last_events(conn, request.run_id, request.limit))
+        return newest[::-1]
+
 
 class RunEvidenceReader:
     """Reads bounded, digest-pinned evidence snapshots of runs, in one read transaction."""

@@ -70,8 +70,9 @@ WRITE_EVENTS = frozenset(
 
 @attrs.frozen
 class Attempt:
-    """One attempt of the task: its evidence run (None: no run was opened) and its events,
-    and the auxiliary reviews of that evidence."""
+    """One attempt of the task: its evidence run (None: no run was opened), its last events
+    (at most RUN_EVENTS_SHOWN, in order) of `run_event_count`, and the auxiliary reviews of
+    that evidence."""
 
     number: int
     run: dict[str, Any] | None
@@ -176,15 +177,16 @@ def _proof(db: Database, event_id: int, size: int) -> dict[str, Any] | None:
 
 def _attempt(stores: Stores, task_id: str, number: int) -> Attempt:
     run_id = evidence_run(task_id, number)
+    reviews = stores.db.read(lambda conn: attempt_reviews(conn, task_id, number))
     try:
-        run = stores.runs.get_run(run_id).public()
-        events = [event.public() for event in stores.runs.run_events(run_id)]
+        run = stores.runs.get_run(run_id)
+        shown = stores.runs.last_run_events(run_id, limit=RUN_EVENTS_SHOWN)
     except LedgerError as refused:
         if refused.code != "RUN_NOT_FOUND":
             raise
-        run, events = None, []
-    reviews = stores.db.read(lambda conn: attempt_reviews(conn, task_id, number))
-    return Attempt(number, run, events[-RUN_EVENTS_SHOWN:], len(events), reviews)
+        return Attempt(number, None, [], 0, reviews)
+    events = [event.public() for event in shown]
+    return Attempt(number, run.public(), events, run.event_count, reviews)
 
 
 def _proposal_rows(conn: Connection, task_id: str) -> list[tuple[ProposalRow, str | None]]:
