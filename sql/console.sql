@@ -54,3 +54,28 @@ ORDER BY hour, event_type;
 SELECT created_at, payload_json
 FROM events WHERE event_id > :after AND event_type = 'TASK_VERIFIED'
 ORDER BY event_id;
+
+-- name: console_task_event_count
+-- A task's page: how many events the task has and its last, counted in events_by_task alone.
+SELECT COUNT(*) AS event_count, COALESCE(MAX(event_id), 0) AS last_event_id
+FROM events WHERE task_id = :task_id;
+
+-- name: console_task_events_before
+-- A task's page: its last :limit events below :before, newest first, each with its seal (a
+-- keyset read down events_by_task: the older windows cost what the latest does).
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
+       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
+FROM events AS e
+LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+WHERE e.task_id = :task_id AND e.event_id < :before
+ORDER BY e.event_id DESC LIMIT :limit;
+
+-- name: console_task_governed_writes
+-- A task's page: its governed writes' events, whose payloads name the branch moves.
+SELECT event_id, event_type, payload_json
+FROM events
+WHERE task_id = :task_id
+  AND event_type IN ('GOVERNED_WRITE_INTENDED', 'GOVERNED_WRITE_APPLIED',
+                     'GOVERNED_WRITE_NOT_APPLIED', 'GOVERNED_WRITE_MOVED_BY_OTHER')
+ORDER BY event_id;

@@ -13,7 +13,7 @@ if typing.TYPE_CHECKING:
         over_budget,
     )
     from aios_ledger.core.tasks.decisions import decide_task, first_claimable, refuse_ungranted
-    from aios_ledger.core.tasks.history import task_history
+    from aios_ledger.core.tasks.history import named_attempt, task_history
     from aios_ledger.core.tasks.results import RESULT_CONTRACTS
     from aios_ledger.core.tasks.transitions import (
         ABSENT,
@@ -57,6 +57,7 @@ __all__ = [
     "TaskBudget",
     "Usage",
     "over_budget",
+    "named_attempt",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -77,7 +78,7 @@ if not typing.TYPE_CHECKING:
             over_budget,
         )
         from aios_ledger.core.tasks.decisions import decide_task, first_claimable, refuse_ungranted  # noqa: F401
-        from aios_ledger.core.tasks.history import task_history  # noqa: F401
+        from aios_ledger.core.tasks.history import named_attempt, task_history  # noqa: F401
         from aios_ledger.core.tasks.results import RESULT_CONTRACTS  # noqa: F401
         from aios_ledger.core.tasks.transitions import (  # noqa: F401
             ABSENT,

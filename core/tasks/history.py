@@ -2,7 +2,8 @@
 and why (the reason, the decision, the state it led to).
 
 Pure: built from the task's events in order. The attempt of an event that does not name one is
-the attempt of the claim before it (0 before the first claim).
+the attempt of the claim before it (0 before the first claim). A window of the events (the
+console's page) starts from the attempt the last earlier event naming one names.
 """
 
 from __future__ import annotations
@@ -35,14 +36,15 @@ class HistoryEntry(TypedDict):
     next_state: str | None
 
 
-def task_history(events: Iterable[EventView]) -> list[HistoryEntry]:
+def task_history(events: Iterable[EventView], attempt: int = 0) -> list[HistoryEntry]:
+    """The history of the events in order; `attempt`: the attempt in effect before the first
+    of them (that of the last earlier event naming one: `named_attempt`; 0: none)."""
     entries: list[HistoryEntry] = []
-    attempt = 0
     for event in events:
-        payload = event["payload"] if isinstance(event["payload"], dict) else {}
-        named = payload.get("attempt")
-        if type(named) is int:
+        named = named_attempt(event)
+        if named is not None:
             attempt = named
+        payload = event["payload"] if isinstance(event["payload"], dict) else {}
         kind = event["event_type"]
         entries.append(
             {
@@ -57,6 +59,14 @@ def task_history(events: Iterable[EventView]) -> list[HistoryEntry]:
             }
         )
     return entries
+
+
+def named_attempt(event: EventView) -> int | None:
+    """The attempt the event's payload names (None: it names none, and the event belongs to
+    the attempt of the last event before it that does)."""
+    payload = event["payload"]
+    named = payload.get("attempt") if isinstance(payload, dict) else None
+    return named if type(named) is int else None
 
 
 def _text(value: object) -> str | None:

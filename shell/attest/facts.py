@@ -3,6 +3,7 @@ the `CommitFacts` its attestations are made of, and the record `why COMMIT` show
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -23,13 +24,15 @@ def ledger_version() -> str:
 
 def task_events(conn: Connection, task_id: str) -> list[dict[str, Any]]:
     """The task's events in order, each with its payload parsed and its seal."""
-    events = []
-    for row in fetch_all(conn, "log_export_task", {"task_id": task_id}):
-        event = dict(row)
-        event["payload"] = loads_document(str(row["payload_json"]), what="payload_json")
-        del event["payload_json"]
-        events.append(event)
-    return events
+    return [sealed_event(row) for row in fetch_all(conn, "log_export_task", {"task_id": task_id})]
+
+
+def sealed_event(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An event row with its seal's columns (`log_export_task`'s), its payload parsed."""
+    event = dict(row)
+    event["payload"] = loads_document(str(row["payload_json"]), what="payload_json")
+    del event["payload_json"]
+    return event
 
 
 def attempt_reviews(conn: Connection, task_id: str, attempt: int) -> list[dict[str, Any]]:

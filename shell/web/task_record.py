@@ -16,15 +16,17 @@ from typing import Any
 
 import attrs
 import markupsafe
-from aios_ledger.core import LedgerError
+from aios_ledger.core import EventRow, HistoryEntry, LedgerError
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.runs.attempts import evidence_run
+from aios_ledger.core.tasks import named_attempt, task_history
+from aios_ledger.core.tasks.answers import event_view
 from aios_ledger.shell.api.backend import Stores
 from aios_ledger.shell.attest.commits import attestation_row
-from aios_ledger.shell.attest.facts import attempt_reviews, task_events
-from aios_ledger.shell.db.connection import Database, fetch_all
-from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.attest.facts import attempt_reviews, sealed_event
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.run import Connection, Row, fetch_all, fetch_one
 from aios_ledger.shell.git.proposals import (
     SCRATCH_REFS,
     fetch_bundle,
@@ -57,15 +59,6 @@ DOCUMENT_LIMIT = 8 * 1024
 # What task.html adds to each line of a diff, at most: `<span class="hunk">`, `</span>`, `\n`.
 DIFF_LINE_MARKUP = 27
 DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
-# The events whose payload names a governed write's branch move.
-WRITE_EVENTS = frozenset(
-    {
-        "GOVERNED_WRITE_INTENDED",
-        "GOVERNED_WRITE_APPLIED",
-        "GOVERNED_WRITE_NOT_APPLIED",
-        "GOVERNED_WRITE_MOVED_BY_OTHER",
-    }
-)
 
 
 @attrs.frozen
@@ -96,7 +89,7 @@ class Proposal:
 @attrs.frozen
 class TaskRecord:
     """The task's record. `events` and `history` are the shown window of its events (at most
-    EVENTS_SHOWN: `event_window`), of `event_count` in all; `earlier`: the `before` of the
+    EVENTS_SHOWN: `read_event_window`), of `event_count` in all; `earlier`: the `before` of the
     window of older events (None: none older); `latest`: whether the window ends at the last
     event; `last_event_id`: the task's last event (0: none), where live updates start."""
 
@@ -115,15 +108,65 @@ class TaskRecord:
     attestations: dict[str, dict[str, Any]]
 
 
-def event_window(
-    events: list[dict[str, Any]], before: int | None, size: int = EVENTS_SHOWN
-) -> tuple[list[dict[str, Any]], int | None]:
-    """The last `size` of the events (in order) whose id is below `before` (None: of all),
-    and the `before` of the window of older ones (None: none older)."""
-    below = [e for e in events if before is None or int(e["event_id"]) < before]
-    shown = below[-size:]
-    earlier = int(shown[0]["event_id"]) if len(below) > len(shown) else None
-    return shown, earlier
+@attrs.frozen
+class EventWindow:
+    """The shown window of a task's events (in order, each with its seal) and their history,
+    of `count` events in all; `earlier`: the `before` of the window of older ones (None: none
+    older); `last_event_id`: the task's last event (0: none)."""
+
+    events: list[dict[str, Any]]
+    history: list[HistoryEntry]
+    earlier: int | None
+    count: int
+    last_event_id: int
+
+
+def read_event_window(
+    conn: Connection, task_id: str, before: int | None, size: int = EVENTS_SHOWN
+) -> EventWindow:
+    """The last `size` of the task's events whose id is below `before` (None: of all): a
+    keyset read of `size + 1` (the one more says whether an older window exists), the count
+    and the last id from the task's index, never the task's other events."""
+    summary = fetch_one(conn, "console_task_event_count", {"task_id": task_id})
+    count = 0 if summary is None else int(summary["event_count"])
+    last_event_id = 0 if summary is None else int(summary["last_event_id"])
+    below = last_event_id + 1 if before is None else before
+    read = {"task_id": task_id, "before": below, "limit": size + 1}
+    rows = fetch_all(conn, "console_task_events_before", read)[::-1]
+    shown, older = rows[-size:], rows[:-size]
+    attempt = _attempt_before(conn, task_id, older, size)
+    return EventWindow(
+        [sealed_event(row) for row in shown],
+        task_history([event_view(EventRow.from_row(row)) for row in shown], attempt),
+        int(shown[0]["event_id"]) if older else None,
+        count,
+        last_event_id,
+    )
+
+
+def _attempt_before(conn: Connection, task_id: str, older: list[Row], size: int) -> int:
+    """The attempt in effect before a window, whose history starts from it: the one the last
+    earlier event naming one names (0: none does), read back from `older` (the events just
+    below the window, in order) a window at a time. A claim and each heartbeat name theirs,
+    so it is the first or one of the next few."""
+    while older:
+        for row in reversed(older):
+            named = named_attempt(event_view(EventRow.from_row(row)))
+            if named is not None:
+                return named
+        read = {"task_id": task_id, "before": int(older[0]["event_id"]), "limit": size}
+        older = fetch_all(conn, "console_task_events_before", read)[::-1]
+    return 0
+
+
+def _governed_writes(conn: Connection, task_id: str) -> list[dict[str, Any]]:
+    """The task's governed writes' events (the branch moves their payloads name), in order."""
+    writes = []
+    for row in fetch_all(conn, "console_task_governed_writes", {"task_id": task_id}):
+        payload = loads_document(str(row["payload_json"]), what="payload_json")
+        if isinstance(payload, dict):
+            writes.append({"event_id": row["event_id"], "type": row["event_type"], **payload})
+    return writes
 
 
 def read_task_record(stores: Stores, task_id: str, before: int | None = None) -> TaskRecord:
@@ -131,30 +174,24 @@ def read_task_record(stores: Stores, task_id: str, before: int | None = None) ->
     `before` (None: the latest), on a reader."""
     task = stores.tasks.get(task_id)
     db = stores.db
-    every = db.read(lambda conn: task_events(conn, task_id))
-    events, earlier = event_window(every, before)
-    shown = {int(event["event_id"]) for event in events}
-    history = [entry for entry in stores.tasks.history(task_id) if entry["event_id"] in shown]
-    last_event_id = int(every[-1]["event_id"]) if every else 0
+    window, writes = db.read(
+        lambda conn: (read_event_window(conn, task_id, before), _governed_writes(conn, task_id))
+    )
     head = tree_head_at(db)
-    proofs = {event_id: _proof(db, event_id, head.size) for event_id in sorted(shown)}
+    shown = sorted(int(event["event_id"]) for event in window.events)
+    proofs = {event_id: _proof(db, event_id, head.size) for event_id in shown}
     attempts = [_attempt(stores, task_id, number) for number in range(1, task["attempt"] + 1)]
     proposals = _proposals(db, task_id)
-    writes = [
-        {"event_id": event["event_id"], "type": event["event_type"], **event["payload"]}
-        for event in every
-        if event["event_type"] in WRITE_EVENTS and isinstance(event["payload"], dict)
-    ]
     keys = {str(w["idempotency_key"]) for w in writes if w["type"] == "GOVERNED_WRITE_APPLIED"}
     attestations = db.read(lambda conn: _attestations(conn, keys))
     return TaskRecord(
         task,
-        history,
-        events,
-        len(every),
-        earlier,
-        before is None or before > last_event_id,
-        last_event_id,
+        window.history,
+        window.events,
+        window.count,
+        window.earlier,
+        before is None or before > window.last_event_id,
+        window.last_event_id,
         proofs,
         head.public(),
         attempts,
