@@ -63,11 +63,7 @@ FROM events WHERE task_id = :task_id;
 -- name: console_task_events_before
 -- A task's page: its last :limit events below :before, newest first, each with its seal (a
 -- keyset read down events_by_task: the older windows cost what the latest does).
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
-       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
-FROM events AS e
-LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+{{sealed_events}}
 WHERE e.task_id = :task_id AND e.event_id < :before
 ORDER BY e.event_id DESC LIMIT :limit;
 

@@ -75,12 +75,17 @@ FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 ORDER BY e.event_id;
 
--- name: log_export_task
+-- fragment: sealed_events
+-- A task's events with their seals' columns (NULL where no seal covers one), as
+-- `shell/attest/facts.py`'s `sealed_event` parses them: every read of them selects this.
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
        s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+
+-- name: log_export_task
+{{sealed_events}}
 WHERE e.task_id = :task_id
 ORDER BY e.event_id;
 

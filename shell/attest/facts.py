@@ -28,7 +28,7 @@ def task_events(conn: Connection, task_id: str) -> list[dict[str, Any]]:
 
 
 def sealed_event(row: Mapping[str, Any]) -> dict[str, Any]:
-    """An event row with its seal's columns (`log_export_task`'s), its payload parsed."""
+    """An event row with its seal's columns (the `sealed_events` fragment's), its payload parsed."""
     event = dict(row)
     event["payload"] = loads_document(str(row["payload_json"]), what="payload_json")
     del event["payload_json"]
