@@ -33,10 +33,10 @@ INSERT INTO checkpoint_cosignatures(
 ON CONFLICT (checkpoint_id, witness_name, witness_key_id) DO UPDATE SET
   cosigned_at = excluded.cosigned_at, line = excluded.line, received_at = excluded.received_at;
 
--- name: witness_cosigned_size
+-- name: witness_cosigned_size$
 -- The largest tree size of a checkpoint of at most :tree_size leaves that a witness key's stored
 -- cosignature is on (NULL: none): where a push to that witness resumes after a restart.
-SELECT max(k.tree_size) AS tree_size
+SELECT max(k.tree_size)
 FROM checkpoint_cosignatures AS c JOIN checkpoints AS k ON k.checkpoint_id = c.checkpoint_id
 WHERE c.witness_name = :witness_name AND c.witness_key_id = :witness_key_id
   AND k.tree_size <= :tree_size;

@@ -28,7 +28,7 @@ from aios_ledger.core.proofs.add_checkpoint import (
 )
 from aios_ledger.core.proofs.notes import COSIGNATURE_V1
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.run import Connection, fetch_all
+from aios_ledger.shell.db.run import Connection, fetch_value
 from aios_ledger.shell.log.merkle import prove_consistency
 from aios_ledger.shell.proofs.checkpoints import ServedCheckpoint, add_cosignatures
 
@@ -98,9 +98,7 @@ class WitnessPush:
     def _stored_size(self, db: Database, size: int) -> int:
         def work(conn: Connection) -> list[int | None]:
             return [
-                row["tree_size"]
-                for key in self._keys
-                for row in fetch_all(
+                fetch_value(
                     conn,
                     "witness_cosigned_size",
                     {
@@ -109,6 +107,7 @@ class WitnessPush:
                         "tree_size": size,
                     },
                 )
+                for key in self._keys
             ]
 
         return resumed_size(db.read(work))
