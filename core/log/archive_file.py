@@ -9,13 +9,18 @@ alone: its tasks are shown with their events, their rows as unknown (`row_kept: 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
-from aios_ledger.core.log.archived import BINDINGS_KEPT_FORMAT, ArchivedChainEnd
+from aios_ledger.core.log.archived import (
+    BINDINGS_KEPT_FORMAT,
+    LEDGER_SEALED_TABLES,
+    ArchivedChainEnd,
+    LedgerSealedRow,
+)
 from aios_ledger.core.log.export import (
     MAX_LINE_BYTES,
     ROW_FIELD,
@@ -35,6 +40,8 @@ from aios_ledger.core.log.rows import (
     TASKS,
 )
 from aios_ledger.core.log.seals import chain_of
+from aios_ledger.core.log.state import stored_row_state
+from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding
 
 ARCHIVE_INVALID = "ARCHIVE_INVALID"
 ARCHIVE_TASK_NOT_FOUND = "ARCHIVE_TASK_NOT_FOUND"
@@ -159,6 +166,86 @@ def unanchored_chains(
                 )
             )
     return found
+
+
+@attrs.frozen
+class FileSealedRow:
+    """A row of the file that seals of the ledger chain cover (`LEDGER_SEALED_TABLES`): its
+    task, table and key, and the digest of what the file holds."""
+
+    task_id: str
+    table: str
+    key: str
+    digest: str | None
+
+
+@attrs.frozen
+class RowSeal:
+    """The ledger's last seal of a row: the event that took it and the row's digest then."""
+
+    event_id: int
+    row_digest: str
+
+
+def file_sealed_rows(contents: ArchiveContents) -> tuple[FileSealedRow, ...]:
+    """The file's rows that seals of the ledger chain cover, task by task, each with the key
+    the ledger's seal of it names. A row that is not its table's is left out: the offline
+    check reports it."""
+    found = []
+    for task in contents.tasks.values():
+        for table in LEDGER_SEALED_TABLES:
+            for row in task.rows.get(table, ()):
+                try:
+                    key, digest = stored_row_state(table, row)
+                except (KeyError, TypeError, ValueError, LedgerError):
+                    continue
+                found.append(FileSealedRow(task.task_id, table, key, digest))
+    return tuple(found)
+
+
+def ledger_row_findings(
+    contents: ArchiveContents,
+    seals: Sequence[tuple[FileSealedRow, RowSeal | None]],
+    recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
+) -> list[Finding]:
+    """The file's rows that seals of the ledger chain cover, each with the ledger's last seal
+    of it (`seals`; None: none), held against that seal (the ledger chain stays, an archive
+    removes none of it), and each chain's set of them against the rows the TASKS_ARCHIVED
+    event recording the file (`recorded`; None: none did) sealed it removed."""
+    by_task: dict[str, list[tuple[FileSealedRow, RowSeal | None]]] = {
+        task.task_id: [] for task in contents.tasks.values()
+    }
+    for row, seal in seals:
+        by_task[row.task_id].append((row, seal))
+    findings: list[Finding] = []
+    for task_id, rows in by_task.items():
+        listed: list[LedgerSealedRow] = []
+        for row, seal in rows:
+            if seal is None and row.table == GOVERNED_BINDINGS and recorded is not None:
+                # A binding registered before bindings were sealed (issue 26): no seal
+                # proves it, nor did the archive event record it; the file, whose digest
+                # that event did record, holds it as the ledger did (unprovable, as
+                # `verify` counts such a row while it is stored).
+                continue
+            if seal is None or seal.row_digest != row.digest:
+                detail = (
+                    "the file's row is not the one the ledger's seal covers: changed in "
+                    "the file (with its line's digest), or never the ledger's"
+                )
+                findings.append(
+                    Finding(ARCHIVE_MISMATCH, None, detail, table=row.table, key=row.key)
+                )
+                continue
+            listed.append(LedgerSealedRow(row.table, row.key, seal.event_id))
+        chain = chain_of(task_id)
+        expected = frozenset() if recorded is None else recorded.get(chain, frozenset())
+        if recorded is not None and frozenset(listed) != expected:
+            detail = (
+                f"the file holds {len(listed)} rows of the chain that seals of the ledger chain "
+                f"cover, not the {len(expected)} the TASKS_ARCHIVED event recorded removing"
+            )
+            findings.append(Finding(ARCHIVE_MISMATCH, None, detail, chain=chain))
+    return findings
 
 
 def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:

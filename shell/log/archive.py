@@ -34,15 +34,18 @@ from aios_ledger.core.log.archive import (
 )
 from aios_ledger.core.log.archive_file import (
     ArchiveContents,
+    FileSealedRow,
+    RowSeal,
     archive_summary_of,
     archived_task,
     chain_ends,
+    file_sealed_rows,
+    ledger_row_findings,
     read_archive,
     task_summary,
     unanchored_chains,
 )
 from aios_ledger.core.log.archived import (
-    LEDGER_SEALED_TABLES,
     ArchivedChainEnd,
     LedgerSealedRow,
     archive_summary,
@@ -79,14 +82,14 @@ from aios_ledger.core.log.rows import (
     TASK_SPEND,
     TASKS,
 )
-from aios_ledger.core.log.seals import LEDGER_CHAIN, chain_of
+from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import state_row_columns, stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
 from aios_ledger.core.tasks.records import IdempotencyRow
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
+from aios_ledger.shell.db.run import Connection, fetch_all, fetch_one, fetch_record
 from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
@@ -409,7 +412,8 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
             for chain, detail in unanchored_chains(chain_ends(contents), anchors)
         )
         recorded_rows = None if archive_event_id is None else ledger_rows_by_event[archive_event_id]
-        findings.extend(db.read(lambda conn: _ledger_row_findings(conn, contents, recorded_rows)))
+        seals = db.read(lambda conn: _row_seals(conn, contents))
+        findings.extend(ledger_row_findings(contents, seals, recorded_rows))
     if findings:
         counts = dict(report.finding_counts)
         counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + len(findings)
@@ -431,50 +435,19 @@ def _contents(path: str | os.PathLike[str]) -> ArchiveContents | None:
         return None
 
 
-def _ledger_row_findings(
-    conn: Connection,
-    contents: ArchiveContents,
-    recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
-) -> list[Finding]:
-    """The file's rows that seals of the ledger chain cover (run events, reviews, bindings),
-    each held against the ledger's last seal of it (the ledger chain stays, an archive removes
-    none of it), and each chain's set of them against the count and digest that the TASKS_ARCHIVED
-    event recording the file (`recorded`; None: none did) sealed it removed."""
-    findings: list[Finding] = []
-    for task in contents.tasks.values():
-        listed: list[LedgerSealedRow] = []
-        for table in LEDGER_SEALED_TABLES:
-            for row in task.rows.get(table, ()):
-                try:
-                    key, digest = stored_row_state(table, row)
-                except (KeyError, TypeError, ValueError, LedgerError):
-                    continue  # the offline check reports a row that is not its table's
-                sealed = fetch_all(
-                    conn, "archive_ledger_row_seal", {"row_table": table, "row_key": key}
-                )
-                if not sealed and table == GOVERNED_BINDINGS and recorded is not None:
-                    # A binding registered before bindings were sealed (issue 26): no seal
-                    # proves it, nor did the archive event record it; the file, whose digest
-                    # that event did record, holds it as the ledger did (unprovable, as
-                    # `verify` counts such a row while it is stored).
-                    continue
-                if not sealed or sealed[0]["row_digest"] != digest:
-                    detail = (
-                        "the file's row is not the one the ledger's seal covers: changed in "
-                        "the file (with its line's digest), or never the ledger's"
-                    )
-                    findings.append(Finding(ARCHIVE_MISMATCH, None, detail, table=table, key=key))
-                    continue
-                listed.append(LedgerSealedRow(table, key, int(sealed[0]["event_id"])))
-        chain = chain_of(task.task_id)
-        expected = frozenset() if recorded is None else recorded.get(chain, frozenset())
-        if recorded is not None and frozenset(listed) != expected:
-            detail = (
-                f"the file holds {len(listed)} rows of the chain that seals of the ledger chain "
-                f"cover, not the {len(expected)} the TASKS_ARCHIVED event recorded removing"
-            )
-            findings.append(Finding(ARCHIVE_MISMATCH, None, detail, chain=chain))
-    return findings
+def _row_seals(
+    conn: Connection, contents: ArchiveContents
+) -> list[tuple[FileSealedRow, RowSeal | None]]:
+    """Each of the file's rows that seals of the ledger chain cover, with the ledger's last seal
+    of it (None: none)."""
+    seals: list[tuple[FileSealedRow, RowSeal | None]] = []
+    for row in file_sealed_rows(contents):
+        found = fetch_one(
+            conn, "archive_ledger_row_seal", {"row_table": row.table, "row_key": row.key}
+        )
+        seal = None if found is None else RowSeal(int(found["event_id"]), str(found["row_digest"]))
+        seals.append((row, seal))
+    return seals
 
 
 def _payload(text: object) -> object:
