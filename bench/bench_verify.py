@@ -21,6 +21,7 @@ from pathlib import Path
 
 import apsw
 from aios_ledger.core import chain_of
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import EventAppend
 from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database, verify_log
@@ -28,6 +29,9 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import fetch_value
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.db.statements import sql
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 BATCH = 50_000
 EVENTS_PER_TASK = 10
@@ -51,6 +55,7 @@ def build(db: Database, events: int) -> None:
                     event_type=TYPES[number % len(TYPES)],
                     payload={"n": number, "note": "bench", "attempt": number % 3},
                     created_at="2026-08-20T00:00:00Z",
+                    actor=ACTOR,
                 )
                 plans.apply(sealed_plan((), (event,), {}, tail=plans.tail(chain_of(task))))
 

@@ -260,7 +260,7 @@ class Statement(enum.StrEnum):
     INSERT_EVENT = (
         "insert_event",
         _INSERT,
-        "event_id task_id agent_id event_type payload_json created_at",
+        "event_id task_id agent_id event_type payload_json created_at actor",
     )
     INSERT_SEAL = (
         "insert_seal",

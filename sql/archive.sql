@@ -27,7 +27,7 @@ ORDER BY t.task_id;
 -- name: archive_candidate_events
 -- The events of finished tasks with their seals, in event id order (an archive file holds
 -- those of the tasks archived, in the order the offline check reads them).
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
        s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e

@@ -6,7 +6,7 @@ SELECT {{task_columns}}
 FROM tasks ORDER BY task_id;
 
 -- name: copy_rows_events
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
+SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events ORDER BY event_id;
 
 -- name: copy_rows_event_seals

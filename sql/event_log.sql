@@ -4,7 +4,7 @@
 -- name: log_verify_rows
 -- Each event with its seal and the seal just before it in its chain (through the unique
 -- (chain, chain_seq) index), so that the verifier needs no per-chain state.
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
        s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest,
        p.event_id AS pred_event_id, p.chain_seq AS pred_chain_seq, p.seal AS pred_seal
@@ -68,7 +68,7 @@ SELECT event_id, seal FROM archived_events
 ORDER BY event_id;
 
 -- name: log_export_all
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
        s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e
@@ -78,7 +78,7 @@ ORDER BY e.event_id;
 -- fragment: sealed_events
 -- A task's events with their seals' columns (NULL where no seal covers one), as
 -- `shell/attest/facts.py`'s `sealed_event` parses them: every read of them selects this.
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at,
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
        s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e

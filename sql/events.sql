@@ -1,8 +1,8 @@
 -- The append-only event log and its seals.
 
 -- name: insert_event!
-INSERT INTO events(event_id, task_id, agent_id, event_type, payload_json, created_at)
-VALUES (:event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at);
+INSERT INTO events(event_id, task_id, agent_id, event_type, payload_json, created_at, actor)
+VALUES (:event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at, :actor);
 
 -- name: chain_tip^
 -- returns: ChainTip
@@ -22,22 +22,22 @@ VALUES (:event_id, :position, :row_table, :row_key, :row_digest);
 
 -- name: unsealed_events
 -- returns: EventRow
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at
+SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor
 FROM events AS e LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE s.event_id IS NULL
 ORDER BY e.event_id;
 
 -- name: events_for_task
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
+SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events WHERE task_id = :task_id ORDER BY event_id;
 
 -- name: events_after
 -- `events --follow`: the next page of the log after a cursor (core/log/follow.py).
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
+SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events WHERE event_id > :after ORDER BY event_id LIMIT :limit;
 
 -- name: events_after_for_task
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at
+SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events WHERE task_id = :task_id AND event_id > :after ORDER BY event_id LIMIT :limit;
 
 -- name: task_result_author$
@@ -61,7 +61,7 @@ SELECT event_id FROM merkle_leaves WHERE leaf_index = :leaf_index;
 -- The next events of a stream, in commit order: those after the cursor's leaf and within the
 -- head read in the same snapshot (an archived event keeps its leaf, and is not sent).
 SELECT l.leaf_index, e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json,
-       e.created_at
+       e.created_at, e.actor
 FROM merkle_leaves AS l JOIN events AS e ON e.event_id = l.event_id
 WHERE l.leaf_index > :after_leaf AND l.leaf_index < :size
 ORDER BY l.leaf_index LIMIT :limit;
@@ -69,7 +69,7 @@ ORDER BY l.leaf_index LIMIT :limit;
 -- name: event_stream_page_for_task
 -- The same for one task: its events (by its index on events) after the cursor's leaf.
 SELECT l.leaf_index, e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json,
-       e.created_at
+       e.created_at, e.actor
 FROM events AS e JOIN merkle_leaves AS l ON l.event_id = e.event_id
 WHERE e.task_id = :task_id AND l.leaf_index > :after_leaf AND l.leaf_index < :size
 ORDER BY l.leaf_index LIMIT :limit;

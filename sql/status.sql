@@ -13,7 +13,7 @@ WHERE status = 'CLAIMED' AND lease_expires_at <= :until
 ORDER BY lease_expires_at LIMIT :limit;
 
 -- name: status_last_events
-SELECT event_id, task_id, agent_id, event_type, created_at FROM events
+SELECT event_id, task_id, agent_id, event_type, created_at, actor FROM events
 ORDER BY event_id DESC LIMIT :limit;
 
 -- name: idle_queue_groups

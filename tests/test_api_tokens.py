@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Timestamp, WritePlan
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.api.tokens import (
     ApiTokenRow,
     TokenIssueRequest,
@@ -29,6 +30,9 @@ from conftest import both_engines
 from legacy_fixtures import rows
 from syrupy.assertion import SnapshotAssertion
 from test_log_support import tamper
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 NOW = Timestamp.parse("2026-11-30T12:00:00Z")
 LATER = Timestamp.parse("2026-11-30T13:00:00Z")
@@ -54,7 +58,7 @@ def active_row(**changes: Any) -> ApiTokenRow:
 
 def test_issuing_a_token_is_golden(golden: SnapshotAssertion) -> None:
     request = TokenIssueRequest.from_mapping({"name": "agent-7", "roles": ["reviewer", "agent"]})
-    plan = decide_issue_token(TokenState(None, TAIL), request, now=NOW, digest=DIGEST)
+    plan = decide_issue_token(TokenState(None, TAIL), request, now=NOW, digest=DIGEST, actor=ACTOR)
     view = plan_view(plan)
     assert view["events"][0]["event"]["event_type"] == "API_TOKEN_ISSUED"
     # Name and roles only: the digest is in the row (covered by the seal), never in the event.
@@ -66,12 +70,13 @@ def test_reissuing_a_revoked_name_and_revoking_are_golden(golden: SnapshotAssert
     revoked = active_row(status="REVOKED", revision=2)
     request = TokenIssueRequest.from_mapping({"name": "agent-7", "roles": ["owner"]})
     again = decide_issue_token(
-        TokenState(revoked, TAIL), request, now=LATER, digest=Sha256Hex("b" * 64)
+        TokenState(revoked, TAIL), request, now=LATER, digest=Sha256Hex("b" * 64), actor=ACTOR
     )
     revoke = decide_revoke_token(
         TokenState(active_row(), TAIL),
         TokenRevokeRequest.from_mapping({"name": "agent-7"}),
         now=LATER,
+        actor=ACTOR,
     )
     assert golden == {"reissue": plan_view(again), "revoke": plan_view(revoke)}
 
@@ -79,11 +84,15 @@ def test_reissuing_a_revoked_name_and_revoking_are_golden(golden: SnapshotAssert
 def test_token_decisions_refuse() -> None:
     request = TokenIssueRequest.from_mapping({"name": "agent-7", "roles": ["agent"]})
     with pytest.raises(LedgerError, match="TOKEN_NAME_TAKEN"):
-        decide_issue_token(TokenState(active_row(), TAIL), request, now=NOW, digest=DIGEST)
+        decide_issue_token(
+            TokenState(active_row(), TAIL), request, now=NOW, digest=DIGEST, actor=ACTOR
+        )
     revoke = TokenRevokeRequest.from_mapping({"name": "agent-7"})
     with pytest.raises(LedgerError, match="TOKEN_NOT_FOUND"):
-        decide_revoke_token(TokenState(None, TAIL), revoke, now=NOW)
-    replay = decide_revoke_token(TokenState(active_row(status="REVOKED"), TAIL), revoke, now=NOW)
+        decide_revoke_token(TokenState(None, TAIL), revoke, now=NOW, actor=ACTOR)
+    replay = decide_revoke_token(
+        TokenState(active_row(status="REVOKED"), TAIL), revoke, now=NOW, actor=ACTOR
+    )
     assert isinstance(replay, Replay) and replay.response["idempotent"] is True
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.attest import (
     AttestRequest,
     AttestState,
@@ -38,6 +39,9 @@ from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement
 from securesystemslib.signer import CryptoSigner, SSlibKey  # type: ignore[attr-defined]
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 SEED = bytes(range(32))
 KEY = Ed25519PrivateKey.from_private_bytes(SEED)
@@ -257,7 +261,9 @@ def test_the_statements_and_envelopes_are_golden(golden: SnapshotAssertion) -> N
 def test_recording_an_attestation_seals_one_event(golden: SnapshotAssertion) -> None:
     note = attestation_note(facts(), KEY.sign, KEYID)
     state = AttestState(write=write_row(), prior=None, tail=empty_tail())
-    plan = decide_attest_commit(state, AttestRequest("w-task-gadget-docs", note), now=NOW)
+    plan = decide_attest_commit(
+        state, AttestRequest("w-task-gadget-docs", note), now=NOW, actor=ACTOR
+    )
     assert isinstance(plan, WritePlan)
     assert [appended.event.event_type for appended in plan.events] == [COMMIT_ATTESTED]
     assert plan.response["attested"] and plan.response["commit_oid"] == COMMIT
@@ -272,19 +278,25 @@ def test_only_a_landed_write_of_the_same_commit_is_attested() -> None:
     note = attestation_note(facts(), KEY.sign, KEYID)
     moved = AttestState(write=write_row(state="MOVED_BY_OTHER"), prior=None, tail=empty_tail())
     with pytest.raises(LedgerError, match="WRITE_NOT_APPLIED"):
-        decide_attest_commit(moved, AttestRequest("w-task-gadget-docs", note), now=NOW)
+        decide_attest_commit(moved, AttestRequest("w-task-gadget-docs", note), now=NOW, actor=ACTOR)
     elsewhere = AttestState(write=write_row(new_oid="f" * 40), prior=None, tail=empty_tail())
     with pytest.raises(LedgerError, match="ATTESTATION_SUBJECT_MISMATCH"):
-        decide_attest_commit(elsewhere, AttestRequest("w-task-gadget-docs", note), now=NOW)
+        decide_attest_commit(
+            elsewhere, AttestRequest("w-task-gadget-docs", note), now=NOW, actor=ACTOR
+        )
     missing = AttestState(write=None, prior=None, tail=empty_tail())
     with pytest.raises(LedgerError, match="WRITE_NOT_FOUND"):
-        decide_attest_commit(missing, AttestRequest("w-task-gadget-docs", note), now=NOW)
+        decide_attest_commit(
+            missing, AttestRequest("w-task-gadget-docs", note), now=NOW, actor=ACTOR
+        )
 
 
 def test_an_attested_write_replays_its_first_attestation() -> None:
     note = attestation_note(facts(), KEY.sign, KEYID)
     state = AttestState(write=write_row(), prior=None, tail=empty_tail())
-    plan = decide_attest_commit(state, AttestRequest("w-task-gadget-docs", note), now=NOW)
+    plan = decide_attest_commit(
+        state, AttestRequest("w-task-gadget-docs", note), now=NOW, actor=ACTOR
+    )
     assert isinstance(plan, WritePlan)
     row = plan.writes[0].params
     from aios_ledger.core.attest import CommitAttestationRow
@@ -294,6 +306,7 @@ def test_an_attested_write_replays_its_first_attestation() -> None:
         AttestState(write=write_row(), prior=prior, tail=empty_tail()),
         AttestRequest("w-task-gadget-docs", {}),
         now=NOW,
+        actor=ACTOR,
     )
     assert isinstance(replayed, Replay)
     assert replayed.response == {**plan.response, "idempotent": True}

@@ -17,6 +17,7 @@ from aios_ledger.core import (
     canonical_json,
     digest_bytes,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
     MAX_FRAME_DEPTH,
@@ -50,6 +51,9 @@ from aios_ledger.core.runs.records import RunRow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
 DIGEST = digest_bytes("evidence", b"x")
@@ -450,7 +454,7 @@ def _spawned(owner: str) -> tuple[AuxiliaryRunSpec, WritePlan[Any]]:
     spec = AuxiliaryRunSpec(
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
-    plan = decide_spawn(at(None), check_spawn(spec, evidence), now=ms(10), owner=owner)
+    plan = decide_spawn(at(None), check_spawn(spec, evidence), now=ms(10), owner=owner, actor=ACTOR)
     assert isinstance(plan, WritePlan)
     return spec, plan
 
@@ -475,7 +479,7 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
         ExecutionFrame.root(evidence.target), "k", "i", evidence.snapshot_digest
     ).with_id("aux-1")
     checked = check_spawn(spec, evidence)
-    plan = decide_spawn(at(None), checked, now=ms(10), owner="h:1:t")
+    plan = decide_spawn(at(None), checked, now=ms(10), owner="h:1:t", actor=ACTOR)
     assert isinstance(plan, WritePlan)
     (write,) = plan.writes
     assert write.statement is Statement.INSERT_AUXILIARY_RUN
@@ -485,13 +489,13 @@ def test_spawn_plans_a_pending_insert_and_replays_the_same_spec() -> None:
     assert write.params["parent_json"] == canonical_json(spec.frame.public())
     assert [placed.event.event_type for placed in plan.events] == ["AUXILIARY_RUN_SPAWNED"]
     row = _row(dict(write.params))
-    replay = decide_spawn(at(row), checked, now=ms(11), owner="h:2:t")
+    replay = decide_spawn(at(row), checked, now=ms(11), owner="h:2:t", actor=ACTOR)
     assert replay.response["idempotent"] is True
     changed = check_spawn(attrs.evolve(spec, instruction="other"), evidence)
     with pytest.raises(AuxiliaryRunError, match="SPEC_CONFLICT"):
-        decide_spawn(at(row), changed, now=ms(1), owner="o")
+        decide_spawn(at(row), changed, now=ms(1), owner="o", actor=ACTOR)
     with pytest.raises(AuxiliaryRunError, match="INVALID_FIELD"):
-        decide_spawn(at(None), spec, now=ms(1), owner="o")  # type: ignore[arg-type]
+        decide_spawn(at(None), spec, now=ms(1), owner="o", actor=ACTOR)  # type: ignore[arg-type]
 
 
 def test_check_spawn_refuses_another_target_and_forged_evidence() -> None:
@@ -523,7 +527,7 @@ def test_a_checked_spawn_stores_the_spec_as_it_was_checked() -> None:
     checked = check_spawn(spec, evidence)
     as_checked = canonical_json(spec.public())
     schema["type"] = "array"
-    plan = decide_spawn(at(None), checked, now=ms(10), owner="h:1:t")
+    plan = decide_spawn(at(None), checked, now=ms(10), owner="h:1:t", actor=ACTOR)
     assert isinstance(plan, WritePlan)
     assert plan.writes[0].params["spec_json"] == as_checked
     assert plan.writes[0].params["spec_digest"] == checked.spec_digest
@@ -548,27 +552,27 @@ def test_a_row_with_a_corrupt_parent_frame_is_refused_every_time(parent_json: st
             corrupt.snapshot()
         assert refused.value.code == "RUN_ROW_CORRUPT"
         with pytest.raises(AuxiliaryRunError, match="RUN_ROW_CORRUPT"):
-            decide_transition(at(corrupt), move(AuxiliaryRunState.RUNNING), now=ms(11))
+            decide_transition(at(corrupt), move(AuxiliaryRunState.RUNNING), now=ms(11), actor=ACTOR)
     assert good.snapshot().parent == spec.frame
 
 
 def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
     _, plan = _spawned("dead:1:t")
     row = _row(dict(plan.writes[0].params))
-    started = decide_transition(at(row), move(AuxiliaryRunState.RUNNING), now=ms(5))
+    started = decide_transition(at(row), move(AuxiliaryRunState.RUNNING), now=ms(5), actor=ACTOR)
     (write,) = started.writes
     assert write.guarded
     assert write.params["expected_revision"] == 1
     assert write.params["updated_at_ms"] == 10  # never before created_at_ms
     with pytest.raises(AuxiliaryRunError) as refused:
-        decide_transition(at(row), move(AuxiliaryRunState.COMPLETED), now=ms(11))
+        decide_transition(at(row), move(AuxiliaryRunState.COMPLETED), now=ms(11), actor=ACTOR)
     assert refused.value.code == "INVALID_TRANSITION"
     with pytest.raises(AuxiliaryRunError, match="state"):
         # A failure needs an error.
-        decide_transition(at(row), move(AuxiliaryRunState.FAILED), now=ms(11))
+        decide_transition(at(row), move(AuxiliaryRunState.FAILED), now=ms(11), actor=ACTOR)
     with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
-        decide_transition(at(None), move(AuxiliaryRunState.RUNNING, "x"), now=ms(11))
-    pending_recovery = decide_recover_interrupted(unfinished(row), DEAD, now=ms(20))
+        decide_transition(at(None), move(AuxiliaryRunState.RUNNING, "x"), now=ms(11), actor=ACTOR)
+    pending_recovery = decide_recover_interrupted(unfinished(row), DEAD, now=ms(20), actor=ACTOR)
     assert [w.params["expected_revision"] for w in pending_recovery.writes] == [1]
     running = attrs.evolve(row, state="RUNNING", revision=2)
     done = attrs.evolve(row, state="COMPLETED", revision=3, output_json="1", output_digest=OUT)
@@ -576,6 +580,7 @@ def test_transitions_are_guarded_and_recovery_fails_dead_owners() -> None:
         unfinished(running, done, attrs.evolve(running, aux_id="aux-2", owner="alive:1:t")),
         DEAD,
         now=ms(20),
+        actor=ACTOR,
     )
     assert recovery.response == {"recovered": ["aux-1"]}
     assert [w.params["error_code"] for w in recovery.writes] == ["INTERRUPTED"]
@@ -586,7 +591,9 @@ def test_a_transition_answers_the_row_it_writes_and_seals_its_event() -> None:
     _, plan = _spawned("h:1:t")
     row = _row(dict(plan.writes[0].params))
     assert plan.tail is not None
-    started = decide_transition(at(row, plan.tail), move(AuxiliaryRunState.RUNNING), now=ms(15))
+    started = decide_transition(
+        at(row, plan.tail), move(AuxiliaryRunState.RUNNING), now=ms(15), actor=ACTOR
+    )
     after = started.response
     assert after == attrs.evolve(row, state="RUNNING", revision=2, updated_at_ms=15)
     spawned, moved = plan.events[0].seal, started.events[0].seal
@@ -599,7 +606,7 @@ def test_recovery_seals_its_failures_one_after_the_other() -> None:
     _, plan = _spawned("dead:1:t")
     row = _row(dict(plan.writes[0].params))
     rows = unfinished(row, attrs.evolve(row, aux_id="aux-2"))
-    recovery = decide_recover_interrupted(rows, DEAD, now=ms(20))
+    recovery = decide_recover_interrupted(rows, DEAD, now=ms(20), actor=ACTOR)
     first, second = (placed.seal for placed in recovery.events)
     assert recovery.tail is not None
     assert [first.chain_seq, second.chain_seq] == [1, 2]
@@ -611,13 +618,16 @@ def test_stopping_leaves_an_ended_run_as_it_ended() -> None:
     _, plan = _spawned("h:1:t")
     row = _row(dict(plan.writes[0].params))
     error = AuxiliaryRunError("CANCELLED", "stopped")
-    stopped = decide_stop(at(row), AuxiliaryStopRequest("aux-1", error), now=ms(20))
+    stopped = decide_stop(at(row), AuxiliaryStopRequest("aux-1", error), now=ms(20), actor=ACTOR)
     assert stopped is not None
     assert stopped.response.state == "CANCELLED"
     ended = stopped.response
-    assert decide_stop(at(ended), AuxiliaryStopRequest("aux-1", error), now=ms(21)) is None
+    assert (
+        decide_stop(at(ended), AuxiliaryStopRequest("aux-1", error), now=ms(21), actor=ACTOR)
+        is None
+    )
     with pytest.raises(AuxiliaryRunError, match="RUN_NOT_FOUND"):
-        decide_stop(at(None), AuxiliaryStopRequest("gone", error), now=ms(21))
+        decide_stop(at(None), AuxiliaryStopRequest("gone", error), now=ms(21), actor=ACTOR)
 
 
 def test_plans_are_golden(golden: SnapshotAssertion) -> None:
@@ -625,15 +635,20 @@ def test_plans_are_golden(golden: SnapshotAssertion) -> None:
     _, spawned = _spawned("dead:1:t")
     row = _row(dict(spawned.writes[0].params))
     assert spawned.tail is not None
-    started = decide_transition(at(row, spawned.tail), move(AuxiliaryRunState.RUNNING), now=ms(12))
+    started = decide_transition(
+        at(row, spawned.tail), move(AuxiliaryRunState.RUNNING), now=ms(12), actor=ACTOR
+    )
     output = AuxiliaryRunOutput(value={"verdict": "fine"}, digest=OUT, size_bytes=20)
     assert started.tail is not None
     completed = decide_transition(
         at(started.response, started.tail),
         move(AuxiliaryRunState.COMPLETED, output=output),
         now=ms(13),
+        actor=ACTOR,
     )
-    recovered = decide_recover_interrupted(unfinished(row, tail=spawned.tail), DEAD, now=ms(14))
+    recovered = decide_recover_interrupted(
+        unfinished(row, tail=spawned.tail), DEAD, now=ms(14), actor=ACTOR
+    )
     plans = {
         "spawn": spawned,
         "start": started,

@@ -17,6 +17,7 @@ from aios_ledger.core import (
     decide_create,
     decide_submit,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.tasks.budgets import (
     NO_SPEND,
     Money,
@@ -28,6 +29,9 @@ from aios_ledger.core.tasks.budgets import (
 from aios_ledger.core.tasks.decisions import create_digest
 from syrupy.assertion import SnapshotAssertion
 from test_tasks_core import FRESH, HISTORY, JITTER, NOW, TOKEN, plan_json, row
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 BUDGET: dict[str, Any] = {
     "wall_seconds": 60,
@@ -52,7 +56,7 @@ def _submit(task: Any, usage: Any, spent: SpendTotals | None = None) -> Any:
         }
     )
     state = TaskState(task, HISTORY, spent=spent)
-    return decide_submit(state, request, now=NOW, contracts={}, jitter=JITTER)
+    return decide_submit(state, request, now=NOW, contracts={}, jitter=JITTER, actor=ACTOR)
 
 
 @pytest.mark.parametrize(
@@ -187,7 +191,9 @@ def test_golden_budget_plans(golden: SnapshotAssertion) -> None:
     usage = {"input_tokens": 400, "output_tokens": 100, "cost": {"micros": 900, "currency": "EUR"}}
     earlier = SpendTotals(700, 0, 1_999_500, "EUR", 1)
     plans = {
-        "create": decide_create(TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1"),
+        "create": decide_create(
+            TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1", actor=ACTOR
+        ),
         "submit_within": _submit(_budgeted("CLAIMED", verification_mode="auto"), usage),
         "submit_over": _submit(_budgeted("CLAIMED", verification_mode="auto"), usage, earlier),
     }

@@ -20,6 +20,7 @@ from aios_ledger.core import (
     canonical_json,
     chain_of,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.plan import request_digest
@@ -47,6 +48,9 @@ from legacy_fixtures import (
     runtime_input,
 )
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 NOW = Timestamp.parse("2026-09-01T12:00:00Z")
 CONTRACT = result_contract(SOURCE_CAPTURE_RESULT)
@@ -116,6 +120,7 @@ def test_initial_projection_plan_is_golden(golden: SnapshotAssertion) -> None:
         envelope=runtime_envelope(),
         authorization_id=OWNER,
         source_capture_contract=CONTRACT,
+        actor=ACTOR,
     )
     assert isinstance(plan, WritePlan)
     assert [write.guarded for write in plan.writes] == [True, False]
@@ -137,6 +142,7 @@ def test_recovery_plan_is_golden(golden: SnapshotAssertion) -> None:
         envelope=runtime_envelope(),
         authorization_id=OWNER,
         source_capture_contract=CONTRACT,
+        actor=ACTOR,
     )
     assert isinstance(plan, WritePlan)
     assert golden == plan_view(plan)
@@ -197,6 +203,7 @@ def test_a_digest_refusal_says_which_value_was_expected_and_which_was_found() ->
                 envelope=runtime_envelope(),
                 authorization_id=OWNER,
                 source_capture_contract=CONTRACT,
+                actor=ACTOR,
             )
         expected = found if code.startswith("METADATA") else sha256_hex([])
         assert f"sha256 {expected}, the request expects {wrong}" in refused.value.detail
@@ -205,7 +212,7 @@ def test_a_digest_refusal_says_which_value_was_expected_and_which_was_found() ->
 def test_binding_plan_is_golden(golden: SnapshotAssertion) -> None:
     """A registered binding is a ledger-level event: the task's own chain is left alone."""
     tail = LogTail.read(3, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 2, "sha256:" + "2" * 64)])
-    plan = decide_register_binding(BindingState(None, tail), binding(), now=NOW)
+    plan = decide_register_binding(BindingState(None, tail), binding(), now=NOW, actor=ACTOR)
     assert isinstance(plan, WritePlan)
     assert [placed.seal.chain for placed in plan.events] == [LEDGER_CHAIN]
     assert golden == attrs.asdict(plan)

@@ -19,6 +19,7 @@ from aios_ledger.core import (
     lease_token_sha256,
     project_execution_envelope,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.git import (
     GovernedWriteRow,
     OutcomeState,
@@ -42,6 +43,9 @@ from aios_ledger.core.git.policy import is_protected, protected_patterns
 from aios_ledger.core.log.seals import LEDGER_CHAIN, ChainTip
 from aios_ledger.core.plan import Replay
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 NOW = Timestamp.parse("2026-09-01T10:00:00.000Z")
 TASK = "task-g1"
@@ -212,7 +216,7 @@ def code(work: Any) -> str:
 
 
 def intended() -> GovernedWriteRow:
-    plan = decide_write_intent(write_state(), WRITE, now=NOW)
+    plan = decide_write_intent(write_state(), WRITE, now=NOW, actor=ACTOR)
     assert isinstance(plan, WritePlan)
     return GovernedWriteRow(
         "write-g1",
@@ -241,7 +245,11 @@ def test_registering_a_repository_is_golden_replayed_and_conflicts(
 ) -> None:
     request = RegisterRepositoryRequest.from_mapping({"name": REPO, "path": "/srv/git/widgets.git"})
     plan = decide_register_repository(
-        RepositoryState(prior=None, tail=tail(LEDGER_CHAIN)), request, now=NOW, head_branch="trunk"
+        RepositoryState(prior=None, tail=tail(LEDGER_CHAIN)),
+        request,
+        now=NOW,
+        head_branch="trunk",
+        actor=ACTOR,
     )
     assert golden == plan_view(plan)
     assert isinstance(plan, WritePlan)
@@ -251,6 +259,7 @@ def test_registering_a_repository_is_golden_replayed_and_conflicts(
         request,
         now=NOW,
         head_branch="trunk",
+        actor=ACTOR,
     )
     assert isinstance(again, Replay) and again.response["idempotent"] is True
     other = RegisterRepositoryRequest.from_mapping(
@@ -263,6 +272,7 @@ def test_registering_a_repository_is_golden_replayed_and_conflicts(
                 other,
                 now=NOW,
                 head_branch="trunk",
+                actor=ACTOR,
             )
         )
         == "REPOSITORY_CONFLICT"
@@ -330,7 +340,7 @@ def _proposal_state(**changes: Any) -> ProposalState:
 
 
 def test_recording_a_proposal_is_golden(golden: SnapshotAssertion) -> None:
-    plan = decide_record_proposal(_proposal_state(), _proposal_request(), now=NOW)
+    plan = decide_record_proposal(_proposal_state(), _proposal_request(), now=NOW, actor=ACTOR)
     assert golden == plan_view(plan)
 
 
@@ -340,7 +350,7 @@ def test_a_proposals_facts_come_from_what_it_touches() -> None:
         descends_from_base=False,
         secrets=[{"path": "id_rsa", "kind": "Private Key", "line": 1}],
     )
-    plan = decide_record_proposal(_proposal_state(), touching, now=NOW)
+    plan = decide_record_proposal(_proposal_state(), touching, now=NOW, actor=ACTOR)
     assert isinstance(plan, WritePlan)
     found = plan.response["facts"]
     assert found["protected_refs"] == ["refs/heads/main"]
@@ -351,7 +361,7 @@ def test_a_proposals_facts_come_from_what_it_touches() -> None:
 
 def test_recording_a_proposal_refuses_what_it_must() -> None:
     def record(state: ProposalState, request: ProposalRecord | None = None) -> Any:
-        return decide_record_proposal(state, request or _proposal_request(), now=NOW)
+        return decide_record_proposal(state, request or _proposal_request(), now=NOW, actor=ACTOR)
 
     assert code(lambda: record(_proposal_state(task=None))) == "TASK_NOT_FOUND"
     assert code(lambda: record(_proposal_state(task=task("SUCCEEDED")))) == "LEASE_INVALID"
@@ -375,7 +385,7 @@ def test_recording_a_proposal_refuses_what_it_must() -> None:
 
 
 def test_intending_a_write_is_golden(golden: SnapshotAssertion) -> None:
-    plan = decide_write_intent(write_state(), WRITE, now=NOW)
+    plan = decide_write_intent(write_state(), WRITE, now=NOW, actor=ACTOR)
     assert golden == plan_view(plan)
     update = bound(branch_mode="UPDATE_EXISTING", expected_branch_oid="a" * 40, base_oid="a" * 40)
     moved = decide_write_intent(
@@ -386,6 +396,7 @@ def test_intending_a_write_is_golden(golden: SnapshotAssertion) -> None:
         ),
         WRITE,
         now=NOW,
+        actor=ACTOR,
     )
     assert golden == plan_view(moved)
 
@@ -412,20 +423,25 @@ def test_intending_a_write_is_golden(golden: SnapshotAssertion) -> None:
     ],
 )
 def test_intending_a_write_refuses(changes: dict[str, Any], expected: str) -> None:
-    assert code(lambda: decide_write_intent(write_state(**changes), WRITE, now=NOW)) == expected
+    assert (
+        code(lambda: decide_write_intent(write_state(**changes), WRITE, now=NOW, actor=ACTOR))
+        == expected
+    )
 
 
 def test_a_written_key_replays_and_a_key_in_doubt_is_not_replayed() -> None:
     done = intended()._replace(state="APPLIED", observed_oid=HEAD, revision=2)
-    replay = decide_write_intent(write_state(prior=done), WRITE, now=NOW)
+    replay = decide_write_intent(write_state(prior=done), WRITE, now=NOW, actor=ACTOR)
     assert isinstance(replay, Replay) and replay.response["idempotent"] is True
     other = WriteRequest.from_mapping({"task_id": "task-other", "idempotency_key": "write-g1"})
     assert (
-        code(lambda: decide_write_intent(write_state(prior=done), other, now=NOW))
+        code(lambda: decide_write_intent(write_state(prior=done), other, now=NOW, actor=ACTOR))
         == "IDEMPOTENCY_CONFLICT"
     )
     assert (
-        code(lambda: decide_write_intent(write_state(prior=intended()), WRITE, now=NOW))
+        code(
+            lambda: decide_write_intent(write_state(prior=intended()), WRITE, now=NOW, actor=ACTOR)
+        )
         == "WRITE_IN_DOUBT"
     )
 
@@ -466,7 +482,7 @@ def test_recording_an_outcome_is_golden(
     state = OutcomeState(
         write=intended(), lease=lease(holder="write-g1", generation=1), tail=tail()
     )
-    assert golden == plan_view(decide_write_outcome(state, outcome, now=NOW))
+    assert golden == plan_view(decide_write_outcome(state, outcome, now=NOW, actor=ACTOR))
 
 
 def test_recording_an_outcome_refuses_what_it_must() -> None:
@@ -476,7 +492,7 @@ def test_recording_an_outcome_refuses_what_it_must() -> None:
     held = lease(holder="write-g1")
 
     def record(state: OutcomeState, request: WriteOutcome = outcome) -> Any:
-        return decide_write_outcome(state, request, now=NOW)
+        return decide_write_outcome(state, request, now=NOW, actor=ACTOR)
 
     assert code(lambda: record(OutcomeState(None, held, tail()))) == "WRITE_NOT_FOUND"
     assert code(lambda: record(OutcomeState(intended(), None, tail()))) == "WRITER_LEASE_MISSING"
@@ -509,6 +525,7 @@ def test_a_submitted_result_states_the_files_and_head_its_proposal_shows() -> No
             contracts={"agent_runtime_result.v1": {}},
             jitter=0.0,
             proposal=proposed,
+            actor=ACTOR,
         )
 
     assert isinstance(submit(stated, proposal()), WritePlan)

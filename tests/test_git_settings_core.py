@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import LedgerError, LogTail, RetryLaterError, Timestamp, WritePlan
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.git import (
     AgentScanSpend,
     RepositoryRow,
@@ -28,6 +29,9 @@ from aios_ledger.core.git.settings import DEFAULT_SETTINGS, scan_window_start
 from aios_ledger.core.log.seals import LEDGER_CHAIN, ChainTip
 from aios_ledger.core.plan import Replay
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 NOW = Timestamp.parse("2026-12-01T10:00:00.000Z")
 REPO = "acme/widgets"
@@ -70,7 +74,7 @@ def plan_view(plan: Any) -> dict[str, Any]:
 def test_changing_settings_is_golden(golden: SnapshotAssertion) -> None:
     changed = request(secrets_baseline=BASELINE, scan_max_bytes=1 << 20, agent_scan_max_seconds=60)
     plan = decide_change_repository_settings(
-        RepositorySettingsState(repository(), None, tail()), changed, now=NOW
+        RepositorySettingsState(repository(), None, tail()), changed, now=NOW, actor=ACTOR
     )
     assert golden == plan_view(plan)
     assert isinstance(plan, WritePlan)
@@ -83,17 +87,22 @@ def test_changing_settings_is_golden(golden: SnapshotAssertion) -> None:
 
 def test_a_key_used_before_replays_before_any_compare_and_swap() -> None:
     first = decide_change_repository_settings(
-        RepositorySettingsState(repository(), None, tail()), request(scan_max_bytes=5), now=NOW
+        RepositorySettingsState(repository(), None, tail()),
+        request(scan_max_bytes=5),
+        now=NOW,
+        actor=ACTOR,
     )
     assert isinstance(first, WritePlan)
     stored = RepositorySettingsChangeRow(**first.writes[1].params)  # type: ignore[arg-type]
     # The repository moved on since (another change): the same key and request still replay.
     moved = RepositorySettingsState(repository(revision=7), stored, tail())
-    again = decide_change_repository_settings(moved, request(scan_max_bytes=5), now=NOW)
+    again = decide_change_repository_settings(
+        moved, request(scan_max_bytes=5), now=NOW, actor=ACTOR
+    )
     assert isinstance(again, Replay)
     assert again.response == {**first.response, "idempotent": True}
     with pytest.raises(LedgerError) as conflict:
-        decide_change_repository_settings(moved, request(scan_max_bytes=6), now=NOW)
+        decide_change_repository_settings(moved, request(scan_max_bytes=6), now=NOW, actor=ACTOR)
     assert conflict.value.code == "IDEMPOTENCY_CONFLICT"
 
 
@@ -108,12 +117,15 @@ def test_an_expected_revision_the_repository_is_not_at_is_a_conflict() -> None:
     )
     with pytest.raises(LedgerError) as conflict:
         decide_change_repository_settings(
-            RepositorySettingsState(repository(revision=2), None, tail()), stale, now=NOW
+            RepositorySettingsState(repository(revision=2), None, tail()),
+            stale,
+            now=NOW,
+            actor=ACTOR,
         )
     assert conflict.value.code == "REVISION_CONFLICT"
     with pytest.raises(LedgerError) as missing:
         decide_change_repository_settings(
-            RepositorySettingsState(None, None, tail()), stale, now=NOW
+            RepositorySettingsState(None, None, tail()), stale, now=NOW, actor=ACTOR
         )
     assert missing.value.code == "REPOSITORY_NOT_FOUND"
 

@@ -35,6 +35,7 @@ from aios_ledger.core import (
     Timestamp,
     decide_claim,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.rows import API_TOKENS, row_digest
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.shell import Database, TaskLedger, review_submitted, verify_log
@@ -52,6 +53,9 @@ from git_support import (
 from hostile_support import problem as refused
 from legacy_fixtures import rows
 from test_worker_e2e import AGENT, REVIEWER, create, event_types, task
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 CLI = [sys.executable, "-m", "aios_ledger.shell.cli"]
 
@@ -510,9 +514,11 @@ def test_the_core_claim_decision_holds_the_grant_before_it_looks_for_work() -> N
     )
     now = Timestamp.parse("2026-12-01T12:00:00Z")
     lease = "L" * 43
-    assert decide_claim(state, request, now=now, lease_token=lease) is None
-    assert decide_claim(state, request, now=now, lease_token=lease, grant=None) is None
+    assert decide_claim(state, request, now=now, lease_token=lease, actor=ACTOR) is None
+    assert decide_claim(state, request, now=now, lease_token=lease, grant=None, actor=ACTOR) is None
     with pytest.raises(LedgerError) as refusal:
-        decide_claim(state, request, now=now, lease_token=lease, grant=frozenset({"python"}))
+        decide_claim(
+            state, request, now=now, lease_token=lease, grant=frozenset({"python"}), actor=ACTOR
+        )
     assert refusal.value.code == "CAPABILITY_NOT_GRANTED"
     assert "gpu.secret" in refusal.value.detail

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from aios_ledger.core import ChainTip, LedgerError, LogTail
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary.records import AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.log import LEDGER_CHAIN
@@ -45,6 +46,9 @@ from aios_ledger.shell.api.tokens import issue_token
 from api_server import ApiServer
 from conftest import postgres_url
 from legacy_fixtures import binding
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 ROOT = Path(__file__).resolve().parent.parent
 PATIENCE = 60.0  # seconds a socket may wait for the server: a bound, not a speed assertion
@@ -370,7 +374,7 @@ def test_a_new_binding_whose_job_id_holds_a_slash_is_refused_and_a_stored_one_re
     tail = LogTail.read(3, [LEDGER_CHAIN], [ChainTip(LEDGER_CHAIN, 2, "sha256:" + "2" * 64)])
     slashed = binding(job_id="job/1")
     with pytest.raises(LedgerError) as refused:
-        decide_register_binding(BindingState(None, tail), slashed, now=NOW)
+        decide_register_binding(BindingState(None, tail), slashed, now=NOW, actor=ACTOR)
     assert refused.value.code == "FIELDS_INVALID" and "job_id" in refused.value.detail
     stored = BindingRow(
         task_id=slashed.task_id,
@@ -379,7 +383,7 @@ def test_a_new_binding_whose_job_id_holds_a_slash_is_refused_and_a_stored_one_re
         binding_json=canonical_json(slashed.public()),
         created_at=NOW.text,
     )
-    replay = decide_register_binding(BindingState(stored, tail), slashed, now=NOW)
+    replay = decide_register_binding(BindingState(stored, tail), slashed, now=NOW, actor=ACTOR)
     assert isinstance(replay, Replay) and replay.response["idempotent"] is True
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from aios_ledger.core import LedgerError, LogTail, Statement, Timestamp
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.archive import (
     ArchiveCandidate,
     ArchiveRequest,
@@ -38,6 +39,9 @@ from conftest import both_engines, is_postgres
 from legacy_fixtures import _postgres_reader
 from legacy_fixtures import rows as engine_rows
 from test_tasks_support import START, Clock, file_bytes
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 CUTOFF = (START + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 LATER = "2100-01-01T00:00:00Z"
@@ -351,7 +355,7 @@ def test_the_decision_lists_each_chain_before_deleting_it_and_seals_one_event() 
     state = ArchiveState(candidates, LogTail.read(40, [LEDGER_CHAIN], []))
     request = ArchiveRequest.parse(CUTOFF)
     now = Timestamp.parse("2026-09-01T00:00:00Z")
-    plan = decide_archive(state, request, now=now, archive_digest="sha256:" + "2" * 64)
+    plan = decide_archive(state, request, now=now, archive_digest="sha256:" + "2" * 64, actor=ACTOR)
     names = [write.statement for write in plan.statements()]
     assert names[0] is Statement.LIST_ARCHIVED_EVENTS
     assert names[-3:] == [
@@ -365,7 +369,11 @@ def test_the_decision_lists_each_chain_before_deleting_it_and_seals_one_event() 
     assert plan.response["task_ids"] == ["done"]
     with pytest.raises(LedgerError) as refused:
         decide_archive(
-            ArchiveState(candidates[1:], state.tail), request, now=now, archive_digest="sha256:x"
+            ArchiveState(candidates[1:], state.tail),
+            request,
+            now=now,
+            archive_digest="sha256:x",
+            actor=ACTOR,
         )
     assert refused.value.code == "NOTHING_TO_ARCHIVE"
 
@@ -525,6 +533,7 @@ def test_the_archive_decision_and_a_held_row_line_are_golden(golden: Any) -> Non
         ArchiveRequest.parse(CUTOFF),
         now=Timestamp.parse("2026-09-01T00:00:00Z"),
         archive_digest="sha256:" + "2" * 64,
+        actor=ACTOR,
     )
     writes = [[str(write.statement), write.params] for write in plan.writes]
     row = {

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 import pytest
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import EventAppend
 from aios_ledger.core.log.chained import BROKEN_LINK, ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_4
@@ -25,6 +26,9 @@ from aios_ledger.shell.db.engines.sqlite import SqliteConnection
 from aios_ledger.shell.log.export import export_log, verify_export
 from migration_support import roll_back_script
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 TASK_COLUMNS = set(record_columns(TaskRow))
 
@@ -252,7 +256,9 @@ def test_a_v2_chain_after_v4_seals_is_told_by_event_id(
 
 
 def test_the_fast_v4_seal_equals_the_checked_one() -> None:
-    event = EventAppend("t-1", "a", "TASK_CLAIMED", {"n": 1}, "2026-08-20T00:00:00.000Z")
+    event = EventAppend(
+        "t-1", "a", "TASK_CLAIMED", {"n": 1}, "2026-08-20T00:00:00.000Z", actor=ACTOR
+    )
     tail = LogTail.read(7, [chain_of("t-1")], [], seal_version=SEAL_VERSION_4)
     appended, _ = tail.append([event])
     row = appended[0].event
@@ -304,10 +310,22 @@ def test_golden_v4_seals(golden: SnapshotAssertion) -> None:
     )
     events = [
         EventAppend(
-            "t-1", None, "TASK_CREATED", {}, created.updated_at, written=created.written(None)
+            "t-1",
+            None,
+            "TASK_CREATED",
+            {},
+            created.updated_at,
+            written=created.written(None),
+            actor=ACTOR,
         ),
         EventAppend(
-            "t-1", "a", "TASK_CLAIMED", {}, claimed.updated_at, written=claimed.written(created)
+            "t-1",
+            "a",
+            "TASK_CLAIMED",
+            {},
+            claimed.updated_at,
+            written=claimed.written(created),
+            actor=ACTOR,
         ),
     ]
     tail = LogTail.read(1, [chain_of("t-1")], [], seal_version=SEAL_VERSION_4)
@@ -324,7 +342,9 @@ def test_golden_v4_seals(golden: SnapshotAssertion) -> None:
 
 def test_an_events_written_row_is_its_own_tasks() -> None:
     with pytest.raises(ValueError, match="its own task"):
-        EventAppend("t-2", None, "TASK_CREATED", {}, "x", written=_task().written(None))
+        EventAppend(
+            "t-2", None, "TASK_CREATED", {}, "x", written=_task().written(None), actor=ACTOR
+        )
 
 
 def test_the_fast_changes_text_equals_the_checked_one() -> None:

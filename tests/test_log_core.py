@@ -17,6 +17,7 @@ from aios_ledger.core import (
     canonical_json,
     chain_of,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.log import (
     GENESIS_SEAL,
@@ -36,6 +37,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
+
 EXAMPLES = 400 if os.environ.get("AIOS_SOAK") == "1" else 60
 
 Entry = tuple[EventRow, SealRow]
@@ -47,10 +51,12 @@ def seal_log(
     v2: bool = False,
     version: int | None = None,
     ids: Sequence[int] | None = None,
+    actor: str | None = None,
 ) -> list[Entry]:
     """The sealed log written out by hand, one chain per task: v1 seals, what every log written
     before seal v2 holds and must keep verifying; `v2`: v2 seals over no state rows, what plans
-    write for events that write none; `version` 3: v3 seals (PostgreSQL's), at `ids`."""
+    write for events that write none; `version` 3: v3 seals (PostgreSQL's), at `ids`; `actor`:
+    the stored actor every event names (None: events written before events named actors)."""
     version = version or (2 if v2 else 1)
     tips: dict[str, tuple[int, str]] = {}
     log: list[Entry] = []
@@ -58,7 +64,7 @@ def seal_log(
     for event_id, (task, agent, kind, payload, created) in zip(numbers, contents, strict=True):
         chain = chain_of(task)
         seq, prev = tips.get(chain, (0, GENESIS_SEAL))
-        event = EventRow(event_id, task, agent, kind, payload, created)
+        event = EventRow(event_id, task, agent, kind, payload, created, actor)
         rows = None if version == 1 else ()
         seal = seal_of(event, seq + 1, prev, rows, version=None if version == 1 else version)
         tips[chain] = (seq + 1, seal)
@@ -122,7 +128,7 @@ def test_the_fast_seal_equals_the_checked_seal() -> None:
 def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
     """The same log, sealed as a decision's plan seals it: onto the tail of an empty log."""
     events = [
-        EventAppend(task, agent, kind, loads_object(payload), created)
+        EventAppend(task, agent, kind, loads_object(payload), created, actor=ACTOR)
         for task, agent, kind, payload, created in contents
     ]
     tail = LogTail.read(1, [chain_of(event.task_id) for event in events], [])
@@ -131,7 +137,7 @@ def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
 
 
 def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
-    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, v2=True)
+    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, v2=True, actor=ACTOR.stored())
 
 
 def test_golden_v3_seal_chain_and_head(golden: SnapshotAssertion) -> None:
@@ -184,13 +190,15 @@ def test_a_seal_over_rows_is_v2_v3_or_v4() -> None:
 
 def test_the_core_seals_v3_where_the_store_numbers_events_after_the_decision() -> None:
     events = [
-        EventAppend(task, agent, kind, loads_object(payload), created)
+        EventAppend(task, agent, kind, loads_object(payload), created, actor=ACTOR)
         for task, agent, kind, payload, created in SAMPLE
     ]
     chains = [chain_of(event.task_id) for event in events]
     tail = LogTail.read(1, chains, [], seal_version=3)
     plan = sealed_plan((), events, None, tail=tail)
-    assert [(placed.event, placed.seal) for placed in plan.events] == seal_log(SAMPLE, version=3)
+    assert [(placed.event, placed.seal) for placed in plan.events] == seal_log(
+        SAMPLE, version=3, actor=ACTOR.stored()
+    )
     assert plan.tail is not None and plan.tail.seal_version == 3
     sparse = [7, 9, 12, 13, 20]
     numbered = plan.numbered(sparse)
@@ -276,7 +284,7 @@ logs = st.lists(contents, min_size=1, max_size=25)
 @given(logs)
 def test_random_logs_verify_intact(sequence: list[Any]) -> None:
     log = seal_log(sequence)
-    assert appended_by_the_core(sequence) == seal_log(sequence, v2=True)
+    assert appended_by_the_core(sequence) == seal_log(sequence, v2=True, actor=ACTOR.stored())
     by_lookup, by_tips = verify_by_lookup(log), verify_by_tips(log)
     assert by_lookup.intact, by_lookup.findings
     assert by_tips.intact, by_tips.findings
@@ -342,3 +350,28 @@ def test_the_fast_seal_equals_the_checked_seal_for_any_text(
 ) -> None:
     event = EventRow(event_id, task, agent, kind, payload, created)
     assert seal_of_stored(event, chain_seq, prev) == seal_of(event, chain_seq, prev)
+
+
+def test_a_seal_covers_the_events_actor_and_an_older_event_keeps_its_seal() -> None:
+    """An event that names its actor is sealed over it: another actor is another seal, the
+    fast and the checked seal agree; an event that names none (written before events named
+    actors) seals exactly as it was sealed before, so an older log verifies as it stands."""
+    (event, seal), *_ = seal_log(SAMPLE, v2=True)
+    assert event.actor is None
+    named = attrs.evolve(event, actor=ACTOR.stored())
+    other = attrs.evolve(event, actor=Actor("mallory", "http", ("owner",)).stored())
+    sealed = {
+        seal_of(candidate, 1, seal.prev_seal, (), version=2) for candidate in (event, named, other)
+    }
+    assert len(sealed) == 3
+    for candidate in (event, named, other):
+        assert seal_of_stored(candidate, 1, seal.prev_seal, (), version=2) == seal_of(
+            candidate, 1, seal.prev_seal, (), version=2
+        )
+    assert seal_of(event, 1, seal.prev_seal, (), version=2) == seal.seal
+    for version in (1, 2, 3, 4):
+        rows = None if version == 1 else ()
+        chosen = None if version == 1 else version
+        assert seal_of(named, 1, seal.prev_seal, rows, version=chosen) != seal_of(
+            event, 1, seal.prev_seal, rows, version=chosen
+        )

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import LedgerError, LogTail, Timestamp, WritePlan
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.archive_file import read_archive
 from aios_ledger.core.log.archived import ArchiveAccount, ArchivedChainEnd
 from aios_ledger.core.log.records import EventRow
@@ -50,6 +51,9 @@ _TABLES = (
     "runs",
     "merkle_leaves",
 )
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 
 def _snapshot(path: Path) -> dict[str, list[str]]:
@@ -240,7 +244,7 @@ def test_the_restore_decision_is_golden(archived: tuple[Path, Path], golden: Any
         {"archive_sha256": "sha256:" + "2" * 64, "idempotency_key": "restore-1"}
     )
     now = Timestamp.parse("2026-09-01T00:00:00Z")
-    plan = decide_restore(state, request, contents, now=now)
+    plan = decide_restore(state, request, contents, now=now, actor=ACTOR)
     assert isinstance(plan, WritePlan)
     statements = [str(write.statement) for write in plan.statements()]
     refusals = {}
@@ -250,7 +254,7 @@ def test_the_restore_decision_is_golden(archived: tuple[Path, Path], golden: Any
         ("taken", {"taken": frozenset({("tasks", "done-1", "seq")})}),
     ):
         with pytest.raises(LedgerError) as refused:
-            decide_restore(attrs.evolve(state, **changed), request, contents, now=now)
+            decide_restore(attrs.evolve(state, **changed), request, contents, now=now, actor=ACTOR)
         refusals[name] = refused.value.code
     assert {
         "statements": statements,

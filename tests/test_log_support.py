@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aios_ledger.core import chain_of
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import EventAppend
 from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database
@@ -29,6 +30,9 @@ TRIGGERS = (
     "event_seals_refuse_delete",
 )
 
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
+
 
 def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> EventAppend:
     return EventAppend(
@@ -37,6 +41,7 @@ def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> Eve
         event_type=kind,
         payload={"n": number, "note": "é"},
         created_at=f"2026-08-20T00:00:{number % 60:02d}Z",
+        actor=ACTOR,
     )
 
 

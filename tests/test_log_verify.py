@@ -205,7 +205,9 @@ def test_a_resealed_edit_breaks_the_next_link_and_the_head(log: Path) -> None:
     content = ("t-a", "agent-2", "TASK_HEARTBEAT", '{"n":1000}', "2026-08-20T00:00:05Z")
     # The log's seals are v2 on SQLite, v3 on PostgreSQL (over the event and the rows it wrote:
     # none here).
-    resealed = seal_of(EventRow(5, *content), row[0], row[1], (), version=row[2])
+    # The attacker keeps the event's actor, which the seal covers too.
+    actor = raw_rows(log, "SELECT actor FROM events WHERE event_id = 5")[0][0]
+    resealed = seal_of(EventRow(5, *content, actor), row[0], row[1], (), version=row[2])
     tamper(
         log,
         set_content(log, 5, content),

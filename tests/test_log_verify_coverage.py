@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import verify_export_lines
 from aios_ledger.core.runs import decide_append_run_event
 from aios_ledger.shell import Database, RunStore, TaskLedger, export_log, verify_log
@@ -43,6 +44,9 @@ from git_support import (
 from git_support import binding as git_binding
 from legacy_fixtures import dump, rows
 from test_log_support import raw_rows, tamper
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 pytest_generate_tests = both_engines
 
@@ -488,10 +492,14 @@ def test_every_append_is_a_sealed_event_covering_its_row(runs: Path) -> None:
 def _as_an_earlier_version(monkeypatch: pytest.MonkeyPatch) -> None:
     """Appends as they were before they were sealed: the CAS and the row, no event."""
 
-    def unsealed(state: Any, request: Any, *, now: Any) -> Any:
-        return attrs.evolve(decide_append_run_event(state, request, now=now), events=(), tail=None)
+    def unsealed(state: Any, request: Any, *, now: Any, actor: Any) -> Any:
+        return attrs.evolve(
+            decide_append_run_event(state, request, now=now, actor=actor), events=(), tail=None
+        )
 
     monkeypatch.setattr("aios_ledger.shell.runs.store.decide_append_run_event", unsealed)
+    # Nor did its events name their actors (migration 0026).
+    monkeypatch.setattr(Actor, "stored", lambda self: None)
 
 
 def test_run_events_appended_before_they_were_sealed_still_verify(
@@ -513,7 +521,7 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
     # dropped here: the Merkle log of 0016 (and 0024's layout of it), rebuilt from the seals
     # when they are applied again, 0018's checkpoints, 0019's attestations, 0022's spend and
     # 0025's task-list indexes; 0023, which replaces a trigger of run_events and adds an index,
-    # dropped here too), which the next open applies.
+    # dropped here too, and 0026's actor column), which the next open applies.
     tamper(
         ledger_target,
         ("DROP TABLE run_events_before_seals", ()),
@@ -529,10 +537,11 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
         ("DROP INDEX tasks_by_created", ()),
         ("DROP INDEX tasks_by_updated", ()),
         ("DROP INDEX task_proposals_by_repository_task", ()),
+        ("ALTER TABLE events DROP COLUMN actor", ()),
         (
             "DELETE FROM schema_migrations WHERE version IN "
             "('0014', '0015', '0016', '0018', '0019', '0020', '0021', '0022', '0023', '0024', "
-            "'0025')",
+            "'0025', '0026')",
             (),
         ),
     )

@@ -15,6 +15,7 @@ from aios_ledger.core import (
     Timestamp,
     chain_of,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
     ProjectionCommand,
@@ -49,6 +50,9 @@ from legacy_fixtures import (
     rows,
     runtime_envelope,
 )
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 pytest_generate_tests = both_engines
 
@@ -288,6 +292,7 @@ def test_guarded_update_that_changes_no_row_rolls_everything_back(
         envelope=runtime_envelope(),
         authorization_id=OWNER,
         source_capture_contract=result_contract(SOURCE_CAPTURE_RESULT),
+        actor=ACTOR,
     )
     rows(path, "UPDATE tasks SET revision = 7")
     before = dump(path)

@@ -18,6 +18,7 @@ from aios_ledger.core import (
     canonical_json,
     digest_bytes,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.runs import (
     EvidenceReadRequest,
@@ -39,6 +40,9 @@ from engine_support import sqlite_database
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 EXAMPLES = 200 if os.environ.get("AIOS_SOAK") == "1" else 30
 FIXED = datetime(2026, 8, 20, tzinfo=UTC)
@@ -339,17 +343,19 @@ def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     now = Timestamp.parse("2026-08-20T00:00:00Z")
     request = RunCreateRequest.from_mapping({"session_id": "s-1", "prompt": "p", "run_id": "r-1"})
     fresh = LogTail.read(1, [LEDGER_CHAIN], [])
-    created = decide_create_run(RunCreateState(None, fresh), request, now=now)
+    created = decide_create_run(RunCreateState(None, fresh), request, now=now, actor=ACTOR)
     assert isinstance(created, WritePlan) and created.tail is not None
     run = RunRow.from_row(created.response)
     append = RunEventAppendRequest.from_mapping(
         {"run_id": "r-1", "kind": "note", "payload": {"n": 1}}
     )
-    appended = decide_append_run_event(RunState(run, tail=created.tail), append, now=now)
+    appended = decide_append_run_event(
+        RunState(run, tail=created.tail), append, now=now, actor=ACTOR
+    )
     (event,) = appended.events
     assert event.event.event_type == "RUN_EVENT_APPENDED" and event.seal.chain_seq == 2
     assert [row.row_key for row in event.rows] == ["r-1 1"]
-    again = decide_create_run(RunCreateState(run, created.tail), request, now=now)
+    again = decide_create_run(RunCreateState(run, created.tail), request, now=now, actor=ACTOR)
     assert again.response == {**run.public(), "idempotent": True}
     assert golden == {"create": attrs.asdict(created), "append": attrs.asdict(appended)}
 

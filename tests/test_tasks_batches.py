@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.batches import MAX_BATCH
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH
 from aios_ledger.shell import Database, TaskLedger
@@ -16,6 +17,9 @@ from aios_ledger.shell.log.verification import verify_log
 from conftest import both_engines
 from legacy_fixtures import dump, rows
 from test_tasks_support import START, Clock, refusal
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 pytest_generate_tests = both_engines
 
@@ -296,7 +300,9 @@ def test_decisions_of_one_transaction_start_from_the_tail_the_last_plan_left(
     def beat(plans: PlanExecutor) -> Any:
         task = fetch_record(plans.conn, "get_task", {"task_id": task_id}, TaskRow)
         tail = plans.tail(chain_of(task_id))
-        plan = decide_heartbeat(TaskState(task, tail), request, now=Timestamp.from_datetime(START))
+        plan = decide_heartbeat(
+            TaskState(task, tail), request, now=Timestamp.from_datetime(START), actor=ACTOR
+        )
         plans.apply(plan)
         return tail, plan
 

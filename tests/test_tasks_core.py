@@ -42,6 +42,7 @@ from aios_ledger.core import (
     decide_verify,
     lease_token_sha256,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.tasks import (
     ABSENT,
     TASK_TRANSITIONS,
@@ -56,6 +57,9 @@ from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 NOW = Timestamp.parse("2026-08-20T00:00:10Z")
 TOKEN = "lease-token-0123456789abcdef"
@@ -106,21 +110,21 @@ def _claim(task: TaskRow) -> object:
     request = ClaimRequest.from_mapping(
         {"agent_id": "w2", "capabilities": [], "lease_seconds": 60, "task_id": "t1"}
     )
-    return decide_claim(TaskState(task, HISTORY), request, now=NOW, lease_token=TOKEN)
+    return decide_claim(TaskState(task, HISTORY), request, now=NOW, lease_token=TOKEN, actor=ACTOR)
 
 
 def _heartbeat(task: TaskRow) -> object:
     request = HeartbeatRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "lease_seconds": 60}
     )
-    return decide_heartbeat(TaskState(task, HISTORY), request, now=NOW)
+    return decide_heartbeat(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
 
 
 def _release(task: TaskRow | None) -> object:
     request = ReleaseRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "reason": "worker stopped"}
     )
-    return decide_release(TaskState(task, HISTORY), request, now=NOW)
+    return decide_release(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
 
 
 def _submit(task: TaskRow, result: Any = None) -> object:
@@ -132,7 +136,9 @@ def _submit(task: TaskRow, result: Any = None) -> object:
             "idempotency_key": "s",
         }
     )
-    return decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={}, jitter=JITTER)
+    return decide_submit(
+        TaskState(task, HISTORY), request, now=NOW, contracts={}, jitter=JITTER, actor=ACTOR
+    )
 
 
 def _verify(decision: str) -> Callable[[TaskRow], object]:
@@ -140,40 +146,40 @@ def _verify(decision: str) -> Callable[[TaskRow], object]:
         request = VerifyRequest.from_mapping(
             {"task_id": "t1", "decision": decision, "reason": "r", "idempotency_key": "v"}
         )
-        return decide_verify(TaskState(task, HISTORY), request, now=NOW, jitter=JITTER)
+        return decide_verify(TaskState(task, HISTORY), request, now=NOW, jitter=JITTER, actor=ACTOR)
 
     return run
 
 
 def _cancel(task: TaskRow) -> object:
     request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
-    return decide_cancel(TaskState(task, HISTORY), request, now=NOW)
+    return decide_cancel(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
 
 
 def _retry(task: TaskRow) -> object:
     request = RetryRequest.from_mapping(
         {"task_id": "t1", "reason": "flaky runner", "idempotency_key": "r", "extra_attempts": 2}
     )
-    return decide_retry(TaskState(task, HISTORY), request, now=NOW)
+    return decide_retry(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
 
 
 def _pause(task: TaskRow) -> object:
     request = PauseRequest.from_mapping(
         {"task_id": "t1", "reason": "freeze", "idempotency_key": "p"}
     )
-    return decide_task(TaskState(task, HISTORY), request, now=NOW)
+    return decide_task(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
 
 
 def _resume(task: TaskRow) -> object:
     request = ResumeRequest.from_mapping(
         {"task_id": "t1", "reason": "thaw", "idempotency_key": "u"}
     )
-    return decide_task(TaskState(task, HISTORY), request, now=NOW)
+    return decide_task(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
 
 
 def _expire(task: TaskRow) -> object:
     passed = task._replace(lease_expires_at="2026-08-20T00:00:05Z")
-    return decide_expire(ExpiryState((passed,), HISTORY), ExpireRequest(), now=NOW)
+    return decide_expire(ExpiryState((passed,), HISTORY), ExpireRequest(), now=NOW, actor=ACTOR)
 
 
 DRIVERS: dict[TaskOperation, tuple[Callable[[TaskRow], object], dict[str, Any]]] = {
@@ -260,12 +266,20 @@ def test_create_plan_and_replay() -> None:
         {"task": {"goal": "g", "instructions": "i"}, "idempotency_key": "k"}
     )
     fresh = LogTail.read(1, [chain_of("t9")], [])
-    plan = decide_create(TaskState(None, fresh, next_seq=1), request, now=NOW, task_id="t9")
+    plan = decide_create(
+        TaskState(None, fresh, next_seq=1), request, now=NOW, task_id="t9", actor=ACTOR
+    )
     assert isinstance(plan, WritePlan)
     assert plan.writes[0].params["status"] == "QUEUED"
     assert plan.writes[0].params["revision"] == 1
     with pytest.raises(LedgerError, match="TASK_ALREADY_EXISTS"):
-        decide_create(TaskState(row("QUEUED"), HISTORY, next_seq=2), request, now=NOW, task_id="t1")
+        decide_create(
+            TaskState(row("QUEUED"), HISTORY, next_seq=2),
+            request,
+            now=NOW,
+            task_id="t1",
+            actor=ACTOR,
+        )
 
 
 def test_a_verdict_seals_the_reviewer_the_edge_named_and_only_that() -> None:
@@ -274,7 +288,9 @@ def test_a_verdict_seals_the_reviewer_the_edge_named_and_only_that() -> None:
             {"task_id": "t1", "decision": "SUCCEEDED", "reason": "r", "idempotency_key": "v"}
             | acting
         )
-        plan = decide_verify(TaskState(row("SUBMITTED"), HISTORY), request, now=NOW, jitter=JITTER)
+        plan = decide_verify(
+            TaskState(row("SUBMITTED"), HISTORY), request, now=NOW, jitter=JITTER, actor=ACTOR
+        )
         assert isinstance(plan, WritePlan)
         (appended,) = plan.events
         payload = appended.event.payload()
@@ -335,7 +351,9 @@ def test_golden_plans(golden: SnapshotAssertion) -> None:
         }
     )
     plans = {
-        "create": decide_create(TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1"),
+        "create": decide_create(
+            TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1", actor=ACTOR
+        ),
         "claim": _claim(row("QUEUED")),
         "heartbeat": _heartbeat(row("CLAIMED")),
         "submit": _submit(row("CLAIMED")),
@@ -365,7 +383,9 @@ def _create_t1() -> object:
             "task": {"task_id": "t1", "goal": "g", "instructions": "i"},
         }
     )
-    return decide_create(TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1")
+    return decide_create(
+        TaskState(None, FRESH, next_seq=1), create, now=NOW, task_id="t1", actor=ACTOR
+    )
 
 
 # One plan of each operation of the transition table, from the task it starts from: a new
@@ -481,7 +501,9 @@ def test_an_enveloped_task_without_its_contract_refuses_results() -> None:
         }
     )
     with pytest.raises(LedgerError, match="RESULT_CONTRACT_UNKNOWN"):
-        decide_submit(TaskState(task, HISTORY), request, now=NOW, contracts={}, jitter=JITTER)
+        decide_submit(
+            TaskState(task, HISTORY), request, now=NOW, contracts={}, jitter=JITTER, actor=ACTOR
+        )
 
 
 def test_the_create_digest_covers_every_field_of_the_request() -> None:

@@ -14,6 +14,7 @@ import apsw
 import apsw.ext
 import pytest
 from aios_ledger.core import ClaimAnswer, LedgerError, lease_token_sha256
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.shell import (
     AUTHORIZATION_ENV,
@@ -44,6 +45,9 @@ from test_tasks_support import (
     seed_task,
     source_capture_result,
 )
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 pytest_generate_tests = both_engines
 
@@ -1021,7 +1025,7 @@ def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     stale = TaskState(task=TaskRow.from_row(seen), tail=tail)
     ledger.claim(agent_id="w", capabilities=[], lease_seconds=60)
     request = CancelRequest.from_mapping({"task_id": "t1", "reason": "r", "idempotency_key": "c"})
-    plan = decide_cancel(stale, request, now=Timestamp.parse("2026-08-20T00:00:00Z"))
+    plan = decide_cancel(stale, request, now=Timestamp.parse("2026-08-20T00:00:00Z"), actor=ACTOR)
     before = dump(path)
     code = refusal(lambda: ledger.database.write(lambda conn: apply_decision(conn, plan)))
     assert code == "REVISION_CONFLICT"

@@ -27,6 +27,7 @@ import json
 from typing import Annotated, Final, Literal, TypedDict
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.kinds import Identifier, OneOf, Sha256Hex
@@ -194,7 +195,9 @@ class TokenState:
     tail: LogTail
 
 
-def _event(kind: str, row: ApiTokenRow, roles: list[str], now: Timestamp) -> EventAppend:
+def _event(
+    kind: str, row: ApiTokenRow, roles: list[str], now: Timestamp, actor: Actor
+) -> EventAppend:
     payload: JsonObject = {"name": row.name, "roles": list[JsonValue](roles)}
     if kind == API_TOKEN_ISSUED:
         capabilities = row.capabilities()
@@ -206,6 +209,7 @@ def _event(kind: str, row: ApiTokenRow, roles: list[str], now: Timestamp) -> Eve
         payload=payload,
         created_at=now.text,
         rows=(row.image(),),
+        actor=actor,
     )
 
 
@@ -223,7 +227,12 @@ def _answer(row: ApiTokenRow, *, idempotent: bool) -> ApiTokenAnswer:
 
 
 def decide_issue_token(
-    state: TokenState, request: TokenIssueRequest, *, now: Timestamp, digest: Sha256Hex
+    state: TokenState,
+    request: TokenIssueRequest,
+    *,
+    now: Timestamp,
+    actor: Actor,
+    digest: Sha256Hex,
 ) -> Decision[ApiTokenAnswer]:
     """Store a new token's digest under its name (or under a revoked name again, fenced by
     the row's revision); an active name is `TOKEN_NAME_TAKEN`."""
@@ -253,12 +262,12 @@ def decide_issue_token(
             updated_at=now.text,
         )
         write = _update(row, prior.revision)
-    event = _event(API_TOKEN_ISSUED, row, request.roles, now)
+    event = _event(API_TOKEN_ISSUED, row, request.roles, now, actor)
     return sealed_plan((write,), (event,), _answer(row, idempotent=False), tail=state.tail)
 
 
 def decide_revoke_token(
-    state: TokenState, request: TokenRevokeRequest, *, now: Timestamp
+    state: TokenState, request: TokenRevokeRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[ApiTokenAnswer]:
     """Revoke the token of a name: from then on it is refused (401). Revoking a revoked name
     answers again, writing nothing; a name never issued is `TOKEN_NOT_FOUND`."""
@@ -269,7 +278,7 @@ def decide_revoke_token(
     if prior.status == REVOKED:
         return Replay(_answer(prior, idempotent=True))
     row = attrs.evolve(prior, status=REVOKED, revision=prior.revision + 1, updated_at=now.text)
-    event = _event(API_TOKEN_REVOKED, row, list(row.roles()), now)
+    event = _event(API_TOKEN_REVOKED, row, list(row.roles()), now, actor)
     return sealed_plan(
         (_update(row, prior.revision),), (event,), _answer(row, idempotent=False), tail=state.tail
     )

@@ -14,6 +14,7 @@ import binascii
 from typing import TypedDict
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.attest.dsse import Sign, sign_envelope
 from aios_ledger.core.attest.records import CommitAttestationRow
 from aios_ledger.core.attest.statements import (
@@ -126,7 +127,7 @@ class AttestRequest:
 
 
 def decide_attest_commit(
-    state: AttestState, request: AttestRequest, *, now: Timestamp
+    state: AttestState, request: AttestRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[AttestationAnswer]:
     """Record the note of the write under `key`: the write must have landed (APPLIED) and both
     Statements be about the commit it landed; one sealed `COMMIT_ATTESTED` event inserts the
@@ -180,6 +181,7 @@ def decide_attest_commit(
         },
         created_at=now.text,
         rows=(row.image(),),
+        actor=actor,
     )
     insert = SqlWrite(Statement.COMMIT_ATTESTATION_INSERT, row._asdict())
     return sealed_plan(

@@ -10,6 +10,7 @@ its sealed event, or a `Replay` (spawning an identical spec again), or raises an
 from __future__ import annotations
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary.answers import RecoveryAnswer, SpawnAnswer
 from aios_ledger.core.auxiliary.records import (
     AUXILIARY_SNAPSHOT_SCHEMA_V1,
@@ -77,7 +78,7 @@ class RecoverInterruptedRequest:
 
 
 def decide_spawn(
-    state: AuxiliaryRowState, request: CheckedSpawn, *, now: Timestamp, owner: str
+    state: AuxiliaryRowState, request: CheckedSpawn, *, now: Timestamp, actor: Actor, owner: str
 ) -> Decision[SpawnAnswer]:
     """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
     `request` is what `check_spawn` answered for the spec and its evidence; `owner` tags the
@@ -157,6 +158,7 @@ def decide_spawn(
                 },
                 created_at=now.text,
                 rows=(row.image(),),
+                actor=actor,
             ),
         ),
         answer,
@@ -165,7 +167,7 @@ def decide_spawn(
 
 
 def decide_transition(
-    state: AuxiliaryRowState, request: AuxiliaryTransitionRequest, *, now: Timestamp
+    state: AuxiliaryRowState, request: AuxiliaryTransitionRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[AuxiliaryRunRow]:
     """Move a run along the table; the UPDATE is a CAS on its revision. The answer is the run's
     row as written."""
@@ -174,13 +176,13 @@ def decide_transition(
     if row is None:
         raise AuxiliaryRunError("RUN_NOT_FOUND", f"no auxiliary run {request.aux_id!r}")
     write, event, after = _transition(
-        row, request.target, now=now, output=request.output, error=request.error
+        row, request.target, now=now, output=request.output, error=request.error, actor=actor
     )
     return sealed_plan((write,), (event,), after, tail=state.tail)
 
 
 def decide_stop(
-    state: AuxiliaryRowState, request: AuxiliaryStopRequest, *, now: Timestamp
+    state: AuxiliaryRowState, request: AuxiliaryStopRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[AuxiliaryRunRow] | None:
     """End an unfinished run CANCELLED with the request's error; None for a run that has
     already ended, which stays as it ended."""
@@ -191,11 +193,11 @@ def decide_stop(
     cancel = AuxiliaryTransitionRequest(
         aux_id=request.aux_id, target=AuxiliaryRunState.CANCELLED, error=request.error
     )
-    return decide_transition(state, cancel, now=now)
+    return decide_transition(state, cancel, now=now, actor=actor)
 
 
 def decide_recover_interrupted(
-    state: UnfinishedRunsState, request: RecoverInterruptedRequest, *, now: Timestamp
+    state: UnfinishedRunsState, request: RecoverInterruptedRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[RecoveryAnswer]:
     """Fail, as INTERRUPTED, every unfinished run whose owning process is gone."""
     require_timestamp(now)
@@ -209,7 +211,7 @@ def decide_recover_interrupted(
             "INTERRUPTED", f"the process that ran it ({row.owner}) stopped while it was {row.state}"
         )
         write, event, _ = _transition(
-            row, AuxiliaryRunState.FAILED, now=now, output=None, error=error
+            row, AuxiliaryRunState.FAILED, now=now, output=None, error=error, actor=actor
         )
         writes.append(write)
         events.append(event)
@@ -223,6 +225,7 @@ def _transition(
     target: AuxiliaryRunState,
     *,
     now: Timestamp,
+    actor: Actor,
     output: AuxiliaryRunOutput | None,
     error: AuxiliaryRunError | None,
 ) -> tuple[SqlWrite, EventAppend, AuxiliaryRunRow]:
@@ -268,5 +271,6 @@ def _transition(
         payload=payload,
         created_at=updated.text,
         rows=(after.image(),),
+        actor=actor,
     )
     return write, event, after

@@ -13,6 +13,7 @@ INTENDED and its lease held, and the same decision, fed the ref as read later, r
 from __future__ import annotations
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.answers import (
@@ -101,6 +102,7 @@ def decide_register_repository(
     request: RegisterRepositoryRequest,
     *,
     now: Timestamp,
+    actor: Actor,
     head_branch: str | None,
 ) -> Decision[RepositoryAnswer]:
     """Register a bare repository under the name bindings use, with its protected patterns
@@ -156,6 +158,7 @@ def decide_register_repository(
         },
         created_at=now.text,
         rows=(row.image(),),
+        actor=actor,
     )
     insert = SqlWrite(Statement.GOVERNED_REPOSITORY_INSERT, row._asdict())
     return sealed_plan(
@@ -205,7 +208,11 @@ def _settings_answer(change: RepositorySettingsChangeRow) -> RepositorySettingsA
 
 
 def decide_change_repository_settings(
-    state: RepositorySettingsState, request: RepositorySettingsRequest, *, now: Timestamp
+    state: RepositorySettingsState,
+    request: RepositorySettingsRequest,
+    *,
+    now: Timestamp,
+    actor: Actor,
 ) -> Decision[RepositorySettingsAnswer]:
     """Change a registered repository's settings (those the request gives), as its owner:
     one compare-and-swap of its row on its revision (and on `expected_revision`, when given:
@@ -277,6 +284,7 @@ def decide_change_repository_settings(
         },
         created_at=now.text,
         rows=(after.image(), change.image()),
+        actor=actor,
     )
     return sealed_plan((update, insert), (event,), answer, tail=state.tail)
 
@@ -420,7 +428,7 @@ def proposal_replay(
 
 
 def decide_record_proposal(
-    state: ProposalState, request: ProposalRecord, *, now: Timestamp
+    state: ProposalState, request: ProposalRecord, *, now: Timestamp, actor: Actor
 ) -> Decision[ProposalAnswer]:
     """Record what an attempt's agent proposed, under the attempt's lease, with the facts the
     ledger computes from it. The same bundle again is a replay; another one for the same
@@ -486,6 +494,7 @@ def decide_record_proposal(
         },
         created_at=now.text,
         rows=(row.image(),),
+        actor=actor,
     )
     insert = SqlWrite(Statement.TASK_PROPOSAL_INSERT, row._asdict())
     return sealed_plan((insert,), (event,), proposal_answer(row, idempotent=False), tail=state.tail)
@@ -503,7 +512,7 @@ class ScanChargeState:
 
 
 def decide_charge_scan(
-    state: ScanChargeState, request: ScanCharge, *, now: Timestamp
+    state: ScanChargeState, request: ScanCharge, *, now: Timestamp, actor: Actor
 ) -> Decision[ScanChargeAnswer]:
     """Charge what a refused scan cost to the agent whose proposal it was: no proposal is
     recorded (the refusal stands), but the scanning happened, and its agent's window counts it
@@ -539,6 +548,7 @@ def decide_charge_scan(
         },
         created_at=now.text,
         rows=(row.image(),),
+        actor=actor,
     )
     insert = SqlWrite(Statement.AGENT_SCAN_CHARGE_INSERT, row._asdict())
     return sealed_plan((insert,), (event,), scan_charge_answer(row), tail=state.tail)
@@ -607,7 +617,7 @@ def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
 
 
 def decide_write_intent(
-    state: WriteState, request: WriteRequest, *, now: Timestamp
+    state: WriteState, request: WriteRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
     """Intend to move the binding's target to the proposal's head: every check the ledger can
     make, the writer lease taken, the sealed `GOVERNED_WRITE_INTENDED` event."""
@@ -692,6 +702,7 @@ def decide_write_intent(
         },
         created_at=now.text,
         rows=(lease_after.image(), row.image()),
+        actor=actor,
     )
     insert = SqlWrite(Statement.GOVERNED_WRITE_INSERT, row._asdict())
     return sealed_plan(
@@ -728,7 +739,7 @@ def outcome_of(
 
 
 def decide_write_outcome(
-    state: OutcomeState, request: WriteOutcome, *, now: Timestamp
+    state: OutcomeState, request: WriteOutcome, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
     """Record what became of an intended write, from the ref as read, and free its lease; an
     applied write raises the lease's generation to its own. A write already settled replays."""
@@ -790,6 +801,7 @@ def decide_write_outcome(
         payload=payload,
         created_at=now.text,
         rows=(lease_after.image(), after.image()),
+        actor=actor,
     )
     return sealed_plan(
         (lease_write, update), (event,), write_answer(after, idempotent=False), tail=state.tail

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.archived import (
@@ -123,6 +124,7 @@ def decide_archive(
     request: ArchiveRequest,
     *,
     now: Timestamp,
+    actor: Actor,
     archive_digest: str,
 ) -> WritePlan[ArchiveAnswer]:
     """The listings, the deletes and the sealed TASKS_ARCHIVED event; `archive_digest` is the
@@ -154,7 +156,7 @@ def decide_archive(
         "events": sum(candidate.events for candidate in chosen),
         "chains": [_chain_record(candidate) for candidate in chosen],
     }
-    event = EventAppend(None, None, TASKS_ARCHIVED, payload, now.text)
+    event = EventAppend(None, None, TASKS_ARCHIVED, payload, now.text, actor=actor)
     answer: ArchiveAnswer = {
         "archived": len(chosen),
         "events": sum(candidate.events for candidate in chosen),

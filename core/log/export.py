@@ -1,7 +1,9 @@
 """The export format of the sealed log: JSON lines, checked offline by the same verifier.
 
 Line 1 is a header `{"schema": EXPORT_SCHEMA, "scope": "all"}` (or `"task"` with `task_id`);
-then one line per event in id order with its content exactly as stored and its seal, chain,
+then one line per event in id order with its content exactly as stored (its `actor` too, null
+for an event written before events named their actors; an older export's lines have no such
+field, and read as null) and its seal, chain,
 chain_seq, prev_seal, seal_version, (v4) `row_changes` and `chained_row_digest` (only on a line
 whose seal holds them) and (v2, v3, v4) the state rows the seal covers (`rows`); an export of
 everything then holds one line per current state row, `{"state": table, "key": key, "digest":
@@ -80,6 +82,9 @@ from aios_ledger.core.runs.evidence import RUN_CREATED
 EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 EVENT_FIELDS = record_columns(EventRow)
+# Who caused the event: on every line written since events named their actors (null for an
+# event that names none), absent from a line written before.
+ACTOR_FIELD = "actor"
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
 # A v4 seal's own columns: on the line of a seal that holds them, absent from any other.
 CHAINED_FIELDS = ("row_changes", "chained_row_digest")
@@ -354,8 +359,11 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[Row
     """One event line; the content's types are left to the verifier (a changed type is a
     changed event), only the shape of the line is checked here."""
     fields = set(EVENT_FIELDS) | set(SEAL_FIELDS) | {ROWS_FIELD}
-    if not isinstance(raw, Mapping) or set(raw) not in (fields, fields | set(CHAINED_FIELDS)):
+    shapes = (fields, fields | set(CHAINED_FIELDS))
+    if not isinstance(raw, Mapping) or (set(raw) | {ACTOR_FIELD}) not in shapes:
         raise LedgerError("EXPORT_INVALID", "an event line must hold exactly the export fields")
+    if ACTOR_FIELD not in raw:  # written before events named their actors
+        raw = {**raw, ACTOR_FIELD: None}
     event_id = raw["event_id"]
     if not isinstance(event_id, int) or isinstance(event_id, bool) or event_id < 1:
         raise LedgerError("EXPORT_INVALID", "event_id must be a positive integer")

@@ -37,6 +37,9 @@ class EventRow:
     event_type: str
     payload_json: str
     created_at: str
+    # Who caused it (`core.actors`, canonical JSON); None for an event written before actors
+    # were recorded.
+    actor: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EventRow:
@@ -62,6 +65,7 @@ class EventRow:
                 "event_type": self.event_type,
                 "payload_json": self.payload_json,
                 "created_at": self.created_at,
+                "actor": self.actor,
             },
         )
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import Identifier, PrefixedDigest
@@ -176,6 +177,7 @@ def decide_restore(
     contents: ArchiveContents,
     *,
     now: Timestamp,
+    actor: Actor,
 ) -> Decision[RestoreAnswer]:
     """The inserts, the listing deletes and the sealed TASKS_RESTORED event, or a refusal."""
     require_timestamp(now)
@@ -228,7 +230,7 @@ def decide_restore(
         "restore_event_id": restore_event_id,
         "task_ids": [task.task_id for task in tasks],
     }
-    event = EventAppend(None, None, TASKS_RESTORED, payload, now.text)
+    event = EventAppend(None, None, TASKS_RESTORED, payload, now.text, actor=actor)
     if request.idempotency_key is not None:
         first = FirstAnswerRow(
             idempotency_key=request.idempotency_key,

@@ -14,7 +14,9 @@ changed (`row_changes`) and the chained row digest over them and the chain's pre
 (`core.log.rows.chained_row_digest`), both kept in the seal's own row, so that a transition
 digests what it changed rather than the whole 27-column row. v1 seals (written at the adoption
 of an older runtime's log, and before v2) keep verifying as they are. There is one chain per
-task (and one for ledger-level events without a task).
+task (and one for ledger-level events without a task). Every version covers the event's actor
+(`core.actors`) when it names one; an event written before actors were recorded names none,
+and its seal's document has no `actor` key, as when it was written.
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ def _seal_document(
         "chain_seq": chain_seq,
         "prev_seal": prev_seal,
     }
+    if event.actor is not None:
+        document["actor"] = event.actor
     if version != SEAL_VERSION_3:
         document["event_id"] = event.event_id
     if rows is not None:
@@ -170,6 +174,7 @@ def _plainly_typed(
     chained: ChainedRow | None,
 ) -> bool:
     texts: tuple[object, ...] = (
+        event.actor,
         event.task_id,
         event.agent_id,
         event.event_type,
@@ -210,7 +215,8 @@ def seal_of_stored(
         changes, digest = chained.changes, chained.digest
     text = "".join(
         (
-            '{"agent_id":',
+            "{" if event.actor is None else '{"actor":' + _ascii(event.actor) + ",",
+            '"agent_id":',
             "null" if agent is None else _ascii(agent),
             ',"chain":',
             _ascii(chain_of(task)),

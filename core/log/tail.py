@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.records import (
@@ -64,6 +65,8 @@ class EventAppend:
     created_at: str
     rows: tuple[RowImage, ...] = ()
     written: RowWrite | None = None
+    # Who caused it: every event a decision appends names its actor.
+    actor: Actor = attrs.field(kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         written = self.written
@@ -138,6 +141,7 @@ class LogTail:
                 event.event_type,
                 event.payload_json(),
                 event.created_at,
+                event.actor.stored(),
             )
             images = event.rows
             if event.written is not None and self.seal_version != SEAL_VERSION_4:

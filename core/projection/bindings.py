@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
@@ -31,7 +32,7 @@ class BindingState:
 
 
 def decide_register_binding(
-    state: BindingState, request: GovernedExecutionBinding, *, now: Timestamp
+    state: BindingState, request: GovernedExecutionBinding, *, now: Timestamp, actor: Actor
 ) -> Decision[BindingAnswer]:
     """Store the binding, or replay the same binding; another one for the same task and job
     is `GOVERNED_BINDING_CONFLICT`."""
@@ -74,6 +75,7 @@ def decide_register_binding(
         payload={"task_id": binding.task_id, "job_id": binding.job_id, "binding_sha256": digest},
         created_at=now.text,
         rows=(row.image(),),
+        actor=actor,
     )
     return sealed_plan((insert,), (event,), answer, tail=state.tail)
 

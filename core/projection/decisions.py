@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.contracts.checks import require_contract
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
@@ -241,6 +242,7 @@ def decide_projection(
     request: ProjectionCommand,
     *,
     now: Timestamp,
+    actor: Actor,
     envelope: object,
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
@@ -254,7 +256,7 @@ def decide_projection(
     if isinstance(prepared, Replay):
         return prepared
     return _checked_plan(
-        state, request.task_id, request.request, now, envelope, source_capture_contract
+        state, request.task_id, request.request, now, envelope, source_capture_contract, actor
     )
 
 
@@ -265,6 +267,7 @@ def _checked_plan(
     now: Timestamp,
     envelope: object,
     source_capture_contract: Mapping[str, object],
+    actor: Actor,
 ) -> WritePlan[ProjectionAnswer]:
     """The checks past authorization and replay, in the contract's order, then the plan."""
     task = _require_task(task_id, state.task)
@@ -279,7 +282,7 @@ def _checked_plan(
     checked = _check_envelope(task, request, envelope)
     if isinstance(request, SourceCaptureProjectionRecoveryRequest) and verified_result is not None:
         recovery = _check_capture_matches_envelope(verified_result, checked, request)
-    return _plan(task, request, metadata, checked, recovery, now, state.tail)
+    return _plan(task, request, metadata, checked, recovery, now, actor, state.tail)
 
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:
@@ -501,6 +504,7 @@ def _plan(
     envelope: JsonObject,
     recovery: JsonObject,
     now: Timestamp,
+    actor: Actor,
     tail: LogTail,
 ) -> WritePlan[ProjectionAnswer]:
     is_recovery = isinstance(request, SourceCaptureProjectionRecoveryRequest)
@@ -574,5 +578,6 @@ def _plan(
         created_at=now.text,
         rows=(ledger_row.image(ledger_table),),
         written=projected.written(task),
+        actor=actor,
     )
     return sealed_plan((update, ledger), (event,), answer, tail=tail)

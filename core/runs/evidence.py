@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, cast
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, check_json, encode_checked
@@ -315,18 +316,18 @@ class AttemptRunState:
 
 
 def decide_create_run(
-    state: RunCreateState, request: RunCreateRequest, *, now: Timestamp
+    state: RunCreateState, request: RunCreateRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RunAnswer]:
     """A new run, or the same run again when `run_id` already names an identical one; the
     answer is the run's row (`RunRow` fields). The ledger's own forms are RUN_ID_RESERVED
     (`core/runs/attempts.py`): an attempt's run is created by its claim."""
     require_timestamp(now)
     refuse_reserved(request.session_id, request.run_id)
-    return _create_run(state.existing, request, state.tail, now)
+    return _create_run(state.existing, request, state.tail, now, actor)
 
 
 def decide_create_attempt_run(
-    state: AttemptRunState, request: AttemptRunRequest, *, now: Timestamp
+    state: AttemptRunState, request: AttemptRunRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RunAnswer]:
     """The evidence run of an attempt that was claimed, as its claim would have created it:
     for a claim recorded by a ledger from before claims created their runs. The run of an
@@ -347,11 +348,11 @@ def decide_create_attempt_run(
             "run_id": evidence_run(task_id, attempt),
         }
     )
-    return _create_run(state.existing, run, state.tail, now)
+    return _create_run(state.existing, run, state.tail, now, actor)
 
 
 def _create_run(
-    existing: RunRow | None, request: RunCreateRequest, tail: LogTail, now: Timestamp
+    existing: RunRow | None, request: RunCreateRequest, tail: LogTail, now: Timestamp, actor: Actor
 ) -> Decision[RunAnswer]:
     if existing is not None:
         if existing.session_id != request.session_id or existing.prompt != request.prompt:
@@ -375,6 +376,7 @@ def _create_run(
         payload={"run_id": request.run_id, "session_id": request.session_id},
         created_at=now.text,
         rows=(RunIdentity(run.run_id, run.session_id, run.prompt, run.created_at).image(),),
+        actor=actor,
     )
     return sealed_plan(
         (SqlWrite(Statement.INSERT_RUN, row),),
@@ -397,7 +399,7 @@ def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
 
 
 def decide_append_run_event(
-    state: RunState, request: RunEventAppendRequest, *, now: Timestamp
+    state: RunState, request: RunEventAppendRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[RunEventAnswer]:
     """The next event of a run: a CAS on the run's event count (its revision), the event row,
     which is also the answer (`RunEventRow` fields), and a sealed `RUN_EVENT_APPENDED` event on
@@ -440,6 +442,7 @@ def decide_append_run_event(
         payload={"run_id": row.run_id, "seq": row.seq, "kind": row.kind},
         created_at=now.text,
         rows=(row.image(),),
+        actor=actor,
     )
     return sealed_plan(
         # The answer is the row: its values are the statement's parameters.

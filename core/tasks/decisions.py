@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import attrs
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.policy import require_stated_work
@@ -116,7 +117,7 @@ from aios_ledger.core.tasks.transitions import (
     TASK_RELEASED,
     TASK_REQUEUED,
     TASK_VERIFIED,
-    Actor,
+    EventAgent,
     Lease,
     Step,
     TaskOperation,
@@ -195,8 +196,9 @@ class ExpiryState:
 
 @attrs.frozen
 class _Inputs:
-    """What the shell drew or configured for a decision (None: not given)."""
+    """What the shell drew or configured for a decision (None: not given), and who acts."""
 
+    actor: Actor
     task_id: str | None = None
     lease_token: str | None = None
     lease_tokens: tuple[str, ...] = ()
@@ -298,6 +300,7 @@ def _event(
     agent_id: str | None,
     *,
     before: TaskRow | None,
+    actor: Actor,
 ) -> EventAppend:
     """The event of a transition that wrote `task` (the row after it; `before`, the row it
     moved, None when it inserted it): its seal covers the row (`TaskRow.written`)."""
@@ -308,6 +311,7 @@ def _event(
         payload=payload,
         created_at=task.updated_at,
         written=task.written(before),
+        actor=actor,
     )
 
 
@@ -346,10 +350,10 @@ def _check_holder(task: TaskRow, agent_id: str | None) -> None:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task.task_id!r} is held by another agent")
 
 
-def _actor(actor: Actor, before: TaskRow, request: Any) -> str | None:
-    if actor is Actor.HOLDER:
+def _agent_of(agent: EventAgent, before: TaskRow, request: Any) -> str | None:
+    if agent is EventAgent.HOLDER:
         return before.claimed_by
-    if actor is Actor.CLAIMER:
+    if agent is EventAgent.CLAIMER:
         return cast(str, request.agent_id)
     return None
 
@@ -373,6 +377,7 @@ def _move(
     changes: Mapping[str, Any] | None = None,
     payload: Callable[[Step], JsonObject] | None = None,
     lease_token: str | None = None,
+    actor: Actor,
 ) -> _Move:
     """The move `row` makes of `task` to `status`: the lease as the row says, the operation's
     own column `changes`, one more revision; its event with the row's facts (and `payload`'s)."""
@@ -387,7 +392,9 @@ def _move(
     facts: JsonObject = {fact.key: fact.read(step) for fact in row.payload}
     if payload is not None:
         facts.update(payload(step))
-    event = _event(after, row.event, facts, _actor(row.actor, task, request), before=task)
+    event = _event(
+        after, row.event, facts, _agent_of(row.agent, task, request), before=task, actor=actor
+    )
     return _Move(after, _cas(task, after), event)
 
 
@@ -417,6 +424,7 @@ def decide_task(
     request: TaskRequest[Any],
     *,
     now: Timestamp,
+    actor: Actor,
     task_id: str | None = None,
     lease_token: str | None = None,
     lease_tokens: Sequence[str] = (),
@@ -433,6 +441,7 @@ def decide_task(
     require_timestamp(now)
     row = operation_of(request)
     inputs = _Inputs(
+        actor=actor,
         task_id=task_id,
         lease_token=lease_token,
         lease_tokens=tuple(lease_tokens),
@@ -442,7 +451,7 @@ def decide_task(
         grant=grant,
     )
     if isinstance(state, ExpiryState):
-        return _decide_expire(row, state, _typed(request, ExpireRequest), now)
+        return _decide_expire(row, state, _typed(request, ExpireRequest), now, actor)
     special = _SPECIAL.get(row.name)
     if special is not None:
         return special(row, state, request, inputs, now)
@@ -511,7 +520,9 @@ def _decide_one(
     changes = None if rules.changes is None else rules.changes(task, request, inputs, now, status)
     records = None if rules.records is None else rules.records(task, request, state, now)
     payload = rules.payload if records is None else _with_facts(rules.payload, records.facts)
-    move = _move(row, task, request, now, status, changes=changes, payload=payload)
+    move = _move(
+        row, task, request, now, status, changes=changes, payload=payload, actor=inputs.actor
+    )
     writes, events = [move.write], [move.event]
     if records is not None:
         writes.extend(records.writes)
@@ -597,7 +608,14 @@ def _submit_then(
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
-    return _judged(submitted, judgement, now, jitter=inputs.jitter or 0.0, automatic=True)
+    return _judged(
+        submitted,
+        judgement,
+        now,
+        jitter=inputs.jitter or 0.0,
+        automatic=True,
+        actor=inputs.actor,
+    )
 
 
 def _submit_spend(
@@ -687,7 +705,13 @@ def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
 
 
 def _judged(
-    task: TaskRow, judgement: Judgement, now: Timestamp, *, jitter: float, automatic: bool
+    task: TaskRow,
+    judgement: Judgement,
+    now: Timestamp,
+    *,
+    jitter: float,
+    automatic: bool,
+    actor: Actor,
 ) -> _Move:
     """A SUBMITTED task after `judgement`, and its TASK_VERIFIED event. NEEDS_REWORK goes back
     to QUEUED behind the task's backoff (its `attempt`-th retry), or FAILED when used up."""
@@ -697,7 +721,14 @@ def _judged(
         task, judgement, now, jitter=jitter, status=status, automatic=automatic
     )
     return _move(
-        row, task, judgement, now, status, changes=changes, payload=_judgement_payload(automatic)
+        row,
+        task,
+        judgement,
+        now,
+        status,
+        changes=changes,
+        payload=_judgement_payload(automatic),
+        actor=actor,
     )
 
 
@@ -818,7 +849,11 @@ def _decide_create(
     first = _first_answer(idempotency_key, row.name, task_id, digest, answer, now)
     return sealed_plan(
         (insert, _answer_write(first)),
-        (_answered(_event(task, row.event, payload, None, before=None), first),),
+        (
+            _answered(
+                _event(task, row.event, payload, None, before=None, actor=inputs.actor), first
+            ),
+        ),
         answer,
         tail=state.tail,
     )
@@ -933,6 +968,7 @@ def _claimed(
     lease_token: str,
     digest: str | None,
     now: Timestamp,
+    actor: Actor,
 ) -> tuple[list[SqlWrite], EventAppend, ClaimAnswer]:
     """One task claimed: its move, the attempt's evidence run the claim creates (its seal
     covers both rows, so that `verify` proves the run as it proves a run created on its own),
@@ -952,6 +988,7 @@ def _claimed(
         changes={"attempt": task.attempt + 1},
         payload=with_run,
         lease_token=lease_token,
+        actor=actor,
     )
     claimed = move.after
     envelope = task_envelope(task)
@@ -1025,7 +1062,7 @@ def _decide_claim(
     events: list[EventAppend] = []
     requeued: dict[str, TaskRow] = {}
     for task in _passed_leases(state, now):
-        move = _move(expire, task, None, now, expire.next_status(task, None))
+        move = _move(expire, task, None, now, expire.next_status(task, None), actor=inputs.actor)
         writes.append(move.write)
         events.append(move.event)
         requeued[task.task_id] = move.after
@@ -1040,7 +1077,7 @@ def _decide_claim(
         chosen = first_claimable(_claim_pool(state, requeued), claim.capabilities, now, count)
     answers: list[ClaimAnswer] = []
     for task, token in zip(chosen, tokens, strict=False):
-        claim_writes, event, answer = _claimed(row, task, claim, token, digest, now)
+        claim_writes, event, answer = _claimed(row, task, claim, token, digest, now, inputs.actor)
         writes.extend(claim_writes)
         events.append(event)
         answers.append(answer)
@@ -1063,7 +1100,7 @@ _SPECIAL: Mapping[
 
 
 def _decide_expire(
-    row: TaskTransition, state: ExpiryState, request: ExpireRequest, now: Timestamp
+    row: TaskTransition, state: ExpiryState, request: ExpireRequest, now: Timestamp, actor: Actor
 ) -> WritePlan[ExpireAnswer] | None:
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
@@ -1073,7 +1110,7 @@ def _decide_expire(
             break
         if task.status != TaskStatus.CLAIMED or not _passed(task.lease_expires_at, now):
             continue
-        move = _move(row, task, request, now, row.next_status(task, request))
+        move = _move(row, task, request, now, row.next_status(task, request), actor=actor)
         writes.append(move.write)
         events.append(move.event)
         expired.append(task_summary(move.after))
@@ -1088,11 +1125,13 @@ def _decide_expire(
 
 
 def decide_create(
-    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, task_id: str
+    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, actor: Actor, task_id: str
 ) -> Decision[CreateAnswer]:
     """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
     require_timestamp(now)
-    decision = decide_task(state, _typed(request, TaskCreateCommand), now=now, task_id=task_id)
+    decision = decide_task(
+        state, _typed(request, TaskCreateCommand), now=now, actor=actor, task_id=task_id
+    )
     return cast(Decision[CreateAnswer], decision)
 
 
@@ -1101,6 +1140,7 @@ def decide_claim(
     request: ClaimRequest,
     *,
     now: Timestamp,
+    actor: Actor,
     lease_token: str,
     grant: frozenset[str] | None = None,
 ) -> Decision[ClaimAnswer | None] | None:
@@ -1110,26 +1150,31 @@ def decide_claim(
     whose answer is None when leases were taken over and then nothing was claimable."""
     require_timestamp(now)
     decision = decide_task(
-        state, _typed(request, ClaimRequest), now=now, lease_token=lease_token, grant=grant
+        state,
+        _typed(request, ClaimRequest),
+        now=now,
+        actor=actor,
+        lease_token=lease_token,
+        grant=grant,
     )
     return cast(Decision[ClaimAnswer | None] | None, decision)
 
 
 def decide_heartbeat(
-    state: TaskState, request: HeartbeatRequest, *, now: Timestamp
+    state: TaskState, request: HeartbeatRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[HeartbeatAnswer]:
     require_timestamp(now)
-    decision = decide_task(state, _typed(request, HeartbeatRequest), now=now)
+    decision = decide_task(state, _typed(request, HeartbeatRequest), now=now, actor=actor)
     return cast(Decision[HeartbeatAnswer], decision)
 
 
 def decide_release(
-    state: TaskState, request: ReleaseRequest, *, now: Timestamp
+    state: TaskState, request: ReleaseRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[ReleaseAnswer]:
     """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
     (the attempt stays counted, as when a lease expires)."""
     require_timestamp(now)
-    decision = decide_task(state, _typed(request, ReleaseRequest), now=now)
+    decision = decide_task(state, _typed(request, ReleaseRequest), now=now, actor=actor)
     return cast(Decision[ReleaseAnswer], decision)
 
 
@@ -1138,6 +1183,7 @@ def decide_submit(
     request: SubmitRequest,
     *,
     now: Timestamp,
+    actor: Actor,
     contracts: Mapping[str, Mapping[str, object]],
     jitter: float,
     proposal: ProposalRow | None = None,
@@ -1151,6 +1197,7 @@ def decide_submit(
         state,
         _typed(request, SubmitRequest),
         now=now,
+        actor=actor,
         contracts=contracts,
         jitter=jitter,
         proposal=proposal,
@@ -1163,6 +1210,7 @@ def decide_verify(
     request: VerifyRequest,
     *,
     now: Timestamp,
+    actor: Actor,
     jitter: float,
     reviewer: str | None = None,
 ) -> Decision[VerifyAnswer]:
@@ -1174,34 +1222,34 @@ def decide_verify(
     verify = _typed(request, VerifyRequest)
     if reviewer is not None and verify.agent_id is None:
         verify = VerifyRequest.from_mapping({**wire_form(verify), "agent_id": reviewer})
-    decision = decide_task(state, verify, now=now, jitter=jitter)
+    decision = decide_task(state, verify, now=now, actor=actor, jitter=jitter)
     return cast(Decision[VerifyAnswer], decision)
 
 
 def decide_cancel(
-    state: TaskState, request: CancelRequest, *, now: Timestamp
+    state: TaskState, request: CancelRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[CancelAnswer]:
     require_timestamp(now)
-    decision = decide_task(state, _typed(request, CancelRequest), now=now)
+    decision = decide_task(state, _typed(request, CancelRequest), now=now, actor=actor)
     return cast(Decision[CancelAnswer], decision)
 
 
 def decide_retry(
-    state: TaskState, request: RetryRequest, *, now: Timestamp
+    state: TaskState, request: RetryRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RetryAnswer]:
     """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
     require_timestamp(now)
-    decision = decide_task(state, _typed(request, RetryRequest), now=now)
+    decision = decide_task(state, _typed(request, RetryRequest), now=now, actor=actor)
     return cast(Decision[RetryAnswer], decision)
 
 
 def decide_expire(
-    state: ExpiryState, request: ExpireRequest, *, now: Timestamp
+    state: ExpiryState, request: ExpireRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[ExpireAnswer] | None:
     """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
     QUEUED (FAILED when used up); None when no lease has passed."""
     require_timestamp(now)
     if not isinstance(state, ExpiryState):
         raise LedgerError("FIELDS_INVALID", "expiring leases reads an ExpiryState")
-    decision = decide_task(state, _typed(request, ExpireRequest), now=now)
+    decision = decide_task(state, _typed(request, ExpireRequest), now=now, actor=actor)
     return cast(WritePlan[ExpireAnswer] | None, decision)

@@ -191,7 +191,7 @@ class Lease(enum.StrEnum):
     KEEP = "keep"  # as it was (a task that holds none keeps none)
 
 
-class Actor(enum.StrEnum):
+class EventAgent(enum.StrEnum):
     """Whose agent an operation's event names (`events.agent_id`)."""
 
     HOLDER = "holder"  # the agent that held the task before the operation
@@ -247,7 +247,7 @@ class TaskTransition:
     outcome: TaskOperation | Callable[[TaskRow, Any], TaskOperation]
     payload: tuple[Fact, ...]
     answer: tuple[Fact, ...]
-    actor: Actor
+    agent: EventAgent
     role: str | None
     route: str | None
     summary: str
@@ -281,7 +281,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.CREATE,
                 payload=(),  # the task's own fields: the decision's
                 answer=(),
-                actor=Actor.NOBODY,
+                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route=None,  # POST /v1/tasks
                 summary="create one task or a batch",
@@ -296,7 +296,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.CLAIM,
                 payload=(ATTEMPT, LEASE_EXPIRES_AT),  # and the attempt's evidence run
                 answer=(),  # the task's fields, its envelope and the lease token
-                actor=Actor.CLAIMER,
+                agent=EventAgent.CLAIMER,
                 role=AGENT,
                 route=None,  # POST /v1/claims
                 summary="claim (long poll up to 60 s)",
@@ -311,7 +311,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.HEARTBEAT,
                 payload=(ATTEMPT, LEASE_EXPIRES_AT),
                 answer=(),
-                actor=Actor.HOLDER,
+                agent=EventAgent.HOLDER,
                 role=AGENT,
                 route="heartbeat",
                 summary="extend the lease",
@@ -326,7 +326,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=lambda task, _: release_operation(attempts_left=_attempts_left(task)),
                 payload=(ATTEMPT, REASON, NEXT_STATE),
                 answer=(),
-                actor=Actor.HOLDER,
+                agent=EventAgent.HOLDER,
                 role=AGENT,
                 route="release",
                 summary="give the lease back",
@@ -341,7 +341,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.SUBMIT,
                 payload=(ATTEMPT, RESULT_DIGEST, IDEMPOTENCY_KEY),
                 answer=(RESULT_DIGEST,),
-                actor=Actor.HOLDER,
+                agent=EventAgent.HOLDER,
                 role=AGENT,
                 route="result",
                 summary="hand the result back",
@@ -358,7 +358,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 ),
                 payload=(DECISION, NEXT_STATE, REASON),  # and the backoff's not_before
                 answer=(DECISION, NEXT_STATE, RESULT_DIGEST),
-                actor=Actor.NOBODY,
+                agent=EventAgent.NOBODY,
                 role=REVIEWER,
                 route="verification",
                 summary="judge a submitted result",
@@ -373,7 +373,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.CANCEL,
                 payload=(REASON, PREVIOUS_STATUS),
                 answer=(PREVIOUS_STATUS,),
-                actor=Actor.NOBODY,
+                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route="cancel",
                 summary="cancel",
@@ -388,7 +388,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.RETRY,
                 payload=(REASON, PREVIOUS_STATUS, ATTEMPT, MAX_ATTEMPTS),
                 answer=(PREVIOUS_STATUS,),
-                actor=Actor.NOBODY,
+                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route="retry",
                 summary="requeue a finished task",
@@ -403,7 +403,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.PAUSE,
                 payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
                 answer=(PREVIOUS_STATUS,),
-                actor=Actor.NOBODY,
+                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route="pause",
                 summary="pause a QUEUED task: no claim takes it until it is resumed",
@@ -418,7 +418,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=_O.RESUME,
                 payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
                 answer=(PREVIOUS_STATUS,),
-                actor=Actor.NOBODY,
+                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route="resume",
                 summary="resume a PAUSED task: QUEUED again, claimable as before",
@@ -433,7 +433,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 outcome=lambda task, _: expire_operation(attempts_left=_attempts_left(task)),
                 payload=(ATTEMPT, PASSED_LEASE, NEXT_STATE),
                 answer=(),
-                actor=Actor.HOLDER,
+                agent=EventAgent.HOLDER,
                 role=None,  # the ledger's own: `expire-leases`, and every claim first
                 route=None,
                 summary="requeue (or fail) every claimed task whose lease has passed",

@@ -29,6 +29,7 @@ from aios_ledger.core.api.tokens import (
 from aios_ledger.core.kinds import Sha256Hex
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.records import record_from_row
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
@@ -80,10 +81,14 @@ def issue_token(
     token = new_api_token()
     digest = Sha256Hex(token_sha256(token))
 
+    actor = current_actor()
+
     def write(conn: Connection) -> ApiTokenAnswer:
         plans = PlanExecutor(conn)
         state = TokenState(_row(conn, request.name), plans.tail(LEDGER_CHAIN))
-        return plans.apply(decide_issue_token(state, request, now=read_clock(clock), digest=digest))
+        return plans.apply(
+            decide_issue_token(state, request, now=read_clock(clock), digest=digest, actor=actor)
+        )
 
     answer = db.write(write)
     return {**answer, "token": token}
@@ -92,10 +97,12 @@ def issue_token(
 def revoke_token(db: Database, name: str, *, clock: Clock = system_clock) -> ApiTokenAnswer:
     request = TokenRevokeRequest.from_mapping({"name": name})
 
+    actor = current_actor()
+
     def write(conn: Connection) -> ApiTokenAnswer:
         plans = PlanExecutor(conn)
         state = TokenState(_row(conn, request.name), plans.tail(LEDGER_CHAIN))
-        return plans.apply(decide_revoke_token(state, request, now=read_clock(clock)))
+        return plans.apply(decide_revoke_token(state, request, now=read_clock(clock), actor=actor))
 
     return db.write(write)
 

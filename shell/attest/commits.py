@@ -43,6 +43,7 @@ from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.git import GovernedWriteRow
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
 from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.attest.facts import attempt_reviews, commit_facts, task_events
 from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
@@ -171,6 +172,8 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
 
     write, note, path = db.read(prepare)
 
+    actor = current_actor()
+
     def record(conn: Connection) -> tuple[AttestationAnswer, str]:
         plans = PlanExecutor(conn)
         prior = attestation_row(conn, write_key)
@@ -182,7 +185,9 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
             tail=plans.tail(chain_of(write.task_id)),
         )
         answer = plans.apply(
-            decide_attest_commit(state, AttestRequest(write_key, note or {}), now=read_clock(clock))
+            decide_attest_commit(
+                state, AttestRequest(write_key, note or {}), now=read_clock(clock), actor=actor
+            )
         )
         stored = prior.note_json if prior is not None else canonical_json(note)
         return answer, stored

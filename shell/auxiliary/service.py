@@ -55,6 +55,7 @@ from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.runs import EvidenceSnapshot
 from aios_ledger.core.structuring import unstructure
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
@@ -284,6 +285,8 @@ class DatabaseAuxiliaryRuns:
             self.db.close()
 
     def recover(self, owner_is_dead: Callable[[str], bool]) -> tuple[str, ...]:
+        actor = current_actor()
+
         def write(conn: Connection) -> list[str]:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             rows = tuple(_read_rows(conn, "unfinished_auxiliary_runs", None))
@@ -292,6 +295,7 @@ class DatabaseAuxiliaryRuns:
                 UnfinishedRunsState(rows, plans.tail(LEDGER_CHAIN)),
                 RecoverInterruptedRequest(dead_owners=dead),
                 now=self._now(),
+                actor=actor,
             )
             response = plans.apply(plan)
             recovered = response["recovered"]
@@ -303,10 +307,12 @@ class DatabaseAuxiliaryRuns:
         aux_id = checked.spec.id
         now = self._now()
 
+        actor = current_actor()
+
         def write(conn: Connection) -> SpawnAnswer:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
-            return plans.apply(decide_spawn(state, checked, now=now, owner=owner))
+            return plans.apply(decide_spawn(state, checked, now=now, owner=owner, actor=actor))
 
         return self.db.write(write)
 
@@ -315,10 +321,12 @@ class DatabaseAuxiliaryRuns:
         the run needs no read of its own."""
         now = self._now()
 
+        actor = current_actor()
+
         def write(conn: Connection) -> AuxiliaryRunRow:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
-            return plans.apply(decide_transition(state, request, now=now))
+            return plans.apply(decide_transition(state, request, now=now, actor=actor))
 
         return self.db.write(write)
 
@@ -326,10 +334,12 @@ class DatabaseAuxiliaryRuns:
         """Record CANCELLED, unless the run has ended already (in one write transaction)."""
         now = self._now()
 
+        actor = current_actor()
+
         def write(conn: Connection) -> None:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
-            decision = decide_stop(state, request, now=now)
+            decision = decide_stop(state, request, now=now, actor=actor)
             if decision is not None:
                 plans.apply(decision)
 

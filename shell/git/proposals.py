@@ -62,6 +62,7 @@ from aios_ledger.core.git.hygiene import (
 from aios_ledger.core.git.refnames import HEADS, require_branch_name
 from aios_ledger.core.git.secrets import ScanBudget
 from aios_ledger.core.git.settings import scan_window_start
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record, fetch_value
@@ -480,6 +481,8 @@ def record_proposal(
         }
     )
 
+    actor = current_actor()
+
     def write(conn: Connection) -> ProposalAnswer:
         plans = PlanExecutor(conn)
         task = _task(conn, task_id)
@@ -492,7 +495,9 @@ def record_proposal(
             prior=None if task is None else proposal_row(conn, task_id, task.attempt),
             tail=plans.tail(chain_of(task_id)),
         )
-        return plans.apply(decide_record_proposal(state, request, now=read_clock(clock)))
+        return plans.apply(
+            decide_record_proposal(state, request, now=read_clock(clock), actor=actor)
+        )
 
     try:
         return db.write(write)
@@ -543,6 +548,8 @@ def charge_refused_scan(
         }
     )
 
+    actor = current_actor()
+
     def write(conn: Connection) -> object:
         plans = PlanExecutor(conn)
         task = _task(conn, request.task_id)
@@ -560,7 +567,7 @@ def charge_refused_scan(
             charged=int(charged or 0),
             tail=plans.tail(chain_of(request.task_id)),
         )
-        return plans.apply(decide_charge_scan(state, request, now=read_clock(clock)))
+        return plans.apply(decide_charge_scan(state, request, now=read_clock(clock), actor=actor))
 
     try:
         db.write(write)

@@ -33,6 +33,7 @@ from aios_ledger.core.git import (
 from aios_ledger.core.git.answers import repository_answer
 from aios_ledger.core.git.settings import MAX_BASELINE_CHARS, baseline_document
 from aios_ledger.core.log import LEDGER_CHAIN
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
@@ -129,13 +130,17 @@ def add_repository(
     _checked(request.settings)
     head = head_branch(request.path)
 
+    actor = current_actor()
+
     def write(conn: Connection) -> RepositoryAnswer:
         plans = PlanExecutor(conn)
         state = RepositoryState(
             prior=repository_row(conn, request.name), tail=plans.tail(LEDGER_CHAIN)
         )
         return plans.apply(
-            decide_register_repository(state, request, now=read_clock(clock), head_branch=head)
+            decide_register_repository(
+                state, request, now=read_clock(clock), head_branch=head, actor=actor
+            )
         )
 
     return db.write(write)
@@ -173,6 +178,8 @@ def change_repository_settings(
     )
     _checked(request.settings)
 
+    actor = current_actor()
+
     def write(conn: Connection) -> RepositorySettingsAnswer:
         plans = PlanExecutor(conn)
         state = RepositorySettingsState(
@@ -180,7 +187,9 @@ def change_repository_settings(
             prior=settings_change_row(conn, request.idempotency_key),
             tail=plans.tail(LEDGER_CHAIN),
         )
-        return plans.apply(decide_change_repository_settings(state, request, now=read_clock(clock)))
+        return plans.apply(
+            decide_change_repository_settings(state, request, now=read_clock(clock), actor=actor)
+        )
 
     return db.write(write)
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aios_ledger.core import LedgerError, LogTail, TaskRow, chain_of
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.git import (
     GovernedWriteRow,
     OutcomeState,
@@ -52,6 +53,7 @@ from aios_ledger.core.git.policy import HEADS, branch_ref
 from aios_ledger.core.git.records import lease_id_of
 from aios_ledger.core.git.refnames import require_unambiguous_branch
 from aios_ledger.core.plan import Replay
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.attest.commits import attest_write
 from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
@@ -155,6 +157,8 @@ def _settle(
         }
     )
 
+    actor = current_actor()
+
     def record(conn: Connection) -> WriteAnswer:
         plans = PlanExecutor(conn)
         current = write_row(conn, write.idempotency_key)
@@ -163,7 +167,7 @@ def _settle(
             lease=lease_row(conn, write.repository, write.ref),
             tail=plans.tail(chain_of(write.task_id)),
         )
-        return plans.apply(decide_write_outcome(state, outcome, now=read_clock(clock)))
+        return plans.apply(decide_write_outcome(state, outcome, now=read_clock(clock), actor=actor))
 
     return db.write(record)
 
@@ -218,6 +222,7 @@ def _governed_write(
     lease_wait: float,
 ) -> WriteAnswer:
     request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
+    actor = current_actor()
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
         if prior.task_id != request.task_id:
@@ -231,7 +236,7 @@ def _governed_write(
         try:
             decision = db.read(
                 lambda conn: decide_write_intent(
-                    _write_state(conn, None, request), request, now=read_clock(clock)
+                    _write_state(conn, None, request), request, now=read_clock(clock), actor=actor
                 )
             )
             break
@@ -250,7 +255,7 @@ def _governed_write(
 
     while True:
         try:
-            intended = db.write(lambda conn: _intend(conn, request, clock))
+            intended = db.write(lambda conn: _intend(conn, request, clock, actor))
             break
         except LedgerError as refused:
             if refused.code != "WRITER_LEASE_HELD" or time.monotonic() >= deadline:
@@ -273,10 +278,10 @@ def _governed_write(
     return _answered(settled)
 
 
-def _intend(conn: Connection, request: WriteRequest, clock: Clock) -> WriteAnswer:
+def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor) -> WriteAnswer:
     plans = PlanExecutor(conn)
     state = _write_state(conn, plans, request)
-    return plans.apply(decide_write_intent(state, request, now=read_clock(clock)))
+    return plans.apply(decide_write_intent(state, request, now=read_clock(clock), actor=actor))
 
 
 def _quarantine_inputs(conn: Connection, request: WriteRequest) -> tuple[str, ProposalRow]:

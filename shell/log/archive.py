@@ -86,6 +86,7 @@ from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import state_row_columns, stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
 from aios_ledger.core.tasks.records import IdempotencyRow
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
@@ -131,6 +132,8 @@ def archive_tasks(
     created: list[Path] = []
     bundles: list[str] = []
 
+    actor = current_actor()
+
     def work(conn: Connection) -> dict[str, Any]:
         candidates = _with_ledger_rows(conn, _candidates(conn), request)
         chosen = select_archive(candidates, request)
@@ -142,7 +145,9 @@ def archive_tasks(
         digest = file_digest(partial)
         executor = PlanExecutor(conn)
         state = ArchiveState(candidates, executor.tail(LEDGER_CHAIN))
-        answer = executor.apply(decide_archive(state, request, now=now, archive_digest=digest))
+        answer = executor.apply(
+            decide_archive(state, request, now=now, archive_digest=digest, actor=actor)
+        )
         _link_new(partial, target, created)
         return {**answer, "output": str(target), "dry_run": False}
 
@@ -511,10 +516,14 @@ def restore_archive(
     # The files first: a restore refused after them leaves files no proposal names, harmless.
     _put_back_bundles(db, bundles)
 
+    actor = current_actor()
+
     def work(conn: Connection) -> dict[str, Any]:
         executor = PlanExecutor(conn)
         state = _restore_state(conn, executor, request, contents)
-        answer: RestoreAnswer = executor.apply(decide_restore(state, request, contents, now=now))
+        answer: RestoreAnswer = executor.apply(
+            decide_restore(state, request, contents, now=now, actor=actor)
+        )
         return dict(answer)
 
     return db.write(work)

@@ -175,6 +175,7 @@ def _merged(
             event_type,
             payload_json,
             created_at,
+            actor,
             seal_event_id,
             chain,
             chain_seq,
@@ -190,7 +191,7 @@ def _merged(
         ) = row
         yield (
             event_id,
-            EventRow(event_id, task_id, agent_id, event_type, payload_json, created_at),
+            EventRow(event_id, task_id, agent_id, event_type, payload_json, created_at, actor),
             None
             if seal_event_id is None
             else SealRow(

@@ -14,6 +14,7 @@ from aios_ledger.core.projection import (
     decide_register_binding,
 )
 from aios_ledger.core.projection.bindings import envelope_from_binding
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record
@@ -27,11 +28,15 @@ def _binding_row(conn: Connection, task_id: str, job_id: str) -> BindingRow | No
 def register_binding(db: Database, raw: object, *, clock: Clock = system_clock) -> BindingAnswer:
     binding = GovernedExecutionBinding.from_mapping(raw)
 
+    actor = current_actor()
+
     def write(conn: Connection) -> BindingAnswer:
         plans = PlanExecutor(conn)
         prior = _binding_row(conn, binding.task_id, binding.job_id)
         state = BindingState(prior=prior, tail=plans.tail(LEDGER_CHAIN))
-        return plans.apply(decide_register_binding(state, binding, now=read_clock(clock)))
+        return plans.apply(
+            decide_register_binding(state, binding, now=read_clock(clock), actor=actor)
+        )
 
     return db.write(write)
 

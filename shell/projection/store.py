@@ -28,6 +28,7 @@ from aios_ledger.core.projection import (
     prepare_projection,
 )
 from aios_ledger.core.projection.decisions import projection_expectations
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, configured_authorization, read_clock, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -142,6 +143,8 @@ class InitialExecutionProjectionStore:
         )
         contract = result_contract(SOURCE_CAPTURE_RESULT)
 
+        actor = current_actor()
+
         def decide(conn: Connection, plans: PlanExecutor) -> Decision[ProjectionAnswer]:
             return decide_projection(
                 read_state(conn, plans.tail(chain_of(task_id))),
@@ -150,6 +153,7 @@ class InitialExecutionProjectionStore:
                 envelope=envelope,
                 authorization_id=authorization,
                 source_capture_contract=contract,
+                actor=actor,
             )
 
         def write(conn: Connection) -> ProjectionAnswer:

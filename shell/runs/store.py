@@ -32,6 +32,7 @@ from aios_ledger.core.runs.evidence import (
     AttemptRunState,
     decide_create_attempt_run,
 )
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
@@ -99,10 +100,12 @@ class RunStore:
         )
         now = read_clock(self._clock)
 
+        actor = current_actor()
+
         def write(conn: Connection) -> RunRow:
             plans = PlanExecutor(conn)
             state = RunCreateState(_get_run(conn, request.run_id), plans.tail(LEDGER_CHAIN))
-            decision = decide_create_run(state, request, now=now)
+            decision = decide_create_run(state, request, now=now, actor=actor)
             answer: RunAnswer = plans.apply(decision)
             return RunRow.from_row(answer)
 
@@ -114,12 +117,14 @@ class RunStore:
         request = AttemptRunRequest.from_mapping({"task_id": task_id, "attempt": attempt})
         now = read_clock(self._clock)
 
+        actor = current_actor()
+
         def write(conn: Connection) -> RunRow:
             plans = PlanExecutor(conn)
             run = _get_run(conn, evidence_run(request.task_id, request.attempt))
             task = _get_task(conn, request.task_id)
             state = AttemptRunState(task, run, plans.tail(LEDGER_CHAIN))
-            decision = decide_create_attempt_run(state, request, now=now)
+            decision = decide_create_attempt_run(state, request, now=now, actor=actor)
             answer: RunAnswer = plans.apply(decision)
             return RunRow.from_row(answer)
 
@@ -136,13 +141,15 @@ class RunStore:
         )
         now = read_clock(self._clock)
 
+        actor = current_actor()
+
         def write(conn: Connection) -> RunEventRow:
             plans = PlanExecutor(conn)
             run = _get_run(conn, request.run_id)
             task_id = None if run is None else evidence_task(run.session_id)
             task = None if task_id is None else _get_task(conn, task_id)
             state = RunState(run, task, tail=plans.tail(LEDGER_CHAIN))
-            decision = decide_append_run_event(state, request, now=now)
+            decision = decide_append_run_event(state, request, now=now, actor=actor)
             row: RunEventAnswer = plans.apply(decision)
             return RunEventRow.from_row(row)
 

@@ -50,6 +50,7 @@ from aios_ledger.core import (
     VerifyRequest,
     chain_of,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
@@ -68,6 +69,7 @@ from aios_ledger.core.tasks.decisions import decide_task
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.tasks.transitions import Lease, operation_of
 from aios_ledger.core.work import IdleReason, idle_reason
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -217,13 +219,18 @@ class TaskLedger:
 
     def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> A:
         row = operation_of(request)
+        # Read here, in the caller's context: the write may run on another thread.
+        actor = current_actor()
         if row.name == "claim":
             claim = cast(ClaimRequest | ClaimBatchRequest, request)
-            return cast(A, self._claim(claim, _ceiling(grant)))
+            return cast(A, self._claim(claim, _ceiling(grant), actor))
         if isinstance(request, ExpireRequest):
             expire = request
             return cast(
-                A, self._write(lambda conn: _expire_step(PlanExecutor(conn), expire, self._now()))
+                A,
+                self._write(
+                    lambda conn: _expire_step(PlanExecutor(conn), expire, self._now(), actor)
+                ),
             )
         drawn = _drawn(request)
         created = self._now() if drawn else None
@@ -232,7 +239,7 @@ class TaskLedger:
         return cast(
             A,
             self._write(
-                lambda conn: self._step(PlanExecutor(conn), request, drawn, created),
+                lambda conn: self._step(PlanExecutor(conn), request, drawn, created, actor),
                 urgent=renews,
             ),
         )
@@ -261,6 +268,7 @@ class TaskLedger:
         created = self._now() if any(drawn) else None
 
         reads = [_item_reads(request, item) for request, item in zip(requests, drawn, strict=True)]
+        actor = current_actor()
 
         def write(conn: Connection) -> list[A]:
             plans = PlanExecutor(conn)
@@ -270,7 +278,12 @@ class TaskLedger:
                 lambda n: cast(
                     A,
                     self._step(
-                        plans, requests[n], drawn[n], created, None if ahead is None else ahead[n]
+                        plans,
+                        requests[n],
+                        drawn[n],
+                        created,
+                        actor,
+                        None if ahead is None else ahead[n],
                     ),
                 ),
             )
@@ -283,6 +296,7 @@ class TaskLedger:
         request: Any,
         drawn: Mapping[str, Any],
         created: Timestamp | None,
+        actor: Actor,
         found: Sequence[Any] | None = None,
     ) -> Any:
         """One write on one task inside the caller's transaction: its rows read together (the
@@ -296,17 +310,22 @@ class TaskLedger:
         state, extra = reads.state(plans, found)
         if row.name == "create":
             assert created is not None
-            decision = decide_task(state, request, now=created, task_id=reads.task_id)
+            decision = decide_task(state, request, now=created, actor=actor, task_id=reads.task_id)
             return plans.apply(_planned(decision))
         gather = _INPUTS.get(row.name)
         inputs: dict[str, Any] = {}
         if gather is not None:
             state, inputs = gather.inputs(self, request, state, extra)
         # The time is read once the task is locked: see `_claim`.
-        return plans.apply(_planned(decide_task(state, request, now=self._now(), **inputs)))
+        return plans.apply(
+            _planned(decide_task(state, request, now=self._now(), actor=actor, **inputs))
+        )
 
     def _claim(
-        self, request: ClaimRequest | ClaimBatchRequest, ceiling: frozenset[str] | None
+        self,
+        request: ClaimRequest | ClaimBatchRequest,
+        ceiling: frozenset[str] | None,
+        actor: Actor,
     ) -> Any:
         """A claim, decided whole by the core: the passed leases it takes over first (up to
         `TAKEOVER_BATCH`, so that a claim stays short and the claims after it take over the
@@ -371,6 +390,7 @@ class TaskLedger:
                 state,
                 request,
                 now=now,
+                actor=actor,
                 lease_token=tokens[0],
                 lease_tokens=tokens,
                 grant=ceiling,
@@ -702,7 +722,9 @@ def _candidates(
     return ("tasks_claim_candidates", params, TaskRow)
 
 
-def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) -> ExpireAnswer:
+def _expire_step(
+    plans: PlanExecutor, request: ExpireRequest, now: Timestamp, actor: Actor
+) -> ExpireAnswer:
     """Requeue (or fail) up to `request.limit` CLAIMED tasks whose leases have passed."""
     params = {"now": now.text, "limit": request.limit}
     rows = tuple(stream_records(plans.conn, "tasks_expired_leases", params, TaskRow))
@@ -710,7 +732,7 @@ def _expire_step(plans: PlanExecutor, request: ExpireRequest, now: Timestamp) ->
     if not rows:
         return nothing
     tail = plans.tail(*(chain_of(task.task_id) for task in rows))
-    decision = decide_task(ExpiryState(tasks=rows, tail=tail), request, now=now)
+    decision = decide_task(ExpiryState(tasks=rows, tail=tail), request, now=now, actor=actor)
     return nothing if decision is None else cast(ExpireAnswer, plans.apply(decision))
 
 

@@ -24,9 +24,9 @@ VALUES (
 
 -- name: copy_insert_events!
 INSERT INTO events(
-  event_id, task_id, agent_id, event_type, payload_json, created_at)
+  event_id, task_id, agent_id, event_type, payload_json, created_at, actor)
 VALUES (
-  :event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at);
+  :event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at, :actor);
 
 -- name: copy_insert_event_seals!
 INSERT INTO event_seals(

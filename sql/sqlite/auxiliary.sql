@@ -16,7 +16,7 @@ LIMIT :limit;
 
 -- name: auxiliary_run_events
 -- The transitions of one auxiliary run, as appended (and sealed) to the ledger-level chain.
-SELECT e.event_id, e.event_type, e.payload_json, e.created_at, s.chain, s.chain_seq
+SELECT e.event_id, e.event_type, e.payload_json, e.created_at, e.actor, s.chain, s.chain_seq
 FROM events AS e JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE e.task_id IS NULL AND e.event_type LIKE 'AUXILIARY_RUN_%'
   AND json_extract(e.payload_json, '$.aux_id') = :aux_id

@@ -1,0 +1,70 @@
+"""Who the calling code acts as, for the events its writes append (`core.actors`).
+
+A write reads its actor once, where the call comes in (`current_actor()`), and hands it to the
+core's decision with the rest of its inputs, so that a write queued behind others (group commit)
+still names its own caller. The API and MCP servers act as each request's token
+(`acting_as`); the command line as the identity it was given (`--as`, `[identity] actor` in
+the config file, or `AIOS_LEDGER_ACTOR`); an embedding program as what it sets with
+`acting_as`, else `AIOS_LEDGER_ACTOR`, else the operating-system user. A declared identity is
+recorded as unauthenticated: only a token proves who is asking.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from aios_ledger.core.actors import VIA_LIBRARY, Actor
+from aios_ledger.core.errors import LedgerError
+
+ACTOR_ENV = "AIOS_LEDGER_ACTOR"
+# When the operating system cannot say who is running the process (no passwd entry).
+NOBODY = "unauthenticated"
+
+_acting: ContextVar[Actor | None] = ContextVar("aios_ledger_actor", default=None)
+
+
+def declared_name(flag: str | None = None, configured: str | None = None) -> str:
+    """The identity a caller declared: `flag` (the command line's `--as`), else
+    `AIOS_LEDGER_ACTOR`, else `configured` (the config file's), else the operating-system
+    user's name."""
+    for name in (flag, os.environ.get(ACTOR_ENV) or None, configured):
+        if name is not None:
+            return name
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return NOBODY
+
+
+def declared_actor(via: str, flag: str | None = None, configured: str | None = None) -> Actor:
+    """The unauthenticated actor a caller declared (`declared_name`), come `via` the command
+    line or the library; a name that is not one is `ACTOR_INVALID`, naming where it came from."""
+    name = declared_name(flag, configured)
+    try:
+        return Actor(name, via)
+    except LedgerError as refused:
+        source = "--as" if flag is not None else ACTOR_ENV if os.environ.get(ACTOR_ENV) else None
+        where = f"{source}: " if source else ""
+        raise LedgerError(refused.code, f"{where}{refused.detail}") from None
+
+
+def current_actor() -> Actor:
+    """The actor of the write being made: the one `acting_as` set in this context, else the
+    library's declared one."""
+    actor = _acting.get()
+    return actor if actor is not None else declared_actor(VIA_LIBRARY)
+
+
+@contextmanager
+def acting_as(actor: Actor) -> Iterator[Actor]:
+    """Every write made inside (in this thread or task, and in threads it starts through
+    `contextvars`) names `actor`."""
+    token = _acting.set(actor)
+    try:
+        yield actor
+    finally:
+        _acting.reset(token)
