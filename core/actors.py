@@ -107,6 +107,21 @@ def actor_label(text: str | None) -> str:
     return UNKNOWN_ACTOR if actor is None else actor.label()
 
 
+def actor_label_of(public: JsonObject | None) -> str:
+    """An actor as the API shows it (`Actor.public`), as a person reads it."""
+    if public is None:
+        return UNKNOWN_ACTOR
+    roles = public.get("roles")
+    try:
+        return Actor(
+            public.get("name"),  # type: ignore[arg-type]
+            public.get("via"),  # type: ignore[arg-type]
+            tuple(roles) if isinstance(roles, list) else (),  # type: ignore[arg-type]
+        ).label()
+    except LedgerError:
+        return UNKNOWN_ACTOR
+
+
 def actor_public(text: str | None) -> JsonObject | None:
     """A stored actor as the API shows it (None: unknown)."""
     actor = actor_from_stored(text)

@@ -64,6 +64,15 @@ class DatabaseSettings:
 
 
 @attrs.frozen(kw_only=True)
+class IdentitySettings:
+    """`[identity]`: who the command line acts as, recorded on every event it writes (declared,
+    so unauthenticated; `--as` and `AIOS_LEDGER_ACTOR` come first). None: the worker's agent id,
+    the reviewer's name, else the operating-system user."""
+
+    actor: Annotated[str, Text(max_length=128)] | None = None
+
+
+@attrs.frozen(kw_only=True)
 class WorkerSettings:
     """`[worker]`: who claims, what it offers, the command it runs, and its timings."""
 
@@ -124,6 +133,7 @@ class LedgerSettings:
     """A whole config file: every section optional, every key in it known."""
 
     database: DatabaseSettings = attrs.field(factory=DatabaseSettings)
+    identity: IdentitySettings = attrs.field(factory=IdentitySettings)
     worker: WorkerSettings = attrs.field(factory=WorkerSettings)
     review: ReviewSettings = attrs.field(factory=ReviewSettings)
     attest: AttestSettings = attrs.field(factory=AttestSettings)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import getpass
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -25,15 +25,25 @@ ACTOR_ENV = "AIOS_LEDGER_ACTOR"
 NOBODY = "unauthenticated"
 
 _acting: ContextVar[Actor | None] = ContextVar("aios_ledger_actor", default=None)
+# The process's own identity, for writes made where no context says otherwise: threads the
+# process starts itself (a worker's, the server's lease sweeper) begin with an empty context.
+_process: dict[str, Actor | None] = {"actor": None}
 
 
-def declared_name(flag: str | None = None, configured: str | None = None) -> str:
-    """The identity a caller declared: `flag` (the command line's `--as`), else
-    `AIOS_LEDGER_ACTOR`, else `configured` (the config file's), else the operating-system
-    user's name."""
+def declared_identity(flag: str | None = None, configured: str | None = None) -> str | None:
+    """The identity a caller declared, if any: `flag` (the command line's `--as`), else
+    `AIOS_LEDGER_ACTOR`, else `configured` (the config file's)."""
     for name in (flag, os.environ.get(ACTOR_ENV) or None, configured):
         if name is not None:
             return name
+    return None
+
+
+def declared_name(flag: str | None = None, configured: str | None = None) -> str:
+    """`declared_identity`, else the operating-system user's name."""
+    name = declared_identity(flag, configured)
+    if name is not None:
+        return name
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -54,9 +64,21 @@ def declared_actor(via: str, flag: str | None = None, configured: str | None = N
 
 def current_actor() -> Actor:
     """The actor of the write being made: the one `acting_as` set in this context, else the
-    library's declared one."""
-    actor = _acting.get()
+    process's (`process_acting_as`), else the library's declared one."""
+    actor = _acting.get() or _process["actor"]
     return actor if actor is not None else declared_actor(VIA_LIBRARY)
+
+
+@contextmanager
+def process_acting_as(actor: Actor) -> Iterator[Actor]:
+    """Every write the process makes inside, in any thread, names `actor` unless its context
+    names another (the command line's identity; a server's own, under its requests' tokens)."""
+    before = _process["actor"]
+    _process["actor"] = actor
+    try:
+        yield actor
+    finally:
+        _process["actor"] = before
 
 
 @contextmanager
@@ -68,3 +90,13 @@ def acting_as(actor: Actor) -> Iterator[Actor]:
         yield actor
     finally:
         _acting.reset(token)
+
+
+def token_actor(name: str, roles: Iterable[str], via: str) -> Actor:
+    """The actor a token proves: its name and roles, come `via` HTTP, MCP or the console."""
+    return Actor(name, via, tuple(sorted(roles)))
+
+
+# The header the MCP adapter sends with each call it relays, so that the events name how the
+# call came (the token still says who).
+VIA_HEADER = "aios-ledger-via"

@@ -18,6 +18,7 @@ from typing import Any
 import argcomplete
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import SYNCHRONOUS_LEVELS
+from aios_ledger.shell.actors import ACTOR_ENV, process_acting_as
 from aios_ledger.shell.cli_help import CommandGroup, attach_help
 from aios_ledger.shell.cli_support import (
     DEFAULT_DB,
@@ -27,6 +28,7 @@ from aios_ledger.shell.cli_support import (
     Handler,
     Parser,
     UsageError,
+    command_line_actor,
     emit,
 )
 from aios_ledger.shell.config import CONFIG_ENV, CONFIG_FILE
@@ -184,6 +186,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         help=f"settings file (default: ${CONFIG_ENV}, else ./{CONFIG_FILE} if there is one)",
     )
     parser.add_argument(
+        "--as",
+        dest="acting_as",
+        metavar="NAME",
+        help=f"who you are, as every event you write records it (declared, unauthenticated; "
+        f"default: ${ACTOR_ENV}, else [identity] actor, else your user name)",
+    )
+    parser.add_argument(
         "--synchronous",
         choices=SYNCHRONOUS_LEVELS,
         help="how hard each commit syncs (default: FULL; config file: [database] synchronous)",
@@ -289,7 +298,8 @@ def _run(argv: Sequence[str] | None) -> int:
         # Off unless the OpenTelemetry environment asks for traces (docs/observability.md).
         start_tracing(f"aios-ledger-{args.command}")
         handler: Handler = args.handler
-        result = handler(args)
+        with process_acting_as(command_line_actor(args)):
+            result = handler(args)
     except LedgerError as refused:
         sys.stderr.write(f"{refused}\n")
         return EXIT_USAGE if isinstance(refused, UsageError) else EXIT_REFUSED

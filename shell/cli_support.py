@@ -12,10 +12,12 @@ from typing import Any, NoReturn, TypeVar
 
 import attrs
 from aios_ledger.core import LedgerError
+from aios_ledger.core.actors import VIA_CLI, Actor
 from aios_ledger.core.config import LedgerSettings
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.schemas import field_default
 from aios_ledger.core.structuring import Problem, check_built, structure
+from aios_ledger.shell.actors import ACTOR_ENV, declared_actor, declared_identity
 from aios_ledger.shell.config import config_path, load_settings
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV, Database, engine_for
 from aios_ledger.shell.tasks.ledger import TaskLedger
@@ -76,6 +78,23 @@ def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
         settings = load_settings(config_path(getattr(args, "config", None)))
         args.settings = settings
     return settings
+
+
+def command_line_identity(args: argparse.Namespace) -> str | None:
+    """The identity the command was given: `--as`, else `$AIOS_LEDGER_ACTOR`, else the config
+    file's `[identity] actor` (read only when neither is given); None: none given."""
+    flag = getattr(args, "acting_as", None)
+    if flag is not None or os.environ.get(ACTOR_ENV):
+        return declared_identity(flag)
+    return ledger_settings(args).identity.actor
+
+
+def command_line_actor(args: argparse.Namespace, default: str | None = None) -> Actor:
+    """Who the command acts as (`command_line_identity`, else `default`, else the user's name):
+    declared, so recorded as unauthenticated."""
+    return declared_actor(
+        VIA_CLI, getattr(args, "acting_as", None) or command_line_identity(args) or default
+    )
 
 
 def _named_database(args: argparse.Namespace) -> str:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 import attrs
+from aios_ledger.core.actors import actor_label_of
 from aios_ledger.core.timestamps import Timestamp
 
 # rich is imported where a view is drawn, not with this module: every command imports it for
@@ -138,25 +139,29 @@ def task_view(task: Mapping[str, Any]) -> RenderableType:
 
 
 def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _table(None, "#", "time", "event", "agent", "payload")
+    table = _table(None, "#", "time", "event", "agent", "by", "payload")
     for event in events:
         table.add_row(
             str(event["event_id"]),
             _cell(event["created_at"]),
             _cell(event["event_type"]),
             _cell(event["agent_id"]),
+            _cell(actor_label_of(event.get("actor"))),
             _cell(event.get("payload")),
         )
     return table
 
 
 def history_view(entries: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _table(None, "time", "event", "agent", "attempt", "decision", "next state", "reason")
+    table = _table(
+        None, "time", "event", "agent", "by", "attempt", "decision", "next state", "reason"
+    )
     for entry in entries:
         table.add_row(
             _cell(entry["time"]),
             _cell(entry["event"]),
             _cell(entry["agent"]),
+            _cell(entry.get("actor")),
             str(entry["attempt"]),
             _cell(entry["decision"]),
             _status(entry["next_state"] or ""),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
+from aios_ledger.core.actors import actor_public
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.log.records import EventRow
@@ -147,6 +148,8 @@ class EventView(TypedDict):
     event_type: str
     payload: ParsedColumn
     created_at: str
+    # Who caused it (`core.actors`): None for an event written before events named actors.
+    actor: JsonObject | None
 
 
 def task_summary(task: TaskRow) -> TaskSummary:
@@ -204,6 +207,7 @@ def event_view(event: EventRow) -> EventView:
         "event_type": event.event_type,
         "payload": _parsed(event.payload_json, "payload_json"),
         "created_at": event.created_at,
+        "actor": actor_public(event.actor),
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
+from aios_ledger.core.actors import actor_label_of
 from aios_ledger.core.tasks.answers import EventView
 from aios_ledger.core.tasks.transitions import TaskStatus
 
@@ -30,6 +31,9 @@ class HistoryEntry(TypedDict):
     time: str
     event: str
     agent: str | None
+    # Who caused the event, as a person reads it (`unknown`: written before events named
+    # their actors).
+    actor: str
     attempt: int
     decision: str | None
     reason: str | None
@@ -52,6 +56,7 @@ def task_history(events: Iterable[EventView], attempt: int = 0) -> list[HistoryE
                 "time": event["created_at"],
                 "event": kind,
                 "agent": event["agent_id"],
+                "actor": actor_label_of(event["actor"]),
                 "attempt": attempt,
                 "decision": _text(payload.get("decision")),
                 "reason": _text(payload.get("reason")),

@@ -37,6 +37,7 @@ from typing import IO, Any, cast
 
 import attrs
 from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
+from aios_ledger.core.actors import VIA_HTTP, VIA_MCP, Actor
 from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES, WITNESS
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
@@ -50,6 +51,7 @@ from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, T
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
+from aios_ledger.shell.actors import VIA_HEADER, acting_as, token_actor
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
 from aios_ledger.shell.api.evidence_runs import holds_evidence_run
 from aios_ledger.shell.api.metrics import ApiMetrics
@@ -889,6 +891,14 @@ def _needs_role(operation: Operation, principal: Principal) -> str:
     )
 
 
+def _actor_of(request: Request, principal: Principal) -> Actor:
+    """Who a request's writes name: its token's name and roles, come over HTTP, or through the
+    MCP adapter when that says it relays the call (a token proves who, not how; a caller that
+    claims the adapter gains nothing by it)."""
+    via = VIA_MCP if request.headers.get(VIA_HEADER) == VIA_MCP else VIA_HTTP
+    return token_actor(principal.name, principal.roles, via)
+
+
 def _endpoint(
     operation: Operation, backend: Backend, validators: BodyValidators, metrics: ApiMetrics
 ) -> Callable[[Request], Awaitable[Response]]:
@@ -941,7 +951,12 @@ def _endpoint(
             body = loads_document(raw, what="body")
             validators.check(operation.body, body)
         call = Call(request, principal, body, backend)
-        return operation.handler(call) if plain else call
+        if not plain:
+            return call
+        if principal is None:
+            return operation.handler(call)
+        with acting_as(_actor_of(request, principal)):
+            return operation.handler(call)
 
     async def run(request: Request) -> Response:
         if operation.roles is not None and presented_credential(request) is None:
@@ -963,7 +978,11 @@ def _endpoint(
         else:
             outcome = Call(request, None, None, backend)
         if isinstance(outcome, Call):
-            outcome = await operation.handler(outcome)
+            if outcome.principal is None:
+                outcome = await operation.handler(outcome)
+            else:
+                with acting_as(_actor_of(request, outcome.principal)):
+                    outcome = await operation.handler(outcome)
         elif isinstance(outcome, Later):
             outcome = await outcome.wait()
         if isinstance(outcome, Answer):

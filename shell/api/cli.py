@@ -8,8 +8,10 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
+from aios_ledger.core.actors import the_ledger
 from aios_ledger.core.api.tokens import ROLES
 from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.shell.actors import process_acting_as
 from aios_ledger.shell.api.backend import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_LISTEN,
@@ -208,6 +210,13 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # Requests act as their tokens; what the server does on its own (expiring passed leases,
+    # say) is the ledger's.
+    with process_acting_as(the_ledger("serve")):
+        return _run_server(args)
+
+
+def _run_server(args: argparse.Namespace) -> int:
     import uvicorn
     from aios_ledger.shell.api.connections import guarded_protocol
     from aios_ledger.shell.api.served import served_app, settle_startup_heap

@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from aios_ledger.core import LedgerError, TaskRow
+from aios_ledger.core.actors import actor_public
 from aios_ledger.core.attest import CommitFacts
 from aios_ledger.core.git import GovernedWriteRow, ProposalRow
 from aios_ledger.core.git.decisions import task_binding
@@ -32,6 +33,7 @@ def sealed_event(row: Mapping[str, Any]) -> dict[str, Any]:
     event = dict(row)
     event["payload"] = loads_document(str(row["payload_json"]), what="payload_json")
     del event["payload_json"]
+    event["actor"] = actor_public(row.get("actor"))
     return event
 
 

@@ -36,6 +36,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from aios_ledger.core import LedgerError
+from aios_ledger.core.actors import VIA_MCP
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.shell.contracts import result_contract
@@ -116,7 +117,7 @@ def call_tool(api_url: str, caller: Caller, name: str, arguments: object) -> dic
     if tool is None:
         raise LedgerError("TOOL_UNKNOWN", f"no tool named {name[:100]!r}")
     checked = check_arguments(tool, arguments)
-    with LedgerClient(api_url, caller.token, agent_name=caller.name) as client:
+    with LedgerClient(api_url, caller.token, agent_name=caller.name, via=VIA_MCP) as client:
         return tool.handler(client, checked, caller)
 
 
@@ -141,7 +142,7 @@ def read_resource(api_url: str, caller: Caller, uri: str) -> object:
     task_id = _task_id_of(uri, tasks)
     if history_of is None and task_id is None:
         raise LedgerError("RESOURCE_UNKNOWN", f"no resource {uri[:200]!r}")
-    with LedgerClient(api_url, caller.token, agent_name=caller.name) as client:
+    with LedgerClient(api_url, caller.token, agent_name=caller.name, via=VIA_MCP) as client:
         if history_of is not None:
             return {"task_id": history_of, "history": client.history(history_of)}
         assert task_id is not None

@@ -84,6 +84,7 @@ from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
+from aios_ledger.shell.actors import VIA_HEADER
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 from aios_ledger.shell.remote.tracing import traced_transport
 
@@ -167,6 +168,7 @@ class LedgerClient:
         token: str,
         *,
         agent_name: str | None = None,
+        via: str | None = None,
         retries: int = DEFAULT_RETRIES,
         backoff: float = 0.05,
         backoff_max: float = 2.0,
@@ -186,7 +188,12 @@ class LedgerClient:
         self._timeout = timeout
         self._http = httpx.Client(
             base_url=self.url,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json",
+                # How the call came, when another door relays it (`via`: the MCP adapter).
+                **({} if via is None else {VIA_HEADER: via}),
+            },
             timeout=timeout,
             transport=traced_transport(transport),
         )

@@ -34,7 +34,9 @@ from urllib.parse import parse_qsl
 import attrs
 import jinja2
 from aios_ledger.core import LedgerError
+from aios_ledger.core.actors import VIA_CONSOLE
 from aios_ledger.core.api.tokens import ROLES, token_sha256
+from aios_ledger.shell.actors import acting_as, token_actor
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.backend import Backend
 from aios_ledger.shell.api.problems import status_of
@@ -338,7 +340,8 @@ def _visit(console: Console, page: Page, request: Request, form: dict[str, str])
     if request.method == "POST" and not csrf_valid(request, viewer, form):
         return console.error(request, viewer, "CSRF_INVALID", CSRF_DETAIL)
     try:
-        answer = page.handler(Visit(request, viewer, form, console.backend))
+        with acting_as(token_actor(viewer.principal.name, viewer.principal.roles, VIA_CONSOLE)):
+            answer = page.handler(Visit(request, viewer, form, console.backend))
     except LedgerError as refused:
         return console.error(request, viewer, refused.code, refused.detail)
     except Exception:

@@ -12,9 +12,11 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.config import ReviewSettings, WorkerSettings
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.work import next_poll_delay
+from aios_ledger.shell.actors import process_acting_as
 from aios_ledger.shell.cli_support import (
     EXIT_REFUSED,
     UsageError,
+    command_line_actor,
     database_path,
     emit,
     json_flag,
@@ -130,6 +132,8 @@ def _worker(args: argparse.Namespace) -> Any:
         agent_id = required_setting(settings.agent_id, "--agent-id", WorkerSettings, "agent_id")
     else:
         agent_id = _token_agent(client, settings.agent_id)
+    # A worker acts as its agent unless it was told who it is.
+    actor = command_line_actor(args, default=agent_id)
     config = WorkerConfig(
         agent_id=agent_id,
         capabilities=tuple(settings.capabilities),
@@ -166,7 +170,8 @@ def _worker(args: argparse.Namespace) -> Any:
         )
     worker.install_signal_handlers()
     try:
-        code = worker.run()
+        with process_acting_as(actor):
+            code = worker.run()
     finally:
         worker.close()
     summary: dict[str, Any] = {
@@ -265,7 +270,22 @@ def _review(args: argparse.Namespace) -> int:
         reviewer = None  # the API judges under the token's name
         _token_agent(client, settings.reviewer, flag="--as (or [review] reviewer)")
         backend = RemoteReview(client)
-    summary = review_submitted(
+    # A local reviewer acts as the name it judges under unless it was told who it is.
+    with process_acting_as(command_line_actor(args, default=reviewer)):
+        summary = _reviewed(args, settings, command, client, backend, reviewer)
+    emit(summary)
+    return EXIT_REFUSED if summary["exit"] else 0
+
+
+def _reviewed(
+    args: argparse.Namespace,
+    settings: ReviewSettings,
+    command: str,
+    client: Any,
+    backend: Any,
+    reviewer: str | None,
+) -> dict[str, Any]:
+    return review_submitted(
         None if client is not None else database_path(args),
         command,
         limit=settings.limit,
@@ -275,8 +295,6 @@ def _review(args: argparse.Namespace) -> int:
         backend=backend,
         reviewer=reviewer,
     )
-    emit(summary)
-    return EXIT_REFUSED if summary["exit"] else 0
 
 
 def _status(args: argparse.Namespace) -> Shown:
