@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import getpass
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -27,7 +27,7 @@ NOBODY = "unauthenticated"
 _acting: ContextVar[Actor | None] = ContextVar("aios_ledger_actor", default=None)
 # The process's own identity, for writes made where no context says otherwise: threads the
 # process starts itself (a worker's, the server's lease sweeper) begin with an empty context.
-_process: dict[str, Actor | None] = {"actor": None}
+_process: dict[str, Actor | Callable[[], Actor] | None] = {"actor": None}
 
 
 def declared_identity(flag: str | None = None, configured: str | None = None) -> str | None:
@@ -65,18 +65,25 @@ def declared_actor(via: str, flag: str | None = None, configured: str | None = N
 def current_actor() -> Actor:
     """The actor of the write being made: the one `acting_as` set in this context, else the
     process's (`process_acting_as`), else the library's declared one."""
-    actor = _acting.get() or _process["actor"]
-    return actor if actor is not None else declared_actor(VIA_LIBRARY)
+    actor = _acting.get()
+    if actor is not None:
+        return actor
+    process = _process["actor"]
+    if callable(process):  # resolved at the first write, and kept
+        process = _process["actor"] = process()
+    return process if process is not None else declared_actor(VIA_LIBRARY)
 
 
 @contextmanager
-def process_acting_as(actor: Actor) -> Iterator[Actor]:
+def process_acting_as(actor: Actor | Callable[[], Actor]) -> Iterator[None]:
     """Every write the process makes inside, in any thread, names `actor` unless its context
-    names another (the command line's identity; a server's own, under its requests' tokens)."""
+    names another (the command line's identity; a server's own, under its requests' tokens).
+    A callable is called at the first write that needs it: a command that writes nothing never
+    reads the identity's sources (the config file, say)."""
     before = _process["actor"]
     _process["actor"] = actor
     try:
-        yield actor
+        yield
     finally:
         _process["actor"] = before
 

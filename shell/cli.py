@@ -298,7 +298,7 @@ def _run(argv: Sequence[str] | None) -> int:
         # Off unless the OpenTelemetry environment asks for traces (docs/observability.md).
         start_tracing(f"aios-ledger-{args.command}")
         handler: Handler = args.handler
-        with process_acting_as(command_line_actor(args)):
+        with process_acting_as(lambda: command_line_actor(args)):
             result = handler(args)
     except LedgerError as refused:
         sys.stderr.write(f"{refused}\n")

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +189,30 @@ def test_health_charts_count_the_ledgers_events_by_hour(server: ApiServer) -> No
     batches = _chart_table(page, "Group-commit batch sizes since this server started")
     assert sum(batches.values()) > 0  # the seeding's writes, through group commit
     assert '<a href="/metrics">/metrics</a>' in page
+
+
+def test_every_event_names_its_actor_and_a_tasks_timeline_shows_it(
+    seeded: tuple[ApiServer, dict[str, Any]],
+) -> None:
+    """A ledger written through the library (the seeded repository, write, tokens, checkpoint,
+    expired lease) and through a running server's API (every task's lifecycle): no event
+    without an actor, the API's naming their tokens, and a verdict's reviewer in the task's
+    timeline on the console."""
+    server, _ = seeded
+    with sqlite3.connect(server.db) as conn:
+        rows = conn.execute(
+            "SELECT event_type, actor FROM events WHERE task_id IS NULL OR task_id <> ?",
+            (LANDED_TASK,),  # written through the library: its actor is the process's user
+        ).fetchall()
+    assert rows and all(actor is not None for _, actor in rows), [
+        kind for kind, actor in rows if actor is None
+    ]
+    verdicts = [json.loads(actor) for kind, actor in rows if kind == "TASK_VERIFIED"]
+    reviewer = ROLE_NAMES["reviewer"]
+    assert {(v["name"], v["via"], tuple(v["roles"])) for v in verdicts} == {
+        (reviewer, "http", ("reviewer",))
+    }
+    verified = server.client("owner").get("/v1/tasks", params={"status": "SUCCEEDED"}).json()
+    task_id = next(task["task_id"] for task in verified["tasks"] if task["task_id"] != LANDED_TASK)
+    page = signed_in(server, "auditor").get(f"/tasks/{task_id}").text
+    assert f'<td class="actor">{reviewer} (reviewer, http)</td>' in page

@@ -648,8 +648,10 @@ def test_a_reviewer_sends_it_back_for_rework_with_a_reason(
     expect(page.locator("#task-status")).to_have_text("QUEUED")  # back in the queue
     verdict = page.locator("table.timeline tbody tr").last
     assert verdict.locator("td").nth(1).inner_text() == "TASK_VERIFIED"
-    assert verdict.locator("td").nth(4).inner_text() == "NEEDS_REWORK"
-    assert verdict.locator("td").nth(5).inner_text() == "the tests do not cover the empty list"
+    # The verdict names who gave it, and how: the reviewer's token, through the console.
+    assert verdict.locator("td").nth(2).inner_text() == "reviewer-1 (reviewer, console)"
+    assert verdict.locator("td").nth(5).inner_text() == "NEEDS_REWORK"
+    assert verdict.locator("td").nth(6).inner_text() == "the tests do not cover the empty list"
     assert page.get_by_role("button", name="Verify the result").count() == 0
     accessible(page)
     verified = scene.owner.get(f"/v1/tasks/{task_id}").json()

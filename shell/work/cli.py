@@ -133,7 +133,7 @@ def _worker(args: argparse.Namespace) -> Any:
     else:
         agent_id = _token_agent(client, settings.agent_id)
     # A worker acts as its agent unless it was told who it is.
-    actor = command_line_actor(args, default=agent_id)
+    actor = functools.partial(command_line_actor, args, default=agent_id)
     config = WorkerConfig(
         agent_id=agent_id,
         capabilities=tuple(settings.capabilities),
@@ -271,7 +271,7 @@ def _review(args: argparse.Namespace) -> int:
         _token_agent(client, settings.reviewer, flag="--as (or [review] reviewer)")
         backend = RemoteReview(client)
     # A local reviewer acts as the name it judges under unless it was told who it is.
-    with process_acting_as(command_line_actor(args, default=reviewer)):
+    with process_acting_as(functools.partial(command_line_actor, args, default=reviewer)):
         summary = _reviewed(args, settings, command, client, backend, reviewer)
     emit(summary)
     return EXIT_REFUSED if summary["exit"] else 0
