@@ -9,6 +9,7 @@ the public API of its subpackage (`aios_ledger.core.tasks`, `.runs`, `.auxiliary
 them and rewrites its imports); everything else is internal to its module.
 """
 
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary.states import AuxiliaryRunError
 from aios_ledger.core.digests import (
     canonical_json,
@@ -80,6 +81,7 @@ __all__ = [
     "TaskRow",
     "IdempotencyRow",
     "EventRow",
+    "Actor",
     "GovernedExecutionBinding",
     # requests: strict records structured from untrusted mappings
     "TaskCreateRequest",

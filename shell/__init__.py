@@ -35,6 +35,7 @@ if typing.TYPE_CHECKING:
         ProjectionAnswer,
         SourceCaptureProjectionRecoveryRequest,
     )
+    from aios_ledger.shell.actors import acting_as
     from aios_ledger.shell.api.app import create_app
     from aios_ledger.shell.api.backend import ApiSettings
     from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
@@ -121,6 +122,7 @@ __all__ = [
     "system_clock",
     "main",
     "AUTHORIZATION_ENV",
+    "acting_as",
     "create_app",
     "ApiSettings",
     "issue_token",
@@ -196,6 +198,7 @@ _HOMES: dict[str, str] = {
     "system_clock": "aios_ledger.shell.clock",
     "main": "aios_ledger.shell.cli",
     "AUTHORIZATION_ENV": "aios_ledger.shell.clock",
+    "acting_as": "aios_ledger.shell.actors",
     "create_app": "aios_ledger.shell.api.app",
     "ApiSettings": "aios_ledger.shell.api.backend",
     "issue_token": "aios_ledger.shell.api.tokens",
