@@ -544,6 +544,22 @@ def _spend_tables(spend: Mapping[str, Any] | None) -> list[RenderableType]:
     return tables
 
 
+def why_view(document: Mapping[str, Any]) -> RenderableType:
+    """`why COMMIT` for a person: per landed write, the labelled lines of `why_summary`."""
+    from aios_ledger.core.attest.why import why_summary
+    from rich.console import Group
+    from rich.text import Text
+
+    summary = why_summary(document)
+    parts: list[RenderableType] = [Text(f"commit {summary.commit}", style="bold")]
+    for number, write in enumerate(summary.writes, 1):
+        title = f"write {number} of {len(summary.writes)}" if len(summary.writes) > 1 else None
+        block = Records(title, *(Column(label) for label, _ in write.lines), blocks=True)
+        block.add_row(*(text for _, text in write.lines))
+        parts.append(block)
+    return Group(*parts)
+
+
 def event_line(event: Mapping[str, Any]) -> str:
     """One event on one line, for `events --follow` on a terminal."""
     payload = json.dumps(event.get("payload"), sort_keys=True)
