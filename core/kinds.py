@@ -104,7 +104,7 @@ class OneOf(Constraint):
 
     def __call__(self, value: Any) -> str:
         if not isinstance(value, str) or value not in self.values:
-            raise FieldRefused(f"must be one of {list(self.values)}")
+            raise FieldRefused(f"must be one of {', '.join(self.values)}")
         return value
 
     def json_schema(self) -> dict[str, Any]:

@@ -335,7 +335,7 @@ def _enum_hook(kind: Any) -> Callable[[Any, Any], Any]:
             return value
         member = values.get(value) if type(value) in kinds else None
         if member is None:
-            raise FieldRefused(f"must be one of {list(values)}")
+            raise FieldRefused(f"must be one of {', '.join(map(str, values))}")
         return member
 
     return hook

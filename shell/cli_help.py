@@ -201,7 +201,10 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "proposals": (("aios-ledger proposals widgets-notes", "a task's proposals and their facts"),),
     "write": (("aios-ledger write widgets-notes --json write.json", "write the verified work"),),
     "write-recover": (("aios-ledger write-recover", "settle writes a crash left in doubt"),),
-    "why": (("aios-ledger why 0406c5db", "the task, agent, review and attestation of a commit"),),
+    "why": (
+        ("aios-ledger why 0406c5db", "the task, agent, review and attestation of a commit"),
+        ("aios-ledger why 0406c5db --json", "the whole document: events, seals, proofs, note"),
+    ),
     "verify-attestation": (
         (
             "aios-ledger verify-attestation 0406c5db --repo gadgets.git --key ledger.pub",

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import attrs
 from aios_ledger.core.actors import actor_label_of
@@ -24,7 +24,8 @@ from aios_ledger.core.timestamps import Timestamp
 # `Shown`, most processes answer a program (JSON), and importing rich cost each of them about a
 # sixth of its start.
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
 
@@ -75,6 +76,202 @@ def render(view: RenderableType, *, width: int) -> str:
     return out.getvalue()
 
 
+# -- tables --------------------------------------------------------------------------------
+#
+# Every table the command line draws goes through `Records`: it is drawn at the width the
+# terminal has, and it never splits an id, a code or a timestamp across lines. Each column
+# says what it holds; what each kind may give up when the terminal is narrow is the table below.
+
+
+@attrs.frozen
+class ColumnKind:
+    """What a column's cells may give up to fit: `shortest` > 0 lets a cell be shortened in
+    the middle with an ellipsis down to that many cells (ids: both ends stay, so shortened
+    ids still tell themselves apart); `wraps` lets it wrap, at spaces only (prose)."""
+
+    shortest: int
+    wraps: bool
+    justify: Literal["left", "right"]
+
+
+ID_SHORTEST = 11  # five cells each side of the ellipsis
+PROSE_WORD_CELLS = 20  # a longer word in prose is cut with an ellipsis rather than split
+
+COLUMN_KINDS: Mapping[str, ColumnKind] = {
+    "id": ColumnKind(ID_SHORTEST, wraps=False, justify="left"),
+    "code": ColumnKind(0, wraps=False, justify="left"),
+    "time": ColumnKind(0, wraps=False, justify="left"),
+    "number": ColumnKind(0, wraps=False, justify="right"),
+    "prose": ColumnKind(0, wraps=True, justify="left"),
+}
+
+
+@attrs.frozen
+class Column:
+    header: str
+    kind: str = "prose"  # a key of COLUMN_KINDS
+
+
+def shorten_middle(text: str, cells: int) -> str:
+    """`text` in at most `cells` characters: its start, an ellipsis and its end."""
+    if len(text) <= cells:
+        return text
+    if cells <= 1:
+        return "…"[:cells]
+    head = cells // 2
+    tail = cells - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def column_widths(
+    kinds: Sequence[ColumnKind], natural: Sequence[int], least: Sequence[int], room: int
+) -> list[int] | None:
+    """Each column's width in `room` cells (borders excluded): the natural widths when they
+    fit; else prose columns narrowed first, then id columns, each down to its least width;
+    None when even the least widths do not fit (the records are then drawn one per block)."""
+    if sum(natural) <= room:
+        return list(natural)
+    if sum(least) > room:
+        return None
+    widths = list(natural)
+    excess = sum(widths) - room
+    prose = [i for i, kind in enumerate(kinds) if kind.wraps]
+    ids = [i for i, kind in enumerate(kinds) if kind.shortest > 0]
+    for giving in (prose, ids):
+        while excess > 0:
+            slack = [(widths[i] - least[i], i) for i in giving]
+            most, widest = max(slack, default=(0, -1))
+            if most <= 0:
+                break
+            widths[widest] -= 1
+            excess -= 1
+    return widths
+
+
+class Records:
+    """Rows of cells under columns (rich's `Table`, made narrow-safe): a table when the width
+    allows every id, code and timestamp whole (or an id shortened in the middle), else one
+    record per block of `header: value` lines. `blocks=True` always draws blocks (one record
+    of many fields reads better that way)."""
+
+    def __init__(self, title: str | None, *columns: Column, blocks: bool = False) -> None:
+        self.title = title
+        self.columns = columns
+        self.rows: list[tuple[Any, ...]] = []
+        self.caption: str | None = None
+        self.blocks = blocks
+
+    def add_row(self, *cells: str | Text | None) -> None:
+        self.rows.append(cells)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.text import Text
+
+        if self.title:
+            yield Text(self.title, style="table.title", no_wrap=True, overflow="ellipsis")
+        rows = [[_text(cell) for cell in row] for row in self.rows]
+        kinds = [COLUMN_KINDS[column.kind] for column in self.columns]
+        widths = None
+        if not self.blocks:
+            natural, least = self._natural_and_least(kinds, rows)
+            room = options.max_width - 3 * len(self.columns) - 1  # borders and padding
+            widths = column_widths(kinds, natural, least, room)
+        if widths is None:
+            yield self._blocks(kinds, rows, options.max_width)
+        else:
+            yield self._table(kinds, rows, widths)
+        if self.caption:
+            yield Text(self.caption, style="table.caption", overflow="ellipsis")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        from rich.measure import Measurement
+
+        kinds = [COLUMN_KINDS[column.kind] for column in self.columns]
+        natural, _ = self._natural_and_least(kinds, [[_text(c) for c in r] for r in self.rows])
+        widest = sum(natural) + 3 * len(self.columns) + 1
+        return Measurement(min(widest, 20), widest).clamp(max_width=options.max_width)
+
+    def _natural_and_least(
+        self, kinds: Sequence[ColumnKind], rows: Sequence[Sequence[Text]]
+    ) -> tuple[list[int], list[int]]:
+        natural: list[int] = []
+        least: list[int] = []
+        for index, (column, kind) in enumerate(zip(self.columns, kinds, strict=True)):
+            cells = [row[index].cell_len for row in rows]
+            header = len(column.header)
+            widest = max([header, *cells])
+            natural.append(widest)
+            if kind.wraps:
+                words = [len(word) for row in rows for word in row[index].plain.split()]
+                longest_word = min(max(words, default=1), PROSE_WORD_CELLS)
+                header_word = max(len(word) for word in column.header.split() or [""])
+                least.append(min(widest, max(header_word, longest_word)))
+            elif kind.shortest:
+                least.append(max(header, min(widest, kind.shortest)))
+            else:
+                least.append(widest)
+        return natural, least
+
+    def _table(
+        self, kinds: Sequence[ColumnKind], rows: Sequence[Sequence[Text]], widths: Sequence[int]
+    ) -> Table:
+        from rich.table import Table
+
+        table = Table(header_style="bold")
+        for column, kind, width in zip(self.columns, kinds, widths, strict=True):
+            table.add_column(
+                column.header,
+                width=width,
+                no_wrap=not kind.wraps,
+                overflow="ellipsis",
+                justify=kind.justify,
+            )
+        for row in rows:
+            table.add_row(
+                *(
+                    _fitted(cell, kind, width)
+                    for cell, kind, width in zip(row, kinds, widths, strict=True)
+                )
+            )
+        return table
+
+    def _blocks(
+        self, kinds: Sequence[ColumnKind], rows: Sequence[Sequence[Text]], width: int
+    ) -> Table:
+        from rich.table import Table
+
+        keys = max((len(column.header) for column in self.columns), default=0) + 1
+        room = max(1, width - keys - 1)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="bold")
+        grid.add_column(max_width=room, overflow="ellipsis")
+        for number, row in enumerate(rows):
+            if number:
+                grid.add_row("", "")
+            for column, kind, cell in zip(self.columns, kinds, row, strict=True):
+                value = _fitted(cell, kind, room)
+                value.no_wrap = not kind.wraps
+                grid.add_row(f"{column.header}:", value)
+        return grid
+
+
+def _text(value: str | Text | None) -> Text:
+    from rich.text import Text
+
+    if value is None:
+        return Text("-", style="dim")
+    return value if isinstance(value, Text) else Text(value)
+
+
+def _fitted(cell: Text, kind: ColumnKind, width: int) -> Text:
+    """An id longer than its column shortened in the middle; anything else as it is."""
+    if kind.shortest and cell.cell_len > width:
+        from rich.text import Text
+
+        return Text(shorten_middle(cell.plain, width), style=cell.style)
+    return cell
+
+
 # -- cells ---------------------------------------------------------------------------------
 
 
@@ -89,6 +286,15 @@ def _cell(value: Any, limit: int = MAX_CELL) -> Text:
     return Text(text)
 
 
+def _plain(value: Any) -> Text:
+    """An id, a code or a time, whole (the table shortens an id if it must)."""
+    from rich.text import Text
+
+    if value is None:
+        return Text("-", style="dim")
+    return Text(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+
+
 def _status(value: Any) -> Text:
     from rich.text import Text
 
@@ -97,73 +303,124 @@ def _status(value: Any) -> Text:
 
 def _moment(milliseconds: Any) -> Text:
     if not isinstance(milliseconds, int):
-        return _cell(milliseconds)
+        return _plain(milliseconds)
     from rich.text import Text
 
     return Text(Timestamp.from_epoch_ms(milliseconds).text)
 
 
-def _table(title: str | None, *columns: str) -> Table:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", header_style="bold")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
+def _records(title: str | None, *columns: tuple[str, str]) -> Records:
+    return Records(title, *(Column(header, kind) for header, kind in columns))
 
 
 # -- views ---------------------------------------------------------------------------------
 
 
 def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _table(None, "task", "status", "priority", "attempt", "claimed by", "updated", "goal")
+    table = _records(
+        None,
+        ("task", "id"),
+        ("status", "code"),
+        ("priority", "number"),
+        ("attempt", "number"),
+        ("claimed by", "id"),
+        ("updated", "time"),
+        ("goal", "prose"),
+    )
     for task in tasks:
         table.add_row(
-            _cell(task["task_id"]),
+            _plain(task["task_id"]),
             _status(task["status"]),
             str(task["priority"]),
             f"{task['attempt']}/{task['max_attempts']}",
-            _cell(task["claimed_by"]),
-            _cell(task["updated_at"]),
-            _cell(task["goal"], 40),
+            _plain(task["claimed_by"]),
+            _plain(task["updated_at"]),
+            _cell(task["goal"], 80),
         )
     table.caption = f"{len(tasks)} task(s)"
     return table
 
 
+# The kind of a task's field in `task show`, by name; a field named here by none is prose.
+_TASK_FIELD_KINDS = {
+    "task_id": "id",
+    "claimed_by": "id",
+    "status": "code",
+    "priority": "number",
+    "attempt": "number",
+    "max_attempts": "number",
+    "revision": "number",
+    "lease_seconds": "number",
+}
+
+
+def _task_field_kind(name: str) -> str:
+    if name.endswith("_at"):
+        return "time"
+    return _TASK_FIELD_KINDS.get(name, "prose")
+
+
 def task_view(task: Mapping[str, Any]) -> RenderableType:
-    table = _table(f"task {task['task_id']}", "field", "value")
-    for key, value in task.items():
-        table.add_row(key, _status(value) if key == "status" else _cell(value, 400))
-    return table
+    record = Records(
+        f"task {task['task_id']}",
+        *(Column(key, _task_field_kind(key)) for key in task),
+        blocks=True,
+    )
+    record.add_row(
+        *(
+            _status(value)
+            if key == "status"
+            else _cell(value, 400)
+            if _task_field_kind(key) == "prose"
+            else _plain(value)
+            for key, value in task.items()
+        )
+    )
+    return record
 
 
 def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _table(None, "#", "time", "event", "agent", "by", "payload")
+    table = _records(
+        None,
+        ("#", "number"),
+        ("time", "time"),
+        ("event", "code"),
+        ("agent", "id"),
+        ("by", "prose"),
+        ("payload", "prose"),
+    )
     for event in events:
         table.add_row(
             str(event["event_id"]),
-            _cell(event["created_at"]),
-            _cell(event["event_type"]),
-            _cell(event["agent_id"]),
-            _cell(actor_label_of(event.get("actor"))),
+            _plain(event["created_at"]),
+            _plain(event["event_type"]),
+            _plain(event["agent_id"]),
+            _plain(actor_label_of(event.get("actor"))),
             _cell(event.get("payload")),
         )
     return table
 
 
 def history_view(entries: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _table(
-        None, "time", "event", "agent", "by", "attempt", "decision", "next state", "reason"
+    table = _records(
+        None,
+        ("time", "time"),
+        ("event", "code"),
+        ("agent", "id"),
+        ("by", "prose"),
+        ("attempt", "number"),
+        ("decision", "code"),
+        ("next state", "code"),
+        ("reason", "prose"),
     )
     for entry in entries:
         table.add_row(
-            _cell(entry["time"]),
-            _cell(entry["event"]),
-            _cell(entry["agent"]),
-            _cell(entry.get("actor")),
+            _plain(entry["time"]),
+            _plain(entry["event"]),
+            _plain(entry["agent"]),
+            _plain(entry.get("actor")),
             str(entry["attempt"]),
-            _cell(entry["decision"]),
+            _plain(entry["decision"]),
             _status(entry["next_state"] or ""),
             _cell(entry["reason"], 200),
         )
@@ -172,18 +429,26 @@ def history_view(entries: Sequence[Mapping[str, Any]]) -> RenderableType:
 
 
 def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _table(None, "auxiliary run", "state", "kind", "mode", "session / run", "updated")
+    table = _records(
+        None,
+        ("auxiliary run", "id"),
+        ("state", "code"),
+        ("kind", "code"),
+        ("mode", "code"),
+        ("session / run", "id"),
+        ("updated", "time"),
+    )
     for run in runs:
         target = run["target"]
         state = _status(run["state"])
         if run.get("error_code"):
             state.append(f" {run['error_code']}", style="red")
         table.add_row(
-            _cell(run["id"]),
+            _plain(run["id"]),
             state,
-            _cell(run["kind"]),
-            _cell(run["mode"]),
-            _cell(f"{target['session_id']} / {target['run_id']}"),
+            _plain(run["kind"]),
+            _plain(run["mode"]),
+            _plain(f"{target['session_id']} / {target['run_id']}"),
             _moment(run["updated_at_ms"]),
         )
     table.caption = f"{len(runs)} auxiliary run(s)"
@@ -194,7 +459,11 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
 
-    counts = _table(f"aios-ledger status at {report['now']}", *report["tasks"], "total")
+    counts = _records(
+        f"aios-ledger status at {report['now']}",
+        *((status, "number") for status in report["tasks"]),
+        ("total", "number"),
+    )
     counts.add_row(*(str(count) for count in report["tasks"].values()), str(report["total"]))
     oldest = report["oldest_queued"]
     waiting = Text(
@@ -202,31 +471,44 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
         if oldest is None
         else f"oldest queued: {oldest['task_id']} since {oldest['created_at']}"
     )
-    expired = _table("leases expired (the next claim takes them over)", "task", "held by", "at")
+    holders = (("task", "id"), ("held by", "id"))
+    expired = _records("leases expired (the next claim takes them over)", *holders, ("at", "time"))
     for row in report["leases_expired"]:
-        expired.add_row(_cell(row["task_id"]), _cell(row["claimed_by"]), row["lease_expires_at"])
+        expired.add_row(
+            _plain(row["task_id"]), _plain(row["claimed_by"]), _plain(row["lease_expires_at"])
+        )
     window = report["leases_expiring_within_seconds"]
-    leases = _table(f"leases expiring within {window}s", "task", "held by", "until")
+    leases = _records(f"leases expiring within {window}s", *holders, ("until", "time"))
     for row in report["leases_expiring"]:
-        leases.add_row(_cell(row["task_id"]), _cell(row["claimed_by"]), row["lease_expires_at"])
-    last = _table("last events", "#", "time", "event", "task", "agent")
+        leases.add_row(
+            _plain(row["task_id"]), _plain(row["claimed_by"]), _plain(row["lease_expires_at"])
+        )
+    last = _records(
+        "last events",
+        ("#", "number"),
+        ("time", "time"),
+        ("event", "code"),
+        ("task", "id"),
+        ("agent", "id"),
+    )
     for row in report["last_events"]:
         last.add_row(
             str(row["event_id"]),
-            row["created_at"],
-            _cell(row["event_type"]),
-            _cell(row["task_id"]),
-            _cell(row["agent_id"]),
+            _plain(row["created_at"]),
+            _plain(row["event_type"]),
+            _plain(row["task_id"]),
+            _plain(row["agent_id"]),
         )
     return Group(counts, waiting, expired, leases, last, *_spend_tables(report.get("spend")))
 
 
-# The spend tables of `status`, each under its title, by the column its rows are keyed by.
+# The spend tables of `status`, each under its title, by the column its rows are keyed by and
+# that column's kind.
 _SPEND_TABLES = (
-    ("by_task", "spend by task (largest cost first)", "task", "task_id"),
-    ("by_agent", "spend by agent", "agent", "agent_id"),
-    ("by_repository", "spend by repository", "repository", "repository"),
-    ("by_day", "spend by UTC day", "day", "day"),
+    ("by_task", "spend by task (largest cost first)", "task", "task_id", "id"),
+    ("by_agent", "spend by agent", "agent", "agent_id", "id"),
+    ("by_repository", "spend by repository", "repository", "repository", "id"),
+    ("by_day", "spend by UTC day", "day", "day", "time"),
 )
 
 
@@ -238,17 +520,25 @@ def _spend_tables(spend: Mapping[str, Any] | None) -> list[RenderableType]:
     if not spend or not any(spend.get(name) for name, *_ in _SPEND_TABLES):
         return [Text("spend: none reported")]
     tables: list[RenderableType] = []
-    for name, title, heading, key in _SPEND_TABLES:
+    for name, title, heading, key, kind in _SPEND_TABLES:
         rows = spend.get(name) or []
         if not rows:
             continue
-        table = _table(title, heading, "reports", "tokens in", "tokens out", "cost", "over budget")
+        table = _records(
+            title,
+            (heading, kind),
+            ("reports", "number"),
+            ("tokens in", "number"),
+            ("tokens out", "number"),
+            ("cost", "code"),
+            ("over budget", "number"),
+        )
         for row in rows:
             currency = row["currency"]
             micros = int(row["cost_micros"])  # shown to the micro-unit: no float on the way
             cost = "-" if currency is None else f"{micros // 10**6}.{micros % 10**6:06d} {currency}"
             table.add_row(
-                _cell(row[key]),
+                _plain(row[key]),
                 str(row["reports"]),
                 str(row["input_tokens"]),
                 str(row["output_tokens"]),
@@ -257,6 +547,22 @@ def _spend_tables(spend: Mapping[str, Any] | None) -> list[RenderableType]:
             )
         tables.append(table)
     return tables
+
+
+def why_view(document: Mapping[str, Any]) -> RenderableType:
+    """`why COMMIT` for a person: per landed write, the labelled lines of `why_summary`."""
+    from aios_ledger.core.attest.why import why_summary
+    from rich.console import Group
+    from rich.text import Text
+
+    summary = why_summary(document)
+    parts: list[RenderableType] = [Text(f"commit {summary.commit}", style="bold")]
+    for number, write in enumerate(summary.writes, 1):
+        title = f"write {number} of {len(summary.writes)}" if len(summary.writes) > 1 else None
+        block = Records(title, *(Column(label) for label, _ in write.lines), blocks=True)
+        block.add_row(*(text for _, text in write.lines))
+        parts.append(block)
+    return Group(*parts)
 
 
 def event_line(event: Mapping[str, Any]) -> str:

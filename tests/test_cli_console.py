@@ -151,7 +151,9 @@ def test_a_terminal_gets_a_table_and_a_pipe_gets_json(
 ) -> None:
     code, drawn = _terminal_run(["--db", str(ledger), *command], tmp_path)
     assert code == 0, drawn
-    assert any(corner in drawn for corner in "┏┃━"), drawn  # a box, not JSON
+    # A box, or for one record (`task show`) its `field: value` lines; not JSON.
+    assert any(corner in drawn for corner in "┏┃━") or "task_id:" in drawn, drawn
+    assert not drawn.lstrip().startswith(("{", "[")), drawn
     code, drawn = _terminal_run(["--db", str(ledger), *command, "--json"], tmp_path)
     assert code == 0 and json.loads(drawn) is not None
     piped = subprocess.run(

@@ -302,6 +302,11 @@ def _projection_error(read: Any) -> Any:
         raise ProjectionError(refused.code, refused.detail) from None
 
 
+def _state_text(status: str, revision: int, attempt: int) -> str:
+    """A task's state in words: a status as its text, never a Python repr of it."""
+    return f"{status} at revision {revision}, attempt {attempt}"
+
+
 def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObject:
     if task.claimed_by is not None:
         raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
@@ -321,7 +326,7 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
     if observed != expected:
         raise ProjectionError(
             "REVISION_CONFLICT",
-            f"task is (status, revision, attempt) {observed}, the request expects {expected}",
+            f"task is {_state_text(*observed)}, the request expects {_state_text(*expected)}",
         )
     if sha256_hex(metadata) != request.expected_metadata_sha256:
         raise ProjectionError(

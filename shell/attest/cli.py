@@ -13,7 +13,8 @@ from aios_ledger.shell.attest.keys import (
     load_signer,
     read_verifier,
 )
-from aios_ledger.shell.cli_support import ledger_settings, open_database
+from aios_ledger.shell.cli_support import json_flag, ledger_settings, open_database
+from aios_ledger.shell.console import Shown, why_view
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,6 +24,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     why.add_argument("commit", help="the commit's object id (a landed governed write's)")
     why.add_argument("--repo", metavar="NAME", help="only writes to this governed repository")
+    json_flag(why)
     why.set_defaults(handler=_why)
 
     verify = commands.add_parser(
@@ -60,8 +62,10 @@ def signing_key(args: argparse.Namespace) -> SigningKey | None:
 
 
 def _why(args: argparse.Namespace) -> Any:
+    """A summary on a terminal; the whole document (events, seals, proofs, the signed note)
+    for a program or with `--json`."""
     with open_database(args) as db:
-        return why_commit(db, args.commit, args.repo)
+        return Shown(why_commit(db, args.commit, args.repo), why_view)
 
 
 def _verify(args: argparse.Namespace) -> Any:

@@ -211,6 +211,7 @@ def _event_summary(event: dict[str, Any]) -> dict[str, Any]:
         "event_id": event["event_id"],
         "type": event["event_type"],
         "agent_id": event["agent_id"],
+        "actor": event.get("actor"),
         "created_at": event["created_at"],
         "payload": event["payload"],
         "chain": event.get("chain"),
@@ -292,6 +293,14 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
         if e["event_type"] == "TASK_CLAIMED" and e["payload"].get("attempt") == attempt
     ]
     reviews = attempt_reviews(conn, write.task_id, attempt)
+    verdicts = [e for e in events if e["event_type"] == "TASK_VERIFIED"]
+    # Who asked for the write: the actor of the first event its idempotency key names.
+    asked = [
+        e
+        for e in events
+        if e["event_type"].startswith("GOVERNED_WRITE_")
+        and e["payload"].get("idempotency_key") == write.idempotency_key
+    ]
     attestation = attestation_row(conn, write.idempotency_key)
     attested: dict[str, Any] | None = None
     if attestation is not None:
@@ -335,6 +344,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "reason": facts.reason,
             "verified_at": facts.verified_on,
             "reviewer": facts.reviewer,
+            "verified_by": verdicts[-1].get("actor") if verdicts else None,
         },
         "governed_write": {
             "idempotency_key": write.idempotency_key,
@@ -343,6 +353,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "state": write.state,
             "changed_files": list(write.changed_files()),
             "applied_at": write.updated_at,
+            "written_by": asked[0].get("actor") if asked else None,
         },
         "attestation": attested,
         "events": [_event_summary(e) for e in events],
