@@ -75,3 +75,12 @@ WHERE task_id = :task_id
   AND event_type IN ('GOVERNED_WRITE_INTENDED', 'GOVERNED_WRITE_APPLIED',
                      'GOVERNED_WRITE_NOT_APPLIED', 'GOVERNED_WRITE_MOVED_BY_OTHER')
 ORDER BY event_id;
+
+-- name: console_task_attempt_events
+-- A task's page: its claims, submissions and verdicts (each attempt's holder and times, its
+-- reviewer and verdict), by type down events_by_task: a few per attempt, never its heartbeats.
+SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
+FROM events
+WHERE task_id = :task_id
+  AND event_type IN ('TASK_CLAIMED', 'RESULT_SUBMITTED', 'TASK_VERIFIED')
+ORDER BY event_id;

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from api_server import ApiServer, Scenario
+from api_server import ROLE_NAMES, ApiServer, Scenario
 from console_seed import LANDED_TASK, seed_ledger, seed_tasks
 from console_support import (
     accessible,
@@ -100,6 +100,40 @@ def test_every_page_reads_at_200_percent_zoom_and_on_a_phone(
                 assert wide <= viewport["width"], (path, viewport, wide)
         finally:
             context.close()
+
+
+def test_a_tasks_result_reviewer_and_evidence_are_on_screen(page: Any, console: ApiServer) -> None:
+    """Without a click: the result's first lines, the attempt's reviewer and verdict beside
+    it, and the text its agent wrote into the attempt's run."""
+    scene = Scenario(console)
+    task_id, lease = scene.claimed()
+    said = scene.agent.post(
+        f"/v1/runs/{task_id}@1/events",
+        json={"kind": "stdout", "payload": "all 12 tests pass", "lease_token": lease},
+    )
+    assert said.status_code == 201, said.text
+    result = {"summary": "the widgets are improved", "changed": ["src/widgets.py"]}
+    submitted = scene.agent.post(
+        f"/v1/tasks/{task_id}/result",
+        json={"lease_token": lease, "result": result, "idempotency_key": scene.key()},
+    )
+    assert submitted.status_code == 200, submitted.text
+    judged = scene.reviewer.post(
+        f"/v1/tasks/{task_id}/verification",
+        json={"decision": "SUCCEEDED", "reason": "as asked", "idempotency_key": scene.key()},
+    )
+    assert judged.status_code == 200, judged.text
+    sign_in(page, console, "auditor")
+    page.goto(f"{console.url}/tasks/{task_id}")
+    assert page.locator("#result-json").is_visible()
+    assert page.get_by_text('"summary": "the widgets are improved"').is_visible()
+    attempt = page.locator("#attempt-1")
+    reviewer = attempt.locator(".reviewer")
+    assert reviewer.is_visible() and reviewer.inner_text() == ROLE_NAMES["reviewer"]
+    verdict = attempt.locator(".verdict")
+    assert verdict.is_visible() and verdict.inner_text().startswith("SUCCEEDED: as asked")
+    assert attempt.get_by_text("all 12 tests pass").is_visible()
+    accessible(page)
 
 
 def test_a_landed_governed_write_shows_its_attestation(page: Any, console: ApiServer) -> None:

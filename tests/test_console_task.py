@@ -60,6 +60,7 @@ DIGEST = re.compile(r'name="expected_result_digest" value="([^"]+)"')
 SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin"}
 SEAL = re.compile(r"<summary>Event (\d+) ")
 EARLIER = re.compile(r'<a rel="prev" href="([^"]+)">Earlier events</a>')
+RESULT_SHOWN = re.compile(r'<pre [^>]*id="result-json"[^>]*>(.*?)</pre>', re.DOTALL)
 CHANGED = {"src/widgets.py": "def widget() -> str:\n    return 'improved'\n"}
 
 
@@ -434,7 +435,7 @@ def test_a_large_result_is_shown_cut_with_the_whole_a_link_away(
     client = signed_in(server, "reviewer")
     page = client.get(f"/tasks/{task_id}")
     assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
-    shown = re.search(r'<pre class="json">(.*?)</pre>', page.text, re.DOTALL)
+    shown = RESULT_SHOWN.search(page.text)
     assert shown is not None
     first = html.unescape(shown.group(1)).splitlines()
     assert first[:3] == ["{", '  "lines": [', '    "line 0 <&>",'] and 100 < len(first) < len(lines)
@@ -455,7 +456,7 @@ def test_a_result_of_one_long_line_shows_its_start(server: ApiServer, scene: Sce
     assert answer.status_code == 200, answer.text
     page = signed_in(server, "reviewer").get(f"/tasks/{task_id}")
     assert len(page.content) < MAX_PAGE_BYTES, len(page.content)
-    shown = re.search(r'<pre class="json">(.*?)</pre>', page.text, re.DOTALL)
+    shown = RESULT_SHOWN.search(page.text)
     assert shown is not None
     first = html.unescape(shown.group(1)).splitlines()
     assert first[0] == "{" and first[1].startswith('  "log": "step <&> done\\nstep <&> done')

@@ -1,6 +1,7 @@
 """A task's console page reads only the events it shows: its window by a keyset read (and one
 more, to know of an older window), the count and last id from the task's index, the governed
-writes' events by type; never the task's every event. Counted in event rows the engine's
+writes' events and the attempts' claims, submissions and verdicts by type; never the task's
+every event. Counted in event rows the engine's
 connection returns, on both engines: the same for a page however long the task has lived."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ PAGE_READS = (
     "console_task_event_count",
     "console_task_events_before",
     "console_task_governed_writes",
+    "console_task_attempt_events",
 )
 
 
@@ -103,9 +105,10 @@ def test_a_tasks_page_reads_the_same_rows_however_many_events_it_has(
         older_again, read_older_again = read_counted(
             stores, task_id, earlier_window, event_rows_read
         )
-        # The window and one more below it: not the task's 152 events, twice.
-        assert read == read_longer == EVENTS_SHOWN + 1
-        assert read_older == read_older_again == EVENTS_SHOWN + 1
+        # The window and one more below it, and the attempt's claim: not the task's 152
+        # events, twice.
+        assert read == read_longer == EVENTS_SHOWN + 1 + 1
+        assert read_older == read_older_again == EVENTS_SHOWN + 1 + 1
         assert longer.event_count == 2 + 6 * EVENTS_SHOWN
         assert len(longer.events) == EVENTS_SHOWN and longer.latest
         assert older_again.events == older.events and not older_again.latest

@@ -274,11 +274,14 @@ class RunReadRequest:
 
 @attrs.frozen
 class RunEventsRequest:
-    """A run's first `limit` events, in order: at most one more than the largest evidence read
-    (so that a truncated slice can be told apart); a longer page is refused, never shortened."""
+    """A run's first `limit` events after the event numbered `after` (0: from its first), in
+    order: at most one more than the largest evidence read (so that a truncated slice can be
+    told apart); a longer page is refused, never shortened. `after` pages through a run of more
+    events than one page holds, and `after=N-1, limit=1` is event N alone."""
 
     run_id: Identifier
     limit: Annotated[int, Between(1, MAX_EVENTS_PAGE)] = MAX_EVENTS_PAGE
+    after: Annotated[int, Between(0, 2**62)] = 0
 
     @classmethod
     def from_mapping(cls, raw: object) -> RunEventsRequest:

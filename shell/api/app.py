@@ -368,12 +368,16 @@ def get_run(call: Call) -> Answer:
 
 
 def run_events(call: Call) -> Answer:
+    """`?after=N` starts after the run's event N (a console page links one event whole as
+    `?after=N-1&limit=1`)."""
     run_id = call.path("run_id")
     limit = call.query_int("limit", 1001)
+    after = call.query_int("after", 0)
 
     def read(stores: Stores) -> list[Any]:
         kwargs = {} if call.query("limit") is None else {"limit": limit}
-        return [event.public() for event in stores.runs.run_events(run_id, **kwargs)]
+        events = stores.runs.run_events(run_id, after=after, **kwargs)
+        return [event.public() for event in events]
 
     return Answer(call.backend.read_now(read))
 
@@ -757,7 +761,10 @@ def operations() -> tuple[Operation, ...]:
             READERS,
             run_events,
             "a run's events",
-            query=(Query("limit", {"type": "integer", "minimum": 1}),),
+            query=(
+                Query("limit", {"type": "integer", "minimum": 1}),
+                Query("after", {"type": "integer", "minimum": 0}),
+            ),
         ),
         o(
             "GET",

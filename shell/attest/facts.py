@@ -69,10 +69,10 @@ def _last(
     return found
 
 
-def _attempt_events(
-    events: list[dict[str, Any]], attempt: int
-) -> tuple[dict[str, Any] | None, ...]:
-    """The attempt's claim, submission and the verdict that followed it."""
+def attempt_events(events: list[dict[str, Any]], attempt: int) -> tuple[dict[str, Any] | None, ...]:
+    """The attempt's claim, submission and the verdict that followed it, among `events` (the
+    task's, in order: all of them, or those of these three types alone, as a task's page reads
+    them)."""
     claim = _last(events, "TASK_CLAIMED", attempt)
     submitted = _last(events, "RESULT_SUBMITTED", attempt)
     verified = None
@@ -82,7 +82,7 @@ def _attempt_events(
     return claim, submitted, verified
 
 
-def _reviewer(verified: dict[str, Any] | None) -> str | None:
+def verdict_reviewer(verified: dict[str, Any] | None) -> str | None:
     """Who verified: the name the verdict's sealed payload holds (the reviewer as the edge
     authenticated it); a verdict from before the ledger sealed it there is read as it was, by
     its event's agent (None: nobody named, the review run names the verifier)."""
@@ -113,7 +113,7 @@ def commit_facts(conn: Connection, write: GovernedWriteRow) -> CommitFacts:
     envelope = task.metadata().get("execution")
     assert isinstance(envelope, dict)
     events = task_events(conn, task.task_id)
-    claim, submitted, verified = _attempt_events(events, attempt)
+    claim, submitted, verified = attempt_events(events, attempt)
     verdict: JsonObject = verified["payload"] if verified is not None else {}
     reviews = [r for r in attempt_reviews(conn, task.task_id, attempt) if r["state"] == "COMPLETED"]
     review = reviews[-1] if reviews else None
@@ -147,7 +147,7 @@ def commit_facts(conn: Connection, write: GovernedWriteRow) -> CommitFacts:
         decision=str(verdict.get("decision", task.status)),
         reason=None if verdict.get("reason") is None else str(verdict.get("reason")),
         verified_on=None if verified is None else str(verified["created_at"]),
-        reviewer=_reviewer(verified),
+        reviewer=verdict_reviewer(verified),
         review_id=None if review is None else str(review["aux_id"]),
         review_output_digest=None if review is None else review["output_digest"],
         success_criteria=success_criteria,

@@ -628,8 +628,13 @@ class LedgerClient:
     def get_run(self, run_id: str) -> RunRow:
         return _record(RunRow.from_row, self._json("GET", api_path("runs", run_id)))
 
-    def run_events(self, run_id: str, *, limit: int | None = None) -> tuple[RunEventRow, ...]:
-        params = {"limit": None if limit is None else _query(limit, "limit")}
+    def run_events(
+        self, run_id: str, *, limit: int | None = None, after: int = 0
+    ) -> tuple[RunEventRow, ...]:
+        params = {
+            "limit": None if limit is None else _query(limit, "limit"),
+            "after": None if after == 0 else _query(after, "after"),
+        }
         answer = self._json("GET", api_path("runs", run_id, "events"), params=params)
         if not isinstance(answer, list):
             raise LedgerError("API_PROTOCOL_ERROR", "run events: not a list")

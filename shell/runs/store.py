@@ -53,8 +53,9 @@ def _get_task(conn: Connection, task_id: str) -> TaskRow | None:
     return None if row is None else TaskRow.from_row(row)
 
 
-def _events(conn: Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
-    rows = fetch_all(conn, "run_events_page", {"run_id": run_id, "after_seq": 0, "limit": limit})
+def _events(conn: Connection, run_id: str, limit: int, after: int = 0) -> tuple[RunEventRow, ...]:
+    read = {"run_id": run_id, "after_seq": after, "limit": limit}
+    rows = fetch_all(conn, "run_events_page", read)
     return tuple(RunEventRow.from_row(row) for row in rows)
 
 
@@ -162,11 +163,16 @@ class RunStore:
             raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
         return run
 
-    def run_events(self, run_id: str, *, limit: int = MAX_EVENTS_PAGE) -> tuple[RunEventRow, ...]:
-        """The run's first `limit` events (1 to MAX_EVENTS_PAGE: out of range is refused)."""
-        request = RunEventsRequest.from_mapping({"run_id": run_id, "limit": limit})
+    def run_events(
+        self, run_id: str, *, limit: int = MAX_EVENTS_PAGE, after: int = 0
+    ) -> tuple[RunEventRow, ...]:
+        """The run's first `limit` events (1 to MAX_EVENTS_PAGE: out of range is refused) after
+        the one numbered `after` (0: from the first)."""
+        request = RunEventsRequest.from_mapping({"run_id": run_id, "limit": limit, "after": after})
         self.get_run(request.run_id)
-        return self.database.read(lambda conn: _events(conn, request.run_id, request.limit))
+        return self.database.read(
+            lambda conn: _events(conn, request.run_id, request.limit, request.after)
+        )
 
     def last_run_events(self, run_id: str, *, limit: int) -> tuple[RunEventRow, ...]:
         """The run's last `limit` events, in order (1 to MAX_EVENTS_PAGE: out of range is

@@ -1,7 +1,8 @@
 """Everything the ledger holds of one task, read for its console page: the task and its
 timeline, each sealed event with its inclusion proof in the Merkle log (against one tree head),
-each attempt's evidence run and its events and the auxiliary reviews of that evidence, the
-proposals (changed files, a diff read from the governed repository, the secret-scan and policy
+each attempt (its holder, when it was claimed and submitted, the reviewer and the verdict, its
+evidence run's last events with their text and the auxiliary reviews of that evidence, its
+proposal: changed files, a diff read from the governed repository, the secret-scan and policy
 facts), and the governed writes (the branch move) with the commit's attestation.
 
 It reads through the same functions the API and `aios-ledger why` read through (the stores,
@@ -18,13 +19,18 @@ import attrs
 import markupsafe
 from aios_ledger.core import EventRow, HistoryEntry, LedgerError
 from aios_ledger.core.git import ProposalRow
-from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core.jsonvalue import JsonValue, loads_document
 from aios_ledger.core.runs.attempts import evidence_run
 from aios_ledger.core.tasks import named_attempt, task_history
 from aios_ledger.core.tasks.answers import event_view
 from aios_ledger.shell.api.backend import Stores
 from aios_ledger.shell.attest.commits import attestation_row
-from aios_ledger.shell.attest.facts import attempt_reviews, sealed_event
+from aios_ledger.shell.attest.facts import (
+    attempt_events,
+    attempt_reviews,
+    sealed_event,
+    verdict_reviewer,
+)
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, Row, fetch_all, fetch_one
 from aios_ledger.shell.git.proposals import (
@@ -46,6 +52,15 @@ EVENTS_SHOWN = 25
 # An evidence run's events shown on the page (the latest); all of them are a link away, on
 # `GET /v1/runs/{run_id}/events`.
 RUN_EVENTS_SHOWN = 50
+# A run event's text (its payload: a string as it is, any other JSON value as JSON) is shown
+# to this many characters; the whole event is a link away, `GET
+# /v1/runs/{run_id}/events?after=N-1&limit=1`. An agent writes what it likes there, a whole
+# log in one event say.
+RUN_TEXT_SHOWN = 200
+# The run events' texts take at most this many bytes of a task's page in all (each escaped),
+# the latest attempt's last events first: 50 events of 200 characters on each attempt would
+# otherwise take the page past 100 KB. An event past it is shown without its text.
+RUN_TEXT_LIMIT = 12 * 1024
 # The diffs on a task's page take at most this many bytes of its HTML (each line escaped, in
 # its span), the newest proposal's first, older ones what is left: with the events' window the
 # page stays under 100 KB (issue 29). git's output is read up to as many bytes (an HTML line
@@ -62,19 +77,6 @@ DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
 
 
 @attrs.frozen
-class Attempt:
-    """One attempt of the task: its evidence run (None: no run was opened), its last events
-    (at most RUN_EVENTS_SHOWN, in order) of `run_event_count`, and the auxiliary reviews of
-    that evidence."""
-
-    number: int
-    run: dict[str, Any] | None
-    run_events: list[dict[str, Any]]
-    run_event_count: int
-    reviews: list[dict[str, Any]]
-
-
-@attrs.frozen
 class Proposal:
     """One attempt's proposal: its row's facts, its changed files and the diff from its base
     (None with `diff_note` saying why when it cannot be shown)."""
@@ -84,6 +86,51 @@ class Proposal:
     facts: Any
     diff: str | None
     diff_note: str | None
+
+
+@attrs.frozen
+class RunEvent:
+    """One event of an evidence run as the page shows it: `text` the start of its payload's
+    text (RUN_TEXT_SHOWN characters at most, less where the page's RUN_TEXT_LIMIT runs out),
+    `cut` whether that is less than the whole."""
+
+    seq: int
+    kind: str
+    created_at: str
+    text: str
+    cut: bool
+
+
+@attrs.frozen
+class Verdict:
+    """The verdict on an attempt's result (its TASK_VERIFIED event): the decision, who gave it
+    (the reviewer its sealed payload names; None: nobody was named), whether the ledger gave it
+    itself, the reason and when."""
+
+    decision: str | None
+    reviewer: str | None
+    automatic: bool
+    reason: str | None
+    verified_at: str
+
+
+@attrs.frozen
+class Attempt:
+    """One attempt of the task: who held it and when it was claimed and submitted (from its
+    claim and submission events; None: no such event), the verdict on it, its evidence run
+    (None: no run was opened), that run's last events (at most RUN_EVENTS_SHOWN, in order) of
+    `run_event_count`, the auxiliary reviews of that evidence and its proposals."""
+
+    number: int
+    run: dict[str, Any] | None
+    run_events: list[RunEvent]
+    run_event_count: int
+    reviews: list[dict[str, Any]]
+    holder: str | None = None
+    claimed_at: str | None = None
+    submitted_at: str | None = None
+    verdict: Verdict | None = None
+    proposals: list[Proposal] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -169,19 +216,35 @@ def _governed_writes(conn: Connection, task_id: str) -> list[dict[str, Any]]:
     return writes
 
 
+def _attempt_marks(conn: Connection, task_id: str) -> list[dict[str, Any]]:
+    """The task's claims, submissions and verdicts, in order (`attempt_events` finds each
+    attempt's among them): a few rows an attempt, read by type, never its heartbeats."""
+    rows = fetch_all(conn, "console_task_attempt_events", {"task_id": task_id})
+    return [sealed_event(row) for row in rows]
+
+
 def read_task_record(stores: Stores, task_id: str, before: int | None = None) -> TaskRecord:
     """The task's record (`TASK_NOT_FOUND` when there is none), its events shown up to
     `before` (None: the latest), on a reader."""
     task = stores.tasks.get(task_id)
     db = stores.db
-    window, writes = db.read(
-        lambda conn: (read_event_window(conn, task_id, before), _governed_writes(conn, task_id))
+    window, writes, marks = db.read(
+        lambda conn: (
+            read_event_window(conn, task_id, before),
+            _governed_writes(conn, task_id),
+            _attempt_marks(conn, task_id),
+        )
     )
     head = tree_head_at(db)
     shown = sorted(int(event["event_id"]) for event in window.events)
     proofs = {event_id: _proof(db, event_id, head.size) for event_id in shown}
-    attempts = [_attempt(stores, task_id, number) for number in range(1, task["attempt"] + 1)]
     proposals = _proposals(db, task_id)
+    attempts = fit_run_texts(
+        [
+            _attempt(stores, task_id, number, marks, proposals)
+            for number in range(1, task["attempt"] + 1)
+        ]
+    )
     keys = {str(w["idempotency_key"]) for w in writes if w["type"] == "GOVERNED_WRITE_APPLIED"}
     attestations = db.read(lambda conn: _attestations(conn, keys))
     return TaskRecord(
@@ -212,18 +275,79 @@ def _proof(db: Database, event_id: int, size: int) -> dict[str, Any] | None:
         return None
 
 
-def _attempt(stores: Stores, task_id: str, number: int) -> Attempt:
-    run_id = evidence_run(task_id, number)
+def _attempt(
+    stores: Stores,
+    task_id: str,
+    number: int,
+    marks: list[dict[str, Any]],
+    proposals: list[Proposal],
+) -> Attempt:
+    """Attempt `number`: its facts from `marks` (`_attempt_marks`), as `aios-ledger why`
+    reads them (`attempt_events`, `verdict_reviewer`), its run and its proposals."""
+    claim, submitted, verified = attempt_events(marks, number)
     reviews = stores.db.read(lambda conn: attempt_reviews(conn, task_id, number))
+    found = Attempt(
+        number,
+        None,
+        [],
+        0,
+        reviews,
+        holder=None if claim is None else claim["agent_id"],
+        claimed_at=None if claim is None else claim["created_at"],
+        submitted_at=None if submitted is None else submitted["created_at"],
+        verdict=None if verified is None else _verdict(verified),
+        proposals=[proposal for proposal in proposals if proposal.row.attempt == number],
+    )
+    run_id = evidence_run(task_id, number)
     try:
         run = stores.runs.get_run(run_id)
         shown = stores.runs.last_run_events(run_id, limit=RUN_EVENTS_SHOWN)
     except LedgerError as refused:
         if refused.code != "RUN_NOT_FOUND":
             raise
-        return Attempt(number, None, [], 0, reviews)
-    events = [event.public() for event in shown]
-    return Attempt(number, run.public(), events, run.event_count, reviews)
+        return found
+    events = [
+        RunEvent(event.seq, event.kind, event.created_at, run_event_text(event.payload()), False)
+        for event in shown
+    ]
+    return attrs.evolve(found, run=run.public(), run_events=events, run_event_count=run.event_count)
+
+
+def _verdict(verified: dict[str, Any]) -> Verdict:
+    payload = verified["payload"] if isinstance(verified["payload"], dict) else {}
+    decision, reason = payload.get("decision"), payload.get("reason")
+    return Verdict(
+        decision if isinstance(decision, str) else None,
+        verdict_reviewer(verified),
+        payload.get("automatic") is True,
+        reason if isinstance(reason, str) else None,
+        str(verified["created_at"]),
+    )
+
+
+def run_event_text(payload: JsonValue) -> str:
+    """A run event's text: a payload that is a string as it is, nothing for none, any other
+    JSON value as JSON (its characters as they are, not escaped)."""
+    if isinstance(payload, str):
+        return payload
+    if payload is None:
+        return ""
+    return json.dumps(payload, ensure_ascii=False, separators=(", ", ": "))
+
+
+def fit_run_texts(attempts: list[Attempt]) -> list[Attempt]:
+    """The attempts with their run events' texts cut to RUN_TEXT_SHOWN characters each and to
+    RUN_TEXT_LIMIT bytes of the page in all, the latest attempt's last events first."""
+    budget = RUN_TEXT_LIMIT
+    fitted = []
+    for attempt in reversed(attempts):
+        events = []
+        for event in reversed(attempt.run_events):
+            shown = _fitting_start(event.text[:RUN_TEXT_SHOWN], budget)
+            budget -= _html_bytes(shown)
+            events.append(attrs.evolve(event, text=shown, cut=len(shown) < len(event.text)))
+        fitted.append(attrs.evolve(attempt, run_events=events[::-1]))
+    return fitted[::-1]
 
 
 def _proposal_rows(conn: Connection, task_id: str) -> list[tuple[ProposalRow, str | None]]:

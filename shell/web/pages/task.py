@@ -1,7 +1,8 @@
 """The task page (`/tasks/{task_id}`): the task's whole record (`shell/web/task_record.py`:
-its timeline, each sealed event with its seal and inclusion proof, the evidence runs and their
-events, the auxiliary reviews, the proposals with their diff and findings, the governed writes
-and the commit's attestation), and the actions on it by role:
+the result's first lines, its timeline, each sealed event with its seal and inclusion proof,
+each attempt with its holder, reviewer and verdict, its evidence run's events and their text,
+the auxiliary reviews and its proposal with the diff and findings, the governed writes and the
+commit's attestation), and the actions on it by role:
 
 - a reviewer verifies a submitted result (`POST /tasks/{task_id}/verification`: SUCCEEDED,
   NEEDS_REWORK or FAILED, a reason, and the result digest the page showed);
@@ -27,7 +28,12 @@ from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.shell.api.app import READERS, whole_number
 from aios_ledger.shell.api.governed import write_task_branch
 from aios_ledger.shell.web.console import Page, Rendered, Visit, new_idempotency_key, see_other
-from aios_ledger.shell.web.task_record import read_task_record, shown_document
+from aios_ledger.shell.web.task_record import (
+    RUN_TEXT_LIMIT,
+    RUN_TEXT_SHOWN,
+    read_task_record,
+    shown_document,
+)
 from anyio import from_thread
 from starlette.responses import Response
 
@@ -86,6 +92,8 @@ def task_page(visit: Visit) -> Rendered:
             "envelope_digest": envelope_digest(record.task),
             "history": record.history,
             "reason_shown": REASON_SHOWN,
+            "run_text_shown": RUN_TEXT_SHOWN,
+            "run_text_limit": RUN_TEXT_LIMIT,
             "reasons_cut": any(
                 len(entry["reason"] or "") > REASON_SHOWN for entry in record.history
             ),
