@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aios_ledger.core import TaskView, Timestamp
 from aios_ledger.shell import TaskLedger
+from signal_support import interruptible
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = f"{sys.executable} {ROOT / 'examples' / 'agent.py'}"
@@ -34,8 +35,11 @@ def cli(
 
 
 def spawn_worker(db: Path, *argv: str) -> subprocess.Popen[str]:
+    """A running worker, for a test to signal (SIGINT included, as Ctrl-C would)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), "worker", *argv],
+        interruptible(
+            [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), "worker", *argv]
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
