@@ -26,6 +26,7 @@ from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db.connection import fetch_all
 from api_server import ApiServer, Scenario, cli
 from conftest import both_engines
+from signal_support import interruptible
 
 pytest_generate_tests = both_engines
 
@@ -263,8 +264,8 @@ def test_events_follow_over_the_api_resumes_after_a_dropped_connection(tmp_path:
         token = server.token_file(tmp_path, "follower", "auditor")
         owner = server.issue("owner-x", "owner")
         api = ("--api", server.url, "--token-file", str(token))
-        follower = subprocess.Popen(
-            [*CLI, "events", "--follow", "--after", "0", *api],
+        follower = subprocess.Popen(  # interrupted at the end, as Ctrl-C would
+            interruptible([*CLI, "events", "--follow", "--after", "0", *api]),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -22,6 +22,10 @@ from aios_ledger.shell import (
 )
 from aios_ledger.shell.auxiliary.service import owner_is_dead
 
+# Seconds a test waits for a run or a token before it fails instead of hanging: a bound on
+# the wait, never an assertion on how long the run took.
+PATIENCE = 60.0
+
 PRELUDE = """
 import asyncio, json, sys
 from aios_ledger.core import *
@@ -90,7 +94,7 @@ def test_runs_left_running_by_a_closed_service_are_failed_as_interrupted(tmp_pat
         snapshot.validate()
         handle = await service.spawn(_spec(evidence, "aux-left"), evidence)
         with pytest.raises(AuxiliaryRunError) as refused:
-            await asyncio.wait_for(handle.wait(), timeout=1)
+            await asyncio.wait_for(handle.wait(), timeout=PATIENCE)
         assert refused.value.code == "INTERRUPTED"
         service.close()
         again = AuxiliaryRunService(Answer(), path)
@@ -214,7 +218,7 @@ def test_a_waiter_in_another_service_sees_the_end_by_polling(tmp_path: Path) -> 
         await asyncio.sleep(0.02)
         await handle.cancel()
         with pytest.raises(AuxiliaryRunError, match="CANCELLED"):
-            await asyncio.wait_for(waiting, timeout=5)
+            await asyncio.wait_for(waiting, timeout=PATIENCE)
         runner.close()
         watcher.close()
 

@@ -31,6 +31,9 @@ pytest_generate_tests = both_engines
 pytestmark = pytest.mark.usefixtures("engine_targets")
 
 T = TypeVar("T")
+# Seconds a test waits for a run or a token before it fails instead of hanging: a bound on
+# the wait, never an assertion on how long the run took.
+PATIENCE = 60.0
 
 
 def run(factory: Callable[[], Awaitable[T]]) -> T:
@@ -161,7 +164,7 @@ def test_cancellation_stops_an_executor_that_ignores_its_token() -> None:
         await asyncio.sleep(0)
         parent.cancel()
         with pytest.raises(AuxiliaryRunError, match="CANCELLED"):
-            await asyncio.wait_for(handle.wait(), timeout=5)
+            await asyncio.wait_for(handle.wait(), timeout=PATIENCE)
         assert (await handle.snapshot()).state == AuxiliaryRunState.CANCELLED
 
     run(scenario)
@@ -227,11 +230,11 @@ def test_concurrent_waiters_cannot_miss_terminal_notification() -> None:
             handle = await service.spawn(spec, ev)
             waiters = [asyncio.create_task(handle.wait()) for _ in range(4)]
             for waiter in waiters:
-                result = await asyncio.wait_for(waiter, timeout=1)
+                result = await asyncio.wait_for(waiter, timeout=PATIENCE)
                 assert result.value == {"ok": True}
             assert (await handle.snapshot()).state.is_terminal
             # A waiter that arrives after the end returns at once.
-            late = await asyncio.wait_for(handle.wait(), timeout=1)
+            late = await asyncio.wait_for(handle.wait(), timeout=PATIENCE)
             assert late.value == {"ok": True}
 
     run(scenario)
@@ -318,7 +321,7 @@ def test_a_run_over_its_timeout_fails_with_timeout() -> None:
     async def scenario() -> None:
         handle = await service.spawn(spec_for(ev, "slow", "aux-slow").with_timeout_ms(20), ev)
         with pytest.raises(AuxiliaryRunError) as refused:
-            await asyncio.wait_for(handle.wait(), timeout=10)
+            await asyncio.wait_for(handle.wait(), timeout=PATIENCE)
         assert refused.value.code == "TIMEOUT"
         snapshot = await handle.snapshot()
         assert snapshot.state == AuxiliaryRunState.FAILED
@@ -380,7 +383,7 @@ def test_many_waiters_and_cancel_through_the_handle() -> None:
         await asyncio.sleep(0)
         await handle.cancel()
         results = await asyncio.wait_for(
-            asyncio.gather(*waiters, return_exceptions=True), timeout=5
+            asyncio.gather(*waiters, return_exceptions=True), timeout=PATIENCE
         )
         assert all(isinstance(r, AuxiliaryRunError) and r.code == "CANCELLED" for r in results)
 
@@ -396,13 +399,13 @@ def test_cancellation_tokens() -> None:
         waiter = asyncio.create_task(grandchild.cancelled())
         await asyncio.sleep(0)
         parent.cancel()
-        await asyncio.wait_for(waiter, timeout=1)
+        await asyncio.wait_for(waiter, timeout=PATIENCE)
         assert child.is_cancelled and grandchild.is_cancelled
         assert parent.child().is_cancelled
         lone = CancellationToken()
         lone.child().cancel()
         assert not lone.is_cancelled
-        await asyncio.wait_for(parent.cancelled(), timeout=1)
+        await asyncio.wait_for(parent.cancelled(), timeout=PATIENCE)
 
     run(scenario)
 
@@ -435,10 +438,10 @@ def test_finished_runs_are_retired_but_still_answer(monkeypatch: pytest.MonkeyPa
             for index in range(5)
         ]
         for handle in handles:
-            assert (await asyncio.wait_for(handle.wait(), timeout=1)).value == {"ok": True}
+            assert (await asyncio.wait_for(handle.wait(), timeout=PATIENCE)).value == {"ok": True}
         assert len(service._finished) == 2
         assert not service._entries
-        first = await asyncio.wait_for(handles[0].wait(), timeout=1)  # from the database
+        first = await asyncio.wait_for(handles[0].wait(), timeout=PATIENCE)  # from the database
         assert first.value == {"ok": True}
 
     run(scenario)

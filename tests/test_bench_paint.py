@@ -21,7 +21,11 @@ def test_every_page_is_profiled_both_ways_with_its_stylesheet_from_the_cache(
         for page in ("/tasks", "/tasks/{id}", "one-line page")
     ]
     for _, page, found in rows:
-        assert found["first_byte"] <= found["last_byte"] <= found["parsed"] <= found["paint"]
+        # The phases in the order cause and effect give them: the last byte before the end of
+        # parsing, the paint after the first byte. The first paint may come before the parser
+        # is done (the browser paints what it has), so those two are in no fixed order.
+        assert found["first_byte"] <= found["last_byte"] <= found["parsed"]
+        assert found["first_byte"] <= found["paint"]
         if page == "one-line page":
             assert "stylesheet" not in found
         else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +74,11 @@ def test_a_worker_stops_an_agent_over_its_wall_time(ledger_target: Path, tmp_pat
     command = f"trap '' TERM; echo $$ > {pid_file}; echo started >&2; while :; do sleep 1; done"
     config = WorkerConfig(agent_id="w1", capabilities=(), command=command, timeout=60, once=True)
     worker = Worker(ledger_target, config)
-    started = time.monotonic()
     try:
         assert worker.run() == 0
     finally:
         worker.close()
-    assert time.monotonic() - started < 30
+    # The budget stopped it: the worker's own timeout would have been a `timeout` failure.
     [outcome] = worker.outcomes
     assert (outcome.outcome, outcome.detail) == ("failure-submitted", "wall_time_exceeded")
     assert not _alive(int(pid_file.read_text()))

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.follow import FollowCursor
+from signal_support import interruptible
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,8 +35,9 @@ def _env() -> dict[str, str]:
 
 
 def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
+    """The command line, running on until it is interrupted (see `_interrupt`)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *argv],
+        interruptible([sys.executable, "-m", "aios_ledger.shell.cli", *argv]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -24,10 +24,10 @@ from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.run import Connection
 from conftest import postgres_url
 
-# Long enough for a write that is not blocked on a lock (it should finish in milliseconds); a
-# write that is blocked never finishes within it, so a pass never hangs on a slow machine and a
-# failure fails.
-SETTLE = 10.0
+# A bound on waiting for a write that is not blocked on a lock (it finishes in milliseconds,
+# but a loaded machine may take its time): a write that is blocked never finishes within it
+# (its lock is held until the wait is over), so a pass never hangs and a failure fails.
+SETTLE = 60.0
 # How long a write that must wait is watched to still be waiting.
 WAITING = 0.5
 WRITE_LOCK = "SELECT pg_advisory_xact_lock{mode}(hashtext('aios_ledger write ' || %s))"

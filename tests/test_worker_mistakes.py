@@ -18,6 +18,7 @@ from aios_ledger.core.work import IdleReason, exec_program, idle_reason
 from api_server import ApiServer, free_port
 from git_support import AGENT as GIT_AGENT
 from git_support import binding, governed_task, make_repository, register
+from signal_support import interruptible
 from test_remote_work import remote
 from test_worker_e2e import ROOT, cli, create, event_types, spawn_worker, task
 
@@ -243,7 +244,9 @@ def test_ctrl_c_while_the_command_line_is_still_starting_prints_no_traceback(
     # them (and refused, for want of --exec) before it is seen importing; then it starts again.
     for _ in range(20):
         started = subprocess.Popen(
-            [str(script), "--db", str(tmp_path / "l.db"), "worker", "--agent-id", "w", "--once"],
+            interruptible(
+                [str(script), "--db", str(tmp_path / "l.db"), "worker", "--agent-id", "w", "--once"]
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -19,11 +20,14 @@ from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 from test_worker_e2e import cli, create, event_types, spawn_worker, task
 
-GONE_WITHIN = 1.0
+# Seconds a test waits for something to happen before it fails instead of hanging: a bound on
+# a wait, never on how long the thing took. The programs these tests expect to be ended run for
+# far longer (`sleep 300`), so that one found gone within it was ended, not finished.
+PATIENCE = 60.0
 
 
-def wait_for(condition: Callable[[], bool], *, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + PATIENCE
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
@@ -72,11 +76,9 @@ def test_a_sigkilled_worker_takes_its_agent_and_the_agents_children_along(
         leftovers.extend(pids)
         assert all(running(pid) for pid in pids)
         worker.send_signal(signal.SIGKILL)
-        worker.wait(timeout=10)
-        killed_at = time.monotonic()
-        while any(running(pid) for pid in pids):
-            assert time.monotonic() - killed_at < GONE_WITHIN, [p for p in pids if running(p)]
-            time.sleep(0.01)
+        worker.wait(timeout=PATIENCE)
+        # Both would sleep on for minutes: gone, they were ended with the worker.
+        wait_for(lambda: not any(running(pid) for pid in pids))
     finally:
         worker.kill()
         worker.communicate()
@@ -92,7 +94,7 @@ def test_what_a_command_leaves_running_ends_with_it(tmp_path: Path, leftovers: l
     worked = cli(db, "worker", "--agent-id", "w", "--exec", agent, "--once")
     assert worked.returncode == 0, worked.stderr
     leftovers.append(int(child_pid.read_text()))
-    wait_for(lambda: not running(leftovers[0]), within=GONE_WITHIN)
+    wait_for(lambda: not running(leftovers[0]))  # it would sleep on for minutes
     assert task(db, "task-background")["status"] == "SUBMITTED"
 
 
@@ -123,13 +125,13 @@ def test_a_stopped_worker_releases_its_tasks_after_the_grace_period(
     try:
         wait_for(lambda: len([p for p in pids.iterdir() if p.read_text().strip()]) == concurrency)
         leftovers.extend(int(p.read_text()) for p in pids.iterdir())
-        stopped_at = time.monotonic()
         worker.send_signal(signal.SIGTERM)
-        out, err = worker.communicate(timeout=30)
+        # The agents would sleep for minutes: the worker ends within the wait only by killing
+        # them after the grace period (its log line below says so).
+        out, err = worker.communicate(timeout=PATIENCE)
     finally:
         worker.kill()
     assert worker.returncode == 0, err
-    assert time.monotonic() - stopped_at < 10
     assert not any(running(pid) for pid in leftovers)
     outcomes = json.loads(out)["tasks"]
     assert sorted(o["task_id"] for o in outcomes) == task_ids
@@ -226,64 +228,84 @@ def test_a_failure_carries_its_evidence(tmp_path: Path, kind: str) -> None:
 # --concurrency
 
 
-def interval_agent(log: Path, seconds: float) -> str:
-    """An agent that records when it started and ended, by task."""
-    script = (
-        "import json, os, sys, time; start = time.time(); "
-        f"time.sleep({seconds}); "
-        f"open(os.path.join({str(log)!r}, os.environ['AIOS_TASK_ID']), 'w')"
-        ".write(json.dumps([start, time.time()])); print('{}')"
-    )
-    return f'{sys.executable} -c "{script}"'
+# An agent that ends only once the agents it waits for have started: with "all", every task
+# named; with "next", the task named after its own (the last one waits for the one before it to
+# end instead, so that it too ends beside its neighbour). Before it ends it notes which agents
+# were running (each marks itself running from its start to just before its end). Events, not
+# clocks: how fast the worker starts its agents changes nothing in what they note.
+PEER_AGENT = """\
+import os, sys, time
+from pathlib import Path
+
+room, mode, order = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+task = os.environ["AIOS_TASK_ID"]
+(room / "running" / task).touch()
+(room / "started" / task).touch()
+at = order.index(task)
+if mode == "all":
+    awaited = [room / "started" / peer for peer in order]
+elif at + 1 < len(order):
+    awaited = [room / "started" / order[at + 1]]
+else:
+    awaited = [room / "seen" / order[at - 1]]
+deadline = time.monotonic() + 60  # a bound on the wait, for a worker that never starts them
+while not all(path.exists() for path in awaited):
+    if time.monotonic() > deadline:
+        sys.exit(f"{task}: waited in vain for {[str(path) for path in awaited]}")
+    time.sleep(0.02)
+(room / "seen" / task).write_text(" ".join(sorted(os.listdir(room / "running"))))
+(room / "running" / task).unlink()
+print("{}")
+"""
 
 
-def intervals(log: Path) -> list[tuple[float, float]]:
-    spans = [json.loads(path.read_text()) for path in sorted(log.iterdir())]
-    return [(float(start), float(end)) for start, end in spans]
+def peer_agent(room: Path, mode: str, tasks: list[str]) -> str:
+    """The command of an agent in `room` (see PEER_AGENT)."""
+    for folder in ("running", "started", "seen"):
+        (room / folder).mkdir(parents=True)
+    script = room / "peer_agent.py"
+    script.write_text(PEER_AGENT)
+    return shlex.join([sys.executable, str(script), str(room), mode, *tasks])
 
 
-def most_at_once(spans: list[tuple[float, float]]) -> int:
-    moments = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
-    level = most = 0
-    for _, step in moments:
-        level += step
-        most = max(most, level)
-    return most
+def seen_running(room: Path) -> dict[str, list[str]]:
+    """For each agent that ended after its peers started, the agents running as it ended."""
+    return {path.name: path.read_text().split() for path in (room / "seen").iterdir()}
 
 
 def test_concurrency_runs_agents_at_once(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
-    for n in range(4):
-        create(db, f"task-wide-{n}")
-    log = tmp_path / "log"
-    log.mkdir()
-    agent = interval_agent(log, 3)
+    tasks = [f"task-wide-{n}" for n in range(4)]
+    for task_id in tasks:
+        create(db, task_id)
+    agent = peer_agent(tmp_path / "room", "all", tasks)
     worked = cli(
         db, "worker", "--agent-id", "w", "--exec", agent, "--concurrency", "4", "--until-empty"
     )
     assert worked.returncode == 0, worked.stderr
-    spans = intervals(log)
-    assert len(spans) == 4
-    # Every agent started before any ended: all four ran at once.
-    assert max(start for start, _ in spans) < min(end for _, end in spans)
+    # Every agent waited for all four to start before it ended: all four ran at once.
+    assert sorted(seen_running(tmp_path / "room")) == tasks, worked.stderr
     with TaskLedger(db) as ledger:
         assert {task["status"] for task in ledger.list_tasks()} == {"SUBMITTED"}
 
 
 def test_concurrency_bounds_the_agents_at_once(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
-    for n in range(5):
-        create(db, f"task-narrow-{n}")
-    log = tmp_path / "log"
-    log.mkdir()
+    tasks = [f"task-narrow-{n}" for n in range(5)]
+    for task_id in tasks:
+        create(db, task_id)
+    agent = peer_agent(tmp_path / "room", "next", tasks)
     (tmp_path / "aios-ledger.toml").write_text(
-        f'[worker]\nagent_id = "w"\nexec = {json.dumps(interval_agent(log, 1))}\nconcurrency = 2\n'
+        f'[worker]\nagent_id = "w"\nexec = {json.dumps(agent)}\nconcurrency = 2\n'
     )
     worked = cli(db, "--config", str(tmp_path / "aios-ledger.toml"), "worker", "--until-empty")
     assert worked.returncode == 0, worked.stderr
-    spans = intervals(log)
-    assert len(spans) == 5
-    assert most_at_once(spans) == 2
+    seen = seen_running(tmp_path / "room")
+    assert sorted(seen) == tasks, worked.stderr
+    # Claimed in creation order, each agent but the last ended once the next had started,
+    # beside it and no third: two at once, never more.
+    assert [seen[task_id] for task_id in tasks[:-1]] == [tasks[n : n + 2] for n in range(4)]
+    assert len(seen[tasks[-1]]) <= 2
 
 
 def test_max_tasks_counts_every_slot(tmp_path: Path) -> None:
