@@ -20,9 +20,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import attrs
 from aios_ledger.core import GovernedExecutionBinding, LedgerError, Timestamp
-from aios_ledger.core.projection import ProjectionAnswer
+from aios_ledger.core.projection import InitialExecutionProjectionRequest, ProjectionAnswer
 from aios_ledger.shell.attest.commits import verify_commit_attestation
 from aios_ledger.shell.attest.keys import SigningKey, generate_key, read_verifier
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
@@ -128,10 +127,12 @@ def part_one(path: Path) -> None:
             f"{str(shown['base_oid'])[:12]}, branch {shown['target_branch']}, capability "
             f"{shown['capability']}, envelope {str(shown['execution_digest'])[7:19]}."
         )
-        drifted = attrs.evolve(
-            pinned.request,
-            expected_execution_digest="sha256:" + "f" * 64,
-            idempotency_key=f"drifted-{LEGACY_TASK}",
+        drifted = InitialExecutionProjectionRequest.from_mapping(
+            {
+                **pinned.request.public(),
+                "expected_execution_digest": "sha256:" + "f" * 64,
+                "idempotency_key": f"drifted-{LEGACY_TASK}",
+            }
         )
         try:
             store.project(LEGACY_TASK, drifted)

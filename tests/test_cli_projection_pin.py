@@ -7,7 +7,6 @@ environment variable or the config file, in that order."""
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from collections.abc import Callable
@@ -101,22 +100,22 @@ def events(db: str) -> list[str]:
         return [event["event_type"] for event in ledger.events(TASK)]
 
 
-class Terminal(io.StringIO):
+class Terminal:
     """A stdin that says it is a terminal; `answer` runs when the owner is asked (the moment
-    between the read and the write), then its reply is read."""
+    between the read and the write), then `reply` is the line read."""
 
     def __init__(self, reply: str, answer: Callable[[], None] = lambda: None) -> None:
-        super().__init__(reply)
+        self.reply = reply
         self.answer = answer
         self.asked = 0
 
     def isatty(self) -> bool:
         return True
 
-    def readline(self, size: int | None = -1) -> str:
+    def readline(self) -> str:
         self.asked += 1
         self.answer()
-        return super().readline(size)
+        return self.reply
 
 
 def as_terminal(monkeypatch: pytest.MonkeyPatch, stream: Any) -> None:
