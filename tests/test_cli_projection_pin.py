@@ -398,7 +398,7 @@ def test_an_authorization_id_that_is_no_identifier_is_a_usage_mistake(
     sqlite_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = cli(capsys, *pin(sqlite_db, "--authorization-id", "has space"))
-    assert code == 2 and err.startswith("USAGE_INVALID: ")
+    assert code == 2 and err.startswith("USAGE_INVALID: argument --authorization-id: ")
 
 
 # -- which binding, and the usage of the two forms ---------------------------------------------
@@ -442,19 +442,25 @@ def test_a_task_without_a_binding_is_refused_before_anything_is_resolved(
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "said"),
     [
-        ["project", TASK],  # neither form
-        ["project", TASK, "--pin"],  # no adapter
-        ["project", TASK, "--pin", "--adapter", ADAPTER, "--request", "r.json"],
-        ["project", TASK, "--pin", "--adapter", ADAPTER, "--from-source-capture"],
-        ["project", TASK, "--request", "r.json", "--adapter", ADAPTER],
-        ["project", TASK, "--request", "r.json", "--yes"],
+        (["project", TASK], "one of the arguments --pin --request is required"),
+        (["project", TASK, "--pin"], "--pin needs --adapter NAME"),
+        (
+            ["project", TASK, "--pin", "--adapter", ADAPTER, "--request", "r.json"],
+            "not allowed with argument --pin",
+        ),
+        (
+            ["project", TASK, "--pin", "--adapter", ADAPTER, "--from-source-capture"],
+            "a recovery takes --request",
+        ),
+        (["project", TASK, "--request", "r.json", "--adapter", ADAPTER], "--adapter go with --pin"),
+        (["project", TASK, "--request", "r.json", "--yes", "--job", "j"], "--job, --yes go with"),
     ],
 )
 def test_mixing_the_two_forms_is_a_usage_mistake(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
 ) -> None:
     code, out, err = cli(capsys, "--db", str(tmp_path / "none.db"), *argv)
     assert (code, out) == (2, "")
-    assert err.startswith("USAGE_INVALID: ")
+    assert err.startswith("USAGE_INVALID: ") and said in err, err
