@@ -1,5 +1,5 @@
 """The settings of a config file (`aios-ledger.toml`): the database, the worker, the reviewer,
-the checkpoints.
+the checkpoints, the projection.
 
 Each section is a record structured through the one converter, so a key the file misspells or
 a value of the wrong type is refused by name, as any request field is. Every field holds its
@@ -129,6 +129,14 @@ class CheckpointSettings:
 
 
 @attrs.frozen(kw_only=True)
+class ProjectionSettings:
+    """`[projection]`: the owner authorization id `project` runs under on this machine (the
+    flag `--authorization-id` and the environment variable come before it)."""
+
+    authorization_id: Identifier | None = None
+
+
+@attrs.frozen(kw_only=True)
 class LedgerSettings:
     """A whole config file: every section optional, every key in it known."""
 
@@ -138,6 +146,7 @@ class LedgerSettings:
     review: ReviewSettings = attrs.field(factory=ReviewSettings)
     attest: AttestSettings = attrs.field(factory=AttestSettings)
     checkpoint: CheckpointSettings = attrs.field(factory=CheckpointSettings)
+    projection: ProjectionSettings = attrs.field(factory=ProjectionSettings)
 
     @classmethod
     def from_mapping(cls, raw: object, *, source: str) -> LedgerSettings:

@@ -19,16 +19,14 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from aios_ledger.core import GovernedExecutionBinding, LedgerError, TaskRow, Timestamp, sha256_hex
+from aios_ledger.core import GovernedExecutionBinding, LedgerError, Timestamp
 from aios_ledger.core.projection import InitialExecutionProjectionRequest, ProjectionAnswer
-from aios_ledger.core.projection.decisions import runtime_input_of
 from aios_ledger.shell.attest.commits import verify_commit_attestation
 from aios_ledger.shell.attest.keys import SigningKey, generate_key, read_verifier
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.console import history_view, render
-from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.db.connection import Database, fetch_all
 from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.git.repos import add_repository
 from aios_ledger.shell.git.runner import run_git
@@ -105,37 +103,11 @@ def binding_for(task_id: str) -> GovernedExecutionBinding:
     )
 
 
-def projection_request(path: Path, task_id: str, **changes: Any) -> dict[str, Any]:
-    """The request an operator writes after reading the task and the envelope it will get."""
-    with Database(path) as db:
-        row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": task_id}))
-    assert row is not None
-    task = TaskRow.from_row(row)
-    resolver = RegisteredBindingResolver(path)
-    try:
-        envelope = resolver(task_id, f"job-{task_id}", CAPABILITY, ADAPTER, runtime_input_of(task))
-    finally:
-        resolver.close()
-    return {
-        "expected_status": "QUEUED",
-        "expected_revision": 1,
-        "expected_attempt": 0,
-        "expected_metadata_sha256": sha256_hex(task.metadata()),
-        "expected_required_capabilities_sha256": sha256_hex(task.required_capabilities()),
-        "expected_job_id": f"job-{task_id}",
-        "expected_execution_digest": envelope["execution_digest"],
-        "required_capability": CAPABILITY,
-        "adapter": ADAPTER,
-        "authorization_id": OWNER,
-        "idempotency_key": f"projection-{task_id}",
-        "reason": "first governed runtime",
-        **changes,
-    }
-
-
-def project(store: InitialExecutionProjectionStore, path: Path, task_id: str) -> ProjectionAnswer:
-    request = InitialExecutionProjectionRequest.from_mapping(projection_request(path, task_id))
-    return store.project(task_id, request)
+def project(store: InitialExecutionProjectionStore, task_id: str) -> ProjectionAnswer:
+    """What `aios-ledger project TASK --pin` does: the request pinned to the task and its
+    binding as read, then applied (refused if the task changed in between)."""
+    pinned = store.pin(task_id, adapter=ADAPTER)
+    return store.project(task_id, pinned.request)
 
 
 def part_one(path: Path) -> None:
@@ -148,17 +120,27 @@ def part_one(path: Path) -> None:
     resolver = RegisteredBindingResolver(path)
     store = InitialExecutionProjectionStore(path, resolver)
     try:
-        drifted = projection_request(path, LEGACY_TASK, expected_execution_digest="f" * 64)
+        pinned = store.pin(LEGACY_TASK, adapter=ADAPTER)
+        shown = pinned.authorized
+        say(
+            f"  The owner pins the projection to the task as read: {shown['repository']} at "
+            f"{str(shown['base_oid'])[:12]}, branch {shown['target_branch']}, capability "
+            f"{shown['capability']}, envelope {str(shown['execution_digest'])[7:19]}."
+        )
+        drifted = InitialExecutionProjectionRequest.from_mapping(
+            {
+                **pinned.request.public(),
+                "expected_execution_digest": "sha256:" + "f" * 64,
+                "idempotency_key": f"drifted-{LEGACY_TASK}",
+            }
+        )
         try:
-            store.project(LEGACY_TASK, InitialExecutionProjectionRequest.from_mapping(drifted))
+            store.project(LEGACY_TASK, drifted)
             raise SystemExit("a drifted projection was accepted: this is a bug")
         except LedgerError as refused:
             say(f"  A request that expects another envelope is refused: {refused.code}.")
-        request = InitialExecutionProjectionRequest.from_mapping(
-            projection_request(path, LEGACY_TASK)
-        )
-        first = store.project(LEGACY_TASK, request)
-        again = store.project(LEGACY_TASK, request)
+        first = store.project(LEGACY_TASK, pinned.request)
+        again = store.project(LEGACY_TASK, pinned.request)
         say(
             f"  Projected at revision {first['revision']} (digest "
             f"{str(first['execution_digest'])[7:19]}); the same request again is a replay: "
@@ -191,7 +173,7 @@ def part_two(path: Path, examples: Path) -> None:
     store = InitialExecutionProjectionStore(path, resolver)
     try:
         for task_id in NEW_TASKS:
-            project(store, path, task_id)
+            project(store, task_id)
     finally:
         store.close()
         resolver.close()
@@ -318,7 +300,7 @@ def part_four(path: Path, examples: Path) -> None:
     store = InitialExecutionProjectionStore(path, resolver)
     try:
         for task_id in GADGET_TASKS:
-            project(store, path, task_id)
+            project(store, task_id)
     finally:
         store.close()
         resolver.close()

@@ -164,10 +164,14 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     ),
     "project": (
         (
-            "aios-ledger project widgets-notes --request projection.json --preview",
-            "what the envelope would be, writing nothing",
+            "aios-ledger project widgets-notes --pin --adapter example",
+            "show what it authorizes, ask on a terminal, project exactly that",
         ),
-        ("aios-ledger project widgets-notes --request projection.json", "project it"),
+        (
+            "aios-ledger project widgets-notes --pin --adapter example --preview --json",
+            "the pinned request, writing nothing (a request file for automation)",
+        ),
+        ("aios-ledger project widgets-notes --request projection.json", "project a request file"),
     ),
     # -- governed writes
     "repo": (("aios-ledger repo list", "the governed repositories"),),

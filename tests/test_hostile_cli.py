@@ -234,6 +234,7 @@ def invocation(draw: st.DrawFn, workdir: Path) -> tuple[list[str], bytes | None,
             [
                 *sorted(FILE_COMMANDS),
                 "project",
+                "project --pin",
                 "run create",
                 "run append",
                 "run evidence",
@@ -258,6 +259,10 @@ def invocation(draw: st.DrawFn, workdir: Path) -> tuple[list[str], bytes | None,
         argument, stdin = draw(file_argument(None, workdir))
         recovery = ["--from-source-capture"] if draw(st.booleans()) else []
         return ["project", draw(texts), *recovery, "--request", argument], stdin, False
+    if choice == "project --pin":
+        argv = ["project", draw(st.just("t1") | texts), "--pin", "--adapter", draw(texts)]
+        argv += ["--authorization-id", draw(texts), "--yes"] if draw(st.booleans()) else []
+        return [*argv, "--job", draw(texts)] if draw(st.booleans()) else argv, None, False
     if choice == "run create":
         extra = ["--run-id", draw(texts)] if draw(st.booleans()) else []
         return ["run", "create", draw(texts), draw(texts), *extra], None, False

@@ -246,7 +246,6 @@ def test_environment_reaches_the_command(tmp_path: Path) -> None:
 
 
 def governed_task(db: Path, task_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aios_ledger.core.projection import InitialExecutionProjectionRequest
     from aios_ledger.shell import (
         AUTHORIZATION_ENV,
         Database,
@@ -255,7 +254,7 @@ def governed_task(db: Path, task_id: str, monkeypatch: pytest.MonkeyPatch) -> No
         register_binding,
     )
 
-    from examples.demo import OWNER, binding_for, projection_request
+    from examples.demo import OWNER, binding_for, project
 
     monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
     create(db, task_id)
@@ -263,8 +262,7 @@ def governed_task(db: Path, task_id: str, monkeypatch: pytest.MonkeyPatch) -> No
         register_binding(opened, binding_for(task_id).public())
     resolver = RegisteredBindingResolver(db)
     store = InitialExecutionProjectionStore(db, resolver)
-    request = InitialExecutionProjectionRequest.from_mapping(projection_request(db, task_id))
-    store.project(task_id, request)
+    project(store, task_id)
     store.close()
     resolver.close()
 

@@ -20,6 +20,13 @@ if typing.TYPE_CHECKING:
         prepare_projection,
     )
     from aios_ledger.core.projection.envelopes import ENVELOPE_SCHEMA, GOVERNANCE_FLAGS
+    from aios_ledger.core.projection.pin import (
+        PinCommand,
+        PinnedProjection,
+        PinRead,
+        pin_projection,
+        prepare_pin,
+    )
     from aios_ledger.core.projection.records import BindingRow
 
 __all__ = [
@@ -39,6 +46,11 @@ __all__ = [
     "GOVERNANCE_FLAGS",
     "PROJECTION_EVENT",
     "BINDING_REGISTERED",
+    "PinCommand",
+    "PinnedProjection",
+    "PinRead",
+    "pin_projection",
+    "prepare_pin",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -66,6 +78,13 @@ if not typing.TYPE_CHECKING:
             prepare_projection,
         )
         from aios_ledger.core.projection.envelopes import ENVELOPE_SCHEMA, GOVERNANCE_FLAGS  # noqa: F401
+        from aios_ledger.core.projection.pin import (  # noqa: F401
+            PinCommand,
+            PinnedProjection,
+            PinRead,
+            pin_projection,
+            prepare_pin,
+        )
         from aios_ledger.core.projection.records import BindingRow  # noqa: F401
 
         loaded = locals()

@@ -171,7 +171,8 @@ def _drifted(what: str, actual: object, expected: object) -> str:
     return f"{what} has sha256 {actual}, the request expects {expected}"
 
 
-def _check_authorization(request: ProjectionRequest, authorization_id: str | None) -> None:
+def require_authorization(authorization_id: str | None) -> str:
+    """The owner authorization in force; none configured is `AUTHORIZATION_DENIED`."""
     if not authorization_id:
         raise ProjectionError(
             "AUTHORIZATION_DENIED",
@@ -179,7 +180,11 @@ def _check_authorization(request: ProjectionRequest, authorization_id: str | Non
             f"{AUTHORIZATION_SETTING} where the ledger runs (for the API: in the environment "
             "of `serve`)",
         )
-    if request.authorization_id != authorization_id:
+    return authorization_id
+
+
+def _check_authorization(request: ProjectionRequest, authorization_id: str | None) -> None:
+    if request.authorization_id != require_authorization(authorization_id):
         raise ProjectionError(
             "AUTHORIZATION_DENIED",
             "the request's authorization_id is not the owner authorization configured in "
@@ -197,7 +202,7 @@ def prepare_projection(
     replay = replay_or_conflict(state.prior, digest, ProjectionAnswer, error=ProjectionError)
     if replay is not None:
         return replay
-    task = _require_task(task_id, state.task)
+    task = require_task(task_id, state.task)
     return ResolverCall(
         task_id=task_id,
         job_id=request.expected_job_id,
@@ -270,7 +275,7 @@ def _checked_plan(
     actor: Actor,
 ) -> WritePlan[ProjectionAnswer]:
     """The checks past authorization and replay, in the contract's order, then the plan."""
-    task = _require_task(task_id, state.task)
+    task = require_task(task_id, state.task)
     metadata = _check_untouched_task(task, request)
     recovery: JsonObject = {}
     if isinstance(request, SourceCaptureProjectionRecoveryRequest):
@@ -279,7 +284,7 @@ def _checked_plan(
     else:
         _check_initial_event_chain(state.events)
         verified_result = None
-    checked = _check_envelope(task, request, envelope)
+    checked = check_envelope(task, request, envelope)
     if isinstance(request, SourceCaptureProjectionRecoveryRequest) and verified_result is not None:
         recovery = _check_capture_matches_envelope(verified_result, checked, request)
     return _plan(task, request, metadata, checked, recovery, now, actor, state.tail)
@@ -289,7 +294,7 @@ def _request_digest(task_id: str, request: ProjectionRequest) -> str:
     return request_digest(_operation(request), task_id, request.public())
 
 
-def _require_task(task_id: str, task: TaskRow | None) -> TaskRow:
+def require_task(task_id: str, task: TaskRow | None) -> TaskRow:
     if task is None:
         raise ProjectionError("TASK_NOT_FOUND", f"no task {task_id!r}")
     return task
@@ -308,19 +313,7 @@ def _state_text(status: str, revision: int, attempt: int) -> str:
 
 
 def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObject:
-    if task.claimed_by is not None:
-        raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
-    if task.lease_token_hash is not None or task.lease_expires_at is not None:
-        raise ProjectionError("ACTIVE_LEASE_DENY", "task holds a lease")
-    metadata: JsonObject = _projection_error(task.metadata)
-    if "execution" in metadata:
-        raise ProjectionError("TASK_EXECUTION_ALREADY_PROJECTED", "task already has an envelope")
-    capabilities = _projection_error(task.required_capabilities)
-    if capabilities:
-        raise ProjectionError(
-            "TASK_INITIAL_CAPABILITIES_MUST_BE_EMPTY",
-            f"task already requires {capabilities}",
-        )
+    metadata = check_unprojected_task(task)
     observed = (task.status, task.revision, task.attempt)
     expected = (request.expected_status, request.expected_revision, request.expected_attempt)
     if observed != expected:
@@ -328,6 +321,7 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
             "REVISION_CONFLICT",
             f"task is {_state_text(*observed)}, the request expects {_state_text(*expected)}",
         )
+    capabilities = _projection_error(task.required_capabilities)
     if sha256_hex(metadata) != request.expected_metadata_sha256:
         raise ProjectionError(
             "METADATA_DIGEST_MISMATCH",
@@ -341,6 +335,26 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
                 sha256_hex(capabilities),
                 request.expected_required_capabilities_sha256,
             ),
+        )
+    return metadata
+
+
+def check_unprojected_task(task: TaskRow) -> JsonObject:
+    """The checks of a task a projection may take that need no request, in the contract's
+    order: unclaimed, without a lease, without an envelope, requiring no capability. Answers
+    the task's metadata."""
+    if task.claimed_by is not None:
+        raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
+    if task.lease_token_hash is not None or task.lease_expires_at is not None:
+        raise ProjectionError("ACTIVE_LEASE_DENY", "task holds a lease")
+    metadata: JsonObject = _projection_error(task.metadata)
+    if "execution" in metadata:
+        raise ProjectionError("TASK_EXECUTION_ALREADY_PROJECTED", "task already has an envelope")
+    capabilities = _projection_error(task.required_capabilities)
+    if capabilities:
+        raise ProjectionError(
+            "TASK_INITIAL_CAPABILITIES_MUST_BE_EMPTY",
+            f"task already requires {capabilities}",
         )
     return metadata
 
@@ -433,7 +447,7 @@ def _check_source_capture(
     return result
 
 
-def _check_envelope(task: TaskRow, request: ProjectionRequest, envelope: object) -> JsonObject:
+def check_envelope(task: TaskRow, request: ProjectionRequest, envelope: object) -> JsonObject:
     try:
         checked = verify_execution_envelope(envelope)
     except LedgerError as refused:

@@ -6,11 +6,13 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
-from aios_ledger.core import EventView
+from aios_ledger.core import EventView, InitialExecutionProjectionError, JsonObject
+from aios_ledger.core.config import ProjectionSettings
 from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
+    ProjectionAnswer,
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.cli_support import (
@@ -19,12 +21,15 @@ from aios_ledger.shell.cli_support import (
     database_path,
     emit,
     json_flag,
+    ledger_settings,
     migrate_on_open,
     new_database_path,
     open_database,
     read_json_argument,
+    setting_option,
     task_ledger,
 )
+from aios_ledger.shell.clock import AUTHORIZATION_ENV, configured_authorization
 from aios_ledger.shell.console import Shown, event_line, events_view, is_terminal
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.engines import is_database_url
@@ -65,18 +70,54 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     project = commands.add_parser("project", help="project a task's initial execution envelope")
     project.add_argument("task_id")
-    project.add_argument("--request", required=True, help="request JSON file (- for stdin)")
+    form = project.add_mutually_exclusive_group(required=True)
+    form.add_argument(
+        "--pin",
+        action="store_true",
+        help="read the task and its binding, show what the projection authorizes, and project "
+        "exactly that: a request pinned to what was read (no request file)",
+    )
+    form.add_argument("--request", help="request JSON file (- for stdin)")
     project.add_argument(
         "--from-source-capture",
         action="store_true",
-        help="recover after a governed source capture that asked for rework",
+        help="with --request: recover after a governed source capture that asked for rework",
     )
     project.add_argument(
         "--preview",
         action="store_true",
-        help="print the envelope and digest that would be projected, and whether the request "
-        "would be accepted; write nothing",
+        help="print the envelope and digest that would be projected (with --pin: what it "
+        "authorizes and the pinned request), and whether it would be accepted; write nothing",
     )
+    project.add_argument(
+        "--adapter",
+        help="with --pin (required): the runtime adapter the envelope runs; workers offering "
+        "agent.runtime.ADAPTER may claim the task",
+    )
+    project.add_argument(
+        "--job", metavar="JOB_ID", help="with --pin: the job (default: the task's one binding)"
+    )
+    project.add_argument("--reason", help="with --pin: the reason the event records")
+    project.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="with --pin: the request's key (default: derived from what it pins, so the same "
+        "read is the same request)",
+    )
+    project.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="with --pin: project without asking (it asks only when stdin is a terminal)",
+    )
+    setting_option(
+        project,
+        "--authorization-id",
+        ProjectionSettings,
+        "authorization_id",
+        help=f"the owner authorization id (before ${AUTHORIZATION_ENV}, then the config file)",
+    )
+    json_flag(project)
     project.set_defaults(handler=_project)
 
     events = commands.add_parser(
@@ -143,8 +184,17 @@ def _binding_put(args: argparse.Namespace) -> Any:
 
 
 def _project(args: argparse.Namespace) -> Any:
-    raw = read_json_argument(args.request)
+    _check_form(args)
+    raw = None if args.pin else read_json_argument(args.request)
     path, migrate = database_path(args), migrate_on_open(args)
+    request: InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest | None
+    if args.pin:
+        request = None
+    elif args.from_source_capture:
+        request = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
+    else:
+        request = InitialExecutionProjectionRequest.from_mapping(raw)
+    authorization = owner_authorization(args)
     resolver: RegisteredBindingResolver | HttpBindingResolver
     api_url = os.environ.get(API_URL_ENV)
     if api_url:
@@ -154,13 +204,12 @@ def _project(args: argparse.Namespace) -> Any:
         resolver = HttpBindingResolver(api_url)
     else:
         resolver = RegisteredBindingResolver(path, migrate=migrate)
-    store = InitialExecutionProjectionStore(path, resolver, migrate=migrate)
+    store = InitialExecutionProjectionStore(
+        path, resolver, migrate=migrate, authorization_id=authorization
+    )
     try:
-        request: InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest
-        if args.from_source_capture:
-            request = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
-        else:
-            request = InitialExecutionProjectionRequest.from_mapping(raw)
+        if request is None:
+            return _pin(args, store)
         if args.preview:
             return _preview_answer(store.preview(args.task_id, request))
         if isinstance(request, SourceCaptureProjectionRecoveryRequest):
@@ -169,6 +218,144 @@ def _project(args: argparse.Namespace) -> Any:
     finally:
         store.close()
         resolver.close()
+
+
+_PIN_ONLY = ("adapter", "job", "reason", "idempotency_key", "yes")
+
+
+def _check_form(args: argparse.Namespace) -> None:
+    """The options of one form are usage mistakes in the other."""
+    if args.pin:
+        if args.from_source_capture:
+            raise UsageError(
+                "USAGE_INVALID", "--pin projects a new task; a recovery takes --request"
+            )
+        if args.adapter is None:
+            raise UsageError(
+                "USAGE_INVALID",
+                "--pin needs --adapter NAME: the runtime adapter the envelope runs (workers "
+                "offering agent.runtime.NAME may claim the task)",
+            )
+        return
+    given = [name for name in _PIN_ONLY if getattr(args, name) not in (None, False)]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise UsageError("USAGE_INVALID", f"{flags} go with --pin, not with --request")
+
+
+def owner_authorization(args: argparse.Namespace) -> str:
+    """The owner authorization id `project` runs under: `--authorization-id`, else the
+    environment variable (the seed's), else `[projection] authorization_id` in the config file,
+    the order every setting of the command line follows (as `--db`, `$AIOS_LEDGER_DB`,
+    `[database] path`). None of them is `AUTHORIZATION_DENIED`, naming all three."""
+    chosen = args.authorization_id or configured_authorization()
+    if chosen is None:
+        chosen = ledger_settings(args).projection.authorization_id
+    if chosen is None:
+        raise InitialExecutionProjectionError(
+            "AUTHORIZATION_DENIED",
+            "no owner authorization id is configured: pass --authorization-id ID, set "
+            f"{AUTHORIZATION_ENV}, or set authorization_id under [projection] in the config "
+            "file (docs/configuration.md)",
+        )
+    return str(chosen)
+
+
+def _pin(args: argparse.Namespace, store: InitialExecutionProjectionStore) -> Any:
+    """Read, show, (ask,) apply: the projection pinned to what was read. On a terminal the
+    owner reads what it authorizes as text; elsewhere, or with --json, one JSON document."""
+    pinned = store.pin(
+        args.task_id,
+        adapter=args.adapter,
+        job_id=args.job,
+        reason=args.reason,
+        idempotency_key=args.idempotency_key,
+    )
+    human = not args.json and is_terminal(sys.stdout)
+    document: dict[str, Any] = {
+        "authorized": pinned.authorized,
+        "request": pinned.request.public(),
+    }
+    if args.preview:
+        preview = store.preview(args.task_id, pinned.request)
+        document = {
+            "preview": True,
+            **document,
+            "would_project": preview["would_project"],
+            "refusal": preview["refusal"],
+        }
+        if human:
+            sys.stdout.write(authorized_text(pinned.authorized))
+            sys.stdout.write(_verdict_text(preview["refusal"]))
+            return 0 if preview["refusal"] is None else EXIT_REFUSED
+        return _preview_answer(document)
+    if not args.yes and is_terminal(sys.stdin):
+        # The question goes where a person reads it: stdout on a terminal, else stderr, so
+        # that a JSON stdout stays one document.
+        _confirm(pinned.authorized, sys.stdout if human else sys.stderr)
+    elif human:
+        sys.stdout.write(authorized_text(pinned.authorized))
+    answer = store.project(args.task_id, pinned.request)
+    if human:
+        sys.stdout.write(projected_text(answer))
+        return 0
+    return {**document, "projection": answer}
+
+
+def _confirm(authorized: JsonObject, stream: TextIO) -> None:
+    stream.write(authorized_text(authorized) + "Project it? [y/N] ")
+    stream.flush()
+    reply = sys.stdin.readline()
+    if reply.strip().lower() not in {"y", "yes"}:
+        raise InitialExecutionProjectionError(
+            "PROJECTION_NOT_CONFIRMED",
+            "the owner did not confirm: nothing was written (--yes projects without asking)",
+        )
+
+
+# What a person reads before authorizing: one line each, whole ids and digests (a terminal
+# may wrap a long line, never this text).
+_AUTHORIZED_LINES = (
+    ("job", "{job_id}"),
+    ("repository", "{repository}"),
+    ("base", "{base_oid}"),
+    ("branch", "{target_branch} ({branch_mode}, generation {generation})"),
+    ("capability", "{capability}"),
+    ("adapter", "{adapter}"),
+    ("envelope", "{execution_digest}"),
+    ("authorization", "{authorization_id}"),
+    ("key", "{idempotency_key}"),
+)
+
+
+def authorized_text(authorized: JsonObject) -> str:
+    """What a pinned projection authorizes, as a person reads it on a terminal."""
+    head = (
+        "Project task {task_id} (as read: {status}, revision {revision}, attempt {attempt}) "
+        "under this envelope:\n"
+    ).format_map(authorized)
+    width = max(len(label) for label, _ in _AUTHORIZED_LINES)
+    lines = [
+        f"  {label.ljust(width)}  {form.format_map(authorized)}\n"
+        for label, form in _AUTHORIZED_LINES
+    ]
+    return head + "".join(lines)
+
+
+def projected_text(answer: ProjectionAnswer) -> str:
+    capability = ", ".join(answer["required_capabilities"])
+    return (
+        f"Projected {answer['task_id']}: revision {answer['revision']}, envelope "
+        f"{answer['execution_digest']}"
+        + (" (a replay: it was projected already)" if answer["idempotent"] else "")
+        + f". Workers offering {capability} may claim it.\n"
+    )
+
+
+def _verdict_text(refusal: JsonObject | None) -> str:
+    if refusal is None:
+        return "It would project (nothing written: --preview).\n"
+    return f"It would be refused: {refusal['code']}: {refusal['detail']}\n"
 
 
 def _preview_answer(preview: dict[str, Any]) -> Any:

@@ -28,11 +28,25 @@ from aios_ledger.core.projection import (
     prepare_projection,
 )
 from aios_ledger.core.projection.decisions import projection_expectations
+from aios_ledger.core.projection.pin import (
+    PinCommand,
+    PinnedProjection,
+    PinRead,
+    pin_projection,
+    prepare_pin,
+)
+from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, configured_authorization, read_clock, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import PlanExecutor
-from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.db.connection import (
+    Database,
+    fetch_all,
+    fetch_one,
+    fetch_record,
+    stream_records,
+)
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.log.tail import read_log_tail
 
@@ -50,6 +64,9 @@ class InitialExecutionProjectionStore:
 
     `resolver(task_id, job_id, capability, adapter, runtime_input)` returns the envelope; it is
     called outside the write lock, and the decision re-checks everything under the lock.
+    `authorization_id`: the owner authorization a request must name; None (the default, the
+    seed's): read from `AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID` at each
+    call.
     """
 
     def __init__(
@@ -61,6 +78,7 @@ class InitialExecutionProjectionStore:
         clock: Clock | None = None,
         vfs: str | None = None,
         migrate: bool = True,
+        authorization_id: str | None = None,
     ) -> None:
         # `database=`: over an open Database the caller keeps (and closes); `path` is unused.
         self._owns_db = database is None
@@ -71,6 +89,7 @@ class InitialExecutionProjectionStore:
         )
         self._resolver = resolver
         self._clock = clock or system_clock
+        self._authorization_id = authorization_id
 
     def close(self) -> None:
         if self._owns_db:
@@ -98,6 +117,46 @@ class InitialExecutionProjectionStore:
         previewed: dict[str, Any] = self._run(task_id, request, kind, preview=True)
         return previewed
 
+    def pin(
+        self,
+        task_id: str,
+        *,
+        adapter: str,
+        job_id: str | None = None,
+        reason: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> PinnedProjection:
+        """The initial projection request pinned to the task and its binding as they stand
+        now (read in one transaction, the envelope from the resolver), and what it authorizes;
+        writes nothing. `project(task_id, pinned.request)` applies it, and refuses it with the
+        seed's code if the task or the envelope changed in between."""
+        if not isinstance(task_id, str) or not task_id:
+            raise InitialExecutionProjectionError("FIELDS_INVALID", "task_id must be a string")
+        command = PinCommand(
+            adapter=adapter,
+            authorization_id=self._authorization(),
+            job_id=job_id,
+            reason=reason,
+            idempotency_key=idempotency_key,
+        )
+
+        def read(conn: Connection) -> PinRead:
+            task = fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
+            bindings = stream_records(conn, "bindings_of_task", {"task_id": task_id}, BindingRow)
+            return PinRead(task_id=task_id, task=task, bindings=tuple(bindings))
+
+        seen: PinRead = _projection_errors(lambda: self._db.read(read))
+        call = prepare_pin(seen, command)
+        envelope = self._resolver(
+            call.task_id, call.job_id, call.capability, call.adapter, call.runtime_input
+        )
+        return pin_projection(seen, command, call, envelope)
+
+    def _authorization(self) -> str | None:
+        if self._authorization_id is not None:
+            return self._authorization_id
+        return configured_authorization()
+
     def _run(
         self,
         task_id: object,
@@ -112,7 +171,7 @@ class InitialExecutionProjectionStore:
             raise InitialExecutionProjectionError(
                 "FIELDS_INVALID", f"request must be a {kind.__name__}"
             )
-        authorization = configured_authorization()
+        authorization = self._authorization()
         lookup = _LEDGER_LOOKUP[kind]
         command = ProjectionCommand(task_id=task_id, request=request)
 

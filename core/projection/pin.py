@@ -1,0 +1,176 @@
+"""`project TASK --pin`: the initial projection request pinned to exactly what was read.
+
+An owner who projects a task names the task, the adapter and (when the task has several
+bindings) the job; everything else the request must expect is what the shell read a moment
+before: the task's status, revision, attempt and the sha256 of its metadata and required
+capabilities, the binding's job, the digest of the envelope the resolver answered. The request
+built here is the seed's `InitialExecutionProjectionRequest`, applied by the seed's projection,
+so a task or an envelope that changes between the read and the write is refused there with the
+seed's code (`REVISION_CONFLICT`, `METADATA_DIGEST_MISMATCH`, `EXECUTION_DIGEST_DRIFT`, ...).
+
+Two pure steps around the caller's resolver, as the projection itself: `prepare_pin` says which
+envelope to resolve; `pin_projection` builds the request and what it authorizes.
+"""
+
+from __future__ import annotations
+
+import attrs
+from aios_ledger.core.digests import sha256_hex
+from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.kinds import IDENTIFIER
+from aios_ledger.core.projection.decisions import (
+    RUNTIME_ACTION,
+    InitialExecutionProjectionRequest,
+    ResolverCall,
+    check_envelope,
+    check_unprojected_task,
+    projection_expectations,
+    require_authorization,
+    require_task,
+    runtime_input_of,
+)
+from aios_ledger.core.projection.envelopes import ACTIONS, verify_execution_envelope
+from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.tasks.records import TaskRow
+
+DEFAULT_PIN_REASON = "projected with `project --pin`, pinned to the task and envelope as read"
+PIN_KEY_PREFIX = "pin-"
+
+
+@attrs.frozen
+class PinRead:
+    """What the shell read, in one transaction, for a pinned projection: the task (None: there
+    is none) and the bindings registered for it (the shell reads at most two: one is the
+    binding, a second says which one is not said)."""
+
+    task_id: str
+    task: TaskRow | None
+    bindings: tuple[BindingRow, ...]
+
+
+@attrs.frozen
+class PinCommand:
+    """What the owner says: the adapter the envelope runs, the job when the task has several
+    bindings, the owner authorization in force, and optionally the reason and the key (by
+    default a key derived from everything else the request pins: the same read gives the same
+    request, a replay; a task that changed gives another)."""
+
+    adapter: str
+    authorization_id: str | None
+    job_id: str | None = None
+    reason: str | None = None
+    idempotency_key: str | None = None
+
+
+@attrs.frozen
+class PinnedProjection:
+    """The request to apply and what it authorizes, for the owner to read before it is applied."""
+
+    request: InitialExecutionProjectionRequest
+    authorized: JsonObject
+
+
+def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
+    """Before resolving: the owner authorization, a task a projection may take (its own code
+    when it is not: claimed, leased, already projected, requiring capabilities), the job (the
+    task's one binding unless named) and the envelope's capability."""
+    require_authorization(command.authorization_id)
+    task = require_task(read.task_id, read.task)
+    check_unprojected_task(task)
+    adapter = _identifier("adapter", command.adapter)
+    job_id = _job(read, command.job_id)
+    capability = ACTIONS[RUNTIME_ACTION].required_capability.format(adapter=adapter)
+    return ResolverCall(
+        task_id=read.task_id,
+        job_id=job_id,
+        capability=capability,
+        adapter=adapter,
+        runtime_input=runtime_input_of(task),
+    )
+
+
+def pin_projection(
+    read: PinRead, command: PinCommand, call: ResolverCall, envelope: object
+) -> PinnedProjection:
+    """The request whose `expected_*` fields are what `read` holds and `envelope` (the
+    resolver's answer to `call`) digests to, checked against the envelope as the projection
+    will check it, and what it authorizes."""
+    authorization_id = require_authorization(command.authorization_id)
+    task = require_task(read.task_id, read.task)
+    check_unprojected_task(task)
+    try:
+        verified = verify_execution_envelope(envelope)
+    except LedgerError as refused:
+        raise ProjectionError(refused.code, refused.detail) from None
+    fields: JsonObject = {
+        **projection_expectations(task, call.job_id, str(verified["execution_digest"])),
+        "required_capability": call.capability,
+        "adapter": call.adapter,
+        "authorization_id": authorization_id,
+        "reason": command.reason if command.reason is not None else DEFAULT_PIN_REASON,
+    }
+    key = (
+        command.idempotency_key
+        or PIN_KEY_PREFIX + sha256_hex({"task_id": read.task_id, **fields})[:40]
+    )
+    request = InitialExecutionProjectionRequest.from_mapping({**fields, "idempotency_key": key})
+    check_envelope(task, request, verified)
+    return PinnedProjection(request=request, authorized=_authorized(task, request, verified))
+
+
+def _authorized(
+    task: TaskRow, request: InitialExecutionProjectionRequest, envelope: JsonObject
+) -> JsonObject:
+    """What applying the request authorizes: the task as read, where the work may land (the
+    binding inside the envelope), what runs there, and the digest that addresses it all."""
+    binding = envelope["binding"]
+    assert isinstance(binding, dict)  # a verified envelope carries its binding
+    return {
+        "task_id": task.task_id,
+        "status": task.status,
+        "revision": task.revision,
+        "attempt": task.attempt,
+        "job_id": request.expected_job_id,
+        "repository": binding["repository"],
+        "base_oid": binding["base_oid"],
+        "target_branch": binding["target_branch"],
+        "branch_mode": binding["branch_mode"],
+        "generation": binding["generation"],
+        "capability": request.required_capability,
+        "capability_scope": envelope["capability_scope"],
+        "adapter": request.adapter,
+        "execution_digest": request.expected_execution_digest,
+        "authorization_id": request.authorization_id,
+        "idempotency_key": request.idempotency_key,
+    }
+
+
+def _job(read: PinRead, named: str | None) -> str:
+    if named is not None:
+        return _identifier("job_id", named)
+    jobs = [row.job_id for row in read.bindings]
+    if not jobs:
+        raise ProjectionError(
+            "GOVERNED_BINDING_NOT_FOUND",
+            f"no binding is registered for task {read.task_id!r}: register one first "
+            "(`binding put`), or name the job whose binding the resolver answers",
+        )
+    if len(jobs) > 1:
+        raise ProjectionError(
+            "GOVERNED_BINDING_AMBIGUOUS",
+            f"task {read.task_id!r} has bindings for several jobs ({', '.join(jobs)}, ...): "
+            "name the job to project",
+        )
+    return jobs[0]
+
+
+def _identifier(name: str, value: str) -> str:
+    if not IDENTIFIER.fullmatch(value):
+        raise ProjectionError(
+            "FIELDS_INVALID",
+            f"{name}: {value[:80]!r} is not an identifier (1-200 of A-Z a-z 0-9 . _ : / @ + = -, "
+            "starting with a letter or digit)",
+        )
+    return value
