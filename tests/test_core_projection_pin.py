@@ -20,6 +20,7 @@ from aios_ledger.core import (
     chain_of,
     sha256_hex,
 )
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.projection import (
     BindingRow,
     PinCommand,
@@ -41,6 +42,9 @@ from legacy_fixtures import (
     runtime_input,
 )
 from syrupy.assertion import SnapshotAssertion
+
+# Who the decisions here act as.
+ACTOR = Actor("tester", "library")
 
 NOW = Timestamp.parse("2026-09-01T12:00:00Z")
 ADAPTER = "openclaw"
@@ -146,6 +150,7 @@ def decide(task: TaskRow, pin: PinnedProjection) -> object:
         envelope=runtime_envelope(),
         authorization_id=OWNER,
         source_capture_contract=result_contract(SOURCE_CAPTURE_RESULT),
+        actor=ACTOR,
     )
 
 
