@@ -37,6 +37,7 @@ from aios_ledger.core.log.seals import ChainedRow, seal_of_stored
 from aios_ledger.core.tasks import TaskOperation, next_task_status
 from aios_ledger.core.tasks.requests import LEASE_TOKEN, MAX_LEASE_SECONDS
 from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection, SqliteDatabase
 from aios_ledger.shell.db.statements import sql
@@ -147,6 +148,7 @@ def _flat_heartbeat_step(
     previous = None if tip is None else tip[3]
     changes = after.written(task).changes(full=previous is None)
     chained = ChainedRow(changes, chained_row_digest(previous, TASKS, task_id, changes))
+    actor = current_actor().stored()
     conn.execute(
         _EVENT,
         {
@@ -156,6 +158,7 @@ def _flat_heartbeat_step(
             "event_type": "TASK_HEARTBEAT",
             "payload_json": payload,
             "created_at": now.text,
+            "actor": actor,
         },
     )
     seal = seal_of_stored(
@@ -166,6 +169,7 @@ def _flat_heartbeat_step(
             event_type="TASK_HEARTBEAT",
             payload_json=payload,
             created_at=now.text,
+            actor=actor,
         ),
         chain_seq,
         prev_seal,

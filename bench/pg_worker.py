@@ -34,6 +34,10 @@ from typing import Any
 BATCH = 100
 
 
+# Who the raw loops' events name, as the ledger's events name theirs.
+ACTOR = '{"name":"w","roles":[],"via":"library"}'  # Actor("w", "library").stored()
+
+
 def _wait(start: float) -> None:
     time.sleep(max(0.0, start - time.time()))
 
@@ -166,6 +170,7 @@ class Raw:
                         "event_type": event_type,
                         "payload_json": "{}",
                         "created_at": now,
+                        "actor": ACTOR,
                     },
                 ),
                 (

@@ -29,6 +29,7 @@ from typing import Any, Protocol, cast
 
 import apsw
 from aios_ledger.core import TaskRow
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.merkle import MerkleTreeRow, append_writes
 from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.records import record_columns
@@ -63,6 +64,10 @@ CAPABILITIES = ["python"]
 OFFERED = '["python"]'
 _REVISION = record_columns(TaskRow).index("revision")
 _LEASE_TOKEN_HASH = record_columns(TaskRow).index("lease_token_hash")
+
+
+# Who the raw loops' events name, as the ledger's events name theirs.
+ACTOR = Actor("agent-1", "library").stored()
 
 
 class LedgerLoop:
@@ -214,6 +219,7 @@ class RawLoop:
                 "event_type": event_type,
                 "payload_json": payload,
                 "created_at": NOW,
+                "actor": ACTOR,
             },
         )
         row_digest = hashlib.sha256(f"tasks\0{task_id}\0{event_type}".encode()).hexdigest()
