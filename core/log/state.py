@@ -44,6 +44,7 @@ from aios_ledger.core.log.rows import (
     TASKS,
     WRITER_LEASES,
     row_digest,
+    with_later_defaults,
 )
 from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
 from aios_ledger.core.records import record_columns
@@ -87,6 +88,7 @@ def stored_row_state(
     a `LATER_DEFAULT_COLUMNS` column of the table, only while it holds its default."""
     record, key_column = STATE_RECORDS[table]
     key = str(row[key_column])
+    row = with_later_defaults(table, row)
     columns = {name: row[name] for name in record_columns(record)}
     digest = row_digest(table, key, columns)
     later = (LATER_COLUMNS & columns.keys()) | {
@@ -131,6 +133,8 @@ def held_row_problem(table: str, key: str, digest: str | None, columns: object) 
     if table not in STATE_RECORDS:
         return f"{table!r} is no state table"
     record, key_column = STATE_RECORDS[table]
+    if isinstance(columns, Mapping):
+        columns = with_later_defaults(table, columns)
     expected = set(record_columns(record)) | {key_column}
     if not isinstance(columns, Mapping) or set(columns) != expected:
         return "the row does not hold exactly its table's columns"
