@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 from aios_ledger.core import LedgerError, LogTail, chain_of, project_execution_envelope
+from aios_ledger.core.log.rows import RowWrite, row_digest
+from aios_ledger.core.log.state import held_row_problem, stored_row_state
 from aios_ledger.core.projection import InitialExecutionProjectionRequest
 from aios_ledger.core.tasks.decisions import TaskState, decide_claim, decide_task
 from aios_ledger.core.tasks.records import TaskRow
@@ -48,8 +51,10 @@ from legacy_fixtures import (
     OWNER,
     TASK,
     binding,
+    dump,
     projection_mapping,
 )
+from migration_support import roll_back_script
 
 pytest_generate_tests = both_engines
 
@@ -533,4 +538,95 @@ def test_claimers_polling_never_take_a_governed_task_before_its_projection(
             events = [event["event_type"] for event in ledger.events(task_id)]
             assert events == ["TASK_CREATED", PROJECTED, "TASK_CLAIMED"], (task_id, events)
         assert sorted(claimed) == sorted(governed + plain)
+        assert verify_log(ledger.database).intact
+
+
+# -- the migration ------------------------------------------------------------------------------
+
+
+def _run_script(path: Path, script: str) -> None:
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(script)
+    finally:
+        con.close()
+
+
+def test_a_ledger_from_before_0027_verifies_and_refuses_to_go_back_with_a_held_task(
+    tmp_path: Path,
+) -> None:
+    """A task from before 0027 has no hold (its default) and is claimed as before, and a
+    ledger holding a task awaiting its projection refuses the migration's rollback, which would
+    free it, changing nothing."""
+    path = tmp_path / "ledger.db"
+    TaskLedger(path).close()
+    _run_script(path, roll_back_script("0027", postgres=False))
+    with sqlite3.connect(path) as con:
+        columns = [row[1] for row in con.execute("PRAGMA table_info(tasks)")]
+    assert "awaiting_projection" not in columns
+    # A row as a ledger before 0027 held it; opened again, 0027 applies.
+    _run_script(
+        path,
+        "INSERT INTO tasks(task_id, goal, instructions, success_criteria_json, "
+        "required_capabilities_json, constraints_json, metadata_json, priority, max_attempts, "
+        "status, created_at, updated_at, seq) VALUES ('old', 'g', 'i', '[]', '[]', '{}', '{}', "
+        "0, 3, 'QUEUED', '2026-08-20T00:00:00.000Z', '2026-08-20T00:00:00.000Z', 1)",
+    )
+    with TaskLedger(path) as ledger:
+        assert ledger.get("old")["awaiting_projection"] is False
+        ledger.create_task(governed_task(), idempotency_key="governed")
+        assert claim_all(ledger) == ["old"]
+        assert verify_log(ledger.database).intact
+    before = dump(path)
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+        _run_script(path, "BEGIN;" + roll_back_script("0027", postgres=False) + "COMMIT;")
+    assert dump(path) == before
+
+
+def test_a_seal_or_an_archive_from_before_the_hold_still_proves_its_task_row() -> None:
+    """A task row sealed (or archived) before 0027 was digested without the column: it is held
+    against that digest while it holds the default, and a hold set behind the ledger's back
+    is reported."""
+    row = {**_held_row()._asdict(), "awaiting_projection": 0}
+    without = {name: value for name, value in row.items() if name != "awaiting_projection"}
+    sealed = row_digest("tasks", TASK, without)
+    assert stored_row_state("tasks", row, sealed) == (TASK, sealed)
+    forged = {**row, "awaiting_projection": 1}
+    assert stored_row_state("tasks", forged, sealed)[1] != sealed
+    # An archive's line written before 0027 holds the row without the column.
+    assert held_row_problem("tasks", TASK, sealed, without) is None
+    assert held_row_problem("tasks", TASK, sealed, forged) is not None
+
+
+def test_a_ledger_sealed_before_the_hold_verifies_after_it(
+    ledger_target: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seals written by a version before 0027 (here: the row a transition hands its seal
+    without the column, as that version's record had none) still prove their rows once the
+    column is there at its default, on every seal version the engines write."""
+    with monkeypatch.context() as before:
+
+        def written_without_hold(self: TaskRow, previous: TaskRow | None) -> RowWrite:
+            keep = [name for name in self._fields if name != "awaiting_projection"]
+            values = self._asdict()
+            old = None if previous is None else previous._asdict()
+            return RowWrite(
+                "tasks",
+                self.task_id,
+                tuple(keep),
+                None if old is None else tuple(old[name] for name in keep),
+                tuple(values[name] for name in keep),
+            )
+
+        before.setattr(TaskRow, "written", written_without_hold)
+        with TaskLedger(ledger_target) as ledger:
+            ledger.create_task(
+                {"task_id": "old", "goal": "g", "instructions": "i"}, idempotency_key="c-old"
+            )
+            claimed = ledger.claim(agent_id="w", capabilities=[], lease_seconds=LEASE)
+            assert claimed is not None
+            ledger.heartbeat("old", lease_token=claimed["lease_token"], lease_seconds=LEASE)
+    with TaskLedger(ledger_target) as ledger:
+        assert verify_log(ledger.database).intact
+        ledger.cancel("old", reason="done with it", idempotency_key="cancel-old")
         assert verify_log(ledger.database).intact

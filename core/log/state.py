@@ -8,6 +8,7 @@ columns, by name, that its decision digested when it wrote it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import combinations
 from typing import Any
 
 from aios_ledger.core.api.tokens import ApiTokenRow
@@ -103,8 +104,14 @@ def stored_row_state(
         }
     if digest == sealed_digest or sealed_digest is None or not later:
         return key, digest
-    earlier = row_digest(table, key, columns, without=frozenset(later))
-    return key, earlier if earlier == sealed_digest else digest
+    # The seal was taken before some of them existed, not necessarily all (a task sealed after
+    # `seq` but before `awaiting_projection`): each set of them left out, fewest first.
+    for size in range(1, len(later) + 1):
+        for omitted in combinations(sorted(later), size):
+            earlier = row_digest(table, key, columns, without=frozenset(omitted))
+            if earlier == sealed_digest:
+                return key, earlier
+    return key, digest
 
 
 def _same(value: object, default: object) -> bool:
