@@ -38,6 +38,7 @@ from aios_ledger.shell import (
 )
 from aios_ledger.shell.api.app import create_app
 from aios_ledger.shell.api.backend import ApiSettings
+from aios_ledger.shell.api.served import served_app
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.connection import fetch_all
@@ -280,6 +281,46 @@ def test_the_api_keeps_every_worker_off_a_governed_task_until_it_is_projected(
     assert seen["after"]["awaiting_projection"] is False
     assert seen["taken"]["task_id"] == TASK
     assert seen["again"] == 204  # the other governed task is still held
+
+
+def test_the_console_shows_a_governed_task_awaiting_its_projection(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Database(path) as db:
+        tokens = {"owner": issue_token(db, "owner-1", ["owner", "auditor"])["token"]}
+    application = served_app(ApiSettings(db_path=str(path)))
+
+    async def run() -> tuple[str, str, str]:
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+            owner = {"Authorization": f"Bearer {tokens['owner']}"}
+            created = await client.post(
+                "/v1/tasks",
+                json=[
+                    {"idempotency_key": "c-1", "task": governed_task()},
+                    {"idempotency_key": "c-2", "task": {"task_id": "plain", "goal": "g",
+                                                        "instructions": "i"}},
+                ],
+                headers=owner,
+            )  # fmt: skip
+            assert created.status_code == 201, created.text
+            signed = await client.post("/sign-in", data={"token": tokens["owner"]})
+            assert signed.status_code == 303, signed.text
+            listing = (await client.get("/tasks")).text
+            held = (await client.get(f"/tasks/{TASK}")).text
+            plain = (await client.get("/tasks/plain")).text
+            return listing, held, plain
+
+    try:
+        listing, held, plain = asyncio.run(run())
+    finally:
+        application.state.backend.close()
+    rows = {
+        row.split('class="task-link">')[1].split("<")[0]: row for row in listing.split("<tr>")[2:]
+    }
+    assert "awaiting projection" in rows[TASK]
+    assert "awaiting projection" not in rows["plain"]
+    assert 'id="task-governed"' in held and "no worker may claim it" in held
+    assert 'id="task-governed"' not in plain
 
 
 # -- the library, both engines ------------------------------------------------------------------
