@@ -235,6 +235,7 @@ def _task_row(task_id: str, seq: int, now: str) -> dict[str, Any]:
         "retry_max_seconds": 3600,
         "not_before": None,
         "seq": seq,
+        "awaiting_projection": 0,
     }
 
 

@@ -366,6 +366,7 @@ class RawLoop:
                     "retry_max_seconds": 3600,
                     "not_before": None,
                     "seq": next(self.next_seq),
+                    "awaiting_projection": 0,
                 },
             )
             self._ledger_row(key, "create", task_id)

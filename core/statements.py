@@ -92,7 +92,7 @@ class Statement(enum.StrEnum):
         constraints_json metadata_json deadline priority max_attempts attempt status claimed_by
         lease_token_hash lease_expires_at result_json result_digest result_idempotency_key
         verification_json revision created_at updated_at verification_mode retry_base_seconds
-        retry_max_seconds not_before seq""",
+        retry_max_seconds not_before seq awaiting_projection""",
     )
     TASKS_CAS_UPDATE = (
         "tasks_cas_update",

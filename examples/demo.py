@@ -165,6 +165,8 @@ def part_two(path: Path, examples: Path) -> None:
                     "success_criteria": [{"id": "done", "description": goal}],
                     # A rework waits this long (plus jitter) before its next attempt.
                     "retry": {"base_seconds": 1, "max_seconds": 5},
+                    # No worker may claim it before the owner's projection below lands.
+                    "governed": True,
                 },
                 idempotency_key=f"create-{task_id}",
             )
@@ -177,7 +179,10 @@ def part_two(path: Path, examples: Path) -> None:
     finally:
         store.close()
         resolver.close()
-    say(f"  Created {len(NEW_TASKS)} more tasks, each bound and projected by the owner.")
+    say(
+        f"  Created {len(NEW_TASKS)} more tasks governed (no worker may take one before its "
+        "projection), each bound and projected by the owner."
+    )
     agent = f"{sys.executable} {examples / 'agent.py'}"
     reviewer = f"{sys.executable} {examples / 'reviewer.py'}"
     for round_number in (1, 2):
@@ -284,6 +289,7 @@ def part_four(path: Path, examples: Path) -> None:
                     "instructions": instructions,
                     "success_criteria": [{"id": "done", "description": "gadgets documented"}],
                     "retry": {"base_seconds": 1, "max_seconds": 5},
+                    "governed": True,
                 },
                 idempotency_key=f"create-{task_id}",
             )

@@ -65,6 +65,10 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             "--max-cost 2500000:EUR",
             "with a budget: 10 minutes of wall time, EUR 2.50",
         ),
+        (
+            "aios-ledger task create --json examples/task.json --governed",
+            "no worker may claim it until `project` lands",
+        ),
     ),
     "task list": (
         ("aios-ledger task list", "every task, oldest first (a table on a terminal)"),

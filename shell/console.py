@@ -301,6 +301,20 @@ def _status(value: Any) -> Text:
     return Text(str(value), style=STATUS_STYLES.get(str(value), ""))
 
 
+def _task_status(task: Mapping[str, Any]) -> Text:
+    """A task's status, and, for a governed task still waiting for its projection, that no
+    worker may take it yet."""
+    shown = _status(task["status"])
+    if task.get("awaiting_projection") and task["status"] in AWAITING_STATUSES:
+        shown.append(" awaiting projection", style="bold")
+    return shown
+
+
+# The statuses in which a governed task never projected still waits for its projection (one
+# cancelled before it waits for nothing).
+AWAITING_STATUSES = frozenset({"QUEUED", "PAUSED"})
+
+
 def _moment(milliseconds: Any) -> Text:
     if not isinstance(milliseconds, int):
         return _plain(milliseconds)
@@ -330,7 +344,7 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
     for task in tasks:
         table.add_row(
             _plain(task["task_id"]),
-            _status(task["status"]),
+            _task_status(task),
             str(task["priority"]),
             f"{task['attempt']}/{task['max_attempts']}",
             _plain(task["claimed_by"]),
@@ -470,6 +484,10 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
         "oldest queued: none"
         if oldest is None
         else f"oldest queued: {oldest['task_id']} since {oldest['created_at']}"
+    )
+    waiting.append(
+        f"\ngoverned tasks awaiting projection: {report.get('awaiting_projection', 0)}"
+        " (no worker may claim them until `project` lands)"
     )
     holders = (("task", "id"), ("held by", "id"))
     expired = _records("leases expired (the next claim takes them over)", *holders, ("at", "time"))

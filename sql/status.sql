@@ -7,6 +7,13 @@ SELECT status, COUNT(*) AS tasks FROM tasks GROUP BY status ORDER BY status;
 SELECT task_id, priority, created_at FROM tasks
 WHERE status = 'QUEUED' ORDER BY seq LIMIT 1;
 
+-- name: status_awaiting_projection$
+-- The governed tasks still waiting for their initial execution projection (through the
+-- partial index tasks_awaiting_projection): QUEUED or PAUSED, as one cancelled before it waits
+-- for nothing.
+SELECT count(*) FROM tasks
+WHERE awaiting_projection = 1 AND status IN ('QUEUED', 'PAUSED');
+
 -- name: status_expiring_leases
 SELECT task_id, claimed_by, lease_expires_at FROM tasks
 WHERE status = 'CLAIMED' AND lease_expires_at <= :until
@@ -18,13 +25,15 @@ ORDER BY event_id DESC LIMIT :limit;
 
 -- name: idle_queue_groups
 -- Why a worker finds nothing to claim: the QUEUED tasks a claim could take but for their
--- capabilities or schedule, counted by the capabilities they require and whether they are due.
+-- capabilities or schedule, counted by the capabilities they require and whether they are due
+-- (a governed task awaiting its projection is no claim's to take: `status` counts those).
 SELECT required_capabilities_json,
        CASE WHEN not_before IS NOT NULL AND not_before > :now THEN 1 ELSE 0 END AS not_due,
        COUNT(*) AS tasks,
        MIN(not_before) AS earliest
 FROM tasks
 WHERE status = 'QUEUED'
+  AND awaiting_projection = 0
   AND attempt < max_attempts
   AND (deadline IS NULL OR deadline > :now)
 GROUP BY required_capabilities_json,

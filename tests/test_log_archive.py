@@ -564,6 +564,7 @@ def test_the_archive_decision_and_a_held_row_line_are_golden(golden: Any) -> Non
         "retry_max_seconds": 3600,
         "not_before": None,
         "seq": 1,
+        "awaiting_projection": 0,
     }
     key, digest = stored_row_state("tasks", row)
     line = export_state_line("tasks", key, digest, state_row_columns("tasks", row))

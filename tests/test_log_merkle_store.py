@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from aios_ledger.core import LedgerError, Timestamp
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.merkle import TreeHead
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.log.merkle import (
@@ -299,11 +300,17 @@ def _tree_answers(db: Database, events: int) -> list[object]:
     return answers
 
 
-def test_a_tree_stored_as_before_0024_migrates_to_the_same_roots_and_proofs(log: Path) -> None:
+def test_a_tree_stored_as_before_0024_migrates_to_the_same_roots_and_proofs(
+    ledger_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Migration 0024 moves each stored subtree into the row of the leaf that completes it:
     a ledger built at the old layout (a row per subtree), migrated, answers every tree head
     and proof as before, verifies, and goes on appending."""
-    build_log(log, ["t-a", "t-b", None] * 9, start=100)
+    log = ledger_target
+    with monkeypatch.context() as earlier:
+        earlier.setattr(Actor, "stored", lambda self: None)  # events named no actor then (0026)
+        build_log(log, ROUND_ROBIN)
+        build_log(log, ["t-a", "t-b", None] * 9, start=100)
     events = len(ROUND_ROBIN) + 27
     with Database(log) as db:
         before = _tree_answers(db, events)

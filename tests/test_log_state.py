@@ -102,7 +102,8 @@ def test_a_task_row_inserted_is_named(tasks: Path) -> None:
         "max_attempts, attempt, status, claimed_by, lease_token_hash, lease_expires_at, "
         "result_json, result_digest, result_idempotency_key, verification_json, revision, "
         "created_at, updated_at, verification_mode, retry_base_seconds, retry_max_seconds, "
-        "not_before, (SELECT max(seq) + 1 FROM tasks) FROM tasks WHERE task_id = 't-2'",
+        "not_before, (SELECT max(seq) + 1 FROM tasks), awaiting_projection FROM tasks "
+        "WHERE task_id = 't-2'",
     )
     assert mismatches(tasks) == {("tasks", "t-forged")}
 

@@ -521,7 +521,8 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
     # dropped here: the Merkle log of 0016 (and 0024's layout of it), rebuilt from the seals
     # when they are applied again, 0018's checkpoints, 0019's attestations, 0022's spend and
     # 0025's task-list indexes; 0023, which replaces a trigger of run_events and adds an index,
-    # dropped here too, and 0026's actor column), which the next open applies.
+    # dropped here too, 0026's actor column, and 0027's hold of governed tasks, a column and an
+    # index), which the next open applies.
     tamper(
         ledger_target,
         ("DROP TABLE run_events_before_seals", ()),
@@ -538,10 +539,12 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
         ("DROP INDEX tasks_by_updated", ()),
         ("DROP INDEX task_proposals_by_repository_task", ()),
         ("ALTER TABLE events DROP COLUMN actor", ()),
+        ("DROP INDEX tasks_awaiting_projection", ()),
+        ("ALTER TABLE tasks DROP COLUMN awaiting_projection", ()),
         (
             "DELETE FROM schema_migrations WHERE version IN "
             "('0014', '0015', '0016', '0018', '0019', '0020', '0021', '0022', '0023', '0024', "
-            "'0025', '0026')",
+            "'0025', '0026', '0027')",
             (),
         ),
     )

@@ -53,14 +53,15 @@ def test_older_runtime_database_is_adopted_in_place(tmp_path: Path) -> None:
     assert status["pending"] == []
     # The older runtime's columns keep their values, whole-second times respelled to the
     # millisecond (0008); day two's columns follow them, at the defaults that keep each task's
-    # behaviour (a reviewer judges it, nothing is scheduled), then the creation sequence.
+    # behaviour (a reviewer judges it, nothing is scheduled), then the creation sequence, then
+    # no hold for a projection (0027: the older runtime created no governed task).
     adopted = rows(path, "SELECT * FROM tasks ORDER BY seq")
     legacy_width = len(tasks_before[0])
     assert [row[:legacy_width] for row in adopted] == [
         tuple(_to_milliseconds(value) for value in row) for row in tasks_before
     ]
     assert [row[legacy_width:] for row in adopted] == [
-        ("reviewer", 10, 3600, None, seq) for seq in range(1, len(adopted) + 1)
+        ("reviewer", 10, 3600, None, seq, 0) for seq in range(1, len(adopted) + 1)
     ]
     # The sealed events keep their texts as written.
     assert rows(path, "SELECT * FROM events ORDER BY event_id") == events_before

@@ -512,6 +512,7 @@ def test_the_create_digest_covers_every_field_of_the_request() -> None:
         "retry": {"base_seconds": 5, "max_seconds": 60},
         "not_before": "2026-08-21T00:00:00Z",
         "budget": {"wall_seconds": 60, "cost": {"micros": 2_500_000, "currency": "EUR"}},
+        "governed": True,
     }
     request = TaskCreateRequest.from_mapping({"goal": "g", "instructions": "i", **day_two})
     assert set(request.public()) == set(attrs.fields_dict(TaskCreateRequest))
@@ -527,6 +528,7 @@ def test_a_task_asked_for_as_before_keeps_its_digest() -> None:
         "retry",
         "not_before",
         "budget",
+        "governed",
     }
 
 

@@ -49,6 +49,7 @@ from aios_ledger.core.log.rows import (
     TASK_SPEND,
     TASKS,
     RowImage,
+    with_later_defaults,
 )
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import (
@@ -309,7 +310,7 @@ def _task_writes(task: ArchivedTask, events: tuple[RestoredEvent, ...]) -> list[
     """The task's row, its events with their seals and sealed rows, its other rows, then its
     listings (which the trigger lets go once their events are back with their seals)."""
     assert task.row is not None  # _events_of required it
-    writes = [_row_write(TASKS, task.row)]
+    writes = [_row_write(TASKS, with_later_defaults(TASKS, task.row))]
     for event, seal, rows in events:
         writes.append(event.insert())
         writes.append(seal.insert())

@@ -8,6 +8,7 @@ columns, by name, that its decision digested when it wrote it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import combinations
 from typing import Any
 
 from aios_ledger.core.api.tokens import ApiTokenRow
@@ -44,6 +45,7 @@ from aios_ledger.core.log.rows import (
     TASKS,
     WRITER_LEASES,
     row_digest,
+    with_later_defaults,
 )
 from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
 from aios_ledger.core.records import record_columns
@@ -87,6 +89,7 @@ def stored_row_state(
     a `LATER_DEFAULT_COLUMNS` column of the table, only while it holds its default."""
     record, key_column = STATE_RECORDS[table]
     key = str(row[key_column])
+    row = with_later_defaults(table, row)
     columns = {name: row[name] for name in record_columns(record)}
     digest = row_digest(table, key, columns)
     later = (LATER_COLUMNS & columns.keys()) | {
@@ -101,8 +104,14 @@ def stored_row_state(
         }
     if digest == sealed_digest or sealed_digest is None or not later:
         return key, digest
-    earlier = row_digest(table, key, columns, without=frozenset(later))
-    return key, earlier if earlier == sealed_digest else digest
+    # The seal was taken before some of them existed, not necessarily all (a task sealed after
+    # `seq` but before `awaiting_projection`): each set of them left out, fewest first.
+    for size in range(1, len(later) + 1):
+        for omitted in combinations(sorted(later), size):
+            earlier = row_digest(table, key, columns, without=frozenset(omitted))
+            if earlier == sealed_digest:
+                return key, earlier
+    return key, digest
 
 
 def _same(value: object, default: object) -> bool:
@@ -131,6 +140,8 @@ def held_row_problem(table: str, key: str, digest: str | None, columns: object) 
     if table not in STATE_RECORDS:
         return f"{table!r} is no state table"
     record, key_column = STATE_RECORDS[table]
+    if isinstance(columns, Mapping):
+        columns = with_later_defaults(table, columns)
     expected = set(record_columns(record)) | {key_column}
     if not isinstance(columns, Mapping) or set(columns) != expected:
         return "the row does not hold exactly its table's columns"

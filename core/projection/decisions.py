@@ -563,6 +563,7 @@ def _plan(
         required_capabilities_json=canonical_json(capabilities),
         revision=task.revision + 1,
         updated_at=now.text,
+        awaiting_projection=0,  # a governed task's hold ends here, in the projection's write
     )
     update = SqlWrite(
         Statement.PROJECT_TASK_EXECUTION,

@@ -35,7 +35,11 @@ class TaskSummary(TypedDict):
 
 
 class CreateAnswer(TaskSummary):
+    """`awaiting_projection`: present (true) for a task created governed, which no worker may
+    claim before its initial execution projection."""
+
     priority: int
+    awaiting_projection: NotRequired[bool]
     idempotent: bool
 
 
@@ -132,6 +136,9 @@ class TaskView(TypedDict):
     verification_mode: str
     retry: RetryPolicyView
     not_before: str | None
+    # A task created governed that waits for its initial execution projection: no worker may
+    # claim it until the projection lands.
+    awaiting_projection: bool
 
 
 class RetryPolicyView(TypedDict):
@@ -196,6 +203,7 @@ def task_view(task: TaskRow) -> TaskView:
             "max_seconds": task.retry_max_seconds,
         },
         "not_before": task.not_before,
+        "awaiting_projection": bool(task.awaiting_projection),
     }
 
 

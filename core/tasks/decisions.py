@@ -142,6 +142,7 @@ __all__ = [
     "ExpiryState",
     "TaskState",
     "claim_digest",
+    "awaiting_projection_refusal",
     "claim_refusal",
     "create_digest",
     "decide_cancel",
@@ -515,6 +516,8 @@ def _decide_one(
         _check_holder(task, request.agent_id)
         _check_lease(task, request.lease_token, now)
     status = row.next_status(task, request)
+    if task.awaiting_projection and not row.before_projection:
+        raise awaiting_projection_refusal(task, row.name)
     if rules.check is not None:
         rules.check(task, request, state, inputs, now)
     changes = None if rules.changes is None else rules.changes(task, request, inputs, now, status)
@@ -835,9 +838,15 @@ def _decide_create(
         retry_max_seconds=request_task.retry.max_seconds,
         not_before=request_task.not_before,
         seq=state.next_seq,
+        awaiting_projection=1 if request_task.governed else 0,
     )
     insert = SqlWrite(Statement.TASKS_INSERT, task._asdict())
-    answer: CreateAnswer = {**task_summary(task), "priority": task.priority, "idempotent": False}
+    # (mypy will not spread a summary into a TypedDict with a key it may lack: cast.)
+    answer = cast(
+        CreateAnswer, {**task_summary(task), "priority": task.priority, "idempotent": False}
+    )
+    if task.awaiting_projection:  # only then: a plain create answers as it always did
+        answer["awaiting_projection"] = True
     payload: JsonObject = {
         "priority": task.priority,
         "max_attempts": task.max_attempts,
@@ -861,7 +870,7 @@ def _decide_create(
 
 # What a TASK_CREATED payload says of day two's fields: only those a request set (so that a
 # task created as before has the payload, and the seal, it had before).
-_DAY_TWO = ("verification", "retry", "not_before", "budget")
+_DAY_TWO = ("verification", "retry", "not_before", "budget", "governed")
 
 
 def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
@@ -881,6 +890,8 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) ->
     """Why `task` cannot be claimed by a claimer offering `capabilities` now, or None."""
     if task.status != TaskStatus.QUEUED:
         return LedgerError("INVALID_TRANSITION", f"a {task.status} task does not allow claim")
+    if task.awaiting_projection:
+        return awaiting_projection_refusal(task, "claim")
     if task.attempt >= task.max_attempts:
         return LedgerError(
             "ATTEMPTS_EXHAUSTED", f"task used {task.attempt} of {task.max_attempts} attempts"
@@ -896,6 +907,18 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) ->
     if missing:
         return LedgerError("CAPABILITY_MISSING", f"the claimer lacks {missing}")
     return None
+
+
+def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
+    """A governed task before its initial execution projection: no worker may run it, and
+    no write but the projection and a cancel may move it (a pause, a resume or a retry would
+    raise its revision, and the projection applies only at revision 1)."""
+    return LedgerError(
+        "AWAITING_PROJECTION",
+        f"task {task.task_id!r} was created governed and waits for its initial execution "
+        f"projection: {operation} is refused until the owner projects it (`aios-ledger "
+        "project`); cancel it to give it up",
+    )
 
 
 def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> None:

@@ -88,12 +88,15 @@ class TaskRow(NamedTuple):
     # The order tasks were created in (migration 0008): claims take equal priorities by it.
     # 0 only in a row read from storage without the column; the table refuses it.
     seq: int = 0
+    # 1 while a task created governed waits for its initial execution projection (migration
+    # 0027): no claim takes it, and only the projection's write sets it to 0.
+    awaiting_projection: int = 0
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
         """The row's columns by name; a row without day two's (an embedder's storage from
         before them) reads as their defaults."""
-        if "seq" not in row:
+        if "awaiting_projection" not in row:
             row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
 

@@ -182,6 +182,9 @@ class TaskCreateRequest:
     not_before: TimestampText | None = None
     # What the task may spend (`core/tasks/budgets.py`); its attempts limit is `max_attempts`.
     budget: TaskBudget | None = None
+    # A governed task waits for its initial execution projection: no worker may claim it
+    # before the projection lands (`awaiting_projection`), whatever it offers.
+    governed: bool = False
 
     @classmethod
     def from_mapping(cls, raw: object) -> TaskCreateRequest:
@@ -203,6 +206,7 @@ _DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
     "retry": unstructure(RetryPolicy()),
     "not_before": None,
     "budget": None,
+    "governed": False,
 }
 
 

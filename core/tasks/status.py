@@ -33,10 +33,12 @@ def status_report(
     *,
     now: str,
     spend: Mapping[str, Any] | None = None,
+    awaiting_projection: int = 0,
 ) -> dict[str, Any]:
     """`expiring`: CLAIMED tasks whose leases end within the window, earliest first. A lease
     that has already passed is expired (the next claim takes the task over), not expiring.
-    `spend`: a `spend_report`, shown under `spend` when given."""
+    `spend`: a `spend_report`, shown under `spend` when given. `awaiting_projection`: how many
+    governed tasks wait for their initial execution projection (no worker may take them)."""
     by_status = {status.value: 0 for status in TaskStatus}
     for row in counts:
         by_status[str(row["status"])] = int(row["tasks"])
@@ -45,6 +47,7 @@ def status_report(
         "tasks": by_status,
         "total": sum(by_status.values()),
         "oldest_queued": None if oldest_queued is None else dict(oldest_queued),
+        "awaiting_projection": int(awaiting_projection),
         "leases_expiring_within_seconds": EXPIRING_WINDOW_SECONDS,
         "leases_expired": [dict(row) for row in expiring if str(row["lease_expires_at"]) <= now],
         "leases_expiring": [dict(row) for row in expiring if str(row["lease_expires_at"]) > now],

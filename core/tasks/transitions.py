@@ -236,7 +236,10 @@ class TaskTransition:
     the request (the attempts left, a verifier's decision). `payload`, `answer`: what its event
     says and what its answer says beyond the task's summary (`TaskSummary`) and `idempotent`.
     `role`: who may ask for it over HTTP; `route`: its path under `/v1/tasks/{task_id}/` (None:
-    a route of its own, or none)."""
+    a route of its own, or none). `before_projection`: whether it may move a task created
+    governed that still awaits its initial execution projection (`AWAITING_PROJECTION`
+    otherwise): a cancel may; a claim may not (nor any write that would raise the revision the
+    projection requires, or put the task in a worker's hands)."""
 
     name: str
     request: type[TaskRequest[Any]]
@@ -251,6 +254,7 @@ class TaskTransition:
     role: str | None
     route: str | None
     summary: str
+    before_projection: bool = False
 
     def outcome_of(self, task: TaskRow, request: Any) -> TaskOperation:
         outcome = self.outcome
@@ -377,6 +381,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 role=OWNER,
                 route="cancel",
                 summary="cancel",
+                before_projection=True,
             ),
             _T(
                 name="retry",

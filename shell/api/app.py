@@ -73,7 +73,7 @@ from aios_ledger.shell.auxiliary.service import (
     read_auxiliary_run,
 )
 from aios_ledger.shell.clock import read_clock
-from aios_ledger.shell.db.connection import fetch_all, fetch_one
+from aios_ledger.shell.db.connection import fetch_all, fetch_one, fetch_value
 from aios_ledger.shell.log.export import export_log
 from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
@@ -476,6 +476,7 @@ def status(call: Call) -> Answer:
                 fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
                 now=now.text,
                 spend=read_spend(conn),
+                awaiting_projection=fetch_value(conn, "status_awaiting_projection"),
             )
 
         return stores.db.read(work)

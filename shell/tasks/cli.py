@@ -64,6 +64,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help='enqueue tasks: {"idempotency_key": K, "task": {...}} or a list of them',
     )
     _json_option(create)
+    create.add_argument(
+        "--governed",
+        action="store_true",
+        help="create each task governed: no worker may claim it until its initial execution "
+        "projection (`project`) lands",
+    )
     _budget_options(create)
     create.set_defaults(handler=_task_create)
     listing = task_commands.add_parser("list", help="tasks, in claim order when --status is given")
@@ -250,8 +256,20 @@ def _with_budget(document: Any, limits: dict[str, Any]) -> Any:
     return {**document, "task": {**task, "budget": budget}}
 
 
+def _governed(document: Any) -> Any:
+    """Each create of `document` with `"governed": true` in its task (`--governed`); what is
+    not a create is left for the request's own checks to refuse."""
+    if isinstance(document, list):
+        return [_governed(item) for item in document]
+    if not isinstance(document, dict) or not isinstance(document.get("task"), dict):
+        return document
+    return {**document, "task": {**document["task"], "governed": True}}
+
+
 def _task_create(args: argparse.Namespace) -> Any:
     document = _with_budget(read_json_argument(args.json), _budget_flags(args))
+    if args.governed:
+        document = _governed(document)
     if not isinstance(document, list):
         command = TaskCreateCommand.from_mapping(document)
         with task_ledger(args) as ledger:

@@ -29,7 +29,7 @@ from aios_ledger.shell.cli_support import (
 )
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.console import Shown, status_view
-from aios_ledger.shell.db.connection import fetch_all, fetch_one
+from aios_ledger.shell.db.connection import fetch_all, fetch_one, fetch_value
 from aios_ledger.shell.remote.credentials import read_token_file
 from aios_ledger.shell.tasks.spend import read_spend
 from aios_ledger.shell.work.reviewer import review_submitted
@@ -313,6 +313,7 @@ def _status(args: argparse.Namespace) -> Shown:
                 fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
                 now=now.text,
                 spend=read_spend(conn),
+                awaiting_projection=fetch_value(conn, "status_awaiting_projection"),
             )
 
         return Shown(db.read(read), status_view)

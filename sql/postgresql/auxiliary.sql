@@ -35,7 +35,7 @@ SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_ca
        t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,
        t.result_digest, t.result_idempotency_key, t.verification_json, t.revision, t.created_at,
        t.updated_at, t.verification_mode, t.retry_base_seconds, t.retry_max_seconds,
-       t.not_before, t.seq,
+       t.not_before, t.seq, t.awaiting_projection,
        (SELECT COUNT(*) FROM auxiliary_runs AS a
         WHERE a.session_id = 'task:' || t.task_id
           AND a.run_id = t.task_id || '@' || t.attempt

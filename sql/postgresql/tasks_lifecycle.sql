@@ -15,11 +15,13 @@ SELECT nextval('task_seqs');
 -- it: the LIMIT is inside the CTE, with FOR UPDATE SKIP LOCKED, so concurrent claimers each
 -- lock tasks of their own, as many as they take, and never wait on one another.
 -- Attempts, deadline, schedule (timestamps are stored in one fixed format, so text order is
--- time order) and capabilities (:offered_json) are filtered here; the core re-checks everything.
+-- time order) and capabilities (:offered_json) are filtered here, and a governed task awaiting
+-- its initial execution projection is never a candidate; the core re-checks everything.
 WITH locked AS (
   SELECT {{task_columns}}
   FROM tasks
   WHERE status = 'QUEUED'
+    AND awaiting_projection = 0
     AND attempt < max_attempts
     AND (deadline IS NULL OR deadline > :now)
     AND (not_before IS NULL OR not_before <= :now)

@@ -15,10 +15,12 @@ SELECT coalesce(max(seq), 0) + 1 FROM tasks;
 -- deadline and schedule are filtered here (timestamps are stored in one fixed format, so text
 -- order is time order), and capabilities: every name of required_capabilities_json must be in
 -- :offered_json (a JSON array of names); a list that is not a JSON array of names is never a
--- candidate. The core checks each candidate again.
+-- candidate. A governed task awaiting its initial execution projection never is. The core
+-- checks each candidate again.
 SELECT {{task_columns}}
 FROM tasks INDEXED BY tasks_claim_order
 WHERE status = 'QUEUED'
+  AND awaiting_projection = 0
   AND attempt < max_attempts
   AND (deadline IS NULL OR deadline > :now)
   AND (not_before IS NULL OR not_before <= :now)
