@@ -30,6 +30,7 @@ PAGE_READS = (
     "console_task_event_count",
     "console_task_events_before",
     "console_task_governed_writes",
+    "console_task_refusals",
 )
 
 
