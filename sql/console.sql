@@ -84,3 +84,12 @@ FROM events
 WHERE task_id = :task_id
   AND event_type IN ('TASK_CLAIMED', 'RESULT_SUBMITTED', 'TASK_VERIFIED')
 ORDER BY event_id;
+
+-- name: console_task_refusals
+-- A task's page: its refused attempts (governed writes and projections refused by a check), the
+-- latest :limit, with who tried.
+SELECT event_id, event_type, payload_json, created_at, actor
+FROM events
+WHERE task_id = :task_id
+  AND event_type IN ('GOVERNED_WRITE_REFUSED', 'TASK_INITIAL_EXECUTION_PROJECTION_REFUSED')
+ORDER BY event_id DESC LIMIT :limit;

@@ -306,12 +306,13 @@ def _target(db_path: Path | str) -> Path:
 
 
 def ledger_outcomes(db_path: Path | str) -> list[dict[str, Any]]:
-    """The governed-write events of the log, in order (read past the library, as an auditor)."""
+    """The governed-write events of the log, in order (read past the library, as an auditor):
+    intents and outcomes (a refused write, GOVERNED_WRITE_REFUSED, intended nothing)."""
     found = rows(_target(db_path), "SELECT event_type, payload_json FROM events ORDER BY event_id")
     return [
         {"type": event_type, **json.loads(payload)}
         for event_type, payload in found
-        if str(event_type).startswith("GOVERNED_WRITE_")
+        if str(event_type).startswith("GOVERNED_WRITE_") and event_type != "GOVERNED_WRITE_REFUSED"
     ]
 
 

@@ -32,6 +32,7 @@ PAGE_READS = (
     "console_task_events_before",
     "console_task_governed_writes",
     "console_task_attempt_events",
+    "console_task_refusals",
 )
 
 

@@ -110,6 +110,13 @@ def test_an_uploaded_proposal_is_written_by_the_owner(live: tuple[ApiServer, Pat
         server.client("reviewer").post("/v1/tasks/task-api/verification", json=verdict).status_code
         == 200
     )
+    # The refused key keeps its refusal (recorded, with who tried): a write takes a new key.
+    problem(
+        server.client("owner").post("/v1/tasks/task-api/governed-write", json=write),
+        409,
+        "TASK_NOT_VERIFIED",
+    )
+    write = {"idempotency_key": "write-api-verified"}
     problem(
         server.client("agent").post("/v1/tasks/task-api/governed-write", json=write),
         403,

@@ -81,6 +81,10 @@ def test_an_owner_registers_a_repository_and_writes_a_proposal(tmp_path: Path) -
     write.write_text(json.dumps({"idempotency_key": "cli-write"}))
     assert refused(db, "write", "task-cli", "--json", str(write)) == "TASK_NOT_VERIFIED"
     submit_and_accept(db, claimed, runtime_result(claimed, ["cli.txt"]))
+    # The refused key replays its refusal (recorded once); the verified task's write takes a
+    # new one.
+    assert refused(db, "write", "task-cli", "--json", str(write)) == "TASK_NOT_VERIFIED"
+    write.write_text(json.dumps({"idempotency_key": "cli-write-verified"}))
     answer = ok(db, "write", "task-cli", "--json", str(write))
     assert answer["state"] == "APPLIED"
     assert ref(bare, "refs/heads/agent/task-cli") == proposal["head_oid"]

@@ -10,6 +10,7 @@ import attrs
 import pytest
 from aios_ledger.core import (
     GovernedExecutionBinding,
+    IdempotencyRow,
     LedgerError,
     LogTail,
     TaskRow,
@@ -38,7 +39,7 @@ from aios_ledger.core.git import (
     decide_write_intent,
     decide_write_outcome,
 )
-from aios_ledger.core.git.decisions import grant_workspace, outcome_of
+from aios_ledger.core.git.decisions import decide_write_refusal, grant_workspace, outcome_of
 from aios_ledger.core.git.policy import is_protected, protected_patterns
 from aios_ledger.core.log.seals import LEDGER_CHAIN, ChainTip
 from aios_ledger.core.plan import Replay
@@ -427,6 +428,76 @@ def test_intending_a_write_refuses(changes: dict[str, Any], expected: str) -> No
         code(lambda: decide_write_intent(write_state(**changes), WRITE, now=NOW, actor=ACTOR))
         == expected
     )
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"task": task("SUBMITTED")}, "TASK_NOT_VERIFIED"),
+        ({"repository": None}, "REPOSITORY_NOT_FOUND"),
+        ({"proposal": proposal(protected_ref_bypass=True)}, "PROTECTED_REF"),
+        ({"proposal": proposal(force_push=True)}, "NOT_A_DESCENDANT"),
+        ({"proposal": proposal(secret_material_exposed=True)}, "SECRET_MATERIAL"),
+        (
+            {"proposal": proposal()._replace(changed_files_json='["a.txt","b.txt"]')},
+            "RESULT_GOVERNANCE_VIOLATION",
+        ),
+        ({"lease": lease(holder="write-other")}, "WRITER_LEASE_HELD"),
+        ({"lease": lease(generation=3)}, "GENERATION_STALE"),
+    ],
+)
+def test_a_refused_write_is_recorded_and_its_key_replays_the_refusal(
+    changes: dict[str, Any], expected: str
+) -> None:
+    """Every check's refusal is one sealed GOVERNED_WRITE_REFUSED on the task's chain, covering
+    its first answer and nothing else (no lease, no write); kept, the key replays it before any
+    check, and another request under it is a conflict."""
+    state = write_state(**changes)
+    with pytest.raises(LedgerError) as refused:
+        decide_write_intent(state, WRITE, now=NOW, actor=ACTOR)
+    assert refused.value.code == expected
+    plan = decide_write_refusal(state, WRITE, refused.value, now=NOW, actor=ACTOR)
+    assert isinstance(plan, WritePlan)
+    [appended] = plan.events
+    event = appended.event
+    assert (event.task_id, event.event_type) == (TASK, "GOVERNED_WRITE_REFUSED")
+    assert event.actor == ACTOR.stored()
+    payload = json.loads(event.payload_json)
+    assert payload["code"] == expected
+    assert payload["message"] == refused.value.detail
+    assert payload["idempotency_key"] == WRITE.idempotency_key
+    assert [(row.row_table, row.row_key) for row in appended.rows] == [
+        ("task_idempotency", "governed_write write-g1")
+    ]
+    [insert] = plan.writes
+    kept = IdempotencyRow(
+        str(insert.params["idempotency_key"]),
+        str(insert.params["request_sha256"]),
+        str(insert.params["response_json"]),
+    )
+    # Kept, the key replays the refusal even where every check would pass now.
+    again = write_state(refused=kept)
+    with pytest.raises(LedgerError) as replayed:
+        decide_write_intent(again, WRITE, now=NOW, actor=ACTOR)
+    assert (replayed.value.code, replayed.value.detail) == (expected, refused.value.detail)
+    replay = decide_write_refusal(again, WRITE, replayed.value, now=NOW, actor=ACTOR)
+    assert isinstance(replay, Replay) and replay.response["idempotent"] is True
+    other = WriteRequest.from_mapping({"task_id": "task-other", "idempotency_key": "write-g1"})
+    assert (
+        code(lambda: decide_write_intent(again, other, now=NOW, actor=ACTOR))
+        == "IDEMPOTENCY_CONFLICT"
+    )
+
+
+def test_what_is_not_a_checks_refusal_is_not_recorded() -> None:
+    """A task that does not exist, a code no check gives, a key that holds a write."""
+    for state, refused in [
+        (write_state(task=None), LedgerError("TASK_NOT_FOUND", "no task")),
+        (write_state(), LedgerError("IDEMPOTENCY_CONFLICT", "another request")),
+        (write_state(), LedgerError("GIT_ROW_CORRUPT", "a row")),
+        (write_state(prior=intended()), LedgerError("WRITER_LEASE_HELD", "held")),
+    ]:
+        assert decide_write_refusal(state, WRITE, refused, now=NOW, actor=ACTOR) is None
 
 
 def test_a_written_key_replays_and_a_key_in_doubt_is_not_replayed() -> None:

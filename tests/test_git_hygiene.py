@@ -334,7 +334,9 @@ def test_a_write_to_a_branch_name_another_ref_goes_by_is_refused(governed: Gover
         "refs/heads/main": governed.base,
         "refs/tags/v1": governed.base,
     }
-    assert not any(e.startswith("GOVERNED_WRITE_") for e in events_of(governed.db, "task-amb"))
+    # Nothing intended: the refused attempt alone is recorded.
+    written = [e for e in events_of(governed.db, "task-amb") if e.startswith("GOVERNED_WRITE_")]
+    assert written == ["GOVERNED_WRITE_REFUSED"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,9 @@ from aios_ledger.core.projection import (
     SourceCaptureProjectionRecoveryRequest,
     decide_projection,
 )
+from aios_ledger.core.projection.decisions import PROJECTION_REFUSALS
 from aios_ledger.shell import AUTHORIZATION_ENV, Database, InitialExecutionProjectionStore
+from aios_ledger.shell.actors import acting_as
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
@@ -62,14 +64,55 @@ def owner(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
 
 
+# Who tries the projections refused here: their refusal events name them.
+TRIER = Actor("owner-trying", "library")
+# The tables a recorded refusal writes: its event, the event's seal and the rows it covers, its
+# Merkle leaf, and its first answer (nothing of the task, nor of the projection's ledgers).
+REFUSAL_TABLES = (
+    "events",
+    "event_seals",
+    "event_seal_rows",
+    "merkle_leaves",
+    "merkle_tree",
+    "task_idempotency",
+    "sqlite_sequence",
+)
+
+
+def _tables_changed(before: list[str], after: list[str]) -> set[str]:
+    return {line.split(":", 1)[0] for line in set(before) ^ set(after)}
+
+
 def refuse(code: str, call: Callable[[], Any], path: Path) -> None:
-    """The call is refused with `code` and the database is exactly as it was."""
+    """The call is refused with `code`. A well-formed attempt on a task that exists, refused by
+    one of the projection's checks, is recorded: one sealed refusal event naming the code and
+    who tried, and nothing else changes (neither the task nor the projection's ledgers); the
+    same call again is refused the same way and writes nothing. Any other refusal (bad input, an
+    unknown task, a key used otherwise, a corrupt row) leaves the database exactly as it was."""
     before = dump(path)
-    with pytest.raises(InitialExecutionProjectionError) as refused:
+    events_before = rows(path, "SELECT coalesce(max(event_id), 0) FROM events")[0][0]
+    with acting_as(TRIER), pytest.raises(InitialExecutionProjectionError) as refused:
         call()
     assert refused.value.code == code, str(refused.value)
     assert str(refused.value).startswith(code)
-    assert dump(path) == before
+    after = dump(path)
+    if code not in PROJECTION_REFUSALS or code == "TASK_NOT_FOUND":
+        assert after == before
+        return
+    assert _tables_changed(before, after) <= set(REFUSAL_TABLES), _tables_changed(before, after)
+    added = rows(
+        path,
+        "SELECT event_type, payload_json, actor FROM events WHERE event_id > ? ORDER BY event_id",
+        (events_before,),
+    )
+    assert [kind for kind, _, _ in added] == ["TASK_INITIAL_EXECUTION_PROJECTION_REFUSED"]
+    payload = json.loads(added[0][1])
+    assert (payload["code"], payload["message"]) == (code, refused.value.detail)
+    assert json.loads(added[0][2])["name"] == TRIER.name
+    with pytest.raises(InitialExecutionProjectionError) as replayed:
+        call()
+    assert (replayed.value.code, replayed.value.detail) == (code, refused.value.detail)
+    assert dump(path) == after
 
 
 def test_projection_writes_envelope_capability_event_and_ledger_row(
@@ -263,7 +306,10 @@ def test_task_changed_while_resolving_is_a_revision_conflict(
     store = InitialExecutionProjectionStore(path, racing)
     with pytest.raises(InitialExecutionProjectionError, match="REVISION_CONFLICT"):
         store.project(TASK, projection_request())
-    assert rows(path, "SELECT COUNT(*) FROM events") == [(1,)]
+    # Nothing projected; the refused attempt is recorded, the task left as the race left it.
+    events = rows(path, "SELECT event_type FROM events ORDER BY event_id")
+    assert events == [("TASK_CREATED",), ("TASK_INITIAL_EXECUTION_PROJECTION_REFUSED",)]
+    assert rows(path, "SELECT revision FROM tasks") == [(2,)]
     assert rows(path, "SELECT COUNT(*) FROM task_initial_execution_projections") == [(0,)]
 
 
@@ -425,7 +471,11 @@ def test_recovery_refuses_a_result_other_than_the_expected_one(
         lambda: store.project_from_source_capture(TASK, request),
         path,
     )
-    request = recovery_request(verification={"decision": "NEEDS_REWORK", "reason": "other"})
+    # Another request under another key: the first key keeps its refusal.
+    request = recovery_request(
+        verification={"decision": "NEEDS_REWORK", "reason": "other"},
+        idempotency_key="recovery-legacy-2",
+    )
     refuse(
         "VERIFICATION_DIGEST_MISMATCH",
         lambda: store.project_from_source_capture(TASK, request),

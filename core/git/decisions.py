@@ -58,7 +58,15 @@ from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.plan import Decision, Replay, request_digest, sealed_plan
 from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.refusals import (
+    GOVERNED_WRITE_REFUSED,
+    RefusalAnswer,
+    RefusalState,
+    RefusedAttempt,
+    decide_refusal,
+    replay_refusal,
+)
 from aios_ledger.core.tasks.requests import lease_token_sha256
 from aios_ledger.core.tasks.results import task_envelope
 from aios_ledger.core.tasks.transitions import TaskStatus
@@ -562,7 +570,8 @@ def decide_charge_scan(
 class WriteState:
     """What intending a write reads: the task, the repository and proposal of its binding and
     current attempt, the writer lease of the target ref, the write already recorded under the
-    request's key, and the log's tail at the task's chain."""
+    request's key, the log's tail at the task's chain, and the refusal kept under the key (its
+    first answer in the task's idempotency ledger, `refusal_key(WRITE_OPERATION, key)`)."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -570,6 +579,35 @@ class WriteState:
     lease: WriterLeaseRow | None
     prior: GovernedWriteRow | None
     tail: LogTail
+    refused: IdempotencyRow | None = None
+
+
+# The operation a refused write's first answer is kept under (`core.tasks.refusals`).
+WRITE_OPERATION = "governed_write"
+# The checks of a governed write whose refusal is recorded (a sealed GOVERNED_WRITE_REFUSED):
+# every check `decide_write_intent` makes of a task that exists, and the target's name as git
+# and the repository take it. Not recorded: a request that does not parse, a task that does
+# not exist, a key used otherwise (IDEMPOTENCY_CONFLICT, WRITE_IN_DOUBT), and failures of the
+# ledger or of git itself (a corrupt row, git not answering), which refuse nothing.
+WRITE_REFUSALS = frozenset(
+    {
+        "TASK_NOT_VERIFIED",
+        "TASK_NOT_BOUND",
+        "REPOSITORY_NOT_FOUND",
+        "PROPOSAL_NOT_FOUND",
+        "PROTECTED_REF",
+        "NOT_A_DESCENDANT",
+        "SECRET_MATERIAL",
+        "RESULT_GOVERNANCE_VIOLATION",
+        "WRITER_LEASE_HELD",
+        "GENERATION_STALE",
+        "REF_NAME_INVALID",
+    }
+)
+
+
+def write_request_digest(request: WriteRequest) -> str:
+    return request_digest(WRITE_OPERATION, request.task_id, request.public())
 
 
 def _lease_write(
@@ -624,6 +662,7 @@ def decide_write_intent(
     require_timestamp(now)
     if state.prior is not None:
         return _replay_write(state.prior, request.task_id)
+    replay_refusal(state.refused, write_request_digest(request))
     task = _require_task(request.task_id, state.task)
     if task.status != TaskStatus.SUCCEEDED:
         raise LedgerError(
@@ -708,6 +747,72 @@ def decide_write_intent(
     return sealed_plan(
         (lease_write, insert), (event,), write_answer(row, idempotent=False), tail=state.tail
     )
+
+
+def _attempted_write(state: WriteState) -> JsonObject:
+    """What a refused write attempted, as far as the ledger can say: the repository, branch
+    and ref of the task's binding and its generation, and the proposal of its current attempt
+    (None where the task has none)."""
+    attempted: JsonObject = {
+        "repository": None,
+        "branch": None,
+        "ref": None,
+        "generation": None,
+        "proposal_id": None,
+        "head_oid": None,
+    }
+    task = state.task
+    if task is None:
+        return attempted
+    try:
+        binding = task_binding(task)
+    except LedgerError:  # not bound, or a binding that does not parse: nothing to name
+        binding = None
+    if binding is not None:
+        attempted.update(
+            repository=binding.repository,
+            branch=binding.target_branch,
+            ref=branch_ref(binding.target_branch),
+            generation=binding.generation,
+        )
+    proposal = state.proposal
+    if proposal is not None and (proposal.task_id, proposal.attempt) == (
+        task.task_id,
+        task.attempt,
+    ):
+        attempted.update(proposal_id=proposal.proposal_id, head_oid=proposal.head_oid)
+    return attempted
+
+
+def decide_write_refusal(
+    state: WriteState,
+    request: WriteRequest,
+    refused: LedgerError,
+    *,
+    now: Timestamp,
+    actor: Actor,
+) -> Decision[RefusalAnswer] | None:
+    """Record a governed write refused by one of its checks (`WRITE_REFUSALS`), read again in
+    the recording's own transaction: a sealed GOVERNED_WRITE_REFUSED on the task's chain naming
+    the code, the message, the repository, ref and proposal, and the key; the writer lease is
+    never taken. None (nothing recorded) for another code, a task that does not exist, or a
+    key that holds a write; the same refusal again replays."""
+    if refused.code not in WRITE_REFUSALS:
+        return None
+    attempt = RefusedAttempt(
+        operation=WRITE_OPERATION,
+        event_type=GOVERNED_WRITE_REFUSED,
+        task_id=request.task_id,
+        idempotency_key=request.idempotency_key,
+        request_sha256=write_request_digest(request),
+        code=refused.code,
+        message=refused.detail,
+        attempted=_attempted_write(state),
+    )
+    recorded = RefusalState(
+        task=state.task, prior=state.refused, answered=state.prior is not None, tail=state.tail
+    )
+    return decide_refusal(recorded, attempt, now=now, actor=actor)
 
 
 @attrs.frozen

@@ -53,6 +53,15 @@ from aios_ledger.core.projection.records import ProjectionLedgerRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.refusals import (
+    PROJECTION_REFUSED,
+    REFUSAL_EVENTS,
+    RefusalAnswer,
+    RefusalState,
+    RefusedAttempt,
+    decide_refusal,
+    replay_refusal,
+)
 from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
@@ -62,6 +71,38 @@ LEGACY_SCOPE: JsonObject = {"scope_type": "legacy", "tenant_id": None, "project_
 MAX_REVISION = 2**62
 # Where the shell reads the owner's authorization id from (the core only names it, to say so).
 AUTHORIZATION_SETTING = "AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID"
+# The checks of a projection whose refusal is recorded (a sealed
+# TASK_INITIAL_EXECUTION_PROJECTION_REFUSED on the task's chain): the owner's authorization and
+# every precondition `decide_projection` holds a task that exists to. Not recorded: a request
+# that does not parse (FIELDS_INVALID and the request's own state checks, at the edge), a task
+# that does not exist, a key used for another request, and what the resolver answers (it is the
+# caller's, and may fail for reasons of its own).
+PROJECTION_REFUSALS = frozenset(
+    {
+        "AUTHORIZATION_DENIED",
+        "TASK_ALREADY_CLAIMED",
+        "ACTIVE_LEASE_DENY",
+        "TASK_EXECUTION_ALREADY_PROJECTED",
+        "TASK_INITIAL_CAPABILITIES_MUST_BE_EMPTY",
+        "REVISION_CONFLICT",
+        "METADATA_DIGEST_MISMATCH",
+        "REQUIRED_CAPABILITIES_DIGEST_MISMATCH",
+        "TASK_INITIAL_EVENT_CHAIN_REQUIRED",
+        "SOURCE_CAPTURE_RECOVERY_EVENT_CHAIN_INVALID",
+        "SOURCE_CAPTURE_NEEDS_REWORK_VERIFICATION_REQUIRED",
+        "VERIFICATION_DIGEST_MISMATCH",
+        "SOURCE_CAPTURE_RESULT_DIGEST_MISMATCH",
+        "SOURCE_CAPTURE_RESULT_CONTRACT_INVALID",
+        "SOURCE_CAPTURE_EXECUTION_DIGEST_MISMATCH",
+        "EXECUTION_ENVELOPE_INVALID",
+        "GOVERNED_BINDING_CONFLICT",
+        "EXECUTION_ACTION_INVALID",
+        "EXECUTION_ADAPTER_MISMATCH",
+        "EXECUTION_CAPABILITY_MISMATCH",
+        "EXECUTION_RUNTIME_INPUT_MISMATCH",
+        "EXECUTION_DIGEST_DRIFT",
+    }
+)
 
 _REFUSE = refuse_as(ProjectionError, "FIELDS_INVALID")
 
@@ -141,12 +182,14 @@ class ProjectionCommand:
 @attrs.frozen
 class ProjectionState:
     """What the decision reads: the task, its events in order, any first answer for the key,
-    and the log's tail at the task's chain."""
+    the log's tail at the task's chain, and the refusal kept under the key (its first answer in
+    the task's idempotency ledger, `refusal_key(projection_operation(request), key)`)."""
 
     task: TaskRow | None
     events: tuple[EventRow, ...]
     prior: IdempotencyRow | None
     tail: LogTail
+    refused: IdempotencyRow | None = None
 
 
 @attrs.frozen
@@ -160,7 +203,8 @@ class ResolverCall:
     runtime_input: JsonObject
 
 
-def _operation(request: ProjectionRequest) -> str:
+def projection_operation(request: ProjectionRequest) -> str:
+    """The operation a projection's request digest and a refusal's first answer name."""
     if isinstance(request, SourceCaptureProjectionRecoveryRequest):
         return "project_from_source_capture"
     return "project"
@@ -202,6 +246,7 @@ def prepare_projection(
     replay = replay_or_conflict(state.prior, digest, ProjectionAnswer, error=ProjectionError)
     if replay is not None:
         return replay
+    replay_refusal(state.refused, digest, error=ProjectionError)
     task = require_task(task_id, state.task)
     return ResolverCall(
         task_id=task_id,
@@ -291,7 +336,7 @@ def _checked_plan(
 
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:
-    return request_digest(_operation(request), task_id, request.public())
+    return request_digest(projection_operation(request), task_id, request.public())
 
 
 def require_task(task_id: str, task: TaskRow | None) -> TaskRow:
@@ -359,8 +404,16 @@ def check_unprojected_task(task: TaskRow) -> JsonObject:
     return metadata
 
 
+def _transitions(events: tuple[EventRow, ...]) -> list[EventRow]:
+    """The task's events that moved it: a refused attempt (a governed write or a projection
+    refused before this one) is on the task's chain too, but it changed neither the task's row
+    nor its revision, so the preconditions pass over it; a refused attempt must not make a
+    later correct projection fail."""
+    return [event for event in events if event.event_type not in REFUSAL_EVENTS]
+
+
 def _check_initial_event_chain(events: tuple[EventRow, ...]) -> None:
-    types = [event.event_type for event in events]
+    types = [event.event_type for event in _transitions(events)]
     if types != ["TASK_CREATED"]:
         raise ProjectionError(
             "TASK_INITIAL_EVENT_CHAIN_REQUIRED",
@@ -370,6 +423,7 @@ def _check_initial_event_chain(events: tuple[EventRow, ...]) -> None:
 
 def _check_recovery_event_chain(events: tuple[EventRow, ...]) -> None:
     """Created, claimed once, at least one heartbeat, submitted once, verified NEEDS_REWORK."""
+    events = tuple(_transitions(events))
     types = [event.event_type for event in events]
     heartbeats = types[2:-2]
     shape_ok = (
@@ -482,6 +536,48 @@ def check_envelope(task: TaskRow, request: ProjectionRequest, envelope: object) 
             f"the request expects {request.expected_execution_digest}",
         )
     return checked
+
+
+def decide_projection_refusal(
+    state: ProjectionState,
+    command: ProjectionCommand,
+    refused: LedgerError,
+    *,
+    now: Timestamp,
+    actor: Actor,
+) -> Decision[RefusalAnswer] | None:
+    """Record a projection refused by one of its checks (`PROJECTION_REFUSALS`), read again in
+    the recording's own transaction: a sealed TASK_INITIAL_EXECUTION_PROJECTION_REFUSED on the
+    task's chain naming the code, the message, what was asked (job, envelope digest,
+    capability, adapter, reason; never the authorization id given) and the key. The task's row
+    and revision are untouched. None (nothing recorded) for another code, a task that does not
+    exist, or a key that answered a projection; the same refusal again replays."""
+    if refused.code not in PROJECTION_REFUSALS:
+        return None
+    request = command.request
+    attempt = RefusedAttempt(
+        operation=projection_operation(request),
+        event_type=PROJECTION_REFUSED,
+        task_id=command.task_id,
+        idempotency_key=request.idempotency_key,
+        request_sha256=_request_digest(command.task_id, request),
+        code=refused.code,
+        message=refused.detail,
+        attempted={
+            "job_id": request.expected_job_id,
+            "execution_digest": request.expected_execution_digest,
+            "required_capability": request.required_capability,
+            "adapter": request.adapter,
+            "reason": request.reason,
+            "recovery_from_source_capture": isinstance(
+                request, SourceCaptureProjectionRecoveryRequest
+            ),
+        },
+    )
+    recorded = RefusalState(
+        task=state.task, prior=state.refused, answered=state.prior is not None, tail=state.tail
+    )
+    return decide_refusal(recorded, attempt, now=now, actor=actor, error=ProjectionError)
 
 
 _BOUND_RESULT_FIELDS = ("repository", "base_oid", "expected_branch_oid", "target_branch")

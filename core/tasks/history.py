@@ -1,6 +1,9 @@
 """A task's history as a person reads it: one line per sealed event, with who, which attempt,
 and why (the reason, the decision, the state it led to).
 
+A refused attempt (a governed write or a projection refused by one of its checks) is an entry
+too, its reason the check's code and message.
+
 Pure: built from the task's events in order. The attempt of an event that does not name one is
 the attempt of the claim before it (0 before the first claim). A window of the events (the
 console's page) starts from the attempt the last earlier event naming one names.
@@ -13,6 +16,7 @@ from typing import TypedDict
 
 from aios_ledger.core.actors import actor_label_of
 from aios_ledger.core.tasks.answers import EventView
+from aios_ledger.core.tasks.refusals import REFUSAL_EVENTS
 from aios_ledger.core.tasks.transitions import TaskStatus
 
 # The state an event leaves its task in, when its payload does not say (`next_state`).
@@ -59,7 +63,9 @@ def task_history(events: Iterable[EventView], attempt: int = 0) -> list[HistoryE
                 "actor": actor_label_of(event["actor"]),
                 "attempt": attempt,
                 "decision": _text(payload.get("decision")),
-                "reason": _text(payload.get("reason")),
+                "reason": _refusal(payload)
+                if kind in REFUSAL_EVENTS
+                else _text(payload.get("reason")),
                 "next_state": _text(payload.get("next_state")) or _STATE_AFTER.get(kind),
             }
         )
@@ -72,6 +78,11 @@ def named_attempt(event: EventView) -> int | None:
     payload = event["payload"]
     named = payload.get("attempt") if isinstance(payload, dict) else None
     return named if type(named) is int else None
+
+
+def _refusal(payload: Mapping[str, object]) -> str:
+    """A refused attempt's why: the check's code and message (it moved nothing: no state)."""
+    return f"{payload.get('code')}: {payload.get('message')}"
 
 
 def _text(value: object) -> str | None:

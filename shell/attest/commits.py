@@ -43,6 +43,7 @@ from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.git import GovernedWriteRow
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
 from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.core.tasks.refusals import refusal_entries
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.attest.facts import attempt_reviews, commit_facts, task_events
 from aios_ledger.shell.attest.keys import SigningKey
@@ -356,6 +357,9 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "written_by": asked[0].get("actor") if asked else None,
         },
         "attestation": attested,
+        # The task's refused attempts (writes and projections refused by a check), each a
+        # sealed event of its chain: what was tried, by whom, and why it was refused.
+        "refused": list(refusal_entries(events)),
         "events": [_event_summary(e) for e in events],
         "inclusion_proofs": [],
     }

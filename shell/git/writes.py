@@ -18,6 +18,12 @@
    git note. Without a key, or if attesting fails, the write stands and its answer says why
    it is unattested.
 
+A write refused by one of its checks (`WRITE_REFUSALS`: step 1, the target's name, or the
+intent's own checks; a writer lease still held after `lease_wait`) is recorded before its error
+is raised: a sealed GOVERNED_WRITE_REFUSED on the task's chain, in a transaction of its own,
+naming the code, the message, what was attempted and who tried; the writer lease is never taken.
+The same key replays the refusal (`core.tasks.refusals`).
+
 A crash between 3 and 5 leaves the write INTENDED and its lease held. The same write again (same
 key), or `recover_writes`, reads the ref and records what it says: applied, not applied, or
 moved by someone else. Nothing is guessed.
@@ -29,7 +35,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from aios_ledger.core import LedgerError, LogTail, TaskRow, chain_of
+from aios_ledger.core import IdempotencyRow, LedgerError, LogTail, TaskRow, chain_of
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.git import (
     GovernedWriteRow,
@@ -46,13 +52,17 @@ from aios_ledger.core.git import (
 from aios_ledger.core.git.decisions import (
     APPLIED,
     INTENDED,
+    WRITE_OPERATION,
+    WRITE_REFUSALS,
     attempt_of_proposal,
+    decide_write_refusal,
     task_binding,
 )
 from aios_ledger.core.git.policy import HEADS, branch_ref
 from aios_ledger.core.git.records import lease_id_of
 from aios_ledger.core.git.refnames import require_unambiguous_branch
-from aios_ledger.core.plan import Replay
+from aios_ledger.core.plan import Decision, Replay
+from aios_ledger.core.tasks.refusals import refusal_key
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.attest.commits import attest_write
 from aios_ledger.shell.attest.keys import SigningKey
@@ -91,6 +101,12 @@ def _write_state(conn: Connection, plans: PlanExecutor | None, request: WriteReq
     chain = chain_of(request.task_id)
     # A dry run (no executor) decides on an empty chain: it only looks for refusals.
     tail = plans.tail(chain) if plans is not None else LogTail.read(0, (chain,), ())
+    refused = fetch_record(
+        conn,
+        "task_idempotency_get",
+        {"idempotency_key": refusal_key(WRITE_OPERATION, request.idempotency_key)},
+        IdempotencyRow,
+    )
     return WriteState(
         task=task,
         repository=repository,
@@ -98,6 +114,7 @@ def _write_state(conn: Connection, plans: PlanExecutor | None, request: WriteReq
         lease=lease,
         prior=write_row(conn, request.idempotency_key),
         tail=tail,
+        refused=refused,
     )
 
 
@@ -223,6 +240,42 @@ def _governed_write(
 ) -> WriteAnswer:
     request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
     actor = current_actor()
+    try:
+        return _checked_write(db, request, actor, clock=clock, lease_wait=lease_wait)
+    except LedgerError as refused:
+        if refused.code not in WRITE_REFUSALS:
+            raise
+        raise _recorded(db, request, refused, actor, clock) from None
+
+
+def _recorded(
+    db: Database, request: WriteRequest, refused: LedgerError, actor: Actor, clock: Clock
+) -> LedgerError:
+    """Record the refusal of a well-formed write (`decide_write_refusal`), in a transaction of
+    its own, and return the error to raise: `refused` itself, or, when the key kept a refusal
+    already, the one it kept."""
+
+    def record(conn: Connection) -> LedgerError:
+        plans = PlanExecutor(conn)
+        state = _write_state(conn, plans, request)
+        now = read_clock(clock)
+        decision = decide_write_refusal(state, request, refused, now=now, actor=actor)
+        if decision is None:
+            return refused
+        answer = plans.apply(decision)
+        return LedgerError(answer["code"], answer["message"]) if answer["idempotent"] else refused
+
+    return db.write(record)
+
+
+def _checked_write(
+    db: Database,
+    request: WriteRequest,
+    actor: Actor,
+    *,
+    clock: Clock,
+    lease_wait: float,
+) -> WriteAnswer:
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
         if prior.task_id != request.task_id:
@@ -232,16 +285,25 @@ def _governed_write(
             )
         return _answered(_settle(db, prior, swapped=False, recovered=True, clock=clock))
     deadline = time.monotonic() + lease_wait
+    # Whether the key kept a refusal: the decision then replays it, and a replayed
+    # WRITER_LEASE_HELD is not waited on.
+    kept: list[bool] = []
+
+    def decide(conn: Connection) -> Decision[WriteAnswer]:
+        state = _write_state(conn, None, request)
+        kept.append(state.refused is not None)
+        return decide_write_intent(state, request, now=read_clock(clock), actor=actor)
+
     while True:
         try:
-            decision = db.read(
-                lambda conn: decide_write_intent(
-                    _write_state(conn, None, request), request, now=read_clock(clock), actor=actor
-                )
-            )
+            decision = db.read(decide)
             break
         except LedgerError as refused:
-            if refused.code != "WRITER_LEASE_HELD" or time.monotonic() >= deadline:
+            if (
+                refused.code != "WRITER_LEASE_HELD"
+                or any(kept[-1:])
+                or time.monotonic() >= deadline
+            ):
                 raise
             time.sleep(LEASE_POLL_SECONDS)
     if isinstance(decision, Replay):

@@ -27,7 +27,11 @@ from aios_ledger.core.projection import (
     decide_projection,
     prepare_projection,
 )
-from aios_ledger.core.projection.decisions import projection_expectations
+from aios_ledger.core.projection.decisions import (
+    decide_projection_refusal,
+    projection_expectations,
+    projection_operation,
+)
 from aios_ledger.core.projection.pin import (
     PinCommand,
     PinnedProjection,
@@ -36,6 +40,7 @@ from aios_ledger.core.projection.pin import (
     prepare_pin,
 )
 from aios_ledger.core.projection.records import BindingRow
+from aios_ledger.core.tasks.refusals import refusal_key
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, configured_authorization, read_clock, system_clock
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
@@ -179,18 +184,48 @@ class InitialExecutionProjectionStore:
             task = fetch_one(conn, "get_task", {"task_id": task_id})
             prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
             events = fetch_all(conn, "events_for_task", {"task_id": task_id})
+            key = refusal_key(projection_operation(request), request.idempotency_key)
+            refused = fetch_one(conn, "task_idempotency_get", {"idempotency_key": key})
             return ProjectionState(
                 task=None if task is None else TaskRow.from_row(task),
                 events=tuple(EventRow.from_row(event) for event in events),
                 prior=None if prior is None else IdempotencyRow.from_row(prior),
                 tail=tail,
+                refused=None if refused is None else IdempotencyRow.from_row(refused),
             )
 
         def read(conn: Connection) -> ProjectionState:
             return read_state(conn, read_log_tail(conn, [chain_of(task_id)]))
 
+        actor = current_actor()
+
+        def recorded(refused: LedgerError) -> LedgerError:
+            """The refusal of a well-formed projection recorded (`decide_projection_refusal`)
+            in a transaction of its own; the error to raise: `refused`, or the refusal the key
+            kept. A preview records nothing."""
+            if preview:
+                return refused
+
+            def record(conn: Connection) -> LedgerError:
+                plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
+                state = read_state(conn, plans.tail(chain_of(task_id)))
+                now = read_clock(self._clock)
+                decision = decide_projection_refusal(state, command, refused, now=now, actor=actor)
+                if decision is None:
+                    return refused
+                answer = plans.apply(decision)
+                if not answer["idempotent"]:
+                    return refused
+                return InitialExecutionProjectionError(answer["code"], answer["message"])
+
+            error: LedgerError = _projection_errors(lambda: self._db.write(record))
+            return error
+
         seen = _projection_errors(lambda: self._db.read(read))
-        prepared = prepare_projection(seen, command, authorization_id=authorization)
+        try:
+            prepared = prepare_projection(seen, command, authorization_id=authorization)
+        except LedgerError as refused:
+            raise recorded(refused) from None
         if isinstance(prepared, Replay):
             return {"preview": True, "replay": prepared.response} if preview else prepared.response
         envelope = self._resolver(
@@ -201,8 +236,6 @@ class InitialExecutionProjectionStore:
             prepared.runtime_input,
         )
         contract = result_contract(SOURCE_CAPTURE_RESULT)
-
-        actor = current_actor()
 
         def decide(conn: Connection, plans: PlanExecutor) -> Decision[ProjectionAnswer]:
             return decide_projection(
@@ -215,9 +248,18 @@ class InitialExecutionProjectionStore:
                 actor=actor,
             )
 
+        # The refusals the decision made (not a failure of storage while its plan is applied):
+        # those are recorded.
+        decided: list[LedgerError] = []
+
         def write(conn: Connection) -> ProjectionAnswer:
             plans = PlanExecutor(conn, error=InitialExecutionProjectionError)
-            return plans.apply(decide(conn, plans))
+            try:
+                decision = decide(conn, plans)
+            except LedgerError as refused:
+                decided.append(refused)
+                raise
+            return plans.apply(decision)
 
         if preview:
             expected = None
@@ -227,7 +269,12 @@ class InitialExecutionProjectionStore:
                     seen.task, prepared.job_id, digest if isinstance(digest, str) else None
                 )
             return self._preview(envelope, expected, lambda conn: decide(conn, PlanExecutor(conn)))
-        answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
+        try:
+            answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
+        except InitialExecutionProjectionError as refused:
+            if not decided or decided[-1].code != refused.code:
+                raise
+            raise recorded(refused) from None
         return answer
 
     def _preview(

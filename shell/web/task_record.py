@@ -23,6 +23,7 @@ from aios_ledger.core.jsonvalue import JsonValue, loads_document
 from aios_ledger.core.runs.attempts import evidence_run
 from aios_ledger.core.tasks import named_attempt, task_history
 from aios_ledger.core.tasks.answers import event_view
+from aios_ledger.core.tasks.refusals import RefusalEntry, refusal_entries
 from aios_ledger.shell.api.backend import Stores
 from aios_ledger.shell.attest.commits import attestation_row
 from aios_ledger.shell.attest.facts import (
@@ -74,6 +75,9 @@ DOCUMENT_LIMIT = 8 * 1024
 # What task.html adds to each line of a diff, at most: `<span class="hunk">`, `</span>`, `\n`.
 DIFF_LINE_MARKUP = 27
 DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
+# The refused attempts a task's page lists (the latest); all of them are its events, on the
+# timeline and in `aios-ledger task history`.
+REFUSALS_SHOWN = 20
 
 
 @attrs.frozen
@@ -153,6 +157,8 @@ class TaskRecord:
     proposals: list[Proposal]
     writes: list[dict[str, Any]]
     attestations: dict[str, dict[str, Any]]
+    # The task's refused attempts, the latest REFUSALS_SHOWN, oldest first.
+    refusals: list[RefusalEntry] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -223,16 +229,27 @@ def _attempt_marks(conn: Connection, task_id: str) -> list[dict[str, Any]]:
     return [sealed_event(row) for row in rows]
 
 
+def read_refusals(conn: Connection, task_id: str) -> list[RefusalEntry]:
+    """The task's refused attempts shown on its page (`REFUSALS_SHOWN`, the latest), in order."""
+    read = {"task_id": task_id, "limit": REFUSALS_SHOWN}
+    rows = fetch_all(conn, "console_task_refusals", read)[::-1]
+    return refusal_entries(
+        {**row, "payload": loads_document(str(row["payload_json"]), what="payload_json")}
+        for row in rows
+    )
+
+
 def read_task_record(stores: Stores, task_id: str, before: int | None = None) -> TaskRecord:
     """The task's record (`TASK_NOT_FOUND` when there is none), its events shown up to
     `before` (None: the latest), on a reader."""
     task = stores.tasks.get(task_id)
     db = stores.db
-    window, writes, marks = db.read(
+    window, writes, marks, refusals = db.read(
         lambda conn: (
             read_event_window(conn, task_id, before),
             _governed_writes(conn, task_id),
             _attempt_marks(conn, task_id),
+            read_refusals(conn, task_id),
         )
     )
     head = tree_head_at(db)
@@ -261,6 +278,7 @@ def read_task_record(stores: Stores, task_id: str, before: int | None = None) ->
         proposals,
         writes,
         attestations,
+        refusals=refusals,
     )
 
 

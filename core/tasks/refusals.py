@@ -1,0 +1,188 @@
+"""Refused attempts are part of the record: a governed write or a projection of a task that
+exists, refused by one of its checks, is a sealed event on the task's chain naming the check's
+code, its message, what was attempted and (in the event's actor column) who tried.
+
+The refusal's first answer is kept in the task's idempotency ledger (`task_idempotency`) under
+`refusal_key(operation, key)`: a text no request's key can be (keys hold no space), so it
+never meets a task operation's key, and it is archived, copied, restored and verified with the
+task's other first answers. The same key with the same request replays the refusal (the same
+code and message, no second event); with another request it is `IDEMPOTENCY_CONFLICT`.
+
+Only well-formed attempts on an existing task are recorded: a request that does not parse, or
+names no task, is refused without a trace, so that nobody can fill the log with noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, TypedDict
+
+import attrs
+from aios_ledger.core.actors import Actor, actor_public
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, loads_object
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.plan import Decision, Replay, sealed_plan, stored_answer
+from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow, TaskRow
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+GOVERNED_WRITE_REFUSED: Final = "GOVERNED_WRITE_REFUSED"
+PROJECTION_REFUSED: Final = "TASK_INITIAL_EXECUTION_PROJECTION_REFUSED"
+# The events that record a refused attempt. None of them changes its task: a check of the
+# task's chain (the projection's preconditions) passes over them.
+REFUSAL_EVENTS: Final = frozenset({GOVERNED_WRITE_REFUSED, PROJECTION_REFUSED})
+
+
+def refusal_key(operation: str, idempotency_key: str) -> str:
+    """Where a refused attempt's first answer is kept in the task's idempotency ledger."""
+    return f"{operation} {idempotency_key}"
+
+
+@attrs.frozen
+class RefusedAttempt:
+    """A well-formed attempt refused by one of its checks: its operation (the name its first
+    answer is kept under), the event that records it, the task, the request's key and digest,
+    the check's code and message, and what was attempted (the event's payload beside them)."""
+
+    operation: str
+    event_type: str
+    task_id: str
+    idempotency_key: str
+    request_sha256: str
+    code: str
+    message: str
+    attempted: JsonObject
+
+    def __attrs_post_init__(self) -> None:
+        if self.event_type not in REFUSAL_EVENTS:
+            raise ValueError(f"{self.event_type!r} does not record a refusal")
+
+
+@attrs.frozen
+class RefusalState:
+    """What recording a refusal reads: the task (None: there is none, and nothing is recorded),
+    the refusal already kept under the attempt's key (None: none), whether the key already
+    answered a request that was not refused (then this refusal is not its first answer), and
+    the log's tail at the task's chain."""
+
+    task: TaskRow | None
+    prior: IdempotencyRow | None
+    answered: bool
+    tail: LogTail
+
+
+class RefusalAnswer(TypedDict):
+    code: str
+    message: str
+    idempotent: bool
+
+
+def replay_refusal(
+    prior: IdempotencyRow | None, digest: str, *, error: type[LedgerError] = LedgerError
+) -> None:
+    """Stripe's rule for a refusal kept under a key, checked before any other check (what was
+    refused might pass now): the same request is refused again as it was first; another is
+    `IDEMPOTENCY_CONFLICT`. Nothing when the key holds no refusal."""
+    if prior is None:
+        return
+    answer = _stored_refusal(prior, digest, error)
+    raise error(answer["code"], answer["message"])
+
+
+def _stored_refusal(prior: IdempotencyRow, digest: str, error: type[LedgerError]) -> RefusalAnswer:
+    if prior.request_sha256 != digest:
+        key = prior.idempotency_key.partition(" ")[2] or prior.idempotency_key
+        raise error("IDEMPOTENCY_CONFLICT", f"key {key!r} was first used for a different request")
+    stored = loads_object(prior.response_json, what="stored refusal")
+    code, message = stored.get("code"), stored.get("message")
+    if not isinstance(code, str) or not isinstance(message, str):
+        raise error("IDEMPOTENCY_ROW_CORRUPT", f"{prior.idempotency_key}: not a refusal")
+    return {"code": code, "message": message, "idempotent": True}
+
+
+def decide_refusal(
+    state: RefusalState,
+    attempt: RefusedAttempt,
+    *,
+    now: Timestamp,
+    actor: Actor,
+    error: type[LedgerError] = LedgerError,
+) -> Decision[RefusalAnswer] | None:
+    """Record a refused attempt: its first answer kept under its key and a sealed refusal
+    event on the task's chain, covering that answer. None (nothing recorded) when the task
+    does not exist, or when the key already answered an attempt that was not refused (this one
+    was refused before its key was looked at: the projection's authorization comes first). The
+    same refusal under the same key again is a replay; another request under it is
+    `IDEMPOTENCY_CONFLICT`."""
+    require_timestamp(now)
+    if state.task is None or state.task.task_id != attempt.task_id or state.answered:
+        return None
+    if state.prior is not None:
+        return Replay(_stored_refusal(state.prior, attempt.request_sha256, error))
+    answer: RefusalAnswer = {"code": attempt.code, "message": attempt.message, "idempotent": False}
+    first = FirstAnswerRow(
+        idempotency_key=refusal_key(attempt.operation, attempt.idempotency_key),
+        operation=attempt.operation,
+        subject=attempt.task_id,
+        request_sha256=attempt.request_sha256,
+        response_json=stored_answer(answer),
+        created_at=now.text,
+    )
+    event = EventAppend(
+        task_id=attempt.task_id,
+        agent_id=None,
+        event_type=attempt.event_type,
+        payload={
+            **attempt.attempted,
+            "code": attempt.code,
+            "message": attempt.message,
+            "idempotency_key": attempt.idempotency_key,
+        },
+        created_at=now.text,
+        rows=(first.image(),),
+        actor=actor,
+    )
+    insert = SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, first._asdict())
+    return sealed_plan((insert,), (event,), answer, tail=state.tail)
+
+
+class RefusalEntry(TypedDict):
+    """A refused attempt as the console, `why` and the API show it."""
+
+    event_id: int
+    event: str
+    at: str
+    code: str
+    message: str
+    idempotency_key: str | None
+    actor: JsonObject | None
+    attempted: JsonObject
+
+
+def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
+    """The refused attempts among a task's events (each a mapping with `event_id`,
+    `event_type`, `created_at`, `actor` as stored and `payload` parsed), in order."""
+    entries: list[RefusalEntry] = []
+    for event in events:
+        payload = event.get("payload")
+        if event.get("event_type") not in REFUSAL_EVENTS or not isinstance(payload, dict):
+            continue
+        key = payload.get("idempotency_key")
+        entries.append(
+            {
+                "event_id": int(event["event_id"]),
+                "event": str(event["event_type"]),
+                "at": str(event["created_at"]),
+                "code": str(payload.get("code")),
+                "message": str(payload.get("message")),
+                "idempotency_key": key if isinstance(key, str) else None,
+                "actor": actor_public(event.get("actor")),
+                "attempted": {
+                    name: value
+                    for name, value in payload.items()
+                    if name not in ("code", "message", "idempotency_key")
+                },
+            }
+        )
+    return entries
