@@ -115,14 +115,16 @@ def _table(title: str | None, *columns: str) -> Table:
 
 
 def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _table(None, "task", "status", "priority", "attempt", "claimed by", "updated", "goal")
+    table = _table(None, "task", "status", "priority", "attempt", "last holder", "updated", "goal")
     for task in tasks:
         table.add_row(
             _cell(task["task_id"]),
             _status(task["status"]),
             str(task["priority"]),
             f"{task['attempt']}/{task['max_attempts']}",
-            _cell(task["claimed_by"]),
+            # Who holds it now, else whoever held its last attempt (a server before the field:
+            # the row's holder of a claimed task).
+            _cell(task.get("last_holder", task["claimed_by"])),
             _cell(task["updated_at"]),
             _cell(task["goal"], 40),
         )
@@ -133,8 +135,24 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
 def task_view(task: Mapping[str, Any]) -> RenderableType:
     table = _table(f"task {task['task_id']}", "field", "value")
     for key, value in task.items():
+        if key == "holders" and isinstance(value, list):
+            table.add_row(key, _holders(value))
+            continue
         table.add_row(key, _status(value) if key == "status" else _cell(value, 400))
     return table
+
+
+def _holders(holders: Sequence[Mapping[str, Any]]) -> Text:
+    """Each attempt's holder on a line of its own: attempt, agent, when it was claimed."""
+    from rich.text import Text
+
+    if not holders:
+        return Text("never claimed", style="dim")
+    lines = (
+        f"attempt {holder.get('attempt')}: {holder.get('agent_id')} at {holder.get('claimed_at')}"
+        for holder in holders
+    )
+    return Text("\n".join(lines))
 
 
 def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:

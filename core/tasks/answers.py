@@ -104,7 +104,9 @@ class ExpireAnswer(TypedDict):
 
 class TaskView(TypedDict):
     """A `tasks` row as a reader sees it: each `*_json` column parsed under its name without
-    the suffix (text that does not parse is kept as text; NULL stays None)."""
+    the suffix (text that does not parse is kept as text; NULL stays None), and its
+    `last_holder`: the agent that holds it while it is claimed, else the one whose claim was
+    its last (None: never claimed). `claimed_by` is the row's: only a claimed task's holder."""
 
     task_id: str
     goal: str
@@ -131,6 +133,22 @@ class TaskView(TypedDict):
     verification_mode: str
     retry: RetryPolicyView
     not_before: str | None
+    last_holder: str | None
+
+
+class HolderView(TypedDict):
+    """One attempt's holder: the attempt, the agent that claimed it, and when."""
+
+    attempt: int
+    agent_id: str | None
+    claimed_at: str
+
+
+class TaskDetail(TaskView):
+    """One task as `get` answers it: its view and the holder of every attempt, in claim
+    order (`holders`)."""
+
+    holders: list[HolderView]
 
 
 class RetryPolicyView(TypedDict):
@@ -161,7 +179,8 @@ def task_summary(task: TaskRow) -> TaskSummary:
     }
 
 
-def task_view(task: TaskRow) -> TaskView:
+def task_view(task: TaskRow, last_holder: str | None) -> TaskView:
+    """The task's view; `last_holder` as `core.tasks.holders.last_holder` finds it."""
     return {
         "task_id": task.task_id,
         "goal": task.goal,
@@ -193,6 +212,7 @@ def task_view(task: TaskRow) -> TaskView:
             "max_seconds": task.retry_max_seconds,
         },
         "not_before": task.not_before,
+        "last_holder": last_holder,
     }
 
 
