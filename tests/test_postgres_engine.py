@@ -196,13 +196,14 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
     subprocess.run([*base, "up"], check=True, capture_output=True)
     with TaskLedger(pg, migrate=False) as ledger:
         ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
-    # 0028 (the claims' indexes), 0025 (the task list's indexes), 0024 (the Merkle subtrees in their leaves' rows), 0023
-    # (archivable evidence), 0022 (task spend), 0021 (restorable archive listings), 0020 (chained
-    # row seals: its v3 seal holds none), 0019 (commit attestations), 0018
-    # (signed checkpoints), 0016 (the Merkle log: dbmate's `up` left it unbuilt, the first event
-    # built it), 0015 (idempotency operations), 0014 (sealed run events), 0013 (repository
-    # settings) and 0012 (capability grants) go back; then its event, sealed v3 (no id covered),
-    # which 0010 cannot verify, makes the rollback of 0011 refuse, changing nothing.
+    # 0028 (the claims' indexes), 0025 (the task list's indexes), 0024 (the Merkle subtrees in
+    # their leaves' rows), 0023 (archivable evidence), 0022 (task spend), 0021 (restorable
+    # archive listings), 0020 (chained row seals: its v3 seal holds none), 0019 (commit
+    # attestations), 0018 (signed checkpoints), 0016 (the Merkle log: dbmate's `up` left it
+    # unbuilt, the first event built it), 0015 (idempotency operations), 0014 (sealed run
+    # events), 0013 (repository settings) and 0012 (capability grants) go back; then its event,
+    # sealed v3 (no id covered), which 0010 cannot verify, makes the rollback of 0011 refuse,
+    # changing nothing.
     for _ in (
         "0028",
         "0025",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ def client(done: Path | str) -> Iterator[tuple[TestClient, str]]:
         app.state.backend.close()
 
 
-def ids(tasks: list[dict[str, Any]]) -> list[str]:
+def ids(tasks: Sequence[Mapping[str, Any]]) -> list[str]:
     return [task["task_id"] for task in tasks]
 
 
@@ -220,7 +220,7 @@ def test_the_last_holder_while_claimed_after_submit_and_after_requeues(
         holders = [(h["attempt"], h["agent_id"]) for h in ledger.get("t")["holders"]]
         assert holders == [(1, WORKER), (2, OTHER), (3, WORKER)]
         for agent in (WORKER, OTHER):
-            assert ids(list(ledger.list_tasks(agent=agent))) == ["t"]  # each once
+            assert ids(ledger.list_tasks(agent=agent)) == ["t"]  # each once
 
 
 def test_an_agent_of_many_tasks_is_read_in_creation_order_with_the_same_answer(
@@ -238,7 +238,7 @@ def test_an_agent_of_many_tasks_is_read_in_creation_order_with_the_same_answer(
             mapping = {"agent": agent, "limit": 1, **({"cursor": cursor} if cursor else {})}
             with Database(done) as db:
                 page = listing.read_task_page(db, TaskPageRequest.from_mapping(mapping), KEY)
-            found += ids(list(page["tasks"]))
+            found += ids(page["tasks"])
             cursor = page["next_cursor"]
             if cursor is None:
                 return found
@@ -251,11 +251,12 @@ def test_an_agent_of_many_tasks_is_read_in_creation_order_with_the_same_answer(
     through_claims = {agent: read_all(agent) for agent in (WORKER, OTHER)}
     assert set(chosen) == {"tasks_page_of_agent"}
     chosen.clear()
-    monkeypatch.setattr(
-        listing,
-        "page_statement",
-        lambda request, counted: chosen.append("tasks_page") or "tasks_page",
-    )
+
+    def in_creation_order(request: TaskPageRequest, counted: dict[str, int]) -> str:
+        chosen.append("tasks_page")
+        return "tasks_page"
+
+    monkeypatch.setattr(listing, "page_statement", in_creation_order)
     assert {agent: read_all(agent) for agent in (WORKER, OTHER)} == through_claims
     assert through_claims == {WORKER: ["t-two", "t-done"], OTHER: ["t-other", "t-two"]}
 

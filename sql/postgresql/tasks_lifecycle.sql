@@ -78,13 +78,15 @@ SELECT CAST(CASE count(*) WHEN 1 THEN '1' ELSE 'REVISION_CONFLICT' END AS intege
 -- fragment: task_page_filters
 -- The filters of a task page but its status (core/tasks/listing.py), each true when not given,
 -- with the meaning of SQLite's: an agent matching a task it held in any attempt (a probe of
--- events_claims_by_agent); a required capability found as its JSON string in the array's
+-- events_claims_by_agent per row: a scalar subquery, which the planner never turns into a hash
+-- of all the agent's claims, as it may an EXISTS under an OR; NULL when none, so no match); a required capability found as its JSON string in the array's
 -- text (never a cast that could fail on a row); the search matching the id exactly or the
 -- goal's text, lower-cased.
-(:agent::text IS NULL OR EXISTS (
-    SELECT 1 FROM events AS claim
+(:agent::text IS NULL OR (
+    SELECT true FROM events AS claim
     WHERE claim.event_type = 'TASK_CLAIMED' AND claim.agent_id = :agent
-      AND claim.task_id = tasks.task_id))
+      AND claim.task_id = tasks.task_id
+    LIMIT 1))
   AND (:capability::text IS NULL
        OR strpos(required_capabilities_json, '"' || :capability || '"') > 0)
   AND (:repository::text IS NULL OR EXISTS (
@@ -124,10 +126,11 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_agent$
--- How many tasks :agent held in any attempt, counted up to :bound + 1 at most (through
--- events_claims_by_agent).
+-- How many claims :agent made, counted up to :bound + 1 at most (through events_claims_by_agent,
+-- stopping there): at least as many as the tasks it held, so an agent within the bound held
+-- at most :bound tasks.
 SELECT count(*) FROM (
-  SELECT DISTINCT task_id FROM events
+  SELECT 1 FROM events
   WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent
   LIMIT :bound + 1) AS counted;
 

@@ -102,10 +102,11 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_agent$
--- How many tasks :agent held in any attempt, counted up to :bound + 1 at most (through
--- events_claims_by_agent, covering: its claims by task).
+-- How many claims :agent made, counted up to :bound + 1 at most (through events_claims_by_agent,
+-- stopping there): at least as many as the tasks it held, so an agent within the bound held
+-- at most :bound tasks.
 SELECT count(*) FROM (
-  SELECT DISTINCT task_id FROM events INDEXED BY events_claims_by_agent
+  SELECT 1 FROM events INDEXED BY events_claims_by_agent
   WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent
   LIMIT :bound + 1) AS counted;
 
