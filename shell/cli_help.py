@@ -73,6 +73,7 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "task list": (
         ("aios-ledger task list", "every task, oldest first (a table on a terminal)"),
         ("aios-ledger task list --status QUEUED --limit 10", "the next ten to be claimed"),
+        ("aios-ledger task list --agent worker-1", "every task worker-1 held, newest first"),
         ("aios-ledger task list --watch", "re-drawn every 2 seconds until Ctrl-C"),
         ("aios-ledger task list --watch 5 | jq length", "a JSON array each time it changes"),
     ),

@@ -337,7 +337,7 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
         ("status", "code"),
         ("priority", "number"),
         ("attempt", "number"),
-        ("claimed by", "id"),
+        ("last holder", "id"),
         ("updated", "time"),
         ("goal", "prose"),
     )
@@ -347,7 +347,9 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
             _task_status(task),
             str(task["priority"]),
             f"{task['attempt']}/{task['max_attempts']}",
-            _plain(task["claimed_by"]),
+            # Who holds it now, else whoever held its last attempt (a server before the field:
+            # the row's holder of a claimed task).
+            _plain(task.get("last_holder", task["claimed_by"])),
             _plain(task["updated_at"]),
             _cell(task["goal"], 80),
         )
@@ -359,6 +361,7 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
 _TASK_FIELD_KINDS = {
     "task_id": "id",
     "claimed_by": "id",
+    "last_holder": "id",
     "status": "code",
     "priority": "number",
     "attempt": "number",
@@ -382,7 +385,9 @@ def task_view(task: Mapping[str, Any]) -> RenderableType:
     )
     record.add_row(
         *(
-            _status(value)
+            _holders(value)
+            if key == "holders" and isinstance(value, list)
+            else _status(value)
             if key == "status"
             else _cell(value, 400)
             if _task_field_kind(key) == "prose"
@@ -391,6 +396,19 @@ def task_view(task: Mapping[str, Any]) -> RenderableType:
         )
     )
     return record
+
+
+def _holders(holders: Sequence[Mapping[str, Any]]) -> Text:
+    """Each attempt's holder on a line of its own: attempt, agent, when it was claimed."""
+    from rich.text import Text
+
+    if not holders:
+        return Text("never claimed", style="dim")
+    lines = (
+        f"attempt {holder.get('attempt')}: {holder.get('agent_id')} at {holder.get('claimed_at')}"
+        for holder in holders
+    )
+    return Text("\n".join(lines))
 
 
 def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:

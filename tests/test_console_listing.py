@@ -1,9 +1,10 @@
 """The task list's access paths (core/tasks/listing.py `page_statement`, migration 0025's
-indexes) on both engines: each filter read through its own index (an agent's tasks, a created
-or updated range, a status of few tasks) or the creation order pages through exactly the tasks
-a plain reading of the whole table finds, newest first, each once; and a read in creation order
-bounded by SCAN_BOUND leaves a page short with a cursor that goes on below it, so that a search
-of few matches still finds every one, a bounded number of tasks per page."""
+indexes, 0028's for an agent) on both engines: each filter read through its own index (an
+agent's tasks, a created or updated range, a status of few tasks) or the creation order pages
+through exactly the tasks a plain reading of the whole table finds, newest first, each once;
+and a read in creation order bounded by SCAN_BOUND leaves a page short with a cursor that goes
+on below it, so that a search of few matches still finds every one, a bounded number of tasks
+per page."""
 
 from __future__ import annotations
 
@@ -133,5 +134,7 @@ def test_the_filter_of_fewest_tasks_within_its_bound_is_read_through_its_index()
     assert page_statement(both, {"status": 10, "created": 3}) == "tasks_page_of_created"
     assert page_statement(both, {"status": 3, "created": 10}) == "tasks_page_of_status"
     over = {"status": SORTED_STATUS_BOUND + 1, "created": SORTED_FILTER_BOUND + 1}
-    assert page_statement(both, over) == "tasks_page_of_agent"
+    assert page_statement(both, {**over, "agent": 20}) == "tasks_page_of_agent"
+    # An agent that held more tasks than the bound: the creation order, each task probed.
+    assert page_statement(both, {**over, "agent": SORTED_FILTER_BOUND + 1}) == "tasks_page"
     assert page_statement(of({"search": "x"}), {}) == "tasks_page"

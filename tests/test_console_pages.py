@@ -93,9 +93,9 @@ def test_agents_and_tokens_show_grants_holders_heartbeats_and_the_revoked(
     agent = re.search(rf"<td>{ROLE_NAMES['agent']}</td>\s*<td>agent</td>.*?</tr>", page, re.S)
     assert agent is not None and "any capability" in agent.group(0)
     held = page.split('id="held-heading"')[1].split("</section>")[0]
-    assert f"<td>{ROLE_NAMES['agent']}</td>" in held  # the claimed task's holder
+    assert f">{ROLE_NAMES['agent']}</a></td>" in held  # the claimed task's holder, linked
     beats = page.split('id="beats-heading"')[1].split("</section>")[0]
-    assert f"<td>{ROLE_NAMES['agent']}</td>" in beats
+    assert f">{ROLE_NAMES['agent']}</a></td>" in beats
 
 
 def test_the_tokens_are_shown_a_page_at_a_time_under_100_kb(tmp_path: Path) -> None:

@@ -519,10 +519,11 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
     # replaces a trigger of archived_events: over a ledger without a task they apply again
     # alike; and those after 0014 whose tables are
     # dropped here: the Merkle log of 0016 (and 0024's layout of it), rebuilt from the seals
-    # when they are applied again, 0018's checkpoints, 0019's attestations, 0022's spend and
-    # 0025's task-list indexes; 0023, which replaces a trigger of run_events and adds an index,
-    # dropped here too, 0026's actor column, and 0027's hold of governed tasks, a column and an
-    # index), which the next open applies.
+    # when they are applied again, 0018's checkpoints, 0019's attestations, 0022's spend,
+    # 0025's task-list indexes and 0028's claims' indexes (0028 drops 0025's tasks_by_claimer);
+    # 0023, which replaces a trigger of run_events and adds an index, dropped here too, 0026's
+    # actor column, and 0027's hold of governed tasks, a column and an index), which the next
+    # open applies.
     tamper(
         ledger_target,
         ("DROP TABLE run_events_before_seals", ()),
@@ -534,7 +535,8 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
         ("DROP INDEX governed_writes_by_new_oid", ()),
         ("DROP TABLE task_spend", ()),
         ("DROP INDEX archived_events_by_chain", ()),
-        ("DROP INDEX tasks_by_claimer", ()),
+        ("DROP INDEX events_claims_by_agent", ()),
+        ("DROP INDEX events_claims_by_task", ()),
         ("DROP INDEX tasks_by_created", ()),
         ("DROP INDEX tasks_by_updated", ()),
         ("DROP INDEX task_proposals_by_repository_task", ()),
@@ -544,7 +546,7 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
         (
             "DELETE FROM schema_migrations WHERE version IN "
             "('0014', '0015', '0016', '0018', '0019', '0020', '0021', '0022', '0023', '0024', "
-            "'0025', '0026', '0027')",
+            "'0025', '0026', '0027', '0028')",
             (),
         ),
     )

@@ -83,6 +83,11 @@ DIFFERING = frozenset(
         "tasks_page_of_repository",
         "tasks_page_of_updated",
         "tasks_scan_window",
+        # Who held a task (0028's partial indexes of the claims, SQLite's INDEXED BY; a JSON
+        # array of a page's ids read as rows).
+        "task_holders",
+        "task_last_holders",
+        "tasks_count_of_agent",
     ]
 )
 # SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints.

@@ -3,6 +3,7 @@
 import typing
 
 if typing.TYPE_CHECKING:
+    from aios_ledger.core.tasks.answers import HolderView, TaskDetail
     from aios_ledger.core.tasks.backoff import retry_delay_ms
     from aios_ledger.core.tasks.budgets import (
         BUDGET_EXCEEDED,
@@ -58,6 +59,8 @@ __all__ = [
     "Usage",
     "over_budget",
     "named_attempt",
+    "HolderView",
+    "TaskDetail",
 ]
 
 if not typing.TYPE_CHECKING:
@@ -68,6 +71,7 @@ if not typing.TYPE_CHECKING:
         imported would close import cycles. The imports above, for type checkers, are these."""
         if name not in __all__:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from aios_ledger.core.tasks.answers import HolderView, TaskDetail  # noqa: F401
         from aios_ledger.core.tasks.backoff import retry_delay_ms  # noqa: F401
         from aios_ledger.core.tasks.budgets import (  # noqa: F401
             BUDGET_EXCEEDED,

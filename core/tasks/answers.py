@@ -109,7 +109,9 @@ class ExpireAnswer(TypedDict):
 
 class TaskView(TypedDict):
     """A `tasks` row as a reader sees it: each `*_json` column parsed under its name without
-    the suffix (text that does not parse is kept as text; NULL stays None)."""
+    the suffix (text that does not parse is kept as text; NULL stays None), and its
+    `last_holder`: the agent that holds it while it is claimed, else the one whose claim was
+    its last (None: never claimed). `claimed_by` is the row's: only a claimed task's holder."""
 
     task_id: str
     goal: str
@@ -139,6 +141,22 @@ class TaskView(TypedDict):
     # A task created governed that waits for its initial execution projection: no worker may
     # claim it until the projection lands.
     awaiting_projection: bool
+    last_holder: str | None
+
+
+class HolderView(TypedDict):
+    """One attempt's holder: the attempt, the agent that claimed it, and when."""
+
+    attempt: int
+    agent_id: str | None
+    claimed_at: str
+
+
+class TaskDetail(TaskView):
+    """One task as `get` answers it: its view and the holder of every attempt, in claim
+    order (`holders`)."""
+
+    holders: list[HolderView]
 
 
 class RetryPolicyView(TypedDict):
@@ -171,7 +189,8 @@ def task_summary(task: TaskRow) -> TaskSummary:
     }
 
 
-def task_view(task: TaskRow) -> TaskView:
+def task_view(task: TaskRow, last_holder: str | None) -> TaskView:
+    """The task's view; `last_holder` as `core.tasks.holders.last_holder` finds it."""
     return {
         "task_id": task.task_id,
         "goal": task.goal,
@@ -204,6 +223,7 @@ def task_view(task: TaskRow) -> TaskView:
         },
         "not_before": task.not_before,
         "awaiting_projection": bool(task.awaiting_projection),
+        "last_holder": last_holder,
     }
 
 

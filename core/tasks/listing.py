@@ -1,7 +1,8 @@
 """The filtered, keyset-paged task list that `GET /v1/tasks` and the console's Tasks page share.
 
 A page is the newest tasks first (creation order, `seq` descending) that match every filter
-given: status, the agent holding or last holding it (`claimed_by`), a required capability, a
+given: status, an agent that held it in any attempt (a TASK_CLAIMED event of the task names
+it: `claimed_by` names only the holder of a claimed task), a required capability, a
 repository (a proposal of the task's names it), created and updated time ranges, and a search
 that matches the task id exactly or the goal's text (case-insensitive). The next page starts
 after the last row's `seq`, never at an OFFSET, so that a page costs the same at the end of
@@ -176,13 +177,13 @@ def next_page_cursor(
     return None
 
 
-# A filter that few tasks match (a created or updated range, a repository: at most this many,
-# counted up to the bound through its index) is read through its own index and sorted by seq;
-# one that matches more finds a page soon in creation order.
+# A filter that few tasks match (an agent's held tasks, a created or updated range, a
+# repository: at most this many, counted up to the bound through its index) is read through
+# its own index and sorted by seq; one that matches more finds a page soon in creation order.
 SORTED_FILTER_BOUND = 5_000
 # The filters read through an index of their own when they match few tasks, in the order the
 # shell counts them: the name of each count and of its page's statement.
-SORTED_FILTERS = ("status", "repository", "created", "updated")
+SORTED_FILTERS = ("status", "agent", "repository", "created", "updated")
 # A page read in creation order (no index serves its filters: a capability, the goal's text,
 # or filters that match many tasks) reads at most the tasks of this many creation sequence
 # numbers below the newest task under its cursor: a page it leaves short has a next cursor
@@ -214,8 +215,8 @@ def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
 def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
     """The statement a page is read with, from the counts of its sorted filters (each up to
     its bound + 1; one not counted is absent): the filter of fewest tasks within its bound,
-    through its index; else an agent's, through tasks_by_claimer; else the creation order,
-    bounded by SCAN_BOUND."""
+    through its index (an agent's: its claims, events_claims_by_agent); else the creation
+    order, bounded by SCAN_BOUND, each filter probed on the rows as they come."""
     bounds = {"status": SORTED_STATUS_BOUND}
     within = [
         (tasks, SORTED_FILTERS.index(name), name)
@@ -224,6 +225,4 @@ def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
     ]
     if within:
         return f"tasks_page_of_{min(within)[2]}"
-    if request.filters.agent is not None:
-        return "tasks_page_of_agent"
     return "tasks_page"

@@ -80,7 +80,7 @@ from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.core.runs import RunEventRow, RunRow
 from aios_ledger.core.structuring import check_built, wire_form
-from aios_ledger.core.tasks.answers import ReleaseAnswer
+from aios_ledger.core.tasks.answers import ReleaseAnswer, TaskDetail
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
@@ -526,8 +526,8 @@ class LedgerClient:
             )
         )
 
-    def get(self, task_id: str) -> TaskView:
-        return cast(TaskView, self._json("GET", api_path("tasks", task_id)))
+    def get(self, task_id: str) -> TaskDetail:
+        return cast(TaskDetail, self._json("GET", api_path("tasks", task_id)))
 
     def events(self, task_id: str) -> list[EventView]:
         return cast(list[EventView], self._json("GET", api_path("tasks", task_id, "events")))
@@ -590,10 +590,16 @@ class LedgerClient:
         answer = self._json("GET", api_path("tasks", task_id, "history"))
         return cast(list[HistoryEntry], answer)
 
-    def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[TaskView]:
+    def list_tasks(
+        self, status: str | None = None, *, limit: int = 100, agent: str | None = None
+    ) -> list[TaskView]:
         """The tasks TaskLedger.list_tasks gives, as the first page of `GET /v1/tasks` lists
-        them: newest first."""
-        params = {"status": _query(status, "status"), "limit": _query(limit, "limit")}
+        them: newest first (with `agent`: those it held in any attempt)."""
+        params = {
+            "status": _query(status, "status"),
+            "limit": _query(limit, "limit"),
+            "agent": _query(agent, "agent"),
+        }
         page = self._json("GET", api_path("tasks"), params=params)
         return cast(list[TaskView], page["tasks"])
 

@@ -72,8 +72,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     _budget_options(create)
     create.set_defaults(handler=_task_create)
-    listing = task_commands.add_parser("list", help="tasks, in claim order when --status is given")
+    listing = task_commands.add_parser(
+        "list", help="tasks, in claim order when --status is given; --agent: those it held"
+    )
     listing.add_argument("--status", help="only tasks of this status")
+    listing.add_argument(
+        "--agent",
+        help="only tasks this agent held in any attempt (newest first, as GET /v1/tasks?agent=)",
+    )
     listing.add_argument(
         "--limit", type=int, default=100, help=f"at most this many (<= {MAX_LIST})"
     )
@@ -283,7 +289,7 @@ def _task_list(args: argparse.Namespace) -> Any:
     if args.watch is not None:
         return _task_watch(args)
     with task_ledger(args) as ledger:
-        return Shown(ledger.list_tasks(args.status, limit=args.limit), tasks_view)
+        return Shown(ledger.list_tasks(args.status, limit=args.limit, agent=args.agent), tasks_view)
 
 
 def _task_watch(args: argparse.Namespace) -> int:
@@ -292,7 +298,7 @@ def _task_watch(args: argparse.Namespace) -> int:
     with task_ledger(args) as ledger:
 
         def read() -> Any:
-            return ledger.list_tasks(args.status, limit=args.limit)
+            return ledger.list_tasks(args.status, limit=args.limit, agent=args.agent)
 
         if not args.json and is_terminal(sys.stdout):
             watch_on_terminal(read, tasks_view, sys.stdout, interval=args.watch)

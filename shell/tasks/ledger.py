@@ -63,9 +63,10 @@ from aios_ledger.core.tasks import (
     refuse_ungranted,
     task_history,
 )
-from aios_ledger.core.tasks.answers import ReleaseAnswer, event_view, task_view
+from aios_ledger.core.tasks.answers import ReleaseAnswer, TaskDetail, event_view
 from aios_ledger.core.tasks.budgets import SpendTotals
 from aios_ledger.core.tasks.decisions import decide_task
+from aios_ledger.core.tasks.listing import TaskPageRequest
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.tasks.transitions import Lease, operation_of
 from aios_ledger.core.work import IdleReason, idle_reason
@@ -85,6 +86,8 @@ from aios_ledger.shell.db.run import (
     fetch_record_lists_together,
     fetch_records_together,
 )
+from aios_ledger.shell.tasks.holders import task_holders, task_views
+from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # How many passed leases one claim takes over before it claims: a claim stays short, and the
@@ -619,13 +622,22 @@ class TaskLedger:
         groups = self._db.read(lambda conn: fetch_all(conn, "idle_queue_groups", params))
         return idle_reason(groups, capabilities, _ceiling(grant))
 
-    def get(self, task_id: str) -> TaskView:
-        """One task with its JSON columns parsed; `TASK_NOT_FOUND` when there is none."""
+    def get(self, task_id: str) -> TaskDetail:
+        """One task with its JSON columns parsed, its last holder and the holder of each of its
+        attempts (`holders`, from its claims); `TASK_NOT_FOUND` when there is none."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
-        task = self._db.read(lambda conn: _task(conn, request.task_id))
-        if task is None:
+
+        def read(conn: Connection) -> TaskDetail | None:
+            task = _task(conn, request.task_id)
+            if task is None:
+                return None
+            (view,) = task_views(conn, [task])
+            return {**view, "holders": task_holders(conn, task.task_id)}
+
+        detail = self._db.read(read)
+        if detail is None:
             raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return task_view(task)
+        return detail
 
     def events(self, task_id: str) -> list[EventView]:
         """A task's events in order, payloads parsed; `TASK_NOT_FOUND` when there is no such
@@ -649,9 +661,20 @@ class TaskLedger:
         reason and the state it led to; `TASK_NOT_FOUND` when there is no such task."""
         return task_history(self.events(task_id))
 
-    def list_tasks(self, status: str | None = None, *, limit: int = 100) -> list[TaskView]:
+    def list_tasks(
+        self, status: str | None = None, *, limit: int = 100, agent: str | None = None
+    ) -> list[TaskView]:
         """Tasks of one status in claim order, or all tasks oldest first; at most `limit`
-        (1 to MAX_LIST: a limit out of range is refused, not clamped)."""
+        (1 to MAX_LIST: a limit out of range is refused, not clamped). With `agent`: the tasks
+        it held in any attempt (of that status), newest first, as the first page of
+        `GET /v1/tasks?agent=` lists them."""
+        if agent is not None:
+            given = {"status": status, "agent": agent, "limit": limit}
+            page = TaskPageRequest.from_mapping(
+                {name: value for name, value in given.items() if value is not None}
+            )
+            # The first page alone: its next cursor, signed with a key of this call, is unused.
+            return read_task_page(self._db, page, secrets.token_bytes(32))["tasks"]
         request = TaskListRequest.from_mapping({"status": status, "limit": limit})
         if request.status is None:
             params: dict[str, object] = {"limit": request.limit}
@@ -659,8 +682,11 @@ class TaskLedger:
         else:
             params = {"status": request.status, "limit": request.limit}
             statement = "tasks_list_by_status"
-        rows = self._db.read(lambda conn: fetch_all(conn, statement, params))
-        return [task_view(TaskRow.from_row(row)) for row in rows]
+        return self._db.read(
+            lambda conn: task_views(
+                conn, [TaskRow.from_row(row) for row in fetch_all(conn, statement, params)]
+            )
+        )
 
 
 def _written_tasks(answer: object) -> list[Any]:

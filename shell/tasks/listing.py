@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from aios_ledger.core.tasks.answers import TaskView, task_view
+from aios_ledger.core.tasks.answers import TaskView
 from aios_ledger.core.tasks.listing import (
     SCAN_BOUND,
     SORTED_FILTER_BOUND,
@@ -20,7 +20,8 @@ from aios_ledger.core.tasks.listing import (
 )
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.shell.db.connection import Database, fetch_all
-from aios_ledger.shell.db.run import Connection, Row, fetch_one, fetch_value
+from aios_ledger.shell.db.run import Connection, fetch_one, fetch_value
+from aios_ledger.shell.tasks.holders import task_views
 
 
 class TaskPage(TypedDict):
@@ -41,7 +42,7 @@ def read_task_page(db: Database, request: TaskPageRequest, key: bytes) -> TaskPa
         "floor_seq": 0,
     }
 
-    def read(conn: Connection) -> tuple[list[Row], int | None]:
+    def read(conn: Connection) -> tuple[list[TaskView], list[int], int | None]:
         counted = {
             name: int(
                 fetch_value(
@@ -63,11 +64,9 @@ def read_task_page(db: Database, request: TaskPageRequest, key: bytes) -> TaskPa
             assert window is not None
             scanned_to = scan_floor(window["top_seq"], window["bottom_seq"], SCAN_BOUND)
             params["floor_seq"] = scanned_to or 0
-        return fetch_all(conn, name, params), scanned_to
+        rows = [TaskRow.from_row(row) for row in fetch_all(conn, name, params)]
+        # The page's last holders in the same read: as of the same snapshot as its rows.
+        return task_views(conn, rows[: request.limit]), [row.seq for row in rows], scanned_to
 
-    found, scanned_to = db.read(read)
-    rows = [TaskRow.from_row(row) for row in found]
-    return {
-        "tasks": [task_view(row) for row in rows[: request.limit]],
-        "next_cursor": next_page_cursor(key, request, [row.seq for row in rows], scanned_to),
-    }
+    views, seqs, scanned_to = db.read(read)
+    return {"tasks": views, "next_cursor": next_page_cursor(key, request, seqs, scanned_to)}

@@ -52,7 +52,6 @@ from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.core.runs.attempts import evidence_run, evidence_session
 from aios_ledger.core.structuring import structure
-from aios_ledger.core.tasks.answers import task_view
 from aios_ledger.core.work import (
     FAILED_REVIEW_OUTCOMES,
     REVIEW_EVIDENCE_TAIL,
@@ -73,6 +72,7 @@ from aios_ledger.shell.auxiliary.service import (
 )
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
+from aios_ledger.shell.tasks.holders import task_views
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.tracing import attempt_span, traceparent_environment
 
@@ -303,8 +303,15 @@ def review_attributes(record: dict[str, Any]) -> dict[str, str]:
 
 def tasks_to_review(runs: RunStore, limit: int) -> list[TaskView]:
     """The tasks a round reviews, in order (the `review_candidates` read is the one rule)."""
-    rows = runs.database.read(lambda conn: fetch_all(conn, "review_candidates", {"limit": limit}))
-    return [task_view(TaskRow.from_row(row)) for row in rows]
+    return runs.database.read(
+        lambda conn: task_views(
+            conn,
+            [
+                TaskRow.from_row(row)
+                for row in fetch_all(conn, "review_candidates", {"limit": limit})
+            ],
+        )
+    )
 
 
 def reviews_of(runs: RunStore, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:

@@ -79,10 +79,16 @@ SELECT CAST(CASE count(*) WHEN 1 THEN '1' ELSE 'REVISION_CONFLICT' END AS intege
 
 -- fragment: task_page_filters
 -- The filters of a task page but its status (core/tasks/listing.py), each true when not given,
--- with the meaning of SQLite's: a required capability found as its JSON string in the array's
+-- with the meaning of SQLite's: an agent matching a task it held in any attempt (a probe of
+-- events_claims_by_agent per row: a scalar subquery, which the planner never turns into a hash
+-- of all the agent's claims, as it may an EXISTS under an OR; NULL when none, so no match); a required capability found as its JSON string in the array's
 -- text (never a cast that could fail on a row); the search matching the id exactly or the
 -- goal's text, lower-cased.
-(:agent::text IS NULL OR claimed_by = :agent)
+(:agent::text IS NULL OR (
+    SELECT true FROM events AS claim
+    WHERE claim.event_type = 'TASK_CLAIMED' AND claim.agent_id = :agent
+      AND claim.task_id = tasks.task_id
+    LIMIT 1))
   AND (:capability::text IS NULL
        OR strpos(required_capabilities_json, '"' || :capability || '"') > 0)
   AND (:repository::text IS NULL OR EXISTS (
@@ -121,14 +127,24 @@ WHERE status = :status
 ORDER BY seq DESC
 LIMIT :limit;
 
+-- name: tasks_count_of_agent$
+-- How many claims :agent made, counted up to :bound + 1 at most (through events_claims_by_agent,
+-- stopping there): at least as many as the tasks it held, so an agent within the bound held
+-- at most :bound tasks.
+SELECT count(*) FROM (
+  SELECT 1 FROM events
+  WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent
+  LIMIT :bound + 1) AS counted;
+
 -- name: tasks_page_of_agent
 -- returns: TaskRow
--- tasks_page for an agent (who holds or last held the task): through tasks_by_claimer, the
--- agent's tasks in creation order read backwards from :after_seq (no sort), each other filter
--- checked on the rows as they come.
+-- tasks_page for an agent that held few tasks (in any attempt): its claims through
+-- events_claims_by_agent, each task by its key, sorted by seq.
 SELECT {{task_columns}}
 FROM tasks
-WHERE claimed_by = :agent
+WHERE task_id IN (
+    SELECT task_id FROM events
+    WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent)
   AND seq < :after_seq
   AND (:status::text IS NULL OR status = :status)
   AND {{task_page_filters}}
@@ -201,3 +217,19 @@ LIMIT :limit;
 -- task's seq below :after_seq and the first task's, each one step down tasks_by_seq.
 SELECT (SELECT max(seq) FROM tasks WHERE seq < :after_seq) AS top_seq,
        (SELECT min(seq) FROM tasks) AS bottom_seq;
+
+-- name: task_holders
+-- A task's claims in order, through events_claims_by_task, with the meaning of SQLite's.
+SELECT agent_id, payload_json, created_at
+FROM events
+WHERE event_type = 'TASK_CLAIMED' AND task_id = :task_id
+ORDER BY event_id;
+
+-- name: task_last_holders
+-- The last holder of each task of :task_ids_json (a JSON array of ids), with the meaning of
+-- SQLite's: one step down events_claims_by_task each.
+SELECT listed.task_id,
+       (SELECT agent_id FROM events
+        WHERE event_type = 'TASK_CLAIMED' AND task_id = listed.task_id
+        ORDER BY event_id DESC LIMIT 1) AS last_holder
+FROM jsonb_array_elements_text(CAST(:task_ids_json AS jsonb)) AS listed(task_id);

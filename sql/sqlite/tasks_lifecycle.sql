@@ -54,11 +54,15 @@ LIMIT :limit;
 
 -- fragment: task_page_filters
 -- The filters of a task page but its status (core/tasks/listing.py), each true when not given.
--- A required capability is found as its JSON string in the array's text (a capability name
+-- An agent matches a task it held in any attempt: a TASK_CLAIMED event of the task names it
+-- (one probe of events_claims_by_agent). A required capability is found as its JSON string in the array's text (a capability name
 -- is an Identifier: no quote or backslash, so `"name"` matches one whole element, and a list
 -- that is not valid JSON matches nothing rather than failing). The search matches the id
 -- exactly or the goal's text, lower-cased (SQLite's lower(): ASCII letters).
-(:agent IS NULL OR claimed_by = :agent)
+(:agent IS NULL OR EXISTS (
+    SELECT 1 FROM events AS claim INDEXED BY events_claims_by_agent
+    WHERE claim.event_type = 'TASK_CLAIMED' AND claim.agent_id = :agent
+      AND claim.task_id = tasks.task_id))
   AND (:capability IS NULL OR instr(required_capabilities_json, '"' || :capability || '"') > 0)
   AND (:repository IS NULL OR EXISTS (
         SELECT 1 FROM task_proposals AS proposal
@@ -99,15 +103,25 @@ WHERE status = :status
 ORDER BY seq DESC
 LIMIT :limit;
 
+-- name: tasks_count_of_agent$
+-- How many claims :agent made, counted up to :bound + 1 at most (through events_claims_by_agent,
+-- stopping there): at least as many as the tasks it held, so an agent within the bound held
+-- at most :bound tasks.
+SELECT count(*) FROM (
+  SELECT 1 FROM events INDEXED BY events_claims_by_agent
+  WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent
+  LIMIT :bound + 1) AS counted;
+
 -- name: tasks_page_of_agent
 -- returns: TaskRow
--- tasks_page for an agent (who holds or last held the task): through tasks_by_claimer, the
--- agent's tasks in creation order read backwards from :after_seq (no sort), each other filter
--- checked on the rows as they come.
+-- tasks_page for an agent that held few tasks (in any attempt): its claims through
+-- events_claims_by_agent, each task by its key (the CROSS JOIN keeps that order of the loops),
+-- sorted by seq.
 SELECT {{task_columns}}
-FROM tasks INDEXED BY tasks_by_claimer
-WHERE claimed_by = :agent
-  AND seq < :after_seq
+FROM (SELECT DISTINCT task_id AS held_task FROM events INDEXED BY events_claims_by_agent
+      WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent) AS held
+CROSS JOIN tasks ON tasks.task_id = held.held_task
+WHERE seq < :after_seq
   AND (:status IS NULL OR status = :status)
   AND {{task_page_filters}}
 ORDER BY seq DESC
@@ -179,3 +193,20 @@ LIMIT :limit;
 -- task's seq below :after_seq and the first task's, each one step down tasks_by_seq.
 SELECT (SELECT max(seq) FROM tasks INDEXED BY tasks_by_seq WHERE seq < :after_seq) AS top_seq,
        (SELECT min(seq) FROM tasks INDEXED BY tasks_by_seq) AS bottom_seq;
+
+-- name: task_holders
+-- A task's claims in order, through events_claims_by_task: who held each attempt and when it
+-- was claimed (core/tasks/holders.py reads the attempt from the payload).
+SELECT agent_id, payload_json, created_at
+FROM events INDEXED BY events_claims_by_task
+WHERE event_type = 'TASK_CLAIMED' AND task_id = :task_id
+ORDER BY event_id;
+
+-- name: task_last_holders
+-- The last holder of each task of :task_ids_json (a JSON array of ids, a page's): the agent of
+-- its last claim, one step down events_claims_by_task each.
+SELECT listed.value AS task_id,
+       (SELECT agent_id FROM events INDEXED BY events_claims_by_task
+        WHERE event_type = 'TASK_CLAIMED' AND task_id = listed.value
+        ORDER BY event_id DESC LIMIT 1) AS last_holder
+FROM json_each(:task_ids_json) AS listed;

@@ -1,16 +1,22 @@
 """The Agents and tokens page (`/agents`): every API token by name with its roles, capability
 grant and status (a revoked token stays listed), who holds which task and until when, and each
 agent's last claim or heartbeat among the newest events. Never a token or its digest: the rows
-are `list_tokens`' views (`token list`'s), which have neither."""
+are `list_tokens`' views (`token list`'s), which have neither.
+
+An agent's own page (`/agents/{agent_id}`): the tasks it held in any attempt, newest first, a
+page at a time: the task list's query filtered by the agent (`read_task_page`, so bounded and
+keyset-paged as the Tasks page is)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from aios_ledger.core.api.tokens import ApiTokenView
+from aios_ledger.core.tasks.listing import SCAN_BOUND, TaskPageRequest
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.tokens import list_tokens
 from aios_ledger.shell.db.connection import fetch_all, fetch_value
+from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.web.console import Page, Rendered, Visit
 
 SHOWN = 100
@@ -65,4 +71,34 @@ def tokens_after(
     return shown, shown[-1]["name"] if len(following) > len(shown) else None
 
 
-PAGES = (Page("/agents", "agentsPage", agents_page, READERS, nav="Agents and tokens"),)
+# An agent's page shows its tasks as many at a time as the Tasks page does.
+AGENT_PAGE_SIZE = 50
+
+
+def agent_page(visit: Visit) -> Rendered:
+    agent, cursor = visit.path("agent_id"), visit.query("cursor")
+    mapping: dict[str, object] = {"agent": agent, "limit": AGENT_PAGE_SIZE}
+    if cursor is not None:
+        mapping["cursor"] = cursor
+    request = TaskPageRequest.from_mapping(mapping)
+    key = visit.backend.cursor_key
+    page = visit.backend.read_now(lambda stores: read_task_page(stores.db, request, key))
+    return Rendered(
+        "agent.html",
+        {
+            "agent": agent,
+            "tasks": page["tasks"],
+            "next_cursor": page["next_cursor"],
+            "cursor": cursor,
+            # A page left short with a next page: its read in creation order stopped at the
+            # bound (an agent that held many tasks is read so), which the page says.
+            "bounded": page["next_cursor"] is not None and len(page["tasks"]) < AGENT_PAGE_SIZE,
+            "scan_bound": SCAN_BOUND,
+        },
+    )
+
+
+PAGES = (
+    Page("/agents", "agentsPage", agents_page, READERS, nav="Agents and tokens"),
+    Page("/agents/{agent_id:path}", "agentPage", agent_page, READERS),
+)
