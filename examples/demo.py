@@ -19,9 +19,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from aios_ledger.core import GovernedExecutionBinding, LedgerError, Timestamp
+from aios_ledger.core import Actor, GovernedExecutionBinding, LedgerError, Timestamp
+from aios_ledger.core.attest.accountability import who_did_what
 from aios_ledger.core.projection import InitialExecutionProjectionRequest, ProjectionAnswer
+from aios_ledger.shell.actors import acting_as
 from aios_ledger.shell.attest.commits import verify_commit_attestation
 from aios_ledger.shell.attest.keys import SigningKey, generate_key, read_verifier
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
@@ -43,6 +46,12 @@ ADAPTER = "openclaw"
 CAPABILITY = "agent.runtime.openclaw"
 # Who judges: never the worker that wrote a result (the ledger refuses that as SELF_REVIEW).
 REVIEWER = "demo-reviewer"
+WORKER = "demo-worker"
+# Who acts, as every event the demo writes names them: the owner creates, projects and writes;
+# the worker and the reviewer act as themselves; an operator retries. Declared, as a program
+# that embeds the ledger declares its users (only an API token proves who asks).
+OWNER_ACTOR = Actor("demo-owner", "library")
+OPERATOR_ACTOR = Actor("demo-operator", "library")
 BASE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 LEGACY_TASK = "task-release-notes"
 NEW_TASKS = {
@@ -189,7 +198,7 @@ def part_two(path: Path, examples: Path) -> None:
         outcomes = run_worker(path, agent, capabilities=(CAPABILITY,))
         submitted = ", ".join(f"{o.task_id}@{o.attempt} {o.outcome}" for o in outcomes)
         say(f"  Round {round_number}: the worker ran examples/agent.py -> {submitted}")
-        reviews = review_submitted(path, reviewer, reviewer=REVIEWER)["reviews"]
+        reviews = run_reviewer(path, reviewer)
         assert isinstance(reviews, list)
         for review in reviews:
             assert isinstance(review, dict)
@@ -218,11 +227,12 @@ def part_three(path: Path) -> None:
         )
         run_worker(path, FLAKY_AGENT.format(marker=marker))
         say(f"  The worker's agent failed: the task is {ledger.get(RETRIED_TASK)['status']}.")
-        ledger.retry(
-            RETRIED_TASK,
-            reason="the plugin server is back",
-            idempotency_key=f"retry-{RETRIED_TASK}",
-        )
+        with acting_as(OPERATOR_ACTOR):
+            ledger.retry(
+                RETRIED_TASK,
+                reason="the plugin server is back",
+                idempotency_key=f"retry-{RETRIED_TASK}",
+            )
         say(f"  An operator retried it (one more attempt): {ledger.get(RETRIED_TASK)['status']}.")
         run_worker(path, FLAKY_AGENT.format(marker=marker))
         say(f"  The worker ran it again: {ledger.get(RETRIED_TASK)['status']}.")
@@ -319,7 +329,7 @@ def part_four(path: Path, examples: Path) -> None:
             f"  Round {round_number}: each agent worked in a fresh workspace and committed there; "
             f"{len(outcomes)} proposals recorded."
         )
-        reviews = review_submitted(path, reviewer, reviewer=REVIEWER)["reviews"]
+        reviews = run_reviewer(path, reviewer)
         assert isinstance(reviews, list)
         verdicts = sorted({f"{r.get('decision')}" for r in reviews if isinstance(r, dict)})
         say(f"    the reviewer judged them: {', '.join(verdicts)}")
@@ -393,7 +403,7 @@ def run_worker(
     worker = Worker(
         path,
         WorkerConfig(
-            agent_id="demo-worker",
+            agent_id=WORKER,
             capabilities=capabilities,
             command=command,
             lease_seconds=30,
@@ -402,10 +412,19 @@ def run_worker(
         ),
     )
     try:
-        worker.run()
+        with acting_as(Actor(WORKER, "library")):
+            worker.run()
     finally:
         worker.close()
     return worker.outcomes
+
+
+def run_reviewer(path: Path, command: str) -> list[Any]:
+    """One round of the reviewer over every submitted task, acting as the reviewer."""
+    with acting_as(Actor(REVIEWER, "library")):
+        reviews = review_submitted(path, command, reviewer=REVIEWER)["reviews"]
+    assert isinstance(reviews, list)
+    return reviews
 
 
 def wait_for_backoff(ledger: TaskLedger) -> None:
@@ -443,6 +462,26 @@ def timelines(path: Path) -> None:
                 say(f"    {at}  {event['event_type']:<46} {agent:<12} {detail}")
     finally:
         ledger.close()
+
+
+def accountability(path: Path) -> None:
+    """For each task, who created, projected, held, verified and wrote it (or was refused), read
+    back from its sealed events (`core/attest/accountability.py`)."""
+    say()
+    say("Who did what (from each task's sealed events)")
+    with TaskLedger(path) as ledger:
+        for task_id in (LEGACY_TASK, *NEW_TASKS, RETRIED_TASK, *GADGET_TASKS):
+            record = who_did_what(task_id, ledger.events(task_id))
+            say(f"  {task_id}")
+            say(f"    created by    {record['created_by']}")
+            if record["projected_by"] is not None:
+                say(f"    projected by  {record['projected_by']}")
+            say(f"    held by       {'; '.join(record['held_by']) or 'nobody'}")
+            say(f"    verified      {'; '.join(record['verified_by']) or 'not yet'}")
+            for written in record["written"]:
+                say(f"    written       {written}")
+            for refused in record["refused"]:
+                say(f"    refused       {refused}")
 
 
 def verification(path: Path) -> bool:
@@ -497,11 +536,13 @@ def run(argv: Sequence[str]) -> int:
     os.environ[AUTHORIZATION_ENV] = OWNER
     say("aios-ledger demo")
     say("================")
-    part_one(path)
-    part_two(path, examples)
-    part_three(path)
-    part_four(path, examples)
+    with acting_as(OWNER_ACTOR):
+        part_one(path)
+        part_two(path, examples)
+        part_three(path)
+        part_four(path, examples)
     timelines(path)
+    accountability(path)
     intact = verification(path)
     say()
     say(f"Look closer: .venv/bin/aios-ledger --db {path} status")

@@ -21,6 +21,7 @@ from aios_ledger.core.actors import (
     actor_label,
     actor_label_of,
 )
+from aios_ledger.core.attest.accountability import who_did_what
 from aios_ledger.core.tasks.history import task_history
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.actors import ACTOR_ENV, VIA_HEADER, acting_as, current_actor
@@ -30,6 +31,7 @@ from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.log.verification import verify_log
 from starlette.applications import Starlette
+from syrupy.assertion import SnapshotAssertion
 
 TASK = {"goal": "g", "instructions": "i"}
 
@@ -299,3 +301,37 @@ def test_each_write_over_http_names_its_token_and_roles(
     assert events[0]["actor"]["authenticated"] is True
     with Database(path) as db:
         assert verify_log(db).intact
+
+
+def test_who_did_what_is_read_from_the_events_alone(golden: SnapshotAssertion) -> None:
+    """A task's record as a person asks it: created, projected, held, judged (by a reviewer and
+    by the ledger itself), written and refused, each by the actor its event names."""
+    owner = Actor("owner-1", "http", ("owner",)).public()
+    agent = Actor("agent-7", "http", ("agent",)).public()
+    reviewer = Actor("reviewer-2", "http", ("reviewer",)).public()
+
+    def event(n: int, kind: str, actor: Any, payload: Any, agent_id: str | None = None) -> Any:
+        return {
+            "event_id": n,
+            "task_id": "t",
+            "agent_id": agent_id,
+            "event_type": kind,
+            "payload": payload,
+            "created_at": f"2026-12-01T00:00:{n:02d}.000Z",
+            "actor": actor,
+        }
+
+    events = [
+        event(1, "TASK_CREATED", None, {}),
+        event(2, "TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED", owner, {}),
+        event(3, "TASK_CLAIMED", agent, {"attempt": 1}, "agent-7"),
+        event(4, "TASK_VERIFIED", reviewer, {"decision": "NEEDS_REWORK"}),
+        event(5, "TASK_CLAIMED", agent, {"attempt": 2}, "agent-8"),
+        event(6, "TASK_VERIFIED", agent, {"decision": "SUCCEEDED", "automatic": True}),
+        event(7, "GOVERNED_WRITE_REFUSED", owner, {"code": "PROTECTED_REF"}),
+        event(8, "GOVERNED_WRITE_APPLIED", owner, {"ref": "refs/heads/agent/x"}),
+    ]
+    record = who_did_what("t", events)
+    assert record["created_by"] == "unknown"
+    assert record["held_by"] == ["attempt 1: agent-7", "attempt 2: agent-8"]
+    assert golden == record

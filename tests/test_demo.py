@@ -70,6 +70,19 @@ def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
     assert '"intact": true' in checked.stdout
     assert "Traceback" not in answer.stderr
     assert "{" not in out.split("Timelines")[1]  # a summary for people, not a JSON dump
+    # Who did what, read back from the sealed events: each task's creator, holders, reviewer
+    # and writer, and the refused writes with who tried them.
+    record = out.split("Who did what")[1].split("Tasks:")[0]
+    owner = "demo-owner (library, unauthenticated)"
+    docs = record.split("task-gadget-docs")[1].split("task-gadget-stale")[0]
+    assert f"created by    {owner}" in docs and f"projected by  {owner}" in docs
+    assert "held by       attempt 1: demo-worker; attempt 2: demo-worker" in docs
+    assert "SUCCEEDED by demo-reviewer (library, unauthenticated)" in docs
+    assert f"written       APPLIED refs/heads/agent/gadgets (asked by {owner})" in docs
+    assert f"refused       PROTECTED_REF (tried by {owner})" in record
+    assert f"refused       NOT_A_DESCENDANT (tried by {owner})" in record
+    assert "SUCCEEDED by the ledger (automatic, in demo-worker" in record
+    assert "created by    unknown" in record  # the older runtime's task named nobody
 
 
 def test_a_demo_dir_that_holds_other_files_is_refused_and_left_alone(tmp_path: Path) -> None:

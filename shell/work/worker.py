@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -421,8 +422,11 @@ class Worker:
         )
 
     def _start(self, claim: ClaimAnswer) -> threading.Thread:
+        # In the starting thread's context: the task's writes name the worker's actor.
         thread = threading.Thread(
-            target=self._execute, args=(claim,), name=f"task {claim['task_id']}"
+            target=contextvars.copy_context().run,
+            args=(self._execute, claim),
+            name=f"task {claim['task_id']}",
         )
         thread.start()
         return thread
@@ -542,7 +546,12 @@ class _Execution:
                     lost.append(code)
                     return
 
-        thread = threading.Thread(target=beat, name=f"lease {self.task_id}", daemon=True)
+        thread = threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(beat,),
+            name=f"lease {self.task_id}",
+            daemon=True,
+        )
         thread.start()
         try:
             yield
