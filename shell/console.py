@@ -503,10 +503,7 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
         if oldest is None
         else f"oldest queued: {oldest['task_id']} since {oldest['created_at']}"
     )
-    waiting.append(
-        f"\ngoverned tasks awaiting projection: {report.get('awaiting_projection', 0)}"
-        " (no worker may claim them until `project` lands)"
-    )
+    waiting.append(f"\ngoverned, awaiting projection: {report.get('awaiting_projection', 0)}")
     holders = (("task", "id"), ("held by", "id"))
     expired = _records("leases expired (the next claim takes them over)", *holders, ("at", "time"))
     for row in report["leases_expired"]:

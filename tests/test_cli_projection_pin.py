@@ -356,6 +356,14 @@ def test_a_request_file_is_held_to_the_authorization_id_of_the_config_file(
     )
     assert code == 1 and err.startswith("AUTHORIZATION_DENIED: ")
     same = config_file(tmp_path, OWNER)
+    # The refused attempt is recorded under its key, which replays the refusal; the owner's
+    # next attempt is a new request.
+    code, _, err = cli(
+        capsys, "--config", same, "--db", sqlite_db, "project", TASK, "--request", request
+    )
+    assert code == 1 and err.startswith("AUTHORIZATION_DENIED: ")
+    again = {**pinned["request"], "idempotency_key": "owner-projects-again"}
+    request = write(tmp_path / "again.json", again)
     code, answer, err = cli(
         capsys, "--config", same, "--db", sqlite_db, "project", TASK, "--request", request
     )

@@ -183,7 +183,7 @@ def test_a_table_on_a_wide_terminal_one_record_per_block_on_a_narrow_one() -> No
     assert "┏" in wide and wide.count(TASK_ID) == 1 and "task:" not in wide
     narrow = render(tasks_view(TASKS), width=60)
     assert "┏" not in narrow
-    assert narrow.count("task:") == 2 and narrow.count("claimed by:") == 2
+    assert narrow.count("task:") == 2 and narrow.count("last holder:") == 2
     assert TASK_ID in narrow and OTHER_TASK in narrow  # whole ids in blocks
     assert "2 task(s)" in narrow
 
