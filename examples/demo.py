@@ -237,7 +237,7 @@ def part_three(path: Path) -> None:
         run_worker(path, FLAKY_AGENT.format(marker=marker))
         say(f"  The worker ran it again: {ledger.get(RETRIED_TASK)['status']}.")
         say(f"  aios-ledger task history {RETRIED_TASK}:")
-        table = render(history_view(ledger.history(RETRIED_TASK)), width=150)
+        table = render(history_view(ledger.history(RETRIED_TASK)), width=180)
         for line in table.rstrip().splitlines():
             say(f"    {line}")
 

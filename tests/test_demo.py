@@ -32,6 +32,7 @@ def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
     answer = demo(tmp_path)
     assert answer.returncode == 0, answer.stdout + answer.stderr
     out = answer.stdout
+
     assert "EXECUTION_DIGEST_DRIFT" in out
     assert "idempotent=True" in out
     assert out.count("NEEDS_REWORK -> QUEUED") == 3
