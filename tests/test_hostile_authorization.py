@@ -1,6 +1,6 @@
 """Nobody gets around the owner authorization: both projection flows, through the library and
-the command line, refuse as AUTHORIZATION_DENIED, write nothing, call no resolver, and do not
-even replay an earlier answer, whenever the configured authorization is missing, empty,
+the command line, refuse as AUTHORIZATION_DENIED, change nothing but the sealed record of the
+refused attempt, call no resolver, and do not even replay an earlier answer, whenever the configured authorization is missing, empty,
 whitespace, or not the one the request carries."""
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_the_library_denies_and_writes_nothing(
     calls: list[str] = []
     _denied(lambda: _project(flow, path, carried, calls))
     assert calls == []
-    assert dump(path) == before
+    assert refusals_recorded(before, dump(path)) == 1
 
 
 @pytest.mark.parametrize("flow", FLOWS)
@@ -141,6 +141,34 @@ def test_a_replay_is_denied_too(
     _denied(lambda: _project(flow, path, OWNER, calls))
     assert calls == [TASK]
     assert dump(path) == before
+
+
+# What a denied projection of a task that exists leaves: its sealed refusal (the event, its
+# seal and Merkle leaf, the refusal's first answer for its key), nothing else.
+REFUSAL_RECORD = (
+    "events:",
+    "event_seals:",
+    "event_seal_rows:",
+    "merkle_leaves:",
+    "merkle_tree:",
+    "task_idempotency:",
+    "sqlite_sequence:",
+)
+
+
+def refusals_recorded(before: list[str], after: list[str]) -> int:
+    """How many sealed refusals of AUTHORIZATION_DENIED `after` adds to `before`, failing on
+    any other change."""
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    assert all(line.startswith(REFUSAL_RECORD) for line in added + removed), added + removed
+    assert all(line.startswith(("merkle_tree:", "sqlite_sequence:")) for line in removed)
+    events = [line for line in added if line.startswith("events:")]
+    assert all(
+        "TASK_INITIAL_EXECUTION_PROJECTION_REFUSED" in line and "AUTHORIZATION_DENIED" in line
+        for line in events
+    ), events
+    return len(events)
 
 
 def _cli_args(flow: str, path: Path, request: Path) -> list[str]:
@@ -178,7 +206,10 @@ def test_the_command_line_denies_and_writes_nothing(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("AUTHORIZATION_DENIED: ")
-    assert dump(path) == before
+    # Denied by the store (an authorization configured, another one carried), the attempt is
+    # recorded; with none configured, the command line refuses before it opens the store.
+    recorded = refusals_recorded(before, dump(path))
+    assert recorded == (0 if configured is None or not configured.strip() else 1)
 
 
 @pytest.mark.parametrize("flow", FLOWS)
@@ -208,4 +239,5 @@ def test_a_real_process_without_the_authorization_is_denied(
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.startswith("AUTHORIZATION_DENIED: ") and "Traceback" not in done.stderr
-    assert dump(path) == before
+    recorded = refusals_recorded(before, dump(path))
+    assert recorded == (0 if configured is None or not configured.strip() else 1)

@@ -21,6 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LATEST = known_migrations()[-1].version
 
 
+# The older runtime's events as it wrote them; once adopted, each also names no actor.
+LEGACY_EVENT_COLUMNS = (
+    "SELECT event_id, task_id, agent_id, event_type, payload_json, created_at FROM events "
+    "ORDER BY event_id"
+)
+
+
 def test_committed_schema_matches_the_migrations() -> None:
     committed = (ROOT / "sql" / "schema.sql").read_text()
     assert committed == schema_sql(), "run `make schema` and commit sql/schema.sql"
@@ -47,7 +54,7 @@ def test_fresh_database_is_migrated_once(tmp_path: Path) -> None:
 def test_older_runtime_database_is_adopted_in_place(tmp_path: Path) -> None:
     path = captured_database(tmp_path / "legacy.db")
     tasks_before = rows(path, "SELECT * FROM tasks")
-    events_before = rows(path, "SELECT * FROM events ORDER BY event_id")
+    events_before = rows(path, LEGACY_EVENT_COLUMNS)
     with Database(path) as db:
         status = migration_status(db)
     assert status["pending"] == []
@@ -64,7 +71,8 @@ def test_older_runtime_database_is_adopted_in_place(tmp_path: Path) -> None:
         ("reviewer", 10, 3600, None, seq, 0) for seq in range(1, len(adopted) + 1)
     ]
     # The sealed events keep their texts as written.
-    assert rows(path, "SELECT * FROM events ORDER BY event_id") == events_before
+    assert rows(path, LEGACY_EVENT_COLUMNS) == events_before
+    assert rows(path, "SELECT count(*) FROM events WHERE actor IS NOT NULL") == [(0,)]
     seals = rows(
         path, "SELECT event_id, chain_seq, sealed_at_adoption FROM event_seals ORDER BY event_id"
     )

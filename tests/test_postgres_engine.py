@@ -207,6 +207,7 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
     refusal = subprocess.run([*base, "rollback"], capture_output=True, text=True)
     assert refusal.returncode != 0
     assert "cannot go back" in refusal.stdout + refusal.stderr
+    subprocess.run([*base, "up"], check=True, capture_output=True)
     with TaskLedger(pg, migrate=False) as ledger:
         assert verify_log(ledger.database).intact
 

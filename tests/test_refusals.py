@@ -252,7 +252,7 @@ def test_a_refused_write_is_one_sealed_event_and_its_key_replays_it(
         "proposal_id": proposal,
         "head_oid": payload["head_oid"],
     }
-    assert (actor["name"], actor["via"]) == (TRIER, "library")
+    assert (actor["name"], actor["via"]) == (TRIER, "cli")
     # A refusal never takes the writer lease (nor frees the one another write holds).
     assert rows(repo.db, "SELECT * FROM writer_leases ORDER BY lease_id") == leases
     with Database(repo.db) as db:
@@ -403,13 +403,13 @@ def test_refused_projections_are_recorded_and_a_correct_one_still_lands(
             "AUTHORIZATION_DENIED",
         ),
         (
-            Actor(TRIER, "library"),
+            Actor(TRIER, "cli"),
             drifted,
             projection(task, bound.job_id, digest, idempotency_key="projection-2"),
             "GOVERNED_BINDING_CONFLICT",
         ),
         (
-            Actor(TRIER, "library"),
+            Actor(TRIER, "cli"),
             store,
             projection(task, bound.job_id, "sha256:" + "f" * 64, idempotency_key="projection-3"),
             "EXECUTION_DIGEST_DRIFT",

@@ -177,7 +177,7 @@ def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
                 "code": str(payload.get("code")),
                 "message": str(payload.get("message")),
                 "idempotency_key": key if isinstance(key, str) else None,
-                "actor": actor_public(event.get("actor")),
+                "actor": _public(event.get("actor")),
                 "attempted": {
                     name: value
                     for name, value in payload.items()
@@ -186,3 +186,10 @@ def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
             }
         )
     return entries
+
+
+def _public(actor: object) -> JsonObject | None:
+    """An event's actor as the API shows it, from its stored text or already shown."""
+    if isinstance(actor, dict):
+        return actor
+    return actor_public(actor if isinstance(actor, str) else None)
