@@ -1,7 +1,7 @@
 """Nobody gets around the owner authorization: both projection flows, through the library and
 the command line, refuse as AUTHORIZATION_DENIED, change nothing but the sealed record of the
-refused attempt, call no resolver, and do not even replay an earlier answer, whenever the configured authorization is missing, empty,
-whitespace, or not the one the request carries."""
+refused attempt, call no resolver, and do not even replay an earlier answer, whenever the
+configured authorization is missing, empty, whitespace, or not the one the request carries."""
 
 from __future__ import annotations
 
