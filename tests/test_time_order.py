@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.records import SEAL_VERSION_2
 from aios_ledger.shell import AUTHORIZATION_ENV, Database, TaskLedger, verify_log
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection
@@ -129,6 +130,7 @@ def test_a_database_sealed_before_0008_keeps_its_order_and_verifies_intact(
     # schema, so 0020's rollback refuses a ledger that holds one).
     with monkeypatch.context() as before:
         before.setattr(SqliteConnection, "seal_version", SEAL_VERSION_2)
+        before.setattr(Actor, "stored", lambda self: None)  # nor did events name actors (0026)
         with TaskLedger(path, clock=clock, jitter=lambda: 0.0) as ledger:
             for task_id in created:
                 _create(ledger, task_id)
