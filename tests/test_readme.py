@@ -28,7 +28,8 @@ def test_the_readme_marks_its_quick_start_walk_through_and_library_example() -> 
     marked = [snippet for snippet in SNIPPETS if snippet.source == "README.md"]
     assert [snippet.language for snippet in marked] == ["sh", "sh", "python"]
     assert "aios-ledger task history" in marked[0].code
-    assert "aios-ledger write widgets-notes" in marked[1].code
+    assert "write widgets-notes" in marked[1].code
+    assert "aios-ledger task history widgets-notes" in marked[1].code  # who did what
     assert "TaskLedger(" in marked[2].code
 
 
