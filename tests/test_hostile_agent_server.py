@@ -40,7 +40,7 @@ from aios_ledger.core.runs.evidence import ExecutionTarget
 from aios_ledger.core.timestamps import Timestamp
 from aios_ledger.core.work import REVIEW_KIND
 from aios_ledger.shell import Database
-from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
+from aios_ledger.shell.api.backend import DEFAULT_MAX_HEADER_BYTES, ApiSettings, Backend, Stores
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
 from aios_ledger.shell.api.tokens import issue_token
 from api_server import ApiServer
@@ -55,6 +55,7 @@ PATIENCE = 60.0  # seconds a socket may wait for the server: a bound, not a spee
 PARTIAL_HEAD = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 NOW = Timestamp.parse("2026-09-01T12:00:00Z")
 PROBE_TRIES = 600  # of 0.1 s each, while the server notices a change
+OVERSIZED_HEAD = 4 * 1024 * 1024
 
 
 def _connect(server: ApiServer) -> socket.socket:
@@ -97,6 +98,52 @@ def test_connections_that_never_finish_their_headers_are_closed(tmp_path: Path) 
             assert closed, "a trickling head kept its connection"
         with server.client() as client:
             assert client.get("/v1/health").status_code == 200
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def _send_oversized_head(connection: socket.socket) -> None:
+    """A head of OVERSIZED_HEAD bytes in 64 KiB chunks, never finished."""
+    chunk = b"x" * 65536
+    try:
+        connection.sendall(PARTIAL_HEAD)
+        for _ in range(OVERSIZED_HEAD // len(chunk)):
+            connection.sendall(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server may close before all of it is sent
+
+
+def test_a_head_over_the_limit_is_431_and_not_buffered(tmp_path: Path) -> None:
+    """20 connections each send a 4 MiB head they never finish: each is answered 431
+    `HEADERS_TOO_LARGE` and closed, and the server's memory does not grow with them (held, they
+    grow it by about 80 MiB; 1 MiB heads would stay within the bound unrefused); a whole head
+    over the limit is refused too, and a head just under the limit is served."""
+    with ApiServer(tmp_path / "heads.db", "--header-timeout", "60") as server:
+        assert server.process is not None
+        before = _rss_kib(server.process.pid)
+        attempts = [_connect(server) for _ in range(20)]
+        for connection in attempts:
+            _send_oversized_head(connection)
+        grown_mib = (_rss_kib(server.process.pid) - before) / 1024
+        assert grown_mib < 30, f"the server grew by {grown_mib:.0f} MiB"
+        for connection in attempts:
+            with connection:
+                answer = _read_until_closed(connection)
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 431 "), answer[:200]
+            assert json.loads(body)["code"] == "HEADERS_TOO_LARGE"
+        # A whole head over the limit, sent at once, is refused as well.
+        with _connect(server) as whole:
+            whole.sendall(PARTIAL_HEAD + b"x" * DEFAULT_MAX_HEADER_BYTES + b"\r\n\r\n")
+            assert _read_until_closed(whole).startswith(b"HTTP/1.1 431 ")
+        with server.client() as client:
+            padding = "a" * (DEFAULT_MAX_HEADER_BYTES - 2048)
+            assert client.get("/v1/health", headers={"X-Pad": padding}).status_code == 200
 
 
 def test_a_request_answered_after_the_header_timeout_keeps_its_connection(tmp_path: Path) -> None:

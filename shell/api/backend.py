@@ -66,6 +66,7 @@ DEFAULT_STREAM_MAX_SECONDS = 3600.0
 DEFAULT_HEADER_TIMEOUT = 10.0
 MAX_HEADER_TIMEOUT = 3600.0
 DEFAULT_MAX_CONNECTIONS = 500
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 # Failures after which the writer's connection is opened again (`Backend.write_now`): SQLite
 # opens a file it may not write read-only and keeps it so after the file becomes writable; a
 # connection whose file failed under it is not trusted either. At most one try per interval.

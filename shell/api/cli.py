@@ -17,6 +17,7 @@ from aios_ledger.shell.api.backend import (
     DEFAULT_LISTEN,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_WAITING_PER_TOKEN,
     DEFAULT_RECHECK_SECONDS,
     DEFAULT_STREAM_KEEPALIVE_SECONDS,
@@ -116,6 +117,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
         help="open connections at most; one more is answered 503 TOO_MANY_CONNECTIONS and closed",
+    )
+    serve.add_argument(
+        "--max-header-bytes",
+        type=int,
+        default=DEFAULT_MAX_HEADER_BYTES,
+        metavar="BYTES",
+        help="largest request head (request line and headers); a larger one is answered 431 "
+        "HEADERS_TOO_LARGE and its connection closed, the rest unread",
     )
     serve.add_argument(
         "--checkpoint-key",
@@ -230,12 +239,14 @@ def _run_server(args: argparse.Namespace) -> int:
         or not 0 < args.stream_keepalive_seconds <= MAX_HEADER_TIMEOUT
         or not 0 < args.header_timeout <= MAX_HEADER_TIMEOUT
         or args.max_connections < 1
+        or args.max_header_bytes < 1
         or not 0 < args.session_idle_seconds < float("inf")
         or not 0 < args.session_max_seconds < float("inf")
     ):
         raise UsageError(
             "USAGE_INVALID",
-            "--max-body, --recheck-seconds and --max-connections must be positive, "
+            "--max-body, --recheck-seconds, --max-connections and --max-header-bytes must be "
+            "positive, "
             "--header-timeout, --stream-poll-seconds and --stream-keepalive-seconds from 0 to "
             f"{MAX_HEADER_TIMEOUT:g} seconds, "
             "--max-waiting-per-token >= 0, --session-idle-seconds and --session-max-seconds "
@@ -304,7 +315,9 @@ def _run_server(args: argparse.Namespace) -> int:
         log_config=None,  # the ledger's logging (--log-level, --log-format)
         access_log=False,  # an access line would hold paths with ids; metrics count requests
         http=guarded_protocol(
-            header_timeout=args.header_timeout, max_connections=args.max_connections
+            header_timeout=args.header_timeout,
+            max_connections=args.max_connections,
+            max_header_bytes=args.max_header_bytes,
         ),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,

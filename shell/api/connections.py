@@ -14,6 +14,14 @@ own httptools protocol (its C parser, the one uvicorn picks when httptools is in
 - beyond `max_connections` open connections, a new one is answered 503
   `TOO_MANY_CONNECTIONS` (a problem document, `Connection: close`) and closed before anything
   of it is read.
+- a request's head is at most `max_header_bytes`: once more of it has arrived, the request is
+  answered 431 `HEADERS_TOO_LARGE` and the connection closed (httptools bounds no head, so a
+  client could otherwise make the server hold megabytes per connection). The server ends its
+  side at once and reads on, discarding, for at most `LINGER_SECONDS`: closing with unread bytes
+  would reset the connection, and the client could lose the 431 before reading it.
+  While a head is awaited, the parser is fed only as many bytes as the limit leaves room for,
+  so no more than the limit is ever parsed or held (the bytes of a pipelined request that
+  share a read with the request before it count towards its head).
 
 A body's time is bounded by the app itself (`ApiSettings.body_timeout`); idle keep-alive
 connections by uvicorn's `timeout_keep_alive`.
@@ -27,32 +35,58 @@ from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.shell.api.problems import PROBLEM_TYPE, problem_document
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+# How long a refused connection's further bytes are read and discarded before it is closed.
+LINGER_SECONDS = 2.0
 
-def _too_many_connections(limit: int) -> bytes:
-    document = problem_document(
-        "TOO_MANY_CONNECTIONS",
-        f"the server holds {limit} connections already (its --max-connections): "
-        "try again shortly, or close connections this client does not use",
-    )
+
+def _refusal(code: str, reason: str, detail: str, *extra_headers: str) -> bytes:
+    """A whole response carrying the problem `code`, after which the connection is closed."""
+    document = problem_document(code, detail)
     body = dumps_canonical(document).encode()
     head = (
-        f"HTTP/1.1 {document['status']} Service Unavailable\r\n"
+        f"HTTP/1.1 {document['status']} {reason}\r\n"
         f"content-type: {PROBLEM_TYPE}\r\n"
         f"content-length: {len(body)}\r\n"
-        "retry-after: 1\r\n"
-        "connection: close\r\n\r\n"
+        + "".join(f"{header}\r\n" for header in extra_headers)
+        + "connection: close\r\n\r\n"
     )
     return head.encode("ascii") + body
 
 
-def guarded_protocol(*, header_timeout: float, max_connections: int) -> type[HttpToolsProtocol]:
-    """uvicorn's `HttpToolsProtocol` with the header timeout and the connection limit above."""
+def _too_many_connections(limit: int) -> bytes:
+    return _refusal(
+        "TOO_MANY_CONNECTIONS",
+        "Service Unavailable",
+        f"the server holds {limit} connections already (its --max-connections): "
+        "try again shortly, or close connections this client does not use",
+        "retry-after: 1",
+    )
+
+
+def _headers_too_large(limit: int) -> bytes:
+    return _refusal(
+        "HEADERS_TOO_LARGE",
+        "Request Header Fields Too Large",
+        f"the request line and headers are over {limit} bytes (the server's --max-header-bytes)",
+    )
+
+
+def guarded_protocol(
+    *, header_timeout: float, max_connections: int, max_header_bytes: int
+) -> type[HttpToolsProtocol]:
+    """uvicorn's `HttpToolsProtocol` with the header timeout and the two limits above."""
     refusal = _too_many_connections(max_connections)
+    too_large = _headers_too_large(max_header_bytes)
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
         # A request's head has begun (or the connection is new) and is not complete yet.
         _in_head = True
+        # Bytes received since the last head was complete, while a head was awaited.
+        _head_bytes = 0
+        # Refused: what arrives now is discarded, unparsed, until the connection closes.
+        _refused = False
+        _linger_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             # The count includes connections being refused right now, which are gone at once.
@@ -65,8 +99,27 @@ def guarded_protocol(*, header_timeout: float, max_connections: int) -> type[Htt
             self._arm_head_timer()
 
         def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            room = max(0, max_header_bytes - self._head_bytes)
+            if self._awaiting_head() and len(data) > room:
+                # Only what the limit leaves room for: a head still incomplete then is over it.
+                if room:
+                    self._feed(data[:room])
+                if self.transport.is_closing():
+                    return
+                if self._awaiting_head():
+                    self._refuse_head()
+                    return
+                data = data[room:]
+            self._feed(data)
+
+        def _feed(self, data: bytes) -> None:
             super().data_received(data)
+            if self.transport.is_closing():
+                return  # refused by the parser (400)
             if self._awaiting_head():
+                self._head_bytes += len(data)
                 self._arm_head_timer()  # part of a head, or bytes before a new request's
             else:
                 self._disarm_head_timer()
@@ -77,10 +130,13 @@ def guarded_protocol(*, header_timeout: float, max_connections: int) -> type[Htt
 
         def on_headers_complete(self) -> None:
             self._in_head = False
+            self._head_bytes = 0
             super().on_headers_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm_head_timer()
+            if self._linger_timer is not None:
+                self._linger_timer.cancel()
             super().connection_lost(exc)
 
         def _awaiting_head(self) -> bool:
@@ -88,6 +144,22 @@ def guarded_protocol(*, header_timeout: float, max_connections: int) -> type[Htt
             between requests that begin none, such as blank lines, count as a head's)."""
             cycle = self.cycle
             return self._in_head or cycle is None or cycle.response_complete
+
+        def _refuse_head(self) -> None:
+            """Answer 431 and close; while an earlier request's response is still being
+            written (a pipelined head), close only: the answer would land inside it."""
+            self._disarm_head_timer()
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                self.transport.close()
+                return
+            self.transport.write(too_large)
+            if not self.transport.can_write_eof():
+                self.transport.close()
+                return
+            self.transport.write_eof()  # once the answer is sent; the client reads it, then EOF
+            self._refused = True
+            self._linger_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
 
         def _arm_head_timer(self) -> None:
             if self._head_timer is None and not self.transport.is_closing():

@@ -38,6 +38,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "METHOD_NOT_ALLOWED": 405,
     "REQUEST_TIMEOUT": 408,
     "BODY_TOO_LARGE": 413,
+    # A request's head over `serve --max-header-bytes` (answered by `connections.py`).
+    "HEADERS_TOO_LARGE": 431,
     "UNSUPPORTED_MEDIA_TYPE": 415,
     "TOO_MANY_WAITING": 429,
     # An agent over its scan budget for a repository's window: `Retry-After` says when.
