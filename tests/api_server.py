@@ -71,15 +71,18 @@ class ApiServer:
         port: int | None = None,
         role_tokens: bool = False,
         log: Path | None = None,
+        command_prefix: Sequence[str] = (),
     ) -> None:
         """`db` is a ledger file or a PostgreSQL URL; for a URL, `log` names the file the
-        server's output goes to (a file ledger's goes beside it)."""
+        server's output goes to (a file ledger's goes beside it). `command_prefix` runs the
+        server under another command (`setpriv ...`, as another user)."""
         self.target = db
         if log is None:
             assert isinstance(db, Path), "a server over a URL needs log="
             log = db.with_suffix(".serve.log")
         self.log_path = log
         self.serve_flags = serve_flags
+        self.command_prefix = tuple(command_prefix)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -106,6 +109,7 @@ class ApiServer:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [
+                    *self.command_prefix,
                     sys.executable,
                     "-m",
                     "aios_ledger.shell.cli",

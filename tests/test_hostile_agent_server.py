@@ -5,8 +5,9 @@ the network.
 Figures (cases tried, refused): 50 connections that never finish their headers, all 50 closed
 by the header timeout while a normal client is served; 1 byte-by-byte trickle, closed; 1
 connection over `--max-connections`, refused 503 `TOO_MANY_CONNECTIONS`; 1 server started on a
-read-only file and 1 on a full disk (a real 8 MiB tmpfs), each writing again (and saying it is
-ready) once the file is writable or the disk has room, without a restart; 12 ids no route can
+read-only file, 1 (as an unprivileged user) on a read-only folder, `-wal` and `-shm`, and 1 on a
+full disk (a real 8 MiB tmpfs), each writing again (and saying it is ready) once the files are
+writable or the disk has room, without a restart; 12 ids no route can
 address, all 12 refused at creation (tasks and runs) with 422 `FIELDS_INVALID` and nothing
 written, and 1 review run's id, refused; a number too large, 422; every code of the status
 table is the documented status.
@@ -18,10 +19,14 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import pwd
 import re
 import shutil
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,7 +48,8 @@ from aios_ledger.shell import Database
 from aios_ledger.shell.api.backend import DEFAULT_MAX_HEADER_BYTES, ApiSettings, Backend, Stores
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
 from aios_ledger.shell.api.tokens import issue_token
-from api_server import ApiServer
+from aios_ledger.shell.tasks.ledger import TaskLedger
+from api_server import ApiServer, cli
 from conftest import postgres_url
 from legacy_fixtures import binding
 
@@ -234,6 +240,75 @@ def test_a_server_on_a_read_only_file_recovers_when_it_becomes_writable(
         assert created.status_code == 201, created.text
         assert owner.get("/v1/tasks/after").json()["status"] == "QUEUED"
         assert server.process is not None and server.process.poll() is None  # no restart
+
+
+def _as_an_unprivileged_user() -> tuple[list[str], int, int] | None:
+    """How to run `serve` as a user whom permission bits bind: as itself when not root, else
+    as `nobody` through util-linux's setpriv (the command prefix and the uid and gid that own
+    its files); None where root cannot drop its privileges here."""
+    if os.geteuid() != 0:
+        return [], os.geteuid(), os.getegid()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    user = pwd.getpwnam("nobody")
+    prefix = [setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+    return prefix, user.pw_uid, user.pw_gid
+
+
+def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_writable(
+    tmp_path: Path,
+) -> None:
+    """The ledger file is writable but its folder, `-wal` and `-shm` are not (left by a writer
+    that ended without closing): the connections SQLite opens then share a read-only `-shm`,
+    which the server must close them all to drop."""
+    user = _as_an_unprivileged_user()
+    if user is None:
+        pytest.skip("running as root without setpriv: cannot drop CAP_DAC_OVERRIDE here")
+    prefix, uid, gid = user
+    folder = Path(tempfile.mkdtemp(prefix="read-only-folder-"))  # `nobody` may not enter tmp_path
+    ledger = folder / "ledger.db"
+    try:
+        with Database(ledger) as opened:
+            token = str(issue_token(opened, "owner-1", ["owner"])["token"])
+        # A writer that ends without closing leaves its -wal and -shm behind.
+        leave = (
+            "import os, sys, apsw; kept = apsw.Connection(sys.argv[1]); "
+            "kept.execute('select 1 from sqlite_master').fetchall(); os._exit(0)"
+        )
+        subprocess.run([sys.executable, "-c", leave, str(ledger)], check=True)
+        files = [ledger, ledger.with_name("ledger.db-wal"), ledger.with_name("ledger.db-shm")]
+        for path in [folder, *files]:
+            os.chown(path, uid, gid)
+        for path in files[1:]:
+            path.chmod(0o444)
+        folder.chmod(0o555)
+        task = {"task_id": "after", "goal": "g", "instructions": "i"}
+        with ApiServer(ledger, log=tmp_path / "serve.log", command_prefix=prefix) as server:
+            owner = server.client(token=token)
+            not_ready = server.client().get("/v1/ready")
+            assert (not_ready.status_code, not_ready.json()["code"]) == (503, "DATABASE_READ_ONLY")
+            refused = owner.post("/v1/tasks", json={"idempotency_key": "k-1", "task": task})
+            assert (refused.status_code, refused.json()["code"]) == (503, "DATABASE_READ_ONLY")
+            folder.chmod(0o755)
+            for path in files[1:]:
+                path.chmod(0o644)
+            for _ in range(PROBE_TRIES):
+                if server.client().get("/v1/ready").status_code == 200:
+                    break
+                time.sleep(0.1)
+            else:
+                raise AssertionError(f"/v1/ready never said ready: {server.log()}")
+            created = owner.post("/v1/tasks", json={"idempotency_key": "k-1", "task": task})
+            assert created.status_code == 201, created.text
+            assert owner.get("/v1/tasks/after").json()["status"] == "QUEUED"
+            assert server.process is not None and server.process.poll() is None  # no restart
+        with Database(ledger) as reopened:
+            assert TaskLedger(database=reopened).get("after")["status"] == "QUEUED"
+        assert json.loads(cli("--db", str(ledger), "verify"))["intact"] is True
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
 
 
 @pytest.fixture

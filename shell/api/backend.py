@@ -138,6 +138,10 @@ class Backend:
         self._writer_fault: LedgerError | None = _read_only_fault(writer_db)
         self._reopen_lock = threading.Lock()
         self._next_reopen = 0.0
+        # Every connection was closed to open them all again and the opening failed: until a
+        # later try succeeds, reads and writes answer `_writer_fault`.
+        self._closed = False
+        self._reader_count = 0
         self.on_batch: Callable[[int], None] | None = None
         self._write_turn: contextlib.AbstractContextManager[object]
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
@@ -161,10 +165,14 @@ class Backend:
         else:
             # One store call at a time on the writer's connection.
             self._write_turn = threading.Lock()
-        for _ in range(max(1, settings.read_connections)):
+        self._reader_count = max(1, settings.read_connections)
+        self._open_readers()
+
+    def _open_readers(self) -> None:
+        for _ in range(self._reader_count):
             # A reader never commits a write: its synchronous level is moot, and at FULL it
             # installs no WAL-copying rounds of its own (the writer's are the ones that count).
-            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
+            self._readers.put(Stores(self._open(False, "FULL"), self.settings.clock))
 
     def _start_writer(self, db: Database) -> None:
         if self.settings.group_commit > 0:
@@ -193,10 +201,15 @@ class Backend:
             writer = self.writer
             try:
                 with self._write_turn:
+                    writer = self.writer
+                    self._refuse_if_closed()
                     return work(writer)
             except LedgerError as refused:
-                if refused.code == "GROUP_COMMIT_STOPPED" and writer is not self.writer:
-                    continue  # its writer was retired before the work was queued: never ran
+                if refused.code == "GROUP_COMMIT_STOPPED":
+                    with self._reopen_lock:  # a reopen under way has swapped the writer
+                        retired = writer is not self.writer
+                    if retired:
+                        continue  # its writer was retired before the work was queued: never ran
                 if refused.code in REOPEN_CODES and writer is self.writer:
                     self._writer_fault = refused
                 raise
@@ -238,6 +251,9 @@ class Backend:
             if self._writer_fault is None or now < self._next_reopen:
                 return
             self._next_reopen = now + REOPEN_INTERVAL_SECONDS
+            if self._closed:
+                self._reopen_every_connection()
+                return
             try:
                 fresh = self._open(self.settings.migrate, self.settings.synchronous)
             except LedgerError as refused:
@@ -247,6 +263,8 @@ class Backend:
             if fault is not None:
                 self._close(fresh)
                 self._writer_fault = fault
+                if self._reader_count:  # one Database per connection: SQLite's
+                    self._reopen_every_connection()
                 return
             self._start_writer(fresh)
             retired, self.writer = self.writer.db, Stores(fresh, self.settings.clock)
@@ -255,6 +273,42 @@ class Backend:
             # retired connection while it closes. With it, closing drains the queue first.
             with self._write_turn:
                 self._close(retired)
+
+    def _reopen_every_connection(self) -> None:
+        """SQLite shares a file's `-shm` among the connections of a process: opened read-only
+        (with the `-wal` or the folder), it stays so for a new connection while any other is
+        open. So once a fresh writer still cannot write, every connection is closed (the
+        readers once their reads are done, the writer once the writes handed to it are) and
+        all are opened again; a file made writable meanwhile is written from then on."""
+        readers = [self._readers.get() for _ in range(self._reader_count)]
+        with self._write_turn:
+            for db in list(self._databases):
+                self._close(db)
+            self._closed = True
+            try:
+                writer = Stores(
+                    self._open(self.settings.migrate, self.settings.synchronous),
+                    self.settings.clock,
+                )
+                fresh = [Stores(self._open(False, "FULL"), self.settings.clock) for _ in readers]
+            except LedgerError as refused:
+                # Nothing half-open stays: the next try (a write, `/v1/ready`) opens all again.
+                for db in list(self._databases):
+                    self._close(db)
+                self._writer_fault = refused
+                fresh = readers
+            else:
+                self._writer_fault = _read_only_fault(writer.db)
+                self._start_writer(writer.db)
+                self.writer = writer
+                self._closed = False
+            for stores in fresh:
+                self._readers.put(stores)
+
+    def _refuse_if_closed(self) -> None:
+        fault = self._writer_fault
+        if self._closed and fault is not None:
+            raise LedgerError(fault.code, fault.detail)
 
     def _close(self, db: Database) -> None:
         self._databases.remove(db)
@@ -269,6 +323,7 @@ class Backend:
     def _reader(self) -> Iterator[Stores]:
         stores = self._readers.get()
         try:
+            self._refuse_if_closed()
             yield stores
         finally:
             self._readers.put(stores)

@@ -496,11 +496,22 @@ class SqliteDatabase(Database):
         return os.path.dirname(os.path.abspath(self.path))
 
     def read_only_fault(self) -> LedgerError | None:
-        """`DATABASE_READ_ONLY` when its connection could open the file only for reading
-        (asked before group commit starts, while no other thread uses the connection)."""
-        if not self.conn.readonly("main"):
+        """`DATABASE_READ_ONLY` when its connection could open the file only for reading, or
+        its `-wal`/`-shm` only for reading, which an empty `BEGIN IMMEDIATE` shows without
+        writing (asked before group commit starts, while no other thread uses the connection).
+        A busy database is no answer: the write itself says."""
+        if self.conn.readonly("main"):
+            return storage_error(
+                apsw.ReadOnlyError("attempt to write a readonly database"), self.path
+            )
+        try:
+            self.conn.execute(_BEGIN_IMMEDIATE)
+        except apsw.ReadOnlyError as exc:
+            return storage_error(exc, self.path)
+        except apsw.Error:
             return None
-        return storage_error(apsw.ReadOnlyError("attempt to write a readonly database"), self.path)
+        self._rollback()
+        return None
 
     def write(
         self, work: Callable[[Connection], T], *, row_locked: bool = False, urgent: bool = False
