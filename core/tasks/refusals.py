@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypedDict
 
 import attrs
-from aios_ledger.core.actors import Actor, actor_public
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
 from aios_ledger.core.log.tail import EventAppend, LogTail
@@ -162,7 +162,8 @@ class RefusalEntry(TypedDict):
 
 def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
     """The refused attempts among a task's events (each a mapping with `event_id`,
-    `event_type`, `created_at`, `actor` as stored and `payload` parsed), in order."""
+    `event_type`, `created_at`, `actor` as the API shows it and `payload` parsed, as
+    `shell.attest.facts.sealed_event` reads them), in order."""
     entries: list[RefusalEntry] = []
     for event in events:
         payload = event.get("payload")
@@ -177,7 +178,7 @@ def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
                 "code": str(payload.get("code")),
                 "message": str(payload.get("message")),
                 "idempotency_key": key if isinstance(key, str) else None,
-                "actor": _public(event.get("actor")),
+                "actor": event.get("actor"),
                 "attempted": {
                     name: value
                     for name, value in payload.items()
@@ -186,10 +187,3 @@ def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
             }
         )
     return entries
-
-
-def _public(actor: object) -> JsonObject | None:
-    """An event's actor as the API shows it, from its stored text or already shown."""
-    if isinstance(actor, dict):
-        return actor
-    return actor_public(actor if isinstance(actor, str) else None)

@@ -233,10 +233,7 @@ def read_refusals(conn: Connection, task_id: str) -> list[RefusalEntry]:
     """The task's refused attempts shown on its page (`REFUSALS_SHOWN`, the latest), in order."""
     read = {"task_id": task_id, "limit": REFUSALS_SHOWN}
     rows = fetch_all(conn, "console_task_refusals", read)[::-1]
-    return refusal_entries(
-        {**row, "payload": loads_document(str(row["payload_json"]), what="payload_json")}
-        for row in rows
-    )
+    return refusal_entries(sealed_event(row) for row in rows)
 
 
 def read_task_record(stores: Stores, task_id: str, before: int | None = None) -> TaskRecord:
