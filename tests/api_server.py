@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 from aios_ledger.shell import AUTHORIZATION_ENV, Database
 from aios_ledger.shell.api.tokens import issue_token
+from cli_runner import run_cli
 from legacy_fixtures import OWNER
 
 START_PATIENCE = 60.0  # seconds; a bound on waiting for the server, never a speed assertion
@@ -52,12 +53,7 @@ def free_port() -> int:
 
 
 def cli(*args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
-    answer = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    answer = run_cli(*args, env=env)
     if check:
         assert answer.returncode == 0, answer.stderr
     return answer.stdout
