@@ -7,6 +7,7 @@ vectors, tests/test_conformance_export.py over real exports of both engines).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,12 @@ SEALED_EVENT_FIELDS = (
     "created_at",
 )
 CHAINED_FIELDS = ("row_changes", "chained_row_digest")
+# The key columns an archive's rows carry beside the columns their digest covers: two columns
+# joined by a space, for the tables keyed by two.
+JOINED_KEY_COLUMNS = {"governed_bindings": "binding_key", "run_events": "run_event_key"}
+# The tables whose rows of a task seals of the ledger chain cover: an archive holds those rows
+# without the seals.
+LEDGER_SEALED_TABLES = frozenset({"auxiliary_runs", "governed_bindings", "run_events"})
 
 
 def canonical(value: Any) -> str:
@@ -111,6 +118,8 @@ class ExportCheck:
     state_tables: set[str] = field(default_factory=set)
     # The task rows whose last seal was folded from v4 changes.
     folded_rows: int = 0
+    # An archive's bundle files whose bytes hash to their names.
+    bundles: int = 0
 
     def lines_with_problems(self) -> set[int]:
         return {number for number, _ in self.problems}
@@ -124,7 +133,11 @@ class _Chain:
 
 
 class _ExportChecker:
-    def __init__(self) -> None:
+    def __init__(self, *, archive: bool) -> None:
+        self.archive = archive
+        self.bundles: dict[str, list[bytes]] = {}
+        self.bundles_named: set[str] = set()
+        self.bundles_whole: set[str] = set()
         self.found = ExportCheck()
         self.chains: dict[str, _Chain] = {}
         # The last seal of each state row: (event id, digest), a task row's v4 fold apart.
@@ -210,11 +223,32 @@ class _ExportChecker:
         table, key, digest = line["state"], line["key"], line["digest"]
         self.found.state_tables.add(table)
         self.seen.add((table, key))
+        if self.archive:
+            row = dict(line["row"])
+            row.pop(JOINED_KEY_COLUMNS.get(table, ""), None)
+            if row_digest(table, key, row) != digest:
+                self.problem(f"{table} {key}: the row does not give its line's digest")
+            if table == "task_proposals":
+                self.bundles_named.add(row["bundle_sha256"])
         last = self.last_sealed(table, key)
+        if last is None and self.archive and table in LEDGER_SEALED_TABLES:
+            return  # its seal is the ledger's, which `verify-archive` holds it against
         if last is None:
             self.problem(f"{table} {key}: no seal wrote this row")
         elif digest is None or digest != last[1]:
             self.problem(f"{table} {key}: not the row event {last[0]} sealed")
+
+    def bundle(self, line: Mapping[str, Any]) -> None:
+        parts = self.bundles.setdefault(line["bundle"], [])
+        if line["part"] != len(parts):
+            self.problem(f"bundle {line['bundle']}: part {line['part']} out of order")
+        parts.append(base64.b64decode(line["data"]))
+        if line["part"] + 1 < line["parts"]:
+            return
+        if hashlib.sha256(b"".join(parts)).hexdigest() != line["bundle"]:
+            self.problem(f"bundle {line['bundle']}: its bytes hash to another sha256")
+        self.bundles_whole.add(line["bundle"])
+        self.found.bundles += 1
 
     def last_sealed(self, table: str, key: str) -> tuple[int, str] | None:
         image = self.sealed.get((table, key))
@@ -234,15 +268,17 @@ class _ExportChecker:
 
 
 def check_export(lines: Iterable[str]) -> ExportCheck:
-    """Check an export (`aios-ledger export`, JSON lines) by the page's rules: the header, each
-    event's seal and its place in its chain, the chained task rows of v4 seals, the state lines
-    of an export of everything against the last seal of each row, the head and the trailer."""
-    checker = _ExportChecker()
+    """Check an export (`aios-ledger export` of everything or of a task, or an `aios-ledger
+    archive` file: JSON lines) by the page's rules: the header, each event's seal and its place
+    in its chain, the chained task rows of v4 seals, the state lines against the last seal of
+    each row (an archive's rows against their lines), an archive's bundles, the head and the
+    trailer."""
     parsed = [json.loads(text) for text in lines]
     header, *body = parsed
     scope = header.get("scope")
-    if header.get("schema") != EXPORT_SCHEMA or scope not in ("all", "task"):
-        checker.problem("not the header of an export of everything or of a task")
+    checker = _ExportChecker(archive=scope == "archive")
+    if header.get("schema") != EXPORT_SCHEMA or scope not in ("all", "task", "archive"):
+        checker.problem("not the header of an export")
     dense = scope == "all" and header.get("dense_ids", True)
     trailer = None
     for checker.number, line in enumerate(body, start=2):
@@ -252,14 +288,18 @@ def check_export(lines: Iterable[str]) -> ExportCheck:
             trailer = line
         elif "state" in line:
             checker.state(line)
+        elif "bundle" in line:
+            checker.bundle(line)
         elif "archived" in line:
             checker.archived(line)
         else:
             if dense and line["event_id"] != checker.found.last_event_id + 1:
                 checker.problem(f"dense ids, yet event {line['event_id']} follows a gap")
             checker.event(line)
-    if scope == "all":
+    if scope != "task":
         checker.rows_gone()
+    for missing in sorted(checker.bundles_named - checker.bundles_whole):
+        checker.problem(f"bundle {missing}: a proposal names it, the archive lacks it")
     found = checker.found
     rolled = {
         "end": EXPORT_SCHEMA,

@@ -6,7 +6,8 @@ binding; a governed write with its attestation; a repository's settings; runs, t
 an auxiliary run over them; API tokens; an archive), exported, and checked by
 `conformance_support.check_export`, a verifier written from the page with the standard library
 alone: every line of every chain, the task rows folded from v4 seals, the state lines, the head
-and the trailer. A line changed against the page's rules is reported, at that line.
+and the trailer, of the export of everything, of each task's and of the archive's file. A line
+changed against the page's rules is reported, at that line.
 """
 
 from __future__ import annotations
@@ -49,9 +50,10 @@ from test_log_support import raw_rows
 pytest_generate_tests = both_engines
 
 LANDED = "t-landed"
+PROPOSED = "t-proposed"
 # The tasks the archive takes (finished, no governed write), and those it leaves (one landed by
 # a governed write, the others queued again or never claimed).
-ARCHIVED = ("t-done", "t-cancelled")
+ARCHIVED = ("t-done", "t-cancelled", PROPOSED)
 KEPT = ("t-landed", "t-rework", "t-retried", "t-open")
 STATE_TABLES = {
     "api_tokens",
@@ -149,6 +151,8 @@ def _governed(target: Path, root: Path) -> None:
     bare, base = make_repository(root)
     register(target, bare)
     verified_proposal(target, LANDED, binding(LANDED, base), {"widget.txt": "improved\n"})
+    # Verified and never written: archived with its proposal's bundle.
+    verified_proposal(target, PROPOSED, binding(PROPOSED, base), {"notes.txt": "later\n"})
     with Database(target) as db:
         change_repository_settings(
             db, REPOSITORY, {"scan_max_seconds": 60}, idempotency_key="settings-1"
@@ -199,7 +203,7 @@ def _clean(found: ExportCheck) -> ExportCheck:
     return found
 
 
-def test_the_page_reproduces_every_seal_of_an_export(ledger: Path) -> None:
+def test_the_page_reproduces_every_seal_of_an_export(ledger: Path, tmp_path: Path) -> None:
     lines = export_lines(ledger)
     found = _clean(check_export(lines))
     with Database(ledger) as db:
@@ -257,6 +261,17 @@ def test_the_page_reproduces_every_seal_of_an_export(ledger: Path) -> None:
         assert {(e["row_changes"], e["chained_row_digest"]) for e in ledger_lines} == {(None, None)}
     else:
         assert not any(set(CHAINED_FIELDS) & set(event) for event in events)
+
+    # The archive's file: the archived tasks' chains whole, and their rows.
+    archive = (tmp_path / "archive.jsonl").read_text("ascii").splitlines()
+    archived = _clean(check_export(archive))
+    assert set(archived.tips) == {"task:" + task_id for task_id in ARCHIVED}
+    assert archived.state_tables >= {"tasks", "run_events", "governed_bindings", "task_proposals"}
+    assert archived.bundles == 1
+    # A task's goal changed in the file is reported at its state line.
+    row = next(i for i, line in enumerate(archive) if line.endswith('"state":"tasks"}'))
+    changed = _mutated(archive, row, lambda line: line["row"].update(goal="another goal"))
+    assert check_export(changed).lines_with_problems() == {row + 1}
 
     for task_id in KEPT:
         found = _clean(check_export(export_lines(ledger, task_id)))
