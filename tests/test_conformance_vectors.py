@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import conformance_support as page
 from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.records import EventRow
@@ -146,19 +147,6 @@ _V2_EVENTS = [
     ),
     ((None, None, "GOVERNED_BINDING_REGISTERED", {"job_id": "j"}, "2026-08-20T00:00:05Z"), []),
 ]
-
-
-_TIMESTAMP_COLUMNS = {"created_at", "updated_at", "deadline", "lease_expires_at", "not_before"}
-
-
-def _digested_columns(columns: dict[str, Any]) -> dict[str, Any]:
-    """The columns a state row's digest covers, as docs/conformance.md says: every one, a
-    timestamp's `.000Z` written as `Z`."""
-    digested = {}
-    for name, value in columns.items():
-        whole_second = isinstance(value, str) and value.endswith(".000Z")
-        digested[name] = value[:-5] + "Z" if name in _TIMESTAMP_COLUMNS and whole_second else value
-    return digested
 
 
 def _seals() -> dict[str, Any]:
@@ -394,56 +382,36 @@ def test_vectors_are_golden(golden: SnapshotAssertion) -> None:
 # An independent implementation of docs/conformance.md: the standard library only.
 
 
-def _canon(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def _domain_digest(domain: str, data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(domain.encode("utf-8") + b"\0" + data).hexdigest()
-
-
 def test_the_documented_rules_reproduce_every_vector() -> None:
     document = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
     for case in document["canonical_json"]:
-        assert _canon(case["value"]) == case["canonical"]
+        assert page.canonical(case["value"]) == case["canonical"]
         assert hashlib.sha256(case["canonical"].encode("ascii")).hexdigest() == case["sha256_hex"]
     for case in document["digest_bytes"]:
-        assert _domain_digest(case["domain"], bytes.fromhex(case["data_hex"])) == case["digest"]
+        assert page.domain_digest(case["domain"], bytes.fromhex(case["data_hex"])) == case["digest"]
     for case in document["execution_envelopes"]:
         envelope = dict(case["envelope"])
         digest = envelope.pop("execution_digest")
         assert envelope["binding"] == case["binding"]
-        assert digest == _domain_digest(envelope["schema"], _canon(envelope).encode("ascii"))
+        assert digest == page.domain_digest(
+            envelope["schema"], page.canonical(envelope).encode("ascii")
+        )
     seals = document["event_seals"]
-    head = "sha256:" + hashlib.sha256(b"aios.ledger_head.v1").hexdigest()
+    head = page.EMPTY_HEAD
     assert head == seals["empty_head"]
+    assert seals["genesis_seal"] == page.GENESIS_SEAL
     tips: dict[str, tuple[int, str]] = {}
     for event in seals["events"]:
-        chain = "ledger" if event["task_id"] is None else "task:" + event["task_id"]
-        chain_seq, prev_seal = tips.get(chain, (0, seals["genesis_seal"]))
-        sealed = {
-            name: event[name]
-            for name in ("event_id", "task_id", "agent_id", "event_type", "payload_json")
-        }
-        sealed.update(
-            created_at=event["created_at"],
-            chain=chain,
-            chain_seq=chain_seq + 1,
-            prev_seal=prev_seal,
-        )
-        domain = "aios.event_seal.v1"
+        chain = page.chain_of(event["task_id"])
+        chain_seq, prev_seal = tips.get(chain, (0, page.GENESIS_SEAL))
+        rows = None
         if event["seal_version"] == 2:
-            domain = "aios.event_seal.v2"
-            sealed["rows"] = []
+            rows = []
             for written in event["rows"]:
-                state = {name: written[name] for name in ("table", "key", "columns")}
-                state["columns"] = _digested_columns(written["columns"])
-                digest = _domain_digest("aios.state_row.v1", _canon(state).encode("ascii"))
+                digest = page.row_digest(written["table"], written["key"], written["columns"])
                 assert digest == written["digest"]
-                sealed["rows"].append(
-                    {"table": written["table"], "key": written["key"], "digest": digest}
-                )
-        seal = _domain_digest(domain, _canon(sealed).encode("ascii"))
+                rows.append({"table": written["table"], "key": written["key"], "digest": digest})
+        seal = page.event_seal(event, chain_seq + 1, prev_seal, event["seal_version"], rows)
         assert (event["chain"], event["chain_seq"], event["prev_seal"], event["seal"]) == (
             chain,
             chain_seq + 1,
@@ -451,13 +419,12 @@ def test_the_documented_rules_reproduce_every_vector() -> None:
             seal,
         )
         tips[chain] = (chain_seq + 1, seal)
-        rolled = f"{head}\0{event['event_id']}\0{seal}".encode()
-        head = _domain_digest("aios.ledger_head.v1", rolled)
+        head = page.roll_head(head, event["event_id"], seal)
         assert head == event["head_after"]
     for case in document["request_digests"]:
         bound = {"operation": case["operation"], "subject": case["subject"]}
         bound["request"] = case["request"]
-        expected = hashlib.sha256(_canon(bound).encode("ascii")).hexdigest()
+        expected = hashlib.sha256(page.canonical(bound).encode("ascii")).hexdigest()
         assert expected == case["digest"]
     for case in document["lease_tokens"]:
         assert hashlib.sha256(case["token"].encode("utf-8")).hexdigest() == case["sha256"]
@@ -520,7 +487,7 @@ def _check_merkle_vectors(vector: dict[str, Any]) -> None:
 def _check_dsse_vectors(vector: dict[str, Any], log: dict[str, Any]) -> None:
     """The payload is the Statement's canonical JSON; the signature covers DSSE's PAE of it;
     the keyid is the log key's signed-note key ID (everything but Ed25519 itself)."""
-    payload = _canon(vector["statement"]).encode("ascii")
+    payload = page.canonical(vector["statement"]).encode("ascii")
     assert payload.decode("ascii") == vector["payload"]
     kind = vector["payload_type"].encode()
     pae = b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)

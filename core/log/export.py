@@ -1,14 +1,14 @@
 """The export format of the sealed log: JSON lines, checked offline by the same verifier.
 
-Line 1 is a header `{"schema": EXPORT_SCHEMA, "scope": "all"}` (or `"task"` with `task_id`);
-then one line per event in id order with its content exactly as stored (its `actor` too, null
-for an event written before events named their actors; an older export's lines have no such
-field, and read as null) and its seal, chain,
-chain_seq, prev_seal, seal_version, (v4) `row_changes` and `chained_row_digest` (only on a line
-whose seal holds them) and (v2, v3, v4) the state rows the seal covers (`rows`); an export of
+Line 1 is a header `{"schema": EXPORT_SCHEMA, "scope": "all"}` (or `"task"` with `task_id`); then
+one line per event in id order with its content exactly as stored (its `actor` too, null for an
+event written before events named their actors; an older export's lines have no such field, and read
+as null) and its seal, chain, chain_seq, prev_seal, seal_version, (v4) `row_changes` and
+`chained_row_digest` (on every v4 line, null where the seal holds null; an older export left both
+out where both were null) and (v2, v3, v4) the state rows the seal covers (`rows`); an export of
 everything then holds one line per current state row, `{"state": table, "key": key, "digest":
-digest}`, which the offline check holds against the last sealed row of it in the export, as
-`verify` does in the database; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
+digest}`, which the offline check holds against the last sealed row of it in the export, as `verify`
+does in the database; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
 "last_event_id": id, "digest": rolling head digest}` over the lines before it, so that a cut or
 edited export is noticed. For `--all` the trailer equals the ledger's head at export time.
 
@@ -86,7 +86,7 @@ EVENT_FIELDS = record_columns(EventRow)
 # event that names none), absent from a line written before.
 ACTOR_FIELD = "actor"
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
-# A v4 seal's own columns: on the line of a seal that holds them, absent from any other.
+# A v4 seal's own columns: on every v4 line (an older export left out null ones), on no other.
 CHAINED_FIELDS = ("row_changes", "chained_row_digest")
 ROWS_FIELD = "rows"
 STATE_FIELDS = frozenset(("state", "key", "digest"))

@@ -109,8 +109,8 @@ class SealRow:
 
     def public(self) -> dict[str, Any]:
         """The seal's columns without its event id (an export line holds it once); the two
-        columns of v4 only in a seal that holds them, so that an older seal's line is the line
-        it always was."""
+        columns of v4 on every v4 seal's line, null where the event wrote no task row, and on
+        no other, so that an older seal's line is the line it always was."""
         line = {
             "chain": self.chain,
             "chain_seq": self.chain_seq,
@@ -119,7 +119,7 @@ class SealRow:
             "sealed_at_adoption": self.sealed_at_adoption,
             "seal_version": self.seal_version,
         }
-        if self.row_changes is not None or self.chained_row_digest is not None:
+        if self.seal_version == SEAL_VERSION_4:
             line["row_changes"] = self.row_changes
             line["chained_row_digest"] = self.chained_row_digest
         return line
