@@ -51,6 +51,7 @@ if typing.TYPE_CHECKING:
     from aios_ledger.shell.cli import main
     from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
     from aios_ledger.shell.db.connection import Database
+    from aios_ledger.shell.db.merkle import current_tree_head, prove_consistency, prove_inclusion
     from aios_ledger.shell.db.migrator import MigrationReport, migrate_database, migration_status
     from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
     from aios_ledger.shell.git.repos import add_repository, change_repository_settings
@@ -63,7 +64,6 @@ if typing.TYPE_CHECKING:
         verify_archive,
     )
     from aios_ledger.shell.log.export import export_log, verify_export
-    from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, prove_inclusion
     from aios_ledger.shell.log.verification import ledger_head, verify_log
     from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
     from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -192,9 +192,9 @@ _HOMES: dict[str, str] = {
     "verify_archive": "aios_ledger.shell.log.archive",
     "verify_log": "aios_ledger.shell.log.verification",
     "ledger_head": "aios_ledger.shell.log.verification",
-    "current_tree_head": "aios_ledger.shell.log.merkle",
-    "prove_inclusion": "aios_ledger.shell.log.merkle",
-    "prove_consistency": "aios_ledger.shell.log.merkle",
+    "current_tree_head": "aios_ledger.shell.db.merkle",
+    "prove_inclusion": "aios_ledger.shell.db.merkle",
+    "prove_consistency": "aios_ledger.shell.db.merkle",
     "system_clock": "aios_ledger.shell.clock",
     "main": "aios_ledger.shell.cli",
     "AUTHORIZATION_ENV": "aios_ledger.shell.clock",

@@ -1016,7 +1016,7 @@ def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     )
     from aios_ledger.shell.db.apply import apply_decision
     from aios_ledger.shell.db.connection import fetch_one
-    from aios_ledger.shell.log.tail import read_log_tail
+    from aios_ledger.shell.db.tail import read_log_tail
 
     _create(ledger)
     seen = ledger.database.read(lambda conn: fetch_one(conn, "get_task", {"task_id": "t1"}))
