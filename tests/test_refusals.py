@@ -332,7 +332,7 @@ def test_the_write_refused_then_landed_shows_its_refusal_in_why_history_and_cons
 def console_task_page(db_target: Path | str, task_id: str) -> str:
     """The task's console page, as an auditor signed in sees it (the ASGI app, in process)."""
     from aios_ledger.shell.api.backend import ApiSettings
-    from aios_ledger.shell.api.served import served_app
+    from aios_ledger.shell.serve.app import served_app
     from starlette.testclient import TestClient
 
     with Database(db_target) as db:

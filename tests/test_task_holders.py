@@ -17,10 +17,10 @@ import pytest
 from aios_ledger.core.tasks.listing import TaskPageRequest, page_statement
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.api.backend import ApiSettings
-from aios_ledger.shell.api.served import served_app
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.statements import _PARAMETER, statements
+from aios_ledger.shell.serve.app import served_app
 from aios_ledger.shell.tasks import listing
 from conftest import both_engines
 from starlette.testclient import TestClient

@@ -208,7 +208,7 @@ def test_with_tracing_off_nothing_of_opentelemetry_is_even_imported(tmp_path: Pa
     program = f"""
 import sys
 from aios_ledger.shell import LedgerClient, TaskLedger
-from aios_ledger.shell.api.served import served_app
+from aios_ledger.shell.serve.app import served_app
 from aios_ledger.shell.api.backend import ApiSettings
 from aios_ledger.shell.work.worker import Worker
 with TaskLedger({str(tmp_path / "ledger.db")!r}) as ledger:
