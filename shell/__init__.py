@@ -56,7 +56,7 @@ if typing.TYPE_CHECKING:
     from aios_ledger.shell.git.proposals import ProposalLimits, record_proposal
     from aios_ledger.shell.git.repos import add_repository, change_repository_settings
     from aios_ledger.shell.git.workspace import GitWorkspaces
-    from aios_ledger.shell.git.writes import governed_write, recover_writes
+    from aios_ledger.shell.governed.writes import governed_write, recover_writes
     from aios_ledger.shell.log.archive import (
         archive_tasks,
         restore_archive,
@@ -157,8 +157,8 @@ _HOMES: dict[str, str] = {
     "add_repository": "aios_ledger.shell.git.repos",
     "change_repository_settings": "aios_ledger.shell.git.repos",
     "record_proposal": "aios_ledger.shell.git.proposals",
-    "governed_write": "aios_ledger.shell.git.writes",
-    "recover_writes": "aios_ledger.shell.git.writes",
+    "governed_write": "aios_ledger.shell.governed.writes",
+    "recover_writes": "aios_ledger.shell.governed.writes",
     "GitWorkspaces": "aios_ledger.shell.git.workspace",
     "RemoteWorkspaces": "aios_ledger.shell.remote.workspaces",
     "ProposalLimits": "aios_ledger.shell.git.proposals",

@@ -25,9 +25,9 @@ from aios_ledger.shell.attest.commits import why_commit
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.connection import Database, fetch_one
-from aios_ledger.shell.git import writes
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from aios_ledger.shell.git.writes import governed_write, recover_writes
+from aios_ledger.shell.governed import writes
+from aios_ledger.shell.governed.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore

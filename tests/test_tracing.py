@@ -14,7 +14,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.traces import AttemptTrace, attempt_of_write, model_usage_attributes
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.tracing import disable_tracing, enable_tracing, requested_exporters
 from git_support import binding, make_repository, register, verified_proposal
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
