@@ -10,7 +10,8 @@ import pytest
 from aios_ledger.core import EventRow, LedgerError
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.log.seals import seal_of
-from aios_ledger.shell import Database, ledger_head, verify_log
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.verification import ledger_head, verify_log
 from conftest import both_engines, is_postgres
 from test_log_support import (
     ROUND_ROBIN,

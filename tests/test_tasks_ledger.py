@@ -15,16 +15,16 @@ import apsw.ext
 import pytest
 from aios_ledger.core import ClaimAnswer, LedgerError, lease_token_sha256
 from aios_ledger.core.actors import Actor
-from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.shell import (
-    AUTHORIZATION_ENV,
+from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
-    InitialExecutionProjectionStore,
     SourceCaptureProjectionRecoveryRequest,
-    TaskLedger,
 )
+from aios_ledger.core.tasks.queries import MAX_LIST
+from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from conftest import both_engines, is_postgres
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
