@@ -17,7 +17,8 @@ from typing import Any
 
 from aios_ledger.core.auxiliary import AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
-from aios_ledger.shell import AuxiliaryRunContext, AuxiliaryRunService, RunEvidenceReader, RunStore
+from aios_ledger.shell.auxiliary.service import AuxiliaryRunContext, AuxiliaryRunService
+from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 
 from .harness import Size, figure, interleaved_values, paired_ratio, sized, summary
 from .transitions import TRANSITIONS_PER_TASK, RawLoop, transitions_per_second

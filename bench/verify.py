@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aios_ledger.shell import Database, verify_log
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.verification import verify_log
 
 from .bench_verify import build, plain_read_and_hash
 from .harness import Size, figure, interleaved_values, paired_ratio, sized, summary

@@ -33,7 +33,7 @@ from aios_ledger.shell.db.connection import Database, fetch_all
 from aios_ledger.shell.db.statements import sql
 from aios_ledger.shell.git.repos import add_repository
 from aios_ledger.shell.git.runner import run_git
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore

@@ -70,10 +70,12 @@ COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("aios_ledger.shell.proofs.cli", ("key", "checkpoint", "verify-checkpoint", "witness")),
-    ("aios_ledger.shell.git.cli", ("repo", "propose", "proposals", "write", "write-recover")),
+    ("aios_ledger.shell.git.cli", ("repo", "propose", "proposals")),
+    ("aios_ledger.shell.governed.cli", ("write", "write-recover")),
     ("aios_ledger.shell.attest.cli", ("why", "verify-attestation")),
     ("aios_ledger.shell.schemas_cli", ("schema",)),
-    ("aios_ledger.shell.api.cli", ("serve", "token")),
+    ("aios_ledger.shell.serve.cli", ("serve",)),
+    ("aios_ledger.shell.api.cli", ("token",)),
     ("aios_ledger.shell.completion_cli", ("completion",)),
 )
 

@@ -20,7 +20,6 @@ from aios_ledger.core.structuring import Problem, check_built, structure
 from aios_ledger.shell.actors import ACTOR_ENV, declared_actor, declared_identity
 from aios_ledger.shell.config import config_path, load_settings
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV, Database, engine_for
-from aios_ledger.shell.tasks.ledger import TaskLedger
 
 DEFAULT_DB = "aios-ledger.db"
 MIGRATE_ENV = "AIOS_LEDGER_MIGRATE"
@@ -138,11 +137,6 @@ def synchronous(args: argparse.Namespace) -> str:
 def open_database(args: argparse.Namespace) -> Database:
     path = database_path(args)
     return Database(path, migrate=migrate_on_open(args), synchronous=synchronous(args))
-
-
-def task_ledger(args: argparse.Namespace) -> TaskLedger:
-    path = database_path(args)
-    return TaskLedger(path, migrate=migrate_on_open(args), synchronous=synchronous(args))
 
 
 # -- settings that a flag or the config file gives -------------------------------------------

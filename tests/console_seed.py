@@ -15,7 +15,7 @@ from aios_ledger.core.timestamps import Timestamp
 from aios_ledger.shell.api.tokens import issue_token, revoke_token
 from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from api_server import ApiServer, Scenario

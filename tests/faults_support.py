@@ -14,7 +14,8 @@ from pathlib import Path
 
 import apsw
 from aios_ledger.core import LedgerError
-from aios_ledger.shell import Database, verify_log
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.verification import verify_log
 from faults import FaultPlan
 
 SOAK = os.environ.get("AIOS_SOAK") == "1"

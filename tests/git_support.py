@@ -19,7 +19,7 @@ from aios_ledger.shell.git.proposals import QUARANTINE
 from aios_ledger.shell.git.repos import add_repository
 from aios_ledger.shell.git.runner import read_ref, run_git
 from aios_ledger.shell.git.workspace import Workspace, prepare_workspace, propose_from_workspace
-from aios_ledger.shell.git.writes import REFLOG_PREFIX
+from aios_ledger.shell.governed.writes import REFLOG_PREFIX
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.tasks.ledger import TaskLedger

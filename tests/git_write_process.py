@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git import writes
+from aios_ledger.shell.governed import writes
 
 
 def main() -> int:

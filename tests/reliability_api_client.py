@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from aios_ledger.shell import LedgerClient
+from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.remote.credentials import read_token_file
 from reliability_contention_client import Client
 from reliability_operations import perform

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from aios_ledger.core import LedgerError
-from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from reliability_operations import perform
 
 UNAVAILABLE_RETRIES = 100

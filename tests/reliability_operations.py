@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.tasks.ledger import TaskLedger
 
 
 def perform(ledger: TaskLedger, op: str, args: dict[str, Any], *, agent_id: str) -> Any:

@@ -21,8 +21,8 @@ import schemathesis
 from aios_ledger.shell import AUTHORIZATION_ENV, Database
 from aios_ledger.shell.api.backend import ApiSettings
 from aios_ledger.shell.api.openapi import build_document
-from aios_ledger.shell.api.served import served_app, served_operations
 from aios_ledger.shell.api.tokens import issue_token
+from aios_ledger.shell.serve.app import served_app, served_operations
 from hypothesis import HealthCheck, given, settings
 from legacy_fixtures import OWNER
 from schemathesis.checks import (

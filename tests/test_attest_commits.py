@@ -26,7 +26,7 @@ from aios_ledger.shell.attest.commits import (
 from aios_ledger.shell.attest.keys import SigningKey, generate_key, parse_verifier
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
 from conftest import ENGINES, is_postgres
 from git_support import binding, events_of, git, make_repository, register, verified_proposal

@@ -14,13 +14,12 @@ import pytest
 from aios_ledger.core import AuxiliaryRunError, JsonValue
 from aios_ledger.core.auxiliary import AuxiliaryRunSpec, AuxiliaryRunState, ExecutionFrame
 from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
-from aios_ledger.shell import (
+from aios_ledger.shell.auxiliary.service import (
     AuxiliaryRunContext,
     AuxiliaryRunService,
-    RunEvidenceReader,
-    RunStore,
+    owner_is_dead,
 )
-from aios_ledger.shell.auxiliary.service import owner_is_dead
+from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 
 # Seconds a test waits for a run or a token before it fails instead of hanging: a bound on
 # the wait, never an assertion on how long the run took.

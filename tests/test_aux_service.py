@@ -17,14 +17,14 @@ from aios_ledger.core.auxiliary import (
 )
 from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
 from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
-from aios_ledger.shell import (
+from aios_ledger.shell.auxiliary.service import (
     AuxiliaryRunContext,
     AuxiliaryRunService,
     CancellationToken,
-    RunEvidenceReader,
-    RunStore,
+    auxiliary_run_events,
+    list_auxiliary_runs,
 )
-from aios_ledger.shell.auxiliary.service import auxiliary_run_events, list_auxiliary_runs
+from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from conftest import both_engines, fresh_target
 
 pytest_generate_tests = both_engines

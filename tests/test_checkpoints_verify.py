@@ -26,8 +26,9 @@ from aios_ledger.core.proofs import (
     parse_note,
     signed_checkpoint,
 )
-from aios_ledger.shell import Database, verify_log
-from aios_ledger.shell.log.merkle import current_tree_head
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.merkle import current_tree_head
+from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.proofs.checkpoints import add_cosignatures, sign_checkpoint
 from aios_ledger.shell.proofs.keys import (
     Signer,

@@ -28,7 +28,7 @@ from aios_ledger.core.proofs import (
     verified_cosignatures,
 )
 from aios_ledger.shell import Database, issue_token
-from aios_ledger.shell.log.merkle import current_tree_head
+from aios_ledger.shell.db.merkle import current_tree_head
 from aios_ledger.shell.proofs.checkpoints import (
     add_cosignatures,
     latest_checkpoint,

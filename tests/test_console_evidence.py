@@ -20,10 +20,10 @@ from urllib.parse import quote
 
 import pytest
 from aios_ledger.shell.api.backend import ApiSettings
-from aios_ledger.shell.api.served import served_app
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.runs.store import RunStore
+from aios_ledger.shell.serve.app import served_app
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.web.task_record import RUN_EVENTS_SHOWN, RUN_TEXT_LIMIT, RUN_TEXT_SHOWN
 from conftest import both_engines

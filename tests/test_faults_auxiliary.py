@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from aios_ledger.core.auxiliary import AuxiliaryRunOutput, AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
-from aios_ledger.shell import (
+from aios_ledger.shell.auxiliary.service import (
     AuxiliaryRunContext,
     AuxiliaryRunService,
-    Database,
-    RunEvidenceReader,
-    RunStore,
+    auxiliary_run_events,
+    read_auxiliary_run,
 )
-from aios_ledger.shell.auxiliary.service import auxiliary_run_events, read_auxiliary_run
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from faults import OPERATIONS, FaultPlan, FaultVFS
 from faults_support import (
     MODES,

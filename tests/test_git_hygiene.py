@@ -23,7 +23,7 @@ from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, record_proposal
 from aios_ledger.shell.git.repos import change_repository_settings
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.git.workspace import Workspace
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.projection.bindings import register_binding
 from git_support import (

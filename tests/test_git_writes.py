@@ -21,7 +21,7 @@ from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, ProposalLimits, record_proposal
 from aios_ledger.shell.git.runner import check_ref_format, run_git
 from aios_ledger.shell.git.workspace import prepare_workspace
-from aios_ledger.shell.git.writes import governed_write, recover_writes
+from aios_ledger.shell.governed.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
 from conftest import ENGINES, is_postgres
 from git_support import (

@@ -39,10 +39,10 @@ from aios_ledger.shell import (
 )
 from aios_ledger.shell.api.app import create_app
 from aios_ledger.shell.api.backend import ApiSettings
-from aios_ledger.shell.api.served import served_app
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.connection import fetch_all
+from aios_ledger.shell.serve.app import served_app
 from conftest import both_engines
 from legacy_fixtures import (
     CAPABILITY,

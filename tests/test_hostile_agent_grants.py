@@ -38,8 +38,11 @@ from aios_ledger.core import (
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.rows import API_TOKENS, row_digest
 from aios_ledger.core.log.state import stored_row_state
-from aios_ledger.shell import Database, TaskLedger, review_submitted, verify_log
 from aios_ledger.shell.api.tokens import authenticate, issue_token, list_tokens
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.work.reviewer import review_submitted
 from api_server import ApiServer, cli
 from git_support import (
     CAPABILITY,

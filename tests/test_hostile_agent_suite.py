@@ -45,10 +45,10 @@ from typing import Any
 import attrs
 import pytest
 from aios_ledger.core import ClaimAnswer
-from aios_ledger.shell import LedgerClient
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.workspace import Workspace
 from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.remote.client import LedgerClient
 from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from api_server import ApiServer
 from git_support import (

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
-from aios_ledger.core.projection import ProjectionAnswer
-from aios_ledger.shell import (
-    AUTHORIZATION_ENV,
+from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
-    InitialExecutionProjectionStore,
+    ProjectionAnswer,
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.shell.cli import main
+from aios_ledger.shell.clock import AUTHORIZATION_ENV
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from conftest import both_engines
 from legacy_fixtures import (
     OWNER,

@@ -24,17 +24,14 @@ from aios_ledger.core.log.archive import (
 from aios_ledger.core.log.export import export_state_line
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import held_row_problem, state_row_columns, stored_row_state
-from aios_ledger.shell import (
-    Database,
-    RunStore,
-    TaskLedger,
-    export_log,
-    verify_export,
-    verify_log,
-)
 from aios_ledger.shell.cli import main
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
+from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.runs.store import RunStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from conftest import both_engines, is_postgres
 from legacy_fixtures import _postgres_reader
 from legacy_fixtures import rows as engine_rows

@@ -25,7 +25,7 @@ from aios_ledger.core.log.export import (
     export_bundle_lines,
     parse_export_header,
 )
-from aios_ledger.shell import Database, RunStore, TaskLedger, verify_export, verify_log
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.archive import (
     archive_tasks,
@@ -34,7 +34,11 @@ from aios_ledger.shell.log.archive import (
     verify_archive,
 )
 from aios_ledger.shell.log.cli import render_archive
+from aios_ledger.shell.log.export import verify_export
+from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.projection.bindings import register_binding
+from aios_ledger.shell.runs.store import RunStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.reviewer import review_submitted
 from conftest import both_engines, is_postgres
 from git_support import binding, make_repository, register, verified_proposal

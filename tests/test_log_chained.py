@@ -21,9 +21,11 @@ from aios_ledger.core.log.seals import ChainedRow, chain_of, seal_of, seal_of_st
 from aios_ledger.core.log.tail import LogTail
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.tasks.records import TaskRow
-from aios_ledger.shell import Database, TaskLedger, verify_log
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection
 from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from migration_support import roll_back_script
 from syrupy.assertion import SnapshotAssertion
 

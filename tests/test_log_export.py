@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log import EXPORT_SCHEMA
-from aios_ledger.shell import Database, export_log, ledger_head, verify_export
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.verification import ledger_head
 from conftest import both_engines, is_postgres
 from test_log_support import ROUND_ROBIN, build_log, codes_at, tamper
 

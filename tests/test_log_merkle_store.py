@@ -14,7 +14,7 @@ from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.merkle import TreeHead
 from aios_ledger.shell import Database, verify_log
-from aios_ledger.shell.log.merkle import (
+from aios_ledger.shell.db.merkle import (
     current_tree_head,
     prove_consistency,
     prove_inclusion,
@@ -143,7 +143,7 @@ def test_a_log_from_before_the_tree_gets_its_leaves_in_id_order(log: Path) -> No
     with Database(log) as db:
         with pytest.raises(LedgerError, match=r"^MERKLE_TREE_NOT_BUILT"):
             current_tree_head(db)
-        from aios_ledger.shell.log.merkle import build_tree
+        from aios_ledger.shell.db.merkle import build_tree
 
         assert db.write(build_tree) == len(ROUND_ROBIN)
         assert current_tree_head(db) == head

@@ -18,14 +18,17 @@ from aios_ledger.core.log.archived import ArchiveAccount, ArchivedChainEnd
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.restore import RestoreRequest, RestoreState, decide_restore
 from aios_ledger.core.log.seals import LEDGER_CHAIN
-from aios_ledger.shell import Database, TaskLedger, export_log, verify_export, verify_log
 from aios_ledger.shell.cli import main
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.archive import (
     archive_tasks,
     file_digest,
     restore_archive,
     verify_archive,
 )
+from aios_ledger.shell.log.export import export_log, verify_export
+from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from conftest import both_engines, is_postgres
 from legacy_fixtures import rows
 from test_log_archive import (

@@ -14,16 +14,14 @@ import pytest
 from aios_ledger.core import digest_json
 from aios_ledger.core.auxiliary import AuxiliaryCapabilityProfile
 from aios_ledger.core.log.rows import ROW_SCHEMA, row_digest
-from aios_ledger.shell import (
-    AUTHORIZATION_ENV,
-    Database,
-    InitialExecutionProjectionStore,
-    TaskLedger,
-    verify_log,
-)
 from aios_ledger.shell.auxiliary.service import AuxiliaryRunService
 from aios_ledger.shell.cli import main
+from aios_ledger.shell.clock import AUTHORIZATION_ENV
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
+from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from legacy_fixtures import OWNER, TASK, dump, legacy_database, projection_request, resolver
 from test_aux_service import FixtureExecutor, evidence, spec_for
 

@@ -10,7 +10,8 @@ import pytest
 from aios_ledger.core import EventRow, LedgerError
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.log.seals import seal_of
-from aios_ledger.shell import Database, ledger_head, verify_log
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.log.verification import ledger_head, verify_log
 from conftest import both_engines, is_postgres
 from test_log_support import (
     ROUND_ROBIN,
@@ -280,7 +281,7 @@ def test_a_rewritten_history_with_all_seals_recomputed_fails_the_head(log: Path)
     head = head_of(log)
     tamper(log, ("DELETE FROM event_seals", ()))
     with Database(log) as db:  # re-seal everything with the ledger's own code
-        from aios_ledger.shell.log.adoption import seal_unsealed_events
+        from aios_ledger.shell.db.adoption import seal_unsealed_events
 
         db.write(seal_unsealed_events)
         # The chains verify; the Merkle log's leaves are of the seals the ledger wrote.

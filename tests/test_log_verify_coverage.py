@@ -23,12 +23,16 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import verify_export_lines
 from aios_ledger.core.runs import decide_append_run_event
-from aios_ledger.shell import Database, RunStore, TaskLedger, export_log, verify_log
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.run import fetch_all
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_path
 from aios_ledger.shell.git.repos import change_repository_settings
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
+from aios_ledger.shell.log.export import export_log
+from aios_ledger.shell.log.verification import verify_log
+from aios_ledger.shell.runs.store import RunStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from conftest import both_engines, is_postgres
 from git_support import (
     REPOSITORY,

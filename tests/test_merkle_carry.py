@@ -14,8 +14,8 @@ from aios_ledger.core.plan import sealed_plan
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection
+from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE, current_tree_head, prove_consistency
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.log.merkle import TREE_FOR_UPDATE, current_tree_head, prove_consistency
 from test_log_support import build_log, event, tamper
 
 

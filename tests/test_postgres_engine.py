@@ -25,7 +25,7 @@ from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.run import Connection, fetch_one
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.copy import copy_ledger
 from conftest import postgres_url
 from git_support import OWNER, binding, make_repository, register, verified_proposal

@@ -29,7 +29,7 @@ from aios_ledger.shell.actors import acting_as
 from aios_ledger.shell.contracts import SOURCE_CAPTURE_RESULT, result_contract
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.connection import fetch_all, fetch_one
-from aios_ledger.shell.log.tail import read_log_tail
+from aios_ledger.shell.db.tail import read_log_tail
 from conftest import both_engines
 from legacy_fixtures import (
     CAPABILITY,

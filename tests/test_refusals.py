@@ -25,9 +25,9 @@ from aios_ledger.shell.attest.commits import why_commit
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.connection import Database, fetch_one
-from aios_ledger.shell.git import writes
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from aios_ledger.shell.git.writes import governed_write, recover_writes
+from aios_ledger.shell.governed import writes
+from aios_ledger.shell.governed.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -332,7 +332,7 @@ def test_the_write_refused_then_landed_shows_its_refusal_in_why_history_and_cons
 def console_task_page(db_target: Path | str, task_id: str) -> str:
     """The task's console page, as an auditor signed in sees it (the ASGI app, in process)."""
     from aios_ledger.shell.api.backend import ApiSettings
-    from aios_ledger.shell.api.served import served_app
+    from aios_ledger.shell.serve.app import served_app
     from starlette.testclient import TestClient
 
     with Database(db_target) as db:

@@ -19,7 +19,8 @@ from typing import Any
 import apsw
 import pytest
 from aios_ledger.core import LedgerError, TaskView
-from aios_ledger.shell import RunStore, TaskLedger
+from aios_ledger.shell.runs.store import RunStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from reliability_checks import ledger_anomalies, read_contents
 from reliability_history import epoch
 

@@ -29,14 +29,14 @@ from aios_ledger.core.git import RepositoryRow
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, MIGRATED_DEFAULTS
 from aios_ledger.core.log.rows import GOVERNED_REPOSITORIES, row_digest
 from aios_ledger.core.log.state import stored_row_state
-from aios_ledger.shell import Database, verify_log
-from aios_ledger.shell.db.connection import fetch_all
+from aios_ledger.shell.db.connection import Database, fetch_all
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.git.repos import (
     add_repository,
     change_repository_settings,
     show_repository,
 )
+from aios_ledger.shell.log.verification import verify_log
 from conftest import both_engines
 from git_support import REPOSITORY, git, make_repository
 from legacy_fixtures import dump, rows

@@ -34,7 +34,7 @@ from aios_ledger.core.runs.evidence import (
     RunCreateRequest,
     RunEventAppendRequest,
 )
-from aios_ledger.shell import RunEvidenceReader, RunStore
+from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from conftest import both_engines, fresh_target
 from engine_support import sqlite_database
 from hypothesis import given, settings

@@ -7,7 +7,7 @@ import gc
 from pathlib import Path
 
 from aios_ledger.shell.api.backend import ApiSettings
-from aios_ledger.shell.api.served import served_app, settle_startup_heap
+from aios_ledger.shell.serve.app import served_app, settle_startup_heap
 
 
 def _tracked(target: object) -> bool:

@@ -15,13 +15,14 @@ from typing import Any
 import apsw
 import pytest
 from aios_ledger.core.tasks.listing import TaskPageRequest, page_statement
-from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.api.backend import ApiSettings
-from aios_ledger.shell.api.served import served_app
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.cli import main
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.statements import _PARAMETER, statements
+from aios_ledger.shell.serve.app import served_app
 from aios_ledger.shell.tasks import listing
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from conftest import both_engines
 from starlette.testclient import TestClient
 from test_tasks_support import Clock

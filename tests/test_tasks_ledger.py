@@ -15,16 +15,16 @@ import apsw.ext
 import pytest
 from aios_ledger.core import ClaimAnswer, LedgerError, lease_token_sha256
 from aios_ledger.core.actors import Actor
-from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.shell import (
-    AUTHORIZATION_ENV,
+from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
-    InitialExecutionProjectionStore,
     SourceCaptureProjectionRecoveryRequest,
-    TaskLedger,
 )
+from aios_ledger.core.tasks.queries import MAX_LIST
+from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.db.statements import sql
+from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from conftest import both_engines, is_postgres
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -1016,7 +1016,7 @@ def test_a_plan_for_a_row_that_moved_on_is_a_revision_conflict(
     )
     from aios_ledger.shell.db.apply import apply_decision
     from aios_ledger.shell.db.connection import fetch_one
-    from aios_ledger.shell.log.tail import read_log_tail
+    from aios_ledger.shell.db.tail import read_log_tail
 
     _create(ledger)
     seen = ledger.database.read(lambda conn: fetch_one(conn, "get_task", {"task_id": "t1"}))

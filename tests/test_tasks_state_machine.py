@@ -26,7 +26,7 @@ from aios_ledger.core import (
     VerifyAnswer,
 )
 from aios_ledger.core.tasks import retry_delay_ms
-from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule

@@ -14,7 +14,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.traces import AttemptTrace, attempt_of_write, model_usage_attributes
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.tracing import disable_tracing, enable_tracing, requested_exporters
 from git_support import binding, make_repository, register, verified_proposal
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -208,7 +208,7 @@ def test_with_tracing_off_nothing_of_opentelemetry_is_even_imported(tmp_path: Pa
     program = f"""
 import sys
 from aios_ledger.shell import LedgerClient, TaskLedger
-from aios_ledger.shell.api.served import served_app
+from aios_ledger.shell.serve.app import served_app
 from aios_ledger.shell.api.backend import ApiSettings
 from aios_ledger.shell.work.worker import Worker
 with TaskLedger({str(tmp_path / "ledger.db")!r}) as ledger:

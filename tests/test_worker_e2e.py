@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import TaskView, Timestamp
-from aios_ledger.shell import TaskLedger
+from aios_ledger.shell.tasks.ledger import TaskLedger
 from signal_support import interruptible
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,13 +246,10 @@ def test_environment_reaches_the_command(tmp_path: Path) -> None:
 
 
 def governed_task(db: Path, task_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aios_ledger.shell import (
-        AUTHORIZATION_ENV,
-        Database,
-        InitialExecutionProjectionStore,
-        RegisteredBindingResolver,
-        register_binding,
-    )
+    from aios_ledger.shell.clock import AUTHORIZATION_ENV
+    from aios_ledger.shell.db.connection import Database
+    from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
+    from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 
     from examples.demo import OWNER, binding_for, project
 

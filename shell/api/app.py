@@ -74,8 +74,8 @@ from aios_ledger.shell.auxiliary.service import (
 )
 from aios_ledger.shell.clock import read_clock
 from aios_ledger.shell.db.connection import fetch_all, fetch_one, fetch_value
+from aios_ledger.shell.db.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.export import export_log
-from aios_ledger.shell.log.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
 from aios_ledger.shell.tasks.listing import read_task_page

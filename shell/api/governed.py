@@ -41,7 +41,7 @@ from aios_ledger.shell.attest.keys import SigningKey, configured_key_path, load_
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import admitted_context, record_proposal
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, base_bundle
-from aios_ledger.shell.git.writes import governed_write
+from aios_ledger.shell.governed.writes import governed_write
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aios_ledger.shell.api.tokens import Principal
-from aios_ledger.shell.web.sessions import COOKIE
 from starlette.requests import Request
 
 if TYPE_CHECKING:
     from aios_ledger.shell.api.backend import Backend
 
 
+# The cookie that holds a console session's id (read by the console and, for reads, the API).
+COOKIE = "aios_console_session"
 # The methods a console session may read the API with: reads only.
 COOKIE_METHODS = frozenset({"GET", "HEAD"})
 

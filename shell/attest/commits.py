@@ -50,10 +50,10 @@ from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
+from aios_ledger.shell.db.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
-from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.proofs.checkpoints import latest_checkpoint
 from aios_ledger.shell.proofs.keys import check_ed25519
 

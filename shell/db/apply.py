@@ -8,9 +8,9 @@ from typing import TypeVar
 from aios_ledger.core import ChainTip, LedgerError, LogTail, Replay, SqlWrite, WritePlan
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.seals import LEDGER_CHAIN, empty_chain_tip
+from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE, leaf_writes
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.log.merkle import TREE_FOR_UPDATE, leaf_writes
-from aios_ledger.shell.log.tail import read_chain_tips
+from aios_ledger.shell.db.tail import read_chain_tips
 
 # Where the store numbers a plan's events after the decision (a row-locked write: PostgreSQL's),
 # the tail's ids only order them within the transaction.
@@ -102,7 +102,7 @@ class PlanExecutor:
         if isinstance(decision, WritePlan) and decision.events:
             # Their Merkle leaves, run with the plan: on PostgreSQL the tree's head row is
             # locked from here to COMMIT, after the decision's reads and row locks, so leaf
-            # order is commit order (`shell/log/merkle.py`). The head row an append leaves is
+            # order is commit order (`shell/db/merkle.py`). The head row an append leaves is
             # the next plan's: a batch reads it once (its revision is compared-and-swapped on
             # every append all the same).
             leaves, self._tree = leaf_writes(self.conn, decision.events, self._tree)

@@ -20,10 +20,10 @@ from aios_ledger.core.migrations import (
     plan_migrations,
     refuse_unless_current,
 )
+from aios_ledger.shell.db.adoption import seal_unsealed_events
+from aios_ledger.shell.db.merkle import build_tree
 from aios_ledger.shell.db.run import Connection, execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files
-from aios_ledger.shell.log.adoption import seal_unsealed_events
-from aios_ledger.shell.log.merkle import build_tree
 
 T = TypeVar("T")
 

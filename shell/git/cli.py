@@ -1,5 +1,5 @@
-"""Commands of governed writes: repo add|settings|list|show, propose, proposals, write,
-write-recover."""
+"""Commands of governed repositories and proposals: repo add|settings|list|show, propose,
+proposals. (The governed write's commands are `shell/governed/cli.py`'s.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.records import record_from_row
-from aios_ledger.shell.attest.cli import attest_key_option, signing_key
 from aios_ledger.shell.cli_support import open_database, read_json_argument
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
@@ -21,7 +20,6 @@ from aios_ledger.shell.git.repos import (
     read_baseline,
     show_repository,
 )
-from aios_ledger.shell.git.writes import LEASE_WAIT_SECONDS, governed_write, recover_writes
 
 # The settings options of `repo add` and `repo settings`: (option, setting, what it parses to).
 _NUMBER_OPTIONS = (
@@ -120,23 +118,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     proposals = commands.add_parser("proposals", help="a task's proposals and their facts")
     proposals.add_argument("task_id")
     proposals.set_defaults(handler=_proposals)
-
-    write = commands.add_parser("write", help="write a verified task's proposal to its branch")
-    write.add_argument("task_id")
-    write.add_argument("--json", required=True, metavar="FILE", help="{idempotency_key}")
-    write.add_argument(
-        "--lease-wait",
-        type=float,
-        default=LEASE_WAIT_SECONDS,
-        help="seconds to wait for another write of the same branch",
-    )
-    attest_key_option(write)
-    write.set_defaults(handler=_write)
-
-    recover = commands.add_parser(
-        "write-recover", help="record the outcome of writes a crash left in doubt, from their refs"
-    )
-    recover.set_defaults(handler=_write_recover)
 
 
 def _settings_options(parser: argparse.ArgumentParser, *, changing: bool) -> None:
@@ -269,21 +250,3 @@ def _proposals(args: argparse.Namespace) -> Any:
         answer.pop("idempotent")
         answers.append(answer)
     return answers
-
-
-def _write(args: argparse.Namespace) -> Any:
-    raw = read_json_argument(args.json)
-    if not isinstance(raw, dict):
-        raise LedgerError("FIELDS_INVALID", "write takes {idempotency_key}")
-    with open_database(args) as db:
-        return governed_write(
-            db,
-            {**raw, "task_id": args.task_id},
-            lease_wait=max(0.0, args.lease_wait),
-            attest_key=signing_key(args),
-        )
-
-
-def _write_recover(args: argparse.Namespace) -> Any:
-    with open_database(args) as db:
-        return recover_writes(db)

@@ -1,2 +1,3 @@
-"""The sealed log in the database: reading its tail, sealing adopted events, verifying and
-exporting it."""
+"""The sealed log in the database: verifying, exporting, archiving and copying it, and following
+its events. (Its tail, its Merkle tree and the sealing of adopted events are the write path's:
+`shell/db`.)"""

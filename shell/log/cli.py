@@ -26,6 +26,7 @@ from aios_ledger.shell.db.connection import (
     engine_for,
     is_database_url,
 )
+from aios_ledger.shell.db.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.archive import (
     archive_tasks,
     restore_archive,
@@ -34,7 +35,6 @@ from aios_ledger.shell.log.archive import (
 )
 from aios_ledger.shell.log.copy import copy_ledger
 from aios_ledger.shell.log.export import export_log, verify_export
-from aios_ledger.shell.log.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.proofs.cli import read_note_argument
 from aios_ledger.shell.proofs.keys import check_ed25519, checkpoint_verifier_keys

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from aios_ledger.shell.api.cli import parse_listen
 from aios_ledger.shell.cli_support import UsageError
+from aios_ledger.shell.listen import parse_listen
 from aios_ledger.shell.remote.credentials import read_token_file
 
 TRANSPORTS = ("stdio", "http")

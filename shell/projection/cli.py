@@ -27,7 +27,6 @@ from aios_ledger.shell.cli_support import (
     open_database,
     read_json_argument,
     setting_option,
-    task_ledger,
 )
 from aios_ledger.shell.clock import AUTHORIZATION_ENV, configured_authorization
 from aios_ledger.shell.console import Shown, event_line, events_view, is_terminal
@@ -39,6 +38,7 @@ from aios_ledger.shell.log.follow import follow_events, json_line, log_end
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.remote.credentials import API_URL_ENV
+from aios_ledger.shell.tasks.arguments import task_ledger
 from aios_ledger.shell.work.cli import api_client, api_options
 
 # The API's client (and httpx under it) is imported where --api or the binding API's URL is

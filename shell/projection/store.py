@@ -53,7 +53,7 @@ from aios_ledger.shell.db.connection import (
     stream_records,
 )
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.log.tail import read_log_tail
+from aios_ledger.shell.db.tail import read_log_tail
 
 Resolver = Callable[[str, str, str, str, Any], Any]
 ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest

@@ -30,8 +30,8 @@ from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.proofs.cosignatures import split_cosignature
 from aios_ledger.shell.clock import read_clock
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.merkle import current_tree_head
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
-from aios_ledger.shell.log.merkle import current_tree_head
 from aios_ledger.shell.proofs.keys import Signer, check_ed25519
 
 LOG = logging.getLogger("aios_ledger.checkpoints")

@@ -198,7 +198,7 @@ def _witness(args: argparse.Namespace) -> int:
 
 def _witness_server(args: argparse.Namespace, log_keys: list[VerifierKey]) -> int:
     import uvicorn
-    from aios_ledger.shell.api.cli import bind_listener, parse_listen
+    from aios_ledger.shell.listen import bind_listener, parse_listen
     from aios_ledger.shell.proofs.witness_server import WitnessService, witness_app
 
     if args.once:

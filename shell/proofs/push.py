@@ -28,8 +28,8 @@ from aios_ledger.core.proofs.add_checkpoint import (
 )
 from aios_ledger.core.proofs.notes import COSIGNATURE_V1
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.merkle import prove_consistency
 from aios_ledger.shell.db.run import Connection, fetch_value
-from aios_ledger.shell.log.merkle import prove_consistency
 from aios_ledger.shell.proofs.checkpoints import ServedCheckpoint, add_cosignatures
 
 LOG = logging.getLogger("aios_ledger.checkpoints")

@@ -38,7 +38,6 @@ from aios_ledger.shell.cli_support import (
     emit,
     json_flag,
     read_json_argument,
-    task_ledger,
 )
 from aios_ledger.shell.console import (
     Shown,
@@ -49,6 +48,7 @@ from aios_ledger.shell.console import (
     tasks_view,
     watch_on_terminal,
 )
+from aios_ledger.shell.tasks.arguments import task_ledger
 
 WATCH_INTERVAL = 2.0
 MAX_WATCH_INTERVAL = 3600.0

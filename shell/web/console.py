@@ -39,10 +39,11 @@ from aios_ledger.core.api.tokens import ROLES, token_sha256
 from aios_ledger.shell.actors import acting_as, token_actor
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.backend import Backend
+from aios_ledger.shell.api.principals import COOKIE
 from aios_ledger.shell.api.problems import status_of
 from aios_ledger.shell.api.tokens import MAX_TOKEN_LENGTH, Principal, authenticate_digest
 from aios_ledger.shell.web.assets import StaticAssets
-from aios_ledger.shell.web.sessions import COOKIE, Session, SessionSettings, SessionStore
+from aios_ledger.shell.web.sessions import Session, SessionSettings, SessionStore
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response

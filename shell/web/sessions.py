@@ -18,9 +18,6 @@ from collections.abc import Callable
 
 import attrs
 
-# The cookie that holds a session's id (read by the console and, for reads, the API).
-COOKIE = "aios_console_session"
-
 SESSION_ID_BYTES = 32
 CSRF_TOKEN_BYTES = 32
 DEFAULT_IDLE_SECONDS = 30 * 60.0

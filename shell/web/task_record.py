@@ -6,7 +6,7 @@ proposal: changed files, a diff read from the governed repository, the secret-sc
 facts), and the governed writes (the branch move) with the commit's attestation.
 
 It reads through the same functions the API and `aios-ledger why` read through (the stores,
-`shell.attest.facts`, `shell.log.merkle`), on a reader: the console shows what the ledger
+`shell.attest.facts`, `shell.db.merkle`), on a reader: the console shows what the ledger
 answers, and never computes a second answer of its own.
 """
 
@@ -33,6 +33,7 @@ from aios_ledger.shell.attest.facts import (
     verdict_reviewer,
 )
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.db.run import Connection, Row, fetch_all, fetch_one
 from aios_ledger.shell.git.proposals import (
     SCRATCH_REFS,
@@ -43,7 +44,6 @@ from aios_ledger.shell.git.proposals import (
 )
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
-from aios_ledger.shell.log.merkle import prove_inclusion, tree_head_at
 
 # A task's page shows at most this many of its sealed events (a timeline row and a seal with
 # its inclusion proof: about 1.5 KB each), the latest first, older ones a link away

@@ -11,7 +11,7 @@ from typing import Any
 from aios_ledger.core.api.tokens import AUDITOR, OWNER
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.db.connection import fetch_all
-from aios_ledger.shell.log.merkle import tree_head_at
+from aios_ledger.shell.db.merkle import tree_head_at
 from aios_ledger.shell.web.console import Page, Rendered, Visit, see_other
 from aios_ledger.shell.web.verify_runs import runner_of
 from starlette.responses import JSONResponse, Response

@@ -8,7 +8,7 @@ from aios_ledger.core.log import AdoptionSealRequest, AdoptionState, decide_adop
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.run import Connection, stream_records
-from aios_ledger.shell.log.tail import read_log_tail
+from aios_ledger.shell.db.tail import read_log_tail
 
 
 def seal_unsealed_events(conn: Connection) -> int:

@@ -1,7 +1,7 @@
-"""The application `aios-ledger serve` runs: the core routes of `app.operations()` plus the
-governed-write routes (`governed.py`), the review routes (`review_routes.py`) and the checkpoint
-routes (`checkpoint_routes.py`), and the web console's pages under `/` (`shell/web`), after
-every API route.
+"""The application `aios-ledger serve` runs: the core routes of `shell/api/app.py`'s
+`operations()` plus the API's governed-write, review and checkpoint routes (`governed.py`,
+`review_routes.py`, `checkpoint_routes.py` in `shell/api`), and the web console's pages under
+`/` (`shell/web`), after every API route.
 
 One function, used by `serve` and by the tests that check the whole served app (schemathesis), so
 that no route is served untested and no test builds an app nobody serves."""
