@@ -7,89 +7,157 @@ records they take, so that `from aios_ledger.shell import ...` serves a caller t
 whole store.
 """
 
+import ast
 import importlib
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-# Each public name and the module that defines it, loaded on first use (PEP 562) rather than
-# imported here: every process of the command line imports this package, and a command needs a
-# few of the shell's modules, not the whole store (`python -m aios_ledger.shell.cli` also needs
-# its module not yet imported by this package).
-_HOMES: dict[str, str] = {
-    "add_repository": "aios_ledger.shell.git.repos",
-    "change_repository_settings": "aios_ledger.shell.git.repos",
-    "record_proposal": "aios_ledger.shell.git.proposals",
-    "governed_write": "aios_ledger.shell.governed.writes",
-    "recover_writes": "aios_ledger.shell.governed.writes",
-    "GitWorkspaces": "aios_ledger.shell.git.workspace",
-    "RemoteWorkspaces": "aios_ledger.shell.remote.workspaces",
-    "ProposalLimits": "aios_ledger.shell.git.proposals",
-    # stores and services
-    "TaskLedger": "aios_ledger.shell.tasks.ledger",
-    "RunStore": "aios_ledger.shell.runs.store",
-    "RunEvidenceReader": "aios_ledger.shell.runs.store",
-    "AuxiliaryRunService": "aios_ledger.shell.auxiliary.service",
-    "AuxiliaryRunHandle": "aios_ledger.shell.auxiliary.service",
-    "AuxiliaryRunContext": "aios_ledger.shell.auxiliary.service",
-    "AuxiliaryExecutor": "aios_ledger.shell.auxiliary.service",
-    "CancellationToken": "aios_ledger.shell.auxiliary.service",
-    "InitialExecutionProjectionStore": "aios_ledger.shell.projection.store",
-    "RegisteredBindingResolver": "aios_ledger.shell.projection.bindings",
-    "LedgerClient": "aios_ledger.shell.remote.client",
-    "HttpBindingResolver": "aios_ledger.shell.remote.bindings",
-    "Database": "aios_ledger.shell.db.connection",
-    "Worker": "aios_ledger.shell.work.worker",
-    "WorkerConfig": "aios_ledger.shell.work.worker",
-    # functions
-    "register_binding": "aios_ledger.shell.projection.bindings",
-    "list_auxiliary_runs": "aios_ledger.shell.auxiliary.service",
-    "read_auxiliary_run": "aios_ledger.shell.auxiliary.service",
-    "review_submitted": "aios_ledger.shell.work.reviewer",
-    "migrate_database": "aios_ledger.shell.db.migrator",
-    "migration_status": "aios_ledger.shell.db.migrator",
-    "MigrationReport": "aios_ledger.shell.db.migrator",
-    "export_log": "aios_ledger.shell.log.export",
-    "verify_export": "aios_ledger.shell.log.export",
-    "archive_tasks": "aios_ledger.shell.log.archive",
-    "restore_archive": "aios_ledger.shell.log.archive",
-    "show_archive": "aios_ledger.shell.log.archive",
-    "verify_archive": "aios_ledger.shell.log.archive",
-    "verify_log": "aios_ledger.shell.log.verification",
-    "ledger_head": "aios_ledger.shell.log.verification",
-    "current_tree_head": "aios_ledger.shell.db.merkle",
-    "prove_inclusion": "aios_ledger.shell.db.merkle",
-    "prove_consistency": "aios_ledger.shell.db.merkle",
-    "system_clock": "aios_ledger.shell.clock",
-    "main": "aios_ledger.shell.cli",
-    "AUTHORIZATION_ENV": "aios_ledger.shell.clock",
-    "acting_as": "aios_ledger.shell.actors",
-    "create_app": "aios_ledger.shell.api.app",
-    "ApiSettings": "aios_ledger.shell.api.backend",
-    "issue_token": "aios_ledger.shell.api.tokens",
-    "revoke_token": "aios_ledger.shell.api.tokens",
-    "list_tokens": "aios_ledger.shell.api.tokens",
-    # re-exported from the core: the seed's names, and the answers of the methods above
-    "LedgerError": "aios_ledger.core",
-    "GovernedExecutionBinding": "aios_ledger.core",
-    "project_execution_envelope": "aios_ledger.core",
-    "InitialExecutionProjectionError": "aios_ledger.core",
-    "InitialExecutionProjectionRequest": "aios_ledger.core.projection",
-    "SourceCaptureProjectionRecoveryRequest": "aios_ledger.core.projection",
-    "TaskSummary": "aios_ledger.core",
-    "CreateAnswer": "aios_ledger.core",
-    "ClaimAnswer": "aios_ledger.core",
-    "HeartbeatAnswer": "aios_ledger.core",
-    "SubmitAnswer": "aios_ledger.core",
-    "VerifyAnswer": "aios_ledger.core",
-    "CancelAnswer": "aios_ledger.core",
-    "RetryAnswer": "aios_ledger.core",
-    "ExpireAnswer": "aios_ledger.core",
-    "TaskView": "aios_ledger.core",
-    "EventView": "aios_ledger.core",
-    "HistoryEntry": "aios_ledger.core",
-    "ProjectionAnswer": "aios_ledger.core.projection",
-    "BindingAnswer": "aios_ledger.core.projection",
-}
+# Every process of the command line imports this package, and a command needs a few of the
+# shell's modules, not the whole store: so each public name is loaded on first use (PEP 562).
+# The imports below are the one list of the public names and their homes: type checkers read
+# them, and `_homes` reads the same lines to know where to load each name from.
+if TYPE_CHECKING:
+    from aios_ledger.core import (
+        CancelAnswer as CancelAnswer,
+        ClaimAnswer as ClaimAnswer,
+        CreateAnswer as CreateAnswer,
+        EventView as EventView,
+        ExpireAnswer as ExpireAnswer,
+        GovernedExecutionBinding as GovernedExecutionBinding,
+        HeartbeatAnswer as HeartbeatAnswer,
+        HistoryEntry as HistoryEntry,
+        InitialExecutionProjectionError as InitialExecutionProjectionError,
+        LedgerError as LedgerError,
+        RetryAnswer as RetryAnswer,
+        SubmitAnswer as SubmitAnswer,
+        TaskSummary as TaskSummary,
+        TaskView as TaskView,
+        VerifyAnswer as VerifyAnswer,
+        project_execution_envelope as project_execution_envelope,
+    )
+    from aios_ledger.core.projection import (
+        BindingAnswer as BindingAnswer,
+        InitialExecutionProjectionRequest as InitialExecutionProjectionRequest,
+        ProjectionAnswer as ProjectionAnswer,
+        SourceCaptureProjectionRecoveryRequest as SourceCaptureProjectionRecoveryRequest,
+    )
+    from aios_ledger.shell.actors import (
+        acting_as as acting_as,
+    )
+    from aios_ledger.shell.api.app import (
+        create_app as create_app,
+    )
+    from aios_ledger.shell.api.backend import (
+        ApiSettings as ApiSettings,
+    )
+    from aios_ledger.shell.api.tokens import (
+        issue_token as issue_token,
+        list_tokens as list_tokens,
+        revoke_token as revoke_token,
+    )
+    from aios_ledger.shell.auxiliary.service import (
+        AuxiliaryExecutor as AuxiliaryExecutor,
+        AuxiliaryRunContext as AuxiliaryRunContext,
+        AuxiliaryRunHandle as AuxiliaryRunHandle,
+        AuxiliaryRunService as AuxiliaryRunService,
+        CancellationToken as CancellationToken,
+        list_auxiliary_runs as list_auxiliary_runs,
+        read_auxiliary_run as read_auxiliary_run,
+    )
+    from aios_ledger.shell.cli import (
+        main as main,
+    )
+    from aios_ledger.shell.clock import (
+        AUTHORIZATION_ENV as AUTHORIZATION_ENV,
+        system_clock as system_clock,
+    )
+    from aios_ledger.shell.db.connection import (
+        Database as Database,
+    )
+    from aios_ledger.shell.db.merkle import (
+        current_tree_head as current_tree_head,
+        prove_consistency as prove_consistency,
+        prove_inclusion as prove_inclusion,
+    )
+    from aios_ledger.shell.db.migrator import (
+        MigrationReport as MigrationReport,
+        migrate_database as migrate_database,
+        migration_status as migration_status,
+    )
+    from aios_ledger.shell.git.proposals import (
+        ProposalLimits as ProposalLimits,
+        record_proposal as record_proposal,
+    )
+    from aios_ledger.shell.git.repos import (
+        add_repository as add_repository,
+        change_repository_settings as change_repository_settings,
+    )
+    from aios_ledger.shell.git.workspace import (
+        GitWorkspaces as GitWorkspaces,
+    )
+    from aios_ledger.shell.governed.writes import (
+        governed_write as governed_write,
+        recover_writes as recover_writes,
+    )
+    from aios_ledger.shell.log.archive import (
+        archive_tasks as archive_tasks,
+        restore_archive as restore_archive,
+        show_archive as show_archive,
+        verify_archive as verify_archive,
+    )
+    from aios_ledger.shell.log.export import (
+        export_log as export_log,
+        verify_export as verify_export,
+    )
+    from aios_ledger.shell.log.verification import (
+        ledger_head as ledger_head,
+        verify_log as verify_log,
+    )
+    from aios_ledger.shell.projection.bindings import (
+        RegisteredBindingResolver as RegisteredBindingResolver,
+        register_binding as register_binding,
+    )
+    from aios_ledger.shell.projection.store import (
+        InitialExecutionProjectionStore as InitialExecutionProjectionStore,
+    )
+    from aios_ledger.shell.remote.bindings import (
+        HttpBindingResolver as HttpBindingResolver,
+    )
+    from aios_ledger.shell.remote.client import (
+        LedgerClient as LedgerClient,
+    )
+    from aios_ledger.shell.remote.workspaces import (
+        RemoteWorkspaces as RemoteWorkspaces,
+    )
+    from aios_ledger.shell.runs.store import (
+        RunEvidenceReader as RunEvidenceReader,
+        RunStore as RunStore,
+    )
+    from aios_ledger.shell.tasks.ledger import (
+        TaskLedger as TaskLedger,
+    )
+    from aios_ledger.shell.work.reviewer import (
+        review_submitted as review_submitted,
+    )
+    from aios_ledger.shell.work.worker import (
+        Worker as Worker,
+        WorkerConfig as WorkerConfig,
+    )
 
+
+def _homes() -> dict[str, str]:
+    """Each name imported under `TYPE_CHECKING` above, and the module it is imported from."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    guarded = next(node for node in tree.body if isinstance(node, ast.If))
+    return {
+        alias.name: statement.module
+        for statement in guarded.body
+        if isinstance(statement, ast.ImportFrom) and statement.module is not None
+        for alias in statement.names
+    }
+
+
+_HOMES = _homes()
 __all__ = list(_HOMES)
 
 
