@@ -1,4 +1,5 @@
-"""Shared fixtures: golden snapshots in top-level `snapshots/`, the owner authorization."""
+"""Shared fixtures: golden snapshots in top-level `snapshots/`, the owner authorization, the
+ledgers of both engines; the markers that split the suite between `make test` and `make check`."""
 
 from __future__ import annotations
 
@@ -72,8 +73,12 @@ def _uses_postgres(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a server the PostgreSQL half is deselected, and the run ends with one line
-    saying so; with AIOS_REQUIRE_POSTGRES=1 it stays, and fails."""
+    """Mark every test for its selection (`make test` or `make check`). Without a server the
+    PostgreSQL half is deselected, and the run ends with one line saying so; with
+    AIOS_REQUIRE_POSTGRES=1 it stays, and fails."""
+    for item in items:
+        for name in selection_markers(item):
+            item.add_marker(name)
     postgres = [item for item in items if _uses_postgres(item)]
     if not postgres or os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":
         return
@@ -83,6 +88,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _POSTGRES_SKIPPED.append(f"{len(postgres)} tests, no PostgreSQL at {_server_url()}: {reason}")
     config.hook.pytest_deselected(items=postgres)
     items[:] = [item for item in items if not _uses_postgres(item)]
+
+
+# -- make test and make check ---------------------------------------------------------------------
+# `make test` runs the tests that carry none of CHECK_MARKERS, `make check` those that carry at
+# least one (tests/test_suite_selection.py holds that the two split the suite). A test that
+# carries one is marked here from what it uses, so a new test lands in the right half unmarked.
+CHECK_MARKERS = ("postgresql", "browser", "kills")
+
+# Chromium under Playwright through a fixture of console_support, or launched by the module.
+BROWSER_MODULES = frozenset(
+    {"test_console_browser", "test_console_pages_browser", "test_bench_paint"}
+)
+
+# Beside every tests/test_reliability_*.py: the tests whose subject is a process killed with
+# SIGKILL and what the ledger (or the host) is left with, at the counts they run at.
+KILL_TESTS = {
+    "test_api_event_stream": {"test_events_follow_over_the_api_resumes_after_a_dropped_connection"},
+    "test_git_writes": {
+        "test_a_write_killed_between_intent_and_outcome_is_reconciled_from_the_ref"
+    },
+    "test_worker_e2e": {"test_a_killed_worker_is_rescued_after_its_lease"},
+    "test_worker_processes": {
+        "test_a_sigkilled_worker_takes_its_agent_and_the_agents_children_along"
+    },
+}
+
+
+def selection_markers(item: pytest.Item) -> list[str]:
+    """The markers of CHECK_MARKERS that `item` takes from what it uses."""
+    module = item.path.stem
+    function = getattr(item, "originalname", item.name)
+    found = []
+    if _uses_postgres(item):
+        found.append("postgresql")
+    if module in BROWSER_MODULES or "chromium" in getattr(item, "fixturenames", ()):
+        found.append("browser")
+    if module.startswith("test_reliability_") or function in KILL_TESTS.get(module, ()):
+        found.append("kills")
+    return found
 
 
 @pytest.fixture(scope="session")
