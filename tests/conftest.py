@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from aios_ledger.shell import Database
+from aios_ledger.shell.db import migrator
 from aios_ledger.shell.db.engines import engine_names
+from aios_ledger.shell.db.engines.sqlite import SqliteDatabase
 from hypothesis import HealthCheck, settings
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -79,6 +83,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for name in selection_markers(item):
             item.add_marker(name)
+        if item.get_closest_marker("kills") is not None or item.path.stem in DURABLE_MODULES:
+            item.add_marker("durable")
     postgres = [item for item in items if _uses_postgres(item)]
     if not postgres or os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":
         return
@@ -115,6 +121,18 @@ KILL_TESTS = {
 }
 
 
+# Tests whose subject is what reaches the disk (a full disk, failed writes and syncs): their
+# ledgers keep the synchronous level they ask for (see `_quick_sqlite_ledgers`).
+DURABLE_MODULES = frozenset(
+    {
+        "test_faults_full_disk",
+        "test_faults_ledger",
+        "test_faults_auxiliary",
+        "test_faults_projection",
+    }
+)
+
+
 def selection_markers(item: pytest.Item) -> list[str]:
     """The markers of CHECK_MARKERS that `item` takes from what it uses."""
     module = item.path.stem
@@ -127,6 +145,54 @@ def selection_markers(item: pytest.Item) -> list[str]:
     if module.startswith("test_reliability_") or function in KILL_TESTS.get(module, ()):
         found.append("kills")
     return found
+
+
+# -- ledgers for tests ----------------------------------------------------------------------------
+# A fresh SQLite ledger opened in this process is a copy of one migrated once per test process
+# (copying a file costs a small part of migrating one), and it commits at synchronous=OFF: a
+# test needs a ledger that survives its process, not a power loss. Durability tests (marked
+# `durable`, and every `kills` test) keep what they ask for, as does a ledger opened through a
+# VFS (the fault shims count syncs) or at another level than the default FULL. A test that
+# changes the migrations gets them run for real; `init` and `migrate` always run them.
+@pytest.fixture(scope="session")
+def migrated_ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """A ledger migrated for real, and the migrations it holds."""
+    path = tmp_path_factory.mktemp("template") / "migrated.sqlite3"
+    Database(path).close()
+    assert not Path(f"{path}-wal").exists(), "the copy would miss what the WAL still holds"
+    return path, migrator.known_migrations("sqlite")
+
+
+@pytest.fixture(autouse=True)
+def _quick_sqlite_ledgers(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    migrated_ledger: tuple[Path, object],
+) -> None:
+    if request.node.get_closest_marker("durable") is not None:
+        return
+    template, migrations = migrated_ledger
+    opened = SqliteDatabase._open
+
+    def quick_open(
+        self: SqliteDatabase, path: Any, synchronous: str, vfs: str | None, step: Any
+    ) -> None:
+        file = "" if path is None or vfs is not None else os.fspath(path)
+        if file in ("", ":memory:"):
+            opened(self, path, synchronous, vfs, step)
+            return
+        if (
+            step.value == "migrate"
+            and not os.path.lexists(file)
+            and os.path.isdir(os.path.dirname(os.path.abspath(file)))
+            and migrator.known_migrations("sqlite") == migrations
+        ):
+            shutil.copyfile(template, file)
+        opened(self, path, synchronous, vfs, step)
+        if synchronous == "FULL":
+            self.conn.execute("PRAGMA synchronous = OFF")
+
+    monkeypatch.setattr(SqliteDatabase, "_open", quick_open)
 
 
 @pytest.fixture(scope="session")

@@ -15,15 +15,21 @@ from typing import cast
 
 import pytest
 from _pytest.mark.expression import Expression
+from aios_ledger.shell import Database
 from conftest import (
     BROWSER_MODULES,
     CHECK_MARKERS,
+    DURABLE_MODULES,
     KILL_TESTS,
     selection_markers,
 )
+from engine_support import sqlite_database
+from legacy_fixtures import dump
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
+# PRAGMA synchronous answers its level as a number.
+SYNCHRONOUS_OFF, SYNCHRONOUS_FULL = 0, 2
 
 
 def selection(name: str) -> str:
@@ -42,7 +48,7 @@ def test_the_makefile_runs_each_selection_with_its_expression() -> None:
 
 
 # Every marker the suite declares, the selections' own and the others.
-MARKERS = [*CHECK_MARKERS, "slow"]
+MARKERS = [*CHECK_MARKERS, "slow", "durable"]
 
 
 def test_pytest_declares_every_marker() -> None:
@@ -74,7 +80,7 @@ def test_every_combination_of_markers_is_in_exactly_one_selection(markers: set[s
 
 def test_the_tests_named_for_a_selection_exist() -> None:
     """A renamed test or module would otherwise leave its selection without a word."""
-    for module in BROWSER_MODULES:
+    for module in BROWSER_MODULES | DURABLE_MODULES:
         assert (TESTS / f"{module}.py").is_file(), module
     for module, functions in KILL_TESTS.items():
         tree = ast.parse((TESTS / f"{module}.py").read_text())
@@ -117,3 +123,27 @@ class Collected:
 )
 def test_a_test_is_marked_from_what_it_uses(test: Collected, expected: list[str]) -> None:
     assert selection_markers(cast(pytest.Item, test)) == expected
+
+
+# -- the ledgers a test opens (tests/conftest.py, `_quick_sqlite_ledgers`) ---------------------
+
+
+def synchronous_level(path: Path) -> int:
+    with Database(path) as db:
+        level = sqlite_database(db).conn.execute("PRAGMA synchronous").fetchall()[0][0]
+    assert isinstance(level, int)
+    return level
+
+
+def test_a_new_ledger_is_the_migrated_copy_at_synchronous_off(tmp_path: Path) -> None:
+    assert synchronous_level(tmp_path / "ledger.db") == SYNCHRONOUS_OFF
+
+
+@pytest.mark.durable
+def test_a_durable_test_migrates_its_ledger_and_keeps_full(
+    tmp_path: Path, migrated_ledger: tuple[Path, object]
+) -> None:
+    """What the copy stands for: a ledger migrated for real, row for row and table for table."""
+    assert synchronous_level(tmp_path / "ledger.db") == SYNCHRONOUS_FULL
+    template, _ = migrated_ledger
+    assert dump(tmp_path / "ledger.db") == dump(template)
