@@ -1,7 +1,7 @@
 """`make test` and `make check` split the suite: every test runs in exactly one of them.
 
 The two selections are the `-m` expressions the Makefile names; tests/conftest.py marks each test
-from what it uses (`selection_markers`)."""
+from what it uses (`selection_markers`). At the end: the quick ledgers conftest gives a test."""
 
 from __future__ import annotations
 
