@@ -1,11 +1,13 @@
-# Two commands matter: `make demo` and `make test`. Both build .venv first.
+# Two commands matter: `make demo` and `make test` (`make check` adds the rest of CI). All build
+# .venv first.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-# The browser tests (tests/test_console_browser.py) drive the system Chromium (/usr/bin/chromium).
-.PHONY: setup bytecode demo test lint soak bench-setup bench bench-quick bench-smoke schema docs screenshots readme-check clean
+# The browser tests (tests/test_console_browser.py, in `make check`) drive the system Chromium
+# (/usr/bin/chromium).
+.PHONY: setup bytecode demo test check lint soak bench-setup bench bench-quick bench-smoke schema docs screenshots readme-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,11 +46,19 @@ lint: $(STAMP)
 	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.entry -p aios_ledger.shell -p aios_ledger.sql
 	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py) $(wildcard tools/*.py)  # docs/hooks: through tests/test_docs_site.py
 
-# Four test processes on two cores: most of the suite waits on fsync, subprocesses and servers,
-# not on the CPU. The budget is about five minutes on two cores; longer runs are `make soak`'s
-# (CONTRIBUTING.md, "Test time").
-test: lint $(AXE) bytecode
-	$(VENV)/bin/pytest -q -n 4
+# `make test` is the suite a change must pass, in about five minutes on two cores: everything but
+# the tests tests/conftest.py marks `postgresql`, `browser` or `kills`. `make check` runs those,
+# then what CI runs besides (`.ci/run`; CONTRIBUTING.md, "Test time"). Four test processes on two
+# cores: part of the suite still waits on processes and servers, not on the CPU.
+TEST_SELECTION := not postgresql and not browser and not kills
+CHECK_SELECTION := postgresql or browser or kills
+
+test: lint bytecode
+	$(VENV)/bin/pytest -q -n 4 -m "$(TEST_SELECTION)"
+
+check: $(AXE) bytecode
+	$(VENV)/bin/pytest -q -n 4 -m "$(CHECK_SELECTION)"
+	$(MAKE) bench-smoke docs readme-check
 
 # The same suite at higher counts; the reliability tests append their figures (operations, kills,
 # anomalies) to soak-figures.jsonl for docs/reliability.md.

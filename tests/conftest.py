@@ -1,10 +1,12 @@
-"""Shared fixtures: golden snapshots in top-level `snapshots/`, the owner authorization."""
+"""Shared fixtures: golden snapshots in top-level `snapshots/`, the owner authorization, the
+ledgers of both engines; the markers that split the suite between `make test` and `make check`."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from aios_ledger.shell import Database
+from aios_ledger.shell.db import migrator
 from aios_ledger.shell.db.engines import engine_names
+from aios_ledger.shell.db.engines.sqlite import SqliteDatabase
 from hypothesis import HealthCheck, settings
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -72,8 +77,14 @@ def _uses_postgres(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a server the PostgreSQL half is deselected, and the run ends with one line
-    saying so; with AIOS_REQUIRE_POSTGRES=1 it stays, and fails."""
+    """Mark every test for its selection (`make test` or `make check`). Without a server the
+    PostgreSQL half is deselected, and the run ends with one line saying so; with
+    AIOS_REQUIRE_POSTGRES=1 it stays, and fails."""
+    for item in items:
+        for name in selection_markers(item):
+            item.add_marker(name)
+        if item.get_closest_marker("kills") is not None or item.path.stem in DURABLE_MODULES:
+            item.add_marker("durable")
     postgres = [item for item in items if _uses_postgres(item)]
     if not postgres or os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":
         return
@@ -83,6 +94,105 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _POSTGRES_SKIPPED.append(f"{len(postgres)} tests, no PostgreSQL at {_server_url()}: {reason}")
     config.hook.pytest_deselected(items=postgres)
     items[:] = [item for item in items if not _uses_postgres(item)]
+
+
+# -- make test and make check ---------------------------------------------------------------------
+# `make test` runs the tests that carry none of CHECK_MARKERS, `make check` those that carry at
+# least one (tests/test_suite_selection.py holds that the two split the suite). A test that
+# carries one is marked here from what it uses, so a new test lands in the right half unmarked.
+CHECK_MARKERS = ("postgresql", "browser", "kills")
+
+# Chromium under Playwright through a fixture of console_support, or launched by the module.
+BROWSER_MODULES = frozenset(
+    {"test_console_browser", "test_console_pages_browser", "test_bench_paint"}
+)
+
+# Beside every tests/test_reliability_*.py: the tests whose subject is a process killed with
+# SIGKILL and what the ledger (or the host) is left with, at the counts they run at.
+KILL_TESTS = {
+    "test_api_event_stream": {"test_events_follow_over_the_api_resumes_after_a_dropped_connection"},
+    "test_git_writes": {
+        "test_a_write_killed_between_intent_and_outcome_is_reconciled_from_the_ref"
+    },
+    "test_worker_e2e": {"test_a_killed_worker_is_rescued_after_its_lease"},
+    "test_worker_processes": {
+        "test_a_sigkilled_worker_takes_its_agent_and_the_agents_children_along"
+    },
+}
+
+
+# Tests whose subject is what reaches the disk (a full disk, failed writes and syncs): their
+# ledgers keep the synchronous level they ask for (see `_quick_sqlite_ledgers`).
+DURABLE_MODULES = frozenset(
+    {
+        "test_faults_full_disk",
+        "test_faults_ledger",
+        "test_faults_auxiliary",
+        "test_faults_projection",
+    }
+)
+
+
+def selection_markers(item: pytest.Item) -> list[str]:
+    """The markers of CHECK_MARKERS that `item` takes from what it uses."""
+    module = item.path.stem
+    function = getattr(item, "originalname", item.name)
+    found = []
+    if _uses_postgres(item):
+        found.append("postgresql")
+    if module in BROWSER_MODULES or "chromium" in getattr(item, "fixturenames", ()):
+        found.append("browser")
+    if module.startswith("test_reliability_") or function in KILL_TESTS.get(module, ()):
+        found.append("kills")
+    return found
+
+
+# -- ledgers for tests ----------------------------------------------------------------------------
+# A fresh SQLite ledger opened in this process is a copy of one migrated once per test process
+# (copying a file costs a small part of migrating one), and it commits at synchronous=OFF: a
+# test needs a ledger that survives its process, not a power loss. Durability tests (marked
+# `durable`, and every `kills` test) keep what they ask for, as does a ledger opened through a
+# VFS (the fault shims count syncs) or at another level than the default FULL. A test that
+# changes the migrations gets them run for real; `init` and `migrate` always run them.
+@pytest.fixture(scope="session")
+def migrated_ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """A ledger migrated for real, and the migrations it holds."""
+    path = tmp_path_factory.mktemp("template") / "migrated.sqlite3"
+    Database(path).close()
+    assert not Path(f"{path}-wal").exists(), "the copy would miss what the WAL still holds"
+    return path, migrator.known_migrations("sqlite")
+
+
+@pytest.fixture(autouse=True)
+def _quick_sqlite_ledgers(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    migrated_ledger: tuple[Path, object],
+) -> None:
+    if request.node.get_closest_marker("durable") is not None:
+        return
+    template, migrations = migrated_ledger
+    opened = SqliteDatabase._open
+
+    def quick_open(
+        self: SqliteDatabase, path: Any, synchronous: str, vfs: str | None, step: Any
+    ) -> None:
+        file = "" if path is None or vfs is not None else os.fspath(path)
+        if file in ("", ":memory:"):
+            opened(self, path, synchronous, vfs, step)
+            return
+        if (
+            step.value == "migrate"
+            and not os.path.lexists(file)
+            and os.path.isdir(os.path.dirname(os.path.abspath(file)))
+            and migrator.known_migrations("sqlite") == migrations
+        ):
+            shutil.copyfile(template, file)
+        opened(self, path, synchronous, vfs, step)
+        if synchronous == "FULL":
+            self.conn.execute("PRAGMA synchronous = OFF")
+
+    monkeypatch.setattr(SqliteDatabase, "_open", quick_open)
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +209,9 @@ def postgres_database() -> Iterator[str | None]:
     name = f"aios_test_{secrets.token_hex(6)}"
     with admin:
         admin.execute(f"CREATE DATABASE {name}")
+        # A commit need not wait for the server's WAL to reach the disk: what a test kills is a
+        # client or the API server, never PostgreSQL itself, so nothing a test sees changes.
+        admin.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
     try:
         yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
     finally:
@@ -125,9 +238,12 @@ def postgres_url(database: str | None) -> str:
     return f"{database}?search_path=t{os.getpid()}_{next(_SCHEMAS)}"
 
 
-# Migrating a schema takes about ten times as long as emptying one: a ledger's schema goes back
-# to the pool when its test ends, its tables truncated and its id counter at 0, as a fresh
-# ledger is (only one whose migrations are the current ones, which nothing else has changed).
+# Migrating a schema costs far more than emptying one: a ledger's schema goes back to the pool
+# when its test ends, its rows deleted and its id counters at 0, as a fresh ledger is (only one
+# whose migrations are the current ones, which nothing else has changed). The few rows a test
+# wrote are deleted rather than truncated, which would make every table's files anew; the
+# replica role lets the deletes past the triggers that refuse them on sealed rows (where the
+# tests' user may not take that role, each test migrates a schema of its own instead).
 _FREE: list[str] = []
 _LENT: list[tuple[str, str]] = []
 
@@ -175,8 +291,9 @@ def _emptied(database: str, schema: str) -> bool:
                 return False
             emptied = [name for name in tables if name not in KEPT_TABLES]
             with conn.transaction():
-                listed = ", ".join(f"{schema}.{name}" for name in emptied)
-                conn.execute(f"TRUNCATE {listed}".encode())
+                conn.execute(b"SET LOCAL session_replication_role = replica")
+                for name in emptied:
+                    conn.execute(f"DELETE FROM {schema}.{name}".encode())
                 for sequence in ("event_ids", "task_seqs"):
                     conn.execute(f"SELECT setval('{schema}.{sequence}', 1, false)".encode())
                 # The Merkle tree's head row as a fresh ledger's first open leaves it (the tree
