@@ -18,12 +18,6 @@ SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories WHERE name = :name;
 
--- name: list_governed_repositories
-SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
-       secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
-       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
-FROM governed_repositories ORDER BY name;
-
 -- A repository's settings (migration 0013): changed by its owner under its revision, each
 -- change kept by its idempotency key.
 
