@@ -2,15 +2,18 @@
 
 `shell/db/table_statements.py` renders it, when the statements are loaded, into the named
 statements that would otherwise be copied by hand per table (they print, run and are checked
-like any other): for every table, `all_TABLE` (its rows in key order, for `copy`, `verify` and
-the lists that show them all) and its whole-row insert (`copy_insert_TABLE`, or the name the
-ledger's own plans write it under); for every sealed state table, `state_rows_TABLE` (its rows
-beside the last sealed row of each, for `verify`) and its arm of the fragment
-`{{state_row_exists}}` (whether a sealed row is still there); for every table an archive takes
-rows of, `archive_rows_TABLE` (a task's rows with the digest their last seal took), their
-delete, and their arm of the fragment `{{archived_key_taken}}` (whether a restore's row is
-taken). Statements with a meaning of their
-own (compare-and-swap, claims, reads that decide) stay hand-written in the `.sql` files.
+like any other):
+- for every table, `all_TABLE` (its rows in key order, for `copy`, `verify` and the lists that
+  show them all) and its whole-row insert (under the name the ledger's plans write it by, or
+  `copy_insert_TABLE` where only a copy writes whole rows);
+- for every sealed state table, `state_rows_TABLE` (its rows beside the last sealed row of
+  each, for `verify`) and its arm of the fragment `{{state_row_exists}}` (whether a sealed row
+  is still there);
+- for every table an archive takes rows of, `archive_rows_TABLE` (a task's rows with the
+  digest their last seal took), their delete, and their arm of the fragment
+  `{{archived_key_taken}}` (whether a restore's row is taken).
+Statements with a meaning of their own (compare-and-swap, claims, reads that decide) stay
+hand-written in the `.sql` files.
 
 Columns are in the schema's order (a test holds them to both engines' schemas); a table's key is
 its primary key, which orders every read of all its rows.
@@ -88,6 +91,7 @@ TABLES: tuple[Table, ...] = (
         "events",
         key="event_id",
         columns="event_id task_id agent_id event_type payload_json created_at actor",
+        insert="insert_event",
     ),
     Table(
         "event_seals",
@@ -96,11 +100,13 @@ TABLES: tuple[Table, ...] = (
             "event_id chain chain_seq prev_seal seal sealed_at_adoption seal_version "
             "row_changes chained_row_digest"
         ),
+        insert="insert_seal",
     ),
     Table(
         "event_seal_rows",
         key="event_id position",
         columns="event_id position row_table row_key row_digest",
+        insert="insert_sealed_row",
     ),
     Table(
         "archived_events",
@@ -111,6 +117,7 @@ TABLES: tuple[Table, ...] = (
         "task_idempotency",
         key="idempotency_key",
         columns="idempotency_key operation subject request_sha256 response_json created_at",
+        insert="task_idempotency_insert",
         sealed=Sealed(
             history="sealed_history_of_first_answers",
             of_task="subject = :task_id",
@@ -124,6 +131,7 @@ TABLES: tuple[Table, ...] = (
             "idempotency_key task_id job_id request_sha256 execution_digest response_json "
             "created_at"
         ),
+        insert="insert_initial_projection",
         sealed=Sealed(
             history="sealed_history_of_projections",
             of_task="task_id = :task_id",
@@ -137,6 +145,7 @@ TABLES: tuple[Table, ...] = (
             "idempotency_key task_id job_id request_sha256 execution_digest response_json "
             "created_at"
         ),
+        insert="insert_source_capture_recovery",
         sealed=Sealed(
             history="sealed_history_of_projections",
             of_task="task_id = :task_id",
@@ -147,6 +156,7 @@ TABLES: tuple[Table, ...] = (
         "governed_bindings",
         key="task_id job_id",
         columns="task_id job_id binding_json binding_sha256 created_at",
+        insert="insert_binding",
         sealed=Sealed(
             history="sealed_history_of_bindings",
             key_name="binding_key",
@@ -170,6 +180,7 @@ TABLES: tuple[Table, ...] = (
         "run_events",
         key="run_id seq",
         columns="run_id seq kind payload_json created_at",
+        insert="insert_run_event",
         sealed=Sealed(
             history="sealed_history_of_run_events",
             key_name="run_event_key",
@@ -218,12 +229,14 @@ TABLES: tuple[Table, ...] = (
             "allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds "
             "agent_scan_window_seconds"
         ),
+        insert="governed_repository_insert",
         sealed=Sealed(),
     ),
     Table(
         "repository_settings_changes",
         key="idempotency_key",
         columns="idempotency_key repository request_sha256 revision response_json created_at",
+        insert="repository_settings_change_insert",
         sealed=Sealed(),
     ),
     Table(
@@ -234,6 +247,7 @@ TABLES: tuple[Table, ...] = (
             "bundle_bytes refs_json changed_files_json facts_json created_at scan_bytes "
             "scan_seconds"
         ),
+        insert="task_proposal_insert",
         sealed=Sealed(
             of_task="task_id = :task_id",
             delete="delete_archived_proposals",
@@ -246,6 +260,7 @@ TABLES: tuple[Table, ...] = (
             "charge_id repository agent_id task_id attempt bundle_sha256 code scan_bytes "
             "scan_seconds created_at"
         ),
+        insert="agent_scan_charge_insert",
         sealed=Sealed(
             of_task="task_id = :task_id",
             delete="delete_archived_scan_charges",
@@ -255,6 +270,7 @@ TABLES: tuple[Table, ...] = (
         "writer_leases",
         key="lease_id",
         columns="lease_id repository ref holder generation revision updated_at",
+        insert="writer_lease_insert",
         sealed=Sealed(),
     ),
     Table(
@@ -264,6 +280,7 @@ TABLES: tuple[Table, ...] = (
             "idempotency_key task_id proposal_id repository ref old_oid new_oid generation "
             "state code observed_oid changed_files_json revision created_at updated_at"
         ),
+        insert="governed_write_insert",
         sealed=Sealed(),
     ),
     Table(
@@ -273,6 +290,7 @@ TABLES: tuple[Table, ...] = (
             "idempotency_key task_id repository commit_oid keyid note_json provenance_sha256 "
             "review_sha256 created_at"
         ),
+        insert="commit_attestation_insert",
         sealed=Sealed(),
     ),
     Table(
@@ -282,6 +300,7 @@ TABLES: tuple[Table, ...] = (
             "spend_key task_id attempt agent_id repository day input_tokens output_tokens "
             "cost_micros cost_currency over_budget created_at"
         ),
+        insert="task_spend_insert",
         sealed=Sealed(
             of_task="task_id = :task_id",
             delete="delete_archived_spend",

@@ -32,11 +32,6 @@ LIMIT :limit;
 SELECT idempotency_key, request_sha256, response_json
 FROM task_idempotency WHERE idempotency_key = :idempotency_key;
 
--- name: task_idempotency_insert!
-INSERT INTO task_idempotency(
-  idempotency_key, operation, subject, request_sha256, response_json, created_at)
-VALUES (:idempotency_key, :operation, :subject, :request_sha256, :response_json, :created_at);
-
 -- name: tasks_count_of_status$
 -- How many tasks have one status, counted up to :bound + 1 at most (through tasks_claim_order,
 -- covering): the task list asks it to choose between tasks_page and tasks_page_of_status, and
