@@ -13,18 +13,6 @@ SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
   capabilities_json
 FROM api_tokens WHERE token_sha256 = :token_sha256;
 
--- name: api_tokens_list
-SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
-  capabilities_json
-FROM api_tokens ORDER BY name;
-
--- name: api_token_insert!
-INSERT INTO api_tokens(
-  name, roles_json, token_sha256, status, revision, created_at, updated_at, capabilities_json)
-VALUES (
-  :name, :roles_json, :token_sha256, :status, :revision, :created_at, :updated_at,
-  :capabilities_json);
-
 -- name: api_token_cas_update!
 UPDATE api_tokens SET roles_json = :roles_json, capabilities_json = :capabilities_json,
   token_sha256 = :token_sha256, status = :status,

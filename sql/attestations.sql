@@ -1,14 +1,5 @@
 -- The attestations of landed governed writes (migration 0019).
 
--- name: commit_attestation_insert!
-INSERT INTO commit_attestations(
-  idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,
-  review_sha256, created_at
-) VALUES (
-  :idempotency_key, :task_id, :repository, :commit_oid, :keyid, :note_json, :provenance_sha256,
-  :review_sha256, :created_at
-);
-
 -- name: get_commit_attestation
 -- returns: CommitAttestationRow
 SELECT idempotency_key, task_id, repository, commit_oid, keyid, note_json, provenance_sha256,

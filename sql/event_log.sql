@@ -22,21 +22,6 @@ LEFT JOIN events AS e ON e.event_id = s.event_id
 WHERE e.event_id IS NULL
 ORDER BY s.event_id;
 
--- name: log_sealed_rows
--- The state rows every v2 seal covers, in event id and position order (merged with the events).
-SELECT event_id, position, row_table, row_key, row_digest
-FROM event_seal_rows
-ORDER BY event_id, position;
-
--- name: state_rows_auxiliary_runs
-SELECT a.*, s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
-       NULL AS sealed_history
-FROM auxiliary_runs AS a
-LEFT JOIN event_seal_rows AS s
-  ON s.row_table = 'auxiliary_runs' AND s.row_key = a.aux_id
- AND s.event_id = (SELECT max(event_id) FROM event_seal_rows
-                   WHERE row_table = 'auxiliary_runs' AND row_key = a.aux_id);
-
 -- name: runs_events_disagreeing
 -- Runs whose event count is not the number of their events numbered 1..count: an event deleted
 -- or inserted behind the ledger's back (appends bump the count in the same transaction).
@@ -98,3 +83,68 @@ ORDER BY r.event_id, r.position;
 
 -- name: log_task_event_count$
 SELECT count(*) FROM events WHERE task_id = :task_id;
+
+-- The state rows `verify` reads come from the catalogue of tables (`sql/catalogue.py`):
+-- `state_rows_TABLE` selects each row of a sealed state table as `stored`, beside the last sealed
+-- row of it (`sealed_event_id`, `sealed_row_digest`) and `sealed_history`: whether a row that no
+-- seal proves may have been written before the ledger sealed such rows (one of the fragments
+-- below; NULL where the log's v1 seals decide).
+
+-- fragment: sealed_history_of_tasks
+-- A task with events but no sealed row was last written under v1 seals.
+EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = stored.task_id)
+
+-- fragment: sealed_history_of_projections
+-- Only a task whose projection was sealed under v1 (before migration 0006) may hold a
+-- projection or recovery row that no seal proves.
+EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_id
+               WHERE e.task_id = stored.task_id
+                 AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
+                 AND v.seal_version = 1)
+
+-- fragment: sealed_history_of_first_answers
+-- A first answer stored before the ledger sealed them (its task has an event older than the
+-- first sealed first answer) may hold a row that no seal proves; one whose task has no such
+-- event must have been sealed.
+EXISTS (SELECT 1 FROM events AS e
+               WHERE e.task_id = stored.subject
+                 AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
+                                   FROM event_seal_rows
+                                   WHERE row_table = 'task_idempotency'))
+
+-- fragment: sealed_history_of_bindings
+-- While the ledger holds a binding registered before it sealed them, a binding that no seal
+-- proves may be one of those.
+EXISTS (SELECT 1 FROM events AS e
+               WHERE e.task_id IS NULL AND e.event_type = 'GOVERNED_BINDING_REGISTERED'
+                 AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
+                                   FROM event_seal_rows
+                                   WHERE row_table = 'governed_bindings'))
+
+-- fragment: sealed_history_of_runs
+-- A run's sealed row is its RUN_CREATED event's. While the ledger holds a run created before it
+-- sealed them, a run that no seal proves may be one of those.
+EXISTS (SELECT 1 FROM events AS e
+               WHERE e.task_id IS NULL AND e.event_type = 'RUN_CREATED'
+                 AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
+                                   FROM event_seal_rows
+                                   WHERE row_table = 'runs'))
+
+-- fragment: sealed_history_of_run_events
+-- A run event's sealed row is its RUN_EVENT_APPENDED event's. An event appended before appends
+-- were sealed is one that migration 0014 listed (`run_events_before_seals`): no seal proves it
+-- either way; any other run event must have been sealed.
+EXISTS (SELECT 1 FROM run_events_before_seals AS b
+               WHERE b.run_id = stored.run_id AND stored.seq <= b.last_seq)
+
+-- name: state_rows_gone
+-- Rows a seal says were written (their last writer's event id) that are no longer there: the
+-- catalogue of tables renders a `WHEN` arm per sealed table (`{{state_row_exists}}`).
+SELECT r.row_table, r.row_key, max(r.event_id) AS event_id
+FROM event_seal_rows AS r
+GROUP BY r.row_table, r.row_key
+HAVING NOT CASE r.row_table
+{{state_row_exists}}
+  ELSE false
+END
+ORDER BY r.row_table, r.row_key;

@@ -1,24 +1,9 @@
 -- The append-only event log and its seals.
 
--- name: insert_event!
-INSERT INTO events(event_id, task_id, agent_id, event_type, payload_json, created_at, actor)
-VALUES (:event_id, :task_id, :agent_id, :event_type, :payload_json, :created_at, :actor);
-
 -- name: chain_tip^
 -- returns: ChainTip
 SELECT chain, chain_seq, seal, chained_row_digest FROM event_seals WHERE chain = :chain
 ORDER BY chain_seq DESC LIMIT 1;
-
--- name: insert_seal!
-INSERT INTO event_seals(event_id, chain, chain_seq, prev_seal, seal, sealed_at_adoption,
-                        seal_version, row_changes, chained_row_digest)
-VALUES (:event_id, :chain, :chain_seq, :prev_seal, :seal, :sealed_at_adoption, :seal_version,
-        :row_changes, :chained_row_digest);
-
--- name: insert_sealed_row!
--- A state row as the event's v2 seal covers it (the seal's document lists these in position).
-INSERT INTO event_seal_rows(event_id, position, row_table, row_key, row_digest)
-VALUES (:event_id, :position, :row_table, :row_key, :row_digest);
 
 -- name: unsealed_events
 -- returns: EventRow

@@ -1,28 +1,11 @@
 -- Governed writes to git (migration 0010): repositories, proposals, writer leases, writes.
 
--- name: governed_repository_insert!
-INSERT INTO governed_repositories(
-  name, path, head_branch, protected_json, revision, created_at, updated_at,
-  secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
-  allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
-) VALUES (
-  :name, :path, :head_branch, :protected_json, :revision, :created_at, :updated_at,
-  :secrets_baseline_json, :secrets_baseline_sha256, :scan_max_bytes, :scan_max_seconds,
-  :allow_gitlinks, :agent_scan_max_bytes, :agent_scan_max_seconds, :agent_scan_window_seconds
-);
-
 -- name: get_governed_repository
 -- returns: RepositoryRow
 SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
        secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories WHERE name = :name;
-
--- name: list_governed_repositories
-SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
-       secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
-       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
-FROM governed_repositories ORDER BY name;
 
 -- A repository's settings (migration 0013): changed by its owner under its revision, each
 -- change kept by its idempotency key.
@@ -38,13 +21,6 @@ SET secrets_baseline_json = :secrets_baseline_json,
     revision = revision + 1, updated_at = :updated_at
 WHERE name = :name AND revision = :expected_revision;
 
--- name: repository_settings_change_insert!
-INSERT INTO repository_settings_changes(
-  idempotency_key, repository, request_sha256, revision, response_json, created_at
-) VALUES (
-  :idempotency_key, :repository, :request_sha256, :revision, :response_json, :created_at
-);
-
 -- name: get_repository_settings_change
 SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
 FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
@@ -53,27 +29,8 @@ FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 -- its scan budget): its recorded proposals and its refused scans, charged to it, each through
 -- its (repository, agent_id, created_at) index.
 
--- name: agent_scan_charge_insert!
-INSERT INTO agent_scan_charges(
-  charge_id, repository, agent_id, task_id, attempt, bundle_sha256, code, scan_bytes,
-  scan_seconds, created_at
-) VALUES (
-  :charge_id, :repository, :agent_id, :task_id, :attempt, :bundle_sha256, :code, :scan_bytes,
-  :scan_seconds, :created_at
-);
-
 -- name: scan_charges_of_attempt$
 SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
-
--- name: task_proposal_insert!
-INSERT INTO task_proposals(
-  proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
-  bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes, scan_seconds
-) VALUES (
-  :proposal_id, :task_id, :attempt, :repository, :agent_id, :base_oid, :head_oid,
-  :bundle_sha256, :bundle_bytes, :refs_json, :changed_files_json, :facts_json, :created_at,
-  :scan_bytes, :scan_seconds
-);
 
 -- name: get_task_proposal
 -- returns: ProposalRow
@@ -98,10 +55,6 @@ SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, 
        scan_seconds
 FROM task_proposals WHERE task_id = :task_id ORDER BY attempt;
 
--- name: writer_lease_insert!
-INSERT INTO writer_leases(lease_id, repository, ref, holder, generation, revision, updated_at)
-VALUES (:lease_id, :repository, :ref, :holder, :generation, :revision, :updated_at);
-
 -- name: writer_lease_cas_update!
 UPDATE writer_leases
 SET holder = :holder, generation = :generation, revision = revision + 1,
@@ -112,15 +65,6 @@ WHERE lease_id = :lease_id AND revision = :expected_revision;
 -- returns: WriterLeaseRow
 SELECT lease_id, repository, ref, holder, generation, revision, updated_at
 FROM writer_leases WHERE lease_id = :lease_id;
-
--- name: governed_write_insert!
-INSERT INTO governed_writes(
-  idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation, state,
-  code, observed_oid, changed_files_json, revision, created_at, updated_at
-) VALUES (
-  :idempotency_key, :task_id, :proposal_id, :repository, :ref, :old_oid, :new_oid, :generation,
-  :state, :code, :observed_oid, :changed_files_json, :revision, :created_at, :updated_at
-);
 
 -- name: governed_write_cas_update!
 UPDATE governed_writes

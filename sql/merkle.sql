@@ -2,10 +2,6 @@
 -- order, each row with the hashes of the complete subtrees its leaf completes (level 1
 -- upwards), and the tree's head row.
 
--- name: insert_merkle_leaf!
-INSERT INTO merkle_leaves(leaf_index, event_id, leaf_hash, nodes)
-VALUES (:leaf_index, :event_id, :leaf_hash, :nodes);
-
 -- name: merkle_tree_cas_update!
 UPDATE merkle_tree SET size = :size, frontier = :frontier, revision = revision + 1
 WHERE only_row = :only_row AND revision = :expected_revision;

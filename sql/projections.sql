@@ -4,21 +4,9 @@
 SELECT idempotency_key, request_sha256, response_json
 FROM task_initial_execution_projections WHERE idempotency_key = :idempotency_key;
 
--- name: insert_initial_projection!
-INSERT INTO task_initial_execution_projections(
-  idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json, created_at)
-VALUES (:idempotency_key, :task_id, :job_id, :request_sha256, :execution_digest, :response_json,
-        :created_at);
-
 -- name: get_source_capture_recovery^
 SELECT idempotency_key, request_sha256, response_json
 FROM task_source_capture_projection_recoveries WHERE idempotency_key = :idempotency_key;
-
--- name: insert_source_capture_recovery!
-INSERT INTO task_source_capture_projection_recoveries(
-  idempotency_key, task_id, job_id, request_sha256, execution_digest, response_json, created_at)
-VALUES (:idempotency_key, :task_id, :job_id, :request_sha256, :execution_digest, :response_json,
-        :created_at);
 
 -- name: get_binding^
 -- returns: BindingRow
@@ -31,7 +19,3 @@ FROM governed_bindings WHERE task_id = :task_id AND job_id = :job_id;
 -- unprojected task).
 SELECT task_id, job_id, binding_json, binding_sha256, created_at
 FROM governed_bindings WHERE task_id = :task_id ORDER BY job_id LIMIT 2;
-
--- name: insert_binding!
-INSERT INTO governed_bindings(task_id, job_id, binding_json, binding_sha256, created_at)
-VALUES (:task_id, :job_id, :binding_json, :binding_sha256, :created_at);

@@ -24,10 +24,6 @@ SET event_count = event_count + 1,
 WHERE run_id = :run_id
   AND event_count = :expected_revision;
 
--- name: insert_run_event!
-INSERT INTO run_events(run_id, seq, kind, payload_json, created_at)
-VALUES (:run_id, :seq, :kind, :payload_json, :created_at);
-
 -- name: run_events_page
 -- The first events of a run in order; evidence reads `limit` = max_events + 1 to see truncation.
 SELECT run_id, seq, kind, payload_json, created_at

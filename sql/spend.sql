@@ -1,14 +1,5 @@
 -- What tasks spent (migration 0022): one row per attempt that reported its usage.
 
--- name: task_spend_insert!
-INSERT INTO task_spend(
-  spend_key, task_id, attempt, agent_id, repository, day, input_tokens, output_tokens,
-  cost_micros, cost_currency, over_budget, created_at
-) VALUES (
-  :spend_key, :task_id, :attempt, :agent_id, :repository, :day, :input_tokens, :output_tokens,
-  :cost_micros, :cost_currency, :over_budget, :created_at
-);
-
 -- name: task_spend_totals
 -- returns: SpendTotals
 -- A task's spend before a submit (read with the task it locks, in one round trip): its tokens

@@ -1,15 +1,5 @@
 -- Tasks: reads and guarded writes.
 
--- fragment: task_columns
--- A task's columns in `TaskRow`'s field order, for every read that selects a whole task
--- (`{{task_columns}}`); `tests/test_sql_source.py` holds them to the record.
-task_id, goal, instructions, success_criteria_json, required_capabilities_json,
-constraints_json, metadata_json, deadline, priority, max_attempts,
-attempt, status, claimed_by, lease_token_hash, lease_expires_at,
-result_json, result_digest, result_idempotency_key, verification_json, revision,
-created_at, updated_at, verification_mode, retry_base_seconds, retry_max_seconds,
-not_before, seq, awaiting_projection
-
 -- name: get_task^
 -- returns: TaskRow
 SELECT {{task_columns}}

@@ -1,17 +1,6 @@
 -- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim's
 -- candidates, lease expiry, the idempotency ledger and reads.
 
--- name: tasks_insert!
-INSERT INTO tasks(
-  {{task_columns}})
-VALUES (
-  :task_id, :goal, :instructions, :success_criteria_json, :required_capabilities_json,
-  :constraints_json, :metadata_json, :deadline, :priority, :max_attempts, :attempt, :status,
-  :claimed_by, :lease_token_hash, :lease_expires_at, :result_json, :result_digest,
-  :result_idempotency_key, :verification_json, :revision, :created_at, :updated_at,
-  :verification_mode, :retry_base_seconds, :retry_max_seconds, :not_before, :seq,
-  :awaiting_projection);
-
 -- name: tasks_cas_update!
 -- Every transition, in the one compare-and-swap form (core/statements.py): the row must still be
 -- at the revision the decision read, and the new revision is exactly one more.
@@ -42,11 +31,6 @@ LIMIT :limit;
 -- returns: IdempotencyRow
 SELECT idempotency_key, request_sha256, response_json
 FROM task_idempotency WHERE idempotency_key = :idempotency_key;
-
--- name: task_idempotency_insert!
-INSERT INTO task_idempotency(
-  idempotency_key, operation, subject, request_sha256, response_json, created_at)
-VALUES (:idempotency_key, :operation, :subject, :request_sha256, :response_json, :created_at);
 
 -- name: tasks_count_of_status$
 -- How many tasks have one status, counted up to :bound + 1 at most (through tasks_claim_order,

@@ -280,7 +280,7 @@ def test_a_repository_registered_before_migration_0013_takes_the_defaults(
     finally:
         con.close()
     with Database(target) as db:
-        found = db.read(lambda conn: fetch_all(conn, "list_governed_repositories"))
+        found = db.read(lambda conn: fetch_all(conn, "all_governed_repositories"))
     assert [RepositoryRow.from_row(row).settings() for row in found] == [DEFAULT_SETTINGS]
 
 

@@ -108,7 +108,7 @@ def revoke_token(db: Database, name: str, *, clock: Clock = system_clock) -> Api
 
 
 def list_tokens(db: Database) -> list[ApiTokenView]:
-    rows = db.read(lambda conn: fetch_all(conn, "api_tokens_list"))
+    rows = db.read(lambda conn: fetch_all(conn, "all_api_tokens"))
     return [record_from_row(ApiTokenRow, row).view() for row in rows]
 
 

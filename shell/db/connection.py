@@ -121,7 +121,7 @@ class Database:
     dense_event_ids: bool
     # The driver's own error, which the Database turns into LedgerErrors.
     driver_error: type[Exception] = Exception
-    # Whether `aios-ledger copy` writes into it (its dialect has the `copy_insert_*` texts).
+    # Whether `aios-ledger copy` writes into it.
     takes_copies = False
 
     def __new__(cls, path: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> Any:

@@ -1,9 +1,11 @@
 """Named SQL statements, loaded once from the `aios_ledger.sql` package.
 
 The grammar is aiosql's: a block starts with `-- name: NAME` followed by an optional operation
-suffix (`!` write, `<!` write returning, `^` one row, `$` one value, none: many rows). SQL is never
-assembled in Python; callers name a statement and pass parameters. The statements a plan can name
-are declared in the core (`core.statements`).
+suffix (`!` write, `<!` write returning, `^` one row, `$` one value, none: many rows). Callers
+name a statement and pass parameters. The statements a plan can name are declared in the core
+(`core.statements`). The per-table statements (every row of a table, its whole-row insert, a
+sealed table's state rows) are not written by hand: `table_statements.py` renders them from the
+catalogue of tables (`sql/catalogue.py`) and they load beside the others, a name in both refused.
 
 One source for both engines: a statement whose text is the same on SQLite and PostgreSQL is
 written once, in `sql/*.sql`; a dialect's folder (`sql/sqlite/`, `sql/postgresql/`) holds only
@@ -14,8 +16,9 @@ PostgreSQL's texts are written with the same `:name` parameters and handed to ps
 `%(name)s` (`postgresql_text`).
 
 Two additions to the grammar, resolved once at load:
-- `-- fragment: NAME` opens a block that is not a statement but a piece of one (the task
-  columns, which nine reads select), used as `{{NAME}}` in any statement of either dialect;
+- `-- fragment: NAME` opens a block that is not a statement but a piece of one (a state
+  table's history test), used as `{{NAME}}` in any statement of either dialect, or in a rendered
+  fragment (the catalogue renders the task columns, which nine reads select);
 - `-- returns: RECORD` under a read's name says which row record of the core it selects into
   (`fetch_record`, `stream_records`): the record must be known and the statement a read; a
   test prepares each such read on both engines and holds its columns to the record's fields.
@@ -30,9 +33,11 @@ from importlib import resources
 
 import attrs
 from aios_ledger.shell.db.read_records import READ_RECORDS
+from aios_ledger.shell.db.table_statements import rendered
 
 DIALECTS = ("sqlite", "postgresql")
 SHARED_PACKAGE = "aios_ledger.sql"
+CATALOGUE_SOURCE = "catalogue.py"
 DIALECT_PACKAGES = {"sqlite": "aios_ledger.sql.sqlite", "postgresql": "aios_ledger.sql.postgresql"}
 # dbmate reads each engine's folder: SQLite's stayed where its users' commands name it.
 MIGRATION_PACKAGES = {
@@ -119,7 +124,12 @@ def _resolved(statement: Statement, fragments: Mapping[str, str], source: str) -
 
     if "{{" not in statement.sql:
         return statement
-    return attrs.evolve(statement, sql=_FRAGMENT_USE.sub(put_in, statement.sql))
+    sql = _FRAGMENT_USE.sub(put_in, statement.sql)
+    # A fragment may use another (a rendered one, a dialect's lookup): one level more, no deeper.
+    sql = _FRAGMENT_USE.sub(put_in, sql)
+    if _FRAGMENT_USE.search(sql):
+        raise ValueError(f"{source}: {statement.name} nests fragments more than two deep")
+    return attrs.evolve(statement, sql=sql)
 
 
 def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
@@ -131,30 +141,54 @@ def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
     ]
 
 
+def rendered_source(dialect: str) -> SqlSource:
+    """The statements and fragments the catalogue of tables renders for a dialect."""
+    found, fragments = rendered(dialect)
+    return SqlSource(
+        statements={
+            name: Statement(name=name, operation=operation, sql=text)
+            for name, (operation, text) in found.items()
+        },
+        fragments=fragments,
+    )
+
+
 @cache
 def statements(dialect: str = "sqlite") -> Mapping[str, Statement]:
-    """Every named statement a dialect runs, by name: the shared texts and the dialect's own."""
+    """Every named statement a dialect runs, by name: the shared texts, the dialect's own and
+    those the catalogue of tables renders."""
     if dialect not in DIALECT_PACKAGES:
         raise ValueError(f"no SQL dialect {dialect!r}; known: {', '.join(DIALECTS)}")
     return combine_statements(
-        _package_sources(SHARED_PACKAGE), _package_sources(DIALECT_PACKAGES[dialect]), dialect
+        _package_sources(SHARED_PACKAGE),
+        _package_sources(DIALECT_PACKAGES[dialect]),
+        dialect,
+        rendered_source(dialect),
     )
 
 
 def combine_statements(
-    shared: Sequence[tuple[str, SqlSource]], own: Sequence[tuple[str, SqlSource]], dialect: str
+    shared: Sequence[tuple[str, SqlSource]],
+    own: Sequence[tuple[str, SqlSource]],
+    dialect: str,
+    catalogue: SqlSource | None = None,
 ) -> dict[str, Statement]:
-    """The shared files' statements and a dialect's own, each name once, fragments put in, the
-    `returns` declarations known records."""
+    """The shared files' statements, a dialect's own and the catalogue's, each name once,
+    fragments put in, the `returns` declarations known records."""
+    generated = [] if catalogue is None else [(CATALOGUE_SOURCE, catalogue)]
     fragments: dict[str, str] = {}
-    for source, parsed in (*shared, *own):
+    for source, parsed in (*shared, *own, *generated):
         for name, fragment in parsed.fragments.items():
             if name in fragments:
                 raise ValueError(f"{source}: fragment {name} is defined in two files")
             fragments[name] = fragment
     loaded: dict[str, Statement] = {}
     origin: dict[str, str] = {}
-    for where, sources in (("the shared texts", shared), (f"{dialect}'s own", own)):
+    for where, sources in (
+        ("the shared texts", shared),
+        (f"{dialect}'s own", own),
+        ("the catalogue of tables", generated),
+    ):
         for source, parsed in sources:
             for name, statement in parsed.statements.items():
                 if name in loaded:

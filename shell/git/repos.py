@@ -243,7 +243,7 @@ def _shown(row: RepositoryRow) -> dict[str, object]:
 
 
 def list_repositories(db: Database) -> list[dict[str, object]]:
-    rows = db.read(lambda conn: fetch_all(conn, "list_governed_repositories"))
+    rows = db.read(lambda conn: fetch_all(conn, "all_governed_repositories"))
     return [_shown(RepositoryRow.from_row(row)) for row in rows]
 
 

@@ -95,19 +95,23 @@ from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
-# The rows of an archived task, read for its state lines, by state table.
+# The rows of an archived task, read for its state lines, by state table, in the file's order
+# (`archive_rows_TABLE`, rendered from the catalogue of tables).
 TASK_STATE_STATEMENTS = {
-    TASKS: "archive_task_rows",
-    INITIAL_PROJECTIONS: "archive_task_projection_rows",
-    SOURCE_CAPTURE_RECOVERIES: "archive_task_recovery_rows",
-    FIRST_ANSWERS: "archive_task_first_answer_rows",
-    GOVERNED_BINDINGS: "archive_task_binding_rows",
-    RUNS: "archive_task_run_rows",
-    RUN_EVENTS: "archive_task_run_event_rows",
-    AUXILIARY_RUNS: "archive_task_auxiliary_rows",
-    TASK_PROPOSALS: "archive_task_proposal_rows",
-    AGENT_SCAN_CHARGES: "archive_task_scan_charge_rows",
-    TASK_SPEND: "archive_task_spend_rows",
+    table: f"archive_rows_{table}"
+    for table in (
+        TASKS,
+        INITIAL_PROJECTIONS,
+        SOURCE_CAPTURE_RECOVERIES,
+        FIRST_ANSWERS,
+        GOVERNED_BINDINGS,
+        RUNS,
+        RUN_EVENTS,
+        AUXILIARY_RUNS,
+        TASK_PROPOSALS,
+        AGENT_SCAN_CHARGES,
+        TASK_SPEND,
+    )
 }
 _CHUNK = 1 << 20
 

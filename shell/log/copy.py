@@ -1,5 +1,5 @@
 """`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger (an
-engine's Database that `takes_copies`: its dialect has the `copy_insert_*` texts).
+engine's Database that `takes_copies`).
 
 Every row of every table goes across as it is (tasks, events with their seals and sealed rows,
 archived events, first answers, projections, bindings, runs and their events (with the list
@@ -26,36 +26,8 @@ from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import bundle_path, store_bundle
 from aios_ledger.shell.log.verification import ledger_head, verify_log
+from aios_ledger.sql.catalogue import TABLES
 
-# In the order the target's foreign keys need; a table a later migration adds joins here (with
-# its `copy_rows_*` read in both dialects and its `copy_insert_*` in PostgreSQL's).
-TABLES = (
-    "tasks",
-    "events",
-    "event_seals",
-    "event_seal_rows",
-    "archived_events",
-    "task_idempotency",
-    "task_initial_execution_projections",
-    "task_source_capture_projection_recoveries",
-    "governed_bindings",
-    "runs",
-    "run_events",
-    "run_events_before_seals",
-    "auxiliary_runs",
-    "api_tokens",
-    "governed_repositories",
-    "repository_settings_changes",
-    "task_proposals",
-    "agent_scan_charges",
-    "writer_leases",
-    "governed_writes",
-    "commit_attestations",
-    "task_spend",
-    # The Merkle log leaf for leaf, so that the target's tree heads and proofs are the source's.
-    "merkle_leaves",
-    "merkle_tree",
-)
 BATCH = 1000
 
 
@@ -109,7 +81,7 @@ def _copy_bundles(source: Database, target: Database) -> int:
     """The bundles of the source's proposals that its folder holds, into the target's folder
     (before the rows: a proposal the target holds finds its bundle there). A missing one is left
     missing: writing its proposal is `BUNDLE_INVALID` on either ledger alike."""
-    proposals = source.read(lambda conn: fetch_all(conn, "copy_rows_task_proposals"))
+    proposals = source.read(lambda conn: fetch_all(conn, "all_task_proposals"))
     copied = 0
     for digest in sorted({str(row["bundle_sha256"]) for row in proposals}):
         try:
@@ -123,12 +95,14 @@ def _copy_bundles(source: Database, target: Database) -> int:
 
 def _copy_rows(source: Database, read: Connection, conn: Connection) -> dict[str, int]:
     counts: dict[str, int] = {}
+    # Every table of the catalogue, in its order (the one the target's foreign keys need): each
+    # read whole in key order and written with its whole-row insert.
     for table in TABLES:
-        counts[table] = 0
-        with source.cursor_rows(f"copy_rows_{table}") as rows:
+        counts[table.name] = 0
+        with source.cursor_rows(f"all_{table.name}") as rows:
             for batch in _batches(rows):
-                conn.run_many(f"copy_insert_{table}", batch)
-                counts[table] += len(batch)
+                conn.run_many(table.insert_name, batch)
+                counts[table.name] += len(batch)
     last = fetch_value(read, "copy_event_id_counter")
     execute(conn, "copy_set_event_id_counter", {"last_event_id": int(last or 0)})
     return counts

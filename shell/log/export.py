@@ -62,7 +62,7 @@ def export_log(
     def work(conn: Connection) -> dict[str, Any]:
         if task_id is None:
             total = int(fetch_value(conn, "log_max_event_id"))
-            statement, rows_statement, params = "log_export_all", "log_sealed_rows", {}
+            statement, rows_statement, params = "log_export_all", "all_event_seal_rows", {}
         else:
             total = int(fetch_value(conn, "log_task_event_count", {"task_id": task_id}))
             statement, params = "log_export_task", {"task_id": task_id}
@@ -75,7 +75,7 @@ def export_log(
         def lines() -> Iterator[tuple[int, str | None]]:
             # A task's export holds no archived events: they left with their task.
             archived_source: contextlib.AbstractContextManager[Iterator[Row]] = (
-                db.cursor_rows("archived_event_rows")
+                db.cursor_rows("all_archived_events")
                 if task_id is None
                 else contextlib.nullcontext(iter(()))
             )

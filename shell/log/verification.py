@@ -34,24 +34,9 @@ from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.merkle_check import MerkleCheck
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
-    AGENT_SCAN_CHARGES,
-    API_TOKENS,
-    AUXILIARY_RUNS,
-    COMMIT_ATTESTATIONS,
-    FIRST_ANSWERS,
     GOVERNED_BINDINGS,
-    GOVERNED_REPOSITORIES,
-    GOVERNED_WRITES,
-    INITIAL_PROJECTIONS,
-    REPOSITORY_SETTINGS_CHANGES,
-    RUN_EVENTS,
-    RUNS,
-    SOURCE_CAPTURE_RECOVERIES,
     STATE_TABLES,
-    TASK_PROPOSALS,
-    TASK_SPEND,
     TASKS,
-    WRITER_LEASES,
     RowImage,
 )
 from aios_ledger.core.log.seals import chain_of
@@ -113,27 +98,9 @@ ORPHAN_COLUMNS = _SEAL_COLUMNS
 SEALED_ROW_COLUMNS = record_columns(SealedRow)
 ARCHIVED_COLUMNS = ("event_id", "archive_event_id", "chain", "seal")
 Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
-# Each state table and the statement that reads its rows beside their last sealed row.
-STATE_STATEMENTS = {
-    TASKS: "state_rows_tasks",
-    AUXILIARY_RUNS: "state_rows_auxiliary_runs",
-    INITIAL_PROJECTIONS: "state_rows_initial_projections",
-    SOURCE_CAPTURE_RECOVERIES: "state_rows_source_capture_recoveries",
-    API_TOKENS: "state_rows_api_tokens",
-    GOVERNED_REPOSITORIES: "state_rows_governed_repositories",
-    TASK_PROPOSALS: "state_rows_task_proposals",
-    WRITER_LEASES: "state_rows_writer_leases",
-    GOVERNED_WRITES: "state_rows_governed_writes",
-    FIRST_ANSWERS: "state_rows_task_idempotency",
-    GOVERNED_BINDINGS: "state_rows_governed_bindings",
-    RUNS: "state_rows_runs",
-    REPOSITORY_SETTINGS_CHANGES: "state_rows_repository_settings_changes",
-    RUN_EVENTS: "state_rows_run_events",
-    AGENT_SCAN_CHARGES: "state_rows_agent_scan_charges",
-    COMMIT_ATTESTATIONS: "state_rows_commit_attestations",
-    TASK_SPEND: "state_rows_task_spend",
-}
-assert set(STATE_STATEMENTS) == set(STATE_TABLES), "every state table is read by verify"
+# Each state table and the statement that reads its rows beside their last sealed row (rendered
+# from the catalogue of tables, `sql/catalogue.py`).
+STATE_STATEMENTS = {table: f"state_rows_{table}" for table in STATE_TABLES}
 
 
 @contextmanager
@@ -232,8 +199,8 @@ def verify_log(
         with (
             _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
             _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
-            _tuples(conn, "log_sealed_rows", SEALED_ROW_COLUMNS) as sealed,
-            _tuples(conn, "archived_event_rows", ARCHIVED_COLUMNS) as archived,
+            _tuples(conn, "all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
+            _tuples(conn, "all_archived_events", ARCHIVED_COLUMNS) as archived,
         ):
             rows = SealedRowsById(sealed)
             listed = ArchivedById(archived, verifier)

@@ -1,7 +1,5 @@
--- Copying a whole ledger (`aios-ledger copy`): every table's rows, in key order, with their
--- columns named (the same names on both engines). The table list is shell/log/copy.py's.
--- SQLite's own texts of the statements of ../copy.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../copy.sql.
+-- Copying a whole ledger (`aios-ledger copy`) from SQLite: what is not one table's rows (those
+-- are read with `all_TABLE`, which the catalogue of tables renders, `sql/catalogue.py`).
 
 -- name: copy_event_id_counter$
 -- The last event id the source handed out (its archived events' ids are never handed out again).

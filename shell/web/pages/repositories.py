@@ -37,7 +37,7 @@ def repositories_page(visit: Visit) -> Rendered:
         def rows(conn: Any) -> dict[str, Any]:
             return {
                 "repositories": [
-                    _repository(row) for row in fetch_all(conn, "list_governed_repositories")
+                    _repository(row) for row in fetch_all(conn, "all_governed_repositories")
                 ][:SHOWN],
                 "moves": fetch_all(conn, "console_branch_moves", {"limit": SHOWN}),
                 "leases": fetch_all(conn, "console_writer_leases_held", {"limit": SHOWN}),
