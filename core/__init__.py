@@ -18,17 +18,18 @@ from aios_ledger.core.digests import (
     is_digest,
     sha256_hex,
 )
-from aios_ledger.core.errors import InitialExecutionProjectionError, LedgerError, RetryLaterError
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue
-from aios_ledger.core.log.records import EventRow, SealRow
-from aios_ledger.core.log.seals import ChainTip, chain_of
-from aios_ledger.core.log.tail import AppendedEvent, LogTail
-from aios_ledger.core.plan import Decision, Replay, WritePlan
-from aios_ledger.core.projection.envelopes import (
+from aios_ledger.core.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
     verify_execution_envelope,
 )
+from aios_ledger.core.errors import InitialExecutionProjectionError, LedgerError, RetryLaterError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.log.idempotency import IdempotencyRow
+from aios_ledger.core.log.plan import Decision, Replay, WritePlan
+from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.seals import ChainTip, chain_of
+from aios_ledger.core.log.tail import AppendedEvent, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement, StatementKind
 from aios_ledger.core.tasks.answers import (
     CancelAnswer,
@@ -59,7 +60,7 @@ from aios_ledger.core.tasks.decisions import (
 from aios_ledger.core.tasks.history import HistoryEntry
 from aios_ledger.core.tasks.modes import VerificationMode, VerifyDecision
 from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
-from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,

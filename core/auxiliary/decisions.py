@@ -28,8 +28,8 @@ from aios_ledger.core.auxiliary.states import (
 )
 from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 

@@ -8,8 +8,7 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
-from aios_ledger.core.actors import the_ledger
-from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.core.actors import ROLES, the_ledger
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.actors import process_acting_as
 from aios_ledger.shell.api.backend import (
