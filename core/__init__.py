@@ -5,8 +5,7 @@ shell (`aios_ledger.shell`) supplies all of those as inputs. What this module ex
 an embedder of the task ledger needs in one hand (at most 90 names); the rest of each domain is
 the public API of its subpackage (`aios_ledger.core.tasks`, `.runs`, `.auxiliary`,
 `.projection`, `.git`, `.log`, `.proofs`, `.api`, `.contracts`). Both are listed and described in
-`docs/api.md` (a test holds them equal; `tools/public_api_codemod.py` moves a name between
-them and rewrites its imports); everything else is internal to its module.
+`docs/api.md` (a test holds them equal); everything else is internal to its module.
 """
 
 from aios_ledger.core.actors import Actor
