@@ -9,7 +9,6 @@ the public API of its subpackage (`aios_ledger.core.tasks`, `.runs`, `.auxiliary
 """
 
 from aios_ledger.core.actors import Actor
-from aios_ledger.core.auxiliary.states import AuxiliaryRunError
 from aios_ledger.core.digests import (
     canonical_json,
     digest_bytes,
@@ -22,7 +21,12 @@ from aios_ledger.core.envelopes import (
     project_execution_envelope,
     verify_execution_envelope,
 )
-from aios_ledger.core.errors import InitialExecutionProjectionError, LedgerError, RetryLaterError
+from aios_ledger.core.errors import (
+    AuxiliaryRunError,
+    InitialExecutionProjectionError,
+    LedgerError,
+    RetryLaterError,
+)
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.plan import Decision, Replay, WritePlan
