@@ -23,7 +23,7 @@ import apsw
 from aios_ledger.core import chain_of
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import EventAppend
-from aios_ledger.core.plan import sealed_plan
+from aios_ledger.core.log.plan import sealed_plan
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import fetch_value

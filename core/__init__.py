@@ -5,12 +5,10 @@ shell (`aios_ledger.shell`) supplies all of those as inputs. What this module ex
 an embedder of the task ledger needs in one hand (at most 90 names); the rest of each domain is
 the public API of its subpackage (`aios_ledger.core.tasks`, `.runs`, `.auxiliary`,
 `.projection`, `.git`, `.log`, `.proofs`, `.api`, `.contracts`). Both are listed and described in
-`docs/api.md` (a test holds them equal; `tools/public_api_codemod.py` moves a name between
-them and rewrites its imports); everything else is internal to its module.
+`docs/api.md` (a test holds them equal); everything else is internal to its module.
 """
 
 from aios_ledger.core.actors import Actor
-from aios_ledger.core.auxiliary.states import AuxiliaryRunError
 from aios_ledger.core.digests import (
     canonical_json,
     digest_bytes,
@@ -18,17 +16,23 @@ from aios_ledger.core.digests import (
     is_digest,
     sha256_hex,
 )
-from aios_ledger.core.errors import InitialExecutionProjectionError, LedgerError, RetryLaterError
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue
-from aios_ledger.core.log.records import EventRow, SealRow
-from aios_ledger.core.log.seals import ChainTip, chain_of
-from aios_ledger.core.log.tail import AppendedEvent, LogTail
-from aios_ledger.core.plan import Decision, Replay, WritePlan
-from aios_ledger.core.projection.envelopes import (
+from aios_ledger.core.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
     verify_execution_envelope,
 )
+from aios_ledger.core.errors import (
+    AuxiliaryRunError,
+    InitialExecutionProjectionError,
+    LedgerError,
+    RetryLaterError,
+)
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.log.idempotency import IdempotencyRow
+from aios_ledger.core.log.plan import Decision, Replay, WritePlan
+from aios_ledger.core.log.records import EventRow, SealRow
+from aios_ledger.core.log.seals import ChainTip, chain_of
+from aios_ledger.core.log.tail import AppendedEvent, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement, StatementKind
 from aios_ledger.core.tasks.answers import (
     CancelAnswer,
@@ -59,7 +63,7 @@ from aios_ledger.core.tasks.decisions import (
 from aios_ledger.core.tasks.history import HistoryEntry
 from aios_ledger.core.tasks.modes import VerificationMode, VerifyDecision
 from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
-from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,

@@ -27,6 +27,16 @@ VIA_LEDGER: Final = "ledger"
 AUTHENTICATED_VIA: Final = frozenset({VIA_HTTP, VIA_MCP, VIA_CONSOLE, VIA_LEDGER})
 VIAS: Final = frozenset({*AUTHENTICATED_VIA, VIA_CLI, VIA_LIBRARY})
 
+# The roles a token grants: what each may do is `core.api.tokens`' and the transition table's.
+AGENT = "agent"
+REVIEWER = "reviewer"
+OWNER = "owner"
+AUDITOR = "auditor"
+# A witness (`aios-ledger witness`): it reads checkpoints and consistency proofs and sends its
+# cosignatures, and nothing else (no task, run or log route takes it).
+WITNESS = "witness"
+ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR, WITNESS)
+
 UNKNOWN_ACTOR: Final = "unknown"
 # An actor's name: printable, no control characters, bounded (a token name or a declared id).
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")

@@ -47,3 +47,25 @@ class InitialExecutionProjectionError(LedgerError):
 
 def _retry_later(code: str, detail: str, retry_after: int) -> RetryLaterError:
     return RetryLaterError(code, detail, retry_after=retry_after)
+
+
+class AuxiliaryRunError(LedgerError):
+    """A refusal or a terminal failure of an auxiliary run.
+
+    Codes: `CANCELLED`, `CAPABILITY_ESCALATION`, `OUTPUT_SCHEMA_MISMATCH`, `OUTPUT_LIMIT`,
+    `OUTPUT_INVALID`, `TARGET_MISMATCH`, `EVIDENCE_DIGEST_MISMATCH`, `EXECUTOR`, `INVALID_FIELD`
+    (with `.field`), `SPEC_CONFLICT`, `TIMEOUT`, `INTERRUPTED`, `RUN_NOT_FOUND`,
+    `INVALID_TRANSITION`, `FRAME_TOO_DEEP`.
+    """
+
+    def __init__(self, code: str, detail: str = "", *, field: str | None = None) -> None:
+        super().__init__(code, detail)
+        self.field = field
+
+    @classmethod
+    def invalid_field(cls, field: str, detail: str) -> AuxiliaryRunError:
+        return cls("INVALID_FIELD", f"{field}: {detail}", field=field)
+
+    def __repr__(self) -> str:
+        extra = f", field={self.field!r}" if self.field is not None else ""
+        return f"{type(self).__name__}({self.code!r}, {self.detail!r}{extra})"

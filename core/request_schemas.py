@@ -11,12 +11,12 @@ from typing import Any
 
 import attrs
 from aios_ledger.core.batches import MAX_BATCH
+from aios_ledger.core.envelopes import GovernedExecutionBinding
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.projection.decisions import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
 )
-from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 from aios_ledger.core.schemas import batch_schema, record_schema
 from aios_ledger.core.tasks.requests import (
     CancelRequest,

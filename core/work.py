@@ -15,7 +15,7 @@ import attrs
 from aios_ledger.core.auxiliary.records import AuxiliaryRunRow
 from aios_ledger.core.auxiliary.states import AuxiliaryRunState
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
-from aios_ledger.core.runs.attempts import REVIEW_PREFIX
+from aios_ledger.core.tasks.attempts import REVIEW_PREFIX
 
 # `wall_time_exceeded`: the worker stopped the command at its task's budget (`wall_seconds`).
 FAILURE_KINDS = (

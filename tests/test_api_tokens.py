@@ -23,7 +23,7 @@ from aios_ledger.core.api.tokens import (
 )
 from aios_ledger.core.kinds import Sha256Hex
 from aios_ledger.core.log import LEDGER_CHAIN
-from aios_ledger.core.plan import Replay
+from aios_ledger.core.log.plan import Replay
 from aios_ledger.shell import Database, main, verify_log
 from aios_ledger.shell.api.tokens import authenticate, issue_token, list_tokens, revoke_token
 from conftest import both_engines

@@ -28,8 +28,8 @@ from aios_ledger.core.attest import (
 )
 from aios_ledger.core.attest.decisions import COMMIT_ATTESTED, NOTE_SCHEMA
 from aios_ledger.core.git import GovernedWriteRow
+from aios_ledger.core.log.plan import Replay, WritePlan
 from aios_ledger.core.log.tail import LogTail
-from aios_ledger.core.plan import Replay, WritePlan
 from aios_ledger.core.timestamps import Timestamp
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf import json_format

@@ -17,16 +17,16 @@ from typing import Any
 
 import conformance_support as page
 from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
+from aios_ledger.core.envelopes import (
+    GovernedExecutionBinding,
+    project_execution_envelope,
+)
 from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log.plan import request_digest
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import row_image
 from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_to_store
 from aios_ledger.core.log.verification import EMPTY_HEAD_DIGEST, roll_head
-from aios_ledger.core.plan import request_digest
-from aios_ledger.core.projection.envelopes import (
-    GovernedExecutionBinding,
-    project_execution_envelope,
-)
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimRequest,

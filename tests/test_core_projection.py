@@ -23,7 +23,7 @@ from aios_ledger.core import (
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.log import LEDGER_CHAIN
-from aios_ledger.core.plan import request_digest
+from aios_ledger.core.log.plan import request_digest
 from aios_ledger.core.projection import (
     BindingState,
     ProjectionCommand,

@@ -41,8 +41,8 @@ from aios_ledger.core.git import (
 )
 from aios_ledger.core.git.decisions import decide_write_refusal, grant_workspace, outcome_of
 from aios_ledger.core.git.policy import is_protected, protected_patterns
+from aios_ledger.core.log.plan import Replay
 from aios_ledger.core.log.seals import LEDGER_CHAIN, ChainTip
-from aios_ledger.core.plan import Replay
 from syrupy.assertion import SnapshotAssertion
 
 # Who the decisions here act as.

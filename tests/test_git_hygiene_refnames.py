@@ -11,7 +11,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from aios_ledger.core.git.refnames import (
+from aios_ledger.core.refnames import (
     ambiguous_with,
     branch_name_problem,
     git_branch_problem,

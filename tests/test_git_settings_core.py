@@ -26,8 +26,8 @@ from aios_ledger.core.git import (
 )
 from aios_ledger.core.git.secrets import ScanBudget
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, scan_window_start
+from aios_ledger.core.log.plan import Replay
 from aios_ledger.core.log.seals import LEDGER_CHAIN, ChainTip
-from aios_ledger.core.plan import Replay
 from syrupy.assertion import SnapshotAssertion
 
 # Who the decisions here act as.

@@ -21,6 +21,7 @@ from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.rows import RowWrite, row_digest
 from aios_ledger.core.log.state import held_row_problem, stored_row_state
 from aios_ledger.core.projection import InitialExecutionProjectionRequest
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.core.tasks.decisions import TaskState, decide_claim, decide_task
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
@@ -641,12 +642,12 @@ def test_a_seal_or_an_archive_from_before_the_hold_still_proves_its_task_row() -
     row = {**_held_row()._asdict(), "awaiting_projection": 0}
     without = {name: value for name, value in row.items() if name != "awaiting_projection"}
     sealed = row_digest("tasks", TASK, without)
-    assert stored_row_state("tasks", row, sealed) == (TASK, sealed)
+    assert stored_row_state(SEALED_TABLES["tasks"], row, sealed) == (TASK, sealed)
     forged = {**row, "awaiting_projection": 1}
-    assert stored_row_state("tasks", forged, sealed)[1] != sealed
+    assert stored_row_state(SEALED_TABLES["tasks"], forged, sealed)[1] != sealed
     # An archive's line written before 0027 holds the row without the column.
-    assert held_row_problem("tasks", TASK, sealed, without) is None
-    assert held_row_problem("tasks", TASK, sealed, forged) is not None
+    assert held_row_problem(SEALED_TABLES, "tasks", TASK, sealed, without) is None
+    assert held_row_problem(SEALED_TABLES, "tasks", TASK, sealed, forged) is not None
 
 
 def test_a_ledger_sealed_before_the_hold_verifies_after_it(

@@ -38,6 +38,7 @@ from aios_ledger.core import (
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.rows import API_TOKENS, row_digest
 from aios_ledger.core.log.state import stored_row_state
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.api.tokens import authenticate, issue_token, list_tokens
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.verification import verify_log
@@ -291,9 +292,9 @@ def test_a_token_from_before_grants_has_no_ceiling_and_says_so(tmp_path: Path) -
     }
     sealed = row_digest(API_TOKENS, "old-agent", columns)
     legacy = {**columns, "capabilities_json": None}
-    assert stored_row_state(API_TOKENS, legacy, sealed) == ("old-agent", sealed)
+    assert stored_row_state(SEALED_TABLES[API_TOKENS], legacy, sealed) == ("old-agent", sealed)
     widened = {**columns, "capabilities_json": '["gpu.secret"]'}
-    assert stored_row_state(API_TOKENS, widened, sealed)[1] != sealed
+    assert stored_row_state(SEALED_TABLES[API_TOKENS], widened, sealed)[1] != sealed
 
     db = tmp_path / "ledger.db"
     with Database(db) as opened:

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from aios_ledger.core import LedgerError, Timestamp
-from aios_ledger.core.runs.attempts import is_reserved_run, refuse_reserved
+from aios_ledger.core.tasks.attempts import is_reserved_run, refuse_reserved
 from aios_ledger.shell import LedgerClient, RunStore, TaskLedger, verify_log
 from api_server import ApiServer
 from conftest import both_engines, fresh_target

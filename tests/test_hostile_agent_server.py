@@ -37,11 +37,11 @@ from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary.records import AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.log import LEDGER_CHAIN
-from aios_ledger.core.plan import Replay
+from aios_ledger.core.log.plan import Replay
 from aios_ledger.core.projection.bindings import BindingState, decide_register_binding
 from aios_ledger.core.projection.records import BindingRow
-from aios_ledger.core.runs.attempts import evidence_session
 from aios_ledger.core.runs.evidence import ExecutionTarget
+from aios_ledger.core.tasks.attempts import evidence_session
 from aios_ledger.core.timestamps import Timestamp
 from aios_ledger.core.work import REVIEW_KIND
 from aios_ledger.shell import Database

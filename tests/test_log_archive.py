@@ -24,6 +24,7 @@ from aios_ledger.core.log.archive import (
 from aios_ledger.core.log.export import export_state_line
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import held_row_problem, state_row_columns, stored_row_state
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.archive import archive_tasks, show_archive, verify_archive
@@ -563,15 +564,15 @@ def test_the_archive_decision_and_a_held_row_line_are_golden(golden: Any) -> Non
         "seq": 1,
         "awaiting_projection": 0,
     }
-    key, digest = stored_row_state("tasks", row)
-    line = export_state_line("tasks", key, digest, state_row_columns("tasks", row))
+    key, digest = stored_row_state(SEALED_TABLES["tasks"], row)
+    line = export_state_line("tasks", key, digest, state_row_columns(SEALED_TABLES["tasks"], row))
     changed = {**row, "goal": "something else"}
     assert {
         "writes": writes,
         "state_line": line,
-        "held": held_row_problem("tasks", key, digest, line["row"]),
-        "changed": held_row_problem("tasks", key, digest, changed),
-        "short": held_row_problem("tasks", key, digest, {"task_id": "done"}),
+        "held": held_row_problem(SEALED_TABLES, "tasks", key, digest, line["row"]),
+        "changed": held_row_problem(SEALED_TABLES, "tasks", key, digest, changed),
+        "short": held_row_problem(SEALED_TABLES, "tasks", key, digest, {"task_id": "done"}),
     } == golden
 
 

@@ -25,6 +25,7 @@ from aios_ledger.core.log.export import (
     export_bundle_lines,
     parse_export_header,
 )
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.archive import (
@@ -221,7 +222,7 @@ def test_a_changed_row_resealed_in_the_file_is_refused_by_the_ledger(
     for line in lines:
         if line.get("state") == "run_events":
             line["row"]["payload_json"] = json.dumps({"file": "SECRETS"})
-            line["digest"] = stored_row_state("run_events", line["row"])[1]
+            line["digest"] = stored_row_state(SEALED_TABLES["run_events"], line["row"])[1]
             break
     _write_lines(output, lines)
     checked = _check(path, output)
@@ -482,7 +483,7 @@ def test_a_changed_binding_in_the_file_is_refused(
     bound["target_branch"] = "main"
     line["row"]["binding_json"] = json.dumps(bound, sort_keys=True, separators=(",", ":"))
     if resealed:
-        line["digest"] = stored_row_state("governed_bindings", line["row"])[1]
+        line["digest"] = stored_row_state(SEALED_TABLES["governed_bindings"], line["row"])[1]
     _write_lines(output, lines)
     checked = _check(path, output)
     assert checked["intact"] is False

@@ -31,8 +31,8 @@ from aios_ledger.core.log import (
     VerificationReport,
     decide_adoption_seals,
 )
+from aios_ledger.core.log.plan import sealed_plan
 from aios_ledger.core.log.seals import seal_of, seal_of_stored
-from aios_ledger.core.plan import sealed_plan
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion

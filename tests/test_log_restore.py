@@ -18,6 +18,7 @@ from aios_ledger.core.log.archived import ArchiveAccount, ArchivedChainEnd
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.restore import RestoreRequest, RestoreState, decide_restore
 from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.archive import (
@@ -247,7 +248,7 @@ def test_the_restore_decision_is_golden(archived: tuple[Path, Path], golden: Any
         {"archive_sha256": "sha256:" + "2" * 64, "idempotency_key": "restore-1"}
     )
     now = Timestamp.parse("2026-09-01T00:00:00Z")
-    plan = decide_restore(state, request, contents, now=now, actor=ACTOR)
+    plan = decide_restore(state, request, contents, tables=SEALED_TABLES, now=now, actor=ACTOR)
     assert isinstance(plan, WritePlan)
     statements = [str(write.statement) for write in plan.statements()]
     refusals = {}
@@ -257,7 +258,14 @@ def test_the_restore_decision_is_golden(archived: tuple[Path, Path], golden: Any
         ("taken", {"taken": frozenset({("tasks", "done-1", "seq")})}),
     ):
         with pytest.raises(LedgerError) as refused:
-            decide_restore(attrs.evolve(state, **changed), request, contents, now=now, actor=ACTOR)
+            decide_restore(
+                attrs.evolve(state, **changed),
+                request,
+                contents,
+                tables=SEALED_TABLES,
+                now=now,
+                actor=ACTOR,
+            )
         refusals[name] = refused.value.code
     assert {
         "statements": statements,

@@ -16,7 +16,7 @@ from typing import Any
 from aios_ledger.core import chain_of
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import EventAppend
-from aios_ledger.core.plan import sealed_plan
+from aios_ledger.core.log.plan import sealed_plan
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection

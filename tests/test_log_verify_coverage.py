@@ -23,6 +23,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import verify_export_lines
 from aios_ledger.core.runs import decide_append_run_event
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.run import fetch_all
@@ -489,7 +490,7 @@ def test_every_append_is_a_sealed_event_covering_its_row(runs: Path) -> None:
         export_log(db, out, task_id=None)
         lines = out.getvalue().splitlines()
     assert sum('"state":"run_events"' in line for line in lines) == 3
-    checked = verify_export_lines(lines).public()
+    checked = verify_export_lines(lines, SEALED_TABLES).public()
     assert checked["intact"] is True, checked["findings"]
 
 
@@ -566,7 +567,7 @@ def test_run_events_appended_before_they_were_sealed_still_verify(
     assert found["rows_unprovable"] == 2
     with Database(ledger_target) as db, io.StringIO() as out:
         export_log(db, out, task_id=None)
-        checked = verify_export_lines(out.getvalue().splitlines()).public()
+        checked = verify_export_lines(out.getvalue().splitlines(), SEALED_TABLES).public()
     assert checked["intact"] is True, checked["findings"]
     if not is_postgres(ledger_target):
         tamper(ledger_target, ("DROP TRIGGER run_events_refuse_update", ()))

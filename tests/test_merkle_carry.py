@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from aios_ledger.core import chain_of
 from aios_ledger.core.log.merkle import MerkleTreeRow
-from aios_ledger.core.plan import sealed_plan
+from aios_ledger.core.log.plan import sealed_plan
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection

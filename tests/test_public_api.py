@@ -10,7 +10,6 @@ import importlib
 import json
 import pkgutil
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 API = (ROOT / "docs" / "api.md").read_text()
-CODEMOD = ROOT / "tools" / "public_api_codemod.py"
 SUBPACKAGES = sorted(
     f"aios_ledger.core.{found.name}"
     for found in pkgutil.iter_modules(aios_ledger.core.__path__)
@@ -98,30 +96,24 @@ def _is_module(value: object) -> bool:
 
 
 @pytest.mark.parametrize("module", SUBPACKAGES)
-def test_a_subpackage_loads_what_it_declares_to_type_checkers(module: str) -> None:
-    """A subpackage imports its names for type checkers and loads them on first use: the two
-    agree, name for name and object for object, and importing it imports none of its modules."""
+def test_a_subpackage_imports_its_names_plainly(module: str) -> None:
+    """A subpackage's `__init__` is its docstring, the imports of its public names from the
+    modules that define them, and `__all__`: nothing loaded on first use, nothing imported
+    for type checkers alone, each imported name exported."""
     path = ROOT / "core" / module.rpartition(".")[2] / "__init__.py"
-    declared: dict[str, str] = {}
+    imported: dict[str, str] = {}
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING":
-            for child in node.body:
-                assert isinstance(child, ast.ImportFrom) and child.module, ast.unparse(child)
-                declared.update({alias.name: child.module for alias in child.names})
-    assert sorted(declared) == sorted(MODULES[module].__all__)
-    for name, source in declared.items():
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.update({alias.name: node.module for alias in node.names})
+        elif isinstance(node, ast.Assign):
+            assert [ast.unparse(target) for target in node.targets] == ["__all__"]
+        else:
+            assert isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant), (
+                f"{path}: {ast.unparse(node)}"
+            )
+    assert sorted(imported) == sorted(MODULES[module].__all__)
+    for name, source in imported.items():
         assert getattr(MODULES[module], name) is getattr(importlib.import_module(source), name)
-    script = (
-        "import json, sys, aios_ledger.core\n"
-        "before = set(sys.modules)\n"
-        f"import {module}\n"
-        f"print(json.dumps(sorted(set(sys.modules) - before - {{'{module}'}})))\n"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    )
-    # Beyond what `aios_ledger.core` itself imports, importing the subpackage imports nothing.
-    assert json.loads(loaded.stdout) == []
 
 
 def test_the_shell_loads_each_name_from_the_one_list_of_its_homes() -> None:
@@ -193,147 +185,3 @@ def test_the_seed_finds_its_names() -> None:
         "InitialExecutionProjectionStore",
         "SourceCaptureProjectionRecoveryRequest",
     } <= shell.keys()
-
-
-# --- the codemod that gives each name its home -------------------------------------------------
-
-
-def test_the_tree_is_as_the_codemod_leaves_it() -> None:
-    """Every `__init__`, the page and every import are where `tools/public_api_codemod.py`
-    puts them: a name added to `aios_ledger.core` outside its list, or imported from a module
-    that does not export it, is the codemod's to move (or its list's to keep)."""
-    done = subprocess.run(
-        [sys.executable, str(CODEMOD), "--check"], capture_output=True, text=True, cwd=ROOT
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _copy_for_the_codemod(tmp_path: Path) -> Path:
-    copy = tmp_path / "tree"
-    for folder in ("core", "tools"):
-        shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "docs").mkdir()
-    shutil.copy(ROOT / "docs" / "api.md", copy / "docs" / "api.md")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    return copy
-
-
-def _codemod(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(tree / "tools" / "public_api_codemod.py"), *args],
-        capture_output=True,
-        text=True,
-        cwd=tree,
-    )
-
-
-def test_the_codemod_moves_what_a_merge_put_back_and_rewrites_its_imports(
-    tmp_path: Path,
-) -> None:
-    """From the state a merge of an older branch leaves (a subpackage's name exported by the
-    core again, documented in its section, imported from it), one run moves the name home and
-    rewrites every import; a second run changes nothing."""
-    tree = _copy_for_the_codemod(tmp_path)
-    init = tree / "core" / "__init__.py"
-    init.write_text(
-        init.read_text()
-        .replace(
-            "from aios_ledger.core.digests import",
-            "from aios_ledger.core.auxiliary.decisions import decide_spawn\n"
-            "from aios_ledger.core.digests import",
-        )
-        .replace('    "Timestamp",\n', '    "Timestamp",\n    "decide_spawn",\n')
-    )
-    page = tree / "docs" / "api.md"
-    line = next(x for x in page.read_text().splitlines() if x.startswith("- `decide_spawn`:"))
-    text = page.read_text().replace(line + "\n", "")
-    page.write_text(text.replace("### Time\n\n", f"### Time\n\n{line}\n", 1))
-    (tree / "tests").mkdir()
-    (tree / "tests" / "test_merged.py").write_text(
-        "from aios_ledger.core import Timestamp, decide_spawn, verify_export_lines\n"
-        "from aios_ledger.core.runs import TaskRow\n\n"
-        "__all__ = ['Timestamp', 'decide_spawn', 'verify_export_lines', 'TaskRow']\n"
-    )
-    (tree / "core" / "tasks" / "merged.py").write_text(
-        "from aios_ledger.core.log import LogVerifier\n\n__all__ = ['LogVerifier']\n"
-    )
-    (tree / "docs" / "merged.md").write_text(
-        "# Merged\n\n```python\nfrom aios_ledger.core import LogTail, decide_spawn\n```\n"
-    )
-
-    first = _codemod(tree)
-    assert first.returncode == 0, first.stderr
-
-    assert "decide_spawn" not in init.read_text()
-    assert (
-        (tree / "tests" / "test_merged.py").read_text()
-        == "from aios_ledger.core import TaskRow, Timestamp\n"
-        "from aios_ledger.core.auxiliary import decide_spawn\n"
-        "from aios_ledger.core.log import verify_export_lines\n\n"
-        '__all__ = ["Timestamp", "decide_spawn", "verify_export_lines", "TaskRow"]\n'
-    )
-    # Inside the core, a name comes from the module that defines it (no package `__init__`
-    # between two core modules: no import cycle).
-    assert (
-        (tree / "core" / "tasks" / "merged.py")
-        .read_text()
-        .startswith("from aios_ledger.core.log.verification import LogVerifier\n")
-    )
-    assert (
-        "from aios_ledger.core import LogTail\nfrom aios_ledger.core.auxiliary import "
-        in (tree / "docs" / "merged.md").read_text()
-    )
-    moved = page.read_text()
-    auxiliary = moved.split("## aios_ledger.core.auxiliary\n")[1].split("\n## ")[0]
-    assert line in auxiliary and moved.count(line) == 1
-    assert "### Time" in auxiliary  # under the heading it had, made in its home's section
-    assert _codemod(tree, "--check").returncode == 0
-
-
-def test_the_codemod_moves_a_name_the_core_keeps_out_of_its_subpackage(tmp_path: Path) -> None:
-    """A name of a subpackage's module that the codemod's list keeps (or that is defined in a
-    top-level module of the core) is exported by `aios_ledger.core`, wherever it was found."""
-    tree = _copy_for_the_codemod(tmp_path)
-    tasks = tree / "core" / "tasks" / "__init__.py"
-    text = tasks.read_text()
-    tasks.write_text(
-        text.replace(
-            "if typing.TYPE_CHECKING:\n",
-            "if typing.TYPE_CHECKING:\n    from aios_ledger.core.timestamps import Timestamp\n",
-            1,
-        )
-    )
-    init = tree / "core" / "__init__.py"
-    init.write_text(init.read_text().replace('    "Timestamp",\n', ""))
-    assert _codemod(tree).returncode == 0
-    assert '"Timestamp"' in init.read_text()
-    assert "Timestamp" not in tasks.read_text()
-    assert tasks.read_text() == text
-
-
-def test_the_codemod_exports_a_name_a_merge_left_documented_only(tmp_path: Path) -> None:
-    """A merge that kept this side's `__init__` and the other side's page leaves a new name
-    documented and exported nowhere, and an old import from a module that no longer defines
-    a name: the codemod exports the one from its home, and imports the other from the module
-    that defines it."""
-    tree = _copy_for_the_codemod(tmp_path)
-    evidence = tree / "core" / "runs" / "evidence.py"
-    evidence.write_text(evidence.read_text() + '\nRUN_PAUSED = "RUN_PAUSED"\n')
-    page = tree / "docs" / "api.md"
-    line = "- `RUN_PAUSED`: event type: a run was paused."
-    page.write_text(page.read_text().replace("### Time\n\n", f"### Time\n\n{line}\n", 1))
-    init = tree / "core" / "__init__.py"
-    before = init.read_text()
-    defined = "from aios_ledger.core.tasks.transitions import TaskStatus\n"
-    assert defined in before
-    init.write_text(
-        before.replace(defined, "from aios_ledger.core.tasks.decisions import TaskStatus\n")
-    )
-
-    assert _codemod(tree).returncode == 0
-    assert init.read_text() == before
-    runs = (tree / "core" / "runs" / "__init__.py").read_text()
-    assert "RUN_PAUSED,\n" in runs and '    "RUN_PAUSED",\n' in runs
-    section = page.read_text().split("## aios_ledger.core.runs\n")[1].split("\n## ")[0]
-    assert line in section
-    assert _codemod(tree, "--check").returncode == 0

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from aios_ledger.core import InitialExecutionProjectionError, LedgerError, TaskRow, sha256_hex
 from aios_ledger.core.actors import Actor
+from aios_ledger.core.envelopes import project_execution_envelope
 from aios_ledger.core.projection import InitialExecutionProjectionRequest
 from aios_ledger.core.projection.decisions import runtime_input_of
-from aios_ledger.core.projection.envelopes import project_execution_envelope
 from aios_ledger.shell.actors import ACTOR_ENV, acting_as
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.attest.commits import why_commit

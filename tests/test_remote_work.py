@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from aios_ledger.core import LedgerError
-from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.core.actors import ROLES
 from aios_ledger.core.auxiliary import AuxiliaryRunState, AuxiliaryTransitionRequest, check_spawn
 from aios_ledger.shell import LedgerClient, TaskLedger, list_auxiliary_runs
 from aios_ledger.shell.api.review_routes import review_operations

@@ -29,6 +29,7 @@ from aios_ledger.core.git import RepositoryRow
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, MIGRATED_DEFAULTS
 from aios_ledger.core.log.rows import GOVERNED_REPOSITORIES, row_digest
 from aios_ledger.core.log.state import stored_row_state
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database, fetch_all
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.git.repos import (
@@ -242,10 +243,15 @@ def test_a_row_sealed_before_the_settings_existed_verifies_at_their_defaults() -
     }
     sealed = row_digest(GOVERNED_REPOSITORIES, REPOSITORY, columns)
     migrated = {**columns, **MIGRATED_DEFAULTS}
-    assert stored_row_state(GOVERNED_REPOSITORIES, migrated, sealed) == (REPOSITORY, sealed)
+    assert stored_row_state(SEALED_TABLES[GOVERNED_REPOSITORIES], migrated, sealed) == (
+        REPOSITORY,
+        sealed,
+    )
     for name, value in (("scan_max_bytes", 1), ("allow_gitlinks", 1), ("scan_max_seconds", 1.5)):
         widened = {**migrated, name: value}
-        assert stored_row_state(GOVERNED_REPOSITORIES, widened, sealed)[1] != sealed, name
+        assert (
+            stored_row_state(SEALED_TABLES[GOVERNED_REPOSITORIES], widened, sealed)[1] != sealed
+        ), name
 
 
 def test_a_repository_registered_before_migration_0013_takes_the_defaults(

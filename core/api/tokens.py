@@ -27,13 +27,13 @@ import json
 from typing import Annotated, Final, Literal, TypedDict
 
 import attrs
-from aios_ledger.core.actors import Actor
+from aios_ledger.core.actors import ROLES, Actor
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.kinds import Identifier, OneOf, Sha256Hex
+from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.log.rows import API_TOKENS, RowImage, row_image
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.requests import OfferedCapabilities
@@ -41,15 +41,6 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 API_TOKEN_ISSUED = "API_TOKEN_ISSUED"
 API_TOKEN_REVOKED = "API_TOKEN_REVOKED"
-
-AGENT = "agent"
-REVIEWER = "reviewer"
-OWNER = "owner"
-AUDITOR = "auditor"
-# A witness (`aios-ledger witness`): it reads checkpoints and consistency proofs and sends its
-# cosignatures, and nothing else (no task, run or log route takes it).
-WITNESS = "witness"
-ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR, WITNESS)
 
 ACTIVE: Final = "ACTIVE"
 REVOKED: Final = "REVOKED"

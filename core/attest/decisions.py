@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TypedDict
 
 import attrs
 from aios_ledger.core.actors import Actor
@@ -25,30 +24,17 @@ from aios_ledger.core.attest.statements import (
 )
 from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.answers import AttestationAnswer
 from aios_ledger.core.git.records import GovernedWriteRow
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_object
+from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 COMMIT_ATTESTED = "COMMIT_ATTESTED"
 NOTE_SCHEMA = "aios.commit_attestations.v1"
 NOTES_REF = "refs/notes/aios-attestations"
-
-
-class AttestationAnswer(TypedDict):
-    """What a governed write says of its attestation: made (the commit, key id, note ref and
-    the envelopes' digests) or not, and why not."""
-
-    attested: bool
-    commit_oid: str | None
-    keyid: str | None
-    notes_ref: str
-    provenance_sha256: str | None
-    review_sha256: str | None
-    reason: str | None
-    idempotent: bool
 
 
 def attestation_note(facts: CommitFacts, sign: Sign, keyid: str) -> JsonObject:

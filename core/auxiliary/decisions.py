@@ -22,14 +22,14 @@ from aios_ledger.core.auxiliary.records import (
 from aios_ledger.core.auxiliary.states import (
     AUXILIARY_RUN_SPAWNED,
     INITIAL_STATE,
-    AuxiliaryRunError,
     AuxiliaryRunState,
     transition_event,
 )
 from aios_ledger.core.digests import canonical_json
+from aios_ledger.core.errors import AuxiliaryRunError
 from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 

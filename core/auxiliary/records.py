@@ -18,10 +18,10 @@ from functools import lru_cache
 from typing import Annotated, Any, NewType
 
 import attrs
-from aios_ledger.core.auxiliary.states import AuxiliaryRunError, AuxiliaryRunState, parse_state
+from aios_ledger.core.auxiliary.states import AuxiliaryRunState, parse_state
 from aios_ledger.core.contracts.checks import check_schema_well_formed, require_contract
 from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
-from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.errors import AuxiliaryRunError, LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, check_json, loads_document
 from aios_ledger.core.kinds import Between, Identifier, JsonObjectValue, OneOf, PrefixedDigest, Text
 from aios_ledger.core.log.rows import AUXILIARY_RUNS, RowImage, row_image

@@ -1,4 +1,4 @@
-"""The states of an auxiliary run, its one transition table, and its error class.
+"""The states of an auxiliary run and its one transition table (its error is `core.errors`').
 
 All state logic is data: `TRANSITIONS` maps every allowed (from, to) pair to the event the move
 appends. A state with no way out is terminal. Nothing else in the ledger decides what may follow
@@ -11,31 +11,9 @@ import enum
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.errors import AuxiliaryRunError
 
 AUXILIARY_RUN_SPAWNED = "AUXILIARY_RUN_SPAWNED"
-
-
-class AuxiliaryRunError(LedgerError):
-    """A refusal or a terminal failure of an auxiliary run.
-
-    Codes: `CANCELLED`, `CAPABILITY_ESCALATION`, `OUTPUT_SCHEMA_MISMATCH`, `OUTPUT_LIMIT`,
-    `OUTPUT_INVALID`, `TARGET_MISMATCH`, `EVIDENCE_DIGEST_MISMATCH`, `EXECUTOR`, `INVALID_FIELD`
-    (with `.field`), `SPEC_CONFLICT`, `TIMEOUT`, `INTERRUPTED`, `RUN_NOT_FOUND`,
-    `INVALID_TRANSITION`, `FRAME_TOO_DEEP`.
-    """
-
-    def __init__(self, code: str, detail: str = "", *, field: str | None = None) -> None:
-        super().__init__(code, detail)
-        self.field = field
-
-    @classmethod
-    def invalid_field(cls, field: str, detail: str) -> AuxiliaryRunError:
-        return cls("INVALID_FIELD", f"{field}: {detail}", field=field)
-
-    def __repr__(self) -> str:
-        extra = f", field={self.field!r}" if self.field is not None else ""
-        return f"{type(self).__name__}({self.code!r}, {self.detail!r}{extra})"
 
 
 class AuxiliaryRunState(enum.StrEnum):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from aios_ledger.core.attest.decisions import AttestationAnswer
 from aios_ledger.core.git.records import (
     GovernedWriteRow,
     ProposalRow,
@@ -12,6 +11,20 @@ from aios_ledger.core.git.records import (
     ScanChargeRow,
 )
 from aios_ledger.core.jsonvalue import JsonValue
+
+
+class AttestationAnswer(TypedDict):
+    """What a governed write says of its attestation: made (the commit, key id, note ref and
+    the envelopes' digests) or not, and why not."""
+
+    attested: bool
+    commit_oid: str | None
+    keyid: str | None
+    notes_ref: str
+    provenance_sha256: str | None
+    review_sha256: str | None
+    reason: str | None
+    idempotent: bool
 
 
 class RepositoryAnswer(TypedDict):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json
+from aios_ledger.core.envelopes import GovernedExecutionBinding
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.answers import (
     ProposalAnswer,
@@ -54,11 +55,11 @@ from aios_ledger.core.git.requests import (
 )
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, SettingsChange
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.log.idempotency import IdempotencyRow
+from aios_ledger.core.log.plan import Decision, Replay, request_digest, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, request_digest, sealed_plan
-from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.refusals import (
     GOVERNED_WRITE_REFUSED,
     RefusalAnswer,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.policy import require_stated_work
 from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS
 from aios_ledger.core.git.settings import (
     DEFAULT_AGENT_SCAN_BYTES,
@@ -167,6 +168,10 @@ class ProposalRow(NamedTuple):
         return _texts(
             TASK_PROPOSALS, self.proposal_id, "changed_files_json", self.changed_files_json
         )
+
+    def require_stated_work(self, result: Mapping[str, JsonValue]) -> None:
+        """At submit: the result states this proposal's changed files and head."""
+        require_stated_work(result, self.changed_files(), self.head_oid)
 
     def facts(self) -> dict[str, JsonValue]:
         value = _json_column(TASK_PROPOSALS, self.proposal_id, "facts_json", self.facts_json)

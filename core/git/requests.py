@@ -11,11 +11,11 @@ import re
 from typing import Annotated
 
 import attrs
+from aios_ledger.core.envelopes import REPOSITORY, ObjectId
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.settings import SettingsChange, SpentBytes, SpentSeconds
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import Between, Identifier, OneOf, Sha256Hex, Text
-from aios_ledger.core.projection.envelopes import REPOSITORY, ObjectId
 from aios_ledger.core.structuring import NOT_PUBLIC, structure, unstructure
 from aios_ledger.core.tasks.requests import LeaseToken
 

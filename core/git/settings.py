@@ -157,7 +157,7 @@ class RepositorySettings:
 
 DEFAULT_SETTINGS = RepositorySettings()
 # The columns migration 0013 added to `governed_repositories`, and the value each holds in a
-# row registered before it (`core.log.rows.LATER_DEFAULT_COLUMNS`).
+# row registered before it (`later_defaults` of its sealed table, `core.git.tables`).
 MIGRATED_DEFAULTS: dict[str, str | int | float | None] = DEFAULT_SETTINGS.columns()
 
 

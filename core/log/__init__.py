@@ -1,47 +1,44 @@
 """The tamper-evident log: seals, verification and exports."""
 
-import typing
-
-if typing.TYPE_CHECKING:
-    from aios_ledger.core.log.adoption import (
-        AdoptionAnswer,
-        AdoptionSealRequest,
-        AdoptionState,
-        decide_adoption_seals,
-    )
-    from aios_ledger.core.log.export import EXPORT_SCHEMA, ChainTips, verify_export_lines
-    from aios_ledger.core.log.merkle import (
-        ConsistencyProof,
-        InclusionProof,
-        TreeHead,
-        parse_proof,
-        verify_consistency,
-        verify_inclusion,
-    )
-    from aios_ledger.core.log.records import SealedRow
-    from aios_ledger.core.log.rows import STATE_TABLES, RowImage
-    from aios_ledger.core.log.seals import GENESIS_SEAL, LEDGER_CHAIN
-    from aios_ledger.core.log.tail import EventAppend
-    from aios_ledger.core.log.verification import (
-        CHAIN_GAP,
-        CONTENT_CHANGED,
-        EVENT_REMOVED,
-        EVENT_REORDERED,
-        EVENT_SWAPPED,
-        EXPORT_INVALID,
-        FINDING_CODES,
-        FORGED_EVENT,
-        HEAD_MISMATCH,
-        HEAD_SCHEMA,
-        MERKLE_MISMATCH,
-        STATE_MISMATCH,
-        UNSEALED_EVENT,
-        ChainLink,
-        Finding,
-        LedgerHead,
-        LogVerifier,
-        VerificationReport,
-    )
+from aios_ledger.core.log.adoption import (
+    AdoptionAnswer,
+    AdoptionSealRequest,
+    AdoptionState,
+    decide_adoption_seals,
+)
+from aios_ledger.core.log.export import EXPORT_SCHEMA, ChainTips, verify_export_lines
+from aios_ledger.core.log.merkle import (
+    ConsistencyProof,
+    InclusionProof,
+    TreeHead,
+    parse_proof,
+    verify_consistency,
+    verify_inclusion,
+)
+from aios_ledger.core.log.records import SealedRow
+from aios_ledger.core.log.rows import STATE_TABLES, RowImage
+from aios_ledger.core.log.seals import GENESIS_SEAL, LEDGER_CHAIN
+from aios_ledger.core.log.tail import EventAppend
+from aios_ledger.core.log.verification import (
+    CHAIN_GAP,
+    CONTENT_CHANGED,
+    EVENT_REMOVED,
+    EVENT_REORDERED,
+    EVENT_SWAPPED,
+    EXPORT_INVALID,
+    FINDING_CODES,
+    FORGED_EVENT,
+    HEAD_MISMATCH,
+    HEAD_SCHEMA,
+    MERKLE_MISMATCH,
+    STATE_MISMATCH,
+    UNSEALED_EVENT,
+    ChainLink,
+    Finding,
+    LedgerHead,
+    LogVerifier,
+    VerificationReport,
+)
 
 __all__ = [
     "AdoptionSealRequest",
@@ -82,58 +79,3 @@ __all__ = [
     "verify_consistency",
     "parse_proof",
 ]
-
-if not typing.TYPE_CHECKING:
-
-    def __getattr__(name: str) -> object:
-        """Each public name, loaded on first use (PEP 562): the core's modules import each
-        other's across its subpackages, so a package that imported all of its modules as it is
-        imported would close import cycles. The imports above, for type checkers, are these."""
-        if name not in __all__:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from aios_ledger.core.log.adoption import (  # noqa: F401
-            AdoptionAnswer,
-            AdoptionSealRequest,
-            AdoptionState,
-            decide_adoption_seals,
-        )
-        from aios_ledger.core.log.export import EXPORT_SCHEMA, ChainTips, verify_export_lines  # noqa: F401
-        from aios_ledger.core.log.merkle import (  # noqa: F401
-            ConsistencyProof,
-            InclusionProof,
-            TreeHead,
-            parse_proof,
-            verify_consistency,
-            verify_inclusion,
-        )
-        from aios_ledger.core.log.records import SealedRow  # noqa: F401
-        from aios_ledger.core.log.rows import STATE_TABLES, RowImage  # noqa: F401
-        from aios_ledger.core.log.seals import GENESIS_SEAL, LEDGER_CHAIN  # noqa: F401
-        from aios_ledger.core.log.tail import EventAppend  # noqa: F401
-        from aios_ledger.core.log.verification import (  # noqa: F401
-            CHAIN_GAP,
-            CONTENT_CHANGED,
-            EVENT_REMOVED,
-            EVENT_REORDERED,
-            EVENT_SWAPPED,
-            EXPORT_INVALID,
-            FINDING_CODES,
-            FORGED_EVENT,
-            HEAD_MISMATCH,
-            HEAD_SCHEMA,
-            MERKLE_MISMATCH,
-            STATE_MISMATCH,
-            UNSEALED_EVENT,
-            ChainLink,
-            Finding,
-            LedgerHead,
-            LogVerifier,
-            VerificationReport,
-        )
-
-        loaded = locals()
-        globals().update({export: loaded[export] for export in __all__})
-        return loaded[name]
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TypedDict
 
 import attrs
+from aios_ledger.core.log.plan import WritePlan
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.tail import LogTail
-from aios_ledger.core.plan import WritePlan
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 

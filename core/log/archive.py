@@ -26,8 +26,8 @@ from aios_ledger.core.log.archived import (
     ledger_rows_record,
 )
 from aios_ledger.core.log.export import ARCHIVE_FORMAT
+from aios_ledger.core.log.plan import WritePlan, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import WritePlan, sealed_plan
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 

@@ -41,6 +41,7 @@ from aios_ledger.core.log.rows import (
 )
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import stored_row_state
+from aios_ledger.core.log.tables import SealedTables
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding
 
 ARCHIVE_INVALID = "ARCHIVE_INVALID"
@@ -187,16 +188,16 @@ class RowSeal:
     row_digest: str
 
 
-def file_sealed_rows(contents: ArchiveContents) -> tuple[FileSealedRow, ...]:
+def file_sealed_rows(contents: ArchiveContents, tables: SealedTables) -> tuple[FileSealedRow, ...]:
     """The file's rows that seals of the ledger chain cover, task by task, each with the key
-    the ledger's seal of it names. A row that is not its table's is left out: the offline
-    check reports it."""
+    the ledger's seal of it names (`tables`: every sealed table, by name). A row that is not
+    its table's is left out: the offline check reports it."""
     found = []
     for task in contents.tasks.values():
         for table in LEDGER_SEALED_TABLES:
             for row in task.rows.get(table, ()):
                 try:
-                    key, digest = stored_row_state(table, row)
+                    key, digest = stored_row_state(tables[table], row)
                 except (KeyError, TypeError, ValueError, LedgerError):
                     continue
                 found.append(FileSealedRow(task.task_id, table, key, digest))

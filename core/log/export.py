@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -56,15 +56,14 @@ from aios_ledger.core.log.archived import (
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
 from aios_ledger.core.log.rows import (
-    FIRST_ANSWERS,
     GOVERNED_BINDINGS,
-    RUNS,
     TASK_PROPOSALS,
     TASKS,
     RowImage,
 )
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import held_row_problem
+from aios_ledger.core.log.tables import SealedTables
 from aios_ledger.core.log.verification import (
     EXPORT_INVALID,
     STATE_MISMATCH,
@@ -75,9 +74,7 @@ from aios_ledger.core.log.verification import (
     VerificationReport,
     bundle_finding,
 )
-from aios_ledger.core.projection.bindings import BINDING_REGISTERED
 from aios_ledger.core.records import record_columns
-from aios_ledger.core.runs.evidence import RUN_CREATED
 
 EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -391,7 +388,7 @@ class ExportState:
     """The state rows an export's seals say were written last (one entry per row), held
     against the export's state lines as `verify` holds them against the database."""
 
-    def __init__(self, *, archive: bool = False) -> None:
+    def __init__(self, tables: SealedTables, *, archive: bool = False) -> None:
         # An archive's rows that seals of the ledger chain cover (its tasks' run events and
         # reviews) have no seal in the file: `verify-archive` holds them against the ledger's.
         self._archive = archive
@@ -402,6 +399,11 @@ class ExportState:
         # The tables whose rows an older ledger wrote before sealing them: an unsealed row of
         # one is unprovable while the export holds an event of that kind before its first image.
         self._sealed_since: set[str] = set()
+        self._unsealed_writers = {
+            table.name: table.unsealed_writer
+            for table in tables.values()
+            if table.unsealed_writer is not None
+        }
         self._unsealed_before: set[str] = set()
         self._chains_without_bindings: set[str] = set()
         self._archived_rows: set[LedgerSealedRow] = set()
@@ -418,7 +420,7 @@ class ExportState:
         if is_archive_event(event):
             self._chains_without_bindings.update(_chains_without_bindings(event))
             self._archived_rows.update(_recorded_ledger_rows(event))
-        for table, kind in _SEALED_LATER.items():
+        for table, kind in self._unsealed_writers.items():
             if table not in self._sealed_since and kind(event):
                 self._unsealed_before.add(table)
         for image in rows:
@@ -502,14 +504,6 @@ def _chains_without_bindings(event: EventRow) -> set[str]:
     return chains_without_bindings(payload)
 
 
-# The tables first sealed by issue 26, and the events that wrote their rows before.
-_SEALED_LATER: Mapping[str, Callable[[EventRow], bool]] = {
-    FIRST_ANSWERS: lambda event: isinstance(event.task_id, str),
-    GOVERNED_BINDINGS: lambda event: event.event_type == BINDING_REGISTERED,
-    RUNS: lambda event: event.event_type == RUN_CREATED,
-}
-
-
 class ChainTips:
     """The last seal seen per chain, for checking an export offline (one entry per chain)."""
 
@@ -532,17 +526,18 @@ class ChainTips:
             self._tips[seal.chain] = ChainLink(event_id=seal.event_id, chain_seq=seq, seal=value)
 
 
-def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
+def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> VerificationReport:
     """Check an export, line by line (each with or without its newline), with the ledger's own
     verifier and no database: every event's seal and chain, the trailer's count and rolling
-    digest. A malformed line is an `EXPORT_INVALID` finding, never an exception; a line longer
-    than `MAX_LINE_BYTES` is refused unread."""
+    digest, and the state lines against `tables` (`core.sealed_tables.SEALED_TABLES`). A
+    malformed line is an `EXPORT_INVALID` finding, never an exception; a line longer than
+    `MAX_LINE_BYTES` is refused unread."""
     numbered = enumerate((_line_bytes(line) for line in lines), start=1)
     first = next(numbered, None)
     header = parse_export_header(None if first is None else _parse_line(first[1], 1))
     verifier = LogVerifier(dense_ids=header.scope == "all" and header.dense_ids)
     tips = ChainTips()
-    state = ExportState(archive=header.scope == "archive")
+    state = ExportState(tables, archive=header.scope == "archive")
     state_lines = bundle_lines = False
     bundles = ArchivedBundles()
     proposals: dict[str, str] = {}
@@ -565,7 +560,7 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
                 with_row = header.archive_format >= ROWS_KEPT_FORMAT
                 table, key, digest = parse_state_line(value, with_row=with_row)
                 if with_row:
-                    _check_held_row(verifier, table, key, digest, value[ROW_FIELD])
+                    _check_held_row(verifier, tables, table, key, digest, value[ROW_FIELD])
                     bundle = value[ROW_FIELD].get("bundle_sha256")
                     if table == TASK_PROPOSALS and isinstance(bundle, str):
                         proposals[key] = bundle
@@ -610,9 +605,14 @@ def verify_export_lines(lines: Iterable[bytes | str]) -> VerificationReport:
 
 
 def _check_held_row(
-    verifier: LogVerifier, table: str, key: str, digest: str | None, row: object
+    verifier: LogVerifier,
+    tables: SealedTables,
+    table: str,
+    key: str,
+    digest: str | None,
+    row: object,
 ) -> None:
-    problem = held_row_problem(table, key, digest, row)
+    problem = held_row_problem(tables, table, key, digest, row)
     if problem is not None:
         verifier.note(Finding(STATE_MISMATCH, None, problem, table=table, key=key))
 

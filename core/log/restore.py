@@ -35,6 +35,14 @@ from aios_ledger.core.log.archive_file import (
 )
 from aios_ledger.core.log.archived import TASKS_RESTORED, ArchivedChainEnd
 from aios_ledger.core.log.export import ROWS_KEPT_FORMAT, parse_export_event
+from aios_ledger.core.log.idempotency import FirstAnswerRow, IdempotencyRow
+from aios_ledger.core.log.plan import (
+    Decision,
+    replay_or_conflict,
+    request_digest,
+    sealed_plan,
+    stored_answer,
+)
 from aios_ledger.core.log.records import EventRow, SealRow, sealed_rows
 from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
@@ -49,19 +57,11 @@ from aios_ledger.core.log.rows import (
     TASK_SPEND,
     TASKS,
     RowImage,
-    with_later_defaults,
 )
+from aios_ledger.core.log.tables import SealedTables
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import (
-    Decision,
-    replay_or_conflict,
-    request_digest,
-    sealed_plan,
-    stored_answer,
-)
 from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
 from aios_ledger.core.structuring import structure, unstructure
-from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 RESTORE_OPERATION = "restore_archive"
@@ -177,10 +177,12 @@ def decide_restore(
     request: RestoreRequest,
     contents: ArchiveContents,
     *,
+    tables: SealedTables,
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RestoreAnswer]:
-    """The inserts, the listing deletes and the sealed TASKS_RESTORED event, or a refusal."""
+    """The inserts, the listing deletes and the sealed TASKS_RESTORED event, or a refusal
+    (`tables`: every sealed table, by name, whose later defaults an older archive's rows lack)."""
     require_timestamp(now)
     digest = request_digest(RESTORE_OPERATION, request.archive_sha256, request.public())
     replay = replay_or_conflict(state.prior, digest, RestoreAnswer)
@@ -205,7 +207,7 @@ def decide_restore(
     _check_untaken(state.taken)
     writes: list[SqlWrite] = []
     for task in tasks:
-        writes.extend(_task_writes(task, events[task.task_id]))
+        writes.extend(_task_writes(task, events[task.task_id], tables))
     restore_event_id = state.tail.next_event_id
     chains = [
         {
@@ -306,11 +308,13 @@ def _check_untaken(taken: frozenset[tuple[str, str, str]]) -> None:
         )
 
 
-def _task_writes(task: ArchivedTask, events: tuple[RestoredEvent, ...]) -> list[SqlWrite]:
+def _task_writes(
+    task: ArchivedTask, events: tuple[RestoredEvent, ...], tables: SealedTables
+) -> list[SqlWrite]:
     """The task's row, its events with their seals and sealed rows, its other rows, then its
     listings (which the trigger lets go once their events are back with their seals)."""
     assert task.row is not None  # _events_of required it
-    writes = [_row_write(TASKS, with_later_defaults(TASKS, task.row))]
+    writes = [_row_write(TASKS, tables[TASKS].with_later_defaults(task.row))]
     for event, seal, rows in events:
         writes.append(event.insert())
         writes.append(seal.insert())

@@ -53,13 +53,13 @@ before it, whose seals were taken without the column: `LATER_NULL_COLUMNS` holds
 against its seal without the column while it is NULL (and only then). So do a proposal's scan
 spend (`scan_bytes`, `scan_seconds`, migration 0013), NULL in proposals recorded before it.
 
-A repository's settings (migration 0013) are columns that a row registered before them holds
-at their defaults: `LATER_DEFAULT_COLUMNS` holds such a row against its seal without the
-columns that still hold the default the migration gave them (and only those: a value set by
-hand is digested and reported, and so is a default written over a sealed setting, which the
-seal covers). So does a task's `awaiting_projection` (migration 0027), 0 in every task from
-before it; an archive written before it holds its tasks' rows without the column, which
-`with_later_defaults` reads as that default.
+A repository's settings (migration 0013) are columns that a row registered before them holds at
+their defaults: its table's `later_defaults` (`tables.SealedTable`) hold such a row against its
+seal without the columns that still hold the default the migration gave them (and only those: a
+value set by hand is digested and reported, and so is a default written over a sealed setting,
+which the seal covers). So does a task's `awaiting_projection` (migration 0027), 0 in every
+task from before it; an archive written before it holds its tasks' rows without the column,
+which `SealedTable.with_later_defaults` reads as that default.
 
 A seal covers a moment, not its spelling: a timestamp column (`TIMESTAMP_COLUMNS`) whose text
 is a whole second in the ledger's millisecond form (`…:05.000Z`) digests as the older
@@ -79,7 +79,6 @@ from typing import cast
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_bytes, digest_json
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.git.settings import MIGRATED_DEFAULTS
 from aios_ledger.core.jsonvalue import JsonObject
 
 ROW_SCHEMA = "aios.state_row.v1"
@@ -129,13 +128,6 @@ LATER_COLUMNS = frozenset({"seq"})
 # capability grant, migration 0012): a seal taken before the column is held against the row
 # without it, but only while it is NULL.
 LATER_NULL_COLUMNS = frozenset({"capabilities_json", "scan_bytes", "scan_seconds"})
-# Columns added to a state table with a default that the rows from before them hold (a
-# repository's settings, migration 0013), by table: a seal taken before them is held against
-# the row without each one that still holds its default.
-LATER_DEFAULT_COLUMNS: Mapping[str, Mapping[str, object]] = {
-    GOVERNED_REPOSITORIES: MIGRATED_DEFAULTS,
-    TASKS: {"awaiting_projection": 0},
-}
 _WHOLE_SECOND_FRACTION = ".000Z"
 _MILLISECOND_TEXT_WIDTH = 24  # `YYYY-MM-DDTHH:MM:SS.mmmZ`
 
@@ -218,15 +210,6 @@ def _checked_row_digest(
         return digest_json(ROW_SCHEMA, document)
     except (LedgerError, TypeError, ValueError):
         return None
-
-
-def with_later_defaults(table: str, columns: Mapping[str, object]) -> Mapping[str, object]:
-    """A row of `table` as an archive written before some of its `LATER_DEFAULT_COLUMNS` kept
-    it, with each column it lacks at the default its migration gave every row then."""
-    defaults = LATER_DEFAULT_COLUMNS.get(table)
-    if not defaults or all(name in columns for name in defaults):
-        return columns
-    return {**{name: value for name, value in defaults.items() if name not in columns}, **columns}
 
 
 def binding_key(task_id: str, job_id: str) -> str:

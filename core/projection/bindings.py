@@ -5,16 +5,16 @@ from __future__ import annotations
 import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json, sha256_hex
-from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue
-from aios_ledger.core.kinds import ROUTE_IDENTIFIER
-from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, sealed_plan
-from aios_ledger.core.projection.answers import BindingAnswer
-from aios_ledger.core.projection.envelopes import (
+from aios_ledger.core.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
 )
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
+from aios_ledger.core.kinds import ROUTE_IDENTIFIER
+from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
+from aios_ledger.core.log.tail import EventAppend, LogTail
+from aios_ledger.core.projection.answers import BindingAnswer
 from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp

@@ -20,6 +20,11 @@ import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.contracts.checks import require_contract
 from aios_ledger.core.digests import canonical_json, sha256_hex
+from aios_ledger.core.envelopes import (
+    GOVERNANCE_FLAGS,
+    GovernedExecutionBinding,
+    verify_execution_envelope,
+)
 from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
@@ -30,10 +35,8 @@ from aios_ledger.core.kinds import (
     Sha256Hex,
     Text,
 )
-from aios_ledger.core.log.records import EventRow
-from aios_ledger.core.log.rows import INITIAL_PROJECTIONS, SOURCE_CAPTURE_RECOVERIES
-from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import (
+from aios_ledger.core.log.idempotency import IdempotencyRow
+from aios_ledger.core.log.plan import (
     Decision,
     Replay,
     WritePlan,
@@ -42,17 +45,15 @@ from aios_ledger.core.plan import (
     sealed_plan,
     stored_answer,
 )
+from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.rows import INITIAL_PROJECTIONS, SOURCE_CAPTURE_RECOVERIES
+from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.projection.answers import ProjectionAnswer
 from aios_ledger.core.projection.bindings import source_capture_envelope
-from aios_ledger.core.projection.envelopes import (
-    GOVERNANCE_FLAGS,
-    GovernedExecutionBinding,
-    verify_execution_envelope,
-)
 from aios_ledger.core.projection.records import ProjectionLedgerRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
-from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.refusals import (
     PROJECTION_REFUSED,
     REFUSAL_EVENTS,

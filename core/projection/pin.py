@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import attrs
 from aios_ledger.core.digests import sha256_hex
+from aios_ledger.core.envelopes import ACTIONS, verify_execution_envelope
 from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
@@ -31,7 +32,6 @@ from aios_ledger.core.projection.decisions import (
     require_task,
     runtime_input_of,
 )
-from aios_ledger.core.projection.envelopes import ACTIONS, verify_execution_envelope
 from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.core.tasks.records import TaskRow
 

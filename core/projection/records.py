@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import attrs
+from aios_ledger.core.envelopes import GovernedExecutionBinding
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.log.rows import GOVERNED_BINDINGS, RowImage, binding_key, row_image
-from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 
 
 @attrs.frozen

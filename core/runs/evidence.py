@@ -26,10 +26,14 @@ from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, check_json, encode_checked
 from aios_ledger.core.kinds import Between, Identifier, RouteIdentifier, Text
+from aios_ledger.core.log.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, WritePlan, sealed_plan
 from aios_ledger.core.runs.answers import RunAnswer, RunEventAnswer
-from aios_ledger.core.runs.attempts import (
+from aios_ledger.core.runs.records import RunEventRow, RunRow
+from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
+from aios_ledger.core.structuring import check_built, structure, unstructure
+from aios_ledger.core.tasks.attempts import (
+    RunIdentity,
     evidence_prompt,
     evidence_run,
     evidence_session,
@@ -38,9 +42,6 @@ from aios_ledger.core.runs.attempts import (
     is_reserved_session,
     refuse_reserved,
 )
-from aios_ledger.core.runs.records import RunEventRow, RunIdentity, RunRow
-from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
-from aios_ledger.core.structuring import check_built, structure, unstructure
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import LeaseToken, lease_token_sha256
 from aios_ledger.core.tasks.transitions import TaskStatus
@@ -323,7 +324,7 @@ def decide_create_run(
 ) -> Decision[RunAnswer]:
     """A new run, or the same run again when `run_id` already names an identical one; the
     answer is the run's row (`RunRow` fields). The ledger's own forms are RUN_ID_RESERVED
-    (`core/runs/attempts.py`): an attempt's run is created by its claim."""
+    (`core/tasks/attempts.py`): an attempt's run is created by its claim."""
     require_timestamp(now)
     refuse_reserved(request.session_id, request.run_id)
     return _create_run(state.existing, request, state.tail, now, actor)

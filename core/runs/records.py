@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
-from aios_ledger.core.log.rows import RUN_EVENTS, RUNS, RowImage, row_image, run_event_key
+from aios_ledger.core.log.rows import RUN_EVENTS, RowImage, row_image, run_event_key
 from aios_ledger.core.records import record_from_row
 
 
@@ -42,20 +42,6 @@ class RunRow:
             "event_count": self.event_count,
             "updated_at": self.updated_at,
         }
-
-
-@attrs.frozen
-class RunIdentity:
-    """The columns of a `runs` row that never change (appends move `event_count` and
-    `updated_at`): what the run's `RUN_CREATED` seal covers."""
-
-    run_id: str
-    session_id: str
-    prompt: str
-    created_at: str
-
-    def image(self) -> RowImage:
-        return row_image(RUNS, self.run_id, attrs.asdict(self))
 
 
 @attrs.frozen

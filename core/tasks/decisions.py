@@ -40,18 +40,15 @@ priority, then creation order) among the candidates and the tasks taken over are
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.git.policy import require_stated_work
-from aios_ledger.core.git.records import ProposalRow
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
-from aios_ledger.core.log.rows import RowImage
-from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import (
+from aios_ledger.core.log.idempotency import FirstAnswerRow, IdempotencyRow
+from aios_ledger.core.log.plan import (
     Decision,
     Replay,
     WritePlan,
@@ -60,8 +57,8 @@ from aios_ledger.core.plan import (
     sealed_plan,
     stored_answer,
 )
-from aios_ledger.core.runs.attempts import evidence_prompt, evidence_run, evidence_session
-from aios_ledger.core.runs.records import RunIdentity
+from aios_ledger.core.log.rows import RowImage
+from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import wire_form
 from aios_ledger.core.tasks.answers import (
@@ -77,6 +74,12 @@ from aios_ledger.core.tasks.answers import (
     VerifyAnswer,
     task_summary,
 )
+from aios_ledger.core.tasks.attempts import (
+    RunIdentity,
+    evidence_prompt,
+    evidence_run,
+    evidence_session,
+)
 from aios_ledger.core.tasks.backoff import require_jitter, retry_not_before
 from aios_ledger.core.tasks.budgets import (
     NO_SPEND,
@@ -88,7 +91,7 @@ from aios_ledger.core.tasks.budgets import (
     spend_key,
 )
 from aios_ledger.core.tasks.modes import VerificationMode
-from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,
@@ -195,6 +198,19 @@ class ExpiryState:
     tail: LogTail
 
 
+class AttemptProposal(Protocol):
+    """What a submit reads of its attempt's proposal to a governed repository (the git
+    domain's `ProposalRow`): whose attempt it is, and whether a result states its work."""
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+    def require_stated_work(self, result: Mapping[str, JsonValue]) -> None: ...
+
+
 @attrs.frozen
 class _Inputs:
     """What the shell drew or configured for a decision (None: not given), and who acts."""
@@ -205,7 +221,7 @@ class _Inputs:
     lease_tokens: tuple[str, ...] = ()
     jitter: float | None = None
     contracts: Mapping[str, Mapping[str, object]] | None = None
-    proposal: ProposalRow | None = None
+    proposal: AttemptProposal | None = None
     grant: frozenset[str] | None = None
 
     def need(self, name: str, operation: str) -> Any:
@@ -431,7 +447,7 @@ def decide_task(
     lease_tokens: Sequence[str] = (),
     jitter: float | None = None,
     contracts: Mapping[str, Mapping[str, object]] | None = None,
-    proposal: ProposalRow | None = None,
+    proposal: AttemptProposal | None = None,
     grant: frozenset[str] | None = None,
 ) -> Decision[Any] | None:
     """The decision of the operation `request` asks for (its row of `TASK_OPERATIONS`), on
@@ -589,7 +605,7 @@ def _submit_check(
         task.task_id,
         task.attempt,
     ):
-        require_stated_work(request.result, proposal.changed_files(), proposal.head_oid)
+        proposal.require_stated_work(request.result)
 
 
 def _submit_changes(
@@ -1209,7 +1225,7 @@ def decide_submit(
     actor: Actor,
     contracts: Mapping[str, Mapping[str, object]],
     jitter: float,
-    proposal: ProposalRow | None = None,
+    proposal: AttemptProposal | None = None,
 ) -> Decision[SubmitAnswer]:
     """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`). A task
     verified automatically is judged in the same plan: RESULT_SUBMITTED, then TASK_VERIFIED.

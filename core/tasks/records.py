@@ -1,4 +1,4 @@
-"""The rows of tasks: a `tasks` row, and the first answer stored for an idempotency key."""
+"""The row of a task: a `tasks` row."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
-from aios_ledger.core.log.rows import FIRST_ANSWERS, TASKS, RowImage, RowWrite, row_image
+from aios_ledger.core.log.rows import TASKS, RowImage, RowWrite, row_image
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.structuring import FieldRefused
 from aios_ledger.core.tasks.backoff import (
@@ -154,33 +154,3 @@ class TaskRow(NamedTuple):
         if self.verification_json is None:
             return None
         return _column_json(self.task_id, "verification_json", self.verification_json)
-
-
-class IdempotencyRow(NamedTuple):
-    """The first answer given for an idempotency key, and the digest of the request it answered:
-    the columns of a `task_idempotency` row a decision reads, which the projections' own ledgers
-    (`task_initial_execution_projections`, `task_source_capture_projection_recoveries`) hold
-    under the same names and are read into the same record."""
-
-    idempotency_key: str
-    request_sha256: str
-    response_json: str
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> IdempotencyRow:
-        return record_from_row(cls, row)
-
-
-class FirstAnswerRow(NamedTuple):
-    """A whole `task_idempotency` row, as a transition writes it and its sealed event covers it:
-    the first answer for a key, the operation and task it belongs to and the request's digest."""
-
-    idempotency_key: str
-    operation: str
-    subject: str
-    request_sha256: str
-    response_json: str
-    created_at: str
-
-    def image(self) -> RowImage:
-        return row_image(FIRST_ANSWERS, self.idempotency_key, self._asdict())

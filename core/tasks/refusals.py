@@ -21,10 +21,11 @@ import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
+from aios_ledger.core.log.idempotency import FirstAnswerRow, IdempotencyRow
+from aios_ledger.core.log.plan import Decision, Replay, sealed_plan, stored_answer
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.plan import Decision, Replay, sealed_plan, stored_answer
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.tasks.records import FirstAnswerRow, IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 GOVERNED_WRITE_REFUSED: Final = "GOVERNED_WRITE_REFUSED"

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aios_ledger.core.contracts.checks import require_contract
+from aios_ledger.core.envelopes import verify_execution_envelope
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
-from aios_ledger.core.projection.envelopes import verify_execution_envelope
 from aios_ledger.core.tasks.records import TaskRow
 
 # Which contract (a file `core/contracts/<name>.json`) each envelope action's results must meet.

@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 import attrs
-from aios_ledger.core.api.tokens import AGENT, OWNER, REVIEWER
+from aios_ledger.core.actors import AGENT, OWNER, REVIEWER
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue
 from aios_ledger.core.tasks.modes import VerifyDecision

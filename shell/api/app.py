@@ -37,8 +37,7 @@ from typing import IO, Any, cast
 
 import attrs
 from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
-from aios_ledger.core.actors import VIA_HTTP, VIA_MCP, Actor
-from aios_ledger.core.api.tokens import AGENT, AUDITOR, OWNER, ROLES, WITNESS
+from aios_ledger.core.actors import AGENT, AUDITOR, OWNER, ROLES, VIA_HTTP, VIA_MCP, WITNESS, Actor
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.projection import (
@@ -46,7 +45,7 @@ from aios_ledger.core.projection import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.core.proofs import VerifierKey
-from aios_ledger.core.runs.attempts import is_reserved_run, is_reserved_session, refuse_reserved
+from aios_ledger.core.tasks.attempts import is_reserved_run, is_reserved_session, refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report

@@ -15,7 +15,7 @@ server was configured with, so a token alone cannot add a line no witness signed
 from __future__ import annotations
 
 from aios_ledger.core import LedgerError
-from aios_ledger.core.api.tokens import OWNER, ROLES, WITNESS
+from aios_ledger.core.actors import OWNER, ROLES, WITNESS
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.openapi import Operation, Query

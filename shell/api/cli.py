@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.core.actors import ROLES
 from aios_ledger.shell.api.tokens import issue_token, list_tokens, revoke_token
 from aios_ledger.shell.cli_support import open_database
 

@@ -1,6 +1,6 @@
 """Who may write a task's evidence run through the API: the agent that holds the task.
 
-A worker records each attempt's evidence in the run `core/runs/attempts.py` names for it:
+A worker records each attempt's evidence in the run `core/tasks/attempts.py` names for it:
 session `task:<task_id>`, run `<task_id>@<attempt>` (`evidence_session`, `evidence_run`), which
 the attempt's claim creates and `review` reads. Nobody creates runs in those forms
 (RUN_ID_RESERVED); an agent appends to the evidence run of the attempt it holds now: the task
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aios_ledger.core import LedgerError
-from aios_ledger.core.runs.attempts import evidence_run, evidence_task
+from aios_ledger.core.tasks.attempts import evidence_run, evidence_task
 
 if TYPE_CHECKING:
     from aios_ledger.shell.api.backend import Stores

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from aios_ledger.core import LedgerError
-from aios_ledger.core.api.tokens import AGENT, OWNER
+from aios_ledger.core.actors import AGENT, OWNER
 from aios_ledger.shell.api.app import READERS, Answer, Call
 from aios_ledger.shell.api.backend import ApiSettings, Stores
 from aios_ledger.shell.api.openapi import Operation, Query

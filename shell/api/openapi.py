@@ -18,14 +18,14 @@ from typing import Any
 import attrs
 import jsonschema
 from aios_ledger.core import LedgerError
-from aios_ledger.core.api.tokens import ROLES
+from aios_ledger.core.actors import ROLES
 from aios_ledger.core.batches import MAX_BATCH
+from aios_ledger.core.envelopes import GovernedExecutionBinding
 from aios_ledger.core.git.requests import WriteRequest
 from aios_ledger.core.projection.decisions import (
     InitialExecutionProjectionRequest,
     SourceCaptureProjectionRecoveryRequest,
 )
-from aios_ledger.core.projection.envelopes import GovernedExecutionBinding
 from aios_ledger.core.runs.evidence import RunCreateRequest, RunEventAppendRequest
 from aios_ledger.core.schemas import DIALECT, batch_schema, record_schema
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ClaimRequest, TaskCreateCommand

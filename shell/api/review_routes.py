@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 from aios_ledger.core import AuxiliaryRunError, LedgerError
-from aios_ledger.core.api.tokens import AUDITOR, OWNER, REVIEWER
+from aios_ledger.core.actors import AUDITOR, OWNER, REVIEWER
 from aios_ledger.core.auxiliary import (
     AuxiliaryRunRow,
     AuxiliaryRunSpec,
@@ -44,7 +44,7 @@ from aios_ledger.core.auxiliary import (
 )
 from aios_ledger.core.kinds import ROUTE_IDENTIFIER
 from aios_ledger.core.runs import EvidenceReadRequest
-from aios_ledger.core.runs.attempts import evidence_session
+from aios_ledger.core.tasks.attempts import evidence_session
 from aios_ledger.core.work import REVIEW_KIND
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.backend import Stores

@@ -16,13 +16,14 @@ from aios_ledger.core.git.records import (
     RepositoryRow,
     WriterLeaseRow,
 )
+from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.merkle import MerkleHashRow, MerkleTreeRow
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.projection.records import BindingRow
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.tasks.budgets import SpendTotals
-from aios_ledger.core.tasks.records import IdempotencyRow, TaskRow
+from aios_ledger.core.tasks.records import TaskRow
 
 READ_RECORDS: Mapping[str, type] = {
     record.__name__: record

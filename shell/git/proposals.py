@@ -59,9 +59,9 @@ from aios_ledger.core.git.hygiene import (
     fsck_refusal,
     require_safe_entries,
 )
-from aios_ledger.core.git.refnames import HEADS, require_branch_name
 from aios_ledger.core.git.secrets import ScanBudget
 from aios_ledger.core.git.settings import scan_window_start
+from aios_ledger.core.refnames import HEADS, require_branch_name
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -174,7 +174,7 @@ def verify_bundle(git_dir: str, path: Path) -> None:
 def bundle_heads(git_dir: str, path: Path, limits: ProposalLimits) -> dict[str, str]:
     """The bundle's refs: HEAD and branches only, at most `max_refs`, each a name git accepts
     and none that would mislead whoever reads the proposal's refs (the ledger's rule for the
-    branches it writes, `core/git/refnames.py`: no `refs/heads/refs/...`, no control or
+    branches it writes, `core/refnames.py`: no `refs/heads/refs/...`, no control or
     bidirectional characters): REF_NAME_INVALID."""
     listed = run_git(["--git-dir", git_dir, "bundle", "list-heads", str(path)], max_output=1 << 20)
     heads: dict[str, str] = {}

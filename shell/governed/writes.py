@@ -60,8 +60,8 @@ from aios_ledger.core.git.decisions import (
 )
 from aios_ledger.core.git.policy import HEADS, branch_ref
 from aios_ledger.core.git.records import lease_id_of
-from aios_ledger.core.git.refnames import require_unambiguous_branch
-from aios_ledger.core.plan import Decision, Replay
+from aios_ledger.core.log.plan import Decision, Replay
+from aios_ledger.core.refnames import require_unambiguous_branch
 from aios_ledger.core.tasks.refusals import refusal_key
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.attest.commits import attest_write

@@ -62,6 +62,7 @@ from aios_ledger.core.log.export import (
     verify_export_lines,
 )
 from aios_ledger.core.log.export import export_state_line as state_line
+from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.restore import (
     RestoreAnswer,
     RestoreRequest,
@@ -85,7 +86,7 @@ from aios_ledger.core.log.rows import (
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import state_row_columns, stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
-from aios_ledger.core.tasks.records import IdempotencyRow
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -299,8 +300,10 @@ def _write_archive(
         for table, statement in TASK_STATE_STATEMENTS.items():
             with db.cursor_rows(statement, {"task_id": candidate.task_id}) as rows:
                 for row in rows:
-                    key, digest = stored_row_state(table, row, row["sealed_row_digest"])
-                    held = state_row_columns(table, row)
+                    key, digest = stored_row_state(
+                        SEALED_TABLES[table], row, row["sealed_row_digest"]
+                    )
+                    held = state_row_columns(SEALED_TABLES[table], row)
                     out.write(json_line(state_line(table, key, digest, held)) + "\n")
                     if table == TASK_PROPOSALS and row["bundle_sha256"] not in bundles:
                         bundles.append(str(row["bundle_sha256"]))
@@ -450,7 +453,7 @@ def _row_seals(
     """Each of the file's rows that seals of the ledger chain cover, with the ledger's last seal
     of it (None: none)."""
     seals: list[tuple[FileSealedRow, RowSeal | None]] = []
-    for row in file_sealed_rows(contents):
+    for row in file_sealed_rows(contents, SEALED_TABLES):
         found = fetch_one(
             conn, "archive_ledger_row_seal", {"row_table": row.table, "row_key": row.key}
         )
@@ -497,7 +500,7 @@ def restore_archive(
     both change nothing, as does every refusal of the core's `decide_restore`."""
     data = _read_bytes(path)
     # One read of the file: what is checked, hashed and restored are the same bytes.
-    report = verify_export_lines(data.splitlines(keepends=True))
+    report = verify_export_lines(data.splitlines(keepends=True), SEALED_TABLES)
     if not report.intact:
         codes = ", ".join(sorted(report.finding_counts))
         raise LedgerError(
@@ -526,7 +529,7 @@ def restore_archive(
         executor = PlanExecutor(conn)
         state = _restore_state(conn, executor, request, contents)
         answer: RestoreAnswer = executor.apply(
-            decide_restore(state, request, contents, now=now, actor=actor)
+            decide_restore(state, request, contents, tables=SEALED_TABLES, now=now, actor=actor)
         )
         return dict(answer)
 

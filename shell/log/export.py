@@ -23,6 +23,7 @@ from aios_ledger.core.log.export import (
 from aios_ledger.core.log.rows import RUN_EVENTS, RowImage
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import head_of_rows
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database, Row, fetch_value
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.log.verification import STATE_STATEMENTS, ProgressCounter, ProgressHook
@@ -105,7 +106,9 @@ def export_log(
                         if _before_seals(table, row):
                             continue
                         sealed = row["sealed_row_digest"]
-                        line = export_state_line(table, *stored_row_state(table, row, sealed))
+                        line = export_state_line(
+                            table, *stored_row_state(SEALED_TABLES[table], row, sealed)
+                        )
                         out.write(json_line(line) + "\n")
                         state_lines += 1
         out.write(json_line(export_trailer(head)) + "\n")
@@ -169,7 +172,7 @@ def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
         if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
             # /dev/zero, /dev/urandom, a terminal: no end, or no file.
             raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
-        return verify_export_lines(_bounded_lines(handle))
+        return verify_export_lines(_bounded_lines(handle), SEALED_TABLES)
 
 
 def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:

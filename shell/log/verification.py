@@ -53,6 +53,7 @@ from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.proofs.held import CheckpointHold, StoredCosignature
 from aios_ledger.core.records import record_columns
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.run import Connection, Row, fetch_all
 from aios_ledger.shell.git.proposals import bundle_path
@@ -312,7 +313,9 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
                 )
                 if folds is not None:
                     sealed = folds.last_sealed(str(row["task_id"]), sealed, verifier, folded_gone)
-                key, digest = stored_row_state(table, row, None if sealed is None else sealed[1])
+                key, digest = stored_row_state(
+                    SEALED_TABLES[table], row, None if sealed is None else sealed[1]
+                )
                 history = row["sealed_history"]
                 verifier.check_row(
                     table,

@@ -30,12 +30,12 @@ from typing import Any
 
 import attrs
 from aios_ledger.core import LedgerError
-from aios_ledger.core.api.tokens import AGENT, REVIEWER
+from aios_ledger.core.actors import AGENT, REVIEWER
 from aios_ledger.core.contracts import contract_violations
 from aios_ledger.core.digests import sha256_hex
+from aios_ledger.core.envelopes import verify_execution_envelope
 from aios_ledger.core.kinds import MAX_IDENTIFIER
-from aios_ledger.core.projection.envelopes import verify_execution_envelope
-from aios_ledger.core.runs.attempts import evidence_run
+from aios_ledger.core.tasks.attempts import evidence_run
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.remote.client import LedgerClient, api_path

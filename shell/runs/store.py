@@ -25,13 +25,13 @@ from aios_ledger.core.runs import (
     decide_append_run_event,
     decide_create_run,
 )
-from aios_ledger.core.runs.attempts import evidence_run, evidence_task
 from aios_ledger.core.runs.evidence import (
     MAX_EVENTS_PAGE,
     AttemptRunRequest,
     AttemptRunState,
     decide_create_attempt_run,
 )
+from aios_ledger.core.tasks.attempts import evidence_run, evidence_task
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor

@@ -54,8 +54,8 @@ from aios_ledger.core.actors import Actor
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
+from aios_ledger.core.log.plan import Decision
 from aios_ledger.core.log.seals import ChainTip
-from aios_ledger.core.plan import Decision
 from aios_ledger.core.structuring import check_built, wire_form
 from aios_ledger.core.tasks import (
     RESULT_CONTRACTS,

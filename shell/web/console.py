@@ -34,8 +34,8 @@ from urllib.parse import parse_qsl
 import attrs
 import jinja2
 from aios_ledger.core import LedgerError
-from aios_ledger.core.actors import VIA_CONSOLE
-from aios_ledger.core.api.tokens import ROLES, token_sha256
+from aios_ledger.core.actors import ROLES, VIA_CONSOLE
+from aios_ledger.core.api.tokens import token_sha256
 from aios_ledger.shell.actors import acting_as, token_actor
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.api.backend import Backend

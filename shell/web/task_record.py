@@ -20,9 +20,9 @@ import markupsafe
 from aios_ledger.core import EventRow, HistoryEntry, LedgerError
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import JsonValue, loads_document
-from aios_ledger.core.runs.attempts import evidence_run
 from aios_ledger.core.tasks import named_attempt, task_history
 from aios_ledger.core.tasks.answers import event_view
+from aios_ledger.core.tasks.attempts import evidence_run
 from aios_ledger.core.tasks.refusals import RefusalEntry, refusal_entries
 from aios_ledger.shell.api.backend import Stores
 from aios_ledger.shell.attest.commits import attestation_row

@@ -50,8 +50,8 @@ from aios_ledger.core.config import (
 )
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
-from aios_ledger.core.runs.attempts import evidence_run, evidence_session
 from aios_ledger.core.structuring import structure
+from aios_ledger.core.tasks.attempts import evidence_run, evidence_session
 from aios_ledger.core.work import (
     FAILED_REVIEW_OUTCOMES,
     REVIEW_EVIDENCE_TAIL,

@@ -46,8 +46,8 @@ from aios_ledger.core import ClaimAnswer, HeartbeatAnswer, LedgerError, SubmitAn
 from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.runs import RunEventRow
-from aios_ledger.core.runs.attempts import evidence_run
 from aios_ledger.core.tasks.answers import ReleaseAnswer
+from aios_ledger.core.tasks.attempts import evidence_run
 from aios_ledger.core.work import (
     STDERR_TAIL_LINES,
     FailureEvidence,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aios_ledger.core.api.tokens import AUDITOR, OWNER
+from aios_ledger.core.actors import AUDITOR, OWNER
 from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.db.merkle import tree_head_at

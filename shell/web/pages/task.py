@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aios_ledger.core.api.tokens import OWNER, REVIEWER
+from aios_ledger.core.actors import OWNER, REVIEWER
 from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.requests import CancelRequest, RetryRequest, VerifyRequest
 from aios_ledger.core.tasks.transitions import TaskStatus

@@ -5,14 +5,17 @@ review of that attempt is the auxiliary run `review:T:A:N`. The claim that start
 creates its run (in the claim's plan), so that a review always finds the attempt's evidence
 where it looks. Nobody else may create a run in these forms: an agent that could would take an
 attempt's run before its holder does (and, with another session or prompt, make the holder's
-evidence and the review of it fail). `RUN_ID_RESERVED` refuses them.
+evidence and the review of it fail). `RUN_ID_RESERVED` refuses them. `RunIdentity` is what a
+run's creation seals, here because the claim writes one for each attempt.
 """
 
 from __future__ import annotations
 
 import re
 
+import attrs
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.log.rows import RUNS, RowImage, row_image
 
 EVIDENCE_SESSION_PREFIX = "task:"
 REVIEW_PREFIX = "review:"
@@ -59,3 +62,17 @@ def refuse_reserved(session_id: str, run_id: str) -> None:
             "an attempt's evidence run is created by its claim; its holder appends to it. "
             "Choose another run id in your own session",
         )
+
+
+@attrs.frozen
+class RunIdentity:
+    """The columns of a `runs` row that never change (appends move `event_count` and
+    `updated_at`): what the run's `RUN_CREATED` seal covers."""
+
+    run_id: str
+    session_id: str
+    prompt: str
+    created_at: str
+
+    def image(self) -> RowImage:
+        return row_image(RUNS, self.run_id, attrs.asdict(self))

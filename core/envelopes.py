@@ -15,9 +15,9 @@ from typing import Annotated, Any, NewType
 import attrs
 from aios_ledger.core.digests import canonical_json, digest_json
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.git.refnames import git_branch_problem, require_branch_name
 from aios_ledger.core.jsonvalue import JsonObject, check_json
 from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
+from aios_ledger.core.refnames import git_branch_problem, require_branch_name
 from aios_ledger.core.structuring import FieldRefused, register_kind, structure, unstructure
 
 ENVELOPE_SCHEMA = "aios.execution_envelope.v1"

@@ -16,9 +16,9 @@ import attrs
 from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked, loads_object
+from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.tail import AppendedEvent, EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite
-from aios_ledger.core.tasks.records import IdempotencyRow
 
 # A decision's answer: a TypedDict of its domain's `answers` (a plain dict at run time), or the
 # row it wrote.
