@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from aios_ledger.shell.db.run import fetch_all
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_path
 from aios_ledger.shell.git.repos import change_repository_settings
 from aios_ledger.shell.log.cli import EXIT_NOT_INTACT
+from cli_runner import CliResult, run_cli
 from conftest import both_engines, is_postgres
 from git_support import (
     REPOSITORY,
@@ -63,14 +62,8 @@ def findings(target: Path) -> set[tuple[str, str | None, str | None]]:
     }
 
 
-def cli(target: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(target), *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def cli(target: Path, *argv: str) -> CliResult:
+    return run_cli("--db", target, *argv)
 
 
 @pytest.fixture
