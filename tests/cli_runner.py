@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -30,11 +33,16 @@ class CliResult:
 
 
 class _Output(io.TextIOWrapper):
-    """A text stream with a `buffer` of bytes, like the one a process's stdout is, and never a
-    terminal."""
+    """A text stream with a `buffer` of bytes, like the one a process's stdout is: a pipe, or
+    with `terminal` a terminal as far as `isatty()` tells (the command line draws tables and
+    progress bars only there)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, terminal: bool = False) -> None:
         super().__init__(io.BytesIO(), encoding="utf-8", errors="replace", write_through=True)
+        self._terminal = terminal
+
+    def isatty(self) -> bool:
+        return self._terminal
 
     def text(self) -> str:
         self.flush()
@@ -65,6 +73,43 @@ def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _logging_of_a_new_process() -> Iterator[None]:
+    """Logging as a new interpreter has it for the call, and this process's back after it.
+
+    With no handler on the root logger, a library's warning reaches the call's stderr through
+    logging's last resort, as it does in a process of its own (pytest's capture would take it
+    otherwise); the command line's own handler on `aios_ledger` is undone afterwards, so that
+    it does not write to a stream of a call that has ended.
+    """
+    loggers = (logging.getLogger(), logging.getLogger("aios_ledger"))
+    saved = [(logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
+    logging.getLogger().handlers.clear()
+    logging.getLogger().setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """The handlers of SIGINT and SIGTERM back as they were after the call: a command that
+    installs its own (the worker's stop) must not leave them in the test process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can install one
+        return
+    saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
 def _directory(cwd: str | Path | None) -> Iterator[None]:
     if cwd is None:
         yield
@@ -82,14 +127,21 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     input: str | bytes | None = None,
     cwd: str | Path | None = None,
+    terminal: bool = False,
 ) -> CliResult:
-    """`aios-ledger ARGS...` in this process: its exit status and what it wrote."""
+    """`aios-ledger ARGS...` in this process: its exit status and what it wrote, to pipes or
+    (`terminal`) to a terminal, whose width a test gives in `COLUMNS`."""
     argv = tuple(str(arg) for arg in args)
-    stdout, stderr = _Output(), _Output()
+    stdout, stderr = _Output(terminal=terminal), _Output(terminal=terminal)
     saved = sys.stdin, sys.stdout, sys.stderr
     sys.stdin, sys.stdout, sys.stderr = _input(input), stdout, stderr
     try:
-        with _environment(env), _directory(cwd):
+        with (
+            _environment(env),
+            _directory(cwd),
+            _logging_of_a_new_process(),
+            _signal_handlers_kept(),
+        ):
             try:
                 status = main(list(argv))
             except SystemExit as exited:  # argparse's usage errors and --help

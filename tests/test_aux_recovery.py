@@ -61,6 +61,16 @@ class Answer:
         return {"verdict": "fine", "events": len(context.evidence.events)}
 
 
+async def running(service: AuxiliaryRunService, aux_id: str) -> None:
+    """Until the run's own task has recorded it RUNNING, polling (a bound on the wait only)."""
+
+    async def poll() -> None:
+        while (await service.get(aux_id)).state != AuxiliaryRunState.RUNNING:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout=PATIENCE)
+
+
 def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
@@ -78,8 +88,7 @@ def test_runs_left_running_by_a_closed_service_are_failed_as_interrupted(tmp_pat
     async def first() -> None:
         service = AuxiliaryRunService(Blocking(), path)
         await service.spawn(_spec(evidence, "aux-left"), evidence)
-        await asyncio.sleep(0.01)
-        assert (await service.get("aux-left")).state == AuxiliaryRunState.RUNNING
+        await running(service, "aux-left")
         service.close()  # the process "dies": nobody records an end
 
     asyncio.run(first())
@@ -148,7 +157,7 @@ def test_runs_of_live_or_foreign_owners_are_left_alone(tmp_path: Path) -> None:
     async def scenario() -> None:
         live = AuxiliaryRunService(Blocking(), path)
         await live.spawn(_spec(evidence, "aux-live"), evidence)
-        await asyncio.sleep(0.01)
+        await running(live, "aux-live")
         other = AuxiliaryRunService(Answer(), path)
         assert other.recovered == ()
         assert (await other.get("aux-live")).state == AuxiliaryRunState.RUNNING
@@ -214,7 +223,7 @@ def test_a_waiter_in_another_service_sees_the_end_by_polling(tmp_path: Path) -> 
         handle = await runner.spawn(_spec(evidence, "aux-watched"), evidence)
         remote = await watcher.handle("aux-watched")
         waiting = asyncio.create_task(remote.wait())
-        await asyncio.sleep(0.02)
+        await running(runner, "aux-watched")  # and the waiter has begun polling
         await handle.cancel()
         with pytest.raises(AuxiliaryRunError, match="CANCELLED"):
             await asyncio.wait_for(waiting, timeout=PATIENCE)

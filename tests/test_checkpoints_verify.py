@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from aios_ledger.shell.proofs.keys import (
     parse_signer,
     signer_from_key,
 )
+from cli_runner import CliResult, run_cli
 from conftest import both_engines, is_postgres
 from test_log_support import ROUND_ROBIN, build_log, raw_rows, tamper
 from test_proofs_notes import PETER_SKEY, PETER_VKEY
@@ -324,23 +323,10 @@ def test_verify_takes_the_witnesses_keys_from_the_command_line_or_the_config(
     assert changed.returncode == 3 and "COSIGNATURE_FORGED" in changed.stderr
 
 
-def _verify_command(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+def _verify_command(path: Path, *options: str) -> CliResult:
     global_options = [o for o in options if o == "--config" or o.endswith(".toml")]
     command_options = [o for o in options if o not in global_options]
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aios_ledger.shell.cli",
-            *global_options,
-            "--db",
-            str(path),
-            "verify",
-            *command_options,
-        ],
-        capture_output=True,
-        text=True,
-    )
+    return run_cli(*global_options, "--db", path, "verify", *command_options)
 
 
 def _insert(path: Path, signer: Signer, checkpoint: Checkpoint) -> None:

@@ -5,13 +5,13 @@ one JSON object per line."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.cli import main
+from cli_runner import CliResult, run_cli
 from legacy_fixtures import dump
 
 AGENT = (
@@ -134,16 +134,8 @@ def test_migrate_false_in_the_file_leaves_the_schema_to_the_dba(
     assert (workdir / "aios-ledger.db").read_bytes() == b""
 
 
-def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-        env={"PATH": "/usr/bin:/bin"},
-    )
+def _cli(*argv: str, cwd: Path) -> CliResult:
+    return run_cli(*argv, cwd=cwd, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_the_worker_takes_its_settings_from_the_file_and_flags_override(workdir: Path) -> None:

@@ -6,10 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pty
-import select
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +19,7 @@ from aios_ledger.shell.console import (
     task_view,
     tasks_view,
 )
+from cli_runner import run_cli
 
 TASK = {
     "task_id": "t1",
@@ -105,32 +102,11 @@ def test_a_narrow_table_folds_instead_of_losing_text() -> None:
 
 
 def _terminal_run(argv: list[str], cwd: Path) -> tuple[int, str]:
-    """The real CLI with stdout and stderr on a pseudo-terminal; what it drew there."""
-    controller, terminal = pty.openpty()
+    """The command line with stdout and stderr on a terminal 120 columns wide; what it drew
+    there."""
     env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *argv],
-        stdout=terminal,
-        stderr=terminal,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-        env=env,
-    )
-    os.close(terminal)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([controller], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # the other side closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(controller)
-    return process.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace")
+    done = run_cli(*argv, cwd=cwd, env=env, terminal=True)
+    return done.returncode, done.stdout + done.stderr
 
 
 @pytest.fixture
@@ -156,13 +132,8 @@ def test_a_terminal_gets_a_table_and_a_pipe_gets_json(
     assert not drawn.lstrip().startswith(("{", "[")), drawn
     code, drawn = _terminal_run(["--db", str(ledger), *command, "--json"], tmp_path)
     assert code == 0 and json.loads(drawn) is not None
-    piped = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(ledger), *command],
-        capture_output=True,
-        check=True,
-        cwd=tmp_path,
-    )
-    assert json.loads(piped.stdout) is not None
+    piped = run_cli("--db", ledger, *command, cwd=tmp_path)
+    assert piped.returncode == 0 and json.loads(piped.stdout) is not None
 
 
 def test_progress_bars_only_on_a_terminal(ledger: Path, tmp_path: Path) -> None:
@@ -172,13 +143,8 @@ def test_progress_bars_only_on_a_terminal(ledger: Path, tmp_path: Path) -> None:
         ["--db", str(ledger), "export", "--all", "--output", str(tmp_path / "out.jsonl")], tmp_path
     )
     assert code == 0 and "export" in drawn and "1/1" in drawn, drawn
-    piped = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(ledger), "verify"],
-        capture_output=True,
-        check=True,
-        cwd=tmp_path,
-    )
-    assert piped.stderr == b""
+    piped = run_cli("--db", ledger, "verify", cwd=tmp_path)
+    assert (piped.returncode, piped.stderr) == (0, "")
     assert json.loads(piped.stdout)["intact"] is True
 
 

@@ -15,19 +15,14 @@ from pathlib import Path
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.follow import FollowCursor
+from cli_runner import CliResult, run_cli
 from signal_support import interruptible
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=_env(),
-    )
+def _run(*argv: str, cwd: Path) -> CliResult:
+    return run_cli(*argv, cwd=cwd, env=_env())
 
 
 def _env() -> dict[str, str]:

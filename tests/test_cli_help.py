@@ -18,6 +18,7 @@ import pytest
 from aios_ledger.shell.cli import COMMAND_GROUPS, HELP_GROUPS, build_parser, command_named, main
 from aios_ledger.shell.cli_help import EXAMPLES, subcommands
 from aios_ledger.shell.cli_support import Parser
+from cli_runner import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_OPERATORS = {"|", ">", "<", "&&"}
@@ -177,15 +178,9 @@ def test_a_command_imports_the_module_of_its_group_alone(tmp_path: Path) -> None
     } & loaded == set()
 
 
-def _cli(*argv: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        input=stdin,
-        env={k: v for k, v in os.environ.items() if not k.startswith("AIOS_LEDGER")},
-    )
+def _cli(*argv: str, cwd: Path) -> CliResult:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIOS_LEDGER")}
+    return run_cli(*argv, cwd=cwd, env=env)
 
 
 def test_the_first_examples_work_as_written(tmp_path: Path) -> None:

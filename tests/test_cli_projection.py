@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aios_ledger.shell import AUTHORIZATION_ENV
 from aios_ledger.shell.cli import main
+from cli_runner import run_cli
 from legacy_fixtures import (
     OWNER,
     TASK,
@@ -131,13 +130,7 @@ def test_bad_request_files_are_refused_with_the_database_unchanged(
 
 def test_console_script_uses_the_environment_database(tmp_path: Path) -> None:
     db = tmp_path / "env.db"
-    answer = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "init"],
-        env={"AIOS_LEDGER_DB": str(db), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    answer = run_cli("init", env={"AIOS_LEDGER_DB": str(db), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     assert answer.returncode == 0, answer.stderr
     assert json.loads(answer.stdout)["database"] == str(db)
     assert db.exists()

@@ -3,8 +3,8 @@ every URL form libpq takes (the local socket's `postgresql:///db` among them), a
 no ledger on PostgreSQL (never a new, empty one), a database the server does not have, a server
 that is not there, a URL of another scheme, a damaged file, a directory, a read-only file.
 
-The command line runs as a user runs it (the installed `aios-ledger`, in a subprocess, from an
-empty folder); the library is asked the same."""
+The command line runs as a user types it, from an empty folder (`main(argv)` in this process,
+tests/cli_runner.py); the library is asked the same."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,45 +21,26 @@ import psycopg
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.shell import Database, TaskLedger
-from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.engines.postgresql import PostgresTarget
+from cli_runner import CliResult, run_cli
 from conftest import postgres_url
 
 SOCKET_FOLDER = "/var/run/postgresql"
 _SCRATCH = itertools.count(1)
-# A hang guard, not a timing: a refusal that retried for long would end here as a failure.
-HANG = 60
 
 
-def _cli() -> list[str]:
-    installed = Path(sys.executable).parent / "aios-ledger"
-    return (
-        [str(installed)] if installed.exists() else [sys.executable, "-m", "aios_ledger.shell.cli"]
-    )
-
-
-def run_cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def cli_in(cwd: Path, *argv: str | Path) -> CliResult:
+    """The command line from the folder `cwd`, with no `AIOS_LEDGER_*` setting of the test's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIOS_LEDGER_")}
-    return subprocess.run(
-        [*_cli(), *argv], capture_output=True, text=True, timeout=HANG, cwd=cwd, env=env
-    )
+    return run_cli(*argv, cwd=cwd, env=env)
 
 
-def refusal(cwd: Path, *argv: str) -> tuple[int, str]:
+def refusal(cwd: Path, *argv: str | Path) -> tuple[int, str]:
     """The exit status and stderr of a command that must be refused with one error line."""
-    done = run_cli(cwd, *argv)
+    done = cli_in(cwd, *argv)
     lines = done.stderr.splitlines()
     assert done.stdout == "" and len(lines) == 1, done.stderr
     return done.returncode, lines[0]
-
-
-def refusal_in_process(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    """`refusal` through `main` in this process: the same boundary, for the longer matrices."""
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert captured.out == "" and len(lines) == 1, captured.err
-    return code, lines[0]
 
 
 @pytest.fixture
@@ -121,9 +101,9 @@ def test_every_url_form_inits_and_then_lists_on_the_command_line_and_in_the_libr
     if form in SOCKET_FORMS:
         _local_socket()
     url = form.format(db=database_name, s=scratch_schema)
-    init = run_cli(tmp_path, "--db", url, "init")
+    init = cli_in(tmp_path, "--db", url, "init")
     assert init.returncode == 0, init.stderr
-    listed = run_cli(tmp_path, "--db", url, "task", "list")
+    listed = cli_in(tmp_path, "--db", url, "task", "list")
     assert (listed.returncode, json.loads(listed.stdout)) == (0, []), listed.stderr
     # The ledger is in the schema the URL names, in the database it names.
     assert "schema_migrations" in (schema_tables(postgres_database, scratch_schema) or [])
@@ -200,21 +180,21 @@ READS = [["task", "list"], ["status"], ["head"], ["verify"], ["migrate", "--stat
 
 @pytest.mark.parametrize("command", READS, ids=" ".join)
 def test_a_read_on_a_schema_without_a_ledger_is_not_found_and_creates_nothing(
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
     postgres_database: str,
     database_name: str,
     scratch_schema: str,
     command: list[str],
 ) -> None:
     url = f"postgresql://postgres@127.0.0.1:5432/{database_name}?search_path={scratch_schema}"
-    code, err = refusal_in_process(capsys, "--db", url, *command)
+    code, err = refusal(tmp_path, "--db", url, *command)
     assert code == 1 and err.startswith("DATABASE_NOT_FOUND: "), err
     assert scratch_schema in err and "init" in err
     assert schema_tables(postgres_database, scratch_schema) is None
     # A schema that is there but empty holds no ledger either; it stays empty.
     with psycopg.connect(postgres_database, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {scratch_schema}".encode())
-    code, err = refusal_in_process(capsys, "--db", url, *command)
+    code, err = refusal(tmp_path, "--db", url, *command)
     assert code == 1 and err.startswith("DATABASE_NOT_FOUND: "), err
     assert schema_tables(postgres_database, scratch_schema) == []
 
@@ -224,8 +204,8 @@ def test_init_makes_the_schema_that_reads_then_find(
 ) -> None:
     url = f"postgresql://postgres@127.0.0.1:5432/{database_name}?search_path={scratch_schema}"
     assert refusal(tmp_path, "--db", url, "status")[1].startswith("DATABASE_NOT_FOUND: ")
-    assert run_cli(tmp_path, "--db", url, "init").returncode == 0
-    assert run_cli(tmp_path, "--db", url, "status").returncode == 0
+    assert cli_in(tmp_path, "--db", url, "init").returncode == 0
+    assert cli_in(tmp_path, "--db", url, "status").returncode == 0
 
 
 @pytest.mark.parametrize(
@@ -288,8 +268,8 @@ def test_a_url_of_another_scheme_is_unsupported_and_says_what_is(tmp_path: Path,
 @pytest.mark.parametrize("name", ["a:b.db", "dir:x/led:ger.db", "postgresql:ledger.db"])
 def test_a_file_name_with_a_colon_is_still_a_file(tmp_path: Path, name: str) -> None:
     (tmp_path / name).parent.mkdir(exist_ok=True)
-    assert run_cli(tmp_path, "--db", name, "init").returncode == 0
-    listed = run_cli(tmp_path, "--db", name, "task", "list")
+    assert cli_in(tmp_path, "--db", name, "init").returncode == 0
+    listed = cli_in(tmp_path, "--db", name, "task", "list")
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
     assert (tmp_path / name).is_file()
 
@@ -318,14 +298,18 @@ def _truncated(path: Path) -> Path:
 
 @pytest.mark.parametrize("damage", [_garbage, _truncated], ids=["garbage", "truncated"])
 def test_a_damaged_file_is_corrupt_names_the_file_and_says_what_to_do(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Callable[[Path], Path]
+    tmp_path: Path, damage: Callable[[Path], Path]
 ) -> None:
     ledger = damage(tmp_path / "ledger.db")
     before = ledger.read_bytes()
     request = _create_request(tmp_path)
-    answers = [refusal(tmp_path, "--db", str(ledger), "task", "list")]
-    for command in (["status"], ["verify"], ["task", "create", "--json", str(request)]):
-        answers.append(refusal_in_process(capsys, "--db", str(ledger), *command))
+    commands = (
+        ["task", "list"],
+        ["status"],
+        ["verify"],
+        ["task", "create", "--json", str(request)],
+    )
+    answers = [refusal(tmp_path, "--db", str(ledger), *command) for command in commands]
     for code, err in answers:
         assert code == 1 and err.startswith("DATABASE_CORRUPT: "), err
         assert repr(str(ledger)) in err and "backup" in err
@@ -380,6 +364,6 @@ def test_a_write_to_a_read_only_file_is_read_only_and_names_the_file(
     )
     assert code == 1 and err.startswith("DATABASE_READ_ONLY: "), err
     assert repr(str(read_only_ledger)) in err and "writable" in err
-    listed = run_cli(tmp_path, "--db", str(read_only_ledger), "task", "list")
+    listed = cli_in(tmp_path, "--db", str(read_only_ledger), "task", "list")
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
     assert read_only_ledger.read_bytes() == before

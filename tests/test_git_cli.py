@@ -4,12 +4,11 @@ write, write-recover (JSON on stdout, `CODE: detail` on stderr, exit 1 on a refu
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from aios_ledger.shell.git.proposals import bundle_workspace
+from cli_runner import CliResult, run_cli
 from git_support import (
     binding,
     claim,
@@ -23,13 +22,8 @@ from git_support import (
 )
 
 
-def cli(db: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def cli(db: Path, *argv: str) -> CliResult:
+    return run_cli("--db", db, *argv)
 
 
 def ok(db: Path, *argv: str) -> Any:

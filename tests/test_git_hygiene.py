@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -26,6 +24,7 @@ from aios_ledger.shell.git.workspace import Workspace
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.projection.bindings import register_binding
+from cli_runner import CliResult, run_cli
 from git_support import (
     REPOSITORY,
     binding,
@@ -343,13 +342,8 @@ def test_a_write_to_a_branch_name_another_ref_goes_by_is_refused(governed: Gover
 # protected patterns add to the defaults
 
 
-def _cli(db: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def _cli(db: Path, *argv: str) -> CliResult:
+    return run_cli("--db", db, *argv)
 
 
 def _registered_payloads(db: Path) -> list[dict[str, Any]]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from aios_ledger.core.projection import (
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
+from cli_runner import run_cli
 from conftest import both_engines
 from legacy_fixtures import (
     OWNER,
@@ -214,7 +213,7 @@ def test_the_command_line_denies_and_writes_nothing(
 
 @pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("configured", [UNSET, " ", "another-owner"])
-def test_a_real_process_without_the_authorization_is_denied(
+def test_a_command_line_whose_environment_lacks_the_authorization_is_denied(
     tmp_path: Path,
     ledger_target: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -228,14 +227,7 @@ def test_a_real_process_without_the_authorization_is_denied(
     env = {key: value for key, value in os.environ.items() if key != AUTHORIZATION_ENV}
     if configured is not None:
         env[AUTHORIZATION_ENV] = configured
-    done = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *_cli_args(flow, path, request)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = run_cli(*_cli_args(flow, path, request), env=env)
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.startswith("AUTHORIZATION_DENIED: ") and "Traceback" not in done.stderr

@@ -26,6 +26,7 @@ from unittest import mock
 import pytest
 from aios_ledger.shell import Database, TaskLedger, verify_log
 from aios_ledger.shell.cli import main
+from cli_runner import run_cli
 from conftest import both_engines
 from faults_support import SOAK
 from hypothesis import HealthCheck, given, settings
@@ -433,24 +434,41 @@ def real_db(workdir: Path, ledger_db: Path) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [
+        ["task", "show", SQL],
+        ["export", "--all", "--output", "."],
+        ["verify-export", "/dev/zero"],
+        ["run", "create", "s", "p", "--run-id", "r" * 5000],
+    ],
+)
+def test_hostile_arguments_answer_with_a_code(
+    real_db: Path, workdir: Path, argv: list[str]
+) -> None:
+    before = dump(real_db)
+    done = run_cli("--db", real_db, *argv, cwd=workdir)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert ERROR_LINE.search(done.stderr), done.stderr
+    assert dump(real_db) == before
+
+
+@pytest.mark.parametrize(
     ("argv", "stdin"),
     [
         (["task", "create", "--json", "-"], b"\xff\xfe\x00garbage"),
         (["claim", "--json", "-"], b"[" * 200_000),
         (["submit", "--json", "-"], b'{"task_id": "t1", "result": "\\ud800"}'),
-        (["task", "show", SQL], None),
-        (["export", "--all", "--output", "."], None),
-        (["verify-export", "/dev/zero"], None),
-        (["run", "create", "s", "p", "--run-id", "r" * 5000], None),
     ],
 )
-def test_real_processes_answer_with_a_code(
-    real_db: Path, workdir: Path, argv: list[str], stdin: bytes | None
+def test_hostile_stdin_of_a_real_process_is_answered_with_a_code(
+    real_db: Path, workdir: Path, argv: list[str], stdin: bytes
 ) -> None:
+    """Bytes as the interpreter hands a process its stdin (its own stream, its own decoding)."""
     before = dump(real_db)
     done = subprocess.run(
         [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(real_db), *argv],
-        input=stdin or b"",
+        input=stdin,
         capture_output=True,
         timeout=60,
         check=False,

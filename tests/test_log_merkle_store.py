@@ -5,8 +5,6 @@ against a head taken before; verify reports an edited node)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from aios_ledger.shell.db.merkle import (
 )
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.proofs.keys import parse_signer
+from cli_runner import run_cli
 from conftest import both_engines, is_postgres
 from legacy_fixtures import _postgres_reader
 from migration_support import roll_back_script
@@ -151,11 +150,7 @@ def test_a_log_from_before_the_tree_gets_its_leaves_in_id_order(log: Path) -> No
 
 
 def test_prove_and_verify_proof_on_the_command_line(log: Path, tmp_path: Path) -> None:
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "aios_ledger.shell.cli", *args]
-        return subprocess.run(command, capture_output=True, text=True, check=False)
-
-    proved = cli("--db", str(log), "prove", "7")
+    proved = run_cli("--db", str(log), "prove", "7")
     assert proved.returncode == 0, proved.stderr
     proof = json.loads(proved.stdout)
     with Database(log) as db:
@@ -163,17 +158,17 @@ def test_prove_and_verify_proof_on_the_command_line(log: Path, tmp_path: Path) -
     assert proof["root"] == head.root.hex() and proof["tree_size"] == head.size
     path = tmp_path / "proof.json"
     path.write_text(proved.stdout)
-    checked = cli("verify-proof", str(path), "--root", head.root.hex())  # no --db
+    checked = run_cli("verify-proof", str(path), "--root", head.root.hex())  # no --db
     assert checked.returncode == 0, checked.stderr
     assert json.loads(checked.stdout)["verified"] is True
-    refused = cli("verify-proof", str(path), "--root", "0" * 64)
+    refused = run_cli("verify-proof", str(path), "--root", "0" * 64)
     assert refused.returncode != 0 and "PROOF_REJECTED" in refused.stderr
-    consistency = cli("--db", str(log), "prove", "--consistency", "3", str(head.size))
+    consistency = run_cli("--db", str(log), "prove", "--consistency", "3", str(head.size))
     assert consistency.returncode == 0, consistency.stderr
     path.write_text(consistency.stdout)
     old_root = json.loads(consistency.stdout)["old_root"]
     args = ("verify-proof", str(path), "--root", head.root.hex(), "--old-root", old_root)
-    assert cli(*args).returncode == 0
+    assert run_cli(*args).returncode == 0
 
 
 def test_verify_proof_trusts_a_signed_checkpoint_and_the_public_key_alone(
@@ -183,12 +178,8 @@ def test_verify_proof_trusts_a_signed_checkpoint_and_the_public_key_alone(
     signed for the proof's size, so a third party needs the note and the public key only; an
     event re-sealed after the checkpoint no longer proves against it."""
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "aios_ledger.shell.cli", *args]
-        return subprocess.run(command, capture_output=True, text=True, check=False)
-
     def prove(*args: str) -> Path:
-        proved = cli("--db", str(ledger_target), "prove", *args)
+        proved = run_cli("--db", str(ledger_target), "prove", *args)
         assert proved.returncode == 0, proved.stderr
         path = tmp_path / f"proof-{'-'.join(args)}.json"
         path.write_text(proved.stdout)
@@ -206,21 +197,23 @@ def test_verify_proof_trusts_a_signed_checkpoint_and_the_public_key_alone(
     new = checkpoint("new.txt")
     key = ("--log-key", PETER_VKEY)
 
-    checked = cli("verify-proof", str(prove("3", "--size", "5")), "--checkpoint", old, *key)
+    checked = run_cli("verify-proof", str(prove("3", "--size", "5")), "--checkpoint", old, *key)
     assert checked.returncode == 0, checked.stderr
     assert json.loads(checked.stdout)["verified"] is True
     consistency = prove("--consistency", "5", str(len(ROUND_ROBIN)))
     both = ("--old-checkpoint", old, "--checkpoint", new, *key)
-    assert cli("verify-proof", str(consistency), *both).returncode == 0
+    assert run_cli("verify-proof", str(consistency), *both).returncode == 0
     # A proof of another tree than the checkpoint's, or a checkpoint the key did not sign.
-    other_size = cli("verify-proof", str(prove("7")), "--checkpoint", old, *key)
+    other_size = run_cli("verify-proof", str(prove("7")), "--checkpoint", old, *key)
     assert other_size.returncode != 0 and "PROOF_REJECTED" in other_size.stderr
-    other_key = cli("verify-proof", str(prove("7")), "--checkpoint", new, "--log-key", ENOCH_VKEY)
+    other_key = run_cli(
+        "verify-proof", str(prove("7")), "--checkpoint", new, "--log-key", ENOCH_VKEY
+    )
     assert other_key.returncode != 0 and "NOTE_UNVERIFIED" in other_key.stderr
-    unkeyed = cli("verify-proof", str(prove("7")), "--checkpoint", new)
+    unkeyed = run_cli("verify-proof", str(prove("7")), "--checkpoint", new)
     assert unkeyed.returncode != 0 and "USAGE_INVALID" in unkeyed.stderr
     inclusion = str(prove("3", "--size", "5"))
-    misused = cli("verify-proof", inclusion, "--checkpoint", old, "--old-checkpoint", old, *key)
+    misused = run_cli("verify-proof", inclusion, "--checkpoint", old, "--old-checkpoint", old, *key)
     assert misused.returncode != 0 and "--old-checkpoint" in misused.stderr
 
     # Re-sealed after the checkpoint: the proof carries the new seal, the signed root refuses it.
@@ -228,7 +221,7 @@ def test_verify_proof_trusts_a_signed_checkpoint_and_the_public_key_alone(
         ledger_target, "UPDATE event_seals SET seal = ? WHERE event_id = 4", ("sha256:" + "3" * 64,)
     )
     changed = prove("4", "--size", str(len(ROUND_ROBIN)))
-    refused = cli("verify-proof", str(changed), "--checkpoint", new, *key)
+    refused = run_cli("verify-proof", str(changed), "--checkpoint", new, *key)
     assert refused.returncode != 0 and "PROOF_REJECTED" in refused.stderr
 
 

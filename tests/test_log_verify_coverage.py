@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from aios_ledger.shell.log.export import export_log
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from cli_runner import CliResult, run_cli
 from conftest import both_engines, is_postgres
 from git_support import (
     REPOSITORY,
@@ -68,14 +67,8 @@ def findings(target: Path) -> set[tuple[str, str | None, str | None]]:
     }
 
 
-def cli(target: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(target), *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def cli(target: Path, *argv: str) -> CliResult:
+    return run_cli("--db", target, *argv)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from aios_ledger.shell.db.run import Connection, fetch_one
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.copy import copy_ledger
+from cli_runner import CliResult, run_cli
 from conftest import postgres_url
 from git_support import OWNER, binding, make_repository, register, verified_proposal
 from legacy_fixtures import REWORK_TRAIL, captured_database, dump
@@ -135,18 +136,12 @@ def test_copy_refuses_a_target_that_is_not_empty_and_writes_nothing(
 
 def test_copy_from_postgresql_and_the_command_line(tmp_path: Path, pg: str) -> None:
     source = _busy_sqlite_ledger(tmp_path / "source.db")
-    command = [sys.executable, "-m", "aios_ledger.shell.cli", "copy", "--from", str(source)]
-    done = subprocess.run([*command, "--to", pg], capture_output=True, text=True, check=False)
+    done = run_cli("copy", "--from", source, "--to", pg)
     assert done.returncode == 0, done.stderr
     first = json.loads(done.stdout)
     assert first["heads_equal"] and first["target_intact"]
     second = pg.rsplit("=", 1)[0] + "=" + pg.rsplit("=", 1)[1] + "_again"
-    again = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "copy", "--from", pg, "--to", second],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    again = run_cli("copy", "--from", pg, "--to", second)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["target_head"] == first["source_head"]
 
@@ -265,12 +260,9 @@ def test_the_command_line_takes_a_url_from_flag_variable_and_config_file(
         json.dumps({"idempotency_key": "c", "task": {"goal": "g", "instructions": "i"}})
     )
     env = {k: v for k, v in os.environ.items() if k != "AIOS_LEDGER_DB"}
-    cli = [sys.executable, "-m", "aios_ledger.shell.cli"]
 
-    def run(*argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [*cli, *argv], capture_output=True, text=True, env={**env, **extra}, check=False
-        )
+    def run(*argv: str, **extra: str) -> CliResult:
+        done = run_cli(*argv, env={**env, **extra})
         assert done.returncode == 0, done.stderr
         return done
 

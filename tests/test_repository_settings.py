@@ -38,6 +38,7 @@ from aios_ledger.shell.git.repos import (
     show_repository,
 )
 from aios_ledger.shell.log.verification import verify_log
+from cli_runner import CliResult, run_cli
 from conftest import both_engines
 from git_support import REPOSITORY, git, make_repository
 from legacy_fixtures import dump, rows
@@ -294,14 +295,8 @@ def test_a_repository_registered_before_migration_0013_takes_the_defaults(
 # bad values, refused with a code and changing nothing
 
 
-def cli(target: Path | str, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(target), *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def cli(target: Path | str, *argv: str) -> CliResult:
+    return run_cli("--db", target, *argv)
 
 
 @pytest.fixture

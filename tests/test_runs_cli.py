@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from aios_ledger.core.auxiliary import AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
 from aios_ledger.shell import AuxiliaryRunContext, AuxiliaryRunService, RunEvidenceReader, RunStore
 from aios_ledger.shell.cli import main
+from cli_runner import run_cli
 
 
 def cli(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, Any, str]:
@@ -125,12 +124,6 @@ def test_aux_show_from_another_process(tmp_path: Path, capsys: pytest.CaptureFix
         service.close()
 
     asyncio.run(spawn())
-    done = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), "aux", "show", "aux-x"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_cli("--db", db, "aux", "show", "aux-x")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"] == {"verdict": "fine"}

@@ -16,6 +16,7 @@ from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.tracing import disable_tracing, enable_tracing, requested_exporters
+from cli_runner import run_cli
 from git_support import binding, make_repository, register, verified_proposal
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -130,10 +131,10 @@ def test_an_exporter_this_ledger_cannot_use_is_refused(environ: dict[str, str]) 
 
 
 def test_the_command_line_refuses_a_tracing_setup_it_cannot_honour(tmp_path: Path) -> None:
-    answer = subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(tmp_path / "l.db"), "init"],
-        capture_output=True,
-        text=True,
+    answer = run_cli(
+        "--db",
+        tmp_path / "l.db",
+        "init",
         env={"PATH": "/usr/bin:/bin", "OTEL_TRACES_EXPORTER": "jaeger"},
     )
     assert answer.returncode == 1

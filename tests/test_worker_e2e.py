@@ -1,4 +1,5 @@
-"""The worker and the reviewer as real processes, with the example programs."""
+"""The worker and the reviewer on the command line, with the example programs as their agent
+commands; a worker that is signalled or killed runs as a process of its own."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 from aios_ledger.core import TaskView, Timestamp
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from cli_runner import CliResult, run_cli
 from signal_support import interruptible
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,16 +25,8 @@ AGENT = f"{sys.executable} {ROOT / 'examples' / 'agent.py'}"
 REVIEWER = f"{sys.executable} {ROOT / 'examples' / 'reviewer.py'}"
 
 
-def cli(
-    db: Path, *argv: str, timeout: float = 120, **kwargs: Any
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(db), *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **kwargs,
-    )
+def cli(db: Path, *argv: str, env: Mapping[str, str] | None = None) -> CliResult:
+    return run_cli("--db", db, *argv, env=env)
 
 
 def spawn_worker(db: Path, *argv: str) -> subprocess.Popen[str]:

@@ -22,6 +22,7 @@ from signal_support import interruptible
 from test_remote_work import remote
 from test_worker_e2e import ROOT, cli, create, event_types, spawn_worker, task
 
+CLI = (sys.executable, "-m", "aios_ledger.shell.cli")
 # An agent that does the example agent's work (it commits NOTES.md in its workspace) but states
 # other files than it changed: the ledger refuses such a result (RESULT_GOVERNANCE_VIOLATION).
 MISSTATING_AGENT = (
@@ -72,7 +73,15 @@ def test_serve_on_an_address_in_use_is_one_usage_error_and_never_says_serving(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        served = cli(db, "serve", "--listen", f"127.0.0.1:{port}", timeout=60)
+        # A process of its own: were the address taken anyway, `serve` would serve until the
+        # timeout ends it, not for ever.
+        served = subprocess.run(
+            [*CLI, "--db", str(db), "serve", "--listen", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     assert served.returncode == 2, served.stderr
     assert served.stderr.startswith(f"ADDRESS_IN_USE: 127.0.0.1:{port} is already in use")
     assert "serving" not in served.stderr

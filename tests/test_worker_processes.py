@@ -360,15 +360,22 @@ def test_a_crashed_execution_stops_the_others_and_is_raised(tmp_path: Path) -> N
     db = tmp_path / "ledger.db"
     create(db, "task-crash", priority=1)
     create(db, "task-bystander")
+    # Only the bystander's command runs (the other execution fails before its command starts),
+    # and it marks its start.
+    started = tmp_path / "bystander-started"
     config = WorkerConfig(
-        agent_id="w", capabilities=(), command="exec sleep 300", grace=0.2, concurrency=2
+        agent_id="w",
+        capabilities=(),
+        command=f"touch {started}; exec sleep 300",
+        grace=0.2,
+        concurrency=2,
     )
     worker = Worker(db, config)
     source_capture = worker.workspaces.source_capture
 
     def flaky(claim: Mapping[str, Any]) -> Any:
         if claim["task_id"] == "task-crash":
-            time.sleep(0.5)  # the bystander's command is running by then
+            wait_for(started.exists)  # the bystander's command is running
             raise RuntimeError("the disk caught fire")
         return source_capture(claim)
 
