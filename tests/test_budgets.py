@@ -239,11 +239,8 @@ def _state_findings(target: Path) -> set[tuple[str, Any, Any]]:
     }
 
 
-def test_spend_is_served_in_status_the_spend_route_and_the_metrics(
-    ledger_target: Path, tmp_path: Path
-) -> None:
-    log = tmp_path / "serve.log"
-    with ApiServer(ledger_target, role_tokens=True, log=log) as server:
+def test_spend_is_served_in_status_the_spend_route_and_the_metrics(ledger_target: Path) -> None:
+    with ApiServer(ledger_target, role_tokens=True) as server:
         owner, agent = server.client("owner"), server.client("agent")
         created = owner.post(
             "/v1/tasks",

@@ -1,6 +1,6 @@
-"""A hostile agent's uploads against a real `serve` (uvicorn on loopback), real git and a real
-governed repository: the cheap checks (token, role, holder, lease) come before the body is
-read, decoded or scanned, and a refused upload leaves nothing behind.
+"""A hostile agent's uploads against the server `serve` runs (uvicorn on loopback), real git
+and a real governed repository: the cheap checks (token, role, holder, lease) come before the
+body is read, decoded or scanned, and a refused upload leaves nothing behind.
 
 Figures: 23 hostile cases tried, 23 refused, each with its stable code: 16 uploads (HTTP, the
 CLI, the library), none of which leaves a proposal, a bundle file, a scratch folder or a git

@@ -1,4 +1,4 @@
-"""The worker (and the projection's binding resolver) through a real `aios-ledger serve`: the
+"""The worker (and the projection's binding resolver) through the server `serve` runs: the
 same worker as `--db`, over `--api URL --token-file FILE`; the same task lifecycle and the same
 evidence in the ledger, written by the server."""
 
