@@ -18,7 +18,7 @@ from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.writes import governed_write
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from api_server import ApiServer, Scenario
+from api_server import Scenario, Served
 from git_support import binding, make_repository, register, verified_proposal
 
 REVOKED = "retired-agent"
@@ -60,7 +60,7 @@ def expire_a_lease(db: Database) -> None:
     assert ledger.expire_leases()["count"] == 1
 
 
-def seed_tasks(server: ApiServer) -> Scenario:
+def seed_tasks(server: Served) -> Scenario:
     """Tasks in each state through the running server's API."""
     scene = Scenario(server)
     for _ in range(3):
