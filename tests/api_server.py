@@ -156,32 +156,49 @@ class Served:
         self.stop()
 
 
-class _LogCapture:
-    """Every record of the ledger's and uvicorn's loggers made while it is on, formatted as the
-    command line's text lines. A record factory rather than a handler: the command line run in
-    this process (`run_cli`) replaces the ledger logger's handlers at each call."""
+class _ServedHere:
+    """What a real `serve` process has of its own, set in this process while at least one
+    server runs here: serve's log level, the owner authorization in the environment, and a
+    record of every line the ledger's and uvicorn's loggers make (a record factory rather
+    than a handler: `run_cli` replaces the ledger logger's handlers at each call)."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.running: list[list[str]] = []  # each running server's lines
         self._format = logging.Formatter(TEXT_FORMAT)
-        self._before = logging.getLogRecordFactory()
+        self._saved: tuple[Any, int, str | None] | None = None
 
-    def start(self) -> None:
-        before = self._before
+    def enter(self, level: str, lines: list[str]) -> None:
+        if not self.running:
+            before = logging.getLogRecordFactory()
+            self._saved = (before, ROOT.level, os.environ.get(AUTHORIZATION_ENV))
 
-        def capture(*args: Any, **kwargs: Any) -> logging.LogRecord:
-            record = before(*args, **kwargs)
-            if record.name.split(".")[0] in ("aios_ledger", "uvicorn"):
-                self.lines.append(self._format.format(record))
-            return record
+            def capture(*args: Any, **kwargs: Any) -> logging.LogRecord:
+                record: logging.LogRecord = before(*args, **kwargs)
+                if record.name.split(".")[0] in ("aios_ledger", "uvicorn"):
+                    line = self._format.format(record)
+                    for running in self.running:
+                        running.append(line)
+                return record
 
-        logging.setLogRecordFactory(capture)
+            logging.setLogRecordFactory(capture)
+            ROOT.setLevel(level)
+            os.environ[AUTHORIZATION_ENV] = OWNER
+        self.running.append(lines)
 
-    def stop(self) -> None:
-        logging.setLogRecordFactory(self._before)
+    def leave(self, lines: list[str]) -> None:
+        self.running = [running for running in self.running if running is not lines]
+        if self.running or self._saved is None:
+            return
+        factory, level, authorization = self._saved
+        logging.setLogRecordFactory(factory)
+        ROOT.setLevel(level)
+        if authorization is None:
+            os.environ.pop(AUTHORIZATION_ENV, None)
+        else:
+            os.environ[AUTHORIZATION_ENV] = authorization
 
-    def text(self) -> str:
-        return "\n".join(self.lines)
+
+_SERVED_HERE = _ServedHere()
 
 
 class ApiServer(Served):
@@ -195,7 +212,7 @@ class ApiServer(Served):
         role_tokens: bool = False,
     ) -> None:
         super().__init__(db, serve_flags, port, role_tokens)
-        self._log = _LogCapture()
+        self._lines: list[str] = []
         self._resources = contextlib.ExitStack()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
@@ -204,13 +221,12 @@ class ApiServer(Served):
     def start(self) -> None:
         argv = self.serve_argv()
         args = build_parser(argv).parse_args(argv)
-        # serve's own log level; the server's environment holds the owner authorization.
-        self._level = ROOT.level
-        ROOT.setLevel(args.default_log_level)
-        self._log.start()
-        self._saved_authorization = os.environ.get(AUTHORIZATION_ENV)
-        os.environ[AUTHORIZATION_ENV] = OWNER
-        self.server, listener = self._resources.enter_context(configured_server(args))
+        _SERVED_HERE.enter(args.log_level or args.default_log_level, self._lines)
+        try:
+            self.server, listener = self._resources.enter_context(configured_server(args))
+        except BaseException:
+            _SERVED_HERE.leave(self._lines)
+            raise
 
         def serve() -> None:
             try:
@@ -234,7 +250,7 @@ class ApiServer(Served):
         return self.server.config.app
 
     def log(self) -> str:
-        return self._log.text()
+        return "\n".join(self._lines)
 
     def stop(self) -> None:
         super().stop()
@@ -245,12 +261,7 @@ class ApiServer(Served):
         assert not self._thread.is_alive(), "the server did not stop"
         self._thread = None
         self._resources.close()
-        self._log.stop()
-        ROOT.setLevel(self._level)
-        if self._saved_authorization is None:
-            os.environ.pop(AUTHORIZATION_ENV, None)
-        else:
-            os.environ[AUTHORIZATION_ENV] = self._saved_authorization
+        _SERVED_HERE.leave(self._lines)
         if self._failure is not None:
             raise self._failure
 
