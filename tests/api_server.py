@@ -14,7 +14,8 @@ Both: tokens are issued with `issue(name, role..., capabilities=...)` through th
 `token_file(...)` writes one for `--token-file`; `role_tokens=True` issues one token per role
 (and a second agent, both granted any capability, as each test offers capabilities of its own)
 into `tokens`, and `client(role)` gives an httpx client carrying it. `log()` is what the server
-logged, so that a test can show a token never reaches it.
+logged, so that a test can show a token never reaches it: a process's output, or for a server
+here every line this process's ledger and uvicorn loggers made while it ran (a superset).
 
 `Scenario` puts tasks in the states a route needs, each with a capability no other test offers,
 so that a claim in one test never takes another test's task on a shared server.
