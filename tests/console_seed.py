@@ -7,7 +7,7 @@ running server."""
 from __future__ import annotations
 
 import secrets
-import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from api_server import ApiServer, Scenario
+from api_server import Scenario, Served
 from git_support import binding, make_repository, register, verified_proposal
 
 REVOKED = "retired-agent"
@@ -42,21 +42,25 @@ def seed_ledger(root: Path, path: Path) -> dict[str, Any]:
         issue_token(db, REVOKED, ["agent"], any_capability=True)
         revoke_token(db, REVOKED)
         sign_checkpoint(db, key.signer, Timestamp.parse("2026-12-01T00:00:00Z"))
-        expire_a_lease(TaskLedger(database=db))
+        expire_a_lease(db)
     return landed
 
 
-def expire_a_lease(ledger: TaskLedger) -> None:
+def expire_a_lease(db: Database) -> None:
     """A task of one attempt whose 1-second lease runs out (it fails: `TASK_LEASE_EXPIRED`),
-    for the Health page's lease expiries."""
+    for the Health page's lease expiries: the ledger's clock is set 1.5 s forward, the
+    lease's second passing."""
+    started = datetime.now(UTC)
+    passed = [timedelta(0)]
+    ledger = TaskLedger(database=db, clock=lambda: started + passed[0])
     task = {"task_id": EXPIRED_TASK, "goal": "a lease let go", "instructions": "i"}
     ledger.create_task({**task, "max_attempts": 1}, idempotency_key="seed-expired")
     ledger.claim(agent_id="agent-gone", capabilities=[], lease_seconds=1, task_id=EXPIRED_TASK)
-    time.sleep(1.5)  # the lease's second passing, on the ledger's real clock
+    passed[0] = timedelta(seconds=1.5)
     assert ledger.expire_leases()["count"] == 1
 
 
-def seed_tasks(server: ApiServer) -> Scenario:
+def seed_tasks(server: Served) -> Scenario:
     """Tasks in each state through the running server's API."""
     scene = Scenario(server)
     for _ in range(3):

@@ -27,7 +27,7 @@ import pytest
 from aios_ledger.core import TaskCreateCommand
 from aios_ledger.shell import Database
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from api_server import ApiServer
+from api_server import Served
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,7 +195,7 @@ def bulk_ledger(template: Path, path: Path) -> None:
     shutil.copyfile(template, path)
 
 
-def sign_in(page: Any, server: ApiServer, role: str) -> None:
+def sign_in(page: Any, server: Served, role: str) -> None:
     page.goto(f"{server.url}/tasks")
     assert page.url == f"{server.url}/sign-in"  # signed out: sent to sign in
     page.get_by_label("API token").fill(server.tokens[role])
@@ -226,12 +226,12 @@ def accessible(page: Any) -> None:
         page.set_viewport_size(size)
 
 
-def browser(server: ApiServer) -> httpx.Client:
+def browser(server: Served) -> httpx.Client:
     """A client without a bearer token, as a browser is: it keeps cookies, follows nothing."""
     return httpx.Client(base_url=server.url, timeout=60.0)
 
 
-def signed_in(server: ApiServer, role: str) -> httpx.Client:
+def signed_in(server: Served, role: str) -> httpx.Client:
     client = browser(server)
     answer = client.post("/sign-in", data={"token": server.tokens[role]})
     assert answer.status_code == 303, answer.text

@@ -3,8 +3,8 @@ the made-up secrets they smuggle, the bundle bomb, what is left in a folder, the
 repository as git shows it, and the tally of cases tried and refused that each suite reports
 as its figures.
 
-The suites themselves (`tests/test_hostile_agent_*.py`) play a malicious agent through a real
-`aios-ledger serve` (tests/api_server.py) and real git repositories (tests/git_support.py).
+The suites themselves (`tests/test_hostile_agent_*.py`) play a malicious agent through the
+server `serve` runs (tests/api_server.py) and real git repositories (tests/git_support.py).
 """
 
 from __future__ import annotations

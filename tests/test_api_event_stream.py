@@ -1,4 +1,4 @@
-"""`GET /v1/events/stream` through real HTTP (`aios-ledger serve` on a loopback port, httpx
+"""`GET /v1/events/stream` through real HTTP (the server `serve` runs, on a loopback port, httpx
 streaming): each sealed event is one server-sent event as the task events route gives it; a
 stream resumes after its `Last-Event-ID` with no event lost or repeated, on both engines, with
 writers committing beside it; `?task_id=` filters; refusals come as problem documents before
@@ -24,7 +24,7 @@ import pytest
 from aios_ledger.core.api.event_stream import StreamedEvent, StreamParser
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.db.connection import fetch_all
-from api_server import ApiServer, Scenario, cli
+from api_server import ApiServer, Scenario, ServeProcess, cli
 from conftest import both_engines
 from signal_support import interruptible
 
@@ -40,17 +40,12 @@ KEEPALIVE = "0.2"
 COMMENTS_BOUND = 1000
 
 
+SERVE_FLAGS = ("--stream-keepalive-seconds", KEEPALIVE, "--stream-poll-seconds", "0.05")
+
+
 @pytest.fixture
-def server(ledger_target: str | Path, tmp_path: Path) -> Iterator[ApiServer]:
-    with ApiServer(
-        ledger_target,
-        "--stream-keepalive-seconds",
-        KEEPALIVE,
-        "--stream-poll-seconds",
-        "0.05",
-        role_tokens=True,
-        log=tmp_path / "serve.log",
-    ) as running:
+def server(ledger_target: str | Path) -> Iterator[ApiServer]:
+    with ApiServer(ledger_target, *SERVE_FLAGS, role_tokens=True) as running:
         yield running
 
 
@@ -244,23 +239,28 @@ def test_a_token_revoked_while_streaming_ends_the_stream(server: ApiServer) -> N
     refused(client, 401, "UNAUTHENTICATED")
 
 
-def test_serve_ends_open_streams_when_it_shuts_down(server: ApiServer) -> None:
+def test_serve_ends_open_streams_when_it_shuts_down(
+    ledger_target: str | Path, tmp_path: Path
+) -> None:
     """SIGTERM: the stream ends cleanly at once (uvicorn would otherwise wait out its grace
     period for it, then cut the connection mid-answer)."""
-    assert server.process is not None
-    with open_stream(server.client("auditor")) as stream:
-        stream.idle_for(1)
-        server.process.terminate()
-        stream.end(within=COMMENTS_BOUND)  # a dropped connection would raise here
-    # After its graceful shutdown uvicorn raises again the signal it handled.
-    assert server.process.wait(timeout=60) == -signal.SIGTERM
-    assert "graceful shutdown exceeded" not in server.log()
+    with ServeProcess(
+        ledger_target, *SERVE_FLAGS, role_tokens=True, log=tmp_path / "serve.log"
+    ) as server:
+        assert server.process is not None
+        with open_stream(server.client("auditor")) as stream:
+            stream.idle_for(1)
+            server.process.terminate()
+            stream.end(within=COMMENTS_BOUND)  # a dropped connection would raise here
+        # After its graceful shutdown uvicorn raises again the signal it handled.
+        assert server.process.wait(timeout=60) == -signal.SIGTERM
+        assert "graceful shutdown exceeded" not in server.log()
 
 
 def test_events_follow_over_the_api_resumes_after_a_dropped_connection(tmp_path: Path) -> None:
     """The follower's connection dies with its server (SIGKILL), events are written while it
     is down, the server comes back: every event of the ledger printed once, in order."""
-    with ApiServer(tmp_path / "ledger.db", "--stream-keepalive-seconds", KEEPALIVE) as server:
+    with ServeProcess(tmp_path / "ledger.db", "--stream-keepalive-seconds", KEEPALIVE) as server:
         token = server.token_file(tmp_path, "follower", "auditor")
         owner = server.issue("owner-x", "owner")
         api = ("--api", server.url, "--token-file", str(token))

@@ -1,4 +1,4 @@
-"""The HTTP API through real HTTP: `aios-ledger serve` in a subprocess on a loopback port.
+"""The HTTP API through real HTTP: the server `serve` runs, in this process on a loopback port.
 
 The whole lifecycle, every route against every role (allowed roles get their answer, the others
 403 FORBIDDEN, no token 401 UNAUTHENTICATED), agents that cannot act as another or on a task
@@ -11,8 +11,6 @@ import concurrent.futures
 import json
 import secrets
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,7 +39,6 @@ ROLES = tuple(ROLE_NAMES)
 # The witness the module's server accepts cosignatures of (set by the `server` fixture).
 _WITNESS: dict[str, Signer] = {}
 PROBLEM = "application/problem+json"
-CLI = (sys.executable, "-m", "aios_ledger.shell.cli")
 
 
 @pytest.fixture(scope="module")
@@ -93,14 +90,11 @@ def problem(answer: httpx.Response, status: int, code: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def pg_server(
-    postgres_database: str | None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ApiServer]:
+def pg_server(postgres_database: str | None) -> Iterator[ApiServer]:
     """The same server on a fresh PostgreSQL schema: concurrent writers from its pool, no group
-    commit (its output goes to a file of the test's own)."""
+    commit."""
     url = postgres_url(postgres_database)
-    log = tmp_path_factory.mktemp("api-pg") / "serve.log"
-    with ApiServer(url, "--recheck-seconds", "120", role_tokens=True, log=log) as server:
+    with ApiServer(url, "--recheck-seconds", "120", role_tokens=True) as server:
         yield server
 
 
@@ -130,21 +124,12 @@ def test_the_whole_lifecycle_with_tokens_on_postgresql(pg_server: ApiServer) -> 
 
 
 def issue_with_cli(server: ApiServer, name: str, role: str) -> str:
-    issued = subprocess.run(
-        [*CLI, "--db", str(server.target), "token", "issue", name, "--role", role],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return str(json.loads(issued.stdout)["token"])
+    issued = cli("--db", str(server.target), "token", "issue", name, "--role", role)
+    return str(json.loads(issued)["token"])
 
 
 def revoke_with_cli(server: ApiServer, name: str) -> None:
-    subprocess.run(
-        [*CLI, "--db", str(server.target), "token", "revoke", name],
-        check=True,
-        capture_output=True,
-    )
+    cli("--db", str(server.target), "token", "revoke", name)
 
 
 def whole_lifecycle(scene: Scenario) -> None:
@@ -715,41 +700,10 @@ def test_a_slow_client_does_not_hold_the_writer(scene: Scenario, server: ApiServ
 
 
 def test_a_revoked_token_is_refused(server: ApiServer) -> None:
-    db = str(server.db)
-    issued = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aios_ledger.shell.cli",
-            "--db",
-            db,
-            "token",
-            "issue",
-            "auditor-tmp",
-            "--role",
-            "auditor",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    token = json.loads(issued.stdout)["token"]
+    token = issue_with_cli(server, "auditor-tmp", "auditor")
     client = server.client(token=token)
     assert client.get("/v1/log/head").status_code == 200
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aios_ledger.shell.cli",
-            "--db",
-            db,
-            "token",
-            "revoke",
-            "auditor-tmp",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    revoke_with_cli(server, "auditor-tmp")
     problem(client.get("/v1/log/head"), 401, "UNAUTHENTICATED")
     assert token not in server.log()
 

@@ -8,8 +8,6 @@ and the HTTP route."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
+from cli_runner import CliResult, run_cli
 from conftest import ENGINES, is_postgres
 from git_support import binding, events_of, git, make_repository, register, verified_proposal
 from legacy_fixtures import rows
@@ -279,14 +278,8 @@ def test_why_goes_from_a_commit_back_to_everything(landed: Landed) -> None:
         InclusionProof.from_mapping(proof).check(note_root)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+def _cli(*args: str) -> CliResult:
+    return run_cli(*args, cwd=ROOT)
 
 
 def test_the_commands_write_attested_and_verify(landed: Landed, tmp_path: Path) -> None:

@@ -6,8 +6,6 @@ GET /v1/spend and /metrics of a served ledger."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from aios_ledger.shell.tasks.spend import read_spend
 from aios_ledger.shell.work.reviewer import tasks_to_review
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
 from api_server import ApiServer, cli
+from cli_runner import run_cli
 from conftest import both_engines
 from test_log_support import tamper
 
@@ -239,11 +238,8 @@ def _state_findings(target: Path) -> set[tuple[str, Any, Any]]:
     }
 
 
-def test_spend_is_served_in_status_the_spend_route_and_the_metrics(
-    ledger_target: Path, tmp_path: Path
-) -> None:
-    log = tmp_path / "serve.log"
-    with ApiServer(ledger_target, role_tokens=True, log=log) as server:
+def test_spend_is_served_in_status_the_spend_route_and_the_metrics(ledger_target: Path) -> None:
+    with ApiServer(ledger_target, role_tokens=True) as server:
         owner, agent = server.client("owner"), server.client("agent")
         created = owner.post(
             "/v1/tasks",
@@ -337,12 +333,7 @@ def test_task_create_sets_the_budget_from_its_flags(ledger_target: Path, tmp_pat
         (("--wall-seconds", "0"), "FIELDS_INVALID"),
     ):
         create = ["task", "create", "--json", str(request), *flags]
-        refused = subprocess.run(
-            [sys.executable, "-m", "aios_ledger.shell.cli", "--db", db, *create],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        refused = run_cli("--db", db, *create)
         assert refused.returncode != 0 and refused.stderr.startswith(code), refused.stderr
     # Nothing was written by the refused ones (the first key is the only one filed).
     assert [task["task_id"] for task in json.loads(cli("--db", db, "task", "list", "--json"))] == [

@@ -1,6 +1,6 @@
-"""Signed checkpoints and a witness, end to end: `key generate`, `checkpoint`, a real `serve`
-publishing and signing checkpoints, and `aios-ledger witness` cosigning them, refusing a
-rewritten history that the ledger's own key re-signed."""
+"""Signed checkpoints and a witness, end to end: `key generate`, `checkpoint`, the server
+`serve` runs publishing and signing checkpoints, and `aios-ledger witness` cosigning them,
+refusing a rewritten history that the ledger's own key re-signed."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -36,6 +34,7 @@ from aios_ledger.shell.proofs.checkpoints import (
 )
 from aios_ledger.shell.proofs.keys import check_ed25519, parse_signer
 from api_server import ApiServer, Scenario, cli
+from cli_runner import CliResult, run_cli
 from conftest import both_engines
 from test_proofs_notes import ENOCH_VKEY, PETER_SKEY, WIT1_SKEY
 
@@ -44,13 +43,8 @@ pytest_generate_tests = both_engines
 PATIENCE = 60.0  # seconds: a bound on waiting for the periodic signer, never a speed assertion
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+def run(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    return run_cli(*args, env=env)
 
 
 def generate(tmp_path: Path, name: str) -> tuple[Path, VerifierKey]:
@@ -130,7 +124,7 @@ def _wait_for_size(server: ApiServer, token: str, at_least: int) -> tuple[str, C
 
 def _witness(
     server: ApiServer, log_key: VerifierKey, key: Path, state: Path, token: str
-) -> subprocess.CompletedProcess[str]:
+) -> CliResult:
     return run(
         "witness",
         "--log",

@@ -24,6 +24,7 @@ import pytest
 from aios_ledger.core.auxiliary import AuxiliaryCapabilityProfile, AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.log import verify_export_lines
 from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
+from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell import (
     AuxiliaryRunContext,
     AuxiliaryRunService,
@@ -378,4 +379,4 @@ def test_an_export_whose_null_chained_fields_were_left_out_still_verifies(tmp_pa
         old.append(json.dumps(line))
     assert old != export_lines(target)
     _clean(check_export(old))
-    assert verify_export_lines(old).intact
+    assert verify_export_lines(old, SEALED_TABLES).intact

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_server import ApiServer, Scenario
+from api_server import Scenario, ServeProcess
 from console_support import (
     BULK,
     accessible,
@@ -29,21 +29,21 @@ from console_support import (
 @pytest.fixture(scope="module")
 def console(
     chromium: Any, bulk_template: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ApiServer]:
+) -> Iterator[ServeProcess]:
     path = tmp_path_factory.mktemp("browser") / "ledger.db"
     bulk_ledger(bulk_template, path)
-    with ApiServer(path, role_tokens=True) as server:
+    with ServeProcess(path, role_tokens=True) as server:
         yield server
 
 
 @pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])
-def test_each_role_signs_in(page: Any, console: ApiServer, role: str) -> None:
+def test_each_role_signs_in(page: Any, console: ServeProcess, role: str) -> None:
     sign_in(page, console, role)
     assert page.get_by_text(f"({role})").is_visible()
     accessible(page)
 
 
-def test_a_wrong_token_is_refused(page: Any, console: ApiServer) -> None:
+def test_a_wrong_token_is_refused(page: Any, console: ServeProcess) -> None:
     page.goto(f"{console.url}/sign-in")
     accessible(page)
     page.get_by_label("API token").fill("not-a-token")
@@ -54,7 +54,7 @@ def test_a_wrong_token_is_refused(page: Any, console: ApiServer) -> None:
     assert page.url == f"{console.url}/sign-in"
 
 
-def test_filter_and_page_through_the_tasks(page: Any, console: ApiServer) -> None:
+def test_filter_and_page_through_the_tasks(page: Any, console: ServeProcess) -> None:
     sign_in(page, console, "auditor")
     assert int(page.locator('.count[data-status="QUEUED"]').inner_text()) >= BULK
     page.get_by_label("Capability").fill("cap-odd")
@@ -75,7 +75,7 @@ def test_filter_and_page_through_the_tasks(page: Any, console: ApiServer) -> Non
     assert page.locator("table.tasks tbody tr").count() == 1
 
 
-def test_open_a_task_and_see_its_timeline(page: Any, console: ApiServer) -> None:
+def test_open_a_task_and_see_its_timeline(page: Any, console: ServeProcess) -> None:
     task_id = Scenario(console).submitted()
     sign_in(page, console, "reviewer")
     page.get_by_label("Task id or goal").fill(task_id)
@@ -87,7 +87,7 @@ def test_open_a_task_and_see_its_timeline(page: Any, console: ApiServer) -> None
     accessible(page)
 
 
-def test_an_auditor_sees_no_action(page: Any, console: ApiServer) -> None:
+def test_an_auditor_sees_no_action(page: Any, console: ServeProcess) -> None:
     task_id = Scenario(console).queued()
     sign_in(page, console, "auditor")
     page.goto(f"{console.url}/tasks/{task_id}")
@@ -95,7 +95,7 @@ def test_an_auditor_sees_no_action(page: Any, console: ApiServer) -> None:
     assert page.get_by_role("button").all_inner_texts() == ["Sign out"]
 
 
-def test_a_forged_form_without_its_csrf_token_is_refused(page: Any, console: ApiServer) -> None:
+def test_a_forged_form_without_its_csrf_token_is_refused(page: Any, console: ServeProcess) -> None:
     scene = Scenario(console)
     task_id = scene.queued()
     sign_in(page, console, "owner")
@@ -113,7 +113,7 @@ def test_a_forged_form_without_its_csrf_token_is_refused(page: Any, console: Api
     assert page.locator("#task-status").inner_text() == "CANCELLED"
 
 
-def test_logout_ends_the_session(page: Any, console: ApiServer) -> None:
+def test_logout_ends_the_session(page: Any, console: ServeProcess) -> None:
     sign_in(page, console, "owner")
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(f"{console.url}/sign-in")
@@ -121,7 +121,7 @@ def test_logout_ends_the_session(page: Any, console: ApiServer) -> None:
     assert page.url == f"{console.url}/sign-in"
 
 
-def test_the_list_updates_live_within_its_filters(page: Any, console: ApiServer) -> None:
+def test_the_list_updates_live_within_its_filters(page: Any, console: ServeProcess) -> None:
     from playwright.sync_api import expect
 
     scene = Scenario(console)

@@ -1,4 +1,4 @@
-"""The console's frame over HTTP, against a real `aios-ledger serve`: sign-in and its cookie,
+"""The console's frame over HTTP, against the server `serve` runs: sign-in and its cookie,
 sessions (logout, a revoked token, idle and absolute expiry), CSRF, roles, the task list's
 paging shared with `GET /v1/tasks`, and no token ever in a page, a redirect or the log."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -224,8 +223,8 @@ def test_no_token_reaches_a_page_a_redirect_or_the_log(tmp_path: Path) -> None:
 
 
 def test_serve_holds_sessions_to_its_idle_and_absolute_settings(tmp_path: Path) -> None:
-    """`serve --session-idle-seconds` ends a session left unused that long (the wait below is
-    the idleness itself, not a speed measured); `--session-max-seconds` is the cookie's life."""
+    """`serve --session-idle-seconds` ends a session left unused that long (on the console's
+    session clock, set forward here); `--session-max-seconds` is the cookie's life."""
     with ApiServer(
         tmp_path / "ledger.db",
         "--session-idle-seconds",
@@ -234,11 +233,15 @@ def test_serve_holds_sessions_to_its_idle_and_absolute_settings(tmp_path: Path) 
         "3600",
         role_tokens=True,
     ) as server:
+        console = server.app.state.console
+        now = [0.0]
+        console.sessions = SessionStore(console.sessions.settings, clock=lambda: now[0])
         client = browser(server)
         answer = client.post("/sign-in", data={"token": server.tokens["owner"]})
         assert "Max-Age=3600" in answer.headers["set-cookie"]
+        now[0] = 1.9
         assert client.get("/tasks").status_code == 200  # within its idle time
-        time.sleep(2.5)
+        now[0] = 1.9 + 2.5
         assert client.get("/tasks").headers["location"] == "/sign-in"
 
 

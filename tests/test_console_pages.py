@@ -1,5 +1,5 @@
-"""The console's Repositories, Agents and tokens, Log and Health pages over HTTP, against a
-real `aios-ledger serve` on a seeded ledger (tests/console_seed.py): what each shows, that no
+"""The console's Repositories, Agents and tokens, Log and Health pages over HTTP, against
+the server `serve` runs, on a seeded ledger (tests/console_seed.py): what each shows, that no
 token or digest is ever on a page, that only an auditor or the owner starts `verify` (and its
 progress and result), and the charts drawn from the ledger's events with their tables."""
 

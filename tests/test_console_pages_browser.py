@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from api_server import ROLE_NAMES, ApiServer, Scenario
+from api_server import ROLE_NAMES, Scenario, ServeProcess
 from console_seed import LANDED_TASK, seed_ledger, seed_tasks
 from console_support import (
     accessible,
@@ -28,18 +28,18 @@ NOT_ACTIONS = {"Sign out", "Apply", "Find"}
 
 
 @pytest.fixture(scope="module")
-def console(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def console(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     root = tmp_path_factory.mktemp("pages-browser")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(PROPOSALS_DIR_ENV, str(root / "proposals"))
         seed_ledger(root, root / "ledger.db")
-        with ApiServer(root / "ledger.db", role_tokens=True) as server:
+        with ServeProcess(root / "ledger.db", role_tokens=True) as server:
             seed_tasks(server)
             yield server
 
 
 @pytest.mark.parametrize("role", ["agent", "reviewer", "owner", "auditor"])
-def test_each_page_is_accessible_to_each_role(page: Any, console: ApiServer, role: str) -> None:
+def test_each_page_is_accessible_to_each_role(page: Any, console: ServeProcess, role: str) -> None:
     sign_in(page, console, role)
     for path in PAGES:
         page.goto(f"{console.url}{path}")
@@ -50,7 +50,7 @@ def test_each_page_is_accessible_to_each_role(page: Any, console: ApiServer, rol
         assert actions == expected, (path, actions)
 
 
-def test_a_commit_found_from_the_form_links_to_its_task(page: Any, console: ApiServer) -> None:
+def test_a_commit_found_from_the_form_links_to_its_task(page: Any, console: ServeProcess) -> None:
     sign_in(page, console, "reviewer")
     page.goto(f"{console.url}/repositories")
     page.locator('a[href^="/repositories?commit="]').first.click()  # a branch move's commit
@@ -59,7 +59,7 @@ def test_a_commit_found_from_the_form_links_to_its_task(page: Any, console: ApiS
     page.wait_for_url(f"{console.url}/tasks/{LANDED_TASK}")
 
 
-def test_an_auditor_runs_verify_and_the_page_follows_it(page: Any, console: ApiServer) -> None:
+def test_an_auditor_runs_verify_and_the_page_follows_it(page: Any, console: ServeProcess) -> None:
     sign_in(page, console, "auditor")
     page.goto(f"{console.url}/log")
     page.get_by_role("button", name="Run verify now").click()
@@ -70,7 +70,7 @@ def test_an_auditor_runs_verify_and_the_page_follows_it(page: Any, console: ApiS
     accessible(page)
 
 
-def test_health_charts_have_their_tables(page: Any, console: ApiServer) -> None:
+def test_health_charts_have_their_tables(page: Any, console: ServeProcess) -> None:
     sign_in(page, console, "agent")
     page.goto(f"{console.url}/health")
     charts = page.get_by_role("img")
@@ -83,7 +83,7 @@ def test_health_charts_have_their_tables(page: Any, console: ApiServer) -> None:
 
 
 def test_every_page_reads_at_200_percent_zoom_and_on_a_phone(
-    chromium: Any, console: ApiServer
+    chromium: Any, console: ServeProcess
 ) -> None:
     """A 1280-px window at 200 % zoom (device_scale_factor 2 on a 640-px viewport) and a phone:
     no page scrolls sideways (wide tables scroll inside their own region), sign-in too."""
@@ -102,7 +102,9 @@ def test_every_page_reads_at_200_percent_zoom_and_on_a_phone(
             context.close()
 
 
-def test_a_tasks_result_reviewer_and_evidence_are_on_screen(page: Any, console: ApiServer) -> None:
+def test_a_tasks_result_reviewer_and_evidence_are_on_screen(
+    page: Any, console: ServeProcess
+) -> None:
     """Without a click: the result's first lines, the attempt's reviewer and verdict beside
     it, and the text its agent wrote into the attempt's run."""
     scene = Scenario(console)
@@ -136,7 +138,7 @@ def test_a_tasks_result_reviewer_and_evidence_are_on_screen(page: Any, console: 
     accessible(page)
 
 
-def test_a_landed_governed_write_shows_its_attestation(page: Any, console: ApiServer) -> None:
+def test_a_landed_governed_write_shows_its_attestation(page: Any, console: ServeProcess) -> None:
     sign_in(page, console, "auditor")
     page.goto(f"{console.url}/tasks/{LANDED_TASK}")
     writes = page.locator("#writes")
@@ -148,7 +150,7 @@ def test_a_landed_governed_write_shows_its_attestation(page: Any, console: ApiSe
     accessible(page)
 
 
-def test_every_page_follows_a_dark_system_scheme(chromium: Any, console: ApiServer) -> None:
+def test_every_page_follows_a_dark_system_scheme(chromium: Any, console: ServeProcess) -> None:
     """A system that asks for dark gets the dark scheme (no switch to find), and axe-core's
     contrast check passes in it too; a light one gets the light scheme."""
     for scheme, background in (("dark", "rgb(18, 18, 18)"), ("light", "rgb(255, 255, 255)")):
@@ -184,7 +186,7 @@ FOCUSED = """() => {
 }"""
 
 
-def test_every_page_is_keyboard_navigable(chromium: Any, console: ApiServer) -> None:
+def test_every_page_is_keyboard_navigable(chromium: Any, console: ServeProcess) -> None:
     """Tab alone reaches every control of each page, each with a visible focus ring, the first
     being the skip link, which moves the focus to the page's content; sign-in and an action
     (an owner's retry, from a task's page with its form) work from the keyboard alone."""

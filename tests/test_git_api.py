@@ -1,4 +1,4 @@
-"""The governed-write routes through real HTTP (`aios-ledger serve` in a subprocess): a remote
+"""The governed-write routes through real HTTP (the server `serve` runs, in this process): a remote
 worker uploads its agent's bundle, the owner writes it; the roles, a garbage or hostile upload,
 a stranger's upload and a refused write answer their problem codes, and the repository's ref log
 agrees with the ledger afterwards."""

@@ -1,5 +1,5 @@
-"""Governed repositories for a worker on another machine, through a real `aios-ledger serve`
-(a subprocess on a loopback port): `worker --api` takes a governed task, clones the agent's
+"""Governed repositories for a worker on another machine, through the server `serve` runs
+(in this process, on a loopback port): `worker --api` takes a governed task, clones the agent's
 workspace from the server's bundle of the base (`GET /v1/tasks/{task_id}/workspace`), the
 example agent edits and commits, the proposal is uploaded, a reviewer verifies, the owner's
 governed write through the API lands the branch; only the task's holder, under its lease, may

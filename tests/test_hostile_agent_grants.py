@@ -10,7 +10,7 @@ verify, a local `review --as` the author's name: 6), a local review that names n
 command line and the library) and an `--as` beside `--api` that is not the token's name (3), and
 the library's named grant (a claim and a batch claim: 2).
 
-Everything runs against a real `aios-ledger serve` on loopback (tests/api_server.py), real
+Everything runs against the server `serve` runs on loopback (tests/api_server.py), real
 SQLite files, the real command line, and a real bare git repository for the governed task.
 """
 

@@ -1,6 +1,6 @@
 """A hostile agent against the evidence runs: squatting the run of an attempt it does not
 hold, writing into another agent's attempt, outliving its own lease, passing for a task's
-session by its token's name; through a real `aios-ledger serve`, the real worker and reviewer
+session by its token's name; through the server `serve` runs, the real worker and reviewer
 command lines, and the library on both engines.
 
 Figures: 35 hostile cases tried, 35 refused (25 squatting creates over HTTP: 8 forms before

@@ -68,8 +68,7 @@ def live(
 ) -> Iterator[Live]:
     proposals = tmp_path / "proposals"
     monkeypatch.setenv(PROPOSALS_DIR_ENV, str(proposals))
-    log = tmp_path / "serve.log"
-    with ApiServer(ledger_target, role_tokens=True, log=log) as server:
+    with ApiServer(ledger_target, role_tokens=True) as server:
         bare, base = make_repository(tmp_path)
         register(ledger_target, bare)
         found = Live(server, ledger_target, bare, base)

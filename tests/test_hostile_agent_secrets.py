@@ -1,4 +1,4 @@
-"""A hostile agent smuggling secrets, and bombing the scanner, through a real `aios-ledger serve`,
+"""A hostile agent smuggling secrets, and bombing the scanner, through the server `serve` runs,
 real git and a real governed repository.
 
 Figures: 16 cases tried. 13 hostile proposals, each refused and leaving the repository byte for

@@ -1,6 +1,6 @@
-"""A hostile client against a real `aios-ledger serve` (uvicorn on loopback, real sockets, a
-real ledger file made immutable with `chattr +i`, a real full file system): the server survives
-the network.
+"""A hostile client against the server `serve` runs (uvicorn on loopback, real sockets; a real
+`serve` process where its memory or its survival is the subject, a real ledger file made
+immutable with `chattr +i`, a real full file system): the server survives the network.
 
 Figures (cases tried, refused): 50 connections that never finish their headers, all 50 closed
 by the header timeout while a normal client is served; 1 byte-by-byte trickle, closed; 1
@@ -49,7 +49,7 @@ from aios_ledger.shell.api.backend import DEFAULT_MAX_HEADER_BYTES, ApiSettings,
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from api_server import ApiServer, cli
+from api_server import ApiServer, Served, ServeProcess, cli
 from conftest import postgres_url
 from legacy_fixtures import binding
 
@@ -64,7 +64,7 @@ PROBE_TRIES = 600  # of 0.1 s each, while the server notices a change
 OVERSIZED_HEAD = 4 * 1024 * 1024
 
 
-def _connect(server: ApiServer) -> socket.socket:
+def _connect(server: Served) -> socket.socket:
     connection = socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE)
     return connection
 
@@ -129,7 +129,7 @@ def test_a_head_over_the_limit_is_431_and_not_buffered(tmp_path: Path) -> None:
     `HEADERS_TOO_LARGE` and closed, and the server's memory does not grow with them (held, they
     grow it by about 80 MiB; 1 MiB heads would stay within the bound unrefused); a whole head
     over the limit is refused too, and a head just under the limit is served."""
-    with ApiServer(tmp_path / "heads.db", "--header-timeout", "60") as server:
+    with ServeProcess(tmp_path / "heads.db", "--header-timeout", "60") as server:
         assert server.process is not None
         before = _rss_kib(server.process.pid)
         attempts = [_connect(server) for _ in range(20)]
@@ -222,7 +222,7 @@ def test_a_server_on_a_read_only_file_recovers_when_it_becomes_writable(
         "idempotency_key": "k-1",
         "task": {"task_id": "after", "goal": "g", "instructions": "i"},
     }
-    with ApiServer(ledger) as server, server.client(token=token) as owner:
+    with ServeProcess(ledger) as server, server.client(token=token) as owner:
         assert server.client().get("/v1/health").json() == {"status": "ok"}  # live
         not_ready = server.client().get("/v1/ready")
         assert not_ready.status_code == 503
@@ -284,7 +284,7 @@ def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_w
             path.chmod(0o444)
         folder.chmod(0o555)
         task = {"task_id": "after", "goal": "g", "instructions": "i"}
-        with ApiServer(ledger, log=tmp_path / "serve.log", command_prefix=prefix) as server:
+        with ServeProcess(ledger, log=tmp_path / "serve.log", command_prefix=prefix) as server:
             owner = server.client(token=token)
             not_ready = server.client().get("/v1/ready")
             assert (not_ready.status_code, not_ready.json()["code"]) == (503, "DATABASE_READ_ONLY")
@@ -344,7 +344,7 @@ def test_a_server_on_a_full_disk_writes_again_once_there_is_room(
     ledger = small_disk / "full.db"
     with Database(ledger) as opened:
         token = str(issue_token(opened, "owner-1", ["owner"])["token"])
-    with ApiServer(ledger, log=tmp_path / "full.serve.log") as server:
+    with ServeProcess(ledger, log=tmp_path / "full.serve.log") as server:
         owner = server.client(token=token)
         assert server.client().get("/v1/ready").status_code == 200
         filler = _fill(small_disk)
@@ -378,12 +378,10 @@ def test_a_server_on_a_full_disk_writes_again_once_there_is_room(
         assert server.process is not None and server.process.poll() is None  # no restart
 
 
-def test_ready_on_postgresql_is_a_shared_write_probe(
-    postgres_database: str | None, tmp_path: Path
-) -> None:
+def test_ready_on_postgresql_is_a_shared_write_probe(postgres_database: str | None) -> None:
     """On PostgreSQL the probe is an empty row-locked transaction: ready while writers write."""
     url = postgres_url(postgres_database)
-    with ApiServer(url, role_tokens=True, log=tmp_path / "pg.serve.log") as server:
+    with ApiServer(url, role_tokens=True) as server:
         assert server.client().get("/v1/ready").json() == {"status": "ready"}
         body = {"idempotency_key": "k", "task": {"goal": "g", "instructions": "i"}}
         assert server.client("owner").post("/v1/tasks", json=body).status_code == 201

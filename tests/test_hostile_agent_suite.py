@@ -1,6 +1,6 @@
 """One hostile agent end to end (issue 26): `mallory`, an agent that also holds the reviewer
 role and is granted the governed repository's capability, plays every trick of the other
-hostile suites in one sitting against a real `aios-ledger serve` on loopback, a real bare git
+hostile suites in one sitting against the server `serve` runs on loopback, a real bare git
 repository and governed bindings, while `agent-1` holds a task of its own. It works as a remote
 agent would: its own token through `LedgerClient` (and raw HTTP where a client would not send
 such a request), its workspaces cloned from the bundles the server hands out, its commits made

@@ -1,6 +1,6 @@
-"""A hostile agent's uploads against a real `serve` (uvicorn on loopback), real git and a real
-governed repository: the cheap checks (token, role, holder, lease) come before the body is
-read, decoded or scanned, and a refused upload leaves nothing behind.
+"""A hostile agent's uploads against the server `serve` runs (uvicorn on loopback), real git
+and a real governed repository: the cheap checks (token, role, holder, lease) come before the
+body is read, decoded or scanned, and a refused upload leaves nothing behind.
 
 Figures: 23 hostile cases tried, 23 refused, each with its stable code: 16 uploads (HTTP, the
 CLI, the library), none of which leaves a proposal, a bundle file, a scratch folder or a git
@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -33,6 +30,7 @@ from aios_ledger.shell.git.proposals import proposals_dir, record_proposal
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER
 from aios_ledger.shell.log.verification import verify_log
 from api_server import ApiServer
+from cli_runner import run_cli
 from git_support import (
     CAPABILITY,
     binding,
@@ -258,14 +256,7 @@ def test_the_cli_checks_the_lease_before_reading_the_bundle(
     request.write_text(
         json.dumps({"task_id": "task-held", "lease_token": WRONG_LEASE, "bundle": missing})
     )
-    command = [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(server.db)]
-    done = subprocess.run(
-        [*command, "propose", "--json", str(request)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=os.environ.copy(),
-    )
+    done = run_cli("--db", server.db, "propose", "--json", request)
     assert done.returncode != 0
     assert done.stderr.startswith("LEASE_INVALID: "), done.stderr
     left.assert_nothing()

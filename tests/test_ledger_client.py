@@ -1,4 +1,4 @@
-"""`LedgerClient` against a real `aios-ledger serve` (uvicorn in a subprocess, loopback port).
+"""`LedgerClient` against the server `serve` runs (uvicorn in this process, loopback port).
 
 Its answers are TaskLedger's: every keyed write is replayed by a TaskLedger on the server's own
 file with the same key, which answers the first answer, and must equal what the client got;

@@ -1,4 +1,4 @@
-"""`aios-ledger mcp` through the MCP SDK's own client, against a real `aios-ledger serve` with
+"""`aios-ledger mcp` through the MCP SDK's own client, against the server `serve` runs with
 real tokens: over stdio (the command spawned as an MCP host spawns it, from PATH, with a
 relative token file) and over Streamable HTTP (the command serving uvicorn on a loopback port).
 An agent lists its tools, claims, heartbeats and submits; a reviewer verifies through the

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from aios_ledger.shell import Database
 from aios_ledger.shell.api.tokens import issue_token
-from api_server import ApiServer
+from api_server import ServeProcess
 from reliability_checks import contents_anomalies, read_contents
 from reliability_figures import record_figures
 from reliability_history import check_history, read_histories
@@ -49,7 +49,7 @@ def _client_command(url: str, token: Path, history: Path, n: int) -> list[str]:
 @pytest.mark.slow
 def test_acknowledged_writes_survive_server_kills(tmp_path: Path) -> None:
     db = tmp_path / "api.sqlite3"
-    server = ApiServer(db)
+    server = ServeProcess(db)
     histories = [tmp_path / f"history-{n}.jsonl" for n in range(CLIENTS)]
     with Database(db) as opened:
         for n in range(CLIENTS):

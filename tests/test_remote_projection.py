@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,9 +18,8 @@ import httpx
 import pytest
 from aios_ledger.shell import AUTHORIZATION_ENV
 from api_server import ApiServer, cli, free_port
+from cli_runner import CliResult, run_cli
 from legacy_fixtures import OWNER, TASK, binding, dump, legacy_database, projection_mapping
-
-CLI = (sys.executable, "-m", "aios_ledger.shell.cli")
 
 
 @pytest.fixture
@@ -46,30 +43,12 @@ def credentials(directory: Path, token: str) -> Path:
     return directory
 
 
-def project(
-    db: Path, request: Path, url: str, credential_dir: Path | None
-) -> subprocess.CompletedProcess[str]:
+def project(db: Path, request: Path, url: str, credential_dir: Path | None) -> CliResult:
     env = {**os.environ, AUTHORIZATION_ENV: OWNER, "AIOS_GOVERNED_WRITE_API_URL": url}
     env.pop("CREDENTIALS_DIRECTORY", None)
     if credential_dir is not None:
         env["CREDENTIALS_DIRECTORY"] = str(credential_dir)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aios_ledger.shell.cli",
-            "--db",
-            str(db),
-            "project",
-            TASK,
-            "--request",
-            str(request),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    return run_cli("--db", db, "project", TASK, "--request", request, env=env)
 
 
 @pytest.fixture
@@ -91,10 +70,13 @@ def test_the_projection_resolves_its_binding_through_the_api(
     server: ApiServer, projected_db: Path, request_file: Path, tmp_path: Path
 ) -> None:
     # Without the API, this ledger has no binding for the task.
-    local = subprocess.run(
-        [*CLI, "--db", str(projected_db), "project", TASK, "--request", str(request_file)],
-        capture_output=True,
-        text=True,
+    local = run_cli(
+        "--db",
+        projected_db,
+        "project",
+        TASK,
+        "--request",
+        request_file,
         env={**os.environ, AUTHORIZATION_ENV: OWNER},
     )
     assert local.returncode == 1 and local.stderr.startswith("GOVERNED_BINDING_NOT_FOUND")

@@ -1,4 +1,4 @@
-"""The worker (and the projection's binding resolver) through a real `aios-ledger serve`: the
+"""The worker (and the projection's binding resolver) through the server `serve` runs: the
 same worker as `--db`, over `--api URL --token-file FILE`; the same task lifecycle and the same
 evidence in the ledger, written by the server."""
 
@@ -20,6 +20,7 @@ from aios_ledger.shell.api.review_routes import review_operations
 from aios_ledger.shell.remote.review import RemoteAuxiliaryRuns, RemoteReview
 from aios_ledger.shell.work.reviewer import review_spec
 from api_server import ApiServer
+from cli_runner import run_cli
 from test_worker_e2e import AGENT, REVIEWER, create, event_types, task, wait_until_due
 
 
@@ -42,21 +43,7 @@ def remote(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
 def evidence_lines(db: Path, task_id: str, attempt: int = 1) -> list[object]:
     with TaskLedger(db):  # the file is current (migrated) before the command line reads it
         pass
-    answer = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aios_ledger.shell.cli",
-            "--db",
-            str(db),
-            "run",
-            "evidence",
-            f"task:{task_id}",
-            f"{task_id}@{attempt}",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    answer = run_cli("--db", db, "run", "evidence", f"task:{task_id}", f"{task_id}@{attempt}")
     assert answer.returncode == 0, answer.stderr
     return [event["payload"].get("line") for event in json.loads(answer.stdout)["events"]]
 

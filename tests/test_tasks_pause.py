@@ -23,7 +23,7 @@ from aios_ledger.core.tasks.requests import PauseRequest, ResumeRequest
 from aios_ledger.shell import LedgerClient, TaskLedger, verify_log
 from aios_ledger.shell.cli import main
 from api_server import ApiServer
-from conftest import both_engines, is_postgres
+from conftest import both_engines
 from test_tasks_support import Clock
 
 pytest_generate_tests = both_engines
@@ -193,12 +193,11 @@ def test_pause_and_resume_on_the_command_line(ledger_target: str | Path) -> None
     assert code != 0
 
 
-def test_pause_and_resume_over_http(ledger_target: str | Path, tmp_path: Path) -> None:
+def test_pause_and_resume_over_http(ledger_target: str | Path) -> None:
     """The owner's alone (an agent's or a reviewer's token is FORBIDDEN); the routes, their
     bodies and their role come from the transition table; a resume wakes the waiting claims;
     `LedgerClient.apply` sends the record itself."""
-    log = tmp_path / "serve.log" if is_postgres(ledger_target) else None
-    with ApiServer(ledger_target, role_tokens=True, log=log) as server:
+    with ApiServer(ledger_target, role_tokens=True) as server:
         owner, agent = server.client("owner"), server.client("agent")
         body = {
             "idempotency_key": "c1",

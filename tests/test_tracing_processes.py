@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aios_ledger.core.traces import AttemptTrace
 from aios_ledger.shell import LedgerClient
-from api_server import ApiServer
+from api_server import ServeProcess
 from otlp_receiver import OtlpReceiver, ReceivedSpan
 from test_worker_e2e import REVIEWER, task, wait_until_due
 
@@ -60,7 +60,7 @@ def take_task_through_a_rework(tmp_path: Path) -> list[list[object]]:
     seen = tmp_path / "traceparents.jsonl"
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT_SOURCE)
-    with ApiServer(tmp_path / "ledger.db") as server:
+    with ServeProcess(tmp_path / "ledger.db") as server:
         owner = LedgerClient(server.url, server.issue("owner-otel", "owner"))
         owner.create_task(
             {

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV  # noqa: E402
-from api_server import ApiServer  # noqa: E402
+from api_server import ServeProcess  # noqa: E402
 from console_seed import LANDED_TASK, seed_ledger, seed_tasks  # noqa: E402
 from console_support import CHROMIUM, LAUNCH_ARGS, missing_browser  # noqa: E402
 
@@ -49,7 +49,10 @@ def main() -> int:
         root = Path(scratch)
         os.environ[PROPOSALS_DIR_ENV] = str(root / "proposals")
         landed = seed_ledger(root, root / "ledger.db")
-        with ApiServer(root / "ledger.db", role_tokens=True) as server, sync_playwright() as play:
+        with (
+            ServeProcess(root / "ledger.db", role_tokens=True) as server,
+            sync_playwright() as play,
+        ):
             seed_tasks(server)
             shown = pages(str(landed["new_oid"]), LANDED_TASK)
             browser = play.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)

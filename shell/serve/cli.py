@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import logging
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from aios_ledger.core.actors import the_ledger
@@ -182,9 +184,24 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _run_server(args: argparse.Namespace) -> int:
+    from aios_ledger.shell.serve.app import settle_startup_heap
+
+    with configured_server(args) as (server, listener):
+        settle_startup_heap()
+        server.run(sockets=[listener])
+    return 0
+
+
+@contextmanager
+def configured_server(
+    args: argparse.Namespace,
+) -> Iterator[tuple[uvicorn.Server, socket.socket]]:
+    """The server `serve` runs, from its parsed arguments, and its bound listening socket:
+    settings checked, app built, periodic checkpoints started; leaving closes all of them.
+    Running it (`server.run(sockets=[listener])`) is the caller's, in any thread."""
     import uvicorn
     from aios_ledger.shell.api.connections import guarded_protocol
-    from aios_ledger.shell.serve.app import served_app, settle_startup_heap
+    from aios_ledger.shell.serve.app import served_app
 
     host, port = parse_listen(args.listen)
     if (
@@ -263,7 +280,6 @@ def _run_server(args: argparse.Namespace) -> int:
             else WitnessPush(witness_urls, [VerifierKey.parse(k) for k in witness_keys]).push,
         )
         periodic.start()
-    settle_startup_heap()
     config = uvicorn.Config(
         app,
         host=host,
@@ -281,13 +297,12 @@ def _run_server(args: argparse.Namespace) -> int:
     )
     LOG.info("serving %s on http://%s:%d", settings.db_path, host, port)
     try:
-        ledger_server(config, app.state.event_feed).run(sockets=[listener])
+        yield ledger_server(config, app.state.event_feed), listener
     finally:
         listener.close()
         if periodic is not None:
             periodic.stop()
         app.state.backend.close()
-    return 0
 
 
 def ledger_server(config: uvicorn.Config, feed: EventFeed) -> uvicorn.Server:
