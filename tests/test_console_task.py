@@ -19,9 +19,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 from aios_ledger.core.git import ProposalRow
+from aios_ledger.core.git.settings import MAX_SCAN_SECONDS
 from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
 from aios_ledger.core.tasks.requests import MAX_ATTEMPTS, MAX_REASON
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.git.repos import change_repository_settings
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.web.pages.task import REASON_SHOWN
@@ -76,6 +78,12 @@ def repository(server: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> t
     """A real bare repository registered with the served ledger, and its base commit."""
     bare, base = make_repository(tmp_path_factory.mktemp("repo"))
     register(server.db, bare)
+    # The secret scan's budget is seconds of the real clock; these pages are not about it, and
+    # a loaded machine can take a large diff's scan past the default.
+    with Database(server.db) as db:
+        change_repository_settings(
+            db, REPOSITORY, {"scan_max_seconds": MAX_SCAN_SECONDS}, idempotency_key="unhurried"
+        )
     return bare, base
 
 
