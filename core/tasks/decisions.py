@@ -1,40 +1,17 @@
-"""Decisions of the task lifecycle: one transition decision over the rows of `TASK_OPERATIONS`
-(create, claim, heartbeat, release, submit, verify, cancel, retry, expire).
+"""Decisions of the task lifecycle: one pure decision for every operation of `TASK_OPERATIONS`.
 
-`decide_task(state, request, *, now, **inputs)` is pure: `state` holds the rows the shell read
-inside its write transaction (the task, under its row lock; any first answer for the request's
-key; the log's tail at the task's chain; for a claim, the candidates and the leases it takes
-over), `request` the structured request, whose class names its operation
-(`core/tasks/transitions.py`), `now` the clock's `Timestamp`, and the keywords after it what the
-shell generated (a task id, lease tokens, the retry jitter) or configured (result contracts).
-It returns a `Replay` (the first answer for an idempotency key), a `WritePlan` (one
-compare-and-swap on the task row per move, the idempotency-ledger row, one sealed event per
-move), None (a claim with nothing to take, nothing taken over), or raises a `LedgerError`.
+`decide_task(state, request, *, now, **inputs)` takes the rows the shell read inside its write
+transaction, the structured request, the clock and whatever the shell drew (ids, lease tokens,
+the retry jitter), and returns a `Replay` (the answer stored for the request's idempotency
+key), a `WritePlan`, None (a claim with nothing to take), or raises a `LedgerError`.
 
-Every operation on one task follows its row, in one order: a keyed request's replay is
-recognised first (the task has moved on since the first answer); then the task must exist; a
-fenced request must come from its holder (`NOT_TASK_HOLDER`: another agent holds it) under its
-live lease; the row's outcome must be a move of `TASK_TRANSITIONS` from the task's status
-(`INVALID_TRANSITION`); then the operation's own rules (below, by name); then the next row
-(the status, the lease as the row says, one more `revision`, the clock), its event (the row's
-facts) and its answer. `decide_<operation>` for each operation is that decision with the
-operation's own keywords (the names embedders call).
-
-A judgement that sends a task back to the queue (a reviewer's NEEDS_REWORK, an automatic
-verification's rejection) schedules its next attempt after the task's backoff: `jitter` is the
-shell's draw in [0, 1), an input like the clock (`core/tasks/backoff.py`).
-
-Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
-that does not match the task's current lease (never held, requeued, claimed by someone else,
-released by submit, release or cancel) is `LEASE_INVALID`; the matching token after the lease's
-expiry is `LEASE_EXPIRED`. A request that names its agent (`agent_id`: the HTTP API's token)
-for a task another agent holds is `NOT_TASK_HOLDER`, whatever token it brings. None writes
-anything.
-
-The claim is decided here whole: the leases that have passed among those the shell read (and
-the claimed task's own) are taken over first, in the same plan (each `TASK_LEASE_EXPIRED`, back
-to QUEUED or FAILED when used up), and then the first eligible tasks in claim order (larger
-priority, then creation order) among the candidates and the tasks taken over are claimed.
+Every operation checks the same things in the same order, so that refusals are predictable:
+a replay of its key first, then that the task exists, that the caller holds it under a live
+lease (`NOT_TASK_HOLDER`, `LEASE_INVALID`, `LEASE_EXPIRED`), that `TASK_TRANSITIONS` allows the
+move (`INVALID_TRANSITION`), then the operation's own rules. A claim takes over the expired
+leases it read in the same plan before it picks the eligible tasks (higher priority first, then
+creation order). `decide_<operation>` is the same decision with the operation's own keywords,
+for embedders.
 """
 
 from __future__ import annotations
