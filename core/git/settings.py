@@ -9,7 +9,7 @@ The agent's budget is per repository because each owner can only see and bound t
 to their own repository. `admit_scan` answers the budget a proposal's scan runs under (the
 smaller of the per-proposal budget and what is left of the agent's) or refuses it
 `AGENT_SCAN_BUDGET_EXCEEDED` before the bundle is read. A scan refused over its budget is
-charged to its agent too (`decide_charge_scan`), so refusals cannot be used to scan for free.
+charged to its agent too (`decide_charge_scan`), so the window counts it as well.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ R = TypeVar("R")
 class TaskState:
     """What a decision on one task reads: the task (None: there is none), the log's tail at
     its chain (and, for a claim, at the chains of its candidates and of the leases it takes
-    over), any first answer for the request's idempotency key, and (for a create) the creation
+    over), any answer stored for the request's idempotency key, and (for a create) the creation
     sequence a new task gets, read under the write lock like the next event id; for a verify
     by a named reviewer, the agent that wrote the result it judges (`result_author`, the
     holder its last RESULT_SUBMITTED names); for a submit that reports its usage, what the task
@@ -310,7 +310,7 @@ def _event(
 
 
 def _answered(event: EventAppend, first: FirstAnswerRow | None) -> EventAppend:
-    """`event`, whose seal also covers the first answer its transition stored (if it stored
+    """`event`, whose seal also covers the idempotent answer its transition stored (if it stored
     one), so that an answer changed by hand, replayed later, is found by `verify`."""
     if first is None:
         return event
@@ -339,7 +339,7 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 def _check_holder(task: TaskRow, agent_id: str | None) -> None:
     """An agent acts only on a task it holds: one another agent holds is `NOT_TASK_HOLDER`,
     whatever token it brings. (A task nobody holds is left to the lease, which it has none
-    of, or to the replay of a keyed submit's first answer.)"""
+    of, or to the replay of the answer stored for a keyed submit.)"""
     if agent_id is not None and task.claimed_by is not None and task.claimed_by != agent_id:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task.task_id!r} is held by another agent")
 
@@ -988,7 +988,7 @@ def _claimed(
 ) -> tuple[list[SqlWrite], EventAppend, ClaimAnswer]:
     """One task claimed: its move, the attempt's evidence run the claim creates (its seal
     covers both rows, so that `verify` proves the run as it proves a run created on its own),
-    its first answer when the claim is keyed, and its answer."""
+    the answer stored under its key when the claim is keyed, and its answer."""
     status = row.next_status(task, request)
     run_id = evidence_run(task.task_id, task.attempt + 1)
 
@@ -1055,8 +1055,8 @@ def _decide_claim(
     included: a token may not offer what it was not granted, whatever it would find. Then a
     keyed claim's replay. Then the passed leases are taken over, and the tasks chosen.
 
-    The stored first answer never holds the token; a replay gives back the token the caller
-    brought, which the request digest (over its sha256) proves to be the first one."""
+    The answer stored under the key never holds the token; a replay gives back the token the
+    caller brought, which the request digest (over its sha256) proves to be the original one."""
     batch = request if isinstance(request, ClaimBatchRequest) else None
     claim = _typed(request, ClaimRequest) if batch is None else batch.claim()
     refuse_ungranted(claim.capabilities, inputs.grant)

@@ -7,9 +7,9 @@ task id or the goal's text. The next page starts after the last row's `seq`, nev
 OFFSET, so a page costs the same at the end of the list as at its start.
 
 The cursor is opaque: the last `seq`, bound to its filters and signed with the server's key
-(HMAC-SHA256), so an altered, made-up or reused cursor is `CURSOR_INVALID`, never a page of
-something else. The key is drawn when the server starts, so after a restart a client starts
-again from the first page.
+(HMAC-SHA256), so an altered or made-up cursor, or one carried over to other filters, is
+`CURSOR_INVALID`, never a page of something else. The key is drawn when the server starts, so
+after a restart a client starts again from the first page.
 """
 
 from __future__ import annotations

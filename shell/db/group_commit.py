@@ -9,7 +9,7 @@ retried, whole batch, as `Database.write` retries.
 
 Lease renewals (`write(work, urgent=True)`) go to a queue the writer takes first, and cut a
 running batch short at the next work's edge after `URGENT_CUT_SECONDS`, so that a heartbeat
-does not wait behind queued creates and submits and its lease does not lapse under load. Reads
+waits neither behind queued creates and submits nor for the works after it in its batch. Reads
 use connections of their own, one per thread, and never see the writer's open transaction. A
 `:memory:` database cannot be shared between connections and refuses group commit.
 """

@@ -42,7 +42,7 @@ class Connection(Protocol):
     # numbered once decided (`reserve_event_ids`), and it may not extend the ledger's chain.
     row_locked: bool
     # Its statements cost round trips: a batch of writes on distinct tasks reads every item's
-    # rows in one flight before deciding any (`shell/tasks/ledger.py`), where an engine
+    # rows in one round trip before deciding any (`shell/tasks/ledger.py`), where an engine
     # without round trips reads item by item.
     reads_ahead: bool
 
@@ -126,7 +126,7 @@ class Connection(Protocol):
 
     def read_record_ahead(self, name: str, record: type[Any]) -> None:
         """In a row-locked write: an engine whose statements cost round trips reads `name` (no
-        parameters) as `record` at the end of the next flight, after the rows its reads lock."""
+        parameters) as `record` at the end of its next round trip, after the rows its reads lock."""
         ...
 
     def record_read_ahead(self, name: str) -> Any:

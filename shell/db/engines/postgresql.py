@@ -193,13 +193,11 @@ class PgConnection:
     """What a transaction's work gets on PostgreSQL (the ledger's `engines.Connection`): one
     psycopg connection (autocommit, its transactions are the Database's own BEGIN/COMMIT).
 
-    Round trips are what a transition costs here, so statements travel in flights (psycopg's
-    pipeline, one round trip each): the BEGIN and the write lock wait for the transaction's
-    first reads and go with them; a plan's writes wait for the next flight, the next reads of
-    the same transaction or its COMMIT (`commit`), and their row counts are checked when they
-    are back; event ids a plan will need are drawn at the end of the flight that locks its rows
-    (`draw_event_ids_ahead`). A transition is then one flight for its reads and one for its
-    plan and COMMIT."""
+    Round trips are what a transition costs here, so statements are sent in batches of one round
+    trip each through psycopg's pipeline (a "flight" in this module): the BEGIN and the write
+    lock go with the transaction's first reads, and a plan's writes go with the next reads or
+    the COMMIT, their row counts checked when they are back. A transition is then one round trip
+    for its reads and one for its plan and COMMIT."""
 
     dialect = "postgresql"
     # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.

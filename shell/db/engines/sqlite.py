@@ -2,8 +2,8 @@
 
 A transaction's work gets a `SqliteConnection`: an apsw connection subclass (so everything apsw
 offers stays available to tools and tests) that is also the ledger's `engines.Connection`. Its
-helpers run statements straight off apsw's statement cache, with nothing in between per row,
-because the hot reads and a plan's statements are most of a transition's cost.
+helpers run statements straight off apsw's statement cache, with nothing in between per row: a
+hot read (`fetch_record`) is one call into apsw, and a plan's statements run in one loop.
 
 `SqliteDatabase` adds the ledger's pragmas, transactions and schema step on open. Every write
 runs as `BEGIN IMMEDIATE … COMMIT`, retries a busy database a bounded number of times and turns
