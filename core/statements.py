@@ -169,7 +169,7 @@ class Statement(enum.StrEnum):
         "name",
     )
 
-    # -- governed writes to git (migration 0010)
+    # -- governed writes to git
 
     GOVERNED_REPOSITORY_INSERT = (
         "governed_repository_insert",
@@ -186,7 +186,7 @@ class Statement(enum.StrEnum):
         scan_seconds""",
     )
 
-    # -- a repository's settings (migration 0013)
+    # -- a repository's settings
 
     GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE = (
         "governed_repository_settings_cas_update",

@@ -78,7 +78,7 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-# Format 2: the archive's state lines carry their rows (issue 28 part 7); format 1 (no field in
+# Format 2: the archive's state lines carry their rows; format 1 (no field in
 # the header) holds their digests alone. Format 3 (the one written) also holds its tasks'
 # governed bindings, which a format 2 archive deleted without keeping.
 ROWS_KEPT_FORMAT = 2

@@ -78,7 +78,7 @@ RESTORED_TABLES: Mapping[str, Statement] = {
     SOURCE_CAPTURE_RECOVERIES: Statement.INSERT_SOURCE_CAPTURE_RECOVERY,
     # An attempt run (`TASK@N`), with the count and last write of the events it held (the
     # columns a run's seal does not cover, derived from its events), then those events and
-    # the reviews of it (issue 28 part 7).
+    # the reviews of it.
     RUNS: Statement.RESTORE_RUN,
     RUN_EVENTS: Statement.INSERT_RUN_EVENT,
     AUXILIARY_RUNS: Statement.RESTORE_AUXILIARY_RUN,

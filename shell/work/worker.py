@@ -196,7 +196,7 @@ class Worker:
     ) -> None:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         runs = RunStore(path, migrate=migrate)
-        # Governed repositories: workspaces, proposals, source captures (issue 19).
+        # Governed repositories: workspaces, proposals, source captures.
         workspaces = GitWorkspaces(
             path,
             migrate=migrate,
