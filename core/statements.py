@@ -1,25 +1,15 @@
 """The statement registry: every statement a plan can name, what it does and what it takes.
 
 A plan names statements, never SQL text: `SqlWrite(Statement.TASKS_CAS_UPDATE, params)`. Each
-member declares its operation and its exact parameter names, and `SqlWrite` refuses any other
-parameters, so a decision cannot name a statement that does not exist or bind one it lacks.
+member declares its operation and exact parameter names, and `SqlWrite` refuses any others, so a
+decision cannot name a statement that does not exist or bind one it lacks.
 
-Every guarded update has the one compare-and-swap form, on whatever table:
-
-    UPDATE <table> SET ..., <revision> = <revision> + 1, ...
-    WHERE <key> = :<key> AND <revision> = :expected_revision
-
-It changes exactly one row while that row is still at the revision the decision read, and none
-once anything else wrote it; the shell answers REVISION_CONFLICT then. A guarded delete (only
-archiving removes rows) has the same guard: `DELETE FROM <table> WHERE <key> = :<key> AND
-<revision> = :expected_revision`. A plain delete removes whatever rows belong to its key (a
-task's events, say), as many as there are. The revision column is
-`revision`, except on `runs`, which change only by appending events, so that their event count
-counts their writes.
-
-The texts belong to an engine: SQLite's are the named blocks of `sql/*.sql` under each member's
-value; another dialect keeps the same names in a folder of its own, and the engine picks the
-text. tests/test_statement_registry.py holds every text to its declaration.
+Every guarded update and delete is the one compare-and-swap form, `… WHERE <key> = :<key> AND
+revision = :expected_revision`, so it touches the row only while it is still at the revision
+the decision read; the shell answers REVISION_CONFLICT otherwise. `runs` count their writes in
+`event_count` instead, as they change only by appending events. Each engine keeps the texts
+under the members' names (`sql/`); tests/test_statement_registry.py holds every text to its
+declaration.
 """
 
 from __future__ import annotations
@@ -179,7 +169,7 @@ class Statement(enum.StrEnum):
         "name",
     )
 
-    # -- governed writes to git (migration 0010)
+    # -- governed writes to git
 
     GOVERNED_REPOSITORY_INSERT = (
         "governed_repository_insert",
@@ -196,7 +186,7 @@ class Statement(enum.StrEnum):
         scan_seconds""",
     )
 
-    # -- a repository's settings (migration 0013)
+    # -- a repository's settings
 
     GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE = (
         "governed_repository_settings_cas_update",

@@ -1,21 +1,15 @@
 """One strict converter: untrusted mappings in, frozen records out, public forms back out.
 
-A request record is an attrs class; its fields and their types are its whole schema.
+A request record is an attrs class whose fields and types are its whole schema.
 `structure(raw, Record, what=...)` builds one or refuses it; `unstructure(record)` is its public
-form. The converter is cattrs' (`forbid_extra_keys`, detailed validation), which generates one
-specialised function per record; the hooks registered here refuse every coercion: 7 is not "7",
-True is not 1, 1.0 is not 1, "abc" is not a list of characters, None is only where a field is
-optional.
+form. The converter is cattrs' with hooks that refuse every coercion (7 is not "7", True is not
+1, None only where a field is optional), so that what the ledger records and digests is
+exactly what the caller sent.
 
-A field's kind is a `typing.NewType` with one check (`register_kind`; the common ones are in
-`core/kinds.py`, the domains add their own). A per-field bound (a text length, an integer range,
-the allowed values) is a `Constraint` in `Annotated` metadata. Records that callers also build
-directly (the seed's API) annotate `Annotated[str, Identifier]`: checked as the kind, typed as
-plain text, so a caller passes a str without wrapping it.
-
-A refusal lists every problem with its path (`task.required_capabilities[2]: ...`), read from
-cattrs' tree of validation errors; the record's `Refusal` makes its `LedgerError` of them. Rules
-across fields are not hooks: each record's `from_mapping` calls them after structuring.
+A field's kind is a `typing.NewType` with one check (`register_kind`, `core/kinds.py`); a
+per-field bound is a `Constraint` in `Annotated` metadata. A refusal lists every problem with
+its path (`task.required_capabilities[2]: ...`); rules across fields are checked by each
+record's `from_mapping` after structuring.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """The ledger's time: `Timestamp`, a moment the core produces, parses, compares and stores.
 
 The ledger stores times as text (`2026-08-20T00:00:00.000Z`) and SQL compares them as text,
-which is only correct when every value has the same width and precision.
-So `Timestamp.text` is the one form the ledger writes, and `Timestamp.parse` reads any RFC 3339
-text (any offset) into it; nothing else formats time.
+which is only correct when every value has the same width and precision. So `Timestamp.text`
+is the one form the ledger writes, with milliseconds so that two moments of one second keep
+their order as text, and `Timestamp.parse` reads any RFC 3339 text into it. Sealed events may
+still hold whole-second texts; they are ordered by id, never by time.
 
-A `Timestamp` counts milliseconds since the epoch (auxiliary runs store those as integers); its
-text keeps `FRACTION_DIGITS` digits of the second: all three, so that two moments of one second
-keep their order as text. The older runtime wrote whole seconds (`…:00Z`); migration 0008
-rewrites such texts in the mutable tables, and the sealed `events` keep theirs (they are
-ordered by id, never by time).
-
-Decisions take `now` as a `Timestamp` and refuse anything else (`require_timestamp`): a
-`datetime.isoformat()` string sorts differently from the ledger's text and would break lease
-ordering. Parsing and formatting are memoised: one transition repeats them on the same few
-values (the clock's second, a stored expiry).
+Decisions take `now` as a `Timestamp` and refuse anything else (`require_timestamp`), since a
+`datetime.isoformat()` string sorts differently and would break lease ordering. Parsing and
+formatting are memoised because one transition repeats them on the same few values.
 """
 
 from __future__ import annotations

@@ -3,20 +3,14 @@
 SQLite starts its WAL over only when a writer begins a transaction after a *complete*
 checkpoint. A PASSIVE checkpoint on a helper thread copies the log while the writer goes on, so
 the writer has always appended a little more by the time the helper is done: the helper alone
-never lets the log start over. Woken by every commit past the threshold, as it once was, it ran
-for three commits in four, and the log still grew to the writer's own fallback bound (4 times
-the threshold) in every cycle, once to 15 times.
+would let the log grow without ever starting over.
 
 So a cycle goes in rounds. The first commit that leaves the log at `THRESHOLD_PAGES` or more
 hands one round of copying to the helper and goes on. When that round is done, the next commit
 hands over another round if the writer has since appended more than `REMAINDER_PAGES`, or
-otherwise copies that short remainder itself; the transaction after it starts the log over.
-The writer also copies itself when the helper is gone, or when the log has reached
-`BACKLOG_FACTOR` times the threshold (a reader pins it, or the helper lags).
-
-The writer's copy is the one slow commit of a cycle: a checkpoint that ends complete syncs the
-database file, which flushes the pages the helper copied (SQLite skips that sync in a round a
-commit overtook). Measured: about 3 ms with 12,000 tasks, 7.5 ms with 212,000.
+copies that short remainder itself, which makes the checkpoint complete; the transaction after
+it starts the log over. The writer also copies itself when the helper is gone, or when the log
+has reached `BACKLOG_FACTOR` times the threshold (a reader pins it, or the helper lags).
 """
 
 from __future__ import annotations
@@ -25,9 +19,8 @@ import enum
 from typing import NamedTuple
 
 # The synchronous levels whose log is copied in rounds. At FULL SQLite's own auto-checkpoint
-# stays: rounds gained nothing there (measured: 466 against 468 µs a transition, the same p99;
-# the log peaked at 1058 frames, the helper's first round was always nearly caught up), and the
-# WAL bound stays exact (RELIABILITY.md, "WAL growth").
+# stays: rounds gained nothing there (the helper's first round was always nearly caught up), and
+# the WAL bound stays exact (RELIABILITY.md, "WAL growth"; figures in docs/benchmarks.md).
 ROUND_LEVELS = frozenset({"NORMAL"})
 THRESHOLD_PAGES = 1000  # SQLite's own auto-checkpoint threshold
 BACKLOG_FACTOR = 4

@@ -1,32 +1,16 @@
 """OpenTelemetry traces: one trace per task attempt, across the server, the worker and the
 reviewer (docs/observability.md).
 
-Off by default, and then free: nothing of OpenTelemetry is imported, and every hook below is one
-test of a module global. `start_tracing` (the CLI calls it once per process) turns it on when the
-standard environment asks for it:
+Off by default, and then free: nothing of OpenTelemetry is imported and every hook is one test
+of a module global. `start_tracing` turns it on only when the standard `OTEL_*` environment asks
+for an exporter; unlike the SDK, an unset exporter with no OTLP endpoint stays off, so that no
+ledger sends traces to localhost by surprise. The SDK is an extra
+(`pip install 'aios-ledger[otel]'`): asking for traces without it is `TRACING_UNAVAILABLE`.
 
-- `OTEL_SDK_DISABLED=true`: off, whatever else is set;
-- `OTEL_TRACES_EXPORTER`: a comma-separated list of `otlp`, `console`, `none`; `none` alone is
-  off. When it is not set, an OTLP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT` or
-  `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) turns on `otlp`; neither set: off (the SDK's own default
-  of `otlp` to localhost would make every ledger trace by surprise);
-- `otlp` is OTLP over HTTP/protobuf (`OTEL_EXPORTER_OTLP_PROTOCOL`, if set, must say
-  `http/protobuf`); the exporter reads its own variables (endpoint, headers, timeout,
-  compression), the SDK its own (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
-  `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`).
-
-Asking for traces without the SDK installed (`pip install 'aios-ledger[otel]'`) is
-`TRACING_UNAVAILABLE`. A library caller with a TracerProvider of its own hands it to
-`enable_tracing` instead.
-
-Which trace a span belongs to is `aios_ledger.core.traces.AttemptTrace`: every process derives an
-attempt's trace id from (task id, attempt). Spans are made where an attempt's work is: the worker
-(`attempt_span` around an attempt, the agent's command and its proposal), the reviewer (around
-each review), the ledger (`record_writes`: one span per task written, in the trace of the attempt
-the write belongs to) and the server (`shell/api/tracing.py`: an HTTP span for each request that
-carries a `traceparent`). The API client sends the `traceparent` of the span it is called under
-(`shell/remote/tracing.py`), and the agent's command gets it as `TRACEPARENT`
-(`traceparent_environment`).
+Every process derives an attempt's trace id from (task id, attempt)
+(`core.traces.AttemptTrace`), so the spans of the worker, the reviewer, the ledger's writes and
+the server's requests join one trace without passing ids around; a `traceparent` still links
+the API client's calls and the agent's command (`TRACEPARENT`) to the span they run under.
 """
 
 from __future__ import annotations

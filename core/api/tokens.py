@@ -1,23 +1,16 @@
 """API tokens: who may speak to the ledger over HTTP, and as what.
 
 A token is a random secret shown once to the owner who issues it; the ledger keeps only its
-sha256 (`token_sha256`), beside the token's name and roles, in the state table `api_tokens`.
-Issuing and revoking are decisions like every other write: a guarded row write and one sealed
-ledger-level event (`API_TOKEN_ISSUED`, `API_TOKEN_REVOKED`) that carries the name and the
-roles, never the token nor its digest (the seal covers the row's digest, which is enough to
-hold the row against the log).
+sha256, with the token's name and roles, in the sealed table `api_tokens`. Issuing and revoking
+are decisions like every other write, each with a sealed event that carries the name and roles
+but never the token nor its digest.
 
-A name names one holder: an agent's token name IS its agent id. A revoked name may be issued
-again (a new secret, the roles given then), which is how a lost token is replaced without the
-agent changing its identity; an active name is `TOKEN_NAME_TAKEN`.
+A token's name is its holder's agent id. A revoked name may be issued again with a new secret,
+so a lost token is replaced without the agent changing its identity.
 
-A token also carries its capability grant (migration 0012): the capabilities its holder may
-offer when it claims, a ceiling the claim decision holds the offer to (`CAPABILITY_NOT_GRANTED`
-otherwise). A token issued without any grants none: it claims only the tasks that need no
-capability; one issued with `any_capability` has no ceiling, said so in its row and event.
-The grant is in the row (`capabilities_json`: a JSON list of names, or JSON `null` for any)
-and in the sealed `API_TOKEN_ISSUED` event. A token issued before grants existed has SQL NULL
-there and no ceiling either, as before, until its name is revoked and issued again.
+A token also carries its capability grant: the capabilities its holder may offer when it claims
+(`CAPABILITY_NOT_GRANTED` beyond them). A token issued with `any_capability` has no ceiling, and
+neither has one whose grant is SQL NULL because it was issued before grants existed.
 """
 
 from __future__ import annotations

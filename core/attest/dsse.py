@@ -2,17 +2,13 @@
 signed and opened with Ed25519.
 
 The signature covers the Pre-Authentication Encoding of the payload, never the envelope's JSON:
+`PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body`, with LEN the byte length
+in ASCII decimal. The envelope is `{"payload", "payloadType", "signatures": [{"keyid", "sig"}]}`
+with standard base64 (a verifier also accepts URL-safe).
 
-    PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body
-
-with LEN the byte length in ASCII decimal, without leading zeros. The envelope is
-`{"payload": base64(body), "payloadType": type, "signatures": [{"keyid": ..., "sig":
-base64(signature)}]}` (standard base64 with padding; a verifier also accepts URL-safe).
-
-The core holds no key and imports no cryptography: the shell hands it `sign` (its signer key's
-Ed25519 signature of a message) and a `SignatureCheck` (`shell.proofs.keys.check_ed25519`).
-Ed25519 is deterministic (RFC 8032): the same key and statement give the same envelope, which
-the golden snapshots hold.
+The core holds no key and imports no cryptography: the shell hands it `sign` and a
+`SignatureCheck` (`shell.proofs.keys.check_ed25519`). Ed25519 is deterministic (RFC 8032), so
+the same key and statement give the same envelope, which the golden snapshots hold.
 """
 
 from __future__ import annotations

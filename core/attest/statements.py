@@ -1,18 +1,13 @@
 """The Statements a landed governed write gets: SLSA Provenance v1 for the change and a SLSA
 Verification Summary Attestation v1 for the review, each an in-toto Statement v1.
 
-- in-toto Statement v1 (github.com/in-toto/attestation, `spec/v1/statement.md`):
-  `{"_type": "https://in-toto.io/Statement/v1", "subject": [ResourceDescriptor], "predicateType",
-  "predicate"}`; the subject is the new commit, `{"name": "<repository>@<branch>", "digest":
-  {"gitCommit": oid}}` (`gitCommit` is the digest name the spec's digest set registers).
-- SLSA Provenance v1 (slsa.dev/spec/v1.0/provenance): `buildDefinition` (buildType,
-  externalParameters, internalParameters, resolvedDependencies) and `runDetails` (builder,
-  metadata, byproducts).
-- SLSA VSA v1 (slsa.dev/spec/v1.0/verification_summary): verifier, timeVerified, resourceUri,
-  policy, inputAttestations, verificationResult, verifiedLevels, slsaVersion.
+The subject is the new commit, `{"name": "<repository>@<branch>", "digest": {"gitCommit":
+oid}}`. The shapes follow the specifications as published: in-toto Statement v1
+(github.com/in-toto/attestation, `spec/v1/statement.md`), SLSA Provenance v1
+(slsa.dev/spec/v1.0/provenance) and SLSA VSA v1 (slsa.dev/spec/v1.0/verification_summary).
 
-What the ledger knows of the write is gathered by the shell into `CommitFacts` (rows and events
-as read); these functions only arrange it.
+The shell gathers what the ledger knows of the write into `CommitFacts` (rows and events as
+read); these functions only arrange it, so the same facts always give the same statements.
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
-"""A governed repository's settings, kept in the ledger and sealed with it (migration 0013).
+"""A governed repository's settings, kept in the ledger and sealed with it.
 
-What the owner sets per repository, and nothing else changes: the secret scanner's baseline
-(the `detect-secrets` baseline's JSON text itself, and its sha256: a path on disk is not
-governance), the scan's budget per proposal (bytes and seconds), whether a proposal may carry
-gitlinks, and each agent's scan budget over a window of time (bytes and seconds of scanning
-across its proposals to this repository). They are columns of the repository's row, written by
-`decide_register_repository` and `decide_change_repository_settings` under the row's revision,
-each in a sealed event, so `verify` holds them against the log like every other state row.
+What the owner sets per repository: the secret scanner's baseline (its JSON text and sha256,
+since a path on disk is not governance), the scan's budget per proposal, whether proposals may
+carry gitlinks, and each agent's scan budget over a time window. They are columns of the
+repository's row, written in sealed events, so `verify` holds them against the log.
 
-The agent's budget is per repository because the settings are: each repository's owner says
-what scanning its proposals may cost, and an agent's proposals to one repository are what its
-owner can see and bound. `admit_scan` is the decision: from the agent's spend in the window
-(the bytes and seconds its recorded proposals' scans took, and its refused scans, read in the
-transaction of the proposal's cheap checks) it answers the budget this proposal's scan runs
-under, the smaller of the repository's per-proposal budget and what is left of the agent's,
-or refuses it
-`AGENT_SCAN_BUDGET_EXCEEDED` (a `RetryLaterError`: when the oldest scan in the window leaves
-it) before anything of the proposal is read. A scan refused over its budget records no
-proposal but is charged to its agent (`decide_charge_scan`), so the window counts it too.
-
-Pure: the shell reads the row and the spend, measures the scan and applies the plans.
+The agent's budget is per repository because each owner can only see and bound the proposals
+to their own repository. `admit_scan` answers the budget a proposal's scan runs under (the
+smaller of the per-proposal budget and what is left of the agent's) or refuses it
+`AGENT_SCAN_BUDGET_EXCEEDED` before the bundle is read. A scan refused over its budget is
+charged to its agent too (`decide_charge_scan`), so the window counts it as well.
 """
 
 from __future__ import annotations

@@ -1,38 +1,15 @@
 """The export format of the sealed log: JSON lines, checked offline by the same verifier.
 
-Line 1 is a header `{"schema": EXPORT_SCHEMA, "scope": "all"}` (or `"task"` with `task_id`); then
-one line per event in id order with its content exactly as stored (its `actor` too, null for an
-event written before events named their actors; an older export's lines have no such field, and read
-as null) and its seal, chain, chain_seq, prev_seal, seal_version, (v4) `row_changes` and
-`chained_row_digest` (on every v4 line, null where the seal holds null; an older export left both
-out where both were null) and (v2, v3, v4) the state rows the seal covers (`rows`); an export of
-everything then holds one line per current state row, `{"state": table, "key": key, "digest":
-digest}`, which the offline check holds against the last sealed row of it in the export, as `verify`
-does in the database; the last line is a trailer `{"end": EXPORT_SCHEMA, "events": n,
-"last_event_id": id, "digest": rolling head digest}` over the lines before it, so that a cut or
-edited export is noticed. For `--all` the trailer equals the ledger's head at export time.
+An export is a header line, one line per event in id order (its content, seal and chain as
+stored, and the state rows the seal covers), the current state rows' digests for an export of
+everything, and a trailer with the rolling head digest over the lines before it, so that a cut
+or edited file is noticed. An archive (`aios-ledger archive`) is an export of scope `"archive"`
+that also carries each state row whole and its proposals' bundle files, so the offline check
+can digest the rows and hash the bundles itself; events an archive removed appear in a later
+full export as one `archived` line each. docs/conformance.md gives the lines field by field.
 
-An archive (`aios-ledger archive`, issue 17 item 6) is an export of scope `"archive"` (header
-`{"schema", "scope": "archive", "finished_before"}`): the whole chains of the tasks archived, in
-event id order, then the state lines of their rows, held against their seals as for `"all"`.
-Since archive format 2 (header field `"format": 2`) an archive's state lines also carry the row
-itself, `{"state", "key", "digest", "row": {column: value}}`: every column its table's record
-digests, and its key column; the offline check digests that row as `verify` digests a stored
-one and holds the result against the line's digest (and so against the seal), so that a goal or
-a result changed in the file is a `STATE_MISMATCH`. An archive without the field (format 1)
-holds digests alone and is still read as before. The rows of an archived task that seals of
-the ledger chain cover (its run events, reviews and governed bindings, `LEDGER_SEALED_TABLES`;
-the bindings since format 3, `"format": 3`) have no seal in the file: offline, each is held
-against its line's digest only; `verify-archive` holds that digest against the ledger's own
-seal of the row, and the set against the TASKS_ARCHIVED event's record of it.
-An archive's proposals (never written: a task with a governed write is not archived) carry
-their bundle files: after the state lines, `{"bundle": hex sha256, "part": i, "parts": n,
-"data": base64}` lines (`BUNDLE_PART_BYTES` a line), each bundle's parts in a row; the offline
-check hashes each bundle's bytes against the `bundle_sha256` its proposal's row (held against
-its seal) names: `BUNDLE_CHANGED` for other bytes, `BUNDLE_MISSING` for none.
-An export of everything after an archive holds, in id order among the events, one line per
-archived event, `{"archived": id, "archive_event_id": id, "chain": chain, "seal": seal}`, which
-the offline check accounts for as `verify` does.
+Older exports and archives (fewer fields, format 1 and 2 archives) are still read: a missing
+field reads as null, and an archive without whole rows is held to its digests alone.
 """
 
 from __future__ import annotations
@@ -101,7 +78,7 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-# Format 2: the archive's state lines carry their rows (issue 28 part 7); format 1 (no field in
+# Format 2: the archive's state lines carry their rows; format 1 (no field in
 # the header) holds their digests alone. Format 3 (the one written) also holds its tasks'
 # governed bindings, which a format 2 archive deleted without keeping.
 ROWS_KEPT_FORMAT = 2

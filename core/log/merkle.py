@@ -1,31 +1,15 @@
 """The Merkle log beside the chains: RFC 6962 / RFC 9162 hashing, tree heads and proofs.
 
-Every event is a leaf of one append-only Merkle tree, in the order the ledger committed the
-events (leaf 0 first). The hashing is RFC 6962's (§2.1), which RFC 9162 (§2.1.1) keeps:
+Every event is a leaf of one append-only tree, in commit order, hashed as RFC 6962 §2.1 says.
+A leaf's data is the event's seal text exactly as stored (`sha256:` and 64 hex digits): the seal
+already covers the event's content and place, and hashing the stored text keeps the leaf the
+same whatever seal version wrote it.
 
-    leaf hash  = SHA-256(0x00 || leaf data)
-    node hash  = SHA-256(0x01 || left || right)
-    empty tree = SHA-256("")
-
-and MTH(D[n]) splits at k, the largest power of two smaller than n. An event's leaf data is its
-seal exactly as stored (`event_seals.seal`): the ASCII bytes of `sha256:` and 64 lower-case hex
-digits, 71 bytes, never the decoded digest. The seal already covers the event's content, its
-chain and its place there, so a leaf binds all of them; hashing the text as stored keeps the leaf
-the same whatever seal version wrote it.
-
-Storage follows Go's `golang.org/x/mod/sumdb/tlog` ("stored hashes"): the hash of every complete
-subtree, at (level, index) covering leaves [index * 2**level, (index + 1) * 2**level), each
-stored once, in the row of the leaf that completes it (the last leaf under it, leaf
-(index + 1) * 2**level - 1: `completing_leaf`), so an append writes one row per leaf. Any
-subtree of the RFC's recursion that is not complete splits into at most log2(n) complete ones
-(`range_nodes`), so a root, an inclusion proof or a consistency proof costs O(log n) reads: the
-core says which nodes it needs (`*_nodes`), the shell reads them, the core builds the answer from
-what was read (a mapping from `NodeId` to hash). Appending needs only the right edge of the tree,
-its `Frontier` (the complete subtrees of `range_nodes(0, size)`), which the shell keeps beside
-the nodes; `Frontier.append` returns the nodes each new leaf stores and completes.
-
-Verification is RFC 9162's own algorithms, §2.1.3.2 (inclusion) and §2.1.4.2 (consistency),
-which need nothing but the proof, the sizes and the roots.
+Storage follows Go's `sumdb/tlog` "stored hashes": the hash of every complete subtree is stored
+once, in the row of the leaf that completes it, so an append writes one row per leaf and any
+root or proof needs O(log n) reads. The core says which nodes it needs (`*_nodes`), the shell
+reads them, and the core builds the answer from them; appending needs only the tree's right
+edge (`Frontier`). Proofs are checked with RFC 9162's own algorithms (§2.1.3.2, §2.1.4.2).
 """
 
 from __future__ import annotations

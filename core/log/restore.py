@@ -1,20 +1,15 @@
-"""Restoring an archive (issue 28 part 7): the tasks an archive removed, put back as they were.
+"""Restoring an archive: the tasks an archive removed, put back as they were.
 
-`decide_restore` plans, for a file the shell has already checked offline and found recorded by a
-sealed `TASKS_ARCHIVED` event (its digest), the inserts of every archived task's rows and of its
-events with their original ids, seals and sealed rows, then the deletes of its listings in
-`archived_events`; and it seals one ledger-level `TASKS_RESTORED` event that records the file's
-digest, the archive event and each restored chain's last event and seal. The events keep their
-Merkle leaves (an archive never removed them), so nothing is appended to the tree but the
-TASKS_RESTORED event's own leaf; the head, which rolls over every id and seal, is unchanged by
-it. What `verify` holds a restored chain against is `core.log.archived`.
+`decide_restore` takes a file the shell has already checked offline and found recorded by a
+sealed `TASKS_ARCHIVED` event, and plans the inserts of every archived row and event with its
+original id and seal, and one ledger-level `TASKS_RESTORED` event recording what came back. The
+restored events keep their Merkle leaves (an archive never removes them), so the tree gains only
+the TASKS_RESTORED leaf and the head is otherwise unchanged.
 
-A restore puts back all of an archive or nothing. It is refused, changing nothing, when the file
-is not the one the archive event recorded (`ARCHIVE_MISMATCH`), when it was restored already
-(`ARCHIVE_ALREADY_RESTORED`: no listing of it is left), when a row it would put back is taken
-by a row written since (`RESTORE_TASK_EXISTS` for a task of the same id, `RESTORE_SEQ_TAKEN`
-for a task given its creation sequence, `RESTORE_ROW_EXISTS` for another row of its key), and
-when the archive holds its rows' digests alone (format 1: `ARCHIVE_ROWS_NOT_KEPT`).
+A restore puts back all of an archive or nothing: it is refused, changing nothing, when the file
+is not the one archived (`ARCHIVE_MISMATCH`), was restored already, would collide with rows
+written since (`RESTORE_TASK_EXISTS`, `RESTORE_SEQ_TAKEN`, `RESTORE_ROW_EXISTS`), or keeps only
+its rows' digests (`ARCHIVE_ROWS_NOT_KEPT`).
 """
 
 from __future__ import annotations
@@ -83,7 +78,7 @@ RESTORED_TABLES: Mapping[str, Statement] = {
     SOURCE_CAPTURE_RECOVERIES: Statement.INSERT_SOURCE_CAPTURE_RECOVERY,
     # An attempt run (`TASK@N`), with the count and last write of the events it held (the
     # columns a run's seal does not cover, derived from its events), then those events and
-    # the reviews of it (issue 28 part 7).
+    # the reviews of it.
     RUNS: Statement.RESTORE_RUN,
     RUN_EVENTS: Statement.INSERT_RUN_EVENT,
     AUXILIARY_RUNS: Statement.RESTORE_AUXILIARY_RUN,

@@ -1,72 +1,17 @@
-"""The rows a sealed event proves: the state tables and the digest of a row as it was written.
+"""The rows a sealed event proves: the state tables, and the digest of a row as it was written.
 
-A transition that writes a row of a state table hands the row, as it stands after the write,
-to its event; the event's seal (schema v2) covers each such row's digest, so the current row
-can be held against the last seal that wrote it (`verification`). The state tables are those
-whose rows only plans with a sealed event write:
+A transition that writes a row of a state table hands the row, as it stands after the write, to
+its event, and the event's seal covers the row's digest; `verification` then holds each current
+row against the last seal that wrote it, so a row changed behind the ledger's back is reported.
+The state tables are those that only plans with a sealed event write (`core.sealed_tables`).
 
-- `tasks`, keyed by `task_id` (every task event, and a projection, writes the task row);
-- `auxiliary_runs`, keyed by `aux_id` (spawn and every transition);
-- `task_initial_execution_projections` and `task_source_capture_projection_recoveries`, keyed
-  by `idempotency_key` (inserted by the projection beside its task row, never changed);
-- `api_tokens`, keyed by `name` (issued and revoked by the token decisions, migration 0009).
-- the governed writes' tables (migration 0010): `governed_repositories` keyed by `name`,
-  `task_proposals` by `proposal_id`, `writer_leases` by `lease_id` and `governed_writes` by
-  `idempotency_key`; and `repository_settings_changes` (migration 0013), keyed by
-  `idempotency_key`: each change of a repository's settings, written with the repository's
-  row by its `REPOSITORY_SETTINGS_CHANGED` event; and `agent_scan_charges` (migration 0013),
-  keyed by `charge_id`: what a scan refused over its budget cost its agent, inserted by its
-  `PROPOSAL_SCAN_CHARGED` event, never changed; and `commit_attestations` (migration 0019),
-  keyed by the governed write's `idempotency_key`: the signed attestations of a landed write,
-  inserted by its `COMMIT_ATTESTED` event, never changed; and `task_spend` (migration 0022),
-  keyed by `spend_key` (`TASK_ID ATTEMPT`): what an attempt reported it spent, inserted by its
-  `RESULT_SUBMITTED` event, never changed.
-
-- the first answers: `task_idempotency` keyed by `idempotency_key`, covered by the task event
-  that wrote the answer (since issue 26; a first answer stored before that, under a task whose
-  first event predates every sealed first answer, is counted as unprovable, not reported);
-- `governed_bindings`, keyed by `binding_key` (`TASK_ID JOB_ID`: identifiers hold no space),
-  covered by its `GOVERNED_BINDING_REGISTERED` event (since issue 26, the same adoption rule).
-
-- `runs`, keyed by `run_id`, covered by its `RUN_CREATED` event (since issue 26, the same
-  adoption rule) over what never changes of a run: its id, session, prompt and creation time
-  (`RunIdentity`). Its `event_count` and `updated_at` change with every append: `verify` holds
-  `event_count` against the run's events.
-- `run_events`, keyed by `run_event_key` (`RUN_ID SEQ`), each covered by the
-  `RUN_EVENT_APPENDED` event its append sealed (since issue 26): an event rewritten in place
-  (kind, payload, timestamp), deleted or inserted behind the ledger's back is reported. The
-  events appended before appends were sealed are those migration 0014 listed
-  (`run_events_before_seals`: each run's last `seq` then); no seal proves them either way, and
-  any other run event without a seal is reported.
-
-A row's digest is derived from its record's fields (all of them, in whatever number the record
-has), so a column added to a table and its record is covered without another change here.
-
-A task's `seq` (its place in creation order, migration 0008) is digested like every column, so
-that a claim order changed behind the ledger's back is reported. The v2 seals written before
-the column existed were taken without it (`LATER_COLUMNS`): `state.sealed_digest` holds such a
-seal against the row's digest without those columns, which proves the rest of the row (as a
-v1 seal proves nothing of it); the row's next transition seals it whole.
-
-A token's capability grant (`capabilities_json`, migration 0012) is NULL in the rows issued
-before it, whose seals were taken without the column: `LATER_NULL_COLUMNS` holds such a row
-against its seal without the column while it is NULL (and only then). So do a proposal's scan
-spend (`scan_bytes`, `scan_seconds`, migration 0013), NULL in proposals recorded before it.
-
-A repository's settings (migration 0013) are columns that a row registered before them holds at
-their defaults: its table's `later_defaults` (`tables.SealedTable`) hold such a row against its
-seal without the columns that still hold the default the migration gave them (and only those: a
-value set by hand is digested and reported, and so is a default written over a sealed setting,
-which the seal covers). So does a task's `awaiting_projection` (migration 0027), 0 in every
-task from before it; an archive written before it holds its tasks' rows without the column,
-which `SealedTable.with_later_defaults` reads as that default.
-
-A seal covers a moment, not its spelling: a timestamp column (`TIMESTAMP_COLUMNS`) whose text
-is a whole second in the ledger's millisecond form (`…:05.000Z`) digests as the older
-whole-second form (`…:05Z`). Migration 0008 respells the stored whole-second texts to
-milliseconds, and the seals written before it, over the old spelling, still prove those rows.
-(The canonical spelling is the whole-second one, not `.000Z`, because seals are append-only:
-the digests they already hold were taken over `…:05Z`.)
+A row's digest is taken over every field of its record, so a column added to a table and its
+record is covered without a change here. Rows sealed before a column existed still verify: a
+column added later is left out of the digest while it holds the value the migration gave it
+(`LATER_COLUMNS`, `LATER_NULL_COLUMNS`, `SealedTable.later_defaults`), and a value written over
+it is digested like any other. A timestamp that is a whole second digests in its whole-second
+spelling (`…:05Z`, not `…:05.000Z`), because seals are append-only and the older ones were
+taken over that spelling.
 """
 
 from __future__ import annotations

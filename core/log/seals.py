@@ -1,22 +1,17 @@
 """Seals that make the event log tamper-evident.
 
-Each event is sealed with a digest over its own content and the seal before it in its chain;
-v2 and v3 seals also cover the digests of the state rows their transition wrote
-(`core.log.rows`), so that the current rows are provable from the log. A v2 seal covers the
-event's global `event_id` too: SQLite's one writer knows the next id when it seals. A v3 seal
-covers the event's place in its chain but not its global id, so that writers of different chains
-need not wait for each other to learn the next id: PostgreSQL's writers hold row locks, not one
-ledger lock, and number their events from a sequence after deciding (`WritePlan.numbered`). The
-global order stays provable either way: the head rolls over every `(event_id, seal)` in id order,
-and within a chain ids rise with positions. A v4 seal (SQLite's since migration 0020) covers what
-a v2 seal covers, but not the image of the chain's task row: it covers the columns the transition
-changed (`row_changes`) and the chained row digest over them and the chain's previous one
-(`core.log.rows.chained_row_digest`), both kept in the seal's own row, so that a transition
-digests what it changed rather than the whole 27-column row. v1 seals (written at the adoption
-of an older runtime's log, and before v2) keep verifying as they are. There is one chain per
-task (and one for ledger-level events without a task). Every version covers the event's actor
-(`core.actors`) when it names one; an event written before actors were recorded names none,
-and its seal's document has no `actor` key, as when it was written.
+Each event is sealed with a digest over its own content, its actor and the seal before it in its
+chain (one chain per task, and one for ledger-level events), so an edit shows unless the rest of
+the chain is re-sealed too. Later seal versions also cover the state rows their transition wrote
+(`core.log.rows`), so the current rows are provable from the log:
+
+- v2 also covers the event's global id, which SQLite's single writer knows when it seals;
+- v3 covers only the event's place in its chain, so that PostgreSQL's writers of different
+  chains need not wait for each other to learn the next id (the head still proves the order);
+- v4 (SQLite) is v2, but covers only the columns the transition changed and a digest chained
+  over them (`core.log.rows.chained_row_digest`), rather than the whole task row.
+
+v1 seals, written when an older runtime's log was adopted, keep verifying as they are.
 """
 
 from __future__ import annotations

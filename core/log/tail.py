@@ -1,24 +1,15 @@
 """The end of the event log a decision appends to, and sealing events onto it.
 
-A decision that appends events reads the tail of the log like any other row it decides on: the
-id the next event gets and the tip of each chain it extends. It seals its events onto that tail
-here, in the core, so that a plan holds every event's id, place in its chain and seal, and the
-shell only inserts them; the tail the plan leaves behind is where the next decision of a batch
-in the same transaction starts from.
+A decision reads the tail of the log (the next event id, the tip of each chain it extends) like
+any other row, and seals its events onto it here in the core, so that a plan holds every event's
+id, place and seal and the shell only inserts them. The tail a plan leaves behind is where the
+next decision in the same transaction starts.
 
-Ids are the store's: SQLite hands out `events.event_id` with AUTOINCREMENT, never reusing one,
-and the shell reads the next one under the write lock (`log_next_event_id`). Seals are
-`seal_to_store`'s: an appended event gets a seal over its content, its place in its chain and
-the images of the state rows its transition wrote (`EventAppend.rows`): v2, which covers its id
-too, where the store hands the id out before the decision (SQLite before migration 0020), or
-v3, which does not, where
-the store numbers a plan's events after it (`LogTail.seal_version`, `WritePlan.numbered`:
-PostgreSQL's writers draw ids from a sequence, so that writers of different tasks never wait for
-one another), or v4, SQLite's since migration 0020: v2 but for the chain's task row
-(`EventAppend.written`), of which it covers the columns the transition changed and the chained
-row digest, carried from one tip of the chain to the next (`ChainTip.chained_row_digest`); the
-first v4 event of a chain to write the row covers all its columns. Events sealed in place at
-adoption get v1 seals, over their content alone, as every older log has.
+The seal version follows how the store numbers events (`LogTail.seal_version`): v2 covers the
+id, where SQLite hands it out before the decision; v3 does not, where PostgreSQL's writers draw
+ids from a sequence after it, so that writers of different tasks never wait for one another; v4
+(SQLite) is v2 but covers only the task row's changed columns and a chained digest of the row
+(`ChainTip.chained_row_digest`). Events sealed at adoption get v1 seals, over their content only.
 """
 
 from __future__ import annotations

@@ -1,34 +1,17 @@
 """Verifying the sealed event log, one row at a time, without I/O.
 
-`LogVerifier` is a state machine fed the log in `event_id` order: for each id, the event row (or
-None when only its seal is left), its seal row (or None when it was never sealed) and the seal
-that precedes it in its chain (`ChainLink`, or None). It holds O(1) state, not one tip per chain:
-with a million tasks a tip per chain would grow with the log, so the predecessor is looked up by
-whoever feeds the verifier (the database shell joins it through the `(chain, chain_seq)` unique
-index; the offline export check keeps `ChainTips`, one entry per chain in the export).
+`LogVerifier` is fed the log in `event_id` order: each event (or None when only its seal is
+left), its seal, and the seal before it in its chain. It keeps constant state rather than one
+tip per chain, so memory does not grow with the number of tasks: the feeder looks the
+predecessor up (the database by its `(chain, chain_seq)` index, the offline check in
+`ChainTips`). Findings are reported by event id with stable codes (`FINDING_CODES`).
 
-Findings are reported by event id with stable codes (see `FINDING_CODES`). Events sealed when the
-ledger adopted a database of the older runtime are counted, not reported.
-
-A v2 seal also covers the state rows its transition wrote (`core.log.rows`), fed beside it. After
-the log, the feeder holds every current state row against the last seal that wrote it
+After the log, the feeder holds every current state row against the last seal that wrote it
 (`check_row`, `check_row_gone`): a row changed, deleted or inserted without its event is a
-`STATE_MISMATCH`. A row that no v2 seal wrote, on a ledger whose history began under v1 seals,
-cannot be proven either way: it is counted (`rows_unprovable`), not reported.
-
-Events removed by an archive (issue 17 item 6) are fed as such (`archived`): their ids and seals
-still count in the head, and each is held against the `TASKS_ARCHIVED` event that removed it
-(`core.log.archived`); a listing that event does not record is an `ARCHIVE_MISMATCH`. A chain
-put back since (`archive restore`) is fed as ordinary events again, and held against the
-`TASKS_RESTORED` event that restored it.
-
-The head of a log is `{events, last_event_id, digest}`, where `digest` rolls over every event's
-`(event_id, seal)` in id order. Because it rolls, a head taken earlier can be checked while the log
-keeps growing: when the verifier reaches the head's `last_event_id` its count and rolling digest
-must equal the head's; if that event is gone, or the log ends before it, the newest events were
-removed since the head was taken. Seals are plain (unkeyed) digests: they show any edit that was
-not followed by re-sealing the rest of the chain; a head kept outside the database shows any edit
-at all to the events it covers.
+`STATE_MISMATCH`; a row no seal could have covered is counted as unprovable, not reported.
+Archived events still count in the head and are held against the `TASKS_ARCHIVED` event that
+removed them. The head (`events`, `last_event_id`, a digest rolling over every event's seal)
+lets a head kept outside the database show any later edit, even one that re-sealed its chain.
 """
 
 from __future__ import annotations

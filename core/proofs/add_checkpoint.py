@@ -1,24 +1,11 @@
 """The C2SP tlog-witness protocol's `add-checkpoint` call (https://c2sp.org/tlog-witness), pure:
 the request body and what a witness decides about it.
 
-The body is an old size line (`old N`), zero to 63 consistency proof lines (one base64 hash
-each), an empty line, then the checkpoint as a signed note:
-
-    old 20852014
-    PlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkaw=
-    ...
-
-    example.com/behind-the-sofa
-    20852163
-    CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=
-
-    — example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+...
-
-The witness answers, in the spec's order: 404 for an origin it does not witness, 403 when no
-signature of a key it trusts for that origin verifies, 400 for an old size larger than the
-checkpoint's (or a malformed body, or a proof with an old size of 0), 409 with the size it
-cosigned last when the old size is not that size (or the same size with another root), 422
-when the consistency proof does not verify, else its cosignature lines. Each refusal is a
+The body is an `old N` line, up to 63 consistency proof lines (one base64 hash each), an empty
+line, then the checkpoint as a signed note. The witness answers in the spec's order: 404 for an
+origin it does not witness, 403 when no trusted signature verifies, 400 for a malformed body or
+an old size beyond the checkpoint's, 409 with its last cosigned size when the old size is not
+that size, 422 when the proof does not verify, else its cosignature lines. Each refusal is a
 `LedgerError` whose code `WITNESS_STATUS` maps to its status.
 """
 

@@ -1,21 +1,14 @@
 """Checkpoints (C2SP `tlog-checkpoint`) and what a witness decides about them, pure.
 
-A checkpoint is a signed note whose text is the log's tree head:
+A checkpoint is a signed note whose text is the log's tree head (origin, tree size, base64 root
+hash, optional extension lines), signed by the log under a key named as its origin and
+cosigned by witnesses (`cosignatures.py`). The ledger's origin is the name of its signing key.
 
-    <origin>\\n
-    <tree size, decimal, no leading zeroes>\\n
-    <root hash, base64 of 32 bytes>\\n
-    [<extension line>\\n ...]
-
-signed by the log (signature type 0x01, the log's key named as its origin) and cosigned by
-witnesses (type 0x04, `cosignatures.py`). The ledger's origin is the name of its signing key.
-
-A witness keeps the last checkpoint it cosigned for a log and cosigns a new one only when it
-is consistent with that one: same size and root, or larger with a consistency proof that
-verifies (RFC 9162 §2.1.4.2, `core.log.merkle`). A log that rewrote its history and re-signed
-it with its own key cannot produce that proof, and the witness refuses
-(CHECKPOINT_INCONSISTENT). The first checkpoint a witness sees of a log is taken on trust (as
-every witness of the C2SP witness protocol does for the log's first `old size` of 0).
+A witness keeps the last checkpoint it cosigned for a log and cosigns a new one only when it is
+consistent with that one: the same size and root, or larger with a consistency proof that
+verifies. A log that rewrote its history and re-signed it with its own key cannot produce that
+proof, so the witness refuses it (CHECKPOINT_INCONSISTENT). The first checkpoint a witness sees
+of a log is taken on trust, as in the C2SP witness protocol.
 """
 
 from __future__ import annotations

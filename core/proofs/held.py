@@ -1,25 +1,14 @@
 """`verify`'s check of the checkpoints the ledger stored, against its own tree, without I/O.
 
-`verify` rebuilds the Merkle tree from the stored leaves, one leaf at a time
-(`core.log.merkle_check`); each stored checkpoint, streamed smallest tree first, is held to
-the tree's edge when the walk reaches its size: the root of those leaves (the edge's hashes
-folded, O(log n)) must be the root the checkpoint signs, so no proof and no read beyond the
-walk's own is needed. A checkpoint of more leaves than the tree holds signs a tree that is
-gone. Each checkpoint's note must also say what its row says (origin, size, root), and,
-when the verifier knows a key named as its origin (the ledger's key), verify under it.
+`verify` rebuilds the Merkle tree leaf by leaf; each stored checkpoint, smallest first, is held
+to the tree's right edge when the walk reaches its size, so no proof and no extra read is needed.
+Its note must say what its row says and, under a key the verifier knows, verify. A root edited,
+a tree rewritten or cut short under a signed checkpoint, or a checkpoint the ledger's key never
+signed is a finding by checkpoint id (`CHECKPOINT_MISMATCH`, `CHECKPOINT_FORGED`).
 
-So a root edited in its row or its note, a tree rewritten (or cut short) under a signed
-checkpoint, and a checkpoint the ledger's key never signed are findings, by checkpoint id:
-`CHECKPOINT_MISMATCH` (the checkpoint and the tree disagree, or the note and its row) and
-`CHECKPOINT_FORGED` (not the ledger key's signature).
-
-The witnesses' cosignatures stored with each checkpoint are streamed in the same order
-(`StoredCosignature`) and held as they go by: a line by a witness the verifier knows (a key
-of the ledger's configured witnesses) must be a cosignature/v1 that verifies over that
-checkpoint's body, and say the witness and time its row says; otherwise `COSIGNATURE_FORGED`
-(a line edited, moved from another checkpoint, or made without the witness's key). Lines by
-witnesses the verifier does not know are not counted; `POST /v1/checkpoint/cosignatures`
-stored none such, so one is no proof either way.
+Each stored witness cosignature by a witness the verifier knows must verify over its
+checkpoint's body and agree with its row, else `COSIGNATURE_FORGED`. Lines by unknown witnesses
+are not counted: the API never stores such lines, so one proves nothing either way.
 """
 
 from __future__ import annotations

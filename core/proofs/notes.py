@@ -1,23 +1,14 @@
 """Signed notes (C2SP `signed-note`, Go's `golang.org/x/mod/sumdb/note`), pure.
 
-A signed note is a text ending in a newline, a blank line, and one or more signature lines:
+A signed note is a text ending in a newline, a blank line, and one or more signature lines
+`— <key name> base64(key ID || signature)\\n`. A key is named by (key name, key ID), the ID being
+the first four bytes of SHA-256(name || 0x0A || signature type || public key); type 0x01 is a
+plain Ed25519 signature over the text, type 0x04 a witness cosignature (`checkpoints.py`). Keys
+are written as text: `<name>+<hex key ID>+base64(type || public key)` to verify, and
+`PRIVATE+KEY+<name>+<hex key ID>+base64(0x01 || seed)` to sign.
 
-    <text, ending in "\\n">
-    \\n
-    — <key name> base64(key ID (4 bytes, big-endian) || signature)\\n
-    ...
-
-A key is named by (key name, key ID): the ID is the first four bytes of
-SHA-256(name || 0x0A || signature type || public key). Type 0x01 is a plain Ed25519 signature
-over the text; type 0x04 a timestamped Ed25519 witness cosignature (C2SP `tlog-cosignature`,
-`checkpoints.py`). Keys are written as text:
-
-    verifier key  <name>+<hex key ID>+base64(type || 32-byte public key)
-    signer key    PRIVATE+KEY+<name>+<hex key ID>+base64(0x01 || 32-byte seed)
-
-The core builds and parses these bytes; Ed25519 itself (deriving a public key, signing,
-checking a signature) is the shell's, through `cryptography`: a decision that checks a note is
-handed a `SignatureCheck` (public key, message, signature) -> bool, which is deterministic.
+The core builds and parses these bytes; Ed25519 itself is the shell's, through `cryptography`,
+so a decision that checks a note is handed a deterministic `SignatureCheck` and stays pure.
 """
 
 from __future__ import annotations

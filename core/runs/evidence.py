@@ -1,18 +1,15 @@
 """Runs, their events, and the bounded, digest-pinned evidence snapshot read from them.
 
-A run belongs to one session and holds an append-only list of events (`run_events`, numbered
-from 1 by `seq`), each appended with a sealed `RUN_EVENT_APPENDED` event whose seal covers the
-row (`decide_append_run_event`), so that `verify` proves every event a review reads. An
-auxiliary run never reads the live run: it reads an `EvidenceSnapshot`, the run and the first
-events that fit the request's limits, pinned by `snapshot_digest`. The digest covers only what
-the snapshot holds (never the run's current event count), so reading the same evidence again,
-even after the run has grown past a truncated slice, reproduces it exactly.
+A run belongs to one session and holds an append-only list of events, each appended with a
+sealed `RUN_EVENT_APPENDED` event, so `verify` proves every event a review reads. An auxiliary
+run never reads the live run but an `EvidenceSnapshot`: the run and the events that fit the
+request's limits, pinned by `snapshot_digest`. The digest covers only what the snapshot holds,
+so reading the same evidence again, even after the run grew, reproduces it exactly.
 
 A run often ends with what matters most (a worker's `failure` event is its last), so a request
-may also keep the run's last `tail_events` events when the run does not fit: the snapshot then
-holds a head and a tail, within the same limits, and its events' `seq` show the gap. Such a
-snapshot pins the run's end as it was read; reading it again after the run grew gives another
-digest, which is refused as a mismatch, never taken for the same evidence.
+may also keep the run's last `tail_events` events: the snapshot then holds a head and a tail,
+and its events' `seq` show the gap. Such a snapshot pins the run's end as read; once the run
+grew, reading it again gives another digest, refused as a mismatch.
 """
 
 from __future__ import annotations

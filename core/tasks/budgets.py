@@ -1,19 +1,15 @@
 """What a task may spend (`TaskBudget`), what an attempt reports it spent (`Usage`), and whether
 a result is over its task's budget (`over_budget`).
 
-A budget is the owner's, set when the task is created (`TaskCreateRequest.budget`), and held in
-the task's metadata under the reserved key `budget` (as the governed projection holds the
-envelope under `execution`): it is part of the create request's digest and of the sealed task
-row, and the claim hands it to the worker. It is not part of the execution envelope: the envelope
-binds what the work runs on (repository, base, branch, adapter), which the projection decides
-after the task exists, while limits are the owner's for any task, with an envelope or without.
-The attempts limit of a budget is the task's own `max_attempts`, not repeated here.
+A budget is the owner's, set at creation and kept in the task's metadata under `budget`, so it
+is part of the create request's digest and the sealed task row. It is not part of the execution
+envelope, which binds what the work runs on and is decided after the task exists, while limits
+apply to any task. The attempts limit is the task's own `max_attempts`.
 
-Money is an integer count of micro-units (one millionth of the currency's unit) and an ISO 4217
-code, never a float. The wall limit is enforced by the worker (the agent's process is stopped
-at it); the token and cost limits by the ledger, against the task's spend over all its
-attempts: a result whose usage takes the spend past a limit is recorded and marked over budget
-(`BUDGET_EXCEEDED`), and left for a person to judge instead of any automatic verification.
+Money is an integer count of micro-units and an ISO 4217 code, never a float. The worker
+enforces the wall-time limit; the ledger enforces token and cost limits over all attempts: a
+result that takes the spend past a limit is recorded as over budget (`BUDGET_EXCEEDED`) and left
+for a person to judge rather than verified automatically.
 """
 
 from __future__ import annotations

@@ -1,40 +1,17 @@
-"""Decisions of the task lifecycle: one transition decision over the rows of `TASK_OPERATIONS`
-(create, claim, heartbeat, release, submit, verify, cancel, retry, expire).
+"""Decisions of the task lifecycle: one pure decision for every operation of `TASK_OPERATIONS`.
 
-`decide_task(state, request, *, now, **inputs)` is pure: `state` holds the rows the shell read
-inside its write transaction (the task, under its row lock; any first answer for the request's
-key; the log's tail at the task's chain; for a claim, the candidates and the leases it takes
-over), `request` the structured request, whose class names its operation
-(`core/tasks/transitions.py`), `now` the clock's `Timestamp`, and the keywords after it what the
-shell generated (a task id, lease tokens, the retry jitter) or configured (result contracts).
-It returns a `Replay` (the first answer for an idempotency key), a `WritePlan` (one
-compare-and-swap on the task row per move, the idempotency-ledger row, one sealed event per
-move), None (a claim with nothing to take, nothing taken over), or raises a `LedgerError`.
+`decide_task(state, request, *, now, **inputs)` takes the rows the shell read inside its write
+transaction, the structured request, the clock and whatever the shell drew (ids, lease tokens,
+the retry jitter), and returns a `Replay` (the answer stored for the request's idempotency
+key), a `WritePlan`, None (a claim with nothing to take), or raises a `LedgerError`.
 
-Every operation on one task follows its row, in one order: a keyed request's replay is
-recognised first (the task has moved on since the first answer); then the task must exist; a
-fenced request must come from its holder (`NOT_TASK_HOLDER`: another agent holds it) under its
-live lease; the row's outcome must be a move of `TASK_TRANSITIONS` from the task's status
-(`INVALID_TRANSITION`); then the operation's own rules (below, by name); then the next row
-(the status, the lease as the row says, one more `revision`, the clock), its event (the row's
-facts) and its answer. `decide_<operation>` for each operation is that decision with the
-operation's own keywords (the names embedders call).
-
-A judgement that sends a task back to the queue (a reviewer's NEEDS_REWORK, an automatic
-verification's rejection) schedules its next attempt after the task's backoff: `jitter` is the
-shell's draw in [0, 1), an input like the clock (`core/tasks/backoff.py`).
-
-Fencing: a lease is held by whoever knows the token whose sha256 is `lease_token_hash`. A token
-that does not match the task's current lease (never held, requeued, claimed by someone else,
-released by submit, release or cancel) is `LEASE_INVALID`; the matching token after the lease's
-expiry is `LEASE_EXPIRED`. A request that names its agent (`agent_id`: the HTTP API's token)
-for a task another agent holds is `NOT_TASK_HOLDER`, whatever token it brings. None writes
-anything.
-
-The claim is decided here whole: the leases that have passed among those the shell read (and
-the claimed task's own) are taken over first, in the same plan (each `TASK_LEASE_EXPIRED`, back
-to QUEUED or FAILED when used up), and then the first eligible tasks in claim order (larger
-priority, then creation order) among the candidates and the tasks taken over are claimed.
+Every operation checks the same things in the same order, so that refusals are predictable:
+a replay of its key first, then that the task exists, that the caller holds it under a live
+lease (`NOT_TASK_HOLDER`, `LEASE_INVALID`, `LEASE_EXPIRED`), that `TASK_TRANSITIONS` allows the
+move (`INVALID_TRANSITION`), then the operation's own rules. A claim takes over the expired
+leases it read in the same plan before it picks the eligible tasks (higher priority first, then
+creation order). `decide_<operation>` is the same decision with the operation's own keywords,
+for embedders.
 """
 
 from __future__ import annotations
@@ -169,7 +146,7 @@ R = TypeVar("R")
 class TaskState:
     """What a decision on one task reads: the task (None: there is none), the log's tail at
     its chain (and, for a claim, at the chains of its candidates and of the leases it takes
-    over), any first answer for the request's idempotency key, and (for a create) the creation
+    over), any answer stored for the request's idempotency key, and (for a create) the creation
     sequence a new task gets, read under the write lock like the next event id; for a verify
     by a named reviewer, the agent that wrote the result it judges (`result_author`, the
     holder its last RESULT_SUBMITTED names); for a submit that reports its usage, what the task
@@ -333,7 +310,7 @@ def _event(
 
 
 def _answered(event: EventAppend, first: FirstAnswerRow | None) -> EventAppend:
-    """`event`, whose seal also covers the first answer its transition stored (if it stored
+    """`event`, whose seal also covers the idempotent answer its transition stored (if it stored
     one), so that an answer changed by hand, replayed later, is found by `verify`."""
     if first is None:
         return event
@@ -362,7 +339,7 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 def _check_holder(task: TaskRow, agent_id: str | None) -> None:
     """An agent acts only on a task it holds: one another agent holds is `NOT_TASK_HOLDER`,
     whatever token it brings. (A task nobody holds is left to the lease, which it has none
-    of, or to the replay of a keyed submit's first answer.)"""
+    of, or to the replay of the answer stored for a keyed submit.)"""
     if agent_id is not None and task.claimed_by is not None and task.claimed_by != agent_id:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task.task_id!r} is held by another agent")
 
@@ -1011,7 +988,7 @@ def _claimed(
 ) -> tuple[list[SqlWrite], EventAppend, ClaimAnswer]:
     """One task claimed: its move, the attempt's evidence run the claim creates (its seal
     covers both rows, so that `verify` proves the run as it proves a run created on its own),
-    its first answer when the claim is keyed, and its answer."""
+    the answer stored under its key when the claim is keyed, and its answer."""
     status = row.next_status(task, request)
     run_id = evidence_run(task.task_id, task.attempt + 1)
 
@@ -1078,8 +1055,8 @@ def _decide_claim(
     included: a token may not offer what it was not granted, whatever it would find. Then a
     keyed claim's replay. Then the passed leases are taken over, and the tasks chosen.
 
-    The stored first answer never holds the token; a replay gives back the token the caller
-    brought, which the request digest (over its sha256) proves to be the first one."""
+    The answer stored under the key never holds the token; a replay gives back the token the
+    caller brought, which the request digest (over its sha256) proves to be the original one."""
     batch = request if isinstance(request, ClaimBatchRequest) else None
     claim = _typed(request, ClaimRequest) if batch is None else batch.claim()
     refuse_ungranted(claim.capabilities, inputs.grant)

@@ -1,18 +1,15 @@
 """The filtered, keyset-paged task list that `GET /v1/tasks` and the console's Tasks page share.
 
-A page is the newest tasks first (creation order, `seq` descending) that match every filter
-given: status, an agent that held it in any attempt (a TASK_CLAIMED event of the task names
-it: `claimed_by` names only the holder of a claimed task), a required capability, a
-repository (a proposal of the task's names it), created and updated time ranges, and a search
-that matches the task id exactly or the goal's text (case-insensitive). The next page starts
-after the last row's `seq`, never at an OFFSET, so that a page costs the same at the end of
-100,000 tasks as at their start.
+A page is the newest tasks first (`seq` descending) that match every filter given: status, an
+agent that held the task in any attempt (from its TASK_CLAIMED events, since `claimed_by` names
+only the current holder), a required capability, a repository, time ranges, and a search on the
+task id or the goal's text. The next page starts after the last row's `seq`, never at an
+OFFSET, so a page costs the same at the end of the list as at its start.
 
-The cursor is opaque to clients: the last `seq`, bound to the filters it was made under and
-signed with the server's key (HMAC-SHA256, the key handed in by the shell), so that a cursor
-that was altered, made up or carried over to other filters is `CURSOR_INVALID`, not a page of
-something else. A cursor is valid for the server process that issued it (its key is drawn at
-start): a client that finds `CURSOR_INVALID` after a restart starts again from the first page.
+The cursor is opaque: the last `seq`, bound to its filters and signed with the server's key
+(HMAC-SHA256), so an altered or made-up cursor, or one carried over to other filters, is
+`CURSOR_INVALID`, never a page of something else. The key is drawn when the server starts, so
+after a restart a client starts again from the first page.
 """
 
 from __future__ import annotations

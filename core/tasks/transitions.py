@@ -1,26 +1,17 @@
-"""The task lifecycle as data tables, as h11 keeps its state machine: the statuses and the
-moves between them (`TASK_TRANSITIONS`), and the operations that make those moves
-(`TASK_OPERATIONS`).
+"""The task lifecycle as data tables: the statuses and the moves between them
+(`TASK_TRANSITIONS`), and the operations that make those moves (`TASK_OPERATIONS`).
 
-`TASK_TRANSITIONS` maps (status, outcome) to the next status. Every write to a task looks its
-move up here; a pair that is not in the table is an `INVALID_TRANSITION`. Outcomes that depend
-on the attempts left are separate entries (`rework` / `rework_exhausted`, `expire` /
-`expire_exhausted`, `release` / `release_exhausted`), so the table stays a plain map. An
-operator's `retry` is the one way out of FAILED and CANCELLED. `ABSENT` is the pseudo-status of
-a task that does not exist yet.
+Keeping the lifecycle as data (as h11 keeps its state machine) makes every rule one row a
+reader can check. `TASK_TRANSITIONS` maps (status, outcome) to the next status; a pair not in it
+is `INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate entries
+(`rework` / `rework_exhausted`, …), so the table stays a plain map. `ABSENT` is the status of a
+task that does not exist yet, and an operator's `retry` is the one way out of FAILED and
+CANCELLED.
 
-`TASK_OPERATIONS` holds one row per operation: the request record that asks for it, the event it
-seals, whether it is keyed (idempotent by the request's key: the first answer is stored and
-given again) and fenced (the caller must hold the task: its lease token, and the agent a
-request names), what it does to the lease, its outcome in `TASK_TRANSITIONS`, what its event's
-payload and its answer say (`Fact`s, read from the row before and after and the request), whose
-agent the event names, and who may ask for it over HTTP and under which route. One decision
-(`decide_task` in `core/tasks/decisions.py`) reads the row of the request it is given; what an
-operation does beyond the row (a claim's choice of task, a submit's result contract, a verify's
-separation of duties) is that decision's, by the operation's name.
-
-Statuses, outcomes and the row's kinds are `StrEnum`s: rows, digests and JSON answers hold
-their plain text.
+`TASK_OPERATIONS` holds one row per operation: its request, its event, whether it is keyed
+(idempotent: the answer stored for its key is given again) and fenced (the caller must hold the
+task), what it does to the lease, its outcome, what its event and answer say, and who may call
+it over HTTP. `decide_task` (`core/tasks/decisions.py`) reads these rows.
 """
 
 from __future__ import annotations

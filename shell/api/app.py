@@ -1,25 +1,16 @@
-"""The ASGI application: `create_app(settings)` builds a Starlette app over one ledger file.
+"""The ASGI application: `create_app(settings)` builds a Starlette app over one ledger.
 
-Every route is one row of `operations()`: its method and path, the roles that may call it, its
-body's schema in the OpenAPI document, and its handler. One wrapper (`_endpoint`) does for each
-what is common: authenticate the caller (`principals.request_principal`, the one place a
-request's credential becomes a principal; 401 `UNAUTHENTICATED`), check the role (403
-`FORBIDDEN`), read the whole body within the size limit (413 `BODY_TOO_LARGE`, before parsing,
-and within `body_timeout`, so that a slow client never holds the writer: no write starts before
-its body is in), parse it (bounded depth and sizes, `core.jsonvalue`), validate it against the
-document, run the handler, turn a `LedgerError` into problem+json, count the request.
+Every route is one row of `operations()`: method, path, roles, body schema and handler. One
+wrapper (`_endpoint`) does what is common, so that no route can skip it: authenticate the
+caller (`principals.request_principal`), check the role, read the body within its size and time
+limits before any write starts, parse and validate it, run the handler, and turn a
+`LedgerError` into problem+json.
 
-A request costs one hop from the event loop to a worker thread: the token's and the role's
-check, the body's parsing and validation and a plain (non-async) handler run there together,
-the handler's write being one hand-off to the group-commit writer. A request without a token is
-refused on the loop, its body unread; a token's refusal comes before the body's (413, timeout).
-A route with a `guard` (appending to a run, the proposal upload) takes one more hop, before
-its body is read: the token, the role and the guard's checks (the run's owner, the proposal's
-holder and lease), so that an agent refused by them costs the server no body read, parse or
-scan. The task routes have none: an operation on a task is one row of the core's transition
-table (`task_write`), its request structured once with the token's name as its acting agent,
-and whether that agent holds the task is decided by the core inside the write, under the row
-lock, like every other rule (`NOT_TASK_HOLDER`): never by a read of the HTTP layer's own.
+A request costs one hop from the event loop to a worker thread. A request without a token is
+refused on the loop, its body unread. A route with a `guard` (a run append, a proposal upload)
+runs the guard's checks before reading the body, so a refused agent costs no read, parse or
+scan. Whether an agent holds a task is decided by the core inside the write, under the row
+lock, never by a separate read here, so it cannot race.
 """
 
 from __future__ import annotations

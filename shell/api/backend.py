@@ -1,26 +1,16 @@
-"""What the HTTP server runs on: one writer Database with its stores, a few read connections
-with theirs, the long-poll wake-up, and the waiting-poll counts per token.
+"""What the HTTP server runs on: one writer Database with its stores, read connections with theirs,
+the long-poll wake-up, and the waiting-poll counts per token.
 
-Blocking store calls run in worker threads (`run_in_threadpool`), never on the event loop.
-Writes: every write goes through `Backend.write`. With group commit (the default,
-`ApiSettings.group_commit` = the largest batch) the writer's Database batches concurrent store
-calls itself (`shell/db/group_commit.py`: one `BEGIN IMMEDIATE … COMMIT`, a savepoint per
-request), so `_write_turn` is a no-op; with `group_commit=0` it is a lock, one store call at a
-time on the writer's connection. Each commit's size goes to `on_batch` (the metrics). Reads
-take a connection of their own from the pool, so that a read never waits for a write (WAL).
+Store calls block, so they run in worker threads, never on the event loop. On SQLite every write
+goes through `Backend.write` to the group-commit writer (`shell/db/group_commit.py`), or, with
+`group_commit=0`, one at a time under a lock; reads take pooled connections of their own so a
+read never waits for a write. On PostgreSQL there is no group commit: concurrent writers each
+run their own transaction from a pool (`AIOS_LEDGER_PG_POOL_SIZE`), and more wait their turn
+here rather than time out at the pool.
 
-On PostgreSQL there is no group commit (it is SQLite's answer to one writer at a time): the
-writer Database's connection pool runs concurrent writers, each store call its own transaction
-(which takes the ledger's write lock, `shell/db/engines/postgresql.py`), as many at once as the
-pool has connections (`AIOS_LEDGER_PG_POOL_SIZE`, default 4; more wait their turn here rather than
-time out at the pool). Readers share a second pool, one REPEATABLE READ snapshot per call.
-
-Wake-ups: a long-polling claim waits on the current `asyncio.Event` of `work_signal()`; every
-committed write that can make work claimable (a task created, released, verified back to
-rework, retried) calls `work_arrived()`, which sets that event and starts a new one, so that
-each waiter re-tries its claim at once. A waiter also re-tries every `recheck_seconds`, for
-work that becomes claimable with time alone (a lease passing, `not_before` reached) or was
-written by another process.
+A long-polling claim waits on the event of `work_signal()`; each write that can make work
+claimable calls `work_arrived()`, which wakes every waiter to claim again. Waiters also re-try
+every `recheck_seconds`, for work that becomes claimable with time alone or from another process.
 """
 
 from __future__ import annotations

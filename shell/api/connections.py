@@ -1,30 +1,17 @@
-"""The connections `serve` accepts: a bound on their number, and on the time a request's head
-may take to arrive.
+"""The connections `serve` accepts: a bound on their number, and on the time and size of a
+request's head.
 
-uvicorn bounds neither (its keep-alive timeout runs only after a response, and
-`limit_concurrency` counts a connection but answers only once a request's head is complete),
-so a client that opens connections and never finishes their headers (slowloris) would hold
-them, and the descriptors behind them, for as long as it likes. `guarded_protocol` is uvicorn's
-own httptools protocol (its C parser, the one uvicorn picks when httptools is installed: about
-10% more lifecycles/s than its h11 protocol in bench part 8, same run) with two rules added:
+uvicorn bounds neither the time a request's head may take nor its size, so a client that opens
+connections and never finishes their headers (slowloris) could hold them, and their
+descriptors, for as long as it liked. `guarded_protocol` is uvicorn's httptools protocol with
+three rules added: a head must be complete within `header_timeout` of its first byte (a trickle
+of bytes does not extend it); a connection beyond `max_connections` is answered 503
+`TOO_MANY_CONNECTIONS` before anything of it is read; a head over `max_header_bytes` is answered
+431 `HEADERS_TOO_LARGE`, and the parser is never fed more than that limit. After a 431 the server
+reads on, discarding, for `LINGER_SECONDS`, because closing with unread bytes would reset the
+connection and the client could lose the answer.
 
-- a request's head (request line and headers) must be complete within `header_timeout`
-  seconds of its first byte, or of the connection's opening, or the connection is closed
-  (at any point between requests: a trickle of bytes does not extend it);
-- beyond `max_connections` open connections, a new one is answered 503
-  `TOO_MANY_CONNECTIONS` (a problem document, `Connection: close`) and closed before anything
-  of it is read.
-- a request's head is at most `max_header_bytes`: once more of it has arrived, the request is
-  answered 431 `HEADERS_TOO_LARGE` and the connection closed (httptools bounds no head, so a
-  client could otherwise make the server hold megabytes per connection). The server ends its
-  side at once and reads on, discarding, for at most `LINGER_SECONDS`: closing with unread bytes
-  would reset the connection, and the client could lose the 431 before reading it.
-  While a head is awaited, the parser is fed only as many bytes as the limit leaves room for,
-  so no more than the limit is ever parsed or held (the bytes of a pipelined request that
-  share a read with the request before it count towards its head).
-
-A body's time is bounded by the app itself (`ApiSettings.body_timeout`); idle keep-alive
-connections by uvicorn's `timeout_keep_alive`.
+A body's time is bounded by the app (`ApiSettings.body_timeout`), idle keep-alive by uvicorn.
 """
 
 from __future__ import annotations

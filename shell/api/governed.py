@@ -1,24 +1,13 @@
-"""The governed-write routes (issue 19), added to the API by `serve` (`create_app(settings,
-governed_operations())`):
+"""The governed-write routes, added to the API by `serve` (`create_app(settings,
+governed_operations())`), listed in docs/http-api.md: a holder's proposal upload, a holder's
+workspace download, and an owner's governed write.
 
-- `POST /v1/tasks/{task_id}/proposal` (agent role, the task's holder, its lease token in the
-  `Aios-Lease-Token` header): a remote worker uploads the attempt's git bundle, base64 in JSON
-  (`{bundle_base64}`), under the body limit (`serve --max-body`); the ledger verifies it in a
-  quarantine and records it (201). The token, the role, the holder and the header's lease are
-  checked before the body is read (a hostile upload costs a read, never a scan). A body's
-  `lease_token` (how clients before the header sent it) is still taken without the header: it
-  is checked once the body is parsed, before the bundle is decoded, and must equal the
-  header's when both are sent.
-- `GET /v1/tasks/{task_id}/workspace` (agent role, the task's holder, its lease token in the
-  `Aios-Lease-Token` header): a git bundle of the binding's base (`application/octet-stream`),
-  which a remote worker clones into the agent's workspace; `NOT_TASK_HOLDER` (403) for a task
-  another agent holds or nobody does, `TASK_NOT_BOUND`, `REPOSITORY_NOT_FOUND`, and
-  `WORKSPACE_TOO_LARGE` over 256 MiB.
-- `POST /v1/tasks/{task_id}/governed-write` (owner role): `{idempotency_key}`, the governed
-  write of a verified task's proposal to its bound branch.
+The holder's token, role and lease (`Aios-Lease-Token`) are checked before the body is read, so
+a hostile upload costs a read, never a scan. A body's `lease_token` is still accepted for older
+clients and must equal the header's when both are sent.
 
-Both run git and several transactions of their own, so each call opens a connection of its own
-(in a worker thread), never the API's shared writer, whose turn they would hold for seconds.
+These routes run git and several transactions of their own, so each call opens its own
+connection in a worker thread rather than hold the API's shared writer for seconds.
 """
 
 from __future__ import annotations

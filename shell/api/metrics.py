@@ -1,27 +1,11 @@
-"""The server's Prometheus metrics, in a registry of its own per app (two apps in one process,
-as the tests run them, never share counters).
+"""The server's Prometheus metrics (docs/observability.md lists them), in a registry of its own per
+app, so two apps in one process (as the tests run them) never share counters.
 
-- `aios_ledger_http_requests_total{route, method, code}`: requests by route template (never the
-  concrete path, which holds ids) and status code;
-- `aios_ledger_http_request_seconds{route, method}`: latency histogram;
-- `aios_ledger_tasks{status}`: tasks by status, read from the ledger at each scrape;
-- `aios_ledger_group_commit_batch_size`: requests applied per commit. `observe_batch(size)` is
-  what the group-commit writer calls once per commit.
-- `aios_ledger_waiting_claims`: long polls waiting now.
-- what agents reported they spent (the `task_spend` rows, read at each scrape), by the agent
-  that held the task and the repository of its envelope (`""`: none):
-  `aios_ledger_spend_input_tokens_total{agent, repository}`,
-  `aios_ledger_spend_output_tokens_total{agent, repository}`,
-  `aios_ledger_spend_cost_micros_total{agent, repository, currency}`,
-  `aios_ledger_spend_reports_total{agent, repository}` and
-  `aios_ledger_over_budget_results_total{agent, repository}`; and by UTC day, the most recent
-  days: `aios_ledger_spend_day_cost_micros{day, currency}` and
-  `aios_ledger_spend_day_tokens{day, direction}`.
-
-Nothing here is labelled with a token, a task id or a body; the one name is the agent a spend
-row records (a token's name, which `status` shows every reader too), so that an owner sees
-who spends. Spend per task is the API's (`/v1/spend`, `/v1/status`): a label per task would
-grow without bound.
+Labels are bounded: a request is counted by its route template, never its concrete path, and
+nothing is labelled with a token, a task id or a body. The one name used is the agent a spend
+row records (a token's name, which `status` shows every reader too), so that an owner sees who
+spends; spend per task is the API's (`/v1/spend`), since a label per task would grow without
+bound. `observe_batch(size)` is what the group-commit writer calls once per commit.
 """
 
 from __future__ import annotations

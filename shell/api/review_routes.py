@@ -1,28 +1,14 @@
 """The review-run routes: what `aios-ledger review --api` needs of the server.
 
-A remote reviewer runs its review command where it is, and keeps the review's auxiliary run in
-the ledger through these routes; the server makes every decision as the local reviewer's
-service would (the same `decide_*` through `DatabaseAuxiliaryRuns`), and reads the evidence
-itself: a spawn names the evidence by its read request, and the server re-reads it and checks
-the spec against what it read (`check_spawn`), so a reviewer cannot pin evidence the ledger
-does not hold.
+A remote reviewer runs its review command where it is and keeps the review's auxiliary run in
+the ledger through these routes (listed in docs/http-api.md). The server makes every decision as
+the local reviewer's service would (the same `decide_*`), and reads the evidence itself: a spawn
+names the evidence by its read request and the server re-reads and checks it (`check_spawn`), so
+a reviewer cannot pin evidence the ledger does not hold.
 
-    GET  /v1/review-candidates?limit=            the tasks a round reviews (`review_candidates`)
-    POST /v1/review-evidence                     {task_id, attempt}: the attempt's evidence
-                                                 snapshot (its empty run created when missing)
-    GET  /v1/review-runs?task_id=&attempt=       the auxiliary runs on an attempt's evidence
-    POST /v1/review-runs                         {spec, evidence, owner}: spawn (PENDING)
-    GET  /v1/review-runs/{aux_id}                one run
-    POST /v1/review-runs/{aux_id}/transition     {state, output?, error?}: RUNNING, COMPLETED
-                                                 (the output checked against the spec again),
-                                                 FAILED or CANCELLED
-    POST /v1/review-runs/{aux_id}/stop           {code, detail}: CANCELLED unless it ended
-
-Runs are answered whole (every column of the row, as `AuxiliaryRunRow` holds them), so that the
-reviewer's service settles them as it settles rows it read itself. Only `review` runs on a
-task's evidence session may be spawned. A run is driven by the reviewer that spawned it: the
-owner tag the server stores ends with a digest of the token's name (`host:pid:nonce~digest`),
-and a transition or stop by another token is `NOT_RUN_OWNER`.
+Runs are answered whole, so the reviewer settles them as it settles rows it read itself. A run
+is driven only by the token that spawned it: the stored owner tag ends with a digest of the
+token's name, and a transition or stop by another token is `NOT_RUN_OWNER`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """`GET /v1/events/stream`: the ledger's events as they are sealed, as server-sent events.
 
-Order and resumption. A stream follows the Merkle tree's leaves, which are in commit order on
-both engines (on PostgreSQL event ids are drawn before their writers commit, so an event can
-become visible after one with a higher id; a leaf cannot: the tree's head row orders writers).
-Its cursor is a leaf; the event id a client sends back (`Last-Event-ID`, or `?after=`) names the
-leaf of that event, and the stream goes on with the events committed after it: none lost, none
-sent twice, on either engine. Without either, it starts at the head (only what comes next).
+A stream follows the Merkle tree's leaves rather than event ids, because leaves are in commit
+order on both engines (on PostgreSQL an event can become visible after one with a higher id), so
+a client resuming from its `Last-Event-ID` (or `?after=`) loses and repeats nothing.
 
-Cost. No stream holds a transaction or the writer: what every open stream waits on is one
-`EventFeed` per server, which reads the head (the tree's size: one row by its key) every
-`stream_poll_seconds` while any stream is open, and wakes the streams when it moved; each then
-reads its own next page on a reader connection, and re-resolves its caller's principal
-(`request_principal`), so that a token revoked while it streams (a revocation is an event, which
-moves the head) ends the stream within one poll. An idle stream writes a comment every
-`stream_keepalive_seconds` (and re-checks its caller then too).
-
-Bounds. A stream reads a page (`PAGE` events) only once its client's connection has taken the
-previous one, so what the server holds for a slow client is at most one page (and the
-transport's buffer); a client that takes none of it within `stream_send_timeout` seconds has
-fallen behind and is disconnected (it resumes with its `Last-Event-ID`). A stream ends after
-`stream_max_seconds` (its client reconnects and resumes), and at once when `serve` shuts down
-(`EventFeed.close`, before uvicorn's grace period starts waiting on connections).
+No stream holds a transaction: one `EventFeed` per server polls the head while any stream is
+open and wakes the streams when it moved; each reads its next page on a reader connection and
+re-checks its caller's token, so a revoked token ends its stream within one poll. A stream holds
+at most one page for a slow client and disconnects one that takes nothing within
+`stream_send_timeout`; it ends after `stream_max_seconds` and at once on shutdown, and the
+client resumes where it was.
 """
 
 from __future__ import annotations

@@ -1,47 +1,17 @@
-"""Group commit: many writers' works applied in one `BEGIN IMMEDIATE … COMMIT`.
+"""Group commit: many writers' works applied in one `BEGIN IMMEDIATE … COMMIT` on SQLite.
 
-`Database.start_group_commit(max_batch=64, on_batch=None)` hands the Database's write
-connection to one writer thread. From then on `Database.write(work)`, called from any thread
-(the server's thread pool), queues `work` and waits; the writer takes what is queued (up to
-`max_batch` works) and runs it in ONE transaction, each work inside its own savepoint:
+SQLite has one writer at a time, so the server hands its write connection to one writer thread
+(`Database.start_group_commit`); `Database.write(work)` from any thread queues the work and
+waits. The writer runs what is queued in one transaction, each work inside its own savepoint, so
+a refused work rolls back alone and its neighbours commit, and no caller is answered before the
+COMMIT that holds its work. A failed COMMIT fails every caller of the batch; a busy database is
+retried, whole batch, as `Database.write` retries.
 
-    BEGIN IMMEDIATE
-      SAVEPOINT work; work 1; RELEASE SAVEPOINT work
-      SAVEPOINT work; work 2 raises -> ROLLBACK TO SAVEPOINT work; RELEASE SAVEPOINT work
-      ...
-    COMMIT
-
-so a refused request (its work raised a `LedgerError`) rolls back to its savepoint alone, with
-whatever it had written before it raised, and its neighbours commit. The works are the same
-closures the stores pass to `Database.write` without group commit: the plan path is unchanged,
-only several plans share a commit. A work reads what the works before it in the batch wrote (the
-same connection), exactly as if they had committed one by one in that order.
-
-Answers: no caller returns before the COMMIT that holds its work. A refused work's caller gets
-its own error (nothing of it was written). When COMMIT fails (or SQLite rolls the whole
-transaction back after an I/O error in a work), every caller of the batch gets that storage
-error as a `LedgerError`: nothing of the batch is written. A busy database (another process holds
-the write lock) is retried, whole batch, as `Database.write` retries a transaction.
-
-Lease renewals first: `write(work, urgent=True)` (the store passes it for an operation that
-extends a lease: a heartbeat) puts `work` in a queue of its own, which the writer takes first,
-as a batch of its own, so that a renewal waits neither behind the queued creates and submits
-nor for the works after it in its batch. A batch already running when a renewal arrives
-commits early, at the next work's edge once it has run `URGENT_CUT_SECONDS`: the works it had
-not started go back to the head of the queue, in their order, for the batch after the
-renewals'. Measured with 32 HTTP agents (bench part 8), a heartbeat otherwise spent about half
-of its time in the server waiting for the batch before it and for the works around it in its
-own. Nothing else changes: no answer before its commit, each work in its savepoint, and the
-order of works in a batch was never a promise (they were concurrent calls, none answered).
-
-Reads while group commit is on use connections of their own, one per thread, opened on first use
-and closed by `stop()`; they never see the writer's open transaction. `on_batch(size)` is called
-on the writer thread after each commit (metrics); `stats()` answers batches and works so far.
-`Database.stop_group_commit()` (and `Database.close()`) drains the queue, stops the writer and
-closes the read connections; the Database then writes on the caller's thread again.
-
-A `:memory:` database cannot be shared between connections: group commit on one is refused with
-`GROUP_COMMIT_UNAVAILABLE`.
+Lease renewals (`write(work, urgent=True)`) go to a queue the writer takes first, and cut a
+running batch short at the next work's edge after `URGENT_CUT_SECONDS`, so that a heartbeat
+waits neither behind queued creates and submits nor for the works after it in its batch. Reads
+use connections of their own, one per thread, and never see the writer's open transaction. A
+`:memory:` database cannot be shared between connections and refuses group commit.
 """
 
 from __future__ import annotations

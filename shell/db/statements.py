@@ -1,27 +1,15 @@
 """Named SQL statements, loaded once from the `aios_ledger.sql` package.
 
-The grammar is aiosql's: a block starts with `-- name: NAME` followed by an optional operation
-suffix (`!` write, `<!` write returning, `^` one row, `$` one value, none: many rows). Callers
-name a statement and pass parameters. The statements a plan can name are declared in the core
-(`core.statements`). The per-table statements (every row of a table, its whole-row insert, a
-sealed table's state rows) are not written by hand: `table_statements.py` renders them from the
-catalogue of tables (`sql/catalogue.py`) and they load beside the others, a name in both refused.
+The grammar is aiosql's (`-- name: NAME` with an operation suffix); the statements a plan can
+name are declared in the core (`core.statements`), and the per-table ones are rendered from the
+catalogue of tables (`table_statements.py`) rather than written by hand.
 
-One source for both engines: a statement whose text is the same on SQLite and PostgreSQL is
-written once, in `sql/*.sql`; a dialect's folder (`sql/sqlite/`, `sql/postgresql/`) holds only
-the texts that differ and the statements that dialect alone runs, under the same names. A name
-in both the shared texts and a dialect's is refused at load (a dialect never shadows silently;
-`tests/test_sql_source.py` lists every dialect-specific name, so a new one is a choice).
-PostgreSQL's texts are written with the same `:name` parameters and handed to psycopg as
-`%(name)s` (`postgresql_text`).
-
-Two additions to the grammar, resolved once at load:
-- `-- fragment: NAME` opens a block that is not a statement but a piece of one (a state
-  table's history test), used as `{{NAME}}` in any statement of either dialect, or in a rendered
-  fragment (the catalogue renders the task columns, which nine reads select);
-- `-- returns: RECORD` under a read's name says which row record of the core it selects into
-  (`fetch_record`, `stream_records`): the record must be known and the statement a read; a
-  test prepares each such read on both engines and holds its columns to the record's fields.
+A statement whose text is the same on SQLite and PostgreSQL is written once in `sql/*.sql`; a
+dialect's folder holds only the texts that differ. A name in both is refused at load, so a
+dialect never shadows a shared text silently. PostgreSQL's texts use the same `:name`
+parameters, handed to psycopg as `%(name)s`. Two additions to the grammar are resolved at load:
+`-- fragment: NAME` blocks, spliced into statements as `{{NAME}}`, and `-- returns: RECORD`,
+which names the core record a read selects into (a test holds its columns to that record).
 """
 
 from __future__ import annotations

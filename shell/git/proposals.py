@@ -1,28 +1,17 @@
 """Proposals: an attempt's commits on top of its base, as a verified git bundle.
 
-The worker bundles what the agent committed in its workspace (`bundle_workspace`); the ledger
-takes the bundle's bytes (from the worker, or uploaded through the API), bounds their size,
-verifies them (`git bundle verify`), checks every object they bring as `receive.fsckObjects`
-would (`git index-pack --strict`: a `.git` path, a hostile `.gitmodules`...) and fetches them
-into a quarantine before anything reads them, then stores a bundle that passed
-content-addressed beside the database (`<db>.proposals/<sha256>.bundle`; on PostgreSQL in
-`$AIOS_LEDGER_PROPOSALS_DIR`, else in a folder per ledger under
-`$XDG_DATA_HOME/aios-ledger/proposals/`: `proposals_dir`). The quarantine is a scratch
-repository whose object store borrows the governed repository's (git's alternates, as its own
-receive quarantine does), so that nothing is written to the governed repository until a
-governed write. There it reads the refs, the tree entries the commits add (a symbolic link out
-of the tree, or a gitlink the repository does not allow, is refused: `core.git.hygiene`), the
-files the commits change against the base, their sizes, whether the head descends from the
-base, and what the `detect-secrets` scanner finds in everything the commits bring, each commit
-on its own, under a budget (`shell.git.secret_scan`); the ledger records those facts with the
-proposal (`decide_record_proposal`), and what its scan spent.
+The worker bundles what the agent committed (`bundle_workspace`); the ledger bounds the bundle's
+size, verifies it, checks every object as `receive.fsckObjects` would and fetches it into a
+quarantine before anything reads it. The quarantine borrows the governed repository's object
+store (git's alternates, as git's own receive quarantine does), so nothing is written to the
+governed repository before a governed write. There the ledger reads what the proposal changes,
+refuses what `core.git.hygiene` forbids, runs the secret scanner under the repository's budget,
+and records those facts with the proposal. Bundles that pass are stored content-addressed
+(`proposals_dir`).
 
-What the scan and the gitlink check go by are the repository's settings in the ledger
-(`core.git.settings`), read with the proposal's cheap checks, in the same transaction as the
-spend of its agent's window (`admit_scan`: an agent over its scan budget is refused before its
-bundle is read). A repository whose git config still holds the `aios-ledger.*` keys of an
-older release refuses proposals (`REPOSITORY_SETTINGS_IN_GIT_CONFIG`, naming the command that
-moves them into the ledger) rather than ignore what its owner set there.
+The scan's settings and budgets are the repository's, kept in the ledger (`core.git.settings`).
+A repository whose git config still holds `aios-ledger.*` keys refuses proposals
+(`REPOSITORY_SETTINGS_IN_GIT_CONFIG`) rather than silently ignore what its owner set there.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """The secret scan of a proposal: every commit between the base and the bundle's heads, each
-against its first parent (so that material one commit adds and a later one removes is found),
-their messages and author and committer fields, every file whatever its name or type, and the
-base64 and hex blobs inside them, read by `detect-secrets` (its plugins and its filters, the
-`# pragma: allowlist secret` comments among them) and held to the repository's baseline.
+against its first parent (so material one commit adds and a later one removes is still found),
+with its message, author and committer, read by `detect-secrets` and held to the repository's
+baseline.
 
-The budget (`core.git.secrets.ScanBudget`) is charged before anything is read with the bytes
-the proposal brings, path by path (a bundle bomb, one blob under ten thousand names, is
-refused from its tree listing alone), and each distinct blob is read once. The seconds are
-checked between pieces of at most `LINE_WINDOW` characters, so a scan that would run long
-stops at its budget. What the scan spent (the bytes charged, the seconds taken but those spent
-waiting for another scan) is measured and recorded with the proposal, for its agent's budget.
-
-A repository's owner configures its scan in the ledger (`repo add`, `repo settings`:
-`core.git.settings`): the baseline (a `detect-secrets` baseline document, whose known secrets
-and plugin and filter settings apply) and the budget come from the repository's row, never
-from its git configuration. `git_config_settings` reads what an older release read there, so
-that the shell can say it is no longer read.
+The budget (`core.git.secrets.ScanBudget`) is charged with the bytes a proposal brings, path by
+path, before anything is read, so a bundle bomb (one blob under many names) is refused from its
+tree listing alone; each distinct blob is read once, and the time budget is checked between
+pieces of at most `LINE_WINDOW` characters. What the scan spent is recorded with the proposal,
+for its agent's budget. The baseline and budget come from the repository's row in the ledger
+(`core.git.settings`), never from its git configuration; `git_config_settings` only detects
+settings left there so the shell can say they are no longer read.
 """
 
 from __future__ import annotations

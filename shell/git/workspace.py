@@ -1,23 +1,13 @@
 """Workspaces: the working copy an agent gets for a task bound to a governed repository.
 
-One implementation (`Workspaces`) serves a worker on the ledger's host and one away from it;
-they differ only in how they reach the governed repository (a `RepositoryAccess`):
+One implementation (`Workspaces`) serves workers on the ledger's host and away from it; they
+differ only in how they reach the repository (`RepositoryAccess`): a local clone and a proposal
+recorded directly, or a clone of a base bundle the server builds for the task's holder and a
+proposal uploaded through the API. Either way the agent never writes to the governed repository.
 
-- on the ledger's host (`GitWorkspaces`, `LocalRepositories`), the workspace is a plain local
-  clone of the registered repository (the agent's objects and refs are its own, the repository
-  is only read), and a proposal is recorded directly (`proposals.record_proposal`);
-- away from it (`RemoteWorkspaces` in `shell/remote/workspaces.py`), the workspace is cloned
-  from a git bundle of the binding's base that the server builds for the task's holder
-  (`GET /v1/tasks/{task_id}/workspace`, `base_bundle` here), and a proposal is uploaded
-  (`POST /v1/tasks/{task_id}/proposal`), where the server records it the same way.
-
-Either way `clone_workspace` checks out the binding's `base_oid` on a branch named like the
-target, drops every other branch and the remote, and answers the directory (the agent's current
-directory, also in `AIOS_WORKSPACE`) with the agent's git identity; after the agent exits,
-`proposal_bundle` bundles its commits on top of `base_oid` (uncommitted changes committed for
-it); the workspace is then removed. A `source_capture` claim is executed by the worker itself:
-the snapshot of `base_oid` read from the same source (the repository, or the bundle of its
-base).
+`clone_workspace` checks out the binding's `base_oid` on a branch named like the target and
+drops everything else; after the agent exits, `proposal_bundle` bundles its commits on top of
+`base_oid` (committing what it left uncommitted), and the workspace is removed.
 """
 
 from __future__ import annotations

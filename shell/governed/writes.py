@@ -1,32 +1,17 @@
 """The governed write: `aios-ledger write TASK_ID --json FILE` (`{"idempotency_key": ...}`).
 
-1. Every check the ledger can make is decided first, without writing (`decide_write_intent` on
-   the rows as read), and the target's name is held against the repository's refs (a name
-   another ref also goes by is `REF_NAME_INVALID`): a refusal leaves the ledger and the
-   repository as they were.
-2. The proposal's head is brought into the repository's quarantine namespace from its stored,
-   verified bundle.
-3. The intent is committed: the writer lease of (repository, ref) taken, fenced by the
-   binding's generation, with a sealed GOVERNED_WRITE_INTENDED event.
-4. git's own compare-and-swap moves the ref: `update-ref <ref> <new> <old>` (old is the zero id
-   for CREATE_NEW), with a reflog entry naming the write.
-5. The outcome, from git's answer and the ref as read, is committed with its sealed event and
-   the lease freed: APPLIED, or MOVED_BY_OTHER (BRANCH_MOVED / BRANCH_EXISTS: refused by git,
-   nothing written), or NOT_APPLIED.
-6. An APPLIED write is attested (`shell.attest.commits`): SLSA Provenance and a VSA of its
-   review, signed, recorded with a sealed COMMIT_ATTESTED event and attached to the commit as a
-   git note. Without a key, or if attesting fails, the write stands and its answer says why
-   it is unattested.
+The ledger and the repository cannot commit together, so a write is split into steps after
+which a crash can be recovered without guessing:
 
-A write refused by one of its checks (`WRITE_REFUSALS`: step 1, the target's name, or the
-intent's own checks; a writer lease still held after `lease_wait`) is recorded before its error
-is raised: a sealed GOVERNED_WRITE_REFUSED on the task's chain, in a transaction of its own,
-naming the code, the message, what was attempted and who tried; the writer lease is never taken.
-The same key replays the refusal (`core.tasks.refusals`).
+1. every check the ledger can make is decided without writing, so a refusal changes nothing;
+2. the proposal's head is fetched into the repository's quarantine namespace;
+3. the intent is committed with a sealed event, taking the writer lease of (repository, ref);
+4. git's own compare-and-swap moves the ref (`update-ref <ref> <new> <old>`);
+5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
+6. an APPLIED write is attested; a failure to attest leaves the write standing, unattested.
 
-A crash between 3 and 5 leaves the write INTENDED and its lease held. The same write again (same
-key), or `recover_writes`, reads the ref and records what it says: applied, not applied, or
-moved by someone else. Nothing is guessed.
+A refusal is recorded as a sealed GOVERNED_WRITE_REFUSED event. A write left INTENDED by a crash
+is settled by the same write again or by `recover_writes`, which record what the ref says.
 """
 
 from __future__ import annotations

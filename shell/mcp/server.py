@@ -1,23 +1,14 @@
 """`aios-ledger mcp`: the ledger's tools and resources for a model, over stdio or Streamable HTTP.
 
-An adapter, not a second writer: every tool call and resource read is a call of a running
-`aios-ledger serve` through `LedgerClient`, carrying the caller's own token, so the ledger's
-authorization, lease checks and idempotency decide everything and an MCP session holds no
-power its token lacks. The server keeps no ledger state: not a task, not a lease.
+An adapter, not a second writer: every call goes to a running `aios-ledger serve` through
+`LedgerClient` with the caller's own token, so an MCP session holds no power its token lacks and
+the server keeps no ledger state. Over stdio the one token of `--token-file` is checked at start;
+over HTTP each request's bearer token is checked (`LedgerTokenVerifier`, cached for
+`VERIFIED_SECONDS`) and forwarded.
 
-Who calls: over stdio, the one token of `--token-file`, checked with `GET /v1/whoami` when the
-server starts (a refused token ends it with the ledger's code). Over HTTP, each request's own
-bearer token, checked by the SDK's bearer middleware through `LedgerTokenVerifier` (whoami
-again, its answer cached for `VERIFIED_SECONDS`) and then forwarded on every call; a token the
-ledger refuses is answered 401 with a JSON-RPC error carrying the ledger's code.
-
-A refusal of a tool call is an MCP tool error (`isError`) whose text is `CODE: detail` and whose
-structured content is `{"code", "detail"}`; a refused resource read is a JSON-RPC error
-(`LEDGER_REFUSAL`) with the same text and data.
-
-The SDK (mcp 2.x) ships no MCP Tasks (the 2025-11-25 experimental `tasks/*` methods): only
-their wire types and an extension interface. A claimed ledger task is therefore not exposed as
-an MCP Task; a model follows it with `read_task` and the task resource.
+A refused tool call is an MCP tool error whose text is `CODE: detail`; a refused resource read
+is a JSON-RPC error (`LEDGER_REFUSAL`) with the same text. Claimed tasks are not exposed as MCP
+Tasks, which the SDK does not implement; a model follows a task with `read_task`.
 """
 
 from __future__ import annotations

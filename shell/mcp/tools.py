@@ -1,24 +1,16 @@
 """The tools `aios-ledger mcp` offers a model: one table, each row a name, who it is for, the
 input schema advertised to the model, and the ledger call it makes through `LedgerClient`.
 
-Every tool is a call of the ledger's HTTP API with the caller's own token: the ledger decides
-(role, grant, holder, lease, idempotency); this module only shapes the arguments into that call
-and its answer into a JSON object. Arguments are checked against the tool's schema first
-(`FIELDS_INVALID`, nothing sent); a result is judged by the ledger alone.
+Every tool is a call of the HTTP API with the caller's own token, so the ledger decides
+everything; this module only shapes arguments and answers, and checks arguments against the
+tool's schema first (`FIELDS_INVALID`, nothing sent).
 
-Idempotency keys, where a model may send the same call again after losing its answer:
-
-- `submit_*`: `mcp-submit:` + sha256 of {agent, task, lease token, result}: the same result of
-  the same attempt is one submission (a repeat is answered `idempotent: true`); another result
-  is another key, which the ledger refuses as the task moved on.
-- `verify_result`: `mcp-verify:` + sha256 of {reviewer, task, decision, reason, expected
-  digest}: the same verdict sent twice is one verdict.
-- `claim_task`: a claim without a key takes a new task each time (the client draws a key for its
-  own network retries). A model that may retry passes `idempotency_key`; its lease token is then
-  derived from the bearer token and the key (HMAC-SHA256), so the repeat is the same request and
-  gets the first claim's task and lease back, never a second task.
-
-Any argument `idempotency_key` replaces the derived key.
+A model may repeat a call after losing its answer, so writes derive their idempotency keys from
+what they say: a submission from {agent, task, lease token, result}, a verdict from {reviewer,
+task, decision, reason, expected digest}, so the same call twice is one write. A claim is keyed
+only when the model passes `idempotency_key`; its lease token is then an HMAC of the bearer
+token and the key, so a repeated claim gets the same task and lease back. An explicit
+`idempotency_key` always replaces the derived one.
 """
 
 from __future__ import annotations

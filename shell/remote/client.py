@@ -1,40 +1,16 @@
 """`LedgerClient`: the ledger over its HTTP API (`aios-ledger serve`), with TaskLedger's answers.
 
-`LedgerClient(url, token)` has the method names, arguments and answers of `TaskLedger` (and the
-two `RunStore` writes a worker makes, plus its reads), and raises the same `LedgerError` codes:
-the server answers a refusal as RFC 9457 problem+json carrying the ledger's `code` and `detail`,
-and the client raises `LedgerError(code, detail)` from it (with `.field` when the problem names
-one). Answers are the server's JSON, which is the in-process answer's JSON, so they compare
-equal to TaskLedger's.
+It has `TaskLedger`'s method names, arguments and answers (and the `RunStore` calls a worker
+makes) and raises the same `LedgerError` codes, read from the server's problem+json answers, so
+a worker runs unchanged against a local file or a remote server.
 
-Retries. A call that did not get an answer because of the network (connection refused or reset,
-a timeout, a server that died mid-answer) is sent again, at most `retries` times, after a
-jittered, doubling backoff (`backoff` seconds at first, at most `backoff_max`). Which calls may
-be sent again after the request may have reached the server:
-
-- writes with an idempotency key: create_task(s), submit_result, verify, cancel, retry; the
-  server answers a repeat with the first answer;
-- `claim`: the client ALWAYS sends a key, drawing `claim:<random>` and a lease token when the
-  caller gave none, and sends the same key and token on every retry of that call, so a claim
-  whose answer was lost is answered again with the same task and lease (never a second task);
-- `create_run`: idempotent by run id; the client draws the run id when none is given;
-- heartbeat: idempotent in effect: a repeat extends the same lease again to now+lease_seconds
-  (it may leave a second `TASK_HEARTBEAT` event);
-- release: a repeat of a release that had landed is refused as the lease is gone
-  (`LEASE_INVALID` / `INVALID_TRANSITION`): the task is back in the queue either way, which is
-  what the caller asked, and the worker treats those codes as "not ours any more";
-- reads.
-
-`claim_many` (of more than one task: one is a keyed `claim`) and `append_event` carry no key:
-they are sent again only when the connection was never made (the request cannot have reached
-the server). A `503` problem (DATABASE_BUSY, a storage error) is retried like a lost connection
-for the calls above. After the last try the call raises `LedgerError("API_UNAVAILABLE", ...)`;
-an answer that is not the API's (not JSON, or a status the contract does not give) is
-`API_PROTOCOL_ERROR`.
-
-The token is sent as `Authorization: Bearer …` and never appears in an error or a log line.
-`claim` takes `agent_id` for TaskLedger's signature; the server records the token's name as the
-agent, and the client refuses an `agent_id` other than `agent_name` when one was given.
+A call that lost its answer to the network is sent again (at most `retries` times, jittered
+doubling backoff) only where a repeat cannot do the work twice: keyed writes, answered again
+with the answer stored for their key; `claim`, for which the client always sends a key and lease
+token of its own, the same on every retry, so a lost answer never claims a second task;
+`create_run`, heartbeat, release and reads. Unkeyed writes are retried only when the connection
+was never made (docs/http-api.md, Through the API). The token is sent as
+`Authorization: Bearer …` and never appears in an error or a log line.
 """
 
 from __future__ import annotations

@@ -55,8 +55,7 @@ def settle_startup_heap() -> None:
     """Collect once, then move every object alive now (the modules, the OpenAPI document and
     its validators, the routes, the stores) to the collector's permanent generation, which no
     collection walks again: `serve` calls it once its app is built. Without it each full
-    collection walked the whole startup heap while holding the GIL: under 32 agents (bench
-    part 8) one came every second or two and paused every thread for 30-150 ms, the largest
-    part of a heartbeat's p99; after it, they take a few milliseconds."""
+    collection walks the whole startup heap while holding the GIL, pausing every thread: under
+    many agents that was the largest part of a heartbeat's tail latency (docs/benchmarks.md)."""
     gc.collect()
     gc.freeze()

@@ -1,24 +1,15 @@
 """The console's frame: sessions, CSRF, the common layout, and one wrapper (`_page_endpoint`)
 that every page goes through.
 
-A page is one `Page` row (shell/web/pages/): its path, its route name, the roles that may see
-it, its methods, its label in the navigation (None: not in it) and a plain handler that takes
-a `Visit` (the request, the signed-in `Viewer`, the parsed form of a POST, the backend) and
-answers a `Rendered` (a template and its context) or a Response (a redirect). The wrapper does
-what is common, on a worker thread (the handler's reads are the backend's, as the API's are):
-
-- the session: its cookie's id found in the store, its token's digest held to the ledger
-  (a revoked token ends the session here); signed out, a GET redirects to /sign-in and a POST
-  is 401 `UNAUTHENTICATED`;
-- the role: a viewer without one of the page's roles is 403 `FORBIDDEN` (the page is never
-  run, so a button a template hides is refused on the server too);
-- CSRF, on every POST: the form's `csrf_token` must be the session's and the browser must say
-  the request is the console's own (`Sec-Fetch-Site: same-origin`, and `Origin`, when sent,
-  this server's): else 403 `CSRF_INVALID`, the handler never run;
-- a `LedgerError` from the handler: the error page, with the code's status.
+A page is one `Page` row (shell/web/pages/) with a plain handler from a `Visit` to a `Rendered`
+or a Response. The wrapper does what is common, so that no page can skip it: it finds the
+session and holds its token's digest to the ledger (a revoked token ends the session), refuses
+a viewer without one of the page's roles before the page runs (a button a template hides is
+refused on the server too), checks CSRF on every POST (the session's token and a same-origin
+request, else 403 `CSRF_INVALID`), and renders a `LedgerError` as the error page.
 
 No token is ever put in a page, a URL, a redirect or a log line: sign-in reads it from the
-form's body, digests it, and keeps the digest.
+form's body and keeps only its digest.
 """
 
 from __future__ import annotations

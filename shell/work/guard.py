@@ -1,19 +1,14 @@
 """The agent's guard: a small process between the worker and the agent's command, so that the
 agent never outlives its worker, even a worker killed by SIGKILL.
 
-The worker starts `guarded(command)` in a new session, so the guard leads a process group of
-its own; the command and everything it starts stay in that group. The guard asks the kernel to
-signal it when the worker dies (`PR_SET_PDEATHSIG`) and then SIGKILLs the whole group, itself
-included. Otherwise it waits for the command and ends as the command ended (the same exit
-status, or death by the same signal), so the worker sees the command's own exit status; the
-worker signals the whole group to stop it.
+The worker starts the guard in a new session, so it leads a process group that the command and
+everything it starts stay in. The guard asks the kernel to signal it when the worker dies
+(`PR_SET_PDEATHSIG`) and then SIGKILLs the whole group; otherwise it ends as the command ended.
 
-Why a process and not a `preexec_fn` that sets the signal in the command itself: `preexec_fn`
-is unsafe in a threaded program (the worker runs one thread per agent), and a signal on the
-command alone would spare what the command started. The guard imports nothing but the standard
-library and runs as a script (`python -I -S guard.py`), so that it starts in milliseconds.
-A process that leaves the group on purpose (`setsid`) escapes it; under systemd the unit's
-cgroup still ends it with the service.
+It is a process rather than a `preexec_fn`, because `preexec_fn` is unsafe in a threaded program
+and a signal on the command alone would spare what the command started. It imports only the
+standard library and runs as `python -I -S guard.py` to start quickly. A process that leaves the
+group on purpose (`setsid`) escapes it; under systemd the unit's cgroup still ends it.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """`aios-ledger review`: an auxiliary run judges each submitted task from its evidence.
 
-For each SUBMITTED task the reviewer reads the evidence of the task's latest attempt (the run
-the worker recorded, with its last events when it is longer than the window), spawns a
+For each SUBMITTED task the reviewer reads the evidence of its latest attempt, spawns a
 tool-free auxiliary run whose output must be `{decision, reason}`, with the review command as
-its executor, and records the decision with `verify`. The command gets `{instruction,
-evidence, result}` as JSON on stdin and prints its decision as JSON on stdout.
+its executor, and records the decision with `verify`. The command gets `{instruction, evidence,
+result}` as JSON on stdin and prints its decision as JSON on stdout.
 
-Each review is an auxiliary run of its own, `review:TASK:ATTEMPT:N`: a review that crashed,
-timed out or answered nonsense stays FAILED, and the next round runs review N+1 (with that
-round's settings) until `max_attempts` reviews of the attempt have failed; then the task stays
-SUBMITTED for a person or its owner. A completed review is never run again: when recording its
-decision failed, the next round records the same decision (verify is idempotent by key).
-
-One reviewer over either backend (`ReviewBackend`): the ledger file (`LocalReview`: TaskLedger,
-RunStore and an AuxiliaryRunService over the file), or the HTTP API (`review --api`:
-`aios_ledger.shell.remote.review.RemoteReview`, the same service keeping its runs through the
-API's review-run routes). The round itself is the same code.
+Each review is an auxiliary run of its own, `review:TASK:ATTEMPT:N`, so a review that crashed
+or answered nonsense stays FAILED as evidence and the next round runs review N+1, until
+`max_attempts` have failed and the task is left SUBMITTED for a person. A completed review is
+never run again: if recording its decision failed, the next round records the same decision
+(verify is idempotent by key). The same round runs over the ledger file (`LocalReview`) or the
+HTTP API (`RemoteReview`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,16 @@
 """`aios-ledger worker`: claims tasks and runs a command for each, under the task's lease.
 
-For each claim the command gets the claim as JSON on stdin and `AIOS_TASK_ID`,
-`AIOS_EXECUTION_DIGEST`, `AIOS_ATTEMPT` in its environment; what it prints on stderr becomes run
-events (the evidence a reviewer reads), and the JSON object it prints on stdout is submitted as
-the result (its top-level `usage`, if any, beside it: what the attempt reports it spent). A
-command that fails, hangs past the timeout or its task's wall-time budget, or prints garbage
-leads to a submitted failure result that carries the evidence of why (exit status, last lines
-of stderr, head of the output); a lost lease stops the command and submits nothing.
+The command gets the claim as JSON on stdin; its stderr becomes run events (the evidence a
+reviewer reads) and the JSON object on its stdout is submitted as the result. A command that
+fails, hangs or prints garbage still leads to a submitted failure result carrying the evidence
+of why, so a reviewer always has something to judge; a lost lease stops the command and
+submits nothing (docs/worker.md).
 
-Up to `concurrency` commands run at once, each in a thread of its own with its own claim, lease
-and heartbeats. Each command runs under a guard (`guard.py`) in a process group of its own: the
-worker stops a command by signalling the group, and a worker that dies, even by SIGKILL, takes
-its commands with it. A stop (SIGINT/SIGTERM) ends claiming; every running command gets the
-grace period to finish, then its group is killed and its task released, QUEUED again at once.
-
-One worker over either backend: `Worker(path, config)` works on a ledger file (a TaskLedger and
-a RunStore, whose one connection each the execution threads share one call at a time);
-`Worker.over(ledger, runs, config, workspaces=...)` works over anything that has their calls
-(`WorkLedger`, `WorkRuns`): `LedgerClient` for `aios-ledger worker --api URL`, whose calls run
-side by side. Governed repositories are reached through a `WorkRepositories`: `GitWorkspaces`
-reads them in place on the ledger's host, `RemoteWorkspaces` (what `worker --api` uses) through
-the API (the base's bundle in, the proposal's bundle out); both are the same workspace code
-(`shell/git/workspace.py`). Without one, `Worker.over` prepares no workspace (`NoWorkspaces`).
+Each command runs in a thread of its own with its own claim, lease and heartbeats, under a
+guard (`guard.py`) in a process group of its own, so that a worker that dies, even by SIGKILL,
+takes its commands with it. The same worker runs over a ledger file (`Worker(path, config)`) or
+anything with the same calls (`Worker.over`), such as `LedgerClient` for `worker --api`; its
+governed repositories are reached in place or through the API (`WorkRepositories`).
 """
 
 from __future__ import annotations
@@ -207,7 +196,7 @@ class Worker:
     ) -> None:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         runs = RunStore(path, migrate=migrate)
-        # Governed repositories: workspaces, proposals, source captures (issue 19).
+        # Governed repositories: workspaces, proposals, source captures.
         workspaces = GitWorkspaces(
             path,
             migrate=migrate,

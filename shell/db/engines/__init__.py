@@ -1,27 +1,13 @@
 """The engines a ledger runs on: what one must provide, and the registry that picks one.
 
-One core, one plan format, and one module per engine (eventsourcing's recorder pattern: the
-abstract recorders in `persistence.py`, one module per database system chosen by name): SQLite
-(`sqlite`, through apsw) and PostgreSQL (`postgresql`, through psycopg 3). An engine module is
-the only place that names its driver; everything above it talks to the two protocols here:
+One core and one plan format over one module per engine (SQLite through apsw, PostgreSQL
+through psycopg 3), as in eventsourcing's recorder pattern: an engine module is the only place
+that names its driver, and everything above it talks to the `Connection` and `Database`
+protocols here. `Database(target)` picks the engine the target's URL scheme names in `ENGINES`.
 
-- `Connection`: what a transaction's work gets. It runs named statements (the texts of its
-  `dialect` in `shell/db/statements.py`, under the names of `core/statements.py`), runs a
-  plan's statements (on PostgreSQL, with the next flight: see its module), streams rows,
-  reserves event ids, and says how its events are sealed and
-  how its claim reads its candidates.
-- the Database (`connection.Database`): transactions (`write`, `read`), streaming reads
-  (`cursor_rows`), whether its event ids are dense, where its files live, whether it takes a
-  copy, its pool, its read-only fault. `Database(target)` is the Database class of the engine
-  the target's URL scheme names in `ENGINES`, the table below.
-
-An engine module provides `NAME`, `DATABASE` (its Database class), `require_ledger(target)`,
-`require_creatable(target)` and `schema_sql(target)` (`connection.EngineModule`); its
-connection class implements `Connection`. `ENGINES` names each module by its import path,
-loaded on first use (`connection.engine_for`), so that adding an engine is one module, its SQL
-(`sql/<dialect>/`) and one row here, and opening a SQLite file never imports psycopg.
-`tests/test_engine_boundary.py` holds every other module to naming no engine type, driver or
-engine module.
+`ENGINES` names each module by import path and loads it on first use, so that adding an engine
+is one module, its SQL and one row here, and opening a SQLite file never imports psycopg.
+`tests/test_engine_boundary.py` keeps every other module from naming an engine's types.
 """
 
 from __future__ import annotations
@@ -56,7 +42,7 @@ class Connection(Protocol):
     # numbered once decided (`reserve_event_ids`), and it may not extend the ledger's chain.
     row_locked: bool
     # Its statements cost round trips: a batch of writes on distinct tasks reads every item's
-    # rows in one flight before deciding any (`shell/tasks/ledger.py`), where an engine
+    # rows in one round trip before deciding any (`shell/tasks/ledger.py`), where an engine
     # without round trips reads item by item.
     reads_ahead: bool
 
@@ -140,7 +126,7 @@ class Connection(Protocol):
 
     def read_record_ahead(self, name: str, record: type[Any]) -> None:
         """In a row-locked write: an engine whose statements cost round trips reads `name` (no
-        parameters) as `record` at the end of the next flight, after the rows its reads lock."""
+        parameters) as `record` at the end of its next round trip, after the rows its reads lock."""
         ...
 
     def record_read_ahead(self, name: str) -> Any:

@@ -1,22 +1,17 @@
 """PostgreSQL, through psycopg 3: the scale-out engine, for a `postgresql://` (or `postgres://`)
-URL. A ledger URL, the connection a transaction's work gets, running a named statement on it,
-psycopg's errors as the ledger's codes, and the Database over a psycopg pool.
+URL. The ledger's URL, its connections, its named statements, psycopg's errors as the ledger's
+codes, and the Database over a psycopg pool.
 
-A URL's `search_path` query parameter (as dbmate reads it), or a `search_path` set in libpq's
-`options` parameter, names the schema the ledger lives in, default `aios_ledger`; the rest of
-the URL is libpq's, handed over as written.
+The ledger lives in the schema the URL's `search_path` names (default `aios_ledger`). A write
+takes the ledger's write lock, a transaction-scoped advisory lock: shared for a task's own
+transitions, which lock the rows they decide on, so writers of different tasks run side by
+side; exclusive for every other write, the counterpart of SQLite's `BEGIN IMMEDIATE`. A read is
+one REPEATABLE READ READ ONLY snapshot.
 
-A write is `BEGIN` (READ COMMITTED), the ledger's write lock (one transaction-scoped advisory
-lock per schema), the work, `COMMIT`. A task's own transitions (`write(..., row_locked=True)`)
-take the lock shared and lock the rows they decide on themselves, so writers of different tasks
-run side by side; their events are numbered from a sequence once decided (v3 seals do not cover
-ids). Every other write takes the lock exclusively: the counterpart of SQLite's `BEGIN
-IMMEDIATE`, under which a decision's reads stay what it read until it commits. A read is one
-REPEATABLE READ READ ONLY snapshot. Serialization failures and deadlocks are retried a bounded
-number of times (in a row-locked write, unique violations too); a server that is down or
-restarting is retried while nothing can have been committed, then answered as
-`DATABASE_UNAVAILABLE` (a write's failure during COMMIT is answered at once: its outcome is
-unknown, and the caller's idempotency key makes its retry safe; a read's is read again).
+Serialization failures and deadlocks are retried a bounded number of times; a server that is
+down is retried while nothing can have been committed, then answered `DATABASE_UNAVAILABLE`. A
+failure during COMMIT is answered at once, since its outcome is unknown; the caller's
+idempotency key makes its retry safe.
 """
 
 from __future__ import annotations
@@ -198,13 +193,11 @@ class PgConnection:
     """What a transaction's work gets on PostgreSQL (the ledger's `engines.Connection`): one
     psycopg connection (autocommit, its transactions are the Database's own BEGIN/COMMIT).
 
-    Round trips are what a transition costs here, so statements travel in flights (psycopg's
-    pipeline, one round trip each): the BEGIN and the write lock wait for the transaction's
-    first reads and go with them; a plan's writes wait for the next flight, the next reads of
-    the same transaction or its COMMIT (`commit`), and their row counts are checked when they
-    are back; event ids a plan will need are drawn at the end of the flight that locks its rows
-    (`draw_event_ids_ahead`). A transition is then one flight for its reads and one for its
-    plan and COMMIT."""
+    Round trips are what a transition costs here, so statements are sent in batches of one round
+    trip each through psycopg's pipeline (a "flight" in this module): the BEGIN and the write
+    lock go with the transaction's first reads, and a plan's writes go with the next reads or
+    the COMMIT, their row counts checked when they are back. A transition is then one round trip
+    for its reads and one for its plan and COMMIT."""
 
     dialect = "postgresql"
     # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.

@@ -1,18 +1,16 @@
 """SQLite, through apsw: the embedded engine, for a file's path (or None: in memory).
 
-A transaction's work gets a `SqliteConnection`: an apsw connection (a subclass, so everything
-apsw offers stays, for tools and tests) that also is the ledger's `engines.Connection`. Its
-helpers run a statement's text straight off apsw's statement cache, with nothing in between
-per row: the hot reads (`fetch_record`) are one call into apsw each, and a plan's statements
-run in one loop (`run_plan`).
+A transaction's work gets a `SqliteConnection`: an apsw connection subclass (so everything apsw
+offers stays available to tools and tests) that is also the ledger's `engines.Connection`. Its
+helpers run statements straight off apsw's statement cache, with nothing in between per row: a
+hot read (`fetch_record`) is one call into apsw, and a plan's statements run in one loop.
 
-`SqliteDatabase` is one such connection with the ledger's pragmas, its transactions, and the
-schema step on open. Every write runs as `BEGIN IMMEDIATE … COMMIT` through
-`SqliteDatabase.write`, which retries a busy database a bounded number of times and turns every
-storage failure into a `LedgerError`, after rolling back, so that a caller never sees an apsw
-exception and never a half-applied write. At synchronous=NORMAL the WAL is copied back in rounds
-beside the writers (`sqlite_checkpoints`); group commit (`shell/db/group_commit.py`) shares one
-commit among many writers' works.
+`SqliteDatabase` adds the ledger's pragmas, transactions and schema step on open. Every write
+runs as `BEGIN IMMEDIATE … COMMIT`, retries a busy database a bounded number of times and turns
+every storage failure into a `LedgerError` after rolling back, so a caller never sees an apsw
+exception nor a half-applied write. The WAL is copied back beside the writers
+(`sqlite_checkpoints`); group commit (`shell/db/group_commit.py`) shares one commit among many
+writers' works.
 """
 
 from __future__ import annotations
@@ -414,8 +412,8 @@ class SqliteDatabase(Database):
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             # Without the query planner stability guarantee, SQLite marks a statement whose
             # LIMIT is a bound parameter (the claim's candidate page, evidence pages) to be
-            # prepared again whenever that parameter is bound: measured, 33 µs of a 40 µs claim
-            # read, on every claim. Plans here never depend on parameter values (no ANALYZE
+            # prepared again whenever that parameter is bound, which was most of the cost of a
+            # claim's read. Plans here never depend on parameter values (no ANALYZE
             # statistics; the hot reads name their index), so nothing is lost by fixing them.
             conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         except apsw.Error as exc:

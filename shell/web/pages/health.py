@@ -4,11 +4,10 @@ batch sizes from this server's metrics), each chart inline SVG with its table be
 the link to `/metrics` for a Prometheus that scrapes the same figures.
 
 The hourly figures read the newest HEALTH_WINDOW events (a window of the primary key, grouped
-in SQL), so the page costs the same at any ledger size: counting 100,000 events took the page
-to 500 ms at 100,000 tasks (bench part 10), with 20,000 its first byte took 39 to 69 ms; a
-busier day than that shows its latest hours only. The queue's depth by hour is worked
-back from its depth now: each hour before took off what came into the queue that hour and put
-back what was claimed (an estimate: a task cancelled while queued is not told apart)."""
+in SQL), so the page costs the same at any ledger size; a day busier than the window shows its
+latest hours only. The queue's depth by hour is worked back from its depth now: each hour before
+took off what came into the queue that hour and put back what was claimed (an estimate: a task
+cancelled while queued is not told apart)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,13 @@
-"""The task page (`/tasks/{task_id}`): the task's whole record (`shell/web/task_record.py`:
-the result's first lines, its timeline, each sealed event with its seal and inclusion proof,
-each attempt with its holder, reviewer and verdict, its evidence run's events and their text,
-the auxiliary reviews and its proposal with the diff and findings, the governed writes and the
-commit's attestation), and the actions on it by role:
-
-- a reviewer verifies a submitted result (`POST /tasks/{task_id}/verification`: SUCCEEDED,
-  NEEDS_REWORK or FAILED, a reason, and the result digest the page showed);
-- an owner retries a finished task (`.../retry`), cancels one (`.../cancel`) and performs the
-  governed write of a verified proposal (`.../governed-write`);
-- an auditor (and an agent) only reads.
+"""The task page (`/tasks/{task_id}`): the task's whole record (`shell/web/task_record.py`) and the
+actions on it by role: a reviewer verifies a submitted result; an owner retries, cancels, and
+performs the governed write of a verified proposal; an auditor or agent only reads.
 
 Each action is the API's: the same request record, built from the form as the API builds it
-from the body, applied through the same store (the core's decision, its compare-and-swap and
-its idempotency), with the idempotency key the form was given when the page was rendered, so
-a form sent twice is one action. The page shows an action only where its status allows it and
-only to the roles that may take it; the Page's roles refuse anyone else on the server."""
+from the body, applied through the same store, so the console can do nothing the API would
+refuse. The form carries the idempotency key it was rendered with, so a form sent twice is one
+action. The page shows an action only where the task's status allows it and to the roles that
+may take it; the Page's roles refuse anyone else on the server.
+"""
 
 from __future__ import annotations
 
