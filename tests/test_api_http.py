@@ -666,6 +666,50 @@ def test_a_body_over_the_limit_is_413_before_parsing(scene: Scenario) -> None:
     assert scene.owner.get("/v1/tasks?limit=1").status_code == 200
 
 
+def _response_head_and_body(connection: socket.socket) -> bytes:
+    """One whole response read from `connection` (a body of `content-length` bytes)."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += connection.recv(65536)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += connection.recv(65536)
+    return head
+
+
+def test_the_rest_of_a_body_answered_413_is_never_read_as_the_next_request(
+    server: ApiServer,
+) -> None:
+    """A chunked body is answered 413 as soon as it is over the limit; what the client sends of
+    it afterwards (here more than a request head may hold) is discarded, never parsed as another
+    request's head (431), and the connection then ends."""
+    host, port = server.url.removeprefix("http://").split(":")
+    chunk = b"2000\r\n" + b" " * 0x2000 + b"\r\n"
+    with socket.create_connection((host, int(port)), timeout=60) as connection:
+        connection.sendall(
+            (
+                "POST /v1/tasks HTTP/1.1\r\n"
+                f"Host: {host}\r\n"
+                f"Authorization: Bearer {server.tokens['owner']}\r\n"
+                "Content-Type: application/json\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n"
+            ).encode()
+            + chunk * 9
+        )
+        assert _response_head_and_body(connection).startswith(b"HTTP/1.1 413 ")
+        connection.sendall(chunk * 12 + b"0\r\n\r\nGET /v1/health HTTP/1.1\r\nHost: h\r\n\r\n")
+        rest = b""
+        while part := connection.recv(65536):
+            rest += part
+    assert b" 431 " not in rest, rest[:200]
+    assert httpx.get(f"{server.url}/v1/health").status_code == 200
+
+
 def test_the_tokens_refusal_comes_before_the_bodys(scene: Scenario, server: ApiServer) -> None:
     """The body is read before the one hop that checks the token: a refused token or role is
     still what the answer says, never the body's size, shape or validity."""

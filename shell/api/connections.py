@@ -11,7 +11,8 @@ of bytes does not extend it); a connection beyond `max_connections` is answered 
 reads on, discarding, for `LINGER_SECONDS`, because closing with unread bytes would reset the
 connection and the client could lose the answer.
 
-A body's time is bounded by the app (`ApiSettings.body_timeout`), idle keep-alive by uvicorn.
+A body's time is bounded by the app (`ApiSettings.body_timeout`), idle keep-alive by uvicorn;
+the rest of a body answered before it was all in (413) is discarded the same way, then closed.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def guarded_protocol(
         _head_timer: asyncio.TimerHandle | None = None
         # A request's head has begun (or the connection is new) and is not complete yet.
         _in_head = True
+        # A request's head is complete and its body is not yet all received.
+        _in_body = False
         # Bytes received since the last head was complete, while a head was awaited.
         _head_bytes = 0
         # Refused: what arrives now is discarded, unparsed, until the connection closes.
@@ -87,6 +90,12 @@ def guarded_protocol(
 
         def data_received(self, data: bytes) -> None:
             if self._refused:
+                return
+            cycle = self.cycle
+            if self._in_body and cycle is not None and cycle.response_complete:
+                # Answered before its body was all in (413): the rest is read and discarded
+                # for a while, then the connection closes, rather than drained without bound.
+                self._linger()
                 return
             room = max(0, max_header_bytes - self._head_bytes)
             if self._awaiting_head() and len(data) > room:
@@ -117,8 +126,13 @@ def guarded_protocol(
 
         def on_headers_complete(self) -> None:
             self._in_head = False
+            self._in_body = True
             self._head_bytes = 0
             super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._in_body = False
+            super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm_head_timer()
@@ -141,6 +155,11 @@ def guarded_protocol(
                 self.transport.close()
                 return
             self.transport.write(too_large)
+            self._linger()
+
+        def _linger(self) -> None:
+            """End the connection once what was written is sent, discarding what arrives for
+            `LINGER_SECONDS` before closing it."""
             if not self.transport.can_write_eof():
                 self.transport.close()
                 return
