@@ -687,7 +687,7 @@ def test_the_rest_of_a_body_answered_413_is_never_read_as_the_next_request(
 ) -> None:
     """A chunked body is answered 413 as soon as it is over the limit; what the client sends of
     it afterwards (here more than a request head may hold) is discarded, never parsed as another
-    request's head (431), and the connection then ends."""
+    request's head (431), and the next request on the connection is answered."""
     host, port = server.url.removeprefix("http://").split(":")
     chunk = b"2000\r\n" + b" " * 0x2000 + b"\r\n"
     with socket.create_connection((host, int(port)), timeout=60) as connection:
@@ -703,11 +703,7 @@ def test_the_rest_of_a_body_answered_413_is_never_read_as_the_next_request(
         )
         assert _response_head_and_body(connection).startswith(b"HTTP/1.1 413 ")
         connection.sendall(chunk * 12 + b"0\r\n\r\nGET /v1/health HTTP/1.1\r\nHost: h\r\n\r\n")
-        rest = b""
-        while part := connection.recv(65536):
-            rest += part
-    assert b" 431 " not in rest, rest[:200]
-    assert httpx.get(f"{server.url}/v1/health").status_code == 200
+        assert _response_head_and_body(connection).startswith(b"HTTP/1.1 200 ")
 
 
 def test_the_tokens_refusal_comes_before_the_bodys(scene: Scenario, server: ApiServer) -> None:

@@ -12,7 +12,8 @@ reads on, discarding, for `LINGER_SECONDS`, because closing with unread bytes wo
 connection and the client could lose the answer.
 
 A body's time is bounded by the app (`ApiSettings.body_timeout`), idle keep-alive by uvicorn;
-the rest of a body answered before it was all in (413) is discarded the same way, then closed.
+the rest of a body answered before it was all in (413) must arrive within `header_timeout`, and
+is discarded, never parsed as the next request's head.
 """
 
 from __future__ import annotations
@@ -91,12 +92,6 @@ def guarded_protocol(
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return
-            cycle = self.cycle
-            if self._in_body and cycle is not None and cycle.response_complete:
-                # Answered before its body was all in (413): the rest is read and discarded
-                # for a while, then the connection closes, rather than drained without bound.
-                self._linger()
-                return
             room = max(0, max_header_bytes - self._head_bytes)
             if self._awaiting_head() and len(data) > room:
                 # Only what the limit leaves room for: a head still incomplete then is over it.
@@ -117,6 +112,8 @@ def guarded_protocol(
             if self._awaiting_head():
                 self._head_bytes += len(data)
                 self._arm_head_timer()  # part of a head, or bytes before a new request's
+            elif self._draining():
+                self._arm_head_timer()  # the rest of the body must come as soon as a head
             else:
                 self._disarm_head_timer()
 
@@ -131,6 +128,8 @@ def guarded_protocol(
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
+            if self._draining():
+                self._disarm_head_timer()  # the next head's time starts at its first byte
             self._in_body = False
             super().on_message_complete()
 
@@ -144,7 +143,15 @@ def guarded_protocol(
             """A head has begun and is not complete, or no request is being answered (bytes
             between requests that begin none, such as blank lines, count as a head's)."""
             cycle = self.cycle
-            return self._in_head or cycle is None or cycle.response_complete
+            if self._in_head:
+                return True
+            return not self._in_body and (cycle is None or cycle.response_complete)
+
+        def _draining(self) -> bool:
+            """Answered before its body was all in (a 413, a refused lease): the parser reads
+            the rest of the body and uvicorn discards it; it is no next request's head."""
+            cycle = self.cycle
+            return self._in_body and cycle is not None and cycle.response_complete
 
         def _refuse_head(self) -> None:
             """Answer 431 and close; while an earlier request's response is still being
@@ -155,11 +162,6 @@ def guarded_protocol(
                 self.transport.close()
                 return
             self.transport.write(too_large)
-            self._linger()
-
-        def _linger(self) -> None:
-            """End the connection once what was written is sent, discarding what arrives for
-            `LINGER_SECONDS` before closing it."""
             if not self.transport.can_write_eof():
                 self.transport.close()
                 return
@@ -178,7 +180,7 @@ def guarded_protocol(
 
         def _head_timed_out(self) -> None:
             self._head_timer = None
-            if self._awaiting_head() and not self.transport.is_closing():
+            if (self._awaiting_head() or self._draining()) and not self.transport.is_closing():
                 self.transport.close()
 
     return GuardedHttpToolsProtocol
