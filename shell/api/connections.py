@@ -11,9 +11,8 @@ of bytes does not extend it); a connection beyond `max_connections` is answered 
 reads on, discarding, for `LINGER_SECONDS`, because closing with unread bytes would reset the
 connection and the client could lose the answer.
 
-A body's time is bounded by the app (`ApiSettings.body_timeout`), idle keep-alive by uvicorn;
-the rest of a body answered before it was all in (413) must arrive within `header_timeout`, and
-is discarded, never parsed as the next request's head.
+A body's time is bounded by the app (`ApiSettings.body_timeout`), and the rest of one answered
+early (413) by `header_timeout`, discarded, never read as a head; idle keep-alive by uvicorn.
 """
 
 from __future__ import annotations
