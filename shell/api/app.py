@@ -38,6 +38,7 @@ from aios_ledger.core.projection import (
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.tasks.attempts import refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
+from aios_ledger.core.tasks.offers import operation_roles
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
@@ -663,7 +664,7 @@ def operations() -> tuple[Operation, ...]:
                 "POST",
                 f"/v1/tasks/{{task_id}}/{row.route}",
                 _OPERATION_IDS.get(row.name, row.name),
-                frozenset({row.role}) if row.role is not None else owner,
+                operation_roles(row.name),
                 task_write(row),
                 row.summary,
                 body=task_body(row),
