@@ -1,8 +1,9 @@
 """`LedgerClient`: the ledger over its HTTP API (`aios-ledger serve`), with TaskLedger's answers.
 
-It has `TaskLedger`'s method names, arguments and answers (and the `RunStore` calls a worker
-makes) and raises the same `LedgerError` codes, read from the server's problem+json answers, so
-a worker runs unchanged against a local file or a remote server.
+It has `TaskLedger`'s task methods (their one surface, `shell/tasks/surface.py`) and the
+`RunStore` calls a worker makes, and raises the same `LedgerError` codes, read from the
+server's problem+json answers, so a worker runs unchanged against a local file or a remote
+server.
 
 A call that lost its answer to the network is sent again (at most `retries` times, jittered
 doubling backoff) only where a repeat cannot do the work twice: keyed writes, answered again
@@ -266,12 +267,6 @@ class LedgerClient(TaskSurface):
         return _record(IdleReason.from_public, answer)
 
     # -- TaskSurface ----------------------------------------------------------------------
-
-    def apply(self, request: TaskRequest[A]) -> A:
-        """TaskLedger.apply over the API (see `_apply`); a record built directly is checked
-        here as `from_mapping` would check it."""
-        check_built(request, what=operation_of(request).name)
-        return self._apply(request)
 
     def _apply(self, request: TaskRequest[A]) -> A:
         """The request record sent as its wire form (`wire_form`: every field, its key and

@@ -2,9 +2,9 @@
 
 Each keyword method builds its operation's request record and hands it to `_apply` (one
 record) or `_apply_all` (a batch), which each class implements: the ledger in a transaction of
-its own, the client as the record's wire form on its operation's route. The methods both must
-answer alike (`apply`, the claims, the reads) are abstract here, so a class that lacks one, or
-answers it with another signature, fails mypy.
+its own, the client as the record's wire form on its operation's route. The methods each side
+answers its own way (`apply_all`, the claims, the reads) are abstract here, so a class that
+lacks one, or answers it with another signature, fails mypy.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from aios_ledger.core import (
     VerifyRequest,
 )
 from aios_ledger.core.batches import structure_batch
+from aios_ledger.core.structuring import check_built
 from aios_ledger.core.tasks.answers import ReleaseAnswer, TaskDetail
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
 
 A = TypeVar("A")
@@ -61,11 +63,12 @@ class TaskSurface(abc.ABC):
     def _apply_all(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
         """Checked request records, applied in one transaction, all or none."""
 
-    @abc.abstractmethod
     def apply(self, request: TaskRequest[A]) -> A:
         """The write `request` asks for (its operation's row of `TASK_OPERATIONS`), answered as
         the keyword method of that operation answers; a record built directly is checked as
         `from_mapping` would check it."""
+        check_built(request, what=operation_of(request).name)
+        return self._apply(request)
 
     @abc.abstractmethod
     def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
