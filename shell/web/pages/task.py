@@ -34,8 +34,8 @@ from anyio import from_thread
 from starlette.responses import Response
 
 OWNERS = frozenset({OWNER})
-# The console's task actions: the lifecycle operation each is (the core says when it is open).
-ACTIONS = {"verify": "verify", "retry": "retry", "cancel": "cancel"}
+# The lifecycle operations the page has a form for (the core says when each is open).
+ACTIONS = ("verify", "retry", "cancel")
 DECISIONS = tuple(decision.value for decision in VerifyDecision)
 # A reason in the timeline is shown to this many characters (a reason may have 1,000, an agent's
 # error say, on each of the window's events): the whole is the history's JSON, a link away.
@@ -64,7 +64,7 @@ def task_page(visit: Visit) -> Rendered:
     task_result, execution = record.task["result"], envelope(record.task)
     applied = any(write["type"] == "GOVERNED_WRITE_APPLIED" for write in record.writes)
     allowed = open_operations(status, viewer.principal.roles)
-    offered = {action: operation in allowed for action, operation in ACTIONS.items()}
+    offered = {action: action in allowed for action in ACTIONS}
     offered["write"] = (
         viewer.may(OWNERS) and governed_writable(status) and bool(record.proposals) and not applied
     )
