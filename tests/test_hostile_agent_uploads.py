@@ -218,13 +218,11 @@ def test_the_holder_uploads_with_the_lease_in_the_header(
     left.assert_nothing()
 
 
-def test_task_routes_check_the_holder_in_the_write_and_run_routes_before_the_body(
-    live: dict[str, Any],
-) -> None:
-    """heartbeat, result, release of another agent's task are refused by the core's decision,
-    in the write, even with the holder's own lease token: the task routes make no read of
-    their own, so their small bodies are parsed first (a body that is not JSON is refused as
-    such). Run events (another agent's run) are refused before the body is parsed."""
+def test_task_and_run_routes_check_the_holder_in_the_write(live: dict[str, Any]) -> None:
+    """heartbeat, result, release of another agent's task, and an event on another agent's
+    run, are refused by the core's decision, in the write, even with the holder's own lease
+    token: these routes make no read of their own, so their bodies are parsed first (a body
+    that is not JSON is refused as such)."""
     server = live["server"]
     stranger = server.client("agent-2")
     garbage, json_type = b"{not json", {"Content-Type": "application/json"}
@@ -241,7 +239,8 @@ def test_task_routes_check_the_holder_in_the_write_and_run_routes_before_the_bod
     run = server.client("agent").post("/v1/runs", json={"prompt": "p"})
     assert run.status_code == 201, run.text
     events = f"/v1/runs/{run.json()['run_id']}/events"
-    problem(stranger.post(events, content=garbage, headers=json_type), 403, "NOT_RUN_OWNER")
+    problem(stranger.post(events, content=garbage, headers=json_type), 422, "JSON_INVALID")
+    problem(stranger.post(events, json={"kind": "note", "payload": 1}), 403, "NOT_RUN_OWNER")
 
 
 def test_the_cli_checks_the_lease_before_reading_the_bundle(

@@ -360,6 +360,28 @@ def test_run_plans_are_golden(golden: SnapshotAssertion) -> None:
     assert golden == {"create": attrs.asdict(created), "append": attrs.asdict(appended)}
 
 
+def test_a_token_appends_only_to_its_own_sessions_runs() -> None:
+    """Run ownership is the core's: a caller a token names (HTTP, MCP, the console) appends
+    to its own session's runs and is NOT_RUN_OWNER on another's; the command line and the
+    library, the owner's own doors, append to any run."""
+    now = Timestamp.parse("2026-08-20T00:00:00Z")
+    tail = LogTail.read(1, [LEDGER_CHAIN], [])
+    run = RunRow("r-1", "alice", "p", 0, now.text, now.text)
+    append = RunEventAppendRequest.from_mapping({"run_id": "r-1", "kind": "note", "payload": None})
+    state = RunState(run, tail=tail)
+    for via in ("http", "mcp", "console"):
+        with pytest.raises(LedgerError) as refused:
+            decide_append_run_event(state, append, now=now, actor=Actor("bob", via, ("agent",)))
+        assert (refused.value.code, refused.value.detail) == (
+            "NOT_RUN_OWNER",
+            "run 'r-1' is another agent's",
+        )
+        owner = Actor("alice", via, ("agent",))
+        assert decide_append_run_event(state, append, now=now, actor=owner).response["seq"] == 1
+    for actor in (ACTOR, Actor("bob", "cli")):
+        assert decide_append_run_event(state, append, now=now, actor=actor).response["seq"] == 1
+
+
 def long_run(events: int) -> RunStore:
     runs = store()
     runs.create_run("s-1", "a long run", run_id="r-1")

@@ -655,6 +655,11 @@ def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
     return Replay(write_answer(prior, idempotent=True))
 
 
+def governed_writable(status: str) -> bool:
+    """Whether a task of `status` may have its proposal written: only a verified success."""
+    return status == TaskStatus.SUCCEEDED
+
+
 def decide_write_intent(
     state: WriteState, request: WriteRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
@@ -665,7 +670,7 @@ def decide_write_intent(
         return _replay_write(state.prior, request.task_id)
     replay_refusal(state.refused, write_request_digest(request))
     task = _require_task(request.task_id, state.task)
-    if task.status != TaskStatus.SUCCEEDED:
+    if not governed_writable(task.status):
         raise LedgerError(
             "TASK_NOT_VERIFIED", f"task {task.task_id!r} is {task.status}, not verified SUCCEEDED"
         )

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, cast
 
 import attrs
-from aios_ledger.core.actors import Actor
+from aios_ledger.core.actors import VIA_CONSOLE, VIA_HTTP, VIA_MCP, Actor
 from aios_ledger.core.digests import canonical_json, digest_bytes
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, check_json, encode_checked
@@ -407,11 +407,15 @@ def decide_append_run_event(
     the ledger chain whose seal covers that row, so that `verify` finds the row rewritten,
     deleted or inserted. A run in the ledger's reserved forms takes events only as the
     evidence of the attempt its task is at, under that attempt's lease
-    (`_require_attempt_holder`); the sealed event names that attempt's holder."""
+    (`_require_attempt_holder`); the sealed event names that attempt's holder. A caller a
+    token names appends only to a run it owns (`_owns`), decided here on the rows the append's
+    own transaction read, so no claim can move between the check and the write."""
     require_timestamp(now)
     run = state.run
     if run is None:
         raise LedgerError("RUN_NOT_FOUND", f"no run {request.run_id!r}")
+    if actor.via in _TOKEN_VIAS and not _owns(run, state.task, actor.name):
+        raise LedgerError("NOT_RUN_OWNER", f"run {run.run_id!r} is another agent's")
     holder = None
     if is_reserved_session(run.session_id) or is_reserved_run(run.run_id):
         holder = _require_attempt_holder(run, state.task, request.lease_token, now)
@@ -451,6 +455,25 @@ def decide_append_run_event(
         (appended,),
         event,
         tail=state.tail,
+    )
+
+
+# The doors where a token names the caller: there an agent appends only to runs it owns. The
+# command line and the library are the ledger owner's own and append to any run.
+_TOKEN_VIAS = frozenset({VIA_HTTP, VIA_MCP, VIA_CONSOLE})
+
+
+def _owns(run: RunRow, task: TaskRow | None, agent: str) -> bool:
+    """Whether `agent` owns `run`: a run of its own session, or the evidence run of the attempt
+    it holds now (`task`, read in the append's transaction, is CLAIMED by it at that attempt)."""
+    if not (is_reserved_session(run.session_id) or is_reserved_run(run.run_id)):
+        return run.session_id == agent
+    return (
+        task is not None
+        and evidence_task(run.session_id) == task.task_id
+        and task.status == TaskStatus.CLAIMED
+        and task.claimed_by == agent
+        and run.run_id == evidence_run(task.task_id, task.attempt)
     )
 
 

@@ -7,10 +7,10 @@ limits before any write starts, parse and validate it, run the handler, and turn
 `LedgerError` into problem+json.
 
 A request costs one hop from the event loop to a worker thread. A request without a token is
-refused on the loop, its body unread. A route with a `guard` (a run append, a proposal upload)
-runs the guard's checks before reading the body, so a refused agent costs no read, parse or
-scan. Whether an agent holds a task is decided by the core inside the write, under the row
-lock, never by a separate read here, so it cannot race.
+refused on the loop, its body unread. A route with a `guard` (a proposal upload) runs the
+guard's checks before reading the body, so a refused agent costs no read, parse or scan.
+Whether an agent holds a task, or owns a run it appends to, is decided by the core inside the
+write, never by a separate read here, so it cannot race.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ from aios_ledger.core.projection import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.core.proofs import VerifierKey
-from aios_ledger.core.tasks.attempts import is_reserved_run, is_reserved_session, refuse_reserved
+from aios_ledger.core.tasks.attempts import refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
+from aios_ledger.core.tasks.offers import operation_roles
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
 from aios_ledger.shell.actors import VIA_HEADER, acting_as, token_actor
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
-from aios_ledger.shell.api.evidence_runs import holds_evidence_run
 from aios_ledger.shell.api.metrics import ApiMetrics
 from aios_ledger.shell.api.openapi import (
     BodyValidators,
@@ -321,23 +321,6 @@ def create_run(call: Call) -> Answer:
         raise LedgerError("FORBIDDEN", "an agent creates runs in its own session (its name)")
     run = call.backend.write_now(lambda s: s.runs.create_run(session, body["prompt"], run_id))
     return Answer(run.public(), 201)
-
-
-def require_run_owner(call: Call) -> None:
-    """The guard of appending to a run, before the body is read: a run's session never
-    changes, so whose it is can be read before the write, on a reader. Besides its own
-    session's runs, an agent writes the evidence run of the attempt it holds (the store then
-    checks that attempt's lease)."""
-    run_id = call.path("run_id")
-    run = call.backend.read_now(lambda s: s.runs.get_run(run_id))
-    if is_reserved_session(run.session_id) or is_reserved_run(run.run_id):
-        owned = call.backend.read_now(
-            lambda s: holds_evidence_run(s, call.name, run.session_id, run.run_id)
-        )
-    else:
-        owned = run.session_id == call.name
-    if not owned:
-        raise LedgerError("NOT_RUN_OWNER", f"run {run_id!r} is another agent's")
 
 
 def append_run_event(call: Call) -> Answer:
@@ -681,7 +664,7 @@ def operations() -> tuple[Operation, ...]:
                 "POST",
                 f"/v1/tasks/{{task_id}}/{row.route}",
                 _OPERATION_IDS.get(row.name, row.name),
-                frozenset({row.role}) if row.role is not None else owner,
+                operation_roles(row.name),
                 task_write(row),
                 row.summary,
                 body=task_body(row),
@@ -741,7 +724,6 @@ def operations() -> tuple[Operation, ...]:
             append_run_event,
             "append to one's own run",
             body="RunEventBody",
-            guard=require_run_owner,
             success=(201,),
         ),
         o("GET", "/v1/runs/{run_id}", "getRun", READERS, get_run, "a run"),

@@ -54,7 +54,7 @@ class Operation:
     """One route: method, path template, the roles that may call it (None: no token), the
     handler, the body's component schema (None: no body), query parameters, the statuses it
     answers with success, the media type of a success, and the route's `guard`: its checks
-    that need no body (the task's holder, a run's owner, a lease sent in a header), called with
+    that need no body (the task's holder, a lease sent in a header), called with
     the request's `Call` (its body None) after the token's and the role's and before the body
     is read, so that a caller they refuse costs no body read, no decoding and no scan."""
 

@@ -1,8 +1,9 @@
 """`LedgerClient`: the ledger over its HTTP API (`aios-ledger serve`), with TaskLedger's answers.
 
-It has `TaskLedger`'s method names, arguments and answers (and the `RunStore` calls a worker
-makes) and raises the same `LedgerError` codes, read from the server's problem+json answers, so
-a worker runs unchanged against a local file or a remote server.
+It has `TaskLedger`'s task methods (their one surface, `shell/tasks/surface.py`) and the
+`RunStore` calls a worker makes, and raises the same `LedgerError` codes, read from the
+server's problem+json answers, so a worker runs unchanged against a local file or a remote
+server.
 
 A call that lost its answer to the network is sent again (at most `retries` times, jittered
 doubling backoff) only where a repeat cannot do the work twice: keyed writes, answered again
@@ -29,40 +30,29 @@ from typing import Any, Literal, TypeVar, cast
 
 import httpx
 from aios_ledger.core import (
-    CancelAnswer,
-    CancelRequest,
     ClaimAnswer,
     ClaimBatchRequest,
     ClaimRequest,
-    CreateAnswer,
     EventView,
-    HeartbeatAnswer,
-    HeartbeatRequest,
     HistoryEntry,
     LedgerError,
-    RetryAnswer,
     RetryLaterError,
-    RetryRequest,
-    SubmitAnswer,
-    SubmitRequest,
     TaskCreateCommand,
     TaskView,
-    VerifyAnswer,
-    VerifyRequest,
 )
 from aios_ledger.core.api.event_stream import StreamParser
-from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.core.runs import RunEventRow, RunRow
 from aios_ledger.core.structuring import check_built, wire_form
-from aios_ledger.core.tasks.answers import ReleaseAnswer, TaskDetail
-from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.answers import TaskDetail
+from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.actors import VIA_HEADER
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 from aios_ledger.shell.remote.tracing import traced_transport
+from aios_ledger.shell.tasks.surface import TaskSurface, listed
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -135,7 +125,7 @@ def problem_error(response: httpx.Response) -> LedgerError:
     return error
 
 
-class LedgerClient:
+class LedgerClient(TaskSurface):
     """TaskLedger's calls, and a worker's run writes, over the HTTP API (see the module)."""
 
     def __init__(
@@ -276,18 +266,16 @@ class LedgerClient:
             raise LedgerError("API_PROTOCOL_ERROR", "idle reason: expected an object")
         return _record(IdleReason.from_public, answer)
 
-    # -- TaskLedger -----------------------------------------------------------------------
+    # -- TaskSurface ----------------------------------------------------------------------
 
-    def apply(self, request: TaskRequest[A]) -> A:
-        """TaskLedger.apply over the API: the request record, built once by the caller, sent
-        as its wire form (`wire_form`: every field, its key and lease token included, but the
-        task, which the path names, and the acting agent, which the server takes from the
-        token) to the route of its operation (`TASK_OPERATIONS`). A claim always carries a
-        key (drawn here with a lease token when it has none), so that a retry after a lost
-        answer gets the same claim. Expiring leases is the server's own (no route):
-        `FIELDS_INVALID`."""
+    def _apply(self, request: TaskRequest[A]) -> A:
+        """The request record sent as its wire form (`wire_form`: every field, its key and
+        lease token included, but the task, which the path names, and the acting agent, which
+        the server takes from the token) to the route of its operation (`TASK_OPERATIONS`). A
+        claim always carries a key (drawn here with a lease token when it has none), so that a
+        retry after a lost answer gets the same claim. Expiring leases is the server's own (no
+        route): `FIELDS_INVALID`."""
         row = operation_of(request)
-        check_built(request, what=row.name)
         if isinstance(request, ClaimRequest):
             return cast(A, self._claim(request))
         if isinstance(request, ClaimBatchRequest):
@@ -301,30 +289,22 @@ class LedgerClient:
         body = wire_form(request, without=("task_id", "agent_id"))
         return cast(A, self._json("POST", api_path("tasks", task_id, row.route), body=body))
 
-    def apply_all(self, requests: Iterable[TaskCreateCommand]) -> list[CreateAnswer]:
+    def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
         """TaskLedger.apply_all of creates (the API's one batch write): one request, one
         transaction, all or none."""
-        commands = [self._command(command) for command in cast(Any, _plain(requests))]
-        body = [wire_form(command) for command in commands]
-        answer = self._json("POST", api_path("tasks"), body=body, expect=(201,))
-        return cast(list[CreateAnswer], answer)
+        commands = cast(Iterable[object], listed(requests))
+        return self._apply_all([self._command(command) for command in commands])
+
+    def _apply_all(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
+        body = [wire_form(command) for command in requests]
+        return cast(list[A], self._json("POST", api_path("tasks"), body=body, expect=(201,)))
 
     @staticmethod
-    def _command(command: object) -> TaskCreateCommand:
+    def _command(command: object) -> TaskRequest[Any]:
         if not isinstance(command, TaskCreateCommand):
             raise LedgerError("FIELDS_INVALID", "a batch over the API holds creates only")
         check_built(command, what="create")
         return command
-
-    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
-        command = {"task": _plain(mapping), "idempotency_key": idempotency_key}
-        return self.apply(TaskCreateCommand.from_mapping(command))
-
-    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
-        commands = structure_batch(
-            _plain(items), TaskCreateCommand.from_pair, shape="(task mapping, key) pairs"
-        )
-        return self.apply_all(commands)
 
     def claim(
         self,
@@ -349,7 +329,7 @@ class LedgerClient:
         request = ClaimRequest.from_mapping(
             {
                 "agent_id": agent_id,
-                "capabilities": _plain(capabilities),
+                "capabilities": listed(capabilities),
                 "lease_seconds": lease_seconds,
                 "task_id": task_id,
                 "idempotency_key": idempotency_key,
@@ -399,7 +379,7 @@ class LedgerClient:
         batch = ClaimBatchRequest.from_mapping(
             {
                 "agent_id": agent_id,
-                "capabilities": _plain(capabilities),
+                "capabilities": listed(capabilities),
                 "lease_seconds": lease_seconds,
                 "limit": limit,
             }
@@ -424,83 +404,6 @@ class LedgerClient:
         if response.status_code == 204:
             return []
         return cast(list[ClaimAnswer], _answer(response))
-
-    def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> HeartbeatAnswer:
-        return self.apply(
-            HeartbeatRequest.from_mapping(
-                {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
-            )
-        )
-
-    def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
-        return self.apply(
-            ReleaseRequest.from_mapping(
-                {"task_id": task_id, "lease_token": lease_token, "reason": reason}
-            )
-        )
-
-    def submit_result(
-        self,
-        task_id: str,
-        *,
-        lease_token: str,
-        result: Any,
-        idempotency_key: str,
-        usage: Any = None,
-    ) -> SubmitAnswer:
-        return self.apply(
-            SubmitRequest.from_mapping(
-                {
-                    "task_id": task_id,
-                    "lease_token": lease_token,
-                    "result": result,
-                    "idempotency_key": idempotency_key,
-                    "usage": usage,
-                }
-            )
-        )
-
-    def verify(
-        self,
-        task_id: str,
-        *,
-        decision: str,
-        reason: str,
-        idempotency_key: str,
-        expected_result_digest: str | None = None,
-    ) -> VerifyAnswer:
-        return self.apply(
-            VerifyRequest.from_mapping(
-                {
-                    "task_id": task_id,
-                    "decision": decision,
-                    "reason": reason,
-                    "idempotency_key": idempotency_key,
-                    "expected_result_digest": expected_result_digest,
-                }
-            )
-        )
-
-    def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> CancelAnswer:
-        return self.apply(
-            CancelRequest.from_mapping(
-                {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
-            )
-        )
-
-    def retry(
-        self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
-    ) -> RetryAnswer:
-        return self.apply(
-            RetryRequest.from_mapping(
-                {
-                    "task_id": task_id,
-                    "reason": reason,
-                    "idempotency_key": idempotency_key,
-                    "extra_attempts": extra_attempts,
-                }
-            )
-        )
 
     def get(self, task_id: str) -> TaskDetail:
         return cast(TaskDetail, self._json("GET", api_path("tasks", task_id)))
@@ -741,30 +644,6 @@ def _query(value: object, name: str) -> object:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     raise LedgerError("FIELDS_INVALID", f"{name} must be text or an integer")
-
-
-def _plain(value: object) -> object:
-    """A Python sequence (a tuple, a generator) as the JSON array TaskLedger reads it as."""
-    if isinstance(value, list | str | bytes | Mapping) or value is None:
-        return value
-    try:
-        return list(cast(Iterable[object], value))
-    except TypeError:
-        return value
-
-
-def _pairs(items: object) -> object:
-    listed = _plain(items)
-    if not isinstance(listed, list):
-        return listed
-    body: list[object] = []
-    for item in listed:
-        pair = _plain(item)
-        if isinstance(pair, list) and len(pair) == 2:
-            body.append({"task": _plain(pair[0]), "idempotency_key": pair[1]})
-        else:
-            body.append(pair)
-    return body
 
 
 def _record(build: Callable[[Mapping[str, Any]], T], answer: object) -> T:

@@ -18,24 +18,17 @@ from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core import (
-    CancelAnswer,
-    CancelRequest,
     ClaimAnswer,
     ClaimBatchRequest,
     ClaimRequest,
-    CreateAnswer,
     EventRow,
     EventView,
     ExpireAnswer,
     ExpireRequest,
     ExpiryState,
-    HeartbeatAnswer,
-    HeartbeatRequest,
     HistoryEntry,
     IdempotencyRow,
     LedgerError,
-    RetryAnswer,
-    RetryRequest,
     SubmitAnswer,
     SubmitRequest,
     TaskCreateCommand,
@@ -63,11 +56,11 @@ from aios_ledger.core.tasks import (
     refuse_ungranted,
     task_history,
 )
-from aios_ledger.core.tasks.answers import ReleaseAnswer, TaskDetail, event_view
+from aios_ledger.core.tasks.answers import TaskDetail, event_view
 from aios_ledger.core.tasks.budgets import SpendTotals
 from aios_ledger.core.tasks.decisions import decide_task
 from aios_ledger.core.tasks.listing import TaskPageRequest
-from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.transitions import Lease, operation_of
 from aios_ledger.core.work import IdleReason, idle_reason
 from aios_ledger.shell.actors import current_actor
@@ -88,6 +81,7 @@ from aios_ledger.shell.db.run import (
 )
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
+from aios_ledger.shell.tasks.surface import TaskSurface
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # How many passed leases one claim takes over before it claims: a claim stays short, and the
@@ -115,7 +109,7 @@ def _task(conn: Connection, task_id: str) -> TaskRow | None:
     return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
 
 
-class TaskLedger:
+class TaskLedger(TaskSurface):
     """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
 
     `clock` returns an aware datetime (default: the system clock), read as a `Timestamp`;
@@ -404,22 +398,6 @@ class TaskLedger:
 
         return self._write(write)
 
-    def create_task(self, mapping: Mapping[str, Any], *, idempotency_key: str) -> CreateAnswer:
-        """Enqueue one task (`TASK_CREATED`); `task_id` is generated when absent."""
-        return self._apply(
-            TaskCreateCommand.from_mapping({"task": mapping, "idempotency_key": idempotency_key})
-        )
-
-    def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
-        """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
-        all of them are written (or replayed) or, when one is refused, none: the error is that
-        item's, its detail starts with `item N:`."""
-        return self._apply_all(
-            structure_batch(
-                _listed(items), TaskCreateCommand.from_pair, shape="(task mapping, key) pairs"
-            )
-        )
-
     def claim(
         self,
         *,
@@ -485,48 +463,6 @@ class TaskLedger:
             grant=grant,
         )
 
-    def heartbeat(self, task_id: str, *, lease_token: str, lease_seconds: int) -> HeartbeatAnswer:
-        """Extend the lease (`TASK_HEARTBEAT`): `lease_expires_at` becomes now + lease_seconds."""
-        return self._apply(
-            HeartbeatRequest.from_mapping(
-                {"task_id": task_id, "lease_token": lease_token, "lease_seconds": lease_seconds}
-            )
-        )
-
-    def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
-        """Give the lease back before it ends (`TASK_RELEASED`, with the reason and the
-        attempt): the task is QUEUED again at once, or FAILED when that was its last attempt,
-        since the released attempt stays counted. A stale holder is fenced as for heartbeat."""
-        return self._apply(
-            ReleaseRequest.from_mapping(
-                {"task_id": task_id, "lease_token": lease_token, "reason": reason}
-            )
-        )
-
-    def submit_result(
-        self,
-        task_id: str,
-        *,
-        lease_token: str,
-        result: Any,
-        idempotency_key: str,
-        usage: Any = None,
-    ) -> SubmitAnswer:
-        """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released.
-        `usage`: what the attempt spent ({input_tokens, output_tokens, cost: {micros,
-        currency}}), recorded and held against the task's budget."""
-        return self._apply(
-            SubmitRequest.from_mapping(
-                {
-                    "task_id": task_id,
-                    "lease_token": lease_token,
-                    "result": result,
-                    "idempotency_key": idempotency_key,
-                    "usage": usage,
-                }
-            )
-        )
-
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, in order; each item is
         {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
@@ -570,31 +506,6 @@ class TaskLedger:
             structure_batch(
                 _listed(items),
                 lambda item: VerifyRequest.from_mapping(_acting(item, reviewer)),
-            )
-        )
-
-    def cancel(self, task_id: str, *, reason: str, idempotency_key: str) -> CancelAnswer:
-        """Cancel a task in any non-terminal state (`TASK_CANCELLED`); its lease is released."""
-        return self._apply(
-            CancelRequest.from_mapping(
-                {"task_id": task_id, "reason": reason, "idempotency_key": idempotency_key}
-            )
-        )
-
-    def retry(
-        self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
-    ) -> RetryAnswer:
-        """Send a FAILED or CANCELLED task back to QUEUED (`TASK_REQUEUED`, with the reason), its
-        `max_attempts` raised by `extra_attempts` (1 to 100); another status is
-        `INVALID_TRANSITION`."""
-        return self._apply(
-            RetryRequest.from_mapping(
-                {
-                    "task_id": task_id,
-                    "reason": reason,
-                    "idempotency_key": idempotency_key,
-                    "extra_attempts": extra_attempts,
-                }
             )
         )
 

@@ -31,11 +31,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
-from aios_ledger.core import ClaimAnswer, HeartbeatAnswer, LedgerError, SubmitAnswer
+from aios_ledger.core import ClaimAnswer, LedgerError
 from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.runs import RunEventRow
-from aios_ledger.core.tasks.answers import ReleaseAnswer
 from aios_ledger.core.tasks.attempts import evidence_run
 from aios_ledger.core.work import (
     STDERR_TAIL_LINES,
@@ -51,6 +50,7 @@ from aios_ledger.shell.clock import Clock
 from aios_ledger.shell.git.workspace import SOURCE_CAPTURE_CAPABILITY, GitWorkspaces, Workspace
 from aios_ledger.shell.runs.store import RunStore
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.tasks.surface import TaskSurface
 from aios_ledger.shell.tracing import AgentRun, attempt_span, child_span
 from aios_ledger.shell.work.guard import guarded
 
@@ -98,30 +98,6 @@ def require_exec_program(command: str, option: str = "--exec") -> None:
             f"{option} runs {program!r}, which is not executable: chmod +x it, "
             "or run it through its interpreter",
         )
-
-
-class WorkLedger(Protocol):
-    """The ledger calls a worker makes: TaskLedger's, and LedgerClient's over HTTP."""
-
-    def claim_many(
-        self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
-    ) -> list[ClaimAnswer]: ...
-
-    def heartbeat(
-        self, task_id: str, *, lease_token: str, lease_seconds: int
-    ) -> HeartbeatAnswer: ...
-
-    def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer: ...
-
-    def submit_result(
-        self,
-        task_id: str,
-        *,
-        lease_token: str,
-        result: Any,
-        idempotency_key: str,
-        usage: Any = None,
-    ) -> SubmitAnswer: ...
 
 
 class WorkRuns(Protocol):
@@ -216,7 +192,7 @@ class Worker:
     @classmethod
     def over(
         cls,
-        ledger: WorkLedger,
+        ledger: TaskSurface,
         runs: WorkRuns,
         config: WorkerConfig,
         *,
@@ -243,7 +219,7 @@ class Worker:
     def _attach(
         self,
         config: WorkerConfig,
-        ledger: WorkLedger,
+        ledger: TaskSurface,
         runs: WorkRuns,
         workspaces: WorkRepositories,
         *,

@@ -6,7 +6,8 @@ Each action is the API's: the same request record, built from the form as the AP
 from the body, applied through the same store, so the console can do nothing the API would
 refuse. The form carries the idempotency key it was rendered with, so a form sent twice is one
 action. The page shows an action only where the task's status allows it and to the roles that
-may take it; the Page's roles refuse anyone else on the server.
+may take it, as the core answers (`core/tasks/offers.py`); the Page's roles, the core's too,
+refuse anyone else on the server.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aios_ledger.core.actors import OWNER, REVIEWER
+from aios_ledger.core.actors import OWNER
+from aios_ledger.core.git.decisions import governed_writable
 from aios_ledger.core.tasks.modes import VerifyDecision
+from aios_ledger.core.tasks.offers import open_operations, operation_roles
 from aios_ledger.core.tasks.requests import CancelRequest, RetryRequest, VerifyRequest
 from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.shell.api.app import READERS, whole_number
@@ -31,14 +34,8 @@ from anyio import from_thread
 from starlette.responses import Response
 
 OWNERS = frozenset({OWNER})
-REVIEWERS = frozenset({REVIEWER})
-# The statuses each action is offered from (the core decides; the page only offers it there).
-CANCELLABLE = frozenset(
-    {TaskStatus.QUEUED, TaskStatus.CLAIMED, TaskStatus.SUBMITTED, TaskStatus.PAUSED}
-)
-RETRYABLE = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED})
-VERIFIABLE = frozenset({TaskStatus.SUBMITTED})
-WRITABLE = frozenset({TaskStatus.SUCCEEDED})
+# The lifecycle operations the page has a form for (the core says when each is open).
+ACTIONS = ("verify", "retry", "cancel")
 DECISIONS = tuple(decision.value for decision in VerifyDecision)
 # A reason in the timeline is shown to this many characters (a reason may have 1,000, an agent's
 # error say, on each of the window's events): the whole is the history's JSON, a link away.
@@ -66,15 +63,11 @@ def task_page(visit: Visit) -> Rendered:
     status, viewer = record.task["status"], visit.viewer
     task_result, execution = record.task["result"], envelope(record.task)
     applied = any(write["type"] == "GOVERNED_WRITE_APPLIED" for write in record.writes)
-    offered = {
-        "verify": viewer.may(REVIEWERS) and status in VERIFIABLE,
-        "retry": viewer.may(OWNERS) and status in RETRYABLE,
-        "cancel": viewer.may(OWNERS) and status in CANCELLABLE,
-        "write": viewer.may(OWNERS)
-        and status in WRITABLE
-        and bool(record.proposals)
-        and not applied,
-    }
+    allowed = open_operations(status, viewer.principal.roles)
+    offered = {action: action in allowed for action in ACTIONS}
+    offered["write"] = (
+        viewer.may(OWNERS) and governed_writable(status) and bool(record.proposals) and not applied
+    )
     return Rendered(
         "task.html",
         {
@@ -158,8 +151,8 @@ def _action(
 
 PAGES = (
     Page("/tasks/{task_id}", "taskPage", task_page, READERS),
-    _action("verification", "verifyTask", _task_action(_verify), REVIEWERS),
-    _action("retry", "retryTask", _task_action(_retry), OWNERS),
-    _action("cancel", "cancelTask", _task_action(_cancel), OWNERS),
+    _action("verification", "verifyTask", _task_action(_verify), operation_roles("verify")),
+    _action("retry", "retryTask", _task_action(_retry), operation_roles("retry")),
+    _action("cancel", "cancelTask", _task_action(_cancel), operation_roles("cancel")),
     _action("governed-write", "governedWriteTask", governed_write, OWNERS),
 )

@@ -1,0 +1,56 @@
+"""Which operations of the lifecycle a caller may ask for on a task now, read from the tables.
+
+The console shows an action, and the API routes one, from these answers, so neither restates
+the transition table: a row of `TASK_OPERATIONS` is open to a caller holding its role when one
+of its outcomes has a column from the task's status in `TASK_TRANSITIONS`. The decision itself
+still refuses what the task's other facts forbid (a lease, a budget, the attempts left).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from aios_ledger.core.tasks.modes import VerifyDecision
+from aios_ledger.core.tasks.transitions import (
+    TASK_OPERATIONS,
+    TASK_TRANSITIONS,
+    TaskOperation,
+    TaskTransition,
+    expire_operation,
+    release_operation,
+    verify_operation,
+)
+
+_EITHER = (True, False)
+# Every column an operation whose outcome is chosen from the task or the request may land in.
+_CHOSEN: Mapping[str, frozenset[TaskOperation]] = {
+    "release": frozenset(release_operation(attempts_left=left) for left in _EITHER),
+    "expire": frozenset(expire_operation(attempts_left=left) for left in _EITHER),
+    "verify": frozenset(
+        verify_operation(decision, attempts_left=left)
+        for decision in VerifyDecision
+        for left in _EITHER
+    ),
+}
+
+
+def _moves_from(row: TaskTransition) -> frozenset[str]:
+    """The statuses `row` moves a task out of."""
+    outcome = row.outcome
+    outcomes = {outcome} if isinstance(outcome, TaskOperation) else _CHOSEN[row.name]
+    return frozenset(str(status) for status, column in TASK_TRANSITIONS if column in outcomes)
+
+
+def operation_roles(name: str) -> frozenset[str]:
+    """The roles that may ask for operation `name` (none: the ledger's own, as expiry is)."""
+    role = TASK_OPERATIONS[name].role
+    return frozenset() if role is None else frozenset({role})
+
+
+def open_operations(status: str, roles: Collection[str]) -> frozenset[str]:
+    """The operations a caller holding `roles` may ask for on a task of `status` now."""
+    return frozenset(
+        row.name
+        for row in TASK_OPERATIONS.values()
+        if row.role in roles and status in _moves_from(row)
+    )
