@@ -49,9 +49,6 @@ LEGACY_TABLES = frozenset({"tasks", "events"})
 _FILE_NAME = re.compile(r"^(\d+)_([a-z0-9_]+)\.sql$")
 _UP = "-- migrate:up"
 _DOWN = "-- migrate:down"
-# The first line of an up section that changes nothing on its engine: the engines share one
-# numbering (same number, same name), and where one of them needs nothing the file says so.
-NO_OP_MARKER = "-- aios-ledger: no-op on this engine"
 
 
 @attrs.frozen
@@ -60,12 +57,6 @@ class Migration:
     name: str
     up: str
     down: str
-
-    @property
-    def is_no_op(self) -> bool:
-        """Whether the migration changes nothing on its engine (`NO_OP_MARKER`): one added
-        below a database's newest is recorded, not refused as a deleted row."""
-        return self.up.startswith(NO_OP_MARKER)
 
 
 @attrs.frozen
@@ -120,7 +111,7 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
             )
         applied = set(view.applied)
         pending = tuple(m for m in known if m.version not in applied)
-        _refuse_missing_earlier(pending, view.applied)
+        _refuse_missing_earlier(pending, view.applied, view.tables)
         return MigrationPlan(pending=pending, adopt_legacy=False)
     user_tables = view.tables
     if not user_tables:
@@ -139,22 +130,24 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
     return MigrationPlan(pending=tuple(known), adopt_legacy=True)
 
 
-def _refuse_missing_earlier(pending: Sequence[Migration], applied: Sequence[str]) -> None:
-    """A migration pending below the newest applied one was applied once (every release applies
-    them in order) and its `schema_migrations` row is gone: its tables are there, so running it
-    again would fail half-way (`table ... already exists`). Refused before anything is written,
-    naming the version, so that the operator restores the row rather than the ledger guessing.
-    A no-op below the newest is no such row: a ledger migrated before the engines shared one
-    numbering never had it, and recording it changes nothing."""
-    if not applied:
-        return
-    newest = max(applied)
-    missing = [m.version for m in pending if m.version < newest and not m.is_no_op]
+def _refuse_missing_earlier(
+    pending: Sequence[Migration], applied: Sequence[str], tables: frozenset[str]
+) -> None:
+    """A pending migration that a release applied once (every release applies them in order):
+    below the newest applied one, or the baseline of a database whose tables are there. Its
+    `schema_migrations` row was deleted behind the ledger's back, and running it again would
+    fail half-way (`table ... already exists`): refused before anything is written, naming the
+    version, so that the operator restores the row rather than the ledger guessing."""
+    if applied:
+        newest = max(applied)
+        missing = [m.version for m in pending if m.version < newest]
+    else:
+        missing = [pending[0].version] if pending and tables - {"schema_migrations"} else []
     if missing:
         raise LedgerError(
             "SCHEMA_MIGRATIONS_INCONSISTENT",
-            f"schema_migrations records {newest} applied but not the earlier {missing}: a row "
-            "was deleted behind the ledger's back (its tables are there; applying it again "
+            f"schema_migrations does not record {missing} applied, yet the database holds "
+            "its tables: a row was deleted behind the ledger's back (applying it again "
             f"would fail). Restore it (INSERT INTO schema_migrations(version) VALUES "
             f"('{missing[0]}')), or restore the database from a backup; nothing was changed",
         )

@@ -77,6 +77,8 @@ DIFFERING = frozenset(
 # SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints.
 SQLITE_ALONE = frozenset(
     [
+        "legacy_adopt_copy",
+        "legacy_adopt_set_aside",
         "legacy_create_tables",
         "legacy_insert_event",
         "legacy_insert_task",

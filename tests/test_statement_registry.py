@@ -204,7 +204,8 @@ def test_a_plain_statement_is_an_insert(dialect: str, statement: Statement) -> N
         assert statement.guard == ()
 
 
-@pytest.mark.parametrize("name", sorted(statements()))
+# The adoption's copy reads the older runtime's tables, set aside under names no ledger has.
+@pytest.mark.parametrize("name", sorted(set(statements()) - {"legacy_adopt_copy"}))
 def test_every_named_statement_compiles_against_the_schema(
     schema: apsw.Connection, name: str
 ) -> None:
