@@ -2,7 +2,8 @@
 
 Three cases: a database this library (or dbmate) migrated, whose `schema_migrations` says what
 is applied; an empty file; and a database the older runtime left behind (exactly its `tasks`
-and `events` tables), which is adopted in place. Anything else is refused rather than written.
+and `events` tables), which is adopted in place. A ledger of a 0.x release (its own migration
+history) is brought to 1.0 by `upgrade` alone. Anything else is refused rather than written.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ LEGACY_EVENT_COLUMNS = (
     "created_at",
 )
 LEGACY_TABLES = frozenset({"tasks", "events"})
+# The migration history of the last 0.x release: its schema is the 1.0 baseline's, and `upgrade`
+# replaces that history (and the seals) with the baseline's.
+ZERO_X_MIGRATIONS = frozenset(
+    ["0001", *(f"{number:04}" for number in range(3, 29) if number != 17)]
+)
 _FILE_NAME = re.compile(r"^(\d+)_([a-z0-9_]+)\.sql$")
 _UP = "-- migrate:up"
 _DOWN = "-- migrate:down"
@@ -102,6 +108,7 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
     if len(set(versions)) != len(versions) or versions != sorted(versions):
         raise LedgerError("MIGRATION_INVALID", f"migration versions must be unique: {versions}")
     if "schema_migrations" in view.tables:
+        _refuse_zero_x(known, view)
         unknown = sorted(set(view.applied) - set(versions))
         if unknown:
             raise LedgerError(
@@ -128,6 +135,45 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
             "not the older runtime's tasks/events layout; refusing to write to it",
         )
     return MigrationPlan(pending=tuple(known), adopt_legacy=True)
+
+
+def is_zero_x(known: Sequence[Migration], view: CatalogueView) -> bool:
+    """Whether the database is a ledger of a 0.x release: its history is 0.x's and holds a
+    migration this version does not know."""
+    applied = set(view.applied)
+    return bool(applied - {m.version for m in known}) and applied <= ZERO_X_MIGRATIONS
+
+
+def _refuse_zero_x(known: Sequence[Migration], view: CatalogueView) -> None:
+    if is_zero_x(known, view):
+        raise LedgerError(
+            "LEDGER_NEEDS_UPGRADE",
+            f"the database is a ledger of aios-ledger 0.x (migrations up to {max(view.applied)}):"
+            " run `aios-ledger upgrade` once to make it a 1.0 ledger; nothing was changed",
+        )
+
+
+def plan_upgrade(known: Sequence[Migration], view: CatalogueView) -> bool:
+    """Whether `upgrade` has work: True for a ledger of the last 0.x release, False for a 1.0
+    ledger (nothing to do). A 0.x ledger behind the last release, or any other database, is
+    refused: `upgrade` starts only from the schema the 1.0 baseline is."""
+    if is_zero_x(known, view):
+        missing = sorted(ZERO_X_MIGRATIONS - set(view.applied))
+        if missing:
+            raise LedgerError(
+                "UPGRADE_NEEDS_LAST_0X",
+                f"the 0.x ledger lacks its migrations {missing}: first run the last 0.x "
+                "release's `aios-ledger migrate` (to 0028), then `aios-ledger upgrade`; "
+                "nothing was changed",
+            )
+        return True
+    if plan_migrations(known, view).is_current:
+        return False
+    raise LedgerError(
+        "UPGRADE_NOT_A_LEDGER",
+        "the database is not a ledger of aios-ledger 0.x nor a current one: "
+        "`aios-ledger migrate` makes or adopts a ledger; nothing was changed",
+    )
 
 
 def _refuse_missing_earlier(
