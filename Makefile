@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 
 # The browser tests (tests/test_console_browser.py, in `make check`) drive the system Chromium
 # (/usr/bin/chromium).
-.PHONY: setup bytecode demo test check lint soak bench-setup bench bench-quick bench-smoke schema docs screenshots readme-check clean
+.PHONY: setup bytecode demo test check lint soak bench-setup bench bench-quick bench-smoke docs screenshots readme-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -87,13 +87,6 @@ bench-smoke: bench-setup
 # a seeded ledger, `serve`, the system Chromium under Playwright (tools/screenshots.py).
 screenshots: $(STAMP) $(AXE)
 	$(PY) tools/screenshots.py
-
-# PostgreSQL's schema.sql needs a server (a scratch schema is migrated there and dropped).
-AIOS_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
-schema: $(STAMP)
-	$(PY) -m aios_ledger.shell.cli schema-dump > sql/schema.sql
-	$(PY) -m aios_ledger.shell.cli --db '$(AIOS_TEST_POSTGRES_URL)' schema-dump > sql/postgresql/schema.sql.new
-	mv sql/postgresql/schema.sql.new sql/postgresql/schema.sql
 
 # The documentation site: docs/ as MkDocs with Material, into site/. --strict fails on a broken
 # link or anchor and on a page missing from the nav (mkdocs.yml); the benchmark-results page is

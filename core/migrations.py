@@ -2,7 +2,8 @@
 
 Three cases: a database this library (or dbmate) migrated, whose `schema_migrations` says what
 is applied; an empty file; and a database the older runtime left behind (exactly its `tasks`
-and `events` tables), which is adopted in place. Anything else is refused rather than written.
+and `events` tables), which is adopted in place. A ledger of a 0.x release (its own migration
+history) is brought to 1.0 by `upgrade` alone. Anything else is refused rather than written.
 """
 
 from __future__ import annotations
@@ -46,12 +47,14 @@ LEGACY_EVENT_COLUMNS = (
     "created_at",
 )
 LEGACY_TABLES = frozenset({"tasks", "events"})
+# The migration history of the last 0.x release: its schema is the 1.0 baseline's, and `upgrade`
+# replaces that history (and the seals) with the baseline's.
+ZERO_X_MIGRATIONS = frozenset(
+    ["0001", *(f"{number:04}" for number in range(3, 29) if number != 17)]
+)
 _FILE_NAME = re.compile(r"^(\d+)_([a-z0-9_]+)\.sql$")
 _UP = "-- migrate:up"
 _DOWN = "-- migrate:down"
-# The first line of an up section that changes nothing on its engine: the engines share one
-# numbering (same number, same name), and where one of them needs nothing the file says so.
-NO_OP_MARKER = "-- aios-ledger: no-op on this engine"
 
 
 @attrs.frozen
@@ -60,12 +63,6 @@ class Migration:
     name: str
     up: str
     down: str
-
-    @property
-    def is_no_op(self) -> bool:
-        """Whether the migration changes nothing on its engine (`NO_OP_MARKER`): one added
-        below a database's newest is recorded, not refused as a deleted row."""
-        return self.up.startswith(NO_OP_MARKER)
 
 
 @attrs.frozen
@@ -111,6 +108,7 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
     if len(set(versions)) != len(versions) or versions != sorted(versions):
         raise LedgerError("MIGRATION_INVALID", f"migration versions must be unique: {versions}")
     if "schema_migrations" in view.tables:
+        _refuse_zero_x(known, view)
         unknown = sorted(set(view.applied) - set(versions))
         if unknown:
             raise LedgerError(
@@ -120,7 +118,7 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
             )
         applied = set(view.applied)
         pending = tuple(m for m in known if m.version not in applied)
-        _refuse_missing_earlier(pending, view.applied)
+        _refuse_missing_earlier(pending, view.applied, view.tables)
         return MigrationPlan(pending=pending, adopt_legacy=False)
     user_tables = view.tables
     if not user_tables:
@@ -139,22 +137,63 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
     return MigrationPlan(pending=tuple(known), adopt_legacy=True)
 
 
-def _refuse_missing_earlier(pending: Sequence[Migration], applied: Sequence[str]) -> None:
-    """A migration pending below the newest applied one was applied once (every release applies
-    them in order) and its `schema_migrations` row is gone: its tables are there, so running it
-    again would fail half-way (`table ... already exists`). Refused before anything is written,
-    naming the version, so that the operator restores the row rather than the ledger guessing.
-    A no-op below the newest is no such row: a ledger migrated before the engines shared one
-    numbering never had it, and recording it changes nothing."""
-    if not applied:
-        return
-    newest = max(applied)
-    missing = [m.version for m in pending if m.version < newest and not m.is_no_op]
+def is_zero_x(known: Sequence[Migration], view: CatalogueView) -> bool:
+    """Whether the database is a ledger of a 0.x release: its history is 0.x's and holds a
+    migration this version does not know."""
+    applied = set(view.applied)
+    return bool(applied - {m.version for m in known}) and applied <= ZERO_X_MIGRATIONS
+
+
+def _refuse_zero_x(known: Sequence[Migration], view: CatalogueView) -> None:
+    if is_zero_x(known, view):
+        raise LedgerError(
+            "LEDGER_NEEDS_UPGRADE",
+            f"the database is a ledger of aios-ledger 0.x (migrations up to {max(view.applied)}):"
+            " run `aios-ledger upgrade` once to make it a 1.0 ledger; nothing was changed",
+        )
+
+
+def plan_upgrade(known: Sequence[Migration], view: CatalogueView) -> bool:
+    """Whether `upgrade` has work: True for a ledger of the last 0.x release, False for a 1.0
+    ledger (nothing to do). A 0.x ledger behind the last release, or any other database, is
+    refused: `upgrade` starts only from the schema the 1.0 baseline is."""
+    if is_zero_x(known, view):
+        missing = sorted(ZERO_X_MIGRATIONS - set(view.applied))
+        if missing:
+            raise LedgerError(
+                "UPGRADE_NEEDS_LAST_0X",
+                f"the 0.x ledger lacks its migrations {missing}: first run the last 0.x "
+                "release's `aios-ledger migrate` (to 0028), then `aios-ledger upgrade`; "
+                "nothing was changed",
+            )
+        return True
+    if plan_migrations(known, view).is_current:
+        return False
+    raise LedgerError(
+        "UPGRADE_NOT_A_LEDGER",
+        "the database is not a ledger of aios-ledger 0.x nor a current one: "
+        "`aios-ledger migrate` makes or adopts a ledger; nothing was changed",
+    )
+
+
+def _refuse_missing_earlier(
+    pending: Sequence[Migration], applied: Sequence[str], tables: frozenset[str]
+) -> None:
+    """A pending migration that a release applied once (every release applies them in order):
+    below the newest applied one, or the baseline of a database whose tables are there. Its
+    `schema_migrations` row was deleted behind the ledger's back, and running it again would
+    fail half-way (`table ... already exists`): refused before anything is written, naming the
+    version, so that the operator restores the row rather than the ledger guessing."""
+    if applied:
+        newest = max(applied)
+        missing = [m.version for m in pending if m.version < newest]
+    else:
+        missing = [pending[0].version] if pending and tables - {"schema_migrations"} else []
     if missing:
         raise LedgerError(
             "SCHEMA_MIGRATIONS_INCONSISTENT",
-            f"schema_migrations records {newest} applied but not the earlier {missing}: a row "
-            "was deleted behind the ledger's back (its tables are there; applying it again "
+            f"schema_migrations does not record {missing} applied, yet the database holds "
+            "its tables: a row was deleted behind the ledger's back (applying it again "
             f"would fail). Restore it (INSERT INTO schema_migrations(version) VALUES "
             f"('{missing[0]}')), or restore the database from a backup; nothing was changed",
         )

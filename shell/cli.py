@@ -46,7 +46,7 @@ from aios_ledger.shell.tracing import start_tracing
 COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "aios_ledger.shell.projection.cli",
-        ("init", "migrate", "binding", "project", "events", "schema-dump"),
+        ("init", "migrate", "upgrade", "binding", "project", "events", "schema-dump"),
     ),
     (
         "aios_ledger.shell.tasks.cli",
@@ -138,7 +138,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "the database",
         "its schema and migrations, and moving a ledger to PostgreSQL",
-        ("migrate", "schema-dump", "copy"),
+        ("migrate", "upgrade", "schema-dump", "copy"),
     ),
 )
 

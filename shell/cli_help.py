@@ -336,6 +336,9 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
         ("aios-ledger migrate --status", "the migrations applied and pending"),
         ("aios-ledger migrate", "apply the pending ones"),
     ),
+    "upgrade": (
+        ("aios-ledger --db ledger.db upgrade", "a 0.x ledger (at its migration 0028) made 1.0"),
+    ),
     "schema-dump": (("aios-ledger schema-dump > schema.sql", "the schema after all migrations"),),
     "copy": (
         (

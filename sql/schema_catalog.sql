@@ -2,3 +2,7 @@
 
 -- name: record_migration!
 INSERT INTO schema_migrations(version) VALUES (:version);
+
+-- name: forget_migrations!
+-- `upgrade`: the 0.x history goes, and the baseline is recorded in its place.
+DELETE FROM schema_migrations;

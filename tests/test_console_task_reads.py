@@ -22,11 +22,11 @@ from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.web.task_record import EVENTS_SHOWN, TaskRecord, read_task_record
 from conftest import both_engines
+from schema_support import schema_script
 
 pytest_generate_tests = both_engines
 
 TOKEN = "t" * 43
-ROOT = Path(__file__).resolve().parents[1]
 PAGE_READS = (
     "console_task_event_count",
     "console_task_events_before",
@@ -158,7 +158,7 @@ def test_each_window_shows_the_attempt_of_the_last_earlier_event_that_names_one(
 def test_each_read_of_the_page_searches_the_tasks_index(name: str) -> None:
     """SQLite's plan: down events_by_task (task_id, event_id), never a scan of the events."""
     conn = apsw.Connection(":memory:")
-    conn.execute((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    conn.execute(schema_script())
     params = {"task_id": "t", "before": 10, "limit": EVENTS_SHOWN + 1}
     plan = [str(row[3]) for row in conn.execute(statements("sqlite")[name].sql, params, explain=2)]
     conn.close()

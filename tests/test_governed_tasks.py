@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,10 +53,8 @@ from legacy_fixtures import (
     OWNER,
     TASK,
     binding,
-    dump,
     projection_mapping,
 )
-from migration_support import roll_back_script
 
 # Who the decisions here act as.
 ACTOR = Actor("tester", "library")
@@ -594,45 +591,6 @@ def test_claimers_polling_never_take_a_governed_task_before_its_projection(
 
 
 # -- the migration ------------------------------------------------------------------------------
-
-
-def _run_script(path: Path, script: str) -> None:
-    con = sqlite3.connect(path)
-    try:
-        con.executescript(script)
-    finally:
-        con.close()
-
-
-def test_a_ledger_from_before_0027_verifies_and_refuses_to_go_back_with_a_held_task(
-    tmp_path: Path,
-) -> None:
-    """A task from before 0027 has no hold (its default) and is claimed as before, and a
-    ledger holding a task awaiting its projection refuses the migration's rollback, which would
-    free it, changing nothing."""
-    path = tmp_path / "ledger.db"
-    TaskLedger(path).close()
-    _run_script(path, roll_back_script("0027", postgres=False))
-    with sqlite3.connect(path) as con:
-        columns = [row[1] for row in con.execute("PRAGMA table_info(tasks)")]
-    assert "awaiting_projection" not in columns
-    # A row as a ledger before 0027 held it; opened again, 0027 applies.
-    _run_script(
-        path,
-        "INSERT INTO tasks(task_id, goal, instructions, success_criteria_json, "
-        "required_capabilities_json, constraints_json, metadata_json, priority, max_attempts, "
-        "status, created_at, updated_at, seq) VALUES ('old', 'g', 'i', '[]', '[]', '{}', '{}', "
-        "0, 3, 'QUEUED', '2026-08-20T00:00:00.000Z', '2026-08-20T00:00:00.000Z', 1)",
-    )
-    with TaskLedger(path) as ledger:
-        assert ledger.get("old")["awaiting_projection"] is False
-        ledger.create_task(governed_task(), idempotency_key="governed")
-        assert claim_all(ledger) == ["old"]
-        assert verify_log(ledger.database).intact
-    before = dump(path)
-    with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
-        _run_script(path, "BEGIN;" + roll_back_script("0027", postgres=False) + "COMMIT;")
-    assert dump(path) == before
 
 
 def test_a_seal_or_an_archive_from_before_the_hold_still_proves_its_task_row() -> None:

@@ -26,7 +26,6 @@ from aios_ledger.shell.db.engines.sqlite import SqliteConnection
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from migration_support import roll_back_script
 from syrupy.assertion import SnapshotAssertion
 
 # Who the decisions here act as.
@@ -184,54 +183,6 @@ def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
         export_log(db, out, task_id=None)
     found = verify_export(exported).public()
     assert found["finding_counts"] == {"STATE_MISMATCH": 1}, found["findings"]
-
-
-def _as_before_0020(path: Path) -> None:
-    """The ledger as it was before migration 0020: it and those after it rolled back by their
-    own down sections, the latest first."""
-    con = sqlite3.connect(path)
-    try:
-        con.executescript(roll_back_script("0020", postgres=False))
-    finally:
-        con.close()
-
-
-def test_a_ledger_sealed_v2_verifies_after_0020_and_its_chains_go_on_v4(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "ledger.db"
-    with monkeypatch.context() as before:
-        before.setattr(SqliteConnection, "seal_version", SEAL_VERSION_2)
-        before.setattr(Actor, "stored", lambda self: None)  # nor did events name actors
-        with TaskLedger(path) as ledger:
-            ledger.create_task(
-                {"task_id": "t-1", "goal": "g", "instructions": "i"}, idempotency_key="c-1"
-            )
-            claim = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60)
-            assert claim is not None
-    _as_before_0020(path)
-    con = sqlite3.connect(path)
-    try:
-        columns = {row[1] for row in con.execute("PRAGMA table_info(event_seals)")}
-    finally:
-        con.close()
-    assert "row_changes" not in columns
-    found = _report(path)  # opening migrates
-    assert found["intact"] is True, found["findings"]
-    with TaskLedger(path) as ledger:
-        ledger.heartbeat("t-1", lease_token=claim["lease_token"], lease_seconds=60)
-        ledger.submit_result(
-            "t-1", lease_token=claim["lease_token"], result={"x": 1}, idempotency_key="s-1"
-        )
-    seals = _seals(path, "task:t-1")
-    assert [version for _, version, _, _ in seals] == [2, 2, 4, 4]
-    # The first v4 write of a row sealed v2 holds every column: the fold starts from it.
-    assert set(json.loads(seals[2][2])) == TASK_COLUMNS
-    assert seals[2][3] == chained_row_digest(None, TASKS, "t-1", seals[2][2])
-    found = _report(path)
-    assert found["intact"] is True, found["findings"]
-    _sql(path, "UPDATE tasks SET instructions = 'other' WHERE task_id = 't-1'")
-    assert _report(path)["finding_counts"] == {"STATE_MISMATCH": 1}
 
 
 def test_a_v2_chain_after_v4_seals_is_told_by_event_id(

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from aios_ledger.core import LedgerError, Timestamp
-from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.merkle import TreeHead
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.merkle import (
@@ -22,8 +21,6 @@ from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.proofs.keys import parse_signer
 from cli_runner import run_cli
 from conftest import both_engines, is_postgres
-from legacy_fixtures import _postgres_reader
-from migration_support import roll_back_script
 from test_log_support import ROUND_ROBIN, build_log, codes_at, raw_rows, tamper
 from test_proofs_notes import ENOCH_VKEY, PETER_SKEY, PETER_VKEY
 
@@ -262,74 +259,4 @@ def test_concurrent_writers_leave_every_committed_head_a_prefix(ledger_target: P
         for head in seen:
             assert tree_head_at(db, head.size) == head
             prove_consistency(db, head.size).check(final.root, head.root)
-        assert verify_log(db).intact
-
-
-def _as_before_0024(path: Path) -> None:
-    """The ledger at the layout before migration 0024 (a row per stored subtree in
-    merkle_nodes), by the down sections of 0024 and those after it, none of them applied."""
-    script = roll_back_script("0024", postgres=is_postgres(path))
-    if is_postgres(path):
-        with _postgres_reader(str(path)) as pg, pg.transaction():
-            pg.execute(script.encode())
-        return
-    import sqlite3
-
-    con = sqlite3.connect(path)
-    try:
-        con.executescript(script)
-    finally:
-        con.close()
-
-
-def _tree_answers(db: Database, events: int) -> list[object]:
-    head = current_tree_head(db)
-    answers: list[object] = [head]
-    answers += [tree_head_at(db, size) for size in range(head.size + 1)]
-    answers += [prove_inclusion(db, event_id) for event_id in range(1, events + 1)]
-    answers += [prove_inclusion(db, event_id, 21) for event_id in range(1, 22)]
-    answers += [prove_consistency(db, old) for old in range(head.size + 1)]
-    answers += [prove_consistency(db, old, 29) for old in range(30)]
-    return answers
-
-
-def test_a_tree_stored_as_before_0024_migrates_to_the_same_roots_and_proofs(
-    ledger_target: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Migration 0024 moves each stored subtree into the row of the leaf that completes it:
-    a ledger built at the old layout (a row per subtree), migrated, answers every tree head
-    and proof as before, verifies, and goes on appending."""
-    log = ledger_target
-    with monkeypatch.context() as earlier:
-        earlier.setattr(Actor, "stored", lambda self: None)  # events named no actor then (0026)
-        build_log(log, ROUND_ROBIN)
-        build_log(log, ["t-a", "t-b", None] * 9, start=100)
-    events = len(ROUND_ROBIN) + 27
-    with Database(log) as db:
-        before = _tree_answers(db, events)
-    _as_before_0024(log)
-    stored = raw_rows(log, "SELECT level, node_index FROM merkle_nodes ORDER BY level, node_index")
-    # A tree of 39 leaves has 39 - popcount(39) = 35 complete subtrees above its leaves.
-    assert len(stored) == events - events.bit_count()
-    assert (5, 0) in stored and (1, 18) in stored
-    columns = raw_rows(
-        log,
-        "SELECT name FROM pragma_table_info('merkle_leaves')"
-        if not is_postgres(log)
-        else "SELECT column_name FROM information_schema.columns "
-        "WHERE table_schema = current_schema() AND table_name = 'merkle_leaves'",
-    )
-    assert ("nodes",) not in columns
-    with Database(log) as db:  # migrates: 0024 again
-        assert _tree_answers(db, events) == before
-        assert verify_log(db).intact
-    assert raw_rows(log, "SELECT length(nodes) FROM merkle_leaves WHERE leaf_index = 31") == [
-        (32 * 5,)
-    ]
-    build_log(log, ["t-c"], start=300)
-    with Database(log) as db:
-        head = current_tree_head(db)
-        assert head.size == events + 1
-        prove_consistency(db, events).check(head.root, before[0].root)  # type: ignore[attr-defined]
-        prove_inclusion(db, events + 1).check(head.root)
         assert verify_log(db).intact

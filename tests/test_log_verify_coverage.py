@@ -15,12 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import verify_export_lines
-from aios_ledger.core.runs import decide_append_run_event
 from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.migrator import known_migrations
@@ -97,9 +95,7 @@ def test_a_deleted_schema_migrations_row_is_refused_on_open_and_changes_nothing(
 ) -> None:
     """Before: opening re-ran the migration whose row was gone and failed half-way with
     `STORAGE_ERROR: table ... already exists`."""
-    # The newest migration below the latest that changes the schema (a no-op's row, deleted,
-    # is recorded again: nothing of it is there to fail).
-    earlier = [m.version for m in known_migrations()[:-1] if not m.is_no_op][-1]
+    earlier = known_migrations()[0].version  # the baseline
     tamper(tasks, ("DELETE FROM schema_migrations WHERE version = ?", (earlier,)))
     before = dump(tasks)
     with pytest.raises(LedgerError) as refused:
@@ -485,96 +481,3 @@ def test_every_append_is_a_sealed_event_covering_its_row(runs: Path) -> None:
     assert sum('"state":"run_events"' in line for line in lines) == 3
     checked = verify_export_lines(lines, SEALED_TABLES).public()
     assert checked["intact"] is True, checked["findings"]
-
-
-def _as_an_earlier_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Appends as they were before they were sealed: the CAS and the row, no event."""
-
-    def unsealed(state: Any, request: Any, *, now: Any, actor: Any) -> Any:
-        return attrs.evolve(
-            decide_append_run_event(state, request, now=now, actor=actor), events=(), tail=None
-        )
-
-    monkeypatch.setattr("aios_ledger.shell.runs.store.decide_append_run_event", unsealed)
-    # Nor did its events name their actors (migration 0026).
-    monkeypatch.setattr(Actor, "stored", lambda self: None)
-
-
-def test_run_events_appended_before_they_were_sealed_still_verify(
-    ledger_target: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Adoption: migration 0014 lists the events an earlier version appended unsealed (each
-    run's last seq then); those are counted as unprovable, the appends since are proven, and an
-    unsealed event that is not listed is reported."""
-    with monkeypatch.context() as earlier_version:
-        _as_an_earlier_version(earlier_version)
-        with RunStore(ledger_target) as store:
-            store.create_run("session-1", "old", run_id="r-old")
-            for number in (1, 2):
-                store.append_event("r-old", "step", {"n": number})
-    # The ledger as that version left it: before migration 0014 (and 0015, which changes only
-    # task_idempotency's CHECK, 0020, which rebuilds or widens event_seals, and 0021, which
-    # replaces a trigger of archived_events: over a ledger without a task they apply again
-    # alike; and those after 0014 whose tables are
-    # dropped here: the Merkle log of 0016 (and 0024's layout of it), rebuilt from the seals
-    # when they are applied again, 0018's checkpoints, 0019's attestations, 0022's spend,
-    # 0025's task-list indexes and 0028's claims' indexes (0028 drops 0025's tasks_by_claimer);
-    # 0023, which replaces a trigger of run_events and adds an index, dropped here too, 0026's
-    # actor column, and 0027's hold of governed tasks, a column and an index), which the next
-    # open applies.
-    tamper(
-        ledger_target,
-        ("DROP TABLE run_events_before_seals", ()),
-        ("DROP TABLE merkle_tree", ()),
-        ("DROP TABLE merkle_leaves", ()),
-        ("DROP TABLE checkpoint_cosignatures", ()),
-        ("DROP TABLE checkpoints", ()),
-        ("DROP TABLE commit_attestations", ()),
-        ("DROP INDEX governed_writes_by_new_oid", ()),
-        ("DROP TABLE task_spend", ()),
-        ("DROP INDEX archived_events_by_chain", ()),
-        ("DROP INDEX events_claims_by_agent", ()),
-        ("DROP INDEX events_claims_by_task", ()),
-        ("DROP INDEX tasks_by_created", ()),
-        ("DROP INDEX tasks_by_updated", ()),
-        ("DROP INDEX task_proposals_by_repository_task", ()),
-        ("ALTER TABLE events DROP COLUMN actor", ()),
-        ("DROP INDEX tasks_awaiting_projection", ()),
-        ("ALTER TABLE tasks DROP COLUMN awaiting_projection", ()),
-        (
-            "DELETE FROM schema_migrations WHERE version IN "
-            "('0014', '0015', '0016', '0018', '0019', '0020', '0021', '0022', '0023', '0024', "
-            "'0025', '0026', '0027', '0028')",
-            (),
-        ),
-    )
-    with RunStore(ledger_target) as store:
-        store.append_event("r-old", "step", {"n": 3})
-        store.create_run("session-1", "new", run_id="r-new")
-        store.append_event("r-new", "step", {"n": 1})
-    assert raw_rows(ledger_target, "SELECT run_id, last_seq FROM run_events_before_seals") == [
-        ("r-old", 2)
-    ]
-    found = report(ledger_target)
-    assert found["intact"] is True, found["findings"]
-    assert found["rows_unprovable"] == 2
-    with Database(ledger_target) as db, io.StringIO() as out:
-        export_log(db, out, task_id=None)
-        checked = verify_export_lines(out.getvalue().splitlines(), SEALED_TABLES).public()
-    assert checked["intact"] is True, checked["findings"]
-    if not is_postgres(ledger_target):
-        tamper(ledger_target, ("DROP TRIGGER run_events_refuse_update", ()))
-    tamper(
-        ledger_target,
-        ("UPDATE run_events SET payload_json = '{}' WHERE run_id = 'r-old' AND seq = 3", ()),
-        (
-            f"INSERT INTO run_events({RUN_EVENT_COLUMNS}) SELECT run_id, 4, kind, payload_json, "
-            "created_at FROM run_events WHERE run_id = 'r-old' AND seq = 1",
-            (),
-        ),
-        ("UPDATE runs SET event_count = 4 WHERE run_id = 'r-old'", ()),
-    )
-    assert findings(ledger_target) == {
-        ("STATE_MISMATCH", "run_events", "r-old 3"),
-        ("STATE_MISMATCH", "run_events", "r-old 4"),
-    }

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -25,13 +24,11 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
-from aios_ledger.core.git import RepositoryRow
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, MIGRATED_DEFAULTS
 from aios_ledger.core.log.rows import GOVERNED_REPOSITORIES, row_digest
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.sealed_tables import SEALED_TABLES
-from aios_ledger.shell.db.connection import Database, fetch_all
-from aios_ledger.shell.db.migrator import known_migrations
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.repos import (
     add_repository,
     change_repository_settings,
@@ -253,42 +250,6 @@ def test_a_row_sealed_before_the_settings_existed_verifies_at_their_defaults() -
         assert (
             stored_row_state(SEALED_TABLES[GOVERNED_REPOSITORIES], widened, sealed)[1] != sealed
         ), name
-
-
-def test_a_repository_registered_before_migration_0013_takes_the_defaults(
-    tmp_path: Path,
-) -> None:
-    """The schema as a DBA applies it: every migration up to 0012 by hand, a repository row,
-    then the ledger opens and migrates 0013 (SQLite: PostgreSQL's migration gives the same
-    defaults)."""
-    target = tmp_path / "before.db"
-    con = sqlite3.connect(target)
-    try:
-        # The table dbmate creates first (`sql/schema_catalog.sql`).
-        con.execute('CREATE TABLE "schema_migrations" (version varchar(128) primary key)')
-        for migration in known_migrations():
-            if migration.version <= "0012":
-                con.executescript(migration.up)
-                con.execute(
-                    "INSERT INTO schema_migrations(version) VALUES (?)", (migration.version,)
-                )
-        con.execute(
-            "INSERT INTO governed_repositories VALUES (?, ?, ?, ?, 1, ?, ?)",
-            (
-                REPOSITORY,
-                "/srv/git/w.git",
-                "main",
-                "[]",
-                "2026-11-30T12:00:00.000Z",
-                "2026-11-30T12:00:00.000Z",
-            ),
-        )
-        con.commit()
-    finally:
-        con.close()
-    with Database(target) as db:
-        found = db.read(lambda conn: fetch_all(conn, "all_governed_repositories"))
-    assert [RepositoryRow.from_row(row).settings() for row in found] == [DEFAULT_SETTINGS]
 
 
 # ---------------------------------------------------------------------------------------------

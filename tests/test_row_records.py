@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from aios_ledger.core import EventRow, IdempotencyRow, SealRow, TaskRow
@@ -28,8 +27,7 @@ from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs import RunEventRow, RunRow
 from aios_ledger.core.tasks.budgets import SpendRow
-
-ROOT = Path(__file__).resolve().parents[1]
+from schema_support import schema_script
 
 ROW_RECORDS: dict[str, type] = {
     "tasks": TaskRow,
@@ -76,7 +74,7 @@ UNRECORDED_TABLES = {
 @pytest.fixture(scope="module")
 def schema() -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(":memory:")
-    conn.executescript((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    conn.executescript(schema_script())
     yield conn
     conn.close()
 

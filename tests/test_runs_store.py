@@ -251,20 +251,21 @@ def test_evidence_respects_its_limits(payloads: list[Any], max_events: int, max_
     runs.close()
 
 
-def test_migration_0004_applies_with_the_stdlib_sqlite(tmp_path: Path) -> None:
-    """DBAs and the older runtime use SQLite 3.40 (stdlib sqlite3): the schema must load there."""
+def test_the_baseline_applies_and_rolls_back_with_the_stdlib_sqlite(tmp_path: Path) -> None:
+    """DBAs and the older runtime use SQLite 3.40 (stdlib sqlite3): the schema must load there,
+    and its down section must leave nothing behind."""
     import sqlite3
 
     from aios_ledger.shell.db.statements import migration_files
 
     conn = sqlite3.connect(tmp_path / "stdlib.db")
-    for name, content in migration_files():
-        up = content.split("-- migrate:up", 1)[1].split("-- migrate:down", 1)[0]
+    named_objects = "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+    for _name, content in migration_files():
+        up, down = content.split("-- migrate:up", 1)[1].split("-- migrate:down", 1)
         conn.executescript(up)
-        if name.startswith("0004"):
-            down = content.split("-- migrate:down", 1)[1]
-            conn.executescript(down)
-            conn.executescript(up)
+        conn.executescript(down)
+        assert conn.execute(named_objects).fetchall() == []
+        conn.executescript(up)
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"runs", "run_events", "auxiliary_runs"} <= tables
     conn.close()

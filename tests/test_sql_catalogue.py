@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -25,8 +24,8 @@ from aios_ledger.shell.db.statements import (
 )
 from aios_ledger.sql.catalogue import BY_NAME, TABLES
 from conftest import postgres_url
+from schema_support import schema_script
 
-ROOT = Path(__file__).resolve().parents[1]
 # On SQLite a read that locks its row is the plain read (the write transaction locks the file):
 # the one pair of names whose texts are alike, in that dialect alone.
 LOCKING_READS = {
@@ -46,7 +45,7 @@ def _catalogued() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
 
 def test_the_catalogue_matches_the_sqlite_schema() -> None:
     conn = sqlite3.connect(":memory:")
-    conn.executescript((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    conn.executescript(schema_script())
     found = {}
     for name in BY_NAME:
         info = conn.execute(f"PRAGMA table_info({name})").fetchall()
@@ -61,7 +60,7 @@ def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]
     target = PostgresTarget.parse(postgres_url(postgres_database))
     with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
         conn.execute(f"CREATE SCHEMA {target.schema}".encode())
-        conn.execute((ROOT / "sql" / "postgresql" / "schema.sql").read_bytes())
+        conn.execute(schema_script("postgresql").encode())
         yield conn
         conn.rollback()
 

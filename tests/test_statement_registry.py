@@ -1,6 +1,6 @@
 """The statement registry against the SQL texts: every statement a plan can name exists in each
 dialect under its name, takes exactly its declared parameters, and, when guarded, has the one
-compare-and-swap form; every named statement of `sql/` compiles against `sql/schema.sql`; and a
+compare-and-swap form; every named statement of `sql/` compiles against the baseline; and a
 guarded write that changes no row is a REVISION_CONFLICT that leaves nothing behind."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from aios_ledger.shell.db.statements import (
     statements,
 )
 from conftest import both_engines, postgres_url
+from schema_support import schema_script
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each engine's package of statement texts (a third dialect's joins the checks of all).
@@ -65,9 +66,9 @@ class _Placeholders(Mapping[str, None]):
 
 @pytest.fixture(scope="module")
 def schema() -> Iterator[apsw.Connection]:
-    """A fresh database built from `sql/schema.sql` alone."""
+    """A fresh database built from the baseline alone."""
     conn = apsw.Connection(":memory:")
-    conn.execute((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    conn.execute(schema_script())
     yield conn
     conn.close()
 
@@ -104,11 +105,11 @@ def test_every_registered_statement_has_a_text_in_each_dialect(
 
 @pytest.fixture(scope="module")
 def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
-    """A fresh PostgreSQL schema built from `sql/postgresql/schema.sql` alone."""
+    """A fresh PostgreSQL schema built from PostgreSQL's baseline alone."""
     target = PostgresTarget.parse(postgres_url(postgres_database))
     with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
         conn.execute(f"CREATE SCHEMA {target.schema}".encode())
-        conn.execute((ROOT / "sql" / "postgresql" / "schema.sql").read_bytes())
+        conn.execute(schema_script("postgresql").encode())
         yield conn
 
 
@@ -204,7 +205,8 @@ def test_a_plain_statement_is_an_insert(dialect: str, statement: Statement) -> N
         assert statement.guard == ()
 
 
-@pytest.mark.parametrize("name", sorted(statements()))
+# The adoption's copy reads the older runtime's tables, set aside under names no ledger has.
+@pytest.mark.parametrize("name", sorted(set(statements()) - {"legacy_adopt_copy"}))
 def test_every_named_statement_compiles_against_the_schema(
     schema: apsw.Connection, name: str
 ) -> None:

@@ -24,12 +24,12 @@ from aios_ledger.shell.serve.app import served_app
 from aios_ledger.shell.tasks import listing
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from conftest import both_engines
+from schema_support import schema_script
 from starlette.testclient import TestClient
 from test_tasks_support import Clock
 
 pytest_generate_tests = both_engines
 
-ROOT = Path(__file__).resolve().parents[1]
 KEY = secrets.token_bytes(32)
 WORKER, OTHER, REVIEWER = "demo-worker", "worker-2", "reviewer-1"
 
@@ -282,7 +282,7 @@ PLANS = {
 @pytest.mark.parametrize("name", sorted(PLANS))
 def test_the_holders_reads_are_index_reads_on_sqlite(name: str) -> None:
     conn = apsw.Connection(":memory:")
-    conn.execute((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    conn.execute(schema_script())
     text = statements("sqlite")[name].sql
     params = {"agent": "a", "task_id": "t", "task_ids_json": '["t"]', "after_seq": 9, "bound": 9}
     asked = {match.group(2) for match in _PARAMETER.finditer(text) if match.group(2)}

@@ -6,20 +6,15 @@ import contextlib
 import json
 import re
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aios_ledger.core.actors import Actor
-from aios_ledger.core.log.records import SEAL_VERSION_2
-from aios_ledger.shell import AUTHORIZATION_ENV, Database, TaskLedger, verify_log
-from aios_ledger.shell.db.engines.sqlite import SqliteConnection
+from aios_ledger.shell import AUTHORIZATION_ENV, TaskLedger
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_migrations import dbmate_on, needs_dbmate
 from test_tasks_support import SEED_AUTHORIZATION, START, Clock
 
 MILLISECOND_TEXT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -108,50 +103,3 @@ def test_equal_priorities_in_one_millisecond_are_claimed_in_creation_order(tmp_p
         _create(ledger, "urgent", priority=9)
         assert [task["task_id"] for task in ledger.list_tasks("QUEUED")] == ["urgent", *created]
         assert _claim_all(ledger) == ["urgent", *created]
-
-
-def _latest_migration(path: Path) -> str:
-    con = sqlite3.connect(path)
-    try:
-        (latest,) = con.execute("SELECT max(version) FROM schema_migrations").fetchone()
-    finally:
-        con.close()
-    return str(latest)
-
-
-@needs_dbmate
-def test_a_database_sealed_before_0008_keeps_its_order_and_verifies_intact(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "before.db"
-    created = ["t-c", "t-a", "t-b"]
-    clock = Clock()
-    # Sealed v2, as SQLite's seals were before 0020 (a v4 seal has no place in the older
-    # schema, so 0020's rollback refuses a ledger that holds one).
-    with monkeypatch.context() as before:
-        before.setattr(SqliteConnection, "seal_version", SEAL_VERSION_2)
-        before.setattr(Actor, "stored", lambda self: None)  # nor did events name actors (0026)
-        with TaskLedger(path, clock=clock, jitter=lambda: 0.0) as ledger:
-            for task_id in created:
-                _create(ledger, task_id)
-            _create(ledger, "t-claimed")
-            assert ledger.claim(
-                agent_id="w", capabilities=[], lease_seconds=60, task_id="t-claimed"
-            )
-    # Back to the layout before 0008: whole-second texts, no seq, the v2 seals as they are
-    # (the migrations after it rolled back first, newest first).
-    while _latest_migration(path) >= "0008":
-        subprocess.run([*dbmate_on(path), "rollback"], check=True, capture_output=True)
-    con = sqlite3.connect(path)
-    (created_at,) = con.execute("SELECT created_at FROM tasks WHERE task_id = 't-a'").fetchone()
-    con.close()
-    assert created_at == "2026-08-20T00:00:00Z"
-    with Database(path) as db:
-        report = verify_log(db).public()
-    assert report["intact"], report["findings"]
-    with TaskLedger(path, clock=clock, jitter=lambda: 0.0) as ledger:
-        assert _claim_all(ledger) == created
-    con = sqlite3.connect(path)
-    respelled = con.execute("SELECT DISTINCT created_at FROM tasks").fetchall()
-    con.close()
-    assert respelled == [("2026-08-20T00:00:00.000Z",)]

@@ -88,7 +88,7 @@ class EngineModule(Protocol):
         ...
 
     def schema_sql(self, target: str | None) -> str:
-        """The schema after every migration, as its DBAs read it (`make schema`)."""
+        """The schema after every migration, as its DBAs read it (`schema-dump`)."""
         ...
 
 

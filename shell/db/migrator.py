@@ -23,7 +23,7 @@ from aios_ledger.core.migrations import (
 from aios_ledger.shell.db.adoption import seal_unsealed_events
 from aios_ledger.shell.db.merkle import build_tree
 from aios_ledger.shell.db.run import Connection, execute, fetch_all
-from aios_ledger.shell.db.statements import migration_files
+from aios_ledger.shell.db.statements import migration_files, sql
 
 T = TypeVar("T")
 
@@ -98,12 +98,18 @@ def apply_migrations(conn: Connection) -> MigrationReport:
     if plan.is_current:
         return NOTHING_APPLIED
     execute(conn, "create_schema_migrations")
+    if plan.adopt_legacy:
+        # The older runtime's two tables step aside for the baseline's, then fill them.
+        conn.run_script(sql("legacy_adopt_set_aside"))
     for migration in plan.pending:
         conn.run_script(migration.up)
         execute(conn, "record_migration", {"version": migration.version})
-    # The one call into the log: the older runtime's events get their seals, in event order.
-    sealed = seal_unsealed_events(conn) if plan.adopt_legacy else 0
-    # The Merkle leaves of the events before the tree (migration 0016), in event id order.
+    sealed = 0
+    if plan.adopt_legacy:
+        conn.run_script(sql("legacy_adopt_copy"))
+        # The one call into the log: the older runtime's events get their seals, in event order.
+        sealed = seal_unsealed_events(conn)
+    # The Merkle leaves of the adopted events, in event id order.
     build_tree(conn)
     return MigrationReport(
         applied=tuple(m.version for m in plan.pending),

@@ -1,6 +1,5 @@
-"""`sql/schema.sql` and `sql/postgresql/schema.sql`: the schema after every migration, per engine,
-as DBAs read it (`make schema`, `aios-ledger schema-dump`): each engine dumps its own
-(`EngineModule.schema_sql`)."""
+"""`aios-ledger schema-dump`: the schema of a fresh ledger, per engine, as DBAs read it (a test
+holds it to the baseline's text): each engine dumps its own (`EngineModule.schema_sql`)."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
     return [
         (entry.name, parse_source(entry.name, entry.read_text("utf-8")))
         for entry in sorted(package.iterdir(), key=lambda item: item.name)
-        if entry.name.endswith(".sql") and entry.is_file() and entry.name != "schema.sql"
+        if entry.name.endswith(".sql") and entry.is_file()
     ]
 
 

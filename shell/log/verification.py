@@ -192,41 +192,60 @@ def verify_log(
     ledger's checkpoint verifier keys the caller knows; a stored checkpoint whose origin one
     of them is named for must verify under it. `witness_keys`: the witnesses it knows; each
     stored cosignature by one of them must verify over its checkpoint (docs/checkpoints.md)."""
-
-    def work(conn: Connection) -> VerificationReport:
-        counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
-        verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids)
-        feed, step = verifier.feed, counter.step
-        with (
-            _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
-            _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
-            _tuples(conn, "all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
-            _tuples(conn, "all_archived_events", ARCHIVED_COLUMNS) as archived,
-        ):
-            rows = SealedRowsById(sealed)
-            listed = ArchivedById(archived, verifier)
-            for event_id, event, seal, predecessor in _merged(events, orphans):
-                listed.before(event_id)
-                feed(event_id, event, seal, predecessor, rows.of(event_id, verifier))
-                step()
-            listed.finish()
-            rows.finish(verifier)
-        counter.close()
-        _check_state(conn, db, verifier)
-        _check_run_events(conn, verifier)
-        _check_bundles(conn, db, verifier)
-        held = _check_merkle(conn, verifier, checkpoint_keys, witness_keys)
-        handed_out = fetch_value(conn, "log_id_counter")
-        report = verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
-        return attrs.evolve(
-            report,
-            checkpoints_checked=held.checked,
-            checkpoint_signatures_checked=held.signatures_checked,
-            cosignatures_checked=held.cosignatures_checked,
-        )
-
     db.quiesce_writers()
-    return db.read(work)
+    return db.read(
+        lambda conn: verify_in(
+            conn,
+            db,
+            head=head,
+            progress=progress,
+            checkpoint_keys=checkpoint_keys,
+            witness_keys=witness_keys,
+        )
+    )
+
+
+def verify_in(
+    conn: Connection,
+    db: Database,
+    *,
+    head: LedgerHead | None = None,
+    progress: ProgressHook | None = None,
+    checkpoint_keys: Sequence[VerifierKey] = (),
+    witness_keys: Sequence[VerifierKey] = (),
+) -> VerificationReport:
+    """`verify_log` inside the caller's transaction (`upgrade` verifies what it wrote before it
+    commits)."""
+    counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
+    verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids)
+    feed, step = verifier.feed, counter.step
+    with (
+        _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
+        _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
+        _tuples(conn, "all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
+        _tuples(conn, "all_archived_events", ARCHIVED_COLUMNS) as archived,
+    ):
+        rows = SealedRowsById(sealed)
+        listed = ArchivedById(archived, verifier)
+        for event_id, event, seal, predecessor in _merged(events, orphans):
+            listed.before(event_id)
+            feed(event_id, event, seal, predecessor, rows.of(event_id, verifier))
+            step()
+        listed.finish()
+        rows.finish(verifier)
+    counter.close()
+    _check_state(conn, db, verifier)
+    _check_run_events(conn, verifier)
+    _check_bundles(conn, db, verifier)
+    held = _check_merkle(conn, verifier, checkpoint_keys, witness_keys)
+    handed_out = fetch_value(conn, "log_id_counter")
+    report = verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
+    return attrs.evolve(
+        report,
+        checkpoints_checked=held.checked,
+        checkpoint_signatures_checked=held.signatures_checked,
+        cosignatures_checked=held.cosignatures_checked,
+    )
 
 
 class SealedRowsById:

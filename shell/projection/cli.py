@@ -62,6 +62,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     migrate.add_argument("--status", action="store_true", help="only show applied and pending")
     migrate.set_defaults(handler=_migrate)
 
+    upgrade = commands.add_parser(
+        "upgrade",
+        help="make a ledger of the last 0.x release a 1.0 ledger: verify it, rewrite its seals "
+        "and its schema history in one transaction, verify it again (once; again says so)",
+    )
+    upgrade.set_defaults(handler=_upgrade)
+
     binding = commands.add_parser("binding", help="governed bindings")
     binding_commands = binding.add_subparsers(dest="binding_command", required=True)
     put = binding_commands.add_parser("put", help="register a binding from a JSON file (- stdin)")
@@ -176,6 +183,13 @@ def _migrate(args: argparse.Namespace) -> Any:
         if args.status:
             return migration_status(db)
         return _migration_report(db)
+
+
+def _upgrade(args: argparse.Namespace) -> Any:
+    from aios_ledger.shell.log.upgrade import upgrade_ledger
+
+    with Database.as_found(database_path(args)) as db:
+        return upgrade_ledger(db)
 
 
 def _binding_put(args: argparse.Namespace) -> Any:

@@ -16,7 +16,7 @@ CREATE TABLE IF NOT EXISTS "schema_migrations" (version varchar(128) primary key
 SELECT version FROM schema_migrations ORDER BY version;
 
 -- name: schema_objects
--- What `sql/schema.sql` holds: every object's DDL, in a stable order.
+-- What `schema-dump` prints: every object's DDL, in a stable order.
 SELECT type, name, sql FROM sqlite_master
 WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
 ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, name;
