@@ -84,7 +84,7 @@ TABLES: tuple[Table, ...] = (
         sealed=Sealed(
             history="sealed_history_of_tasks",
             in_key_order=True,
-            of_task="task_id = :task_id",
+            of_task="of_task_by_task_id",
         ),
     ),
     Table(
@@ -120,7 +120,7 @@ TABLES: tuple[Table, ...] = (
         insert="task_idempotency_insert",
         sealed=Sealed(
             history="sealed_history_of_first_answers",
-            of_task="subject = :task_id",
+            of_task="of_task_by_subject",
             delete="delete_archived_idempotency",
         ),
     ),
@@ -134,7 +134,7 @@ TABLES: tuple[Table, ...] = (
         insert="insert_initial_projection",
         sealed=Sealed(
             history="sealed_history_of_projections",
-            of_task="task_id = :task_id",
+            of_task="of_task_by_task_id",
             delete="delete_archived_projections",
         ),
     ),
@@ -148,7 +148,7 @@ TABLES: tuple[Table, ...] = (
         insert="insert_source_capture_recovery",
         sealed=Sealed(
             history="sealed_history_of_projections",
-            of_task="task_id = :task_id",
+            of_task="of_task_by_task_id",
             delete="delete_archived_recoveries",
         ),
     ),
@@ -160,7 +160,7 @@ TABLES: tuple[Table, ...] = (
         sealed=Sealed(
             history="sealed_history_of_bindings",
             key_name="binding_key",
-            of_task="task_id = :task_id",
+            of_task="of_task_by_task_id",
             delete="delete_archived_bindings",
         ),
     ),
@@ -171,8 +171,7 @@ TABLES: tuple[Table, ...] = (
         insert="restore_run",
         sealed=Sealed(
             history="sealed_history_of_runs",
-            # A task's attempt runs (`TASK@N`) are in its session, `task:TASK`.
-            of_task="session_id = 'task:' || :task_id",
+            of_task="of_task_by_session",
             delete="delete_archived_runs",
         ),
     ),
@@ -185,9 +184,7 @@ TABLES: tuple[Table, ...] = (
             history="sealed_history_of_run_events",
             key_name="run_event_key",
             lookup="run_event_of_row_key",
-            # The events of the task's attempt runs: migration 0023's trigger lets them go once
-            # the task's chain is listed.
-            of_task=("run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id)"),
+            of_task="of_task_by_session_runs",
             delete="delete_archived_run_events",
         ),
     ),
@@ -206,8 +203,7 @@ TABLES: tuple[Table, ...] = (
         ),
         insert="restore_auxiliary_run",
         sealed=Sealed(
-            # The reviews of the task's attempt runs.
-            of_task="session_id = 'task:' || :task_id",
+            of_task="of_task_by_session",
             delete="delete_archived_auxiliary_runs",
         ),
     ),
@@ -249,7 +245,7 @@ TABLES: tuple[Table, ...] = (
         ),
         insert="task_proposal_insert",
         sealed=Sealed(
-            of_task="task_id = :task_id",
+            of_task="of_task_by_task_id",
             delete="delete_archived_proposals",
         ),
     ),
@@ -262,7 +258,7 @@ TABLES: tuple[Table, ...] = (
         ),
         insert="agent_scan_charge_insert",
         sealed=Sealed(
-            of_task="task_id = :task_id",
+            of_task="of_task_by_task_id",
             delete="delete_archived_scan_charges",
         ),
     ),
@@ -302,7 +298,7 @@ TABLES: tuple[Table, ...] = (
         ),
         insert="task_spend_insert",
         sealed=Sealed(
-            of_task="task_id = :task_id",
+            of_task="of_task_by_task_id",
             delete="delete_archived_spend",
         ),
     ),
@@ -320,21 +316,3 @@ TABLES: tuple[Table, ...] = (
     ),
 )
 BY_NAME = {table.name: table for table in TABLES}
-
-
-@attrs.frozen
-class Dialect:
-    """What the rendered statements spell differently per engine."""
-
-    # A truth value selected as 0 or 1 (PostgreSQL's EXISTS is a boolean).
-    number: str
-    # A NULL selected where others select a number.
-    no_number: str
-    # Text compared byte by byte, whatever the database's collation.
-    bytewise: str
-
-
-DIALECTS = {
-    "sqlite": Dialect(number="{}", no_number="NULL", bytewise=""),
-    "postgresql": Dialect(number="{}::int", no_number="NULL::bigint", bytewise=' COLLATE "C"'),
-}

@@ -23,6 +23,7 @@ from aios_ledger.shell.db.statements import (
     rendered_source,
     statements,
 )
+from aios_ledger.shell.db.table_statements import fill, parse_shapes, shapes
 from aios_ledger.sql.catalogue import BY_NAME, TABLES
 from conftest import postgres_url
 
@@ -99,7 +100,8 @@ def test_every_table_renders_its_reads_and_its_insert(dialect: str) -> None:
         if table.sealed is not None:
             assert f"FROM {table.name} AS stored" in loaded[f"state_rows_{table.name}"].sql
         if table.sealed is not None and table.sealed.of_task is not None:
-            assert f"WHERE {table.sealed.of_task}" in loaded[f"archive_rows_{table.name}"].sql
+            of_task = shapes(dialect)[table.sealed.of_task]
+            assert f"WHERE {of_task}" in loaded[f"archive_rows_{table.name}"].sql
         if table.sealed is not None and table.sealed.delete is not None:
             assert loaded[table.sealed.delete].sql.startswith(f"DELETE FROM {table.name} WHERE")
     for text in (statement.sql for statement in loaded.values()):
@@ -121,3 +123,15 @@ def test_a_hand_written_statement_under_a_rendered_name_is_refused() -> None:
     catalogue = SqlSource(statements={"all_api_tokens": rendered}, fragments={})
     with pytest.raises(ValueError, match="the catalogue of tables"):
         combine_statements(shared, [], "sqlite", catalogue)
+
+
+def test_a_shape_fills_its_slots_and_wraps_a_list_under_its_slot() -> None:
+    parsed = parse_shapes("a.sql", "-- shape: one\n-- why\nSELECT {{columns}}\nFROM {{table}};\n")
+    columns = [f"column_{number:02}" for number in range(10)]
+    text = fill(parsed["one"], {"columns": columns, "table": "t"})
+    assert text.splitlines()[1] == "       column_08, column_09"
+    assert text.endswith("\nFROM t;")
+    with pytest.raises(ValueError, match=r"slot \{\{table\}\} is not given"):
+        fill(parsed["one"], {"columns": columns})
+    with pytest.raises(ValueError, match="shape one is defined twice"):
+        parse_shapes("a.sql", "-- shape: one\nx\n-- shape: one\ny\n")

@@ -21,7 +21,7 @@ from importlib import resources
 
 import attrs
 from aios_ledger.shell.db.read_records import READ_RECORDS
-from aios_ledger.shell.db.table_statements import rendered
+from aios_ledger.shell.db.table_statements import SHAPES_FILE, rendered
 
 DIALECTS = ("sqlite", "postgresql")
 SHARED_PACKAGE = "aios_ledger.sql"
@@ -125,7 +125,9 @@ def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
     return [
         (entry.name, parse_source(entry.name, entry.read_text("utf-8")))
         for entry in sorted(package.iterdir(), key=lambda item: item.name)
-        if entry.name.endswith(".sql") and entry.is_file() and entry.name != "schema.sql"
+        if entry.name.endswith(".sql")
+        and entry.is_file()
+        and entry.name not in {"schema.sql", SHAPES_FILE}
     ]
 
 
