@@ -7,6 +7,7 @@ import itertools
 import os
 import secrets
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from aios_ledger.shell import Database
 from aios_ledger.shell.db import migrator
 from aios_ledger.shell.db.engines import engine_names
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.engines.sqlite import SqliteDatabase
 from hypothesis import HealthCheck, settings
 from syrupy.assertion import SnapshotAssertion
@@ -236,6 +238,26 @@ def postgres_url(database: str | None) -> str:
     if database is None:
         pytest.skip("PostgreSQL unreachable (see the line at the end of the run)")
     return f"{database}?search_path=t{os.getpid()}_{next(_SCHEMAS)}"
+
+
+@pytest.fixture(scope="module")
+def sqlite_schema() -> Iterator[sqlite3.Connection]:
+    """A database built from `sql/schema.sql` alone: the SQL tests run statements against it."""
+    conn = sqlite3.connect(":memory:")
+    conn.executescript((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
+    """A schema built from `sql/postgresql/schema.sql` alone, for the SQL tests."""
+    target = PostgresTarget.parse(postgres_url(postgres_database))
+    with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
+        conn.execute(f"CREATE SCHEMA {target.schema}".encode())
+        conn.execute((ROOT / "sql" / "postgresql" / "schema.sql").read_bytes())
+        yield conn
+        conn.rollback()
 
 
 # Migrating a schema costs far more than emptying one: a ledger's schema goes back to the pool
