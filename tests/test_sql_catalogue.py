@@ -1,20 +1,21 @@
-"""The catalogue of tables (`sql/catalogue.py`) and the statements rendered from it
-(`shell/db/table_statements.py`): its columns and keys are each engine's migrated schema's, every
-sealed state table is in it, what it renders loads beside the hand-written statements under
-names of its own, and no statement text goes by two names."""
+"""The catalogue of tables (`core.sealed_tables`) and the statements rendered from it
+(`shell/db/table_statements.py`, the shapes of `sql/table_shapes.sql`): its columns and keys are
+each engine's migrated schema's, a sealed table's digested fields are among its columns, what
+it renders loads beside the hand-written statements under names of its own, and no statement
+text goes by two names."""
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from aios_ledger.core.log.rows import STATE_TABLES
-from aios_ledger.shell.db.engines.postgresql import PostgresTarget
+from aios_ledger.core.log.tables import SealedTable
+from aios_ledger.core.records import record_columns
+from aios_ledger.core.sealed_tables import BY_NAME, SEALED_TABLES, TABLES
 from aios_ledger.shell.db.statements import (
     DIALECTS,
     SqlSource,
@@ -22,10 +23,9 @@ from aios_ledger.shell.db.statements import (
     parse_source,
     rendered_source,
     statements,
+    table_shapes,
 )
-from aios_ledger.shell.db.table_statements import fill, parse_shapes, shapes
-from aios_ledger.sql.catalogue import BY_NAME, TABLES
-from conftest import postgres_url
+from aios_ledger.shell.db.table_statements import fill, parse_shapes
 
 ROOT = Path(__file__).resolve().parents[1]
 # On SQLite a read that locks its row is the plain read (the write transaction locks the file):
@@ -42,29 +42,16 @@ def _spacing_aside(text: str) -> str:
 
 
 def _catalogued() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    return {table.name: (table.columns, table.key) for table in TABLES}
+    return {table.name: (table.columns, table.key_columns) for table in TABLES}
 
 
-def test_the_catalogue_matches_the_sqlite_schema() -> None:
-    conn = sqlite3.connect(":memory:")
-    conn.executescript((ROOT / "sql" / "schema.sql").read_text("utf-8"))
+def test_the_catalogue_matches_the_sqlite_schema(sqlite_schema: sqlite3.Connection) -> None:
     found = {}
     for name in BY_NAME:
-        info = conn.execute(f"PRAGMA table_info({name})").fetchall()
+        info = sqlite_schema.execute(f"PRAGMA table_info({name})").fetchall()
         key = tuple(row[1] for row in sorted(info, key=lambda row: row[5]) if row[5])
         found[name] = (tuple(row[1] for row in info), key)
-    conn.close()
     assert found == _catalogued()
-
-
-@pytest.fixture(scope="module")
-def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
-    target = PostgresTarget.parse(postgres_url(postgres_database))
-    with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
-        conn.execute(f"CREATE SCHEMA {target.schema}".encode())
-        conn.execute((ROOT / "sql" / "postgresql" / "schema.sql").read_bytes())
-        yield conn
-        conn.rollback()
 
 
 def test_the_catalogue_matches_the_postgresql_schema(pg_schema: psycopg.Connection[Any]) -> None:
@@ -87,8 +74,10 @@ def test_the_catalogue_matches_the_postgresql_schema(pg_schema: psycopg.Connecti
     assert found == _catalogued()
 
 
-def test_every_sealed_state_table_is_in_the_catalogue() -> None:
-    assert {table.name for table in TABLES if table.sealed is not None} == set(STATE_TABLES)
+def test_a_sealed_tables_digested_fields_are_its_columns() -> None:
+    for table in SEALED_TABLES.values():
+        assert set(record_columns(table.record)) <= set(table.columns), table.name
+        assert set(table.key_columns) <= set(table.columns), table.name
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -97,13 +86,14 @@ def test_every_table_renders_its_reads_and_its_insert(dialect: str) -> None:
     for table in TABLES:
         assert loaded[f"all_{table.name}"].operation == ""
         assert loaded[table.insert_name].sql.startswith(f"INSERT INTO {table.name}(")
-        if table.sealed is not None:
-            assert f"FROM {table.name} AS stored" in loaded[f"state_rows_{table.name}"].sql
-        if table.sealed is not None and table.sealed.of_task is not None:
-            of_task = shapes(dialect)[table.sealed.of_task]
+        if not isinstance(table, SealedTable):
+            continue
+        assert f"FROM {table.name} AS stored" in loaded[f"state_rows_{table.name}"].sql
+        if table.of_task is not None:
+            of_task = table_shapes(dialect)[table.of_task]
             assert f"WHERE {of_task}" in loaded[f"archive_rows_{table.name}"].sql
-        if table.sealed is not None and table.sealed.delete is not None:
-            assert loaded[table.sealed.delete].sql.startswith(f"DELETE FROM {table.name} WHERE")
+        if table.delete is not None:
+            assert loaded[table.delete].sql.startswith(f"DELETE FROM {table.name} WHERE")
     for text in (statement.sql for statement in loaded.values()):
         assert "{{" not in text
 

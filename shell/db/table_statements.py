@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import cache
-from importlib import resources
 
-from aios_ledger.sql.catalogue import BY_NAME, TABLES, Sealed, Table
+from aios_ledger.core.log.tables import SealedTable, Table
+from aios_ledger.core.sealed_tables import BY_NAME, SEALED_TABLES, TABLES
 
 SHAPES_FILE = "table_shapes.sql"
-_PACKAGES = {"sqlite": "aios_ledger.sql.sqlite", "postgresql": "aios_ledger.sql.postgresql"}
 _WIDTH = 96
 _SHAPE_LINE = re.compile(r"^--\s*shape:\s*([a-z_][a-z0-9_]*)\s*$")
 _SLOT = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
@@ -38,19 +36,6 @@ def parse_shapes(source: str, content: str) -> dict[str, str]:
         if not text.strip():
             raise ValueError(f"{source}: shape {name} is empty")
     return texts
-
-
-@cache
-def shapes(dialect: str) -> Mapping[str, str]:
-    """The shared shapes and the dialect's own, each name once."""
-    found: dict[str, str] = {}
-    for package in ("aios_ledger.sql", _PACKAGES[dialect]):
-        source = resources.files(package) / SHAPES_FILE
-        for name, text in parse_shapes(source.name, source.read_text("utf-8")).items():
-            if name in found:
-                raise ValueError(f"shape {name} is defined in two files")
-            found[name] = text
-    return found
 
 
 def _listed(items: Iterable[str], indent: int) -> str:
@@ -89,15 +74,15 @@ def _next_line(text: str) -> str:
 class _Renderer:
     """The shapes of one dialect, filled table by table."""
 
-    def __init__(self, dialect: str) -> None:
-        self.shapes = shapes(dialect)
+    def __init__(self, shapes: Mapping[str, str]) -> None:
+        self.shapes = shapes
 
     def __call__(self, shape: str, **slots: Slot) -> str:
         return fill(self.shapes[shape], slots)
 
-    def key(self, table: Table, column: Callable[[str], str]) -> str:
+    def key(self, table: Table | SealedTable, column: Callable[[str], str]) -> str:
         """The key as the seals record it: one column, or two apart by a space."""
-        parts = [column(name) for name in table.key]
+        parts = [column(name) for name in table.key_columns]
         return (
             parts[0] if len(parts) == 1 else self("two_column_key", first=parts[0], second=parts[1])
         )
@@ -105,83 +90,81 @@ class _Renderer:
     def stored(self, column: str) -> str:
         return self("stored_column", column=column)
 
-    def selected(self, table: Table, sealed: Sealed) -> str:
-        if sealed.key_name is None:
+    def selected(self, table: SealedTable) -> str:
+        if table.key_name is None:
             return self("stored_row")
         key = self.key(table, self.stored)
-        return self("stored_row_and_key", key=key, key_name=sealed.key_name)
+        return self("stored_row_and_key", key=key, key_name=table.key_name)
 
-    def all_rows(self, table: Table) -> str:
-        return self("all_rows", table=table.name, columns=table.columns, key=table.key)
+    def all_rows(self, table: Table | SealedTable) -> str:
+        return self("all_rows", table=table.name, columns=table.columns, key=table.key_columns)
 
-    def insert(self, table: Table) -> str:
+    def insert(self, table: Table | SealedTable) -> str:
         parameters = [self("parameter", column=column) for column in table.columns]
         if not table.insert_replaces:
             return self("insert", table=table.name, columns=table.columns, parameters=parameters)
         updates = [
             self("set_excluded", column=column)
             for column in table.columns
-            if column not in table.key
+            if column not in table.key_columns
         ]
         return self(
             "insert_or_replace",
             table=table.name,
             columns=table.columns,
             parameters=parameters,
-            key=table.key,
+            key=table.key_columns,
             updates=updates,
         )
 
-    def state_rows(self, table: Table, sealed: Sealed) -> str:
+    def state_rows(self, table: SealedTable) -> str:
         history = (
             self("no_sealed_history")
-            if sealed.history is None
-            else self("sealed_history", history=fragment_use(sealed.history))
+            if table.history is None
+            else self("sealed_history", history=fragment_use(table.history))
         )
         order = ""
-        if sealed.in_key_order:
-            columns = [self("key_in_bytes_order", column=column) for column in table.key]
+        if table.in_key_order:
+            columns = [self("key_in_bytes_order", column=column) for column in table.key_columns]
             order = _next_line(self("in_key_order", columns=columns))
         return self(
             "state_rows",
             table=table.name,
-            selected=self.selected(table, sealed),
+            selected=self.selected(table),
             history=history,
             key=self.key(table, self.stored),
             in_key_order=order,
         )
 
-    def state_row_exists(self, tables: Iterable[Table]) -> str:
+    def state_row_exists(self, tables: Iterable[SealedTable]) -> str:
         """`state_rows_gone`'s CASE arms: per sealed table, whether a sealed row is there."""
         arms = []
         for table in tables:
-            if table.sealed is None:
-                continue
             lookup = (
                 self("sealed_row_key", key=self.key(table, str))
-                if table.sealed.lookup is None
-                else fragment_use(table.sealed.lookup)
+                if table.lookup is None
+                else fragment_use(table.lookup)
             )
             arms.append(self("state_row_exists", table=table.name, lookup=lookup))
         return "\n".join(arms)
 
-    def archive_rows(self, table: Table, sealed: Sealed, of_task: str) -> str:
+    def archive_rows(self, table: SealedTable, of_task: str) -> str:
         return self(
             "archive_rows",
             table=table.name,
-            selected=self.selected(table, sealed),
+            selected=self.selected(table),
             key=self.key(table, self.stored),
             of_task=self(of_task),
-            key_columns=[self.stored(column) for column in table.key],
+            key_columns=[self.stored(column) for column in table.key_columns],
         )
 
-    def archived_key_taken(self, tables: Iterable[Table]) -> str:
+    def archived_key_taken(self, tables: Iterable[SealedTable]) -> str:
         """`restore_row_taken`'s arms: per table an archive takes rows of, whether a row of the
         file's key is in the table now."""
         arms = [
             self("archived_key_taken", table=table.name, key=self.key(table, str))
             for table in tables
-            if table.sealed is not None and table.sealed.of_task is not None
+            if table.of_task is not None
         ]
         return f"\n{self('union_all')}\n".join(arms)
 
@@ -191,29 +174,25 @@ def fragment_use(name: str) -> str:
     return "{{" + name + "}}"
 
 
-def rendered(dialect: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
-    """The rendered statements of a dialect (name -> (operation, text), fragments still to put
-    in) and the rendered fragments (name -> text)."""
-    render = _Renderer(dialect)
+def rendered(shapes: Mapping[str, str]) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """The statements a dialect's shapes render (name -> (operation, text), fragments still to
+    put in) and the rendered fragments (name -> text)."""
+    render = _Renderer(shapes)
     found: dict[str, tuple[str, str]] = {}
     for table in TABLES:
         found[f"all_{table.name}"] = ("", render.all_rows(table))
         found[table.insert_name] = ("!", render.insert(table))
-        sealed = table.sealed
-        if sealed is None:
+        if not isinstance(table, SealedTable):
             continue
-        found[f"state_rows_{table.name}"] = ("", render.state_rows(table, sealed))
-        if sealed.of_task is not None:
-            found[f"archive_rows_{table.name}"] = (
-                "",
-                render.archive_rows(table, sealed, sealed.of_task),
-            )
-            if sealed.delete is not None:
-                delete = render("delete_archived", table=table.name, of_task=render(sealed.of_task))
-                found[sealed.delete] = ("!", delete)
+        found[f"state_rows_{table.name}"] = ("", render.state_rows(table))
+        if table.of_task is not None:
+            found[f"archive_rows_{table.name}"] = ("", render.archive_rows(table, table.of_task))
+            if table.delete is not None:
+                delete = render("delete_archived", table=table.name, of_task=render(table.of_task))
+                found[table.delete] = ("!", delete)
     fragments = {
-        "state_row_exists": render.state_row_exists(TABLES),
-        "archived_key_taken": render.archived_key_taken(TABLES),
+        "state_row_exists": render.state_row_exists(SEALED_TABLES.values()),
+        "archived_key_taken": render.archived_key_taken(SEALED_TABLES.values()),
         "task_columns": render("task_columns", columns=BY_NAME["tasks"].columns),
     }
     return found, fragments
