@@ -98,7 +98,7 @@ FROM events AS e JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE e.task_id = :task_id;
 
 -- An archived task's rows in its state tables, read with the digest their last seal took
--- (`archive_rows_TABLE`) and deleted, come from the catalogue of tables (`sql/catalogue.py`).
+-- (`archive_rows_TABLE`) and deleted, come from the catalogue of tables (`core/sealed_tables.py`).
 
 -- name: delete_archived_sealed_rows!
 DELETE FROM event_seal_rows

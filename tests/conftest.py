@@ -7,6 +7,7 @@ import itertools
 import os
 import secrets
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ import pytest
 from aios_ledger.shell import Database
 from aios_ledger.shell.db import migrator
 from aios_ledger.shell.db.engines import engine_names
+from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.engines.sqlite import SqliteDatabase
 from hypothesis import HealthCheck, settings
+from schema_support import schema_script
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.location import PyTestLocation
@@ -236,6 +239,26 @@ def postgres_url(database: str | None) -> str:
     if database is None:
         pytest.skip("PostgreSQL unreachable (see the line at the end of the run)")
     return f"{database}?search_path=t{os.getpid()}_{next(_SCHEMAS)}"
+
+
+@pytest.fixture(scope="module")
+def sqlite_schema() -> Iterator[sqlite3.Connection]:
+    """A database built from the baseline migration alone: the SQL tests run statements on it."""
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(schema_script())
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
+    """A schema built from PostgreSQL's baseline migration alone, for the SQL tests."""
+    target = PostgresTarget.parse(postgres_url(postgres_database))
+    with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
+        conn.execute(f"CREATE SCHEMA {target.schema}".encode())
+        conn.execute(schema_script("postgresql").encode())
+        yield conn
+        conn.rollback()
 
 
 # Migrating a schema costs far more than emptying one: a ledger's schema goes back to the pool

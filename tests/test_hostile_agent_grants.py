@@ -36,7 +36,8 @@ from aios_ledger.core import (
     decide_claim,
 )
 from aios_ledger.core.actors import Actor
-from aios_ledger.core.log.rows import API_TOKENS, row_digest
+from aios_ledger.core.api.tokens import API_TOKENS
+from aios_ledger.core.log.rows import row_digest
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.api.tokens import authenticate, issue_token, list_tokens

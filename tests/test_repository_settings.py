@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.core.git.records import GOVERNED_REPOSITORIES
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, MIGRATED_DEFAULTS
-from aios_ledger.core.log.rows import GOVERNED_REPOSITORIES, row_digest
+from aios_ledger.core.log.rows import row_digest
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database

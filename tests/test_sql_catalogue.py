@@ -1,19 +1,20 @@
-"""The catalogue of tables (`sql/catalogue.py`) and the statements rendered from it
-(`shell/db/table_statements.py`): its columns and keys are each engine's migrated schema's, every
-sealed state table is in it, what it renders loads beside the hand-written statements under
-names of its own, and no statement text goes by two names."""
+"""The catalogue of tables (`core.sealed_tables`) and the statements rendered from it
+(`shell/db/table_statements.py`, the shapes of `sql/table_shapes.sql`): its columns and keys are
+each engine's migrated schema's, a sealed table's digested fields are among its columns, what
+it renders loads beside the hand-written statements under names of its own, and no statement
+text goes by two names."""
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from aios_ledger.core.log.rows import STATE_TABLES
-from aios_ledger.shell.db.engines.postgresql import PostgresTarget
+from aios_ledger.core.log.tables import SealedTable
+from aios_ledger.core.records import record_columns
+from aios_ledger.core.sealed_tables import BY_NAME, SEALED_TABLES, TABLES
 from aios_ledger.shell.db.statements import (
     DIALECTS,
     SqlSource,
@@ -21,10 +22,9 @@ from aios_ledger.shell.db.statements import (
     parse_source,
     rendered_source,
     statements,
+    table_shapes,
 )
-from aios_ledger.sql.catalogue import BY_NAME, TABLES
-from conftest import postgres_url
-from schema_support import schema_script
+from aios_ledger.shell.db.table_statements import fill, parse_shapes
 
 # On SQLite a read that locks its row is the plain read (the write transaction locks the file):
 # the one pair of names whose texts are alike, in that dialect alone.
@@ -40,29 +40,16 @@ def _spacing_aside(text: str) -> str:
 
 
 def _catalogued() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    return {table.name: (table.columns, table.key) for table in TABLES}
+    return {table.name: (table.columns, table.key_columns) for table in TABLES}
 
 
-def test_the_catalogue_matches_the_sqlite_schema() -> None:
-    conn = sqlite3.connect(":memory:")
-    conn.executescript(schema_script())
+def test_the_catalogue_matches_the_sqlite_schema(sqlite_schema: sqlite3.Connection) -> None:
     found = {}
     for name in BY_NAME:
-        info = conn.execute(f"PRAGMA table_info({name})").fetchall()
+        info = sqlite_schema.execute(f"PRAGMA table_info({name})").fetchall()
         key = tuple(row[1] for row in sorted(info, key=lambda row: row[5]) if row[5])
         found[name] = (tuple(row[1] for row in info), key)
-    conn.close()
     assert found == _catalogued()
-
-
-@pytest.fixture(scope="module")
-def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
-    target = PostgresTarget.parse(postgres_url(postgres_database))
-    with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
-        conn.execute(f"CREATE SCHEMA {target.schema}".encode())
-        conn.execute(schema_script("postgresql").encode())
-        yield conn
-        conn.rollback()
 
 
 def test_the_catalogue_matches_the_postgresql_schema(pg_schema: psycopg.Connection[Any]) -> None:
@@ -85,8 +72,10 @@ def test_the_catalogue_matches_the_postgresql_schema(pg_schema: psycopg.Connecti
     assert found == _catalogued()
 
 
-def test_every_sealed_state_table_is_in_the_catalogue() -> None:
-    assert {table.name for table in TABLES if table.sealed is not None} == set(STATE_TABLES)
+def test_a_sealed_tables_digested_fields_are_its_columns() -> None:
+    for table in SEALED_TABLES.values():
+        assert set(record_columns(table.record)) <= set(table.columns), table.name
+        assert set(table.key_columns) <= set(table.columns), table.name
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -95,12 +84,14 @@ def test_every_table_renders_its_reads_and_its_insert(dialect: str) -> None:
     for table in TABLES:
         assert loaded[f"all_{table.name}"].operation == ""
         assert loaded[table.insert_name].sql.startswith(f"INSERT INTO {table.name}(")
-        if table.sealed is not None:
-            assert f"FROM {table.name} AS stored" in loaded[f"state_rows_{table.name}"].sql
-        if table.sealed is not None and table.sealed.of_task is not None:
-            assert f"WHERE {table.sealed.of_task}" in loaded[f"archive_rows_{table.name}"].sql
-        if table.sealed is not None and table.sealed.delete is not None:
-            assert loaded[table.sealed.delete].sql.startswith(f"DELETE FROM {table.name} WHERE")
+        if not isinstance(table, SealedTable):
+            continue
+        assert f"FROM {table.name} AS stored" in loaded[f"state_rows_{table.name}"].sql
+        if table.of_task is not None:
+            of_task = table_shapes(dialect)[table.of_task]
+            assert f"WHERE {of_task}" in loaded[f"archive_rows_{table.name}"].sql
+        if table.delete is not None:
+            assert loaded[table.delete].sql.startswith(f"DELETE FROM {table.name} WHERE")
     for text in (statement.sql for statement in loaded.values()):
         assert "{{" not in text
 
@@ -120,3 +111,15 @@ def test_a_hand_written_statement_under_a_rendered_name_is_refused() -> None:
     catalogue = SqlSource(statements={"all_api_tokens": rendered}, fragments={})
     with pytest.raises(ValueError, match="the catalogue of tables"):
         combine_statements(shared, [], "sqlite", catalogue)
+
+
+def test_a_shape_fills_its_slots_and_wraps_a_list_under_its_slot() -> None:
+    parsed = parse_shapes("a.sql", "-- shape: one\n-- why\nSELECT {{columns}}\nFROM {{table}};\n")
+    columns = [f"column_{number:02}" for number in range(10)]
+    text = fill(parsed["one"], {"columns": columns, "table": "t"})
+    assert text.splitlines()[1] == "       column_08, column_09"
+    assert text.endswith("\nFROM t;")
+    with pytest.raises(ValueError, match=r"slot \{\{table\}\} is not given"):
+        fill(parsed["one"], {"columns": columns})
+    with pytest.raises(ValueError, match="shape one is defined twice"):
+        parse_shapes("a.sql", "-- shape: one\nx\n-- shape: one\ny\n")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ import psycopg
 import pytest
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.tasks.records import TaskRow
-from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.read_records import READ_RECORDS
 from aios_ledger.shell.db.statements import (
     DIALECTS,
@@ -27,8 +25,6 @@ from aios_ledger.shell.db.statements import (
     statement_texts,
     statements,
 )
-from conftest import postgres_url
-from schema_support import schema_script
 
 ROOT = Path(__file__).resolve().parents[1]
 _PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
@@ -204,14 +200,6 @@ def test_both_dialects_declare_the_same_reads() -> None:
     assert {statements("sqlite")[n].returns for n in _declared("sqlite")} == set(READ_RECORDS)
 
 
-@pytest.fixture(scope="module")
-def sqlite_schema() -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(":memory:")
-    conn.executescript(schema_script())
-    yield conn
-    conn.close()
-
-
 @pytest.mark.parametrize("name", _declared("sqlite"))
 def test_a_declared_read_selects_its_records_fields_on_sqlite(
     sqlite_schema: sqlite3.Connection, name: str
@@ -221,16 +209,6 @@ def test_a_declared_read_selects_its_records_fields_on_sqlite(
     cursor = sqlite_schema.execute(statement.sql, dict.fromkeys(asked, 0))  # LIMIT takes no NULL
     selected = tuple(column[0] for column in cursor.description)
     assert selected == record_columns(READ_RECORDS[statement.returns or ""])
-
-
-@pytest.fixture(scope="module")
-def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
-    target = PostgresTarget.parse(postgres_url(postgres_database))
-    with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
-        conn.execute(f"CREATE SCHEMA {target.schema}".encode())
-        conn.execute(schema_script("postgresql").encode())
-        yield conn
-        conn.rollback()
 
 
 @pytest.mark.parametrize("name", _declared("postgresql"))

@@ -16,12 +16,11 @@ import pytest
 from aios_ledger.core import LedgerError, SqlWrite, Statement, StatementKind, WritePlan
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.apply import apply_decision
-from aios_ledger.shell.db.engines.postgresql import PostgresTarget
 from aios_ledger.shell.db.statements import (
     DIALECT_PACKAGES,
     statements,
 )
-from conftest import both_engines, postgres_url
+from conftest import both_engines
 from schema_support import schema_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,16 +100,6 @@ def test_every_registered_statement_has_a_text_in_each_dialect(
     assert statement in texts, f"{dialect} has no statement {statement}"
     # Every statement a plan names is a plain write, run for its row count.
     assert texts[statement].operation == "!"
-
-
-@pytest.fixture(scope="module")
-def pg_schema(postgres_database: str | None) -> Iterator[psycopg.Connection[Any]]:
-    """A fresh PostgreSQL schema built from PostgreSQL's baseline alone."""
-    target = PostgresTarget.parse(postgres_url(postgres_database))
-    with psycopg.connect(target.conninfo, **target.connect_options()) as conn:
-        conn.execute(f"CREATE SCHEMA {target.schema}".encode())
-        conn.execute(schema_script("postgresql").encode())
-        yield conn
 
 
 def pg_parameters(text: str) -> tuple[str, set[str]]:

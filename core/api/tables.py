@@ -1,7 +1,7 @@
-"""The API tokens' sealed table, as the log reads it back (`core.log.tables`)."""
+"""The API tokens' sealed table, as the log reads it back and the statements render it
+(`core.log.tables`)."""
 
-from aios_ledger.core.api.tokens import ApiTokenRow
-from aios_ledger.core.log.rows import API_TOKENS
+from aios_ledger.core.api.tokens import API_TOKENS, ApiTokenRow
 from aios_ledger.core.log.tables import SealedTable
 
-SEALED_TABLES: tuple[SealedTable, ...] = (SealedTable(API_TOKENS, "name", ApiTokenRow),)
+TABLES = (SealedTable(API_TOKENS, "name", ApiTokenRow, insert="api_token_insert"),)

@@ -25,13 +25,14 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.kinds import Identifier, OneOf, Sha256Hex
 from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
-from aios_ledger.core.log.rows import API_TOKENS, RowImage, row_image
+from aios_ledger.core.log.rows import RowImage, row_image
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.requests import OfferedCapabilities
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
+API_TOKENS = "api_tokens"
 API_TOKEN_ISSUED = "API_TOKEN_ISSUED"
 API_TOKEN_REVOKED = "API_TOKEN_REVOKED"
 

@@ -8,8 +8,10 @@ from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
-from aios_ledger.core.log.rows import COMMIT_ATTESTATIONS, RowImage, row_image
+from aios_ledger.core.log.rows import RowImage, row_image
 from aios_ledger.core.records import record_from_row
+
+COMMIT_ATTESTATIONS = "commit_attestations"
 
 
 class CommitAttestationRow(NamedTuple):

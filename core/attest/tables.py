@@ -1,9 +1,14 @@
-"""The attestations' sealed table, as the log reads it back (`core.log.tables`)."""
+"""The attestations' sealed table, as the log reads it back and the statements render it
+(`core.log.tables`)."""
 
-from aios_ledger.core.attest.records import CommitAttestationRow
-from aios_ledger.core.log.rows import COMMIT_ATTESTATIONS
+from aios_ledger.core.attest.records import COMMIT_ATTESTATIONS, CommitAttestationRow
 from aios_ledger.core.log.tables import SealedTable
 
-SEALED_TABLES: tuple[SealedTable, ...] = (
-    SealedTable(COMMIT_ATTESTATIONS, "idempotency_key", CommitAttestationRow),
+TABLES = (
+    SealedTable(
+        COMMIT_ATTESTATIONS,
+        "idempotency_key",
+        CommitAttestationRow,
+        insert="commit_attestation_insert",
+    ),
 )

@@ -21,17 +21,13 @@ from aios_ledger.core.git.settings import (
     RepositorySettings,
 )
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document, loads_object
-from aios_ledger.core.log.rows import (
-    AGENT_SCAN_CHARGES,
-    GOVERNED_REPOSITORIES,
-    GOVERNED_WRITES,
-    REPOSITORY_SETTINGS_CHANGES,
-    TASK_PROPOSALS,
-    WRITER_LEASES,
-    RowImage,
-    row_image,
-)
+from aios_ledger.core.log.rows import AGENT_SCAN_CHARGES, TASK_PROPOSALS, RowImage, row_image
 from aios_ledger.core.records import record_from_row
+
+GOVERNED_REPOSITORIES = "governed_repositories"
+REPOSITORY_SETTINGS_CHANGES = "repository_settings_changes"
+WRITER_LEASES = "writer_leases"
+GOVERNED_WRITES = "governed_writes"
 
 
 def _json_column(table: str, key: str, column: str, raw: object) -> JsonValue:

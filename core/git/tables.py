@@ -1,6 +1,11 @@
-"""The governed writes' sealed tables, as the log reads them back (`core.log.tables`)."""
+"""The governed writes' sealed tables, as the log reads them back and the statements render
+them (`core.log.tables`)."""
 
 from aios_ledger.core.git.records import (
+    GOVERNED_REPOSITORIES,
+    GOVERNED_WRITES,
+    REPOSITORY_SETTINGS_CHANGES,
+    WRITER_LEASES,
     GovernedWriteRow,
     ProposalRow,
     RepositoryRow,
@@ -9,21 +14,42 @@ from aios_ledger.core.git.records import (
     WriterLeaseRow,
 )
 from aios_ledger.core.git.settings import MIGRATED_DEFAULTS
-from aios_ledger.core.log.rows import (
-    AGENT_SCAN_CHARGES,
-    GOVERNED_REPOSITORIES,
-    GOVERNED_WRITES,
-    REPOSITORY_SETTINGS_CHANGES,
-    TASK_PROPOSALS,
-    WRITER_LEASES,
-)
+from aios_ledger.core.log.rows import AGENT_SCAN_CHARGES, TASK_PROPOSALS
 from aios_ledger.core.log.tables import SealedTable
 
-SEALED_TABLES: tuple[SealedTable, ...] = (
-    SealedTable(GOVERNED_REPOSITORIES, "name", RepositoryRow, later_defaults=MIGRATED_DEFAULTS),
-    SealedTable(TASK_PROPOSALS, "proposal_id", ProposalRow),
-    SealedTable(WRITER_LEASES, "lease_id", WriterLeaseRow),
-    SealedTable(GOVERNED_WRITES, "idempotency_key", GovernedWriteRow),
-    SealedTable(REPOSITORY_SETTINGS_CHANGES, "idempotency_key", RepositorySettingsChangeRow),
-    SealedTable(AGENT_SCAN_CHARGES, "charge_id", ScanChargeRow),
+# In the order a copy writes them, the one the target's foreign keys need.
+TABLES = (
+    SealedTable(
+        GOVERNED_REPOSITORIES,
+        "name",
+        RepositoryRow,
+        later_defaults=MIGRATED_DEFAULTS,
+        insert="governed_repository_insert",
+    ),
+    SealedTable(
+        REPOSITORY_SETTINGS_CHANGES,
+        "idempotency_key",
+        RepositorySettingsChangeRow,
+        insert="repository_settings_change_insert",
+    ),
+    SealedTable(
+        TASK_PROPOSALS,
+        "proposal_id",
+        ProposalRow,
+        insert="task_proposal_insert",
+        of_task="of_task_by_task_id",
+        delete="delete_archived_proposals",
+    ),
+    SealedTable(
+        AGENT_SCAN_CHARGES,
+        "charge_id",
+        ScanChargeRow,
+        insert="agent_scan_charge_insert",
+        of_task="of_task_by_task_id",
+        delete="delete_archived_scan_charges",
+    ),
+    SealedTable(WRITER_LEASES, "lease_id", WriterLeaseRow, insert="writer_lease_insert"),
+    SealedTable(
+        GOVERNED_WRITES, "idempotency_key", GovernedWriteRow, insert="governed_write_insert"
+    ),
 )

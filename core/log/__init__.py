@@ -16,7 +16,7 @@ from aios_ledger.core.log.merkle import (
     verify_inclusion,
 )
 from aios_ledger.core.log.records import SealedRow
-from aios_ledger.core.log.rows import STATE_TABLES, RowImage
+from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, LEDGER_CHAIN
 from aios_ledger.core.log.tail import EventAppend
 from aios_ledger.core.log.verification import (
@@ -56,7 +56,6 @@ __all__ = [
     "ChainTips",
     "SealedRow",
     "RowImage",
-    "STATE_TABLES",
     "verify_export_lines",
     "EXPORT_SCHEMA",
     "HEAD_SCHEMA",

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 from aios_ledger.core.jsonvalue import JsonValue
 from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.rows import AUXILIARY_RUNS, GOVERNED_BINDINGS, RUN_EVENTS
 from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.records import record_from_row
 
@@ -31,7 +32,7 @@ TASKS_RESTORED = "TASKS_RESTORED"
 # evidence run, a transition of a review of it, the registration of its governed binding): an
 # archive removes them with the task, and its TASKS_ARCHIVED event records each of them
 # (`ledger_rows_record`).
-LEDGER_SEALED_TABLES = ("auxiliary_runs", "governed_bindings", "run_events")
+LEDGER_SEALED_TABLES = (AUXILIARY_RUNS, GOVERNED_BINDINGS, RUN_EVENTS)
 # The TASKS_ARCHIVED payload's field for the format of the file it recorded. Before format 3 an
 # archive deleted its tasks' governed bindings without keeping or recording them: a binding of
 # a chain such an archive recorded is gone for good, and accounted for by that alone.

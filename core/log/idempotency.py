@@ -48,5 +48,12 @@ def _writes_first_answer(event: EventRow) -> bool:
 
 
 FIRST_ANSWERS_TABLE = SealedTable(
-    FIRST_ANSWERS, "idempotency_key", FirstAnswerRow, unsealed_writer=_writes_first_answer
+    FIRST_ANSWERS,
+    "idempotency_key",
+    FirstAnswerRow,
+    unsealed_writer=_writes_first_answer,
+    insert="task_idempotency_insert",
+    history="sealed_history_of_first_answers",
+    of_task="of_task_by_subject",
+    delete="delete_archived_idempotency",
 )

@@ -28,42 +28,18 @@ from aios_ledger.core.jsonvalue import JsonObject
 
 ROW_SCHEMA = "aios.state_row.v1"
 
+# The state tables the log itself reads by name (a domain names its others).
 TASKS = "tasks"
 AUXILIARY_RUNS = "auxiliary_runs"
 INITIAL_PROJECTIONS = "task_initial_execution_projections"
 SOURCE_CAPTURE_RECOVERIES = "task_source_capture_projection_recoveries"
-API_TOKENS = "api_tokens"
-GOVERNED_REPOSITORIES = "governed_repositories"
 TASK_PROPOSALS = "task_proposals"
-WRITER_LEASES = "writer_leases"
-GOVERNED_WRITES = "governed_writes"
-REPOSITORY_SETTINGS_CHANGES = "repository_settings_changes"
 AGENT_SCAN_CHARGES = "agent_scan_charges"
 FIRST_ANSWERS = "task_idempotency"
 GOVERNED_BINDINGS = "governed_bindings"
 RUNS = "runs"
 RUN_EVENTS = "run_events"
-COMMIT_ATTESTATIONS = "commit_attestations"
 TASK_SPEND = "task_spend"
-STATE_TABLES: tuple[str, ...] = (
-    TASKS,
-    AUXILIARY_RUNS,
-    INITIAL_PROJECTIONS,
-    SOURCE_CAPTURE_RECOVERIES,
-    API_TOKENS,
-    GOVERNED_REPOSITORIES,
-    TASK_PROPOSALS,
-    WRITER_LEASES,
-    GOVERNED_WRITES,
-    FIRST_ANSWERS,
-    GOVERNED_BINDINGS,
-    RUNS,
-    REPOSITORY_SETTINGS_CHANGES,
-    RUN_EVENTS,
-    AGENT_SCAN_CHARGES,
-    COMMIT_ATTESTATIONS,
-    TASK_SPEND,
-)
 # The state columns that hold timestamp text (auxiliary runs count integer milliseconds).
 TIMESTAMP_COLUMNS = frozenset(
     {"created_at", "updated_at", "deadline", "lease_expires_at", "not_before"}

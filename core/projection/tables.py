@@ -1,4 +1,5 @@
-"""The projection's sealed tables, as the log reads them back (`core.log.tables`)."""
+"""The projection's sealed tables, as the log reads them back and the statements render them
+(`core.log.tables`)."""
 
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import (
@@ -15,9 +16,34 @@ def _registers_binding(event: EventRow) -> bool:
     return event.event_type == BINDING_REGISTERED
 
 
-SEALED_TABLES: tuple[SealedTable, ...] = (
-    SealedTable(INITIAL_PROJECTIONS, "idempotency_key", ProjectionLedgerRow),
-    SealedTable(SOURCE_CAPTURE_RECOVERIES, "idempotency_key", ProjectionLedgerRow),
-    # Keyed by two columns: the statement selects their `binding_key` beside them.
-    SealedTable(GOVERNED_BINDINGS, "binding_key", BindingRow, unsealed_writer=_registers_binding),
+TABLES = (
+    SealedTable(
+        INITIAL_PROJECTIONS,
+        "idempotency_key",
+        ProjectionLedgerRow,
+        insert="insert_initial_projection",
+        history="sealed_history_of_projections",
+        of_task="of_task_by_task_id",
+        delete="delete_archived_projections",
+    ),
+    SealedTable(
+        SOURCE_CAPTURE_RECOVERIES,
+        "idempotency_key",
+        ProjectionLedgerRow,
+        insert="insert_source_capture_recovery",
+        history="sealed_history_of_projections",
+        of_task="of_task_by_task_id",
+        delete="delete_archived_recoveries",
+    ),
+    SealedTable(
+        GOVERNED_BINDINGS,
+        "binding_key",
+        BindingRow,
+        unsealed_writer=_registers_binding,
+        key_columns="task_id job_id",
+        insert="insert_binding",
+        history="sealed_history_of_bindings",
+        of_task="of_task_by_task_id",
+        delete="delete_archived_bindings",
+    ),
 )

@@ -2,7 +2,7 @@
 
 The grammar is aiosql's (`-- name: NAME` with an operation suffix); the statements a plan can
 name are declared in the core (`core.statements`), and the per-table ones are rendered from the
-catalogue of tables (`table_statements.py`) rather than written by hand.
+catalogue of tables and the shapes of `sql/table_shapes.sql` (`table_statements.py`).
 
 A statement whose text is the same on SQLite and PostgreSQL is written once in `sql/*.sql`; a
 dialect's folder holds only the texts that differ. A name in both is refused at load, so a
@@ -21,7 +21,7 @@ from importlib import resources
 
 import attrs
 from aios_ledger.shell.db.read_records import READ_RECORDS
-from aios_ledger.shell.db.table_statements import rendered
+from aios_ledger.shell.db.table_statements import SHAPES_FILE, parse_shapes, rendered
 
 DIALECTS = ("sqlite", "postgresql")
 SHARED_PACKAGE = "aios_ledger.sql"
@@ -125,13 +125,26 @@ def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
     return [
         (entry.name, parse_source(entry.name, entry.read_text("utf-8")))
         for entry in sorted(package.iterdir(), key=lambda item: item.name)
-        if entry.name.endswith(".sql") and entry.is_file()
+        if entry.name.endswith(".sql") and entry.is_file() and entry.name != SHAPES_FILE
     ]
+
+
+@cache
+def table_shapes(dialect: str) -> Mapping[str, str]:
+    """The shapes of the per-table statements: the shared ones and the dialect's own."""
+    found: dict[str, str] = {}
+    for package in (SHARED_PACKAGE, DIALECT_PACKAGES[dialect]):
+        source = resources.files(package) / SHAPES_FILE
+        for name, text in parse_shapes(source.name, source.read_text("utf-8")).items():
+            if name in found:
+                raise ValueError(f"shape {name} is defined in two files")
+            found[name] = text
+    return found
 
 
 def rendered_source(dialect: str) -> SqlSource:
     """The statements and fragments the catalogue of tables renders for a dialect."""
-    found, fragments = rendered(dialect)
+    found, fragments = rendered(table_shapes(dialect))
     return SqlSource(
         statements={
             name: Statement(name=name, operation=operation, sql=text)

@@ -1,153 +1,198 @@
-"""The per-table statements, rendered from the catalogue of tables (`aios_ledger.sql.catalogue`)
-when the statements are loaded: the one place outside `sql/*.sql` that spells SQL, and only the
-mechanical shapes (every row of a table, a whole row inserted, a state row beside its last
-sealed row, a sealed row still there, an archived task's rows read, deleted and looked for).
-Each shape is written once here for all the tables."""
+"""The per-table statements, rendered when the statements are loaded: the shapes in
+`sql/table_shapes.sql` (and a dialect's own in its folder) filled from the catalogue of tables,
+so each shape is written once for all the tables and no SQL is spelled here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from aios_ledger.sql.catalogue import BY_NAME, DIALECTS, TABLES, Dialect, Sealed, Table
+from aios_ledger.core.log.tables import SealedTable, Table
+from aios_ledger.core.sealed_tables import BY_NAME, SEALED_TABLES, TABLES
 
+SHAPES_FILE = "table_shapes.sql"
 _WIDTH = 96
-# The alias of the state row in a `state_rows_*` read; the history fragments name it too.
-STORED = "stored"
-# The alias of the sealed row in `state_rows_gone`; the lookup fragments name it too.
-SEALED = "r"
+_SHAPE_LINE = re.compile(r"^--\s*shape:\s*([a-z_][a-z0-9_]*)\s*$")
+_SLOT = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
+
+# A slot takes a text, or a list of items written apart by commas and wrapped.
+Slot = str | Sequence[str]
 
 
-def _listed(items: Iterable[str], indent: str) -> str:
-    """`a, b, c`, wrapped before _WIDTH with `indent` on every line but the first."""
+def parse_shapes(source: str, content: str) -> dict[str, str]:
+    """A file's `-- shape: NAME` blocks, their comment lines and surrounding blank lines left
+    out (a block's spacing is the statement's, leading spaces included)."""
+    shapes: dict[str, list[str]] = {}
+    body: list[str] | None = None
+    for line in content.splitlines():
+        if found := _SHAPE_LINE.match(line):
+            if found.group(1) in shapes:
+                raise ValueError(f"{source}: shape {found.group(1)} is defined twice")
+            body = shapes[found.group(1)] = []
+        elif body is not None and not line.lstrip().startswith("--"):
+            body.append(line)
+    texts = {name: "\n".join(lines).strip("\n") for name, lines in shapes.items()}
+    for name, text in texts.items():
+        if not text.strip():
+            raise ValueError(f"{source}: shape {name} is empty")
+    return texts
+
+
+def _listed(items: Iterable[str], indent: int) -> str:
+    """`a, b, c`, wrapped before _WIDTH, every line but the first indented by `indent`."""
     lines: list[str] = []
     line = ""
     for item in items:
-        if line and len(indent) + len(line) + len(item) + 2 > _WIDTH:
+        if line and indent + len(line) + len(item) + 2 > _WIDTH:
             lines.append(line + ",")
             line = item
         else:
             line = f"{line}, {item}" if line else item
     lines.append(line)
-    return f"\n{indent}".join(lines)
+    return f"\n{' ' * indent}".join(lines)
 
 
-def _key_text(table: Table, alias: str) -> str:
-    """The key as the seals record it: one column, or two joined by a space."""
-    return " || ' ' || ".join(f"{alias}{column}" for column in table.key)
+def fill(shape: str, slots: Mapping[str, Slot]) -> str:
+    """A shape with every slot filled: a list wraps with its lines indented to the slot."""
+
+    def put_in(match: re.Match[str]) -> str:
+        value = slots.get(match.group(1))
+        if value is None:
+            raise ValueError(f"shape slot {match.group(0)} is not given")
+        if isinstance(value, str):
+            return value
+        return _listed(value, match.start() - (shape.rfind("\n", 0, match.start()) + 1))
+
+    return _SLOT.sub(put_in, shape)
 
 
-def all_rows(table: Table) -> str:
-    return (
-        f"SELECT {_listed(table.columns, '       ')}\n"
-        f"FROM {table.name} ORDER BY {', '.join(table.key)};"
-    )
+def _next_line(text: str) -> str:
+    """An optional last line of a statement: put on a line of its own after the text."""
+    return "\n" + text
 
 
-def insert(table: Table) -> str:
-    text = (
-        f"INSERT INTO {table.name}(\n  {_listed(table.columns, '  ')})\n"
-        f"VALUES (\n  {_listed((f':{column}' for column in table.columns), '  ')})"
-    )
-    if table.insert_replaces:
-        others = [column for column in table.columns if column not in table.key]
-        text += (
-            f"\nON CONFLICT ({', '.join(table.key)}) DO UPDATE\n"
-            f"SET {_listed((f'{column} = excluded.{column}' for column in others), '    ')}"
+class _Renderer:
+    """The shapes of one dialect, filled table by table."""
+
+    def __init__(self, shapes: Mapping[str, str]) -> None:
+        self.shapes = shapes
+
+    def __call__(self, shape: str, **slots: Slot) -> str:
+        return fill(self.shapes[shape], slots)
+
+    def key(self, table: Table | SealedTable, column: Callable[[str], str]) -> str:
+        """The key as the seals record it: one column, or two apart by a space."""
+        parts = [column(name) for name in table.key_columns]
+        return (
+            parts[0] if len(parts) == 1 else self("two_column_key", first=parts[0], second=parts[1])
         )
-    return text + ";"
 
+    def stored(self, column: str) -> str:
+        return self("stored_column", column=column)
 
-def state_rows(table: Table, sealed: Sealed, dialect: Dialect) -> str:
-    key = _key_text(table, f"{STORED}.")
-    selected = f"SELECT {STORED}.*"
-    if sealed.key_name is not None:
-        selected += f", {key} AS {sealed.key_name}"
-    history = (
-        dialect.no_number
-        if sealed.history is None
-        else dialect.number.format(f"{{{{{sealed.history}}}}}")
-    )
-    text = (
-        f"{selected},\n"
-        "       s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,\n"
-        f"       {history} AS sealed_history\n"
-        f"FROM {table.name} AS {STORED}\n"
-        "LEFT JOIN event_seal_rows AS s\n"
-        f"  ON s.row_table = '{table.name}' AND s.row_key = {key}\n"
-        " AND s.event_id = (SELECT max(event_id) FROM event_seal_rows\n"
-        f"                   WHERE row_table = '{table.name}'\n"
-        f"                     AND row_key = {key})"
-    )
-    if sealed.in_key_order:
-        text += "\nORDER BY " + ", ".join(
-            f"{STORED}.{column}{dialect.bytewise}" for column in table.key
+    def selected(self, table: SealedTable) -> str:
+        if table.key_name is None:
+            return self("stored_row")
+        key = self.key(table, self.stored)
+        return self("stored_row_and_key", key=key, key_name=table.key_name)
+
+    def all_rows(self, table: Table | SealedTable) -> str:
+        return self("all_rows", table=table.name, columns=table.columns, key=table.key_columns)
+
+    def insert(self, table: Table | SealedTable) -> str:
+        parameters = [self("parameter", column=column) for column in table.columns]
+        if not table.insert_replaces:
+            return self("insert", table=table.name, columns=table.columns, parameters=parameters)
+        updates = [
+            self("set_excluded", column=column)
+            for column in table.columns
+            if column not in table.key_columns
+        ]
+        return self(
+            "insert_or_replace",
+            table=table.name,
+            columns=table.columns,
+            parameters=parameters,
+            key=table.key_columns,
+            updates=updates,
         )
-    return text + ";"
 
-
-def state_row_exists(tables: Iterable[Table]) -> str:
-    """`state_rows_gone`'s CASE arms: per sealed table, whether the row a seal names is there."""
-    arms = []
-    for table in tables:
-        if table.sealed is None:
-            continue
-        lookup = (
-            f"{_key_text(table, '')} = {SEALED}.row_key"
-            if table.sealed.lookup is None
-            else f"{{{{{table.sealed.lookup}}}}}"
+    def state_rows(self, table: SealedTable) -> str:
+        history = (
+            self("no_sealed_history")
+            if table.history is None
+            else self("sealed_history", history=fragment_use(table.history))
         )
-        arms.append(
-            f"  WHEN '{table.name}' THEN EXISTS (\n    SELECT 1 FROM {table.name} WHERE {lookup})"
+        order = ""
+        if table.in_key_order:
+            columns = [self("key_in_bytes_order", column=column) for column in table.key_columns]
+            order = _next_line(self("in_key_order", columns=columns))
+        return self(
+            "state_rows",
+            table=table.name,
+            selected=self.selected(table),
+            history=history,
+            key=self.key(table, self.stored),
+            in_key_order=order,
         )
-    return "\n".join(arms)
+
+    def state_row_exists(self, tables: Iterable[SealedTable]) -> str:
+        """`state_rows_gone`'s CASE arms: per sealed table, whether a sealed row is there."""
+        arms = []
+        for table in tables:
+            lookup = (
+                self("sealed_row_key", key=self.key(table, str))
+                if table.lookup is None
+                else fragment_use(table.lookup)
+            )
+            arms.append(self("state_row_exists", table=table.name, lookup=lookup))
+        return "\n".join(arms)
+
+    def archive_rows(self, table: SealedTable, of_task: str) -> str:
+        return self(
+            "archive_rows",
+            table=table.name,
+            selected=self.selected(table),
+            key=self.key(table, self.stored),
+            of_task=self(of_task),
+            key_columns=[self.stored(column) for column in table.key_columns],
+        )
+
+    def archived_key_taken(self, tables: Iterable[SealedTable]) -> str:
+        """`restore_row_taken`'s arms: per table an archive takes rows of, whether a row of the
+        file's key is in the table now."""
+        arms = [
+            self("archived_key_taken", table=table.name, key=self.key(table, str))
+            for table in tables
+            if table.of_task is not None
+        ]
+        return f"\n{self('union_all')}\n".join(arms)
 
 
-def archive_rows(table: Table, sealed: Sealed, of_task: str) -> str:
-    key = _key_text(table, f"{STORED}.")
-    selected = f"SELECT {STORED}.*"
-    if sealed.key_name is not None:
-        selected += f", {key} AS {sealed.key_name}"
-    return (
-        f"{selected},\n"
-        "       (SELECT s.row_digest FROM event_seal_rows AS s\n"
-        f"        WHERE s.row_table = '{table.name}' AND s.row_key = {key}\n"
-        "        ORDER BY s.event_id DESC LIMIT 1) AS sealed_row_digest\n"
-        f"FROM {table.name} AS {STORED}\n"
-        f"WHERE {of_task}\n"
-        f"ORDER BY {', '.join(f'{STORED}.{column}' for column in table.key)};"
-    )
+def fragment_use(name: str) -> str:
+    """`{{name}}`: a fragment of the SQL files, put in when the statements are loaded."""
+    return "{{" + name + "}}"
 
 
-def archived_key_taken(tables: Iterable[Table]) -> str:
-    """`restore_row_taken`'s arms: per table an archive takes rows of, whether a row of the
-    file's key (`:row_table`, `:row_key`) is in the table now."""
-    return "\nUNION ALL\n".join(
-        f"SELECT 'key' FROM {table.name}\n"
-        f"WHERE :row_table = '{table.name}' AND {_key_text(table, '')} = :row_key"
-        for table in tables
-        if table.sealed is not None and table.sealed.of_task is not None
-    )
-
-
-def rendered(dialect: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
-    """The rendered statements of a dialect (name -> (operation, text), fragments still to put
-    in) and the rendered fragments (name -> text)."""
-    spelled = DIALECTS[dialect]
+def rendered(shapes: Mapping[str, str]) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """The statements a dialect's shapes render (name -> (operation, text), fragments still to
+    put in) and the rendered fragments (name -> text)."""
+    render = _Renderer(shapes)
     found: dict[str, tuple[str, str]] = {}
     for table in TABLES:
-        found[f"all_{table.name}"] = ("", all_rows(table))
-        found[table.insert_name] = ("!", insert(table))
-        sealed = table.sealed
-        if sealed is None:
+        found[f"all_{table.name}"] = ("", render.all_rows(table))
+        found[table.insert_name] = ("!", render.insert(table))
+        if not isinstance(table, SealedTable):
             continue
-        found[f"state_rows_{table.name}"] = ("", state_rows(table, sealed, spelled))
-        if sealed.of_task is not None:
-            found[f"archive_rows_{table.name}"] = ("", archive_rows(table, sealed, sealed.of_task))
-        if sealed.delete is not None:
-            found[sealed.delete] = ("!", f"DELETE FROM {table.name} WHERE {sealed.of_task};")
+        found[f"state_rows_{table.name}"] = ("", render.state_rows(table))
+        if table.of_task is not None:
+            found[f"archive_rows_{table.name}"] = ("", render.archive_rows(table, table.of_task))
+            if table.delete is not None:
+                delete = render("delete_archived", table=table.name, of_task=render(table.of_task))
+                found[table.delete] = ("!", delete)
     fragments = {
-        "state_row_exists": state_row_exists(TABLES),
-        "archived_key_taken": archived_key_taken(TABLES),
-        "task_columns": _listed(BY_NAME["tasks"].columns, ""),
+        "state_row_exists": render.state_row_exists(SEALED_TABLES.values()),
+        "archived_key_taken": render.archived_key_taken(SEALED_TABLES.values()),
+        "task_columns": render("task_columns", columns=BY_NAME["tasks"].columns),
     }
     return found, fragments

@@ -70,19 +70,7 @@ from aios_ledger.core.log.restore import (
     decide_restore,
     rows_to_restore,
 )
-from aios_ledger.core.log.rows import (
-    AGENT_SCAN_CHARGES,
-    AUXILIARY_RUNS,
-    FIRST_ANSWERS,
-    GOVERNED_BINDINGS,
-    INITIAL_PROJECTIONS,
-    RUN_EVENTS,
-    RUNS,
-    SOURCE_CAPTURE_RECOVERIES,
-    TASK_PROPOSALS,
-    TASK_SPEND,
-    TASKS,
-)
+from aios_ledger.core.log.rows import TASK_PROPOSALS
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.log.state import state_row_columns, stored_row_state
 from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding, head_of_rows
@@ -97,22 +85,9 @@ from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
 # The rows of an archived task, read for its state lines, by state table, in the file's order
-# (`archive_rows_TABLE`, rendered from the catalogue of tables).
+# (`archive_rows_TABLE`, rendered from the catalogue of tables for those an archive takes).
 TASK_STATE_STATEMENTS = {
-    table: f"archive_rows_{table}"
-    for table in (
-        TASKS,
-        INITIAL_PROJECTIONS,
-        SOURCE_CAPTURE_RECOVERIES,
-        FIRST_ANSWERS,
-        GOVERNED_BINDINGS,
-        RUNS,
-        RUN_EVENTS,
-        AUXILIARY_RUNS,
-        TASK_PROPOSALS,
-        AGENT_SCAN_CHARGES,
-        TASK_SPEND,
-    )
+    name: f"archive_rows_{name}" for name, table in SEALED_TABLES.items() if table.of_task
 }
 _CHUNK = 1 << 20
 

@@ -22,11 +22,11 @@ from typing import Any
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log import LedgerHead
+from aios_ledger.core.sealed_tables import TABLES
 from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_value
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import bundle_path, store_bundle
 from aios_ledger.shell.log.verification import ledger_head, verify_log
-from aios_ledger.sql.catalogue import TABLES
 
 BATCH = 1000
 

@@ -35,7 +35,6 @@ from aios_ledger.core.log.merkle_check import MerkleCheck
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
     GOVERNED_BINDINGS,
-    STATE_TABLES,
     TASKS,
     RowImage,
 )
@@ -53,7 +52,7 @@ from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.proofs.held import CheckpointHold, StoredCosignature
 from aios_ledger.core.records import record_columns
-from aios_ledger.core.sealed_tables import SEALED_TABLES
+from aios_ledger.core.sealed_tables import SEALED_TABLES, STATE_TABLES
 from aios_ledger.shell.db.connection import Database, fetch_value
 from aios_ledger.shell.db.run import Connection, Row, fetch_all
 from aios_ledger.shell.git.proposals import bundle_path
@@ -100,7 +99,7 @@ SEALED_ROW_COLUMNS = record_columns(SealedRow)
 ARCHIVED_COLUMNS = ("event_id", "archive_event_id", "chain", "seal")
 Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
 # Each state table and the statement that reads its rows beside their last sealed row (rendered
-# from the catalogue of tables, `sql/catalogue.py`).
+# from the catalogue of tables, `core.sealed_tables`).
 STATE_STATEMENTS = {table: f"state_rows_{table}" for table in STATE_TABLES}
 
 

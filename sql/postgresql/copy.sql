@@ -1,6 +1,6 @@
 -- Copying a whole ledger into an empty PostgreSQL one (`aios-ledger copy`): what is not one
 -- table's rows (those are read with `all_TABLE` and written with the inserts the catalogue of
--- tables renders, `sql/catalogue.py`).
+-- tables renders, `core/sealed_tables.py`).
 
 -- name: copy_event_id_counter$
 -- The last event id the source handed out (its archived events' ids are never handed out again).
