@@ -353,10 +353,3 @@ def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAn
         _settle(db, GovernedWriteRow.from_row(row), swapped=False, recovered=True, clock=clock)
         for row in rows
     ]
-
-
-def writes_of_repository(db: Database, repository: str) -> list[GovernedWriteRow]:
-    rows = db.read(
-        lambda conn: fetch_all(conn, "governed_writes_of_repository", {"repository": repository})
-    )
-    return [GovernedWriteRow.from_row(row) for row in rows]
