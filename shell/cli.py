@@ -90,16 +90,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "tasks",
         "enqueue, claim, submit and judge work; follow what happens",
-        (
-            "task",
-            "claim",
-            "heartbeat",
-            "release",
-            "submit",
-            "cancel",
-            "expire-leases",
-            "events",
-        ),
+        ("task", "claim", "heartbeat", "release", "submit", "cancel", "expire-leases", "events"),
     ),
     CommandGroup(
         "workers and reviews",

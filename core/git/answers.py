@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from aios_ledger.core.git.records import (
-    GovernedWriteRow,
-    ProposalRow,
-    RepositoryRow,
-    ScanChargeRow,
-)
+from aios_ledger.core.git.records import GovernedWriteRow, ProposalRow, RepositoryRow, ScanChargeRow
 from aios_ledger.core.jsonvalue import JsonValue
 
 

@@ -23,13 +23,7 @@ from aios_ledger.core.errors import LedgerError, RetryLaterError
 from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS, ScanBudget
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.kinds import Between, Text
-from aios_ledger.core.structuring import (
-    Constraint,
-    FieldRefused,
-    refuse_as,
-    structure,
-    unstructure,
-)
+from aios_ledger.core.structuring import Constraint, FieldRefused, refuse_as, structure, unstructure
 from aios_ledger.core.timestamps import Timestamp
 
 # An agent's scanning per window, by default: sixteen proposals at the per-proposal byte budget,
@@ -231,8 +225,7 @@ class SettingsChange:
         if change.secrets_baseline is not None:
             if change.clear_secrets_baseline:
                 raise LedgerError(
-                    SETTING_INVALID,
-                    "settings: give a secrets_baseline or clear it, not both",
+                    SETTING_INVALID, "settings: give a secrets_baseline or clear it, not both"
                 )
             baseline_document(change.secrets_baseline)
         return change

@@ -902,9 +902,7 @@ def _endpoint(
         return principal
 
     def prepared(
-        request: Request,
-        raw: bytes | LedgerError | None,
-        checked: Principal | Response | None,
+        request: Request, raw: bytes | LedgerError | None, checked: Principal | Response | None
     ) -> Any:
         """On the worker thread: the Call, or the handler's answer for a plain handler.
         `checked`: the principal its guard already checked (None: checked here)."""

@@ -92,10 +92,7 @@ def clone_workspace(
     root = os.path.abspath(tempfile.mkdtemp(prefix="aios-workspace-", dir=parent))
     path = str(Path(root, "work"))
     try:
-        run_git(
-            ["clone", "--quiet", "--no-checkout", "--no-hardlinks", source, path],
-            timeout=300,
-        )
+        run_git(["clone", "--quiet", "--no-checkout", "--no-hardlinks", source, path], timeout=300)
         git = ["--git-dir", str(Path(path, ".git")), "--work-tree", path]
         run_git([*git, "checkout", "--quiet", "-B", branch, binding.base_oid], cwd=path)
         others = run_git(
@@ -200,10 +197,7 @@ def base_bundle(
         ).returncode:
             raise LedgerError("BASE_NOT_FOUND", f"{grant.repository.name} has no commit {base}")
         run_git(["--git-dir", git_dir, "update-ref", ref, base])
-        run_git(
-            ["--git-dir", git_dir, "bundle", "create", "--quiet", str(out), ref],
-            timeout=600,
-        )
+        run_git(["--git-dir", git_dir, "bundle", "create", "--quiet", str(out), ref], timeout=600)
     if out.stat().st_size > max_bytes:
         out.unlink()
         raise LedgerError(

@@ -272,10 +272,7 @@ def _pin(args: argparse.Namespace, store: InitialExecutionProjectionStore) -> An
         idempotency_key=args.idempotency_key,
     )
     human = not args.json and is_terminal(sys.stdout)
-    document: dict[str, Any] = {
-        "authorized": pinned.authorized,
-        "request": pinned.request.public(),
-    }
+    document: dict[str, Any] = {"authorized": pinned.authorized, "request": pinned.request.public()}
     if args.preview:
         preview = store.preview(args.task_id, pinned.request)
         document = {
