@@ -39,7 +39,6 @@ from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.tasks.attempts import is_reserved_run, is_reserved_session, refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.requests import TaskRequest
-from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
 from aios_ledger.shell.actors import VIA_HEADER, acting_as, token_actor
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
@@ -63,13 +62,13 @@ from aios_ledger.shell.auxiliary.service import (
     read_auxiliary_run,
 )
 from aios_ledger.shell.clock import read_clock
-from aios_ledger.shell.db.connection import fetch_all, fetch_one, fetch_value
 from aios_ledger.shell.db.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.export import export_log
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
 from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.tasks.spend import read_spend
+from aios_ledger.shell.work.status import read_status
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -88,8 +87,6 @@ PROOF_READERS = ANY_ROLE | {WITNESS}
 AUDIT = frozenset({AUDITOR, OWNER})
 EXPORT_CHUNK = 64 * 1024
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
-# `aios-ledger status`'s row count.
-STATUS_ROWS = 10
 # How many rows of each table GET /v1/spend holds (status holds SPEND_ROWS).
 MAX_SPEND_ROWS = 1000
 
@@ -453,23 +450,7 @@ def status(call: Call) -> Answer:
 
     def read(stores: Stores) -> Any:
         now = read_clock(clock)
-
-        def work(conn: Any) -> Any:
-            return status_report(
-                fetch_all(conn, "status_counts"),
-                fetch_one(conn, "status_oldest_queued"),
-                fetch_all(
-                    conn,
-                    "status_expiring_leases",
-                    {"until": now.plus_seconds(EXPIRING_WINDOW_SECONDS).text, "limit": STATUS_ROWS},
-                ),
-                fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
-                now=now.text,
-                spend=read_spend(conn),
-                awaiting_projection=fetch_value(conn, "status_awaiting_projection"),
-            )
-
-        return stores.db.read(work)
+        return stores.db.read(lambda conn: read_status(conn, now))
 
     return Answer(call.backend.read_now(read))
 
