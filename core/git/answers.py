@@ -97,7 +97,7 @@ class WriteAnswer(TypedDict):
     observed_oid: str | None
     changed_files: list[str]
     idempotent: bool
-    # An APPLIED write's attestation (issue 28): made, or why not (`AttestationAnswer`).
+    # An APPLIED write's attestation: made, or why not (`AttestationAnswer`).
     attestation: NotRequired[AttestationAnswer]
 
 

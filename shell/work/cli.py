@@ -33,8 +33,7 @@ from aios_ledger.shell.work.reviewer import review_submitted
 from aios_ledger.shell.work.status import read_status
 from aios_ledger.shell.work.worker import Worker, WorkerConfig, require_exec_program
 
-# The API's client (and httpx under it) is imported with --api only, where it is used: importing
-# it cost every local worker, review and status process a tenth of a second of CPU.
+# The API's client (and httpx under it) is imported with --api only: a local process needs neither.
 if TYPE_CHECKING:
     from aios_ledger.shell.remote.client import LedgerClient
     from aios_ledger.shell.remote.review import RemoteReview
