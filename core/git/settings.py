@@ -101,27 +101,14 @@ class RepositorySettings:
     def public(self) -> JsonObject:
         """The settings as answers and events carry them: the baseline by its sha256 only."""
         return {
-            "secrets_baseline_sha256": self.secrets_baseline_sha256,
-            "scan_max_bytes": self.scan_max_bytes,
-            "scan_max_seconds": self.scan_max_seconds,
-            "allow_gitlinks": self.allow_gitlinks,
-            "agent_scan_max_bytes": self.agent_scan_max_bytes,
-            "agent_scan_max_seconds": self.agent_scan_max_seconds,
-            "agent_scan_window_seconds": self.agent_scan_window_seconds,
+            name: value
+            for name, value in attrs.asdict(self).items()
+            if name != "secrets_baseline_json"
         }
 
     def columns(self) -> dict[str, str | int | float | None]:
         """The settings as the repository's columns hold them (`allow_gitlinks` 0 or 1)."""
-        return {
-            "secrets_baseline_json": self.secrets_baseline_json,
-            "secrets_baseline_sha256": self.secrets_baseline_sha256,
-            "scan_max_bytes": self.scan_max_bytes,
-            "scan_max_seconds": self.scan_max_seconds,
-            "allow_gitlinks": 1 if self.allow_gitlinks else 0,
-            "agent_scan_max_bytes": self.agent_scan_max_bytes,
-            "agent_scan_max_seconds": self.agent_scan_max_seconds,
-            "agent_scan_window_seconds": self.agent_scan_window_seconds,
-        }
+        return {**attrs.asdict(self), "allow_gitlinks": 1 if self.allow_gitlinks else 0}
 
     def baseline(self) -> dict[str, JsonValue] | None:
         """The baseline's document (None: the repository has none)."""
@@ -244,22 +231,13 @@ class SettingsChange:
         elif self.secrets_baseline is not None:
             baseline, digest = self.secrets_baseline, baseline_sha256(self.secrets_baseline)
 
-        def given(value: Any, otherwise: Any) -> Any:
-            return otherwise if value is None else value
-
-        return RepositorySettings(
-            secrets_baseline_json=baseline,
-            secrets_baseline_sha256=digest,
-            scan_max_bytes=given(self.scan_max_bytes, current.scan_max_bytes),
-            scan_max_seconds=given(self.scan_max_seconds, current.scan_max_seconds),
-            allow_gitlinks=given(self.allow_gitlinks, current.allow_gitlinks),
-            agent_scan_max_bytes=given(self.agent_scan_max_bytes, current.agent_scan_max_bytes),
-            agent_scan_max_seconds=given(
-                self.agent_scan_max_seconds, current.agent_scan_max_seconds
-            ),
-            agent_scan_window_seconds=given(
-                self.agent_scan_window_seconds, current.agent_scan_window_seconds
-            ),
+        given = {
+            name: value
+            for name in OPTIONS
+            if name != "secrets_baseline_sha256" and (value := getattr(self, name)) is not None
+        }
+        return attrs.evolve(
+            current, secrets_baseline_json=baseline, secrets_baseline_sha256=digest, **given
         )
 
 
