@@ -334,12 +334,7 @@ def failure_result(
             "protected_ref_bypass": False,
             "secret_material_exposed": False,
         }
-    return {
-        "status": "FAILED",
-        "failure": kind,
-        "summary": summary,
-        "evidence": evidence.public(),
-    }
+    return {"status": "FAILED", "failure": kind, "summary": summary, "evidence": evidence.public()}
 
 
 def review_instruction(task: Mapping[str, Any]) -> str:

@@ -38,11 +38,8 @@ from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.tracing import start_tracing
 
 # Each capability's commands, registered by its own module (its `register`), in this order. A
-# process imports only the module of the command it runs: all of them together (the server's,
-# MCP's, their libraries) were a large part of every start. The whole list is built for what
-# needs every command: `--help` before a command, a command not listed here (argparse's error
-# names them all), tab completion (tests/test_cli_help.py holds each module's names equal to
-# what it registers).
+# process imports only the module of the command it runs, so that it starts quickly; `--help`,
+# an unknown command and tab completion build the whole list.
 COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "aios_ledger.shell.projection.cli",
@@ -90,16 +87,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "tasks",
         "enqueue, claim, submit and judge work; follow what happens",
-        (
-            "task",
-            "claim",
-            "heartbeat",
-            "release",
-            "submit",
-            "cancel",
-            "expire-leases",
-            "events",
-        ),
+        ("task", "claim", "heartbeat", "release", "submit", "cancel", "expire-leases", "events"),
     ),
     CommandGroup(
         "workers and reviews",

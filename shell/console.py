@@ -20,9 +20,8 @@ import attrs
 from aios_ledger.core.actors import actor_label_of
 from aios_ledger.core.timestamps import Timestamp
 
-# rich is imported where a view is drawn, not with this module: every command imports it for
-# `Shown`, most processes answer a program (JSON), and importing rich cost each of them about a
-# sixth of its start.
+# rich is imported where a view is drawn: every command imports this module for `Shown`, and
+# most answer a program (JSON), which needs no rich.
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.measure import Measurement
@@ -662,13 +661,7 @@ def progress_bar(label: str, stream: IO[str] | None = None) -> Iterator[Progress
         yield None
         return
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (
         TextColumn(label),

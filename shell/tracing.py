@@ -210,13 +210,7 @@ def write_started() -> int | None:
 
 
 def record_span(
-    name: str,
-    task_id: str,
-    attempt: int,
-    *,
-    started: int,
-    kind: str,
-    attributes: Mapping[str, Any],
+    name: str, task_id: str, attempt: int, *, started: int, kind: str, attributes: Mapping[str, Any]
 ) -> None:
     """A span of attempt `attempt` of `task_id` from `started` (`write_started`) to now, made
     once what it is about is known (the task a claim took, the attempt a write acted on)."""

@@ -78,11 +78,6 @@ SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid,
        state, code, observed_oid, changed_files_json, revision, created_at, updated_at
 FROM governed_writes WHERE idempotency_key = :idempotency_key;
 
--- name: governed_writes_of_repository
-SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
-       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
-FROM governed_writes WHERE repository = :repository ORDER BY created_at, idempotency_key;
-
 -- name: governed_writes_in_doubt
 SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
        state, code, observed_oid, changed_files_json, revision, created_at, updated_at

@@ -11,14 +11,20 @@ from pathlib import Path
 from typing import Any, cast
 
 from aios_ledger.core import GovernedExecutionBinding, TaskRow, sha256_hex
+from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.projection import InitialExecutionProjectionRequest
 from aios_ledger.core.projection.decisions import runtime_input_of
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.connection import Database, fetch_one
-from aios_ledger.shell.git.proposals import QUARANTINE
-from aios_ledger.shell.git.repos import add_repository
+from aios_ledger.shell.git.proposals import QUARANTINE, record_proposal
+from aios_ledger.shell.git.repos import add_repository, repository_row
 from aios_ledger.shell.git.runner import read_ref, run_git
-from aios_ledger.shell.git.workspace import Workspace, prepare_workspace, propose_from_workspace
+from aios_ledger.shell.git.workspace import (
+    Workspace,
+    claim_binding,
+    clone_workspace,
+    proposal_bundle,
+)
 from aios_ledger.shell.governed.writes import REFLOG_PREFIX
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver, register_binding
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
@@ -362,3 +368,27 @@ def events_of(db_path: Path | str, task_id: str) -> list[str]:
     query = "SELECT event_type FROM events WHERE task_id = ? ORDER BY event_id"
     found = rows(_target(db_path), query, (task_id,))
     return [str(row[0]) for row in found]
+
+
+def prepare_workspace(
+    db: Database, claim: Mapping[str, Any], *, agent_id: str, parent: str | None = None
+) -> Workspace | None:
+    """A fresh working copy at the binding's base for a claim whose binding names a governed
+    repository of this ledger; None for any other claim."""
+    binding = claim_binding(claim)
+    if binding is None:
+        return None
+    repository = db.read(lambda conn: repository_row(conn, binding.repository))
+    if repository is None:
+        return None
+    return clone_workspace(repository.path, claim, binding, agent_id=agent_id, parent=parent)
+
+
+def propose_from_workspace(
+    db: Database, workspace: Workspace, *, lease_token: str
+) -> ProposalAnswer | None:
+    """Bundle and record what the agent did (None: it changed nothing)."""
+    data = proposal_bundle(workspace)
+    if data is None:
+        return None
+    return record_proposal(db, workspace.task_id, data, lease_token=lease_token)

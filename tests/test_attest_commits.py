@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.attest.decisions import NOTES_REF
+from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.attest.commits import (
     add_note,
     read_note,
     verify_commit_attestation,
     why_commit,
 )
-from aios_ledger.shell.attest.keys import SigningKey, generate_key, parse_verifier
+from aios_ledger.shell.attest.keys import SigningKey, generate_key
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from aios_ledger.shell.governed.writes import governed_write
@@ -71,7 +72,7 @@ class Landed:
             )
 
     def verify(self, commit: str, key: SigningKey | None = None) -> dict[str, Any]:
-        verifier = parse_verifier((key or self.key).verifier_text())
+        verifier = VerifierKey.parse((key or self.key).verifier_text())
         return verify_commit_attestation(str(self.bare), commit, verifier)
 
     def finding(self, commit: str, key: SigningKey | None = None) -> str:
@@ -114,7 +115,7 @@ def test_a_landed_write_is_attested_sealed_and_verifiable_from_the_repository(
     clone = landed.root / "clone"
     git("clone", "--quiet", "--bare", str(landed.bare), str(clone))
     git("--git-dir", str(clone), "fetch", "--quiet", "origin", f"{NOTES_REF}:{NOTES_REF}")
-    verifier = parse_verifier(landed.key.verifier_text())
+    verifier = VerifierKey.parse(landed.key.verifier_text())
     assert verify_commit_attestation(str(clone), commit, verifier)["intact"]
     # The same write again replays its attestation: one event, the same note.
     with Database(landed.db) as db:

@@ -14,7 +14,6 @@ import httpx
 import pytest
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import bundle_workspace
-from aios_ledger.shell.git.workspace import prepare_workspace
 from aios_ledger.shell.log.verification import verify_log
 from api_server import ApiServer
 from git_support import (
@@ -24,6 +23,7 @@ from git_support import (
     edit,
     governed_task,
     make_repository,
+    prepare_workspace,
     ref,
     register,
     repository_files,

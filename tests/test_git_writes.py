@@ -20,7 +20,6 @@ from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, ProposalLimits, record_proposal
 from aios_ledger.shell.git.runner import check_ref_format, run_git
-from aios_ledger.shell.git.workspace import prepare_workspace
 from aios_ledger.shell.governed.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
 from conftest import ENGINES, is_postgres
@@ -36,6 +35,7 @@ from git_support import (
     git,
     governed_task,
     make_repository,
+    prepare_workspace,
     propose,
     ref,
     register,

@@ -36,7 +36,7 @@ from aios_ledger.core import LedgerError, RetryLaterError
 from aios_ledger.shell import Database, LedgerClient, verify_log
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, record_proposal
 from aios_ledger.shell.git.repos import change_repository_settings
-from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, Workspace, prepare_workspace
+from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, Workspace
 from api_server import SECOND_AGENT, ApiServer
 from conftest import both_engines
 from git_support import (
@@ -47,6 +47,7 @@ from git_support import (
     events_of,
     governed_task,
     make_repository,
+    prepare_workspace,
     register,
     repository_files,
 )

@@ -32,7 +32,7 @@ import pytest
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV, bundle_workspace
 from aios_ledger.shell.git.runner import run_git
-from aios_ledger.shell.git.workspace import Workspace, prepare_workspace
+from aios_ledger.shell.git.workspace import Workspace
 from aios_ledger.shell.log.verification import verify_log
 from api_server import ApiServer, cli
 from git_support import (
@@ -44,6 +44,7 @@ from git_support import (
     git,
     governed_task,
     make_repository,
+    prepare_workspace,
     ref,
     register,
     repository_files,

@@ -111,14 +111,3 @@ def open_envelope(
     except LedgerError as refused:
         raise _refused(f"the payload is not a JSON object ({refused.detail})") from None
     return statement
-
-
-def envelope_text(envelope: JsonObject) -> str:
-    return canonical_json(envelope)
-
-
-def parse_envelope(text: str | bytes) -> JsonObject:
-    try:
-        return loads_object(text, what="envelope")
-    except LedgerError as refused:
-        raise _refused(f"the envelope is not JSON ({refused.detail})") from None

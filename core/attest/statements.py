@@ -103,11 +103,7 @@ def provenance_statement(facts: CommitFacts) -> JsonObject:
     """SLSA Provenance v1 of the commit: built by the agent's attempt under the ledger, from the
     task's execution envelope, over the base commit and the evidence its review read."""
     dependencies: list[JsonValue] = [
-        {
-            "uri": f"git+{facts.repository}",
-            "name": "base",
-            "digest": {"gitCommit": facts.base_oid},
-        }
+        {"uri": f"git+{facts.repository}", "name": "base", "digest": {"gitCommit": facts.base_oid}}
     ]
     if facts.evidence_digest is not None:
         dependencies.append(

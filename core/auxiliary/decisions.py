@@ -101,11 +101,7 @@ def decide_spawn(
                 "idempotent": True,
             }
         )
-    answer: SpawnAnswer = {
-        "id": spec.id,
-        "state": str(INITIAL_STATE),
-        "spec_digest": spec_digest,
-    }
+    answer: SpawnAnswer = {"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest}
     snapshot = AuxiliaryRunSnapshot(
         schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
         id=spec.id,

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from aios_ledger.core.git.records import (
-    GovernedWriteRow,
-    ProposalRow,
-    RepositoryRow,
-    ScanChargeRow,
-)
+from aios_ledger.core.git.records import GovernedWriteRow, ProposalRow, RepositoryRow, ScanChargeRow
 from aios_ledger.core.jsonvalue import JsonValue
 
 
@@ -102,7 +97,7 @@ class WriteAnswer(TypedDict):
     observed_oid: str | None
     changed_files: list[str]
     idempotent: bool
-    # An APPLIED write's attestation (issue 28): made, or why not (`AttestationAnswer`).
+    # An APPLIED write's attestation: made, or why not (`AttestationAnswer`).
     attestation: NotRequired[AttestationAnswer]
 
 

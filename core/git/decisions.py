@@ -791,12 +791,7 @@ def _attempted_write(state: WriteState) -> JsonObject:
 
 
 def decide_write_refusal(
-    state: WriteState,
-    request: WriteRequest,
-    refused: LedgerError,
-    *,
-    now: Timestamp,
-    actor: Actor,
+    state: WriteState, request: WriteRequest, refused: LedgerError, *, now: Timestamp, actor: Actor
 ) -> Decision[RefusalAnswer] | None:
     """Record a governed write refused by one of its checks (`WRITE_REFUSALS`), read again in
     the recording's own transaction: a sealed GOVERNED_WRITE_REFUSED on the task's chain naming

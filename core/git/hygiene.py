@@ -42,8 +42,7 @@ def fsck_refusal(report: str) -> LedgerError:
         if found:
             oid, message_id, message = found.groups()
             return LedgerError(
-                "BUNDLE_UNSAFE",
-                f"git fsck refuses object {oid}: {message_id}: {message.strip()}",
+                "BUNDLE_UNSAFE", f"git fsck refuses object {oid}: {message_id}: {message.strip()}"
             )
     lines = [line.strip() for line in report.splitlines() if line.strip()]
     return LedgerError(

@@ -22,12 +22,7 @@ MAINLINE = ("main", "master")
 MAX_PATTERNS = 64
 MAX_PATTERN = 200
 # The facts the ledger computes from a proposal, in the names results state them by.
-FACT_FLAGS = (
-    "direct_main_write",
-    "force_push",
-    "protected_ref_bypass",
-    "secret_material_exposed",
-)
+FACT_FLAGS = ("direct_main_write", "force_push", "protected_ref_bypass", "secret_material_exposed")
 
 
 def zero_oid(like: str) -> str:

@@ -23,13 +23,7 @@ from aios_ledger.core.errors import LedgerError, RetryLaterError
 from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS, ScanBudget
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.kinds import Between, Text
-from aios_ledger.core.structuring import (
-    Constraint,
-    FieldRefused,
-    refuse_as,
-    structure,
-    unstructure,
-)
+from aios_ledger.core.structuring import Constraint, FieldRefused, refuse_as, structure, unstructure
 from aios_ledger.core.timestamps import Timestamp
 
 # An agent's scanning per window, by default: sixteen proposals at the per-proposal byte budget,
@@ -107,27 +101,14 @@ class RepositorySettings:
     def public(self) -> JsonObject:
         """The settings as answers and events carry them: the baseline by its sha256 only."""
         return {
-            "secrets_baseline_sha256": self.secrets_baseline_sha256,
-            "scan_max_bytes": self.scan_max_bytes,
-            "scan_max_seconds": self.scan_max_seconds,
-            "allow_gitlinks": self.allow_gitlinks,
-            "agent_scan_max_bytes": self.agent_scan_max_bytes,
-            "agent_scan_max_seconds": self.agent_scan_max_seconds,
-            "agent_scan_window_seconds": self.agent_scan_window_seconds,
+            name: value
+            for name, value in attrs.asdict(self).items()
+            if name != "secrets_baseline_json"
         }
 
     def columns(self) -> dict[str, str | int | float | None]:
         """The settings as the repository's columns hold them (`allow_gitlinks` 0 or 1)."""
-        return {
-            "secrets_baseline_json": self.secrets_baseline_json,
-            "secrets_baseline_sha256": self.secrets_baseline_sha256,
-            "scan_max_bytes": self.scan_max_bytes,
-            "scan_max_seconds": self.scan_max_seconds,
-            "allow_gitlinks": 1 if self.allow_gitlinks else 0,
-            "agent_scan_max_bytes": self.agent_scan_max_bytes,
-            "agent_scan_max_seconds": self.agent_scan_max_seconds,
-            "agent_scan_window_seconds": self.agent_scan_window_seconds,
-        }
+        return {**attrs.asdict(self), "allow_gitlinks": 1 if self.allow_gitlinks else 0}
 
     def baseline(self) -> dict[str, JsonValue] | None:
         """The baseline's document (None: the repository has none)."""
@@ -231,8 +212,7 @@ class SettingsChange:
         if change.secrets_baseline is not None:
             if change.clear_secrets_baseline:
                 raise LedgerError(
-                    SETTING_INVALID,
-                    "settings: give a secrets_baseline or clear it, not both",
+                    SETTING_INVALID, "settings: give a secrets_baseline or clear it, not both"
                 )
             baseline_document(change.secrets_baseline)
         return change
@@ -251,22 +231,13 @@ class SettingsChange:
         elif self.secrets_baseline is not None:
             baseline, digest = self.secrets_baseline, baseline_sha256(self.secrets_baseline)
 
-        def given(value: Any, otherwise: Any) -> Any:
-            return otherwise if value is None else value
-
-        return RepositorySettings(
-            secrets_baseline_json=baseline,
-            secrets_baseline_sha256=digest,
-            scan_max_bytes=given(self.scan_max_bytes, current.scan_max_bytes),
-            scan_max_seconds=given(self.scan_max_seconds, current.scan_max_seconds),
-            allow_gitlinks=given(self.allow_gitlinks, current.allow_gitlinks),
-            agent_scan_max_bytes=given(self.agent_scan_max_bytes, current.agent_scan_max_bytes),
-            agent_scan_max_seconds=given(
-                self.agent_scan_max_seconds, current.agent_scan_max_seconds
-            ),
-            agent_scan_window_seconds=given(
-                self.agent_scan_window_seconds, current.agent_scan_window_seconds
-            ),
+        given = {
+            name: value
+            for name in OPTIONS
+            if name != "secrets_baseline_sha256" and (value := getattr(self, name)) is not None
+        }
+        return attrs.evolve(
+            current, secrets_baseline_json=baseline, secrets_baseline_sha256=digest, **given
         )
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json, sha256_hex
-from aios_ledger.core.envelopes import (
-    GovernedExecutionBinding,
-    project_execution_envelope,
-)
+from aios_ledger.core.envelopes import GovernedExecutionBinding, project_execution_envelope
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.kinds import ROUTE_IDENTIFIER
@@ -81,11 +78,7 @@ def decide_register_binding(
 
 
 def envelope_from_binding(
-    binding: GovernedExecutionBinding,
-    *,
-    capability: str,
-    adapter: str,
-    runtime_input: JsonValue,
+    binding: GovernedExecutionBinding, *, capability: str, adapter: str, runtime_input: JsonValue
 ) -> JsonObject:
     """What the built-in resolver answers: the runtime envelope on a registered binding."""
     return project_execution_envelope(

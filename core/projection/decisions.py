@@ -28,13 +28,7 @@ from aios_ledger.core.envelopes import (
 from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
-from aios_ledger.core.kinds import (
-    Between,
-    Identifier,
-    LedgerDigest,
-    Sha256Hex,
-    Text,
-)
+from aios_ledger.core.kinds import Between, Identifier, LedgerDigest, Sha256Hex, Text
 from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.plan import (
     Decision,
@@ -399,8 +393,7 @@ def check_unprojected_task(task: TaskRow) -> JsonObject:
     capabilities = _projection_error(task.required_capabilities)
     if capabilities:
         raise ProjectionError(
-            "TASK_INITIAL_CAPABILITIES_MUST_BE_EMPTY",
-            f"task already requires {capabilities}",
+            "TASK_INITIAL_CAPABILITIES_MUST_BE_EMPTY", f"task already requires {capabilities}"
         )
     return metadata
 
@@ -449,9 +442,7 @@ def _check_recovery_event_chain(events: tuple[EventRow, ...]) -> None:
 
 
 def _check_source_capture(
-    task: TaskRow,
-    request: SourceCaptureProjectionRecoveryRequest,
-    contract: Mapping[str, object],
+    task: TaskRow, request: SourceCaptureProjectionRecoveryRequest, contract: Mapping[str, object]
 ) -> JsonObject:
     verification = _projection_error(task.verification)
     if verification is None:

@@ -271,12 +271,7 @@ class WitnessState:
 
     @classmethod
     def from_mapping(cls, document: object) -> WitnessState:
-        if not isinstance(document, dict) or set(document) != {
-            "schema",
-            "origin",
-            "size",
-            "root",
-        }:
+        if not isinstance(document, dict) or set(document) != {"schema", "origin", "size", "root"}:
             raise LedgerError(
                 "WITNESS_STATE_INVALID", "a witness state has schema, origin, size, root"
             )

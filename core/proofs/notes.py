@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 import attrs
 from aios_ledger.core.errors import LedgerError
@@ -338,10 +338,3 @@ def open_note(
     if not verified:
         raise LedgerError("NOTE_UNVERIFIED", "no signature of a known key is on the note")
     return OpenedNote(note, tuple(verified), tuple(unverified))
-
-
-def signatures_by(note: SignedNote, keys: Sequence[VerifierKey]) -> tuple[NoteSignature, ...]:
-    """The note's signatures made by any of `keys` (by name and ID; not checked)."""
-    return tuple(
-        signature for signature in note.signatures if any(signature.by(key) for key in keys)
-    )

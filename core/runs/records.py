@@ -60,14 +60,7 @@ class RunEventRow:
 
     def image(self) -> RowImage:
         """The row as its append's `RUN_EVENT_APPENDED` seal covers it: every column."""
-        columns = {
-            "run_id": self.run_id,
-            "seq": self.seq,
-            "kind": self.kind,
-            "payload_json": self.payload_json,
-            "created_at": self.created_at,
-        }
-        return row_image(RUN_EVENTS, run_event_key(self.run_id, self.seq), columns)
+        return row_image(RUN_EVENTS, run_event_key(self.run_id, self.seq), attrs.asdict(self))
 
     def payload(self) -> JsonValue:
         try:

@@ -40,7 +40,6 @@ from aios_ledger.core.tasks.attempts import refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.offers import operation_roles
 from aios_ledger.core.tasks.requests import TaskRequest
-from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
 from aios_ledger.shell.actors import VIA_HEADER, acting_as, token_actor
 from aios_ledger.shell.api.backend import ApiSettings, Backend, Stores
@@ -63,13 +62,13 @@ from aios_ledger.shell.auxiliary.service import (
     read_auxiliary_run,
 )
 from aios_ledger.shell.clock import read_clock
-from aios_ledger.shell.db.connection import fetch_all, fetch_one, fetch_value
 from aios_ledger.shell.db.merkle import current_tree_head, prove_consistency, prove_inclusion
 from aios_ledger.shell.log.export import export_log
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
 from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.tasks.spend import read_spend
+from aios_ledger.shell.work.status import read_status
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -88,8 +87,6 @@ PROOF_READERS = ANY_ROLE | {WITNESS}
 AUDIT = frozenset({AUDITOR, OWNER})
 EXPORT_CHUNK = 64 * 1024
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
-# `aios-ledger status`'s row count.
-STATUS_ROWS = 10
 # How many rows of each table GET /v1/spend holds (status holds SPEND_ROWS).
 MAX_SPEND_ROWS = 1000
 
@@ -436,23 +433,7 @@ def status(call: Call) -> Answer:
 
     def read(stores: Stores) -> Any:
         now = read_clock(clock)
-
-        def work(conn: Any) -> Any:
-            return status_report(
-                fetch_all(conn, "status_counts"),
-                fetch_one(conn, "status_oldest_queued"),
-                fetch_all(
-                    conn,
-                    "status_expiring_leases",
-                    {"until": now.plus_seconds(EXPIRING_WINDOW_SECONDS).text, "limit": STATUS_ROWS},
-                ),
-                fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
-                now=now.text,
-                spend=read_spend(conn),
-                awaiting_projection=fetch_value(conn, "status_awaiting_projection"),
-            )
-
-        return stores.db.read(work)
+        return stores.db.read(lambda conn: read_status(conn, now))
 
     return Answer(call.backend.read_now(read))
 
@@ -592,15 +573,26 @@ TASK_LIST_QUERY = (
 _CAPABILITIES = Query("capabilities", {"type": "string", "maxLength": 4000})
 
 
+def _read(
+    path: str,
+    operation_id: str,
+    handler: Callable[..., Any],
+    summary: str,
+    roles: frozenset[str] | None = READERS,
+    **options: Any,
+) -> Operation:
+    """A GET route, by default for every reader."""
+    return Operation("GET", path, operation_id, roles, handler, summary, **options)
+
+
 def operations() -> tuple[Operation, ...]:
     agent, owner = frozenset({AGENT}), frozenset({OWNER})
-    bindings_readers = ANY_ROLE
-    o = Operation
+    o, read = Operation, _read
     return (
-        o("GET", "/v1/health", "health", None, health, "liveness"),
-        o("GET", "/v1/ready", "ready", None, ready, "readiness: writes can be committed now"),
-        o("GET", "/openapi.json", "openapi", None, openapi, "this document"),
-        o("GET", "/metrics", "metrics", AUDIT, metrics, "Prometheus metrics", media="text/plain"),
+        read("/v1/health", "health", health, "liveness", roles=None),
+        read("/v1/ready", "ready", ready, "readiness: writes can be committed now", roles=None),
+        read("/openapi.json", "openapi", openapi, "this document", roles=None),
+        read("/metrics", "metrics", metrics, "Prometheus metrics", AUDIT, media="text/plain"),
         o(
             "POST",
             "/v1/tasks",
@@ -611,21 +603,17 @@ def operations() -> tuple[Operation, ...]:
             body="TaskCreateBody",
             success=(201,),
         ),
-        o(
-            "GET",
+        read(
             "/v1/tasks",
             "listTasks",
-            READERS,
             list_tasks,
             "a page of tasks, newest first, filtered; next_cursor pages on",
             query=TASK_LIST_QUERY,
         ),
-        o("GET", "/v1/tasks/{task_id}", "getTask", READERS, get_task, "one task"),
-        o(
-            "GET",
+        read("/v1/tasks/{task_id}", "getTask", get_task, "one task"),
+        read(
             "/v1/events/stream",
             "eventStream",
-            READERS,
             event_stream,
             "the ledger's events as they are sealed (server-sent events)",
             query=(
@@ -640,15 +628,8 @@ def operations() -> tuple[Operation, ...]:
             ),
             media=EVENT_STREAM_TYPE,
         ),
-        o("GET", "/v1/tasks/{task_id}/events", "taskEvents", READERS, task_events, "its events"),
-        o(
-            "GET",
-            "/v1/tasks/{task_id}/history",
-            "taskHistory",
-            READERS,
-            task_history,
-            "its timeline",
-        ),
+        read("/v1/tasks/{task_id}/events", "taskEvents", task_events, "its events"),
+        read("/v1/tasks/{task_id}/history", "taskHistory", task_history, "its timeline"),
         o(
             "POST",
             "/v1/claims",
@@ -680,14 +661,7 @@ def operations() -> tuple[Operation, ...]:
             "register a governed binding",
             body="BindingBody",
         ),
-        o(
-            "GET",
-            "/v1/bindings/{task_id}/{job_id}",
-            "getBinding",
-            bindings_readers,
-            get_binding,
-            "a registered binding",
-        ),
+        read("/v1/bindings/{task_id}/{job_id}", "getBinding", get_binding, "a registered binding"),
         o(
             "POST",
             "/v1/tasks/{task_id}/projection",
@@ -726,12 +700,10 @@ def operations() -> tuple[Operation, ...]:
             body="RunEventBody",
             success=(201,),
         ),
-        o("GET", "/v1/runs/{run_id}", "getRun", READERS, get_run, "a run"),
-        o(
-            "GET",
+        read("/v1/runs/{run_id}", "getRun", get_run, "a run"),
+        read(
             "/v1/runs/{run_id}/events",
             "runEvents",
-            READERS,
             run_events,
             "a run's events",
             query=(
@@ -739,11 +711,9 @@ def operations() -> tuple[Operation, ...]:
                 Query("after", {"type": "integer", "minimum": 0}),
             ),
         ),
-        o(
-            "GET",
+        read(
             "/v1/auxiliary-runs",
             "listAuxiliaryRuns",
-            READERS,
             list_aux,
             "auxiliary runs",
             query=(
@@ -753,79 +723,60 @@ def operations() -> tuple[Operation, ...]:
                 _LIMIT,
             ),
         ),
-        o(
-            "GET",
-            "/v1/auxiliary-runs/{aux_id}",
-            "getAuxiliaryRun",
-            READERS,
-            get_aux,
-            "an auxiliary run",
-        ),
-        o(
-            "GET",
+        read("/v1/auxiliary-runs/{aux_id}", "getAuxiliaryRun", get_aux, "an auxiliary run"),
+        read(
             "/v1/auxiliary-runs/{aux_id}/events",
             "auxiliaryRunEvents",
-            READERS,
             aux_events,
             "an auxiliary run's transitions",
         ),
-        o("GET", "/v1/whoami", "whoami", READERS, whoami, "the token's name, roles and grant"),
-        o(
-            "GET",
+        read("/v1/whoami", "whoami", whoami, "the token's name, roles and grant"),
+        read(
             "/v1/claims/idle",
             "idleReason",
-            agent,
             idle_reason,
             "why a claim offering these capabilities finds nothing now",
+            agent,
             query=(_CAPABILITIES,),
         ),
-        o("GET", "/v1/status", "status", READERS, status, "the status report"),
-        o(
-            "GET",
-            "/v1/spend",
-            "spend",
-            READERS,
-            spend,
-            "what tasks spent, by task, agent, repository and UTC day",
+        read("/v1/status", "status", status, "the status report"),
+        read(
+            "/v1/spend", "spend", spend, "what tasks spent, by task, agent, repository and UTC day"
         ),
-        o("GET", "/v1/log/head", "logHead", READERS, log_head, "the log's head"),
-        o("GET", "/v1/log/verify", "logVerify", AUDIT, log_verify, "verify the log"),
-        o(
-            "GET",
+        read("/v1/log/head", "logHead", log_head, "the log's head"),
+        read("/v1/log/verify", "logVerify", log_verify, "verify the log", AUDIT),
+        read(
             "/v1/proofs/tree-head",
             "merkleTreeHead",
-            PROOF_READERS,
             merkle_head,
             "the Merkle log's tree head: size and root",
+            PROOF_READERS,
         ),
-        o(
-            "GET",
+        read(
             "/v1/proofs/inclusion/{event_id}",
             "proveInclusion",
-            PROOF_READERS,
             prove_event,
             "an event's RFC 9162 inclusion proof",
+            PROOF_READERS,
             query=(Query("size", {"type": "integer", "minimum": 0}),),
         ),
-        o(
-            "GET",
+        read(
             "/v1/proofs/consistency",
             "proveConsistency",
-            PROOF_READERS,
             prove_trees,
             "an RFC 9162 consistency proof between two tree sizes",
+            PROOF_READERS,
             query=(
                 Query("old", {"type": "integer", "minimum": 0}),
                 Query("new", {"type": "integer", "minimum": 0}),
             ),
         ),
-        o(
-            "GET",
+        read(
             "/v1/log/export",
             "logExport",
-            AUDIT,
             log_export,
             "the log as NDJSON",
+            AUDIT,
             media="application/x-ndjson",
         ),
     )
@@ -914,9 +865,7 @@ def _endpoint(
         return principal
 
     def prepared(
-        request: Request,
-        raw: bytes | LedgerError | None,
-        checked: Principal | Response | None,
+        request: Request, raw: bytes | LedgerError | None, checked: Principal | Response | None
     ) -> Any:
         """On the worker thread: the Call, or the handler's answer for a plain handler.
         `checked`: the principal its guard already checked (None: checked here)."""

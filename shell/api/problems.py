@@ -117,11 +117,7 @@ def problem_document(code: str, detail: str, *, field: str | None = None) -> dic
 
 
 def problem_response(
-    code: str,
-    detail: str,
-    *,
-    field: str | None = None,
-    headers: dict[str, str] | None = None,
+    code: str, detail: str, *, field: str | None = None, headers: dict[str, str] | None = None
 ) -> Response:
     document = problem_document(code, detail, field=field)
     return Response(

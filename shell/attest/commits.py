@@ -369,10 +369,6 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
 # verify-attestation
 
 
-def _finding(code: str, detail: str) -> LedgerError:
-    return LedgerError(code, detail)
-
-
 def verify_commit_attestation(
     repository_path: str, commit: str, verifier: VerifierKey
 ) -> dict[str, Any]:
@@ -384,31 +380,31 @@ def verify_commit_attestation(
         check=False,
     )
     if resolved.returncode != 0:
-        raise _finding("COMMIT_NOT_FOUND", f"{repository_path} holds no commit {commit!r}")
+        raise LedgerError("COMMIT_NOT_FOUND", f"{repository_path} holds no commit {commit!r}")
     oid = resolved.text.strip()
     text = read_note(repository_path, oid)
     if text is None:
-        raise _finding("ATTESTATION_MISSING", f"commit {oid} has no note under {NOTES_REF}")
+        raise LedgerError("ATTESTATION_MISSING", f"commit {oid} has no note under {NOTES_REF}")
     try:
         note = loads_object(text.strip(), what="note")
     except LedgerError as refused:
-        raise _finding(
+        raise LedgerError(
             "ATTESTATION_INVALID", f"the note of {oid} is not JSON: {refused.detail}"
         ) from None
     if note.get("schema") != NOTE_SCHEMA:
-        raise _finding("ATTESTATION_INVALID", f"the note of {oid} is not {NOTE_SCHEMA}")
+        raise LedgerError("ATTESTATION_INVALID", f"the note of {oid} is not {NOTE_SCHEMA}")
     keyid = note_key_id(verifier.name, verifier.public_key)
     verified: dict[str, Any] = {"commit": oid, "notes_ref": NOTES_REF, "keyid": keyid}
     for part, predicate_type in (("provenance", PROVENANCE_TYPE), ("review", VSA_TYPE)):
         statement = open_envelope(note.get(part), verifier.public_key, check_ed25519, keyid)
         if statement.get("predicateType") != predicate_type:
-            raise _finding(
+            raise LedgerError(
                 "ATTESTATION_INVALID",
                 f"the {part} Statement's predicateType is not {predicate_type}",
             )
         subject = statement_subject_commit(statement)
         if subject != oid:
-            raise _finding(
+            raise LedgerError(
                 "ATTESTATION_SUBJECT_MISMATCH",
                 f"the {part} Statement is about commit {subject}, not {oid}",
             )

@@ -68,10 +68,6 @@ def load_signer(path: str | os.PathLike[str]) -> SigningKey:
     return SigningKey(signer, Path(path).read_text(encoding="ascii").strip())
 
 
-def parse_verifier(text: str) -> VerifierKey:
-    return VerifierKey.parse(text)
-
-
 def read_verifier(text_or_path: str) -> VerifierKey:
     """A verifier key given as its text, or as a file holding it (NOTE_KEY_INVALID)."""
     candidate = Path(text_or_path)

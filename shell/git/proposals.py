@@ -58,7 +58,12 @@ from aios_ledger.shell.db.connection import Database, fetch_record, fetch_value
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.repos import refuse_git_config_settings, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
-from aios_ledger.shell.git.secret_scan import scan_proposal, spent_of
+from aios_ledger.shell.git.secret_scan import (
+    added_by_commits,
+    commits_after,
+    scan_proposal,
+    spent_of,
+)
 
 LOG = logging.getLogger("aios_ledger.proposals")
 QUARANTINE = "refs/aios-quarantine"
@@ -212,36 +217,13 @@ def added_entries(git_dir: str, tips: list[str], base: str) -> list[TreeEntry]:
     """The symbolic links and gitlinks that the commits of `tips` not in `base` add or change,
     each commit against its first parent (an entry it shares with that parent was checked with
     the parent, or is the repository's own), with each link's target."""
-    listed = run_git(
-        ["--git-dir", git_dir, "rev-list", "--parents", *tips, "--not", base],
-        max_output=64 << 20,
-    )
-    pairs = [" ".join(line.split()[:2]) for line in listed.text.splitlines() if line.strip()]
-    if not pairs:
-        return []
-    raw = run_git(
-        [
-            "--git-dir",
-            git_dir,
-            "diff-tree",
-            "--stdin",
-            "--root",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--no-commit-id",
-            "--raw",
-        ],
-        stdin="".join(f"{pair}\n" for pair in pairs).encode(),
-        max_output=256 << 20,
-        timeout=300,
-    ).stdout
-    parts = raw.split(b"\0")
-    found: dict[tuple[str, str], str] = {}
-    for meta_bytes, name in zip(parts[0::2], parts[1::2], strict=False):
-        meta = meta_bytes.decode("ascii", "replace").lstrip(":").split(" ")
-        if len(meta) >= 5 and meta[1] in (SYMLINK_MODE, GITLINK_MODE) and meta[4] != "D":
-            found[(name.decode("utf-8", "surrogateescape"), meta[3])] = meta[1]
+    found = {
+        (name.decode("utf-8", "surrogateescape"), oid): mode
+        for mode, oid, name in added_by_commits(
+            git_dir, commits_after(git_dir, tips, base, 300), timeout=300
+        )
+        if mode in (SYMLINK_MODE, GITLINK_MODE)
+    }
     targets = _symlink_targets(
         git_dir, sorted({oid for (_path, oid), mode in found.items() if mode == SYMLINK_MODE})
     )

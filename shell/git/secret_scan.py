@@ -96,7 +96,9 @@ def check_baseline_loads(baseline: dict[str, Any]) -> None:
             ) from None
 
 
-def _commits(git_dir: str, tips: list[str], base: str, timeout: float) -> list[tuple[str, str]]:
+def commits_after(
+    git_dir: str, tips: list[str], base: str, timeout: float
+) -> list[tuple[str, str]]:
     """Each commit of `tips` not in `base`, with its first parent ('' for a root commit)."""
     listed = run_git(
         ["--git-dir", git_dir, "rev-list", "--parents", *tips, "--not", base],
@@ -111,10 +113,10 @@ def _commits(git_dir: str, tips: list[str], base: str, timeout: float) -> list[t
     return pairs
 
 
-def _files_of_commits(
+def added_by_commits(
     git_dir: str, commits: list[tuple[str, str]], timeout: float
-) -> list[tuple[str, str]]:
-    """Every (path, blob) each commit adds or changes against its first parent."""
+) -> list[tuple[str, str, bytes]]:
+    """Every entry each commit adds or changes against its first parent: (mode, blob, path)."""
     if not commits:
         return []
     raw = run_git(
@@ -135,11 +137,11 @@ def _files_of_commits(
         timeout=timeout,
     ).stdout
     parts = raw.split(b"\0")
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, bytes]] = []
     for meta_bytes, name in zip(parts[0::2], parts[1::2], strict=False):
         meta = meta_bytes.decode("ascii", "replace").lstrip(":").split(" ")
-        if len(meta) >= 5 and meta[1] in CONTENT_MODES and not meta[4].startswith("D"):
-            found.append((name.decode("utf-8", "backslashreplace"), meta[3]))
+        if len(meta) >= 5 and not meta[4].startswith("D"):
+            found.append((meta[1], meta[3], name))
     return found
 
 
@@ -328,8 +330,12 @@ def _scan(
         budget.require_seconds(clock() - started)
         return max(1.0, budget.max_seconds - (clock() - started))
 
-    commits = _commits(git_dir, tips, base, remaining())
-    files = _files_of_commits(git_dir, commits, remaining())
+    commits = commits_after(git_dir, tips, base, remaining())
+    files = [
+        (name.decode("utf-8", "backslashreplace"), oid)
+        for mode, oid, name in added_by_commits(git_dir, commits, remaining())
+        if mode in CONTENT_MODES
+    ]
     commit_ids = [commit for commit, _parent in commits]
     blob_ids = sorted({oid for _path, oid in files})
     sizes = _sizes(git_dir, [*commit_ids, *blob_ids], remaining())

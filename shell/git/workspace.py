@@ -92,10 +92,7 @@ def clone_workspace(
     root = os.path.abspath(tempfile.mkdtemp(prefix="aios-workspace-", dir=parent))
     path = str(Path(root, "work"))
     try:
-        run_git(
-            ["clone", "--quiet", "--no-checkout", "--no-hardlinks", source, path],
-            timeout=300,
-        )
+        run_git(["clone", "--quiet", "--no-checkout", "--no-hardlinks", source, path], timeout=300)
         git = ["--git-dir", str(Path(path, ".git")), "--work-tree", path]
         run_git([*git, "checkout", "--quiet", "-B", branch, binding.base_oid], cwd=path)
         others = run_git(
@@ -111,20 +108,6 @@ def clone_workspace(
     return Workspace(root, path, str(claim["task_id"]), binding.base_oid, agent_id)
 
 
-def prepare_workspace(
-    db: Database, claim: Mapping[str, Any], *, agent_id: str, parent: str | None = None
-) -> Workspace | None:
-    """A fresh working copy at the binding's base for a claim whose binding names a governed
-    repository of this ledger; None for any other claim."""
-    binding = claim_binding(claim)
-    if binding is None:
-        return None
-    repository = db.read(lambda conn: repository_row(conn, binding.repository))
-    if repository is None:
-        return None
-    return clone_workspace(repository.path, claim, binding, agent_id=agent_id, parent=parent)
-
-
 def proposal_bundle(workspace: Workspace) -> bytes | None:
     """The bytes of the bundle of what the agent did (None: it changed nothing)."""
     bundle = Path(workspace.root, "proposal.bundle")
@@ -136,16 +119,6 @@ def proposal_bundle(workspace: Workspace) -> bytes | None:
         return bundle.read_bytes()
     except OSError as exc:
         raise LedgerError("BUNDLE_INVALID", f"the workspace's bundle: {exc}") from None
-
-
-def propose_from_workspace(
-    db: Database, workspace: Workspace, *, lease_token: str, clock: Clock = system_clock
-) -> ProposalAnswer | None:
-    """Bundle and record what the agent did (None: it changed nothing)."""
-    data = proposal_bundle(workspace)
-    if data is None:
-        return None
-    return record_proposal(db, workspace.task_id, data, lease_token=lease_token, clock=clock)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,10 +173,7 @@ def base_bundle(
         ).returncode:
             raise LedgerError("BASE_NOT_FOUND", f"{grant.repository.name} has no commit {base}")
         run_git(["--git-dir", git_dir, "update-ref", ref, base])
-        run_git(
-            ["--git-dir", git_dir, "bundle", "create", "--quiet", str(out), ref],
-            timeout=600,
-        )
+        run_git(["--git-dir", git_dir, "bundle", "create", "--quiet", str(out), ref], timeout=600)
     if out.stat().st_size > max_bytes:
         out.unlink()
         raise LedgerError(

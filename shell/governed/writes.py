@@ -217,11 +217,7 @@ def _record_write_span(db: Database, answer: WriteAnswer, started: int) -> None:
 
 
 def _governed_write(
-    db: Database,
-    raw: Mapping[str, Any] | WriteRequest,
-    *,
-    clock: Clock,
-    lease_wait: float,
+    db: Database, raw: Mapping[str, Any] | WriteRequest, *, clock: Clock, lease_wait: float
 ) -> WriteAnswer:
     request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
     actor = current_actor()
@@ -254,12 +250,7 @@ def _recorded(
 
 
 def _checked_write(
-    db: Database,
-    request: WriteRequest,
-    actor: Actor,
-    *,
-    clock: Clock,
-    lease_wait: float,
+    db: Database, request: WriteRequest, actor: Actor, *, clock: Clock, lease_wait: float
 ) -> WriteAnswer:
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
@@ -353,10 +344,3 @@ def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAn
         _settle(db, GovernedWriteRow.from_row(row), swapped=False, recovered=True, clock=clock)
         for row in rows
     ]
-
-
-def writes_of_repository(db: Database, repository: str) -> list[GovernedWriteRow]:
-    rows = db.read(
-        lambda conn: fetch_all(conn, "governed_writes_of_repository", {"repository": repository})
-    )
-    return [GovernedWriteRow.from_row(row) for row in rows]

@@ -41,8 +41,7 @@ from aios_ledger.shell.remote.credentials import API_URL_ENV
 from aios_ledger.shell.tasks.arguments import task_ledger
 from aios_ledger.shell.work.cli import api_client, api_options
 
-# The API's client (and httpx under it) is imported where --api or the binding API's URL is
-# used: importing it cost every `init`, `migrate` and `events` process a tenth of a second of CPU.
+# The API's client (and httpx under it) is imported only where --api or the binding API is used.
 if TYPE_CHECKING:
     from aios_ledger.shell.remote.bindings import HttpBindingResolver
     from aios_ledger.shell.remote.client import LedgerClient
@@ -286,10 +285,7 @@ def _pin(args: argparse.Namespace, store: InitialExecutionProjectionStore) -> An
         idempotency_key=args.idempotency_key,
     )
     human = not args.json and is_terminal(sys.stdout)
-    document: dict[str, Any] = {
-        "authorized": pinned.authorized,
-        "request": pinned.request.public(),
-    }
+    document: dict[str, Any] = {"authorized": pinned.authorized, "request": pinned.request.public()}
     if args.preview:
         preview = store.preview(args.task_id, pinned.request)
         document = {

@@ -278,10 +278,7 @@ class InitialExecutionProjectionStore:
         return answer
 
     def _preview(
-        self,
-        envelope: Any,
-        expected: JsonObject | None,
-        decide: Callable[[Connection], object],
+        self, envelope: Any, expected: JsonObject | None, decide: Callable[[Connection], object]
     ) -> dict[str, Any]:
         refusal = None
         try:

@@ -35,8 +35,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     key = commands.add_parser("key", help="Ed25519 keys that sign checkpoints and cosignatures")
     key_commands = key.add_subparsers(dest="key_command", required=True, metavar="COMMAND")
     generate = key_commands.add_parser(
-        "generate",
-        help="write a new signer key to a new file (0600) and print its verifier key",
+        "generate", help="write a new signer key to a new file (0600) and print its verifier key"
     )
     generate.add_argument(
         "--name",
@@ -109,9 +108,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="where the witness keeps the last checkpoint it cosigned (created if missing)",
     )
     witness.add_argument(
-        "--token",
-        metavar="TOKEN",
-        help=f"a token with the witness role (default: ${TOKEN_ENV})",
+        "--token", metavar="TOKEN", help=f"a token with the witness role (default: ${TOKEN_ENV})"
     )
     witness.add_argument("--once", action="store_true", help="one round, then exit")
     witness.add_argument(

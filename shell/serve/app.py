@@ -26,11 +26,7 @@ from starlette.applications import Starlette
 
 def served_extras() -> tuple[Operation, ...]:
     """The routes `serve` adds to `operations()`."""
-    return (
-        *governed_operations(),
-        *review_operations(),
-        *checkpoint_operations(),
-    )
+    return (*governed_operations(), *review_operations(), *checkpoint_operations())
 
 
 def served_operations() -> tuple[Operation, ...]:

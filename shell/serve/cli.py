@@ -193,9 +193,7 @@ def _run_server(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def configured_server(
-    args: argparse.Namespace,
-) -> Iterator[tuple[uvicorn.Server, socket.socket]]:
+def configured_server(args: argparse.Namespace) -> Iterator[tuple[uvicorn.Server, socket.socket]]:
     """The server `serve` runs, from its parsed arguments, and its bound listening socket:
     settings checked, app built, periodic checkpoints started; leaving closes all of them.
     Running it (`server.run(sockets=[listener])`) is the caller's, in any thread."""

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import ReviewSettings, WorkerSettings
-from aios_ledger.core.tasks.status import EXPIRING_WINDOW_SECONDS, status_report
 from aios_ledger.core.work import next_poll_delay
 from aios_ledger.shell.actors import process_acting_as
 from aios_ledger.shell.cli_support import (
@@ -29,19 +28,16 @@ from aios_ledger.shell.cli_support import (
 )
 from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.console import Shown, status_view
-from aios_ledger.shell.db.connection import fetch_all, fetch_one, fetch_value
 from aios_ledger.shell.remote.credentials import read_token_file
-from aios_ledger.shell.tasks.spend import read_spend
 from aios_ledger.shell.work.reviewer import review_submitted
+from aios_ledger.shell.work.status import read_status
 from aios_ledger.shell.work.worker import Worker, WorkerConfig, require_exec_program
 
-# The API's client (and httpx under it) is imported with --api only, where it is used: importing
-# it cost every local worker, review and status process a tenth of a second of CPU.
+# The API's client (and httpx under it) is imported with --api only: a local process needs neither.
 if TYPE_CHECKING:
     from aios_ledger.shell.remote.client import LedgerClient
     from aios_ledger.shell.remote.review import RemoteReview
 
-STATUS_ROWS = 10
 # A long-running worker started before its API waits for it, retrying this often (doubling).
 API_WAIT_MIN_SECONDS = 1.0
 API_WAIT_MAX_SECONDS = 30.0
@@ -300,20 +296,4 @@ def _reviewed(
 def _status(args: argparse.Namespace) -> Shown:
     now = read_clock(system_clock)
     with open_database(args) as db:
-
-        def read(conn: Any) -> dict[str, Any]:
-            return status_report(
-                fetch_all(conn, "status_counts"),
-                fetch_one(conn, "status_oldest_queued"),
-                fetch_all(
-                    conn,
-                    "status_expiring_leases",
-                    {"until": now.plus_seconds(EXPIRING_WINDOW_SECONDS).text, "limit": STATUS_ROWS},
-                ),
-                fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
-                now=now.text,
-                spend=read_spend(conn),
-                awaiting_projection=fetch_value(conn, "status_awaiting_projection"),
-            )
-
-        return Shown(db.read(read), status_view)
+        return Shown(db.read(lambda conn: read_status(conn, now)), status_view)

@@ -38,11 +38,7 @@ from aios_ledger.core.auxiliary import (
     ExecutionFrame,
 )
 from aios_ledger.core.auxiliary.queries import MAX_AUXILIARY_LIST
-from aios_ledger.core.config import (
-    DEFAULT_REVIEW_ATTEMPTS,
-    DEFAULT_REVIEW_TIMEOUT,
-    ReviewSettings,
-)
+from aios_ledger.core.config import DEFAULT_REVIEW_ATTEMPTS, DEFAULT_REVIEW_TIMEOUT, ReviewSettings
 from aios_ledger.core.jsonvalue import loads_object
 from aios_ledger.core.runs import EvidenceReadRequest, EvidenceSnapshot, ExecutionTarget
 from aios_ledger.core.structuring import structure
@@ -253,12 +249,7 @@ def review_submitted(
 
 
 async def _review(
-    backend: ReviewBackend,
-    command: str,
-    *,
-    limit: int,
-    timeout: float,
-    max_attempts: int,
+    backend: ReviewBackend, command: str, *, limit: int, timeout: float, max_attempts: int
 ) -> list[dict[str, Any]]:
     results: dict[str, Any] = {}
     service = backend.service(CommandReviewer(command, results=results))

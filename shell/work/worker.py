@@ -436,11 +436,7 @@ class Worker:
         run_id = evidence_run(str(claim["task_id"]), int(claim["attempt"]))
         try:
             self.serialised(
-                self.runs.append_event,
-                run_id,
-                kind,
-                payload,
-                lease_token=str(claim["lease_token"]),
+                self.runs.append_event, run_id, kind, payload, lease_token=str(claim["lease_token"])
             )
         except LedgerError as refused:
             self.log(f"evidence not recorded: {refused}", level=logging.WARNING, run_id=run_id)
