@@ -42,7 +42,9 @@ def _lifecycle(path: Path, task_id: str = "t-1") -> None:
         )
         claim = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60, task_id=task_id)
         assert claim is not None
-        ledger.heartbeat(task_id, lease_token=claim["lease_token"], lease_seconds=60)
+        # A longer lease than the claim's, so the heartbeat moves the expiry even when it falls
+        # in the claim's millisecond.
+        ledger.heartbeat(task_id, lease_token=claim["lease_token"], lease_seconds=120)
         ledger.submit_result(
             task_id,
             lease_token=claim["lease_token"],
