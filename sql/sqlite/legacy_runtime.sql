@@ -2,8 +2,6 @@
 -- stdlib sqlite3 against the legacy tables only.
 -- SQLite's own texts of the statements of ../legacy_runtime.sql: the ones whose PostgreSQL text differs,
 -- and SQLite's alone. The rest are written once, in ../legacy_runtime.sql.
--- SQLite's own texts of the statements of ../legacy_runtime.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../legacy_runtime.sql.
 
 -- name: legacy_create_tables#
 CREATE TABLE IF NOT EXISTS tasks(
