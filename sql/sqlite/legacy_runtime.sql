@@ -1,7 +1,5 @@
 -- What the older runtime wrote, kept for the demo and for tools that imitate it. These run on
 -- stdlib sqlite3 against the legacy tables only.
--- SQLite's own texts of the statements of ../legacy_runtime.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../legacy_runtime.sql.
 
 -- name: legacy_create_tables#
 CREATE TABLE IF NOT EXISTS tasks(
