@@ -8,6 +8,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,19 @@ def migrated_ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, obj
     return path, migrator.known_migrations("sqlite")
 
 
+def _copy_once(template: Path, file: str) -> None:
+    """Put the template at `file` in one step: threads that open a new ledger at once would
+    otherwise open, or copy over, a file another thread is still writing."""
+    partial = f"{file}.{os.getpid()}-{threading.get_ident()}.partial"
+    shutil.copyfile(template, partial)
+    try:
+        os.link(partial, file)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(partial)
+
+
 @pytest.fixture(autouse=True)
 def _quick_sqlite_ledgers(
     request: pytest.FixtureRequest,
@@ -190,7 +204,7 @@ def _quick_sqlite_ledgers(
             and os.path.isdir(os.path.dirname(os.path.abspath(file)))
             and migrator.known_migrations("sqlite") == migrations
         ):
-            shutil.copyfile(template, file)
+            _copy_once(template, file)
         opened(self, path, synchronous, vfs, step)
         if synchronous == "FULL":
             self.conn.execute("PRAGMA synchronous = OFF")
