@@ -35,7 +35,7 @@ from aios_ledger.shell.config import CONFIG_ENV, CONFIG_FILE
 from aios_ledger.shell.console import Shown, is_terminal, show
 from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
-from aios_ledger.shell.tracing import start_tracing
+from aios_ledger.shell.tracing import start_tracing, stop_tracing
 
 # Each capability's commands, registered by its own module (its `register`), in this order. A
 # process imports only the module of the command it runs, so that it starts quickly; `--help`,
@@ -288,8 +288,11 @@ def _run(argv: Sequence[str] | None) -> int:
         # Off unless the OpenTelemetry environment asks for traces (docs/observability.md).
         start_tracing(f"aios-ledger-{args.command}")
         handler: Handler = args.handler
-        with process_acting_as(lambda: command_line_actor(args)):
-            result = handler(args)
+        try:
+            with process_acting_as(lambda: command_line_actor(args)):
+                result = handler(args)
+        finally:
+            stop_tracing()
     except LedgerError as refused:
         sys.stderr.write(f"{refused}\n")
         return EXIT_USAGE if isinstance(refused, UsageError) else EXIT_REFUSED

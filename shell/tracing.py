@@ -44,6 +44,8 @@ class _Switch:
     """The tracer while tracing is on; None: off, and no hook does anything."""
 
     tracer: Tracer | None = None
+    # The SDK provider `start_tracing` made, which `stop_tracing` flushes and shuts down.
+    started: Any = None
 
 
 _switch = _Switch()
@@ -105,9 +107,18 @@ def start_tracing(service_name: str, environ: Mapping[str, str] = os.environ) ->
             provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         else:
             provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
-    # The SDK's provider flushes its batches at exit (`shutdown_on_exit`).
     enable_tracing(provider)
+    _switch.started = provider
     return True
+
+
+def stop_tracing() -> None:
+    """Flush and shut down what `start_tracing` started, and trace no more: a command that ends
+    leaves no exporter behind in a process that goes on (a program calling `main(argv)`)."""
+    provider, _switch.started = _switch.started, None
+    if provider is not None:
+        disable_tracing()
+        provider.shutdown()
 
 
 def enable_tracing(provider: TracerProvider) -> None:

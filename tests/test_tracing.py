@@ -15,7 +15,12 @@ from aios_ledger.core.traces import AttemptTrace, attempt_of_write, model_usage_
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.governed.writes import governed_write
-from aios_ledger.shell.tracing import disable_tracing, enable_tracing, requested_exporters
+from aios_ledger.shell.tracing import (
+    disable_tracing,
+    enable_tracing,
+    requested_exporters,
+    tracing_enabled,
+)
 from cli_runner import run_cli
 from git_support import binding, make_repository, register, verified_proposal
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -140,6 +145,21 @@ def test_the_command_line_refuses_a_tracing_setup_it_cannot_honour(tmp_path: Pat
     assert answer.returncode == 1
     assert answer.stderr.startswith("TRACING_CONFIG_INVALID")
     assert not (tmp_path / "l.db").exists()  # refused before the command ran
+
+
+def test_a_command_that_ends_leaves_no_tracing_behind(tmp_path: Path) -> None:
+    """`main(argv)` in a process that goes on: the spans it made are flushed when it returns,
+    and nothing of its tracing (an exporter retrying a gone collector) outlives it."""
+    answer = run_cli(
+        "--db",
+        tmp_path / "l.db",
+        "init",
+        env={"PATH": "/usr/bin:/bin", "OTEL_TRACES_EXPORTER": "console"},
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert not tracing_enabled()
+    after = run_cli("--db", tmp_path / "l.db", "status", env={"PATH": "/usr/bin:/bin"})
+    assert after.returncode == 0 and after.stderr == ""
 
 
 @pytest.fixture
