@@ -166,14 +166,17 @@ def test_a_batch_whose_items_share_a_task_reads_item_by_item(traced: tuple[str, 
         assert ledger.get(task_id)["revision"] == claim["revision"] + 3
 
 
-@pytest.mark.parametrize("name", ["tasks_cas_update", "merkle_tree_cas_update"])
-def test_the_checked_compare_and_swap_is_the_one_it_checks(name: str) -> None:
-    """`<name>_checked` carries `<name>` verbatim: the guard the server checks is the one the
-    statement registry declares."""
+def test_every_compare_and_swap_is_checked_on_the_server_as_written() -> None:
+    """PostgreSQL sends each guarded write's one text wrapped in its check: the guard the
+    server checks is the one the statement registry declares, and there is no twin text."""
     texts = statements("postgresql")
-    plain = " ".join(texts[name].sql.rstrip(";").split())
-    checked = " ".join(texts[f"{name}_checked"].sql.split())
-    assert checked.startswith(f"WITH changed AS ( {plain} RETURNING 1)")
+    guarded = [statement for statement in Statement if statement.guarded]
+    assert guarded
+    for statement in guarded:
+        plain = " ".join(postgresql_engine._TEXTS[statement].rstrip().rstrip(";").split())
+        checked = " ".join(postgresql_engine._GUARDED_TEXTS[statement].split())
+        assert checked.startswith(f"WITH changed AS ( {plain} RETURNING 1)")
+        assert f"{statement}_checked" not in texts
 
 
 def test_a_guard_that_misses_in_the_commits_flight_commits_nothing(

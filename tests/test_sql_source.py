@@ -107,8 +107,6 @@ POSTGRESQL_ALONE = frozenset(
         "log_peek_next_event_id",
         "log_quiesce",
         "log_reserve_event_ids",
-        "merkle_tree_cas_update_checked",
-        "tasks_cas_update_checked",
         "writer_settings_exclusive",
         "writer_settings_shared",
     ]

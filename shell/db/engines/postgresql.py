@@ -37,7 +37,7 @@ import attrs
 import psycopg
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.records import SEAL_VERSION_3
-from aios_ledger.core.statements import SqlWrite
+from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
 from aios_ledger.shell.db.engines import Connection, Params, Row
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
@@ -160,14 +160,12 @@ def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
 @attrs.frozen
 class _Queued:
     """A statement that waits for the connection's next flight: the transaction's BEGIN and
-    lock, or a plan's write, whose row count is checked when its result is back (`checked`:
-    its text fails on the server unless it changed exactly one row)."""
+    lock, or a plan's write, whose row count is checked when its result is back."""
 
     text: str
     params: dict[str, Any] | None
     write: SqlWrite | None = None
     error: type[LedgerError] = LedgerError
-    checked: bool = False
 
 
 # The statements a transaction's BEGIN is, as its first flight sends them (a pipeline takes one
@@ -177,8 +175,26 @@ _BEGIN_STATEMENTS = {
     "begin_row_locked": ("begin_read_committed", "writer_settings_shared"),
     "begin_read": ("begin_read",),
 }
-# Guarded writes whose `<name>_checked` text fails on the server when the guard misses.
-_CHECKED = {name: f"{name}_checked" for name in _TEXTS if f"{name}_checked" in _TEXTS}
+
+
+def _checked_on_server(text: str) -> str:
+    """A compare-and-swap's one text, failing on the server unless it changed exactly one row
+    (invalid_text_representation naming REVISION_CONFLICT): a plan's last flight can then carry
+    its COMMIT, which commits nothing behind a missed guard. The CASE depends on the count, so
+    the planner cannot fold the failing cast ahead of time."""
+    body = text.strip().removesuffix(";")
+    return (
+        f"WITH changed AS (\n{body}\nRETURNING 1)\nSELECT CAST(CASE count(*) WHEN 1 THEN '1' "
+        "ELSE 'REVISION_CONFLICT' END AS integer) FROM changed"
+    )
+
+
+# What PostgreSQL runs for each guarded write of a plan (every one of them is checked there).
+_GUARDED_TEXTS = {
+    str(statement): _checked_on_server(_TEXTS[statement])
+    for statement in Statement
+    if statement.guarded
+}
 
 
 def _text(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
@@ -229,18 +245,13 @@ class PgConnection:
         self._begun = True
 
     def commit(self) -> None:
-        """What waits and the COMMIT, in one flight (a plan's writes whose guard the server
-        does not check go one flight before, so that a missed guard commits nothing). A read
-        that sent nothing has nothing to commit."""
+        """What waits and the COMMIT, in one flight (a plan's guarded writes fail on the
+        server when they miss, so that the COMMIT behind them commits nothing). A read that
+        sent nothing has nothing to commit."""
         if self.read_only and not self.in_transaction_on_server:
             self._queued.clear()
             self._begun = False
             return
-        if any(
-            q.write is not None and q.write.statement.guarded and not q.checked
-            for q in self._queued
-        ):
-            self._flight(())
         self._flight((), commit=True)
         self._begun = False
 
@@ -456,9 +467,10 @@ class PgConnection:
         Its parameters are checked now, so that a bad one is this plan's error."""
         for write in writes:
             name = str(write.statement)
-            checked = _CHECKED.get(name) if write.statement.guarded else None
-            text, params = _text(checked or name, write.params)
-            self._queued.append(_Queued(text, params, write, error, checked is not None))
+            text, params = _text(name, write.params)
+            if write.statement.guarded:
+                text = _GUARDED_TEXTS[name]
+            self._queued.append(_Queued(text, params, write, error))
 
     def prepare_schema(self) -> None:
         """The schema the search_path names (dbmate creates it the same way), under the write
@@ -503,8 +515,8 @@ def _check_writes(
         cursor = cursors[index] if index < len(cursors) else None
         if cursor is None or cursor.pgresult is None:
             if (
-                waiting.checked
-                and waiting.write is not None
+                waiting.write is not None
+                and waiting.write.statement.guarded
                 and isinstance(failed, pg_errors.InvalidTextRepresentation)
                 and "REVISION_CONFLICT" in str(failed)
             ):
