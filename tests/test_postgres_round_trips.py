@@ -173,7 +173,7 @@ def test_every_compare_and_swap_is_checked_on_the_server_as_written() -> None:
     guarded = [statement for statement in Statement if statement.guarded]
     assert guarded
     for statement in guarded:
-        plain = " ".join(postgresql_engine._TEXTS[statement].rstrip().rstrip(";").split())
+        plain = " ".join(postgresql_engine.TEXTS[statement].rstrip().rstrip(";").split())
         checked = " ".join(postgresql_engine._GUARDED_TEXTS[statement].split())
         assert checked.startswith(f"WITH changed AS ( {plain} RETURNING 1)")
         assert f"{statement}_checked" not in texts

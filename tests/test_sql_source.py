@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.tasks.records import TaskRow
-from aios_ledger.shell.db.engines.postgresql import PostgresTarget
+from aios_ledger.shell.db.engines.postgresql import TEXTS, PostgresTarget
 from aios_ledger.shell.db.read_records import READ_RECORDS
 from aios_ledger.shell.db.statements import (
     DIALECTS,
@@ -24,7 +24,6 @@ from aios_ledger.shell.db.statements import (
     dialect_specific,
     parse_source,
     rendered_source,
-    statement_texts,
     statements,
 )
 from conftest import postgres_url
@@ -234,7 +233,7 @@ def test_a_declared_read_selects_its_records_fields_on_postgresql(
 ) -> None:
     statement = statements("postgresql")[name]
     asked = {match.group(2) for match in _PARAMETER.finditer(statement.sql) if match.group(2)}
-    cursor = pg_schema.execute(statement_texts("postgresql")[name].encode(), dict.fromkeys(asked))
+    cursor = pg_schema.execute(TEXTS[name].encode(), dict.fromkeys(asked))
     selected = tuple(column.name for column in cursor.description or ())
     assert selected == record_columns(READ_RECORDS[statement.returns or ""])
 

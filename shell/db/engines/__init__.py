@@ -6,7 +6,8 @@ that names its driver, and everything above it talks to the `Connection` and `Da
 protocols here. `Database(target)` picks the engine the target's URL scheme names in `ENGINES`.
 
 `ENGINES` names each module by import path and loads it on first use, so that adding an engine
-is one module, its SQL and one row here, and opening a SQLite file never imports psycopg.
+is one module, its SQL and one row here (CONTRIBUTING.md, "Adding an engine"), and opening a
+SQLite file never imports psycopg.
 `tests/test_engine_boundary.py` keeps every other module from naming an engine's types.
 """
 
@@ -36,7 +37,7 @@ class Connection(Protocol):
     does to save round trips (pipelines, reads sent ahead, ids drawn ahead, rows carried from
     one transaction to the next) stays behind these methods, in its own module."""
 
-    # The statement texts it runs (`statements.statement_texts(dialect)`) and its migrations.
+    # Its row's name in `ENGINES`: the statement texts it runs and its migrations.
     dialect: str
     # The seal its events get (`core/log/records.py`).
     seal_version: int
@@ -121,13 +122,16 @@ class Connection(Protocol):
 
 @attrs.frozen
 class Registered:
-    """A row of `ENGINES`: an engine's name, its module, the URL schemes that select it (None:
-    a target that is not a URL, a file's path) and how its targets are written (messages)."""
+    """A row of `ENGINES`: an engine's name (its dialect), its module, the URL schemes that
+    select it (None: a target that is not a URL, a file's path), how its targets are written
+    (messages), and the packages of its own statement texts and of its migrations."""
 
     name: str
     module: str
     schemes: tuple[str | None, ...]
     forms: str
+    sql: str
+    migrations: str
 
 
 # The registry: the first row whose schemes hold a target's scheme opens it.
@@ -137,6 +141,9 @@ ENGINES: tuple[Registered, ...] = (
         "aios_ledger.shell.db.engines.sqlite",
         (None,),
         "a SQLite file's path (e.g. ./ledger.db)",
+        "aios_ledger.sql.sqlite",
+        # dbmate reads each engine's folder: SQLite's stayed where its users' commands name it.
+        "aios_ledger.sql.migrations",
     ),
     Registered(
         "postgresql",
@@ -145,6 +152,8 @@ ENGINES: tuple[Registered, ...] = (
         "a PostgreSQL URL: postgresql://user@host:port/dbname, postgres://..., "
         "postgresql:///dbname for the local socket, with ?search_path=schema to choose the "
         "ledger's schema (default aios_ledger)",
+        "aios_ledger.sql.postgresql",
+        "aios_ledger.sql.postgresql.migrations",
     ),
 )
 SUPPORTED_FORMS = ", or ".join(engine.forms for engine in ENGINES)

@@ -45,7 +45,7 @@ from aios_ledger.shell.db.engines import Connection, Params, Read, Row
 from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
-from aios_ledger.shell.db.statements import postgresql_text, statement_texts, statements
+from aios_ledger.shell.db.statements import statement_texts, statements
 from psycopg import errors as pg_errors
 from psycopg.types.numeric import Int8Dumper
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -138,7 +138,23 @@ class PostgresTarget:
         }
 
 
-_TEXTS = statement_texts("postgresql")
+# A `:name` parameter: not the second colon of a `::type` cast, not inside a quoted literal.
+PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+def postgresql_text(text: str) -> str:
+    """`:name` -> `%(name)s`, and a literal `%` doubled (psycopg reads `%` as a placeholder)."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1).replace("%", "%%")
+        return f"%({match.group(2)})s"
+
+    return PARAMETER.sub(replace, text)
+
+
+# Each statement's text as psycopg takes it.
+TEXTS = {name: postgresql_text(text) for name, text in statement_texts("postgresql").items()}
 
 
 def _raw_texts() -> dict[str, str]:
@@ -197,7 +213,7 @@ def _checked_on_server(text: str) -> str:
 
 # What PostgreSQL runs for each guarded write of a plan (every one of them is checked there).
 _GUARDED_TEXTS = {
-    str(statement): _checked_on_server(_TEXTS[statement])
+    str(statement): _checked_on_server(TEXTS[statement])
     for statement in Statement
     if statement.guarded
 }
@@ -207,7 +223,7 @@ def _text(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, A
     """A named statement's text and its parameters as psycopg binds them (without parameters,
     the text as written: it holds no placeholder, and a `%` in it is no format)."""
     if params:
-        return _TEXTS[name], bindable(name, params)
+        return TEXTS[name], bindable(name, params)
     return _RAW_TEXTS[name], None
 
 
@@ -354,7 +370,7 @@ class PgConnection:
         """One statement over many rows, pipelined (psycopg's executemany)."""
         self.flush()
         with self.raw.cursor() as cursor:
-            cursor.executemany(_TEXTS[name], [bindable(name, row) for row in rows])
+            cursor.executemany(TEXTS[name], [bindable(name, row) for row in rows])
 
     def stream(
         self, name: str, params: Mapping[str, Any] | None, cursor_name: str
@@ -365,7 +381,7 @@ class PgConnection:
         cursor = self.raw.cursor(name=cursor_name)
         cursor.itersize = 2000
         if params:
-            cursor.execute(_TEXTS[name], bindable(name, params))
+            cursor.execute(TEXTS[name], bindable(name, params))
         else:
             cursor.execute(_RAW_TEXTS[name])
         return cursor
