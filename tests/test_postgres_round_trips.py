@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from aios_ledger.core import HeartbeatRequest, SqlWrite, Statement, WritePlan
 from aios_ledger.shell import Database, TaskLedger
+from aios_ledger.shell.api.tokens import issue_token, revoke_token
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.engines import postgresql as postgresql_engine
 from aios_ledger.shell.db.statements import statements
@@ -100,6 +101,22 @@ def test_a_transition_is_a_flight_of_reads_and_one_of_its_plan_and_commit(
             "RESULT_SUBMITTED",
             "TASK_VERIFIED",
         ]
+
+
+def test_an_exclusive_write_sends_the_sequences_move_with_its_plan(
+    traced: tuple[str, Trips],
+) -> None:
+    """A write under the exclusive lock (an API token's, on the ledger's chain): its reads, its
+    first id drawn, its chain's tip, the tree's head row, then its plan with the sequence set
+    past its events and the COMMIT: five round trips, none for the sequence alone."""
+    url, trips = traced
+    with Database(url) as db:
+        issue_token(db, "warm", roles=["agent"])  # the pool's first connection
+        assert trips.of(lambda: issue_token(db, "agent", roles=["agent"])) == 5
+        assert trips.of(lambda: revoke_token(db, "agent")) == 5
+        nexts = db.read(lambda conn: conn.fetch_value("log_peek_next_event_id", None))
+        events = db.read(lambda conn: list(conn.execute("SELECT max(event_id) FROM events")))
+        assert nexts == events[0][0] + 1
 
 
 def test_a_batch_reads_ahead_and_sends_its_plans_with_its_commit(
