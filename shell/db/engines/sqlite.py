@@ -231,7 +231,7 @@ class SqliteConnection(apsw.Connection):
                     raise revision_conflict(error, statement, changed)
                 if statement is Statement.MERKLE_TREE_CAS_UPDATE:
                     params = write.params
-                    revision = int(cast(int, params["expected_revision"])) + 1
+                    revision = cast(int, params["expected_revision"]) + 1
                     size, frontier = cast(int, params["size"]), cast(bytes, params["frontier"])
                     self._kept = MerkleTreeRow(size, frontier, revision)
 
