@@ -123,8 +123,7 @@ class Raw:
 
     def __init__(self, url: str, pipelined: bool) -> None:
         import psycopg
-        from aios_ledger.shell.db.engines.postgresql import PostgresTarget, configure
-        from aios_ledger.shell.db.statements import statement_texts
+        from aios_ledger.shell.db.engines.postgresql import TEXTS, PostgresTarget, configure
 
         from .harness import check_parameters
 
@@ -132,7 +131,7 @@ class Raw:
         target = PostgresTarget.parse(url)
         self.conn = psycopg.connect(target.conninfo, **target.connect_options())
         configure(self.conn)
-        self.texts = statement_texts("postgresql")
+        self.texts = TEXTS
         self.pipelined = pipelined
 
     def one(self, name: str, params: dict[str, Any] | None = None) -> Any:

@@ -139,7 +139,7 @@ class RawLoop:
         self._checked: set[str] = set()
         self._tree = MerkleTreeRow(0, b"", 0)
         # The head row once read: the ledger's one writer carries it from one transaction to
-        # the next (`SqliteConnection.keep_record`), and so does this loop, the file's one writer.
+        # the next (inside `SqliteConnection`), and so does this loop, the file's one writer.
         self._tree_read = False
 
     def attach(self, conn: SqliteConnection) -> None:

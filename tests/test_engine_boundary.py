@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from aios_ledger.shell import Database
 from aios_ledger.shell.db.connection import EngineModule, engine_for
-from aios_ledger.shell.db.engines import ENGINES, engine_names, registered
+from aios_ledger.shell.db.engines import ENGINES, Connection, engine_names, registered
 from aios_ledger.shell.db.engines import postgresql as postgresql_engine
 from aios_ledger.shell.db.engines import sqlite as sqlite_engine
 from conftest import ENGINES as TEST_ENGINES
@@ -195,3 +195,32 @@ def test_opening_a_file_imports_no_server_driver(tmp_path: Path) -> None:
 
 def test_the_both_engines_tests_run_every_registered_engine() -> None:
     assert tuple(TEST_ENGINES) == engine_names()
+
+
+def test_the_connection_protocol_is_the_documented_handful() -> None:
+    """What the generic path may ask of a connection, each member in docs/architecture.md's
+    table: an engine's tricks for speed are no member of it."""
+    members = {name for name in vars(Connection) if not name.startswith("_")}
+    members |= set(Connection.__annotations__)
+    assert members == {
+        "dialect",
+        "seal_version",
+        "in_transaction",
+        "fetch_all",
+        "fetch_value",
+        "fetch_record",
+        "fetch_together",
+        "fetch_ahead",
+        "stream_records",
+        "stream_tuples",
+        "run_plan",
+        "first_event_id",
+        "number_events",
+        "run_write",
+        "run_many",
+        "run_script",
+        "prepare_schema",
+        "execute",
+    }
+    table = (ROOT / "docs" / "architecture.md").read_text()
+    assert all(f"`{member}" in table for member in members)

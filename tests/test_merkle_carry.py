@@ -1,6 +1,7 @@
 """SQLite's one writer carries the Merkle tree's head row from one write transaction to the next
-(`SqliteConnection.keep_record` / `record_read_ahead`), re-reading it only when the file changed
-since its COMMIT: never a stale edge, whoever else writes."""
+(inside `SqliteConnection`: its `fetch_record` answers the head row its last append left),
+re-reading it only when the file changed since its COMMIT: never a stale edge, whoever else
+writes."""
 
 from __future__ import annotations
 
@@ -16,37 +17,42 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection
 from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE, current_tree_head, prove_consistency
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.db.statements import statement_texts
 from test_log_support import build_log, event, tamper
 
+# The write `_append` is running, if any.
+_WRITING: list[int] = []
 
-def _reads_of_the_head_row(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+
+def _reads_of_the_head_row(*dbs: Database) -> list[str]:
+    """The head row's reads the engines sent to SQLite within writes (apsw's trace of each
+    statement run; a read's `merkle_tree` has the same text on SQLite)."""
     seen: list[str] = []
-    original = SqliteConnection.fetch_record
+    text = statement_texts()[TREE_FOR_UPDATE]
 
-    def counting(self: SqliteConnection, name: str, params: object, record: type) -> object:
-        if name == TREE_FOR_UPDATE:
-            seen.append(name)
-        return original(self, name, params, record)  # type: ignore[arg-type]
+    def trace(cursor: object, sql: str, bindings: object) -> bool:
+        if _WRITING and sql.strip() == text.strip():
+            seen.append(TREE_FOR_UPDATE)
+        return True
 
-    monkeypatch.setattr(SqliteConnection, "fetch_record", counting)
+    for db in dbs:
+        _sqlite(db).exec_trace = trace
     return seen
 
 
-def test_the_head_row_is_carried_between_writes_of_one_writer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_head_row_is_carried_between_writes_of_one_writer(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     build_log(path, ["t-a"])
     with Database(path) as db:
-        reads = _reads_of_the_head_row(monkeypatch)
+        reads = _reads_of_the_head_row(db)
         for number in range(6):
             _append(db, number)
             current_tree_head(db)  # a read between writes changes nothing
         # The first write read the row; each one after took it from the one before.
         assert reads == [TREE_FOR_UPDATE]
         carried = _sqlite(db)._carried
-        assert carried is not None and isinstance(carried[2], MerkleTreeRow)
-        assert carried[2].size == 7 == current_tree_head(db).size
+        assert carried is not None and isinstance(carried[1], MerkleTreeRow)
+        assert carried[1].size == 7 == current_tree_head(db).size
         assert verify_log(db).intact
 
 
@@ -57,7 +63,11 @@ def build_on(conn: Connection, number: int) -> None:
 
 
 def _append(db: Database, number: int) -> None:
-    db.write(partial(build_on, number=number))
+    _WRITING.append(number)
+    try:
+        db.write(partial(build_on, number=number))
+    finally:
+        _WRITING.clear()
 
 
 def _sqlite(db: Database) -> SqliteConnection:
@@ -66,13 +76,11 @@ def _sqlite(db: Database) -> SqliteConnection:
     return conn
 
 
-def test_two_writers_on_one_file_never_use_a_stale_edge(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_two_writers_on_one_file_never_use_a_stale_edge(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     build_log(path, ["t-a"])
     with Database(path) as one, Database(path) as other:
-        reads = _reads_of_the_head_row(monkeypatch)
+        reads = _reads_of_the_head_row(one, other)
         old = current_tree_head(one)
         for number in range(5):
             _append(one, 2 * number)
@@ -86,9 +94,7 @@ def test_two_writers_on_one_file_never_use_a_stale_edge(
         assert verify_log(one).intact
 
 
-def test_a_write_that_rolls_back_carries_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_write_that_rolls_back_carries_nothing(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     build_log(path, ["t-a"])
     with Database(path) as db:

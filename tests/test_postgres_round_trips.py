@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from aios_ledger.core import HeartbeatRequest, SqlWrite, Statement, WritePlan
 from aios_ledger.shell import Database, TaskLedger
+from aios_ledger.shell.api.tokens import issue_token, revoke_token
 from aios_ledger.shell.db.apply import apply_decision
 from aios_ledger.shell.db.engines import postgresql as postgresql_engine
 from aios_ledger.shell.db.statements import statements
@@ -102,6 +103,22 @@ def test_a_transition_is_a_flight_of_reads_and_one_of_its_plan_and_commit(
         ]
 
 
+def test_an_exclusive_write_sends_the_sequences_move_with_its_plan(
+    traced: tuple[str, Trips],
+) -> None:
+    """A write under the exclusive lock (an API token's, on the ledger's chain): its reads, its
+    first id drawn, its chain's tip, the tree's head row, then its plan with the sequence set
+    past its events and the COMMIT: five round trips, none for the sequence alone."""
+    url, trips = traced
+    with Database(url) as db:
+        issue_token(db, "warm", roles=["agent"])  # the pool's first connection
+        assert trips.of(lambda: issue_token(db, "agent", roles=["agent"])) == 5
+        assert trips.of(lambda: revoke_token(db, "agent")) == 5
+        nexts = db.read(lambda conn: conn.fetch_value("log_peek_next_event_id", None))
+        events = db.read(lambda conn: list(conn.execute("SELECT max(event_id) FROM events")))
+        assert nexts == events[0][0] + 1
+
+
 def test_a_batch_reads_ahead_and_sends_its_plans_with_its_commit(
     traced: tuple[str, Trips],
 ) -> None:
@@ -166,14 +183,17 @@ def test_a_batch_whose_items_share_a_task_reads_item_by_item(traced: tuple[str, 
         assert ledger.get(task_id)["revision"] == claim["revision"] + 3
 
 
-@pytest.mark.parametrize("name", ["tasks_cas_update", "merkle_tree_cas_update"])
-def test_the_checked_compare_and_swap_is_the_one_it_checks(name: str) -> None:
-    """`<name>_checked` carries `<name>` verbatim: the guard the server checks is the one the
-    statement registry declares."""
+def test_every_compare_and_swap_is_checked_on_the_server_as_written() -> None:
+    """PostgreSQL sends each guarded write's one text wrapped in its check: the guard the
+    server checks is the one the statement registry declares, and there is no twin text."""
     texts = statements("postgresql")
-    plain = " ".join(texts[name].sql.rstrip(";").split())
-    checked = " ".join(texts[f"{name}_checked"].sql.split())
-    assert checked.startswith(f"WITH changed AS ( {plain} RETURNING 1)")
+    guarded = [statement for statement in Statement if statement.guarded]
+    assert guarded
+    for statement in guarded:
+        plain = " ".join(postgresql_engine.TEXTS[statement].rstrip().rstrip(";").split())
+        checked = " ".join(postgresql_engine._GUARDED_TEXTS[statement].split())
+        assert checked.startswith(f"WITH changed AS ( {plain} RETURNING 1)")
+        assert f"{statement}_checked" not in texts
 
 
 def test_a_guard_that_misses_in_the_commits_flight_commits_nothing(

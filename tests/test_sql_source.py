@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.shell.db.engines.postgresql import TEXTS
 from aios_ledger.shell.db.read_records import READ_RECORDS
 from aios_ledger.shell.db.statements import (
     DIALECTS,
@@ -22,7 +23,6 @@ from aios_ledger.shell.db.statements import (
     dialect_specific,
     parse_source,
     rendered_source,
-    statement_texts,
     statements,
 )
 
@@ -106,8 +106,6 @@ POSTGRESQL_ALONE = frozenset(
         "log_peek_next_event_id",
         "log_quiesce",
         "log_reserve_event_ids",
-        "merkle_tree_cas_update_checked",
-        "tasks_cas_update_checked",
         "writer_settings_exclusive",
         "writer_settings_shared",
     ]
@@ -217,7 +215,7 @@ def test_a_declared_read_selects_its_records_fields_on_postgresql(
 ) -> None:
     statement = statements("postgresql")[name]
     asked = {match.group(2) for match in _PARAMETER.finditer(statement.sql) if match.group(2)}
-    cursor = pg_schema.execute(statement_texts("postgresql")[name].encode(), dict.fromkeys(asked))
+    cursor = pg_schema.execute(TEXTS[name].encode(), dict.fromkeys(asked))
     selected = tuple(column.name for column in cursor.description or ())
     assert selected == record_columns(READ_RECORDS[statement.returns or ""])
 

@@ -19,7 +19,8 @@ from aios_ledger.shell.api.backend import ApiSettings
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.cli import main
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.statements import _PARAMETER, statements
+from aios_ledger.shell.db.engines.postgresql import PARAMETER as _PARAMETER
+from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.serve.app import served_app
 from aios_ledger.shell.tasks import listing
 from aios_ledger.shell.tasks.ledger import TaskLedger

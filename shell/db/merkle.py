@@ -39,7 +39,7 @@ from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_
 
 # Leaves built per plan when a log older than the tree gets its leaves.
 BUILD_BATCH = 2000
-# The head row, read under its lock (a row-locked write reads it ahead, with its first reads).
+# The head row, read under its lock.
 TREE_FOR_UPDATE = "merkle_tree_for_update"
 
 
@@ -58,20 +58,12 @@ def leaf_writes(
         if tree.size is None:
             build_tree(conn, tree)  # the events before these
             tree = _locked_tree(conn)
-    writes, after = append_writes(
-        tree, [(event.event.event_id, event.seal.seal) for event in events]
-    )
-    # The head row as this append leaves it: SQLite's one writer hands it back at its next
-    # write when nothing else wrote since (`record_read_ahead`), and its revision is
-    # compared-and-swapped all the same.
-    conn.keep_record(TREE_FOR_UPDATE, after)
-    return writes, after
+    return append_writes(tree, [(event.event.event_id, event.seal.seal) for event in events])
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:
-    ahead: MerkleTreeRow | None = conn.record_read_ahead(TREE_FOR_UPDATE)
-    if ahead is not None:
-        return ahead
+    """The head row under its lock (an engine may answer it from a read it sent ahead or from
+    its own last write; its revision is compared-and-swapped all the same)."""
     tree = fetch_record(conn, TREE_FOR_UPDATE, None, MerkleTreeRow)
     if tree is None:
         # Tables emptied by hand (the migration inserts the row): a tree not built yet.

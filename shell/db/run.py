@@ -17,12 +17,13 @@ from typing import Any, TypeVar
 from aios_ledger.core import LedgerError
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.statements import Statement
-from aios_ledger.shell.db.engines import Connection, Params, Row
+from aios_ledger.shell.db.engines import Connection, Params, Read, Row
 
 __all__ = [
     "MATCHED_COLUMNS",
     "Connection",
     "Params",
+    "Read",
     "Row",
     "check_columns",
     "execute",
@@ -55,19 +56,18 @@ def fetch_record(conn: Connection, name: str, params: Params | None, record: typ
 
 
 def fetch_records_together(
-    conn: Connection, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
+    conn: Connection, reads: Sequence[Read], *, appending: int = 0
 ) -> list[Any]:
     """Each read's first row as its record (see `fetch_record`; a record of None: the first
-    column's value), or None: on an engine with round trips (PostgreSQL) the reads a decision
-    needs go in one of them."""
-    return conn.fetch_records_together(reads)
+    column's value), or None, read together (`Connection.fetch_together`)."""
+    return [rows[0] if rows else None for rows in conn.fetch_together(reads, appending=appending)]
 
 
 def fetch_record_lists_together(
-    conn: Connection, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
+    conn: Connection, reads: Sequence[Read], *, appending: int = 0
 ) -> list[list[Any]]:
-    """Every row of each read as its record, as `fetch_records_together` reads them together."""
-    return conn.fetch_record_lists_together(reads)
+    """Every row of each read as its record, read together (`Connection.fetch_together`)."""
+    return conn.fetch_together(reads, appending=appending)
 
 
 def stream_records(

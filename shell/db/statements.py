@@ -6,11 +6,11 @@ catalogue of tables and the shapes of `sql/table_shapes.sql` (`table_statements.
 
 A statement whose text is the same on SQLite and PostgreSQL is written once in `sql/*.sql`; a
 dialect's folder holds only the texts that differ. A name in both is refused at load, so a
-dialect never shadows a shared text silently. PostgreSQL's texts use the same `:name`
-parameters, handed to psycopg as `%(name)s`. Two additions to the grammar are resolved at load:
-`-- fragment: NAME` blocks, spliced into statements as `{{NAME}}`, and `-- returns: RECORD`,
-which names the core record a read selects into (a test holds its columns to that record).
-"""
+dialect never shadows a shared text silently. Every text takes `:name` parameters (the
+PostgreSQL engine hands them to psycopg as `%(name)s`). Two additions to the grammar are
+resolved at load: `-- fragment: NAME` blocks, spliced into statements as `{{NAME}}`, and
+`-- returns: RECORD`, which names the core record a read selects into (a test holds its
+columns to that record). The dialects and their packages are the engines' (`ENGINES`)."""
 
 from __future__ import annotations
 
@@ -20,20 +20,15 @@ from functools import cache
 from importlib import resources
 
 import attrs
+from aios_ledger.shell.db.engines import ENGINES
 from aios_ledger.shell.db.read_records import READ_RECORDS
 from aios_ledger.shell.db.table_statements import SHAPES_FILE, parse_shapes, rendered
 
-DIALECTS = ("sqlite", "postgresql")
+DIALECTS = tuple(engine.name for engine in ENGINES)
 SHARED_PACKAGE = "aios_ledger.sql"
 CATALOGUE_SOURCE = "catalogue.py"
-DIALECT_PACKAGES = {"sqlite": "aios_ledger.sql.sqlite", "postgresql": "aios_ledger.sql.postgresql"}
-# dbmate reads each engine's folder: SQLite's stayed where its users' commands name it.
-MIGRATION_PACKAGES = {
-    "sqlite": "aios_ledger.sql.migrations",
-    "postgresql": "aios_ledger.sql.postgresql.migrations",
-}
-# A `:name` parameter: not the second colon of a `::type` cast, not inside a quoted literal.
-_PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
+DIALECT_PACKAGES = {engine.name: engine.sql for engine in ENGINES}
+MIGRATION_PACKAGES = {engine.name: engine.migrations for engine in ENGINES}
 _NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)([!^$<*#]*)\s*$")
 _FRAGMENT_LINE = re.compile(r"^--\s*fragment:\s*([a-z_][a-z0-9_]*)\s*$")
 _RETURNS_LINE = re.compile(r"^\s*--\s*returns:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
@@ -223,23 +218,9 @@ def _check_returns(loaded: Mapping[str, Statement], dialect: str) -> None:
 
 @cache
 def statement_texts(dialect: str = "sqlite") -> Mapping[str, str]:
-    """Name -> SQL text, for the write path, which looks a text up for every statement; a
-    PostgreSQL text comes in psycopg's parameter style."""
-    found = statements(dialect)
-    if dialect == "postgresql":
-        return {name: postgresql_text(statement.sql) for name, statement in found.items()}
-    return {name: statement.sql for name, statement in found.items()}
-
-
-def postgresql_text(text: str) -> str:
-    """`:name` -> `%(name)s`, and a literal `%` doubled (psycopg reads `%` as a placeholder)."""
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            return match.group(1).replace("%", "%%")
-        return f"%({match.group(2)})s"
-
-    return _PARAMETER.sub(replace, text)
+    """Name -> SQL text with `:name` parameters, for the write path, which looks a text up for
+    every statement (an engine whose driver takes another style converts them once)."""
+    return {name: statement.sql for name, statement in statements(dialect).items()}
 
 
 def sql(name: str) -> str:

@@ -9,17 +9,16 @@ from aios_ledger.core.log.seals import empty_chain_tip
 from aios_ledger.shell.db.run import Connection, fetch_records_together
 
 
-def read_next_event_id(conn: Connection) -> int:
-    """The id the next event gets, inside the caller's write transaction (drawn from
-    PostgreSQL's sequence: see `PlanExecutor`), or as far as a read can tell (a preview)."""
-    return conn.next_event_id()
-
-
-def read_chain_tips(conn: Connection, chains: Iterable[str]) -> dict[str, ChainTip]:
+def read_chain_tips(
+    conn: Connection, chains: Iterable[str], *, appending: int = 0
+) -> dict[str, ChainTip]:
     """The tip of each of `chains`: its last seal, or the empty tip of a chain with no event;
-    read together (one round trip on PostgreSQL, however many chains)."""
+    read together (one round trip on PostgreSQL, however many chains). `appending`: as
+    `Connection.fetch_together`."""
     wanted = list(dict.fromkeys(chains))
-    found = fetch_records_together(conn, [("chain_tip", {"chain": c}, ChainTip) for c in wanted])
+    found = fetch_records_together(
+        conn, [("chain_tip", {"chain": c}, ChainTip) for c in wanted], appending=appending
+    )
     return {
         chain: empty_chain_tip(chain) if tip is None else tip
         for chain, tip in zip(wanted, found, strict=True)
@@ -27,5 +26,6 @@ def read_chain_tips(conn: Connection, chains: Iterable[str]) -> dict[str, ChainT
 
 
 def read_log_tail(conn: Connection, chains: Iterable[str]) -> LogTail:
-    """The tail at `chains`, inside the caller's write transaction."""
-    return LogTail(read_next_event_id(conn), read_chain_tips(conn, dict.fromkeys(chains)))
+    """The tail at `chains`, inside the caller's transaction (a read: as far as it can tell)."""
+    wanted = list(dict.fromkeys(chains))
+    return LogTail(conn.first_event_id(wanted), read_chain_tips(conn, wanted))

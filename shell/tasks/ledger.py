@@ -302,8 +302,8 @@ class TaskLedger(TaskSurface):
         row = operation_of(request)
         reads = _item_reads(request, drawn)
         if found is None:
-            plans.expect_events(1)  # the one event its plan appends: its id with the reads
-            found = fetch_records_together(plans.conn, reads.reads())
+            # The one event its plan appends: the engine may prepare its id with the reads.
+            found = fetch_records_together(plans.conn, reads.reads(), appending=1)
         state, extra = reads.state(plans, found)
         if row.name == "create":
             assert created is not None
@@ -375,10 +375,9 @@ class TaskLedger(TaskSurface):
             read = (*passed, *([] if task is None else [task]), *candidates)
             chains = dict.fromkeys(chain_of(row.task_id) for row in read)
             # A takeover and a claim append one event each: their ids come with the tips.
-            plans.expect_events(len(read))
             state = TaskState(
                 task=task,
-                tail=plans.tail(*chains),
+                tail=plans.tail(*chains, appending=len(read)),
                 prior=prior,
                 candidates=candidates,
                 passed=passed,
@@ -724,23 +723,25 @@ def _item_reads(request: Any, drawn: Mapping[str, Any]) -> _ItemReads:
 
 
 def _read_ahead(plans: PlanExecutor, items: Sequence[_ItemReads]) -> list[list[Any]] | None:
-    """A batch's reads, every item's, in one flight, its events' ids drawn at its end, where
-    the engine's statements cost round trips (`Connection.reads_ahead`) and no item can depend
-    on another's write: each names a task and a key of its own. None: read item by item (on
-    SQLite, or when two items share a task or a key: the second decides on what the first
-    wrote), or a read an item's own step refuses with that item's error."""
+    """A batch's reads, every item's, at once where the engine gains by it
+    (`Connection.fetch_ahead`) and no item can depend on another's write: each names a task
+    and a key of its own. None: read item by item (on SQLite, or when two items share a task
+    or a key: the second decides on what the first wrote), or a read an item's own step
+    refuses with that item's error."""
     tasks = [item.task_id for item in items]
     keys = [item.key for item in items if item.key is not None]
-    if not plans.conn.reads_ahead or len(set(tasks)) < len(tasks) or len(set(keys)) < len(keys):
+    if len(set(tasks)) < len(tasks) or len(set(keys)) < len(keys):
         return None
     reads = [item.reads() for item in items]
-    plans.expect_events(len(items))
     try:
-        found = fetch_records_together(plans.conn, [read for own in reads for read in own])
+        lists = plans.conn.fetch_ahead(
+            [read for own in reads for read in own], appending=len(items)
+        )
     except LedgerError:
-        # A parameter refused before anything was sent: the item's own step says which.
-        plans.expect_events(0)
+        return None  # a parameter refused before anything was sent: the item's step says which
+    if lists is None:
         return None
+    found = [rows[0] if rows else None for rows in lists]
     ahead = []
     for own in reads:
         ahead.append(found[: len(own)])

@@ -50,33 +50,6 @@ WHERE status = :status
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
--- name: tasks_cas_update_checked$
--- tasks_cas_update (its text, verbatim, inside: a test holds them equal) failing unless it
--- changed exactly one row, so that a plan's last flight can carry its COMMIT: a guard that
--- missed aborts the transaction on the server (invalid_text_representation naming
--- REVISION_CONFLICT, which the engine answers as REVISION_CONFLICT), and the COMMIT behind it
--- in the same pipeline then commits nothing. The CASE depends on the count, so the planner
--- cannot fold the failing cast ahead of time.
-WITH changed AS (
-UPDATE tasks
-SET status = :status,
-    attempt = :attempt,
-    max_attempts = :max_attempts,
-    not_before = :not_before,
-    claimed_by = :claimed_by,
-    lease_token_hash = :lease_token_hash,
-    lease_expires_at = :lease_expires_at,
-    result_json = :result_json,
-    result_digest = :result_digest,
-    result_idempotency_key = :result_idempotency_key,
-    verification_json = :verification_json,
-    revision = revision + 1,
-    updated_at = :updated_at
-WHERE task_id = :task_id
-  AND revision = :expected_revision
-RETURNING 1)
-SELECT CAST(CASE count(*) WHEN 1 THEN '1' ELSE 'REVISION_CONFLICT' END AS integer) FROM changed;
-
 -- fragment: task_page_filters
 -- The filters of a task page but its status (core/tasks/listing.py), each true when not given,
 -- with the meaning of SQLite's: an agent matching a task it held in any attempt (a probe of

@@ -6,14 +6,15 @@ that names its driver, and everything above it talks to the `Connection` and `Da
 protocols here. `Database(target)` picks the engine the target's URL scheme names in `ENGINES`.
 
 `ENGINES` names each module by import path and loads it on first use, so that adding an engine
-is one module, its SQL and one row here, and opening a SQLite file never imports psycopg.
+is one module, its SQL and one row here (CONTRIBUTING.md, "Adding an engine"), and opening a
+SQLite file never imports psycopg.
 `tests/test_engine_boundary.py` keeps every other module from naming an engine's types.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -26,28 +27,25 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 Row = dict[str, Any]
 Params = Mapping[str, Any]
+# A read of `fetch_together`: a statement, its parameters and the record of its rows.
+Read = tuple[str, Params | None, type[Any] | None]
 
 
 class Connection(Protocol):
-    """What a transaction's work gets on an engine (`Database.write` / `read`). The helpers of
-    `shell/db/run.py` are these methods as functions; the hot reads (`fetch_record`,
-    `stream_records`) and `run_plan` are each one call into the engine, never one per row."""
+    """What a transaction's work gets on an engine (`Database.write` / `read`): reads of named
+    statements, a plan's writes, and the ids of the events a plan appends. Everything an engine
+    does to save round trips (pipelines, reads sent ahead, ids drawn ahead, rows carried from
+    one transaction to the next) stays behind these methods, in its own module."""
 
-    # The statement texts it runs (`statements.statement_texts(dialect)`) and its migrations.
+    # Its row's name in `ENGINES`: the statement texts it runs and its migrations.
     dialect: str
-    # The seal its events get (`core/log/records.py`): v2 covers the global event id, v3 (an
-    # engine whose ids are drawn from a sequence, not in commit order) does not.
+    # The seal its events get (`core/log/records.py`).
     seal_version: int
-    # Its transaction locks the rows it decides on, beside other writers: its events are
-    # numbered once decided (`reserve_event_ids`), and it may not extend the ledger's chain.
-    row_locked: bool
-    # Its statements cost round trips: a batch of writes on distinct tasks reads every item's
-    # rows in one round trip before deciding any (`shell/tasks/ledger.py`), where an engine
-    # without round trips reads item by item.
-    reads_ahead: bool
 
     @property
     def in_transaction(self) -> bool: ...
+
+    # -- reading a statement --------------------------------------------------------------------
 
     def fetch_all(self, name: str, params: Params | None) -> list[Row]: ...
 
@@ -58,18 +56,15 @@ class Connection(Protocol):
         fields once per statement and record in each process."""
         ...
 
-    def fetch_records_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
-    ) -> list[Any]:
-        """Each read's first row as its record (a record of None: its first column's value),
-        or None (one round trip where it can)."""
+    def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
+        """Every row of each read as its record (a record of None: its first column's value),
+        in one round trip where the engine has them. `appending`: the plan decided on these
+        reads will likely append that many events (the engine may prepare their ids)."""
         ...
 
-    def fetch_record_lists_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
-    ) -> list[list[Any]]:
-        """Every row of each read as its record (None: its first column's value), one round
-        trip where it can."""
+    def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
+        """The reads of a batch's independent decisions at once, where the engine gains by it
+        (as `fetch_together`); None where it does not: each decision reads when it comes."""
         ...
 
     def stream_records(
@@ -85,13 +80,26 @@ class Connection(Protocol):
         `columns` (`STATEMENT_INVALID` otherwise): the verifier's streams."""
         ...
 
-    def run_write(self, name: str, params: Params | None) -> int:
-        """Run a named statement; how many rows it changed."""
-        ...
+    # -- writing a plan -------------------------------------------------------------------------
 
     def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
         """A plan's statements in order; a guarded write that changed another number of rows
         than one is `error("REVISION_CONFLICT", ...)` (`run.revision_conflict`)."""
+        ...
+
+    def first_event_id(self, chains: Collection[str]) -> int:
+        """The id a decision numbers its first event with, on the tail of `chains`: the id the
+        next event gets, or a provisional one that `number_events` replaces (as far as a read
+        can tell, in a read)."""
+        ...
+
+    def number_events(self, first: int, count: int) -> list[int]:
+        """The ids of a decided plan's `count` events, numbered from `first` when decided (the
+        shared append step, `apply.PlanExecutor`, renumbers them when these differ)."""
+        ...
+
+    def run_write(self, name: str, params: Params | None) -> int:
+        """Run a named statement; how many rows it changed."""
         ...
 
     def run_many(self, name: str, rows: Sequence[Params]) -> None:
@@ -106,39 +114,6 @@ class Connection(Protocol):
         """Before migrating, under the write lock: make the place the ledger's tables go."""
         ...
 
-    def next_event_id(self) -> int:
-        """The id the next event gets, inside a write; as far as a read can tell, in a read."""
-        ...
-
-    def reserve_event_ids(self, count: int) -> list[int]:
-        """Ids for a row-locked plan's events, drawn once it is decided."""
-        ...
-
-    def event_ids_used(self, next_event_id: int) -> None:
-        """After a plan under the exclusive lock: ids below `next_event_id` are taken."""
-        ...
-
-    def draw_event_ids_ahead(self, count: int) -> None:
-        """In a row-locked write: the next plan will likely number `count` events; an engine
-        whose statements cost round trips draws their ids with the next reads it sends (after
-        the rows those lock), so that `reserve_event_ids` needs no round trip of its own."""
-        ...
-
-    def read_record_ahead(self, name: str, record: type[Any]) -> None:
-        """In a row-locked write: an engine whose statements cost round trips reads `name` (no
-        parameters) as `record` at the end of its next round trip, after the rows its reads lock."""
-        ...
-
-    def record_read_ahead(self, name: str) -> Any:
-        """The record read ahead under `name`, once; None where nothing was (then read it)."""
-        ...
-
-    def keep_record(self, name: str, record: Any) -> None:
-        """In a write: `record` is the row `name` reads as this transaction's last write left
-        it; an engine that can tell nothing else wrote since (SQLite) hands it back from
-        `record_read_ahead` in its next write transaction, instead of a read."""
-        ...
-
     def execute(self, text: str, params: Any = None, /) -> Any:
         """Ad-hoc SQL for tools and tests that look at a ledger's tables (`:name` or `?`
         parameters); the ledger itself names its statements."""
@@ -147,13 +122,16 @@ class Connection(Protocol):
 
 @attrs.frozen
 class Registered:
-    """A row of `ENGINES`: an engine's name, its module, the URL schemes that select it (None:
-    a target that is not a URL, a file's path) and how its targets are written (messages)."""
+    """A row of `ENGINES`: an engine's name (its dialect), its module, the URL schemes that
+    select it (None: a target that is not a URL, a file's path), how its targets are written
+    (messages), and the packages of its own statement texts and of its migrations."""
 
     name: str
     module: str
     schemes: tuple[str | None, ...]
     forms: str
+    sql: str
+    migrations: str
 
 
 # The registry: the first row whose schemes hold a target's scheme opens it.
@@ -163,6 +141,9 @@ ENGINES: tuple[Registered, ...] = (
         "aios_ledger.shell.db.engines.sqlite",
         (None,),
         "a SQLite file's path (e.g. ./ledger.db)",
+        "aios_ledger.sql.sqlite",
+        # dbmate reads each engine's folder: SQLite's stayed where its users' commands name it.
+        "aios_ledger.sql.migrations",
     ),
     Registered(
         "postgresql",
@@ -171,6 +152,8 @@ ENGINES: tuple[Registered, ...] = (
         "a PostgreSQL URL: postgresql://user@host:port/dbname, postgres://..., "
         "postgresql:///dbname for the local socket, with ?search_path=schema to choose the "
         "ledger's schema (default aios_ledger)",
+        "aios_ledger.sql.postgresql",
+        "aios_ledger.sql.postgresql.migrations",
     ),
 )
 SUPPORTED_FORMS = ", or ".join(engine.forms for engine in ENGINES)

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,13 +36,16 @@ from urllib.parse import unquote
 import attrs
 import psycopg
 from aios_ledger.core import LedgerError
+from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.records import SEAL_VERSION_3
-from aios_ledger.core.statements import SqlWrite
+from aios_ledger.core.log.seals import LEDGER_CHAIN
+from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
-from aios_ledger.shell.db.engines import Connection, Params, Row
+from aios_ledger.shell.db.engines import Connection, Params, Read, Row
+from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
-from aios_ledger.shell.db.statements import postgresql_text, statement_texts, statements
+from aios_ledger.shell.db.statements import statement_texts, statements
 from psycopg import errors as pg_errors
 from psycopg.types.numeric import Int8Dumper
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -135,7 +138,23 @@ class PostgresTarget:
         }
 
 
-_TEXTS = statement_texts("postgresql")
+# A `:name` parameter: not the second colon of a `::type` cast, not inside a quoted literal.
+PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+def postgresql_text(text: str) -> str:
+    """`:name` -> `%(name)s`, and a literal `%` doubled (psycopg reads `%` as a placeholder)."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1).replace("%", "%%")
+        return f"%({match.group(2)})s"
+
+    return PARAMETER.sub(replace, text)
+
+
+# Each statement's text as psycopg takes it.
+TEXTS = {name: postgresql_text(text) for name, text in statement_texts("postgresql").items()}
 
 
 def _raw_texts() -> dict[str, str]:
@@ -160,16 +179,17 @@ def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
 @attrs.frozen
 class _Queued:
     """A statement that waits for the connection's next flight: the transaction's BEGIN and
-    lock, or a plan's write, whose row count is checked when its result is back (`checked`:
-    its text fails on the server unless it changed exactly one row)."""
+    lock, or a plan's write, whose row count is checked when its result is back."""
 
     text: str
     params: dict[str, Any] | None
     write: SqlWrite | None = None
     error: type[LedgerError] = LedgerError
-    checked: bool = False
 
 
+# A row-locked write's events are decided at this id and numbered once decided: it only orders
+# them within the transaction.
+_PROVISIONAL_EVENT_ID = 1
 # The statements a transaction's BEGIN is, as its first flight sends them (a pipeline takes one
 # statement a text).
 _BEGIN_STATEMENTS = {
@@ -177,15 +197,33 @@ _BEGIN_STATEMENTS = {
     "begin_row_locked": ("begin_read_committed", "writer_settings_shared"),
     "begin_read": ("begin_read",),
 }
-# Guarded writes whose `<name>_checked` text fails on the server when the guard misses.
-_CHECKED = {name: f"{name}_checked" for name in _TEXTS if f"{name}_checked" in _TEXTS}
+
+
+def _checked_on_server(text: str) -> str:
+    """A compare-and-swap's one text, failing on the server unless it changed exactly one row
+    (invalid_text_representation naming REVISION_CONFLICT): a plan's last flight can then carry
+    its COMMIT, which commits nothing behind a missed guard. The CASE depends on the count, so
+    the planner cannot fold the failing cast ahead of time."""
+    body = text.strip().removesuffix(";")
+    return (
+        f"WITH changed AS (\n{body}\nRETURNING 1)\nSELECT CAST(CASE count(*) WHEN 1 THEN '1' "
+        "ELSE 'REVISION_CONFLICT' END AS integer) FROM changed"
+    )
+
+
+# What PostgreSQL runs for each guarded write of a plan (every one of them is checked there).
+_GUARDED_TEXTS = {
+    str(statement): _checked_on_server(TEXTS[statement])
+    for statement in Statement
+    if statement.guarded
+}
 
 
 def _text(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
     """A named statement's text and its parameters as psycopg binds them (without parameters,
     the text as written: it holds no placeholder, and a `%` in it is no format)."""
     if params:
-        return _TEXTS[name], bindable(name, params)
+        return TEXTS[name], bindable(name, params)
     return _RAW_TEXTS[name], None
 
 
@@ -202,24 +240,28 @@ class PgConnection:
     dialect = "postgresql"
     # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.
     seal_version = SEAL_VERSION_3
-    # A statement costs a round trip: a batch reads every item's rows in one flight.
-    reads_ahead = True
 
     def __init__(
         self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False
     ) -> None:
         self.raw = raw
-        # Its transaction holds the ledger lock shared (beside other writers) and locks rows.
+        # Its transaction holds the ledger lock shared (beside other writers) and locks rows:
+        # its plans are decided on provisional event ids, numbered once decided, and the
+        # Merkle tree's head row is locked after the rows they decide on.
         self.row_locked = row_locked
         # Its transaction reads only (a preview decides, and draws no id).
         self.read_only = read_only
         self._queued: list[_Queued] = []
         self._begun = False  # a BEGIN is queued or sent
+        # Event ids to draw at the end of the next flight, after the rows its reads lock, and
+        # those drawn so: the next plan's `number_events` takes them without a round trip.
         self._draw_ahead = 0
         self._drawn: list[int] = []
-        # Records read at the end of the next flight, by statement name, and those read so far.
+        # Records read at the end of the next flight, by statement name, and those read so far
+        # (`fetch_record` answers from them once); whether the tree's head row was asked for.
         self._records_ahead: dict[str, type[Any]] = {}
         self._read_ahead: dict[str, Any] = {}
+        self._tree_asked = False
 
     # -- flights -------------------------------------------------------------------------------
 
@@ -229,18 +271,13 @@ class PgConnection:
         self._begun = True
 
     def commit(self) -> None:
-        """What waits and the COMMIT, in one flight (a plan's writes whose guard the server
-        does not check go one flight before, so that a missed guard commits nothing). A read
-        that sent nothing has nothing to commit."""
+        """What waits and the COMMIT, in one flight (a plan's guarded writes fail on the
+        server when they miss, so that the COMMIT behind them commits nothing). A read that
+        sent nothing has nothing to commit."""
         if self.read_only and not self.in_transaction_on_server:
             self._queued.clear()
             self._begun = False
             return
-        if any(
-            q.write is not None and q.write.statement.guarded and not q.checked
-            for q in self._queued
-        ):
-            self._flight(())
         self._flight((), commit=True)
         self._begun = False
 
@@ -251,6 +288,7 @@ class PgConnection:
         self._drawn = []
         self._records_ahead.clear()
         self._read_ahead.clear()
+        self._tree_asked = False
         self._begun = False
         if not self.raw.closed and self.in_transaction_on_server:
             self.raw.execute(_RAW_TEXTS["rollback"].encode())
@@ -306,22 +344,16 @@ class PgConnection:
         if self._queued or self._draw_ahead or self._records_ahead:
             self._flight(())
 
-    def draw_event_ids_ahead(self, count: int) -> None:
-        """Draw `count` event ids at the end of the next flight, after the rows its reads lock:
-        the next plan's `reserve_event_ids` takes them without a round trip of its own."""
-        self._draw_ahead = count
-
-    def read_record_ahead(self, name: str, record: type[Any]) -> None:
-        """Read `name` (a statement without parameters) as `record` at the end of the next
-        flight, after the rows its reads lock (`record_read_ahead` takes it)."""
-        self._records_ahead[name] = record
-
-    def record_read_ahead(self, name: str) -> Any:
-        """The record `read_record_ahead` asked for, once (None: not read ahead, or no row)."""
-        return self._read_ahead.pop(name, None)
-
-    def keep_record(self, name: str, record: Any) -> None:
-        """Other writers run beside this one: a row is read under its lock every time."""
+    def _prepare_append(self, appending: int) -> None:
+        """In a row-locked write, before reads a plan of `appending` events is decided on:
+        draw their ids, then lock the tree's head row (the first time), at the end of the
+        flight that sends those reads, after the rows they lock."""
+        if not self.row_locked:
+            return
+        self._draw_ahead = appending
+        if appending and not self._tree_asked:
+            self._records_ahead[TREE_FOR_UPDATE] = MerkleTreeRow
+            self._tree_asked = True
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._flight(((name, params),))[0]
@@ -338,7 +370,7 @@ class PgConnection:
         """One statement over many rows, pipelined (psycopg's executemany)."""
         self.flush()
         with self.raw.cursor() as cursor:
-            cursor.executemany(_TEXTS[name], [bindable(name, row) for row in rows])
+            cursor.executemany(TEXTS[name], [bindable(name, row) for row in rows])
 
     def stream(
         self, name: str, params: Mapping[str, Any] | None, cursor_name: str
@@ -349,7 +381,7 @@ class PgConnection:
         cursor = self.raw.cursor(name=cursor_name)
         cursor.itersize = 2000
         if params:
-            cursor.execute(_TEXTS[name], bindable(name, params))
+            cursor.execute(TEXTS[name], bindable(name, params))
         else:
             cursor.execute(_RAW_TEXTS[name])
         return cursor
@@ -391,6 +423,9 @@ class PgConnection:
     def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
         # Off the cursor's rows, as `stream_records` reads them: asking `description` first
         # would build its column objects on every read.
+        if self._read_ahead and name in self._read_ahead:
+            ahead: R = self._read_ahead.pop(name)
+            return ahead
         found = self.run(name, params)
         for row in found:
             if (name, record) not in MATCHED_COLUMNS:
@@ -398,20 +433,20 @@ class PgConnection:
             return record(*row)
         return None
 
-    def fetch_records_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
-    ) -> list[Any]:
-        """The reads a decision needs in one pipeline, one round trip (`run_together`)."""
-        return [rows[0] if rows else None for rows in self.fetch_record_lists_together(reads)]
-
-    def fetch_record_lists_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
-    ) -> list[list[Any]]:
+    def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
         """Every row of each read, in one pipeline, one round trip (`run_together`)."""
         if not reads:
             return []
+        self._prepare_append(appending)
+        try:
+            cursors = self.run_together([(name, params) for name, params, _ in reads])
+        except LedgerError:
+            # A parameter refused before anything was sent: nothing is drawn for it.
+            self._draw_ahead = 0
+            if self._records_ahead.pop(TREE_FOR_UPDATE, None) is not None:
+                self._tree_asked = False
+            raise
         found = []
-        cursors = self.run_together([(name, params) for name, params, _ in reads])
         for (name, _, record), cursor in zip(reads, cursors, strict=True):
             rows = cursor.fetchall() if _has_rows(cursor) else []
             if record is None:
@@ -421,6 +456,10 @@ class PgConnection:
                 check_columns(_columns(cursor) or (), name, record)
             found.append([record(*row) for row in rows])
         return found
+
+    def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
+        """A statement costs a round trip: the batch's reads go in one."""
+        return self.fetch_together(reads, appending=appending)
 
     def stream_records(
         self, name: str, params: Params | None, record: type[R]
@@ -456,27 +495,43 @@ class PgConnection:
         Its parameters are checked now, so that a bad one is this plan's error."""
         for write in writes:
             name = str(write.statement)
-            checked = _CHECKED.get(name) if write.statement.guarded else None
-            text, params = _text(checked or name, write.params)
-            self._queued.append(_Queued(text, params, write, error, checked is not None))
+            text, params = _text(name, write.params)
+            if write.statement.guarded:
+                text = _GUARDED_TEXTS[name]
+            self._queued.append(_Queued(text, params, write, error))
 
     def prepare_schema(self) -> None:
         """The schema the search_path names (dbmate creates it the same way), under the write
         lock, so that two first opens do not race to create it."""
         self.run_write("create_search_path_schema")
 
-    def next_event_id(self) -> int:
-        """Drawn from the sequence inside a write (`PlanExecutor`); a read (a preview) peeks,
-        and draws no id."""
+    def first_event_id(self, chains: Collection[str]) -> int:
+        """Under the exclusive lock, drawn from the sequence (set past the plan's events by
+        `number_events`); in a row-locked write a provisional id, the plan numbered once
+        decided, and never the ledger's chain, whose tip only the exclusive lock serializes; a
+        read (a preview) peeks, and draws no id."""
         if self.read_only:
             return int(self.fetch_value("log_peek_next_event_id"))
+        if self.row_locked:
+            if LEDGER_CHAIN in chains:
+                raise LedgerError(
+                    "STORAGE_ERROR", "a row-locked write may not extend the ledger chain"
+                )
+            return _PROVISIONAL_EVENT_ID
         return int(self.fetch_value("log_next_event_id"))
 
-    def reserve_event_ids(self, count: int) -> list[int]:
-        """The next ids of those drawn ahead by the flight just back, when they are enough
-        (they were drawn after this plan's rows were locked: any later flight drops them; a
-        batch read ahead draws its items' ids together, after all of its rows were locked),
-        else drawn now."""
+    def number_events(self, first: int, count: int) -> list[int]:
+        """Under the exclusive lock, the ids decided, the sequence set past them with the
+        plan's writes. In a row-locked write, the ids drawn with the flight just back, when
+        enough (drawn after this plan's rows were locked, they exceed every id of its chains
+        committed before; a later flight drops them), else drawn now."""
+        if not self.row_locked:
+            self._queued.append(
+                _Queued(*_text("log_event_ids_used", {"next_event_id": first + count}))
+            )
+            return list(range(first, first + count))
+        if not count:
+            return []
         drawn = self._drawn
         if len(drawn) >= count:
             self._drawn = drawn[count:]
@@ -484,12 +539,6 @@ class PgConnection:
         self._drawn = []
         found = self.fetch_all("log_reserve_event_ids", {"count": count})
         return [int(row["event_id"]) for row in found]
-
-    def event_ids_used(self, next_event_id: int) -> None:
-        """Under the exclusive lock, the sequence is set past the plan's events; a row-locked
-        write drew its ids from it already."""
-        if not self.row_locked:
-            self.run_write("log_event_ids_used", {"next_event_id": next_event_id})
 
 
 def _check_writes(
@@ -503,8 +552,8 @@ def _check_writes(
         cursor = cursors[index] if index < len(cursors) else None
         if cursor is None or cursor.pgresult is None:
             if (
-                waiting.checked
-                and waiting.write is not None
+                waiting.write is not None
+                and waiting.write.statement.guarded
                 and isinstance(failed, pg_errors.InvalidTextRepresentation)
                 and "REVISION_CONFLICT" in str(failed)
             ):

@@ -21,21 +21,23 @@ import os
 import random
 import stat
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import apsw
 from aios_ledger.core import LedgerError
+from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.records import SEAL_VERSION_4
-from aios_ledger.core.statements import SqlWrite
+from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
-from aios_ledger.shell.db.engines import Connection, Params, Row, refuse_unsupported_url
+from aios_ledger.shell.db.engines import Connection, Params, Read, Row, refuse_unsupported_url
 from aios_ledger.shell.db.engines.sqlite_checkpoints import (
     CheckpointRounds,
     install_checkpoint_rounds,
 )
+from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
 from aios_ledger.shell.db.statements import statement_texts
@@ -114,14 +116,11 @@ class SqliteConnection(apsw.Connection):
     # SQLite hands ids out in commit order under its one writer: its seals cover them. They are
     # v4 since migration 0020: what changed of a task row, not its whole image (core/log/seals.py).
     seal_version = SEAL_VERSION_4
-    # A statement is a call, not a round trip: a batch reads item by item (its creation
-    # sequence is read after the item before it was written).
-    reads_ahead = False
-    row_locked = False
-    # The record the running write transaction keeps (name, record), and the one carried over
-    # from the last committed one (data version after its COMMIT, name, record).
-    _kept: tuple[str, Any] | None = None
-    _carried: tuple[int, str, Any] | None = None
+    # The Merkle tree's head row as the running write transaction's last append left it, and
+    # the one carried over from the last committed one (data version after its COMMIT, row):
+    # the one writer need not read it again while nothing else wrote.
+    _kept: MerkleTreeRow | None = None
+    _carried: tuple[int, MerkleTreeRow] | None = None
 
     def run_statement(self, name: str, params: Params | None = None) -> apsw.Cursor:
         """Execute a named statement (its parameters checked as `_parameter_error` says)."""
@@ -147,6 +146,10 @@ class SqliteConnection(apsw.Connection):
         # Read straight off the cursor, not through `stream_records`: the generator and its
         # closing were a tenth of a transition's Python calls. Leaving the method drops the
         # cursor, which resets the statement.
+        if self._carried is not None and name == TREE_FOR_UPDATE:
+            carried, self._carried = self._carried, None
+            if carried[0] == self.data_version():  # no COMMIT since, this writer's or another's
+                return cast(R, carried[1])
         try:
             cursor = self.execute(_TEXTS[name], params)
         except (UnicodeEncodeError, TypeError, OverflowError) as exc:
@@ -157,25 +160,26 @@ class SqliteConnection(apsw.Connection):
             return record(*row)
         return None
 
-    def fetch_records_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
-    ) -> list[Any]:
-        return [
-            self.fetch_value(name, params)
-            if record is None
-            else self.fetch_record(name, params, record)
-            for name, params, record in reads
-        ]
+    def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
+        """One read after the other: a statement is a call, not a round trip."""
+        found: list[list[Any]] = []
+        for name, params, record in reads:
+            cursor = self.run_statement(name, params)
+            if record is None:
+                found.append([row[0] for row in cursor])
+                continue
+            rows: list[Any] = []
+            for row in cursor:
+                if not rows and (name, record) not in MATCHED_COLUMNS:
+                    check_columns(_columns(cursor), name, record)
+                rows.append(record(*row))
+            found.append(rows)
+        return found
 
-    def fetch_record_lists_together(
-        self, reads: Sequence[tuple[str, Params | None, type[Any] | None]]
-    ) -> list[list[Any]]:
-        return [
-            [row[0] for row in self.run_statement(name, params)]
-            if record is None
-            else list(self.stream_records(name, params, record))
-            for name, params, record in reads
-        ]
+    def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
+        """Never: a read costs no round trip, and an item's reads must see the writes of the
+        items before it (a create's sequence, say)."""
+        return None
 
     def stream_records(
         self, name: str, params: Params | None, record: type[R]
@@ -225,6 +229,11 @@ class SqliteConnection(apsw.Connection):
                 changed = self.changes()
                 if changed != 1:
                     raise revision_conflict(error, statement, changed)
+                if statement is Statement.MERKLE_TREE_CAS_UPDATE:
+                    params = write.params
+                    revision = cast(int, params["expected_revision"]) + 1
+                    size, frontier = cast(int, params["size"]), cast(bytes, params["frontier"])
+                    self._kept = MerkleTreeRow(size, frontier, revision)
 
     def run_many(self, name: str, rows: Sequence[Params]) -> None:
         self.executemany(_TEXTS[name], [dict(row) for row in rows])
@@ -235,36 +244,13 @@ class SqliteConnection(apsw.Connection):
     def prepare_schema(self) -> None:
         """The file is the schema's place: nothing to make."""
 
-    def next_event_id(self) -> int:
+    def first_event_id(self, chains: Collection[str]) -> int:
+        """The id the next event gets: the one writer hands ids out in commit order."""
         return int(self.fetch_value("log_next_event_id"))
 
-    def reserve_event_ids(self, count: int) -> list[int]:
-        raise LedgerError(
-            "STORAGE_ERROR", "SQLite has one writer: its events are numbered as decided"
-        )
-
-    def event_ids_used(self, next_event_id: int) -> None:
-        """AUTOINCREMENT moves on with the inserts themselves."""
-
-    def draw_event_ids_ahead(self, count: int) -> None:
-        """Nothing to draw: its events are numbered as decided, and a statement is no round
-        trip."""
-
-    def read_record_ahead(self, name: str, record: type[Any]) -> None:
-        """A statement is no round trip: the record is read when it is needed."""
-
-    def record_read_ahead(self, name: str) -> Any:
-        """The record the last committed write transaction kept (`keep_record`), once, when
-        the file has not changed since that COMMIT (apsw's `data_version`, which moves on with
-        every commit, this connection's and any other's): the Merkle tree's head row, which
-        the one writer then need not read again. None otherwise: read it."""
-        carried, self._carried = self._carried, None
-        if carried is None or carried[1] != name or carried[0] != self.data_version():
-            return None
-        return carried[2]
-
-    def keep_record(self, name: str, record: Any) -> None:
-        self._kept = (name, record)
+    def number_events(self, first: int, count: int) -> list[int]:
+        """The ids they were decided with (AUTOINCREMENT moves on with the inserts)."""
+        return list(range(first, first + count))
 
     def began_transaction(self) -> None:
         """A plain transaction began (`SqliteDatabase`'s; group commit's batches carry nothing
@@ -275,7 +261,7 @@ class SqliteConnection(apsw.Connection):
     def committed_transaction(self) -> None:
         kept, self._kept = self._kept, None
         if kept is not None:
-            self._carried = (self.data_version(), *kept)
+            self._carried = (self.data_version(), kept)
 
     def rolled_back(self) -> None:
         self._kept = self._carried = None
