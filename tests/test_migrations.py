@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from aios_ledger.core import LedgerError
-from aios_ledger.shell import Database, migration_status
+from aios_ledger.shell import Database, TaskLedger, migration_status
 from aios_ledger.shell.db.migrator import known_migrations
 from aios_ledger.shell.db.schema_dump import schema_sql
 from conftest import postgres_url
@@ -245,6 +245,24 @@ def test_a_dba_who_rolls_back_gets_schema_too_old_without_migration(tmp_path: Pa
         assert migration_status(db)["pending"] == []
     subprocess.run([*base, "status", "--exit-code"], check=True, capture_output=True)
     Database(path, migrate=False).close()
+
+
+@needs_dbmate
+def test_a_rollback_never_drops_a_ledger_that_holds_events(tmp_path: Path) -> None:
+    """Going back from the baseline would drop every table: refused once an event is written,
+    the file unchanged."""
+    path = tmp_path / "dba.db"
+    base = dbmate_on(path)
+    subprocess.run([*base, "up"], check=True, capture_output=True)
+    with TaskLedger(path, migrate=False) as ledger:
+        ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
+    before = path.read_bytes()
+    refused = subprocess.run([*base, "rollback"], capture_output=True, text=True)
+    assert refused.returncode != 0
+    assert "ledger_holds_events_and_cannot_go_back" in refused.stdout + refused.stderr
+    assert path.read_bytes() == before
+    with TaskLedger(path, migrate=False) as ledger:
+        assert len(ledger.list_tasks()) == 1
 
 
 def schema_of(path: Path) -> list[tuple[str, str]]:

@@ -188,21 +188,13 @@ def test_dbmate_up_and_rollback_are_recognised(pg: str) -> None:
     with pytest.raises(LedgerError) as behind:
         TaskLedger(pg, migrate=False)
     assert behind.value.code == "SCHEMA_TOO_OLD"
-    # Every migration down to 0012 goes back over a ledger that holds no event (0016, the
-    # Merkle log: dbmate's `up` left it unbuilt), and up again.
-    for _ in sorted(migrations.glob("[0-9][0-9][0-9][0-9]_*.sql"))[-16:]:  # 0028 to 0012
-        subprocess.run([*base, "rollback"], check=True, capture_output=True)
     subprocess.run([*base, "up"], check=True, capture_output=True)
     with TaskLedger(pg, migrate=False) as ledger:
         ledger.create_task({"goal": "g", "instructions": "i"}, idempotency_key="c")
-    # Its event names its actor, which its seal covers: 0028 (the claims' indexes) and 0027 (the
-    # hold of governed tasks: none here) go back, then 0026 refuses to, changing nothing.
-    subprocess.run([*base, "rollback"], check=True, capture_output=True)
-    subprocess.run([*base, "rollback"], check=True, capture_output=True)
+    # Going back from the baseline would drop the ledger: refused once it holds an event.
     refusal = subprocess.run([*base, "rollback"], capture_output=True, text=True)
     assert refusal.returncode != 0
     assert "cannot go back" in refusal.stdout + refusal.stderr
-    subprocess.run([*base, "up"], check=True, capture_output=True)
     with TaskLedger(pg, migrate=False) as ledger:
         assert verify_log(ledger.database).intact
 

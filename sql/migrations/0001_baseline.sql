@@ -462,6 +462,14 @@ END;
 INSERT INTO merkle_tree(only_row, size, frontier, revision) VALUES (1, NULL, x'', 0);
 
 -- migrate:down
+-- Going back from the baseline drops the ledger: refused once it holds an event, so a rollback
+-- never loses what was acknowledged (copy or export it, then delete the file by hand). The
+-- insert below fails its CHECK on such a ledger, and the whole step rolls back.
+CREATE TEMP TABLE ledger_holds_no_event(
+  held INTEGER NOT NULL CONSTRAINT ledger_holds_events_and_cannot_go_back CHECK (held = 0)
+);
+INSERT INTO ledger_holds_no_event(held) SELECT count(*) FROM events;
+DROP TABLE ledger_holds_no_event;
 DROP TABLE writer_leases;
 DROP TABLE task_spend;
 DROP TABLE task_source_capture_projection_recoveries;

@@ -674,6 +674,15 @@ ALTER TABLE ONLY writer_leases
 INSERT INTO merkle_tree(only_row, size, frontier, revision) VALUES (1, NULL, '\x'::bytea, 0);
 
 -- migrate:down
+-- Going back from the baseline drops the ledger: refused once it holds an event, so a rollback
+-- never loses what was acknowledged (copy or export it, then drop the schema by hand).
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM events) THEN
+    RAISE EXCEPTION 'this ledger holds events: going back from its first migration would drop them, and it cannot go back';
+  END IF;
+END;
+$$;
 DROP TABLE agent_scan_charges, api_tokens, archived_events, auxiliary_runs, checkpoint_cosignatures, checkpoints, commit_attestations, event_seal_rows, event_seals, events, governed_bindings, governed_repositories, governed_writes, merkle_leaves, merkle_tree, repository_settings_changes, run_events, run_events_before_seals, runs, task_idempotency, task_initial_execution_projections, task_proposals, task_source_capture_projection_recoveries, task_spend, tasks, writer_leases CASCADE;
 DROP SEQUENCE IF EXISTS checkpoints_checkpoint_id_seq;
 DROP SEQUENCE IF EXISTS event_ids;
