@@ -45,6 +45,8 @@ from aios_ledger.core.tasks.decisions import (
     submit_rules,
     typed_as,
 )
+from aios_ledger.core.tasks.modes import VerifyDecision
+from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
     ClaimBatchRequest,
@@ -88,17 +90,30 @@ from aios_ledger.core.tasks.transitions import (
     StateRead,
     TaskOperation,
     TaskTransition,
-    expire_operation,
-    release_operation,
-    verify_operation,
 )
+from aios_ledger.core.tasks.verification import Judgement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 _O = TaskOperation
 
 
-def _attempts_left(task: Any) -> bool:
-    return bool(task.attempt < task.max_attempts)
+def _expire_outcome(task: TaskRow, request: object) -> TaskOperation:
+    return _O.EXPIRE if task.attempt < task.max_attempts else _O.EXPIRE_EXHAUSTED
+
+
+def _release_outcome(task: TaskRow, request: object) -> TaskOperation:
+    """A released attempt still counts, as an expired one does: a task whose command keeps
+    getting its worker stopped (or killed by the stop) must not come back forever."""
+    return _O.RELEASE if task.attempt < task.max_attempts else _O.RELEASE_EXHAUSTED
+
+
+def _verify_outcome(task: TaskRow, request: VerifyRequest | Judgement) -> TaskOperation:
+    """A reviewer's decision, or the ledger's own judgement of a task verified automatically."""
+    if request.decision == VerifyDecision.SUCCEEDED:
+        return _O.VERIFY_SUCCEEDED
+    if request.decision == VerifyDecision.FAILED:
+        return _O.VERIFY_FAILED
+    return _O.REWORK if task.attempt < task.max_attempts else _O.REWORK_EXHAUSTED
 
 
 def _submit_reads(request: SubmitRequest) -> tuple[StateRead, ...]:
@@ -128,7 +143,7 @@ _EXPIRE = TaskTransition(
     keyed=False,
     fenced=False,
     lease=Lease.END,
-    outcome=lambda task, _: expire_operation(attempts_left=_attempts_left(task)),
+    outcome=_expire_outcome,
     payload=(ATTEMPT, PASSED_LEASE, NEXT_STATE),
     answer=(),
     agent=EventAgent.HOLDER,
@@ -148,9 +163,7 @@ _VERIFY = TaskTransition(
     keyed=True,
     fenced=False,
     lease=Lease.END,
-    outcome=lambda task, request: verify_operation(
-        request.decision, attempts_left=_attempts_left(task)
-    ),
+    outcome=_verify_outcome,
     payload=(DECISION, NEXT_STATE, REASON),  # and the backoff's not_before
     answer=(DECISION, NEXT_STATE, RESULT_DIGEST),
     agent=EventAgent.NOBODY,
@@ -253,7 +266,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 keyed=False,
                 fenced=True,
                 lease=Lease.END,
-                outcome=lambda task, _: release_operation(attempts_left=_attempts_left(task)),
+                outcome=_release_outcome,
                 payload=(ATTEMPT, REASON, NEXT_STATE),
                 answer=(),
                 agent=EventAgent.HOLDER,
