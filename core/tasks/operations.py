@@ -45,7 +45,6 @@ from aios_ledger.core.tasks.decisions import (
     submit_rules,
     typed_as,
 )
-from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
@@ -90,6 +89,9 @@ from aios_ledger.core.tasks.transitions import (
     StateRead,
     TaskOperation,
     TaskTransition,
+    expire_operation,
+    release_operation,
+    verify_operation,
 )
 from aios_ledger.core.tasks.verification import Judgement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -97,23 +99,21 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 _O = TaskOperation
 
 
+def _attempts_left(task: TaskRow) -> bool:
+    return task.attempt < task.max_attempts
+
+
 def _expire_outcome(task: TaskRow, request: object) -> TaskOperation:
-    return _O.EXPIRE if task.attempt < task.max_attempts else _O.EXPIRE_EXHAUSTED
+    return expire_operation(attempts_left=_attempts_left(task))
 
 
 def _release_outcome(task: TaskRow, request: object) -> TaskOperation:
-    """A released attempt still counts, as an expired one does: a task whose command keeps
-    getting its worker stopped (or killed by the stop) must not come back forever."""
-    return _O.RELEASE if task.attempt < task.max_attempts else _O.RELEASE_EXHAUSTED
+    return release_operation(attempts_left=_attempts_left(task))
 
 
 def _verify_outcome(task: TaskRow, request: VerifyRequest | Judgement) -> TaskOperation:
     """A reviewer's decision, or the ledger's own judgement of a task verified automatically."""
-    if request.decision == VerifyDecision.SUCCEEDED:
-        return _O.VERIFY_SUCCEEDED
-    if request.decision == VerifyDecision.FAILED:
-        return _O.VERIFY_FAILED
-    return _O.REWORK if task.attempt < task.max_attempts else _O.REWORK_EXHAUSTED
+    return verify_operation(request.decision, attempts_left=_attempts_left(task))
 
 
 def _submit_reads(request: SubmitRequest) -> tuple[StateRead, ...]:

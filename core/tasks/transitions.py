@@ -21,6 +21,7 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue
 from aios_ledger.core.log.plan import Decision
+from aios_ledger.core.tasks.modes import VerifyDecision
 from aios_ledger.core.tasks.requests import TaskRequest
 
 if TYPE_CHECKING:
@@ -117,6 +118,24 @@ def next_task_status(status: str, operation: TaskOperation) -> TaskStatus:
     if following is None:
         raise LedgerError("INVALID_TRANSITION", f"a {status} task does not allow {operation}")
     return following
+
+
+def verify_operation(decision: VerifyDecision, *, attempts_left: bool) -> TaskOperation:
+    if decision == VerifyDecision.SUCCEEDED:
+        return TaskOperation.VERIFY_SUCCEEDED
+    if decision == VerifyDecision.FAILED:
+        return TaskOperation.VERIFY_FAILED
+    return TaskOperation.REWORK if attempts_left else TaskOperation.REWORK_EXHAUSTED
+
+
+def expire_operation(*, attempts_left: bool) -> TaskOperation:
+    return TaskOperation.EXPIRE if attempts_left else TaskOperation.EXPIRE_EXHAUSTED
+
+
+def release_operation(*, attempts_left: bool) -> TaskOperation:
+    """A released attempt still counts, as an expired one does: a task whose command keeps
+    getting its worker stopped (or killed by the stop) must not come back forever."""
+    return TaskOperation.RELEASE if attempts_left else TaskOperation.RELEASE_EXHAUSTED
 
 
 # ---------------------------------------------------------------------------------------------
