@@ -48,9 +48,10 @@ from aios_ledger.core.tasks.answers import (
     VerifyAnswer,
 )
 from aios_ledger.core.tasks.backoff import RetryPolicy
-from aios_ledger.core.tasks.decisions import (
-    ExpiryState,
-    TaskState,
+from aios_ledger.core.tasks.decisions import ExpiryState, TaskState
+from aios_ledger.core.tasks.history import HistoryEntry
+from aios_ledger.core.tasks.modes import VerificationMode, VerifyDecision
+from aios_ledger.core.tasks.operations import (
     decide_cancel,
     decide_claim,
     decide_create,
@@ -60,8 +61,6 @@ from aios_ledger.core.tasks.decisions import (
     decide_submit,
     decide_verify,
 )
-from aios_ledger.core.tasks.history import HistoryEntry
-from aios_ledger.core.tasks.modes import VerificationMode, VerifyDecision
 from aios_ledger.core.tasks.queries import TaskListRequest, TaskReadRequest
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (

@@ -14,10 +14,12 @@ record's `from_mapping` after structuring.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import types
 import typing
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
@@ -103,9 +105,29 @@ def structure(raw: object, record: type[R], *, what: str, refuse: Refusal = FIEL
     """The record `raw` describes, or `refuse(what, problems)`; nothing else ever escapes."""
     hook = _RECORD_HOOKS.get(record) or _record_hook_of(record)
     try:
-        return hook(raw, record)  # type: ignore[no-any-return]
+        built: R = hook(raw, record)
     except (FieldRefused, ClassValidationError, IterableValidationError) as refused:
         raise refuse(what, list(problems_of(refused))) from None
+    _remember(built)
+    return built
+
+
+# The records `structure` built, by identity (a record merely equal to one may hold a value its
+# hook refuses, True for 1), so that `check_built` does not read them a second time.
+_STRUCTURED: dict[int, weakref.ref[Any]] = {}
+
+
+def _remember(record: object) -> None:
+    key = id(record)
+    # A record without weak references is checked whenever it is asked.
+    with contextlib.suppress(TypeError):
+        _STRUCTURED[key] = weakref.ref(record, lambda _: _STRUCTURED.pop(key, None))
+
+
+def was_structured(record: object) -> bool:
+    """Whether `structure` built `record` (so every field passed its hook)."""
+    known = _STRUCTURED.get(id(record))
+    return known is not None and known() is record
 
 
 def unstructure(record: object) -> dict[str, Any]:
@@ -129,7 +151,10 @@ def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
 
 def check_built(record: object, *, what: str, refuse: Refusal = FIELDS_INVALID) -> None:
     """Refuse a record built directly (not from a mapping) whose fields would not structure:
-    each field's value, read back as input, goes through the very same hook."""
+    each field's value, read back as input, goes through the very same hook. A record
+    `structure` built passed those hooks once already."""
+    if was_structured(record):
+        return
     problems = _problems_of_fields(record, ())
     if problems:
         raise refuse(what, problems)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.request_schemas import request_schema
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.shell import Database, TaskLedger
 from aios_ledger.shell.api.app import create_app, operations
 from aios_ledger.shell.api.backend import ApiSettings

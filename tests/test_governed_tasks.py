@@ -21,7 +21,8 @@ from aios_ledger.core.log.rows import RowWrite, row_digest
 from aios_ledger.core.log.state import held_row_problem, stored_row_state
 from aios_ledger.core.projection import InitialExecutionProjectionRequest
 from aios_ledger.core.sealed_tables import SEALED_TABLES
-from aios_ledger.core.tasks.decisions import TaskState, decide_claim, decide_task
+from aios_ledger.core.tasks.decisions import TaskState
+from aios_ledger.core.tasks.operations import decide_claim, decide_task
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
     ClaimBatchRequest,

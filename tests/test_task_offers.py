@@ -6,7 +6,8 @@ import pytest
 from aios_ledger.core.actors import AGENT, AUDITOR, OWNER, REVIEWER, ROLES
 from aios_ledger.core.tasks import TASK_TRANSITIONS
 from aios_ledger.core.tasks.offers import open_operations, operation_roles
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS, TaskStatus
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
+from aios_ledger.core.tasks.transitions import TaskStatus
 
 S = TaskStatus
 EXPECTED = {

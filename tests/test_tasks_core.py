@@ -51,9 +51,9 @@ from aios_ledger.core.tasks import (
     first_claimable,
     next_task_status,
 )
-from aios_ledger.core.tasks.decisions import TASK_RELEASED, decide_release, decide_task
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS, decide_release, decide_task
 from aios_ledger.core.tasks.requests import PauseRequest, ReleaseRequest, ResumeRequest
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
+from aios_ledger.core.tasks.transitions import TASK_RELEASED
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion

@@ -10,8 +10,9 @@ from aios_ledger.core.tasks.budgets import (
     Usage,
     over_budget,
 )
-from aios_ledger.core.tasks.decisions import decide_task, first_claimable, refuse_ungranted
+from aios_ledger.core.tasks.decisions import first_claimable, refuse_ungranted
 from aios_ledger.core.tasks.history import named_attempt, task_history
+from aios_ledger.core.tasks.operations import decide_task
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.core.tasks.transitions import (
     ABSENT,

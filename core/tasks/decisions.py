@@ -1,21 +1,22 @@
-"""Decisions of the task lifecycle: one pure decision for every operation of `TASK_OPERATIONS`.
+"""Decisions of the task lifecycle: the pieces each operation of `TASK_OPERATIONS`
+(`core/tasks/operations.py`) decides with.
 
-`decide_task(state, request, *, now, **inputs)` takes the rows the shell read inside its write
-transaction, the structured request, the clock and whatever the shell drew (ids, lease tokens,
-the retry jitter), and returns a `Replay` (the answer stored for the request's idempotency
-key), a `WritePlan`, None (a claim with nothing to take), or raises a `LedgerError`.
+A decision takes the rows the shell read inside its write transaction, the structured request,
+the clock and whatever the shell drew (ids, lease tokens, the retry jitter), and returns a
+`Replay` (the answer stored for the request's idempotency key), a `WritePlan`, None (a claim
+with nothing to take), or raises a `LedgerError`.
 
 Every operation checks the same things in the same order, so that refusals are predictable:
 a replay of its key first, then that the task exists, that the caller holds it under a live
 lease (`NOT_TASK_HOLDER`, `LEASE_INVALID`, `LEASE_EXPIRED`), that `TASK_TRANSITIONS` allows the
 move (`INVALID_TRANSITION`), then the operation's own rules. A claim takes over the expired
 leases it read in the same plan before it picks the eligible tasks (higher priority first, then
-creation order). `decide_<operation>` is the same decision with the operation's own keywords,
-for embedders.
+creation order).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
@@ -37,18 +38,11 @@ from aios_ledger.core.log.plan import (
 from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.structuring import wire_form
 from aios_ledger.core.tasks.answers import (
-    CancelAnswer,
     ClaimAnswer,
     CreateAnswer,
     ExpireAnswer,
-    HeartbeatAnswer,
-    ReleaseAnswer,
-    RetryAnswer,
-    SubmitAnswer,
     TaskSummary,
-    VerifyAnswer,
     task_summary,
 )
 from aios_ledger.core.tasks.attempts import (
@@ -70,17 +64,13 @@ from aios_ledger.core.tasks.budgets import (
 from aios_ledger.core.tasks.modes import VerificationMode
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.requests import (
-    CancelRequest,
     ClaimBatchRequest,
     ClaimRequest,
     ExpireRequest,
-    HeartbeatRequest,
-    ReleaseRequest,
     RetryRequest,
     SubmitRequest,
     TaskCreateCommand,
     TaskCreateRequest,
-    TaskRequest,
     VerifyRequest,
     lease_token_sha256,
 )
@@ -93,7 +83,6 @@ from aios_ledger.core.tasks.transitions import (
     TASK_CREATED,
     TASK_HEARTBEAT,
     TASK_LEASE_EXPIRED,
-    TASK_OPERATIONS,
     TASK_RELEASED,
     TASK_REQUEUED,
     TASK_VERIFIED,
@@ -104,10 +93,9 @@ from aios_ledger.core.tasks.transitions import (
     TaskStatus,
     TaskTransition,
     next_task_status,
-    operation_of,
 )
 from aios_ledger.core.tasks.verification import Judgement, automatic_judgement
-from aios_ledger.core.timestamps import Timestamp, require_timestamp
+from aios_ledger.core.timestamps import Timestamp
 
 __all__ = [
     "RESULT_SUBMITTED",
@@ -119,22 +107,22 @@ __all__ = [
     "TASK_RELEASED",
     "TASK_REQUEUED",
     "TASK_VERIFIED",
+    "DecisionInputs",
     "ExpiryState",
+    "RETRY_RULES",
+    "Rules",
     "TaskState",
+    "VERIFY_RULES",
+    "decide_claims",
+    "decide_creation",
+    "decide_expiry",
+    "decide_on_task",
+    "submit_rules",
+    "typed_as",
     "claim_digest",
     "awaiting_projection_refusal",
     "claim_refusal",
     "create_digest",
-    "decide_cancel",
-    "decide_claim",
-    "decide_create",
-    "decide_expire",
-    "decide_heartbeat",
-    "decide_release",
-    "decide_retry",
-    "decide_submit",
-    "decide_task",
-    "decide_verify",
     "first_claimable",
     "refuse_ungranted",
 ]
@@ -149,7 +137,8 @@ class TaskState:
     over), any answer stored for the request's idempotency key, and (for a create) the creation
     sequence a new task gets, read under the write lock like the next event id; for a verify
     by a named reviewer, the agent that wrote the result it judges (`result_author`, the
-    holder its last RESULT_SUBMITTED names); for a submit that reports its usage, what the task
+    holder its last RESULT_SUBMITTED names); for a submit, what its attempt proposed to a
+    governed repository (`proposal`, if it did) and, when it reports its usage, what the task
     spent before it (`spent`, None: nothing read, as no spend).
 
     A claim that names no task reads `task` (None: no candidate) and `candidates`: the QUEUED
@@ -162,6 +151,7 @@ class TaskState:
     next_seq: int | None = None
     result_author: str | None = None
     spent: SpendTotals | None = None
+    proposal: AttemptProposal | None = None
     candidates: tuple[TaskRow, ...] = ()
     passed: tuple[TaskRow, ...] = ()
 
@@ -189,7 +179,7 @@ class AttemptProposal(Protocol):
 
 
 @attrs.frozen
-class _Inputs:
+class DecisionInputs:
     """What the shell drew or configured for a decision (None: not given), and who acts."""
 
     actor: Actor
@@ -198,7 +188,6 @@ class _Inputs:
     lease_tokens: tuple[str, ...] = ()
     jitter: float | None = None
     contracts: Mapping[str, Mapping[str, object]] | None = None
-    proposal: AttemptProposal | None = None
     grant: frozenset[str] | None = None
 
     def need(self, name: str, operation: str) -> Any:
@@ -401,7 +390,7 @@ def _answer(row: TaskTransition, before: TaskRow, after: TaskRow, request: Any) 
     }
 
 
-def _typed(request: object, kind: type[R]) -> R:
+def typed_as(request: object, kind: type[R]) -> R:
     if not isinstance(request, kind):
         raise LedgerError(
             "FIELDS_INVALID", f"a {kind.__name__} is needed, not {type(request).__name__}"
@@ -410,50 +399,11 @@ def _typed(request: object, kind: type[R]) -> R:
 
 
 # ---------------------------------------------------------------------------------------------
-# the one transition decision
-
-
-def decide_task(
-    state: TaskState | ExpiryState,
-    request: TaskRequest[Any],
-    *,
-    now: Timestamp,
-    actor: Actor,
-    task_id: str | None = None,
-    lease_token: str | None = None,
-    lease_tokens: Sequence[str] = (),
-    jitter: float | None = None,
-    contracts: Mapping[str, Mapping[str, object]] | None = None,
-    proposal: AttemptProposal | None = None,
-    grant: frozenset[str] | None = None,
-) -> Decision[Any] | None:
-    """The decision of the operation `request` asks for (its row of `TASK_OPERATIONS`), on
-    `state` (an `ExpiryState` for `ExpireRequest`, else a `TaskState`). The inputs each
-    operation needs: create, `task_id`; claim, `lease_token` (a batch: `lease_tokens`, one per
-    task it may take) and its claimer's `grant` (None: no ceiling); submit, `contracts`,
-    `jitter` and the attempt's `proposal` if any; verify, `jitter`."""
-    require_timestamp(now)
-    row = operation_of(request)
-    inputs = _Inputs(
-        actor=actor,
-        task_id=task_id,
-        lease_token=lease_token,
-        lease_tokens=tuple(lease_tokens),
-        jitter=jitter,
-        contracts=contracts,
-        proposal=proposal,
-        grant=grant,
-    )
-    if isinstance(state, ExpiryState):
-        return _decide_expire(row, state, _typed(request, ExpireRequest), now, actor)
-    special = _SPECIAL.get(row.name)
-    if special is not None:
-        return special(row, state, request, inputs, now)
-    return _decide_one(row, state, request, inputs, now)
+# an operation on one named task
 
 
 @attrs.frozen
-class _Rules:
+class Rules:
     """What an operation on one task decides beyond its row (each optional): `prepare`
     checks its inputs; `check` its own rules, once the move is known to be one; `changes` the
     columns it writes beside the status and the lease; `payload` its event's facts beyond the
@@ -461,19 +411,19 @@ class _Rules:
     spend), and whether they hold the move back from `then`; `then` a second move in the same
     plan (an automatic verification)."""
 
-    prepare: Callable[[_Inputs, str], None] | None = None
-    check: Callable[[TaskRow, Any, TaskState, _Inputs, Timestamp], None] | None = None
-    changes: Callable[[TaskRow, Any, _Inputs, Timestamp, TaskStatus], Mapping[str, Any]] | None = (
-        None
-    )
+    prepare: Callable[[DecisionInputs, str], None] | None = None
+    check: Callable[[TaskRow, Any, TaskState, DecisionInputs, Timestamp], None] | None = None
+    changes: (
+        Callable[[TaskRow, Any, DecisionInputs, Timestamp, TaskStatus], Mapping[str, Any]] | None
+    ) = None
     payload: Callable[[Step], JsonObject] | None = None
     records: Callable[[TaskRow, Any, TaskState, Timestamp], _Records | None] | None = None
-    then: Callable[[TaskRow, Any, _Inputs, Timestamp], _Move | None] | None = None
+    then: Callable[[TaskRow, Any, DecisionInputs, Timestamp], _Move | None] | None = None
 
 
 @attrs.frozen
 class _Records:
-    """Rows an operation writes beside its task's row (`_Rules.records`): their writes and
+    """Rows an operation writes beside its task's row (`Rules.records`): their writes and
     images (sealed by the operation's event), the facts its event and answer add, and whether
     they hold back the operation's second move (`held`: an over-budget result is not verified
     automatically)."""
@@ -492,11 +442,22 @@ def _digest(row: TaskTransition, request: Any) -> str | None:
     return request_digest(row.name, request.task_id, request.public())
 
 
+def decide_on_task(rules: Rules) -> Callable[..., Decision[Any] | None]:
+    """The decision of an operation on one named task, as its row and `rules` say (see the
+    module for the order)."""
+    return functools.partial(_decide_one, rules=rules)
+
+
 def _decide_one(
-    row: TaskTransition, state: TaskState, request: Any, inputs: _Inputs, now: Timestamp
+    row: TaskTransition,
+    state: TaskState | ExpiryState,
+    request: Any,
+    inputs: DecisionInputs,
+    now: Timestamp,
+    *,
+    rules: Rules,
 ) -> Decision[Any]:
-    """An operation on one named task, as its row says (see the module for the order)."""
-    rules = _RULES.get(row.name, _PLAIN)
+    state = typed_as(state, TaskState)
     if rules.prepare is not None:
         rules.prepare(inputs, row.name)
     digest = _digest(row, request)
@@ -540,7 +501,7 @@ def _decide_one(
     return sealed_plan(writes, events, answer, tail=state.tail)
 
 
-_PLAIN = _Rules()
+PLAIN = Rules()
 
 
 def _with_facts(
@@ -556,7 +517,7 @@ def _with_facts(
 
 
 def _retry_changes(
-    task: TaskRow, request: RetryRequest, inputs: _Inputs, now: Timestamp, status: TaskStatus
+    task: TaskRow, request: RetryRequest, inputs: DecisionInputs, now: Timestamp, status: TaskStatus
 ) -> Mapping[str, Any]:
     return {"max_attempts": task.max_attempts + request.extra_attempts, "not_before": None}
 
@@ -564,20 +525,20 @@ def _retry_changes(
 # -- submit: the result, held to its contract; judged at once when the task says so
 
 
-def _need_jitter(inputs: _Inputs, operation: str) -> None:
+def _need_jitter(inputs: DecisionInputs, operation: str) -> None:
     require_jitter(inputs.jitter)
 
 
-def _submit_prepare(inputs: _Inputs, operation: str) -> None:
+def _submit_prepare(inputs: DecisionInputs, operation: str) -> None:
     _need_jitter(inputs, operation)
     inputs.need("contracts", operation)
 
 
 def _submit_check(
-    task: TaskRow, request: SubmitRequest, state: TaskState, inputs: _Inputs, now: Timestamp
+    task: TaskRow, request: SubmitRequest, state: TaskState, inputs: DecisionInputs, now: Timestamp
 ) -> None:
     check_task_result(task, request.result, inputs.need("contracts", "submit"))
-    proposal = inputs.proposal
+    proposal = state.proposal
     if proposal is not None and (proposal.task_id, proposal.attempt) == (
         task.task_id,
         task.attempt,
@@ -586,7 +547,11 @@ def _submit_check(
 
 
 def _submit_changes(
-    task: TaskRow, request: SubmitRequest, inputs: _Inputs, now: Timestamp, status: TaskStatus
+    task: TaskRow,
+    request: SubmitRequest,
+    inputs: DecisionInputs,
+    now: Timestamp,
+    status: TaskStatus,
 ) -> Mapping[str, Any]:
     result_json = encode_checked(request.result)
     return {
@@ -597,14 +562,20 @@ def _submit_changes(
 
 
 def _submit_then(
-    submitted: TaskRow, request: SubmitRequest, inputs: _Inputs, now: Timestamp
+    submitted: TaskRow,
+    request: SubmitRequest,
+    inputs: DecisionInputs,
+    now: Timestamp,
+    *,
+    judge: TaskTransition,
 ) -> _Move | None:
-    """A task verified automatically is judged in the same plan: RESULT_SUBMITTED, then
-    TASK_VERIFIED."""
+    """A task verified automatically is judged in the same plan, as `judge` (the verify
+    operation) moves it: RESULT_SUBMITTED, then TASK_VERIFIED."""
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
     return _judged(
+        judge,
         submitted,
         judgement,
         now,
@@ -701,6 +672,7 @@ def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
 
 
 def _judged(
+    row: TaskTransition,
     task: TaskRow,
     judgement: Judgement,
     now: Timestamp,
@@ -711,7 +683,6 @@ def _judged(
 ) -> _Move:
     """A SUBMITTED task after `judgement`, and its TASK_VERIFIED event. NEEDS_REWORK goes back
     to QUEUED behind the task's backoff (its `attempt`-th retry), or FAILED when used up."""
-    row = TASK_OPERATIONS["verify"]
     status = row.next_status(task, judgement)
     changes = _judgement_changes(
         task, judgement, now, jitter=jitter, status=status, automatic=automatic
@@ -729,7 +700,7 @@ def _judged(
 
 
 def _verify_check(
-    task: TaskRow, request: VerifyRequest, state: TaskState, inputs: _Inputs, now: Timestamp
+    task: TaskRow, request: VerifyRequest, state: TaskState, inputs: DecisionInputs, now: Timestamp
 ) -> None:
     """Separation of duties: a reviewer (the request's agent: an HTTP token's name) that wrote
     the result itself (`state.result_author`) is `SELF_REVIEW`; then the result must be the
@@ -750,29 +721,35 @@ def _verify_check(
 
 
 def _verify_changes(
-    task: TaskRow, request: VerifyRequest, inputs: _Inputs, now: Timestamp, status: TaskStatus
+    task: TaskRow,
+    request: VerifyRequest,
+    inputs: DecisionInputs,
+    now: Timestamp,
+    status: TaskStatus,
 ) -> Mapping[str, Any]:
     judgement = Judgement(request.decision, request.reason)
     jitter = inputs.need("jitter", "verify")
     return _judgement_changes(task, judgement, now, jitter=jitter, status=status, automatic=False)
 
 
-_RULES: Mapping[str, _Rules] = {
-    "retry": _Rules(changes=_retry_changes),
-    "submit": _Rules(
+RETRY_RULES = Rules(changes=_retry_changes)
+VERIFY_RULES = Rules(
+    prepare=_need_jitter,
+    check=_verify_check,
+    changes=_verify_changes,
+    payload=_judgement_payload(automatic=False),
+)
+
+
+def submit_rules(*, judge: TaskTransition) -> Rules:
+    """A submit's rules; `judge`: the verify operation, for a task verified automatically."""
+    return Rules(
         prepare=_submit_prepare,
         check=_submit_check,
         changes=_submit_changes,
         records=_submit_spend,
-        then=_submit_then,
-    ),
-    "verify": _Rules(
-        prepare=_need_jitter,
-        check=_verify_check,
-        changes=_verify_changes,
-        payload=_judgement_payload(automatic=False),
-    ),
-}
+        then=functools.partial(_submit_then, judge=judge),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -783,11 +760,17 @@ def create_digest(request: TaskCreateRequest) -> str:
     return request_digest("create", None, request.public())
 
 
-def _decide_create(
-    row: TaskTransition, state: TaskState, request: Any, inputs: _Inputs, now: Timestamp
+def decide_creation(
+    row: TaskTransition,
+    state: TaskState | ExpiryState,
+    request: Any,
+    inputs: DecisionInputs,
+    now: Timestamp,
 ) -> Decision[CreateAnswer]:
-    """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
-    command = _typed(request, TaskCreateCommand)
+    """A create: `inputs.task_id` is the request's, or one the shell generated; the key is
+    bound to the task."""
+    state = typed_as(state, TaskState)
+    command = typed_as(request, TaskCreateCommand)
     task_id = inputs.need("task_id", row.name)
     idempotency_key = command.idempotency_key
     digest = create_digest(command.task)
@@ -1046,8 +1029,14 @@ def _public_budget(task: TaskRow) -> JsonObject | None:
     return None if budget is None else budget.public()
 
 
-def _decide_claim(
-    row: TaskTransition, state: TaskState, request: Any, inputs: _Inputs, now: Timestamp
+def decide_claims(
+    row: TaskTransition,
+    state: TaskState | ExpiryState,
+    request: Any,
+    inputs: DecisionInputs,
+    now: Timestamp,
+    *,
+    takeover: TaskTransition,
 ) -> Decision[Any] | None:
     """A claim (`ClaimRequest`: one task, the named one or the first eligible; answered by
     it or None) or a batch (`ClaimBatchRequest`: up to its limit; answered by a list). First,
@@ -1056,9 +1045,11 @@ def _decide_claim(
     keyed claim's replay. Then the passed leases are taken over, and the tasks chosen.
 
     The answer stored under the key never holds the token; a replay gives back the token the
-    caller brought, which the request digest (over its sha256) proves to be the original one."""
+    caller brought, which the request digest (over its sha256) proves to be the original one.
+    `takeover`: the operation a passed lease is taken over by (expire)."""
+    state = typed_as(state, TaskState)
     batch = request if isinstance(request, ClaimBatchRequest) else None
-    claim = _typed(request, ClaimRequest) if batch is None else batch.claim()
+    claim = typed_as(request, ClaimRequest) if batch is None else batch.claim()
     refuse_ungranted(claim.capabilities, inputs.grant)
     if batch is None:
         tokens: tuple[str, ...] = (inputs.need("lease_token", row.name),)
@@ -1073,7 +1064,7 @@ def _decide_claim(
     replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
     if replay is not None:
         return Replay({**replay.response, "lease_token": tokens[0]})
-    expire = TASK_OPERATIONS["expire"]
+    expire = takeover
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
     requeued: dict[str, TaskRow] = {}
@@ -1103,21 +1094,22 @@ def _decide_claim(
     return sealed_plan(writes, events, response, tail=state.tail)
 
 
-_SPECIAL: Mapping[
-    str, Callable[[TaskTransition, TaskState, Any, _Inputs, Timestamp], Decision[Any] | None]
-] = {
-    "create": _decide_create,
-    "claim": _decide_claim,
-}
-
-
 # ---------------------------------------------------------------------------------------------
 # expire
 
 
-def _decide_expire(
-    row: TaskTransition, state: ExpiryState, request: ExpireRequest, now: Timestamp, actor: Actor
+def decide_expiry(
+    row: TaskTransition,
+    state: TaskState | ExpiryState,
+    request: Any,
+    inputs: DecisionInputs,
+    now: Timestamp,
 ) -> WritePlan[ExpireAnswer] | None:
+    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
+    QUEUED (FAILED when used up); None when no lease has passed."""
+    state = typed_as(state, ExpiryState)
+    request = typed_as(request, ExpireRequest)
+    actor = inputs.actor
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
     expired: list[TaskSummary] = []
@@ -1134,138 +1126,3 @@ def _decide_expire(
         return None
     answer: ExpireAnswer = {"expired": expired, "count": len(expired)}
     return sealed_plan(writes, events, answer, tail=state.tail)
-
-
-# ---------------------------------------------------------------------------------------------
-# each operation's decision under its own name
-
-
-def decide_create(
-    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, actor: Actor, task_id: str
-) -> Decision[CreateAnswer]:
-    """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
-    require_timestamp(now)
-    decision = decide_task(
-        state, _typed(request, TaskCreateCommand), now=now, actor=actor, task_id=task_id
-    )
-    return cast(Decision[CreateAnswer], decision)
-
-
-def decide_claim(
-    state: TaskState,
-    request: ClaimRequest,
-    *,
-    now: Timestamp,
-    actor: Actor,
-    lease_token: str,
-    grant: frozenset[str] | None = None,
-) -> Decision[ClaimAnswer | None] | None:
-    """Claim `state.task` (the requested one, or the first eligible of it and
-    `state.candidates`), after taking over the passed leases of `state.passed`; None when
-    there is nothing to claim and nothing to take over (no plan, nothing recorded); a plan
-    whose answer is None when leases were taken over and then nothing was claimable."""
-    require_timestamp(now)
-    decision = decide_task(
-        state,
-        _typed(request, ClaimRequest),
-        now=now,
-        actor=actor,
-        lease_token=lease_token,
-        grant=grant,
-    )
-    return cast(Decision[ClaimAnswer | None] | None, decision)
-
-
-def decide_heartbeat(
-    state: TaskState, request: HeartbeatRequest, *, now: Timestamp, actor: Actor
-) -> Decision[HeartbeatAnswer]:
-    require_timestamp(now)
-    decision = decide_task(state, _typed(request, HeartbeatRequest), now=now, actor=actor)
-    return cast(Decision[HeartbeatAnswer], decision)
-
-
-def decide_release(
-    state: TaskState, request: ReleaseRequest, *, now: Timestamp, actor: Actor
-) -> Decision[ReleaseAnswer]:
-    """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
-    (the attempt stays counted, as when a lease expires)."""
-    require_timestamp(now)
-    decision = decide_task(state, _typed(request, ReleaseRequest), now=now, actor=actor)
-    return cast(Decision[ReleaseAnswer], decision)
-
-
-def decide_submit(
-    state: TaskState,
-    request: SubmitRequest,
-    *,
-    now: Timestamp,
-    actor: Actor,
-    contracts: Mapping[str, Mapping[str, object]],
-    jitter: float,
-    proposal: AttemptProposal | None = None,
-) -> Decision[SubmitAnswer]:
-    """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`). A task
-    verified automatically is judged in the same plan: RESULT_SUBMITTED, then TASK_VERIFIED.
-    `proposal`: what the attempt proposed to a governed repository, if it did (the result must
-    state its changed files and head as the proposal shows them)."""
-    require_timestamp(now)
-    decision = decide_task(
-        state,
-        _typed(request, SubmitRequest),
-        now=now,
-        actor=actor,
-        contracts=contracts,
-        jitter=jitter,
-        proposal=proposal,
-    )
-    return cast(Decision[SubmitAnswer], decision)
-
-
-def decide_verify(
-    state: TaskState,
-    request: VerifyRequest,
-    *,
-    now: Timestamp,
-    actor: Actor,
-    jitter: float,
-    reviewer: str | None = None,
-) -> Decision[VerifyAnswer]:
-    """SUCCEEDED; NEEDS_REWORK back to QUEUED after the backoff (FAILED when attempts are used
-    up); FAILED. Separation of duties: a reviewer (the request's `agent_id`; `reviewer` names
-    one for a request that does not) that wrote the result itself (`state.result_author`) is
-    `SELF_REVIEW`."""
-    require_timestamp(now)
-    verify = _typed(request, VerifyRequest)
-    if reviewer is not None and verify.agent_id is None:
-        verify = VerifyRequest.from_mapping({**wire_form(verify), "agent_id": reviewer})
-    decision = decide_task(state, verify, now=now, actor=actor, jitter=jitter)
-    return cast(Decision[VerifyAnswer], decision)
-
-
-def decide_cancel(
-    state: TaskState, request: CancelRequest, *, now: Timestamp, actor: Actor
-) -> Decision[CancelAnswer]:
-    require_timestamp(now)
-    decision = decide_task(state, _typed(request, CancelRequest), now=now, actor=actor)
-    return cast(Decision[CancelAnswer], decision)
-
-
-def decide_retry(
-    state: TaskState, request: RetryRequest, *, now: Timestamp, actor: Actor
-) -> Decision[RetryAnswer]:
-    """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
-    require_timestamp(now)
-    decision = decide_task(state, _typed(request, RetryRequest), now=now, actor=actor)
-    return cast(Decision[RetryAnswer], decision)
-
-
-def decide_expire(
-    state: ExpiryState, request: ExpireRequest, *, now: Timestamp, actor: Actor
-) -> WritePlan[ExpireAnswer] | None:
-    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
-    QUEUED (FAILED when used up); None when no lease has passed."""
-    require_timestamp(now)
-    if not isinstance(state, ExpiryState):
-        raise LedgerError("FIELDS_INVALID", "expiring leases reads an ExpiryState")
-    decision = decide_task(state, _typed(request, ExpireRequest), now=now, actor=actor)
-    return cast(WritePlan[ExpireAnswer] | None, decision)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from aios_ledger.core.tasks.modes import VerifyDecision
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.transitions import (
-    TASK_OPERATIONS,
     TASK_TRANSITIONS,
     TaskOperation,
     TaskTransition,

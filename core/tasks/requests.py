@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Annotated, Any, Generic, NewType, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, NewType, Self, TypeVar
 
 import attrs
 from aios_ledger.core.errors import LedgerError
@@ -153,6 +153,19 @@ class TaskRequest(Generic[A_co]):
     (`TaskLedger.apply(request) -> A`)."""
 
     __slots__ = ()
+    # The name its refusals give it: its operation's (`heartbeat: lease_seconds: ...`).
+    what: ClassVar[str]
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> Self:
+        """The record `raw` describes, or `FIELDS_INVALID`: the one step in which every door
+        (the command line, the HTTP app, a client, the keyword methods) structures a request."""
+        request = structure(raw, cls, what=cls.what)
+        request.check()
+        return request
+
+    def check(self) -> None:
+        """The request's rules across fields, once its fields are structured."""
 
 
 # `agent_id` of a request an agent makes: who acts, as the edge knows it (the HTTP API: the
@@ -218,9 +231,7 @@ class TaskCreateCommand(TaskRequest[CreateAnswer]):
     task: TaskCreateRequest
     idempotency_key: Identifier
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> TaskCreateCommand:
-        return structure(raw, cls, what="create")
+    what = "create"
 
     @classmethod
     def from_pair(cls, item: object) -> TaskCreateCommand:
@@ -240,23 +251,18 @@ class ClaimRequest(TaskRequest[ClaimAnswer | None]):
     idempotency_key: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
     lease_token: LeaseToken | None = attrs.field(default=None, repr=False, metadata=NOT_PUBLIC)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> ClaimRequest:
-        request = structure(raw, cls, what="claim")
-        _require_own_token(request)
-        return request
+    what = "claim"
+
+    def check(self) -> None:
+        if self.idempotency_key is not None and self.lease_token is None:
+            raise LedgerError(
+                "LEASE_TOKEN_REQUIRED",
+                "an idempotent claim must bring its own lease_token: the ledger keeps only "
+                "its digest and could not give a generated one back on a replay",
+            )
 
     def public(self, lease_token: str) -> JsonObject:
         return {**unstructure(self), "lease_token_sha256": lease_token_sha256(lease_token)}
-
-
-def _require_own_token(request: ClaimRequest) -> None:
-    if request.idempotency_key is not None and request.lease_token is None:
-        raise LedgerError(
-            "LEASE_TOKEN_REQUIRED",
-            "an idempotent claim must bring its own lease_token: the ledger keeps only "
-            "its digest and could not give a generated one back on a replay",
-        )
 
 
 @attrs.frozen
@@ -268,9 +274,7 @@ class ClaimBatchRequest(TaskRequest[list[ClaimAnswer]]):
     lease_seconds: LeaseSeconds
     limit: Annotated[int, Between(1, MAX_CLAIM_BATCH)]
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> ClaimBatchRequest:
-        return structure(raw, cls, what="claim")
+    what = "claim"
 
     def claim(self) -> ClaimRequest:
         """The claim each of the batch's tasks is taken with."""
@@ -288,9 +292,7 @@ class HeartbeatRequest(TaskRequest[HeartbeatAnswer]):
     lease_seconds: LeaseSeconds
     agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> HeartbeatRequest:
-        return structure(raw, cls, what="heartbeat")
+    what = "heartbeat"
 
 
 @attrs.frozen
@@ -302,9 +304,7 @@ class ReleaseRequest(TaskRequest[ReleaseAnswer]):
     reason: Reason
     agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> ReleaseRequest:
-        return structure(raw, cls, what="release")
+    what = "release"
 
 
 @attrs.frozen
@@ -318,9 +318,7 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
     # than in it: a result contract admits no field it does not name.
     usage: Usage | None = None
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> SubmitRequest:
-        return structure(raw, cls, what="submit")
+    what = "submit"
 
     def public(self) -> JsonObject:
         """The canonical form; `usage` only when reported, so that a submit without one has
@@ -345,9 +343,7 @@ class VerifyRequest(TaskRequest[VerifyAnswer]):
     expected_result_digest: Sha256Hex | None = None
     agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> VerifyRequest:
-        return structure(raw, cls, what="verify")
+    what = "verify"
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -359,9 +355,7 @@ class CancelRequest(TaskRequest[CancelAnswer]):
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> CancelRequest:
-        return structure(raw, cls, what="cancel")
+    what = "cancel"
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -376,9 +370,7 @@ class RetryRequest(TaskRequest[RetryAnswer]):
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     extra_attempts: Annotated[int, Between(1, MAX_EXTRA_ATTEMPTS)] = 1
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> RetryRequest:
-        return structure(raw, cls, what="retry")
+    what = "retry"
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -394,9 +386,7 @@ class PauseRequest(TaskRequest[MoveAnswer]):
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> PauseRequest:
-        return structure(raw, cls, what="pause")
+    what = "pause"
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -411,9 +401,7 @@ class ResumeRequest(TaskRequest[MoveAnswer]):
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> ResumeRequest:
-        return structure(raw, cls, what="resume")
+    what = "resume"
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -425,6 +413,4 @@ class ExpireRequest(TaskRequest[ExpireAnswer]):
 
     limit: Annotated[int, Between(1, MAX_EXPIRE_BATCH)] = DEFAULT_EXPIRE_BATCH
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> ExpireRequest:
-        return structure(raw, cls, what="expire")
+    what = "expire"

@@ -1,5 +1,6 @@
-"""The task lifecycle as data tables: the statuses and the moves between them
-(`TASK_TRANSITIONS`), and the operations that make those moves (`TASK_OPERATIONS`).
+"""The task lifecycle as data: the statuses and the moves between them (`TASK_TRANSITIONS`),
+and the shape of an operation that makes those moves (`TaskTransition`; the operations
+themselves are `core/tasks/operations.py`).
 
 Keeping the lifecycle as data (as h11 keeps its state machine) makes every rule one row a
 reader can check. `TASK_TRANSITIONS` maps (status, outcome) to the next status; a pair not in it
@@ -7,11 +8,6 @@ is `INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate 
 (`rework` / `rework_exhausted`, …), so the table stays a plain map. `ABSENT` is the status of a
 task that does not exist yet, and an operator's `retry` is the one way out of FAILED and
 CANCELLED.
-
-`TASK_OPERATIONS` holds one row per operation: its request, its event, whether it is keyed
-(idempotent: the answer stored for its key is given again) and fenced (the caller must hold the
-task), what it does to the lease, its outcome, what its event and answer say, and who may call
-it over HTTP. `decide_task` (`core/tasks/decisions.py`) reads these rows.
 """
 
 from __future__ import annotations
@@ -22,25 +18,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 import attrs
-from aios_ledger.core.actors import AGENT, OWNER, REVIEWER
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue
+from aios_ledger.core.log.plan import Decision
 from aios_ledger.core.tasks.modes import VerifyDecision
-from aios_ledger.core.tasks.requests import (
-    CancelRequest,
-    ClaimBatchRequest,
-    ClaimRequest,
-    ExpireRequest,
-    HeartbeatRequest,
-    PauseRequest,
-    ReleaseRequest,
-    ResumeRequest,
-    RetryRequest,
-    SubmitRequest,
-    TaskCreateCommand,
-    TaskRequest,
-    VerifyRequest,
-)
+from aios_ledger.core.tasks.requests import TaskRequest
 
 if TYPE_CHECKING:
     from aios_ledger.core.tasks.records import TaskRow
@@ -219,21 +201,53 @@ IDEMPOTENCY_KEY = Fact("idempotency_key", lambda step: step.request.idempotency_
 DECISION = Fact("decision", lambda step: step.request.decision)
 
 
-@attrs.frozen
-class TaskTransition:
-    """One operation of the lifecycle (see the module): a row of `TASK_OPERATIONS`.
+class Scope(enum.Enum):
+    """Which rows an operation decides on, and so how the ledger reads them."""
 
+    TASK = "task"  # the task its request names (locked), its chain's tip, its key's answer
+    QUEUE = "queue"  # a claim: its task or the candidates, and the passed leases it takes over
+    LEASES = "leases"  # an expiry: the claimed tasks whose leases have passed
+
+
+@attrs.frozen
+class StateRead:
+    """A named read a decision needs besides its task's rows: the statement and its parameters,
+    read with the task in one round trip; its first row, as the record the statement declares
+    (`-- returns:`; none: its first column), fills the field `into` of the decision's state."""
+
+    into: str
+    statement: str
+    params: Mapping[str, object]
+
+
+def no_reads(request: Any) -> tuple[StateRead, ...]:
+    return ()
+
+
+@attrs.frozen(kw_only=True)
+class TaskTransition:
+    """One operation of the lifecycle, a row of `TASK_OPERATIONS`: everything the ledger, its
+    doors and its decision know of it.
+
+    `request`: the record it is asked with (`request.from_mapping`: the one structuring step of
+    every door). `scope` and `reads`: what the ledger reads for it (the named reads beyond its
+    task's rows, from the request); `draws`: what the shell draws for its decision (`task_id`,
+    `jitter`, `contracts`); `decide(row, state, request, inputs, now)`: its decision.
     `outcome`: its column of `TASK_TRANSITIONS`, or how the column is chosen from the row and
     the request (the attempts left, a verifier's decision). `payload`, `answer`: what its event
     says and what its answer says beyond the task's summary (`TaskSummary`) and `idempotent`.
-    `role`: who may ask for it over HTTP; `route`: its path under `/v1/tasks/{task_id}/` (None:
-    a route of its own, or none). `before_projection`: whether it may move a task created
-    governed that still awaits its initial execution projection (`AWAITING_PROJECTION`
-    otherwise): a cancel may; a claim may not (nor any write that would raise the revision the
-    projection requires, or put the task in a worker's hands)."""
+    `role`: who may ask for it; `route`: its path under `/v1/tasks/{task_id}/` (None: a route
+    of its own, or none); `command`: its command line (`task pause`); `tool`: its MCP tool.
+    `before_projection`: whether it may move a governed task that still awaits its initial
+    execution projection (`AWAITING_PROJECTION` otherwise): a cancel may; a claim may not (nor
+    any write that would raise the revision the projection requires)."""
 
     name: str
     request: type[TaskRequest[Any]]
+    scope: Scope = Scope.TASK
+    reads: Callable[[Any], tuple[StateRead, ...]] = no_reads
+    draws: tuple[str, ...] = ()
+    decide: Callable[..., Decision[Any] | None]
     event: str
     keyed: bool
     fenced: bool
@@ -244,6 +258,8 @@ class TaskTransition:
     agent: EventAgent
     role: str | None
     route: str | None
+    command: str | None
+    tool: str | None = None
     summary: str
     before_projection: bool = False
 
@@ -254,203 +270,3 @@ class TaskTransition:
     def next_status(self, task: TaskRow, request: Any) -> TaskStatus:
         """The status `request` moves `task` to, or `INVALID_TRANSITION`."""
         return next_task_status(task.status, self.outcome_of(task, request))
-
-
-def _attempts_left(task: TaskRow) -> bool:
-    return task.attempt < task.max_attempts
-
-
-_T = TaskTransition
-
-TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
-    {
-        row.name: row
-        for row in (
-            _T(
-                name="create",
-                request=TaskCreateCommand,
-                event=TASK_CREATED,
-                keyed=True,
-                fenced=False,
-                lease=Lease.KEEP,
-                outcome=_O.CREATE,
-                payload=(),  # the task's own fields: the decision's
-                answer=(),
-                agent=EventAgent.NOBODY,
-                role=OWNER,
-                route=None,  # POST /v1/tasks
-                summary="create one task or a batch",
-            ),
-            _T(
-                name="claim",
-                request=ClaimRequest,  # one task; a ClaimBatchRequest, up to its limit
-                event=TASK_CLAIMED,
-                keyed=True,  # when the request has a key (with its own lease token)
-                fenced=False,
-                lease=Lease.TAKE,
-                outcome=_O.CLAIM,
-                payload=(ATTEMPT, LEASE_EXPIRES_AT),  # and the attempt's evidence run
-                answer=(),  # the task's fields, its envelope and the lease token
-                agent=EventAgent.CLAIMER,
-                role=AGENT,
-                route=None,  # POST /v1/claims
-                summary="claim (long poll up to 60 s)",
-            ),
-            _T(
-                name="heartbeat",
-                request=HeartbeatRequest,
-                event=TASK_HEARTBEAT,
-                keyed=False,
-                fenced=True,
-                lease=Lease.EXTEND,
-                outcome=_O.HEARTBEAT,
-                payload=(ATTEMPT, LEASE_EXPIRES_AT),
-                answer=(),
-                agent=EventAgent.HOLDER,
-                role=AGENT,
-                route="heartbeat",
-                summary="extend the lease",
-            ),
-            _T(
-                name="release",
-                request=ReleaseRequest,
-                event=TASK_RELEASED,
-                keyed=False,
-                fenced=True,
-                lease=Lease.END,
-                outcome=lambda task, _: release_operation(attempts_left=_attempts_left(task)),
-                payload=(ATTEMPT, REASON, NEXT_STATE),
-                answer=(),
-                agent=EventAgent.HOLDER,
-                role=AGENT,
-                route="release",
-                summary="give the lease back",
-            ),
-            _T(
-                name="submit",
-                request=SubmitRequest,
-                event=RESULT_SUBMITTED,
-                keyed=True,
-                fenced=True,
-                lease=Lease.END,
-                outcome=_O.SUBMIT,
-                payload=(ATTEMPT, RESULT_DIGEST, IDEMPOTENCY_KEY),
-                answer=(RESULT_DIGEST,),
-                agent=EventAgent.HOLDER,
-                role=AGENT,
-                route="result",
-                summary="hand the result back",
-            ),
-            _T(
-                name="verify",
-                request=VerifyRequest,
-                event=TASK_VERIFIED,
-                keyed=True,
-                fenced=False,
-                lease=Lease.END,
-                outcome=lambda task, request: verify_operation(
-                    request.decision, attempts_left=_attempts_left(task)
-                ),
-                payload=(DECISION, NEXT_STATE, REASON),  # and the backoff's not_before
-                answer=(DECISION, NEXT_STATE, RESULT_DIGEST),
-                agent=EventAgent.NOBODY,
-                role=REVIEWER,
-                route="verification",
-                summary="judge a submitted result",
-            ),
-            _T(
-                name="cancel",
-                request=CancelRequest,
-                event=TASK_CANCELLED,
-                keyed=True,
-                fenced=False,
-                lease=Lease.END,
-                outcome=_O.CANCEL,
-                payload=(REASON, PREVIOUS_STATUS),
-                answer=(PREVIOUS_STATUS,),
-                agent=EventAgent.NOBODY,
-                role=OWNER,
-                route="cancel",
-                summary="cancel",
-                before_projection=True,
-            ),
-            _T(
-                name="retry",
-                request=RetryRequest,
-                event=TASK_REQUEUED,
-                keyed=True,
-                fenced=False,
-                lease=Lease.END,
-                outcome=_O.RETRY,
-                payload=(REASON, PREVIOUS_STATUS, ATTEMPT, MAX_ATTEMPTS),
-                answer=(PREVIOUS_STATUS,),
-                agent=EventAgent.NOBODY,
-                role=OWNER,
-                route="retry",
-                summary="requeue a finished task",
-            ),
-            _T(
-                name="pause",
-                request=PauseRequest,
-                event=TASK_PAUSED,
-                keyed=True,
-                fenced=False,
-                lease=Lease.KEEP,  # a QUEUED task holds none
-                outcome=_O.PAUSE,
-                payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
-                answer=(PREVIOUS_STATUS,),
-                agent=EventAgent.NOBODY,
-                role=OWNER,
-                route="pause",
-                summary="pause a QUEUED task: no claim takes it until it is resumed",
-            ),
-            _T(
-                name="resume",
-                request=ResumeRequest,
-                event=TASK_RESUMED,
-                keyed=True,
-                fenced=False,
-                lease=Lease.KEEP,
-                outcome=_O.RESUME,
-                payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
-                answer=(PREVIOUS_STATUS,),
-                agent=EventAgent.NOBODY,
-                role=OWNER,
-                route="resume",
-                summary="resume a PAUSED task: QUEUED again, claimable as before",
-            ),
-            _T(
-                name="expire",
-                request=ExpireRequest,
-                event=TASK_LEASE_EXPIRED,
-                keyed=False,
-                fenced=False,
-                lease=Lease.END,
-                outcome=lambda task, _: expire_operation(attempts_left=_attempts_left(task)),
-                payload=(ATTEMPT, PASSED_LEASE, NEXT_STATE),
-                answer=(),
-                agent=EventAgent.HOLDER,
-                role=None,  # the ledger's own: `expire-leases`, and every claim first
-                route=None,
-                summary="requeue (or fail) every claimed task whose lease has passed",
-            ),
-        )
-    }
-)
-
-# The operation each request record asks for.
-_BY_REQUEST: Mapping[type, TaskTransition] = {
-    **{row.request: row for row in TASK_OPERATIONS.values()},
-    ClaimBatchRequest: TASK_OPERATIONS["claim"],
-}
-
-
-def operation_of(request: object) -> TaskTransition:
-    """The row of the operation `request` asks for (`FIELDS_INVALID` for what is no request
-    of the lifecycle)."""
-    row = _BY_REQUEST.get(type(request))
-    if row is None:
-        raise LedgerError(
-            "FIELDS_INVALID", f"{type(request).__name__} is not a request of the task lifecycle"
-        )
-    return row

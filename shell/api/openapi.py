@@ -28,8 +28,9 @@ from aios_ledger.core.projection.decisions import (
 )
 from aios_ledger.core.runs.evidence import RunCreateRequest, RunEventAppendRequest
 from aios_ledger.core.schemas import DIALECT, batch_schema, record_schema
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ClaimRequest, TaskCreateCommand
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS, TaskTransition
+from aios_ledger.core.tasks.transitions import TaskTransition
 from aios_ledger.shell.api.problems import PROBLEM_TYPE
 from aios_ledger.shell.api.review_bodies import review_body_schemas
 

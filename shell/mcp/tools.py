@@ -28,6 +28,7 @@ from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.envelopes import verify_execution_envelope
 from aios_ledger.core.kinds import MAX_IDENTIFIER
 from aios_ledger.core.tasks.attempts import evidence_run
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.remote.client import LedgerClient, api_path
@@ -35,7 +36,7 @@ from aios_ledger.shell.remote.client import LedgerClient, api_path
 ANY_ROLE = frozenset({AGENT, REVIEWER})
 DEFAULT_LEASE_SECONDS = 300
 MAX_WAIT_SECONDS = 60
-PLAIN_SUBMIT = "submit_result"
+PLAIN_SUBMIT = str(TASK_OPERATIONS["submit"].tool)
 
 
 @attrs.frozen
@@ -294,8 +295,17 @@ def _tool(
     return LedgerTool(name, description, roles, schema, schema, handler, read_only)
 
 
+def _operation_tool(
+    operation: str, description: str, schema: dict[str, Any], handler: Handler
+) -> LedgerTool:
+    """The tool of an operation of the transition table: its name and role are the row's."""
+    row = TASK_OPERATIONS[operation]
+    assert row.tool is not None and row.role is not None
+    return _tool(row.tool, description, frozenset({row.role}), schema, handler, read_only=False)
+
+
 def _tools() -> tuple[LedgerTool, ...]:
-    agent, reviewer = frozenset({AGENT}), frozenset({REVIEWER})
+    reviewer = frozenset({REVIEWER})
     contract_submits = tuple(
         _submit_tool(
             f"submit_{action}_result",
@@ -305,12 +315,11 @@ def _tools() -> tuple[LedgerTool, ...]:
         for action, contract in sorted(RESULT_CONTRACTS.items())
     )
     return (
-        _tool(
-            "claim_task",
+        _operation_tool(
+            "claim",
             "Claim the next task your capabilities allow (or the one named), waiting up to "
             "wait_seconds for one. The answer holds the task, its envelope, the lease token "
             "the other tools need, and which submit tool takes its result.",
-            agent,
             _object(
                 ("capabilities",),
                 capabilities={
@@ -331,13 +340,11 @@ def _tools() -> tuple[LedgerTool, ...]:
                 idempotency_key=IDEMPOTENCY_KEY,
             ),
             _claim,
-            read_only=False,
         ),
-        _tool(
+        _operation_tool(
             "heartbeat",
             "Extend the lease of a task you hold; a lease that lapses returns the task to "
             "the queue.",
-            agent,
             _object(
                 ("task_id", "lease_token"),
                 task_id=TASK_ID,
@@ -345,7 +352,6 @@ def _tools() -> tuple[LedgerTool, ...]:
                 lease_seconds=LEASE_SECONDS,
             ),
             _heartbeat,
-            read_only=False,
         ),
         _tool(
             "read_task",
@@ -370,10 +376,9 @@ def _tools() -> tuple[LedgerTool, ...]:
         ),
         _submit_tool(PLAIN_SUBMIT, "a task without an execution envelope", {"type": "object"}),
         *contract_submits,
-        _tool(
-            "release_task",
+        _operation_tool(
+            "release",
             "Give a task you hold back to the queue without a result.",
-            agent,
             _object(
                 ("task_id", "lease_token", "reason"),
                 task_id=TASK_ID,
@@ -381,7 +386,6 @@ def _tools() -> tuple[LedgerTool, ...]:
                 reason=REASON,
             ),
             _release,
-            read_only=False,
         ),
         _tool(
             "list_review_candidates",
@@ -401,11 +405,10 @@ def _tools() -> tuple[LedgerTool, ...]:
             _review_evidence,
             read_only=True,
         ),
-        _tool(
-            "verify_result",
+        _operation_tool(
+            "verify",
             "Judge a submitted result: SUCCEEDED, NEEDS_REWORK (back to the queue while "
             "attempts remain) or FAILED. Nobody verifies a result they submitted.",
-            reviewer,
             _object(
                 ("task_id", "decision", "reason"),
                 task_id=TASK_ID,
@@ -419,7 +422,6 @@ def _tools() -> tuple[LedgerTool, ...]:
                 idempotency_key=IDEMPOTENCY_KEY,
             ),
             _verify,
-            read_only=False,
         ),
     )
 

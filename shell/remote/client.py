@@ -46,8 +46,8 @@ from aios_ledger.core.jsonvalue import dumps_canonical
 from aios_ledger.core.runs import RunEventRow, RunRow
 from aios_ledger.core.structuring import check_built, wire_form
 from aios_ledger.core.tasks.answers import TaskDetail
+from aios_ledger.core.tasks.operations import operation_of
 from aios_ledger.core.tasks.requests import TaskRequest
-from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.actors import VIA_HEADER
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+import attrs
 from aios_ledger.core import (
     CancelRequest,
     ClaimBatchRequest,
@@ -24,15 +25,10 @@ from aios_ledger.core import (
     VerifyRequest,
 )
 from aios_ledger.core.batches import structure_batch
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.core.tasks.requests import (
-    MAX_CLAIM_BATCH,
-    PauseRequest,
-    ReleaseRequest,
-    ResumeRequest,
-    TaskRequest,
-)
-from aios_ledger.core.tasks.transitions import TASK_OPERATIONS
+from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.transitions import TaskTransition
 from aios_ledger.shell.cli_support import (
     UsageError,
     emit,
@@ -169,18 +165,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     expire.set_defaults(handler=_expire)
 
-    _move_command(task_commands, "pause", PauseRequest.from_mapping)
-    _move_command(task_commands, "resume", ResumeRequest.from_mapping)
+    for row in TASK_OPERATIONS.values():
+        if (
+            row.command == f"task {row.name}"
+            and set(attrs.fields_dict(cast(Any, row.request))) == _MOVE
+        ):
+            _move_command(task_commands, row)
+
+
+# The fields of an owner's move of one task: its command takes them as arguments.
+_MOVE = {"task_id", "reason", "idempotency_key"}
 
 
 def _move_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    name: str,
-    record: Callable[[object], TaskRequest[Any]],
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], row: TaskTransition
 ) -> None:
     """`task NAME TASK_ID --reason TEXT --idempotency-key KEY`: an owner's move of one task,
-    the operation `name` of the transition table (its summary is the command's help)."""
-    move = commands.add_parser(name, help=TASK_OPERATIONS[name].summary)
+    an operation of the transition table (its summary is the command's help)."""
+    move = commands.add_parser(row.name, help=row.summary)
     move.add_argument("task_id")
     move.add_argument("--reason", required=True, help="why (kept in the sealed event)")
     move.add_argument(
@@ -191,7 +193,7 @@ def _move_command(
     )
 
     def handle(args: argparse.Namespace) -> Any:
-        request = record(
+        request = row.request.from_mapping(
             {
                 "task_id": args.task_id,
                 "reason": args.reason,

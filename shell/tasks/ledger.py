@@ -31,7 +31,6 @@ from aios_ledger.core import (
     LedgerError,
     SubmitAnswer,
     SubmitRequest,
-    TaskCreateCommand,
     TaskListRequest,
     TaskReadRequest,
     TaskRow,
@@ -45,23 +44,20 @@ from aios_ledger.core import (
 )
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.batches import each_item, structure_batch
-from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
 from aios_ledger.core.log.plan import Decision
 from aios_ledger.core.log.seals import ChainTip
-from aios_ledger.core.structuring import check_built, wire_form
+from aios_ledger.core.structuring import check_built
 from aios_ledger.core.tasks import (
     RESULT_CONTRACTS,
-    RESULT_SUBMITTED,
     refuse_ungranted,
     task_history,
 )
 from aios_ledger.core.tasks.answers import TaskDetail, event_view
-from aios_ledger.core.tasks.budgets import SpendTotals
-from aios_ledger.core.tasks.decisions import decide_task
 from aios_ledger.core.tasks.listing import TaskPageRequest
+from aios_ledger.core.tasks.operations import decide_task, operation_of
 from aios_ledger.core.tasks.requests import TaskRequest
-from aios_ledger.core.tasks.transitions import Lease, operation_of
+from aios_ledger.core.tasks.transitions import Lease, Scope, StateRead, TaskTransition
 from aios_ledger.core.work import IdleReason, idle_reason
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
@@ -74,11 +70,13 @@ from aios_ledger.shell.db.connection import (
     fetch_record,
     stream_records,
 )
+from aios_ledger.shell.db.read_records import READ_RECORDS
 from aios_ledger.shell.db.run import (
     Connection,
     fetch_record_lists_together,
     fetch_records_together,
 )
+from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.tasks.surface import TaskSurface
@@ -189,17 +187,14 @@ class TaskLedger(TaskSurface):
         record is built once, where the request came in (`Record.from_mapping(raw)`), and is
         what the core decides on. A record built directly is checked as `from_mapping` would.
         `grant`: for a claim, the capabilities the claimer may offer (see `claim`)."""
-        row = operation_of(request)
-        check_built(request, what=row.name)
-        if isinstance(request, ClaimRequest):
-            ClaimRequest.from_mapping(wire_form(request))  # its rules across fields too
+        _checked(request)
         return self._apply(request, grant=grant)
 
     def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
         """Many writes in one transaction, in order (1 to MAX_BATCH of them: creates, submits,
         verifies, or any write on one task); all of them are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
-        checked = structure_batch(_listed(requests), _built_request)
+        checked = structure_batch(_listed(requests), _checked)
         return cast(list[A], self._apply_all(checked))
 
     def _apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
@@ -215,21 +210,23 @@ class TaskLedger(TaskSurface):
         return answer
 
     def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> A:
+        """The one dispatch of a write: its operation, whose scope says what is read for it
+        (one task, the queue, the passed leases), then its decision and its plan applied."""
         row = operation_of(request)
         # Read here, in the caller's context: the write may run on another thread.
         actor = current_actor()
-        if row.name == "claim":
+        if row.scope is Scope.QUEUE:
             claim = cast(ClaimRequest | ClaimBatchRequest, request)
             return cast(A, self._claim(claim, _ceiling(grant), actor))
-        if isinstance(request, ExpireRequest):
-            expire = request
+        if row.scope is Scope.LEASES:
+            expire = cast(ExpireRequest, request)
             return cast(
                 A,
                 self._write(
                     lambda conn: _expire_step(PlanExecutor(conn), expire, self._now(), actor)
                 ),
             )
-        drawn = _drawn(request)
+        drawn = _drawn(row, request)
         created = self._now() if drawn else None
         # A renewal is answered before its lease passes, however many writes are queued.
         renews = row.lease is Lease.EXTEND
@@ -256,15 +253,18 @@ class TaskLedger(TaskSurface):
 
     def _apply_batch(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
         for request in requests:
-            if operation_of(request).name in ("claim", "expire"):
+            if operation_of(request).scope is not Scope.TASK:
                 raise LedgerError(
                     "FIELDS_INVALID", "a batch holds writes on one task each: no claim or expiry"
                 )
         # A created task's id is drawn before the transaction, and its time read once.
-        drawn = [_drawn(request) for request in requests]
+        drawn = [_drawn(operation_of(request), request) for request in requests]
         created = self._now() if any(drawn) else None
 
-        reads = [_item_reads(request, item) for request, item in zip(requests, drawn, strict=True)]
+        reads = [
+            _item_reads(operation_of(request), request, item)
+            for request, item in zip(requests, drawn, strict=True)
+        ]
         actor = current_actor()
 
         def write(conn: Connection) -> list[A]:
@@ -297,26 +297,23 @@ class TaskLedger(TaskSurface):
         found: Sequence[Any] | None = None,
     ) -> Any:
         """One write on one task inside the caller's transaction: its rows read together (the
-        task locked, its chain's tip, any first answer for its key, what its operation reads
-        besides; `found`: read ahead with the rest of a batch), the core's decision, its plan."""
+        task locked, its chain's tip, any first answer for its key, its operation's own reads;
+        `found`: read ahead with the rest of a batch), the core's decision, its plan."""
         row = operation_of(request)
-        reads = _item_reads(request, drawn)
+        reads = _item_reads(row, request, drawn)
         if found is None:
             # The one event its plan appends: the engine may prepare its id with the reads.
             found = fetch_records_together(plans.conn, reads.reads(), appending=1)
-        state, extra = reads.state(plans, found)
-        if row.name == "create":
-            assert created is not None
-            decision = decide_task(state, request, now=created, actor=actor, task_id=reads.task_id)
-            return plans.apply(_planned(decision))
-        gather = _INPUTS.get(row.name)
-        inputs: dict[str, Any] = {}
-        if gather is not None:
-            state, inputs = gather.inputs(self, request, state, extra)
-        # The time is read once the task is locked: see `_claim`.
-        return plans.apply(
-            _planned(decide_task(state, request, now=self._now(), actor=actor, **inputs))
-        )
+        state = reads.state(plans, found)
+        # A created task's time was read with its id; any other write's is read once the task
+        # is locked (see `_claim`).
+        now = created if drawn and created is not None else self._now()
+        draws: dict[str, Callable[[], Any]] = {
+            "jitter": self._jitter,
+            "contracts": _result_contracts,
+        }
+        inputs = {name: drawn[name] if name in drawn else draws[name]() for name in row.draws}
+        return plans.apply(_planned(decide_task(state, request, now=now, actor=actor, **inputs)))
 
     def _claim(
         self,
@@ -618,16 +615,18 @@ def _acting(item: object, agent_id: str | None) -> object:
     return {**item, "agent_id": agent_id}
 
 
-def _built_request(request: object) -> TaskRequest[Any]:
-    """A record a caller built, checked as `from_mapping` would check its mapping."""
-    row = operation_of(request)
-    check_built(request, what=row.name)
-    return cast(TaskRequest[Any], request)
+def _checked(request: object) -> TaskRequest[Any]:
+    """A record a door structured (`from_mapping`), or one a caller built, checked as
+    `from_mapping` would check it: its fields, then its rules across them."""
+    check_built(request, what=operation_of(request).name)
+    checked = cast(TaskRequest[Any], request)
+    checked.check()
+    return checked
 
 
-def _drawn(request: object) -> dict[str, Any]:
+def _drawn(row: TaskTransition, request: Any) -> dict[str, Any]:
     """What is drawn for a write before its transaction: a created task's id."""
-    if isinstance(request, TaskCreateCommand):
+    if "task_id" in row.draws:
         return {"task_id": request.task.task_id or new_task_id()}
     return {}
 
@@ -679,13 +678,14 @@ Read = tuple[str, dict[str, object], "type[Any] | None"]
 class _ItemReads:
     """What one write on one task reads before its decision: the task (locked first), the
     log's tail at its chain, the first answer for `key` (None: a request without a key), for a
-    create the creation sequence it gets, and its operation's `extra` reads; read together, one
-    round trip on PostgreSQL, with the id of the one event its plan appends drawn at its end."""
+    create the creation sequence it gets, and its operation's own reads (`extra`); read
+    together, one round trip on PostgreSQL, with the id of the one event its plan appends
+    drawn at its end."""
 
     task_id: str
     key: str | None
     creating: bool = False
-    extra: tuple[Read, ...] = ()
+    extra: tuple[StateRead, ...] = ()
 
     def reads(self) -> list[Read]:
         # A create's sequence first, as SQLite has always read it (bench/transitions.py's raw
@@ -697,28 +697,43 @@ class _ItemReads:
         ]
         if self.key is not None:
             found.append(("task_idempotency_get", {"idempotency_key": self.key}, IdempotencyRow))
-        return [*found, *self.extra]
+        extra: list[Read] = [
+            (read.statement, dict(read.params), _returns(read.statement)) for read in self.extra
+        ]
+        return [*found, *extra]
 
-    def state(self, plans: PlanExecutor, found: Sequence[Any]) -> tuple[TaskState, list[Any]]:
-        """The state the reads found, and what the `extra` reads found."""
+    def state(self, plans: PlanExecutor, found: Sequence[Any]) -> TaskState:
+        """The state the reads found, the operation's own reads in the fields they name."""
         chain = chain_of(self.task_id)
         next_seq = int(found[0]) if self.creating else None
         own = found[1:] if self.creating else found
         plans.know_tip(chain, own[1])
         prior = own[2] if self.key is not None else None
-        state = TaskState(task=own[0], tail=plans.tail(chain), prior=prior, next_seq=next_seq)
-        return state, list(own[len(own) - len(self.extra) :])
+        extra = own[len(own) - len(self.extra) :]
+        return TaskState(
+            task=own[0],
+            tail=plans.tail(chain),
+            prior=prior,
+            next_seq=next_seq,
+            **{read.into: value for read, value in zip(self.extra, extra, strict=True)},
+        )
 
 
-def _item_reads(request: Any, drawn: Mapping[str, Any]) -> _ItemReads:
-    row = operation_of(request)
-    if row.name == "create":
-        return _ItemReads(drawn["task_id"], request.idempotency_key, creating=True)
-    gather = _INPUTS.get(row.name)
+@functools.cache
+def _returns(statement: str) -> type[Any] | None:
+    """The record a named read declares it selects into (`-- returns:`); None: its first
+    column's value."""
+    declared = statements()[statement].returns
+    return None if declared is None else READ_RECORDS[declared]
+
+
+def _item_reads(row: TaskTransition, request: Any, drawn: Mapping[str, Any]) -> _ItemReads:
+    creating = "task_id" in drawn
     return _ItemReads(
-        request.task_id,
+        drawn["task_id"] if creating else request.task_id,
         request.idempotency_key if row.keyed else None,
-        extra=() if gather is None else tuple(gather.reads(request)),
+        creating=creating,
+        extra=row.reads(request),
     )
 
 
@@ -747,63 +762,6 @@ def _read_ahead(plans: PlanExecutor, items: Sequence[_ItemReads]) -> list[list[A
         ahead.append(found[: len(own)])
         found = found[len(own) :]
     return ahead
-
-
-@attrs.frozen
-class _Gather:
-    """What an operation's decision needs besides its rows: `reads`, sent with the task's
-    (one round trip), and `inputs`, the decision's keyword arguments from what they found
-    (and the state, evolved)."""
-
-    reads: Callable[[Any], Sequence[Read]]
-    inputs: Callable[[TaskLedger, Any, TaskState, Sequence[Any]], tuple[TaskState, dict[str, Any]]]
-
-
-def _submit_reads(request: SubmitRequest) -> Sequence[Read]:
-    # What the attempt proposed to a governed repository (issue 19), if it did; and, for a
-    # submit that reports its usage, what the task spent before (held against its budget).
-    task: dict[str, object] = {"task_id": request.task_id}
-    reads: list[Read] = [("get_task_proposal_of_current_attempt", task, ProposalRow)]
-    if request.usage is not None:
-        reads.append(("task_spend_totals", task, SpendTotals))
-    return reads
-
-
-def _submit_inputs(
-    ledger: TaskLedger, request: SubmitRequest, state: TaskState, found: Sequence[Any]
-) -> tuple[TaskState, dict[str, Any]]:
-    inputs = {
-        "contracts": _result_contracts(),
-        "jitter": ledger._jitter(),
-        "proposal": None if state.task is None else found[0],
-    }
-    if request.usage is not None:
-        state = attrs.evolve(state, spent=found[1])
-    return state, inputs
-
-
-def _verify_reads(request: VerifyRequest) -> Sequence[Read]:
-    if request.agent_id is None:
-        return []
-    # Who wrote the result, for the separation of duties.
-    params: dict[str, object] = {"task_id": request.task_id, "event_type": RESULT_SUBMITTED}
-    return [("task_result_author", params, None)]
-
-
-def _verify_inputs(
-    ledger: TaskLedger, request: VerifyRequest, state: TaskState, found: Sequence[Any]
-) -> tuple[TaskState, dict[str, Any]]:
-    if request.agent_id is not None:
-        state = attrs.evolve(state, result_author=found[0])
-    return state, {"jitter": ledger._jitter()}
-
-
-# What an operation's decision needs besides its rows, read or drawn by the shell (by name; an
-# operation without an entry needs nothing but its rows and the clock).
-_INPUTS: Mapping[str, _Gather] = {
-    "submit": _Gather(_submit_reads, _submit_inputs),
-    "verify": _Gather(_verify_reads, _verify_inputs),
-}
 
 
 @functools.cache

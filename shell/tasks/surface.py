@@ -34,8 +34,8 @@ from aios_ledger.core import (
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.structuring import check_built
 from aios_ledger.core.tasks.answers import ReleaseAnswer, TaskDetail
+from aios_ledger.core.tasks.operations import operation_of
 from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
-from aios_ledger.core.tasks.transitions import operation_of
 from aios_ledger.core.work import IdleReason
 
 A = TypeVar("A")

@@ -1,0 +1,537 @@
+"""The operations of the task lifecycle: one object per row of the transition table
+(`TASK_OPERATIONS`), each a `TaskTransition` carrying its request record, the reads the ledger
+makes for it, what the shell draws for it, its decision and its doors (HTTP route, command line,
+MCP tool), and the one dispatch, `decide_task`.
+
+A new operation is a request record (`core/tasks/requests.py`), its column of
+`TASK_TRANSITIONS`, and a row here; CONTRIBUTING.md ("Adding a task operation") says the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, cast
+
+import attrs
+from aios_ledger.core.actors import AGENT, OWNER, REVIEWER, Actor
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.log.plan import Decision, WritePlan
+from aios_ledger.core.structuring import wire_form
+from aios_ledger.core.tasks.answers import (
+    CancelAnswer,
+    ClaimAnswer,
+    CreateAnswer,
+    ExpireAnswer,
+    HeartbeatAnswer,
+    ReleaseAnswer,
+    RetryAnswer,
+    SubmitAnswer,
+    VerifyAnswer,
+)
+from aios_ledger.core.tasks.decisions import (
+    PLAIN,
+    RETRY_RULES,
+    VERIFY_RULES,
+    AttemptProposal,
+    DecisionInputs,
+    ExpiryState,
+    TaskState,
+    decide_claims,
+    decide_creation,
+    decide_expiry,
+    decide_on_task,
+    submit_rules,
+    typed_as,
+)
+from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.requests import (
+    CancelRequest,
+    ClaimBatchRequest,
+    ClaimRequest,
+    ExpireRequest,
+    HeartbeatRequest,
+    PauseRequest,
+    ReleaseRequest,
+    ResumeRequest,
+    RetryRequest,
+    SubmitRequest,
+    TaskCreateCommand,
+    TaskRequest,
+    VerifyRequest,
+)
+from aios_ledger.core.tasks.transitions import (
+    ATTEMPT,
+    DECISION,
+    IDEMPOTENCY_KEY,
+    LEASE_EXPIRES_AT,
+    MAX_ATTEMPTS,
+    NEXT_STATE,
+    PASSED_LEASE,
+    PREVIOUS_STATUS,
+    REASON,
+    RESULT_DIGEST,
+    RESULT_SUBMITTED,
+    TASK_CANCELLED,
+    TASK_CLAIMED,
+    TASK_CREATED,
+    TASK_HEARTBEAT,
+    TASK_LEASE_EXPIRED,
+    TASK_PAUSED,
+    TASK_RELEASED,
+    TASK_REQUEUED,
+    TASK_RESUMED,
+    TASK_VERIFIED,
+    EventAgent,
+    Lease,
+    Scope,
+    StateRead,
+    TaskOperation,
+    TaskTransition,
+    expire_operation,
+    release_operation,
+    verify_operation,
+)
+from aios_ledger.core.tasks.verification import Judgement
+from aios_ledger.core.timestamps import Timestamp, require_timestamp
+
+_O = TaskOperation
+
+
+def _attempts_left(task: TaskRow) -> bool:
+    return task.attempt < task.max_attempts
+
+
+def _expire_outcome(task: TaskRow, request: object) -> TaskOperation:
+    return expire_operation(attempts_left=_attempts_left(task))
+
+
+def _release_outcome(task: TaskRow, request: object) -> TaskOperation:
+    return release_operation(attempts_left=_attempts_left(task))
+
+
+def _verify_outcome(task: TaskRow, request: VerifyRequest | Judgement) -> TaskOperation:
+    """A reviewer's decision, or the ledger's own judgement of a task verified automatically."""
+    return verify_operation(request.decision, attempts_left=_attempts_left(task))
+
+
+def _submit_reads(request: SubmitRequest) -> tuple[StateRead, ...]:
+    """What the attempt proposed to a governed repository (if it did) and, for a submit that
+    reports its usage, what the task spent before (held against its budget)."""
+    task = {"task_id": request.task_id}
+    proposal = StateRead("proposal", "get_task_proposal_of_current_attempt", task)
+    if request.usage is None:
+        return (proposal,)
+    return (proposal, StateRead("spent", "task_spend_totals", task))
+
+
+def _verify_reads(request: VerifyRequest) -> tuple[StateRead, ...]:
+    """Who wrote the result, for the separation of duties (a named reviewer only)."""
+    if request.agent_id is None:
+        return ()
+    params = {"task_id": request.task_id, "event_type": RESULT_SUBMITTED}
+    return (StateRead("result_author", "task_result_author", params),)
+
+
+# Expire and verify are built first: a claim takes passed leases over as an expiry moves them,
+# and a task verified automatically is judged as a verify moves it.
+_EXPIRE = TaskTransition(
+    name="expire",
+    request=ExpireRequest,
+    scope=Scope.LEASES,
+    decide=decide_expiry,
+    event=TASK_LEASE_EXPIRED,
+    keyed=False,
+    fenced=False,
+    lease=Lease.END,
+    outcome=_expire_outcome,
+    payload=(ATTEMPT, PASSED_LEASE, NEXT_STATE),
+    answer=(),
+    agent=EventAgent.HOLDER,
+    role=None,  # the ledger's own: `expire-leases`, and every claim first
+    route=None,
+    command="expire-leases",
+    summary="requeue (or fail) every claimed task whose lease has passed",
+)
+
+_VERIFY = TaskTransition(
+    name="verify",
+    request=VerifyRequest,
+    reads=_verify_reads,
+    draws=("jitter",),
+    decide=decide_on_task(VERIFY_RULES),
+    event=TASK_VERIFIED,
+    keyed=True,
+    fenced=False,
+    lease=Lease.END,
+    outcome=_verify_outcome,
+    payload=(DECISION, NEXT_STATE, REASON),  # and the backoff's not_before
+    answer=(DECISION, NEXT_STATE, RESULT_DIGEST),
+    agent=EventAgent.NOBODY,
+    role=REVIEWER,
+    route="verification",
+    command="task verify",
+    tool="verify_result",
+    summary="judge a submitted result",
+)
+
+
+def _owner_move(
+    name: str, request: type[TaskRequest[Any]], event: str, outcome: TaskOperation, summary: str
+) -> TaskTransition:
+    """An owner's move of one QUEUED or PAUSED task, with a reason and a key (pause, resume):
+    the lease as it was (a task out of a worker's hands holds none)."""
+    return TaskTransition(
+        name=name,
+        request=request,
+        decide=decide_on_task(PLAIN),
+        event=event,
+        keyed=True,
+        fenced=False,
+        lease=Lease.KEEP,
+        outcome=outcome,
+        payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
+        answer=(PREVIOUS_STATUS,),
+        agent=EventAgent.NOBODY,
+        role=OWNER,
+        route=name,
+        command=f"task {name}",
+        summary=summary,
+    )
+
+
+TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
+    {
+        row.name: row
+        for row in (
+            TaskTransition(
+                name="create",
+                request=TaskCreateCommand,
+                draws=("task_id",),
+                decide=decide_creation,
+                event=TASK_CREATED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.KEEP,
+                outcome=_O.CREATE,
+                payload=(),  # the task's own fields: the decision's
+                answer=(),
+                agent=EventAgent.NOBODY,
+                role=OWNER,
+                route=None,  # POST /v1/tasks
+                command="task create",
+                summary="create one task or a batch",
+            ),
+            TaskTransition(
+                name="claim",
+                request=ClaimRequest,  # one task; a ClaimBatchRequest, up to its limit
+                scope=Scope.QUEUE,
+                decide=functools.partial(decide_claims, takeover=_EXPIRE),
+                event=TASK_CLAIMED,
+                keyed=True,  # when the request has a key (with its own lease token)
+                fenced=False,
+                lease=Lease.TAKE,
+                outcome=_O.CLAIM,
+                payload=(ATTEMPT, LEASE_EXPIRES_AT),  # and the attempt's evidence run
+                answer=(),  # the task's fields, its envelope and the lease token
+                agent=EventAgent.CLAIMER,
+                role=AGENT,
+                route=None,  # POST /v1/claims
+                command="claim",
+                tool="claim_task",
+                summary="claim (long poll up to 60 s)",
+            ),
+            TaskTransition(
+                name="heartbeat",
+                request=HeartbeatRequest,
+                decide=decide_on_task(PLAIN),
+                event=TASK_HEARTBEAT,
+                keyed=False,
+                fenced=True,
+                lease=Lease.EXTEND,
+                outcome=_O.HEARTBEAT,
+                payload=(ATTEMPT, LEASE_EXPIRES_AT),
+                answer=(),
+                agent=EventAgent.HOLDER,
+                role=AGENT,
+                route="heartbeat",
+                command="heartbeat",
+                tool="heartbeat",
+                summary="extend the lease",
+            ),
+            TaskTransition(
+                name="release",
+                request=ReleaseRequest,
+                decide=decide_on_task(PLAIN),
+                event=TASK_RELEASED,
+                keyed=False,
+                fenced=True,
+                lease=Lease.END,
+                outcome=_release_outcome,
+                payload=(ATTEMPT, REASON, NEXT_STATE),
+                answer=(),
+                agent=EventAgent.HOLDER,
+                role=AGENT,
+                route="release",
+                command="release",
+                tool="release_task",
+                summary="give the lease back",
+            ),
+            TaskTransition(
+                name="submit",
+                request=SubmitRequest,
+                reads=_submit_reads,
+                draws=("contracts", "jitter"),
+                decide=decide_on_task(submit_rules(judge=_VERIFY)),
+                event=RESULT_SUBMITTED,
+                keyed=True,
+                fenced=True,
+                lease=Lease.END,
+                outcome=_O.SUBMIT,
+                payload=(ATTEMPT, RESULT_DIGEST, IDEMPOTENCY_KEY),
+                answer=(RESULT_DIGEST,),
+                agent=EventAgent.HOLDER,
+                role=AGENT,
+                route="result",
+                command="submit",
+                tool="submit_result",
+                summary="hand the result back",
+            ),
+            _VERIFY,
+            TaskTransition(
+                name="cancel",
+                request=CancelRequest,
+                decide=decide_on_task(PLAIN),
+                event=TASK_CANCELLED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.END,
+                outcome=_O.CANCEL,
+                payload=(REASON, PREVIOUS_STATUS),
+                answer=(PREVIOUS_STATUS,),
+                agent=EventAgent.NOBODY,
+                role=OWNER,
+                route="cancel",
+                command="cancel",
+                summary="cancel",
+                before_projection=True,
+            ),
+            TaskTransition(
+                name="retry",
+                request=RetryRequest,
+                decide=decide_on_task(RETRY_RULES),
+                event=TASK_REQUEUED,
+                keyed=True,
+                fenced=False,
+                lease=Lease.END,
+                outcome=_O.RETRY,
+                payload=(REASON, PREVIOUS_STATUS, ATTEMPT, MAX_ATTEMPTS),
+                answer=(PREVIOUS_STATUS,),
+                agent=EventAgent.NOBODY,
+                role=OWNER,
+                route="retry",
+                command="task retry",
+                summary="requeue a finished task",
+            ),
+            _owner_move(
+                "pause",
+                PauseRequest,
+                TASK_PAUSED,
+                _O.PAUSE,
+                "pause a QUEUED task: no claim takes it until it is resumed",
+            ),
+            _owner_move(
+                "resume",
+                ResumeRequest,
+                TASK_RESUMED,
+                _O.RESUME,
+                "resume a PAUSED task: QUEUED again, claimable as before",
+            ),
+            _EXPIRE,
+        )
+    }
+)
+
+# The operation each request record asks for.
+_BY_REQUEST: Mapping[type, TaskTransition] = {
+    **{row.request: row for row in TASK_OPERATIONS.values()},
+    ClaimBatchRequest: TASK_OPERATIONS["claim"],
+}
+
+
+def operation_of(request: object) -> TaskTransition:
+    """The row of the operation `request` asks for (`FIELDS_INVALID` for what is no request
+    of the lifecycle)."""
+    row = _BY_REQUEST.get(type(request))
+    if row is None:
+        raise LedgerError(
+            "FIELDS_INVALID", f"{type(request).__name__} is not a request of the task lifecycle"
+        )
+    return row
+
+
+def decide_task(
+    state: TaskState | ExpiryState,
+    request: TaskRequest[Any],
+    *,
+    now: Timestamp,
+    actor: Actor,
+    task_id: str | None = None,
+    lease_token: str | None = None,
+    lease_tokens: Sequence[str] = (),
+    jitter: float | None = None,
+    contracts: Mapping[str, Mapping[str, object]] | None = None,
+    grant: frozenset[str] | None = None,
+) -> Decision[Any] | None:
+    """The decision of the operation `request` asks for (its row of `TASK_OPERATIONS`), on
+    `state` (an `ExpiryState` for `ExpireRequest`, else a `TaskState`). The inputs each
+    operation needs: create, `task_id`; claim, `lease_token` (a batch: `lease_tokens`, one per
+    task it may take) and its claimer's `grant` (None: no ceiling); submit, `contracts` and
+    `jitter` (and `state.proposal`, the attempt's proposal if any); verify, `jitter`."""
+    require_timestamp(now)
+    row = operation_of(request)
+    inputs = DecisionInputs(
+        actor=actor,
+        task_id=task_id,
+        lease_token=lease_token,
+        lease_tokens=tuple(lease_tokens),
+        jitter=jitter,
+        contracts=contracts,
+        grant=grant,
+    )
+    return row.decide(row, state, request, inputs, now)
+
+
+# ---------------------------------------------------------------------------------------------
+# each operation's decision under its own name
+
+
+def decide_create(
+    state: TaskState, request: TaskCreateCommand, *, now: Timestamp, actor: Actor, task_id: str
+) -> Decision[CreateAnswer]:
+    """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
+    require_timestamp(now)
+    decision = decide_task(
+        state, typed_as(request, TaskCreateCommand), now=now, actor=actor, task_id=task_id
+    )
+    return cast(Decision[CreateAnswer], decision)
+
+
+def decide_claim(
+    state: TaskState,
+    request: ClaimRequest,
+    *,
+    now: Timestamp,
+    actor: Actor,
+    lease_token: str,
+    grant: frozenset[str] | None = None,
+) -> Decision[ClaimAnswer | None] | None:
+    """Claim `state.task` (the requested one, or the first eligible of it and
+    `state.candidates`), after taking over the passed leases of `state.passed`; None when
+    there is nothing to claim and nothing to take over (no plan, nothing recorded); a plan
+    whose answer is None when leases were taken over and then nothing was claimable."""
+    require_timestamp(now)
+    decision = decide_task(
+        state,
+        typed_as(request, ClaimRequest),
+        now=now,
+        actor=actor,
+        lease_token=lease_token,
+        grant=grant,
+    )
+    return cast(Decision[ClaimAnswer | None] | None, decision)
+
+
+def decide_heartbeat(
+    state: TaskState, request: HeartbeatRequest, *, now: Timestamp, actor: Actor
+) -> Decision[HeartbeatAnswer]:
+    require_timestamp(now)
+    decision = decide_task(state, typed_as(request, HeartbeatRequest), now=now, actor=actor)
+    return cast(Decision[HeartbeatAnswer], decision)
+
+
+def decide_release(
+    state: TaskState, request: ReleaseRequest, *, now: Timestamp, actor: Actor
+) -> Decision[ReleaseAnswer]:
+    """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
+    (the attempt stays counted, as when a lease expires)."""
+    require_timestamp(now)
+    decision = decide_task(state, typed_as(request, ReleaseRequest), now=now, actor=actor)
+    return cast(Decision[ReleaseAnswer], decision)
+
+
+def decide_submit(
+    state: TaskState,
+    request: SubmitRequest,
+    *,
+    now: Timestamp,
+    actor: Actor,
+    contracts: Mapping[str, Mapping[str, object]],
+    jitter: float,
+    proposal: AttemptProposal | None = None,
+) -> Decision[SubmitAnswer]:
+    """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`). A task
+    verified automatically is judged in the same plan: RESULT_SUBMITTED, then TASK_VERIFIED.
+    `proposal`: what the attempt proposed to a governed repository, if it did (the result must
+    state its changed files and head as the proposal shows them)."""
+    require_timestamp(now)
+    decision = decide_task(
+        attrs.evolve(state, proposal=proposal),
+        typed_as(request, SubmitRequest),
+        now=now,
+        actor=actor,
+        contracts=contracts,
+        jitter=jitter,
+    )
+    return cast(Decision[SubmitAnswer], decision)
+
+
+def decide_verify(
+    state: TaskState,
+    request: VerifyRequest,
+    *,
+    now: Timestamp,
+    actor: Actor,
+    jitter: float,
+    reviewer: str | None = None,
+) -> Decision[VerifyAnswer]:
+    """SUCCEEDED; NEEDS_REWORK back to QUEUED after the backoff (FAILED when attempts are used
+    up); FAILED. Separation of duties: a reviewer (the request's `agent_id`; `reviewer` names
+    one for a request that does not) that wrote the result itself (`state.result_author`) is
+    `SELF_REVIEW`."""
+    require_timestamp(now)
+    verify = typed_as(request, VerifyRequest)
+    if reviewer is not None and verify.agent_id is None:
+        verify = VerifyRequest.from_mapping({**wire_form(verify), "agent_id": reviewer})
+    decision = decide_task(state, verify, now=now, actor=actor, jitter=jitter)
+    return cast(Decision[VerifyAnswer], decision)
+
+
+def decide_cancel(
+    state: TaskState, request: CancelRequest, *, now: Timestamp, actor: Actor
+) -> Decision[CancelAnswer]:
+    require_timestamp(now)
+    decision = decide_task(state, typed_as(request, CancelRequest), now=now, actor=actor)
+    return cast(Decision[CancelAnswer], decision)
+
+
+def decide_retry(
+    state: TaskState, request: RetryRequest, *, now: Timestamp, actor: Actor
+) -> Decision[RetryAnswer]:
+    """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
+    require_timestamp(now)
+    decision = decide_task(state, typed_as(request, RetryRequest), now=now, actor=actor)
+    return cast(Decision[RetryAnswer], decision)
+
+
+def decide_expire(
+    state: ExpiryState, request: ExpireRequest, *, now: Timestamp, actor: Actor
+) -> WritePlan[ExpireAnswer] | None:
+    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
+    QUEUED (FAILED when used up); None when no lease has passed."""
+    require_timestamp(now)
+    if not isinstance(state, ExpiryState):
+        raise LedgerError("FIELDS_INVALID", "expiring leases reads an ExpiryState")
+    decision = decide_task(state, typed_as(request, ExpireRequest), now=now, actor=actor)
+    return cast(WritePlan[ExpireAnswer] | None, decision)
