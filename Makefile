@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 
 # The browser tests (tests/test_console_browser.py, in `make check`) drive the system Chromium
 # (/usr/bin/chromium).
-.PHONY: setup bytecode demo test test-bytecode check lint soak bench-setup bench bench-quick bench-smoke schema docs screenshots readme-check clean
+.PHONY: setup bytecode demo test check lint soak bench-setup bench bench-quick bench-smoke schema docs screenshots readme-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,7 @@ test: bytecode
 	$(PYTEST) -q -n 4 -m "$(TEST_SELECTION)"
 
 # A module that fails to import fails the run that follows, which says why.
+.PHONY: test-bytecode
 test-bytecode: $(STAMP)
 	$(PYTEST) -qq --collect-only -p no:xdist > /dev/null || true
 

@@ -3,18 +3,15 @@ ledgers of both engines; the markers that split the suite between `make test` an
 
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import secrets
 import shutil
-import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import psycopg
 import pytest
 from aios_ledger.shell import Database
@@ -35,30 +32,6 @@ SNAPSHOTS = ROOT / "snapshots"
 # them).
 settings.register_profile("ledger", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ledger")
-
-
-# Every httpx client loads the CA bundle into a new TLS context (about 20 ms of CPU), and the suite
-# makes thousands of clients that speak plain HTTP to loopback: one default context serves them all.
-_new_tls_context = httpx.create_ssl_context
-
-
-@functools.cache
-def _default_tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    return _new_tls_context()
-
-
-def _shared_tls_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
-    if verify is True and cert is None and trust_env:
-        environ = os.environ
-        return _default_tls_context(environ.get("SSL_CERT_FILE"), environ.get("SSL_CERT_DIR"))
-    return _new_tls_context(verify=verify, cert=cert, trust_env=trust_env)
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _one_tls_context() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("httpx._transports.default.create_ssl_context", _shared_tls_context)
-        yield
 
 
 class LedgerSnapshots(JSONSnapshotExtension):
@@ -397,3 +370,6 @@ def fresh_target() -> str | None:
 from console_support import bulk_template, chromium, page, second_page  # noqa: E402
 
 __all__ = ["bulk_template", "chromium", "page", "second_page"]
+
+# One TLS context for the thousands of httpx clients the tests make (tests/tls_support.py).
+from tls_support import one_tls_context  # noqa: E402, F401
