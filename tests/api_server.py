@@ -113,6 +113,10 @@ class Served:
         ]
 
     def stop(self) -> None:
+        self.close_clients()
+
+    def close_clients(self) -> None:
+        """Closes every client `client()` gave, and so their connections to the server."""
         for client in self._clients:
             client.close()
         self._clients.clear()

@@ -407,3 +407,6 @@ def fresh_target() -> str | None:
 from console_support import bulk_template, chromium, page, second_page  # noqa: E402
 
 __all__ = ["bulk_template", "chromium", "page", "second_page"]
+
+# One TLS context for the thousands of httpx clients the tests make (tests/tls_support.py).
+from tls_support import one_tls_context  # noqa: E402, F401

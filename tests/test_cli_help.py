@@ -5,6 +5,7 @@ of them run for real), and tab completion completes command names."""
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -33,6 +34,13 @@ def _parsers(
     return found
 
 
+@functools.cache
+def every_parser() -> dict[str, argparse.ArgumentParser]:
+    """The whole command line's parsers by command path, built once for the module's tests (a
+    build costs 40 ms; reading a parser, or parsing with it, changes nothing in it)."""
+    return dict(_parsers(build_parser()))
+
+
 def test_every_command_is_in_exactly_one_group() -> None:
     registered = sorted(subcommands(build_parser()))
     grouped = [name for group in HELP_GROUPS for name in group.commands]
@@ -56,7 +64,7 @@ def test_top_level_help_lists_the_groups_in_order(capsys: pytest.CaptureFixture[
 
 @pytest.mark.parametrize("path", [path for path, _ in _parsers(build_parser())])
 def test_every_help_ends_with_examples_of_itself(path: str) -> None:
-    parser = dict(_parsers(build_parser()))[path]
+    parser = every_parser()[path]
     helped = parser.format_help()
     assert "\nexamples:\n  " in helped, path
     assert EXAMPLES[path], path
@@ -70,7 +78,7 @@ def test_every_help_ends_with_examples_of_itself(path: str) -> None:
 def test_every_example_parses(path: str) -> None:
     """An example's `aios-ledger ...` part, up to a pipe or a redirection, is a valid command
     line; an example that names a command documents that command (or shows a related one)."""
-    known = {p for p, _ in _parsers(build_parser())}
+    known = set(every_parser())
     assert path in known, f"examples for a command that does not exist: {path!r}"
     for command, _purpose in EXAMPLES[path]:
         substituted = re.search(r"\$\((.*)\)", command)  # eval "$(aios-ledger ...)"
@@ -81,7 +89,7 @@ def test_every_example_parses(path: str) -> None:
         cut = [i for i, word in enumerate(argv) if word in SHELL_OPERATORS]
         argv = argv[: cut[0]] if cut else argv
         try:
-            parsed = build_parser().parse_args(argv)
+            parsed = every_parser()[""].parse_args(argv)
         except SystemExit as exited:
             pytest.fail(f"{command!r} exited {exited.code}")
         # What a process running it parses with (its command's group alone) reads the same.
@@ -111,7 +119,7 @@ def test_a_command_alone_has_the_parser_and_help_it_has_among_all(path: str) -> 
     alone = build_parser(argv)
     (names,) = [names for _, names in COMMAND_GROUPS if argv[0] in names]
     assert tuple(subcommands(alone)) == names
-    whole = dict(_parsers(build_parser()))[path]
+    whole = every_parser()[path]
     assert dict(_parsers(alone))[path].format_help() == whole.format_help()
 
 

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aios_ledger.shell import TaskLedger
+from legacy_fixtures import rows
+
 ROOT = Path(__file__).resolve().parents[1]
+EARLIER_TASK = {"task_id": "task-from-an-earlier-run", "goal": "g", "instructions": "i"}
 
 
 def demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -25,12 +29,18 @@ def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
     # A copy of examples/ in a folder of its own: every default (`demo-ledger/` beside where the
     # demo starts, the example agent and reviewer) resolves there, as in a fresh clone.
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    first = demo(tmp_path)
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert (tmp_path / "demo-ledger" / "aios-ledger.db").is_file()
-    # `make demo` again: the earlier run's folder is replaced, not added to.
+    # What an earlier `make demo` left (its ledger, with a task of its own, and more files):
+    # this run replaces the folder, and adds nothing to it.
+    earlier = tmp_path / "demo-ledger"
+    earlier.mkdir()
+    with TaskLedger(earlier / "aios-ledger.db") as ledger:
+        ledger.create_task(EARLIER_TASK, idempotency_key="earlier-run")
+    (earlier / "workspaces").mkdir()
     answer = demo(tmp_path)
     assert answer.returncode == 0, answer.stdout + answer.stderr
+    assert not (earlier / "workspaces").exists()
+    tasks = rows(earlier / "aios-ledger.db", "SELECT task_id FROM tasks")
+    assert tasks and ("task-from-an-earlier-run",) not in tasks
     out = answer.stdout
 
     assert "EXECUTION_DIGEST_DRIFT" in out

@@ -11,7 +11,8 @@ command line and the library) and an `--as` beside `--api` that is not the token
 the library's named grant (a claim and a batch claim: 2).
 
 Everything runs against the server `serve` runs on loopback (tests/api_server.py), real
-SQLite files, the real command line, and a real bare git repository for the governed task.
+SQLite files, the real command line (in this process: tests/cli_runner.py), and a real bare git
+repository for the governed task.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.work.reviewer import review_submitted
 from api_server import ApiServer, cli
+from cli_runner import CliResult, run_cli
 from git_support import (
     CAPABILITY,
     binding,
@@ -61,8 +61,6 @@ from test_worker_e2e import AGENT, REVIEWER, create, event_types, task
 
 # Who the decisions here act as.
 ACTOR = Actor("tester", "library")
-
-CLI = [sys.executable, "-m", "aios_ledger.shell.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -205,29 +203,21 @@ def test_worker_over_the_api_cannot_lie_its_way_to_a_governed_repository(
         governed_task(db, "task-governed", binding("task-governed", base))
         token = server.token_file(tmp_path, "liar", "agent", capabilities=["python"])
         before = repository_files(bare)
-        worked = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "aios_ledger.shell.cli",
-                "--db",
-                "/nonexistent/no.db",
-                "worker",
-                "--api",
-                server.url,
-                "--token-file",
-                str(token),
-                "--agent-id",
-                "liar",
-                "--capability",
-                CAPABILITY,
-                "--exec",
-                AGENT,
-                "--once",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
+        worked = run_cli(
+            "--db",
+            "/nonexistent/no.db",
+            "worker",
+            "--api",
+            server.url,
+            "--token-file",
+            str(token),
+            "--agent-id",
+            "liar",
+            "--capability",
+            CAPABILITY,
+            "--exec",
+            AGENT,
+            "--once",
         )
         assert worked.returncode != 0
         assert "CAPABILITY_NOT_GRANTED" in worked.stderr
@@ -253,11 +243,7 @@ def test_token_issue_refuses_a_bad_grant_and_writes_nothing(
     db = tmp_path / "ledger.db"
     cli("--db", str(db), "init")
     before = ledger_rows(db)
-    answer = subprocess.run(
-        [*CLI, "--db", str(db), "token", "issue", "w1", "--role", "agent", *flags],
-        capture_output=True,
-        text=True,
-    )
+    answer = run_cli("--db", str(db), "token", "issue", "w1", "--role", "agent", *flags)
     assert answer.returncode != 0
     assert "FIELDS_INVALID" in answer.stderr
     assert ledger_rows(db) == before
@@ -386,31 +372,18 @@ def test_review_over_the_api_with_the_authors_token_does_not_judge(tmp_path: Pat
         create(db, "task-self")
         dual = server.token_file(tmp_path, "dual", "agent", "reviewer")
         other = server.token_file(tmp_path, "r1", "reviewer")
-        base = [*CLI, "--db", "/nonexistent/no.db"]
+        base = ["--db", "/nonexistent/no.db"]
         api = ["--api", server.url, "--token-file"]
-        worked = subprocess.run(
-            [*base, "worker", *api, str(dual), "--agent-id", "dual", "--exec", AGENT, "--once"],
-            capture_output=True,
-            text=True,
-            timeout=300,
+        worked = run_cli(
+            *base, "worker", *api, str(dual), "--agent-id", "dual", "--exec", AGENT, "--once"
         )
         assert worked.returncode == 0, worked.stderr
-        own = subprocess.run(
-            [*base, "review", *api, str(dual), "--exec", REVIEWER],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        own = run_cli(*base, "review", *api, str(dual), "--exec", REVIEWER)
         (review,) = json.loads(own.stdout)["reviews"]
         assert (review["outcome"], review["error_code"]) == ("verify_failed", "SELF_REVIEW")
         assert task(db, "task-self")["status"] == "SUBMITTED"
         assert "TASK_VERIFIED" not in event_types(db, "task-self")
-        honest = subprocess.run(
-            [*base, "review", *api, str(other), "--exec", REVIEWER],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        honest = run_cli(*base, "review", *api, str(other), "--exec", REVIEWER)
         assert honest.returncode == 0, honest.stderr
         (review,) = json.loads(honest.stdout)["reviews"]
         assert review["outcome"] == "verified"
@@ -422,10 +395,9 @@ def test_a_local_review_judges_under_its_name_and_never_its_own_result(tmp_path:
     and the core refuses a verdict on a result that name submitted."""
     db = tmp_path / "ledger.db"
     create(db, "task-local")
-    base = [*CLI, "--db", str(db)]
 
-    def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*base, *argv], capture_output=True, text=True, timeout=300)
+    def run(*argv: str) -> CliResult:
+        return run_cli("--db", str(db), *argv)
 
     worked = run("worker", "--agent-id", "dual", "--exec", AGENT, "--once")
     assert worked.returncode == 0, worked.stderr
@@ -453,22 +425,14 @@ def test_review_as_beside_api_must_be_the_tokens_name(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     with ApiServer(db) as server:
         token = server.token_file(tmp_path, "r1", "reviewer")
-        api = [*CLI, "--db", "/nonexistent/no.db", "review", "--api", server.url]
-        other = subprocess.run(
-            [*api, "--token-file", str(token), "--as", "someone-else", "--exec", REVIEWER],
-            capture_output=True,
-            text=True,
-            timeout=300,
+        api = ["--db", "/nonexistent/no.db", "review", "--api", server.url]
+        other = run_cli(
+            *api, "--token-file", str(token), "--as", "someone-else", "--exec", REVIEWER
         )
         assert other.returncode == 2, other.stderr
         assert other.stderr.startswith("AGENT_MISMATCH: --as")
         assert "'r1'" in other.stderr and "'someone-else'" in other.stderr
-        same = subprocess.run(
-            [*api, "--token-file", str(token), "--as", "r1", "--exec", REVIEWER],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        same = run_cli(*api, "--token-file", str(token), "--as", "r1", "--exec", REVIEWER)
         assert same.returncode == 0, same.stderr
 
 

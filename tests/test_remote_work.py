@@ -5,8 +5,6 @@ evidence in the ledger, written by the server."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from aios_ledger.shell.api.review_routes import review_operations
 from aios_ledger.shell.remote.review import RemoteAuxiliaryRuns, RemoteReview
 from aios_ledger.shell.work.reviewer import review_spec
 from api_server import ApiServer
-from cli_runner import run_cli
+from cli_runner import CliResult, run_cli
 from test_worker_e2e import AGENT, REVIEWER, create, event_types, task, wait_until_due
 
 
@@ -30,14 +28,9 @@ def server(tmp_path: Path) -> Iterator[ApiServer]:
         yield running
 
 
-def remote(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The command line without a database: everything goes through the API."""
-    return subprocess.run(
-        [sys.executable, "-m", "aios_ledger.shell.cli", "--db", "/nonexistent/no.db", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def remote(*argv: str) -> CliResult:
+    """The command line (in this process) without a database: everything goes through the API."""
+    return run_cli("--db", "/nonexistent/no.db", *argv)
 
 
 def evidence_lines(db: Path, task_id: str, attempt: int = 1) -> list[object]:

@@ -121,6 +121,14 @@ def server(tmp_path: Path) -> Iterator[ApiServer]:
         yield running
 
 
+def remote_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`remote` in a process of its own, for a command that could run forever: the timeout ends
+    it, and the test fails."""
+    return subprocess.run(
+        [*CLI, "--db", "/nonexistent/no.db", *argv], capture_output=True, text=True, timeout=60
+    )
+
+
 def test_a_revoked_token_stops_worker_and_review_at_once(server: ApiServer, tmp_path: Path) -> None:
     """A refused token used to be logged as a refused claim: `--until-empty` exited 0 with no
     task, and a long-running worker retried it forever (here: the subprocess timeout)."""
@@ -129,11 +137,11 @@ def test_a_revoked_token_stops_worker_and_review_at_once(server: ApiServer, tmp_
     cli(server.db, "token", "revoke", "revoked-agent")
     api = ["--api", server.url, "--token-file", str(token)]
     for mode in (["--until-empty"], []):
-        worked = remote("worker", *api, "--exec", "true", *mode, timeout=60)
+        worked = remote_process("worker", *api, "--exec", "true", *mode)
         assert worked.returncode == 1, worked.stderr
         assert worked.stderr.startswith("UNAUTHENTICATED: ")
         assert "aios-ledger token issue" in worked.stderr
-    reviewed = remote("review", *api, "--exec", "true", timeout=60)
+    reviewed = remote_process("review", *api, "--exec", "true")
     assert reviewed.returncode == 1
     assert reviewed.stderr.startswith("UNAUTHENTICATED: ")
     assert task(server.db, "task-for-the-revoked")["status"] == "QUEUED"
