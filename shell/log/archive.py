@@ -542,7 +542,7 @@ def _restore_state(
             listed[str(row["chain"])] = ArchivedChainEnd(row["event_id"], str(row["seal"]))
     taken = frozenset(
         (row.table, row.key, str(found["taken"]))
-        for row in rows_to_restore(contents)
+        for row in rows_to_restore(contents, SEALED_TABLES)
         for found in fetch_all(
             conn,
             "restore_row_taken",
