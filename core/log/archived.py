@@ -16,7 +16,7 @@ listed nor restored, and a chain recorded as restored that was not awaiting it, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -237,6 +237,35 @@ def chains_without_bindings(payload: object) -> set[str]:
         if type(kept) is int and kept >= BINDINGS_KEPT_FORMAT:
             return set()
     return set(recorded_chains(payload) or ())
+
+
+def removed_by_archives(
+    payloads: Iterable[object], listed: Container[str] | None = None
+) -> tuple[set[str], set[LedgerSealedRow]]:
+    """What TASKS_ARCHIVED payloads account for among the sealed rows that are gone: the chains
+    whose bindings an archive before format 3 deleted unkept, and the ledger-sealed rows they
+    record removing (with `listed`, only those of the chains still listed as archived)."""
+    without_bindings: set[str] = set()
+    ledger_rows: set[LedgerSealedRow] = set()
+    for payload in payloads:
+        without_bindings.update(chains_without_bindings(payload))
+        for chain, rows in recorded_ledger_rows(payload).items():
+            if listed is None or chain in listed:
+                ledger_rows.update(rows)
+    return without_bindings, ledger_rows
+
+
+def archive_removed(
+    table: str,
+    key: str,
+    event_id: int,
+    without_bindings: Container[str],
+    ledger_rows: Container[LedgerSealedRow],
+) -> bool:
+    """Whether a sealed row that is gone left with an archive (`removed_by_archives`)."""
+    if table == GOVERNED_BINDINGS and chain_of(key.split(" ", 1)[0]) in without_bindings:
+        return True
+    return LedgerSealedRow(table, key, event_id) in ledger_rows
 
 
 def archive_summary(payload: Any) -> Mapping[str, Any] | None:

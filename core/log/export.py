@@ -26,19 +26,17 @@ from aios_ledger.core.log.archived import (
     BINDINGS_KEPT_FORMAT,
     LEDGER_SEALED_TABLES,
     LedgerSealedRow,
-    chains_without_bindings,
+    archive_removed,
     is_archive_event,
-    recorded_ledger_rows,
+    removed_by_archives,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
 from aios_ledger.core.log.rows import (
-    GOVERNED_BINDINGS,
     TASK_PROPOSALS,
     TASKS,
     RowImage,
 )
-from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import held_row_problem
 from aios_ledger.core.log.tables import SealedTables
 from aios_ledger.core.log.verification import (
@@ -395,8 +393,10 @@ class ExportState:
         if seal.seal_version == SEAL_VERSION_1:
             self._v1_history = True
         if is_archive_event(event):
-            self._chains_without_bindings.update(_chains_without_bindings(event))
-            self._archived_rows.update(_recorded_ledger_rows(event))
+            payload = event.payload() if isinstance(event.payload_json, str) else None
+            without_bindings, ledger_rows = removed_by_archives([payload])
+            self._chains_without_bindings.update(without_bindings)
+            self._archived_rows.update(ledger_rows)
         for table, kind in self._unsealed_writers.items():
             if table not in self._sealed_since and kind(event):
                 self._unsealed_before.add(table)
@@ -417,31 +417,17 @@ class ExportState:
             fold = self._folds[key] = ChainedRowFold(key)
         fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
 
-    def _last_sealed(self, verifier: LogVerifier, table: str, key: str) -> tuple[int, Any] | None:
-        """The last seal of a row: its last image, or for a task row a later v4 fold."""
-        sealed = self._sealed.get((table, key))
-        fold = self._folds.get(key) if table == TASKS else None
-        if fold is None:
-            return sealed
-        if fold.problem is not None:
-            event_id, detail = fold.problem
-            verifier.note(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=key))
-        folded = fold.sealed()
-        if folded is None or (sealed is not None and sealed[0] > folded[0]):
-            return sealed
-        return folded
-
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))
         if self._archive and table in LEDGER_SEALED_TABLES and (table, key) not in self._sealed:
             return
+        sealed: tuple[int, str | None] | None = self._sealed.get((table, key))
         if table == TASKS:
             history = key in self._chains_with_events
+            sealed = verifier.last_task_seal(self._folds.get(key), sealed)
         else:
             history = self._v1_history or table in self._unsealed_before
-        verifier.check_row(
-            table, key, digest, self._last_sealed(verifier, table, key), history=history
-        )
+        verifier.check_row(table, key, digest, sealed, history=history)
 
     def finish(self, verifier: LogVerifier) -> None:
         gone: dict[tuple[str, str], tuple[int, str | None]] = dict(self._sealed)
@@ -451,34 +437,10 @@ class ExportState:
                 if last is None or last[0] < fold.event_id:
                     gone[(TASKS, key)] = (fold.event_id, None)
         for (table, key), (event_id, _) in sorted(gone.items()):
-            if (table, key) in self._seen:
-                continue
-            # An archive before format 3 deleted its tasks' bindings without recording them.
-            if table == GOVERNED_BINDINGS and chain_of(key.split(" ", 1)[0]) in (
-                self._chains_without_bindings
+            if (table, key) not in self._seen and not archive_removed(
+                table, key, event_id, self._chains_without_bindings, self._archived_rows
             ):
-                continue
-            # An archive's tasks' run events, reviews and (since format 3) bindings, each
-            # recorded by the archive event.
-            if LedgerSealedRow(table, key, event_id) in self._archived_rows:
-                continue
-            verifier.check_row_gone(table, key, event_id)
-
-
-def _recorded_ledger_rows(event: EventRow) -> set[LedgerSealedRow]:
-    try:
-        payload = loads_document(event.payload_json, what="an archive event")
-    except (LedgerError, TypeError):
-        return set()
-    return {row for rows in recorded_ledger_rows(payload).values() for row in rows}
-
-
-def _chains_without_bindings(event: EventRow) -> set[str]:
-    try:
-        payload = loads_document(event.payload_json, what="an archive event")
-    except (LedgerError, TypeError):
-        return set()
-    return chains_without_bindings(payload)
+                verifier.check_row_gone(table, key, event_id)
 
 
 class ChainTips:

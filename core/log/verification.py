@@ -25,6 +25,7 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
 from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event, is_restore_event
+from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import (
     SEAL_VERSION_1,
     SEAL_VERSION_4,
@@ -32,7 +33,7 @@ from aios_ledger.core.log.records import (
     EventRow,
     SealRow,
 )
-from aios_ledger.core.log.rows import RowImage
+from aios_ledger.core.log.rows import TASKS, RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, ChainedRow, chain_of, seal_of_stored
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 
@@ -599,6 +600,21 @@ class LogVerifier:
         if sealed_digest is None or digest != sealed_digest:
             detail = "the row differs from the row its last sealed event wrote"
             self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
+
+    def last_task_seal(
+        self, fold: ChainedRowFold | None, sealed: tuple[int, str | None] | None
+    ) -> tuple[int, str | None] | None:
+        """The last seal of a task row: `sealed` (its last v2/v3 image), or the `fold` of its
+        chain when a later v4 seal wrote it (a fold that broke is reported here)."""
+        if fold is None:
+            return sealed
+        if fold.problem is not None:
+            event_id, detail = fold.problem
+            self._report(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=fold.key))
+        folded = fold.sealed()
+        if folded is None or (sealed is not None and sealed[0] > folded[0]):
+            return sealed
+        return folded
 
     def check_row_gone(self, table: str, key: str, event_id: int) -> None:
         """A row the seal of `event_id` says was written (its last writer) is not there."""

@@ -23,22 +23,15 @@ import attrs
 from aios_ledger.core import EventRow, LedgerError, SealRow
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
-from aios_ledger.core.log.archived import (
-    LEDGER_SEALED_TABLES,
-    LedgerSealedRow,
-    chains_without_bindings,
-    recorded_ledger_rows,
-)
+from aios_ledger.core.log.archived import archive_removed, removed_by_archives
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.merkle_check import MerkleCheck
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
-    GOVERNED_BINDINGS,
     TASKS,
     RowImage,
 )
-from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import (
     ARCHIVE_MISMATCH,
@@ -344,25 +337,16 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
                 )
             if folds is not None:
                 folds.finish(verifier, folded_gone)
-    archived: set[str] | None = None
-    removed: frozenset[LedgerSealedRow] | None = None
+    listed = {str(row["chain"]) for row in fetch_all(conn, "archived_chains_listed")}
+    payloads = [_archive_payload(row) for row in fetch_all(conn, "archive_events_recorded")]
+    without_bindings, ledger_rows = removed_by_archives(payloads, listed)
     with db.cursor_rows("state_rows_gone") as gone:
         for row in gone:
-            table, key = str(row["row_table"]), str(row["row_key"])
+            table, key, event_id = str(row["row_table"]), str(row["row_key"]), row["event_id"]
             if table == TASKS and key in folded_gone:
                 continue  # reported by its fold
-            if table in LEDGER_SEALED_TABLES:
-                # An archive removes its tasks' run events and reviews, whose seals (the
-                # ledger chain's) stay: each it recorded, while its chain is archived.
-                removed = _archived_ledger_rows(conn) if removed is None else removed
-                if LedgerSealedRow(table, key, int(row["event_id"])) in removed:
-                    continue
-            if table == GOVERNED_BINDINGS:
-                # An archive before format 3 deleted its tasks' bindings without recording them.
-                archived = _chains_without_bindings(conn) if archived is None else archived
-                if chain_of(key.split(" ", 1)[0]) in archived:
-                    continue
-            verifier.check_row_gone(table, key, row["event_id"])
+            if not archive_removed(table, key, event_id, without_bindings, ledger_rows):
+                verifier.check_row_gone(table, key, event_id)
 
 
 class ChainFolds:
@@ -409,15 +393,7 @@ class ChainFolds:
                 found = fold
             else:
                 _fold_gone(fold, verifier, gone)
-        if found is None:
-            return sealed
-        if found.problem is not None:
-            event_id, detail = found.problem
-            verifier.note(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=task_id))
-        folded = found.sealed()
-        if folded is None or (sealed is not None and sealed[0] > folded[0]):
-            return sealed
-        return folded
+        return verifier.last_task_seal(found, sealed)
 
     def finish(self, verifier: LogVerifier, gone: set[str]) -> None:
         for fold in self._fold_through(None):
@@ -432,33 +408,12 @@ def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> N
     verifier.check_row_gone(TASKS, fold.key, fold.event_id)
 
 
-def _chains_without_bindings(conn: Connection) -> set[str]:
-    """The task chains that sealed TASKS_ARCHIVED events before format 3 record, whose bindings
-    they deleted unkept (a malformed one records none: the walk reports it)."""
-    found: set[str] = set()
-    for row in fetch_all(conn, "archive_events_recorded"):
-        try:
-            payload = loads_document(str(row["payload_json"]), what="an archive event")
-        except LedgerError:
-            continue
-        found.update(chains_without_bindings(payload))
-    return found
-
-
-def _archived_ledger_rows(conn: Connection) -> frozenset[LedgerSealedRow]:
-    """The ledger-sealed rows that the sealed TASKS_ARCHIVED events record removing with the
-    chains archived now (listed in `archived_events`: a chain restored since is not)."""
-    listed = {str(row["chain"]) for row in fetch_all(conn, "archived_chains_listed")}
-    found: set[LedgerSealedRow] = set()
-    for row in fetch_all(conn, "archive_events_recorded"):
-        try:
-            payload = loads_document(str(row["payload_json"]), what="an archive event")
-        except LedgerError:
-            continue
-        for chain, rows in recorded_ledger_rows(payload).items():
-            if chain in listed:
-                found.update(rows)
-    return frozenset(found)
+def _archive_payload(row: Row) -> object:
+    """A TASKS_ARCHIVED event's payload; None when malformed (the walk reports it)."""
+    try:
+        return loads_document(str(row["payload_json"]), what="an archive event")
+    except LedgerError:
+        return None
 
 
 def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
