@@ -18,12 +18,12 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
-from aios_ledger.core import EventRow, LedgerError
+from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archive import (
     ArchiveCandidate,
@@ -56,7 +56,6 @@ from aios_ledger.core.log.export import (
     ArchivedBundles,
     archive_header,
     export_bundle_lines,
-    export_line,
     export_trailer,
     is_bundle_line,
     verify_export_lines,
@@ -81,7 +80,7 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_one, fetch_record
 from aios_ledger.shell.git.proposals import bundle_path
-from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
+from aios_ledger.shell.log.export import verify_export, write_events, write_line
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
 # The rows of an archived task, read for its state lines, by state table, in the file's order
@@ -253,21 +252,14 @@ def _write_archive(
     bundles it wrote."""
     selected = {candidate.task_id for candidate in chosen}
     counter = ProgressCounter(progress, sum(candidate.events for candidate in chosen))
-    out.write(json_line(archive_header(request.finished_before.text)) + "\n")
+    write_line(out, archive_header(request.finished_before.text))
 
-    def lines() -> Any:
+    def lines() -> Iterator[tuple[int, str | None]]:
         with (
             db.cursor_rows("archive_candidate_events") as rows,
             db.cursor_rows("archive_candidate_sealed_rows") as sealed_rows,
         ):
-            sealed = SealedRowStream(sealed_rows)
-            for row in rows:
-                if row["task_id"] not in selected:
-                    continue
-                event, seal = EventRow.from_row(row), joined_seal(row)
-                out.write(json_line(export_line(event, seal, sealed.of(event.event_id))) + "\n")
-                counter.step()
-                yield event.event_id, None if seal is None else seal.seal
+            yield from write_events(out, rows, sealed_rows, counter, tasks=selected)
 
     head = head_of_rows(lines())
     bundles: list[str] = []
@@ -279,13 +271,13 @@ def _write_archive(
                         SEALED_TABLES[table], row, row["sealed_row_digest"]
                     )
                     held = state_row_columns(SEALED_TABLES[table], row)
-                    out.write(json_line(state_line(table, key, digest, held)) + "\n")
+                    write_line(out, state_line(table, key, digest, held))
                     if table == TASK_PROPOSALS and row["bundle_sha256"] not in bundles:
                         bundles.append(str(row["bundle_sha256"]))
     for bundle in bundles:
         for line in export_bundle_lines(bundle, _bundle_bytes(db, bundle)):
-            out.write(json_line(line) + "\n")
-    out.write(json_line(export_trailer(head)) + "\n")
+            write_line(out, line)
+    write_line(out, export_trailer(head))
     counter.close()
     return bundles
 

@@ -217,14 +217,14 @@ def verify_in(
         _tuples(conn, "all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
         _tuples(conn, "all_archived_events", ARCHIVED_COLUMNS) as archived,
     ):
-        rows = SealedRowsById(sealed)
+        rows = SealedRowsById(sealed, verifier)
         listed = ArchivedById(archived, verifier)
         for event_id, event, seal, predecessor in _merged(events, orphans):
             listed.before(event_id)
-            feed(event_id, event, seal, predecessor, rows.of(event_id, verifier))
+            feed(event_id, event, seal, predecessor, rows.of(event_id))
             step()
         listed.finish()
-        rows.finish(verifier)
+        rows.of(None)
     counter.close()
     _check_state(conn, db, verifier)
     _check_run_events(conn, verifier)
@@ -242,28 +242,26 @@ def verify_in(
 
 class SealedRowsById:
     """The sealed rows stream, handed out by event id as the events go by; a sealed row whose
-    event id has no seal (its event skipped or gone) is reported as forged."""
+    event id has no seal (its event skipped or gone) is reported to `verifier` as forged."""
 
-    def __init__(self, rows: Iterator[tuple[Any, ...]]) -> None:
+    def __init__(
+        self, rows: Iterator[tuple[Any, ...]], verifier: LogVerifier | None = None
+    ) -> None:
         self._rows = rows
+        self._verifier = verifier
         self._next = next(rows, None)
 
-    def of(self, event_id: int, verifier: LogVerifier) -> tuple[RowImage, ...]:
+    def of(self, event_id: int | None) -> tuple[RowImage, ...]:
+        """The rows of `event_id`, past those before it (None: past every one left)."""
         found: list[RowImage] = []
-        while self._next is not None and self._next[0] <= event_id:
+        while self._next is not None and (event_id is None or self._next[0] <= event_id):
             row_event_id, _, table, key, digest = self._next
             if row_event_id == event_id:
                 found.append(RowImage(table, key, digest))
-            else:
-                _forged_row(verifier, row_event_id, table, key)
+            elif self._verifier is not None:
+                _forged_row(self._verifier, row_event_id, table, key)
             self._next = next(self._rows, None)
         return tuple(found)
-
-    def finish(self, verifier: LogVerifier) -> None:
-        while self._next is not None:
-            row_event_id, _, table, key, _digest = self._next
-            _forged_row(verifier, row_event_id, table, key)
-            self._next = next(self._rows, None)
 
 
 class ArchivedById:
