@@ -46,16 +46,28 @@ from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding
 
 ARCHIVE_INVALID = "ARCHIVE_INVALID"
 ARCHIVE_TASK_NOT_FOUND = "ARCHIVE_TASK_NOT_FOUND"
-# The columns of a task's row `show` reads as JSON documents, and the names it shows them by.
-_JSON_COLUMNS = {
-    "success_criteria_json": "success_criteria",
-    "required_capabilities_json": "required_capabilities",
-    "constraints_json": "constraints",
-    "metadata_json": "metadata",
-    "result_json": "result",
-    "verification_json": "verification",
+# What `archive show` says of a task's row and of its lists, field by field: `name:column` is
+# a column read as a JSON document and shown by another name.
+_TASK_FIELDS = (
+    "goal instructions status attempt created_at updated_at"
+    " success_criteria:success_criteria_json required_capabilities:required_capabilities_json"
+    " constraints:constraints_json metadata:metadata_json result:result_json"
+    " verification:verification_json"
+)
+_LIST_FIELDS = {
+    "evidence": (RUN_EVENTS, "run_id seq kind created_at payload:payload_json"),
+    "reviews": (
+        AUXILIARY_RUNS,
+        "aux_id run_id kind state output:output_json error_code error",
+    ),
+    "proposals": (
+        TASK_PROPOSALS,
+        "proposal_id attempt repository base_oid head_oid bundle_sha256"
+        " changed_files:changed_files_json",
+    ),
+    "bindings": (GOVERNED_BINDINGS, "job_id binding_sha256 created_at binding:binding_json"),
 }
-_TASK_COLUMNS = ("goal", "instructions", "status", "attempt", "created_at", "updated_at")
+_EVENT_FIELDS = "event_id event_type agent_id created_at payload:payload_json"
 
 
 @attrs.frozen
@@ -257,70 +269,23 @@ def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:
 
 
 def task_summary(task: ArchivedTask) -> dict[str, Any]:
-    """What `archive show` says of a task: its goal, instructions, result and verdict (the
-    row's JSON columns read as documents), its events with their payloads, its evidence,
-    reviews, proposals and governed bindings."""
+    """What `archive show` says of a task: its goal, instructions, result and verdict, its
+    events with their payloads, its evidence, reviews, proposals and governed bindings."""
     summary: dict[str, Any] = {"task_id": task.task_id, "row_kept": task.row is not None}
-    row = task.row or {}
-    for column in _TASK_COLUMNS:
-        summary[column] = row.get(column)
-    for column, name in _JSON_COLUMNS.items():
-        summary[name] = _document(row.get(column))
-    summary["events"] = [
-        {
-            "event_id": event.get("event_id"),
-            "event_type": event.get("event_type"),
-            "agent_id": event.get("agent_id"),
-            "created_at": event.get("created_at"),
-            "payload": _document(event.get("payload_json")),
-        }
-        for event in task.events
-    ]
-    summary["evidence"] = [
-        {
-            "run_id": row.get("run_id"),
-            "seq": row.get("seq"),
-            "kind": row.get("kind"),
-            "created_at": row.get("created_at"),
-            "payload": _document(row.get("payload_json")),
-        }
-        for row in task.rows.get(RUN_EVENTS, ())
-    ]
-    summary["reviews"] = [
-        {
-            "aux_id": row.get("aux_id"),
-            "run_id": row.get("run_id"),
-            "kind": row.get("kind"),
-            "state": row.get("state"),
-            "output": _document(row.get("output_json")),
-            "error_code": row.get("error_code"),
-            "error": row.get("error"),
-        }
-        for row in task.rows.get(AUXILIARY_RUNS, ())
-    ]
-    summary["proposals"] = [
-        {
-            "proposal_id": row.get("proposal_id"),
-            "attempt": row.get("attempt"),
-            "repository": row.get("repository"),
-            "base_oid": row.get("base_oid"),
-            "head_oid": row.get("head_oid"),
-            "bundle_sha256": row.get("bundle_sha256"),
-            "changed_files": _document(row.get("changed_files_json")),
-        }
-        for row in task.rows.get(TASK_PROPOSALS, ())
-    ]
-    summary["bindings"] = [
-        {
-            "job_id": row.get("job_id"),
-            "binding_sha256": row.get("binding_sha256"),
-            "created_at": row.get("created_at"),
-            "binding": _document(row.get("binding_json")),
-        }
-        for row in task.rows.get(GOVERNED_BINDINGS, ())
-    ]
+    summary.update(_fields(task.row or {}, _TASK_FIELDS))
+    summary["events"] = [_fields(event, _EVENT_FIELDS) for event in task.events]
+    for name, (table, fields) in _LIST_FIELDS.items():
+        summary[name] = [_fields(row, fields) for row in task.rows.get(table, ())]
     summary["rows"] = {table: len(found) for table, found in sorted(task.rows.items())}
     return summary
+
+
+def _fields(row: Mapping[str, Any], fields: str) -> dict[str, Any]:
+    shown = {}
+    for field in fields.split():
+        name, _, column = field.partition(":")
+        shown[name] = _document(row.get(column)) if column else row.get(name)
+    return shown
 
 
 def archive_summary_of(contents: ArchiveContents) -> dict[str, Any]:
