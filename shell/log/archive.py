@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -80,7 +79,7 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_one, fetch_record
 from aios_ledger.shell.git.proposals import bundle_path
-from aios_ledger.shell.log.export import verify_export, write_events, write_line
+from aios_ledger.shell.log.export import open_input, verify_export, write_events, write_line
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
 # The rows of an archived task, read for its state lines, by state table, in the file's order
@@ -88,7 +87,6 @@ from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 TASK_STATE_STATEMENTS = {
     name: f"archive_rows_{name}" for name, table in SEALED_TABLES.items() if table.of_task
 }
-_CHUNK = 1 << 20
 
 
 def archive_tasks(
@@ -339,15 +337,8 @@ def _put_back_bundles(db: Database, bundles: ArchivedBundles) -> None:
 
 def file_digest(path: str | os.PathLike[str]) -> str:
     """`sha256:` and the hex sha256 of the file's bytes, as TASKS_ARCHIVED records it."""
-    hasher = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                hasher.update(chunk)
-    except (OSError, ValueError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
-        raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r}: {detail}") from None
-    return "sha256:" + hasher.hexdigest()
+    with open_input(path) as handle:
+        return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -408,9 +399,9 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
 def _contents(path: str | os.PathLike[str]) -> ArchiveContents | None:
     """The file's tasks; None for a file that is no archive (the offline check says)."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             return read_archive(handle)
-    except (OSError, LedgerError):
+    except LedgerError:
         return None
 
 
@@ -441,12 +432,8 @@ def _payload(text: object) -> object:
 def show_archive(path: str | os.PathLike[str], task_id: str | None = None) -> dict[str, Any]:
     """An archive file read back: every task it holds (or the one named), with its goal,
     instructions, result, verdict and events. It proves nothing: `verify-archive` does."""
-    try:
-        with open(path, "rb") as handle:
-            contents = read_archive(handle)
-    except (OSError, ValueError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
-        raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r}: {detail}") from None
+    with open_input(path) as handle:
+        contents = read_archive(handle)
     summary = archive_summary_of(contents)
     if task_id is not None:
         summary["tasks"] = [task_summary(archived_task(contents, task_id))]
@@ -465,7 +452,8 @@ def restore_archive(
     A file that fails the offline check is `ARCHIVE_NOT_INTACT`; one whose digest no sealed
     TASKS_ARCHIVED event recorded (changed since, or another ledger's) is `ARCHIVE_MISMATCH`;
     both change nothing, as does every refusal of the core's `decide_restore`."""
-    data = _read_bytes(path)
+    with open_input(path) as handle:
+        data = handle.read()
     # One read of the file: what is checked, hashed and restored are the same bytes.
     report = verify_export_lines(data.splitlines(keepends=True), SEALED_TABLES)
     if not report.intact:
@@ -501,18 +489,6 @@ def restore_archive(
         return dict(answer)
 
     return db.write(work)
-
-
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
-                # /dev/zero, a terminal: no end, or no file.
-                raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
-            return handle.read()
-    except (OSError, ValueError, TypeError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
-        raise LedgerError("INPUT_UNREADABLE", f"{str(path)[:200]!r}: {detail}") from None
 
 
 def _restore_state(

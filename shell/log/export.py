@@ -7,6 +7,7 @@ import json
 import os
 import stat
 from collections.abc import Container, Iterable, Iterator
+from io import BufferedReader
 from typing import IO, Any
 
 from aios_ledger.core import EventRow, LedgerError, SealRow
@@ -144,20 +145,25 @@ def export_log(
     return db.read(work)
 
 
+def open_input(path: str | os.PathLike[str]) -> BufferedReader:
+    """The file at `path` open to read, or INPUT_UNREADABLE (a device such as /dev/zero or a
+    terminal has no end, or is no file)."""
+    name = repr(str(path)[:200])
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except OSError as exc:
+        raise LedgerError("INPUT_UNREADABLE", f"{name}: {exc.strerror or exc}") from None
+    except (ValueError, TypeError):  # a NUL in the path
+        raise LedgerError("INPUT_UNREADABLE", f"{name} is not a usable path") from None
+    if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise LedgerError("INPUT_UNREADABLE", f"{name} is a device")
+    return handle
+
+
 def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
     """Check an export file with the core verifier, without any database."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below, read line by line
-    except OSError as exc:
-        name = repr(os.fspath(path)[:200])
-        raise LedgerError("INPUT_UNREADABLE", f"{name}: {exc.strerror or exc}") from None
-    except ValueError:  # a NUL in the path
-        name = repr(os.fspath(path)[:200])
-        raise LedgerError("INPUT_UNREADABLE", f"{name} is not a usable path") from None
-    with handle:
-        if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
-            # /dev/zero, /dev/urandom, a terminal: no end, or no file.
-            raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
+    with open_input(path) as handle:
         return verify_export_lines(_bounded_lines(handle), SEALED_TABLES)
 
 
