@@ -20,7 +20,8 @@ from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 import attrs
-from aios_ledger.core.jsonvalue import JsonValue
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonValue, loads_document
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import AUXILIARY_RUNS, GOVERNED_BINDINGS, RUN_EVENTS
 from aios_ledger.core.log.seals import chain_of
@@ -266,6 +267,14 @@ def archive_removed(
     if table == GOVERNED_BINDINGS and chain_of(key.split(" ", 1)[0]) in without_bindings:
         return True
     return LedgerSealedRow(table, key, event_id) in ledger_rows
+
+
+def payload_of(text: object) -> object:
+    """An archive or restore event's payload text read as JSON; None when it is not."""
+    try:
+        return loads_document(text, what="an archive event") if isinstance(text, str) else None
+    except LedgerError:
+        return None
 
 
 def archive_summary(payload: Any) -> Mapping[str, Any] | None:

@@ -28,6 +28,7 @@ from aios_ledger.core.log.archived import (
     LedgerSealedRow,
     archive_removed,
     is_archive_event,
+    payload_of,
     removed_by_archives,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
@@ -252,31 +253,27 @@ class ExportHeader:
 def parse_export_header(raw: object) -> ExportHeader:
     if not isinstance(raw, Mapping) or raw.get("schema") != EXPORT_SCHEMA:
         raise LedgerError("EXPORT_INVALID", f"the first line is not an {EXPORT_SCHEMA} header")
-    scope = raw.get("scope")
-    if scope == "all" and set(raw) == {"schema", "scope"}:
-        return ExportHeader(scope="all", task_id=None)
+    scope, fields = raw.get("scope"), set(raw) - {"schema", "scope"}
+    if scope == "all" and (not fields or (fields == {"dense_ids"} and raw["dense_ids"] is False)):
+        return ExportHeader(scope="all", task_id=None, dense_ids=not fields)
+    finished_before, archive_format = raw.get("finished_before"), raw.get("format", 1)
     if (
-        scope == "all"
-        and set(raw) == {"schema", "scope", "dense_ids"}
-        and raw["dense_ids"] is False
-    ):
-        return ExportHeader(scope="all", task_id=None, dense_ids=False)
-    archive_fields = {"schema", "scope", "finished_before"}
-    finished_before = raw.get("finished_before")
-    if scope == "archive" and isinstance(finished_before, str):
-        if set(raw) == archive_fields:
-            return ExportHeader("archive", None, archive_format=1, finished_before=finished_before)
-        archive_format = raw.get("format")
-        if (
-            set(raw) == archive_fields | {"format"}
-            and type(archive_format) is int
-            and archive_format in ARCHIVE_FORMATS
-        ):
-            return ExportHeader(
-                "archive", None, archive_format=archive_format, finished_before=finished_before
+        scope == "archive"
+        and isinstance(finished_before, str)
+        and (
+            fields == {"finished_before"}
+            or (
+                fields == {"finished_before", "format"}
+                and type(archive_format) is int
+                and archive_format in ARCHIVE_FORMATS
             )
+        )
+    ):
+        return ExportHeader(
+            "archive", None, archive_format=archive_format, finished_before=finished_before
+        )
     task_id = raw.get("task_id")
-    if scope == "task" and isinstance(task_id, str) and set(raw) == {"schema", "scope", "task_id"}:
+    if scope == "task" and isinstance(task_id, str) and fields == {"task_id"}:
         return ExportHeader(scope="task", task_id=task_id)
     raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
 
@@ -393,8 +390,7 @@ class ExportState:
         if seal.seal_version == SEAL_VERSION_1:
             self._v1_history = True
         if is_archive_event(event):
-            payload = event.payload() if isinstance(event.payload_json, str) else None
-            without_bindings, ledger_rows = removed_by_archives([payload])
+            without_bindings, ledger_rows = removed_by_archives([payload_of(event.payload_json)])
             self._chains_without_bindings.update(without_bindings)
             self._archived_rows.update(ledger_rows)
         for table, kind in self._unsealed_writers.items():

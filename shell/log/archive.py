@@ -48,7 +48,7 @@ from aios_ledger.core.log.archived import (
     ArchivedChainEnd,
     LedgerSealedRow,
     archive_summary,
-    recorded_chains,
+    payload_of,
     recorded_ledger_rows,
 )
 from aios_ledger.core.log.export import (
@@ -355,11 +355,11 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
     ledger_rows_by_event: dict[int, dict[str, frozenset[LedgerSealedRow]]] = {}
     archive_event_id = None
     for row in recorded:
-        payload = _payload(row["payload_json"])
+        payload = payload_of(row["payload_json"])
         summary = archive_summary(payload)
         if summary is None:
             continue
-        chains_by_event[row["event_id"]] = recorded_chains(payload) or {}
+        chains_by_event[row["event_id"]] = summary["chains"]
         ledger_rows_by_event[row["event_id"]] = recorded_ledger_rows(payload)
         if summary["archive_sha256"] == digest:
             archive_event_id = row["event_id"]
@@ -418,15 +418,6 @@ def _row_seals(
         seal = None if found is None else RowSeal(int(found["event_id"]), str(found["row_digest"]))
         seals.append((row, seal))
     return seals
-
-
-def _payload(text: object) -> object:
-    try:
-        return (
-            loads_document(text, what="TASKS_ARCHIVED payload") if isinstance(text, str) else None
-        )
-    except LedgerError:
-        return None
 
 
 def show_archive(path: str | os.PathLike[str], task_id: str | None = None) -> dict[str, Any]:
@@ -499,10 +490,9 @@ def _restore_state(
     nothing written in between gives the same file twice."""
     archive_event_id, recorded = None, {}
     for row in fetch_all(conn, "archive_events_recorded"):
-        summary = archive_summary(_payload(row["payload_json"]))
+        summary = archive_summary(payload_of(row["payload_json"]))
         if summary is not None and summary["archive_sha256"] == request.archive_sha256:
-            archive_event_id = row["event_id"]
-            recorded = recorded_chains(_payload(row["payload_json"])) or {}
+            archive_event_id, recorded = row["event_id"], summary["chains"]
     listed: dict[str, ArchivedChainEnd] = {}
     if archive_event_id is not None:
         params = {"archive_event_id": archive_event_id}

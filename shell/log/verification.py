@@ -15,15 +15,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
-from aios_ledger.core import EventRow, LedgerError, SealRow
-from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core import EventRow, SealRow
 from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
-from aios_ledger.core.log.archived import archive_removed, removed_by_archives
+from aios_ledger.core.log.archived import archive_removed, payload_of, removed_by_archives
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.merkle_check import MerkleCheck
@@ -96,79 +94,33 @@ Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
 STATE_STATEMENTS = {table: f"state_rows_{table}" for table in STATE_TABLES}
 
 
-@contextmanager
-def _tuples(
-    conn: Connection, name: str, columns: tuple[str, ...]
-) -> Iterator[Iterator[tuple[Any, ...]]]:
-    """Stream a named statement's rows as tuples (the verifier's hot loop skips the dicts of
-    `Database.cursor_rows`), after checking that its columns are the ones expected."""
-    with conn.stream_tuples(name, columns) as rows:
-        yield rows
-
-
-def _orphan(row: tuple[Any, ...]) -> Item:
-    event_id, chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = row
-    return (
-        event_id,
-        None,
-        SealRow(
-            event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version, changes, chained
-        ),
-        None,
+def _seal(event_id: int, columns: Sequence[Any]) -> SealRow:
+    chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = columns
+    return SealRow(
+        event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version, changes, chained
     )
 
 
 def _merged(
     events: Iterator[tuple[Any, ...]], orphans: Iterator[tuple[Any, ...]]
 ) -> Iterator[Item]:
-    """Events (with seal and predecessor) and orphaned seals, merged in event id order."""
+    """Events (with seal and predecessor, `VERIFY_COLUMNS`) and orphaned seals, merged in
+    event id order."""
     orphan = next(orphans, None)
     for row in events:
         event_id = row[0]
         while orphan is not None and orphan[0] < event_id:
-            yield _orphan(orphan)
+            yield orphan[0], None, _seal(orphan[0], orphan[1:]), None
             orphan = next(orphans, None)
-        (
-            _,
-            task_id,
-            agent_id,
-            event_type,
-            payload_json,
-            created_at,
-            actor,
-            seal_event_id,
-            chain,
-            chain_seq,
-            prev_seal,
-            seal,
-            adoption,
-            version,
-            changes,
-            chained,
-            pred_event_id,
-            pred_chain_seq,
-            pred_seal,
-        ) = row
+        pred_event_id, pred_chain_seq, pred_seal = row[16:]
         yield (
             event_id,
-            EventRow(event_id, task_id, agent_id, event_type, payload_json, created_at, actor),
-            None
-            if seal_event_id is None
-            else SealRow(
-                event_id,
-                chain,
-                chain_seq,
-                prev_seal,
-                seal,
-                adoption == 1,
-                version,
-                changes,
-                chained,
-            ),
+            EventRow(*row[:7]),
+            None if row[7] is None else _seal(event_id, row[8:16]),
             None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
         )
     while orphan is not None:
-        yield _orphan(orphan)
+        yield orphan[0], None, _seal(orphan[0], orphan[1:]), None
         orphan = next(orphans, None)
 
 
@@ -212,10 +164,10 @@ def verify_in(
     verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids)
     feed, step = verifier.feed, counter.step
     with (
-        _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
-        _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
-        _tuples(conn, "all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
-        _tuples(conn, "all_archived_events", ARCHIVED_COLUMNS) as archived,
+        conn.stream_tuples("log_verify_rows", VERIFY_COLUMNS) as events,
+        conn.stream_tuples("log_orphan_seals", ORPHAN_COLUMNS) as orphans,
+        conn.stream_tuples("all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
+        conn.stream_tuples("all_archived_events", ARCHIVED_COLUMNS) as archived,
     ):
         rows = SealedRowsById(sealed, verifier)
         listed = ArchivedById(archived, verifier)
@@ -336,7 +288,9 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
             if folds is not None:
                 folds.finish(verifier, folded_gone)
     listed = {str(row["chain"]) for row in fetch_all(conn, "archived_chains_listed")}
-    payloads = [_archive_payload(row) for row in fetch_all(conn, "archive_events_recorded")]
+    payloads = [
+        payload_of(row["payload_json"]) for row in fetch_all(conn, "archive_events_recorded")
+    ]
     without_bindings, ledger_rows = removed_by_archives(payloads, listed)
     with db.cursor_rows("state_rows_gone") as gone:
         for row in gone:
@@ -406,14 +360,6 @@ def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> N
     verifier.check_row_gone(TASKS, fold.key, fold.event_id)
 
 
-def _archive_payload(row: Row) -> object:
-    """A TASKS_ARCHIVED event's payload; None when malformed (the walk reports it)."""
-    try:
-        return loads_document(str(row["payload_json"]), what="an archive event")
-    except LedgerError:
-        return None
-
-
 def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
     """A run's events are appended with a bump of its count, so the two agree unless one was
     deleted or inserted by hand (each event's own row is held against its seal with the other
@@ -459,9 +405,9 @@ def _check_merkle(
     cosignatures stored with it."""
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
-        _tuples(conn, "merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
-        _tuples(conn, "verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
-        _tuples(conn, "verify_checkpoint_cosignatures", COSIGNATURE_COLUMNS) as cosignatures,
+        conn.stream_tuples("merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
+        conn.stream_tuples("verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
+        conn.stream_tuples("verify_checkpoint_cosignatures", COSIGNATURE_COLUMNS) as cosignatures,
     ):
         check = MerkleCheck()
         held = CheckpointHold(
