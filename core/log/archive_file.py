@@ -22,13 +22,13 @@ from aios_ledger.core.log.archived import (
     LedgerSealedRow,
 )
 from aios_ledger.core.log.export import (
-    MAX_LINE_BYTES,
     ROW_FIELD,
     ROWS_KEPT_FORMAT,
     is_archived_line,
     is_state_line,
     is_trailer,
     parse_export_header,
+    parse_line,
 )
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
@@ -325,10 +325,9 @@ def _document(text: object) -> object:
 
 
 def _parse(line: bytes | str, number: int) -> object:
-    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
-    if len(raw) > MAX_LINE_BYTES:
-        raise LedgerError(ARCHIVE_INVALID, f"line {number} is over {MAX_LINE_BYTES} bytes")
     try:
-        return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
+        return parse_line(line, number)
     except LedgerError as refused:
-        raise LedgerError(ARCHIVE_INVALID, f"line {number}: {refused.detail}") from None
+        over = refused.code == "EXPORT_INVALID"
+        detail = refused.detail if over else f"line {number}: {refused.detail}"
+        raise LedgerError(ARCHIVE_INVALID, detail) from None

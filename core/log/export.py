@@ -467,9 +467,9 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
     digest, and the state lines against `tables` (`core.sealed_tables.SEALED_TABLES`). A
     malformed line is an `EXPORT_INVALID` finding, never an exception; a line longer than
     `MAX_LINE_BYTES` is refused unread."""
-    numbered = enumerate((_line_bytes(line) for line in lines), start=1)
+    numbered = enumerate(lines, start=1)
     first = next(numbered, None)
-    header = parse_export_header(None if first is None else _parse_line(first[1], 1))
+    header = parse_export_header(None if first is None else parse_line(first[1], 1))
     verifier = LogVerifier(dense_ids=header.scope == "all" and header.dense_ids)
     tips = ChainTips()
     state = ExportState(tables, archive=header.scope == "archive")
@@ -480,7 +480,7 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
     last_id = 0
     for number, raw_line in numbered:
         try:
-            value = _parse_line(raw_line, number)
+            value = parse_line(raw_line, number)
             if trailer_seen:
                 raise LedgerError("EXPORT_INVALID", "a line after the trailer")
             if is_trailer(value):
@@ -495,7 +495,9 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
                 with_row = header.archive_format >= ROWS_KEPT_FORMAT
                 table, key, digest = parse_state_line(value, with_row=with_row)
                 if with_row:
-                    _check_held_row(verifier, tables, table, key, digest, value[ROW_FIELD])
+                    problem = held_row_problem(tables, table, key, digest, value[ROW_FIELD])
+                    if problem is not None:
+                        verifier.note(Finding(STATE_MISMATCH, None, problem, table=table, key=key))
                     bundle = value[ROW_FIELD].get("bundle_sha256")
                     if table == TASK_PROPOSALS and isinstance(bundle, str):
                         proposals[key] = bundle
@@ -539,25 +541,9 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
     return verifier.finish()
 
 
-def _check_held_row(
-    verifier: LogVerifier,
-    tables: SealedTables,
-    table: str,
-    key: str,
-    digest: str | None,
-    row: object,
-) -> None:
-    problem = held_row_problem(tables, table, key, digest, row)
-    if problem is not None:
-        verifier.note(Finding(STATE_MISMATCH, None, problem, table=table, key=key))
-
-
-def _line_bytes(line: bytes | str) -> bytes:
+def parse_line(line: bytes | str, number: int) -> object:
     # Text that is not UTF-8 (a lone surrogate) stays undecodable, for the parser to refuse.
-    return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
-
-
-def _parse_line(raw: bytes, number: int) -> object:
+    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_LINE_BYTES:
         raise LedgerError("EXPORT_INVALID", f"line {number} is over {MAX_LINE_BYTES} bytes")
     return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
