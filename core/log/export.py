@@ -342,17 +342,7 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[Row
     adoption = raw["sealed_at_adoption"]
     if not isinstance(adoption, bool):
         raise LedgerError("EXPORT_INVALID", f"event {event_id}: sealed_at_adoption must be a bool")
-    seal = SealRow(
-        event_id=event_id,
-        chain=raw["chain"],
-        chain_seq=raw["chain_seq"],
-        prev_seal=raw["prev_seal"],
-        seal=raw["seal"],
-        sealed_at_adoption=adoption,
-        seal_version=raw["seal_version"],
-        row_changes=raw.get("row_changes"),
-        chained_row_digest=raw.get("chained_row_digest"),
-    )
+    seal = SealRow.from_row(raw)  # sealed_at_adoption: a bool, checked above
     return event, seal, _parse_rows(raw[ROWS_FIELD], event_id)
 
 
