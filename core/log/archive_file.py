@@ -1,10 +1,8 @@
-"""Reading an archive file back (issue 28 part 7): what each archived task asked for, returned
-and was told, from the rows and events the file holds.
+"""Reading an archive file back: what each archived task asked for, returned and was told.
 
-Pure: the shell hands over the file's lines. The file's proof is `verify-archive`'s to check;
-this reader only refuses a file that is not an archive (`ARCHIVE_INVALID`) and a task the file
-does not hold (`ARCHIVE_TASK_NOT_FOUND`). An archive of format 1 holds its rows' digests
-alone: its tasks are shown with their events, their rows as unknown (`row_kept: false`).
+The file's proof is `verify-archive`'s to check; this reader only refuses a file that is not an
+archive (`ARCHIVE_INVALID`) and a task the file does not hold (`ARCHIVE_TASK_NOT_FOUND`). An
+archive of format 1 holds its rows' digests alone: its tasks' rows show as unknown.
 """
 
 from __future__ import annotations
@@ -235,10 +233,8 @@ def ledger_row_findings(
         listed: list[LedgerSealedRow] = []
         for row, seal in rows:
             if seal is None and row.table == GOVERNED_BINDINGS and recorded is not None:
-                # A binding registered before bindings were sealed (issue 26): no seal
-                # proves it, nor did the archive event record it; the file, whose digest
-                # that event did record, holds it as the ledger did (unprovable, as
-                # `verify` counts such a row while it is stored).
+                # A binding registered before bindings were sealed: unprovable, as `verify`
+                # counts it while stored; the file, whose digest the event recorded, holds it.
                 continue
             if seal is None or seal.row_digest != row.digest:
                 detail = (

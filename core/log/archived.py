@@ -1,17 +1,11 @@
-"""Accounting for archived events while verifying (issue 17 item 6).
+"""Accounting for archived events while verifying.
 
 `archived_events` lists every event an archive removed, with its chain and seal, under the
 ledger-level `TASKS_ARCHIVED` event that removed it. `ArchiveAccount` holds the listings against
-that event: every chain listed under it must appear in its payload with the same last event and
-last seal, and it must be a sealed `TASKS_ARCHIVED` event of the ledger chain. A listing forged to
-let a hand-made DELETE through is thus reported; the payload also records the archive file's
-digest, which ties the file to the ledger.
-
-A chain an archive recorded may have been put back since (`archive restore`, issue 28 part 7):
-its events are in the log again, with their ids and seals, and its listings are gone. It is
-held until a later sealed ledger-level `TASKS_RESTORED` event records it as restored from that
-archive event with the same last event and seal; a chain recorded as archived that is neither
-listed nor restored, and a chain recorded as restored that was not awaiting it, are reported.
+that event's payload (same chains, same last event and seal), so that a listing forged to let a
+hand-made DELETE through is reported; the payload also records the archive file's digest. A
+chain recorded as archived but no longer listed must have been put back: a later sealed
+`TASKS_RESTORED` event records it, with the same last event and seal.
 """
 
 from __future__ import annotations

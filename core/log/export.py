@@ -1,15 +1,11 @@
 """The export format of the sealed log: JSON lines, checked offline by the same verifier.
 
-An export is a header line, one line per event in id order (its content, seal and chain as
-stored, and the state rows the seal covers), the current state rows' digests for an export of
-everything, and a trailer with the rolling head digest over the lines before it, so that a cut
-or edited file is noticed. An archive (`aios-ledger archive`) is an export of scope `"archive"`
-that also carries each state row whole and its proposals' bundle files, so the offline check
-can digest the rows and hash the bundles itself; events an archive removed appear in a later
-full export as one `archived` line each. docs/conformance.md gives the lines field by field.
-
-Older exports and archives (fewer fields, format 1 and 2 archives) are still read: a missing
-field reads as null, and an archive without whole rows is held to its digests alone.
+An export is a header line, one line per event in id order (with its seal and the state rows
+the seal covers), the current state rows' digests for an export of everything, and a trailer
+with the rolling head digest, so that a cut or edited file is noticed. An archive is an export
+of scope `"archive"` that also carries each state row whole and its proposals' bundle files;
+events an archive removed appear in a later full export as one `archived` line each.
+docs/conformance.md gives the lines field by field. Older exports and archives are still read.
 """
 
 from __future__ import annotations
@@ -66,9 +62,8 @@ STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 
 def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, Any]:
-    """The first line; a whole log from a store whose ids have gaps by design (PostgreSQL's
-    sequence) says so (`"dense_ids": false`), so that its offline check reads no gap as a
-    removed event."""
+    """The first line; a store whose ids have gaps by design says so, so that its offline check
+    reads no gap as a removed event."""
     if task_id is None:
         header: dict[str, Any] = {"schema": EXPORT_SCHEMA, "scope": "all"}
         if not dense_ids:
@@ -77,9 +72,8 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-# Format 2: the archive's state lines carry their rows; format 1 (no field in
-# the header) holds their digests alone. Format 3 (the one written) also holds its tasks'
-# governed bindings, which a format 2 archive deleted without keeping.
+# Format 1 (no field in the header) holds the state rows' digests alone, format 2 the rows, and
+# format 3 (the one written) also its tasks' governed bindings.
 ROWS_KEPT_FORMAT = 2
 ARCHIVE_FORMAT = BINDINGS_KEPT_FORMAT
 ARCHIVE_FORMATS = frozenset((ROWS_KEPT_FORMAT, ARCHIVE_FORMAT))
@@ -156,8 +150,7 @@ BUNDLE_PART_BYTES = 4 * 1024 * 1024
 
 
 def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]:
-    """An archived proposal's bundle file as lines after the state lines: `{"bundle": its hex
-    sha256 (as the proposal's row names it), "part": i, "parts": n, "data": base64}`."""
+    """An archived proposal's bundle file as lines after the state lines."""
     parts = [data[at : at + BUNDLE_PART_BYTES] for at in range(0, len(data), BUNDLE_PART_BYTES)]
     return [
         {
@@ -325,8 +318,8 @@ def _parse_rows(raw: object, event_id: int) -> tuple[RowImage, ...]:
 
 
 def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[RowImage, ...]]:
-    """One event line; the content's types are left to the verifier (a changed type is a
-    changed event), only the shape of the line is checked here."""
+    """One event line, its shape checked; its content's types are the verifier's (a changed
+    type is a changed event)."""
     fields = set(EVENT_FIELDS) | set(SEAL_FIELDS) | {ROWS_FIELD}
     shapes = (fields, fields | set(CHAINED_FIELDS))
     if not isinstance(raw, Mapping) or (set(raw) | {ACTOR_FIELD}) not in shapes:
@@ -452,11 +445,9 @@ class ChainTips:
 
 
 def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> VerificationReport:
-    """Check an export, line by line (each with or without its newline), with the ledger's own
-    verifier and no database: every event's seal and chain, the trailer's count and rolling
-    digest, and the state lines against `tables` (`core.sealed_tables.SEALED_TABLES`). A
-    malformed line is an `EXPORT_INVALID` finding, never an exception; a line longer than
-    `MAX_LINE_BYTES` is refused unread."""
+    """Check an export, line by line, with the ledger's own verifier and no database: every
+    event's seal and chain, the trailer, and the state lines against `tables`. A malformed line
+    is an `EXPORT_INVALID` finding, never an exception."""
     numbered = enumerate(lines, start=1)
     first = next(numbered, None)
     header = parse_export_header(None if first is None else parse_line(first[1], 1))

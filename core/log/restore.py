@@ -1,15 +1,10 @@
 """Restoring an archive: the tasks an archive removed, put back as they were.
 
-`decide_restore` takes a file the shell has already checked offline and found recorded by a
-sealed `TASKS_ARCHIVED` event, and plans the inserts of every archived row and event with its
-original id and seal, and one ledger-level `TASKS_RESTORED` event recording what came back. The
-restored events keep their Merkle leaves (an archive never removes them), so the tree gains only
-the TASKS_RESTORED leaf and the head is otherwise unchanged.
-
-A restore puts back all of an archive or nothing: it is refused, changing nothing, when the file
-is not the one archived (`ARCHIVE_MISMATCH`), was restored already, would collide with rows
-written since (`RESTORE_TASK_EXISTS`, `RESTORE_SEQ_TAKEN`, `RESTORE_ROW_EXISTS`), or keeps only
-its rows' digests (`ARCHIVE_ROWS_NOT_KEPT`).
+`decide_restore` plans the inserts of every archived row and event with its original id and
+seal, and one ledger-level `TASKS_RESTORED` event recording what came back. The restored events
+kept their Merkle leaves (an archive never removes them), so the tree gains only that event's.
+It puts back all of an archive or nothing: refused when the file is not the one archived, was
+restored already, would collide with rows written since, or keeps only its rows' digests.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Verifying the sealed event log, one row at a time, without I/O.
 
 `LogVerifier` is fed the log in `event_id` order: each event (or None when only its seal is
-left), its seal, and the seal before it in its chain. It keeps constant state rather than one
-tip per chain, so memory does not grow with the number of tasks: the feeder looks the
-predecessor up (the database by its `(chain, chain_seq)` index, the offline check in
-`ChainTips`). Findings are reported by event id with stable codes (`FINDING_CODES`).
-
-After the log, the feeder holds every current state row against the last seal that wrote it
-(`check_row`, `check_row_gone`): a row changed, deleted or inserted without its event is a
-`STATE_MISMATCH`; a row no seal could have covered is counted as unprovable, not reported.
-Archived events still count in the head and are held against the `TASKS_ARCHIVED` event that
-removed them. The head (`events`, `last_event_id`, a digest rolling over every event's seal)
-lets a head kept outside the database show any later edit, even one that re-sealed its chain.
+left), its seal, and the seal before it in its chain, which the feeder looks up, so that memory
+does not grow with the number of tasks. Then the feeder holds every current state row against
+the last seal that wrote it (`check_row`, `check_row_gone`). Findings have stable codes
+(`FINDING_CODES`). The head, a digest rolling over every event's seal, lets a head kept outside
+the database show any later edit, even one that re-sealed its chain.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""Archiving finished tasks to a file, and checking such a file against the ledger.
+"""Archiving finished tasks to a file, checking such a file against the ledger, restoring it.
 
-`archive_tasks` does everything in one `BEGIN IMMEDIATE` transaction, so that the file holds
-exactly what is deleted: it reads the finished tasks, writes the chosen tasks' chains (with
-their rows' state lines) to a file beside the output, hashes the file's bytes, applies the core's
-plan (listings, deletes, the sealed TASKS_ARCHIVED event that records the digest), links the
-file to the output (never over an existing one) and commits. If anything fails, the output is
-removed and the database is as it was.
-
-`restore_archive` puts an archive's tasks back (issue 28 part 7): it checks the file as
-`verify_archive` does (offline, then its digest against the sealed TASKS_ARCHIVED events), and
-in one write transaction reads what the core's `decide_restore` decides on and applies its plan.
+`archive_tasks` works in one write transaction, so that the file holds exactly what is
+deleted: it writes the chosen tasks' chains and rows to a file beside the output, hashes it,
+applies the core's plan (whose sealed TASKS_ARCHIVED event records the digest), links the file
+to the output (never over an existing one) and commits; on any failure the output is removed.
+`restore_archive` checks the file as `verify_archive` does, then applies `decide_restore`.
 """
 
 from __future__ import annotations
@@ -342,12 +337,10 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Check an archive file offline (as `verify-export` does: each row against the digest its
-    seal in the file covers) and against the ledger: its digest must be the one a sealed
-    TASKS_ARCHIVED event recorded, so a file changed since, or another file in its place, is
-    an ARCHIVE_MISMATCH; and each chain must end at the seal that event recorded (any archive
-    event, for a file whose digest none recorded), so that the seals, and the row digests
-    they cover, are the ones the ledger sealed, not only the file's own."""
+    """Check an archive file offline (as `verify-export` does) and against the ledger: its
+    digest must be one a sealed TASKS_ARCHIVED event recorded (else ARCHIVE_MISMATCH), and each
+    chain must end at the seal that event recorded, so that the seals, and the row digests they
+    cover, are the ledger's and not only the file's own."""
     report = verify_export(path)
     digest = file_digest(path)
     recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
@@ -438,11 +431,9 @@ def restore_archive(
     idempotency_key: str | None = None,
     clock: Clock = system_clock,
 ) -> dict[str, Any]:
-    """Put the tasks of the archive file `path` back: their rows and their events with their
-    original ids and seals, their listings removed, behind one sealed TASKS_RESTORED event.
-    A file that fails the offline check is `ARCHIVE_NOT_INTACT`; one whose digest no sealed
-    TASKS_ARCHIVED event recorded (changed since, or another ledger's) is `ARCHIVE_MISMATCH`;
-    both change nothing, as does every refusal of the core's `decide_restore`."""
+    """Put the tasks of the archive file `path` back, with their original ids and seals, behind
+    one sealed TASKS_RESTORED event. A file that fails the offline check is
+    `ARCHIVE_NOT_INTACT`; that and every refusal of `decide_restore` change nothing."""
     with open_input(path) as handle:
         data = handle.read()
     # One read of the file: what is checked, hashed and restored are the same bytes.

@@ -1,13 +1,10 @@
 """Streaming the sealed log from the database into the core's verifier.
 
-Memory does not grow with the log: rows come straight off the engine's cursors
-(`Connection.stream_tuples`; one read transaction, so every row belongs to one snapshot), the
-verifier holds O(1) state, and each event's chain predecessor is joined by SQL through the
-`(chain, chain_seq)` unique index. The state rows each v2 seal covers stream beside the events,
-merged by event id. A second pass streams every state
-row joined to the last sealed row of it (through the `(row_table, row_key, event_id)` index),
-then the sealed rows that are gone. Events an archive removed stream from `archived_events`,
-merged by event id, so that their ids and seals are accounted for.
+Memory does not grow with the log: rows come straight off the engine's cursors in one read
+transaction, and each event's chain predecessor is joined by SQL through the `(chain,
+chain_seq)` index. The sealed rows and the archived events stream beside the events, merged by
+event id. A second pass streams every state row joined to its last sealed row, then the sealed
+rows that are gone.
 """
 
 from __future__ import annotations
