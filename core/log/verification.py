@@ -485,48 +485,23 @@ class LogVerifier:
         if not _seal_well_formed(seal):
             self._report(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
             return
-        chain, seq = seal.chain, seal.chain_seq
+        seq = seal.chain_seq
+        other = None if seq == 1 or predecessor is None else predecessor.event_id
         link_ok = True
-        other: int | None = None
         if seq == 1:
             link_ok = seal.prev_seal == GENESIS_SEAL
         elif predecessor is None:
-            self._report(
-                Finding(
-                    CHAIN_GAP,
-                    event_id,
-                    f"chain_seq {seq - 1} of the chain is missing before this event",
-                    chain=chain,
-                    chain_seq=seq,
-                )
-            )
+            detail = f"chain_seq {seq - 1} of the chain is missing before this event"
+            self._report_link(CHAIN_GAP, event_id, seal, other, detail)
+        elif predecessor.chain_seq != seq - 1:
+            kind = CHAIN_GAP if predecessor.chain_seq < seq - 1 else EVENT_REORDERED
+            detail = f"the chain's previous seal is at chain_seq {predecessor.chain_seq}"
+            self._report_link(kind, event_id, seal, other, detail)
         else:
-            other = predecessor.event_id
-            if predecessor.chain_seq != seq - 1:
-                kind = CHAIN_GAP if predecessor.chain_seq < seq - 1 else EVENT_REORDERED
-                self._report(
-                    Finding(
-                        kind,
-                        event_id,
-                        f"the chain's previous seal is at chain_seq {predecessor.chain_seq}",
-                        chain=chain,
-                        chain_seq=seq,
-                        other_event_id=other,
-                    )
-                )
-            else:
-                link_ok = predecessor.seal == seal.prev_seal
-                if predecessor.event_id > event_id:
-                    self._report(
-                        Finding(
-                            EVENT_REORDERED,
-                            event_id,
-                            f"its chain predecessor is the later event {predecessor.event_id}",
-                            chain=chain,
-                            chain_seq=seq,
-                            other_event_id=other,
-                        )
-                    )
+            link_ok = predecessor.seal == seal.prev_seal
+            if predecessor.event_id > event_id:
+                detail = f"its chain predecessor is the later event {predecessor.event_id}"
+                self._report_link(EVENT_REORDERED, event_id, seal, other, detail)
         verifies = _verifies(event, seal, rows, event.event_id)
         if not link_ok:
             detail = "its prev_seal is not the seal before it in its chain"
@@ -534,15 +509,23 @@ class LogVerifier:
                 detail += f": forged here, or event {other} was re-sealed"
             elif not verifies:
                 detail += ", and it does not verify"
-            self._report(
-                Finding(
-                    FORGED_EVENT, event_id, detail, chain=chain, chain_seq=seq, other_event_id=other
-                )
+            self._report_link(FORGED_EVENT, event_id, seal, other, detail)
+        elif not verifies:
+            self._content_changed(event, seal, rows)
+
+    def _report_link(
+        self, code: str, event_id: int, seal: SealRow, other: int | None, detail: str
+    ) -> None:
+        self._report(
+            Finding(
+                code,
+                event_id,
+                detail,
+                chain=seal.chain,
+                chain_seq=seal.chain_seq,
+                other_event_id=other,
             )
-            return
-        if verifies:
-            return
-        self._content_changed(event, seal, rows)
+        )
 
     def _content_changed(self, event: EventRow, seal: SealRow, rows: Sequence[RowImage]) -> None:
         for other_event, other_seal, other_rows in self._mismatches:
