@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 from aios_ledger.core.errors import LedgerError
@@ -116,7 +116,7 @@ def export_archived_line(
     }
 
 
-def is_archived_line(raw: object) -> bool:
+def is_archived_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "archived" in raw
 
 
@@ -163,7 +163,7 @@ def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]
     ]
 
 
-def is_bundle_line(raw: object) -> bool:
+def is_bundle_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "bundle" in raw
 
 
@@ -271,7 +271,7 @@ def parse_export_header(raw: object) -> ExportHeader:
     raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
 
 
-def is_trailer(raw: object) -> bool:
+def is_trailer(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "end" in raw
 
 
@@ -286,7 +286,7 @@ def parse_export_trailer(raw: object) -> LedgerHead:
         raise LedgerError("EXPORT_INVALID", f"the trailer is malformed: {refused.detail}") from None
 
 
-def is_state_line(raw: object) -> bool:
+def is_state_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "state" in raw
 
 
@@ -469,7 +469,6 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
                 _check_trailer(verifier, parse_export_trailer(value))
                 continue
             if is_state_line(value) and header.holds_state:
-                assert isinstance(value, Mapping)
                 if bundle_lines:
                     raise LedgerError("EXPORT_INVALID", "a state line after the bundle lines")
                 state_lines = True
@@ -485,14 +484,12 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
                 state.check(verifier, table, key, digest)
                 continue
             if is_bundle_line(value) and header.archive_format >= ROWS_KEPT_FORMAT:
-                assert isinstance(value, Mapping)
                 bundle_lines = True
                 bundles.add(value)
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
             if is_archived_line(value) and header.scope == "all":
-                assert isinstance(value, Mapping)
                 archived_id, archive_event_id, chain, archived_seal = parse_archived_line(value)
                 if archived_id <= last_id:
                     raise LedgerError("EXPORT_INVALID", f"event {archived_id} out of order")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -454,7 +454,6 @@ def restore_archive(
     for line in data.splitlines():
         value = loads_document(line, what="an archive line")
         if is_bundle_line(value):
-            assert isinstance(value, Mapping)
             bundles.add(value)
     now = read_clock(clock)
     # The files first: a restore refused after them leaves files no proposal names, harmless.
