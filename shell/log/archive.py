@@ -95,7 +95,7 @@ def archive_tasks(
 ) -> dict[str, Any]:
     """Archive the finished tasks last written before `finished_before` to `output` (which must
     not exist), or with `dry_run` only say which would be archived. Nothing to archive is an
-    answer (`archived: 0`), not an error; nothing is written then."""
+    answer (`archived: 0`), and writes nothing."""
     request = ArchiveRequest.parse(finished_before)
     target = _new_output(output)
     if dry_run:
@@ -240,9 +240,8 @@ def _write_archive(
     chosen: tuple[ArchiveCandidate, ...],
     progress: ProgressHook | None,
 ) -> list[str]:
-    """The chosen tasks' events in id order, then their rows' state lines (each with the row's
-    columns, archive format 2), then the bundle files of their proposals, then the trailer; the
-    bundles it wrote."""
+    """The chosen tasks' events in id order, their rows' state lines, their proposals' bundle
+    files and the trailer; the bundles it wrote."""
     selected = {candidate.task_id for candidate in chosen}
     counter = ProgressCounter(progress, sum(candidate.events for candidate in chosen))
     write_line(out, archive_header(request.finished_before.text))

@@ -129,10 +129,9 @@ def verify_log(
     checkpoint_keys: Sequence[VerifierKey] = (),
     witness_keys: Sequence[VerifierKey] = (),
 ) -> VerificationReport:
-    """Walk the whole log once and report every finding by event id. `checkpoint_keys`: the
-    ledger's checkpoint verifier keys the caller knows; a stored checkpoint whose origin one
-    of them is named for must verify under it. `witness_keys`: the witnesses it knows; each
-    stored cosignature by one of them must verify over its checkpoint (docs/checkpoints.md)."""
+    """Walk the whole log once and report every finding by event id; each stored checkpoint
+    named for one of `checkpoint_keys` must verify under it, and each cosignature by one of
+    `witness_keys` over its checkpoint (docs/checkpoints.md)."""
     db.quiesce_writers()
     return db.read(
         lambda conn: verify_in(
@@ -250,9 +249,7 @@ def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object
 
 def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
     """Hold every state row against the last seal that wrote it, then report sealed rows that
-    are gone. A task row's last seal may be a v4 one, which covers what changed of it: its
-    chain's seals are folded into the row they say was written (`ChainedRowFold`), streamed in
-    task id order beside the task rows."""
+    are gone. A task row's v4 seals are folded (`ChainFolds`) beside the task rows."""
     v1_history = bool(fetch_value(conn, "log_has_v1_seals"))
     folded_gone: set[str] = set()
     for table, statement in STATE_STATEMENTS.items():
@@ -300,8 +297,8 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
 
 class ChainFolds:
     """The task chains holding v4 seals, folded one at a time in task id order as the task rows
-    go by (`last_sealed`): O(1) state, whatever the number of tasks. A fold of a chain whose task
-    row is gone reports it, as `state_rows_gone` reports a row a v2 image says was written."""
+    go by: O(1) state, whatever the number of tasks. A fold of a chain whose task row is gone
+    reports it, as `state_rows_gone` reports a row a v2 image says was written."""
 
     def __init__(self, rows: Iterator[Row]) -> None:
         self._rows = rows
@@ -358,9 +355,8 @@ def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> N
 
 
 def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
-    """A run's events are appended with a bump of its count, so the two agree unless one was
-    deleted or inserted by hand (each event's own row is held against its seal with the other
-    state rows; the run's count is not sealed, this holds it to its events)."""
+    """A run's count is not sealed; each append bumps it, so it agrees with its events unless
+    one was deleted or inserted by hand."""
     for row in fetch_all(conn, "runs_events_disagreeing"):
         detail = (
             f"the run counts {row['event_count']} events but holds {row['events']} "
@@ -395,11 +391,8 @@ def _check_merkle(
     checkpoint_keys: Sequence[VerifierKey],
     witness_keys: Sequence[VerifierKey],
 ) -> CheckpointHold:
-    """Hold the Merkle log to the seals: every leaf to its event's seal, every stored subtree
-    and the head row to the tree the leaves make, and every sealed event to a leaf; and each
-    stored checkpoint to the tree of its size as the walk passes it (one fold of the tree's
-    edge, O(log n) hashes, per checkpoint: no read beyond the walk's own), with the witnesses'
-    cosignatures stored with it."""
+    """Hold the Merkle log to the seals (every leaf, stored subtree and the head row), and each
+    stored checkpoint, with its cosignatures, to the tree of its size as the walk passes it."""
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
         conn.stream_tuples("merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
