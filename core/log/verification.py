@@ -171,7 +171,7 @@ def roll_head(digest: str, event_id: int, seal: str | None) -> str:
     return "sha256:" + hasher.hexdigest()
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class VerificationReport:
     intact: bool
     events: int
@@ -182,37 +182,25 @@ class VerificationReport:
     tolerated_adoption_gaps: int
     rows_checked: int
     rows_unprovable: int
-    head: LedgerHead
-    head_checked: LedgerHead | None
-    findings: tuple[Finding, ...]
-    finding_counts: Mapping[str, int]
-    findings_truncated: bool
     # The stored checkpoints held to the tree, and those whose signature verified under a key
     # the verifier knew (a log walked from the database; an export carries none).
     checkpoints_checked: int = 0
     checkpoint_signatures_checked: int = 0
     # The stored witness cosignatures verified under a witness key the verifier knew.
     cosignatures_checked: int = 0
+    head: LedgerHead
+    head_checked: LedgerHead | None
+    findings: tuple[Finding, ...]
+    finding_counts: Mapping[str, int]
+    findings_truncated: bool
 
     def public(self) -> dict[str, Any]:
         return {
-            "intact": self.intact,
-            "events": self.events,
-            "archived": self.archived,
-            "sealed": self.sealed,
-            "sealed_at_adoption": self.sealed_at_adoption,
-            "unsealed": self.unsealed,
-            "tolerated_adoption_gaps": self.tolerated_adoption_gaps,
-            "rows_checked": self.rows_checked,
-            "rows_unprovable": self.rows_unprovable,
-            "checkpoints_checked": self.checkpoints_checked,
-            "checkpoint_signatures_checked": self.checkpoint_signatures_checked,
-            "cosignatures_checked": self.cosignatures_checked,
+            **attrs.asdict(self, recurse=False),
             "head": self.head.public(),
             "head_checked": None if self.head_checked is None else self.head_checked.public(),
             "findings": [finding.public() for finding in self.findings],
             "finding_counts": dict(sorted(self.finding_counts.items())),
-            "findings_truncated": self.findings_truncated,
         }
 
 
@@ -249,11 +237,9 @@ def _chained_well_formed(seal: SealRow) -> bool:
     written beside an older seal, which does not cover it, is a forgery)."""
     if seal.seal_version != SEAL_VERSION_4:
         return seal.row_changes is None and seal.chained_row_digest is None
-    return all(value is None or type(value) is str for value in _chained_columns(seal))
-
-
-def _chained_columns(seal: SealRow) -> tuple[object, object]:
-    return seal.row_changes, seal.chained_row_digest
+    return all(
+        value is None or type(value) is str for value in (seal.row_changes, seal.chained_row_digest)
+    )
 
 
 def _rows_well_typed(rows: Sequence[RowImage]) -> bool:
