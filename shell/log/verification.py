@@ -9,7 +9,6 @@ rows that are gone.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -251,36 +250,27 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
     """Hold every state row against the last seal that wrote it, then report sealed rows that
     are gone. A task row's v4 seals are folded (`ChainFolds`) beside the task rows."""
     v1_history = bool(fetch_value(conn, "log_has_v1_seals"))
-    folded_gone: set[str] = set()
-    for table, statement in STATE_STATEMENTS.items():
-        with contextlib.ExitStack() as stack:
-            rows = stack.enter_context(db.cursor_rows(statement))
-            folds = None
+    with db.cursor_rows("state_task_chain_seals") as chains:
+        folds = ChainFolds(chains, verifier)
+        for table, statement in STATE_STATEMENTS.items():
+            with db.cursor_rows(statement) as rows:
+                for row in rows:
+                    sealed_event_id = row["sealed_event_id"]
+                    sealed: tuple[int, str | None] | None = (
+                        None
+                        if sealed_event_id is None
+                        else (int(sealed_event_id), str(row["sealed_row_digest"]))
+                    )
+                    if table == TASKS:
+                        sealed = folds.last_sealed(str(row["task_id"]), sealed)
+                    key, digest = stored_row_state(
+                        SEALED_TABLES[table], row, None if sealed is None else sealed[1]
+                    )
+                    history = row["sealed_history"]
+                    history = v1_history if history is None else bool(history)
+                    verifier.check_row(table, key, digest, sealed, history=history)
             if table == TASKS:
-                chains = stack.enter_context(db.cursor_rows("state_task_chain_seals"))
-                folds = ChainFolds(chains)
-            for row in rows:
-                sealed_event_id = row["sealed_event_id"]
-                sealed: tuple[int, str | None] | None = (
-                    None
-                    if sealed_event_id is None
-                    else (int(sealed_event_id), str(row["sealed_row_digest"]))
-                )
-                if folds is not None:
-                    sealed = folds.last_sealed(str(row["task_id"]), sealed, verifier, folded_gone)
-                key, digest = stored_row_state(
-                    SEALED_TABLES[table], row, None if sealed is None else sealed[1]
-                )
-                history = row["sealed_history"]
-                verifier.check_row(
-                    table,
-                    key,
-                    digest,
-                    sealed,
-                    history=v1_history if history is None else bool(history),
-                )
-            if folds is not None:
-                folds.finish(verifier, folded_gone)
+                folds.last_sealed(None, None)
     listed = {str(row["chain"]) for row in fetch_all(conn, "archived_chains_listed")}
     payloads = [
         payload_of(row["payload_json"]) for row in fetch_all(conn, "archive_events_recorded")
@@ -289,7 +279,7 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
     with db.cursor_rows("state_rows_gone") as gone:
         for row in gone:
             table, key, event_id = str(row["row_table"]), str(row["row_key"]), row["event_id"]
-            if table == TASKS and key in folded_gone:
+            if table == TASKS and key in folds.gone:
                 continue  # reported by its fold
             if not archive_removed(table, key, event_id, without_bindings, ledger_rows):
                 verifier.check_row_gone(table, key, event_id)
@@ -300,9 +290,11 @@ class ChainFolds:
     go by: O(1) state, whatever the number of tasks. A fold of a chain whose task row is gone
     reports it, as `state_rows_gone` reports a row a v2 image says was written."""
 
-    def __init__(self, rows: Iterator[Row]) -> None:
+    def __init__(self, rows: Iterator[Row], verifier: LogVerifier) -> None:
         self._rows = rows
         self._next = next(rows, None)
+        self._verifier = verifier
+        self.gone: set[str] = set()  # the task rows whose chain's fold found them gone
 
     def _fold_through(self, task_id: str | None) -> Iterator[ChainedRowFold]:
         """Each chain before `task_id`'s (None: every one left), folded, then `task_id`'s own
@@ -325,33 +317,19 @@ class ChainFolds:
             yield fold
 
     def last_sealed(
-        self,
-        task_id: str,
-        sealed: tuple[int, str | None] | None,
-        verifier: LogVerifier,
-        gone: set[str],
+        self, task_id: str | None, sealed: tuple[int, str | None] | None
     ) -> tuple[int, str | None] | None:
         """The last seal of task `task_id`'s row: `sealed` (its last v2/v3 image), or the fold of
-        its chain when a later v4 seal wrote it."""
+        its chain when a later v4 seal wrote it (None: past every chain left). A chain passed
+        whose task row is not there is reported gone."""
         found = None
         for fold in self._fold_through(task_id):
             if fold.key == task_id:
                 found = fold
-            else:
-                _fold_gone(fold, verifier, gone)
-        return verifier.last_task_seal(found, sealed)
-
-    def finish(self, verifier: LogVerifier, gone: set[str]) -> None:
-        for fold in self._fold_through(None):
-            _fold_gone(fold, verifier, gone)
-
-
-def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> None:
-    """A chain whose v4 seals wrote its task row, and the row is not there."""
-    if fold.event_id is None:
-        return
-    gone.add(fold.key)
-    verifier.check_row_gone(TASKS, fold.key, fold.event_id)
+            elif fold.event_id is not None:
+                self.gone.add(fold.key)
+                self._verifier.check_row_gone(TASKS, fold.key, fold.event_id)
+        return self._verifier.last_task_seal(found, sealed)
 
 
 def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
