@@ -56,9 +56,8 @@ _TASK_DELETES = (
 @attrs.frozen
 class ArchiveCandidate:
     """A task as archiving reads it: its row's status, revision and last write, its chain's
-    length and last seal (None when the chain holds no sealed event), and the rows of it that
-    seals of the ledger chain cover (its run events, reviews and bindings), which the shell
-    reads for the tasks it archives."""
+    length and last seal (None: no sealed event), and, for a task archived, its rows that
+    seals of the ledger chain cover."""
 
     task_id: str
     status: str
@@ -163,10 +162,8 @@ def decide_archive(
 
 
 def _chain_record(candidate: ArchiveCandidate) -> JsonObject:
-    """What the TASKS_ARCHIVED event records of one chain: its last event and seal and, when
-    the chain removes rows that seals of the ledger chain cover, each of them with the event
-    id of its last seal (so that `verify` holds the rows gone against what the archive sealed
-    it removed, and `verify-archive` the file's rows)."""
+    """What the TASKS_ARCHIVED event records of one chain: its last event and seal, and its
+    rows that seals of the ledger chain cover, each with the event id of its last seal."""
     record: JsonObject = {
         "task_id": candidate.task_id,
         "last_event_id": candidate.last_event_id,

@@ -157,8 +157,7 @@ def unanchored_chains(
 ) -> list[tuple[str, str]]:
     """The file's chains whose last seal no sealed TASKS_ARCHIVED event (the chains of each
     in `recorded`) recorded, with why: `(chain, detail)`. A chain that ends at a recorded seal
-    is the ledger's: its seals link back from that one, and each covers the digests of the
-    rows its event wrote, so a row that gives its seal's digest is the row the ledger sealed."""
+    is the ledger's, and so are the row digests its seals cover."""
     known: dict[str, set[ArchivedChainEnd]] = {}
     for chains in recorded:
         for chain, recorded_end in chains.items():
@@ -200,8 +199,7 @@ class RowSeal:
 
 def file_sealed_rows(contents: ArchiveContents, tables: SealedTables) -> tuple[FileSealedRow, ...]:
     """The file's rows that seals of the ledger chain cover, task by task, each with the key
-    the ledger's seal of it names (`tables`: every sealed table, by name). A row that is not
-    its table's is left out: the offline check reports it."""
+    the ledger's seal of it names (a row that is not its table's is the offline check's)."""
     found = []
     for task in contents.tasks.values():
         for table in LEDGER_SEALED_TABLES:
@@ -219,10 +217,9 @@ def ledger_row_findings(
     seals: Sequence[tuple[FileSealedRow, RowSeal | None]],
     recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
 ) -> list[Finding]:
-    """The file's rows that seals of the ledger chain cover, each with the ledger's last seal
-    of it (`seals`; None: none), held against that seal (the ledger chain stays, an archive
-    removes none of it), and each chain's set of them against the rows the TASKS_ARCHIVED
-    event recording the file (`recorded`; None: none did) sealed it removed."""
+    """The file's rows that seals of the ledger chain cover, each held against the ledger's
+    last seal of it (`seals`; the ledger chain stays whole), and each chain's set of them
+    against the rows the TASKS_ARCHIVED event recording the file (`recorded`) says it removed."""
     by_task: dict[str, list[tuple[FileSealedRow, RowSeal | None]]] = {
         task.task_id: [] for task in contents.tasks.values()
     }
@@ -265,8 +262,7 @@ def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:
 
 
 def task_summary(task: ArchivedTask) -> dict[str, Any]:
-    """What `archive show` says of a task: its goal, instructions, result and verdict, its
-    events with their payloads, its evidence, reviews, proposals and governed bindings."""
+    """What `archive show` says of a task (`_TASK_FIELDS`, `_LIST_FIELDS`)."""
     summary: dict[str, Any] = {"task_id": task.task_id, "row_kept": task.row is not None}
     summary.update(_fields(task.row or {}, _TASK_FIELDS))
     summary["events"] = [_fields(event, _EVENT_FIELDS) for event in task.events]

@@ -53,8 +53,7 @@ def ledger_rows_record(rows: Iterable[LedgerSealedRow]) -> list[JsonValue]:
 
 def recorded_ledger_rows(payload: object) -> dict[str, frozenset[LedgerSealedRow]]:
     """Each chain's ledger-sealed rows as a TASKS_ARCHIVED payload records them, by chain
-    name; a chain that records none is left out (an archive before 0023), and so is an entry
-    that is malformed (then the rows it would name are reported gone)."""
+    name; a chain that records none, and a malformed entry, are left out."""
     found: dict[str, frozenset[LedgerSealedRow]] = {}
     if not isinstance(payload, Mapping) or not isinstance(payload.get("chains"), list):
         return found

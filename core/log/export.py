@@ -428,9 +428,6 @@ class ChainTips:
     def __init__(self) -> None:
         self._tips: dict[str, ChainLink] = {}
 
-    def __len__(self) -> int:
-        return len(self._tips)
-
     def predecessor(self, seal: SealRow | None) -> ChainLink | None:
         if seal is None or not isinstance(seal.chain, str):
             return None

@@ -121,10 +121,9 @@ class RowToRestore:
 @attrs.frozen
 class RestoreState:
     """What the shell read under the write lock: the sealed TASKS_ARCHIVED event that recorded
-    the file's digest (None: none did) and the chains its payload records, the listings it still
-    holds (each chain's last), the rows to restore that are taken now (`(table, key, taken)`,
-    `taken` 'key' or 'seq'), the first answer under the request's key, and the ledger chain's
-    tail, which the TASKS_RESTORED event extends."""
+    the file's digest (None: none did) and its chains, the listings it still holds, the rows to
+    restore that are taken now (`(table, key, 'key' or 'seq')`), the first answer under the
+    request's key, and the ledger chain's tail."""
 
     archive_event_id: int | None
     recorded: Mapping[str, ArchivedChainEnd]
@@ -259,9 +258,8 @@ def _events_of(task: ArchivedTask) -> tuple[RestoredEvent, ...]:
 
 
 def _check_recorded(state: RestoreState, archive_event_id: int, contents: ArchiveContents) -> None:
-    """The file's chains are those the archive event recorded, ending where it says (each
-    chain's end as `verify-archive` reads it, `chain_ends`: the events were found sealed), and
-    every one of them is still listed as archived under it, as the archive left it."""
+    """The file's chains are those the archive event recorded, ending where it says, and each
+    is still listed as archived under it."""
     ends = chain_ends(contents)
     if ends != dict(state.recorded):
         raise LedgerError(
