@@ -1,14 +1,10 @@
-"""Archiving finished tasks without breaking the proof (issue 17 item 6).
+"""Archiving finished tasks without breaking the proof.
 
 `decide_archive` plans, for each finished task last written before a cut-off, the listing of its
-events in `archived_events` and the deletes of its events, seals, sealed rows, task row,
-idempotency rows, projection rows, bindings and attempt runs (`TASK@N`), and seals one
-ledger-level `TASKS_ARCHIVED` event that records the archive file's digest and format, each
-removed chain's last event and seal, and the rows of it that seals of the ledger chain cover
-(its run events, reviews and governed bindings). The shell has already written those chains,
-and the rows themselves, to the file (the export format) inside the same transaction.
-
-What `verify` holds the listings against is `core.log.archived`.
+events in `archived_events` and the deletes of its rows, and seals one ledger-level
+`TASKS_ARCHIVED` event that records the archive file's digest and format, each removed chain's
+last event and seal, and its rows that seals of the ledger chain cover. The shell has already
+written the file in the same transaction; `core.log.archived` holds the listings to the event.
 """
 
 from __future__ import annotations
@@ -44,10 +40,8 @@ _TASK_DELETES = (
     Statement.DELETE_ARCHIVED_PROJECTIONS,
     Statement.DELETE_ARCHIVED_RECOVERIES,
     Statement.DELETE_ARCHIVED_BINDINGS,
-    # The events of its attempt runs and the auxiliary runs that reviewed them (sealed on the
-    # ledger chain: the TASKS_ARCHIVED event records them, and migration 0023 lets the run
-    # events go once the chain is listed), then the attempt runs (`TASK@N`) its claims
-    # created, sealed by its chain (issue 28 part 7).
+    # The events of its attempt runs and the reviews of them (sealed on the ledger chain: the
+    # TASKS_ARCHIVED event records them), then the attempt runs (`TASK@N`) its claims created.
     Statement.DELETE_ARCHIVED_RUN_EVENTS,
     Statement.DELETE_ARCHIVED_AUXILIARY_RUNS,
     Statement.DELETE_ARCHIVED_RUNS,
@@ -62,9 +56,8 @@ _TASK_DELETES = (
 @attrs.frozen
 class ArchiveCandidate:
     """A task as archiving reads it: its row's status, revision and last write, its chain's
-    length and last seal (None when the chain holds no sealed event), and the rows of it that
-    seals of the ledger chain cover (its run events, reviews and bindings), which the shell
-    reads for the tasks it archives."""
+    length and last seal (None: no sealed event), and, for a task archived, its rows that
+    seals of the ledger chain cover."""
 
     task_id: str
     status: str
@@ -169,10 +162,8 @@ def decide_archive(
 
 
 def _chain_record(candidate: ArchiveCandidate) -> JsonObject:
-    """What the TASKS_ARCHIVED event records of one chain: its last event and seal and, when
-    the chain removes rows that seals of the ledger chain cover, each of them with the event
-    id of its last seal (so that `verify` holds the rows gone against what the archive sealed
-    it removed, and `verify-archive` the file's rows)."""
+    """What the TASKS_ARCHIVED event records of one chain: its last event and seal, and its
+    rows that seals of the ledger chain cover, each with the event id of its last seal."""
     record: JsonObject = {
         "task_id": candidate.task_id,
         "last_event_id": candidate.last_event_id,

@@ -1,10 +1,8 @@
-"""Reading an archive file back (issue 28 part 7): what each archived task asked for, returned
-and was told, from the rows and events the file holds.
+"""Reading an archive file back: what each archived task asked for, returned and was told.
 
-Pure: the shell hands over the file's lines. The file's proof is `verify-archive`'s to check;
-this reader only refuses a file that is not an archive (`ARCHIVE_INVALID`) and a task the file
-does not hold (`ARCHIVE_TASK_NOT_FOUND`). An archive of format 1 holds its rows' digests
-alone: its tasks are shown with their events, their rows as unknown (`row_kept: false`).
+The file's proof is `verify-archive`'s to check; this reader only refuses a file that is not an
+archive (`ARCHIVE_INVALID`) and a task the file does not hold (`ARCHIVE_TASK_NOT_FOUND`). An
+archive of format 1 holds its rows' digests alone: its tasks' rows show as unknown.
 """
 
 from __future__ import annotations
@@ -22,13 +20,13 @@ from aios_ledger.core.log.archived import (
     LedgerSealedRow,
 )
 from aios_ledger.core.log.export import (
-    MAX_LINE_BYTES,
     ROW_FIELD,
     ROWS_KEPT_FORMAT,
     is_archived_line,
     is_state_line,
     is_trailer,
     parse_export_header,
+    parse_line,
 )
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
@@ -46,16 +44,28 @@ from aios_ledger.core.log.verification import ARCHIVE_MISMATCH, Finding
 
 ARCHIVE_INVALID = "ARCHIVE_INVALID"
 ARCHIVE_TASK_NOT_FOUND = "ARCHIVE_TASK_NOT_FOUND"
-# The columns of a task's row `show` reads as JSON documents, and the names it shows them by.
-_JSON_COLUMNS = {
-    "success_criteria_json": "success_criteria",
-    "required_capabilities_json": "required_capabilities",
-    "constraints_json": "constraints",
-    "metadata_json": "metadata",
-    "result_json": "result",
-    "verification_json": "verification",
+# What `archive show` says of a task's row and of its lists, field by field: `name:column` is
+# a column read as a JSON document and shown by another name.
+_TASK_FIELDS = (
+    "goal instructions status attempt created_at updated_at"
+    " success_criteria:success_criteria_json required_capabilities:required_capabilities_json"
+    " constraints:constraints_json metadata:metadata_json result:result_json"
+    " verification:verification_json"
+)
+_LIST_FIELDS = {
+    "evidence": (RUN_EVENTS, "run_id seq kind created_at payload:payload_json"),
+    "reviews": (
+        AUXILIARY_RUNS,
+        "aux_id run_id kind state output:output_json error_code error",
+    ),
+    "proposals": (
+        TASK_PROPOSALS,
+        "proposal_id attempt repository base_oid head_oid bundle_sha256"
+        " changed_files:changed_files_json",
+    ),
+    "bindings": (GOVERNED_BINDINGS, "job_id binding_sha256 created_at binding:binding_json"),
 }
-_TASK_COLUMNS = ("goal", "instructions", "status", "attempt", "created_at", "updated_at")
+_EVENT_FIELDS = "event_id event_type agent_id created_at payload:payload_json"
 
 
 @attrs.frozen
@@ -147,8 +157,7 @@ def unanchored_chains(
 ) -> list[tuple[str, str]]:
     """The file's chains whose last seal no sealed TASKS_ARCHIVED event (the chains of each
     in `recorded`) recorded, with why: `(chain, detail)`. A chain that ends at a recorded seal
-    is the ledger's: its seals link back from that one, and each covers the digests of the
-    rows its event wrote, so a row that gives its seal's digest is the row the ledger sealed."""
+    is the ledger's, and so are the row digests its seals cover."""
     known: dict[str, set[ArchivedChainEnd]] = {}
     for chains in recorded:
         for chain, recorded_end in chains.items():
@@ -190,8 +199,7 @@ class RowSeal:
 
 def file_sealed_rows(contents: ArchiveContents, tables: SealedTables) -> tuple[FileSealedRow, ...]:
     """The file's rows that seals of the ledger chain cover, task by task, each with the key
-    the ledger's seal of it names (`tables`: every sealed table, by name). A row that is not
-    its table's is left out: the offline check reports it."""
+    the ledger's seal of it names (a row that is not its table's is the offline check's)."""
     found = []
     for task in contents.tasks.values():
         for table in LEDGER_SEALED_TABLES:
@@ -209,10 +217,9 @@ def ledger_row_findings(
     seals: Sequence[tuple[FileSealedRow, RowSeal | None]],
     recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
 ) -> list[Finding]:
-    """The file's rows that seals of the ledger chain cover, each with the ledger's last seal
-    of it (`seals`; None: none), held against that seal (the ledger chain stays, an archive
-    removes none of it), and each chain's set of them against the rows the TASKS_ARCHIVED
-    event recording the file (`recorded`; None: none did) sealed it removed."""
+    """The file's rows that seals of the ledger chain cover, each held against the ledger's
+    last seal of it (`seals`; the ledger chain stays whole), and each chain's set of them
+    against the rows the TASKS_ARCHIVED event recording the file (`recorded`) says it removed."""
     by_task: dict[str, list[tuple[FileSealedRow, RowSeal | None]]] = {
         task.task_id: [] for task in contents.tasks.values()
     }
@@ -223,10 +230,8 @@ def ledger_row_findings(
         listed: list[LedgerSealedRow] = []
         for row, seal in rows:
             if seal is None and row.table == GOVERNED_BINDINGS and recorded is not None:
-                # A binding registered before bindings were sealed (issue 26): no seal
-                # proves it, nor did the archive event record it; the file, whose digest
-                # that event did record, holds it as the ledger did (unprovable, as
-                # `verify` counts such a row while it is stored).
+                # A binding registered before bindings were sealed: unprovable, as `verify`
+                # counts it while stored; the file, whose digest the event recorded, holds it.
                 continue
             if seal is None or seal.row_digest != row.digest:
                 detail = (
@@ -257,70 +262,22 @@ def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:
 
 
 def task_summary(task: ArchivedTask) -> dict[str, Any]:
-    """What `archive show` says of a task: its goal, instructions, result and verdict (the
-    row's JSON columns read as documents), its events with their payloads, its evidence,
-    reviews, proposals and governed bindings."""
+    """What `archive show` says of a task (`_TASK_FIELDS`, `_LIST_FIELDS`)."""
     summary: dict[str, Any] = {"task_id": task.task_id, "row_kept": task.row is not None}
-    row = task.row or {}
-    for column in _TASK_COLUMNS:
-        summary[column] = row.get(column)
-    for column, name in _JSON_COLUMNS.items():
-        summary[name] = _document(row.get(column))
-    summary["events"] = [
-        {
-            "event_id": event.get("event_id"),
-            "event_type": event.get("event_type"),
-            "agent_id": event.get("agent_id"),
-            "created_at": event.get("created_at"),
-            "payload": _document(event.get("payload_json")),
-        }
-        for event in task.events
-    ]
-    summary["evidence"] = [
-        {
-            "run_id": row.get("run_id"),
-            "seq": row.get("seq"),
-            "kind": row.get("kind"),
-            "created_at": row.get("created_at"),
-            "payload": _document(row.get("payload_json")),
-        }
-        for row in task.rows.get(RUN_EVENTS, ())
-    ]
-    summary["reviews"] = [
-        {
-            "aux_id": row.get("aux_id"),
-            "run_id": row.get("run_id"),
-            "kind": row.get("kind"),
-            "state": row.get("state"),
-            "output": _document(row.get("output_json")),
-            "error_code": row.get("error_code"),
-            "error": row.get("error"),
-        }
-        for row in task.rows.get(AUXILIARY_RUNS, ())
-    ]
-    summary["proposals"] = [
-        {
-            "proposal_id": row.get("proposal_id"),
-            "attempt": row.get("attempt"),
-            "repository": row.get("repository"),
-            "base_oid": row.get("base_oid"),
-            "head_oid": row.get("head_oid"),
-            "bundle_sha256": row.get("bundle_sha256"),
-            "changed_files": _document(row.get("changed_files_json")),
-        }
-        for row in task.rows.get(TASK_PROPOSALS, ())
-    ]
-    summary["bindings"] = [
-        {
-            "job_id": row.get("job_id"),
-            "binding_sha256": row.get("binding_sha256"),
-            "created_at": row.get("created_at"),
-            "binding": _document(row.get("binding_json")),
-        }
-        for row in task.rows.get(GOVERNED_BINDINGS, ())
-    ]
+    summary.update(_fields(task.row or {}, _TASK_FIELDS))
+    summary["events"] = [_fields(event, _EVENT_FIELDS) for event in task.events]
+    for name, (table, fields) in _LIST_FIELDS.items():
+        summary[name] = [_fields(row, fields) for row in task.rows.get(table, ())]
     summary["rows"] = {table: len(found) for table, found in sorted(task.rows.items())}
     return summary
+
+
+def _fields(row: Mapping[str, Any], fields: str) -> dict[str, Any]:
+    shown = {}
+    for field in fields.split():
+        name, _, column = field.partition(":")
+        shown[name] = _document(row.get(column)) if column else row.get(name)
+    return shown
 
 
 def archive_summary_of(contents: ArchiveContents) -> dict[str, Any]:
@@ -360,10 +317,9 @@ def _document(text: object) -> object:
 
 
 def _parse(line: bytes | str, number: int) -> object:
-    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
-    if len(raw) > MAX_LINE_BYTES:
-        raise LedgerError(ARCHIVE_INVALID, f"line {number} is over {MAX_LINE_BYTES} bytes")
     try:
-        return loads_document(raw.rstrip(b"\n"), what=f"line {number}")
+        return parse_line(line, number)
     except LedgerError as refused:
-        raise LedgerError(ARCHIVE_INVALID, f"line {number}: {refused.detail}") from None
+        over = refused.code == "EXPORT_INVALID"
+        detail = refused.detail if over else f"line {number}: {refused.detail}"
+        raise LedgerError(ARCHIVE_INVALID, detail) from None

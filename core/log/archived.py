@@ -1,26 +1,21 @@
-"""Accounting for archived events while verifying (issue 17 item 6).
+"""Accounting for archived events while verifying.
 
 `archived_events` lists every event an archive removed, with its chain and seal, under the
 ledger-level `TASKS_ARCHIVED` event that removed it. `ArchiveAccount` holds the listings against
-that event: every chain listed under it must appear in its payload with the same last event and
-last seal, and it must be a sealed `TASKS_ARCHIVED` event of the ledger chain. A listing forged to
-let a hand-made DELETE through is thus reported; the payload also records the archive file's
-digest, which ties the file to the ledger.
-
-A chain an archive recorded may have been put back since (`archive restore`, issue 28 part 7):
-its events are in the log again, with their ids and seals, and its listings are gone. It is
-held until a later sealed ledger-level `TASKS_RESTORED` event records it as restored from that
-archive event with the same last event and seal; a chain recorded as archived that is neither
-listed nor restored, and a chain recorded as restored that was not awaiting it, are reported.
+that event's payload (same chains, same last event and seal), so that a listing forged to let a
+hand-made DELETE through is reported; the payload also records the archive file's digest. A
+chain recorded as archived but no longer listed must have been put back: a later sealed
+`TASKS_RESTORED` event records it, with the same last event and seal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 import attrs
-from aios_ledger.core.jsonvalue import JsonValue
+from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.jsonvalue import JsonValue, loads_document
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import AUXILIARY_RUNS, GOVERNED_BINDINGS, RUN_EVENTS
 from aios_ledger.core.log.seals import chain_of
@@ -58,8 +53,7 @@ def ledger_rows_record(rows: Iterable[LedgerSealedRow]) -> list[JsonValue]:
 
 def recorded_ledger_rows(payload: object) -> dict[str, frozenset[LedgerSealedRow]]:
     """Each chain's ledger-sealed rows as a TASKS_ARCHIVED payload records them, by chain
-    name; a chain that records none is left out (an archive before 0023), and so is an entry
-    that is malformed (then the rows it would name are reported gone)."""
+    name; a chain that records none, and a malformed entry, are left out."""
     found: dict[str, frozenset[LedgerSealedRow]] = {}
     if not isinstance(payload, Mapping) or not isinstance(payload.get("chains"), list):
         return found
@@ -237,6 +231,43 @@ def chains_without_bindings(payload: object) -> set[str]:
         if type(kept) is int and kept >= BINDINGS_KEPT_FORMAT:
             return set()
     return set(recorded_chains(payload) or ())
+
+
+def removed_by_archives(
+    payloads: Iterable[object], listed: Container[str] | None = None
+) -> tuple[set[str], set[LedgerSealedRow]]:
+    """What TASKS_ARCHIVED payloads account for among the sealed rows that are gone: the chains
+    whose bindings an archive before format 3 deleted unkept, and the ledger-sealed rows they
+    record removing (with `listed`, only those of the chains still listed as archived)."""
+    without_bindings: set[str] = set()
+    ledger_rows: set[LedgerSealedRow] = set()
+    for payload in payloads:
+        without_bindings.update(chains_without_bindings(payload))
+        for chain, rows in recorded_ledger_rows(payload).items():
+            if listed is None or chain in listed:
+                ledger_rows.update(rows)
+    return without_bindings, ledger_rows
+
+
+def archive_removed(
+    table: str,
+    key: str,
+    event_id: int,
+    without_bindings: Container[str],
+    ledger_rows: Container[LedgerSealedRow],
+) -> bool:
+    """Whether a sealed row that is gone left with an archive (`removed_by_archives`)."""
+    if table == GOVERNED_BINDINGS and chain_of(key.split(" ", 1)[0]) in without_bindings:
+        return True
+    return LedgerSealedRow(table, key, event_id) in ledger_rows
+
+
+def payload_of(text: object) -> object:
+    """An archive or restore event's payload text read as JSON; None when it is not."""
+    try:
+        return loads_document(text, what="an archive event") if isinstance(text, str) else None
+    except LedgerError:
+        return None
 
 
 def archive_summary(payload: Any) -> Mapping[str, Any] | None:

@@ -1,16 +1,12 @@
 """Folding a chain's v4 seals into the task row they say was written last.
 
-A v4 seal does not cover the image of its chain's task row: it covers the columns the transition
-changed (`SealRow.row_changes`) and a chained row digest over them and the chain's previous one
-(`core.log.rows.chained_row_digest`). The first v4 seal of a chain to write the row holds every
-column; each later one holds what changed. Fed a chain's seals in chain order, `ChainedRowFold`
-follows the chain as its writer did and ends with the row's columns, which the verifier digests
-and holds against the stored row as it holds a v2 image (`sealed`). Its state is one row.
-
-A seal of another version in the chain (a v2 seal before migration 0020, or a v3 seal written
-after the log was copied to PostgreSQL) ends the chained digest, as its writer did not carry it
-on: the next v4 write of the row starts again from every column. Which of the fold and a v2/v3
-image is the row's last seal is told by their event ids.
+A v4 seal covers the columns the transition changed of its chain's task row and a chained row
+digest over them and the chain's previous one (`core.log.rows.chained_row_digest`); the first
+to write the row holds every column. Fed a chain's seals in chain order, `ChainedRowFold` ends
+with the row's columns, which the verifier holds against the stored row as it holds a v2 image.
+A seal of another version ends the chained digest, as its writer did not carry it on: the next
+v4 write starts again from every column. Which of the fold and a v2/v3 image is the row's last
+seal is told by their event ids.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The export format of the sealed log: JSON lines, checked offline by the same verifier.
 
-An export is a header line, one line per event in id order (its content, seal and chain as
-stored, and the state rows the seal covers), the current state rows' digests for an export of
-everything, and a trailer with the rolling head digest over the lines before it, so that a cut
-or edited file is noticed. An archive (`aios-ledger archive`) is an export of scope `"archive"`
-that also carries each state row whole and its proposals' bundle files, so the offline check
-can digest the rows and hash the bundles itself; events an archive removed appear in a later
-full export as one `archived` line each. docs/conformance.md gives the lines field by field.
-
-Older exports and archives (fewer fields, format 1 and 2 archives) are still read: a missing
-field reads as null, and an archive without whole rows is held to its digests alone.
+An export is a header line, one line per event in id order (with its seal and the state rows
+the seal covers), the current state rows' digests for an export of everything, and a trailer
+with the rolling head digest, so that a cut or edited file is noticed. An archive is an export
+of scope `"archive"` that also carries each state row whole and its proposals' bundle files;
+events an archive removed appear in a later full export as one `archived` line each.
+docs/conformance.md gives the lines field by field. Older exports and archives are still read.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 from aios_ledger.core.errors import LedgerError
@@ -26,19 +22,18 @@ from aios_ledger.core.log.archived import (
     BINDINGS_KEPT_FORMAT,
     LEDGER_SEALED_TABLES,
     LedgerSealedRow,
-    chains_without_bindings,
+    archive_removed,
     is_archive_event,
-    recorded_ledger_rows,
+    payload_of,
+    removed_by_archives,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
 from aios_ledger.core.log.rows import (
-    GOVERNED_BINDINGS,
     TASK_PROPOSALS,
     TASKS,
     RowImage,
 )
-from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import held_row_problem
 from aios_ledger.core.log.tables import SealedTables
 from aios_ledger.core.log.verification import (
@@ -67,9 +62,8 @@ STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 
 def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, Any]:
-    """The first line; a whole log from a store whose ids have gaps by design (PostgreSQL's
-    sequence) says so (`"dense_ids": false`), so that its offline check reads no gap as a
-    removed event."""
+    """The first line; a store whose ids have gaps by design says so, so that its offline check
+    reads no gap as a removed event."""
     if task_id is None:
         header: dict[str, Any] = {"schema": EXPORT_SCHEMA, "scope": "all"}
         if not dense_ids:
@@ -78,9 +72,8 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-# Format 2: the archive's state lines carry their rows; format 1 (no field in
-# the header) holds their digests alone. Format 3 (the one written) also holds its tasks'
-# governed bindings, which a format 2 archive deleted without keeping.
+# Format 1 (no field in the header) holds the state rows' digests alone, format 2 the rows, and
+# format 3 (the one written) also its tasks' governed bindings.
 ROWS_KEPT_FORMAT = 2
 ARCHIVE_FORMAT = BINDINGS_KEPT_FORMAT
 ARCHIVE_FORMATS = frozenset((ROWS_KEPT_FORMAT, ARCHIVE_FORMAT))
@@ -123,7 +116,7 @@ def export_archived_line(
     }
 
 
-def is_archived_line(raw: object) -> bool:
+def is_archived_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "archived" in raw
 
 
@@ -157,8 +150,7 @@ BUNDLE_PART_BYTES = 4 * 1024 * 1024
 
 
 def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]:
-    """An archived proposal's bundle file as lines after the state lines: `{"bundle": its hex
-    sha256 (as the proposal's row names it), "part": i, "parts": n, "data": base64}`."""
+    """An archived proposal's bundle file as lines after the state lines."""
     parts = [data[at : at + BUNDLE_PART_BYTES] for at in range(0, len(data), BUNDLE_PART_BYTES)]
     return [
         {
@@ -171,7 +163,7 @@ def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]
     ]
 
 
-def is_bundle_line(raw: object) -> bool:
+def is_bundle_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "bundle" in raw
 
 
@@ -254,36 +246,32 @@ class ExportHeader:
 def parse_export_header(raw: object) -> ExportHeader:
     if not isinstance(raw, Mapping) or raw.get("schema") != EXPORT_SCHEMA:
         raise LedgerError("EXPORT_INVALID", f"the first line is not an {EXPORT_SCHEMA} header")
-    scope = raw.get("scope")
-    if scope == "all" and set(raw) == {"schema", "scope"}:
-        return ExportHeader(scope="all", task_id=None)
+    scope, fields = raw.get("scope"), set(raw) - {"schema", "scope"}
+    if scope == "all" and (not fields or (fields == {"dense_ids"} and raw["dense_ids"] is False)):
+        return ExportHeader(scope="all", task_id=None, dense_ids=not fields)
+    finished_before, archive_format = raw.get("finished_before"), raw.get("format", 1)
     if (
-        scope == "all"
-        and set(raw) == {"schema", "scope", "dense_ids"}
-        and raw["dense_ids"] is False
-    ):
-        return ExportHeader(scope="all", task_id=None, dense_ids=False)
-    archive_fields = {"schema", "scope", "finished_before"}
-    finished_before = raw.get("finished_before")
-    if scope == "archive" and isinstance(finished_before, str):
-        if set(raw) == archive_fields:
-            return ExportHeader("archive", None, archive_format=1, finished_before=finished_before)
-        archive_format = raw.get("format")
-        if (
-            set(raw) == archive_fields | {"format"}
-            and type(archive_format) is int
-            and archive_format in ARCHIVE_FORMATS
-        ):
-            return ExportHeader(
-                "archive", None, archive_format=archive_format, finished_before=finished_before
+        scope == "archive"
+        and isinstance(finished_before, str)
+        and (
+            fields == {"finished_before"}
+            or (
+                fields == {"finished_before", "format"}
+                and type(archive_format) is int
+                and archive_format in ARCHIVE_FORMATS
             )
+        )
+    ):
+        return ExportHeader(
+            "archive", None, archive_format=archive_format, finished_before=finished_before
+        )
     task_id = raw.get("task_id")
-    if scope == "task" and isinstance(task_id, str) and set(raw) == {"schema", "scope", "task_id"}:
+    if scope == "task" and isinstance(task_id, str) and fields == {"task_id"}:
         return ExportHeader(scope="task", task_id=task_id)
     raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
 
 
-def is_trailer(raw: object) -> bool:
+def is_trailer(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "end" in raw
 
 
@@ -298,7 +286,7 @@ def parse_export_trailer(raw: object) -> LedgerHead:
         raise LedgerError("EXPORT_INVALID", f"the trailer is malformed: {refused.detail}") from None
 
 
-def is_state_line(raw: object) -> bool:
+def is_state_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(raw, Mapping) and "state" in raw
 
 
@@ -330,8 +318,8 @@ def _parse_rows(raw: object, event_id: int) -> tuple[RowImage, ...]:
 
 
 def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[RowImage, ...]]:
-    """One event line; the content's types are left to the verifier (a changed type is a
-    changed event), only the shape of the line is checked here."""
+    """One event line, its shape checked; its content's types are the verifier's (a changed
+    type is a changed event)."""
     fields = set(EVENT_FIELDS) | set(SEAL_FIELDS) | {ROWS_FIELD}
     shapes = (fields, fields | set(CHAINED_FIELDS))
     if not isinstance(raw, Mapping) or (set(raw) | {ACTOR_FIELD}) not in shapes:
@@ -347,17 +335,7 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[Row
     adoption = raw["sealed_at_adoption"]
     if not isinstance(adoption, bool):
         raise LedgerError("EXPORT_INVALID", f"event {event_id}: sealed_at_adoption must be a bool")
-    seal = SealRow(
-        event_id=event_id,
-        chain=raw["chain"],
-        chain_seq=raw["chain_seq"],
-        prev_seal=raw["prev_seal"],
-        seal=raw["seal"],
-        sealed_at_adoption=adoption,
-        seal_version=raw["seal_version"],
-        row_changes=raw.get("row_changes"),
-        chained_row_digest=raw.get("chained_row_digest"),
-    )
+    seal = SealRow.from_row(raw)  # sealed_at_adoption: a bool, checked above
     return event, seal, _parse_rows(raw[ROWS_FIELD], event_id)
 
 
@@ -395,8 +373,9 @@ class ExportState:
         if seal.seal_version == SEAL_VERSION_1:
             self._v1_history = True
         if is_archive_event(event):
-            self._chains_without_bindings.update(_chains_without_bindings(event))
-            self._archived_rows.update(_recorded_ledger_rows(event))
+            without_bindings, ledger_rows = removed_by_archives([payload_of(event.payload_json)])
+            self._chains_without_bindings.update(without_bindings)
+            self._archived_rows.update(ledger_rows)
         for table, kind in self._unsealed_writers.items():
             if table not in self._sealed_since and kind(event):
                 self._unsealed_before.add(table)
@@ -417,31 +396,17 @@ class ExportState:
             fold = self._folds[key] = ChainedRowFold(key)
         fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
 
-    def _last_sealed(self, verifier: LogVerifier, table: str, key: str) -> tuple[int, Any] | None:
-        """The last seal of a row: its last image, or for a task row a later v4 fold."""
-        sealed = self._sealed.get((table, key))
-        fold = self._folds.get(key) if table == TASKS else None
-        if fold is None:
-            return sealed
-        if fold.problem is not None:
-            event_id, detail = fold.problem
-            verifier.note(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=key))
-        folded = fold.sealed()
-        if folded is None or (sealed is not None and sealed[0] > folded[0]):
-            return sealed
-        return folded
-
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))
         if self._archive and table in LEDGER_SEALED_TABLES and (table, key) not in self._sealed:
             return
+        sealed: tuple[int, str | None] | None = self._sealed.get((table, key))
         if table == TASKS:
             history = key in self._chains_with_events
+            sealed = verifier.last_task_seal(self._folds.get(key), sealed)
         else:
             history = self._v1_history or table in self._unsealed_before
-        verifier.check_row(
-            table, key, digest, self._last_sealed(verifier, table, key), history=history
-        )
+        verifier.check_row(table, key, digest, sealed, history=history)
 
     def finish(self, verifier: LogVerifier) -> None:
         gone: dict[tuple[str, str], tuple[int, str | None]] = dict(self._sealed)
@@ -451,34 +416,10 @@ class ExportState:
                 if last is None or last[0] < fold.event_id:
                     gone[(TASKS, key)] = (fold.event_id, None)
         for (table, key), (event_id, _) in sorted(gone.items()):
-            if (table, key) in self._seen:
-                continue
-            # An archive before format 3 deleted its tasks' bindings without recording them.
-            if table == GOVERNED_BINDINGS and chain_of(key.split(" ", 1)[0]) in (
-                self._chains_without_bindings
+            if (table, key) not in self._seen and not archive_removed(
+                table, key, event_id, self._chains_without_bindings, self._archived_rows
             ):
-                continue
-            # An archive's tasks' run events, reviews and (since format 3) bindings, each
-            # recorded by the archive event.
-            if LedgerSealedRow(table, key, event_id) in self._archived_rows:
-                continue
-            verifier.check_row_gone(table, key, event_id)
-
-
-def _recorded_ledger_rows(event: EventRow) -> set[LedgerSealedRow]:
-    try:
-        payload = loads_document(event.payload_json, what="an archive event")
-    except (LedgerError, TypeError):
-        return set()
-    return {row for rows in recorded_ledger_rows(payload).values() for row in rows}
-
-
-def _chains_without_bindings(event: EventRow) -> set[str]:
-    try:
-        payload = loads_document(event.payload_json, what="an archive event")
-    except (LedgerError, TypeError):
-        return set()
-    return chains_without_bindings(payload)
+                verifier.check_row_gone(table, key, event_id)
 
 
 class ChainTips:
@@ -486,9 +427,6 @@ class ChainTips:
 
     def __init__(self) -> None:
         self._tips: dict[str, ChainLink] = {}
-
-    def __len__(self) -> int:
-        return len(self._tips)
 
     def predecessor(self, seal: SealRow | None) -> ChainLink | None:
         if seal is None or not isinstance(seal.chain, str):
@@ -504,14 +442,12 @@ class ChainTips:
 
 
 def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> VerificationReport:
-    """Check an export, line by line (each with or without its newline), with the ledger's own
-    verifier and no database: every event's seal and chain, the trailer's count and rolling
-    digest, and the state lines against `tables` (`core.sealed_tables.SEALED_TABLES`). A
-    malformed line is an `EXPORT_INVALID` finding, never an exception; a line longer than
-    `MAX_LINE_BYTES` is refused unread."""
-    numbered = enumerate((_line_bytes(line) for line in lines), start=1)
+    """Check an export, line by line, with the ledger's own verifier and no database: every
+    event's seal and chain, the trailer, and the state lines against `tables`. A malformed line
+    is an `EXPORT_INVALID` finding, never an exception."""
+    numbered = enumerate(lines, start=1)
     first = next(numbered, None)
-    header = parse_export_header(None if first is None else _parse_line(first[1], 1))
+    header = parse_export_header(None if first is None else parse_line(first[1], 1))
     verifier = LogVerifier(dense_ids=header.scope == "all" and header.dense_ids)
     tips = ChainTips()
     state = ExportState(tables, archive=header.scope == "archive")
@@ -522,7 +458,7 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
     last_id = 0
     for number, raw_line in numbered:
         try:
-            value = _parse_line(raw_line, number)
+            value = parse_line(raw_line, number)
             if trailer_seen:
                 raise LedgerError("EXPORT_INVALID", "a line after the trailer")
             if is_trailer(value):
@@ -530,28 +466,27 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
                 _check_trailer(verifier, parse_export_trailer(value))
                 continue
             if is_state_line(value) and header.holds_state:
-                assert isinstance(value, Mapping)
                 if bundle_lines:
                     raise LedgerError("EXPORT_INVALID", "a state line after the bundle lines")
                 state_lines = True
                 with_row = header.archive_format >= ROWS_KEPT_FORMAT
                 table, key, digest = parse_state_line(value, with_row=with_row)
                 if with_row:
-                    _check_held_row(verifier, tables, table, key, digest, value[ROW_FIELD])
+                    problem = held_row_problem(tables, table, key, digest, value[ROW_FIELD])
+                    if problem is not None:
+                        verifier.note(Finding(STATE_MISMATCH, None, problem, table=table, key=key))
                     bundle = value[ROW_FIELD].get("bundle_sha256")
                     if table == TASK_PROPOSALS and isinstance(bundle, str):
                         proposals[key] = bundle
                 state.check(verifier, table, key, digest)
                 continue
             if is_bundle_line(value) and header.archive_format >= ROWS_KEPT_FORMAT:
-                assert isinstance(value, Mapping)
                 bundle_lines = True
                 bundles.add(value)
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
             if is_archived_line(value) and header.scope == "all":
-                assert isinstance(value, Mapping)
                 archived_id, archive_event_id, chain, archived_seal = parse_archived_line(value)
                 if archived_id <= last_id:
                     raise LedgerError("EXPORT_INVALID", f"event {archived_id} out of order")
@@ -581,25 +516,9 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
     return verifier.finish()
 
 
-def _check_held_row(
-    verifier: LogVerifier,
-    tables: SealedTables,
-    table: str,
-    key: str,
-    digest: str | None,
-    row: object,
-) -> None:
-    problem = held_row_problem(tables, table, key, digest, row)
-    if problem is not None:
-        verifier.note(Finding(STATE_MISMATCH, None, problem, table=table, key=key))
-
-
-def _line_bytes(line: bytes | str) -> bytes:
+def parse_line(line: bytes | str, number: int) -> object:
     # Text that is not UTF-8 (a lone surrogate) stays undecodable, for the parser to refuse.
-    return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
-
-
-def _parse_line(raw: bytes, number: int) -> object:
+    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_LINE_BYTES:
         raise LedgerError("EXPORT_INVALID", f"line {number} is over {MAX_LINE_BYTES} bytes")
     return loads_document(raw.rstrip(b"\n"), what=f"line {number}")

@@ -1,15 +1,10 @@
 """Restoring an archive: the tasks an archive removed, put back as they were.
 
-`decide_restore` takes a file the shell has already checked offline and found recorded by a
-sealed `TASKS_ARCHIVED` event, and plans the inserts of every archived row and event with its
-original id and seal, and one ledger-level `TASKS_RESTORED` event recording what came back. The
-restored events keep their Merkle leaves (an archive never removes them), so the tree gains only
-the TASKS_RESTORED leaf and the head is otherwise unchanged.
-
-A restore puts back all of an archive or nothing: it is refused, changing nothing, when the file
-is not the one archived (`ARCHIVE_MISMATCH`), was restored already, would collide with rows
-written since (`RESTORE_TASK_EXISTS`, `RESTORE_SEQ_TAKEN`, `RESTORE_ROW_EXISTS`), or keeps only
-its rows' digests (`ARCHIVE_ROWS_NOT_KEPT`).
+`decide_restore` plans the inserts of every archived row and event with its original id and
+seal, and one ledger-level `TASKS_RESTORED` event recording what came back. The restored events
+kept their Merkle leaves (an archive never removes them), so the tree gains only that event's.
+It puts back all of an archive or nothing: refused when the file is not the one archived, was
+restored already, would collide with rows written since, or keeps only its rows' digests.
 """
 
 from __future__ import annotations
@@ -53,9 +48,9 @@ from aios_ledger.core.log.rows import (
     TASKS,
     RowImage,
 )
-from aios_ledger.core.log.tables import SealedTables
+from aios_ledger.core.log.tables import SealedTable, SealedTables
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.structuring import structure, unstructure
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
@@ -126,10 +121,9 @@ class RowToRestore:
 @attrs.frozen
 class RestoreState:
     """What the shell read under the write lock: the sealed TASKS_ARCHIVED event that recorded
-    the file's digest (None: none did) and the chains its payload records, the listings it still
-    holds (each chain's last), the rows to restore that are taken now (`(table, key, taken)`,
-    `taken` 'key' or 'seq'), the first answer under the request's key, and the ledger chain's
-    tail, which the TASKS_RESTORED event extends."""
+    the file's digest (None: none did) and its chains, the listings it still holds, the rows to
+    restore that are taken now (`(table, key, 'key' or 'seq')`), the first answer under the
+    request's key, and the ledger chain's tail."""
 
     archive_event_id: int | None
     recorded: Mapping[str, ArchivedChainEnd]
@@ -152,7 +146,7 @@ class RestoreAnswer(TypedDict):
 RestoredEvent = tuple[EventRow, SealRow, Sequence[RowImage]]
 
 
-def rows_to_restore(contents: ArchiveContents) -> tuple[RowToRestore, ...]:
+def rows_to_restore(contents: ArchiveContents, tables: SealedTables) -> tuple[RowToRestore, ...]:
     """Every row the archive would put back, for the shell to look up."""
     found: list[RowToRestore] = []
     for task in contents.tasks.values():
@@ -161,8 +155,8 @@ def rows_to_restore(contents: ArchiveContents) -> tuple[RowToRestore, ...]:
             found.append(RowToRestore(TASKS, task.task_id, seq if type(seq) is int else None))
         for table, rows in task.rows.items():
             for row in rows:
-                key = _row_key(table, row)
-                if key is not None:
+                key = row.get(tables[table].key) if table in tables else None
+                if isinstance(key, str):
                     found.append(RowToRestore(table, key))
     return tuple(found)
 
@@ -264,9 +258,8 @@ def _events_of(task: ArchivedTask) -> tuple[RestoredEvent, ...]:
 
 
 def _check_recorded(state: RestoreState, archive_event_id: int, contents: ArchiveContents) -> None:
-    """The file's chains are those the archive event recorded, ending where it says (each
-    chain's end as `verify-archive` reads it, `chain_ends`: the events were found sealed), and
-    every one of them is still listed as archived under it, as the archive left it."""
+    """The file's chains are those the archive event recorded, ending where it says, and each
+    is still listed as archived under it."""
     ends = chain_ends(contents)
     if ends != dict(state.recorded):
         raise LedgerError(
@@ -309,16 +302,14 @@ def _task_writes(
     """The task's row, its events with their seals and sealed rows, its other rows, then its
     listings (which the trigger lets go once their events are back with their seals)."""
     assert task.row is not None  # _events_of required it
-    writes = [_row_write(TASKS, tables[TASKS].with_later_defaults(task.row))]
+    writes = [_row_write(tables[TASKS], tables[TASKS].with_later_defaults(task.row))]
     for event, seal, rows in events:
         writes.append(event.insert())
         writes.append(seal.insert())
         writes.extend(row.insert() for row in sealed_rows(event.event_id, rows))
     for table in RESTORED_TABLES:
-        if table == RUNS:
-            writes.extend(_run_write(row, task) for row in task.rows.get(table, ()))
-        elif table != TASKS:
-            writes.extend(_row_write(table, row) for row in task.rows.get(table, ()))
+        for row in task.rows.get(table, ()) if table != TASKS else ():
+            writes.append(_row_write(tables[table], _run_row(row, task) if table == RUNS else row))
     unknown = sorted(set(task.rows) - set(RESTORED_TABLES))
     if unknown:
         raise LedgerError(ARCHIVE_INVALID, f"the archive holds rows of {unknown[0]!r}, not kept")
@@ -326,50 +317,29 @@ def _task_writes(
     return writes
 
 
-def _run_write(row: Mapping[str, Any], task: ArchivedTask) -> SqlWrite:
-    """An attempt run put back with the count of its archived events and, when it held any, the
-    time of its last (each append moved both)."""
+def _run_row(row: Mapping[str, Any], task: ArchivedTask) -> Mapping[str, Any]:
+    """An attempt run with the count of its archived events and, when it held any, the time of
+    its last (each append moved both)."""
     run_id = row.get("run_id")
     events = [event for event in task.rows.get(RUN_EVENTS, ()) if event.get("run_id") == run_id]
     last = max(events, key=lambda event: event.get("seq") or 0) if events else row
     if _RUN_DERIVED & set(row):
         raise LedgerError(ARCHIVE_INVALID, "a row of runs holds columns its seal does not cover")
-    return _row_write(
-        RUNS, {**row, "event_count": len(events), "updated_at": last.get("created_at")}
-    )
+    return {**row, "event_count": len(events), "updated_at": last.get("created_at")}
 
 
-def _row_write(table: str, row: Mapping[str, Any]) -> SqlWrite:
+def _row_write(table: SealedTable, row: Mapping[str, Any]) -> SqlWrite:
     """The insert that puts `row` back: exactly its statement's columns, each a value a plan
     writes (text, an integer, a real such as a scan's seconds, or NULL). A two-column key's
-    joined text (`run_event_key`, `binding_key`), which the archive keeps beside its columns,
-    is not one."""
-    statement = RESTORED_TABLES[table]
-    joined_key = _JOINED_KEYS.get(table)
-    if joined_key is not None:
-        row = {name: value for name, value in row.items() if name != joined_key}
+    joined text, which the archive keeps beside its columns, is not one."""
+    statement = RESTORED_TABLES[table.name]
+    if table.key_name is not None:
+        row = {name: value for name, value in row.items() if name != table.key_name}
     if set(row) != statement.parameters:
-        raise LedgerError(ARCHIVE_INVALID, f"a row of {table} does not hold its table's columns")
-    params: dict[str, SqlParam] = {}
+        raise LedgerError(
+            ARCHIVE_INVALID, f"a row of {table.name} does not hold its table's columns"
+        )
     for name, value in row.items():
         if not (value is None or type(value) in (str, int, float)):
-            raise LedgerError(ARCHIVE_INVALID, f"a row of {table}: {name} is no stored value")
-        params[name] = value
-    return SqlWrite(statement, params)
-
-
-# The tables keyed by two columns, and the joined key the archive keeps beside them.
-_JOINED_KEYS: Mapping[str, str] = {RUN_EVENTS: "run_event_key", GOVERNED_BINDINGS: "binding_key"}
-_KEY_COLUMNS: Mapping[str, str] = {
-    **_JOINED_KEYS,
-    RUNS: "run_id",
-    AUXILIARY_RUNS: "aux_id",
-    TASK_PROPOSALS: "proposal_id",
-    AGENT_SCAN_CHARGES: "charge_id",
-    TASK_SPEND: "spend_key",
-}
-
-
-def _row_key(table: str, row: Mapping[str, Any]) -> str | None:
-    key = row.get(_KEY_COLUMNS.get(table, "idempotency_key"))
-    return key if isinstance(key, str) else None
+            raise LedgerError(ARCHIVE_INVALID, f"a row of {table.name}: {name} is no stored value")
+    return SqlWrite(statement, dict(row))

@@ -1,17 +1,12 @@
 """The rows a sealed event proves: the state tables, and the digest of a row as it was written.
 
 A transition that writes a row of a state table hands the row, as it stands after the write, to
-its event, and the event's seal covers the row's digest; `verification` then holds each current
-row against the last seal that wrote it, so a row changed behind the ledger's back is reported.
-The state tables are those that only plans with a sealed event write (`core.sealed_tables`).
-
-A row's digest is taken over every field of its record, so a column added to a table and its
-record is covered without a change here. Rows sealed before a column existed still verify: a
-column added later is left out of the digest while it holds the value the migration gave it
-(`LATER_COLUMNS`, `LATER_NULL_COLUMNS`, `SealedTable.later_defaults`), and a value written over
-it is digested like any other. A timestamp that is a whole second digests in its whole-second
-spelling (`…:05Z`, not `…:05.000Z`), because seals are append-only and the older ones were
-taken over that spelling.
+its event, whose seal covers the row's digest; `verification` holds each current row against
+the last seal that wrote it. The digest is over every field of the row's record. Rows sealed
+before a column existed still verify: a later column is left out of the digest while it holds
+the value its migration gave it (`LATER_COLUMNS`, `LATER_NULL_COLUMNS`,
+`SealedTable.later_defaults`). A whole-second timestamp digests in its whole-second spelling
+(`…:05Z`), because older seals, append-only, were taken over that spelling.
 """
 
 from __future__ import annotations
@@ -70,11 +65,9 @@ def row_digest(
 ) -> str | None:
     """`digest_json(ROW_SCHEMA, {table, key, columns})` over every column of the row, or None
     when a stored value is one no plan writes (a blob, a NaN): such a row matches no seal.
-
-    Rows are flat, and their values text, integers or NULL: such a row's canonical JSON is
-    written out here, column by column (the json module's own escaping, keys sorted), instead
-    of walking it as an untrusted value, which was most of `verify`'s time over the state.
-    Any other row takes the checked path; both give the same digest (tests hold them equal)."""
+    A flat row of text, integers and NULL is written out column by column, which is faster
+    than walking it as an untrusted value; any other takes the checked path (tests hold the
+    two equal)."""
     if type(table) is not str or type(key) is not str:
         return _checked_row_digest(table, key, columns, without)
     values = tuple(columns.values())
@@ -175,10 +168,8 @@ class RowWrite:
 
     def changes(self, *, full: bool) -> str:
         """The changed columns (all of them when `full` or the row is new) as canonical JSON
-        text, keys sorted, values exactly as written (a timestamp keeps its spelling: the
-        verifier digests the row it folds, `row_digest` respells it there). Written out in the
-        columns' sorted order, worked out once per record (`_sorted_columns`); `changes_text`
-        gives the same text (tests hold them equal)."""
+        text, values exactly as written (`row_digest` respells a timestamp when the verifier
+        digests the folded row); `changes_text` gives the same text (tests hold them equal)."""
         before, after = self.before, self.after
         whole = full or before is None
         parts = []

@@ -21,10 +21,8 @@ def stored_row_state(
 ) -> tuple[str, str | None]:
     """The key and digest of a stored row of `table` (None: it holds what no plan writes), to
     hold against `sealed_digest`, the digest its last seal took: over every column, or, for a
-    seal taken before the `LATER_COLUMNS` existed, over the others (the digest that matches
-    it, when one does). A `LATER_NULL_COLUMNS` column is left out only while it is NULL, as
-    no plan since it existed writes it: a value set there by hand is digested and reported;
-    one of the table's `later_defaults`, only while it holds its default."""
+    seal taken before some later columns existed, over the others, when that matches. A later
+    column is left out only while it holds the value its migration gave (NULL, its default)."""
     key = str(row[table.key])
     row = table.with_later_defaults(row)
     columns = {name: row[name] for name in record_columns(table.record)}

@@ -1,17 +1,11 @@
 """Verifying the sealed event log, one row at a time, without I/O.
 
 `LogVerifier` is fed the log in `event_id` order: each event (or None when only its seal is
-left), its seal, and the seal before it in its chain. It keeps constant state rather than one
-tip per chain, so memory does not grow with the number of tasks: the feeder looks the
-predecessor up (the database by its `(chain, chain_seq)` index, the offline check in
-`ChainTips`). Findings are reported by event id with stable codes (`FINDING_CODES`).
-
-After the log, the feeder holds every current state row against the last seal that wrote it
-(`check_row`, `check_row_gone`): a row changed, deleted or inserted without its event is a
-`STATE_MISMATCH`; a row no seal could have covered is counted as unprovable, not reported.
-Archived events still count in the head and are held against the `TASKS_ARCHIVED` event that
-removed them. The head (`events`, `last_event_id`, a digest rolling over every event's seal)
-lets a head kept outside the database show any later edit, even one that re-sealed its chain.
+left), its seal, and the seal before it in its chain, which the feeder looks up, so that memory
+does not grow with the number of tasks. Then the feeder holds every current state row against
+the last seal that wrote it (`check_row`, `check_row_gone`). Findings have stable codes
+(`FINDING_CODES`). The head, a digest rolling over every event's seal, lets a head kept outside
+the database show any later edit, even one that re-sealed its chain.
 """
 
 from __future__ import annotations
@@ -25,6 +19,7 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
 from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event, is_restore_event
+from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import (
     SEAL_VERSION_1,
     SEAL_VERSION_4,
@@ -32,7 +27,7 @@ from aios_ledger.core.log.records import (
     EventRow,
     SealRow,
 )
-from aios_ledger.core.log.rows import RowImage
+from aios_ledger.core.log.rows import TASKS, RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, ChainedRow, chain_of, seal_of_stored
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 
@@ -176,7 +171,7 @@ def roll_head(digest: str, event_id: int, seal: str | None) -> str:
     return "sha256:" + hasher.hexdigest()
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class VerificationReport:
     intact: bool
     events: int
@@ -187,37 +182,25 @@ class VerificationReport:
     tolerated_adoption_gaps: int
     rows_checked: int
     rows_unprovable: int
-    head: LedgerHead
-    head_checked: LedgerHead | None
-    findings: tuple[Finding, ...]
-    finding_counts: Mapping[str, int]
-    findings_truncated: bool
     # The stored checkpoints held to the tree, and those whose signature verified under a key
     # the verifier knew (a log walked from the database; an export carries none).
     checkpoints_checked: int = 0
     checkpoint_signatures_checked: int = 0
     # The stored witness cosignatures verified under a witness key the verifier knew.
     cosignatures_checked: int = 0
+    head: LedgerHead
+    head_checked: LedgerHead | None
+    findings: tuple[Finding, ...]
+    finding_counts: Mapping[str, int]
+    findings_truncated: bool
 
     def public(self) -> dict[str, Any]:
         return {
-            "intact": self.intact,
-            "events": self.events,
-            "archived": self.archived,
-            "sealed": self.sealed,
-            "sealed_at_adoption": self.sealed_at_adoption,
-            "unsealed": self.unsealed,
-            "tolerated_adoption_gaps": self.tolerated_adoption_gaps,
-            "rows_checked": self.rows_checked,
-            "rows_unprovable": self.rows_unprovable,
-            "checkpoints_checked": self.checkpoints_checked,
-            "checkpoint_signatures_checked": self.checkpoint_signatures_checked,
-            "cosignatures_checked": self.cosignatures_checked,
+            **attrs.asdict(self, recurse=False),
             "head": self.head.public(),
             "head_checked": None if self.head_checked is None else self.head_checked.public(),
             "findings": [finding.public() for finding in self.findings],
             "finding_counts": dict(sorted(self.finding_counts.items())),
-            "findings_truncated": self.findings_truncated,
         }
 
 
@@ -254,11 +237,9 @@ def _chained_well_formed(seal: SealRow) -> bool:
     written beside an older seal, which does not cover it, is a forgery)."""
     if seal.seal_version != SEAL_VERSION_4:
         return seal.row_changes is None and seal.chained_row_digest is None
-    return all(value is None or type(value) is str for value in _chained_columns(seal))
-
-
-def _chained_columns(seal: SealRow) -> tuple[object, object]:
-    return seal.row_changes, seal.chained_row_digest
+    return all(
+        value is None or type(value) is str for value in (seal.row_changes, seal.chained_row_digest)
+    )
 
 
 def _rows_well_typed(rows: Sequence[RowImage]) -> bool:
@@ -490,48 +471,23 @@ class LogVerifier:
         if not _seal_well_formed(seal):
             self._report(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
             return
-        chain, seq = seal.chain, seal.chain_seq
+        seq = seal.chain_seq
+        other = None if seq == 1 or predecessor is None else predecessor.event_id
         link_ok = True
-        other: int | None = None
         if seq == 1:
             link_ok = seal.prev_seal == GENESIS_SEAL
         elif predecessor is None:
-            self._report(
-                Finding(
-                    CHAIN_GAP,
-                    event_id,
-                    f"chain_seq {seq - 1} of the chain is missing before this event",
-                    chain=chain,
-                    chain_seq=seq,
-                )
-            )
+            detail = f"chain_seq {seq - 1} of the chain is missing before this event"
+            self._report_link(CHAIN_GAP, event_id, seal, other, detail)
+        elif predecessor.chain_seq != seq - 1:
+            kind = CHAIN_GAP if predecessor.chain_seq < seq - 1 else EVENT_REORDERED
+            detail = f"the chain's previous seal is at chain_seq {predecessor.chain_seq}"
+            self._report_link(kind, event_id, seal, other, detail)
         else:
-            other = predecessor.event_id
-            if predecessor.chain_seq != seq - 1:
-                kind = CHAIN_GAP if predecessor.chain_seq < seq - 1 else EVENT_REORDERED
-                self._report(
-                    Finding(
-                        kind,
-                        event_id,
-                        f"the chain's previous seal is at chain_seq {predecessor.chain_seq}",
-                        chain=chain,
-                        chain_seq=seq,
-                        other_event_id=other,
-                    )
-                )
-            else:
-                link_ok = predecessor.seal == seal.prev_seal
-                if predecessor.event_id > event_id:
-                    self._report(
-                        Finding(
-                            EVENT_REORDERED,
-                            event_id,
-                            f"its chain predecessor is the later event {predecessor.event_id}",
-                            chain=chain,
-                            chain_seq=seq,
-                            other_event_id=other,
-                        )
-                    )
+            link_ok = predecessor.seal == seal.prev_seal
+            if predecessor.event_id > event_id:
+                detail = f"its chain predecessor is the later event {predecessor.event_id}"
+                self._report_link(EVENT_REORDERED, event_id, seal, other, detail)
         verifies = _verifies(event, seal, rows, event.event_id)
         if not link_ok:
             detail = "its prev_seal is not the seal before it in its chain"
@@ -539,15 +495,23 @@ class LogVerifier:
                 detail += f": forged here, or event {other} was re-sealed"
             elif not verifies:
                 detail += ", and it does not verify"
-            self._report(
-                Finding(
-                    FORGED_EVENT, event_id, detail, chain=chain, chain_seq=seq, other_event_id=other
-                )
+            self._report_link(FORGED_EVENT, event_id, seal, other, detail)
+        elif not verifies:
+            self._content_changed(event, seal, rows)
+
+    def _report_link(
+        self, code: str, event_id: int, seal: SealRow, other: int | None, detail: str
+    ) -> None:
+        self._report(
+            Finding(
+                code,
+                event_id,
+                detail,
+                chain=seal.chain,
+                chain_seq=seal.chain_seq,
+                other_event_id=other,
             )
-            return
-        if verifies:
-            return
-        self._content_changed(event, seal, rows)
+        )
 
     def _content_changed(self, event: EventRow, seal: SealRow, rows: Sequence[RowImage]) -> None:
         for other_event, other_seal, other_rows in self._mismatches:
@@ -599,6 +563,21 @@ class LogVerifier:
         if sealed_digest is None or digest != sealed_digest:
             detail = "the row differs from the row its last sealed event wrote"
             self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
+
+    def last_task_seal(
+        self, fold: ChainedRowFold | None, sealed: tuple[int, str | None] | None
+    ) -> tuple[int, str | None] | None:
+        """The last seal of a task row: `sealed` (its last v2/v3 image), or the `fold` of its
+        chain when a later v4 seal wrote it (a fold that broke is reported here)."""
+        if fold is None:
+            return sealed
+        if fold.problem is not None:
+            event_id, detail = fold.problem
+            self._report(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=fold.key))
+        folded = fold.sealed()
+        if folded is None or (sealed is not None and sealed[0] > folded[0]):
+            return sealed
+        return folded
 
     def check_row_gone(self, table: str, key: str, event_id: int) -> None:
         """A row the seal of `event_id` says was written (its last writer) is not there."""

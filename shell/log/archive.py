@@ -1,15 +1,10 @@
-"""Archiving finished tasks to a file, and checking such a file against the ledger.
+"""Archiving finished tasks to a file, checking such a file against the ledger, restoring it.
 
-`archive_tasks` does everything in one `BEGIN IMMEDIATE` transaction, so that the file holds
-exactly what is deleted: it reads the finished tasks, writes the chosen tasks' chains (with
-their rows' state lines) to a file beside the output, hashes the file's bytes, applies the core's
-plan (listings, deletes, the sealed TASKS_ARCHIVED event that records the digest), links the
-file to the output (never over an existing one) and commits. If anything fails, the output is
-removed and the database is as it was.
-
-`restore_archive` puts an archive's tasks back (issue 28 part 7): it checks the file as
-`verify_archive` does (offline, then its digest against the sealed TASKS_ARCHIVED events), and
-in one write transaction reads what the core's `decide_restore` decides on and applies its plan.
+`archive_tasks` works in one write transaction, so that the file holds exactly what is
+deleted: it writes the chosen tasks' chains and rows to a file beside the output, hashes it,
+applies the core's plan (whose sealed TASKS_ARCHIVED event records the digest), links the file
+to the output (never over an existing one) and commits; on any failure the output is removed.
+`restore_archive` checks the file as `verify_archive` does, then applies `decide_restore`.
 """
 
 from __future__ import annotations
@@ -17,13 +12,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import stat
-from collections.abc import Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
-from aios_ledger.core import EventRow, LedgerError
+from aios_ledger.core import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archive import (
     ArchiveCandidate,
@@ -49,14 +43,13 @@ from aios_ledger.core.log.archived import (
     ArchivedChainEnd,
     LedgerSealedRow,
     archive_summary,
-    recorded_chains,
+    payload_of,
     recorded_ledger_rows,
 )
 from aios_ledger.core.log.export import (
     ArchivedBundles,
     archive_header,
     export_bundle_lines,
-    export_line,
     export_trailer,
     is_bundle_line,
     verify_export_lines,
@@ -81,7 +74,7 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_one, fetch_record
 from aios_ledger.shell.git.proposals import bundle_path
-from aios_ledger.shell.log.export import SealedRowStream, joined_seal, json_line, verify_export
+from aios_ledger.shell.log.export import open_input, verify_export, write_events, write_line
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
 # The rows of an archived task, read for its state lines, by state table, in the file's order
@@ -89,7 +82,6 @@ from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 TASK_STATE_STATEMENTS = {
     name: f"archive_rows_{name}" for name, table in SEALED_TABLES.items() if table.of_task
 }
-_CHUNK = 1 << 20
 
 
 def archive_tasks(
@@ -103,7 +95,7 @@ def archive_tasks(
 ) -> dict[str, Any]:
     """Archive the finished tasks last written before `finished_before` to `output` (which must
     not exist), or with `dry_run` only say which would be archived. Nothing to archive is an
-    answer (`archived: 0`), not an error; nothing is written then."""
+    answer (`archived: 0`), and writes nothing."""
     request = ArchiveRequest.parse(finished_before)
     target = _new_output(output)
     if dry_run:
@@ -248,26 +240,18 @@ def _write_archive(
     chosen: tuple[ArchiveCandidate, ...],
     progress: ProgressHook | None,
 ) -> list[str]:
-    """The chosen tasks' events in id order, then their rows' state lines (each with the row's
-    columns, archive format 2), then the bundle files of their proposals, then the trailer; the
-    bundles it wrote."""
+    """The chosen tasks' events in id order, their rows' state lines, their proposals' bundle
+    files and the trailer; the bundles it wrote."""
     selected = {candidate.task_id for candidate in chosen}
     counter = ProgressCounter(progress, sum(candidate.events for candidate in chosen))
-    out.write(json_line(archive_header(request.finished_before.text)) + "\n")
+    write_line(out, archive_header(request.finished_before.text))
 
-    def lines() -> Any:
+    def lines() -> Iterator[tuple[int, str | None]]:
         with (
             db.cursor_rows("archive_candidate_events") as rows,
             db.cursor_rows("archive_candidate_sealed_rows") as sealed_rows,
         ):
-            sealed = SealedRowStream(sealed_rows)
-            for row in rows:
-                if row["task_id"] not in selected:
-                    continue
-                event, seal = EventRow.from_row(row), joined_seal(row)
-                out.write(json_line(export_line(event, seal, sealed.of(event.event_id))) + "\n")
-                counter.step()
-                yield event.event_id, None if seal is None else seal.seal
+            yield from write_events(out, rows, sealed_rows, counter, tasks=selected)
 
     head = head_of_rows(lines())
     bundles: list[str] = []
@@ -279,13 +263,13 @@ def _write_archive(
                         SEALED_TABLES[table], row, row["sealed_row_digest"]
                     )
                     held = state_row_columns(SEALED_TABLES[table], row)
-                    out.write(json_line(state_line(table, key, digest, held)) + "\n")
+                    write_line(out, state_line(table, key, digest, held))
                     if table == TASK_PROPOSALS and row["bundle_sha256"] not in bundles:
                         bundles.append(str(row["bundle_sha256"]))
     for bundle in bundles:
         for line in export_bundle_lines(bundle, _bundle_bytes(db, bundle)):
-            out.write(json_line(line) + "\n")
-    out.write(json_line(export_trailer(head)) + "\n")
+            write_line(out, line)
+    write_line(out, export_trailer(head))
     counter.close()
     return bundles
 
@@ -347,24 +331,15 @@ def _put_back_bundles(db: Database, bundles: ArchivedBundles) -> None:
 
 def file_digest(path: str | os.PathLike[str]) -> str:
     """`sha256:` and the hex sha256 of the file's bytes, as TASKS_ARCHIVED records it."""
-    hasher = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                hasher.update(chunk)
-    except (OSError, ValueError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
-        raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r}: {detail}") from None
-    return "sha256:" + hasher.hexdigest()
+    with open_input(path) as handle:
+        return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Check an archive file offline (as `verify-export` does: each row against the digest its
-    seal in the file covers) and against the ledger: its digest must be the one a sealed
-    TASKS_ARCHIVED event recorded, so a file changed since, or another file in its place, is
-    an ARCHIVE_MISMATCH; and each chain must end at the seal that event recorded (any archive
-    event, for a file whose digest none recorded), so that the seals, and the row digests
-    they cover, are the ones the ledger sealed, not only the file's own."""
+    """Check an archive file offline (as `verify-export` does) and against the ledger: its
+    digest must be one a sealed TASKS_ARCHIVED event recorded (else ARCHIVE_MISMATCH), and each
+    chain must end at the seal that event recorded, so that the seals, and the row digests they
+    cover, are the ledger's and not only the file's own."""
     report = verify_export(path)
     digest = file_digest(path)
     recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
@@ -372,11 +347,11 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
     ledger_rows_by_event: dict[int, dict[str, frozenset[LedgerSealedRow]]] = {}
     archive_event_id = None
     for row in recorded:
-        payload = _payload(row["payload_json"])
+        payload = payload_of(row["payload_json"])
         summary = archive_summary(payload)
         if summary is None:
             continue
-        chains_by_event[row["event_id"]] = recorded_chains(payload) or {}
+        chains_by_event[row["event_id"]] = summary["chains"]
         ledger_rows_by_event[row["event_id"]] = recorded_ledger_rows(payload)
         if summary["archive_sha256"] == digest:
             archive_event_id = row["event_id"]
@@ -416,9 +391,9 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
 def _contents(path: str | os.PathLike[str]) -> ArchiveContents | None:
     """The file's tasks; None for a file that is no archive (the offline check says)."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             return read_archive(handle)
-    except (OSError, LedgerError):
+    except LedgerError:
         return None
 
 
@@ -437,24 +412,11 @@ def _row_seals(
     return seals
 
 
-def _payload(text: object) -> object:
-    try:
-        return (
-            loads_document(text, what="TASKS_ARCHIVED payload") if isinstance(text, str) else None
-        )
-    except LedgerError:
-        return None
-
-
 def show_archive(path: str | os.PathLike[str], task_id: str | None = None) -> dict[str, Any]:
     """An archive file read back: every task it holds (or the one named), with its goal,
     instructions, result, verdict and events. It proves nothing: `verify-archive` does."""
-    try:
-        with open(path, "rb") as handle:
-            contents = read_archive(handle)
-    except (OSError, ValueError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
-        raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r}: {detail}") from None
+    with open_input(path) as handle:
+        contents = read_archive(handle)
     summary = archive_summary_of(contents)
     if task_id is not None:
         summary["tasks"] = [task_summary(archived_task(contents, task_id))]
@@ -468,12 +430,11 @@ def restore_archive(
     idempotency_key: str | None = None,
     clock: Clock = system_clock,
 ) -> dict[str, Any]:
-    """Put the tasks of the archive file `path` back: their rows and their events with their
-    original ids and seals, their listings removed, behind one sealed TASKS_RESTORED event.
-    A file that fails the offline check is `ARCHIVE_NOT_INTACT`; one whose digest no sealed
-    TASKS_ARCHIVED event recorded (changed since, or another ledger's) is `ARCHIVE_MISMATCH`;
-    both change nothing, as does every refusal of the core's `decide_restore`."""
-    data = _read_bytes(path)
+    """Put the tasks of the archive file `path` back, with their original ids and seals, behind
+    one sealed TASKS_RESTORED event. A file that fails the offline check is
+    `ARCHIVE_NOT_INTACT`; that and every refusal of `decide_restore` change nothing."""
+    with open_input(path) as handle:
+        data = handle.read()
     # One read of the file: what is checked, hashed and restored are the same bytes.
     report = verify_export_lines(data.splitlines(keepends=True), SEALED_TABLES)
     if not report.intact:
@@ -492,7 +453,6 @@ def restore_archive(
     for line in data.splitlines():
         value = loads_document(line, what="an archive line")
         if is_bundle_line(value):
-            assert isinstance(value, Mapping)
             bundles.add(value)
     now = read_clock(clock)
     # The files first: a restore refused after them leaves files no proposal names, harmless.
@@ -511,18 +471,6 @@ def restore_archive(
     return db.write(work)
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
-                # /dev/zero, a terminal: no end, or no file.
-                raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
-            return handle.read()
-    except (OSError, ValueError, TypeError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
-        raise LedgerError("INPUT_UNREADABLE", f"{str(path)[:200]!r}: {detail}") from None
-
-
 def _restore_state(
     conn: Connection, executor: PlanExecutor, request: RestoreRequest, contents: ArchiveContents
 ) -> RestoreState:
@@ -531,10 +479,9 @@ def _restore_state(
     nothing written in between gives the same file twice."""
     archive_event_id, recorded = None, {}
     for row in fetch_all(conn, "archive_events_recorded"):
-        summary = archive_summary(_payload(row["payload_json"]))
+        summary = archive_summary(payload_of(row["payload_json"]))
         if summary is not None and summary["archive_sha256"] == request.archive_sha256:
-            archive_event_id = row["event_id"]
-            recorded = recorded_chains(_payload(row["payload_json"])) or {}
+            archive_event_id, recorded = row["event_id"], summary["chains"]
     listed: dict[str, ArchivedChainEnd] = {}
     if archive_event_id is not None:
         params = {"archive_event_id": archive_event_id}
@@ -542,7 +489,7 @@ def _restore_state(
             listed[str(row["chain"])] = ArchivedChainEnd(row["event_id"], str(row["seal"]))
     taken = frozenset(
         (row.table, row.key, str(found["taken"]))
-        for row in rows_to_restore(contents)
+        for row in rows_to_restore(contents, SEALED_TABLES)
         for found in fetch_all(
             conn,
             "restore_row_taken",

@@ -1,17 +1,10 @@
-"""`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger (an
-engine's Database that `takes_copies`).
+"""`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger.
 
-Every row of every table goes across as it is (tasks, events with their seals and sealed rows,
-archived events, first answers, projections, bindings, runs and their events (with the list
-of those appended before appends were sealed), auxiliary runs, API tokens, governed
-repositories and their settings changes, proposals and the charges of refused scans, writer
-leases and governed writes, the Merkle log's leaves, subtrees and head row)
-inside ONE write transaction on the target, read from ONE snapshot of the source; the target's
-event id counter is moved to the source's, so an archived event's id is never handed out again.
-Nothing is re-sealed: the target's `verify` checks the very seals the source made, and its head
-is the source's. The proposals' bundles (files, content-addressed) are copied into the target's
-bundle folder first (`shell/git/proposals.py`: `proposals_dir`), so that a proposal recorded but
-not yet written can still be written from the target.
+Every row of every table of the catalogue goes across as it is, inside one write transaction on
+the target, read from one snapshot of the source; the target's event id counter is moved to the
+source's, so an archived event's id is never handed out again. Nothing is re-sealed: the
+target's `verify` checks the very seals the source made. The proposals' bundle files go first,
+so that a proposal recorded but not yet written can still be written from the target.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Container, Iterable, Iterator
+from io import BufferedReader
 from typing import IO, Any
 
 from aios_ledger.core import EventRow, LedgerError, SealRow
@@ -20,35 +21,68 @@ from aios_ledger.core.log.export import (
     export_state_line,
     export_trailer,
 )
-from aios_ledger.core.log.rows import RUN_EVENTS, RowImage
+from aios_ledger.core.log.rows import RUN_EVENTS
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import head_of_rows
 from aios_ledger.core.sealed_tables import SEALED_TABLES
 from aios_ledger.shell.db.connection import Database, Row, fetch_value
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.log.verification import STATE_STATEMENTS, ProgressCounter, ProgressHook
+from aios_ledger.shell.log.verification import (
+    SEALED_ROW_COLUMNS,
+    STATE_STATEMENTS,
+    ProgressCounter,
+    ProgressHook,
+    SealedRowsById,
+)
 
 
-def json_line(value: dict[str, Any]) -> str:
-    return json.dumps(
-        {key: _exportable(item) for key, item in value.items()},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=True,
-    )
+def write_line(out: IO[str], value: dict[str, Any]) -> None:
+    """One line of an export: compact JSON, keys sorted, ASCII; a stored blob (never written by
+    the ledger) as tagged hex text, so that a tampered row still exports and then fails the
+    offline check."""
+    exportable = {
+        key: "blob:" + item.hex() if isinstance(item, bytes) else item
+        for key, item in value.items()
+    }
+    out.write(json.dumps(exportable, sort_keys=True, separators=(",", ":"), ensure_ascii=True))
+    out.write("\n")
 
 
-def _exportable(value: Any) -> Any:
-    """Stored values as they are; a blob (never written by the ledger) as tagged hex text, so
-    that a tampered row still exports and then fails the offline check."""
-    if isinstance(value, bytes):
-        return "blob:" + value.hex()
-    return value
+def write_events(
+    out: IO[str],
+    rows: Iterator[Row],
+    sealed_rows: Iterator[Row],
+    counter: ProgressCounter,
+    *,
+    archived: Iterable[Row] = (),
+    tasks: Container[str] | None = None,
+) -> Iterator[tuple[int, str | None]]:
+    """Write each event's line (of `tasks` alone, when given) with the state rows its seal
+    covers, and the `archived` events' lines between them by id; yield each line's id and
+    seal, which the trailer's head rolls over."""
+    sealed = SealedRowsById(tuple(row[name] for name in SEALED_ROW_COLUMNS) for row in sealed_rows)
+    pending = iter(archived)
+    listed = next(pending, None)
+    for row in rows:
+        while listed is not None and listed["event_id"] < row["event_id"]:
+            yield _write_archived(out, listed)
+            listed = next(pending, None)
+        if tasks is not None and row["task_id"] not in tasks:
+            continue
+        event = EventRow.from_row(row)
+        seal = None if row["seal_event_id"] is None else SealRow.from_row(row)
+        write_line(out, export_line(event, seal, sealed.of(event.event_id)))
+        counter.step()
+        yield event.event_id, None if seal is None else seal.seal
+    while listed is not None:
+        yield _write_archived(out, listed)
+        listed = next(pending, None)
 
 
-def joined_seal(row: Row) -> SealRow | None:
-    """The seal row joined to an event row, or None when the event has no seal."""
-    return None if row["seal_event_id"] is None else SealRow.from_row(row)
+def _write_archived(out: IO[str], listed: Row) -> tuple[int, str | None]:
+    row = ArchivedEventRow.from_row(listed)
+    write_line(out, export_archived_line(row.event_id, row.archive_event_id, row.chain, row.seal))
+    return row.event_id, row.seal
 
 
 def export_log(
@@ -71,31 +105,19 @@ def export_log(
             if total == 0:
                 raise LedgerError("TASK_NOT_FOUND", f"no events for task {task_id!r}")
         counter = ProgressCounter(progress, total)
-        out.write(json_line(export_header(task_id, dense_ids=db.dense_event_ids)) + "\n")
+        write_line(out, export_header(task_id, dense_ids=db.dense_event_ids))
 
         def lines() -> Iterator[tuple[int, str | None]]:
-            # A task's export holds no archived events: they left with their task.
-            archived_source: contextlib.AbstractContextManager[Iterator[Row]] = (
-                db.cursor_rows("all_archived_events")
-                if task_id is None
-                else contextlib.nullcontext(iter(()))
-            )
-            with (
-                db.cursor_rows(statement, params) as rows,
-                db.cursor_rows(rows_statement, params) as sealed_rows,
-                archived_source as archived_rows,
-            ):
-                sealed = SealedRowStream(sealed_rows)
-                archived = _ArchivedLines(archived_rows, out)
-                for row in rows:
-                    yield from archived.before(row["event_id"])
-                    event = EventRow.from_row(row)
-                    seal = joined_seal(row)
-                    images = sealed.of(event.event_id)
-                    out.write(json_line(export_line(event, seal, images)) + "\n")
-                    counter.step()
-                    yield event.event_id, None if seal is None else seal.seal
-                yield from archived.before(None)
+            with contextlib.ExitStack() as stack:
+                rows = stack.enter_context(db.cursor_rows(statement, params))
+                sealed_rows = stack.enter_context(db.cursor_rows(rows_statement, params))
+                # A task's export holds no archived events: they left with their task.
+                archived = (
+                    stack.enter_context(db.cursor_rows("all_archived_events"))
+                    if task_id is None
+                    else ()
+                )
+                yield from write_events(out, rows, sealed_rows, counter, archived=archived)
 
         head = head_of_rows(lines())
         state_lines = 0
@@ -109,9 +131,9 @@ def export_log(
                         line = export_state_line(
                             table, *stored_row_state(SEALED_TABLES[table], row, sealed)
                         )
-                        out.write(json_line(line) + "\n")
+                        write_line(out, line)
                         state_lines += 1
-        out.write(json_line(export_trailer(head)) + "\n")
+        write_line(out, export_trailer(head))
         counter.close()
         return {
             "scope": "all" if task_id is None else "task",
@@ -123,55 +145,25 @@ def export_log(
     return db.read(work)
 
 
-class _ArchivedLines:
-    """The archived events stream of an export of everything, written out between the events
-    around their ids; yields each one's (id, seal) for the trailer's head."""
-
-    def __init__(self, rows: Iterator[Row], out: IO[str]) -> None:
-        self._rows = rows
-        self._out = out
-        self._next = next(rows, None)
-
-    def before(self, event_id: int | None) -> Iterator[tuple[int, str | None]]:
-        while self._next is not None and (event_id is None or self._next["event_id"] < event_id):
-            row = ArchivedEventRow.from_row(self._next)
-            line = export_archived_line(row.event_id, row.archive_event_id, row.chain, row.seal)
-            self._out.write(json_line(line) + "\n")
-            yield row.event_id, row.seal
-            self._next = next(self._rows, None)
-
-
-class SealedRowStream:
-    """The sealed rows stream, handed out by event id as the exported events go by."""
-
-    def __init__(self, rows: Iterator[Row]) -> None:
-        self._rows = rows
-        self._next = next(rows, None)
-
-    def of(self, event_id: int) -> tuple[RowImage, ...]:
-        found: list[RowImage] = []
-        while self._next is not None and self._next["event_id"] <= event_id:
-            row = self._next
-            if row["event_id"] == event_id:
-                found.append(RowImage(row["row_table"], row["row_key"], row["row_digest"]))
-            self._next = next(self._rows, None)
-        return tuple(found)
+def open_input(path: str | os.PathLike[str]) -> BufferedReader:
+    """The file at `path` open to read, or INPUT_UNREADABLE (a device such as /dev/zero or a
+    terminal has no end, or is no file)."""
+    name = repr(str(path)[:200])
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except OSError as exc:
+        raise LedgerError("INPUT_UNREADABLE", f"{name}: {exc.strerror or exc}") from None
+    except (ValueError, TypeError):  # a NUL in the path
+        raise LedgerError("INPUT_UNREADABLE", f"{name} is not a usable path") from None
+    if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise LedgerError("INPUT_UNREADABLE", f"{name} is a device")
+    return handle
 
 
 def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
     """Check an export file with the core verifier, without any database."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below, read line by line
-    except OSError as exc:
-        name = repr(os.fspath(path)[:200])
-        raise LedgerError("INPUT_UNREADABLE", f"{name}: {exc.strerror or exc}") from None
-    except ValueError:  # a NUL in the path
-        name = repr(os.fspath(path)[:200])
-        raise LedgerError("INPUT_UNREADABLE", f"{name} is not a usable path") from None
-    with handle:
-        if stat.S_ISCHR(os.fstat(handle.fileno()).st_mode):
-            # /dev/zero, /dev/urandom, a terminal: no end, or no file.
-            raise LedgerError("INPUT_UNREADABLE", f"{os.fspath(path)[:200]!r} is a device")
+    with open_input(path) as handle:
         return verify_export_lines(_bounded_lines(handle), SEALED_TABLES)
 
 

@@ -1,44 +1,31 @@
 """Streaming the sealed log from the database into the core's verifier.
 
-Memory does not grow with the log: rows come straight off the engine's cursors
-(`Connection.stream_tuples`; one read transaction, so every row belongs to one snapshot), the
-verifier holds O(1) state, and each event's chain predecessor is joined by SQL through the
-`(chain, chain_seq)` unique index. The state rows each v2 seal covers stream beside the events,
-merged by event id. A second pass streams every state
-row joined to the last sealed row of it (through the `(row_table, row_key, event_id)` index),
-then the sealed rows that are gone. Events an archive removed stream from `archived_events`,
-merged by event id, so that their ids and seals are accounted for.
+Memory does not grow with the log: rows come straight off the engine's cursors in one read
+transaction, and each event's chain predecessor is joined by SQL through the `(chain,
+chain_seq)` index. The sealed rows and the archived events stream beside the events, merged by
+event id. A second pass streams every state row joined to its last sealed row, then the sealed
+rows that are gone.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
-from aios_ledger.core import EventRow, LedgerError, SealRow
-from aios_ledger.core.jsonvalue import loads_document
+from aios_ledger.core import EventRow, SealRow
 from aios_ledger.core.log import ChainLink, LedgerHead, LogVerifier, VerificationReport
-from aios_ledger.core.log.archived import (
-    LEDGER_SEALED_TABLES,
-    LedgerSealedRow,
-    chains_without_bindings,
-    recorded_ledger_rows,
-)
+from aios_ledger.core.log.archived import archive_removed, payload_of, removed_by_archives
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.merkle_check import MerkleCheck
 from aios_ledger.core.log.records import SealedRow
 from aios_ledger.core.log.rows import (
-    GOVERNED_BINDINGS,
     TASKS,
     RowImage,
 )
-from aios_ledger.core.log.seals import chain_of
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import (
     ARCHIVE_MISMATCH,
@@ -103,79 +90,33 @@ Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
 STATE_STATEMENTS = {table: f"state_rows_{table}" for table in STATE_TABLES}
 
 
-@contextmanager
-def _tuples(
-    conn: Connection, name: str, columns: tuple[str, ...]
-) -> Iterator[Iterator[tuple[Any, ...]]]:
-    """Stream a named statement's rows as tuples (the verifier's hot loop skips the dicts of
-    `Database.cursor_rows`), after checking that its columns are the ones expected."""
-    with conn.stream_tuples(name, columns) as rows:
-        yield rows
-
-
-def _orphan(row: tuple[Any, ...]) -> Item:
-    event_id, chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = row
-    return (
-        event_id,
-        None,
-        SealRow(
-            event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version, changes, chained
-        ),
-        None,
+def _seal(event_id: int, columns: Sequence[Any]) -> SealRow:
+    chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = columns
+    return SealRow(
+        event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version, changes, chained
     )
 
 
 def _merged(
     events: Iterator[tuple[Any, ...]], orphans: Iterator[tuple[Any, ...]]
 ) -> Iterator[Item]:
-    """Events (with seal and predecessor) and orphaned seals, merged in event id order."""
+    """Events (with seal and predecessor, `VERIFY_COLUMNS`) and orphaned seals, merged in
+    event id order."""
     orphan = next(orphans, None)
     for row in events:
         event_id = row[0]
         while orphan is not None and orphan[0] < event_id:
-            yield _orphan(orphan)
+            yield orphan[0], None, _seal(orphan[0], orphan[1:]), None
             orphan = next(orphans, None)
-        (
-            _,
-            task_id,
-            agent_id,
-            event_type,
-            payload_json,
-            created_at,
-            actor,
-            seal_event_id,
-            chain,
-            chain_seq,
-            prev_seal,
-            seal,
-            adoption,
-            version,
-            changes,
-            chained,
-            pred_event_id,
-            pred_chain_seq,
-            pred_seal,
-        ) = row
+        pred_event_id, pred_chain_seq, pred_seal = row[16:]
         yield (
             event_id,
-            EventRow(event_id, task_id, agent_id, event_type, payload_json, created_at, actor),
-            None
-            if seal_event_id is None
-            else SealRow(
-                event_id,
-                chain,
-                chain_seq,
-                prev_seal,
-                seal,
-                adoption == 1,
-                version,
-                changes,
-                chained,
-            ),
+            EventRow(*row[:7]),
+            None if row[7] is None else _seal(event_id, row[8:16]),
             None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
         )
     while orphan is not None:
-        yield _orphan(orphan)
+        yield orphan[0], None, _seal(orphan[0], orphan[1:]), None
         orphan = next(orphans, None)
 
 
@@ -187,10 +128,9 @@ def verify_log(
     checkpoint_keys: Sequence[VerifierKey] = (),
     witness_keys: Sequence[VerifierKey] = (),
 ) -> VerificationReport:
-    """Walk the whole log once and report every finding by event id. `checkpoint_keys`: the
-    ledger's checkpoint verifier keys the caller knows; a stored checkpoint whose origin one
-    of them is named for must verify under it. `witness_keys`: the witnesses it knows; each
-    stored cosignature by one of them must verify over its checkpoint (docs/checkpoints.md)."""
+    """Walk the whole log once and report every finding by event id; each stored checkpoint
+    named for one of `checkpoint_keys` must verify under it, and each cosignature by one of
+    `witness_keys` over its checkpoint (docs/checkpoints.md)."""
     db.quiesce_writers()
     return db.read(
         lambda conn: verify_in(
@@ -219,19 +159,19 @@ def verify_in(
     verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids)
     feed, step = verifier.feed, counter.step
     with (
-        _tuples(conn, "log_verify_rows", VERIFY_COLUMNS) as events,
-        _tuples(conn, "log_orphan_seals", ORPHAN_COLUMNS) as orphans,
-        _tuples(conn, "all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
-        _tuples(conn, "all_archived_events", ARCHIVED_COLUMNS) as archived,
+        conn.stream_tuples("log_verify_rows", VERIFY_COLUMNS) as events,
+        conn.stream_tuples("log_orphan_seals", ORPHAN_COLUMNS) as orphans,
+        conn.stream_tuples("all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
+        conn.stream_tuples("all_archived_events", ARCHIVED_COLUMNS) as archived,
     ):
-        rows = SealedRowsById(sealed)
+        rows = SealedRowsById(sealed, verifier)
         listed = ArchivedById(archived, verifier)
         for event_id, event, seal, predecessor in _merged(events, orphans):
             listed.before(event_id)
-            feed(event_id, event, seal, predecessor, rows.of(event_id, verifier))
+            feed(event_id, event, seal, predecessor, rows.of(event_id))
             step()
         listed.finish()
-        rows.finish(verifier)
+        rows.of(None)
     counter.close()
     _check_state(conn, db, verifier)
     _check_run_events(conn, verifier)
@@ -249,28 +189,26 @@ def verify_in(
 
 class SealedRowsById:
     """The sealed rows stream, handed out by event id as the events go by; a sealed row whose
-    event id has no seal (its event skipped or gone) is reported as forged."""
+    event id has no seal (its event skipped or gone) is reported to `verifier` as forged."""
 
-    def __init__(self, rows: Iterator[tuple[Any, ...]]) -> None:
+    def __init__(
+        self, rows: Iterator[tuple[Any, ...]], verifier: LogVerifier | None = None
+    ) -> None:
         self._rows = rows
+        self._verifier = verifier
         self._next = next(rows, None)
 
-    def of(self, event_id: int, verifier: LogVerifier) -> tuple[RowImage, ...]:
+    def of(self, event_id: int | None) -> tuple[RowImage, ...]:
+        """The rows of `event_id`, past those before it (None: past every one left)."""
         found: list[RowImage] = []
-        while self._next is not None and self._next[0] <= event_id:
+        while self._next is not None and (event_id is None or self._next[0] <= event_id):
             row_event_id, _, table, key, digest = self._next
             if row_event_id == event_id:
                 found.append(RowImage(table, key, digest))
-            else:
-                _forged_row(verifier, row_event_id, table, key)
+            elif self._verifier is not None:
+                _forged_row(self._verifier, row_event_id, table, key)
             self._next = next(self._rows, None)
         return tuple(found)
-
-    def finish(self, verifier: LogVerifier) -> None:
-        while self._next is not None:
-            row_event_id, _, table, key, _digest = self._next
-            _forged_row(verifier, row_event_id, table, key)
-            self._next = next(self._rows, None)
 
 
 class ArchivedById:
@@ -310,69 +248,53 @@ def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object
 
 def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
     """Hold every state row against the last seal that wrote it, then report sealed rows that
-    are gone. A task row's last seal may be a v4 one, which covers what changed of it: its
-    chain's seals are folded into the row they say was written (`ChainedRowFold`), streamed in
-    task id order beside the task rows."""
+    are gone. A task row's v4 seals are folded (`ChainFolds`) beside the task rows."""
     v1_history = bool(fetch_value(conn, "log_has_v1_seals"))
-    folded_gone: set[str] = set()
-    for table, statement in STATE_STATEMENTS.items():
-        with contextlib.ExitStack() as stack:
-            rows = stack.enter_context(db.cursor_rows(statement))
-            folds = None
+    with db.cursor_rows("state_task_chain_seals") as chains:
+        folds = ChainFolds(chains, verifier)
+        for table, statement in STATE_STATEMENTS.items():
+            with db.cursor_rows(statement) as rows:
+                for row in rows:
+                    sealed_event_id = row["sealed_event_id"]
+                    sealed: tuple[int, str | None] | None = (
+                        None
+                        if sealed_event_id is None
+                        else (int(sealed_event_id), str(row["sealed_row_digest"]))
+                    )
+                    if table == TASKS:
+                        sealed = folds.last_sealed(str(row["task_id"]), sealed)
+                    key, digest = stored_row_state(
+                        SEALED_TABLES[table], row, None if sealed is None else sealed[1]
+                    )
+                    history = row["sealed_history"]
+                    history = v1_history if history is None else bool(history)
+                    verifier.check_row(table, key, digest, sealed, history=history)
             if table == TASKS:
-                chains = stack.enter_context(db.cursor_rows("state_task_chain_seals"))
-                folds = ChainFolds(chains)
-            for row in rows:
-                sealed_event_id = row["sealed_event_id"]
-                sealed: tuple[int, str | None] | None = (
-                    None
-                    if sealed_event_id is None
-                    else (int(sealed_event_id), str(row["sealed_row_digest"]))
-                )
-                if folds is not None:
-                    sealed = folds.last_sealed(str(row["task_id"]), sealed, verifier, folded_gone)
-                key, digest = stored_row_state(
-                    SEALED_TABLES[table], row, None if sealed is None else sealed[1]
-                )
-                history = row["sealed_history"]
-                verifier.check_row(
-                    table,
-                    key,
-                    digest,
-                    sealed,
-                    history=v1_history if history is None else bool(history),
-                )
-            if folds is not None:
-                folds.finish(verifier, folded_gone)
-    archived: set[str] | None = None
-    removed: frozenset[LedgerSealedRow] | None = None
+                folds.last_sealed(None, None)
+    listed = {str(row["chain"]) for row in fetch_all(conn, "archived_chains_listed")}
+    payloads = [
+        payload_of(row["payload_json"]) for row in fetch_all(conn, "archive_events_recorded")
+    ]
+    without_bindings, ledger_rows = removed_by_archives(payloads, listed)
     with db.cursor_rows("state_rows_gone") as gone:
         for row in gone:
-            table, key = str(row["row_table"]), str(row["row_key"])
-            if table == TASKS and key in folded_gone:
+            table, key, event_id = str(row["row_table"]), str(row["row_key"]), row["event_id"]
+            if table == TASKS and key in folds.gone:
                 continue  # reported by its fold
-            if table in LEDGER_SEALED_TABLES:
-                # An archive removes its tasks' run events and reviews, whose seals (the
-                # ledger chain's) stay: each it recorded, while its chain is archived.
-                removed = _archived_ledger_rows(conn) if removed is None else removed
-                if LedgerSealedRow(table, key, int(row["event_id"])) in removed:
-                    continue
-            if table == GOVERNED_BINDINGS:
-                # An archive before format 3 deleted its tasks' bindings without recording them.
-                archived = _chains_without_bindings(conn) if archived is None else archived
-                if chain_of(key.split(" ", 1)[0]) in archived:
-                    continue
-            verifier.check_row_gone(table, key, row["event_id"])
+            if not archive_removed(table, key, event_id, without_bindings, ledger_rows):
+                verifier.check_row_gone(table, key, event_id)
 
 
 class ChainFolds:
     """The task chains holding v4 seals, folded one at a time in task id order as the task rows
-    go by (`last_sealed`): O(1) state, whatever the number of tasks. A fold of a chain whose task
-    row is gone reports it, as `state_rows_gone` reports a row a v2 image says was written."""
+    go by: O(1) state, whatever the number of tasks. A fold of a chain whose task row is gone
+    reports it, as `state_rows_gone` reports a row a v2 image says was written."""
 
-    def __init__(self, rows: Iterator[Row]) -> None:
+    def __init__(self, rows: Iterator[Row], verifier: LogVerifier) -> None:
         self._rows = rows
         self._next = next(rows, None)
+        self._verifier = verifier
+        self.gone: set[str] = set()  # the task rows whose chain's fold found them gone
 
     def _fold_through(self, task_id: str | None) -> Iterator[ChainedRowFold]:
         """Each chain before `task_id`'s (None: every one left), folded, then `task_id`'s own
@@ -395,76 +317,24 @@ class ChainFolds:
             yield fold
 
     def last_sealed(
-        self,
-        task_id: str,
-        sealed: tuple[int, str | None] | None,
-        verifier: LogVerifier,
-        gone: set[str],
+        self, task_id: str | None, sealed: tuple[int, str | None] | None
     ) -> tuple[int, str | None] | None:
         """The last seal of task `task_id`'s row: `sealed` (its last v2/v3 image), or the fold of
-        its chain when a later v4 seal wrote it."""
+        its chain when a later v4 seal wrote it (None: past every chain left). A chain passed
+        whose task row is not there is reported gone."""
         found = None
         for fold in self._fold_through(task_id):
             if fold.key == task_id:
                 found = fold
-            else:
-                _fold_gone(fold, verifier, gone)
-        if found is None:
-            return sealed
-        if found.problem is not None:
-            event_id, detail = found.problem
-            verifier.note(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=task_id))
-        folded = found.sealed()
-        if folded is None or (sealed is not None and sealed[0] > folded[0]):
-            return sealed
-        return folded
-
-    def finish(self, verifier: LogVerifier, gone: set[str]) -> None:
-        for fold in self._fold_through(None):
-            _fold_gone(fold, verifier, gone)
-
-
-def _fold_gone(fold: ChainedRowFold, verifier: LogVerifier, gone: set[str]) -> None:
-    """A chain whose v4 seals wrote its task row, and the row is not there."""
-    if fold.event_id is None:
-        return
-    gone.add(fold.key)
-    verifier.check_row_gone(TASKS, fold.key, fold.event_id)
-
-
-def _chains_without_bindings(conn: Connection) -> set[str]:
-    """The task chains that sealed TASKS_ARCHIVED events before format 3 record, whose bindings
-    they deleted unkept (a malformed one records none: the walk reports it)."""
-    found: set[str] = set()
-    for row in fetch_all(conn, "archive_events_recorded"):
-        try:
-            payload = loads_document(str(row["payload_json"]), what="an archive event")
-        except LedgerError:
-            continue
-        found.update(chains_without_bindings(payload))
-    return found
-
-
-def _archived_ledger_rows(conn: Connection) -> frozenset[LedgerSealedRow]:
-    """The ledger-sealed rows that the sealed TASKS_ARCHIVED events record removing with the
-    chains archived now (listed in `archived_events`: a chain restored since is not)."""
-    listed = {str(row["chain"]) for row in fetch_all(conn, "archived_chains_listed")}
-    found: set[LedgerSealedRow] = set()
-    for row in fetch_all(conn, "archive_events_recorded"):
-        try:
-            payload = loads_document(str(row["payload_json"]), what="an archive event")
-        except LedgerError:
-            continue
-        for chain, rows in recorded_ledger_rows(payload).items():
-            if chain in listed:
-                found.update(rows)
-    return frozenset(found)
+            elif fold.event_id is not None:
+                self.gone.add(fold.key)
+                self._verifier.check_row_gone(TASKS, fold.key, fold.event_id)
+        return self._verifier.last_task_seal(found, sealed)
 
 
 def _check_run_events(conn: Connection, verifier: LogVerifier) -> None:
-    """A run's events are appended with a bump of its count, so the two agree unless one was
-    deleted or inserted by hand (each event's own row is held against its seal with the other
-    state rows; the run's count is not sealed, this holds it to its events)."""
+    """A run's count is not sealed; each append bumps it, so it agrees with its events unless
+    one was deleted or inserted by hand."""
     for row in fetch_all(conn, "runs_events_disagreeing"):
         detail = (
             f"the run counts {row['event_count']} events but holds {row['events']} "
@@ -499,16 +369,13 @@ def _check_merkle(
     checkpoint_keys: Sequence[VerifierKey],
     witness_keys: Sequence[VerifierKey],
 ) -> CheckpointHold:
-    """Hold the Merkle log to the seals: every leaf to its event's seal, every stored subtree
-    and the head row to the tree the leaves make, and every sealed event to a leaf; and each
-    stored checkpoint to the tree of its size as the walk passes it (one fold of the tree's
-    edge, O(log n) hashes, per checkpoint: no read beyond the walk's own), with the witnesses'
-    cosignatures stored with it."""
+    """Hold the Merkle log to the seals (every leaf, stored subtree and the head row), and each
+    stored checkpoint, with its cosignatures, to the tree of its size as the walk passes it."""
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
-        _tuples(conn, "merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
-        _tuples(conn, "verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
-        _tuples(conn, "verify_checkpoint_cosignatures", COSIGNATURE_COLUMNS) as cosignatures,
+        conn.stream_tuples("merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
+        conn.stream_tuples("verify_checkpoints", CHECKPOINT_COLUMNS) as checkpoints,
+        conn.stream_tuples("verify_checkpoint_cosignatures", COSIGNATURE_COLUMNS) as cosignatures,
     ):
         check = MerkleCheck()
         held = CheckpointHold(
