@@ -19,10 +19,8 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import attrs
-from aios_ledger.shell import tracing
 from aios_ledger.shell.cli import main
 
 
@@ -112,33 +110,6 @@ def _signal_handlers_kept() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _tracing_of_a_new_process() -> Iterator[None]:
-    """Tracing turned on by the call (its environment asks for spans) ends with it, its spans
-    flushed, as at a process's exit: left on, its exporter would go on sending this process's
-    spans to a receiver that is gone, and log each failure into later calls' stderr."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # the switch is patched from the main thread only, where the suite calls it
-        return
-    saved = tracing.current_tracer()
-    enable = tracing.enable_tracing
-    started: list[Any] = []
-
-    def enabling(provider: Any) -> None:
-        started.append(provider)
-        enable(provider)
-
-    tracing.enable_tracing = enabling
-    try:
-        yield
-    finally:
-        tracing.enable_tracing = enable
-        for provider in started:
-            provider.shutdown()
-        if started:
-            tracing._switch.tracer = saved
-
-
-@contextlib.contextmanager
 def _directory(cwd: str | Path | None) -> Iterator[None]:
     if cwd is None:
         yield
@@ -170,7 +141,6 @@ def run_cli(
             _directory(cwd),
             _logging_of_a_new_process(),
             _signal_handlers_kept(),
-            _tracing_of_a_new_process(),
         ):
             try:
                 status = main(list(argv))
