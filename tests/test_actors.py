@@ -200,6 +200,11 @@ def test_the_command_line_acts_as_its_flag_the_environment_or_the_config(
         "roles": [],
         "authenticated": False,
     }
+    # `status` lists the last events with their actors the same way, not as stored text.
+    assert main(["--db", str(ledger_file), "status"]) == 0
+    last = json.loads(capsys.readouterr().out)["last_events"]
+    assert {event["actor"]["name"] for event in last} >= {"alice", "from-env", "bob", "carol"}
+    assert all(event["actor"]["via"] == "cli" for event in last)
 
 
 def test_a_name_that_is_no_identity_is_refused_and_writes_nothing(

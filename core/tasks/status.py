@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from aios_ledger.core.actors import actor_public
 from aios_ledger.core.tasks.transitions import TaskStatus
 
 EXPIRING_WINDOW_SECONDS = 60
@@ -51,7 +52,8 @@ def status_report(
         "leases_expiring_within_seconds": EXPIRING_WINDOW_SECONDS,
         "leases_expired": [dict(row) for row in expiring if str(row["lease_expires_at"]) <= now],
         "leases_expiring": [dict(row) for row in expiring if str(row["lease_expires_at"]) > now],
-        "last_events": [dict(row) for row in last_events],
+        # The actor as the API's events show it, not its stored JSON text.
+        "last_events": [{**row, "actor": actor_public(row.get("actor"))} for row in last_events],
         **({} if spend is None else {"spend": dict(spend)}),
     }
 
