@@ -1,9 +1,9 @@
 """`aios-ledger upgrade`: a ledger of the last 0.x release made a 1.0 ledger in place.
 
-Its schema already is the 1.0 baseline's; what changes is its recorded history and its seals.
-The ledger is verified as it stands (a ledger that does not verify is refused, unchanged), then
-in one transaction its seals are rewritten to the 1.0 format and the baseline is recorded as
-applied, and it is verified again before that transaction commits.
+Its schema already is the 1.0 baseline's; what changes is its recorded migration history. The
+ledger is verified as it stands (a ledger that does not verify is refused, unchanged), then in
+one transaction the baseline is recorded as applied, and it is verified again before that
+transaction commits. Its events keep their seals, which 1.0 verifies as they are.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from aios_ledger.shell.log.verification import verify_in, verify_log
 
 
 def _first_findings(report: VerificationReport) -> str:
-    return "; ".join(f"{f.code} at event {f.event_id}" for f in report.findings[:3])
+    return "; ".join(
+        f"{f.code} at event {f.event_id}" if f.event_id is not None else f"{f.code}: {f.detail}"
+        for f in report.findings[:3]
+    )
 
 
 def upgrade_ledger(db: Database) -> dict[str, Any]:
