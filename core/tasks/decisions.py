@@ -134,10 +134,10 @@ R = TypeVar("R")
 class TaskState:
     """What a decision on one task reads: the task (None: there is none), the log's tail at
     its chain (and, for a claim, at the chains of its candidates and of the leases it takes
-    over), any answer stored for the request's idempotency key, and (for a create) the creation
-    sequence a new task gets, read under the write lock like the next event id; for a verify
-    by a named reviewer, the agent that wrote the result it judges (`result_author`, the
-    holder its last RESULT_SUBMITTED names); for a submit, what its attempt proposed to a
+    over), any answer recorded for the request's idempotency key (`prior`), and (for a create)
+    the creation sequence a new task gets, read under the write lock like the next event id; for
+    a verify by a named reviewer, the agent that wrote the result it judges (`result_author`,
+    the holder its last RESULT_SUBMITTED names); for a submit, what its attempt proposed to a
     governed repository (`proposal`, if it did) and, when it reports its usage, what the task
     spent before it (`spent`, None: nothing read, as no spend).
 
