@@ -12,7 +12,7 @@ process reports when it finished. Systems:
   BATCH jobs per call;
 - raw, raw-pipelined: the ledger's own statements (PostgreSQL's texts, by name) for the same
   four transitions, with no core, in the ledger's transactions (the write lock shared, the task
-  locked): the reads the ledger makes (the locked task or claim batch, the first answer, the
+  locked): the reads the ledger makes (the locked task or claim batch, the recorded answer, the
   chain's tip, the event ids drawn), the compare-and-swap, the event, its seal (a sha256 over
   the previous one), its sealed row and the idempotency row, one statement per round trip, or
   the writes of each transition in one pipeline as the ledger sends them;

@@ -245,7 +245,7 @@ class RawLoop:
                 "chained_row_digest": chained,
             },
         )
-        # Besides the task's row (in the seal's own), a keyed transition's first answer or a
+        # Besides the task's row (in the seal's own), a keyed transition's recorded answer or a
         # claim's evidence run, as the ledger's seals cover them.
         for position in range(1, rows):
             self._write(
@@ -261,7 +261,7 @@ class RawLoop:
         self._leaves(event_id, seal)
 
     def _idempotency(self, key: str) -> None:
-        """The first-answer lookup every keyed transition makes (none exists here)."""
+        """The recorded-answer lookup every keyed transition makes (none exists here)."""
         if self._one("task_idempotency_get", {"idempotency_key": key}) is not None:
             raise RuntimeError("key reused")
 

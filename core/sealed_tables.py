@@ -9,7 +9,7 @@ from aios_ledger.core.api.tables import TABLES as API_TABLES
 from aios_ledger.core.attest.tables import TABLES as ATTEST_TABLES
 from aios_ledger.core.auxiliary.tables import TABLES as AUXILIARY_TABLES
 from aios_ledger.core.git.tables import TABLES as GIT_TABLES
-from aios_ledger.core.log.idempotency import FIRST_ANSWERS_TABLE
+from aios_ledger.core.log.idempotency import RECORDED_ANSWERS_TABLE
 from aios_ledger.core.log.tables import (
     EVENT_TABLES,
     MERKLE_TABLES,
@@ -24,7 +24,7 @@ from aios_ledger.core.tasks.tables import SPEND_TABLE, TASKS_TABLE
 TABLES: tuple[Table | SealedTable, ...] = (
     TASKS_TABLE,
     *EVENT_TABLES,
-    FIRST_ANSWERS_TABLE,
+    RECORDED_ANSWERS_TABLE,
     *PROJECTION_TABLES,
     *RUN_TABLES,
     *AUXILIARY_TABLES,

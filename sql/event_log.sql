@@ -102,9 +102,9 @@ EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_
                  AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
                  AND v.seal_version = 1)
 
--- fragment: sealed_history_of_first_answers
--- A first answer stored before the ledger sealed them (its task has an event older than the
--- first sealed first answer) may hold a row that no seal proves; one whose task has no such
+-- fragment: sealed_history_of_recorded_answers
+-- An answer recorded before the ledger sealed them (its task has an event older than the
+-- first sealed recorded answer) may hold a row that no seal proves; one whose task has no such
 -- event must have been sealed.
 EXISTS (SELECT 1 FROM events AS e
                WHERE e.task_id = stored.subject

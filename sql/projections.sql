@@ -1,4 +1,4 @@
--- The projection ledgers: the first answer for each idempotency key, and registered bindings.
+-- The projection ledgers: the answer recorded for each idempotency key, and registered bindings.
 
 -- name: get_initial_projection^
 SELECT idempotency_key, request_sha256, response_json

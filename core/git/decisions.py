@@ -189,7 +189,7 @@ SETTINGS_OPERATION = "repository_settings"
 
 
 def _settings_answer(change: RepositorySettingsChangeRow) -> RepositorySettingsAnswer:
-    """The first answer a change stored, given again."""
+    """The answer a change recorded, given again."""
     stored = change.response()
     settings, changed, revision = (
         stored.get("settings"),
@@ -424,7 +424,7 @@ def proposal_replay(
     task: TaskRow, prior: ProposalRow | None, bundle_sha256: str
 ) -> ProposalAnswer | None:
     """What a proposal is answered without a scan when the task's current attempt proposed
-    already (`prior`): the first answer again for the same bundle (by its sha256),
+    already (`prior`): the recorded answer again for the same bundle (by its sha256),
     `PROPOSAL_CONFLICT` for another; None when the attempt has not proposed."""
     if prior is None:
         return None
@@ -572,7 +572,7 @@ class WriteState:
     """What intending a write reads: the task, the repository and proposal of its binding and
     current attempt, the writer lease of the target ref, the write already recorded under the
     request's key, the log's tail at the task's chain, and the refusal kept under the key (its
-    first answer in the task's idempotency ledger, `refusal_key(WRITE_OPERATION, key)`)."""
+    recorded answer in the task's idempotency ledger, `refusal_key(WRITE_OPERATION, key)`)."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -583,7 +583,7 @@ class WriteState:
     refused: IdempotencyRow | None = None
 
 
-# The operation a refused write's first answer is kept under (`core.tasks.refusals`).
+# The operation a refused write's answer is recorded under (`core.tasks.refusals`).
 WRITE_OPERATION = "governed_write"
 # The checks of a governed write whose refusal is recorded (a sealed GOVERNED_WRITE_REFUSED):
 # every check `decide_write_intent` makes of a task that exists, and the target's name as git

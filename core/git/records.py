@@ -106,7 +106,7 @@ class RepositoryRow(NamedTuple):
 class RepositorySettingsChangeRow(NamedTuple):
     """One row of `repository_settings_changes`: a change of a repository's settings under its
     idempotency key, the digest of the request it was first made with, the repository revision
-    it wrote and its first answer (what the same key and request answer again)."""
+    it wrote and its recorded answer (what the same key and request answer again)."""
 
     idempotency_key: str
     repository: str

@@ -30,8 +30,8 @@ from aios_ledger.core.log.export import (
 )
 from aios_ledger.core.log.rows import (
     AUXILIARY_RUNS,
-    FIRST_ANSWERS,
     GOVERNED_BINDINGS,
+    RECORDED_ANSWERS,
     RUN_EVENTS,
     RUNS,
     TASK_PROPOSALS,
@@ -291,7 +291,7 @@ def archive_summary_of(contents: ArchiveContents) -> dict[str, Any]:
 
 
 def _owner(table: object, row: Mapping[str, Any]) -> str | None:
-    """The task a state row belongs to: a task row's id, a first answer's subject, a
+    """The task a state row belongs to: a task row's id, a recorded answer's subject, a
     projection's or recovery's task, an attempt run's or its event's, a review's."""
     if table == AUXILIARY_RUNS:
         # A review of one of its attempt runs: its target session is `task:T`.
@@ -303,7 +303,7 @@ def _owner(table: object, row: Mapping[str, Any]) -> str | None:
         run_id = row.get("run_id")
         owner = run_id.rpartition("@")[0] if isinstance(run_id, str) else None
     else:
-        owner = row.get("subject") if table == FIRST_ANSWERS else row.get("task_id")
+        owner = row.get("subject") if table == RECORDED_ANSWERS else row.get("task_id")
     return owner if isinstance(owner, str) and owner else None
 
 

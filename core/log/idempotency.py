@@ -1,5 +1,6 @@
-"""The idempotency ledger's rows: the first answer stored for a key, which every domain's
-decisions replay (`core.log.plan`), and the whole `task_idempotency` row a sealed event covers."""
+"""The idempotency ledger's rows: the answer recorded for a key, which every domain's
+decisions replay to a retry (`core.log.plan`), and the whole `task_idempotency` row a sealed
+event covers."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from aios_ledger.core.log.records import EventRow
-from aios_ledger.core.log.rows import FIRST_ANSWERS, RowImage, row_image
+from aios_ledger.core.log.rows import RECORDED_ANSWERS, RowImage, row_image
 from aios_ledger.core.log.tables import SealedTable
 from aios_ledger.core.records import record_from_row
 
 
 class IdempotencyRow(NamedTuple):
-    """The first answer given for an idempotency key, and the digest of the request it answered:
+    """The answer recorded for an idempotency key, and the digest of the request it answered:
     the columns of a `task_idempotency` row a decision reads, which the projections' own ledgers
     (`task_initial_execution_projections`, `task_source_capture_projection_recoveries`) hold
     under the same names and are read into the same record."""
@@ -27,9 +28,9 @@ class IdempotencyRow(NamedTuple):
         return record_from_row(cls, row)
 
 
-class FirstAnswerRow(NamedTuple):
+class RecordedAnswerRow(NamedTuple):
     """A whole `task_idempotency` row, as a transition writes it and its sealed event covers it:
-    the first answer for a key, the operation and task it belongs to and the request's digest."""
+    the answer recorded for a key, the operation and task it belongs to and the request's digest."""
 
     idempotency_key: str
     operation: str
@@ -39,21 +40,21 @@ class FirstAnswerRow(NamedTuple):
     created_at: str
 
     def image(self) -> RowImage:
-        return row_image(FIRST_ANSWERS, self.idempotency_key, self._asdict())
+        return row_image(RECORDED_ANSWERS, self.idempotency_key, self._asdict())
 
 
-def _writes_first_answer(event: EventRow) -> bool:
-    """Any task event may have stored a first answer (before first answers were sealed)."""
+def _may_have_recorded_answer(event: EventRow) -> bool:
+    """Any task event may have recorded an answer (before recorded answers were sealed)."""
     return isinstance(event.task_id, str)
 
 
-FIRST_ANSWERS_TABLE = SealedTable(
-    FIRST_ANSWERS,
+RECORDED_ANSWERS_TABLE = SealedTable(
+    RECORDED_ANSWERS,
     "idempotency_key",
-    FirstAnswerRow,
-    unsealed_writer=_writes_first_answer,
+    RecordedAnswerRow,
+    unsealed_writer=_may_have_recorded_answer,
     insert="task_idempotency_insert",
-    history="sealed_history_of_first_answers",
+    history="sealed_history_of_recorded_answers",
     of_task="of_task_by_subject",
     delete="delete_archived_idempotency",
 )

@@ -1,4 +1,4 @@
-"""What a decision returns: a replay of a first answer, or a complete plan of writes.
+"""What a decision returns: a replay of a recorded answer, or a complete plan of writes.
 
 A `WritePlan` holds everything the shell writes, decided: the row writes (each naming a
 registered statement, see `core.statements`), then the events with their ids, chain positions
@@ -70,7 +70,7 @@ def sealed_plan(
 
 @attrs.frozen
 class Replay(Generic[R]):
-    """The first answer given for an idempotency key, given again (`idempotent: true`)."""
+    """The answer recorded for an idempotency key, given again (`idempotent: true`)."""
 
     response: R
 
@@ -96,7 +96,7 @@ def replay_or_conflict(
     *,
     error: type[LedgerError] = LedgerError,
 ) -> Replay[R] | None:
-    """Stripe's rule: same key and request replays the first answer; a different request is
+    """Stripe's rule: same key and request replays the recorded answer; a different request is
     a conflict. Checked before anything else, since the subject has moved on since.
 
     The stored answer is one the same decision built (`stored_answer`) for the same request
@@ -113,7 +113,7 @@ def replay_or_conflict(
 
 
 def stored_answer(answer: Mapping[str, object]) -> str:
-    """The canonical JSON of a first answer as the idempotency ledger keeps it: never whether
+    """The canonical JSON of an answer as the idempotency ledger records it: never whether
     it is a replay (a replay says so itself), nor a lease token (shown once; the ledger keeps
     only its sha256). The answer was built by a decision from checked parts, so it is encoded
     without another walk."""

@@ -25,7 +25,7 @@ from aios_ledger.core.log.archive_file import (
 )
 from aios_ledger.core.log.archived import TASKS_RESTORED, ArchivedChainEnd
 from aios_ledger.core.log.export import ROWS_KEPT_FORMAT, parse_export_event
-from aios_ledger.core.log.idempotency import FirstAnswerRow, IdempotencyRow
+from aios_ledger.core.log.idempotency import IdempotencyRow, RecordedAnswerRow
 from aios_ledger.core.log.plan import (
     Decision,
     replay_or_conflict,
@@ -37,9 +37,9 @@ from aios_ledger.core.log.records import EventRow, SealRow, sealed_rows
 from aios_ledger.core.log.rows import (
     AGENT_SCAN_CHARGES,
     AUXILIARY_RUNS,
-    FIRST_ANSWERS,
     GOVERNED_BINDINGS,
     INITIAL_PROJECTIONS,
+    RECORDED_ANSWERS,
     RUN_EVENTS,
     RUNS,
     SOURCE_CAPTURE_RECOVERIES,
@@ -66,7 +66,7 @@ RESTORE_ROW_EXISTS = "RESTORE_ROW_EXISTS"
 # puts them back); rows go back in this order, the task's row first (the others reference it).
 RESTORED_TABLES: Mapping[str, Statement] = {
     TASKS: Statement.TASKS_INSERT,
-    FIRST_ANSWERS: Statement.TASK_IDEMPOTENCY_INSERT,
+    RECORDED_ANSWERS: Statement.TASK_IDEMPOTENCY_INSERT,
     # Its governed bindings (format 3: a format 2 archive deleted them without keeping them).
     GOVERNED_BINDINGS: Statement.INSERT_BINDING,
     INITIAL_PROJECTIONS: Statement.INSERT_INITIAL_PROJECTION,
@@ -122,7 +122,7 @@ class RowToRestore:
 class RestoreState:
     """What the shell read under the write lock: the sealed TASKS_ARCHIVED event that recorded
     the file's digest (None: none did) and its chains, the listings it still holds, the rows to
-    restore that are taken now (`(table, key, 'key' or 'seq')`), the first answer under the
+    restore that are taken now (`(table, key, 'key' or 'seq')`), the answer recorded under the
     request's key, and the ledger chain's tail."""
 
     archive_event_id: int | None
@@ -224,7 +224,7 @@ def decide_restore(
     }
     event = EventAppend(None, None, TASKS_RESTORED, payload, now.text, actor=actor)
     if request.idempotency_key is not None:
-        first = FirstAnswerRow(
+        recorded = RecordedAnswerRow(
             idempotency_key=request.idempotency_key,
             operation=RESTORE_OPERATION,
             subject=request.archive_sha256,
@@ -232,8 +232,8 @@ def decide_restore(
             response_json=stored_answer(answer),
             created_at=now.text,
         )
-        writes.append(SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, first._asdict()))
-        event = attrs.evolve(event, rows=(first.image(),))
+        writes.append(SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, recorded._asdict()))
+        event = attrs.evolve(event, rows=(recorded.image(),))
     return sealed_plan(writes, [event], answer, tail=state.tail)
 
 
@@ -281,7 +281,7 @@ def _check_recorded(state: RestoreState, archive_event_id: int, contents: Archiv
 
 def _check_untaken(taken: frozenset[tuple[str, str, str]]) -> None:
     """Refused by the first taken row, a task's id before its sequence before any other row
-    (a task created again under an archived id took its first answer's key too)."""
+    (a task created again under an archived id took its recorded answer's key too)."""
     ranked = sorted(
         (_TAKEN_ORDER.index(_TAKEN_CODES.get((table, what), RESTORE_ROW_EXISTS)), table, key, what)
         for table, key, what in taken

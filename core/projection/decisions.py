@@ -176,8 +176,8 @@ class ProjectionCommand:
 
 @attrs.frozen
 class ProjectionState:
-    """What the decision reads: the task, its events in order, any first answer for the key,
-    the log's tail at the task's chain, and the refusal kept under the key (its first answer in
+    """What the decision reads: the task, its events in order, any answer recorded for the key,
+    the log's tail at the task's chain, and the refusal kept under the key (its recorded answer in
     the task's idempotency ledger, `refusal_key(projection_operation(request), key)`)."""
 
     task: TaskRow | None
@@ -199,7 +199,7 @@ class ResolverCall:
 
 
 def projection_operation(request: ProjectionRequest) -> str:
-    """The operation a projection's request digest and a refusal's first answer name."""
+    """The operation a projection's request digest and a refusal's recorded answer name."""
     if isinstance(request, SourceCaptureProjectionRecoveryRequest):
         return "project_from_source_capture"
     return "project"

@@ -25,7 +25,7 @@ from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import sha256_of_canonical
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, encode_checked
-from aios_ledger.core.log.idempotency import FirstAnswerRow, IdempotencyRow
+from aios_ledger.core.log.idempotency import IdempotencyRow, RecordedAnswerRow
 from aios_ledger.core.log.plan import (
     Decision,
     Replay,
@@ -134,10 +134,10 @@ R = TypeVar("R")
 class TaskState:
     """What a decision on one task reads: the task (None: there is none), the log's tail at
     its chain (and, for a claim, at the chains of its candidates and of the leases it takes
-    over), any answer stored for the request's idempotency key, and (for a create) the creation
-    sequence a new task gets, read under the write lock like the next event id; for a verify
-    by a named reviewer, the agent that wrote the result it judges (`result_author`, the
-    holder its last RESULT_SUBMITTED names); for a submit, what its attempt proposed to a
+    over), any answer recorded for the request's idempotency key (`prior`), and (for a create)
+    the creation sequence a new task gets, read under the write lock like the next event id; for
+    a verify by a named reviewer, the agent that wrote the result it judges (`result_author`,
+    the holder its last RESULT_SUBMITTED names); for a submit, what its attempt proposed to a
     governed repository (`proposal`, if it did) and, when it reports its usage, what the task
     spent before it (`spent`, None: nothing read, as no spend).
 
@@ -254,15 +254,15 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
     )
 
 
-def _first_answer(
+def _recorded_answer(
     key: str,
     operation: str,
     subject: str,
     digest: str,
     answer: Mapping[str, object],
     now: Timestamp,
-) -> FirstAnswerRow:
-    return FirstAnswerRow(
+) -> RecordedAnswerRow:
+    return RecordedAnswerRow(
         idempotency_key=key,
         operation=operation,
         subject=subject,
@@ -272,7 +272,7 @@ def _first_answer(
     )
 
 
-def _answer_write(row: FirstAnswerRow) -> SqlWrite:
+def _answer_write(row: RecordedAnswerRow) -> SqlWrite:
     return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict())
 
 
@@ -298,12 +298,12 @@ def _event(
     )
 
 
-def _answered(event: EventAppend, first: FirstAnswerRow | None) -> EventAppend:
+def _answered(event: EventAppend, recorded: RecordedAnswerRow | None) -> EventAppend:
     """`event`, whose seal also covers the idempotent answer its transition stored (if it stored
     one), so that an answer changed by hand, replayed later, is found by `verify`."""
-    if first is None:
+    if recorded is None:
         return event
-    return attrs.evolve(event, rows=(*event.rows, first.image()))
+    return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
 def _passed(moment: str | None, now: Timestamp) -> bool:
@@ -495,9 +495,11 @@ def _decide_one(
     if records is not None:
         answer.update(records.answer)
     if digest is not None:
-        first = _first_answer(request.idempotency_key, row.name, task.task_id, digest, answer, now)
-        writes.append(_answer_write(first))
-        events[-1] = _answered(events[-1], first)
+        recorded = _recorded_answer(
+            request.idempotency_key, row.name, task.task_id, digest, answer, now
+        )
+        writes.append(_answer_write(recorded))
+        events[-1] = _answered(events[-1], recorded)
     return sealed_plan(writes, events, answer, tail=state.tail)
 
 
@@ -831,12 +833,12 @@ def decide_creation(
         "idempotency_key": idempotency_key,
         **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
     }
-    first = _first_answer(idempotency_key, row.name, task_id, digest, answer, now)
+    recorded = _recorded_answer(idempotency_key, row.name, task_id, digest, answer, now)
     return sealed_plan(
-        (insert, _answer_write(first)),
+        (insert, _answer_write(recorded)),
         (
             _answered(
-                _event(task, row.event, payload, None, before=None, actor=inputs.actor), first
+                _event(task, row.event, payload, None, before=None, actor=inputs.actor), recorded
             ),
         ),
         answer,
@@ -1018,9 +1020,11 @@ def _claimed(
     event = attrs.evolve(move.event, rows=(*move.event.rows, attempt_run.image()))
     if digest is not None:
         assert request.idempotency_key is not None
-        first = _first_answer(request.idempotency_key, row.name, task.task_id, digest, answer, now)
-        writes.append(_answer_write(first))
-        event = _answered(event, first)
+        recorded = _recorded_answer(
+            request.idempotency_key, row.name, task.task_id, digest, answer, now
+        )
+        writes.append(_answer_write(recorded))
+        event = _answered(event, recorded)
     return writes, event, answer
 
 

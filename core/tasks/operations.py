@@ -1,7 +1,7 @@
 """The operations of the task lifecycle: one object per row of the transition table
 (`TASK_OPERATIONS`), each a `TaskTransition` carrying its request record, the reads the ledger
-makes for it, what the shell draws for it, its decision and its doors (HTTP route, command line,
-MCP tool), and the one dispatch, `decide_task`.
+makes for it, the inputs the shell supplies for it, its decision and its entry points (HTTP
+route, command line, MCP tool), and the one dispatch, `decide_task`.
 
 A new operation is a request record (`core/tasks/requests.py`), its column of
 `TASK_TRANSITIONS`, and a row here; CONTRIBUTING.md ("Adding a task operation") says the rest.
@@ -159,7 +159,7 @@ _VERIFY = TaskTransition(
     name="verify",
     request=VerifyRequest,
     reads=_verify_reads,
-    draws=("jitter",),
+    shell_inputs=("jitter",),
     decide=decide_on_task(VERIFY_RULES),
     event=TASK_VERIFIED,
     keyed=True,
@@ -208,7 +208,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
             TaskTransition(
                 name="create",
                 request=TaskCreateCommand,
-                draws=("task_id",),
+                shell_inputs=("task_id",),
                 decide=decide_creation,
                 event=TASK_CREATED,
                 keyed=True,
@@ -282,7 +282,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 name="submit",
                 request=SubmitRequest,
                 reads=_submit_reads,
-                draws=("contracts", "jitter"),
+                shell_inputs=("contracts", "jitter"),
                 decide=decide_on_task(submit_rules(judge=_VERIFY)),
                 event=RESULT_SUBMITTED,
                 keyed=True,

@@ -2,10 +2,10 @@
 exists, refused by one of its checks, is a sealed event on the task's chain naming the check's
 code, its message, what was attempted and (in the event's actor column) who tried.
 
-The refusal's first answer is kept in the task's idempotency ledger (`task_idempotency`) under
+The refusal's answer is recorded in the task's idempotency ledger (`task_idempotency`) under
 `refusal_key(operation, key)`: a text no request's key can be (keys hold no space), so it
 never meets a task operation's key, and it is archived, copied, restored and verified with the
-task's other first answers. The same key with the same request replays the refusal (the same
+task's other recorded answers. The same key with the same request replays the refusal (the same
 code and message, no second event); with another request it is `IDEMPOTENCY_CONFLICT`.
 
 Only well-formed attempts on an existing task are recorded: a request that does not parse, or
@@ -21,7 +21,7 @@ import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
-from aios_ledger.core.log.idempotency import FirstAnswerRow, IdempotencyRow
+from aios_ledger.core.log.idempotency import IdempotencyRow, RecordedAnswerRow
 from aios_ledger.core.log.plan import Decision, Replay, sealed_plan, stored_answer
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement
@@ -36,14 +36,14 @@ REFUSAL_EVENTS: Final = frozenset({GOVERNED_WRITE_REFUSED, PROJECTION_REFUSED})
 
 
 def refusal_key(operation: str, idempotency_key: str) -> str:
-    """Where a refused attempt's first answer is kept in the task's idempotency ledger."""
+    """Where a refused attempt's answer is recorded in the task's idempotency ledger."""
     return f"{operation} {idempotency_key}"
 
 
 @attrs.frozen
 class RefusedAttempt:
-    """A well-formed attempt refused by one of its checks: its operation (the name its first
-    answer is kept under), the event that records it, the task, the request's key and digest,
+    """A well-formed attempt refused by one of its checks: its operation (the name its answer
+    is recorded under), the event that records it, the task, the request's key and digest,
     the check's code and message, and what was attempted (the event's payload beside them)."""
 
     operation: str
@@ -64,7 +64,7 @@ class RefusedAttempt:
 class RefusalState:
     """What recording a refusal reads: the task (None: there is none, and nothing is recorded),
     the refusal already kept under the attempt's key (None: none), whether the key already
-    answered a request that was not refused (then this refusal is not its first answer), and
+    answered a request that was not refused (then this refusal is not its recorded answer), and
     the log's tail at the task's chain."""
 
     task: TaskRow | None
@@ -110,7 +110,7 @@ def decide_refusal(
     actor: Actor,
     error: type[LedgerError] = LedgerError,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a refused attempt: its first answer kept under its key and a sealed refusal
+    """Record a refused attempt: its answer recorded under its key and a sealed refusal
     event on the task's chain, covering that answer. None (nothing recorded) when the task
     does not exist, or when the key already answered an attempt that was not refused (this one
     was refused before its key was looked at: the projection's authorization comes first). The
@@ -122,7 +122,7 @@ def decide_refusal(
     if state.prior is not None:
         return Replay(_stored_refusal(state.prior, attempt.request_sha256, error))
     answer: RefusalAnswer = {"code": attempt.code, "message": attempt.message, "idempotent": False}
-    first = FirstAnswerRow(
+    recorded = RecordedAnswerRow(
         idempotency_key=refusal_key(attempt.operation, attempt.idempotency_key),
         operation=attempt.operation,
         subject=attempt.task_id,
@@ -141,10 +141,10 @@ def decide_refusal(
             "idempotency_key": attempt.idempotency_key,
         },
         created_at=now.text,
-        rows=(first.image(),),
+        rows=(recorded.image(),),
         actor=actor,
     )
-    insert = SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, first._asdict())
+    insert = SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, recorded._asdict())
     return sealed_plan((insert,), (event,), answer, tail=state.tail)
 
 

@@ -158,8 +158,9 @@ class TaskRequest(Generic[A_co]):
 
     @classmethod
     def from_mapping(cls, raw: object) -> Self:
-        """The record `raw` describes, or `FIELDS_INVALID`: the one step in which every door
-        (the command line, the HTTP app, a client, the keyword methods) structures a request."""
+        """The record `raw` describes, or `FIELDS_INVALID`: the one step in which every entry
+        point (the command line, the HTTP app, a client, the keyword methods) structures a
+        request."""
         request = structure(raw, cls, what=cls.what)
         request.check()
         return request

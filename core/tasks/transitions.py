@@ -227,12 +227,13 @@ def no_reads(request: Any) -> tuple[StateRead, ...]:
 @attrs.frozen(kw_only=True)
 class TaskTransition:
     """One operation of the lifecycle, a row of `TASK_OPERATIONS`: everything the ledger, its
-    doors and its decision know of it.
+    entry points and its decision know of it.
 
     `request`: the record it is asked with (`request.from_mapping`: the one structuring step of
-    every door). `scope` and `reads`: what the ledger reads for it (the named reads beyond its
-    task's rows, from the request); `draws`: what the shell draws for its decision (`task_id`,
-    `jitter`, `contracts`); `decide(row, state, request, inputs, now)`: its decision.
+    every entry point). `scope` and `reads`: what the ledger reads for it (the named reads beyond
+    its task's rows, from the request); `shell_inputs`: the `DecisionInputs` the shell generates
+    or configures for its decision (a new `task_id`, a backoff's `jitter`, the result
+    `contracts`); `decide(row, state, request, inputs, now)`: its decision.
     `outcome`: its column of `TASK_TRANSITIONS`, or how the column is chosen from the row and
     the request (the attempts left, a verifier's decision). `payload`, `answer`: what its event
     says and what its answer says beyond the task's summary (`TaskSummary`) and `idempotent`.
@@ -246,7 +247,7 @@ class TaskTransition:
     request: type[TaskRequest[Any]]
     scope: Scope = Scope.TASK
     reads: Callable[[Any], tuple[StateRead, ...]] = no_reads
-    draws: tuple[str, ...] = ()
+    shell_inputs: tuple[str, ...] = ()
     decide: Callable[..., Decision[Any] | None]
     event: str
     keyed: bool

@@ -156,7 +156,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     restore.add_argument("file", metavar="FILE")
     restore.add_argument(
-        "--idempotency-key", metavar="KEY", help="answer a retry with the first answer"
+        "--idempotency-key", metavar="KEY", help="answer a retry with the answer recorded for KEY"
     )
     restore.set_defaults(handler=_archive_restore)
 

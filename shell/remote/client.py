@@ -157,7 +157,7 @@ class LedgerClient(TaskSurface):
             headers={
                 "Authorization": f"Bearer {token}",
                 "Accept": "application/json",
-                # How the call came, when another door relays it (`via`: the MCP adapter).
+                # How the call came, when another entry point relays it (`via`: the MCP adapter).
                 **({} if via is None else {VIA_HEADER: via}),
             },
             timeout=timeout,

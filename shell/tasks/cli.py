@@ -189,7 +189,7 @@ def _move_command(
         "--idempotency-key",
         required=True,
         metavar="KEY",
-        help="the key the move is filed under: the same key again answers the first answer",
+        help="the key the move is filed under: the same key again gets the answer recorded for it",
     )
 
     def handle(args: argparse.Namespace) -> Any:

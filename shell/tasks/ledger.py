@@ -2,8 +2,8 @@
 submit, verify, cancel, retry, expire) and its reads.
 
 Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL (the task, any
-first answer, the log's tail at the task's chain), let the core decide, apply the plan (one
-guarded compare-and-swap, the idempotency row, one sealed event per task).
+answer recorded for its key, the log's tail at the task's chain), let the core decide, apply the
+plan (one guarded compare-and-swap, the idempotency row, one sealed event per task).
 A refused call raises a `LedgerError` and leaves the database as it was.
 """
 
@@ -123,7 +123,7 @@ class TaskLedger(TaskSurface):
     and closes it; `close()` leaves it open).
 
     Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
-    only its sha256. Without an idempotency key the ledger draws the token with `secrets`
+    only its sha256. Without an idempotency key the ledger generates the token with `secrets`
     (unless the claimer passes `lease_token=`). An idempotent claim (`idempotency_key=`) must
     bring its own `lease_token` (16-256 characters of `[A-Za-z0-9._~+/=-]`, e.g.
     `secrets.token_urlsafe(32)`): the key is bound to the token's sha256, so a replay with the
@@ -194,7 +194,7 @@ class TaskLedger(TaskSurface):
         """Many writes in one transaction, in order (1 to MAX_BATCH of them: creates, submits,
         verifies, or any write on one task); all of them are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
-        checked = structure_batch(_listed(requests), _checked)
+        checked = structure_batch(_as_list(requests), _checked)
         return cast(list[A], self._apply_all(checked))
 
     def _apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
@@ -226,14 +226,14 @@ class TaskLedger(TaskSurface):
                     lambda conn: _expire_step(PlanExecutor(conn), expire, self._now(), actor)
                 ),
             )
-        drawn = _drawn(row, request)
-        created = self._now() if drawn else None
+        generated = _generated_id(row, request)
+        created = self._now() if generated else None
         # A renewal is answered before its lease passes, however many writes are queued.
         renews = row.lease is Lease.EXTEND
         return cast(
             A,
             self._write(
-                lambda conn: self._step(PlanExecutor(conn), request, drawn, created, actor),
+                lambda conn: self._step(PlanExecutor(conn), request, generated, created, actor),
                 urgent=renews,
             ),
         )
@@ -257,13 +257,13 @@ class TaskLedger(TaskSurface):
                 raise LedgerError(
                     "FIELDS_INVALID", "a batch holds writes on one task each: no claim or expiry"
                 )
-        # A created task's id is drawn before the transaction, and its time read once.
-        drawn = [_drawn(operation_of(request), request) for request in requests]
-        created = self._now() if any(drawn) else None
+        # A created task's id is generated before the transaction, and its time read once.
+        generated = [_generated_id(operation_of(request), request) for request in requests]
+        created = self._now() if any(generated) else None
 
         reads = [
             _item_reads(operation_of(request), request, item)
-            for request, item in zip(requests, drawn, strict=True)
+            for request, item in zip(requests, generated, strict=True)
         ]
         actor = current_actor()
 
@@ -277,7 +277,7 @@ class TaskLedger(TaskSurface):
                     self._step(
                         plans,
                         requests[n],
-                        drawn[n],
+                        generated[n],
                         created,
                         actor,
                         None if ahead is None else ahead[n],
@@ -291,28 +291,31 @@ class TaskLedger(TaskSurface):
         self,
         plans: PlanExecutor,
         request: Any,
-        drawn: Mapping[str, Any],
+        generated: Mapping[str, Any],
         created: Timestamp | None,
         actor: Actor,
         found: Sequence[Any] | None = None,
     ) -> Any:
         """One write on one task inside the caller's transaction: its rows read together (the
-        task locked, its chain's tip, any first answer for its key, its operation's own reads;
+        task locked, its chain's tip, any answer recorded for its key, its operation's own reads;
         `found`: read ahead with the rest of a batch), the core's decision, its plan."""
         row = operation_of(request)
-        reads = _item_reads(row, request, drawn)
+        reads = _item_reads(row, request, generated)
         if found is None:
             # The one event its plan appends: the engine may prepare its id with the reads.
             found = fetch_records_together(plans.conn, reads.reads(), appending=1)
         state = reads.state(plans, found)
         # A created task's time was read with its id; any other write's is read once the task
         # is locked (see `_claim`).
-        now = created if drawn and created is not None else self._now()
-        draws: dict[str, Callable[[], Any]] = {
+        now = created if generated and created is not None else self._now()
+        supplied: dict[str, Callable[[], Any]] = {
             "jitter": self._jitter,
             "contracts": _result_contracts,
         }
-        inputs = {name: drawn[name] if name in drawn else draws[name]() for name in row.draws}
+        inputs = {
+            name: generated[name] if name in generated else supplied[name]()
+            for name in row.shell_inputs
+        }
         return plans.apply(_planned(decide_task(state, request, now=now, actor=actor, **inputs)))
 
     def _claim(
@@ -340,7 +343,7 @@ class TaskLedger(TaskSurface):
             plans = PlanExecutor(conn)
             now = self._now()
             key = None if batch is not None else claim.idempotency_key
-            # The first answer for its key, the passed leases and the task (or the candidates),
+            # The answer recorded for its key, the passed leases and the task (or the candidates),
             # locked as they are read, in one round trip: a replay then ignores the rows it
             # locked, and lets them go at its commit, a moment later.
             reads: list[Read] = [
@@ -421,7 +424,7 @@ class TaskLedger(TaskSurface):
             ClaimRequest.from_mapping(
                 {
                     "agent_id": agent_id,
-                    "capabilities": _listed(capabilities),
+                    "capabilities": _as_list(capabilities),
                     "lease_seconds": lease_seconds,
                     "task_id": task_id,
                     "idempotency_key": idempotency_key,
@@ -443,7 +446,7 @@ class TaskLedger(TaskSurface):
         """Take up to `limit` (1 to MAX_CLAIM_BATCH) eligible tasks in one transaction, in claim
         order, each under its own lease with its own `TASK_CLAIMED` event: what `claim` would
         answer, `limit` times over, for a worker with that many free slots. An empty list when
-        there is nothing to take. Each answer holds its own `lease_token`, drawn here. Like a
+        there is nothing to take. Each answer holds its own `lease_token`, generated here. Like a
         `claim` without a key it is not idempotent: a call repeated after a lost answer takes
         other tasks, and the leases it cannot use lapse (`expire_leases` requeues them).
         `grant` bounds the offer as in `claim`."""
@@ -451,7 +454,7 @@ class TaskLedger(TaskSurface):
             ClaimBatchRequest.from_mapping(
                 {
                     "agent_id": agent_id,
-                    "capabilities": _listed(capabilities),
+                    "capabilities": _as_list(capabilities),
                     "lease_seconds": lease_seconds,
                     "limit": limit,
                 }
@@ -463,7 +466,7 @@ class TaskLedger(TaskSurface):
         """Many `submit_result` calls in one transaction, in order; each item is
         {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
-        return self._apply_all(structure_batch(_listed(items), SubmitRequest.from_mapping))
+        return self._apply_all(structure_batch(_as_list(items), SubmitRequest.from_mapping))
 
     def verify(
         self,
@@ -500,7 +503,7 @@ class TaskLedger(TaskSurface):
         `reviewer` as in `verify`, for every item."""
         return self._apply_all(
             structure_batch(
-                _listed(items),
+                _as_list(items),
                 lambda item: VerifyRequest.from_mapping(_acting(item, reviewer)),
             )
         )
@@ -616,7 +619,7 @@ def _acting(item: object, agent_id: str | None) -> object:
 
 
 def _checked(request: object) -> TaskRequest[Any]:
-    """A record a door structured (`from_mapping`), or one a caller built, checked as
+    """A record an entry point structured (`from_mapping`), or one a caller built, checked as
     `from_mapping` would check it: its fields, then its rules across them."""
     check_built(request, what=operation_of(request).name)
     checked = cast(TaskRequest[Any], request)
@@ -624,9 +627,10 @@ def _checked(request: object) -> TaskRequest[Any]:
     return checked
 
 
-def _drawn(row: TaskTransition, request: Any) -> dict[str, Any]:
-    """What is drawn for a write before its transaction: a created task's id."""
-    if "task_id" in row.draws:
+def _generated_id(row: TaskTransition, request: Any) -> dict[str, Any]:
+    """What is generated for a write before its transaction: a created task's id (the
+    request's own, or a new one), as the `task_id` input of its decision."""
+    if "task_id" in row.shell_inputs:
         return {"task_id": request.task.task_id or new_task_id()}
     return {}
 
@@ -640,7 +644,7 @@ def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
     """A caller's grant as the core holds claims to it (None: no ceiling)."""
     if grant is None:
         return None
-    names = _listed(grant)
+    names = _as_list(grant)
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise LedgerError("FIELDS_INVALID", "grant: must be a list of capability names")
     return frozenset(names)
@@ -677,7 +681,7 @@ Read = tuple[str, dict[str, object], "type[Any] | None"]
 @attrs.frozen
 class _ItemReads:
     """What one write on one task reads before its decision: the task (locked first), the
-    log's tail at its chain, the first answer for `key` (None: a request without a key), for a
+    log's tail at its chain, the answer recorded for `key` (None: a request without a key), for a
     create the creation sequence it gets, and its operation's own reads (`extra`); read
     together, one round trip on PostgreSQL, with the id of the one event its plan appends
     drawn at its end."""
@@ -727,10 +731,10 @@ def _returns(statement: str) -> type[Any] | None:
     return None if declared is None else READ_RECORDS[declared]
 
 
-def _item_reads(row: TaskTransition, request: Any, drawn: Mapping[str, Any]) -> _ItemReads:
-    creating = "task_id" in drawn
+def _item_reads(row: TaskTransition, request: Any, generated: Mapping[str, Any]) -> _ItemReads:
+    creating = "task_id" in generated
     return _ItemReads(
-        drawn["task_id"] if creating else request.task_id,
+        generated["task_id"] if creating else request.task_id,
         request.idempotency_key if row.keyed else None,
         creating=creating,
         extra=row.reads(request),
@@ -769,7 +773,7 @@ def _result_contracts() -> Mapping[str, Mapping[str, object]]:
     return {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
 
 
-def _listed(value: object) -> object:
+def _as_list(value: object) -> object:
     """A Python sequence or iterator (a tuple, a generator) as the JSON array the core's strict
     checks read; text and mappings stay as they are, for the core to refuse."""
     if isinstance(value, list | str | bytes | Mapping):
