@@ -243,5 +243,5 @@ def contents_anomalies(contents: LedgerContents) -> list[str]:
 
 
 def response_core(response: Mapping[str, Any]) -> dict[str, Any]:
-    """A response without what differs between a first answer and its replay."""
+    """A response without what differs between a recorded answer and its replay."""
     return {k: v for k, v in response.items() if k not in ("idempotent", "lease_token")}

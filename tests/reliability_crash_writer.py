@@ -9,7 +9,7 @@ returned (or raised a `LedgerError`) a completion record (`ok` with the answer, 
 the code), each line fsync'd before going on, so that LOG holds every acknowledged operation.
 On start it reads LOG back: the lease tokens of the claims it was given, and the operation that
 was in flight when the previous writer died, which it issues again first when it had an
-idempotency key (a replay must give back the first answer, or apply it once).
+idempotency key (a replay must give back the recorded answer, or apply it once).
 
 Its clock starts one second after the latest time an earlier writer logged (or now, if later)
 and jumps ahead at random, so that leases run out without sleeping. It prints `ready` once it has

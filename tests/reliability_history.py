@@ -7,7 +7,7 @@ So, per task, Jepsen's classes are:
 
 - lost: acknowledged, but its effect is not in the file (no event of that kind at that
   revision, no idempotency row for its key, or one that answers otherwise);
-- duplicated: applied twice (a replay that did not give back the first answer, two
+- duplicated: applied twice (a replay that did not give back the recorded answer, two
   acknowledgements naming one effect, a key named by two events);
 - unexpected: in the file, but never acknowledged (a task, key or event no client was told of;
   a refused operation whose key is there).
@@ -93,7 +93,7 @@ def epoch(moment: str) -> float:
 
 
 def _effects(operation: Operation) -> list[tuple[str, int, str]]:
-    """(task, revision, event type) of what an acknowledged first answer says it did."""
+    """(task, revision, event type) of what an acknowledged recorded answer says it did."""
     value = operation.value
     if operation.kind != "ok" or value is None or operation.args.get("replay"):
         return []
@@ -147,7 +147,7 @@ def check_history(contents: LedgerContents, operations: list[Operation]) -> dict
                 continue
             unexpected.append(f"{task_id} {event.event_type} at {revision}: never answered")
 
-    # -- keys: first answers kept, replays give them back, refusals leave nothing ----------
+    # -- keys: recorded answers kept, replays give them back, refusals leave nothing ----------
     first: dict[str, Operation] = {}
     invoked_keys: set[str] = set()
     for operation in operations:

@@ -450,7 +450,7 @@ def test_a_refused_write_is_recorded_and_its_key_replays_the_refusal(
     changes: dict[str, Any], expected: str
 ) -> None:
     """Every check's refusal is one sealed GOVERNED_WRITE_REFUSED on the task's chain, covering
-    its first answer and nothing else (no lease, no write); kept, the key replays it before any
+    its recorded answer and nothing else (no lease, no write); kept, the key replays it before any
     check, and another request under it is a conflict."""
     state = write_state(**changes)
     with pytest.raises(LedgerError) as refused:

@@ -86,7 +86,7 @@ def queued(server: ApiServer, *needs: str) -> str:
 
 
 def ledger_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """What a refusal must leave as it was: the tasks, the events, the first answers."""
+    """What a refusal must leave as it was: the tasks, the events, the recorded answers."""
     return {
         table: rows(db, f"SELECT * FROM {table} ORDER BY 1")
         for table in ("tasks", "events", "task_idempotency", "api_tokens")

@@ -143,7 +143,7 @@ def test_a_replay_is_denied_too(
 
 
 # What a denied projection of a task that exists leaves: its sealed refusal (the event, its
-# seal and Merkle leaf, the refusal's first answer for its key), nothing else.
+# seal and Merkle leaf, the refusal's recorded answer for its key), nothing else.
 REFUSAL_RECORD = (
     "events:",
     "event_seals:",

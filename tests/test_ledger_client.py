@@ -1,7 +1,7 @@
 """`LedgerClient` against the server `serve` runs (uvicorn in this process, loopback port).
 
 Its answers are TaskLedger's: every keyed write is replayed by a TaskLedger on the server's own
-file with the same key, which answers the first answer, and must equal what the client got;
+file with the same key, which answers the recorded answer, and must equal what the client got;
 reads through the client equal the same reads on the file; a refusal carries the code
 TaskLedger gives for the same call. Retries: a claim whose answer is lost is answered again with
 the same task and lease (the key the client drew), and a server that is down is
@@ -56,7 +56,7 @@ def local(server: ApiServer) -> Iterator[TaskLedger]:
 
 
 def same_as_replay(first: Any, replay: Any) -> bool:
-    """A first answer and the ledger's replay of it: equal but for the replay's flag."""
+    """A recorded answer and the ledger's replay of it: equal but for the replay's flag."""
     if isinstance(first, list):
         return len(first) == len(replay) and all(map(same_as_replay, first, replay))
     if "idempotent" in replay:
@@ -216,11 +216,11 @@ def test_roles_and_tokens_are_refused_with_their_codes(
 def test_a_claim_whose_answer_was_lost_is_answered_again_with_the_same_lease(
     server: ApiServer, clients: dict[str, LedgerClient], local: TaskLedger
 ) -> None:
-    """The first answer is dropped on its way back (as by a connection reset); the client sends
+    """The recorded answer is dropped on its way back (as by a connection reset); the client sends
     the same key and lease token again and gets the same task, which the ledger claimed once."""
     clients["owner"].create_task(_task("task-lost"), idempotency_key="create-lost")
 
-    class LosingFirstAnswer(httpx.HTTPTransport):
+    class LosingRecordedAnswer(httpx.HTTPTransport):
         def __init__(self) -> None:
             super().__init__()
             self.bodies: list[dict[str, Any]] = []
@@ -234,7 +234,7 @@ def test_a_claim_whose_answer_was_lost_is_answered_again_with_the_same_lease(
                     raise httpx.ReadError("the answer was lost", request=request)
             return response
 
-    transport = LosingFirstAnswer()
+    transport = LosingRecordedAnswer()
     token = server.issue("agent-lost", "agent")
     with LedgerClient(server.url, token, transport=transport, backoff=0.001) as agent:
         claim = agent.claim(
@@ -248,8 +248,8 @@ def test_a_claim_whose_answer_was_lost_is_answered_again_with_the_same_lease(
     assert kinds == ["TASK_CREATED", "TASK_CLAIMED"]
 
 
-class LosingFirstAnswer(httpx.HTTPTransport):
-    """Lets each request of `paths` reach the server, and loses the first answer to it."""
+class LosingRecordedAnswer(httpx.HTTPTransport):
+    """Lets each request of `paths` reach the server, and loses the recorded answer to it."""
 
     def __init__(self, *paths: str) -> None:
         super().__init__()
@@ -272,7 +272,7 @@ def test_a_claim_of_one_task_through_claim_many_is_keyed_and_answered_again(
     """A worker with one free slot claims through `claim_many(limit=1)`: a lost answer is asked
     again with the same key and lease token and names the same task, claimed once."""
     clients["owner"].create_task(_task("task-one", priority=50), idempotency_key="create-one")
-    transport = LosingFirstAnswer("/v1/claims")
+    transport = LosingRecordedAnswer("/v1/claims")
     token = server.issue("agent-one", "agent")
     with LedgerClient(server.url, token, transport=transport, backoff=0.001) as agent:
         (claim,) = agent.claim_many(
@@ -291,7 +291,7 @@ def test_heartbeat_and_release_are_idempotent_in_effect_when_retried(
     the task is where the caller asked (the worker reads those codes as "not ours")."""
     clients["owner"].create_task(_task("task-again"), idempotency_key="create-again")
     beat, back = "/v1/tasks/task-again/heartbeat", "/v1/tasks/task-again/release"
-    transport = LosingFirstAnswer(beat, back)
+    transport = LosingRecordedAnswer(beat, back)
     token = server.issue("agent-again", "agent")
     with LedgerClient(server.url, token, transport=transport, backoff=0.001) as agent:
         claim = agent.claim(

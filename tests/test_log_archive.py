@@ -175,7 +175,7 @@ def test_archive_exports_then_removes_finished_tasks_and_verify_stays_intact(
         assert verify_log(db, head=head_before).intact is True
     exported = verify_export(output).public()
     assert exported["intact"] is True, exported["findings"]
-    # Two task rows and their four first answers (each task's create and cancel), all sealed.
+    # Two task rows and their four recorded answers (each task's create and cancel), all sealed.
     assert exported["events"] == 4 and exported["rows_checked"] == 6
     checked = check_archive(ledger_path, output)
     assert checked["intact"] is True and checked["archive_event_id"] == answer["archive_event_id"]
@@ -230,7 +230,7 @@ def _forge_listing(path: Path, archive_event_id: int) -> None:
         f"DELETE FROM event_seals WHERE event_id IN {listed}",
         "DELETE FROM events WHERE task_id = 'open'",
         "DELETE FROM tasks WHERE task_id = 'open'",
-        # As an archive would: the task's first answers, sealed by its events, go with them.
+        # As an archive would: the task's recorded answers, sealed by its events, go with them.
         "DELETE FROM task_idempotency WHERE subject = 'open'",
     )
 

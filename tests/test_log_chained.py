@@ -100,7 +100,7 @@ def test_a_task_row_is_sealed_as_its_changes_in_the_seals_own_row(tmp_path: Path
     for _, _, changes, digest in seals:
         assert digest == chained_row_digest(previous, TASKS, "t-1", changes)
         previous = digest
-    # No image of the task row in a second row; the first answers and the run still have theirs.
+    # No image of the task row in a second row; the recorded answers and the run still have theirs.
     con = sqlite3.connect(path)
     try:
         tables = {row[0] for row in con.execute("SELECT row_table FROM event_seal_rows")}

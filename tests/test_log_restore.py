@@ -119,7 +119,7 @@ def test_archive_then_restore_gives_back_the_tasks_and_verify_stays_intact(
         kinds = [event["event_type"] for event in ledger.events("done-1")]
         assert kinds[0] == "TASK_CREATED" and kinds[-1] == "TASK_VERIFIED"
         assert ledger.get("gone-1")["status"] == "CANCELLED"
-        # A retried create of a restored task replays its first answer: the key came back.
+        # A retried create of a restored task replays its recorded answer: the key came back.
         again = ledger.create_task(
             {"task_id": "gone-1", "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
             idempotency_key="create-gone-1",
@@ -229,7 +229,7 @@ def test_the_command_line_restores(
 
 def test_the_restore_decision_is_golden(archived: tuple[Path, Path], golden: Any) -> None:
     """The plan for a real archive file: its rows, events, seals and sealed rows go back, then
-    its listings; one sealed TASKS_RESTORED event with the first answer under its key."""
+    its listings; one sealed TASKS_RESTORED event with the recorded answer under its key."""
     _, file = archived
     contents = read_archive(file.read_bytes().splitlines())
     ends = {}

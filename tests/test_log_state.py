@@ -71,7 +71,7 @@ def tasks(tmp_path: Path) -> Path:
 def test_an_untouched_ledger_proves_every_row(tasks: Path) -> None:
     found = report(tasks)
     assert found["intact"] is True
-    # Two tasks and three first answers (two creates, one submit), each sealed.
+    # Two tasks and three recorded answers (two creates, one submit), each sealed.
     assert (found["rows_checked"], found["rows_unprovable"]) == (6, 0)
 
 

@@ -2,7 +2,7 @@
 refused on open: each table's row changed, inserted or deleted by hand (stdlib sqlite3, or psql
 with the triggers off) is a finding naming the table and key, on both engines.
 
-Figures (issue 26): 31 tamper cases tried on each engine, 31 reported: first answers 4 (+1 after
+Figures (issue 26): 31 tamper cases tried on each engine, 31 reported: recorded answers 4 (+1 after
 adoption), bindings 3, repository settings 3, proposals' scan spend 2, a refused scan's charge
 1, bundle files 2, runs 3, run events 9 (kind, payload and time rewritten in place, deleted and
 inserted with and without the run's count set to match, an orphan, two swapped; +2 after
@@ -71,7 +71,7 @@ def cli(target: Path, *argv: str) -> CliResult:
 
 @pytest.fixture
 def tasks(ledger_target: Path) -> Path:
-    """Two tasks, one claimed and submitted: first answers under three idempotency keys."""
+    """Two tasks, one claimed and submitted: recorded answers under three idempotency keys."""
     with TaskLedger(ledger_target) as ledger:
         for name in ("t-1", "t-2"):
             ledger.create_task(
@@ -117,7 +117,7 @@ def test_a_deleted_schema_migrations_row_is_refused_on_open_and_changes_nothing(
 
 
 # ---------------------------------------------------------------------------------------------
-# task_idempotency: the first answers a replay gives back
+# task_idempotency: the recorded answers a replay gives back
 
 ANSWER_COLUMNS = "idempotency_key, operation, subject, request_sha256, response_json, created_at"
 
@@ -125,7 +125,7 @@ ANSWER_COLUMNS = "idempotency_key, operation, subject, request_sha256, response_
 @pytest.mark.parametrize(
     ("statement", "key"),
     [
-        # A first answer rewritten: a replay of `s-1` would tell another story.
+        # A recorded answer rewritten: a replay of `s-1` would tell another story.
         (
             'UPDATE task_idempotency SET response_json = \'{"status":"SUCCEEDED"}\' '
             "WHERE idempotency_key = 's-1'",
@@ -145,16 +145,16 @@ ANSWER_COLUMNS = "idempotency_key, operation, subject, request_sha256, response_
     ],
     ids=["answer-changed", "digest-changed", "deleted", "inserted"],
 )
-def test_a_first_answer_tampered_with_is_named(tasks: Path, statement: str, key: str) -> None:
+def test_a_recorded_answer_tampered_with_is_named(tasks: Path, statement: str, key: str) -> None:
     assert report(tasks)["intact"] is True
     tamper(tasks, (statement, ()))
     assert findings(tasks) == {("STATE_MISMATCH", "task_idempotency", key)}
 
 
-def test_first_answers_stored_before_they_were_sealed_still_verify(
+def test_recorded_answers_stored_before_they_were_sealed_still_verify(
     ledger_target: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Adoption: a ledger whose first answers an earlier version stored without sealing them
+    """Adoption: a ledger whose recorded answers an earlier version stored without sealing them
     stays intact (those rows are counted as unprovable); answers sealed since are proven."""
     from aios_ledger.core.tasks import decisions
 

@@ -67,7 +67,7 @@ def owner(monkeypatch: pytest.MonkeyPatch) -> None:
 # Who tries the projections refused here: their refusal events name them.
 TRIER = Actor("owner-trying", "library")
 # The tables a recorded refusal writes: its event, the event's seal and the rows it covers, its
-# Merkle leaf, and its first answer (nothing of the task, nor of the projection's ledgers).
+# Merkle leaf, and its recorded answer (nothing of the task, nor of the projection's ledgers).
 REFUSAL_TABLES = (
     "events",
     "event_seals",

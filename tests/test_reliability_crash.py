@@ -148,7 +148,7 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(
             "kills_inside_an_operation": in_flight,
             "operations_acknowledged": answered["ok"],
             "operations_refused": answered["fail"],
-            "in_flight_replayed_as_first_answer": replays,
+            "in_flight_replayed_as_recorded_answer": replays,
             "tasks": len(contents.tasks),
             "events": sum(len(events) for events in contents.events.values()),
             "anomalies": 0,

@@ -50,8 +50,8 @@ ROW_RECORDS: dict[str, type] = {
     "commit_attestations": CommitAttestationRow,
     "task_spend": SpendRow,
 }
-# The idempotency ledgers are read only for their first answer: the columns they share.
-FIRST_ANSWER_TABLES = (
+# The idempotency ledgers are read only for their recorded answer: the columns they share.
+RECORDED_ANSWER_TABLES = (
     "task_idempotency",
     "task_initial_execution_projections",
     "task_source_capture_projection_recoveries",
@@ -90,7 +90,7 @@ def test_every_table_has_its_row_record(schema: sqlite3.Connection) -> None:
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         )
     }
-    assert tables == set(ROW_RECORDS) | set(FIRST_ANSWER_TABLES) | UNRECORDED_TABLES
+    assert tables == set(ROW_RECORDS) | set(RECORDED_ANSWER_TABLES) | UNRECORDED_TABLES
     assert len(set(ROW_RECORDS.values())) == len(ROW_RECORDS)
 
 
@@ -101,8 +101,8 @@ def test_a_row_record_holds_its_table_columns_in_order(
     assert record_columns(ROW_RECORDS[table]) == columns(schema, table)
 
 
-@pytest.mark.parametrize("table", FIRST_ANSWER_TABLES)
-def test_a_first_answer_is_columns_every_idempotency_ledger_holds(
+@pytest.mark.parametrize("table", RECORDED_ANSWER_TABLES)
+def test_a_recorded_answer_is_columns_every_idempotency_ledger_holds(
     schema: sqlite3.Connection, table: str
 ) -> None:
     assert set(record_columns(IdempotencyRow)) <= set(columns(schema, table))

@@ -143,7 +143,7 @@ def test_a_batch_of_submissions_and_verdicts_runs_whole_lifecycles(
         assert verify_log(db).intact
 
 
-def test_a_batch_replayed_gives_the_first_answers_back(ledger: TaskLedger, path: Path) -> None:
+def test_a_batch_replayed_gives_the_recorded_answers_back(ledger: TaskLedger, path: Path) -> None:
     task_ids = _create(ledger, 3)
     claims = _claim_many(ledger, 3)
     first = ledger.submit_results(_submissions(claims))

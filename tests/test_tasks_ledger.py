@@ -629,7 +629,9 @@ def test_claim_walks_past_many_ineligible_tasks(ledger: TaskLedger) -> None:
 # replays and conflicts
 
 
-def test_replays_answer_the_first_answer_and_write_nothing(ledger: TaskLedger, path: Path) -> None:
+def test_replays_answer_the_recorded_answer_and_write_nothing(
+    ledger: TaskLedger, path: Path
+) -> None:
     task = {"task_id": "t1", "goal": "g", "instructions": "i"}
     first = ledger.create_task(task, idempotency_key="ck")
     claim = ledger.claim(

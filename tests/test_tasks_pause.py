@@ -107,7 +107,7 @@ def test_each_move_is_idempotent_by_its_key(ledger: TaskLedger) -> None:
     other = pause("t1", "pause-t1", reason="another reason")
     assert _code(lambda: ledger.apply(other)) == "IDEMPOTENCY_CONFLICT"
     ledger.apply(resume("t1", "resume-t1"))
-    # The first answer is given again for its key, though the task has moved on since.
+    # The recorded answer is given again for its key, though the task has moved on since.
     assert ledger.apply(pause("t1", "pause-t1"))["status"] == "PAUSED"
     assert ledger.get("t1")["status"] == "QUEUED"
     kinds = [event["event_type"] for event in ledger.events("t1")]
