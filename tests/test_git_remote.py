@@ -47,7 +47,7 @@ from git_support import (
     register,
     repository_files,
 )
-from test_ledger_client import LosingFirstAnswer
+from test_ledger_client import LosingRecordedAnswer
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = "application/problem+json"
@@ -402,7 +402,7 @@ def test_lost_answers_to_the_base_and_the_proposal_are_asked_again(remote: Remot
     governed_task(remote.db, "task-lossy", binding("task-lossy", remote.base))
     claimed = remote.claim("task-lossy")
     base, proposal = "/v1/tasks/task-lossy/workspace", "/v1/tasks/task-lossy/proposal"
-    transport = LosingFirstAnswer(base, proposal)
+    transport = LosingRecordedAnswer(base, proposal)
     with LedgerClient(
         remote.server.url, remote.server.tokens["agent"], transport=transport, backoff=0.001
     ) as client:
