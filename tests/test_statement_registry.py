@@ -239,4 +239,4 @@ def test_a_guarded_write_that_changes_no_row_is_a_revision_conflict(
         with pytest.raises(LedgerError) as refused:
             db.write(lambda conn: apply_decision(conn, plan))
         assert refused.value.code == "REVISION_CONFLICT"
-        assert db.read(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []
+        assert db.write_schema(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []

@@ -1,0 +1,57 @@
+"""Notifications (`Database.notify`, `listen`): a write through one Database wakes a listener on
+another, on both engines (SQLite's within the process), and a server's waiting claims hear a
+create announced through another server on the same ledger."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aios_ledger.shell.api.backend import WORK_CHANNEL, ApiSettings, Backend
+from aios_ledger.shell.db.connection import Database
+from conftest import both_engines
+
+pytest_generate_tests = both_engines
+
+
+def test_a_notification_wakes_a_listener_on_another_database(ledger_target: str | Path) -> None:
+    with Database(ledger_target) as writer, Database(ledger_target) as other:
+        listener = other.listen(WORK_CHANNEL)
+        try:
+            assert not listener.wait(0.05)
+            writer.notify(WORK_CHANNEL)
+            assert listener.wait(10)
+            assert not listener.wait(0.05)  # heard once
+            writer.notify("work")
+            writer.notify("work")
+            assert listener.wait(10)
+        finally:
+            listener.close()
+
+
+def test_a_notification_before_listening_is_not_heard(ledger_target: str | Path) -> None:
+    with Database(ledger_target) as db:
+        db.notify(WORK_CHANNEL)
+        listener = db.listen(WORK_CHANNEL)
+        try:
+            assert not listener.wait(0.05)
+        finally:
+            listener.close()
+
+
+def test_a_create_announced_through_one_server_wakes_another_servers_long_poll(
+    ledger_target: str | Path,
+) -> None:
+    settings = ApiSettings(db_path=str(ledger_target))
+    polling, creating = Backend(settings), Backend(settings)
+    try:
+
+        async def woken() -> None:
+            signal = polling.work_signal()  # listening from here on
+            await asyncio.to_thread(creating.announce_work)
+            await asyncio.wait_for(signal.wait(), 10)
+
+        asyncio.run(woken())
+    finally:
+        polling.close()
+        creating.close()
