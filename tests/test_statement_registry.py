@@ -37,6 +37,7 @@ UNPREPARABLE = {
     "rollback",
     "create_search_path_schema",
     "drop_search_path_schema",
+    "listen_work",  # a DO block: tests/test_notify.py runs it
     "create_schema_migrations",
 }
 _PG_PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
