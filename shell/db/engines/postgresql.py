@@ -416,17 +416,14 @@ class PgConnection:
         names = _columns(found)
         return [] if names is None else [dict(zip(names, row, strict=True)) for row in found]
 
-    def fetch_value(self, name: str, params: Params | None = None) -> Any:
-        found = self.run(name, params)
-        first = found.fetchone() if _has_rows(found) else None
-        return None if first is None else first[0]
-
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
         # Off the cursor's rows, as `stream_records` reads them: asking `description` first
         # would build its column objects on every read.
         if self._read_ahead and name in self._read_ahead:
             return self._read_ahead.pop(name)
         found = self.run(name, params)
+        if not _has_rows(found):  # a statement that returns no rows: nothing to read
+            return None
         for row in found:
             if record is None:
                 return row[0]
@@ -513,14 +510,14 @@ class PgConnection:
         decided, and never the ledger's chain, whose tip only the exclusive lock serializes; a
         read (a preview) peeks, and draws no id."""
         if self.read_only:
-            return int(self.fetch_value("log_peek_next_event_id"))
+            return int(self.fetch_record("log_peek_next_event_id", None, None))
         if self.row_locked:
             if LEDGER_CHAIN in chains:
                 raise LedgerError(
                     "STORAGE_ERROR", "a row-locked write may not extend the ledger chain"
                 )
             return _PROVISIONAL_EVENT_ID
-        return int(self.fetch_value("log_next_event_id"))
+        return int(self.fetch_record("log_next_event_id", None, None))
 
     def number_events(self, first: int, count: int) -> list[int]:
         """Under the exclusive lock, the ids decided, the sequence set past them with the

@@ -149,11 +149,6 @@ class SqliteConnection(apsw.Connection):
             return []
         return [dict(zip(columns, row, strict=True)) for row in cursor]
 
-    def fetch_value(self, name: str, params: Params | None = None) -> Any:
-        for row in self.run_statement(name, params):
-            return row[0]
-        return None
-
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
         # Read straight off the cursor, not through `stream_records`: the generator and its
         # closing were a tenth of a transition's Python calls. Leaving the method drops the
@@ -260,7 +255,7 @@ class SqliteConnection(apsw.Connection):
 
     def first_event_id(self, chains: Collection[str]) -> int:
         """The id the next event gets: the one writer hands ids out in commit order."""
-        return int(self.fetch_value("log_next_event_id"))
+        return int(self.fetch_record("log_next_event_id", None, None))
 
     def number_events(self, first: int, count: int) -> list[int]:
         """The ids they were decided with (AUTOINCREMENT moves on with the inserts)."""
@@ -426,10 +421,10 @@ class SqliteDatabase(Database):
             plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
         try:
             if self.path != ":memory:":
-                self._with_busy_retry(lambda: conn.fetch_value("pragma_journal_wal"))
+                self._with_busy_retry(lambda: conn.fetch_record("pragma_journal_wal", None, None))
                 # Bound the WAL file (RELIABILITY.md, "WAL growth").
-                conn.fetch_value("pragma_wal_autocheckpoint")
-                conn.fetch_value(f"pragma_journal_size_limit_{synchronous.lower()}")
+                conn.fetch_record("pragma_wal_autocheckpoint", None, None)
+                conn.fetch_record(f"pragma_journal_size_limit_{synchronous.lower()}", None, None)
             conn.run_write("pragma_foreign_keys_on")
             conn.run_write(f"pragma_synchronous_{synchronous.lower()}")
             self.checkpoints = install_checkpoint_rounds(conn, self.path, vfs, synchronous)
