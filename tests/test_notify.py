@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from aios_ledger.shell.api.backend import WORK_CHANNEL, ApiSettings, Backend
 from aios_ledger.shell.db.connection import Database
-from conftest import both_engines
+from conftest import both_engines, ledger_schema_url
 
 pytest_generate_tests = both_engines
 
@@ -55,3 +56,24 @@ def test_a_create_announced_through_one_server_wakes_another_servers_long_poll(
     finally:
         polling.close()
         creating.close()
+
+
+def test_a_notification_stays_with_its_ledger(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Two ledgers (two files; two schemas of one PostgreSQL database): neither hears the
+    other's notifications."""
+    first: str | Path = tmp_path / "first.db"
+    second: str | Path = tmp_path / "second.db"
+    if engine == "postgresql":
+        database = request.getfixturevalue("postgres_database")
+        first, second = ledger_schema_url(database), ledger_schema_url(database)
+    with Database(first) as one, Database(second) as two:
+        listener = two.listen(WORK_CHANNEL)
+        try:
+            one.notify(WORK_CHANNEL)
+            assert not listener.wait(0.2)
+            two.notify(WORK_CHANNEL)
+            assert listener.wait(10)
+        finally:
+            listener.close()
