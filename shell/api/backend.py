@@ -188,6 +188,8 @@ class Backend:
     def close(self) -> None:
         self._closing.set()
         if self._listening is not None and self._listening is not threading.current_thread():
+            with contextlib.suppress(LedgerError):
+                self.writer.db.notify(WORK_CHANNEL)  # the listener's wait ends now
             self._listening.join(LISTEN_TICK_SECONDS * 4)
         for db in self._databases:
             with contextlib.suppress(LedgerError):
