@@ -356,18 +356,12 @@ class Backend:
     def work_signal(self) -> asyncio.Event:
         """The event the next `work_arrived` sets (taken before a claim is tried, so that work
         arriving between the try and the wait is not missed)."""
-        if self._listening is None:
-            # Listening before the first claim is tried: no notification after it is missed.
-            # A listener that cannot open leaves the waiters to their own re-tries.
-            with contextlib.suppress(LedgerError):
-                listener = self.writer.db.listen(WORK_CHANNEL)
-                self._listening = threading.Thread(
-                    target=self._listen, args=(listener,), daemon=True
-                )
-                self._listening.start()
         if self._signal is None:
             self._signal = asyncio.Event()
             self._signal_loop = asyncio.get_running_loop()
+        if self._listening is None:
+            self._listening = threading.Thread(target=self._listen, daemon=True)
+            self._listening.start()
         return self._signal
 
     async def work_arrived(self) -> None:
@@ -393,23 +387,27 @@ class Backend:
             self._signal.set()
             self._signal = None
 
-    def _listen(self, listener: Listener) -> None:
-        """The listener's thread: each notification wakes the waiters, on their event loop; a
-        listener that failed is opened again after `recheck_seconds`, meanwhile the waiters'
-        own re-tries stand in for it."""
+    def _listen(self) -> None:
+        """The listener's thread (off the event loop: on PostgreSQL listening is a connection of
+        its own): each notification wakes the waiters. Once it listens, it wakes them once, for
+        work announced before; one that failed is opened again after `recheck_seconds`,
+        meanwhile the waiters' own re-tries stand in for it."""
+        listener: Listener | None = None
         while not self._closing.is_set():
             try:
-                if not listener.wait(LISTEN_TICK_SECONDS):
+                if listener is None:
+                    listener = self.writer.db.listen(WORK_CHANNEL)
+                elif not listener.wait(LISTEN_TICK_SECONDS):
                     continue
             except LedgerError:
-                listener.close()
-                if self._closing.wait(self.settings.recheck_seconds):
-                    return
-                with contextlib.suppress(LedgerError):
-                    listener = self.writer.db.listen(WORK_CHANNEL)
+                if listener is not None:
+                    listener.close()
+                    listener = None
+                self._closing.wait(self.settings.recheck_seconds)
                 continue
             self._wake_from_thread()
-        listener.close()
+        if listener is not None:
+            listener.close()
 
     @contextlib.contextmanager
     def waiting(self, name: str) -> Iterator[None]:
