@@ -16,7 +16,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import attrs
@@ -24,7 +24,7 @@ from aios_ledger.core import Timestamp
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.connection import fetch_value
 from aios_ledger.shell.db.engines.postgresql import PgConnection
-from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.db.run import Connection, SchemaConnection
 
 # The event each idempotent operation appends, and the operations that always carry a key.
 EVENT_OF_OPERATION = {
@@ -61,7 +61,7 @@ class LedgerContents:
     findings: list[Any]
 
 
-def _rows(conn: Connection, query: str) -> list[dict[str, Any]]:
+def _rows(conn: SchemaConnection, query: str) -> list[dict[str, Any]]:
     if isinstance(conn, PgConnection):
         found = conn.execute(query)
         names = [column.name for column in found.description or ()]
@@ -86,7 +86,8 @@ def read_contents(path: str | Path) -> LedgerContents:
         )
         report = verify_log(db)
 
-        def work(conn: Connection) -> tuple[list[Any], list[Any], list[Any]]:
+        def work(read: Connection) -> tuple[list[Any], list[Any], list[Any]]:
+            conn = cast(SchemaConnection, read)  # every engine's connection is one: a read here
             return (
                 _rows(conn, "SELECT * FROM tasks"),
                 _rows(conn, "SELECT * FROM events ORDER BY event_id"),

@@ -72,7 +72,7 @@ def test_an_empty_log_is_intact(ledger_target: Path) -> None:
 
 def test_the_append_only_triggers_still_refuse_edits(log: Path) -> None:
     with Database(log) as db, pytest.raises(LedgerError, match="EVENTS_APPEND_ONLY"):
-        db.write(lambda conn: conn.execute("DELETE FROM events WHERE event_id = 1"))
+        db.write_schema(lambda conn: conn.execute("DELETE FROM events WHERE event_id = 1"))
 
 
 @pytest.mark.parametrize(

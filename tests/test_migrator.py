@@ -173,10 +173,10 @@ def test_the_explicit_migrator_reports_pending_then_applies_them(tmp_path: Path)
         assert [m.version for m in db.read(migration_plan).pending] == [LATEST]
         status = migration_status(db)
         assert status["applied"] == KNOWN[:-1] and status["pending"] == [LATEST]
-        report = db.write(apply_migrations)
+        report = db.write_schema(apply_migrations)
         assert report.applied == (LATEST,) and not report.adopted_legacy
         assert db.read(migration_plan).pending == ()
-        assert db.write(apply_migrations) == NOTHING_APPLIED
+        assert db.write_schema(apply_migrations) == NOTHING_APPLIED
         assert migrate_database(db) == NOTHING_APPLIED
     Database(path, migrate=False).close()
 

@@ -23,7 +23,7 @@ from aios_ledger.shell.attest.commits import why_commit
 from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.db.engines.postgresql import PostgresTarget
-from aios_ledger.shell.db.run import Connection, fetch_one
+from aios_ledger.shell.db.run import Connection, SchemaConnection, fetch_one
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.copy import copy_ledger
@@ -156,11 +156,11 @@ def test_the_append_only_triggers_refuse_edits(pg: str) -> None:
             "DELETE FROM event_seal_rows",
         ):
 
-            def edit(conn: Connection, text: str = statement) -> None:
+            def edit(conn: SchemaConnection, text: str = statement) -> None:
                 conn.execute(text)
 
             with pytest.raises(LedgerError, match="EVENTS_APPEND_ONLY") as refused:
-                ledger.database.write(edit)
+                ledger.database.write_schema(edit)
             assert refused.value.code == "CONSTRAINT_VIOLATION"
         assert verify_log(ledger.database).intact
 

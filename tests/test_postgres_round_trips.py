@@ -114,8 +114,10 @@ def test_an_exclusive_write_sends_the_sequences_move_with_its_plan(
         issue_token(db, "warm", roles=["agent"])  # the pool's first connection
         assert trips.of(lambda: issue_token(db, "agent", roles=["agent"])) == 5
         assert trips.of(lambda: revoke_token(db, "agent")) == 5
-        nexts = db.read(lambda conn: conn.fetch_value("log_peek_next_event_id", None))
-        events = db.read(lambda conn: list(conn.execute("SELECT max(event_id) FROM events")))
+        nexts = db.read(lambda conn: conn.fetch_record("log_peek_next_event_id", None, None))
+        events = db.write_schema(
+            lambda conn: list(conn.execute("SELECT max(event_id) FROM events"))
+        )
         assert nexts == events[0][0] + 1
 
 
@@ -220,4 +222,4 @@ def test_a_guard_that_misses_in_the_commits_flight_commits_nothing(
         with pytest.raises(Exception) as refused:
             db.write(lambda conn: apply_decision(conn, plan))
         assert getattr(refused.value, "code", None) == "REVISION_CONFLICT"
-        assert db.read(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []
+        assert db.write_schema(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []

@@ -91,7 +91,7 @@ def test_create_is_idempotent_by_run_id() -> None:
         runs.create_run("s-1", "other prompt", run_id="r-1")
     with pytest.raises(LedgerError, match="RUN_CONFLICT"):
         runs.create_run("s-2", "prompt", run_id="r-1")
-    events = runs.database.read(
+    events = runs.database.write_schema(
         lambda conn: list(conn.execute("SELECT event_type, task_id FROM events"))
     )
     assert events == [("RUN_CREATED", None)]
@@ -105,7 +105,7 @@ def test_bad_runs_are_refused_and_change_nothing(session: Any, prompt: Any, run_
     runs = store()
     with pytest.raises(LedgerError, match="FIELDS_INVALID"):
         runs.create_run(session, prompt, run_id=run_id)
-    assert runs.database.read(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []
+    assert runs.database.write_schema(lambda conn: list(conn.execute("SELECT * FROM runs"))) == []
 
 
 def test_bad_events_are_refused_and_change_nothing() -> None:

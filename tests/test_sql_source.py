@@ -93,7 +93,7 @@ SQLITE_ALONE = frozenset(
         "schema_objects",
     ]
 )
-# PostgreSQL's alone: its schema, locks, id sequences and the copy's counter.
+# PostgreSQL's alone: its schema, locks, id sequences, the copy's counter and its LISTEN/NOTIFY.
 POSTGRESQL_ALONE = frozenset(
     [
         "begin_read_committed",
@@ -102,10 +102,12 @@ POSTGRESQL_ALONE = frozenset(
         "copy_target_rows",
         "create_search_path_schema",
         "drop_search_path_schema",
+        "listen_work",
         "log_event_ids_used",
         "log_peek_next_event_id",
         "log_quiesce",
         "log_reserve_event_ids",
+        "notify_work",
         "writer_settings_exclusive",
         "writer_settings_shared",
     ]

@@ -916,7 +916,7 @@ def _endpoint(
             outcome = await outcome.wait()
         if isinstance(outcome, Answer):
             if outcome.wakes:
-                backend.work_arrived()
+                await backend.work_arrived()
             return _json(outcome.value, outcome.status)
         assert isinstance(outcome, Response)
         return outcome

@@ -9,8 +9,10 @@ run their own transaction from a pool (`AIOS_LEDGER_PG_POOL_SIZE`), and more wai
 here rather than time out at the pool.
 
 A long-polling claim waits on the event of `work_signal()`; each write that can make work
-claimable calls `work_arrived()`, which wakes every waiter to claim again. Waiters also re-try
-every `recheck_seconds`, for work that becomes claimable with time alone or from another process.
+claimable calls `work_arrived()`, which notifies the ledger's `work` channel (`Database.notify`),
+and this server's listener of that channel wakes every waiter to claim again: a write through
+another server on the same PostgreSQL ledger wakes them too. Waiters also re-try every
+`recheck_seconds`, for work that becomes claimable with time alone or a notification missed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.api.tokens import Principal, authenticate
 from aios_ledger.shell.clock import Clock, system_clock
-from aios_ledger.shell.db.connection import Database, fetch_all
+from aios_ledger.shell.db.connection import Database, Listener, fetch_all
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.runs.store import RunStore
@@ -46,6 +48,9 @@ MAX_WAIT_SECONDS = 60
 DEFAULT_READ_CONNECTIONS = 4
 DEFAULT_GROUP_COMMIT = 64
 DEFAULT_RECHECK_SECONDS = 2.0
+# The channel of `work_arrived`, and how often its listener looks up to see the server closing.
+WORK_CHANNEL = "work"
+LISTEN_TICK_SECONDS = 0.5
 # The event stream (`stream.py`): how often the head is read while a stream is open, an idle
 # stream's comment, how long a client may take to accept a page, a stream's longest life.
 DEFAULT_STREAM_POLL_SECONDS = 0.5
@@ -136,6 +141,9 @@ class Backend:
         self._write_turn: contextlib.AbstractContextManager[object]
         self._readers: queue.SimpleQueue[Stores] = queue.SimpleQueue()
         self._signal: asyncio.Event | None = None
+        self._signal_loop: asyncio.AbstractEventLoop | None = None
+        self._closing = threading.Event()
+        self._listening: threading.Thread | None = None  # from the first long poll on
         self._waiting: dict[str, int] = {}
         # Signs the task list's cursors (core/tasks/listing.py): drawn per process, so a cursor
         # is good for the server that gave it.
@@ -178,6 +186,11 @@ class Backend:
         return db
 
     def close(self) -> None:
+        self._closing.set()
+        if self._listening is not None and self._listening is not threading.current_thread():
+            with contextlib.suppress(LedgerError):
+                self.writer.db.notify(WORK_CHANNEL)  # the listener's wait ends now
+            self._listening.join(LISTEN_TICK_SECONDS * 4)
         for db in self._databases:
             with contextlib.suppress(LedgerError):
                 db.close()
@@ -345,12 +358,56 @@ class Backend:
         arriving between the try and the wait is not missed)."""
         if self._signal is None:
             self._signal = asyncio.Event()
+            self._signal_loop = asyncio.get_running_loop()
+        if self._listening is None:
+            self._listening = threading.Thread(target=self._listen, daemon=True)
+            self._listening.start()
         return self._signal
 
-    def work_arrived(self) -> None:
+    async def work_arrived(self) -> None:
+        """`announce_work`, off the event loop (on PostgreSQL a notification is a round trip)."""
+        await run_in_threadpool(self.announce_work)
+
+    def announce_work(self) -> None:
+        """Notify the `work` channel, from a worker thread; when that fails, this server's
+        waiters are still woken."""
+        try:
+            self.writer.db.notify(WORK_CHANNEL)
+        except LedgerError:
+            self._wake_from_thread()
+
+    def _wake_from_thread(self) -> None:
+        loop = self._signal_loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop closed: nobody waits there
+                loop.call_soon_threadsafe(self._wake_waiters)
+
+    def _wake_waiters(self) -> None:
         if self._signal is not None:
             self._signal.set()
             self._signal = None
+
+    def _listen(self) -> None:
+        """The listener's thread (off the event loop: on PostgreSQL listening is a connection of
+        its own): each notification wakes the waiters. Once it listens, it wakes them once, for
+        work announced before; one that failed is opened again after `recheck_seconds`,
+        meanwhile the waiters' own re-tries stand in for it."""
+        listener: Listener | None = None
+        while not self._closing.is_set():
+            try:
+                if listener is None:
+                    listener = self.writer.db.listen(WORK_CHANNEL)
+                elif not listener.wait(LISTEN_TICK_SECONDS):
+                    continue
+            except LedgerError:
+                if listener is not None:
+                    listener.close()
+                    listener = None
+                self._closing.wait(self.settings.recheck_seconds)
+                continue
+            self._wake_from_thread()
+        if listener is not None:
+            listener.close()
 
     @contextlib.contextmanager
     def waiting(self, name: str) -> Iterator[None]:

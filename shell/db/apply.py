@@ -38,8 +38,8 @@ class PlanExecutor:
     """The decisions of one write transaction: the log's tail each one reads, and their plans
     appended in order. After a plan, the next decision starts from the tail that plan left (the
     core's), so a batch reads each chain's tip once and never reads back what it wrote. Each
-    decision is handed the tips of its own chains only: a batch of a hundred tasks must not
-    copy a hundred tips into every plan.
+    decision is handed the chain tips of its own chains only: a batch of a hundred tasks must not
+    copy a hundred chain tips into every plan.
 
     A decision numbers its events from the engine's `first_event_id`; once it is decided, one
     step appends it whatever the engine (`apply`): the engine gives its events their ids
@@ -51,26 +51,26 @@ class PlanExecutor:
         self.conn = conn
         self._error = error
         self._next_event_id: int | None = None
-        self._tips: dict[str, ChainTip] = {}
+        self._chain_tips: dict[str, ChainTip] = {}
         self._seal_version = conn.seal_version
         self._tree: MerkleTreeRow | None = None
 
     def tail(self, *chains: str, appending: int = 0) -> LogTail:
-        """The tail at `chains`; the tips not known yet are read together (`appending`: as
+        """The tail at `chains`; the chain tips not known yet are read together (`appending`: as
         `Connection.fetch_together`)."""
         if self._next_event_id is None:
             self._next_event_id = self.conn.first_event_id(chains)
-        missing = [chain for chain in chains if chain not in self._tips]
+        missing = [chain for chain in chains if chain not in self._chain_tips]
         if missing:
-            self._tips.update(read_chain_tips(self.conn, missing, appending=appending))
-        tips = {chain: self._tips[chain] for chain in chains}
+            self._chain_tips.update(read_chain_tips(self.conn, missing, appending=appending))
+        tips = {chain: self._chain_tips[chain] for chain in chains}
         return LogTail(self._next_event_id, tips, self._seal_version)
 
     def know_tip(self, chain: str, tip: ChainTip | None) -> None:
         """The tip of `chain` as the caller read it with the rows it decides on (one round
         trip for all of them); None: the chain has no event yet."""
-        if chain not in self._tips:
-            self._tips[chain] = empty_chain_tip(chain) if tip is None else tip
+        if chain not in self._chain_tips:
+            self._chain_tips[chain] = empty_chain_tip(chain) if tip is None else tip
 
     def apply(self, decision: WritePlan[R] | Replay[R]) -> R:
         leaves: Sequence[SqlWrite] = ()
@@ -79,7 +79,7 @@ class PlanExecutor:
         answer = apply_decision(self.conn, decision, error=self._error, leaves=leaves)
         if isinstance(decision, WritePlan) and decision.tail is not None:
             self._next_event_id = decision.tail.next_event_id
-            self._tips.update(decision.tail.tips)
+            self._chain_tips.update(decision.tail.tips)
         return answer
 
     def _appended(self, plan: WritePlan[R]) -> tuple[WritePlan[R], Sequence[SqlWrite]]:

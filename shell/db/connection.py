@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from aios_ledger.core import LedgerError
-from aios_ledger.shell.db.engines import is_database_url, registered
+from aios_ledger.shell.db.engines import Listener, is_database_url, registered
 from aios_ledger.shell.db.run import (
     Connection,
     Params,
     Row,
+    SchemaConnection,
     execute,
     fetch_all,
     fetch_one,
@@ -42,8 +43,10 @@ __all__ = [
     "Connection",
     "Database",
     "EngineModule",
+    "Listener",
     "Params",
     "Row",
+    "SchemaConnection",
     "execute",
     "fetch_all",
     "fetch_one",
@@ -187,6 +190,21 @@ class Database:
 
     def read(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in one read transaction, so that every read sees the same snapshot."""
+        raise NotImplementedError
+
+    def write_schema(self, work: Callable[[SchemaConnection], T]) -> T:
+        """`write` for the migrator, `copy` and the tools, whose work runs scripts, many rows
+        or ad-hoc SQL: every engine's connection is a `SchemaConnection` as well."""
+        return self.write(cast("Callable[[Connection], T]", work))
+
+    def notify(self, channel: str) -> None:
+        """Tell every listener of `channel` (`listen`), in this process and, where the engine
+        reaches them, in others: called after the commit it announces."""
+        raise NotImplementedError
+
+    def listen(self, channel: str) -> Listener:
+        """A subscription to `channel`'s notifications from now on, for one thread; the caller
+        closes it."""
         raise NotImplementedError
 
     def cursor_rows(

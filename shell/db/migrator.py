@@ -21,6 +21,7 @@ from aios_ledger.core.migrations import (
     refuse_unless_current,
 )
 from aios_ledger.shell.db.adoption import seal_unsealed_events
+from aios_ledger.shell.db.engines import SchemaConnection
 from aios_ledger.shell.db.merkle import build_tree
 from aios_ledger.shell.db.run import Connection, execute, fetch_all
 from aios_ledger.shell.db.statements import migration_files, sql
@@ -31,11 +32,11 @@ CURRENT = MigrationPlan(pending=(), adopt_legacy=False)
 
 
 class Transactions(Protocol):
-    """What the migrator needs of a Database: its read and write transactions."""
+    """What the migrator needs of a Database: its read and schema-writing transactions."""
 
     def read(self, work: Callable[[Connection], T]) -> T: ...
 
-    def write(self, work: Callable[[Connection], T]) -> T: ...
+    def write_schema(self, work: Callable[[SchemaConnection], T]) -> T: ...
 
 
 @attrs.frozen
@@ -88,7 +89,7 @@ def plan_on_open(conn: Connection, *, migrate: bool) -> MigrationPlan:
     return CURRENT
 
 
-def apply_migrations(conn: Connection) -> MigrationReport:
+def apply_migrations(conn: SchemaConnection) -> MigrationReport:
     """Apply what is pending, adopting the older runtime's database, inside the caller's
     `BEGIN IMMEDIATE`. Planned again here, under the write lock: another process may have
     migrated since any earlier read."""
@@ -122,7 +123,7 @@ def migrate_database(db: Transactions) -> MigrationReport:
     """Apply what is pending; cheap when the database is current (one read, no write lock)."""
     if db.read(migration_plan).is_current:
         return NOTHING_APPLIED
-    return db.write(apply_migrations)
+    return db.write_schema(apply_migrations)
 
 
 def migration_status(db: Transactions) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from aios_ledger.core import LedgerError
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.statements import Statement
-from aios_ledger.shell.db.engines import Connection, Params, Read, Row
+from aios_ledger.shell.db.engines import Connection, Params, Read, Row, SchemaConnection
 
 __all__ = [
     "MATCHED_COLUMNS",
@@ -25,6 +25,7 @@ __all__ = [
     "Params",
     "Read",
     "Row",
+    "SchemaConnection",
     "check_columns",
     "execute",
     "fetch_all",
@@ -51,7 +52,7 @@ def fetch_one(conn: Connection, name: str, params: Params | None = None) -> Row 
 
 def fetch_record(conn: Connection, name: str, params: Params | None, record: type[R]) -> R | None:
     """The statement's first row as `record(*columns)` (see `stream_records`): the hot reads (a
-    task, a first answer) skip building a dict."""
+    task, a recorded answer) skip building a dict."""
     return conn.fetch_record(name, params, record)
 
 
@@ -80,7 +81,7 @@ def stream_records(
 
 
 def fetch_value(conn: Connection, name: str, params: Params | None = None) -> Any:
-    return conn.fetch_value(name, params)
+    return conn.fetch_record(name, params, None)
 
 
 def execute(conn: Connection, name: str, params: Params | None = None) -> int:

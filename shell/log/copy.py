@@ -17,7 +17,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.sealed_tables import TABLES
 from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_value
-from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.db.run import Connection, SchemaConnection
 from aios_ledger.shell.git.proposals import bundle_path, store_bundle
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 
@@ -51,7 +51,7 @@ def copy_ledger(source: Database, target: Database) -> CopyReport:
     source_head = ledger_head(source)
     bundles = _copy_bundles(source, target)
 
-    def write(conn: Connection) -> dict[str, int]:
+    def write(conn: SchemaConnection) -> dict[str, int]:
         if int(fetch_value(conn, "copy_target_rows")) != 0:
             raise LedgerError(
                 "COPY_TARGET_NOT_EMPTY",
@@ -59,7 +59,7 @@ def copy_ledger(source: Database, target: Database) -> CopyReport:
             )
         return source.read(lambda read: _copy_rows(source, read, conn))
 
-    counts = target.write(write)
+    counts = target.write_schema(write)
     report = verify_log(target)
     return CopyReport(
         rows=counts,
@@ -86,7 +86,7 @@ def _copy_bundles(source: Database, target: Database) -> int:
     return copied
 
 
-def _copy_rows(source: Database, read: Connection, conn: Connection) -> dict[str, int]:
+def _copy_rows(source: Database, read: Connection, conn: SchemaConnection) -> dict[str, int]:
     counts: dict[str, int] = {}
     # Every table of the catalogue, in its order (the one the target's foreign keys need): each
     # read whole in key order and written with its whole-row insert.

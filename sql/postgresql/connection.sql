@@ -29,7 +29,7 @@ SET LOCAL jit = off;
 SELECT pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
 
 -- name: begin_read_committed!
--- A write's BEGIN as its first flight sends it (psycopg's pipeline: one statement a text, so
+-- A write's BEGIN as its first pipeline batch sends it (psycopg's pipeline: one statement a text, so
 -- begin_immediate and begin_row_locked are sent as this and the writer's settings below, in
 -- the same round trip as the write's first reads).
 BEGIN ISOLATION LEVEL READ COMMITTED;
@@ -73,5 +73,19 @@ DO $$
 BEGIN
   EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE',
                  trim(both '"' from split_part(current_setting('search_path'), ',', 1)));
+END;
+$$;
+
+-- name: notify_work!
+-- Work became claimable (`Database.notify("work")`): the channel is the ledger's schema's, so
+-- that ledgers sharing a database do not wake each other's long polls (a digest: a channel's
+-- name is at most 63 bytes).
+SELECT pg_notify('aios_ledger_work_' || md5(current_setting('search_path')), '');
+
+-- name: listen_work!
+-- `Database.listen("work")`, on a connection of its own: LISTEN takes a name, not a value.
+DO $$
+BEGIN
+  EXECUTE format('LISTEN %I', 'aios_ledger_work_' || md5(current_setting('search_path')));
 END;
 $$;

@@ -14,9 +14,10 @@ SQLite file never imports psycopg.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import attrs
 from aios_ledger.core import LedgerError
@@ -33,9 +34,11 @@ Read = tuple[str, Params | None, type[Any] | None]
 
 class Connection(Protocol):
     """What a transaction's work gets on an engine (`Database.write` / `read`): reads of named
-    statements, a plan's writes, and the ids of the events a plan appends. Everything an engine
-    does to save round trips (pipelines, reads sent ahead, ids drawn ahead, rows carried from
-    one transaction to the next) stays behind these methods, in its own module."""
+    statements, a plan's writes with the ids of its events, and the transaction's state.
+    Everything an engine does to save round trips (pipelines, reads sent ahead, ids reserved
+    ahead, rows carried from one transaction to the next) stays behind these methods, in its
+    own module. Notifications (`Database.notify`, `listen`) and the migrator's and tools'
+    statements (`SchemaConnection`) are no part of it."""
 
     # Its row's name in `ENGINES`: the statement texts it runs and its migrations.
     dialect: str
@@ -45,21 +48,26 @@ class Connection(Protocol):
     @property
     def in_transaction(self) -> bool: ...
 
-    # -- reading a statement --------------------------------------------------------------------
+    # -- reading: a statement's name, its parameters, the record of its rows ------------------
 
     def fetch_all(self, name: str, params: Params | None) -> list[Row]: ...
 
-    def fetch_value(self, name: str, params: Params | None) -> Any: ...
+    @overload
+    def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None: ...
 
-    def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
-        """The first row as `record(*columns)`; the columns are checked against the record's
-        fields once per statement and record in each process."""
+    @overload
+    def fetch_record(self, name: str, params: Params | None, record: None) -> Any: ...
+
+    def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
+        """The first row as `record(*columns)` (a record of None: its first column's value);
+        the columns are checked against the record's fields once per statement and record in
+        each process."""
         ...
 
     def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
         """Every row of each read as its record (a record of None: its first column's value),
         in one round trip where the engine has them. `appending`: the plan decided on these
-        reads will likely append that many events (the engine may prepare their ids)."""
+        reads will likely append that many events (the engine may reserve their ids)."""
         ...
 
     def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
@@ -102,6 +110,11 @@ class Connection(Protocol):
         """Run a named statement; how many rows it changed."""
         ...
 
+
+class SchemaConnection(Connection, Protocol):
+    """What the migrator, `copy` and the tools get (`Database.write_schema`): the write path's
+    connection and the statements the ledger's own writes never run."""
+
     def run_many(self, name: str, rows: Sequence[Params]) -> None:
         """One statement over many rows (`copy`'s inserts)."""
         ...
@@ -118,6 +131,50 @@ class Connection(Protocol):
         """Ad-hoc SQL for tools and tests that look at a ledger's tables (`:name` or `?`
         parameters); the ledger itself names its statements."""
         ...
+
+
+class Listener(Protocol):
+    """A subscription to a channel's notifications (`Database.listen`), for one thread."""
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a notification came since the last wait (or the listening began), waiting
+        up to `timeout` seconds for one."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Signal:
+    """A channel's notifications within one process: a count under a condition, which every
+    listener compares with the count it last saw."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._count = 0
+
+    def fire(self) -> None:
+        with self._changed:
+            self._count += 1
+            self._changed.notify_all()
+
+    def listen(self) -> Listener:
+        return _SignalListener(self)
+
+
+class _SignalListener:
+    def __init__(self, signal: Signal) -> None:
+        self._signal = signal
+        self._seen = signal._count
+
+    def wait(self, timeout: float) -> bool:
+        changed = self._signal._changed
+        with changed:
+            changed.wait_for(lambda: self._signal._count != self._seen, timeout)
+            fired, self._seen = self._signal._count != self._seen, self._signal._count
+        return fired
+
+    def close(self) -> None:
+        """Nothing held: the signal keeps no list of its listeners."""
 
 
 @attrs.frozen

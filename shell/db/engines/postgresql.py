@@ -41,7 +41,7 @@ from aios_ledger.core.log.records import SEAL_VERSION_3
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
-from aios_ledger.shell.db.engines import Connection, Params, Read, Row
+from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row
 from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
@@ -178,8 +178,8 @@ def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
 
 @attrs.frozen
 class _Queued:
-    """A statement that waits for the connection's next flight: the transaction's BEGIN and
-    lock, or a plan's write, whose row count is checked when its result is back."""
+    """A statement that waits for the connection's next pipeline batch: the transaction's BEGIN
+    and lock, or a plan's write, whose row count is checked when its result is back."""
 
     text: str
     params: dict[str, Any] | None
@@ -190,8 +190,8 @@ class _Queued:
 # A row-locked write's events are decided at this id and numbered once decided: it only orders
 # them within the transaction.
 _PROVISIONAL_EVENT_ID = 1
-# The statements a transaction's BEGIN is, as its first flight sends them (a pipeline takes one
-# statement a text).
+# The statements a transaction's BEGIN is, as its first pipeline batch sends them (a pipeline
+# takes one statement a text).
 _BEGIN_STATEMENTS = {
     "begin_immediate": ("begin_read_committed", "writer_settings_exclusive"),
     "begin_row_locked": ("begin_read_committed", "writer_settings_shared"),
@@ -201,9 +201,9 @@ _BEGIN_STATEMENTS = {
 
 def _checked_on_server(text: str) -> str:
     """A compare-and-swap's one text, failing on the server unless it changed exactly one row
-    (invalid_text_representation naming REVISION_CONFLICT): a plan's last flight can then carry
-    its COMMIT, which commits nothing behind a missed guard. The CASE depends on the count, so
-    the planner cannot fold the failing cast ahead of time."""
+    (invalid_text_representation naming REVISION_CONFLICT): a plan's last pipeline batch can
+    then carry its COMMIT, which commits nothing behind a missed guard. The CASE depends on the
+    count, so the planner cannot fold the failing cast ahead of time."""
     body = text.strip().removesuffix(";")
     return (
         f"WITH changed AS (\n{body}\nRETURNING 1)\nSELECT CAST(CASE count(*) WHEN 1 THEN '1' "
@@ -232,7 +232,7 @@ class PgConnection:
     psycopg connection (autocommit, its transactions are the Database's own BEGIN/COMMIT).
 
     Round trips are what a transition costs here, so statements are sent in batches of one round
-    trip each through psycopg's pipeline (a "flight" in this module): the BEGIN and the write
+    trip each through psycopg's pipeline (a "pipeline batch"): the BEGIN and the write
     lock go with the transaction's first reads, and a plan's writes go with the next reads or
     the COMMIT, their row counts checked when they are back. A transition is then one round trip
     for its reads and one for its plan and COMMIT."""
@@ -253,39 +253,40 @@ class PgConnection:
         self.read_only = read_only
         self._queued: list[_Queued] = []
         self._begun = False  # a BEGIN is queued or sent
-        # Event ids to draw at the end of the next flight, after the rows its reads lock, and
-        # those drawn so: the next plan's `number_events` takes them without a round trip.
-        self._draw_ahead = 0
-        self._drawn: list[int] = []
-        # Records read at the end of the next flight, by statement name, and those read so far
-        # (`fetch_record` answers from them once); whether the tree's head row was asked for.
+        # Event ids to reserve at the end of the next pipeline batch, after the rows its reads lock,
+        # and those reserved so: the next plan's `number_events` takes them without a round trip.
+        self._ids_to_reserve = 0
+        self._reserved_ids: list[int] = []
+        # Records read at the end of the next pipeline batch, by statement name, and those read so
+        # far (`fetch_record` answers from them once); whether the tree's head row was asked for.
         self._records_ahead: dict[str, type[Any]] = {}
         self._read_ahead: dict[str, Any] = {}
         self._tree_asked = False
 
-    # -- flights -------------------------------------------------------------------------------
+    # -- round trips ---------------------------------------------------------------------------
 
     def begin(self, mode: str) -> None:
-        """Open the transaction `mode` names (its BEGIN statement): queued for the first flight."""
+        """Open the transaction `mode` names (its BEGIN statement), queued for the first
+        pipeline batch."""
         self._queued.extend(_Queued(*_text(name, None)) for name in _BEGIN_STATEMENTS[mode])
         self._begun = True
 
     def commit(self) -> None:
-        """What waits and the COMMIT, in one flight (a plan's guarded writes fail on the
+        """What waits and the COMMIT, in one pipeline batch (a plan's guarded writes fail on the
         server when they miss, so that the COMMIT behind them commits nothing). A read that
         sent nothing has nothing to commit."""
         if self.read_only and not self.in_transaction_on_server:
             self._queued.clear()
             self._begun = False
             return
-        self._flight((), commit=True)
+        self._round_trip((), commit=True)
         self._begun = False
 
     def rollback(self) -> None:
         """Drop what waits; roll back what the server began."""
         self._queued.clear()
-        self._draw_ahead = 0
-        self._drawn = []
+        self._ids_to_reserve = 0
+        self._reserved_ids = []
         self._records_ahead.clear()
         self._read_ahead.clear()
         self._tree_asked = False
@@ -297,18 +298,18 @@ class PgConnection:
     def in_transaction_on_server(self) -> bool:
         return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
-    def _flight(
+    def _round_trip(
         self, items: Sequence[tuple[str, Mapping[str, Any] | None]], *, commit: bool = False
     ) -> list[psycopg.Cursor[Any]]:
-        """What waits, then `items`, then the event ids drawn ahead, then (`commit`) COMMIT, in
+        """What waits, then `items`, then the event ids reserved ahead, then (`commit`) COMMIT, in
         one pipeline: one round trip. The cursors of `items`, in order."""
         statements = [(queued.text, queued.params) for queued in self._queued]
         statements.extend(_text(name, params) for name, params in items)
         queued, self._queued = self._queued, []
-        draw, self._draw_ahead = self._draw_ahead, 0
-        self._drawn = []
-        if draw:
-            statements.append(_text("log_reserve_event_ids", {"count": draw}))
+        reserve, self._ids_to_reserve = self._ids_to_reserve, 0
+        self._reserved_ids = []
+        if reserve:
+            statements.append(_text("log_reserve_event_ids", {"count": reserve}))
         ahead, self._records_ahead = self._records_ahead, {}
         statements.extend(_text(name, None) for name in ahead)
         if commit:
@@ -327,8 +328,8 @@ class PgConnection:
         if failed is not None:
             raise failed
         after = len(queued) + len(items)
-        if draw:
-            self._drawn = [int(row[0]) for row in cursors[after]]
+        if reserve:
+            self._reserved_ids = [int(row[0]) for row in cursors[after]]
             after += 1
         for (name, record), cursor in zip(ahead.items(), cursors[after:], strict=False):
             first = cursor.fetchone() if _has_rows(cursor) else None
@@ -341,22 +342,22 @@ class PgConnection:
 
     def flush(self) -> None:
         """Send what waits (before a statement that cannot travel in a pipeline)."""
-        if self._queued or self._draw_ahead or self._records_ahead:
-            self._flight(())
+        if self._queued or self._ids_to_reserve or self._records_ahead:
+            self._round_trip(())
 
     def _prepare_append(self, appending: int) -> None:
         """In a row-locked write, before reads a plan of `appending` events is decided on:
-        draw their ids, then lock the tree's head row (the first time), at the end of the
-        flight that sends those reads, after the rows they lock."""
+        reserve their ids, then lock the tree's head row (the first time), at the end of the
+        pipeline batch that sends those reads, after the rows they lock."""
         if not self.row_locked:
             return
-        self._draw_ahead = appending
+        self._ids_to_reserve = appending
         if appending and not self._tree_asked:
             self._records_ahead[TREE_FOR_UPDATE] = MerkleTreeRow
             self._tree_asked = True
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
-        return self._flight(((name, params),))[0]
+        return self._round_trip(((name, params),))[0]
 
     def run_together(
         self, items: Sequence[tuple[str, Mapping[str, Any] | None]]
@@ -364,7 +365,7 @@ class PgConnection:
         """Reads in one pipeline (one round trip), their cursors in order: the server runs
         them one after the other, each on a snapshot of its own, so a read after a locking
         read sees what was committed before the lock was granted."""
-        return self._flight(items)
+        return self._round_trip(items)
 
     def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """One statement over many rows, pipelined (psycopg's executemany)."""
@@ -415,19 +416,17 @@ class PgConnection:
         names = _columns(found)
         return [] if names is None else [dict(zip(names, row, strict=True)) for row in found]
 
-    def fetch_value(self, name: str, params: Params | None = None) -> Any:
-        found = self.run(name, params)
-        first = found.fetchone() if _has_rows(found) else None
-        return None if first is None else first[0]
-
-    def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
+    def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
         # Off the cursor's rows, as `stream_records` reads them: asking `description` first
         # would build its column objects on every read.
         if self._read_ahead and name in self._read_ahead:
-            ahead: R = self._read_ahead.pop(name)
-            return ahead
+            return self._read_ahead.pop(name)
         found = self.run(name, params)
+        if not _has_rows(found):  # a statement that returns no rows: nothing to read
+            return None
         for row in found:
+            if record is None:
+                return row[0]
             if (name, record) not in MATCHED_COLUMNS:
                 check_columns(_columns(found) or (), name, record)
             return record(*row)
@@ -441,8 +440,8 @@ class PgConnection:
         try:
             cursors = self.run_together([(name, params) for name, params, _ in reads])
         except LedgerError:
-            # A parameter refused before anything was sent: nothing is drawn for it.
-            self._draw_ahead = 0
+            # A parameter refused before anything was sent: nothing is reserved for it.
+            self._ids_to_reserve = 0
             if self._records_ahead.pop(TREE_FOR_UPDATE, None) is not None:
                 self._tree_asked = False
             raise
@@ -488,9 +487,9 @@ class PgConnection:
         return max(self.run(name, params).rowcount, 0)
 
     def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
-        """A plan is known whole before it is applied: its statements wait for the next flight
-        (the transaction's next reads, or its COMMIT), all of them in one round trip, and their
-        row counts are checked when they are back. A guarded write that missed its row is
+        """A plan is known whole before it is applied: its statements wait for the next pipeline
+        batch (the transaction's next reads, or its COMMIT), all of them in one round trip, and
+        their row counts are checked when they are back. A guarded write that missed its row is
         REVISION_CONFLICT even when a later statement of the plan then failed on its account.
         Its parameters are checked now, so that a bad one is this plan's error."""
         for write in writes:
@@ -511,20 +510,20 @@ class PgConnection:
         decided, and never the ledger's chain, whose tip only the exclusive lock serializes; a
         read (a preview) peeks, and draws no id."""
         if self.read_only:
-            return int(self.fetch_value("log_peek_next_event_id"))
+            return int(self.fetch_record("log_peek_next_event_id", None, None))
         if self.row_locked:
             if LEDGER_CHAIN in chains:
                 raise LedgerError(
                     "STORAGE_ERROR", "a row-locked write may not extend the ledger chain"
                 )
             return _PROVISIONAL_EVENT_ID
-        return int(self.fetch_value("log_next_event_id"))
+        return int(self.fetch_record("log_next_event_id", None, None))
 
     def number_events(self, first: int, count: int) -> list[int]:
         """Under the exclusive lock, the ids decided, the sequence set past them with the
-        plan's writes. In a row-locked write, the ids drawn with the flight just back, when
-        enough (drawn after this plan's rows were locked, they exceed every id of its chains
-        committed before; a later flight drops them), else drawn now."""
+        plan's writes. In a row-locked write, the ids reserved with the pipeline batch just
+        back, when enough (reserved after this plan's rows were locked, they exceed every id of
+        its chains committed before; a later batch drops them), else reserved now."""
         if not self.row_locked:
             self._queued.append(
                 _Queued(*_text("log_event_ids_used", {"next_event_id": first + count}))
@@ -532,11 +531,11 @@ class PgConnection:
             return list(range(first, first + count))
         if not count:
             return []
-        drawn = self._drawn
-        if len(drawn) >= count:
-            self._drawn = drawn[count:]
-            return drawn[:count]
-        self._drawn = []
+        reserved = self._reserved_ids
+        if len(reserved) >= count:
+            self._reserved_ids = reserved[count:]
+            return reserved[:count]
+        self._reserved_ids = []
         found = self.fetch_all("log_reserve_event_ids", {"count": count})
         return [int(row["event_id"]) for row in found]
 
@@ -544,7 +543,7 @@ class PgConnection:
 def _check_writes(
     queued: Sequence[_Queued], cursors: Sequence[psycopg.Cursor[Any]], failed: psycopg.Error | None
 ) -> None:
-    """The row counts of a flight's plan writes, in order, as far as they ran: a guarded one
+    """The row counts of a pipeline batch's plan writes, in order, as far as they ran: a guarded one
     that changed another number of rows than one is its plan's REVISION_CONFLICT, and so is a
     checked one that failed on the server for that reason (the first statement without a
     result is the one that failed; none after it ran)."""
@@ -645,6 +644,24 @@ POOL_SIZE_ENV = "AIOS_LEDGER_PG_POOL_SIZE"
 _CURSOR_NAMES = itertools.count(1)
 
 
+class _PgListener:
+    """A LISTENing connection: psycopg's `notifies` wait for the server's notifications."""
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self._raw = raw
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            for _ in self._raw.notifies(timeout=timeout, stop_after=1):
+                return True
+        except psycopg.Error as exc:
+            raise pg_error(exc) from None
+        return False
+
+    def close(self) -> None:
+        self._raw.close()
+
+
 class _CommitUncertain(Exception):
     """The connection broke while COMMIT was on its way: the outcome is unknown."""
 
@@ -696,7 +713,7 @@ class PostgresDatabase(Database):
                 migrate = step is _SchemaStep.MIGRATE
                 plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
                 if not plan.is_current:
-                    self.write(apply_migrations)
+                    self.write_schema(apply_migrations)
         except BaseException:
             self._close_quietly()
             raise
@@ -723,9 +740,29 @@ class PostgresDatabase(Database):
             self._pool.close(timeout=0)
 
     def quiesce_writers(self) -> None:
-        """A head is read only after the writers in flight have finished: no lower id can
+        """A head is read only after the writers at work have finished: no lower id can
         commit after it."""
-        self._pg_transaction(READ, lambda conn: conn.fetch_value("log_quiesce", None))
+        self._pg_transaction(READ, lambda conn: conn.fetch_record("log_quiesce", None, None))
+
+    def notify(self, channel: str) -> None:
+        """NOTIFY on a connection of the pool, in a transaction of its own."""
+        try:
+            with self._pool.connection(timeout=self._timeout) as raw:
+                raw.execute(_RAW_TEXTS[f"notify_{channel}"].encode())
+        except PoolTimeout as exc:
+            raise LedgerError("DATABASE_UNAVAILABLE", str(exc)) from None
+        except psycopg.Error as exc:
+            raise pg_error(exc) from None
+
+    def listen(self, channel: str) -> Listener:
+        """LISTEN on a connection of its own, outside the pool, which it holds until closed."""
+        raw = first_connection(self.target)
+        try:
+            raw.execute(_RAW_TEXTS[f"listen_{channel}"].encode())
+        except psycopg.Error as exc:
+            raw.close()
+            raise pg_error(exc) from None
+        return _PgListener(raw)
 
     def files_dir(self, kind: str) -> Path:
         """There is no file to stand beside: `$AIOS_LEDGER_<KIND>_DIR` when set (a folder the

@@ -32,7 +32,15 @@ from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
-from aios_ledger.shell.db.engines import Connection, Params, Read, Row, refuse_unsupported_url
+from aios_ledger.shell.db.engines import (
+    Connection,
+    Listener,
+    Params,
+    Read,
+    Row,
+    Signal,
+    refuse_unsupported_url,
+)
 from aios_ledger.shell.db.engines.sqlite_checkpoints import (
     CheckpointRounds,
     install_checkpoint_rounds,
@@ -56,6 +64,10 @@ _TEXTS = statement_texts()
 _BEGIN_IMMEDIATE = _TEXTS["begin_immediate"]
 _BEGIN_READ = _TEXTS["begin_read"]
 _COMMIT = _TEXTS["commit"]
+
+# Each file's channels, shared by every Database on it in this process: the one that owns the
+# file's writer (`serve`) is the process whose long polls a create wakes.
+_SIGNALS: dict[tuple[str, str], Signal] = {}
 
 _STORAGE_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
     (apsw.FullError, "STORAGE_FULL"),
@@ -137,12 +149,7 @@ class SqliteConnection(apsw.Connection):
             return []
         return [dict(zip(columns, row, strict=True)) for row in cursor]
 
-    def fetch_value(self, name: str, params: Params | None = None) -> Any:
-        for row in self.run_statement(name, params):
-            return row[0]
-        return None
-
-    def fetch_record(self, name: str, params: Params | None, record: type[R]) -> R | None:
+    def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
         # Read straight off the cursor, not through `stream_records`: the generator and its
         # closing were a tenth of a transition's Python calls. Leaving the method drops the
         # cursor, which resets the statement.
@@ -155,6 +162,8 @@ class SqliteConnection(apsw.Connection):
         except (UnicodeEncodeError, TypeError, OverflowError) as exc:
             raise _parameter_error(name, exc) from None
         for row in cursor:
+            if record is None:
+                return row[0]
             if (name, record) not in MATCHED_COLUMNS:
                 check_columns(_columns(cursor), name, record)
             return record(*row)
@@ -246,7 +255,7 @@ class SqliteConnection(apsw.Connection):
 
     def first_event_id(self, chains: Collection[str]) -> int:
         """The id the next event gets: the one writer hands ids out in commit order."""
-        return int(self.fetch_value("log_next_event_id"))
+        return int(self.fetch_record("log_next_event_id", None, None))
 
     def number_events(self, first: int, count: int) -> list[int]:
         """The ids they were decided with (AUTOINCREMENT moves on with the inserts)."""
@@ -368,6 +377,7 @@ class SqliteDatabase(Database):
         self.checkpoints: CheckpointRounds | None = None
         self.group_commit: GroupCommit | None = None  # see start_group_commit
         self._vfs = vfs
+        self._own_signals: dict[str, Signal] = {}
         flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         if step is _SchemaStep.REQUIRE_CURRENT:
             # Nothing to open is not a ledger either, and no empty file is left behind.
@@ -411,17 +421,17 @@ class SqliteDatabase(Database):
             plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
         try:
             if self.path != ":memory:":
-                self._with_busy_retry(lambda: conn.fetch_value("pragma_journal_wal"))
+                self._with_busy_retry(lambda: conn.fetch_record("pragma_journal_wal", None, None))
                 # Bound the WAL file (RELIABILITY.md, "WAL growth").
-                conn.fetch_value("pragma_wal_autocheckpoint")
-                conn.fetch_value(f"pragma_journal_size_limit_{synchronous.lower()}")
+                conn.fetch_record("pragma_wal_autocheckpoint", None, None)
+                conn.fetch_record(f"pragma_journal_size_limit_{synchronous.lower()}", None, None)
             conn.run_write("pragma_foreign_keys_on")
             conn.run_write(f"pragma_synchronous_{synchronous.lower()}")
             self.checkpoints = install_checkpoint_rounds(conn, self.path, vfs, synchronous)
         except apsw.Error as exc:
             raise storage_error(exc, self.path) from None
         if plan is not None and not plan.is_current:
-            self.write(apply_migrations)
+            self.write_schema(apply_migrations)
 
     def close(self) -> None:
         """Close; a failed final checkpoint is reported, but what was committed stays in the WAL."""
@@ -470,6 +480,18 @@ class SqliteDatabase(Database):
             self.checkpoints.stop()
         with contextlib.suppress(apsw.Error):
             self.conn.close()
+
+    def notify(self, channel: str) -> None:
+        self._signal(channel).fire()
+
+    def listen(self, channel: str) -> Listener:
+        return self._signal(channel).listen()
+
+    def _signal(self, channel: str) -> Signal:
+        """In memory, a database is its Database's own; a file's, everyone's in the process."""
+        if self.path == ":memory:":
+            return self._own_signals.setdefault(channel, Signal())
+        return _SIGNALS.setdefault((os.path.realpath(self.path), channel), Signal())
 
     def files_dir(self, kind: str) -> Path:
         """Beside the database file: `<file>.<kind>`."""

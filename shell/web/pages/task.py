@@ -30,7 +30,6 @@ from aios_ledger.shell.web.task_record import (
     read_task_record,
     shown_document,
 )
-from anyio import from_thread
 from starlette.responses import Response
 
 OWNERS = frozenset({OWNER})
@@ -105,8 +104,8 @@ def _task_action(build: Callable[[Visit, str], Any]) -> Callable[[Visit], Respon
         request = build(visit, task_id)
         answer = visit.backend.write_now(lambda stores: stores.tasks.apply(request))
         if answer["status"] == TaskStatus.QUEUED:
-            # As the API's write does: the waiting claims are woken (on the event loop).
-            from_thread.run_sync(visit.backend.work_arrived)
+            # As the API's write does: the waiting claims are woken.
+            visit.backend.announce_work()
         return _back(task_id)
 
     return act
