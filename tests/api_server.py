@@ -225,6 +225,9 @@ class HeldClock:
         assert self.held is not None, "hold the clock first"
         self.held += timedelta(seconds=seconds)
 
+    def release(self) -> None:
+        self.held = None
+
 
 class ApiServer(Served):
     """`serve` in a thread of this process: the same app, uvicorn, lifespan and flags."""
