@@ -80,6 +80,14 @@ def event_types(db: Path, task_id: str) -> list[str]:
         ledger.close()
 
 
+def wait_until_due(db: Path, task_id: str) -> None:
+    """A reworked task comes back after its backoff: no claim takes it before `not_before`."""
+    due = task(db, task_id)["not_before"]
+    if due is not None:
+        now = Timestamp.from_datetime(datetime.now(UTC)).epoch_ms
+        time.sleep(max(0.0, (Timestamp.parse(due).epoch_ms - now) / 1000) + 0.05)
+
+
 def after_backoff(db: Path, task_id: str) -> Clock:
     """A clock run on to the task's `not_before` (a reworked task comes back after its
     backoff, and no claim takes it before), so that the test does not wait the backoff out."""
