@@ -143,6 +143,7 @@ def revoke_with_cli(server: ApiServer, name: str) -> None:
 
 
 def whole_lifecycle(scene: Scenario) -> None:
+    assert isinstance(scene.server, ApiServer)
     clock = scene.server.clock
     assert isinstance(clock, HeldClock)
     try:
