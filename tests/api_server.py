@@ -4,10 +4,10 @@
 on a loopback port (a free one, or `port=`) from a thread of this process: the server `serve`
 builds from the same flags (`shell.serve.cli.configured_server`), uvicorn and its lifespan
 included, so that tests keep their `httpx.Client(base_url=...)` and starting one costs no
-interpreter. `ServeProcess(db, *serve_flags)` starts a real `serve` instead, for tests whose
-subject is the process: `kill()` SIGKILLs it and `start()` brings it back on the same port,
-`stop()` ends it with SIGTERM, `command_prefix` runs it under another command, and its output
-goes to a file.
+interpreter; `clock=` is the server's clock. `ServeProcess(db, *serve_flags)` starts a real
+`serve` instead, for tests whose subject is the process: `kill()` SIGKILLs it and `start()`
+brings it back on the same port, `stop()` ends it with SIGTERM, `command_prefix` runs it under
+another command, and its output goes to a file.
 
 Both: tokens are issued with `issue(name, role..., capabilities=...)` through the command line
 (the way an owner does; granted the capabilities listed, or any with `capabilities=None`),
@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -45,6 +46,7 @@ from aios_ledger.shell import AUTHORIZATION_ENV, Database
 from aios_ledger.shell.actors import acting_as
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.cli import build_parser
+from aios_ledger.shell.clock import Clock, system_clock
 from aios_ledger.shell.logs import ROOT, TEXT_FORMAT
 from aios_ledger.shell.serve.cli import configured_server
 from cli_runner import run_cli
@@ -206,6 +208,27 @@ class _ServedHere:
 _SERVED_HERE = _ServedHere()
 
 
+class HeldClock:
+    """A server's clock: the system's until a test holds it, then moved only by the test, so
+    that a lease expires when the test says and not when a loaded machine gets round to it."""
+
+    def __init__(self) -> None:
+        self.held: datetime | None = None
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) if self.held is None else self.held
+
+    def hold(self) -> None:
+        self.held = datetime.now(UTC)
+
+    def advance(self, seconds: float) -> None:
+        assert self.held is not None, "hold the clock first"
+        self.held += timedelta(seconds=seconds)
+
+    def release(self) -> None:
+        self.held = None
+
+
 class ApiServer(Served):
     """`serve` in a thread of this process: the same app, uvicorn, lifespan and flags."""
 
@@ -215,8 +238,10 @@ class ApiServer(Served):
         *serve_flags: str,
         port: int | None = None,
         role_tokens: bool = False,
+        clock: Clock = system_clock,
     ) -> None:
         super().__init__(db, serve_flags, port, role_tokens)
+        self.clock = clock
         self._lines: list[str] = []
         self._resources = contextlib.ExitStack()
         self._thread: threading.Thread | None = None
@@ -228,7 +253,9 @@ class ApiServer(Served):
         args = build_parser(argv).parse_args(argv)
         _SERVED_HERE.enter(args.log_level or args.default_log_level, self._lines)
         try:
-            self.server, listener = self._resources.enter_context(configured_server(args))
+            self.server, listener = self._resources.enter_context(
+                configured_server(args, self.clock)
+            )
         except BaseException:
             _SERVED_HERE.leave(self._lines)
             raise

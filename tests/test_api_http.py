@@ -12,7 +12,6 @@ import json
 import secrets
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,7 +22,7 @@ from aios_ledger.core import project_execution_envelope
 from aios_ledger.core.proofs import cosignature, cosignature_message, parse_note
 from aios_ledger.shell.api.review_routes import review_operations
 from aios_ledger.shell.proofs.keys import Signer, read_key_file
-from api_server import ROLE_NAMES, SECOND_AGENT, ApiServer, Scenario, cli
+from api_server import ROLE_NAMES, SECOND_AGENT, ApiServer, HeldClock, Scenario, cli
 from conftest import postgres_url
 from legacy_fixtures import (
     CAPABILITY,
@@ -67,6 +66,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
         "--witness-key",
         _WITNESS["w1"].verifier.text(),
         role_tokens=True,
+        clock=HeldClock(),
     ) as running:
         yield running
 
@@ -104,7 +104,7 @@ def pg_server(postgres_database: str | None) -> Iterator[ApiServer]:
     """The same server on a fresh PostgreSQL schema: concurrent writers from its pool, no group
     commit."""
     url = postgres_url(postgres_database)
-    with ApiServer(url, "--recheck-seconds", "120", role_tokens=True) as server:
+    with ApiServer(url, "--recheck-seconds", "120", role_tokens=True, clock=HeldClock()) as server:
         yield server
 
 
@@ -143,6 +143,16 @@ def revoke_with_cli(server: ApiServer, name: str) -> None:
 
 
 def whole_lifecycle(scene: Scenario) -> None:
+    assert isinstance(scene.server, ApiServer)
+    clock = scene.server.clock
+    assert isinstance(clock, HeldClock)
+    try:
+        _whole_lifecycle(scene, clock)
+    finally:
+        clock.release()
+
+
+def _whole_lifecycle(scene: Scenario, clock: HeldClock) -> None:
     task_id = scene.queued(retry={"base_seconds": 1, "max_seconds": 1})
     claim = scene.agent.post("/v1/claims", json={"capabilities": [scene.cap], "lease_seconds": 60})
     assert claim.status_code == 200, claim.text
@@ -165,12 +175,15 @@ def whole_lifecycle(scene: Scenario) -> None:
     named = {**verdict, "agent_id": "someone-else"}
     refused = scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=named)
     assert refused.status_code == 422, refused.text
+    # Back in the queue after its backoff (1 s): not claimable before it is due, claimable
+    # once the server's clock, held from the verdict on, has passed it.
+    clock.hold()
     verified = scene.reviewer.post(f"/v1/tasks/{task_id}/verification", json=verdict)
     assert verified.status_code == 200 and verified.json()["status"] == "QUEUED"
-    # Back in the queue after its backoff (1 s): claimable once it is due.
     again_body = {"capabilities": [scene.cap], "lease_seconds": 60}
-    while (claim := scene.agent.post("/v1/claims", json=again_body)).status_code == 204:
-        time.sleep(0.1)
+    assert scene.agent.post("/v1/claims", json=again_body).status_code == 204
+    clock.advance(1.5)
+    claim = scene.agent.post("/v1/claims", json=again_body)
     assert claim.status_code == 200, claim.text
     lease = claim.json()["lease_token"]
     result = {"lease_token": lease, "result": {"notes": "more"}, "idempotency_key": scene.key()}

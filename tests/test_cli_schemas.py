@@ -6,6 +6,7 @@ malformed), the schema refuses."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -27,6 +28,10 @@ from jsonschema import Draft202012Validator, ValidationError, validators
 from legacy_fixtures import binding
 
 SHA = "a" * 64
+# Generated documents: a sample in `make test`, the full count under `make soak` (AIOS_SOAK=1).
+SOAK = os.environ.get("AIOS_SOAK") == "1"
+DOCUMENTS = 300 if SOAK else 60
+BRANCHES = 1500 if SOAK else 200
 DIGEST = "sha256:" + "b" * 64
 TOKEN = "schema-token-0123456789"
 
@@ -247,7 +252,10 @@ def test_generated_documents_agree(name: str) -> None:
     seen = {True: 0, False: 0, None: 0}
 
     @settings(
-        max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        max_examples=DOCUMENTS,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
     )
     @given(document=mutated(name))
     def check(document: object) -> None:
@@ -266,7 +274,7 @@ branch_names = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=1500, deadline=None, database=None)
+@settings(max_examples=BRANCHES, deadline=None, database=None)
 @given(branch=branch_names)
 def test_the_branch_pattern_is_the_branch_check(branch: str) -> None:
     document = {**VALID["binding"], "target_branch": branch}

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from aios_ledger.shell.git.workspace import (
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 from aios_ledger.shell.work.worker import Worker, WorkerConfig
-from api_server import ApiServer
+from api_server import ApiServer, HeldClock
 from git_support import (
     CAPABILITY,
     assert_reflog_agrees,
@@ -56,8 +56,11 @@ PROBLEM = "application/problem+json"
 class Remote:
     """A live server over a ledger that governs one bare repository."""
 
-    def __init__(self, server: ApiServer, bare: Path, base: str, root: Path) -> None:
+    def __init__(
+        self, server: ApiServer, bare: Path, base: str, root: Path, clock: HeldClock
+    ) -> None:
         self.server = server
+        self.clock = clock
         self.bare = bare
         self.base = base
         self.root = root
@@ -90,10 +93,11 @@ class Remote:
 @pytest.fixture
 def remote(tmp_path: Path) -> Iterator[Remote]:
     db = tmp_path / "ledger.db"
-    with ApiServer(db, role_tokens=True) as server:
+    clock = HeldClock()
+    with ApiServer(db, role_tokens=True, clock=clock) as server:
         bare, base = make_repository(tmp_path)
         register(db, bare)
-        yield Remote(server, bare, base, tmp_path)
+        yield Remote(server, bare, base, tmp_path, clock)
         with Database(db) as opened:
             report = verify_log(opened)
         assert report.intact, report.public()
@@ -357,31 +361,46 @@ def test_a_clone_of_a_bundle_without_the_base_is_refused(remote: Remote, tmp_pat
 
 
 class SlowWorkspaces(RemoteWorkspaces):
-    """Remote workspaces over a link so slow that making one outlasts the claim's lease."""
+    """Remote workspaces over a link so slow that making one outlasts the claim's lease: on the
+    server's held clock, moved a lease's two thirds after each heartbeat, twice."""
+
+    def __init__(self, client: LedgerClient, remote: Remote) -> None:
+        super().__init__(client)
+        self.remote = remote
 
     def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
         made = super().prepare(claim, agent_id)
-        expires = datetime.fromisoformat(str(claim["lease_expires_at"]).replace("Z", "+00:00"))
-        while datetime.now(UTC) < expires + timedelta(seconds=1):
-            time.sleep(0.1)
+        task_id, clock = str(claim["task_id"]), self.remote.clock
+        for _ in range(2):
+            beats = events_of(self.remote.db, task_id).count("TASK_HEARTBEAT")
+            deadline = time.monotonic() + 60  # a bound on waiting, never a speed assertion
+            while events_of(self.remote.db, task_id).count("TASK_HEARTBEAT") == beats:
+                assert time.monotonic() < deadline, "no heartbeat while the workspace is made"
+                time.sleep(0.05)
+            clock.advance(LEASE_SECONDS * 2 / 3)
+        assert clock() > datetime.fromisoformat(str(claim["lease_expires_at"]))
         return made
+
+
+LEASE_SECONDS = 3
 
 
 def test_the_lease_is_kept_while_the_workspace_is_made(remote: Remote) -> None:
     """The worker heartbeats while it makes the workspace (a remote worker downloads the base
     first): a workspace that takes longer than the lease does not lose the task."""
     governed_task(remote.db, "task-slow", binding("task-slow", remote.base))
+    remote.clock.hold()
     client = LedgerClient(remote.server.url, remote.server.tokens["agent"])
     config = WorkerConfig(
         agent_id="agent-1",
         capabilities=(CAPABILITY,),
         command=f"{sys.executable} {ROOT / 'examples' / 'agent.py'}",
-        lease_seconds=6,
+        lease_seconds=LEASE_SECONDS,
         timeout=120,
         once=True,
     )
     worker = Worker.over(
-        client, client, config, workspaces=SlowWorkspaces(client), close=client.close
+        client, client, config, workspaces=SlowWorkspaces(client, remote), close=client.close
     )
     try:
         worker.run()

@@ -13,17 +13,16 @@ SUCCEEDED.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from aios_ledger.core import LedgerError, Timestamp
+from aios_ledger.core import LedgerError
 from aios_ledger.core.tasks.attempts import is_reserved_run, refuse_reserved
 from aios_ledger.shell import LedgerClient, RunStore, TaskLedger, verify_log
-from api_server import ApiServer
+from api_server import ApiServer, HeldClock
 from conftest import both_engines, fresh_target
 from hostile_support import problem as refused
 from test_remote_work import remote
@@ -46,7 +45,7 @@ SQUATS: tuple[dict[str, str], ...] = (
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ApiServer]:
-    with ApiServer(tmp_path / "ledger.db") as running:
+    with ApiServer(tmp_path / "ledger.db", clock=HeldClock()) as running:
         yield running
 
 
@@ -133,6 +132,9 @@ def test_the_holder_appends_to_its_attempts_run_only_under_its_lease(server: Api
     create(server.db, "task-other")
     token = server.issue("holder", "agent")
     agent = server.client(token=token)
+    clock = server.clock
+    assert isinstance(clock, HeldClock)
+    clock.hold()
     with LedgerClient(server.url, token) as holder:
         claim = holder.claim(
             agent_id="holder", capabilities=[], lease_seconds=1, task_id="task-lease"
@@ -145,9 +147,7 @@ def test_the_holder_appends_to_its_attempts_run_only_under_its_lease(server: Api
         refused(agent.post(path, json=event), 409, "LEASE_INVALID")
         wrong = {**event, "lease_token": other["lease_token"]}
         refused(agent.post(path, json=wrong), 409, "LEASE_INVALID")
-        expires = Timestamp.parse(str(claim["lease_expires_at"]), field="lease_expires_at")
-        while time.time() * 1000 <= expires.epoch_ms:  # waiting for the lease, not timing it
-            time.sleep(0.05)
+        clock.advance(1.5)  # past the 1 s lease on the server's clock, not waited out
         late = {**event, "lease_token": claim["lease_token"]}
         refused(agent.post(path, json=late), 409, "LEASE_EXPIRED")
         assert holder.get_run("task-lease@1").event_count == 0

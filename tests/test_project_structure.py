@@ -236,47 +236,70 @@ def test_an_import_inside_a_function_closes_a_cycle(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("folder", sorted(LAYERS))
 def test_each_module_imports_alone(folder: str) -> None:
-    """Each module imported first, in a fresh interpreter (one per folder, emptied of the
-    project's modules before each import): no module depends on another having been imported
-    before it.
+    """Each module imported first (its folder's modules unloaded): no module depends on another
+    having been imported before it.
 
-    Importing `a.b.c` first imports its packages `a` and `a.b` whole before `c`, the same way
-    whichever module was asked for; so a module that its packages' imports already load is
-    imported first exactly as they are, and once those packages imported cleanly it needs no
-    interpreter state of its own (this keeps the shell's folder from importing the whole shell
-    once per module)."""
+    Importing `a.b.c` first imports `a`, then `a.b`, then `c`, each only if not yet loaded, and
+    the same way whichever module was asked for: so one interpreter, holding what the modules
+    import from elsewhere, imports the layer's package and forks a child to import each module
+    from there, and a module that a package imported
+    first already loads is checked by that package. The shell's folder keeps the core loaded:
+    the core imports nothing of the shell (the script checks), so a shell module meets it
+    exactly as it would fresh."""
     import subprocess
     import sys
 
     script = (
-        "import importlib, json, sys\n"
-        "failures = {}\n"
-        "loaded_by = {}\n"
-        "def fresh():\n"
-        "    for loaded in [m for m in sys.modules if m.startswith('aios_ledger')]:\n"
+        "import importlib, json, os, sys\n"
+        "layer, names = sys.argv[1], json.loads(sys.argv[2])\n"
+        "if layer != 'aios_ledger.core':\n"
+        "    importlib.import_module('aios_ledger.core')\n"
+        "    assert not [m for m in sys.modules if m.startswith(layer)], 'core loads shell'\n"
+        "def unload():\n"
+        "    for loaded in [m for m in sys.modules if m == layer or m.startswith(layer + '.')]:\n"
         "        del sys.modules[loaded]\n"
-        "for name in json.loads(sys.argv[1]):\n"
-        "    packages = name.rsplit('.', 1)[0]\n"
-        "    if packages not in loaded_by:\n"
-        "        fresh()\n"
-        "        try:\n"
-        "            importlib.import_module(packages)\n"
-        "            loaded_by[packages] = set(sys.modules)\n"
-        "        except Exception as exc:\n"
-        "            loaded_by[packages] = set()\n"
-        "            failures[packages] = repr(exc)\n"
-        "    if name in loaded_by[packages]:\n"
-        "        continue\n"
-        "    fresh()\n"
+        "for name in names:  # what they import from elsewhere, loaded once for every child\n"
         "    try:\n"
         "        importlib.import_module(name)\n"
-        "    except Exception as exc:\n"
-        "        failures[name] = repr(exc)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "unload()\n"
+        "importlib.import_module(layer)\n"
+        "failures, loaded_by = {}, {layer: set(sys.modules)}\n"
+        "def imported_first(name):\n"
+        "    read, write = os.pipe()\n"
+        "    if os.fork() == 0:\n"
+        "        try:\n"
+        "            importlib.import_module(name)\n"
+        "            report = {'loaded': sorted(sys.modules)}\n"
+        "        except BaseException as exc:\n"
+        "            report = {'loaded': [], 'failure': repr(exc)}\n"
+        "        with os.fdopen(write, 'w') as out:\n"
+        "            json.dump(report, out)\n"
+        "        os._exit(0)\n"
+        "    os.close(write)\n"
+        "    with os.fdopen(read, 'rb') as pipe:\n"
+        "        report = json.loads(pipe.read())\n"
+        "    os.wait()\n"
+        "    if 'failure' in report:\n"
+        "        failures[name] = report['failure']\n"
+        "    return set(report['loaded'])\n"
+        "def first(name):\n"
+        "    if name not in loaded_by:\n"
+        "        parts = name.split('.')\n"
+        "        for end in range(len(layer.split('.')), len(parts)):\n"
+        "            if name in first('.'.join(parts[:end])):\n"
+        "                loaded_by[name] = loaded_by['.'.join(parts[:end])]\n"
+        "                return loaded_by[name]\n"
+        "        loaded_by[name] = imported_first(name)\n"
+        "    return loaded_by[name]\n"
+        "for name in names:\n"
+        "    first(name)\n"
         "print(json.dumps(failures))\n"
     )
     names = sorted(module_names(folder))
     done = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(names)],
+        [sys.executable, "-c", script, LAYERS[folder], json.dumps(names)],
         capture_output=True,
         text=True,
         check=True,

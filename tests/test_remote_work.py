@@ -17,14 +17,14 @@ from aios_ledger.shell import LedgerClient, TaskLedger, list_auxiliary_runs
 from aios_ledger.shell.api.review_routes import review_operations
 from aios_ledger.shell.remote.review import RemoteAuxiliaryRuns, RemoteReview
 from aios_ledger.shell.work.reviewer import review_spec
-from api_server import ApiServer
+from api_server import ApiServer, HeldClock
 from cli_runner import CliResult, run_cli
-from test_worker_e2e import AGENT, REVIEWER, create, event_types, task, wait_until_due
+from test_worker_e2e import AGENT, REVIEWER, create, event_types, task
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ApiServer]:
-    with ApiServer(tmp_path / "ledger.db") as running:
+    with ApiServer(tmp_path / "ledger.db", clock=HeldClock()) as running:
         yield running
 
 
@@ -149,6 +149,10 @@ def test_worker_and_reviewer_over_the_api_take_a_task_through_one_rework(
     create(server.db, "task-api-e2e", retry={"base_seconds": 1, "max_seconds": 1})
     agent = server.token_file(tmp_path, "w1", "agent")
     reviewer = server.token_file(tmp_path, "r1", "reviewer")
+    # The server's clock, held, is moved past the rework's backoff (1 s) rather than waited.
+    clock = server.clock
+    assert isinstance(clock, HeldClock)
+    clock.hold()
     for attempt in (1, 2):
         worked = remote(
             "worker",
@@ -171,7 +175,7 @@ def test_worker_and_reviewer_over_the_api_take_a_task_through_one_rework(
         (review,) = json.loads(reviewed.stdout)["reviews"]
         assert review["outcome"] == "verified"
         assert review["decision"] == ("NEEDS_REWORK" if attempt == 1 else "SUCCEEDED")
-        wait_until_due(server.db, "task-api-e2e")
+        clock.advance(1.5)
     final = task(server.db, "task-api-e2e")
     assert (final["status"], final["attempt"]) == ("SUCCEEDED", 2)
     assert event_types(server.db, "task-api-e2e") == [

@@ -1,5 +1,6 @@
 """The worker and the reviewer on the command line, with the example programs as their agent
-commands; a worker that is signalled or killed runs as a process of its own."""
+commands; a worker that is signalled or killed runs as a process of its own. A worker that
+must not claim before a lease or a backoff has passed runs here, on a clock moved past it."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aios_ledger.core import TaskView, Timestamp
+from aios_ledger.shell.clock import Clock, system_clock
 from aios_ledger.shell.tasks.ledger import TaskLedger
+from aios_ledger.shell.work.worker import Worker, WorkerConfig
 from cli_runner import CliResult, run_cli
 from signal_support import interruptible
 
@@ -85,18 +88,32 @@ def wait_until_due(db: Path, task_id: str) -> None:
         time.sleep(max(0.0, (Timestamp.parse(due).epoch_ms - now) / 1000) + 0.05)
 
 
+def after_backoff(db: Path, task_id: str) -> Clock:
+    """A clock run on to the task's `not_before` (a reworked task comes back after its
+    backoff, and no claim takes it before), so that the test does not wait the backoff out."""
+    due = task(db, task_id)["not_before"]
+    now = datetime.now(UTC)
+    ahead = timedelta(0) if due is None else Timestamp.parse(due).to_datetime() - now
+    return lambda: datetime.now(UTC) + max(ahead, timedelta(0))
+
+
 def test_worker_and_reviewer_take_a_task_through_one_rework(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     create(db, "task-e2e", retry={"base_seconds": 1, "max_seconds": 1})
+    clock: Clock = system_clock
     for attempt in (1, 2):
-        worked = cli(db, "worker", "--agent-id", "w1", "--exec", AGENT, "--until-empty")
-        assert worked.returncode == 0, worked.stderr
-        assert f"task task-e2e attempt {attempt}: submitted" in worked.stderr
+        config = WorkerConfig(agent_id="w1", capabilities=(), command=AGENT, until_empty=True)
+        worker = Worker(db, config, clock=clock)
+        try:
+            worker.run()
+        finally:
+            worker.close()
+        assert [(o.outcome, o.attempt) for o in worker.outcomes] == [("submitted", attempt)]
         reviewed = cli(db, "review", "--as", "r1", "--exec", REVIEWER)
         assert reviewed.returncode == 0, reviewed.stderr
         decision = json.loads(reviewed.stdout)["reviews"][0]["decision"]
         assert decision == ("NEEDS_REWORK" if attempt == 1 else "SUCCEEDED")
-        wait_until_due(db, "task-e2e")
+        clock = after_backoff(db, "task-e2e")
     final = task(db, "task-e2e")
     assert (final["status"], final["attempt"]) == ("SUCCEEDED", 2)
     assert event_types(db, "task-e2e") == [
@@ -127,9 +144,14 @@ def test_a_killed_worker_is_rescued_after_its_lease(tmp_path: Path) -> None:
         time.sleep(0.1)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
-    time.sleep(2.5)  # the lease of the dead worker passes
-    second = cli(db, "worker", "--agent-id", "rescuer", "--exec", AGENT, "--until-empty")
-    assert second.returncode == 0, second.stderr
+    # The rescuer's clock runs 3 s ahead: past the dead worker's 2 s lease, without waiting it.
+    config = WorkerConfig(agent_id="rescuer", capabilities=(), command=AGENT, until_empty=True)
+    rescuer = Worker(db, config, clock=lambda: datetime.now(UTC) + timedelta(seconds=3))
+    try:
+        rescuer.run()
+    finally:
+        rescuer.close()
+    assert [outcome.outcome for outcome in rescuer.outcomes] == ["submitted"]
     final = task(db, "task-rescue")
     assert (final["status"], final["attempt"], final["claimed_by"]) == ("SUBMITTED", 2, None)
     assert "TASK_LEASE_EXPIRED" in event_types(db, "task-rescue")

@@ -9,6 +9,7 @@ or dbmate with `sql/migrations/`) and the Database only opens one that is curren
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -51,7 +52,14 @@ NOTHING_APPLIED = MigrationReport(applied=(), adopted_legacy=False, sealed_at_ad
 
 def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
     """The migrations of an engine (PostgreSQL's are a folder of their own)."""
-    return tuple(parse_migration(name, content) for name, content in migration_files(dialect))
+    return _parsed(migration_files(dialect))
+
+
+# Every Database open plans against the known migrations; parsing the files once per process,
+# keyed by their names and texts, keeps a new text from meeting an old parse.
+@cache
+def _parsed(files: tuple[tuple[str, str], ...]) -> tuple[Migration, ...]:
+    return tuple(parse_migration(name, content) for name, content in files)
 
 
 def _dialect(conn: Connection) -> str:

@@ -33,6 +33,7 @@ from aios_ledger.shell.cli_support import (
     migrate_on_open,
     synchronous,
 )
+from aios_ledger.shell.clock import Clock, system_clock
 from aios_ledger.shell.listen import bind_listener, parse_listen
 from aios_ledger.shell.proofs.checkpoints import PeriodicCheckpoints
 from aios_ledger.shell.proofs.keys import load_signer
@@ -193,10 +194,13 @@ def _run_server(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def configured_server(args: argparse.Namespace) -> Iterator[tuple[uvicorn.Server, socket.socket]]:
+def configured_server(
+    args: argparse.Namespace, clock: Clock = system_clock
+) -> Iterator[tuple[uvicorn.Server, socket.socket]]:
     """The server `serve` runs, from its parsed arguments, and its bound listening socket:
     settings checked, app built, periodic checkpoints started; leaving closes all of them.
-    Running it (`server.run(sockets=[listener])`) is the caller's, in any thread."""
+    Running it (`server.run(sockets=[listener])`) is the caller's, in any thread. `serve`
+    never sets `clock`: a test does, to move the leases' time instead of waiting it out."""
     import uvicorn
     from aios_ledger.shell.api.connections import guarded_protocol
     from aios_ledger.shell.serve.app import served_app
@@ -258,6 +262,7 @@ def configured_server(args: argparse.Namespace) -> Iterator[tuple[uvicorn.Server
         ),
         stream_poll_seconds=args.stream_poll_seconds,
         stream_keepalive_seconds=args.stream_keepalive_seconds,
+        clock=clock,
     )
     # Bound before anything is opened or announced: an address in use is one clear refusal.
     listener = bind_listener(host, port)

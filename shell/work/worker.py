@@ -171,7 +171,7 @@ class Worker:
         synchronous: str = "FULL",
     ) -> None:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
-        runs = RunStore(path, migrate=migrate)
+        runs = RunStore(path, clock=clock, migrate=migrate)
         # Governed repositories: workspaces, proposals, source captures.
         workspaces = GitWorkspaces(
             path,
