@@ -46,7 +46,7 @@ lint: $(STAMP)
 	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.entry -p aios_ledger.shell -p aios_ledger.sql
 	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py) $(wildcard tools/*.py)  # docs/hooks: through tests/test_docs_site.py
 
-# `make test` is the suite a change must pass, in about five minutes on two cores: everything but
+# `make test` is the suite a change must pass, within five minutes on two cores: everything but
 # the tests tests/conftest.py marks `postgresql`, `browser` or `kills`. `make check` runs those,
 # then what CI runs besides (`.ci/run`; CONTRIBUTING.md, "Test time"). Four test processes on two
 # cores: part of the suite still waits on processes and servers, not on the CPU.
