@@ -229,6 +229,20 @@ def _parameters(operation: Operation) -> list[dict[str, Any]]:
     return parameters
 
 
+# One server-sent event, as OpenAPI 3.1 describes a `text/event-stream` answer: each event's fields
+# (its `data` one event of the ledger, as JSON), not the stream's text.
+_EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "event": {"type": "string"},
+        "id": {"type": "string"},
+        "retry": {"type": "integer"},
+    },
+}
+
+
 def _responses(operation: Operation) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     for status in operation.success:
@@ -240,9 +254,10 @@ def _responses(operation: Operation) -> dict[str, Any]:
                 "content": {"application/json": {"schema": {"type": ["object", "array"]}}},
             }
         else:
+            schema = _EVENT_SCHEMA if operation.media == "text/event-stream" else {"type": "string"}
             responses[str(status)] = {
                 "description": "the answer",
-                "content": {operation.media: {"schema": {"type": "string"}}},
+                "content": {operation.media: {"schema": schema}},
             }
     responses["default"] = {
         "description": "a refusal",
