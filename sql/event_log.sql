@@ -148,3 +148,7 @@ HAVING NOT CASE r.row_table
   ELSE false
 END
 ORDER BY r.row_table, r.row_key;
+
+-- name: log_has_v1_seals$
+-- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
+SELECT CASE WHEN EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1) THEN 1 ELSE 0 END;

@@ -33,7 +33,6 @@ _PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
 DIFFERING = frozenset(
     [
         "agent_scan_spend",
-        "applied_migrations",
         "auxiliary_run_events",
         "begin_immediate",
         "begin_read",
@@ -42,7 +41,6 @@ DIFFERING = frozenset(
         "get_task_for_update",
         "list_auxiliary_runs",
         "list_tables",
-        "log_has_v1_seals",
         "log_id_counter",
         "log_next_event_id",
         "merkle_tree_for_update",

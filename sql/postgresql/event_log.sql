@@ -3,10 +3,6 @@
 -- PostgreSQL's own texts of the statements of ../event_log.sql: the ones whose SQLite text differs,
 -- and PostgreSQL's alone. The rest are written once, in ../event_log.sql.
 
--- name: log_has_v1_seals$
--- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
-SELECT EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1)::int;
-
 -- name: state_task_chain_seals
 -- The seals of every task chain that holds a v4 seal (one copied from SQLite), in chain order,
 -- byte by byte (the "C" collation, as `state_rows_tasks`): `verify` folds each chain's v4

@@ -16,5 +16,3 @@ ORDER BY ordinal_position;
 -- The exact table dbmate creates, so that dbmate and the library agree on what is applied.
 CREATE TABLE IF NOT EXISTS schema_migrations (version varchar(128) PRIMARY KEY);
 
--- name: applied_migrations
-SELECT version::text AS version FROM schema_migrations ORDER BY version;

@@ -3,10 +3,6 @@
 -- SQLite's own texts of the statements of ../event_log.sql: the ones whose PostgreSQL text differs,
 -- and SQLite's alone. The rest are written once, in ../event_log.sql.
 
--- name: log_has_v1_seals$
--- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
-SELECT EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1);
-
 -- name: state_task_chain_seals
 -- The seals of every task chain that holds a v4 seal, in chain order (through the unique
 -- (chain, chain_seq) index), byte by byte: `verify` folds each chain's v4 changes into the task

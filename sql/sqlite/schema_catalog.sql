@@ -12,9 +12,6 @@ SELECT name FROM pragma_table_info(:table_name) ORDER BY cid;
 -- The exact table dbmate creates, so that dbmate and the library agree on what is applied.
 CREATE TABLE IF NOT EXISTS "schema_migrations" (version varchar(128) primary key);
 
--- name: applied_migrations
-SELECT version FROM schema_migrations ORDER BY version;
-
 -- name: schema_objects
 -- What `schema-dump` prints: every object's DDL, in a stable order.
 SELECT type, name, sql FROM sqlite_master
