@@ -25,7 +25,8 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 import attrs
 from aios_ledger.core import AuxiliaryRunError, LedgerError, Timestamp
@@ -53,6 +54,7 @@ from aios_ledger.core.auxiliary import (
 from aios_ledger.core.auxiliary.records import failure_of, state_after
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log import LEDGER_CHAIN
+from aios_ledger.core.log.plan import Decision
 from aios_ledger.core.runs import EvidenceSnapshot
 from aios_ledger.core.structuring import unstructure
 from aios_ledger.shell.actors import current_actor
@@ -67,6 +69,7 @@ from aios_ledger.shell.db.connection import (
 from aios_ledger.shell.db.run import Connection
 
 ClockMs = Callable[[], int]
+R = TypeVar("R")
 POLL_SECONDS = 0.05
 CANCEL_GRACE_SECONDS = 1.0
 FINISHED_CACHE = 1024
@@ -250,7 +253,7 @@ def list_auxiliary_runs(
 
 class AuxiliaryRunStore(Protocol):
     """Where a service keeps its runs: the ledger file (`DatabaseAuxiliaryRuns`), or the HTTP
-    API (`aios_ledger.shell.remote.auxiliary.RemoteAuxiliaryRuns`, for `review --api`). Each
+    API (`aios_ledger.shell.remote.review.RemoteAuxiliaryRuns`, for `review --api`). Each
     write is one decision of the core, applied where the runs are kept."""
 
     def recover(self, owner_is_dead: Callable[[str], bool]) -> tuple[str, ...]: ...
@@ -303,47 +306,34 @@ class DatabaseAuxiliaryRuns:
 
         return tuple(self.db.write(write))
 
-    def spawn(self, checked: CheckedSpawn, evidence: EvidenceSnapshot, owner: str) -> SpawnAnswer:
-        aux_id = checked.spec.id
-        now = self._now()
+    def _decide(self, aux_id: str, decide: Callable[..., Decision[R] | None]) -> R | None:
+        """One write transaction: `decide` on the run's row and the log's tail, its plan
+        applied (None: it decided nothing needs writing)."""
+        now, actor = self._now(), current_actor()
 
-        actor = current_actor()
-
-        def write(conn: Connection) -> SpawnAnswer:
+        def write(conn: Connection) -> R | None:
             plans = PlanExecutor(conn, error=AuxiliaryRunError)
             state = AuxiliaryRowState(_read_row(conn, aux_id), plans.tail(LEDGER_CHAIN))
-            return plans.apply(decide_spawn(state, checked, now=now, owner=owner, actor=actor))
+            decision = decide(state, now=now, actor=actor)
+            return None if decision is None else plans.apply(decision)
 
         return self.db.write(write)
+
+    def spawn(self, checked: CheckedSpawn, evidence: EvidenceSnapshot, owner: str) -> SpawnAnswer:
+        answer = self._decide(checked.spec.id, partial(decide_spawn, request=checked, owner=owner))
+        assert answer is not None  # decide_spawn always decides
+        return answer
 
     def move(self, request: AuxiliaryTransitionRequest) -> AuxiliaryRunRow:
         """Apply one transition; the answer is the row as the plan wrote it, so that settling
         the run needs no read of its own."""
-        now = self._now()
-
-        actor = current_actor()
-
-        def write(conn: Connection) -> AuxiliaryRunRow:
-            plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
-            return plans.apply(decide_transition(state, request, now=now, actor=actor))
-
-        return self.db.write(write)
+        row = self._decide(request.aux_id, partial(decide_transition, request=request))
+        assert row is not None  # decide_transition always decides
+        return row
 
     def stop(self, request: AuxiliaryStopRequest) -> None:
         """Record CANCELLED, unless the run has ended already (in one write transaction)."""
-        now = self._now()
-
-        actor = current_actor()
-
-        def write(conn: Connection) -> None:
-            plans = PlanExecutor(conn, error=AuxiliaryRunError)
-            state = AuxiliaryRowState(_read_row(conn, request.aux_id), plans.tail(LEDGER_CHAIN))
-            decision = decide_stop(state, request, now=now, actor=actor)
-            if decision is not None:
-                plans.apply(decision)
-
-        self.db.write(write)
+        self._decide(request.aux_id, partial(decide_stop, request=request))
 
     def read(self, aux_id: str) -> AuxiliaryRunRow:
         return read_auxiliary_run(self.db, aux_id)
@@ -488,7 +478,8 @@ class AuxiliaryRunService:
             # The driving task itself was cancelled (the loop is shutting down): record it.
             entry.token.cancel()
             with contextlib.suppress(*self._quiet):
-                self._end_as_cancelled(aux_id)
+                stopped = AuxiliaryRunError("CANCELLED", "the service stopped the run")
+                self._store.stop(AuxiliaryStopRequest(aux_id, stopped))
             raise
         except LedgerError as refused:
             # A storage failure, or the row moved on (another process failed it): the database,
@@ -496,13 +487,6 @@ class AuxiliaryRunService:
             entry.final = refused
         finally:
             self._settle(entry)
-
-    def _end_as_cancelled(self, aux_id: str) -> None:
-        """Record CANCELLED, unless the run has ended already (in one write transaction)."""
-        stop = AuxiliaryStopRequest(
-            aux_id, AuxiliaryRunError("CANCELLED", "the service stopped the run")
-        )
-        self._store.stop(stop)
 
     def _settle(self, entry: _Entry) -> None:
         final = entry.final
@@ -566,8 +550,6 @@ class AuxiliaryRunService:
                 row = self._store.read(aux_id)
                 if row.run_state.is_terminal:
                     return row
-            if isinstance(final, AuxiliaryRunError):
-                raise AuxiliaryRunError(final.code, final.detail)
             if isinstance(final, LedgerError):
                 raise AuxiliaryRunError(final.code, final.detail)
             raise AuxiliaryRunError("EXECUTOR", f"auxiliary run {aux_id} did not end")
