@@ -224,15 +224,16 @@ class LedgerClient(TaskSurface):
             if response.status_code in _RETRIED_STATUS and retry == "always":
                 last = str(problem_error(response))
                 continue
-            if response.status_code == 401:
-                raise self._token_refused(problem_error(response))
-            raise problem_error(response)
+            raise self._refusal(response)
         raise LedgerError(
             "API_UNAVAILABLE", f"{method} {path}: no answer after {self._retries + 1} tries: {last}"
         )
 
-    def _token_refused(self, refused: LedgerError) -> LedgerError:
-        """A 401 as its code, saying what to do (the token itself is never shown)."""
+    def _refusal(self, response: httpx.Response) -> LedgerError:
+        """The answer's problem; a 401 saying what to do (the token itself is never shown)."""
+        refused = problem_error(response)
+        if response.status_code != 401:
+            return refused
         return LedgerError(
             refused.code,
             f"{refused.detail}: {self.url} refused this token (mistyped, revoked, or issued "
@@ -350,6 +351,10 @@ class LedgerClient(TaskSurface):
         body = wire_form(request, without=("agent_id",))
         if request.task_id is None:
             del body["task_id"]
+        return cast(ClaimAnswer | None, self._post_claims(body, wait_seconds, "always"))
+
+    def _post_claims(self, body: dict[str, Any], wait_seconds: int, retry: Retry) -> Any:
+        """`POST /v1/claims`, long-polling up to `wait_seconds`; None when no task came (204)."""
         if wait_seconds:
             body["wait_seconds"] = wait_seconds
         response = self._call(
@@ -357,11 +362,10 @@ class LedgerClient(TaskSurface):
             api_path("claims"),
             body=body,
             expect=(200, 204),
+            retry=retry,
             timeout=_poll_timeout(self._timeout, wait_seconds),
         )
-        if response.status_code == 204:
-            return None
-        return cast(ClaimAnswer, _answer(response))
+        return None if response.status_code == 204 else _answer(response)
 
     def claim_many(
         self,
@@ -391,19 +395,8 @@ class LedgerClient(TaskSurface):
             one = self._claim(batch.claim(), wait_seconds)
             return [] if one is None else [one]
         body = wire_form(batch, without=("agent_id",))
-        if wait_seconds:
-            body["wait_seconds"] = wait_seconds
-        response = self._call(
-            "POST",
-            api_path("claims"),
-            body=body,
-            expect=(200, 204),
-            retry="connect",
-            timeout=_poll_timeout(self._timeout, wait_seconds),
-        )
-        if response.status_code == 204:
-            return []
-        return cast(list[ClaimAnswer], _answer(response))
+        answer = self._post_claims(body, wait_seconds, "connect")
+        return [] if answer is None else cast(list[ClaimAnswer], answer)
 
     def get(self, task_id: str) -> TaskDetail:
         return cast(TaskDetail, self._json("GET", api_path("tasks", task_id)))
@@ -449,10 +442,7 @@ class LedgerClient(TaskSurface):
                     else:
                         response.read()
                         if response.status_code not in _RETRIED_STATUS:
-                            refused = problem_error(response)
-                            if response.status_code == 401:
-                                raise self._token_refused(refused)
-                            raise refused
+                            raise self._refusal(response)
                         last = str(problem_error(response))
                         failures += 1
             except httpx.TransportError as exc:
@@ -576,9 +566,7 @@ class LedgerClient(TaskSurface):
 
     def get_json(self, path: str, params: Mapping[str, object] | None = None) -> Any:
         """Any read of the API (`/v1/status`, `/v1/log/head`, ...) as its JSON answer."""
-        if not path.startswith("/v1/"):
-            raise LedgerError("API_PATH_INVALID", "a path of the API starts with /v1/")
-        return self._json("GET", path, params=params)
+        return self.call_json("GET", path, params=params)
 
     def call_json(
         self,
