@@ -326,32 +326,45 @@ def _records(title: str | None, *columns: tuple[str, str]) -> Records:
     return Records(title, *(Column(header, kind) for header, kind in columns))
 
 
+Cell = Callable[[Mapping[str, Any]], "str | Text | None"]
+
+
+def _listing(
+    title: str | None, rows: Sequence[Mapping[str, Any]], *columns: tuple[str, str, Cell]
+) -> Records:
+    """A table of `rows`, each column by its header, its kind and how a row gives its cell."""
+    table = _records(title, *((header, kind) for header, kind, _ in columns))
+    for row in rows:
+        table.add_row(*(cell(row) for _, _, cell in columns))
+    return table
+
+
+def _field(name: str) -> Cell:
+    """The cell of a row's field `name`, whole."""
+    return lambda row: _plain(row[name])
+
+
+def _number(name: str) -> Cell:
+    return lambda row: str(row[name])
+
+
 # -- views ---------------------------------------------------------------------------------
 
 
 def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _records(
+    table = _listing(
         None,
-        ("task", "id"),
-        ("status", "code"),
-        ("priority", "number"),
-        ("attempt", "number"),
-        ("last holder", "id"),
-        ("updated", "time"),
-        ("goal", "prose"),
+        tasks,
+        ("task", "id", _field("task_id")),
+        ("status", "code", _task_status),
+        ("priority", "number", _number("priority")),
+        ("attempt", "number", lambda task: f"{task['attempt']}/{task['max_attempts']}"),
+        # Who holds it now, else whoever held its last attempt (a server before the field: the
+        # row's holder of a claimed task).
+        ("last holder", "id", lambda task: _plain(task.get("last_holder", task["claimed_by"]))),
+        ("updated", "time", _field("updated_at")),
+        ("goal", "prose", lambda task: _cell(task["goal"], 80)),
     )
-    for task in tasks:
-        table.add_row(
-            _plain(task["task_id"]),
-            _task_status(task),
-            str(task["priority"]),
-            f"{task['attempt']}/{task['max_attempts']}",
-            # Who holds it now, else whoever held its last attempt (a server before the field:
-            # the row's holder of a claimed task).
-            _plain(task.get("last_holder", task["claimed_by"])),
-            _plain(task["updated_at"]),
-            _cell(task["goal"], 80),
-        )
     table.caption = f"{len(tasks)} task(s)"
     return table
 
@@ -411,79 +424,60 @@ def _holders(holders: Sequence[Mapping[str, Any]]) -> Text:
 
 
 def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _records(
+    return _listing(
         None,
-        ("#", "number"),
-        ("time", "time"),
-        ("event", "code"),
-        ("agent", "id"),
-        ("by", "prose"),
-        ("payload", "prose"),
+        events,
+        ("#", "number", _number("event_id")),
+        ("time", "time", _field("created_at")),
+        ("event", "code", _field("event_type")),
+        ("agent", "id", _field("agent_id")),
+        ("by", "prose", lambda event: _plain(actor_label_of(event.get("actor")))),
+        ("payload", "prose", lambda event: _cell(event.get("payload"))),
     )
-    for event in events:
-        table.add_row(
-            str(event["event_id"]),
-            _plain(event["created_at"]),
-            _plain(event["event_type"]),
-            _plain(event["agent_id"]),
-            _plain(actor_label_of(event.get("actor"))),
-            _cell(event.get("payload")),
-        )
-    return table
 
 
 def history_view(entries: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _records(
+    table = _listing(
         None,
-        ("time", "time"),
-        ("event", "code"),
-        ("agent", "id"),
-        ("by", "prose"),
-        ("attempt", "number"),
-        ("decision", "code"),
-        ("next state", "code"),
-        ("reason", "prose"),
+        entries,
+        ("time", "time", _field("time")),
+        ("event", "code", _field("event")),
+        ("agent", "id", _field("agent")),
+        ("by", "prose", lambda entry: _plain(entry.get("actor"))),
+        ("attempt", "number", _number("attempt")),
+        ("decision", "code", _field("decision")),
+        ("next state", "code", lambda entry: _status(entry["next_state"] or "")),
+        ("reason", "prose", lambda entry: _cell(entry["reason"], 200)),
     )
-    for entry in entries:
-        table.add_row(
-            _plain(entry["time"]),
-            _plain(entry["event"]),
-            _plain(entry["agent"]),
-            _plain(entry.get("actor")),
-            str(entry["attempt"]),
-            _plain(entry["decision"]),
-            _status(entry["next_state"] or ""),
-            _cell(entry["reason"], 200),
-        )
     table.caption = f"{len(entries)} event(s)"
     return table
 
 
 def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _records(
+    table = _listing(
         None,
-        ("auxiliary run", "id"),
-        ("state", "code"),
-        ("kind", "code"),
-        ("mode", "code"),
-        ("session / run", "id"),
-        ("updated", "time"),
+        runs,
+        ("auxiliary run", "id", _field("id")),
+        ("state", "code", _run_state),
+        ("kind", "code", _field("kind")),
+        ("mode", "code", _field("mode")),
+        (
+            "session / run",
+            "id",
+            lambda run: _plain("{session_id} / {run_id}".format(**run["target"])),
+        ),
+        ("updated", "time", lambda run: _moment(run["updated_at_ms"])),
     )
-    for run in runs:
-        target = run["target"]
-        state = _status(run["state"])
-        if run.get("error_code"):
-            state.append(f" {run['error_code']}", style="red")
-        table.add_row(
-            _plain(run["id"]),
-            state,
-            _plain(run["kind"]),
-            _plain(run["mode"]),
-            _plain(f"{target['session_id']} / {target['run_id']}"),
-            _moment(run["updated_at_ms"]),
-        )
     table.caption = f"{len(runs)} auxiliary run(s)"
     return table
+
+
+def _run_state(run: Mapping[str, Any]) -> Text:
+    """An auxiliary run's state, and the code of the error it ended with."""
+    state = _status(run["state"])
+    if run.get("error_code"):
+        state.append(f" {run['error_code']}", style="red")
+    return state
 
 
 def status_view(report: Mapping[str, Any]) -> RenderableType:
@@ -503,34 +497,32 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
         else f"oldest queued: {oldest['task_id']} since {oldest['created_at']}"
     )
     waiting.append(f"\ngoverned, awaiting projection: {report.get('awaiting_projection', 0)}")
-    holders = (("task", "id"), ("held by", "id"))
-    expired = _records("leases expired (the next claim takes them over)", *holders, ("at", "time"))
-    for row in report["leases_expired"]:
-        expired.add_row(
-            _plain(row["task_id"]), _plain(row["claimed_by"]), _plain(row["lease_expires_at"])
-        )
-    window = report["leases_expiring_within_seconds"]
-    leases = _records(f"leases expiring within {window}s", *holders, ("until", "time"))
-    for row in report["leases_expiring"]:
-        leases.add_row(
-            _plain(row["task_id"]), _plain(row["claimed_by"]), _plain(row["lease_expires_at"])
-        )
-    last = _records(
-        "last events",
-        ("#", "number"),
-        ("time", "time"),
-        ("event", "code"),
-        ("task", "id"),
-        ("agent", "id"),
+    holders: tuple[tuple[str, str, Cell], ...] = (
+        ("task", "id", _field("task_id")),
+        ("held by", "id", _field("claimed_by")),
     )
-    for row in report["last_events"]:
-        last.add_row(
-            str(row["event_id"]),
-            _plain(row["created_at"]),
-            _plain(row["event_type"]),
-            _plain(row["task_id"]),
-            _plain(row["agent_id"]),
-        )
+    expired = _listing(
+        "leases expired (the next claim takes them over)",
+        report["leases_expired"],
+        *holders,
+        ("at", "time", _field("lease_expires_at")),
+    )
+    window = report["leases_expiring_within_seconds"]
+    leases = _listing(
+        f"leases expiring within {window}s",
+        report["leases_expiring"],
+        *holders,
+        ("until", "time", _field("lease_expires_at")),
+    )
+    last = _listing(
+        "last events",
+        report["last_events"],
+        ("#", "number", _number("event_id")),
+        ("time", "time", _field("created_at")),
+        ("event", "code", _field("event_type")),
+        ("task", "id", _field("task_id")),
+        ("agent", "id", _field("agent_id")),
+    )
     return Group(counts, waiting, expired, leases, last, *_spend_tables(report.get("spend")))
 
 
@@ -551,34 +543,26 @@ def _spend_tables(spend: Mapping[str, Any] | None) -> list[RenderableType]:
 
     if not spend or not any(spend.get(name) for name, *_ in _SPEND_TABLES):
         return [Text("spend: none reported")]
-    tables: list[RenderableType] = []
-    for name, title, heading, key, kind in _SPEND_TABLES:
-        rows = spend.get(name) or []
-        if not rows:
-            continue
-        table = _records(
+    return [
+        _listing(
             title,
-            (heading, kind),
-            ("reports", "number"),
-            ("tokens in", "number"),
-            ("tokens out", "number"),
-            ("cost", "code"),
-            ("over budget", "number"),
+            spend[name],
+            (heading, kind, _field(key)),
+            ("reports", "number", _number("reports")),
+            ("tokens in", "number", _number("input_tokens")),
+            ("tokens out", "number", _number("output_tokens")),
+            ("cost", "code", _cost),
+            ("over budget", "number", _number("over_budget")),
         )
-        for row in rows:
-            currency = row["currency"]
-            micros = int(row["cost_micros"])  # shown to the micro-unit: no float on the way
-            cost = "-" if currency is None else f"{micros // 10**6}.{micros % 10**6:06d} {currency}"
-            table.add_row(
-                _plain(row[key]),
-                str(row["reports"]),
-                str(row["input_tokens"]),
-                str(row["output_tokens"]),
-                cost,
-                str(row["over_budget"]),
-            )
-        tables.append(table)
-    return tables
+        for name, title, heading, key, kind in _SPEND_TABLES
+        if spend.get(name)
+    ]
+
+
+def _cost(row: Mapping[str, Any]) -> str:
+    currency = row["currency"]
+    micros = int(row["cost_micros"])  # shown to the micro-unit: no float on the way
+    return "-" if currency is None else f"{micros // 10**6}.{micros % 10**6:06d} {currency}"
 
 
 def why_view(document: Mapping[str, Any]) -> RenderableType:
