@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from aios_ledger.core import LedgerError, TaskView, VerifyAnswer
+from aios_ledger.core import LedgerError, TaskView
 from aios_ledger.core.auxiliary import (
     AuxiliaryRunRow,
     AuxiliaryStopRequest,
@@ -131,6 +131,7 @@ class RemoteReview:
 
     def __init__(self, client: LedgerClient) -> None:
         self._client = client
+        self.verify = client.verify  # the task's verdict is the client's own call
 
     def candidates(self, limit: int) -> list[TaskView]:
         answer = self._client.call_json(
@@ -149,23 +150,6 @@ class RemoteReview:
         body = {"task_id": task_id, "attempt": attempt}
         raw = self._client.call_json("POST", api_path("review-evidence"), body=body)
         return evidence_from_public(raw)
-
-    def verify(
-        self,
-        task_id: str,
-        *,
-        decision: str,
-        reason: str,
-        idempotency_key: str,
-        expected_result_digest: str | None = None,
-    ) -> VerifyAnswer:
-        return self._client.verify(
-            task_id,
-            decision=decision,
-            reason=reason,
-            idempotency_key=idempotency_key,
-            expected_result_digest=expected_result_digest,
-        )
 
     def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService:
         return AuxiliaryRunService(executor, store=RemoteAuxiliaryRuns(self._client))
