@@ -13,10 +13,8 @@ import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary.answers import RecoveryAnswer, SpawnAnswer
 from aios_ledger.core.auxiliary.records import (
-    AUXILIARY_SNAPSHOT_SCHEMA_V1,
     AuxiliaryRunOutput,
     AuxiliaryRunRow,
-    AuxiliaryRunSnapshot,
     CheckedSpawn,
 )
 from aios_ledger.core.auxiliary.states import (
@@ -102,17 +100,6 @@ def decide_spawn(
             }
         )
     answer: SpawnAnswer = {"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest}
-    snapshot = AuxiliaryRunSnapshot(
-        schema=AUXILIARY_SNAPSHOT_SCHEMA_V1,
-        id=spec.id,
-        parent=spec.frame,
-        mode=spec.mode,
-        state=INITIAL_STATE,
-        spec_digest=spec_digest,
-        created_at_ms=now.epoch_ms,
-        updated_at_ms=now.epoch_ms,
-    )
-    snapshot.validate()
     target = spec.frame.target
     # The row as the insert writes it (revision 1, updated when created, no outcome yet).
     row = AuxiliaryRunRow(
@@ -135,6 +122,7 @@ def decide_spawn(
         error_code=None,
         error=None,
     )
+    row.snapshot().validate()
     columns = attrs.asdict(row)
     inserted = {name: columns[name] for name in Statement.INSERT_AUXILIARY_RUN.parameters}
     return sealed_plan(
