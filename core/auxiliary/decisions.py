@@ -123,10 +123,8 @@ def decide_spawn(
         error=None,
     )
     row.snapshot().validate()
-    columns = attrs.asdict(row)
-    inserted = {name: columns[name] for name in Statement.INSERT_AUXILIARY_RUN.parameters}
     return sealed_plan(
-        (SqlWrite(Statement.INSERT_AUXILIARY_RUN, inserted),),
+        (_row_write(Statement.INSERT_AUXILIARY_RUN, row),),
         (
             EventAppend(
                 task_id=None,
@@ -235,19 +233,7 @@ def _transition(
         payload["output_digest"] = output.digest
     if error is not None:
         payload["error_code"] = error.code
-    write = SqlWrite(
-        Statement.TRANSITION_AUXILIARY_RUN,
-        {
-            "aux_id": row.aux_id,
-            "expected_revision": row.revision,
-            "state": after.state,
-            "updated_at_ms": after.updated_at_ms,
-            "output_json": after.output_json,
-            "output_digest": after.output_digest,
-            "error_code": after.error_code,
-            "error": after.error,
-        },
-    )
+    write = _row_write(Statement.TRANSITION_AUXILIARY_RUN, after, expected_revision=row.revision)
     event = EventAppend(
         task_id=None,
         agent_id=None,
@@ -258,3 +244,9 @@ def _transition(
         actor=actor,
     )
     return write, event, after
+
+
+def _row_write(statement: Statement, row: AuxiliaryRunRow, **more: object) -> SqlWrite:
+    """`statement` with the row's columns it names (and `more`, its guard)."""
+    columns = {**attrs.asdict(row), **more}
+    return SqlWrite(statement, {name: columns[name] for name in statement.parameters})
