@@ -77,15 +77,6 @@ from aios_ledger.core.tasks.requests import (
 from aios_ledger.core.tasks.results import check_task_result, task_envelope
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
-    RESULT_SUBMITTED,
-    TASK_CANCELLED,
-    TASK_CLAIMED,
-    TASK_CREATED,
-    TASK_HEARTBEAT,
-    TASK_LEASE_EXPIRED,
-    TASK_RELEASED,
-    TASK_REQUEUED,
-    TASK_VERIFIED,
     EventAgent,
     Lease,
     Step,
@@ -96,36 +87,6 @@ from aios_ledger.core.tasks.transitions import (
 )
 from aios_ledger.core.tasks.verification import Judgement, automatic_judgement
 from aios_ledger.core.timestamps import Timestamp
-
-__all__ = [
-    "RESULT_SUBMITTED",
-    "TASK_CANCELLED",
-    "TASK_CLAIMED",
-    "TASK_CREATED",
-    "TASK_HEARTBEAT",
-    "TASK_LEASE_EXPIRED",
-    "TASK_RELEASED",
-    "TASK_REQUEUED",
-    "TASK_VERIFIED",
-    "DecisionInputs",
-    "ExpiryState",
-    "RETRY_RULES",
-    "Rules",
-    "TaskState",
-    "VERIFY_RULES",
-    "decide_claims",
-    "decide_creation",
-    "decide_expiry",
-    "decide_on_task",
-    "submit_rules",
-    "typed_as",
-    "claim_digest",
-    "awaiting_projection_refusal",
-    "claim_refusal",
-    "create_digest",
-    "first_claimable",
-    "refuse_ungranted",
-]
 
 R = TypeVar("R")
 
