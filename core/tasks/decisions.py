@@ -730,8 +730,6 @@ def decide_creation(
     inputs: DecisionInputs,
     now: Timestamp,
 ) -> Decision[CreateAnswer]:
-    """A create: `inputs.task_id` is the request's, or one the shell generated; the key is
-    bound to the task."""
     state = typed_as(state, TaskState)
     command = typed_as(request, TaskCreateCommand)
     task_id = inputs.need("task_id", row.name)
@@ -894,10 +892,6 @@ def first_claimable(
     return chosen
 
 
-def claim_digest(request: ClaimRequest, lease_token: str) -> str:
-    return request_digest("claim", request.task_id, request.public(lease_token))
-
-
 def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
     """The CLAIMED tasks a claim takes over first: those of `state.passed`, and the claim's
     own task and candidates, whose leases have passed; each once, in the order read."""
@@ -1025,16 +1019,17 @@ def decide_claims(
     # Only an idempotent claim is bound to a request digest.
     digest = None
     if batch is None and claim.idempotency_key is not None:
-        digest = claim_digest(claim, tokens[0])
+        digest = request_digest(row.name, claim.task_id, claim.public(tokens[0]))
     replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
     if replay is not None:
         return Replay({**replay.response, "lease_token": tokens[0]})
-    expire = takeover
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
     requeued: dict[str, TaskRow] = {}
     for task in _passed_leases(state, now):
-        move = _move(expire, task, None, now, expire.next_status(task, None), actor=inputs.actor)
+        move = _move(
+            takeover, task, None, now, takeover.next_status(task, None), actor=inputs.actor
+        )
         writes.append(move.write)
         events.append(move.event)
         requeued[task.task_id] = move.after
@@ -1070,8 +1065,6 @@ def decide_expiry(
     inputs: DecisionInputs,
     now: Timestamp,
 ) -> WritePlan[ExpireAnswer] | None:
-    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
-    QUEUED (FAILED when used up); None when no lease has passed."""
     state = typed_as(state, ExpiryState)
     request = typed_as(request, ExpireRequest)
     actor = inputs.actor
