@@ -139,16 +139,6 @@ def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
 SORTED_STATUS_BOUND = 5_000
 
 
-def reads_by_status(request: TaskPageRequest, status_tasks: int | None) -> bool:
-    """Whether the page is read through its status's index: a status is given and
-    `status_tasks` (how many tasks have it) is at most SORTED_STATUS_BOUND."""
-    return (
-        request.filters.status is not None
-        and status_tasks is not None
-        and status_tasks <= SORTED_STATUS_BOUND
-    )
-
-
 # The first page's bound: above every seq a ledger can hold (seq is a 64-bit integer).
 FIRST_PAGE_SEQ = 2**62
 
