@@ -25,7 +25,6 @@ from aios_ledger.core.tasks.answers import (
     CreateAnswer,
     ExpireAnswer,
     HeartbeatAnswer,
-    ReleaseAnswer,
     RetryAnswer,
     SubmitAnswer,
     VerifyAnswer,
@@ -454,15 +453,6 @@ def decide_heartbeat(
 ) -> Decision[HeartbeatAnswer]:
     decision = _decided(HeartbeatRequest, state, request, now=now, actor=actor)
     return cast(Decision[HeartbeatAnswer], decision)
-
-
-def decide_release(
-    state: TaskState, request: ReleaseRequest, *, now: Timestamp, actor: Actor
-) -> Decision[ReleaseAnswer]:
-    """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
-    (the attempt stays counted, as when a lease expires)."""
-    decision = _decided(ReleaseRequest, state, request, now=now, actor=actor)
-    return cast(Decision[ReleaseAnswer], decision)
 
 
 def decide_submit(
