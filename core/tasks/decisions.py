@@ -215,15 +215,17 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
     )
 
 
-def _recorded_answer(
+def _recorded(
+    event: EventAppend,
     key: str,
     operation: str,
     subject: str,
     digest: str,
     answer: Mapping[str, object],
     now: Timestamp,
-) -> RecordedAnswerRow:
-    return RecordedAnswerRow(
+) -> tuple[SqlWrite, EventAppend]:
+    """The answer a keyed request stores under `key`: its write, and `event` sealing it too."""
+    row = RecordedAnswerRow(
         idempotency_key=key,
         operation=operation,
         subject=subject,
@@ -231,10 +233,7 @@ def _recorded_answer(
         response_json=stored_answer(answer),
         created_at=now.text,
     )
-
-
-def _answer_write(row: RecordedAnswerRow) -> SqlWrite:
-    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict())
+    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), _answered(event, row)
 
 
 def _event(
@@ -259,11 +258,9 @@ def _event(
     )
 
 
-def _answered(event: EventAppend, recorded: RecordedAnswerRow | None) -> EventAppend:
-    """`event`, whose seal also covers the idempotent answer its transition stored (if it stored
-    one), so that an answer changed by hand, replayed later, is found by `verify`."""
-    if recorded is None:
-        return event
+def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
+    """`event`, whose seal also covers the idempotent answer its transition stored, so that an
+    answer changed by hand, replayed later, is found by `verify`."""
     return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
@@ -456,11 +453,10 @@ def _decide_one(
     if records is not None:
         answer.update(records.answer)
     if digest is not None:
-        recorded = _recorded_answer(
-            request.idempotency_key, row.name, task.task_id, digest, answer, now
+        write, events[-1] = _recorded(
+            events[-1], request.idempotency_key, row.name, task.task_id, digest, answer, now
         )
-        writes.append(_answer_write(recorded))
-        events[-1] = _answered(events[-1], recorded)
+        writes.append(write)
     return sealed_plan(writes, events, answer, tail=state.tail)
 
 
@@ -792,17 +788,9 @@ def decide_creation(
         "idempotency_key": idempotency_key,
         **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
     }
-    recorded = _recorded_answer(idempotency_key, row.name, task_id, digest, answer, now)
-    return sealed_plan(
-        (insert, _answer_write(recorded)),
-        (
-            _answered(
-                _event(task, row.event, payload, None, before=None, actor=inputs.actor), recorded
-            ),
-        ),
-        answer,
-        tail=state.tail,
-    )
+    event = _event(task, row.event, payload, None, before=None, actor=inputs.actor)
+    write, event = _recorded(event, idempotency_key, row.name, task_id, digest, answer, now)
+    return sealed_plan((insert, write), (event,), answer, tail=state.tail)
 
 
 # What a TASK_CREATED payload says of day two's fields: only those a request set (so that a
@@ -975,11 +963,10 @@ def _claimed(
     event = attrs.evolve(move.event, rows=(*move.event.rows, attempt_run.image()))
     if digest is not None:
         assert request.idempotency_key is not None
-        recorded = _recorded_answer(
-            request.idempotency_key, row.name, task.task_id, digest, answer, now
+        write, event = _recorded(
+            event, request.idempotency_key, row.name, task.task_id, digest, answer, now
         )
-        writes.append(_answer_write(recorded))
-        event = _answered(event, recorded)
+        writes.append(write)
     return writes, event, answer
 
 
