@@ -199,16 +199,20 @@ def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
     return getattr(filters, name) is not None
 
 
+def filter_bound(name: str) -> int:
+    """How many tasks the sorted filter `name` may match to be read through its own index."""
+    return SORTED_STATUS_BOUND if name == "status" else SORTED_FILTER_BOUND
+
+
 def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
     """The statement a page is read with, from the counts of its sorted filters (each up to
     its bound + 1; one not counted is absent): the filter of fewest tasks within its bound,
     through its index (an agent's: its claims, events_claims_by_agent); else the creation
     order, bounded by SCAN_BOUND, each filter probed on the rows as they come."""
-    bounds = {"status": SORTED_STATUS_BOUND}
     within = [
         (tasks, SORTED_FILTERS.index(name), name)
         for name, tasks in counted.items()
-        if tasks <= bounds.get(name, SORTED_FILTER_BOUND)
+        if tasks <= filter_bound(name)
     ]
     if within:
         return f"tasks_page_of_{min(within)[2]}"
