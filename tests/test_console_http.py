@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aios_ledger.core.tasks.listing import SORTED_STATUS_BOUND, TaskPageRequest, reads_by_status
 from aios_ledger.shell import Database
 from aios_ledger.shell.api.tokens import revoke_token
 from aios_ledger.shell.web.sessions import SessionSettings, SessionStore
@@ -262,7 +261,7 @@ def test_sessions_end_idle_and_at_their_absolute_expiry() -> None:
 def test_a_rare_status_is_read_through_its_index_with_the_same_pages(
     server: ApiServer, scene: Scenario
 ) -> None:
-    """A status of few tasks is read through tasks_page_of_status (reads_by_status), a common
+    """A status of few tasks is read through tasks_page_of_status (`page_statement`), a common
     one through the creation order: the pages are the same rows either way."""
     cancelled = [scene.cancelled() for _ in range(3)]
     owner = scene.owner
@@ -273,13 +272,6 @@ def test_a_rare_status_is_read_through_its_index_with_the_same_pages(
     seen = [task["task_id"] for task in page["tasks"] + rest["tasks"]]
     assert seen[:3] == cancelled[::-1]
     assert all(task["status"] == "CANCELLED" for task in page["tasks"] + rest["tasks"])
-
-
-def test_reads_by_status_only_for_a_status_of_few_tasks() -> None:
-    of_status = TaskPageRequest.from_mapping({"status": "FAILED"})
-    assert reads_by_status(of_status, SORTED_STATUS_BOUND)
-    assert not reads_by_status(of_status, SORTED_STATUS_BOUND + 1)
-    assert not reads_by_status(TaskPageRequest.from_mapping({}), None)
 
 
 def test_assets_are_linked_by_digest_and_cached_for_good_while_pages_are_not(

@@ -51,7 +51,7 @@ from aios_ledger.core.tasks import (
     first_claimable,
     next_task_status,
 )
-from aios_ledger.core.tasks.operations import TASK_OPERATIONS, decide_release, decide_task
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS, decide_task
 from aios_ledger.core.tasks.requests import PauseRequest, ReleaseRequest, ResumeRequest
 from aios_ledger.core.tasks.transitions import TASK_RELEASED
 from hypothesis import given, settings
@@ -124,7 +124,7 @@ def _release(task: TaskRow | None) -> object:
     request = ReleaseRequest.from_mapping(
         {"task_id": "t1", "lease_token": TOKEN, "reason": "worker stopped"}
     )
-    return decide_release(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
+    return decide_task(TaskState(task, HISTORY), request, now=NOW, actor=ACTOR)
 
 
 def _submit(task: TaskRow, result: Any = None) -> object:

@@ -77,15 +77,6 @@ from aios_ledger.core.tasks.requests import (
 from aios_ledger.core.tasks.results import check_task_result, task_envelope
 from aios_ledger.core.tasks.transitions import (
     ABSENT,
-    RESULT_SUBMITTED,
-    TASK_CANCELLED,
-    TASK_CLAIMED,
-    TASK_CREATED,
-    TASK_HEARTBEAT,
-    TASK_LEASE_EXPIRED,
-    TASK_RELEASED,
-    TASK_REQUEUED,
-    TASK_VERIFIED,
     EventAgent,
     Lease,
     Step,
@@ -96,36 +87,6 @@ from aios_ledger.core.tasks.transitions import (
 )
 from aios_ledger.core.tasks.verification import Judgement, automatic_judgement
 from aios_ledger.core.timestamps import Timestamp
-
-__all__ = [
-    "RESULT_SUBMITTED",
-    "TASK_CANCELLED",
-    "TASK_CLAIMED",
-    "TASK_CREATED",
-    "TASK_HEARTBEAT",
-    "TASK_LEASE_EXPIRED",
-    "TASK_RELEASED",
-    "TASK_REQUEUED",
-    "TASK_VERIFIED",
-    "DecisionInputs",
-    "ExpiryState",
-    "RETRY_RULES",
-    "Rules",
-    "TaskState",
-    "VERIFY_RULES",
-    "decide_claims",
-    "decide_creation",
-    "decide_expiry",
-    "decide_on_task",
-    "submit_rules",
-    "typed_as",
-    "claim_digest",
-    "awaiting_projection_refusal",
-    "claim_refusal",
-    "create_digest",
-    "first_claimable",
-    "refuse_ungranted",
-]
 
 R = TypeVar("R")
 
@@ -254,15 +215,17 @@ def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
     )
 
 
-def _recorded_answer(
+def _recorded(
+    event: EventAppend,
     key: str,
     operation: str,
     subject: str,
     digest: str,
     answer: Mapping[str, object],
     now: Timestamp,
-) -> RecordedAnswerRow:
-    return RecordedAnswerRow(
+) -> tuple[SqlWrite, EventAppend]:
+    """The answer a keyed request stores under `key`: its write, and `event` sealing it too."""
+    row = RecordedAnswerRow(
         idempotency_key=key,
         operation=operation,
         subject=subject,
@@ -270,10 +233,7 @@ def _recorded_answer(
         response_json=stored_answer(answer),
         created_at=now.text,
     )
-
-
-def _answer_write(row: RecordedAnswerRow) -> SqlWrite:
-    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict())
+    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), _answered(event, row)
 
 
 def _event(
@@ -298,11 +258,9 @@ def _event(
     )
 
 
-def _answered(event: EventAppend, recorded: RecordedAnswerRow | None) -> EventAppend:
-    """`event`, whose seal also covers the idempotent answer its transition stored (if it stored
-    one), so that an answer changed by hand, replayed later, is found by `verify`."""
-    if recorded is None:
-        return event
+def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
+    """`event`, whose seal also covers the idempotent answer its transition stored, so that an
+    answer changed by hand, replayed later, is found by `verify`."""
     return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
@@ -495,11 +453,10 @@ def _decide_one(
     if records is not None:
         answer.update(records.answer)
     if digest is not None:
-        recorded = _recorded_answer(
-            request.idempotency_key, row.name, task.task_id, digest, answer, now
+        write, events[-1] = _recorded(
+            events[-1], request.idempotency_key, row.name, task.task_id, digest, answer, now
         )
-        writes.append(_answer_write(recorded))
-        events[-1] = _answered(events[-1], recorded)
+        writes.append(write)
     return sealed_plan(writes, events, answer, tail=state.tail)
 
 
@@ -769,8 +726,6 @@ def decide_creation(
     inputs: DecisionInputs,
     now: Timestamp,
 ) -> Decision[CreateAnswer]:
-    """A create: `inputs.task_id` is the request's, or one the shell generated; the key is
-    bound to the task."""
     state = typed_as(state, TaskState)
     command = typed_as(request, TaskCreateCommand)
     task_id = inputs.need("task_id", row.name)
@@ -833,17 +788,9 @@ def decide_creation(
         "idempotency_key": idempotency_key,
         **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
     }
-    recorded = _recorded_answer(idempotency_key, row.name, task_id, digest, answer, now)
-    return sealed_plan(
-        (insert, _answer_write(recorded)),
-        (
-            _answered(
-                _event(task, row.event, payload, None, before=None, actor=inputs.actor), recorded
-            ),
-        ),
-        answer,
-        tail=state.tail,
-    )
+    event = _event(task, row.event, payload, None, before=None, actor=inputs.actor)
+    write, event = _recorded(event, idempotency_key, row.name, task_id, digest, answer, now)
+    return sealed_plan((insert, write), (event,), answer, tail=state.tail)
 
 
 # What a TASK_CREATED payload says of day two's fields: only those a request set (so that a
@@ -933,10 +880,6 @@ def first_claimable(
     return chosen
 
 
-def claim_digest(request: ClaimRequest, lease_token: str) -> str:
-    return request_digest("claim", request.task_id, request.public(lease_token))
-
-
 def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
     """The CLAIMED tasks a claim takes over first: those of `state.passed`, and the claim's
     own task and candidates, whose leases have passed; each once, in the order read."""
@@ -1020,11 +963,10 @@ def _claimed(
     event = attrs.evolve(move.event, rows=(*move.event.rows, attempt_run.image()))
     if digest is not None:
         assert request.idempotency_key is not None
-        recorded = _recorded_answer(
-            request.idempotency_key, row.name, task.task_id, digest, answer, now
+        write, event = _recorded(
+            event, request.idempotency_key, row.name, task.task_id, digest, answer, now
         )
-        writes.append(_answer_write(recorded))
-        event = _answered(event, recorded)
+        writes.append(write)
     return writes, event, answer
 
 
@@ -1064,16 +1006,17 @@ def decide_claims(
     # Only an idempotent claim is bound to a request digest.
     digest = None
     if batch is None and claim.idempotency_key is not None:
-        digest = claim_digest(claim, tokens[0])
+        digest = request_digest(row.name, claim.task_id, claim.public(tokens[0]))
     replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
     if replay is not None:
         return Replay({**replay.response, "lease_token": tokens[0]})
-    expire = takeover
     writes: list[SqlWrite] = []
     events: list[EventAppend] = []
     requeued: dict[str, TaskRow] = {}
     for task in _passed_leases(state, now):
-        move = _move(expire, task, None, now, expire.next_status(task, None), actor=inputs.actor)
+        move = _move(
+            takeover, task, None, now, takeover.next_status(task, None), actor=inputs.actor
+        )
         writes.append(move.write)
         events.append(move.event)
         requeued[task.task_id] = move.after
@@ -1109,8 +1052,6 @@ def decide_expiry(
     inputs: DecisionInputs,
     now: Timestamp,
 ) -> WritePlan[ExpireAnswer] | None:
-    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
-    QUEUED (FAILED when used up); None when no lease has passed."""
     state = typed_as(state, ExpiryState)
     request = typed_as(request, ExpireRequest)
     actor = inputs.actor

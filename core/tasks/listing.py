@@ -139,16 +139,6 @@ def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
 SORTED_STATUS_BOUND = 5_000
 
 
-def reads_by_status(request: TaskPageRequest, status_tasks: int | None) -> bool:
-    """Whether the page is read through its status's index: a status is given and
-    `status_tasks` (how many tasks have it) is at most SORTED_STATUS_BOUND."""
-    return (
-        request.filters.status is not None
-        and status_tasks is not None
-        and status_tasks <= SORTED_STATUS_BOUND
-    )
-
-
 # The first page's bound: above every seq a ledger can hold (seq is a 64-bit integer).
 FIRST_PAGE_SEQ = 2**62
 
@@ -209,16 +199,20 @@ def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
     return getattr(filters, name) is not None
 
 
+def filter_bound(name: str) -> int:
+    """How many tasks the sorted filter `name` may match to be read through its own index."""
+    return SORTED_STATUS_BOUND if name == "status" else SORTED_FILTER_BOUND
+
+
 def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
     """The statement a page is read with, from the counts of its sorted filters (each up to
     its bound + 1; one not counted is absent): the filter of fewest tasks within its bound,
     through its index (an agent's: its claims, events_claims_by_agent); else the creation
     order, bounded by SCAN_BOUND, each filter probed on the rows as they come."""
-    bounds = {"status": SORTED_STATUS_BOUND}
     within = [
         (tasks, SORTED_FILTERS.index(name), name)
         for name, tasks in counted.items()
-        if tasks <= bounds.get(name, SORTED_FILTER_BOUND)
+        if tasks <= filter_bound(name)
     ]
     if within:
         return f"tasks_page_of_{min(within)[2]}"

@@ -25,7 +25,6 @@ from aios_ledger.core.tasks.answers import (
     CreateAnswer,
     ExpireAnswer,
     HeartbeatAnswer,
-    ReleaseAnswer,
     RetryAnswer,
     SubmitAnswer,
     VerifyAnswer,
@@ -407,14 +406,26 @@ def decide_task(
 # each operation's decision under its own name
 
 
+def _decided(
+    kind: type[TaskRequest[Any]],
+    state: TaskState | ExpiryState,
+    request: object,
+    *,
+    now: Timestamp,
+    actor: Actor,
+    **inputs: Any,
+) -> Decision[Any] | None:
+    """`decide_task` on `request`, which must be a `kind`: a decision under an operation's own
+    name takes no other operation's request. The clock is refused before the request."""
+    require_timestamp(now)
+    return decide_task(state, typed_as(request, kind), now=now, actor=actor, **inputs)
+
+
 def decide_create(
     state: TaskState, request: TaskCreateCommand, *, now: Timestamp, actor: Actor, task_id: str
 ) -> Decision[CreateAnswer]:
     """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
-    require_timestamp(now)
-    decision = decide_task(
-        state, typed_as(request, TaskCreateCommand), now=now, actor=actor, task_id=task_id
-    )
+    decision = _decided(TaskCreateCommand, state, request, now=now, actor=actor, task_id=task_id)
     return cast(Decision[CreateAnswer], decision)
 
 
@@ -431,14 +442,8 @@ def decide_claim(
     `state.candidates`), after taking over the passed leases of `state.passed`; None when
     there is nothing to claim and nothing to take over (no plan, nothing recorded); a plan
     whose answer is None when leases were taken over and then nothing was claimable."""
-    require_timestamp(now)
-    decision = decide_task(
-        state,
-        typed_as(request, ClaimRequest),
-        now=now,
-        actor=actor,
-        lease_token=lease_token,
-        grant=grant,
+    decision = _decided(
+        ClaimRequest, state, request, now=now, actor=actor, lease_token=lease_token, grant=grant
     )
     return cast(Decision[ClaimAnswer | None] | None, decision)
 
@@ -446,19 +451,8 @@ def decide_claim(
 def decide_heartbeat(
     state: TaskState, request: HeartbeatRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[HeartbeatAnswer]:
-    require_timestamp(now)
-    decision = decide_task(state, typed_as(request, HeartbeatRequest), now=now, actor=actor)
+    decision = _decided(HeartbeatRequest, state, request, now=now, actor=actor)
     return cast(Decision[HeartbeatAnswer], decision)
-
-
-def decide_release(
-    state: TaskState, request: ReleaseRequest, *, now: Timestamp, actor: Actor
-) -> Decision[ReleaseAnswer]:
-    """The holder gives the lease back: QUEUED again, or FAILED when that was the last attempt
-    (the attempt stays counted, as when a lease expires)."""
-    require_timestamp(now)
-    decision = decide_task(state, typed_as(request, ReleaseRequest), now=now, actor=actor)
-    return cast(Decision[ReleaseAnswer], decision)
 
 
 def decide_submit(
@@ -476,9 +470,10 @@ def decide_submit(
     `proposal`: what the attempt proposed to a governed repository, if it did (the result must
     state its changed files and head as the proposal shows them)."""
     require_timestamp(now)
-    decision = decide_task(
+    decision = _decided(
+        SubmitRequest,
         attrs.evolve(state, proposal=proposal),
-        typed_as(request, SubmitRequest),
+        request,
         now=now,
         actor=actor,
         contracts=contracts,
@@ -511,8 +506,7 @@ def decide_verify(
 def decide_cancel(
     state: TaskState, request: CancelRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[CancelAnswer]:
-    require_timestamp(now)
-    decision = decide_task(state, typed_as(request, CancelRequest), now=now, actor=actor)
+    decision = _decided(CancelRequest, state, request, now=now, actor=actor)
     return cast(Decision[CancelAnswer], decision)
 
 
@@ -520,8 +514,7 @@ def decide_retry(
     state: TaskState, request: RetryRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RetryAnswer]:
     """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
-    require_timestamp(now)
-    decision = decide_task(state, typed_as(request, RetryRequest), now=now, actor=actor)
+    decision = _decided(RetryRequest, state, request, now=now, actor=actor)
     return cast(Decision[RetryAnswer], decision)
 
 
@@ -533,5 +526,5 @@ def decide_expire(
     require_timestamp(now)
     if not isinstance(state, ExpiryState):
         raise LedgerError("FIELDS_INVALID", "expiring leases reads an ExpiryState")
-    decision = decide_task(state, typed_as(request, ExpireRequest), now=now, actor=actor)
+    decision = _decided(ExpireRequest, state, request, now=now, actor=actor)
     return cast(WritePlan[ExpireAnswer] | None, decision)

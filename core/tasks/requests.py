@@ -169,6 +169,15 @@ class TaskRequest(Generic[A_co]):
         """The request's rules across fields, once its fields are structured."""
 
 
+class _AllPublic:
+    """A keyed request whose canonical form is every public field, as structured."""
+
+    __slots__ = ()
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
+
+
 # `agent_id` of a request an agent makes: who acts, as the edge knows it (the HTTP API: the
 # token's name). Given, the task must be that agent's (`NOT_TASK_HOLDER` when another agent
 # holds it); None: a caller that names no agent (the library, the local command line), held to
@@ -333,7 +342,7 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
 
 
 @attrs.frozen
-class VerifyRequest(TaskRequest[VerifyAnswer]):
+class VerifyRequest(_AllPublic, TaskRequest[VerifyAnswer]):
     """A judgement of a submitted result; `agent_id`: the reviewer, as the edge knows it (an
     HTTP token's name), which may not be the name that submitted the result (`SELF_REVIEW`)."""
 
@@ -346,24 +355,18 @@ class VerifyRequest(TaskRequest[VerifyAnswer]):
 
     what = "verify"
 
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
-class CancelRequest(TaskRequest[CancelAnswer]):
+class CancelRequest(_AllPublic, TaskRequest[CancelAnswer]):
     task_id: Identifier
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     what = "cancel"
 
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
-class RetryRequest(TaskRequest[RetryAnswer]):
+class RetryRequest(_AllPublic, TaskRequest[RetryAnswer]):
     """Send a FAILED or CANCELLED task back to the queue with `extra_attempts` more attempts."""
 
     task_id: Identifier
@@ -373,12 +376,9 @@ class RetryRequest(TaskRequest[RetryAnswer]):
 
     what = "retry"
 
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
-class PauseRequest(TaskRequest[MoveAnswer]):
+class PauseRequest(_AllPublic, TaskRequest[MoveAnswer]):
     """Hold a QUEUED task out of the queue (PAUSED): no claim takes it until it is resumed. A
     task in another status is `INVALID_TRANSITION`: a CLAIMED one's holder is at work on it
     (cancel it to stop it, or pause it once it is back in the queue)."""
@@ -389,12 +389,9 @@ class PauseRequest(TaskRequest[MoveAnswer]):
 
     what = "pause"
 
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
-class ResumeRequest(TaskRequest[MoveAnswer]):
+class ResumeRequest(_AllPublic, TaskRequest[MoveAnswer]):
     """Let a PAUSED task back into the queue (QUEUED, with its attempts and schedule as they
     were); a task in another status is `INVALID_TRANSITION`."""
 
@@ -403,9 +400,6 @@ class ResumeRequest(TaskRequest[MoveAnswer]):
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     what = "resume"
-
-    def public(self) -> JsonObject:
-        return unstructure(self)
 
 
 @attrs.frozen

@@ -249,35 +249,29 @@ def _budget_flags(args: argparse.Namespace) -> dict[str, Any]:
     return limits
 
 
-def _with_budget(document: Any, limits: dict[str, Any]) -> Any:
-    """Each create of `document` with the command line's limits in its task's budget; what is
-    not a create is left for the request's own checks to refuse."""
-    if not limits:
-        return document
+def _each_create(document: Any, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """Each create of `document` with its task as `change` makes it (the command line's flags);
+    what is not a create is left for the request's own checks to refuse."""
     if isinstance(document, list):
-        return [_with_budget(item, limits) for item in document]
+        return [_each_create(item, change) for item in document]
     if not isinstance(document, dict) or not isinstance(document.get("task"), dict):
         return document
-    task = document["task"]
+    return {**document, "task": change(document["task"])}
+
+
+def _with_budget(task: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any]:
+    """The task with the command line's limits in its budget, over what the file says."""
     stated = task.get("budget")
-    budget = {**stated, **limits} if isinstance(stated, dict) else limits
-    return {**document, "task": {**task, "budget": budget}}
-
-
-def _governed(document: Any) -> Any:
-    """Each create of `document` with `"governed": true` in its task (`--governed`); what is
-    not a create is left for the request's own checks to refuse."""
-    if isinstance(document, list):
-        return [_governed(item) for item in document]
-    if not isinstance(document, dict) or not isinstance(document.get("task"), dict):
-        return document
-    return {**document, "task": {**document["task"], "governed": True}}
+    return {**task, "budget": {**stated, **limits} if isinstance(stated, dict) else limits}
 
 
 def _task_create(args: argparse.Namespace) -> Any:
-    document = _with_budget(read_json_argument(args.json), _budget_flags(args))
+    document = read_json_argument(args.json)
+    limits = _budget_flags(args)
+    if limits:
+        document = _each_create(document, lambda task: _with_budget(task, limits))
     if args.governed:
-        document = _governed(document)
+        document = _each_create(document, lambda task: {**task, "governed": True})
     if not isinstance(document, list):
         command = TaskCreateCommand.from_mapping(document)
         with task_ledger(args) as ledger:

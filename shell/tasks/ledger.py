@@ -79,7 +79,7 @@ from aios_ledger.shell.db.run import (
 from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
-from aios_ledger.shell.tasks.surface import TaskSurface
+from aios_ledger.shell.tasks.surface import TaskSurface, listed
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # How many passed leases one claim takes over before it claims: a claim stays short, and the
@@ -194,7 +194,7 @@ class TaskLedger(TaskSurface):
         """Many writes in one transaction, in order (1 to MAX_BATCH of them: creates, submits,
         verifies, or any write on one task); all of them are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
-        checked = structure_batch(_as_list(requests), _checked)
+        checked = structure_batch(listed(requests), _checked)
         return cast(list[A], self._apply_all(checked))
 
     def _apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
@@ -424,7 +424,7 @@ class TaskLedger(TaskSurface):
             ClaimRequest.from_mapping(
                 {
                     "agent_id": agent_id,
-                    "capabilities": _as_list(capabilities),
+                    "capabilities": listed(capabilities),
                     "lease_seconds": lease_seconds,
                     "task_id": task_id,
                     "idempotency_key": idempotency_key,
@@ -454,7 +454,7 @@ class TaskLedger(TaskSurface):
             ClaimBatchRequest.from_mapping(
                 {
                     "agent_id": agent_id,
-                    "capabilities": _as_list(capabilities),
+                    "capabilities": listed(capabilities),
                     "lease_seconds": lease_seconds,
                     "limit": limit,
                 }
@@ -466,7 +466,7 @@ class TaskLedger(TaskSurface):
         """Many `submit_result` calls in one transaction, in order; each item is
         {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
         one is refused, none: the error is that item's, its detail starts with `item N:`."""
-        return self._apply_all(structure_batch(_as_list(items), SubmitRequest.from_mapping))
+        return self._apply_all(structure_batch(listed(items), SubmitRequest.from_mapping))
 
     def verify(
         self,
@@ -503,7 +503,7 @@ class TaskLedger(TaskSurface):
         `reviewer` as in `verify`, for every item."""
         return self._apply_all(
             structure_batch(
-                _as_list(items),
+                listed(items),
                 lambda item: VerifyRequest.from_mapping(_acting(item, reviewer)),
             )
         )
@@ -644,7 +644,7 @@ def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
     """A caller's grant as the core holds claims to it (None: no ceiling)."""
     if grant is None:
         return None
-    names = _as_list(grant)
+    names = listed(grant)
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise LedgerError("FIELDS_INVALID", "grant: must be a list of capability names")
     return frozenset(names)
@@ -771,14 +771,3 @@ def _read_ahead(plans: PlanExecutor, items: Sequence[_ItemReads]) -> list[list[A
 @functools.cache
 def _result_contracts() -> Mapping[str, Mapping[str, object]]:
     return {name: result_contract(name) for name in RESULT_CONTRACTS.values()}
-
-
-def _as_list(value: object) -> object:
-    """A Python sequence or iterator (a tuple, a generator) as the JSON array the core's strict
-    checks read; text and mappings stay as they are, for the core to refuse."""
-    if isinstance(value, list | str | bytes | Mapping):
-        return value
-    try:
-        return list(value)  # type: ignore[call-overload]
-    except TypeError:
-        return value

@@ -8,10 +8,9 @@ from typing import TypedDict
 from aios_ledger.core.tasks.answers import TaskView
 from aios_ledger.core.tasks.listing import (
     SCAN_BOUND,
-    SORTED_FILTER_BOUND,
     SORTED_FILTERS,
-    SORTED_STATUS_BOUND,
     TaskPageRequest,
+    filter_bound,
     next_page_cursor,
     page_after,
     page_statement,
@@ -45,14 +44,7 @@ def read_task_page(db: Database, request: TaskPageRequest, key: bytes) -> TaskPa
     def read(conn: Connection) -> tuple[list[TaskView], list[int], int | None]:
         counted = {
             name: int(
-                fetch_value(
-                    conn,
-                    f"tasks_count_of_{name}",
-                    {
-                        **params,
-                        "bound": SORTED_STATUS_BOUND if name == "status" else SORTED_FILTER_BOUND,
-                    },
-                )
+                fetch_value(conn, f"tasks_count_of_{name}", {**params, "bound": filter_bound(name)})
             )
             for name in SORTED_FILTERS
             if sorted_filter_given(filters, name)
