@@ -11,6 +11,7 @@ recorded as unauthenticated: only a token proves who is asking.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -45,9 +46,20 @@ def declared_name(flag: str | None = None, configured: str | None = None) -> str
     if name is not None:
         return name
     try:
-        return getpass.getuser()
+        return _os_user(tuple(os.environ.get(var) for var in _USER_ENV), os.getuid())
     except (KeyError, OSError):
         return NOBODY
+
+
+# What `getpass.getuser` reads before the password database.
+_USER_ENV = ("LOGNAME", "USER", "LNAME", "USERNAME")
+
+
+@functools.lru_cache(maxsize=8)
+def _os_user(env: tuple[str | None, ...], uid: int) -> str:
+    """`getpass.getuser()`, kept per environment and uid: every library write with no declared
+    identity asks, and the password database is read from its file at each lookup."""
+    return getpass.getuser()
 
 
 def declared_actor(via: str, flag: str | None = None, configured: str | None = None) -> Actor:
