@@ -62,12 +62,18 @@ def _os_user(env: tuple[str | None, ...], uid: int) -> str:
     return getpass.getuser()
 
 
+@functools.lru_cache(maxsize=64)
+def _declared(name: str, via: str) -> Actor:
+    # The same few actors on every write: an actor is immutable, and checked once.
+    return Actor(name, via)
+
+
 def declared_actor(via: str, flag: str | None = None, configured: str | None = None) -> Actor:
     """The unauthenticated actor a caller declared (`declared_name`), come `via` the command
     line or the library; a name that is not one is `ACTOR_INVALID`, naming where it came from."""
     name = declared_name(flag, configured)
     try:
-        return Actor(name, via)
+        return _declared(name, via)
     except LedgerError as refused:
         source = "--as" if flag is not None else ACTOR_ENV if os.environ.get(ACTOR_ENV) else None
         where = f"{source}: " if source else ""
