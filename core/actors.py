@@ -10,6 +10,7 @@ written before actors were recorded have none and read as unknown.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -83,7 +84,7 @@ class Actor:
 
     def stored(self) -> str:
         """The text kept in `events.actor` (and covered by the event's seal)."""
-        return dumps_canonical({"name": self.name, "via": self.via, "roles": list(self.roles)})
+        return _stored(self.name, self.via, self.roles)
 
     def label(self) -> str:
         """How a person reads it: `alice (owner, http)`, `ci (cli, unauthenticated)`."""
@@ -141,3 +142,9 @@ def actor_public(text: str | None) -> JsonObject | None:
 def the_ledger(role: str) -> Actor:
     """The ledger acting on its own, as `role` (e.g. `lease-sweeper`)."""
     return Actor(role, VIA_LEDGER)
+
+
+@functools.lru_cache(maxsize=256)
+def _stored(name: str, via: str, roles: tuple[str, ...]) -> str:
+    # Every event stores its actor as this text; a process has few actors: each is encoded once.
+    return dumps_canonical({"name": name, "via": via, "roles": list(roles)})

@@ -14,7 +14,6 @@ record's `from_mapping` after structuring.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import functools
 import types
@@ -119,9 +118,11 @@ _STRUCTURED: dict[int, weakref.ref[Any]] = {}
 
 def _remember(record: object) -> None:
     key = id(record)
-    # A record without weak references is checked whenever it is asked.
-    with contextlib.suppress(TypeError):
-        _STRUCTURED[key] = weakref.ref(record, lambda _: _STRUCTURED.pop(key, None))
+    try:
+        known = weakref.ref(record, lambda _: _STRUCTURED.pop(key, None))
+    except TypeError:  # no weak references: checked whenever it is asked
+        return
+    _STRUCTURED[key] = known
 
 
 def was_structured(record: object) -> bool:

@@ -11,6 +11,7 @@ recorded as unauthenticated: only a token proves who is asking.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -45,9 +46,26 @@ def declared_name(flag: str | None = None, configured: str | None = None) -> str
     if name is not None:
         return name
     try:
-        return getpass.getuser()
+        return _os_user(tuple(os.environ.get(var) for var in _USER_ENV), os.getuid())
     except (KeyError, OSError):
         return NOBODY
+
+
+# What `getpass.getuser` reads before the password database.
+_USER_ENV = ("LOGNAME", "USER", "LNAME", "USERNAME")
+
+
+@functools.lru_cache(maxsize=8)
+def _os_user(env: tuple[str | None, ...], uid: int) -> str:
+    """`getpass.getuser()`, kept per environment and uid: every library write with no declared
+    identity asks, and the password database is read from its file at each lookup."""
+    return getpass.getuser()
+
+
+@functools.lru_cache(maxsize=64)
+def _declared(name: str, via: str) -> Actor:
+    # The same few actors on every write: an actor is immutable, and checked once.
+    return Actor(name, via)
 
 
 def declared_actor(via: str, flag: str | None = None, configured: str | None = None) -> Actor:
@@ -55,7 +73,7 @@ def declared_actor(via: str, flag: str | None = None, configured: str | None = N
     line or the library; a name that is not one is `ACTOR_INVALID`, naming where it came from."""
     name = declared_name(flag, configured)
     try:
-        return Actor(name, via)
+        return _declared(name, via)
     except LedgerError as refused:
         source = "--as" if flag is not None else ACTOR_ENV if os.environ.get(ACTOR_ENV) else None
         where = f"{source}: " if source else ""
