@@ -8,7 +8,7 @@
 -- keeps its chain: its writes, the writer lease its events sealed and its attestations stay
 -- provable (a proposal that was never written goes, with its bundle, into the file). A task
 -- whose attempt runs hold evidence goes with its runs, their events and the auxiliary runs that
--- reviewed them (migration 0023 lets its run events go once its chain is listed), unless a run
+-- reviewed them (0.x migration 0023 lets its run events go once its chain is listed), unless a run
 -- of it holds events appended before appends were sealed (0014 listed those runs for good, and
 -- no seal proves what the archive would keep of them).
 SELECT t.task_id, t.status, t.revision, t.updated_at,
@@ -133,7 +133,7 @@ UNION ALL
 {{archived_key_taken}};
 
 -- name: delete_restored_listings!
--- After the task's events are back with their seals (the trigger of migration 0021 lets a
+-- After the task's events are back with their seals (the trigger of 0.x migration 0021 lets a
 -- listing go only then): their listings. A task's events are listed under one archive event at
 -- a time (a restore removes them before any later archive lists them again).
 DELETE FROM archived_events

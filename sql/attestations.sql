@@ -1,4 +1,4 @@
--- The attestations of landed governed writes (migration 0019).
+-- The attestations of landed governed writes (0.x migration 0019).
 
 -- name: get_commit_attestation
 -- returns: CommitAttestationRow

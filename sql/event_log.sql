@@ -95,7 +95,7 @@ SELECT count(*) FROM events WHERE task_id = :task_id;
 EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = stored.task_id)
 
 -- fragment: sealed_history_of_projections
--- Only a task whose projection was sealed under v1 (before migration 0006) may hold a
+-- Only a task whose projection was sealed under v1 (before 0.x migration 0006) may hold a
 -- projection or recovery row that no seal proves.
 EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_id
                WHERE e.task_id = stored.task_id
@@ -132,7 +132,7 @@ EXISTS (SELECT 1 FROM events AS e
 
 -- fragment: sealed_history_of_run_events
 -- A run event's sealed row is its RUN_EVENT_APPENDED event's. An event appended before appends
--- were sealed is one that migration 0014 listed (`run_events_before_seals`): no seal proves it
+-- were sealed is one that 0.x migration 0014 listed (`run_events_before_seals`): no seal proves it
 -- either way; any other run event must have been sealed.
 EXISTS (SELECT 1 FROM run_events_before_seals AS b
                WHERE b.run_id = stored.run_id AND stored.seq <= b.last_seq)

@@ -1,4 +1,4 @@
--- Governed writes to git (migration 0010): repositories, proposals, writer leases, writes.
+-- Governed writes to git (0.x migration 0010): repositories, proposals, writer leases, writes.
 
 -- name: get_governed_repository
 -- returns: RepositoryRow
@@ -7,7 +7,7 @@ SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories WHERE name = :name;
 
--- A repository's settings (migration 0013): changed by its owner under its revision, each
+-- A repository's settings (0.x migration 0013): changed by its owner under its revision, each
 -- change kept by its idempotency key.
 
 -- name: governed_repository_settings_cas_update!

@@ -28,7 +28,7 @@ AND length(nodes) >= 32 * CAST(:level AS integer);
 
 -- name: merkle_sealed_in_id_order
 -- Every sealed event's id and seal, those an archive removed too, in event id order: the leaves
--- of the events that were there before the tree (migration 0016), built once.
+-- of the events that were there before the tree (0.x migration 0016), built once.
 SELECT event_id, seal FROM event_seals
 UNION ALL
 SELECT event_id, seal FROM archived_events

@@ -1,4 +1,4 @@
--- What tasks spent (migration 0022): one row per attempt that reported its usage.
+-- What tasks spent (0.x migration 0022): one row per attempt that reported its usage.
 
 -- name: task_spend_totals
 -- returns: SpendTotals

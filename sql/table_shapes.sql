@@ -106,6 +106,6 @@ subject = :task_id
 session_id = 'task:' || :task_id
 
 -- shape: of_task_by_session_runs
--- The events of the task's attempt runs: migration 0023's trigger lets them go once the task's
+-- The events of the task's attempt runs: 0.x migration 0023's trigger lets them go once the task's
 -- chain is listed.
 run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id)

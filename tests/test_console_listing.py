@@ -1,4 +1,4 @@
-"""The task list's access paths (core/tasks/listing.py `page_statement`, migration 0025's
+"""The task list's access paths (core/tasks/listing.py `page_statement`, 0.x migration 0025's
 indexes, 0028's for an agent) on both engines: each filter read through its own index (an
 agent's tasks, a created or updated range, a status of few tasks) or the creation order pages
 through exactly the tasks a plain reading of the whole table finds, newest first, each once;

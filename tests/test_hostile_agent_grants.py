@@ -265,7 +265,7 @@ def test_a_grant_widened_by_hand_is_reported_by_verify(tmp_path: Path) -> None:
 
 
 def test_a_token_from_before_grants_has_no_ceiling_and_says_so(tmp_path: Path) -> None:
-    """A row issued before migration 0012 holds NULL: its seal, taken without the column,
+    """A row issued before 0.x migration 0012 holds NULL: its seal, taken without the column,
     still proves it while it is NULL (and not once a value is written there by hand); the
     token authenticates with no ceiling and `token list` says why."""
     columns = {

@@ -1,4 +1,4 @@
-"""An agent over its scan budget (per repository, per window: migration 0013), through a real
+"""An agent over its scan budget (per repository, per window: 0.x migration 0013), through a real
 `aios-ledger serve`, real git and a real governed repository, on both engines.
 
 An agent's first proposal is recorded with what its scan spent, sealed; the owner lowers the

@@ -275,7 +275,7 @@ def test_a_proposal_over_the_repositorys_bytes_is_refused(live: Live) -> None:
 def test_a_baseline_left_in_the_git_config_refuses_the_proposal_and_names_the_command(
     live: Live,
 ) -> None:
-    """Before migration 0013 this key allowlisted the baseline's secrets; the ledger no longer
+    """Before 0.x migration 0013 this key allowlisted the baseline's secrets; the ledger no longer
     reads it, and says so rather than judge the proposal without what its owner set."""
     (live.bare / "secrets.baseline").write_text('{"results": {}}')
     git("--git-dir", str(live.bare), "config", "aios-ledger.secretsBaseline", "secrets.baseline")

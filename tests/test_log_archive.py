@@ -603,7 +603,7 @@ def test_a_task_whose_attempt_holds_evidence_goes_with_its_runs(
     succeeded_path: Path, tmp_path: Path
 ) -> None:
     """Its run events are sealed on the ledger chain: the archive takes them along with the run
-    (migration 0023 lets them go once the chain is listed) and records each, and `verify`
+    (0.x migration 0023 lets them go once the chain is listed) and records each, and `verify`
     holds the rows gone against that record (before, such a task was kept back)."""
     with TaskLedger(succeeded_path, clock=Clock()) as ledger:
         _create(ledger, "worked")

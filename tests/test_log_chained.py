@@ -1,7 +1,7 @@
 """v4 seals (issue 27 part 6): SQLite's seal covers what a transition changed of its chain's task
 row and a chained row digest, in the seal's own row, instead of the whole row's image in a
 second row per event; `verify` folds the changes back into the row, a ledger sealed v2 still
-verifies after migration 0020, and its chains go on under v4."""
+verifies after 0.x migration 0020, and its chains go on under v4."""
 
 from __future__ import annotations
 

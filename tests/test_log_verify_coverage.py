@@ -239,7 +239,7 @@ def test_a_binding_tampered_with_is_named(
         # Emptying the protected patterns would let a write reach `main`.
         "UPDATE governed_repositories SET protected_json = '[]'",
         # A baseline that allowlists everything an agent brings, or a budget without bounds
-        # (migration 0013: the settings are the row's columns).
+        # (0.x migration 0013: the settings are the row's columns).
         "UPDATE governed_repositories SET secrets_baseline_json = '{\"results\": {}}'",
         "UPDATE governed_repositories SET agent_scan_max_bytes = 1099511627776",
     ],
@@ -274,7 +274,7 @@ def test_a_proposals_scan_spend_erased_by_hand_is_named(
 def test_a_refused_scans_charge_erased_by_hand_is_named(
     governed: tuple[Path, dict[str, Any]],
 ) -> None:
-    """A scan refused over its budget is charged to its agent (migration 0013): deleted, the
+    """A scan refused over its budget is charged to its agent (0.x migration 0013): deleted, the
     agent would scan again for free."""
     target, _ = governed
     with Database(target) as db:

@@ -93,7 +93,7 @@ def test_older_runtime_database_is_adopted_in_place(tmp_path: Path) -> None:
 
 
 def _to_milliseconds(value: object) -> object:
-    """A whole-second timestamp text as migration 0008 respells it; any other value itself."""
+    """A whole-second timestamp text as 0.x migration 0008 respells it; any other value itself."""
     if isinstance(value, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", value):
         return value[:-1] + ".000Z"
     return value

@@ -1,4 +1,4 @@
-"""A governed repository's settings live in the ledger (migration 0013), through real git, real
+"""A governed repository's settings live in the ledger (0.x migration 0013), through real git, real
 repositories and both engines: set by the owner at `repo add` and by `repo settings` (a sealed
 compare-and-swap on the repository's revision, idempotent by key), held by `verify` against
 their seals (a column or the baseline changed by hand is reported), refused with a stable code

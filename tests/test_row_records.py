@@ -5,7 +5,6 @@ position, so a record that drifts from its table would read the wrong column).""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
 import pytest
 from aios_ledger.core import EventRow, IdempotencyRow, SealRow, TaskRow
@@ -27,7 +26,6 @@ from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.runs import RunEventRow, RunRow
 from aios_ledger.core.tasks.budgets import SpendRow
-from schema_support import schema_script
 
 ROW_RECORDS: dict[str, type] = {
     "tasks": TaskRow,
@@ -57,8 +55,8 @@ RECORDED_ANSWER_TABLES = (
     "task_source_capture_projection_recoveries",
 )
 # The migrator's own bookkeeping: read as a list of versions, never into a record.
-# Tables no decision reads into a record: the migrator's, and migration 0014's list of each run's
-# last event at the upgrade (written once by the migration, append-only, read by `verify` alone).
+# Tables no decision reads into a record: the migrator's, and 0.x migration 0014's list of each
+# run's last event at the upgrade (written once by it, append-only, read by `verify` alone).
 # A checkpoint's cosignatures are read back only as the signature lines they store; the Merkle
 # log's leaves (each with the subtrees it completes) only as the hashes a proof names, its head
 # row (MerkleTreeRow) without the key column that keeps it one row.
@@ -71,22 +69,14 @@ UNRECORDED_TABLES = {
 }
 
 
-@pytest.fixture(scope="module")
-def schema() -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(":memory:")
-    conn.executescript(schema_script())
-    yield conn
-    conn.close()
-
-
 def columns(schema: sqlite3.Connection, table: str) -> tuple[str, ...]:
     return tuple(row[1] for row in schema.execute("SELECT * FROM pragma_table_info(?)", (table,)))
 
 
-def test_every_table_has_its_row_record(schema: sqlite3.Connection) -> None:
+def test_every_table_has_its_row_record(sqlite_schema: sqlite3.Connection) -> None:
     tables = {
         row[0]
-        for row in schema.execute(
+        for row in sqlite_schema.execute(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         )
     }
@@ -96,13 +86,13 @@ def test_every_table_has_its_row_record(schema: sqlite3.Connection) -> None:
 
 @pytest.mark.parametrize("table", sorted(ROW_RECORDS))
 def test_a_row_record_holds_its_table_columns_in_order(
-    schema: sqlite3.Connection, table: str
+    sqlite_schema: sqlite3.Connection, table: str
 ) -> None:
-    assert record_columns(ROW_RECORDS[table]) == columns(schema, table)
+    assert record_columns(ROW_RECORDS[table]) == columns(sqlite_schema, table)
 
 
 @pytest.mark.parametrize("table", RECORDED_ANSWER_TABLES)
 def test_a_recorded_answer_is_columns_every_idempotency_ledger_holds(
-    schema: sqlite3.Connection, table: str
+    sqlite_schema: sqlite3.Connection, table: str
 ) -> None:
-    assert set(record_columns(IdempotencyRow)) <= set(columns(schema, table))
+    assert set(record_columns(IdempotencyRow)) <= set(columns(sqlite_schema, table))

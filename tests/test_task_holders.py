@@ -1,4 +1,4 @@
-"""Who held a task stays known (migration 0028, core/tasks/holders.py), on both engines:
+"""Who held a task stays known (0.x migration 0028, core/tasks/holders.py), on both engines:
 `claimed_by` is cleared at submit and at a requeue (the older runtime's contract), yet the agent
 that held a task in any attempt still finds it through `GET /v1/tasks?agent=`, `task list
 --agent` and the console's filter and agent page; every task view carries its `last_holder`,

@@ -92,7 +92,7 @@ class ApiTokenRow:
     revision: int
     created_at: str
     updated_at: str
-    # Last: the column migration 0012 added. None only in a row issued before it.
+    # Last: the column 0.x migration 0012 added. None only in a row issued before it.
     capabilities_json: str | None = None
 
     def roles(self) -> tuple[str, ...]:

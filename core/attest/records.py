@@ -1,4 +1,4 @@
-"""The row of `commit_attestations` (migration 0019): the signed attestations of one landed
+"""The row of `commit_attestations` (0.x migration 0019): the signed attestations of one landed
 governed write, as its git note holds them."""
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def _texts(table: str, key: str, column: str, raw: object) -> tuple[str, ...]:
 
 class RepositoryRow(NamedTuple):
     """One row of `governed_repositories`: a bare repository under the name bindings use, and
-    its settings (the columns migration 0013 added, last; their defaults are what a row
+    its settings (the columns 0.x migration 0013 added, last; their defaults are what a row
     registered before it holds)."""
 
     name: str
@@ -149,7 +149,7 @@ class ProposalRow(NamedTuple):
     changed_files_json: str
     facts_json: str
     created_at: str
-    # What its scan spent (migration 0013; None in a proposal recorded before it).
+    # What its scan spent (0.x migration 0013; None in a proposal recorded before it).
     scan_bytes: int | None = None
     scan_seconds: float | None = None
 

@@ -127,7 +127,7 @@ class RepositorySettings:
 
 
 DEFAULT_SETTINGS = RepositorySettings()
-# The columns migration 0013 added to `governed_repositories`, and the value each holds in a
+# The columns 0.x migration 0013 added to `governed_repositories`, and the value each holds in a
 # row registered before it (`later_defaults` of its sealed table, `core.git.tables`).
 MIGRATED_DEFAULTS: dict[str, str | int | float | None] = DEFAULT_SETTINGS.columns()
 
@@ -249,7 +249,7 @@ class SettingsChange:
 class AgentScanSpend:
     """What an agent's scans of its proposals to a repository spent within the window: how
     many (its recorded proposals, and its scans refused over their budget, which were charged
-    to it), their bytes and seconds (a proposal recorded before migration 0013 counts as none),
+    to it), their bytes and seconds (a proposal recorded before 0.x migration 0013 counts as none),
     and when the oldest of them was recorded (None: none)."""
 
     scans: int = 0

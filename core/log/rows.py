@@ -41,7 +41,7 @@ TIMESTAMP_COLUMNS = frozenset(
 )
 LATER_COLUMNS = frozenset({"seq"})
 # Columns added to a state table whose rows from before them hold NULL there (a token's
-# capability grant, migration 0012): a seal taken before the column is held against the row
+# capability grant, 0.x migration 0012): a seal taken before the column is held against the row
 # without it, but only while it is NULL.
 LATER_NULL_COLUMNS = frozenset({"capabilities_json", "scan_bytes", "scan_seconds"})
 _WHOLE_SECOND_FRACTION = ".000Z"

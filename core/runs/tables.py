@@ -37,6 +37,6 @@ TABLES = (
         of_task="of_task_by_session_runs",
         delete="delete_archived_run_events",
     ),
-    # The runs whose events were appended before appends were sealed (migration 0014).
+    # The runs whose events were appended before appends were sealed (0.x migration 0014).
     Table("run_events_before_seals", key_columns="run_id", columns="run_id last_seq"),
 )

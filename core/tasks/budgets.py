@@ -96,7 +96,7 @@ class Usage:
 
 
 class SpendRow(NamedTuple):
-    """One row of `task_spend` (migration 0022): what one attempt of a task reported it spent,
+    """One row of `task_spend` (0.x migration 0022): what one attempt of a task reported it spent,
     keyed by `spend_key` (`TASK_ID ATTEMPT`: identifiers hold no space), with who spent it,
     where (the governed repository of the task's envelope, if any) and on which UTC day;
     inserted by its RESULT_SUBMITTED event, never changed. `cost_currency` is None when the

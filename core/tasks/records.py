@@ -85,7 +85,7 @@ class TaskRow(NamedTuple):
     retry_base_seconds: int = DEFAULT_RETRY_BASE_SECONDS
     retry_max_seconds: int = DEFAULT_RETRY_MAX_SECONDS
     not_before: str | None = None
-    # The order tasks were created in (migration 0008): claims take equal priorities by it.
+    # The order tasks were created in (0.x migration 0008): claims take equal priorities by it.
     # 0 only in a row read from storage without the column; the table refuses it.
     seq: int = 0
     # 1 while a task created governed waits for its initial execution projection (migration

@@ -10,7 +10,7 @@ TASKS_TABLE = SealedTable(
     TASKS,
     "task_id",
     TaskRow,
-    # `awaiting_projection` (migration 0027) is 0 in every task from before it.
+    # `awaiting_projection` (0.x migration 0027) is 0 in every task from before it.
     later_defaults={"awaiting_projection": 0},
     insert="tasks_insert",
     history="sealed_history_of_tasks",

@@ -76,7 +76,7 @@ def _locked_tree(conn: Connection) -> MerkleTreeRow:
 
 def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
     """Give every sealed event (and every archived one) its leaf, in event id order, when the
-    tree is not built yet (a log from before migration 0016); how many leaves it built."""
+    tree is not built yet (a log from before 0.x migration 0016); how many leaves it built."""
     tree = _locked_tree(conn) if tree is None else tree
     if tree.size is not None:
         return 0

@@ -55,7 +55,7 @@ class _Document:
 
 def git_config_settings(repository_path: str) -> dict[str, str]:
     """The `aios-ledger.*` keys of the governed repository's git config (what releases before
-    migration 0013 read there), by their name as git lists them (lower case), with values."""
+    0.x migration 0013 read there), by their name as git lists them (lower case), with values."""
     found = run_git(
         ["--git-dir", repository_path, "config", "--get-regexp", r"^aios-ledger\."], check=False
     )

@@ -183,7 +183,7 @@ def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
 
 
 def _before_seals(table: str, row: Row) -> bool:
-    """A run event appended before appends were sealed (listed by migration 0014) and never
+    """A run event appended before appends were sealed (listed by 0.x migration 0014) and never
     sealed since: nothing proves it either way, so an export holds no state line of it (the
     offline check would take it for one inserted behind the ledger's back)."""
     return table == RUN_EVENTS and row["sealed_event_id"] is None and bool(row["sealed_history"])

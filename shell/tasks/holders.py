@@ -1,6 +1,6 @@
 """Who held a task, read from its sealed claims (`core/tasks/holders.py` says what they mean):
 the last holder of each task a read shows, and one task's holders, each an index read of
-`events_claims_by_task` (migration 0028)."""
+`events_claims_by_task` (0.x migration 0028)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
--- Governed writes to git (migration 0010): repositories, proposals, writer leases, writes.
+-- Governed writes to git (0.x migration 0010): repositories, proposals, writer leases, writes.
 -- PostgreSQL's own texts of the statements of ../governed_writes.sql: the ones whose SQLite text differs,
 -- and PostgreSQL's alone. The rest are written once, in ../governed_writes.sql.
 

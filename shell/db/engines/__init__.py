@@ -14,7 +14,6 @@ SQLite file never imports psycopg.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
@@ -142,39 +141,6 @@ class Listener(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-class Signal:
-    """A channel's notifications within one process: a count under a condition, which every
-    listener compares with the count it last saw."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._count = 0
-
-    def fire(self) -> None:
-        with self._changed:
-            self._count += 1
-            self._changed.notify_all()
-
-    def listen(self) -> Listener:
-        return _SignalListener(self)
-
-
-class _SignalListener:
-    def __init__(self, signal: Signal) -> None:
-        self._signal = signal
-        self._seen = signal._count
-
-    def wait(self, timeout: float) -> bool:
-        changed = self._signal._changed
-        with changed:
-            changed.wait_for(lambda: self._signal._count != self._seen, timeout)
-            fired, self._seen = self._signal._count != self._seen, self._signal._count
-        return fired
-
-    def close(self) -> None:
-        """Nothing held: the signal keeps no list of its listeners."""
 
 
 @attrs.frozen

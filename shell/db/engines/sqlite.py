@@ -20,6 +20,7 @@ import functools
 import os
 import random
 import stat
+import threading
 import time
 from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,7 +39,6 @@ from aios_ledger.shell.db.engines import (
     Params,
     Read,
     Row,
-    Signal,
     refuse_unsupported_url,
 )
 from aios_ledger.shell.db.engines.sqlite_checkpoints import (
@@ -64,6 +64,40 @@ _TEXTS = statement_texts()
 _BEGIN_IMMEDIATE = _TEXTS["begin_immediate"]
 _BEGIN_READ = _TEXTS["begin_read"]
 _COMMIT = _TEXTS["commit"]
+
+
+class Signal:
+    """A channel's notifications within one process: a count under a condition, which every
+    listener compares with the count it last saw."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._count = 0
+
+    def fire(self) -> None:
+        with self._changed:
+            self._count += 1
+            self._changed.notify_all()
+
+    def listen(self) -> Listener:
+        return _SignalListener(self)
+
+
+class _SignalListener:
+    def __init__(self, signal: Signal) -> None:
+        self._signal = signal
+        self._seen = signal._count
+
+    def wait(self, timeout: float) -> bool:
+        changed = self._signal._changed
+        with changed:
+            changed.wait_for(lambda: self._signal._count != self._seen, timeout)
+            fired, self._seen = self._signal._count != self._seen, self._signal._count
+        return fired
+
+    def close(self) -> None:
+        """Nothing held: the signal keeps no list of its listeners."""
+
 
 # Each file's channels, shared by every Database on it in this process: the one that owns the
 # file's writer (`serve`) is the process whose long polls a create wakes.
@@ -126,7 +160,8 @@ class SqliteConnection(apsw.Connection):
 
     dialect = "sqlite"
     # SQLite hands ids out in commit order under its one writer: its seals cover them. They are
-    # v4 since migration 0020: what changed of a task row, not its whole image (core/log/seals.py).
+    # v4 since 0.x migration 0020: what changed of a task row, not its whole image
+    # (core/log/seals.py).
     seal_version = SEAL_VERSION_4
     # The Merkle tree's head row as the running write transaction's last append left it, and
     # the one carried over from the last committed one (data version after its COMMIT, row):
