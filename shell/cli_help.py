@@ -1,10 +1,7 @@
 """What `--help` tells a new user: the commands by group, and examples at the end of each.
 
-`EXAMPLES` holds the examples by command (`""` is `aios-ledger` itself). Each is a real
-invocation: `tests/test_cli_help.py` parses every one with the parser it documents and runs the
-first steps for real, and a command registered without examples fails that test, so no command
-ships without one. Request files named `*.json` follow `aios-ledger schema NAME`;
-`examples/task.json` ships with the project.
+`EXAMPLES` holds the examples by command (`""` is `aios-ledger` itself); `tests/test_cli_help.py`
+parses every one and fails a command registered without any.
 """
 
 from __future__ import annotations
@@ -359,8 +356,7 @@ class CommandGroup:
 
 
 class CommandListFormatter(HelpFormatter):
-    """`aios-ledger --help`: the command argument without argparse's flat list of every
-    command, which the epilog gives instead, by group."""
+    """Drops argparse's flat list of every command: the epilog gives them by group."""
 
     def _iter_indented_subactions(
         self, action: argparse.Action
@@ -409,8 +405,8 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, tuple[argparse.Arg
 
 
 def attach_help(parser: argparse.ArgumentParser, groups: Sequence[CommandGroup]) -> None:
-    """The top-level epilog (commands by group, examples), and under every command its help as
-    its description and its examples as its epilog."""
+    """The top-level epilog, and under every command its help as its description and its
+    examples as its epilog."""
     commands = subcommands(parser)
     parser.formatter_class = CommandListFormatter
     listing = commands_text(groups, {name: help for name, (_, help) in commands.items()})

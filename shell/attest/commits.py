@@ -1,14 +1,8 @@
 """Attesting landed governed writes, and reading a commit back.
 
-`attest_write` runs right after a write is APPLIED: it reads what the ledger knows of it
-(`commit_facts`), signs both Statements, records them with a sealed `COMMIT_ATTESTED` event
-(request, decision, plan, as every write), then attaches the note to the commit under
-`refs/notes/aios-attestations`. It never undoes or refuses the write: with no key, or when
-anything about attesting fails, the answer says that no attestation was made, and why. The same
-write attested again replays its recorded note (and attaches it again if the repository lost it).
-
-`verify_commit_attestation` checks a commit from its repository alone: the note, each DSSE
-signature with the public key, each Statement's subject the commit itself.
+`attest_write` signs both Statements of an APPLIED write, records them with a sealed event, then
+attaches the note to the commit; it never undoes the write, only answers why nothing was
+attested. `verify_commit_attestation` checks a commit from its repository alone.
 """
 
 from __future__ import annotations
@@ -52,7 +46,7 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.git.repos import repository_row
+from aios_ledger.shell.git.repos import require_repository
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.proofs.checkpoints import latest_checkpoint
 from aios_ledger.shell.proofs.keys import check_ed25519
@@ -72,16 +66,16 @@ def attestation_row(conn: Connection, key: str) -> CommitAttestationRow | None:
 
 
 def add_note(repository_path: str, commit: str, note_json: str) -> None:
-    """Attach (or replace) the commit's note under `NOTES_REF`: git's own notes commit, under
-    a lock file of the repository's. `git notes add` moves the notes ref without comparing it
-    to the one it read, so two writes landing in one repository at once would each commit a
-    note on the same parent and the later ref update would drop the other's note: the lock
-    makes them one after the other. A failure (the ref's own lock held by a git of someone
-    else's) is tried again a few times before it is answered."""
+    """Attach (or replace) the commit's note under a lock: `git notes add` moves the notes ref
+    without comparing it, so two notes at once would drop one. A failure is tried again."""
+    notes = ["notes", "--ref", NOTES_REF, "add", "--force", "--file", "-", commit]
     with _notes_lock(repository_path):
         for attempt in range(NOTE_ATTEMPTS):
             try:
-                _add_note(repository_path, commit, note_json)
+                run_git(
+                    ["--git-dir", repository_path, *NOTE_IDENTITY, *notes],
+                    stdin=note_json.encode("ascii") + b"\n",
+                )
                 return
             except LedgerError:
                 if attempt == NOTE_ATTEMPTS - 1:
@@ -105,25 +99,6 @@ def _notes_lock(repository_path: str) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _add_note(repository_path: str, commit: str, note_json: str) -> None:
-    run_git(
-        [
-            "--git-dir",
-            repository_path,
-            *NOTE_IDENTITY,
-            "notes",
-            "--ref",
-            NOTES_REF,
-            "add",
-            "--force",
-            "--file",
-            "-",
-            commit,
-        ],
-        stdin=note_json.encode("ascii") + b"\n",
-    )
-
-
 def read_note(repository_path: str, commit: str) -> str | None:
     shown = run_git(
         ["--git-dir", repository_path, "notes", "--ref", NOTES_REF, "show", commit], check=False
@@ -131,18 +106,15 @@ def read_note(repository_path: str, commit: str) -> str | None:
     return shown.text if shown.returncode == 0 else None
 
 
-def _repository_path(conn: Connection, name: str) -> str:
-    repository = repository_row(conn, name)
-    if repository is None:
-        raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {name!r}")
-    return repository.path
+def _governed_write(conn: Connection, key: str) -> GovernedWriteRow | None:
+    return fetch_record(conn, "get_governed_write", {"idempotency_key": key}, GovernedWriteRow)
 
 
 def attest_write(
     db: Database, write_key: str, signing: SigningKey | None, *, clock: Clock = system_clock
 ) -> AttestationAnswer:
-    """Attest the landed write under `write_key` (see the module); never raises for a write
-    that landed: a failure is an answer with `attested: false` and its reason."""
+    """Attest the landed write under `write_key`; a failure is an answer with `attested: false`
+    and its reason, never an exception."""
     if signing is None:
         return not_attested(
             "no attestation key configured (--attest-key, [attest] key, "
@@ -160,12 +132,10 @@ def attest_write(
 
 def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> AttestationAnswer:
     def prepare(conn: Connection) -> tuple[GovernedWriteRow, JsonObject | None, str]:
-        write = fetch_record(
-            conn, "get_governed_write", {"idempotency_key": write_key}, GovernedWriteRow
-        )
+        write = _governed_write(conn, write_key)
         if write is None:
             raise LedgerError("WRITE_NOT_FOUND", f"no governed write {write_key!r}")
-        path = _repository_path(conn, write.repository)
+        path = require_repository(conn, write.repository).path
         if attestation_row(conn, write_key) is not None or write.state != "APPLIED":
             return write, None, path
         note = attestation_note(commit_facts(conn, write), signing.sign, signing.keyid)
@@ -178,17 +148,11 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
     def record(conn: Connection) -> tuple[AttestationAnswer, str]:
         plans = PlanExecutor(conn)
         prior = attestation_row(conn, write_key)
-        state = AttestState(
-            write=fetch_record(
-                conn, "get_governed_write", {"idempotency_key": write_key}, GovernedWriteRow
-            ),
-            prior=prior,
-            tail=plans.tail(chain_of(write.task_id)),
-        )
+        tail = plans.tail(chain_of(write.task_id))
+        state = AttestState(write=_governed_write(conn, write_key), prior=prior, tail=tail)
+        request = AttestRequest(write_key, note or {})
         answer = plans.apply(
-            decide_attest_commit(
-                state, AttestRequest(write_key, note or {}), now=read_clock(clock), actor=actor
-            )
+            decide_attest_commit(state, request, now=read_clock(clock), actor=actor)
         )
         stored = prior.note_json if prior is not None else canonical_json(note)
         return answer, stored
@@ -197,14 +161,9 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
     try:
         add_note(path, write.new_oid, note_json)
     except LedgerError as failed:
-        # Recorded and sealed: only the repository's copy is missing, and the same write again
-        # attaches it from the ledger.
+        # The same write attested again attaches the recorded note.
         return {**answer, "reason": f"recorded, but the note was not attached: {failed}"}
     return answer
-
-
-# ---------------------------------------------------------------------------------------------
-# from a commit back to everything
 
 
 def _event_summary(event: dict[str, Any]) -> dict[str, Any]:
@@ -222,11 +181,8 @@ def _event_summary(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def why_commit(db: Database, commit: str, repository: str | None = None) -> dict[str, Any]:
-    """Everything the ledger knows of how `commit` came to be: per landed write that moved a
-    branch to it, the task, its claim and agent, capabilities, evidence, auxiliary review,
-    verdict, the governed write and its attestation, with every event of the task (sealed) and
-    its inclusion proof in the Merkle log against one tree head (`tree_head`).
-    `COMMIT_NOT_FOUND` when no landed write names it."""
+    """Everything the ledger knows of how `commit` came to be, per landed write that moved a
+    branch to it, with every event of the task and its inclusion proof in the Merkle log."""
     commit = commit.strip().lower()
     if not (4 <= len(commit) <= 64) or any(c not in "0123456789abcdef" for c in commit):
         raise LedgerError("FIELDS_INVALID", f"{commit[:80]!r} is not a commit id")
@@ -250,11 +206,8 @@ def why_commit(db: Database, commit: str, repository: str | None = None) -> dict
 
 
 def _with_inclusion_proofs(db: Database, found: dict[str, Any]) -> dict[str, Any]:
-    """Each event's RFC 9162 inclusion proof in the Merkle log, all against one tree: the
-    latest signed checkpoint's when it holds every event (`checkpoint`: its signed note, which
-    a reader checks with the log's public key, then each proof against its root with
-    `verify-proof`), else the tree head now (`checkpoint` None: sign one, `aios-ledger
-    checkpoint`, and ask again)."""
+    """Each event's inclusion proof, all against the latest signed checkpoint when it holds
+    every event (a reader can check it with the log's key), else against the tree head now."""
     checkpoint = _latest_checkpoint(db)
     if checkpoint is not None:
         try:
@@ -357,24 +310,18 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "written_by": asked[0].get("actor") if asked else None,
         },
         "attestation": attested,
-        # The task's refused attempts (writes and projections refused by a check), each a
-        # sealed event of its chain: what was tried, by whom, and why it was refused.
+        # What was tried and refused by a check, by whom, and why.
         "refused": list(refusal_entries(events)),
         "events": [_event_summary(e) for e in events],
         "inclusion_proofs": [],
     }
 
 
-# ---------------------------------------------------------------------------------------------
-# verify-attestation
-
-
 def verify_commit_attestation(
     repository_path: str, commit: str, verifier: VerifierKey
 ) -> dict[str, Any]:
-    """Check `commit`'s attestation from its repository alone (see the module). Returns what
-    was verified; raises `ATTESTATION_MISSING`, `ATTESTATION_INVALID` or
-    `ATTESTATION_SUBJECT_MISMATCH` with the finding."""
+    """Check `commit`'s note, each DSSE signature and each Statement's subject, from its
+    repository alone; answers what was verified."""
     resolved = run_git(
         ["--git-dir", repository_path, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
         check=False,

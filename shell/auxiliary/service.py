@@ -1,17 +1,9 @@
 """`AuxiliaryRunService`: isolated sub-agent runs on asyncio, every state change a guarded write.
 
-`spawn` checks the spec against the evidence (core `check_spawn`), stores the run PENDING in the
-same transaction as its `AUXILIARY_RUN_SPAWNED` event, and starts the executor as an asyncio
-task; the task moves the run RUNNING, then COMPLETED, FAILED or CANCELLED, each move a decision
-of the core applied with `apply_decision` (a CAS on state and revision). Waiters wait on an
-`asyncio.Event` that is set only after the terminal row is written, and a waiter that arrives
-later finds it set: no waiter can miss the end. The database calls are short and run in the
-loop's thread; one connection per service.
-
-A run whose process died stays PENDING or RUNNING in the database. Each service owns its runs
-under an owner tag (`host:pid:token`); opening a service fails, as `INTERRUPTED`, every unfinished
-run whose owner is gone (a dead pid on this host, or a closed service of this process). Owners
-on other hosts are never judged dead.
+Each move of a run is a decision of the core, and its waiters' event is set only after the
+terminal row is written, so no waiter can miss the end. Each service owns its runs under an
+owner tag (`host:pid:token`), and opening one fails as `INTERRUPTED` every unfinished run whose
+owner on this host is gone.
 """
 
 from __future__ import annotations
@@ -82,10 +74,8 @@ def system_clock_ms() -> int:
 
 
 class CancellationToken:
-    """Cooperative cancellation: `cancel()` wakes every `await cancelled()` and every child.
-
-    Use it from the event loop's thread (from another thread: `loop.call_soon_threadsafe`).
-    """
+    """Cooperative cancellation, used from the event loop's thread: `cancel()` wakes every
+    `await cancelled()` and every child."""
 
     def __init__(self) -> None:
         self._cancelled = False
@@ -252,9 +242,8 @@ def list_auxiliary_runs(
 
 
 class AuxiliaryRunStore(Protocol):
-    """Where a service keeps its runs: the ledger file (`DatabaseAuxiliaryRuns`), or the HTTP
-    API (`aios_ledger.shell.remote.review.RemoteAuxiliaryRuns`, for `review --api`). Each
-    write is one decision of the core, applied where the runs are kept."""
+    """Where a service keeps its runs: the ledger (`DatabaseAuxiliaryRuns`) or the HTTP API
+    (`RemoteAuxiliaryRuns`, for `review --api`)."""
 
     def recover(self, owner_is_dead: Callable[[str], bool]) -> tuple[str, ...]: ...
 
@@ -272,8 +261,7 @@ class AuxiliaryRunStore(Protocol):
 
 
 class DatabaseAuxiliaryRuns:
-    """The runs in a ledger Database: each write a `BEGIN IMMEDIATE` with its decision.
-    `owned`: close the Database with the store (the service opened it)."""
+    """The runs in a ledger Database; `owned`: the store closes the Database."""
 
     def __init__(self, db: Database, clock_ms: ClockMs | None = None, *, owned: bool = False):
         self.db = db
@@ -307,8 +295,7 @@ class DatabaseAuxiliaryRuns:
         return tuple(self.db.write(write))
 
     def _decide(self, aux_id: str, decide: Callable[..., Decision[R] | None]) -> R | None:
-        """One write transaction: `decide` on the run's row and the log's tail, its plan
-        applied (None: it decided nothing needs writing)."""
+        """`decide` on the run's row and the log's tail, its plan applied, in one transaction."""
         now, actor = self._now(), current_actor()
 
         def write(conn: Connection) -> R | None:
@@ -325,14 +312,12 @@ class DatabaseAuxiliaryRuns:
         return answer
 
     def move(self, request: AuxiliaryTransitionRequest) -> AuxiliaryRunRow:
-        """Apply one transition; the answer is the row as the plan wrote it, so that settling
-        the run needs no read of its own."""
+        """The answer is the row as the plan wrote it, so settling the run needs no read."""
         row = self._decide(request.aux_id, partial(decide_transition, request=request))
         assert row is not None  # decide_transition always decides
         return row
 
     def stop(self, request: AuxiliaryStopRequest) -> None:
-        """Record CANCELLED, unless the run has ended already (in one write transaction)."""
         self._decide(request.aux_id, partial(decide_stop, request=request))
 
     def read(self, aux_id: str) -> AuxiliaryRunRow:
@@ -340,8 +325,7 @@ class DatabaseAuxiliaryRuns:
 
 
 class AuxiliaryRunService:
-    """Runs auxiliary executors over pinned evidence. `path=None`: an in-memory database;
-    `synchronous`: FULL (default) or NORMAL, and `migrate`, as for `Database`."""
+    """Runs auxiliary executors over pinned evidence; `path=None`: an in-memory database."""
 
     def __init__(
         self,
@@ -364,8 +348,7 @@ class AuxiliaryRunService:
             db = Database(path, synchronous=synchronous, vfs=vfs, migrate=migrate)
             store = DatabaseAuxiliaryRuns(db, self._clock_ms, owned=True)
         self._store = store
-        # What a store over a Database may raise beside LedgerErrors: its driver's own errors
-        # (the Database turns them into LedgerErrors; kept quiet here whatever slips through).
+        # A driver's error that slips past the Database's translation is kept quiet too.
         self._quiet: tuple[type[Exception], ...] = (LedgerError,)
         if isinstance(store, DatabaseAuxiliaryRuns):
             self._quiet = (LedgerError, store.db.driver_error)
@@ -375,17 +358,14 @@ class AuxiliaryRunService:
 
     @property
     def _db(self) -> Database:
-        """The Database of a service that keeps its runs in one (tests and tools read it)."""
+        """The Database of a service that keeps its runs in one, for tests and tools."""
         if not isinstance(self._store, DatabaseAuxiliaryRuns):
             raise AttributeError("this service keeps its runs behind the API")
         return self._store.db
 
-    # --- life cycle ---------------------------------------------------------------------------
-
     def close(self) -> None:
-        """Close the database at once. Executors still in flight are told to stop, but their
-        runs stay unfinished in the database, as if the process had died: the next service
-        opened on it fails them as `INTERRUPTED`. `aclose()` records them CANCELLED instead."""
+        """Close at once, leaving runs in flight unfinished as if the process had died, for the
+        next service to fail as `INTERRUPTED`; `aclose()` records them CANCELLED instead."""
         _LIVE_OWNERS.discard(self.owner)
         for entry in list(self._entries.values()):
             entry.token.cancel()
@@ -405,8 +385,6 @@ class AuxiliaryRunService:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    # --- public API ---------------------------------------------------------------------------
 
     async def spawn(
         self,
@@ -442,8 +420,6 @@ class AuxiliaryRunService:
             return
         entry.token.cancel()
 
-    # --- driving a run ------------------------------------------------------------------------
-
     def _move(
         self,
         aux_id: str,
@@ -452,7 +428,6 @@ class AuxiliaryRunService:
         output: AuxiliaryRunOutput | None = None,
         error: AuxiliaryRunError | None = None,
     ) -> AuxiliaryRunRow:
-        """Apply one transition; the answer is the row as it was written."""
         request = AuxiliaryTransitionRequest(aux_id, target, output=output, error=error)
         return self._store.move(request)
 
@@ -475,15 +450,14 @@ class AuxiliaryRunService:
             else:
                 entry.final = self._move(aux_id, state_after(outcome), error=outcome)
         except asyncio.CancelledError:
-            # The driving task itself was cancelled (the loop is shutting down): record it.
+            # The loop is shutting down: record it.
             entry.token.cancel()
             with contextlib.suppress(*self._quiet):
                 stopped = AuxiliaryRunError("CANCELLED", "the service stopped the run")
                 self._store.stop(AuxiliaryStopRequest(aux_id, stopped))
             raise
         except LedgerError as refused:
-            # A storage failure, or the row moved on (another process failed it): the database,
-            # read below, says how the run ended.
+            # The database, read below, says how the run ended.
             entry.final = refused
         finally:
             self._settle(entry)
@@ -491,7 +465,6 @@ class AuxiliaryRunService:
     def _settle(self, entry: _Entry) -> None:
         final = entry.final
         if not (isinstance(final, AuxiliaryRunRow) and final.run_state.is_terminal):
-            # Not ended by this service's own terminal write: the database says how it ended.
             with contextlib.suppress(*self._quiet):
                 row = self._store.read(entry.aux_id)
                 if row.run_state.is_terminal:
@@ -500,8 +473,7 @@ class AuxiliaryRunService:
             entry.final = AuxiliaryRunError(
                 "EXECUTOR", f"auxiliary run {entry.aux_id} stopped without a terminal state"
             )
-        # Signal and retire in one step (no await between): a waiter either holds the entry,
-        # and wakes now, or arrives later and finds it among the finished (or in the database).
+        # No await between signal and retire: a later waiter finds the entry among the finished.
         entry.done.set()
         entry.task = None
         self._entries.pop(entry.aux_id, None)
@@ -513,7 +485,7 @@ class AuxiliaryRunService:
         self, entry: _Entry, spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot
     ) -> AuxiliaryRunOutput | AuxiliaryRunError:
         context = AuxiliaryRunContext(spec=spec, evidence=evidence, cancellation=entry.token)
-        work: asyncio.Future[Any] = asyncio.ensure_future(self._call(context))
+        work: asyncio.Future[Any] = asyncio.ensure_future(self._executor.execute(context))
         stop: asyncio.Future[None] = asyncio.ensure_future(entry.token.cancelled())
         timeout = None if spec.timeout_ms is None else spec.timeout_ms / 1000
         try:
@@ -536,9 +508,6 @@ class AuxiliaryRunService:
             "TIMEOUT", f"the executor did not finish within {spec.timeout_ms} ms"
         )
 
-    async def _call(self, context: AuxiliaryRunContext) -> Any:
-        return await self._executor.execute(context)
-
     async def _terminal_row(self, aux_id: str) -> AuxiliaryRunRow:
         entry = self._entries.get(aux_id) or self._finished.get(aux_id)
         if entry is not None:
@@ -553,7 +522,7 @@ class AuxiliaryRunService:
             if isinstance(final, LedgerError):
                 raise AuxiliaryRunError(final.code, final.detail)
             raise AuxiliaryRunError("EXECUTOR", f"auxiliary run {aux_id} did not end")
-        # A run this service does not drive (spawned before, or by another process): poll.
+        # A run this service does not drive: poll.
         while True:
             row = self._store.read(aux_id)
             if row.run_state.is_terminal:

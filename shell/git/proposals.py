@@ -1,17 +1,9 @@
 """Proposals: an attempt's commits on top of its base, as a verified git bundle.
 
-The worker bundles what the agent committed (`bundle_workspace`); the ledger bounds the bundle's
-size, verifies it, checks every object as `receive.fsckObjects` would and fetches it into a
-quarantine before anything reads it. The quarantine borrows the governed repository's object
-store (git's alternates, as git's own receive quarantine does), so nothing is written to the
-governed repository before a governed write. There the ledger reads what the proposal changes,
-refuses what `core.git.hygiene` forbids, runs the secret scanner under the repository's budget,
-and records those facts with the proposal. Bundles that pass are stored content-addressed
-(`proposals_dir`).
-
-The scan's settings and budgets are the repository's, kept in the ledger (`core.git.settings`).
-A repository whose git config still holds `aios-ledger.*` keys refuses proposals
-(`REPOSITORY_SETTINGS_IN_GIT_CONFIG`) rather than silently ignore what its owner set there.
+The ledger bounds, verifies and fsck-checks a bundle in a quarantine that borrows the governed
+repository's objects, so nothing reaches the governed repository before a governed write; there
+it reads the changes, refuses what `core.git.hygiene` forbids and scans for secrets under the
+repository's budget. Bundles that pass are stored content-addressed beside the ledger.
 """
 
 from __future__ import annotations
@@ -33,6 +25,7 @@ from aios_ledger.core.git import (
     ProposalRecord,
     ProposalRow,
     ProposalState,
+    RepositoryRow,
     RepositorySettings,
     ScanCharge,
     ScanChargeState,
@@ -56,7 +49,11 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_record, fetch_value
 from aios_ledger.shell.db.run import Connection
-from aios_ledger.shell.git.repos import refuse_git_config_settings, repository_row
+from aios_ledger.shell.git.repos import (
+    refuse_git_config_settings,
+    repository_row,
+    require_repository,
+)
 from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
 from aios_ledger.shell.git.secret_scan import (
     added_by_commits,
@@ -68,16 +65,14 @@ from aios_ledger.shell.git.secret_scan import (
 LOG = logging.getLogger("aios_ledger.proposals")
 QUARANTINE = "refs/aios-quarantine"
 SCRATCH_REFS = "refs/proposal"
-# The kind of the ledger's files that bundles are (`Database.files_dir`); on an engine without a
-# file to stand beside (PostgreSQL) `$AIOS_LEDGER_PROPOSALS_DIR` names their folder.
+# The kind of the ledger's files that bundles are (`Database.files_dir`).
 PROPOSALS = "proposals"
 PROPOSALS_DIR_ENV = "AIOS_LEDGER_PROPOSALS_DIR"
 
 
 @attrs.frozen
 class ProposalLimits:
-    """How big a proposal may be: its bundle, each changed file, how many files and refs. (The
-    secret scan's budget is the repository's, in the ledger: `core.git.settings`.)"""
+    """How big a proposal may be; the secret scan's budget is the repository's setting."""
 
     max_bundle_bytes: int = 32 * 1024 * 1024
     max_file_bytes: int = 4 * 1024 * 1024
@@ -89,11 +84,7 @@ DEFAULT_LIMITS = ProposalLimits()
 
 
 def proposals_dir(db: Database) -> Path:
-    """Where the ledger keeps its proposals' bundles. SQLite: beside the database file. On
-    PostgreSQL there is no file to stand beside: `$AIOS_LEDGER_PROPOSALS_DIR` when set (a folder
-    the processes that record and write proposals share), else one folder per ledger (named by
-    the digest of its URL without password) under `$XDG_DATA_HOME` (`~/.local/share`). Where
-    its files live is the engine's to say (`Database.files_dir`)."""
+    """Where the ledger keeps its proposals' bundles: the engine says (`Database.files_dir`)."""
     return db.files_dir(PROPOSALS)
 
 
@@ -105,6 +96,15 @@ def _task(conn: Connection, task_id: str) -> TaskRow | None:
     return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
 
 
+def _task_and_repository(
+    conn: Connection, task_id: str
+) -> tuple[TaskRow | None, RepositoryRow | None]:
+    """The task and the governed repository its binding names, when both exist."""
+    task = _task(conn, task_id)
+    name = None if task is None else task_binding(task).repository
+    return task, None if name is None else repository_row(conn, name)
+
+
 def proposal_row(conn: Connection, task_id: str, attempt: int) -> ProposalRow | None:
     return fetch_record(
         conn, "get_task_proposal", {"task_id": task_id, "attempt": attempt}, ProposalRow
@@ -112,8 +112,8 @@ def proposal_row(conn: Connection, task_id: str, attempt: int) -> ProposalRow | 
 
 
 def store_bundle(db: Database, data: bytes) -> tuple[str, Path, bool]:
-    """Keep the bundle under its sha256 (written whole, then renamed into place). Answers the
-    digest, the file, and whether this call wrote it (False: it was there already)."""
+    """Keep the bundle under its sha256; answers the digest, the file, and whether this call
+    wrote it."""
     digest = hashlib.sha256(data).hexdigest()
     folder = proposals_dir(db)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -166,10 +166,8 @@ def verify_bundle(git_dir: str, path: Path) -> None:
 
 
 def bundle_heads(git_dir: str, path: Path, limits: ProposalLimits) -> dict[str, str]:
-    """The bundle's refs: HEAD and branches only, at most `max_refs`, each a name git accepts
-    and none that would mislead whoever reads the proposal's refs (the ledger's rule for the
-    branches it writes, `core/refnames.py`: no `refs/heads/refs/...`, no control or
-    bidirectional characters): REF_NAME_INVALID."""
+    """The bundle's refs: HEAD and branches only, at most `max_refs`, each named as the ledger
+    names the branches it writes (`core/refnames.py`), so none misleads a reader."""
     listed = run_git(["--git-dir", git_dir, "bundle", "list-heads", str(path)], max_output=1 << 20)
     heads: dict[str, str] = {}
     for line in listed.text.splitlines():
@@ -190,10 +188,8 @@ def bundle_heads(git_dir: str, path: Path, limits: ProposalLimits) -> dict[str, 
 
 
 def check_objects(git_dir: str, path: Path) -> None:
-    """git's own object checks over every object the bundle brings, as `receive.fsckObjects`
-    runs them on a push (`index-pack --strict`: the checks of `git fsck`, its warnings such as
-    `hasDotgit` as errors, and links to objects neither the bundle nor the repository holds);
-    the pack is indexed in the scratch quarantine `git_dir` only."""
+    """git's own checks over every object the bundle brings, as `receive.fsckObjects` runs them
+    on a push; the pack is indexed in the scratch quarantine `git_dir` only."""
     data = path.read_bytes()
     header_end = data.find(b"\n\n")
     pack = data[header_end + 2 :] if header_end >= 0 else b""
@@ -214,9 +210,8 @@ def check_objects(git_dir: str, path: Path) -> None:
 
 
 def added_entries(git_dir: str, tips: list[str], base: str) -> list[TreeEntry]:
-    """The symbolic links and gitlinks that the commits of `tips` not in `base` add or change,
-    each commit against its first parent (an entry it shares with that parent was checked with
-    the parent, or is the repository's own), with each link's target."""
+    """The symbolic links and gitlinks, with their targets, that the commits of `tips` not in
+    `base` add or change against their first parents."""
     found = {
         (name.decode("utf-8", "surrogateescape"), oid): mode
         for mode, oid, name in added_by_commits(
@@ -261,19 +256,8 @@ def fetch_bundle(git_dir: str, path: Path, prefix: str, *, only_head: bool = Fal
     specs = [f"+HEAD:{prefix}/HEAD"]
     if not only_head:
         specs.append(f"+refs/heads/*:{prefix}/heads/*")
-    run_git(
-        [
-            "--git-dir",
-            git_dir,
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            str(path),
-            *specs,
-        ],
-        timeout=300,
-    )
+    fetch = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(path), *specs]
+    run_git(["--git-dir", git_dir, *fetch], timeout=300)
 
 
 @attrs.frozen
@@ -313,13 +297,9 @@ def changed_files(git_dir: str, base: str, head: str, limits: ProposalLimits) ->
 def blob_sizes(git_dir: str, oids: list[str]) -> dict[str, int]:
     if not oids:
         return {}
+    batch_check = "--batch-check=%(objectname) %(objecttype) %(objectsize)"
     found = run_git(
-        [
-            "--git-dir",
-            git_dir,
-            "cat-file",
-            "--batch-check=%(objectname) %(objecttype) %(objectsize)",
-        ],
+        ["--git-dir", git_dir, "cat-file", batch_check],
         stdin="".join(f"{oid}\n" for oid in oids).encode(),
     )
     sizes: dict[str, int] = {}
@@ -339,10 +319,8 @@ def describe_bundle(
     settings: RepositorySettings,
     budget: ScanBudget | None = None,
 ) -> dict[str, Any]:
-    """What the bundle is, read in a scratch quarantine: its heads, changed files, ancestry
-    and secrets, held to the repository's `settings`, and what its scan spent, under `budget`
-    (None: the settings' per-proposal budget). Refuses what is not a valid, bounded bundle on
-    the governed repository."""
+    """The bundle's heads, changed files, ancestry and secrets, read in a scratch quarantine
+    and held to the repository's `settings`; `budget` defaults to the settings' own."""
     with scratch_quarantine(repository_path) as git_dir:
         verify_bundle(git_dir, path)
         heads = bundle_heads(git_dir, path, limits)
@@ -399,15 +377,9 @@ def record_proposal(
     clock: Clock = system_clock,
     limits: ProposalLimits = DEFAULT_LIMITS,
 ) -> ProposalAnswer:
-    """Record `bundle` as the proposal of the task's current attempt (the caller holds its
-    lease; `agent_id`: the agent the caller is, when a token says so). The lease (and the
-    holder) is checked first (`admit_proposal`), then the agent's scan budget (`admit_scan`),
-    before the bundle is written anywhere or scanned, and the lease again in the write, since
-    it may pass during the scan. Refused bundles (`BUNDLE_INVALID`, `BUNDLE_UNSAFE`,
-    `PROPOSAL_TOO_LARGE`, `SCAN_BUDGET_EXCEEDED`, `AGENT_SCAN_BUDGET_EXCEEDED`, a lease
-    refused in the write) record no proposal, leave no file behind and leave the governed
-    repository untouched; a scan refused over its budget is charged to its agent
-    (`charge_refused_scan`: its window counts what the scan cost)."""
+    """Record `bundle` as the proposal of the task's current attempt, whose lease the caller
+    holds. The cheap checks run before the scan and the lease again in the write, since it may
+    pass during the scan; a refused bundle leaves nothing behind but its scan's charge."""
     if not isinstance(bundle, bytes) or not bundle:
         raise LedgerError("BUNDLE_INVALID", "a proposal is the bytes of a git bundle")
     if len(bundle) > limits.max_bundle_bytes:
@@ -424,7 +396,6 @@ def record_proposal(
     if replayed is not None:
         return replayed
     refuse_git_config_settings(admitted.repository, admitted.repository_path)
-    # Read where nothing is kept: only a bundle that passed is stored beside the ledger.
     with tempfile.TemporaryDirectory(prefix="aios-proposal-") as folder:
         incoming = Path(folder, "incoming.bundle")
         incoming.write_bytes(bundle)
@@ -456,13 +427,10 @@ def record_proposal(
 
     def write(conn: Connection) -> ProposalAnswer:
         plans = PlanExecutor(conn)
-        task = _task(conn, task_id)
-        binding_repository = None if task is None else task_binding(task).repository
+        task, repository = _task_and_repository(conn, task_id)
         state = ProposalState(
             task=task,
-            repository=None
-            if binding_repository is None
-            else repository_row(conn, binding_repository),
+            repository=repository,
             prior=None if task is None else proposal_row(conn, task_id, task.attempt),
             tail=plans.tail(chain_of(task_id)),
         )
@@ -473,8 +441,7 @@ def record_proposal(
     try:
         return db.write(write)
     except LedgerError:
-        # Refused in the write (the lease passed during the scan): the file this call stored
-        # is nobody's proposal.
+        # The lease passed during the scan: the file this call stored is nobody's proposal.
         if created:
             with contextlib.suppress(OSError):
                 stored.unlink()
@@ -483,10 +450,8 @@ def record_proposal(
 
 @attrs.frozen
 class Admitted:
-    """A proposal its cheap checks let through: the task, the proposal its current attempt
-    recorded already (if any), the governed repository (its name, path and settings), the
-    binding's base, and the budget its scan runs under (None when the attempt proposed
-    already: the same bundle is answered again, another refused, neither scanned)."""
+    """A proposal its cheap checks let through; `budget` is None when the attempt proposed
+    already, so its bundle is not scanned again."""
 
     task: TaskRow
     prior: ProposalRow | None
@@ -500,9 +465,8 @@ class Admitted:
 def charge_refused_scan(
     db: Database, admitted: Admitted, bundle_sha256: str, refused: LedgerError, clock: Clock
 ) -> None:
-    """Charge what a scan refused over its budget cost to the agent its cheap checks admitted
-    (`decide_charge_scan`), so that its window counts it; the refusal stands either way (a
-    charge that cannot be written is logged, never raised in its place)."""
+    """Charge what a scan refused over its budget cost to its agent, so that its window counts
+    it; a charge that cannot be written is logged, never raised in the refusal's place."""
     spent = spent_of(refused)
     agent = admitted.task.claimed_by
     if spent is None or agent is None:
@@ -523,8 +487,7 @@ def charge_refused_scan(
 
     def write(conn: Connection) -> object:
         plans = PlanExecutor(conn)
-        task = _task(conn, request.task_id)
-        binding_repository = None if task is None else task_binding(task).repository
+        task, repository = _task_and_repository(conn, request.task_id)
         charged = fetch_value(
             conn,
             "scan_charges_of_attempt",
@@ -532,9 +495,7 @@ def charge_refused_scan(
         )
         state = ScanChargeState(
             task=task,
-            repository=None
-            if binding_repository is None
-            else repository_row(conn, binding_repository),
+            repository=repository,
             charged=int(charged or 0),
             tail=plans.tail(chain_of(request.task_id)),
         )
@@ -546,17 +507,6 @@ def charge_refused_scan(
         LOG.warning("the refused scan of %s was not charged: %s", request.task_id, failed)
 
 
-def agent_spend(conn: Connection, repository: str, agent_id: str, since: str) -> AgentScanSpend:
-    """What the agent's proposals to the repository recorded since `since` spent on scanning."""
-    found = fetch_record(
-        conn,
-        "agent_scan_spend",
-        {"repository": repository, "agent_id": agent_id, "since": since},
-        AgentScanSpend,
-    )
-    return AgentScanSpend() if found is None else found
-
-
 def admitted_context(
     conn: Connection,
     task_id: str,
@@ -565,9 +515,8 @@ def admitted_context(
     agent_id: str | None = None,
     clock: Clock = system_clock,
 ) -> Admitted:
-    """The cheap checks of a proposal (`admit_proposal`: the task, its holder, its lease) on
-    `conn`, then the agent's scan budget (`admit_scan`, from its spend in the window read
-    here), then what reading its bundle needs."""
+    """The cheap checks of a proposal: the task, its holder and lease, then the agent's scan
+    budget."""
     now = read_clock(clock)
     found = _task(conn, task_id)
     prior = None if found is None else proposal_row(conn, task_id, found.attempt)
@@ -575,15 +524,14 @@ def admitted_context(
         task_id, found, prior, lease_token=lease_token, now=now, agent_id=agent_id
     )
     binding = task_binding(task)
-    repository = repository_row(conn, binding.repository)
-    if repository is None:
-        raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {binding.repository!r}")
+    repository = require_repository(conn, binding.repository)
     settings = repository.settings()
     budget = None
     if prior is None:
         agent = task.claimed_by or agent_id or ""
         since = scan_window_start(settings, now=now).text
-        spend = agent_spend(conn, repository.name, agent, since)
+        key = {"repository": repository.name, "agent_id": agent, "since": since}
+        spend = fetch_record(conn, "agent_scan_spend", key, AgentScanSpend) or AgentScanSpend()
         budget = admit_scan(settings, spend, agent_id=agent, now=now)
     return Admitted(
         task, prior, repository.name, repository.path, binding.base_oid, settings, budget
@@ -596,7 +544,7 @@ def quarantine_ref(digest: str) -> str:
 
 def ensure_in_repository(db: Database, repository_path: str, proposal: ProposalRow) -> None:
     """Bring a recorded proposal's head into the governed repository, under its quarantine ref,
-    from the stored bundle (checked against its digest and verified again)."""
+    from the stored bundle."""
     ref = quarantine_ref(proposal.bundle_sha256)
     present = run_git(
         ["--git-dir", repository_path, "rev-parse", "--verify", "--quiet", ref], check=False
@@ -612,12 +560,9 @@ def ensure_in_repository(db: Database, repository_path: str, proposal: ProposalR
 
 
 def bundle_workspace(workspace: str, base_oid: str, *, author: str, out: Path) -> bool:
-    """Bundle what the agent did in its workspace on top of `base_oid`: its uncommitted changes
-    are committed first, with the agent as author. False when there is nothing to propose.
-
-    The workspace's git configuration is the agent's to write, so it is replaced by a minimal
-    one first (a filter or fsmonitor command of the agent's must not run as the worker), and
-    its `.git` must be the directory it was made with."""
+    """Bundle what the agent did on top of `base_oid`, committing its uncommitted changes first;
+    False when there is nothing to propose. The agent's git configuration is replaced first, so
+    that no filter or fsmonitor command of its runs as the worker."""
     git_dir = os.path.join(workspace, ".git")
     if os.path.islink(git_dir) or not os.path.isdir(git_dir):
         raise LedgerError("WORKSPACE_INVALID", "the workspace's .git is not its own directory")

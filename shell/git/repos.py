@@ -247,11 +247,15 @@ def list_repositories(db: Database) -> list[dict[str, object]]:
     return [_shown(RepositoryRow.from_row(row)) for row in rows]
 
 
-def get_repository(db: Database, name: str) -> RepositoryRow:
-    row = db.read(lambda conn: repository_row(conn, name))
+def require_repository(conn: Connection, name: str) -> RepositoryRow:
+    row = repository_row(conn, name)
     if row is None:
         raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {name!r}")
     return row
+
+
+def get_repository(db: Database, name: str) -> RepositoryRow:
+    return db.read(lambda conn: require_repository(conn, name))
 
 
 def show_repository(db: Database, name: str) -> dict[str, object]:

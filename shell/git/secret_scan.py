@@ -1,15 +1,8 @@
-"""The secret scan of a proposal: every commit between the base and the bundle's heads, each
-against its first parent (so material one commit adds and a later one removes is still found),
-with its message, author and committer, read by `detect-secrets` and held to the repository's
-baseline.
+"""The secret scan of a proposal: every commit after the base, each against its first parent
+(so a secret a later commit removes is still found), and its message and identities.
 
-The budget (`core.git.secrets.ScanBudget`) is charged with the bytes a proposal brings, path by
-path, before anything is read, so a bundle bomb (one blob under many names) is refused from its
-tree listing alone; each distinct blob is read once, and the time budget is checked between
-pieces of at most `LINE_WINDOW` characters. What the scan spent is recorded with the proposal,
-for its agent's budget. The baseline and budget come from the repository's row in the ledger
-(`core.git.settings`), never from its git configuration; `git_config_settings` only detects
-settings left there so the shell can say they are no longer read.
+The byte budget is charged path by path before anything is read, so a bundle bomb (one blob
+under many names) is refused from its tree listing alone; each distinct blob is read once.
 """
 
 from __future__ import annotations
@@ -36,8 +29,7 @@ from aios_ledger.shell.git.runner import run_git
 
 # Lines read by `detect-secrets` in one call; the seconds are checked between calls.
 LINES_PER_PIECE = 256
-# Lines before a piece given with it, for the context its filters read (an allowlist comment
-# on the line above a secret).
+# Lines before a piece given with it, for its filters' context (an allowlist comment above).
 CONTEXT_LINES = 5
 # File modes whose blob is content (regular files and symbolic links' targets).
 CONTENT_MODES = ("100644", "100755", "120000")
@@ -54,8 +46,7 @@ class _Document:
 
 
 def git_config_settings(repository_path: str) -> dict[str, str]:
-    """The `aios-ledger.*` keys of the governed repository's git config (what releases before
-    0.x migration 0013 read there), by their name as git lists them (lower case), with values."""
+    """The `aios-ledger.*` keys left in the repository's git config, which are no longer read."""
     found = run_git(
         ["--git-dir", repository_path, "config", "--get-regexp", r"^aios-ledger\."], check=False
     )
@@ -68,9 +59,7 @@ def git_config_settings(repository_path: str) -> dict[str, str]:
 
 @attrs.frozen
 class ScanReport:
-    """What the scan found (`{path, kind, line}` each), the sha256 of the baseline it held the
-    findings to (None: the repository has none), and what it spent: the bytes charged to its
-    budget and the seconds it took (without those spent waiting for another scan)."""
+    """What the scan found, the baseline it held the findings to, and what it spent."""
 
     secrets: list[dict[str, Any]]
     baseline_sha256: str | None
@@ -79,8 +68,7 @@ class ScanReport:
 
 
 def check_baseline_loads(baseline: dict[str, Any]) -> None:
-    """`REPOSITORY_SETTING_INVALID` unless `detect-secrets` itself takes the baseline: its
-    settings (plugins, filters) and its known secrets, as a scan will load them."""
+    """`REPOSITORY_SETTING_INVALID` unless `detect-secrets` takes the baseline as a scan will."""
     from detect_secrets.settings import transient_settings
 
     with _SCANNER:
@@ -119,19 +107,9 @@ def added_by_commits(
     """Every entry each commit adds or changes against its first parent: (mode, blob, path)."""
     if not commits:
         return []
+    diff_tree = ["diff-tree", "--stdin", "--root", "-r", "-z", "--no-renames", "--no-commit-id"]
     raw = run_git(
-        [
-            "--git-dir",
-            git_dir,
-            "diff-tree",
-            "--stdin",
-            "--root",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--no-commit-id",
-            "--raw",
-        ],
+        ["--git-dir", git_dir, *diff_tree, "--raw"],
         stdin="".join(f"{commit} {parent}".strip() + "\n" for commit, parent in commits).encode(),
         max_output=256 << 20,
         timeout=timeout,
@@ -266,8 +244,7 @@ def charged_seconds(seconds: float) -> float:
 
 
 class _Meter:
-    """The bytes read and the seconds taken by one scan, but those spent waiting for the
-    scanner while another scan held it."""
+    """The bytes read and the seconds taken by one scan, less those spent waiting for another."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
@@ -292,13 +269,8 @@ def scan_proposal(
     baseline_sha256: str | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> ScanReport:
-    """The secrets in everything the commits of `tips` not in `base` bring: `{path, kind,
-    line}` each (`path` is a file's, or `commit <id>` for a commit's message and identities),
-    sorted, at most `MAX_SECRETS`, held to `baseline` (the repository's, by `baseline_sha256`),
-    and what the scan spent. Refuses `SCAN_BUDGET_EXCEEDED` past the budget (or
-    `AGENT_SCAN_BUDGET_EXCEEDED`, past the share of its agent's window it was cut to), with
-    what it had spent until then (`spent_of`), and `REPOSITORY_SETTING_INVALID` when the
-    baseline cannot be loaded."""
+    """The secrets in what the commits of `tips` not in `base` bring, held to `baseline`. A
+    refusal over budget carries what the scan had spent until then (`spent_of`)."""
     meter = _Meter(clock)
     try:
         findings = _scan(git_dir, tips, base, budget, baseline, meter)
@@ -357,8 +329,7 @@ def _scan(
     findings: set[tuple[str, str, int]] = set()
     asked = clock()
     with _SCANNER, contextlib.ExitStack() as configured:
-        # The seconds of reading start once this scan has the scanner: another proposal's
-        # scan it waited for is not its own cost.
+        # Another proposal's scan it waited for is not its own cost.
         scan = meter.scan = _Scan(budget, brought, clock, clock())
         meter.waited = scan.started - asked
         from detect_secrets.settings import default_settings, transient_settings
@@ -378,8 +349,7 @@ def _scan(
             data = contents[document.oid]
             if document.oid in commit_set:
                 data = _commit_text(data)
-            # Read once, under its first name; found under every name it has, unless the
-            # baseline knows it there.
+            # Read once, found under every name the baseline does not know it by.
             for secret in scan.read(document.labels[0], data):
                 for label in document.labels:
                     secret.filename = label
@@ -389,8 +359,7 @@ def _scan(
 
 
 def _commit_text(raw: bytes) -> bytes:
-    """A commit as the scanner reads it: its author, committer and message (and any other
-    header an agent wrote), without the tree and parent ids git writes."""
+    """A commit's text without the tree and parent ids git writes."""
     lines = raw.split(b"\n")
     kept = [line for line in lines if not line.startswith((b"tree ", b"parent "))]
     return b"\n".join(kept)

@@ -1,13 +1,8 @@
 """Workspaces: the working copy an agent gets for a task bound to a governed repository.
 
-One implementation (`Workspaces`) serves workers on the ledger's host and away from it; they
-differ only in how they reach the repository (`RepositoryAccess`): a local clone and a proposal
-recorded directly, or a clone of a base bundle the server builds for the task's holder and a
-proposal uploaded through the API. Either way the agent never writes to the governed repository.
-
-`clone_workspace` checks out the binding's `base_oid` on a branch named like the target and
-drops everything else; after the agent exits, `proposal_bundle` bundles its commits on top of
-`base_oid` (committing what it left uncommitted), and the workspace is removed.
+Workers on the ledger's host and away from it differ only in how they reach the repository
+(`RepositoryAccess`): in place, or through a base bundle and an upload over the API. Either way
+the agent never writes to the governed repository, only proposes its commits on the base.
 """
 
 from __future__ import annotations
@@ -35,8 +30,7 @@ from aios_ledger.shell.git.runner import check_ref_format, run_git
 
 # The largest bundle of a base the server builds, and a remote worker downloads.
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024
-# The header that carries the holder's lease token on `GET /v1/tasks/{task_id}/workspace`
-# (a header, not the query: a URL ends up in logs).
+# The lease token of `GET /v1/tasks/{task_id}/workspace` is a header: a URL ends up in logs.
 LEASE_TOKEN_HEADER = "Aios-Lease-Token"
 WORKSPACE_ENV = "AIOS_WORKSPACE"
 
@@ -85,10 +79,9 @@ def clone_workspace(
     parent: str | None = None,
 ) -> Workspace:
     """A fresh working copy at the binding's base, cloned from `source`: the governed
-    repository itself, or a bundle of its base (`base_bundle`)."""
+    repository itself, or a bundle of its base."""
     branch = _branch_ref(binding).removeprefix("refs/heads/")
-    # Absolute: the git calls below run inside the clone, where a relative `parent` (Python
-    # 3.11's mkdtemp keeps it relative) would name another folder.
+    # Absolute: the git calls below run inside the clone.
     root = os.path.abspath(tempfile.mkdtemp(prefix="aios-workspace-", dir=parent))
     path = str(Path(root, "work"))
     try:
@@ -121,10 +114,6 @@ def proposal_bundle(workspace: Workspace) -> bytes | None:
         raise LedgerError("BUNDLE_INVALID", f"the workspace's bundle: {exc}") from None
 
 
-# ---------------------------------------------------------------------------------------------
-# the base of a binding, as a bundle for a remote worker (the server's side)
-
-
 def workspace_grant(
     db: Database, task_id: str, *, agent_id: str, lease_token: str, clock: Clock = system_clock
 ) -> WorkspaceGrant:
@@ -136,13 +125,9 @@ def workspace_grant(
         if task is not None and task.claimed_by == agent_id:
             with contextlib.suppress(LedgerError):  # an unbound task: the grant says so
                 repository = repository_row(conn, task_binding(task).repository)
+        now = read_clock(clock)
         return grant_workspace(
-            task_id,
-            task,
-            repository,
-            agent_id=agent_id,
-            lease_token=lease_token,
-            now=read_clock(clock),
+            task_id, task, repository, agent_id=agent_id, lease_token=lease_token, now=now
         )
 
     return db.read(read)
@@ -158,12 +143,8 @@ def base_bundle(
     clock: Clock = system_clock,
     max_bytes: int = MAX_WORKSPACE_BYTES,
 ) -> WorkspaceGrant:
-    """Write to `out` a git bundle of the base of the task's binding, for the agent holding
-    the task: the history of `base_oid` under the target branch's name, read from the
-    governed repository through a scratch repository that borrows its objects (git's
-    alternates), so that nothing is written to the governed repository. A base the repository
-    lacks is `BASE_NOT_FOUND`; a bundle over `max_bytes` is `WORKSPACE_TOO_LARGE` (and is
-    removed)."""
+    """Write to `out` a bundle of the binding's base under the target branch's name, for the
+    agent holding the task, built in a scratch repository so the governed one is not written."""
     grant = workspace_grant(db, task_id, agent_id=agent_id, lease_token=lease_token, clock=clock)
     ref = _branch_ref(grant.binding)
     base = grant.binding.base_oid
@@ -182,17 +163,12 @@ def base_bundle(
     return grant
 
 
-# ---------------------------------------------------------------------------------------------
-# source captures
-
-
 SNAPSHOT_SCHEMA = "aios.git_tree_snapshot.v1"
 
 
 def tree_snapshot(repository_path: str, oid: str) -> dict[str, str]:
-    """The snapshot of a commit's tree: `payload_sha256` is the sha256 of git's own listing of
-    every entry (mode, type, object id, path; `ls-tree -r -z --full-tree`), so the same tree
-    always has the same digest and any change to any file changes it."""
+    """The snapshot of a commit's tree: the sha256 of git's own listing of every entry, so any
+    change to any file changes it."""
     listing = run_git(
         ["--git-dir", repository_path, "ls-tree", "-r", "-z", "--full-tree", oid],
         max_output=256 * 1024 * 1024,
@@ -202,35 +178,22 @@ def tree_snapshot(repository_path: str, oid: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def readable_repository(source: str) -> Iterator[str]:
-    """A git directory holding what `source` holds: the repository itself, or, for a bundle
-    file, a scratch bare repository it was fetched into."""
+    """`source` itself, or for a bundle file a scratch bare repository it was fetched into."""
     if os.path.isdir(source):
         yield source
         return
     with tempfile.TemporaryDirectory(prefix="aios-base-") as folder:
         git_dir = os.path.join(folder, "base.git")
         run_git(["init", "--quiet", "--bare", git_dir])
-        run_git(
-            [
-                "--git-dir",
-                git_dir,
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                source,
-                "+refs/heads/*:refs/heads/*",
-            ],
-            timeout=300,
-        )
+        fetch = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source]
+        run_git(["--git-dir", git_dir, *fetch, "+refs/heads/*:refs/heads/*"], timeout=300)
         yield git_dir
 
 
 def capture_result(
     envelope: Mapping[str, Any], binding: GovernedExecutionBinding, snapshot: Mapping[str, str]
 ) -> dict[str, Any]:
-    """The result the worker submits for a source capture: the snapshot of the base, under the
-    source-capture envelope's `execution_digest`."""
+    """The result the worker submits for a source capture: the snapshot of the base."""
     return {
         "task_id": binding.task_id,
         "job_id": binding.job_id,
@@ -255,8 +218,7 @@ def capture_result(
     }
 
 
-# The capability of a source capture (`ACTIONS["source_capture"]`): a worker offering it
-# executes the source capture of an unprojected bound task.
+# A worker offering the source capture's capability captures unprojected bound tasks too.
 SOURCE_CAPTURE_CAPABILITY = "git.read"
 
 # `task_id -> the binding to capture, or None`: see `unprojected_binding`.
@@ -264,11 +226,8 @@ UnprojectedBindings = Callable[[str], GovernedExecutionBinding | None]
 
 
 def unprojected_binding(db: Database, task_id: str) -> GovernedExecutionBinding | None:
-    """The binding whose source capture an unprojected task's attempt is: the task's one
-    registered binding, while its metadata holds no envelope (the seed's recovery projects the
-    runtime envelope only onto such a task, after a capture of that very binding). None for a
-    task with an envelope, with no binding, or with several (which one to capture is not
-    said: the claim runs as any unbound claim)."""
+    """The binding an unprojected task's attempt captures: its one registered binding while it
+    has no envelope; None otherwise, and then the claim runs as any unbound claim."""
 
     def read(conn: Any) -> GovernedExecutionBinding | None:
         task = fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
@@ -285,18 +244,14 @@ def is_source_capture(claim: Mapping[str, Any]) -> bool:
     return isinstance(envelope, Mapping) and envelope.get("action") == "source_capture"
 
 
-# ---------------------------------------------------------------------------------------------
-# the worker's hooks
-
-
 class RepositoryAccess(Protocol):
     """How a worker reaches the governed repository of a claim's binding."""
 
     def source(
         self, claim: Mapping[str, Any], binding: GovernedExecutionBinding
     ) -> contextlib.AbstractContextManager[str | None]:
-        """What to clone the workspace from (a repository or a bundle of the base), for as long
-        as the context lasts; None: the binding names no governed repository."""
+        """What to clone the workspace from, a repository or a bundle of the base, while the
+        context lasts; None: the binding names no governed repository."""
         ...
 
     def record(self, claim: Mapping[str, Any], bundle: bytes) -> ProposalAnswer:
@@ -305,8 +260,8 @@ class RepositoryAccess(Protocol):
 
 
 class LocalRepositories:
-    """The governed repositories of a ledger file on this machine (each call on a connection of
-    its own, so that a clone never holds the worker's shared connections)."""
+    """The governed repositories of a ledger file on this machine, each call on a connection of
+    its own so that a clone never holds the worker's."""
 
     def __init__(self, path: str | os.PathLike[str], *, migrate: bool = True) -> None:
         self._path = path
@@ -331,16 +286,13 @@ class LocalRepositories:
 
 
 class Workspaces:
-    """The worker's hooks over a `RepositoryAccess`: a workspace for a claim, the proposal
-    after the agent, the result of a source capture. The same code on the ledger's host and
-    away from it."""
+    """The worker's hooks over a `RepositoryAccess`: a claim's workspace, its proposal, and
+    source captures."""
 
     def __init__(
         self, access: RepositoryAccess, *, unprojected: UnprojectedBindings | None = None
     ) -> None:
         self.access = access
-        # Set: a claim without an envelope whose task has one registered binding is that
-        # binding's source capture (see `unprojected_binding`).
         self.unprojected = unprojected
 
     def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
@@ -359,8 +311,8 @@ class Workspaces:
         return self.access.record(claim, data)
 
     def source_capture(self, claim: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The capture result of a `source_capture` claim, or of an unprojected bound claim
-        (with `unprojected`); None for any other claim or a repository not governed here."""
+        """The capture result of a `source_capture` claim, or of an unprojected bound claim;
+        None for any other claim or a repository not governed here."""
         binding = claim_binding(claim)
         envelope: Mapping[str, Any]
         if binding is not None:
@@ -383,9 +335,7 @@ class Workspaces:
 
 
 class GitWorkspaces(Workspaces):
-    """The hooks of a worker on the ledger's host: the repositories are read in place.
-    `capture_unprojected`: an unprojected task with one registered binding is captured (a
-    worker offering `git.read`, the source capture's capability, sets it)."""
+    """The hooks of a worker on the ledger's host, reading the repositories in place."""
 
     def __init__(
         self,

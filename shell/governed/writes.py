@@ -10,8 +10,7 @@ which a crash can be recovered without guessing:
 5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
 6. an APPLIED write is attested; a failure to attest leaves the write standing, unattested.
 
-A refusal is recorded as a sealed GOVERNED_WRITE_REFUSED event. A write left INTENDED by a crash
-is settled by the same write again or by `recover_writes`, which record what the ref says.
+A write left INTENDED by a crash is settled by the same write again or by `recover_writes`.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
-from aios_ledger.shell.git.repos import repository_row
+from aios_ledger.shell.git.repos import get_repository, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, run_git
 from aios_ledger.shell.tracing import record_span, write_started
 
@@ -86,12 +85,8 @@ def _write_state(conn: Connection, plans: PlanExecutor | None, request: WriteReq
     chain = chain_of(request.task_id)
     # A dry run (no executor) decides on an empty chain: it only looks for refusals.
     tail = plans.tail(chain) if plans is not None else LogTail.read(0, (chain,), ())
-    refused = fetch_record(
-        conn,
-        "task_idempotency_get",
-        {"idempotency_key": refusal_key(WRITE_OPERATION, request.idempotency_key)},
-        IdempotencyRow,
-    )
+    kept_refusal = {"idempotency_key": refusal_key(WRITE_OPERATION, request.idempotency_key)}
+    refused = fetch_record(conn, "task_idempotency_get", kept_refusal, IdempotencyRow)
     return WriteState(
         task=task,
         repository=repository,
@@ -104,22 +99,10 @@ def _write_state(conn: Connection, plans: PlanExecutor | None, request: WriteReq
 
 
 def move_ref(repository_path: str, ref: str, new: str, old: str, key: str) -> bool:
-    """git's compare-and-swap: whether `update-ref` moved `ref` from `old` to `new`. (A module
-    function, so that the crash tests' helper process can die on either side of it.)"""
-    moved = run_git(
-        [
-            "--git-dir",
-            repository_path,
-            "update-ref",
-            "--create-reflog",
-            "-m",
-            REFLOG_PREFIX + key,
-            ref,
-            new,
-            old,
-        ],
-        check=False,
-    )
+    """git's compare-and-swap of `ref` from `old` to `new`; a module function, so that the crash
+    tests' helper process can die on either side of it."""
+    update = ["update-ref", "--create-reflog", "-m", REFLOG_PREFIX + key, ref, new, old]
+    moved = run_git(["--git-dir", repository_path, *update], check=False)
     return moved.returncode == 0
 
 
@@ -139,16 +122,7 @@ def _settle(
     db: Database, write: GovernedWriteRow, *, swapped: bool, recovered: bool, clock: Clock
 ) -> WriteAnswer:
     """Record what became of an intended write, from git's answer and the ref as read."""
-
-    def repository_path(conn: Connection) -> str:
-        repository = repository_row(conn, write.repository)
-        if repository is None:
-            raise LedgerError(
-                "REPOSITORY_NOT_FOUND", f"no governed repository {write.repository!r}"
-            )
-        return repository.path
-
-    path = db.read(repository_path)
+    path = get_repository(db, write.repository).path
     observed = write.new_oid if swapped else read_ref(path, write.ref)
     outcome = WriteOutcome.from_mapping(
         {
@@ -182,11 +156,8 @@ def governed_write(
     lease_wait: float = LEASE_WAIT_SECONDS,
     attest_key: SigningKey | None = None,
 ) -> WriteAnswer:
-    """Write a verified task's proposal to its bound branch; see the module's steps. Returns
-    the APPLIED answer, with its `attestation` (step 6: signed with `attest_key`, or why none
-    was made); a write that git refused, or that was not applied, raises its code after the
-    ledger recorded it. `lease_wait`: how long to wait for another write of the same ref to
-    finish before `WRITER_LEASE_HELD`."""
+    """Write a verified task's proposal to its bound branch; see the module's steps. Answers the
+    APPLIED write with its `attestation`; any other outcome raises its code once recorded."""
     started = write_started()
     answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait)
     attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
@@ -196,8 +167,7 @@ def governed_write(
 
 
 def _record_write_span(db: Database, answer: WriteAnswer, started: int) -> None:
-    """The governed write's span, in the trace of the attempt whose proposal it wrote, with
-    the version-control conventions' names for the ref and the commit."""
+    """The governed write's span, in the trace of the attempt whose proposal it wrote."""
     write = db.read(lambda conn: write_row(conn, answer["idempotency_key"]))
     assert write is not None  # the write answered was recorded first
     record_span(
@@ -232,9 +202,8 @@ def _governed_write(
 def _recorded(
     db: Database, request: WriteRequest, refused: LedgerError, actor: Actor, clock: Clock
 ) -> LedgerError:
-    """Record the refusal of a well-formed write (`decide_write_refusal`), in a transaction of
-    its own, and return the error to raise: `refused` itself, or, when the key kept a refusal
-    already, the one it kept."""
+    """Record the refusal of a well-formed write, and return the error to raise: `refused`, or
+    the refusal its key kept already."""
 
     def record(conn: Connection) -> LedgerError:
         plans = PlanExecutor(conn)
@@ -261,8 +230,7 @@ def _checked_write(
             )
         return _answered(_settle(db, prior, swapped=False, recovered=True, clock=clock))
     deadline = time.monotonic() + lease_wait
-    # Whether the key kept a refusal: the decision then replays it, and a replayed
-    # WRITER_LEASE_HELD is not waited on.
+    # A replayed WRITER_LEASE_HELD, kept by the key, is not waited on.
     kept: list[bool] = []
 
     def decide(conn: Connection) -> Decision[WriteAnswer]:
@@ -286,8 +254,7 @@ def _checked_write(
         return _answered(decision.response)
     repository_path, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
     target = check_ref_format(decision.response["ref"])
-    # The binding's name passed the ledger's rule when it was parsed; only the repository knows
-    # whether another ref goes by it now.
+    # Only the repository knows whether another ref goes by the binding's branch name now.
     require_unambiguous_branch(target.removeprefix(HEADS), list_refs(repository_path))
     ensure_in_repository(db, repository_path, proposal)
 
@@ -307,8 +274,7 @@ def _checked_write(
         repository_path, write.ref, write.new_oid, write.old_oid, write.idempotency_key
     )
     settled = _settle(db, write, swapped=swapped, recovered=False, clock=clock)
-    # The quarantine ref served its purpose: the branch holds the commit now, or a retry fetches
-    # it again from the stored bundle.
+    # A retry fetches the commit again from the stored bundle.
     run_git(
         ["--git-dir", repository_path, "update-ref", "-d", quarantine_ref(proposal.bundle_sha256)],
         check=False,
@@ -336,9 +302,8 @@ def _answered(answer: WriteAnswer) -> WriteAnswer:
 
 
 def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAnswer]:
-    """Settle every write left INTENDED by a crash, from its ref as read now. Run it when no
-    governed write is in flight (a write between its intent and its swap would be read as not
-    applied)."""
+    """Settle every write left INTENDED by a crash, from its ref as read now; run it when no
+    governed write is in flight."""
     rows = db.read(lambda conn: fetch_all(conn, "governed_writes_in_doubt"))
     return [
         _settle(db, GovernedWriteRow.from_row(row), swapped=False, recovered=True, clock=clock)

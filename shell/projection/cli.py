@@ -47,8 +47,7 @@ if TYPE_CHECKING:
     from aios_ledger.shell.remote.client import LedgerClient
 
 FOLLOW_INTERVAL = 0.5
-# `events --follow --api`: reconnections in a row that get no stream before it gives up
-# (the client's backoff reaches 2 s: a few minutes for a server being restarted).
+# `events --follow --api` gives up after this many reconnections in a row: minutes of backoff.
 STREAM_RECONNECTS = 100
 MAX_INTERVAL = 3600.0
 
@@ -257,10 +256,8 @@ def _check_form(args: argparse.Namespace) -> None:
 
 
 def owner_authorization(args: argparse.Namespace) -> str:
-    """The owner authorization id `project` runs under: `--authorization-id`, else the
-    environment variable (the seed's), else `[projection] authorization_id` in the config file,
-    the order every setting of the command line follows (as `--db`, `$AIOS_LEDGER_DB`,
-    `[database] path`). None of them is `AUTHORIZATION_DENIED`, naming all three."""
+    """The owner authorization id `project` runs under: the option, the environment, then the
+    config file, the order every setting of the command line follows."""
     chosen = args.authorization_id or configured_authorization()
     if chosen is None:
         chosen = ledger_settings(args).projection.authorization_id
@@ -275,8 +272,8 @@ def owner_authorization(args: argparse.Namespace) -> str:
 
 
 def _pin(args: argparse.Namespace, store: InitialExecutionProjectionStore) -> Any:
-    """Read, show, (ask,) apply: the projection pinned to what was read. On a terminal the
-    owner reads what it authorizes as text; elsewhere, or with --json, one JSON document."""
+    """Read, show, ask and apply the projection pinned to what was read: text on a terminal,
+    else one JSON document."""
     pinned = store.pin(
         args.task_id,
         adapter=args.adapter,
@@ -300,8 +297,7 @@ def _pin(args: argparse.Namespace, store: InitialExecutionProjectionStore) -> An
             return 0 if preview["refusal"] is None else EXIT_REFUSED
         return _preview_answer(document)
     if not args.yes and is_terminal(sys.stdin):
-        # The question goes where a person reads it: stdout on a terminal, else stderr, so
-        # that a JSON stdout stays one document.
+        # On stderr unless stdout is a terminal, so that a JSON stdout stays one document.
         _confirm(pinned.authorized, sys.stdout if human else sys.stderr)
     elif human:
         sys.stdout.write(authorized_text(pinned.authorized))
@@ -323,8 +319,7 @@ def _confirm(authorized: JsonObject, stream: TextIO) -> None:
         )
 
 
-# What a person reads before authorizing: one line each, whole ids and digests (a terminal
-# may wrap a long line, never this text).
+# What a person reads before authorizing: one line each, whole ids and digests.
 _AUTHORIZED_LINES = (
     ("job", "{job_id}"),
     ("repository", "{repository}"),
@@ -369,8 +364,7 @@ def _verdict_text(refusal: JsonObject | None) -> str:
 
 
 def _preview_answer(preview: dict[str, Any]) -> Any:
-    """The preview on stdout; a request the projection would refuse also exits 1 with its
-    code on stderr, as `project` would."""
+    """A preview the projection would refuse also exits 1 with its code, as `project` would."""
     refusal = preview.get("refusal")
     if refusal is None:
         return preview
@@ -423,8 +417,7 @@ def _follow(args: argparse.Namespace) -> int:
 def _follow_stream(
     client: LedgerClient, after: int | None, task_id: str | None, line: Callable[[EventView], str]
 ) -> None:
-    """Print each event of the server's stream (`GET /v1/events/stream`) as it comes; the
-    client reconnects after a dropped connection, resuming after the last event printed."""
+    """Print each event of the server's stream as it comes, through reconnections."""
     for event in client.follow_events(after=after, task_id=task_id, reconnects=STREAM_RECONNECTS):
         sys.stdout.write(line(event) + "\n")
         sys.stdout.flush()

@@ -1,16 +1,9 @@
 """`aios-ledger review`: an auxiliary run judges each submitted task from its evidence.
 
-For each SUBMITTED task the reviewer reads the evidence of its latest attempt, spawns a
-tool-free auxiliary run whose output must be `{decision, reason}`, with the review command as
-its executor, and records the decision with `verify`. The command gets `{instruction, evidence,
-result}` as JSON on stdin and prints its decision as JSON on stdout.
-
-Each review is an auxiliary run of its own, `review:TASK:ATTEMPT:N`, so a review that crashed
-or answered nonsense stays FAILED as evidence and the next round runs review N+1, until
-`max_attempts` have failed and the task is left SUBMITTED for a person. A completed review is
-never run again: if recording its decision failed, the next round records the same decision
-(verify is idempotent by key). The same round runs over the ledger file (`LocalReview`) or the
-HTTP API (`RemoteReview`).
+The review command gets `{instruction, evidence, result}` on stdin and prints `{decision,
+reason}`, recorded with `verify`. Each review is an auxiliary run of its own,
+`review:TASK:ATTEMPT:N`, so a failed review stays as evidence and the next round runs N+1 until
+`max_attempts` have failed; a completed review is never run again, only its decision recorded.
 """
 
 from __future__ import annotations
@@ -62,6 +55,7 @@ from aios_ledger.shell.auxiliary.service import (
     list_auxiliary_runs,
 )
 from aios_ledger.shell.db.connection import fetch_all
+from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.holders import task_views
 from aios_ledger.shell.tasks.ledger import TaskLedger
@@ -69,6 +63,12 @@ from aios_ledger.shell.tracing import attempt_span, traceparent_environment
 
 LOG = logging.getLogger("aios_ledger.review")
 MAX_REVIEW_OUTPUT = 64 * 1024
+# How a review's record shows on its span.
+SPAN_ATTRIBUTES = (
+    ("outcome", "aios.review.outcome"),
+    ("decision", "aios.review.decision"),
+    ("error_code", "error.type"),
+)
 LEFT_TO_A_PERSON = (
     "left SUBMITTED: every review allowed failed; a person or the task's owner decides "
     "(aios-ledger task verify)"
@@ -84,14 +84,12 @@ class CommandReviewer:
 
     async def execute(self, context: AuxiliaryRunContext) -> Any:
         task_id = context.evidence.target.session_id.removeprefix("task:")
-        stdin = json.dumps(
-            {
-                "instruction": context.spec.instruction,
-                "evidence": context.evidence.public(),
-                "result": self.results.get(task_id),
-            },
-            sort_keys=True,
-        ).encode()
+        given = {
+            "instruction": context.spec.instruction,
+            "evidence": context.evidence.public(),
+            "result": self.results.get(task_id),
+        }
+        stdin = json.dumps(given, sort_keys=True).encode()
         traced = traceparent_environment()  # the review's span, while tracing is on
         process = await asyncio.create_subprocess_exec(
             "/bin/sh",
@@ -148,8 +146,8 @@ class ReviewBackend(Protocol):
 
 
 class LocalReview:
-    """A review round over a ledger file, judged under the name `reviewer`: the core holds it
-    against each result's author (SELF_REVIEW), as the API holds a reviewer token's name."""
+    """A review round over a ledger file, judged under the name `reviewer`, which the core
+    holds against each result's author (SELF_REVIEW)."""
 
     def __init__(
         self, path: str | os.PathLike[str], *, reviewer: str, migrate: bool = True
@@ -206,12 +204,8 @@ def review_submitted(
     backend: ReviewBackend | None = None,
     reviewer: str | None = None,
 ) -> JsonObject:
-    """Review SUBMITTED tasks (up to `limit`); answers `{reviews, counts, exit}`: one record per
-    task, how many ended each way, and 1 when any review failed (`review_summary`). The
-    arguments are checked as the `[review]` settings are (FIELDS_INVALID). `reviewer`: who
-    judges, required over the ledger file at `path` (a verdict on a result `reviewer` wrote
-    itself is refused SELF_REVIEW and recorded as `verify_failed`). `backend`: review through
-    it (e.g. the API, which judges under its token's name) instead; it is closed after."""
+    """Review SUBMITTED tasks (up to `limit`), over the ledger at `path` as `reviewer`, or
+    through `backend` (closed after); answers `review_summary`'s `{reviews, counts, exit}`."""
     settings = structure(
         {
             "exec": command,
@@ -269,7 +263,8 @@ async def _review(
             ) as span:
                 record = await _review_one(backend, service, task, step, timeout)
                 if span is not None:
-                    span.set_attributes(review_attributes(record))
+                    shown = {a: str(record[f]) for f, a in SPAN_ATTRIBUTES if f in record}
+                    span.set_attributes(shown)
             reviewed.append(record)
             _log(record)
     finally:
@@ -277,27 +272,14 @@ async def _review(
     return reviewed
 
 
-def review_attributes(record: dict[str, Any]) -> dict[str, str]:
-    """What a review's span says of how it ended: its outcome, decision, error code."""
-    shown = (
-        ("outcome", "aios.review.outcome"),
-        ("decision", "aios.review.decision"),
-        ("error_code", "error.type"),
-    )
-    return {attribute: str(record[field]) for field, attribute in shown if field in record}
-
-
 def tasks_to_review(runs: RunStore, limit: int) -> list[TaskView]:
     """The tasks a round reviews, in order (the `review_candidates` read is the one rule)."""
-    return runs.database.read(
-        lambda conn: task_views(
-            conn,
-            [
-                TaskRow.from_row(row)
-                for row in fetch_all(conn, "review_candidates", {"limit": limit})
-            ],
-        )
-    )
+
+    def read(conn: Connection) -> list[TaskView]:
+        rows = fetch_all(conn, "review_candidates", {"limit": limit})
+        return task_views(conn, [TaskRow.from_row(row) for row in rows])
+
+    return runs.database.read(read)
 
 
 def reviews_of(runs: RunStore, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:
@@ -318,11 +300,8 @@ def _log(record: dict[str, Any]) -> None:
     if "error_code" in record:
         message += f" ({record['error_code']}: {record['error']})"
     level = logging.WARNING if outcome in FAILED_REVIEW_OUTCOMES else logging.INFO
-    LOG.log(
-        level,
-        message,
-        extra={"task_id": record["task_id"], "attempt": record["attempt"], "outcome": outcome},
-    )
+    fields = {"task_id": record["task_id"], "attempt": record["attempt"], "outcome": outcome}
+    LOG.log(level, message, extra=fields)
 
 
 async def _review_one(
@@ -374,8 +353,7 @@ async def _review_one(
 def review_spec(
     task: TaskView, evidence: EvidenceSnapshot, review_attempt: int, timeout: float
 ) -> AuxiliaryRunSpec:
-    """The auxiliary run that reviews one attempt: tool-free, over its pinned evidence, whose
-    output must be `{decision, reason}`."""
+    """The tool-free auxiliary run that reviews one attempt over its pinned evidence."""
     task_id, attempt = str(task["task_id"]), int(task["attempt"])
     return (
         AuxiliaryRunSpec(
@@ -422,10 +400,6 @@ def _record_verdict(
             expected_result_digest=task.get("result_digest"),
         )
     except LedgerError as refused:
-        return {
-            **record,
-            "outcome": "verify_failed",
-            "error_code": refused.code,
-            "error": refused.detail,
-        }
+        failed = {"outcome": "verify_failed", "error_code": refused.code, "error": refused.detail}
+        return {**record, **failed}
     return {**record, "outcome": "verified", "status": verified["status"]}

@@ -1,16 +1,9 @@
 """`aios-ledger worker`: claims tasks and runs a command for each, under the task's lease.
 
-The command gets the claim as JSON on stdin; its stderr becomes run events (the evidence a
-reviewer reads) and the JSON object on its stdout is submitted as the result. A command that
-fails, hangs or prints garbage still leads to a submitted failure result carrying the evidence
-of why, so a reviewer always has something to judge; a lost lease stops the command and
-submits nothing (docs/worker.md).
-
-Each command runs in a thread of its own with its own claim, lease and heartbeats, under a
-guard (`guard.py`) in a process group of its own, so that a worker that dies, even by SIGKILL,
-takes its commands with it. The same worker runs over a ledger file (`Worker(path, config)`) or
-anything with the same calls (`Worker.over`), such as `LedgerClient` for `worker --api`; its
-governed repositories are reached in place or through the API (`WorkRepositories`).
+The command gets the claim as JSON on stdin; its stderr becomes evidence and its stdout's JSON
+object the result, and a command that fails still submits a failure result saying why, so a
+reviewer always has something to judge (docs/worker.md). Each command runs in its own thread
+and process group, under a guard (`guard.py`) that takes it down with a killed worker.
 """
 
 from __future__ import annotations
@@ -58,13 +51,11 @@ MAX_STDOUT_BYTES = 4 * 1024 * 1024
 MAX_STDERR_LINE = 4000
 KILL_WAIT_SECONDS = 2.0
 TICK_SECONDS = 0.05
-# How soon the claiming loop notices a stop: the signal handler only sets a flag (see
-# `request_stop`), so the loop never sleeps longer than this at a time.
+# The signal handler only sets a flag, so the claiming loop never sleeps longer than this.
 STOP_POLL_SECONDS = 0.1
 LOG = logging.getLogger("aios_ledger.worker")
 LEASE_LOST = frozenset({"LEASE_EXPIRED", "LEASE_INVALID", "INVALID_TRANSITION", "TASK_NOT_FOUND"})
-# Refusals of the worker itself, not of a task: waiting would not change them (a token that
-# is not granted the capabilities the worker offers included).
+# Refusals of the worker itself, not of a task: waiting would not change them.
 IDENTITY_REFUSED = frozenset(
     {"UNAUTHENTICATED", "FORBIDDEN", "AGENT_MISMATCH", "CAPABILITY_NOT_GRANTED"}
 )
@@ -73,11 +64,11 @@ P = ParamSpec("P")
 T = TypeVar("T")
 # Why the worker ended a command before it exited by itself.
 Ending = tuple[Literal["timeout", "wall-time", "lease-lost", "stopped"], str]
+FAILURE_OF_ENDING = {"timeout": "timeout", "wall-time": "wall_time_exceeded"}
 
 
 def require_exec_program(command: str, option: str = "--exec") -> None:
-    """Refuse at start-up a command whose program does not exist or cannot run, instead of
-    failing every task it is given (`exec_program` says which commands can be checked)."""
+    """Refuse at start-up a command whose program cannot run, instead of failing every task."""
     program = exec_program(command)
     if program is None:
         return
@@ -101,8 +92,7 @@ def require_exec_program(command: str, option: str = "--exec") -> None:
 
 
 class WorkRuns(Protocol):
-    """The run writes a worker makes (its evidence, in the run its claim created): RunStore's,
-    and LedgerClient's."""
+    """The evidence writes a worker makes: RunStore's, and LedgerClient's."""
 
     def append_event(
         self, run_id: str, kind: str, payload: Any = None, *, lease_token: str | None = None
@@ -121,9 +111,8 @@ class WorkRepositories(Protocol):
 
 
 class NoWorkspaces:
-    """The hooks of a worker that reaches no governed repository: no workspace, so no
-    proposal, and no source capture by the worker itself: every claim runs as the local worker
-    runs a claim whose repository is not registered."""
+    """The hooks of a worker that reaches no governed repository: every claim runs its command
+    without a workspace."""
 
     def prepare(self, claim: Mapping[str, Any], agent_id: str) -> Workspace | None:
         return None
@@ -172,7 +161,6 @@ class Worker:
     ) -> None:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         runs = RunStore(path, clock=clock, migrate=migrate)
-        # Governed repositories: workspaces, proposals, source captures.
         workspaces = GitWorkspaces(
             path,
             migrate=migrate,
@@ -200,19 +188,13 @@ class Worker:
         close: Callable[[], None] | None = None,
         explain_idle: Callable[[Sequence[str]], IdleReason] | None = None,
     ) -> Worker:
-        """A worker over another backend (a `LedgerClient` serves as both); its calls are not
-        serialised (the backend takes concurrent calls). `close` runs on `Worker.close`.
-        Without `workspaces` it prepares no git workspace (`NoWorkspaces`); `explain_idle`
-        says why nothing was claimable (without it an idle worker gives no reason)."""
+        """A worker over another backend (a `LedgerClient` serves as both), which takes
+        concurrent calls, so they are not serialised."""
         worker = cls.__new__(cls)
         closers = () if close is None else (close,)
+        repositories = workspaces or NoWorkspaces()
         worker._attach(
-            config,
-            ledger,
-            runs,
-            workspaces or NoWorkspaces(),
-            closers=closers,
-            explain_idle=explain_idle,
+            config, ledger, runs, repositories, closers=closers, explain_idle=explain_idle
         )
         return worker
 
@@ -249,8 +231,7 @@ class Worker:
             close()
 
     def log(self, message: str, *, level: int = logging.INFO, **fields: object) -> None:
-        """A record of the `aios_ledger.worker` logger; `fields` go along as structured extras
-        (the JSON log format shows them)."""
+        """`fields` go along as structured extras, which the JSON log format shows."""
         agent_id = self.config.agent_id
         LOG.log(level, f"worker {agent_id}: {message}", extra={"agent_id": agent_id, **fields})
 
@@ -283,16 +264,13 @@ class Worker:
         signal.signal(signal.SIGINT, stop)
 
     def serialised(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """`call` on the worker's backend; on a ledger file, never at the same time as
-        another thread's call."""
+        """On a ledger file, calls from the executions' threads take turns."""
         with self._serial:
             return call(*args, **kwargs)
 
     def run(self) -> int:
-        """Claim and work until stopped, `--once`, `--until-empty` or `--max-tasks`, with up to
-        `concurrency` commands at once; returns when every command has ended, 0 on a clean
-        stop. An execution that crashes stops the others (and their tasks are released), then
-        its exception is raised here."""
+        """Claim and work until stopped or done, with up to `concurrency` commands at once. An
+        execution that crashes stops the others, then its exception is raised here."""
         executions: list[threading.Thread] = []
         delay = self.config.poll_min
         started = 0
@@ -327,9 +305,7 @@ class Worker:
             raise
         finally:
             for thread in executions:
-                # In slices: a signal the kernel hands to another thread is run by the main
-                # thread only once it is back in Python, never while a join without a timeout
-                # blocks it (a second Ctrl-C would wait out the grace period).
+                # In slices: a join without a timeout would hold off a second Ctrl-C's handler.
                 while thread.is_alive():
                     thread.join(STOP_POLL_SECONDS)
         if self._crash is not None:
@@ -337,7 +313,7 @@ class Worker:
         return 0
 
     def _note_idle(self) -> None:
-        """Read why nothing was claimable, and log it when it is not what was logged last."""
+        """Log why nothing was claimable, when it is not what was logged last."""
         if self._explain_idle is None:
             return
         try:
@@ -364,27 +340,22 @@ class Worker:
 
     def _claim(self, count: int) -> list[ClaimAnswer]:
         try:
-            # The claim itself takes over the leases of dead workers.
-            return self._claim_many(count)
+            return self.serialised(
+                self.ledger.claim_many,
+                agent_id=self.config.agent_id,
+                capabilities=self.config.capabilities,
+                lease_seconds=self.config.lease_seconds,
+                limit=count,
+            )
         except LedgerError as refused:
             if refused.code in IDENTITY_REFUSED:
                 raise
-            # A backend that does not answer is waited for only by a long-running worker: one
-            # run to the end (--once, --until-empty) says so instead of finding "nothing".
+            # Only a long-running worker waits for a backend that does not answer.
             finite = self.config.once or self.config.until_empty
             if refused.code == "API_UNAVAILABLE" and finite:
                 raise
             self.log(f"claim refused: {refused}", level=logging.WARNING, code=refused.code)
             return []
-
-    def _claim_many(self, count: int) -> list[ClaimAnswer]:
-        return self.serialised(
-            self.ledger.claim_many,
-            agent_id=self.config.agent_id,
-            capabilities=self.config.capabilities,
-            lease_seconds=self.config.lease_seconds,
-            limit=count,
-        )
 
     def _start(self, claim: ClaimAnswer) -> threading.Thread:
         # In the starting thread's context: the task's writes name the worker's actor.
@@ -443,8 +414,7 @@ class Worker:
 
 
 class _Execution:
-    """One run of the command for one claim: its heartbeats, timeout and stop handling, and
-    what it hands back (its result, a failure result with the evidence, or the task)."""
+    """One run of the command for one claim, with its heartbeats, timeout and stop handling."""
 
     def __init__(self, worker: Worker, claim: ClaimAnswer) -> None:
         self.worker = worker
@@ -465,8 +435,7 @@ class _Execution:
         lost: list[str] = []
         captured: dict[str, Any] | None = None
         try:
-            # A workspace may take a while (a remote worker downloads the base): the lease is
-            # kept alive meanwhile, as while the command runs.
+            # A remote worker may take a while to download the base.
             with self._keeping_lease(lost):
                 captured = self.worker.workspaces.source_capture(self.claim)
                 if captured is None:
@@ -481,9 +450,7 @@ class _Execution:
             if lost:
                 return "lease-lost", lost[0]
             if captured is not None:  # executed by the worker itself, not by the command
-                # The capture was taken under the lease: a heartbeat says so before the
-                # submit (the chain the recovery projection asks for: claimed, heartbeat+,
-                # submitted), and finds a lease lost meanwhile.
+                # The recovery projection asks for a heartbeat between claim and submit.
                 code = self._heartbeat()
                 if code is not None:
                     return "lease-lost", code
@@ -495,8 +462,8 @@ class _Execution:
 
     @contextlib.contextmanager
     def _keeping_lease(self, lost: list[str]) -> Iterator[None]:
-        """Heartbeat the lease from a thread of its own while the block runs (the worker's own
-        git work around the command); a lease found lost is appended to `lost`."""
+        """Heartbeat the lease while the worker's own git work runs; a lost lease's code is
+        appended to `lost`."""
         done = threading.Event()
         every = heartbeat_interval(self.worker.config.lease_seconds)
 
@@ -565,33 +532,28 @@ class _Execution:
         self.worker.evidence(self.claim, "exit", {"returncode": process.returncode})
         if ending is not None:
             why, detail = ending
-            if why == "timeout":
-                return self._fail("timeout", detail)
-            if why == "wall-time":
-                return self._fail("wall_time_exceeded", detail)
             if why == "stopped":
                 return self._release(detail)
-            return "lease-lost", detail
+            if why == "lease-lost":
+                return why, detail
+            return self._fail(FAILURE_OF_ENDING[why], detail)
         if process.returncode != 0:
             return self._fail("exit_status", f"exit status {process.returncode}")
         try:
             result = loads_object(bytes(self._stdout), what="stdout")
         except LedgerError as refused:
             return self._fail("invalid_output", refused.code)
-        # What the agent reports it spent goes beside its result, not in it (a result contract
-        # has no field for it): the ledger records it and holds it against the task's budget.
+        # What the agent spent goes beside its result: a result contract has no field for it.
         usage = result.pop("usage", None)
         self._propose()
         return self._submit(result, "submitted", "result submitted", usage=usage)
 
     def _propose(self) -> None:
-        """The agent's commits in its workspace become the attempt's proposal, recorded under
-        the lease before its result; a refusal is evidence (the governed write will find no
-        proposal)."""
+        """Record the agent's commits as the attempt's proposal, before its result; a refusal
+        only becomes evidence."""
         if self._workspace is None:
             return
         try:
-            # A lost lease: the submit finds it so.
             with self._keeping_lease([]), child_span("propose task"):
                 proposal = self.worker.workspaces.propose(self._workspace, self.claim)
         except LedgerError as refused:
@@ -607,9 +569,8 @@ class _Execution:
             self.worker.evidence(self.claim, "proposal", shown)
 
     def _supervise(self, process: subprocess.Popen[bytes]) -> Ending | None:
-        """Wait for the command; heartbeat, enforce the timeout and the stop's grace period.
-        None when the command exited by itself; then whatever it left running in its group is
-        killed, so that nothing of one task keeps running into the next."""
+        """Wait for the command, heartbeating and enforcing the limits; None when it exited by
+        itself, and then what it left running is killed so it cannot outlive the task."""
         config = self.worker.config
         started = time.monotonic()
         beat_every = heartbeat_interval(config.lease_seconds)
@@ -677,8 +638,8 @@ class _Execution:
         cause: str | None = None,
         usage: Any = None,
     ) -> tuple[str, str]:
-        """Submit `result`; a refused command's result becomes a failure result saying why, and
-        a refused failure result (`cause` says what failed first) gives the task back."""
+        """A refused result becomes a failure result saying why, and a refused failure result
+        (`cause` says what failed first) gives the task back."""
         worker = self.worker
         try:
             worker.serialised(
@@ -694,7 +655,6 @@ class _Execution:
             if refused.code in LEASE_LOST:
                 return "lease-lost", refused.code
             if cause is None:
-                # The command's own result broke the task's contract: submit a failure saying why.
                 worker.log(
                     f"task {self.task_id}: the result was refused: {refused}",
                     level=logging.WARNING,
@@ -702,13 +662,11 @@ class _Execution:
                     code=refused.code,
                 )
                 return self._fail("result_refused", str(refused), shown=refused.code)
-            # The failure result was refused as well: released now rather than left CLAIMED
-            # until its lease passes (the attempt stays counted), the first cause first.
+            # Released now rather than left CLAIMED until its lease passes.
             return self._release(f"{cause} (the failure result was refused too: {refused})")
 
     def _fail(self, kind: str, detail: str, *, shown: str | None = None) -> tuple[str, str]:
-        """Submit a failure result with the evidence of the run, which also becomes a run
-        event; `shown` is the outcome's detail (the failure kind unless given)."""
+        """Submit a failure result with the run's evidence; `shown` is the outcome's detail."""
         evidence = FailureEvidence.bounded(
             exit_status=self._exit_status,
             stderr_lines=tuple(self._stderr_tail),
@@ -733,7 +691,6 @@ class _Execution:
         )
 
     def _release(self, reason: str) -> tuple[str, str]:
-        """Give the task back (QUEUED again at once) after a stop."""
         worker = self.worker
         worker.evidence(self.claim, "released", {"reason": reason})
         try:
@@ -784,9 +741,8 @@ class _Execution:
 
 
 def _time_limit(timeout: float | None, claim: Mapping[str, Any]) -> tuple[float, Ending] | None:
-    """When the command is stopped, and why: the worker's own `timeout`, or the wall limit of
-    the task's budget (`budget.wall_seconds`, handed over by the claim) when that comes first
-    (a tie is the budget's: the owner's limit is the one the agent was held to)."""
+    """When the command is stopped, and why: the worker's `timeout` or the task budget's wall
+    limit, whichever comes first (a tie is the budget's, the limit the agent was held to)."""
     budget = claim.get("budget")
     wall = budget.get("wall_seconds") if isinstance(budget, Mapping) else None
     if (
@@ -801,16 +757,13 @@ def _time_limit(timeout: float | None, claim: Mapping[str, Any]) -> tuple[float,
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    """Signal the command's process group: its guard leads it, and the command and everything
-    it started belong to it. The group outlives the reaped guard while a member lives, so the
-    same id still reaches what is left."""
+    """The group outlives its reaped guard while a member lives, so its id still reaches them."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)
 
 
 def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    """Stop the command and everything it started: SIGTERM to the group, then, once the
-    command has ended or after KILL_WAIT_SECONDS, SIGKILL to whatever is left."""
+    """SIGTERM to the command's group, then SIGKILL to whatever is left."""
     _signal_group(process, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=KILL_WAIT_SECONDS)
