@@ -1,9 +1,6 @@
 """The `aios-ledger` command line: JSON on stdout (tables on a terminal), `CODE: detail` on
-stderr, non-zero on refusal (2 for a usage mistake).
-
-Each capability adds its commands from its own module (`COMMAND_GROUPS`); this module holds only
-the parser, the shared options, how `--help` groups the commands (`HELP_GROUPS`) and the error
-boundary.
+stderr, non-zero on refusal (2 for a usage mistake). Each capability registers its commands from
+its own module (`COMMAND_GROUPS`); this one holds the shared options and the error boundary.
 """
 
 from __future__ import annotations
@@ -37,9 +34,7 @@ from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.tracing import start_tracing, stop_tracing
 
-# Each capability's commands, registered by its own module (its `register`), in this order. A
-# process imports only the module of the command it runs, so that it starts quickly; `--help`,
-# an unknown command and tab completion build the whole list.
+# A process imports only the module of the command it runs, so that it starts quickly.
 COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "aios_ledger.shell.projection.cli",
@@ -76,8 +71,7 @@ COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("aios_ledger.shell.completion_cli", ("completion",)),
 )
 
-# How `aios-ledger --help` lists the commands: by what a person is doing, not by the module that
-# registers them. Every registered command is in exactly one group (tests/test_cli_help.py).
+# `--help` lists the commands by what a person is doing, not by the module that registers them.
 HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "start here",
@@ -132,8 +126,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
 
 
 class VersionAction(argparse.Action):
-    """`--version`: argparse's, but the installed version is read only when asked for (importing
-    importlib.metadata cost every process of the command line tens of milliseconds)."""
+    """`--version`, reading the installed version only when asked: importlib.metadata is slow."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
         super().__init__(
@@ -158,11 +151,9 @@ class VersionAction(argparse.Action):
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser of every command; given the arguments a process runs, the parser those need:
-    of the one group of commands that holds the command they name, when they name one (and ask
-    for no help before it, and no completion)."""
-    # No abbreviations of the global options: `witness --log URL` is its own option, not a
-    # prefix of --log-level.
+    """The parser of every command, or given `argv`, of the one group that holds the command
+    it names."""
+    # No abbreviations: `witness --log URL` is its own option, not a prefix of --log-level.
     parser = Parser(
         prog="aios-ledger", description="A governed task ledger for AI agents.", allow_abbrev=False
     )
@@ -233,9 +224,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def command_named(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
-    """The command `argv` names, read past the global options the way `parser` reads them; None
-    when `parser` needs every command: no command, help or an unknown option before it, or tab
-    completion (which lists them all)."""
+    """The command `argv` names past the global options; None when every command is needed
+    (help, an unknown option, tab completion)."""
     if "_ARGCOMPLETE" in os.environ:
         return None
     takes_value = {
@@ -269,8 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
     except BrokenPipeError:
-        # The reader went away (`events --follow | head -1`): nothing more to say, and the
-        # interpreter's own flush of stdout at exit must not raise again.
+        # The reader went away; the interpreter's own flush of stdout must not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
 
@@ -279,8 +268,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         arguments = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(arguments)
-        # Under the shell's completion (_ARGCOMPLETE set) this prints the candidates and exits;
-        # otherwise it does nothing.
+        # Under the shell's completion this prints the candidates and exits.
         argcomplete.autocomplete(parser)
         args = parser.parse_args(arguments)
         level = args.log_level or getattr(args, "default_log_level", "WARNING")

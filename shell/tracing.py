@@ -2,15 +2,9 @@
 reviewer (docs/observability.md).
 
 Off by default, and then free: nothing of OpenTelemetry is imported and every hook is one test
-of a module global. `start_tracing` turns it on only when the standard `OTEL_*` environment asks
-for an exporter; unlike the SDK, an unset exporter with no OTLP endpoint stays off, so that no
-ledger sends traces to localhost by surprise. The SDK is an extra
-(`pip install 'aios-ledger[otel]'`): asking for traces without it is `TRACING_UNAVAILABLE`.
-
-Every process derives an attempt's trace id from (task id, attempt)
-(`core.traces.AttemptTrace`), so the spans of the worker, the reviewer, the ledger's writes and
-the server's requests join one trace without passing ids around; a `traceparent` still links
-the API client's calls and the agent's command (`TRACEPARENT`) to the span they run under.
+of a module global; unlike the SDK, an unset exporter with no OTLP endpoint stays off, so no
+ledger sends traces to localhost by surprise. Every process derives an attempt's trace id from
+(task id, attempt), so the spans of all its processes join one trace without passing ids around.
 """
 
 from __future__ import annotations
@@ -34,8 +28,7 @@ EXPORTERS = ("otlp", "console", "none")
 OTLP_PROTOCOL = "http/protobuf"
 OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 OTLP_PROTOCOLS = ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-# The environment variable an agent's command reads its parent span from (the name the OTel
-# specification's environment-variable carriers use).
+# Where an agent's command reads its parent span from, as OTel's environment carriers name it.
 TRACEPARENT_ENV = "TRACEPARENT"
 TASKS_COLLECTION = "tasks"
 
@@ -52,8 +45,7 @@ _switch = _Switch()
 
 
 def requested_exporters(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The span exporters the environment asks for (none: tracing stays off); a name this
-    ledger does not export to is `TRACING_CONFIG_INVALID`."""
+    """The span exporters the environment asks for; none: tracing stays off."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return ()
     listed = environ.get("OTEL_TRACES_EXPORTER")
@@ -82,8 +74,7 @@ def requested_exporters(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def start_tracing(service_name: str, environ: Mapping[str, str] = os.environ) -> bool:
-    """Turn tracing on when `environ` asks for it (see the module), exporting as
-    `service_name` unless `OTEL_SERVICE_NAME` names the service; whether it is on."""
+    """Turn tracing on when `environ` asks for it; answers whether it is on."""
     exporters = requested_exporters(environ)
     if not exporters:
         return False
@@ -113,8 +104,8 @@ def start_tracing(service_name: str, environ: Mapping[str, str] = os.environ) ->
 
 
 def stop_tracing() -> None:
-    """Flush and shut down what `start_tracing` started, and trace no more: a command that ends
-    leaves no exporter behind in a process that goes on (a program calling `main(argv)`)."""
+    """Flush and shut down what `start_tracing` started, so that a command run by `main(argv)`
+    leaves no exporter behind in a process that goes on."""
     provider, _switch.started = _switch.started, None
     if provider is not None:
         disable_tracing()
@@ -123,15 +114,13 @@ def stop_tracing() -> None:
 
 def enable_tracing(provider: TracerProvider) -> None:
     """Trace through `provider` from now on (a library caller's own, or `start_tracing`'s)."""
-    # Here, not at the top: importing importlib.metadata costs every process of the command
-    # line, and this runs only when tracing is turned on.
+    # Here, not at the top: importlib.metadata is slow to import.
     from importlib.metadata import version
 
     _switch.tracer = provider.get_tracer(INSTRUMENTATION, version("aios-ledger"))
 
 
 def disable_tracing() -> None:
-    """No more spans from now on (what a process that never enabled tracing has)."""
     _switch.tracer = None
 
 
@@ -144,9 +133,8 @@ def current_tracer() -> Tracer | None:
 
 
 def _in_attempt(trace: AttemptTrace) -> tuple[Context | None, list[Any]]:
-    """The parent context of a span of `trace`, and its links: the current span when it is
-    in that trace already; otherwise the attempt's root, linked to the current span (a claim
-    of whatever task comes first, a create a caller traced in a trace of its own)."""
+    """The parent context of a span of `trace`, and its links: the current span when it is in
+    that trace already, else the attempt's root, linked to the current span."""
     from opentelemetry import trace as api
 
     current = api.get_current_span().get_span_context()
@@ -162,8 +150,15 @@ def _in_attempt(trace: AttemptTrace) -> tuple[Context | None, list[Any]]:
     return api.set_span_in_context(api.NonRecordingSpan(root)), links
 
 
-def attempt_attributes(task_id: str, attempt: int) -> dict[str, Any]:
-    return {"aios.task.id": task_id, "aios.task.attempt": attempt}
+def _attempt_options(
+    task_id: str, attempt: int, kind: str, attributes: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The options of a span of attempt `attempt` of `task_id`; `kind` is a `SpanKind` name."""
+    from opentelemetry.trace import SpanKind
+
+    context, links = _in_attempt(AttemptTrace.of(task_id, attempt))
+    shown = {"aios.task.id": task_id, "aios.task.attempt": attempt, **(attributes or {})}
+    return {"context": context, "kind": SpanKind[kind], "attributes": shown, "links": links}
 
 
 @contextlib.contextmanager
@@ -175,22 +170,13 @@ def attempt_span(
     kind: str = "INTERNAL",
     attributes: Mapping[str, Any] | None = None,
 ) -> Iterator[Span | None]:
-    """A span of attempt `attempt` of `task_id` around the block, current in it; None (and
-    nothing made) while tracing is off. `kind`: a `SpanKind` name."""
+    """A span of the attempt around the block, current in it; None while tracing is off."""
     tracer = _switch.tracer
     if tracer is None:
         yield None
         return
-    from opentelemetry.trace import SpanKind
-
-    context, links = _in_attempt(AttemptTrace.of(task_id, attempt))
-    with tracer.start_as_current_span(
-        name,
-        context=context,
-        kind=SpanKind[kind],
-        attributes={**attempt_attributes(task_id, attempt), **(attributes or {})},
-        links=links,
-    ) as span:
+    options = _attempt_options(task_id, attempt, kind, attributes)
+    with tracer.start_as_current_span(name, **options) as span:
         yield span
 
 
@@ -198,8 +184,8 @@ def attempt_span(
 def child_span(
     name: str, *, kind: str = "INTERNAL", attributes: Mapping[str, Any] | None = None
 ) -> Iterator[Span | None]:
-    """A child of the current span around the block (an attempt's agent run, its proposal);
-    None, and nothing made, while tracing is off or outside any span."""
+    """A child of the current span around the block; None while tracing is off or outside any
+    span."""
     tracer = _switch.tracer
     if tracer is None:
         yield None
@@ -223,29 +209,17 @@ def write_started() -> int | None:
 def record_span(
     name: str, task_id: str, attempt: int, *, started: int, kind: str, attributes: Mapping[str, Any]
 ) -> None:
-    """A span of attempt `attempt` of `task_id` from `started` (`write_started`) to now, made
-    once what it is about is known (the task a claim took, the attempt a write acted on)."""
+    """A span of the attempt from `started` to now, made once what it is about is known (the
+    task a claim took, the attempt a write acted on)."""
     tracer = _switch.tracer
-    if tracer is None:
-        return
-    from opentelemetry.trace import SpanKind
-
-    context, links = _in_attempt(AttemptTrace.of(task_id, attempt))
-    span = tracer.start_span(
-        name,
-        context=context,
-        kind=SpanKind[kind],
-        attributes={**attempt_attributes(task_id, attempt), **attributes},
-        links=links,
-        start_time=started,
-    )
-    span.end()
+    if tracer is not None:
+        options = _attempt_options(task_id, attempt, kind, attributes)
+        tracer.start_span(name, start_time=started, **options).end()
 
 
 def record_writes(operation: str, answers: Sequence[Any], *, started: int, db_system: str) -> None:
-    """One span per task a ledger write answered for (a batch's, a claim's), from `started` to
-    now, each in the trace of the attempt the write belongs to, named as the database
-    conventions name a client operation (`claim tasks`)."""
+    """One span per task a ledger write answered for, in the trace of the attempt the write
+    belongs to, named as the database conventions name a client operation."""
     if _switch.tracer is None:
         return
     for answer in answers:
@@ -275,23 +249,23 @@ def record_writes(operation: str, answers: Sequence[Any], *, started: int, db_sy
 
 
 def traceparent_environment() -> dict[str, str]:
-    """`TRACEPARENT` of the current span, for a child process's environment (an agent's
-    command, a review command); empty while tracing is off or outside any span."""
-    if _switch.tracer is None:
-        return {}
+    """`TRACEPARENT` of the current span, for a child process's environment; empty while
+    tracing is off or outside any span."""
+    return {} if _switch.tracer is None else _traceparent(None)
+
+
+def _traceparent(context: Context | None) -> dict[str, str]:
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     carrier: dict[str, str] = {}
-    TraceContextTextMapPropagator().inject(carrier)
+    TraceContextTextMapPropagator().inject(carrier, context)
     value = carrier.get("traceparent")
     return {} if value is None else {TRACEPARENT_ENV: value}
 
 
 class AgentRun:
-    """The span of an agent's command (the GenAI conventions' `invoke_agent`), a child of the
-    current span from its start to its exit: its `TRACEPARENT` goes into the command's
-    environment, and its end reads the exit status and the model usage the command's output
-    reports. Without tracing (or outside any span) it makes nothing."""
+    """The span of an agent's command (the GenAI conventions' `invoke_agent`), from its start to
+    its exit; without tracing, or outside any span, it makes nothing."""
 
     def __init__(self, span: Span | None) -> None:
         self._span = span
@@ -317,15 +291,12 @@ class AgentRun:
         if self._span is None:
             return {}
         from opentelemetry import trace as api
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-        carrier: dict[str, str] = {}
-        TraceContextTextMapPropagator().inject(carrier, api.set_span_in_context(self._span))
-        return {TRACEPARENT_ENV: carrier["traceparent"]}
+        return _traceparent(api.set_span_in_context(self._span))
 
     def end(self, exit_status: int | None, *, ended_by: str | None, output: bytes) -> None:
-        """The command exited with `exit_status` (None: it never started), or was ended by the
-        worker (`ended_by`: why); `output` is what it printed on stdout."""
+        """`exit_status` is None for a command that never started; `ended_by` says why the
+        worker ended it."""
         span = self._span
         if span is None:
             return

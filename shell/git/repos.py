@@ -1,13 +1,7 @@
-"""Governed repositories: `repo add NAME PATH [--protected PATTERN ...] [--no-default-protection]
-[settings]`, `repo settings NAME --idempotency-key KEY [settings]`, `repo list`, `repo show`.
-
-A governed repository is a bare git repository on this machine, registered under the name the
-bindings use (`aios/aios`); the ledger is the only writer of its branches. Its settings (the
-secrets baseline, the scan budgets, gitlinks: `core.git.settings`) are in the ledger, set by
-its owner and sealed; the `aios-ledger.*` keys an older release read from the repository's git
-config are no longer read, and `repo show` / `repo list` say so (`warnings`), with the command
-that moves them into the ledger, as a proposal to such a repository is refused until they are
-gone (`REPOSITORY_SETTINGS_IN_GIT_CONFIG`)."""
+"""Governed repositories: bare git repositories on this machine whose branches only the ledger
+writes, registered under the name bindings use. Their settings are in the ledger, sealed; the
+`aios-ledger.*` git config keys an older release read are reported and refuse proposals, so that
+no proposal is judged by settings its owner did not mean."""
 
 from __future__ import annotations
 
@@ -41,8 +35,7 @@ from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.git.secret_scan import check_baseline_loads, git_config_settings
 
-# What an older release read from the governed repository's git config, and the option of
-# `repo settings` that sets each in the ledger now (by the key as git lists it: lower case).
+# The option of `repo settings` that now sets each key an older release read from git config.
 GIT_CONFIG_OPTIONS = {
     "aios-ledger.secretsbaseline": "--secrets-baseline",
     "aios-ledger.scanmaxbytes": "--scan-max-bytes",
@@ -77,8 +70,7 @@ def head_branch(path: str) -> str | None:
 
 
 def read_baseline(path: str) -> str:
-    """The text of a `detect-secrets` baseline file (`--secrets-baseline FILE`): UTF-8, at most
-    `MAX_BASELINE_CHARS`. `INPUT_UNREADABLE` when it cannot be read."""
+    """The UTF-8 text of a `detect-secrets` baseline file, at most `MAX_BASELINE_CHARS`."""
     if not isinstance(path, str) or not path or "\0" in path:
         raise LedgerError("INPUT_UNREADABLE", "secrets_baseline: the path of a baseline file")
     try:
@@ -112,11 +104,8 @@ def add_repository(
     settings: Mapping[str, Any] | None = None,
     clock: Clock = system_clock,
 ) -> RepositoryAnswer:
-    """Register the bare repository at `path` under `name`. Its HEAD branch is always
-    protected; `protected` patterns are added to the defaults (main, master, release/*), or
-    replace them with `default_protection=False`. `settings` sets the repository's settings
-    (`core.git.settings.SettingsChange`: `secrets_baseline` is the baseline's text, see
-    `read_baseline`); each one not given takes its default."""
+    """Register the bare repository at `path` under `name`. Its HEAD branch is always protected;
+    `protected` patterns are added to the defaults, or replace them without `default_protection`."""
     raw_path = path if isinstance(path, str) else ""
     request = RegisterRepositoryRequest.from_mapping(
         {
@@ -134,25 +123,18 @@ def add_repository(
 
     def write(conn: Connection) -> RepositoryAnswer:
         plans = PlanExecutor(conn)
-        state = RepositoryState(
-            prior=repository_row(conn, request.name), tail=plans.tail(LEDGER_CHAIN)
-        )
+        state = RepositoryState(repository_row(conn, request.name), plans.tail(LEDGER_CHAIN))
+        now = read_clock(clock)
         return plans.apply(
-            decide_register_repository(
-                state, request, now=read_clock(clock), head_branch=head, actor=actor
-            )
+            decide_register_repository(state, request, now=now, head_branch=head, actor=actor)
         )
 
     return db.write(write)
 
 
 def settings_change_row(conn: Connection, key: str) -> RepositorySettingsChangeRow | None:
-    return fetch_record(
-        conn,
-        "get_repository_settings_change",
-        {"idempotency_key": key},
-        RepositorySettingsChangeRow,
-    )
+    found = {"idempotency_key": key}
+    return fetch_record(conn, "get_repository_settings_change", found, RepositorySettingsChangeRow)
 
 
 def change_repository_settings(
@@ -164,10 +146,8 @@ def change_repository_settings(
     expected_revision: int | None = None,
     clock: Clock = system_clock,
 ) -> RepositorySettingsAnswer:
-    """Change the settings of the repository registered under `name` (those `settings` gives,
-    as in `add_repository`; the others stay), idempotent by `idempotency_key`, and only while
-    the repository is at `expected_revision` when given (`REVISION_CONFLICT`). Sealed
-    `REPOSITORY_SETTINGS_CHANGED`."""
+    """Change the settings `settings` gives, the others staying, idempotent by key and only
+    while the repository is at `expected_revision` when given."""
     request = RepositorySettingsRequest.from_mapping(
         {
             "name": name,
@@ -196,8 +176,7 @@ def change_repository_settings(
 
 def git_config_notice(name: str, path: str) -> str | None:
     """What to tell the owner of a repository whose git config still holds `aios-ledger.*`
-    keys (None: it holds none): the ledger no longer reads them, the `repo settings` command
-    that sets their values in the ledger, and the git command that removes them."""
+    keys: the commands that move them into the ledger and remove them."""
     found = git_config_settings(path)
     if not found:
         return None
@@ -226,9 +205,7 @@ def git_config_notice(name: str, path: str) -> str | None:
 
 
 def refuse_git_config_settings(name: str, path: str) -> None:
-    """`REPOSITORY_SETTINGS_IN_GIT_CONFIG` while the repository's git config holds settings the
-    ledger no longer reads: its owner set them, and a proposal judged without them would be
-    judged by settings the owner did not mean."""
+    """Refuse proposals while the git config holds settings the ledger no longer reads."""
     notice = git_config_notice(name, path)
     if notice is not None:
         raise LedgerError(SETTINGS_IN_GIT_CONFIG, f"proposals are refused until then: {notice}")

@@ -67,11 +67,9 @@ _LEDGER_LOOKUP = {
 class InitialExecutionProjectionStore:
     """Projects the first runtime envelope onto a task, once, under the owner's authorization.
 
-    `resolver(task_id, job_id, capability, adapter, runtime_input)` returns the envelope; it is
-    called outside the write lock, and the decision re-checks everything under the lock.
-    `authorization_id`: the owner authorization a request must name; None (the default, the
-    seed's): read from `AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID` at each
-    call.
+    `resolver(task_id, job_id, capability, adapter, runtime_input)` returns the envelope outside
+    the write lock, so the decision re-checks everything under it. Without `authorization_id`,
+    the environment's is read at each call.
     """
 
     def __init__(
@@ -85,13 +83,11 @@ class InitialExecutionProjectionStore:
         migrate: bool = True,
         authorization_id: str | None = None,
     ) -> None:
-        # `database=`: over an open Database the caller keeps (and closes); `path` is unused.
+        # Over a `database` the caller keeps and closes, `path` is unused.
         self._owns_db = database is None
-        self._db = (
-            database
-            if database is not None
-            else _projection_errors(lambda: Database(path, vfs=vfs, migrate=migrate))
-        )
+        if database is None:
+            database = _projection_errors(lambda: Database(path, vfs=vfs, migrate=migrate))
+        self._db = database
         self._resolver = resolver
         self._clock = clock or system_clock
         self._authorization_id = authorization_id
@@ -113,9 +109,8 @@ class InitialExecutionProjectionStore:
         return answer
 
     def preview(self, task_id: str, request: ProjectionRequest) -> dict[str, Any]:
-        """What `project` (or, for a recovery request, `project_from_source_capture`) would
-        write, writing nothing: the envelope the resolver gives, its execution digest, and the
-        refusal the decision would make (None when it would project)."""
+        """What `project` or `project_from_source_capture` would write, writing nothing: the
+        envelope, its digest, and the refusal the decision would make."""
         kind = type(request) if isinstance(request, tuple(_LEDGER_LOOKUP)) else None
         if kind is None:
             raise InitialExecutionProjectionError("FIELDS_INVALID", "request must be a projection")
@@ -131,10 +126,8 @@ class InitialExecutionProjectionStore:
         reason: str | None = None,
         idempotency_key: str | None = None,
     ) -> PinnedProjection:
-        """The initial projection request pinned to the task and its binding as they stand
-        now (read in one transaction, the envelope from the resolver), and what it authorizes;
-        writes nothing. `project(task_id, pinned.request)` applies it, and refuses it with the
-        seed's code if the task or the envelope changed in between."""
+        """The initial projection request pinned to the task and its binding as they stand now,
+        and what it authorizes; `project` refuses it if either changed in between."""
         if not isinstance(task_id, str) or not task_id:
             raise InitialExecutionProjectionError("FIELDS_INVALID", "task_id must be a string")
         command = PinCommand(
@@ -200,9 +193,8 @@ class InitialExecutionProjectionStore:
         actor = current_actor()
 
         def recorded(refused: LedgerError) -> LedgerError:
-            """The refusal of a well-formed projection recorded (`decide_projection_refusal`)
-            in a transaction of its own; the error to raise: `refused`, or the refusal the key
-            kept. A preview records nothing."""
+            """Record a well-formed projection's refusal, unless previewed; answers the error to
+            raise: `refused`, or the refusal its key kept."""
             if preview:
                 return refused
 
@@ -248,8 +240,7 @@ class InitialExecutionProjectionStore:
                 actor=actor,
             )
 
-        # The refusals the decision made (not a failure of storage while its plan is applied):
-        # those are recorded.
+        # The decision's refusals are recorded, a storage failure applying its plan is not.
         decided: list[LedgerError] = []
 
         def write(conn: Connection) -> ProjectionAnswer:
@@ -292,8 +283,7 @@ class InitialExecutionProjectionStore:
             "envelope": envelope,
             "would_project": refusal is None,
             "refusal": refusal,
-            # The initial projection's expected_* values for the task and envelope as they
-            # stand now (None for a recovery request): a request that pins them projects.
+            # What a request that pins the task and envelope as they stand now names.
             "expected": expected,
         }
 

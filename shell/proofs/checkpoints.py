@@ -1,11 +1,6 @@
-"""Signed checkpoints on the database: signing the ledger's tree head, storing each checkpoint
-as the note it served, and storing witnesses' cosignatures beside it (the formats are the
-core's, `core/proofs/`; docs/checkpoints.md).
-
-A checkpoint row is written once and never changed; a cosignature row is one line per
-(checkpoint, witness key), a later cosignature of the same checkpoint by the same key replacing
-the earlier one. Neither is an event (an event per checkpoint would grow the very tree it
-signs); each carries its own proof, a signature anyone checks with the public key.
+"""Signed checkpoints of the ledger's tree head, stored as the notes served, with witnesses'
+cosignatures beside them (docs/checkpoints.md). Neither is an event, which would grow the very
+tree it signs: each carries its own proof, a signature anyone checks with the public key.
 """
 
 from __future__ import annotations
@@ -59,9 +54,8 @@ def _served(conn: Connection, row: CheckpointRow) -> ServedCheckpoint:
 
 
 def sign_checkpoint(db: Database, signer: Signer, now: Timestamp) -> ServedCheckpoint:
-    """Sign the ledger's tree head now as a checkpoint whose origin is the key's name, store
-    it, and answer it. A head the same key signed last is not signed again: that checkpoint
-    is answered (a checkpoint has no time, so a second signature would say nothing new)."""
+    """Sign and store the ledger's tree head now, unless the same key signed that head last: a
+    checkpoint has no time, so a second signature would say nothing new."""
     head = current_tree_head(db)
     checkpoint = Checkpoint(signer.verifier.name, head.size, head.root)
     note = signed_checkpoint(
@@ -96,16 +90,14 @@ def _row(row: CheckpointRow) -> CheckpointRow:
 
 
 def latest_checkpoint(db: Database, size: int | None = None) -> ServedCheckpoint:
-    """The checkpoint signed last (of `size` leaves, when given); CHECKPOINT_NOT_FOUND when
-    none was signed."""
+    """The checkpoint signed last, of `size` leaves when given."""
 
     def work(conn: Connection) -> ServedCheckpoint:
         if size is None:
             row = fetch_record(conn, "latest_checkpoint", None, CheckpointRow)
         else:
-            row = fetch_record(
-                conn, "latest_checkpoint_of_size", {"tree_size": size}, CheckpointRow
-            )
+            sized = {"tree_size": size}
+            row = fetch_record(conn, "latest_checkpoint_of_size", sized, CheckpointRow)
         if row is None:
             which = "" if size is None else f" of {size} leaves"
             raise LedgerError("CHECKPOINT_NOT_FOUND", f"no checkpoint{which} was signed")
@@ -117,12 +109,8 @@ def latest_checkpoint(db: Database, size: int | None = None) -> ServedCheckpoint
 def add_cosignatures(
     db: Database, cosigned: str | bytes, witnesses: Sequence[VerifierKey], now: Timestamp
 ) -> ServedCheckpoint:
-    """Store the cosignatures on `cosigned` (a checkpoint note as the ledger served it, with
-    witnesses' lines added) made by the configured `witnesses`, each verified first. Refused:
-    NOTE_INVALID or CHECKPOINT_INVALID (not a checkpoint), CHECKPOINT_NOT_FOUND (a body the
-    ledger never signed), WITNESS_UNKNOWN (no line by a configured witness),
-    COSIGNATURE_INVALID (a configured witness's line that does not verify). Nothing is stored
-    unless every line by a configured witness verifies."""
+    """Store the cosignatures the configured `witnesses` added to a checkpoint note the ledger
+    served; nothing is stored unless every line by a configured witness verifies."""
     note = parse_note(cosigned)
     checkpoint = Checkpoint.parse(note.text)
     lines = verified_cosignatures(note, witnesses, check_ed25519)
@@ -164,11 +152,8 @@ def add_cosignatures(
 
 
 class PeriodicCheckpoints:
-    """`serve --checkpoint-every-seconds N --checkpoint-every-events N`: a thread beside the
-    server that signs a checkpoint when N seconds passed since the last one it signed and the
-    tree grew, or when the tree grew by N events, on a connection of its own. Its first look
-    signs at once (so a server always publishes one). `after_sign` is told each checkpoint it
-    signed, on the same thread."""
+    """A thread beside the server that signs a checkpoint at once, then when the tree grew and
+    `every_seconds` passed, or when it grew by `every_events`; `after_sign` is told of each."""
 
     def __init__(
         self,
@@ -187,7 +172,6 @@ class PeriodicCheckpoints:
         self._every_events = every_events
         self._clock = clock
         self._poll = min(poll_seconds, every_seconds or poll_seconds)
-        # Told each checkpoint signed anew (`serve --witness-url`: pushed to the witnesses).
         self._after_sign = after_sign
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="checkpoints", daemon=True)

@@ -160,8 +160,7 @@ def _verify_checkpoint(args: argparse.Namespace) -> Any:
 
 
 def read_note_argument(path: str) -> bytes:
-    """A note's bytes from a file, or from stdin for `-` (at most one byte past the largest
-    note, which parsing then refuses)."""
+    """A note's bytes from a file or stdin, at most one byte past the largest note."""
     if path == "-":
         return sys.stdin.buffer.read(MAX_NOTE_BYTES + 1)
     try:

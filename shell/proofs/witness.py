@@ -1,17 +1,8 @@
 """`aios-ledger witness`: an independent process that cosigns a ledger's checkpoints.
 
-Each round: fetch the ledger's latest checkpoint (`GET /v1/checkpoint`), verify the log's
-signature with the log's verifier key (`--log-key`), fetch the consistency proof from the size
-it last cosigned to the new one (`GET /v1/proofs/consistency?old=&new=`), let the core decide
-(`decide_cosign`: the same tree, or a larger one that extends it), sign the cosignature/v1
-message with its own key, keep the new state in its folder (written and synced before the
-cosignature leaves), and send the cosigned note back (`POST /v1/checkpoint/cosignatures`).
-
-Its state is one JSON file per log (`log-<key ID>.json` in `--state`): the origin, size and root
-of the last checkpoint it cosigned. A ledger that rewrote its history, even one that re-signed
-the rewrite with its own key, cannot show that the new tree extends that one: the witness
-refuses (CHECKPOINT_INCONSISTENT), keeps its state, and cosigns nothing of that log again
-until a checkpoint extends the one it saw.
+Each round it cosigns the latest checkpoint only when a consistency proof shows it extends the
+last one it cosigned, whose state it keeps on disk before the cosignature leaves. A ledger that
+rewrote its history, even re-signed with its own key, cannot show that, and stays refused.
 """
 
 from __future__ import annotations
@@ -77,16 +68,9 @@ class Witness:
             token if token is not None else os.environ.get(TOKEN_ENV) or None,
         )
 
-    # -- state ---------------------------------------------------------------------------------
-
-    def last_state(self) -> WitnessState | None:
-        return read_state(self.state_file)
-
-    # -- the log's API -------------------------------------------------------------------------
-
-    def _get(self, client: httpx.Client, path: str, params: dict[str, int] | None = None) -> Any:
+    def _call(self, client: httpx.Client, method: str, path: str, **options: Any) -> Any:
         try:
-            response = client.get(self.log_url + path, params=params)
+            response = client.request(method, self.log_url + path, **options)
         except httpx.HTTPError as failed:
             raise LedgerError("LOG_UNREACHABLE", f"{self.log_url}: {failed}") from None
         if response.status_code != 200:
@@ -97,16 +81,15 @@ class Witness:
         """Fetch, check, cosign and send once; what it did, or the refusal it raised."""
         headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
         with httpx.Client(headers=headers, timeout=TIMEOUT_SECONDS) as client:
-            served = self._get(client, "/v1/checkpoint").text
+            served = self._call(client, "GET", "/v1/checkpoint").text
             opened = open_checkpoint(served, self.log_key, check_ed25519)
             checkpoint = opened.checkpoint
-            last = self.last_state()
+            last = read_state(self.state_file)
             old = consistency_proof_needed(last, checkpoint)
             hashes: tuple[bytes, ...] | None = None
             if old is not None:
-                document = self._get(
-                    client, "/v1/proofs/consistency", {"old": old, "new": checkpoint.size}
-                ).json()
+                sizes = {"old": old, "new": checkpoint.size}
+                document = self._call(client, "GET", "/v1/proofs/consistency", params=sizes).json()
                 proof = ConsistencyProof.from_mapping(document)
                 if (proof.old_size, proof.new_size) != (old, checkpoint.size):
                     raise LedgerError(
@@ -122,14 +105,7 @@ class Witness:
             keep_state(self.state_file, plan.state)
             # The log's line and this witness's: never another witness's, which is theirs to send.
             cosigned = SignedNote(opened.opened.text, (*opened.opened.verified, line)).encode()
-            try:
-                response = client.post(
-                    self.log_url + "/v1/checkpoint/cosignatures", json={"note": cosigned}
-                )
-            except httpx.HTTPError as failed:
-                raise LedgerError("LOG_UNREACHABLE", f"{self.log_url}: {failed}") from None
-            if response.status_code != 200:
-                raise problem_error(response)
+            self._call(client, "POST", "/v1/checkpoint/cosignatures", json={"note": cosigned})
         LOG.info("cosigned %s at size %d", checkpoint.origin, checkpoint.size)
         return {
             "origin": checkpoint.origin,
@@ -140,8 +116,7 @@ class Witness:
         }
 
     def run(self, *, interval: float) -> None:
-        """Rounds until stopped; a refusal is logged and the next round tries again (a log
-        that forked stays refused: the state keeps the checkpoint it forked from)."""
+        """Rounds until stopped; a refusal is logged and the next round tries again."""
         while True:
             try:
                 self.round()
@@ -166,8 +141,7 @@ def read_state(state_file: Path) -> WitnessState | None:
 
 
 def keep_state(state_file: Path, state: WitnessState) -> None:
-    """Write the state beside its file, sync, rename over it: a crash leaves the old one or
-    the new one, never half of either."""
+    """Write, sync and rename over the state file, so a crash never leaves half of one."""
     temporary = state_file.with_suffix(".json.new")
     with temporary.open("w") as handle:
         json.dump(state.public(), handle, sort_keys=True)

@@ -147,7 +147,6 @@ def _worker(args: argparse.Namespace) -> Any:
     if client is not None:
         from aios_ledger.shell.remote.workspaces import RemoteWorkspaces
 
-        # Governed repositories through the API: the base's bundle in, the proposal out.
         workspaces = RemoteWorkspaces(client)
         worker = Worker.over(
             client,
@@ -197,9 +196,8 @@ def api_options(parser: argparse.ArgumentParser) -> None:
 
 
 def api_client(args: argparse.Namespace, *, patient: bool = False) -> LedgerClient | None:
-    """The client of `--api URL --token-file FILE`, or None without --api; its token is
-    checked at once (`whoami`), and `client.agent_name` is the token's name. An API that does
-    not answer is `API_UNAVAILABLE`, or, when `patient` (a long-running worker), waited for."""
+    """The client of `--api URL --token-file FILE`, its token checked at once, or None without
+    --api; a `patient` caller (a long-running worker) waits for an API that does not answer."""
     if args.api is None:
         if args.token_file is not None:
             raise UsageError("USAGE_INVALID", "--token-file goes with --api")
@@ -235,9 +233,8 @@ def _identity(client: LedgerClient, *, patient: bool) -> dict[str, Any]:
 def _token_agent(
     client: LedgerClient, agent_id: str | None, *, flag: str = "--agent-id (or [worker] agent_id)"
 ) -> str:
-    """The name a worker (or a reviewer) acts under over the API: its token's, which the server
-    records on every claim and judges every verdict under; another `--agent-id` (`--as`) is a
-    mistake, not silently replaced."""
+    """The name a worker or reviewer acts under over the API: its token's; another name given is
+    a mistake, not silently replaced."""
     name = str(client.agent_name)
     if agent_id is not None and agent_id != name:
         client.close()
@@ -268,29 +265,18 @@ def _review(args: argparse.Namespace) -> int:
         backend = RemoteReview(client)
     # A local reviewer acts as the name it judges under unless it was told who it is.
     with process_acting_as(functools.partial(command_line_actor, args, default=reviewer)):
-        summary = _reviewed(args, settings, command, client, backend, reviewer)
+        summary = review_submitted(
+            None if client is not None else database_path(args),
+            command,
+            limit=settings.limit,
+            timeout=settings.timeout,
+            max_attempts=settings.max_attempts,
+            migrate=migrate_on_open(args),
+            backend=backend,
+            reviewer=reviewer,
+        )
     emit(summary)
     return EXIT_REFUSED if summary["exit"] else 0
-
-
-def _reviewed(
-    args: argparse.Namespace,
-    settings: ReviewSettings,
-    command: str,
-    client: Any,
-    backend: Any,
-    reviewer: str | None,
-) -> dict[str, Any]:
-    return review_submitted(
-        None if client is not None else database_path(args),
-        command,
-        limit=settings.limit,
-        timeout=settings.timeout,
-        max_attempts=settings.max_attempts,
-        migrate=migrate_on_open(args),
-        backend=backend,
-        reviewer=reviewer,
-    )
 
 
 def _status(args: argparse.Namespace) -> Shown:
