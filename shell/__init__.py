@@ -1,10 +1,7 @@
 """aios-ledger's imperative shell: apsw connections, migrations, stores, services and the CLI.
 
-What this module exports is listed and described in `docs/api.md` (a test holds the two equal):
-the stores and services, the command line's entry point, the answers their methods give (the
-core's `TypedDict`s, re-exported), and the projection's seed names together with the core
-records they take, so that `from aios_ledger.shell import ...` serves a caller that embeds the
-whole store.
+What this module exports is described in `docs/api.md` (a test holds the two equal), so that
+`from aios_ledger.shell import ...` serves a caller that embeds the whole store.
 """
 
 import ast
@@ -12,10 +9,8 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# Every process of the command line imports this package, and a command needs a few of the
-# shell's modules, not the whole store: so each public name is loaded on first use (PEP 562).
-# The imports below are the one list of the public names and their homes: type checkers read
-# them, and `_homes` reads the same lines to know where to load each name from.
+# Each public name is loaded on first use (PEP 562): a command needs a few of the shell's
+# modules, not the whole store. Type checkers and `_homes` read the one list of names below.
 if TYPE_CHECKING:
     from aios_ledger.core import (
         CancelAnswer as CancelAnswer,
@@ -41,15 +36,9 @@ if TYPE_CHECKING:
         ProjectionAnswer as ProjectionAnswer,
         SourceCaptureProjectionRecoveryRequest as SourceCaptureProjectionRecoveryRequest,
     )
-    from aios_ledger.shell.actors import (
-        acting_as as acting_as,
-    )
-    from aios_ledger.shell.api.app import (
-        create_app as create_app,
-    )
-    from aios_ledger.shell.api.backend import (
-        ApiSettings as ApiSettings,
-    )
+    from aios_ledger.shell.actors import acting_as as acting_as
+    from aios_ledger.shell.api.app import create_app as create_app
+    from aios_ledger.shell.api.backend import ApiSettings as ApiSettings
     from aios_ledger.shell.api.tokens import (
         issue_token as issue_token,
         list_tokens as list_tokens,
@@ -64,16 +53,12 @@ if TYPE_CHECKING:
         list_auxiliary_runs as list_auxiliary_runs,
         read_auxiliary_run as read_auxiliary_run,
     )
-    from aios_ledger.shell.cli import (
-        main as main,
-    )
+    from aios_ledger.shell.cli import main as main
     from aios_ledger.shell.clock import (
         AUTHORIZATION_ENV as AUTHORIZATION_ENV,
         system_clock as system_clock,
     )
-    from aios_ledger.shell.db.connection import (
-        Database as Database,
-    )
+    from aios_ledger.shell.db.connection import Database as Database
     from aios_ledger.shell.db.merkle import (
         current_tree_head as current_tree_head,
         prove_consistency as prove_consistency,
@@ -92,9 +77,7 @@ if TYPE_CHECKING:
         add_repository as add_repository,
         change_repository_settings as change_repository_settings,
     )
-    from aios_ledger.shell.git.workspace import (
-        GitWorkspaces as GitWorkspaces,
-    )
+    from aios_ledger.shell.git.workspace import GitWorkspaces as GitWorkspaces
     from aios_ledger.shell.governed.writes import (
         governed_write as governed_write,
         recover_writes as recover_writes,
@@ -120,25 +103,15 @@ if TYPE_CHECKING:
     from aios_ledger.shell.projection.store import (
         InitialExecutionProjectionStore as InitialExecutionProjectionStore,
     )
-    from aios_ledger.shell.remote.bindings import (
-        HttpBindingResolver as HttpBindingResolver,
-    )
-    from aios_ledger.shell.remote.client import (
-        LedgerClient as LedgerClient,
-    )
-    from aios_ledger.shell.remote.workspaces import (
-        RemoteWorkspaces as RemoteWorkspaces,
-    )
+    from aios_ledger.shell.remote.bindings import HttpBindingResolver as HttpBindingResolver
+    from aios_ledger.shell.remote.client import LedgerClient as LedgerClient
+    from aios_ledger.shell.remote.workspaces import RemoteWorkspaces as RemoteWorkspaces
     from aios_ledger.shell.runs.store import (
         RunEvidenceReader as RunEvidenceReader,
         RunStore as RunStore,
     )
-    from aios_ledger.shell.tasks.ledger import (
-        TaskLedger as TaskLedger,
-    )
-    from aios_ledger.shell.work.reviewer import (
-        review_submitted as review_submitted,
-    )
+    from aios_ledger.shell.tasks.ledger import TaskLedger as TaskLedger
+    from aios_ledger.shell.work.reviewer import review_submitted as review_submitted
     from aios_ledger.shell.work.worker import (
         Worker as Worker,
         WorkerConfig as WorkerConfig,

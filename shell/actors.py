@@ -1,12 +1,8 @@
 """Who the calling code acts as, for the events its writes append (`core.actors`).
 
-A write reads its actor once, where the call comes in (`current_actor()`), and hands it to the
-core's decision with the rest of its inputs, so that a write queued behind others (group commit)
-still names its own caller. The API and MCP servers act as each request's token
-(`acting_as`); the command line as the identity it was given (`--as`, `[identity] actor` in
-the config file, or `AIOS_LEDGER_ACTOR`); an embedding program as what it sets with
-`acting_as`, else `AIOS_LEDGER_ACTOR`, else the operating-system user. A declared identity is
-recorded as unauthenticated: only a token proves who is asking.
+A write reads its actor once, where the call comes in, so that a write queued behind others
+(group commit) still names its own caller. A declared identity (`--as`, `AIOS_LEDGER_ACTOR`, the
+config file, the operating-system user) is recorded as unauthenticated: only a token proves who.
 """
 
 from __future__ import annotations
@@ -26,14 +22,12 @@ ACTOR_ENV = "AIOS_LEDGER_ACTOR"
 NOBODY = "unauthenticated"
 
 _acting: ContextVar[Actor | None] = ContextVar("aios_ledger_actor", default=None)
-# The process's own identity, for writes made where no context says otherwise: threads the
-# process starts itself (a worker's, the server's lease sweeper) begin with an empty context.
+# The process's own identity: threads it starts itself begin with an empty context.
 _process: dict[str, Actor | Callable[[], Actor] | None] = {"actor": None}
 
 
 def declared_identity(flag: str | None = None, configured: str | None = None) -> str | None:
-    """The identity a caller declared, if any: `flag` (the command line's `--as`), else
-    `AIOS_LEDGER_ACTOR`, else `configured` (the config file's)."""
+    """The identity a caller declared, if any: `flag`, else the environment, else `configured`."""
     for name in (flag, os.environ.get(ACTOR_ENV) or None, configured):
         if name is not None:
             return name
@@ -57,8 +51,7 @@ _USER_ENV = ("LOGNAME", "USER", "LNAME", "USERNAME")
 
 @functools.lru_cache(maxsize=8)
 def _os_user(env: tuple[str | None, ...], uid: int) -> str:
-    """`getpass.getuser()`, kept per environment and uid: every library write with no declared
-    identity asks, and the password database is read from its file at each lookup."""
+    """`getpass.getuser()`, kept per environment and uid: it reads the password file each time."""
     return getpass.getuser()
 
 
@@ -69,8 +62,7 @@ def _declared(name: str, via: str) -> Actor:
 
 
 def declared_actor(via: str, flag: str | None = None, configured: str | None = None) -> Actor:
-    """The unauthenticated actor a caller declared (`declared_name`), come `via` the command
-    line or the library; a name that is not one is `ACTOR_INVALID`, naming where it came from."""
+    """The unauthenticated actor a caller declared; a refused name says where it came from."""
     name = declared_name(flag, configured)
     try:
         return _declared(name, via)
@@ -81,8 +73,7 @@ def declared_actor(via: str, flag: str | None = None, configured: str | None = N
 
 
 def current_actor() -> Actor:
-    """The actor of the write being made: the one `acting_as` set in this context, else the
-    process's (`process_acting_as`), else the library's declared one."""
+    """The actor `acting_as` set in this context, else the process's, else the declared one."""
     actor = _acting.get()
     if actor is not None:
         return actor
@@ -95,9 +86,7 @@ def current_actor() -> Actor:
 @contextmanager
 def process_acting_as(actor: Actor | Callable[[], Actor]) -> Iterator[None]:
     """Every write the process makes inside, in any thread, names `actor` unless its context
-    names another (the command line's identity; a server's own, under its requests' tokens).
-    A callable is called at the first write that needs it: a command that writes nothing never
-    reads the identity's sources (the config file, say)."""
+    names another; a callable is called only at the first write that needs it."""
     before = _process["actor"]
     _process["actor"] = actor
     try:
@@ -108,8 +97,7 @@ def process_acting_as(actor: Actor | Callable[[], Actor]) -> Iterator[None]:
 
 @contextmanager
 def acting_as(actor: Actor) -> Iterator[Actor]:
-    """Every write made inside (in this thread or task, and in threads it starts through
-    `contextvars`) names `actor`."""
+    """Every write made inside this context names `actor`."""
     token = _acting.set(actor)
     try:
         yield actor
@@ -122,6 +110,5 @@ def token_actor(name: str, roles: Iterable[str], via: str) -> Actor:
     return Actor(name, via, tuple(sorted(roles)))
 
 
-# The header the MCP adapter sends with each call it relays, so that the events name how the
-# call came (the token still says who).
+# The MCP adapter sends this header with each call it relays, so events name how a call came.
 VIA_HEADER = "aios-ledger-via"

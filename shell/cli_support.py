@@ -36,8 +36,8 @@ class UsageError(LedgerError):
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Every option's default in its help, unless it has none (None, off, an empty list); the
-    description and the epilog (the examples) as written, their lines and indents kept."""
+    """Every option's default in its help, unless it has none; the description and the epilog
+    as written."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         default = action.default
@@ -70,8 +70,7 @@ def emit(value: Any) -> None:
 
 
 def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
-    """The config file's settings (`--config`, `$AIOS_LEDGER_CONFIG`, `./aios-ledger.toml`),
-    read once per command, and only by commands that use them."""
+    """The config file's settings, read once per command, and only by commands that use them."""
     settings = getattr(args, "settings", None)
     if not isinstance(settings, LedgerSettings):
         settings = load_settings(config_path(getattr(args, "config", None)))
@@ -80,8 +79,7 @@ def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
 
 
 def command_line_identity(args: argparse.Namespace) -> str | None:
-    """The identity the command was given: `--as`, else `$AIOS_LEDGER_ACTOR`, else the config
-    file's `[identity] actor` (read only when neither is given); None: none given."""
+    """The identity the command was given: `--as`, else the environment, else the config file."""
     flag = getattr(args, "acting_as", None)
     if flag is not None or os.environ.get(ACTOR_ENV):
         return declared_identity(flag)
@@ -89,8 +87,7 @@ def command_line_identity(args: argparse.Namespace) -> str | None:
 
 
 def command_line_actor(args: argparse.Namespace, default: str | None = None) -> Actor:
-    """Who the command acts as (`command_line_identity`, else `default`, else the user's name):
-    declared, so recorded as unauthenticated."""
+    """Who the command acts as, declared, so recorded as unauthenticated."""
     return declared_actor(
         VIA_CLI, getattr(args, "acting_as", None) or command_line_identity(args) or default
     )
@@ -102,11 +99,10 @@ def _named_database(args: argparse.Namespace) -> str:
 
 
 def database_path(args: argparse.Namespace) -> str:
-    """The ledger the command works on, which must exist: a mistyped `--db` is
-    `DATABASE_NOT_FOUND`, never a new, empty ledger (only `init` creates one)."""
+    """The ledger the command works on, which must exist: a mistyped `--db` never creates a
+    new, empty ledger (only `init` does)."""
     migrate_on_open(args)  # an unclear setting is a usage mistake, whatever the path
     path = _named_database(args)
-    # A missing file, or a schema without a ledger, is not created by a read.
     engine_for(path).require_ledger(path)
     return path
 
@@ -119,8 +115,7 @@ def new_database_path(args: argparse.Namespace) -> str:
 
 
 def migrate_on_open(args: argparse.Namespace) -> bool:
-    """False under `--no-migrate`, `AIOS_LEDGER_MIGRATE=0` or `[database] migrate = false`: the
-    schema is the DBA's, and a database that is behind is refused (`SCHEMA_TOO_OLD`) instead of
+    """False when the schema is the DBA's: a database that is behind is then refused instead of
     migrated."""
     setting = os.environ.get(MIGRATE_ENV)
     if setting not in {None, "0", "1"}:
@@ -137,9 +132,6 @@ def synchronous(args: argparse.Namespace) -> str:
 def open_database(args: argparse.Namespace) -> Database:
     path = database_path(args)
     return Database(path, migrate=migrate_on_open(args), synchronous=synchronous(args))
-
-
-# -- settings that a flag or the config file gives -------------------------------------------
 
 
 def _section_names() -> dict[Any, str]:
@@ -167,8 +159,8 @@ def setting_option(
     parse: Callable[[str], Any] = str,
     repeated: bool = False,
 ) -> None:
-    """A flag for the setting `name` of a config section: checked by that very field (a bad
-    value is a usage mistake), None when not given, so that the file's value stands."""
+    """A flag for the setting `name` of a config section, checked by that very field; None when
+    not given, so that the file's value stands."""
 
     def convert(text: str) -> Any:
         try:

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 from aios_ledger.core import Timestamp
 from aios_ledger.core.projection.decisions import AUTHORIZATION_SETTING
 
-# A clock answers an aware datetime (any offset): what `datetime.now(UTC)` or a test's settable
-# clock gives. The shell reads it as the core's `Timestamp`, the only time decisions accept.
+# A clock answers an aware datetime, read as the core's `Timestamp`.
 Clock = Callable[[], datetime]
 AUTHORIZATION_ENV = AUTHORIZATION_SETTING  # the core names it in its refusals
 

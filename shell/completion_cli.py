@@ -1,8 +1,5 @@
-"""`aios-ledger completion bash|zsh|fish`: the script a shell sources for tab completion.
-
-The completing itself is argcomplete's: the script runs `aios-ledger` with the words typed so far
-in its environment, and `main` answers with the candidates from the very parser it would use.
-"""
+"""`aios-ledger completion bash|zsh|fish`: the script a shell sources for argcomplete's tab
+completion, which `main` answers from the very parser it would use."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Finding and reading the config file: `--config FILE`, else `$AIOS_LEDGER_CONFIG`, else
-`./aios-ledger.toml` if there is one. A file named (by the flag or the variable) must exist
-(`CONFIG_NOT_FOUND`); what it holds must be TOML the settings records accept
-(`CONFIG_INVALID`, naming the file and the key). A relative database path in a file is
-relative to the file's own directory, so one file works from any directory."""
+"""Finding and reading the config file. Relative paths in a file are relative to the file's own
+directory, so that one file works from any directory."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Logging for the command line: records of the `aios_ledger` loggers on stderr, as text lines
-or (`--log-format json`, for services) one JSON object per line with the record's structured
-extras (`task_id`, `agent_id`, ...). A formatter of logging's own: a dozen lines, no dependency.
+"""Logging for the command line: the `aios_ledger` loggers on stderr, as text lines or, for
+services, one JSON object per line with the record's structured extras.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """`aios-ledger schema [NAME]`: the JSON Schema of each request file the command line reads, and
-of each governed action's result contract (what `submit` takes for a task whose execution
-envelope names that action)."""
+of each governed action's result contract."""
 
 from __future__ import annotations
 

@@ -52,8 +52,8 @@ def attest_key_option(parser: argparse.ArgumentParser) -> None:
 
 
 def signing_key(args: argparse.Namespace) -> SigningKey | None:
-    """`--attest-key`, else `[attest] key`, else the checkpoints' `[checkpoint] key` (one key
-    signs both), else the environment and the systemd credential (`configured_key_path`)."""
+    """The attesting key: the option, the config file's (the checkpoints' key signs both), else
+    the environment's or the systemd credential."""
     settings = ledger_settings(args)
     path = configured_key_path(
         getattr(args, "attest_key", None) or settings.attest.key or settings.checkpoint.key
@@ -62,8 +62,6 @@ def signing_key(args: argparse.Namespace) -> SigningKey | None:
 
 
 def _why(args: argparse.Namespace) -> Any:
-    """A summary on a terminal; the whole document (events, seals, proofs, the signed note)
-    for a program or with `--json`."""
     with open_database(args) as db:
         return Shown(why_commit(db, args.commit, args.repo), why_view)
 

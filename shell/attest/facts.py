@@ -13,6 +13,7 @@ from aios_ledger.core.attest import CommitFacts
 from aios_ledger.core.git import GovernedWriteRow, ProposalRow
 from aios_ledger.core.git.decisions import task_binding
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.tasks.attempts import evidence_run, evidence_session
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
 
 
@@ -38,21 +39,10 @@ def sealed_event(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def attempt_reviews(conn: Connection, task_id: str, attempt: int) -> list[dict[str, Any]]:
-    """The auxiliary review runs of one attempt's evidence (core/work.py names them: session
-    `task:TASK_ID`, run `TASK_ID@ATTEMPT`)."""
-    return [
-        dict(row)
-        for row in fetch_all(
-            conn,
-            "list_auxiliary_runs",
-            {
-                "state": None,
-                "session_id": f"task:{task_id}",
-                "run_id": f"{task_id}@{attempt}",
-                "limit": 100,
-            },
-        )
-    ]
+    """The auxiliary review runs of one attempt's evidence."""
+    evidence = {"session_id": evidence_session(task_id), "run_id": evidence_run(task_id, attempt)}
+    rows = fetch_all(conn, "list_auxiliary_runs", {"state": None, **evidence, "limit": 100})
+    return [dict(row) for row in rows]
 
 
 def _last(
@@ -70,9 +60,8 @@ def _last(
 
 
 def attempt_events(events: list[dict[str, Any]], attempt: int) -> tuple[dict[str, Any] | None, ...]:
-    """The attempt's claim, submission and the verdict that followed it, among `events` (the
-    task's, in order: all of them, or those of these three types alone, as a task's page reads
-    them)."""
+    """The attempt's claim, submission and the verdict that followed it, among the task's
+    `events` in order."""
     claim = _last(events, "TASK_CLAIMED", attempt)
     submitted = _last(events, "RESULT_SUBMITTED", attempt)
     verified = None
@@ -83,9 +72,8 @@ def attempt_events(events: list[dict[str, Any]], attempt: int) -> tuple[dict[str
 
 
 def verdict_reviewer(verified: dict[str, Any] | None) -> str | None:
-    """Who verified: the name the verdict's sealed payload holds (the reviewer as the edge
-    authenticated it); a verdict from before the ledger sealed it there is read as it was, by
-    its event's agent (None: nobody named, the review run names the verifier)."""
+    """Who verified: the reviewer the verdict's payload names, else (an older verdict) its
+    event's agent."""
     if verified is None:
         return None
     reviewer = (

@@ -1,12 +1,5 @@
-"""The key that attests governed writes: the checkpoints' Ed25519 signer key
-(`shell.proofs.keys`, C2SP signed-note formats), so one key signs both.
-
-- signer key: `PRIVATE+KEY+<name>+<hexkeyid>+<base64(0x01 || 32-byte seed)>` (`key generate`);
-- verifier key (what a reader is given): `<name>+<hexkeyid>+<base64(0x01 || public key)>`.
-
-The writing process reads the signer key file from `--attest-key PATH`, `[attest] key = PATH`,
-`$AIOS_LEDGER_ATTEST_KEY`, or the systemd credential `attest-key` (`$CREDENTIALS_DIRECTORY`);
-none of them: the write lands unattested and says so.
+"""The key that attests governed writes: the checkpoints' Ed25519 signer key, so one key signs
+both. Without one configured, a write lands unattested and says so.
 """
 
 from __future__ import annotations
@@ -82,8 +75,7 @@ def read_verifier(text_or_path: str) -> VerifierKey:
 
 
 def configured_key_path(option: str | os.PathLike[str] | None) -> str | None:
-    """Where the signing key is: the option (`--attest-key`, `[attest] key`), else the
-    environment, else a systemd credential; None when none is configured."""
+    """Where the signing key is: the option, else the environment, else a systemd credential."""
     if option:
         return os.fspath(option)
     if os.environ.get(KEY_ENV):

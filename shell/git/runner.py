@@ -1,10 +1,7 @@
 """git as a subprocess: an argv list, never a shell; a clean environment; bounded.
 
-Every call runs `git` with no inherited `GIT_*` variable, no system or global configuration
-(`GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`), a private empty `HOME`, no terminal
-prompt, hooks disabled (`-c core.hooksPath=/dev/null`) and no filesystem monitor or pager; a
-timeout; and at most `max_output` bytes of output (more is `GIT_OUTPUT_TOO_LARGE`). A git that
-fails is `GIT_FAILED` with the tail of its stderr, unless the caller asked for the exit status.
+No inherited `GIT_*` variable, system or global configuration, hooks, prompt or pager reaches
+a git of ours, so that nobody's configuration runs code as the ledger.
 """
 
 from __future__ import annotations
@@ -97,10 +94,8 @@ def run_git(
     stdin: bytes | None = None,
     cut: bool = False,
 ) -> GitResult:
-    """Run `git <args>` (an argv list) in `cwd`; `env` adds variables (an author, say) to the
-    clean environment. Output past `max_output` is `GIT_OUTPUT_TOO_LARGE`; with `cut`, it is
-    dropped instead (the result holds at most `max_output + 1` bytes of it, so that the caller
-    can tell it was cut), for a reader that shows the start of a long output."""
+    """Run `git <args>`; `env` adds to the clean environment. Output past `max_output` is refused,
+    or with `cut` dropped past `max_output + 1` bytes, so the caller can tell it was cut."""
     argv = [GIT]
     for setting in SAFE_CONFIG:
         argv += ["-c", setting]
@@ -154,8 +149,7 @@ def run_git(
 
 
 def check_ref_format(ref: str) -> str:
-    """`ref` if git itself takes it as a full ref name (`git check-ref-format`), else
-    `REF_NAME_INVALID`."""
+    """`ref` if git itself takes it as a full ref name."""
     if not ref.startswith("refs/") or ref.startswith("-"):
         raise LedgerError("REF_NAME_INVALID", f"{ref!r} is not a full ref name")
     if run_git(["check-ref-format", ref], check=False).returncode != 0:
@@ -164,8 +158,7 @@ def check_ref_format(ref: str) -> str:
 
 
 def read_ref(git_dir: str, ref: str) -> str | None:
-    """The object id `ref` points at in the repository at `git_dir`, or None when it does not
-    exist (read with `rev-parse --verify --quiet`, no abbreviation, no peeling)."""
+    """The object id `ref` points at, unpeeled, or None when it does not exist."""
     found = run_git(
         ["--git-dir", git_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref],
         check=False,

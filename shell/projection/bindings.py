@@ -52,8 +52,8 @@ def registered_binding(db: Database, task_id: str, job_id: str) -> GovernedExecu
 
 
 class RegisteredBindingResolver:
-    """`resolver(task_id, job_id, capability, adapter, runtime_input)` over `governed_bindings`.
-    `database=`: over an open Database the caller keeps (and closes); `path` is unused then."""
+    """The projection's resolver over the registered bindings; a `database` given stays the
+    caller's to close."""
 
     def __init__(
         self,

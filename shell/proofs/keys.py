@@ -1,9 +1,6 @@
-"""Ed25519 keys for checkpoints and cosignatures: generated, read and used here, through
-`cryptography`; the core only builds and parses their text and the bytes they sign.
-
-A signer key lives in a file (mode 0600, `key generate`) or a systemd credential
-(`$CREDENTIALS_DIRECTORY/NAME`, `LoadCredential=`), never in the database: whoever can read the
-database can then not sign a checkpoint.
+"""Ed25519 keys for checkpoints and cosignatures, through `cryptography`. A signer key lives in a
+file or a systemd credential, never in the database, so that reading the database is not enough
+to sign a checkpoint.
 """
 
 from __future__ import annotations
@@ -68,8 +65,8 @@ def generate_signer_key(name: str) -> SignerKey:
 
 
 def write_key_file(path: Path, key: SignerKey) -> None:
-    """Write the signer key to a new file readable by its owner only (0600): refused with
-    KEY_FILE_EXISTS rather than overwriting a key that may have signed checkpoints."""
+    """Write the signer key to a new file readable by its owner only, never overwriting a key
+    that may have signed checkpoints."""
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -99,8 +96,7 @@ def read_key_file(path: Path) -> Signer:
 
 
 def credential_path(name: str, environ: dict[str, str] | None = None) -> Path | None:
-    """`$CREDENTIALS_DIRECTORY/NAME`, the file systemd's `LoadCredential=NAME:...` provides,
-    or None outside such a unit."""
+    """The file systemd's `LoadCredential=NAME:...` provides, or None outside such a unit."""
     directory = (os.environ if environ is None else environ).get(CREDENTIALS_DIRECTORY, "")
     if not directory or "/" in name or name in {"", ".", ".."}:
         return None
@@ -108,9 +104,7 @@ def credential_path(name: str, environ: dict[str, str] | None = None) -> Path | 
 
 
 def load_signer(key_file: str | Path | None, credential: str) -> Signer:
-    """The signer a command uses: the file it was given (`--key`, or the config's
-    `[checkpoint] key`), else the systemd credential named `credential`; CHECKPOINT_KEY_MISSING
-    when there is neither."""
+    """The signer a command uses: the key file it was given, else the systemd credential."""
     if key_file is not None and str(key_file) != "":
         return read_key_file(Path(key_file))
     path = credential_path(credential)
@@ -126,11 +120,8 @@ def load_signer(key_file: str | Path | None, credential: str) -> Signer:
 def checkpoint_verifier_keys(
     settings: CheckpointSettings, given: Sequence[str] | None
 ) -> tuple[VerifierKey, ...]:
-    """The ledger's checkpoint verifier keys `verify` holds stored checkpoints to: those given
-    (`--log-key`), else the configured `log_keys` and the verifier of the configured signing
-    key file (`[checkpoint] key`, read: a key that is configured but unreadable is refused,
-    not passed over). None at all: checkpoints are held to the tree, their signatures
-    unchecked."""
+    """The verifier keys `verify` holds stored checkpoints to: those given, else the configured
+    ones and the configured signing key's; none leaves their signatures unchecked."""
     if given:
         return tuple(VerifierKey.parse(text) for text in given)
     keys = [VerifierKey.parse(text) for text in settings.log_keys]

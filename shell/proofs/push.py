@@ -1,16 +1,7 @@
-"""`serve --witness-url URL`: each checkpoint the server signs is pushed to witnesses that
-speak the C2SP tlog-witness protocol (`POST <url>/add-checkpoint`,
-https://c2sp.org/tlog-witness), and the cosignature lines they answer are stored beside it
-(`add_cosignatures`: each checked with the witness keys `serve` accepts, `--witness-key`).
-
-The push keeps, per witness, the size it believes the witness cosigned last. It does not know
-it at start (a server restarted): its first push to a witness resumes from the ledger's own
-record, the largest checkpoint (no larger than the one pushed) that a cosignature by one of the
-witness keys `serve` accepts is stored on (`resumed_size`; 0 when none is), so a restart costs
-no round trip when that is the witness's. A witness that cosigned another size answers 409 with
-it; the push then sends the consistency proof from that size and tries once more. Any other
-refusal (403, 404, 422, a witness out of reach) is logged and left for the next checkpoint: a
-witness's refusal never stops the ledger's own work.
+"""`serve --witness-url URL`: each checkpoint the server signs is pushed to C2SP tlog-witnesses,
+and the cosignature lines they answer are stored beside it. The first push after a start resumes
+from the largest size a witness's stored cosignature names; a 409 tells the right size for one
+more try, and any other refusal is logged, never stopping the ledger's own work.
 """
 
 from __future__ import annotations
@@ -96,19 +87,14 @@ class WitnessPush:
         raise LedgerError("WITNESS_REFUSED", f"{url} answered 409 twice")
 
     def _stored_size(self, db: Database, size: int) -> int:
+        def cosigned_size(conn: Connection, key: VerifierKey) -> int | None:
+            key_id = key.as_type(COSIGNATURE_V1).key_id.hex()
+            found = {"witness_name": key.name, "witness_key_id": key_id, "tree_size": size}
+            cosigned: int | None = fetch_value(conn, "witness_cosigned_size", found)
+            return cosigned
+
         def work(conn: Connection) -> list[int | None]:
-            return [
-                fetch_value(
-                    conn,
-                    "witness_cosigned_size",
-                    {
-                        "witness_name": key.name,
-                        "witness_key_id": key.as_type(COSIGNATURE_V1).key_id.hex(),
-                        "tree_size": size,
-                    },
-                )
-                for key in self._keys
-            ]
+            return [cosigned_size(conn, key) for key in self._keys]
 
         return resumed_size(db.read(work))
 

@@ -1,16 +1,8 @@
 """`aios-ledger witness --listen HOST:PORT`: the witness as a C2SP tlog-witness server.
 
-One route, `POST /add-checkpoint` (https://c2sp.org/tlog-witness): a log sends its old size,
-a consistency proof and a new checkpoint; the witness checks the checkpoint's signature with
-the log keys it was given (`--log-key`, repeatable), decides with the core
-(`core.proofs.add_checkpoint`), keeps its new state and answers its cosignature line
-(text/plain), or the spec's status: 404, 403, 400, 409 (with the size it cosigned last, as
-`text/x.tlog.size`) or 422. As the spec asks, checking the old size and keeping the new state
-are one step: a lock (a thread's, and a file lock in the state folder, so that a pulling
-`witness --log` on the same folder waits too) is held from reading the state to writing it.
-The state is the pulling witness's: one file per log (`log-<key ID>.json`).
-
-There is no authentication beyond the checkpoint's signature, as the spec says.
+One route, `POST /add-checkpoint` (https://c2sp.org/tlog-witness). As the spec asks, checking
+the old size and keeping the new state are one step, under a lock that a pulling witness on the
+same state folder takes too; there is no authentication beyond the checkpoint's signature.
 """
 
 from __future__ import annotations
@@ -69,8 +61,7 @@ class WitnessService:
         return cls(tuple(log_keys), signer, state_dir)
 
     def _state_file(self, origin: str) -> Path:
-        """Where the state of `origin`'s log is kept: the file of the first key named for it,
-        as a pulling witness of that key keeps it."""
+        """The state file of the first key named for `origin`, as a pulling witness keeps it."""
         key = next(key for key in self.log_keys if key.name == origin)
         return self.state_dir / f"log-{key.key_id.hex()}.json"
 
@@ -84,8 +75,7 @@ class WitnessService:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def add_checkpoint(self, body: bytes) -> str:
-        """The cosignature line for a request body, its state kept first; a refusal raises
-        its LedgerError (`WITNESS_STATUS` gives its status)."""
+        """The cosignature line for a request body, its state kept first."""
         request = AddCheckpointRequest.parse(body)
         checkpoint = trusted_checkpoint(request, self.log_keys, check_ed25519)
         state_file = self._state_file(checkpoint.origin)

@@ -1,14 +1,9 @@
 """The agent's guard: a small process between the worker and the agent's command, so that the
 agent never outlives its worker, even a worker killed by SIGKILL.
 
-The worker starts the guard in a new session, so it leads a process group that the command and
-everything it starts stay in. The guard asks the kernel to signal it when the worker dies
-(`PR_SET_PDEATHSIG`) and then SIGKILLs the whole group; otherwise it ends as the command ended.
-
-It is a process rather than a `preexec_fn`, because `preexec_fn` is unsafe in a threaded program
-and a signal on the command alone would spare what the command started. It imports only the
-standard library and runs as `python -I -S guard.py` to start quickly. A process that leaves the
-group on purpose (`setsid`) escapes it; under systemd the unit's cgroup still ends it.
+The guard leads the process group the command stays in, and SIGKILLs that group when the kernel
+tells it the worker died (`PR_SET_PDEATHSIG`). It is a process, not a `preexec_fn`, which is
+unsafe in a threaded program, and imports only the standard library to start quickly.
 """
 
 from __future__ import annotations
@@ -22,9 +17,8 @@ from collections.abc import Sequence
 from types import FrameType
 
 PR_SET_PDEATHSIG = 1
-# The signal the kernel sends the guard when the worker dies; any signal would do but SIGKILL
-# (the guard must live to kill its group) and the stop signals the worker sends to the group.
-# (A command that sends it to its own group ends the group, as it asked.)
+# Sent when the worker dies: not SIGKILL (the guard must live to kill its group), nor the stop
+# signals the worker sends to the group.
 WORKER_GONE = signal.SIGUSR1
 # Exit statuses of the guard itself, as `env` and shells use them.
 GUARD_FAILED = 125
