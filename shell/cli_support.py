@@ -153,14 +153,15 @@ def setting_option(
     parser: argparse.ArgumentParser,
     flag: str,
     record: type,
-    name: str,
+    name: str | None = None,
     *,
     help: str,
     parse: Callable[[str], Any] = str,
     repeated: bool = False,
 ) -> None:
-    """A flag for the setting `name` of a config section, checked by that very field; None when
-    not given, so that the file's value stands."""
+    """A flag for the setting `name` (by default the flag's own) of a config section, checked by
+    that very field; None when not given, so that the file's value stands."""
+    name = name or flag.removeprefix("--").replace("-", "_")
 
     def convert(text: str) -> Any:
         try:

@@ -119,7 +119,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         project,
         "--authorization-id",
         ProjectionSettings,
-        "authorization_id",
         help=f"the owner authorization id (before ${AUTHORIZATION_ENV}, then the config file)",
     )
     json_flag(project)

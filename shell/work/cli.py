@@ -48,32 +48,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     worker = commands.add_parser("worker", help="claim tasks and run a command for each")
     worker.set_defaults(handler=_worker, default_log_level="INFO")
     option = functools.partial(setting_option, worker, record=WorkerSettings)
-    option("--agent-id", name="agent_id", help="the agent's id, as claims record it")
+    option("--agent-id", help="the agent's id, as claims record it")
     option(
         "--capability",
         name="capabilities",
         repeated=True,
         help="a capability this worker offers (repeat for more; replaces the file's list)",
     )
-    option(
-        "--exec",
-        name="exec",
-        help="shell command run per task: claim JSON on stdin, result on stdout",
-    )
-    option("--lease-seconds", name="lease_seconds", parse=int, help="each claim's lease")
-    option("--timeout", name="timeout", parse=float, help="seconds a command may run")
-    option("--max-tasks", name="max_tasks", parse=int, help="stop after this many tasks")
-    option(
-        "--concurrency",
-        name="concurrency",
-        parse=int,
-        help="commands run at once, each for a task of its own",
-    )
-    option("--poll-min", name="poll_min", parse=float, help="first wait when idle, seconds")
-    option("--poll-max", name="poll_max", parse=float, help="longest wait when idle, seconds")
+    option("--exec", help="shell command run per task: claim JSON on stdin, result on stdout")
+    option("--lease-seconds", parse=int, help="each claim's lease")
+    option("--timeout", parse=float, help="seconds a command may run")
+    option("--max-tasks", parse=int, help="stop after this many tasks")
+    option("--concurrency", parse=int, help="commands run at once, each for a task of its own")
+    option("--poll-min", parse=float, help="first wait when idle, seconds")
+    option("--poll-max", parse=float, help="longest wait when idle, seconds")
     option(
         "--grace",
-        name="grace",
         parse=float,
         help="seconds a running command may finish after SIGINT/SIGTERM; then it is killed "
         "and its task released",
@@ -97,14 +87,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     option(
         "--exec",
-        name="exec",
         help="shell command: {instruction, evidence, result} on stdin, {decision, reason} out",
     )
-    option("--limit", name="limit", parse=int, help="at most this many tasks")
-    option("--timeout", name="timeout", parse=float, help="seconds a review may run")
+    option("--limit", parse=int, help="at most this many tasks")
+    option("--timeout", parse=float, help="seconds a review may run")
     option(
         "--max-attempts",
-        name="max_attempts",
         parse=int,
         help="reviews of one task attempt that may fail before the task is left SUBMITTED "
         "for a person (each round runs at most one review per task)",

@@ -161,20 +161,13 @@ class Worker:
     ) -> None:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         runs = RunStore(path, clock=clock, migrate=migrate)
-        workspaces = GitWorkspaces(
-            path,
-            migrate=migrate,
-            capture_unprojected=SOURCE_CAPTURE_CAPABILITY in config.capabilities,
-        )
+        capture = SOURCE_CAPTURE_CAPABILITY in config.capabilities
+        idle = ledger.idle_reason
+        workspaces = GitWorkspaces(path, migrate=migrate, capture_unprojected=capture)
         # The executions' threads share these two connections, one call at a time.
+        closers = (ledger.close, runs.close)
         self._attach(
-            config,
-            ledger,
-            runs,
-            workspaces,
-            closers=(ledger.close, runs.close),
-            serial=True,
-            explain_idle=ledger.idle_reason,
+            config, ledger, runs, workspaces, closers=closers, serial=True, explain_idle=idle
         )
 
     @classmethod
@@ -512,6 +505,7 @@ class _Execution:
         except OSError as exc:
             agent.end(None, ended_by=None, output=b"")
             return self._fail("spawn_failed", str(exc))
+        assert process.stdin and process.stdout and process.stderr  # all three are pipes
         readers = [
             threading.Thread(target=self._feed, args=(process.stdin, stdin), daemon=True),
             threading.Thread(target=self._read_stdout, args=(process.stdout,), daemon=True),
@@ -706,26 +700,20 @@ class _Execution:
                 return "lease-lost", refused.code
             return "refused", str(refused)
 
-    def _feed(self, pipe: IO[bytes] | None, value: Any) -> None:
-        if pipe is None:
-            return
+    def _feed(self, pipe: IO[bytes], value: Any) -> None:
         try:
             pipe.write(json.dumps(value, sort_keys=True).encode())
             pipe.close()
         except OSError:
             pass  # the command exited without reading its input; its exit status tells why
 
-    def _read_stdout(self, pipe: IO[bytes] | None) -> None:
-        if pipe is None:
-            return
+    def _read_stdout(self, pipe: IO[bytes]) -> None:
         for chunk in iter(lambda: pipe.read(65536), b""):
             room = MAX_STDOUT_BYTES + 1 - len(self._stdout)
             if room > 0:
                 self._stdout += chunk[:room]
 
-    def _read_stderr(self, pipe: IO[bytes] | None) -> None:
-        if pipe is None:
-            return
+    def _read_stderr(self, pipe: IO[bytes]) -> None:
         for raw in iter(pipe.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")[:MAX_STDERR_LINE]
             self._lines.put(line)
