@@ -330,14 +330,14 @@ def describe_bundle(
         kind = run_git(["--git-dir", git_dir, "cat-file", "-t", head], check=False).text.strip()
         if kind != "commit":
             raise LedgerError("BUNDLE_INVALID", "the bundle's HEAD is not a commit")
-        if run_git(
+        base = run_git(
             ["--git-dir", git_dir, "cat-file", "-e", f"{base_oid}^{{commit}}"], check=False
-        ).returncode:
-            raise LedgerError("BUNDLE_INVALID", "the binding's base is not in the repository")
-        require_safe_entries(
-            added_entries(git_dir, sorted(set(heads.values())), base_oid),
-            allow_gitlinks=settings.allow_gitlinks,
         )
+        if base.returncode:
+            raise LedgerError("BUNDLE_INVALID", "the binding's base is not in the repository")
+        tips = sorted(set(heads.values()))
+        added = added_entries(git_dir, tips, base_oid)
+        require_safe_entries(added, allow_gitlinks=settings.allow_gitlinks)
         changes = changed_files(git_dir, base_oid, head, limits)
         sizes = blob_sizes(git_dir, sorted({c.oid for c in changes if not c.deleted}))
         too_big = sorted(c.path for c in changes if sizes.get(c.oid, 0) > limits.max_file_bytes)
@@ -349,7 +349,7 @@ def describe_bundle(
             )
         scanned = scan_proposal(
             git_dir,
-            sorted(set(heads.values())),
+            tips,
             base_oid,
             settings.budget() if budget is None else budget,
             baseline=settings.baseline(),
@@ -392,7 +392,8 @@ def record_proposal(
         )
     )
     # An attempt that proposed already is answered by the bundle's digest, never scanned again.
-    replayed = proposal_replay(admitted.task, admitted.prior, hashlib.sha256(bundle).hexdigest())
+    bundle_sha256 = hashlib.sha256(bundle).hexdigest()
+    replayed = proposal_replay(admitted.task, admitted.prior, bundle_sha256)
     if replayed is not None:
         return replayed
     refuse_git_config_settings(admitted.repository, admitted.repository_path)
@@ -409,7 +410,7 @@ def record_proposal(
                 budget=admitted.budget,
             )
         except LedgerError as refused:
-            charge_refused_scan(db, admitted, hashlib.sha256(bundle).hexdigest(), refused, clock)
+            charge_refused_scan(db, admitted, bundle_sha256, refused, clock)
             raise
     digest, stored, created = store_bundle(db, bundle)
     request = ProposalRecord.from_mapping(
