@@ -162,10 +162,10 @@ class Worker:
         ledger = TaskLedger(path, clock=clock, migrate=migrate, synchronous=synchronous)
         runs = RunStore(path, clock=clock, migrate=migrate)
         capture = SOURCE_CAPTURE_CAPABILITY in config.capabilities
-        idle = ledger.idle_reason
         workspaces = GitWorkspaces(path, migrate=migrate, capture_unprojected=capture)
         # The executions' threads share these two connections, one call at a time.
         closers = (ledger.close, runs.close)
+        idle = ledger.idle_reason
         self._attach(
             config, ledger, runs, workspaces, closers=closers, serial=True, explain_idle=idle
         )
