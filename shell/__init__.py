@@ -112,10 +112,7 @@ if TYPE_CHECKING:
     )
     from aios_ledger.shell.tasks.ledger import TaskLedger as TaskLedger
     from aios_ledger.shell.work.reviewer import review_submitted as review_submitted
-    from aios_ledger.shell.work.worker import (
-        Worker as Worker,
-        WorkerConfig as WorkerConfig,
-    )
+    from aios_ledger.shell.work.worker import Worker as Worker, WorkerConfig as WorkerConfig
 
 
 def _homes() -> dict[str, str]:
