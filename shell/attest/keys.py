@@ -31,10 +31,6 @@ class SigningKey:
     text: str = attrs.field(repr=False)
 
     @property
-    def name(self) -> str:
-        return self.signer.verifier.name
-
-    @property
     def keyid(self) -> str:
         verifier = self.signer.verifier
         return note_key_id(verifier.name, verifier.public_key)

@@ -167,10 +167,6 @@ class AuxiliaryRunHandle:
         return f"AuxiliaryRunHandle({self._id!r})"
 
 
-def _owner_tag() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:16]}"
-
-
 def owner_is_dead(owner: str) -> bool:
     """Whether the process that owned a run is certainly gone (never guessed for other hosts)."""
     parts = owner.rsplit(":", 2)
@@ -352,7 +348,7 @@ class AuxiliaryRunService:
         self._quiet: tuple[type[Exception], ...] = (LedgerError,)
         if isinstance(store, DatabaseAuxiliaryRuns):
             self._quiet = (LedgerError, store.db.driver_error)
-        self.owner = _owner_tag()
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:16]}"
         _LIVE_OWNERS.add(self.owner)
         self.recovered: tuple[str, ...] = self._store.recover(owner_is_dead)
 

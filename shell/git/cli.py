@@ -175,14 +175,10 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
     if args.allow_gitlinks is not None:
         settings["allow_gitlinks"] = args.allow_gitlinks
     for option, setting, _metavar, kind, _purpose in _NUMBER_OPTIONS:
-        text = getattr(args, setting_attribute(option))
+        text = getattr(args, option.lstrip("-").replace("-", "_"))
         if text is not None:
             settings[setting] = _number(option, text, kind)
     return settings
-
-
-def setting_attribute(option: str) -> str:
-    return option.lstrip("-").replace("-", "_")
 
 
 def _repo_add(args: argparse.Namespace) -> Any:

@@ -132,11 +132,6 @@ def add_repository(
     return db.write(write)
 
 
-def settings_change_row(conn: Connection, key: str) -> RepositorySettingsChangeRow | None:
-    found = {"idempotency_key": key}
-    return fetch_record(conn, "get_repository_settings_change", found, RepositorySettingsChangeRow)
-
-
 def change_repository_settings(
     db: Database,
     name: str,
@@ -162,9 +157,12 @@ def change_repository_settings(
 
     def write(conn: Connection) -> RepositorySettingsAnswer:
         plans = PlanExecutor(conn)
+        key = {"idempotency_key": request.idempotency_key}
         state = RepositorySettingsState(
             repository=repository_row(conn, request.name),
-            prior=settings_change_row(conn, request.idempotency_key),
+            prior=fetch_record(
+                conn, "get_repository_settings_change", key, RepositorySettingsChangeRow
+            ),
             tail=plans.tail(LEDGER_CHAIN),
         )
         return plans.apply(

@@ -168,9 +168,6 @@ class _Scan:
         self.clock = clock
         self.started = started
 
-    def check_time(self) -> None:
-        self.budget.require_seconds(self.clock() - self.started)
-
     def read(self, label: str, data: bytes, depth: int = 0) -> Iterator[Any]:
         """The potential secrets of `data` read as the file `label`, each once."""
         from detect_secrets.core.scan import _process_line_based_plugins
@@ -179,7 +176,7 @@ class _Scan:
         lines = text.splitlines()
         seen: set[tuple[str, int, str | None]] = set()
         for start in range(0, len(lines), LINES_PER_PIECE):
-            self.check_time()
+            self.budget.require_seconds(self.clock() - self.started)
             numbered = [
                 (number, window)
                 for number in range(max(0, start - CONTEXT_LINES), start + LINES_PER_PIECE)

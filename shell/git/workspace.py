@@ -239,11 +239,6 @@ def unprojected_binding(db: Database, task_id: str) -> GovernedExecutionBinding 
     return db.read(read)
 
 
-def is_source_capture(claim: Mapping[str, Any]) -> bool:
-    envelope = claim.get("envelope")
-    return isinstance(envelope, Mapping) and envelope.get("action") == "source_capture"
-
-
 class RepositoryAccess(Protocol):
     """How a worker reaches the governed repository of a claim's binding."""
 
@@ -316,9 +311,9 @@ class Workspaces:
         binding = claim_binding(claim)
         envelope: Mapping[str, Any]
         if binding is not None:
-            if not is_source_capture(claim):
+            envelope = claim["envelope"]  # a binding comes in an envelope
+            if envelope.get("action") != "source_capture":
                 return None
-            envelope = claim["envelope"]
         elif self.unprojected is not None and claim.get("envelope") is None:
             binding = self.unprojected(str(claim["task_id"]))
             if binding is None:

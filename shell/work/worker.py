@@ -266,12 +266,14 @@ class Worker:
         execution that crashes stops the others, then its exception is raised here."""
         executions: list[threading.Thread] = []
         delay = self.config.poll_min
+        bound = 1 if self.config.once else self.config.max_tasks
         started = 0
         try:
             while not self._stopping:
                 self._slot_freed.clear()
                 executions = [thread for thread in executions if thread.is_alive()]
-                budget = self._budget(started)
+                # How many more tasks this worker may start; None: no bound.
+                budget = None if bound is None else bound - started
                 if budget == 0:
                     break
                 free = self.config.concurrency - len(executions)
@@ -317,11 +319,6 @@ class Worker:
         if reason != self.idle:
             self.log(f"nothing to claim: {reason.text()}", idle=reason.public())
         self.idle = reason
-
-    def _budget(self, started: int) -> int | None:
-        """How many more tasks this worker may start; None: no bound."""
-        bound = 1 if self.config.once else self.config.max_tasks
-        return None if bound is None else bound - started
 
     def _idle(self, seconds: float) -> None:
         """Wait up to `seconds`, less when a stop comes or a running command ends."""
