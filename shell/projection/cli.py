@@ -402,13 +402,9 @@ def _follow(args: argparse.Namespace) -> int:
         with task_ledger(args) as ledger:
             ledger.get(args.task_id)  # a mistyped id is TASK_NOT_FOUND, not a silent wait
     with open_database(args) as db:
+        after = log_end(db) if args.after is None else args.after
         follow_events(
-            db,
-            sys.stdout,
-            after=log_end(db) if args.after is None else args.after,
-            task_id=args.task_id,
-            interval=interval,
-            line=line,
+            db, sys.stdout, after=after, task_id=args.task_id, interval=interval, line=line
         )
     return 0
 

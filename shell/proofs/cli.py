@@ -151,12 +151,8 @@ def _verify_checkpoint(args: argparse.Namespace) -> Any:
     missing = sorted({key.name for key in witnesses} - {signature.name for signature in cosigned})
     if missing:
         raise LedgerError("COSIGNATURE_MISSING", f"no cosignature by {', '.join(missing)}")
-    return {
-        **opened.checkpoint.public(),
-        "cosigned_by": [
-            {"name": signature.name, "time": cosignature_time(signature)} for signature in cosigned
-        ],
-    }
+    by = [{"name": signature.name, "time": cosignature_time(signature)} for signature in cosigned]
+    return {**opened.checkpoint.public(), "cosigned_by": by}
 
 
 def read_note_argument(path: str) -> bytes:
