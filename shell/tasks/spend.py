@@ -1,5 +1,5 @@
-"""What tasks spent, read for `status`, GET /v1/spend and /metrics: the `task_spend` rows
-(0.x migration 0022) summed by task, agent, repository and UTC day, in one read transaction."""
+"""What tasks spent, read for `status`, GET /v1/spend and /metrics, summed by task, agent,
+repository and UTC day."""
 
 from __future__ import annotations
 
