@@ -43,8 +43,7 @@ DEFAULT_RECHECK_SECONDS = 2.0
 # The channel of `work_arrived`, and how often its listener looks up to see the server closing.
 WORK_CHANNEL = "work"
 LISTEN_TICK_SECONDS = 0.5
-# The event stream (`stream.py`): how often the head is read while a stream is open, an idle
-# stream's comment, how long a client may take to accept a page, a stream's longest life.
+# The event stream's head poll, keep-alive comment, send timeout and longest life.
 DEFAULT_STREAM_POLL_SECONDS = 0.5
 DEFAULT_STREAM_KEEPALIVE_SECONDS = 15.0
 DEFAULT_STREAM_SEND_TIMEOUT = 30.0
@@ -54,15 +53,12 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 MAX_HEADER_TIMEOUT = 3600.0
 DEFAULT_MAX_CONNECTIONS = 500
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
-# Failures after which the writer's connection is opened again (`Backend.write_now`): SQLite
-# opens a file it may not write read-only and keeps it so after the file becomes writable; a
-# connection whose file failed under it is not trusted either. At most one try per interval.
+# Failures after which the writer is opened again: SQLite keeps a file read-only once opened so.
 REOPEN_CODES = frozenset(
     {"DATABASE_READ_ONLY", "STORAGE_FULL", "STORAGE_IO_ERROR", "DATABASE_CANNOT_OPEN"}
 )
 REOPEN_INTERVAL_SECONDS = 1.0
-# `/v1/ready` says STORAGE_FULL below this much room beside a SQLite ledger: a commit needs a
-# few pages of WAL, a checkpoint more.
+# `/v1/ready` says STORAGE_FULL below this much room: a commit needs a few pages of WAL.
 MIN_FREE_BYTES = 1024 * 1024
 
 
@@ -142,12 +138,9 @@ class Backend:
             # One store call at a time on the writer's connection.
             self._write_turn = threading.Lock()
         self._reader_count = max(1, settings.read_connections)
-        self._open_readers()
-
-    def _open_readers(self) -> None:
         for _ in range(self._reader_count):
             # A reader never commits, and at FULL it installs no WAL-copying rounds of its own.
-            self._readers.put(Stores(self._open(False, "FULL"), self.settings.clock))
+            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
 
     def _start_writer(self, db: Database) -> None:
         if self.settings.group_commit > 0:

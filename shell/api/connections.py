@@ -33,30 +33,23 @@ def _refusal(code: str, reason: str, detail: str, *extra_headers: str) -> bytes:
     return head.encode("ascii") + body
 
 
-def _too_many_connections(limit: int) -> bytes:
-    return _refusal(
-        "TOO_MANY_CONNECTIONS",
-        "Service Unavailable",
-        f"the server holds {limit} connections already (its --max-connections): "
-        "try again shortly, or close connections this client does not use",
-        "retry-after: 1",
-    )
-
-
-def _headers_too_large(limit: int) -> bytes:
-    return _refusal(
-        "HEADERS_TOO_LARGE",
-        "Request Header Fields Too Large",
-        f"the request line and headers are over {limit} bytes (the server's --max-header-bytes)",
-    )
-
-
 def guarded_protocol(
     *, header_timeout: float, max_connections: int, max_header_bytes: int
 ) -> type[HttpToolsProtocol]:
     """uvicorn's `HttpToolsProtocol` with the header timeout and the two limits above."""
-    refusal = _too_many_connections(max_connections)
-    too_large = _headers_too_large(max_header_bytes)
+    refusal = _refusal(
+        "TOO_MANY_CONNECTIONS",
+        "Service Unavailable",
+        f"the server holds {max_connections} connections already (its --max-connections): "
+        "try again shortly, or close connections this client does not use",
+        "retry-after: 1",
+    )
+    too_large = _refusal(
+        "HEADERS_TOO_LARGE",
+        "Request Header Fields Too Large",
+        f"the request line and headers are over {max_header_bytes} bytes (the server's "
+        "--max-header-bytes)",
+    )
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None

@@ -50,12 +50,10 @@ from starlette.responses import JSONResponse, Response
 LOG = logging.getLogger("aios_ledger.mcp")
 SERVER_NAME = "aios-ledger"
 MCP_PATH = "/mcp"
-# A token the ledger accepted is believed this long before whoami is asked again; a token
-# revoked meanwhile is still refused by the ledger on the first call it forwards.
+# A revoked token is still refused by the ledger on the first call it forwards.
 VERIFIED_SECONDS = 10.0
 MAX_VERIFIED_TOKENS = 4096
-# JSON-RPC's range for implementation-defined server errors (-32000 to -32099): the ledger
-# refused, and the message and data say with which code.
+# In JSON-RPC's range for implementation-defined server errors: the ledger refused.
 LEDGER_REFUSAL = -32001
 # A refused token is 401; a ledger that did not answer the check is not the token's fault.
 _AUTH_STATUS = {"API_UNAVAILABLE": 503, "API_PROTOCOL_ERROR": 502}

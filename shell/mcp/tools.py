@@ -49,8 +49,7 @@ class LedgerTool:
     name: str
     description: str
     roles: frozenset[str]
-    # What the model is shown; `checked` is what the arguments must meet before a call (the
-    # same, but a submit's result, which only the ledger judges).
+    # `checked` is the schema shown but for a submit's result, which only the ledger judges.
     input_schema: Mapping[str, Any]
     checked: Mapping[str, Any]
     handler: Handler

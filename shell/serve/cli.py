@@ -48,8 +48,7 @@ if TYPE_CHECKING:
     import uvicorn
     from aios_ledger.shell.api.stream import EventFeed
 
-# On SIGTERM, requests still running (long polls) get this long to finish before their
-# connections close; a keyed claim asked again gets the same claim.
+# On SIGTERM, long polls get this long to finish; a keyed claim asked again gets the same claim.
 KEEP_ALIVE_SECONDS = 5
 GRACEFUL_SHUTDOWN_SECONDS = 10
 LOG = logging.getLogger("aios_ledger.api")

@@ -42,7 +42,6 @@ from aios_ledger.core import (
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
-from aios_ledger.core.log.plan import Decision
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.structuring import check_built
 from aios_ledger.core.tasks import (
@@ -79,8 +78,7 @@ from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.tasks.surface import TaskSurface, listed
 from aios_ledger.shell.tracing import record_writes, write_started
 
-# How many passed leases one claim takes over before it claims: a claim stays short, and the
-# claims after it take over the rest.
+# Passed leases one claim takes over, so that it stays short; the claims after it take the rest.
 TAKEOVER_BATCH = 32
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
@@ -270,7 +268,9 @@ class TaskLedger(TaskSurface):
             name: generated[name] if name in generated else supplied[name]()
             for name in row.shell_inputs
         }
-        return plans.apply(_planned(decide_task(state, request, now=now, actor=actor, **inputs)))
+        decision = decide_task(state, request, now=now, actor=actor, **inputs)
+        assert decision is not None  # only a claim or an expiry finds nothing to do
+        return plans.apply(decision)
 
     def _claim(
         self,
@@ -315,8 +315,7 @@ class TaskLedger(TaskSurface):
                     task = found[1][0] if found[1] else None
                 else:
                     candidates = tuple(found[1])
-                # Read again once the tasks are locked: another writer may have moved a task on
-                # since, and times must not go back along its chain.
+                # Read once the tasks are locked, so that times never go back along a chain.
                 now = self._now()
             read = (*passed, *([] if task is None else [task]), *candidates)
             chains = dict.fromkeys(chain_of(row.task_id) for row in read)
@@ -547,11 +546,6 @@ def _generated_id(row: TaskTransition, request: Any) -> dict[str, Any]:
     if "task_id" in row.shell_inputs:
         return {"task_id": request.task.task_id or new_task_id()}
     return {}
-
-
-def _planned(decision: Decision[Any] | None) -> Decision[Any]:
-    assert decision is not None  # only a claim or an expiry finds nothing to do
-    return decision
 
 
 def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:

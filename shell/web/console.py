@@ -116,10 +116,6 @@ def see_other(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303)
 
 
-def _own_origin(request: Request) -> str:
-    return f"{request.url.scheme}://{request.url.netloc}"
-
-
 def same_origin(request: Request) -> bool:
     """Whether the browser says, by `Sec-Fetch-Site` or `Origin`, that this POST comes from the
     console's own pages."""
@@ -127,7 +123,7 @@ def same_origin(request: Request) -> bool:
     if fetch_site is not None and fetch_site != "same-origin":
         return False
     origin = request.headers.get("origin")
-    return origin is None or origin == _own_origin(request)
+    return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
 
 
 async def read_form(request: Request) -> dict[str, str]:

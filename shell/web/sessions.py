@@ -19,8 +19,7 @@ SESSION_ID_BYTES = 32
 CSRF_TOKEN_BYTES = 32
 DEFAULT_IDLE_SECONDS = 30 * 60.0
 DEFAULT_MAX_SECONDS = 12 * 3600.0
-# Sessions held at most: one more evicts the oldest (only a valid token opens one, so this
-# bounds what a token holder signing in over and over can make the server keep).
+# One more evicts the oldest, bounding what a token signing in over and over makes us keep.
 MAX_SESSIONS = 10_000
 
 
