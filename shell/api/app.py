@@ -416,11 +416,8 @@ def status(call: Call) -> Answer:
 
 def spend(call: Call) -> Answer:
     """The spend report alone (`status` holds it too), up to MAX_SPEND_ROWS rows a table."""
-    return Answer(
-        call.backend.read_now(
-            lambda s: s.db.read(lambda conn: read_spend(conn, limit=MAX_SPEND_ROWS))
-        )
-    )
+    read = functools.partial(read_spend, limit=MAX_SPEND_ROWS)
+    return Answer(call.backend.read_now(lambda s: s.db.read(read)))
 
 
 def log_head(call: Call) -> Answer:
@@ -774,11 +771,9 @@ async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
     return b"".join(parts)
 
 
-_UNAUTHENTICATED = ("UNAUTHENTICATED", "a valid bearer token is required")
-
-
 def _unauthenticated() -> Response:
-    return problem_response(*_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
+    detail = "a valid bearer token is required"
+    return problem_response("UNAUTHENTICATED", detail, headers={"WWW-Authenticate": "Bearer"})
 
 
 def _needs_role(operation: Operation, principal: Principal) -> str:

@@ -238,8 +238,7 @@ class LedgerClient(TaskSurface):
         return delay * random.uniform(0.5, 1.0)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._call(method, path, **kwargs)
-        return _answer(response)
+        return _answer(self._call(method, path, **kwargs))
 
     def whoami(self) -> dict[str, Any]:
         """The token's name and roles (`GET /v1/whoami`): an answer proves the token good."""

@@ -56,6 +56,7 @@ DIFF_LINE_MARKUP = 27
 DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
 REFUSALS_SHOWN = 20
 DIFF_ARGUMENTS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv")
+ATTESTATION_FIELDS = ("keyid", "provenance_sha256", "review_sha256", "created_at")
 
 
 @attrs.frozen
@@ -436,12 +437,7 @@ def _attestations(conn: Connection, keys: set[str]) -> dict[str, dict[str, Any]]
     for key in sorted(keys):
         row = attestation_row(conn, key)
         if row is not None:
-            found[key] = {
-                "keyid": row.keyid,
-                "provenance_sha256": row.provenance_sha256,
-                "review_sha256": row.review_sha256,
-                "created_at": row.created_at,
-            }
+            found[key] = {name: getattr(row, name) for name in ATTESTATION_FIELDS}
     return found
 
 
