@@ -127,7 +127,6 @@ class Call:
         return self.principal.name
 
 
-Handler = Callable[[Call], Awaitable[Answer | Response]]
 # Most handlers are plain functions, run on the worker thread with the token's check.
 PlainHandler = Callable[[Call], Answer | Response | Later]
 

@@ -36,7 +36,6 @@ T = TypeVar("T")
 DEFAULT_LISTEN = "127.0.0.1:18892"
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_WAITING_PER_TOKEN = 8
-MAX_WAIT_SECONDS = 60
 DEFAULT_READ_CONNECTIONS = 4
 DEFAULT_GROUP_COMMIT = 64
 DEFAULT_RECHECK_SECONDS = 2.0
@@ -64,8 +63,6 @@ MIN_FREE_BYTES = 1024 * 1024
 
 @attrs.frozen
 class ApiSettings:
-    """How `create_app` runs."""
-
     db_path: str
     synchronous: str = "FULL"
     migrate: bool = True

@@ -100,7 +100,6 @@ _SUMS = ("reports", "input_tokens", "output_tokens", "cost_micros", "over_budget
 def _by_agent_and_repository(
     report: Mapping[str, Any],
 ) -> dict[tuple[str, str, str], dict[str, int]]:
-    """The spend by (agent, repository, currency)."""
     sums: dict[tuple[str, str, str], dict[str, int]] = {}
     for row in report.get("by_agent_and_repository", ()):
         key = (str(row["agent_id"] or ""), str(row["repository"] or ""), str(row["currency"] or ""))

@@ -55,7 +55,6 @@ DEFAULT_TIMEOUT = 30.0
 MAX_WAIT_SECONDS = 60
 # The long poll holds the answer up to `wait_seconds`: the read timeout must outlast it.
 LONG_POLL_MARGIN = 15.0
-PROBLEM_TYPE = "application/problem+json"
 EVENT_STREAM_TYPE = "text/event-stream"
 _RETRIED_STATUS = frozenset({502, 503, 504})
 
@@ -248,7 +247,6 @@ class LedgerClient(TaskSurface):
         return answer
 
     def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:
-        """TaskLedger.idle_reason (`GET /v1/claims/idle`)."""
         offered = ",".join(str(name) for name in capabilities)
         answer = self._json("GET", api_path("claims", "idle"), params={"capabilities": offered})
         if not isinstance(answer, dict):

@@ -58,7 +58,5 @@ class ApiRepositories:
 
 
 class RemoteWorkspaces(Workspaces):
-    """The workspace hooks of a worker over the API."""
-
     def __init__(self, client: GovernedClient) -> None:
         super().__init__(ApiRepositories(client))

@@ -22,7 +22,6 @@ from starlette.applications import Starlette
 
 
 def served_extras() -> tuple[Operation, ...]:
-    """The routes `serve` adds to `operations()`."""
     return (*governed_operations(), *review_operations(), *checkpoint_operations())
 
 

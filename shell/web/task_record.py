@@ -177,7 +177,6 @@ def _attempt_before(conn: Connection, task_id: str, older: list[Row], size: int)
 
 
 def _governed_writes(conn: Connection, task_id: str) -> list[dict[str, Any]]:
-    """The task's governed writes' events, in order."""
     writes = []
     for row in fetch_all(conn, "console_task_governed_writes", {"task_id": task_id}):
         payload = loads_document(str(row["payload_json"]), what="payload_json")

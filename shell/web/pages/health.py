@@ -60,7 +60,6 @@ def verdicts_by_hour(rows: Iterable[Any]) -> Counter[tuple[str, str]]:
 
 
 def batch_sizes(metrics: Any) -> list[tuple[str, int]]:
-    """This server's group-commit batch sizes by bucket."""
     cumulative = [
         (sample.labels["le"], int(sample.value))
         for family in metrics.batch_size.collect()
