@@ -522,6 +522,7 @@ async def event_stream(call: Call) -> Response:
 _OPERATION_IDS = {"submit": "submitResult"}
 _TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
 _LIMIT = Query("limit", {"type": "integer", "minimum": 1})
+_WHOLE = {"type": "integer", "minimum": 0}
 _TIME = {"type": "string", "format": "date-time"}
 _FILTER_TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
 TASK_LIST_QUERY = (
@@ -583,7 +584,7 @@ def operations() -> tuple[Operation, ...]:
             event_stream,
             "the ledger's events as they are sealed (server-sent events)",
             query=(
-                Query("after", {"type": "integer", "minimum": 0}),
+                Query("after", _WHOLE),
                 Query("task_id", {"type": "string", "minLength": 1, "maxLength": 200}),
                 Query("typed", {"type": "string", "enum": ["true", "false"]}),
                 Query(
@@ -672,10 +673,7 @@ def operations() -> tuple[Operation, ...]:
             "runEvents",
             run_events,
             "a run's events",
-            query=(
-                Query("limit", {"type": "integer", "minimum": 1}),
-                Query("after", {"type": "integer", "minimum": 0}),
-            ),
+            query=(_LIMIT, Query("after", _WHOLE)),
         ),
         read(
             "/v1/auxiliary-runs",
@@ -724,7 +722,7 @@ def operations() -> tuple[Operation, ...]:
             prove_event,
             "an event's RFC 9162 inclusion proof",
             PROOF_READERS,
-            query=(Query("size", {"type": "integer", "minimum": 0}),),
+            query=(Query("size", _WHOLE),),
         ),
         read(
             "/v1/proofs/consistency",
@@ -732,10 +730,7 @@ def operations() -> tuple[Operation, ...]:
             prove_trees,
             "an RFC 9162 consistency proof between two tree sizes",
             PROOF_READERS,
-            query=(
-                Query("old", {"type": "integer", "minimum": 0}),
-                Query("new", {"type": "integer", "minimum": 0}),
-            ),
+            query=(Query("old", _WHOLE), Query("new", _WHOLE)),
         ),
         read(
             "/v1/log/export",

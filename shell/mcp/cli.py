@@ -21,7 +21,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     mcp.add_argument(
         "--api",
         "--server",
-        dest="api",
         required=True,
         metavar="URL",
         help="the ledger's HTTP API (aios-ledger serve) every call goes through",

@@ -61,7 +61,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     serve.add_argument(
         "--db",
-        dest="db",
         default=argparse.SUPPRESS,
         help="database file or postgresql:// URL (as the global --db)",
     )

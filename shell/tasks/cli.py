@@ -155,15 +155,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     expire.set_defaults(handler=_expire)
 
     for row in TASK_OPERATIONS.values():
-        if (
-            row.command == f"task {row.name}"
-            and set(attrs.fields_dict(cast(Any, row.request))) == _MOVE
-        ):
+        if row.command == f"task {row.name}" and set(
+            attrs.fields_dict(cast(Any, row.request))
+        ) == set(_MOVE):
             _move_command(task_commands, row)
 
 
 # The fields of an owner's move of one task: its command takes them as arguments.
-_MOVE = {"task_id", "reason", "idempotency_key"}
+_MOVE = ("task_id", "reason", "idempotency_key")
 
 
 def _move_command(
