@@ -1,9 +1,7 @@
 """What a person sees on a terminal: tables for the listings, a progress bar for long walks.
 
-Programs get JSON (any stdout that is not a terminal, or `--json`); a terminal gets the same
-answer as rich tables. Each view is a function of the answer alone, so `render(view, width=...)`
-shows it as text at a fixed width, without a terminal. Progress bars go to stderr, and only when
-stderr is a terminal.
+Programs get JSON; a terminal gets the same answer as rich tables, each view a function of the
+answer alone, so that `render(view, width=...)` shows it without a terminal.
 """
 
 from __future__ import annotations
@@ -20,8 +18,7 @@ import attrs
 from aios_ledger.core.actors import actor_label_of
 from aios_ledger.core.timestamps import Timestamp
 
-# rich is imported where a view is drawn: every command imports this module for `Shown`, and
-# most answer a program (JSON), which needs no rich.
+# rich is imported where a view is drawn: most commands answer a program, which needs no rich.
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.measure import Measurement
@@ -75,18 +72,13 @@ def render(view: RenderableType, *, width: int) -> str:
     return out.getvalue()
 
 
-# -- tables --------------------------------------------------------------------------------
-#
-# Every table the command line draws goes through `Records`: it is drawn at the width the
-# terminal has, and it never splits an id, a code or a timestamp across lines. Each column
-# says what it holds; what each kind may give up when the terminal is narrow is the table below.
+# -- tables: drawn at the terminal's width, never splitting an id, a code or a timestamp ----
 
 
 @attrs.frozen
 class ColumnKind:
-    """What a column's cells may give up to fit: `shortest` > 0 lets a cell be shortened in
-    the middle with an ellipsis down to that many cells (ids: both ends stay, so shortened
-    ids still tell themselves apart); `wraps` lets it wrap, at spaces only (prose)."""
+    """What a column's cells may give up to fit: `shortest` > 0 lets an id be shortened in the
+    middle, both ends staying to tell ids apart; `wraps` lets prose wrap at spaces."""
 
     shortest: int
     wraps: bool
@@ -125,9 +117,8 @@ def shorten_middle(text: str, cells: int) -> str:
 def column_widths(
     kinds: Sequence[ColumnKind], natural: Sequence[int], least: Sequence[int], room: int
 ) -> list[int] | None:
-    """Each column's width in `room` cells (borders excluded): the natural widths when they
-    fit; else prose columns narrowed first, then id columns, each down to its least width;
-    None when even the least widths do not fit (the records are then drawn one per block)."""
+    """Each column's width in `room` cells, prose narrowed first, then ids; None when even the
+    least widths do not fit."""
     if sum(natural) <= room:
         return list(natural)
     if sum(least) > room:
@@ -148,10 +139,8 @@ def column_widths(
 
 
 class Records:
-    """Rows of cells under columns (rich's `Table`, made narrow-safe): a table when the width
-    allows every id, code and timestamp whole (or an id shortened in the middle), else one
-    record per block of `header: value` lines. `blocks=True` always draws blocks (one record
-    of many fields reads better that way)."""
+    """Rows of cells under columns: a table when the width allows, else one record per block
+    of `header: value` lines (always with `blocks=True`)."""
 
     def __init__(self, title: str | None, *columns: Column, blocks: bool = False) -> None:
         self.title = title
@@ -287,11 +276,7 @@ def _cell(value: Any, limit: int = MAX_CELL) -> Text:
 
 def _plain(value: Any) -> Text:
     """An id, a code or a time, whole (the table shortens an id if it must)."""
-    from rich.text import Text
-
-    if value is None:
-        return Text("-", style="dim")
-    return Text(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+    return _cell(value, sys.maxsize)
 
 
 def _status(value: Any) -> Text:
@@ -301,16 +286,14 @@ def _status(value: Any) -> Text:
 
 
 def _task_status(task: Mapping[str, Any]) -> Text:
-    """A task's status, and, for a governed task still waiting for its projection, that no
-    worker may take it yet."""
+    """A task's status, and whether a governed task still waits for its projection."""
     shown = _status(task["status"])
     if task.get("awaiting_projection") and task["status"] in AWAITING_STATUSES:
         shown.append(" awaiting projection", style="bold")
     return shown
 
 
-# The statuses in which a governed task never projected still waits for its projection (one
-# cancelled before it waits for nothing).
+# A governed task cancelled before its projection waits for nothing.
 AWAITING_STATUSES = frozenset({"QUEUED", "PAUSED"})
 
 
@@ -332,7 +315,6 @@ Cell = Callable[[Mapping[str, Any]], "str | Text | None"]
 def _listing(
     title: str | None, rows: Sequence[Mapping[str, Any]], *columns: tuple[str, str, Cell]
 ) -> Records:
-    """A table of `rows`, each column by its header, its kind and how a row gives its cell."""
     table = _records(title, *((header, kind) for header, kind, _ in columns))
     for row in rows:
         table.add_row(*(cell(row) for _, _, cell in columns))
@@ -340,7 +322,6 @@ def _listing(
 
 
 def _field(name: str) -> Cell:
-    """The cell of a row's field `name`, whole."""
     return lambda row: _plain(row[name])
 
 
@@ -359,8 +340,7 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
         ("status", "code", _task_status),
         ("priority", "number", _number("priority")),
         ("attempt", "number", lambda task: f"{task['attempt']}/{task['max_attempts']}"),
-        # Who holds it now, else whoever held its last attempt (a server before the field: the
-        # row's holder of a claimed task).
+        # A server older than the field gives the holder of a claimed task only.
         ("last holder", "id", lambda task: _plain(task.get("last_holder", task["claimed_by"]))),
         ("updated", "time", _field("updated_at")),
         ("goal", "prose", lambda task: _cell(task["goal"], 80)),
@@ -369,7 +349,6 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
     return table
 
 
-# The kind of a task's field in `task show`, by name; a field named here by none is prose.
 _TASK_FIELD_KINDS = {
     "task_id": "id",
     "claimed_by": "id",
@@ -411,7 +390,6 @@ def task_view(task: Mapping[str, Any]) -> RenderableType:
 
 
 def _holders(holders: Sequence[Mapping[str, Any]]) -> Text:
-    """Each attempt's holder on a line of its own: attempt, agent, when it was claimed."""
     from rich.text import Text
 
     if not holders:
@@ -473,7 +451,6 @@ def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
 
 
 def _run_state(run: Mapping[str, Any]) -> Text:
-    """An auxiliary run's state, and the code of the error it ended with."""
     state = _status(run["state"])
     if run.get("error_code"):
         state.append(f" {run['error_code']}", style="red")
@@ -526,8 +503,7 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
     return Group(counts, waiting, expired, leases, last, *_spend_tables(report.get("spend")))
 
 
-# The spend tables of `status`, each under its title, by the column its rows are keyed by and
-# that column's kind.
+# The spend tables of `status`: report key, title, heading, field and kind of the key column.
 _SPEND_TABLES = (
     ("by_task", "spend by task (largest cost first)", "task", "task_id", "id"),
     ("by_agent", "spend by agent", "agent", "agent_id", "id"),
@@ -537,8 +513,7 @@ _SPEND_TABLES = (
 
 
 def _spend_tables(spend: Mapping[str, Any] | None) -> list[RenderableType]:
-    """What tasks spent, one table per grouping, those with rows only (nothing reported:
-    one line saying so)."""
+    """What tasks spent, one table per grouping that has rows."""
     from rich.text import Text
 
     if not spend or not any(spend.get(name) for name, *_ in _SPEND_TABLES):
@@ -620,8 +595,7 @@ def print_changes(
     interval: float,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """For a program: `read()` as one JSON line now and each time it differs from the last
-    line printed, read every `interval` seconds, until Ctrl-C."""
+    """For a program: `read()` as one JSON line now and each time it changes, until Ctrl-C."""
     last: Any = None
     printed = False
     while True:
@@ -639,7 +613,7 @@ def print_changes(
 @contextmanager
 def progress_bar(label: str, stream: IO[str] | None = None) -> Iterator[ProgressHook | None]:
     """A hook `(done, total)` that draws a bar on `stream` (stderr), or None when it is not a
-    terminal: nothing is drawn then, and the walk pays nothing for it."""
+    terminal, so that the walk pays nothing for it."""
     target = sys.stderr if stream is None else stream
     if not is_terminal(target):
         yield None

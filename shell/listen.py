@@ -1,5 +1,5 @@
-"""The address a server listens on (`serve`, `witness --listen`, `mcp --listen`): `HOST:PORT`
-parsed, and its socket bound, each mistake a usage error that says what to change."""
+"""The address a server listens on: `HOST:PORT` parsed and its socket bound, each mistake a
+usage error that says what to change."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def bind_listener(host: str, port: int) -> socket.socket:
-    """The listening socket of `--listen HOST:PORT`; an address that cannot be bound is a
-    usage mistake (`ADDRESS_IN_USE`, `ADDRESS_UNAVAILABLE`) saying what to change."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         return socket.create_server((host, port), family=family)

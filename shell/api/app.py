@@ -1,16 +1,9 @@
 """The ASGI application: `create_app(settings)` builds a Starlette app over one ledger.
 
-Every route is one row of `operations()`: method, path, roles, body schema and handler. One
-wrapper (`_endpoint`) does what is common, so that no route can skip it: authenticate the
-caller (`principals.request_principal`), check the role, read the body within its size and time
-limits before any write starts, parse and validate it, run the handler, and turn a
-`LedgerError` into problem+json.
-
-A request costs one hop from the event loop to a worker thread. A request without a token is
-refused on the loop, its body unread. A route with a `guard` (a proposal upload) runs the
-guard's checks before reading the body, so a refused agent costs no read, parse or scan.
-Whether an agent holds a task, or owns a run it appends to, is decided by the core inside the
-write, never by a separate read here, so it cannot race.
+Every route is one row of `operations()`, and one wrapper (`_endpoint`) does what is common so
+that no route can skip it: authenticate, check the role, read and validate the body within its
+limits, run the handler, turn a `LedgerError` into problem+json. Whether an agent holds a task
+is decided by the core inside the write, never by a separate read here, so it cannot race.
 """
 
 from __future__ import annotations
@@ -93,8 +86,7 @@ MAX_SPEND_ROWS = 1000
 
 @attrs.frozen
 class Answer:
-    """A handler's JSON answer and its status; `wakes`: the write may have made work claimable
-    (waiting claims are woken once it is answered)."""
+    """A handler's JSON answer; `wakes`: the write may have made work claimable."""
 
     value: Any
     status: int = 200
@@ -103,16 +95,13 @@ class Answer:
 
 @attrs.frozen
 class Later:
-    """A plain handler's answer that is not ready yet: what to await on the event loop (a long
-    poll that found nothing at once)."""
+    """A plain handler's answer to await on the event loop (a long poll that found nothing)."""
 
     wait: Callable[[], Awaitable[Answer | Response]]
 
 
 @attrs.frozen
 class Call:
-    """What a handler gets: the request, who makes it, its parsed body, path and query."""
-
     request: Request
     principal: Principal | None
     body: Any
@@ -138,7 +127,6 @@ class Call:
         return self.principal.name
 
 
-Handler = Callable[[Call], Awaitable[Answer | Response]]
 # Most handlers are plain functions, run on the worker thread with the token's check.
 PlainHandler = Callable[[Call], Answer | Response | Later]
 
@@ -166,8 +154,7 @@ def create_tasks(call: Call) -> Answer:
 
 
 def list_tasks(call: Call) -> Answer:
-    """A page of tasks, newest first, filtered by the query's names (`TASK_LIST_QUERY`), and
-    `next_cursor`: the next page's `cursor` (the one query the console's Tasks page reads)."""
+    """A page of tasks, newest first, filtered by `TASK_LIST_QUERY`, with the next cursor."""
     mapping: dict[str, object] = {
         query.name: call.query(query.name)
         for query in TASK_LIST_QUERY
@@ -196,8 +183,7 @@ def task_history(call: Call) -> Answer:
 
 
 def claim(call: Call) -> Answer | Response | Later:
-    """The claim is structured once, its agent the token's name (never the body's), and held to
-    the token's grant by the ledger (CAPABILITY_NOT_GRANTED)."""
+    """The claim's agent is the token's name (never the body's), held to the token's grant."""
     body = dict(call.body)
     wait = body.pop("wait_seconds", 0)
     limit = body.pop("limit", None)
@@ -227,8 +213,7 @@ def claim(call: Call) -> Answer | Response | Later:
 async def _long_poll(
     call: Call, attempt: Callable[[Stores], Any], wait: float
 ) -> Answer | Response:
-    """Claim until a task is taken or `wait` seconds pass, woken by each write that may have
-    made work claimable (and every `recheck_seconds` on its own)."""
+    """Claim until a task is taken or `wait` seconds pass, woken by writes that may help."""
     backend = call.backend
     with backend.waiting(call.name):
         loop = asyncio.get_running_loop()
@@ -251,11 +236,8 @@ async def _long_poll(
 
 
 def task_write(row: TaskTransition) -> PlainHandler:
-    """The handler of an operation on one task (a row of the transition table with a route):
-    its request structured once from the body, the path's task and, for a request an agent
-    makes, the token's name as its acting agent; applied as the ledger applies it, so that
-    the holder, like every other rule, is checked in the locked decision (`NOT_TASK_HOLDER`).
-    A write that leaves its task QUEUED wakes the waiting claims."""
+    """The handler of a write on the path's task, an agent's acting as the token's name; the
+    holder is checked in the locked decision, like every other rule."""
     record: Any = row.request
     build = cast(Callable[[object], TaskRequest[Any]], record.from_mapping)
     acting = "agent_id" in attrs.fields_dict(record)
@@ -307,10 +289,8 @@ def project_from_source_capture(call: Call) -> Answer:
 
 
 def create_run(call: Call) -> Answer:
-    """An agent's runs are those of its session: `session_id` is the agent's name (given or
-    not), which is how the ledger knows whose a run is without another column. The ledger's
-    own forms (an attempt's evidence run, reviews) are RUN_ID_RESERVED: a claim creates its
-    attempt's run."""
+    """An agent's runs are those of its session, named as the agent: that is how the ledger
+    knows whose a run is. The ledger's own run forms are RUN_ID_RESERVED."""
     body = call.body
     session, run_id = body.get("session_id", call.name), body.get("run_id")
     refuse_reserved(str(session), "" if run_id is None else str(run_id))
@@ -338,8 +318,7 @@ def get_run(call: Call) -> Answer:
 
 
 def run_events(call: Call) -> Answer:
-    """`?after=N` starts after the run's event N (a console page links one event whole as
-    `?after=N-1&limit=1`)."""
+    """`?after=N` starts after the run's event N."""
     run_id = call.path("run_id")
     limit = call.query_int("limit", 1001)
     after = call.query_int("after", 0)
@@ -407,9 +386,7 @@ async def metrics(call: Call) -> Response:
 
 
 def idle_reason(call: Call) -> Answer:
-    """Why a claim offering `capabilities` (comma-separated) finds nothing now, under the
-    token's grant (a task that needs a capability it is not granted is told as such): what an
-    idle worker over the API logs."""
+    """Why a claim offering `capabilities` (comma-separated) finds nothing now."""
     offered = [name for name in (call.query("capabilities") or "").split(",") if name]
     assert call.principal is not None  # an agent's route
     grant = call.principal.grant
@@ -418,9 +395,7 @@ def idle_reason(call: Call) -> Answer:
 
 
 def whoami(call: Call) -> Answer:
-    """The token's name, roles and granted capabilities (None: no ceiling): a client checks its
-    token, and learns the agent id claims record and what they may offer, before it does
-    anything."""
+    """The token's name, roles and granted capabilities (None: no ceiling)."""
     principal = call.principal
     assert principal is not None
     roles = [role for role in ROLES if role in principal.roles]
@@ -440,11 +415,8 @@ def status(call: Call) -> Answer:
 
 def spend(call: Call) -> Answer:
     """The spend report alone (`status` holds it too), up to MAX_SPEND_ROWS rows a table."""
-    return Answer(
-        call.backend.read_now(
-            lambda s: s.db.read(lambda conn: read_spend(conn, limit=MAX_SPEND_ROWS))
-        )
-    )
+    read = functools.partial(read_spend, limit=MAX_SPEND_ROWS)
+    return Answer(call.backend.read_now(lambda s: s.db.read(read)))
 
 
 def log_head(call: Call) -> Answer:
@@ -452,8 +424,7 @@ def log_head(call: Call) -> Answer:
 
 
 def whole_number(text: str | None, name: str) -> int | None:
-    """A tree size or an event id from the path or the query (the console's pages' too): a
-    whole number, or None when absent."""
+    """A tree size or an event id from the path or the query; None when absent."""
     if text is None:
         return None
     if not text.isascii() or not text.isdigit() or len(text) > 18:
@@ -494,7 +465,7 @@ def log_verify(call: Call) -> Answer:
 
 
 async def log_export(call: Call) -> Response:
-    """The export is written in one read transaction to a spooled file, then streamed."""
+    """Written in one read transaction to a spooled file, then streamed."""
 
     def write(stores: Stores) -> IO[str]:
         spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (closed by the stream)
@@ -524,10 +495,8 @@ async def log_export(call: Call) -> Response:
 
 
 async def event_stream(call: Call) -> Response:
-    """The ledger's events as server-sent events (`shell/api/stream.py`), after the event a
-    reconnecting client names in `Last-Event-ID`, else after `?after=`, else from the head:
-    the header wins, as a browser's EventSource reconnects to the URL it opened (with its
-    `?after=`) and sends the last id it got in the header."""
+    """The ledger's events as server-sent events. `Last-Event-ID` wins over `?after=`, as a
+    browser's EventSource reconnects to the URL it opened and sends the last id in the header."""
     header = call.request.headers.get(LAST_EVENT_ID) or None
     if header is not None:
         after = whole_number(header.strip(), "Last-Event-ID")
@@ -550,13 +519,12 @@ async def event_stream(call: Call) -> Response:
 
 # -- the route table --------------------------------------------------------------------------
 
-# The operation ids of the task routes whose id is not their operation's name.
 _OPERATION_IDS = {"submit": "submitResult"}
 _TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
 _LIMIT = Query("limit", {"type": "integer", "minimum": 1})
+_WHOLE = {"type": "integer", "minimum": 0}
 _TIME = {"type": "string", "format": "date-time"}
 _FILTER_TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
-# `GET /v1/tasks`'s query: the filters of `TaskFilters`, the page's size and its cursor.
 TASK_LIST_QUERY = (
     _TASK_STATUS,
     Query("agent", _FILTER_TEXT),
@@ -581,7 +549,6 @@ def _read(
     roles: frozenset[str] | None = READERS,
     **options: Any,
 ) -> Operation:
-    """A GET route, by default for every reader."""
     return Operation("GET", path, operation_id, roles, handler, summary, **options)
 
 
@@ -617,7 +584,7 @@ def operations() -> tuple[Operation, ...]:
             event_stream,
             "the ledger's events as they are sealed (server-sent events)",
             query=(
-                Query("after", {"type": "integer", "minimum": 0}),
+                Query("after", _WHOLE),
                 Query("task_id", {"type": "string", "minLength": 1, "maxLength": 200}),
                 Query("typed", {"type": "string", "enum": ["true", "false"]}),
                 Query(
@@ -706,10 +673,7 @@ def operations() -> tuple[Operation, ...]:
             "runEvents",
             run_events,
             "a run's events",
-            query=(
-                Query("limit", {"type": "integer", "minimum": 1}),
-                Query("after", {"type": "integer", "minimum": 0}),
-            ),
+            query=(_LIMIT, Query("after", _WHOLE)),
         ),
         read(
             "/v1/auxiliary-runs",
@@ -758,7 +722,7 @@ def operations() -> tuple[Operation, ...]:
             prove_event,
             "an event's RFC 9162 inclusion proof",
             PROOF_READERS,
-            query=(Query("size", {"type": "integer", "minimum": 0}),),
+            query=(Query("size", _WHOLE),),
         ),
         read(
             "/v1/proofs/consistency",
@@ -766,10 +730,7 @@ def operations() -> tuple[Operation, ...]:
             prove_trees,
             "an RFC 9162 consistency proof between two tree sizes",
             PROOF_READERS,
-            query=(
-                Query("old", {"type": "integer", "minimum": 0}),
-                Query("new", {"type": "integer", "minimum": 0}),
-            ),
+            query=(Query("old", _WHOLE), Query("new", _WHOLE)),
         ),
         read(
             "/v1/log/export",
@@ -804,15 +765,12 @@ async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
     return b"".join(parts)
 
 
-_UNAUTHENTICATED = ("UNAUTHENTICATED", "a valid bearer token is required")
-
-
 def _unauthenticated() -> Response:
-    return problem_response(*_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
+    detail = "a valid bearer token is required"
+    return problem_response("UNAUTHENTICATED", detail, headers={"WWW-Authenticate": "Bearer"})
 
 
 def _needs_role(operation: Operation, principal: Principal) -> str:
-    """A role refusal's detail: the roles the route takes, the roles the token has."""
     assert operation.roles is not None
     takes = " or ".join(role for role in ROLES if role in operation.roles)
     has = ", ".join(role for role in ROLES if role in principal.roles) or "none"
@@ -823,9 +781,8 @@ def _needs_role(operation: Operation, principal: Principal) -> str:
 
 
 def _actor_of(request: Request, principal: Principal) -> Actor:
-    """Who a request's writes name: its token's name and roles, come over HTTP, or through the
-    MCP adapter when that says it relays the call (a token proves who, not how; a caller that
-    claims the adapter gains nothing by it)."""
+    """Who a request's writes name; a caller that claims to come through the MCP adapter gains
+    nothing by it, since a token proves who, not how."""
     via = VIA_MCP if request.headers.get(VIA_HEADER) == VIA_MCP else VIA_HTTP
     return token_actor(principal.name, principal.roles, via)
 
@@ -833,19 +790,13 @@ def _actor_of(request: Request, principal: Principal) -> Actor:
 def _endpoint(
     operation: Operation, backend: Backend, validators: BodyValidators, metrics: ApiMetrics
 ) -> Callable[[Request], Awaitable[Response]]:
-    """The route's ASGI endpoint. What needs the ledger runs in ONE hop to a worker thread:
-    the token's check, the role's, the body's parsing and validation, and (for a plain handler,
-    as most are) the handler itself with its reads and its write, which is one hand-off to the
-    group-commit writer. Only what must wait on the event loop stays there: reading the body
-    (before the hop, so that a slow client holds no thread and no write), a long poll's
-    waiting (`Later`), a streamed answer, and the async handlers of `extra` routes."""
+    """The route's ASGI endpoint: what needs the ledger runs in one hop to a worker thread;
+    reading the body, a long poll's wait and streaming stay on the event loop."""
     settings = backend.settings
     plain = not inspect.iscoroutinefunction(operation.handler)
     needs_thread = plain or operation.roles is not None or operation.body is not None
 
     def authorized(request: Request) -> Principal | Response | None:
-        """The caller's principal (`request_principal`), checked against the route's roles
-        (None: a route without)."""
         if operation.roles is None:
             return None
         principal = request_principal(request, backend)
@@ -856,7 +807,6 @@ def _endpoint(
         return principal
 
     def guarded(request: Request) -> Principal | Response | None:
-        """On a worker thread, before the body is read: the token, the role, the route's guard."""
         principal = authorized(request)
         if isinstance(principal, Response):
             return principal
@@ -867,8 +817,7 @@ def _endpoint(
     def prepared(
         request: Request, raw: bytes | LedgerError | None, checked: Principal | Response | None
     ) -> Any:
-        """On the worker thread: the Call, or the handler's answer for a plain handler.
-        `checked`: the principal its guard already checked (None: checked here)."""
+        """The Call, or a plain handler's answer; `checked`: the principal a guard checked."""
         principal = authorized(request) if checked is None else checked
         if isinstance(principal, Response):
             return principal
@@ -940,9 +889,8 @@ def _endpoint(
 
 
 def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starlette:
-    """The API over `settings.db_path`: its databases open now; `app.state.backend.close()`
-    closes them (not the ASGI lifespan, which a test client runs per session).
-    `extra`: more routes (rows like those of `operations()`), e.g. the review-run routes."""
+    """The API over `settings.db_path`; `app.state.backend.close()` closes its databases (not
+    the ASGI lifespan, which a test client runs per session). `extra`: more routes."""
     backend = Backend(settings)
     metrics = ApiMetrics(backend.task_counts, backend.spend)
     backend.on_batch = metrics.observe_batch

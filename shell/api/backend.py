@@ -1,18 +1,10 @@
-"""What the HTTP server runs on: one writer Database with its stores, read connections with theirs,
-the long-poll wake-up, and the waiting-poll counts per token.
+"""What the HTTP server runs on: one writer Database with its stores, read connections with
+theirs, the long-poll wake-up, and the waiting-poll counts per token.
 
-Store calls block, so they run in worker threads, never on the event loop. On SQLite every write
-goes through `Backend.write` to the group-commit writer (`shell/db/group_commit.py`), or, with
-`group_commit=0`, one at a time under a lock; reads take pooled connections of their own so a
-read never waits for a write. On PostgreSQL there is no group commit: concurrent writers each
-run their own transaction from a pool (`AIOS_LEDGER_PG_POOL_SIZE`), and more wait their turn
-here rather than time out at the pool.
-
-A long-polling claim waits on the event of `work_signal()`; each write that can make work
-claimable calls `work_arrived()`, which notifies the ledger's `work` channel (`Database.notify`),
-and this server's listener of that channel wakes every waiter to claim again: a write through
-another server on the same PostgreSQL ledger wakes them too. Waiters also re-try every
-`recheck_seconds`, for work that becomes claimable with time alone or a notification missed.
+Store calls block, so they run in worker threads. On SQLite writes go to the group-commit writer
+and reads take pooled connections of their own, so a read never waits for a write; on
+PostgreSQL writers take turns at a pool. A long-polling claim is woken through the ledger's
+`work` channel, so a write through another server on the same ledger wakes it too.
 """
 
 from __future__ import annotations
@@ -44,15 +36,13 @@ T = TypeVar("T")
 DEFAULT_LISTEN = "127.0.0.1:18892"
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_WAITING_PER_TOKEN = 8
-MAX_WAIT_SECONDS = 60
 DEFAULT_READ_CONNECTIONS = 4
 DEFAULT_GROUP_COMMIT = 64
 DEFAULT_RECHECK_SECONDS = 2.0
 # The channel of `work_arrived`, and how often its listener looks up to see the server closing.
 WORK_CHANNEL = "work"
 LISTEN_TICK_SECONDS = 0.5
-# The event stream (`stream.py`): how often the head is read while a stream is open, an idle
-# stream's comment, how long a client may take to accept a page, a stream's longest life.
+# The event stream's head poll, keep-alive comment, send timeout and longest life.
 DEFAULT_STREAM_POLL_SECONDS = 0.5
 DEFAULT_STREAM_KEEPALIVE_SECONDS = 15.0
 DEFAULT_STREAM_SEND_TIMEOUT = 30.0
@@ -62,24 +52,17 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 MAX_HEADER_TIMEOUT = 3600.0
 DEFAULT_MAX_CONNECTIONS = 500
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
-# Failures after which the writer's connection is opened again (`Backend.write_now`): SQLite
-# opens a file it may not write read-only and keeps it so after the file becomes writable; a
-# connection whose file failed under it is not trusted either. At most one try per interval.
+# Failures after which the writer is opened again: SQLite keeps a file read-only once opened so.
 REOPEN_CODES = frozenset(
     {"DATABASE_READ_ONLY", "STORAGE_FULL", "STORAGE_IO_ERROR", "DATABASE_CANNOT_OPEN"}
 )
 REOPEN_INTERVAL_SECONDS = 1.0
-# `/v1/ready` says STORAGE_FULL below this much room beside a SQLite ledger: a commit needs a
-# few pages of WAL, a checkpoint more.
+# `/v1/ready` says STORAGE_FULL below this much room: a commit needs a few pages of WAL.
 MIN_FREE_BYTES = 1024 * 1024
 
 
 @attrs.frozen
 class ApiSettings:
-    """How `create_app` runs: the database, its synchronous level and schema step, the body
-    limit (bytes), the waiting long polls one token may hold, the read connections, how long a
-    client may take to send its body, and how often a waiting claim re-tries on its own."""
-
     db_path: str
     synchronous: str = "FULL"
     migrate: bool = True
@@ -90,13 +73,10 @@ class ApiSettings:
     recheck_seconds: float = DEFAULT_RECHECK_SECONDS
     clock: Clock = system_clock
     group_commit: int = DEFAULT_GROUP_COMMIT
-    # The verifier keys of the witnesses whose cosignatures `POST /v1/checkpoint/cosignatures`
-    # accepts (`serve --witness-key`, `[checkpoint] witnesses`).
+    # The witnesses whose cosignatures `POST /v1/checkpoint/cosignatures` accepts.
     witness_keys: tuple[str, ...] = ()
-    # The ledger's checkpoint verifier keys `GET /v1/log/verify` holds stored checkpoints to
-    # (`[checkpoint] log_keys`, and the verifier of the key `serve` signs with).
+    # The verifier keys `GET /v1/log/verify` holds stored checkpoints to.
     checkpoint_keys: tuple[str, ...] = ()
-    # `GET /v1/events/stream` (shell/api/stream.py).
     stream_poll_seconds: float = DEFAULT_STREAM_POLL_SECONDS
     stream_keepalive_seconds: float = DEFAULT_STREAM_KEEPALIVE_SECONDS
     stream_send_timeout: float = DEFAULT_STREAM_SEND_TIMEOUT
@@ -116,12 +96,6 @@ class Stores:
         )
 
 
-def _read_only_fault(db: Database) -> LedgerError | None:
-    """`DATABASE_READ_ONLY` for a database its connection could open only for reading (a
-    SQLite file; asked before group commit starts, while no other thread uses it)."""
-    return db.read_only_fault()
-
-
 class Backend:
     def __init__(self, settings: ApiSettings) -> None:
         self.settings = settings
@@ -130,11 +104,10 @@ class Backend:
         writer_db = self._open(settings.migrate, settings.synchronous)
         self.writer = Stores(writer_db, settings.clock)
         # Why the writer cannot write (a refusal's code), until it is opened again and can.
-        self._writer_fault: LedgerError | None = _read_only_fault(writer_db)
+        self._writer_fault: LedgerError | None = writer_db.read_only_fault()
         self._reopen_lock = threading.Lock()
         self._next_reopen = 0.0
-        # Every connection was closed to open them all again and the opening failed: until a
-        # later try succeeds, reads and writes answer `_writer_fault`.
+        # Every connection closed and opening them again failed: all calls answer the fault.
         self._closed = False
         self._reader_count = 0
         self.on_batch: Callable[[int], None] | None = None
@@ -145,13 +118,11 @@ class Backend:
         self._closing = threading.Event()
         self._listening: threading.Thread | None = None  # from the first long poll on
         self._waiting: dict[str, int] = {}
-        # Signs the task list's cursors (core/tasks/listing.py): drawn per process, so a cursor
-        # is good for the server that gave it.
+        # Signs the task list's cursors: a cursor is good for the server that gave it.
         self.cursor_key = secrets.token_bytes(32)
         pool_size = writer_db.pool_size
         if pool_size is not None:
-            # Concurrent writers from the pool (no group commit), readers from a pool of their
-            # own: one Database each, whose stores every thread shares.
+            # Concurrent writers from the pool, readers from a pool of their own.
             self._write_turn = threading.BoundedSemaphore(pool_size)
             readers = self._open(False, "FULL")
             for _ in range(max(1, settings.read_connections)):
@@ -164,13 +135,9 @@ class Backend:
             # One store call at a time on the writer's connection.
             self._write_turn = threading.Lock()
         self._reader_count = max(1, settings.read_connections)
-        self._open_readers()
-
-    def _open_readers(self) -> None:
         for _ in range(self._reader_count):
-            # A reader never commits a write: its synchronous level is moot, and at FULL it
-            # installs no WAL-copying rounds of its own (the writer's are the ones that count).
-            self._readers.put(Stores(self._open(False, "FULL"), self.settings.clock))
+            # A reader never commits, and at FULL it installs no WAL-copying rounds of its own.
+            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
 
     def _start_writer(self, db: Database) -> None:
         if self.settings.group_commit > 0:
@@ -218,10 +185,8 @@ class Backend:
                 raise
 
     def ready_now(self) -> None:
-        """Whether a write can be committed now: the writer's connection is writable (opened
-        again first if it was not), its file system has room (`MIN_FREE_BYTES`), and an empty
-        write transaction (`BEGIN IMMEDIATE`, which writes nothing) commits; else the refusal
-        that says why (`DATABASE_READ_ONLY`, `STORAGE_FULL`, `DATABASE_BUSY`, ...)."""
+        """Refuse, saying why, unless a write can be committed now: the writer can write, its
+        file system has room, and an empty write transaction commits."""
         self._reopen_writer_if_faulty()
         fault = self._writer_fault
         if fault is not None:
@@ -242,11 +207,8 @@ class Backend:
         self.write_now(lambda stores: stores.db.write(lambda conn: None, row_locked=True))
 
     def _reopen_writer_if_faulty(self) -> None:
-        """A writer that could not write is opened again (at most once per
-        `REOPEN_INTERVAL_SECONDS`), kept if the new connection can write, and from then on
-        writes go to it, so that a file made writable again (or a disk given room) is written
-        without a restart. The old one is closed once the writes handed to it are done (they
-        fail as they would have)."""
+        """Open a writer that could not write again, now and then, so that a file made writable
+        again (or a disk given room) is written without a restart."""
         if self._writer_fault is None:
             return
         with self._reopen_lock:
@@ -262,7 +224,7 @@ class Backend:
             except LedgerError as refused:
                 self._writer_fault = refused
                 return
-            fault = _read_only_fault(fresh)
+            fault = fresh.read_only_fault()
             if fault is not None:
                 self._close(fresh)
                 self._writer_fault = fault
@@ -272,17 +234,13 @@ class Backend:
             self._start_writer(fresh)
             retired, self.writer = self.writer.db, Stores(fresh, self.settings.clock)
             self._writer_fault = None
-            # Without group commit, the turn is the writer's lock: no store call is using the
-            # retired connection while it closes. With it, closing drains the queue first.
+            # No store call uses the retired connection while it closes (group commit drains).
             with self._write_turn:
                 self._close(retired)
 
     def _reopen_every_connection(self) -> None:
-        """SQLite shares a file's `-shm` among the connections of a process: opened read-only
-        (with the `-wal` or the folder), it stays so for a new connection while any other is
-        open. So once a fresh writer still cannot write, every connection is closed (the
-        readers once their reads are done, the writer once the writes handed to it are) and
-        all are opened again; a file made writable meanwhile is written from then on."""
+        """SQLite shares a file's `-shm` among a process's connections, and one opened read-only
+        stays so while any is open: so every connection is closed and opened again."""
         readers = [self._readers.get() for _ in range(self._reader_count)]
         with self._write_turn:
             for db in list(self._databases):
@@ -301,7 +259,7 @@ class Backend:
                 self._writer_fault = refused
                 fresh = readers
             else:
-                self._writer_fault = _read_only_fault(writer.db)
+                self._writer_fault = writer.db.read_only_fault()
                 self._start_writer(writer.db)
                 self.writer = writer
                 self._closed = False
@@ -337,9 +295,6 @@ class Backend:
     async def read(self, work: Callable[[Stores], T]) -> T:
         return await run_in_threadpool(self.read_now, work)
 
-    async def principal(self, token: str) -> Principal | None:
-        return await self.read(lambda stores: authenticate(stores.db, token))
-
     def principal_now(self, token: str) -> Principal | None:
         return self.read_now(lambda stores: authenticate(stores.db, token))
 
@@ -348,14 +303,13 @@ class Backend:
         return {str(row["status"]): int(row["tasks"]) for row in rows}
 
     def spend(self) -> dict[str, Any]:
-        """The spend /metrics shows (`read_metric_spend`)."""
         return self.read_now(lambda stores: stores.db.read(read_metric_spend))
 
     # -- long polls -------------------------------------------------------------------------
 
     def work_signal(self) -> asyncio.Event:
-        """The event the next `work_arrived` sets (taken before a claim is tried, so that work
-        arriving between the try and the wait is not missed)."""
+        """The event the next `work_arrived` sets, taken before a claim is tried so that work
+        arriving before the wait is not missed."""
         if self._signal is None:
             self._signal = asyncio.Event()
             self._signal_loop = asyncio.get_running_loop()
@@ -369,8 +323,7 @@ class Backend:
         await run_in_threadpool(self.announce_work)
 
     def announce_work(self) -> None:
-        """Notify the `work` channel, from a worker thread; when that fails, this server's
-        waiters are still woken."""
+        """Notify the `work` channel; when that fails, this server's waiters are still woken."""
         try:
             self.writer.db.notify(WORK_CHANNEL)
         except LedgerError:
@@ -388,10 +341,8 @@ class Backend:
             self._signal = None
 
     def _listen(self) -> None:
-        """The listener's thread (off the event loop: on PostgreSQL listening is a connection of
-        its own): each notification wakes the waiters. Once it listens, it wakes them once, for
-        work announced before; one that failed is opened again after `recheck_seconds`,
-        meanwhile the waiters' own re-tries stand in for it."""
+        """Wake the waiters on each notification, and once on listening for work announced
+        before; a failed listener is opened again, the waiters' re-tries standing in meanwhile."""
         listener: Listener | None = None
         while not self._closing.is_set():
             try:

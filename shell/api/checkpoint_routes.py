@@ -1,15 +1,6 @@
-"""The checkpoint routes (issue 28, docs/checkpoints.md):
-
-    GET  /v1/checkpoint                  the latest signed checkpoint, as a C2SP signed note
-                                         (text/plain), the witnesses' cosignatures after the
-                                         log's line; ?size=N: the latest of N leaves
-    POST /v1/checkpoint/cosignatures     {note}: a witness's cosignature, the served note with
-                                         its line added; stored when it verifies under a
-                                         witness key the server was given (`--witness-key`)
-
-Both take the `witness` role (a token that can do nothing else) besides the ledger's own: the
-GET any role, the POST `witness` or `owner`. A cosignature is also checked against the keys the
-server was configured with, so a token alone cannot add a line no witness signed.
+"""The checkpoint routes: the latest signed checkpoint as a C2SP signed note, and a witness's
+cosignature of one. A cosignature is checked against the keys the server was given, so a token
+alone cannot add a line no witness signed.
 """
 
 from __future__ import annotations
@@ -55,9 +46,7 @@ def post_cosignature(call: Call) -> Answer:
         )
     note = call.body["note"]
     now = read_clock(call.backend.settings.clock)
-    served = call.backend.write_now(
-        lambda stores: add_cosignatures(stores.db, note, witnesses, now)
-    )
+    served = call.backend.write_now(lambda s: add_cosignatures(s.db, note, witnesses, now))
     return Answer(served.public())
 
 

@@ -1,18 +1,10 @@
 """The connections `serve` accepts: a bound on their number, and on the time and size of a
 request's head.
 
-uvicorn bounds neither the time a request's head may take nor its size, so a client that opens
-connections and never finishes their headers (slowloris) could hold them, and their
-descriptors, for as long as it liked. `guarded_protocol` is uvicorn's httptools protocol with
-three rules added: a head must be complete within `header_timeout` of its first byte (a trickle
-of bytes does not extend it); a connection beyond `max_connections` is answered 503
-`TOO_MANY_CONNECTIONS` before anything of it is read; a head over `max_header_bytes` is answered
-431 `HEADERS_TOO_LARGE`, and the parser is never fed more than that limit. After a 431 the server
-reads on, discarding, for `LINGER_SECONDS`, because closing with unread bytes would reset the
-connection and the client could lose the answer.
-
-A body's time is bounded by the app (`ApiSettings.body_timeout`), and the rest of one answered
-early (413) by `header_timeout`, discarded, never read as a head; idle keep-alive by uvicorn.
+uvicorn bounds neither, so a client that never finishes its headers (slowloris) could hold
+connections as long as it liked. After a 431 the server reads on, discarding, for
+`LINGER_SECONDS`, because closing with unread bytes would reset the connection and the client
+could lose the answer.
 """
 
 from __future__ import annotations
@@ -41,30 +33,23 @@ def _refusal(code: str, reason: str, detail: str, *extra_headers: str) -> bytes:
     return head.encode("ascii") + body
 
 
-def _too_many_connections(limit: int) -> bytes:
-    return _refusal(
-        "TOO_MANY_CONNECTIONS",
-        "Service Unavailable",
-        f"the server holds {limit} connections already (its --max-connections): "
-        "try again shortly, or close connections this client does not use",
-        "retry-after: 1",
-    )
-
-
-def _headers_too_large(limit: int) -> bytes:
-    return _refusal(
-        "HEADERS_TOO_LARGE",
-        "Request Header Fields Too Large",
-        f"the request line and headers are over {limit} bytes (the server's --max-header-bytes)",
-    )
-
-
 def guarded_protocol(
     *, header_timeout: float, max_connections: int, max_header_bytes: int
 ) -> type[HttpToolsProtocol]:
     """uvicorn's `HttpToolsProtocol` with the header timeout and the two limits above."""
-    refusal = _too_many_connections(max_connections)
-    too_large = _headers_too_large(max_header_bytes)
+    refusal = _refusal(
+        "TOO_MANY_CONNECTIONS",
+        "Service Unavailable",
+        f"the server holds {max_connections} connections already (its --max-connections): "
+        "try again shortly, or close connections this client does not use",
+        "retry-after: 1",
+    )
+    too_large = _refusal(
+        "HEADERS_TOO_LARGE",
+        "Request Header Fields Too Large",
+        f"the request line and headers are over {max_header_bytes} bytes (the server's "
+        "--max-header-bytes)",
+    )
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
@@ -139,22 +124,20 @@ def guarded_protocol(
             super().connection_lost(exc)
 
         def _awaiting_head(self) -> bool:
-            """A head has begun and is not complete, or no request is being answered (bytes
-            between requests that begin none, such as blank lines, count as a head's)."""
+            """A head has begun and is not complete, or no request is being answered."""
             cycle = self.cycle
             if self._in_head:
                 return True
             return not self._in_body and (cycle is None or cycle.response_complete)
 
         def _draining(self) -> bool:
-            """Answered before its body was all in (a 413, a refused lease): the parser reads
-            the rest of the body and uvicorn discards it; it is no next request's head."""
+            """Answered before its body was all in: the rest is discarded, no next head."""
             cycle = self.cycle
             return self._in_body and cycle is not None and cycle.response_complete
 
         def _refuse_head(self) -> None:
-            """Answer 431 and close; while an earlier request's response is still being
-            written (a pipelined head), close only: the answer would land inside it."""
+            """Answer 431 and close; close only while a pipelined response is still being
+            written, as the answer would land inside it."""
             self._disarm_head_timer()
             cycle = self.cycle
             if cycle is not None and not cycle.response_complete:

@@ -1,19 +1,16 @@
-"""The governed-write routes, added to the API by `serve` (`create_app(settings,
-governed_operations())`), listed in docs/http-api.md: a holder's proposal upload, a holder's
-workspace download, and an owner's governed write.
+"""The governed-write routes `serve` adds to the API: a holder's proposal upload and workspace
+download, and an owner's governed write.
 
-The holder's token, role and lease (`Aios-Lease-Token`) are checked before the body is read, so
-a hostile upload costs a read, never a scan. A body's `lease_token` is still accepted for older
-clients and must equal the header's when both are sent.
-
-These routes run git and several transactions of their own, so each call opens its own
-connection in a worker thread rather than hold the API's shared writer for seconds.
+The holder's lease header is checked before the body is read, so a hostile upload costs a read,
+never a scan. These routes run git, so each call opens its own connection in a worker thread
+rather than hold the API's shared writer for seconds.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import os
 import tempfile
 from collections.abc import AsyncIterator, Callable
@@ -35,6 +32,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 T = TypeVar("T")
+LEASE_HEADER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200}
 
 
 def _on_own_connection(settings: ApiSettings, work: Callable[[Database], T]) -> T:
@@ -50,8 +48,7 @@ def _bundle(text: str) -> bytes:
 
 
 def _admit(call: Call, lease_token: str) -> None:
-    """The proposal's cheap checks (`admitted_context`: the task, its holder, its lease), on a
-    reader."""
+    """The proposal's cheap checks (the task, its holder, its lease), on a reader."""
     task_id, agent, clock = call.path("task_id"), call.name, call.backend.settings.clock
     call.backend.read_now(
         lambda s: s.db.read(
@@ -63,9 +60,8 @@ def _admit(call: Call, lease_token: str) -> None:
 
 
 def require_holder(call: Call) -> None:
-    """The upload's guard without its header (a client of an older release): the task must
-    not be another agent's, read before the body is (a task nobody holds is left to the lease,
-    checked once the body is parsed). The task routes check the holder in their write."""
+    """The upload's guard for an older client, without the lease header: the task must not be
+    another agent's; the lease is checked once the body is parsed."""
     task_id = call.path("task_id")
     holder = call.backend.read_now(lambda s: _holder(s, task_id))
     if holder is not None and holder != call.name:
@@ -81,9 +77,7 @@ def _holder(stores: Stores, task_id: str) -> str | None:
 
 def admit_upload(call: Call) -> None:
     """The upload's guard, before its body is read: the task must be the caller's, under the
-    live lease of the `Aios-Lease-Token` header. Without the header (a client of an older
-    release, the lease in the body) only the holder is checked here, and the lease once the
-    body is parsed, before its bundle is decoded."""
+    live lease of the lease header."""
     lease_token = call.request.headers.get(LEASE_TOKEN_HEADER)
     if lease_token:
         _admit(call, lease_token)
@@ -130,8 +124,7 @@ async def workspace(call: Call) -> Response:
     settings, agent = call.backend.settings, call.name
 
     def bundle(db: Database) -> tuple[str, BinaryIO]:
-        # The bundle is opened, then its folder removed: nothing is left behind, whether the
-        # answer is sent whole or the client goes away.
+        # Opened, then its folder removed: nothing is left behind, however the answer ends.
         with tempfile.TemporaryDirectory(prefix="aios-base-bundle-") as folder:
             out = Path(folder, "base.bundle")
             grant = base_bundle(
@@ -157,16 +150,13 @@ async def workspace(call: Call) -> Response:
 
 
 def write_task_branch(settings: ApiSettings, task_id: str, idempotency_key: str) -> Any:
-    """The governed write of a verified task's proposal, on a connection of its own, attested
-    with the server's key: what the API's route and the console's form both do (blocking:
-    call it on a worker thread)."""
+    """The governed write of a verified task's proposal, attested with the server's key, for
+    the API's route and the console's form (blocking)."""
     request = {"task_id": task_id, "idempotency_key": idempotency_key}
     signing = _server_signing_key()
-
-    def write(db: Database) -> Any:
-        return governed_write(db, request, clock=settings.clock, attest_key=signing)
-
-    return _on_own_connection(settings, write)
+    return _on_own_connection(
+        settings, lambda db: governed_write(db, request, clock=settings.clock, attest_key=signing)
+    )
 
 
 async def write_branch(call: Call) -> Answer:
@@ -178,8 +168,7 @@ async def write_branch(call: Call) -> Answer:
 
 
 def _server_signing_key() -> SigningKey | None:
-    """The server attests with the key of its environment: `$AIOS_LEDGER_ATTEST_KEY`, or the
-    `attest-key` credential of its systemd unit (`LoadCredential=`)."""
+    """The key of the server's environment or its systemd credential, if any."""
     path = configured_key_path(None)
     return None if path is None else load_signer(path)
 
@@ -188,10 +177,7 @@ async def commit_why(call: Call) -> Answer:
     """`GET /v1/commits/{oid}`: what `aios-ledger why COMMIT` prints."""
     commit, repository = call.path("oid"), call.query("repo")
     settings = call.backend.settings
-
-    def read(db: Database) -> Any:
-        return why_commit(db, commit, repository)
-
+    read = functools.partial(why_commit, commit=commit, repository=repository)
     return Answer(await run_in_threadpool(_on_own_connection, settings, read))
 
 
@@ -205,13 +191,7 @@ def governed_operations() -> tuple[Operation, ...]:
             upload_proposal,
             "upload the held attempt's git bundle as its proposal",
             body="ProposalBody",
-            query=(
-                Query(
-                    LEASE_TOKEN_HEADER,
-                    {"type": "string", "minLength": 1, "maxLength": 200},
-                    location="header",
-                ),
-            ),
+            query=(Query(LEASE_TOKEN_HEADER, LEASE_HEADER_SCHEMA, location="header"),),
             success=(200, 201),
             guard=admit_upload,
         ),
@@ -223,12 +203,7 @@ def governed_operations() -> tuple[Operation, ...]:
             workspace,
             "a git bundle of the held task's base, to clone its workspace from",
             query=(
-                Query(
-                    LEASE_TOKEN_HEADER,
-                    {"type": "string", "minLength": 1, "maxLength": 200},
-                    location="header",
-                    required=True,
-                ),
+                Query(LEASE_TOKEN_HEADER, LEASE_HEADER_SCHEMA, location="header", required=True),
             ),
             media=BUNDLE_MEDIA,
         ),

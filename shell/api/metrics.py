@@ -1,11 +1,8 @@
-"""The server's Prometheus metrics (docs/observability.md lists them), in a registry of its own per
-app, so two apps in one process (as the tests run them) never share counters.
+"""The server's Prometheus metrics, in a registry of its own per app, so that two apps in one
+process never share counters.
 
-Labels are bounded: a request is counted by its route template, never its concrete path, and
-nothing is labelled with a token, a task id or a body. The one name used is the agent a spend
-row records (a token's name, which `status` shows every reader too), so that an owner sees who
-spends; spend per task is the API's (`/v1/spend`), since a label per task would grow without
-bound. `observe_batch(size)` is what the group-commit writer calls once per commit.
+Labels are bounded: a request is counted by its route template, never its path, and nothing is
+labelled with a token, a task id or a body; spend per task is `/v1/spend`'s.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ class _TaskCounts(Collector):
 
 
 class _Spend(Collector):
-    """The spend report as counters by agent and repository and gauges by day, read when
-    scraped (a failing read reports nothing)."""
+    """The spend report as counters by agent and repository and gauges by day."""
 
     def __init__(self, read: Callable[[], Mapping[str, Any]]) -> None:
         self._read = read
@@ -104,8 +100,6 @@ _SUMS = ("reports", "input_tokens", "output_tokens", "cost_micros", "over_budget
 def _by_agent_and_repository(
     report: Mapping[str, Any],
 ) -> dict[tuple[str, str, str], dict[str, int]]:
-    """The spend by (agent, repository, currency): the spend rows of each agent, joined to the
-    repository its rows record, as `by_agent` and `by_repository` cannot say it together."""
     sums: dict[tuple[str, str, str], dict[str, int]] = {}
     for row in report.get("by_agent_and_repository", ()):
         key = (str(row["agent_id"] or ""), str(row["repository"] or ""), str(row["currency"] or ""))
@@ -165,5 +159,4 @@ class ApiMetrics:
         self.latency.labels(route, method).observe(seconds)
 
     def observe_batch(self, size: int) -> None:
-        """One commit that applied `size` requests (the group-commit writer's hook)."""
         self.batch_size.observe(size)

@@ -1,11 +1,8 @@
-"""The OpenAPI 3.1 document of the API, built from the JSON Schemas the core generates from its
-request records (`core/schemas.py`), and the validators that hold request bodies to it.
+"""The OpenAPI 3.1 document of the API, built from the JSON Schemas of the core's request
+records, and the validators that hold request bodies to it before the core's own structuring.
 
-The document is the source of truth for request shapes: a body is validated against the
-document's own schema (jsonschema, draft 2020-12) before the core's strict structuring, which
-still runs. An HTTP body is its record's schema without the fields the request's path or token
-supplies (`task_id` from the path, `agent_id` from the token); the record's `$defs` become
-`components/schemas`, so that every `$ref` resolves inside the document.
+An HTTP body is its record's schema without what the path or the token supplies; the records'
+`$defs` become `components/schemas`, so that every `$ref` resolves inside the document.
 """
 
 from __future__ import annotations
@@ -52,12 +49,8 @@ class Query:
 
 @attrs.frozen
 class Operation:
-    """One route: method, path template, the roles that may call it (None: no token), the
-    handler, the body's component schema (None: no body), query parameters, the statuses it
-    answers with success, the media type of a success, and the route's `guard`: its checks
-    that need no body (the task's holder, a lease sent in a header), called with
-    the request's `Call` (its body None) after the token's and the role's and before the body
-    is read, so that a caller they refuse costs no body read, no decoding and no scan."""
+    """One route; `roles` None takes no token. `guard` checks what needs no body before the
+    body is read, so that a caller it refuses costs no read, decoding or scan."""
 
     method: str
     path: str
@@ -73,8 +66,7 @@ class Operation:
 
 
 def task_routes() -> tuple[TaskTransition, ...]:
-    """The operations of the transition table with a route of their own under a task
-    (`POST /v1/tasks/{task_id}/<route>`), in the table's order."""
+    """The operations with a route under a task (`POST /v1/tasks/{task_id}/<route>`)."""
     return tuple(row for row in TASK_OPERATIONS.values() if row.route is not None)
 
 
@@ -148,8 +140,6 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CLAIM_BATCH},
             },
         ),
-        # Each operation on a task of the transition table: its record without what the path
-        # (the task) and the token (the acting agent) give.
         **{
             task_body(row): _without(_record(row.request, defs), ("task_id", "agent_id"))
             for row in task_routes()
@@ -165,8 +155,7 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
         "ProposalBody": {
             "type": "object",
             "additionalProperties": False,
-            # The lease token travels in the Aios-Lease-Token header; in the body only for
-            # the clients that sent it there before the header (shell/api/governed.py).
+            # The lease token travels in a header; in the body only for older clients.
             "required": ["bundle_base64"],
             "properties": {
                 "lease_token": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -174,8 +163,7 @@ def body_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
             },
         },
         "GovernedWriteBody": _without(_record(WriteRequest, defs), no_task),
-        # A witness's cosignature (shell/api/checkpoint_routes.py): the checkpoint note as the
-        # ledger served it, with the witness's signature line added.
+        # A witness's cosignature: the checkpoint note with its signature line added.
         "CosignatureBody": {
             "type": "object",
             "additionalProperties": False,
@@ -205,32 +193,27 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 }
 
 
+_PATH_PARAMETER = {"type": "string", "minLength": 1, "maxLength": 200}
+
+
 def _parameters(operation: Operation) -> list[dict[str, Any]]:
-    parameters: list[dict[str, Any]] = []
-    for part in operation.path.split("/"):
-        if part.startswith("{") and part.endswith("}"):
-            parameters.append(
-                {
-                    "name": part[1:-1],
-                    "in": "path",
-                    "required": True,
-                    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
-                }
-            )
-    for query in operation.query:
-        parameters.append(
-            {
-                "name": query.name,
-                "in": query.location,
-                "required": query.required,
-                "schema": dict(query.schema),
-            }
-        )
-    return parameters
+    in_path = [
+        Query(part[1:-1], _PATH_PARAMETER, location="path", required=True)
+        for part in operation.path.split("/")
+        if part.startswith("{") and part.endswith("}")
+    ]
+    return [
+        {
+            "name": each.name,
+            "in": each.location,
+            "required": each.required,
+            "schema": dict(each.schema),
+        }
+        for each in (*in_path, *operation.query)
+    ]
 
 
-# One server-sent event, as OpenAPI 3.1 describes a `text/event-stream` answer: each event's fields
-# (its `data` one event of the ledger, as JSON), not the stream's text.
+# One server-sent event's fields, as OpenAPI 3.1 describes a `text/event-stream` answer.
 _EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["data"],
@@ -321,8 +304,7 @@ class BodyValidators:
         return jsonschema.Draft202012Validator(root)
 
     def check(self, name: str, body: object) -> None:
-        """Refuse a body the document's schema does not describe (`FIELDS_INVALID`, naming the
-        place of the first problem)."""
+        """Refuse a body the schema does not describe, naming the place of the first problem."""
         error = jsonschema.exceptions.best_match(self._validator(name).iter_errors(body))
         if error is None:
             return

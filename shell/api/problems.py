@@ -1,10 +1,7 @@
 """Refusals as RFC 9457 problem details, and the one table from a ledger code to its HTTP status.
 
-A problem carries the ledger's stable `code` and its `detail`; a client maps it back to
-`LedgerError(code, detail)`. The status of a code is looked up in `STATUS_BY_CODE` (exact
-codes), then in `STATUS_BY_PART` (a code's prefix or suffix, in order); anything else the
-ledger refuses is a refusal of the state it found, 409. An exception that is not a
-`LedgerError` is a defect: 500 `INTERNAL_ERROR`, without its text.
+A problem carries the ledger's stable `code` and its `detail`, so a client maps it back to the
+`LedgerError`; a code no table names is a refusal of the state the ledger found, 409.
 """
 
 from __future__ import annotations
@@ -129,8 +126,7 @@ def problem_response(
 
 
 def refusal_response(error: LedgerError) -> Response:
-    """The problem of a refusal; one that time lifts (`RetryLaterError`) says when, in
-    `Retry-After` (whole seconds)."""
+    """The problem of a refusal; one that time lifts says when, in `Retry-After`."""
     field = getattr(error, "field", None)
     headers = (
         {"Retry-After": str(error.retry_after)} if isinstance(error, RetryLaterError) else None

@@ -1,6 +1,5 @@
-"""The bodies of the review-run routes (`review_routes`), as JSON Schemas for the OpenAPI
-document: plain data, so that the document's builder (`openapi`) takes them without importing
-the routes."""
+"""The bodies of the review-run routes as JSON Schemas, plain data so that the OpenAPI builder
+takes them without importing the routes."""
 
 from __future__ import annotations
 
@@ -31,7 +30,6 @@ _ENDING = {
 
 
 def review_body_schemas() -> dict[str, Any]:
-    """The bodies of these routes, for the OpenAPI document (`openapi.body_schemas`)."""
     return {
         "ReviewEvidenceBody": {
             "type": "object",

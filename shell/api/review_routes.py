@@ -1,14 +1,8 @@
 """The review-run routes: what `aios-ledger review --api` needs of the server.
 
-A remote reviewer runs its review command where it is and keeps the review's auxiliary run in
-the ledger through these routes (listed in docs/http-api.md). The server makes every decision as
-the local reviewer's service would (the same `decide_*`), and reads the evidence itself: a spawn
-names the evidence by its read request and the server re-reads and checks it (`check_spawn`), so
-a reviewer cannot pin evidence the ledger does not hold.
-
-Runs are answered whole, so the reviewer settles them as it settles rows it read itself. A run
-is driven only by the token that spawned it: the stored owner tag ends with a digest of the
-token's name, and a transition or stop by another token is `NOT_RUN_OWNER`.
+The server decides as the local reviewer's service would and reads the evidence itself, so a
+reviewer cannot pin evidence the ledger does not hold. A run is driven only by the token that
+spawned it: its stored owner tag ends with a digest of the token's name.
 """
 
 from __future__ import annotations
@@ -61,10 +55,6 @@ def _require_driver(row: AuxiliaryRunRow, name: str) -> None:
         raise LedgerError("NOT_RUN_OWNER", f"auxiliary run {row.aux_id!r} is another's")
 
 
-def _row(row: AuxiliaryRunRow) -> dict[str, Any]:
-    return attrs.asdict(row)
-
-
 # -- handlers ---------------------------------------------------------------------------------
 
 
@@ -88,7 +78,7 @@ async def list_review_runs(call: Call) -> Answer:
     if attempt < 1:
         raise LedgerError("FIELDS_INVALID", "attempt: required, at least 1")
     rows = await call.backend.read(lambda s: reviews_of(s.runs, task_id, attempt))
-    return Answer([_row(row) for row in rows])
+    return Answer([attrs.asdict(row) for row in rows])
 
 
 async def spawn_review_run(call: Call) -> Answer:
@@ -117,7 +107,7 @@ async def spawn_review_run(call: Call) -> Answer:
 async def get_review_run(call: Call) -> Answer:
     aux_id = call.path("aux_id")
     row = await call.backend.read(lambda s: DatabaseAuxiliaryRuns(s.db).read(aux_id))
-    return Answer(_row(row))
+    return Answer(attrs.asdict(row))
 
 
 async def transition_review_run(call: Call) -> Answer:
@@ -135,7 +125,7 @@ async def transition_review_run(call: Call) -> Answer:
         failure = None if error is None else AuxiliaryRunError(error["code"], error["detail"])
         return runs.move(AuxiliaryTransitionRequest(aux_id, target, output=output, error=failure))
 
-    return Answer(_row(await call.backend.write(move)))
+    return Answer(attrs.asdict(await call.backend.write(move)))
 
 
 async def stop_review_run(call: Call) -> Answer:
@@ -147,14 +137,13 @@ async def stop_review_run(call: Call) -> Answer:
         runs.stop(AuxiliaryStopRequest(aux_id, AuxiliaryRunError(body["code"], body["detail"])))
         return runs.read(aux_id)
 
-    return Answer(_row(await call.backend.write(stop)))
+    return Answer(attrs.asdict(await call.backend.write(stop)))
 
 
 # -- the routes and their bodies --------------------------------------------------------------
 
 
 def review_operations() -> tuple[Operation, ...]:
-    """The rows to pass as `create_app(settings, extra=review_operations())`."""
     o = Operation
     limit = Query("limit", {"type": "integer", "minimum": 1})
     return (

@@ -1,15 +1,9 @@
 """`GET /v1/events/stream`: the ledger's events as they are sealed, as server-sent events.
 
-A stream follows the Merkle tree's leaves rather than event ids, because leaves are in commit
-order on both engines (on PostgreSQL an event can become visible after one with a higher id), so
-a client resuming from its `Last-Event-ID` (or `?after=`) loses and repeats nothing.
-
-No stream holds a transaction: one `EventFeed` per server polls the head while any stream is
-open and wakes the streams when it moved; each reads its next page on a reader connection and
-re-checks its caller's token, so a revoked token ends its stream within one poll. A stream holds
-at most one page for a slow client and disconnects one that takes nothing within
-`stream_send_timeout`; it ends after `stream_max_seconds` and at once on shutdown, and the
-client resumes where it was.
+A stream follows the Merkle tree's leaves, which are in commit order on both engines (unlike
+event ids on PostgreSQL), so a client resuming from its `Last-Event-ID` loses and repeats
+nothing. No stream holds a transaction: one `EventFeed` per server polls the head, and each
+stream re-checks its caller's token as it reads, so a revoked token ends it within one poll.
 """
 
 from __future__ import annotations
@@ -49,9 +43,8 @@ def read_head(conn: Connection) -> int:
 
 
 def stream_start(conn: Connection, after: int | None) -> tuple[int, int]:
-    """The leaf a stream starts after and the event id it stands after: that of `after`
-    (EVENT_NOT_FOUND for an event the ledger never had), the head without it (0: the log's
-    beginning)."""
+    """The leaf a stream starts after and the event id it stands after (`after`, else the
+    head; 0: the log's beginning)."""
     if after == 0:
         return -1, 0
     if after is not None:
@@ -72,8 +65,8 @@ def stream_start(conn: Connection, after: int | None) -> tuple[int, int]:
 def stream_page(
     conn: Connection, after_leaf: int, task_id: str | None
 ) -> tuple[list[dict[str, Any]], int, int]:
-    """The next events after `after_leaf` (of `task_id`, or all), the leaf the next read starts
-    after, and the head they were read under (one snapshot)."""
+    """The next events after `after_leaf`, the leaf the next read starts after, and the head
+    they were read under."""
     size = read_head(conn)
     params: dict[str, Any] = {"after_leaf": after_leaf, "size": size, "limit": PAGE}
     if task_id is None:
@@ -98,8 +91,7 @@ class EventFeed:
 
     @contextlib.contextmanager
     def subscribed(self) -> Iterator[asyncio.Event]:
-        """A stream's wake-up, set when the head moves or the server shuts down; the poll runs
-        while any stream holds one."""
+        """A stream's wake-up, set when the head moves or the server shuts down."""
         wake = asyncio.Event()
         self._wakes.add(wake)
         loop = asyncio.get_running_loop()
@@ -125,8 +117,7 @@ class EventFeed:
             await asyncio.sleep(self._poll_seconds)
 
     def close(self) -> None:
-        """End every open stream now (serve's shutdown), and refuse none: a stream opened
-        after this ends at once, its client told to come back (`retry:`)."""
+        """End every open stream now; one opened after this ends at once, told to come back."""
         self.closing = True
         self._wake_all()
 
@@ -196,8 +187,7 @@ class EventStream:
         return principal is not None and not principal.roles.isdisjoint(self._roles)
 
     async def _pages(self) -> AsyncIterator[bytes]:
-        """The events committed since the last read, a page at a time, each page once the
-        client's connection took the one before."""
+        """The events committed since the last read, a page once the client took the last."""
         while not (self._feed.closing or self._disconnected):
             rows, self._after_leaf, size = await self._backend.read(self._next_page)
             if rows:
@@ -217,8 +207,8 @@ def _message(row: dict[str, Any], *, typed: bool) -> str:
 
 
 class EventStreamResponse(StreamingResponse):
-    """The stream's answer: its messages as they come, each page written within the send
-    timeout (or the client is disconnected), ended when the client goes away."""
+    """The stream's answer; a client that takes nothing within the send timeout is
+    disconnected."""
 
     def __init__(self, stream: EventStream, settings: ApiSettings) -> None:
         super().__init__(
@@ -274,9 +264,8 @@ async def open_stream(
     task_id: str | None,
     typed: bool = True,
 ) -> EventStreamResponse:
-    """The stream after event `after` (None: from the head) of `task_id` (None: all), each
-    message with its `event:` type unless `typed` is False (every one a plain `message`), its
-    refusals (TASK_NOT_FOUND, EVENT_NOT_FOUND) raised before it starts."""
+    """The stream after event `after` (None: from the head), its refusals raised before it
+    starts; `typed` False sends every event as a plain `message`."""
 
     def start(stores: Stores) -> tuple[int, int]:
         if task_id is not None:

@@ -1,9 +1,5 @@
-"""API tokens in the ledger: issue (the token is drawn here and shown once), revoke, list, and
-the lookup that turns a presented bearer token into a principal (its name, roles and
-capability grant).
-
-Only the sha256 of a token is ever stored; the lookup digests the presented token, reads the row
-of that digest and compares the digests again in constant time (`hmac.compare_digest`)."""
+"""API tokens in the ledger: issue, revoke, list, and the lookup of a presented bearer token's
+principal. Only a token's sha256 is ever stored, and compared in constant time."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ MAX_TOKEN_LENGTH = 512
 
 @attrs.frozen
 class Principal:
-    """Who a request speaks for: the token's name (an agent's id), its roles and the
-    capabilities it may claim with (None: a token issued before grants, no ceiling)."""
+    """Who a request speaks for; `grant` None: a token issued before grants, no ceiling."""
 
     name: str
     roles: frozenset[str]
@@ -67,9 +62,8 @@ def issue_token(
     any_capability: bool = False,
     clock: Clock = system_clock,
 ) -> dict[str, Any]:
-    """Issue a token for `name` with `roles`, granted `capabilities` (none when not given: it
-    claims only tasks that need no capability), or `any_capability` (no ceiling). The answer
-    holds the token, the only time it is ever shown; the ledger keeps its sha256."""
+    """Issue a token for `name` granted `capabilities`, or any with `any_capability`; the answer
+    holds the token, the only time it is ever shown."""
     request = TokenIssueRequest.from_mapping(
         {
             "name": name,
@@ -80,7 +74,6 @@ def issue_token(
     )
     token = new_api_token()
     digest = Sha256Hex(token_sha256(token))
-
     actor = current_actor()
 
     def write(conn: Connection) -> ApiTokenAnswer:
@@ -96,7 +89,6 @@ def issue_token(
 
 def revoke_token(db: Database, name: str, *, clock: Clock = system_clock) -> ApiTokenAnswer:
     request = TokenRevokeRequest.from_mapping({"name": name})
-
     actor = current_actor()
 
     def write(conn: Connection) -> ApiTokenAnswer:
@@ -113,7 +105,7 @@ def list_tokens(db: Database) -> list[ApiTokenView]:
 
 
 def authenticate(db: Database, token: str) -> Principal | None:
-    """The principal of an active token, or None (unknown, revoked, or not a token at all)."""
+    """The principal of an active token, or None."""
     if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
     return authenticate_digest(db, token_sha256(token))
@@ -121,8 +113,7 @@ def authenticate(db: Database, token: str) -> Principal | None:
 
 def authenticate_digest(db: Database, digest: str) -> Principal | None:
     """The principal of the active token whose sha256 is `digest`, or None: the console's
-    sessions keep the digest of the token they were opened with, never the token, and hold
-    it to the ledger on every request (a revoked or re-issued token ends them)."""
+    sessions keep the digest, never the token."""
     row = db.read(
         lambda conn: fetch_record(
             conn, "api_token_by_digest", {"token_sha256": digest}, ApiTokenRow

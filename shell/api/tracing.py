@@ -1,11 +1,7 @@
-"""The server's spans: `TraceMiddleware` continues the W3C `traceparent` a request carries with a
-server span named and described by the HTTP conventions (`POST /v1/tasks/{task_id}/submit`,
-`http.request.method`, `http.route`, `http.response.status_code`, `url.path`), under which the
-ledger's own spans of the request's writes are made (`shell/tracing.py`).
+"""The server's spans: `TraceMiddleware` continues a request's W3C `traceparent` with a server
+span by the HTTP conventions, under which the ledger's spans of its writes are made.
 
-`serve` installs it only while tracing is on (`served_app`). A request without a `traceparent`
-(a claim's poll, a read, a caller that traces nothing) makes no server span: the ledger's spans
-of its writes go to their attempts' traces all the same, and the polls of idle workers leave no
+A request without a `traceparent` makes no server span, so the polls of idle workers leave no
 trace of their own.
 """
 
@@ -21,8 +17,6 @@ SERVER_ERROR = 500
 
 
 class TraceMiddleware:
-    """An ASGI middleware: a server span for each HTTP request that carries a `traceparent`."""
-
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 

@@ -1,8 +1,6 @@
-"""The `mcp` command: the ledger's tools for a model, over stdio (one agent's token, from a
-file) or Streamable HTTP (each request's bearer token), in front of a running `serve`.
+"""The `mcp` command: the ledger's tools for a model, in front of a running `serve`.
 
-The MCP SDK is imported when the command runs, not when the command line is built: every other
-command starts without it."""
+The MCP SDK is imported when the command runs, so that every other command starts without it."""
 
 from __future__ import annotations
 
@@ -23,7 +21,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     mcp.add_argument(
         "--api",
         "--server",
-        dest="api",
         required=True,
         metavar="URL",
         help="the ledger's HTTP API (aios-ledger serve) every call goes through",

@@ -1,14 +1,8 @@
 """`aios-ledger mcp`: the ledger's tools and resources for a model, over stdio or Streamable HTTP.
 
-An adapter, not a second writer: every call goes to a running `aios-ledger serve` through
-`LedgerClient` with the caller's own token, so an MCP session holds no power its token lacks and
-the server keeps no ledger state. Over stdio the one token of `--token-file` is checked at start;
-over HTTP each request's bearer token is checked (`LedgerTokenVerifier`, cached for
-`VERIFIED_SECONDS`) and forwarded.
-
-A refused tool call is an MCP tool error whose text is `CODE: detail`; a refused resource read
-is a JSON-RPC error (`LEDGER_REFUSAL`) with the same text. Claimed tasks are not exposed as MCP
-Tasks, which the SDK does not implement; a model follows a task with `read_task`.
+An adapter, not a second writer: every call goes to a running `aios-ledger serve` with the
+caller's own token, so an MCP session holds no power its token lacks. A refusal's text is
+`CODE: detail`, as a tool error or a JSON-RPC error (`LEDGER_REFUSAL`).
 """
 
 from __future__ import annotations
@@ -56,12 +50,10 @@ from starlette.responses import JSONResponse, Response
 LOG = logging.getLogger("aios_ledger.mcp")
 SERVER_NAME = "aios-ledger"
 MCP_PATH = "/mcp"
-# A token the ledger accepted is believed this long before whoami is asked again; a token
-# revoked meanwhile is still refused by the ledger on the first call it forwards.
+# A revoked token is still refused by the ledger on the first call it forwards.
 VERIFIED_SECONDS = 10.0
 MAX_VERIFIED_TOKENS = 4096
-# JSON-RPC's range for implementation-defined server errors (-32000 to -32099): the ledger
-# refused, and the message and data say with which code.
+# In JSON-RPC's range for implementation-defined server errors: the ledger refused.
 LEDGER_REFUSAL = -32001
 # A refused token is 401; a ledger that did not answer the check is not the token's fault.
 _AUTH_STATUS = {"API_UNAVAILABLE": 503, "API_PROTOCOL_ERROR": 502}
@@ -102,8 +94,7 @@ def _tool_error(refused: LedgerError) -> types.CallToolResult:
 
 
 def call_tool(api_url: str, caller: Caller, name: str, arguments: object) -> dict[str, Any]:
-    """One tool call, blocking: its arguments checked, then the ledger call with the caller's
-    token. Raises the LedgerError the ledger (or the check) answered."""
+    """One tool call, blocking: its arguments checked, then the ledger call."""
     tool = TOOLS_BY_NAME.get(name)
     if tool is None:
         raise LedgerError("TOOL_UNKNOWN", f"no tool named {name[:100]!r}")
@@ -153,25 +144,19 @@ def _resources() -> list[types.Resource]:
 
 
 def _templates() -> list[types.ResourceTemplate]:
+    templates = (
+        (TASK_URI, "task", "a task, its checked execution envelope and its result contract"),
+        (HISTORY_URI, "task history", "a task's timeline: every event, in order"),
+        (CONTRACT_URI, "result contract", "a result contract (a JSON Schema) by name"),
+    )
     return [
         types.ResourceTemplate(
-            uri_template=TASK_URI,
-            name="task",
-            description="a task, its checked execution envelope and its result contract",
-            mime_type=JSON_MEDIA,
-        ),
-        types.ResourceTemplate(
-            uri_template=HISTORY_URI,
-            name="task history",
-            description="a task's timeline: every event, in order",
-            mime_type=JSON_MEDIA,
-        ),
-        types.ResourceTemplate(
-            uri_template=CONTRACT_URI,
-            name="result contract",
-            description="a result contract (a JSON Schema) by name",
-            mime_type="application/schema+json",
-        ),
+            uri_template=uri,
+            name=name,
+            description=description,
+            mime_type="application/schema+json" if uri == CONTRACT_URI else JSON_MEDIA,
+        )
+        for uri, name, description in templates
     ]
 
 
@@ -267,9 +252,8 @@ def run_stdio(api_url: str, token: str) -> None:
 
 
 class LedgerTokenVerifier:
-    """The SDK's `TokenVerifier`: a bearer token is good when the ledger's whoami answers it.
-    A good answer is kept `VERIFIED_SECONDS` (by the token's digest, never the token); a
-    refusal is raised as `AuthenticationError` carrying the ledger's `CODE: detail`."""
+    """The SDK's `TokenVerifier`: a bearer token is good when the ledger's whoami answers it,
+    kept `VERIFIED_SECONDS` by the token's digest, never the token."""
 
     def __init__(self, api_url: str, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._api_url = api_url
@@ -311,8 +295,7 @@ def http_caller(ctx: ServerRequestContext[Any, Any]) -> Caller:
 
 
 def token_refused(conn: HTTPConnection, exc: AuthenticationError) -> Response:
-    """The ledger's refusal of a bearer token as a JSON-RPC error the SDK's client raises (its
-    `data` the ledger's code and detail), with the status and header of a refused token."""
+    """The ledger's refusal of a bearer token as a JSON-RPC error the SDK's client raises."""
     try:
         refused = json.loads(str(exc))
         code, detail = str(refused["code"]), str(refused["detail"])
@@ -333,8 +316,7 @@ def token_refused(conn: HTTPConnection, exc: AuthenticationError) -> Response:
 
 
 def http_app(api_url: str, *, host: str) -> Starlette:
-    """The Streamable HTTP app: stateless (each request stands alone, with its own token) and
-    answering JSON, behind the SDK's bearer middleware and `LedgerTokenVerifier`."""
+    """The Streamable HTTP app: stateless, each request standing alone with its own token."""
     server = build_server(api_url, http_caller)
     auth = AuthSettings(issuer_url=api_url, resource_server_url=None)  # type: ignore[arg-type]
     app = server.streamable_http_app(
@@ -350,9 +332,8 @@ def http_app(api_url: str, *, host: str) -> Starlette:
 
 
 def _answer_refusals_with_codes(app: Starlette) -> None:
-    """The SDK's authentication middleware answers a verifier's AuthenticationError with
-    Starlette's default (400, plain text); give it `token_refused` instead. The stack is built
-    on the app's first request, from `user_middleware`."""
+    """The SDK's authentication middleware answers a refused token with Starlette's plain 400;
+    have it answer `token_refused` instead."""
     found = [entry for entry in app.user_middleware if _authenticates(entry)]
     if len(found) != 1:
         raise LedgerError("MCP_SDK_UNSUPPORTED", "the SDK's app has no authentication middleware")

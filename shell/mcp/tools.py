@@ -1,16 +1,9 @@
-"""The tools `aios-ledger mcp` offers a model: one table, each row a name, who it is for, the
-input schema advertised to the model, and the ledger call it makes through `LedgerClient`.
+"""The tools `aios-ledger mcp` offers a model, one table of HTTP API calls made with the
+caller's own token, so the ledger decides everything.
 
-Every tool is a call of the HTTP API with the caller's own token, so the ledger decides
-everything; this module only shapes arguments and answers, and checks arguments against the
-tool's schema first (`FIELDS_INVALID`, nothing sent).
-
-A model may repeat a call after losing its answer, so writes derive their idempotency keys from
-what they say: a submission from {agent, task, lease token, result}, a verdict from {reviewer,
-task, decision, reason, expected digest}, so the same call twice is one write. A claim is keyed
-only when the model passes `idempotency_key`; its lease token is then an HMAC of the bearer
-token and the key, so a repeated claim gets the same task and lease back. An explicit
-`idempotency_key` always replaces the derived one.
+A model may repeat a call after losing its answer, so a write without an explicit
+`idempotency_key` derives one from what it says, and a keyed claim's lease token is an HMAC of
+the bearer token and the key: the same call twice is one write.
 """
 
 from __future__ import annotations
@@ -41,8 +34,7 @@ PLAIN_SUBMIT = str(TASK_OPERATIONS["submit"].tool)
 
 @attrs.frozen
 class Caller:
-    """Who calls a tool: the token's name and roles (as the ledger's whoami gave them), and the
-    token itself, which every ledger call carries."""
+    """Who calls a tool: the token's name and roles, as whoami gave them, and the token."""
 
     name: str
     roles: frozenset[str]
@@ -57,8 +49,7 @@ class LedgerTool:
     name: str
     description: str
     roles: frozenset[str]
-    # What the model is shown; `checked` is what the arguments must meet before a call (the
-    # same, but a submit's result, which only the ledger judges).
+    # `checked` is the schema shown but for a submit's result, which only the ledger judges.
     input_schema: Mapping[str, Any]
     checked: Mapping[str, Any]
     handler: Handler
@@ -108,8 +99,8 @@ def _key(kind: str, caller: Caller, **parts: object) -> str:
 
 
 def claim_lease_token(bearer: str, idempotency_key: str) -> str:
-    """The lease token of a keyed claim: the same for the same token and key, and unguessable
-    without the bearer token."""
+    """A keyed claim's lease token: the same for the same token and key, unguessable without
+    the bearer token."""
     mac = hmac.new(bearer.encode(), b"mcp-claim-lease\0" + idempotency_key.encode(), "sha256")
     return base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
 
@@ -163,19 +154,14 @@ def _claim(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -
 def _heartbeat(
     client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
 ) -> dict[str, Any]:
-    answer = client.heartbeat(
-        arguments["task_id"],
-        lease_token=arguments["lease_token"],
-        lease_seconds=arguments.get("lease_seconds", DEFAULT_LEASE_SECONDS),
-    )
-    return dict(answer)
+    lease_seconds = arguments.get("lease_seconds", DEFAULT_LEASE_SECONDS)
+    task_id, lease_token = arguments["task_id"], arguments["lease_token"]
+    return dict(client.heartbeat(task_id, lease_token=lease_token, lease_seconds=lease_seconds))
 
 
 def _release(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    answer = client.release(
-        arguments["task_id"], lease_token=arguments["lease_token"], reason=arguments["reason"]
-    )
-    return dict(answer)
+    task_id, lease_token = arguments["task_id"], arguments["lease_token"]
+    return dict(client.release(task_id, lease_token=lease_token, reason=arguments["reason"]))
 
 
 def read_task(client: LedgerClient, task_id: str) -> dict[str, Any]:
@@ -210,18 +196,10 @@ def _read_evidence(
 
 
 def _submit(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    task_id, lease_token, result = (
-        arguments["task_id"],
-        arguments["lease_token"],
-        arguments["result"],
-    )
-    key = arguments.get("idempotency_key") or _key(
-        "submit", caller, task_id=task_id, lease_token=lease_token, result=result
-    )
-    answer = client.submit_result(
-        task_id, lease_token=lease_token, result=result, idempotency_key=key
-    )
-    return dict(answer)
+    held = {"task_id": arguments["task_id"], "lease_token": arguments["lease_token"]}
+    result = arguments["result"]
+    key = arguments.get("idempotency_key") or _key("submit", caller, **held, result=result)
+    return dict(client.submit_result(**held, result=result, idempotency_key=key))
 
 
 # -- the reviewer's tools -----------------------------------------------------------------
@@ -251,14 +229,7 @@ def _verify(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) 
         "expected_result_digest": arguments.get("expected_result_digest"),
     }
     key = arguments.get("idempotency_key") or _key("verify", caller, **verdict)
-    answer = client.verify(
-        verdict["task_id"],
-        decision=verdict["decision"],
-        reason=verdict["reason"],
-        idempotency_key=key,
-        expected_result_digest=verdict["expected_result_digest"],
-    )
-    return dict(answer)
+    return dict(client.verify(**verdict, idempotency_key=key))
 
 
 def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> LedgerTool:

@@ -1,14 +1,8 @@
-"""The HTTP binding resolver: the governed binding of a projection, read from the API.
+"""The HTTP binding resolver: the governed binding of a projection, read from the API with a
+systemd credential's token instead of the ledger file.
 
-When `AIOS_GOVERNED_WRITE_API_URL` is set, `aios-ledger project` resolves the binding through
-`GET /v1/bindings/{task_id}/{job_id}` with the token of the `agent_task_control_token`
-credential (`$CREDENTIALS_DIRECTORY`, the unit's `LoadCredential=`), instead of reading the
-`governed_bindings` table of the ledger file. The envelope is built from the binding exactly as
-the built-in resolver builds it (`envelope_from_binding`).
-
-Any failure to get the binding (the API is down or answers garbage, the credential is missing,
-the token is refused: 401 or 403) is `BINDING_UNAVAILABLE`, raised before the projection writes
-anything. A binding the API does not have is `GOVERNED_BINDING_NOT_FOUND`, as locally.
+Any failure to get the binding is `BINDING_UNAVAILABLE`, raised before the projection writes
+anything.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
-"""`LedgerClient`: the ledger over its HTTP API (`aios-ledger serve`), with TaskLedger's answers.
+"""`LedgerClient`: the ledger over its HTTP API (`aios-ledger serve`), with TaskLedger's answers
+and `LedgerError` codes, so a worker runs unchanged against a local file or a remote server.
 
-It has `TaskLedger`'s task methods (their one surface, `shell/tasks/surface.py`) and the
-`RunStore` calls a worker makes, and raises the same `LedgerError` codes, read from the
-server's problem+json answers, so a worker runs unchanged against a local file or a remote
-server.
-
-A call that lost its answer to the network is sent again (at most `retries` times, jittered
-doubling backoff) only where a repeat cannot do the work twice: keyed writes, answered again
-with the answer stored for their key; `claim`, for which the client always sends a key and lease
-token of its own, the same on every retry, so a lost answer never claims a second task;
-`create_run`, heartbeat, release and reads. Unkeyed writes are retried only when the connection
-was never made (docs/http-api.md, Through the API). The token is sent as
-`Authorization: Bearer …` and never appears in an error or a log line.
+A call that lost its answer is sent again only where a repeat cannot do the work twice (keyed
+writes, claims, which always carry a key, heartbeats, releases, reads); other writes only when
+the connection was never made. The token never appears in an error or a log line.
 """
 
 from __future__ import annotations
@@ -63,7 +55,6 @@ DEFAULT_TIMEOUT = 30.0
 MAX_WAIT_SECONDS = 60
 # The long poll holds the answer up to `wait_seconds`: the read timeout must outlast it.
 LONG_POLL_MARGIN = 15.0
-PROBLEM_TYPE = "application/problem+json"
 EVENT_STREAM_TYPE = "text/event-stream"
 _RETRIED_STATUS = frozenset({502, 503, 504})
 
@@ -81,8 +72,7 @@ def new_run_id() -> str:
 
 
 def api_path(*parts: object) -> str:
-    """`/v1/` and the parts, each quoted whole (an id holding `/` stays one segment); a part
-    that is not non-empty text is refused here, as the ledger refuses such an id."""
+    """`/v1/` and the parts, each quoted whole so that an id holding `/` stays one segment."""
     for part in parts:
         if not isinstance(part, str) or not part:
             raise LedgerError("FIELDS_INVALID", f"an id must be non-empty text, not {part!r}"[:200])
@@ -126,8 +116,6 @@ def problem_error(response: httpx.Response) -> LedgerError:
 
 
 class LedgerClient(TaskSurface):
-    """TaskLedger's calls, and a worker's run writes, over the HTTP API (see the module)."""
-
     def __init__(
         self,
         url: str,
@@ -249,8 +237,7 @@ class LedgerClient(TaskSurface):
         return delay * random.uniform(0.5, 1.0)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._call(method, path, **kwargs)
-        return _answer(response)
+        return _answer(self._call(method, path, **kwargs))
 
     def whoami(self) -> dict[str, Any]:
         """The token's name and roles (`GET /v1/whoami`): an answer proves the token good."""
@@ -260,7 +247,6 @@ class LedgerClient(TaskSurface):
         return answer
 
     def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:
-        """TaskLedger.idle_reason (`GET /v1/claims/idle`)."""
         offered = ",".join(str(name) for name in capabilities)
         answer = self._json("GET", api_path("claims", "idle"), params={"capabilities": offered})
         if not isinstance(answer, dict):
@@ -270,12 +256,8 @@ class LedgerClient(TaskSurface):
     # -- TaskSurface ----------------------------------------------------------------------
 
     def _apply(self, request: TaskRequest[A]) -> A:
-        """The request record sent as its wire form (`wire_form`: every field, its key and
-        lease token included, but the task, which the path names, and the acting agent, which
-        the server takes from the token) to the route of its operation (`TASK_OPERATIONS`). A
-        claim always carries a key (drawn here with a lease token when it has none), so that a
-        retry after a lost answer gets the same claim. Expiring leases is the server's own (no
-        route): `FIELDS_INVALID`."""
+        """The request's wire form on its operation's route, less the task (the path names it)
+        and the acting agent (the server takes the token's)."""
         row = operation_of(request)
         if isinstance(request, ClaimRequest):
             return cast(A, self._claim(request))
@@ -291,8 +273,7 @@ class LedgerClient(TaskSurface):
         return cast(A, self._json("POST", api_path("tasks", task_id, row.route), body=body))
 
     def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
-        """TaskLedger.apply_all of creates (the API's one batch write): one request, one
-        transaction, all or none."""
+        """TaskLedger.apply_all of creates, the API's one batch write."""
         commands = cast(Iterable[object], listed(requests))
         return self._apply_all([self._command(command) for command in commands])
 
@@ -318,9 +299,8 @@ class LedgerClient(TaskSurface):
         lease_token: str | None = None,
         wait_seconds: int = 0,
     ) -> ClaimAnswer | None:
-        """TaskLedger.claim; `wait_seconds` (0 to 60) long-polls for a task. The claim always
-        carries an idempotency key (drawn here with a lease token when not given), so that
-        a retry after a lost answer gets the same claim."""
+        """TaskLedger.claim, long-polling up to `wait_seconds`; always keyed, so that a retry
+        after a lost answer gets the same claim."""
         self._check_agent(agent_id)
         if idempotency_key is None:
             idempotency_key = new_claim_key()
@@ -376,9 +356,8 @@ class LedgerClient(TaskSurface):
         limit: int,
         wait_seconds: int = 0,
     ) -> list[ClaimAnswer]:
-        """TaskLedger.claim_many. A batch has no key, so it is sent again only when it was never
-        sent; one task (`limit=1`, a worker with one free slot) is claimed as `claim` claims,
-        with a key, so that a lost answer is answered again."""
+        """TaskLedger.claim_many: a batch has no key, so it is sent again only if never sent;
+        a batch of one is claimed as `claim` claims, with a key."""
         self._check_agent(agent_id)
         batch = ClaimBatchRequest.from_mapping(
             {
@@ -411,14 +390,9 @@ class LedgerClient(TaskSurface):
         task_id: str | None = None,
         reconnects: int | None = None,
     ) -> Iterator[EventView]:
-        """The ledger's events as they are sealed (`GET /v1/events/stream`), after event
-        `after` (None: from now on; 0: from the first), of `task_id` or of all, until the
-        caller stops. A connection that drops, or a stream the server ends (its shutdown, a
-        stream's longest life, a client too slow to keep up), is opened again after the
-        server's `retry:` wait with `Last-Event-ID` (the last event given here, or where the
-        stream started): it goes on after it, no event lost or given twice. `reconnects`
-        tries in a row that get no stream (None: the client's `retries`) are
-        `API_UNAVAILABLE`; a refusal (a revoked token's 401, TASK_NOT_FOUND) is raised."""
+        """The ledger's events as they are sealed, after event `after` (None: from now on),
+        until the caller stops. A dropped or ended stream is opened again with `Last-Event-ID`,
+        no event lost or given twice; `reconnects` failures in a row are `API_UNAVAILABLE`."""
         parser = StreamParser(last_id="" if after is None else str(after))
         params = {} if task_id is None else {"task_id": task_id}
         limit = self._retries if reconnects is None else reconnects
@@ -462,8 +436,7 @@ class LedgerClient(TaskSurface):
     def list_tasks(
         self, status: str | None = None, *, limit: int = 100, agent: str | None = None
     ) -> list[TaskView]:
-        """The tasks TaskLedger.list_tasks gives, as the first page of `GET /v1/tasks` lists
-        them: newest first (with `agent`: those it held in any attempt)."""
+        """The first page of `GET /v1/tasks`: newest first."""
         params = {
             "status": _query(status, "status"),
             "limit": _query(limit, "limit"),
@@ -525,9 +498,8 @@ class LedgerClient(TaskSurface):
         out: str | os.PathLike[str],
         max_bytes: int = MAX_WORKSPACE_BYTES,
     ) -> int:
-        """Write to `out` the git bundle of the base of the task's binding (the agent holding
-        the task, under its lease: `GET /v1/tasks/{task_id}/workspace`); its size in bytes.
-        More than `max_bytes` is `WORKSPACE_TOO_LARGE` (and `out` is removed)."""
+        """Write to `out` the git bundle of the held task's base, and answer its size; more than
+        `max_bytes` is `WORKSPACE_TOO_LARGE`."""
         path = api_path("tasks", task_id, "workspace")
         headers = {LEASE_TOKEN_HEADER: lease_token, "Accept": "application/octet-stream"}
         last = "no attempt"
@@ -550,9 +522,8 @@ class LedgerClient(TaskSurface):
         )
 
     def upload_proposal(self, task_id: str, *, lease_token: str, bundle: bytes) -> ProposalAnswer:
-        """Record `bundle` (the bytes of a git bundle) as the proposal of the held attempt
-        (`POST /v1/tasks/{task_id}/proposal`, within the server's body limit). The lease goes
-        in a header, which the server checks before it reads the body."""
+        """Record `bundle` as the held attempt's proposal; the lease goes in a header, which the
+        server checks before it reads the body."""
         answer = self._json(
             "POST",
             api_path("tasks", task_id, "proposal"),
@@ -578,8 +549,8 @@ class LedgerClient(TaskSurface):
         retry: Retry = "always",
         expect: Iterable[int] = (200,),
     ) -> Any:
-        """Any route of the API (a path under `/v1/`) with a JSON answer; `retry="connect"`
-        for a call that must not reach the server twice."""
+        """Any route under `/v1/` with a JSON answer; `retry="connect"` for a call that must not
+        reach the server twice."""
         if not path.startswith("/v1/"):
             raise LedgerError("API_PATH_INVALID", "a path of the API starts with /v1/")
         return self._json(method, path, body=body, params=params, retry=retry, expect=expect)
@@ -593,7 +564,7 @@ class LedgerClient(TaskSurface):
 
 
 def _save(response: httpx.Response, out: str | os.PathLike[str], max_bytes: int) -> int:
-    """The answer's body written to `out` (from its start), at most `max_bytes` of it."""
+    """The answer's body written to `out`, at most `max_bytes` of it."""
     size = 0
     try:
         with open(out, "wb") as target:

@@ -1,15 +1,12 @@
-"""Reading an API token from a file (`--token-file`) or a systemd credential.
-
-A token file holds the token on its first line (a trailing newline is allowed, nothing else);
-the file must be a regular file of at most `MAX_TOKEN_FILE` bytes. A credential is the file of
-that name in `$CREDENTIALS_DIRECTORY`, where systemd puts what the unit's `LoadCredential=`
-loads. The token never appears in an error: only the file's name does.
+"""Reading an API token from a file (`--token-file`) or a systemd credential; the token never
+appears in an error, only the file's name does.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import string
 
 from aios_ledger.core import LedgerError
 
@@ -17,14 +14,11 @@ CREDENTIALS_DIRECTORY_ENV = "CREDENTIALS_DIRECTORY"
 API_URL_ENV = "AIOS_GOVERNED_WRITE_API_URL"
 CONTROL_TOKEN_CREDENTIAL = "agent_task_control_token"
 MAX_TOKEN_FILE = 4096
-_TOKEN_CHARACTERS = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/="
-)
+_TOKEN_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~+/=")
 
 
 def read_token_file(path: str | os.PathLike[str]) -> str:
-    """The token in `path`, or TOKEN_FILE_INVALID (missing, unreadable, empty, not one line of
-    token characters)."""
+    """The token on the one line of the regular file `path`, or TOKEN_FILE_INVALID."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as handle:

@@ -1,16 +1,9 @@
-"""`review --api`: the reviewer's backend over the HTTP API (`RemoteReview`), and the store that
-keeps its auxiliary runs there (`RemoteAuxiliaryRuns`).
+"""`review --api`: the reviewer's backend over the HTTP API, and the store that keeps its
+auxiliary runs there.
 
-The round is the reviewer's own (`shell/work/reviewer.py`) and the review command runs here,
-under the same `AuxiliaryRunService` (timeouts, cancellation, the output checked against its
-schema); only where the runs are kept differs: each spawn, transition and stop is a call to the
-review-run routes (`shell/api/review_routes.py`), where the server decides it. Evidence comes
-from the server as its public snapshot and is rebuilt here; its digest is recomputed and must be
-the one the server pinned (`API_PROTOCOL_ERROR` otherwise).
-
-Retries: a spawn is idempotent by the run's id and spec, evidence reads create at most the one
-empty run; a transition or stop is sent again only when the connection was never made (a repeat
-of one that landed would be refused as a transition from the state it left).
+The review command runs here under the same `AuxiliaryRunService` as locally; only where the
+runs are kept differs, the server deciding each move. Evidence from the server is rebuilt here
+and its digest recomputed, so a server cannot hand over evidence other than what it pinned.
 """
 
 from __future__ import annotations

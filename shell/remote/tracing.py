@@ -1,7 +1,5 @@
-"""The API client's side of a trace (docs/observability.md): an HTTP client span for each request
-sent under a current span, carrying its `traceparent` to the server. Apart from
-`aios_ledger.shell.tracing` because it needs httpx, which no command that stays on its own
-machine imports.
+"""The API client's side of a trace: a client span for each request sent under a current span.
+Apart from `aios_ledger.shell.tracing` because it needs httpx, which local commands never import.
 """
 
 from __future__ import annotations
@@ -20,9 +18,8 @@ def traced_transport(transport: httpx.BaseTransport | None) -> httpx.BaseTranspo
 
 
 class TracedTransport(httpx.BaseTransport):
-    """An httpx transport that makes a client span (the HTTP conventions' attributes) for each
-    request sent under a current span, and sends its `traceparent`; a request outside any span
-    (a claim's poll) goes out as it is, in no trace."""
+    """An httpx transport that sends each request under a current span with a client span and
+    its `traceparent`; one outside any span (a claim's poll) goes out in no trace."""
 
     def __init__(self, inner: httpx.BaseTransport) -> None:
         self._inner = inner

@@ -1,12 +1,5 @@
-"""The governed repositories of a worker away from the ledger's host (`worker --api`).
-
-`RemoteWorkspaces(client)` is the same workspace code as the local worker's (`Workspaces` in
-`shell/git/workspace.py`) over another `RepositoryAccess`: the workspace is cloned from the git
-bundle of the binding's base that the server builds for the task's holder (`GET
-/v1/tasks/{task_id}/workspace`), and the agent's bundle is uploaded (`POST
-/v1/tasks/{task_id}/proposal`), where the server verifies and records it as it records a local
-worker's. A binding whose repository the server does not govern (`TASK_NOT_BOUND`,
-`REPOSITORY_NOT_FOUND`) gets no workspace, as locally.
+"""The governed repositories of a worker away from the ledger's host (`worker --api`): the
+local worker's workspace code over the API's workspace download and proposal upload.
 """
 
 from __future__ import annotations
@@ -65,8 +58,5 @@ class ApiRepositories:
 
 
 class RemoteWorkspaces(Workspaces):
-    """The hooks of a worker over the API (`Worker.over(client, client, config,
-    workspaces=RemoteWorkspaces(client))`)."""
-
     def __init__(self, client: GovernedClient) -> None:
         super().__init__(ApiRepositories(client))

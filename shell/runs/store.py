@@ -100,7 +100,6 @@ class RunStore:
             }
         )
         now = read_clock(self._clock)
-
         actor = current_actor()
 
         def write(conn: Connection) -> RunRow:
@@ -113,8 +112,7 @@ class RunStore:
         return self.database.write(write)
 
     def create_attempt_run(self, task_id: str, attempt: int) -> RunRow:
-        """The evidence run of a claimed attempt, where its claim did not create it (a claim
-        recorded before claims did): what a review reads when the attempt left no evidence."""
+        """The evidence run of an attempt claimed before claims created one."""
         request = AttemptRunRequest.from_mapping({"task_id": task_id, "attempt": attempt})
         now = read_clock(self._clock)
 
@@ -134,9 +132,8 @@ class RunStore:
     def append_event(
         self, run_id: str, kind: str, payload: Any = None, *, lease_token: str | None = None
     ) -> RunEventRow:
-        """Append one event to a run (payload: any JSON value; None is stored as null), with a
-        sealed `RUN_EVENT_APPENDED` event on the ledger chain. An attempt's evidence run takes
-        events only under its lease: `lease_token` is the claim's."""
+        """Append one event to a run, sealed on the ledger chain; an attempt's evidence run takes
+        events only under its claim's `lease_token`."""
         request = RunEventAppendRequest.from_mapping(
             {"run_id": run_id, "kind": kind, "payload": payload, "lease_token": lease_token}
         )
@@ -166,8 +163,7 @@ class RunStore:
     def run_events(
         self, run_id: str, *, limit: int = MAX_EVENTS_PAGE, after: int = 0
     ) -> tuple[RunEventRow, ...]:
-        """The run's first `limit` events (1 to MAX_EVENTS_PAGE: out of range is refused) after
-        the one numbered `after` (0: from the first)."""
+        """The run's first `limit` events after the one numbered `after` (0: from the first)."""
         request = RunEventsRequest.from_mapping({"run_id": run_id, "limit": limit, "after": after})
         self.get_run(request.run_id)
         return self.database.read(
@@ -175,8 +171,6 @@ class RunStore:
         )
 
     def last_run_events(self, run_id: str, *, limit: int) -> tuple[RunEventRow, ...]:
-        """The run's last `limit` events, in order (1 to MAX_EVENTS_PAGE: out of range is
-        refused)."""
         request = RunEventsRequest.from_mapping({"run_id": run_id, "limit": limit})
         self.get_run(request.run_id)
         newest = self.database.read(lambda conn: _last_events(conn, request.run_id, request.limit))

@@ -1,10 +1,7 @@
-"""The application `aios-ledger serve` runs: the core routes of `shell/api/app.py`'s
-`operations()` plus the API's governed-write, review and checkpoint routes (`governed.py`,
-`review_routes.py`, `checkpoint_routes.py` in `shell/api`), and the web console's pages under
-`/` (`shell/web`), after every API route.
+"""The application `aios-ledger serve` runs: every API route, then the web console's pages.
 
-One function, used by `serve` and by the tests that check the whole served app (schemathesis), so
-that no route is served untested and no test builds an app nobody serves."""
+`serve` and the tests of the whole served app build it with one function, so that no route is
+served untested."""
 
 from __future__ import annotations
 
@@ -25,7 +22,6 @@ from starlette.applications import Starlette
 
 
 def served_extras() -> tuple[Operation, ...]:
-    """The routes `serve` adds to `operations()`."""
     return (*governed_operations(), *review_operations(), *checkpoint_operations())
 
 
@@ -35,9 +31,8 @@ def served_operations() -> tuple[Operation, ...]:
 
 
 def served_app(settings: ApiSettings, sessions: SessionSettings | None = None) -> Starlette:
-    """The app `serve` runs over `settings` (`app.state.backend.close()` closes it), with the
-    console (`app.state.console`) whose sessions live as `sessions` says; while tracing is on,
-    with the middleware that continues each request's `traceparent`."""
+    """The app `serve` runs over `settings`, with the console; `app.state.backend.close()`
+    closes it."""
     app = create_app(settings, served_extras())
     console = Console(app.state.backend, sessions or SessionSettings(), console_pages())
     app.router.routes.extend(console.routes())
@@ -48,10 +43,7 @@ def served_app(settings: ApiSettings, sessions: SessionSettings | None = None) -
 
 
 def settle_startup_heap() -> None:
-    """Collect once, then move every object alive now (the modules, the OpenAPI document and
-    its validators, the routes, the stores) to the collector's permanent generation, which no
-    collection walks again: `serve` calls it once its app is built. Without it each full
-    collection walks the whole startup heap while holding the GIL, pausing every thread: under
-    many agents that was the largest part of a heartbeat's tail latency (docs/benchmarks.md)."""
+    """Move every object alive once the app is built to the collector's permanent generation,
+    so that full collections stop walking the startup heap while holding the GIL."""
     gc.collect()
     gc.freeze()

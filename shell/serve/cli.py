@@ -48,9 +48,7 @@ if TYPE_CHECKING:
     import uvicorn
     from aios_ledger.shell.api.stream import EventFeed
 
-# uvicorn: a connection idle this long between requests is closed; on SIGTERM, requests still
-# running (long polls) get this long to finish before their connections are closed (a client
-# whose claim carried an idempotency key asks again and gets the same claim).
+# On SIGTERM, long polls get this long to finish; a keyed claim asked again gets the same claim.
 KEEP_ALIVE_SECONDS = 5
 GRACEFUL_SHUTDOWN_SECONDS = 10
 LOG = logging.getLogger("aios_ledger.api")
@@ -63,7 +61,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     serve.add_argument(
         "--db",
-        dest="db",
         default=argparse.SUPPRESS,
         help="database file or postgresql:// URL (as the global --db)",
     )
@@ -178,8 +175,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _serve(args: argparse.Namespace) -> int:
-    # Requests act as their tokens; what the server does on its own (expiring passed leases,
-    # say) is the ledger's.
+    # Requests act as their tokens; what the server does on its own is the ledger's.
     with process_acting_as(the_ledger("serve")):
         return _run_server(args)
 
@@ -197,10 +193,8 @@ def _run_server(args: argparse.Namespace) -> int:
 def configured_server(
     args: argparse.Namespace, clock: Clock = system_clock
 ) -> Iterator[tuple[uvicorn.Server, socket.socket]]:
-    """The server `serve` runs, from its parsed arguments, and its bound listening socket:
-    settings checked, app built, periodic checkpoints started; leaving closes all of them.
-    Running it (`server.run(sockets=[listener])`) is the caller's, in any thread. `serve`
-    never sets `clock`: a test does, to move the leases' time instead of waiting it out."""
+    """The server `serve` runs and its bound socket, for the caller to run in any thread;
+    leaving closes them. A test sets `clock` to move the leases' time instead of waiting."""
     import uvicorn
     from aios_ledger.shell.api.connections import guarded_protocol
     from aios_ledger.shell.serve.app import served_app
@@ -309,8 +303,8 @@ def configured_server(
 
 
 def ledger_server(config: uvicorn.Config, feed: EventFeed) -> uvicorn.Server:
-    """uvicorn's server, whose graceful shutdown first ends the open event streams: uvicorn
-    waits (up to its grace period) for every response to finish, and a stream never would."""
+    """uvicorn's server, whose graceful shutdown first ends the open event streams, which
+    would never finish on their own."""
     import uvicorn
 
     class LedgerServer(uvicorn.Server):

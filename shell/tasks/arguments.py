@@ -9,5 +9,6 @@ from aios_ledger.shell.tasks.ledger import TaskLedger
 
 
 def task_ledger(args: argparse.Namespace) -> TaskLedger:
-    path = database_path(args)
-    return TaskLedger(path, migrate=migrate_on_open(args), synchronous=synchronous(args))
+    return TaskLedger(
+        database_path(args), migrate=migrate_on_open(args), synchronous=synchronous(args)
+    )

@@ -1,9 +1,6 @@
-"""Commands of the task lifecycle: task create/list/show/history/verify/retry/pause/resume,
-claim, heartbeat, release, submit, cancel, expire-leases. Requests are JSON objects (`--json
-FILE`, `-` for stdin) with the same fields as the `TaskLedger` keyword arguments, so that lease
-tokens never appear on a command line; an owner's move of one task (`task pause`, `task
-resume`) takes its task, reason and key as arguments. Each request is structured once, into
-the core's request record, and that record is what the ledger applies (`TaskLedger.apply`).
+"""Commands of the task lifecycle. Requests are JSON documents (`--json FILE`, `-` for stdin)
+with `TaskLedger`'s fields, so that lease tokens never appear on a command line; an owner's
+move of one task (`task pause`) takes its task, reason and key as arguments.
 """
 
 from __future__ import annotations
@@ -55,11 +52,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "task", help="tasks: create, list, show, history, verify, retry, pause, resume"
     )
     task_commands = task.add_subparsers(dest="task_command", required=True)
-    create = task_commands.add_parser(
+    create = _json_command(
+        task_commands,
         "create",
-        help='enqueue tasks: {"idempotency_key": K, "task": {...}} or a list of them',
+        'enqueue tasks: {"idempotency_key": K, "task": {...}} or a list of them',
+        _task_create,
     )
-    _json_option(create)
     create.add_argument(
         "--governed",
         action="store_true",
@@ -67,7 +65,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "projection (`project`) lands",
     )
     _budget_options(create)
-    create.set_defaults(handler=_task_create)
     listing = task_commands.add_parser(
         "list", help="tasks, in claim order when --status is given; --agent: those it held"
     )
@@ -101,12 +98,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     json_flag(history)
     history.set_defaults(handler=_task_history)
 
-    claim = commands.add_parser(
+    claim = _json_command(
+        commands,
         "claim",
-        help="claim the next eligible task: {agent_id, capabilities, lease_seconds, "
+        "claim the next eligible task: {agent_id, capabilities, lease_seconds, "
         "task_id?, idempotency_key?, lease_token?}; prints null when there is none",
+        _claim,
     )
-    _json_option(claim)
     claim.add_argument(
         "--limit",
         type=int,
@@ -114,74 +112,63 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"claim up to N tasks in one transaction (<= {MAX_CLAIM_BATCH}) and print a list; "
         "the request then names no task_id, idempotency_key or lease_token",
     )
-    claim.set_defaults(handler=_claim)
-
-    heartbeat = commands.add_parser(
-        "heartbeat", help="extend a lease: {task_id, lease_token, lease_seconds}"
+    _json_command(
+        commands, "heartbeat", "extend a lease: {task_id, lease_token, lease_seconds}", _heartbeat
     )
-    _json_option(heartbeat)
-    heartbeat.set_defaults(handler=_heartbeat)
-
-    release = commands.add_parser(
+    _json_command(
+        commands,
         "release",
-        help="give a lease back, the task queued again: {task_id, lease_token, reason}",
+        "give a lease back, the task queued again: {task_id, lease_token, reason}",
+        _release,
     )
-    _json_option(release)
-    release.set_defaults(handler=_release)
-
-    submit = commands.add_parser(
+    _json_command(
+        commands,
         "submit",
-        help="submit a result: {task_id, lease_token, result, idempotency_key}, or a list of "
+        "submit a result: {task_id, lease_token, result, idempotency_key}, or a list of "
         "them (one transaction: all or none)",
+        _submit,
     )
-    _json_option(submit)
-    submit.set_defaults(handler=_submit)
-
     # `aios-ledger verify` checks the event log; judging a task's result lives under `task`.
-    verify = task_commands.add_parser(
+    _json_command(
+        task_commands,
         "verify",
-        help="verify a submitted result: {task_id, decision, reason, idempotency_key, "
+        "verify a submitted result: {task_id, decision, reason, idempotency_key, "
         "expected_result_digest?}, or a list of them (one transaction: all or none)",
+        _verify,
     )
-    _json_option(verify)
-    verify.set_defaults(handler=_verify)
-
-    retry = task_commands.add_parser(
+    _json_command(
+        task_commands,
         "retry",
-        help="send a FAILED or CANCELLED task back to the queue: {task_id, reason, "
+        "send a FAILED or CANCELLED task back to the queue: {task_id, reason, "
         "idempotency_key, extra_attempts? (default 1)}",
+        _retry,
     )
-    _json_option(retry)
-    retry.set_defaults(handler=_retry)
-
-    cancel = commands.add_parser(
-        "cancel", help="cancel a non-terminal task: {task_id, reason, idempotency_key}"
+    _json_command(
+        commands,
+        "cancel",
+        "cancel a non-terminal task: {task_id, reason, idempotency_key}",
+        _cancel,
     )
-    _json_option(cancel)
-    cancel.set_defaults(handler=_cancel)
-
     expire = commands.add_parser(
         "expire-leases", help="requeue (or fail) every claimed task whose lease has passed"
     )
     expire.set_defaults(handler=_expire)
 
     for row in TASK_OPERATIONS.values():
-        if (
-            row.command == f"task {row.name}"
-            and set(attrs.fields_dict(cast(Any, row.request))) == _MOVE
-        ):
+        if row.command == f"task {row.name}" and set(
+            attrs.fields_dict(cast(Any, row.request))
+        ) == set(_MOVE):
             _move_command(task_commands, row)
 
 
 # The fields of an owner's move of one task: its command takes them as arguments.
-_MOVE = {"task_id", "reason", "idempotency_key"}
+_MOVE = ("task_id", "reason", "idempotency_key")
 
 
 def _move_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], row: TaskTransition
 ) -> None:
-    """`task NAME TASK_ID --reason TEXT --idempotency-key KEY`: an owner's move of one task,
-    an operation of the transition table (its summary is the command's help)."""
+    """`task NAME TASK_ID --reason TEXT --idempotency-key KEY`: an owner's move of one task."""
     move = commands.add_parser(row.name, help=row.summary)
     move.add_argument("task_id")
     move.add_argument("--reason", required=True, help="why (kept in the sealed event)")
@@ -193,21 +180,24 @@ def _move_command(
     )
 
     def handle(args: argparse.Namespace) -> Any:
-        request = row.request.from_mapping(
-            {
-                "task_id": args.task_id,
-                "reason": args.reason,
-                "idempotency_key": args.idempotency_key,
-            }
-        )
+        request = row.request.from_mapping({name: getattr(args, name) for name in _MOVE})
         with task_ledger(args) as ledger:
             return ledger.apply(request)
 
     move.set_defaults(handler=handle)
 
 
-def _json_option(parser: argparse.ArgumentParser) -> None:
+def _json_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    handler: Callable[[argparse.Namespace], Any],
+) -> argparse.ArgumentParser:
+    """A command whose request is the JSON document of `--json FILE`."""
+    parser = commands.add_parser(name, help=help)
     parser.add_argument("--json", required=True, metavar="FILE", help="request JSON (- for stdin)")
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 # `task create`'s budget flags: each sets that limit of every task's `budget` in the file.
@@ -250,8 +240,7 @@ def _budget_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _each_create(document: Any, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
-    """Each create of `document` with its task as `change` makes it (the command line's flags);
-    what is not a create is left for the request's own checks to refuse."""
+    """Each create of `document` with its task changed; the request's own checks refuse the rest."""
     if isinstance(document, list):
         return [_each_create(item, change) for item in document]
     if not isinstance(document, dict) or not isinstance(document.get("task"), dict):
@@ -272,13 +261,7 @@ def _task_create(args: argparse.Namespace) -> Any:
         document = _each_create(document, lambda task: _with_budget(task, limits))
     if args.governed:
         document = _each_create(document, lambda task: {**task, "governed": True})
-    if not isinstance(document, list):
-        command = TaskCreateCommand.from_mapping(document)
-        with task_ledger(args) as ledger:
-            return ledger.apply(command)
-    commands = structure_batch(document, TaskCreateCommand.from_mapping)
-    with task_ledger(args) as ledger:
-        return ledger.apply_all(commands)
+    return _apply_document(args, document, TaskCreateCommand.from_mapping)
 
 
 def _task_list(args: argparse.Namespace) -> Any:
@@ -327,8 +310,7 @@ def _claim(args: argparse.Namespace) -> Any:
 
 
 def _claim_many(args: argparse.Namespace, document: object) -> Any:
-    """`--limit N`: the claim document names no task, key or token (the batch's own record
-    refuses them as unknown fields)."""
+    """`--limit N`: the batch's own record refuses a task, key or token as unknown fields."""
     with_limit = {**document, "limit": args.limit} if isinstance(document, dict) else document
     batch = ClaimBatchRequest.from_mapping(with_limit)
     with task_ledger(args) as ledger:
@@ -349,20 +331,21 @@ def _one(record: Callable[[object], TaskRequest[Any]]) -> Callable[[argparse.Nam
 def _one_or_batch(
     record: Callable[[object], TaskRequest[Any]],
 ) -> Callable[[argparse.Namespace], Any]:
-    """A command whose JSON document is one request of `record`, or a list of them (one
-    transaction: all or none)."""
+    """A command whose JSON document is one request of `record`, or a list of them."""
+    return lambda args: _apply_document(args, read_json_argument(args.json), record)
 
-    def handle(args: argparse.Namespace) -> Any:
-        document = read_json_argument(args.json)
-        if isinstance(document, list):
-            requests = structure_batch(document, record)
-            with task_ledger(args) as ledger:
-                return ledger.apply_all(requests)
-        request = record(document)
+
+def _apply_document(
+    args: argparse.Namespace, document: Any, record: Callable[[object], TaskRequest[Any]]
+) -> Any:
+    """One request of `record`, or a list of them in one transaction (all or none)."""
+    if isinstance(document, list):
+        requests = structure_batch(document, record)
         with task_ledger(args) as ledger:
-            return ledger.apply(request)
-
-    return handle
+            return ledger.apply_all(requests)
+    request = record(document)
+    with task_ledger(args) as ledger:
+        return ledger.apply(request)
 
 
 _heartbeat = _one(HeartbeatRequest.from_mapping)

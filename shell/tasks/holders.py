@@ -1,6 +1,4 @@
-"""Who held a task, read from its sealed claims (`core/tasks/holders.py` says what they mean):
-the last holder of each task a read shows, and one task's holders, each an index read of
-`events_claims_by_task` (0.x migration 0028)."""
+"""Who held a task, read from its sealed claims by an index read each."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""`TaskLedger`: the task lifecycle over a ledger database (create, claim, heartbeat, release,
-submit, verify, cancel, retry, expire) and its reads.
+"""`TaskLedger`: the task lifecycle and its reads over a ledger database.
 
-Every write is one `BEGIN IMMEDIATE` transaction: read the rows with named SQL (the task, any
-answer recorded for its key, the log's tail at the task's chain), let the core decide, apply the
-plan (one guarded compare-and-swap, the idempotency row, one sealed event per task).
-A refused call raises a `LedgerError` and leaves the database as it was.
+Every write is one transaction: read the rows with named SQL, let the core decide, apply its
+plan; a refused call raises a `LedgerError` and leaves the database as it was.
 """
 
 from __future__ import annotations
@@ -45,7 +42,6 @@ from aios_ledger.core import (
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.batches import each_item, structure_batch
 from aios_ledger.core.jsonvalue import JsonValue, encode_checked
-from aios_ledger.core.log.plan import Decision
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.structuring import check_built
 from aios_ledger.core.tasks import (
@@ -82,8 +78,7 @@ from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.tasks.surface import TaskSurface, listed
 from aios_ledger.shell.tracing import record_writes, write_started
 
-# How many passed leases one claim takes over before it claims: a claim stays short, and the
-# claims after it take over the rest.
+# Passed leases one claim takes over, so that it stays short; the claims after it take the rest.
 TAKEOVER_BATCH = 32
 TASK_ID_BYTES = 16
 LEASE_TOKEN_BYTES = 32
@@ -110,26 +105,10 @@ def _task(conn: Connection, task_id: str) -> TaskRow | None:
 class TaskLedger(TaskSurface):
     """Agents take tasks under leases and hand results back; nothing they do breaks the rules.
 
-    `clock` returns an aware datetime (default: the system clock), read as a `Timestamp`;
-    timestamps are stored with whole seconds. `synchronous` is the SQLite synchronous level of
-    the connection, FULL (the default: a commit is on disk when the call returns) or NORMAL (in
-    WAL mode, a power cut may lose the last commits, never corrupt the file). `vfs` names a
-    registered apsw VFS to open the database through (the fault-injection tests use one; the
-    default is SQLite's). `migrate`: as for `Database` (False leaves the schema to the DBA and
-    refuses a database that is behind with `SCHEMA_TOO_OLD`). `jitter` draws the spread of a
-    retry's backoff, a float in [0, 1) (default: `random.random`; tests pin it).
-
-    `database=`: run over an open `Database` instead of opening `path` (the caller keeps it
-    and closes it; `close()` leaves it open).
-
-    Lease tokens: a claim answers with a `lease_token` that is shown once; the database keeps
-    only its sha256. Without an idempotency key the ledger generates the token with `secrets`
-    (unless the claimer passes `lease_token=`). An idempotent claim (`idempotency_key=`) must
-    bring its own `lease_token` (16-256 characters of `[A-Za-z0-9._~+/=-]`, e.g.
-    `secrets.token_urlsafe(32)`): the key is bound to the token's sha256, so a replay with the
-    same key and token gives back the same claim (token included, from the caller), a replay
-    with another token is `IDEMPOTENCY_CONFLICT`, and nothing usable is ever stored. A claim
-    that finds nothing to take answers None and records nothing, so the key stays free.
+    `synchronous`, `vfs` and `migrate` are passed to `Database`; `database=` runs over an open
+    one the caller keeps and closes. `jitter` draws a retry backoff's spread in [0, 1).
+    A lease token is shown once and only its sha256 stored, so an idempotent claim brings its
+    own token: a replay with the same key and token gives back the same claim.
     """
 
     def __init__(
@@ -143,8 +122,7 @@ class TaskLedger(TaskSurface):
         migrate: bool = True,
         jitter: Callable[[], float] | None = None,
     ) -> None:
-        # Over a Database someone else opened (the API server shares one between its stores),
-        # the ledger does not close it.
+        # The API server shares one Database between its stores: it closes it, not the ledger.
         self._owns_db = database is None
         self._db = (
             database
@@ -173,33 +151,27 @@ class TaskLedger(TaskSurface):
         return read_clock(self._clock)
 
     def _write(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
-        """Every write of a task's lifecycle locks the rows it decides on (`get_task_for_update`,
-        the claim's and the takeover's SKIP LOCKED batches) and appends only to those tasks'
-        chains, so writers of different tasks run side by side on PostgreSQL. `urgent`: a
-        lease renewal (group commit takes it ahead of the other writes)."""
+        """A write locks the rows it decides on and appends only to their chains, so writers of
+        different tasks run side by side on PostgreSQL; group commit takes `urgent` ones first."""
         return self._db.write(work, row_locked=True, urgent=urgent)
 
     # -- writes ---------------------------------------------------------------------------
 
     def apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
-        """The write `request` asks for (its operation's row of `TASK_OPERATIONS`), in one
-        transaction, answered as the keyword method of that operation answers: the request
-        record is built once, where the request came in (`Record.from_mapping(raw)`), and is
-        what the core decides on. A record built directly is checked as `from_mapping` would.
-        `grant`: for a claim, the capabilities the claimer may offer (see `claim`)."""
+        """The write `request` asks for, in one transaction, answered as its keyword method
+        answers; `grant` bounds what a claim may offer."""
         _checked(request)
         return self._apply(request, grant=grant)
 
     def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
-        """Many writes in one transaction, in order (1 to MAX_BATCH of them: creates, submits,
-        verifies, or any write on one task); all of them are written (or replayed) or, when
-        one is refused, none: the error is that item's, its detail starts with `item N:`."""
+        """Many writes on one task each, in one transaction: all or none, a refusal's detail
+        starting with `item N:`."""
         checked = structure_batch(listed(requests), _checked)
         return cast(list[A], self._apply_all(checked))
 
     def _apply(self, request: TaskRequest[A], *, grant: Collection[str] | None = None) -> A:
         started = write_started()
-        answer = self._apply_one(request, grant=grant)
+        answer: A = self._apply_one(request, grant=grant)
         if started is not None:  # tracing is on
             record_writes(
                 operation_of(request).name,
@@ -209,33 +181,25 @@ class TaskLedger(TaskSurface):
             )
         return answer
 
-    def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> A:
-        """The one dispatch of a write: its operation, whose scope says what is read for it
-        (one task, the queue, the passed leases), then its decision and its plan applied."""
+    def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> Any:
+        """A write's operation scope says what it reads: one task, the queue or passed leases."""
         row = operation_of(request)
         # Read here, in the caller's context: the write may run on another thread.
         actor = current_actor()
         if row.scope is Scope.QUEUE:
             claim = cast(ClaimRequest | ClaimBatchRequest, request)
-            return cast(A, self._claim(claim, _ceiling(grant), actor))
+            return self._claim(claim, _ceiling(grant), actor)
         if row.scope is Scope.LEASES:
             expire = cast(ExpireRequest, request)
-            return cast(
-                A,
-                self._write(
-                    lambda conn: _expire_step(PlanExecutor(conn), expire, self._now(), actor)
-                ),
+            return self._write(
+                lambda conn: _expire_step(PlanExecutor(conn), expire, self._now(), actor)
             )
         generated = _generated_id(row, request)
         created = self._now() if generated else None
-        # A renewal is answered before its lease passes, however many writes are queued.
-        renews = row.lease is Lease.EXTEND
-        return cast(
-            A,
-            self._write(
-                lambda conn: self._step(PlanExecutor(conn), request, generated, created, actor),
-                urgent=renews,
-            ),
+        return self._write(
+            lambda conn: self._step(PlanExecutor(conn), request, generated, created, actor),
+            # A renewal is answered before its lease passes, however many writes are queued.
+            urgent=row.lease is Lease.EXTEND,
         )
 
     def _apply_all(self, requests: Sequence[TaskRequest[A]]) -> list[A]:
@@ -269,20 +233,10 @@ class TaskLedger(TaskSurface):
 
         def write(conn: Connection) -> list[A]:
             plans = PlanExecutor(conn)
-            ahead = _read_ahead(plans, reads)
+            found = _read_ahead(plans, reads)
             return each_item(
                 list(range(len(requests))),
-                lambda n: cast(
-                    A,
-                    self._step(
-                        plans,
-                        requests[n],
-                        generated[n],
-                        created,
-                        actor,
-                        None if ahead is None else ahead[n],
-                    ),
-                ),
+                lambda n: self._step(plans, requests[n], generated[n], created, actor, found[n]),
             )
 
         return self._write(write)
@@ -296,17 +250,15 @@ class TaskLedger(TaskSurface):
         actor: Actor,
         found: Sequence[Any] | None = None,
     ) -> Any:
-        """One write on one task inside the caller's transaction: its rows read together (the
-        task locked, its chain's tip, any answer recorded for its key, its operation's own reads;
-        `found`: read ahead with the rest of a batch), the core's decision, its plan."""
+        """One write on one task inside the caller's transaction; `found`: its reads, when a
+        batch read them ahead."""
         row = operation_of(request)
         reads = _item_reads(row, request, generated)
         if found is None:
             # The one event its plan appends: the engine may prepare its id with the reads.
             found = fetch_records_together(plans.conn, reads.reads(), appending=1)
         state = reads.state(plans, found)
-        # A created task's time was read with its id; any other write's is read once the task
-        # is locked (see `_claim`).
+        # Any write but a create reads its time once the task is locked (see `_claim`).
         now = created if generated and created is not None else self._now()
         supplied: dict[str, Callable[[], Any]] = {
             "jitter": self._jitter,
@@ -316,7 +268,9 @@ class TaskLedger(TaskSurface):
             name: generated[name] if name in generated else supplied[name]()
             for name in row.shell_inputs
         }
-        return plans.apply(_planned(decide_task(state, request, now=now, actor=actor, **inputs)))
+        decision = decide_task(state, request, now=now, actor=actor, **inputs)
+        assert decision is not None  # only a claim or an expiry finds nothing to do
+        return plans.apply(decision)
 
     def _claim(
         self,
@@ -324,12 +278,8 @@ class TaskLedger(TaskSurface):
         ceiling: frozenset[str] | None,
         actor: Actor,
     ) -> Any:
-        """A claim, decided whole by the core: the passed leases it takes over first (up to
-        `TAKEOVER_BATCH`, so that a claim stays short and the claims after it take over the
-        rest), the named task or the candidates of the one candidate statement (each engine's
-        `tasks_claim_candidates`, which filters what the core checks again: status, attempts,
-        deadline, schedule, capabilities), every row locked as it is read (PostgreSQL: the
-        candidates SKIP LOCKED, so that concurrent claimers never wait on one another)."""
+        """A claim takes over passed leases first, then the named task or the candidates, each
+        row locked as it is read (SKIP LOCKED on PostgreSQL: claimers never wait on each other)."""
         batch = request if isinstance(request, ClaimBatchRequest) else None
         claim = batch.claim() if batch is not None else cast(ClaimRequest, request)
         count = 1 if batch is None else batch.limit
@@ -343,9 +293,7 @@ class TaskLedger(TaskSurface):
             plans = PlanExecutor(conn)
             now = self._now()
             key = None if batch is not None else claim.idempotency_key
-            # The answer recorded for its key, the passed leases and the task (or the candidates),
-            # locked as they are read, in one round trip: a replay then ignores the rows it
-            # locked, and lets them go at its commit, a moment later.
+            # One round trip: a replay ignores the rows it locked and lets them go at its commit.
             reads: list[Read] = [
                 ("tasks_expired_leases", {"now": now.text, "limit": TAKEOVER_BATCH}, TaskRow),
                 (
@@ -367,10 +315,7 @@ class TaskLedger(TaskSurface):
                     task = found[1][0] if found[1] else None
                 else:
                     candidates = tuple(found[1])
-                # The claim's time is read once its tasks are locked. Beside other writers
-                # (PostgreSQL) a task may have been released or taken over after `now` was
-                # read, and its events' times must not go back along its chain; the core
-                # checks each task again at that time.
+                # Read once the tasks are locked, so that times never go back along a chain.
                 now = self._now()
             read = (*passed, *([] if task is None else [task]), *candidates)
             chains = dict.fromkeys(chain_of(row.task_id) for row in read)
@@ -408,18 +353,9 @@ class TaskLedger(TaskSurface):
         lease_token: str | None = None,
         grant: Collection[str] | None = None,
     ) -> ClaimAnswer | None:
-        """Take the next eligible task (or `task_id`) under a lease (`TASK_CLAIMED`); None when
-        there is nothing this claimer may take. Order: larger priority, older, smaller id;
-        eligible: QUEUED, every required capability offered, deadline not passed, `not_before`
-        reached, attempts left. First, in the same transaction, the claim takes over leases
-        that have passed, as `expire_leases` does (so a fleet needs no sweeper). The answer
-        holds the task's fields, `lease_token`, `lease_expires_at`, `attempt`, `revision`, and
-        `envelope` / `runtime_input` (the execution envelope and its runtime input when the
-        task has one, else None). A named task that cannot be claimed is
-        refused with the reason (`INVALID_TRANSITION`, `CAPABILITY_MISSING`, `DEADLINE_PASSED`,
-        `ATTEMPTS_EXHAUSTED`, `TASK_NOT_DUE`, `TASK_NOT_FOUND`). `grant`: the capabilities this
-        claimer may offer (the HTTP API passes its token's); an offer beyond it is refused
-        `CAPABILITY_NOT_GRANTED`, whatever there is to claim. None: no ceiling."""
+        """Take the next eligible task (or `task_id`) under a lease; None: nothing to take.
+        Passed leases are taken over first, so a fleet needs no sweeper; an offer beyond
+        `grant` is refused `CAPABILITY_NOT_GRANTED`."""
         return self._apply(
             ClaimRequest.from_mapping(
                 {
@@ -443,13 +379,8 @@ class TaskLedger(TaskSurface):
         limit: int,
         grant: Collection[str] | None = None,
     ) -> list[ClaimAnswer]:
-        """Take up to `limit` (1 to MAX_CLAIM_BATCH) eligible tasks in one transaction, in claim
-        order, each under its own lease with its own `TASK_CLAIMED` event: what `claim` would
-        answer, `limit` times over, for a worker with that many free slots. An empty list when
-        there is nothing to take. Each answer holds its own `lease_token`, generated here. Like a
-        `claim` without a key it is not idempotent: a call repeated after a lost answer takes
-        other tasks, and the leases it cannot use lapse (`expire_leases` requeues them).
-        `grant` bounds the offer as in `claim`."""
+        """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
+        idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse."""
         return self._apply(
             ClaimBatchRequest.from_mapping(
                 {
@@ -463,9 +394,7 @@ class TaskLedger(TaskSurface):
         )
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
-        """Many `submit_result` calls in one transaction, in order; each item is
-        {task_id, lease_token, result, idempotency_key}. All are written (or replayed) or, when
-        one is refused, none: the error is that item's, its detail starts with `item N:`."""
+        """Many `submit_result` calls in one transaction, all or none."""
         return self._apply_all(structure_batch(listed(items), SubmitRequest.from_mapping))
 
     def verify(
@@ -478,10 +407,8 @@ class TaskLedger(TaskSurface):
         expected_result_digest: str | None = None,
         reviewer: str | None = None,
     ) -> VerifyAnswer:
-        """Judge a SUBMITTED result (`TASK_VERIFIED`): SUCCEEDED, NEEDS_REWORK (back to QUEUED,
-        or FAILED when attempts are used up) or FAILED. `reviewer`: who judges (the request's
-        `agent_id`; the HTTP API's is its token's name); the agent that submitted the result
-        may not (`SELF_REVIEW`). None: a caller that names nobody (the local command line)."""
+        """Judge a SUBMITTED result: SUCCEEDED, NEEDS_REWORK or FAILED. `reviewer` may not be
+        the agent that submitted it (`SELF_REVIEW`); None names nobody (the local command line)."""
         return self._apply(
             VerifyRequest.from_mapping(
                 {
@@ -498,9 +425,7 @@ class TaskLedger(TaskSurface):
     def verify_results(
         self, items: Iterable[Mapping[str, Any]], *, reviewer: str | None = None
     ) -> list[VerifyAnswer]:
-        """Many `verify` calls in one transaction, in order; each item is {task_id, decision,
-        reason, idempotency_key, expected_result_digest?}. All or none, as `submit_results`;
-        `reviewer` as in `verify`, for every item."""
+        """Many `verify` calls in one transaction, all or none, each by `reviewer`."""
         return self._apply_all(
             structure_batch(
                 listed(items),
@@ -509,8 +434,7 @@ class TaskLedger(TaskSurface):
         )
 
     def expire_leases(self) -> ExpireAnswer:
-        """Every CLAIMED task whose lease passed goes back to QUEUED, or FAILED when its
-        attempts are used up (`TASK_LEASE_EXPIRED` each); in batches, one transaction each."""
+        """Requeue (or fail) every task whose lease passed, one transaction per batch."""
         request = ExpireRequest()
         expired: list[TaskSummary] = []
         while True:
@@ -524,17 +448,14 @@ class TaskLedger(TaskSurface):
     def idle_reason(
         self, capabilities: Sequence[str], *, grant: Collection[str] | None = None
     ) -> IdleReason:
-        """Why a claimer offering `capabilities` finds nothing to claim now (see the core's
-        `idle_reason`); `grant` as in `claim` (the HTTP API passes its token's): the tasks that
-        need a capability beyond it are told apart from those the claimer could take by
-        offering more."""
+        """Why a claimer offering `capabilities` finds nothing to claim now; tasks needing a
+        capability beyond `grant` are told apart from those it could take by offering more."""
         params = {"now": self._now().text, "limit": IDLE_GROUPS}
         groups = self._db.read(lambda conn: fetch_all(conn, "idle_queue_groups", params))
         return idle_reason(groups, capabilities, _ceiling(grant))
 
     def get(self, task_id: str) -> TaskDetail:
-        """One task with its JSON columns parsed, its last holder and the holder of each of its
-        attempts (`holders`, from its claims); `TASK_NOT_FOUND` when there is none."""
+        """One task with the holder of each attempt; `TASK_NOT_FOUND` when there is none."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
 
         def read(conn: Connection) -> TaskDetail | None:
@@ -550,8 +471,7 @@ class TaskLedger(TaskSurface):
         return detail
 
     def events(self, task_id: str) -> list[EventView]:
-        """A task's events in order, payloads parsed; `TASK_NOT_FOUND` when there is no such
-        task (an empty list would read as a task without history)."""
+        """A task's events in order; `TASK_NOT_FOUND` rather than an empty history."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
         params = {"task_id": request.task_id}
 
@@ -567,17 +487,13 @@ class TaskLedger(TaskSurface):
         return [event_view(EventRow.from_row(row)) for row in rows]
 
     def history(self, task_id: str) -> list[HistoryEntry]:
-        """A task's timeline from its sealed events: time, event, agent, attempt, decision,
-        reason and the state it led to; `TASK_NOT_FOUND` when there is no such task."""
         return task_history(self.events(task_id))
 
     def list_tasks(
         self, status: str | None = None, *, limit: int = 100, agent: str | None = None
     ) -> list[TaskView]:
-        """Tasks of one status in claim order, or all tasks oldest first; at most `limit`
-        (1 to MAX_LIST: a limit out of range is refused, not clamped). With `agent`: the tasks
-        it held in any attempt (of that status), newest first, as the first page of
-        `GET /v1/tasks?agent=` lists them."""
+        """Tasks of one status in claim order, or all oldest first; with `agent`, those it held
+        in any attempt, newest first, as `GET /v1/tasks?agent=` lists them."""
         if agent is not None:
             given = {"status": status, "agent": agent, "limit": limit}
             page = TaskPageRequest.from_mapping(
@@ -600,8 +516,7 @@ class TaskLedger(TaskSurface):
 
 
 def _written_tasks(answer: object) -> list[Any]:
-    """The tasks a write's answer is about, for its spans: a claim's list (or none), an
-    expiry's, or the one task of any other answer."""
+    """The tasks a write's answer is about, for its tracing spans."""
     if answer is None:
         return []
     if isinstance(answer, list):
@@ -619,8 +534,7 @@ def _acting(item: object, agent_id: str | None) -> object:
 
 
 def _checked(request: object) -> TaskRequest[Any]:
-    """A record an entry point structured (`from_mapping`), or one a caller built, checked as
-    `from_mapping` would check it: its fields, then its rules across them."""
+    """A request record, checked as `from_mapping` would check one a caller built itself."""
     check_built(request, what=operation_of(request).name)
     checked = cast(TaskRequest[Any], request)
     checked.check()
@@ -628,16 +542,10 @@ def _checked(request: object) -> TaskRequest[Any]:
 
 
 def _generated_id(row: TaskTransition, request: Any) -> dict[str, Any]:
-    """What is generated for a write before its transaction: a created task's id (the
-    request's own, or a new one), as the `task_id` input of its decision."""
+    """A created task's id, drawn before the transaction as its decision's `task_id` input."""
     if "task_id" in row.shell_inputs:
         return {"task_id": request.task.task_id or new_task_id()}
     return {}
-
-
-def _planned(decision: Decision[Any] | None) -> Decision[Any]:
-    assert decision is not None  # only a claim or an expiry finds nothing to do
-    return decision
 
 
 def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
@@ -653,9 +561,7 @@ def _ceiling(grant: Collection[str] | None) -> frozenset[str] | None:
 def _candidates(
     request: ClaimRequest, now: Timestamp, count: int
 ) -> tuple[str, dict[str, object], type[TaskRow]]:
-    """The read of the first `count` tasks this claimer may take now, in claim order, as the
-    engine's one candidate statement finds them (filtered by capability too, and on PostgreSQL
-    locked SKIP LOCKED as they are read, so it reads as many as it takes)."""
+    """The read of the first `count` tasks this claimer may take now, in claim order."""
     names: list[JsonValue] = [str(name) for name in sorted(request.capabilities)]
     params = {"now": now.text, "limit": count, "offered_json": encode_checked(names)}
     return ("tasks_claim_candidates", params, TaskRow)
@@ -680,11 +586,8 @@ Read = tuple[str, dict[str, object], "type[Any] | None"]
 
 @attrs.frozen
 class _ItemReads:
-    """What one write on one task reads before its decision: the task (locked first), the
-    log's tail at its chain, the answer recorded for `key` (None: a request without a key), for a
-    create the creation sequence it gets, and its operation's own reads (`extra`); read
-    together, one round trip on PostgreSQL, with the id of the one event its plan appends
-    drawn at its end."""
+    """What one write on one task reads before its decision, read together in one round trip
+    on PostgreSQL: the task, its chain's tip, the answer for `key`, the operation's own reads."""
 
     task_id: str
     key: str | None
@@ -692,8 +595,7 @@ class _ItemReads:
     extra: tuple[StateRead, ...] = ()
 
     def reads(self) -> list[Read]:
-        # A create's sequence first, as SQLite has always read it (bench/transitions.py's raw
-        # lifecycle follows this order); nothing is locked by drawing it.
+        # A create's sequence first, as bench/transitions.py reads it; drawing it locks nothing.
         found: list[Read] = [("tasks_next_seq", {}, None)] if self.creating else []
         found += [
             ("get_task_for_update", {"task_id": self.task_id}, TaskRow),
@@ -725,8 +627,7 @@ class _ItemReads:
 
 @functools.cache
 def _returns(statement: str) -> type[Any] | None:
-    """The record a named read declares it selects into (`-- returns:`); None: its first
-    column's value."""
+    """The record a named read declares (`-- returns:`); None: its first column's value."""
     declared = statements()[statement].returns
     return None if declared is None else READ_RECORDS[declared]
 
@@ -741,31 +642,28 @@ def _item_reads(row: TaskTransition, request: Any, generated: Mapping[str, Any])
     )
 
 
-def _read_ahead(plans: PlanExecutor, items: Sequence[_ItemReads]) -> list[list[Any]] | None:
-    """A batch's reads, every item's, at once where the engine gains by it
-    (`Connection.fetch_ahead`) and no item can depend on another's write: each names a task
-    and a key of its own. None: read item by item (on SQLite, or when two items share a task
-    or a key: the second decides on what the first wrote), or a read an item's own step
-    refuses with that item's error."""
+def _read_ahead(plans: PlanExecutor, items: Sequence[_ItemReads]) -> list[list[Any] | None]:
+    """Every item's reads at once, where the engine gains by it and no two items share a task
+    or a key; else None for each, read item by item."""
+    by_item: list[list[Any] | None] = [None] * len(items)
     tasks = [item.task_id for item in items]
     keys = [item.key for item in items if item.key is not None]
     if len(set(tasks)) < len(tasks) or len(set(keys)) < len(keys):
-        return None
+        return by_item
     reads = [item.reads() for item in items]
     try:
         lists = plans.conn.fetch_ahead(
             [read for own in reads for read in own], appending=len(items)
         )
     except LedgerError:
-        return None  # a parameter refused before anything was sent: the item's step says which
+        return by_item  # a parameter refused before anything was sent: the item's step says which
     if lists is None:
-        return None
+        return by_item
     found = [rows[0] if rows else None for rows in lists]
-    ahead = []
-    for own in reads:
-        ahead.append(found[: len(own)])
+    for number, own in enumerate(reads):
+        by_item[number] = found[: len(own)]
         found = found[len(own) :]
-    return ahead
+    return by_item
 
 
 @functools.cache

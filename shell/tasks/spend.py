@@ -1,5 +1,5 @@
-"""What tasks spent, read for `status`, GET /v1/spend and /metrics: the `task_spend` rows
-(0.x migration 0022) summed by task, agent, repository and UTC day, in one read transaction."""
+"""What tasks spent, read for `status`, GET /v1/spend and /metrics, summed by task, agent,
+repository and UTC day."""
 
 from __future__ import annotations
 
@@ -19,14 +19,12 @@ METRIC_SPEND_ROWS = 10_000
 
 
 def read_spend(conn: Connection, *, limit: int = SPEND_ROWS) -> dict[str, Any]:
-    """The spend report (`spend_report`), at most `limit` rows of each table."""
     return spend_report(
         {name: fetch_all(conn, statement, {"limit": limit}) for name, statement, _ in SPEND_GROUPS}
     )
 
 
 def read_metric_spend(conn: Connection) -> dict[str, Any]:
-    """The spend /metrics shows (`metric_spend_report`)."""
     limit = {"limit": METRIC_SPEND_ROWS}
     return metric_spend_report(
         {name: fetch_all(conn, statement, limit) for name, statement, _ in METRIC_SPEND_GROUPS}

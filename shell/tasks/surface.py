@@ -1,10 +1,7 @@
 """`TaskSurface`: the task methods `TaskLedger` and `LedgerClient` share, written once.
 
-Each keyword method builds its operation's request record and hands it to `_apply` (one
-record) or `_apply_all` (a batch), which each class implements: the ledger in a transaction of
-its own, the client as the record's wire form on its operation's route. The methods each side
-answers its own way (`apply_all`, the claims, the reads) are abstract here, so a class that
-lacks one, or answers it with another signature, fails mypy.
+Each keyword method builds its request record and hands it to `_apply` or `_apply_all`, which
+each class implements; what each side answers its own way is abstract, so mypy holds both to it.
 """
 
 from __future__ import annotations
@@ -42,8 +39,8 @@ A = TypeVar("A")
 
 
 def listed(value: object) -> object:
-    """A Python sequence or iterator (a tuple, a generator) as the JSON array the core's strict
-    checks read; text, mappings and None stay as they are, for the core to refuse."""
+    """An iterable as the JSON array the core's strict checks read; text, mappings and None
+    stay as they are, for the core to refuse."""
     if isinstance(value, list | str | bytes | Mapping) or value is None:
         return value
     try:
@@ -64,16 +61,13 @@ class TaskSurface(abc.ABC):
         """Checked request records, applied in one transaction, all or none."""
 
     def apply(self, request: TaskRequest[A]) -> A:
-        """The write `request` asks for (its operation's row of `TASK_OPERATIONS`), answered as
-        the keyword method of that operation answers; a record built directly is checked as
-        `from_mapping` would check it."""
+        """The write `request` asks for, answered as its keyword method answers."""
         check_built(request, what=operation_of(request).name)
         return self._apply(request)
 
     @abc.abstractmethod
     def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
-        """Many writes in one transaction, in order: all of them or, when one is refused, none
-        (the error is that item's, its detail starts with `item N:`)."""
+        """Many writes in one transaction: all or none, a refusal's detail starting `item N:`."""
 
     @abc.abstractmethod
     def claim(
@@ -122,9 +116,7 @@ class TaskSurface(abc.ABC):
         return self._apply(TaskCreateCommand.from_mapping(command))
 
     def create_tasks(self, items: Iterable[tuple[Mapping[str, Any], str]]) -> list[CreateAnswer]:
-        """Enqueue 1 to MAX_BATCH tasks, each with its own idempotency key, in one transaction:
-        all of them are written (or replayed) or, when one is refused, none: the error is that
-        item's, its detail starts with `item N:`."""
+        """Enqueue (task, idempotency key) pairs in one transaction, all or none."""
         pairs = listed(items)
         shape = "(task mapping, key) pairs"
         return self._apply_all(structure_batch(pairs, TaskCreateCommand.from_pair, shape=shape))
@@ -135,9 +127,8 @@ class TaskSurface(abc.ABC):
         return self._apply(HeartbeatRequest.from_mapping(fields))
 
     def release(self, task_id: str, *, lease_token: str, reason: str) -> ReleaseAnswer:
-        """Give the lease back before it ends (`TASK_RELEASED`, with the reason and the
-        attempt): the task is QUEUED again at once, or FAILED when that was its last attempt,
-        since the released attempt stays counted. A stale holder is fenced as for heartbeat."""
+        """Give the lease back (`TASK_RELEASED`): the task is QUEUED again at once, or FAILED
+        when that was its last attempt, since the released attempt stays counted."""
         fields = {"task_id": task_id, "lease_token": lease_token, "reason": reason}
         return self._apply(ReleaseRequest.from_mapping(fields))
 
@@ -150,9 +141,8 @@ class TaskSurface(abc.ABC):
         idempotency_key: str,
         usage: Any = None,
     ) -> SubmitAnswer:
-        """Hand the result back (`RESULT_SUBMITTED`): status SUBMITTED, lease released.
-        `usage`: what the attempt spent ({input_tokens, output_tokens, cost: {micros,
-        currency}}), recorded and held against the task's budget."""
+        """Hand the result back (`RESULT_SUBMITTED`); `usage`, what the attempt spent, is held
+        against the task's budget."""
         fields = {
             "task_id": task_id,
             "lease_token": lease_token,
@@ -190,9 +180,8 @@ class TaskSurface(abc.ABC):
     def retry(
         self, task_id: str, *, reason: str, idempotency_key: str, extra_attempts: int = 1
     ) -> RetryAnswer:
-        """Send a FAILED or CANCELLED task back to QUEUED (`TASK_REQUEUED`, with the reason), its
-        `max_attempts` raised by `extra_attempts` (1 to 100); another status is
-        `INVALID_TRANSITION`."""
+        """Send a FAILED or CANCELLED task back to QUEUED, its `max_attempts` raised by
+        `extra_attempts`."""
         fields = {
             "task_id": task_id,
             "reason": reason,

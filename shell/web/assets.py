@@ -1,11 +1,5 @@
-"""The console's static assets (shell/web/static/: its stylesheet and scripts) under
-content-digest addresses: `/static/console.<12 hex of its SHA-256>.css`.
-
-A page is never cached (`no-store`), but what it links to is: an asset's address changes
-whenever its bytes do, so a browser may keep it for a year without asking again
-(`immutable`), and a page's render-blocking stylesheet costs no request after the first.
-The plain address (`/static/console.css`) still answers, revalidated on every use
-(`no-cache`, with an ETag), for whatever linked to it before.
+"""The console's static assets under content-digest addresses (`/static/console.<12 hex>.css`),
+so that a browser may keep them for good; the plain address still answers, revalidated.
 """
 
 from __future__ import annotations
@@ -26,8 +20,6 @@ TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf
 
 @attrs.frozen
 class Asset:
-    """One file: its bytes, content type and strong ETag (its digest)."""
-
     body: bytes
     media_type: str
     digest: str
@@ -38,15 +30,14 @@ class Asset:
 
 
 def digest_name(name: str, digest: str) -> str:
-    """`console.css` and its bytes' SHA-256 (hex) -> `console.<12 hex>.css`."""
+    """`console.css` and its bytes' SHA-256 -> `console.<12 hex>.css`."""
     stem, dot, suffix = name.rpartition(".")
     short = digest[:DIGEST_HEX]
     return f"{stem}.{short}.{suffix}" if dot else f"{name}.{short}"
 
 
 class StaticAssets:
-    """The files of one folder, read once at start (they ship with the package): each under
-    its plain name and its digest name."""
+    """The files of one folder, read once at start, each under its plain and digest names."""
 
     def __init__(self, folder: Path) -> None:
         self.addresses: dict[str, str] = {}
@@ -65,12 +56,10 @@ class StaticAssets:
             self._by_name[named] = (asset, True)
 
     def url(self, name: str) -> str:
-        """A template's link to an asset: its digest address (a name not in the folder is a
-        KeyError, so a template's typo fails loudly)."""
+        """A template's link to an asset; a typo is a KeyError, so that it fails loudly."""
         return self.addresses[name]
 
     async def serve(self, request: Request) -> Response:
-        """GET /static/{name}: the asset, cacheable for good under its digest address."""
         found = self._by_name.get(str(request.path_params["name"]))
         if found is None:
             return Response("not found", status_code=404, media_type="text/plain")

@@ -1,6 +1,5 @@
-"""Bar charts for the console, drawn on the server: the geometry of each bar in a fixed
-view box, which a template writes out as inline SVG (no chart library, no script), beside the
-same figures as a table for a screen reader. Pure: figures in, geometry out."""
+"""Bar charts for the console: each bar's geometry in a fixed view box, which a template writes
+out as inline SVG, so that the page needs no chart library or script."""
 
 from __future__ import annotations
 
@@ -29,8 +28,6 @@ class Bar:
 
 @attrs.frozen
 class Chart:
-    """One chart: its title, what a bar counts, its bars and the top of its scale."""
-
     title: str
     unit: str
     bars: tuple[Bar, ...]

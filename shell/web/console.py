@@ -1,12 +1,5 @@
 """The console's frame: sessions, CSRF, the common layout, and one wrapper (`_page_endpoint`)
-that every page goes through.
-
-A page is one `Page` row (shell/web/pages/) with a plain handler from a `Visit` to a `Rendered`
-or a Response. The wrapper does what is common, so that no page can skip it: it finds the
-session and holds its token's digest to the ledger (a revoked token ends the session), refuses
-a viewer without one of the page's roles before the page runs (a button a template hides is
-refused on the server too), checks CSRF on every POST (the session's token and a same-origin
-request, else 403 `CSRF_INVALID`), and renders a `LedgerError` as the error page.
+that every page goes through, so that none can skip the session, role and CSRF checks.
 
 No token is ever put in a page, a URL, a redirect or a log line: sign-in reads it from the
 form's body and keeps only its digest.
@@ -63,8 +56,7 @@ SECURITY_HEADERS = {
 
 @attrs.frozen
 class Viewer:
-    """Who a page is shown to: the principal of the session's token, and the session (whose
-    CSRF token every form of the page carries)."""
+    """Who a page is shown to: the session's principal, and the session."""
 
     principal: Principal
     session: Session
@@ -74,8 +66,6 @@ class Viewer:
         return self.session.csrf_token
 
     def may(self, roles: frozenset[str]) -> bool:
-        """Whether the viewer has one of `roles` (what a template asks before it shows an
-        action; the action's own Page says the same roles to the server)."""
         return not self.principal.roles.isdisjoint(roles)
 
     @property
@@ -85,9 +75,6 @@ class Viewer:
 
 @attrs.frozen
 class Visit:
-    """What a page's handler gets: the request, its viewer, the POST's form fields (CSRF
-    checked; empty for a GET) and the backend (`read_now`, `write_now`)."""
-
     request: Request
     viewer: Viewer
     form: Mapping[str, str]
@@ -104,8 +91,6 @@ class Visit:
 
 @attrs.frozen
 class Rendered:
-    """A page's answer: its template (under shell/web/templates/) and what it shows."""
-
     template: str
     context: Mapping[str, Any]
     status: int = 200
@@ -116,8 +101,7 @@ PageHandler = Callable[[Visit], Rendered | Response]
 
 @attrs.frozen
 class Page:
-    """One page (or one action: a POST) of the console. `nav`: its label in the navigation,
-    None for a page reached by a link (a task) or an action."""
+    """One page (or one action: a POST) of the console; `nav`: its label in the navigation."""
 
     path: str
     name: str
@@ -132,18 +116,14 @@ def see_other(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303)
 
 
-def _own_origin(request: Request) -> str:
-    return f"{request.url.scheme}://{request.url.netloc}"
-
-
 def same_origin(request: Request) -> bool:
-    """Whether the browser says this POST comes from the console's own pages: a cross-site
-    form or script is told by `Sec-Fetch-Site` (every current browser sends it) or `Origin`."""
+    """Whether the browser says, by `Sec-Fetch-Site` or `Origin`, that this POST comes from the
+    console's own pages."""
     fetch_site = request.headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site != "same-origin":
         return False
     origin = request.headers.get("origin")
-    return origin is None or origin == _own_origin(request)
+    return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
 
 
 async def read_form(request: Request) -> dict[str, str]:
@@ -160,8 +140,6 @@ async def read_form(request: Request) -> dict[str, str]:
 
 
 class Console:
-    """The console over one backend: its sessions, templates and pages."""
-
     def __init__(self, backend: Backend, settings: SessionSettings, pages: Sequence[Page]) -> None:
         self.backend = backend
         self.sessions = SessionStore(settings)
@@ -178,9 +156,8 @@ class Console:
     # -- who is signed in ---------------------------------------------------------------
 
     def viewer_now(self, request: Request) -> Viewer | None:
-        """The signed-in viewer of a request (on a worker thread: it reads the ledger), or
-        None: no cookie, an unknown or expired session, or a token that no longer
-        authenticates (the session is ended then)."""
+        """The signed-in viewer of a request, on a worker thread; a session whose token no
+        longer authenticates is ended."""
         session_id = request.cookies.get(COOKIE)
         if not session_id:
             return None
@@ -195,8 +172,7 @@ class Console:
         return Viewer(principal, session)
 
     def sign_in_now(self, token: str) -> tuple[str, Session] | None:
-        """A new session for a token that authenticates as the API's bearer check does and
-        has a role the console serves (a witness token's only routes are the checkpoints')."""
+        """A new session for a token that authenticates and has a role the console serves."""
         if not token or len(token) > MAX_TOKEN_LENGTH:
             return None
         digest = token_sha256(token)
@@ -231,7 +207,6 @@ class Console:
     # -- routes -------------------------------------------------------------------------
 
     def routes(self) -> list[BaseRoute]:
-        """The console's routes: /, sign-in and sign-out, the static assets, every page."""
         own: list[BaseRoute] = [
             Route("/", lambda request: see_other(HOME), methods=["GET"], name="consoleHome"),
             Route(SIGN_IN, self._sign_in_page, methods=["GET"], name="signInPage"),
@@ -252,9 +227,8 @@ class Console:
         return self.render(request, None, Rendered("sign_in.html", {"refused": False}))
 
     async def _sign_in(self, request: Request) -> Response:
-        """The token from the form's body, checked as the API checks a bearer token; the
-        session's id in a cookie. Before any session exists, CSRF is the browser's word
-        (`same_origin`): a forged sign-in would sign the victim in as the forger."""
+        """Before any session exists, CSRF is the browser's word (`same_origin`): a forged
+        sign-in would sign the victim in as the forger."""
         if not same_origin(request):
             return self.error(request, None, "CSRF_INVALID", "sign in from the console's page")
         try:
@@ -345,15 +319,12 @@ def _visit(console: Console, page: Page, request: Request, form: dict[str, str])
 
 
 def console_principal(request: Request) -> Principal | None:
-    """The principal of a request's console session (None: not signed in): for a route beside
-    the console's pages that a signed-in browser calls (it reads the ledger: call it on a
-    worker thread)."""
+    """The principal of a request's console session (None: not signed in), on a worker thread."""
     console: Console = request.app.state.console
     viewer = console.viewer_now(request)
     return None if viewer is None else viewer.principal
 
 
 def new_idempotency_key(action: str) -> str:
-    """The idempotency key a form carries for its write: drawn when the form is shown, so that
-    sending the same form twice is one write."""
+    """A form's idempotency key, drawn when it is shown, so that sending it twice is one write."""
     return f"console-{action}-{secrets.token_urlsafe(12)}"

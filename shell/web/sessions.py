@@ -1,11 +1,8 @@
-"""The console's sessions, in the server's memory: a signed-in browser holds a random session
-id in a cookie; the server holds, under the id's sha256, the digest of the API token it signed
-in with (never the token), its CSRF token, and when it was created and last used.
+"""The console's sessions, in the server's memory, so that a restart ends them all: each holds,
+under its id's sha256, the digest of the API token it signed in with (never the token).
 
-A session ends at its idle expiry (no request for `idle_seconds`), at its absolute expiry
-(`max_seconds` after sign-in, however busy), on logout, and when its token no longer
-authenticates (revoked, or its name issued again): the console holds the digest to the ledger
-on every request (`shell/web/console.py`). A restart ends every session (nothing is written).
+A session ends when idle, at its absolute expiry, on logout, and when its token no longer
+authenticates.
 """
 
 from __future__ import annotations
@@ -22,24 +19,18 @@ SESSION_ID_BYTES = 32
 CSRF_TOKEN_BYTES = 32
 DEFAULT_IDLE_SECONDS = 30 * 60.0
 DEFAULT_MAX_SECONDS = 12 * 3600.0
-# Sessions held at most: one more evicts the oldest (only a valid token opens one, so this
-# bounds what a token holder signing in over and over can make the server keep).
+# One more evicts the oldest, bounding what a token signing in over and over makes us keep.
 MAX_SESSIONS = 10_000
 
 
 @attrs.frozen
 class SessionSettings:
-    """How long a session lives: idle (since its last request) and at most (since sign-in)."""
-
     idle_seconds: float = DEFAULT_IDLE_SECONDS
     max_seconds: float = DEFAULT_MAX_SECONDS
 
 
 @attrs.define
 class Session:
-    """One signed-in browser: its token's sha256, its CSRF token, created and last used (in
-    the store's clock, seconds)."""
-
     token_sha256: str
     csrf_token: str
     created: float
@@ -51,7 +42,7 @@ def _key(session_id: str) -> str:
 
 
 class SessionStore:
-    """The sessions of one server. `clock`: seconds, monotonic (a test may pass its own)."""
+    """The sessions of one server, timed by a monotonic `clock` in seconds."""
 
     def __init__(
         self, settings: SessionSettings, clock: Callable[[], float] = time.monotonic
@@ -62,8 +53,7 @@ class SessionStore:
         self._lock = threading.Lock()
 
     def open(self, token_sha256: str) -> tuple[str, Session]:
-        """A new session for a token that authenticated: its id (for the cookie, shown once)
-        and the session."""
+        """A new session for a token that authenticated, and its id for the cookie."""
         now = self._clock()
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         session = Session(token_sha256, secrets.token_urlsafe(CSRF_TOKEN_BYTES), now, now)
@@ -75,8 +65,7 @@ class SessionStore:
         return session_id, session
 
     def find(self, session_id: str) -> Session | None:
-        """The live session of this id, its idle clock restarted; None (and forgotten) when it
-        is unknown or expired."""
+        """The live session of this id, its idle clock restarted; None, forgotten, if expired."""
         now = self._clock()
         key = _key(session_id)
         with self._lock:

@@ -1,13 +1,8 @@
-"""Everything the ledger holds of one task, read for its console page: the task and its
-timeline, each sealed event with its inclusion proof in the Merkle log (against one tree head),
-each attempt (its holder, when it was claimed and submitted, the reviewer and the verdict, its
-evidence run's last events with their text and the auxiliary reviews of that evidence, its
-proposal: changed files, a diff read from the governed repository, the secret-scan and policy
-facts), and the governed writes (the branch move) with the commit's attestation.
+"""Everything the ledger holds of one task, read for its console page: events with their
+inclusion proofs, attempts with their evidence, reviews and proposals, and governed writes.
 
-It reads through the same functions the API and `aios-ledger why` read through (the stores,
-`shell.attest.facts`, `shell.db.merkle`), on a reader: the console shows what the ledger
-answers, and never computes a second answer of its own.
+It reads through the same functions the API and `aios-ledger why` read through, so the console
+never computes a second answer of its own.
 """
 
 from __future__ import annotations
@@ -45,45 +40,28 @@ from aios_ledger.shell.git.proposals import (
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import run_git
 
-# A task's page shows at most this many of its sealed events (a timeline row and a seal with
-# its inclusion proof: about 1.5 KB each), the latest first, older ones a link away
-# (`?before=EVENT_ID`): a task that heartbeats for hours has thousands, and the page stays
-# under 100 KB (issue 29). Only the shown events' proofs are computed.
+# What a task's page shows at most, so that it stays under 100 KB however long the task ran;
+# the whole of each is a link away. Events (about 1.5 KB each with a proof), the latest first:
 EVENTS_SHOWN = 25
-# An evidence run's events shown on the page (the latest); all of them are a link away, on
-# `GET /v1/runs/{run_id}/events`.
 RUN_EVENTS_SHOWN = 50
-# A run event's text (its payload: a string as it is, any other JSON value as JSON) is shown
-# to this many characters; the whole event is a link away, `GET
-# /v1/runs/{run_id}/events?after=N-1&limit=1`. An agent writes what it likes there, a whole
-# log in one event say.
+# A run event's text, in characters, and all of them in bytes of escaped HTML:
 RUN_TEXT_SHOWN = 200
-# The run events' texts take at most this many bytes of a task's page in all (each escaped),
-# the latest attempt's last events first: 50 events of 200 characters on each attempt would
-# otherwise take the page past 100 KB. An event past it is shown without its text.
 RUN_TEXT_LIMIT = 12 * 1024
-# The diffs on a task's page take at most this many bytes of its HTML (each line escaped, in
-# its span), the newest proposal's first, older ones what is left: with the events' window the
-# page stays under 100 KB (issue 29). git's output is read up to as many bytes (an HTML line
-# is never shorter than its text). The whole change is the proposal's bundle, named by its
-# digest.
+# All the diffs, in bytes of HTML (git's output is read up to as many bytes):
 DIFF_LIMIT = 32 * 1024
-# The result and the execution envelope take at most this many bytes of a task's page each,
-# as indented JSON (a result may be as large as a request body, 1 MiB); the whole is the
-# task's JSON, `GET /v1/tasks/{task_id}`.
+# The result and the execution envelope, each as indented JSON:
 DOCUMENT_LIMIT = 8 * 1024
 # What task.html adds to each line of a diff, at most: `<span class="hunk">`, `</span>`, `\n`.
 DIFF_LINE_MARKUP = 27
 DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
-# The refused attempts a task's page lists (the latest); all of them are its events, on the
-# timeline and in `aios-ledger task history`.
 REFUSALS_SHOWN = 20
+DIFF_ARGUMENTS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv")
+ATTESTATION_FIELDS = ("keyid", "provenance_sha256", "review_sha256", "created_at")
 
 
 @attrs.frozen
 class Proposal:
-    """One attempt's proposal: its row's facts, its changed files and the diff from its base
-    (None with `diff_note` saying why when it cannot be shown)."""
+    """One attempt's proposal; a diff that cannot be shown is None, `diff_note` saying why."""
 
     row: ProposalRow
     changed_files: list[Any]
@@ -94,9 +72,7 @@ class Proposal:
 
 @attrs.frozen
 class RunEvent:
-    """One event of an evidence run as the page shows it: `text` the start of its payload's
-    text (RUN_TEXT_SHOWN characters at most, less where the page's RUN_TEXT_LIMIT runs out),
-    `cut` whether that is less than the whole."""
+    """One event of an evidence run as the page shows it: `cut` if `text` is not all of it."""
 
     seq: int
     kind: str
@@ -107,9 +83,7 @@ class RunEvent:
 
 @attrs.frozen
 class Verdict:
-    """The verdict on an attempt's result (its TASK_VERIFIED event): the decision, who gave it
-    (the reviewer its sealed payload names; None: nobody was named), whether the ledger gave it
-    itself, the reason and when."""
+    """The verdict on an attempt's result, from its TASK_VERIFIED event."""
 
     decision: str | None
     reviewer: str | None
@@ -120,10 +94,7 @@ class Verdict:
 
 @attrs.frozen
 class Attempt:
-    """One attempt of the task: who held it and when it was claimed and submitted (from its
-    claim and submission events; None: no such event), the verdict on it, its evidence run
-    (None: no run was opened), that run's last events (at most RUN_EVENTS_SHOWN, in order) of
-    `run_event_count`, the auxiliary reviews of that evidence and its proposals."""
+    """One attempt of the task; `run_events` are the last of its evidence run's events."""
 
     number: int
     run: dict[str, Any] | None
@@ -139,10 +110,8 @@ class Attempt:
 
 @attrs.frozen
 class TaskRecord:
-    """The task's record. `events` and `history` are the shown window of its events (at most
-    EVENTS_SHOWN: `read_event_window`), of `event_count` in all; `earlier`: the `before` of the
-    window of older events (None: none older); `latest`: whether the window ends at the last
-    event; `last_event_id`: the task's last event (0: none), where live updates start."""
+    """The task's record: the shown window of its events, as `EventWindow`; `latest`: whether
+    the window ends at the last event, where live updates start."""
 
     task: Any
     history: list[Any]
@@ -157,15 +126,13 @@ class TaskRecord:
     proposals: list[Proposal]
     writes: list[dict[str, Any]]
     attestations: dict[str, dict[str, Any]]
-    # The task's refused attempts, the latest REFUSALS_SHOWN, oldest first.
     refusals: list[RefusalEntry] = attrs.field(factory=list)
 
 
 @attrs.frozen
 class EventWindow:
-    """The shown window of a task's events (in order, each with its seal) and their history,
-    of `count` events in all; `earlier`: the `before` of the window of older ones (None: none
-    older); `last_event_id`: the task's last event (0: none)."""
+    """The shown window of a task's events and their history, of `count` in all; `earlier`:
+    the `before` of the older window (None: none older)."""
 
     events: list[dict[str, Any]]
     history: list[HistoryEntry]
@@ -177,9 +144,8 @@ class EventWindow:
 def read_event_window(
     conn: Connection, task_id: str, before: int | None, size: int = EVENTS_SHOWN
 ) -> EventWindow:
-    """The last `size` of the task's events whose id is below `before` (None: of all): a
-    keyset read of `size + 1` (the one more says whether an older window exists), the count
-    and the last id from the task's index, never the task's other events."""
+    """The last `size` of the task's events below `before` (None: of all), a keyset read of one
+    more, which says whether an older window exists."""
     summary = fetch_one(conn, "console_task_event_count", {"task_id": task_id})
     count = 0 if summary is None else int(summary["event_count"])
     last_event_id = 0 if summary is None else int(summary["last_event_id"])
@@ -198,10 +164,8 @@ def read_event_window(
 
 
 def _attempt_before(conn: Connection, task_id: str, older: list[Row], size: int) -> int:
-    """The attempt in effect before a window, whose history starts from it: the one the last
-    earlier event naming one names (0: none does), read back from `older` (the events just
-    below the window, in order) a window at a time. A claim and each heartbeat name theirs,
-    so it is the first or one of the next few."""
+    """The attempt in effect before a window (0: none), read back from `older` a window at a
+    time; a claim and each heartbeat name theirs, so it is among the first few."""
     while older:
         for row in reversed(older):
             named = named_attempt(event_view(EventRow.from_row(row)))
@@ -213,7 +177,6 @@ def _attempt_before(conn: Connection, task_id: str, older: list[Row], size: int)
 
 
 def _governed_writes(conn: Connection, task_id: str) -> list[dict[str, Any]]:
-    """The task's governed writes' events (the branch moves their payloads name), in order."""
     writes = []
     for row in fetch_all(conn, "console_task_governed_writes", {"task_id": task_id}):
         payload = loads_document(str(row["payload_json"]), what="payload_json")
@@ -223,22 +186,20 @@ def _governed_writes(conn: Connection, task_id: str) -> list[dict[str, Any]]:
 
 
 def _attempt_marks(conn: Connection, task_id: str) -> list[dict[str, Any]]:
-    """The task's claims, submissions and verdicts, in order (`attempt_events` finds each
-    attempt's among them): a few rows an attempt, read by type, never its heartbeats."""
+    """The task's claims, submissions and verdicts, in order: never its heartbeats."""
     rows = fetch_all(conn, "console_task_attempt_events", {"task_id": task_id})
     return [sealed_event(row) for row in rows]
 
 
 def read_refusals(conn: Connection, task_id: str) -> list[RefusalEntry]:
-    """The task's refused attempts shown on its page (`REFUSALS_SHOWN`, the latest), in order."""
+    """The latest of the task's refused attempts, in order."""
     read = {"task_id": task_id, "limit": REFUSALS_SHOWN}
     rows = fetch_all(conn, "console_task_refusals", read)[::-1]
     return refusal_entries(sealed_event(row) for row in rows)
 
 
 def read_task_record(stores: Stores, task_id: str, before: int | None = None) -> TaskRecord:
-    """The task's record (`TASK_NOT_FOUND` when there is none), its events shown up to
-    `before` (None: the latest), on a reader."""
+    """The task's record, its events shown up to `before` (None: the latest)."""
     task = stores.tasks.get(task_id)
     db = stores.db
     window, writes, marks, refusals = db.read(
@@ -280,8 +241,7 @@ def read_task_record(stores: Stores, task_id: str, before: int | None = None) ->
 
 
 def _proof(db: Database, event_id: int, size: int) -> dict[str, Any] | None:
-    """The event's inclusion proof in the tree of `size` leaves; None for an event the tree
-    has no leaf of (a row adopted from before the log was a tree)."""
+    """The event's inclusion proof; None for a row adopted from before the log was a tree."""
     try:
         return prove_inclusion(db, event_id, size).public()
     except LedgerError as refused:
@@ -297,8 +257,7 @@ def _attempt(
     marks: list[dict[str, Any]],
     proposals: list[Proposal],
 ) -> Attempt:
-    """Attempt `number`: its facts from `marks` (`_attempt_marks`), as `aios-ledger why`
-    reads them (`attempt_events`, `verdict_reviewer`), its run and its proposals."""
+    """Attempt `number`, its facts read from `marks` as `aios-ledger why` reads them."""
     claim, submitted, verified = attempt_events(marks, number)
     reviews = stores.db.read(lambda conn: attempt_reviews(conn, task_id, number))
     found = Attempt(
@@ -341,8 +300,7 @@ def _verdict(verified: dict[str, Any]) -> Verdict:
 
 
 def run_event_text(payload: JsonValue) -> str:
-    """A run event's text: a payload that is a string as it is, nothing for none, any other
-    JSON value as JSON (its characters as they are, not escaped)."""
+    """A run event's text: a string payload as it is, any other JSON value as JSON."""
     if isinstance(payload, str):
         return payload
     if payload is None:
@@ -351,8 +309,7 @@ def run_event_text(payload: JsonValue) -> str:
 
 
 def fit_run_texts(attempts: list[Attempt]) -> list[Attempt]:
-    """The attempts with their run events' texts cut to RUN_TEXT_SHOWN characters each and to
-    RUN_TEXT_LIMIT bytes of the page in all, the latest attempt's last events first."""
+    """The run events' texts cut to fit the page, the latest attempt's last events first."""
     budget = RUN_TEXT_LIMIT
     fitted = []
     for attempt in reversed(attempts):
@@ -376,8 +333,7 @@ def _proposal_rows(conn: Connection, task_id: str) -> list[tuple[ProposalRow, st
 
 
 def _proposals(db: Database, task_id: str) -> list[Proposal]:
-    """The proposals and their diffs (git runs after the read, which holds no transaction
-    while it does)."""
+    """The proposals and their diffs, git run after the read so that no transaction waits on it."""
     found = []
     for proposal, repository_path in db.read(lambda conn: _proposal_rows(conn, task_id)):
         diff: str | None = None
@@ -400,10 +356,8 @@ def _proposals(db: Database, task_id: str) -> list[Proposal]:
 def fit_lines(
     text: str, budget: int, line_markup: int, *, cut_in_line: bool = False
 ) -> tuple[str | None, int]:
-    """The longest run of the text's first lines whose HTML on the page (each line escaped,
-    with `line_markup` bytes around it) takes at most `budget` bytes (None: all of them), and
-    the bytes it takes. `cut_in_line`: what is left of the budget takes the start of the first
-    line that does not fit."""
+    """The text's first lines whose escaped HTML fits `budget` (None: all of them) and the
+    bytes they take; `cut_in_line`: the rest of the budget takes the next line's start."""
     lines = text.splitlines()
     used = 0
     for count, line in enumerate(lines):
@@ -435,8 +389,7 @@ def _fitting_start(line: str, budget: int) -> str:
 
 
 def fit_diffs(proposals: list[Proposal]) -> list[Proposal]:
-    """The proposals with their diffs cut to DIFF_LIMIT of the page in all, the newest (the
-    last) first."""
+    """The proposals' diffs cut to DIFF_LIMIT in all, the newest (the last) first."""
     budget = DIFF_LIMIT
     fitted = []
     for proposal in reversed(proposals):
@@ -453,26 +406,16 @@ def fit_diffs(proposals: list[Proposal]) -> list[Proposal]:
 def _diff(
     db: Database, repository_path: str, proposal: ProposalRow
 ) -> tuple[str | None, str | None]:
-    """`git diff BASE HEAD` of the proposal's stored bundle (its digest checked), fetched into a
-    scratch quarantine over the governed repository's objects, as the ledger reads a bundle
-    when it records it: the governed repository is never written. Read up to DIFF_LIMIT; or why
-    it cannot be shown."""
+    """`git diff BASE HEAD` of the proposal's checked bundle, fetched into a scratch quarantine
+    so the governed repository is never written; or why it cannot be shown."""
     try:
         bundle = read_stored_bundle(db, proposal.bundle_sha256)
         with scratch_quarantine(repository_path) as git_dir:
             verify_bundle(git_dir, bundle)
             fetch_bundle(git_dir, bundle, SCRATCH_REFS, only_head=True)
+            compared = (proposal.base_oid, proposal.head_oid)
             result = run_git(
-                [
-                    "--git-dir",
-                    git_dir,
-                    "diff",
-                    "--no-color",
-                    "--no-ext-diff",
-                    "--no-textconv",
-                    proposal.base_oid,
-                    proposal.head_oid,
-                ],
+                ["--git-dir", git_dir, *DIFF_ARGUMENTS, *compared],
                 max_output=DIFF_LIMIT,
                 check=False,
                 cut=True,
@@ -493,19 +436,12 @@ def _attestations(conn: Connection, keys: set[str]) -> dict[str, dict[str, Any]]
     for key in sorted(keys):
         row = attestation_row(conn, key)
         if row is not None:
-            found[key] = {
-                "keyid": row.keyid,
-                "provenance_sha256": row.provenance_sha256,
-                "review_sha256": row.review_sha256,
-                "created_at": row.created_at,
-            }
+            found[key] = {name: getattr(row, name) for name in ATTESTATION_FIELDS}
     return found
 
 
 def shown_document(document: Any) -> tuple[str, bool]:
-    """A JSON document as the page shows it, indented, its first lines within DOCUMENT_LIMIT
-    of the page (the last one cut short when it is long: one string's line may hold a whole
-    log); and whether it was cut."""
+    """A JSON document indented and cut to DOCUMENT_LIMIT, and whether it was cut."""
     text = json.dumps(document, indent=2, ensure_ascii=False)
     cut, _ = fit_lines(text, DOCUMENT_LIMIT, 1, cut_in_line=True)
     return (text, False) if cut is None else (cut, True)

@@ -1,10 +1,5 @@
-"""`verify` started from the console: one run at a time per server, on a worker thread of its
-own executor (a walk of the whole log can take minutes at 100,000 tasks: no request waits for
-it), its progress kept here for the Log page and its small progress endpoint to show.
-
-A run holds one of the backend's read connections while it walks (`Backend.read_now`); the
-state is the server's memory, so a restart forgets the last run (the CLI's `verify` is the
-record an audit keeps)."""
+"""`verify` started from the console: one run at a time per server, on a thread of its own since
+a walk of the whole log can take minutes, its progress kept in memory for the Log page."""
 
 from __future__ import annotations
 
@@ -25,8 +20,7 @@ LOG = logging.getLogger("aios_ledger.console")
 
 @attrs.frozen
 class VerifyRun:
-    """What the console knows of the latest run: who started it and when, how far it is
-    (`done` of `total` events), and when finished its report (`verify`'s JSON) or refusal."""
+    """The latest run: how far it is (`done` of `total` events), and its report or refusal."""
 
     started_by: str
     started_at: str
@@ -55,8 +49,7 @@ class VerifyRun:
 
 
 class VerifyRunner:
-    """The console's verify runs over one backend: `start` refuses a second one while the
-    first runs (`VERIFY_RUNNING`)."""
+    """The console's verify runs over one backend, one at a time."""
 
     def __init__(self, backend: Backend, clock: Clock) -> None:
         self._backend = backend

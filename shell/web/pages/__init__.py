@@ -1,6 +1,5 @@
-"""The console's pages, one module each: a module holds its `Page` rows in `PAGES` and its
-handlers; its templates are in ../templates/. A new page is a new module here, listed in
-`console_pages()` (the navigation shows the pages in this order)."""
+"""The console's pages, one module each with its `Page` rows in `PAGES`; the navigation shows
+them in the order of `console_pages()`."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from aios_ledger.shell.web.pages import agents, health, log, repositories, task,
 
 
 def console_pages() -> tuple[Page, ...]:
-    """Every page and action the console serves."""
     return (
         *tasks.PAGES,
         *task.PAGES,

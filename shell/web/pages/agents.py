@@ -1,11 +1,6 @@
-"""The Agents and tokens page (`/agents`): every API token by name with its roles, capability
-grant and status (a revoked token stays listed), who holds which task and until when, and each
-agent's last claim or heartbeat among the newest events. Never a token or its digest: the rows
-are `list_tokens`' views (`token list`'s), which have neither.
-
-An agent's own page (`/agents/{agent_id}`): the tasks it held in any attempt, newest first, a
-page at a time: the task list's query filtered by the agent (`read_task_page`, so bounded and
-keyset-paged as the Tasks page is)."""
+"""The Agents and tokens page (`/agents`): every API token, who holds which task, each agent's
+last heartbeat; never a token or its digest. An agent's own page lists the tasks it held, by
+the Tasks page's bounded query."""
 
 from __future__ import annotations
 
@@ -20,13 +15,10 @@ from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.web.console import Page, Rendered, Visit
 
 SHOWN = 100
-# The tokens are shown a page at a time, by name (a revoked token stays listed, so a ledger's
-# list only grows), each grant by its first capabilities: the page stays under 100 KB (issue
-# 29). `aios-ledger token list` gives them all.
+# A revoked token stays listed, so the list only grows: it is paged, to keep the page small.
 TOKENS_SHOWN = 50
 CAPABILITIES_SHOWN = 8
-# The heartbeats are looked for among this many newest events (a window of the primary key),
-# so the page reads the same amount at any ledger size; an agent quiet for longer shows none.
+# Heartbeats are looked for among the newest events only, so the page costs the same at any size.
 HEARTBEAT_WINDOW = 50_000
 
 
@@ -61,8 +53,7 @@ def agents_page(visit: Visit) -> Rendered:
 def tokens_after(
     tokens: list[ApiTokenView], after: str | None
 ) -> tuple[list[ApiTokenView], str | None]:
-    """The first TOKENS_SHOWN tokens by name after `after` (None: from the first), and the
-    `after` of the next page (None: none follows)."""
+    """The first TOKENS_SHOWN tokens by name after `after`, and the next page's `after`."""
     following = sorted(
         (token for token in tokens if after is None or token["name"] > after),
         key=lambda token: token["name"],
@@ -71,7 +62,6 @@ def tokens_after(
     return shown, shown[-1]["name"] if len(following) > len(shown) else None
 
 
-# An agent's page shows its tasks as many at a time as the Tasks page does.
 AGENT_PAGE_SIZE = 50
 
 
@@ -90,8 +80,7 @@ def agent_page(visit: Visit) -> Rendered:
             "tasks": page["tasks"],
             "next_cursor": page["next_cursor"],
             "cursor": cursor,
-            # A page left short with a next page: its read in creation order stopped at the
-            # bound (an agent that held many tasks is read so), which the page says.
+            # A short page with a next one: its read stopped at the scan bound.
             "bounded": page["next_cursor"] is not None and len(page["tasks"]) < AGENT_PAGE_SIZE,
             "scan_bound": SCAN_BOUND,
         },

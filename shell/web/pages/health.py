@@ -1,13 +1,8 @@
-"""The Health page (`/health`): the queue's depth and throughput by hour, lease expiries,
-review failures and group-commit batch sizes, drawn from the ledger's own events (and the
-batch sizes from this server's metrics), each chart inline SVG with its table beside it; and
-the link to `/metrics` for a Prometheus that scrapes the same figures.
+"""The Health page (`/health`): the queue's depth and throughput by hour, lease expiries, review
+failures and group-commit batch sizes, as inline SVG charts with their tables.
 
-The hourly figures read the newest HEALTH_WINDOW events (a window of the primary key, grouped
-in SQL), so the page costs the same at any ledger size; a day busier than the window shows its
-latest hours only. The queue's depth by hour is worked back from its depth now: each hour before
-took off what came into the queue that hour and put back what was claimed (an estimate: a task
-cancelled while queued is not told apart)."""
+The hourly figures read the newest HEALTH_WINDOW events only, so the page costs the same at any
+ledger size; the queue's past depths are an estimate worked back from its depth now."""
 
 from __future__ import annotations
 
@@ -58,7 +53,6 @@ def queue_depths(queued_now: int, into: list[int], out: list[int]) -> list[int]:
 
 
 def verdicts_by_hour(rows: Iterable[Any]) -> Counter[tuple[str, str]]:
-    """The reviewers' verdicts counted by hour and decision (keyed as the event counts)."""
     return Counter(
         (str(row["created_at"])[:13], str(json.loads(str(row["payload_json"])).get("decision")))
         for row in rows
@@ -66,7 +60,6 @@ def verdicts_by_hour(rows: Iterable[Any]) -> Counter[tuple[str, str]]:
 
 
 def batch_sizes(metrics: Any) -> list[tuple[str, int]]:
-    """This server's group-commit batch sizes by bucket (the histogram /metrics exposes)."""
     cumulative = [
         (sample.labels["le"], int(sample.value))
         for family in metrics.batch_size.collect()

@@ -1,7 +1,5 @@
-"""The Log page (`/log`): the Merkle tree's head now, the latest `verify` run from the console
-(its progress while it walks, then its result and findings), the newest signed checkpoints and
-the archives taken. An auditor or the owner starts a run (`POST /log/verify`); the page's
-script polls `GET /log/verify/progress` (a small JSON answer) while one runs."""
+"""The Log page (`/log`): the Merkle tree's head, the latest `verify` run (which an auditor or
+the owner starts), the newest signed checkpoints and the archives taken."""
 
 from __future__ import annotations
 
@@ -20,18 +18,13 @@ VERIFIERS = frozenset({AUDITOR, OWNER})
 SHOWN = 20
 # A run's findings on the page: the first few (their counts by code are all shown).
 FINDINGS_SHOWN = 50
+ARCHIVE_FIELDS = ("archive_sha256", "finished_before", "tasks", "events")
 
 
 def _archive(row: Any) -> dict[str, Any]:
     payload = json.loads(str(row["payload_json"]))
-    return {
-        "event_id": row["event_id"],
-        "created_at": row["created_at"],
-        "archive_sha256": payload.get("archive_sha256"),
-        "finished_before": payload.get("finished_before"),
-        "tasks": payload.get("tasks"),
-        "events": payload.get("events"),
-    }
+    shown = {name: payload.get(name) for name in ARCHIVE_FIELDS}
+    return {"event_id": row["event_id"], "created_at": row["created_at"], **shown}
 
 
 def _checkpoint(row: Any) -> dict[str, Any]:

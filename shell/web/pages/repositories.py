@@ -1,7 +1,5 @@
-"""The Repositories page (`/repositories`): the registered repositories and their protected
-patterns, the branch moves the ledger made (its governed writes), the writer leases held now,
-and, for a commit id typed in its form, the way back to the task that made it (what
-`aios-ledger why COMMIT` answers: `shell/attest/commits.py:why_commit`)."""
+"""The Repositories page (`/repositories`): the registered repositories, the ledger's branch
+moves, the writer leases held now, and for a commit typed in, what `aios-ledger why` answers."""
 
 from __future__ import annotations
 

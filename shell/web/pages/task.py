@@ -1,13 +1,7 @@
-"""The task page (`/tasks/{task_id}`): the task's whole record (`shell/web/task_record.py`) and the
-actions on it by role: a reviewer verifies a submitted result; an owner retries, cancels, and
-performs the governed write of a verified proposal; an auditor or agent only reads.
+"""The task page (`/tasks/{task_id}`): the task's whole record and the actions on it by role.
 
-Each action is the API's: the same request record, built from the form as the API builds it
-from the body, applied through the same store, so the console can do nothing the API would
-refuse. The form carries the idempotency key it was rendered with, so a form sent twice is one
-action. The page shows an action only where the task's status allows it and to the roles that
-may take it, as the core answers (`core/tasks/offers.py`); the Page's roles, the core's too,
-refuse anyone else on the server.
+Each action is the API's own request record, built from the form and applied through the same
+store, so the console can do nothing the API would refuse.
 """
 
 from __future__ import annotations
@@ -33,24 +27,20 @@ from aios_ledger.shell.web.task_record import (
 from starlette.responses import Response
 
 OWNERS = frozenset({OWNER})
-# The lifecycle operations the page has a form for (the core says when each is open).
 ACTIONS = ("verify", "retry", "cancel")
 DECISIONS = tuple(decision.value for decision in VerifyDecision)
-# A reason in the timeline is shown to this many characters (a reason may have 1,000, an agent's
-# error say, on each of the window's events): the whole is the history's JSON, a link away.
+# A timeline reason's characters shown: the whole is the history's JSON, a link away.
 REASON_SHOWN = 160
 
 
 def envelope(task: Any) -> dict[str, Any] | None:
-    """The task's execution envelope (`metadata.execution`, as the governed projection writes
-    it), or None for a task without one."""
+    """The task's execution envelope (`metadata.execution`), or None."""
     metadata = task["metadata"]
     execution = metadata.get("execution") if isinstance(metadata, dict) else None
     return execution if isinstance(execution, dict) else None
 
 
 def envelope_digest(task: Any) -> str | None:
-    """The `execution_digest` of the task's execution envelope, or None."""
     execution = envelope(task)
     digest = None if execution is None else execution.get("execution_digest")
     return digest if isinstance(digest, str) else None
@@ -96,23 +86,20 @@ def _back(task_id: str) -> Response:
 
 
 def _task_action(build: Callable[[Visit, str], Any]) -> Callable[[Visit], Response]:
-    """A task action: its request record from the form (and the path's task), applied as the
-    API's route applies it; then back to the task's page."""
+    """A task action: its request record from the form, applied as the API's route applies it."""
 
     def act(visit: Visit) -> Response:
         task_id = visit.path("task_id")
         request = build(visit, task_id)
         answer = visit.backend.write_now(lambda stores: stores.tasks.apply(request))
         if answer["status"] == TaskStatus.QUEUED:
-            # As the API's write does: the waiting claims are woken.
-            visit.backend.announce_work()
+            visit.backend.announce_work()  # the waiting claims are woken, as by the API
         return _back(task_id)
 
     return act
 
 
 def _fields(visit: Visit, task_id: str, *names: str) -> dict[str, object]:
-    """The form's fields of `names` that were sent, the path's task and the form's key."""
     return {
         "task_id": task_id,
         "idempotency_key": visit.form.get("idempotency_key", ""),
@@ -135,8 +122,7 @@ def _cancel(visit: Visit, task_id: str) -> CancelRequest:
 
 
 def governed_write(visit: Visit) -> Response:
-    """The owner writes the verified proposal to its bound branch, as `POST
-    /v1/tasks/{task_id}/governed-write` does (`write_task_branch`)."""
+    """The owner writes the verified proposal to its bound branch, as the API's route does."""
     task_id = visit.path("task_id")
     write_task_branch(visit.backend.settings, task_id, visit.form.get("idempotency_key", ""))
     return _back(task_id)

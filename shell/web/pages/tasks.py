@@ -1,7 +1,5 @@
-"""The Tasks page (`/tasks`): the task list through the API's own query (`GET /v1/tasks` reads
-the same `read_task_page`), its filters and search in one GET form, the counts by status, and
-the next page by cursor; its script (`static/live.js`) follows the event stream from the
-last event sealed when the page was read and puts the page's fresh list and counts in place."""
+"""The Tasks page (`/tasks`): the task list through the API's own query, with its filters and
+the counts by status; its script follows the event stream to keep them fresh."""
 
 from __future__ import annotations
 
@@ -16,7 +14,6 @@ from aios_ledger.shell.tasks.listing import read_task_page
 from aios_ledger.shell.web.console import Page, Rendered, Visit
 
 PAGE_SIZE = 50
-# The form's fields: each a filter of TaskFilters, given when not blank.
 FILTER_FIELDS = tuple(field.name for field in TaskFilters.__attrs_attrs__)
 
 
@@ -24,8 +21,7 @@ TIME_FIELDS = frozenset({"created_from", "created_to", "updated_from", "updated_
 
 
 def _as_utc(text: str) -> str:
-    """A `datetime-local` field's value (no offset: the form says the times are UTC) as an
-    RFC 3339 time; a value with its own offset is kept (and checked by the filters)."""
+    """A `datetime-local` field's value, which the form says is UTC, as an RFC 3339 time."""
     if len(text) == len("2026-01-01T00:00") and text[10:11] == "T":
         return f"{text}:00Z"
     if len(text) == len("2026-01-01T00:00:00") and text[10:11] == "T":
@@ -47,8 +43,7 @@ def tasks_page(visit: Visit) -> Rendered:
     key = visit.backend.cursor_key
 
     def read(stores: Any) -> tuple[Any, list[Any], int]:
-        # The event the page stands after, read first: an event sealed while the page is read
-        # is streamed to its script again (one refresh more), never missed.
+        # Read first, so that an event sealed meanwhile is streamed again, never missed.
         _, after = stores.db.read(lambda conn: stream_start(conn, None))
         page = read_task_page(stores.db, request, key)
         counts = stores.db.read(lambda conn: fetch_all(conn, "status_counts"))
@@ -67,8 +62,7 @@ def tasks_page(visit: Visit) -> Rendered:
             "counts": [(status.value, by_status.get(status.value, 0)) for status in TaskStatus],
             "total": sum(by_status.values()),
             "after": after,
-            # A page left short with a next page: its read in creation order stopped at the
-            # bound (core/tasks/listing.py SCAN_BOUND), which the page says.
+            # A short page with a next one: its read stopped at the scan bound.
             "bounded": page["next_cursor"] is not None and len(page["tasks"]) < PAGE_SIZE,
             "scan_bound": SCAN_BOUND,
             "cursor": cursor,
