@@ -1,16 +1,8 @@
-"""One strict converter: untrusted mappings in, frozen records out, public forms back out.
+"""One strict converter: untrusted mappings in, frozen attrs records out, public forms back out.
 
-A request record is an attrs class whose fields and types are its whole schema.
-`structure(raw, Record, what=...)` builds one or refuses it; `unstructure(record)` is its public
-form. The converter is cattrs' with hooks that refuse every coercion (7 is not "7", True is not
-1, None only where a field is optional), so that what the ledger records and digests is
-exactly what the caller sent.
-
-A field's kind is a `typing.NewType` with one check (`register_kind`, `core/kinds.py`); a
-per-field bound is a `Constraint` in `Annotated` metadata. A refusal lists every problem with
-its path (`task.required_capabilities[2]: ...`); rules across fields are checked by each
-record's `from_mapping` after structuring.
-"""
+Its hooks refuse every coercion (7 is not "7", True is not 1), so that what the ledger records and
+digests is exactly what the caller sent. A refusal lists every problem with its path; rules across
+fields are each record's `from_mapping`."""
 
 from __future__ import annotations
 
@@ -51,8 +43,7 @@ class FieldRefused(Exception):
 
 
 class Constraint:
-    """`Annotated` metadata that checks a field's value (a length, a range, a set of values).
-    Subclasses are frozen attrs classes whose `__call__` returns the value or raises
+    """`Annotated` metadata that checks a field's value; `__call__` returns the value or raises
     `FieldRefused`."""
 
     def __call__(self, value: Any) -> Any:
@@ -71,8 +62,7 @@ class Problem:
     message: str
 
     def at(self, root: str) -> str:
-        """The path below `root`: `task.required_capabilities[2]`; `root` alone for the whole
-        (and "" for the whole of an unnamed root)."""
+        """The path below `root`, as `task.required_capabilities[2]`."""
         text = root
         for step in self.path:
             text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
@@ -137,9 +127,8 @@ def unstructure(record: object) -> dict[str, Any]:
 
 
 def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
-    """What `from_mapping` reads back into `record`: its public form and its `NOT_PUBLIC`
-    fields too (an idempotency key, a lease token), the mapping a client sends over the wire;
-    `without`: keys the wire carries elsewhere (a task id in the path, an agent in the token)."""
+    """The mapping a client sends for `record`: its public form and its `NOT_PUBLIC` fields, but
+    `without` the keys the wire carries elsewhere."""
     form = unstructure(record)
     kind: Any = type(record)
     for field in attrs.fields(kind):
@@ -151,9 +140,8 @@ def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def check_built(record: object, *, what: str, refuse: Refusal = FIELDS_INVALID) -> None:
-    """Refuse a record built directly (not from a mapping) whose fields would not structure:
-    each field's value, read back as input, goes through the very same hook. A record
-    `structure` built passed those hooks once already."""
+    """Refuse a record built directly whose fields would not structure, each through the very hook
+    `structure` uses."""
     if was_structured(record):
         return
     problems = _problems_of_fields(record, ())
@@ -168,10 +156,8 @@ def register_kind(
     unstructure_as: Callable[[Any], Any] | None = None,
     schema: Mapping[str, Any] | None = None,
 ) -> None:
-    """Make `check` the structure hook of a field kind (a `typing.NewType`): it gets the raw
-    value and returns the field's value or raises `FieldRefused`. `unstructure_as` gives its
-    public form (default: the value itself); `schema`, the JSON Schema keywords of what `check`
-    accepts, for the records' generated schemas (`core/schemas.py`)."""
+    """Make `check` the structure hook of a `typing.NewType` field kind; `unstructure_as` gives its
+    public form, `schema` the JSON Schema keywords of what `check` accepts."""
     _KIND_CHECKS[kind] = check
     if schema is not None:
         _KIND_SCHEMAS[kind] = dict(schema)
@@ -180,8 +166,8 @@ def register_kind(
 
 
 def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
-    """Every problem in cattrs' error tree: unknown and missing fields of one record together,
-    then each refused value at its path."""
+    """Every problem in cattrs' error tree: unknown and missing fields together, then each refused
+    value at its path."""
     if isinstance(refused, ClassValidationError):
         noted, unnoted = refused.group_exceptions()
         unknown = sorted(
@@ -288,8 +274,8 @@ def _items(value: Any, item_type: Any, container: Any) -> list[Any]:
 
 
 def _sequence_hook(container: Any) -> Callable[[Any, Any], Any]:
-    """A JSON array and nothing else (no str, dict, set or generator) for a list; a tuple field
-    takes a JSON array or a tuple. A set takes an array whose items are all different."""
+    """A JSON array and nothing else for a list (a tuple field takes a tuple too); a set takes an
+    array of distinct items."""
     origin = get_origin(container) or container
     args = get_args(container)
     item_type = args[0] if args else Any
@@ -343,8 +329,7 @@ converter.register_structure_hook_factory(_is_mapping, _mapping_hook)
 
 @functools.cache
 def _enum_hook(kind: Any) -> Callable[[Any, Any], Any]:
-    """An enum from its value, exactly: text for a text enum, an integer (not a bool) for an
-    integer enum; never another enum's member or another type's value."""
+    """An enum from its value exactly, never another enum's member or another type's value."""
     if not (isinstance(kind, type) and issubclass(kind, enum.Enum)):
         raise TypeError(f"{kind!r} is a subclass of a primitive, not an enum: give it a kind")
     values = {member.value: member for member in kind}
@@ -418,8 +403,7 @@ def _annotated_checks(kind: Any) -> tuple[Any, list[Check]]:
 
 
 def _annotated_structure_hook(kind: Any) -> Callable[[Any, Any], Any]:
-    """`Annotated[T, check, ...]`: the checks in order (each does its own type check); `T`'s
-    own hook when no metadata is a check."""
+    """`Annotated[T, check, ...]`: the checks in order, or `T`'s own hook when none is a check."""
     base, checks = _annotated_checks(kind)
     if not checks:
         base_hook = converter.get_structure_hook(base)
@@ -455,8 +439,8 @@ _RECORD_HOOKS: dict[type, Callable[[Any, Any], Any]] = {}
 
 
 def complete_form(record: type[R]) -> type[R]:
-    """Class decorator: the record's mapping must name every field, those with defaults too (a
-    stored or public form is always complete; the defaults are for callers in Python)."""
+    """Class decorator: the mapping must name every field, defaults too, as stored and public forms
+    always do."""
     _COMPLETE_FORMS.add(record)
     return record
 
@@ -537,8 +521,7 @@ converter.register_unstructure_hook_factory(attrs.has, _record_unstructure_hook)
 
 @attrs.frozen
 class _FieldCheck:
-    """How `check_built` reads one field of a record class: its attribute and key, the record
-    class it nests (if any), how its value reads back as input (None: as it is), its hook."""
+    """How `check_built` reads one field of a record class."""
 
     name: str
     key: str
@@ -552,9 +535,8 @@ _FIELD_CHECKS: dict[type, tuple[_FieldCheck, ...]] = {}
 
 
 def _problems_of_fields(record: object, path: Path) -> list[Problem]:
-    """Every field's problem: a nested record of another class, or a value its hook refuses
-    (a value its unstructure hook cannot read is given to the structure hook as it is, which
-    then says what it must be)."""
+    """Every field's problem; a value its unstructure hook cannot read goes to the structure hook as
+    it is, which says what it must be."""
     problems: list[Problem] = []
     kind = type(record)
     for field in _FIELD_CHECKS.get(kind) or _field_checks_of(kind):

@@ -1,14 +1,10 @@
 """Decisions of governed writes: register a repository, change its settings, record a proposal,
 intend a write and record its outcome.
 
-The write itself is git's (`update-ref <ref> <new> <old>`, run by the shell between two
-decisions): `decide_write_intent` checks everything the ledger knows (the task verified, the
-proposal's facts, the result's agreement with them, the writer lease and its generation) and
-takes the lease in the same plan as the sealed `GOVERNED_WRITE_INTENDED` event; the shell then
-swaps the ref, reads it, and `decide_write_outcome` records what the ref says: APPLIED,
-NOT_APPLIED or MOVED_BY_OTHER, never a guess. A crash between the two leaves the write
-INTENDED and its lease held, and the same decision, fed the ref as read later, reconciles it.
-"""
+Git swaps the ref between two decisions: `decide_write_intent` checks all the ledger knows and takes
+the writer lease with the sealed intent, then `decide_write_outcome` records what the ref says,
+never a guess. A crash between them leaves the write INTENDED and its lease held, and the same
+decision, fed the ref read later, reconciles it."""
 
 from __future__ import annotations
 
@@ -100,7 +96,7 @@ OUTCOME_EVENTS = {
 @attrs.frozen
 class RepositoryState:
     """The repository already registered under the request's name (None: none), and the log's
-    tail at the ledger chain."""
+    tail."""
 
     prior: RepositoryRow | None
     tail: LogTail
@@ -114,12 +110,9 @@ def decide_register_repository(
     actor: Actor,
     head_branch: str | None,
 ) -> Decision[RepositoryAnswer]:
-    """Register a bare repository under the name bindings use, with its protected patterns
-    (`head_branch` is its HEAD branch as the shell read it) and its settings (each one the
-    request does not give: its default). The same registration again (the same path, HEAD
-    branch and patterns, however they were asked for, and settings it gives that the
-    repository has now) is a replay; another under a taken name is `REPOSITORY_CONFLICT`
-    (settings change with `decide_change_repository_settings`)."""
+    """Register a bare repository under the name bindings use, with its protected patterns and
+    settings (defaults for those not given). The same registration again is a replay; another under
+    a taken name is `REPOSITORY_CONFLICT`."""
     require_timestamp(now)
     patterns = protected_patterns(
         head_branch, request.protected, default_protection=request.default_protection
@@ -177,8 +170,8 @@ def decide_register_repository(
 
 @attrs.frozen
 class RepositorySettingsState:
-    """The repository whose settings change (None: not registered), the change already made
-    under the request's idempotency key (None: none), and the log's tail at the ledger chain."""
+    """The repository whose settings change (None: not registered), the change already made under
+    the request's key, and the log's tail."""
 
     repository: RepositoryRow | None
     prior: RepositorySettingsChangeRow | None
@@ -223,12 +216,9 @@ def decide_change_repository_settings(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RepositorySettingsAnswer]:
-    """Change a registered repository's settings (those the request gives), as its owner:
-    one compare-and-swap of its row on its revision (and on `expected_revision`, when given:
-    `REVISION_CONFLICT` if the repository moved on), the change recorded under its key, one
-    sealed `REPOSITORY_SETTINGS_CHANGED` carrying the settings after it (the baseline by its
-    sha256) and which ones it changed. The same key with the same request is a replay (before
-    any other check); with another, `IDEMPOTENCY_CONFLICT`."""
+    """Change a registered repository's settings as its owner: one compare-and-swap on its revision
+    (and `expected_revision`), recorded under its key, and a sealed `REPOSITORY_SETTINGS_CHANGED`.
+    The same key replays before any other check."""
     require_timestamp(now)
     digest = request_digest(SETTINGS_OPERATION, request.name, request.public())
     prior = state.prior
@@ -338,8 +328,8 @@ def attempt_of_proposal(proposal_id: str) -> int:
 
 @attrs.frozen
 class ProposalState:
-    """The task, the repository its binding names, the proposal already recorded for the task's
-    current attempt, and the log's tail at the task's chain."""
+    """The task, the repository its binding names, the proposal already recorded for its current
+    attempt, and the log's tail."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -363,8 +353,8 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 
 @attrs.frozen
 class WorkspaceGrant:
-    """What a remote worker may read to make a claim's workspace: the binding (its base) and
-    the governed repository it names."""
+    """What a remote worker may read to make a claim's workspace: the binding and its governed
+    repository."""
 
     binding: GovernedExecutionBinding
     repository: RepositoryRow
@@ -379,11 +369,8 @@ def grant_workspace(
     lease_token: str,
     now: Timestamp,
 ) -> WorkspaceGrant:
-    """May `agent_id` read the base of the task's binding (`GET /v1/tasks/{task_id}/workspace`)?
-    Only the agent holding the task (`NOT_TASK_HOLDER`: another agent's, or nobody's), under
-    the attempt's live lease (`LEASE_INVALID`, `LEASE_EXPIRED`), for a task bound
-    (`TASK_NOT_BOUND`) to a registered repository (`REPOSITORY_NOT_FOUND`). `repository` is
-    the row registered under the binding's repository name, as the shell read it."""
+    """Whether `agent_id` may read the base of the task's binding: only the holder, under the
+    attempt's live lease, of a task bound to a registered repository."""
     require_timestamp(now)
     found = _require_task(task_id, task)
     if found.claimed_by != agent_id:
@@ -402,15 +389,10 @@ def admit_proposal(
     now: Timestamp,
     agent_id: str | None = None,
 ) -> TaskRow:
-    """May a proposal for the task's current attempt be read at all? The cheap checks, made
-    before the bundle is decoded, stored or scanned (a scan costs seconds, these a read):
-    the task exists (`TASK_NOT_FOUND`), no agent but `agent_id` (the caller's token, when it
-    has one) holds it (`NOT_TASK_HOLDER`), and `lease_token` is the attempt's live lease
-    (`LEASE_INVALID`, `LEASE_EXPIRED`; a task nobody holds has none). An attempt that proposed
-    already is admitted to the agent that proposed it: the same bundle again is a replay,
-    another is `PROPOSAL_CONFLICT`, which `decide_record_proposal` tells apart by the bundle's
-    digest (and checks the lease again in the write). `prior`: the proposal recorded for the
-    task's current attempt. Answers the task."""
+    """The cheap checks before a proposal's bundle is decoded, stored or scanned (a scan costs
+    seconds): the task exists, the caller holds it under its live lease. An attempt that proposed
+    already is admitted to its agent so that `decide_record_proposal` can replay or refuse it by
+    digest."""
     require_timestamp(now)
     found = _require_task(task_id, task)
     if agent_id is not None and found.claimed_by not in (None, agent_id):
@@ -423,9 +405,8 @@ def admit_proposal(
 def proposal_replay(
     task: TaskRow, prior: ProposalRow | None, bundle_sha256: str
 ) -> ProposalAnswer | None:
-    """What a proposal is answered without a scan when the task's current attempt proposed
-    already (`prior`): the recorded answer again for the same bundle (by its sha256),
-    `PROPOSAL_CONFLICT` for another; None when the attempt has not proposed."""
+    """The recorded answer again for the same bundle, `PROPOSAL_CONFLICT` for another, None when the
+    attempt has not proposed; answered without a scan."""
     if prior is None:
         return None
     if prior.bundle_sha256 != bundle_sha256:
@@ -439,9 +420,8 @@ def proposal_replay(
 def decide_record_proposal(
     state: ProposalState, request: ProposalRecord, *, now: Timestamp, actor: Actor
 ) -> Decision[ProposalAnswer]:
-    """Record what an attempt's agent proposed, under the attempt's lease, with the facts the
-    ledger computes from it. The same bundle again is a replay; another one for the same
-    attempt is `PROPOSAL_CONFLICT`."""
+    """Record what an attempt's agent proposed, under its lease, with the facts the ledger computes
+    from it."""
     require_timestamp(now)
     task = _require_task(request.task_id, state.task)
     replayed = proposal_replay(task, state.prior, request.bundle_sha256)
@@ -511,8 +491,8 @@ def decide_record_proposal(
 
 @attrs.frozen
 class ScanChargeState:
-    """The task whose proposal's scan was refused, the repository its binding names, how many
-    refused scans its attempt was charged already, and the log's tail at the task's chain."""
+    """The task whose proposal's scan was refused, its repository, the refused scans its attempt was
+    charged, and the log's tail."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -523,11 +503,8 @@ class ScanChargeState:
 def decide_charge_scan(
     state: ScanChargeState, request: ScanCharge, *, now: Timestamp, actor: Actor
 ) -> Decision[ScanChargeAnswer]:
-    """Charge what a refused scan cost to the agent whose proposal it was: no proposal is
-    recorded (the refusal stands), but the scanning happened, and its agent's window counts it
-    beside its recorded proposals (`admit_scan`), so that proposals that overrun their budget
-    cannot be repeated for free. Its row and a sealed `PROPOSAL_SCAN_CHARGED` event, on the
-    task's chain. Not keyed: every refused scan is charged, as every one cost its seconds."""
+    """Charge a refused scan to its agent's window (`admit_scan`), so that proposals that overrun
+    their budget cannot be repeated for free. Not keyed: every refused scan cost its seconds."""
     require_timestamp(now)
     task = _require_task(request.task_id, state.task)
     repository = _require_repository(task_binding(task).repository, state.repository)
@@ -569,10 +546,9 @@ def decide_charge_scan(
 
 @attrs.frozen
 class WriteState:
-    """What intending a write reads: the task, the repository and proposal of its binding and
-    current attempt, the writer lease of the target ref, the write already recorded under the
-    request's key, the log's tail at the task's chain, and the refusal kept under the key (its
-    recorded answer in the task's idempotency ledger, `refusal_key(WRITE_OPERATION, key)`)."""
+    """What intending a write reads: the task, its binding's repository and proposal, the target
+    ref's writer lease, the write and the refusal kept under the request's key, and the log's tail.
+    """
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -756,9 +732,8 @@ def decide_write_intent(
 
 
 def _attempted_write(state: WriteState) -> JsonObject:
-    """What a refused write attempted, as far as the ledger can say: the repository, branch
-    and ref of the task's binding and its generation, and the proposal of its current attempt
-    (None where the task has none)."""
+    """What a refused write attempted, as far as the ledger can say (None where the task has
+    none)."""
     attempted: JsonObject = {
         "repository": None,
         "branch": None,
@@ -793,11 +768,9 @@ def _attempted_write(state: WriteState) -> JsonObject:
 def decide_write_refusal(
     state: WriteState, request: WriteRequest, refused: LedgerError, *, now: Timestamp, actor: Actor
 ) -> Decision[RefusalAnswer] | None:
-    """Record a governed write refused by one of its checks (`WRITE_REFUSALS`), read again in
-    the recording's own transaction: a sealed GOVERNED_WRITE_REFUSED on the task's chain naming
-    the code, the message, the repository, ref and proposal, and the key; the writer lease is
-    never taken. None (nothing recorded) for another code, a task that does not exist, or a
-    key that holds a write; the same refusal again replays."""
+    """Record a governed write refused by one of `WRITE_REFUSALS` as a sealed
+    GOVERNED_WRITE_REFUSED, without taking the lease. None for another code, a missing task, or a
+    key that holds a write; the same refusal replays."""
     if refused.code not in WRITE_REFUSALS:
         return None
     attempt = RefusedAttempt(
@@ -818,8 +791,7 @@ def decide_write_refusal(
 
 @attrs.frozen
 class OutcomeState:
-    """The write whose outcome is recorded, its target's writer lease, and the log's tail at
-    its task's chain."""
+    """The write whose outcome is recorded, its target's writer lease, and the log's tail."""
 
     write: GovernedWriteRow | None
     lease: WriterLeaseRow | None
@@ -829,13 +801,9 @@ class OutcomeState:
 def outcome_of(
     write: GovernedWriteRow, observed: str | None, swapped: bool, recovered: bool
 ) -> tuple[str, str | None]:
-    """What became of an intended write: its state and, when the ref holds something else,
-    why it could not be moved. `observed` is the ref as read (None: it does not exist).
-
-    Right after the swap, git's answer decides: it moved the ref (APPLIED), or it refused, and
-    the ref says why (at the old id still: NOT_APPLIED; elsewhere, even at the same commit:
-    moved by someone else). After a crash only the ref is left to read: at the new id the
-    swap happened (APPLIED), at the old one it did not, anywhere else someone else moved it."""
+    """What became of an intended write, from the ref as read (`observed` None: absent). Right after
+    the swap git's answer decides; after a crash only the ref is left: at the new id the swap
+    happened, at the old one it did not, anywhere else someone else moved it."""
     absent = write.old_oid == zero_oid(write.old_oid)
     if swapped or (recovered and observed == write.new_oid):
         return APPLIED, None
@@ -847,8 +815,8 @@ def outcome_of(
 def decide_write_outcome(
     state: OutcomeState, request: WriteOutcome, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
-    """Record what became of an intended write, from the ref as read, and free its lease; an
-    applied write raises the lease's generation to its own. A write already settled replays."""
+    """Record what became of an intended write and free its lease; an applied write raises the
+    lease's generation to its own."""
     require_timestamp(now)
     write = state.write
     if write is None or write.idempotency_key != request.idempotency_key:

@@ -1,15 +1,9 @@
-"""The initial execution projection and its recovery after a governed source capture.
+"""The initial execution projection of a task created without an envelope, authorised once by the
+owner, and its recovery after a governed source capture that asked for rework.
 
-A task created by the older runtime carries no execution envelope. The owner authorises, once,
-the projection of the first runtime envelope onto it: the task's metadata gains `execution`
-(the envelope), its required capabilities become the envelope's runtime capability, and the
-event `TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED` records it. The recovery path does the same
-for a task whose first attempt was a source capture that asked for rework.
-
-Each flow is two pure steps around the caller's resolver: `prepare_*` says whether the request is
-a replay or which envelope to resolve; `decide_*` checks every precondition against the state
-read inside the write transaction and returns the plan.
-"""
+Each flow is two pure steps around the caller's resolver: `prepare_*` says whether the request is a
+replay or which envelope to resolve; `decide_*` checks every precondition against the state read in
+the write transaction and returns the plan."""
 
 from __future__ import annotations
 
@@ -108,8 +102,8 @@ Reason = Annotated[str, Text(max_length=1000)]
 
 @attrs.frozen
 class _ProjectionFields:
-    """What both projections name: the task's expected state and digests, the envelope's job,
-    digest, capability and adapter, the owner's authorization, the key and the reason."""
+    """What both projections name: the task's expected state, the envelope, the owner's
+    authorization, the key and the reason."""
 
     expected_status: TaskStatus
     expected_revision: Revision
@@ -144,8 +138,8 @@ class InitialExecutionProjectionRequest(_ProjectionFields):
 
 @attrs.frozen
 class SourceCaptureProjectionRecoveryRequest(_ProjectionFields):
-    """The recovery also names the source capture it recovers from: the verification that
-    asked for rework, the captured result and the capture's execution digest."""
+    """The recovery also names the source capture it recovers from: the verification that asked for
+    rework, the captured result and the capture's execution digest."""
 
     previous_verification_sha256: Sha256Hex
     expected_source_capture_result_sha256: Sha256Hex
@@ -167,8 +161,7 @@ ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionR
 
 @attrs.frozen
 class ProjectionCommand:
-    """One projection asked of one task: the seed's `project(task_id, request)` (or its
-    recovery) as one record."""
+    """One projection, or its recovery, asked of one task."""
 
     task_id: str
     request: ProjectionRequest
@@ -176,9 +169,8 @@ class ProjectionCommand:
 
 @attrs.frozen
 class ProjectionState:
-    """What the decision reads: the task, its events in order, any answer recorded for the key,
-    the log's tail at the task's chain, and the refusal kept under the key (its recorded answer in
-    the task's idempotency ledger, `refusal_key(projection_operation(request), key)`)."""
+    """What the decision reads: the task, its events in order, the answer and the refusal recorded
+    under the key, and the log's tail."""
 
     task: TaskRow | None
     events: tuple[EventRow, ...]
@@ -266,9 +258,8 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
 
 
 def projection_expectations(task: TaskRow, job_id: str, execution_digest: str | None) -> JsonObject:
-    """The `expected_*` values an initial projection request must carry for the task as it
-    stands now and the envelope its resolver gives: what an owner pins after reading a preview,
-    so that a task or an envelope that changes meanwhile is refused."""
+    """The `expected_*` values an owner pins after reading a preview, so that a task or an envelope
+    that changes meanwhile is refused."""
     return {
         "expected_status": task.status,
         "expected_revision": task.revision,
@@ -292,10 +283,8 @@ def decide_projection(
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
 ) -> Decision[ProjectionAnswer]:
-    """Every precondition of the projection, in the order the contract names them. `envelope`
-    is what the caller's resolver answered for `prepare_projection`'s call, `authorization_id`
-    the owner's configured authorization, `source_capture_contract` the source capture's
-    result contract (JSON Schema)."""
+    """Every precondition of the projection, in the contract's order; `envelope` is what the
+    caller's resolver answered."""
     require_timestamp(now)
     prepared = prepare_projection(state, request, authorization_id=authorization_id)
     if isinstance(prepared, Replay):
@@ -380,9 +369,8 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
 
 
 def check_unprojected_task(task: TaskRow) -> JsonObject:
-    """The checks of a task a projection may take that need no request, in the contract's
-    order: unclaimed, without a lease, without an envelope, requiring no capability. Answers
-    the task's metadata."""
+    """The request-free checks of a task a projection may take, in the contract's order; answers the
+    task's metadata."""
     if task.claimed_by is not None:
         raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
     if task.lease_token_hash is not None or task.lease_expires_at is not None:
@@ -399,10 +387,8 @@ def check_unprojected_task(task: TaskRow) -> JsonObject:
 
 
 def _transitions(events: tuple[EventRow, ...]) -> list[EventRow]:
-    """The task's events that moved it: a refused attempt (a governed write or a projection
-    refused before this one) is on the task's chain too, but it changed neither the task's row
-    nor its revision, so the preconditions pass over it; a refused attempt must not make a
-    later correct projection fail."""
+    """The task's events that moved it: a refused attempt on the chain changed neither row nor
+    revision, and must not make a later correct projection fail."""
     return [event for event in events if event.event_type not in REFUSAL_EVENTS]
 
 
@@ -538,12 +524,9 @@ def decide_projection_refusal(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a projection refused by one of its checks (`PROJECTION_REFUSALS`), read again in
-    the recording's own transaction: a sealed TASK_INITIAL_EXECUTION_PROJECTION_REFUSED on the
-    task's chain naming the code, the message, what was asked (job, envelope digest,
-    capability, adapter, reason; never the authorization id given) and the key. The task's row
-    and revision are untouched. None (nothing recorded) for another code, a task that does not
-    exist, or a key that answered a projection; the same refusal again replays."""
+    """Record a projection refused by one of `PROJECTION_REFUSALS` as a sealed event naming what was
+    asked (never the authorization id), leaving the task untouched. None for another code, a missing
+    task, or a key that answered a projection; the same refusal replays."""
     if refused.code not in PROJECTION_REFUSALS:
         return None
     request = command.request

@@ -1,18 +1,9 @@
-"""Decisions of the task lifecycle: the pieces each operation of `TASK_OPERATIONS`
-(`core/tasks/operations.py`) decides with.
+"""Decisions of the task lifecycle, the pieces each operation of `TASK_OPERATIONS` decides with:
+rows read in the write transaction, request, clock and drawn values in; a `Replay`, a `WritePlan`,
+None or a `LedgerError` out.
 
-A decision takes the rows the shell read inside its write transaction, the structured request,
-the clock and whatever the shell drew (ids, lease tokens, the retry jitter), and returns a
-`Replay` (the answer stored for the request's idempotency key), a `WritePlan`, None (a claim
-with nothing to take), or raises a `LedgerError`.
-
-Every operation checks the same things in the same order, so that refusals are predictable:
-a replay of its key first, then that the task exists, that the caller holds it under a live
-lease (`NOT_TASK_HOLDER`, `LEASE_INVALID`, `LEASE_EXPIRED`), that `TASK_TRANSITIONS` allows the
-move (`INVALID_TRANSITION`), then the operation's own rules. A claim takes over the expired
-leases it read in the same plan before it picks the eligible tasks (higher priority first, then
-creation order).
-"""
+Every operation checks in one order so that refusals are predictable: the key's replay, the task's
+existence, the holder and its live lease, `TASK_TRANSITIONS`, then its own rules."""
 
 from __future__ import annotations
 
@@ -93,18 +84,10 @@ R = TypeVar("R")
 
 @attrs.frozen
 class TaskState:
-    """What a decision on one task reads: the task (None: there is none), the log's tail at
-    its chain (and, for a claim, at the chains of its candidates and of the leases it takes
-    over), any answer recorded for the request's idempotency key (`prior`), and (for a create)
-    the creation sequence a new task gets, read under the write lock like the next event id; for
-    a verify by a named reviewer, the agent that wrote the result it judges (`result_author`,
-    the holder its last RESULT_SUBMITTED names); for a submit, what its attempt proposed to a
-    governed repository (`proposal`, if it did) and, when it reports its usage, what the task
-    spent before it (`spent`, None: nothing read, as no spend).
-
-    A claim that names no task reads `task` (None: no candidate) and `candidates`: the QUEUED
-    tasks the shell's one candidate statement found, in claim order; and `passed`: CLAIMED
-    tasks whose leases may have passed, which it takes over first."""
+    """What a decision on one task reads under the write lock: the task (None: none), the log's
+    tail, the answer stored for its key (`prior`), and what one operation alone needs (a create's
+    `next_seq`, a verify's `result_author`, a submit's `spent` and `proposal`, a claim's
+    `candidates` in claim order and `passed` leases it takes over first)."""
 
     task: TaskRow | None
     tail: LogTail
@@ -120,15 +103,15 @@ class TaskState:
 @attrs.frozen
 class ExpiryState:
     """What expiring leases reads: CLAIMED tasks whose leases may have passed, and the log's
-    tail at each one's chain."""
+    tail."""
 
     tasks: tuple[TaskRow, ...]
     tail: LogTail
 
 
 class AttemptProposal(Protocol):
-    """What a submit reads of its attempt's proposal to a governed repository (the git
-    domain's `ProposalRow`): whose attempt it is, and whether a result states its work."""
+    """What a submit reads of its attempt's proposal to a governed repository (the git domain's
+    `ProposalRow`), a protocol so that tasks need not import git."""
 
     @property
     def task_id(self) -> str: ...
@@ -192,8 +175,7 @@ def _lease_columns(
 
 
 def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
-    """The guarded write of a transition: the row must still be at the revision decided on
-    (`after` is one revision on, as the statement writes it)."""
+    """The guarded write of a transition: the row must still be at the revision decided on."""
     return SqlWrite(
         Statement.TASKS_CAS_UPDATE,
         {
@@ -245,8 +227,8 @@ def _event(
     before: TaskRow | None,
     actor: Actor,
 ) -> EventAppend:
-    """The event of a transition that wrote `task` (the row after it; `before`, the row it
-    moved, None when it inserted it): its seal covers the row (`TaskRow.written`)."""
+    """The event of a transition that wrote `task` (`before`: None when it inserted it); its seal
+    covers the row."""
     return EventAppend(
         task_id=task.task_id,
         agent_id=agent_id,
@@ -259,8 +241,8 @@ def _event(
 
 
 def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
-    """`event`, whose seal also covers the idempotent answer its transition stored, so that an
-    answer changed by hand, replayed later, is found by `verify`."""
+    """`event`, whose seal also covers the stored answer, so that `verify` finds an answer changed
+    by hand."""
     return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
@@ -284,9 +266,8 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 
 
 def _check_holder(task: TaskRow, agent_id: str | None) -> None:
-    """An agent acts only on a task it holds: one another agent holds is `NOT_TASK_HOLDER`,
-    whatever token it brings. (A task nobody holds is left to the lease, which it has none
-    of, or to the replay of the answer stored for a keyed submit.)"""
+    """A task another agent holds is `NOT_TASK_HOLDER`, whatever token the caller brings; a task
+    nobody holds is left to the lease check or the keyed replay."""
     if agent_id is not None and task.claimed_by is not None and task.claimed_by != agent_id:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task.task_id!r} is held by another agent")
 
@@ -320,8 +301,8 @@ def _move(
     lease_token: str | None = None,
     actor: Actor,
 ) -> _Move:
-    """The move `row` makes of `task` to `status`: the lease as the row says, the operation's
-    own column `changes`, one more revision; its event with the row's facts (and `payload`'s)."""
+    """The move `row` makes of `task` to `status`: the lease as the row says, the operation's own
+    `changes`, one more revision, and its event."""
     after = _advance(
         task,
         now,
@@ -362,12 +343,9 @@ def typed_as(request: object, kind: type[R]) -> R:
 
 @attrs.frozen
 class Rules:
-    """What an operation on one task decides beyond its row (each optional): `prepare`
-    checks its inputs; `check` its own rules, once the move is known to be one; `changes` the
-    columns it writes beside the status and the lease; `payload` its event's facts beyond the
-    row's; `records` rows it writes beside the task's, which its event seals (a submit's
-    spend), and whether they hold the move back from `then`; `then` a second move in the same
-    plan (an automatic verification)."""
+    """What an operation on one task decides beyond its row, each optional: `prepare` checks inputs,
+    `check` its own rules, `changes` its columns, `payload` its event's facts, `records` rows its
+    event also seals (which may hold back `then`), `then` a second move in the same plan."""
 
     prepare: Callable[[DecisionInputs, str], None] | None = None
     check: Callable[[TaskRow, Any, TaskState, DecisionInputs, Timestamp], None] | None = None
@@ -381,10 +359,8 @@ class Rules:
 
 @attrs.frozen
 class _Records:
-    """Rows an operation writes beside its task's row (`Rules.records`): their writes and
-    images (sealed by the operation's event), the facts its event and answer add, and whether
-    they hold back the operation's second move (`held`: an over-budget result is not verified
-    automatically)."""
+    """Rows an operation writes beside its task's row, sealed by its event; `held`: an over-budget
+    result is not verified automatically."""
 
     writes: tuple[SqlWrite, ...]
     rows: tuple[RowImage, ...]
@@ -401,8 +377,7 @@ def _digest(row: TaskTransition, request: Any) -> str | None:
 
 
 def decide_on_task(rules: Rules) -> Callable[..., Decision[Any] | None]:
-    """The decision of an operation on one named task, as its row and `rules` say (see the
-    module for the order)."""
+    """The decision of an operation on one named task, as its row and `rules` say."""
     return functools.partial(_decide_one, rules=rules)
 
 
@@ -528,8 +503,8 @@ def _submit_then(
     *,
     judge: TaskTransition,
 ) -> _Move | None:
-    """A task verified automatically is judged in the same plan, as `judge` (the verify
-    operation) moves it: RESULT_SUBMITTED, then TASK_VERIFIED."""
+    """A task verified automatically is judged in the same plan by `judge` (the verify
+    operation)."""
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
@@ -547,12 +522,9 @@ def _submit_then(
 def _submit_spend(
     task: TaskRow, request: SubmitRequest, state: TaskState, now: Timestamp
 ) -> _Records | None:
-    """The attempt's reported usage (None: it reported none), recorded in `task_spend` under
-    the submit's sealed event, with the agent that held the task, the governed repository of
-    its envelope and the UTC day; held against the task's budget over the spend before it. A
-    result past a limit is still recorded (nothing an agent was told was accepted is lost),
-    marked over budget (`BUDGET_EXCEEDED`, the limits it passed) and left SUBMITTED for a
-    person: neither the automatic verification nor `review` judges it."""
+    """The attempt's reported usage, recorded under the submit's sealed event and held against the
+    task's budget. A result past a limit is still recorded (nothing accepted is lost) but left
+    SUBMITTED for a person, marked over budget."""
     usage = request.usage
     if usage is None:
         return None
@@ -611,11 +583,8 @@ def _judgement_changes(
 
 
 def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
-    """A verdict's facts beyond the decision: `automatic` for the ledger's own judgement, else
-    `reviewer`, the reviewer's name as the edge authenticated it (the request's acting agent:
-    an HTTP token's name, never a field of the body; absent when the caller named nobody), so
-    that who verified is sealed with the verdict (its attestation's verifier); and the
-    backoff's `not_before` of a task sent back."""
+    """A verdict's facts: `automatic`, or `reviewer` as the edge authenticated it so that who
+    verified is sealed with the verdict; and a sent-back task's `not_before`."""
 
     def payload(step: Step) -> JsonObject:
         facts: JsonObject = {}
@@ -640,8 +609,8 @@ def _judged(
     automatic: bool,
     actor: Actor,
 ) -> _Move:
-    """A SUBMITTED task after `judgement`, and its TASK_VERIFIED event. NEEDS_REWORK goes back
-    to QUEUED behind the task's backoff (its `attempt`-th retry), or FAILED when used up."""
+    """A SUBMITTED task after `judgement`: NEEDS_REWORK goes back to QUEUED behind the task's
+    backoff, or FAILED when used up."""
     status = row.next_status(task, judgement)
     changes = _judgement_changes(
         task, judgement, now, jitter=jitter, status=status, automatic=automatic
@@ -661,9 +630,8 @@ def _judged(
 def _verify_check(
     task: TaskRow, request: VerifyRequest, state: TaskState, inputs: DecisionInputs, now: Timestamp
 ) -> None:
-    """Separation of duties: a reviewer (the request's agent: an HTTP token's name) that wrote
-    the result itself (`state.result_author`) is `SELF_REVIEW`; then the result must be the
-    one the verifier expects."""
+    """Separation of duties: the author of the result may not judge it (`SELF_REVIEW`); then the
+    result must be the one the verifier expects."""
     reviewer = request.agent_id
     if reviewer is not None and reviewer == state.result_author:
         raise LedgerError(
@@ -799,8 +767,8 @@ _DAY_TWO = ("verification", "retry", "not_before", "budget", "governed")
 
 
 def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
-    """The task's metadata as stored: the request's, and its budget under the reserved key
-    `budget` when it has one (`core/tasks/budgets.py` says why there)."""
+    """The task's metadata as stored, with its budget under the reserved key `budget`
+    (`core/tasks/budgets.py` says why)."""
     metadata: JsonObject = dict(request.metadata)
     if request.budget is not None:
         metadata["budget"] = request.budget.public()
@@ -835,9 +803,8 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) ->
 
 
 def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
-    """A governed task before its initial execution projection: no worker may run it, and
-    no write but the projection and a cancel may move it (a pause, a resume or a retry would
-    raise its revision, and the projection applies only at revision 1)."""
+    """A governed task waits for its initial projection, which applies only at revision 1: no run
+    and no write but the projection and a cancel may move it."""
     return LedgerError(
         "AWAITING_PROJECTION",
         f"task {task.task_id!r} was created governed and waits for its initial execution "
@@ -847,11 +814,8 @@ def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
 
 
 def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> None:
-    """A claimer offers only capabilities its grant holds (a ceiling, as an auxiliary run's
-    capabilities are held to its parent's): an offer beyond it is `CAPABILITY_NOT_GRANTED`,
-    naming what is not granted, rather than cut down to the grant, so that a worker
-    configured with more than its token allows learns it at once. None: no ceiling (a library
-    caller that names no grant, a token issued before grants)."""
+    """An offer beyond the claimer's grant is refused rather than cut down, so that a worker
+    configured with more than its token allows learns it at once. `grant` None: no ceiling."""
     if grant is None:
         return
     extra = sorted(set(offered) - grant)
@@ -867,8 +831,8 @@ def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> No
 def first_claimable(
     candidates: Iterable[TaskRow], capabilities: Sequence[str], now: Timestamp, count: int
 ) -> list[TaskRow]:
-    """The first `count` of `candidates` (in claim order) a claimer offering `capabilities`
-    may take now. Candidates are taken one at a time and no more than needed."""
+    """The first `count` of `candidates` a claimer offering `capabilities` may take now, checking no
+    more than needed."""
     chosen: list[TaskRow] = []
     if count < 1:
         return chosen
@@ -881,8 +845,8 @@ def first_claimable(
 
 
 def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
-    """The CLAIMED tasks a claim takes over first: those of `state.passed`, and the claim's
-    own task and candidates, whose leases have passed; each once, in the order read."""
+    """The CLAIMED tasks a claim takes over first, whose leases have passed; each once, in the order
+    read."""
     seen: set[str] = set()
     passed: list[TaskRow] = []
     own = () if state.task is None else (state.task,)
@@ -896,8 +860,8 @@ def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
 
 
 def _claim_pool(state: TaskState, requeued: Mapping[str, TaskRow]) -> list[TaskRow]:
-    """What a claim may take: its task and candidates, and the tasks it took over, each as
-    the plan leaves it, in claim order (larger priority first, then creation order)."""
+    """What a claim may take, each as the plan leaves it, in claim order (larger priority first,
+    then creation order)."""
     own = () if state.task is None else (state.task,)
     pool: dict[str, TaskRow] = {}
     for task in (*own, *state.candidates, *requeued.values()):
@@ -914,9 +878,8 @@ def _claimed(
     now: Timestamp,
     actor: Actor,
 ) -> tuple[list[SqlWrite], EventAppend, ClaimAnswer]:
-    """One task claimed: its move, the attempt's evidence run the claim creates (its seal
-    covers both rows, so that `verify` proves the run as it proves a run created on its own),
-    the answer stored under its key when the claim is keyed, and its answer."""
+    """One task claimed, with the attempt's evidence run in the same seal so that `verify` proves
+    the run like any other."""
     status = row.next_status(task, request)
     run_id = evidence_run(task.task_id, task.attempt + 1)
 
@@ -984,15 +947,10 @@ def decide_claims(
     *,
     takeover: TaskTransition,
 ) -> Decision[Any] | None:
-    """A claim (`ClaimRequest`: one task, the named one or the first eligible; answered by
-    it or None) or a batch (`ClaimBatchRequest`: up to its limit; answered by a list). First,
-    the offered capabilities are held to the claimer's `grant` (`refuse_ungranted`), replays
-    included: a token may not offer what it was not granted, whatever it would find. Then a
-    keyed claim's replay. Then the passed leases are taken over, and the tasks chosen.
-
-    The answer stored under the key never holds the token; a replay gives back the token the
-    caller brought, which the request digest (over its sha256) proves to be the original one.
-    `takeover`: the operation a passed lease is taken over by (expire)."""
+    """A claim of one task or a batch (`ClaimBatchRequest`). The grant is checked before the replay,
+    so that a token may not offer what it was not granted; a replay gives back the caller's token,
+    which the request digest proves to be the original. `takeover`: the operation that takes over a
+    passed lease."""
     state = typed_as(state, TaskState)
     batch = request if isinstance(request, ClaimBatchRequest) else None
     claim = typed_as(request, ClaimRequest) if batch is None else batch.claim()

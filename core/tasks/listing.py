@@ -1,16 +1,9 @@
-"""The filtered, keyset-paged task list that `GET /v1/tasks` and the console's Tasks page share.
+"""The filtered, keyset-paged task list shared by `GET /v1/tasks` and the console: newest first,
+each page starting after the last row's `seq`, never at an OFFSET, so that a page costs the same
+anywhere in the list.
 
-A page is the newest tasks first (`seq` descending) that match every filter given: status, an
-agent that held the task in any attempt (from its TASK_CLAIMED events, since `claimed_by` names
-only the current holder), a required capability, a repository, time ranges, and a search on the
-task id or the goal's text. The next page starts after the last row's `seq`, never at an
-OFFSET, so a page costs the same at the end of the list as at its start.
-
-The cursor is opaque: the last `seq`, bound to its filters and signed with the server's key
-(HMAC-SHA256), so an altered or made-up cursor, or one carried over to other filters, is
-`CURSOR_INVALID`, never a page of something else. The key is drawn when the server starts, so
-after a restart a client starts again from the first page.
-"""
+The cursor is signed with a key drawn when the server starts and bound to its filters, so an altered
+cursor or one carried to other filters is `CURSOR_INVALID`, never a page of something else."""
 
 from __future__ import annotations
 
@@ -40,8 +33,8 @@ SearchText = Annotated[str, Text(max_length=MAX_SEARCH)]
 
 @attrs.frozen
 class TaskFilters:
-    """What a page of tasks is filtered by (None: not filtered by it). The time bounds are
-    inclusive, normalised to the ledger's timestamp form, so that text order is time order."""
+    """What a page of tasks is filtered by (None: not by it); time bounds are inclusive and
+    normalised so that text order is time order."""
 
     status: TaskStatus | None = None
     agent: Identifier | None = None
@@ -85,8 +78,8 @@ class TaskPageRequest:
 
     @classmethod
     def from_mapping(cls, raw: object) -> TaskPageRequest:
-        """From one flat mapping of the filters, `limit` and `cursor` (as a query string has
-        them); an unknown name or a value of the wrong form is `FIELDS_INVALID`."""
+        """From one flat mapping, as a query string has it; an unknown name or a bad value is
+        `FIELDS_INVALID`."""
         if not isinstance(raw, dict):
             raise LedgerError("FIELDS_INVALID", "task page: must be an object")
         paging = {key: raw[key] for key in ("limit", "cursor") if key in raw}
@@ -110,8 +103,8 @@ def encode_cursor(key: bytes, seq: int, filters: TaskFilters) -> str:
 
 
 def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
-    """The `seq` a cursor starts after; `CURSOR_INVALID` for one this server did not issue
-    under these filters (malformed, altered, or from other filters)."""
+    """The `seq` a cursor starts after; `CURSOR_INVALID` for one this server did not issue under
+    these filters."""
     refused = LedgerError(
         "CURSOR_INVALID",
         "cursor: not a cursor this server gave for these filters; start again without it",
@@ -153,10 +146,8 @@ def page_after(key: bytes, request: TaskPageRequest) -> int:
 def next_page_cursor(
     key: bytes, request: TaskPageRequest, seqs: list[int], scanned_to: int | None = None
 ) -> str | None:
-    """The cursor of the page after this one, from the seqs of the rows read (the statement
-    reads one row more than `limit`, to know whether a next page exists); None at the end.
-    `scanned_to`: the lowest seq a bounded read (SCAN_BOUND tasks) reached when older tasks
-    remain below it; a page it left short goes on from there."""
+    """The next page's cursor from the seqs read (one more than `limit`), None at the end;
+    `scanned_to`, where a bounded read stopped short, goes on from there."""
     if len(seqs) > request.limit:
         return encode_cursor(key, seqs[request.limit - 1], request.filters)
     if scanned_to is not None:
@@ -182,8 +173,8 @@ SCAN_BOUND = 20_000
 
 
 def scan_floor(top_seq: int | None, bottom_seq: int | None, bound: int = SCAN_BOUND) -> int | None:
-    """The lowest seq a page read in creation order reads, from the newest task's seq under
-    its cursor and the first task's: None when the bound reaches the first task (no bound)."""
+    """The lowest seq a page read in creation order reads; None when the bound reaches the first
+    task."""
     if top_seq is None or bottom_seq is None:
         return None
     floor = top_seq - bound + 1
@@ -205,10 +196,8 @@ def filter_bound(name: str) -> int:
 
 
 def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
-    """The statement a page is read with, from the counts of its sorted filters (each up to
-    its bound + 1; one not counted is absent): the filter of fewest tasks within its bound,
-    through its index (an agent's: its claims, events_claims_by_agent); else the creation
-    order, bounded by SCAN_BOUND, each filter probed on the rows as they come."""
+    """The statement a page is read with: the filter of fewest tasks within its bound through its
+    index, else creation order bounded by SCAN_BOUND."""
     within = [
         (tasks, SORTED_FILTERS.index(name), name)
         for name, tasks in counted.items()
