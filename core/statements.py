@@ -1,16 +1,8 @@
-"""The statement registry: every statement a plan can name, what it does and what it takes.
+"""The statement registry: every statement a plan can name, with its operation and exact parameters,
+so that a decision cannot name a statement that does not exist or bind one it lacks.
 
-A plan names statements, never SQL text: `SqlWrite(Statement.TASKS_CAS_UPDATE, params)`. Each
-member declares its operation and exact parameter names, and `SqlWrite` refuses any others, so a
-decision cannot name a statement that does not exist or bind one it lacks.
-
-Every guarded update and delete is the one compare-and-swap form, `… WHERE <key> = :<key> AND
-revision = :expected_revision`, so it touches the row only while it is still at the revision
-the decision read; the shell answers REVISION_CONFLICT otherwise. `runs` count their writes in
-`event_count` instead, as they change only by appending events. Each engine keeps the texts
-under the members' names (`sql/`); tests/test_statement_registry.py holds every text to its
-declaration.
-"""
+Every guarded update and delete is one compare-and-swap on `revision = :expected_revision`, so it
+touches a row only while it is still at the revision read (`runs` count `event_count` instead)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""API tokens: who may speak to the ledger over HTTP, and as what.
+"""API tokens: who may speak to the ledger over HTTP, and as what. The ledger keeps only a token's
+sha256 in the sealed table `api_tokens`; its events never carry the token nor its digest.
 
-A token is a random secret shown once to the owner who issues it; the ledger keeps only its
-sha256, with the token's name and roles, in the sealed table `api_tokens`. Issuing and revoking
-are decisions like every other write, each with a sealed event that carries the name and roles
-but never the token nor its digest.
-
-A token's name is its holder's agent id. A revoked name may be issued again with a new secret,
-so a lost token is replaced without the agent changing its identity.
-
-A token also carries its capability grant: the capabilities its holder may offer when it claims
-(`CAPABILITY_NOT_GRANTED` beyond them). A token issued with `any_capability` has no ceiling, and
-neither has one whose grant is SQL NULL because it was issued before grants existed.
-"""
+A token's name is its holder's agent id; a revoked name may be issued again, so a lost token is
+replaced without a new identity. A grant of NULL (issued before grants) is no ceiling."""
 
 from __future__ import annotations
 
@@ -55,8 +46,7 @@ ANY_CAPABILITY_JSON: Final = "null"
 
 
 class ApiTokenAnswer(TypedDict):
-    """What issuing or revoking answers (the shell adds the token itself, once, on issue);
-    `capabilities` is the grant (None: no ceiling) and `grant` says which kind it is."""
+    """What issuing or revoking answers; `capabilities` is the grant (None: no ceiling)."""
 
     name: str
     roles: list[str]
@@ -68,9 +58,8 @@ class ApiTokenAnswer(TypedDict):
 
 
 class ApiTokenView(TypedDict):
-    """A token as `token list` shows it: never the token, never its digest. `capabilities` is
-    its grant, None for no ceiling; `grant` says why: `listed`, `any` (issued with
-    `--any-capability`) or `before-grants` (issued before grants existed)."""
+    """A token as `token list` shows it, never its secret nor digest; `grant` says why a grant is
+    what it is."""
 
     name: str
     roles: list[str]
@@ -100,8 +89,7 @@ class ApiTokenRow:
         return tuple(str(role) for role in decoded)
 
     def grant(self) -> frozenset[str] | None:
-        """The capabilities this token may offer when it claims; None: no ceiling (issued
-        with any capability, or before grants)."""
+        """The capabilities this token may offer when it claims; None: no ceiling."""
         if self.capabilities_json is None:
             return None
         decoded = json.loads(self.capabilities_json)
@@ -173,8 +161,7 @@ class TokenRevokeRequest:
 
 @attrs.frozen
 class TokenState:
-    """What a token decision reads: the row of its name (None: none yet) and the ledger chain's
-    tail."""
+    """What a token decision reads: the row of its name (None: none yet) and the log's tail."""
 
     prior: ApiTokenRow | None
     tail: LogTail
@@ -219,8 +206,8 @@ def decide_issue_token(
     actor: Actor,
     digest: Sha256Hex,
 ) -> Decision[ApiTokenAnswer]:
-    """Store a new token's digest under its name (or under a revoked name again, fenced by
-    the row's revision); an active name is `TOKEN_NAME_TAKEN`."""
+    """Store a new token's digest under its name, or a revoked name fenced by its revision; an
+    active name is `TOKEN_NAME_TAKEN`."""
     require_timestamp(now)
     prior = state.prior
     roles_json = json.dumps(list(request.roles), separators=(",", ":"))
@@ -254,8 +241,8 @@ def decide_issue_token(
 def decide_revoke_token(
     state: TokenState, request: TokenRevokeRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[ApiTokenAnswer]:
-    """Revoke the token of a name: from then on it is refused (401). Revoking a revoked name
-    answers again, writing nothing; a name never issued is `TOKEN_NOT_FOUND`."""
+    """Revoke a name's token; a revoked one answers again writing nothing, an unknown one is
+    `TOKEN_NOT_FOUND`."""
     require_timestamp(now)
     prior = state.prior
     if prior is None:

@@ -1,13 +1,6 @@
-"""Auxiliary runs: isolated sub-agent runs over a pinned evidence snapshot.
-
-An `AuxiliaryRunSpec` says which execution it belongs to (`ExecutionFrame`), what kind of helper
-runs (`kind`), what it is told (`instruction`), which evidence it may read (`evidence_digest`),
-what it may do (`AuxiliaryCapabilityProfile`, never wider than the parent's ceiling and never
-writing the workspace) and what it must return (`output_schema`, `max_output_bytes`). Its
-`digest()` is what idempotency compares: the same id with another spec is `SPEC_CONFLICT`.
-An `auxiliary_runs` row (`AuxiliaryRunRow`) stores a run: its spec, state, output or error, from
-which its `AuxiliaryRunSnapshot` is read back.
-"""
+"""Auxiliary runs: isolated sub-agent runs over a pinned evidence snapshot, never wider than the
+parent's capabilities and never writing the workspace. A spec's `digest()` is what idempotency
+compares: the same id with another spec is `SPEC_CONFLICT`."""
 
 from __future__ import annotations
 
@@ -62,9 +55,8 @@ def _invalid(field: str, detail: str) -> AuxiliaryRunError:
 
 
 def _invalid_fields(*, named: bool) -> Refusal:
-    """`INVALID_FIELD` with `.field` the first problem's path: under the record's name when
-    `named` (a frame alone: `frame.depth`), else relative to it (a spec: `kind`, `frame.depth`);
-    the record's name for the record as a whole."""
+    """`INVALID_FIELD` with `.field` the first problem's path, under the record's name when
+    `named`."""
 
     def refuse(what: str, problems: Sequence[Problem]) -> AuxiliaryRunError:
         paths = [problem.at(what if named else "") or what for problem in problems]
@@ -360,9 +352,8 @@ def spec_digest_of(spec_text: str) -> str:
 
 @attrs.frozen
 class CheckedSpawn:
-    """A spawn `check_spawn` accepted, with what `decide_spawn` stores taken when it was checked:
-    the evidence digest is recomputed once (the largest part of a spawn's checks), and a dict in
-    the spec (its output schema) changed afterwards changes nothing that is written."""
+    """A spawn `check_spawn` accepted, with what `decide_spawn` stores taken at the check, so that a
+    spec's dict changed afterwards changes nothing written."""
 
     spec: AuxiliaryRunSpec
     spec_text: str
@@ -371,9 +362,8 @@ class CheckedSpawn:
 
 
 def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSpawn:
-    """What `spawn` refuses before anything is stored: target, evidence, spec. The shell checks
-    before it opens the write transaction (outside the lock) and hands the result to
-    `decide_spawn`."""
+    """What `spawn` refuses before anything is stored, checked by the shell outside the write
+    lock."""
     if not isinstance(spec, AuxiliaryRunSpec):
         raise _invalid("spec", "must be an AuxiliaryRunSpec")
     if not isinstance(evidence, EvidenceSnapshot):
@@ -568,8 +558,6 @@ class AuxiliaryRunRow:
 
 @lru_cache(maxsize=1024)
 def _parent_frame(parent_json: str) -> ExecutionFrame:
-    """A row's parent frame from its text. A service's runs mostly share a few frames, and every
-    transition reads its run's back; a frame is frozen and holds only text and ints, so one
-    parse serves them all. A refusal is not remembered (`lru_cache` keeps no exceptions): a
-    corrupt row is refused every time it is read."""
+    """A row's parent frame, parsed once per text: a service's runs share a few frozen frames.
+    `lru_cache` keeps no exceptions, so a corrupt row is refused every time it is read."""
     return ExecutionFrame.from_mapping(loads_document(parent_json, what="parent"))

@@ -1,16 +1,8 @@
-"""A governed repository's settings, kept in the ledger and sealed with it.
+"""A governed repository's settings, columns of its row written in sealed events, so that `verify`
+holds them against the log (a baseline is kept as text because a path on disk is not governance).
 
-What the owner sets per repository: the secret scanner's baseline (its JSON text and sha256,
-since a path on disk is not governance), the scan's budget per proposal, whether proposals may
-carry gitlinks, and each agent's scan budget over a time window. They are columns of the
-repository's row, written in sealed events, so `verify` holds them against the log.
-
-The agent's budget is per repository because each owner can only see and bound the proposals
-to their own repository. `admit_scan` answers the budget a proposal's scan runs under (the
-smaller of the per-proposal budget and what is left of the agent's) or refuses it
-`AGENT_SCAN_BUDGET_EXCEEDED` before the bundle is read. A scan refused over its budget is
-charged to its agent too (`decide_charge_scan`), so the window counts it as well.
-"""
+An agent's scan budget is per repository because each owner sees and bounds only the proposals to
+their own; a scan refused over its budget is charged too, so the window counts it."""
 
 from __future__ import annotations
 
@@ -56,8 +48,8 @@ OPTIONS: dict[str, str] = {
 
 @attrs.frozen
 class Seconds(Constraint):
-    """A number of seconds, more than 0 (or 0 itself, with `zero`) and at most `maximum`: an
-    integer or a float (never a bool, NaN or an infinity), answered as a float."""
+    """A number of seconds in (0, `maximum`] (0 too with `zero`), never a bool, NaN or an infinity,
+    answered as a float."""
 
     maximum: float
     zero: bool = False
@@ -152,12 +144,8 @@ def _entries(document: dict[str, JsonValue], key: str) -> list[dict[str, JsonVal
 
 
 def baseline_document(text: str) -> dict[str, JsonValue]:
-    """A baseline's document, checked for the shape `detect-secrets` writes: `results` maps
-    file names to lists of secrets (each with its `type` and `hashed_secret`), and the
-    `plugins_used` and `filters_used` lists, if given, name their plugins and filters. A
-    plugin or filter that runs code from a file, or reads a word list (its `path` a `file:`
-    URL, or the word-list filter), is refused: what the baseline does must be what is sealed,
-    not a file on disk anyone may change. `REPOSITORY_SETTING_INVALID` otherwise."""
+    """A baseline in the shape `detect-secrets` writes, else `REPOSITORY_SETTING_INVALID`. A plugin
+    or filter that reads a file is refused: what the baseline does must be what is sealed."""
     try:
         document = loads_document(text, what="secrets_baseline")
     except LedgerError as refused:
@@ -247,10 +235,8 @@ class SettingsChange:
 
 @attrs.frozen
 class AgentScanSpend:
-    """What an agent's scans of its proposals to a repository spent within the window: how
-    many (its recorded proposals, and its scans refused over their budget, which were charged
-    to it), their bytes and seconds (a proposal recorded before 0.x migration 0013 counts as none),
-    and when the oldest of them was recorded (None: none)."""
+    """What an agent's scans to a repository spent within the window, charged refusals included, and
+    when the oldest was recorded (None: none)."""
 
     scans: int = 0
     scan_bytes: int = 0
@@ -275,11 +261,8 @@ def _retry_after(settings: RepositorySettings, spend: AgentScanSpend, now: Times
 def admit_scan(
     settings: RepositorySettings, spend: AgentScanSpend, *, agent_id: str, now: Timestamp
 ) -> ScanBudget:
-    """May a proposal of `agent_id` be scanned now, and under what budget? Refused
-    `AGENT_SCAN_BUDGET_EXCEEDED` (retry after the oldest proposal in the window leaves it)
-    when the agent's bytes or seconds in the window are spent; else the repository's
-    per-proposal budget, cut to what the agent has left (a scan that runs past a cut budget is
-    the agent's refusal too, with the same retry time)."""
+    """The budget a proposal's scan runs under: the per-proposal budget cut to what the agent has
+    left in the window, or `AGENT_SCAN_BUDGET_EXCEEDED` before the bundle is read."""
     left_bytes = settings.agent_scan_max_bytes - spend.scan_bytes
     left_seconds = settings.agent_scan_max_seconds - spend.scan_seconds
     retry_after = _retry_after(settings, spend, now)

@@ -1,15 +1,6 @@
-"""Signed notes (C2SP `signed-note`, Go's `golang.org/x/mod/sumdb/note`), pure.
-
-A signed note is a text ending in a newline, a blank line, and one or more signature lines
-`— <key name> base64(key ID || signature)\\n`. A key is named by (key name, key ID), the ID being
-the first four bytes of SHA-256(name || 0x0A || signature type || public key); type 0x01 is a
-plain Ed25519 signature over the text, type 0x04 a witness cosignature (`checkpoints.py`). Keys
-are written as text: `<name>+<hex key ID>+base64(type || public key)` to verify, and
-`PRIVATE+KEY+<name>+<hex key ID>+base64(0x01 || seed)` to sign.
-
-The core builds and parses these bytes; Ed25519 itself is the shell's, through `cryptography`,
-so a decision that checks a note is handed a deterministic `SignatureCheck` and stays pure.
-"""
+"""Signed notes (C2SP `signed-note`, Go's `golang.org/x/mod/sumdb/note`): the core builds and parses
+their bytes; Ed25519 itself is the shell's, handed in as a deterministic `SignatureCheck`, so that a
+decision that checks a note stays pure."""
 
 from __future__ import annotations
 
@@ -65,8 +56,8 @@ def key_id(name: str, key_type: int, public_key: bytes) -> bytes:
 
 
 def _b64decode(text: str) -> bytes | None:
-    """Standard base64 with padding, and only its canonical spelling (what re-encodes the same),
-    so that one signature or key has one text."""
+    """Standard padded base64 in its canonical spelling only, so that one signature or key has one
+    text."""
     try:
         decoded = base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError):
@@ -94,15 +85,13 @@ class VerifierKey:
         return f"{self.name}+{self.key_id.hex()}+{_b64(bytes([self.key_type]) + self.public_key)}"
 
     def as_type(self, key_type: int) -> VerifierKey:
-        """The same public key under another signature type (and so another key ID): a
-        witness's Ed25519 key as the cosignature/v1 key it signs with."""
+        """The same public key under another signature type, as a witness's key for cosignatures."""
         return attrs.evolve(self, key_type=key_type)
 
     @classmethod
     def parse(cls, text: object) -> VerifierKey:
-        """A verifier key from its text; NOTE_KEY_INVALID unless the name is a key name, the
-        ID is 8 lower-case hex digits equal to the key's, and the key an Ed25519 one (0x01 or
-        0x04, 32 bytes)."""
+        """A verifier key from its text; NOTE_KEY_INVALID unless its name, ID and Ed25519 key
+        agree."""
         if not isinstance(text, str):
             raise LedgerError("NOTE_KEY_INVALID", "a verifier key is text")
         parts = text.strip().split("+", 2)
@@ -123,9 +112,8 @@ class VerifierKey:
 
 @attrs.frozen(repr=False)
 class SignerKey:
-    """A private Ed25519 key by name: `PRIVATE+KEY+name+hex(key ID)+base64(0x01 || seed)`.
-    Its key ID is that of its public key, which only Ed25519 can derive from the seed: the
-    shell derives it and calls `verifier(public_key)`, which checks the ID."""
+    """A private Ed25519 key by name. Only Ed25519 can derive its public key from the seed, so the
+    shell derives it and `verifier(public_key)` checks the key ID."""
 
     name: str
     stated_key_id: bytes
@@ -135,8 +123,8 @@ class SignerKey:
         return f"SignerKey({self.name!r}, {self.stated_key_id.hex()})"
 
     def verifier(self, public_key: bytes) -> VerifierKey:
-        """The verifier key of this seed's `public_key`; NOTE_KEY_INVALID when the key ID
-        written in the signer key is not that key's."""
+        """The verifier key of this seed's `public_key`; NOTE_KEY_INVALID when the written key ID is
+        not its."""
         key = VerifierKey(self.name, ED25519, public_key)
         if key.key_id != self.stated_key_id:
             raise LedgerError("NOTE_KEY_INVALID", "the signer key's ID is not its public key's")
@@ -200,8 +188,8 @@ class SignedNote:
         return self.text + "\n" + "".join(signature.line() for signature in self.signatures)
 
     def with_signature(self, signature: NoteSignature) -> SignedNote:
-        """The note with `signature` added last; one by the same key (name and ID) is
-        replaced, as Go's note.Sign replaces it."""
+        """The note with `signature` added last, replacing one by the same key as Go's note.Sign
+        does."""
         kept = tuple(
             held
             for held in self.signatures
@@ -219,8 +207,8 @@ def _check_text_characters(message: str) -> None:
 
 
 def note_text(text: str) -> str:
-    """`text` as a note's text: NOTE_INVALID unless it ends in a newline and holds no control
-    character but newlines."""
+    """`text` as a note's text: NOTE_INVALID unless it ends in a newline with no other control
+    character."""
     if not isinstance(text, str) or not text.endswith("\n"):
         raise LedgerError("NOTE_INVALID", "a note's text ends in a newline")
     _check_text_characters(text)
@@ -228,9 +216,8 @@ def note_text(text: str) -> str:
 
 
 def parse_note(message: str | bytes) -> SignedNote:
-    """A signed note from its bytes or text, its signatures unchecked; NOTE_INVALID unless it
-    is UTF-8 without control characters but newlines, a text, a blank line and 1 to
-    `MAX_SIGNATURES` well-formed signature lines, each ending in a newline."""
+    """A signed note from its bytes or text, its signatures unchecked; NOTE_INVALID unless
+    well-formed."""
     if isinstance(message, bytes):
         if len(message) > MAX_NOTE_BYTES:
             raise LedgerError("NOTE_INVALID", f"a note is at most {MAX_NOTE_BYTES} bytes")
@@ -274,8 +261,8 @@ def ed25519_signature(key: VerifierKey, signature: bytes) -> NoteSignature:
 
 @attrs.frozen
 class OpenedNote:
-    """A note whose signatures were checked: the text, the signatures that verified under a
-    known key, and those of unknown keys (ignored, as the spec says)."""
+    """A note whose signatures were checked: those that verified under a known key, and those of
+    unknown keys."""
 
     note: SignedNote
     verified: tuple[NoteSignature, ...]
@@ -287,8 +274,8 @@ class OpenedNote:
 
 
 def signed_message(key: VerifierKey, text: str, signature: bytes) -> tuple[bytes, bytes] | None:
-    """What a signature of `key`'s type signs over a note's `text`, and the Ed25519 signature
-    inside it: (message, signature), or None when the signature is malformed for its type."""
+    """What a signature of `key`'s type signs over `text`, with the Ed25519 signature inside it;
+    None when malformed."""
     if key.key_type == ED25519:
         if len(signature) != ED25519_SIGNATURE_SIZE:
             return None
@@ -305,10 +292,8 @@ def signed_message(key: VerifierKey, text: str, signature: bytes) -> tuple[bytes
 def open_note(
     message: str | bytes | SignedNote, known: Iterable[VerifierKey], check: SignatureCheck
 ) -> OpenedNote:
-    """Parse a note and check its signatures against the `known` keys, as Go's note.Open
-    does: a signature by a known key (same name and ID) must verify (NOTE_SIGNATURE_INVALID
-    otherwise), signatures of unknown keys are kept aside, and at least one must verify
-    (NOTE_UNVERIFIED). Two known keys with one name and ID are NOTE_KEY_INVALID."""
+    """Parse a note and check its signatures against `known`, as Go's note.Open does: a known key's
+    signature must verify, unknown ones are kept aside, and at least one must verify."""
     note = message if isinstance(message, SignedNote) else parse_note(message)
     by_id: dict[tuple[str, bytes], VerifierKey] = {}
     for known_key in known:

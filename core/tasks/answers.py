@@ -1,10 +1,6 @@
-"""What the task ledger answers, exactly: the shapes its decisions and reads build.
-
-Each answer is a `TypedDict`: a plain dict at run time (JSON as it is), a checked shape for
-mypy, both where the decisions build it and where a caller reads it. Statuses are the plain
-text of a `TaskStatus` (an answer replayed from the idempotency ledger was read back from JSON,
-so its texts are plain `str`). Every write answer says whether it is a replay (`idempotent`).
-"""
+"""What the task ledger answers: `TypedDict`s, plain JSON at run time and checked shapes for
+mypy. Statuses are plain text, as an answer replayed from the idempotency ledger is read back
+from JSON."""
 
 from __future__ import annotations
 
@@ -35,8 +31,8 @@ class TaskSummary(TypedDict):
 
 
 class CreateAnswer(TaskSummary):
-    """`awaiting_projection`: present (true) for a task created governed, which no worker may
-    claim before its initial execution projection."""
+    """`awaiting_projection`: present for a task created governed, which no worker may claim before
+    its projection."""
 
     priority: int
     awaiting_projection: NotRequired[bool]
@@ -44,9 +40,8 @@ class CreateAnswer(TaskSummary):
 
 
 class ClaimAnswer(TaskSummary):
-    """The claimed task, its lease token (shown once: only its sha256 is stored), and its
-    execution envelope and the envelope's runtime input, when it has one (else None), and its
-    budget (else None)."""
+    """The claimed task, its lease token (shown once), and its envelope, runtime input and budget
+    (None: none)."""
 
     goal: str
     instructions: str
@@ -71,8 +66,8 @@ class ReleaseAnswer(TaskSummary):
 
 
 class SubmitAnswer(TaskSummary):
-    """`over_budget`: present when the submit reported its usage; true when that took the
-    task past its budget (the result is then left for a person to judge)."""
+    """`over_budget`: present when the submit reported usage; true leaves the result for a
+    person."""
 
     result_digest: str
     over_budget: NotRequired[bool]
@@ -89,8 +84,8 @@ class VerifyAnswer(TaskSummary):
 
 
 class MoveAnswer(TaskSummary):
-    """What an owner's move of a task answers (cancel, retry, and any operation of the same
-    shape): its summary after the move, the status it had before, and whether it is a replay."""
+    """What an owner's move of a task answers: its summary, the status before, and whether it is a
+    replay."""
 
     previous_status: str
     idempotent: bool
@@ -108,10 +103,8 @@ class ExpireAnswer(TypedDict):
 
 
 class TaskView(TypedDict):
-    """A `tasks` row as a reader sees it: each `*_json` column parsed under its name without
-    the suffix (text that does not parse is kept as text; NULL stays None), and its
-    `last_holder`: the agent that holds it while it is claimed, else the one whose claim was
-    its last (None: never claimed). `claimed_by` is the row's: only a claimed task's holder."""
+    """A `tasks` row as a reader sees it: each `*_json` column parsed (unparsable text kept as
+    text), and `last_holder`, the agent of its last claim."""
 
     task_id: str
     goal: str
@@ -153,8 +146,7 @@ class HolderView(TypedDict):
 
 
 class TaskDetail(TaskView):
-    """One task as `get` answers it: its view and the holder of every attempt, in claim
-    order (`holders`)."""
+    """One task as `get` answers it, with the holder of every attempt in claim order."""
 
     holders: list[HolderView]
 

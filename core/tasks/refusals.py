@@ -1,16 +1,9 @@
-"""Refused attempts are part of the record: a governed write or a projection of a task that
-exists, refused by one of its checks, is a sealed event on the task's chain naming the check's
-code, its message, what was attempted and (in the event's actor column) who tried.
+"""Refused attempts are part of the record: a well-formed governed write or projection of an
+existing task refused by a check is a sealed event naming the code, message and who tried. A
+malformed request leaves no trace, so that nobody can fill the log with noise.
 
-The refusal's answer is recorded in the task's idempotency ledger (`task_idempotency`) under
-`refusal_key(operation, key)`: a text no request's key can be (keys hold no space), so it
-never meets a task operation's key, and it is archived, copied, restored and verified with the
-task's other recorded answers. The same key with the same request replays the refusal (the same
-code and message, no second event); with another request it is `IDEMPOTENCY_CONFLICT`.
-
-Only well-formed attempts on an existing task are recorded: a request that does not parse, or
-names no task, is refused without a trace, so that nobody can fill the log with noise.
-"""
+The answer is kept under `refusal_key(operation, key)`, which no request's key can be (keys hold no
+space), so it is archived and verified with the task's other answers."""
 
 from __future__ import annotations
 
@@ -42,9 +35,7 @@ def refusal_key(operation: str, idempotency_key: str) -> str:
 
 @attrs.frozen
 class RefusedAttempt:
-    """A well-formed attempt refused by one of its checks: its operation (the name its answer
-    is recorded under), the event that records it, the task, the request's key and digest,
-    the check's code and message, and what was attempted (the event's payload beside them)."""
+    """A well-formed attempt refused by one of its checks, and what it attempted."""
 
     operation: str
     event_type: str
@@ -62,10 +53,8 @@ class RefusedAttempt:
 
 @attrs.frozen
 class RefusalState:
-    """What recording a refusal reads: the task (None: there is none, and nothing is recorded),
-    the refusal already kept under the attempt's key (None: none), whether the key already
-    answered a request that was not refused (then this refusal is not its recorded answer), and
-    the log's tail at the task's chain."""
+    """What recording a refusal reads: the task, the refusal under the key, whether the key answered
+    something else, and the log's tail."""
 
     task: TaskRow | None
     prior: IdempotencyRow | None
@@ -82,9 +71,8 @@ class RefusalAnswer(TypedDict):
 def replay_refusal(
     prior: IdempotencyRow | None, digest: str, *, error: type[LedgerError] = LedgerError
 ) -> None:
-    """Stripe's rule for a refusal kept under a key, checked before any other check (what was
-    refused might pass now): the same request is refused again as it was first; another is
-    `IDEMPOTENCY_CONFLICT`. Nothing when the key holds no refusal."""
+    """A refusal under a key replays before any other check, since what was refused might pass now;
+    another request is `IDEMPOTENCY_CONFLICT`."""
     if prior is None:
         return
     answer = _stored_refusal(prior, digest, error)
@@ -110,12 +98,9 @@ def decide_refusal(
     actor: Actor,
     error: type[LedgerError] = LedgerError,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a refused attempt: its answer recorded under its key and a sealed refusal
-    event on the task's chain, covering that answer. None (nothing recorded) when the task
-    does not exist, or when the key already answered an attempt that was not refused (this one
-    was refused before its key was looked at: the projection's authorization comes first). The
-    same refusal under the same key again is a replay; another request under it is
-    `IDEMPOTENCY_CONFLICT`."""
+    """Record a refused attempt under its key with a sealed event covering the answer. None when the
+    task does not exist or the key answered something not refused (the authorization is checked
+    before the key)."""
     require_timestamp(now)
     if state.task is None or state.task.task_id != attempt.task_id or state.answered:
         return None
@@ -162,9 +147,7 @@ class RefusalEntry(TypedDict):
 
 
 def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
-    """The refused attempts among a task's events (each a mapping with `event_id`,
-    `event_type`, `created_at`, `actor` as the API shows it and `payload` parsed, as
-    `shell.attest.facts.sealed_event` reads them), in order."""
+    """The refused attempts among a task's events, in order."""
     entries: list[RefusalEntry] = []
     for event in events:
         payload = event.get("payload")

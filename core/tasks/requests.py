@@ -1,18 +1,9 @@
-"""Strict request records of the task lifecycle, structured from untrusted mappings.
+"""Strict request records of the task lifecycle, structured once where they come in; the record is
+what the store and the core decide on.
 
-Each record's fields and their types are its schema (`core/structuring.py`): unknown or missing
-fields, wrong types, huge or malformed values are all `FIELDS_INVALID`, naming each field.
-`public()` is the canonical form a request's idempotency key is bound to. Lease tokens never
-appear in it: only their sha256 does, which is also all the database ever keeps.
-
-Each record is a `TaskRequest[A]`: a request the ledger answers with an `A`, the operation of
-the transition table (`core/tasks/transitions.py`) it asks for known by its class. A request is
-structured once, where it comes in (the command line, the HTTP app, a client), and that record
-is what the store and the core decide on. The acting agent is part of a request that an agent
-makes (`agent_id`): the edge that knows it fills it (the HTTP API from the token, never from a
-body), so that who may act is decided in the core, inside the locked decision, like every other
-rule; it is never part of the canonical form, so a key's digest is the same whoever asks.
-"""
+`public()` is the canonical form a key is bound to: it holds a lease token only as its sha256, and
+never the acting agent (`agent_id`, filled by the edge that knows it), so that a key's digest is the
+same whoever asks while who may act is still decided in the core."""
 
 from __future__ import annotations
 
@@ -149,8 +140,7 @@ register_kind(
 
 
 class TaskRequest(Generic[A_co]):
-    """A request of the task lifecycle that the ledger answers with an `A_co`
-    (`TaskLedger.apply(request) -> A`)."""
+    """A request of the task lifecycle that the ledger answers with an `A_co`."""
 
     __slots__ = ()
     # The name its refusals give it: its operation's (`heartbeat: lease_seconds: ...`).
@@ -158,9 +148,8 @@ class TaskRequest(Generic[A_co]):
 
     @classmethod
     def from_mapping(cls, raw: object) -> Self:
-        """The record `raw` describes, or `FIELDS_INVALID`: the one step in which every entry
-        point (the command line, the HTTP app, a client, the keyword methods) structures a
-        request."""
+        """The record `raw` describes, or `FIELDS_INVALID`: the one structuring step of every entry
+        point."""
         request = structure(raw, cls, what=cls.what)
         request.check()
         return request
@@ -214,9 +203,8 @@ class TaskCreateRequest:
         return structure(raw, cls, what="task")
 
     def public(self) -> JsonObject:
-        """The request's canonical form. Day two's fields appear only when they differ from
-        their defaults, so that a task asked for as before has the digest it had before (a key
-        first used by an older version replays instead of conflicting)."""
+        """The canonical form; day two's fields appear only when not default, so that a key first
+        used by an older version replays instead of conflicting."""
         form = unstructure(self)
         for name, default in _DAY_TWO_DEFAULTS.items():
             if form[name] == default:
@@ -331,8 +319,8 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
     what = "submit"
 
     def public(self) -> JsonObject:
-        """The canonical form; `usage` only when reported, so that a submit without one has
-        the digest it had before usage existed."""
+        """The canonical form; `usage` only when reported, so that a submit without one keeps its
+        older digest."""
         form = unstructure(self)
         if self.usage is None:
             del form["usage"]
