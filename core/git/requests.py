@@ -1,9 +1,5 @@
-"""Requests of governed writes, structured strictly at the edge (`core.structuring`).
-
-`RegisterRepositoryRequest`, `RepositorySettingsRequest` and `WriteRequest` come from an owner;
-`ProposalRecord` is what the shell read from git about a bundle (never what an agent says about
-it) and what its scan spent; `WriteOutcome` is the ref as the shell read it after git's
-compare-and-swap, or after a crash."""
+"""Requests of governed writes, structured strictly at the edge. `ProposalRecord` and `WriteOutcome`
+are what the shell read from git, never what an agent says."""
 
 from __future__ import annotations
 
@@ -32,8 +28,8 @@ RefName = Annotated[str, Text(max_length=300, pattern=re.compile(r"^(HEAD|refs/h
 
 
 def _with_settings(raw: object) -> tuple[object, object]:
-    """`raw` without its `settings`, and them (None: not given), to be structured apart: a bad
-    setting is `REPOSITORY_SETTING_INVALID`, not a shape error of the request around it."""
+    """`raw` without its `settings`, structured apart so that a bad setting is
+    `REPOSITORY_SETTING_INVALID`."""
     if isinstance(raw, dict) and raw.get("settings") is not None:
         rest = dict(raw)
         return rest, rest.pop("settings")

@@ -1,15 +1,6 @@
-"""What the secret scanner reads, and the budget it reads it under.
-
-An agent can put a secret anywhere a proposal carries bytes: in any file of any commit (added,
-then removed by a later one), in a commit's message or its author and committer fields, in a
-binary file, in a lock file, inside a base64 or hex blob. The shell hands every one of those to
-`detect-secrets`; this module decides what text each is read as (`readable_text`: a binary
-file's printable strings), which encoded runs are decoded and read again (`encoded_runs`,
-`decode_run`, to `MAX_DECODE_DEPTH`), how long lines are cut so that the scan can stop between
-pieces (`line_windows`), and when the budget is spent (`ScanBudget`; the repository's settings,
-and the agent's share of them, set it: `core.git.settings`). Pure: the shell measures bytes and
-seconds and asks.
-"""
+"""What the secret scanner reads, and the budget it reads it under. An agent can hide a secret in
+any file of any commit, a message, a binary or an encoded blob, so this module decides what text
+each is read as and which runs are decoded again; the shell measures and asks."""
 
 from __future__ import annotations
 
@@ -42,12 +33,9 @@ _HEX_RUN = re.compile(rf"\b(?:[0-9a-fA-F]{{2}}){{{MIN_ENCODED // 2},}}\b")
 
 @attrs.frozen
 class ScanBudget:
-    """How much scanning one proposal may cost: the bytes it brings to be read (every file of
-    every commit, path by path, its messages, and what is decoded from them) and the seconds
-    reading them takes. A budget cut to what its agent has left of its window
-    (`core.git.settings.admit_scan`) says so: `agent_bytes` / `agent_seconds` (None: not cut),
-    and a scan past them is the agent's refusal, `AGENT_SCAN_BUDGET_EXCEEDED`, with the
-    seconds after which to retry."""
+    """How much scanning one proposal may cost in bytes and seconds. A budget cut to what its agent
+    has left says so (`agent_bytes`, `agent_seconds`), since a scan past them is the agent's
+    refusal, `AGENT_SCAN_BUDGET_EXCEEDED`."""
 
     max_bytes: int = DEFAULT_SCAN_BYTES
     max_seconds: float = DEFAULT_SCAN_SECONDS
@@ -91,8 +79,8 @@ class ScanBudget:
 
 
 def readable_text(data: bytes) -> str:
-    """A file as the scanner reads it: its text when it is UTF-8 without NUL bytes, else its
-    runs of printable characters, one a line (a key in a "binary" file is still a key)."""
+    """A file's text when UTF-8 without NUL, else its printable runs: a key in a binary file is
+    still a key."""
     if b"\0" not in data:
         try:
             return data.decode("utf-8")
@@ -112,9 +100,8 @@ def line_windows(line: str) -> Iterator[str]:
 
 
 def encoded_runs(text: str) -> Iterator[tuple[int, str]]:
-    """The base64 and hex runs of `text` worth decoding, with the (1-based) line each starts
-    on: a run inside a line at least `MIN_ENCODED` long, and consecutive lines that are each
-    all base64 (as `base64` wraps its output), joined."""
+    """The base64 and hex runs of `text` worth decoding, with their 1-based line; wrapped base64
+    lines are joined."""
     wrapped: list[str] = []
     wrapped_from = 0
     for number, line in enumerate(text.splitlines(), start=1):

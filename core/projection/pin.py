@@ -1,16 +1,6 @@
-"""`project TASK --pin`: the initial projection request pinned to exactly what was read.
-
-An owner who projects a task names the task, the adapter and (when the task has several
-bindings) the job; everything else the request must expect is what the shell read a moment
-before: the task's status, revision, attempt and the sha256 of its metadata and required
-capabilities, the binding's job, the digest of the envelope the resolver answered. The request
-built here is the seed's `InitialExecutionProjectionRequest`, applied by the seed's projection,
-so a task or an envelope that changes between the read and the write is refused there with the
-seed's code (`REVISION_CONFLICT`, `METADATA_DIGEST_MISMATCH`, `EXECUTION_DIGEST_DRIFT`, ...).
-
-Two pure steps around the caller's resolver, as the projection itself: `prepare_pin` says which
-envelope to resolve; `pin_projection` builds the request and what it authorizes.
-"""
+"""`project TASK --pin`: the initial projection request pinned to exactly what the shell read a
+moment before, so that a task or an envelope that changes before the write is refused by the
+projection's own checks."""
 
 from __future__ import annotations
 
@@ -41,9 +31,8 @@ PIN_KEY_PREFIX = "pin-"
 
 @attrs.frozen
 class PinRead:
-    """What the shell read, in one transaction, for a pinned projection: the task (None: there
-    is none) and the bindings registered for it (the shell reads at most two: one is the
-    binding, a second says which one is not said)."""
+    """What the shell read for a pinned projection: the task and at most two of its bindings (a
+    second says which one is ambiguous)."""
 
     task_id: str
     task: TaskRow | None
@@ -52,10 +41,8 @@ class PinRead:
 
 @attrs.frozen
 class PinCommand:
-    """What the owner says: the adapter the envelope runs, the job when the task has several
-    bindings, the owner authorization in force, and optionally the reason and the key (by
-    default a key derived from everything else the request pins: the same read gives the same
-    request, a replay; a task that changed gives another)."""
+    """What the owner says; the default key derives from everything pinned, so the same read replays
+    and a changed task does not."""
 
     adapter: str
     authorization_id: str | None
@@ -73,9 +60,8 @@ class PinnedProjection:
 
 
 def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
-    """Before resolving: the owner authorization, a task a projection may take (its own code
-    when it is not: claimed, leased, already projected, requiring capabilities), the job (the
-    task's one binding unless named) and the envelope's capability."""
+    """Before resolving: the authorization, a task a projection may take, the job and the envelope's
+    capability."""
     require_authorization(command.authorization_id)
     task = require_task(read.task_id, read.task)
     check_unprojected_task(task)
@@ -94,9 +80,8 @@ def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
 def pin_projection(
     read: PinRead, command: PinCommand, call: ResolverCall, envelope: object
 ) -> PinnedProjection:
-    """The request whose `expected_*` fields are what `read` holds and `envelope` (the
-    resolver's answer to `call`) digests to, checked against the envelope as the projection
-    will check it, and what it authorizes."""
+    """The request whose `expected_*` fields are what was read and resolved, checked as the
+    projection will, and what it authorizes."""
     authorization_id = require_authorization(command.authorization_id)
     task = require_task(read.task_id, read.task)
     check_unprojected_task(task)
@@ -123,8 +108,7 @@ def pin_projection(
 def _authorized(
     task: TaskRow, request: InitialExecutionProjectionRequest, envelope: JsonObject
 ) -> JsonObject:
-    """What applying the request authorizes: the task as read, where the work may land (the
-    binding inside the envelope), what runs there, and the digest that addresses it all."""
+    """What applying the request authorizes, and the digest that addresses it all."""
     binding = envelope["binding"]
     assert isinstance(binding, dict)  # a verified envelope carries its binding
     return {

@@ -1,13 +1,5 @@
-"""The C2SP tlog-witness protocol's `add-checkpoint` call (https://c2sp.org/tlog-witness), pure:
-the request body and what a witness decides about it.
-
-The body is an `old N` line, up to 63 consistency proof lines (one base64 hash each), an empty
-line, then the checkpoint as a signed note. The witness answers in the spec's order: 404 for an
-origin it does not witness, 403 when no trusted signature verifies, 400 for a malformed body or
-an old size beyond the checkpoint's, 409 with its last cosigned size when the old size is not
-that size, 422 when the proof does not verify, else its cosignature lines. Each refusal is a
-`LedgerError` whose code `WITNESS_STATUS` maps to its status.
-"""
+"""The C2SP tlog-witness `add-checkpoint` call: the request body and what a witness decides, each
+refusal a `LedgerError` whose code `WITNESS_STATUS` maps to the spec's status."""
 
 from __future__ import annotations
 
@@ -59,8 +51,8 @@ WITNESS_STATUS = {
 
 @attrs.frozen
 class AddCheckpointRequest:
-    """An `add-checkpoint` body: the old size, the consistency proof, the checkpoint's note
-    (its signatures not checked yet) and the checkpoint it carries."""
+    """An `add-checkpoint` body: the old size, the consistency proof, and the checkpoint's note, its
+    signatures unchecked."""
 
     old_size: int
     proof: tuple[bytes, ...]
@@ -114,9 +106,8 @@ def _hash_line(line: str) -> bytes:
 def trusted_checkpoint(
     request: AddCheckpointRequest, log_keys: Iterable[VerifierKey], check: SignatureCheck
 ) -> Checkpoint:
-    """The request's checkpoint when a key the witness trusts for its origin signed it:
-    WITNESS_ORIGIN_UNKNOWN (404) for an origin no key is named for, WITNESS_UNTRUSTED (403)
-    when no signature of such a key verifies (those of other keys are ignored)."""
+    """The request's checkpoint when a key the witness trusts for its origin signed it, else 404 or
+    403."""
     checkpoint = request.checkpoint
     keys = [key for key in log_keys if key.name == checkpoint.origin and key.key_type == ED25519]
     if not keys:
@@ -131,22 +122,16 @@ def trusted_checkpoint(
 
 
 def resumed_size(cosigned_sizes: Iterable[int | None]) -> int:
-    """The old size a log pushing to a witness it knows nothing of yet (a restart) sends: the
-    largest of the sizes its stored cosignatures by the witness keys it accepts are on (None:
-    a key cosigned none), else 0. A URL does not name its key, so when several witnesses are
-    accepted the largest is the likeliest (they are pushed the same checkpoints); a wrong one
-    costs what not knowing costs, the witness's 409 with its size."""
+    """The old size a log sends a witness it knows nothing of yet: the largest its accepted
+    witnesses cosigned, else 0. A wrong guess costs only the witness's 409 with its size."""
     return max((size for size in cosigned_sizes if size is not None), default=0)
 
 
 def decide_add_checkpoint(
     state: WitnessState | None, request: AddCheckpointRequest, *, now: Timestamp
 ) -> CosignPlan:
-    """Whether a witness that last cosigned `state` of the checkpoint's log (None: it never
-    did) cosigns the request's checkpoint (its signature already trusted), at `now`.
-    WITNESS_REQUEST_INVALID: an old size above the checkpoint's, or a proof from size 0;
-    WITNESS_CONFLICT: an old size that is not the one cosigned last (0 when none), or that
-    size with another root; WITNESS_PROOF_INVALID: a proof that does not verify."""
+    """Whether a witness that last cosigned `state` (None: never) cosigns the trusted checkpoint at
+    `now`, in the spec's order of refusals."""
     checkpoint, old = request.checkpoint, request.old_size
     if old > checkpoint.size:
         raise LedgerError(
