@@ -1,13 +1,5 @@
-"""The kinds of field every domain's records share, and the per-field constraints.
-
-A kind is a `typing.NewType` whose structure hook carries its whole check (`register_kind`): an
-`Identifier` is 1-200 characters of `[A-Za-z0-9._:/@+=-]` starting with a letter or digit (a
-`RouteIdentifier`, the id of something a URL path names, the same without `/`), a
-`TimestampText` is RFC 3339 text normalised to the ledger's one form (`Timestamp.text`), a
-`JsonObjectValue` is a bounded, checked JSON object. A constraint is `Annotated` metadata for
-what differs per field: `Annotated[str, Text(max_length=1000)]`, `Annotated[int, Between(1,
-3600)]`, `Annotated[str, OneOf(("QUEUED", ...))]`.
-"""
+"""The kinds of field every domain's records share (`typing.NewType`s whose structure hook carries
+their whole check), and the `Annotated` constraints for what differs per field."""
 
 from __future__ import annotations
 
@@ -42,8 +34,8 @@ RFC3339 = (
 
 @attrs.frozen
 class Text(Constraint):
-    """Text that is not blank, at most `max_length` characters (None: no bound), valid UTF-8
-    (no lone surrogate), without NUL unless `nul` allows it, of the form `pattern` if given."""
+    """Non-blank valid UTF-8 text, at most `max_length` characters, without NUL unless `nul` allows
+    it, matching `pattern` if given."""
 
     max_length: int | None = MAX_TEXT
     pattern: re.Pattern[str] | None = None
@@ -171,8 +163,7 @@ def _timestamp_text(value: Any) -> TimestampText:
 
 
 def json_value_check(kind: type, name: str) -> Any:
-    """A JSON `name` (object or array) that `check_json` accepts: bounded depth and numbers,
-    valid text, nothing that is not JSON."""
+    """A JSON `name` (object or array) that `check_json` accepts."""
 
     def check(value: Any) -> Any:
         if not isinstance(value, kind):

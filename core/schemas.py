@@ -1,17 +1,6 @@
-"""JSON Schemas (draft 2020-12) generated from the record definitions that structure input.
-
-A record's attrs fields and their types are its schema (`core/structuring.py`); this module
-only writes that schema down in JSON Schema's words, so a change to a record changes its
-schema. Each part of a type says what it is: a primitive its JSON type, a kind (`NewType`) the
-schema it was registered with, a constraint (`Text`, `Between`, `OneOf`) its `json_schema()`,
-an attrs record an object with exactly its fields (`additionalProperties: false`), the fields
-without a default required (every field for a complete form), defaults given. A type this
-module cannot describe is a `TypeError`, never a schema that says less than the check.
-
-What no schema can say: JSON Schema counts `1.0` as an integer, the ledger does not; rules
-across fields (a record's `from_mapping` checks them after structuring) and bounds on nested
-JSON values (depth, number size) are not in the schema.
-"""
+"""JSON Schemas (draft 2020-12) written from the records that structure input, so that a change to a
+record changes its schema. A type it cannot describe is a `TypeError`, never a schema that says less
+than the check; rules across fields and bounds on nested JSON stay out."""
 
 from __future__ import annotations
 
@@ -153,8 +142,7 @@ def _object_of(record: type, definitions: Definitions) -> dict[str, Any]:
 
 
 def field_default(field: attrs.Attribute[Any]) -> Any:
-    """A field's default value as plain JSON (a factory's product; None for one that needs
-    the record itself)."""
+    """A field's default as plain JSON (None for a factory that needs the record itself)."""
     default: Any = field.default
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         if default.takes_self:

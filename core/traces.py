@@ -1,16 +1,9 @@
-"""Which OpenTelemetry trace a task attempt's spans belong to, and what an agent's result reports
-of its model calls, as span attributes (docs/observability.md).
+"""Which OpenTelemetry trace a task attempt's spans belong to, and the span attributes of an agent's
+reported model usage.
 
-One trace per task attempt, derived from the attempt itself: its trace id and the id of its root
-span are the first 24 bytes of a domain-separated sha256 of (task id, attempt). Every process
-that touches the attempt (the server, the worker, the reviewer, a library caller) computes the
-same ids from what it already knows, so the spans of processes that never talked to each other
-(the reviewer and the worker) still meet in one trace, and a write whose task is only known once
-it is done (a create, a claim of whatever task comes first) still lands in its attempt's trace.
-No process records the root span itself: each process's top span is a child of it.
-
-Pure: the shell's tracing module turns these into spans.
-"""
+An attempt's trace and root span ids derive from a domain-separated sha256 of (task id, attempt), so
+processes that never talked to each other still meet in one trace, and a write whose task is known
+only once done still lands in it. No process records the root span."""
 
 from __future__ import annotations
 
@@ -36,8 +29,8 @@ MODEL_ATTRIBUTE = "gen_ai.request.model"
 
 @attrs.frozen
 class AttemptTrace:
-    """The trace of attempt `attempt` of task `task_id`: a 128-bit trace id and the 64-bit id
-    of its (unrecorded) root span, both never zero."""
+    """The trace of one attempt: a 128-bit trace id and the 64-bit id of its unrecorded root span,
+    both never zero."""
 
     task_id: str
     attempt: int
@@ -62,18 +55,15 @@ class AttemptTrace:
 
 
 def attempt_of_write(operation: str, attempt: int) -> int:
-    """The attempt whose trace a write belongs to, from the task's `attempt` after it: a
-    create, retry, pause or resume prepares the next attempt; every other write acts on the
-    current one (a cancel before any claim on the first)."""
+    """The attempt a write's trace belongs to: a create, retry, pause or resume prepares the next
+    attempt, anything else acts on the current one."""
     if operation in BETWEEN_ATTEMPTS:
         return attempt + 1
     return max(attempt, 1)
 
 
 def model_usage_attributes(result: object) -> dict[str, int | str]:
-    """The GenAI attributes of the model usage an agent's result reports in its `usage` object
-    (`input_tokens`, `output_tokens`: non-negative integers; `model`: its name), those fields
-    of it that have that shape; nothing for a result without one."""
+    """The GenAI attributes of the well-shaped fields of a result's `usage` object."""
     usage = result.get("usage") if isinstance(result, Mapping) else None
     if not isinstance(usage, Mapping):
         return {}

@@ -1,11 +1,6 @@
-"""The pure decisions an auxiliary run service applies: spawn, each transition, recovery.
-
-Every `decide_*(state, request, *, now, ...)` reads a state record (the run's row, or the
-unfinished rows, and the log's tail at the ledger chain: what the shell read inside
-`BEGIN IMMEDIATE`) and returns a `WritePlan` whose UPDATE is guarded on the row's revision, with
-its sealed event, or a `Replay` (spawning an identical spec again), or raises an
-`AuxiliaryRunError`. `now` is a `Timestamp`: rows keep its milliseconds, events its text.
-"""
+"""The pure decisions of an auxiliary run service: spawn, each transition, recovery. Each reads what
+the shell read inside `BEGIN IMMEDIATE` and returns a revision-guarded `WritePlan`, a `Replay`, or
+raises `AuxiliaryRunError`."""
 
 from __future__ import annotations
 
@@ -34,8 +29,7 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 @attrs.frozen
 class AuxiliaryRowState:
-    """What a decision on one auxiliary run reads: its row (None: there is none) and the log's
-    tail at the ledger chain."""
+    """What a decision on one auxiliary run reads: its row (None: none) and the log's tail."""
 
     row: AuxiliaryRunRow | None
     tail: LogTail
@@ -51,8 +45,7 @@ class UnfinishedRunsState:
 
 @attrs.frozen
 class AuxiliaryTransitionRequest:
-    """Move run `aux_id` to `target`, with its output (COMPLETED) or its error (FAILED,
-    CANCELLED)."""
+    """Move run `aux_id` to `target`, with its output or its error."""
 
     aux_id: str
     target: AuxiliaryRunState
@@ -78,9 +71,7 @@ class RecoverInterruptedRequest:
 def decide_spawn(
     state: AuxiliaryRowState, request: CheckedSpawn, *, now: Timestamp, actor: Actor, owner: str
 ) -> Decision[SpawnAnswer]:
-    """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
-    `request` is what `check_spawn` answered for the spec and its evidence; `owner` tags the
-    service that drives the run."""
+    """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT."""
     require_timestamp(now)
     if not isinstance(request, CheckedSpawn):
         raise AuxiliaryRunError.invalid_field("spawn", "must be what check_spawn answered")
@@ -151,8 +142,7 @@ def decide_spawn(
 def decide_transition(
     state: AuxiliaryRowState, request: AuxiliaryTransitionRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[AuxiliaryRunRow]:
-    """Move a run along the table; the UPDATE is a CAS on its revision. The answer is the run's
-    row as written."""
+    """Move a run along the table, a CAS on its revision; answers the row as written."""
     require_timestamp(now)
     row = state.row
     if row is None:
@@ -166,8 +156,7 @@ def decide_transition(
 def decide_stop(
     state: AuxiliaryRowState, request: AuxiliaryStopRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[AuxiliaryRunRow] | None:
-    """End an unfinished run CANCELLED with the request's error; None for a run that has
-    already ended, which stays as it ended."""
+    """End an unfinished run CANCELLED; None for a run that has ended, which stays as it ended."""
     require_timestamp(now)
     row = state.row
     if row is not None and row.run_state.is_terminal:

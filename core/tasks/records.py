@@ -40,9 +40,8 @@ _MAX_CAPABILITIES_TEXT = 16 * 1024
 
 @lru_cache(maxsize=1024)
 def _capability_names(raw: str) -> tuple[str, ...] | None:
-    """The names in a `required_capabilities_json` text, or None when it is not a JSON list of
-    strings. Few distinct lists exist and a claim reads one several times (the candidate check,
-    the decision, the answer); a tuple can be shared, the caller gets a list of its own."""
+    """The names in a `required_capabilities_json` text (None: not a list of strings), cached as a
+    shared tuple since a claim reads one several times."""
     try:
         value = loads_document(raw)
     except LedgerError:
@@ -53,11 +52,8 @@ def _capability_names(raw: str) -> tuple[str, ...] | None:
 
 
 class TaskRow(NamedTuple):
-    """One row of `tasks`: the columns the older runtime created, then those of day two (how
-    results are judged, the retry policy, the schedule), whose defaults are the columns'.
-
-    A NamedTuple rather than an attrs class, like `IdempotencyRow`: every transition reads one
-    and writes the next (`_replace`), and a tuple is built in a fraction of the time."""
+    """One row of `tasks`: the older runtime's columns, then day two's. A NamedTuple, as every
+    transition reads one and writes the next (`_replace`)."""
 
     task_id: str
     goal: str
@@ -94,8 +90,7 @@ class TaskRow(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
-        """The row's columns by name; a row without day two's (an embedder's storage from
-        before them) reads as their defaults."""
+        """The row's columns by name; a row without day two's reads as their defaults."""
         if "awaiting_projection" not in row:
             row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
@@ -105,8 +100,8 @@ class TaskRow(NamedTuple):
         return row_image(TASKS, self.task_id, self._asdict())
 
     def written(self, before: TaskRow | None) -> RowWrite:
-        """This row as a transition wrote it over `before` (None: it inserted it), for its
-        event's seal to cover, whichever version it is (`RowWrite`)."""
+        """This row as a transition wrote it over `before` (None: inserted), for its event's
+        seal."""
         return RowWrite(TASKS, self.task_id, self._fields, before, self)
 
     def metadata(self) -> JsonObject:
