@@ -1,11 +1,6 @@
-"""What `why COMMIT` tells a person: per landed write, a few labelled lines read from the why
-document (task, agent, reviewer, verdict, write, attestation, proofs), with what can be checked
-from the document alone checked here: that the note the ledger holds is the one its sealed
-`COMMIT_ATTESTED` event names, and each inclusion proof against the document's tree head.
-Programs read the whole document (`why --json`); nothing here is needed to trust it.
-
-Each line is one entry of `WHY_LINES`: a label and a function of the write and the document.
-"""
+"""What `why COMMIT` tells a person: a few labelled lines per landed write (`WHY_LINES`), checking
+here what the document alone can prove, the attested note and each inclusion proof. Programs read
+the whole document (`why --json`)."""
 
 from __future__ import annotations
 

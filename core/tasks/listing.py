@@ -1,9 +1,8 @@
 """The filtered, keyset-paged task list shared by `GET /v1/tasks` and the console: newest first,
-each page starting after the last row's `seq`, never at an OFFSET, so that a page costs the same
-anywhere in the list.
+each page after the last row's `seq`, never at an OFFSET, so that every page costs the same.
 
-The cursor is signed with a key drawn when the server starts and bound to its filters, so an altered
-cursor or one carried to other filters is `CURSOR_INVALID`, never a page of something else."""
+The cursor is signed with a key drawn at server start and bound to its filters, so an altered or
+carried-over cursor is `CURSOR_INVALID`."""
 
 from __future__ import annotations
 
@@ -33,8 +32,8 @@ SearchText = Annotated[str, Text(max_length=MAX_SEARCH)]
 
 @attrs.frozen
 class TaskFilters:
-    """What a page of tasks is filtered by (None: not by it); time bounds are inclusive and
-    normalised so that text order is time order."""
+    """What a page is filtered by (None: not by it); time bounds are normalised so that text order
+    is time order."""
 
     status: TaskStatus | None = None
     agent: Identifier | None = None
@@ -78,8 +77,7 @@ class TaskPageRequest:
 
     @classmethod
     def from_mapping(cls, raw: object) -> TaskPageRequest:
-        """From one flat mapping, as a query string has it; an unknown name or a bad value is
-        `FIELDS_INVALID`."""
+        """From one flat mapping, as a query string has it; anything wrong is `FIELDS_INVALID`."""
         if not isinstance(raw, dict):
             raise LedgerError("FIELDS_INVALID", "task page: must be an object")
         paging = {key: raw[key] for key in ("limit", "cursor") if key in raw}
@@ -103,8 +101,8 @@ def encode_cursor(key: bytes, seq: int, filters: TaskFilters) -> str:
 
 
 def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
-    """The `seq` a cursor starts after; `CURSOR_INVALID` for one this server did not issue under
-    these filters."""
+    """The `seq` a cursor starts after; `CURSOR_INVALID` unless this server issued it for these
+    filters."""
     refused = LedgerError(
         "CURSOR_INVALID",
         "cursor: not a cursor this server gave for these filters; start again without it",
@@ -146,8 +144,8 @@ def page_after(key: bytes, request: TaskPageRequest) -> int:
 def next_page_cursor(
     key: bytes, request: TaskPageRequest, seqs: list[int], scanned_to: int | None = None
 ) -> str | None:
-    """The next page's cursor from the seqs read (one more than `limit`), None at the end;
-    `scanned_to`, where a bounded read stopped short, goes on from there."""
+    """The next page's cursor (None at the end); `scanned_to` resumes a bounded read that stopped
+    short."""
     if len(seqs) > request.limit:
         return encode_cursor(key, seqs[request.limit - 1], request.filters)
     if scanned_to is not None:
@@ -173,8 +171,7 @@ SCAN_BOUND = 20_000
 
 
 def scan_floor(top_seq: int | None, bottom_seq: int | None, bound: int = SCAN_BOUND) -> int | None:
-    """The lowest seq a page read in creation order reads; None when the bound reaches the first
-    task."""
+    """The lowest seq a page in creation order reads; None when the bound reaches the first task."""
     if top_seq is None or bottom_seq is None:
         return None
     floor = top_seq - bound + 1
@@ -196,8 +193,8 @@ def filter_bound(name: str) -> int:
 
 
 def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
-    """The statement a page is read with: the filter of fewest tasks within its bound through its
-    index, else creation order bounded by SCAN_BOUND."""
+    """The read of a page: through the index of the filter with fewest tasks, else creation order
+    bounded by SCAN_BOUND."""
     within = [
         (tasks, SORTED_FILTERS.index(name), name)
         for name, tasks in counted.items()

@@ -1,12 +1,6 @@
-"""What a task accepts as its result.
-
-No result may set a governance flag (`RESULT_GOVERNANCE_FLAGS`: a claim to have written to main
-or production, force-pushed, bypassed a protected ref or exposed secrets), whatever the task. A
-task whose metadata holds an envelope (`metadata["execution"]`, as the governed projection writes
-it) moreover only takes a result that meets its action's result contract (a JSON Schema, handed
-in by the shell), names the envelope's task and job and the binding it ran on, and echoes the
-envelope's `execution_digest`. A task without an envelope takes any other JSON object.
-"""
+"""What a task accepts as its result: never a governance flag set, and under an envelope only a
+result that meets its action's contract and echoes the envelope's task, job, binding and
+`execution_digest`."""
 
 from __future__ import annotations
 
