@@ -40,8 +40,7 @@ _ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 @attrs.frozen
 class Actor:
-    """A principal: `name`, `via` (how the request came, one of `VIAS`) and `roles` (a token's
-    roles, sorted)."""
+    """A principal: `name`, `via` (one of `VIAS`) and `roles` (a token's roles, sorted)."""
 
     name: str
     via: str
@@ -87,8 +86,7 @@ class Actor:
 
 
 def actor_from_stored(text: str | None) -> Actor | None:
-    """The actor an event row names; None for an older event or a text that is not one, since a
-    reader of the log must not fail on one row."""
+    """An event row's actor, None for none: a reader of the log must not fail on one row."""
     if text is None:
         return None
     try:

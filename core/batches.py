@@ -29,8 +29,7 @@ def structure_batch(
 
 
 def each_item(items: Sequence[Item], step: Callable[[Item], Answer]) -> list[Answer]:
-    """`step` over the items in order; a refusal keeps its class and code and says which item
-    it was (`item 3: ...`)."""
+    """`step` over the items in order; a refusal keeps its code and says which item it was."""
     answers = []
     for index, item in enumerate(items):
         try:

@@ -26,8 +26,7 @@ MAX_REVIEW_ATTEMPTS = 100
 
 @attrs.frozen
 class Seconds(Constraint):
-    """A finite number of seconds, whole or not, at most a year, positive (or zero where `zero`
-    allows it)."""
+    """A finite number of seconds up to a year, positive (or zero where `zero` allows it)."""
 
     zero: bool = False
 
@@ -60,8 +59,7 @@ class DatabaseSettings:
 
 @attrs.frozen(kw_only=True)
 class IdentitySettings:
-    """`[identity]`: who the command line acts as, declared and so unauthenticated; `--as` and
-    `AIOS_LEDGER_ACTOR` come first."""
+    """`[identity]`: who the command line acts as, declared and so unauthenticated."""
 
     actor: Annotated[str, Text(max_length=128)] | None = None
 
@@ -85,8 +83,7 @@ class WorkerSettings:
 
 @attrs.frozen(kw_only=True)
 class ReviewSettings:
-    """`[review]`: the reviewer's name (held against each result's author), its command, and its
-    bounds."""
+    """`[review]`: the reviewer's name (never a result's author), its command, and its bounds."""
 
     reviewer: Identifier | None = None
     exec: Command | None = None
@@ -97,16 +94,14 @@ class ReviewSettings:
 
 @attrs.frozen(kw_only=True)
 class AttestSettings:
-    """`[attest]`: the signing key that attests every landed governed write; none: writes land
-    unattested, and say so."""
+    """`[attest]`: the signing key of landed writes; without it they land unattested, and say so."""
 
     key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
 
 
 @attrs.frozen(kw_only=True)
 class CheckpointSettings:
-    """`[checkpoint]`: the signing key (or systemd credential), the log and witness keys `verify`
-    accepts, the witnesses `serve` pushes to, and how often it signs."""
+    """`[checkpoint]`: the signing key, the keys `verify` accepts, the witnesses, and how often."""
 
     key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     credential: Annotated[str, Text(max_length=255)] = "aios-ledger-checkpoint-key"
@@ -119,8 +114,7 @@ class CheckpointSettings:
 
 @attrs.frozen(kw_only=True)
 class ProjectionSettings:
-    """`[projection]`: the owner authorization id `project` runs under (the flag and the environment
-    come first)."""
+    """`[projection]`: the owner authorization id `project` runs under by default."""
 
     authorization_id: Identifier | None = None
 

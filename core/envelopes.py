@@ -129,8 +129,7 @@ RESERVED_ADAPTERS = frozenset(rule.fixed_adapter for rule in ACTIONS.values() if
 
 @attrs.frozen
 class EnvelopeAction:
-    """What `project_execution_envelope` adds to a binding, judged by the action's row of
-    `ACTIONS`."""
+    """What `project_execution_envelope` adds to a binding, judged by its row of `ACTIONS`."""
 
     action: Annotated[str, OneOf(tuple(ACTIONS))]
     adapter: Identifier

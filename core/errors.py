@@ -26,8 +26,7 @@ class LedgerError(Exception):
 
 
 class RetryLaterError(LedgerError):
-    """A refusal that time lifts after `retry_after` whole seconds; the API answers it with
-    `Retry-After`."""
+    """A refusal that `retry_after` whole seconds lift; the API sends `Retry-After`."""
 
     def __init__(self, code: str, detail: str = "", *, retry_after: int = 1) -> None:
         super().__init__(code, detail)
@@ -46,8 +45,7 @@ def _retry_later(code: str, detail: str, retry_after: int) -> RetryLaterError:
 
 
 class AuxiliaryRunError(LedgerError):
-    """A refusal or a terminal failure of an auxiliary run (`.field` names the field of
-    `INVALID_FIELD`)."""
+    """A refusal or a terminal failure of an auxiliary run."""
 
     def __init__(self, code: str, detail: str = "", *, field: str | None = None) -> None:
         super().__init__(code, detail)

@@ -26,8 +26,8 @@ MAX_LINE_CHARS = 8 * 1024 * 1024
 
 
 def event_message(event_id: int, event_type: str, data: object, *, typed: bool = True) -> str:
-    """One event's message; untyped it has no `event:` field, so that a browser's EventSource
-    dispatches every event to `onmessage`."""
+    """One event's message; untyped, so that a browser's EventSource gives every one to
+    `onmessage`."""
     # ASCII: U+2028, U+0085 and their like stay escaped, for the clients that split lines on
     # them too (Python's `str.splitlines`, httpx's `iter_lines`); the JSON is the same.
     line = json.dumps(data, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
@@ -38,8 +38,7 @@ def event_message(event_id: int, event_type: str, data: object, *, typed: bool =
 
 
 def opening_message(start_id: int, retry_milliseconds: int) -> str:
-    """The stream's first message: the reconnection delay and the event id the stream stands
-    after."""
+    """The stream's first message: the reconnection delay and the event id it stands after."""
     return f"retry: {retry_milliseconds}\nid: {start_id}\n\n"
 
 
@@ -69,8 +68,7 @@ class StreamedEvent:
 
 @attrs.define
 class StreamParser:
-    """The event-stream interpretation: `feed_text` gives the messages completed so far; `last_id`
-    and `retry` are the stream's state."""
+    """The event-stream interpretation; `last_id` and `retry` are the stream's state."""
 
     last_id: str = ""
     retry: int | None = None
@@ -110,8 +108,7 @@ class StreamParser:
             self.retry = int(value)
 
     def reconnected(self) -> None:
-        """A new connection: an unfinished message is dropped, as it is sent again after the last
-        id."""
+        """A new connection drops an unfinished message, which is sent again."""
         self._data, self._event, self._pending = [], "", ""
 
     def _dispatch(self) -> Iterator[StreamedEvent]:

@@ -58,8 +58,7 @@ class ApiTokenAnswer(TypedDict):
 
 
 class ApiTokenView(TypedDict):
-    """A token as `token list` shows it, never its secret nor digest; `grant` says why a grant is
-    what it is."""
+    """A token as `token list` shows it, never its secret nor digest."""
 
     name: str
     roles: list[str]
@@ -125,9 +124,8 @@ class ApiTokenRow:
 
 @attrs.frozen
 class TokenIssueRequest:
-    """Issue a token: its name (an agent's id, for an agent), its roles (1 to 5, distinct) and
-    the capabilities it may claim with (none by default; kept sorted and once each), or
-    `any_capability`: no ceiling, the owner's explicit choice (not with a list)."""
+    """Issue a token: its name, 1 to 5 roles, and the capabilities it may claim with, or
+    `any_capability`."""
 
     name: Identifier
     roles: list[Role]
@@ -206,8 +204,8 @@ def decide_issue_token(
     actor: Actor,
     digest: Sha256Hex,
 ) -> Decision[ApiTokenAnswer]:
-    """Store a new token's digest under its name, or a revoked name fenced by its revision; an
-    active name is `TOKEN_NAME_TAKEN`."""
+    """Store a new token's digest under a free or revoked name; an active one is
+    `TOKEN_NAME_TAKEN`."""
     require_timestamp(now)
     prior = state.prior
     roles_json = json.dumps(list(request.roles), separators=(",", ":"))
@@ -241,7 +239,7 @@ def decide_issue_token(
 def decide_revoke_token(
     state: TokenState, request: TokenRevokeRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[ApiTokenAnswer]:
-    """Revoke a name's token; a revoked one answers again writing nothing, an unknown one is
+    """Revoke a name's token; revoking again writes nothing, an unknown name is
     `TOKEN_NOT_FOUND`."""
     require_timestamp(now)
     prior = state.prior

@@ -33,8 +33,7 @@ def _payload(event: EventView) -> Mapping[str, Any]:
 
 
 def who_did_what(task_id: str, events: Iterable[EventView]) -> Accountability:
-    """The record of `task_id` from its events, in order (`unknown`: an event from before
-    actors)."""
+    """The record of `task_id` from its events, in order."""
     record: Accountability = {
         "task_id": task_id,
         "created_by": None,

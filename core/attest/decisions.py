@@ -33,8 +33,7 @@ NOTES_REF = "refs/notes/aios-attestations"
 
 
 def attestation_note(facts: CommitFacts, sign: Sign, keyid: str) -> JsonObject:
-    """The note for `facts`' commit: its SLSA Provenance and the review's VSA naming it, each signed
-    by `sign`."""
+    """The note for `facts`' commit: its SLSA Provenance and the review's VSA, each signed."""
     provenance = sign_envelope(provenance_statement(facts), sign, keyid)
     review = sign_envelope(review_statement(facts, sha256_hex(provenance)), sign, keyid)
     return {"schema": NOTE_SCHEMA, "provenance": provenance, "review": review}
@@ -108,8 +107,7 @@ class AttestRequest:
 def decide_attest_commit(
     state: AttestState, request: AttestRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[AttestationAnswer]:
-    """Record the note of an APPLIED write whose Statements are about its commit; an attested write
-    replays its first attestation."""
+    """Record the note of an APPLIED write; an attested write replays its first attestation."""
     require_timestamp(now)
     key, note = request.write_key, request.note
     if state.prior is not None:

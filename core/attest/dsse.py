@@ -28,14 +28,13 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def note_key_id(name: str, public_key: bytes) -> str:
-    """The C2SP signed-note key id of `public_key` named `name`, so that one key names itself the
-    same in checkpoints and attestations."""
+    """The C2SP key id of `public_key`, so that one key names itself alike in checkpoints and
+    attestations."""
     return key_id(name, ED25519, public_key).hex()
 
 
 def statement_bytes(statement: JsonObject) -> bytes:
-    """The payload a Statement is signed as, its canonical JSON, so that one Statement is always the
-    same bytes."""
+    """A Statement's canonical JSON, so that one Statement is always signed as the same bytes."""
     return canonical_json(statement).encode("ascii")
 
 
@@ -69,8 +68,7 @@ def _decode_base64(text: JsonValue, what: str) -> bytes:
 def open_envelope(
     envelope: JsonValue, public_key: bytes, check: SignatureCheck, keyid: str | None = None
 ) -> JsonObject:
-    """The Statement inside a DSSE envelope signed by `public_key`, or `ATTESTATION_INVALID` saying
-    why not; with `keyid`, only its signatures are tried."""
+    """The Statement of a DSSE envelope signed by `public_key`, else `ATTESTATION_INVALID`."""
     if not isinstance(envelope, dict):
         raise _refused("the envelope is not a JSON object")
     payload_type = envelope.get("payloadType")

@@ -23,8 +23,7 @@ PASSING_DECISIONS = frozenset({"SUCCEEDED"})
 
 @attrs.frozen
 class CommitFacts:
-    """What the ledger knows of a commit a governed write landed: the write, the attempt and agent,
-    the envelope, the evidence its review read, and the verdict (None where not recorded)."""
+    """What the ledger knows of a commit a governed write landed (None where not recorded)."""
 
     repository: str
     branch: str
@@ -86,8 +85,7 @@ def _without_none(mapping: dict[str, JsonValue]) -> JsonObject:
 
 
 def provenance_statement(facts: CommitFacts) -> JsonObject:
-    """SLSA Provenance v1 of the commit: built by the agent's attempt under the ledger from the
-    task's envelope."""
+    """SLSA Provenance v1 of the commit, built by the agent's attempt under the ledger."""
     dependencies: list[JsonValue] = [
         {"uri": f"git+{facts.repository}", "name": "base", "digest": {"gitCommit": facts.base_oid}}
     ]
@@ -164,14 +162,12 @@ def provenance_statement(facts: CommitFacts) -> JsonObject:
 
 
 def review_policy(facts: CommitFacts) -> JsonObject:
-    """The policy the review applied: the success criteria and the governance facts the ledger held
-    the proposal to."""
+    """The success criteria and the governance facts the ledger held the proposal to."""
     return {"success_criteria": facts.success_criteria, "governance": facts.governance}
 
 
 def _review_inputs(facts: CommitFacts, provenance_digest: str | None) -> list[JsonValue]:
-    """What the reviewer verified from: the provenance, and the auxiliary review run when the
-    verifier is a named reviewer."""
+    """The provenance, and the review run when the verifier is a named reviewer."""
     inputs: list[JsonValue] = []
     if provenance_digest is not None:
         inputs.append(
@@ -192,8 +188,7 @@ def _review_inputs(facts: CommitFacts, provenance_digest: str | None) -> list[Js
 
 
 def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -> JsonObject:
-    """SLSA VSA v1 of the review: PASSED when the verdict was SUCCEEDED; `provenance_digest` names
-    the provenance it covers."""
+    """SLSA VSA v1 of the review: PASSED when the verdict was SUCCEEDED."""
     passed = facts.decision in PASSING_DECISIONS
     verifier = (
         f"{LEDGER_URI}/reviewers/{facts.reviewer}"

@@ -55,8 +55,7 @@ def _invalid(field: str, detail: str) -> AuxiliaryRunError:
 
 
 def _invalid_fields(*, named: bool) -> Refusal:
-    """`INVALID_FIELD` with `.field` the first problem's path, under the record's name when
-    `named`."""
+    """`INVALID_FIELD` naming the first problem's path, under the record's name when `named`."""
 
     def refuse(what: str, problems: Sequence[Problem]) -> AuxiliaryRunError:
         paths = [problem.at(what if named else "") or what for problem in problems]
@@ -352,8 +351,7 @@ def spec_digest_of(spec_text: str) -> str:
 
 @attrs.frozen
 class CheckedSpawn:
-    """A spawn `check_spawn` accepted, with what `decide_spawn` stores taken at the check, so that a
-    spec's dict changed afterwards changes nothing written."""
+    """A checked spawn, with what `decide_spawn` stores taken at the check."""
 
     spec: AuxiliaryRunSpec
     spec_text: str
@@ -362,8 +360,7 @@ class CheckedSpawn:
 
 
 def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSpawn:
-    """What `spawn` refuses before anything is stored, checked by the shell outside the write
-    lock."""
+    """What `spawn` refuses before anything is stored, checked outside the write lock."""
     if not isinstance(spec, AuxiliaryRunSpec):
         raise _invalid("spec", "must be an AuxiliaryRunSpec")
     if not isinstance(evidence, EvidenceSnapshot):

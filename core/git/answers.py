@@ -32,8 +32,7 @@ class RepositoryAnswer(TypedDict):
 
 
 class RepositorySettingsAnswer(TypedDict):
-    """A change of a repository's settings: the settings after it, those it changed, and the
-    revision written."""
+    """A settings change: the settings after it, those it changed, the revision."""
 
     name: str
     idempotency_key: str

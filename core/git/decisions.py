@@ -95,8 +95,7 @@ OUTCOME_EVENTS = {
 
 @attrs.frozen
 class RepositoryState:
-    """The repository already registered under the request's name (None: none), and the log's
-    tail."""
+    """The repository already registered under the name (None: none), and the tail."""
 
     prior: RepositoryRow | None
     tail: LogTail
@@ -110,9 +109,7 @@ def decide_register_repository(
     actor: Actor,
     head_branch: str | None,
 ) -> Decision[RepositoryAnswer]:
-    """Register a bare repository under the name bindings use, with its protected patterns and
-    settings (defaults for those not given). The same registration again is a replay; another under
-    a taken name is `REPOSITORY_CONFLICT`."""
+    """Register a bare repository under the name bindings use; the same again replays."""
     require_timestamp(now)
     patterns = protected_patterns(
         head_branch, request.protected, default_protection=request.default_protection
@@ -170,8 +167,7 @@ def decide_register_repository(
 
 @attrs.frozen
 class RepositorySettingsState:
-    """The repository whose settings change (None: not registered), the change already made under
-    the request's key, and the log's tail."""
+    """The repository, the change already made under the key, and the log's tail."""
 
     repository: RepositoryRow | None
     prior: RepositorySettingsChangeRow | None
@@ -216,9 +212,7 @@ def decide_change_repository_settings(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RepositorySettingsAnswer]:
-    """Change a registered repository's settings as its owner: one compare-and-swap on its revision
-    (and `expected_revision`), recorded under its key, and a sealed `REPOSITORY_SETTINGS_CHANGED`.
-    The same key replays before any other check."""
+    """Change a repository's settings: a CAS on its revision, recorded under its key."""
     require_timestamp(now)
     digest = request_digest(SETTINGS_OPERATION, request.name, request.public())
     prior = state.prior
@@ -328,8 +322,7 @@ def attempt_of_proposal(proposal_id: str) -> int:
 
 @attrs.frozen
 class ProposalState:
-    """The task, the repository its binding names, the proposal already recorded for its current
-    attempt, and the log's tail."""
+    """The task, its repository, the current attempt's proposal, and the log's tail."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -353,8 +346,7 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 
 @attrs.frozen
 class WorkspaceGrant:
-    """What a remote worker may read to make a claim's workspace: the binding and its governed
-    repository."""
+    """What a remote worker may read to make a claim's workspace."""
 
     binding: GovernedExecutionBinding
     repository: RepositoryRow
@@ -369,8 +361,7 @@ def grant_workspace(
     lease_token: str,
     now: Timestamp,
 ) -> WorkspaceGrant:
-    """Whether `agent_id` may read the base of the task's binding: only the holder, under the
-    attempt's live lease, of a task bound to a registered repository."""
+    """Whether `agent_id` may read the base of the task's binding: only its live holder."""
     require_timestamp(now)
     found = _require_task(task_id, task)
     if found.claimed_by != agent_id:
@@ -389,10 +380,8 @@ def admit_proposal(
     now: Timestamp,
     agent_id: str | None = None,
 ) -> TaskRow:
-    """The cheap checks before a proposal's bundle is decoded, stored or scanned (a scan costs
-    seconds): the task exists, the caller holds it under its live lease. An attempt that proposed
-    already is admitted to its agent so that `decide_record_proposal` can replay or refuse it by
-    digest."""
+    """The cheap checks before a bundle is decoded or scanned (a scan costs seconds): the task
+    exists and the caller holds its live lease."""
     require_timestamp(now)
     found = _require_task(task_id, task)
     if agent_id is not None and found.claimed_by not in (None, agent_id):
@@ -405,8 +394,7 @@ def admit_proposal(
 def proposal_replay(
     task: TaskRow, prior: ProposalRow | None, bundle_sha256: str
 ) -> ProposalAnswer | None:
-    """The recorded answer again for the same bundle, `PROPOSAL_CONFLICT` for another, None when the
-    attempt has not proposed; answered without a scan."""
+    """The answer again for the same bundle, `PROPOSAL_CONFLICT` for another, without a scan."""
     if prior is None:
         return None
     if prior.bundle_sha256 != bundle_sha256:
@@ -420,8 +408,7 @@ def proposal_replay(
 def decide_record_proposal(
     state: ProposalState, request: ProposalRecord, *, now: Timestamp, actor: Actor
 ) -> Decision[ProposalAnswer]:
-    """Record what an attempt's agent proposed, under its lease, with the facts the ledger computes
-    from it."""
+    """Record an attempt's proposal, under its lease, with the facts computed from it."""
     require_timestamp(now)
     task = _require_task(request.task_id, state.task)
     replayed = proposal_replay(task, state.prior, request.bundle_sha256)
@@ -491,8 +478,7 @@ def decide_record_proposal(
 
 @attrs.frozen
 class ScanChargeState:
-    """The task whose proposal's scan was refused, its repository, the refused scans its attempt was
-    charged, and the log's tail."""
+    """The task whose scan was refused, its repository, its charges, and the log's tail."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -503,8 +489,8 @@ class ScanChargeState:
 def decide_charge_scan(
     state: ScanChargeState, request: ScanCharge, *, now: Timestamp, actor: Actor
 ) -> Decision[ScanChargeAnswer]:
-    """Charge a refused scan to its agent's window (`admit_scan`), so that proposals that overrun
-    their budget cannot be repeated for free. Not keyed: every refused scan cost its seconds."""
+    """Charge a refused scan to its agent's window, so that overrunning proposals are not repeated
+    for free; not keyed, as every one cost its seconds."""
     require_timestamp(now)
     task = _require_task(request.task_id, state.task)
     repository = _require_repository(task_binding(task).repository, state.repository)
@@ -546,9 +532,7 @@ def decide_charge_scan(
 
 @attrs.frozen
 class WriteState:
-    """What intending a write reads: the task, its binding's repository and proposal, the target
-    ref's writer lease, the write and the refusal kept under the request's key, and the log's tail.
-    """
+    """What intending a write reads, including the write and refusal kept under its key."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -639,8 +623,7 @@ def governed_writable(status: str) -> bool:
 def decide_write_intent(
     state: WriteState, request: WriteRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
-    """Intend to move the binding's target to the proposal's head: every check the ledger can
-    make, the writer lease taken, the sealed `GOVERNED_WRITE_INTENDED` event."""
+    """Intend to move the binding's target: every check, the writer lease, the sealed intent."""
     require_timestamp(now)
     if state.prior is not None:
         return _replay_write(state.prior, request.task_id)
@@ -732,8 +715,7 @@ def decide_write_intent(
 
 
 def _attempted_write(state: WriteState) -> JsonObject:
-    """What a refused write attempted, as far as the ledger can say (None where the task has
-    none)."""
+    """What a refused write attempted, as far as the ledger can say."""
     attempted: JsonObject = {
         "repository": None,
         "branch": None,
@@ -768,9 +750,8 @@ def _attempted_write(state: WriteState) -> JsonObject:
 def decide_write_refusal(
     state: WriteState, request: WriteRequest, refused: LedgerError, *, now: Timestamp, actor: Actor
 ) -> Decision[RefusalAnswer] | None:
-    """Record a governed write refused by one of `WRITE_REFUSALS` as a sealed
-    GOVERNED_WRITE_REFUSED, without taking the lease. None for another code, a missing task, or a
-    key that holds a write; the same refusal replays."""
+    """Record a write refused by one of `WRITE_REFUSALS` as a sealed event, without the lease; None
+    when there is nothing to record."""
     if refused.code not in WRITE_REFUSALS:
         return None
     attempt = RefusedAttempt(
@@ -815,8 +796,8 @@ def outcome_of(
 def decide_write_outcome(
     state: OutcomeState, request: WriteOutcome, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
-    """Record what became of an intended write and free its lease; an applied write raises the
-    lease's generation to its own."""
+    """Record an intended write's outcome and free its lease, raising its generation when
+    applied."""
     require_timestamp(now)
     write = state.write
     if write is None or write.idempotency_key != request.idempotency_key:

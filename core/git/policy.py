@@ -38,8 +38,8 @@ def branch_of(ref: str) -> str | None:
 def protected_patterns(
     head_branch: str | None, requested: Sequence[str] | None, *, default_protection: bool = True
 ) -> list[str]:
-    """The patterns a repository is registered with: its HEAD branch always (the mainline is never
-    an agent's), the defaults unless `default_protection` is off, then those asked for."""
+    """HEAD's branch always (the mainline is never an agent's), the defaults unless off, then those
+    asked."""
     chosen: list[str] = []
     defaults = list(DEFAULT_PROTECTED) if default_protection else []
     for pattern in [*([head_branch] if head_branch else []), *defaults, *(requested or [])]:
@@ -49,8 +49,7 @@ def protected_patterns(
 
 
 def is_protected(ref: str, patterns: Iterable[str]) -> bool:
-    """Whether a ref matches any protected pattern, of branches (`release/*`) or full refs
-    (`refs/tags/*`)."""
+    """Whether a ref matches a protected pattern of branches or full refs."""
     branch = branch_of(ref)
     names = (ref,) if branch is None else (ref, branch)
     return any(fnmatchcase(name, pattern) for pattern in patterns for name in names)
@@ -66,8 +65,7 @@ def proposal_facts(
     protected: Sequence[str],
     head_branch: str | None,
 ) -> JsonObject:
-    """The governance facts of a proposal, with the baseline's sha256 sealed so that a later
-    allowlist is not the one it was judged by."""
+    """A proposal's governance facts, with the baseline's sha256 it was judged by."""
     touched = [ref for ref in refs if ref != "HEAD"]
     protected_touched = sorted(
         ref for ref in {*touched, target_ref} if is_protected(ref, protected)
@@ -111,8 +109,7 @@ def stated_disagreements(
     changed_files: Sequence[str],
     head_oid: str,
 ) -> list[str]:
-    """The fields whose stated governance facts differ from the computed ones; one left out states
-    nothing."""
+    """The fields whose stated governance facts differ from those computed."""
     wrong = [
         flag
         for flag in FACT_FLAGS
@@ -132,8 +129,7 @@ def stated_disagreements(
 def require_stated_work(
     result: Mapping[str, JsonValue], changed_files: Sequence[str], head_oid: str
 ) -> None:
-    """At submit, a result states the files and head of its attempt's proposal; its governance flags
-    are judged at the write."""
+    """A result states its proposal's files and head; its flags are judged at the write."""
     wrong = [
         name
         for name in stated_disagreements(result, {}, changed_files, head_oid)

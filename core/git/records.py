@@ -42,8 +42,7 @@ def _texts(table: str, key: str, column: str, raw: object) -> tuple[str, ...]:
 
 
 class RepositoryRow(NamedTuple):
-    """One row of `governed_repositories`; its settings' defaults are what a row registered before
-    them holds."""
+    """One row of `governed_repositories`, with its settings."""
 
     name: str
     path: str
@@ -98,8 +97,7 @@ class RepositoryRow(NamedTuple):
 
 
 class RepositorySettingsChangeRow(NamedTuple):
-    """One row of `repository_settings_changes`: a change under its key and the answer the key
-    replays."""
+    """One row of `repository_settings_changes`: a change and its key's answer."""
 
     idempotency_key: str
     repository: str
@@ -126,8 +124,7 @@ class RepositorySettingsChangeRow(NamedTuple):
 
 
 class ProposalRow(NamedTuple):
-    """One row of `task_proposals`: what an attempt's agent proposed (a bundle, stored by its
-    digest) and what the ledger found in it."""
+    """One row of `task_proposals`: an attempt's bundle and what the ledger found in it."""
 
     proposal_id: str
     task_id: str
@@ -170,8 +167,7 @@ class ProposalRow(NamedTuple):
 
 
 class ScanChargeRow(NamedTuple):
-    """One row of `agent_scan_charges`: a scan refused over budget, charged to its agent's window;
-    the `n`-th is `TASK#ATTEMPT#n`."""
+    """One row of `agent_scan_charges`; the `n`-th of an attempt is `TASK#ATTEMPT#n`."""
 
     charge_id: str
     repository: str
@@ -193,8 +189,7 @@ class ScanChargeRow(NamedTuple):
 
 
 class WriterLeaseRow(NamedTuple):
-    """One row of `writer_leases`: the write in flight on a ref (`holder`), and the highest
-    generation, which fences every lower one."""
+    """One row of `writer_leases`: the write in flight and the generation fencing lower ones."""
 
     lease_id: str
     repository: str

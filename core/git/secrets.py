@@ -33,9 +33,8 @@ _HEX_RUN = re.compile(rf"\b(?:[0-9a-fA-F]{{2}}){{{MIN_ENCODED // 2},}}\b")
 
 @attrs.frozen
 class ScanBudget:
-    """How much scanning one proposal may cost in bytes and seconds. A budget cut to what its agent
-    has left says so (`agent_bytes`, `agent_seconds`), since a scan past them is the agent's
-    refusal, `AGENT_SCAN_BUDGET_EXCEEDED`."""
+    """How much scanning one proposal may cost; `agent_bytes` and `agent_seconds` say the agent's
+    window cut it, which makes a scan past them its refusal."""
 
     max_bytes: int = DEFAULT_SCAN_BYTES
     max_seconds: float = DEFAULT_SCAN_SECONDS
@@ -79,8 +78,7 @@ class ScanBudget:
 
 
 def readable_text(data: bytes) -> str:
-    """A file's text when UTF-8 without NUL, else its printable runs: a key in a binary file is
-    still a key."""
+    """A file's text, or its printable runs: a key in a binary file is still a key."""
     if b"\0" not in data:
         try:
             return data.decode("utf-8")
@@ -100,8 +98,7 @@ def line_windows(line: str) -> Iterator[str]:
 
 
 def encoded_runs(text: str) -> Iterator[tuple[int, str]]:
-    """The base64 and hex runs of `text` worth decoding, with their 1-based line; wrapped base64
-    lines are joined."""
+    """The base64 and hex runs of `text` worth decoding, with their 1-based line."""
     wrapped: list[str] = []
     wrapped_from = 0
     for number, line in enumerate(text.splitlines(), start=1):

@@ -48,8 +48,7 @@ OPTIONS: dict[str, str] = {
 
 @attrs.frozen
 class Seconds(Constraint):
-    """A number of seconds in (0, `maximum`] (0 too with `zero`), never a bool, NaN or an infinity,
-    answered as a float."""
+    """Seconds in (0, `maximum`] (0 too with `zero`), never a bool or NaN, as a float."""
 
     maximum: float
     zero: bool = False
@@ -144,8 +143,8 @@ def _entries(document: dict[str, JsonValue], key: str) -> list[dict[str, JsonVal
 
 
 def baseline_document(text: str) -> dict[str, JsonValue]:
-    """A baseline in the shape `detect-secrets` writes, else `REPOSITORY_SETTING_INVALID`. A plugin
-    or filter that reads a file is refused: what the baseline does must be what is sealed."""
+    """A baseline as `detect-secrets` writes it; a plugin or filter that reads a file is refused,
+    since what runs must be what is sealed."""
     try:
         document = loads_document(text, what="secrets_baseline")
     except LedgerError as refused:
@@ -178,10 +177,7 @@ def baseline_document(text: str) -> dict[str, JsonValue]:
 
 @attrs.frozen
 class SettingsChange:
-    """The settings a request sets; each one not given (None) stays as it is (at registration:
-    its default). `secrets_baseline` is the baseline's JSON text (the shell reads the file);
-    `clear_secrets_baseline` removes the repository's baseline. Bad values of any kind are
-    `REPOSITORY_SETTING_INVALID`, naming the setting."""
+    """The settings a request sets (None: unchanged); a bad one is `REPOSITORY_SETTING_INVALID`."""
 
     secrets_baseline: Annotated[str, Text(max_length=MAX_BASELINE_CHARS)] | None = None
     clear_secrets_baseline: bool = False
