@@ -25,9 +25,8 @@ _Path: TypeAlias = "str | tuple[_Path, int | str]"
 
 
 def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH) -> JsonValue:
-    """Walk a value iteratively and refuse anything that is not plain, bounded JSON. It is on every
-    digest's path, so children certainly valid are accepted where met and paths are rendered only
-    for an error."""
+    """Refuse anything that is not plain, bounded JSON, iteratively. On every digest's path, so
+    values certainly valid are accepted where met and paths are built only for an error."""
     stack: list[tuple[object, int, _Path]] = [(value, 0, what)]
     pop = stack.pop
     push = stack.append
@@ -113,8 +112,7 @@ def dumps_canonical(value: object) -> str:
 
 
 def encode_checked(value: JsonValue) -> str:
-    """Canonical JSON text of a value already checked; what the encoder still refuses is
-    `JSON_INVALID`."""
+    """Canonical JSON text of a value already checked (else `JSON_INVALID`)."""
     try:
         return "".join(_ENCODE(value, 0))
     except (TypeError, ValueError, RecursionError) as exc:
@@ -135,8 +133,7 @@ def _python_encoder() -> Callable[[object, int], list[str] | tuple[str, ...]]:
 
 
 def _canonical_encoder() -> Callable[[object, int], list[str] | tuple[str, ...]]:
-    """The C encoder with canonical settings, made once, as `json.dumps` builds one per call; values
-    are bounded, so no cycle check."""
+    """The C encoder with canonical settings, made once, as `json.dumps` builds one per call."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return _python_encoder()

@@ -34,8 +34,8 @@ RFC3339 = (
 
 @attrs.frozen
 class Text(Constraint):
-    """Non-blank valid UTF-8 text, at most `max_length` characters, without NUL unless `nul` allows
-    it, matching `pattern` if given."""
+    """Non-blank valid UTF-8 of at most `max_length` characters, NUL only if `nul`, matching
+    `pattern`."""
 
     max_length: int | None = MAX_TEXT
     pattern: re.Pattern[str] | None = None

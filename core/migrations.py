@@ -134,8 +134,7 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
 
 
 def is_zero_x(known: Sequence[Migration], view: CatalogueView) -> bool:
-    """Whether the database is a 0.x ledger: its history holds a migration this version does not
-    know."""
+    """Whether the history holds a 0.x migration this version does not know."""
     applied = set(view.applied)
     return bool(applied - {m.version for m in known}) and applied <= ZERO_X_MIGRATIONS
 
@@ -150,8 +149,7 @@ def _refuse_zero_x(known: Sequence[Migration], view: CatalogueView) -> None:
 
 
 def plan_upgrade(known: Sequence[Migration], view: CatalogueView) -> bool:
-    """Whether `upgrade` has work: True for the last 0.x release, False for 1.0; anything else is
-    refused."""
+    """Whether `upgrade` has work: True for the last 0.x release, False for 1.0."""
     if is_zero_x(known, view):
         missing = sorted(ZERO_X_MIGRATIONS - set(view.applied))
         if missing:
@@ -174,8 +172,8 @@ def plan_upgrade(known: Sequence[Migration], view: CatalogueView) -> bool:
 def _refuse_missing_earlier(
     pending: Sequence[Migration], applied: Sequence[str], tables: frozenset[str]
 ) -> None:
-    """A pending migration that was applied once but lost its `schema_migrations` row: running it
-    again would fail half-way, so it is refused by version for the operator to restore the row."""
+    """An applied migration whose `schema_migrations` row was lost would fail half-way if run again:
+    refused by version, for the operator to restore the row."""
     if applied:
         newest = max(applied)
         missing = [m.version for m in pending if m.version < newest]
@@ -192,8 +190,7 @@ def _refuse_missing_earlier(
 
 
 def refuse_unless_current(known: Sequence[Migration], view: CatalogueView) -> None:
-    """With `migrate=False`, open only a database whose migrations are exactly the known ones; one
-    behind is `SCHEMA_TOO_OLD`."""
+    """With `migrate=False`, open only a database at exactly the known migrations."""
     plan = plan_migrations(known, view)
     if plan.is_current:
         return

@@ -82,15 +82,13 @@ def require_branch_name(name: str) -> str:
 
 
 def ambiguous_with(name: str, refs: Iterable[str]) -> list[str]:
-    """The refs besides `refs/heads/NAME` that `git rev-parse NAME` finds, which make the name
-    ambiguous."""
+    """The refs besides `refs/heads/NAME` that `git rev-parse NAME` also finds."""
     candidates = {pattern.format(name) for pattern in _OTHER_EXPANSIONS}
     return sorted(ref for ref in set(refs) if ref in candidates)
 
 
 def require_unambiguous_branch(name: str, refs: Iterable[str]) -> str:
-    """`name` if it is a branch name the ledger writes and no other ref goes by it, else
-    `REF_NAME_INVALID`."""
+    """`name` if the ledger writes it and no other ref goes by it."""
     require_branch_name(name)
     clashes = ambiguous_with(name, refs)
     if clashes:

@@ -43,8 +43,7 @@ class FieldRefused(Exception):
 
 
 class Constraint:
-    """`Annotated` metadata that checks a field's value; `__call__` returns the value or raises
-    `FieldRefused`."""
+    """`Annotated` metadata that checks a field's value, else `FieldRefused`."""
 
     def __call__(self, value: Any) -> Any:
         raise NotImplementedError
@@ -127,8 +126,7 @@ def unstructure(record: object) -> dict[str, Any]:
 
 
 def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
-    """The mapping a client sends for `record`: its public form and its `NOT_PUBLIC` fields, but
-    `without` the keys the wire carries elsewhere."""
+    """What a client sends for `record`, public and `NOT_PUBLIC` fields but `without`."""
     form = unstructure(record)
     kind: Any = type(record)
     for field in attrs.fields(kind):
@@ -140,8 +138,7 @@ def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def check_built(record: object, *, what: str, refuse: Refusal = FIELDS_INVALID) -> None:
-    """Refuse a record built directly whose fields would not structure, each through the very hook
-    `structure` uses."""
+    """Refuse a record built directly whose fields would not structure."""
     if was_structured(record):
         return
     problems = _problems_of_fields(record, ())
@@ -156,8 +153,8 @@ def register_kind(
     unstructure_as: Callable[[Any], Any] | None = None,
     schema: Mapping[str, Any] | None = None,
 ) -> None:
-    """Make `check` the structure hook of a `typing.NewType` field kind; `unstructure_as` gives its
-    public form, `schema` the JSON Schema keywords of what `check` accepts."""
+    """Make `check` the structure hook of a `NewType` kind; `schema` gives the JSON Schema of what
+    it accepts."""
     _KIND_CHECKS[kind] = check
     if schema is not None:
         _KIND_SCHEMAS[kind] = dict(schema)
@@ -166,8 +163,7 @@ def register_kind(
 
 
 def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
-    """Every problem in cattrs' error tree: unknown and missing fields together, then each refused
-    value at its path."""
+    """Every problem in cattrs' error tree: unknown and missing fields, then refused values."""
     if isinstance(refused, ClassValidationError):
         noted, unnoted = refused.group_exceptions()
         unknown = sorted(
@@ -274,8 +270,7 @@ def _items(value: Any, item_type: Any, container: Any) -> list[Any]:
 
 
 def _sequence_hook(container: Any) -> Callable[[Any, Any], Any]:
-    """A JSON array and nothing else for a list (a tuple field takes a tuple too); a set takes an
-    array of distinct items."""
+    """A JSON array for a list (or a tuple for a tuple); a set's items distinct."""
     origin = get_origin(container) or container
     args = get_args(container)
     item_type = args[0] if args else Any
@@ -439,8 +434,7 @@ _RECORD_HOOKS: dict[type, Callable[[Any, Any], Any]] = {}
 
 
 def complete_form(record: type[R]) -> type[R]:
-    """Class decorator: the mapping must name every field, defaults too, as stored and public forms
-    always do."""
+    """Class decorator: the mapping must name every field, as stored forms do."""
     _COMPLETE_FORMS.add(record)
     return record
 
@@ -535,8 +529,7 @@ _FIELD_CHECKS: dict[type, tuple[_FieldCheck, ...]] = {}
 
 
 def _problems_of_fields(record: object, path: Path) -> list[Problem]:
-    """Every field's problem; a value its unstructure hook cannot read goes to the structure hook as
-    it is, which says what it must be."""
+    """Every field's problem, as the structure hook words it."""
     problems: list[Problem] = []
     kind = type(record)
     for field in _FIELD_CHECKS.get(kind) or _field_checks_of(kind):

@@ -231,8 +231,7 @@ class SettingsChange:
 
 @attrs.frozen
 class AgentScanSpend:
-    """What an agent's scans to a repository spent within the window, charged refusals included, and
-    when the oldest was recorded (None: none)."""
+    """What an agent's scans to a repository spent in the window, and the oldest's time."""
 
     scans: int = 0
     scan_bytes: int = 0
@@ -257,8 +256,8 @@ def _retry_after(settings: RepositorySettings, spend: AgentScanSpend, now: Times
 def admit_scan(
     settings: RepositorySettings, spend: AgentScanSpend, *, agent_id: str, now: Timestamp
 ) -> ScanBudget:
-    """The budget a proposal's scan runs under: the per-proposal budget cut to what the agent has
-    left in the window, or `AGENT_SCAN_BUDGET_EXCEEDED` before the bundle is read."""
+    """A scan's budget, cut to what the agent has left, or `AGENT_SCAN_BUDGET_EXCEEDED` before any
+    read."""
     left_bytes = settings.agent_scan_max_bytes - spend.scan_bytes
     left_seconds = settings.agent_scan_max_seconds - spend.scan_seconds
     retry_after = _retry_after(settings, spend, now)

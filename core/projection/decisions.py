@@ -102,8 +102,7 @@ Reason = Annotated[str, Text(max_length=1000)]
 
 @attrs.frozen
 class _ProjectionFields:
-    """What both projections name: the task's expected state, the envelope, the owner's
-    authorization, the key and the reason."""
+    """What both projections name."""
 
     expected_status: TaskStatus
     expected_revision: Revision
@@ -169,8 +168,7 @@ class ProjectionCommand:
 
 @attrs.frozen
 class ProjectionState:
-    """What the decision reads: the task, its events in order, the answer and the refusal recorded
-    under the key, and the log's tail."""
+    """The task, its events in order, the answer and refusal under the key, and the tail."""
 
     task: TaskRow | None
     events: tuple[EventRow, ...]
@@ -258,8 +256,8 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
 
 
 def projection_expectations(task: TaskRow, job_id: str, execution_digest: str | None) -> JsonObject:
-    """The `expected_*` values an owner pins after reading a preview, so that a task or an envelope
-    that changes meanwhile is refused."""
+    """The `expected_*` values an owner pins, so that a task or envelope changed meanwhile is
+    refused."""
     return {
         "expected_status": task.status,
         "expected_revision": task.revision,
@@ -283,8 +281,7 @@ def decide_projection(
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
 ) -> Decision[ProjectionAnswer]:
-    """Every precondition of the projection, in the contract's order; `envelope` is what the
-    caller's resolver answered."""
+    """Every precondition, in the contract's order; `envelope` is the resolver's answer."""
     require_timestamp(now)
     prepared = prepare_projection(state, request, authorization_id=authorization_id)
     if isinstance(prepared, Replay):
@@ -369,8 +366,7 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
 
 
 def check_unprojected_task(task: TaskRow) -> JsonObject:
-    """The request-free checks of a task a projection may take, in the contract's order; answers the
-    task's metadata."""
+    """The request-free checks of a task a projection may take; answers its metadata."""
     if task.claimed_by is not None:
         raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
     if task.lease_token_hash is not None or task.lease_expires_at is not None:
@@ -387,8 +383,7 @@ def check_unprojected_task(task: TaskRow) -> JsonObject:
 
 
 def _transitions(events: tuple[EventRow, ...]) -> list[EventRow]:
-    """The task's events that moved it: a refused attempt on the chain changed neither row nor
-    revision, and must not make a later correct projection fail."""
+    """The events that moved the task: a refused attempt must not fail a later projection."""
     return [event for event in events if event.event_type not in REFUSAL_EVENTS]
 
 
@@ -524,9 +519,8 @@ def decide_projection_refusal(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a projection refused by one of `PROJECTION_REFUSALS` as a sealed event naming what was
-    asked (never the authorization id), leaving the task untouched. None for another code, a missing
-    task, or a key that answered a projection; the same refusal replays."""
+    """Record a projection refused by one of `PROJECTION_REFUSALS` as a sealed event (never naming
+    the authorization id); None when there is nothing to record."""
     if refused.code not in PROJECTION_REFUSALS:
         return None
     request = command.request

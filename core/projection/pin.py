@@ -31,8 +31,7 @@ PIN_KEY_PREFIX = "pin-"
 
 @attrs.frozen
 class PinRead:
-    """What the shell read for a pinned projection: the task and at most two of its bindings (a
-    second says which one is ambiguous)."""
+    """The task and at most two of its bindings (a second makes the job ambiguous)."""
 
     task_id: str
     task: TaskRow | None
@@ -41,8 +40,8 @@ class PinRead:
 
 @attrs.frozen
 class PinCommand:
-    """What the owner says; the default key derives from everything pinned, so the same read replays
-    and a changed task does not."""
+    """What the owner says; the default key derives from everything pinned, so a replay is a
+    replay."""
 
     adapter: str
     authorization_id: str | None
@@ -60,8 +59,7 @@ class PinnedProjection:
 
 
 def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
-    """Before resolving: the authorization, a task a projection may take, the job and the envelope's
-    capability."""
+    """Before resolving: the authorization, the task, the job and the envelope's capability."""
     require_authorization(command.authorization_id)
     task = require_task(read.task_id, read.task)
     check_unprojected_task(task)
@@ -80,8 +78,7 @@ def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
 def pin_projection(
     read: PinRead, command: PinCommand, call: ResolverCall, envelope: object
 ) -> PinnedProjection:
-    """The request whose `expected_*` fields are what was read and resolved, checked as the
-    projection will, and what it authorizes."""
+    """The request pinned to what was read and resolved, checked as the projection will."""
     authorization_id = require_authorization(command.authorization_id)
     task = require_task(read.task_id, read.task)
     check_unprojected_task(task)

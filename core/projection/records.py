@@ -35,8 +35,7 @@ class BindingRow:
 
 
 class ProjectionLedgerRow(NamedTuple):
-    """One row of `task_initial_execution_projections` or of
-    `task_source_capture_projection_recoveries` (the two ledgers have the same columns)."""
+    """One row of either projection ledger, which share their columns."""
 
     idempotency_key: str
     task_id: str

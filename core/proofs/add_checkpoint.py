@@ -51,8 +51,7 @@ WITNESS_STATUS = {
 
 @attrs.frozen
 class AddCheckpointRequest:
-    """An `add-checkpoint` body: the old size, the consistency proof, and the checkpoint's note, its
-    signatures unchecked."""
+    """An `add-checkpoint` body, its note's signatures unchecked."""
 
     old_size: int
     proof: tuple[bytes, ...]
@@ -106,8 +105,7 @@ def _hash_line(line: str) -> bytes:
 def trusted_checkpoint(
     request: AddCheckpointRequest, log_keys: Iterable[VerifierKey], check: SignatureCheck
 ) -> Checkpoint:
-    """The request's checkpoint when a key the witness trusts for its origin signed it, else 404 or
-    403."""
+    """The checkpoint, when a key trusted for its origin signed it; else 404 or 403."""
     checkpoint = request.checkpoint
     keys = [key for key in log_keys if key.name == checkpoint.origin and key.key_type == ED25519]
     if not keys:
@@ -122,16 +120,15 @@ def trusted_checkpoint(
 
 
 def resumed_size(cosigned_sizes: Iterable[int | None]) -> int:
-    """The old size a log sends a witness it knows nothing of yet: the largest its accepted
-    witnesses cosigned, else 0. A wrong guess costs only the witness's 409 with its size."""
+    """The old size for a witness a restarted log knows nothing of: the largest its accepted
+    witnesses cosigned, else 0; a wrong guess costs one 409."""
     return max((size for size in cosigned_sizes if size is not None), default=0)
 
 
 def decide_add_checkpoint(
     state: WitnessState | None, request: AddCheckpointRequest, *, now: Timestamp
 ) -> CosignPlan:
-    """Whether a witness that last cosigned `state` (None: never) cosigns the trusted checkpoint at
-    `now`, in the spec's order of refusals."""
+    """Whether a witness that last cosigned `state` cosigns the trusted checkpoint at `now`."""
     checkpoint, old = request.checkpoint, request.old_size
     if old > checkpoint.size:
         raise LedgerError(

@@ -78,8 +78,7 @@ class Checkpoint:
 
     @classmethod
     def parse(cls, text: str) -> Checkpoint:
-        """A checkpoint from a note's text; CHECKPOINT_INVALID unless it has an origin, a size, a
-        root and newline-ended lines."""
+        """A checkpoint from a note's text, else CHECKPOINT_INVALID."""
         if not isinstance(text, str) or not text.endswith("\n"):
             raise LedgerError("CHECKPOINT_INVALID", "a checkpoint's text ends in a newline")
         lines = text[:-1].split("\n")
@@ -103,8 +102,7 @@ def checkpoint_message(checkpoint: Checkpoint) -> bytes:
 
 
 def signed_checkpoint(checkpoint: Checkpoint, log_key: VerifierKey, signature: bytes) -> SignedNote:
-    """The checkpoint's note with the log's signature; the log's key is named as the checkpoint's
-    origin."""
+    """The checkpoint's note signed by the log's key, named as its origin."""
     if log_key.name != checkpoint.origin or log_key.key_type != ED25519:
         raise LedgerError("CHECKPOINT_INVALID", "the log's Ed25519 key is named as its origin")
     return SignedNote(checkpoint.body(), (ed25519_signature(log_key, signature),))
@@ -142,8 +140,7 @@ def _require_timestamp(timestamp: object) -> None:
 
 
 def checkpoint_root(checkpoint: Checkpoint, size: int) -> bytes:
-    """The root a proof of a tree of `size` leaves is checked against; PROOF_REJECTED when the
-    checkpoint signs another size."""
+    """The root a proof of `size` leaves is checked against, else PROOF_REJECTED."""
     if checkpoint.size != size:
         raise LedgerError(
             "PROOF_REJECTED",
@@ -167,8 +164,7 @@ def open_checkpoint(
     *,
     origin: str | None = None,
 ) -> OpenedCheckpoint:
-    """A checkpoint of `origin` (by default the key's name) that `log_key` signed, or the refusal of
-    the note."""
+    """A checkpoint of `origin` (default: the key's name) that `log_key` signed."""
     if log_key.key_type != ED25519:
         raise LedgerError("NOTE_KEY_INVALID", "a log's key is an Ed25519 (0x01) key")
     opened = open_note(message, [log_key], check)
@@ -185,8 +181,7 @@ def open_checkpoint(
 def verified_cosignatures(
     note: SignedNote, witnesses: Iterable[VerifierKey], check: SignatureCheck
 ) -> tuple[NoteSignature, ...]:
-    """The cosignatures on `note` by one of `witnesses`, each checked (COSIGNATURE_INVALID); other
-    keys' lines are ignored."""
+    """The cosignatures on `note` by one of `witnesses`, each checked; others ignored."""
     keys = [key.as_type(COSIGNATURE_V1) for key in witnesses]
     found: list[NoteSignature] = []
     for signature in note.signatures:
@@ -205,8 +200,7 @@ def verified_cosignatures(
 
 
 def cosigned_note(stored: str, cosignatures: Sequence[NoteSignature]) -> str:
-    """A stored checkpoint note with one cosignature line per witness key, a newer replacing an
-    older."""
+    """A checkpoint note with one cosignature line per witness key, the newest."""
     note = parse_note(stored)
     for signature in cosignatures:
         note = note.with_signature(signature)
@@ -296,8 +290,7 @@ def consistency_proof_needed(last: WitnessState | None, checkpoint: Checkpoint) 
 
 @attrs.frozen
 class CosignRequest:
-    """A checkpoint already verified as the log's, and the consistency proof
-    `consistency_proof_needed` asked for."""
+    """A checkpoint verified as the log's, and the consistency proof asked for."""
 
     checkpoint: Checkpoint
     proof: tuple[bytes, ...] | None = None
@@ -306,8 +299,8 @@ class CosignRequest:
 def decide_cosign(
     state: WitnessState | None, request: CosignRequest, *, now: Timestamp
 ) -> CosignPlan:
-    """Whether a witness that last cosigned `state` (None: never) cosigns the request's checkpoint
-    at `now`: refused for another log, a smaller tree, or another root."""
+    """Whether a witness that last cosigned `state` (None: never) cosigns the checkpoint at
+    `now`."""
     timestamp = require_timestamp(now).epoch_ms // 1000
     _require_timestamp(timestamp)
     last, checkpoint, proof = state, request.checkpoint, request.proof

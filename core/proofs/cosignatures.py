@@ -36,8 +36,7 @@ def timestamped_signature(timestamp: int, signature: bytes) -> bytes:
 
 
 def split_cosignature(signature: bytes) -> tuple[int, bytes] | None:
-    """(timestamp, Ed25519 signature) of a cosignature line's bytes after its key ID, or None
-    when they are not 8 + 64 bytes with a timestamp below 2**63."""
+    """(timestamp, signature) of a cosignature line after its key ID, None when malformed."""
     if len(signature) != COSIGNATURE_SIZE:
         return None
     timestamp = int.from_bytes(signature[:TIMESTAMP_SIZE], "big")

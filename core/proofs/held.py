@@ -47,8 +47,7 @@ class StoredCosignature:
 
 
 class CheckpointHold:
-    """The check of one walk's stored checkpoints: `reached` at each tree size from 0, then
-    `finish`; `findings` grows as it goes."""
+    """The check of one walk's stored checkpoints: `reached` at each size, then `finish`."""
 
     def __init__(
         self,
@@ -85,8 +84,7 @@ class CheckpointHold:
         self.findings.append(Finding(code, None, detail, table=TABLE, key=str(row.checkpoint_id)))
 
     def _advance(self) -> None:
-        """The next row whose size is a tree size; a row with none, written behind the ledger's
-        back, is reported."""
+        """The next row whose size is a tree size, reporting a row with none."""
         self._next = next(self._rows, None)
         while self._next is not None and not _is_size(self._next.tree_size):
             self._note(CHECKPOINT_MISMATCH, self._next, "the checkpoint's size is not a tree size")
@@ -94,8 +92,7 @@ class CheckpointHold:
             self._next = next(self._rows, None)
 
     def reached(self, frontier: Frontier) -> None:
-        """Hold the checkpoints of `frontier.size` to its root; the walk tells every size, so none
-        is passed over."""
+        """Hold the checkpoints of `frontier.size` to the tree's root."""
         root: bytes | None = None
         while self._next is not None and self._next.tree_size == frontier.size:
             root = frontier.head().root if root is None else root
@@ -129,8 +126,7 @@ class CheckpointHold:
             )
 
     def _signed(self, row: CheckpointRow) -> None:
-        """The note says what the row says and verifies under the ledger's key when known; then its
-        cosignatures."""
+        """The note says what the row says and verifies when the key is known."""
         try:
             if not isinstance(row.note, str):
                 raise LedgerError("NOTE_INVALID", "the stored note is not text")
@@ -165,8 +161,7 @@ class CheckpointHold:
         self.signatures_checked += 1
 
     def _held_cosignatures(self, row: CheckpointRow, body: str | None) -> None:
-        """The stored cosignatures of `row`, each by a known witness held to `body` (None: no
-        checkpoint)."""
+        """The stored cosignatures of `row`, held to its checkpoint `body`."""
         while (
             self._next_cosignature is not None
             and self._next_cosignature.checkpoint_id == row.checkpoint_id

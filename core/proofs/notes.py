@@ -56,8 +56,7 @@ def key_id(name: str, key_type: int, public_key: bytes) -> bytes:
 
 
 def _b64decode(text: str) -> bytes | None:
-    """Standard padded base64 in its canonical spelling only, so that one signature or key has one
-    text."""
+    """Canonical padded base64 only, so that one signature or key has one text."""
     try:
         decoded = base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError):
@@ -90,8 +89,7 @@ class VerifierKey:
 
     @classmethod
     def parse(cls, text: object) -> VerifierKey:
-        """A verifier key from its text; NOTE_KEY_INVALID unless its name, ID and Ed25519 key
-        agree."""
+        """A verifier key from its text, else NOTE_KEY_INVALID."""
         if not isinstance(text, str):
             raise LedgerError("NOTE_KEY_INVALID", "a verifier key is text")
         parts = text.strip().split("+", 2)
@@ -112,8 +110,8 @@ class VerifierKey:
 
 @attrs.frozen(repr=False)
 class SignerKey:
-    """A private Ed25519 key by name. Only Ed25519 can derive its public key from the seed, so the
-    shell derives it and `verifier(public_key)` checks the key ID."""
+    """A private Ed25519 key by name. Only Ed25519 derives its public key, so the shell does and
+    `verifier(public_key)` checks the key ID."""
 
     name: str
     stated_key_id: bytes
@@ -123,8 +121,7 @@ class SignerKey:
         return f"SignerKey({self.name!r}, {self.stated_key_id.hex()})"
 
     def verifier(self, public_key: bytes) -> VerifierKey:
-        """The verifier key of this seed's `public_key`; NOTE_KEY_INVALID when the written key ID is
-        not its."""
+        """The verifier key of `public_key`, if the written key ID is its."""
         key = VerifierKey(self.name, ED25519, public_key)
         if key.key_id != self.stated_key_id:
             raise LedgerError("NOTE_KEY_INVALID", "the signer key's ID is not its public key's")
@@ -188,8 +185,7 @@ class SignedNote:
         return self.text + "\n" + "".join(signature.line() for signature in self.signatures)
 
     def with_signature(self, signature: NoteSignature) -> SignedNote:
-        """The note with `signature` added last, replacing one by the same key as Go's note.Sign
-        does."""
+        """The note with `signature` last, replacing the same key's, as Go does."""
         kept = tuple(
             held
             for held in self.signatures
@@ -207,8 +203,7 @@ def _check_text_characters(message: str) -> None:
 
 
 def note_text(text: str) -> str:
-    """`text` as a note's text: NOTE_INVALID unless it ends in a newline with no other control
-    character."""
+    """`text` as a note's text, else NOTE_INVALID."""
     if not isinstance(text, str) or not text.endswith("\n"):
         raise LedgerError("NOTE_INVALID", "a note's text ends in a newline")
     _check_text_characters(text)
@@ -216,8 +211,7 @@ def note_text(text: str) -> str:
 
 
 def parse_note(message: str | bytes) -> SignedNote:
-    """A signed note from its bytes or text, its signatures unchecked; NOTE_INVALID unless
-    well-formed."""
+    """A signed note, its signatures unchecked; NOTE_INVALID unless well-formed."""
     if isinstance(message, bytes):
         if len(message) > MAX_NOTE_BYTES:
             raise LedgerError("NOTE_INVALID", f"a note is at most {MAX_NOTE_BYTES} bytes")
@@ -261,8 +255,7 @@ def ed25519_signature(key: VerifierKey, signature: bytes) -> NoteSignature:
 
 @attrs.frozen
 class OpenedNote:
-    """A note whose signatures were checked: those that verified under a known key, and those of
-    unknown keys."""
+    """A note whose signatures were checked, and those of unknown keys."""
 
     note: SignedNote
     verified: tuple[NoteSignature, ...]
@@ -274,8 +267,7 @@ class OpenedNote:
 
 
 def signed_message(key: VerifierKey, text: str, signature: bytes) -> tuple[bytes, bytes] | None:
-    """What a signature of `key`'s type signs over `text`, with the Ed25519 signature inside it;
-    None when malformed."""
+    """What a signature of `key`'s type signs, and the signature; None when malformed."""
     if key.key_type == ED25519:
         if len(signature) != ED25519_SIGNATURE_SIZE:
             return None
@@ -292,8 +284,8 @@ def signed_message(key: VerifierKey, text: str, signature: bytes) -> tuple[bytes
 def open_note(
     message: str | bytes | SignedNote, known: Iterable[VerifierKey], check: SignatureCheck
 ) -> OpenedNote:
-    """Parse a note and check its signatures against `known`, as Go's note.Open does: a known key's
-    signature must verify, unknown ones are kept aside, and at least one must verify."""
+    """Check a note's signatures against `known`, as Go's note.Open does: a known key's must verify,
+    and at least one must."""
     note = message if isinstance(message, SignedNote) else parse_note(message)
     by_id: dict[tuple[str, bytes], VerifierKey] = {}
     for known_key in known:

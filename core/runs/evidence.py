@@ -138,8 +138,8 @@ def build_evidence_snapshot(
     events: Sequence[RunEventRow],
     tail: Sequence[RunEventRow] = (),
 ) -> EvidenceSnapshot:
-    """The snapshot of `run` for `request`. The shell reads `max_events + 1` rows so that what does
-    not fit marks it `truncated`; a kept tail is filled first, then the head."""
+    """The snapshot of `run` for `request`, from `max_events + 1` rows so that what does not fit
+    marks it `truncated`; a kept tail first, then the head."""
     request.validate()
     target = request.target
     if run is None or run.run_id != target.run_id:
@@ -192,8 +192,7 @@ def _first_that_fit(
 def _head_and_tail(
     events: Sequence[RunEventRow], request: EvidenceReadRequest
 ) -> list[RunEventRow]:
-    """The run's last events that fit the byte limit (newest first), then the first events that fit
-    what is left."""
+    """The last events that fit (newest first), then the first that fit what is left."""
     tail: list[RunEventRow] = []
     used = 0
     for event in reversed(events[-request.tail_limit :]):
@@ -284,8 +283,7 @@ class RunCreateState:
 
 @attrs.frozen
 class RunState:
-    """What appending to a run reads: the run, for an attempt's evidence run its task, and the log's
-    tail."""
+    """The run, an evidence run's task, and the log's tail."""
 
     run: RunRow | None
     task: TaskRow | None = None
@@ -294,8 +292,7 @@ class RunState:
 
 @attrs.frozen
 class AttemptRunState:
-    """What creating an attempt's run after its claim reads: the task, the run of the attempt's id,
-    and the log's tail."""
+    """The task, the attempt's run if any, and the log's tail."""
 
     task: TaskRow | None
     existing: RunRow | None
@@ -305,8 +302,7 @@ class AttemptRunState:
 def decide_create_run(
     state: RunCreateState, request: RunCreateRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RunAnswer]:
-    """A new run, or the same run again when `run_id` names an identical one; an attempt's run is
-    created by its claim (RUN_ID_RESERVED)."""
+    """A new run, or the same again; an attempt's run is its claim's (RUN_ID_RESERVED)."""
     require_timestamp(now)
     refuse_reserved(request.session_id, request.run_id)
     return _create_run(state.existing, request, state.tail, now, actor)
@@ -315,8 +311,7 @@ def decide_create_run(
 def decide_create_attempt_run(
     state: AttemptRunState, request: AttemptRunRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RunAnswer]:
-    """The evidence run of a claimed attempt, for a claim recorded before claims created their runs;
-    an unclaimed attempt's run is RUN_NOT_FOUND."""
+    """The evidence run of an attempt claimed before claims created runs."""
     require_timestamp(now)
     task_id, attempt = request.task_id, request.attempt
     if state.task is None:
@@ -386,9 +381,8 @@ def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
 def decide_append_run_event(
     state: RunState, request: RunEventAppendRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[RunEventAnswer]:
-    """The next event of a run: a CAS on its event count, the event row, and a sealed
-    `RUN_EVENT_APPENDED` covering it. Ownership is decided on the rows the append's own transaction
-    read, so no claim can move between the check and the write."""
+    """A run's next event, a CAS on its event count, sealed. Ownership is decided on the rows this
+    transaction read, so no claim moves between check and write."""
     require_timestamp(now)
     run = state.run
     if run is None:
@@ -443,8 +437,7 @@ _TOKEN_VIAS = frozenset({VIA_HTTP, VIA_MCP, VIA_CONSOLE})
 
 
 def _owns(run: RunRow, task: TaskRow | None, agent: str) -> bool:
-    """Whether `agent` owns `run`: its own session's run, or the evidence run of the attempt it
-    holds now."""
+    """Whether `agent` owns `run`: its session's, or the evidence run it holds now."""
     if not (is_reserved_session(run.session_id) or is_reserved_run(run.run_id)):
         return run.session_id == agent
     return (
@@ -459,8 +452,7 @@ def _owns(run: RunRow, task: TaskRow | None, agent: str) -> bool:
 def _require_attempt_holder(
     run: RunRow, task: TaskRow | None, lease_token: str | None, now: Timestamp
 ) -> str | None:
-    """The attempt's holder, when `run` is the evidence run of the attempt `task` is CLAIMED at and
-    `lease_token` holds its live lease."""
+    """The holder of the attempt whose evidence run `run` is, under its live lease."""
     task_id = evidence_task(run.session_id)
     current = (
         task is not None

@@ -31,8 +31,7 @@ class TaskSummary(TypedDict):
 
 
 class CreateAnswer(TaskSummary):
-    """`awaiting_projection`: present for a task created governed, which no worker may claim before
-    its projection."""
+    """`awaiting_projection`: a governed task no worker may claim before its projection."""
 
     priority: int
     awaiting_projection: NotRequired[bool]
@@ -40,8 +39,7 @@ class CreateAnswer(TaskSummary):
 
 
 class ClaimAnswer(TaskSummary):
-    """The claimed task, its lease token (shown once), and its envelope, runtime input and budget
-    (None: none)."""
+    """The claimed task, its lease token (shown once), envelope, input and budget."""
 
     goal: str
     instructions: str
@@ -66,8 +64,7 @@ class ReleaseAnswer(TaskSummary):
 
 
 class SubmitAnswer(TaskSummary):
-    """`over_budget`: present when the submit reported usage; true leaves the result for a
-    person."""
+    """`over_budget` when usage was reported; true leaves the result for a person."""
 
     result_digest: str
     over_budget: NotRequired[bool]
@@ -84,8 +81,7 @@ class VerifyAnswer(TaskSummary):
 
 
 class MoveAnswer(TaskSummary):
-    """What an owner's move of a task answers: its summary, the status before, and whether it is a
-    replay."""
+    """An owner's move: the task's summary, its status before, and `idempotent`."""
 
     previous_status: str
     idempotent: bool
@@ -103,8 +99,7 @@ class ExpireAnswer(TypedDict):
 
 
 class TaskView(TypedDict):
-    """A `tasks` row as a reader sees it: each `*_json` column parsed (unparsable text kept as
-    text), and `last_holder`, the agent of its last claim."""
+    """A `tasks` row as a reader sees it, JSON parsed, with `last_holder`."""
 
     task_id: str
     goal: str

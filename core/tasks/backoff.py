@@ -52,8 +52,7 @@ def retry_delay_ms(policy: RetryPolicy, retry: int, jitter: float) -> int:
 
 
 def retry_not_before(policy: RetryPolicy, retry: int, jitter: float, now: Timestamp) -> Timestamp:
-    """When the `retry`-th retry may be claimed, rounded up, since rounding down would cut the wait
-    below its minimum."""
+    """When the `retry`-th retry may be claimed, rounded up so as never to cut the wait."""
     due = Timestamp.from_epoch_ms(now.epoch_ms + retry_delay_ms(policy, retry, jitter))
     stored = Timestamp.parse(due.text)
     return stored if stored.epoch_ms >= due.epoch_ms else stored.plus_seconds(1)

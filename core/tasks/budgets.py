@@ -89,9 +89,8 @@ class Usage:
 
 
 class SpendRow(NamedTuple):
-    """One row of `task_spend`: what one attempt reported it spent, who, where and on which UTC day,
-    inserted by its RESULT_SUBMITTED event and never changed. `spend_key` is `TASK_ID ATTEMPT` since
-    identifiers hold no space."""
+    """One row of `task_spend`: one attempt's reported spend, written by its submit and never
+    changed; `spend_key` is `TASK_ID ATTEMPT` as identifiers hold no space."""
 
     spend_key: str
     task_id: str
@@ -115,8 +114,7 @@ class SpendRow(NamedTuple):
 
 
 class SpendTotals(NamedTuple):
-    """A task's spend before a submit; a cost summed over more than one currency holds against no
-    budget."""
+    """A task's spend before a submit; a cost in several currencies holds against no budget."""
 
     input_tokens: int
     output_tokens: int
@@ -137,8 +135,7 @@ def spend_key(task_id: str, attempt: int) -> str:
 
 
 def budget_of(metadata: JsonObject, task_id: str) -> TaskBudget | None:
-    """The budget a task's metadata holds (None: none); one that does not read is
-    `TASK_ROW_CORRUPT`."""
+    """The budget in a task's metadata (None: none), else `TASK_ROW_CORRUPT`."""
     stored = metadata.get("budget")
     if stored is None:
         return None
@@ -149,8 +146,8 @@ def budget_of(metadata: JsonObject, task_id: str) -> TaskBudget | None:
 
 
 def over_budget(budget: TaskBudget | None, before: SpendTotals, usage: Usage) -> list[str]:
-    """The names of the limits the spend passes (empty: within budget). A cost in another currency
-    than the budget's cannot be held to it, so it counts as past it."""
+    """The limits the spend passes (empty: within budget); a cost in a currency not the budget's
+    counts as past it."""
     if budget is None:
         return []
     passed: list[str] = []

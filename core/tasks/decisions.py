@@ -85,9 +85,7 @@ R = TypeVar("R")
 @attrs.frozen
 class TaskState:
     """What a decision on one task reads under the write lock: the task (None: none), the log's
-    tail, the answer stored for its key (`prior`), and what one operation alone needs (a create's
-    `next_seq`, a verify's `result_author`, a submit's `spent` and `proposal`, a claim's
-    `candidates` in claim order and `passed` leases it takes over first)."""
+    tail, the answer stored for its key, and what one operation alone needs."""
 
     task: TaskRow | None
     tail: LogTail
@@ -102,16 +100,14 @@ class TaskState:
 
 @attrs.frozen
 class ExpiryState:
-    """What expiring leases reads: CLAIMED tasks whose leases may have passed, and the log's
-    tail."""
+    """CLAIMED tasks whose leases may have passed, and the log's tail."""
 
     tasks: tuple[TaskRow, ...]
     tail: LogTail
 
 
 class AttemptProposal(Protocol):
-    """What a submit reads of its attempt's proposal to a governed repository (the git domain's
-    `ProposalRow`), a protocol so that tasks need not import git."""
+    """An attempt's proposal as a submit reads it, so that tasks need not import git."""
 
     @property
     def task_id(self) -> str: ...
@@ -227,8 +223,7 @@ def _event(
     before: TaskRow | None,
     actor: Actor,
 ) -> EventAppend:
-    """The event of a transition that wrote `task` (`before`: None when it inserted it); its seal
-    covers the row."""
+    """The event of a transition that wrote `task` over `before`, its seal covering the row."""
     return EventAppend(
         task_id=task.task_id,
         agent_id=agent_id,
@@ -241,8 +236,7 @@ def _event(
 
 
 def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
-    """`event`, whose seal also covers the stored answer, so that `verify` finds an answer changed
-    by hand."""
+    """`event` also sealing the stored answer, so that `verify` finds one changed by hand."""
     return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
@@ -266,8 +260,7 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 
 
 def _check_holder(task: TaskRow, agent_id: str | None) -> None:
-    """A task another agent holds is `NOT_TASK_HOLDER`, whatever token the caller brings; a task
-    nobody holds is left to the lease check or the keyed replay."""
+    """A task another agent holds is `NOT_TASK_HOLDER`, whatever token comes with it."""
     if agent_id is not None and task.claimed_by is not None and task.claimed_by != agent_id:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task.task_id!r} is held by another agent")
 
@@ -301,8 +294,7 @@ def _move(
     lease_token: str | None = None,
     actor: Actor,
 ) -> _Move:
-    """The move `row` makes of `task` to `status`: the lease as the row says, the operation's own
-    `changes`, one more revision, and its event."""
+    """The move `row` makes of `task` to `status`, and its event."""
     after = _advance(
         task,
         now,
@@ -343,9 +335,8 @@ def typed_as(request: object, kind: type[R]) -> R:
 
 @attrs.frozen
 class Rules:
-    """What an operation on one task decides beyond its row, each optional: `prepare` checks inputs,
-    `check` its own rules, `changes` its columns, `payload` its event's facts, `records` rows its
-    event also seals (which may hold back `then`), `then` a second move in the same plan."""
+    """What an operation decides beyond its row, each optional; `records` are rows its event also
+    seals, which may hold back `then`, a second move."""
 
     prepare: Callable[[DecisionInputs, str], None] | None = None
     check: Callable[[TaskRow, Any, TaskState, DecisionInputs, Timestamp], None] | None = None
@@ -359,8 +350,7 @@ class Rules:
 
 @attrs.frozen
 class _Records:
-    """Rows an operation writes beside its task's row, sealed by its event; `held`: an over-budget
-    result is not verified automatically."""
+    """Rows beside the task's, sealed by its event; `held` stops the automatic verification."""
 
     writes: tuple[SqlWrite, ...]
     rows: tuple[RowImage, ...]
@@ -503,8 +493,7 @@ def _submit_then(
     *,
     judge: TaskTransition,
 ) -> _Move | None:
-    """A task verified automatically is judged in the same plan by `judge` (the verify
-    operation)."""
+    """A task verified automatically is judged in the same plan by `judge`."""
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
@@ -522,9 +511,8 @@ def _submit_then(
 def _submit_spend(
     task: TaskRow, request: SubmitRequest, state: TaskState, now: Timestamp
 ) -> _Records | None:
-    """The attempt's reported usage, recorded under the submit's sealed event and held against the
-    task's budget. A result past a limit is still recorded (nothing accepted is lost) but left
-    SUBMITTED for a person, marked over budget."""
+    """The attempt's reported usage, held against the task's budget. A result past a limit is still
+    recorded, as nothing accepted is lost, but left for a person."""
     usage = request.usage
     if usage is None:
         return None
@@ -583,8 +571,7 @@ def _judgement_changes(
 
 
 def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
-    """A verdict's facts: `automatic`, or `reviewer` as the edge authenticated it so that who
-    verified is sealed with the verdict; and a sent-back task's `not_before`."""
+    """A verdict's facts, sealing who verified; a sent-back task's `not_before`."""
 
     def payload(step: Step) -> JsonObject:
         facts: JsonObject = {}
@@ -609,8 +596,7 @@ def _judged(
     automatic: bool,
     actor: Actor,
 ) -> _Move:
-    """A SUBMITTED task after `judgement`: NEEDS_REWORK goes back to QUEUED behind the task's
-    backoff, or FAILED when used up."""
+    """A SUBMITTED task after `judgement`, rework behind its backoff."""
     status = row.next_status(task, judgement)
     changes = _judgement_changes(
         task, judgement, now, jitter=jitter, status=status, automatic=automatic
@@ -630,8 +616,7 @@ def _judged(
 def _verify_check(
     task: TaskRow, request: VerifyRequest, state: TaskState, inputs: DecisionInputs, now: Timestamp
 ) -> None:
-    """Separation of duties: the author of the result may not judge it (`SELF_REVIEW`); then the
-    result must be the one the verifier expects."""
+    """Separation of duties: a result's author may not judge it (`SELF_REVIEW`)."""
     reviewer = request.agent_id
     if reviewer is not None and reviewer == state.result_author:
         raise LedgerError(
@@ -767,8 +752,7 @@ _DAY_TWO = ("verification", "retry", "not_before", "budget", "governed")
 
 
 def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
-    """The task's metadata as stored, with its budget under the reserved key `budget`
-    (`core/tasks/budgets.py` says why)."""
+    """The metadata as stored, the budget under `budget` (`core/tasks/budgets.py`)."""
     metadata: JsonObject = dict(request.metadata)
     if request.budget is not None:
         metadata["budget"] = request.budget.public()
@@ -803,8 +787,7 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) ->
 
 
 def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
-    """A governed task waits for its initial projection, which applies only at revision 1: no run
-    and no write but the projection and a cancel may move it."""
+    """A governed task waits for its projection, which applies only at revision 1."""
     return LedgerError(
         "AWAITING_PROJECTION",
         f"task {task.task_id!r} was created governed and waits for its initial execution "
@@ -814,8 +797,8 @@ def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
 
 
 def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> None:
-    """An offer beyond the claimer's grant is refused rather than cut down, so that a worker
-    configured with more than its token allows learns it at once. `grant` None: no ceiling."""
+    """An offer beyond the grant is refused, not cut down, so that a worker configured beyond its
+    token learns it at once; `grant` None: no ceiling."""
     if grant is None:
         return
     extra = sorted(set(offered) - grant)
@@ -831,8 +814,7 @@ def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> No
 def first_claimable(
     candidates: Iterable[TaskRow], capabilities: Sequence[str], now: Timestamp, count: int
 ) -> list[TaskRow]:
-    """The first `count` of `candidates` a claimer offering `capabilities` may take now, checking no
-    more than needed."""
+    """The first `count` of `candidates` a claimer may take now, checking no more."""
     chosen: list[TaskRow] = []
     if count < 1:
         return chosen
@@ -845,8 +827,7 @@ def first_claimable(
 
 
 def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
-    """The CLAIMED tasks a claim takes over first, whose leases have passed; each once, in the order
-    read."""
+    """The CLAIMED tasks whose leases have passed, each once, in the order read."""
     seen: set[str] = set()
     passed: list[TaskRow] = []
     own = () if state.task is None else (state.task,)
@@ -860,8 +841,7 @@ def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
 
 
 def _claim_pool(state: TaskState, requeued: Mapping[str, TaskRow]) -> list[TaskRow]:
-    """What a claim may take, each as the plan leaves it, in claim order (larger priority first,
-    then creation order)."""
+    """What a claim may take, as the plan leaves it, in claim order."""
     own = () if state.task is None else (state.task,)
     pool: dict[str, TaskRow] = {}
     for task in (*own, *state.candidates, *requeued.values()):
@@ -878,8 +858,7 @@ def _claimed(
     now: Timestamp,
     actor: Actor,
 ) -> tuple[list[SqlWrite], EventAppend, ClaimAnswer]:
-    """One task claimed, with the attempt's evidence run in the same seal so that `verify` proves
-    the run like any other."""
+    """One task claimed, its evidence run in the same seal so that `verify` proves it."""
     status = row.next_status(task, request)
     run_id = evidence_run(task.task_id, task.attempt + 1)
 
@@ -947,10 +926,9 @@ def decide_claims(
     *,
     takeover: TaskTransition,
 ) -> Decision[Any] | None:
-    """A claim of one task or a batch (`ClaimBatchRequest`). The grant is checked before the replay,
-    so that a token may not offer what it was not granted; a replay gives back the caller's token,
-    which the request digest proves to be the original. `takeover`: the operation that takes over a
-    passed lease."""
+    """A claim of one task or a batch. The grant is checked before the replay, so that a token may
+    not offer what it was not granted; a replay gives back the caller's token, which the digest
+    proves."""
     state = typed_as(state, TaskState)
     batch = request if isinstance(request, ClaimBatchRequest) else None
     claim = typed_as(request, ClaimRequest) if batch is None else batch.claim()

@@ -32,8 +32,7 @@ SearchText = Annotated[str, Text(max_length=MAX_SEARCH)]
 
 @attrs.frozen
 class TaskFilters:
-    """What a page is filtered by (None: not by it); time bounds are normalised so that text order
-    is time order."""
+    """What a page is filtered by; time bounds normalised so that text order is time order."""
 
     status: TaskStatus | None = None
     agent: Identifier | None = None
@@ -101,8 +100,7 @@ def encode_cursor(key: bytes, seq: int, filters: TaskFilters) -> str:
 
 
 def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
-    """The `seq` a cursor starts after; `CURSOR_INVALID` unless this server issued it for these
-    filters."""
+    """The `seq` a cursor starts after, if this server issued it for these filters."""
     refused = LedgerError(
         "CURSOR_INVALID",
         "cursor: not a cursor this server gave for these filters; start again without it",
@@ -144,8 +142,7 @@ def page_after(key: bytes, request: TaskPageRequest) -> int:
 def next_page_cursor(
     key: bytes, request: TaskPageRequest, seqs: list[int], scanned_to: int | None = None
 ) -> str | None:
-    """The next page's cursor (None at the end); `scanned_to` resumes a bounded read that stopped
-    short."""
+    """The next page's cursor (None at the end), resuming a bounded read."""
     if len(seqs) > request.limit:
         return encode_cursor(key, seqs[request.limit - 1], request.filters)
     if scanned_to is not None:
@@ -193,8 +190,7 @@ def filter_bound(name: str) -> int:
 
 
 def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
-    """The read of a page: through the index of the filter with fewest tasks, else creation order
-    bounded by SCAN_BOUND."""
+    """Through the index of the filter with fewest tasks, else bounded creation order."""
     within = [
         (tasks, SORTED_FILTERS.index(name), name)
         for name, tasks in counted.items()

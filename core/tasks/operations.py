@@ -110,8 +110,7 @@ def _verify_outcome(task: TaskRow, request: VerifyRequest | Judgement) -> TaskOp
 
 
 def _submit_reads(request: SubmitRequest) -> tuple[StateRead, ...]:
-    """The attempt's proposal, if any, and for a submit that reports usage the task's spend so far,
-    held against its budget."""
+    """The attempt's proposal, and for reported usage the task's spend so far."""
     task = {"task_id": request.task_id}
     proposal = StateRead("proposal", "get_task_proposal_of_current_attempt", task)
     if request.usage is None:
