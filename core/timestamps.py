@@ -26,8 +26,7 @@ _LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC) - _EPOCH) //
 
 @final
 class Timestamp:
-    """A moment in UTC, to the millisecond, immutable and ordered; `str()` is its one stored text
-    form."""
+    """A moment in UTC to the millisecond, immutable and ordered; `str()` is its stored text."""
 
     __slots__ = ("_epoch_ms", "_text")
     _epoch_ms: int
@@ -63,8 +62,7 @@ class Timestamp:
 
     @classmethod
     def from_datetime(cls, moment: datetime) -> Timestamp:
-        """An aware datetime (a naive one is `CLOCK_NOT_UTC`); what is finer than a millisecond is
-        dropped."""
+        """An aware datetime (naive: `CLOCK_NOT_UTC`), cut to the millisecond."""
         try:
             # Only an aware datetime subtracts from the (aware) epoch: naive ones, and anything
             # else, raise TypeError. One operation checks it, on the clock's hot path.
@@ -136,8 +134,7 @@ class Timestamp:
 
 
 def require_timestamp(now: Any, *, field: str = "now") -> Timestamp:
-    """`now` itself when it is a `Timestamp`, else `TIMESTAMP_INVALID`; one type check, as it runs
-    in every decision."""
+    """`now` if it is exactly a `Timestamp`, else `TIMESTAMP_INVALID`."""
     if type(now) is not Timestamp:
         raise LedgerError(
             "TIMESTAMP_INVALID", f"{field} must be a Timestamp, got {type(now).__name__}"

@@ -29,8 +29,7 @@ MODEL_ATTRIBUTE = "gen_ai.request.model"
 
 @attrs.frozen
 class AttemptTrace:
-    """The trace of one attempt: a 128-bit trace id and the 64-bit id of its unrecorded root span,
-    both never zero."""
+    """One attempt's 128-bit trace id and 64-bit unrecorded root span id, never zero."""
 
     task_id: str
     attempt: int
@@ -55,8 +54,7 @@ class AttemptTrace:
 
 
 def attempt_of_write(operation: str, attempt: int) -> int:
-    """The attempt a write's trace belongs to: a create, retry, pause or resume prepares the next
-    attempt, anything else acts on the current one."""
+    """A create, retry, pause or resume prepares the next attempt; all else the current."""
     if operation in BETWEEN_ATTEMPTS:
         return attempt + 1
     return max(attempt, 1)

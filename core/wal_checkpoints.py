@@ -39,8 +39,7 @@ _HERE = CheckpointStep(CheckpointAction.CHECKPOINT_HERE, handed_over=False)
 def checkpoint_step(
     pages: int, *, handed_over: bool, copied: int | None, helper_alive: bool
 ) -> CheckpointStep:
-    """What the commit that left `pages` frames in the log does; called after every commit, so it
-    allocates nothing."""
+    """What the commit that left `pages` frames does; allocates nothing."""
     if pages < THRESHOLD_PAGES:
         return _NOTHING  # the log is short, or was started over: a round still out is moot
     if not helper_alive or pages >= THRESHOLD_PAGES * BACKLOG_FACTOR:

@@ -104,9 +104,8 @@ SHELL_SYNTAX = frozenset("$`()[]{};&|<>*?~!#")
 
 
 def exec_program(command: str) -> str | None:
-    """The program `sh -c command` starts, checked to exist before any task is claimed; None when
-    the shell decides it, or for a relative path, which a governed task resolves in its workspace.
-    """
+    """The program `sh -c command` starts, checked before any claim; None when the shell decides it,
+    or for a relative path a governed task resolves in its workspace."""
     try:
         words = shlex.split(command, comments=True)
     except ValueError:
@@ -135,8 +134,7 @@ def next_poll_delay(current: float, *, minimum: float, maximum: float) -> float:
 
 @attrs.frozen
 class IdleReason:
-    """Why a worker found nothing to claim: queued tasks needing capabilities its token is not
-    granted, needing capabilities it does not offer, or not due yet (the earliest from when)."""
+    """Why a worker found nothing to claim: ungranted, lacking, or not yet due."""
 
     queued: int
     lacking: int
@@ -175,8 +173,7 @@ class IdleReason:
 
     @classmethod
     def from_public(cls, shown: Mapping[str, Any]) -> IdleReason:
-        """The reason `public()` showed; a server from before grants leaves out the ungranted
-        counts."""
+        """The reason `public()` showed (an older server omits ungranted counts)."""
         due_from = shown["due_from"]
         return cls(
             queued=int(shown["queued"]),
@@ -212,8 +209,7 @@ def idle_reason(
     capabilities: Sequence[str],
     grant: Collection[str] | None = None,
 ) -> IdleReason:
-    """The reason from the queue's groups (`idle_queue_groups`) for a claimer offering
-    `capabilities` under `grant`. Ungranted and lacking are told apart because the first is the
+    """The reason from the queue's groups; ungranted and lacking are apart as the first is the
     owner's to change, the second the worker's."""
     offered = set(capabilities)
     granted = None if grant is None else set(grant)
@@ -245,8 +241,7 @@ def idle_reason(
 
 @attrs.frozen
 class FailureEvidence:
-    """Why a run failed, bounded: its exit status (negative: the signal; None: never started), its
-    stderr's last lines, and the head of its unsubmitted output."""
+    """Why a run failed, bounded: exit status, stderr's tail, unsubmitted output's head."""
 
     exit_status: int | None
     stderr_tail: tuple[str, ...]
@@ -257,8 +252,7 @@ class FailureEvidence:
     def bounded(
         cls, *, exit_status: int | None, stderr_lines: Sequence[str], output: bytes
     ) -> FailureEvidence:
-        """The evidence from everything a run left, cut to its bounds; output that is not UTF-8 is
-        replaced, so any output can be shown."""
+        """The evidence cut to its bounds, non-UTF-8 replaced so any output can be shown."""
         return cls(
             exit_status=exit_status,
             stderr_tail=tuple(line[:MAX_TAIL_LINE] for line in stderr_lines[-STDERR_TAIL_LINES:]),
@@ -294,9 +288,8 @@ def failure_result(
     evidence: FailureEvidence,
     proposed_files: Sequence[str] = (),
 ) -> JsonObject:
-    """The result a worker submits when the command produced none. Under an execution envelope it
-    meets the agent_runtime contract, which has no evidence field: the evidence goes into `summary`,
-    and `changed_files` are the attempt's proposed files as the ledger requires."""
+    """The result a worker submits when the command produced none. The agent_runtime contract has no
+    evidence field, so under an envelope the evidence goes into `summary`."""
     if kind not in FAILURE_KINDS:
         raise ValueError(f"unknown failure kind {kind!r}")
     summary = f"{kind}: {detail}"[:MAX_SUMMARY]
@@ -330,8 +323,7 @@ def review_instruction(task: Mapping[str, Any]) -> str:
 
 
 def review_id(task_id: str, attempt: int, review_attempt: int) -> str:
-    """`review:TASK:ATTEMPT:N`: each review is a run of its own, so a failed one stays as it
-    ended."""
+    """`review:TASK:ATTEMPT:N`: each review a run of its own."""
     return f"{REVIEW_PREFIX}{task_id}:{attempt}:{review_attempt}"
 
 
@@ -355,9 +347,8 @@ class NextReview:
 
 
 def next_review(runs: Sequence[AuxiliaryRunRow], *, max_attempts: int) -> NextReview:
-    """The next step for a task attempt from the auxiliary runs on its evidence (oldest first). A
-    completed review is never redone; any other end is a failed attempt, retried while fewer than
-    `max_attempts` have failed."""
+    """The next step for an attempt from the runs on its evidence. A completed review is never
+    redone; others are retried while fewer than `max_attempts` failed."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
     reviews = [run for run in runs if run.kind == REVIEW_KIND]
@@ -384,8 +375,7 @@ FAILED_REVIEW_OUTCOMES = frozenset({"review_failed", "verify_failed", "exhausted
 
 
 def review_summary(reviews: Sequence[Mapping[str, Any]]) -> JsonObject:
-    """A round's answer: each task's record, the count of each outcome, and the exit status (1 when
-    anything failed)."""
+    """A round's answer: each task, the count of each outcome, and the exit status."""
     outcomes = [str(review["outcome"]) for review in reviews]
     unknown = set(outcomes) - set(REVIEW_OUTCOMES)
     if unknown:

@@ -172,8 +172,7 @@ _VERIFY = TaskTransition(
 def _owner_move(
     name: str, request: type[TaskRequest[Any]], event: str, outcome: TaskOperation, summary: str
 ) -> TaskTransition:
-    """An owner's move of one QUEUED or PAUSED task with a reason and a key; the lease stays as it
-    was (none)."""
+    """An owner's move of one QUEUED or PAUSED task with a reason and a key; no lease."""
     return TaskTransition(
         name=name,
         request=request,
@@ -353,8 +352,7 @@ _BY_REQUEST: Mapping[type, TaskTransition] = {
 
 
 def operation_of(request: object) -> TaskTransition:
-    """The row of the operation `request` asks for (`FIELDS_INVALID` for what is no request of the
-    lifecycle)."""
+    """The row of the operation `request` asks for, else `FIELDS_INVALID`."""
     row = _BY_REQUEST.get(type(request))
     if row is None:
         raise LedgerError(
@@ -376,8 +374,7 @@ def decide_task(
     contracts: Mapping[str, Mapping[str, object]] | None = None,
     grant: frozenset[str] | None = None,
 ) -> Decision[Any] | None:
-    """The decision of the operation `request` asks for, on `state` (an `ExpiryState` for an
-    expiry). `inputs` holds what each operation needs that the shell draws or configures."""
+    """The decision of the operation `request` asks for; `inputs` holds what the shell drew."""
     require_timestamp(now)
     row = operation_of(request)
     inputs = DecisionInputs(
@@ -405,8 +402,7 @@ def _decided(
     actor: Actor,
     **inputs: Any,
 ) -> Decision[Any] | None:
-    """`decide_task` on a request that must be a `kind`, so that an operation's own name takes no
-    other's request."""
+    """`decide_task` on a `kind` only: an operation's own name takes no other's request."""
     require_timestamp(now)
     return decide_task(state, typed_as(request, kind), now=now, actor=actor, **inputs)
 
@@ -428,8 +424,7 @@ def decide_claim(
     lease_token: str,
     grant: frozenset[str] | None = None,
 ) -> Decision[ClaimAnswer | None] | None:
-    """Claim the requested or first eligible task after taking over passed leases; None when there
-    is nothing to do at all."""
+    """Claim after taking over passed leases; None when there is nothing to do at all."""
     decision = _decided(
         ClaimRequest, state, request, now=now, actor=actor, lease_token=lease_token, grant=grant
     )
@@ -453,8 +448,7 @@ def decide_submit(
     jitter: float,
     proposal: AttemptProposal | None = None,
 ) -> Decision[SubmitAnswer]:
-    """`contracts`: result contract name -> JSON Schema; a task verified automatically is judged in
-    the same plan."""
+    """`contracts`: result contract name -> JSON Schema."""
     require_timestamp(now)
     decision = _decided(
         SubmitRequest,
@@ -504,8 +498,7 @@ def decide_retry(
 def decide_expire(
     state: ExpiryState, request: ExpireRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[ExpireAnswer] | None:
-    """Every CLAIMED task whose lease has passed, up to the limit, goes back to QUEUED; None when
-    none has."""
+    """Every CLAIMED task whose lease has passed, up to the limit, goes back to QUEUED."""
     require_timestamp(now)
     if not isinstance(state, ExpiryState):
         raise LedgerError("FIELDS_INVALID", "expiring leases reads an ExpiryState")

@@ -40,8 +40,7 @@ _MAX_CAPABILITIES_TEXT = 16 * 1024
 
 @lru_cache(maxsize=1024)
 def _capability_names(raw: str) -> tuple[str, ...] | None:
-    """The names in a `required_capabilities_json` text (None: not a list of strings), cached as a
-    shared tuple since a claim reads one several times."""
+    """The names in a `required_capabilities_json` text, cached as claims read one often."""
     try:
         value = loads_document(raw)
     except LedgerError:
@@ -52,8 +51,7 @@ def _capability_names(raw: str) -> tuple[str, ...] | None:
 
 
 class TaskRow(NamedTuple):
-    """One row of `tasks`: the older runtime's columns, then day two's. A NamedTuple, as every
-    transition reads one and writes the next (`_replace`)."""
+    """One row of `tasks`; a NamedTuple, as every transition reads one and `_replace`s it."""
 
     task_id: str
     goal: str
@@ -100,8 +98,7 @@ class TaskRow(NamedTuple):
         return row_image(TASKS, self.task_id, self._asdict())
 
     def written(self, before: TaskRow | None) -> RowWrite:
-        """This row as a transition wrote it over `before` (None: inserted), for its event's
-        seal."""
+        """This row as a transition wrote it over `before`, for its event's seal."""
         return RowWrite(TASKS, self.task_id, self._fields, before, self)
 
     def metadata(self) -> JsonObject:

@@ -53,8 +53,7 @@ class RefusedAttempt:
 
 @attrs.frozen
 class RefusalState:
-    """What recording a refusal reads: the task, the refusal under the key, whether the key answered
-    something else, and the log's tail."""
+    """The task, the refusal under the key, whether the key answered else, the tail."""
 
     task: TaskRow | None
     prior: IdempotencyRow | None
@@ -71,8 +70,7 @@ class RefusalAnswer(TypedDict):
 def replay_refusal(
     prior: IdempotencyRow | None, digest: str, *, error: type[LedgerError] = LedgerError
 ) -> None:
-    """A refusal under a key replays before any other check, since what was refused might pass now;
-    another request is `IDEMPOTENCY_CONFLICT`."""
+    """A refusal under a key replays before any check, since what was refused might pass now."""
     if prior is None:
         return
     answer = _stored_refusal(prior, digest, error)
@@ -98,9 +96,8 @@ def decide_refusal(
     actor: Actor,
     error: type[LedgerError] = LedgerError,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a refused attempt under its key with a sealed event covering the answer. None when the
-    task does not exist or the key answered something not refused (the authorization is checked
-    before the key)."""
+    """Record a refused attempt under its key with a sealed event; None for a missing task or a key
+    that answered something not refused."""
     require_timestamp(now)
     if state.task is None or state.task.task_id != attempt.task_id or state.answered:
         return None

@@ -148,8 +148,7 @@ class TaskRequest(Generic[A_co]):
 
     @classmethod
     def from_mapping(cls, raw: object) -> Self:
-        """The record `raw` describes, or `FIELDS_INVALID`: the one structuring step of every entry
-        point."""
+        """The record `raw` describes: the one structuring step of every entry point."""
         request = structure(raw, cls, what=cls.what)
         request.check()
         return request
@@ -203,8 +202,7 @@ class TaskCreateRequest:
         return structure(raw, cls, what="task")
 
     def public(self) -> JsonObject:
-        """The canonical form; day two's fields appear only when not default, so that a key first
-        used by an older version replays instead of conflicting."""
+        """The canonical form; day two's fields only when set, so that old keys replay."""
         form = unstructure(self)
         for name, default in _DAY_TWO_DEFAULTS.items():
             if form[name] == default:
@@ -319,8 +317,7 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
     what = "submit"
 
     def public(self) -> JsonObject:
-        """The canonical form; `usage` only when reported, so that a submit without one keeps its
-        older digest."""
+        """The canonical form; `usage` only when reported, so that old keys replay."""
         form = unstructure(self)
         if self.usage is None:
             del form["usage"]

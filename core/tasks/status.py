@@ -36,9 +36,7 @@ def status_report(
     spend: Mapping[str, Any] | None = None,
     awaiting_projection: int = 0,
 ) -> dict[str, Any]:
-    """`expiring`: CLAIMED tasks whose leases end within the window, earliest first; one already
-    passed is expired, not expiring. `awaiting_projection` counts governed tasks no worker may take
-    yet."""
+    """`expiring`: leases ending within the window, earliest first; passed ones are expired."""
     by_status = {status.value: 0 for status in TaskStatus}
     for row in counts:
         by_status[str(row["status"])] = int(row["tasks"])
@@ -58,8 +56,7 @@ def status_report(
 
 
 def spend_report(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """What tasks spent by each of `SPEND_GROUPS`, per currency since costs in two currencies do not
-    add up."""
+    """What tasks spent by each of `SPEND_GROUPS`, per currency, as currencies do not add."""
     return {
         name: [_spend_row(row, (key,)) for row in groups.get(name, ())]
         for name, _, key in SPEND_GROUPS

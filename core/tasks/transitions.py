@@ -126,8 +126,7 @@ def expire_operation(*, attempts_left: bool) -> TaskOperation:
 
 
 def release_operation(*, attempts_left: bool) -> TaskOperation:
-    """A released attempt still counts, so that a task whose command keeps getting its worker
-    stopped does not come back forever."""
+    """A released attempt counts, so that a task whose worker keeps being stopped ends."""
     return TaskOperation.RELEASE if attempts_left else TaskOperation.RELEASE_EXHAUSTED
 
 
@@ -203,8 +202,7 @@ class Scope(enum.Enum):
 
 @attrs.frozen
 class StateRead:
-    """A named read a decision needs besides its task's rows, made with the task in one round trip;
-    its first row fills the state's field `into`."""
+    """A named read made with the task in one round trip; its first row fills `into`."""
 
     into: str
     statement: str
@@ -217,12 +215,9 @@ def no_reads(request: Any) -> tuple[StateRead, ...]:
 
 @attrs.frozen(kw_only=True)
 class TaskTransition:
-    """One operation of the lifecycle, a row of `TASK_OPERATIONS`: everything the ledger, its entry
-    points and its decision know of it.
-
-    `outcome` is its column of `TASK_TRANSITIONS`, or how the column is chosen from the row and the
-    request. `before_projection`: whether it may move a governed task awaiting its projection (a
-    cancel may, nothing that raises the revision)."""
+    """One operation of the lifecycle, a row of `TASK_OPERATIONS`: all the ledger, its entry points
+    and its decision know of it. `before_projection`: whether it may move a governed task awaiting
+    its projection."""
 
     name: str
     request: type[TaskRequest[Any]]
