@@ -27,8 +27,7 @@ AGENT = "agent"
 REVIEWER = "reviewer"
 OWNER = "owner"
 AUDITOR = "auditor"
-# A witness (`aios-ledger witness`): it reads checkpoints and consistency proofs and sends its
-# cosignatures, and nothing else (no task, run or log route takes it).
+# A witness reads checkpoints and proofs and sends cosignatures, nothing else.
 WITNESS = "witness"
 ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR, WITNESS)
 

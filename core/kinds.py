@@ -14,18 +14,14 @@ from aios_ledger.core.structuring import Constraint, FieldRefused, register_kind
 from aios_ledger.core.timestamps import Timestamp
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,199}$")
-# The ids a route addresses as one path segment (`/v1/tasks/{task_id}`, runs, jobs, auxiliary
-# runs): an Identifier without `/`, which no path segment can hold (encoded as %2F it is not
-# routed either). The Identifier's form already refuses `%`, `?`, `#`, whitespace, control
-# characters and `.`/`..` (it starts with a letter or digit).
+# The ids a route addresses as one path segment: an Identifier without `/`, which no segment holds.
 ROUTE_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
 MAX_TEXT = 4096
 MAX_IDENTIFIER = 200
 # Schema patterns (ECMA-262 and Python alike): some visible character, and no NUL unless allowed.
 NOT_BLANK = r"\S"
 NOT_BLANK_WITHOUT_NUL = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
-# The timestamps a schema documents: RFC 3339 date-times with an offset. (The parser takes ISO
-# 8601 a little more widely, and normalises every one to the ledger's format.)
+# The timestamps a schema documents: RFC 3339 date-times with an offset.
 RFC3339 = (
     r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
     r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"

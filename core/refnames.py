@@ -18,8 +18,7 @@ _REFUSED_ANYWHERE = ("..", "@{", " ", "~", "^", ":", "?", "*", "[", "\\")
 BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # The refs git reads from a repository's top directory before any under refs/ (`FETCH_HEAD`).
 _PSEUDO_REF = re.compile(r"^[A-Z_]*HEAD$")
-# How `git rev-parse NAME` expands a short name (refs.c, `ref_rev_parse_rules`), but for
-# `refs/heads/NAME`, which is the branch itself.
+# How `git rev-parse NAME` expands a short name, but for the branch itself.
 _OTHER_EXPANSIONS = ("{}", "refs/{}", "refs/tags/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
 
 

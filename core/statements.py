@@ -256,9 +256,7 @@ class Statement(enum.StrEnum):
         "event_id position row_table row_key row_digest",
     )
 
-    # -- the Merkle log beside the chains (core/log/merkle.py): an event's leaf with the
-    # subtrees it completes (one row), and the tree's head row (its size and right edge) moved
-    # on under its lock
+    # -- the Merkle log beside the chains (core/log/merkle.py)
 
     MERKLE_LEAF_INSERT = ("insert_merkle_leaf", _INSERT, "leaf_index event_id leaf_hash nodes")
     MERKLE_TREE_CAS_UPDATE = (
@@ -295,12 +293,10 @@ class Statement(enum.StrEnum):
         "task_id",
     )
 
-    # -- restoring an archive: the rows and events go back through the statements above that
-    # first wrote them; the listings of a restored chain go once its events are back
+    # -- restoring an archive, beside the statements that first wrote the rows
 
     DELETE_RESTORED_LISTINGS = ("delete_restored_listings", _DELETE, "task_id")
-    # An evidence run as it was archived (its events go back through INSERT_RUN_EVENT), and an
-    # auxiliary run with every column, as its last transition left it.
+    # An evidence run as archived, and an auxiliary run as its last transition left it.
     RESTORE_RUN = (
         "restore_run",
         _INSERT,
@@ -323,9 +319,8 @@ class SqlWrite:
     params: Mapping[str, SqlParam]
 
     def __attrs_post_init__(self) -> None:
-        # A plan that names something else, or binds other parameters, is a defect of the
-        # decision that built it: refused where it is built, never half-applied. (Anything but
-        # a Statement has no `parameters`: the AttributeError refuses it at no extra cost.)
+        # A plan that names something else, or binds other parameters, is a defect of its decision:
+        # refused where it is built, never half-applied.
         if self.params.keys() != self.statement.parameters:
             raise TypeError(
                 f"{self.statement} takes {sorted(self.statement.parameters)}, "

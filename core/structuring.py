@@ -30,8 +30,7 @@ R = TypeVar("R")
 Check = Callable[[Any], Any]
 Path = tuple[str | int, ...]
 
-# `attrs.field(metadata=NOT_PUBLIC)`: structured from input, left out of the public form (an
-# idempotency key is what a request is filed under, not part of it; a lease token is a secret).
+# `attrs.field(metadata=NOT_PUBLIC)`: structured from input, left out of the public form.
 _PUBLIC = "public"
 NOT_PUBLIC: Mapping[str, object] = {_PUBLIC: False}
 
@@ -100,8 +99,7 @@ def structure(raw: object, record: type[R], *, what: str, refuse: Refusal = FIEL
     return built
 
 
-# The records `structure` built, by identity (a record merely equal to one may hold a value its
-# hook refuses, True for 1), so that `check_built` does not read them a second time.
+# Records `structure` built, by identity (an equal one may hold True for 1), not read twice.
 _STRUCTURED: dict[int, weakref.ref[Any]] = {}
 
 
@@ -481,8 +479,7 @@ def _record_structure_hook(record: type) -> Callable[[Any, Any], Any]:
         try:
             return generated(value, record)
         except TypeError:
-            # cattrs before 25 fails to word its ForbiddenExtraKeysError for a key that is not
-            # text (it joins the keys): the names are worded here instead.
+            # cattrs before 25 misworded ForbiddenExtraKeysError for a key that is not text.
             extra = value.keys() - known
             if all(isinstance(key, str) for key in extra):
                 raise

@@ -37,8 +37,7 @@ class Timestamp:
             raise LedgerError(
                 "TIMESTAMP_INVALID", f"{epoch_ms!r} is not a millisecond of the years 1 to 9999"
             )
-        # Plain slot stores: a transition builds a few of these, and `object.__setattr__` behind
-        # a refusing `__setattr__` would cost more than the rest of the constructor.
+        # Plain slot stores: a refusing `__setattr__` would cost more than the constructor.
         self._epoch_ms = epoch_ms
         self._text = None  # formatted when first asked for: a stored time read to be compared
         # never needs it
@@ -64,8 +63,7 @@ class Timestamp:
     def from_datetime(cls, moment: datetime) -> Timestamp:
         """An aware datetime (naive: `CLOCK_NOT_UTC`), cut to the millisecond."""
         try:
-            # Only an aware datetime subtracts from the (aware) epoch: naive ones, and anything
-            # else, raise TypeError. One operation checks it, on the clock's hot path.
+            # Only an aware datetime subtracts from the aware epoch; anything else raises TypeError.
             since_epoch = moment - _EPOCH
         except TypeError:
             raise LedgerError(

@@ -16,9 +16,8 @@ from aios_ledger.core.tasks.budgets import MAX_MODEL_NAME, MODEL_NAME
 TRACE_DOMAIN = b"aios-ledger/attempt-trace/v1"
 # Writes on a task between two attempts: they belong to the attempt that comes next.
 BETWEEN_ATTEMPTS = frozenset({"create", "retry", "pause", "resume"})
-# What an agent's `usage` may report, read as the GenAI semantic conventions name it; any other
-# shape (a negative count, a bool, text too long) is left out, never an error: the spans only
-# show what an agent says, the ledger's own rules judge the result.
+# What an agent's `usage` may report, by the GenAI conventions' names; another shape is left out,
+# never an error, as the spans only show what an agent says.
 MAX_TOKEN_COUNT = 2**63 - 1
 _TOKEN_ATTRIBUTES = (
     ("input_tokens", "gen_ai.usage.input_tokens"),

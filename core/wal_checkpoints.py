@@ -10,9 +10,8 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-# The synchronous levels whose log is copied in rounds. At FULL SQLite's own auto-checkpoint
-# stays: rounds gained nothing there (the helper's first round was always nearly caught up), and
-# the WAL bound stays exact (RELIABILITY.md, "WAL growth"; figures in docs/benchmarks.md).
+# The synchronous levels whose log is copied in rounds; at FULL SQLite's own auto-checkpoint
+# stays, as rounds gained nothing there (RELIABILITY.md, "WAL growth").
 ROUND_LEVELS = frozenset({"NORMAL"})
 THRESHOLD_PAGES = 1000  # SQLite's own auto-checkpoint threshold
 BACKLOG_FACTOR = 4

@@ -23,8 +23,7 @@ FAILURE_KINDS = (
     "invalid_output",
     "result_refused",
     "spawn_failed",
-    # The task's workspace could not be made (its base could not be fetched, a branch refused):
-    # the command never ran.
+    # The task's workspace could not be made: the command never ran.
     "workspace_failed",
 )
 MAX_SUMMARY = 2000
@@ -36,8 +35,7 @@ MAX_TAIL_LINE = 400  # characters of each of those lines
 MAX_CONTRACT_SUMMARY = 20000
 REVIEW_DECISIONS = ("SUCCEEDED", "NEEDS_REWORK", "FAILED")
 REVIEW_KIND = "review"
-# Of a run longer than the evidence window, the reviewer also reads its last events: the
-# worker's `failure` event is the last one, and the few before it say what led there.
+# Of a longer run, the reviewer also reads the last events, which say how it failed.
 REVIEW_EVIDENCE_TAIL = 8
 REVIEW_OUTPUT_SCHEMA: JsonObject = {
     "type": "object",
@@ -50,8 +48,7 @@ REVIEW_OUTPUT_SCHEMA: JsonObject = {
 }
 
 
-# What `sh -c` runs without looking a program up: its keywords and builtins (and a few words
-# that are both a builtin and a program, which need no check either).
+# What `sh -c` runs without looking a program up: its keywords and builtins.
 SHELL_WORDS = frozenset(
     [
         "!",
@@ -98,8 +95,7 @@ SHELL_WORDS = frozenset(
         "echo",
     ]
 )
-# A first word holding any of these is shell syntax (an expansion, a glob, a redirection...)
-# whose program only the shell itself can tell.
+# A first word holding any of these is shell syntax, whose program only the shell can tell.
 SHELL_SYNTAX = frozenset("$`()[]{};&|<>*?~!#")
 
 

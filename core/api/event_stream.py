@@ -14,22 +14,19 @@ from collections.abc import Iterator
 import attrs
 from aios_ledger.core.errors import LedgerError
 
-# An `event:` field names the event's type when it is one of the ledger's (UPPER_SNAKE); any
-# other text (a legacy row adopted as it was) is sent as a plain `message`, its type in data.
+# `event:` names a ledger event type (UPPER_SNAKE); any other is a plain `message`.
 _EVENT_TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,99}")
 PLAIN_MESSAGE = "message"
 # The stream's line breaks: CRLF, LF or CR, and nothing else.
 _LINE_END = re.compile(r"\r\n|\r|\n")
-# A line longer than this is not the stream's (an event is at most the ledger's payload
-# bound): the parser refuses it rather than buffer without end.
+# A longer line is not the stream's: refused rather than buffered without end.
 MAX_LINE_CHARS = 8 * 1024 * 1024
 
 
 def event_message(event_id: int, event_type: str, data: object, *, typed: bool = True) -> str:
     """One event's message; untyped, so that a browser's EventSource gives every one to
     `onmessage`."""
-    # ASCII: U+2028, U+0085 and their like stay escaped, for the clients that split lines on
-    # them too (Python's `str.splitlines`, httpx's `iter_lines`); the JSON is the same.
+    # ASCII, for clients that also split lines on U+2028 and U+0085.
     line = json.dumps(data, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     if not typed:
         return f"id: {event_id}\ndata: {line}\n\n"

@@ -38,8 +38,7 @@ def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# What a token's grant is: a list of names, any capability by the owner's choice, or none
-# recorded (a token issued before grants).
+# A token's grant: listed names, any capability, or none recorded (issued before grants).
 GrantKind = Literal["listed", "any", "before-grants"]
 # The `capabilities_json` of a token issued with no ceiling (SQL NULL is a token from before).
 ANY_CAPABILITY_JSON: Final = "null"

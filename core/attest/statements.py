@@ -14,8 +14,7 @@ VSA_TYPE = "https://slsa.dev/verification_summary/v1"
 LEDGER_URI = "https://aios-ledger.dev"
 BUILD_TYPE = f"{LEDGER_URI}/governed-write/v1"
 REVIEW_POLICY_URI = f"{LEDGER_URI}/policy/review/v1"
-# A review that passed vouches for no SLSA build track level beyond the ledger's own record:
-# the build ran on an agent's machine, not on a hardened builder.
+# A passed review vouches for no SLSA build level: the build ran on an agent's machine.
 PASSED_LEVELS = ("SLSA_BUILD_LEVEL_1",)
 FAILED_LEVELS = ("FAILED",)
 PASSING_DECISIONS = frozenset({"SUCCEEDED"})
@@ -196,8 +195,7 @@ def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -
         else f"{LEDGER_URI}/reviews/{facts.review_id or facts.invocation_id}"
     )
     predicate: JsonObject = {
-        # The spec allows `verifier.version`; in-toto-attestation's VSA proto (0.9) has only
-        # `id`, and a summary its bindings refuse is of no use to a reader who checks with them.
+        # No `verifier.version`: the VSA proto readers check with refuses it.
         "verifier": {"id": verifier},
         "timeVerified": facts.verified_on or facts.applied_on,
         "resourceUri": facts.resource_uri,

@@ -175,8 +175,7 @@ def _checkpoint(_: Mapping[str, Any], document: Mapping[str, Any]) -> str:
     )
 
 
-# The lines of a write's summary, in order: a label and what it says (None: nothing to say,
-# the line is left out).
+# The lines of a write's summary: a label and what it says (None: left out).
 def _written_by(write: Mapping[str, Any], _: Mapping[str, Any]) -> str | None:
     moved = write.get("governed_write") or {}
     return actor_label_of(moved["written_by"]) if "written_by" in moved else None

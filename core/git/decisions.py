@@ -545,11 +545,8 @@ class WriteState:
 
 # The operation a refused write's answer is recorded under (`core.tasks.refusals`).
 WRITE_OPERATION = "governed_write"
-# The checks of a governed write whose refusal is recorded (a sealed GOVERNED_WRITE_REFUSED):
-# every check `decide_write_intent` makes of a task that exists, and the target's name as git
-# and the repository take it. Not recorded: a request that does not parse, a task that does
-# not exist, a key used otherwise (IDEMPOTENCY_CONFLICT, WRITE_IN_DOUBT), and failures of the
-# ledger or of git itself (a corrupt row, git not answering), which refuse nothing.
+# The checks whose refusal is recorded (a sealed GOVERNED_WRITE_REFUSED); a request that does not
+# parse, a missing task, a reused key and failures of the ledger or git leave no trace.
 WRITE_REFUSALS = frozenset(
     {
         "TASK_NOT_VERIFIED",

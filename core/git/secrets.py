@@ -20,8 +20,7 @@ MIN_ENCODED = 40
 MAX_DECODE_DEPTH = 2
 # A binary file is read as its runs of printable characters at least this long (`strings`).
 MIN_PRINTABLE = 8
-# Lines longer than a window are read in overlapping windows: the scan can stop between them,
-# and a secret up to the overlap long is whole in one of them.
+# Long lines are read in overlapping windows, so the scan can stop between them.
 LINE_WINDOW = 4096
 WINDOW_OVERLAP = 512
 

@@ -18,8 +18,7 @@ from aios_ledger.core.kinds import Between, Text
 from aios_ledger.core.structuring import Constraint, FieldRefused, refuse_as, structure, unstructure
 from aios_ledger.core.timestamps import Timestamp
 
-# An agent's scanning per window, by default: sixteen proposals at the per-proposal byte budget,
-# or thirty at its seconds, per hour.
+# An agent's default scanning per hour: sixteen proposals' bytes, or thirty's seconds.
 DEFAULT_AGENT_SCAN_BYTES = 1024 * 1024 * 1024
 DEFAULT_AGENT_SCAN_SECONDS = 600.0
 DEFAULT_AGENT_SCAN_WINDOW_SECONDS = 3600
@@ -118,8 +117,7 @@ class RepositorySettings:
 
 
 DEFAULT_SETTINGS = RepositorySettings()
-# The columns 0.x migration 0013 added to `governed_repositories`, and the value each holds in a
-# row registered before it (`later_defaults` of its sealed table, `core.git.tables`).
+# The columns 0.x migration 0013 added, and what each holds in a row registered before it.
 MIGRATED_DEFAULTS: dict[str, str | int | float | None] = DEFAULT_SETTINGS.columns()
 
 

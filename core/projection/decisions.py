@@ -60,12 +60,8 @@ LEGACY_SCOPE: JsonObject = {"scope_type": "legacy", "tenant_id": None, "project_
 MAX_REVISION = 2**62
 # Where the shell reads the owner's authorization id from (the core only names it, to say so).
 AUTHORIZATION_SETTING = "AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID"
-# The checks of a projection whose refusal is recorded (a sealed
-# TASK_INITIAL_EXECUTION_PROJECTION_REFUSED on the task's chain): the owner's authorization and
-# every precondition `decide_projection` holds a task that exists to. Not recorded: a request
-# that does not parse (FIELDS_INVALID and the request's own state checks, at the edge), a task
-# that does not exist, a key used for another request, and what the resolver answers (it is the
-# caller's, and may fail for reasons of its own).
+# The checks whose refusal is recorded on the task's chain; a request that does not parse, a
+# missing task, a reused key and the resolver's own failures leave no trace.
 PROJECTION_REFUSALS = frozenset(
     {
         "AUTHORIZATION_DENIED",

@@ -29,8 +29,7 @@ from aios_ledger.core.proofs.notes import (
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 MAX_PROOF_LINES = 63
-# The body: an old size line, the proof lines, the empty line, and a note of at most
-# MAX_NOTE_BYTES.
+# The body: an old size line, proof lines, an empty line, and a note of at most MAX_NOTE_BYTES.
 MAX_BODY_BYTES = MAX_NOTE_BYTES + len("old \n\n") + 20 + MAX_PROOF_LINES * 45
 SIZE_MEDIA_TYPE = "text/x.tlog.size"
 _OLD = re.compile(r"old (0|[1-9][0-9]*)")

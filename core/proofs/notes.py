@@ -22,8 +22,7 @@ ED25519_SIGNATURE_SIZE = 64
 KEY_ID_SIZE = 4
 # Go's note.Open refuses more than 100 signatures; the spec asks verifiers to take at least 16.
 MAX_SIGNATURES = 100
-# A note larger than this is refused before it is parsed (a checkpoint with a hundred
-# signature lines is about 10 kB).
+# A larger note is refused before it is parsed.
 MAX_NOTE_BYTES = 1 << 16
 SIGNATURE_PREFIX = "\u2014 "  # em dash, space
 SIGNER_KEY_PREFIX = "PRIVATE+KEY+"

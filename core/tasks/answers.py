@@ -12,9 +12,8 @@ from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.tasks.records import TaskRow
 
-# A JSON column as a reader sees it: the parsed document (a `JsonValue`), or, for a corrupt
-# row, whatever the column held. Typed as Any so that a reader indexes a document it knows the
-# shape of (a result it submitted, a payload of a known event) without narrowing every level.
+# A JSON column as a reader sees it (for a corrupt row, what the column held); Any, so that a
+# reader indexes a document it knows the shape of without narrowing every level.
 ParsedColumn: TypeAlias = Any
 
 
@@ -126,8 +125,7 @@ class TaskView(TypedDict):
     verification_mode: str
     retry: RetryPolicyView
     not_before: str | None
-    # A task created governed that waits for its initial execution projection: no worker may
-    # claim it until the projection lands.
+    # A governed task no worker may claim until its projection lands.
     awaiting_projection: bool
     last_holder: str | None
 

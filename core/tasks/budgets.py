@@ -24,8 +24,7 @@ MAX_WALL_SECONDS = 7 * 24 * 3600
 MAX_TOKENS = 10**12
 MAX_MICROS = 10**15
 CURRENCY = re.compile(r"^[A-Z]{3}$")
-# A model's name as providers spell them (`gpt-4o-2024-08-06`, `org/model:tag`): printable
-# ASCII without spaces; traces name it `gen_ai.request.model` (core/traces.py).
+# A model's name as providers spell them: printable ASCII without spaces.
 MAX_MODEL_NAME = 256
 MODEL_NAME = re.compile(r"^[!-~]+$")
 BUDGET_EXCEEDED = "BUDGET_EXCEEDED"

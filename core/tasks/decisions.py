@@ -746,8 +746,7 @@ def decide_creation(
     return sealed_plan((insert, write), (event,), answer, tail=state.tail)
 
 
-# What a TASK_CREATED payload says of day two's fields: only those a request set (so that a
-# task created as before has the payload, and the seal, it had before).
+# Day two's fields a TASK_CREATED payload says only when set, so that older seals stay as they were.
 _DAY_TWO = ("verification", "retry", "not_before", "budget", "governed")
 
 

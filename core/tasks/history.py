@@ -28,8 +28,7 @@ class HistoryEntry(TypedDict):
     time: str
     event: str
     agent: str | None
-    # Who caused the event, as a person reads it (`unknown`: written before events named
-    # their actors).
+    # Who caused the event, as a person reads it.
     actor: str
     attempt: int
     decision: str | None

@@ -120,11 +120,8 @@ def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
     return seq
 
 
-# A status with at most this many tasks is read through its own index (tasks_claim_order's
-# status prefix) and sorted, rather than by reading the whole creation order past the tasks of
-# the other statuses: at 100,000 tasks a status of 100 took the creation-order read 0.4 s (the
-# whole index), its own index well under a millisecond; a status of more than this many finds
-# a page of them soon in creation order, where sorting them all would cost more.
+# A status with at most this many tasks is read through its own index and sorted; a larger one
+# finds a page soon in creation order, where sorting them all would cost more.
 SORTED_STATUS_BOUND = 5_000
 
 
@@ -150,20 +147,12 @@ def next_page_cursor(
     return None
 
 
-# A filter that few tasks match (an agent's held tasks, a created or updated range, a
-# repository: at most this many, counted up to the bound through its index) is read through
-# its own index and sorted by seq; one that matches more finds a page soon in creation order.
+# A filter matching at most this many tasks is read through its own index and sorted by seq.
 SORTED_FILTER_BOUND = 5_000
-# The filters read through an index of their own when they match few tasks, in the order the
-# shell counts them: the name of each count and of its page's statement.
+# The filters with an index of their own, in the order the shell counts them.
 SORTED_FILTERS = ("status", "agent", "repository", "created", "updated")
-# A page read in creation order (no index serves its filters: a capability, the goal's text,
-# or filters that match many tasks) reads at most the tasks of this many creation sequence
-# numbers below the newest task under its cursor: a page it leaves short has a next cursor
-# below them, so that a search that matches few of 100,000 tasks costs at most this many rows
-# per page rather than the whole ledger, and says so (the console's page does). (Sequence
-# numbers, not rows: the bound is found in two index steps, not by counting; gaps in the
-# sequence only make a page read fewer.)
+# A page read in creation order reads at most this many sequence numbers below its cursor, so
+# that a rare match costs a bounded read per page; a page it leaves short says so.
 SCAN_BOUND = 20_000
 
 

@@ -126,8 +126,7 @@ def _verify_reads(request: VerifyRequest) -> tuple[StateRead, ...]:
     return (StateRead("result_author", "task_result_author", params),)
 
 
-# Expire and verify are built first: a claim takes passed leases over as an expiry moves them,
-# and a task verified automatically is judged as a verify moves it.
+# Expire and verify first: a claim takes leases over, and a submit judges, as they move tasks.
 _EXPIRE = TaskTransition(
     name="expire",
     request=ExpireRequest,

@@ -18,8 +18,7 @@ from aios_ledger.core.tasks.backoff import (
 )
 from aios_ledger.core.tasks.modes import VerificationMode
 
-# Most tasks have no constraints or metadata: these columns hold `{}` or `[]`, and a fresh
-# empty container is their value without a trip through the parser.
+# Most tasks hold `{}` or `[]` in these columns: a fresh empty container skips the parser.
 _EMPTY_DOCUMENTS: dict[str, Callable[[], JsonValue]] = {"{}": dict, "[]": list}
 
 
@@ -79,11 +78,9 @@ class TaskRow(NamedTuple):
     retry_base_seconds: int = DEFAULT_RETRY_BASE_SECONDS
     retry_max_seconds: int = DEFAULT_RETRY_MAX_SECONDS
     not_before: str | None = None
-    # The order tasks were created in (0.x migration 0008): claims take equal priorities by it.
-    # 0 only in a row read from storage without the column; the table refuses it.
+    # Creation order, which breaks claim ties of equal priority; the table refuses 0.
     seq: int = 0
-    # 1 while a task created governed waits for its initial execution projection (migration
-    # 0027): no claim takes it, and only the projection's write sets it to 0.
+    # 1 while a governed task waits for its initial projection, whose write alone clears it.
     awaiting_projection: int = 0
 
     @classmethod

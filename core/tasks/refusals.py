@@ -23,8 +23,7 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 GOVERNED_WRITE_REFUSED: Final = "GOVERNED_WRITE_REFUSED"
 PROJECTION_REFUSED: Final = "TASK_INITIAL_EXECUTION_PROJECTION_REFUSED"
-# The events that record a refused attempt. None of them changes its task: a check of the
-# task's chain (the projection's preconditions) passes over them.
+# The events of refused attempts; none changes its task, so the chain's checks pass over them.
 REFUSAL_EVENTS: Final = frozenset({GOVERNED_WRITE_REFUSED, PROJECTION_REFUSED})
 
 

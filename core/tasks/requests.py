@@ -166,10 +166,8 @@ class _AllPublic:
         return unstructure(self)
 
 
-# `agent_id` of a request an agent makes: who acts, as the edge knows it (the HTTP API: the
-# token's name). Given, the task must be that agent's (`NOT_TASK_HOLDER` when another agent
-# holds it); None: a caller that names no agent (the library, the local command line), held to
-# the lease alone. Never part of the canonical form.
+# `agent_id`: who acts, as the edge knows it; given, the task must be that agent's, else the
+# lease alone holds. Never part of the canonical form.
 
 
 @attrs.frozen(kw_only=True)
@@ -193,8 +191,7 @@ class TaskCreateRequest:
     not_before: TimestampText | None = None
     # What the task may spend (`core/tasks/budgets.py`); its attempts limit is `max_attempts`.
     budget: TaskBudget | None = None
-    # A governed task waits for its initial execution projection: no worker may claim it
-    # before the projection lands (`awaiting_projection`), whatever it offers.
+    # A governed task waits for its initial execution projection before any claim.
     governed: bool = False
 
     @classmethod
@@ -310,8 +307,7 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
     result: JsonObjectValue
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
-    # What the attempt reports it spent (`core/tasks/budgets.py`), beside its result rather
-    # than in it: a result contract admits no field it does not name.
+    # Beside the result rather than in it: a result contract admits no field it does not name.
     usage: Usage | None = None
 
     what = "submit"

@@ -78,8 +78,7 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
             # day two: an operator sends a finished failure back to the queue
             (_S.FAILED, _O.RETRY): _S.QUEUED,
             (_S.CANCELLED, _O.RETRY): _S.QUEUED,
-            # an owner holds a waiting task out of the queue, and lets it back in (a claimed
-            # task is not paused: its holder is at work on it; cancel it to stop it)
+            # an owner holds a waiting task out of the queue, and lets it back in
             (_S.QUEUED, _O.PAUSE): _S.PAUSED,
             (_S.PAUSED, _O.RESUME): _S.QUEUED,
             (_S.PAUSED, _O.CANCEL): _S.CANCELLED,
@@ -87,8 +86,7 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
     )
 )
 
-# A status nothing but an operator's `retry` moves a task out of: no worker, reviewer or lease
-# changes it again.
+# A status only an operator's `retry` moves a task out of.
 TERMINAL_STATUSES = frozenset(
     status
     for status in TaskStatus
@@ -98,8 +96,7 @@ TERMINAL_STATUSES = frozenset(
     )
 )
 
-# The same table keyed by plain text: a row's status is the text it was stored as (a StrEnum
-# member hashes and compares as its text, so this finds the same entries).
+# The same table keyed by plain text, as rows store it (a StrEnum member hashes as its text).
 _NEXT: Mapping[tuple[str, str], TaskStatus] = {
     key: value for key, value in TASK_TRANSITIONS.items()
 }
