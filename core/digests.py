@@ -41,7 +41,6 @@ def digest_bytes(domain: str, data: bytes) -> str:
 
 
 def digest_json(domain: str, value: JsonValue) -> str:
-    """`digest_bytes` over the canonical JSON of a value."""
     return digest_bytes(domain, canonical_json(value).encode("ascii"))
 
 

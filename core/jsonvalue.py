@@ -107,7 +107,6 @@ def _check_text(text: str, path: _Path) -> None:
 
 
 def dumps_canonical(value: object) -> str:
-    """Canonical JSON text of an untrusted value: checked first, then encoded."""
     return encode_checked(check_json(value))
 
 

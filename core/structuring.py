@@ -447,7 +447,6 @@ def mapping_key(field: attrs.Attribute[Any]) -> str:
 
 
 def _keys_of(record: type) -> dict[str, str]:
-    """Each field's key in mappings, by attribute name."""
     return {field.name: mapping_key(field) for field in attrs.fields(record)}
 
 

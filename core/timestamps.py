@@ -44,7 +44,6 @@ class Timestamp:
 
     @property
     def epoch_ms(self) -> int:
-        """Milliseconds since 1970-01-01T00:00:00Z."""
         return self._epoch_ms
 
     @property

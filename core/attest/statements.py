@@ -161,7 +161,6 @@ def provenance_statement(facts: CommitFacts) -> JsonObject:
 
 
 def review_policy(facts: CommitFacts) -> JsonObject:
-    """The success criteria and the governance facts the ledger held the proposal to."""
     return {"success_criteria": facts.success_criteria, "governance": facts.governance}
 
 

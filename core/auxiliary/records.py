@@ -345,7 +345,6 @@ def state_after(error: AuxiliaryRunError) -> AuxiliaryRunState:
 
 
 def spec_digest_of(spec_text: str) -> str:
-    """The digest of a spec from its canonical text (`AuxiliaryRunSpec.canonical_text`)."""
     return digest_bytes(SPEC_DOMAIN, spec_text.encode("ascii"))
 
 
@@ -483,7 +482,6 @@ class AuxiliaryRunRow:
         return record_from_row(cls, row)
 
     def image(self) -> RowImage:
-        """The row as a seal covers it: every column the record has."""
         return row_image(AUXILIARY_RUNS, self.aux_id, attrs.asdict(self))
 
     @property

@@ -307,12 +307,10 @@ def _require_repository(name: str, repository: RepositoryRow | None) -> Reposito
 
 
 def proposal_id_of(task_id: str, attempt: int) -> str:
-    """A proposal's key: its task and the attempt that made it."""
     return f"{task_id}#{attempt}"
 
 
 def attempt_of_proposal(proposal_id: str) -> int:
-    """The attempt that made a proposal, from its key (`proposal_id_of`)."""
     return int(proposal_id.rpartition("#")[2])
 
 
@@ -613,7 +611,6 @@ def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
 
 
 def governed_writable(status: str) -> bool:
-    """Whether a task of `status` may have its proposal written: only a verified success."""
     return status == TaskStatus.SUCCEEDED
 
 

@@ -26,12 +26,10 @@ def zero_oid(like: str) -> str:
 
 
 def branch_ref(branch: str) -> str:
-    """The full ref of a branch name (`agent/x` -> `refs/heads/agent/x`)."""
     return branch if branch.startswith(HEADS) else HEADS + branch
 
 
 def branch_of(ref: str) -> str | None:
-    """The branch name of a full `refs/heads/` ref, else None."""
     return ref[len(HEADS) :] if ref.startswith(HEADS) else None
 
 

@@ -156,7 +156,6 @@ class ProposalRow(NamedTuple):
         )
 
     def require_stated_work(self, result: Mapping[str, JsonValue]) -> None:
-        """At submit: the result states this proposal's changed files and head."""
         require_stated_work(result, self.changed_files(), self.head_oid)
 
     def facts(self) -> dict[str, JsonValue]:

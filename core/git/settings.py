@@ -238,7 +238,6 @@ class AgentScanSpend:
 
 
 def scan_window_start(settings: RepositorySettings, *, now: Timestamp) -> Timestamp:
-    """Where the agent's window starts: its scans recorded since count against it."""
     return Timestamp.from_epoch_ms(now.epoch_ms - settings.agent_scan_window_seconds * 1000)
 
 

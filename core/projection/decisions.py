@@ -192,7 +192,6 @@ def projection_operation(request: ProjectionRequest) -> str:
 
 
 def _drifted(what: str, actual: object, expected: object) -> str:
-    """A digest refusal's detail: which value the ledger found, which the request expected."""
     return f"{what} has sha256 {actual}, the request expects {expected}"
 
 

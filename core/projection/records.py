@@ -46,5 +46,4 @@ class ProjectionLedgerRow(NamedTuple):
     created_at: str
 
     def image(self, table: str) -> RowImage:
-        """The row of `table` as a seal covers it: every column the record has."""
         return row_image(table, self.idempotency_key, self._asdict())

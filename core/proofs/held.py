@@ -77,7 +77,6 @@ class CheckpointHold:
 
     @property
     def next_size(self) -> int | None:
-        """The tree size the next checkpoint signs (None: no checkpoint is left)."""
         return None if self._next is None else self._next.tree_size
 
     def _note(self, code: str, row: CheckpointRow, detail: str) -> None:

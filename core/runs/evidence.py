@@ -78,7 +78,6 @@ class EvidenceReadRequest:
 
     @property
     def tail_limit(self) -> int:
-        """How many of the run's last events a truncated snapshot keeps."""
         return min(self.tail_events, self.max_events)
 
     @classmethod

@@ -59,7 +59,6 @@ class RunEventRow:
         return record_from_row(cls, row)
 
     def image(self) -> RowImage:
-        """The row as its append's `RUN_EVENT_APPENDED` seal covers it: every column."""
         return row_image(RUN_EVENTS, run_event_key(self.run_id, self.seq), attrs.asdict(self))
 
     def payload(self) -> JsonValue:

@@ -17,7 +17,6 @@ _ATTEMPT_RUN = re.compile(r".+@[0-9]+")
 
 
 def evidence_session(task_id: str) -> str:
-    """Every attempt of a task is a run in the task's session."""
     return f"{EVIDENCE_SESSION_PREFIX}{task_id}"
 
 
@@ -26,7 +25,6 @@ def evidence_run(task_id: str, attempt: int) -> str:
 
 
 def evidence_prompt(attempt: int) -> str:
-    """The prompt of an attempt's run, as the claim creates it."""
     return f"attempt {attempt}"
 
 

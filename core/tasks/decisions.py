@@ -148,7 +148,6 @@ def _require(task_id: str, task: TaskRow | None) -> TaskRow:
 
 
 def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
-    """The next row: the changes, one more revision, the clock."""
     return task._replace(**changes, revision=task.revision + 1, updated_at=now.text)
 
 
@@ -367,7 +366,6 @@ def _digest(row: TaskTransition, request: Any) -> str | None:
 
 
 def decide_on_task(rules: Rules) -> Callable[..., Decision[Any] | None]:
-    """The decision of an operation on one named task, as its row and `rules` say."""
     return functools.partial(_decide_one, rules=rules)
 
 

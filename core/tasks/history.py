@@ -71,7 +71,6 @@ def named_attempt(event: EventView) -> int | None:
 
 
 def _refusal(payload: Mapping[str, object]) -> str:
-    """A refused attempt's why: the check's code and message (it moved nothing: no state)."""
     return f"{payload.get('code')}: {payload.get('message')}"
 
 

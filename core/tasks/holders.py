@@ -40,5 +40,4 @@ def _attempt(payload_json: object, place: int) -> int:
 
 
 def last_holder(task: TaskRow, last_claimer: str | None) -> str | None:
-    """The holder now while claimed, else the agent of its last claim (None: never claimed)."""
     return task.claimed_by if task.claimed_by is not None else last_claimer

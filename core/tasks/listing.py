@@ -174,7 +174,6 @@ def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
 
 
 def filter_bound(name: str) -> int:
-    """How many tasks the sorted filter `name` may match to be read through its own index."""
     return SORTED_STATUS_BOUND if name == "status" else SORTED_FILTER_BOUND
 
 

@@ -105,7 +105,6 @@ def _release_outcome(task: TaskRow, request: object) -> TaskOperation:
 
 
 def _verify_outcome(task: TaskRow, request: VerifyRequest | Judgement) -> TaskOperation:
-    """A reviewer's decision, or the ledger's own judgement of a task verified automatically."""
     return verify_operation(request.decision, attempts_left=_attempts_left(task))
 
 

@@ -91,11 +91,9 @@ class TaskRow(NamedTuple):
         return record_from_row(cls, row)
 
     def image(self) -> RowImage:
-        """The row as a v2 or v3 seal covers it: every column the record has."""
         return row_image(TASKS, self.task_id, self._asdict())
 
     def written(self, before: TaskRow | None) -> RowWrite:
-        """This row as a transition wrote it over `before`, for its event's seal."""
         return RowWrite(TASKS, self.task_id, self._fields, before, self)
 
     def metadata(self) -> JsonObject:

@@ -28,7 +28,6 @@ REFUSAL_EVENTS: Final = frozenset({GOVERNED_WRITE_REFUSED, PROJECTION_REFUSED})
 
 
 def refusal_key(operation: str, idempotency_key: str) -> str:
-    """Where a refused attempt's answer is recorded in the task's idempotency ledger."""
     return f"{operation} {idempotency_key}"
 
 

@@ -242,5 +242,4 @@ class TaskTransition:
         return outcome if isinstance(outcome, TaskOperation) else outcome(task, request)
 
     def next_status(self, task: TaskRow, request: Any) -> TaskStatus:
-        """The status `request` moves `task` to, or `INVALID_TRANSITION`."""
         return next_task_status(task.status, self.outcome_of(task, request))
