@@ -1,8 +1,6 @@
-"""The statement registry: every statement a plan can name, with its operation and exact parameters,
-so that a decision cannot name a statement that does not exist or bind one it lacks.
-
-Every guarded update and delete is one compare-and-swap on `revision = :expected_revision`, so it
-touches a row only while it is still at the revision read (`runs` count `event_count` instead)."""
+"""Every statement a plan can name, with its exact parameters, so that a decision cannot name one
+that does not exist or bind one it lacks; guarded writes are compare-and-swaps on the revision
+read."""
 
 from __future__ import annotations
 

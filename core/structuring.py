@@ -1,8 +1,6 @@
-"""One strict converter: untrusted mappings in, frozen attrs records out, public forms back out.
-
-Its hooks refuse every coercion (7 is not "7", True is not 1), so that what the ledger records and
-digests is exactly what the caller sent. A refusal lists every problem with its path; rules across
-fields are each record's `from_mapping`."""
+"""One strict converter: untrusted mappings in, frozen attrs records out, public forms back out. Its
+hooks refuse every coercion (7 is not "7"), so that what the ledger digests is exactly what was
+sent."""
 
 from __future__ import annotations
 

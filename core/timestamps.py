@@ -1,8 +1,5 @@
-"""The ledger's time: `Timestamp`, a moment the core produces, parses, compares and stores.
-
-SQL compares times as text, which is only correct when every value has one width, so
-`Timestamp.text` is the one form written, with milliseconds so that moments of one second keep their
-order. Decisions refuse any other `now`, as an `isoformat()` string sorts differently."""
+"""The ledger's time. SQL compares times as text, so `Timestamp.text` is the one form written, to
+the millisecond so that moments of one second keep their order; decisions refuse any other `now`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Which OpenTelemetry trace a task attempt's spans belong to, and the span attributes of an agent's
-reported model usage.
-
-An attempt's trace and root span ids derive from a domain-separated sha256 of (task id, attempt), so
-processes that never talked to each other still meet in one trace, and a write whose task is known
-only once done still lands in it. No process records the root span."""
+"""Which OpenTelemetry trace a task attempt's spans belong to: ids derived from (task id, attempt),
+so that processes that never talked still meet in one trace; and the span attributes of an agent's
+reported model usage."""
 
 from __future__ import annotations
 

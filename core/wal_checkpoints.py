@@ -1,9 +1,6 @@
-"""Who copies SQLite's write-ahead log back into the database, and when (synchronous=NORMAL).
-
-The WAL starts over only after a complete checkpoint, and a helper thread's PASSIVE one always
-trails the writer, so a cycle goes in rounds: the helper copies while the writer goes on, then the
-writer copies the short remainder itself. The writer also copies when the helper is gone or the log
-reaches `BACKLOG_FACTOR` times the threshold."""
+"""Who copies SQLite's write-ahead log back, and when (synchronous=NORMAL). The WAL starts over only
+after a complete checkpoint, which a helper thread's PASSIVE one never is, so the helper copies in
+rounds and the writer finishes the short remainder itself."""
 
 from __future__ import annotations
 

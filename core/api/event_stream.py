@@ -1,9 +1,6 @@
-"""The event stream's wire format (W3C server-sent events), both ways: the messages `GET
-/v1/events/stream` writes and the client's parser.
-
-A ledger event is one message whose `id:` a reconnecting client sends back as `Last-Event-ID`. A
-message with an `id:` and no data moves the last id without an event, so that a client that drops
-before any event resumes where the stream began; a comment line keeps an idle connection open."""
+"""The event stream's wire format (W3C server-sent events), written by `GET /v1/events/stream` and
+read by the client. A message with an `id:` and no data moves the last id, so that a client that
+drops before any event resumes where the stream began."""
 
 from __future__ import annotations
 

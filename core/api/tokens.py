@@ -1,8 +1,5 @@
-"""API tokens: who may speak to the ledger over HTTP, and as what. The ledger keeps only a token's
-sha256 in the sealed table `api_tokens`; its events never carry the token nor its digest.
-
-A token's name is its holder's agent id; a revoked name may be issued again, so a lost token is
-replaced without a new identity. A grant of NULL (issued before grants) is no ceiling."""
+"""API tokens: who may speak to the ledger over HTTP, and as what. Only a token's sha256 is kept,
+never in an event; a revoked name may be issued again, so a lost token keeps its identity."""
 
 from __future__ import annotations
 

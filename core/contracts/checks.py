@@ -1,8 +1,5 @@
-"""Checking a JSON document against a result contract (a JSON Schema), purely.
-
-The schemas are files in `aios_ledger.core.contracts`; the shell reads them and hands them in,
-so that the core never touches the filesystem.
-"""
+"""Checking a JSON document against a result contract (a JSON Schema); the shell reads the schema
+files, so that the core never touches the filesystem."""
 
 from __future__ import annotations
 

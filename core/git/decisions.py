@@ -1,10 +1,6 @@
-"""Decisions of governed writes: register a repository, change its settings, record a proposal,
-intend a write and record its outcome.
-
-Git swaps the ref between two decisions: `decide_write_intent` checks all the ledger knows and takes
-the writer lease with the sealed intent, then `decide_write_outcome` records what the ref says,
-never a guess. A crash between them leaves the write INTENDED and its lease held, and the same
-decision, fed the ref read later, reconciles it."""
+"""Decisions of governed writes. Git swaps the ref between `decide_write_intent`, which takes the
+writer lease with the sealed intent, and `decide_write_outcome`, which records what the ref says;
+after a crash the same decision, fed the ref read later, reconciles an INTENDED write."""
 
 from __future__ import annotations
 

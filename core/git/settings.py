@@ -1,8 +1,6 @@
-"""A governed repository's settings, columns of its row written in sealed events, so that `verify`
-holds them against the log (a baseline is kept as text because a path on disk is not governance).
-
-An agent's scan budget is per repository because each owner sees and bounds only the proposals to
-their own; a scan refused over its budget is charged too, so the window counts it."""
+"""A governed repository's settings, columns of its row sealed by events, so that `verify` holds
+them against the log. An agent's scan budget is per repository, as each owner bounds only the
+proposals to their own."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The initial execution projection of a task created without an envelope, authorised once by the
-owner, and its recovery after a governed source capture that asked for rework.
-
-Each flow is two pure steps around the caller's resolver: `prepare_*` says whether the request is a
-replay or which envelope to resolve; `decide_*` checks every precondition against the state read in
-the write transaction and returns the plan."""
+"""The initial execution projection of a task created without an envelope, and its recovery after a
+source capture that asked for rework: `prepare_*` says which envelope the caller resolves,
+`decide_*` checks every precondition in the write transaction."""
 
 from __future__ import annotations
 

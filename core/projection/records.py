@@ -1,8 +1,5 @@
-"""The rows of projections: a `governed_bindings` row, and a row of a projection's ledger.
-
-The projections' own idempotency ledgers are read for their recorded answers into the tasks'
-`IdempotencyRow`; a whole ledger row (`ProjectionLedgerRow`) is what a projection writes and what
-its sealed event covers."""
+"""The rows of projections: a `governed_bindings` row, and a row of a projection's ledger, which its
+sealed event covers."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Checkpoints (C2SP `tlog-checkpoint`) and what a witness decides about them.
-
-A witness cosigns a checkpoint only when it is consistent with the last one it cosigned, so a log
-that rewrote its history and re-signed it cannot get a cosignature (CHECKPOINT_INCONSISTENT). The
-first checkpoint is taken on trust, as in the C2SP witness protocol."""
+"""Checkpoints (C2SP `tlog-checkpoint`) and a witness's decision: it cosigns only what is consistent
+with its last cosigned checkpoint, so a log that rewrote its history gets no cosignature."""
 
 from __future__ import annotations
 

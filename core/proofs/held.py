@@ -1,8 +1,5 @@
-"""`verify`'s check of the stored checkpoints against its own tree: each is held to the tree's right
-edge when the walk reaches its size, so no proof and no extra read is needed.
-
-A stored cosignature by a known witness must verify and agree with its row; lines by unknown
-witnesses prove nothing either way, as the API never stores them."""
+"""`verify`'s check of the stored checkpoints and their known witnesses' cosignatures, each held to
+the tree's right edge as the walk reaches its size, so that no proof and no extra read is needed."""
 
 from __future__ import annotations
 

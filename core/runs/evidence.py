@@ -1,10 +1,6 @@
 """Runs, their events, and the bounded, digest-pinned evidence snapshot an auxiliary run reads
-instead of the live run.
-
-Every event is appended with a sealed `RUN_EVENT_APPENDED`, so `verify` proves what a review reads.
-The digest covers only what the snapshot holds, so reading the same evidence again reproduces it; a
-snapshot that keeps the run's tail pins its end as read, and once the run grew is refused as a
-mismatch."""
+instead of the live run. The digest covers only what the snapshot holds, so reading the same
+evidence again reproduces it; one that kept a run's tail is refused once the run grew."""
 
 from __future__ import annotations
 

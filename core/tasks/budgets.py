@@ -1,9 +1,6 @@
-"""What a task may spend, what an attempt reports it spent, and whether a result is over budget.
-
-A budget lives in the task's metadata so that it is part of the create digest and the sealed row;
-not in the envelope, which is decided after the task exists. Money is integer micro-units with an
-ISO 4217 code, never a float. A result past a limit is recorded and left for a person rather than
-verified automatically."""
+"""What a task may spend, what an attempt reports it spent, and whether a result is over budget. A
+budget lives in the task's metadata so that the create digest and the sealed row hold it; money is
+integer micro-units, never a float."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Decisions of the task lifecycle, the pieces each operation of `TASK_OPERATIONS` decides with:
-rows read in the write transaction, request, clock and drawn values in; a `Replay`, a `WritePlan`,
-None or a `LedgerError` out.
-
-Every operation checks in one order so that refusals are predictable: the key's replay, the task's
-existence, the holder and its live lease, `TASK_TRANSITIONS`, then its own rules."""
+"""Decisions of the task lifecycle: rows read in the write transaction in, a `Replay`, a
+`WritePlan`, None or a `LedgerError` out. Every operation checks in one order so that refusals are
+predictable: the key's replay, the task, the holder's live lease, `TASK_TRANSITIONS`, then its own
+rules."""
 
 from __future__ import annotations
 

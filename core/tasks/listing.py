@@ -1,8 +1,6 @@
-"""The filtered, keyset-paged task list shared by `GET /v1/tasks` and the console: newest first,
-each page after the last row's `seq`, never at an OFFSET, so that every page costs the same.
-
-The cursor is signed with a key drawn at server start and bound to its filters, so an altered or
-carried-over cursor is `CURSOR_INVALID`."""
+"""The keyset-paged task list of `GET /v1/tasks` and the console: each page after the last `seq`,
+never at an OFFSET, so that every page costs the same; the cursor is signed and bound to its
+filters."""
 
 from __future__ import annotations
 

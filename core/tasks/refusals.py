@@ -1,9 +1,6 @@
-"""Refused attempts are part of the record: a well-formed governed write or projection of an
-existing task refused by a check is a sealed event naming the code, message and who tried. A
-malformed request leaves no trace, so that nobody can fill the log with noise.
-
-The answer is kept under `refusal_key(operation, key)`, which no request's key can be (keys hold no
-space), so it is archived and verified with the task's other answers."""
+"""Refused attempts are part of the record: a well-formed governed write or projection refused by a
+check is a sealed event, its answer kept under `refusal_key`, which no request's key can be. A
+malformed request leaves no trace, so that nobody can fill the log with noise."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Strict request records of the task lifecycle, structured once where they come in; the record is
-what the store and the core decide on.
-
-`public()` is the canonical form a key is bound to: it holds a lease token only as its sha256, and
-never the acting agent (`agent_id`, filled by the edge that knows it), so that a key's digest is the
-same whoever asks while who may act is still decided in the core."""
+"""Strict request records of the task lifecycle, structured once where they come in. `public()`, the
+form a key is bound to, holds a lease token only as its sha256 and never the acting `agent_id`, so
+that a key's digest is the same whoever asks."""
 
 from __future__ import annotations
 

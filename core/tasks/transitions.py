@@ -1,8 +1,5 @@
 """The task lifecycle as data, so that every rule is one row a reader can check: `TASK_TRANSITIONS`
-maps (status, outcome) to the next status, and a pair not in it is `INVALID_TRANSITION`.
-
-Outcomes that depend on the attempts left are separate entries, so the table stays a plain map.
-`ABSENT` is the status of a task not yet created."""
+maps (status, outcome) to the next status; a pair not in it is `INVALID_TRANSITION`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""How a task's submitted results are judged: by a reviewer (`task verify`, the default), or
-automatically when they arrive (`auto`).
-
-An automatic judgement accepts a result whose `status` is SUCCEEDED (its contract was already
-checked on submit: a result that breaks it is refused before it is judged); anything else (a
-FAILED status, no status: what a worker submits for a non-zero exit, a timeout, invalid output,
-a refused result) needs rework, with the result's own account of the failure as the reason.
-"""
+"""How a task's submitted results are judged: by a reviewer (the default), or automatically on
+arrival, accepting a SUCCEEDED result (its contract was checked on submit) and sending anything else
+to rework with its own account as the reason."""
 
 from __future__ import annotations
 
