@@ -309,6 +309,12 @@ class Statement(enum.StrEnum):
     )
 
 
+def guarded_update(statement: Statement, row: object, expected_revision: int) -> SqlWrite:
+    """The compare-and-swap writing `row`: each parameter is the row's field of its name."""
+    values = {name: getattr(row, name) for name in statement.parameters - {EXPECTED_REVISION}}
+    return SqlWrite(statement, {**values, EXPECTED_REVISION: expected_revision})
+
+
 @attrs.frozen
 class SqlWrite:
     """One statement of a plan and its parameters, exactly those its declaration names."""

@@ -15,7 +15,7 @@ from aios_ledger.core.kinds import Identifier, OneOf, Sha256Hex
 from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.log.rows import RowImage, row_image
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.requests import OfferedCapabilities
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -227,7 +227,7 @@ def decide_issue_token(
             revision=prior.revision + 1,
             updated_at=now.text,
         )
-        write = _update(row, prior.revision)
+        write = guarded_update(Statement.API_TOKEN_CAS_UPDATE, row, prior.revision)
     event = _event(API_TOKEN_ISSUED, row, request.roles, now, actor)
     return sealed_plan((write,), (event,), _answer(row, idempotent=False), tail=state.tail)
 
@@ -245,21 +245,5 @@ def decide_revoke_token(
         return Replay(_answer(prior, idempotent=True))
     row = attrs.evolve(prior, status=REVOKED, revision=prior.revision + 1, updated_at=now.text)
     event = _event(API_TOKEN_REVOKED, row, list(row.roles()), now, actor)
-    return sealed_plan(
-        (_update(row, prior.revision),), (event,), _answer(row, idempotent=False), tail=state.tail
-    )
-
-
-def _update(row: ApiTokenRow, expected_revision: int) -> SqlWrite:
-    return SqlWrite(
-        Statement.API_TOKEN_CAS_UPDATE,
-        {
-            "name": row.name,
-            "expected_revision": expected_revision,
-            "roles_json": row.roles_json,
-            "capabilities_json": row.capabilities_json,
-            "token_sha256": row.token_sha256,
-            "status": row.status,
-            "updated_at": row.updated_at,
-        },
-    )
+    write = guarded_update(Statement.API_TOKEN_CAS_UPDATE, row, prior.revision)
+    return sealed_plan((write,), (event,), _answer(row, idempotent=False), tail=state.tail)

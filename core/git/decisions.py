@@ -50,7 +50,7 @@ from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.plan import Decision, Replay, request_digest, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.refusals import (
     GOVERNED_WRITE_REFUSED,
@@ -250,14 +250,8 @@ def decide_change_repository_settings(
         response_json=canonical_json(stored),
         created_at=now.text,
     )
-    update = SqlWrite(
-        Statement.GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE,
-        {
-            "name": repository.name,
-            "expected_revision": repository.revision,
-            **settings.columns(),
-            "updated_at": now.text,
-        },
+    update = guarded_update(
+        Statement.GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE, after, repository.revision
     )
     insert = SqlWrite(Statement.REPOSITORY_SETTINGS_CHANGE_INSERT, change._asdict())
     event = EventAppend(
@@ -578,17 +572,7 @@ def _lease_write(
     row = lease._replace(
         holder=holder, generation=generation, revision=lease.revision + 1, updated_at=now.text
     )
-    write = SqlWrite(
-        Statement.WRITER_LEASE_CAS_UPDATE,
-        {
-            "lease_id": lease.lease_id,
-            "expected_revision": lease.revision,
-            "holder": holder,
-            "generation": generation,
-            "updated_at": now.text,
-        },
-    )
-    return write, row
+    return guarded_update(Statement.WRITER_LEASE_CAS_UPDATE, row, lease.revision), row
 
 
 def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
@@ -815,17 +799,7 @@ def decide_write_outcome(
         revision=write.revision + 1,
         updated_at=now.text,
     )
-    update = SqlWrite(
-        Statement.GOVERNED_WRITE_CAS_UPDATE,
-        {
-            "idempotency_key": write.idempotency_key,
-            "expected_revision": write.revision,
-            "state": outcome,
-            "code": code,
-            "observed_oid": request.observed_oid,
-            "updated_at": now.text,
-        },
-    )
+    update = guarded_update(Statement.GOVERNED_WRITE_CAS_UPDATE, after, write.revision)
     payload: JsonObject = {
         "idempotency_key": write.idempotency_key,
         "repository": write.repository,

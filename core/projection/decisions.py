@@ -36,7 +36,7 @@ from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.projection.answers import ProjectionAnswer
 from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.core.projection.records import ProjectionLedgerRow
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.core.tasks.refusals import (
@@ -622,16 +622,7 @@ def _plan(
         updated_at=now.text,
         awaiting_projection=0,  # a governed task's hold ends here, in the projection's write
     )
-    update = SqlWrite(
-        Statement.PROJECT_TASK_EXECUTION,
-        {
-            "task_id": task.task_id,
-            "expected_revision": request.expected_revision,
-            "metadata_json": projected.metadata_json,
-            "required_capabilities_json": projected.required_capabilities_json,
-            "updated_at": projected.updated_at,
-        },
-    )
+    update = guarded_update(Statement.PROJECT_TASK_EXECUTION, projected, request.expected_revision)
     ledger_row = ProjectionLedgerRow(
         idempotency_key=request.idempotency_key,
         task_id=task.task_id,

@@ -26,7 +26,7 @@ from aios_ledger.core.log.plan import (
 )
 from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.tasks.answers import (
     ClaimAnswer,
     CreateAnswer,
@@ -167,29 +167,6 @@ def _lease_columns(
     return {}
 
 
-def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
-    """The guarded write of a transition: the row must still be at the revision decided on."""
-    return SqlWrite(
-        Statement.TASKS_CAS_UPDATE,
-        {
-            "task_id": before.task_id,
-            "expected_revision": before.revision,
-            "status": after.status,
-            "attempt": after.attempt,
-            "max_attempts": after.max_attempts,
-            "not_before": after.not_before,
-            "claimed_by": after.claimed_by,
-            "lease_token_hash": after.lease_token_hash,
-            "lease_expires_at": after.lease_expires_at,
-            "result_json": after.result_json,
-            "result_digest": after.result_digest,
-            "result_idempotency_key": after.result_idempotency_key,
-            "verification_json": after.verification_json,
-            "updated_at": after.updated_at,
-        },
-    )
-
-
 def _recorded(
     event: EventAppend,
     key: str,
@@ -306,7 +283,7 @@ def _move(
     event = _event(
         after, row.event, facts, _agent_of(row.agent, task, request), before=task, actor=actor
     )
-    return _Move(after, _cas(task, after), event)
+    return _Move(after, guarded_update(Statement.TASKS_CAS_UPDATE, after, task.revision), event)
 
 
 def _answer(row: TaskTransition, before: TaskRow, after: TaskRow, request: Any) -> dict[str, Any]:
