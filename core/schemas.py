@@ -152,6 +152,5 @@ def field_default(field: attrs.Attribute[Any]) -> Any:
 
 
 def _description(record: type) -> str:
-    """The docstring's first paragraph, on one line."""
     doc = record.__doc__ or ""
     return " ".join(doc.strip().split("\n\n")[0].split())

@@ -290,7 +290,6 @@ def _sequence_hook(container: Any) -> Callable[[Any, Any], Any]:
 
 
 def _mapping_hook(container: Any) -> Callable[[Any, Any], Any]:
-    """A JSON object (a dict with text keys) and nothing else."""
     args = get_args(container)
     value_type = args[1] if len(args) == 2 else Any
 
@@ -373,7 +372,6 @@ _KIND_SCHEMAS: dict[Any, dict[str, Any]] = {}
 
 
 def kind_schema(kind: Any) -> dict[str, Any] | None:
-    """The JSON Schema a kind was registered with, if any."""
     schema = _KIND_SCHEMAS.get(kind)
     return None if schema is None else dict(schema)
 
@@ -568,7 +566,6 @@ def _field_checks_of(record: type) -> tuple[_FieldCheck, ...]:
 
 
 def _record_class(kind: Any) -> type | None:
-    """The attrs class a field holds (itself or optionally), if any."""
     for candidate in (kind, *get_args(kind)):
         if isinstance(candidate, type) and attrs.has(candidate):
             return candidate

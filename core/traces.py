@@ -51,9 +51,7 @@ class AttemptTrace:
 
 def attempt_of_write(operation: str, attempt: int) -> int:
     """A create, retry, pause or resume prepares the next attempt; all else the current."""
-    if operation in BETWEEN_ATTEMPTS:
-        return attempt + 1
-    return max(attempt, 1)
+    return attempt + 1 if operation in BETWEEN_ATTEMPTS else max(attempt, 1)
 
 
 def model_usage_attributes(result: object) -> dict[str, int | str]:

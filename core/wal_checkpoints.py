@@ -44,6 +44,4 @@ def checkpoint_step(
         return _HAND_OVER
     if copied is None:
         return _WAIT
-    if pages - copied <= REMAINDER_PAGES:
-        return _HERE
-    return _HAND_OVER
+    return _HERE if pages - copied <= REMAINDER_PAGES else _HAND_OVER

@@ -324,8 +324,6 @@ def review_id(task_id: str, attempt: int, review_attempt: int) -> str:
 
 
 class ReviewStep(enum.StrEnum):
-    """What reviewing a task attempt does next."""
-
     SPAWN = "spawn"  # a new review run, number `review_attempt`
     REUSE = "reuse"  # a review completed: record its decision (again: verify is idempotent)
     IN_PROGRESS = "in_progress"  # another reviewer is running one now

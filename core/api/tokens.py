@@ -67,8 +67,6 @@ class ApiTokenView(TypedDict):
 
 @attrs.frozen
 class ApiTokenRow:
-    """One row of `api_tokens`."""
-
     name: str
     roles_json: str
     token_sha256: str

@@ -33,7 +33,6 @@ def _payload(event: EventView) -> Mapping[str, Any]:
 
 
 def who_did_what(task_id: str, events: Iterable[EventView]) -> Accountability:
-    """The record of `task_id` from its events, in order."""
     record: Accountability = {
         "task_id": task_id,
         "created_by": None,

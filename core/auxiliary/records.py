@@ -228,9 +228,7 @@ class AuxiliaryRunSpec:
 
     @property
     def id(self) -> str:
-        if self._id is not None:
-            return self._id
-        return "aux-" + sha256_hex(self._content())[:32]
+        return self._id if self._id is not None else "aux-" + sha256_hex(self._content())[:32]
 
     def with_id(self, run_id: str) -> AuxiliaryRunSpec:
         return attrs.evolve(self, id=run_id)
@@ -446,9 +444,7 @@ class AuxiliaryRunSnapshot:
 
     @property
     def error_code(self) -> str | None:
-        if self.error is None:
-            return None
-        return self.error.split(":", 1)[0]
+        return None if self.error is None else self.error.split(":", 1)[0]
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -456,8 +452,6 @@ class AuxiliaryRunSnapshot:
 
 @attrs.frozen
 class AuxiliaryRunRow:
-    """One row of `auxiliary_runs`."""
-
     aux_id: str
     session_id: str
     run_id: str
@@ -513,9 +507,7 @@ class AuxiliaryRunRow:
         return AuxiliaryRunSpec.from_mapping(loads_document(self.spec_json, what="spec"))
 
     def output_value(self) -> JsonValue:
-        if self.output_json is None:
-            return None
-        return loads_document(self.output_json, what="output")
+        return None if self.output_json is None else loads_document(self.output_json, what="output")
 
     def failure(self) -> AuxiliaryRunError | None:
         if self.error_code is None:

@@ -58,8 +58,6 @@ class ProposalAnswer(TypedDict):
 
 
 class ScanChargeAnswer(TypedDict):
-    """A refused scan's cost, charged to its agent."""
-
     charge_id: str
     task_id: str
     attempt: int

@@ -85,8 +85,7 @@ OUTCOME_EVENTS = {
 }
 
 
-# ---------------------------------------------------------------------------------------------
-# repositories
+# --- repositories ---------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -272,8 +271,7 @@ def decide_change_repository_settings(
     return sealed_plan((update, insert), (event,), answer, tail=state.tail)
 
 
-# ---------------------------------------------------------------------------------------------
-# the binding a task runs on
+# --- the binding a task runs on -------------------------------------------------------------------
 
 
 def task_binding(task: TaskRow) -> GovernedExecutionBinding:
@@ -304,8 +302,7 @@ def attempt_of_proposal(proposal_id: str) -> int:
     return int(proposal_id.rpartition("#")[2])
 
 
-# ---------------------------------------------------------------------------------------------
-# proposals
+# --- proposals ------------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -514,8 +511,7 @@ def decide_charge_scan(
     return sealed_plan((insert,), (event,), scan_charge_answer(row), tail=state.tail)
 
 
-# ---------------------------------------------------------------------------------------------
-# the governed write
+# --- the governed write ---------------------------------------------------------------------------
 
 
 @attrs.frozen

@@ -57,7 +57,6 @@ def symlink_escapes(path: str, target: str) -> bool:
 
 
 def entry_problem(entry: TreeEntry, *, allow_gitlinks: bool) -> str | None:
-    """Why the tree entry may not be written, or None."""
     if entry.mode == GITLINK_MODE and not allow_gitlinks:
         return (
             f"{entry.path!r} is a gitlink (submodule commit {entry.oid}) and the repository "

@@ -71,7 +71,6 @@ class RepositoryRow(NamedTuple):
         return _texts(GOVERNED_REPOSITORIES, self.name, "protected_json", self.protected_json)
 
     def settings(self) -> RepositorySettings:
-        """The repository's settings, as its columns hold them."""
         return RepositorySettings(
             secrets_baseline_json=self.secrets_baseline_json,
             secrets_baseline_sha256=self.secrets_baseline_sha256,

@@ -99,13 +99,11 @@ class RepositorySettings:
         return {**attrs.asdict(self), "allow_gitlinks": 1 if self.allow_gitlinks else 0}
 
     def baseline(self) -> dict[str, JsonValue] | None:
-        """The baseline's document (None: the repository has none)."""
         if self.secrets_baseline_json is None:
             return None
         return baseline_document(self.secrets_baseline_json)
 
     def changed_from(self, other: RepositorySettings) -> list[str]:
-        """The names of the settings that differ from `other`'s."""
         mine, theirs = self.public(), other.public()
         return [name for name in OPTIONS if mine[name] != theirs[name]]
 
@@ -204,7 +202,6 @@ class SettingsChange:
         return self == SettingsChange()
 
     def apply(self, current: RepositorySettings) -> RepositorySettings:
-        """`current` with the settings this change gives."""
         baseline, digest = current.secrets_baseline_json, current.secrets_baseline_sha256
         if self.clear_secrets_baseline:
             baseline, digest = None, None
@@ -221,8 +218,7 @@ class SettingsChange:
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# the agent's budget
+# --- the agent's budget ---------------------------------------------------------------------------
 
 
 @attrs.frozen

@@ -58,7 +58,6 @@ class AddCheckpointRequest:
     checkpoint: Checkpoint
 
     def body(self) -> bytes:
-        """The body as a client sends it."""
         lines = [f"old {self.old_size}", *(base64.b64encode(h).decode() for h in self.proof)]
         return ("".join(line + "\n" for line in lines) + "\n" + self.note.encode()).encode()
 

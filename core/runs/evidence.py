@@ -100,7 +100,6 @@ class EvidenceSnapshot:
     tail_events: int = 0
 
     def body(self) -> JsonObject:
-        """Everything the digest covers."""
         return {
             "schema": self.schema,
             "target": self.target.public(),

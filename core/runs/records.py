@@ -14,8 +14,6 @@ from aios_ledger.core.records import record_from_row
 
 @attrs.frozen
 class RunRow:
-    """One row of `runs`."""
-
     run_id: str
     session_id: str
     prompt: str

@@ -135,8 +135,7 @@ class DecisionInputs:
         return value
 
 
-# ---------------------------------------------------------------------------------------------
-# shared pieces
+# --- shared pieces --------------------------------------------------------------------------------
 
 
 def _require(task_id: str, task: TaskRow | None) -> TaskRow:
@@ -303,8 +302,7 @@ def typed_as(request: object, kind: type[R]) -> R:
     return request
 
 
-# ---------------------------------------------------------------------------------------------
-# an operation on one named task
+# --- an operation on one named task ---------------------------------------------------------------
 
 
 @attrs.frozen
@@ -335,9 +333,7 @@ class _Records:
 
 def _digest(row: TaskTransition, request: Any) -> str | None:
     """What a keyed request's key is bound to (None: not keyed)."""
-    if not row.keyed:
-        return None
-    return request_digest(row.name, request.task_id, request.public())
+    return request_digest(row.name, request.task_id, request.public()) if row.keyed else None
 
 
 def decide_on_task(rules: Rules) -> Callable[..., Decision[Any] | None]:
@@ -637,8 +633,7 @@ def submit_rules(*, judge: TaskTransition) -> Rules:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# create
+# --- create ---------------------------------------------------------------------------------------
 
 
 def create_digest(request: TaskCreateRequest) -> str:
@@ -731,8 +726,7 @@ def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
     return metadata
 
 
-# ---------------------------------------------------------------------------------------------
-# claim
+# --- claim ----------------------------------------------------------------------------------------
 
 
 def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) -> LedgerError | None:
@@ -949,8 +943,7 @@ def decide_claims(
     return sealed_plan(writes, events, response, tail=state.tail)
 
 
-# ---------------------------------------------------------------------------------------------
-# expire
+# --- expire ---------------------------------------------------------------------------------------
 
 
 def decide_expiry(

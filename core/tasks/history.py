@@ -64,7 +64,6 @@ def task_history(events: Iterable[EventView], attempt: int = 0) -> list[HistoryE
 
 
 def named_attempt(event: EventView) -> int | None:
-    """The attempt the event's payload names (None: none)."""
     payload = event["payload"]
     named = payload.get("attempt") if isinstance(payload, dict) else None
     return named if type(named) is int else None

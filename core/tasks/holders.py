@@ -13,7 +13,6 @@ from aios_ledger.core.tasks.records import TaskRow
 
 
 def holders_of(claims: Sequence[Mapping[str, Any]]) -> list[HolderView]:
-    """A task's holders, one per claim in claim order."""
     return [
         {
             "attempt": _attempt(claim["payload_json"], place),

@@ -66,8 +66,6 @@ class PageBounds:
 
 @attrs.frozen
 class TaskPageRequest:
-    """One page: its filters, its size and its cursor."""
-
     filters: TaskFilters
     limit: int = DEFAULT_PAGE
     cursor: str | None = None
@@ -140,9 +138,7 @@ def next_page_cursor(
     """The next page's cursor (None at the end), resuming a bounded read."""
     if len(seqs) > request.limit:
         return encode_cursor(key, seqs[request.limit - 1], request.filters)
-    if scanned_to is not None:
-        return encode_cursor(key, scanned_to, request.filters)
-    return None
+    return encode_cursor(key, scanned_to, request.filters) if scanned_to is not None else None
 
 
 # A filter matching at most this many tasks is read through its own index and sorted by seq.
@@ -163,7 +159,6 @@ def scan_floor(top_seq: int | None, bottom_seq: int | None, bound: int = SCAN_BO
 
 
 def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
-    """Whether the page is filtered by `name` (one of SORTED_FILTERS)."""
     if name == "created":
         return filters.created_from is not None or filters.created_to is not None
     if name == "updated":
@@ -182,6 +177,4 @@ def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
         for name, tasks in counted.items()
         if tasks <= filter_bound(name)
     ]
-    if within:
-        return f"tasks_page_of_{min(within)[2]}"
-    return "tasks_page"
+    return f"tasks_page_of_{min(within)[2]}" if within else "tasks_page"

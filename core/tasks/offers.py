@@ -30,7 +30,6 @@ _CHOSEN: Mapping[str, frozenset[TaskOperation]] = {
 
 
 def _moves_from(row: TaskTransition) -> frozenset[str]:
-    """The statuses `row` moves a task out of."""
     outcome = row.outcome
     outcomes = {outcome} if isinstance(outcome, TaskOperation) else _CHOSEN[row.name]
     return frozenset(str(status) for status, column in TASK_TRANSITIONS if column in outcomes)

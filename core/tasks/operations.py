@@ -387,8 +387,7 @@ def decide_task(
     return row.decide(row, state, request, inputs, now)
 
 
-# ---------------------------------------------------------------------------------------------
-# each operation's decision under its own name
+# --- each operation's decision under its own name -------------------------------------------------
 
 
 def _decided(

@@ -32,9 +32,7 @@ _BINDING_ECHOES = ("repository", "base_oid", "expected_branch_oid", "target_bran
 def task_envelope(task: TaskRow) -> JsonObject | None:
     """The task's verified execution envelope, or None when it has none."""
     metadata = task.metadata()
-    if "execution" not in metadata:
-        return None
-    return verify_execution_envelope(metadata["execution"])
+    return None if "execution" not in metadata else verify_execution_envelope(metadata["execution"])
 
 
 def check_task_result(

@@ -124,8 +124,7 @@ def release_operation(*, attempts_left: bool) -> TaskOperation:
     return TaskOperation.RELEASE if attempts_left else TaskOperation.RELEASE_EXHAUSTED
 
 
-# ---------------------------------------------------------------------------------------------
-# the operations
+# --- the operations -------------------------------------------------------------------------------
 
 
 TASK_CREATED = "TASK_CREATED"

@@ -12,8 +12,6 @@ from aios_ledger.core.tasks.requests import MAX_REASON
 
 @attrs.frozen
 class Judgement:
-    """A verification's decision and why."""
-
     decision: VerifyDecision
     reason: str
 
