@@ -51,7 +51,7 @@ from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.plan import Decision, Replay, request_digest, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.refusals import (
     GOVERNED_WRITE_REFUSED,
     RefusalAnswer,
@@ -282,12 +282,6 @@ def task_binding(task: TaskRow) -> GovernedExecutionBinding:
     return GovernedExecutionBinding.from_mapping(envelope["binding"])
 
 
-def _require_task(task_id: str, task: TaskRow | None) -> TaskRow:
-    if task is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    return task
-
-
 def _require_repository(name: str, repository: RepositoryRow | None) -> RepositoryRow:
     if repository is None or repository.name != name:
         raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {name!r}")
@@ -348,7 +342,7 @@ def grant_workspace(
 ) -> WorkspaceGrant:
     """Whether `agent_id` may read the base of the task's binding: only its live holder."""
     require_timestamp(now)
-    found = _require_task(task_id, task)
+    found = require_task(task_id, task)
     if found.claimed_by != agent_id:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is not held by {agent_id!r}")
     _check_lease(found, lease_token, now)
@@ -368,7 +362,7 @@ def admit_proposal(
     """The cheap checks before a bundle is decoded or scanned (a scan costs seconds): the task
     exists and the caller holds its live lease."""
     require_timestamp(now)
-    found = _require_task(task_id, task)
+    found = require_task(task_id, task)
     if agent_id is not None and found.claimed_by not in (None, agent_id):
         raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
     if prior is None or (agent_id is not None and prior.agent_id != agent_id):
@@ -395,7 +389,7 @@ def decide_record_proposal(
 ) -> Decision[ProposalAnswer]:
     """Record an attempt's proposal, under its lease, with the facts computed from it."""
     require_timestamp(now)
-    task = _require_task(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     replayed = proposal_replay(task, state.prior, request.bundle_sha256)
     if replayed is not None:
         return Replay(replayed)
@@ -477,7 +471,7 @@ def decide_charge_scan(
     """Charge a refused scan to its agent's window, so that overrunning proposals are not repeated
     for free; not keyed, as every one cost its seconds."""
     require_timestamp(now)
-    task = _require_task(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     repository = _require_repository(task_binding(task).repository, state.repository)
     row = ScanChargeRow(
         charge_id=f"{task.task_id}#{request.attempt}#{state.charged + 1}",
@@ -598,7 +592,7 @@ def decide_write_intent(
     if state.prior is not None:
         return _replay_write(state.prior, request.task_id)
     replay_refusal(state.refused, write_request_digest(request))
-    task = _require_task(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     if not governed_writable(task.status):
         raise LedgerError(
             "TASK_NOT_VERIFIED", f"task {task.task_id!r} is {task.status}, not verified SUCCEEDED"

@@ -29,7 +29,7 @@ from aios_ledger.core.tasks.attempts import (
     is_reserved_session,
     refuse_reserved,
 )
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.requests import LeaseToken, lease_token_sha256
 from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -308,12 +308,11 @@ def decide_create_attempt_run(
     """The evidence run of an attempt claimed before claims created runs."""
     require_timestamp(now)
     task_id, attempt = request.task_id, request.attempt
-    if state.task is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    if not 1 <= attempt <= state.task.attempt:
+    task = require_task(task_id, state.task)
+    if not 1 <= attempt <= task.attempt:
         raise LedgerError(
             "RUN_NOT_FOUND",
-            f"task {task_id!r} has had {state.task.attempt} attempts: no run for attempt {attempt}",
+            f"task {task_id!r} has had {task.attempt} attempts: no run for attempt {attempt}",
         )
     run = RunCreateRequest.from_mapping(
         {

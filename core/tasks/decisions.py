@@ -51,7 +51,7 @@ from aios_ledger.core.tasks.budgets import (
     spend_key,
 )
 from aios_ledger.core.tasks.modes import VerificationMode
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.requests import (
     ClaimBatchRequest,
     ClaimRequest,
@@ -136,12 +136,6 @@ class DecisionInputs:
 
 
 # --- shared pieces --------------------------------------------------------------------------------
-
-
-def _require(task_id: str, task: TaskRow | None) -> TaskRow:
-    if task is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    return task
 
 
 def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
@@ -357,7 +351,7 @@ def _decide_one(
         replay = replay_or_conflict(state.prior, digest, dict)
         if replay is not None:
             return replay
-    task = _require(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     if row.fenced:
         _check_holder(task, request.agent_id)
         _check_lease(task, request.lease_token, now)
@@ -923,7 +917,7 @@ def decide_claims(
         events.append(move.event)
         requeued[task.task_id] = move.after
     if claim.task_id is not None:
-        named = requeued.get(claim.task_id, _require(claim.task_id, state.task))
+        named = requeued.get(claim.task_id, require_task(claim.task_id, state.task))
         refusal = claim_refusal(named, claim.capabilities, now)
         if refusal is not None:
             raise refusal

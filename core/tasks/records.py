@@ -49,6 +49,12 @@ def _capability_names(raw: str) -> tuple[str, ...] | None:
     return tuple(str(item) for item in value)
 
 
+def require_task(task_id: str, task: TaskRow | None) -> TaskRow:
+    if task is None:
+        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
+    return task
+
+
 class TaskRow(NamedTuple):
     """One row of `tasks`; a NamedTuple, as every transition reads one and `_replace`s it."""
 
