@@ -30,8 +30,7 @@ RFC3339 = (
 
 @attrs.frozen
 class Text(Constraint):
-    """Non-blank valid UTF-8 of at most `max_length` characters, NUL only if `nul`, matching
-    `pattern`."""
+    """Non-blank valid UTF-8 up to `max_length`, NUL only if `nul`, matching `pattern`."""
 
     max_length: int | None = MAX_TEXT
     pattern: re.Pattern[str] | None = None

@@ -172,8 +172,7 @@ def plan_upgrade(known: Sequence[Migration], view: CatalogueView) -> bool:
 def _refuse_missing_earlier(
     pending: Sequence[Migration], applied: Sequence[str], tables: frozenset[str]
 ) -> None:
-    """An applied migration whose `schema_migrations` row was lost would fail half-way if run again:
-    refused by version, for the operator to restore the row."""
+    """An applied migration whose row was lost would fail half-way if run again."""
     if applied:
         newest = max(applied)
         missing = [m.version for m in pending if m.version < newest]

@@ -149,8 +149,7 @@ def register_kind(
     unstructure_as: Callable[[Any], Any] | None = None,
     schema: Mapping[str, Any] | None = None,
 ) -> None:
-    """Make `check` the structure hook of a `NewType` kind; `schema` gives the JSON Schema of what
-    it accepts."""
+    """Make `check` the structure hook of a `NewType` kind, with its JSON Schema."""
     _KIND_CHECKS[kind] = check
     if schema is not None:
         _KIND_SCHEMAS[kind] = dict(schema)

@@ -100,8 +100,7 @@ SHELL_SYNTAX = frozenset("$`()[]{};&|<>*?~!#")
 
 
 def exec_program(command: str) -> str | None:
-    """The program `sh -c command` starts, checked before any claim; None when the shell decides it,
-    or for a relative path a governed task resolves in its workspace."""
+    """The program `sh -c command` starts, None when the shell decides it or it is relative."""
     try:
         words = shlex.split(command, comments=True)
     except ValueError:
@@ -205,8 +204,8 @@ def idle_reason(
     capabilities: Sequence[str],
     grant: Collection[str] | None = None,
 ) -> IdleReason:
-    """The reason from the queue's groups; ungranted and lacking are apart as the first is the
-    owner's to change, the second the worker's."""
+    """The reason from the queue's groups; ungranted is the owner's to change, lacking the
+    worker's."""
     offered = set(capabilities)
     granted = None if grant is None else set(grant)
     queued = lacking = not_due = ungranted = 0
@@ -284,8 +283,7 @@ def failure_result(
     evidence: FailureEvidence,
     proposed_files: Sequence[str] = (),
 ) -> JsonObject:
-    """The result a worker submits when the command produced none. The agent_runtime contract has no
-    evidence field, so under an envelope the evidence goes into `summary`."""
+    """The result a worker submits when the command produced none, with the evidence."""
     if kind not in FAILURE_KINDS:
         raise ValueError(f"unknown failure kind {kind!r}")
     summary = f"{kind}: {detail}"[:MAX_SUMMARY]
@@ -341,8 +339,7 @@ class NextReview:
 
 
 def next_review(runs: Sequence[AuxiliaryRunRow], *, max_attempts: int) -> NextReview:
-    """The next step for an attempt from the runs on its evidence. A completed review is never
-    redone; others are retried while fewer than `max_attempts` failed."""
+    """The next step for an attempt: a completed review is never redone, failed ones retried."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
     reviews = [run for run in runs if run.kind == REVIEW_KIND]

@@ -21,8 +21,7 @@ MAX_LINE_CHARS = 8 * 1024 * 1024
 
 
 def event_message(event_id: int, event_type: str, data: object, *, typed: bool = True) -> str:
-    """One event's message; untyped, so that a browser's EventSource gives every one to
-    `onmessage`."""
+    """One event's message; untyped, so that a browser's EventSource calls `onmessage`."""
     # ASCII, for clients that also split lines on U+2028 and U+0085.
     line = json.dumps(data, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     if not typed:

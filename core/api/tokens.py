@@ -118,8 +118,7 @@ class ApiTokenRow:
 
 @attrs.frozen
 class TokenIssueRequest:
-    """Issue a token: its name, 1 to 5 roles, and the capabilities it may claim with, or
-    `any_capability`."""
+    """Issue a token: its name, 1 to 5 roles, and its capability grant."""
 
     name: Identifier
     roles: list[Role]
@@ -198,8 +197,7 @@ def decide_issue_token(
     actor: Actor,
     digest: Sha256Hex,
 ) -> Decision[ApiTokenAnswer]:
-    """Store a new token's digest under a free or revoked name; an active one is
-    `TOKEN_NAME_TAKEN`."""
+    """Store a new token's digest under a free or revoked name."""
     require_timestamp(now)
     prior = state.prior
     roles_json = json.dumps(list(request.roles), separators=(",", ":"))
@@ -233,8 +231,7 @@ def decide_issue_token(
 def decide_revoke_token(
     state: TokenState, request: TokenRevokeRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[ApiTokenAnswer]:
-    """Revoke a name's token; revoking again writes nothing, an unknown name is
-    `TOKEN_NOT_FOUND`."""
+    """Revoke a name's token; revoking again writes nothing."""
     require_timestamp(now)
     prior = state.prior
     if prior is None:

@@ -28,8 +28,7 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def note_key_id(name: str, public_key: bytes) -> str:
-    """The C2SP key id of `public_key`, so that one key names itself alike in checkpoints and
-    attestations."""
+    """The C2SP key id of `public_key`, the same in checkpoints and attestations."""
     return key_id(name, ED25519, public_key).hex()
 
 

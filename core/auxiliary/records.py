@@ -103,10 +103,7 @@ register_kind(ToolNames, _tool_names, unstructure_as=_sorted_tools)
 @complete_form
 @attrs.frozen
 class ExecutionFrame:
-    """Where an auxiliary run sits: the target it serves, and how deep under the root run.
-
-    `parent_id` names the auxiliary run that spawned a nested frame (None at the root).
-    """
+    """Where an auxiliary run sits: its target, depth, and the run that spawned it."""
 
     target: ExecutionTarget
     depth: Annotated[int, Between(0, 1_000_000)] = 0
@@ -199,8 +196,7 @@ class AuxiliaryCapabilityProfile:
 @complete_form
 @attrs.frozen
 class AuxiliaryRunSpec:
-    """What to run. Without `with_id` (or with the id `null` in a mapping), the id is derived
-    from the rest of the spec."""
+    """What to run; without an id, the id is derived from the rest of the spec."""
 
     frame: ExecutionFrame
     kind: Annotated[str, Identifier]
@@ -545,6 +541,5 @@ class AuxiliaryRunRow:
 
 @lru_cache(maxsize=1024)
 def _parent_frame(parent_json: str) -> ExecutionFrame:
-    """A row's parent frame, parsed once per text: a service's runs share a few frozen frames.
-    `lru_cache` keeps no exceptions, so a corrupt row is refused every time it is read."""
+    """A row's parent frame, parsed once per text; a corrupt row is refused every time."""
     return ExecutionFrame.from_mapping(loads_document(parent_json, what="parent"))

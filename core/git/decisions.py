@@ -359,8 +359,7 @@ def admit_proposal(
     now: Timestamp,
     agent_id: str | None = None,
 ) -> TaskRow:
-    """The cheap checks before a bundle is decoded or scanned (a scan costs seconds): the task
-    exists and the caller holds its live lease."""
+    """The cheap checks before a bundle is scanned, which costs seconds."""
     require_timestamp(now)
     found = require_task(task_id, task)
     if agent_id is not None and found.claimed_by not in (None, agent_id):
@@ -468,8 +467,7 @@ class ScanChargeState:
 def decide_charge_scan(
     state: ScanChargeState, request: ScanCharge, *, now: Timestamp, actor: Actor
 ) -> Decision[ScanChargeAnswer]:
-    """Charge a refused scan to its agent's window, so that overrunning proposals are not repeated
-    for free; not keyed, as every one cost its seconds."""
+    """Charge a refused scan to its agent's window, so that overruns are not free."""
     require_timestamp(now)
     task = require_task(request.task_id, state.task)
     repository = _require_repository(task_binding(task).repository, state.repository)
@@ -714,8 +712,7 @@ def _attempted_write(state: WriteState) -> JsonObject:
 def decide_write_refusal(
     state: WriteState, request: WriteRequest, refused: LedgerError, *, now: Timestamp, actor: Actor
 ) -> Decision[RefusalAnswer] | None:
-    """Record a write refused by one of `WRITE_REFUSALS` as a sealed event, without the lease; None
-    when there is nothing to record."""
+    """Record a write refused by one of `WRITE_REFUSALS`, without taking the lease."""
     if refused.code not in WRITE_REFUSALS:
         return None
     attempt = RefusedAttempt(
@@ -746,9 +743,8 @@ class OutcomeState:
 def outcome_of(
     write: GovernedWriteRow, observed: str | None, swapped: bool, recovered: bool
 ) -> tuple[str, str | None]:
-    """What became of an intended write, from the ref as read (`observed` None: absent). Right after
-    the swap git's answer decides; after a crash only the ref is left: at the new id the swap
-    happened, at the old one it did not, anywhere else someone else moved it."""
+    """What became of an intended write, from the ref as read: git's answer right after the swap,
+    the ref alone after a crash."""
     absent = write.old_oid == zero_oid(write.old_oid)
     if swapped or (recovered and observed == write.new_oid):
         return APPLIED, None
@@ -760,8 +756,7 @@ def outcome_of(
 def decide_write_outcome(
     state: OutcomeState, request: WriteOutcome, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
-    """Record an intended write's outcome and free its lease, raising its generation when
-    applied."""
+    """Record an intended write's outcome and free its lease."""
     require_timestamp(now)
     write = state.write
     if write is None or write.idempotency_key != request.idempotency_key:

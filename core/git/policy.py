@@ -36,8 +36,7 @@ def branch_of(ref: str) -> str | None:
 def protected_patterns(
     head_branch: str | None, requested: Sequence[str] | None, *, default_protection: bool = True
 ) -> list[str]:
-    """HEAD's branch always (the mainline is never an agent's), the defaults unless off, then those
-    asked."""
+    """HEAD's branch always (never an agent's), the defaults unless off, then those asked."""
     chosen: list[str] = []
     defaults = list(DEFAULT_PROTECTED) if default_protection else []
     for pattern in [*([head_branch] if head_branch else []), *defaults, *(requested or [])]:

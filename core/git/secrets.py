@@ -32,8 +32,7 @@ _HEX_RUN = re.compile(rf"\b(?:[0-9a-fA-F]{{2}}){{{MIN_ENCODED // 2},}}\b")
 
 @attrs.frozen
 class ScanBudget:
-    """How much scanning one proposal may cost; `agent_bytes` and `agent_seconds` say the agent's
-    window cut it, which makes a scan past them its refusal."""
+    """How much scanning one proposal may cost; `agent_*` set: the agent's window cut it."""
 
     max_bytes: int = DEFAULT_SCAN_BYTES
     max_seconds: float = DEFAULT_SCAN_SECONDS

@@ -137,8 +137,7 @@ def _entries(document: dict[str, JsonValue], key: str) -> list[dict[str, JsonVal
 
 
 def baseline_document(text: str) -> dict[str, JsonValue]:
-    """A baseline as `detect-secrets` writes it; a plugin or filter that reads a file is refused,
-    since what runs must be what is sealed."""
+    """A baseline as `detect-secrets` writes it, refusing plugins that read files."""
     try:
         document = loads_document(text, what="secrets_baseline")
     except LedgerError as refused:
@@ -247,8 +246,7 @@ def _retry_after(settings: RepositorySettings, spend: AgentScanSpend, now: Times
 def admit_scan(
     settings: RepositorySettings, spend: AgentScanSpend, *, agent_id: str, now: Timestamp
 ) -> ScanBudget:
-    """A scan's budget, cut to what the agent has left, or `AGENT_SCAN_BUDGET_EXCEEDED` before any
-    read."""
+    """A scan's budget, cut to what the agent has left, else `AGENT_SCAN_BUDGET_EXCEEDED`."""
     left_bytes = settings.agent_scan_max_bytes - spend.scan_bytes
     left_seconds = settings.agent_scan_max_seconds - spend.scan_seconds
     retry_after = _retry_after(settings, spend, now)

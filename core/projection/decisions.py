@@ -248,8 +248,7 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
 
 
 def projection_expectations(task: TaskRow, job_id: str, execution_digest: str | None) -> JsonObject:
-    """The `expected_*` values an owner pins, so that a task or envelope changed meanwhile is
-    refused."""
+    """The `expected_*` values an owner pins, so that a change meanwhile is refused."""
     return {
         "expected_status": task.status,
         "expected_revision": task.revision,
@@ -511,8 +510,7 @@ def decide_projection_refusal(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a projection refused by one of `PROJECTION_REFUSALS` as a sealed event (never naming
-    the authorization id); None when there is nothing to record."""
+    """Record a projection refused by one of `PROJECTION_REFUSALS` as a sealed event."""
     if refused.code not in PROJECTION_REFUSALS:
         return None
     request = command.request

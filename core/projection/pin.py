@@ -40,8 +40,7 @@ class PinRead:
 
 @attrs.frozen
 class PinCommand:
-    """What the owner says; the default key derives from everything pinned, so a replay is a
-    replay."""
+    """What the owner says; the default key derives from everything pinned."""
 
     adapter: str
     authorization_id: str | None

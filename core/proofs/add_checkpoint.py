@@ -118,8 +118,7 @@ def trusted_checkpoint(
 
 
 def resumed_size(cosigned_sizes: Iterable[int | None]) -> int:
-    """The old size for a witness a restarted log knows nothing of: the largest its accepted
-    witnesses cosigned, else 0; a wrong guess costs one 409."""
+    """The old size for a witness a restarted log knows nothing of; a wrong one costs a 409."""
     return max((size for size in cosigned_sizes if size is not None), default=0)
 
 

@@ -296,8 +296,7 @@ class CosignRequest:
 def decide_cosign(
     state: WitnessState | None, request: CosignRequest, *, now: Timestamp
 ) -> CosignPlan:
-    """Whether a witness that last cosigned `state` (None: never) cosigns the checkpoint at
-    `now`."""
+    """Whether a witness that last cosigned `state` cosigns the checkpoint at `now`."""
     timestamp = require_timestamp(now).epoch_ms // 1000
     _require_timestamp(timestamp)
     last, checkpoint, proof = state, request.checkpoint, request.proof

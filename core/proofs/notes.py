@@ -109,8 +109,7 @@ class VerifierKey:
 
 @attrs.frozen(repr=False)
 class SignerKey:
-    """A private Ed25519 key by name. Only Ed25519 derives its public key, so the shell does and
-    `verifier(public_key)` checks the key ID."""
+    """A private Ed25519 key by name; the shell derives its public key for `verifier`."""
 
     name: str
     stated_key_id: bytes
@@ -283,8 +282,7 @@ def signed_message(key: VerifierKey, text: str, signature: bytes) -> tuple[bytes
 def open_note(
     message: str | bytes | SignedNote, known: Iterable[VerifierKey], check: SignatureCheck
 ) -> OpenedNote:
-    """Check a note's signatures against `known`, as Go's note.Open does: a known key's must verify,
-    and at least one must."""
+    """Check a note's signatures against `known`, as Go's note.Open does."""
     note = message if isinstance(message, SignedNote) else parse_note(message)
     by_id: dict[tuple[str, bytes], VerifierKey] = {}
     for known_key in known:

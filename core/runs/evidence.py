@@ -64,8 +64,7 @@ class ExecutionTarget:
 
 @attrs.frozen
 class EvidenceReadRequest:
-    """Read at most `max_events` events and `max_bytes` bytes; of a run that does not fit, keep its
-    last `tail_events`."""
+    """Read at most `max_events` and `max_bytes`, keeping a long run's last `tail_events`."""
 
     target: ExecutionTarget
     max_events: Annotated[int, Between(1, MAX_EVENTS_LIMIT)] = DEFAULT_MAX_EVENTS
@@ -132,8 +131,7 @@ def build_evidence_snapshot(
     events: Sequence[RunEventRow],
     tail: Sequence[RunEventRow] = (),
 ) -> EvidenceSnapshot:
-    """The snapshot of `run` for `request`, from `max_events + 1` rows so that what does not fit
-    marks it `truncated`; a kept tail first, then the head."""
+    """The snapshot of `run`; the shell reads one row more, so that a cut is marked."""
     request.validate()
     target = request.target
     if run is None or run.run_id != target.run_id:
@@ -254,9 +252,7 @@ class RunReadRequest:
 
 @attrs.frozen
 class RunEventsRequest:
-    """A run's first `limit` events after event `after` (0: from its first). A longer page than one
-    more than the largest evidence read is refused, never shortened, so a truncated slice can be
-    told apart."""
+    """A run's first `limit` events after `after`; a longer page is refused, never shortened."""
 
     run_id: Identifier
     limit: Annotated[int, Between(1, MAX_EVENTS_PAGE)] = MAX_EVENTS_PAGE
@@ -374,8 +370,7 @@ def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
 def decide_append_run_event(
     state: RunState, request: RunEventAppendRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[RunEventAnswer]:
-    """A run's next event, a CAS on its event count, sealed. Ownership is decided on the rows this
-    transaction read, so no claim moves between check and write."""
+    """A run's next event, owned as this transaction's rows say, so no claim moves meanwhile."""
     require_timestamp(now)
     run = state.run
     if run is None:

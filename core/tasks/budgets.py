@@ -85,8 +85,7 @@ class Usage:
 
 
 class SpendRow(NamedTuple):
-    """One row of `task_spend`: one attempt's reported spend, written by its submit and never
-    changed; `spend_key` is `TASK_ID ATTEMPT` as identifiers hold no space."""
+    """One row of `task_spend`: one attempt's reported spend, never changed."""
 
     spend_key: str
     task_id: str
@@ -142,8 +141,7 @@ def budget_of(metadata: JsonObject, task_id: str) -> TaskBudget | None:
 
 
 def over_budget(budget: TaskBudget | None, before: SpendTotals, usage: Usage) -> list[str]:
-    """The limits the spend passes (empty: within budget); a cost in a currency not the budget's
-    counts as past it."""
+    """The limits the spend passes; a cost in another currency counts as past them."""
     if budget is None:
         return []
     passed: list[str] = []

@@ -82,8 +82,7 @@ R = TypeVar("R")
 
 @attrs.frozen
 class TaskState:
-    """What a decision on one task reads under the write lock: the task (None: none), the log's
-    tail, the answer stored for its key, and what one operation alone needs."""
+    """What a decision on one task reads under the write lock (None: no such row)."""
 
     task: TaskRow | None
     tail: LogTail
@@ -301,8 +300,7 @@ def typed_as(request: object, kind: type[R]) -> R:
 
 @attrs.frozen
 class Rules:
-    """What an operation decides beyond its row, each optional; `records` are rows its event also
-    seals, which may hold back `then`, a second move."""
+    """What an operation decides beyond its row, each optional."""
 
     prepare: Callable[[DecisionInputs, str], None] | None = None
     check: Callable[[TaskRow, Any, TaskState, DecisionInputs, Timestamp], None] | None = None
@@ -474,8 +472,7 @@ def _submit_then(
 def _submit_spend(
     task: TaskRow, request: SubmitRequest, state: TaskState, now: Timestamp
 ) -> _Records | None:
-    """The attempt's reported usage, held against the task's budget. A result past a limit is still
-    recorded, as nothing accepted is lost, but left for a person."""
+    """The reported usage, held to the budget; past it, recorded but left for a person."""
     usage = request.usage
     if usage is None:
         return None
@@ -757,8 +754,7 @@ def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
 
 
 def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> None:
-    """An offer beyond the grant is refused, not cut down, so that a worker configured beyond its
-    token learns it at once; `grant` None: no ceiling."""
+    """An offer beyond the grant is refused, not cut, so that the worker learns it."""
     if grant is None:
         return
     extra = sorted(set(offered) - grant)
@@ -886,9 +882,8 @@ def decide_claims(
     *,
     takeover: TaskTransition,
 ) -> Decision[Any] | None:
-    """A claim of one task or a batch. The grant is checked before the replay, so that a token may
-    not offer what it was not granted; a replay gives back the caller's token, which the digest
-    proves."""
+    """A claim of one task or a batch; the grant is checked before the replay, so that a token never
+    offers what it was not granted."""
     state = typed_as(state, TaskState)
     batch = request if isinstance(request, ClaimBatchRequest) else None
     claim = typed_as(request, ClaimRequest) if batch is None else batch.claim()

@@ -16,8 +16,7 @@ class VerifyDecision(enum.StrEnum):
 
 
 class VerificationMode(enum.StrEnum):
-    """Who judges a task's submitted results: a reviewer (`task verify`), or the ledger itself
-    when they arrive (`core/tasks/verification.py`)."""
+    """Who judges a task's results: a reviewer, or the ledger itself on arrival."""
 
     REVIEWER = "reviewer"
     AUTO = "auto"

@@ -91,8 +91,7 @@ def decide_refusal(
     actor: Actor,
     error: type[LedgerError] = LedgerError,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a refused attempt under its key with a sealed event; None for a missing task or a key
-    that answered something not refused."""
+    """Record a refused attempt under its key with a sealed event."""
     require_timestamp(now)
     if state.task is None or state.task.task_id != attempt.task_id or state.answered:
         return None

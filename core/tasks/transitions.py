@@ -208,9 +208,8 @@ def no_reads(request: Any) -> tuple[StateRead, ...]:
 
 @attrs.frozen(kw_only=True)
 class TaskTransition:
-    """One operation of the lifecycle, a row of `TASK_OPERATIONS`: all the ledger, its entry points
-    and its decision know of it. `before_projection`: whether it may move a governed task awaiting
-    its projection."""
+    """One operation of the lifecycle, a row of `TASK_OPERATIONS`: all the ledger and its entry
+    points know of it."""
 
     name: str
     request: type[TaskRequest[Any]]
