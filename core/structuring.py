@@ -190,7 +190,6 @@ def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
 
 
 def _field_names(unknown: Sequence[str], missing: Sequence[str]) -> str:
-    """`unknown [...], missing [...]`: every name a mapping has wrong, at once."""
     parts = [f"unknown {list(unknown)}"] if unknown else []
     parts += [f"missing {list(missing)}"] if missing else []
     return ", ".join(parts)
@@ -506,8 +505,6 @@ converter.register_unstructure_hook_factory(attrs.has, _record_unstructure_hook)
 
 @attrs.frozen
 class _FieldCheck:
-    """How `check_built` reads one field of a record class."""
-
     name: str
     key: str
     kind: Any
@@ -520,7 +517,6 @@ _FIELD_CHECKS: dict[type, tuple[_FieldCheck, ...]] = {}
 
 
 def _problems_of_fields(record: object, path: Path) -> list[Problem]:
-    """Every field's problem, as the structure hook words it."""
     problems: list[Problem] = []
     kind = type(record)
     for field in _FIELD_CHECKS.get(kind) or _field_checks_of(kind):

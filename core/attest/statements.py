@@ -70,7 +70,6 @@ class CommitFacts:
 
 
 def _digest_set(prefixed: str) -> dict[str, JsonValue]:
-    """`{"sha256": hex}` from the ledger's `sha256:hex` digests."""
     algorithm, _, value = prefixed.partition(":")
     return {algorithm: value} if value else {"sha256": prefixed}
 

@@ -200,7 +200,6 @@ def _transition(
     output: AuxiliaryRunOutput | None,
     error: AuxiliaryRunError | None,
 ) -> tuple[SqlWrite, EventAppend, AuxiliaryRunRow]:
-    """The guarded write, the event and the row after, of one move along the table."""
     source = row.run_state
     event_type = transition_event(source, target)
     # A run never moves back in time, even when the clock does.

@@ -173,7 +173,6 @@ SETTINGS_OPERATION = "repository_settings"
 
 
 def _settings_answer(change: RepositorySettingsChangeRow) -> RepositorySettingsAnswer:
-    """The answer a change recorded, given again."""
     stored = change.response()
     settings, changed, revision = (
         stored.get("settings"),
@@ -677,7 +676,6 @@ def decide_write_intent(
 
 
 def _attempted_write(state: WriteState) -> JsonObject:
-    """What a refused write attempted, as far as the ledger can say."""
     attempted: JsonObject = {
         "repository": None,
         "branch": None,

@@ -95,8 +95,6 @@ Reason = Annotated[str, Text(max_length=1000)]
 
 @attrs.frozen
 class _ProjectionFields:
-    """What both projections name."""
-
     expected_status: TaskStatus
     expected_revision: Revision
     expected_attempt: Attempt

@@ -104,7 +104,6 @@ def pin_projection(
 def _authorized(
     task: TaskRow, request: InitialExecutionProjectionRequest, envelope: JsonObject
 ) -> JsonObject:
-    """What applying the request authorizes, and the digest that addresses it all."""
     binding = envelope["binding"]
     assert isinstance(binding, dict)  # a verified envelope carries its binding
     return {

@@ -184,7 +184,6 @@ def _first_that_fit(
 def _head_and_tail(
     events: Sequence[RunEventRow], request: EvidenceReadRequest
 ) -> list[RunEventRow]:
-    """The last events that fit (newest first), then the first that fit what is left."""
     tail: list[RunEventRow] = []
     used = 0
     for event in reversed(events[-request.tail_limit :]):

@@ -144,7 +144,6 @@ def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
 def _lease_columns(
     lease: Lease, request: Any, now: Timestamp, lease_token: str | None
 ) -> dict[str, Any]:
-    """The lease columns of the row after an operation, as its row's `lease` says."""
     if lease is Lease.END:
         return {"claimed_by": None, "lease_token_hash": None, "lease_expires_at": None}
     if lease is Lease.EXTEND:
@@ -168,7 +167,6 @@ def _recorded(
     answer: Mapping[str, object],
     now: Timestamp,
 ) -> tuple[SqlWrite, EventAppend]:
-    """The answer a keyed request stores under `key`: its write, and `event` sealing it too."""
     row = RecordedAnswerRow(
         idempotency_key=key,
         operation=operation,
@@ -241,8 +239,6 @@ def _agent_of(agent: EventAgent, before: TaskRow, request: Any) -> str | None:
 
 @attrs.frozen
 class _Move:
-    """One task moved by one operation: its row after, the guarded write, the event."""
-
     after: TaskRow
     write: SqlWrite
     event: EventAppend
@@ -260,7 +256,6 @@ def _move(
     lease_token: str | None = None,
     actor: Actor,
 ) -> _Move:
-    """The move `row` makes of `task` to `status`, and its event."""
     after = _advance(
         task,
         now,
@@ -324,7 +319,6 @@ class _Records:
 
 
 def _digest(row: TaskTransition, request: Any) -> str | None:
-    """What a keyed request's key is bound to (None: not keyed)."""
     return request_digest(row.name, request.task_id, request.public()) if row.keyed else None
 
 
@@ -454,7 +448,6 @@ def _submit_then(
     *,
     judge: TaskTransition,
 ) -> _Move | None:
-    """A task verified automatically is judged in the same plan by `judge`."""
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
@@ -556,7 +549,6 @@ def _judged(
     automatic: bool,
     actor: Actor,
 ) -> _Move:
-    """A SUBMITTED task after `judgement`, rework behind its backoff."""
     status = row.next_status(task, judgement)
     changes = _judgement_changes(
         task, judgement, now, jitter=jitter, status=status, automatic=automatic
@@ -783,7 +775,6 @@ def first_claimable(
 
 
 def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
-    """The CLAIMED tasks whose leases have passed, each once, in the order read."""
     seen: set[str] = set()
     passed: list[TaskRow] = []
     own = () if state.task is None else (state.task,)
@@ -797,7 +788,6 @@ def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
 
 
 def _claim_pool(state: TaskState, requeued: Mapping[str, TaskRow]) -> list[TaskRow]:
-    """What a claim may take, as the plan leaves it, in claim order."""
     own = () if state.task is None else (state.task,)
     pool: dict[str, TaskRow] = {}
     for task in (*own, *state.candidates, *requeued.values()):

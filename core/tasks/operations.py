@@ -109,7 +109,6 @@ def _verify_outcome(task: TaskRow, request: VerifyRequest | Judgement) -> TaskOp
 
 
 def _submit_reads(request: SubmitRequest) -> tuple[StateRead, ...]:
-    """The attempt's proposal, and for reported usage the task's spend so far."""
     task = {"task_id": request.task_id}
     proposal = StateRead("proposal", "get_task_proposal_of_current_attempt", task)
     if request.usage is None:
@@ -170,7 +169,6 @@ _VERIFY = TaskTransition(
 def _owner_move(
     name: str, request: type[TaskRequest[Any]], event: str, outcome: TaskOperation, summary: str
 ) -> TaskTransition:
-    """An owner's move of one QUEUED or PAUSED task with a reason and a key; no lease."""
     return TaskTransition(
         name=name,
         request=request,

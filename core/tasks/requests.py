@@ -101,7 +101,6 @@ def _metadata(value: Any) -> TaskMetadata:
 
 
 def _capabilities(limit: int) -> Any:
-    """At most `limit` capability names, kept sorted and once each."""
     names = converter.get_structure_hook(list[Identifier])
 
     def check(value: Any) -> list[Identifier]:
