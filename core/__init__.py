@@ -1,6 +1,5 @@
-"""aios-ledger's pure core: no I/O, clock, randomness or environment, all supplied by the shell.
-This module exports what an embedder of the task ledger needs in one hand; the rest is each domain
-subpackage's public API (`docs/api.md`)."""
+"""aios-ledger's pure core (no I/O, clock, randomness or environment): what an embedder of the task
+ledger needs in one hand; the rest is each subpackage's (`docs/api.md`)."""
 
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import (

@@ -1,6 +1,5 @@
-"""Who caused an event: the principal behind the request that wrote it, kept in the event's row
-under its seal. A token proves an actor over HTTP and MCP; elsewhere the caller's declared identity,
-or the operating-system user, is marked unauthenticated."""
+"""Who caused an event, kept in its row under its seal: a token proves an actor over HTTP and MCP;
+elsewhere a declared identity is marked unauthenticated."""
 
 from __future__ import annotations
 

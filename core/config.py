@@ -1,6 +1,5 @@
-"""The settings of a config file (`aios-ledger.toml`), each section a record structured through the
-one converter, so that a misspelt key or a wrong type is refused by name. A flag overrides the file,
-which overrides the default."""
+"""The settings of `aios-ledger.toml`, structured through the one converter so that a misspelt key
+or a wrong type is refused by name."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Governed execution bindings (*where* an agent may work) and the envelopes projected from them
-(*what* it may do there), addressed by an `execution_digest` over all of it; each action's rules are
-one row of `ACTIONS`."""
+(*what* it may do there), addressed by an `execution_digest`."""
 
 from __future__ import annotations
 

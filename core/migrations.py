@@ -1,5 +1,4 @@
-"""Which migrations a database needs, decided from its catalogue: a migrated one, an empty file, or
-the older runtime's tables, adopted in place. A 0.x ledger goes through `upgrade`; anything else is
+"""Which migrations a database needs, decided from its catalogue; an unrecognised database is
 refused rather than written."""
 
 from __future__ import annotations

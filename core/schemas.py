@@ -1,6 +1,5 @@
-"""JSON Schemas (draft 2020-12) written from the records that structure input, so that a change to a
-record changes its schema. A type it cannot describe is a `TypeError`, never a schema that says less
-than the check; rules across fields and bounds on nested JSON stay out."""
+"""JSON Schemas (draft 2020-12) written from the records that structure input; a type it cannot
+describe is a `TypeError`, never a schema that says less than the check."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Every statement a plan can name, with its exact parameters, so that a decision cannot name one
-that does not exist or bind one it lacks; guarded writes are compare-and-swaps on the revision
-read."""
+that does not exist or bind one it lacks."""
 
 from __future__ import annotations
 

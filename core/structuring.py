@@ -1,6 +1,5 @@
-"""One strict converter: untrusted mappings in, frozen attrs records out, public forms back out. Its
-hooks refuse every coercion (7 is not "7"), so that what the ledger digests is exactly what was
-sent."""
+"""One strict converter, untrusted mappings in and frozen attrs records out, whose hooks refuse
+every coercion (7 is not "7") so that what is digested is what was sent."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Which OpenTelemetry trace a task attempt's spans belong to: ids derived from (task id, attempt),
-so that processes that never talked still meet in one trace; and the span attributes of an agent's
-reported model usage."""
+"""Which OpenTelemetry trace an attempt's spans belong to, its ids derived from (task id, attempt)
+so that processes that never talked meet in one trace."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Who copies SQLite's write-ahead log back, and when (synchronous=NORMAL). The WAL starts over only
-after a complete checkpoint, which a helper thread's PASSIVE one never is, so the helper copies in
-rounds and the writer finishes the short remainder itself."""
+"""Who copies SQLite's WAL back, and when: a helper thread's PASSIVE checkpoint never completes one,
+so it copies in rounds and the writer finishes the remainder itself."""
 
 from __future__ import annotations
 

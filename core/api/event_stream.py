@@ -1,6 +1,5 @@
-"""The event stream's wire format (W3C server-sent events), written by `GET /v1/events/stream` and
-read by the client. A message with an `id:` and no data moves the last id, so that a client that
-drops before any event resumes where the stream began."""
+"""The event stream's wire format (W3C server-sent events), both ways; a message with an `id:` and
+no data moves the last id, so that a client resumes where the stream began."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Attesting a landed governed write: both Statements signed into the note the commit carries, and
-the sealed `COMMIT_ATTESTED` that records it. The note needs no trust: `verify-attestation` checks
-each envelope's signature and subject."""
+the sealed `COMMIT_ATTESTED` that records it."""
 
 from __future__ import annotations
 

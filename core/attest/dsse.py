@@ -1,6 +1,5 @@
-"""DSSE v1 envelopes signed and opened with Ed25519, the signature over the payload's
-Pre-Authentication Encoding. The core holds no key: the shell hands in `sign` and a
-`SignatureCheck`; Ed25519 is deterministic, so the golden snapshots hold the envelopes."""
+"""DSSE v1 envelopes signed and opened with Ed25519; the shell hands in `sign` and a
+`SignatureCheck`, so the core holds no key."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The in-toto Statements a landed governed write gets: SLSA Provenance v1 for the change and a SLSA
-VSA v1 for the review, whose subject is the new commit. The shell gathers the facts; these functions
-only arrange them, so the same facts always give the same statements."""
+"""The in-toto Statements of a landed governed write (SLSA Provenance and VSA v1), arranged from the
+shell's facts so that the same facts give the same statements."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What `why COMMIT` tells a person: a few labelled lines per landed write (`WHY_LINES`), checking
-here what the document alone can prove, the attested note and each inclusion proof. Programs read
-the whole document (`why --json`)."""
+"""What `why COMMIT` tells a person, checking what the document alone can prove: the attested note
+and each inclusion proof."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The pure decisions of an auxiliary run service: spawn, each transition, recovery. Each reads what
-the shell read inside `BEGIN IMMEDIATE` and returns a revision-guarded `WritePlan`, a `Replay`, or
-raises `AuxiliaryRunError`."""
+"""The pure decisions of an auxiliary run service: spawn, each transition, recovery, each a
+revision-guarded `WritePlan` or a `Replay`."""
 
 from __future__ import annotations
 

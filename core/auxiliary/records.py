@@ -1,6 +1,5 @@
 """Auxiliary runs: isolated sub-agent runs over a pinned evidence snapshot, never wider than the
-parent's capabilities and never writing the workspace. A spec's `digest()` is what idempotency
-compares: the same id with another spec is `SPEC_CONFLICT`."""
+parent's capabilities and never writing the workspace."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Decisions of governed writes. Git swaps the ref between `decide_write_intent`, which takes the
-writer lease with the sealed intent, and `decide_write_outcome`, which records what the ref says;
-after a crash the same decision, fed the ref read later, reconciles an INTENDED write."""
+"""Decisions of governed writes: git swaps the ref between the sealed intent, which takes the writer
+lease, and the outcome read from the ref, which also reconciles a crash."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a proposal's objects may not hold: git's own `fsck` refusal, and what git allows by default
-but a checkout would regret, a symbolic link out of the tree and a gitlink the repository does not
-allow."""
+"""What a proposal's objects may not hold: git's own `fsck` refusal, a symbolic link out of the
+tree, and a gitlink the repository does not allow."""
 
 from __future__ import annotations
 

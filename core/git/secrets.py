@@ -1,6 +1,5 @@
-"""What the secret scanner reads, and the budget it reads it under. An agent can hide a secret in
-any file of any commit, a message, a binary or an encoded blob, so this module decides what text
-each is read as and which runs are decoded again; the shell measures and asks."""
+"""What the secret scanner reads, and under what budget: an agent can hide a secret in any commit,
+message, binary or encoded blob, so each is read as text."""
 
 from __future__ import annotations
 

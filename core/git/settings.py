@@ -1,6 +1,5 @@
-"""A governed repository's settings, columns of its row sealed by events, so that `verify` holds
-them against the log. An agent's scan budget is per repository, as each owner bounds only the
-proposals to their own."""
+"""A governed repository's settings, columns of its row sealed by events so that `verify` holds
+them; an agent's scan budget is per repository, as each owner bounds their own."""
 
 from __future__ import annotations
 

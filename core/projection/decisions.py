@@ -1,6 +1,5 @@
 """The initial execution projection of a task created without an envelope, and its recovery after a
-source capture that asked for rework: `prepare_*` says which envelope the caller resolves,
-`decide_*` checks every precondition in the write transaction."""
+source capture that asked for rework."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""`project TASK --pin`: the initial projection request pinned to exactly what the shell read a
-moment before, so that a task or an envelope that changes before the write is refused by the
-projection's own checks."""
+"""`project TASK --pin`: the initial projection request pinned to exactly what the shell read, so
+that a change before the write is refused by the projection itself."""
 
 from __future__ import annotations
 

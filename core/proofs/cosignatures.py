@@ -1,6 +1,5 @@
 """The Ed25519 cosignature/v1 message (C2SP `tlog-cosignature`): a signed-note signature of type
-0x04 over the timestamp and the whole checkpoint body, whose key ID differs from the same key's as a
-plain note signer."""
+0x04 over the timestamp and the checkpoint body."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Signed notes (C2SP `signed-note`, Go's `golang.org/x/mod/sumdb/note`): the core builds and parses
-their bytes; Ed25519 itself is the shell's, handed in as a deterministic `SignatureCheck`, so that a
-decision that checks a note stays pure."""
+"""Signed notes (C2SP `signed-note`, as Go's `sumdb/note`): the core builds and parses their bytes;
+the shell hands in Ed25519 as a `SignatureCheck`, so decisions stay pure."""
 
 from __future__ import annotations
 

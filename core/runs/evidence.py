@@ -1,6 +1,5 @@
-"""Runs, their events, and the bounded, digest-pinned evidence snapshot an auxiliary run reads
-instead of the live run. The digest covers only what the snapshot holds, so reading the same
-evidence again reproduces it; one that kept a run's tail is refused once the run grew."""
+"""Runs, their events, and the bounded evidence snapshot an auxiliary run reads, pinned by a digest
+of only what it holds so that a reread reproduces it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """What the task ledger answers: `TypedDict`s, plain JSON at run time and checked shapes for
-mypy. Statuses are plain text, as an answer replayed from the idempotency ledger is read back
-from JSON."""
+mypy."""
 
 from __future__ import annotations
 

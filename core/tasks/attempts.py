@@ -1,6 +1,5 @@
-"""The runs the ledger names itself: attempt N of task T records evidence in run `T@N` of session
-`task:T`, reviewed by `review:T:A:N`. The claim creates the run so that a review always finds it;
-nobody else may (`RUN_ID_RESERVED`), or an agent could take an attempt's run before its holder."""
+"""The runs the ledger names itself: attempt N of task T records evidence in run `T@N`, created by
+its claim; nobody else may (`RUN_ID_RESERVED`), or an agent could take it first."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Exponential backoff before a failed task's next attempt: min(max_seconds, base_seconds * 2^(n-1))
-plus up to 25 %. The shell draws the spread, so the core stays deterministic and tasks that failed
-together do not return together."""
+"""Exponential backoff before a failed task's next attempt, plus up to 25 % drawn by the shell, so
+that the core stays deterministic and tasks that failed together do not return together."""
 
 from __future__ import annotations
 

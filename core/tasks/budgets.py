@@ -1,6 +1,5 @@
-"""What a task may spend, what an attempt reports it spent, and whether a result is over budget. A
-budget lives in the task's metadata so that the create digest and the sealed row hold it; money is
-integer micro-units, never a float."""
+"""What a task may spend, what an attempt reports it spent, and whether a result is over budget;
+money is integer micro-units, never a float."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Decisions of the task lifecycle: rows read in the write transaction in, a `Replay`, a
-`WritePlan`, None or a `LedgerError` out. Every operation checks in one order so that refusals are
+"""Decisions of the task lifecycle. Every operation checks in one order so that refusals are
 predictable: the key's replay, the task, the holder's live lease, `TASK_TRANSITIONS`, then its own
 rules."""
 

@@ -1,6 +1,5 @@
 """A task's history as a person reads it: one line per sealed event, refused attempts included, with
-who, which attempt and why. An event naming no attempt belongs to the attempt of the last event
-before it that does."""
+who, which attempt and why."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The keyset-paged task list of `GET /v1/tasks` and the console: each page after the last `seq`,
-never at an OFFSET, so that every page costs the same; the cursor is signed and bound to its
-filters."""
+never at an OFFSET, its cursor signed and bound to its filters."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""How a task's results are judged (`VerificationMode`) and a verifier's judgement of one
-(`VerifyDecision`): kinds of request fields, which the rows and the transition table read too.
-`StrEnum`s: rows, digests and JSON answers hold their plain text."""
+"""How a task's results are judged and a verifier's judgement of one, `StrEnum`s so that rows,
+digests and answers hold their plain text."""
 
 from __future__ import annotations
 

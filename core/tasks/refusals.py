@@ -1,6 +1,5 @@
 """Refused attempts are part of the record: a well-formed governed write or projection refused by a
-check is a sealed event, its answer kept under `refusal_key`, which no request's key can be. A
-malformed request leaves no trace, so that nobody can fill the log with noise."""
+check is a sealed event; a malformed one leaves no trace, so no one can fill the log with noise."""
 
 from __future__ import annotations
 

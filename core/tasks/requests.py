@@ -1,6 +1,5 @@
-"""Strict request records of the task lifecycle, structured once where they come in. `public()`, the
-form a key is bound to, holds a lease token only as its sha256 and never the acting `agent_id`, so
-that a key's digest is the same whoever asks."""
+"""Strict request records of the task lifecycle. `public()`, the form a key is bound to, holds no
+lease token but its sha256 and never the acting `agent_id`."""
 
 from __future__ import annotations
 

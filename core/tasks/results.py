@@ -1,6 +1,5 @@
-"""What a task accepts as its result: never a governance flag set, and under an envelope only a
-result that meets its action's contract and echoes the envelope's task, job, binding and
-`execution_digest`."""
+"""What a task accepts as its result: never a governance flag, and under an envelope only a result
+that meets its action's contract and echoes the envelope."""
 
 from __future__ import annotations
 

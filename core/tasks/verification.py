@@ -1,6 +1,5 @@
-"""How a task's submitted results are judged: by a reviewer (the default), or automatically on
-arrival, accepting a SUCCEEDED result (its contract was checked on submit) and sending anything else
-to rework with its own account as the reason."""
+"""How a task's submitted results are judged automatically: SUCCEEDED is accepted (its contract was
+checked on submit), anything else goes to rework."""
 
 from __future__ import annotations
 
