@@ -675,14 +675,8 @@ def decide_write_intent(
 
 
 def _attempted_write(state: WriteState) -> JsonObject:
-    attempted: JsonObject = {
-        "repository": None,
-        "branch": None,
-        "ref": None,
-        "generation": None,
-        "proposal_id": None,
-        "head_oid": None,
-    }
+    names = ("repository", "branch", "ref", "generation", "proposal_id", "head_oid")
+    attempted: JsonObject = dict.fromkeys(names)
     task = state.task
     if task is None:
         return attempted
@@ -698,10 +692,8 @@ def _attempted_write(state: WriteState) -> JsonObject:
             generation=binding.generation,
         )
     proposal = state.proposal
-    if proposal is not None and (proposal.task_id, proposal.attempt) == (
-        task.task_id,
-        task.attempt,
-    ):
+    current = (task.task_id, task.attempt)
+    if proposal is not None and (proposal.task_id, proposal.attempt) == current:
         attempted.update(proposal_id=proposal.proposal_id, head_oid=proposal.head_oid)
     return attempted
 

@@ -136,10 +136,6 @@ class DecisionInputs:
 # --- shared pieces --------------------------------------------------------------------------------
 
 
-def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
-    return task._replace(**changes, revision=task.revision + 1, updated_at=now.text)
-
-
 def _lease_columns(
     lease: Lease, request: Any, now: Timestamp, lease_token: str | None
 ) -> dict[str, Any]:
@@ -174,7 +170,9 @@ def _recorded(
         response_json=stored_answer(answer),
         created_at=now.text,
     )
-    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), _answered(event, row)
+    # The event's seal also covers the stored answer, so that `verify` finds one changed by hand.
+    sealed = attrs.evolve(event, rows=(*event.rows, row.image()))
+    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), sealed
 
 
 def _event(
@@ -198,16 +196,10 @@ def _event(
     )
 
 
-def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
-    """`event` also sealing the stored answer, so that `verify` finds one changed by hand."""
-    return attrs.evolve(event, rows=(*event.rows, recorded.image()))
-
-
 def _passed(moment: str | None, now: Timestamp) -> bool:
     """Whether the stored `moment` is at or before `now` (a missing moment never passes)."""
-    if moment is None:
-        return False
-    return Timestamp.parse(moment, field="stored timestamp").epoch_ms <= now.epoch_ms
+    parsed = None if moment is None else Timestamp.parse(moment, field="stored timestamp")
+    return parsed is not None and parsed.epoch_ms <= now.epoch_ms
 
 
 def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
@@ -255,12 +247,12 @@ def _move(
     lease_token: str | None = None,
     actor: Actor,
 ) -> _Move:
-    after = _advance(
-        task,
-        now,
+    after = task._replace(
         status=status,
         **_lease_columns(row.lease, request, now, lease_token),
         **(changes or {}),
+        revision=task.revision + 1,
+        updated_at=now.text,
     )
     step = Step(task, after, request)
     facts: JsonObject = {fact.key: fact.read(step) for fact in row.payload}
@@ -417,10 +409,8 @@ def _submit_check(
 ) -> None:
     check_task_result(task, request.result, inputs.need("contracts", "submit"))
     proposal = state.proposal
-    if proposal is not None and (proposal.task_id, proposal.attempt) == (
-        task.task_id,
-        task.attempt,
-    ):
+    current = (task.task_id, task.attempt)
+    if proposal is not None and (proposal.task_id, proposal.attempt) == current:
         proposal.require_stated_work(request.result)
 
 
