@@ -122,11 +122,7 @@ class Statement(enum.StrEnum):
         "run_id",
         "event_count",
     )
-    INSERT_RUN_EVENT = (
-        "insert_run_event",
-        _INSERT,
-        "run_id seq kind payload_json created_at",
-    )
+    INSERT_RUN_EVENT = ("insert_run_event", _INSERT, "run_id seq kind payload_json created_at")
 
     # -- auxiliary runs
 
@@ -265,11 +261,7 @@ class Statement(enum.StrEnum):
 
     # -- archiving finished tasks: each statement takes the task whose chain is archived
 
-    LIST_ARCHIVED_EVENTS = (
-        "list_archived_events",
-        _INSERT,
-        "task_id archive_event_id",
-    )
+    LIST_ARCHIVED_EVENTS = ("list_archived_events", _INSERT, "task_id archive_event_id")
     DELETE_ARCHIVED_SEALED_ROWS = ("delete_archived_sealed_rows", _DELETE, "task_id")
     DELETE_ARCHIVED_SEALS = ("delete_archived_seals", _DELETE, "task_id")
     DELETE_ARCHIVED_EVENTS = ("delete_archived_events", _DELETE, "task_id")

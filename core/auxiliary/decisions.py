@@ -6,11 +6,7 @@ from __future__ import annotations
 import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary.answers import RecoveryAnswer, SpawnAnswer
-from aios_ledger.core.auxiliary.records import (
-    AuxiliaryRunOutput,
-    AuxiliaryRunRow,
-    CheckedSpawn,
-)
+from aios_ledger.core.auxiliary.records import AuxiliaryRunOutput, AuxiliaryRunRow, CheckedSpawn
 from aios_ledger.core.auxiliary.states import (
     AUXILIARY_RUN_SPAWNED,
     INITIAL_STATE,

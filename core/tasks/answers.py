@@ -201,10 +201,7 @@ def task_view(task: TaskRow, last_holder: str | None) -> TaskView:
         "created_at": task.created_at,
         "updated_at": task.updated_at,
         "verification_mode": task.verification_mode,
-        "retry": {
-            "base_seconds": task.retry_base_seconds,
-            "max_seconds": task.retry_max_seconds,
-        },
+        "retry": {"base_seconds": task.retry_base_seconds, "max_seconds": task.retry_max_seconds},
         "not_before": task.not_before,
         "awaiting_projection": bool(task.awaiting_projection),
         "last_holder": last_holder,

@@ -501,11 +501,7 @@ def _judgement_changes(
     automatic: bool,
 ) -> dict[str, Any]:
     marks: JsonObject = {"automatic": True} if automatic else {}
-    verification: JsonObject = {
-        "decision": judgement.decision,
-        "reason": judgement.reason,
-        **marks,
-    }
+    verification: JsonObject = {"decision": judgement.decision, "reason": judgement.reason, **marks}
     not_before = task.not_before
     if status == TaskStatus.QUEUED:
         not_before = retry_not_before(task.retry_policy(), task.attempt, jitter, now).text

@@ -267,9 +267,7 @@ class ClaimBatchRequest(TaskRequest[list[ClaimAnswer]]):
     def claim(self) -> ClaimRequest:
         """The claim each of the batch's tasks is taken with."""
         return ClaimRequest(
-            agent_id=self.agent_id,
-            capabilities=self.capabilities,
-            lease_seconds=self.lease_seconds,
+            agent_id=self.agent_id, capabilities=self.capabilities, lease_seconds=self.lease_seconds
         )
 
 
