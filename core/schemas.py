@@ -133,7 +133,8 @@ def _object_of(record: type, definitions: Definitions) -> dict[str, Any]:
                 schema = {**schema, "default": default}
         properties[key] = schema
     body: dict[str, Any] = {"title": record.__name__}
-    description = _description(record)
+    # The docstring's first paragraph, on one line.
+    description = " ".join((record.__doc__ or "").strip().split("\n\n")[0].split())
     if description:
         body["description"] = description
     body.update(type="object", properties=properties, required=required, additionalProperties=False)
@@ -148,8 +149,3 @@ def field_default(field: attrs.Attribute[Any]) -> Any:
             return None
         default = default.factory()
     return converter.unstructure(default)
-
-
-def _description(record: type) -> str:
-    doc = record.__doc__ or ""
-    return " ".join(doc.strip().split("\n\n")[0].split())

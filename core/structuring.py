@@ -166,7 +166,7 @@ def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
             if isinstance(error, ForbiddenExtraKeysError)
             for name in error.extra_fields
         )
-        keys = _keys_of(refused.cl)
+        keys = {field.name: mapping_key(field) for field in attrs.fields(refused.cl)}
         missing = [keys[note.name] for error, note in noted if isinstance(error, KeyError)]
         if unknown or missing:
             yield Problem(path, _field_names(unknown, missing))
@@ -437,10 +437,6 @@ def is_complete_form(record: type) -> bool:
 def mapping_key(field: attrs.Attribute[Any]) -> str:
     """A field's key in mappings: its init name (`_id` is `id`)."""
     return field.alias or field.name
-
-
-def _keys_of(record: type) -> dict[str, str]:
-    return {field.name: mapping_key(field) for field in attrs.fields(record)}
 
 
 def _record_hook_of(record: type) -> Callable[[Any, Any], Any]:

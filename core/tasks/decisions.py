@@ -309,10 +309,6 @@ class _Records:
     held: bool
 
 
-def _digest(row: TaskTransition, request: Any) -> str | None:
-    return request_digest(row.name, request.task_id, request.public()) if row.keyed else None
-
-
 def decide_on_task(rules: Rules) -> Callable[..., Decision[Any] | None]:
     return functools.partial(_decide_one, rules=rules)
 
@@ -329,7 +325,7 @@ def _decide_one(
     state = typed_as(state, TaskState)
     if rules.prepare is not None:
         rules.prepare(inputs, row.name)
-    digest = _digest(row, request)
+    digest = request_digest(row.name, request.task_id, request.public()) if row.keyed else None
     if digest is not None:
         replay = replay_or_conflict(state.prior, digest, dict)
         if replay is not None:
