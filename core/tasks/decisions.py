@@ -170,9 +170,7 @@ def _recorded(
         response_json=stored_answer(answer),
         created_at=now.text,
     )
-    # The event's seal also covers the stored answer, so that `verify` finds one changed by hand.
-    sealed = attrs.evolve(event, rows=(*event.rows, row.image()))
-    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), sealed
+    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), _answered(event, row)
 
 
 def _event(
@@ -194,6 +192,11 @@ def _event(
         written=task.written(before),
         actor=actor,
     )
+
+
+def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
+    """`event` also sealing the stored answer, so that `verify` finds one changed by hand."""
+    return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
 def _passed(moment: str | None, now: Timestamp) -> bool:
