@@ -42,8 +42,7 @@ LEGACY_EVENT_COLUMNS = (
     "created_at",
 )
 LEGACY_TABLES = frozenset({"tasks", "events"})
-# The migration history of the last 0.x release: its schema is the 1.0 baseline's, and `upgrade`
-# replaces that history (and the seals) with the baseline's.
+# The last 0.x release's migration history, which `upgrade` replaces with the 1.0 baseline's.
 ZERO_X_MIGRATIONS = frozenset(
     ["0001", *(f"{number:04}" for number in range(3, 29) if number != 17)]
 )

@@ -36,8 +36,7 @@ class Timestamp:
             )
         # Plain slot stores: a refusing `__setattr__` would cost more than the constructor.
         self._epoch_ms = epoch_ms
-        self._text = None  # formatted when first asked for: a stored time read to be compared
-        # never needs it
+        self._text = None  # formatted when first asked for: a time read to be compared never is
 
     @property
     def epoch_ms(self) -> int:

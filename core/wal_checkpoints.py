@@ -6,8 +6,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-# The synchronous levels whose log is copied in rounds; at FULL SQLite's own auto-checkpoint
-# stays, as rounds gained nothing there (RELIABILITY.md, "WAL growth").
+# The levels whose log is copied in rounds; FULL keeps SQLite's own (RELIABILITY.md, "WAL growth").
 ROUND_LEVELS = frozenset({"NORMAL"})
 THRESHOLD_PAGES = 1000  # SQLite's own auto-checkpoint threshold
 BACKLOG_FACTOR = 4

@@ -417,8 +417,7 @@ def decide_append_run_event(
     )
 
 
-# The entry points where a token names the caller: there an agent appends only to runs it owns. The
-# command line and the library are the ledger owner's own and append to any run.
+# Where a token names the caller, an agent appends only to runs it owns; elsewhere, to any run.
 _TOKEN_VIAS = frozenset({VIA_HTTP, VIA_MCP, VIA_CONSOLE})
 
 

@@ -124,7 +124,6 @@ class TaskView(TypedDict):
     verification_mode: str
     retry: RetryPolicyView
     not_before: str | None
-    # A governed task no worker may claim until its projection lands.
     awaiting_projection: bool
     last_holder: str | None
 

@@ -27,7 +27,6 @@ class HistoryEntry(TypedDict):
     time: str
     event: str
     agent: str | None
-    # Who caused the event, as a person reads it.
     actor: str
     attempt: int
     decision: str | None

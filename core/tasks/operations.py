@@ -340,7 +340,6 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
     }
 )
 
-# The operation each request record asks for.
 _BY_REQUEST: Mapping[type, TaskTransition] = {
     **{row.request: row for row in TASK_OPERATIONS.values()},
     ClaimBatchRequest: TASK_OPERATIONS["claim"],
