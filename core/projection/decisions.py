@@ -37,7 +37,7 @@ from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.core.projection.records import ProjectionLedgerRow
 from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.refusals import (
     PROJECTION_REFUSED,
     REFUSAL_EVENTS,
@@ -221,7 +221,7 @@ def prepare_projection(
     if replay is not None:
         return replay
     replay_refusal(state.refused, digest, error=ProjectionError)
-    task = require_task(task_id, state.task)
+    task = require_task(task_id, state.task, error=ProjectionError)
     return ResolverCall(
         task_id=task_id,
         job_id=request.expected_job_id,
@@ -289,7 +289,7 @@ def _checked_plan(
     actor: Actor,
 ) -> WritePlan[ProjectionAnswer]:
     """The checks past authorization and replay, in the contract's order, then the plan."""
-    task = require_task(task_id, state.task)
+    task = require_task(task_id, state.task, error=ProjectionError)
     metadata = _check_untouched_task(task, request)
     recovery: JsonObject = {}
     if isinstance(request, SourceCaptureProjectionRecoveryRequest):
@@ -306,12 +306,6 @@ def _checked_plan(
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:
     return request_digest(projection_operation(request), task_id, request.public())
-
-
-def require_task(task_id: str, task: TaskRow | None) -> TaskRow:
-    if task is None:
-        raise ProjectionError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    return task
 
 
 def _projection_error(read: Any) -> Any:

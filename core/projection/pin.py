@@ -18,11 +18,10 @@ from aios_ledger.core.projection.decisions import (
     check_unprojected_task,
     projection_expectations,
     require_authorization,
-    require_task,
     runtime_input_of,
 )
 from aios_ledger.core.projection.records import BindingRow
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 
 DEFAULT_PIN_REASON = "projected with `project --pin`, pinned to the task and envelope as read"
 PIN_KEY_PREFIX = "pin-"
@@ -59,7 +58,7 @@ class PinnedProjection:
 def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
     """Before resolving: the authorization, the task, the job and the envelope's capability."""
     require_authorization(command.authorization_id)
-    task = require_task(read.task_id, read.task)
+    task = require_task(read.task_id, read.task, error=ProjectionError)
     check_unprojected_task(task)
     adapter = _identifier("adapter", command.adapter)
     job_id = _job(read, command.job_id)
@@ -78,7 +77,7 @@ def pin_projection(
 ) -> PinnedProjection:
     """The request pinned to what was read and resolved, checked as the projection will."""
     authorization_id = require_authorization(command.authorization_id)
-    task = require_task(read.task_id, read.task)
+    task = require_task(read.task_id, read.task, error=ProjectionError)
     check_unprojected_task(task)
     try:
         verified = verify_execution_envelope(envelope)

@@ -49,9 +49,11 @@ def _capability_names(raw: str) -> tuple[str, ...] | None:
     return tuple(str(item) for item in value)
 
 
-def require_task(task_id: str, task: TaskRow | None) -> TaskRow:
+def require_task(
+    task_id: str, task: TaskRow | None, *, error: type[LedgerError] = LedgerError
+) -> TaskRow:
     if task is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
+        raise error("TASK_NOT_FOUND", f"no task {task_id!r}")
     return task
 
 
