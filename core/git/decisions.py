@@ -3,6 +3,8 @@ lease, and the outcome read from the ref, which also reconciles a crash."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json
@@ -121,12 +123,8 @@ def decide_register_repository(
     ).with_settings(settings)
     prior = state.prior
     if prior is not None:
-        same = (prior.path, prior.head_branch, prior.protected_json) == (
-            row.path,
-            row.head_branch,
-            row.protected_json,
-        )
-        if not same:
+        registered = (row.path, row.head_branch, row.protected_json)
+        if (prior.path, prior.head_branch, prior.protected_json) != registered:
             raise LedgerError(
                 "REPOSITORY_CONFLICT", f"repository {request.name!r} is registered differently"
             )
@@ -230,21 +228,21 @@ def decide_change_repository_settings(
         revision=repository.revision + 1, updated_at=now.text
     )
     changed = settings.changed_from(current)
-    answer: RepositorySettingsAnswer = {
+    # The change as its key records it and its event seals it; the answer adds `idempotent`.
+    recorded: JsonObject = {
         "name": after.name,
         "idempotency_key": request.idempotency_key,
         "revision": after.revision,
         "settings": settings.public(),
-        "changed": changed,
-        "idempotent": False,
+        "changed": list[JsonValue](changed),
     }
-    stored = {key: value for key, value in answer.items() if key != "idempotent"}
+    answer = cast(RepositorySettingsAnswer, {**recorded, "idempotent": False})
     change = RepositorySettingsChangeRow(
         idempotency_key=request.idempotency_key,
         repository=after.name,
         request_sha256=digest,
         revision=after.revision,
-        response_json=canonical_json(stored),
+        response_json=canonical_json(recorded),
         created_at=now.text,
     )
     update = guarded_update(
@@ -255,13 +253,7 @@ def decide_change_repository_settings(
         task_id=None,
         agent_id=None,
         event_type=REPOSITORY_SETTINGS_CHANGED,
-        payload={
-            "name": after.name,
-            "idempotency_key": request.idempotency_key,
-            "revision": after.revision,
-            "settings": settings.public(),
-            "changed": list[JsonValue](changed),
-        },
+        payload=recorded,
         created_at=now.text,
         rows=(after.image(), change.image()),
         actor=actor,
