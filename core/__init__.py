@@ -1,12 +1,5 @@
-"""aios-ledger's pure core: records, validation, digests, decisions and state tables.
-
-Nothing here performs I/O, reads a clock, draws randomness or looks at the environment; the
-shell (`aios_ledger.shell`) supplies all of those as inputs. What this module exports is what
-an embedder of the task ledger needs in one hand (at most 90 names); the rest of each domain is
-the public API of its subpackage (`aios_ledger.core.tasks`, `.runs`, `.auxiliary`,
-`.projection`, `.git`, `.log`, `.proofs`, `.api`, `.contracts`). Both are listed and described in
-`docs/api.md` (a test holds them equal); everything else is internal to its module.
-"""
+"""aios-ledger's pure core (no I/O, clock, randomness or environment): what an embedder of the task
+ledger needs in one hand; the rest is each subpackage's (`docs/api.md`)."""
 
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import (

@@ -1,12 +1,5 @@
-"""Who caused an event: the principal behind the request that wrote it.
-
-Every event names its actor, kept as canonical JSON in the event's own row and covered by its
-seal. Over HTTP and MCP the actor is the token's name and roles, proven by the token; over the
-command line and the library it is the identity the caller declared (`--as`, the config file,
-`AIOS_LEDGER_ACTOR`) or, when none was, the operating-system user, marked unauthenticated;
-the ledger's own background work (the lease sweeper of `serve`) acts as the ledger. Events
-written before actors were recorded have none and read as unknown.
-"""
+"""Who caused an event, kept in its row under its seal: a token proves an actor over HTTP and MCP;
+elsewhere a declared identity is marked unauthenticated."""
 
 from __future__ import annotations
 
@@ -33,8 +26,7 @@ AGENT = "agent"
 REVIEWER = "reviewer"
 OWNER = "owner"
 AUDITOR = "auditor"
-# A witness (`aios-ledger witness`): it reads checkpoints and consistency proofs and sends its
-# cosignatures, and nothing else (no task, run or log route takes it).
+# A witness reads checkpoints and proofs and sends cosignatures, nothing else.
 WITNESS = "witness"
 ROLES: tuple[str, ...] = (AGENT, REVIEWER, OWNER, AUDITOR, WITNESS)
 
@@ -46,9 +38,7 @@ _ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 @attrs.frozen
 class Actor:
-    """A principal: `name` (a token's name, a declared identity, or the ledger's own), `via`
-    (how the request came, one of `VIAS`) and `roles` (a token's roles, sorted; none for a
-    declared identity)."""
+    """A principal: `name`, `via` (one of `VIAS`) and `roles` (a token's roles, sorted)."""
 
     name: str
     via: str
@@ -70,8 +60,7 @@ class Actor:
 
     @property
     def authenticated(self) -> bool:
-        """Whether a credential proved the actor (a token, or the ledger itself), rather than
-        the caller declaring who it is."""
+        """Whether a credential proved the actor, rather than the caller declaring who it is."""
         return self.via in AUTHENTICATED_VIA
 
     def public(self) -> JsonObject:
@@ -95,9 +84,7 @@ class Actor:
 
 
 def actor_from_stored(text: str | None) -> Actor | None:
-    """The actor an event row names, None for an event written before actors were recorded,
-    or for a stored text that is not an actor (shown as unknown, never an error: a reader of
-    the log must not fail on one row)."""
+    """An event row's actor, None for none: a reader of the log must not fail on one row."""
     if text is None:
         return None
     try:

@@ -1,8 +1,5 @@
-"""Batches: many requests in one call, all or none, each refusal naming its item.
-
-A batch holds 1 to `MAX_BATCH` items: the bound keeps one call from holding the write lock for
-long (10,000 creates took 1.0-1.2 s here) while other writers wait.
-"""
+"""Batches: many requests in one call, all or none, each refusal naming its item; bounded so that
+one call does not hold the write lock long while other writers wait."""
 
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ def structure_batch(
 
 
 def each_item(items: Sequence[Item], step: Callable[[Item], Answer]) -> list[Answer]:
-    """`step` over the items in order; a refusal keeps its class and code and says which item
-    it was (`item 3: ...`)."""
+    """`step` over the items in order; a refusal keeps its code and says which item it was."""
     answers = []
     for index, item in enumerate(items):
         try:

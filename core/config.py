@@ -1,11 +1,5 @@
-"""The settings of a config file (`aios-ledger.toml`): the database, the worker, the reviewer,
-the checkpoints, the projection.
-
-Each section is a record structured through the one converter, so a key the file misspells or
-a value of the wrong type is refused by name, as any request field is. Every field holds its
-built-in default; the command line's flags are checked by the same fields, and a flag given
-overrides the file, which overrides the default.
-"""
+"""The settings of `aios-ledger.toml`, structured through the one converter so that a misspelt key
+or a wrong type is refused by name."""
 
 from __future__ import annotations
 
@@ -31,8 +25,7 @@ MAX_REVIEW_ATTEMPTS = 100
 
 @attrs.frozen
 class Seconds(Constraint):
-    """A number of seconds, whole or not (TOML's `30` and `30.0` alike), finite, at most a
-    year, positive (or zero where `zero` allows it)."""
+    """A finite number of seconds up to a year, positive (or zero where `zero` allows it)."""
 
     zero: bool = False
 
@@ -65,9 +58,7 @@ class DatabaseSettings:
 
 @attrs.frozen(kw_only=True)
 class IdentitySettings:
-    """`[identity]`: who the command line acts as, recorded on every event it writes (declared,
-    so unauthenticated; `--as` and `AIOS_LEDGER_ACTOR` come first). None: the worker's agent id,
-    the reviewer's name, else the operating-system user."""
+    """`[identity]`: who the command line acts as, declared and so unauthenticated."""
 
     actor: Annotated[str, Text(max_length=128)] | None = None
 
@@ -91,9 +82,7 @@ class WorkerSettings:
 
 @attrs.frozen(kw_only=True)
 class ReviewSettings:
-    """`[review]`: who judges (`reviewer`: the name the ledger holds against each result's
-    author, SELF_REVIEW), the reviewing command, how many tasks a round judges, each review's
-    timeout, and how many reviews of one task attempt may fail before it is left to a person."""
+    """`[review]`: the reviewer's name (never a result's author), its command, and its bounds."""
 
     reviewer: Identifier | None = None
     exec: Command | None = None
@@ -104,20 +93,14 @@ class ReviewSettings:
 
 @attrs.frozen(kw_only=True)
 class AttestSettings:
-    """`[attest]`: the Ed25519 signing key (a C2SP signer key file) that attests every landed
-    governed write; none: writes land unattested, and say so."""
+    """`[attest]`: the signing key of landed writes; without it they land unattested, and say so."""
 
     key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
 
 
 @attrs.frozen(kw_only=True)
 class CheckpointSettings:
-    """`[checkpoint]`: the signing key's file (else the systemd credential `credential`, in
-    `$CREDENTIALS_DIRECTORY`), the ledger's verifier keys that `verify` holds the stored
-    checkpoints' signatures to (`log_keys`; the signing key's own counts when it is
-    configured), the witnesses whose cosignatures the ledger accepts (their verifier keys),
-    the tlog-witness servers `serve` pushes each checkpoint to (`witness_urls`), and how often
-    `serve` signs one (every N seconds, every N events)."""
+    """`[checkpoint]`: the signing key, the keys `verify` accepts, the witnesses, and how often."""
 
     key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     credential: Annotated[str, Text(max_length=255)] = "aios-ledger-checkpoint-key"
@@ -130,8 +113,7 @@ class CheckpointSettings:
 
 @attrs.frozen(kw_only=True)
 class ProjectionSettings:
-    """`[projection]`: the owner authorization id `project` runs under on this machine (the
-    flag `--authorization-id` and the environment variable come before it)."""
+    """`[projection]`: the owner authorization id `project` runs under by default."""
 
     authorization_id: Identifier | None = None
 

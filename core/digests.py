@@ -1,9 +1,5 @@
-"""Canonical JSON and the digests built on it.
-
-`sha256_hex` is what every `expected_*_sha256` field is compared against (plain hex of the
-canonical JSON). `digest_bytes` is domain-separated and prefixed, so that a digest of one kind
-(evidence, spec, output, envelope) can never pass for a digest of another.
-"""
+"""Canonical JSON and the digests built on it; `digest_bytes` is domain-separated and prefixed, so
+that a digest of one kind can never pass for another."""
 
 from __future__ import annotations
 
@@ -41,7 +37,6 @@ def digest_bytes(domain: str, data: bytes) -> str:
 
 
 def digest_json(domain: str, value: JsonValue) -> str:
-    """`digest_bytes` over the canonical JSON of a value."""
     return digest_bytes(domain, canonical_json(value).encode("ascii"))
 
 

@@ -1,10 +1,5 @@
-"""Governed execution bindings and the digest-addressed envelopes projected from them.
-
-A binding pins *where* an agent may work (repository, base commit, target branch, generation);
-an envelope adds *what* it may do there (action, adapter, capability scope, runtime input) and
-the governance flags, and is addressed by an `execution_digest` over all of it. The rules for
-each action are one table, `ACTIONS`.
-"""
+"""Governed execution bindings (*where* an agent may work) and the envelopes projected from them
+(*what* it may do there), addressed by an `execution_digest`."""
 
 from __future__ import annotations
 
@@ -133,8 +128,7 @@ RESERVED_ADAPTERS = frozenset(rule.fixed_adapter for rule in ACTIONS.values() if
 
 @attrs.frozen
 class EnvelopeAction:
-    """What `project_execution_envelope` adds to a binding; the action's rule (`ACTIONS`)
-    judges the scope and the runtime input, each with its own code."""
+    """What `project_execution_envelope` adds to a binding, judged by its row of `ACTIONS`."""
 
     action: Annotated[str, OneOf(tuple(ACTIONS))]
     adapter: Identifier

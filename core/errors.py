@@ -1,9 +1,5 @@
-"""The single error root of the ledger.
-
-Every refusal, whatever its cause, is a `LedgerError` whose `code` is a stable UPPER_SNAKE
-string: the API, the command line and the tests all match on it. `str(error)` starts with the
-code so that a log line or a `pytest.raises(match=...)` can find it.
-"""
+"""The single error root of the ledger: every refusal is a `LedgerError` with a stable UPPER_SNAKE
+`code`, which `str(error)` starts with so that a log line or `pytest.raises(match=...)` finds it."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ class LedgerError(Exception):
 
 
 class RetryLaterError(LedgerError):
-    """A refusal that time lifts: the same request may succeed after `retry_after` seconds (a
-    whole number, at least 1). The API answers it with a `Retry-After` header."""
+    """A refusal that `retry_after` whole seconds lift; the API sends `Retry-After`."""
 
     def __init__(self, code: str, detail: str = "", *, retry_after: int = 1) -> None:
         super().__init__(code, detail)
@@ -50,13 +45,7 @@ def _retry_later(code: str, detail: str, retry_after: int) -> RetryLaterError:
 
 
 class AuxiliaryRunError(LedgerError):
-    """A refusal or a terminal failure of an auxiliary run.
-
-    Codes: `CANCELLED`, `CAPABILITY_ESCALATION`, `OUTPUT_SCHEMA_MISMATCH`, `OUTPUT_LIMIT`,
-    `OUTPUT_INVALID`, `TARGET_MISMATCH`, `EVIDENCE_DIGEST_MISMATCH`, `EXECUTOR`, `INVALID_FIELD`
-    (with `.field`), `SPEC_CONFLICT`, `TIMEOUT`, `INTERRUPTED`, `RUN_NOT_FOUND`,
-    `INVALID_TRANSITION`, `FRAME_TOO_DEEP`.
-    """
+    """A refusal or a terminal failure of an auxiliary run."""
 
     def __init__(self, code: str, detail: str = "", *, field: str | None = None) -> None:
         super().__init__(code, detail)

@@ -1,9 +1,5 @@
-"""Untrusted JSON at the edge: parse, bound and serialise without ever raising a non-ledger error.
-
-Anything that crosses into the ledger (a request body, a result, metadata, a payload) goes
-through here, so that deep nesting, huge numbers, lone surrogates, NaN or non-JSON types all
-become a `LedgerError` with a stable code instead of a `RecursionError` or `TypeError`.
-"""
+"""Untrusted JSON at the edge: parse, bound and serialise, so that deep nesting, huge numbers, lone
+surrogates or NaN become a `LedgerError` with a stable code, never a `RecursionError`."""
 
 from __future__ import annotations
 
@@ -29,12 +25,7 @@ _Path: TypeAlias = "str | tuple[_Path, int | str]"
 
 
 def check_json(value: object, *, what: str = "value", max_depth: int = MAX_DEPTH) -> JsonValue:
-    """Walk a value iteratively and refuse anything that is not plain, bounded JSON.
-
-    Hot path (every digest, plan and event goes through it): children that are certainly valid
-    (exact str that is ASCII, None, bool, small exact int, within the depth bound) are accepted
-    where they are met and never pushed; everything else goes through the full checks below.
-    Paths are kept as (parent, key) links and rendered only for an error message."""
+    """Refuse anything that is not plain, bounded JSON; fast for values certainly valid."""
     stack: list[tuple[object, int, _Path]] = [(value, 0, what)]
     pop = stack.pop
     push = stack.append
@@ -115,15 +106,11 @@ def _check_text(text: str, path: _Path) -> None:
 
 
 def dumps_canonical(value: object) -> str:
-    """Canonical JSON text of an untrusted value: checked first, then encoded."""
     return encode_checked(check_json(value))
 
 
 def encode_checked(value: JsonValue) -> str:
-    """Canonical JSON text (sorted keys, no whitespace, ASCII-escaped) of a value whose every
-    part is already checked: by `check_json`, by a request's field checks, or built by the core
-    from such parts and columns read back. Only the encoder runs; what it still refuses (a
-    non-JSON type, NaN or infinity, nesting past the interpreter's limit) is `JSON_INVALID`."""
+    """Canonical JSON text of a value already checked (else `JSON_INVALID`)."""
     try:
         return "".join(_ENCODE(value, 0))
     except (TypeError, ValueError, RecursionError) as exc:
@@ -144,10 +131,7 @@ def _python_encoder() -> Callable[[object, int], list[str] | tuple[str, ...]]:
 
 
 def _canonical_encoder() -> Callable[[object, int], list[str] | tuple[str, ...]]:
-    """The json module's C encoder with the canonical settings, made once: `json.dumps` and
-    `JSONEncoder.encode` build a new one for every call. Without markers it does not look for
-    cycles; the values it gets are checked (bounded depth) or built by the core, and a cycle
-    would still end in RecursionError. Interpreters without the C encoder use the Python one."""
+    """The C encoder with canonical settings, made once, as `json.dumps` builds one per call."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return _python_encoder()

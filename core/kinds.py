@@ -1,13 +1,5 @@
-"""The kinds of field every domain's records share, and the per-field constraints.
-
-A kind is a `typing.NewType` whose structure hook carries its whole check (`register_kind`): an
-`Identifier` is 1-200 characters of `[A-Za-z0-9._:/@+=-]` starting with a letter or digit (a
-`RouteIdentifier`, the id of something a URL path names, the same without `/`), a
-`TimestampText` is RFC 3339 text normalised to the ledger's one form (`Timestamp.text`), a
-`JsonObjectValue` is a bounded, checked JSON object. A constraint is `Annotated` metadata for
-what differs per field: `Annotated[str, Text(max_length=1000)]`, `Annotated[int, Between(1,
-3600)]`, `Annotated[str, OneOf(("QUEUED", ...))]`.
-"""
+"""The kinds of field every domain's records share (`typing.NewType`s whose structure hook carries
+their whole check), and the `Annotated` constraints for what differs per field."""
 
 from __future__ import annotations
 
@@ -22,18 +14,14 @@ from aios_ledger.core.structuring import Constraint, FieldRefused, register_kind
 from aios_ledger.core.timestamps import Timestamp
 
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,199}$")
-# The ids a route addresses as one path segment (`/v1/tasks/{task_id}`, runs, jobs, auxiliary
-# runs): an Identifier without `/`, which no path segment can hold (encoded as %2F it is not
-# routed either). The Identifier's form already refuses `%`, `?`, `#`, whitespace, control
-# characters and `.`/`..` (it starts with a letter or digit).
+# The ids a route addresses as one path segment: an Identifier without `/`, which no segment holds.
 ROUTE_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
 MAX_TEXT = 4096
 MAX_IDENTIFIER = 200
 # Schema patterns (ECMA-262 and Python alike): some visible character, and no NUL unless allowed.
 NOT_BLANK = r"\S"
 NOT_BLANK_WITHOUT_NUL = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
-# The timestamps a schema documents: RFC 3339 date-times with an offset. (The parser takes ISO
-# 8601 a little more widely, and normalises every one to the ledger's format.)
+# The timestamps a schema documents: RFC 3339 date-times with an offset.
 RFC3339 = (
     r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
     r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
@@ -42,8 +30,7 @@ RFC3339 = (
 
 @attrs.frozen
 class Text(Constraint):
-    """Text that is not blank, at most `max_length` characters (None: no bound), valid UTF-8
-    (no lone surrogate), without NUL unless `nul` allows it, of the form `pattern` if given."""
+    """Non-blank valid UTF-8 up to `max_length`, NUL only if `nul`, matching `pattern`."""
 
     max_length: int | None = MAX_TEXT
     pattern: re.Pattern[str] | None = None
@@ -171,8 +158,7 @@ def _timestamp_text(value: Any) -> TimestampText:
 
 
 def json_value_check(kind: type, name: str) -> Any:
-    """A JSON `name` (object or array) that `check_json` accepts: bounded depth and numbers,
-    valid text, nothing that is not JSON."""
+    """A JSON `name` (object or array) that `check_json` accepts."""
 
     def check(value: Any) -> Any:
         if not isinstance(value, kind):

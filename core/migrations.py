@@ -1,10 +1,5 @@
-"""Which migrations a database needs, decided from what its catalogue shows.
-
-Three cases: a database this library (or dbmate) migrated, whose `schema_migrations` says what
-is applied; an empty file; and a database the older runtime left behind (exactly its `tasks`
-and `events` tables), which is adopted in place. A ledger of a 0.x release (its own migration
-history) is brought to 1.0 by `upgrade` alone. Anything else is refused rather than written.
-"""
+"""Which migrations a database needs, decided from its catalogue; an unrecognised database is
+refused rather than written."""
 
 from __future__ import annotations
 
@@ -47,8 +42,7 @@ LEGACY_EVENT_COLUMNS = (
     "created_at",
 )
 LEGACY_TABLES = frozenset({"tasks", "events"})
-# The migration history of the last 0.x release: its schema is the 1.0 baseline's, and `upgrade`
-# replaces that history (and the seals) with the baseline's.
+# The last 0.x release's migration history, which `upgrade` replaces with the 1.0 baseline's.
 ZERO_X_MIGRATIONS = frozenset(
     ["0001", *(f"{number:04}" for number in range(3, 29) if number != 17)]
 )
@@ -138,8 +132,7 @@ def plan_migrations(known: Sequence[Migration], view: CatalogueView) -> Migratio
 
 
 def is_zero_x(known: Sequence[Migration], view: CatalogueView) -> bool:
-    """Whether the database is a ledger of a 0.x release: its history is 0.x's and holds a
-    migration this version does not know."""
+    """Whether the history holds a 0.x migration this version does not know."""
     applied = set(view.applied)
     return bool(applied - {m.version for m in known}) and applied <= ZERO_X_MIGRATIONS
 
@@ -154,9 +147,7 @@ def _refuse_zero_x(known: Sequence[Migration], view: CatalogueView) -> None:
 
 
 def plan_upgrade(known: Sequence[Migration], view: CatalogueView) -> bool:
-    """Whether `upgrade` has work: True for a ledger of the last 0.x release, False for a 1.0
-    ledger (nothing to do). A 0.x ledger behind the last release, or any other database, is
-    refused: `upgrade` starts only from the schema the 1.0 baseline is."""
+    """Whether `upgrade` has work: True for the last 0.x release, False for 1.0."""
     if is_zero_x(known, view):
         missing = sorted(ZERO_X_MIGRATIONS - set(view.applied))
         if missing:
@@ -179,11 +170,7 @@ def plan_upgrade(known: Sequence[Migration], view: CatalogueView) -> bool:
 def _refuse_missing_earlier(
     pending: Sequence[Migration], applied: Sequence[str], tables: frozenset[str]
 ) -> None:
-    """A pending migration that a release applied once (every release applies them in order):
-    below the newest applied one, or the baseline of a database whose tables are there. Its
-    `schema_migrations` row was deleted behind the ledger's back, and running it again would
-    fail half-way (`table ... already exists`): refused before anything is written, naming the
-    version, so that the operator restores the row rather than the ledger guessing."""
+    """An applied migration whose row was lost would fail half-way if run again."""
     if applied:
         newest = max(applied)
         missing = [m.version for m in pending if m.version < newest]
@@ -200,10 +187,7 @@ def _refuse_missing_earlier(
 
 
 def refuse_unless_current(known: Sequence[Migration], view: CatalogueView) -> None:
-    """For a library that leaves the schema to the DBA (`migrate=False`): open only a database
-    whose migrations are exactly the known ones. Newer or foreign databases are refused as
-    `plan_migrations` refuses them; one that is behind, or not yet a ledger at all, is
-    `SCHEMA_TOO_OLD`, naming what is applied and what this version knows."""
+    """With `migrate=False`, open only a database at exactly the known migrations."""
     plan = plan_migrations(known, view)
     if plan.is_current:
         return

@@ -1,8 +1,5 @@
-"""Building a frozen record of a table row from the row's columns.
-
-Each table's row record lives with its domain (`log.records`, `tasks.records`, ...); they are
-built from a row by column name here, and `record_columns` is what the shell checks a
-statement's selected columns against before it builds records from them by position."""
+"""Building a frozen record of a table row from its columns by name; `record_columns` is what the
+shell checks a statement's selected columns against."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Which branch names the ledger writes: those git itself takes, and none that would mislead.
-
-`git_branch_problem` is git's own rule for a branch name (`git check-ref-format --branch NAME`
-outside a repository: the full ref `refs/heads/NAME` by git-check-ref-format(1), not starting
-with `-`, not `HEAD`). `branch_name_problem` adds the ledger's: a name that reads as a full ref
-(`refs/...`), `@` (git's own shorthand for HEAD), a pseudo-ref's name (`FETCH_HEAD`), the
-ledger's quarantine namespace, and characters that show something other than what they are
-(control and bidirectional-override characters). `ambiguous_with` is the one rule that needs the
-repository: the refs that `git rev-parse NAME` would also find, so that it warns.
-"""
+"""Which branch names the ledger writes: those git itself takes, and none that would mislead (a full
+ref, `@`, a pseudo-ref, the quarantine namespace, control or bidirectional characters)."""
 
 from __future__ import annotations
 
@@ -26,14 +18,12 @@ _REFUSED_ANYWHERE = ("..", "@{", " ", "~", "^", ":", "?", "*", "[", "\\")
 BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # The refs git reads from a repository's top directory before any under refs/ (`FETCH_HEAD`).
 _PSEUDO_REF = re.compile(r"^[A-Z_]*HEAD$")
-# How `git rev-parse NAME` expands a short name (refs.c, `ref_rev_parse_rules`), but for
-# `refs/heads/NAME`, which is the branch itself.
+# How `git rev-parse NAME` expands a short name, but for the branch itself.
 _OTHER_EXPANSIONS = ("{}", "refs/{}", "refs/tags/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
 
 
 def git_branch_problem(name: str) -> str | None:
-    """Why git refuses `name` as a branch name, or None: git-check-ref-format(1)'s rules for
-    `refs/heads/<name>` and `--branch`'s own (no leading `-`, not `HEAD`)."""
+    """Why git refuses `name` as a branch name (`git check-ref-format --branch`), or None."""
     if not name:
         return "is empty"
     if name.startswith("-"):
@@ -91,15 +81,13 @@ def require_branch_name(name: str) -> str:
 
 
 def ambiguous_with(name: str, refs: Iterable[str]) -> list[str]:
-    """The refs of a repository (full names) that `git rev-parse NAME` finds besides the branch
-    `refs/heads/NAME`: any of them makes the branch name ambiguous."""
+    """The refs besides `refs/heads/NAME` that `git rev-parse NAME` also finds."""
     candidates = {pattern.format(name) for pattern in _OTHER_EXPANSIONS}
     return sorted(ref for ref in set(refs) if ref in candidates)
 
 
 def require_unambiguous_branch(name: str, refs: Iterable[str]) -> str:
-    """`name` if it is a branch name the ledger writes and no other ref of the repository
-    (`refs`, full names) goes by it, else `REF_NAME_INVALID`."""
+    """`name` if the ledger writes it and no other ref goes by it."""
     require_branch_name(name)
     clashes = ambiguous_with(name, refs)
     if clashes:

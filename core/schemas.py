@@ -1,17 +1,5 @@
-"""JSON Schemas (draft 2020-12) generated from the record definitions that structure input.
-
-A record's attrs fields and their types are its schema (`core/structuring.py`); this module
-only writes that schema down in JSON Schema's words, so a change to a record changes its
-schema. Each part of a type says what it is: a primitive its JSON type, a kind (`NewType`) the
-schema it was registered with, a constraint (`Text`, `Between`, `OneOf`) its `json_schema()`,
-an attrs record an object with exactly its fields (`additionalProperties: false`), the fields
-without a default required (every field for a complete form), defaults given. A type this
-module cannot describe is a `TypeError`, never a schema that says less than the check.
-
-What no schema can say: JSON Schema counts `1.0` as an integer, the ledger does not; rules
-across fields (a record's `from_mapping` checks them after structuring) and bounds on nested
-JSON values (depth, number size) are not in the schema.
-"""
+"""JSON Schemas (draft 2020-12) written from the records that structure input; a type it cannot
+describe is a `TypeError`, never a schema that says less than the check."""
 
 from __future__ import annotations
 
@@ -145,7 +133,8 @@ def _object_of(record: type, definitions: Definitions) -> dict[str, Any]:
                 schema = {**schema, "default": default}
         properties[key] = schema
     body: dict[str, Any] = {"title": record.__name__}
-    description = _description(record)
+    # The docstring's first paragraph, on one line.
+    description = " ".join((record.__doc__ or "").strip().split("\n\n")[0].split())
     if description:
         body["description"] = description
     body.update(type="object", properties=properties, required=required, additionalProperties=False)
@@ -153,17 +142,10 @@ def _object_of(record: type, definitions: Definitions) -> dict[str, Any]:
 
 
 def field_default(field: attrs.Attribute[Any]) -> Any:
-    """A field's default value as plain JSON (a factory's product; None for one that needs
-    the record itself)."""
+    """A field's default as plain JSON (None for a factory that needs the record itself)."""
     default: Any = field.default
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         if default.takes_self:
             return None
         default = default.factory()
     return converter.unstructure(default)
-
-
-def _description(record: type) -> str:
-    """The docstring's first paragraph, on one line."""
-    doc = record.__doc__ or ""
-    return " ".join(doc.strip().split("\n\n")[0].split())

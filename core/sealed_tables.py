@@ -1,7 +1,5 @@
-"""The catalogue of tables, gathered once from the domains that declare them and the log's own:
-every table a copy takes, in the order it writes them (the one the target's foreign keys
-need); the sealed ones (`SEALED_TABLES`, `STATE_TABLES`) are what the shell hands the log's
-verify, export, archive and restore code, and the statements rendered per table come from all."""
+"""The catalogue of tables, gathered once from the domains that declare them and the log's own, in
+the order a copy writes them (the one foreign keys need)."""
 
 from types import MappingProxyType
 

@@ -1,16 +1,5 @@
-"""The statement registry: every statement a plan can name, what it does and what it takes.
-
-A plan names statements, never SQL text: `SqlWrite(Statement.TASKS_CAS_UPDATE, params)`. Each
-member declares its operation and exact parameter names, and `SqlWrite` refuses any others, so a
-decision cannot name a statement that does not exist or bind one it lacks.
-
-Every guarded update and delete is the one compare-and-swap form, `… WHERE <key> = :<key> AND
-revision = :expected_revision`, so it touches the row only while it is still at the revision
-the decision read; the shell answers REVISION_CONFLICT otherwise. `runs` count their writes in
-`event_count` instead, as they change only by appending events. Each engine keeps the texts
-under the members' names (`sql/`); tests/test_statement_registry.py holds every text to its
-declaration.
-"""
+"""Every statement a plan can name, with its exact parameters, so that a decision cannot name one
+that does not exist or bind one it lacks."""
 
 from __future__ import annotations
 
@@ -133,11 +122,7 @@ class Statement(enum.StrEnum):
         "run_id",
         "event_count",
     )
-    INSERT_RUN_EVENT = (
-        "insert_run_event",
-        _INSERT,
-        "run_id seq kind payload_json created_at",
-    )
+    INSERT_RUN_EVENT = ("insert_run_event", _INSERT, "run_id seq kind payload_json created_at")
 
     # -- auxiliary runs
 
@@ -264,9 +249,7 @@ class Statement(enum.StrEnum):
         "event_id position row_table row_key row_digest",
     )
 
-    # -- the Merkle log beside the chains (core/log/merkle.py): an event's leaf with the
-    # subtrees it completes (one row), and the tree's head row (its size and right edge) moved
-    # on under its lock
+    # -- the Merkle log beside the chains (core/log/merkle.py)
 
     MERKLE_LEAF_INSERT = ("insert_merkle_leaf", _INSERT, "leaf_index event_id leaf_hash nodes")
     MERKLE_TREE_CAS_UPDATE = (
@@ -278,11 +261,7 @@ class Statement(enum.StrEnum):
 
     # -- archiving finished tasks: each statement takes the task whose chain is archived
 
-    LIST_ARCHIVED_EVENTS = (
-        "list_archived_events",
-        _INSERT,
-        "task_id archive_event_id",
-    )
+    LIST_ARCHIVED_EVENTS = ("list_archived_events", _INSERT, "task_id archive_event_id")
     DELETE_ARCHIVED_SEALED_ROWS = ("delete_archived_sealed_rows", _DELETE, "task_id")
     DELETE_ARCHIVED_SEALS = ("delete_archived_seals", _DELETE, "task_id")
     DELETE_ARCHIVED_EVENTS = ("delete_archived_events", _DELETE, "task_id")
@@ -303,12 +282,10 @@ class Statement(enum.StrEnum):
         "task_id",
     )
 
-    # -- restoring an archive: the rows and events go back through the statements above that
-    # first wrote them; the listings of a restored chain go once its events are back
+    # -- restoring an archive, beside the statements that first wrote the rows
 
     DELETE_RESTORED_LISTINGS = ("delete_restored_listings", _DELETE, "task_id")
-    # An evidence run as it was archived (its events go back through INSERT_RUN_EVENT), and an
-    # auxiliary run with every column, as its last transition left it.
+    # An evidence run as archived, and an auxiliary run as its last transition left it.
     RESTORE_RUN = (
         "restore_run",
         _INSERT,
@@ -323,6 +300,12 @@ class Statement(enum.StrEnum):
     )
 
 
+def guarded_update(statement: Statement, row: object, expected_revision: int) -> SqlWrite:
+    """The compare-and-swap writing `row`: each parameter is the row's field of its name."""
+    values = {name: getattr(row, name) for name in statement.parameters - {EXPECTED_REVISION}}
+    return SqlWrite(statement, {**values, EXPECTED_REVISION: expected_revision})
+
+
 @attrs.frozen
 class SqlWrite:
     """One statement of a plan and its parameters, exactly those its declaration names."""
@@ -331,9 +314,8 @@ class SqlWrite:
     params: Mapping[str, SqlParam]
 
     def __attrs_post_init__(self) -> None:
-        # A plan that names something else, or binds other parameters, is a defect of the
-        # decision that built it: refused where it is built, never half-applied. (Anything but
-        # a Statement has no `parameters`: the AttributeError refuses it at no extra cost.)
+        # A plan that names something else, or binds other parameters, is a defect of its decision:
+        # refused where it is built, never half-applied.
         if self.params.keys() != self.statement.parameters:
             raise TypeError(
                 f"{self.statement} takes {sorted(self.statement.parameters)}, "

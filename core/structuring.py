@@ -1,16 +1,5 @@
-"""One strict converter: untrusted mappings in, frozen records out, public forms back out.
-
-A request record is an attrs class whose fields and types are its whole schema.
-`structure(raw, Record, what=...)` builds one or refuses it; `unstructure(record)` is its public
-form. The converter is cattrs' with hooks that refuse every coercion (7 is not "7", True is not
-1, None only where a field is optional), so that what the ledger records and digests is
-exactly what the caller sent.
-
-A field's kind is a `typing.NewType` with one check (`register_kind`, `core/kinds.py`); a
-per-field bound is a `Constraint` in `Annotated` metadata. A refusal lists every problem with
-its path (`task.required_capabilities[2]: ...`); rules across fields are checked by each
-record's `from_mapping` after structuring.
-"""
+"""One strict converter, untrusted mappings in and frozen attrs records out, whose hooks refuse
+every coercion (7 is not "7") so that what is digested is what was sent."""
 
 from __future__ import annotations
 
@@ -38,8 +27,7 @@ R = TypeVar("R")
 Check = Callable[[Any], Any]
 Path = tuple[str | int, ...]
 
-# `attrs.field(metadata=NOT_PUBLIC)`: structured from input, left out of the public form (an
-# idempotency key is what a request is filed under, not part of it; a lease token is a secret).
+# `attrs.field(metadata=NOT_PUBLIC)`: structured from input, left out of the public form.
 _PUBLIC = "public"
 NOT_PUBLIC: Mapping[str, object] = {_PUBLIC: False}
 
@@ -51,9 +39,7 @@ class FieldRefused(Exception):
 
 
 class Constraint:
-    """`Annotated` metadata that checks a field's value (a length, a range, a set of values).
-    Subclasses are frozen attrs classes whose `__call__` returns the value or raises
-    `FieldRefused`."""
+    """`Annotated` metadata that checks a field's value, else `FieldRefused`."""
 
     def __call__(self, value: Any) -> Any:
         raise NotImplementedError
@@ -71,8 +57,7 @@ class Problem:
     message: str
 
     def at(self, root: str) -> str:
-        """The path below `root`: `task.required_capabilities[2]`; `root` alone for the whole
-        (and "" for the whole of an unnamed root)."""
+        """The path below `root`, as `task.required_capabilities[2]`."""
         text = root
         for step in self.path:
             text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
@@ -111,8 +96,7 @@ def structure(raw: object, record: type[R], *, what: str, refuse: Refusal = FIEL
     return built
 
 
-# The records `structure` built, by identity (a record merely equal to one may hold a value its
-# hook refuses, True for 1), so that `check_built` does not read them a second time.
+# Records `structure` built, by identity (an equal one may hold True for 1), not read twice.
 _STRUCTURED: dict[int, weakref.ref[Any]] = {}
 
 
@@ -137,9 +121,7 @@ def unstructure(record: object) -> dict[str, Any]:
 
 
 def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
-    """What `from_mapping` reads back into `record`: its public form and its `NOT_PUBLIC`
-    fields too (an idempotency key, a lease token), the mapping a client sends over the wire;
-    `without`: keys the wire carries elsewhere (a task id in the path, an agent in the token)."""
+    """What a client sends for `record`, public and `NOT_PUBLIC` fields but `without`."""
     form = unstructure(record)
     kind: Any = type(record)
     for field in attrs.fields(kind):
@@ -151,9 +133,7 @@ def wire_form(record: object, *, without: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def check_built(record: object, *, what: str, refuse: Refusal = FIELDS_INVALID) -> None:
-    """Refuse a record built directly (not from a mapping) whose fields would not structure:
-    each field's value, read back as input, goes through the very same hook. A record
-    `structure` built passed those hooks once already."""
+    """Refuse a record built directly whose fields would not structure."""
     if was_structured(record):
         return
     problems = _problems_of_fields(record, ())
@@ -168,10 +148,7 @@ def register_kind(
     unstructure_as: Callable[[Any], Any] | None = None,
     schema: Mapping[str, Any] | None = None,
 ) -> None:
-    """Make `check` the structure hook of a field kind (a `typing.NewType`): it gets the raw
-    value and returns the field's value or raises `FieldRefused`. `unstructure_as` gives its
-    public form (default: the value itself); `schema`, the JSON Schema keywords of what `check`
-    accepts, for the records' generated schemas (`core/schemas.py`)."""
+    """Make `check` the structure hook of a `NewType` kind, with its JSON Schema."""
     _KIND_CHECKS[kind] = check
     if schema is not None:
         _KIND_SCHEMAS[kind] = dict(schema)
@@ -180,8 +157,7 @@ def register_kind(
 
 
 def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
-    """Every problem in cattrs' error tree: unknown and missing fields of one record together,
-    then each refused value at its path."""
+    """Every problem in cattrs' error tree: unknown and missing fields, then refused values."""
     if isinstance(refused, ClassValidationError):
         noted, unnoted = refused.group_exceptions()
         unknown = sorted(
@@ -190,7 +166,7 @@ def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
             if isinstance(error, ForbiddenExtraKeysError)
             for name in error.extra_fields
         )
-        keys = _keys_of(refused.cl)
+        keys = {field.name: mapping_key(field) for field in attrs.fields(refused.cl)}
         missing = [keys[note.name] for error, note in noted if isinstance(error, KeyError)]
         if unknown or missing:
             yield Problem(path, _field_names(unknown, missing))
@@ -213,7 +189,6 @@ def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
 
 
 def _field_names(unknown: Sequence[str], missing: Sequence[str]) -> str:
-    """`unknown [...], missing [...]`: every name a mapping has wrong, at once."""
     parts = [f"unknown {list(unknown)}"] if unknown else []
     parts += [f"missing {list(missing)}"] if missing else []
     return ", ".join(parts)
@@ -288,8 +263,7 @@ def _items(value: Any, item_type: Any, container: Any) -> list[Any]:
 
 
 def _sequence_hook(container: Any) -> Callable[[Any, Any], Any]:
-    """A JSON array and nothing else (no str, dict, set or generator) for a list; a tuple field
-    takes a JSON array or a tuple. A set takes an array whose items are all different."""
+    """A JSON array for a list (or a tuple for a tuple); a set's items distinct."""
     origin = get_origin(container) or container
     args = get_args(container)
     item_type = args[0] if args else Any
@@ -313,7 +287,6 @@ def _sequence_hook(container: Any) -> Callable[[Any, Any], Any]:
 
 
 def _mapping_hook(container: Any) -> Callable[[Any, Any], Any]:
-    """A JSON object (a dict with text keys) and nothing else."""
     args = get_args(container)
     value_type = args[1] if len(args) == 2 else Any
 
@@ -343,8 +316,7 @@ converter.register_structure_hook_factory(_is_mapping, _mapping_hook)
 
 @functools.cache
 def _enum_hook(kind: Any) -> Callable[[Any, Any], Any]:
-    """An enum from its value, exactly: text for a text enum, an integer (not a bool) for an
-    integer enum; never another enum's member or another type's value."""
+    """An enum from its value exactly, never another enum's member or another type's value."""
     if not (isinstance(kind, type) and issubclass(kind, enum.Enum)):
         raise TypeError(f"{kind!r} is a subclass of a primitive, not an enum: give it a kind")
     values = {member.value: member for member in kind}
@@ -397,7 +369,6 @@ _KIND_SCHEMAS: dict[Any, dict[str, Any]] = {}
 
 
 def kind_schema(kind: Any) -> dict[str, Any] | None:
-    """The JSON Schema a kind was registered with, if any."""
     schema = _KIND_SCHEMAS.get(kind)
     return None if schema is None else dict(schema)
 
@@ -418,8 +389,7 @@ def _annotated_checks(kind: Any) -> tuple[Any, list[Check]]:
 
 
 def _annotated_structure_hook(kind: Any) -> Callable[[Any, Any], Any]:
-    """`Annotated[T, check, ...]`: the checks in order (each does its own type check); `T`'s
-    own hook when no metadata is a check."""
+    """`Annotated[T, check, ...]`: the checks in order, or `T`'s own hook when none is a check."""
     base, checks = _annotated_checks(kind)
     if not checks:
         base_hook = converter.get_structure_hook(base)
@@ -455,8 +425,7 @@ _RECORD_HOOKS: dict[type, Callable[[Any, Any], Any]] = {}
 
 
 def complete_form(record: type[R]) -> type[R]:
-    """Class decorator: the record's mapping must name every field, those with defaults too (a
-    stored or public form is always complete; the defaults are for callers in Python)."""
+    """Class decorator: the mapping must name every field, as stored forms do."""
     _COMPLETE_FORMS.add(record)
     return record
 
@@ -468,11 +437,6 @@ def is_complete_form(record: type) -> bool:
 def mapping_key(field: attrs.Attribute[Any]) -> str:
     """A field's key in mappings: its init name (`_id` is `id`)."""
     return field.alias or field.name
-
-
-def _keys_of(record: type) -> dict[str, str]:
-    """Each field's key in mappings, by attribute name."""
-    return {field.name: mapping_key(field) for field in attrs.fields(record)}
 
 
 def _record_hook_of(record: type) -> Callable[[Any, Any], Any]:
@@ -503,8 +467,7 @@ def _record_structure_hook(record: type) -> Callable[[Any, Any], Any]:
         try:
             return generated(value, record)
         except TypeError:
-            # cattrs before 25 fails to word its ForbiddenExtraKeysError for a key that is not
-            # text (it joins the keys): the names are worded here instead.
+            # cattrs before 25 misworded ForbiddenExtraKeysError for a key that is not text.
             extra = value.keys() - known
             if all(isinstance(key, str) for key in extra):
                 raise
@@ -537,9 +500,6 @@ converter.register_unstructure_hook_factory(attrs.has, _record_unstructure_hook)
 
 @attrs.frozen
 class _FieldCheck:
-    """How `check_built` reads one field of a record class: its attribute and key, the record
-    class it nests (if any), how its value reads back as input (None: as it is), its hook."""
-
     name: str
     key: str
     kind: Any
@@ -552,9 +512,6 @@ _FIELD_CHECKS: dict[type, tuple[_FieldCheck, ...]] = {}
 
 
 def _problems_of_fields(record: object, path: Path) -> list[Problem]:
-    """Every field's problem: a nested record of another class, or a value its hook refuses
-    (a value its unstructure hook cannot read is given to the structure hook as it is, which
-    then says what it must be)."""
     problems: list[Problem] = []
     kind = type(record)
     for field in _FIELD_CHECKS.get(kind) or _field_checks_of(kind):
@@ -599,7 +556,6 @@ def _field_checks_of(record: type) -> tuple[_FieldCheck, ...]:
 
 
 def _record_class(kind: Any) -> type | None:
-    """The attrs class a field holds (itself or optionally), if any."""
     for candidate in (kind, *get_args(kind)):
         if isinstance(candidate, type) and attrs.has(candidate):
             return candidate

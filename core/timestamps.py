@@ -1,15 +1,5 @@
-"""The ledger's time: `Timestamp`, a moment the core produces, parses, compares and stores.
-
-The ledger stores times as text (`2026-08-20T00:00:00.000Z`) and SQL compares them as text,
-which is only correct when every value has the same width and precision. So `Timestamp.text`
-is the one form the ledger writes, with milliseconds so that two moments of one second keep
-their order as text, and `Timestamp.parse` reads any RFC 3339 text into it. Sealed events may
-still hold whole-second texts; they are ordered by id, never by time.
-
-Decisions take `now` as a `Timestamp` and refuse anything else (`require_timestamp`), since a
-`datetime.isoformat()` string sorts differently and would break lease ordering. Parsing and
-formatting are memoised because one transition repeats them on the same few values.
-"""
+"""The ledger's time. SQL compares times as text, so `Timestamp.text` is the one form written, to
+the millisecond so that moments of one second keep their order; decisions refuse any other `now`."""
 
 from __future__ import annotations
 
@@ -33,9 +23,7 @@ _LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC) - _EPOCH) //
 
 @final
 class Timestamp:
-    """A moment in UTC, to the millisecond, and its one stored text form. Immutable (its
-    fields are read-only properties over slots: no setter, no `__dict__`) and ordered; `str()`
-    is its text. Build one with `parse`, `from_datetime` or `from_epoch_ms`."""
+    """A moment in UTC to the millisecond, immutable and ordered; `str()` is its stored text."""
 
     __slots__ = ("_epoch_ms", "_text")
     _epoch_ms: int
@@ -46,15 +34,12 @@ class Timestamp:
             raise LedgerError(
                 "TIMESTAMP_INVALID", f"{epoch_ms!r} is not a millisecond of the years 1 to 9999"
             )
-        # Plain slot stores: a transition builds a few of these, and `object.__setattr__` behind
-        # a refusing `__setattr__` would cost more than the rest of the constructor.
+        # Plain slot stores: a refusing `__setattr__` would cost more than the constructor.
         self._epoch_ms = epoch_ms
-        self._text = None  # formatted when first asked for: a stored time read to be compared
-        # never needs it
+        self._text = None  # formatted when first asked for: a time read to be compared never is
 
     @property
     def epoch_ms(self) -> int:
-        """Milliseconds since 1970-01-01T00:00:00Z."""
         return self._epoch_ms
 
     @property
@@ -71,11 +56,9 @@ class Timestamp:
 
     @classmethod
     def from_datetime(cls, moment: datetime) -> Timestamp:
-        """An aware datetime, any offset (a naive one is `CLOCK_NOT_UTC`); what is finer than
-        a millisecond is dropped."""
+        """An aware datetime (naive: `CLOCK_NOT_UTC`), cut to the millisecond."""
         try:
-            # Only an aware datetime subtracts from the (aware) epoch: naive ones, and anything
-            # else, raise TypeError. One operation checks it, on the clock's hot path.
+            # Only an aware datetime subtracts from the aware epoch; anything else raises TypeError.
             since_epoch = moment - _EPOCH
         except TypeError:
             raise LedgerError(
@@ -87,8 +70,7 @@ class Timestamp:
 
     @classmethod
     def parse(cls, text: object, *, field: str = "timestamp") -> Timestamp:
-        """RFC 3339 text with an offset (`Z`, `+02:00`, ...); anything else is
-        `TIMESTAMP_INVALID`, naming `field`."""
+        """RFC 3339 text with an offset; anything else is `TIMESTAMP_INVALID`, naming `field`."""
         if not isinstance(text, str) or len(text) > _MAX_TEXT:
             raise LedgerError("TIMESTAMP_INVALID", f"{field} must be RFC 3339 text")
         try:
@@ -145,8 +127,7 @@ class Timestamp:
 
 
 def require_timestamp(now: Any, *, field: str = "now") -> Timestamp:
-    """`now` itself when it is a `Timestamp`; anything else (text, a datetime, a subclass) is
-    `TIMESTAMP_INVALID`. One type check: it runs at the start of every decision."""
+    """`now` if it is exactly a `Timestamp`, else `TIMESTAMP_INVALID`."""
     if type(now) is not Timestamp:
         raise LedgerError(
             "TIMESTAMP_INVALID", f"{field} must be a Timestamp, got {type(now).__name__}"

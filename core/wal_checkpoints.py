@@ -1,26 +1,12 @@
-"""Who copies the write-ahead log back into the database, and when (synchronous=NORMAL).
-
-SQLite starts its WAL over only when a writer begins a transaction after a *complete*
-checkpoint. A PASSIVE checkpoint on a helper thread copies the log while the writer goes on, so
-the writer has always appended a little more by the time the helper is done: the helper alone
-would let the log grow without ever starting over.
-
-So a cycle goes in rounds. The first commit that leaves the log at `THRESHOLD_PAGES` or more
-hands one round of copying to the helper and goes on. When that round is done, the next commit
-hands over another round if the writer has since appended more than `REMAINDER_PAGES`, or
-copies that short remainder itself, which makes the checkpoint complete; the transaction after
-it starts the log over. The writer also copies itself when the helper is gone, or when the log
-has reached `BACKLOG_FACTOR` times the threshold (a reader pins it, or the helper lags).
-"""
+"""Who copies SQLite's WAL back, and when: a helper thread's PASSIVE checkpoint never completes one,
+so it copies in rounds and the writer finishes the remainder itself."""
 
 from __future__ import annotations
 
 import enum
 from typing import NamedTuple
 
-# The synchronous levels whose log is copied in rounds. At FULL SQLite's own auto-checkpoint
-# stays: rounds gained nothing there (the helper's first round was always nearly caught up), and
-# the WAL bound stays exact (RELIABILITY.md, "WAL growth"; figures in docs/benchmarks.md).
+# The levels whose log is copied in rounds; FULL keeps SQLite's own (RELIABILITY.md, "WAL growth").
 ROUND_LEVELS = frozenset({"NORMAL"})
 THRESHOLD_PAGES = 1000  # SQLite's own auto-checkpoint threshold
 BACKLOG_FACTOR = 4
@@ -47,10 +33,7 @@ _HERE = CheckpointStep(CheckpointAction.CHECKPOINT_HERE, handed_over=False)
 def checkpoint_step(
     pages: int, *, handed_over: bool, copied: int | None, helper_alive: bool
 ) -> CheckpointStep:
-    """What the commit that left `pages` frames in the log does, and whether a round is out after.
-
-    `copied` is how many frames the helper's last round left copied, None while it runs (it is
-    only read while `handed_over`). Called after every commit, so it allocates nothing."""
+    """What the commit that left `pages` frames does; allocates nothing."""
     if pages < THRESHOLD_PAGES:
         return _NOTHING  # the log is short, or was started over: a round still out is moot
     if not helper_alive or pages >= THRESHOLD_PAGES * BACKLOG_FACTOR:
@@ -59,6 +42,4 @@ def checkpoint_step(
         return _HAND_OVER
     if copied is None:
         return _WAIT
-    if pages - copied <= REMAINDER_PAGES:
-        return _HERE
-    return _HAND_OVER
+    return _HERE if pages - copied <= REMAINDER_PAGES else _HAND_OVER

@@ -1,7 +1,5 @@
-"""Pure rules of the worker and the reviewer: what a failed run submits, how evidence is named,
-how the worker paces itself, what a reviewer may answer, and when a task attempt is reviewed
-again.
-"""
+"""Pure rules of the worker and the reviewer: what a failed run submits, how evidence is named, how
+the worker paces itself, what a reviewer may answer, and when an attempt is reviewed again."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ FAILURE_KINDS = (
     "invalid_output",
     "result_refused",
     "spawn_failed",
-    # The task's workspace could not be made (its base could not be fetched, a branch refused):
-    # the command never ran.
+    # The task's workspace could not be made: the command never ran.
     "workspace_failed",
 )
 MAX_SUMMARY = 2000
@@ -38,8 +35,7 @@ MAX_TAIL_LINE = 400  # characters of each of those lines
 MAX_CONTRACT_SUMMARY = 20000
 REVIEW_DECISIONS = ("SUCCEEDED", "NEEDS_REWORK", "FAILED")
 REVIEW_KIND = "review"
-# Of a run longer than the evidence window, the reviewer also reads its last events: the
-# worker's `failure` event is the last one, and the few before it say what led there.
+# Of a longer run, the reviewer also reads the last events, which say how it failed.
 REVIEW_EVIDENCE_TAIL = 8
 REVIEW_OUTPUT_SCHEMA: JsonObject = {
     "type": "object",
@@ -52,8 +48,7 @@ REVIEW_OUTPUT_SCHEMA: JsonObject = {
 }
 
 
-# What `sh -c` runs without looking a program up: its keywords and builtins (and a few words
-# that are both a builtin and a program, which need no check either).
+# What `sh -c` runs without looking a program up: its keywords and builtins.
 SHELL_WORDS = frozenset(
     [
         "!",
@@ -100,16 +95,12 @@ SHELL_WORDS = frozenset(
         "echo",
     ]
 )
-# A first word holding any of these is shell syntax (an expansion, a glob, a redirection...)
-# whose program only the shell itself can tell.
+# A first word holding any of these is shell syntax, whose program only the shell can tell.
 SHELL_SYNTAX = frozenset("$`()[]{};&|<>*?~!#")
 
 
 def exec_program(command: str) -> str | None:
-    """The program `sh -c command` starts, to check that it exists before any task is claimed;
-    None when the shell decides it (an empty or unparsable command, a keyword or builtin, shell
-    syntax) or when it is a relative path like `./agent.sh`, which a governed task's command
-    resolves in its workspace. Leading `NAME=value` assignments are skipped."""
+    """The program `sh -c command` starts, None when the shell decides it or it is relative."""
     try:
         words = shlex.split(command, comments=True)
     except ValueError:
@@ -138,11 +129,7 @@ def next_poll_delay(current: float, *, minimum: float, maximum: float) -> float:
 
 @attrs.frozen
 class IdleReason:
-    """Why a worker found nothing to claim: of the `queued` tasks (with attempts left, before
-    their deadline), how many need a capability its token is not granted (and which: offering
-    them would be refused CAPABILITY_NOT_GRANTED), how many need capabilities it could offer but
-    does not (and which), and how many it could take but are not due yet (the earliest from
-    when)."""
+    """Why a worker found nothing to claim: ungranted, lacking, or not yet due."""
 
     queued: int
     lacking: int
@@ -181,8 +168,7 @@ class IdleReason:
 
     @classmethod
     def from_public(cls, shown: Mapping[str, Any]) -> IdleReason:
-        """The reason `public()` showed (what the API answers; a server from before grants
-        leaves out the ungranted counts)."""
+        """The reason `public()` showed (an older server omits ungranted counts)."""
         due_from = shown["due_from"]
         return cls(
             queued=int(shown["queued"]),
@@ -218,12 +204,8 @@ def idle_reason(
     capabilities: Sequence[str],
     grant: Collection[str] | None = None,
 ) -> IdleReason:
-    """The reason from the queue's groups (`idle_queue_groups`: the capabilities they require as
-    JSON, whether they are due, how many, the earliest `not_before`) for a claimer offering
-    `capabilities` under `grant` (its token's: None, no ceiling). A task that needs a
-    capability beyond the grant counts as ungranted, one that needs a capability the claimer
-    could offer but does not as lacking, due or not: the first is the owner's to change, the
-    second the worker's."""
+    """The reason from the queue's groups; ungranted is the owner's to change, lacking the
+    worker's."""
     offered = set(capabilities)
     granted = None if grant is None else set(grant)
     queued = lacking = not_due = ungranted = 0
@@ -254,9 +236,7 @@ def idle_reason(
 
 @attrs.frozen
 class FailureEvidence:
-    """Why a run failed, bounded: how the command ended (its exit status, negative for the
-    signal that ended it, None when it never started), the last lines of its stderr, and the
-    head of the output the worker did not submit."""
+    """Why a run failed, bounded: exit status, stderr's tail, unsubmitted output's head."""
 
     exit_status: int | None
     stderr_tail: tuple[str, ...]
@@ -267,9 +247,7 @@ class FailureEvidence:
     def bounded(
         cls, *, exit_status: int | None, stderr_lines: Sequence[str], output: bytes
     ) -> FailureEvidence:
-        """The evidence of a run from everything it left: the last `STDERR_TAIL_LINES` lines of
-        `MAX_TAIL_LINE` characters each, and the first `MAX_OUTPUT_EVIDENCE` bytes of `output`
-        as text (bytes that are not UTF-8 are replaced, so any output can be shown)."""
+        """The evidence cut to its bounds, non-UTF-8 replaced so any output can be shown."""
         return cls(
             exit_status=exit_status,
             stderr_tail=tuple(line[:MAX_TAIL_LINE] for line in stderr_lines[-STDERR_TAIL_LINES:]),
@@ -305,16 +283,7 @@ def failure_result(
     evidence: FailureEvidence,
     proposed_files: Sequence[str] = (),
 ) -> JsonObject:
-    """The result a worker submits when the command did not produce one, with the evidence of
-    why.
-
-    For a task with an execution envelope it meets the agent_runtime contract (echoing the
-    envelope's digest, claiming no governed write), which has no field for evidence: the
-    evidence follows the reason in `summary`, as text. Its `changed_files` are those of the
-    attempt's recorded proposal (`proposed_files`), as the ledger requires of any result of an
-    attempt with a proposal. Otherwise it is a plain failure record with the evidence as
-    `evidence`.
-    """
+    """The result a worker submits when the command produced none, with the evidence."""
     if kind not in FAILURE_KINDS:
         raise ValueError(f"unknown failure kind {kind!r}")
     summary = f"{kind}: {detail}"[:MAX_SUMMARY]
@@ -348,14 +317,11 @@ def review_instruction(task: Mapping[str, Any]) -> str:
 
 
 def review_id(task_id: str, attempt: int, review_attempt: int) -> str:
-    """`review:TASK:ATTEMPT:N`, the N-th review of a task's attempt: each review is a run of its
-    own, so a failed one stays as it ended and the next one gets a spec of its own."""
+    """`review:TASK:ATTEMPT:N`: each review a run of its own."""
     return f"{REVIEW_PREFIX}{task_id}:{attempt}:{review_attempt}"
 
 
 class ReviewStep(enum.StrEnum):
-    """What reviewing a task attempt does next."""
-
     SPAWN = "spawn"  # a new review run, number `review_attempt`
     REUSE = "reuse"  # a review completed: record its decision (again: verify is idempotent)
     IN_PROGRESS = "in_progress"  # another reviewer is running one now
@@ -364,8 +330,7 @@ class ReviewStep(enum.StrEnum):
 
 @attrs.frozen
 class NextReview:
-    """The step, the review attempt it is about (the one to spawn, or the run it names), and
-    the reviews of the attempt that failed, oldest first."""
+    """The step, the review attempt it is about, and the attempt's failed reviews, oldest first."""
 
     step: ReviewStep
     review_attempt: int
@@ -374,12 +339,7 @@ class NextReview:
 
 
 def next_review(runs: Sequence[AuxiliaryRunRow], *, max_attempts: int) -> NextReview:
-    """The next step for a task attempt from the auxiliary runs on its evidence (oldest first).
-
-    A completed review is never redone; a review that ended any other way (failed, timed out,
-    cancelled, interrupted) is a failed attempt, and the next one is a new run while fewer than
-    `max_attempts` have failed. Runs of other kinds on the same evidence do not count.
-    """
+    """The next step for an attempt: a completed review is never redone, failed ones retried."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
     reviews = [run for run in runs if run.kind == REVIEW_KIND]
@@ -406,8 +366,7 @@ FAILED_REVIEW_OUTCOMES = frozenset({"review_failed", "verify_failed", "exhausted
 
 
 def review_summary(reviews: Sequence[Mapping[str, Any]]) -> JsonObject:
-    """A round's answer: each task's record, the count of each outcome, and the exit status (1
-    when any review failed, a decision could not be recorded, or a task ran out of reviews)."""
+    """A round's answer: each task, the count of each outcome, and the exit status."""
     outcomes = [str(review["outcome"]) for review in reviews]
     unknown = set(outcomes) - set(REVIEW_OUTCOMES)
     if unknown:

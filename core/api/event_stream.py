@@ -1,15 +1,5 @@
-"""The event stream's wire format (W3C server-sent events, HTML's "Server-sent events"
-section), both ways: the messages `GET /v1/events/stream` writes, and the parser the client
-reads them with.
-
-A ledger event is one message: `id:` its event id (what a reconnecting client sends back as
-`Last-Event-ID`), `event:` its type, `data:` the event as `GET /v1/tasks/{id}/events` gives it,
-as one line of JSON (untyped, `?typed=false`, a message has no `event:`: a browser dispatches
-every one as `message`) (JSON text never holds a raw line break: they are escaped). A message with
-an `id:` and no data moves a client's last event id without an event (the stream's opening one
-says where it starts, so that a client that drops before any event resumes from there); a
-comment line (`:`) keeps an idle connection open.
-"""
+"""The event stream's wire format (W3C server-sent events), both ways; a message with an `id:` and
+no data moves the last id, so that a client resumes where the stream began."""
 
 from __future__ import annotations
 
@@ -20,24 +10,18 @@ from collections.abc import Iterator
 import attrs
 from aios_ledger.core.errors import LedgerError
 
-# An `event:` field names the event's type when it is one of the ledger's (UPPER_SNAKE); any
-# other text (a legacy row adopted as it was) is sent as a plain `message`, its type in data.
+# `event:` names a ledger event type (UPPER_SNAKE); any other is a plain `message`.
 _EVENT_TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,99}")
 PLAIN_MESSAGE = "message"
 # The stream's line breaks: CRLF, LF or CR, and nothing else.
 _LINE_END = re.compile(r"\r\n|\r|\n")
-# A line longer than this is not the stream's (an event is at most the ledger's payload
-# bound): the parser refuses it rather than buffer without end.
+# A longer line is not the stream's: refused rather than buffered without end.
 MAX_LINE_CHARS = 8 * 1024 * 1024
 
 
 def event_message(event_id: int, event_type: str, data: object, *, typed: bool = True) -> str:
-    """One event's message: `id`, `event` and the event as one line of JSON. Untyped
-    (`typed=False`: the stream's `?typed=false`) it has no `event:` field, so that a browser's
-    EventSource dispatches every event as a plain `message` (its `onmessage`), whatever its
-    type (which its data holds): a listener needs no list of the ledger's event types."""
-    # ASCII: U+2028, U+0085 and their like stay escaped, for the clients that split lines on
-    # them too (Python's `str.splitlines`, httpx's `iter_lines`); the JSON is the same.
+    """One event's message; untyped, so that a browser's EventSource calls `onmessage`."""
+    # ASCII, for clients that also split lines on U+2028 and U+0085.
     line = json.dumps(data, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     if not typed:
         return f"id: {event_id}\ndata: {line}\n\n"
@@ -46,8 +30,7 @@ def event_message(event_id: int, event_type: str, data: object, *, typed: bool =
 
 
 def opening_message(start_id: int, retry_milliseconds: int) -> str:
-    """The stream's first message: how long a client waits before it reconnects, and the
-    event id it stands after (a message without data: no event is dispatched)."""
+    """The stream's first message: the reconnection delay and the event id it stands after."""
     return f"retry: {retry_milliseconds}\nid: {start_id}\n\n"
 
 
@@ -77,10 +60,7 @@ class StreamedEvent:
 
 @attrs.define
 class StreamParser:
-    """The event-stream interpretation: `feed_text(text)` takes the stream's text as it
-    arrives and gives the messages it completes (`feed(line)`: one line, without its break).
-    `last_id` is the last event id so far (a message without data moves it too); `retry` the
-    reconnection time the server asked for (milliseconds; None: none asked)."""
+    """The event-stream interpretation; `last_id` and `retry` are the stream's state."""
 
     last_id: str = ""
     retry: int | None = None
@@ -120,8 +100,7 @@ class StreamParser:
             self.retry = int(value)
 
     def reconnected(self) -> None:
-        """A new connection: a message the last one left unfinished is dropped (its event is
-        sent again after the last id)."""
+        """A new connection drops an unfinished message, which is sent again."""
         self._data, self._event, self._pending = [], "", ""
 
     def _dispatch(self) -> Iterator[StreamedEvent]:

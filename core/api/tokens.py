@@ -1,17 +1,5 @@
-"""API tokens: who may speak to the ledger over HTTP, and as what.
-
-A token is a random secret shown once to the owner who issues it; the ledger keeps only its
-sha256, with the token's name and roles, in the sealed table `api_tokens`. Issuing and revoking
-are decisions like every other write, each with a sealed event that carries the name and roles
-but never the token nor its digest.
-
-A token's name is its holder's agent id. A revoked name may be issued again with a new secret,
-so a lost token is replaced without the agent changing its identity.
-
-A token also carries its capability grant: the capabilities its holder may offer when it claims
-(`CAPABILITY_NOT_GRANTED` beyond them). A token issued with `any_capability` has no ceiling, and
-neither has one whose grant is SQL NULL because it was issued before grants existed.
-"""
+"""API tokens: who may speak to the ledger over HTTP, and as what. Only a token's sha256 is kept,
+never in an event; a revoked name may be issued again, so a lost token keeps its identity."""
 
 from __future__ import annotations
 
@@ -27,7 +15,7 @@ from aios_ledger.core.kinds import Identifier, OneOf, Sha256Hex
 from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.log.rows import RowImage, row_image
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.structuring import structure
 from aios_ledger.core.tasks.requests import OfferedCapabilities
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -47,16 +35,14 @@ def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# What a token's grant is: a list of names, any capability by the owner's choice, or none
-# recorded (a token issued before grants).
+# A token's grant: listed names, any capability, or none recorded (issued before grants).
 GrantKind = Literal["listed", "any", "before-grants"]
 # The `capabilities_json` of a token issued with no ceiling (SQL NULL is a token from before).
 ANY_CAPABILITY_JSON: Final = "null"
 
 
 class ApiTokenAnswer(TypedDict):
-    """What issuing or revoking answers (the shell adds the token itself, once, on issue);
-    `capabilities` is the grant (None: no ceiling) and `grant` says which kind it is."""
+    """What issuing or revoking answers; `capabilities` is the grant (None: no ceiling)."""
 
     name: str
     roles: list[str]
@@ -68,9 +54,7 @@ class ApiTokenAnswer(TypedDict):
 
 
 class ApiTokenView(TypedDict):
-    """A token as `token list` shows it: never the token, never its digest. `capabilities` is
-    its grant, None for no ceiling; `grant` says why: `listed`, `any` (issued with
-    `--any-capability`) or `before-grants` (issued before grants existed)."""
+    """A token as `token list` shows it, never its secret nor digest."""
 
     name: str
     roles: list[str]
@@ -83,8 +67,6 @@ class ApiTokenView(TypedDict):
 
 @attrs.frozen
 class ApiTokenRow:
-    """One row of `api_tokens`."""
-
     name: str
     roles_json: str
     token_sha256: str
@@ -100,8 +82,7 @@ class ApiTokenRow:
         return tuple(str(role) for role in decoded)
 
     def grant(self) -> frozenset[str] | None:
-        """The capabilities this token may offer when it claims; None: no ceiling (issued
-        with any capability, or before grants)."""
+        """The capabilities this token may offer when it claims; None: no ceiling."""
         if self.capabilities_json is None:
             return None
         decoded = json.loads(self.capabilities_json)
@@ -137,9 +118,7 @@ class ApiTokenRow:
 
 @attrs.frozen
 class TokenIssueRequest:
-    """Issue a token: its name (an agent's id, for an agent), its roles (1 to 5, distinct) and
-    the capabilities it may claim with (none by default; kept sorted and once each), or
-    `any_capability`: no ceiling, the owner's explicit choice (not with a list)."""
+    """Issue a token: its name, 1 to 5 roles, and its capability grant."""
 
     name: Identifier
     roles: list[Role]
@@ -173,8 +152,7 @@ class TokenRevokeRequest:
 
 @attrs.frozen
 class TokenState:
-    """What a token decision reads: the row of its name (None: none yet) and the ledger chain's
-    tail."""
+    """What a token decision reads: the row of its name (None: none yet) and the log's tail."""
 
     prior: ApiTokenRow | None
     tail: LogTail
@@ -219,8 +197,7 @@ def decide_issue_token(
     actor: Actor,
     digest: Sha256Hex,
 ) -> Decision[ApiTokenAnswer]:
-    """Store a new token's digest under its name (or under a revoked name again, fenced by
-    the row's revision); an active name is `TOKEN_NAME_TAKEN`."""
+    """Store a new token's digest under a free or revoked name."""
     require_timestamp(now)
     prior = state.prior
     roles_json = json.dumps(list(request.roles), separators=(",", ":"))
@@ -246,7 +223,7 @@ def decide_issue_token(
             revision=prior.revision + 1,
             updated_at=now.text,
         )
-        write = _update(row, prior.revision)
+        write = guarded_update(Statement.API_TOKEN_CAS_UPDATE, row, prior.revision)
     event = _event(API_TOKEN_ISSUED, row, request.roles, now, actor)
     return sealed_plan((write,), (event,), _answer(row, idempotent=False), tail=state.tail)
 
@@ -254,8 +231,7 @@ def decide_issue_token(
 def decide_revoke_token(
     state: TokenState, request: TokenRevokeRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[ApiTokenAnswer]:
-    """Revoke the token of a name: from then on it is refused (401). Revoking a revoked name
-    answers again, writing nothing; a name never issued is `TOKEN_NOT_FOUND`."""
+    """Revoke a name's token; revoking again writes nothing."""
     require_timestamp(now)
     prior = state.prior
     if prior is None:
@@ -264,21 +240,5 @@ def decide_revoke_token(
         return Replay(_answer(prior, idempotent=True))
     row = attrs.evolve(prior, status=REVOKED, revision=prior.revision + 1, updated_at=now.text)
     event = _event(API_TOKEN_REVOKED, row, list(row.roles()), now, actor)
-    return sealed_plan(
-        (_update(row, prior.revision),), (event,), _answer(row, idempotent=False), tail=state.tail
-    )
-
-
-def _update(row: ApiTokenRow, expected_revision: int) -> SqlWrite:
-    return SqlWrite(
-        Statement.API_TOKEN_CAS_UPDATE,
-        {
-            "name": row.name,
-            "expected_revision": expected_revision,
-            "roles_json": row.roles_json,
-            "capabilities_json": row.capabilities_json,
-            "token_sha256": row.token_sha256,
-            "status": row.status,
-            "updated_at": row.updated_at,
-        },
-    )
+    write = guarded_update(Statement.API_TOKEN_CAS_UPDATE, row, prior.revision)
+    return sealed_plan((write,), (event,), _answer(row, idempotent=False), tail=state.tail)

@@ -1,5 +1,4 @@
-"""Attestations of governed commits, purely: in-toto Statements v1 (SLSA Provenance v1 of the
-change, a SLSA Verification Summary Attestation v1 of its review) in DSSE envelopes signed with
+"""Attestations of governed commits, purely: in-toto Statements in DSSE envelopes signed with
 Ed25519, the git note that carries them, and the decision that records them."""
 
 from aios_ledger.core.attest.decisions import (

@@ -1,10 +1,5 @@
-"""Who did what to one task, read from its sealed events: who created it, who authorized its
-execution, who held each attempt, who judged each result, who asked for its governed writes and
-what became of them, and which attempts were refused, each with the actor its event names.
-
-A person asks these questions of a task; the answer is the events' own, never a column that a
-later write could have cleared (a task's `claimed_by` is cleared at submit).
-"""
+"""Who did what to one task, read from its sealed events, never from a column a later write could
+have cleared (a task's `claimed_by` is cleared at submit)."""
 
 from __future__ import annotations
 
@@ -38,8 +33,6 @@ def _payload(event: EventView) -> Mapping[str, Any]:
 
 
 def who_did_what(task_id: str, events: Iterable[EventView]) -> Accountability:
-    """The record of `task_id` from its events, in order (`unknown`: an event written before
-    events named their actors)."""
     record: Accountability = {
         "task_id": task_id,
         "created_by": None,

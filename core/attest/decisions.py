@@ -1,11 +1,5 @@
-"""Attesting a landed governed write: both Statements signed into the note the commit carries,
-and the decision that records it (`COMMIT_ATTESTED`, sealed with the row it inserts).
-
-The note (`NOTE_SCHEMA`) is one JSON object: `{"schema", "provenance": <DSSE envelope>,
-"review": <DSSE envelope>}`. It says nothing a reader must trust: `verify-attestation` checks
-each envelope's signature with the public key and that each Statement's subject is the commit
-the note is attached to.
-"""
+"""Attesting a landed governed write: both Statements signed into the note the commit carries, and
+the sealed `COMMIT_ATTESTED` that records it."""
 
 from __future__ import annotations
 
@@ -38,16 +32,14 @@ NOTES_REF = "refs/notes/aios-attestations"
 
 
 def attestation_note(facts: CommitFacts, sign: Sign, keyid: str) -> JsonObject:
-    """The note for `facts`' commit: its SLSA Provenance and, naming it as input, the review's
-    VSA, each an in-toto Statement in a DSSE envelope signed by `sign` under `keyid`."""
+    """The note for `facts`' commit: its SLSA Provenance and the review's VSA, each signed."""
     provenance = sign_envelope(provenance_statement(facts), sign, keyid)
     review = sign_envelope(review_statement(facts, sha256_hex(provenance)), sign, keyid)
     return {"schema": NOTE_SCHEMA, "provenance": provenance, "review": review}
 
 
 def unsigned_statement(envelope: JsonValue) -> JsonObject:
-    """The Statement an envelope carries, read without checking its signature (what the ledger
-    itself just signed, or what `why` shows beside its own verification)."""
+    """The Statement an envelope carries, its signature unchecked."""
     if not isinstance(envelope, dict) or not isinstance(envelope.get("payload"), str):
         raise LedgerError("ATTESTATION_INVALID", "not a DSSE envelope")
     try:
@@ -59,8 +51,7 @@ def unsigned_statement(envelope: JsonValue) -> JsonObject:
 
 @attrs.frozen
 class AttestState:
-    """The write attested, the attestation already recorded for it, and the tail of its task's
-    chain."""
+    """The write attested, its attestation already recorded, and the log's tail."""
 
     write: GovernedWriteRow | None
     prior: CommitAttestationRow | None
@@ -115,9 +106,7 @@ class AttestRequest:
 def decide_attest_commit(
     state: AttestState, request: AttestRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[AttestationAnswer]:
-    """Record the note of the write under `key`: the write must have landed (APPLIED) and both
-    Statements be about the commit it landed; one sealed `COMMIT_ATTESTED` event inserts the
-    row. The write attested already replays its first attestation."""
+    """Record the note of an APPLIED write; an attested write replays its first attestation."""
     require_timestamp(now)
     key, note = request.write_key, request.note
     if state.prior is not None:

@@ -1,15 +1,5 @@
-"""DSSE v1 envelopes (github.com/secure-systems-lab/dsse, `envelope.md` and `protocol.md`),
-signed and opened with Ed25519.
-
-The signature covers the Pre-Authentication Encoding of the payload, never the envelope's JSON:
-`PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body`, with LEN the byte length
-in ASCII decimal. The envelope is `{"payload", "payloadType", "signatures": [{"keyid", "sig"}]}`
-with standard base64 (a verifier also accepts URL-safe).
-
-The core holds no key and imports no cryptography: the shell hands it `sign` and a
-`SignatureCheck` (`shell.proofs.keys.check_ed25519`). Ed25519 is deterministic (RFC 8032), so
-the same key and statement give the same envelope, which the golden snapshots hold.
-"""
+"""DSSE v1 envelopes signed and opened with Ed25519; the shell hands in `sign` and a
+`SignatureCheck`, so the core holds no key."""
 
 from __future__ import annotations
 
@@ -37,15 +27,12 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def note_key_id(name: str, public_key: bytes) -> str:
-    """The C2SP signed-note key id of the Ed25519 key `public_key` named `name`, as 8 hex
-    digits (SHA-256(name || 0x0A || 0x01 || key)[:4]): the keyid of every envelope, so one key
-    names itself the same in checkpoints and attestations."""
+    """The C2SP key id of `public_key`, the same in checkpoints and attestations."""
     return key_id(name, ED25519, public_key).hex()
 
 
 def statement_bytes(statement: JsonObject) -> bytes:
-    """The payload a Statement is signed as: its canonical JSON (sorted keys, no whitespace),
-    so that the same Statement is always the same bytes."""
+    """A Statement's canonical JSON, so that one Statement is always signed as the same bytes."""
     return canonical_json(statement).encode("ascii")
 
 
@@ -79,11 +66,7 @@ def _decode_base64(text: JsonValue, what: str) -> bytes:
 def open_envelope(
     envelope: JsonValue, public_key: bytes, check: SignatureCheck, keyid: str | None = None
 ) -> JsonObject:
-    """The Statement inside a DSSE envelope whose signature the Ed25519 `public_key` made, as
-    `check` verifies it (over the PAE of its
-    payload), or `ATTESTATION_INVALID` saying why not: not an envelope, another payload type,
-    no signature of this key, a payload that is not an in-toto Statement. With `keyid`, only
-    signatures under it (or without one) are tried."""
+    """The Statement of a DSSE envelope signed by `public_key`, else `ATTESTATION_INVALID`."""
     if not isinstance(envelope, dict):
         raise _refused("the envelope is not a JSON object")
     payload_type = envelope.get("payloadType")

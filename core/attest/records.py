@@ -15,9 +15,7 @@ COMMIT_ATTESTATIONS = "commit_attestations"
 
 
 class CommitAttestationRow(NamedTuple):
-    """One row of `commit_attestations`, keyed by the governed write's idempotency key:
-    `note_json` is the note attached to the commit (both DSSE envelopes), `keyid` the signing
-    key's note key id, and the two digests the sha256 of each envelope's canonical JSON."""
+    """One row of `commit_attestations`, keyed by the governed write's idempotency key."""
 
     idempotency_key: str
     task_id: str

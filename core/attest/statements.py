@@ -1,14 +1,5 @@
-"""The Statements a landed governed write gets: SLSA Provenance v1 for the change and a SLSA
-Verification Summary Attestation v1 for the review, each an in-toto Statement v1.
-
-The subject is the new commit, `{"name": "<repository>@<branch>", "digest": {"gitCommit":
-oid}}`. The shapes follow the specifications as published: in-toto Statement v1
-(github.com/in-toto/attestation, `spec/v1/statement.md`), SLSA Provenance v1
-(slsa.dev/spec/v1.0/provenance) and SLSA VSA v1 (slsa.dev/spec/v1.0/verification_summary).
-
-The shell gathers what the ledger knows of the write into `CommitFacts` (rows and events as
-read); these functions only arrange it, so the same facts always give the same statements.
-"""
+"""The in-toto Statements of a landed governed write (SLSA Provenance and VSA v1), arranged from the
+shell's facts so that the same facts give the same statements."""
 
 from __future__ import annotations
 
@@ -22,8 +13,7 @@ VSA_TYPE = "https://slsa.dev/verification_summary/v1"
 LEDGER_URI = "https://aios-ledger.dev"
 BUILD_TYPE = f"{LEDGER_URI}/governed-write/v1"
 REVIEW_POLICY_URI = f"{LEDGER_URI}/policy/review/v1"
-# A review that passed vouches for no SLSA build track level beyond the ledger's own record:
-# the build ran on an agent's machine, not on a hardened builder.
+# A passed review vouches for no SLSA build level: the build ran on an agent's machine.
 PASSED_LEVELS = ("SLSA_BUILD_LEVEL_1",)
 FAILED_LEVELS = ("FAILED",)
 PASSING_DECISIONS = frozenset({"SUCCEEDED"})
@@ -31,14 +21,7 @@ PASSING_DECISIONS = frozenset({"SUCCEEDED"})
 
 @attrs.frozen
 class CommitFacts:
-    """What the ledger knows of a commit a governed write landed: the write, the task and
-    attempt that made it, the agent, the envelope, the evidence its review read, the verdict.
-
-    `envelope` is the task's execution envelope (its `execution` metadata) and
-    `execution_digest` the digest the projection sealed; `evidence_digest` the evidence
-    snapshot's digest the review judged (None: no auxiliary review read any); `started_on` and
-    `finished_on` the attempt's claim and submission; `reviewer` who judged (None when the
-    ledger did not record the name), `review_id` the auxiliary run that did."""
+    """What the ledger knows of a commit a governed write landed (None where not recorded)."""
 
     repository: str
     branch: str
@@ -86,7 +69,6 @@ class CommitFacts:
 
 
 def _digest_set(prefixed: str) -> dict[str, JsonValue]:
-    """`{"sha256": hex}` from the ledger's `sha256:hex` digests."""
     algorithm, _, value = prefixed.partition(":")
     return {algorithm: value} if value else {"sha256": prefixed}
 
@@ -100,8 +82,7 @@ def _without_none(mapping: dict[str, JsonValue]) -> JsonObject:
 
 
 def provenance_statement(facts: CommitFacts) -> JsonObject:
-    """SLSA Provenance v1 of the commit: built by the agent's attempt under the ledger, from the
-    task's execution envelope, over the base commit and the evidence its review read."""
+    """SLSA Provenance v1 of the commit, built by the agent's attempt under the ledger."""
     dependencies: list[JsonValue] = [
         {"uri": f"git+{facts.repository}", "name": "base", "digest": {"gitCommit": facts.base_oid}}
     ]
@@ -178,15 +159,11 @@ def provenance_statement(facts: CommitFacts) -> JsonObject:
 
 
 def review_policy(facts: CommitFacts) -> JsonObject:
-    """The policy the review applied: the task's success criteria, and the governance facts the
-    ledger held the proposal to before it let the write through."""
     return {"success_criteria": facts.success_criteria, "governance": facts.governance}
 
 
 def _review_inputs(facts: CommitFacts, provenance_digest: str | None) -> list[JsonValue]:
-    """What the reviewer verified from: the provenance envelope, and, when the verifier is the
-    reviewer by name, the auxiliary review run it read (its output's sha256), kept as a
-    reference (a summary whose verifier is the run itself names it there already)."""
+    """The provenance, and the review run when the verifier is a named reviewer."""
     inputs: list[JsonValue] = []
     if provenance_digest is not None:
         inputs.append(
@@ -207,9 +184,7 @@ def _review_inputs(facts: CommitFacts, provenance_digest: str | None) -> list[Js
 
 
 def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -> JsonObject:
-    """SLSA VSA v1 of the review: the reviewer verified the commit against the review policy;
-    PASSED when the verdict was SUCCEEDED, FAILED otherwise. `provenance_digest`: the sha256 hex
-    of the provenance envelope, named as the input attestation the summary covers."""
+    """SLSA VSA v1 of the review: PASSED when the verdict was SUCCEEDED."""
     passed = facts.decision in PASSING_DECISIONS
     verifier = (
         f"{LEDGER_URI}/reviewers/{facts.reviewer}"
@@ -217,8 +192,7 @@ def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -
         else f"{LEDGER_URI}/reviews/{facts.review_id or facts.invocation_id}"
     )
     predicate: JsonObject = {
-        # The spec allows `verifier.version`; in-toto-attestation's VSA proto (0.9) has only
-        # `id`, and a summary its bindings refuse is of no use to a reader who checks with them.
+        # No `verifier.version`: the VSA proto readers check with refuses it.
         "verifier": {"id": verifier},
         "timeVerified": facts.verified_on or facts.applied_on,
         "resourceUri": facts.resource_uri,

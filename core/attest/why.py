@@ -1,11 +1,5 @@
-"""What `why COMMIT` tells a person: per landed write, a few labelled lines read from the why
-document (task, agent, reviewer, verdict, write, attestation, proofs), with what can be checked
-from the document alone checked here: that the note the ledger holds is the one its sealed
-`COMMIT_ATTESTED` event names, and each inclusion proof against the document's tree head.
-Programs read the whole document (`why --json`); nothing here is needed to trust it.
-
-Each line is one entry of `WHY_LINES`: a label and a function of the write and the document.
-"""
+"""What `why COMMIT` tells a person, checking what the document alone can prove: the attested note
+and each inclusion proof."""
 
 from __future__ import annotations
 
@@ -180,8 +174,7 @@ def _checkpoint(_: Mapping[str, Any], document: Mapping[str, Any]) -> str:
     )
 
 
-# The lines of a write's summary, in order: a label and what it says (None: nothing to say,
-# the line is left out).
+# The lines of a write's summary: a label and what it says (None: left out).
 def _written_by(write: Mapping[str, Any], _: Mapping[str, Any]) -> str | None:
     moved = write.get("governed_write") or {}
     return actor_label_of(moved["written_by"]) if "written_by" in moved else None

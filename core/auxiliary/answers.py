@@ -7,8 +7,7 @@ from typing import NotRequired, TypedDict
 
 
 class SpawnAnswer(TypedDict):
-    """The run's id, its state and its spec's digest; `idempotent` (true) only when the same
-    spec was spawned before (its state is then wherever the run is now)."""
+    """The run's id, state and spec digest; `idempotent` when the same spec was spawned before."""
 
     id: str
     state: str

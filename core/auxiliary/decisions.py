@@ -1,22 +1,12 @@
-"""The pure decisions an auxiliary run service applies: spawn, each transition, recovery.
-
-Every `decide_*(state, request, *, now, ...)` reads a state record (the run's row, or the
-unfinished rows, and the log's tail at the ledger chain: what the shell read inside
-`BEGIN IMMEDIATE`) and returns a `WritePlan` whose UPDATE is guarded on the row's revision, with
-its sealed event, or a `Replay` (spawning an identical spec again), or raises an
-`AuxiliaryRunError`. `now` is a `Timestamp`: rows keep its milliseconds, events its text.
-"""
+"""The pure decisions of an auxiliary run service: spawn, each transition, recovery, each a
+revision-guarded `WritePlan` or a `Replay`."""
 
 from __future__ import annotations
 
 import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.auxiliary.answers import RecoveryAnswer, SpawnAnswer
-from aios_ledger.core.auxiliary.records import (
-    AuxiliaryRunOutput,
-    AuxiliaryRunRow,
-    CheckedSpawn,
-)
+from aios_ledger.core.auxiliary.records import AuxiliaryRunOutput, AuxiliaryRunRow, CheckedSpawn
 from aios_ledger.core.auxiliary.states import (
     AUXILIARY_RUN_SPAWNED,
     INITIAL_STATE,
@@ -34,8 +24,7 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 @attrs.frozen
 class AuxiliaryRowState:
-    """What a decision on one auxiliary run reads: its row (None: there is none) and the log's
-    tail at the ledger chain."""
+    """What a decision on one auxiliary run reads: its row (None: none) and the log's tail."""
 
     row: AuxiliaryRunRow | None
     tail: LogTail
@@ -51,8 +40,7 @@ class UnfinishedRunsState:
 
 @attrs.frozen
 class AuxiliaryTransitionRequest:
-    """Move run `aux_id` to `target`, with its output (COMPLETED) or its error (FAILED,
-    CANCELLED)."""
+    """Move run `aux_id` to `target`, with its output or its error."""
 
     aux_id: str
     target: AuxiliaryRunState
@@ -78,9 +66,7 @@ class RecoverInterruptedRequest:
 def decide_spawn(
     state: AuxiliaryRowState, request: CheckedSpawn, *, now: Timestamp, actor: Actor, owner: str
 ) -> Decision[SpawnAnswer]:
-    """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT.
-    `request` is what `check_spawn` answered for the spec and its evidence; `owner` tags the
-    service that drives the run."""
+    """Store a new run PENDING, or replay an identical spec; another spec is SPEC_CONFLICT."""
     require_timestamp(now)
     if not isinstance(request, CheckedSpawn):
         raise AuxiliaryRunError.invalid_field("spawn", "must be what check_spawn answered")
@@ -151,8 +137,7 @@ def decide_spawn(
 def decide_transition(
     state: AuxiliaryRowState, request: AuxiliaryTransitionRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[AuxiliaryRunRow]:
-    """Move a run along the table; the UPDATE is a CAS on its revision. The answer is the run's
-    row as written."""
+    """Move a run along the table, a CAS on its revision; answers the row as written."""
     require_timestamp(now)
     row = state.row
     if row is None:
@@ -166,8 +151,7 @@ def decide_transition(
 def decide_stop(
     state: AuxiliaryRowState, request: AuxiliaryStopRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[AuxiliaryRunRow] | None:
-    """End an unfinished run CANCELLED with the request's error; None for a run that has
-    already ended, which stays as it ended."""
+    """End an unfinished run CANCELLED; None for a run that has ended, which stays as it ended."""
     require_timestamp(now)
     row = state.row
     if row is not None and row.run_state.is_terminal:
@@ -211,7 +195,6 @@ def _transition(
     output: AuxiliaryRunOutput | None,
     error: AuxiliaryRunError | None,
 ) -> tuple[SqlWrite, EventAppend, AuxiliaryRunRow]:
-    """The guarded write, the event and the row after, of one move along the table."""
     source = row.run_state
     event_type = transition_event(source, target)
     # A run never moves back in time, even when the clock does.

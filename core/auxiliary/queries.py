@@ -1,7 +1,4 @@
-"""Listing auxiliary runs: by state, session or run, oldest first, at most `limit` of them.
-
-A limit out of range is refused (`FIELDS_INVALID`), never clamped.
-"""
+"""Listing auxiliary runs, oldest first; a limit out of range is refused, never clamped."""
 
 from __future__ import annotations
 

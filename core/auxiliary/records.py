@@ -1,13 +1,5 @@
-"""Auxiliary runs: isolated sub-agent runs over a pinned evidence snapshot.
-
-An `AuxiliaryRunSpec` says which execution it belongs to (`ExecutionFrame`), what kind of helper
-runs (`kind`), what it is told (`instruction`), which evidence it may read (`evidence_digest`),
-what it may do (`AuxiliaryCapabilityProfile`, never wider than the parent's ceiling and never
-writing the workspace) and what it must return (`output_schema`, `max_output_bytes`). Its
-`digest()` is what idempotency compares: the same id with another spec is `SPEC_CONFLICT`.
-An `auxiliary_runs` row (`AuxiliaryRunRow`) stores a run: its spec, state, output or error, from
-which its `AuxiliaryRunSnapshot` is read back.
-"""
+"""Auxiliary runs: isolated sub-agent runs over a pinned evidence snapshot, never wider than the
+parent's capabilities and never writing the workspace."""
 
 from __future__ import annotations
 
@@ -62,9 +54,7 @@ def _invalid(field: str, detail: str) -> AuxiliaryRunError:
 
 
 def _invalid_fields(*, named: bool) -> Refusal:
-    """`INVALID_FIELD` with `.field` the first problem's path: under the record's name when
-    `named` (a frame alone: `frame.depth`), else relative to it (a spec: `kind`, `frame.depth`);
-    the record's name for the record as a whole."""
+    """`INVALID_FIELD` naming the first problem's path, under the record's name when `named`."""
 
     def refuse(what: str, problems: Sequence[Problem]) -> AuxiliaryRunError:
         paths = [problem.at(what if named else "") or what for problem in problems]
@@ -112,10 +102,7 @@ register_kind(ToolNames, _tool_names, unstructure_as=_sorted_tools)
 @complete_form
 @attrs.frozen
 class ExecutionFrame:
-    """Where an auxiliary run sits: the target it serves, and how deep under the root run.
-
-    `parent_id` names the auxiliary run that spawned a nested frame (None at the root).
-    """
+    """Where an auxiliary run sits: its target, depth, and the run that spawned it."""
 
     target: ExecutionTarget
     depth: Annotated[int, Between(0, 1_000_000)] = 0
@@ -208,8 +195,7 @@ class AuxiliaryCapabilityProfile:
 @complete_form
 @attrs.frozen
 class AuxiliaryRunSpec:
-    """What to run. Without `with_id` (or with the id `null` in a mapping), the id is derived
-    from the rest of the spec."""
+    """What to run; without an id, the id is derived from the rest of the spec."""
 
     frame: ExecutionFrame
     kind: Annotated[str, Identifier]
@@ -237,9 +223,7 @@ class AuxiliaryRunSpec:
 
     @property
     def id(self) -> str:
-        if self._id is not None:
-            return self._id
-        return "aux-" + sha256_hex(self._content())[:32]
+        return self._id if self._id is not None else "aux-" + sha256_hex(self._content())[:32]
 
     def with_id(self, run_id: str) -> AuxiliaryRunSpec:
         return attrs.evolve(self, id=run_id)
@@ -354,15 +338,12 @@ def state_after(error: AuxiliaryRunError) -> AuxiliaryRunState:
 
 
 def spec_digest_of(spec_text: str) -> str:
-    """The digest of a spec from its canonical text (`AuxiliaryRunSpec.canonical_text`)."""
     return digest_bytes(SPEC_DOMAIN, spec_text.encode("ascii"))
 
 
 @attrs.frozen
 class CheckedSpawn:
-    """A spawn `check_spawn` accepted, with what `decide_spawn` stores taken when it was checked:
-    the evidence digest is recomputed once (the largest part of a spawn's checks), and a dict in
-    the spec (its output schema) changed afterwards changes nothing that is written."""
+    """A checked spawn, with what `decide_spawn` stores taken at the check."""
 
     spec: AuxiliaryRunSpec
     spec_text: str
@@ -371,9 +352,7 @@ class CheckedSpawn:
 
 
 def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSpawn:
-    """What `spawn` refuses before anything is stored: target, evidence, spec. The shell checks
-    before it opens the write transaction (outside the lock) and hands the result to
-    `decide_spawn`."""
+    """What `spawn` refuses before anything is stored, checked outside the write lock."""
     if not isinstance(spec, AuxiliaryRunSpec):
         raise _invalid("spec", "must be an AuxiliaryRunSpec")
     if not isinstance(evidence, EvidenceSnapshot):
@@ -460,9 +439,7 @@ class AuxiliaryRunSnapshot:
 
     @property
     def error_code(self) -> str | None:
-        if self.error is None:
-            return None
-        return self.error.split(":", 1)[0]
+        return None if self.error is None else self.error.split(":", 1)[0]
 
     def public(self) -> JsonObject:
         return unstructure(self)
@@ -470,8 +447,6 @@ class AuxiliaryRunSnapshot:
 
 @attrs.frozen
 class AuxiliaryRunRow:
-    """One row of `auxiliary_runs`."""
-
     aux_id: str
     session_id: str
     run_id: str
@@ -496,7 +471,6 @@ class AuxiliaryRunRow:
         return record_from_row(cls, row)
 
     def image(self) -> RowImage:
-        """The row as a seal covers it: every column the record has."""
         return row_image(AUXILIARY_RUNS, self.aux_id, attrs.asdict(self))
 
     @property
@@ -528,9 +502,7 @@ class AuxiliaryRunRow:
         return AuxiliaryRunSpec.from_mapping(loads_document(self.spec_json, what="spec"))
 
     def output_value(self) -> JsonValue:
-        if self.output_json is None:
-            return None
-        return loads_document(self.output_json, what="output")
+        return None if self.output_json is None else loads_document(self.output_json, what="output")
 
     def failure(self) -> AuxiliaryRunError | None:
         if self.error_code is None:
@@ -568,8 +540,5 @@ class AuxiliaryRunRow:
 
 @lru_cache(maxsize=1024)
 def _parent_frame(parent_json: str) -> ExecutionFrame:
-    """A row's parent frame from its text. A service's runs mostly share a few frames, and every
-    transition reads its run's back; a frame is frozen and holds only text and ints, so one
-    parse serves them all. A refusal is not remembered (`lru_cache` keeps no exceptions): a
-    corrupt row is refused every time it is read."""
+    """A row's parent frame, parsed once per text; a corrupt row is refused every time."""
     return ExecutionFrame.from_mapping(loads_document(parent_json, what="parent"))

@@ -1,9 +1,5 @@
-"""The states of an auxiliary run and its one transition table (its error is `core.errors`').
-
-All state logic is data: `TRANSITIONS` maps every allowed (from, to) pair to the event the move
-appends. A state with no way out is terminal. Nothing else in the ledger decides what may follow
-what; the SQL guards (`WHERE state = :expected_state`) only enforce what this table allowed.
-"""
+"""The states of an auxiliary run and its one transition table, `TRANSITIONS`, mapping each allowed
+(from, to) pair to its event; the SQL guards only enforce what the table allowed."""
 
 from __future__ import annotations
 

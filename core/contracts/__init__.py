@@ -7,8 +7,4 @@ from aios_ledger.core.contracts.checks import (
     require_contract,
 )
 
-__all__ = [
-    "check_schema_well_formed",
-    "contract_violations",
-    "require_contract",
-]
+__all__ = ["check_schema_well_formed", "contract_violations", "require_contract"]

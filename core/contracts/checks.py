@@ -1,8 +1,5 @@
-"""Checking a JSON document against a result contract (a JSON Schema), purely.
-
-The schemas are files in `aios_ledger.core.contracts`; the shell reads them and hands them in,
-so that the core never touches the filesystem.
-"""
+"""Checking a JSON document against a result contract (a JSON Schema); the shell reads the schema
+files, so that the core never touches the filesystem."""
 
 from __future__ import annotations
 
@@ -26,9 +23,7 @@ def check_schema_well_formed(schema: object, *, code: str) -> None:
 
 def contract_violations(schema: Mapping[str, object], document: JsonValue) -> list[str]:
     """Every violation as `$.json.path: message`, sorted, so that errors are deterministic."""
-    # Imported when a document is checked, not with the core: jsonschema (and the metaschemas
-    # it loads) cost every process of the command line a tenth of a second of CPU, and most
-    # of them check no contract.
+    # Imported here, not with the core: most command-line processes check no contract.
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema)

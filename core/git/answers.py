@@ -9,8 +9,7 @@ from aios_ledger.core.jsonvalue import JsonValue
 
 
 class AttestationAnswer(TypedDict):
-    """What a governed write says of its attestation: made (the commit, key id, note ref and
-    the envelopes' digests) or not, and why not."""
+    """What a governed write says of its attestation: made, or not and why not."""
 
     attested: bool
     commit_oid: str | None
@@ -33,8 +32,7 @@ class RepositoryAnswer(TypedDict):
 
 
 class RepositorySettingsAnswer(TypedDict):
-    """A change of a repository's settings: the settings after it (the baseline by its
-    sha256), the settings it changed, and the repository's revision it wrote."""
+    """A settings change: the settings after it, those it changed, the revision."""
 
     name: str
     idempotency_key: str
@@ -60,8 +58,6 @@ class ProposalAnswer(TypedDict):
 
 
 class ScanChargeAnswer(TypedDict):
-    """A refused scan's cost, charged to its agent."""
-
     charge_id: str
     task_id: str
     attempt: int

@@ -1,16 +1,9 @@
-"""Decisions of governed writes: register a repository, change its settings, record a proposal,
-intend a write and record its outcome.
-
-The write itself is git's (`update-ref <ref> <new> <old>`, run by the shell between two
-decisions): `decide_write_intent` checks everything the ledger knows (the task verified, the
-proposal's facts, the result's agreement with them, the writer lease and its generation) and
-takes the lease in the same plan as the sealed `GOVERNED_WRITE_INTENDED` event; the shell then
-swaps the ref, reads it, and `decide_write_outcome` records what the ref says: APPLIED,
-NOT_APPLIED or MOVED_BY_OTHER, never a guess. A crash between the two leaves the write
-INTENDED and its lease held, and the same decision, fed the ref as read later, reconciles it.
-"""
+"""Decisions of governed writes: git swaps the ref between the sealed intent, which takes the writer
+lease, and the outcome read from the ref, which also reconciles a crash."""
 
 from __future__ import annotations
+
+from typing import cast
 
 import attrs
 from aios_ledger.core.actors import Actor
@@ -58,8 +51,8 @@ from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.idempotency import IdempotencyRow
 from aios_ledger.core.log.plan import Decision, Replay, request_digest, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.refusals import (
     GOVERNED_WRITE_REFUSED,
     RefusalAnswer,
@@ -93,14 +86,12 @@ OUTCOME_EVENTS = {
 }
 
 
-# ---------------------------------------------------------------------------------------------
-# repositories
+# --- repositories ---------------------------------------------------------------------------------
 
 
 @attrs.frozen
 class RepositoryState:
-    """The repository already registered under the request's name (None: none), and the log's
-    tail at the ledger chain."""
+    """The repository already registered under the name (None: none), and the tail."""
 
     prior: RepositoryRow | None
     tail: LogTail
@@ -114,12 +105,7 @@ def decide_register_repository(
     actor: Actor,
     head_branch: str | None,
 ) -> Decision[RepositoryAnswer]:
-    """Register a bare repository under the name bindings use, with its protected patterns
-    (`head_branch` is its HEAD branch as the shell read it) and its settings (each one the
-    request does not give: its default). The same registration again (the same path, HEAD
-    branch and patterns, however they were asked for, and settings it gives that the
-    repository has now) is a replay; another under a taken name is `REPOSITORY_CONFLICT`
-    (settings change with `decide_change_repository_settings`)."""
+    """Register a bare repository under the name bindings use; the same again replays."""
     require_timestamp(now)
     patterns = protected_patterns(
         head_branch, request.protected, default_protection=request.default_protection
@@ -137,12 +123,8 @@ def decide_register_repository(
     ).with_settings(settings)
     prior = state.prior
     if prior is not None:
-        same = (prior.path, prior.head_branch, prior.protected_json) == (
-            row.path,
-            row.head_branch,
-            row.protected_json,
-        )
-        if not same:
+        registered = (row.path, row.head_branch, row.protected_json)
+        if (prior.path, prior.head_branch, prior.protected_json) != registered:
             raise LedgerError(
                 "REPOSITORY_CONFLICT", f"repository {request.name!r} is registered differently"
             )
@@ -177,8 +159,7 @@ def decide_register_repository(
 
 @attrs.frozen
 class RepositorySettingsState:
-    """The repository whose settings change (None: not registered), the change already made
-    under the request's idempotency key (None: none), and the log's tail at the ledger chain."""
+    """The repository, the change already made under the key, and the log's tail."""
 
     repository: RepositoryRow | None
     prior: RepositorySettingsChangeRow | None
@@ -189,7 +170,6 @@ SETTINGS_OPERATION = "repository_settings"
 
 
 def _settings_answer(change: RepositorySettingsChangeRow) -> RepositorySettingsAnswer:
-    """The answer a change recorded, given again."""
     stored = change.response()
     settings, changed, revision = (
         stored.get("settings"),
@@ -223,12 +203,7 @@ def decide_change_repository_settings(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RepositorySettingsAnswer]:
-    """Change a registered repository's settings (those the request gives), as its owner:
-    one compare-and-swap of its row on its revision (and on `expected_revision`, when given:
-    `REVISION_CONFLICT` if the repository moved on), the change recorded under its key, one
-    sealed `REPOSITORY_SETTINGS_CHANGED` carrying the settings after it (the baseline by its
-    sha256) and which ones it changed. The same key with the same request is a replay (before
-    any other check); with another, `IDEMPOTENCY_CONFLICT`."""
+    """Change a repository's settings: a CAS on its revision, recorded under its key."""
     require_timestamp(now)
     digest = request_digest(SETTINGS_OPERATION, request.name, request.public())
     prior = state.prior
@@ -253,44 +228,32 @@ def decide_change_repository_settings(
         revision=repository.revision + 1, updated_at=now.text
     )
     changed = settings.changed_from(current)
-    answer: RepositorySettingsAnswer = {
+    # The change as its key records it and its event seals it; the answer adds `idempotent`.
+    recorded: JsonObject = {
         "name": after.name,
         "idempotency_key": request.idempotency_key,
         "revision": after.revision,
         "settings": settings.public(),
-        "changed": changed,
-        "idempotent": False,
+        "changed": list[JsonValue](changed),
     }
-    stored = {key: value for key, value in answer.items() if key != "idempotent"}
+    answer = cast(RepositorySettingsAnswer, {**recorded, "idempotent": False})
     change = RepositorySettingsChangeRow(
         idempotency_key=request.idempotency_key,
         repository=after.name,
         request_sha256=digest,
         revision=after.revision,
-        response_json=canonical_json(stored),
+        response_json=canonical_json(recorded),
         created_at=now.text,
     )
-    update = SqlWrite(
-        Statement.GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE,
-        {
-            "name": repository.name,
-            "expected_revision": repository.revision,
-            **settings.columns(),
-            "updated_at": now.text,
-        },
+    update = guarded_update(
+        Statement.GOVERNED_REPOSITORY_SETTINGS_CAS_UPDATE, after, repository.revision
     )
     insert = SqlWrite(Statement.REPOSITORY_SETTINGS_CHANGE_INSERT, change._asdict())
     event = EventAppend(
         task_id=None,
         agent_id=None,
         event_type=REPOSITORY_SETTINGS_CHANGED,
-        payload={
-            "name": after.name,
-            "idempotency_key": request.idempotency_key,
-            "revision": after.revision,
-            "settings": settings.public(),
-            "changed": list[JsonValue](changed),
-        },
+        payload=recorded,
         created_at=now.text,
         rows=(after.image(), change.image()),
         actor=actor,
@@ -298,8 +261,7 @@ def decide_change_repository_settings(
     return sealed_plan((update, insert), (event,), answer, tail=state.tail)
 
 
-# ---------------------------------------------------------------------------------------------
-# the binding a task runs on
+# --- the binding a task runs on -------------------------------------------------------------------
 
 
 def task_binding(task: TaskRow) -> GovernedExecutionBinding:
@@ -310,12 +272,6 @@ def task_binding(task: TaskRow) -> GovernedExecutionBinding:
     return GovernedExecutionBinding.from_mapping(envelope["binding"])
 
 
-def _require_task(task_id: str, task: TaskRow | None) -> TaskRow:
-    if task is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    return task
-
-
 def _require_repository(name: str, repository: RepositoryRow | None) -> RepositoryRow:
     if repository is None or repository.name != name:
         raise LedgerError("REPOSITORY_NOT_FOUND", f"no governed repository {name!r}")
@@ -323,23 +279,19 @@ def _require_repository(name: str, repository: RepositoryRow | None) -> Reposito
 
 
 def proposal_id_of(task_id: str, attempt: int) -> str:
-    """A proposal's key: its task and the attempt that made it."""
     return f"{task_id}#{attempt}"
 
 
 def attempt_of_proposal(proposal_id: str) -> int:
-    """The attempt that made a proposal, from its key (`proposal_id_of`)."""
     return int(proposal_id.rpartition("#")[2])
 
 
-# ---------------------------------------------------------------------------------------------
-# proposals
+# --- proposals ------------------------------------------------------------------------------------
 
 
 @attrs.frozen
 class ProposalState:
-    """The task, the repository its binding names, the proposal already recorded for the task's
-    current attempt, and the log's tail at the task's chain."""
+    """The task, its repository, the current attempt's proposal, and the log's tail."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -363,8 +315,7 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 
 @attrs.frozen
 class WorkspaceGrant:
-    """What a remote worker may read to make a claim's workspace: the binding (its base) and
-    the governed repository it names."""
+    """What a remote worker may read to make a claim's workspace."""
 
     binding: GovernedExecutionBinding
     repository: RepositoryRow
@@ -379,13 +330,9 @@ def grant_workspace(
     lease_token: str,
     now: Timestamp,
 ) -> WorkspaceGrant:
-    """May `agent_id` read the base of the task's binding (`GET /v1/tasks/{task_id}/workspace`)?
-    Only the agent holding the task (`NOT_TASK_HOLDER`: another agent's, or nobody's), under
-    the attempt's live lease (`LEASE_INVALID`, `LEASE_EXPIRED`), for a task bound
-    (`TASK_NOT_BOUND`) to a registered repository (`REPOSITORY_NOT_FOUND`). `repository` is
-    the row registered under the binding's repository name, as the shell read it."""
+    """Whether `agent_id` may read the base of the task's binding: only its live holder."""
     require_timestamp(now)
-    found = _require_task(task_id, task)
+    found = require_task(task_id, task)
     if found.claimed_by != agent_id:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is not held by {agent_id!r}")
     _check_lease(found, lease_token, now)
@@ -402,17 +349,9 @@ def admit_proposal(
     now: Timestamp,
     agent_id: str | None = None,
 ) -> TaskRow:
-    """May a proposal for the task's current attempt be read at all? The cheap checks, made
-    before the bundle is decoded, stored or scanned (a scan costs seconds, these a read):
-    the task exists (`TASK_NOT_FOUND`), no agent but `agent_id` (the caller's token, when it
-    has one) holds it (`NOT_TASK_HOLDER`), and `lease_token` is the attempt's live lease
-    (`LEASE_INVALID`, `LEASE_EXPIRED`; a task nobody holds has none). An attempt that proposed
-    already is admitted to the agent that proposed it: the same bundle again is a replay,
-    another is `PROPOSAL_CONFLICT`, which `decide_record_proposal` tells apart by the bundle's
-    digest (and checks the lease again in the write). `prior`: the proposal recorded for the
-    task's current attempt. Answers the task."""
+    """The cheap checks before a bundle is scanned, which costs seconds."""
     require_timestamp(now)
-    found = _require_task(task_id, task)
+    found = require_task(task_id, task)
     if agent_id is not None and found.claimed_by not in (None, agent_id):
         raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
     if prior is None or (agent_id is not None and prior.agent_id != agent_id):
@@ -423,9 +362,7 @@ def admit_proposal(
 def proposal_replay(
     task: TaskRow, prior: ProposalRow | None, bundle_sha256: str
 ) -> ProposalAnswer | None:
-    """What a proposal is answered without a scan when the task's current attempt proposed
-    already (`prior`): the recorded answer again for the same bundle (by its sha256),
-    `PROPOSAL_CONFLICT` for another; None when the attempt has not proposed."""
+    """The answer again for the same bundle, `PROPOSAL_CONFLICT` for another, without a scan."""
     if prior is None:
         return None
     if prior.bundle_sha256 != bundle_sha256:
@@ -439,11 +376,9 @@ def proposal_replay(
 def decide_record_proposal(
     state: ProposalState, request: ProposalRecord, *, now: Timestamp, actor: Actor
 ) -> Decision[ProposalAnswer]:
-    """Record what an attempt's agent proposed, under the attempt's lease, with the facts the
-    ledger computes from it. The same bundle again is a replay; another one for the same
-    attempt is `PROPOSAL_CONFLICT`."""
+    """Record an attempt's proposal, under its lease, with the facts computed from it."""
     require_timestamp(now)
-    task = _require_task(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     replayed = proposal_replay(task, state.prior, request.bundle_sha256)
     if replayed is not None:
         return Replay(replayed)
@@ -511,8 +446,7 @@ def decide_record_proposal(
 
 @attrs.frozen
 class ScanChargeState:
-    """The task whose proposal's scan was refused, the repository its binding names, how many
-    refused scans its attempt was charged already, and the log's tail at the task's chain."""
+    """The task whose scan was refused, its repository, its charges, and the log's tail."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -523,13 +457,9 @@ class ScanChargeState:
 def decide_charge_scan(
     state: ScanChargeState, request: ScanCharge, *, now: Timestamp, actor: Actor
 ) -> Decision[ScanChargeAnswer]:
-    """Charge what a refused scan cost to the agent whose proposal it was: no proposal is
-    recorded (the refusal stands), but the scanning happened, and its agent's window counts it
-    beside its recorded proposals (`admit_scan`), so that proposals that overrun their budget
-    cannot be repeated for free. Its row and a sealed `PROPOSAL_SCAN_CHARGED` event, on the
-    task's chain. Not keyed: every refused scan is charged, as every one cost its seconds."""
+    """Charge a refused scan to its agent's window, so that overruns are not free."""
     require_timestamp(now)
-    task = _require_task(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     repository = _require_repository(task_binding(task).repository, state.repository)
     row = ScanChargeRow(
         charge_id=f"{task.task_id}#{request.attempt}#{state.charged + 1}",
@@ -563,16 +493,12 @@ def decide_charge_scan(
     return sealed_plan((insert,), (event,), scan_charge_answer(row), tail=state.tail)
 
 
-# ---------------------------------------------------------------------------------------------
-# the governed write
+# --- the governed write ---------------------------------------------------------------------------
 
 
 @attrs.frozen
 class WriteState:
-    """What intending a write reads: the task, the repository and proposal of its binding and
-    current attempt, the writer lease of the target ref, the write already recorded under the
-    request's key, the log's tail at the task's chain, and the refusal kept under the key (its
-    recorded answer in the task's idempotency ledger, `refusal_key(WRITE_OPERATION, key)`)."""
+    """What intending a write reads, including the write and refusal kept under its key."""
 
     task: TaskRow | None
     repository: RepositoryRow | None
@@ -585,11 +511,8 @@ class WriteState:
 
 # The operation a refused write's answer is recorded under (`core.tasks.refusals`).
 WRITE_OPERATION = "governed_write"
-# The checks of a governed write whose refusal is recorded (a sealed GOVERNED_WRITE_REFUSED):
-# every check `decide_write_intent` makes of a task that exists, and the target's name as git
-# and the repository take it. Not recorded: a request that does not parse, a task that does
-# not exist, a key used otherwise (IDEMPOTENCY_CONFLICT, WRITE_IN_DOUBT), and failures of the
-# ledger or of git itself (a corrupt row, git not answering), which refuse nothing.
+# The checks whose refusal is recorded (a sealed GOVERNED_WRITE_REFUSED); a request that does not
+# parse, a missing task, a reused key and failures of the ledger or git leave no trace.
 WRITE_REFUSALS = frozenset(
     {
         "TASK_NOT_VERIFIED",
@@ -627,17 +550,7 @@ def _lease_write(
     row = lease._replace(
         holder=holder, generation=generation, revision=lease.revision + 1, updated_at=now.text
     )
-    write = SqlWrite(
-        Statement.WRITER_LEASE_CAS_UPDATE,
-        {
-            "lease_id": lease.lease_id,
-            "expected_revision": lease.revision,
-            "holder": holder,
-            "generation": generation,
-            "updated_at": now.text,
-        },
-    )
-    return write, row
+    return guarded_update(Statement.WRITER_LEASE_CAS_UPDATE, row, lease.revision), row
 
 
 def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
@@ -656,20 +569,18 @@ def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
 
 
 def governed_writable(status: str) -> bool:
-    """Whether a task of `status` may have its proposal written: only a verified success."""
     return status == TaskStatus.SUCCEEDED
 
 
 def decide_write_intent(
     state: WriteState, request: WriteRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
-    """Intend to move the binding's target to the proposal's head: every check the ledger can
-    make, the writer lease taken, the sealed `GOVERNED_WRITE_INTENDED` event."""
+    """Intend to move the binding's target: every check, the writer lease, the sealed intent."""
     require_timestamp(now)
     if state.prior is not None:
         return _replay_write(state.prior, request.task_id)
     replay_refusal(state.refused, write_request_digest(request))
-    task = _require_task(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     if not governed_writable(task.status):
         raise LedgerError(
             "TASK_NOT_VERIFIED", f"task {task.task_id!r} is {task.status}, not verified SUCCEEDED"
@@ -756,17 +667,8 @@ def decide_write_intent(
 
 
 def _attempted_write(state: WriteState) -> JsonObject:
-    """What a refused write attempted, as far as the ledger can say: the repository, branch
-    and ref of the task's binding and its generation, and the proposal of its current attempt
-    (None where the task has none)."""
-    attempted: JsonObject = {
-        "repository": None,
-        "branch": None,
-        "ref": None,
-        "generation": None,
-        "proposal_id": None,
-        "head_oid": None,
-    }
+    names = ("repository", "branch", "ref", "generation", "proposal_id", "head_oid")
+    attempted: JsonObject = dict.fromkeys(names)
     task = state.task
     if task is None:
         return attempted
@@ -782,10 +684,8 @@ def _attempted_write(state: WriteState) -> JsonObject:
             generation=binding.generation,
         )
     proposal = state.proposal
-    if proposal is not None and (proposal.task_id, proposal.attempt) == (
-        task.task_id,
-        task.attempt,
-    ):
+    current = (task.task_id, task.attempt)
+    if proposal is not None and (proposal.task_id, proposal.attempt) == current:
         attempted.update(proposal_id=proposal.proposal_id, head_oid=proposal.head_oid)
     return attempted
 
@@ -793,11 +693,7 @@ def _attempted_write(state: WriteState) -> JsonObject:
 def decide_write_refusal(
     state: WriteState, request: WriteRequest, refused: LedgerError, *, now: Timestamp, actor: Actor
 ) -> Decision[RefusalAnswer] | None:
-    """Record a governed write refused by one of its checks (`WRITE_REFUSALS`), read again in
-    the recording's own transaction: a sealed GOVERNED_WRITE_REFUSED on the task's chain naming
-    the code, the message, the repository, ref and proposal, and the key; the writer lease is
-    never taken. None (nothing recorded) for another code, a task that does not exist, or a
-    key that holds a write; the same refusal again replays."""
+    """Record a write refused by one of `WRITE_REFUSALS`, without taking the lease."""
     if refused.code not in WRITE_REFUSALS:
         return None
     attempt = RefusedAttempt(
@@ -818,8 +714,7 @@ def decide_write_refusal(
 
 @attrs.frozen
 class OutcomeState:
-    """The write whose outcome is recorded, its target's writer lease, and the log's tail at
-    its task's chain."""
+    """The write whose outcome is recorded, its target's writer lease, and the log's tail."""
 
     write: GovernedWriteRow | None
     lease: WriterLeaseRow | None
@@ -829,13 +724,8 @@ class OutcomeState:
 def outcome_of(
     write: GovernedWriteRow, observed: str | None, swapped: bool, recovered: bool
 ) -> tuple[str, str | None]:
-    """What became of an intended write: its state and, when the ref holds something else,
-    why it could not be moved. `observed` is the ref as read (None: it does not exist).
-
-    Right after the swap, git's answer decides: it moved the ref (APPLIED), or it refused, and
-    the ref says why (at the old id still: NOT_APPLIED; elsewhere, even at the same commit:
-    moved by someone else). After a crash only the ref is left to read: at the new id the
-    swap happened (APPLIED), at the old one it did not, anywhere else someone else moved it."""
+    """What became of an intended write, from the ref as read: git's answer right after the swap,
+    the ref alone after a crash."""
     absent = write.old_oid == zero_oid(write.old_oid)
     if swapped or (recovered and observed == write.new_oid):
         return APPLIED, None
@@ -847,8 +737,7 @@ def outcome_of(
 def decide_write_outcome(
     state: OutcomeState, request: WriteOutcome, *, now: Timestamp, actor: Actor
 ) -> Decision[WriteAnswer]:
-    """Record what became of an intended write, from the ref as read, and free its lease; an
-    applied write raises the lease's generation to its own. A write already settled replays."""
+    """Record an intended write's outcome and free its lease."""
     require_timestamp(now)
     write = state.write
     if write is None or write.idempotency_key != request.idempotency_key:
@@ -876,17 +765,7 @@ def decide_write_outcome(
         revision=write.revision + 1,
         updated_at=now.text,
     )
-    update = SqlWrite(
-        Statement.GOVERNED_WRITE_CAS_UPDATE,
-        {
-            "idempotency_key": write.idempotency_key,
-            "expected_revision": write.revision,
-            "state": outcome,
-            "code": code,
-            "observed_oid": request.observed_oid,
-            "updated_at": now.text,
-        },
-    )
+    update = guarded_update(Statement.GOVERNED_WRITE_CAS_UPDATE, after, write.revision)
     payload: JsonObject = {
         "idempotency_key": write.idempotency_key,
         "repository": write.repository,

@@ -1,12 +1,5 @@
-"""What a proposal's objects may not hold, whatever its commits say: git hygiene.
-
-git's own object checks (`fsck`, as `receive.fsckObjects` runs them on a push) are run by the
-shell over the objects a bundle brings; `fsck_refusal` turns what git reported into the
-refusal. Two things git does not refuse by default are decided here over the tree entries the
-bundle's commits add: a symbolic link whose target leaves the tree (absolute, or climbing out
-with `..`), which a checkout would follow out of the work tree; and a gitlink (a submodule
-commit), unless the repository allows them.
-"""
+"""What a proposal's objects may not hold: git's own `fsck` refusal, a symbolic link out of the
+tree, and a gitlink the repository does not allow."""
 
 from __future__ import annotations
 
@@ -24,9 +17,7 @@ _FSCK_LINE = re.compile(r"^(?:error|warning): object ([0-9a-f]{40,64}): (\w+): (
 
 @attrs.frozen
 class TreeEntry:
-    """A tree entry a proposal's commit adds or changes: its path from the tree's root, its
-    mode and object id, and for a symbolic link its target (the blob's bytes as UTF-8, with
-    undecodable bytes escaped)."""
+    """A tree entry a proposal's commit adds or changes, with a symbolic link's target."""
 
     path: str
     mode: str
@@ -35,8 +26,7 @@ class TreeEntry:
 
 
 def fsck_refusal(report: str) -> LedgerError:
-    """`BUNDLE_UNSAFE` naming the object and git's message id of the first problem git's object
-    check reported (its whole last line when it named none)."""
+    """`BUNDLE_UNSAFE` naming the object and git's message id of the first problem reported."""
     for line in report.splitlines():
         found = _FSCK_LINE.match(line.strip())
         if found:
@@ -51,8 +41,7 @@ def fsck_refusal(report: str) -> LedgerError:
 
 
 def symlink_escapes(path: str, target: str) -> bool:
-    """Whether the link at `path` (from the tree's root) points outside the tree: an absolute
-    target, or one whose `..` climb above the root at any step."""
+    """Whether the link at `path` points outside the tree at any step."""
     if target.startswith("/"):
         return True
     depth = path.count("/")
@@ -67,7 +56,6 @@ def symlink_escapes(path: str, target: str) -> bool:
 
 
 def entry_problem(entry: TreeEntry, *, allow_gitlinks: bool) -> str | None:
-    """Why the tree entry may not be written, or None."""
     if entry.mode == GITLINK_MODE and not allow_gitlinks:
         return (
             f"{entry.path!r} is a gitlink (submodule commit {entry.oid}) and the repository "

@@ -1,10 +1,5 @@
-"""What may be written where: protected refs, and the governance facts of a proposal.
-
-A proposal is described by the shell from git itself (the bundle's refs, the files its commits
-change, whether its head descends from the binding's base, what the secret scanner found); the
-policy here turns that description into the facts a result must agree with, and decides which
-of them refuse a governed write. Pure: patterns are matched with `fnmatch` on branch names.
-"""
+"""What may be written where: protected refs, and the governance facts of a proposal, computed from
+what the shell read from git and matched with `fnmatch`."""
 
 from __future__ import annotations
 
@@ -31,22 +26,17 @@ def zero_oid(like: str) -> str:
 
 
 def branch_ref(branch: str) -> str:
-    """The full ref of a branch name (`agent/x` -> `refs/heads/agent/x`)."""
     return branch if branch.startswith(HEADS) else HEADS + branch
 
 
 def branch_of(ref: str) -> str | None:
-    """The branch name of a full `refs/heads/` ref, else None."""
     return ref[len(HEADS) :] if ref.startswith(HEADS) else None
 
 
 def protected_patterns(
     head_branch: str | None, requested: Sequence[str] | None, *, default_protection: bool = True
 ) -> list[str]:
-    """The patterns a repository is registered with: its HEAD branch always (the mainline is
-    never an agent's), then the defaults (main, master, release/*) unless `default_protection`
-    is off, then those asked for, in order, without repeats. Asking for patterns adds to the
-    defaults: only `default_protection=False` replaces them."""
+    """HEAD's branch always (never an agent's), the defaults unless off, then those asked."""
     chosen: list[str] = []
     defaults = list(DEFAULT_PROTECTED) if default_protection else []
     for pattern in [*([head_branch] if head_branch else []), *defaults, *(requested or [])]:
@@ -56,8 +46,7 @@ def protected_patterns(
 
 
 def is_protected(ref: str, patterns: Iterable[str]) -> bool:
-    """Whether a ref (full, or a branch name) matches any protected pattern; a pattern names
-    branches (`release/*`) or full refs (`refs/tags/*`)."""
+    """Whether a ref matches a protected pattern of branches or full refs."""
     branch = branch_of(ref)
     names = (ref,) if branch is None else (ref, branch)
     return any(fnmatchcase(name, pattern) for pattern in patterns for name in names)
@@ -73,10 +62,7 @@ def proposal_facts(
     protected: Sequence[str],
     head_branch: str | None,
 ) -> JsonObject:
-    """The governance facts of a proposal for its binding's target: which refs it touches are
-    protected, whether it would rewrite history, whether it writes the mainline, what secrets
-    were found and under which of the repository's baselines (its sha256, sealed with the
-    proposal: an allowlist changed later is not the one this proposal was judged by)."""
+    """A proposal's governance facts, with the baseline's sha256 it was judged by."""
     touched = [ref for ref in refs if ref != "HEAD"]
     protected_touched = sorted(
         ref for ref in {*touched, target_ref} if is_protected(ref, protected)
@@ -120,8 +106,7 @@ def stated_disagreements(
     changed_files: Sequence[str],
     head_oid: str,
 ) -> list[str]:
-    """The fields of a result whose stated governance facts differ from those the ledger
-    computed from the proposal (a field the result leaves out states nothing)."""
+    """The fields whose stated governance facts differ from those computed."""
     wrong = [
         flag
         for flag in FACT_FLAGS
@@ -141,9 +126,7 @@ def stated_disagreements(
 def require_stated_work(
     result: Mapping[str, JsonValue], changed_files: Sequence[str], head_oid: str
 ) -> None:
-    """At submit: the files and head a result states are those of the attempt's proposal (its
-    governance flags, which a result contract holds false, are judged at the write, each with
-    its own code)."""
+    """A result states its proposal's files and head; its flags are judged at the write."""
     wrong = [
         name
         for name in stated_disagreements(result, {}, changed_files, head_oid)

@@ -1,10 +1,5 @@
-"""The rows of governed writes: a registered repository (with its settings), a change of its
-settings by key, a task attempt's proposal, the writer lease of a branch and one governed write
-with its outcome.
-
-Each is a NamedTuple like `TaskRow`, built from its row by column name, and each is a state row
-whose sealed event covers it (`core.log.rows`), so that `verify` holds the current rows
-against the log."""
+"""The rows of governed writes, each a NamedTuple built by column name and a state row sealed by its
+event, so that `verify` holds them against the log."""
 
 from __future__ import annotations
 
@@ -47,9 +42,7 @@ def _texts(table: str, key: str, column: str, raw: object) -> tuple[str, ...]:
 
 
 class RepositoryRow(NamedTuple):
-    """One row of `governed_repositories`: a bare repository under the name bindings use, and
-    its settings (the columns 0.x migration 0013 added, last; their defaults are what a row
-    registered before it holds)."""
+    """One row of `governed_repositories`, with its settings."""
 
     name: str
     path: str
@@ -78,7 +71,6 @@ class RepositoryRow(NamedTuple):
         return _texts(GOVERNED_REPOSITORIES, self.name, "protected_json", self.protected_json)
 
     def settings(self) -> RepositorySettings:
-        """The repository's settings, as its columns hold them."""
         return RepositorySettings(
             secrets_baseline_json=self.secrets_baseline_json,
             secrets_baseline_sha256=self.secrets_baseline_sha256,
@@ -104,9 +96,7 @@ class RepositoryRow(NamedTuple):
 
 
 class RepositorySettingsChangeRow(NamedTuple):
-    """One row of `repository_settings_changes`: a change of a repository's settings under its
-    idempotency key, the digest of the request it was first made with, the repository revision
-    it wrote and its recorded answer (what the same key and request answer again)."""
+    """One row of `repository_settings_changes`: a change and its key's answer."""
 
     idempotency_key: str
     repository: str
@@ -133,8 +123,7 @@ class RepositorySettingsChangeRow(NamedTuple):
 
 
 class ProposalRow(NamedTuple):
-    """One row of `task_proposals`: what an attempt's agent proposed (a bundle, stored by its
-    digest) and what the ledger found in it."""
+    """One row of `task_proposals`: an attempt's bundle and what the ledger found in it."""
 
     proposal_id: str
     task_id: str
@@ -166,7 +155,6 @@ class ProposalRow(NamedTuple):
         )
 
     def require_stated_work(self, result: Mapping[str, JsonValue]) -> None:
-        """At submit: the result states this proposal's changed files and head."""
         require_stated_work(result, self.changed_files(), self.head_oid)
 
     def facts(self) -> dict[str, JsonValue]:
@@ -177,9 +165,7 @@ class ProposalRow(NamedTuple):
 
 
 class ScanChargeRow(NamedTuple):
-    """One row of `agent_scan_charges`: a scan of an attempt's proposal refused over its budget
-    (`code`), and what it had cost when it stopped, charged to its agent's window: no proposal
-    is recorded, but the scanning happened. The `n`-th of its attempt is `TASK#ATTEMPT#n`."""
+    """One row of `agent_scan_charges`; the `n`-th of an attempt is `TASK#ATTEMPT#n`."""
 
     charge_id: str
     repository: str
@@ -201,9 +187,7 @@ class ScanChargeRow(NamedTuple):
 
 
 class WriterLeaseRow(NamedTuple):
-    """One row of `writer_leases`: who holds the right to move (repository, ref) now (`holder`,
-    the idempotency key of the write in flight, or None) and the highest generation applied
-    to it, which fences every lower one."""
+    """One row of `writer_leases`: the write in flight and the generation fencing lower ones."""
 
     lease_id: str
     repository: str
@@ -222,9 +206,7 @@ class WriterLeaseRow(NamedTuple):
 
 
 class GovernedWriteRow(NamedTuple):
-    """One row of `governed_writes`: a write intended (`INTENDED`) and then its outcome as the
-    ref was read: `APPLIED`, `NOT_APPLIED` or `MOVED_BY_OTHER` (with the refusal `code` when
-    git's compare-and-swap refused it)."""
+    """One row of `governed_writes`: an INTENDED write and its outcome as the ref was read."""
 
     idempotency_key: str
     task_id: str

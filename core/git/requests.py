@@ -1,9 +1,5 @@
-"""Requests of governed writes, structured strictly at the edge (`core.structuring`).
-
-`RegisterRepositoryRequest`, `RepositorySettingsRequest` and `WriteRequest` come from an owner;
-`ProposalRecord` is what the shell read from git about a bundle (never what an agent says about
-it) and what its scan spent; `WriteOutcome` is the ref as the shell read it after git's
-compare-and-swap, or after a crash."""
+"""Requests of governed writes, structured strictly at the edge. `ProposalRecord` and `WriteOutcome`
+are what the shell read from git, never what an agent says."""
 
 from __future__ import annotations
 
@@ -32,8 +28,7 @@ RefName = Annotated[str, Text(max_length=300, pattern=re.compile(r"^(HEAD|refs/h
 
 
 def _with_settings(raw: object) -> tuple[object, object]:
-    """`raw` without its `settings`, and them (None: not given), to be structured apart: a bad
-    setting is `REPOSITORY_SETTING_INVALID`, not a shape error of the request around it."""
+    """`raw` and its `settings` apart, so that a bad one is `REPOSITORY_SETTING_INVALID`."""
     if isinstance(raw, dict) and raw.get("settings") is not None:
         rest = dict(raw)
         return rest, rest.pop("settings")
@@ -42,11 +37,7 @@ def _with_settings(raw: object) -> tuple[object, object]:
 
 @attrs.frozen
 class RegisterRepositoryRequest:
-    """`repo add NAME PATH [--protected PATTERN ...] [--no-default-protection] [settings]`:
-    `path` is the bare repository's absolute path as the shell resolved it; `protected` adds
-    patterns to the defaults (HEAD's branch, main, master, release/*), or, with
-    `default_protection` false, to HEAD's branch alone; `settings` sets the repository's
-    settings (each one not given: its default)."""
+    """`repo add`: a bare repository's resolved path, its protected patterns and settings."""
 
     name: RepositoryName
     path: Annotated[str, Text(max_length=4096)]
@@ -68,9 +59,7 @@ class RegisterRepositoryRequest:
 
 @attrs.frozen
 class RepositorySettingsRequest:
-    """`repo settings NAME --idempotency-key KEY [settings]`: change a registered repository's
-    settings (those given; the others stay), idempotent by key, optionally only while the
-    repository is at `expected_revision`."""
+    """`repo settings`: change a repository's settings by key, optionally at a revision."""
 
     name: RepositoryName
     idempotency_key: Identifier
@@ -113,11 +102,7 @@ class SecretFinding:
 
 @attrs.frozen
 class ProposalRecord:
-    """A proposal as the shell found it in its quarantine: the bundle's digest and size, its
-    refs and head, the files its commits change against the base, whether the head descends
-    from the base, what the scanner found and the sha256 of the repository's secrets baseline
-    it applied (None: none), and what the scan spent (bytes read, seconds taken), which count
-    against its agent's scan budget. Recorded under the task's current lease."""
+    """A proposal as the shell found it in quarantine, recorded under the task's lease."""
 
     task_id: Identifier
     bundle_sha256: Sha256Hex
@@ -143,9 +128,7 @@ class ProposalRecord:
 
 @attrs.frozen
 class ScanCharge:
-    """A scan refused over its budget, as the shell measured it: the task, the attempt and
-    agent whose proposal it was (as its cheap checks admitted it), the bundle, the refusal's
-    code, and what the scan had spent when it stopped (bytes read, seconds taken)."""
+    """A scan refused over its budget, and what it had spent, as the shell measured it."""
 
     task_id: Identifier
     attempt: Annotated[int, Between(1, 2**31 - 1)]
@@ -180,9 +163,7 @@ class WriteRequest:
 
 @attrs.frozen
 class WriteOutcome:
-    """What became of an intended write, from the ref as read: `observed_oid` is its value
-    (None: the ref does not exist); `swapped` whether git's own compare-and-swap said it moved
-    it; `recovered` whether this is read after a crash rather than right after the swap."""
+    """An intended write's ref as read, whether git's swap moved it, and whether after a crash."""
 
     idempotency_key: Identifier
     observed_oid: ObjectId | None

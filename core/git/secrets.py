@@ -1,15 +1,5 @@
-"""What the secret scanner reads, and the budget it reads it under.
-
-An agent can put a secret anywhere a proposal carries bytes: in any file of any commit (added,
-then removed by a later one), in a commit's message or its author and committer fields, in a
-binary file, in a lock file, inside a base64 or hex blob. The shell hands every one of those to
-`detect-secrets`; this module decides what text each is read as (`readable_text`: a binary
-file's printable strings), which encoded runs are decoded and read again (`encoded_runs`,
-`decode_run`, to `MAX_DECODE_DEPTH`), how long lines are cut so that the scan can stop between
-pieces (`line_windows`), and when the budget is spent (`ScanBudget`; the repository's settings,
-and the agent's share of them, set it: `core.git.settings`). Pure: the shell measures bytes and
-seconds and asks.
-"""
+"""What the secret scanner reads, and under what budget: an agent can hide a secret in any commit,
+message, binary or encoded blob, so each is read as text."""
 
 from __future__ import annotations
 
@@ -29,8 +19,7 @@ MIN_ENCODED = 40
 MAX_DECODE_DEPTH = 2
 # A binary file is read as its runs of printable characters at least this long (`strings`).
 MIN_PRINTABLE = 8
-# Lines longer than a window are read in overlapping windows: the scan can stop between them,
-# and a secret up to the overlap long is whole in one of them.
+# Long lines are read in overlapping windows, so the scan can stop between them.
 LINE_WINDOW = 4096
 WINDOW_OVERLAP = 512
 
@@ -42,12 +31,7 @@ _HEX_RUN = re.compile(rf"\b(?:[0-9a-fA-F]{{2}}){{{MIN_ENCODED // 2},}}\b")
 
 @attrs.frozen
 class ScanBudget:
-    """How much scanning one proposal may cost: the bytes it brings to be read (every file of
-    every commit, path by path, its messages, and what is decoded from them) and the seconds
-    reading them takes. A budget cut to what its agent has left of its window
-    (`core.git.settings.admit_scan`) says so: `agent_bytes` / `agent_seconds` (None: not cut),
-    and a scan past them is the agent's refusal, `AGENT_SCAN_BUDGET_EXCEEDED`, with the
-    seconds after which to retry."""
+    """How much scanning one proposal may cost; `agent_*` set: the agent's window cut it."""
 
     max_bytes: int = DEFAULT_SCAN_BYTES
     max_seconds: float = DEFAULT_SCAN_SECONDS
@@ -91,8 +75,7 @@ class ScanBudget:
 
 
 def readable_text(data: bytes) -> str:
-    """A file as the scanner reads it: its text when it is UTF-8 without NUL bytes, else its
-    runs of printable characters, one a line (a key in a "binary" file is still a key)."""
+    """A file's text, or its printable runs: a key in a binary file is still a key."""
     if b"\0" not in data:
         try:
             return data.decode("utf-8")
@@ -112,9 +95,7 @@ def line_windows(line: str) -> Iterator[str]:
 
 
 def encoded_runs(text: str) -> Iterator[tuple[int, str]]:
-    """The base64 and hex runs of `text` worth decoding, with the (1-based) line each starts
-    on: a run inside a line at least `MIN_ENCODED` long, and consecutive lines that are each
-    all base64 (as `base64` wraps its output), joined."""
+    """The base64 and hex runs of `text` worth decoding, with their 1-based line."""
     wrapped: list[str] = []
     wrapped_from = 0
     for number, line in enumerate(text.splitlines(), start=1):

@@ -1,16 +1,5 @@
-"""A governed repository's settings, kept in the ledger and sealed with it.
-
-What the owner sets per repository: the secret scanner's baseline (its JSON text and sha256,
-since a path on disk is not governance), the scan's budget per proposal, whether proposals may
-carry gitlinks, and each agent's scan budget over a time window. They are columns of the
-repository's row, written in sealed events, so `verify` holds them against the log.
-
-The agent's budget is per repository because each owner can only see and bound the proposals
-to their own repository. `admit_scan` answers the budget a proposal's scan runs under (the
-smaller of the per-proposal budget and what is left of the agent's) or refuses it
-`AGENT_SCAN_BUDGET_EXCEEDED` before the bundle is read. A scan refused over its budget is
-charged to its agent too (`decide_charge_scan`), so the window counts it as well.
-"""
+"""A governed repository's settings, columns of its row sealed by events so that `verify` holds
+them; an agent's scan budget is per repository, as each owner bounds their own."""
 
 from __future__ import annotations
 
@@ -26,8 +15,7 @@ from aios_ledger.core.kinds import Between, Text
 from aios_ledger.core.structuring import Constraint, FieldRefused, refuse_as, structure, unstructure
 from aios_ledger.core.timestamps import Timestamp
 
-# An agent's scanning per window, by default: sixteen proposals at the per-proposal byte budget,
-# or thirty at its seconds, per hour.
+# An agent's default scanning per hour: sixteen proposals' bytes, or thirty's seconds.
 DEFAULT_AGENT_SCAN_BYTES = 1024 * 1024 * 1024
 DEFAULT_AGENT_SCAN_SECONDS = 600.0
 DEFAULT_AGENT_SCAN_WINDOW_SECONDS = 3600
@@ -56,8 +44,7 @@ OPTIONS: dict[str, str] = {
 
 @attrs.frozen
 class Seconds(Constraint):
-    """A number of seconds, more than 0 (or 0 itself, with `zero`) and at most `maximum`: an
-    integer or a float (never a bool, NaN or an infinity), answered as a float."""
+    """Seconds in (0, `maximum`] (0 too with `zero`), never a bool or NaN, as a float."""
 
     maximum: float
     zero: bool = False
@@ -111,13 +98,11 @@ class RepositorySettings:
         return {**attrs.asdict(self), "allow_gitlinks": 1 if self.allow_gitlinks else 0}
 
     def baseline(self) -> dict[str, JsonValue] | None:
-        """The baseline's document (None: the repository has none)."""
         if self.secrets_baseline_json is None:
             return None
         return baseline_document(self.secrets_baseline_json)
 
     def changed_from(self, other: RepositorySettings) -> list[str]:
-        """The names of the settings that differ from `other`'s."""
         mine, theirs = self.public(), other.public()
         return [name for name in OPTIONS if mine[name] != theirs[name]]
 
@@ -127,8 +112,7 @@ class RepositorySettings:
 
 
 DEFAULT_SETTINGS = RepositorySettings()
-# The columns 0.x migration 0013 added to `governed_repositories`, and the value each holds in a
-# row registered before it (`later_defaults` of its sealed table, `core.git.tables`).
+# The columns 0.x migration 0013 added, and what each holds in a row registered before it.
 MIGRATED_DEFAULTS: dict[str, str | int | float | None] = DEFAULT_SETTINGS.columns()
 
 
@@ -152,12 +136,7 @@ def _entries(document: dict[str, JsonValue], key: str) -> list[dict[str, JsonVal
 
 
 def baseline_document(text: str) -> dict[str, JsonValue]:
-    """A baseline's document, checked for the shape `detect-secrets` writes: `results` maps
-    file names to lists of secrets (each with its `type` and `hashed_secret`), and the
-    `plugins_used` and `filters_used` lists, if given, name their plugins and filters. A
-    plugin or filter that runs code from a file, or reads a word list (its `path` a `file:`
-    URL, or the word-list filter), is refused: what the baseline does must be what is sealed,
-    not a file on disk anyone may change. `REPOSITORY_SETTING_INVALID` otherwise."""
+    """A baseline as `detect-secrets` writes it, refusing plugins that read files."""
     try:
         document = loads_document(text, what="secrets_baseline")
     except LedgerError as refused:
@@ -190,10 +169,7 @@ def baseline_document(text: str) -> dict[str, JsonValue]:
 
 @attrs.frozen
 class SettingsChange:
-    """The settings a request sets; each one not given (None) stays as it is (at registration:
-    its default). `secrets_baseline` is the baseline's JSON text (the shell reads the file);
-    `clear_secrets_baseline` removes the repository's baseline. Bad values of any kind are
-    `REPOSITORY_SETTING_INVALID`, naming the setting."""
+    """The settings a request sets (None: unchanged); a bad one is `REPOSITORY_SETTING_INVALID`."""
 
     secrets_baseline: Annotated[str, Text(max_length=MAX_BASELINE_CHARS)] | None = None
     clear_secrets_baseline: bool = False
@@ -224,7 +200,6 @@ class SettingsChange:
         return self == SettingsChange()
 
     def apply(self, current: RepositorySettings) -> RepositorySettings:
-        """`current` with the settings this change gives."""
         baseline, digest = current.secrets_baseline_json, current.secrets_baseline_sha256
         if self.clear_secrets_baseline:
             baseline, digest = None, None
@@ -241,16 +216,12 @@ class SettingsChange:
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# the agent's budget
+# --- the agent's budget ---------------------------------------------------------------------------
 
 
 @attrs.frozen
 class AgentScanSpend:
-    """What an agent's scans of its proposals to a repository spent within the window: how
-    many (its recorded proposals, and its scans refused over their budget, which were charged
-    to it), their bytes and seconds (a proposal recorded before 0.x migration 0013 counts as none),
-    and when the oldest of them was recorded (None: none)."""
+    """What an agent's scans to a repository spent in the window, and the oldest's time."""
 
     scans: int = 0
     scan_bytes: int = 0
@@ -259,7 +230,6 @@ class AgentScanSpend:
 
 
 def scan_window_start(settings: RepositorySettings, *, now: Timestamp) -> Timestamp:
-    """Where the agent's window starts: its scans recorded since count against it."""
     return Timestamp.from_epoch_ms(now.epoch_ms - settings.agent_scan_window_seconds * 1000)
 
 
@@ -275,11 +245,7 @@ def _retry_after(settings: RepositorySettings, spend: AgentScanSpend, now: Times
 def admit_scan(
     settings: RepositorySettings, spend: AgentScanSpend, *, agent_id: str, now: Timestamp
 ) -> ScanBudget:
-    """May a proposal of `agent_id` be scanned now, and under what budget? Refused
-    `AGENT_SCAN_BUDGET_EXCEEDED` (retry after the oldest proposal in the window leaves it)
-    when the agent's bytes or seconds in the window are spent; else the repository's
-    per-proposal budget, cut to what the agent has left (a scan that runs past a cut budget is
-    the agent's refusal too, with the same retry time)."""
+    """A scan's budget, cut to what the agent has left, else `AGENT_SCAN_BUDGET_EXCEEDED`."""
     left_bytes = settings.agent_scan_max_bytes - spend.scan_bytes
     left_seconds = settings.agent_scan_max_seconds - spend.scan_seconds
     retry_after = _retry_after(settings, spend, now)

@@ -1,5 +1,4 @@
-"""The governed writes' sealed tables, as the log reads them back and the statements render
-them (`core.log.tables`)."""
+"""The governed writes' sealed tables (`core.log.tables`)."""
 
 from aios_ledger.core.git.records import (
     GOVERNED_REPOSITORIES,

@@ -7,8 +7,7 @@ from typing import TypedDict
 
 
 class ProjectionAnswer(TypedDict):
-    """The task after the projection: its status, revision and attempt, the projected
-    envelope's digest, action and adapter, and its one required capability."""
+    """The task after the projection, and what was projected onto it."""
 
     task_id: str
     job_id: str

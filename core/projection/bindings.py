@@ -21,8 +21,7 @@ BINDING_REGISTERED = "GOVERNED_BINDING_REGISTERED"
 
 @attrs.frozen
 class BindingState:
-    """What registering a binding reads: the binding row already stored for its task and job
-    (None: none is), and the log's tail at the ledger chain."""
+    """The binding stored for the task and job (None: none), and the log's tail."""
 
     prior: BindingRow | None
     tail: LogTail
@@ -31,8 +30,7 @@ class BindingState:
 def decide_register_binding(
     state: BindingState, request: GovernedExecutionBinding, *, now: Timestamp, actor: Actor
 ) -> Decision[BindingAnswer]:
-    """Store the binding, or replay the same binding; another one for the same task and job
-    is `GOVERNED_BINDING_CONFLICT`."""
+    """Store the binding or replay it; another for the task and job is a conflict."""
     require_timestamp(now)
     binding, prior = request, state.prior
     digest = sha256_hex(binding.public())
@@ -101,7 +99,5 @@ SOURCE_CAPTURE_ACTION: JsonObject = {
 
 
 def source_capture_envelope(binding: GovernedExecutionBinding) -> JsonObject:
-    """The source capture of a binding (the seed's `envelope(action="source_capture",
-    capability="git.read")`): what a bound task runs before its runtime projection, and the
-    `execution_digest` its capture result echoes and `project_from_source_capture` re-derives."""
+    """The source capture a bound task runs before its projection."""
     return project_execution_envelope(binding, SOURCE_CAPTURE_ACTION)

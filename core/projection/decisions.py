@@ -1,15 +1,5 @@
-"""The initial execution projection and its recovery after a governed source capture.
-
-A task created by the older runtime carries no execution envelope. The owner authorises, once,
-the projection of the first runtime envelope onto it: the task's metadata gains `execution`
-(the envelope), its required capabilities become the envelope's runtime capability, and the
-event `TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED` records it. The recovery path does the same
-for a task whose first attempt was a source capture that asked for rework.
-
-Each flow is two pure steps around the caller's resolver: `prepare_*` says whether the request is
-a replay or which envelope to resolve; `decide_*` checks every precondition against the state
-read inside the write transaction and returns the plan.
-"""
+"""The initial execution projection of a task created without an envelope, and its recovery after a
+source capture that asked for rework."""
 
 from __future__ import annotations
 
@@ -45,9 +35,9 @@ from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.projection.answers import ProjectionAnswer
 from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.core.projection.records import ProjectionLedgerRow
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.refusals import (
     PROJECTION_REFUSED,
     REFUSAL_EVENTS,
@@ -66,12 +56,8 @@ LEGACY_SCOPE: JsonObject = {"scope_type": "legacy", "tenant_id": None, "project_
 MAX_REVISION = 2**62
 # Where the shell reads the owner's authorization id from (the core only names it, to say so).
 AUTHORIZATION_SETTING = "AIOS_AGENT_TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZATION_ID"
-# The checks of a projection whose refusal is recorded (a sealed
-# TASK_INITIAL_EXECUTION_PROJECTION_REFUSED on the task's chain): the owner's authorization and
-# every precondition `decide_projection` holds a task that exists to. Not recorded: a request
-# that does not parse (FIELDS_INVALID and the request's own state checks, at the edge), a task
-# that does not exist, a key used for another request, and what the resolver answers (it is the
-# caller's, and may fail for reasons of its own).
+# The checks whose refusal is recorded on the task's chain; a request that does not parse, a
+# missing task, a reused key and the resolver's own failures leave no trace.
 PROJECTION_REFUSALS = frozenset(
     {
         "AUTHORIZATION_DENIED",
@@ -108,9 +94,6 @@ Reason = Annotated[str, Text(max_length=1000)]
 
 @attrs.frozen
 class _ProjectionFields:
-    """What both projections name: the task's expected state and digests, the envelope's job,
-    digest, capability and adapter, the owner's authorization, the key and the reason."""
-
     expected_status: TaskStatus
     expected_revision: Revision
     expected_attempt: Attempt
@@ -144,8 +127,8 @@ class InitialExecutionProjectionRequest(_ProjectionFields):
 
 @attrs.frozen
 class SourceCaptureProjectionRecoveryRequest(_ProjectionFields):
-    """The recovery also names the source capture it recovers from: the verification that
-    asked for rework, the captured result and the capture's execution digest."""
+    """The recovery also names the source capture it recovers from: the verification that asked for
+    rework, the captured result and the capture's execution digest."""
 
     previous_verification_sha256: Sha256Hex
     expected_source_capture_result_sha256: Sha256Hex
@@ -167,8 +150,7 @@ ProjectionRequest = InitialExecutionProjectionRequest | SourceCaptureProjectionR
 
 @attrs.frozen
 class ProjectionCommand:
-    """One projection asked of one task: the seed's `project(task_id, request)` (or its
-    recovery) as one record."""
+    """One projection, or its recovery, asked of one task."""
 
     task_id: str
     request: ProjectionRequest
@@ -176,9 +158,7 @@ class ProjectionCommand:
 
 @attrs.frozen
 class ProjectionState:
-    """What the decision reads: the task, its events in order, any answer recorded for the key,
-    the log's tail at the task's chain, and the refusal kept under the key (its recorded answer in
-    the task's idempotency ledger, `refusal_key(projection_operation(request), key)`)."""
+    """The task, its events in order, the answer and refusal under the key, and the tail."""
 
     task: TaskRow | None
     events: tuple[EventRow, ...]
@@ -206,7 +186,6 @@ def projection_operation(request: ProjectionRequest) -> str:
 
 
 def _drifted(what: str, actual: object, expected: object) -> str:
-    """A digest refusal's detail: which value the ledger found, which the request expected."""
     return f"{what} has sha256 {actual}, the request expects {expected}"
 
 
@@ -242,7 +221,7 @@ def prepare_projection(
     if replay is not None:
         return replay
     replay_refusal(state.refused, digest, error=ProjectionError)
-    task = require_task(task_id, state.task)
+    task = require_task(task_id, state.task, error=ProjectionError)
     return ResolverCall(
         task_id=task_id,
         job_id=request.expected_job_id,
@@ -266,9 +245,7 @@ def runtime_input_of(task: TaskRow) -> JsonObject:
 
 
 def projection_expectations(task: TaskRow, job_id: str, execution_digest: str | None) -> JsonObject:
-    """The `expected_*` values an initial projection request must carry for the task as it
-    stands now and the envelope its resolver gives: what an owner pins after reading a preview,
-    so that a task or an envelope that changes meanwhile is refused."""
+    """The `expected_*` values an owner pins, so that a change meanwhile is refused."""
     return {
         "expected_status": task.status,
         "expected_revision": task.revision,
@@ -292,10 +269,7 @@ def decide_projection(
     authorization_id: str | None,
     source_capture_contract: Mapping[str, object],
 ) -> Decision[ProjectionAnswer]:
-    """Every precondition of the projection, in the order the contract names them. `envelope`
-    is what the caller's resolver answered for `prepare_projection`'s call, `authorization_id`
-    the owner's configured authorization, `source_capture_contract` the source capture's
-    result contract (JSON Schema)."""
+    """Every precondition, in the contract's order; `envelope` is the resolver's answer."""
     require_timestamp(now)
     prepared = prepare_projection(state, request, authorization_id=authorization_id)
     if isinstance(prepared, Replay):
@@ -315,7 +289,7 @@ def _checked_plan(
     actor: Actor,
 ) -> WritePlan[ProjectionAnswer]:
     """The checks past authorization and replay, in the contract's order, then the plan."""
-    task = require_task(task_id, state.task)
+    task = require_task(task_id, state.task, error=ProjectionError)
     metadata = _check_untouched_task(task, request)
     recovery: JsonObject = {}
     if isinstance(request, SourceCaptureProjectionRecoveryRequest):
@@ -332,12 +306,6 @@ def _checked_plan(
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:
     return request_digest(projection_operation(request), task_id, request.public())
-
-
-def require_task(task_id: str, task: TaskRow | None) -> TaskRow:
-    if task is None:
-        raise ProjectionError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    return task
 
 
 def _projection_error(read: Any) -> Any:
@@ -380,9 +348,7 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
 
 
 def check_unprojected_task(task: TaskRow) -> JsonObject:
-    """The checks of a task a projection may take that need no request, in the contract's
-    order: unclaimed, without a lease, without an envelope, requiring no capability. Answers
-    the task's metadata."""
+    """The request-free checks of a task a projection may take; answers its metadata."""
     if task.claimed_by is not None:
         raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
     if task.lease_token_hash is not None or task.lease_expires_at is not None:
@@ -399,10 +365,7 @@ def check_unprojected_task(task: TaskRow) -> JsonObject:
 
 
 def _transitions(events: tuple[EventRow, ...]) -> list[EventRow]:
-    """The task's events that moved it: a refused attempt (a governed write or a projection
-    refused before this one) is on the task's chain too, but it changed neither the task's row
-    nor its revision, so the preconditions pass over it; a refused attempt must not make a
-    later correct projection fail."""
+    """The events that moved the task: a refused attempt must not fail a later projection."""
     return [event for event in events if event.event_type not in REFUSAL_EVENTS]
 
 
@@ -538,12 +501,7 @@ def decide_projection_refusal(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a projection refused by one of its checks (`PROJECTION_REFUSALS`), read again in
-    the recording's own transaction: a sealed TASK_INITIAL_EXECUTION_PROJECTION_REFUSED on the
-    task's chain naming the code, the message, what was asked (job, envelope digest,
-    capability, adapter, reason; never the authorization id given) and the key. The task's row
-    and revision are untouched. None (nothing recorded) for another code, a task that does not
-    exist, or a key that answered a projection; the same refusal again replays."""
+    """Record a projection refused by one of `PROJECTION_REFUSALS` as a sealed event."""
     if refused.code not in PROJECTION_REFUSALS:
         return None
     request = command.request
@@ -653,16 +611,7 @@ def _plan(
         updated_at=now.text,
         awaiting_projection=0,  # a governed task's hold ends here, in the projection's write
     )
-    update = SqlWrite(
-        Statement.PROJECT_TASK_EXECUTION,
-        {
-            "task_id": task.task_id,
-            "expected_revision": request.expected_revision,
-            "metadata_json": projected.metadata_json,
-            "required_capabilities_json": projected.required_capabilities_json,
-            "updated_at": projected.updated_at,
-        },
-    )
+    update = guarded_update(Statement.PROJECT_TASK_EXECUTION, projected, request.expected_revision)
     ledger_row = ProjectionLedgerRow(
         idempotency_key=request.idempotency_key,
         task_id=task.task_id,

@@ -1,16 +1,5 @@
-"""`project TASK --pin`: the initial projection request pinned to exactly what was read.
-
-An owner who projects a task names the task, the adapter and (when the task has several
-bindings) the job; everything else the request must expect is what the shell read a moment
-before: the task's status, revision, attempt and the sha256 of its metadata and required
-capabilities, the binding's job, the digest of the envelope the resolver answered. The request
-built here is the seed's `InitialExecutionProjectionRequest`, applied by the seed's projection,
-so a task or an envelope that changes between the read and the write is refused there with the
-seed's code (`REVISION_CONFLICT`, `METADATA_DIGEST_MISMATCH`, `EXECUTION_DIGEST_DRIFT`, ...).
-
-Two pure steps around the caller's resolver, as the projection itself: `prepare_pin` says which
-envelope to resolve; `pin_projection` builds the request and what it authorizes.
-"""
+"""`project TASK --pin`: the initial projection request pinned to exactly what the shell read, so
+that a change before the write is refused by the projection itself."""
 
 from __future__ import annotations
 
@@ -29,11 +18,10 @@ from aios_ledger.core.projection.decisions import (
     check_unprojected_task,
     projection_expectations,
     require_authorization,
-    require_task,
     runtime_input_of,
 )
 from aios_ledger.core.projection.records import BindingRow
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 
 DEFAULT_PIN_REASON = "projected with `project --pin`, pinned to the task and envelope as read"
 PIN_KEY_PREFIX = "pin-"
@@ -41,9 +29,7 @@ PIN_KEY_PREFIX = "pin-"
 
 @attrs.frozen
 class PinRead:
-    """What the shell read, in one transaction, for a pinned projection: the task (None: there
-    is none) and the bindings registered for it (the shell reads at most two: one is the
-    binding, a second says which one is not said)."""
+    """The task and at most two of its bindings (a second makes the job ambiguous)."""
 
     task_id: str
     task: TaskRow | None
@@ -52,10 +38,7 @@ class PinRead:
 
 @attrs.frozen
 class PinCommand:
-    """What the owner says: the adapter the envelope runs, the job when the task has several
-    bindings, the owner authorization in force, and optionally the reason and the key (by
-    default a key derived from everything else the request pins: the same read gives the same
-    request, a replay; a task that changed gives another)."""
+    """What the owner says; the default key derives from everything pinned."""
 
     adapter: str
     authorization_id: str | None
@@ -73,11 +56,9 @@ class PinnedProjection:
 
 
 def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
-    """Before resolving: the owner authorization, a task a projection may take (its own code
-    when it is not: claimed, leased, already projected, requiring capabilities), the job (the
-    task's one binding unless named) and the envelope's capability."""
+    """Before resolving: the authorization, the task, the job and the envelope's capability."""
     require_authorization(command.authorization_id)
-    task = require_task(read.task_id, read.task)
+    task = require_task(read.task_id, read.task, error=ProjectionError)
     check_unprojected_task(task)
     adapter = _identifier("adapter", command.adapter)
     job_id = _job(read, command.job_id)
@@ -94,11 +75,9 @@ def prepare_pin(read: PinRead, command: PinCommand) -> ResolverCall:
 def pin_projection(
     read: PinRead, command: PinCommand, call: ResolverCall, envelope: object
 ) -> PinnedProjection:
-    """The request whose `expected_*` fields are what `read` holds and `envelope` (the
-    resolver's answer to `call`) digests to, checked against the envelope as the projection
-    will check it, and what it authorizes."""
+    """The request pinned to what was read and resolved, checked as the projection will."""
     authorization_id = require_authorization(command.authorization_id)
-    task = require_task(read.task_id, read.task)
+    task = require_task(read.task_id, read.task, error=ProjectionError)
     check_unprojected_task(task)
     try:
         verified = verify_execution_envelope(envelope)
@@ -123,8 +102,6 @@ def pin_projection(
 def _authorized(
     task: TaskRow, request: InitialExecutionProjectionRequest, envelope: JsonObject
 ) -> JsonObject:
-    """What applying the request authorizes: the task as read, where the work may land (the
-    binding inside the envelope), what runs there, and the digest that addresses it all."""
     binding = envelope["binding"]
     assert isinstance(binding, dict)  # a verified envelope carries its binding
     return {

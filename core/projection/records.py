@@ -1,8 +1,5 @@
-"""The rows of projections: a `governed_bindings` row, and a row of a projection's ledger.
-
-The projections' own idempotency ledgers are read for their recorded answers into the tasks'
-`IdempotencyRow`; a whole ledger row (`ProjectionLedgerRow`) is what a projection writes and what
-its sealed event covers."""
+"""The rows of projections: a `governed_bindings` row, and a row of a projection's ledger, which its
+sealed event covers."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ class BindingRow:
 
 
 class ProjectionLedgerRow(NamedTuple):
-    """One row of `task_initial_execution_projections` or of
-    `task_source_capture_projection_recoveries` (the two ledgers have the same columns)."""
+    """One row of either projection ledger, which share their columns."""
 
     idempotency_key: str
     task_id: str
@@ -47,5 +43,4 @@ class ProjectionLedgerRow(NamedTuple):
     created_at: str
 
     def image(self, table: str) -> RowImage:
-        """The row of `table` as a seal covers it: every column the record has."""
         return row_image(table, self.idempotency_key, self._asdict())

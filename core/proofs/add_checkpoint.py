@@ -1,13 +1,5 @@
-"""The C2SP tlog-witness protocol's `add-checkpoint` call (https://c2sp.org/tlog-witness), pure:
-the request body and what a witness decides about it.
-
-The body is an `old N` line, up to 63 consistency proof lines (one base64 hash each), an empty
-line, then the checkpoint as a signed note. The witness answers in the spec's order: 404 for an
-origin it does not witness, 403 when no trusted signature verifies, 400 for a malformed body or
-an old size beyond the checkpoint's, 409 with its last cosigned size when the old size is not
-that size, 422 when the proof does not verify, else its cosignature lines. Each refusal is a
-`LedgerError` whose code `WITNESS_STATUS` maps to its status.
-"""
+"""The C2SP tlog-witness `add-checkpoint` call: the request body and what a witness decides, each
+refusal a `LedgerError` whose code `WITNESS_STATUS` maps to the spec's status."""
 
 from __future__ import annotations
 
@@ -37,8 +29,7 @@ from aios_ledger.core.proofs.notes import (
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 MAX_PROOF_LINES = 63
-# The body: an old size line, the proof lines, the empty line, and a note of at most
-# MAX_NOTE_BYTES.
+# The body: an old size line, proof lines, an empty line, and a note of at most MAX_NOTE_BYTES.
 MAX_BODY_BYTES = MAX_NOTE_BYTES + len("old \n\n") + 20 + MAX_PROOF_LINES * 45
 SIZE_MEDIA_TYPE = "text/x.tlog.size"
 _OLD = re.compile(r"old (0|[1-9][0-9]*)")
@@ -59,8 +50,7 @@ WITNESS_STATUS = {
 
 @attrs.frozen
 class AddCheckpointRequest:
-    """An `add-checkpoint` body: the old size, the consistency proof, the checkpoint's note
-    (its signatures not checked yet) and the checkpoint it carries."""
+    """An `add-checkpoint` body, its note's signatures unchecked."""
 
     old_size: int
     proof: tuple[bytes, ...]
@@ -68,7 +58,6 @@ class AddCheckpointRequest:
     checkpoint: Checkpoint
 
     def body(self) -> bytes:
-        """The body as a client sends it."""
         lines = [f"old {self.old_size}", *(base64.b64encode(h).decode() for h in self.proof)]
         return ("".join(line + "\n" for line in lines) + "\n" + self.note.encode()).encode()
 
@@ -114,9 +103,7 @@ def _hash_line(line: str) -> bytes:
 def trusted_checkpoint(
     request: AddCheckpointRequest, log_keys: Iterable[VerifierKey], check: SignatureCheck
 ) -> Checkpoint:
-    """The request's checkpoint when a key the witness trusts for its origin signed it:
-    WITNESS_ORIGIN_UNKNOWN (404) for an origin no key is named for, WITNESS_UNTRUSTED (403)
-    when no signature of such a key verifies (those of other keys are ignored)."""
+    """The checkpoint, when a key trusted for its origin signed it; else 404 or 403."""
     checkpoint = request.checkpoint
     keys = [key for key in log_keys if key.name == checkpoint.origin and key.key_type == ED25519]
     if not keys:
@@ -131,22 +118,14 @@ def trusted_checkpoint(
 
 
 def resumed_size(cosigned_sizes: Iterable[int | None]) -> int:
-    """The old size a log pushing to a witness it knows nothing of yet (a restart) sends: the
-    largest of the sizes its stored cosignatures by the witness keys it accepts are on (None:
-    a key cosigned none), else 0. A URL does not name its key, so when several witnesses are
-    accepted the largest is the likeliest (they are pushed the same checkpoints); a wrong one
-    costs what not knowing costs, the witness's 409 with its size."""
+    """The old size for a witness a restarted log knows nothing of; a wrong one costs a 409."""
     return max((size for size in cosigned_sizes if size is not None), default=0)
 
 
 def decide_add_checkpoint(
     state: WitnessState | None, request: AddCheckpointRequest, *, now: Timestamp
 ) -> CosignPlan:
-    """Whether a witness that last cosigned `state` of the checkpoint's log (None: it never
-    did) cosigns the request's checkpoint (its signature already trusted), at `now`.
-    WITNESS_REQUEST_INVALID: an old size above the checkpoint's, or a proof from size 0;
-    WITNESS_CONFLICT: an old size that is not the one cosigned last (0 when none), or that
-    size with another root; WITNESS_PROOF_INVALID: a proof that does not verify."""
+    """Whether a witness that last cosigned `state` cosigns the trusted checkpoint at `now`."""
     checkpoint, old = request.checkpoint, request.old_size
     if old > checkpoint.size:
         raise LedgerError(

@@ -1,15 +1,5 @@
-"""Checkpoints (C2SP `tlog-checkpoint`) and what a witness decides about them, pure.
-
-A checkpoint is a signed note whose text is the log's tree head (origin, tree size, base64 root
-hash, optional extension lines), signed by the log under a key named as its origin and
-cosigned by witnesses (`cosignatures.py`). The ledger's origin is the name of its signing key.
-
-A witness keeps the last checkpoint it cosigned for a log and cosigns a new one only when it is
-consistent with that one: the same size and root, or larger with a consistency proof that
-verifies. A log that rewrote its history and re-signed it with its own key cannot produce that
-proof, so the witness refuses it (CHECKPOINT_INCONSISTENT). The first checkpoint a witness sees
-of a log is taken on trust, as in the C2SP witness protocol.
-"""
+"""Checkpoints (C2SP `tlog-checkpoint`) and a witness's decision: it cosigns only what is consistent
+with its last cosigned checkpoint, so a log that rewrote its history gets no cosignature."""
 
 from __future__ import annotations
 
@@ -85,9 +75,7 @@ class Checkpoint:
 
     @classmethod
     def parse(cls, text: str) -> Checkpoint:
-        """A checkpoint from a note's text; CHECKPOINT_INVALID unless it is three or more
-        non-empty lines, each ending in a newline: an origin, a size without leading zeroes,
-        the base64 of a 32-byte root, and any extension lines."""
+        """A checkpoint from a note's text, else CHECKPOINT_INVALID."""
         if not isinstance(text, str) or not text.endswith("\n"):
             raise LedgerError("CHECKPOINT_INVALID", "a checkpoint's text ends in a newline")
         lines = text[:-1].split("\n")
@@ -111,8 +99,7 @@ def checkpoint_message(checkpoint: Checkpoint) -> bytes:
 
 
 def signed_checkpoint(checkpoint: Checkpoint, log_key: VerifierKey, signature: bytes) -> SignedNote:
-    """The checkpoint's note with the log's signature (64 bytes over `checkpoint_message`).
-    The log's key is named as the checkpoint's origin (CHECKPOINT_INVALID otherwise)."""
+    """The checkpoint's note signed by the log's key, named as its origin."""
     if log_key.name != checkpoint.origin or log_key.key_type != ED25519:
         raise LedgerError("CHECKPOINT_INVALID", "the log's Ed25519 key is named as its origin")
     return SignedNote(checkpoint.body(), (ed25519_signature(log_key, signature),))
@@ -126,8 +113,7 @@ def cosignature_message(checkpoint_body: str, timestamp: int) -> bytes:
 
 
 def cosignature(witness_key: VerifierKey, timestamp: int, signature: bytes) -> NoteSignature:
-    """The witness's signature line: its name, its cosignature key ID (type 0x04), then the
-    timestamp and the Ed25519 signature over `cosignature_message`."""
+    """The witness's signature line over `cosignature_message`, under its cosignature key ID."""
     _require_timestamp(timestamp)
     key = witness_key.as_type(COSIGNATURE_V1)
     if len(signature) != 64:
@@ -151,8 +137,7 @@ def _require_timestamp(timestamp: object) -> None:
 
 
 def checkpoint_root(checkpoint: Checkpoint, size: int) -> bytes:
-    """The root a proof of a tree of `size` leaves is checked against, taken from a checkpoint
-    whose signature was verified: PROOF_REJECTED when the checkpoint signs another size."""
+    """The root a proof of `size` leaves is checked against, else PROOF_REJECTED."""
     if checkpoint.size != size:
         raise LedgerError(
             "PROOF_REJECTED",
@@ -176,10 +161,7 @@ def open_checkpoint(
     *,
     origin: str | None = None,
 ) -> OpenedCheckpoint:
-    """A checkpoint of `origin` (by default the key's name, as the spec recommends and this
-    ledger does) signed by `log_key`: NOTE_INVALID or CHECKPOINT_INVALID for a malformed one
-    or another origin, NOTE_UNVERIFIED when the log did not sign it, NOTE_SIGNATURE_INVALID
-    when its signature does not verify."""
+    """A checkpoint of `origin` (default: the key's name) that `log_key` signed."""
     if log_key.key_type != ED25519:
         raise LedgerError("NOTE_KEY_INVALID", "a log's key is an Ed25519 (0x01) key")
     opened = open_note(message, [log_key], check)
@@ -196,9 +178,7 @@ def open_checkpoint(
 def verified_cosignatures(
     note: SignedNote, witnesses: Iterable[VerifierKey], check: SignatureCheck
 ) -> tuple[NoteSignature, ...]:
-    """The signatures on `note` that are cosignatures/v1 by one of `witnesses` (given as
-    their Ed25519 keys, either type), each checked: COSIGNATURE_INVALID when one does not
-    verify; lines of other keys are ignored."""
+    """The cosignatures on `note` by one of `witnesses`, each checked; others ignored."""
     keys = [key.as_type(COSIGNATURE_V1) for key in witnesses]
     found: list[NoteSignature] = []
     for signature in note.signatures:
@@ -217,8 +197,7 @@ def verified_cosignatures(
 
 
 def cosigned_note(stored: str, cosignatures: Sequence[NoteSignature]) -> str:
-    """A stored checkpoint note with witnesses' cosignature lines added after its own, one per
-    witness key (a newer one replaces an older by the same key)."""
+    """A checkpoint note with one cosignature line per witness key, the newest."""
     note = parse_note(stored)
     for signature in cosignatures:
         note = note.with_signature(signature)
@@ -291,8 +270,7 @@ class WitnessState:
 
 @attrs.frozen
 class CosignPlan:
-    """What the witness does next: sign `message` at `timestamp`, add the line to the note,
-    keep `state`."""
+    """What the witness does next: sign `message` at `timestamp`, add the line, keep `state`."""
 
     checkpoint: Checkpoint
     message: bytes
@@ -301,8 +279,7 @@ class CosignPlan:
 
 
 def consistency_proof_needed(last: WitnessState | None, checkpoint: Checkpoint) -> int | None:
-    """The old size the witness needs a consistency proof from to `checkpoint.size`, or None
-    when it needs none (first sight, the same size, or a refusal `decide_cosign` will make)."""
+    """The old size the witness needs a consistency proof from, or None when it needs none."""
     if last is None or checkpoint.size <= last.size or last.size == 0:
         return None
     return last.size
@@ -310,9 +287,7 @@ def consistency_proof_needed(last: WitnessState | None, checkpoint: Checkpoint) 
 
 @attrs.frozen
 class CosignRequest:
-    """A checkpoint shown to the witness (already verified as the log's), and the consistency
-    proof from the size it last cosigned to the checkpoint's (when `consistency_proof_needed`
-    asked for one)."""
+    """A checkpoint verified as the log's, and the consistency proof asked for."""
 
     checkpoint: Checkpoint
     proof: tuple[bytes, ...] | None = None
@@ -321,11 +296,7 @@ class CosignRequest:
 def decide_cosign(
     state: WitnessState | None, request: CosignRequest, *, now: Timestamp
 ) -> CosignPlan:
-    """Whether a witness that last cosigned `state` (None: it never did) cosigns the request's
-    checkpoint, at `now` (its cosignature's timestamp is `now` in whole seconds). Refusals:
-    WITNESS_ORIGIN_MISMATCH (another log), CHECKPOINT_ROLLBACK (a smaller tree than one
-    cosigned), CHECKPOINT_INCONSISTENT (another root at the same size, or a proof that does not
-    verify)."""
+    """Whether a witness that last cosigned `state` cosigns the checkpoint at `now`."""
     timestamp = require_timestamp(now).epoch_ms // 1000
     _require_timestamp(timestamp)
     last, checkpoint, proof = state, request.checkpoint, request.proof

@@ -1,16 +1,5 @@
-"""The Ed25519 cosignature/v1 message (C2SP `tlog-cosignature`), pure.
-
-A witness's cosignature is a signed-note signature of type 0x04 whose bytes (after the key ID)
-are a `timestamped_signature`: an 8-byte big-endian POSIX timestamp, then a 64-byte Ed25519
-signature over
-
-    cosignature/v1\\n
-    time <timestamp, decimal, no leading zeroes>\\n
-    <the whole checkpoint body, extension lines included, ending in a newline>
-
-The key ID is SHA-256(name || 0x0A || 0x04 || public key)[:4], so the same Ed25519 key has
-another ID as a cosigner than as a plain note signer.
-"""
+"""The Ed25519 cosignature/v1 message (C2SP `tlog-cosignature`): a signed-note signature of type
+0x04 over the timestamp and the checkpoint body."""
 
 from __future__ import annotations
 
@@ -36,8 +25,7 @@ def timestamped_signature(timestamp: int, signature: bytes) -> bytes:
 
 
 def split_cosignature(signature: bytes) -> tuple[int, bytes] | None:
-    """(timestamp, Ed25519 signature) of a cosignature line's bytes after its key ID, or None
-    when they are not 8 + 64 bytes with a timestamp below 2**63."""
+    """(timestamp, signature) of a cosignature line after its key ID, None when malformed."""
     if len(signature) != COSIGNATURE_SIZE:
         return None
     timestamp = int.from_bytes(signature[:TIMESTAMP_SIZE], "big")

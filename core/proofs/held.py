@@ -1,15 +1,5 @@
-"""`verify`'s check of the checkpoints the ledger stored, against its own tree, without I/O.
-
-`verify` rebuilds the Merkle tree leaf by leaf; each stored checkpoint, smallest first, is held
-to the tree's right edge when the walk reaches its size, so no proof and no extra read is needed.
-Its note must say what its row says and, under a key the verifier knows, verify. A root edited,
-a tree rewritten or cut short under a signed checkpoint, or a checkpoint the ledger's key never
-signed is a finding by checkpoint id (`CHECKPOINT_MISMATCH`, `CHECKPOINT_FORGED`).
-
-Each stored witness cosignature by a witness the verifier knows must verify over its
-checkpoint's body and agree with its row, else `COSIGNATURE_FORGED`. Lines by unknown witnesses
-are not counted: the API never stores such lines, so one proves nothing either way.
-"""
+"""`verify`'s check of the stored checkpoints and their known witnesses' cosignatures, each held to
+the tree's right edge as the walk reaches its size, so that no proof and no extra read is needed."""
 
 from __future__ import annotations
 
@@ -44,8 +34,7 @@ COSIGNATURES_TABLE = "checkpoint_cosignatures"
 
 @attrs.frozen
 class StoredCosignature:
-    """One row of `checkpoint_cosignatures` as `verify` reads it: its checkpoint, the witness's
-    name and cosignature key ID (hex) and the time its row says, and the line as served."""
+    """One row of `checkpoint_cosignatures` as `verify` reads it."""
 
     checkpoint_id: object
     witness_name: object
@@ -55,10 +44,7 @@ class StoredCosignature:
 
 
 class CheckpointHold:
-    """The check of one walk's stored checkpoints (ordered by tree size, then id): `reached`
-    with the tree's edge at each size the walk passes, from 0, then `finish` with its size.
-    `findings` grows as it goes; `checked` counts the checkpoints held to the tree and
-    `signatures_checked` those whose signature was verified with a known key."""
+    """The check of one walk's stored checkpoints: `reached` at each size, then `finish`."""
 
     def __init__(
         self,
@@ -88,15 +74,13 @@ class CheckpointHold:
 
     @property
     def next_size(self) -> int | None:
-        """The tree size the next checkpoint signs (None: no checkpoint is left)."""
         return None if self._next is None else self._next.tree_size
 
     def _note(self, code: str, row: CheckpointRow, detail: str) -> None:
         self.findings.append(Finding(code, None, detail, table=TABLE, key=str(row.checkpoint_id)))
 
     def _advance(self) -> None:
-        """The next row whose size is a tree size; a row whose size is none (a value written
-        behind the ledger's back, past the table's checks) is reported as it goes by."""
+        """The next row whose size is a tree size, reporting a row with none."""
         self._next = next(self._rows, None)
         while self._next is not None and not _is_size(self._next.tree_size):
             self._note(CHECKPOINT_MISMATCH, self._next, "the checkpoint's size is not a tree size")
@@ -104,8 +88,7 @@ class CheckpointHold:
             self._next = next(self._rows, None)
 
     def reached(self, frontier: Frontier) -> None:
-        """The walk holds the tree of `frontier.size` leaves: hold the checkpoints of that
-        size to its root (the walk tells every size from 0, so none is passed over)."""
+        """Hold the checkpoints of `frontier.size` to the tree's root."""
         root: bytes | None = None
         while self._next is not None and self._next.tree_size == frontier.size:
             root = frontier.head().root if root is None else root
@@ -113,8 +96,7 @@ class CheckpointHold:
             self._advance()
 
     def finish(self, size: int) -> list[Finding]:
-        """After the last leaf (`size` of them): a checkpoint left signs a larger tree than
-        the one stored."""
+        """After the last leaf: a checkpoint left signs a larger tree than the one stored."""
         while self._next is not None:
             row = self._next
             self._signed(row)
@@ -140,8 +122,7 @@ class CheckpointHold:
             )
 
     def _signed(self, row: CheckpointRow) -> None:
-        """The note says what the row says, and verifies under the ledger's key when known;
-        then the cosignatures stored with it."""
+        """The note says what the row says and verifies when the key is known."""
         try:
             if not isinstance(row.note, str):
                 raise LedgerError("NOTE_INVALID", "the stored note is not text")
@@ -176,8 +157,7 @@ class CheckpointHold:
         self.signatures_checked += 1
 
     def _held_cosignatures(self, row: CheckpointRow, body: str | None) -> None:
-        """The stored cosignatures of `row` (the next in their stream), each by a known
-        witness held to `body`, the checkpoint's text (None: it is no checkpoint, reported)."""
+        """The stored cosignatures of `row`, held to its checkpoint `body`."""
         while (
             self._next_cosignature is not None
             and self._next_cosignature.checkpoint_id == row.checkpoint_id

@@ -1,15 +1,5 @@
-"""Signed notes (C2SP `signed-note`, Go's `golang.org/x/mod/sumdb/note`), pure.
-
-A signed note is a text ending in a newline, a blank line, and one or more signature lines
-`— <key name> base64(key ID || signature)\\n`. A key is named by (key name, key ID), the ID being
-the first four bytes of SHA-256(name || 0x0A || signature type || public key); type 0x01 is a
-plain Ed25519 signature over the text, type 0x04 a witness cosignature (`checkpoints.py`). Keys
-are written as text: `<name>+<hex key ID>+base64(type || public key)` to verify, and
-`PRIVATE+KEY+<name>+<hex key ID>+base64(0x01 || seed)` to sign.
-
-The core builds and parses these bytes; Ed25519 itself is the shell's, through `cryptography`,
-so a decision that checks a note is handed a deterministic `SignatureCheck` and stays pure.
-"""
+"""Signed notes (C2SP `signed-note`, as Go's `sumdb/note`): the core builds and parses their bytes;
+the shell hands in Ed25519 as a `SignatureCheck`, so decisions stay pure."""
 
 from __future__ import annotations
 
@@ -31,8 +21,7 @@ ED25519_SIGNATURE_SIZE = 64
 KEY_ID_SIZE = 4
 # Go's note.Open refuses more than 100 signatures; the spec asks verifiers to take at least 16.
 MAX_SIGNATURES = 100
-# A note larger than this is refused before it is parsed (a checkpoint with a hundred
-# signature lines is about 10 kB).
+# A larger note is refused before it is parsed.
 MAX_NOTE_BYTES = 1 << 16
 SIGNATURE_PREFIX = "\u2014 "  # em dash, space
 SIGNER_KEY_PREFIX = "PRIVATE+KEY+"
@@ -65,8 +54,7 @@ def key_id(name: str, key_type: int, public_key: bytes) -> bytes:
 
 
 def _b64decode(text: str) -> bytes | None:
-    """Standard base64 with padding, and only its canonical spelling (what re-encodes the same),
-    so that one signature or key has one text."""
+    """Canonical padded base64 only, so that one signature or key has one text."""
     try:
         decoded = base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError):
@@ -94,15 +82,12 @@ class VerifierKey:
         return f"{self.name}+{self.key_id.hex()}+{_b64(bytes([self.key_type]) + self.public_key)}"
 
     def as_type(self, key_type: int) -> VerifierKey:
-        """The same public key under another signature type (and so another key ID): a
-        witness's Ed25519 key as the cosignature/v1 key it signs with."""
+        """The same public key under another signature type, as a witness's key for cosignatures."""
         return attrs.evolve(self, key_type=key_type)
 
     @classmethod
     def parse(cls, text: object) -> VerifierKey:
-        """A verifier key from its text; NOTE_KEY_INVALID unless the name is a key name, the
-        ID is 8 lower-case hex digits equal to the key's, and the key an Ed25519 one (0x01 or
-        0x04, 32 bytes)."""
+        """A verifier key from its text, else NOTE_KEY_INVALID."""
         if not isinstance(text, str):
             raise LedgerError("NOTE_KEY_INVALID", "a verifier key is text")
         parts = text.strip().split("+", 2)
@@ -123,9 +108,7 @@ class VerifierKey:
 
 @attrs.frozen(repr=False)
 class SignerKey:
-    """A private Ed25519 key by name: `PRIVATE+KEY+name+hex(key ID)+base64(0x01 || seed)`.
-    Its key ID is that of its public key, which only Ed25519 can derive from the seed: the
-    shell derives it and calls `verifier(public_key)`, which checks the ID."""
+    """A private Ed25519 key by name; the shell derives its public key for `verifier`."""
 
     name: str
     stated_key_id: bytes
@@ -135,8 +118,7 @@ class SignerKey:
         return f"SignerKey({self.name!r}, {self.stated_key_id.hex()})"
 
     def verifier(self, public_key: bytes) -> VerifierKey:
-        """The verifier key of this seed's `public_key`; NOTE_KEY_INVALID when the key ID
-        written in the signer key is not that key's."""
+        """The verifier key of `public_key`, if the written key ID is its."""
         key = VerifierKey(self.name, ED25519, public_key)
         if key.key_id != self.stated_key_id:
             raise LedgerError("NOTE_KEY_INVALID", "the signer key's ID is not its public key's")
@@ -200,8 +182,7 @@ class SignedNote:
         return self.text + "\n" + "".join(signature.line() for signature in self.signatures)
 
     def with_signature(self, signature: NoteSignature) -> SignedNote:
-        """The note with `signature` added last; one by the same key (name and ID) is
-        replaced, as Go's note.Sign replaces it."""
+        """The note with `signature` last, replacing the same key's, as Go does."""
         kept = tuple(
             held
             for held in self.signatures
@@ -219,8 +200,7 @@ def _check_text_characters(message: str) -> None:
 
 
 def note_text(text: str) -> str:
-    """`text` as a note's text: NOTE_INVALID unless it ends in a newline and holds no control
-    character but newlines."""
+    """`text` as a note's text, else NOTE_INVALID."""
     if not isinstance(text, str) or not text.endswith("\n"):
         raise LedgerError("NOTE_INVALID", "a note's text ends in a newline")
     _check_text_characters(text)
@@ -228,9 +208,7 @@ def note_text(text: str) -> str:
 
 
 def parse_note(message: str | bytes) -> SignedNote:
-    """A signed note from its bytes or text, its signatures unchecked; NOTE_INVALID unless it
-    is UTF-8 without control characters but newlines, a text, a blank line and 1 to
-    `MAX_SIGNATURES` well-formed signature lines, each ending in a newline."""
+    """A signed note, its signatures unchecked; NOTE_INVALID unless well-formed."""
     if isinstance(message, bytes):
         if len(message) > MAX_NOTE_BYTES:
             raise LedgerError("NOTE_INVALID", f"a note is at most {MAX_NOTE_BYTES} bytes")
@@ -274,8 +252,7 @@ def ed25519_signature(key: VerifierKey, signature: bytes) -> NoteSignature:
 
 @attrs.frozen
 class OpenedNote:
-    """A note whose signatures were checked: the text, the signatures that verified under a
-    known key, and those of unknown keys (ignored, as the spec says)."""
+    """A note whose signatures were checked, and those of unknown keys."""
 
     note: SignedNote
     verified: tuple[NoteSignature, ...]
@@ -287,8 +264,7 @@ class OpenedNote:
 
 
 def signed_message(key: VerifierKey, text: str, signature: bytes) -> tuple[bytes, bytes] | None:
-    """What a signature of `key`'s type signs over a note's `text`, and the Ed25519 signature
-    inside it: (message, signature), or None when the signature is malformed for its type."""
+    """What a signature of `key`'s type signs, and the signature; None when malformed."""
     if key.key_type == ED25519:
         if len(signature) != ED25519_SIGNATURE_SIZE:
             return None
@@ -305,10 +281,7 @@ def signed_message(key: VerifierKey, text: str, signature: bytes) -> tuple[bytes
 def open_note(
     message: str | bytes | SignedNote, known: Iterable[VerifierKey], check: SignatureCheck
 ) -> OpenedNote:
-    """Parse a note and check its signatures against the `known` keys, as Go's note.Open
-    does: a signature by a known key (same name and ID) must verify (NOTE_SIGNATURE_INVALID
-    otherwise), signatures of unknown keys are kept aside, and at least one must verify
-    (NOTE_UNVERIFIED). Two known keys with one name and ID are NOTE_KEY_INVALID."""
+    """Check a note's signatures against `known`, as Go's note.Open does."""
     note = message if isinstance(message, SignedNote) else parse_note(message)
     by_id: dict[tuple[str, bytes], VerifierKey] = {}
     for known_key in known:

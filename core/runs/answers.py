@@ -19,8 +19,6 @@ class RunAnswer(TypedDict):
 
 
 class RunEventAnswer(TypedDict):
-    """An appended `run_events` row."""
-
     run_id: str
     seq: int
     kind: str

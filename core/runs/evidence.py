@@ -1,16 +1,5 @@
-"""Runs, their events, and the bounded, digest-pinned evidence snapshot read from them.
-
-A run belongs to one session and holds an append-only list of events, each appended with a
-sealed `RUN_EVENT_APPENDED` event, so `verify` proves every event a review reads. An auxiliary
-run never reads the live run but an `EvidenceSnapshot`: the run and the events that fit the
-request's limits, pinned by `snapshot_digest`. The digest covers only what the snapshot holds,
-so reading the same evidence again, even after the run grew, reproduces it exactly.
-
-A run often ends with what matters most (a worker's `failure` event is its last), so a request
-may also keep the run's last `tail_events` events: the snapshot then holds a head and a tail,
-and its events' `seq` show the gap. Such a snapshot pins the run's end as read; once the run
-grew, reading it again gives another digest, refused as a mismatch.
-"""
+"""Runs, their events, and the bounded evidence snapshot an auxiliary run reads, pinned by a digest
+of only what it holds so that a reread reproduces it."""
 
 from __future__ import annotations
 
@@ -39,7 +28,7 @@ from aios_ledger.core.tasks.attempts import (
     is_reserved_session,
     refuse_reserved,
 )
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.requests import LeaseToken, lease_token_sha256
 from aios_ledger.core.tasks.transitions import TaskStatus
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
@@ -74,8 +63,7 @@ class ExecutionTarget:
 
 @attrs.frozen
 class EvidenceReadRequest:
-    """Read at most `max_events` events and at most `max_bytes` bytes of them (canonical JSON);
-    of a run that does not fit, keep its last `tail_events` events (at most `max_events`)."""
+    """Read at most `max_events` and `max_bytes`, keeping a long run's last `tail_events`."""
 
     target: ExecutionTarget
     max_events: Annotated[int, Between(1, MAX_EVENTS_LIMIT)] = DEFAULT_MAX_EVENTS
@@ -84,7 +72,6 @@ class EvidenceReadRequest:
 
     @property
     def tail_limit(self) -> int:
-        """How many of the run's last events a truncated snapshot keeps."""
         return min(self.tail_events, self.max_events)
 
     @classmethod
@@ -111,7 +98,6 @@ class EvidenceSnapshot:
     tail_events: int = 0
 
     def body(self) -> JsonObject:
-        """Everything the digest covers."""
         return {
             "schema": self.schema,
             "target": self.target.public(),
@@ -144,13 +130,7 @@ def build_evidence_snapshot(
     events: Sequence[RunEventRow],
     tail: Sequence[RunEventRow] = (),
 ) -> EvidenceSnapshot:
-    """The snapshot of `run` for `request`, from its first events and its last ones.
-
-    `events` may hold more than fits (the shell reads `max_events + 1` rows): whatever does not
-    fit the event or the byte limit is left out and marks the snapshot `truncated`. Then, when
-    the request keeps a tail, the run's last events (`tail`, or the last of `events` when they
-    are the whole run) are kept first, as many as fit, and the head fills what is left.
-    """
+    """The snapshot of `run`; the shell reads one row more, so that a cut is marked."""
     request.validate()
     target = request.target
     if run is None or run.run_id != target.run_id:
@@ -203,8 +183,6 @@ def _first_that_fit(
 def _head_and_tail(
     events: Sequence[RunEventRow], request: EvidenceReadRequest
 ) -> list[RunEventRow]:
-    """The run's last `tail_limit` events that fit the byte limit (newest kept first), then the
-    first events that fit what is left, up to the first event of the tail."""
     tail: list[RunEventRow] = []
     used = 0
     for event in reversed(events[-request.tail_limit :]):
@@ -235,9 +213,9 @@ class RunCreateRequest:
 
 @attrs.frozen
 class RunEventAppendRequest:
-    """One event for a run; the payload is any JSON value, checked (with its own codes) when
-    the event is decided. An attempt's evidence run takes events only under that attempt's
-    lease: `lease_token` is the claim's."""
+    """One event for a run; the payload is any JSON value, checked (with its own codes) when the
+    event is decided. An attempt's evidence run takes events only under that attempt's lease:
+    `lease_token` is the claim's."""
 
     run_id: Identifier
     kind: Identifier
@@ -272,10 +250,7 @@ class RunReadRequest:
 
 @attrs.frozen
 class RunEventsRequest:
-    """A run's first `limit` events after the event numbered `after` (0: from its first), in
-    order: at most one more than the largest evidence read (so that a truncated slice can be
-    told apart); a longer page is refused, never shortened. `after` pages through a run of more
-    events than one page holds, and `after=N-1, limit=1` is event N alone."""
+    """A run's first `limit` events after `after`; a longer page is refused, never shortened."""
 
     run_id: Identifier
     limit: Annotated[int, Between(1, MAX_EVENTS_PAGE)] = MAX_EVENTS_PAGE
@@ -288,8 +263,7 @@ class RunEventsRequest:
 
 @attrs.frozen
 class RunCreateState:
-    """What creating a run reads: the run of the requested id, if any, and the log's tail at
-    the ledger chain."""
+    """What creating a run reads: the run of the requested id, if any, and the log's tail."""
 
     existing: RunRow | None
     tail: LogTail
@@ -297,9 +271,7 @@ class RunCreateState:
 
 @attrs.frozen
 class RunState:
-    """What appending to a run reads: the run (None: there is none), for an attempt's
-    evidence run its task (None: there is none), and the log's tail at the ledger chain,
-    which the append's sealed event extends."""
+    """The run, an evidence run's task, and the log's tail."""
 
     run: RunRow | None
     task: TaskRow | None = None
@@ -308,8 +280,7 @@ class RunState:
 
 @attrs.frozen
 class AttemptRunState:
-    """What creating an attempt's run after its claim reads: the task (None: there is none),
-    the run of the attempt's id, if any, and the log's tail at the ledger chain."""
+    """The task, the attempt's run if any, and the log's tail."""
 
     task: TaskRow | None
     existing: RunRow | None
@@ -319,9 +290,7 @@ class AttemptRunState:
 def decide_create_run(
     state: RunCreateState, request: RunCreateRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RunAnswer]:
-    """A new run, or the same run again when `run_id` already names an identical one; the
-    answer is the run's row (`RunRow` fields). The ledger's own forms are RUN_ID_RESERVED
-    (`core/tasks/attempts.py`): an attempt's run is created by its claim."""
+    """A new run, or the same again; an attempt's run is its claim's (RUN_ID_RESERVED)."""
     require_timestamp(now)
     refuse_reserved(request.session_id, request.run_id)
     return _create_run(state.existing, request, state.tail, now, actor)
@@ -330,17 +299,14 @@ def decide_create_run(
 def decide_create_attempt_run(
     state: AttemptRunState, request: AttemptRunRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RunAnswer]:
-    """The evidence run of an attempt that was claimed, as its claim would have created it:
-    for a claim recorded by a ledger from before claims created their runs. The run of an
-    attempt not yet claimed is not the ledger's to make (RUN_NOT_FOUND)."""
+    """The evidence run of an attempt claimed before claims created runs."""
     require_timestamp(now)
     task_id, attempt = request.task_id, request.attempt
-    if state.task is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    if not 1 <= attempt <= state.task.attempt:
+    task = require_task(task_id, state.task)
+    if not 1 <= attempt <= task.attempt:
         raise LedgerError(
             "RUN_NOT_FOUND",
-            f"task {task_id!r} has had {state.task.attempt} attempts: no run for attempt {attempt}",
+            f"task {task_id!r} has had {task.attempt} attempts: no run for attempt {attempt}",
         )
     run = RunCreateRequest.from_mapping(
         {
@@ -402,14 +368,7 @@ def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
 def decide_append_run_event(
     state: RunState, request: RunEventAppendRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[RunEventAnswer]:
-    """The next event of a run: a CAS on the run's event count (its revision), the event row,
-    which is also the answer (`RunEventRow` fields), and a sealed `RUN_EVENT_APPENDED` event on
-    the ledger chain whose seal covers that row, so that `verify` finds the row rewritten,
-    deleted or inserted. A run in the ledger's reserved forms takes events only as the
-    evidence of the attempt its task is at, under that attempt's lease
-    (`_require_attempt_holder`); the sealed event names that attempt's holder. A caller a
-    token names appends only to a run it owns (`_owns`), decided here on the rows the append's
-    own transaction read, so no claim can move between the check and the write."""
+    """A run's next event, owned as this transaction's rows say, so no claim moves meanwhile."""
     require_timestamp(now)
     run = state.run
     if run is None:
@@ -458,14 +417,12 @@ def decide_append_run_event(
     )
 
 
-# The entry points where a token names the caller: there an agent appends only to runs it owns. The
-# command line and the library are the ledger owner's own and append to any run.
+# Where a token names the caller, an agent appends only to runs it owns; elsewhere, to any run.
 _TOKEN_VIAS = frozenset({VIA_HTTP, VIA_MCP, VIA_CONSOLE})
 
 
 def _owns(run: RunRow, task: TaskRow | None, agent: str) -> bool:
-    """Whether `agent` owns `run`: a run of its own session, or the evidence run of the attempt
-    it holds now (`task`, read in the append's transaction, is CLAIMED by it at that attempt)."""
+    """Whether `agent` owns `run`: its session's, or the evidence run it holds now."""
     if not (is_reserved_session(run.session_id) or is_reserved_run(run.run_id)):
         return run.session_id == agent
     return (
@@ -480,9 +437,7 @@ def _owns(run: RunRow, task: TaskRow | None, agent: str) -> bool:
 def _require_attempt_holder(
     run: RunRow, task: TaskRow | None, lease_token: str | None, now: Timestamp
 ) -> str | None:
-    """NOT_RUN_OWNER unless `run` is the evidence run of the attempt `task` is CLAIMED at;
-    LEASE_INVALID unless `lease_token` holds that lease, LEASE_EXPIRED once it passed. The
-    answer is the attempt's holder (the task's `claimed_by`)."""
+    """The holder of the attempt whose evidence run `run` is, under its live lease."""
     task_id = evidence_task(run.session_id)
     current = (
         task is not None

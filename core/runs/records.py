@@ -14,8 +14,6 @@ from aios_ledger.core.records import record_from_row
 
 @attrs.frozen
 class RunRow:
-    """One row of `runs`."""
-
     run_id: str
     session_id: str
     prompt: str
@@ -59,7 +57,6 @@ class RunEventRow:
         return record_from_row(cls, row)
 
     def image(self) -> RowImage:
-        """The row as its append's `RUN_EVENT_APPENDED` seal covers it: every column."""
         return row_image(RUN_EVENTS, run_event_key(self.run_id, self.seq), attrs.asdict(self))
 
     def payload(self) -> JsonValue:

@@ -1,10 +1,5 @@
-"""What the task ledger answers, exactly: the shapes its decisions and reads build.
-
-Each answer is a `TypedDict`: a plain dict at run time (JSON as it is), a checked shape for
-mypy, both where the decisions build it and where a caller reads it. Statuses are the plain
-text of a `TaskStatus` (an answer replayed from the idempotency ledger was read back from JSON,
-so its texts are plain `str`). Every write answer says whether it is a replay (`idempotent`).
-"""
+"""What the task ledger answers: `TypedDict`s, plain JSON at run time and checked shapes for
+mypy."""
 
 from __future__ import annotations
 
@@ -16,9 +11,8 @@ from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.tasks.records import TaskRow
 
-# A JSON column as a reader sees it: the parsed document (a `JsonValue`), or, for a corrupt
-# row, whatever the column held. Typed as Any so that a reader indexes a document it knows the
-# shape of (a result it submitted, a payload of a known event) without narrowing every level.
+# A JSON column as a reader sees it (for a corrupt row, what the column held); Any, so that a
+# reader indexes a document it knows the shape of without narrowing every level.
 ParsedColumn: TypeAlias = Any
 
 
@@ -35,8 +29,7 @@ class TaskSummary(TypedDict):
 
 
 class CreateAnswer(TaskSummary):
-    """`awaiting_projection`: present (true) for a task created governed, which no worker may
-    claim before its initial execution projection."""
+    """`awaiting_projection`: a governed task no worker may claim before its projection."""
 
     priority: int
     awaiting_projection: NotRequired[bool]
@@ -44,9 +37,7 @@ class CreateAnswer(TaskSummary):
 
 
 class ClaimAnswer(TaskSummary):
-    """The claimed task, its lease token (shown once: only its sha256 is stored), and its
-    execution envelope and the envelope's runtime input, when it has one (else None), and its
-    budget (else None)."""
+    """The claimed task, its lease token (shown once), envelope, input and budget."""
 
     goal: str
     instructions: str
@@ -71,8 +62,7 @@ class ReleaseAnswer(TaskSummary):
 
 
 class SubmitAnswer(TaskSummary):
-    """`over_budget`: present when the submit reported its usage; true when that took the
-    task past its budget (the result is then left for a person to judge)."""
+    """`over_budget` when usage was reported; true leaves the result for a person."""
 
     result_digest: str
     over_budget: NotRequired[bool]
@@ -89,8 +79,7 @@ class VerifyAnswer(TaskSummary):
 
 
 class MoveAnswer(TaskSummary):
-    """What an owner's move of a task answers (cancel, retry, and any operation of the same
-    shape): its summary after the move, the status it had before, and whether it is a replay."""
+    """An owner's move: the task's summary, its status before, and `idempotent`."""
 
     previous_status: str
     idempotent: bool
@@ -108,10 +97,7 @@ class ExpireAnswer(TypedDict):
 
 
 class TaskView(TypedDict):
-    """A `tasks` row as a reader sees it: each `*_json` column parsed under its name without
-    the suffix (text that does not parse is kept as text; NULL stays None), and its
-    `last_holder`: the agent that holds it while it is claimed, else the one whose claim was
-    its last (None: never claimed). `claimed_by` is the row's: only a claimed task's holder."""
+    """A `tasks` row as a reader sees it, JSON parsed, with `last_holder`."""
 
     task_id: str
     goal: str
@@ -138,8 +124,6 @@ class TaskView(TypedDict):
     verification_mode: str
     retry: RetryPolicyView
     not_before: str | None
-    # A task created governed that waits for its initial execution projection: no worker may
-    # claim it until the projection lands.
     awaiting_projection: bool
     last_holder: str | None
 
@@ -153,8 +137,7 @@ class HolderView(TypedDict):
 
 
 class TaskDetail(TaskView):
-    """One task as `get` answers it: its view and the holder of every attempt, in claim
-    order (`holders`)."""
+    """One task as `get` answers it, with the holder of every attempt in claim order."""
 
     holders: list[HolderView]
 
@@ -217,10 +200,7 @@ def task_view(task: TaskRow, last_holder: str | None) -> TaskView:
         "created_at": task.created_at,
         "updated_at": task.updated_at,
         "verification_mode": task.verification_mode,
-        "retry": {
-            "base_seconds": task.retry_base_seconds,
-            "max_seconds": task.retry_max_seconds,
-        },
+        "retry": {"base_seconds": task.retry_base_seconds, "max_seconds": task.retry_max_seconds},
         "not_before": task.not_before,
         "awaiting_projection": bool(task.awaiting_projection),
         "last_holder": last_holder,

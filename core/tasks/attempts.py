@@ -1,13 +1,5 @@
-"""The runs the ledger names itself: each attempt's evidence run, and the reviews of it.
-
-Attempt N of task T records its evidence in the run `T@N` of the session `task:T`; the N-th
-review of that attempt is the auxiliary run `review:T:A:N`. The claim that starts an attempt
-creates its run (in the claim's plan), so that a review always finds the attempt's evidence
-where it looks. Nobody else may create a run in these forms: an agent that could would take an
-attempt's run before its holder does (and, with another session or prompt, make the holder's
-evidence and the review of it fail). `RUN_ID_RESERVED` refuses them. `RunIdentity` is what a
-run's creation seals, here because the claim writes one for each attempt.
-"""
+"""The runs the ledger names itself: attempt N of task T records evidence in run `T@N`, created by
+its claim; nobody else may (`RUN_ID_RESERVED`), or an agent could take it first."""
 
 from __future__ import annotations
 
@@ -24,7 +16,6 @@ _ATTEMPT_RUN = re.compile(r".+@[0-9]+")
 
 
 def evidence_session(task_id: str) -> str:
-    """Every attempt of a task is a run in the task's session."""
     return f"{EVIDENCE_SESSION_PREFIX}{task_id}"
 
 
@@ -33,7 +24,6 @@ def evidence_run(task_id: str, attempt: int) -> str:
 
 
 def evidence_prompt(attempt: int) -> str:
-    """The prompt of an attempt's run, as the claim creates it."""
     return f"attempt {attempt}"
 
 
@@ -66,8 +56,7 @@ def refuse_reserved(session_id: str, run_id: str) -> None:
 
 @attrs.frozen
 class RunIdentity:
-    """The columns of a `runs` row that never change (appends move `event_count` and
-    `updated_at`): what the run's `RUN_CREATED` seal covers."""
+    """The columns of a `runs` row that never change, which its `RUN_CREATED` seal covers."""
 
     run_id: str
     session_id: str

@@ -1,10 +1,5 @@
-"""How long a task waits before its next attempt after a failed one: exponential backoff.
-
-The n-th retry waits min(max_seconds, base_seconds * 2^(n-1)) plus up to 25 % of that, never
-less than base_seconds. The spread is drawn by the shell (a fraction in [0, 1), like the clock,
-an input): the core stays deterministic, and tasks that failed together do not all come back
-in the same millisecond.
-"""
+"""Exponential backoff before a failed task's next attempt, plus up to 25 % drawn by the shell, so
+that the core stays deterministic and tasks that failed together do not return together."""
 
 from __future__ import annotations
 
@@ -56,8 +51,7 @@ def retry_delay_ms(policy: RetryPolicy, retry: int, jitter: float) -> int:
 
 
 def retry_not_before(policy: RetryPolicy, retry: int, jitter: float, now: Timestamp) -> Timestamp:
-    """The moment the `retry`-th retry may be claimed, as stored: rounded up to what the stored
-    text can hold, since rounding down would cut the wait below its minimum."""
+    """When the `retry`-th retry may be claimed, rounded up so as never to cut the wait."""
     due = Timestamp.from_epoch_ms(now.epoch_ms + retry_delay_ms(policy, retry, jitter))
     stored = Timestamp.parse(due.text)
     return stored if stored.epoch_ms >= due.epoch_ms else stored.plus_seconds(1)

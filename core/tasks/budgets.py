@@ -1,16 +1,5 @@
-"""What a task may spend (`TaskBudget`), what an attempt reports it spent (`Usage`), and whether
-a result is over its task's budget (`over_budget`).
-
-A budget is the owner's, set at creation and kept in the task's metadata under `budget`, so it
-is part of the create request's digest and the sealed task row. It is not part of the execution
-envelope, which binds what the work runs on and is decided after the task exists, while limits
-apply to any task. The attempts limit is the task's own `max_attempts`.
-
-Money is an integer count of micro-units and an ISO 4217 code, never a float. The worker
-enforces the wall-time limit; the ledger enforces token and cost limits over all attempts: a
-result that takes the spend past a limit is recorded as over budget (`BUDGET_EXCEEDED`) and left
-for a person to judge rather than verified automatically.
-"""
+"""What a task may spend, what an attempt reports it spent, and whether a result is over budget;
+money is integer micro-units, never a float."""
 
 from __future__ import annotations
 
@@ -31,8 +20,7 @@ MAX_WALL_SECONDS = 7 * 24 * 3600
 MAX_TOKENS = 10**12
 MAX_MICROS = 10**15
 CURRENCY = re.compile(r"^[A-Z]{3}$")
-# A model's name as providers spell them (`gpt-4o-2024-08-06`, `org/model:tag`): printable
-# ASCII without spaces; traces name it `gen_ai.request.model` (core/traces.py).
+# A model's name as providers spell them: printable ASCII without spaces.
 MAX_MODEL_NAME = 256
 MODEL_NAME = re.compile(r"^[!-~]+$")
 BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
@@ -96,12 +84,7 @@ class Usage:
 
 
 class SpendRow(NamedTuple):
-    """One row of `task_spend` (0.x migration 0022): what one attempt of a task reported it spent,
-    keyed by `spend_key` (`TASK_ID ATTEMPT`: identifiers hold no space), with who spent it,
-    where (the governed repository of the task's envelope, if any) and on which UTC day;
-    inserted by its RESULT_SUBMITTED event, never changed. `cost_currency` is None when the
-    attempt reported no cost (`cost_micros` is then 0); `over_budget` 1 when the task's spend
-    with this row is past a limit of its budget."""
+    """One row of `task_spend`: one attempt's reported spend, never changed."""
 
     spend_key: str
     task_id: str
@@ -125,9 +108,7 @@ class SpendRow(NamedTuple):
 
 
 class SpendTotals(NamedTuple):
-    """A task's spend before a submit: tokens over all its reported attempts, and its cost:
-    `cost_micros` of `cost_currency` when `currencies` is at most 1 (a sum over more than one
-    currency holds against no budget)."""
+    """A task's spend before a submit; a cost in several currencies holds against no budget."""
 
     input_tokens: int
     output_tokens: int
@@ -148,8 +129,7 @@ def spend_key(task_id: str, attempt: int) -> str:
 
 
 def budget_of(metadata: JsonObject, task_id: str) -> TaskBudget | None:
-    """The budget a task's metadata holds (None: it has none); a stored budget that does not
-    read as one is `TASK_ROW_CORRUPT`."""
+    """The budget in a task's metadata (None: none), else `TASK_ROW_CORRUPT`."""
     stored = metadata.get("budget")
     if stored is None:
         return None
@@ -160,9 +140,7 @@ def budget_of(metadata: JsonObject, task_id: str) -> TaskBudget | None:
 
 
 def over_budget(budget: TaskBudget | None, before: SpendTotals, usage: Usage) -> list[str]:
-    """The limits of `budget` that the spend `before` plus `usage` passes, by name (empty:
-    within budget, or no budget). Cost reported in a currency other than the budget's cannot be
-    held to it, and counts as past it (so does such a report among the earlier ones)."""
+    """The limits the spend passes; a cost in another currency counts as past them."""
     if budget is None:
         return []
     passed: list[str] = []
@@ -186,7 +164,6 @@ def over_budget(budget: TaskBudget | None, before: SpendTotals, usage: Usage) ->
 
 
 def over_budget_mark(passed: list[str]) -> JsonObject:
-    """What the RESULT_SUBMITTED event of an over-budget result says: the stable code and the
-    limits passed."""
+    """What an over-budget result's event says: the stable code and the limits passed."""
     exceeded: list[JsonValue] = list(passed)
     return {"code": BUDGET_EXCEEDED, "exceeded": exceeded}

@@ -1,18 +1,6 @@
-"""Decisions of the task lifecycle: the pieces each operation of `TASK_OPERATIONS`
-(`core/tasks/operations.py`) decides with.
-
-A decision takes the rows the shell read inside its write transaction, the structured request,
-the clock and whatever the shell drew (ids, lease tokens, the retry jitter), and returns a
-`Replay` (the answer stored for the request's idempotency key), a `WritePlan`, None (a claim
-with nothing to take), or raises a `LedgerError`.
-
-Every operation checks the same things in the same order, so that refusals are predictable:
-a replay of its key first, then that the task exists, that the caller holds it under a live
-lease (`NOT_TASK_HOLDER`, `LEASE_INVALID`, `LEASE_EXPIRED`), that `TASK_TRANSITIONS` allows the
-move (`INVALID_TRANSITION`), then the operation's own rules. A claim takes over the expired
-leases it read in the same plan before it picks the eligible tasks (higher priority first, then
-creation order).
-"""
+"""Decisions of the task lifecycle. Every operation checks in one order so that refusals are
+predictable: the key's replay, the task, the holder's live lease, `TASK_TRANSITIONS`, then its own
+rules."""
 
 from __future__ import annotations
 
@@ -37,7 +25,7 @@ from aios_ledger.core.log.plan import (
 )
 from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
 from aios_ledger.core.tasks.answers import (
     ClaimAnswer,
     CreateAnswer,
@@ -62,7 +50,7 @@ from aios_ledger.core.tasks.budgets import (
     spend_key,
 )
 from aios_ledger.core.tasks.modes import VerificationMode
-from aios_ledger.core.tasks.records import TaskRow
+from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.requests import (
     ClaimBatchRequest,
     ClaimRequest,
@@ -93,18 +81,7 @@ R = TypeVar("R")
 
 @attrs.frozen
 class TaskState:
-    """What a decision on one task reads: the task (None: there is none), the log's tail at
-    its chain (and, for a claim, at the chains of its candidates and of the leases it takes
-    over), any answer recorded for the request's idempotency key (`prior`), and (for a create)
-    the creation sequence a new task gets, read under the write lock like the next event id; for
-    a verify by a named reviewer, the agent that wrote the result it judges (`result_author`,
-    the holder its last RESULT_SUBMITTED names); for a submit, what its attempt proposed to a
-    governed repository (`proposal`, if it did) and, when it reports its usage, what the task
-    spent before it (`spent`, None: nothing read, as no spend).
-
-    A claim that names no task reads `task` (None: no candidate) and `candidates`: the QUEUED
-    tasks the shell's one candidate statement found, in claim order; and `passed`: CLAIMED
-    tasks whose leases may have passed, which it takes over first."""
+    """What a decision on one task reads under the write lock (None: no such row)."""
 
     task: TaskRow | None
     tail: LogTail
@@ -119,16 +96,14 @@ class TaskState:
 
 @attrs.frozen
 class ExpiryState:
-    """What expiring leases reads: CLAIMED tasks whose leases may have passed, and the log's
-    tail at each one's chain."""
+    """CLAIMED tasks whose leases may have passed, and the log's tail."""
 
     tasks: tuple[TaskRow, ...]
     tail: LogTail
 
 
 class AttemptProposal(Protocol):
-    """What a submit reads of its attempt's proposal to a governed repository (the git
-    domain's `ProposalRow`): whose attempt it is, and whether a result states its work."""
+    """An attempt's proposal as a submit reads it, so that tasks need not import git."""
 
     @property
     def task_id(self) -> str: ...
@@ -158,25 +133,12 @@ class DecisionInputs:
         return value
 
 
-# ---------------------------------------------------------------------------------------------
-# shared pieces
-
-
-def _require(task_id: str, task: TaskRow | None) -> TaskRow:
-    if task is None:
-        raise LedgerError("TASK_NOT_FOUND", f"no task {task_id!r}")
-    return task
-
-
-def _advance(task: TaskRow, now: Timestamp, **changes: Any) -> TaskRow:
-    """The next row: the changes, one more revision, the clock."""
-    return task._replace(**changes, revision=task.revision + 1, updated_at=now.text)
+# --- shared pieces --------------------------------------------------------------------------------
 
 
 def _lease_columns(
     lease: Lease, request: Any, now: Timestamp, lease_token: str | None
 ) -> dict[str, Any]:
-    """The lease columns of the row after an operation, as its row's `lease` says."""
     if lease is Lease.END:
         return {"claimed_by": None, "lease_token_hash": None, "lease_expires_at": None}
     if lease is Lease.EXTEND:
@@ -191,30 +153,6 @@ def _lease_columns(
     return {}
 
 
-def _cas(before: TaskRow, after: TaskRow) -> SqlWrite:
-    """The guarded write of a transition: the row must still be at the revision decided on
-    (`after` is one revision on, as the statement writes it)."""
-    return SqlWrite(
-        Statement.TASKS_CAS_UPDATE,
-        {
-            "task_id": before.task_id,
-            "expected_revision": before.revision,
-            "status": after.status,
-            "attempt": after.attempt,
-            "max_attempts": after.max_attempts,
-            "not_before": after.not_before,
-            "claimed_by": after.claimed_by,
-            "lease_token_hash": after.lease_token_hash,
-            "lease_expires_at": after.lease_expires_at,
-            "result_json": after.result_json,
-            "result_digest": after.result_digest,
-            "result_idempotency_key": after.result_idempotency_key,
-            "verification_json": after.verification_json,
-            "updated_at": after.updated_at,
-        },
-    )
-
-
 def _recorded(
     event: EventAppend,
     key: str,
@@ -224,7 +162,6 @@ def _recorded(
     answer: Mapping[str, object],
     now: Timestamp,
 ) -> tuple[SqlWrite, EventAppend]:
-    """The answer a keyed request stores under `key`: its write, and `event` sealing it too."""
     row = RecordedAnswerRow(
         idempotency_key=key,
         operation=operation,
@@ -245,8 +182,7 @@ def _event(
     before: TaskRow | None,
     actor: Actor,
 ) -> EventAppend:
-    """The event of a transition that wrote `task` (the row after it; `before`, the row it
-    moved, None when it inserted it): its seal covers the row (`TaskRow.written`)."""
+    """The event of a transition that wrote `task` over `before`, its seal covering the row."""
     return EventAppend(
         task_id=task.task_id,
         agent_id=agent_id,
@@ -259,16 +195,14 @@ def _event(
 
 
 def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
-    """`event`, whose seal also covers the idempotent answer its transition stored, so that an
-    answer changed by hand, replayed later, is found by `verify`."""
+    """`event` also sealing the stored answer, so that `verify` finds one changed by hand."""
     return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
 def _passed(moment: str | None, now: Timestamp) -> bool:
     """Whether the stored `moment` is at or before `now` (a missing moment never passes)."""
-    if moment is None:
-        return False
-    return Timestamp.parse(moment, field="stored timestamp").epoch_ms <= now.epoch_ms
+    parsed = None if moment is None else Timestamp.parse(moment, field="stored timestamp")
+    return parsed is not None and parsed.epoch_ms <= now.epoch_ms
 
 
 def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
@@ -284,9 +218,7 @@ def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
 
 
 def _check_holder(task: TaskRow, agent_id: str | None) -> None:
-    """An agent acts only on a task it holds: one another agent holds is `NOT_TASK_HOLDER`,
-    whatever token it brings. (A task nobody holds is left to the lease, which it has none
-    of, or to the replay of the answer stored for a keyed submit.)"""
+    """A task another agent holds is `NOT_TASK_HOLDER`, whatever token comes with it."""
     if agent_id is not None and task.claimed_by is not None and task.claimed_by != agent_id:
         raise LedgerError("NOT_TASK_HOLDER", f"task {task.task_id!r} is held by another agent")
 
@@ -301,8 +233,6 @@ def _agent_of(agent: EventAgent, before: TaskRow, request: Any) -> str | None:
 
 @attrs.frozen
 class _Move:
-    """One task moved by one operation: its row after, the guarded write, the event."""
-
     after: TaskRow
     write: SqlWrite
     event: EventAppend
@@ -320,14 +250,12 @@ def _move(
     lease_token: str | None = None,
     actor: Actor,
 ) -> _Move:
-    """The move `row` makes of `task` to `status`: the lease as the row says, the operation's
-    own column `changes`, one more revision; its event with the row's facts (and `payload`'s)."""
-    after = _advance(
-        task,
-        now,
+    after = task._replace(
         status=status,
         **_lease_columns(row.lease, request, now, lease_token),
         **(changes or {}),
+        revision=task.revision + 1,
+        updated_at=now.text,
     )
     step = Step(task, after, request)
     facts: JsonObject = {fact.key: fact.read(step) for fact in row.payload}
@@ -336,7 +264,7 @@ def _move(
     event = _event(
         after, row.event, facts, _agent_of(row.agent, task, request), before=task, actor=actor
     )
-    return _Move(after, _cas(task, after), event)
+    return _Move(after, guarded_update(Statement.TASKS_CAS_UPDATE, after, task.revision), event)
 
 
 def _answer(row: TaskTransition, before: TaskRow, after: TaskRow, request: Any) -> dict[str, Any]:
@@ -356,18 +284,12 @@ def typed_as(request: object, kind: type[R]) -> R:
     return request
 
 
-# ---------------------------------------------------------------------------------------------
-# an operation on one named task
+# --- an operation on one named task ---------------------------------------------------------------
 
 
 @attrs.frozen
 class Rules:
-    """What an operation on one task decides beyond its row (each optional): `prepare`
-    checks its inputs; `check` its own rules, once the move is known to be one; `changes` the
-    columns it writes beside the status and the lease; `payload` its event's facts beyond the
-    row's; `records` rows it writes beside the task's, which its event seals (a submit's
-    spend), and whether they hold the move back from `then`; `then` a second move in the same
-    plan (an automatic verification)."""
+    """What an operation decides beyond its row, each optional."""
 
     prepare: Callable[[DecisionInputs, str], None] | None = None
     check: Callable[[TaskRow, Any, TaskState, DecisionInputs, Timestamp], None] | None = None
@@ -381,10 +303,7 @@ class Rules:
 
 @attrs.frozen
 class _Records:
-    """Rows an operation writes beside its task's row (`Rules.records`): their writes and
-    images (sealed by the operation's event), the facts its event and answer add, and whether
-    they hold back the operation's second move (`held`: an over-budget result is not verified
-    automatically)."""
+    """Rows beside the task's, sealed by its event; `held` stops the automatic verification."""
 
     writes: tuple[SqlWrite, ...]
     rows: tuple[RowImage, ...]
@@ -393,16 +312,7 @@ class _Records:
     held: bool
 
 
-def _digest(row: TaskTransition, request: Any) -> str | None:
-    """What a keyed request's key is bound to (None: not keyed)."""
-    if not row.keyed:
-        return None
-    return request_digest(row.name, request.task_id, request.public())
-
-
 def decide_on_task(rules: Rules) -> Callable[..., Decision[Any] | None]:
-    """The decision of an operation on one named task, as its row and `rules` say (see the
-    module for the order)."""
     return functools.partial(_decide_one, rules=rules)
 
 
@@ -418,12 +328,12 @@ def _decide_one(
     state = typed_as(state, TaskState)
     if rules.prepare is not None:
         rules.prepare(inputs, row.name)
-    digest = _digest(row, request)
+    digest = request_digest(row.name, request.task_id, request.public()) if row.keyed else None
     if digest is not None:
         replay = replay_or_conflict(state.prior, digest, dict)
         if replay is not None:
             return replay
-    task = _require(request.task_id, state.task)
+    task = require_task(request.task_id, state.task)
     if row.fenced:
         _check_holder(task, request.agent_id)
         _check_lease(task, request.lease_token, now)
@@ -498,10 +408,8 @@ def _submit_check(
 ) -> None:
     check_task_result(task, request.result, inputs.need("contracts", "submit"))
     proposal = state.proposal
-    if proposal is not None and (proposal.task_id, proposal.attempt) == (
-        task.task_id,
-        task.attempt,
-    ):
+    current = (task.task_id, task.attempt)
+    if proposal is not None and (proposal.task_id, proposal.attempt) == current:
         proposal.require_stated_work(request.result)
 
 
@@ -528,8 +436,6 @@ def _submit_then(
     *,
     judge: TaskTransition,
 ) -> _Move | None:
-    """A task verified automatically is judged in the same plan, as `judge` (the verify
-    operation) moves it: RESULT_SUBMITTED, then TASK_VERIFIED."""
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
@@ -547,12 +453,7 @@ def _submit_then(
 def _submit_spend(
     task: TaskRow, request: SubmitRequest, state: TaskState, now: Timestamp
 ) -> _Records | None:
-    """The attempt's reported usage (None: it reported none), recorded in `task_spend` under
-    the submit's sealed event, with the agent that held the task, the governed repository of
-    its envelope and the UTC day; held against the task's budget over the spend before it. A
-    result past a limit is still recorded (nothing an agent was told was accepted is lost),
-    marked over budget (`BUDGET_EXCEEDED`, the limits it passed) and left SUBMITTED for a
-    person: neither the automatic verification nor `review` judges it."""
+    """The reported usage, held to the budget; past it, recorded but left for a person."""
     usage = request.usage
     if usage is None:
         return None
@@ -599,11 +500,7 @@ def _judgement_changes(
     automatic: bool,
 ) -> dict[str, Any]:
     marks: JsonObject = {"automatic": True} if automatic else {}
-    verification: JsonObject = {
-        "decision": judgement.decision,
-        "reason": judgement.reason,
-        **marks,
-    }
+    verification: JsonObject = {"decision": judgement.decision, "reason": judgement.reason, **marks}
     not_before = task.not_before
     if status == TaskStatus.QUEUED:
         not_before = retry_not_before(task.retry_policy(), task.attempt, jitter, now).text
@@ -611,11 +508,7 @@ def _judgement_changes(
 
 
 def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
-    """A verdict's facts beyond the decision: `automatic` for the ledger's own judgement, else
-    `reviewer`, the reviewer's name as the edge authenticated it (the request's acting agent:
-    an HTTP token's name, never a field of the body; absent when the caller named nobody), so
-    that who verified is sealed with the verdict (its attestation's verifier); and the
-    backoff's `not_before` of a task sent back."""
+    """A verdict's facts, sealing who verified; a sent-back task's `not_before`."""
 
     def payload(step: Step) -> JsonObject:
         facts: JsonObject = {}
@@ -640,8 +533,6 @@ def _judged(
     automatic: bool,
     actor: Actor,
 ) -> _Move:
-    """A SUBMITTED task after `judgement`, and its TASK_VERIFIED event. NEEDS_REWORK goes back
-    to QUEUED behind the task's backoff (its `attempt`-th retry), or FAILED when used up."""
     status = row.next_status(task, judgement)
     changes = _judgement_changes(
         task, judgement, now, jitter=jitter, status=status, automatic=automatic
@@ -661,9 +552,7 @@ def _judged(
 def _verify_check(
     task: TaskRow, request: VerifyRequest, state: TaskState, inputs: DecisionInputs, now: Timestamp
 ) -> None:
-    """Separation of duties: a reviewer (the request's agent: an HTTP token's name) that wrote
-    the result itself (`state.result_author`) is `SELF_REVIEW`; then the result must be the
-    one the verifier expects."""
+    """Separation of duties: a result's author may not judge it (`SELF_REVIEW`)."""
     reviewer = request.agent_id
     if reviewer is not None and reviewer == state.result_author:
         raise LedgerError(
@@ -711,8 +600,7 @@ def submit_rules(*, judge: TaskTransition) -> Rules:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# create
+# --- create ---------------------------------------------------------------------------------------
 
 
 def create_digest(request: TaskCreateRequest) -> str:
@@ -793,22 +681,19 @@ def decide_creation(
     return sealed_plan((insert, write), (event,), answer, tail=state.tail)
 
 
-# What a TASK_CREATED payload says of day two's fields: only those a request set (so that a
-# task created as before has the payload, and the seal, it had before).
+# Day two's fields a TASK_CREATED payload says only when set, so that older seals stay as they were.
 _DAY_TWO = ("verification", "retry", "not_before", "budget", "governed")
 
 
 def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
-    """The task's metadata as stored: the request's, and its budget under the reserved key
-    `budget` when it has one (`core/tasks/budgets.py` says why there)."""
+    """The metadata as stored, the budget under `budget` (`core/tasks/budgets.py`)."""
     metadata: JsonObject = dict(request.metadata)
     if request.budget is not None:
         metadata["budget"] = request.budget.public()
     return metadata
 
 
-# ---------------------------------------------------------------------------------------------
-# claim
+# --- claim ----------------------------------------------------------------------------------------
 
 
 def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) -> LedgerError | None:
@@ -835,9 +720,7 @@ def claim_refusal(task: TaskRow, capabilities: Sequence[str], now: Timestamp) ->
 
 
 def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
-    """A governed task before its initial execution projection: no worker may run it, and
-    no write but the projection and a cancel may move it (a pause, a resume or a retry would
-    raise its revision, and the projection applies only at revision 1)."""
+    """A governed task waits for its projection, which applies only at revision 1."""
     return LedgerError(
         "AWAITING_PROJECTION",
         f"task {task.task_id!r} was created governed and waits for its initial execution "
@@ -847,11 +730,7 @@ def awaiting_projection_refusal(task: TaskRow, operation: str) -> LedgerError:
 
 
 def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> None:
-    """A claimer offers only capabilities its grant holds (a ceiling, as an auxiliary run's
-    capabilities are held to its parent's): an offer beyond it is `CAPABILITY_NOT_GRANTED`,
-    naming what is not granted, rather than cut down to the grant, so that a worker
-    configured with more than its token allows learns it at once. None: no ceiling (a library
-    caller that names no grant, a token issued before grants)."""
+    """An offer beyond the grant is refused, not cut, so that the worker learns it."""
     if grant is None:
         return
     extra = sorted(set(offered) - grant)
@@ -867,8 +746,7 @@ def refuse_ungranted(offered: Sequence[str], grant: frozenset[str] | None) -> No
 def first_claimable(
     candidates: Iterable[TaskRow], capabilities: Sequence[str], now: Timestamp, count: int
 ) -> list[TaskRow]:
-    """The first `count` of `candidates` (in claim order) a claimer offering `capabilities`
-    may take now. Candidates are taken one at a time and no more than needed."""
+    """The first `count` of `candidates` a claimer may take now, checking no more."""
     chosen: list[TaskRow] = []
     if count < 1:
         return chosen
@@ -881,8 +759,6 @@ def first_claimable(
 
 
 def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
-    """The CLAIMED tasks a claim takes over first: those of `state.passed`, and the claim's
-    own task and candidates, whose leases have passed; each once, in the order read."""
     seen: set[str] = set()
     passed: list[TaskRow] = []
     own = () if state.task is None else (state.task,)
@@ -896,8 +772,6 @@ def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
 
 
 def _claim_pool(state: TaskState, requeued: Mapping[str, TaskRow]) -> list[TaskRow]:
-    """What a claim may take: its task and candidates, and the tasks it took over, each as
-    the plan leaves it, in claim order (larger priority first, then creation order)."""
     own = () if state.task is None else (state.task,)
     pool: dict[str, TaskRow] = {}
     for task in (*own, *state.candidates, *requeued.values()):
@@ -914,9 +788,7 @@ def _claimed(
     now: Timestamp,
     actor: Actor,
 ) -> tuple[list[SqlWrite], EventAppend, ClaimAnswer]:
-    """One task claimed: its move, the attempt's evidence run the claim creates (its seal
-    covers both rows, so that `verify` proves the run as it proves a run created on its own),
-    the answer stored under its key when the claim is keyed, and its answer."""
+    """One task claimed, its evidence run in the same seal so that `verify` proves it."""
     status = row.next_status(task, request)
     run_id = evidence_run(task.task_id, task.attempt + 1)
 
@@ -984,15 +856,8 @@ def decide_claims(
     *,
     takeover: TaskTransition,
 ) -> Decision[Any] | None:
-    """A claim (`ClaimRequest`: one task, the named one or the first eligible; answered by
-    it or None) or a batch (`ClaimBatchRequest`: up to its limit; answered by a list). First,
-    the offered capabilities are held to the claimer's `grant` (`refuse_ungranted`), replays
-    included: a token may not offer what it was not granted, whatever it would find. Then a
-    keyed claim's replay. Then the passed leases are taken over, and the tasks chosen.
-
-    The answer stored under the key never holds the token; a replay gives back the token the
-    caller brought, which the request digest (over its sha256) proves to be the original one.
-    `takeover`: the operation a passed lease is taken over by (expire)."""
+    """A claim of one task or a batch; the grant is checked before the replay, so that a token never
+    offers what it was not granted."""
     state = typed_as(state, TaskState)
     batch = request if isinstance(request, ClaimBatchRequest) else None
     claim = typed_as(request, ClaimRequest) if batch is None else batch.claim()
@@ -1021,7 +886,7 @@ def decide_claims(
         events.append(move.event)
         requeued[task.task_id] = move.after
     if claim.task_id is not None:
-        named = requeued.get(claim.task_id, _require(claim.task_id, state.task))
+        named = requeued.get(claim.task_id, require_task(claim.task_id, state.task))
         refusal = claim_refusal(named, claim.capabilities, now)
         if refusal is not None:
             raise refusal
@@ -1041,8 +906,7 @@ def decide_claims(
     return sealed_plan(writes, events, response, tail=state.tail)
 
 
-# ---------------------------------------------------------------------------------------------
-# expire
+# --- expire ---------------------------------------------------------------------------------------
 
 
 def decide_expiry(

@@ -1,13 +1,5 @@
-"""A task's history as a person reads it: one line per sealed event, with who, which attempt,
-and why (the reason, the decision, the state it led to).
-
-A refused attempt (a governed write or a projection refused by one of its checks) is an entry
-too, its reason the check's code and message.
-
-Pure: built from the task's events in order. The attempt of an event that does not name one is
-the attempt of the claim before it (0 before the first claim). A window of the events (the
-console's page) starts from the attempt the last earlier event naming one names.
-"""
+"""A task's history as a person reads it: one line per sealed event, refused attempts included, with
+who, which attempt and why."""
 
 from __future__ import annotations
 
@@ -35,8 +27,6 @@ class HistoryEntry(TypedDict):
     time: str
     event: str
     agent: str | None
-    # Who caused the event, as a person reads it (`unknown`: written before events named
-    # their actors).
     actor: str
     attempt: int
     decision: str | None
@@ -45,8 +35,7 @@ class HistoryEntry(TypedDict):
 
 
 def task_history(events: Iterable[EventView], attempt: int = 0) -> list[HistoryEntry]:
-    """The history of the events in order; `attempt`: the attempt in effect before the first
-    of them (that of the last earlier event naming one: `named_attempt`; 0: none)."""
+    """The history of the events in order; `attempt`: the attempt in effect before the first."""
     entries: list[HistoryEntry] = []
     for event in events:
         named = named_attempt(event)
@@ -73,15 +62,12 @@ def task_history(events: Iterable[EventView], attempt: int = 0) -> list[HistoryE
 
 
 def named_attempt(event: EventView) -> int | None:
-    """The attempt the event's payload names (None: it names none, and the event belongs to
-    the attempt of the last event before it that does)."""
     payload = event["payload"]
     named = payload.get("attempt") if isinstance(payload, dict) else None
     return named if type(named) is int else None
 
 
 def _refusal(payload: Mapping[str, object]) -> str:
-    """A refused attempt's why: the check's code and message (it moved nothing: no state)."""
     return f"{payload.get('code')}: {payload.get('message')}"
 
 

@@ -1,16 +1,5 @@
-"""The filtered, keyset-paged task list that `GET /v1/tasks` and the console's Tasks page share.
-
-A page is the newest tasks first (`seq` descending) that match every filter given: status, an
-agent that held the task in any attempt (from its TASK_CLAIMED events, since `claimed_by` names
-only the current holder), a required capability, a repository, time ranges, and a search on the
-task id or the goal's text. The next page starts after the last row's `seq`, never at an
-OFFSET, so a page costs the same at the end of the list as at its start.
-
-The cursor is opaque: the last `seq`, bound to its filters and signed with the server's key
-(HMAC-SHA256), so an altered or made-up cursor, or one carried over to other filters, is
-`CURSOR_INVALID`, never a page of something else. The key is drawn when the server starts, so
-after a restart a client starts again from the first page.
-"""
+"""The keyset-paged task list of `GET /v1/tasks` and the console: each page after the last `seq`,
+never at an OFFSET, its cursor signed and bound to its filters."""
 
 from __future__ import annotations
 
@@ -40,8 +29,7 @@ SearchText = Annotated[str, Text(max_length=MAX_SEARCH)]
 
 @attrs.frozen
 class TaskFilters:
-    """What a page of tasks is filtered by (None: not filtered by it). The time bounds are
-    inclusive, normalised to the ledger's timestamp form, so that text order is time order."""
+    """What a page is filtered by; time bounds normalised so that text order is time order."""
 
     status: TaskStatus | None = None
     agent: Identifier | None = None
@@ -77,16 +65,13 @@ class PageBounds:
 
 @attrs.frozen
 class TaskPageRequest:
-    """One page: its filters, its size and its cursor."""
-
     filters: TaskFilters
     limit: int = DEFAULT_PAGE
     cursor: str | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> TaskPageRequest:
-        """From one flat mapping of the filters, `limit` and `cursor` (as a query string has
-        them); an unknown name or a value of the wrong form is `FIELDS_INVALID`."""
+        """From one flat mapping, as a query string has it; anything wrong is `FIELDS_INVALID`."""
         if not isinstance(raw, dict):
             raise LedgerError("FIELDS_INVALID", "task page: must be an object")
         paging = {key: raw[key] for key in ("limit", "cursor") if key in raw}
@@ -110,8 +95,7 @@ def encode_cursor(key: bytes, seq: int, filters: TaskFilters) -> str:
 
 
 def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
-    """The `seq` a cursor starts after; `CURSOR_INVALID` for one this server did not issue
-    under these filters (malformed, altered, or from other filters)."""
+    """The `seq` a cursor starts after, if this server issued it for these filters."""
     refused = LedgerError(
         "CURSOR_INVALID",
         "cursor: not a cursor this server gave for these filters; start again without it",
@@ -131,11 +115,8 @@ def decode_cursor(key: bytes, cursor: str, filters: TaskFilters) -> int:
     return seq
 
 
-# A status with at most this many tasks is read through its own index (tasks_claim_order's
-# status prefix) and sorted, rather than by reading the whole creation order past the tasks of
-# the other statuses: at 100,000 tasks a status of 100 took the creation-order read 0.4 s (the
-# whole index), its own index well under a millisecond; a status of more than this many finds
-# a page of them soon in creation order, where sorting them all would cost more.
+# A status with at most this many tasks is read through its own index and sorted; a larger one
+# finds a page soon in creation order, where sorting them all would cost more.
 SORTED_STATUS_BOUND = 5_000
 
 
@@ -153,37 +134,23 @@ def page_after(key: bytes, request: TaskPageRequest) -> int:
 def next_page_cursor(
     key: bytes, request: TaskPageRequest, seqs: list[int], scanned_to: int | None = None
 ) -> str | None:
-    """The cursor of the page after this one, from the seqs of the rows read (the statement
-    reads one row more than `limit`, to know whether a next page exists); None at the end.
-    `scanned_to`: the lowest seq a bounded read (SCAN_BOUND tasks) reached when older tasks
-    remain below it; a page it left short goes on from there."""
+    """The next page's cursor (None at the end), resuming a bounded read."""
     if len(seqs) > request.limit:
         return encode_cursor(key, seqs[request.limit - 1], request.filters)
-    if scanned_to is not None:
-        return encode_cursor(key, scanned_to, request.filters)
-    return None
+    return encode_cursor(key, scanned_to, request.filters) if scanned_to is not None else None
 
 
-# A filter that few tasks match (an agent's held tasks, a created or updated range, a
-# repository: at most this many, counted up to the bound through its index) is read through
-# its own index and sorted by seq; one that matches more finds a page soon in creation order.
+# A filter matching at most this many tasks is read through its own index and sorted by seq.
 SORTED_FILTER_BOUND = 5_000
-# The filters read through an index of their own when they match few tasks, in the order the
-# shell counts them: the name of each count and of its page's statement.
+# The filters with an index of their own, in the order the shell counts them.
 SORTED_FILTERS = ("status", "agent", "repository", "created", "updated")
-# A page read in creation order (no index serves its filters: a capability, the goal's text,
-# or filters that match many tasks) reads at most the tasks of this many creation sequence
-# numbers below the newest task under its cursor: a page it leaves short has a next cursor
-# below them, so that a search that matches few of 100,000 tasks costs at most this many rows
-# per page rather than the whole ledger, and says so (the console's page does). (Sequence
-# numbers, not rows: the bound is found in two index steps, not by counting; gaps in the
-# sequence only make a page read fewer.)
+# A page read in creation order reads at most this many sequence numbers below its cursor, so
+# that a rare match costs a bounded read per page; a page it leaves short says so.
 SCAN_BOUND = 20_000
 
 
 def scan_floor(top_seq: int | None, bottom_seq: int | None, bound: int = SCAN_BOUND) -> int | None:
-    """The lowest seq a page read in creation order reads, from the newest task's seq under
-    its cursor and the first task's: None when the bound reaches the first task (no bound)."""
+    """The lowest seq a page in creation order reads; None when the bound reaches the first task."""
     if top_seq is None or bottom_seq is None:
         return None
     floor = top_seq - bound + 1
@@ -191,7 +158,6 @@ def scan_floor(top_seq: int | None, bottom_seq: int | None, bound: int = SCAN_BO
 
 
 def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
-    """Whether the page is filtered by `name` (one of SORTED_FILTERS)."""
     if name == "created":
         return filters.created_from is not None or filters.created_to is not None
     if name == "updated":
@@ -200,20 +166,14 @@ def sorted_filter_given(filters: TaskFilters, name: str) -> bool:
 
 
 def filter_bound(name: str) -> int:
-    """How many tasks the sorted filter `name` may match to be read through its own index."""
     return SORTED_STATUS_BOUND if name == "status" else SORTED_FILTER_BOUND
 
 
 def page_statement(request: TaskPageRequest, counted: dict[str, int]) -> str:
-    """The statement a page is read with, from the counts of its sorted filters (each up to
-    its bound + 1; one not counted is absent): the filter of fewest tasks within its bound,
-    through its index (an agent's: its claims, events_claims_by_agent); else the creation
-    order, bounded by SCAN_BOUND, each filter probed on the rows as they come."""
+    """Through the index of the filter with fewest tasks, else bounded creation order."""
     within = [
         (tasks, SORTED_FILTERS.index(name), name)
         for name, tasks in counted.items()
         if tasks <= filter_bound(name)
     ]
-    if within:
-        return f"tasks_page_of_{min(within)[2]}"
-    return "tasks_page"
+    return f"tasks_page_of_{min(within)[2]}" if within else "tasks_page"

@@ -1,6 +1,5 @@
-"""How a task's results are judged (`VerificationMode`) and a verifier's judgement of one
-(`VerifyDecision`): kinds of request fields, which the rows and the transition table read too.
-`StrEnum`s: rows, digests and JSON answers hold their plain text."""
+"""How a task's results are judged and a verifier's judgement of one, `StrEnum`s so that rows,
+digests and answers hold their plain text."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ class VerifyDecision(enum.StrEnum):
 
 
 class VerificationMode(enum.StrEnum):
-    """Who judges a task's submitted results: a reviewer (`task verify`), or the ledger itself
-    when they arrive (`core/tasks/verification.py`)."""
+    """Who judges a task's results: a reviewer, or the ledger itself on arrival."""
 
     REVIEWER = "reviewer"
     AUTO = "auto"

@@ -1,10 +1,5 @@
-"""Which operations of the lifecycle a caller may ask for on a task now, read from the tables.
-
-The console shows an action, and the API routes one, from these answers, so neither restates
-the transition table: a row of `TASK_OPERATIONS` is open to a caller holding its role when one
-of its outcomes has a column from the task's status in `TASK_TRANSITIONS`. The decision itself
-still refuses what the task's other facts forbid (a lease, a budget, the attempts left).
-"""
+"""Which operations a caller may ask for on a task now, read from the tables so that the console and
+the API do not restate them; the decision still refuses what other facts forbid."""
 
 from __future__ import annotations
 
@@ -35,7 +30,6 @@ _CHOSEN: Mapping[str, frozenset[TaskOperation]] = {
 
 
 def _moves_from(row: TaskTransition) -> frozenset[str]:
-    """The statuses `row` moves a task out of."""
     outcome = row.outcome
     outcomes = {outcome} if isinstance(outcome, TaskOperation) else _CHOSEN[row.name]
     return frozenset(str(status) for status, column in TASK_TRANSITIONS if column in outcomes)

@@ -1,11 +1,5 @@
-"""The operations of the task lifecycle: one object per row of the transition table
-(`TASK_OPERATIONS`), each a `TaskTransition` carrying its request record, the reads the ledger
-makes for it, the inputs the shell supplies for it, its decision and its entry points (HTTP
-route, command line, MCP tool), and the one dispatch, `decide_task`.
-
-A new operation is a request record (`core/tasks/requests.py`), its column of
-`TASK_TRANSITIONS`, and a row here; CONTRIBUTING.md ("Adding a task operation") says the rest.
-"""
+"""The operations of the task lifecycle, one `TaskTransition` per row of `TASK_OPERATIONS`, and the
+one dispatch, `decide_task`. CONTRIBUTING.md ("Adding a task operation") says how to add one."""
 
 from __future__ import annotations
 
@@ -111,13 +105,10 @@ def _release_outcome(task: TaskRow, request: object) -> TaskOperation:
 
 
 def _verify_outcome(task: TaskRow, request: VerifyRequest | Judgement) -> TaskOperation:
-    """A reviewer's decision, or the ledger's own judgement of a task verified automatically."""
     return verify_operation(request.decision, attempts_left=_attempts_left(task))
 
 
 def _submit_reads(request: SubmitRequest) -> tuple[StateRead, ...]:
-    """What the attempt proposed to a governed repository (if it did) and, for a submit that
-    reports its usage, what the task spent before (held against its budget)."""
     task = {"task_id": request.task_id}
     proposal = StateRead("proposal", "get_task_proposal_of_current_attempt", task)
     if request.usage is None:
@@ -133,8 +124,7 @@ def _verify_reads(request: VerifyRequest) -> tuple[StateRead, ...]:
     return (StateRead("result_author", "task_result_author", params),)
 
 
-# Expire and verify are built first: a claim takes passed leases over as an expiry moves them,
-# and a task verified automatically is judged as a verify moves it.
+# Expire and verify first: a claim takes leases over, and a submit judges, as they move tasks.
 _EXPIRE = TaskTransition(
     name="expire",
     request=ExpireRequest,
@@ -179,8 +169,6 @@ _VERIFY = TaskTransition(
 def _owner_move(
     name: str, request: type[TaskRequest[Any]], event: str, outcome: TaskOperation, summary: str
 ) -> TaskTransition:
-    """An owner's move of one QUEUED or PAUSED task, with a reason and a key (pause, resume):
-    the lease as it was (a task out of a worker's hands holds none)."""
     return TaskTransition(
         name=name,
         request=request,
@@ -352,7 +340,6 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
     }
 )
 
-# The operation each request record asks for.
 _BY_REQUEST: Mapping[type, TaskTransition] = {
     **{row.request: row for row in TASK_OPERATIONS.values()},
     ClaimBatchRequest: TASK_OPERATIONS["claim"],
@@ -360,8 +347,7 @@ _BY_REQUEST: Mapping[type, TaskTransition] = {
 
 
 def operation_of(request: object) -> TaskTransition:
-    """The row of the operation `request` asks for (`FIELDS_INVALID` for what is no request
-    of the lifecycle)."""
+    """The row of the operation `request` asks for, else `FIELDS_INVALID`."""
     row = _BY_REQUEST.get(type(request))
     if row is None:
         raise LedgerError(
@@ -383,11 +369,7 @@ def decide_task(
     contracts: Mapping[str, Mapping[str, object]] | None = None,
     grant: frozenset[str] | None = None,
 ) -> Decision[Any] | None:
-    """The decision of the operation `request` asks for (its row of `TASK_OPERATIONS`), on
-    `state` (an `ExpiryState` for `ExpireRequest`, else a `TaskState`). The inputs each
-    operation needs: create, `task_id`; claim, `lease_token` (a batch: `lease_tokens`, one per
-    task it may take) and its claimer's `grant` (None: no ceiling); submit, `contracts` and
-    `jitter` (and `state.proposal`, the attempt's proposal if any); verify, `jitter`."""
+    """The decision of the operation `request` asks for; `inputs` holds what the shell drew."""
     require_timestamp(now)
     row = operation_of(request)
     inputs = DecisionInputs(
@@ -402,8 +384,7 @@ def decide_task(
     return row.decide(row, state, request, inputs, now)
 
 
-# ---------------------------------------------------------------------------------------------
-# each operation's decision under its own name
+# --- each operation's decision under its own name -------------------------------------------------
 
 
 def _decided(
@@ -415,8 +396,7 @@ def _decided(
     actor: Actor,
     **inputs: Any,
 ) -> Decision[Any] | None:
-    """`decide_task` on `request`, which must be a `kind`: a decision under an operation's own
-    name takes no other operation's request. The clock is refused before the request."""
+    """`decide_task` on a `kind` only: an operation's own name takes no other's request."""
     require_timestamp(now)
     return decide_task(state, typed_as(request, kind), now=now, actor=actor, **inputs)
 
@@ -438,10 +418,7 @@ def decide_claim(
     lease_token: str,
     grant: frozenset[str] | None = None,
 ) -> Decision[ClaimAnswer | None] | None:
-    """Claim `state.task` (the requested one, or the first eligible of it and
-    `state.candidates`), after taking over the passed leases of `state.passed`; None when
-    there is nothing to claim and nothing to take over (no plan, nothing recorded); a plan
-    whose answer is None when leases were taken over and then nothing was claimable."""
+    """Claim after taking over passed leases; None when there is nothing to do at all."""
     decision = _decided(
         ClaimRequest, state, request, now=now, actor=actor, lease_token=lease_token, grant=grant
     )
@@ -465,10 +442,7 @@ def decide_submit(
     jitter: float,
     proposal: AttemptProposal | None = None,
 ) -> Decision[SubmitAnswer]:
-    """`contracts`: result contract name -> JSON Schema (see `RESULT_CONTRACTS`). A task
-    verified automatically is judged in the same plan: RESULT_SUBMITTED, then TASK_VERIFIED.
-    `proposal`: what the attempt proposed to a governed repository, if it did (the result must
-    state its changed files and head as the proposal shows them)."""
+    """`contracts`: result contract name -> JSON Schema."""
     require_timestamp(now)
     decision = _decided(
         SubmitRequest,
@@ -491,10 +465,7 @@ def decide_verify(
     jitter: float,
     reviewer: str | None = None,
 ) -> Decision[VerifyAnswer]:
-    """SUCCEEDED; NEEDS_REWORK back to QUEUED after the backoff (FAILED when attempts are used
-    up); FAILED. Separation of duties: a reviewer (the request's `agent_id`; `reviewer` names
-    one for a request that does not) that wrote the result itself (`state.result_author`) is
-    `SELF_REVIEW`."""
+    """Judge a submitted result; its author may not (`SELF_REVIEW`)."""
     require_timestamp(now)
     verify = typed_as(request, VerifyRequest)
     if reviewer is not None and verify.agent_id is None:
@@ -521,8 +492,7 @@ def decide_retry(
 def decide_expire(
     state: ExpiryState, request: ExpireRequest, *, now: Timestamp, actor: Actor
 ) -> WritePlan[ExpireAnswer] | None:
-    """Every CLAIMED task whose lease has passed, up to the request's limit, goes back to
-    QUEUED (FAILED when used up); None when no lease has passed."""
+    """Every CLAIMED task whose lease has passed, up to the limit, goes back to QUEUED."""
     require_timestamp(now)
     if not isinstance(state, ExpiryState):
         raise LedgerError("FIELDS_INVALID", "expiring leases reads an ExpiryState")

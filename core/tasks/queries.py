@@ -1,8 +1,5 @@
-"""Read requests of the task ledger: one task, or a bounded list of them.
-
-A limit out of range is refused (`FIELDS_INVALID`), never clamped: a caller that asks for more
-than a read may return learns it, instead of silently getting less.
-"""
+"""Read requests of the task ledger; a limit out of range is refused, never clamped, so that a
+caller learns it instead of silently getting less."""
 
 from __future__ import annotations
 

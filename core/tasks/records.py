@@ -18,8 +18,7 @@ from aios_ledger.core.tasks.backoff import (
 )
 from aios_ledger.core.tasks.modes import VerificationMode
 
-# Most tasks have no constraints or metadata: these columns hold `{}` or `[]`, and a fresh
-# empty container is their value without a trip through the parser.
+# Most tasks hold `{}` or `[]` in these columns: a fresh empty container skips the parser.
 _EMPTY_DOCUMENTS: dict[str, Callable[[], JsonValue]] = {"{}": dict, "[]": list}
 
 
@@ -40,9 +39,7 @@ _MAX_CAPABILITIES_TEXT = 16 * 1024
 
 @lru_cache(maxsize=1024)
 def _capability_names(raw: str) -> tuple[str, ...] | None:
-    """The names in a `required_capabilities_json` text, or None when it is not a JSON list of
-    strings. Few distinct lists exist and a claim reads one several times (the candidate check,
-    the decision, the answer); a tuple can be shared, the caller gets a list of its own."""
+    """The names in a `required_capabilities_json` text, cached as claims read one often."""
     try:
         value = loads_document(raw)
     except LedgerError:
@@ -52,12 +49,16 @@ def _capability_names(raw: str) -> tuple[str, ...] | None:
     return tuple(str(item) for item in value)
 
 
-class TaskRow(NamedTuple):
-    """One row of `tasks`: the columns the older runtime created, then those of day two (how
-    results are judged, the retry policy, the schedule), whose defaults are the columns'.
+def require_task(
+    task_id: str, task: TaskRow | None, *, error: type[LedgerError] = LedgerError
+) -> TaskRow:
+    if task is None:
+        raise error("TASK_NOT_FOUND", f"no task {task_id!r}")
+    return task
 
-    A NamedTuple rather than an attrs class, like `IdempotencyRow`: every transition reads one
-    and writes the next (`_replace`), and a tuple is built in a fraction of the time."""
+
+class TaskRow(NamedTuple):
+    """One row of `tasks`; a NamedTuple, as every transition reads one and `_replace`s it."""
 
     task_id: str
     goal: str
@@ -85,28 +86,22 @@ class TaskRow(NamedTuple):
     retry_base_seconds: int = DEFAULT_RETRY_BASE_SECONDS
     retry_max_seconds: int = DEFAULT_RETRY_MAX_SECONDS
     not_before: str | None = None
-    # The order tasks were created in (0.x migration 0008): claims take equal priorities by it.
-    # 0 only in a row read from storage without the column; the table refuses it.
+    # Creation order, which breaks claim ties of equal priority; the table refuses 0.
     seq: int = 0
-    # 1 while a task created governed waits for its initial execution projection (migration
-    # 0027): no claim takes it, and only the projection's write sets it to 0.
+    # 1 while a governed task waits for its initial projection, whose write alone clears it.
     awaiting_projection: int = 0
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
-        """The row's columns by name; a row without day two's (an embedder's storage from
-        before them) reads as their defaults."""
+        """The row's columns by name; a row without day two's reads as their defaults."""
         if "awaiting_projection" not in row:
             row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
 
     def image(self) -> RowImage:
-        """The row as a v2 or v3 seal covers it: every column the record has."""
         return row_image(TASKS, self.task_id, self._asdict())
 
     def written(self, before: TaskRow | None) -> RowWrite:
-        """This row as a transition wrote it over `before` (None: it inserted it), for its
-        event's seal to cover, whichever version it is (`RowWrite`)."""
         return RowWrite(TASKS, self.task_id, self._fields, before, self)
 
     def metadata(self) -> JsonObject:

@@ -1,16 +1,5 @@
-"""Refused attempts are part of the record: a governed write or a projection of a task that
-exists, refused by one of its checks, is a sealed event on the task's chain naming the check's
-code, its message, what was attempted and (in the event's actor column) who tried.
-
-The refusal's answer is recorded in the task's idempotency ledger (`task_idempotency`) under
-`refusal_key(operation, key)`: a text no request's key can be (keys hold no space), so it
-never meets a task operation's key, and it is archived, copied, restored and verified with the
-task's other recorded answers. The same key with the same request replays the refusal (the same
-code and message, no second event); with another request it is `IDEMPOTENCY_CONFLICT`.
-
-Only well-formed attempts on an existing task are recorded: a request that does not parse, or
-names no task, is refused without a trace, so that nobody can fill the log with noise.
-"""
+"""Refused attempts are part of the record: a well-formed governed write or projection refused by a
+check is a sealed event; a malformed one leaves no trace, so no one can fill the log with noise."""
 
 from __future__ import annotations
 
@@ -30,21 +19,17 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 GOVERNED_WRITE_REFUSED: Final = "GOVERNED_WRITE_REFUSED"
 PROJECTION_REFUSED: Final = "TASK_INITIAL_EXECUTION_PROJECTION_REFUSED"
-# The events that record a refused attempt. None of them changes its task: a check of the
-# task's chain (the projection's preconditions) passes over them.
+# The events of refused attempts; none changes its task, so the chain's checks pass over them.
 REFUSAL_EVENTS: Final = frozenset({GOVERNED_WRITE_REFUSED, PROJECTION_REFUSED})
 
 
 def refusal_key(operation: str, idempotency_key: str) -> str:
-    """Where a refused attempt's answer is recorded in the task's idempotency ledger."""
     return f"{operation} {idempotency_key}"
 
 
 @attrs.frozen
 class RefusedAttempt:
-    """A well-formed attempt refused by one of its checks: its operation (the name its answer
-    is recorded under), the event that records it, the task, the request's key and digest,
-    the check's code and message, and what was attempted (the event's payload beside them)."""
+    """A well-formed attempt refused by one of its checks, and what it attempted."""
 
     operation: str
     event_type: str
@@ -62,10 +47,7 @@ class RefusedAttempt:
 
 @attrs.frozen
 class RefusalState:
-    """What recording a refusal reads: the task (None: there is none, and nothing is recorded),
-    the refusal already kept under the attempt's key (None: none), whether the key already
-    answered a request that was not refused (then this refusal is not its recorded answer), and
-    the log's tail at the task's chain."""
+    """The task, the refusal under the key, whether the key answered else, the tail."""
 
     task: TaskRow | None
     prior: IdempotencyRow | None
@@ -82,9 +64,7 @@ class RefusalAnswer(TypedDict):
 def replay_refusal(
     prior: IdempotencyRow | None, digest: str, *, error: type[LedgerError] = LedgerError
 ) -> None:
-    """Stripe's rule for a refusal kept under a key, checked before any other check (what was
-    refused might pass now): the same request is refused again as it was first; another is
-    `IDEMPOTENCY_CONFLICT`. Nothing when the key holds no refusal."""
+    """A refusal under a key replays before any check, since what was refused might pass now."""
     if prior is None:
         return
     answer = _stored_refusal(prior, digest, error)
@@ -110,12 +90,7 @@ def decide_refusal(
     actor: Actor,
     error: type[LedgerError] = LedgerError,
 ) -> Decision[RefusalAnswer] | None:
-    """Record a refused attempt: its answer recorded under its key and a sealed refusal
-    event on the task's chain, covering that answer. None (nothing recorded) when the task
-    does not exist, or when the key already answered an attempt that was not refused (this one
-    was refused before its key was looked at: the projection's authorization comes first). The
-    same refusal under the same key again is a replay; another request under it is
-    `IDEMPOTENCY_CONFLICT`."""
+    """Record a refused attempt under its key with a sealed event."""
     require_timestamp(now)
     if state.task is None or state.task.task_id != attempt.task_id or state.answered:
         return None
@@ -162,9 +137,7 @@ class RefusalEntry(TypedDict):
 
 
 def refusal_entries(events: Iterable[Mapping[str, Any]]) -> list[RefusalEntry]:
-    """The refused attempts among a task's events (each a mapping with `event_id`,
-    `event_type`, `created_at`, `actor` as the API shows it and `payload` parsed, as
-    `shell.attest.facts.sealed_event` reads them), in order."""
+    """The refused attempts among a task's events, in order."""
     entries: list[RefusalEntry] = []
     for event in events:
         payload = event.get("payload")

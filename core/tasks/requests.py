@@ -1,18 +1,5 @@
-"""Strict request records of the task lifecycle, structured from untrusted mappings.
-
-Each record's fields and their types are its schema (`core/structuring.py`): unknown or missing
-fields, wrong types, huge or malformed values are all `FIELDS_INVALID`, naming each field.
-`public()` is the canonical form a request's idempotency key is bound to. Lease tokens never
-appear in it: only their sha256 does, which is also all the database ever keeps.
-
-Each record is a `TaskRequest[A]`: a request the ledger answers with an `A`, the operation of
-the transition table (`core/tasks/transitions.py`) it asks for known by its class. A request is
-structured once, where it comes in (the command line, the HTTP app, a client), and that record
-is what the store and the core decide on. The acting agent is part of a request that an agent
-makes (`agent_id`): the edge that knows it fills it (the HTTP API from the token, never from a
-body), so that who may act is decided in the core, inside the locked decision, like every other
-rule; it is never part of the canonical form, so a key's digest is the same whoever asks.
-"""
+"""Strict request records of the task lifecycle. `public()`, the form a key is bound to, holds no
+lease token but its sha256 and never the acting `agent_id`."""
 
 from __future__ import annotations
 
@@ -113,7 +100,6 @@ def _metadata(value: Any) -> TaskMetadata:
 
 
 def _capabilities(limit: int) -> Any:
-    """At most `limit` capability names, kept sorted and once each."""
     names = converter.get_structure_hook(list[Identifier])
 
     def check(value: Any) -> list[Identifier]:
@@ -149,8 +135,7 @@ register_kind(
 
 
 class TaskRequest(Generic[A_co]):
-    """A request of the task lifecycle that the ledger answers with an `A_co`
-    (`TaskLedger.apply(request) -> A`)."""
+    """A request of the task lifecycle that the ledger answers with an `A_co`."""
 
     __slots__ = ()
     # The name its refusals give it: its operation's (`heartbeat: lease_seconds: ...`).
@@ -158,9 +143,7 @@ class TaskRequest(Generic[A_co]):
 
     @classmethod
     def from_mapping(cls, raw: object) -> Self:
-        """The record `raw` describes, or `FIELDS_INVALID`: the one step in which every entry
-        point (the command line, the HTTP app, a client, the keyword methods) structures a
-        request."""
+        """The record `raw` describes: the one structuring step of every entry point."""
         request = structure(raw, cls, what=cls.what)
         request.check()
         return request
@@ -178,10 +161,8 @@ class _AllPublic:
         return unstructure(self)
 
 
-# `agent_id` of a request an agent makes: who acts, as the edge knows it (the HTTP API: the
-# token's name). Given, the task must be that agent's (`NOT_TASK_HOLDER` when another agent
-# holds it); None: a caller that names no agent (the library, the local command line), held to
-# the lease alone. Never part of the canonical form.
+# `agent_id`: who acts, as the edge knows it; given, the task must be that agent's, else the
+# lease alone holds. Never part of the canonical form.
 
 
 @attrs.frozen(kw_only=True)
@@ -205,8 +186,7 @@ class TaskCreateRequest:
     not_before: TimestampText | None = None
     # What the task may spend (`core/tasks/budgets.py`); its attempts limit is `max_attempts`.
     budget: TaskBudget | None = None
-    # A governed task waits for its initial execution projection: no worker may claim it
-    # before the projection lands (`awaiting_projection`), whatever it offers.
+    # A governed task waits for its initial execution projection before any claim.
     governed: bool = False
 
     @classmethod
@@ -214,9 +194,7 @@ class TaskCreateRequest:
         return structure(raw, cls, what="task")
 
     def public(self) -> JsonObject:
-        """The request's canonical form. Day two's fields appear only when they differ from
-        their defaults, so that a task asked for as before has the digest it had before (a key
-        first used by an older version replays instead of conflicting)."""
+        """The canonical form; day two's fields only when set, so that old keys replay."""
         form = unstructure(self)
         for name, default in _DAY_TWO_DEFAULTS.items():
             if form[name] == default:
@@ -289,9 +267,7 @@ class ClaimBatchRequest(TaskRequest[list[ClaimAnswer]]):
     def claim(self) -> ClaimRequest:
         """The claim each of the batch's tasks is taken with."""
         return ClaimRequest(
-            agent_id=self.agent_id,
-            capabilities=self.capabilities,
-            lease_seconds=self.lease_seconds,
+            agent_id=self.agent_id, capabilities=self.capabilities, lease_seconds=self.lease_seconds
         )
 
 
@@ -324,15 +300,13 @@ class SubmitRequest(TaskRequest[SubmitAnswer]):
     result: JsonObjectValue
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     agent_id: Identifier | None = attrs.field(default=None, metadata=NOT_PUBLIC)
-    # What the attempt reports it spent (`core/tasks/budgets.py`), beside its result rather
-    # than in it: a result contract admits no field it does not name.
+    # Beside the result rather than in it: a result contract admits no field it does not name.
     usage: Usage | None = None
 
     what = "submit"
 
     def public(self) -> JsonObject:
-        """The canonical form; `usage` only when reported, so that a submit without one has
-        the digest it had before usage existed."""
+        """The canonical form; `usage` only when reported, so that old keys replay."""
         form = unstructure(self)
         if self.usage is None:
             del form["usage"]

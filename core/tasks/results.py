@@ -1,12 +1,5 @@
-"""What a task accepts as its result.
-
-No result may set a governance flag (`RESULT_GOVERNANCE_FLAGS`: a claim to have written to main
-or production, force-pushed, bypassed a protected ref or exposed secrets), whatever the task. A
-task whose metadata holds an envelope (`metadata["execution"]`, as the governed projection writes
-it) moreover only takes a result that meets its action's result contract (a JSON Schema, handed
-in by the shell), names the envelope's task and job and the binding it ran on, and echoes the
-envelope's `execution_digest`. A task without an envelope takes any other JSON object.
-"""
+"""What a task accepts as its result: never a governance flag, and under an envelope only a result
+that meets its action's contract and echoes the envelope."""
 
 from __future__ import annotations
 
@@ -38,9 +31,7 @@ _BINDING_ECHOES = ("repository", "base_oid", "expected_branch_oid", "target_bran
 def task_envelope(task: TaskRow) -> JsonObject | None:
     """The task's verified execution envelope, or None when it has none."""
     metadata = task.metadata()
-    if "execution" not in metadata:
-        return None
-    return verify_execution_envelope(metadata["execution"])
+    return None if "execution" not in metadata else verify_execution_envelope(metadata["execution"])
 
 
 def check_task_result(

@@ -36,10 +36,7 @@ def status_report(
     spend: Mapping[str, Any] | None = None,
     awaiting_projection: int = 0,
 ) -> dict[str, Any]:
-    """`expiring`: CLAIMED tasks whose leases end within the window, earliest first. A lease
-    that has already passed is expired (the next claim takes the task over), not expiring.
-    `spend`: a `spend_report`, shown under `spend` when given. `awaiting_projection`: how many
-    governed tasks wait for their initial execution projection (no worker may take them)."""
+    """`expiring`: leases ending within the window, earliest first; passed ones are expired."""
     by_status = {status.value: 0 for status in TaskStatus}
     for row in counts:
         by_status[str(row["status"])] = int(row["tasks"])
@@ -59,10 +56,7 @@ def status_report(
 
 
 def spend_report(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """What tasks spent (the `task_spend` rows summed), by task, agent, repository and UTC day
-    (`SPEND_GROUPS`; `groups` holds each one's rows by its name): per currency, since costs in
-    two currencies do not add up; `over_budget` counts the reports that went past a budget
-    (by task: whether any did)."""
+    """What tasks spent by each of `SPEND_GROUPS`, per currency, as currencies do not add."""
     return {
         name: [_spend_row(row, (key,)) for row in groups.get(name, ())]
         for name, _, key in SPEND_GROUPS

@@ -1,14 +1,5 @@
-"""The task lifecycle as data: the statuses and the moves between them (`TASK_TRANSITIONS`),
-and the shape of an operation that makes those moves (`TaskTransition`; the operations
-themselves are `core/tasks/operations.py`).
-
-Keeping the lifecycle as data (as h11 keeps its state machine) makes every rule one row a
-reader can check. `TASK_TRANSITIONS` maps (status, outcome) to the next status; a pair not in it
-is `INVALID_TRANSITION`. Outcomes that depend on the attempts left are separate entries
-(`rework` / `rework_exhausted`, …), so the table stays a plain map. `ABSENT` is the status of a
-task that does not exist yet, and an operator's `retry` is the one way out of FAILED and
-CANCELLED.
-"""
+"""The task lifecycle as data, so that every rule is one row a reader can check: `TASK_TRANSITIONS`
+maps (status, outcome) to the next status; a pair not in it is `INVALID_TRANSITION`."""
 
 from __future__ import annotations
 
@@ -84,8 +75,7 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
             # day two: an operator sends a finished failure back to the queue
             (_S.FAILED, _O.RETRY): _S.QUEUED,
             (_S.CANCELLED, _O.RETRY): _S.QUEUED,
-            # an owner holds a waiting task out of the queue, and lets it back in (a claimed
-            # task is not paused: its holder is at work on it; cancel it to stop it)
+            # an owner holds a waiting task out of the queue, and lets it back in
             (_S.QUEUED, _O.PAUSE): _S.PAUSED,
             (_S.PAUSED, _O.RESUME): _S.QUEUED,
             (_S.PAUSED, _O.CANCEL): _S.CANCELLED,
@@ -93,8 +83,7 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus | Literal["ABSENT"], TaskOperation], 
     )
 )
 
-# A status nothing but an operator's `retry` moves a task out of: no worker, reviewer or lease
-# changes it again.
+# A status only an operator's `retry` moves a task out of.
 TERMINAL_STATUSES = frozenset(
     status
     for status in TaskStatus
@@ -104,16 +93,14 @@ TERMINAL_STATUSES = frozenset(
     )
 )
 
-# The same table keyed by plain text: a row's status is the text it was stored as (a StrEnum
-# member hashes and compares as its text, so this finds the same entries).
+# The same table keyed by plain text, as rows store it (a StrEnum member hashes as its text).
 _NEXT: Mapping[tuple[str, str], TaskStatus] = {
     key: value for key, value in TASK_TRANSITIONS.items()
 }
 
 
 def next_task_status(status: str, operation: TaskOperation) -> TaskStatus:
-    """The status after `operation` on a task of `status` (as its row holds it), or
-    `INVALID_TRANSITION`."""
+    """The status after `operation` on a task of `status`, or `INVALID_TRANSITION`."""
     following = _NEXT.get((status, operation))
     if following is None:
         raise LedgerError("INVALID_TRANSITION", f"a {status} task does not allow {operation}")
@@ -133,13 +120,11 @@ def expire_operation(*, attempts_left: bool) -> TaskOperation:
 
 
 def release_operation(*, attempts_left: bool) -> TaskOperation:
-    """A released attempt still counts, as an expired one does: a task whose command keeps
-    getting its worker stopped (or killed by the stop) must not come back forever."""
+    """A released attempt counts, so that a task whose worker keeps being stopped ends."""
     return TaskOperation.RELEASE if attempts_left else TaskOperation.RELEASE_EXHAUSTED
 
 
-# ---------------------------------------------------------------------------------------------
-# the operations
+# --- the operations -------------------------------------------------------------------------------
 
 
 TASK_CREATED = "TASK_CREATED"
@@ -173,8 +158,7 @@ class EventAgent(enum.StrEnum):
 
 
 class Step(NamedTuple):
-    """One move of one task, as the facts of its event and answer read it: the row before,
-    the row after, the request."""
+    """One move of one task, as its event's and answer's facts read it."""
 
     before: TaskRow
     after: TaskRow
@@ -211,9 +195,7 @@ class Scope(enum.Enum):
 
 @attrs.frozen
 class StateRead:
-    """A named read a decision needs besides its task's rows: the statement and its parameters,
-    read with the task in one round trip; its first row, as the record the statement declares
-    (`-- returns:`; none: its first column), fills the field `into` of the decision's state."""
+    """A named read made with the task in one round trip; its first row fills `into`."""
 
     into: str
     statement: str
@@ -226,22 +208,8 @@ def no_reads(request: Any) -> tuple[StateRead, ...]:
 
 @attrs.frozen(kw_only=True)
 class TaskTransition:
-    """One operation of the lifecycle, a row of `TASK_OPERATIONS`: everything the ledger, its
-    entry points and its decision know of it.
-
-    `request`: the record it is asked with (`request.from_mapping`: the one structuring step of
-    every entry point). `scope` and `reads`: what the ledger reads for it (the named reads beyond
-    its task's rows, from the request); `shell_inputs`: the `DecisionInputs` the shell generates
-    or configures for its decision (a new `task_id`, a backoff's `jitter`, the result
-    `contracts`); `decide(row, state, request, inputs, now)`: its decision.
-    `outcome`: its column of `TASK_TRANSITIONS`, or how the column is chosen from the row and
-    the request (the attempts left, a verifier's decision). `payload`, `answer`: what its event
-    says and what its answer says beyond the task's summary (`TaskSummary`) and `idempotent`.
-    `role`: who may ask for it; `route`: its path under `/v1/tasks/{task_id}/` (None: a route
-    of its own, or none); `command`: its command line (`task pause`); `tool`: its MCP tool.
-    `before_projection`: whether it may move a governed task that still awaits its initial
-    execution projection (`AWAITING_PROJECTION` otherwise): a cancel may; a claim may not (nor
-    any write that would raise the revision the projection requires)."""
+    """One operation of the lifecycle, a row of `TASK_OPERATIONS`: all the ledger and its entry
+    points know of it."""
 
     name: str
     request: type[TaskRequest[Any]]
@@ -269,5 +237,4 @@ class TaskTransition:
         return outcome if isinstance(outcome, TaskOperation) else outcome(task, request)
 
     def next_status(self, task: TaskRow, request: Any) -> TaskStatus:
-        """The status `request` moves `task` to, or `INVALID_TRANSITION`."""
         return next_task_status(task.status, self.outcome_of(task, request))

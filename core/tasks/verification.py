@@ -1,11 +1,5 @@
-"""How a task's submitted results are judged: by a reviewer (`task verify`, the default), or
-automatically when they arrive (`auto`).
-
-An automatic judgement accepts a result whose `status` is SUCCEEDED (its contract was already
-checked on submit: a result that breaks it is refused before it is judged); anything else (a
-FAILED status, no status: what a worker submits for a non-zero exit, a timeout, invalid output,
-a refused result) needs rework, with the result's own account of the failure as the reason.
-"""
+"""How a task's submitted results are judged automatically: SUCCEEDED is accepted (its contract was
+checked on submit), anything else goes to rework."""
 
 from __future__ import annotations
 
@@ -17,8 +11,6 @@ from aios_ledger.core.tasks.requests import MAX_REASON
 
 @attrs.frozen
 class Judgement:
-    """A verification's decision and why."""
-
     decision: VerifyDecision
     reason: str
 
