@@ -74,10 +74,10 @@ def agent_argv(words: Sequence[str], prompt: str, prompt_file: str) -> list[str]
     ]
 
 
-def run_agent(argv: list[str]) -> tuple[int, str]:
+def run_agent(argv: list[str]) -> tuple[int, list[str]]:
     """Run the agent; both of its streams go to stderr a whole line at a time (the worker's
     stdout is the result's alone, and lines of the two streams never mix). Its exit status,
-    and the tail of what it printed on stdout."""
+    and the last lines it printed on stdout."""
     tail: collections.deque[str] = collections.deque(maxlen=40)
     try:
         agent = subprocess.Popen(
@@ -90,7 +90,7 @@ def run_agent(argv: list[str]) -> tuple[int, str]:
         )
     except OSError as exc:
         progress(f"cannot start {argv[0]}: {exc}")
-        return 127, ""
+        return 127, []
     assert agent.stdout is not None and agent.stderr is not None  # pipes
     lock = threading.Lock()
 
@@ -99,13 +99,27 @@ def run_agent(argv: list[str]) -> tuple[int, str]:
             with lock:
                 progress(line.rstrip("\n"))
             if kept is not None:
-                kept.append(line)
+                kept.append(line.rstrip("\n"))
 
     errors = threading.Thread(target=forward, args=(agent.stderr, None))
     errors.start()
     forward(agent.stdout, tail)
     errors.join()
-    return agent.wait(), "".join(tail).strip()[-SUMMARY_CHARACTERS:]
+    return agent.wait(), list(tail)
+
+
+def last_words(lines: list[str]) -> str:
+    """What the agent said last, for the summary: the `result` text of a final JSON object
+    (Claude Code's `--output-format json`), else the end of its output."""
+    printed = [line for line in lines if line.strip()]
+    if printed:
+        try:
+            final = json.loads(printed[-1])
+        except ValueError:
+            final = None
+        if isinstance(final, dict) and isinstance(final.get("result"), str):
+            return final["result"].strip()[-SUMMARY_CHARACTERS:]
+    return "\n".join(printed).strip()[-SUMMARY_CHARACTERS:]
 
 
 def git(*args: str) -> str:
@@ -166,10 +180,11 @@ def main(argv: Sequence[str]) -> int:
             out.write(prompt)
         command = agent_argv(words, prompt, prompt_file)
         progress(f"task {claim['task_id']} attempt {claim['attempt']}: running {command[0]}")
-        status, said = run_agent(command)
+        status, lines = run_agent(command)
     if status != 0:
         progress(f"{command[0]} exited with status {status}")
         return status if 0 < status < 256 else 1
+    said = last_words(lines)
     envelope = claim.get("envelope")
     if not (isinstance(envelope, dict) and os.environ.get("AIOS_WORKSPACE")):
         # A plain task: no workspace, so nothing to commit or to state.

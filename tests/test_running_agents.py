@@ -60,7 +60,10 @@ if os.environ.get("STAND_IN_EDIT", "1") == "1":
     if os.environ.get("STAND_IN_COMMIT", "1") == "1":
         subprocess.run(["git", "add", "AGENT.md"], check=True)
         subprocess.run(["git", "commit", "--quiet", "-m", "Edit AGENT.md"], check=True)
-print("done")
+if "--output-format" in sys.argv and "json" in sys.argv:  # as Claude Code's -p answers
+    print(json.dumps({{"type": "result", "result": "done", "session_id": "stand-in"}}))
+else:
+    print("done")
 """
 
 
@@ -182,6 +185,8 @@ def test_each_documented_command_line_proposes_its_commit(stage: Stage, program:
     assert proposal["changed_files"] == ["AGENT.md"]
     lines = [payload["line"] for kind, payload in events if kind == "stderr"]
     assert "thinking about the task" in lines and "reading the code" in lines
+    if "--output-format" in expected:  # the whole JSON answer is evidence, its text the summary
+        assert any('"session_id": "stand-in"' in line for line in lines)
     result = stage.task(task_id)["result"]
     assert result["changed_files"] == ["AGENT.md"]
     assert result["summary"].startswith(f"{program} changed AGENT.md")
