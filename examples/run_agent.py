@@ -114,11 +114,12 @@ def last_words(lines: list[str]) -> str:
     printed = [line for line in lines if line.strip()]
     if printed:
         try:
-            final = json.loads(printed[-1])
+            final: object = json.loads(printed[-1])
         except ValueError:
             final = None
-        if isinstance(final, dict) and isinstance(final.get("result"), str):
-            return final["result"].strip()[-SUMMARY_CHARACTERS:]
+        answer = final.get("result") if isinstance(final, dict) else None
+        if isinstance(answer, str):
+            return answer.strip()[-SUMMARY_CHARACTERS:]
     return "\n".join(printed).strip()[-SUMMARY_CHARACTERS:]
 
 
