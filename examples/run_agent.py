@@ -174,6 +174,13 @@ def main(argv: Sequence[str]) -> int:
         return 2
     words = argv[argv.index("--") + 1 :]
     claim = json.load(sys.stdin)
+    envelope = claim.get("envelope")
+    governed = isinstance(envelope, dict) and isinstance(envelope.get("binding"), dict)
+    if governed and not os.environ.get("AIOS_WORKSPACE"):
+        # Bound to a repository the worker's ledger does not govern: running the agent here
+        # would edit the worker's own directory for a task meant for that repository.
+        progress(f"no workspace: {envelope['binding']['repository']} is not governed here")
+        return 1
     prompt = prompt_of(claim)
     with tempfile.TemporaryDirectory(prefix="aios-prompt-") as folder:
         prompt_file = os.path.join(folder, "prompt.md")
@@ -186,8 +193,7 @@ def main(argv: Sequence[str]) -> int:
         progress(f"{command[0]} exited with status {status}")
         return status if 0 < status < 256 else 1
     said = last_words(lines)
-    envelope = claim.get("envelope")
-    if not (isinstance(envelope, dict) and os.environ.get("AIOS_WORKSPACE")):
+    if not governed:
         # A plain task: no workspace, so nothing to commit or to state.
         summary = said or f"{command[0]} finished"
         json.dump({"status": "SUCCEEDED", "summary": summary}, sys.stdout)

@@ -248,6 +248,22 @@ def test_an_agent_that_fails_or_changes_nothing_is_a_failure_with_evidence(
     assert result["status"] == "FAILED" and why in result["summary"]
 
 
+def test_a_task_bound_to_a_repository_not_governed_here_never_runs_the_agent(
+    stage: Stage,
+) -> None:
+    """Without a workspace the agent would edit the worker's own directory for a task meant for
+    another repository: the wrapper refuses before starting it."""
+    governed_task(
+        stage.db, "task-elsewhere", binding("task-elsewhere", stage.base, repository="acme/other")
+    )
+    worked = stage.work(AGENTS["codex"])
+    assert worked.returncode == 0, worked.stderr
+    assert [t["outcome"] for t in json.loads(worked.stdout)["tasks"]] == ["failure-submitted"]
+    assert not stage.log.exists()
+    (failure,) = [p for kind, p in stage.run_events("task-elsewhere") if kind == "failure"]
+    assert failure["stderr_tail"] == ["no workspace: acme/other is not governed here"]
+
+
 def test_a_plain_task_runs_the_agent_where_the_worker_runs(stage: Stage) -> None:
     """No binding, no workspace: the agent works in the worker's directory, nothing is
     committed or proposed, and the result is a status and a summary."""
