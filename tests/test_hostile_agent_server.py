@@ -271,13 +271,21 @@ LEAVE_AFTER_A_WRITE = (
 )
 
 
-@pytest.mark.parametrize("leave", [LEAVE_AFTER_A_READ, LEAVE_AFTER_A_WRITE], ids=["read", "write"])
-def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_writable(
-    tmp_path: Path, leave: str
+@pytest.mark.parametrize(
+    ("leave", "read_only"),
+    [
+        pytest.param(LEAVE_AFTER_A_READ, ("", "-wal", "-shm"), id="folder-wal-shm-after-a-read"),
+        pytest.param(LEAVE_AFTER_A_WRITE, ("", "-wal", "-shm"), id="folder-wal-shm-after-a-write"),
+        pytest.param(LEAVE_AFTER_A_WRITE, ("-wal",), id="wal-alone-after-a-write"),
+    ],
+)
+def test_a_server_on_a_read_only_folder_wal_or_shm_writes_once_they_are_writable(
+    tmp_path: Path, leave: str, read_only: tuple[str, ...]
 ) -> None:
     """The ledger file is writable but its folder, `-wal` and `-shm` are not (left by a writer
     that ended without closing): the connections SQLite opens then share a read-only `-shm`,
-    which the server must close them all to drop."""
+    which the server must close them all to drop. With only the `-wal` read-only, SQLite begins
+    a write that it cannot finish (an I/O error), so the server asks the file system too."""
     user = _as_an_unprivileged_user()
     if user is None:
         pytest.skip("running as root without setpriv: cannot drop CAP_DAC_OVERRIDE here")
@@ -295,9 +303,9 @@ def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_w
         assert (files[1].stat().st_size > 0) == (leave is LEAVE_AFTER_A_WRITE)
         for path in [folder, *files]:
             os.chown(path, uid, gid)
-        for path in files[1:]:
-            path.chmod(0o444)
-        folder.chmod(0o555)
+        made_read_only = [Path(f"{ledger}{suffix}") if suffix else folder for suffix in read_only]
+        for path in made_read_only:
+            path.chmod(0o555 if path == folder else 0o444)
         task = {"task_id": "after", "goal": "g", "instructions": "i"}
         with ServeProcess(ledger, log=tmp_path / "serve.log", command_prefix=prefix) as server:
             owner = server.client(token=token)
@@ -306,9 +314,8 @@ def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_w
             refused = owner.post("/v1/tasks", json={"idempotency_key": "k-1", "task": task})
             assert (refused.status_code, refused.json()["code"]) == (503, "DATABASE_READ_ONLY")
             assert owner.get("/v1/tasks").status_code == 200  # reads go on meanwhile
-            folder.chmod(0o755)
-            for path in files[1:]:
-                path.chmod(0o644)
+            for path in made_read_only:
+                path.chmod(0o755 if path == folder else 0o644)
             for _ in range(PROBE_TRIES):
                 if server.client().get("/v1/ready").status_code == 200:
                     break
