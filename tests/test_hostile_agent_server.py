@@ -310,9 +310,11 @@ def test_a_server_on_a_read_only_folder_wal_or_shm_writes_once_they_are_writable
         with ServeProcess(ledger, log=tmp_path / "serve.log", command_prefix=prefix) as server:
             owner = server.client(token=token)
             not_ready = server.client().get("/v1/ready")
-            assert (not_ready.status_code, not_ready.json()["code"]) == (503, "DATABASE_READ_ONLY")
+            assert not_ready.status_code == 503, not_ready.text
+            assert not_ready.json()["code"] == "DATABASE_READ_ONLY", not_ready.text
             refused = owner.post("/v1/tasks", json={"idempotency_key": "k-1", "task": task})
             assert (refused.status_code, refused.json()["code"]) == (503, "DATABASE_READ_ONLY")
+            assert repr(str(ledger)) in refused.json()["detail"]  # the file, and what to do
             assert owner.get("/v1/tasks").status_code == 200  # reads go on meanwhile
             for path in made_read_only:
                 path.chmod(0o755 if path == folder else 0o644)
