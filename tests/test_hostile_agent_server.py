@@ -5,9 +5,10 @@ immutable with `chattr +i`, a real full file system): the server survives the ne
 Figures (cases tried, refused): 50 connections that never finish their headers, all 50 closed
 by the header timeout while a normal client is served; 1 byte-by-byte trickle, closed; 1
 connection over `--max-connections`, refused 503 `TOO_MANY_CONNECTIONS`; 1 server started on a
-read-only file, 1 (as an unprivileged user) on a read-only folder, `-wal` and `-shm`, and 1 on a
-full disk (a real 8 MiB tmpfs), each writing again (and saying it is ready) once the files are
-writable or the disk has room, without a restart; 12 ids no route can
+read-only file, 2 (as an unprivileged user) on a read-only folder, `-wal` and `-shm` (the `-wal`
+empty, or holding a commit), and 1 on a full disk (a real 8 MiB tmpfs), each writing again (and
+saying it is ready) once the files are writable or the disk has room, without a restart; 1 on a
+read-only folder with no `-wal`, refused at start; 12 ids no route can
 address, all 12 refused at creation (tasks and runs) with 422 `FIELDS_INVALID` and nothing
 written, and 1 review run's id, refused; a number too large, 422; every code of the status
 table is the documented status.
@@ -49,7 +50,7 @@ from aios_ledger.shell.api.backend import DEFAULT_MAX_HEADER_BYTES, ApiSettings,
 from aios_ledger.shell.api.problems import STATUS_BY_CODE, STATUS_BY_PART, status_of
 from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.tasks.ledger import TaskLedger
-from api_server import ApiServer, Served, ServeProcess, cli
+from api_server import ApiServer, Served, ServeProcess, cli, free_port
 from conftest import postgres_url
 from legacy_fixtures import binding
 
@@ -256,12 +257,35 @@ def _as_an_unprivileged_user() -> tuple[list[str], int, int] | None:
     return prefix, user.pw_uid, user.pw_gid
 
 
-def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_writable(
-    tmp_path: Path,
+# A writer that ends without closing (killed, say) leaves its -wal and -shm behind: after a
+# read, an empty -wal; after a write, one that holds its commit (a token issued), which the
+# server must read back through a read-only -shm. Prints the token it issued, if any.
+LEAVE_AFTER_A_READ = (
+    "import os, sys, apsw; kept = apsw.Connection(sys.argv[1]); "
+    "kept.execute('select 1 from sqlite_master').fetchall(); os._exit(0)"
+)
+LEAVE_AFTER_A_WRITE = (
+    "import os, sys; from aios_ledger.shell import Database; "
+    "from aios_ledger.shell.api.tokens import issue_token; kept = Database(sys.argv[1]); "
+    "print(issue_token(kept, 'owner-2', ['owner'])['token'], flush=True); os._exit(0)"
+)
+
+
+@pytest.mark.parametrize(
+    ("leave", "read_only"),
+    [
+        pytest.param(LEAVE_AFTER_A_READ, ("", "-wal", "-shm"), id="folder-wal-shm-after-a-read"),
+        pytest.param(LEAVE_AFTER_A_WRITE, ("", "-wal", "-shm"), id="folder-wal-shm-after-a-write"),
+        pytest.param(LEAVE_AFTER_A_WRITE, ("-wal",), id="wal-alone-after-a-write"),
+    ],
+)
+def test_a_server_on_a_read_only_folder_wal_or_shm_writes_once_they_are_writable(
+    tmp_path: Path, leave: str, read_only: tuple[str, ...]
 ) -> None:
     """The ledger file is writable but its folder, `-wal` and `-shm` are not (left by a writer
     that ended without closing): the connections SQLite opens then share a read-only `-shm`,
-    which the server must close them all to drop."""
+    which the server must close them all to drop. With only the `-wal` read-only, SQLite begins
+    a write that it cannot finish (an I/O error), so the server asks the file system too."""
     user = _as_an_unprivileged_user()
     if user is None:
         pytest.skip("running as root without setpriv: cannot drop CAP_DAC_OVERRIDE here")
@@ -271,28 +295,29 @@ def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_w
     try:
         with Database(ledger) as opened:
             token = str(issue_token(opened, "owner-1", ["owner"])["token"])
-        # A writer that ends without closing leaves its -wal and -shm behind.
-        leave = (
-            "import os, sys, apsw; kept = apsw.Connection(sys.argv[1]); "
-            "kept.execute('select 1 from sqlite_master').fetchall(); os._exit(0)"
+        left = subprocess.run(
+            [sys.executable, "-c", leave, str(ledger)], check=True, capture_output=True, text=True
         )
-        subprocess.run([sys.executable, "-c", leave, str(ledger)], check=True)
+        token = left.stdout.strip() or token
         files = [ledger, ledger.with_name("ledger.db-wal"), ledger.with_name("ledger.db-shm")]
+        assert (files[1].stat().st_size > 0) == (leave is LEAVE_AFTER_A_WRITE)
         for path in [folder, *files]:
             os.chown(path, uid, gid)
-        for path in files[1:]:
-            path.chmod(0o444)
-        folder.chmod(0o555)
+        made_read_only = [Path(f"{ledger}{suffix}") if suffix else folder for suffix in read_only]
+        for path in made_read_only:
+            path.chmod(0o555 if path == folder else 0o444)
         task = {"task_id": "after", "goal": "g", "instructions": "i"}
         with ServeProcess(ledger, log=tmp_path / "serve.log", command_prefix=prefix) as server:
             owner = server.client(token=token)
             not_ready = server.client().get("/v1/ready")
-            assert (not_ready.status_code, not_ready.json()["code"]) == (503, "DATABASE_READ_ONLY")
+            assert not_ready.status_code == 503, not_ready.text
+            assert not_ready.json()["code"] == "DATABASE_READ_ONLY", not_ready.text
             refused = owner.post("/v1/tasks", json={"idempotency_key": "k-1", "task": task})
             assert (refused.status_code, refused.json()["code"]) == (503, "DATABASE_READ_ONLY")
-            folder.chmod(0o755)
-            for path in files[1:]:
-                path.chmod(0o644)
+            assert repr(str(ledger)) in refused.json()["detail"]  # the file, and what to do
+            assert owner.get("/v1/tasks").status_code == 200  # reads go on meanwhile
+            for path in made_read_only:
+                path.chmod(0o755 if path == folder else 0o644)
             for _ in range(PROBE_TRIES):
                 if server.client().get("/v1/ready").status_code == 200:
                     break
@@ -306,6 +331,39 @@ def test_a_server_whose_folder_wal_and_shm_were_read_only_writes_once_they_are_w
         with Database(ledger) as reopened:
             assert TaskLedger(database=reopened).get("after")["status"] == "QUEUED"
         assert json.loads(cli("--db", str(ledger), "verify"))["intact"] is True
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_a_server_on_a_read_only_folder_without_its_wal_refuses_to_start(tmp_path: Path) -> None:
+    """A ledger closed cleanly has no `-wal` or `-shm`; in a read-only folder SQLite cannot make
+    them and so cannot even read the file: `serve` exits at once, naming the file and what to
+    do, rather than run a server that answers nothing (a supervisor starts it again)."""
+    user = _as_an_unprivileged_user()
+    if user is None:
+        pytest.skip("running as root without setpriv: cannot drop CAP_DAC_OVERRIDE here")
+    prefix, uid, gid = user
+    folder = Path(tempfile.mkdtemp(prefix="read-only-folder-"))  # `nobody` may not enter tmp_path
+    ledger = folder / "ledger.db"
+    try:
+        cli("--db", str(ledger), "init")
+        for path in [folder, ledger]:
+            os.chown(path, uid, gid)
+        before = ledger.read_bytes()
+        folder.chmod(0o555)
+        serve = [sys.executable, "-m", "aios_ledger.shell.cli", "--db", str(ledger), "serve"]
+        ended = subprocess.run(
+            [*prefix, *serve, "--listen", f"127.0.0.1:{free_port()}"],
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+            check=False,
+        )
+        assert ended.returncode == 1, ended
+        assert ended.stderr.startswith("DATABASE_READ_ONLY: "), ended.stderr
+        assert repr(str(ledger)) in ended.stderr and "writable" in ended.stderr
+        assert sorted(os.listdir(folder)) == ["ledger.db"] and ledger.read_bytes() == before
     finally:
         folder.chmod(0o755)
         shutil.rmtree(folder)

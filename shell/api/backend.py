@@ -168,6 +168,11 @@ class Backend:
     def write_now(self, work: Callable[[Stores], T]) -> T:
         while True:
             self._reopen_writer_if_faulty()
+            fault = self._writer_fault
+            if fault is not None and fault.code == "DATABASE_READ_ONLY":
+                # Refused before it is tried: SQLite may begin a write it cannot finish (on a
+                # read-only `-wal`), which would fail as an I/O error that names no file.
+                raise LedgerError(fault.code, fault.detail)
             writer = self.writer
             try:
                 with self._write_turn:

@@ -540,7 +540,7 @@ class SqliteDatabase(Database):
         its `-wal`/`-shm` only for reading, which an empty `BEGIN IMMEDIATE` shows without
         writing (asked before group commit starts, while no other thread uses the connection).
         A busy database is no answer: the write itself says."""
-        if self.conn.readonly("main"):
+        if self.conn.readonly("main") or not self._journal_writable():
             return storage_error(
                 apsw.ReadOnlyError("attempt to write a readonly database"), self.path
             )
@@ -552,6 +552,18 @@ class SqliteDatabase(Database):
             return None
         self._rollback()
         return None
+
+    def _journal_writable(self) -> bool:
+        """Whether this user may write the `-wal` and `-shm` there are. After a read, SQLite
+        begins a write on a `-wal` it could open only for reading and fails it at the commit
+        (an I/O error), so the file system is asked. Never by opening them: closing a
+        descriptor of a file drops every lock the process holds on it, SQLite's too."""
+        if self.path == ":memory:":
+            return True
+        return all(
+            os.access(journal, os.W_OK) or not os.path.exists(journal)
+            for journal in (f"{self.path}-wal", f"{self.path}-shm")
+        )
 
     def write(
         self, work: Callable[[Connection], T], *, row_locked: bool = False, urgent: bool = False
