@@ -11,6 +11,7 @@ FROM governed_repositories WHERE name = :name;
 -- change kept by its idempotency key.
 
 -- name: governed_repository_settings_cas_update!
+-- A repository's settings, changed by its owner under its revision.
 UPDATE governed_repositories
 SET secrets_baseline_json = :secrets_baseline_json,
     secrets_baseline_sha256 = :secrets_baseline_sha256,
@@ -30,6 +31,8 @@ FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 -- its (repository, agent_id, created_at) index.
 
 -- name: scan_charges_of_attempt$
+-- What an agent's scans of its proposals to a repository spent since :since, the window of
+-- its scan budget.
 SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
 
 -- name: get_task_proposal
@@ -41,8 +44,7 @@ FROM task_proposals WHERE task_id = :task_id AND attempt = :attempt;
 
 -- name: get_task_proposal_of_current_attempt
 -- returns: ProposalRow
--- get_task_proposal at the task's own attempt, so that a submit reads it in the same round trip
--- as the task it locks (read after the lock: the attempt is the one the submit decides on).
+-- get_task_proposal at the task's own attempt, read after the lock in a submit's round trip.
 SELECT p.proposal_id, p.task_id, p.attempt, p.repository, p.agent_id, p.base_oid, p.head_oid,
        p.bundle_sha256, p.bundle_bytes, p.refs_json, p.changed_files_json, p.facts_json,
        p.created_at, p.scan_bytes, p.scan_seconds
