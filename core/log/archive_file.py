@@ -51,10 +51,7 @@ _TASK_FIELDS = (
 )
 _LIST_FIELDS = {
     "evidence": (RUN_EVENTS, "run_id seq kind created_at payload:payload_json"),
-    "reviews": (
-        AUXILIARY_RUNS,
-        "aux_id run_id kind state output:output_json error_code error",
-    ),
+    "reviews": (AUXILIARY_RUNS, "aux_id run_id kind state output:output_json error_code error"),
     "proposals": (
         TASK_PROPOSALS,
         "proposal_id attempt repository base_oid head_oid bundle_sha256"
@@ -146,8 +143,7 @@ def chain_ends(contents: ArchiveContents) -> dict[str, ArchivedChainEnd | None]:
 
 
 def unanchored_chains(
-    ends: Mapping[str, ArchivedChainEnd | None],
-    recorded: Iterable[Mapping[str, ArchivedChainEnd]],
+    ends: Mapping[str, ArchivedChainEnd | None], recorded: Iterable[Mapping[str, ArchivedChainEnd]]
 ) -> list[tuple[str, str]]:
     """The file's chains, with why, whose last seal no sealed TASKS_ARCHIVED event recorded: a
     chain that ends at a recorded seal is the ledger's, and so are the row digests it covers."""

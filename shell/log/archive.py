@@ -369,10 +369,7 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
         counts = dict(report.finding_counts)
         counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + len(findings)
         report = attrs.evolve(
-            report,
-            intact=False,
-            findings=(*findings, *report.findings),
-            finding_counts=counts,
+            report, intact=False, findings=(*findings, *report.findings), finding_counts=counts
         )
     return {**report.public(), "archive_sha256": digest, "archive_event_id": archive_event_id}
 
@@ -476,9 +473,7 @@ def _restore_state(
         (row.table, row.key, str(found["taken"]))
         for row in rows_to_restore(contents, SEALED_TABLES)
         for found in fetch_all(
-            conn,
-            "restore_row_taken",
-            {"row_table": row.table, "row_key": row.key, "seq": row.seq},
+            conn, "restore_row_taken", {"row_table": row.table, "row_key": row.key, "seq": row.seq}
         )
     )
     prior = None

@@ -21,11 +21,7 @@ from aios_ledger.core.proofs import VerifierKey, open_checkpoint
 from aios_ledger.core.proofs.checkpoints import checkpoint_root
 from aios_ledger.shell.cli_support import emit, ledger_settings, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
-from aios_ledger.shell.db.connection import (
-    Database,
-    engine_for,
-    is_database_url,
-)
+from aios_ledger.shell.db.connection import Database, engine_for, is_database_url
 from aios_ledger.shell.db.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.archive import (
     archive_tasks,
