@@ -60,19 +60,6 @@ class NodeId:
     index: int
 
 
-def completing_leaf(node: NodeId) -> int:
-    """The leaf whose append completes `node` (its last leaf), in whose row it is stored."""
-    return ((node.index + 1) << node.level) - 1
-
-
-def split_completed(leaf_index: int, stored: bytes) -> tuple[StoredNode, ...]:
-    """The subtrees, level 1 upwards, whose concatenated hashes a leaf's row holds in `nodes`."""
-    return tuple(
-        StoredNode(NodeId(level, (leaf_index + 1 >> level) - 1), stored[at : at + HASH_SIZE])
-        for level, at in enumerate(range(0, len(stored) - len(stored) % HASH_SIZE, HASH_SIZE), 1)
-    )
-
-
 def _largest_power_below(n: int) -> int:
     """k, the largest power of two smaller than n (n > 1), as RFC 6962 splits D[n]."""
     return 1 << ((n - 1).bit_length() - 1)
@@ -162,9 +149,6 @@ class Frontier:
 
     def encode(self) -> bytes:
         return b"".join(self.hashes)
-
-    def nodes(self) -> tuple[NodeId, ...]:
-        return range_nodes(0, self.size)
 
     def head(self) -> TreeHead:
         return TreeHead(self.size, fold_range(self.hashes))

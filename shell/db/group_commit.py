@@ -192,9 +192,6 @@ class GroupCommit:
             source = self._urgent if self._urgent else self._waiting
             return [source.popleft() for _ in range(min(len(source), self._max_batch))]
 
-    def _urgent_waiting(self) -> bool:
-        return bool(self._urgent)  # a deque's length is read atomically
-
     def _commit(self, batch: list[_Entry]) -> None:
         try:
             outcomes = self._db._with_busy_retry(self._attempt, batch)
@@ -232,7 +229,7 @@ class GroupCommit:
             for entry in batch:
                 if (
                     outcomes
-                    and self._urgent_waiting()
+                    and self._urgent  # a deque's length is read atomically
                     and time.monotonic() - started >= URGENT_CUT_SECONDS
                 ):
                     break
