@@ -7,11 +7,10 @@ SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories WHERE name = :name;
 
--- A repository's settings (0.x migration 0013): changed by its owner under its revision, each
--- change kept by its idempotency key.
+-- A repository's settings: changed by its owner under its revision, each change kept by its
+-- idempotency key.
 
 -- name: governed_repository_settings_cas_update!
--- A repository's settings, changed by its owner under its revision.
 UPDATE governed_repositories
 SET secrets_baseline_json = :secrets_baseline_json,
     secrets_baseline_sha256 = :secrets_baseline_sha256,
@@ -26,13 +25,9 @@ WHERE name = :name AND revision = :expected_revision;
 SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
 FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 
--- What an agent's scans of its proposals to a repository spent since a moment (the window of
--- its scan budget): its recorded proposals and its refused scans, charged to it, each through
--- its (repository, agent_id, created_at) index.
+-- What an agent's scans of its proposals to a repository spent within its scan budget's window.
 
 -- name: scan_charges_of_attempt$
--- What an agent's scans of its proposals to a repository spent since :since, the window of
--- its scan budget.
 SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
 
 -- name: get_task_proposal
