@@ -55,14 +55,9 @@ def recorded_ledger_rows(payload: object) -> dict[str, frozenset[LedgerSealedRow
             continue
         rows = set()
         for entry in listed:
-            if (
-                isinstance(entry, list)
-                and len(entry) == 3
-                and isinstance(entry[0], str)
-                and isinstance(entry[1], str)
-                and type(entry[2]) is int
-            ):
-                rows.add(LedgerSealedRow(entry[0], entry[1], entry[2]))
+            match entry:
+                case [str() as table, str() as key, int() as event_id] if type(event_id) is int:
+                    rows.add(LedgerSealedRow(table, key, event_id))
         found[chain_of(item["task_id"])] = frozenset(rows)
     return found
 

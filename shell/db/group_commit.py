@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, ParamSpec, Protocol, TypedDict, TypeVar
 
+import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.run import Connection, execute
 
@@ -62,20 +63,16 @@ class GroupCommitStats(TypedDict):
     largest_batch: int
 
 
+@attrs.define
 class _Entry:
-    __slots__ = ("future", "work")
-
-    def __init__(self, work: Work) -> None:
-        self.work = work
-        self.future: Future[Any] = Future()
+    work: Work
+    future: Future[Any] = attrs.Factory(Future)
 
 
+@attrs.define
 class _Outcome:
-    __slots__ = ("error", "value")
-
-    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
-        self.value = value
-        self.error = error
+    value: Any = None
+    error: BaseException | None = None
 
 
 class _WholeBatchLost(Exception):

@@ -104,7 +104,7 @@ def archive_tasks(
         candidates = _with_ledger_rows(conn, _candidates(conn), request)
         chosen = select_archive(candidates, request)
         if not chosen:
-            return _answer(request, chosen, output=None)
+            return _answer(request, chosen)
         partial = target.with_name(target.name + ".partial")
         with _created(created, partial, "x") as out:
             bundles.extend(_write_archive(db, out, request, chosen, progress))
@@ -208,22 +208,20 @@ def _with_ledger_rows(
     )
 
 
-def _answer(
-    request: ArchiveRequest, chosen: tuple[ArchiveCandidate, ...], *, output: str | None
-) -> dict[str, Any]:
+def _answer(request: ArchiveRequest, chosen: tuple[ArchiveCandidate, ...]) -> dict[str, Any]:
     return {
         "archived": len(chosen),
         "events": sum(candidate.events for candidate in chosen),
         "finished_before": request.finished_before.text,
         "task_ids": [candidate.task_id for candidate in chosen],
-        "output": output,
+        "output": None,
         "dry_run": False,
     }
 
 
 def _preview(conn: Connection, request: ArchiveRequest) -> dict[str, Any]:
     chosen = select_archive(_candidates(conn), request)
-    return {**_answer(request, chosen, output=None), "dry_run": True}
+    return {**_answer(request, chosen), "dry_run": True}
 
 
 def _write_archive(
