@@ -7,7 +7,6 @@ SELECT {{columns}}
 FROM {{table}} ORDER BY {{key}};
 
 -- shape: insert
--- A whole row inserted.
 INSERT INTO {{table}}(
   {{columns}})
 VALUES (
