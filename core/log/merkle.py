@@ -112,7 +112,6 @@ def root_nodes(size: int) -> tuple[NodeId, ...]:
 
 
 def tree_head(size: int, nodes: Mapping[NodeId, bytes]) -> TreeHead:
-    """The head of the tree of `size` leaves from its `root_nodes`."""
     return TreeHead(size, _hash_of(0, size, nodes))
 
 

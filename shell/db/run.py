@@ -60,7 +60,6 @@ def fetch_records_together(
 def fetch_record_lists_together(
     conn: Connection, reads: Sequence[Read], *, appending: int = 0
 ) -> list[list[Any]]:
-    """Every row of each read as its record, read together (`Connection.fetch_together`)."""
     return conn.fetch_together(reads, appending=appending)
 
 
@@ -77,7 +76,6 @@ def fetch_value(conn: Connection, name: str, params: Params | None = None) -> An
 
 
 def execute(conn: Connection, name: str, params: Params | None = None) -> int:
-    """Run a write and return how many rows it changed."""
     return conn.run_write(name, params)
 
 
