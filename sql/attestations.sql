@@ -8,8 +8,7 @@ FROM commit_attestations WHERE idempotency_key = :idempotency_key;
 
 -- name: governed_writes_of_commit
 -- returns: GovernedWriteRow
--- The landed writes that moved a branch to a commit, through its own index; a repository
--- named narrows them to it.
+-- The landed writes that moved a branch to a commit, optionally of one repository.
 SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
        state, code, observed_oid, changed_files_json, revision, created_at, updated_at
 FROM governed_writes

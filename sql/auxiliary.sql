@@ -16,8 +16,7 @@ VALUES (:aux_id, :session_id, :run_id, :parent_json, :kind, :mode, :state,
         :created_at_ms, :created_at_ms);
 
 -- name: transition_auxiliary_run!
--- The transition's compare-and-swap: the run is still at the revision the decision read (every
--- transition moves it on), so still in the state the core's transition table moved from.
+-- The transition's compare-and-swap: the run is still at the revision the decision read.
 UPDATE auxiliary_runs
 SET state = :state,
     revision = revision + 1,

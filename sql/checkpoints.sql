@@ -34,23 +34,21 @@ ON CONFLICT (checkpoint_id, witness_name, witness_key_id) DO UPDATE SET
   cosigned_at = excluded.cosigned_at, line = excluded.line, received_at = excluded.received_at;
 
 -- name: witness_cosigned_size$
--- The largest tree size of a checkpoint of at most :tree_size leaves that a witness key's stored
--- cosignature is on (NULL: none): where a push to that witness resumes after a restart.
+-- The largest tree size, at most :tree_size, a witness key's stored cosignature is on (NULL:
+-- none): where a push to that witness resumes after a restart.
 SELECT max(k.tree_size)
 FROM checkpoint_cosignatures AS c JOIN checkpoints AS k ON k.checkpoint_id = c.checkpoint_id
 WHERE c.witness_name = :witness_name AND c.witness_key_id = :witness_key_id
   AND k.tree_size <= :tree_size;
 
 -- name: verify_checkpoint_cosignatures
--- `verify`: every stored cosignature, in the order verify_checkpoints reads their checkpoints
--- (each checkpoint's together), so that each is held as its checkpoint goes by.
+-- `verify`: every stored cosignature, each checkpoint's together in verify_checkpoints' order.
 SELECT c.checkpoint_id, c.witness_name, c.witness_key_id, c.cosigned_at, c.line
 FROM checkpoint_cosignatures AS c JOIN checkpoints AS k ON k.checkpoint_id = c.checkpoint_id
 ORDER BY k.tree_size, k.checkpoint_id, c.witness_name, c.witness_key_id;
 
 -- name: verify_checkpoints
 -- returns: CheckpointRow
--- `verify`: every stored checkpoint, smallest tree first (the order the walk of the leaves
--- reaches their sizes in), through checkpoints_by_size.
+-- `verify`: every stored checkpoint, smallest tree first, as the walk of the leaves reaches them.
 SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
 FROM checkpoints ORDER BY tree_size, checkpoint_id;

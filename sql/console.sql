@@ -1,10 +1,8 @@
--- The console's pages beyond the task list (shell/web/pages/): each read is bounded (a LIMIT,
--- or a window of the newest events by their primary key), so a page costs the same at
--- 100,000 tasks as at ten.
+-- The console's pages beyond the task list: each read is bounded (a LIMIT, or a window of the
+-- newest events), so a page costs the same at 100,000 tasks as at ten.
 
 -- name: console_writer_leases_held
--- The writer leases held now, each by a governed write's idempotency key (a released lease
--- keeps its row, holder NULL).
+-- The writer leases held now (a released lease keeps its row, holder NULL).
 SELECT repository, ref, holder, generation, updated_at
 FROM writer_leases WHERE holder IS NOT NULL
 ORDER BY repository, ref LIMIT :limit;
@@ -61,8 +59,8 @@ SELECT COUNT(*) AS event_count, COALESCE(MAX(event_id), 0) AS last_event_id
 FROM events WHERE task_id = :task_id;
 
 -- name: console_task_events_before
--- A task's page: its last :limit events below :before, newest first, each with its seal (a
--- keyset read down events_by_task: the older windows cost what the latest does).
+-- A task's page: its last :limit events below :before, newest first, with their seals (a
+-- keyset read: the older windows cost what the latest does).
 {{sealed_events}}
 WHERE e.task_id = :task_id AND e.event_id < :before
 ORDER BY e.event_id DESC LIMIT :limit;
@@ -77,8 +75,8 @@ WHERE task_id = :task_id
 ORDER BY event_id;
 
 -- name: console_task_attempt_events
--- A task's page: its claims, submissions and verdicts (each attempt's holder and times, its
--- reviewer and verdict), by type down events_by_task: a few per attempt, never its heartbeats.
+-- A task's page: its claims, submissions and verdicts by type, a few per attempt, never its
+-- heartbeats.
 SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events
 WHERE task_id = :task_id
@@ -86,8 +84,7 @@ WHERE task_id = :task_id
 ORDER BY event_id;
 
 -- name: console_task_refusals
--- A task's page: its refused attempts (governed writes and projections refused by a check), the
--- latest :limit, with who tried.
+-- A task's page: its latest :limit attempts refused by a check, with who tried.
 SELECT event_id, event_type, payload_json, created_at, actor
 FROM events
 WHERE task_id = :task_id

@@ -26,16 +26,14 @@ SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events WHERE task_id = :task_id AND event_id > :after ORDER BY event_id LIMIT :limit;
 
 -- name: task_result_author$
--- Who wrote the result a task holds: the holder its last RESULT_SUBMITTED names (a reviewer
--- may not judge its own result, `SELF_REVIEW`). Along a task's chain event ids rise.
+-- The holder the task's last RESULT_SUBMITTED names: a reviewer may not judge its own result.
 SELECT agent_id FROM events
 WHERE task_id = :task_id AND event_type = :event_type
 ORDER BY event_id DESC LIMIT 1;
 
 -- name: event_stream_head$
--- `GET /v1/events/stream` (shell/api/stream.py): how many events have committed, the size of
--- the Merkle tree, whose leaves are in commit order on both engines (event ids are not, on
--- PostgreSQL). One row read by its key: what an idle stream's poll costs.
+-- A stream's head: the Merkle tree's size, whose leaves are in commit order on both engines
+-- (event ids are not on PostgreSQL). One row by its key: what an idle stream's poll costs.
 SELECT coalesce((SELECT size FROM merkle_tree WHERE only_row = 1), 0);
 
 -- name: event_stream_leaf_event$
@@ -43,8 +41,8 @@ SELECT coalesce((SELECT size FROM merkle_tree WHERE only_row = 1), 0);
 SELECT event_id FROM merkle_leaves WHERE leaf_index = :leaf_index;
 
 -- name: event_stream_page
--- The next events of a stream, in commit order: those after the cursor's leaf and within the
--- head read in the same snapshot (an archived event keeps its leaf, and is not sent).
+-- The next events of a stream in commit order, after the cursor's leaf and within the head read
+-- in the same snapshot (an archived event keeps its leaf, and is not sent).
 SELECT l.leaf_index, e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json,
        e.created_at, e.actor
 FROM merkle_leaves AS l JOIN events AS e ON e.event_id = l.event_id

@@ -7,8 +7,8 @@ SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
 FROM governed_repositories WHERE name = :name;
 
--- A repository's settings (0.x migration 0013): changed by its owner under its revision, each
--- change kept by its idempotency key.
+-- A repository's settings: changed by its owner under its revision, each change kept by its
+-- idempotency key.
 
 -- name: governed_repository_settings_cas_update!
 UPDATE governed_repositories
@@ -25,9 +25,7 @@ WHERE name = :name AND revision = :expected_revision;
 SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
 FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 
--- What an agent's scans of its proposals to a repository spent since a moment (the window of
--- its scan budget): its recorded proposals and its refused scans, charged to it, each through
--- its (repository, agent_id, created_at) index.
+-- What an agent's scans of its proposals to a repository spent within its scan budget's window.
 
 -- name: scan_charges_of_attempt$
 SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
@@ -41,8 +39,7 @@ FROM task_proposals WHERE task_id = :task_id AND attempt = :attempt;
 
 -- name: get_task_proposal_of_current_attempt
 -- returns: ProposalRow
--- get_task_proposal at the task's own attempt, so that a submit reads it in the same round trip
--- as the task it locks (read after the lock: the attempt is the one the submit decides on).
+-- get_task_proposal at the task's own attempt, read after the lock in a submit's round trip.
 SELECT p.proposal_id, p.task_id, p.attempt, p.repository, p.agent_id, p.base_oid, p.head_oid,
        p.bundle_sha256, p.bundle_bytes, p.refs_json, p.changed_files_json, p.facts_json,
        p.created_at, p.scan_bytes, p.scan_seconds

@@ -1,6 +1,5 @@
--- The Merkle log beside the chains (core/log/merkle.py, docs/proofs.md): leaves in commit
--- order, each row with the hashes of the complete subtrees its leaf completes (level 1
--- upwards), and the tree's head row.
+-- The Merkle log beside the chains (core/log/merkle.py): leaves in commit order, each row with
+-- the hashes of the subtrees its leaf completes, and the tree's head row.
 
 -- name: merkle_tree_cas_update!
 UPDATE merkle_tree SET size = :size, frontier = :frontier, revision = revision + 1
@@ -20,23 +19,22 @@ SELECT leaf_hash AS hash FROM merkle_leaves WHERE leaf_index = :node_index;
 
 -- name: merkle_node_hash^
 -- returns: MerkleHashRow
--- The subtree (level, node_index), in the row of the leaf that completes it (its last leaf),
--- at its level's place there; no row when that leaf's row does not hold it.
+-- The subtree (level, node_index), in the row of the leaf that completes it; no row when that
+-- row does not hold it.
 SELECT substr(nodes, 32 * CAST(:level AS integer) - 31, 32) AS hash FROM merkle_leaves
 WHERE leaf_index = ((CAST(:node_index AS bigint) + 1) << CAST(:level AS integer)) - 1
 AND length(nodes) >= 32 * CAST(:level AS integer);
 
 -- name: merkle_sealed_in_id_order
--- Every sealed event's id and seal, those an archive removed too, in event id order: the leaves
--- of the events that were there before the tree (0.x migration 0016), built once.
+-- Every sealed or archived event's id and seal, in id order: the leaves of a log older than
+-- the tree, built once.
 SELECT event_id, seal FROM event_seals
 UNION ALL
 SELECT event_id, seal FROM archived_events
 ORDER BY event_id;
 
 -- name: merkle_verify_leaves
--- `verify`: every leaf in leaf order with the subtrees it completes and the seal of its event
--- (or of the archived event).
+-- `verify`: every leaf in order, with the subtrees it completes and its (archived) event's seal.
 SELECT l.leaf_index, l.event_id, l.leaf_hash, l.nodes, coalesce(s.seal, a.seal) AS seal
 FROM merkle_leaves AS l
 LEFT JOIN event_seals AS s ON s.event_id = l.event_id
@@ -44,7 +42,7 @@ LEFT JOIN archived_events AS a ON a.event_id = l.event_id
 ORDER BY l.leaf_index;
 
 -- name: merkle_events_without_leaf
--- `verify`: sealed events (and archived ones) that no leaf is of.
+-- `verify`: sealed or archived events that no leaf is of.
 SELECT s.event_id FROM event_seals AS s
 WHERE NOT EXISTS (SELECT 1 FROM merkle_leaves AS l WHERE l.event_id = s.event_id)
 UNION ALL

@@ -15,7 +15,6 @@ FROM governed_bindings WHERE task_id = :task_id AND job_id = :job_id;
 
 -- name: bindings_of_task
 -- returns: BindingRow
--- Every binding registered for a task, by job (a source capture needs the one binding of an
--- unprojected task).
+-- Every binding registered for a task, by job.
 SELECT task_id, job_id, binding_json, binding_sha256, created_at
 FROM governed_bindings WHERE task_id = :task_id ORDER BY job_id LIMIT 2;

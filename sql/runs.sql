@@ -9,15 +9,13 @@ INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at
 VALUES (:run_id, :session_id, :prompt, 0, :created_at, :created_at);
 
 -- name: insert_attempt_run!
--- An attempt's evidence run, in its claim's plan. A run of that id left by a ledger from before
--- the claim created it (when any agent could) is kept as it is, never a reason to refuse the claim.
+-- An attempt's evidence run, in its claim's plan; a run of that id an older ledger left is kept.
 INSERT INTO runs(run_id, session_id, prompt, event_count, created_at, updated_at)
 VALUES (:run_id, :session_id, :prompt, 0, :created_at, :created_at)
 ON CONFLICT (run_id) DO NOTHING;
 
 -- name: bump_run_event_count!
--- The append's compare-and-swap: the run still has exactly the events the decision saw (a run
--- changes only by appending, so its event count is its revision).
+-- The append's compare-and-swap: a run only grows, so its event count is its revision.
 UPDATE runs
 SET event_count = event_count + 1,
     updated_at = :updated_at
@@ -33,8 +31,7 @@ ORDER BY seq
 LIMIT :limit;
 
 -- name: run_events_tail
--- The last events of a run, newest first: evidence that keeps a run's end reads them when the
--- run is longer than its first page.
+-- The last events of a run, newest first, for evidence that keeps a run's end.
 SELECT run_id, seq, kind, payload_json, created_at
 FROM run_events
 WHERE run_id = :run_id

@@ -2,10 +2,8 @@
 
 -- name: task_spend_totals
 -- returns: SpendTotals
--- A task's spend before a submit (read with the task it locks, in one round trip): its tokens
--- over every reported attempt, and its cost with the currency it was reported in and how many
--- currencies it was reported in (a cost summed over two currencies means nothing: the core
--- holds only a single currency's sum against a budget).
+-- A task's spend before a submit: its tokens, and its cost with how many currencies it came in
+-- (the core holds only a single currency's sum against a budget).
 SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input_tokens,
        CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) AS output_tokens,
        CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS cost_micros,
@@ -14,8 +12,7 @@ SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input_tokens,
 FROM task_spend WHERE task_id = :task_id;
 
 -- name: spend_by_task
--- The spend of each task that reported any, largest cost first, per currency (a task whose
--- attempts reported no cost has one row with a NULL currency).
+-- The spend of each task that reported any, largest cost first, per currency (NULL: no cost).
 SELECT task_id, cost_currency, CAST(COUNT(*) AS BIGINT) AS reports,
        CAST(SUM(input_tokens) AS BIGINT) AS input_tokens,
        CAST(SUM(output_tokens) AS BIGINT) AS output_tokens,

@@ -8,9 +8,7 @@ SELECT task_id, priority, created_at FROM tasks
 WHERE status = 'QUEUED' ORDER BY seq LIMIT 1;
 
 -- name: status_awaiting_projection$
--- The governed tasks still waiting for their initial execution projection (through the
--- partial index tasks_awaiting_projection): QUEUED or PAUSED, as one cancelled before it waits
--- for nothing.
+-- The governed tasks, QUEUED or PAUSED, still waiting for their initial execution projection.
 SELECT count(*) FROM tasks
 WHERE awaiting_projection = 1 AND status IN ('QUEUED', 'PAUSED');
 
@@ -24,9 +22,8 @@ SELECT event_id, task_id, agent_id, event_type, created_at, actor FROM events
 ORDER BY event_id DESC LIMIT :limit;
 
 -- name: idle_queue_groups
--- Why a worker finds nothing to claim: the QUEUED tasks a claim could take but for their
--- capabilities or schedule, counted by the capabilities they require and whether they are due
--- (a governed task awaiting its projection is no claim's to take: `status` counts those).
+-- Why a worker finds nothing to claim: the claimable QUEUED tasks, counted by the capabilities
+-- they require and whether they are due.
 SELECT required_capabilities_json,
        CASE WHEN not_before IS NOT NULL AND not_before > :now THEN 1 ELSE 0 END AS not_due,
        COUNT(*) AS tasks,

@@ -1,7 +1,5 @@
--- The shapes of the per-table statements, filled from the catalogue of tables when the
--- statements are loaded (`shell/db/table_statements.py`): `{{slot}}` takes a table's name, a
--- column or a rendered part; a list of columns wraps before column 96, its lines indented to
--- where the slot starts. These blocks are no statements: only the renderer reads this file.
+-- The shapes of the per-table statements, filled from the catalogue of tables at load
+-- (shell/db/table_statements.py), so each is written once for every table; no statements here.
 
 -- shape: all_rows
 -- Every row of a table, in key order (copy, verify and the lists that show them all).
@@ -9,7 +7,6 @@ SELECT {{columns}}
 FROM {{table}} ORDER BY {{key}};
 
 -- shape: insert
--- A whole row inserted.
 INSERT INTO {{table}}(
   {{columns}})
 VALUES (
@@ -31,8 +28,7 @@ SET {{updates}};
 {{column}} = excluded.{{column}}
 
 -- shape: state_rows
--- A sealed table's rows beside the last sealed row of each (verify); `stored` is the alias the
--- history fragments name.
+-- A sealed table's rows beside the last sealed row of each; the history fragments name `stored`.
 SELECT {{selected}},
        s.event_id AS sealed_event_id, s.row_digest AS sealed_row_digest,
        {{history}} AS sealed_history
@@ -51,14 +47,13 @@ ORDER BY {{columns}}
 stored.*
 
 -- shape: stored_row_and_key
--- A key of two columns selected beside them as the one text the seals record.
+-- A two-column key selected as the one text the seals record.
 stored.*, {{key}} AS {{key_name}}
 
 -- shape: stored_column
 stored.{{column}}
 
 -- shape: two_column_key
--- The key as the seals record it: two columns apart by a space.
 {{first}} || ' ' || {{second}}
 
 -- shape: state_row_exists
@@ -83,8 +78,7 @@ ORDER BY {{key_columns}};
 DELETE FROM {{table}} WHERE {{of_task}};
 
 -- shape: archived_key_taken
--- `restore_row_taken`'s arm of a table an archive takes rows of: whether a row of the file's
--- key is in the table now.
+-- `restore_row_taken`'s arm: whether a row of the file's key is in the table now.
 SELECT 'key' FROM {{table}}
 WHERE :row_table = '{{table}}' AND {{key}} = :row_key
 
@@ -106,6 +100,5 @@ subject = :task_id
 session_id = 'task:' || :task_id
 
 -- shape: of_task_by_session_runs
--- The events of the task's attempt runs: 0.x migration 0023's trigger lets them go once the task's
--- chain is listed.
+-- The events of the task's attempt runs, which a trigger lets go once its chain is listed.
 run_id IN (SELECT run_id FROM runs WHERE session_id = 'task:' || :task_id)

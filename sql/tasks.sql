@@ -6,9 +6,8 @@ SELECT {{task_columns}}
 FROM tasks WHERE task_id = :task_id;
 
 -- name: project_task_execution!
--- The projection's compare-and-swap: the task must still be at the revision the decision read
--- (every write to a task moves its revision on, so the task is exactly as the decision saw it).
--- It lifts a governed task's hold: the one write that makes such a task claimable.
+-- The projection's compare-and-swap at the revision the decision read; it lifts a governed
+-- task's hold, the one write that makes such a task claimable.
 UPDATE tasks
 SET metadata_json = :metadata_json,
     required_capabilities_json = :required_capabilities_json,

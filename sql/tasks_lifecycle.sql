@@ -33,7 +33,6 @@ SELECT idempotency_key, request_sha256, response_json
 FROM task_idempotency WHERE idempotency_key = :idempotency_key;
 
 -- name: tasks_count_of_status$
--- How many tasks have one status, counted up to :bound + 1 at most (through tasks_claim_order,
--- covering): the task list asks it to choose between tasks_page and tasks_page_of_status, and
--- needs only to know whether the status has more than :bound tasks.
+-- How many tasks have one status, up to :bound + 1: the task list only needs to know whether
+-- the status has more than :bound tasks to choose between tasks_page and tasks_page_of_status.
 SELECT count(*) FROM (SELECT 1 FROM tasks WHERE status = :status LIMIT :bound + 1) AS counted;

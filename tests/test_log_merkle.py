@@ -16,6 +16,7 @@ import pytest
 from aios_ledger.core import LedgerError, SqlWrite, Statement
 from aios_ledger.core.log.merkle import (
     EMPTY_ROOT,
+    HASH_SIZE,
     ConsistencyProof,
     Frontier,
     InclusionProof,
@@ -23,7 +24,6 @@ from aios_ledger.core.log.merkle import (
     NodeId,
     StoredNode,
     append_writes,
-    completing_leaf,
     consistency_proof,
     consistency_proof_nodes,
     event_leaf_data,
@@ -34,7 +34,6 @@ from aios_ledger.core.log.merkle import (
     node_hash,
     parse_proof,
     root_nodes,
-    split_completed,
     tree_head,
     verify_consistency,
     verify_inclusion,
@@ -469,9 +468,18 @@ def test_a_proof_of_another_seal_or_root_is_rejected() -> None:
 
 
 def _completed_of(write: SqlWrite) -> tuple[StoredNode, ...]:
+    """The subtrees, level 1 upwards, whose concatenated hashes a leaf's row holds in `nodes`."""
     leaf_index, nodes = write.params["leaf_index"], write.params["nodes"]
     assert isinstance(leaf_index, int) and isinstance(nodes, bytes)
-    return split_completed(leaf_index, nodes)
+    return tuple(
+        StoredNode(NodeId(level, (leaf_index + 1 >> level) - 1), nodes[at : at + HASH_SIZE])
+        for level, at in enumerate(range(0, len(nodes) - len(nodes) % HASH_SIZE, HASH_SIZE), 1)
+    )
+
+
+def _completing_leaf(node: NodeId) -> int:
+    """The leaf whose append completes `node` (its last leaf), in whose row it is stored."""
+    return ((node.index + 1) << node.level) - 1
 
 
 @given(st.integers(0, 40), st.integers(0, 40))
@@ -497,7 +505,7 @@ def test_the_write_paths_append_stores_what_the_frontier_stores(first: int, more
     assert nodes == [(item.node.level, item.node.index, item.hash) for item in stored]
     # Each subtree is in the row of the leaf that completes it, and nowhere else.
     assert all(
-        completing_leaf(item.node) == w.params["leaf_index"]
+        _completing_leaf(item.node) == w.params["leaf_index"]
         for w in writes[:-1]
         for item in _completed_of(w)
     )

@@ -12,15 +12,12 @@ from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 
 class AdoptionAnswer(TypedDict):
-    """How many events were sealed at adoption."""
-
     sealed: int
 
 
 @attrs.frozen
 class AdoptionState:
-    """What sealing at adoption reads: the events stored without a seal, in event order, and
-    the log's tail at each one's chain."""
+    """The events stored without a seal, in event order, and the log's tail at their chains."""
 
     unsealed: tuple[EventRow, ...]
     tail: LogTail
@@ -34,10 +31,8 @@ class AdoptionSealRequest:
 def decide_adoption_seals(
     state: AdoptionState, request: AdoptionSealRequest, *, now: Timestamp
 ) -> WritePlan[AdoptionAnswer]:
-    """A seal for each unsealed event (in event order), marked as sealed at adoption: the log
-    cannot vouch for what happened before it was taken over, only that nothing changed since.
-    `now` is checked like every decision's, and recorded nowhere: a seal covers only its
-    event's own fields, so that sealing the same log again gives the same seals."""
+    """A seal for each unsealed event, marked as sealed at adoption: the log vouches only that
+    nothing changed since. `now` is recorded nowhere, so sealing again gives the same seals."""
     require_timestamp(now)
     writes, after = state.tail.seal_in_place(state.unsealed)
     answer: AdoptionAnswer = {"sealed": len(writes)}

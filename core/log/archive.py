@@ -1,10 +1,6 @@
-"""Archiving finished tasks without breaking the proof.
-
-`decide_archive` plans, for each finished task last written before a cut-off, the listing of its
-events in `archived_events` and the deletes of its rows, and seals one ledger-level
-`TASKS_ARCHIVED` event that records the archive file's digest and format, each removed chain's
-last event and seal, and its rows that seals of the ledger chain cover. The shell has already
-written the file in the same transaction; `core.log.archived` holds the listings to the event.
+"""Archiving finished tasks without breaking the proof: their events are listed in
+`archived_events`, their rows deleted, and one sealed ledger-level `TASKS_ARCHIVED` event records
+the archive file's digest and each removed chain's end, which `core.log.archived` checks.
 """
 
 from __future__ import annotations
@@ -40,13 +36,11 @@ _TASK_DELETES = (
     Statement.DELETE_ARCHIVED_PROJECTIONS,
     Statement.DELETE_ARCHIVED_RECOVERIES,
     Statement.DELETE_ARCHIVED_BINDINGS,
-    # The events of its attempt runs and the reviews of them (sealed on the ledger chain: the
-    # TASKS_ARCHIVED event records them), then the attempt runs (`TASK@N`) its claims created.
+    # Its attempt runs with their events and reviews, which TASKS_ARCHIVED records.
     Statement.DELETE_ARCHIVED_RUN_EVENTS,
     Statement.DELETE_ARCHIVED_AUXILIARY_RUNS,
     Statement.DELETE_ARCHIVED_RUNS,
-    # Its proposals (never written: a task with a governed write stays), the charges of its
-    # refused scans and what its attempts reported they spent, all sealed by its chain.
+    # Its proposals (a task with a governed write stays), scan charges and spend.
     Statement.DELETE_ARCHIVED_PROPOSALS,
     Statement.DELETE_ARCHIVED_SCAN_CHARGES,
     Statement.DELETE_ARCHIVED_SPEND,
@@ -55,9 +49,7 @@ _TASK_DELETES = (
 
 @attrs.frozen
 class ArchiveCandidate:
-    """A task as archiving reads it: its row's status, revision and last write, its chain's
-    length and last seal (None: no sealed event), and, for a task archived, its rows that
-    seals of the ledger chain cover."""
+    """A task as archiving reads it; `last_seal` is None for a chain with no sealed event."""
 
     task_id: str
     status: str
@@ -82,8 +74,7 @@ class ArchiveRequest:
 
 @attrs.frozen
 class ArchiveState:
-    """The candidates (finished tasks the shell's read found before the cut-off) and the log's
-    tail at the ledger chain, which the TASKS_ARCHIVED event extends."""
+    """The candidates and the ledger chain's tail, which the TASKS_ARCHIVED event extends."""
 
     candidates: tuple[ArchiveCandidate, ...]
     tail: LogTail
@@ -101,8 +92,8 @@ class ArchiveAnswer(TypedDict):
 def select_archive(
     candidates: tuple[ArchiveCandidate, ...], request: ArchiveRequest
 ) -> tuple[ArchiveCandidate, ...]:
-    """The candidates that are archived: finished, last written before the cut-off, with a
-    sealed chain (one whose events were never sealed cannot be proven, so it stays)."""
+    """The finished candidates last written before the cut-off, with a sealed chain (one never
+    sealed cannot be proven, so it stays)."""
     return tuple(
         candidate
         for candidate in candidates
@@ -120,8 +111,7 @@ def decide_archive(
     actor: Actor,
     archive_digest: str,
 ) -> WritePlan[ArchiveAnswer]:
-    """The listings, the deletes and the sealed TASKS_ARCHIVED event; `archive_digest` is the
-    sha256 of the archive file's bytes, which the shell wrote before deciding."""
+    """The listings, the deletes and the sealed TASKS_ARCHIVED event recording `archive_digest`."""
     require_timestamp(now)
     if not archive_digest.startswith(ARCHIVE_DIGEST_PREFIX):
         raise LedgerError("ARCHIVE_DIGEST_INVALID", "the archive digest is not a sha256 digest")
@@ -162,8 +152,7 @@ def decide_archive(
 
 
 def _chain_record(candidate: ArchiveCandidate) -> JsonObject:
-    """What the TASKS_ARCHIVED event records of one chain: its last event and seal, and its
-    rows that seals of the ledger chain cover, each with the event id of its last seal."""
+    """What the TASKS_ARCHIVED event records of one chain: its end and its ledger-sealed rows."""
     record: JsonObject = {
         "task_id": candidate.task_id,
         "last_event_id": candidate.last_event_id,

@@ -1,8 +1,5 @@
 """Reading an archive file back: what each archived task asked for, returned and was told.
-
-The file's proof is `verify-archive`'s to check; this reader only refuses a file that is not an
-archive (`ARCHIVE_INVALID`) and a task the file does not hold (`ARCHIVE_TASK_NOT_FOUND`). An
-archive of format 1 holds its rows' digests alone: its tasks' rows show as unknown.
+Proving the file is `verify-archive`'s job; this reader only refuses what is not an archive.
 """
 
 from __future__ import annotations
@@ -54,10 +51,7 @@ _TASK_FIELDS = (
 )
 _LIST_FIELDS = {
     "evidence": (RUN_EVENTS, "run_id seq kind created_at payload:payload_json"),
-    "reviews": (
-        AUXILIARY_RUNS,
-        "aux_id run_id kind state output:output_json error_code error",
-    ),
+    "reviews": (AUXILIARY_RUNS, "aux_id run_id kind state output:output_json error_code error"),
     "proposals": (
         TASK_PROPOSALS,
         "proposal_id attempt repository base_oid head_oid bundle_sha256"
@@ -70,8 +64,7 @@ _EVENT_FIELDS = "event_id event_type agent_id created_at payload:payload_json"
 
 @attrs.frozen
 class ArchivedTask:
-    """One archived task as the file holds it: its row (None in a format 1 archive), its
-    events (as their lines), and its other rows by state table."""
+    """One archived task as the file holds it; `row` is None in a format 1 archive."""
 
     task_id: str
     row: Mapping[str, Any] | None
@@ -87,8 +80,7 @@ class ArchiveContents:
 
 
 def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
-    """The tasks of an archive, in the order the file names them; ARCHIVE_INVALID for a file
-    that is not an archive or a line that is not JSON."""
+    """The tasks of an archive, in the order the file names them."""
     events: dict[str, list[Mapping[str, Any]]] = {}
     state: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     task_rows: dict[str, Mapping[str, Any]] = {}
@@ -137,8 +129,7 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
 
 
 def chain_ends(contents: ArchiveContents) -> dict[str, ArchivedChainEnd | None]:
-    """Each archived chain's last event and seal as the file holds them, by chain name (None:
-    the file's last event of it is malformed or unsealed)."""
+    """Each archived chain's last event and seal in the file (None: malformed or unsealed)."""
     ends: dict[str, ArchivedChainEnd | None] = {}
     for task in contents.tasks.values():
         last = task.events[-1] if task.events else {}
@@ -152,12 +143,10 @@ def chain_ends(contents: ArchiveContents) -> dict[str, ArchivedChainEnd | None]:
 
 
 def unanchored_chains(
-    ends: Mapping[str, ArchivedChainEnd | None],
-    recorded: Iterable[Mapping[str, ArchivedChainEnd]],
+    ends: Mapping[str, ArchivedChainEnd | None], recorded: Iterable[Mapping[str, ArchivedChainEnd]]
 ) -> list[tuple[str, str]]:
-    """The file's chains whose last seal no sealed TASKS_ARCHIVED event (the chains of each
-    in `recorded`) recorded, with why: `(chain, detail)`. A chain that ends at a recorded seal
-    is the ledger's, and so are the row digests its seals cover."""
+    """The file's chains, with why, whose last seal no sealed TASKS_ARCHIVED event recorded: a
+    chain that ends at a recorded seal is the ledger's, and so are the row digests it covers."""
     known: dict[str, set[ArchivedChainEnd]] = {}
     for chains in recorded:
         for chain, recorded_end in chains.items():
@@ -180,8 +169,7 @@ def unanchored_chains(
 
 @attrs.frozen
 class FileSealedRow:
-    """A row of the file that seals of the ledger chain cover (`LEDGER_SEALED_TABLES`): its
-    task, table and key, and the digest of what the file holds."""
+    """A row of the file that ledger-chain seals cover, with the digest of what the file holds."""
 
     task_id: str
     table: str
@@ -198,8 +186,7 @@ class RowSeal:
 
 
 def file_sealed_rows(contents: ArchiveContents, tables: SealedTables) -> tuple[FileSealedRow, ...]:
-    """The file's rows that seals of the ledger chain cover, task by task, each with the key
-    the ledger's seal of it names (a row that is not its table's is the offline check's)."""
+    """The file's rows that ledger-chain seals cover, keyed as the ledger's seal names them."""
     found = []
     for task in contents.tasks.values():
         for table in LEDGER_SEALED_TABLES:
@@ -217,9 +204,8 @@ def ledger_row_findings(
     seals: Sequence[tuple[FileSealedRow, RowSeal | None]],
     recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
 ) -> list[Finding]:
-    """The file's rows that seals of the ledger chain cover, each held against the ledger's
-    last seal of it (`seals`; the ledger chain stays whole), and each chain's set of them
-    against the rows the TASKS_ARCHIVED event recording the file (`recorded`) says it removed."""
+    """The file's ledger-sealed rows held against the ledger's last seal of each, and each chain's
+    set of them against what the TASKS_ARCHIVED event recording the file says it removed."""
     by_task: dict[str, list[tuple[FileSealedRow, RowSeal | None]]] = {
         task.task_id: [] for task in contents.tasks.values()
     }
@@ -262,7 +248,6 @@ def archived_task(contents: ArchiveContents, task_id: str) -> ArchivedTask:
 
 
 def task_summary(task: ArchivedTask) -> dict[str, Any]:
-    """What `archive show` says of a task (`_TASK_FIELDS`, `_LIST_FIELDS`)."""
     summary: dict[str, Any] = {"task_id": task.task_id, "row_kept": task.row is not None}
     summary.update(_fields(task.row or {}, _TASK_FIELDS))
     summary["events"] = [_fields(event, _EVENT_FIELDS) for event in task.events]
@@ -291,8 +276,7 @@ def archive_summary_of(contents: ArchiveContents) -> dict[str, Any]:
 
 
 def _owner(table: object, row: Mapping[str, Any]) -> str | None:
-    """The task a state row belongs to: a task row's id, a recorded answer's subject, a
-    projection's or recovery's task, an attempt run's or its event's, a review's."""
+    """The task a state row belongs to."""
     if table == AUXILIARY_RUNS:
         # A review of one of its attempt runs: its target session is `task:T`.
         session = row.get("session_id")

@@ -1,11 +1,7 @@
-"""Accounting for archived events while verifying.
-
-`archived_events` lists every event an archive removed, with its chain and seal, under the
-ledger-level `TASKS_ARCHIVED` event that removed it. `ArchiveAccount` holds the listings against
-that event's payload (same chains, same last event and seal), so that a listing forged to let a
-hand-made DELETE through is reported; the payload also records the archive file's digest. A
-chain recorded as archived but no longer listed must have been put back: a later sealed
-`TASKS_RESTORED` event records it, with the same last event and seal.
+"""Accounting for archived events while verifying: `ArchiveAccount` holds the `archived_events`
+listings against the payload of the sealed `TASKS_ARCHIVED` event that removed them, so that a
+listing forged to let a hand-made DELETE through is reported; a chain no longer listed must have
+been put back by a later sealed `TASKS_RESTORED` event.
 """
 
 from __future__ import annotations
@@ -23,22 +19,18 @@ from aios_ledger.core.records import record_from_row
 
 TASKS_ARCHIVED = "TASKS_ARCHIVED"
 TASKS_RESTORED = "TASKS_RESTORED"
-# The state tables whose rows of a task seals of the ledger chain cover (an append to its
-# evidence run, a transition of a review of it, the registration of its governed binding): an
-# archive removes them with the task, and its TASKS_ARCHIVED event records each of them
-# (`ledger_rows_record`).
+# The state tables whose rows of a task seals of the ledger chain cover: an archive removes them
+# with the task, and its TASKS_ARCHIVED event records each of them (`ledger_rows_record`).
 LEDGER_SEALED_TABLES = (AUXILIARY_RUNS, GOVERNED_BINDINGS, RUN_EVENTS)
-# The TASKS_ARCHIVED payload's field for the format of the file it recorded. Before format 3 an
-# archive deleted its tasks' governed bindings without keeping or recording them: a binding of
-# a chain such an archive recorded is gone for good, and accounted for by that alone.
+# Before format 3 an archive deleted its tasks' governed bindings unrecorded: a binding of a chain
+# such an archive recorded is gone for good, and accounted for by that alone.
 ARCHIVE_FORMAT_FIELD = "archive_format"
 BINDINGS_KEPT_FORMAT = 3
 
 
 @attrs.frozen(order=True)
 class LedgerSealedRow:
-    """A row of an archived task that a seal of the ledger chain covers: its table, its key and
-    the event id of the last seal that wrote it (which pins the digest it took)."""
+    """A row of an archived task that a ledger-chain seal covers, with its last seal's event."""
 
     table: str
     key: str
@@ -46,14 +38,12 @@ class LedgerSealedRow:
 
 
 def ledger_rows_record(rows: Iterable[LedgerSealedRow]) -> list[JsonValue]:
-    """The ledger-sealed rows of one chain as a TASKS_ARCHIVED event records them: `[table,
-    key, event_id]` each, in table and key order."""
+    """One chain's ledger-sealed rows as TASKS_ARCHIVED records them, `[table, key, event_id]`."""
     return [[row.table, row.key, row.event_id] for row in sorted(rows)]
 
 
 def recorded_ledger_rows(payload: object) -> dict[str, frozenset[LedgerSealedRow]]:
-    """Each chain's ledger-sealed rows as a TASKS_ARCHIVED payload records them, by chain
-    name; a chain that records none, and a malformed entry, are left out."""
+    """Each chain's ledger-sealed rows a TASKS_ARCHIVED payload records; malformed ones left out."""
     found: dict[str, frozenset[LedgerSealedRow]] = {}
     if not isinstance(payload, Mapping) or not isinstance(payload.get("chains"), list):
         return found
@@ -65,22 +55,16 @@ def recorded_ledger_rows(payload: object) -> dict[str, frozenset[LedgerSealedRow
             continue
         rows = set()
         for entry in listed:
-            if (
-                isinstance(entry, list)
-                and len(entry) == 3
-                and isinstance(entry[0], str)
-                and isinstance(entry[1], str)
-                and type(entry[2]) is int
-            ):
-                rows.add(LedgerSealedRow(entry[0], entry[1], entry[2]))
+            match entry:
+                case [str() as table, str() as key, int() as event_id] if type(event_id) is int:
+                    rows.add(LedgerSealedRow(table, key, event_id))
         found[chain_of(item["task_id"])] = frozenset(rows)
     return found
 
 
 @attrs.frozen
 class ArchivedEventRow:
-    """One row of `archived_events`: an event an archive removed, its chain and seal, and the
-    TASKS_ARCHIVED event that removed it."""
+    """An event an archive removed, and the TASKS_ARCHIVED event that removed it."""
 
     event_id: int
     archive_event_id: int
@@ -120,8 +104,7 @@ def recorded_chains(payload: object) -> dict[str, ArchivedChainEnd] | None:
 
 
 def restored_chains(payload: object) -> tuple[int, dict[str, ArchivedChainEnd]] | None:
-    """The archive event a TASKS_RESTORED payload restored from and the chains it records, by
-    chain name; None when it is malformed."""
+    """The archive event a TASKS_RESTORED payload names and its chains; None when malformed."""
     chains = recorded_chains(payload)
     if chains is None or not isinstance(payload, Mapping):
         return None
@@ -140,14 +123,12 @@ def is_restore_event(event: EventRow) -> bool:
 
 
 class ArchiveAccount:
-    """The archived event ids met so far, grouped by the archive event that lists them, until
-    that event comes by (it always comes later: its id is larger). One entry per archived
-    chain is held until then."""
+    """The archived chains met so far, grouped by the archive event that lists them, until that
+    event comes by (its id is larger, so it always comes later)."""
 
     def __init__(self) -> None:
         self._pending: dict[int, dict[str, ArchivedChainEnd]] = {}
-        # Chains an archive event recorded and no listing holds: restored since, once a later
-        # TASKS_RESTORED event says so; (archive event id, chain) -> the end it recorded.
+        # Chains an archive event recorded and no listing holds, awaiting a TASKS_RESTORED event.
         self._restorable: dict[tuple[int, str], ArchivedChainEnd] = {}
 
     def listed(self, event_id: int, chain: object, seal: object, archive_event_id: int) -> None:
@@ -224,8 +205,7 @@ def _end_text(end: ArchivedChainEnd | None) -> str:
 
 
 def chains_without_bindings(payload: object) -> set[str]:
-    """The chains a TASKS_ARCHIVED payload records whose governed bindings the archive deleted
-    without keeping them (every chain of an archive before format 3; none since)."""
+    """The chains whose governed bindings a TASKS_ARCHIVED event before format 3 deleted unkept."""
     if isinstance(payload, Mapping):
         kept = payload.get(ARCHIVE_FORMAT_FIELD)
         if type(kept) is int and kept >= BINDINGS_KEPT_FORMAT:
@@ -236,9 +216,8 @@ def chains_without_bindings(payload: object) -> set[str]:
 def removed_by_archives(
     payloads: Iterable[object], listed: Container[str] | None = None
 ) -> tuple[set[str], set[LedgerSealedRow]]:
-    """What TASKS_ARCHIVED payloads account for among the sealed rows that are gone: the chains
-    whose bindings an archive before format 3 deleted unkept, and the ledger-sealed rows they
-    record removing (with `listed`, only those of the chains still listed as archived)."""
+    """The chains without bindings and the ledger-sealed rows TASKS_ARCHIVED payloads account for
+    (with `listed`, only those of the chains still listed as archived)."""
     without_bindings: set[str] = set()
     ledger_rows: set[LedgerSealedRow] = set()
     for payload in payloads:

@@ -1,11 +1,6 @@
 """Following the log: which events a poll delivers, and where the next poll reads from.
-
-SQLite numbers events in commit order (one writer at a time), so a follower reads on from the
-highest id it has seen (`settle_polls=1`). PostgreSQL's writers under row locks draw their ids
-before they commit, so an event may become visible after one with a higher id: there the cursor
-reads back from the highest id of `settle_polls` polls ago and delivers each id once. An event
-that commits that many polls after a higher one is missed; a writer holds its ids for the length
-of one transaction, which is far shorter than that many polls.
+On PostgreSQL an event may become visible after one with a higher id, so the cursor reads back
+from the highest id of `settle_polls` polls ago and delivers each id once.
 """
 
 from __future__ import annotations
@@ -18,8 +13,7 @@ from aios_ledger.core.errors import LedgerError
 
 @attrs.frozen
 class FollowCursor:
-    """Where a follower stands: the next read asks for the events with an id above `after`;
-    of those, `delivered` were printed already."""
+    """Where a follower stands: the next read asks for ids above `after`, `delivered` printed."""
 
     after: int
     settle_polls: int = 1
@@ -31,8 +25,7 @@ class FollowCursor:
             raise LedgerError("FIELDS_INVALID", "after must be >= 0 and settle_polls >= 1")
 
     def advance(self, seen: Sequence[int]) -> tuple[tuple[int, ...], FollowCursor]:
-        """The ids of one read (every event above `after`, or the first page of them) that
-        are new, in order, and the cursor after delivering them."""
+        """The new ids of one read, in order, and the cursor after delivering them."""
         fresh = tuple(sorted({i for i in seen if i > self.after and i not in self.delivered}))
         highest = max((self.after, *self.recent_maxima[-1:], *seen))
         maxima = (*self.recent_maxima, highest)[-self.settle_polls :]

@@ -1,6 +1,5 @@
-"""The idempotency ledger's rows: the answer recorded for a key, which every domain's
-decisions replay to a retry (`core.log.plan`), and the whole `task_idempotency` row a sealed
-event covers."""
+"""The idempotency ledger's rows: the answer recorded for a key, replayed to a retry, and the
+whole `task_idempotency` row a sealed event covers."""
 
 from __future__ import annotations
 
@@ -14,10 +13,8 @@ from aios_ledger.core.records import record_from_row
 
 
 class IdempotencyRow(NamedTuple):
-    """The answer recorded for an idempotency key, and the digest of the request it answered:
-    the columns of a `task_idempotency` row a decision reads, which the projections' own ledgers
-    (`task_initial_execution_projections`, `task_source_capture_projection_recoveries`) hold
-    under the same names and are read into the same record."""
+    """The answer recorded for an idempotency key and its request's digest, as a decision reads
+    them from `task_idempotency` or the projections' ledgers, which share the column names."""
 
     idempotency_key: str
     request_sha256: str
@@ -29,8 +26,7 @@ class IdempotencyRow(NamedTuple):
 
 
 class RecordedAnswerRow(NamedTuple):
-    """A whole `task_idempotency` row, as a transition writes it and its sealed event covers it:
-    the answer recorded for a key, the operation and task it belongs to and the request's digest."""
+    """A whole `task_idempotency` row, as a transition writes it and its sealed event covers it."""
 
     idempotency_key: str
     operation: str

@@ -1,15 +1,8 @@
-"""The Merkle log beside the chains: RFC 6962 / RFC 9162 hashing, tree heads and proofs.
-
-Every event is a leaf of one append-only tree, in commit order, hashed as RFC 6962 §2.1 says.
-A leaf's data is the event's seal text exactly as stored (`sha256:` and 64 hex digits): the seal
-already covers the event's content and place, and hashing the stored text keeps the leaf the
-same whatever seal version wrote it.
-
-Storage follows Go's `sumdb/tlog` "stored hashes": the hash of every complete subtree is stored
-once, in the row of the leaf that completes it, so an append writes one row per leaf and any
-root or proof needs O(log n) reads. The core says which nodes it needs (`*_nodes`), the shell
-reads them, and the core builds the answer from them; appending needs only the tree's right
-edge (`Frontier`). Proofs are checked with RFC 9162's own algorithms (§2.1.3.2, §2.1.4.2).
+"""The Merkle log beside the chains (RFC 6962 / RFC 9162): every event is a leaf, in commit
+order, whose data is its stored seal text, so the leaf is the same whatever seal version wrote it.
+As in Go's `sumdb/tlog`, each complete subtree's hash is stored once, in the row of the leaf that
+completes it, so any root or proof needs O(log n) reads: the core names the nodes it needs
+(`*_nodes`), the shell reads them, and the core builds the answer.
 """
 
 from __future__ import annotations
@@ -56,31 +49,15 @@ def event_leaf_data(seal: str) -> bytes:
 
 
 def event_leaf_hash(seal: str) -> bytes:
-    """The leaf hash of the event sealed `seal`."""
     return leaf_hash(event_leaf_data(seal))
 
 
 @attrs.frozen(order=True)
 class NodeId:
-    """A complete subtree: `level` 0 is a leaf; it covers leaves
-    [index * 2**level, (index + 1) * 2**level)."""
+    """A complete subtree covering leaves [index * 2**level, (index + 1) * 2**level)."""
 
     level: int
     index: int
-
-
-def completing_leaf(node: NodeId) -> int:
-    """The leaf whose append completes `node` (its last leaf), in whose row it is stored."""
-    return ((node.index + 1) << node.level) - 1
-
-
-def split_completed(leaf_index: int, stored: bytes) -> tuple[StoredNode, ...]:
-    """The subtrees a leaf's row holds, level 1 upwards, from the row's `nodes` (their hashes
-    concatenated): the nodes `leaf_index` completes, as many as the row holds."""
-    return tuple(
-        StoredNode(NodeId(level, (leaf_index + 1 >> level) - 1), stored[at : at + HASH_SIZE])
-        for level, at in enumerate(range(0, len(stored) - len(stored) % HASH_SIZE, HASH_SIZE), 1)
-    )
 
 
 def _largest_power_below(n: int) -> int:
@@ -89,10 +66,8 @@ def _largest_power_below(n: int) -> int:
 
 
 def range_nodes(lo: int, hi: int) -> tuple[NodeId, ...]:
-    """The complete subtrees, left to right, whose hashes make MTH(D[lo:hi]) for a range of
-    the RFC's recursion (lo a multiple of the largest power of two not above hi - lo): the
-    binary digits of its length, largest first. Their hashes folded from the right are its
-    hash (`fold_range`)."""
+    """The complete subtrees, left to right, whose hashes folded from the right (`fold_range`)
+    make MTH(D[lo:hi]) for a range of the RFC's recursion: one per binary digit of its length."""
     nodes = []
     while lo < hi:
         size = 1 << ((hi - lo).bit_length() - 1)
@@ -103,8 +78,7 @@ def range_nodes(lo: int, hi: int) -> tuple[NodeId, ...]:
 
 
 def fold_range(hashes: Sequence[bytes]) -> bytes:
-    """MTH of a range from its complete subtrees' hashes (`range_nodes`), folded from the
-    right: the RFC's split at the largest power of two, in which the left part is complete."""
+    """MTH of a range from its `range_nodes` hashes: as the RFC splits it."""
     if not hashes:
         return EMPTY_ROOT
     folded = hashes[-1]
@@ -118,9 +92,6 @@ def _hash_of(lo: int, hi: int, nodes: Mapping[NodeId, bytes]) -> bytes:
         return fold_range([nodes[node] for node in range_nodes(lo, hi)])
     except KeyError as missing:
         raise LedgerError("MERKLE_NODE_MISSING", f"the tree has no node {missing}") from None
-
-
-# -- tree heads ----------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -141,7 +112,6 @@ def root_nodes(size: int) -> tuple[NodeId, ...]:
 
 
 def tree_head(size: int, nodes: Mapping[NodeId, bytes]) -> TreeHead:
-    """The head of the tree of `size` leaves from its `root_nodes`."""
     return TreeHead(size, _hash_of(0, size, nodes))
 
 
@@ -155,8 +125,7 @@ class StoredNode:
 
 @attrs.frozen
 class Frontier:
-    """The right edge of a tree of `size` leaves: the hashes of `range_nodes(0, size)`, left to
-    right (one per set bit of `size`), which is all an append needs."""
+    """The right edge of a tree (the hashes of `range_nodes(0, size)`): all an append needs."""
 
     size: int
     hashes: tuple[bytes, ...] = ()
@@ -172,7 +141,6 @@ class Frontier:
 
     @classmethod
     def decode(cls, size: int, stored: bytes) -> Frontier:
-        """From its stored form: the hashes concatenated, left to right."""
         if len(stored) % HASH_SIZE:
             raise LedgerError("MERKLE_FRONTIER_INVALID", "the stored frontier is not whole hashes")
         hashes = tuple(stored[at : at + HASH_SIZE] for at in range(0, len(stored), HASH_SIZE))
@@ -181,15 +149,11 @@ class Frontier:
     def encode(self) -> bytes:
         return b"".join(self.hashes)
 
-    def nodes(self) -> tuple[NodeId, ...]:
-        return range_nodes(0, self.size)
-
     def head(self) -> TreeHead:
         return TreeHead(self.size, fold_range(self.hashes))
 
     def append(self, leaf_hashes: Iterable[bytes]) -> tuple[Frontier, tuple[StoredNode, ...]]:
-        """The frontier after `leaf_hashes`, and the nodes to store for them in order: each
-        leaf, then every subtree it completes (tlog's StoredHashes)."""
+        """The frontier after `leaf_hashes`, and each leaf then every subtree it completes."""
         edge = list(self.hashes)
         size = self.size
         stored: list[StoredNode] = []
@@ -206,13 +170,9 @@ class Frontier:
         return Frontier(size, tuple(edge)), tuple(stored)
 
 
-# -- the stored tree ------------------------------------------------------------------------------
-
-
 @attrs.frozen
 class MerkleTreeRow:
-    """The tree's head row (`merkle_tree`): its size (None until the leaves of the events
-    before the tree are built), its right edge as stored, and its revision."""
+    """The tree's head row; `size` is None until the leaves of the events before the tree exist."""
 
     size: int | None
     frontier: bytes
@@ -234,13 +194,8 @@ class MerkleHashRow:
 def append_writes(
     tree: MerkleTreeRow, leaves: Sequence[tuple[int, str]]
 ) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow]:
-    """The writes that append the leaves of `leaves` ((event id, seal), in commit order) to the
-    tree whose head row is `tree`: each leaf with its event and, in the same row, the hashes of
-    the subtrees it completes, level 1 upwards (as `Frontier.append` stores them; a test holds
-    the two equal), and the head row moved on (a compare-and-swap on its revision); and the
-    head row after them.
-
-    On every write's path, so written out over the stored edge itself, without the records."""
+    """The writes appending (event id, seal) leaves and moving the head row on by compare-and-swap.
+    It repeats `Frontier.append` over the stored edge because it is on every write's path."""
     if tree.size is None:
         raise LedgerError("MERKLE_TREE_NOT_BUILT", "the tree of the events is not built yet")
     size, stored = int(tree.size), bytes(tree.frontier)
@@ -277,9 +232,6 @@ def append_writes(
     return tuple(writes), after
 
 
-# -- inclusion proofs (RFC 9162 §2.1.3) ----------------------------------------------------------
-
-
 def _inclusion_ranges(index: int, size: int) -> list[tuple[int, int]]:
     """PATH(m, D[n])'s subtrees as leaf ranges, the leaf's sibling first (§2.1.3.1)."""
     lo, hi = 0, size
@@ -311,8 +263,7 @@ def inclusion_proof(index: int, size: int, nodes: Mapping[NodeId, bytes]) -> tup
 def root_from_inclusion_proof(
     index: int, size: int, leaf: bytes, proof: Sequence[bytes]
 ) -> bytes | None:
-    """RFC 9162 §2.1.3.2: the root the proof leads to from `leaf`, or None when the proof
-    cannot be one of leaf `index` in a tree of `size` (its length does not fit)."""
+    """RFC 9162 §2.1.3.2: the root the proof leads to, or None when its length does not fit."""
     if not 0 <= index < size:
         return None
     fn, sn, r = index, size - 1, leaf
@@ -332,19 +283,14 @@ def root_from_inclusion_proof(
 def verify_inclusion(
     index: int, size: int, leaf: bytes, proof: Sequence[bytes], root: bytes
 ) -> bool:
-    """Whether `proof` shows leaf hash `leaf` at `index` of the tree of `size` whose root is
-    `root` (RFC 9162 §2.1.3.2)."""
+    """Whether `proof` shows `leaf` at `index` of the tree whose root is `root`."""
     if not _all_hashes((leaf, root, *proof)):
         return False
     return root_from_inclusion_proof(index, size, leaf, proof) == root
 
 
-# -- consistency proofs (RFC 9162 §2.1.4) --------------------------------------------------------
-
-
 def _consistency_ranges(old: int, new: int) -> list[tuple[int, int]]:
-    """PROOF(m, D[n]) = SUBPROOF(m, D[n], true)'s subtrees as leaf ranges, in order
-    (§2.1.4.1); empty for m = n, and for m = 0 (every tree extends the empty one)."""
+    """PROOF(m, D[n])'s subtrees as leaf ranges (§2.1.4.1); none for m = 0 or m = n."""
     if old in (0, new):
         return []
     lo, hi, m, whole = 0, new, old, True
@@ -383,9 +329,7 @@ def consistency_proof(old: int, new: int, nodes: Mapping[NodeId, bytes]) -> tupl
 def verify_consistency(
     old: int, new: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]
 ) -> bool:
-    """Whether `proof` shows the tree of `new` leaves with root `new_root` extends the tree of
-    `old` leaves with root `old_root` (RFC 9162 §2.1.4.2; a tree is consistent with itself by
-    an empty proof, and with the empty tree always)."""
+    """Whether `proof` shows the tree (`new`, `new_root`) extends (`old`, `old_root`) (§2.1.4.2)."""
     if not _all_hashes((old_root, new_root, *proof)) or not 0 <= old <= new:
         return False
     if old == new:
@@ -414,14 +358,10 @@ def verify_consistency(
     return fr == old_root and sr == new_root and sn == 0
 
 
-# -- proof documents -----------------------------------------------------------------------------
-
-
 @attrs.frozen
 class InclusionProof:
-    """An event's inclusion proof as `aios-ledger prove` writes it: the leaf's index and data
-    (the event's seal), the tree's size and root, and the audit path (RFC 9162's
-    `InclusionProofDataV2`: leaf_index, tree_size, inclusion_path)."""
+    """An event's inclusion proof as `aios-ledger prove` writes it (RFC 9162's
+    `InclusionProofDataV2`, with the leaf's seal and the tree's root)."""
 
     event_id: int
     seal: str
@@ -465,8 +405,7 @@ class InclusionProof:
         return proof
 
     def check(self, root: bytes) -> None:
-        """Refuse (`PROOF_REJECTED`) unless the proof leads from the seal's leaf to `root`, the
-        root the checker trusts for this tree size."""
+        """Refuse (`PROOF_REJECTED`) unless the proof leads from the seal's leaf to `root`."""
         if root != self.root:
             raise LedgerError("PROOF_REJECTED", "the proof is for another root than the one given")
         leaf = event_leaf_hash(self.seal)
@@ -480,8 +419,7 @@ class InclusionProof:
 
 @attrs.frozen
 class ConsistencyProof:
-    """A consistency proof between two tree heads (RFC 9162's `ConsistencyProofDataV2`:
-    tree_size_1, tree_size_2, consistency_path), with both roots."""
+    """A consistency proof between two tree heads (RFC 9162's `ConsistencyProofDataV2`)."""
 
     old_size: int
     new_size: int
@@ -515,9 +453,8 @@ class ConsistencyProof:
         )
 
     def check(self, new_root: bytes, old_root: bytes | None = None) -> None:
-        """Refuse (`PROOF_REJECTED`) unless the proof shows the tree whose root the checker
-        trusts, `new_root`, extends the old tree (whose root, when the checker holds one, must
-        be `old_root`)."""
+        """Refuse (`PROOF_REJECTED`) unless the proof shows trusted `new_root` extends the old tree
+        (whose root must be `old_root` when the checker holds one)."""
         if new_root != self.new_root or (old_root is not None and old_root != self.old_root):
             raise LedgerError("PROOF_REJECTED", "the proof is for other roots than the ones given")
         if not verify_consistency(
@@ -546,9 +483,6 @@ def parse_proof(document: object) -> InclusionProof | ConsistencyProof:
 def parse_root(text: object, what: str = "root") -> bytes:
     """A root as given on a command line or in a query: 64 lower-case hex digits."""
     return _hex(text, what, code="ROOT_INVALID")
-
-
-# -- checks --------------------------------------------------------------------------------------
 
 
 def _check_size(size: object, what: str) -> None:

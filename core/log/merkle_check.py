@@ -1,13 +1,11 @@
-"""`verify`'s check of the Merkle log (core/log/merkle.py) against the seals, without I/O.
-
-Fed every leaf in leaf order with the subtrees its row holds (those its append completes, level
-1 upwards: the order `Frontier.append` makes them in) and the seal of its event, it rebuilds the
-tree from the stored leaf hashes and holds every stored subtree, and the head row, to what it
-rebuilt. Memory is the tree's edge, O(log n).
+"""`verify`'s check of the Merkle log against the seals: fed every leaf in order, it rebuilds
+the tree from the stored leaf hashes and holds every stored subtree and the head row to it,
+keeping only the tree's edge in memory.
 """
 
 from __future__ import annotations
 
+from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.log.merkle import HASH_SIZE, Frontier, event_leaf_hash
 from aios_ledger.core.log.verification import MERKLE_MISMATCH, Finding
 
@@ -25,44 +23,34 @@ class MerkleCheck:
     def leaf(
         self, leaf_index: int, event_id: int, leaf_hash: bytes, seal: object, nodes: bytes
     ) -> None:
-        """The next leaf, with the subtrees its row holds (`nodes`) and the seal its event has
-        (or its archive listing keeps; None: the event is gone)."""
-        key = str(leaf_index)
+        """The next leaf, with the subtrees its row holds (`nodes`) and its event's seal (or its
+        archive listing's; None: the event is gone)."""
+
+        def note(detail: str) -> None:
+            self._note(detail, event_id, table="merkle_leaves", key=str(leaf_index))
+
         if leaf_index != self.frontier.size:
-            self._note(
-                f"leaf {leaf_index} comes where leaf {self.frontier.size} belongs",
-                event_id,
-                table="merkle_leaves",
-                key=key,
-            )
+            note(f"leaf {leaf_index} comes where leaf {self.frontier.size} belongs")
         if seal is None:
-            detail = "the leaf's event is gone, and no archive lists it"
-            self._note(detail, event_id, table="merkle_leaves", key=key)
+            note("the leaf's event is gone, and no archive lists it")
         elif not isinstance(seal, str) or event_leaf_hash_or_none(seal) != leaf_hash:
-            detail = "the leaf's hash is not the hash of its event's seal"
-            self._note(detail, event_id, table="merkle_leaves", key=key)
-        if not isinstance(leaf_hash, bytes) or len(leaf_hash) != 32:
-            self._note("the leaf's hash is malformed", event_id, table="merkle_leaves", key=key)
-            leaf_hash = b"\0" * 32
+            note("the leaf's hash is not the hash of its event's seal")
+        if not isinstance(leaf_hash, bytes) or len(leaf_hash) != HASH_SIZE:
+            note("the leaf's hash is malformed")
+            leaf_hash = b"\0" * HASH_SIZE
         self.frontier, stored = self.frontier.append([leaf_hash])
         completed = stored[1:]
         if len(nodes) != HASH_SIZE * len(completed):
-            self._note(
+            note(
                 f"the leaf's row holds {len(nodes) / HASH_SIZE:g} subtrees; it completes "
-                f"{len(completed)}",
-                event_id,
-                table="merkle_leaves",
-                key=key,
+                f"{len(completed)}"
             )
         for place, item in enumerate(completed):
             held = nodes[place * HASH_SIZE : (place + 1) * HASH_SIZE]
             if len(held) == HASH_SIZE and held != item.hash:
-                self._note(
+                note(
                     f"the stored subtree {item.node.level}/{item.node.index} is not the hash "
-                    "of the leaves under it",
-                    event_id,
-                    table="merkle_leaves",
-                    key=key,
+                    "of the leaves under it"
                 )
 
     def event_without_leaf(self, event_id: int) -> None:
@@ -90,8 +78,6 @@ class MerkleCheck:
 
 
 def event_leaf_hash_or_none(seal: str) -> bytes | None:
-    from aios_ledger.core.errors import LedgerError
-
     try:
         return event_leaf_hash(seal)
     except LedgerError:

@@ -1,5 +1,4 @@
-"""Sealing, at adoption, the events the older runtime stored without seals: the log's tail read,
-the core seals them, the plan applied like any other."""
+"""Sealing, at adoption, the events the older runtime stored without seals."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from aios_ledger.shell.db.tail import read_log_tail
 
 
 def seal_unsealed_events(conn: Connection) -> int:
-    """Seal, in event order, every event that has no seal yet (the older runtime's, at adoption)."""
     unsealed = tuple(stream_records(conn, "unsealed_events", None, EventRow))
     tail = read_log_tail(conn, dict.fromkeys(chain_of(event.task_id) for event in unsealed))
     state = AdoptionState(unsealed=unsealed, tail=tail)

@@ -1,13 +1,7 @@
-"""The Database: a ledger's transactions on the engine its target names. The only place that
-opens a database for the stores.
-
-`Database(target)` is the Database of the engine that the target's URL scheme selects in the
-registry (`engines.ENGINES`): SQLite for a path (or None: in memory, `engines/sqlite.py`),
-PostgreSQL for a `postgresql://` URL (`engines/postgresql.py`). This class holds what every
-engine shares (the constructor, the schema step's choice, `as_found`, closing as a context
-manager) and declares what each engine's Database provides; the statements inside a
-transaction run through the helpers of `run` (re-exported here with the Database they run in)
-on the engine's `Connection`.
+"""The Database: a ledger's transactions on the engine its target names, the only place that
+opens a database for the stores. `Database(target)` makes the Database of the engine the target
+selects in the registry (`engines.ENGINES`): SQLite for a path or None, PostgreSQL for a
+`postgresql://` URL; this class holds what every engine shares and declares what each provides.
 """
 
 from __future__ import annotations
@@ -74,12 +68,10 @@ class EngineModule(Protocol):
 
     @property
     def NAME(self) -> str:  # noqa: N802 (a module's constant)
-        """The engine's name, as the registry lists it."""
         ...
 
     @property
     def DATABASE(self) -> type[Database]:  # noqa: N802 (a module's constant)
-        """Its Database class, which `Database(target)` makes."""
         ...
 
     def require_ledger(self, target: str) -> None:
@@ -96,22 +88,14 @@ class EngineModule(Protocol):
 
 
 def engine_for(target: object) -> EngineModule:
-    """The module of the engine that opens `target` (a path, a URL, or None: in memory), as
-    the registry (`engines.ENGINES`) names it, imported on first use."""
+    """The module of the engine that opens `target`, imported on first use."""
     return cast(EngineModule, importlib.import_module(registered(target).module))
 
 
 class Database:
-    """A ledger database on the engine its target names (see the module's docstring), with
-    its schema step on open.
-
-    `migrate=True` (the default) applies pending migrations on open, adopting the older
-    runtime's database. `migrate=False` leaves the schema to the DBA (`aios-ledger migrate`,
-    dbmate): it opens only a current database, refuses one that is behind (or not a ledger
-    yet, or missing) with `SCHEMA_TOO_OLD` and a newer one with `SCHEMA_TOO_NEW`, and a refused
-    open writes nothing. `Database.as_found` skips the step for the tools that run the migrator
-    themselves. `synchronous` (FULL or NORMAL) and `vfs` are SQLite's settings; on another
-    engine a VFS is refused and the level checked alike."""
+    """A ledger database; `migrate=False` leaves the schema to the DBA, so it opens only a
+    current database (else `SCHEMA_TOO_OLD`/`SCHEMA_TOO_NEW`, writing nothing).
+    `synchronous` and `vfs` are SQLite's settings; another engine refuses a VFS."""
 
     # The engine's name, as the registry lists it.
     engine: str
@@ -119,8 +103,7 @@ class Database:
     path: str
     # Transactions retried after the engine said busy (observability only).
     busy_retries: int
-    # Event ids are handed out in commit order without gaps, so a missing id is a removed
-    # event, and a reader never sees a lower id commit after a higher one.
+    # Event ids are handed out in commit order without gaps: a missing id is a removed event.
     dense_event_ids: bool
     # The driver's own error, which the Database turns into LedgerErrors.
     driver_error: type[Exception] = Exception
@@ -145,8 +128,7 @@ class Database:
 
     @classmethod
     def as_found(cls, path: str | os.PathLike[str] | None) -> Database:
-        """Open without the schema step: for `aios-ledger init`, `migrate` and `migrate
-        --status`, and callers of `migrate_database`, which look at or change it themselves."""
+        """Open without the schema step, for the tools that look at or change it themselves."""
         database: Database = cls.__new__(cls, path)
         database._open(path, "FULL", None, _SchemaStep.AS_FOUND)
         return database
@@ -156,8 +138,6 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- what each engine's Database provides ---------------------------------------------------
 
     def _open(
         self,
@@ -175,17 +155,10 @@ class Database:
     def write(
         self, work: Callable[[Connection], T], *, row_locked: bool = False, urgent: bool = False
     ) -> T:
-        """Run `work` in one write transaction (SQLite's `BEGIN IMMEDIATE`); commit, or roll
-        back and raise a LedgerError.
-
-        `urgent`: a lease renewal, which group commit takes ahead of the writes queued without
-        it (`group_commit.py`); an engine of concurrent writers has no queue to jump.
-
-        `row_locked`: `work` reads every row it decides on with a locking statement
-        (`get_task_for_update`, the claim's SKIP LOCKED batch) and appends events only to the
-        chains of the tasks it locked: a task's own transitions. An engine with concurrent
-        writers (PostgreSQL) then runs it beside other row-locked writers; SQLite has one
-        writer whatever it says."""
+        """Run `work` in one write transaction; commit, or roll back and raise a LedgerError.
+        `urgent` (a lease renewal) jumps group commit's queue. `row_locked` promises `work` locks
+        every row it decides on and appends only to those tasks' chains, so PostgreSQL may run it
+        beside other row-locked writers."""
         raise NotImplementedError
 
     def read(self, work: Callable[[Connection], T]) -> T:
@@ -193,46 +166,38 @@ class Database:
         raise NotImplementedError
 
     def write_schema(self, work: Callable[[SchemaConnection], T]) -> T:
-        """`write` for the migrator, `copy` and the tools, whose work runs scripts, many rows
-        or ad-hoc SQL: every engine's connection is a `SchemaConnection` as well."""
+        """`write` for work that runs scripts or ad-hoc SQL (the migrator, `copy`, the tools)."""
         return self.write(cast("Callable[[Connection], T]", work))
 
     def notify(self, channel: str) -> None:
-        """Tell every listener of `channel` (`listen`), in this process and, where the engine
-        reaches them, in others: called after the commit it announces."""
+        """Tell every listener of `channel`, after the commit it announces."""
         raise NotImplementedError
 
     def listen(self, channel: str) -> Listener:
-        """A subscription to `channel`'s notifications from now on, for one thread; the caller
-        closes it."""
+        """A subscription to `channel`'s notifications from now on, for one thread."""
         raise NotImplementedError
 
     def cursor_rows(
         self, name: str, params: Params | None = None
     ) -> AbstractContextManager[Iterator[Row]]:
-        """Stream a read statement's rows, inside the caller's transaction (`read` or
-        `write`), without holding them all in memory."""
+        """Stream a read statement's rows inside the caller's transaction, not all in memory."""
         raise NotImplementedError
 
     @property
     def pool_size(self) -> int | None:
-        """How many connections it shares among threads (concurrent writers, each in a
-        transaction of its own); None: one connection, whose writes can share commits
-        (`start_group_commit`)."""
+        """How many connections threads share; None: one, whose writes can share commits."""
         return None
 
     def quiesce_writers(self) -> None:
-        """Wait until every id handed out so far is committed or gone for good, so that a head
-        read next is never passed by a later commit of a lower id (nothing to wait for where
-        ids are handed out in commit order)."""
+        """Wait until every id handed out so far is committed or gone, so that a head read next
+        is never passed by a later commit of a lower id."""
 
     def files_dir(self, kind: str) -> Path:
         """The folder where the ledger keeps its files of `kind` (`proposals`: the bundles)."""
         raise NotImplementedError
 
     def local_folder(self) -> str | None:
-        """The folder on this machine that holds the database's own files (whose free space a
-        readiness probe checks), or None for a server's."""
+        """The local folder holding the database's files (for the readiness probe), or None."""
         return None
 
     def read_only_fault(self) -> LedgerError | None:
@@ -242,8 +207,7 @@ class Database:
     def start_group_commit(
         self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
     ) -> GroupCommit:
-        """Writes from any thread share commits (`group_commit`): an engine of one
-        connection's; with a pool (`pool_size`), concurrent writers run instead."""
+        """Writes from any thread share commits; only an engine of one connection has it."""
         raise LedgerError(
             "USAGE_INVALID",
             f"group commit is for one connection; on {self.engine} the pool runs concurrent "

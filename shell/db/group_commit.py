@@ -1,17 +1,8 @@
-"""Group commit: many writers' works applied in one `BEGIN IMMEDIATE … COMMIT` on SQLite.
-
-SQLite has one writer at a time, so the server hands its write connection to one writer thread
-(`Database.start_group_commit`); `Database.write(work)` from any thread queues the work and
-waits. The writer runs what is queued in one transaction, each work inside its own savepoint, so
-a refused work rolls back alone and its neighbours commit, and no caller is answered before the
-COMMIT that holds its work. A failed COMMIT fails every caller of the batch; a busy database is
-retried, whole batch, as `Database.write` retries.
-
-Lease renewals (`write(work, urgent=True)`) go to a queue the writer takes first, and cut a
-running batch short at the next work's edge after `URGENT_CUT_SECONDS`, so that a heartbeat
-waits neither behind queued creates and submits nor for the works after it in its batch. Reads
-use connections of their own, one per thread, and never see the writer's open transaction. A
-`:memory:` database cannot be shared between connections and refuses group commit.
+"""Group commit: many writers' works applied in one `BEGIN IMMEDIATE … COMMIT` on SQLite, which
+has one writer at a time. One writer thread runs what is queued in one transaction, each work in
+its own savepoint so a refused work rolls back alone, and answers no caller before the COMMIT.
+Lease renewals (`urgent`) are taken first and cut a running batch short, so a heartbeat never
+waits behind queued writes; reads use a connection of their own per thread.
 """
 
 from __future__ import annotations
@@ -24,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, ParamSpec, Protocol, TypedDict, TypeVar
 
+import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.run import Connection, execute
 
@@ -32,9 +24,8 @@ P = ParamSpec("P")
 Work = Callable[[Connection], Any]
 
 MAX_BATCH_LIMIT = 10_000
-# How long a running batch goes on once an urgent work waits: long enough that a stream of
-# heartbeats does not cut every batch to one work (a commit each), short enough that a
-# renewal never waits for a whole batch of 64.
+# How long a running batch goes on once an urgent work waits: long enough that heartbeats do not
+# cut every batch to one work, short enough that a renewal never waits for a whole batch.
 URGENT_CUT_SECONDS = 0.002
 
 
@@ -45,10 +36,8 @@ class ReaderConnection(Connection, Protocol):
 
 
 class WriterDatabase(Protocol):
-    """What group commit needs of the Database it writes for (an engine's Database of one
-    connection, SQLite's; named here by its shape, so that this module does not import the one
-    that starts it): its connection, readers beside it, its driver's errors (the busy ones are
-    retried, the batch whole), its busy retries and its rollback."""
+    """What group commit needs of SQLite's Database, named by its shape so that this module does
+    not import the one that starts it."""
 
     path: str
 
@@ -74,20 +63,16 @@ class GroupCommitStats(TypedDict):
     largest_batch: int
 
 
+@attrs.define
 class _Entry:
-    __slots__ = ("future", "work")
-
-    def __init__(self, work: Work) -> None:
-        self.work = work
-        self.future: Future[Any] = Future()
+    work: Work
+    future: Future[Any] = attrs.Factory(Future)
 
 
+@attrs.define
 class _Outcome:
-    __slots__ = ("error", "value")
-
-    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
-        self.value = value
-        self.error = error
+    value: Any = None
+    error: BaseException | None = None
 
 
 class _WholeBatchLost(Exception):
@@ -133,11 +118,8 @@ class GroupCommit:
         self._thread = threading.Thread(target=self._run, name="ledger-group-commit", daemon=True)
         self._thread.start()
 
-    # -- callers --------------------------------------------------------------------------
-
     def write(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
-        """Queue `work` and wait for the commit that holds it (or for its own error).
-        `urgent`: a lease renewal, taken ahead of the works queued without it."""
+        """Queue `work` and wait for the commit that holds it (or for its own error)."""
         if threading.current_thread() is self._thread:
             raise LedgerError("GROUP_COMMIT_REENTERED", "a work may not write again from inside")
         entry = _Entry(work)
@@ -189,8 +171,6 @@ class GroupCommit:
             with contextlib.suppress(self._db.driver_error):
                 conn.close()
 
-    # -- the writer -----------------------------------------------------------------------
-
     def _run(self) -> None:
         while True:
             batch = self._next_batch()
@@ -199,8 +179,7 @@ class GroupCommit:
             self._commit(batch)
 
     def _next_batch(self) -> list[_Entry]:
-        """Up to `max_batch` queued works: the urgent ones if any wait, else the others (waits
-        for one; [] once stopped with nothing left)."""
+        """Up to `max_batch` queued works, urgent ones first; [] once stopped and drained."""
         with self._arrived:
             while not self._urgent and not self._waiting:
                 if self._stopped:
@@ -209,9 +188,6 @@ class GroupCommit:
             # Renewals commit in a batch of their own, never waiting for the works after them.
             source = self._urgent if self._urgent else self._waiting
             return [source.popleft() for _ in range(min(len(source), self._max_batch))]
-
-    def _urgent_waiting(self) -> bool:
-        return bool(self._urgent)  # a deque's length is read atomically
 
     def _commit(self, batch: list[_Entry]) -> None:
         try:
@@ -222,10 +198,6 @@ class GroupCommit:
             if left:
                 with self._arrived:
                     self._waiting.extendleft(reversed(left))
-        except LedgerError as exc:  # DATABASE_BUSY after the retries, or a storage error
-            for entry in batch:
-                entry.future.set_exception(exc)
-            return
         except BaseException as exc:  # the writer must outlive anything a batch does
             for entry in batch:
                 entry.future.set_exception(exc)
@@ -244,11 +216,8 @@ class GroupCommit:
                 entry.future.set_result(outcome.value)
 
     def _attempt(self, batch: list[_Entry]) -> list[_Outcome]:
-        """One try at the whole batch: BEGIN IMMEDIATE, each work in its savepoint, COMMIT.
-        A busy database propagates (the caller retries the batch); a storage error that lost
-        the transaction becomes a LedgerError for everyone. Once an urgent work waits and the
-        batch has run `URGENT_CUT_SECONDS`, it commits the works it has run (their outcomes:
-        the works after them were not started)."""
+        """One try at the whole batch, each work in its savepoint; a busy database propagates so
+        the caller retries it. Once an urgent work waits it commits early, with fewer outcomes."""
         conn = self._db.conn
         execute(conn, "begin_immediate")
         started = time.monotonic()
@@ -257,7 +226,7 @@ class GroupCommit:
             for entry in batch:
                 if (
                     outcomes
-                    and self._urgent_waiting()
+                    and self._urgent  # a deque's length is read atomically
                     and time.monotonic() - started >= URGENT_CUT_SECONDS
                 ):
                     break

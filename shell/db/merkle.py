@@ -1,13 +1,7 @@
-"""The Merkle log on the database: appending each transaction's leaves, building the leaves of a
-log older than the tree, and reading tree heads and proofs (the hashing and the proofs are the
-core's, `core/log/merkle.py`; the format is docs/proofs.md).
-
-A write appends its events' leaves with its plan (`PlanExecutor.apply`), under the tree's head
-row (`merkle_tree_for_update`): on SQLite the one writer holds the lock already; on PostgreSQL
-the row lock orders writers that run beside each other, so leaf indexes follow commit order
-though event ids do not (a sequence hands them out before the writers commit). The head row
-holds the tree's right edge, so an append reads one row and writes one row per leaf (the leaf
-with the subtrees it completes) and the head row: one statement per event and one per plan.
+"""The Merkle log on the database: appending each plan's leaves, building the leaves of a log
+older than the tree, and reading tree heads and proofs (the hashing is `core/log/merkle.py`'s).
+Leaves are appended under the lock of the tree's head row, so on PostgreSQL leaf indexes follow
+commit order even though event ids do not.
 """
 
 from __future__ import annotations
@@ -46,11 +40,9 @@ TREE_FOR_UPDATE = "merkle_tree_for_update"
 def leaf_writes(
     conn: Connection, events: Sequence[AppendedEvent], tree: MerkleTreeRow | None = None
 ) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow | None]:
-    """The writes that append the leaves of a plan's `events` (in the order it appends them),
-    run with the plan's own statements (one pipeline on PostgreSQL), and the head row after
-    them. `tree`: the head row as this transaction's previous append left it (read and locked
-    then: a batch of plans reads it once); None reads it, under its lock (on PostgreSQL held to
-    COMMIT: appends are in commit order), and first builds a tree that is not built yet."""
+    """The writes appending the leaves of a plan's `events`, and the head row after them.
+    `tree` is the head row this transaction's previous append left (already locked); None reads
+    it under its lock, and first builds a tree that is not built yet."""
     if not events:
         return (), tree
     if tree is None:
@@ -62,8 +54,7 @@ def leaf_writes(
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:
-    """The head row under its lock (an engine may answer it from a read it sent ahead or from
-    its own last write; its revision is compared-and-swapped all the same)."""
+    """The head row under its lock."""
     tree = fetch_record(conn, TREE_FOR_UPDATE, None, MerkleTreeRow)
     if tree is None:
         # Tables emptied by hand (the migration inserts the row): a tree not built yet.
@@ -75,8 +66,8 @@ def _locked_tree(conn: Connection) -> MerkleTreeRow:
 
 
 def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
-    """Give every sealed event (and every archived one) its leaf, in event id order, when the
-    tree is not built yet (a log from before 0.x migration 0016); how many leaves it built."""
+    """Give every sealed or archived event its leaf, in id order, when the tree is not built yet
+    (a log from before it existed); how many leaves it built."""
     tree = _locked_tree(conn) if tree is None else tree
     if tree.size is not None:
         return 0
@@ -99,9 +90,6 @@ def _append_batch(
     writes, after = append_writes(tree, batch)
     conn.run_plan(writes, LedgerError)
     return after
-
-
-# -- reads ---------------------------------------------------------------------------------------
 
 
 def _tree(conn: Connection) -> Frontier:
@@ -145,9 +133,8 @@ def _size_within(conn: Connection, size: int | None) -> tuple[int, Frontier]:
 
 
 def current_tree_head(db: Database) -> TreeHead:
-    """The tree head (size, root) of the ledger now: what a checkpoint signs. No writer need be
-    waited for (`quiesce_writers`): leaves are appended under the head row's lock, so a
-    committed head row always names a whole prefix of the leaves."""
+    """The tree head of the ledger now, what a checkpoint signs; no writer need be waited for,
+    since a committed head row always names a whole prefix of the leaves."""
     return db.read(lambda conn: _tree(conn).head())
 
 
@@ -156,16 +143,13 @@ def tree_head_at(db: Database, size: int | None = None) -> TreeHead:
 
     def work(conn: Connection) -> TreeHead:
         size_now, current = _size_within(conn, size)
-        if size_now == current.size:
-            return current.head()
-        return tree_head(size_now, _read_nodes(conn, root_nodes(size_now)))
+        return _head(size_now, current, _read_nodes(conn, _root_nodes(size_now, current)))
 
     return db.read(work)
 
 
 def prove_inclusion(db: Database, event_id: int, size: int | None = None) -> InclusionProof:
-    """The inclusion proof of the event `event_id` in the tree of `size` leaves (None: the
-    tree now), with its seal and the tree's root."""
+    """The inclusion proof of event `event_id` in the tree of `size` leaves (None: now)."""
 
     def work(conn: Connection) -> InclusionProof:
         tree_size, current = _size_within(conn, size)

@@ -1,9 +1,5 @@
 """Bringing a database to the current schema, or refusing one that is not (the decisions are
-the core's: `core/migrations.py`).
-
-`apply_migrations(conn)` is the one step that changes a schema. `Database` takes it on open by
-default (`migrate=True`); with `migrate=False` the schema is the DBA's (`aios-ledger migrate`,
-or dbmate with `sql/migrations/`) and the Database only opens one that is current.
+`core/migrations.py`'s); `apply_migrations` is the one step that changes a schema.
 """
 
 from __future__ import annotations
@@ -51,12 +47,10 @@ NOTHING_APPLIED = MigrationReport(applied=(), adopted_legacy=False, sealed_at_ad
 
 
 def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
-    """The migrations of an engine (PostgreSQL's are a folder of their own)."""
     return _parsed(migration_files(dialect))
 
 
-# Every Database open plans against the known migrations; parsing the files once per process,
-# keyed by their names and texts, keeps a new text from meeting an old parse.
+# Parsed once per process, keyed by names and texts so a new text never meets an old parse.
 @cache
 def _parsed(files: tuple[tuple[str, str], ...]) -> tuple[Migration, ...]:
     return tuple(parse_migration(name, content) for name, content in files)
@@ -89,8 +83,8 @@ def migration_plan(conn: Connection) -> MigrationPlan:
 
 
 def plan_on_open(conn: Connection, *, migrate: bool) -> MigrationPlan:
-    """The schema step's read, taken before the Database touches the file: the plan to apply
-    when it migrates, otherwise a refusal of anything but a current database."""
+    """The schema step's read before the Database touches the file: the plan to apply, or (not
+    migrating) a refusal of anything but a current database."""
     if migrate:
         return migration_plan(conn)
     refuse_unless_current(known_migrations(_dialect(conn)), read_catalogue(conn))
@@ -98,10 +92,8 @@ def plan_on_open(conn: Connection, *, migrate: bool) -> MigrationPlan:
 
 
 def apply_migrations(conn: SchemaConnection) -> MigrationReport:
-    """Apply what is pending, adopting the older runtime's database, inside the caller's
-    `BEGIN IMMEDIATE`. Planned again here, under the write lock: another process may have
-    migrated since any earlier read."""
-    # Where the tables go (PostgreSQL: the schema the search_path names), under the write lock.
+    """Apply what is pending inside the caller's write transaction, planned again under the write
+    lock since another process may have migrated since any earlier read."""
     conn.prepare_schema()
     plan = migration_plan(conn)
     if plan.is_current:
@@ -116,9 +108,7 @@ def apply_migrations(conn: SchemaConnection) -> MigrationReport:
     sealed = 0
     if plan.adopt_legacy:
         conn.run_script(sql("legacy_adopt_copy"))
-        # The one call into the log: the older runtime's events get their seals, in event order.
         sealed = seal_unsealed_events(conn)
-    # The Merkle leaves of the adopted events, in event id order.
     build_tree(conn)
     return MigrationReport(
         applied=tuple(m.version for m in plan.pending),

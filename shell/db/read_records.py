@@ -1,7 +1,5 @@
-"""The row records a named read may declare it selects into (`-- returns: RECORD` in `sql/`):
-the core's records, by their names. `statements` refuses a declaration of any other name at
-load; `tests/test_sql_source.py` holds each declared read's columns to its record's fields on
-both engines, as `fetch_record` and `stream_records` hold them on a read's first row."""
+"""The core's row records, by name, that a named read may declare it selects into (`-- returns:
+RECORD`); `statements` refuses any other name at load."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Running named statements on a connection: the helpers with which the stores, the log and
-the migrator read and write, inside a transaction of `connection.Database`.
-
-They sit below the Database and the migrator (which the Database runs on open, and which seals
-adopted events through the log), so that everything above can use them without an import
-cycle; `connection` re-exports them with the Database. A `Connection` is an engine's
-(`engines.Connection`): it carries its dialect and looks each statement's text up in it, under
-the same name. Each helper is one call into the engine's connection: a stream's rows come
-straight from the engine's generator, with nothing in between per row.
+"""Running named statements on an engine's connection, inside a transaction of a Database.
+These helpers sit below the Database and the migrator so that everything above can use them
+without an import cycle; `connection` re-exports them.
 """
 
 from __future__ import annotations
@@ -51,32 +45,29 @@ def fetch_one(conn: Connection, name: str, params: Params | None = None) -> Row 
 
 
 def fetch_record(conn: Connection, name: str, params: Params | None, record: type[R]) -> R | None:
-    """The statement's first row as `record(*columns)` (see `stream_records`): the hot reads (a
-    task, a recorded answer) skip building a dict."""
+    """The statement's first row as `record(*columns)`: the hot reads skip building a dict."""
     return conn.fetch_record(name, params, record)
 
 
 def fetch_records_together(
     conn: Connection, reads: Sequence[Read], *, appending: int = 0
 ) -> list[Any]:
-    """Each read's first row as its record (see `fetch_record`; a record of None: the first
-    column's value), or None, read together (`Connection.fetch_together`)."""
+    """Each read's first row as its record (None: the first column's value), or None, read
+    together."""
     return [rows[0] if rows else None for rows in conn.fetch_together(reads, appending=appending)]
 
 
 def fetch_record_lists_together(
     conn: Connection, reads: Sequence[Read], *, appending: int = 0
 ) -> list[list[Any]]:
-    """Every row of each read as its record, read together (`Connection.fetch_together`)."""
     return conn.fetch_together(reads, appending=appending)
 
 
 def stream_records(
     conn: Connection, name: str, params: Params | None, record: type[R]
 ) -> Generator[R, None, None]:
-    """Each row as `record(*columns)`, one at a time; the caller closes the generator (or lets
-    it finish) to finish the statement. The statement must select the record's fields in field
-    order, which is checked on its first row in each process."""
+    """Each row as `record(*columns)`, one at a time, until the caller closes the generator; the
+    statement must select the record's fields in order."""
     return conn.stream_records(name, params, record)
 
 
@@ -85,11 +76,8 @@ def fetch_value(conn: Connection, name: str, params: Params | None = None) -> An
 
 
 def execute(conn: Connection, name: str, params: Params | None = None) -> int:
-    """Run a write and return how many rows it changed."""
     return conn.run_write(name, params)
 
-
-# -- for the engines ----------------------------------------------------------------------------
 
 # (statement, record) pairs whose columns were checked against the record's fields.
 MATCHED_COLUMNS: set[tuple[str, type]] = set()

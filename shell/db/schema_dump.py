@@ -1,5 +1,4 @@
-"""`aios-ledger schema-dump`: the schema of a fresh ledger, per engine, as DBAs read it (a test
-holds it to the baseline's text): each engine dumps its own (`EngineModule.schema_sql`)."""
+"""`aios-ledger schema-dump`: the schema of a fresh ledger, as DBAs read it."""
 
 from __future__ import annotations
 

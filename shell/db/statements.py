@@ -1,16 +1,8 @@
-"""Named SQL statements, loaded once from the `aios_ledger.sql` package.
-
-The grammar is aiosql's (`-- name: NAME` with an operation suffix); the statements a plan can
-name are declared in the core (`core.statements`), and the per-table ones are rendered from the
-catalogue of tables and the shapes of `sql/table_shapes.sql` (`table_statements.py`).
-
-A statement whose text is the same on SQLite and PostgreSQL is written once in `sql/*.sql`; a
-dialect's folder holds only the texts that differ. A name in both is refused at load, so a
-dialect never shadows a shared text silently. Every text takes `:name` parameters (the
-PostgreSQL engine hands them to psycopg as `%(name)s`). Two additions to the grammar are
-resolved at load: `-- fragment: NAME` blocks, spliced into statements as `{{NAME}}`, and
-`-- returns: RECORD`, which names the core record a read selects into (a test holds its
-columns to that record). The dialects and their packages are the engines' (`ENGINES`)."""
+"""Named SQL statements in aiosql's grammar, loaded once from the `aios_ledger.sql` package.
+A text the same on both engines is written once in `sql/*.sql` and a dialect's folder holds only
+those that differ; a name in both is refused, so a dialect never shadows a shared text silently.
+Added to the grammar: `-- fragment: NAME` blocks spliced in as `{{NAME}}`, and `-- returns:
+RECORD`, the core record a read selects into."""
 
 from __future__ import annotations
 
@@ -151,8 +143,7 @@ def rendered_source(dialect: str) -> SqlSource:
 
 @cache
 def statements(dialect: str = "sqlite") -> Mapping[str, Statement]:
-    """Every named statement a dialect runs, by name: the shared texts, the dialect's own and
-    those the catalogue of tables renders."""
+    """Every named statement a dialect runs: shared, its own, and those the catalogue renders."""
     if dialect not in DIALECT_PACKAGES:
         raise ValueError(f"no SQL dialect {dialect!r}; known: {', '.join(DIALECTS)}")
     return combine_statements(
@@ -169,8 +160,7 @@ def combine_statements(
     dialect: str,
     catalogue: SqlSource | None = None,
 ) -> dict[str, Statement]:
-    """The shared files' statements, a dialect's own and the catalogue's, each name once,
-    fragments put in, the `returns` declarations known records."""
+    """The shared, a dialect's own and the catalogue's statements, each name once, fragments in."""
     generated = [] if catalogue is None else [(CATALOGUE_SOURCE, catalogue)]
     fragments: dict[str, str] = {}
     for source, parsed in (*shared, *own, *generated):
@@ -218,8 +208,7 @@ def _check_returns(loaded: Mapping[str, Statement], dialect: str) -> None:
 
 @cache
 def statement_texts(dialect: str = "sqlite") -> Mapping[str, str]:
-    """Name -> SQL text with `:name` parameters, for the write path, which looks a text up for
-    every statement (an engine whose driver takes another style converts them once)."""
+    """Name -> SQL text, cached for the write path, which looks a text up for every statement."""
     return {name: statement.sql for name, statement in statements(dialect).items()}
 
 

@@ -20,8 +20,7 @@ Slot = str | Sequence[str]
 
 
 def parse_shapes(source: str, content: str) -> dict[str, str]:
-    """A file's `-- shape: NAME` blocks, their comment lines and surrounding blank lines left
-    out (a block's spacing is the statement's, leading spaces included)."""
+    """A file's `-- shape: NAME` blocks without comment lines; their spacing is the statement's."""
     shapes: dict[str, list[str]] = {}
     body: list[str] | None = None
     for line in content.splitlines():
@@ -64,11 +63,6 @@ def fill(shape: str, slots: Mapping[str, Slot]) -> str:
         return _listed(value, match.start() - (shape.rfind("\n", 0, match.start()) + 1))
 
     return _SLOT.sub(put_in, shape)
-
-
-def _next_line(text: str) -> str:
-    """An optional last line of a statement: put on a line of its own after the text."""
-    return "\n" + text
 
 
 class _Renderer:
@@ -126,7 +120,7 @@ class _Renderer:
         order = ""
         if table.in_key_order:
             columns = [self("key_in_bytes_order", column=column) for column in table.key_columns]
-            order = _next_line(self("in_key_order", columns=columns))
+            order = "\n" + self("in_key_order", columns=columns)
         return self(
             "state_rows",
             table=table.name,
@@ -159,8 +153,7 @@ class _Renderer:
         )
 
     def archived_key_taken(self, tables: Iterable[SealedTable]) -> str:
-        """`restore_row_taken`'s arms: per table an archive takes rows of, whether a row of the
-        file's key is in the table now."""
+        """`restore_row_taken`'s arms: per archived table, whether a row of the key is there now."""
         arms = [
             self("archived_key_taken", table=table.name, key=self.key(table, str))
             for table in tables
@@ -170,13 +163,11 @@ class _Renderer:
 
 
 def fragment_use(name: str) -> str:
-    """`{{name}}`: a fragment of the SQL files, put in when the statements are loaded."""
     return "{{" + name + "}}"
 
 
 def rendered(shapes: Mapping[str, str]) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
-    """The statements a dialect's shapes render (name -> (operation, text), fragments still to
-    put in) and the rendered fragments (name -> text)."""
+    """The statements a dialect's shapes render (name -> (operation, text)) and fragments."""
     render = _Renderer(shapes)
     found: dict[str, tuple[str, str]] = {}
     for table in TABLES:

@@ -12,9 +12,7 @@ from aios_ledger.shell.db.run import Connection, fetch_records_together
 def read_chain_tips(
     conn: Connection, chains: Iterable[str], *, appending: int = 0
 ) -> dict[str, ChainTip]:
-    """The tip of each of `chains`: its last seal, or the empty tip of a chain with no event;
-    read together (one round trip on PostgreSQL, however many chains). `appending`: as
-    `Connection.fetch_together`."""
+    """The tip of each of `chains` (empty for a chain with no event), read in one round trip."""
     wanted = list(dict.fromkeys(chains))
     found = fetch_records_together(
         conn, [("chain_tip", {"chain": c}, ChainTip) for c in wanted], appending=appending
@@ -26,6 +24,6 @@ def read_chain_tips(
 
 
 def read_log_tail(conn: Connection, chains: Iterable[str]) -> LogTail:
-    """The tail at `chains`, inside the caller's transaction (a read: as far as it can tell)."""
+    """The tail at `chains`, inside the caller's transaction."""
     wanted = list(dict.fromkeys(chains))
     return LogTail(conn.first_event_id(wanted), read_chain_tips(conn, wanted))

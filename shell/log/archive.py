@@ -1,10 +1,6 @@
 """Archiving finished tasks to a file, checking such a file against the ledger, restoring it.
-
-`archive_tasks` works in one write transaction, so that the file holds exactly what is
-deleted: it writes the chosen tasks' chains and rows to a file beside the output, hashes it,
-applies the core's plan (whose sealed TASKS_ARCHIVED event records the digest), links the file
-to the output (never over an existing one) and commits; on any failure the output is removed.
-`restore_archive` checks the file as `verify_archive` does, then applies `decide_restore`.
+An archive is written and its tasks deleted in one write transaction, so that the file holds
+exactly what is deleted; its sealed TASKS_ARCHIVED event records the file's digest.
 """
 
 from __future__ import annotations
@@ -77,8 +73,7 @@ from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.log.export import open_input, verify_export, write_events, write_line
 from aios_ledger.shell.log.verification import ProgressCounter, ProgressHook
 
-# The rows of an archived task, read for its state lines, by state table, in the file's order
-# (`archive_rows_TABLE`, rendered from the catalogue of tables for those an archive takes).
+# The statements reading an archived task's rows for its state lines, by state table.
 TASK_STATE_STATEMENTS = {
     name: f"archive_rows_{name}" for name, table in SEALED_TABLES.items() if table.of_task
 }
@@ -93,9 +88,8 @@ def archive_tasks(
     clock: Clock = system_clock,
     progress: ProgressHook | None = None,
 ) -> dict[str, Any]:
-    """Archive the finished tasks last written before `finished_before` to `output` (which must
-    not exist), or with `dry_run` only say which would be archived. Nothing to archive is an
-    answer (`archived: 0`), and writes nothing."""
+    """Archive the finished tasks last written before `finished_before` to new file `output`, or
+    with `dry_run` only say which would be; nothing to archive writes nothing."""
     request = ArchiveRequest.parse(finished_before)
     target = _new_output(output)
     if dry_run:
@@ -110,7 +104,7 @@ def archive_tasks(
         candidates = _with_ledger_rows(conn, _candidates(conn), request)
         chosen = select_archive(candidates, request)
         if not chosen:
-            return _answer(request, chosen, output=None)
+            return _answer(request, chosen)
         partial = target.with_name(target.name + ".partial")
         with _created(created, partial, "x") as out:
             bundles.extend(_write_archive(db, out, request, chosen, progress))
@@ -196,8 +190,7 @@ def _candidates(conn: Connection) -> tuple[ArchiveCandidate, ...]:
 def _with_ledger_rows(
     conn: Connection, candidates: tuple[ArchiveCandidate, ...], request: ArchiveRequest
 ) -> tuple[ArchiveCandidate, ...]:
-    """The candidates, those archived with the rows of them that seals of the ledger chain
-    cover (their run events, reviews and bindings), which the TASKS_ARCHIVED event records."""
+    """The candidates, the chosen ones with their ledger-sealed rows."""
     chosen = {candidate.task_id for candidate in select_archive(candidates, request)}
     return tuple(
         attrs.evolve(
@@ -215,22 +208,20 @@ def _with_ledger_rows(
     )
 
 
-def _answer(
-    request: ArchiveRequest, chosen: tuple[ArchiveCandidate, ...], *, output: str | None
-) -> dict[str, Any]:
+def _answer(request: ArchiveRequest, chosen: tuple[ArchiveCandidate, ...]) -> dict[str, Any]:
     return {
         "archived": len(chosen),
         "events": sum(candidate.events for candidate in chosen),
         "finished_before": request.finished_before.text,
         "task_ids": [candidate.task_id for candidate in chosen],
-        "output": output,
+        "output": None,
         "dry_run": False,
     }
 
 
 def _preview(conn: Connection, request: ArchiveRequest) -> dict[str, Any]:
     chosen = select_archive(_candidates(conn), request)
-    return {**_answer(request, chosen, output=None), "dry_run": True}
+    return {**_answer(request, chosen), "dry_run": True}
 
 
 def _write_archive(
@@ -240,8 +231,7 @@ def _write_archive(
     chosen: tuple[ArchiveCandidate, ...],
     progress: ProgressHook | None,
 ) -> list[str]:
-    """The chosen tasks' events in id order, their rows' state lines, their proposals' bundle
-    files and the trailer; the bundles it wrote."""
+    """Write the chosen tasks' events, state lines, bundles and trailer; the bundles written."""
     selected = {candidate.task_id for candidate in chosen}
     counter = ProgressCounter(progress, sum(candidate.events for candidate in chosen))
     write_line(out, archive_header(request.finished_before.text))
@@ -275,8 +265,8 @@ def _write_archive(
 
 
 def _bundle_bytes(db: Database, bundle: str) -> bytes:
-    """A proposal's stored bundle file, whose bytes the archive keeps; one gone or changed is
-    refused (the archive would not prove it), changing nothing."""
+    """A proposal's stored bundle file; one gone or changed is refused, as the archive would not
+    prove it."""
     try:
         data = bundle_path(db, bundle).read_bytes()
     except OSError:
@@ -308,8 +298,7 @@ def _remove_unproposed(db: Database, bundles: list[str]) -> None:
 
 
 def _put_back_bundles(db: Database, bundles: ArchivedBundles) -> None:
-    """Before a restore: each archived bundle file not in the proposals folder, written whole
-    under a temporary name then linked (never over a file that is there)."""
+    """Before a restore: put back each missing archived bundle, never over a file."""
     for bundle in bundles.complete:
         target = bundle_path(db, bundle)
         if target.exists():
@@ -336,10 +325,8 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Check an archive file offline (as `verify-export` does) and against the ledger: its
-    digest must be one a sealed TASKS_ARCHIVED event recorded (else ARCHIVE_MISMATCH), and each
-    chain must end at the seal that event recorded, so that the seals, and the row digests they
-    cover, are the ledger's and not only the file's own."""
+    """Check an archive file offline and against the ledger: a sealed TASKS_ARCHIVED event must
+    record its digest and each chain's last seal, so the seals are the ledger's, not the file's."""
     report = verify_export(path)
     digest = file_digest(path)
     recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
@@ -380,16 +367,13 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
         counts = dict(report.finding_counts)
         counts[ARCHIVE_MISMATCH] = counts.get(ARCHIVE_MISMATCH, 0) + len(findings)
         report = attrs.evolve(
-            report,
-            intact=False,
-            findings=(*findings, *report.findings),
-            finding_counts=counts,
+            report, intact=False, findings=(*findings, *report.findings), finding_counts=counts
         )
     return {**report.public(), "archive_sha256": digest, "archive_event_id": archive_event_id}
 
 
 def _contents(path: str | os.PathLike[str]) -> ArchiveContents | None:
-    """The file's tasks; None for a file that is no archive (the offline check says)."""
+    """The file's tasks; None for a file that is no archive (the offline check says so)."""
     try:
         with open_input(path) as handle:
             return read_archive(handle)
@@ -400,8 +384,7 @@ def _contents(path: str | os.PathLike[str]) -> ArchiveContents | None:
 def _row_seals(
     conn: Connection, contents: ArchiveContents
 ) -> list[tuple[FileSealedRow, RowSeal | None]]:
-    """Each of the file's rows that seals of the ledger chain cover, with the ledger's last seal
-    of it (None: none)."""
+    """Each of the file's ledger-sealed rows, with the ledger's last seal of it (None: none)."""
     seals: list[tuple[FileSealedRow, RowSeal | None]] = []
     for row in file_sealed_rows(contents, SEALED_TABLES):
         found = fetch_one(
@@ -413,8 +396,7 @@ def _row_seals(
 
 
 def show_archive(path: str | os.PathLike[str], task_id: str | None = None) -> dict[str, Any]:
-    """An archive file read back: every task it holds (or the one named), with its goal,
-    instructions, result, verdict and events. It proves nothing: `verify-archive` does."""
+    """An archive file read back, every task or the one named; it proves nothing."""
     with open_input(path) as handle:
         contents = read_archive(handle)
     summary = archive_summary_of(contents)
@@ -430,9 +412,8 @@ def restore_archive(
     idempotency_key: str | None = None,
     clock: Clock = system_clock,
 ) -> dict[str, Any]:
-    """Put the tasks of the archive file `path` back, with their original ids and seals, behind
-    one sealed TASKS_RESTORED event. A file that fails the offline check is
-    `ARCHIVE_NOT_INTACT`; that and every refusal of `decide_restore` change nothing."""
+    """Put an archive's tasks back, with their original ids and seals, behind one sealed
+    TASKS_RESTORED event; a file failing the offline check is refused."""
     with open_input(path) as handle:
         data = handle.read()
     # One read of the file: what is checked, hashed and restored are the same bytes.
@@ -474,9 +455,8 @@ def restore_archive(
 def _restore_state(
     conn: Connection, executor: PlanExecutor, request: RestoreRequest, contents: ArchiveContents
 ) -> RestoreState:
-    """What decide_restore decides on, read under the write lock. The archive event is the
-    last that recorded the file's digest: a task archived, restored and archived again with
-    nothing written in between gives the same file twice."""
+    """What decide_restore decides on, read under the write lock. The archive event is the last
+    that recorded the digest: archiving the same tasks again can give the same file twice."""
     archive_event_id, recorded = None, {}
     for row in fetch_all(conn, "archive_events_recorded"):
         summary = archive_summary(payload_of(row["payload_json"]))
@@ -491,9 +471,7 @@ def _restore_state(
         (row.table, row.key, str(found["taken"]))
         for row in rows_to_restore(contents, SEALED_TABLES)
         for found in fetch_all(
-            conn,
-            "restore_row_taken",
-            {"row_table": row.table, "row_key": row.key, "seq": row.seq},
+            conn, "restore_row_taken", {"row_table": row.table, "row_key": row.key, "seq": row.seq}
         )
     )
     prior = None

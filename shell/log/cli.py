@@ -21,11 +21,7 @@ from aios_ledger.core.proofs import VerifierKey, open_checkpoint
 from aios_ledger.core.proofs.checkpoints import checkpoint_root
 from aios_ledger.shell.cli_support import emit, ledger_settings, open_database, read_json_argument
 from aios_ledger.shell.console import progress_bar
-from aios_ledger.shell.db.connection import (
-    Database,
-    engine_for,
-    is_database_url,
-)
+from aios_ledger.shell.db.connection import Database, engine_for, is_database_url
 from aios_ledger.shell.db.merkle import prove_consistency, prove_inclusion
 from aios_ledger.shell.log.archive import (
     archive_tasks,
@@ -227,8 +223,7 @@ def _prove(args: argparse.Namespace) -> Any:
 
 
 def _verify_proof(args: argparse.Namespace) -> Any:
-    """Offline: the proof's own arithmetic against the roots given, or those of checkpoints
-    signed by the log's key, no database opened."""
+    """Offline: the proof against the roots given, or those of checkpoints the log's key signed."""
     if (args.root is None) == (args.checkpoint is None):
         raise LedgerError("USAGE_INVALID", "give --root or --checkpoint (with --log-key)")
     if args.old_root is not None and args.old_checkpoint is not None:
@@ -272,10 +267,8 @@ def _export(args: argparse.Namespace) -> Any:
 
 
 def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, Any]:
-    """A regular file (or a new one) is written beside the target and renamed over it: no
-    half-written export is ever seen. Anything else that exists (/dev/null, /dev/stdout, a FIFO)
-    is written straight through, since renaming over it would replace the device itself; a
-    directory is refused."""
+    """A regular or new file is written beside the target and renamed over it, so no half-written
+    export is ever seen; a device or FIFO is written through, as renaming would replace it."""
     partial = None
     try:
         kind = _target_kind(path)
@@ -355,8 +348,7 @@ def _archive_show(args: argparse.Namespace) -> int:
 
 
 def render_archive(shown: dict[str, Any]) -> str:
-    """`archive show` as a person reads it: per task its row's main columns and governed
-    bindings, then its events."""
+    """`archive show` as a person reads it: per task its main columns, bindings and events."""
     out = [
         f"archive {shown['file']} (format {shown['format']}, finished before "
         f"{shown['finished_before']}): {len(shown['tasks'])} task(s)"

@@ -1,10 +1,6 @@
-"""`aios-ledger copy`: a whole ledger, SQLite or PostgreSQL, into an empty PostgreSQL ledger.
-
-Every row of every table of the catalogue goes across as it is, inside one write transaction on
-the target, read from one snapshot of the source; the target's event id counter is moved to the
-source's, so an archived event's id is never handed out again. Nothing is re-sealed: the
-target's `verify` checks the very seals the source made. The proposals' bundle files go first,
-so that a proposal recorded but not yet written can still be written from the target.
+"""`aios-ledger copy`: a whole ledger into an empty PostgreSQL ledger, row by row as it is, in one
+transaction from one snapshot. Nothing is re-sealed, so the target's `verify` checks the very
+seals the source made.
 """
 
 from __future__ import annotations
@@ -44,8 +40,7 @@ class CopyReport:
 
 
 def copy_ledger(source: Database, target: Database) -> CopyReport:
-    """Copy `source` into `target`, an empty PostgreSQL ledger, in one transaction; then verify
-    the target and compare its head with the source's."""
+    """Copy `source` into an empty `target`, then verify it and compare the heads."""
     if not target.takes_copies:
         raise LedgerError("COPY_TARGET_INVALID", "the target of a copy is a PostgreSQL URL")
     source_head = ledger_head(source)
@@ -54,8 +49,7 @@ def copy_ledger(source: Database, target: Database) -> CopyReport:
     def write(conn: SchemaConnection) -> dict[str, int]:
         if int(fetch_value(conn, "copy_target_rows")) != 0:
             raise LedgerError(
-                "COPY_TARGET_NOT_EMPTY",
-                "the target already holds rows: copy into an empty ledger",
+                "COPY_TARGET_NOT_EMPTY", "the target already holds rows: copy into an empty ledger"
             )
         return source.read(lambda read: _copy_rows(source, read, conn))
 
@@ -71,9 +65,8 @@ def copy_ledger(source: Database, target: Database) -> CopyReport:
 
 
 def _copy_bundles(source: Database, target: Database) -> int:
-    """The bundles of the source's proposals that its folder holds, into the target's folder
-    (before the rows: a proposal the target holds finds its bundle there). A missing one is left
-    missing: writing its proposal is `BUNDLE_INVALID` on either ledger alike."""
+    """The source's proposal bundles into the target's folder, before the rows; a missing one is
+    left missing, as writing its proposal fails on either ledger alike."""
     proposals = source.read(lambda conn: fetch_all(conn, "all_task_proposals"))
     copied = 0
     for digest in sorted({str(row["bundle_sha256"]) for row in proposals}):
@@ -88,8 +81,7 @@ def _copy_bundles(source: Database, target: Database) -> int:
 
 def _copy_rows(source: Database, read: Connection, conn: SchemaConnection) -> dict[str, int]:
     counts: dict[str, int] = {}
-    # Every table of the catalogue, in its order (the one the target's foreign keys need): each
-    # read whole in key order and written with its whole-row insert.
+    # The catalogue's order is the one the target's foreign keys need.
     for table in TABLES:
         counts[table.name] = 0
         with source.cursor_rows(f"all_{table.name}") as rows:

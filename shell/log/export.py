@@ -37,9 +37,8 @@ from aios_ledger.shell.log.verification import (
 
 
 def write_line(out: IO[str], value: dict[str, Any]) -> None:
-    """One line of an export: compact JSON, keys sorted, ASCII; a stored blob (never written by
-    the ledger) as tagged hex text, so that a tampered row still exports and then fails the
-    offline check."""
+    """One line of an export as compact JSON; a stored blob (never the ledger's) as tagged hex, so
+    that a tampered row still exports and then fails the offline check."""
     exportable = {
         key: "blob:" + item.hex() if isinstance(item, bytes) else item
         for key, item in value.items()
@@ -57,9 +56,8 @@ def write_events(
     archived: Iterable[Row] = (),
     tasks: Container[str] | None = None,
 ) -> Iterator[tuple[int, str | None]]:
-    """Write each event's line (of `tasks` alone, when given) with the state rows its seal
-    covers, and the `archived` events' lines between them by id; yield each line's id and
-    seal, which the trailer's head rolls over."""
+    """Write each event's line (of `tasks` alone, when given) and the `archived` events' lines
+    between them by id; yield each line's id and seal for the trailer's head."""
     sealed = SealedRowsById(tuple(row[name] for name in SEALED_ROW_COLUMNS) for row in sealed_rows)
     pending = iter(archived)
     listed = next(pending, None)
@@ -86,11 +84,7 @@ def _write_archived(out: IO[str], listed: Row) -> tuple[int, str | None]:
 
 
 def export_log(
-    db: Database,
-    out: IO[str],
-    *,
-    task_id: str | None,
-    progress: ProgressHook | None = None,
+    db: Database, out: IO[str], *, task_id: str | None, progress: ProgressHook | None = None
 ) -> dict[str, Any]:
     """Write the header, one line per event with its seal, and the trailer; return a summary."""
 
@@ -146,8 +140,7 @@ def export_log(
 
 
 def open_input(path: str | os.PathLike[str]) -> BufferedReader:
-    """The file at `path` open to read, or INPUT_UNREADABLE (a device such as /dev/zero or a
-    terminal has no end, or is no file)."""
+    """The file at `path` open to read; a device such as /dev/zero has no end, so is refused."""
     name = repr(str(path)[:200])
     try:
         handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
@@ -168,8 +161,8 @@ def verify_export(path: str | os.PathLike[str]) -> VerificationReport:
 
 
 def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
-    """The file's lines, none held longer than MAX_LINE_BYTES + 1 bytes: the rest of a longer
-    line is read past in bounded pieces, so that memory stays bounded whatever the file holds."""
+    """The file's lines, a longer one cut at MAX_LINE_BYTES + 1 bytes and the rest read past, so
+    that memory stays bounded whatever the file holds."""
     while True:
         line = handle.readline(MAX_LINE_BYTES + 1)
         if not line:
@@ -183,7 +176,6 @@ def _bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
 
 
 def _before_seals(table: str, row: Row) -> bool:
-    """A run event appended before appends were sealed (listed by 0.x migration 0014) and never
-    sealed since: nothing proves it either way, so an export holds no state line of it (the
-    offline check would take it for one inserted behind the ledger's back)."""
+    """A run event appended before appends were sealed and never since: nothing proves it, so an
+    export holds no state line the offline check would take for one inserted behind its back."""
     return table == RUN_EVENTS and row["sealed_event_id"] is None and bool(row["sealed_history"])

@@ -1,9 +1,5 @@
-"""`aios-ledger events --follow`: the log's new events as they are sealed, until Ctrl-C.
-
-Each poll reads the events after the cursor (`events_after`, a page at a time), prints the ones
-not printed yet and sleeps; the cursor (`core/log/follow.py`) says where the next read starts.
-On a pipe each event is one JSON line, flushed at once; on a terminal, one readable line.
-"""
+"""`aios-ledger events --follow`: the log's new events as they are sealed, until Ctrl-C; the
+cursor (`core/log/follow.py`) says where each poll reads from."""
 
 from __future__ import annotations
 
@@ -18,8 +14,7 @@ from aios_ledger.core.tasks.answers import EventView, event_view
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_value
 
 PAGE = 1000
-# Where ids are not in commit order (PostgreSQL's: `Database.dense_event_ids` is False), read
-# back over this many polls (core/log/follow.py).
+# Where ids are not in commit order, read back over this many polls.
 POSTGRESQL_SETTLE_POLLS = 20
 
 

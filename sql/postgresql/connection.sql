@@ -1,15 +1,9 @@
--- Connection set-up and transaction control. PRAGMAs take no parameters, hence one block each.
--- PostgreSQL's own texts of the statements of ../connection.sql: the ones whose SQLite text differs,
--- and PostgreSQL's alone. The rest are written once, in ../connection.sql.
+-- PostgreSQL's texts of ../connection.sql's statements that differ on SQLite, and its own.
 
 -- name: begin_immediate!
--- One round trip: the transaction, the write lock, and the planner told what SQLite's INDEXED BY
--- tells it: a writer's reads are key lookups and pages of an index in its order (the claim walk,
--- expired leases), never a sort of every queued task. Without it a table whose statistics are
--- behind (just after a bulk create, before autovacuum's ANALYZE) is read whole and sorted for
--- every claim: measured, 9 ms a claim at 20,000 queued against 0.9 at 1,000. And no JIT: a
--- writer's statements are key lookups, and the claim's sort of the few rows it locked, priced
--- past jit_above_cost by enable_sort = off, was compiled for 270 ms a claim (measured).
+-- The transaction and the write lock in one round trip, with the planner told what SQLite's
+-- INDEXED BY tells it: a table whose statistics lag is never read whole and sorted for each claim.
+-- No JIT: a writer's key lookups, priced high by enable_sort = off, would be compiled each time.
 BEGIN ISOLATION LEVEL READ COMMITTED;
 SET LOCAL enable_sort = off;
 SET LOCAL enable_bitmapscan = off;
@@ -20,8 +14,8 @@ SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('s
 BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
 
 -- name: begin_row_locked!
--- As begin_immediate, with the ledger lock shared: beside other row-locked writers, never beside
--- an exclusive one (PostgreSQL queues a new shared request behind a waiting exclusive one).
+-- As begin_immediate with the ledger lock shared: beside other row-locked writers, never
+-- beside an exclusive one.
 BEGIN ISOLATION LEVEL READ COMMITTED;
 SET LOCAL enable_sort = off;
 SET LOCAL enable_bitmapscan = off;
@@ -29,14 +23,12 @@ SET LOCAL jit = off;
 SELECT pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
 
 -- name: begin_read_committed!
--- A write's BEGIN as its first pipeline batch sends it (psycopg's pipeline: one statement a text, so
--- begin_immediate and begin_row_locked are sent as this and the writer's settings below, in
--- the same round trip as the write's first reads).
+-- A write's BEGIN in a pipeline, which takes one statement a text: the writer's settings follow
+-- it in the same round trip.
 BEGIN ISOLATION LEVEL READ COMMITTED;
 
 -- name: writer_settings_exclusive$
--- begin_immediate's settings and lock, after begin_read_committed (set_config(..., true) is
--- SET LOCAL).
+-- begin_immediate's settings and lock, after begin_read_committed.
 SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
        set_config('jit', 'off', true),
        pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
@@ -48,15 +40,13 @@ SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', '
        pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
 
 -- name: log_quiesce$
--- Waits until no writer is inside a transaction (the exclusive ledger lock, taken and let go
--- at this transaction's end): a head read after it sees every id handed out so far either
--- committed or gone for good, so a later writer never commits an id below it.
+-- Waits until no writer is inside a transaction, so a head read next is never passed by a later
+-- commit of a lower id.
 SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
 
 -- name: create_search_path_schema!
--- The schema the search_path names first (its name is checked by the shell: lower-case letters,
--- digits and underscores), for the library's own migrate; dbmate creates it the same way.
--- A role that owns its schema already (and may create nothing else) never asks for more.
+-- The schema the search_path names first (its name checked by the shell), as dbmate creates
+-- it; a role that owns its schema already never asks for more.
 DO $$
 DECLARE
   wanted text := trim(both '"' from split_part(current_setting('search_path'), ',', 1));
@@ -77,9 +67,8 @@ END;
 $$;
 
 -- name: notify_work!
--- Work became claimable (`Database.notify("work")`): the channel is the ledger's schema's, so
--- that ledgers sharing a database do not wake each other's long polls (a digest: a channel's
--- name is at most 63 bytes).
+-- Work became claimable: the channel is a digest of the ledger's schema, so that ledgers
+-- sharing a database do not wake each other's long polls.
 SELECT pg_notify('aios_ledger_work_' || md5(current_setting('search_path')), '');
 
 -- name: listen_work!

@@ -1,6 +1,5 @@
--- Copying a whole ledger into an empty PostgreSQL one (`aios-ledger copy`): what is not one
--- table's rows (those are read with `all_TABLE` and written with the inserts the catalogue of
--- tables renders, `core/sealed_tables.py`).
+-- Copying a whole ledger into an empty PostgreSQL one: what is not one table's rows (those use
+-- the statements the catalogue of tables renders).
 
 -- name: copy_event_id_counter$
 -- The last event id the source handed out (its archived events' ids are never handed out again).

@@ -1,16 +1,12 @@
--- The append-only event log and its seals.
--- PostgreSQL's own texts of the statements of ../events.sql: the ones whose SQLite text differs,
--- and PostgreSQL's alone. The rest are written once, in ../events.sql.
+-- PostgreSQL's texts of ../events.sql's statements that differ on SQLite, and its own.
 
 -- name: log_next_event_id$
--- The id the next event gets, for a write under the exclusive ledger lock (no other writer
--- draws ids meanwhile): drawn from the sequence, and the sequence set past the transaction's
--- events once its plan is applied (log_event_ids_used). Ids are never handed out twice (the
--- sequence does not roll back), rise along each chain, and are neither dense nor in commit order.
+-- The id the next event gets under the exclusive ledger lock, from the sequence, which never
+-- hands an id out twice: ids rise along each chain but are not dense nor in commit order.
 SELECT nextval('event_ids');
 
 -- name: log_peek_next_event_id$
--- What log_next_event_id would draw, for a read (a preview's decision), which draws nothing.
+-- What log_next_event_id would draw, for a read, which draws nothing.
 SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM event_ids;
 
 -- name: log_event_ids_used!
@@ -18,6 +14,5 @@ SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM event_id
 SELECT setval('event_ids', :next_event_id, false);
 
 -- name: log_reserve_event_ids
--- Ids for a plan decided under row locks, beside other writers: as many as it has events, in
--- rising order (the core numbers the plan's events with them; their v3 seals do not cover them).
+-- Ids for a plan decided under row locks beside other writers, one per event, rising.
 SELECT nextval('event_ids') AS event_id FROM generate_series(1, :count);

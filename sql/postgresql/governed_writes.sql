@@ -1,6 +1,4 @@
--- Governed writes to git (0.x migration 0010): repositories, proposals, writer leases, writes.
--- PostgreSQL's own texts of the statements of ../governed_writes.sql: the ones whose SQLite text differs,
--- and PostgreSQL's alone. The rest are written once, in ../governed_writes.sql.
+-- PostgreSQL's texts of ../governed_writes.sql's statements that differ on SQLite, and its own.
 
 -- name: agent_scan_spend^
 SELECT count(*) AS scans,

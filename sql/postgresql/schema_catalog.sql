@@ -1,6 +1,4 @@
--- Reading the catalogue: what tables exist, their columns, what migrations were applied.
--- PostgreSQL's own texts of the statements of ../schema_catalog.sql: the ones whose SQLite text differs,
--- and PostgreSQL's alone. The rest are written once, in ../schema_catalog.sql.
+-- PostgreSQL's texts of ../schema_catalog.sql's statements that differ on SQLite, and its own.
 
 -- name: list_tables
 SELECT table_name::text AS name FROM information_schema.tables

@@ -1,11 +1,9 @@
--- Tasks: reads and guarded writes.
--- PostgreSQL's own texts of the statements of ../tasks.sql: the ones whose SQLite text differs,
--- and PostgreSQL's alone. The rest are written once, in ../tasks.sql.
+-- PostgreSQL's texts of ../tasks.sql's statements that differ on SQLite, and its own.
 
 -- name: get_task_for_update^
 -- returns: TaskRow
--- The task a write decides on, under its row lock until COMMIT: another writer of the same task
--- waits here and then reads what this one committed (READ COMMITTED re-reads the locked row).
+-- The task a write decides on, locked until COMMIT: another writer of it waits, then reads
+-- what this one committed.
 SELECT {{task_columns}}
 FROM tasks WHERE task_id = :task_id
 FOR UPDATE;

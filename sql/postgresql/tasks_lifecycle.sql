@@ -1,22 +1,14 @@
--- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim's
--- candidates, lease expiry, the idempotency ledger and reads.
--- PostgreSQL's own texts of the statements of ../tasks_lifecycle.sql: the ones whose SQLite text differs,
--- and PostgreSQL's alone. The rest are written once, in ../tasks_lifecycle.sql.
+-- PostgreSQL's texts of ../tasks_lifecycle.sql's statements that differ on SQLite, and its own.
 
 -- name: tasks_next_seq$
--- The creation sequence the next task gets, drawn from a sequence (creations run beside other
--- writers): claims take equal-priority tasks in this order. Unique, not dense.
+-- The next task's creation sequence, from a sequence since creations run beside other
+-- writers: unique, not dense.
 SELECT nextval('task_seqs');
 
 -- name: tasks_claim_candidates
 -- returns: TaskRow
--- The first :limit QUEUED tasks in claim order that this claimer may take now (the one
--- candidate statement, with the meaning of SQLite's), through tasks_claim_order, locked for
--- it: the LIMIT is inside the CTE, with FOR UPDATE SKIP LOCKED, so concurrent claimers each
--- lock tasks of their own, as many as they take, and never wait on one another.
--- Attempts, deadline, schedule (timestamps are stored in one fixed format, so text order is
--- time order) and capabilities (:offered_json) are filtered here, and a governed task awaiting
--- its initial execution projection is never a candidate; the core re-checks everything.
+-- SQLite's candidates, locked with FOR UPDATE SKIP LOCKED inside the CTE's LIMIT, so
+-- concurrent claimers each lock tasks of their own and never wait on one another.
 WITH locked AS (
   SELECT {{task_columns}}
   FROM tasks
@@ -34,8 +26,8 @@ SELECT * FROM locked ORDER BY priority DESC, seq;
 
 -- name: tasks_expired_leases
 -- returns: TaskRow
--- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry, locked:
--- one its holder is heartbeating or completing right now is skipped, not waited for.
+-- CLAIMED tasks whose lease has passed, oldest expiry first, locked: one its holder is
+-- working on right now is skipped, not waited for.
 SELECT {{task_columns}}
 FROM tasks
 WHERE status = 'CLAIMED' AND lease_expires_at <= :now
@@ -51,12 +43,8 @@ ORDER BY priority DESC, seq
 LIMIT :limit;
 
 -- fragment: task_page_filters
--- The filters of a task page but its status (core/tasks/listing.py), each true when not given,
--- with the meaning of SQLite's: an agent matching a task it held in any attempt (a probe of
--- events_claims_by_agent per row: a scalar subquery, which the planner never turns into a hash
--- of all the agent's claims, as it may an EXISTS under an OR; NULL when none, so no match); a required capability found as its JSON string in the array's
--- text (never a cast that could fail on a row); the search matching the id exactly or the
--- goal's text, lower-cased.
+-- SQLite's filters. The agent probe is a scalar subquery, which the planner never turns into a
+-- hash of all the agent's claims as it may an EXISTS under an OR.
 (:agent::text IS NULL OR (
     SELECT true FROM events AS claim
     WHERE claim.event_type = 'TASK_CLAIMED' AND claim.agent_id = :agent
@@ -75,10 +63,7 @@ LIMIT :limit;
 
 -- name: tasks_page
 -- returns: TaskRow
--- One page of the task list, with the meaning of SQLite's text: the newest tasks before
--- :after_seq, newest first, :limit of them, through tasks_by_seq scanned backwards from
--- :after_seq with each filter checked on the rows as they come, none below :floor_seq
--- (tasks_scan_window's; 0: no bound).
+-- One page of the task list, with the meaning of SQLite's text.
 SELECT {{task_columns}}
 FROM tasks
 WHERE seq < :after_seq
@@ -90,8 +75,7 @@ LIMIT :limit;
 
 -- name: tasks_page_of_status
 -- returns: TaskRow
--- tasks_page for a status few tasks have: through tasks_claim_order's status prefix, those
--- rows sorted by seq.
+-- tasks_page for a status few tasks have: its rows of tasks_claim_order.
 SELECT {{task_columns}}
 FROM tasks
 WHERE status = :status
@@ -101,9 +85,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_agent$
--- How many claims :agent made, counted up to :bound + 1 at most (through events_claims_by_agent,
--- stopping there): at least as many as the tasks it held, so an agent within the bound held
--- at most :bound tasks.
+-- How many claims :agent made, up to :bound + 1: no fewer than the tasks it held.
 SELECT count(*) FROM (
   SELECT 1 FROM events
   WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent
@@ -111,8 +93,7 @@ SELECT count(*) FROM (
 
 -- name: tasks_page_of_agent
 -- returns: TaskRow
--- tasks_page for an agent that held few tasks (in any attempt): its claims through
--- events_claims_by_agent, each task by its key, sorted by seq.
+-- tasks_page for an agent that held few tasks: its claims, each task by its key.
 SELECT {{task_columns}}
 FROM tasks
 WHERE task_id IN (
@@ -125,8 +106,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_created$
--- How many tasks were created in the page's range, counted up to :bound + 1 at most (through
--- tasks_by_created; a missing end of the range is open).
+-- How many tasks were created in the page's range, up to :bound + 1 (a missing end is open).
 SELECT count(*) FROM (
   SELECT 1 FROM tasks
   WHERE created_at >= coalesce(:created_from::text, '0000') AND created_at <= coalesce(:created_to::text, '9999')
@@ -164,8 +144,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_repository$
--- How many tasks a proposal in :repository names, counted up to :bound + 1 at most (through
--- task_proposals_by_repository_task, covering).
+-- How many tasks a proposal in :repository names, up to :bound + 1.
 SELECT count(*) FROM (
   SELECT DISTINCT task_id FROM task_proposals
   WHERE repository = :repository
@@ -186,8 +165,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_scan_window^
--- Where a page read in creation order may read (core/tasks/listing.py SCAN_BOUND): the newest
--- task's seq below :after_seq and the first task's, each one step down tasks_by_seq.
+-- How far a page read in creation order may read (core/tasks/listing.py SCAN_BOUND).
 SELECT (SELECT max(seq) FROM tasks WHERE seq < :after_seq) AS top_seq,
        (SELECT min(seq) FROM tasks) AS bottom_seq;
 
@@ -199,8 +177,7 @@ WHERE event_type = 'TASK_CLAIMED' AND task_id = :task_id
 ORDER BY event_id;
 
 -- name: task_last_holders
--- The last holder of each task of :task_ids_json (a JSON array of ids), with the meaning of
--- SQLite's: one step down events_claims_by_task each.
+-- The agent of the last claim of each task of :task_ids_json (a page's ids).
 SELECT listed.task_id,
        (SELECT agent_id FROM events
         WHERE event_type = 'TASK_CLAIMED' AND task_id = listed.task_id

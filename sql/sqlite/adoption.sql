@@ -1,16 +1,13 @@
--- The adoption of the older runtime's database (its `tasks` and `events` and nothing else): its
--- tables are set aside, the baseline makes the ledger's, and its rows are copied into them with
--- their ids, columns and texts as written, so its events keep their content and their seals
--- (made after the copy) verify.
+-- The adoption of the older runtime's database: its tables are set aside and their rows copied
+-- into the ledger's with their ids and texts as written, so its events' seals verify.
 
 -- name: legacy_adopt_set_aside#
 ALTER TABLE tasks RENAME TO legacy_tasks;
 ALTER TABLE events RENAME TO legacy_events;
 
 -- name: legacy_adopt_copy#
--- Tasks get the columns added since, at their defaults. Their times are respelled to the
--- ledger's one form (`…:SS.mmmZ`: text order is time order) and `seq` numbers them in the order
--- they were created: by created_at, then their first event, then rowid. Events keep their texts.
+-- Task times are respelled to the ledger's one form (text order is time order) and `seq`
+-- numbers tasks in creation order. Events keep their texts.
 INSERT INTO tasks(
   task_id, goal, instructions, success_criteria_json, required_capabilities_json,
   constraints_json, metadata_json, deadline, priority, max_attempts, attempt, status, claimed_by,

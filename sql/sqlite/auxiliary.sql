@@ -1,6 +1,4 @@
--- Auxiliary runs: reads and the guarded transitions.
--- SQLite's own texts of the statements of ../auxiliary.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../auxiliary.sql.
+-- SQLite's texts of ../auxiliary.sql's statements that differ on PostgreSQL, and its own.
 
 -- name: list_auxiliary_runs
 -- returns: AuxiliaryRunRow
@@ -23,13 +21,8 @@ WHERE e.task_id IS NULL AND e.event_type LIKE 'AUXILIARY_RUN_%'
 ORDER BY e.event_id;
 
 -- name: review_candidates
--- The one place `review` chooses its tasks: SUBMITTED tasks, those whose current attempt has
--- the fewest failed reviews first (a task whose reviews keep failing never holds a round up),
--- then in claim order. A review is an auxiliary run of kind 'review' on the attempt's evidence
--- run, named as core/work.py names it: session 'task:' || task_id, run task_id || '@' || attempt.
--- Only tasks judged by a reviewer: an `auto` task's results are judged as they arrive. A
--- result over its task's budget (its attempt's `task_spend` row is marked) is a person's to
--- judge, never an automatic review's.
+-- The one place `review` chooses its tasks: SUBMITTED ones judged by a reviewer and within
+-- budget, fewest failed reviews of the attempt first, so a failing task never holds a round up.
 SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_capabilities_json,
        t.constraints_json, t.metadata_json, t.deadline, t.priority, t.max_attempts, t.attempt,
        t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,

@@ -1,6 +1,5 @@
--- Connection set-up and transaction control. PRAGMAs take no parameters, hence one block each.
--- SQLite's own texts of the statements of ../connection.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../connection.sql.
+-- SQLite's texts of ../connection.sql's statements that differ on PostgreSQL, and its own.
+-- PRAGMAs take no parameters, hence one block each.
 
 -- name: pragma_journal_wal$
 PRAGMA journal_mode = WAL;
@@ -26,27 +25,21 @@ BEGIN IMMEDIATE;
 BEGIN DEFERRED;
 
 -- name: pragma_wal_autocheckpoint$
--- A commit that leaves the WAL at 1000 pages or more checkpoints it (SQLite's default, made
--- explicit because the WAL bound in RELIABILITY.md rests on it).
+-- SQLite's default, made explicit because the WAL bound in RELIABILITY.md rests on it.
 PRAGMA wal_autocheckpoint = 1000;
 
 -- name: pragma_journal_size_limit_full$
--- When a writer starts the WAL over after a complete checkpoint, cut the file back to 4 MiB
--- (just over 1000 frames of 4 KiB pages). Without it, a WAL that a long reader let grow keeps
--- its largest size on disk for ever.
+-- Cut the WAL back to 4 MiB when it starts over, so one a long reader let grow does not keep
+-- its largest size for ever.
 PRAGMA journal_size_limit = 4194304;
 
 -- name: pragma_journal_size_limit_normal$
--- At NORMAL the log is copied back in rounds (core/wal_checkpoints.py) and starts over at about
--- 1100 to 1900 frames, up to 4000: a 4 MiB limit would cut the file back at nearly every
--- restart, which made the commit that restarts it take 1.1 ms instead of 0.5 (measured, p50).
--- 16 MiB holds the 4000 frames of 4 KiB pages, so only a log that a reader let grow beyond
--- them is cut back.
+-- At NORMAL the WAL starts over at up to 4000 frames (core/wal_checkpoints.py): 16 MiB holds
+-- them, so only a WAL a reader let grow beyond that is cut back.
 PRAGMA journal_size_limit = 16777216;
 
 -- name: savepoint_work!
--- Group commit (shell/db/group_commit.py): each work of a batch runs inside this savepoint, so
--- that a refused one rolls back alone. One name serves: the works of a batch run one at a time.
+-- Group commit runs each work of a batch in this savepoint, so a refused one rolls back alone.
 SAVEPOINT work;
 
 -- name: release_work!

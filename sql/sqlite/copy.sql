@@ -1,5 +1,4 @@
--- Copying a whole ledger (`aios-ledger copy`) from SQLite: what is not one table's rows (those
--- are read with `all_TABLE`, which the catalogue of tables renders, `core/sealed_tables.py`).
+-- Copying a whole ledger from SQLite: what is not one table's rows (`all_TABLE`).
 
 -- name: copy_event_id_counter$
 -- The last event id the source handed out (its archived events' ids are never handed out again).

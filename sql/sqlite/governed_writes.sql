@@ -1,6 +1,4 @@
--- Governed writes to git (0.x migration 0010): repositories, proposals, writer leases, writes.
--- SQLite's own texts of the statements of ../governed_writes.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../governed_writes.sql.
+-- SQLite's texts of ../governed_writes.sql's statements that differ on PostgreSQL, and its own.
 
 -- name: agent_scan_spend^
 SELECT count(*) AS scans,

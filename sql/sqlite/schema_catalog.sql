@@ -1,6 +1,4 @@
--- Reading the catalogue: what tables exist, their columns, what migrations were applied.
--- SQLite's own texts of the statements of ../schema_catalog.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../schema_catalog.sql.
+-- SQLite's texts of ../schema_catalog.sql's statements that differ on PostgreSQL, and its own.
 
 -- name: list_tables
 SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name;

@@ -1,22 +1,14 @@
--- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim's
--- candidates, lease expiry, the idempotency ledger and reads.
--- SQLite's own texts of the statements of ../tasks_lifecycle.sql: the ones whose PostgreSQL text differs,
--- and SQLite's alone. The rest are written once, in ../tasks_lifecycle.sql.
+-- SQLite's texts of ../tasks_lifecycle.sql's statements that differ on PostgreSQL, and its own.
 
 -- name: tasks_next_seq$
--- The creation sequence the next task gets, read under the write lock (through tasks_by_seq):
--- claims take equal-priority tasks in this order.
+-- The next task's creation sequence, read under the write lock: the claim order of equal
+-- priorities.
 SELECT coalesce(max(seq), 0) + 1 FROM tasks;
 
 -- name: tasks_claim_candidates
 -- returns: TaskRow
--- The first :limit QUEUED tasks in claim order that this claimer may take now, through
--- tasks_claim_order: the one candidate statement, with the meaning of PostgreSQL's. Attempts,
--- deadline and schedule are filtered here (timestamps are stored in one fixed format, so text
--- order is time order), and capabilities: every name of required_capabilities_json must be in
--- :offered_json (a JSON array of names); a list that is not a JSON array of names is never a
--- candidate. A governed task awaiting its initial execution projection never is. The core
--- checks each candidate again.
+-- The first :limit QUEUED tasks this claimer may take now, in claim order; a capability list
+-- that is not a JSON array of names never matches. The core checks each candidate again.
 SELECT {{task_columns}}
 FROM tasks INDEXED BY tasks_claim_order
 WHERE status = 'QUEUED'
@@ -38,7 +30,7 @@ LIMIT :limit;
 
 -- name: tasks_expired_leases
 -- returns: TaskRow
--- CLAIMED tasks whose lease has passed, oldest expiry first, through tasks_lease_expiry.
+-- CLAIMED tasks whose lease has passed, oldest expiry first.
 SELECT {{task_columns}}
 FROM tasks INDEXED BY tasks_lease_expiry
 WHERE status = 'CLAIMED' AND lease_expires_at <= :now
@@ -53,12 +45,8 @@ ORDER BY priority DESC, seq
 LIMIT :limit;
 
 -- fragment: task_page_filters
--- The filters of a task page but its status (core/tasks/listing.py), each true when not given.
--- An agent matches a task it held in any attempt: a TASK_CLAIMED event of the task names it
--- (one probe of events_claims_by_agent). A required capability is found as its JSON string in the array's text (a capability name
--- is an Identifier: no quote or backslash, so `"name"` matches one whole element, and a list
--- that is not valid JSON matches nothing rather than failing). The search matches the id
--- exactly or the goal's text, lower-cased (SQLite's lower(): ASCII letters).
+-- A task page's filters but its status, each true when not given. A capability is matched as
+-- its JSON string in the array's text: an Identifier holds no quote, so it matches one element.
 (:agent IS NULL OR EXISTS (
     SELECT 1 FROM events AS claim INDEXED BY events_claims_by_agent
     WHERE claim.event_type = 'TASK_CLAIMED' AND claim.agent_id = :agent
@@ -75,12 +63,8 @@ LIMIT :limit;
 
 -- name: tasks_page
 -- returns: TaskRow
--- One page of the task list: the newest tasks before :after_seq (the cursor's seq; the first
--- page passes one above every seq, so that this is always a range), newest first, :limit of
--- them (the page and one more, to know a next page exists). Through tasks_by_seq read
--- backwards from :after_seq, each filter checked on the rows as they come: a page costs the
--- rows read until :limit match, never the rows before the cursor, and at most SCAN_BOUND
--- rows: none below :floor_seq (tasks_scan_window's; 0: no bound).
+-- One page of the task list, newest first before the cursor's :after_seq, the page and one
+-- more; read backwards down tasks_by_seq, never below :floor_seq (0: no bound).
 SELECT {{task_columns}}
 FROM tasks INDEXED BY tasks_by_seq
 WHERE seq < :after_seq
@@ -92,9 +76,7 @@ LIMIT :limit;
 
 -- name: tasks_page_of_status
 -- returns: TaskRow
--- tasks_page for a status few tasks have (the shell asks tasks_count_of_status first):
--- through tasks_claim_order's status prefix, those rows sorted by seq, instead of reading
--- tasks_by_seq past every task of the other statuses.
+-- tasks_page for a status few tasks have: its rows of tasks_claim_order, not all of tasks_by_seq.
 SELECT {{task_columns}}
 FROM tasks INDEXED BY tasks_claim_order
 WHERE status = :status
@@ -104,9 +86,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_agent$
--- How many claims :agent made, counted up to :bound + 1 at most (through events_claims_by_agent,
--- stopping there): at least as many as the tasks it held, so an agent within the bound held
--- at most :bound tasks.
+-- How many claims :agent made, up to :bound + 1: no fewer than the tasks it held.
 SELECT count(*) FROM (
   SELECT 1 FROM events INDEXED BY events_claims_by_agent
   WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent
@@ -114,9 +94,8 @@ SELECT count(*) FROM (
 
 -- name: tasks_page_of_agent
 -- returns: TaskRow
--- tasks_page for an agent that held few tasks (in any attempt): its claims through
--- events_claims_by_agent, each task by its key (the CROSS JOIN keeps that order of the loops),
--- sorted by seq.
+-- tasks_page for an agent that held few tasks: its claims, each task by its key (the CROSS JOIN
+-- keeps that loop order).
 SELECT {{task_columns}}
 FROM (SELECT DISTINCT task_id AS held_task FROM events INDEXED BY events_claims_by_agent
       WHERE event_type = 'TASK_CLAIMED' AND agent_id = :agent) AS held
@@ -128,8 +107,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_created$
--- How many tasks were created in the page's range, counted up to :bound + 1 at most (through
--- tasks_by_created; a missing end of the range is open).
+-- How many tasks were created in the page's range, up to :bound + 1 (a missing end is open).
 SELECT count(*) FROM (
   SELECT 1 FROM tasks INDEXED BY tasks_by_created
   WHERE created_at >= coalesce(:created_from, '0000') AND created_at <= coalesce(:created_to, '9999')
@@ -167,8 +145,7 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_count_of_repository$
--- How many tasks a proposal in :repository names, counted up to :bound + 1 at most (through
--- task_proposals_by_repository_task, covering).
+-- How many tasks a proposal in :repository names, up to :bound + 1.
 SELECT count(*) FROM (
   SELECT DISTINCT task_id FROM task_proposals INDEXED BY task_proposals_by_repository_task
   WHERE repository = :repository
@@ -189,22 +166,19 @@ ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: tasks_scan_window^
--- Where a page read in creation order may read (core/tasks/listing.py SCAN_BOUND): the newest
--- task's seq below :after_seq and the first task's, each one step down tasks_by_seq.
+-- How far a page read in creation order may read (core/tasks/listing.py SCAN_BOUND).
 SELECT (SELECT max(seq) FROM tasks INDEXED BY tasks_by_seq WHERE seq < :after_seq) AS top_seq,
        (SELECT min(seq) FROM tasks INDEXED BY tasks_by_seq) AS bottom_seq;
 
 -- name: task_holders
--- A task's claims in order, through events_claims_by_task: who held each attempt and when it
--- was claimed (core/tasks/holders.py reads the attempt from the payload).
+-- A task's claims in order: who held each attempt and when.
 SELECT agent_id, payload_json, created_at
 FROM events INDEXED BY events_claims_by_task
 WHERE event_type = 'TASK_CLAIMED' AND task_id = :task_id
 ORDER BY event_id;
 
 -- name: task_last_holders
--- The last holder of each task of :task_ids_json (a JSON array of ids, a page's): the agent of
--- its last claim, one step down events_claims_by_task each.
+-- The agent of the last claim of each task of :task_ids_json (a page's ids).
 SELECT listed.value AS task_id,
        (SELECT agent_id FROM events INDEXED BY events_claims_by_task
         WHERE event_type = 'TASK_CLAIMED' AND task_id = listed.value
