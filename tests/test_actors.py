@@ -127,28 +127,44 @@ def test_the_library_acts_as_what_it_is_told_else_the_environment_else_the_user(
 
 
 def test_a_write_queued_behind_others_names_its_own_caller(tmp_path: Path) -> None:
-    """The actor is read where the call comes in, not where the write runs: two threads, each
-    acting as its own caller, each get their own actor on their own events."""
+    """The actor is read where the call comes in, not where the write runs: two threads sharing
+    one ledger, each acting as its own caller, each write all their tasks (one transaction at a
+    time on the shared connection) and get their own actor on their own events."""
+    import sys
     import threading
 
+    # Threads switch as often as they can, so that their transactions would interleave.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
     path = tmp_path / "ledger.db"
-    with TaskLedger(path) as ledger:
+    refused: list[LedgerError] = []
+    try:
+        with TaskLedger(path) as ledger:
 
-        def create(name: str) -> None:
-            with acting_as(Actor(name, "library")):
-                for n in range(5):
-                    ledger.create_task(
-                        {**TASK, "task_id": f"{name}-{n}"}, idempotency_key=f"{name}{n}"
-                    )
+            def create(name: str) -> None:
+                with acting_as(Actor(name, "library")):
+                    for n in range(20):
+                        try:
+                            ledger.create_task(
+                                {**TASK, "task_id": f"{name}-{n}"}, idempotency_key=f"{name}{n}"
+                            )
+                        except LedgerError as exc:
+                            refused.append(exc)
 
-        threads = [threading.Thread(target=create, args=(name,)) for name in ("left", "right")]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+            names = ("left", "right")
+            threads = [threading.Thread(target=create, args=(name,)) for name in names]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert refused == []
     with sqlite3.connect(path) as conn:
-        for task_id, actor in conn.execute("SELECT task_id, actor FROM events"):
-            assert json.loads(actor)["name"] == task_id.split("-")[0]
+        events = conn.execute("SELECT task_id, actor FROM events").fetchall()
+    assert len(events) == 40
+    for task_id, actor in events:
+        assert json.loads(actor)["name"] == task_id.split("-")[0]
 
 
 # -- the command line ---------------------------------------------------------------------------

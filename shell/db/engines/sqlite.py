@@ -413,6 +413,9 @@ class SqliteDatabase(Database):
         self.group_commit: GroupCommit | None = None  # see start_group_commit
         self._vfs = vfs
         self._own_signals: dict[str, Signal] = {}
+        # One transaction at a time on the one connection, whichever thread shares the ledger;
+        # group commit, when started, funnels writes through its own thread instead.
+        self._turn = threading.RLock()
         flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         if step is _SchemaStep.REQUIRE_CURRENT:
             # Nothing to open is not a ledger either, and no empty file is left behind.
@@ -580,7 +583,8 @@ class SqliteDatabase(Database):
         return self._transaction(_BEGIN_READ, work)
 
     def _transaction(self, begin: str, work: Callable[[Connection], T]) -> T:
-        return self._with_busy_retry(self._transaction_once, begin, work)
+        with self._turn:
+            return self._with_busy_retry(self._transaction_once, begin, work)
 
     def _transaction_once(self, begin: str, work: Callable[[Connection], T]) -> T:
         conn = self.conn
