@@ -827,20 +827,25 @@ class OutcomeState:
 
 
 def outcome_of(
-    write: GovernedWriteRow, observed: str | None, swapped: bool, recovered: bool
+    write: GovernedWriteRow,
+    observed: str | None,
+    swapped: bool,
+    recovered: bool,
+    refused_code: str | None = None,
 ) -> tuple[str, str | None]:
     """What became of an intended write: its state and, when the ref holds something else,
     why it could not be moved. `observed` is the ref as read (None: it does not exist).
 
     Right after the swap, git's answer decides: it moved the ref (APPLIED), or it refused, and
-    the ref says why (at the old id still: NOT_APPLIED; elsewhere, even at the same commit:
-    moved by someone else). After a crash only the ref is left to read: at the new id the
-    swap happened (APPLIED), at the old one it did not, anywhere else someone else moved it."""
+    the ref says why (at the old id still: NOT_APPLIED, with the remote's `refused_code`;
+    elsewhere, even at the same commit: moved by someone else). After a crash only the ref is
+    left to read: at the new id the swap happened (APPLIED), at the old one it did not,
+    anywhere else someone else moved it."""
     absent = write.old_oid == zero_oid(write.old_oid)
     if swapped or (recovered and observed == write.new_oid):
         return APPLIED, None
     if observed == (None if absent else write.old_oid):
-        return NOT_APPLIED, None
+        return NOT_APPLIED, refused_code
     return MOVED_BY_OTHER, "BRANCH_EXISTS" if absent else "BRANCH_MOVED"
 
 
@@ -857,7 +862,9 @@ def decide_write_outcome(
         return Replay(write_answer(write, idempotent=True))
     if request.swapped and request.observed_oid != write.new_oid:
         raise LedgerError("FIELDS_INVALID", "a swapped ref holds the new object id")
-    outcome, code = outcome_of(write, request.observed_oid, request.swapped, request.recovered)
+    outcome, code = outcome_of(
+        write, request.observed_oid, request.swapped, request.recovered, request.refused_code
+    )
     lease = state.lease
     if lease is None or lease.lease_id != lease_id_of(write.repository, write.ref):
         raise LedgerError("WRITER_LEASE_MISSING", f"no writer lease of {write.ref}")
