@@ -112,7 +112,7 @@ BROWSER_MODULES = frozenset(
 )
 
 # sshd, and nginx in front of git http-backend, started for the test (tests/git_servers.py).
-GIT_SERVER_FIXTURES = frozenset({"ssh_git_server", "http_git_server"})
+GIT_SERVER_FIXTURES = frozenset({"ssh_git_server", "http_git_server", "https_git_server"})
 
 # Beside every tests/test_reliability_*.py: the tests whose subject is a process killed with
 # SIGKILL and what the ledger (or the host) is left with, at the counts they run at.
@@ -435,4 +435,12 @@ def http_git_server(tmp_path: Path) -> Iterator[HttpServer]:
     served = tmp_path / "served"
     served.mkdir(exist_ok=True)
     with http_server(tmp_path / "nginx", served, HTTP_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def https_git_server(tmp_path: Path) -> Iterator[HttpServer]:
+    served = tmp_path / "served"
+    served.mkdir(exist_ok=True)
+    with http_server(tmp_path / "nginx", served, HTTP_TOKEN, tls=True) as server:
         yield server

@@ -160,9 +160,43 @@ class HttpServer:
     port: int
     project_root: Path
     token: str
+    # With TLS: the server's self-signed certificate, the CA bundle a client pins.
+    certificate: Path | None = None
 
     def url(self, repository: Path) -> str:
-        return f"http://127.0.0.1:{self.port}/{repository.relative_to(self.project_root)}"
+        scheme = "http" if self.certificate is None else "https"
+        path = repository.relative_to(self.project_root)
+        return f"{scheme}://127.0.0.1:{self.port}/{path}"
+
+
+def _certificate(root: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its own CA), and its key."""
+    certificate, key = root / "server.pem", root / "server.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(certificate),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return certificate, key
 
 
 def _htpasswd_line(user: str, password: str) -> str:
@@ -176,9 +210,12 @@ def _htpasswd_line(user: str, password: str) -> str:
 
 
 @contextlib.contextmanager
-def http_server(root: Path, project_root: Path, token: str) -> Iterator[HttpServer]:
+def http_server(
+    root: Path, project_root: Path, token: str, *, tls: bool = False
+) -> Iterator[HttpServer]:
     """nginx on a free loopback port in front of `git http-backend` (through fcgiwrap),
-    serving every repository under `project_root` to `x-access-token` with `token`."""
+    serving every repository under `project_root` to `x-access-token` with `token`; with `tls`,
+    over HTTPS with a self-signed certificate."""
     require_binaries(NGINX, FCGIWRAP, HTTP_BACKEND, shutil.which("openssl") or "openssl")
     root.mkdir(parents=True, exist_ok=True)
     (root / "htpasswd").write_text(_htpasswd_line(HTTP_USER, token))
@@ -190,6 +227,11 @@ def http_server(root: Path, project_root: Path, token: str) -> Iterator[HttpServ
     user_line = f"user {user};\n" if os.geteuid() == 0 else ""
     temp = {kind: root / f"{kind}-temp" for kind in ("client_body", "proxy", "fastcgi", "uwsgi")}
     temp["scgi"] = root / "scgi-temp"
+    certificate = None
+    listen = f"127.0.0.1:{port}"
+    if tls:
+        certificate, key = _certificate(root)
+        listen += f" ssl;\n    ssl_certificate {certificate};\n    ssl_certificate_key {key}"
     config = root / "nginx.conf"
     config.write_text(
         f"{user_line}daemon off;\nworker_processes 1;\npid {root / 'nginx.pid'};\n"
@@ -197,7 +239,7 @@ def http_server(root: Path, project_root: Path, token: str) -> Iterator[HttpServ
         "http {\n"
         f"  access_log {root / 'nginx-access.log'};\n"
         + "".join(f"  {kind}_temp_path {path};\n" for kind, path in temp.items())
-        + f"  server {{\n    listen 127.0.0.1:{port};\n    client_max_body_size 0;\n"
+        + f"  server {{\n    listen {listen};\n    client_max_body_size 0;\n"
         "    location / {\n"
         '      auth_basic "git";\n'
         f"      auth_basic_user_file {root / 'htpasswd'};\n"
@@ -240,7 +282,7 @@ def http_server(root: Path, project_root: Path, token: str) -> Iterator[HttpServ
             stderr=subprocess.DEVNULL,
         )
         wait_for_port(port, web, log)
-        yield HttpServer(port, project_root, token)
+        yield HttpServer(port, project_root, token, certificate)
     finally:
         if web is not None:
             stop(web)

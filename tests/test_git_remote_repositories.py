@@ -422,3 +422,24 @@ def test_the_credential_appears_nowhere_but_its_file(
         held = _files_holding(folder, served.secrets(), but=credential_files)
         assert [path for path in held if "/sshd/" not in path and "/nginx/" not in path] == []
     assert ref(served.bare, "refs/heads/agent/task-w") is not None
+
+
+def test_a_self_hosted_forge_over_https_is_trusted_through_its_ca_bundle(
+    tmp_path: Path, https_git_server: HttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "proposals"))
+    served = Served(tmp_path, tmp_path / "ledger.db", https_git_server, None)
+    assert served.url.startswith("https://")
+    with pytest.raises(LedgerError) as refused:
+        served.register()
+    assert refused.value.code == "REMOTE_CERTIFICATE_REFUSED", refused.value
+    assert not served.mirror.exists()
+    token = served.credentials()
+    assert https_git_server.certificate is not None
+    pinned = Credentials(token_file=token.token_file, ca_bundle=str(https_git_server.certificate))
+    assert served.register(pinned)["remote"]["default_branch"] == "main"
+    proposal = verified_proposal(
+        served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"}
+    )
+    assert served.write("task-a", "write-a")["state"] == "APPLIED"
+    assert ref(served.bare, "refs/heads/agent/task-a") == proposal["head_oid"]

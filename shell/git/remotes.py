@@ -13,11 +13,13 @@ credential files to use in `aios-remote.json` (paths only, no secret).
 from __future__ import annotations
 
 import base64
+import fcntl
 import ipaddress
 import json
 import os
 import re
 import shlex
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,6 +29,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, run_git
 
 REMOTE_FILE = "aios-remote.json"
+FETCH_LOCK = "aios-fetch.lock"
 DEFAULT_TOKEN_USER = "x-access-token"
 REMOTE_TIMEOUT = 300.0
 MAX_TOKEN_BYTES = 16 * 1024
@@ -35,6 +38,7 @@ URL_INVALID = "REMOTE_URL_INVALID"
 CREDENTIAL_INVALID = "REMOTE_CREDENTIAL_INVALID"
 # Why a remote could not be read or written: each its own code, with the server's message.
 HOST_KEY_REFUSED = "REMOTE_HOST_KEY_REFUSED"
+CERTIFICATE_REFUSED = "REMOTE_CERTIFICATE_REFUSED"
 AUTH_REFUSED = "REMOTE_AUTH_REFUSED"
 UNREACHABLE = "REMOTE_UNREACHABLE"
 PUSH_REFUSED = "REMOTE_PUSH_REFUSED"
@@ -47,8 +51,15 @@ _CAUSES = (
         HOST_KEY_REFUSED,
         re.compile(
             r"Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED"
-            r"|host key .* is not known|No .* host key is known|SSL certificate problem"
-            r"|server certificate verification failed",
+            r"|host key .* is not known|No .* host key is known",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        CERTIFICATE_REFUSED,
+        re.compile(
+            r"SSL certificate problem|server certificate verification failed"
+            r"|certificate verify failed|unable to get local issuer certificate",
             re.IGNORECASE,
         ),
     ),
@@ -337,11 +348,14 @@ def remote_ref(remote: Remote, ref: str) -> str | None:
 
 
 def fetch_mirror(mirror: str, remote: Remote) -> Listing:
-    """Bring the mirror's branches and notes to the remote's; its HEAD names the remote's."""
+    """Bring the mirror's branches and notes to the remote's; its HEAD names the remote's.
+    One fetch at a time per mirror: two would race for its ref locks."""
     listing = list_remote(remote)
     fetch = ["fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", remote.url]
     refspecs = ["+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*"]
-    run_remote(remote, [*fetch, *refspecs], what="cannot fetch from", git_dir=mirror)
+    with open(os.path.join(mirror, FETCH_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run_remote(remote, [*fetch, *refspecs], what="cannot fetch from", git_dir=mirror)
     if listing.default_branch is not None:
         head = f"refs/heads/{listing.default_branch}"
         run_git(["--git-dir", mirror, "symbolic-ref", "HEAD", head])
@@ -364,10 +378,18 @@ def create_mirror(mirror: str, remote: Remote) -> Listing:
         )
     if existing is None and os.path.exists(mirror) and os.listdir(mirror):
         raise LedgerError("REPOSITORY_NOT_BARE", f"{mirror}: the mirror's folder is not empty")
+    # A remote the ledger cannot read leaves no mirror behind.
+    list_remote(remote)
+    created = not os.path.exists(mirror)
     os.makedirs(mirror, mode=0o700, exist_ok=True)
-    run_git(["init", "--quiet", "--bare", mirror])
-    save_remote(mirror, remote)
-    return fetch_mirror(mirror, remote)
+    try:
+        run_git(["init", "--quiet", "--bare", mirror])
+        save_remote(mirror, remote)
+        return fetch_mirror(mirror, remote)
+    except BaseException:
+        if created:
+            shutil.rmtree(mirror, ignore_errors=True)
+        raise
 
 
 @attrs.frozen
