@@ -1,5 +1,5 @@
 """The settings of a config file (`aios-ledger.toml`): the database, the worker, the reviewer,
-the checkpoints, the projection.
+the checkpoints, the projection, the credential for remote repositories.
 
 Each section is a record structured through the one converter, so a key the file misspells or
 a value of the wrong type is refused by name, as any request field is. Every field holds its
@@ -137,6 +137,20 @@ class ProjectionSettings:
 
 
 @attrs.frozen(kw_only=True)
+class RemoteSettings:
+    """`[remote]`: the ledger's own credential for `repo add` of a repository on a git server
+    (an SSH key and its pinned known_hosts file, or a token's file, the user it is sent as and
+    a forge's CA bundle), and the folder its mirrors are kept in (`mirrors`)."""
+
+    mirrors: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    ssh_key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    known_hosts: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    token_file: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    token_user: Annotated[str, Text(max_length=200)] = "x-access-token"
+    ca_bundle: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+
+
+@attrs.frozen(kw_only=True)
 class LedgerSettings:
     """A whole config file: every section optional, every key in it known."""
 
@@ -147,6 +161,7 @@ class LedgerSettings:
     attest: AttestSettings = attrs.field(factory=AttestSettings)
     checkpoint: CheckpointSettings = attrs.field(factory=CheckpointSettings)
     projection: ProjectionSettings = attrs.field(factory=ProjectionSettings)
+    remote: RemoteSettings = attrs.field(factory=RemoteSettings)
 
     @classmethod
     def from_mapping(cls, raw: object, *, source: str) -> LedgerSettings:

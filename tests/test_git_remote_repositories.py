@@ -204,6 +204,22 @@ def test_repo_add_on_the_command_line_says_what_it_found(served: Served, tmp_pat
     assert json.loads(shown.stdout)["remote"]["url"] == served.url
 
 
+def test_repo_add_takes_the_credential_from_the_config_file(served: Served, tmp_path: Path) -> None:
+    """`[remote]` in the config file, its paths relative to the file's folder."""
+    credentials = served.credentials()
+    lines = ['[database]\npath = "cli.db"\n[remote]\nmirrors = "mirrors"\n']
+    for name in ("ssh_key", "known_hosts", "token_file"):
+        path = getattr(credentials, name)
+        if path is not None:
+            lines.append(f'{name} = "{os.path.relpath(path, tmp_path)}"\n')
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text("".join(lines))
+    assert run_cli("--config", config, "init").returncode == 0
+    added = run_cli("--config", config, "repo", "add", REPOSITORY, served.url)
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["path"] == str(tmp_path / "mirrors" / "acme--widgets.git")
+
+
 # ---------------------------------------------------------------------------------------------
 # the remote's compare-and-swap refuses
 

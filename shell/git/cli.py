@@ -8,14 +8,21 @@ import os
 from typing import Any
 
 from aios_ledger.core import LedgerError
+from aios_ledger.core.config import RemoteSettings
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.records import record_from_row
-from aios_ledger.shell.cli_support import database_path, open_database, read_json_argument
+from aios_ledger.shell.cli_support import (
+    database_path,
+    open_database,
+    read_json_argument,
+    section_settings,
+    setting_option,
+)
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.db.engines import is_database_url
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
-from aios_ledger.shell.git.remotes import DEFAULT_TOKEN_USER, Credentials, remote_kind
+from aios_ledger.shell.git.remotes import Credentials, remote_kind
 from aios_ledger.shell.git.repos import (
     add_remote_repository,
     add_repository,
@@ -132,41 +139,34 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _remote_options(parser: argparse.ArgumentParser) -> None:
-    remote = parser.add_argument_group("a remote repository (the ledger's own credential)")
-    remote.add_argument(
+    parser.add_argument(
         "--mirror",
         metavar="DIR",
-        help="where the ledger keeps its bare mirror of the remote (default: beside a SQLite"
-        " ledger, LEDGER.mirrors/NAME.git; required on PostgreSQL)",
+        help="where the ledger keeps its bare mirror of the remote (default: [remote] mirrors/"
+        "NAME.git, else beside a SQLite ledger LEDGER.mirrors/NAME.git)",
     )
-    remote.add_argument("--ssh-key", metavar="FILE", help="the SSH private key (ssh remotes)")
-    remote.add_argument(
-        "--known-hosts",
-        metavar="FILE",
-        help="the pinned known_hosts file: an unknown or changed host key is refused",
-    )
-    remote.add_argument(
-        "--token-file", metavar="FILE", help="a file holding the HTTPS token (never the token)"
-    )
-    remote.add_argument(
-        "--token-user",
-        metavar="NAME",
-        default=DEFAULT_TOKEN_USER,
-        help=f"the user name sent with the token (default {DEFAULT_TOKEN_USER})",
-    )
-    remote.add_argument(
-        "--ca-bundle", metavar="FILE", help="the CA certificates of a self-hosted forge (https)"
-    )
+    for flag, purpose in (
+        ("--ssh-key", "the SSH private key (ssh remotes)"),
+        ("--known-hosts", "the pinned known_hosts file: an unknown or changed host key is refused"),
+        ("--token-file", "a file holding the HTTPS token (never the token itself)"),
+        ("--token-user", "the user name sent with the token"),
+        ("--ca-bundle", "the CA certificates of a self-hosted forge (https)"),
+    ):
+        setting_option(parser, flag, RemoteSettings, help=purpose)
 
 
-def _mirror_of(args: argparse.Namespace, ledger: str) -> str:
+def _mirror_of(args: argparse.Namespace, ledger: str, mirrors: str | None) -> str:
+    name = args.name.replace("/", "--") + ".git"
     if args.mirror is not None:
         return str(args.mirror)
+    if mirrors is not None:
+        return os.path.join(mirrors, name)
     if is_database_url(ledger):
         raise LedgerError(
-            "REMOTE_MIRROR_REQUIRED", "a ledger on PostgreSQL keeps no files: give --mirror DIR"
+            "REMOTE_MIRROR_REQUIRED",
+            "a ledger on PostgreSQL keeps no files: give --mirror DIR or [remote] mirrors",
         )
-    return os.path.join(f"{ledger}.mirrors", args.name.replace("/", "--") + ".git")
+    return os.path.join(f"{ledger}.mirrors", name)
 
 
 def _settings_options(parser: argparse.ArgumentParser, *, changing: bool) -> None:
@@ -233,19 +233,20 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
 def _repo_add(args: argparse.Namespace) -> Any:
     settings = _settings_of(args)
     if remote_kind(args.path) is not None:
+        remote = section_settings(args, RemoteSettings)
         credentials = Credentials(
-            ssh_key=args.ssh_key,
-            known_hosts=args.known_hosts,
-            token_file=args.token_file,
-            token_user=args.token_user,
-            ca_bundle=args.ca_bundle,
+            ssh_key=remote.ssh_key,
+            known_hosts=remote.known_hosts,
+            token_file=remote.token_file,
+            token_user=remote.token_user,
+            ca_bundle=remote.ca_bundle,
         )
         with open_database(args) as db:
             return add_remote_repository(
                 db,
                 args.name,
                 args.path,
-                _mirror_of(args, database_path(args)),
+                _mirror_of(args, database_path(args), remote.mirrors),
                 credentials,
                 args.protected,
                 default_protection=args.default_protection,
