@@ -74,6 +74,30 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+class Daemon:
+    """A server's listening process, which a test may stop and start again on the same port
+    (the network cut off, and back)."""
+
+    def __init__(self, argv: list[str], port: int, log: Path) -> None:
+        self.argv, self.port, self.log = argv, port, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log.touch()
+        self.process = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port, self.process, self.log)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+            self.process = None
+
+
 def serve(bare: Path, refused_branch: str | None = None) -> Path:
     """Let the servers take pushes into the bare repository; with `refused_branch`, a
     pre-receive hook refuses any push to it, as a forge's branch protection would."""
@@ -100,6 +124,7 @@ class SshServer:
     client_key: Path
     known_hosts: Path
     host_public_key: str
+    daemon: Daemon
 
     def url(self, repository: Path) -> str:
         return f"ssh://{self.user}@127.0.0.1:{self.port}{repository}"
@@ -140,19 +165,14 @@ def ssh_server(root: Path) -> Iterator[SshServer]:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     known_hosts = root / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{port} {host_public}\n")
-    log = root / "sshd.log"
-    process = subprocess.Popen(
-        [SSHD, "-D", "-f", str(config), "-E", str(log)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    daemon = Daemon(
+        [SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")], port, root / "sshd.log"
     )
-    log.touch()
     try:
-        wait_for_port(port, process, log)
-        yield SshServer(port, user, root / "client_ed25519", known_hosts, host_public)
+        daemon.start()
+        yield SshServer(port, user, root / "client_ed25519", known_hosts, host_public, daemon)
     finally:
-        stop(process)
+        daemon.stop()
 
 
 @attrs.frozen
@@ -160,6 +180,7 @@ class HttpServer:
     port: int
     project_root: Path
     token: str
+    daemon: Daemon
     # With TLS: the server's self-signed certificate, the CA bundle a client pins.
     certificate: Path | None = None
 
@@ -266,24 +287,15 @@ def http_server(
             stdout=backend_out,
             stderr=backend_out,
         )
-    log = root / "nginx-error.log"
-    log.touch()
-    web = None
+    daemon = Daemon([NGINX, "-c", str(config), "-p", str(root)], port, root / "nginx-error.log")
     try:
         deadline = time.monotonic() + START_SECONDS
         while not socket_path.exists():
             if backend.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"fcgiwrap did not start: {backend_log.read_text()[-2000:]}")
             time.sleep(0.05)
-        web = subprocess.Popen(
-            [NGINX, "-c", str(config), "-p", str(root)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for_port(port, web, log)
-        yield HttpServer(port, project_root, token, certificate)
+        daemon.start()
+        yield HttpServer(port, project_root, token, daemon, certificate)
     finally:
-        if web is not None:
-            stop(web)
+        daemon.stop()
         stop(backend)

@@ -382,6 +382,33 @@ def test_a_write_cut_off_at_the_push_is_recovered_from_the_remotes_refs(
     assert "GOVERNED_WRITE_INTENDED" in events_of(served.db, "task-a")
 
 
+@on_both_engines
+def test_a_write_whose_server_went_down_at_the_push_stays_intended_until_it_is_back(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served.register()
+    verified_proposal(served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"})
+    real_push = remotes.push_write
+
+    def server_down(*args: Any, **kwargs: Any) -> Any:
+        served.server.daemon.stop()
+        return real_push(*args, **kwargs)
+
+    monkeypatch.setattr(writes, "push_write", server_down)
+    assert served.refused("task-a", "write-a").code == "REMOTE_UNREACHABLE"
+    monkeypatch.setattr(writes, "push_write", real_push)
+    with Database(served.db) as db, pytest.raises(LedgerError) as unread:
+        recover_writes(db)
+    assert unread.value.code == "REMOTE_UNREACHABLE"
+    events = events_of(served.db, "task-a")
+    assert "GOVERNED_WRITE_INTENDED" in events and "GOVERNED_WRITE_NOT_APPLIED" not in events
+    served.server.daemon.start()
+    # Back: the same write reads the remote's ref, where the push never arrived.
+    assert served.refused("task-a", "write-a").code == "WRITE_NOT_APPLIED"
+    assert ref(served.bare, "refs/heads/agent/task-a") is None
+    assert "GOVERNED_WRITE_NOT_APPLIED" in events_of(served.db, "task-a")
+
+
 # ---------------------------------------------------------------------------------------------
 # the credential stays in its file
 
