@@ -218,6 +218,13 @@ def test_repo_add_takes_the_credential_from_the_config_file(served: Served, tmp_
     added = run_cli("--config", config, "repo", "add", REPOSITORY, served.url)
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["path"] == str(tmp_path / "mirrors" / "acme--widgets.git")
+    # A name the ledger governs already is refused, and leaves no second mirror behind.
+    assert (
+        run_cli("--config", config, "repo", "add", "acme/local", str(served.bare)).returncode == 0
+    )
+    refused = run_cli("--config", config, "repo", "add", "acme/local", served.url)
+    assert refused.stderr.startswith("REPOSITORY_CONFLICT"), refused.stderr
+    assert sorted(os.listdir(tmp_path / "mirrors")) == ["acme--widgets.git"]
 
 
 # ---------------------------------------------------------------------------------------------

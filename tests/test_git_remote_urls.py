@@ -53,6 +53,7 @@ def test_a_location_is_a_remote_of_its_kind_or_a_local_path(location: str, kind:
         "file:///srv/git/widgets.git",
         "ext::sh -c touch% /tmp/pwned",
         "fd::7",
+        "ssh://-oProxyCommand=touch%20x/widgets.git",
     ],
 )
 def test_a_url_with_a_credential_or_another_scheme_is_refused(location: str) -> None:

@@ -127,6 +127,10 @@ def remote_kind(location: str) -> str | None:
                 f"{_shown_url(location)!r}: give ssh://, https://, http://, git@host:path or a"
                 " local path",
             )
+        if parts.hostname.startswith("-") or parts.path.startswith("/-"):
+            raise LedgerError(
+                URL_INVALID, f"{_shown_url(location)!r}: a host or path like an option"
+            )
         if parts.password is not None or (scheme != "ssh" and parts.username is not None):
             raise LedgerError(
                 URL_INVALID,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -166,16 +167,24 @@ def add_remote_repository(
             f"{url} is plain http: the token and the code cross the network unencrypted;"
             " use https:// outside this machine"
         )
-    found = create_mirror(os.path.abspath(mirror), remote)
-    answer = add_repository(
-        db,
-        name,
-        os.path.abspath(mirror),
-        protected,
-        default_protection=default_protection,
-        settings=settings,
-        clock=clock,
-    )
+    mirror = os.path.abspath(mirror)
+    created = not os.path.exists(mirror)
+    found = create_mirror(mirror, remote)
+    try:
+        answer = add_repository(
+            db,
+            name,
+            mirror,
+            protected,
+            default_protection=default_protection,
+            settings=settings,
+            clock=clock,
+        )
+    except BaseException:
+        # A registration the ledger refuses leaves no mirror it made behind.
+        if created:
+            shutil.rmtree(mirror, ignore_errors=True)
+        raise
     branches = sorted(ref for ref in found.refs if ref.startswith("refs/heads/"))
     return {
         **answer,
