@@ -101,18 +101,18 @@ class Credentials:
 
 @attrs.frozen
 class Remote:
-    """A governed repository's remote: its URL (no credential in it), kind, and credentials."""
+    """A governed repository's remote: its URL (no credential in it), scheme, and credentials."""
 
     url: str
-    kind: str
+    scheme: str
     credentials: Credentials
 
     def public(self) -> dict[str, Any]:
         """What answers show of the remote: the URL, and which kind of credential it takes."""
-        return {"url": self.url, "kind": self.kind, "credential": self._credential_kind()}
+        return {"url": self.url, "scheme": self.scheme, "credential": self._credential_kind()}
 
     def _credential_kind(self) -> str:
-        return "ssh-key" if self.kind == "ssh" else "token"
+        return "ssh-key" if self.scheme == "ssh" else "token"
 
 
 def remote_kind(location: str) -> str | None:
@@ -200,7 +200,7 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
 
 
 def save_remote(mirror: str, remote: Remote) -> None:
-    document = {"url": remote.url, "kind": remote.kind, **attrs.asdict(remote.credentials)}
+    document = {"url": remote.url, "scheme": remote.scheme, **attrs.asdict(remote.credentials)}
     path = os.path.join(mirror, REMOTE_FILE)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
@@ -218,7 +218,7 @@ def remote_of(repository_path: str) -> Remote | None:
         raise LedgerError("REMOTE_CONFIG_INVALID", f"{repository_path}: {exc}") from None
     fields = {field.name for field in attrs.fields(Credentials)}
     credentials = Credentials(**{name: document.get(name) for name in fields if name in document})
-    return Remote(str(document["url"]), str(document["kind"]), credentials)
+    return Remote(str(document["url"]), str(document["scheme"]), credentials)
 
 
 def read_token(credentials: Credentials) -> str:
@@ -236,7 +236,7 @@ def read_token(credentials: Credentials) -> str:
 
 def _secrets(remote: Remote) -> list[str]:
     """Every form of the remote's secret a message could carry."""
-    if remote.kind == "ssh":
+    if remote.scheme == "ssh":
         return []
     token = read_token(remote.credentials)
     basic = f"{remote.credentials.token_user}:{token}".encode()
@@ -251,8 +251,8 @@ def redact(text: str, remote: Remote) -> str:
 
 def git_options(remote: Remote) -> list[str]:
     """git's `-c` options for the remote: only its own protocol, the CA bundle it names."""
-    options = ["-c", f"protocol.{remote.kind}.allow=always"]
-    if remote.kind != "ssh":
+    options = ["-c", f"protocol.{remote.scheme}.allow=always"]
+    if remote.scheme != "ssh":
         options += ["-c", "http.sslVerify=true", "-c", "http.followRedirects=false"]
     if remote.credentials.ca_bundle is not None:
         options += ["-c", f"http.sslCAInfo={remote.credentials.ca_bundle}"]
@@ -263,7 +263,7 @@ def git_environment(remote: Remote) -> dict[str, str]:
     """The credential, in git's environment only: ssh with the key and the pinned host keys
     alone (no ssh config, agent or prompt), or the token as an HTTP header."""
     credentials = remote.credentials
-    if remote.kind == "ssh":
+    if remote.scheme == "ssh":
         assert credentials.ssh_key is not None and credentials.known_hosts is not None
         command = [
             "ssh",
