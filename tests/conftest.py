@@ -121,6 +121,9 @@ KILL_TESTS = {
     "test_git_writes": {
         "test_a_write_killed_between_intent_and_outcome_is_reconciled_from_the_ref"
     },
+    "test_git_remote_repositories": {
+        "test_a_write_process_killed_at_the_push_is_settled_from_the_remotes_refs"
+    },
     "test_worker_e2e": {"test_a_killed_worker_is_rescued_after_its_lease"},
     "test_worker_processes": {
         "test_a_sigkilled_worker_takes_its_agent_and_the_agents_children_along"

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,6 @@ from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
 from aios_ledger.shell.git.remotes import Credentials
 from aios_ledger.shell.git.repos import add_remote_repository
 from aios_ledger.shell.git.workspace import GitWorkspaces
-from aios_ledger.shell.governed import writes
 from aios_ledger.shell.governed.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
 from cli_runner import run_cli
@@ -56,6 +58,7 @@ pytestmark = pytest.mark.git_servers
 
 on_both_engines = pytest.mark.parametrize("engine", ENGINES)
 NOTES_REF = "refs/notes/aios-attestations"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Served:
@@ -353,40 +356,41 @@ def test_a_wrong_token_is_refused(over_http: Served, tmp_path: Path) -> None:
 # a write cut off mid-push
 
 
-class Cut(BaseException):
-    """The ledger's process dying at a point of the push (not an error anything catches)."""
-
-
 @on_both_engines
-@pytest.mark.parametrize("pushed", [True, False], ids=["after-the-push", "before-the-push"])
-def test_a_write_cut_off_at_the_push_is_recovered_from_the_remotes_refs(
-    served: Served, monkeypatch: pytest.MonkeyPatch, pushed: bool
+@pytest.mark.parametrize(
+    ("mode", "state"), [("kill-before-swap", "NOT_APPLIED"), ("kill-after-swap", "APPLIED")]
+)
+def test_a_write_process_killed_at_the_push_is_settled_from_the_remotes_refs(
+    served: Served, mode: str, state: str
 ) -> None:
     served.register()
     proposal = verified_proposal(
         served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"}
     )
-    real_push = remotes.push_write
-
-    def cut(*args: Any, **kwargs: Any) -> Any:
-        if pushed:
-            real_push(*args, **kwargs)
-        raise Cut
-
-    monkeypatch.setattr(writes, "push_write", cut)
-    with pytest.raises(Cut):
-        served.write("task-a", "write-a")
-    monkeypatch.setattr(writes, "push_write", real_push)
-    if pushed:
-        assert ref(served.bare, "refs/heads/agent/task-a") == proposal["head_oid"]
-        answer = served.write("task-a", "write-a")
-        assert answer["state"] == "APPLIED"
-    else:
-        with Database(served.db) as db:
-            [recovered] = recover_writes(db)
-        assert recovered["state"] == "NOT_APPLIED"
-        assert ref(served.bare, "refs/heads/agent/task-a") is None
-    assert "GOVERNED_WRITE_INTENDED" in events_of(served.db, "task-a")
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "git_write_process.py"),
+            str(served.db),
+            "task-a",
+            "write-a",
+            mode,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL and out == ""
+    landed = proposal["head_oid"] if state == "APPLIED" else None
+    assert ref(served.bare, "refs/heads/agent/task-a") == landed
+    with Database(served.db) as db:
+        [recovered] = recover_writes(db)
+    assert recovered["state"] == state and recovered["observed_oid"] == landed
+    events = events_of(served.db, "task-a")
+    assert events.count("GOVERNED_WRITE_INTENDED") == 1
+    assert events.count(f"GOVERNED_WRITE_{state}") == 1
 
 
 @on_both_engines
@@ -401,9 +405,9 @@ def test_a_write_whose_server_went_down_at_the_push_stays_intended_until_it_is_b
         served.server.daemon.stop()
         return real_push(*args, **kwargs)
 
-    monkeypatch.setattr(writes, "push_write", server_down)
+    monkeypatch.setattr(remotes, "push_write", server_down)
     assert served.refused("task-a", "write-a").code == "REMOTE_UNREACHABLE"
-    monkeypatch.setattr(writes, "push_write", real_push)
+    monkeypatch.setattr(remotes, "push_write", real_push)
     with Database(served.db) as db, pytest.raises(LedgerError) as unread:
         recover_writes(db)
     assert unread.value.code == "REMOTE_UNREACHABLE"

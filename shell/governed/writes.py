@@ -56,12 +56,12 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git import remotes
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
 from aios_ledger.shell.git.remotes import (
     PushAnswer,
     fetch_mirror,
     push_notes,
-    push_write,
     remote_of,
     remote_ref,
 )
@@ -315,7 +315,9 @@ def _checked_write(
         )
     else:
         zero = zero_oid(write.new_oid)
-        pushed = push_write(
+        # Called through its module, so that the crash tests' helper process can die on either
+        # side of the push, as of `move_ref`.
+        pushed = remotes.push_write(
             repository_path, remote, write.ref, write.new_oid, write.old_oid, zero=zero
         )
     settled = _settle(
