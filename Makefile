@@ -47,11 +47,11 @@ lint: $(STAMP)
 	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py) $(wildcard tools/*.py)  # docs/hooks: through tests/test_docs_site.py
 
 # `make test` is the suite a change must pass, within five minutes on two cores: everything but
-# the tests tests/conftest.py marks `postgresql`, `browser` or `kills`. `make check` runs those,
-# then what CI runs besides (`.ci/run`; CONTRIBUTING.md, "Test time"). Four test processes on two
-# cores: part of the suite still waits on processes and servers, not on the CPU.
-TEST_SELECTION := not postgresql and not browser and not kills
-CHECK_SELECTION := postgresql or browser or kills
+# the tests tests/conftest.py marks `postgresql`, `browser`, `kills` or `git_servers`. `make
+# check` runs those, then what CI runs besides (`.ci/run`; CONTRIBUTING.md, "Test time"). Four
+# test processes on two cores: part of the suite still waits on processes and servers.
+TEST_SELECTION := not postgresql and not browser and not kills and not git_servers
+CHECK_SELECTION := postgresql or browser or kills or git_servers
 
 # pytest rewrites the asserts of every test module it imports, in each of the four processes,
 # and keeps the result only where bytecode is written: so the runs write it (PYTHONDONTWRITEBYTECODE

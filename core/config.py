@@ -1,4 +1,5 @@
-"""The settings of `aios-ledger.toml`, structured through the one converter so that a misspelt key
+"""The settings of `aios-ledger.toml` (database, worker, reviewer, checkpoints, projection, the
+credential for remote repositories), structured through the one converter so that a misspelt key
 or a wrong type is refused by name."""
 
 from __future__ import annotations
@@ -119,6 +120,20 @@ class ProjectionSettings:
 
 
 @attrs.frozen(kw_only=True)
+class RemoteSettings:
+    """`[remote]`: the ledger's own credential for `repo add` of a repository on a git server
+    (an SSH key and its pinned known_hosts file, or a token's file, the user it is sent as and
+    a forge's CA bundle), and the folder its mirrors are kept in (`mirrors`)."""
+
+    mirrors: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    ssh_key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    known_hosts: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    token_file: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    token_user: Annotated[str, Text(max_length=200)] = "x-access-token"
+    ca_bundle: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+
+
+@attrs.frozen(kw_only=True)
 class LedgerSettings:
     """A whole config file: every section optional, every key in it known."""
 
@@ -129,6 +144,7 @@ class LedgerSettings:
     attest: AttestSettings = attrs.field(factory=AttestSettings)
     checkpoint: CheckpointSettings = attrs.field(factory=CheckpointSettings)
     projection: ProjectionSettings = attrs.field(factory=ProjectionSettings)
+    remote: RemoteSettings = attrs.field(factory=RemoteSettings)
 
     @classmethod
     def from_mapping(cls, raw: object, *, source: str) -> LedgerSettings:

@@ -188,6 +188,16 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             " --secrets-baseline .secrets.baseline --scan-max-seconds 60",
             "with its scanner's baseline and budget, sealed in the ledger",
         ),
+        (
+            "aios-ledger repo add acme/widgets git@git.example.com:acme/widgets.git"
+            " --ssh-key /etc/aios-ledger/deploy-key --known-hosts /etc/aios-ledger/known_hosts",
+            "govern a repository on a git server through the ledger's mirror, with its deploy key",
+        ),
+        (
+            "aios-ledger repo add acme/widgets https://forge.example.com/acme/widgets.git"
+            " --token-file /etc/aios-ledger/forge-token",
+            "over HTTPS, with a token read from its file",
+        ),
     ),
     "repo settings": (
         (

@@ -55,4 +55,12 @@ def load_settings(path: str | None) -> LedgerSettings:
     if key is not None and not os.path.isabs(key):
         relative = os.path.join(os.path.dirname(path), key)
         settings = attrs.evolve(settings, attest=attrs.evolve(settings.attest, key=relative))
+    files = ("mirrors", "ssh_key", "known_hosts", "token_file", "ca_bundle")
+    remote = {
+        name: os.path.join(os.path.dirname(path), value)
+        for name in files
+        if (value := getattr(settings.remote, name)) is not None and not os.path.isabs(value)
+    }
+    if remote:
+        settings = attrs.evolve(settings, remote=attrs.evolve(settings.remote, **remote))
     return settings

@@ -104,12 +104,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # `make test` runs the tests that carry none of CHECK_MARKERS, `make check` those that carry at
 # least one (tests/test_suite_selection.py holds that the two split the suite). A test that
 # carries one is marked here from what it uses, so a new test lands in the right half unmarked.
-CHECK_MARKERS = ("postgresql", "browser", "kills")
+CHECK_MARKERS = ("postgresql", "browser", "kills", "git_servers")
 
 # Chromium under Playwright through a fixture of console_support, or launched by the module.
 BROWSER_MODULES = frozenset(
     {"test_console_browser", "test_console_pages_browser", "test_bench_paint"}
 )
+
+# sshd, and nginx in front of git http-backend, started for the test (tests/git_servers.py).
+GIT_SERVER_FIXTURES = frozenset({"ssh_git_server", "http_git_server", "https_git_server"})
 
 # Beside every tests/test_reliability_*.py: the tests whose subject is a process killed with
 # SIGKILL and what the ledger (or the host) is left with, at the counts they run at.
@@ -117,6 +120,9 @@ KILL_TESTS = {
     "test_api_event_stream": {"test_events_follow_over_the_api_resumes_after_a_dropped_connection"},
     "test_git_writes": {
         "test_a_write_killed_between_intent_and_outcome_is_reconciled_from_the_ref"
+    },
+    "test_git_remote_repositories": {
+        "test_a_write_process_killed_at_the_push_is_settled_from_the_remotes_refs"
     },
     "test_worker_e2e": {"test_a_killed_worker_is_rescued_after_its_lease"},
     "test_worker_processes": {
@@ -148,6 +154,8 @@ def selection_markers(item: pytest.Item) -> list[str]:
         found.append("browser")
     if module.startswith("test_reliability_") or function in KILL_TESTS.get(module, ()):
         found.append("kills")
+    if GIT_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        found.append("git_servers")
     return found
 
 
@@ -409,4 +417,33 @@ from console_support import bulk_template, chromium, page, second_page  # noqa: 
 __all__ = ["bulk_template", "chromium", "page", "second_page"]
 
 # One TLS context for the thousands of httpx clients the tests make (tests/tls_support.py).
+from git_servers import HttpServer, SshServer, http_server, ssh_server  # noqa: E402
 from tls_support import one_tls_context  # noqa: E402, F401
+
+
+# The git servers of the remote-repository tests, each on a loopback port of its own, serving the
+# bare repositories under the test's `served` folder (tests/git_servers.py).
+@pytest.fixture
+def ssh_git_server(tmp_path: Path) -> Iterator[SshServer]:
+    with ssh_server(tmp_path / "sshd") as server:
+        yield server
+
+
+# The HTTP server's token: a canary the tests look for everywhere but the token file.
+HTTP_TOKEN = "canary-token-3f9a1c7e5b2d4860"
+
+
+@pytest.fixture
+def http_git_server(tmp_path: Path) -> Iterator[HttpServer]:
+    served = tmp_path / "served"
+    served.mkdir(exist_ok=True)
+    with http_server(tmp_path / "nginx", served, HTTP_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def https_git_server(tmp_path: Path) -> Iterator[HttpServer]:
+    served = tmp_path / "served"
+    served.mkdir(exist_ok=True)
+    with http_server(tmp_path / "nginx", served, HTTP_TOKEN, tls=True) as server:
+        yield server

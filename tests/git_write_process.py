@@ -2,7 +2,8 @@
 
 `python tests/git_write_process.py DB TASK_ID KEY [MODE]` prints the answer as JSON, or
 `{"code": CODE}` when the write is refused. MODE `kill-before-swap` / `kill-after-swap` makes
-this process SIGKILL itself right before / right after git's compare-and-swap: the crash
+this process SIGKILL itself right before / right after git's compare-and-swap (on a remote
+repository, the push): the crash
 between the intent and its outcome that recovery must reconcile (a hook of this test helper
 only; the shell has no such switch). `wait` holds at the start until the file DB.go exists,
 so that racing processes start together."""
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.git import remotes
+from aios_ledger.shell.git.remotes import PushAnswer, Remote
 from aios_ledger.shell.governed import writes
 
 
@@ -39,6 +42,19 @@ def main() -> int:
         return moved
 
     writes.move_ref = dying
+    real_push = remotes.push_write
+
+    def dying_push(
+        mirror: str, remote: Remote, ref: str, new: str, old: str, *, zero: str
+    ) -> PushAnswer:
+        if mode == "kill-before-swap":
+            os.kill(os.getpid(), signal.SIGKILL)
+        pushed = real_push(mirror, remote, ref, new, old, zero=zero)
+        if mode == "kill-after-swap":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return pushed
+
+    remotes.push_write = dying_push
     with Database(db_path) as db:
         try:
             answer: object = writes.governed_write(db, {"task_id": task_id, "idempotency_key": key})

@@ -119,6 +119,18 @@ class Collected:
             ["kills"],
         ),
         (Collected("test_worker_e2e.py::test_a_worker_works_a_task"), []),
+        (
+            Collected("test_git_remote_repositories.py::test_x", ("ssh_git_server", "tmp_path")),
+            ["git_servers"],
+        ),
+        (
+            Collected(
+                "test_git_remote_repositories.py::test_x",
+                ("engine", "http_git_server"),
+                "postgresql",
+            ),
+            ["postgresql", "git_servers"],
+        ),
     ],
 )
 def test_a_test_is_marked_from_what_it_uses(test: Collected, expected: list[str]) -> None:

@@ -722,15 +722,20 @@ class OutcomeState:
 
 
 def outcome_of(
-    write: GovernedWriteRow, observed: str | None, swapped: bool, recovered: bool
+    write: GovernedWriteRow,
+    observed: str | None,
+    swapped: bool,
+    recovered: bool,
+    refused_code: str | None = None,
 ) -> tuple[str, str | None]:
-    """What became of an intended write, from the ref as read: git's answer right after the swap,
+    """What became of an intended write, from the ref as read: git's answer right after the swap
+    (a refusal that left the ref at the old id is NOT_APPLIED, with the remote's `refused_code`),
     the ref alone after a crash."""
     absent = write.old_oid == zero_oid(write.old_oid)
     if swapped or (recovered and observed == write.new_oid):
         return APPLIED, None
     if observed == (None if absent else write.old_oid):
-        return NOT_APPLIED, None
+        return NOT_APPLIED, refused_code
     return MOVED_BY_OTHER, "BRANCH_EXISTS" if absent else "BRANCH_MOVED"
 
 
@@ -746,7 +751,9 @@ def decide_write_outcome(
         return Replay(write_answer(write, idempotent=True))
     if request.swapped and request.observed_oid != write.new_oid:
         raise LedgerError("FIELDS_INVALID", "a swapped ref holds the new object id")
-    outcome, code = outcome_of(write, request.observed_oid, request.swapped, request.recovered)
+    outcome, code = outcome_of(
+        write, request.observed_oid, request.swapped, request.recovered, request.refused_code
+    )
     lease = state.lease
     if lease is None or lease.lease_id != lease_id_of(write.repository, write.ref):
         raise LedgerError("WRITER_LEASE_MISSING", f"no writer lease of {write.ref}")

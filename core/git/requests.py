@@ -169,6 +169,8 @@ class WriteOutcome:
     observed_oid: ObjectId | None
     swapped: bool
     recovered: bool
+    # Why a remote refused to move the ref when it still holds the old id (an error code).
+    refused_code: Annotated[str, Text(max_length=100)] | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> WriteOutcome:

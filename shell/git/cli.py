@@ -4,16 +4,27 @@ proposals. (The governed write's commands are `shell/governed/cli.py`'s.)"""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from aios_ledger.core import LedgerError
+from aios_ledger.core.config import RemoteSettings
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.records import record_from_row
-from aios_ledger.shell.cli_support import open_database, read_json_argument
+from aios_ledger.shell.cli_support import (
+    database_path,
+    open_database,
+    read_json_argument,
+    section_settings,
+    setting_option,
+)
 from aios_ledger.shell.db.connection import fetch_all
+from aios_ledger.shell.db.engines import is_database_url
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
+from aios_ledger.shell.git.remotes import Credentials, remote_kind
 from aios_ledger.shell.git.repos import (
+    add_remote_repository,
     add_repository,
     change_repository_settings,
     list_repositories,
@@ -64,9 +75,16 @@ _NUMBER_OPTIONS = (
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     repo = commands.add_parser("repo", help="governed repositories")
     repo_commands = repo.add_subparsers(dest="repo_command", required=True)
-    add = repo_commands.add_parser("add", help="register a bare repository under a name")
+    add = repo_commands.add_parser(
+        "add", help="register a bare repository, or a remote one through a mirror, under a name"
+    )
     add.add_argument("name", help="the name bindings use, e.g. acme/widgets")
-    add.add_argument("path", help="the bare repository's directory")
+    add.add_argument(
+        "path",
+        help="the bare repository's directory, or a remote's URL: ssh://, git@host:path,"
+        " https:// (http:// is warned about outside loopback)",
+    )
+    _remote_options(add)
     add.add_argument(
         "--protected",
         action="append",
@@ -118,6 +136,37 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     proposals = commands.add_parser("proposals", help="a task's proposals and their facts")
     proposals.add_argument("task_id")
     proposals.set_defaults(handler=_proposals)
+
+
+def _remote_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mirror",
+        metavar="DIR",
+        help="where the ledger keeps its bare mirror of the remote (default: [remote] mirrors/"
+        "NAME.git, else beside a SQLite ledger LEDGER.mirrors/NAME.git)",
+    )
+    for flag, purpose in (
+        ("--ssh-key", "the SSH private key (ssh remotes)"),
+        ("--known-hosts", "the pinned known_hosts file: an unknown or changed host key is refused"),
+        ("--token-file", "a file holding the HTTPS token (never the token itself)"),
+        ("--token-user", "the user name sent with the token"),
+        ("--ca-bundle", "the CA certificates of a self-hosted forge (https)"),
+    ):
+        setting_option(parser, flag, RemoteSettings, help=purpose)
+
+
+def _mirror_of(args: argparse.Namespace, ledger: str, mirrors: str | None) -> str:
+    name = args.name.replace("/", "--") + ".git"
+    if args.mirror is not None:
+        return str(args.mirror)
+    if mirrors is not None:
+        return os.path.join(mirrors, name)
+    if is_database_url(ledger):
+        raise LedgerError(
+            "REMOTE_MIRROR_REQUIRED",
+            "a ledger on PostgreSQL keeps no files: give --mirror DIR or [remote] mirrors",
+        )
+    return os.path.join(f"{ledger}.mirrors", name)
 
 
 def _settings_options(parser: argparse.ArgumentParser, *, changing: bool) -> None:
@@ -183,6 +232,31 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
 
 def _repo_add(args: argparse.Namespace) -> Any:
     settings = _settings_of(args)
+    if remote_kind(args.path) is not None:
+        remote = section_settings(args, RemoteSettings)
+        credentials = Credentials(
+            ssh_key=remote.ssh_key,
+            known_hosts=remote.known_hosts,
+            token_file=remote.token_file,
+            token_user=remote.token_user,
+            ca_bundle=remote.ca_bundle,
+        )
+        with open_database(args) as db:
+            return add_remote_repository(
+                db,
+                args.name,
+                args.path,
+                _mirror_of(args, database_path(args), remote.mirrors),
+                credentials,
+                args.protected,
+                default_protection=args.default_protection,
+                settings=settings or None,
+            )
+    given = [args.mirror, args.ssh_key, args.known_hosts, args.token_file, args.ca_bundle]
+    if any(option is not None for option in given):
+        raise LedgerError(
+            "REMOTE_URL_INVALID", "--mirror and the credential options are for a remote URL"
+        )
     with open_database(args) as db:
         return add_repository(
             db,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,15 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.remotes import (
+    Credentials,
+    Remote,
+    check_credentials,
+    create_mirror,
+    is_loopback,
+    remote_kind,
+    remote_of,
+)
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.git.secret_scan import check_baseline_loads, git_config_settings
 
@@ -132,6 +142,58 @@ def add_repository(
     return db.write(write)
 
 
+def add_remote_repository(
+    db: Database,
+    name: str,
+    url: str,
+    mirror: str,
+    credentials: Credentials,
+    protected: Sequence[str] | None = None,
+    *,
+    default_protection: bool = True,
+    settings: Mapping[str, Any] | None = None,
+    clock: Clock = system_clock,
+) -> dict[str, Any]:
+    """Register the repository at `url` under `name`, governed through a bare mirror at
+    `mirror` that is fetched from it now: the answer says what was found there (its default
+    branch, its branches) and the patterns protected, so the owner sees what will be governed."""
+    kind = remote_kind(url)
+    if kind is None:
+        raise LedgerError("REMOTE_URL_INVALID", f"{url[:300]!r} is not a remote URL")
+    remote = Remote(url, kind, check_credentials(kind, credentials))
+    warnings = []
+    if kind == "http" and not is_loopback(url):
+        warnings.append(
+            f"{url} is plain http: the token and the code cross the network unencrypted;"
+            " use https:// outside this machine"
+        )
+    mirror = os.path.abspath(mirror)
+    created = not os.path.exists(mirror)
+    found = create_mirror(mirror, remote)
+    try:
+        answer = add_repository(
+            db,
+            name,
+            mirror,
+            protected,
+            default_protection=default_protection,
+            settings=settings,
+            clock=clock,
+        )
+    except BaseException:
+        # A registration the ledger refuses leaves no mirror it made behind.
+        if created:
+            shutil.rmtree(mirror, ignore_errors=True)
+        raise
+    branches = sorted(ref for ref in found.refs if ref.startswith("refs/heads/"))
+    return {
+        **answer,
+        "remote": {**remote.public(), "default_branch": found.default_branch},
+        "branches": [ref.removeprefix("refs/heads/") for ref in branches],
+        "warnings": warnings,
+    }
+
+
 def change_repository_settings(
     db: Database,
     name: str,
@@ -214,6 +276,9 @@ def _shown(row: RepositoryRow) -> dict[str, object]:
     shown.pop("idempotent")
     notice = git_config_notice(row.name, row.path)
     shown["warnings"] = [] if notice is None else [notice]
+    remote = remote_of(row.path)
+    if remote is not None:
+        shown["remote"] = remote.public()
     return shown
 
 

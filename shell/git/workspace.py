@@ -2,7 +2,9 @@
 
 Workers on the ledger's host and away from it differ only in how they reach the repository
 (`RepositoryAccess`): in place, or through a base bundle and an upload over the API. Either way
-the agent never writes to the governed repository, only proposes its commits on the base.
+the agent never writes to the governed repository, only proposes its commits on the base; a
+remote repository's workspace comes from the ledger's mirror, fetched first, so it holds
+neither the remote nor its credential.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.connection import Database, fetch_record, stream_records
 from aios_ledger.shell.git.proposals import bundle_workspace, record_proposal, scratch_quarantine
+from aios_ledger.shell.git.remotes import refresh_mirror
 from aios_ledger.shell.git.repos import repository_row
 from aios_ledger.shell.git.runner import check_ref_format, run_git
 
@@ -148,6 +151,7 @@ def base_bundle(
     grant = workspace_grant(db, task_id, agent_id=agent_id, lease_token=lease_token, clock=clock)
     ref = _branch_ref(grant.binding)
     base = grant.binding.base_oid
+    refresh_mirror(grant.repository.path)
     with scratch_quarantine(grant.repository.path) as git_dir:
         if run_git(
             ["--git-dir", git_dir, "cat-file", "-e", f"{base}^{{commit}}"], check=False
@@ -271,6 +275,8 @@ class LocalRepositories:
     ) -> Iterator[str | None]:
         with self._database() as db:
             repository = db.read(lambda conn: repository_row(conn, binding.repository))
+        if repository is not None:
+            refresh_mirror(repository.path)
         yield None if repository is None else repository.path
 
     def record(self, claim: Mapping[str, Any], bundle: bytes) -> ProposalAnswer:

@@ -6,7 +6,8 @@ which a crash can be recovered without guessing:
 1. every check the ledger can make is decided without writing, so a refusal changes nothing;
 2. the proposal's head is fetched into the repository's quarantine namespace;
 3. the intent is committed with a sealed event, taking the writer lease of (repository, ref);
-4. git's own compare-and-swap moves the ref (`update-ref <ref> <new> <old>`);
+4. git's own compare-and-swap moves the ref (`update-ref <ref> <new> <old>`; on a remote
+   repository, fetched into its mirror before the checks, `push --force-with-lease`);
 5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
 6. an APPLIED write is attested; a failure to attest leaves the write standing, unattested.
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from aios_ledger.core import IdempotencyRow, LedgerError, LogTail, TaskRow, chain_of
 from aios_ledger.core.actors import Actor
+from aios_ledger.core.attest.decisions import NOTES_REF
 from aios_ledger.core.git import (
     GovernedWriteRow,
     OutcomeState,
@@ -42,7 +44,7 @@ from aios_ledger.core.git.decisions import (
     decide_write_refusal,
     task_binding,
 )
-from aios_ledger.core.git.policy import HEADS, branch_ref
+from aios_ledger.core.git.policy import HEADS, branch_ref, zero_oid
 from aios_ledger.core.git.records import lease_id_of
 from aios_ledger.core.log.plan import Decision, Replay
 from aios_ledger.core.refnames import require_unambiguous_branch
@@ -54,7 +56,15 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git import remotes
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
+from aios_ledger.shell.git.remotes import (
+    PushAnswer,
+    fetch_mirror,
+    push_notes,
+    remote_of,
+    remote_ref,
+)
 from aios_ledger.shell.git.repos import get_repository, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, run_git
 from aios_ledger.shell.tracing import record_span, write_started
@@ -119,17 +129,31 @@ def _refusal(answer: WriteAnswer) -> LedgerError | None:
 
 
 def _settle(
-    db: Database, write: GovernedWriteRow, *, swapped: bool, recovered: bool, clock: Clock
+    db: Database,
+    write: GovernedWriteRow,
+    *,
+    swapped: bool,
+    recovered: bool,
+    clock: Clock,
+    refused_code: str | None = None,
 ) -> WriteAnswer:
-    """Record what became of an intended write, from git's answer and the ref as read."""
+    """Record what became of an intended write, from git's answer and the ref as read (on a
+    remote repository, the remote's ref: a remote that cannot be read leaves it intended)."""
     path = get_repository(db, write.repository).path
-    observed = write.new_oid if swapped else read_ref(path, write.ref)
+    remote = remote_of(path)
+    if swapped:
+        observed: str | None = write.new_oid
+    elif remote is not None:
+        observed = remote_ref(remote, write.ref)
+    else:
+        observed = read_ref(path, write.ref)
     outcome = WriteOutcome.from_mapping(
         {
             "idempotency_key": write.idempotency_key,
             "observed_oid": observed,
             "swapped": swapped,
             "recovered": recovered,
+            "refused_code": refused_code,
         }
     )
 
@@ -161,6 +185,14 @@ def governed_write(
     started = write_started()
     answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait)
     attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
+    path = get_repository(db, answer["repository"]).path
+    remote = remote_of(path)
+    if remote is not None and attestation["attested"]:
+        try:
+            push_notes(path, remote, NOTES_REF)
+        except LedgerError as failed:
+            reason = f"attested, but the note was not pushed to the remote: {failed}"
+            attestation = {**attestation, "reason": reason}
     if started is not None:
         _record_write_span(db, answer, started)
     return {**answer, "attestation": attestation}
@@ -253,6 +285,11 @@ def _checked_write(
     if isinstance(decision, Replay):
         return _answered(decision.response)
     repository_path, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
+    remote = remote_of(repository_path)
+    if remote is not None:
+        # The checks read the mirror as the remote holds it now; a remote that cannot be read
+        # (host key, credential, network) refuses the write here, before anything is pushed.
+        fetch_mirror(repository_path, remote)
     target = check_ref_format(decision.response["ref"])
     # Only the repository knows whether another ref goes by the binding's branch name now.
     require_unambiguous_branch(target.removeprefix(HEADS), list_refs(repository_path))
@@ -270,15 +307,36 @@ def _checked_write(
         return _answered(intended)
     write = db.read(lambda conn: write_row(conn, request.idempotency_key))
     assert write is not None
-    swapped = move_ref(
-        repository_path, write.ref, write.new_oid, write.old_oid, write.idempotency_key
+    if remote is None:
+        pushed = PushAnswer(
+            move_ref(
+                repository_path, write.ref, write.new_oid, write.old_oid, write.idempotency_key
+            )
+        )
+    else:
+        zero = zero_oid(write.new_oid)
+        # Called through its module, so that the crash tests' helper process can die on either
+        # side of the push, as of `move_ref`.
+        pushed = remotes.push_write(
+            repository_path, remote, write.ref, write.new_oid, write.old_oid, zero=zero
+        )
+    settled = _settle(
+        db,
+        write,
+        swapped=pushed.swapped,
+        recovered=False,
+        clock=clock,
+        refused_code=pushed.code,
     )
-    settled = _settle(db, write, swapped=swapped, recovered=False, clock=clock)
     # A retry fetches the commit again from the stored bundle.
     run_git(
         ["--git-dir", repository_path, "update-ref", "-d", quarantine_ref(proposal.bundle_sha256)],
         check=False,
     )
+    if settled["state"] != APPLIED and pushed.message:
+        not_moved = _refusal(settled)
+        assert not_moved is not None
+        raise LedgerError(not_moved.code, f"{not_moved.detail}: {pushed.message}")
     return _answered(settled)
 
 

@@ -1,0 +1,451 @@
+"""Governed repositories on a git server: the ledger's bare mirror of each, its credentials,
+and the push that is the remote's compare-and-swap.
+
+A remote repository is governed through a bare mirror under the ledger's state: every check of
+a proposal and every workspace reads the mirror, fetched from the remote before a workspace is
+made and before a write; only the governed write talks to the remote with a credential. The
+credential is the ledger's alone: an SSH key with a pinned known_hosts file, or an HTTPS token
+read from a file when git runs and handed to git in its environment (`GIT_CONFIG_*`), never in
+its argv, a URL, a row, an event or a workspace. The mirror keeps where its remote is and which
+credential files to use in `aios-remote.json` (paths only, no secret).
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import ipaddress
+import json
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, run_git
+
+REMOTE_FILE = "aios-remote.json"
+FETCH_LOCK = "aios-fetch.lock"
+DEFAULT_TOKEN_USER = "x-access-token"
+REMOTE_TIMEOUT = 300.0
+MAX_TOKEN_BYTES = 16 * 1024
+
+URL_INVALID = "REMOTE_URL_INVALID"
+CREDENTIAL_INVALID = "REMOTE_CREDENTIAL_INVALID"
+# Why a remote could not be read or written: each its own code, with the server's message.
+HOST_KEY_REFUSED = "REMOTE_HOST_KEY_REFUSED"
+CERTIFICATE_REFUSED = "REMOTE_CERTIFICATE_REFUSED"
+AUTH_REFUSED = "REMOTE_AUTH_REFUSED"
+UNREACHABLE = "REMOTE_UNREACHABLE"
+PUSH_REFUSED = "REMOTE_PUSH_REFUSED"
+GIT_FAILED = "REMOTE_GIT_FAILED"
+
+# What git and ssh print for each cause, tried in this order (a host key problem first: ssh
+# follows it with a disconnect that would read as unreachable).
+_CAUSES = (
+    (
+        HOST_KEY_REFUSED,
+        re.compile(
+            r"Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED"
+            r"|host key .* is not known|No .* host key is known",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        CERTIFICATE_REFUSED,
+        re.compile(
+            r"SSL certificate problem|server certificate verification failed"
+            r"|certificate verify failed|unable to get local issuer certificate",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        AUTH_REFUSED,
+        re.compile(
+            r"Permission denied \(|Authentication failed|could not read Username"
+            r"|could not read Password|error: 40[13]|HTTP 40[13]|returned error: 40[13]",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        UNREACHABLE,
+        re.compile(
+            r"Could not resolve host|Connection refused|Connection timed out|Failed to connect"
+            r"|Connection reset|Connection closed|Network is unreachable|No route to host"
+            r"|unexpected disconnect|remote end hung up|early EOF|Operation timed out"
+            r"|kex_exchange_identification|Empty reply from server|Could not read from remote",
+            re.IGNORECASE,
+        ),
+    ),
+)
+# A scp-like address, `[user@]host:path` (a colon before any slash).
+_SCP_LIKE = re.compile(
+    r"^(?:[^@/:\s-][^@/:\s]*@)?(?:[A-Za-z0-9][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\]):(?!//)([^:].*)$"
+)
+
+
+@attrs.frozen
+class Credentials:
+    """Which files hold the ledger's credential for a remote (their contents are never kept)."""
+
+    ssh_key: str | None = None
+    known_hosts: str | None = None
+    token_file: str | None = None
+    token_user: str = DEFAULT_TOKEN_USER
+    ca_bundle: str | None = None
+
+
+@attrs.frozen
+class Remote:
+    """A governed repository's remote: its URL (no credential in it), scheme, and credentials."""
+
+    url: str
+    scheme: str
+    credentials: Credentials
+
+    def public(self) -> dict[str, Any]:
+        """What answers show of the remote: the URL, and which kind of credential it takes."""
+        return {"url": self.url, "scheme": self.scheme, "credential": self._credential_kind()}
+
+    def _credential_kind(self) -> str:
+        return "ssh-key" if self.scheme == "ssh" else "token"
+
+
+def remote_kind(location: str) -> str | None:
+    """`ssh`, `https` or `http` for a remote URL, None for a path on this machine; a URL of any
+    other scheme, or one carrying a password, is refused."""
+    if "://" in location:
+        parts = urlsplit(location)
+        scheme = parts.scheme.lower()
+        if scheme not in ("ssh", "https", "http") or not parts.hostname:
+            raise LedgerError(
+                URL_INVALID,
+                f"{_shown_url(location)!r}: give ssh://, https://, http://, git@host:path or a"
+                " local path",
+            )
+        if parts.hostname.startswith("-") or parts.path.startswith("/-"):
+            raise LedgerError(
+                URL_INVALID, f"{_shown_url(location)!r}: a host or path like an option"
+            )
+        if parts.password is not None or (scheme != "ssh" and parts.username is not None):
+            raise LedgerError(
+                URL_INVALID,
+                "a credential in the URL would be stored with it: give the URL without it and"
+                " the token in --token-file",
+            )
+        return scheme
+    if re.match(r"^[A-Za-z0-9+.-]+::", location):
+        # git's `<transport>::<address>` runs a remote helper, whatever it names.
+        raise LedgerError(URL_INVALID, f"{location[:100]!r}: a remote helper is not a remote")
+    if not location.startswith(("/", ".")) and _SCP_LIKE.match(location):
+        return "ssh"
+    return None
+
+
+def _shown_url(location: str) -> str:
+    """`location` without any userinfo, for a message."""
+    return re.sub(r"//[^/@]*@", "//", location)[:300]
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_credentials(kind: str, credentials: Credentials) -> Credentials:
+    """The credentials with absolute paths, each file readable; the kind's own required."""
+    needed = ("ssh_key", "known_hosts") if kind == "ssh" else ("token_file",)
+    options = {
+        "ssh_key": "--ssh-key",
+        "known_hosts": "--known-hosts",
+        "token_file": "--token-file",
+        "ca_bundle": "--ca-bundle",
+    }
+    for name in needed:
+        if getattr(credentials, name) is None:
+            raise LedgerError(
+                CREDENTIAL_INVALID,
+                f"a {kind} remote takes {options[name]} FILE (the ledger's own credential)",
+            )
+    misplaced = [
+        options[name]
+        for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle")
+        if getattr(credentials, name) is not None
+        and name not in needed
+        and not (name == "ca_bundle" and kind == "https")
+    ]
+    if misplaced:
+        raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes no {', '.join(misplaced)}")
+    if not re.fullmatch(r"[A-Za-z0-9._@+-]{1,200}", credentials.token_user):
+        raise LedgerError(CREDENTIAL_INVALID, "--token-user: letters, digits and ._@+-")
+    resolved: dict[str, str] = {}
+    for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle"):
+        path = getattr(credentials, name)
+        if path is None:
+            continue
+        absolute = os.path.abspath(path)
+        if not os.path.isfile(absolute) or not os.access(absolute, os.R_OK):
+            raise LedgerError(CREDENTIAL_INVALID, f"{options[name]}: {path[:200]!r} is no file")
+        resolved[name] = absolute
+    return attrs.evolve(credentials, **resolved)
+
+
+def save_remote(mirror: str, remote: Remote) -> None:
+    document = {"url": remote.url, "scheme": remote.scheme, **attrs.asdict(remote.credentials)}
+    path = os.path.join(mirror, REMOTE_FILE)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(document, handle, indent=2, sort_keys=True)
+
+
+def remote_of(repository_path: str) -> Remote | None:
+    """The remote a mirror stands for, or None for a repository governed in place."""
+    try:
+        with open(os.path.join(repository_path, REMOTE_FILE), encoding="utf-8") as handle:
+            document = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise LedgerError("REMOTE_CONFIG_INVALID", f"{repository_path}: {exc}") from None
+    fields = {field.name for field in attrs.fields(Credentials)}
+    credentials = Credentials(**{name: document.get(name) for name in fields if name in document})
+    return Remote(str(document["url"]), str(document["scheme"]), credentials)
+
+
+def read_token(credentials: Credentials) -> str:
+    assert credentials.token_file is not None
+    try:
+        with open(credentials.token_file, "rb") as handle:
+            raw = handle.read(MAX_TOKEN_BYTES + 1)
+    except OSError as exc:
+        raise LedgerError(CREDENTIAL_INVALID, f"--token-file: {exc.strerror}") from None
+    token = raw.decode("utf-8", "replace").strip()
+    if not token or len(raw) > MAX_TOKEN_BYTES or any(c in token for c in "\r\n\0"):
+        raise LedgerError(CREDENTIAL_INVALID, "--token-file: one token on one line")
+    return token
+
+
+def _secrets(remote: Remote) -> list[str]:
+    """Every form of the remote's secret a message could carry."""
+    if remote.scheme == "ssh":
+        return []
+    token = read_token(remote.credentials)
+    basic = f"{remote.credentials.token_user}:{token}".encode()
+    return [token, base64.b64encode(basic).decode()]
+
+
+def redact(text: str, remote: Remote) -> str:
+    for secret in _secrets(remote):
+        text = text.replace(secret, "[REDACTED]")
+    return re.sub(r"(?i)(authorization:\s*\w+\s+)\S+", r"\1[REDACTED]", text)
+
+
+def git_options(remote: Remote) -> list[str]:
+    """git's `-c` options for the remote: only its own protocol, the CA bundle it names."""
+    options = ["-c", f"protocol.{remote.scheme}.allow=always"]
+    if remote.scheme != "ssh":
+        options += ["-c", "http.sslVerify=true", "-c", "http.followRedirects=false"]
+    if remote.credentials.ca_bundle is not None:
+        options += ["-c", f"http.sslCAInfo={remote.credentials.ca_bundle}"]
+    return options
+
+
+def git_environment(remote: Remote) -> dict[str, str]:
+    """The credential, in git's environment only: ssh with the key and the pinned host keys
+    alone (no ssh config, agent or prompt), or the token as an HTTP header."""
+    credentials = remote.credentials
+    if remote.scheme == "ssh":
+        assert credentials.ssh_key is not None and credentials.known_hosts is not None
+        command = [
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-i",
+            credentials.ssh_key,
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "IdentityAgent=none",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={credentials.known_hosts}",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=30",
+        ]
+        return {"GIT_SSH_COMMAND": shlex.join(command), "GIT_SSH_VARIANT": "ssh"}
+    basic = f"{credentials.token_user}:{read_token(credentials)}".encode()
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.extraHeader",
+        "GIT_CONFIG_VALUE_0": "Authorization: Basic " + base64.b64encode(basic).decode(),
+    }
+
+
+def refusal(remote: Remote, result: GitResult, what: str) -> LedgerError:
+    """The error of a failed git call on the remote: its cause's code, the server's message
+    (credentials redacted)."""
+    message = redact(result.stderr.decode("utf-8", "replace").strip(), remote)[-STDERR_TAIL:]
+    code = next((code for code, shape in _CAUSES if shape.search(message)), GIT_FAILED)
+    return LedgerError(code, f"{what} {remote.url}: {message or f'git exited {result.returncode}'}")
+
+
+def run_remote(
+    remote: Remote, args: Sequence[str], *, what: str, git_dir: str | None = None
+) -> GitResult:
+    """`git <args>` against the remote with the ledger's credential; a failure raises its
+    cause's code."""
+    prefix = [] if git_dir is None else ["--git-dir", git_dir]
+    result = run_git(
+        [*git_options(remote), *prefix, *args],
+        env=git_environment(remote),
+        timeout=REMOTE_TIMEOUT,
+        max_output=64 << 20,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise refusal(remote, result, what)
+    return result
+
+
+@attrs.frozen
+class Listing:
+    """The remote's branches and notes (`ls-remote`), and the branch its HEAD names."""
+
+    refs: Mapping[str, str]
+    default_branch: str | None
+
+
+def list_remote(remote: Remote) -> Listing:
+    found = run_remote(
+        remote,
+        ["ls-remote", "--symref", remote.url, "HEAD", "refs/heads/*", "refs/notes/*"],
+        what="cannot read",
+    )
+    refs: dict[str, str] = {}
+    default = None
+    for line in found.text.splitlines():
+        value, _, name = line.partition("\t")
+        if value.startswith("ref: ") and name == "HEAD":
+            default = value.removeprefix("ref: ").removeprefix("refs/heads/")
+        elif name != "HEAD":
+            refs[name] = value
+    return Listing(refs, default)
+
+
+def remote_ref(remote: Remote, ref: str) -> str | None:
+    """The object id `ref` holds on the remote now, or None when it does not exist there."""
+    return list_remote(remote).refs.get(ref)
+
+
+def fetch_mirror(mirror: str, remote: Remote) -> Listing:
+    """Bring the mirror's branches and notes to the remote's; its HEAD names the remote's.
+    One fetch at a time per mirror: two would race for its ref locks."""
+    listing = list_remote(remote)
+    fetch = ["fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", remote.url]
+    refspecs = ["+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*"]
+    with open(os.path.join(mirror, FETCH_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run_remote(remote, [*fetch, *refspecs], what="cannot fetch from", git_dir=mirror)
+    if listing.default_branch is not None:
+        head = f"refs/heads/{listing.default_branch}"
+        run_git(["--git-dir", mirror, "symbolic-ref", "HEAD", head])
+    return listing
+
+
+def refresh_mirror(repository_path: str) -> None:
+    """Fetch a mirror from its remote; a repository governed in place is left as it is."""
+    remote = remote_of(repository_path)
+    if remote is not None:
+        fetch_mirror(repository_path, remote)
+
+
+def create_mirror(mirror: str, remote: Remote) -> Listing:
+    """A new bare mirror of `remote` at `mirror` (or the one already there, for the same URL)."""
+    existing = remote_of(mirror) if os.path.isdir(mirror) else None
+    if existing is not None and existing.url != remote.url:
+        raise LedgerError(
+            "REPOSITORY_NOT_BARE", f"{mirror} mirrors {existing.url}, not {remote.url}"
+        )
+    if existing is None and os.path.exists(mirror) and os.listdir(mirror):
+        raise LedgerError("REPOSITORY_NOT_BARE", f"{mirror}: the mirror's folder is not empty")
+    # A remote the ledger cannot read leaves no mirror behind.
+    list_remote(remote)
+    created = not os.path.exists(mirror)
+    os.makedirs(mirror, mode=0o700, exist_ok=True)
+    try:
+        run_git(["init", "--quiet", "--bare", mirror])
+        save_remote(mirror, remote)
+        return fetch_mirror(mirror, remote)
+    except BaseException:
+        if created:
+            shutil.rmtree(mirror, ignore_errors=True)
+        raise
+
+
+@attrs.frozen
+class PushAnswer:
+    """What the remote answered a governed push: it took the ref (`swapped`), or why not
+    (`code` None: the lease was refused, the ref as read says by whom)."""
+
+    swapped: bool
+    code: str | None = None
+    message: str = ""
+
+
+def push_write(
+    mirror: str, remote: Remote, ref: str, new: str, old: str, *, zero: str
+) -> PushAnswer:
+    """The remote's compare-and-swap: `ref` from `old` (`zero`: absent) to `new`, refused by the
+    server when the ref holds anything else (`--force-with-lease`, an empty value for absent)."""
+    expected = "" if old == zero else old
+    push = [
+        "push",
+        "--atomic",
+        "--porcelain",
+        "--no-verify",
+        f"--force-with-lease={ref}:{expected}",
+        remote.url,
+        f"{new}:{ref}",
+    ]
+    result = run_git(
+        [*git_options(remote), "--git-dir", mirror, *push],
+        env=git_environment(remote),
+        timeout=REMOTE_TIMEOUT,
+        check=False,
+    )
+    if result.returncode != 0:
+        # git's porcelain answer per ref (stdout) says whether the lease or the server refused.
+        answer = result.stdout.decode("utf-8", "replace")
+        failed = refusal(remote, result, "cannot push to")
+        if "[rejected]" in answer:
+            return PushAnswer(False, None, failed.detail)
+        if "[remote rejected]" in answer:
+            return PushAnswer(False, PUSH_REFUSED, failed.detail)
+        return PushAnswer(False, failed.code, failed.detail)
+    run_git(["--git-dir", mirror, "update-ref", ref, new])
+    return PushAnswer(True)
+
+
+def push_notes(mirror: str, remote: Remote, notes_ref: str) -> None:
+    """Send the mirror's attestation notes to the remote (a fast-forward, so no note another
+    writer pushed is dropped)."""
+    run_remote(
+        remote,
+        ["push", "--porcelain", remote.url, f"{notes_ref}:{notes_ref}"],
+        what="cannot push the notes to",
+        git_dir=mirror,
+    )

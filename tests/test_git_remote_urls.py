@@ -1,0 +1,140 @@
+"""What `repo add` takes for a remote before it reaches any server: the kinds of URL, a URL that
+carries a credential, the credential files each kind needs, the token redacted from a message,
+and git's environment for each kind (the credential there only, never in argv)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.git.remotes import (
+    Credentials,
+    Remote,
+    check_credentials,
+    git_environment,
+    git_options,
+    is_loopback,
+    redact,
+    remote_kind,
+)
+from cli_runner import run_cli
+
+TOKEN = "canary-url-token-81f2"
+
+
+@pytest.mark.parametrize(
+    ("location", "kind"),
+    [
+        ("ssh://git@git.example.com:2222/acme/widgets.git", "ssh"),
+        ("git@github.com:acme/widgets.git", "ssh"),
+        ("git.example.com:acme/widgets.git", "ssh"),
+        ("https://forge.example.com/acme/widgets.git", "https"),
+        ("http://127.0.0.1:8080/widgets.git", "http"),
+        ("/srv/git/widgets.git", None),
+        ("./widgets.git", None),
+        ("widgets.git", None),
+        ("-oProxyCommand=touch:x", None),
+    ],
+)
+def test_a_location_is_a_remote_of_its_kind_or_a_local_path(location: str, kind: str) -> None:
+    assert remote_kind(location) == kind
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        f"https://x-access-token:{TOKEN}@forge.example.com/acme/widgets.git",
+        "https://someone@forge.example.com/acme/widgets.git",
+        f"ssh://git:{TOKEN}@git.example.com/acme/widgets.git",
+        "git://git.example.com/acme/widgets.git",
+        "file:///srv/git/widgets.git",
+        "ext::sh -c touch% /tmp/pwned",
+        "fd::7",
+        "ssh://-oProxyCommand=touch%20x/widgets.git",
+    ],
+)
+def test_a_url_with_a_credential_or_another_scheme_is_refused(location: str) -> None:
+    with pytest.raises(LedgerError) as refused:
+        remote_kind(location)
+    assert refused.value.code == "REMOTE_URL_INVALID"
+    assert TOKEN not in str(refused.value)
+
+
+def test_only_loopback_hosts_are_loopback() -> None:
+    assert is_loopback("http://127.0.0.1:8080/x.git")
+    assert is_loopback("http://localhost/x.git")
+    assert is_loopback("http://[::1]:80/x.git")
+    assert not is_loopback("http://git.example.com/x.git")
+    assert not is_loopback("http://10.0.0.1/x.git")
+
+
+def test_each_kind_takes_its_own_credential_files(tmp_path: Path) -> None:
+    key, hosts = tmp_path / "key", tmp_path / "known_hosts"
+    key.write_text("k")
+    hosts.write_text("h")
+    with pytest.raises(LedgerError, match="--known-hosts"):
+        check_credentials("ssh", Credentials(ssh_key=str(key)))
+    with pytest.raises(LedgerError, match="--token-file"):
+        check_credentials("https", Credentials())
+    with pytest.raises(LedgerError, match="takes no --ssh-key"):
+        check_credentials("https", Credentials(ssh_key=str(key), token_file=str(key)))
+    with pytest.raises(LedgerError, match="is no file"):
+        check_credentials("ssh", Credentials(ssh_key=str(key), known_hosts=str(tmp_path / "no")))
+    found = check_credentials("ssh", Credentials(ssh_key=str(key), known_hosts=str(hosts)))
+    assert found.ssh_key == str(key)
+
+
+def _token_remote(tmp_path: Path) -> Remote:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    url = "https://forge.example.com/acme/widgets.git"
+    return Remote(url, "https", Credentials(token_file=str(token_file)))
+
+
+def test_the_token_goes_to_git_in_its_environment_only(tmp_path: Path) -> None:
+    remote = _token_remote(tmp_path)
+    environment = git_environment(remote)
+    assert environment["GIT_CONFIG_KEY_0"] == "http.extraHeader"
+    basic = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    assert environment["GIT_CONFIG_VALUE_0"] == f"Authorization: Basic {basic}"
+    assert TOKEN not in json.dumps(git_options(remote)) and basic not in json.dumps(remote.public())
+    message = f"fatal: sent {TOKEN} and Authorization: Basic {basic}; authorization: bearer abc"
+    shown = redact(message, remote)
+    assert TOKEN not in shown and basic not in shown and "abc" not in shown
+
+
+def test_ssh_trusts_only_the_pinned_host_keys_and_the_given_key(tmp_path: Path) -> None:
+    remote = Remote(
+        "git@git.example.com:acme/widgets.git",
+        "ssh",
+        Credentials(ssh_key="/keys/deploy key", known_hosts="/keys/known_hosts"),
+    )
+    command = git_environment(remote)["GIT_SSH_COMMAND"]
+    for option in (
+        "-F /dev/null",
+        "IdentitiesOnly=yes",
+        "StrictHostKeyChecking=yes",
+        "UserKnownHostsFile=/keys/known_hosts",
+        "BatchMode=yes",
+        "-i '/keys/deploy key'",
+    ):
+        assert option in command
+
+
+def test_repo_add_refuses_a_remote_without_its_credential_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ledger.db"
+    assert run_cli("--db", db, "init").returncode == 0
+    url = "ssh://git@127.0.0.1:1/widgets.git"
+    done = run_cli("--db", db, "repo", "add", "acme/widgets", url)
+    assert done.returncode == 1 and done.stderr.startswith("REMOTE_CREDENTIAL_INVALID"), done
+    done = run_cli("--db", db, "repo", "add", "acme/widgets", f"https://u:{TOKEN}@h/x.git")
+    assert done.stderr.startswith("REMOTE_URL_INVALID") and TOKEN not in done.stderr
+    local = run_cli("--db", db, "repo", "add", "acme/widgets", str(tmp_path), "--ssh-key", "k")
+    assert local.stderr.startswith("REMOTE_URL_INVALID"), local.stderr
+    assert json.loads(run_cli("--db", db, "repo", "list").stdout) == []
+    assert not (tmp_path / "ledger.db.mirrors").exists()
