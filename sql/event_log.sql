@@ -88,10 +88,11 @@ SELECT count(*) FROM events WHERE task_id = :task_id;
 -- `state_rows_TABLE` selects each row of a sealed state table as `stored`, beside the last sealed
 -- row of it (`sealed_event_id`, `sealed_row_digest`) and `sealed_history`: whether a row that no
 -- seal proves may have been written before the ledger sealed such rows (one of the fragments
--- below; NULL where the log's v1 seals decide).
+-- below; NULL where the log's seals over no rows decide).
 
 -- fragment: sealed_history_of_tasks
--- A task with events but no sealed row was last written under v1 seals.
+-- A task with events but no sealed row was last written before seals covered rows (v1 seals,
+-- or at adoption).
 EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = stored.task_id)
 
 -- fragment: sealed_history_of_projections
@@ -149,6 +150,8 @@ HAVING NOT CASE r.row_table
 END
 ORDER BY r.row_table, r.row_key;
 
--- name: log_has_v1_seals$
--- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
-SELECT CASE WHEN EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1) THEN 1 ELSE 0 END;
+-- name: log_has_seals_before_rows$
+-- Whether the log's history began before seals covered rows: v1 seals, or an older runtime's
+-- events sealed at adoption (then a row no seal wrote is unprovable).
+SELECT CASE WHEN EXISTS (SELECT 1 FROM event_seals
+                         WHERE seal_version = 1 OR sealed_at_adoption = 1) THEN 1 ELSE 0 END;

@@ -32,7 +32,9 @@ from aios_ledger.core.log import (
     decide_adoption_seals,
 )
 from aios_ledger.core.log.plan import sealed_plan
+from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import seal_of, seal_of_stored
+from aios_ledger.core.log.tail import AppendedEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -54,9 +56,10 @@ def seal_log(
     actor: str | None = None,
 ) -> list[Entry]:
     """The sealed log written out by hand, one chain per task: v1 seals, what every log written
-    before seal v2 holds and must keep verifying; `v2`: v2 seals over no state rows, what plans
-    write for events that write none; `version` 3: v3 seals (PostgreSQL's), at `ids`; `actor`:
-    the stored actor every event names (None: events written before events named actors)."""
+    before seal v2 holds and must keep verifying; `v2`: v2 seals over no state rows; `version`
+    3: v3 seals (0.x PostgreSQL's), 5: v5 seals (what plans write for events that write no
+    row), at `ids`; `actor`: the stored actor every event names (None: events written before
+    events named actors)."""
     version = version or (2 if v2 else 1)
     tips: dict[str, tuple[int, str]] = {}
     log: list[Entry] = []
@@ -65,8 +68,7 @@ def seal_log(
         chain = chain_of(task)
         seq, prev = tips.get(chain, (0, GENESIS_SEAL))
         event = EventRow(event_id, task, agent, kind, payload, created, actor)
-        rows = None if version == 1 else ()
-        seal = seal_of(event, seq + 1, prev, rows, version=None if version == 1 else version)
+        seal = seal_of(event, seq + 1, prev, (), version=version)
         tips[chain] = (seq + 1, seal)
         log.append((event, SealRow(event_id, chain, seq + 1, prev, seal, False, version)))
     return log
@@ -119,10 +121,18 @@ def test_golden_seal_chain_and_head(golden: SnapshotAssertion) -> None:
     assert golden == seals_and_head(seal_log(SAMPLE))
 
 
+def test_golden_v5_seal_chain_and_head(golden: SnapshotAssertion) -> None:
+    """The seals 1.0 writes on both engines: over everything a v3 seal covers, the chained row
+    columns (null here: no event wrote a task row) among it."""
+    assert golden == seals_and_head(seal_log(SAMPLE, version=5))
+
+
 def test_the_fast_seal_equals_the_checked_seal() -> None:
-    for event, seal in seal_log(SAMPLE):
-        stored = seal_of_stored(event, seal.chain_seq, seal.prev_seal)
-        assert stored == seal_of(event, seal.chain_seq, seal.prev_seal) == seal.seal
+    for version in (1, 2, 3, 5):
+        for event, seal in seal_log(SAMPLE, version=version):
+            stored = seal_of_stored(event, seal.chain_seq, seal.prev_seal, version=version)
+            checked = seal_of(event, seal.chain_seq, seal.prev_seal, version=version)
+            assert stored == checked == seal.seal
 
 
 def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
@@ -137,7 +147,7 @@ def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
 
 
 def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
-    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, v2=True, actor=ACTOR.stored())
+    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, version=5, actor=ACTOR.stored())
 
 
 def test_golden_v3_seal_chain_and_head(golden: SnapshotAssertion) -> None:
@@ -180,26 +190,26 @@ def test_a_v3_seal_still_covers_content_place_and_chain() -> None:
     assert seal_of(event, seal.chain_seq, seal.seal, (), version=3) != seal.seal
 
 
-def test_a_seal_over_rows_is_v2_v3_or_v4() -> None:
+def test_a_seal_has_a_known_version_and_a_v1_seal_covers_no_rows() -> None:
     event, _ = seal_log(SAMPLE)[0]
-    with pytest.raises(ValueError, match="v2, v3 or v4"):
-        seal_of(event, 1, GENESIS_SEAL, (), version=5)
-    with pytest.raises(ValueError, match="v2, v3 or v4"):
-        LogTail.read(1, ["ledger"], [], seal_version=1)
+    with pytest.raises(ValueError, match="no seal has version 6"):
+        seal_of(event, 1, GENESIS_SEAL, (), version=6)
+    image = RowImage("tasks", "task-1", GENESIS_SEAL)
+    with pytest.raises(ValueError, match="a v1 seal covers no rows"):
+        seal_of(event, 1, GENESIS_SEAL, (image,), version=1)
 
 
-def test_the_core_seals_v3_where_the_store_numbers_events_after_the_decision() -> None:
+def test_the_core_seals_v5_so_the_store_may_number_events_after_the_decision() -> None:
     events = [
         EventAppend(task, agent, kind, loads_object(payload), created, actor=ACTOR)
         for task, agent, kind, payload, created in SAMPLE
     ]
     chains = [chain_of(event.task_id) for event in events]
-    tail = LogTail.read(1, chains, [], seal_version=3)
+    tail = LogTail.read(1, chains, [])
     plan = sealed_plan((), events, None, tail=tail)
     assert [(placed.event, placed.seal) for placed in plan.events] == seal_log(
-        SAMPLE, version=3, actor=ACTOR.stored()
+        SAMPLE, version=5, actor=ACTOR.stored()
     )
-    assert plan.tail is not None and plan.tail.seal_version == 3
     sparse = [7, 9, 12, 13, 20]
     numbered = plan.numbered(sparse)
     assert [placed.event.event_id for placed in numbered.events] == sparse
@@ -210,20 +220,23 @@ def test_the_core_seals_v3_where_the_store_numbers_events_after_the_decision() -
     assert numbered.statements()[0].params["event_id"] == 7
     with pytest.raises(ValueError, match="5 events, 4 ids"):
         plan.numbered(sparse[:4])
-    v2 = sealed_plan((), events, None, tail=LogTail.read(1, chains, []))
+    first = plan.events[0]
+    v2 = AppendedEvent(first.event, attrs.evolve(first.seal, seal_version=2))
     with pytest.raises(ValueError, match="covers its event's id"):
-        v2.numbered(sparse)
+        v2.numbered(9)
 
 
 def test_golden_adoption_plan(golden: SnapshotAssertion) -> None:
-    """The older runtime's events, sealed where they stand, each marked as sealed at adoption."""
-    log = seal_log(SAMPLE)
+    """The older runtime's events, sealed where they stand (v5 over no rows), each marked as
+    sealed at adoption."""
+    log = seal_log(SAMPLE, version=5)
     unsealed = [event for event, _ in log]
     tail = LogTail.read(len(log) + 1, [chain_of(event.task_id) for event in unsealed], [])
     state = AdoptionState(unsealed=tuple(unsealed), tail=tail)
     plan = decide_adoption_seals(state, AdoptionSealRequest(), now=Timestamp.from_epoch_ms(0))
     assert [write.params["seal"] for write in plan.writes] == [seal.seal for _, seal in log]
     assert {write.params["sealed_at_adoption"] for write in plan.writes} == {1}
+    assert {write.params["seal_version"] for write in plan.writes} == {5}
     assert plan.events == ()
     assert golden == attrs.asdict(plan)
 
@@ -284,7 +297,7 @@ logs = st.lists(contents, min_size=1, max_size=25)
 @given(logs)
 def test_random_logs_verify_intact(sequence: list[Any]) -> None:
     log = seal_log(sequence)
-    assert appended_by_the_core(sequence) == seal_log(sequence, v2=True, actor=ACTOR.stored())
+    assert appended_by_the_core(sequence) == seal_log(sequence, version=5, actor=ACTOR.stored())
     by_lookup, by_tips = verify_by_lookup(log), verify_by_tips(log)
     assert by_lookup.intact, by_lookup.findings
     assert by_tips.intact, by_tips.findings
@@ -369,9 +382,7 @@ def test_a_seal_covers_the_events_actor_and_an_older_event_keeps_its_seal() -> N
             candidate, 1, seal.prev_seal, (), version=2
         )
     assert seal_of(event, 1, seal.prev_seal, (), version=2) == seal.seal
-    for version in (1, 2, 3, 4):
-        rows = None if version == 1 else ()
-        chosen = None if version == 1 else version
-        assert seal_of(named, 1, seal.prev_seal, rows, version=chosen) != seal_of(
-            event, 1, seal.prev_seal, rows, version=chosen
+    for version in (1, 2, 3, 4, 5):
+        assert seal_of(named, 1, seal.prev_seal, (), version=version) != seal_of(
+            event, 1, seal.prev_seal, (), version=version
         )

@@ -1,12 +1,13 @@
-"""Folding a chain's v4 seals into the task row they say was written last.
+"""Folding a chain's seals into the task row they say was written last.
 
-A v4 seal covers the columns the transition changed of its chain's task row and a chained row
-digest over them and the chain's previous one (`core.log.rows.chained_row_digest`); the first
-to write the row holds every column. Fed a chain's seals in chain order, `ChainedRowFold` ends
-with the row's columns, which the verifier holds against the stored row as it holds a v2 image.
-A seal of another version ends the chained digest, as its writer did not carry it on: the next
-v4 write starts again from every column. Which of the fold and a v2/v3 image is the row's last
-seal is told by their event ids.
+A v5 (or v4) seal covers the columns the transition changed of its chain's task row and a
+chained row digest over them and the chain's previous one (`core.log.rows.chained_row_digest`);
+the first to write the row holds every column. Fed a chain's seals in chain order,
+`ChainedRowFold` ends with the row's columns, which the verifier holds against the stored row as
+it holds a row's image. A seal of an older version (a 0.x ledger's v1, v2 or v3) ends the
+chained digest, as its writer did not carry it on: the next chained write starts again from
+every column. Which of the fold and a v2/v3 image is the row's last seal is told by their event
+ids.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from typing import Any
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
-from aios_ledger.core.log.records import SEAL_VERSION_4
+from aios_ledger.core.log.records import CHAINED_SEAL_VERSIONS
 from aios_ledger.core.log.rows import TASKS, chained_row_digest, row_digest
 
 BROKEN_LINK = "the chained row digest does not follow from the chain's previous one and the changes"
-BROKEN_CHANGES = "the changes a v4 seal holds are not an object of columns"
+BROKEN_CHANGES = "the changes a seal holds are not an object of columns"
 
 
 class ChainedRowFold:
@@ -36,8 +37,8 @@ class ChainedRowFold:
         """One seal of the chain: its event id, version and chained row columns."""
         if self._problem is not None:
             return
-        if version != SEAL_VERSION_4:
-            self._digest = None  # its writer carried no digest on: the next v4 write is whole
+        if version not in CHAINED_SEAL_VERSIONS:
+            self._digest = None  # its writer carried no digest on: the next write is whole
             return
         if changes is None:
             if digest != self._digest:
@@ -67,7 +68,7 @@ class ChainedRowFold:
 
     @property
     def event_id(self) -> int | None:
-        """The last event whose v4 seal wrote the row (None: none did)."""
+        """The last event whose seal's changes wrote the row (None: none did)."""
         return self._event_id if self._problem is None else self._problem[0]
 
     @property
@@ -79,8 +80,8 @@ class ChainedRowFold:
         return None if self._columns is None else dict(self._columns)
 
     def sealed(self) -> tuple[int, str | None] | None:
-        """(the last v4 writer's event id, the digest of the row it left), as `check_row`
-        takes a sealed row; None when no v4 seal wrote the row. A fold that broke gives its
+        """(the last chained writer's event id, the digest of the row it left), as `check_row`
+        takes a sealed row; None when no seal's changes wrote the row. A fold that broke gives its
         seal's id and no digest (see `problem`)."""
         if self._problem is not None:
             return self._problem[0], None

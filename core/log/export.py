@@ -28,7 +28,12 @@ from aios_ledger.core.log.archived import (
     removed_by_archives,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
-from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
+from aios_ledger.core.log.records import (
+    CHAINED_SEAL_VERSIONS,
+    SEAL_VERSION_1,
+    EventRow,
+    SealRow,
+)
 from aios_ledger.core.log.rows import (
     TASK_PROPOSALS,
     TASKS,
@@ -55,7 +60,8 @@ EVENT_FIELDS = record_columns(EventRow)
 # event that names none), absent from a line written before.
 ACTOR_FIELD = "actor"
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
-# A v4 seal's own columns: on every v4 line (an older export left out null ones), on no other.
+# The chained row columns of a v5 or v4 seal: on every such line (an older export left out a v4
+# seal's null ones), on no other.
 CHAINED_FIELDS = ("row_changes", "chained_row_digest")
 ROWS_FIELD = "rows"
 STATE_FIELDS = frozenset(("state", "key", "digest"))
@@ -349,7 +355,7 @@ class ExportState:
         self._archive = archive
         self._sealed: dict[tuple[str, str], tuple[int, str]] = {}
         self._chains_with_events: set[str] = set()
-        self._v1_history = False
+        self._adopted_history = False
         self._seen: set[tuple[str, str]] = set()
         # The tables whose rows an older ledger wrote before sealing them: an unsealed row of
         # one is unprovable while the export holds an event of that kind before its first image.
@@ -362,7 +368,7 @@ class ExportState:
         self._unsealed_before: set[str] = set()
         self._chains_without_bindings: set[str] = set()
         self._archived_rows: set[LedgerSealedRow] = set()
-        # The task chains holding v4 seals, each folded into the row they say was written.
+        # The task chains holding v5 or v4 seals, each folded into the row they say was written.
         self._folds: dict[str, ChainedRowFold] = {}
 
     def advance(self, event: EventRow, seal: SealRow | None, rows: Sequence[RowImage]) -> None:
@@ -370,8 +376,8 @@ class ExportState:
             return
         if isinstance(event.task_id, str):
             self._chains_with_events.add(event.task_id)
-        if seal.seal_version == SEAL_VERSION_1:
-            self._v1_history = True
+        if seal.seal_version == SEAL_VERSION_1 or seal.sealed_at_adoption:
+            self._adopted_history = True
         if is_archive_event(event):
             without_bindings, ledger_rows = removed_by_archives([payload_of(event.payload_json)])
             self._chains_without_bindings.update(without_bindings)
@@ -391,7 +397,7 @@ class ExportState:
         key = chain.removeprefix("task:")
         fold = self._folds.get(key)
         if fold is None:
-            if seal.seal_version != SEAL_VERSION_4:
+            if seal.seal_version not in CHAINED_SEAL_VERSIONS:
                 return
             fold = self._folds[key] = ChainedRowFold(key)
         fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
@@ -405,7 +411,7 @@ class ExportState:
             history = key in self._chains_with_events
             sealed = verifier.last_task_seal(self._folds.get(key), sealed)
         else:
-            history = self._v1_history or table in self._unsealed_before
+            history = self._adopted_history or table in self._unsealed_before
         verifier.check_row(table, key, digest, sealed, history=history)
 
     def finish(self, verifier: LogVerifier) -> None:

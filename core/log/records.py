@@ -24,7 +24,10 @@ SEAL_VERSION_1 = 1
 SEAL_VERSION_2 = 2
 SEAL_VERSION_3 = 3
 SEAL_VERSION_4 = 4
-SEAL_VERSIONS = (SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3, SEAL_VERSION_4)
+SEAL_VERSION_5 = 5
+SEAL_VERSIONS = (SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3, SEAL_VERSION_4, SEAL_VERSION_5)
+# The versions whose seals cover the chain's task row as `row_changes` and `chained_row_digest`.
+CHAINED_SEAL_VERSIONS = (SEAL_VERSION_4, SEAL_VERSION_5)
 
 
 @attrs.frozen
@@ -74,14 +77,15 @@ class EventRow:
 class SealRow:
     """One row of `event_seals`: the seal of the event `event_id`, at `chain_seq` in `chain`,
     built on `prev_seal`. `sealed_at_adoption` is stored as 0 or 1; any other stored value
-    reads as False. `seal_version` is the seal's schema: 1 covers the event alone, 2 also the
-    rows its transition wrote (`SealedRow`, see `core.log.rows`), 3 those rows and the event's
-    place in its chain but not its `event_id` (see `core.log.seals`), 4 what v2 covers but the
-    chain's task row, of which it covers `row_changes` (the columns the transition changed, as
-    canonical JSON text) and `chained_row_digest` (a digest over the previous one of the chain
-    and those changes, `core.log.rows.chained_row_digest`), both stored here. Both are None in
-    a seal of any other version, and in a v4 seal of an event that did not write the task row
-    (`chained_row_digest` then carries the chain's last one, None before the first)."""
+    reads as False. `seal_version` is the seal's schema: 5, the one the ledger writes, covers the
+    event's content and place in its chain (not its `event_id`), the rows its transition wrote
+    (`SealedRow`, see `core.log.rows`) but the chain's task row, of which it covers `row_changes`
+    (the columns the transition changed, as canonical JSON text) and `chained_row_digest` (a
+    digest over the previous one of the chain and those changes,
+    `core.log.rows.chained_row_digest`), both stored here. Both are None in a seal of an event
+    that did not write the task row (`chained_row_digest` then carries the chain's last one,
+    None before the first). Versions 1 to 4, which 0.x ledgers hold, are described in
+    `core.log.seals`; of them only v4 has the two columns."""
 
     event_id: int
     chain: str
@@ -109,8 +113,8 @@ class SealRow:
 
     def public(self) -> dict[str, Any]:
         """The seal's columns without its event id (an export line holds it once); the two
-        columns of v4 on every v4 seal's line, null where the event wrote no task row, and on
-        no other, so that an older seal's line is the line it always was."""
+        chained row columns on every v4 or v5 seal's line, null where the event wrote no task
+        row, and on no other, so that an older seal's line is the line it always was."""
         line = {
             "chain": self.chain,
             "chain_seq": self.chain_seq,
@@ -119,7 +123,7 @@ class SealRow:
             "sealed_at_adoption": self.sealed_at_adoption,
             "seal_version": self.seal_version,
         }
-        if self.seal_version == SEAL_VERSION_4:
+        if self.seal_version in CHAINED_SEAL_VERSIONS:
             line["row_changes"] = self.row_changes
             line["chained_row_digest"] = self.chained_row_digest
         return line
@@ -144,7 +148,7 @@ class SealRow:
 @attrs.frozen
 class SealedRow:
     """One row of `event_seal_rows`: the `position`-th state row the event `event_id` wrote,
-    as its v2 seal covers it."""
+    as its seal covers it."""
 
     event_id: int
     position: int

@@ -2,16 +2,16 @@
 
 Each event is sealed with a digest over its own content, its actor and the seal before it in its
 chain (one chain per task, and one for ledger-level events), so an edit shows unless the rest of
-the chain is re-sealed too. Later seal versions also cover the state rows their transition wrote
-(`core.log.rows`), so the current rows are provable from the log:
+the chain is re-sealed too. The seal the ledger writes, v5, also covers the state rows its
+transition wrote (`core.log.rows`), so the current rows are provable from the log: the images
+of the other rows, and of the chain's own task row the columns the transition changed and a
+digest chained over them (`core.log.rows.chained_row_digest`). It covers the event's place in
+its chain but not its global id, so that an engine may number events after sealing them and
+writers of different chains need not wait for each other (the head still proves the order).
+An event sealed when an older runtime's log was adopted gets a v5 seal over no rows.
 
-- v2 also covers the event's global id, which SQLite's single writer knows when it seals;
-- v3 covers only the event's place in its chain, so that PostgreSQL's writers of different
-  chains need not wait for each other to learn the next id (the head still proves the order);
-- v4 (SQLite) is v2, but covers only the columns the transition changed and a digest chained
-  over them (`core.log.rows.chained_row_digest`), rather than the whole task row.
-
-v1 seals, written when an older runtime's log was adopted, keep verifying as they are.
+0.x ledgers hold older versions, which still verify: v1 (adoption, content only), v2 (rows, the
+task row as an image, and the event id), v3 (v2 without the event id) and v4 (v5 with the id).
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ import attrs
 from aios_ledger.core.digests import digest_bytes, digest_json
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log.records import (
+    CHAINED_SEAL_VERSIONS,
     SEAL_VERSION_1,
     SEAL_VERSION_2,
     SEAL_VERSION_3,
     SEAL_VERSION_4,
+    SEAL_VERSION_5,
     EventRow,
 )
 from aios_ledger.core.log.rows import RowImage
@@ -36,14 +38,16 @@ SEAL_SCHEMA = "aios.event_seal.v1"
 SEAL_SCHEMA_V2 = "aios.event_seal.v2"
 SEAL_SCHEMA_V3 = "aios.event_seal.v3"
 SEAL_SCHEMA_V4 = "aios.event_seal.v4"
+SEAL_SCHEMA_V5 = "aios.event_seal.v5"
 SEAL_SCHEMAS = {
     SEAL_VERSION_1: SEAL_SCHEMA,
     SEAL_VERSION_2: SEAL_SCHEMA_V2,
     SEAL_VERSION_3: SEAL_SCHEMA_V3,
     SEAL_VERSION_4: SEAL_SCHEMA_V4,
+    SEAL_VERSION_5: SEAL_SCHEMA_V5,
 }
-# The versions a seal over rows may take.
-ROW_SEAL_VERSIONS = (SEAL_VERSION_2, SEAL_VERSION_3, SEAL_VERSION_4)
+# The versions whose document leaves the event id out.
+_WITHOUT_EVENT_ID = (SEAL_VERSION_3, SEAL_VERSION_5)
 GENESIS_SEAL = "sha256:" + "0" * 64
 LEDGER_CHAIN = "ledger"
 
@@ -61,7 +65,7 @@ class ChainTip:
     chain: str
     chain_seq: int
     seal: str
-    # The chain's last chained row digest (v4), None before its first.
+    # The chain's last chained row digest, None before its first.
     chained_row_digest: str | None = None
 
 
@@ -69,25 +73,17 @@ def empty_chain_tip(chain: str) -> ChainTip:
     return ChainTip(chain=chain, chain_seq=0, seal=GENESIS_SEAL)
 
 
-# A seal's rows: None for a v1 seal (it covers no rows), else the images in the order written.
-SealedImages = Sequence[RowImage] | None
-
-
-def seal_version_of(rows: SealedImages, version: int | None) -> int:
-    """The version a seal over `rows` takes: v1 when it covers no rows, else `version`, v2 by
-    default (a store that numbers events after sealing them asks for v3, SQLite's store for v4)."""
-    if rows is None:
-        return SEAL_VERSION_1
-    if version is None:
-        return SEAL_VERSION_2
-    if version not in ROW_SEAL_VERSIONS:
-        raise ValueError(f"a seal over rows is v2, v3 or v4, not v{version}")
+def _checked_version(version: int, rows: Sequence[RowImage]) -> int:
+    if version not in SEAL_SCHEMAS:
+        raise ValueError(f"no seal has version {version}")
+    if version == SEAL_VERSION_1 and rows:
+        raise ValueError("a v1 seal covers no rows")
     return version
 
 
 @attrs.frozen
 class ChainedRow:
-    """What a v4 seal covers of the chain's task row: the columns its transition changed
+    """What a v5 (or v4) seal covers of the chain's task row: the columns its transition changed
     (None: it wrote no task row) and the chain's chained row digest after it."""
 
     changes: str | None
@@ -98,7 +94,7 @@ def _seal_document(
     event: EventRow,
     chain_seq: int,
     prev_seal: str,
-    rows: SealedImages,
+    rows: Sequence[RowImage],
     version: int,
     chained: ChainedRow | None,
 ) -> JsonObject:
@@ -114,11 +110,11 @@ def _seal_document(
     }
     if event.actor is not None:
         document["actor"] = event.actor
-    if version != SEAL_VERSION_3:
+    if version not in _WITHOUT_EVENT_ID:
         document["event_id"] = event.event_id
-    if rows is not None:
+    if version != SEAL_VERSION_1:
         document["rows"] = [cast(JsonObject, image.public()) for image in rows]
-    if version == SEAL_VERSION_4:
+    if version in CHAINED_SEAL_VERSIONS:
         chained = chained or ChainedRow(None, None)
         document["row_changes"] = chained.changes
         document["chained_row_digest"] = chained.digest
@@ -129,17 +125,16 @@ def seal_of(
     event: EventRow,
     chain_seq: int,
     prev_seal: str,
-    rows: SealedImages = None,
+    rows: Sequence[RowImage] = (),
     *,
-    version: int | None = None,
+    version: int = SEAL_VERSION_5,
     chained: ChainedRow | None = None,
 ) -> str:
     """The seal of `event` at `chain_seq` of its chain, built on `prev_seal`: a digest over its
-    content, its chain and its place there, and (v2, v3 and v4, when `rows` is given) over the
-    state rows its transition wrote, of which v4 covers the chain's task row as `chained`;
-    v1, v2 and v4 cover its `event_id` too (`seal_version_of`). Checks every field as
-    untrusted JSON."""
-    version = seal_version_of(rows, version)
+    content, its chain and its place there, and (every version but v1) over the state rows its
+    transition wrote, of which v5 and v4 cover the chain's task row as `chained`; v1, v2 and
+    v4 cover its `event_id` too. Checks every field as untrusted JSON."""
+    version = _checked_version(version, rows)
     document = _seal_document(event, chain_seq, prev_seal, rows, version, chained)
     return digest_json(SEAL_SCHEMAS[version], document)
 
@@ -148,9 +143,9 @@ def seal_to_store(
     event: EventRow,
     chain_seq: int,
     prev_seal: str,
-    rows: SealedImages = None,
+    rows: Sequence[RowImage] = (),
     *,
-    version: int | None = None,
+    version: int = SEAL_VERSION_5,
     chained: ChainedRow | None = None,
 ) -> str:
     """The seal written beside an event: `seal_of_stored` when every field is plainly typed
@@ -165,7 +160,7 @@ def _plainly_typed(
     event: EventRow,
     chain_seq: object,
     prev_seal: object,
-    rows: SealedImages,
+    rows: Sequence[RowImage],
     chained: ChainedRow | None,
 ) -> bool:
     texts: tuple[object, ...] = (
@@ -176,7 +171,7 @@ def _plainly_typed(
         event.payload_json,
         event.created_at,
     )
-    if rows is not None:
+    if rows:
         texts += tuple(text for image in rows for text in (image.table, image.key, image.digest))
     if chained is not None:
         texts += (chained.changes, chained.digest)
@@ -193,20 +188,20 @@ def seal_of_stored(
     event: EventRow,
     chain_seq: int,
     prev_seal: str,
-    rows: SealedImages = None,
+    rows: Sequence[RowImage] = (),
     *,
-    version: int | None = None,
+    version: int = SEAL_VERSION_5,
     chained: ChainedRow | None = None,
 ) -> str:
     """`seal_of` for fields whose types the caller has already checked (text or None, and int
     event_id / chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the
     json module's own encoder), written out field by field instead of walking an untrusted
     value, which was most of the verifier's time. Tests hold it equal to `seal_of`."""
-    version = seal_version_of(rows, version)
+    version = _checked_version(version, rows)
     task = event.task_id
     agent = event.agent_id
     changes = digest = None
-    if version == SEAL_VERSION_4 and chained is not None:
+    if version in CHAINED_SEAL_VERSIONS and chained is not None:
         changes, digest = chained.changes, chained.digest
     text = "".join(
         (
@@ -218,11 +213,11 @@ def seal_of_stored(
             ',"chain_seq":',
             int.__repr__(chain_seq),
             ""
-            if version != SEAL_VERSION_4
+            if version not in CHAINED_SEAL_VERSIONS
             else ',"chained_row_digest":' + ("null" if digest is None else _ascii(digest)),
             ',"created_at":',
             _ascii(event.created_at),
-            "" if version == SEAL_VERSION_3 else ',"event_id":' + int.__repr__(event.event_id),
+            "" if version in _WITHOUT_EVENT_ID else ',"event_id":' + int.__repr__(event.event_id),
             ',"event_type":',
             _ascii(event.event_type),
             ',"payload_json":',
@@ -230,9 +225,9 @@ def seal_of_stored(
             ',"prev_seal":',
             _ascii(prev_seal),
             ""
-            if version != SEAL_VERSION_4
+            if version not in CHAINED_SEAL_VERSIONS
             else ',"row_changes":' + ("null" if changes is None else _ascii(changes)),
-            "" if rows is None else ',"rows":[' + ",".join(map(_row_text, rows)) + "]",
+            "" if version == SEAL_VERSION_1 else ',"rows":[' + ",".join(map(_row_text, rows)) + "]",
             ',"task_id":',
             "null" if task is None else _ascii(task),
             "}",

@@ -21,8 +21,8 @@ from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
 from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event, is_restore_event
 from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import (
+    CHAINED_SEAL_VERSIONS,
     SEAL_VERSION_1,
-    SEAL_VERSION_4,
     SEAL_VERSIONS,
     EventRow,
     SealRow,
@@ -233,9 +233,9 @@ def _seal_well_formed(seal: SealRow) -> bool:
 
 
 def _chained_well_formed(seal: SealRow) -> bool:
-    """A v4 seal's chained row columns are text or NULL; any other seal has none (a change
+    """A v5 or v4 seal's chained row columns are text or NULL; any other seal has none (a change
     written beside an older seal, which does not cover it, is a forgery)."""
-    if seal.seal_version != SEAL_VERSION_4:
+    if seal.seal_version not in CHAINED_SEAL_VERSIONS:
         return seal.row_changes is None and seal.chained_row_digest is None
     return all(
         value is None or type(value) is str for value in (seal.row_changes, seal.chained_row_digest)
@@ -259,7 +259,7 @@ def seal_matches(
     at_event_id: int | None = None,
 ) -> bool:
     """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)
-    and, for a v2 seal, over `rows`?"""
+    and, for any seal but v1, over `rows`?"""
     if not _seal_well_formed(seal):
         return False
     return _verifies(event, seal, rows, event.event_id if at_event_id is None else at_event_id)
@@ -269,25 +269,19 @@ def _verifies(event: EventRow, seal: SealRow, rows: Sequence[RowImage], event_id
     """`seal_matches` for a seal already known to be well formed. A v1 seal covers no rows."""
     if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
         return False
-    if seal.seal_version == SEAL_VERSION_1:
-        if rows:
-            return False
-        covered: Sequence[RowImage] | None = None
-    elif not _rows_well_typed(rows):
+    if (seal.seal_version == SEAL_VERSION_1 and rows) or not _rows_well_typed(rows):
         return False
-    else:
-        covered = rows
     if event_id != event.event_id:
         event = attrs.evolve(event, event_id=event_id)
     chained = None
-    if seal.seal_version == SEAL_VERSION_4:
+    if seal.seal_version in CHAINED_SEAL_VERSIONS:
         chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
     try:
         stored = seal_of_stored(
             event,
             seal.chain_seq,
             seal.prev_seal,
-            covered,
+            rows,
             version=seal.seal_version,
             chained=chained,
         )
@@ -369,7 +363,7 @@ class LogVerifier:
         predecessor: ChainLink | None,
         rows: Sequence[RowImage] = (),
     ) -> None:
-        """`rows`: the state rows stored as covered by the seal (v2), in position order."""
+        """`rows`: the state rows stored as covered by the seal, in position order."""
         adopted = seal is not None and seal.sealed_at_adoption
         self._advance(event_id, adopted)
         if event is None:
@@ -568,7 +562,7 @@ class LogVerifier:
         self, fold: ChainedRowFold | None, sealed: tuple[int, str | None] | None
     ) -> tuple[int, str | None] | None:
         """The last seal of a task row: `sealed` (its last v2/v3 image), or the `fold` of its
-        chain when a later v4 seal wrote it (a fold that broke is reported here)."""
+        chain when a later seal's changes wrote it (a fold that broke is reported here)."""
         if fold is None:
             return sealed
         if fold.problem is not None:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
-from aios_ledger.core.log.rows import TASKS, RowImage, RowWrite, row_image
+from aios_ledger.core.log.rows import TASKS, RowWrite
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.structuring import FieldRefused
 from aios_ledger.core.tasks.backoff import (
@@ -100,13 +100,9 @@ class TaskRow(NamedTuple):
             row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
 
-    def image(self) -> RowImage:
-        """The row as a v2 or v3 seal covers it: every column the record has."""
-        return row_image(TASKS, self.task_id, self._asdict())
-
     def written(self, before: TaskRow | None) -> RowWrite:
         """This row as a transition wrote it over `before` (None: it inserted it), for its
-        event's seal to cover, whichever version it is (`RowWrite`)."""
+        event's seal to cover (`RowWrite`)."""
         return RowWrite(TASKS, self.task_id, self._fields, before, self)
 
     def metadata(self) -> JsonObject:

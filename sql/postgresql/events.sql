@@ -19,5 +19,5 @@ SELECT setval('event_ids', :next_event_id, false);
 
 -- name: log_reserve_event_ids
 -- Ids for a plan decided under row locks, beside other writers: as many as it has events, in
--- rising order (the core numbers the plan's events with them; their v3 seals do not cover them).
+-- rising order (the core numbers the plan's events with them; their seals do not cover them).
 SELECT nextval('event_ids') AS event_id FROM generate_series(1, :count);
