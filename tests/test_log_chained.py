@@ -200,6 +200,23 @@ def test_an_older_seal_ends_the_chained_digest() -> None:
     assert fold.sealed() == (3, row_digest(TASKS, "t-1", row))
 
 
+def test_an_image_of_the_task_row_ends_the_chained_digest() -> None:
+    """A 0.x v2 or v3 seal sealed again as v5 by `upgrade` keeps its image of the task row and
+    no chained row: after chained writes, it ends their digest as the old seal did."""
+    first = changes_text(_task()._asdict())
+    again = changes_text(_task(goal="h", revision=3)._asdict())
+    fold = ChainedRowFold("t-1")
+    fold.add(1, SEAL_VERSION_5, first, chained_row_digest(None, TASKS, "t-1", first))
+    fold.add(2, SEAL_VERSION_5, None, None, task_image=True)
+    fold.add(3, SEAL_VERSION_5, again, chained_row_digest(None, TASKS, "t-1", again))
+    assert fold.problem is None
+    assert fold.sealed() == (3, row_digest(TASKS, "t-1", _task(goal="h", revision=3)._asdict()))
+    # Such a seal holds no chained row of its own.
+    broken = ChainedRowFold("t-1")
+    broken.add(1, SEAL_VERSION_5, None, "sha256:" + "1" * 64, task_image=True)
+    assert broken.problem is not None
+
+
 def test_the_fast_chained_seal_equals_the_checked_one() -> None:
     event = EventAppend(
         "t-1", "a", "TASK_CLAIMED", {"n": 1}, "2026-08-20T00:00:00.000Z", actor=ACTOR

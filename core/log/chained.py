@@ -4,7 +4,8 @@ A v5 (or v4) seal covers the columns the transition changed of its chain's task 
 chained row digest over them and the chain's previous one (`core.log.rows.chained_row_digest`);
 the first to write the row holds every column. Fed a chain's seals in chain order,
 `ChainedRowFold` ends with the row's columns, which the verifier holds against the stored row as
-it holds a row's image. A seal of an older version (a 0.x ledger's v1, v2 or v3) ends the
+it holds a row's image. A seal of an older version (a 0.x ledger's v1, v2 or v3), and a seal
+whose rows hold an image of the task row (such a seal sealed again by `upgrade`), ends the
 chained digest, as its writer did not carry it on: the next chained write starts again from
 every column. Which of the fold and a v2/v3 image is the row's last seal is told by their event
 ids.
@@ -33,12 +34,23 @@ class ChainedRowFold:
         self._event_id: int | None = None
         self._problem: tuple[int, str] | None = None
 
-    def add(self, event_id: int, version: object, changes: object, digest: object) -> None:
-        """One seal of the chain: its event id, version and chained row columns."""
+    def add(
+        self,
+        event_id: int,
+        version: object,
+        changes: object,
+        digest: object,
+        *,
+        task_image: bool = False,
+    ) -> None:
+        """One seal of the chain: its event id, version and chained row columns, and whether
+        its rows hold an image of the task row (`task_image`)."""
         if self._problem is not None:
             return
-        if version not in CHAINED_SEAL_VERSIONS:
+        if version not in CHAINED_SEAL_VERSIONS or task_image:
             self._digest = None  # its writer carried no digest on: the next write is whole
+            if changes is not None or (task_image and digest is not None):
+                self._problem = (event_id, BROKEN_CHANGES)
             return
         if changes is None:
             if digest != self._digest:

@@ -388,9 +388,9 @@ class ExportState:
         for image in rows:
             self._sealed[(image.table, image.key)] = (event.event_id, image.digest)
             self._sealed_since.add(image.table)
-        self._fold(seal)
+        self._fold(seal, rows)
 
-    def _fold(self, seal: SealRow) -> None:
+    def _fold(self, seal: SealRow, rows: Sequence[RowImage]) -> None:
         chain = seal.chain
         if not isinstance(chain, str) or not chain.startswith("task:"):
             return
@@ -400,7 +400,14 @@ class ExportState:
             if seal.seal_version not in CHAINED_SEAL_VERSIONS:
                 return
             fold = self._folds[key] = ChainedRowFold(key)
-        fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
+        task_image = any(image.table == TASKS and image.key == key for image in rows)
+        fold.add(
+            seal.event_id,
+            seal.seal_version,
+            seal.row_changes,
+            seal.chained_row_digest,
+            task_image=task_image,
+        )
 
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))

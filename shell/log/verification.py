@@ -312,6 +312,7 @@ class ChainFolds:
                     row["seal_version"],
                     row["row_changes"],
                     row["chained_row_digest"],
+                    task_image=bool(row["task_image"]),
                 )
                 self._next = next(self._rows, None)
             yield fold
