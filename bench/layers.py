@@ -174,7 +174,6 @@ def _flat_heartbeat_step(
         chain_seq,
         prev_seal,
         (),
-        version=SEAL_VERSION_5,
         chained=chained,
     )
     conn.execute(

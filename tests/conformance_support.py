@@ -175,18 +175,9 @@ class _ExportChecker:
         if version == 1 and rows:
             self.problem("a v1 seal covers no rows")
         chained: tuple[str | None, str | None] = (None, None)
-        task_image = any(
-            row["table"] == "tasks" and row["key"] == line["task_id"] for row in rows or ()
-        )
         if version in (4, 5):
             # An export written before 1.0 left both out of a v4 line where both were null.
             chained = (line.get("row_changes"), line.get("chained_row_digest"))
-        if version in (4, 5) and task_image:
-            # An upgraded 0.x seal's image of the task row ends the chained digest.
-            if chained != (None, None):
-                self.problem("a seal with an image of its task row and a chained row")
-            chain.chained = None
-        elif version in (4, 5):
             self.chained_row(line, chain, chained)
         else:
             if any(name in line for name in CHAINED_FIELDS):
@@ -210,6 +201,9 @@ class _ExportChecker:
     ) -> None:
         changes, digest = chained
         task_id = line["task_id"]
+        if changes is None and digest is None:
+            chain.chained = None  # carried none on: the next write holds every column
+            return
         if changes is None:
             if digest != chain.chained:
                 self.problem("a seal that wrote no task row changed the chained row digest")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.core import LedgerError
 from aios_ledger.core.auxiliary import AuxiliaryCapabilityProfile, AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.log import verify_export_lines
 from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
@@ -398,11 +399,14 @@ def _as_written_by_0x_sqlite(lines: list[str]) -> list[str]:
     return old
 
 
-def test_an_export_whose_null_chained_fields_were_left_out_still_verifies(tmp_path: Path) -> None:
-    """Before 1.0 a v4 line whose two chained row values were null (every ledger-chain line) left
-    both out: such an export reads them as null, by the page's verifier and the ledger's own."""
+def test_an_export_a_0x_ledger_wrote_is_refused(tmp_path: Path) -> None:
+    """A 0.x SQLite ledger's export (v4 seals, a line whose two chained row values were null
+    leaving both out) follows the page's 0.x rules, which only `upgrade` verifies: 1.0's
+    verifier refuses the file, saying so."""
     target = small_ledger(tmp_path / "ledger.sqlite3")
     old = _as_written_by_0x_sqlite(export_lines(target))
     assert any('"seal_version": 4' in line and "row_changes" not in line for line in old)
     _clean(check_export(old))
-    assert verify_export_lines(old, SEALED_TABLES).intact
+    with pytest.raises(LedgerError) as refused:
+        verify_export_lines(old, SEALED_TABLES)
+    assert refused.value.code == "EXPORT_OF_0X_SEALS"

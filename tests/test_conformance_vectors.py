@@ -23,10 +23,11 @@ from aios_ledger.core.envelopes import (
     project_execution_envelope,
 )
 from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log.legacy_seals import SEAL_VERSION_1, SEAL_VERSION_2, legacy_seal_of
 from aios_ledger.core.log.plan import request_digest
-from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_2, EventRow
+from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import RowWrite, row_image
-from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_to_store
+from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.log.verification import EMPTY_HEAD_DIGEST, roll_head
 from aios_ledger.core.tasks.requests import (
@@ -166,7 +167,7 @@ def _seals() -> dict[str, Any]:
         chain_seq, prev_seal = tips.get(chain, (0, GENESIS_SEAL))
         images = None if written is None else [row_image(*state) for state in written]
         version = SEAL_VERSION_1 if written is None else SEAL_VERSION_2
-        seal = seal_to_store(row, chain_seq + 1, prev_seal, images or (), version=version)
+        seal = legacy_seal_of(row, chain_seq + 1, prev_seal, images or (), version)
         tips[chain] = (chain_seq + 1, seal)
         head = roll_head(head, event_id, seal)
         rows = None

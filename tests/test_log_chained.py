@@ -15,7 +15,8 @@ import pytest
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import EventAppend
 from aios_ledger.core.log.chained import BROKEN_LINK, ChainedRowFold
-from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_5
+from aios_ledger.core.log.legacy_seals import legacy_seal_of
+from aios_ledger.core.log.records import SEAL_VERSION_5
 from aios_ledger.core.log.rows import TASKS, chained_row_digest, changes_text, row_digest
 from aios_ledger.core.log.seals import ChainedRow, chain_of, seal_of, seal_of_stored
 from aios_ledger.core.log.tail import LogTail
@@ -114,8 +115,8 @@ def test_the_fold_of_the_changes_is_the_row(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     _lifecycle(path)
     fold = ChainedRowFold("t-1")
-    for event_id, version, changes, digest in _seals(path, "task:t-1"):
-        fold.add(event_id, version, changes, digest)
+    for event_id, _, changes, digest in _seals(path, "task:t-1"):
+        fold.add(event_id, changes, digest)
     with TaskLedger(path) as ledger:
         task = ledger.get("t-1")
     folded = fold.columns()
@@ -132,8 +133,8 @@ def test_the_fold_of_the_changes_is_the_row(tmp_path: Path) -> None:
 def test_a_broken_chain_of_digests_is_named_by_the_fold() -> None:
     fold = ChainedRowFold("t-1")
     first = '{"goal":"g"}'
-    fold.add(1, SEAL_VERSION_5, first, chained_row_digest(None, TASKS, "t-1", first))
-    fold.add(2, SEAL_VERSION_5, '{"goal":"h"}', "sha256:" + "0" * 64)
+    fold.add(1, first, chained_row_digest(None, TASKS, "t-1", first))
+    fold.add(2, '{"goal":"h"}', "sha256:" + "0" * 64)
     assert fold.problem == (2, BROKEN_LINK)
     assert fold.sealed() == (2, None)
 
@@ -186,35 +187,23 @@ def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
     assert found["finding_counts"] == {"STATE_MISMATCH": 1}, found["findings"]
 
 
-def test_an_older_seal_ends_the_chained_digest() -> None:
-    """A 0.x chain whose writer sealed v2 (or v3) between chained seals carried no digest on:
-    the next chained write starts again from every column, and the fold follows it."""
-    first = changes_text(_task()._asdict())
-    again = changes_text(_task(goal="h", revision=3)._asdict())
-    fold = ChainedRowFold("t-1")
-    fold.add(1, SEAL_VERSION_5, first, chained_row_digest(None, TASKS, "t-1", first))
-    fold.add(2, SEAL_VERSION_2, None, None)
-    fold.add(3, SEAL_VERSION_5, again, chained_row_digest(None, TASKS, "t-1", again))
-    assert fold.problem is None
-    row = _task(goal="h", revision=3)._asdict()
-    assert fold.sealed() == (3, row_digest(TASKS, "t-1", row))
-
-
 def test_an_image_of_the_task_row_ends_the_chained_digest() -> None:
-    """A 0.x v2 or v3 seal sealed again as v5 by `upgrade` keeps its image of the task row and
-    no chained row: after chained writes, it ends their digest as the old seal did."""
+    """A seal with neither changes nor a chained digest ends the digest: a 0.x v1, v2 or v3
+    seal (which carried none on), and such a seal sealed again by `upgrade` (a v2 or v3 one
+    keeps its image of the task row): the next chained write starts from every column."""
     first = changes_text(_task()._asdict())
     again = changes_text(_task(goal="h", revision=3)._asdict())
     fold = ChainedRowFold("t-1")
-    fold.add(1, SEAL_VERSION_5, first, chained_row_digest(None, TASKS, "t-1", first))
-    fold.add(2, SEAL_VERSION_5, None, None, task_image=True)
-    fold.add(3, SEAL_VERSION_5, again, chained_row_digest(None, TASKS, "t-1", again))
+    fold.add(1, first, chained_row_digest(None, TASKS, "t-1", first))
+    fold.add(2, None, None)
+    fold.add(3, again, chained_row_digest(None, TASKS, "t-1", again))
     assert fold.problem is None
     assert fold.sealed() == (3, row_digest(TASKS, "t-1", _task(goal="h", revision=3)._asdict()))
-    # Such a seal holds no chained row of its own.
+    # A seal that wrote no task row carries the chain's digest on, or it is a broken link.
     broken = ChainedRowFold("t-1")
-    broken.add(1, SEAL_VERSION_5, None, "sha256:" + "1" * 64, task_image=True)
-    assert broken.problem is not None
+    broken.add(1, first, chained_row_digest(None, TASKS, "t-1", first))
+    broken.add(2, None, "sha256:" + "1" * 64)
+    assert broken.problem == (2, BROKEN_LINK)
 
 
 def test_the_fast_chained_seal_equals_the_checked_one() -> None:
@@ -225,10 +214,11 @@ def test_the_fast_chained_seal_equals_the_checked_one() -> None:
     appended, _ = tail.append([event])
     row = appended[0].event
     chained = ChainedRow('{"status":"CLAIMED"}', "sha256:" + "1" * 64)
-    for version in (4, 5):
-        assert seal_of_stored(row, 1, "p", (), version=version, chained=chained) == seal_of(
-            row, 1, "p", (), version=version, chained=chained
-        )
+    assert seal_of_stored(row, 1, "p", (), chained=chained) == seal_of(
+        row, 1, "p", (), chained=chained
+    )
+    # 0.x's v4 seal is the same document over the event id too.
+    assert legacy_seal_of(row, 1, "p", (), 4, chained) != seal_of(row, 1, "p", (), chained=chained)
 
 
 def _task(**changes: Any) -> TaskRow:
@@ -298,7 +288,7 @@ def test_golden_v5_seals(golden: SnapshotAssertion) -> None:
     fold = ChainedRowFold("t-1")
     for item in appended:
         seal = item.seal
-        fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
+        fold.add(seal.event_id, seal.row_changes, seal.chained_row_digest)
     assert fold.sealed() == (2, row_digest(TASKS, "t-1", claimed._asdict()))
     assert golden == [attrs.asdict(item.seal) for item in appended]
 

@@ -1,14 +1,13 @@
 """Folding a chain's seals into the task row they say was written last.
 
-A v5 (or v4) seal covers the columns the transition changed of its chain's task row and a
-chained row digest over them and the chain's previous one (`core.log.rows.chained_row_digest`);
-the first to write the row holds every column. Fed a chain's seals in chain order,
-`ChainedRowFold` ends with the row's columns, which the verifier holds against the stored row as
-it holds a row's image. A seal of an older version (a 0.x ledger's v1, v2 or v3), and a seal
-whose rows hold an image of the task row (such a seal sealed again by `upgrade`), ends the
-chained digest, as its writer did not carry it on: the next chained write starts again from
-every column. Which of the fold and a v2/v3 image is the row's last seal is told by their event
-ids.
+A seal covers the columns the transition changed of its chain's task row and a chained row
+digest over them and the chain's previous one (`core.log.rows.chained_row_digest`); the first
+to write the row holds every column. Fed a chain's seals in chain order, `ChainedRowFold` ends
+with the row's columns, which the verifier holds against the stored row as it holds a row's
+image. A seal that holds neither changes nor a digest ends the chained digest (an adopted
+event's, or a 0.x seal that carried none on, such as one that covered the task row as an image):
+the next write starts again from every column. Which of the fold and an image of the row is the
+row's last seal is told by their event ids.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from typing import Any
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
-from aios_ledger.core.log.records import CHAINED_SEAL_VERSIONS
 from aios_ledger.core.log.rows import TASKS, chained_row_digest, row_digest
 
 BROKEN_LINK = "the chained row digest does not follow from the chain's previous one and the changes"
@@ -34,26 +32,14 @@ class ChainedRowFold:
         self._event_id: int | None = None
         self._problem: tuple[int, str] | None = None
 
-    def add(
-        self,
-        event_id: int,
-        version: object,
-        changes: object,
-        digest: object,
-        *,
-        task_image: bool = False,
-    ) -> None:
-        """One seal of the chain: its event id, version and chained row columns, and whether
-        its rows hold an image of the task row (`task_image`)."""
+    def add(self, event_id: int, changes: object, digest: object) -> None:
+        """One seal of the chain: its event id and chained row columns."""
         if self._problem is not None:
             return
-        if version not in CHAINED_SEAL_VERSIONS or task_image:
-            self._digest = None  # its writer carried no digest on: the next write is whole
-            if changes is not None or (task_image and digest is not None):
-                self._problem = (event_id, BROKEN_CHANGES)
-            return
         if changes is None:
-            if digest != self._digest:
+            if digest is None:
+                self._digest = None  # carried none on: the next write holds every column
+            elif digest != self._digest:
                 self._problem = (event_id, BROKEN_LINK)
             return
         if not isinstance(changes, str) or not isinstance(digest, str):

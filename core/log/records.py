@@ -20,14 +20,8 @@ from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
 
-SEAL_VERSION_1 = 1
-SEAL_VERSION_2 = 2
-SEAL_VERSION_3 = 3
-SEAL_VERSION_4 = 4
+# The seal format a 1.0 ledger holds (`core.log.seals`; 0.x's are `core.log.legacy_seals`).
 SEAL_VERSION_5 = 5
-SEAL_VERSIONS = (SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3, SEAL_VERSION_4, SEAL_VERSION_5)
-# The versions whose seals cover the chain's task row as `row_changes` and `chained_row_digest`.
-CHAINED_SEAL_VERSIONS = (SEAL_VERSION_4, SEAL_VERSION_5)
 
 
 @attrs.frozen
@@ -84,8 +78,7 @@ class SealRow:
     digest over the previous one of the chain and those changes,
     `core.log.rows.chained_row_digest`), both stored here. Both are None in a seal of an event
     that did not write the task row (`chained_row_digest` then carries the chain's last one,
-    None before the first). Versions 1 to 4, which 0.x ledgers hold, are described in
-    `core.log.seals`; of them only v4 has the two columns."""
+    None before the first). Versions 1 to 4 are 0.x ledgers' (`core.log.legacy_seals`)."""
 
     event_id: int
     chain: str
@@ -93,7 +86,7 @@ class SealRow:
     prev_seal: str
     seal: str
     sealed_at_adoption: bool
-    seal_version: int = SEAL_VERSION_1
+    seal_version: int = SEAL_VERSION_5
     row_changes: str | None = None
     chained_row_digest: str | None = None
 
@@ -112,21 +105,18 @@ class SealRow:
         )
 
     def public(self) -> dict[str, Any]:
-        """The seal's columns without its event id (an export line holds it once); the two
-        chained row columns on every v4 or v5 seal's line, null where the event wrote no task
-        row, and on no other, so that an older seal's line is the line it always was."""
-        line = {
+        """The seal's columns without its event id (an export line holds it once), the two
+        chained row columns null where the event wrote no task row."""
+        return {
             "chain": self.chain,
             "chain_seq": self.chain_seq,
             "prev_seal": self.prev_seal,
             "seal": self.seal,
             "sealed_at_adoption": self.sealed_at_adoption,
             "seal_version": self.seal_version,
+            "row_changes": self.row_changes,
+            "chained_row_digest": self.chained_row_digest,
         }
-        if self.seal_version in CHAINED_SEAL_VERSIONS:
-            line["row_changes"] = self.row_changes
-            line["chained_row_digest"] = self.chained_row_digest
-        return line
 
     def insert(self) -> SqlWrite:
         return SqlWrite(

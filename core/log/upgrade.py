@@ -3,10 +3,10 @@
 Every event keeps its content, its chain and its place there; its seal becomes the v5 seal of
 that content over the v5 seal before it in its chain. What the old seal covered of the state
 rows stays covered: a v4 seal's chained task row and images as they are, a v2 or v3 seal's
-images (its task row's among them, which ends the chained digest as such a seal did), none for
-a v1 seal. The old log's Merkle tree and what was signed of it are recorded in a
-`LEDGER_UPGRADED` event appended after it, so that a checkpoint or cosignature a witness made
-of the 0.x tree stays checkable against that record.
+images (its task row's among them) with no chained task row, which ends the chained digest as
+such a seal did, and none for a v1 seal. The old log's Merkle tree and what was signed of it
+are recorded in a `LEDGER_UPGRADED` event appended after it, so that a checkpoint or
+cosignature a witness made of the 0.x tree stays checkable against that record.
 """
 
 from __future__ import annotations
@@ -16,12 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.plan import WritePlan, sealed_plan
-from aios_ledger.core.log.records import (
-    CHAINED_SEAL_VERSIONS,
-    SEAL_VERSION_5,
-    EventRow,
-    SealRow,
-)
+from aios_ledger.core.log.records import SEAL_VERSION_5, EventRow, SealRow
 from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, ChainedRow, seal_to_store
 from aios_ledger.core.log.tail import EventAppend, LogTail
@@ -32,13 +27,11 @@ LEDGER_UPGRADED = "LEDGER_UPGRADED"
 
 def resealed(log: Iterable[tuple[EventRow, SealRow, Sequence[RowImage]]]) -> Iterator[SealRow]:
     """Each event's seal row sealed again as v5, fed and given in event id order (a verified
-    log's order along every chain): the same chain, place and rows, a chained task row only
-    where the old seal had one, and each chain's seals built on its new ones."""
+    log's order along every chain): the same chain, place, rows and chained task row (a v4
+    seal's; none for another), and each chain's seals built on its new ones."""
     tips: dict[str, str] = {}
     for event, seal, rows in log:
-        chained = ChainedRow(None, None)
-        if seal.seal_version in CHAINED_SEAL_VERSIONS:
-            chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
+        chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
         prev_seal = tips.get(seal.chain, GENESIS_SEAL)
         new = seal_to_store(event, seal.chain_seq, prev_seal, rows, chained=chained)
         tips[seal.chain] = new

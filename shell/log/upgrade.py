@@ -19,6 +19,7 @@ from aios_ledger.core import EventRow, SealRow
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.log import LEDGER_CHAIN, VerificationReport
+from aios_ledger.core.log.legacy_seals import legacy_seal_verifies
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.upgrade import decide_upgraded, resealed
@@ -66,7 +67,7 @@ def upgrade_ledger(db: Database, *, clock: Clock = system_clock) -> dict[str, An
             "seals: restore the archived tasks with the 0.x release's `aios-ledger restore` "
             "first, then upgrade; nothing was changed",
         )
-    before = verify_log(db)
+    before = verify_log(db, legacy=legacy_seal_verifies)
     if not before.intact:
         raise LedgerError(
             "UPGRADE_REFUSED_NOT_INTACT",

@@ -32,6 +32,7 @@ from aios_ledger.core.log.verification import (
     FORGED_EVENT,
     STATE_MISMATCH,
     Finding,
+    LegacyCheck,
     bundle_finding,
     head_of_rows,
 )
@@ -127,10 +128,12 @@ def verify_log(
     progress: ProgressHook | None = None,
     checkpoint_keys: Sequence[VerifierKey] = (),
     witness_keys: Sequence[VerifierKey] = (),
+    legacy: LegacyCheck | None = None,
 ) -> VerificationReport:
     """Walk the whole log once and report every finding by event id; each stored checkpoint
     named for one of `checkpoint_keys` must verify under it, and each cosignature by one of
-    `witness_keys` over its checkpoint (docs/checkpoints.md)."""
+    `witness_keys` over its checkpoint (docs/checkpoints.md). `legacy`: how a 0.x ledger's
+    older seals are checked (`upgrade`'s first verify; otherwise only v5 seals verify)."""
     db.quiesce_writers()
     return db.read(
         lambda conn: verify_in(
@@ -140,6 +143,7 @@ def verify_log(
             progress=progress,
             checkpoint_keys=checkpoint_keys,
             witness_keys=witness_keys,
+            legacy=legacy,
         )
     )
 
@@ -152,11 +156,12 @@ def verify_in(
     progress: ProgressHook | None = None,
     checkpoint_keys: Sequence[VerifierKey] = (),
     witness_keys: Sequence[VerifierKey] = (),
+    legacy: LegacyCheck | None = None,
 ) -> VerificationReport:
     """`verify_log` inside the caller's transaction (`upgrade` verifies what it wrote before it
     commits)."""
     counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
-    verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids)
+    verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids, legacy=legacy)
     feed, step = verifier.feed, counter.step
     with (
         conn.stream_tuples("log_verify_rows", VERIFY_COLUMNS) as events,
@@ -286,7 +291,7 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
 
 
 class ChainFolds:
-    """The task chains holding v5 or v4 seals, folded one at a time in task id order as the task
+    """The task chains, folded one at a time in task id order as the task
     rows go by: O(1) state, whatever the number of tasks. A fold of a chain whose task row is
     gone reports it, as `state_rows_gone` reports a row an image says was written."""
 
@@ -298,7 +303,7 @@ class ChainFolds:
 
     def _fold_through(self, task_id: str | None) -> Iterator[ChainedRowFold]:
         """Each chain before `task_id`'s (None: every one left), folded, then `task_id`'s own
-        if it holds v5 or v4 seals (the caller tells them apart by key)."""
+        (the caller tells them apart by key)."""
         while self._next is not None:
             chain = str(self._next["chain"])
             key = chain.removeprefix("task:")
@@ -307,13 +312,7 @@ class ChainFolds:
             fold = ChainedRowFold(key)
             while self._next is not None and self._next["chain"] == chain:
                 row = self._next
-                fold.add(
-                    row["event_id"],
-                    row["seal_version"],
-                    row["row_changes"],
-                    row["chained_row_digest"],
-                    task_image=bool(row["task_image"]),
-                )
+                fold.add(row["event_id"], row["row_changes"], row["chained_row_digest"])
                 self._next = next(self._rows, None)
             yield fold
 
