@@ -319,7 +319,7 @@ class ChainFolds:
     def last_sealed(
         self, task_id: str | None, sealed: tuple[int, str | None] | None
     ) -> tuple[int, str | None] | None:
-        """The last seal of task `task_id`'s row: `sealed` (its last v2/v3 image), or the fold of
+        """The last seal of task `task_id`'s row: `sealed` (its last image), or the fold of
         its chain when a later chained seal wrote it (None: past every chain left). A chain passed
         whose task row is not there is reported gone."""
         found = None
