@@ -11,10 +11,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from aios_ledger.core.proofs import Checkpoint
 from cli_runner import run_cli
 from conformance_support import check_export
 from conftest import both_engines, postgres_url
 from legacy_fixtures import dump
+from test_checkpoints_verify import _insert, _signer
 from test_conformance_export import export_lines
 from test_conformance_vectors import _mth
 from test_log_support import raw_rows, tamper
@@ -155,3 +157,23 @@ def test_a_0x_ledger_whose_tasks_an_archive_holds_is_refused_and_left_as_it_was(
     assert code != 0 and "UPGRADE_REFUSED_ARCHIVED: " in said, said
     assert "restore" in said and "nothing was changed" in said
     assert dump(zero_x) == before
+
+
+def test_what_was_signed_of_the_0x_tree_is_recorded_and_the_checkpoints_start_afresh(
+    zero_x: Path,
+) -> None:
+    """A checkpoint signed of the 0.x tree is recorded, note as stored, in the LEDGER_UPGRADED
+    event beside the tree's size and root it signs; the checkpoint tables start afresh."""
+    size, root = _tree_head(zero_x)
+    signer = _signer()
+    _insert(zero_x, signer, Checkpoint(signer.verifier.name, size, bytes.fromhex(root)))
+    ((note,),) = raw_rows(zero_x, "SELECT note FROM checkpoints")
+    code, said = _cli(zero_x, "upgrade")
+    assert code == 0, said
+    ((payload,),) = raw_rows(
+        zero_x, "SELECT payload_json FROM events WHERE event_type = 'LEDGER_UPGRADED'"
+    )
+    recorded = json.loads(payload)
+    assert (recorded["tree_size"], recorded["root"]) == (size, root)
+    assert recorded["checkpoints"] == [{"tree_size": size, "note": note, "cosignatures": []}]
+    assert raw_rows(zero_x, "SELECT count(*) FROM checkpoints") == [(0,)]
