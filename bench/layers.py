@@ -31,7 +31,7 @@ from aios_ledger.core.jsonvalue import encode_checked
 from aios_ledger.core.kinds import IDENTIFIER
 from aios_ledger.core.log import GENESIS_SEAL
 from aios_ledger.core.log.merkle import MerkleTreeRow, append_writes
-from aios_ledger.core.log.records import SEAL_VERSION_4
+from aios_ledger.core.log.records import SEAL_VERSION_5
 from aios_ledger.core.log.rows import TASKS, chained_row_digest
 from aios_ledger.core.log.seals import ChainedRow, seal_of_stored
 from aios_ledger.core.tasks import TaskOperation, next_task_status
@@ -144,7 +144,7 @@ def _flat_heartbeat_step(
         revision=task.revision + 1,
         updated_at=now.text,
     )
-    # A v4 seal: what changed of the row, chained on the tip's digest (every column after none).
+    # A v5 seal: what changed of the row, chained on the tip's digest (every column after none).
     previous = None if tip is None else tip[3]
     changes = after.written(task).changes(full=previous is None)
     chained = ChainedRow(changes, chained_row_digest(previous, TASKS, task_id, changes))
@@ -174,7 +174,6 @@ def _flat_heartbeat_step(
         chain_seq,
         prev_seal,
         (),
-        version=SEAL_VERSION_4,
         chained=chained,
     )
     conn.execute(
@@ -186,7 +185,7 @@ def _flat_heartbeat_step(
             "prev_seal": prev_seal,
             "seal": seal,
             "sealed_at_adoption": 0,
-            "seal_version": SEAL_VERSION_4,
+            "seal_version": SEAL_VERSION_5,
             "row_changes": chained.changes,
             "chained_row_digest": chained.digest,
         },

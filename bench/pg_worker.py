@@ -14,8 +14,9 @@ process reports when it finished. Systems:
   four transitions, with no core, in the ledger's transactions (the write lock shared, the task
   locked): the reads the ledger makes (the locked task or claim batch, the recorded answer, the
   chain's tip, the event ids drawn), the compare-and-swap, the event, its seal (a sha256 over
-  the previous one), its sealed row and the idempotency row, one statement per round trip, or
-  the writes of each transition in one pipeline as the ledger sends them;
+  the previous one; the task row's changes in its own row) and the idempotency row, one
+  statement per round trip, or the writes of each transition in one pipeline as the ledger
+  sends them;
 - procrastinate, procrastinate-batched: defer each job (or `batch_defer` them), then one
   worker runs them until the queue is empty (`wait=False`);
 - pgqueuer-psycopg, pgqueuer-asyncpg: enqueue each job, then drain the queue in batches of 10.
@@ -181,19 +182,9 @@ class Raw:
                         "prev_seal": prev,
                         "seal": seal,
                         "sealed_at_adoption": 0,
-                        "seal_version": 3,
-                        "row_changes": None,
-                        "chained_row_digest": None,
-                    },
-                ),
-                (
-                    "insert_sealed_row",
-                    {
-                        "event_id": event_id,
-                        "position": 1,
-                        "row_table": "tasks",
-                        "row_key": task_id,
-                        "row_digest": seal,
+                        "seal_version": 5,
+                        "row_changes": "{}",
+                        "chained_row_digest": "sha256:" + seal,
                     },
                 ),
             ]

@@ -4,7 +4,7 @@ Each task goes through create, claim, heartbeat, submit and verify, each one `BE
 transaction with its sealed event. The raw baseline runs, on its own file with the same schema
 and indexes, the very same named statements in the same order (the reads, the log's next event
 id and chain tip, the guarded write whose change count is checked, the idempotency row, the
-event, its v4 seal with the task row's changes and chained digest in it, and the other state
+event, its v5 seal with the task row's changes and chained digest in it, and the other state
 row the seal covers), with payloads of the same sizes, straight
 through apsw: no request parsing, no decision records, no JSON work. It is what SQLite itself
 can do with this transaction shape from Python.
@@ -31,7 +31,7 @@ import apsw
 from aios_ledger.core import TaskRow
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log.merkle import MerkleTreeRow, append_writes
-from aios_ledger.core.log.records import SEAL_VERSION_4
+from aios_ledger.core.log.records import SEAL_VERSION_5
 from aios_ledger.core.records import record_columns
 from aios_ledger.shell import TaskLedger
 from aios_ledger.shell.db.engines.sqlite import SqliteConnection, SqliteDatabase
@@ -111,7 +111,7 @@ PAYLOAD = {
     "RESULT_SUBMITTED": 120,
     "TASK_VERIFIED": 49,
 }
-# A v4 seal's task row changes (every column at the create), as long as the ledger's.
+# A v5 seal's task row changes (every column at the create), as long as the ledger's.
 CHANGES = {
     "TASK_CREATED": 635,
     "TASK_CLAIMED": 240,
@@ -206,7 +206,7 @@ class RawLoop:
         event_type: str,
         rows: int = 1,
     ) -> None:
-        """The event, its v4 seal (over its id and, in its own row, the task row's changes and
+        """The event, its v5 seal (over, in its own row, the task row's changes and
         chained digest) and the other state rows it covers (`rows` counts the task's)."""
         chain, seq, prev = tip
         payload = _pad("{", PAYLOAD[event_type])
@@ -240,7 +240,7 @@ class RawLoop:
                 "prev_seal": prev,
                 "seal": seal,
                 "sealed_at_adoption": 0,
-                "seal_version": SEAL_VERSION_4,
+                "seal_version": SEAL_VERSION_5,
                 "row_changes": changes,
                 "chained_row_digest": chained,
             },

@@ -88,19 +88,22 @@ SELECT count(*) FROM events WHERE task_id = :task_id;
 -- `state_rows_TABLE` selects each row of a sealed state table as `stored`, beside the last sealed
 -- row of it (`sealed_event_id`, `sealed_row_digest`) and `sealed_history`: whether a row that no
 -- seal proves may have been written before the ledger sealed such rows (one of the fragments
--- below; NULL where the log's v1 seals decide).
+-- below; NULL where the log's seals over no rows decide).
 
 -- fragment: sealed_history_of_tasks
--- A task with events but no sealed row was last written under v1 seals.
+-- A task with events but no sealed row was last written before seals covered rows (before
+-- adoption, or under a 0.x ledger's v1 seals).
 EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = stored.task_id)
 
 -- fragment: sealed_history_of_projections
--- Only a task whose projection was sealed under v1 (before 0.x migration 0006) may hold a
--- projection or recovery row that no seal proves.
-EXISTS (SELECT 1 FROM events AS e JOIN event_seals AS v ON v.event_id = e.event_id
+-- Only a task whose projection was sealed over no rows (a 0.x ledger's v1 seal, before 0.x
+-- migration 0006, sealed again by `upgrade` over none) may hold a projection or recovery row
+-- that no seal proves.
+EXISTS (SELECT 1 FROM events AS e
                WHERE e.task_id = stored.task_id
                  AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
-                 AND v.seal_version = 1)
+                 AND NOT EXISTS (SELECT 1 FROM event_seal_rows AS r
+                                 WHERE r.event_id = e.event_id))
 
 -- fragment: sealed_history_of_recorded_answers
 -- An answer recorded before the ledger sealed them (its task has an event older than the
@@ -149,6 +152,8 @@ HAVING NOT CASE r.row_table
 END
 ORDER BY r.row_table, r.row_key;
 
--- name: log_has_v1_seals$
--- Whether the log's history began under v1 seals (then a row no v2 seal wrote is unprovable).
-SELECT CASE WHEN EXISTS (SELECT 1 FROM event_seals WHERE seal_version = 1) THEN 1 ELSE 0 END;
+-- name: log_has_seals_before_rows$
+-- Whether the log's history began before seals covered rows: an older runtime's events sealed
+-- at adoption (then a row no seal wrote is unprovable).
+SELECT CASE WHEN EXISTS (SELECT 1 FROM event_seals WHERE sealed_at_adoption = 1)
+            THEN 1 ELSE 0 END;

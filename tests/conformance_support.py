@@ -87,19 +87,19 @@ def event_seal(
     chained: tuple[str | None, str | None] = (None, None),
 ) -> str:
     """The seal of `event` (its row's columns, and `actor` when it names one) at `chain_seq` of
-    its chain after `prev_seal`: v1 over no rows, v2-v4 over `rows` ({table, key, digest}), v3
-    without the event id, v4 with `chained` (row_changes, chained_row_digest)."""
+    its chain after `prev_seal`: v1 over no rows, v2-v5 over `rows` ({table, key, digest}), v3
+    and v5 without the event id, v4 and v5 with `chained` (row_changes, chained_row_digest)."""
     document = {name: event[name] for name in SEALED_EVENT_FIELDS}
     if event.get("actor") is not None:
         document["actor"] = event["actor"]
     document.update(chain=chain_of(event["task_id"]), chain_seq=chain_seq, prev_seal=prev_seal)
-    if version == 3:
+    if version in (3, 5):
         del document["event_id"]
     if version >= 2:
         document["rows"] = [
             {name: row[name] for name in ("table", "key", "digest")} for row in rows or ()
         ]
-    if version == 4:
+    if version in (4, 5):
         document["row_changes"], document["chained_row_digest"] = chained
     return domain_digest_json(f"aios.event_seal.v{version}", document)
 
@@ -116,7 +116,7 @@ class ExportCheck:
     tips: dict[str, tuple[int, str]] = field(default_factory=dict)
     # The tables of the state lines held against their seals.
     state_tables: set[str] = field(default_factory=set)
-    # The task rows whose last seal was folded from v4 changes.
+    # The task rows whose last seal was folded from v4 or v5 changes.
     folded_rows: int = 0
     # An archive's bundle files whose bytes hash to their names.
     bundles: int = 0
@@ -140,7 +140,7 @@ class _ExportChecker:
         self.bundles_whole: set[str] = set()
         self.found = ExportCheck()
         self.chains: dict[str, _Chain] = {}
-        # The last seal of each state row: (event id, digest), a task row's v4 fold apart.
+        # The last seal of each state row: (event id, digest), a task row's fold apart.
         self.sealed: dict[tuple[str, str], tuple[int, str]] = {}
         self.folds: dict[str, tuple[int, dict[str, Any]]] = {}
         self.seen: set[tuple[str, str]] = set()
@@ -175,8 +175,8 @@ class _ExportChecker:
         if version == 1 and rows:
             self.problem("a v1 seal covers no rows")
         chained: tuple[str | None, str | None] = (None, None)
-        if version == 4:
-            # An export written before 1.0 left both out where both were null.
+        if version in (4, 5):
+            # An export written before 1.0 left both out of a v4 line where both were null.
             chained = (line.get("row_changes"), line.get("chained_row_digest"))
             self.chained_row(line, chain, chained)
         else:
@@ -201,12 +201,15 @@ class _ExportChecker:
     ) -> None:
         changes, digest = chained
         task_id = line["task_id"]
+        if changes is None and digest is None:
+            chain.chained = None  # carried none on: the next write holds every column
+            return
         if changes is None:
             if digest != chain.chained:
-                self.problem("a v4 seal that wrote no task row changed the chained row digest")
+                self.problem("a seal that wrote no task row changed the chained row digest")
             return
         if task_id is None:
-            self.problem("a ledger event's v4 seal with task row changes")
+            self.problem("a ledger event's seal with task row changes")
             return
         if digest != chained_row_digest(chain.chained, task_id, changes):
             self.problem("the chained row digest does not follow from the previous and changes")

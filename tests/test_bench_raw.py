@@ -71,7 +71,7 @@ def test_a_write_that_binds_other_parameters_than_the_registry_declares_is_refus
         "prev_seal": "0" * 64,
         "seal": "s",
         "sealed_at_adoption": 0,
-        "seal_version": 4,
+        "seal_version": 5,
         "row_changes": "{}",
         "chained_row_digest": "sha256:" + "0" * 64,
     }

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aios_ledger.core import LedgerError
 from aios_ledger.core.auxiliary import AuxiliaryCapabilityProfile, AuxiliaryRunSpec, ExecutionFrame
 from aios_ledger.core.log import verify_export_lines
 from aios_ledger.core.runs import EvidenceReadRequest, ExecutionTarget
@@ -43,8 +44,16 @@ from aios_ledger.shell import (
 from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.clock import AUTHORIZATION_ENV
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
-from conformance_support import CHAINED_FIELDS, ExportCheck, check_export
-from conftest import both_engines, is_postgres
+from conformance_support import (
+    CHAINED_FIELDS,
+    EMPTY_HEAD,
+    GENESIS_SEAL,
+    ExportCheck,
+    check_export,
+    event_seal,
+    roll_head,
+)
+from conftest import both_engines
 from git_support import OWNER, REPOSITORY, binding, make_repository, register, verified_proposal
 from test_log_support import raw_rows
 
@@ -223,12 +232,11 @@ def test_the_page_reproduces_every_seal_of_an_export(ledger: Path, tmp_path: Pat
     # Every state table but a source capture's recovery and a refused scan's charge, whose
     # rows are sealed as images like the others.
     assert found.state_tables == STATE_TABLES
-    # SQLite's task rows are proven by folding their v4 changes; PostgreSQL's by v3 images.
-    assert found.folded_rows == (0 if is_postgres(ledger) else len(KEPT))
+    # Task rows are proven by folding their changes, on both engines.
+    assert found.folded_rows == len(KEPT)
 
     events = [json.loads(line) for line in lines[1:] if '"event_type"' in line]
-    version = 3 if is_postgres(ledger) else 4
-    assert {event["seal_version"] for event in events} == {version}
+    assert {event["seal_version"] for event in events} == {5}
     kinds = {event["event_type"] for event in events}
     assert kinds >= {
         "TASK_CREATED",
@@ -256,12 +264,9 @@ def test_the_page_reproduces_every_seal_of_an_export(ledger: Path, tmp_path: Pat
     assert any(event["event_type"].startswith("AUXILIARY_") for event in events), kinds
     assert any('"archived"' in line for line in lines)
     ledger_lines = [event for event in events if event["chain"] == "ledger"]
-    if version == 4:
-        # Every v4 line carries both chained row fields; the ledger chain's are null.
-        assert all(set(CHAINED_FIELDS) <= set(event) for event in events)
-        assert {(e["row_changes"], e["chained_row_digest"]) for e in ledger_lines} == {(None, None)}
-    else:
-        assert not any(set(CHAINED_FIELDS) & set(event) for event in events)
+    # Every line carries both chained row fields; the ledger chain's are null.
+    assert all(set(CHAINED_FIELDS) <= set(event) for event in events)
+    assert {(e["row_changes"], e["chained_row_digest"]) for e in ledger_lines} == {(None, None)}
 
     # The archive's file: the archived tasks' chains whole, and their rows.
     archive = (tmp_path / "archive.jsonl").read_text("ascii").splitlines()
@@ -314,7 +319,7 @@ MUTATIONS: dict[str, Mutation] = {
         lambda line: line.update(chain_seq=line["chain_seq"] + 1),
     ),
 }
-V4_MUTATIONS: dict[str, Mutation] = {
+CHAINED_MUTATIONS: dict[str, Mutation] = {
     "a task row's changes": (
         lambda line: line["event_type"] == "TASK_RELEASED",
         lambda line: line.update(row_changes=line["row_changes"].replace("QUEUED", "CLAIMED")),
@@ -353,7 +358,7 @@ def test_a_line_changed_against_the_pages_rules_is_reported_at_that_line(
     monkeypatch.setenv(AUTHORIZATION_ENV, OWNER)
     lines = export_lines(small_ledger(ledger_target))
     _clean(check_export(lines))
-    cases = {**MUTATIONS, **({} if is_postgres(ledger_target) else V4_MUTATIONS)}
+    cases = {**MUTATIONS, **CHAINED_MUTATIONS}
     for name, (which, change) in cases.items():
         index = _event_line(lines, which)
         found = check_export(_mutated(lines, index, change))
@@ -365,18 +370,43 @@ def test_a_line_changed_against_the_pages_rules_is_reported_at_that_line(
     assert found.lines_with_problems() == {state + 1}
 
 
-def test_an_export_whose_null_chained_fields_were_left_out_still_verifies(tmp_path: Path) -> None:
-    """Before 1.0 a v4 line whose two chained row values were null (every ledger-chain line) left
-    both out: such an export reads them as null, by the page's verifier and the ledger's own."""
-    target = small_ledger(tmp_path / "ledger.sqlite3")
+def _as_written_by_0x_sqlite(lines: list[str]) -> list[str]:
+    """The export as a 0.x SQLite ledger wrote it: each seal v4 (v5 over the event id too),
+    chained again by the page's rules, and a line whose two chained row values are null
+    without them (as an export written before 1.0 left them out)."""
+    tips: dict[str, tuple[int, str]] = {}
+    head, events, last = EMPTY_HEAD, 0, 0
     old = []
-    for text in export_lines(target):
+    for text in lines:
         line = json.loads(text)
-        if line.get("seal_version") == 4 and line["row_changes"] is None:
-            assert line["chained_row_digest"] is None
-            for name in CHAINED_FIELDS:
-                del line[name]
+        if "end" in line:
+            line.update(events=events, last_event_id=last, digest=head)
+        elif "event_type" in line:
+            seq, prev = tips.get(line["chain"], (0, GENESIS_SEAL))
+            chained = (line["row_changes"], line["chained_row_digest"])
+            seal = event_seal(line, seq + 1, prev, 4, line["rows"], chained)
+            line.update(seal_version=4, prev_seal=prev, seal=seal)
+            tips[line["chain"]] = (seq + 1, seal)
+            head, events, last = (
+                roll_head(head, line["event_id"], seal),
+                events + 1,
+                line["event_id"],
+            )
+            if chained == (None, None):
+                for name in CHAINED_FIELDS:
+                    del line[name]
         old.append(json.dumps(line))
-    assert old != export_lines(target)
+    return old
+
+
+def test_an_export_a_0x_ledger_wrote_is_refused(tmp_path: Path) -> None:
+    """A 0.x SQLite ledger's export (v4 seals, a line whose two chained row values were null
+    leaving both out) follows the page's 0.x rules, which only `upgrade` verifies: 1.0's
+    verifier refuses the file, saying so."""
+    target = small_ledger(tmp_path / "ledger.sqlite3")
+    old = _as_written_by_0x_sqlite(export_lines(target))
+    assert any('"seal_version": 4' in line and "row_changes" not in line for line in old)
     _clean(check_export(old))
-    assert verify_export_lines(old, SEALED_TABLES).intact
+    with pytest.raises(LedgerError) as refused:
+        verify_export_lines(old, SEALED_TABLES)
+    assert refused.value.code == "EXPORT_OF_0X_SEALS"

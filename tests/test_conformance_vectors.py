@@ -16,16 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import conformance_support as page
+from aios_ledger.core.actors import Actor
 from aios_ledger.core.digests import canonical_json, digest_bytes, sha256_hex
 from aios_ledger.core.envelopes import (
     GovernedExecutionBinding,
     project_execution_envelope,
 )
 from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log.legacy_seals import SEAL_VERSION_1, SEAL_VERSION_2, legacy_seal_of
 from aios_ledger.core.log.plan import request_digest
 from aios_ledger.core.log.records import EventRow
-from aios_ledger.core.log.rows import row_image
-from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of, seal_to_store
+from aios_ledger.core.log.rows import RowWrite, row_image
+from aios_ledger.core.log.seals import GENESIS_SEAL, chain_of
+from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.log.verification import EMPTY_HEAD_DIGEST, roll_head
 from aios_ledger.core.tasks.requests import (
     CancelRequest,
@@ -163,7 +166,8 @@ def _seals() -> dict[str, Any]:
         chain = chain_of(task_id)
         chain_seq, prev_seal = tips.get(chain, (0, GENESIS_SEAL))
         images = None if written is None else [row_image(*state) for state in written]
-        seal = seal_to_store(row, chain_seq + 1, prev_seal, images)
+        version = SEAL_VERSION_1 if written is None else SEAL_VERSION_2
+        seal = legacy_seal_of(row, chain_seq + 1, prev_seal, images or (), version)
         tips[chain] = (chain_seq + 1, seal)
         head = roll_head(head, event_id, seal)
         rows = None
@@ -190,6 +194,63 @@ def _seals() -> dict[str, Any]:
             }
         )
     return {"genesis_seal": GENESIS_SEAL, "empty_head": EMPTY_HEAD_DIGEST, "events": events}
+
+
+_V5_TASK = "task-vector-5"
+_V5_COLUMNS = ("task_id", "status", "attempt", "claimed_by", "revision", "updated_at")
+_V5_CREATED = (_V5_TASK, "QUEUED", 0, None, 1, "2026-08-20T00:00:00.000Z")
+_V5_CLAIMED = (_V5_TASK, "CLAIMED", 1, "agent-7", 2, "2026-08-20T00:00:01.250Z")
+_V5_BINDING = {"task_id": _V5_TASK, "job_id": "j", "created_at": "2026-08-20T00:00:02.000Z"}
+
+
+def _v5_seals() -> dict[str, Any]:
+    """The seals 1.0 writes, as a decision appends them: a task's insert (its row's every
+    column), a move of it (what changed), a ledger event writing another row (an image), and
+    an event of the task that wrote no task row (the chained digest carried on)."""
+    actor = Actor("agent-7", "library")
+    task = (_V5_TASK, "agent-7")
+    events = [
+        EventAppend(
+            _V5_TASK,
+            None,
+            "TASK_CREATED",
+            {"priority": 0},
+            _V5_CREATED[-1],
+            written=RowWrite("tasks", _V5_TASK, _V5_COLUMNS, None, _V5_CREATED),
+            actor=actor,
+        ),
+        EventAppend(
+            *task,
+            "TASK_CLAIMED",
+            {"attempt": 1},
+            _V5_CLAIMED[-1],
+            written=RowWrite("tasks", _V5_TASK, _V5_COLUMNS, _V5_CREATED, _V5_CLAIMED),
+            actor=actor,
+        ),
+        EventAppend(
+            None,
+            None,
+            "GOVERNED_BINDING_REGISTERED",
+            {"job_id": "j"},
+            "2026-08-20T00:00:02.000Z",
+            rows=(row_image("governed_bindings", f"{_V5_TASK} j", _V5_BINDING),),
+            actor=actor,
+        ),
+        EventAppend(*task, "TASK_HEARTBEAT", {"attempt": 1}, "2026-08-20T00:00:03Z", actor=actor),
+    ]
+    tail = LogTail.read(1, {chain_of(event.task_id) for event in events}, [])
+    appended, _ = tail.append(events)
+    head = EMPTY_HEAD_DIGEST
+    lines = []
+    for placed in appended:
+        event, seal = placed.event, placed.seal
+        head = roll_head(head, event.event_id, seal.seal)
+        rows = [
+            {**image.public(), "columns": _V5_BINDING}
+            for image in (row.image() for row in placed.rows)
+        ]
+        lines.append({**event.public(), **seal.public(), "rows": rows, "head_after": head})
+    return {"events": lines}
 
 
 def _requests() -> list[dict[str, Any]]:
@@ -366,6 +427,7 @@ def vectors() -> dict[str, Any]:
         "digest_bytes": _digests(),
         "execution_envelopes": _envelopes(),
         "event_seals": _seals(),
+        "event_seals_v5": _v5_seals(),
         "request_digests": _requests(),
         "lease_tokens": [{"token": LEASE_TOKEN, "sha256": lease_token_sha256(LEASE_TOKEN)}],
         "checkpoints": _checkpoints(),
@@ -421,6 +483,7 @@ def test_the_documented_rules_reproduce_every_vector() -> None:
         tips[chain] = (chain_seq + 1, seal)
         head = page.roll_head(head, event["event_id"], seal)
         assert head == event["head_after"]
+    _reproduce_v5_seals(document["event_seals_v5"])
     for case in document["request_digests"]:
         bound = {"operation": case["operation"], "subject": case["subject"]}
         bound["request"] = case["request"]
@@ -531,3 +594,32 @@ def _check_checkpoint_vectors(vector: dict[str, Any]) -> None:
     signature = base64.b64decode(raw)
     assert name == "Wit1" and signature[:4].hex() == vector["witness"]["cosignature_key_id_hex"]
     assert int.from_bytes(signature[4:12], "big") == vector["timestamp"] and len(signature) == 76
+
+
+def _reproduce_v5_seals(vectors: dict[str, Any]) -> None:
+    """Each v5 seal from its event, its rows and the chained task row, by the page's rules."""
+    tips: dict[str, tuple[int, str, str | None]] = {}
+    head = page.EMPTY_HEAD
+    for event in vectors["events"]:
+        assert event["seal_version"] == 5 and event["sealed_at_adoption"] is False
+        chain = page.chain_of(event["task_id"])
+        chain_seq, prev_seal, chained = tips.get(chain, (0, page.GENESIS_SEAL, None))
+        for written in event["rows"]:
+            digest = page.row_digest(written["table"], written["key"], written["columns"])
+            assert digest == written["digest"]
+        changes = event["row_changes"]
+        if changes is not None:
+            chained = page.chained_row_digest(chained, event["task_id"], changes)
+        assert event["chained_row_digest"] == chained
+        seal = page.event_seal(
+            event, chain_seq + 1, prev_seal, 5, event["rows"], (changes, chained)
+        )
+        assert (event["chain"], event["chain_seq"], event["prev_seal"], event["seal"]) == (
+            chain,
+            chain_seq + 1,
+            prev_seal,
+            seal,
+        )
+        tips[chain] = (chain_seq + 1, seal, chained)
+        head = page.roll_head(head, event["event_id"], seal)
+        assert head == event["head_after"]

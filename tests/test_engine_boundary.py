@@ -210,7 +210,6 @@ def test_the_connection_protocol_is_the_documented_handful() -> None:
     members |= set(Connection.__annotations__)
     assert members == {
         "dialect",
-        "seal_version",
         "in_transaction",
         "fetch_all",
         "fetch_record",

@@ -1,7 +1,7 @@
-"""v4 seals (issue 27 part 6): SQLite's seal covers what a transition changed of its chain's task
-row and a chained row digest, in the seal's own row, instead of the whole row's image in a
-second row per event; `verify` folds the changes back into the row, a ledger sealed v2 still
-verifies after 0.x migration 0020, and its chains go on under v4."""
+"""Chained task rows (v4 seals since issue 27 part 6, v5 on both engines since 1.0): the seal
+covers what a transition changed of its chain's task row and a chained row digest, in the seal's
+own row, instead of the whole row's image in a second row per event; `verify` folds the changes
+back into the row, and a 0.x chain sealed v2 or v3 before goes on from every column."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ import pytest
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.log import EventAppend
 from aios_ledger.core.log.chained import BROKEN_LINK, ChainedRowFold
-from aios_ledger.core.log.records import SEAL_VERSION_2, SEAL_VERSION_4
+from aios_ledger.core.log.legacy_seals import legacy_seal_of
+from aios_ledger.core.log.records import SEAL_VERSION_5
 from aios_ledger.core.log.rows import TASKS, chained_row_digest, changes_text, row_digest
 from aios_ledger.core.log.seals import ChainedRow, chain_of, seal_of, seal_of_stored
 from aios_ledger.core.log.tail import LogTail
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.tasks.records import TaskRow
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.engines.sqlite import SqliteConnection
 from aios_ledger.shell.log.export import export_log, verify_export
 from aios_ledger.shell.log.verification import verify_log
 from aios_ledger.shell.tasks.ledger import TaskLedger
@@ -87,7 +87,7 @@ def test_a_task_row_is_sealed_as_its_changes_in_the_seals_own_row(tmp_path: Path
     path = tmp_path / "ledger.db"
     _lifecycle(path)
     seals = _seals(path, "task:t-1")
-    assert [version for _, version, _, _ in seals] == [SEAL_VERSION_4] * 4
+    assert [version for _, version, _, _ in seals] == [SEAL_VERSION_5] * 4
     created, claimed, beat, submitted = (json.loads(changes) for _, _, changes, _ in seals)
     # The first write of the row holds every column; each later one what it changed.
     assert set(created) == TASK_COLUMNS
@@ -115,8 +115,8 @@ def test_the_fold_of_the_changes_is_the_row(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     _lifecycle(path)
     fold = ChainedRowFold("t-1")
-    for event_id, version, changes, digest in _seals(path, "task:t-1"):
-        fold.add(event_id, version, changes, digest)
+    for event_id, _, changes, digest in _seals(path, "task:t-1"):
+        fold.add(event_id, changes, digest)
     with TaskLedger(path) as ledger:
         task = ledger.get("t-1")
     folded = fold.columns()
@@ -133,8 +133,8 @@ def test_the_fold_of_the_changes_is_the_row(tmp_path: Path) -> None:
 def test_a_broken_chain_of_digests_is_named_by_the_fold() -> None:
     fold = ChainedRowFold("t-1")
     first = '{"goal":"g"}'
-    fold.add(1, SEAL_VERSION_4, first, chained_row_digest(None, TASKS, "t-1", first))
-    fold.add(2, SEAL_VERSION_4, '{"goal":"h"}', "sha256:" + "0" * 64)
+    fold.add(1, first, chained_row_digest(None, TASKS, "t-1", first))
+    fold.add(2, '{"goal":"h"}', "sha256:" + "0" * 64)
     assert fold.problem == (2, BROKEN_LINK)
     assert fold.sealed() == (2, None)
 
@@ -187,41 +187,38 @@ def test_the_export_folds_the_changes_offline(tmp_path: Path) -> None:
     assert found["finding_counts"] == {"STATE_MISMATCH": 1}, found["findings"]
 
 
-def test_a_v2_chain_after_v4_seals_is_told_by_event_id(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A chain whose last writer sealed v2 (or v3, after a copy to PostgreSQL) after v4 seals:
-    the image is the row's last seal, and the next v4 write starts again from every column."""
-    path = tmp_path / "ledger.db"
-    with TaskLedger(path) as ledger:
-        ledger.create_task(
-            {"task_id": "t-1", "goal": "g", "instructions": "i"}, idempotency_key="c"
-        )
-    with monkeypatch.context() as older, TaskLedger(path) as ledger:
-        older.setattr(SqliteConnection, "seal_version", SEAL_VERSION_2)
-        claim = ledger.claim(agent_id="a", capabilities=[], lease_seconds=60)
-        assert claim is not None
-    assert _report(path)["intact"] is True
-    with TaskLedger(path) as ledger:
-        ledger.heartbeat("t-1", lease_token=claim["lease_token"], lease_seconds=60)
-    seals = _seals(path, "task:t-1")
-    assert [version for _, version, _, _ in seals] == [4, 2, 4]
-    assert set(json.loads(seals[2][2])) == TASK_COLUMNS
-    found = _report(path)
-    assert found["intact"] is True, found["findings"]
+def test_an_image_of_the_task_row_ends_the_chained_digest() -> None:
+    """A seal with neither changes nor a chained digest ends the digest: a 0.x v1, v2 or v3
+    seal (which carried none on), and such a seal sealed again by `upgrade` (a v2 or v3 one
+    keeps its image of the task row): the next chained write starts from every column."""
+    first = changes_text(_task()._asdict())
+    again = changes_text(_task(goal="h", revision=3)._asdict())
+    fold = ChainedRowFold("t-1")
+    fold.add(1, first, chained_row_digest(None, TASKS, "t-1", first))
+    fold.add(2, None, None)
+    fold.add(3, again, chained_row_digest(None, TASKS, "t-1", again))
+    assert fold.problem is None
+    assert fold.sealed() == (3, row_digest(TASKS, "t-1", _task(goal="h", revision=3)._asdict()))
+    # A seal that wrote no task row carries the chain's digest on, or it is a broken link.
+    broken = ChainedRowFold("t-1")
+    broken.add(1, first, chained_row_digest(None, TASKS, "t-1", first))
+    broken.add(2, None, "sha256:" + "1" * 64)
+    assert broken.problem == (2, BROKEN_LINK)
 
 
-def test_the_fast_v4_seal_equals_the_checked_one() -> None:
+def test_the_fast_chained_seal_equals_the_checked_one() -> None:
     event = EventAppend(
         "t-1", "a", "TASK_CLAIMED", {"n": 1}, "2026-08-20T00:00:00.000Z", actor=ACTOR
     )
-    tail = LogTail.read(7, [chain_of("t-1")], [], seal_version=SEAL_VERSION_4)
+    tail = LogTail.read(7, [chain_of("t-1")], [])
     appended, _ = tail.append([event])
     row = appended[0].event
     chained = ChainedRow('{"status":"CLAIMED"}', "sha256:" + "1" * 64)
-    assert seal_of_stored(row, 1, "p", (), version=4, chained=chained) == seal_of(
-        row, 1, "p", (), version=4, chained=chained
+    assert seal_of_stored(row, 1, "p", (), chained=chained) == seal_of(
+        row, 1, "p", (), chained=chained
     )
+    # 0.x's v4 seal is the same document over the event id too.
+    assert legacy_seal_of(row, 1, "p", (), 4, chained) != seal_of(row, 1, "p", (), chained=chained)
 
 
 def _task(**changes: Any) -> TaskRow:
@@ -253,8 +250,8 @@ def _task(**changes: Any) -> TaskRow:
     return base._replace(**changes)
 
 
-def test_golden_v4_seals(golden: SnapshotAssertion) -> None:
-    """A task's insert and a move of it, sealed v4 onto an empty chain: the log format's
+def test_golden_v5_seals(golden: SnapshotAssertion) -> None:
+    """A task's insert and a move of it, sealed v5 onto an empty chain: the log format's
     golden (the row changes, the chained digests and the seals over them)."""
     created = _task()
     claimed = created._replace(
@@ -284,14 +281,14 @@ def test_golden_v4_seals(golden: SnapshotAssertion) -> None:
             actor=ACTOR,
         ),
     ]
-    tail = LogTail.read(1, [chain_of("t-1")], [], seal_version=SEAL_VERSION_4)
+    tail = LogTail.read(1, [chain_of("t-1")], [])
     appended, after = tail.append(events)
     assert after.tips[chain_of("t-1")].chained_row_digest == appended[1].seal.chained_row_digest
     assert appended[1].rows == ()
     fold = ChainedRowFold("t-1")
     for item in appended:
         seal = item.seal
-        fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
+        fold.add(seal.event_id, seal.row_changes, seal.chained_row_digest)
     assert fold.sealed() == (2, row_digest(TASKS, "t-1", claimed._asdict()))
     assert golden == [attrs.asdict(item.seal) for item in appended]
 

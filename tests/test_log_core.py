@@ -31,8 +31,13 @@ from aios_ledger.core.log import (
     VerificationReport,
     decide_adoption_seals,
 )
+from aios_ledger.core.log.legacy_seals import legacy_seal_of, legacy_seal_verifies
 from aios_ledger.core.log.plan import sealed_plan
+from aios_ledger.core.log.records import SEAL_VERSION_5
+from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.log.seals import seal_of, seal_of_stored
+from aios_ledger.core.log.tail import AppendedEvent
+from aios_ledger.core.log.verification import LegacyCheck
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
@@ -48,16 +53,15 @@ Entry = tuple[EventRow, SealRow]
 def seal_log(
     contents: Sequence[tuple[str | None, str | None, str, str, str]],
     *,
-    v2: bool = False,
-    version: int | None = None,
+    version: int = SEAL_VERSION_5,
     ids: Sequence[int] | None = None,
     actor: str | None = None,
 ) -> list[Entry]:
-    """The sealed log written out by hand, one chain per task: v1 seals, what every log written
-    before seal v2 holds and must keep verifying; `v2`: v2 seals over no state rows, what plans
-    write for events that write none; `version` 3: v3 seals (PostgreSQL's), at `ids`; `actor`:
-    the stored actor every event names (None: events written before events named actors)."""
-    version = version or (2 if v2 else 1)
+    """The sealed log written out by hand, one chain per task, at `ids`: v5 seals over no
+    state rows (what plans write for events that write none), or a 0.x `version`'s (1: what
+    every log written before seal v2 held; 3: 0.x PostgreSQL's), which only `upgrade`'s
+    verify knows (`LEGACY`); `actor`: the stored actor every event names (None: events written
+    before events named actors)."""
     tips: dict[str, tuple[int, str]] = {}
     log: list[Entry] = []
     numbers = ids or range(1, len(contents) + 1)
@@ -65,22 +69,32 @@ def seal_log(
         chain = chain_of(task)
         seq, prev = tips.get(chain, (0, GENESIS_SEAL))
         event = EventRow(event_id, task, agent, kind, payload, created, actor)
-        rows = None if version == 1 else ()
-        seal = seal_of(event, seq + 1, prev, rows, version=None if version == 1 else version)
+        if version == SEAL_VERSION_5:
+            seal = seal_of(event, seq + 1, prev)
+        else:
+            seal = legacy_seal_of(event, seq + 1, prev, (), version)
         tips[chain] = (seq + 1, seal)
         log.append((event, SealRow(event_id, chain, seq + 1, prev, seal, False, version)))
     return log
 
 
+# How `upgrade`'s first verify checks a 0.x log's seals.
+LEGACY = legacy_seal_verifies
+
+
 def verify_by_lookup(
-    log: Sequence[Entry], head: LedgerHead | None = None, *, dense_ids: bool = True
+    log: Sequence[Entry],
+    head: LedgerHead | None = None,
+    *,
+    dense_ids: bool = True,
+    legacy: LegacyCheck | None = None,
 ) -> VerificationReport:
     """Predecessors found by (chain, chain_seq - 1), as the database query joins them."""
     links = {
         (seal.chain, seal.chain_seq): ChainLink(seal.event_id, seal.chain_seq, seal.seal)
         for _, seal in log
     }
-    verifier = LogVerifier(head=head, dense_ids=dense_ids)
+    verifier = LogVerifier(head=head, dense_ids=dense_ids, legacy=legacy)
     for event, seal in log:
         verifier.feed(event.event_id, event, seal, links.get((seal.chain, seal.chain_seq - 1)))
     return verifier.finish(id_counter=len(log))
@@ -105,9 +119,11 @@ SAMPLE = [
 ]
 
 
-def seals_and_head(log: Sequence[Entry], *, dense_ids: bool = True) -> dict[str, Any]:
+def seals_and_head(
+    log: Sequence[Entry], *, dense_ids: bool = True, legacy: LegacyCheck | None = None
+) -> dict[str, Any]:
     """What a golden holds of a sealed log: its seals and the head it verifies to, intact."""
-    report = verify_by_lookup(log, dense_ids=dense_ids)
+    report = verify_by_lookup(log, dense_ids=dense_ids, legacy=legacy)
     assert report.intact
     return {
         "seals": [{"event_id": seal.event_id, **seal.public()} for _, seal in log],
@@ -116,6 +132,8 @@ def seals_and_head(log: Sequence[Entry], *, dense_ids: bool = True) -> dict[str,
 
 
 def test_golden_seal_chain_and_head(golden: SnapshotAssertion) -> None:
+    """The seals 1.0 writes on both engines: over the event's content and place (not its id),
+    the rows and the chained row columns (null here: no event wrote a task row)."""
     assert golden == seals_and_head(seal_log(SAMPLE))
 
 
@@ -137,69 +155,75 @@ def appended_by_the_core(contents: Sequence[tuple[Any, ...]]) -> list[Entry]:
 
 
 def test_plans_seal_events_exactly_as_the_log_holds_them() -> None:
-    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, v2=True, actor=ACTOR.stored())
+    assert appended_by_the_core(SAMPLE) == seal_log(SAMPLE, actor=ACTOR.stored())
 
 
 def test_golden_v3_seal_chain_and_head(golden: SnapshotAssertion) -> None:
-    """PostgreSQL's seals: over everything a v2 seal covers but the event's global id."""
-    assert golden == seals_and_head(seal_log(SAMPLE, version=3))
+    """0.x PostgreSQL's seals, which `upgrade` verifies: over everything a v2 seal covers but
+    the event's global id."""
+    assert golden == seals_and_head(seal_log(SAMPLE, version=3), legacy=LEGACY)
 
 
-def test_a_v3_seal_does_not_cover_the_event_id_and_a_v2_seal_does() -> None:
-    """So a v3 log verifies at any rising ids (gaps included), a v2 log only at its own."""
+def test_a_seal_does_not_cover_the_event_id_and_a_0x_v2_seal_does() -> None:
+    """So a log verifies at any rising ids (gaps included), a 0.x v2 log only at its own."""
     sparse = [3, 10, 11, 40, 41]
-    v3 = seal_log(SAMPLE, version=3)
-    assert [seal.seal for _, seal in seal_log(SAMPLE, version=3, ids=sparse)] == [
-        seal.seal for _, seal in v3
-    ]
-    v2 = seal_log(SAMPLE, v2=True)
-    assert [seal.seal for _, seal in seal_log(SAMPLE, v2=True, ids=sparse)] != [
+    v5 = seal_log(SAMPLE)
+    assert [seal.seal for _, seal in seal_log(SAMPLE, ids=sparse)] == [seal.seal for _, seal in v5]
+    v2 = seal_log(SAMPLE, version=2)
+    assert [seal.seal for _, seal in seal_log(SAMPLE, version=2, ids=sparse)] != [
         seal.seal for _, seal in v2
     ]
     moved = [
         (attrs.evolve(event, event_id=number), attrs.evolve(seal, event_id=number))
-        for (event, seal), number in zip(v3, sparse, strict=True)
+        for (event, seal), number in zip(v5, sparse, strict=True)
     ]
     assert verify_by_lookup(moved, dense_ids=False).intact
     # Where ids are dense (SQLite), a gap is still a removed event.
     assert not verify_by_lookup(moved).intact
-    for event, seal in v3:
-        stored = seal_of_stored(event, seal.chain_seq, seal.prev_seal, (), version=3)
-        assert stored == seal_of(event, seal.chain_seq, seal.prev_seal, (), version=3) == seal.seal
 
 
-def test_a_v3_seal_still_covers_content_place_and_chain() -> None:
-    (event, seal), *_ = seal_log(SAMPLE, version=3)
+def test_a_seal_still_covers_content_place_and_chain() -> None:
+    (event, seal), *_ = seal_log(SAMPLE)
     for changed in (
         attrs.evolve(event, payload_json='{"goal":"other"}'),
         attrs.evolve(event, agent_id="mallory"),
         attrs.evolve(event, task_id="task-2"),
     ):
-        assert seal_of(changed, seal.chain_seq, seal.prev_seal, (), version=3) != seal.seal
-    assert seal_of(event, seal.chain_seq + 1, seal.prev_seal, (), version=3) != seal.seal
-    assert seal_of(event, seal.chain_seq, seal.seal, (), version=3) != seal.seal
+        assert seal_of(changed, seal.chain_seq, seal.prev_seal) != seal.seal
+    assert seal_of(event, seal.chain_seq + 1, seal.prev_seal) != seal.seal
+    assert seal_of(event, seal.chain_seq, seal.seal) != seal.seal
 
 
-def test_a_seal_over_rows_is_v2_v3_or_v4() -> None:
+def test_a_0x_seal_has_a_known_version_and_a_v1_seal_covers_no_rows() -> None:
     event, _ = seal_log(SAMPLE)[0]
-    with pytest.raises(ValueError, match="v2, v3 or v4"):
-        seal_of(event, 1, GENESIS_SEAL, (), version=5)
-    with pytest.raises(ValueError, match="v2, v3 or v4"):
-        LogTail.read(1, ["ledger"], [], seal_version=1)
+    with pytest.raises(ValueError, match=r"no 0\.x seal has version 5"):
+        legacy_seal_of(event, 1, GENESIS_SEAL, (), 5)
+    image = RowImage("tasks", "task-1", GENESIS_SEAL)
+    with pytest.raises(ValueError, match="a v1 seal covers no rows"):
+        legacy_seal_of(event, 1, GENESIS_SEAL, (image,), 1)
 
 
-def test_the_core_seals_v3_where_the_store_numbers_events_after_the_decision() -> None:
+def test_only_upgrade_verifies_a_0x_log() -> None:
+    """1.0's verifier knows v5 seals alone: a 0.x log's seals are malformed to it, and verify
+    under `upgrade`'s legacy check."""
+    for version in (1, 2, 3):
+        log = seal_log(SAMPLE, version=version)
+        assert verify_by_lookup(log, legacy=LEGACY).intact
+        found = verify_by_lookup(log)
+        assert set(found.finding_counts) == {"FORGED_EVENT"}
+
+
+def test_the_core_seals_v5_so_the_store_may_number_events_after_the_decision() -> None:
     events = [
         EventAppend(task, agent, kind, loads_object(payload), created, actor=ACTOR)
         for task, agent, kind, payload, created in SAMPLE
     ]
     chains = [chain_of(event.task_id) for event in events]
-    tail = LogTail.read(1, chains, [], seal_version=3)
+    tail = LogTail.read(1, chains, [])
     plan = sealed_plan((), events, None, tail=tail)
     assert [(placed.event, placed.seal) for placed in plan.events] == seal_log(
-        SAMPLE, version=3, actor=ACTOR.stored()
+        SAMPLE, actor=ACTOR.stored()
     )
-    assert plan.tail is not None and plan.tail.seal_version == 3
     sparse = [7, 9, 12, 13, 20]
     numbered = plan.numbered(sparse)
     assert [placed.event.event_id for placed in numbered.events] == sparse
@@ -210,13 +234,15 @@ def test_the_core_seals_v3_where_the_store_numbers_events_after_the_decision() -
     assert numbered.statements()[0].params["event_id"] == 7
     with pytest.raises(ValueError, match="5 events, 4 ids"):
         plan.numbered(sparse[:4])
-    v2 = sealed_plan((), events, None, tail=LogTail.read(1, chains, []))
+    first = plan.events[0]
+    v2 = AppendedEvent(first.event, attrs.evolve(first.seal, seal_version=2))
     with pytest.raises(ValueError, match="covers its event's id"):
-        v2.numbered(sparse)
+        v2.numbered(9)
 
 
 def test_golden_adoption_plan(golden: SnapshotAssertion) -> None:
-    """The older runtime's events, sealed where they stand, each marked as sealed at adoption."""
+    """The older runtime's events, sealed where they stand (v5 over no rows), each marked as
+    sealed at adoption."""
     log = seal_log(SAMPLE)
     unsealed = [event for event, _ in log]
     tail = LogTail.read(len(log) + 1, [chain_of(event.task_id) for event in unsealed], [])
@@ -224,6 +250,7 @@ def test_golden_adoption_plan(golden: SnapshotAssertion) -> None:
     plan = decide_adoption_seals(state, AdoptionSealRequest(), now=Timestamp.from_epoch_ms(0))
     assert [write.params["seal"] for write in plan.writes] == [seal.seal for _, seal in log]
     assert {write.params["sealed_at_adoption"] for write in plan.writes} == {1}
+    assert {write.params["seal_version"] for write in plan.writes} == {5}
     assert plan.events == ()
     assert golden == attrs.asdict(plan)
 
@@ -284,7 +311,7 @@ logs = st.lists(contents, min_size=1, max_size=25)
 @given(logs)
 def test_random_logs_verify_intact(sequence: list[Any]) -> None:
     log = seal_log(sequence)
-    assert appended_by_the_core(sequence) == seal_log(sequence, v2=True, actor=ACTOR.stored())
+    assert appended_by_the_core(sequence) == seal_log(sequence, actor=ACTOR.stored())
     by_lookup, by_tips = verify_by_lookup(log), verify_by_tips(log)
     assert by_lookup.intact, by_lookup.findings
     assert by_tips.intact, by_tips.findings
@@ -356,22 +383,16 @@ def test_a_seal_covers_the_events_actor_and_an_older_event_keeps_its_seal() -> N
     """An event that names its actor is sealed over it: another actor is another seal, the
     fast and the checked seal agree; an event that names none (written before events named
     actors) seals exactly as it was sealed before, so an older log verifies as it stands."""
-    (event, seal), *_ = seal_log(SAMPLE, v2=True)
+    (event, seal), *_ = seal_log(SAMPLE)
     assert event.actor is None
     named = attrs.evolve(event, actor=ACTOR.stored())
     other = attrs.evolve(event, actor=Actor("mallory", "http", ("owner",)).stored())
-    sealed = {
-        seal_of(candidate, 1, seal.prev_seal, (), version=2) for candidate in (event, named, other)
-    }
+    sealed = {seal_of(candidate, 1, seal.prev_seal) for candidate in (event, named, other)}
     assert len(sealed) == 3
     for candidate in (event, named, other):
-        assert seal_of_stored(candidate, 1, seal.prev_seal, (), version=2) == seal_of(
-            candidate, 1, seal.prev_seal, (), version=2
-        )
-    assert seal_of(event, 1, seal.prev_seal, (), version=2) == seal.seal
+        assert seal_of_stored(candidate, 1, seal.prev_seal) == seal_of(candidate, 1, seal.prev_seal)
+    assert seal_of(event, 1, seal.prev_seal) == seal.seal
     for version in (1, 2, 3, 4):
-        rows = None if version == 1 else ()
-        chosen = None if version == 1 else version
-        assert seal_of(named, 1, seal.prev_seal, rows, version=chosen) != seal_of(
-            event, 1, seal.prev_seal, rows, version=chosen
+        assert legacy_seal_of(named, 1, seal.prev_seal, (), version) != legacy_seal_of(
+            event, 1, seal.prev_seal, (), version
         )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aios_ledger.core import EventRow, LedgerError
 from aios_ledger.core.log import LedgerHead
-from aios_ledger.core.log.seals import seal_of
+from aios_ledger.core.log.seals import ChainedRow, seal_of
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from conftest import both_engines, is_postgres
@@ -201,14 +201,17 @@ def test_a_forged_seal_that_does_not_verify_is_found(log: Path) -> None:
 
 def test_a_resealed_edit_breaks_the_next_link_and_the_head(log: Path) -> None:
     head = head_of(log)
-    query = "SELECT chain_seq, prev_seal, seal_version FROM event_seals WHERE event_id = 5"
+    query = (
+        "SELECT chain_seq, prev_seal, row_changes, chained_row_digest FROM event_seals "
+        "WHERE event_id = 5"
+    )
     row = raw_rows(log, query)[0]
     content = ("t-a", "agent-2", "TASK_HEARTBEAT", '{"n":1000}', "2026-08-20T00:00:05Z")
-    # The log's seals are v2 on SQLite, v3 on PostgreSQL (over the event and the rows it wrote:
-    # none here).
+    # The log's seals cover the event, the rows it wrote (none here) and its chained task row.
     # The attacker keeps the event's actor, which the seal covers too.
     actor = raw_rows(log, "SELECT actor FROM events WHERE event_id = 5")[0][0]
-    resealed = seal_of(EventRow(5, *content, actor), row[0], row[1], (), version=row[2])
+    chained = ChainedRow(row[2], row[3])
+    resealed = seal_of(EventRow(5, *content, actor), row[0], row[1], (), chained=chained)
     tamper(
         log,
         set_content(log, 5, content),

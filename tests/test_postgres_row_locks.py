@@ -230,7 +230,7 @@ def test_a_head_waits_for_the_writers_in_flight(
         assert head.result(timeout=SETTLE).events == 1
 
 
-def test_events_are_sealed_v3_and_numbered_by_the_sequence(
+def test_events_are_sealed_v5_and_numbered_by_the_sequence(
     ledger: TaskLedger, other: psycopg.Connection[Any]
 ) -> None:
     """Ids rise along each chain and may have gaps (a rolled-back writer's): verify reads no
@@ -244,7 +244,7 @@ def test_events_are_sealed_v3_and_numbered_by_the_sequence(
         " ORDER BY chain_seq",
         (f"task:{task}",),
     ).fetchall()
-    assert [row[2] for row in rows] == [3, 3]
+    assert [row[2] for row in rows] == [5, 5]
     ids = [row[0] for row in rows]
     assert ids[1] - ids[0] > 1  # the gap
     report = verify_log(ledger.database)

@@ -32,6 +32,8 @@ _PARAMETER = re.compile(r"('(?:[^']|'')*')|(?<![:\w]):([a-z_][a-z0-9_]*)")
 # The statements whose text differs between the engines: written in both dialect folders.
 DIFFERING = frozenset(
     [
+        "upgrade_close_log",
+        "upgrade_open_log",
         "agent_scan_spend",
         "auxiliary_run_events",
         "begin_immediate",

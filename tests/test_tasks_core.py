@@ -254,7 +254,8 @@ def test_decisions_follow_the_table(status: TaskStatus, operation: TaskOperation
         5,
     )
     assert seal.prev_seal == HISTORY.tips[CHAIN].seal
-    assert plan.tail == LogTail.read(42, [], [ChainTip(CHAIN, 5, seal.seal)])
+    tip = ChainTip(CHAIN, 5, seal.seal, seal.chained_row_digest)
+    assert plan.tail == LogTail.read(42, [], [tip])
     # A lease is held exactly while CLAIMED.
     held = cas.params["status"] == "CLAIMED"
     assert (cas.params["lease_token_hash"] is not None) == held

@@ -1,6 +1,7 @@
 """`aios-ledger upgrade` on real 0.x ledgers, made by the last 0.x build on both engines
 (tests/fixtures/ledger-0x.*, by tools/make_0x_ledgers.py): refused by ordinary commands, made
-1.0 once and intact, and refused (unchanged) when tampered with or behind the last 0.x."""
+1.0 once (every event sealed again as v5, the old tree recorded) and intact, and refused
+(unchanged) when tampered with, when an archive holds its tasks, or behind the last 0.x."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from aios_ledger.core.proofs import Checkpoint
 from cli_runner import run_cli
+from conformance_support import check_export
 from conftest import both_engines, postgres_url
 from legacy_fixtures import dump
+from test_checkpoints_verify import _insert, _signer
+from test_conformance_export import export_lines
+from test_conformance_vectors import _mth
 from test_log_support import raw_rows, tamper
 
 pytest_generate_tests = both_engines
@@ -56,8 +62,17 @@ def test_an_ordinary_command_on_a_0x_ledger_points_at_upgrade(zero_x: Path) -> N
     assert dump(zero_x) == before
 
 
+def _tree_head(target: Path) -> tuple[int, str]:
+    leaves = raw_rows(target, "SELECT leaf_hash FROM merkle_leaves ORDER BY leaf_index")
+    return len(leaves), _mth([bytes(row[0]) for row in leaves]).hex()
+
+
 def test_upgrade_makes_a_0x_ledger_1_0_once_and_it_verifies(zero_x: Path) -> None:
-    code, said = _cli(zero_x, "upgrade")
+    events = raw_rows(zero_x, "SELECT count(*) FROM events")[0][0]
+    old_versions = {row[0] for row in raw_rows(zero_x, "SELECT seal_version FROM event_seals")}
+    assert old_versions - {5}
+    old_head = _tree_head(zero_x)
+    code, said = _cli(zero_x, "--as", "the-dba", "upgrade")
     assert code == 0, said
     upgraded = json.loads(said)
     assert upgraded["upgraded"] is True and upgraded["intact"] is True
@@ -65,6 +80,26 @@ def test_upgrade_makes_a_0x_ledger_1_0_once_and_it_verifies(zero_x: Path) -> Non
     assert upgraded["events"] > 200
     versions = raw_rows(zero_x, "SELECT version FROM schema_migrations")
     assert [str(row[0]) for row in versions] == ["0001"]
+    # Every event sealed again as v5, then the upgrade's own event, recording the 0.x tree.
+    assert upgraded["events"] == events + 1
+    seal_versions = raw_rows(zero_x, "SELECT DISTINCT seal_version FROM event_seals")
+    assert [row[0] for row in seal_versions] == [5]
+    ((kind, payload, actor),) = raw_rows(
+        zero_x,
+        "SELECT event_type, payload_json, actor FROM events "
+        "WHERE event_id = (SELECT max(event_id) FROM events)",
+    )
+    assert kind == "LEDGER_UPGRADED"
+    recorded = json.loads(payload)
+    assert (recorded["tree_size"], recorded["root"]) == old_head
+    assert recorded["checkpoints"] == []
+    assert json.loads(actor)["name"] == "the-dba"
+    # The tree is built again over the new seals, the upgrade's event its last leaf.
+    size, _ = _tree_head(zero_x)
+    assert size == old_head[0] + 1
+    # The page's own verifier holds its export by the v5 rules alone.
+    found = check_export(export_lines(zero_x))
+    assert found.problems == [] and found.events == events + 1
     code, said = _cli(zero_x, "verify")
     assert code == 0 and json.loads(said)["intact"] is True, said
     # Again: it says so and changes nothing.
@@ -103,3 +138,42 @@ def test_a_ledger_behind_the_last_0x_is_sent_to_its_release_first(zero_x: Path) 
     assert code != 0 and "UPGRADE_NEEDS_LAST_0X: " in said, said
     assert "['0028']" in said and "`aios-ledger migrate`" in said
     assert dump(zero_x) == before
+
+
+def test_a_0x_ledger_whose_tasks_an_archive_holds_is_refused_and_left_as_it_was(
+    zero_x: Path,
+) -> None:
+    first = raw_rows(zero_x, "SELECT event_id, chain, seal FROM event_seals ORDER BY event_id")[0]
+    tamper(
+        zero_x,
+        (
+            "INSERT INTO archived_events(event_id, archive_event_id, chain, seal) "
+            "VALUES (?, ?, ?, ?)",
+            (first[0] + 10**6, first[0] + 10**6 + 1, first[1], first[2]),
+        ),
+    )
+    before = dump(zero_x)
+    code, said = _cli(zero_x, "upgrade")
+    assert code != 0 and "UPGRADE_REFUSED_ARCHIVED: " in said, said
+    assert "restore" in said and "nothing was changed" in said
+    assert dump(zero_x) == before
+
+
+def test_what_was_signed_of_the_0x_tree_is_recorded_and_the_checkpoints_start_afresh(
+    zero_x: Path,
+) -> None:
+    """A checkpoint signed of the 0.x tree is recorded, note as stored, in the LEDGER_UPGRADED
+    event beside the tree's size and root it signs; the checkpoint tables start afresh."""
+    size, root = _tree_head(zero_x)
+    signer = _signer()
+    _insert(zero_x, signer, Checkpoint(signer.verifier.name, size, bytes.fromhex(root)))
+    ((note,),) = raw_rows(zero_x, "SELECT note FROM checkpoints")
+    code, said = _cli(zero_x, "upgrade")
+    assert code == 0, said
+    ((payload,),) = raw_rows(
+        zero_x, "SELECT payload_json FROM events WHERE event_type = 'LEDGER_UPGRADED'"
+    )
+    recorded = json.loads(payload)
+    assert (recorded["tree_size"], recorded["root"]) == (size, root)
+    assert recorded["checkpoints"] == [{"tree_size": size, "note": note, "cosignatures": []}]
+    assert raw_rows(zero_x, "SELECT count(*) FROM checkpoints") == [(0,)]

@@ -1,12 +1,13 @@
-"""Folding a chain's v4 seals into the task row they say was written last.
+"""Folding a chain's seals into the task row they say was written last.
 
-A v4 seal covers the columns the transition changed of its chain's task row and a chained row
+A seal covers the columns the transition changed of its chain's task row and a chained row
 digest over them and the chain's previous one (`core.log.rows.chained_row_digest`); the first
 to write the row holds every column. Fed a chain's seals in chain order, `ChainedRowFold` ends
-with the row's columns, which the verifier holds against the stored row as it holds a v2 image.
-A seal of another version ends the chained digest, as its writer did not carry it on: the next
-v4 write starts again from every column. Which of the fold and a v2/v3 image is the row's last
-seal is told by their event ids.
+with the row's columns, which the verifier holds against the stored row as it holds a row's
+image. A seal that holds neither changes nor a digest ends the chained digest (an adopted
+event's, or a 0.x seal that carried none on, such as one that covered the task row as an image):
+the next write starts again from every column. Which of the fold and an image of the row is the
+row's last seal is told by their event ids.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from typing import Any
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import loads_document
-from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.log.rows import TASKS, chained_row_digest, row_digest
 
 BROKEN_LINK = "the chained row digest does not follow from the chain's previous one and the changes"
-BROKEN_CHANGES = "the changes a v4 seal holds are not an object of columns"
+BROKEN_CHANGES = "the changes a seal holds are not an object of columns"
 
 
 class ChainedRowFold:
@@ -32,15 +32,14 @@ class ChainedRowFold:
         self._event_id: int | None = None
         self._problem: tuple[int, str] | None = None
 
-    def add(self, event_id: int, version: object, changes: object, digest: object) -> None:
-        """One seal of the chain: its event id, version and chained row columns."""
+    def add(self, event_id: int, changes: object, digest: object) -> None:
+        """One seal of the chain: its event id and chained row columns."""
         if self._problem is not None:
             return
-        if version != SEAL_VERSION_4:
-            self._digest = None  # its writer carried no digest on: the next v4 write is whole
-            return
         if changes is None:
-            if digest != self._digest:
+            if digest is None:
+                self._digest = None  # carried none on: the next write holds every column
+            elif digest != self._digest:
                 self._problem = (event_id, BROKEN_LINK)
             return
         if not isinstance(changes, str) or not isinstance(digest, str):
@@ -67,7 +66,7 @@ class ChainedRowFold:
 
     @property
     def event_id(self) -> int | None:
-        """The last event whose v4 seal wrote the row (None: none did)."""
+        """The last event whose seal's changes wrote the row (None: none did)."""
         return self._event_id if self._problem is None else self._problem[0]
 
     @property
@@ -79,8 +78,8 @@ class ChainedRowFold:
         return None if self._columns is None else dict(self._columns)
 
     def sealed(self) -> tuple[int, str | None] | None:
-        """(the last v4 writer's event id, the digest of the row it left), as `check_row`
-        takes a sealed row; None when no v4 seal wrote the row. A fold that broke gives its
+        """(the last chained writer's event id, the digest of the row it left), as `check_row`
+        takes a sealed row; None when no seal's changes wrote the row. A fold that broke gives its
         seal's id and no digest (see `problem`)."""
         if self._problem is not None:
             return self._problem[0], None

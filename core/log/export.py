@@ -5,7 +5,8 @@ the seal covers), the current state rows' digests for an export of everything, a
 with the rolling head digest, so that a cut or edited file is noticed. An archive is an export
 of scope `"archive"` that also carries each state row whole and its proposals' bundle files;
 events an archive removed appear in a later full export as one `archived` line each.
-docs/conformance.md gives the lines field by field. Older exports and archives are still read.
+docs/conformance.md gives the lines field by field. Older archive formats are still read; a
+file a 0.x ledger wrote, whose seals are of its older formats, is refused.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from aios_ledger.core.log.archived import (
     removed_by_archives,
 )
 from aios_ledger.core.log.chained import ChainedRowFold
-from aios_ledger.core.log.records import SEAL_VERSION_1, SEAL_VERSION_4, EventRow, SealRow
+from aios_ledger.core.log.records import SEAL_VERSION_5, EventRow, SealRow
 from aios_ledger.core.log.rows import (
     TASK_PROPOSALS,
     TASKS,
@@ -55,8 +56,10 @@ EVENT_FIELDS = record_columns(EventRow)
 # event that names none), absent from a line written before.
 ACTOR_FIELD = "actor"
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
-# A v4 seal's own columns: on every v4 line (an older export left out null ones), on no other.
+# The seal's chained row columns: on every sealed event's line.
 CHAINED_FIELDS = ("row_changes", "chained_row_digest")
+# An export or archive a 0.x ledger wrote holds its older seals, which 1.0 does not verify.
+EXPORT_OF_0X_SEALS = "EXPORT_OF_0X_SEALS"
 ROWS_FIELD = "rows"
 STATE_FIELDS = frozenset(("state", "key", "digest"))
 
@@ -336,6 +339,14 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[Row
     if not isinstance(adoption, bool):
         raise LedgerError("EXPORT_INVALID", f"event {event_id}: sealed_at_adoption must be a bool")
     seal = SealRow.from_row(raw)  # sealed_at_adoption: a bool, checked above
+    version = seal.seal_version
+    if type(version) is int and version != SEAL_VERSION_5 and 1 <= version <= 4:
+        raise LedgerError(
+            EXPORT_OF_0X_SEALS,
+            f"event {event_id} has a v{version} seal: the file was written by a 0.x ledger, "
+            "whose seals 1.0 does not verify (verify or restore it with that release; "
+            "`aios-ledger upgrade` seals the ledger's own log again)",
+        )
     return event, seal, _parse_rows(raw[ROWS_FIELD], event_id)
 
 
@@ -349,7 +360,7 @@ class ExportState:
         self._archive = archive
         self._sealed: dict[tuple[str, str], tuple[int, str]] = {}
         self._chains_with_events: set[str] = set()
-        self._v1_history = False
+        self._adopted_history = False
         self._seen: set[tuple[str, str]] = set()
         # The tables whose rows an older ledger wrote before sealing them: an unsealed row of
         # one is unprovable while the export holds an event of that kind before its first image.
@@ -362,7 +373,7 @@ class ExportState:
         self._unsealed_before: set[str] = set()
         self._chains_without_bindings: set[str] = set()
         self._archived_rows: set[LedgerSealedRow] = set()
-        # The task chains holding v4 seals, each folded into the row they say was written.
+        # The task chains, each folded into the row its seals say was written.
         self._folds: dict[str, ChainedRowFold] = {}
 
     def advance(self, event: EventRow, seal: SealRow | None, rows: Sequence[RowImage]) -> None:
@@ -370,8 +381,8 @@ class ExportState:
             return
         if isinstance(event.task_id, str):
             self._chains_with_events.add(event.task_id)
-        if seal.seal_version == SEAL_VERSION_1:
-            self._v1_history = True
+        if seal.sealed_at_adoption:
+            self._adopted_history = True
         if is_archive_event(event):
             without_bindings, ledger_rows = removed_by_archives([payload_of(event.payload_json)])
             self._chains_without_bindings.update(without_bindings)
@@ -391,10 +402,8 @@ class ExportState:
         key = chain.removeprefix("task:")
         fold = self._folds.get(key)
         if fold is None:
-            if seal.seal_version != SEAL_VERSION_4:
-                return
             fold = self._folds[key] = ChainedRowFold(key)
-        fold.add(seal.event_id, seal.seal_version, seal.row_changes, seal.chained_row_digest)
+        fold.add(seal.event_id, seal.row_changes, seal.chained_row_digest)
 
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))
@@ -405,7 +414,7 @@ class ExportState:
             history = key in self._chains_with_events
             sealed = verifier.last_task_seal(self._folds.get(key), sealed)
         else:
-            history = self._v1_history or table in self._unsealed_before
+            history = self._adopted_history or table in self._unsealed_before
         verifier.check_row(table, key, digest, sealed, history=history)
 
     def finish(self, verifier: LogVerifier) -> None:
@@ -444,7 +453,8 @@ class ChainTips:
 def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> VerificationReport:
     """Check an export, line by line, with the ledger's own verifier and no database: every
     event's seal and chain, the trailer, and the state lines against `tables`. A malformed line
-    is an `EXPORT_INVALID` finding, never an exception."""
+    is an `EXPORT_INVALID` finding; a file a 0.x ledger wrote (its older seals) is refused,
+    `EXPORT_OF_0X_SEALS`."""
     numbered = enumerate(lines, start=1)
     first = next(numbered, None)
     header = parse_export_header(None if first is None else parse_line(first[1], 1))
@@ -501,6 +511,8 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
                     "EXPORT_INVALID", f"event {event.event_id} is not of the exported task"
                 )
         except LedgerError as refused:
+            if refused.code == EXPORT_OF_0X_SEALS:
+                raise
             verifier.note(Finding(EXPORT_INVALID, None, f"line {number}: {refused.detail}"))
             continue
         last_id = event.event_id

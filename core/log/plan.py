@@ -37,9 +37,9 @@ class WritePlan(Generic[R]):
 
     def numbered(self, event_ids: Sequence[int]) -> WritePlan[R]:
         """The plan with its events at `event_ids`, in order: for a store that hands ids out
-        after the decision (PostgreSQL's sequence), whose tail sealed them v3, over everything
-        but the id. A decision whose writes or answer name the next id itself (an archive) is
-        made on a tail whose `next_event_id` is the store's, and is not renumbered."""
+        after the decision (PostgreSQL's sequence): their seals cover everything but the id. A
+        decision whose writes or answer name the next id itself (an archive) is made on a tail
+        whose `next_event_id` is the store's, and is not renumbered."""
         if len(event_ids) != len(self.events):
             raise ValueError(f"{len(self.events)} events, {len(event_ids)} ids")
         events = tuple(

@@ -20,11 +20,8 @@ from aios_ledger.core.log.rows import RowImage
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
 
-SEAL_VERSION_1 = 1
-SEAL_VERSION_2 = 2
-SEAL_VERSION_3 = 3
-SEAL_VERSION_4 = 4
-SEAL_VERSIONS = (SEAL_VERSION_1, SEAL_VERSION_2, SEAL_VERSION_3, SEAL_VERSION_4)
+# The seal format a 1.0 ledger holds (`core.log.seals`; 0.x's are `core.log.legacy_seals`).
+SEAL_VERSION_5 = 5
 
 
 @attrs.frozen
@@ -74,14 +71,14 @@ class EventRow:
 class SealRow:
     """One row of `event_seals`: the seal of the event `event_id`, at `chain_seq` in `chain`,
     built on `prev_seal`. `sealed_at_adoption` is stored as 0 or 1; any other stored value
-    reads as False. `seal_version` is the seal's schema: 1 covers the event alone, 2 also the
-    rows its transition wrote (`SealedRow`, see `core.log.rows`), 3 those rows and the event's
-    place in its chain but not its `event_id` (see `core.log.seals`), 4 what v2 covers but the
-    chain's task row, of which it covers `row_changes` (the columns the transition changed, as
-    canonical JSON text) and `chained_row_digest` (a digest over the previous one of the chain
-    and those changes, `core.log.rows.chained_row_digest`), both stored here. Both are None in
-    a seal of any other version, and in a v4 seal of an event that did not write the task row
-    (`chained_row_digest` then carries the chain's last one, None before the first)."""
+    reads as False. `seal_version` is the seal's schema: 5, the one the ledger writes, covers the
+    event's content and place in its chain (not its `event_id`), the rows its transition wrote
+    (`SealedRow`, see `core.log.rows`) but the chain's task row, of which it covers `row_changes`
+    (the columns the transition changed, as canonical JSON text) and `chained_row_digest` (a
+    digest over the previous one of the chain and those changes,
+    `core.log.rows.chained_row_digest`), both stored here. Both are None in a seal of an event
+    that did not write the task row (`chained_row_digest` then carries the chain's last one,
+    None before the first). Versions 1 to 4 are 0.x ledgers' (`core.log.legacy_seals`)."""
 
     event_id: int
     chain: str
@@ -89,7 +86,7 @@ class SealRow:
     prev_seal: str
     seal: str
     sealed_at_adoption: bool
-    seal_version: int = SEAL_VERSION_1
+    seal_version: int = SEAL_VERSION_5
     row_changes: str | None = None
     chained_row_digest: str | None = None
 
@@ -108,21 +105,18 @@ class SealRow:
         )
 
     def public(self) -> dict[str, Any]:
-        """The seal's columns without its event id (an export line holds it once); the two
-        columns of v4 on every v4 seal's line, null where the event wrote no task row, and on
-        no other, so that an older seal's line is the line it always was."""
-        line = {
+        """The seal's columns without its event id (an export line holds it once), the two
+        chained row columns null where the event wrote no task row."""
+        return {
             "chain": self.chain,
             "chain_seq": self.chain_seq,
             "prev_seal": self.prev_seal,
             "seal": self.seal,
             "sealed_at_adoption": self.sealed_at_adoption,
             "seal_version": self.seal_version,
+            "row_changes": self.row_changes,
+            "chained_row_digest": self.chained_row_digest,
         }
-        if self.seal_version == SEAL_VERSION_4:
-            line["row_changes"] = self.row_changes
-            line["chained_row_digest"] = self.chained_row_digest
-        return line
 
     def insert(self) -> SqlWrite:
         return SqlWrite(
@@ -144,7 +138,7 @@ class SealRow:
 @attrs.frozen
 class SealedRow:
     """One row of `event_seal_rows`: the `position`-th state row the event `event_id` wrote,
-    as its v2 seal covers it."""
+    as its seal covers it."""
 
     event_id: int
     position: int

@@ -146,25 +146,21 @@ def row_image(table: str, key: str, columns: Mapping[str, object]) -> RowImage:
     return RowImage(table, key, digest)
 
 
-# A v4 seal's chained row digest (see `chained_row_digest`).
+# A seal's chained row digest (see `chained_row_digest`).
 ROW_CHAIN_SCHEMA = "aios.row_chain.v1"
 
 
 @attrs.frozen
 class RowWrite:
     """A row a transition wrote, as it was (`before`, None when the transition inserted it)
-    and as it is (`after`), its values in the order of `names`: what its event's seal covers,
-    whichever version that is. A v2 or v3 seal covers the `image` of the row after; a v4 seal
-    the `changes` (every column when `full`, else those the transition changed)."""
+    and as it is (`after`), its values in the order of `names`: its event's seal covers the
+    `changes` (every column when `full`, else those the transition changed)."""
 
     table: str
     key: str
     names: tuple[str, ...]
     before: tuple[object, ...] | None
     after: tuple[object, ...]
-
-    def image(self) -> RowImage:
-        return row_image(self.table, self.key, dict(zip(self.names, self.after, strict=True)))
 
     def changes(self, *, full: bool) -> str:
         """The changed columns (all of them when `full` or the row is new) as canonical JSON
@@ -221,7 +217,7 @@ def changes_text(columns: Mapping[str, object]) -> str:
 
 
 def chained_row_digest(previous: str | None, table: str, key: str, changes: str) -> str:
-    """The digest a v4 seal covers for the chain's task row: over the chain's previous one
+    """The digest a seal covers for the chain's task row: over the chain's previous one
     (None before the first, which holds every column) and the row's `changes` text, so that
     each link commits to the whole history of the row without digesting the whole row."""
     text = ",".join(

@@ -67,7 +67,7 @@ class SealedTable:
     )
     insert: str | None = None
     # The SQL files' fragment that says whether a row no seal proves may have been written
-    # before the ledger sealed such rows; None: whether the log holds v1 seals says.
+    # before the ledger sealed such rows; None: whether the log holds seals given at adoption says.
     history: str | None = None
     # The fragment that finds a sealed row by its key text, where the key's own expression
     # cannot use the primary key's index; the key as an expression otherwise.

@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypeAlias
 
 import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.kinds import Between, OneOf, PrefixedDigest
 from aios_ledger.core.log.archived import ArchiveAccount, is_archive_event, is_restore_event
 from aios_ledger.core.log.chained import ChainedRowFold
-from aios_ledger.core.log.records import (
-    SEAL_VERSION_1,
-    SEAL_VERSION_4,
-    SEAL_VERSIONS,
-    EventRow,
-    SealRow,
-)
+from aios_ledger.core.log.records import SEAL_VERSION_5, EventRow, SealRow
 from aios_ledger.core.log.rows import TASKS, RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, ChainedRow, chain_of, seal_of_stored
 from aios_ledger.core.structuring import refuse_as, structure, unstructure
@@ -218,7 +212,13 @@ def _content_well_typed(event: EventRow) -> bool:
     )
 
 
-def _seal_well_formed(seal: SealRow) -> bool:
+# How a seal of another version than v5 is checked, where one may be (a 0.x ledger's, which
+# `upgrade` verifies with `core.log.legacy_seals.legacy_seal_verifies`): over the event, the seal
+# (its types checked) and the rows it covers. Without one, such a seal is malformed.
+LegacyCheck: TypeAlias = Callable[[EventRow, SealRow, Sequence[RowImage]], bool]
+
+
+def _seal_well_formed(seal: SealRow, legacy: LegacyCheck | None) -> bool:
     return (
         isinstance(seal.chain, str)
         and isinstance(seal.chain_seq, int)
@@ -227,18 +227,11 @@ def _seal_well_formed(seal: SealRow) -> bool:
         and isinstance(seal.prev_seal, str)
         and isinstance(seal.seal, str)
         and type(seal.seal_version) is int
-        and seal.seal_version in SEAL_VERSIONS
-        and _chained_well_formed(seal)
-    )
-
-
-def _chained_well_formed(seal: SealRow) -> bool:
-    """A v4 seal's chained row columns are text or NULL; any other seal has none (a change
-    written beside an older seal, which does not cover it, is a forgery)."""
-    if seal.seal_version != SEAL_VERSION_4:
-        return seal.row_changes is None and seal.chained_row_digest is None
-    return all(
-        value is None or type(value) is str for value in (seal.row_changes, seal.chained_row_digest)
+        and (seal.seal_version == SEAL_VERSION_5 or legacy is not None)
+        and all(
+            value is None or type(value) is str
+            for value in (seal.row_changes, seal.chained_row_digest)
+        )
     )
 
 
@@ -257,40 +250,35 @@ def seal_matches(
     rows: Sequence[RowImage] = (),
     *,
     at_event_id: int | None = None,
+    legacy: LegacyCheck | None = None,
 ) -> bool:
     """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)
-    and, for a v2 seal, over `rows`?"""
-    if not _seal_well_formed(seal):
+    and `rows`? A seal of another version than v5 only under `legacy`."""
+    if not _seal_well_formed(seal, legacy):
         return False
-    return _verifies(event, seal, rows, event.event_id if at_event_id is None else at_event_id)
+    at = event.event_id if at_event_id is None else at_event_id
+    return _verifies(event, seal, rows, at, legacy)
 
 
-def _verifies(event: EventRow, seal: SealRow, rows: Sequence[RowImage], event_id: int) -> bool:
-    """`seal_matches` for a seal already known to be well formed. A v1 seal covers no rows."""
+def _verifies(
+    event: EventRow,
+    seal: SealRow,
+    rows: Sequence[RowImage],
+    event_id: int,
+    legacy: LegacyCheck | None,
+) -> bool:
+    """`seal_matches` for a seal already known to be well formed."""
     if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
         return False
-    if seal.seal_version == SEAL_VERSION_1:
-        if rows:
-            return False
-        covered: Sequence[RowImage] | None = None
-    elif not _rows_well_typed(rows):
+    if not _rows_well_typed(rows):
         return False
-    else:
-        covered = rows
     if event_id != event.event_id:
         event = attrs.evolve(event, event_id=event_id)
-    chained = None
-    if seal.seal_version == SEAL_VERSION_4:
-        chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
+    if seal.seal_version != SEAL_VERSION_5:
+        return legacy is not None and legacy(event, seal, rows)
+    chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
     try:
-        stored = seal_of_stored(
-            event,
-            seal.chain_seq,
-            seal.prev_seal,
-            covered,
-            version=seal.seal_version,
-            chained=chained,
-        )
+        stored = seal_of_stored(event, seal.chain_seq, seal.prev_seal, rows, chained=chained)
         return bool(stored == seal.seal)
     except (LedgerError, ValueError):
         return False
@@ -302,11 +290,20 @@ class LogVerifier:
     `dense_ids`: the store hands out event ids without gaps (SQLite AUTOINCREMENT, whose counter
     rolls back with its transaction), so a missing id is a removed event. A gap next to an event
     sealed at adoption is tolerated (counted): the older runtime's history may have had it.
-    `head`: a head taken earlier, checked when the stream passes its last event.
+    `head`: a head taken earlier, checked when the stream passes its last event. `legacy`: how
+    a 0.x ledger's older seals are checked (`upgrade`'s first verify); without it only v5 seals
+    verify.
     """
 
-    def __init__(self, *, dense_ids: bool = True, head: LedgerHead | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        dense_ids: bool = True,
+        head: LedgerHead | None = None,
+        legacy: LegacyCheck | None = None,
+    ) -> None:
         self._dense_ids = dense_ids
+        self._legacy = legacy
         self._head = head
         self._head_seen = head is None or head.last_event_id == 0
         self._events = 0
@@ -369,7 +366,7 @@ class LogVerifier:
         predecessor: ChainLink | None,
         rows: Sequence[RowImage] = (),
     ) -> None:
-        """`rows`: the state rows stored as covered by the seal (v2), in position order."""
+        """`rows`: the state rows stored as covered by the seal, in position order."""
         adopted = seal is not None and seal.sealed_at_adoption
         self._advance(event_id, adopted)
         if event is None:
@@ -468,7 +465,7 @@ class LogVerifier:
         rows: Sequence[RowImage],
     ) -> None:
         event_id = event.event_id
-        if not _seal_well_formed(seal):
+        if not _seal_well_formed(seal, self._legacy):
             self._report(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
             return
         seq = seal.chain_seq
@@ -488,7 +485,7 @@ class LogVerifier:
             if predecessor.event_id > event_id:
                 detail = f"its chain predecessor is the later event {predecessor.event_id}"
                 self._report_link(EVENT_REORDERED, event_id, seal, other, detail)
-        verifies = _verifies(event, seal, rows, event.event_id)
+        verifies = _verifies(event, seal, rows, event.event_id, self._legacy)
         if not link_ok:
             detail = "its prev_seal is not the seal before it in its chain"
             if verifies and other is not None:
@@ -515,7 +512,7 @@ class LogVerifier:
 
     def _content_changed(self, event: EventRow, seal: SealRow, rows: Sequence[RowImage]) -> None:
         for other_event, other_seal, other_rows in self._mismatches:
-            if _swapped((event, seal, rows), (other_event, other_seal, other_rows)):
+            if _swapped((event, seal, rows), (other_event, other_seal, other_rows), self._legacy):
                 self._retract(CONTENT_CHANGED, other_event.event_id)
                 self._retract(EVENT_SWAPPED, other_event.event_id)
                 for mine, theirs in ((other_event, event), (event, other_event)):
@@ -549,8 +546,9 @@ class LogVerifier:
     ) -> None:
         """Hold a current state row (its `digest`, None when it has none) against `sealed`, the
         (event id, row digest) of the last seal that wrote it (a digest of None: the seal's row
-        could not be told, which no row matches). `history`: the row may predate v2 seals (its
-        chain, or the ledger, holds v1-sealed events), so no seal proves nothing."""
+        could not be told, which no row matches). `history`: the row may predate seals over
+        rows (its chain, or the ledger, holds events sealed at adoption), so no seal proves
+        nothing."""
         self._rows_checked += 1
         if sealed is None:
             if history:
@@ -567,8 +565,8 @@ class LogVerifier:
     def last_task_seal(
         self, fold: ChainedRowFold | None, sealed: tuple[int, str | None] | None
     ) -> tuple[int, str | None] | None:
-        """The last seal of a task row: `sealed` (its last v2/v3 image), or the `fold` of its
-        chain when a later v4 seal wrote it (a fold that broke is reported here)."""
+        """The last seal of a task row: `sealed` (its last image), or the `fold` of its
+        chain when a later seal's changes wrote it (a fold that broke is reported here)."""
         if fold is None:
             return sealed
         if fold.problem is not None:
@@ -637,14 +635,20 @@ def _finding_order(finding: Finding) -> tuple[int, str]:
 Sealed = tuple[EventRow, SealRow, Sequence[RowImage]]
 
 
-def _swapped(first: Sealed, second: Sealed) -> bool:
+def _swapped(first: Sealed, second: Sealed, legacy: LegacyCheck | None) -> bool:
     """Did two events trade content (each verifies at the other's id and seal) or seals?"""
     a, a_seal, a_rows = first
     b, b_seal, b_rows = second
-    content_traded = seal_matches(a, b_seal, a_rows, at_event_id=b.event_id) and seal_matches(
-        b, a_seal, b_rows, at_event_id=a.event_id
+
+    def matches(event: EventRow, seal: SealRow, rows: Sequence[RowImage], at: int) -> bool:
+        return seal_matches(event, seal, rows, at_event_id=at, legacy=legacy)
+
+    content_traded = matches(a, b_seal, a_rows, b.event_id) and matches(
+        b, a_seal, b_rows, a.event_id
     )
-    return content_traded or (seal_matches(a, b_seal, a_rows) and seal_matches(b, a_seal, b_rows))
+    return content_traded or (
+        matches(a, b_seal, a_rows, a.event_id) and matches(b, a_seal, b_rows, b.event_id)
+    )
 
 
 def _text_or_none(value: object) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
-from aios_ledger.core.log.rows import TASKS, RowImage, RowWrite, row_image
+from aios_ledger.core.log.rows import TASKS, RowWrite
 from aios_ledger.core.records import record_from_row
 from aios_ledger.core.structuring import FieldRefused
 from aios_ledger.core.tasks.backoff import (
@@ -97,9 +97,6 @@ class TaskRow(NamedTuple):
         if "awaiting_projection" not in row:
             row = {**cls._field_defaults, **row}
         return record_from_row(cls, row)
-
-    def image(self) -> RowImage:
-        return row_image(TASKS, self.task_id, self._asdict())
 
     def written(self, before: TaskRow | None) -> RowWrite:
         return RowWrite(TASKS, self.task_id, self._fields, before, self)

@@ -52,7 +52,6 @@ class PlanExecutor:
         self._error = error
         self._next_event_id: int | None = None
         self._chain_tips: dict[str, ChainTip] = {}
-        self._seal_version = conn.seal_version
         self._tree: MerkleTreeRow | None = None
 
     def tail(self, *chains: str, appending: int = 0) -> LogTail:
@@ -64,7 +63,7 @@ class PlanExecutor:
         if missing:
             self._chain_tips.update(read_chain_tips(self.conn, missing, appending=appending))
         tips = {chain: self._chain_tips[chain] for chain in chains}
-        return LogTail(self._next_event_id, tips, self._seal_version)
+        return LogTail(self._next_event_id, tips)
 
     def know_tip(self, chain: str, tip: ChainTip | None) -> None:
         """The tip of `chain` as the caller read it with the rows it decides on (one round

@@ -1,22 +1,49 @@
 """`aios-ledger upgrade`: a ledger of the last 0.x release made a 1.0 ledger in place.
 
-Its schema already is the 1.0 baseline's; what changes is its recorded migration history. The
-ledger is verified as it stands (a ledger that does not verify is refused, unchanged), then in
-one transaction the baseline is recorded as applied, and it is verified again before that
-transaction commits. Its events keep their seals, which 1.0 verifies as they are.
+The ledger is verified as it stands (one that does not verify is refused, unchanged; so is one
+whose tasks an archive holds: the archive's records name the 0.x seals, so those tasks are
+restored with 0.x first). Then, in one transaction: every event is sealed again as v5 in event
+id order (`core.log.upgrade.resealed`), `event_seals` takes the baseline's definition, the
+Merkle tree is built again over the new seals and the checkpoints signed of the old one are
+forgotten, after a `LEDGER_UPGRADED` event that records the old tree's size and root and those
+checkpoints with their cosignatures; the baseline is recorded as the migration history, and the
+ledger is verified again before that transaction commits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+from aios_ledger.core import EventRow, SealRow
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.log import VerificationReport
+from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.core.log import LEDGER_CHAIN, VerificationReport
+from aios_ledger.core.log.legacy_seals import legacy_seal_verifies
+from aios_ledger.core.log.merkle import MerkleTreeRow
+from aios_ledger.core.log.rows import RowImage
+from aios_ledger.core.log.upgrade import decide_upgraded, resealed
 from aios_ledger.core.migrations import plan_upgrade
+from aios_ledger.core.records import record_columns
+from aios_ledger.shell.actors import current_actor
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.engines import SchemaConnection
+from aios_ledger.shell.db.merkle import build_tree
 from aios_ledger.shell.db.migrator import known_migrations, read_catalogue
-from aios_ledger.shell.db.run import Connection, execute
-from aios_ledger.shell.log.verification import verify_in, verify_log
+from aios_ledger.shell.db.run import Connection, execute, fetch_all, fetch_record, fetch_value
+from aios_ledger.shell.db.statements import statement_texts
+from aios_ledger.shell.log.verification import (
+    SEALED_ROW_COLUMNS,
+    SealedRowsById,
+    verify_in,
+    verify_log,
+)
+
+_EVENT_COLUMNS = record_columns(EventRow)
+_SEAL_COLUMNS = record_columns(SealRow)
+_LOG_COLUMNS = (*_EVENT_COLUMNS, "seal_event_id", *_SEAL_COLUMNS[1:])
 
 
 def _first_findings(report: VerificationReport) -> str:
@@ -26,24 +53,61 @@ def _first_findings(report: VerificationReport) -> str:
     )
 
 
-def upgrade_ledger(db: Database) -> dict[str, Any]:
+def upgrade_ledger(db: Database, *, clock: Clock = system_clock) -> dict[str, Any]:
     """Upgrade the ledger `db` opened as found; on a 1.0 ledger, say so and change nothing."""
     view = db.read(read_catalogue)
     known = known_migrations(db.read(lambda conn: conn.dialect))
     if not plan_upgrade(known, view):
         return {"database": db.path, "upgraded": False, "detail": "already a 1.0 ledger"}
-    before = verify_log(db)
+    archived = int(db.read(lambda conn: fetch_value(conn, "upgrade_archived_events")))
+    if archived:
+        raise LedgerError(
+            "UPGRADE_REFUSED_ARCHIVED",
+            f"the 0.x ledger's archives hold {archived} events, whose records name their 0.x "
+            "seals: restore the archived tasks with the 0.x release's `aios-ledger restore` "
+            "first, then upgrade; nothing was changed",
+        )
+    before = verify_log(db, legacy=legacy_seal_verifies)
     if not before.intact:
         raise LedgerError(
             "UPGRADE_REFUSED_NOT_INTACT",
             f"the 0.x ledger does not verify ({len(before.findings)} findings: "
             f"{_first_findings(before)}): `aios-ledger verify` lists them; nothing was changed",
         )
+    actor = current_actor()
 
-    def rewrite(conn: Connection) -> VerificationReport | None:
+    def rewrite(conn: SchemaConnection) -> VerificationReport | None:
         # Planned again under the write lock: another process may have upgraded it since.
         if not plan_upgrade(known, read_catalogue(conn)):
             return None
+        tree = fetch_record(conn, "merkle_tree", None, MerkleTreeRow)
+        if tree is None or tree.size is None:
+            raise LedgerError("DATABASE_CORRUPT", "the 0.x ledger's Merkle tree is not built")
+        old = tree.frontier_of().head()
+        signed = _signed_checkpoints(conn)
+        new_seals = list(resealed(_sealed_log(conn)))
+        texts = statement_texts(conn.dialect)
+        conn.run_script(texts["upgrade_open_log"])
+        for seal in new_seals:
+            execute(
+                conn,
+                "upgrade_reseal",
+                {
+                    "event_id": seal.event_id,
+                    "prev_seal": seal.prev_seal,
+                    "seal": seal.seal,
+                    "seal_version": seal.seal_version,
+                    "row_changes": seal.row_changes,
+                    "chained_row_digest": seal.chained_row_digest,
+                },
+            )
+        conn.run_script(texts["upgrade_close_log"])
+        build_tree(conn)
+        plans = PlanExecutor(conn)
+        tail = plans.tail(LEDGER_CHAIN)
+        plans.apply(
+            decide_upgraded(tail, old.size, old.root, signed, now=read_clock(clock), actor=actor)
+        )
         execute(conn, "forget_migrations")
         for migration in known:
             execute(conn, "record_migration", {"version": migration.version})
@@ -56,7 +120,7 @@ def upgrade_ledger(db: Database) -> dict[str, Any]:
             )
         return after
 
-    after = db.write(rewrite)
+    after = db.write_schema(rewrite)
     if after is None:
         return {"database": db.path, "upgraded": False, "detail": "already a 1.0 ledger"}
     return {
@@ -67,3 +131,58 @@ def upgrade_ledger(db: Database) -> dict[str, Any]:
         "events": after.events,
         "intact": after.intact,
     }
+
+
+def _sealed_log(conn: Connection) -> Iterator[tuple[EventRow, SealRow, tuple[RowImage, ...]]]:
+    """Each event with its seal and the rows it covers, in event id order (the log verified
+    intact: every event has its seal)."""
+    with (
+        conn.stream_tuples("log_export_all", _LOG_COLUMNS) as events,
+        conn.stream_tuples("all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
+    ):
+        rows = SealedRowsById(sealed)
+        width = len(_EVENT_COLUMNS)
+        for row in events:
+            event = EventRow(*row[:width])
+            chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = row[
+                width + 1 :
+            ]
+            yield (
+                event,
+                SealRow(
+                    event.event_id,
+                    chain,
+                    chain_seq,
+                    prev_seal,
+                    seal,
+                    adoption == 1,
+                    version,
+                    changes,
+                    chained,
+                ),
+                rows.of(event.event_id),
+            )
+
+
+def _signed_checkpoints(conn: Connection) -> list[JsonObject]:
+    """The checkpoints signed of the 0.x tree, each with its note and its cosignatures (their
+    lines and times) as they were stored."""
+    cosignatures: dict[int, list[JsonObject]] = {}
+    for row in fetch_all(conn, "upgrade_signed_cosignatures"):
+        cosignatures.setdefault(int(row["checkpoint_id"]), []).append(
+            {
+                "witness_name": str(row["witness_name"]),
+                "witness_key_id": str(row["witness_key_id"]),
+                "cosigned_at": int(row["cosigned_at"]),
+                "line": str(row["line"]),
+                "received_at": str(row["received_at"]),
+            }
+        )
+    return [
+        {
+            "tree_size": int(row["tree_size"]),
+            "note": str(row["note"]),
+            "cosignatures": list(cosignatures.get(int(row["checkpoint_id"]), [])),
+        }
+        for row in fetch_all(conn, "upgrade_signed_checkpoints")
+    ]

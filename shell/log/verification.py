@@ -32,6 +32,7 @@ from aios_ledger.core.log.verification import (
     FORGED_EVENT,
     STATE_MISMATCH,
     Finding,
+    LegacyCheck,
     bundle_finding,
     head_of_rows,
 )
@@ -127,10 +128,12 @@ def verify_log(
     progress: ProgressHook | None = None,
     checkpoint_keys: Sequence[VerifierKey] = (),
     witness_keys: Sequence[VerifierKey] = (),
+    legacy: LegacyCheck | None = None,
 ) -> VerificationReport:
     """Walk the whole log once and report every finding by event id; each stored checkpoint
     named for one of `checkpoint_keys` must verify under it, and each cosignature by one of
-    `witness_keys` over its checkpoint (docs/checkpoints.md)."""
+    `witness_keys` over its checkpoint (docs/checkpoints.md). `legacy`: how a 0.x ledger's
+    older seals are checked (`upgrade`'s first verify; otherwise only v5 seals verify)."""
     db.quiesce_writers()
     return db.read(
         lambda conn: verify_in(
@@ -140,6 +143,7 @@ def verify_log(
             progress=progress,
             checkpoint_keys=checkpoint_keys,
             witness_keys=witness_keys,
+            legacy=legacy,
         )
     )
 
@@ -152,11 +156,12 @@ def verify_in(
     progress: ProgressHook | None = None,
     checkpoint_keys: Sequence[VerifierKey] = (),
     witness_keys: Sequence[VerifierKey] = (),
+    legacy: LegacyCheck | None = None,
 ) -> VerificationReport:
     """`verify_log` inside the caller's transaction (`upgrade` verifies what it wrote before it
     commits)."""
     counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
-    verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids)
+    verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids, legacy=legacy)
     feed, step = verifier.feed, counter.step
     with (
         conn.stream_tuples("log_verify_rows", VERIFY_COLUMNS) as events,
@@ -248,8 +253,8 @@ def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object
 
 def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
     """Hold every state row against the last seal that wrote it, then report sealed rows that
-    are gone. A task row's v4 seals are folded (`ChainFolds`) beside the task rows."""
-    v1_history = bool(fetch_value(conn, "log_has_v1_seals"))
+    are gone. A task row's chained seals are folded (`ChainFolds`) beside the task rows."""
+    history_before_rows = bool(fetch_value(conn, "log_has_seals_before_rows"))
     with db.cursor_rows("state_task_chain_seals") as chains:
         folds = ChainFolds(chains, verifier)
         for table, statement in STATE_STATEMENTS.items():
@@ -267,7 +272,7 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
                         SEALED_TABLES[table], row, None if sealed is None else sealed[1]
                     )
                     history = row["sealed_history"]
-                    history = v1_history if history is None else bool(history)
+                    history = history_before_rows if history is None else bool(history)
                     verifier.check_row(table, key, digest, sealed, history=history)
             if table == TASKS:
                 folds.last_sealed(None, None)
@@ -286,9 +291,9 @@ def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
 
 
 class ChainFolds:
-    """The task chains holding v4 seals, folded one at a time in task id order as the task rows
-    go by: O(1) state, whatever the number of tasks. A fold of a chain whose task row is gone
-    reports it, as `state_rows_gone` reports a row a v2 image says was written."""
+    """The task chains, folded one at a time in task id order as the task
+    rows go by: O(1) state, whatever the number of tasks. A fold of a chain whose task row is
+    gone reports it, as `state_rows_gone` reports a row an image says was written."""
 
     def __init__(self, rows: Iterator[Row], verifier: LogVerifier) -> None:
         self._rows = rows
@@ -298,7 +303,7 @@ class ChainFolds:
 
     def _fold_through(self, task_id: str | None) -> Iterator[ChainedRowFold]:
         """Each chain before `task_id`'s (None: every one left), folded, then `task_id`'s own
-        if it holds v4 seals (the caller tells them apart by key)."""
+        (the caller tells them apart by key)."""
         while self._next is not None:
             chain = str(self._next["chain"])
             key = chain.removeprefix("task:")
@@ -307,20 +312,15 @@ class ChainFolds:
             fold = ChainedRowFold(key)
             while self._next is not None and self._next["chain"] == chain:
                 row = self._next
-                fold.add(
-                    row["event_id"],
-                    row["seal_version"],
-                    row["row_changes"],
-                    row["chained_row_digest"],
-                )
+                fold.add(row["event_id"], row["row_changes"], row["chained_row_digest"])
                 self._next = next(self._rows, None)
             yield fold
 
     def last_sealed(
         self, task_id: str | None, sealed: tuple[int, str | None] | None
     ) -> tuple[int, str | None] | None:
-        """The last seal of task `task_id`'s row: `sealed` (its last v2/v3 image), or the fold of
-        its chain when a later v4 seal wrote it (None: past every chain left). A chain passed
+        """The last seal of task `task_id`'s row: `sealed` (its last image), or the fold of
+        its chain when a later chained seal wrote it (None: past every chain left). A chain passed
         whose task row is not there is reported gone."""
         found = None
         for fold in self._fold_through(task_id):

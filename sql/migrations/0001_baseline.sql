@@ -110,9 +110,9 @@ CREATE TABLE event_seals(
   prev_seal TEXT NOT NULL,
   seal TEXT NOT NULL,
   sealed_at_adoption INTEGER NOT NULL DEFAULT 0 CHECK (sealed_at_adoption IN (0, 1)),
-  seal_version INTEGER NOT NULL DEFAULT 1 CHECK (seal_version IN (1, 2, 4)),
-  row_changes TEXT CHECK (row_changes IS NULL OR seal_version = 4),
-  chained_row_digest TEXT CHECK (chained_row_digest IS NULL OR seal_version = 4),
+  seal_version INTEGER NOT NULL DEFAULT 5 CHECK (seal_version = 5),
+  row_changes TEXT,
+  chained_row_digest TEXT,
   UNIQUE (chain, chain_seq)
 );
 
@@ -337,7 +337,7 @@ CREATE INDEX commit_attestations_by_commit ON commit_attestations(commit_oid, re
 
 CREATE INDEX event_seal_rows_by_row ON event_seal_rows(row_table, row_key, event_id);
 
-CREATE INDEX event_seals_v1 ON event_seals(event_id) WHERE seal_version = 1;
+CREATE INDEX event_seals_adopted ON event_seals(event_id) WHERE sealed_at_adoption = 1;
 
 CREATE INDEX events_by_task ON events(task_id, event_id);
 

@@ -14,5 +14,6 @@ SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM event_id
 SELECT setval('event_ids', :next_event_id, false);
 
 -- name: log_reserve_event_ids
--- Ids for a plan decided under row locks beside other writers, one per event, rising.
+-- Ids for a plan decided under row locks beside other writers, one per event, rising (their
+-- seals do not cover them).
 SELECT nextval('event_ids') AS event_id FROM generate_series(1, :count);

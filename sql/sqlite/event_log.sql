@@ -4,13 +4,12 @@
 -- and SQLite's alone. The rest are written once, in ../event_log.sql.
 
 -- name: state_task_chain_seals
--- The seals of every task chain that holds a v4 seal, in chain order (through the unique
--- (chain, chain_seq) index), byte by byte: `verify` folds each chain's v4 changes into the task
--- row they say was written last, beside `state_rows_tasks`.
-SELECT s.chain, s.event_id, s.seal_version, s.row_changes, s.chained_row_digest
+-- The seals of every task chain, in chain order (through the unique (chain, chain_seq) index),
+-- byte by byte: `verify` folds each chain's changes into the task row they say was written
+-- last, beside `state_rows_tasks`.
+SELECT s.chain, s.event_id, s.row_changes, s.chained_row_digest
 FROM event_seals AS s
-WHERE s.chain IN (SELECT v4.chain FROM event_seals AS v4
-                  WHERE v4.seal_version = 4 AND v4.chain >= 'task:' AND v4.chain < 'task;')
+WHERE s.chain >= 'task:' AND s.chain < 'task;'
 ORDER BY s.chain, s.chain_seq;
 
 -- name: log_id_counter$

@@ -41,8 +41,6 @@ class Connection(Protocol):
 
     # Its row's name in `ENGINES`: the statement texts it runs and its migrations.
     dialect: str
-    # The seal its events get (`core/log/records.py`).
-    seal_version: int
 
     @property
     def in_transaction(self) -> bool: ...

@@ -37,7 +37,6 @@ import attrs
 import psycopg
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.merkle import MerkleTreeRow
-from aios_ledger.core.log.records import SEAL_VERSION_3
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
@@ -238,8 +237,6 @@ class PgConnection:
     for its reads and one for its plan and COMMIT."""
 
     dialect = "postgresql"
-    # Ids come from a sequence once decided, not in commit order: v3 seals leave them out.
-    seal_version = SEAL_VERSION_3
 
     def __init__(
         self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.merkle import MerkleTreeRow
-from aios_ledger.core.log.records import SEAL_VERSION_4
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
 from aios_ledger.shell.db.engines import (
@@ -159,10 +158,6 @@ class SqliteConnection(apsw.Connection):
     """An apsw connection that is also the ledger's `engines.Connection`."""
 
     dialect = "sqlite"
-    # SQLite hands ids out in commit order under its one writer: its seals cover them. They are
-    # v4 since 0.x migration 0020: what changed of a task row, not its whole image
-    # (core/log/seals.py).
-    seal_version = SEAL_VERSION_4
     # The Merkle tree's head row as the running write transaction's last append left it, and
     # the one carried over from the last committed one (data version after its COMMIT, row):
     # the one writer need not read it again while nothing else wrote.

@@ -192,12 +192,11 @@ CREATE TABLE event_seals (
     prev_seal text NOT NULL,
     seal text NOT NULL,
     sealed_at_adoption bigint DEFAULT 0 NOT NULL,
-    seal_version bigint DEFAULT 1 NOT NULL,
+    seal_version bigint DEFAULT 5 NOT NULL,
     row_changes text,
     chained_row_digest text,
     CONSTRAINT event_seals_chain_seq_check CHECK ((chain_seq >= 1)),
-    CONSTRAINT event_seals_chained_row_check CHECK (((seal_version = 4) OR ((row_changes IS NULL) AND (chained_row_digest IS NULL)))),
-    CONSTRAINT event_seals_seal_version_check CHECK ((seal_version = ANY (ARRAY[1, 2, 3, 4]))),
+    CONSTRAINT event_seals_seal_version_check CHECK ((seal_version = 5)),
     CONSTRAINT event_seals_sealed_at_adoption_check CHECK ((sealed_at_adoption = ANY (ARRAY[(0)::bigint, (1)::bigint])))
 );
 
@@ -562,7 +561,7 @@ CREATE INDEX commit_attestations_by_commit ON commit_attestations USING btree (c
 
 CREATE INDEX event_seal_rows_by_row ON event_seal_rows USING btree (row_table, row_key, event_id);
 
-CREATE INDEX event_seals_v1 ON event_seals USING btree (event_id) WHERE (seal_version = 1);
+CREATE INDEX event_seals_adopted ON event_seals USING btree (event_id) WHERE (sealed_at_adoption = 1);
 
 CREATE INDEX events_by_task ON events USING btree (task_id, event_id);
 

@@ -1,0 +1,20 @@
+-- `aios-ledger upgrade`: reading what a 0.x ledger signed and archived, and re-sealing its log
+-- (shell/log/upgrade.py; the schema's part is each engine's upgrade.sql).
+
+-- name: upgrade_archived_events$
+-- How many events an archive removed and no restore put back.
+SELECT count(*) FROM archived_events;
+
+-- name: upgrade_signed_checkpoints
+SELECT checkpoint_id, tree_size, note FROM checkpoints ORDER BY checkpoint_id;
+
+-- name: upgrade_signed_cosignatures
+SELECT checkpoint_id, witness_name, witness_key_id, cosigned_at, line, received_at
+FROM checkpoint_cosignatures
+ORDER BY checkpoint_id, witness_name, witness_key_id;
+
+-- name: upgrade_reseal!
+UPDATE event_seals
+SET prev_seal = :prev_seal, seal = :seal, seal_version = :seal_version,
+    row_changes = :row_changes, chained_row_digest = :chained_row_digest
+WHERE event_id = :event_id;
