@@ -9,10 +9,8 @@ side; exclusive for every other write, the counterpart of SQLite's `BEGIN IMMEDI
 one REPEATABLE READ READ ONLY snapshot.
 
 Serialization failures and deadlocks are retried a bounded number of times; a server that is
-down, restarting or out of connections is retried while nothing can have been committed, for
-at most `UNAVAILABLE_PATIENCE` seconds, then answered `DATABASE_UNAVAILABLE` with a time to
-retry after; once it has been, later transactions wait only `DOWN_PATIENCE` for a connection
-until one commits again, so that a server in front of the ledger answers rather than holds. A
+down or full is retried while nothing can have been committed, for `UNAVAILABLE_PATIENCE`, then
+answered `DATABASE_UNAVAILABLE` with a time to retry after (so `serve` answers, not holds). A
 failure during COMMIT is answered at once, since its outcome is unknown; the caller's
 idempotency key makes its retry safe.
 """
