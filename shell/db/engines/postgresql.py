@@ -649,7 +649,7 @@ READ = "begin_read"
 # out of connections; once one has been refused so, how long the next ones wait for a connection
 # (enough for the pool to open one to a server that is back); and the seconds a refused client
 # is told to wait before it asks again.
-UNAVAILABLE_PATIENCE = 1.5
+UNAVAILABLE_PATIENCE = 1.0
 DOWN_PATIENCE = 0.25
 UNAVAILABLE_RETRY_AFTER = 1
 # The pool's background attempts to reopen a connection give up after this long, so that the
