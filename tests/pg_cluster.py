@@ -34,7 +34,14 @@ PG_CTL_PATIENCE = 60
 
 
 def _tools() -> tuple[str, str]:
-    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    """`initdb` and `pg_ctl` from PATH, else from Debian's versioned folder (newest first)."""
+    folders = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda folder: int(folder.parent.name) if folder.parent.name.isdigit() else 0,
+        reverse=True,
+    )
+    path = os.pathsep.join([os.environ.get("PATH", ""), *map(str, folders)])
+    initdb, pg_ctl = shutil.which("initdb", path=path), shutil.which("pg_ctl", path=path)
     if initdb is None or pg_ctl is None:
         reason = "initdb and pg_ctl are not on PATH"
         if os.environ.get("AIOS_REQUIRE_POSTGRES") == "1":

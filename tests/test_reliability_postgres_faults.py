@@ -58,6 +58,7 @@ class Creator:
         self.refusals = 0
         self.unexpected: list[str] = []  # a timeout, or an answer neither 201 nor a refusal
         self._stopping = threading.Event()
+        self._answered = threading.Condition()  # notified at each answer
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -68,19 +69,28 @@ class Creator:
                 pass
 
     def _create(self, key: str) -> bool:
+        """Whether to go on to the next key: this one acknowledged, or too much went wrong."""
         try:
             answer = self.client.post("/v1/tasks", json=_body(key))
         except httpx.TransportError as exc:
-            self.unexpected.append(f"{type(exc).__name__}: {exc}")
+            answer = None
+            failure = f"{type(exc).__name__}: {exc}"
+        with self._answered:
+            self._answered.notify_all()
+            if answer is None:
+                self.unexpected.append(failure)
+            elif answer.status_code == 201:
+                self.acknowledged[key] = str(answer.json()["task_id"])
+                return True
+            elif _is_refusal(answer):
+                self.refusals += 1
+            else:
+                self.unexpected.append(f"{answer.status_code} {answer.headers} {answer.text[:300]}")
             return len(self.unexpected) > 100
-        if answer.status_code == 201:
-            self.acknowledged[key] = str(answer.json()["task_id"])
-            return True
-        if _is_refusal(answer):
-            self.refusals += 1
-        else:
-            self.unexpected.append(f"{answer.status_code} {answer.headers} {answer.text[:300]}")
-        return len(self.unexpected) > 100
+
+    def wait_for(self, what: str, condition: Callable[[], bool]) -> None:
+        with self._answered:
+            assert self._answered.wait_for(condition, PATIENCE), f"not within {PATIENCE} s: {what}"
 
     def stop(self) -> None:
         """Stops after the create under way is acknowledged."""
@@ -89,11 +99,11 @@ class Creator:
         assert not self._thread.is_alive(), "the last create was never acknowledged"
 
 
-def _until(what: str, condition: Callable[[], bool]) -> None:
+def _until_ready(probe: httpx.Client) -> None:
+    """Asks `/v1/ready` until it answers ready (each answer paces the next question)."""
     deadline = time.monotonic() + PATIENCE
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {PATIENCE} s: {what}"
-        threading.Event().wait(0.05)
+    while _ready(probe).status_code != 200:
+        assert time.monotonic() < deadline, f"/v1/ready not true within {PATIENCE} s"
 
 
 def _ready(client: httpx.Client) -> httpx.Response:
@@ -112,7 +122,7 @@ def _assert_refused_now(server: ServeProcess) -> None:
 
 def _until_more_acknowledged(creator: Creator) -> None:
     before = len(creator.acknowledged)
-    _until(
+    creator.wait_for(
         "more creates acknowledged",
         lambda: len(creator.acknowledged) >= before + ACKNOWLEDGED_BETWEEN_FAULTS,
     )
@@ -120,7 +130,7 @@ def _until_more_acknowledged(creator: Creator) -> None:
 
 def _assert_recovered(server: ServeProcess, creator: Creator) -> None:
     probe = server.client("owner")
-    _until("/v1/ready true", lambda: _ready(probe).status_code == 200)
+    _until_ready(probe)
     _until_more_acknowledged(creator)
 
 
@@ -154,7 +164,7 @@ def test_a_postgresql_restart_mid_load_is_refused_in_time_and_loses_nothing(
         _until_more_acknowledged(creator)
         cluster.stop()
         _assert_refused_now(server)
-        _until("the loop refused too", lambda: creator.refusals > 0)
+        creator.wait_for("the loop refused too", lambda: creator.refusals > 0)
         cluster.start()
         _assert_recovered(server, creator)
         creator.stop()
