@@ -70,14 +70,18 @@ class PgCluster:
             ]
             self.folder.chmod(0o755)
             os.chown(self.folder, nobody.pw_uid, nobody.pw_gid)
-        self._run(
-            self._initdb, "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"
-        )
-        self.start()
-        with self.admin() as conn:
-            conn.execute(f"CREATE ROLE {LEDGER_ROLE} LOGIN")
-            conn.execute(f"GRANT CREATE ON DATABASE postgres TO {LEDGER_ROLE}")
-            conn.execute("CREATE ROLE crowd LOGIN")
+        try:
+            self._run(
+                self._initdb, "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"
+            )
+            self.start()
+            with self.admin() as conn:
+                conn.execute(f"CREATE ROLE {LEDGER_ROLE} LOGIN")
+                conn.execute(f"GRANT CREATE ON DATABASE postgres TO {LEDGER_ROLE}")
+                conn.execute("CREATE ROLE crowd LOGIN")
+        except BaseException:
+            self.close()  # no server left running when the test never gets the cluster
+            raise
 
     def _run(self, *argv: str) -> None:
         answer = subprocess.run(
