@@ -9,7 +9,8 @@ side; exclusive for every other write, the counterpart of SQLite's `BEGIN IMMEDI
 one REPEATABLE READ READ ONLY snapshot.
 
 Serialization failures and deadlocks are retried a bounded number of times; a server that is
-down is retried while nothing can have been committed, then answered `DATABASE_UNAVAILABLE`. A
+down or full is retried while nothing can have been committed, for `UNAVAILABLE_PATIENCE`, then
+answered `DATABASE_UNAVAILABLE` with a time to retry after (so `serve` answers, not holds). A
 failure during COMMIT is answered at once, since its outcome is unknown; the caller's
 idempotency key makes its retry safe.
 """
@@ -35,7 +36,7 @@ from urllib.parse import unquote
 
 import attrs
 import psycopg
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, RetryLaterError
 from aios_ledger.core.log.merkle import MerkleTreeRow
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
@@ -609,13 +610,18 @@ def is_unavailable(exc: BaseException) -> bool:
     ) and not isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable)
 
 
+def unavailable_error(detail: str) -> RetryLaterError:
+    """`DATABASE_UNAVAILABLE`, which time may lift: the API answers it with `Retry-After`."""
+    return RetryLaterError("DATABASE_UNAVAILABLE", detail, retry_after=UNAVAILABLE_RETRY_AFTER)
+
+
 def pg_error(exc: psycopg.Error) -> LedgerError:
     """psycopg's error as the ledger's stable code (the server's message in the detail)."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, _CONSTRAINTS):
         return LedgerError("CONSTRAINT_VIOLATION", detail)
     if is_unavailable(exc):
-        return LedgerError("DATABASE_UNAVAILABLE", detail)
+        return unavailable_error(detail)
     if isinstance(exc, RETRYABLE):
         return LedgerError("DATABASE_BUSY", detail)
     if isinstance(exc, pg_errors.DiskFull):
@@ -636,7 +642,16 @@ RETRIES = 8
 EXCLUSIVE = "begin_immediate"
 ROW_LOCKED = "begin_row_locked"
 READ = "begin_read"
-UNAVAILABLE_RETRIES = 20
+# How long one transaction waits, over its retries, for a server that is down, restarting or
+# out of connections; once one has been refused so, how long the next ones wait for a connection
+# (enough for the pool to open one to a server that is back); and the seconds a refused client
+# is told to wait before it asks again.
+UNAVAILABLE_PATIENCE = 1.0
+DOWN_PATIENCE = 0.25
+UNAVAILABLE_RETRY_AFTER = 1
+# The pool's background attempts to reopen a connection give up after this long, so that the
+# next transaction's request starts a new attempt at once rather than after a growing backoff.
+RECONNECT_SECONDS = 2.0
 POOL_SIZE_ENV = "AIOS_LEDGER_PG_POOL_SIZE"
 _CURSOR_NAMES = itertools.count(1)
 
@@ -687,6 +702,8 @@ class PostgresDatabase(Database):
         size = int(os.environ.get(POOL_SIZE_ENV, "4"))
         options = self.target.connect_options()
         self._timeout = float(options["connect_timeout"])
+        # Set when a transaction was refused DATABASE_UNAVAILABLE, cleared when one commits.
+        self._down = False
         # One connection first, outside the pool, which would retry a refused one until its
         # timeout and keep the reason to its log: a mistake in the URL is answered at once.
         first_connection(self.target).close()
@@ -698,6 +715,7 @@ class PostgresDatabase(Database):
             open=False,
             configure=configure,
             timeout=self._timeout,
+            reconnect_timeout=RECONNECT_SECONDS,
             name="aios-ledger",
         )
         try:
@@ -744,10 +762,12 @@ class PostgresDatabase(Database):
     def notify(self, channel: str) -> None:
         """NOTIFY on a connection of the pool, in a transaction of its own."""
         try:
-            with self._pool.connection(timeout=self._timeout) as raw:
+            with self._pool.connection(
+                timeout=self._connection_patience(UNAVAILABLE_PATIENCE)
+            ) as raw:
                 raw.execute(_RAW_TEXTS[f"notify_{channel}"].encode())
         except PoolTimeout as exc:
-            raise LedgerError("DATABASE_UNAVAILABLE", str(exc)) from None
+            raise unavailable_error(str(exc)) from None
         except psycopg.Error as exc:
             raise pg_error(exc) from None
 
@@ -780,39 +800,53 @@ class PostgresDatabase(Database):
     def read(self, work: Callable[[Connection], T]) -> T:
         return self._pg_transaction(READ, work)
 
+    def _connection_patience(self, left: float) -> float:
+        """How long to wait for a connection of the pool, with `left` seconds of patience."""
+        return min(left, DOWN_PATIENCE) if self._down else left
+
     def _pg_transaction(self, mode: str, work: Callable[[Connection], T]) -> T:
+        try:
+            result = self._pg_attempts(mode, work)
+        except RetryLaterError as refused:
+            if refused.code == "DATABASE_UNAVAILABLE":
+                self._down = True
+            raise
+        self._down = False
+        return result
+
+    def _pg_attempts(self, mode: str, work: Callable[[Connection], T]) -> T:
         retries = unavailable = 0
+        give_up_at = time.monotonic() + UNAVAILABLE_PATIENCE
         # Beside other writers, a key or a chain position taken by a transaction that committed
         # after this one read is a unique violation: the retry reads it and decides again (a
         # replay, a conflict, the next position). Under the exclusive lock it cannot happen.
         retryable = (*RETRYABLE, pg_errors.UniqueViolation) if mode == ROW_LOCKED else RETRYABLE
         while True:
+            left = give_up_at - time.monotonic()
             try:
-                with self._pool.connection(timeout=self._timeout) as raw:
+                with self._pool.connection(timeout=self._connection_patience(left)) as raw:
                     conn = PgConnection(raw, row_locked=mode == ROW_LOCKED, read_only=mode == READ)
                     return self._once(conn, mode, work)
             except _CommitUncertain as exc:
-                if mode == READ and unavailable < UNAVAILABLE_RETRIES:
+                if mode == READ and time.monotonic() < give_up_at:
                     # A read's COMMIT changes nothing whatever its outcome: read again.
                     unavailable += 1
                     self._sleep(unavailable)
                     continue
-                raise LedgerError(
-                    "DATABASE_UNAVAILABLE",
-                    f"the connection broke during COMMIT (the outcome is unknown): {exc}",
+                raise unavailable_error(
+                    f"the connection broke during COMMIT (the outcome is unknown): {exc}"
                 ) from None
             except PoolTimeout as exc:
-                unavailable += 1
-                if unavailable > UNAVAILABLE_RETRIES // 4:
-                    raise LedgerError("DATABASE_UNAVAILABLE", str(exc)) from None
-                self._sleep(unavailable)
+                # The pool had no connection to give in all the patience left: the server is
+                # down, or refuses more connections.
+                raise unavailable_error(str(exc)) from None
             except psycopg.Error as exc:
                 if isinstance(exc, retryable) and retries < RETRIES:
                     retries += 1
                     self.busy_retries += 1
                     self._sleep(retries)
                     continue
-                if is_unavailable(exc) and unavailable < UNAVAILABLE_RETRIES:
+                if is_unavailable(exc) and time.monotonic() < give_up_at:
                     # Nothing was committed (the failure came before COMMIT): try again on
                     # another connection; the pool drops the broken one.
                     unavailable += 1
