@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-from aios_ledger.core import LedgerError
+from aios_ledger.core import LedgerError, RetryLaterError
 from aios_ledger.core.tasks.answers import TaskView
 from aios_ledger.shell import LedgerClient, TaskLedger
-from aios_ledger.shell.remote.client import new_lease_token
+from aios_ledger.shell.remote.client import new_lease_token, problem_error
 from aios_ledger.shell.work.worker import LEASE_LOST
 from api_server import ApiServer, free_port
 
@@ -368,3 +368,22 @@ def _sample(metrics: str, name: str) -> float:
 
 def _by_id(tasks: list[TaskView]) -> list[TaskView]:
     return sorted(tasks, key=lambda task: task["task_id"])
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "retry_after"),
+    [
+        (503, {"Retry-After": "1"}, 1),  # the database away
+        (429, {"Retry-After": "42"}, 42),  # a budget spent
+        (503, {}, None),  # no word on when: a plain refusal
+        (400, {"Retry-After": "5"}, None),  # a refusal no wait lifts
+    ],
+)
+def test_a_refusal_the_server_says_when_to_retry_keeps_its_wait(
+    status: int, headers: dict[str, str], retry_after: int | None
+) -> None:
+    problem = {"code": "DATABASE_UNAVAILABLE", "detail": "the database is away"}
+    error = problem_error(httpx.Response(status, json=problem, headers=headers))
+    assert error.code == "DATABASE_UNAVAILABLE"
+    assert getattr(error, "retry_after", None) == retry_after
+    assert isinstance(error, RetryLaterError) == (retry_after is not None)

@@ -87,6 +87,10 @@ def _encoded(body: object) -> bytes:
         raise LedgerError("FIELDS_INVALID", f"not a JSON value: {exc}") from None
 
 
+# Refusals the server says when to try again: a budget spent (429), the database away (503).
+_RETRY_LATER_STATUSES = frozenset({429, 503})
+
+
 def problem_error(response: httpx.Response) -> LedgerError:
     """A problem+json answer as the LedgerError it carries."""
     try:
@@ -104,7 +108,7 @@ def problem_error(response: httpx.Response) -> LedgerError:
         text = detail if isinstance(detail, str) else ""
         error = (
             RetryLaterError(code, text, retry_after=int(retry_after))
-            if response.status_code == 429 and retry_after.isdigit()
+            if response.status_code in _RETRY_LATER_STATUSES and retry_after.isdigit()
             else LedgerError(code, text)
         )
     except ValueError:
