@@ -20,11 +20,9 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import urlsplit
 
 BACKEND_TIMEOUT = 300.0
@@ -41,117 +39,97 @@ def http_backend() -> str:
     return os.path.join(exec_path, "git-http-backend")
 
 
-class GitHttpServer:
+def git_http_server(root: Path, token: str, port: int = 0) -> ThreadingHTTPServer:
     """`git http-backend` over http://127.0.0.1:PORT for the bare repositories under `root`,
     answering only a request whose basic-authentication password is `token`."""
+    backend = http_backend()
+    project_root = str(root.resolve())
 
-    def __init__(self, root: Path, token: str, port: int = 0) -> None:
-        backend = http_backend()
-        project_root = str(root.resolve())
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._serve()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self._serve()
+        def do_POST(self) -> None:
+            self._serve()
 
-            def do_POST(self) -> None:
-                self._serve()
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet: the demo's story is told by the ledger, not by a request log."""
 
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet: the demo's story is told by the ledger, not by a request log."""
+        def _authorized(self) -> bool:
+            kind, _, credential = self.headers.get("Authorization", "").partition(" ")
+            if kind.lower() != "basic":
+                return False
+            try:
+                decoded = base64.b64decode(credential, validate=True).decode()
+            except ValueError:
+                return False
+            user, _, password = decoded.partition(":")
+            return bool(user) and hmac.compare_digest(password.encode(), token.encode())
 
-            def _authorized(self) -> bool:
-                kind, _, credential = self.headers.get("Authorization", "").partition(" ")
-                if kind.lower() != "basic":
-                    return False
-                try:
-                    decoded = base64.b64decode(credential, validate=True).decode()
-                except ValueError:
-                    return False
-                user, _, password = decoded.partition(":")
-                return bool(user) and hmac.compare_digest(password.encode(), token.encode())
+        def _body(self) -> bytes:
+            """The request body, whole: git sends a large push in chunks."""
+            if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            chunks: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
 
-            def _body(self) -> bytes:
-                """The request body, whole: git sends a large push in chunks."""
-                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
-                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                chunks: list[bytes] = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
-                        return b"".join(chunks)
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-
-            def _serve(self) -> None:
-                if not self._authorized():
-                    self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Basic realm="git"')
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                body = self._body()
-                parts = urlsplit(self.path)
-                environment = {
-                    "PATH": os.environ.get("PATH", os.defpath),
-                    "GIT_PROJECT_ROOT": project_root,
-                    "GIT_HTTP_EXPORT_ALL": "1",
-                    # A REMOTE_USER is what lets git http-backend take a push.
-                    "REMOTE_USER": "git",
-                    "REMOTE_ADDR": self.client_address[0],
-                    "REQUEST_METHOD": self.command,
-                    "PATH_INFO": parts.path,
-                    "QUERY_STRING": parts.query,
-                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-                    "CONTENT_LENGTH": str(len(body)),
-                    "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
-                    "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
-                }
-                done = subprocess.run(
-                    [backend],
-                    input=body,
-                    env=environment,
-                    capture_output=True,
-                    timeout=BACKEND_TIMEOUT,
-                    check=False,
-                )
-                # A CGI answer: its header lines (git ends each with CRLF), a blank line, the body.
-                head, _, content = done.stdout.partition(b"\r\n\r\n")
-                headers = [line.partition(":")[::2] for line in head.decode("latin-1").splitlines()]
-                status = next((value for name, value in headers if name.lower() == "status"), "")
-                code = int(status.split()[0]) if status.strip() else 200
-                if done.returncode != 0 and not head:
-                    code, content = 500, done.stderr[-2000:]
-                self.send_response(code)
-                for name, value in headers:
-                    if name.lower() not in ("status", "content-length"):
-                        self.send_header(name, value.strip())
-                self.send_header("Content-Length", str(len(content)))
+        def _serve(self) -> None:
+            if not self._authorized():
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                self.send_header("Content-Length", "0")
                 self.end_headers()
-                self.wfile.write(content)
+                return
+            body = self._body()
+            parts = urlsplit(self.path)
+            environment = {
+                "PATH": os.environ.get("PATH", os.defpath),
+                "GIT_PROJECT_ROOT": project_root,
+                "GIT_HTTP_EXPORT_ALL": "1",
+                # A REMOTE_USER is what lets git http-backend take a push.
+                "REMOTE_USER": "git",
+                "REMOTE_ADDR": self.client_address[0],
+                "REQUEST_METHOD": self.command,
+                "PATH_INFO": parts.path,
+                "QUERY_STRING": parts.query,
+                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                "CONTENT_LENGTH": str(len(body)),
+                "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+                "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+            }
+            done = subprocess.run(
+                [backend],
+                input=body,
+                env=environment,
+                capture_output=True,
+                timeout=BACKEND_TIMEOUT,
+                check=False,
+            )
+            # A CGI answer: its header lines (git ends each with CRLF), a blank line, the body.
+            head, _, content = done.stdout.partition(b"\r\n\r\n")
+            headers = [line.partition(":")[::2] for line in head.decode("latin-1").splitlines()]
+            status = next((value for name, value in headers if name.lower() == "status"), "")
+            code = int(status.split()[0]) if status.strip() else 200
+            if done.returncode != 0 and not head:
+                code, content = 500, done.stderr[-2000:]
+            self.send_response(code)
+            for name, value in headers:
+                if name.lower() not in ("status", "content-length"):
+                    self.send_header(name, value.strip())
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def __enter__(self) -> GitHttpServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    return server
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,16 +140,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port-file", type=Path, help="where to write the port, once serving")
     args = parser.parse_args(argv)
     token = args.token_file.read_text().strip()
-    with GitHttpServer(args.root, token, args.port) as server:
+    with git_http_server(args.root, token, args.port) as server:
+        port = server.server_address[1]
         if args.port_file is not None:
             # Written whole under another name first: a reader never sees half a port.
             partial = args.port_file.with_name(args.port_file.name + ".partial")
-            partial.write_text(f"{server.port}\n")
+            partial.write_text(f"{port}\n")
             partial.replace(args.port_file)
-        sys.stdout.write(f"serving {args.root} at http://127.0.0.1:{server.port}/\n")
+        sys.stdout.write(f"serving {args.root} at http://127.0.0.1:{port}/\n")
         sys.stdout.flush()
         with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+            server.serve_forever()
     return 0
 
 
