@@ -108,7 +108,7 @@ docs: $(STAMP)
 
 # Runs every block of README.md and docs/ marked `<!-- ci: run -->`, as a reader would paste it.
 readme-check: $(STAMP)
-	$(PY) -m tests.readme_snippets README.md docs/library.md
+	$(PY) -m tests.readme_snippets README.md docs/getting-started.md docs/library.md
 
 clean:
 	rm -rf $(VENV) .typecheck .pytest_cache .mypy_cache .ruff_cache site

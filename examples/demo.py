@@ -5,7 +5,10 @@ drifted request refused and a replay answered from the ledger). Part two is the 
 tasks are created and projected, a worker runs the example agent on each, a reviewer (an
 auxiliary run over the task's evidence) asks for rework once and then accepts. Part three is
 day two: a task the ledger judges itself fails on its only attempt, an operator retries it, and
-its history tells the story. Then the whole event log is verified.
+its history tells the story. Part four governs a repository on a git server, as a forge would
+serve it: `git http-backend` over http:// on loopback (examples/git_http_server.py, only Python
+and git), reached through the ledger's mirror with a token; reviewed proposals land by the
+ledger's push, or are refused. Then the whole event log is verified.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import sqlite3
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +37,8 @@ from aios_ledger.shell.clock import AUTHORIZATION_ENV, system_clock
 from aios_ledger.shell.console import history_view, render
 from aios_ledger.shell.db.connection import Database, fetch_all
 from aios_ledger.shell.db.statements import sql
-from aios_ledger.shell.git.repos import add_repository
+from aios_ledger.shell.git.remotes import Credentials
+from aios_ledger.shell.git.repos import add_remote_repository
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
@@ -285,10 +292,53 @@ def make_gadgets_repository(folder: Path) -> tuple[Path, str]:
 def part_four(path: Path, examples: Path) -> None:
     say()
     say("Part 4 - governed writes: an agent's commits reach a repository only through the ledger")
-    bare, base = make_gadgets_repository(path.parent)
-    with Database(path) as db:
-        registered = add_repository(db, GADGETS, str(bare))
-    say(f"  repo add {GADGETS} {bare.name}: protected {registered['protected']}.")
+    served = path.parent / "git-server"
+    served.mkdir()
+    bare, base = make_gadgets_repository(served)
+    token_file = path.parent / "git-server.token"
+    token_file.write_text(secrets.token_urlsafe(24) + "\n")
+    token_file.chmod(0o600)
+    with git_server(served, token_file) as port:
+        url = f"http://127.0.0.1:{port}/{bare.name}"
+        say(f"  A git server on loopback, as a forge would serve it: git http-backend at {url}")
+        say("    (examples/git_http_server.py: Python and git only), answering one token alone.")
+        with Database(path) as db:
+            registered = add_remote_repository(
+                db,
+                GADGETS,
+                url,
+                str(path.parent / "mirrors" / "gadgets.git"),
+                Credentials(token_file=str(token_file)),
+            )
+        say(f"  repo add {GADGETS} {url} --token-file {token_file.name}:")
+        say(
+            f"    mirrored by the ledger (branches {', '.join(registered['branches'])}), "
+            f"protected {registered['protected']}; only the ledger holds the token."
+        )
+        governed_work_and_writes(path, examples, bare, base)
+
+
+@contextmanager
+def git_server(root: Path, token_file: Path) -> Iterator[int]:
+    """examples/git_http_server.py serving the bare repositories under `root`, as the docs'
+    walk-through runs it: its port, read from the line it prints once it listens."""
+    script = Path(__file__).resolve().parent / "git_http_server.py"
+    command = [sys.executable, str(script), str(root), "--token-file", str(token_file)]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        serving = server.stdout.readline()
+        if not serving.startswith("serving "):
+            raise LedgerError("DEMO_GIT_SERVER_FAILED", f"{script.name} did not start")
+        yield int(serving.rstrip().rstrip("/").rsplit(":", 1)[1])
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def governed_work_and_writes(path: Path, examples: Path, bare: Path, base: str) -> None:
+    """Part four's tasks on the served repository: worked, reviewed, then written through the
+    ledger's push; `bare` is the server's own copy, which a reader checks afterwards."""
     ledger = TaskLedger(path)
     with Database(path) as db:
         for task_id, (branch, mode, instructions) in GADGET_TASKS.items():
@@ -368,11 +418,12 @@ def part_four(path: Path, examples: Path) -> None:
         "--format=%(refname) %(objectname:short)",
         "refs/heads/",
     ]
-    say(f"  {GADGETS} now: " + "; ".join(run_git(listing).text.splitlines()))
+    say(f"  {GADGETS} on the server now: " + "; ".join(run_git(listing).text.splitlines()))
     for commit in attested:
         checked = verify_commit_attestation(str(bare), commit, read_verifier(str(public_file)))
         say(
-            f"  A reader checks {commit[:12]} from the repository alone, with the public key: "
+            f"  A reader checks {commit[:12]} from the server's repository alone, with the "
+            "public key: "
             f"intact, review {checked['verification_result']}"
         )
         ATTESTED_COMMANDS.append(

@@ -68,7 +68,10 @@ def test_demo_runs_the_main_job_and_the_log_verifies(tmp_path: Path) -> None:
     # The landed commit is attested, checked in the demo, and the command that checks it from
     # the repository with the public key is printed last: run as printed, it exits 0.
     assert "attested: SLSA provenance + review summary" in writes
-    assert "from the repository alone, with the public key: intact, review PASSED" in writes
+    assert "git http-backend at http://127.0.0.1:" in writes
+    assert "from the server's repository alone, with the public key: intact, review PASSED" in (
+        writes
+    )
     [command] = [line.split()[1:] for line in out.splitlines() if "verify-attestation" in line]
     assert command[0] == "verify-attestation"
     checked = subprocess.run(

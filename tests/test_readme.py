@@ -33,6 +33,18 @@ def test_the_readme_marks_its_quick_start_walk_through_and_library_example() -> 
     assert "TaskLedger(" in marked[2].code
 
 
+def test_the_governed_write_has_a_remote_variant_the_readme_points_to() -> None:
+    # Run whole by test_marked_blocks_run_as_written: a served repository, governed by URL.
+    [remote] = [
+        snippet
+        for snippet in SNIPPETS
+        if snippet.source == "docs/getting-started.md" and "git_http_server.py" in snippet.code
+    ]
+    assert 'repo add acme/widgets "$url" --token-file' in remote.code
+    assert "write widgets-notes" in remote.code
+    assert "docs/getting-started.md#the-same-write-through-a-git-server" in README
+
+
 def test_the_runner_fails_a_failing_block_and_refuses_a_dangling_marker(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("<!-- ci: run -->\n```sh\ntest -f examples/agent.py\nfalse\necho never\n```\n")
