@@ -26,14 +26,20 @@ from aios_ledger.core.attest import (
     open_envelope,
 )
 from aios_ledger.core.attest.decisions import (
-    NOTE_SCHEMA,
     NOTES_REF,
     not_attested,
+    note_parts,
     unsigned_statement,
 )
 from aios_ledger.core.attest.dsse import note_key_id
-from aios_ledger.core.attest.statements import PROVENANCE_TYPE, VSA_TYPE, statement_subject_commit
-from aios_ledger.core.digests import canonical_json
+from aios_ledger.core.attest.statements import (
+    PROVENANCE_TYPE,
+    SOURCE_PROVENANCE_TYPE,
+    VSA_TYPE,
+    check_source_summary,
+    statement_subject_commit,
+)
+from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.git import GovernedWriteRow
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
 from aios_ledger.core.proofs import VerifierKey
@@ -265,10 +271,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "provenance_sha256": attestation.provenance_sha256,
             "review_sha256": attestation.review_sha256,
             "created_at": attestation.created_at,
-            "statements": {
-                "provenance": unsigned_statement(note.get("provenance")),
-                "review": unsigned_statement(note.get("review")),
-            },
+            "statements": {part: unsigned_statement(note.get(part)) for part in note_parts(note)},
             "note": note,
         }
     return {
@@ -317,11 +320,20 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
     }
 
 
+PREDICATE_TYPES = {
+    "provenance": PROVENANCE_TYPE,
+    "review": VSA_TYPE,
+    "source_provenance": SOURCE_PROVENANCE_TYPE,
+    "source_summary": VSA_TYPE,
+}
+
+
 def verify_commit_attestation(
     repository_path: str, commit: str, verifier: VerifierKey
 ) -> dict[str, Any]:
-    """Check `commit`'s note, each DSSE signature and each Statement's subject, from its
-    repository alone; answers what was verified."""
+    """Check `commit`'s note, each DSSE signature and each Statement's subject, and that the
+    Source VSA rests on the note's own source provenance and review, from its repository alone;
+    answers what was verified."""
     resolved = run_git(
         ["--git-dir", repository_path, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
         check=False,
@@ -338,11 +350,11 @@ def verify_commit_attestation(
         raise LedgerError(
             "ATTESTATION_INVALID", f"the note of {oid} is not JSON: {refused.detail}"
         ) from None
-    if note.get("schema") != NOTE_SCHEMA:
-        raise LedgerError("ATTESTATION_INVALID", f"the note of {oid} is not {NOTE_SCHEMA}")
+    parts = note_parts(note)
     keyid = note_key_id(verifier.name, verifier.public_key)
     verified: dict[str, Any] = {"commit": oid, "notes_ref": NOTES_REF, "keyid": keyid}
-    for part, predicate_type in (("provenance", PROVENANCE_TYPE), ("review", VSA_TYPE)):
+    for part in parts:
+        predicate_type = PREDICATE_TYPES[part]
         statement = open_envelope(note.get(part), verifier.public_key, check_ed25519, keyid)
         if statement.get("predicateType") != predicate_type:
             raise LedgerError(
@@ -359,6 +371,18 @@ def verify_commit_attestation(
     predicate = verified["review"].get("predicate")
     verified["verification_result"] = (
         predicate.get("verificationResult") if isinstance(predicate, dict) else None
+    )
+    # A note from before the source track carries no source statements: nothing to assert.
+    verified["source_levels"] = (
+        check_source_summary(
+            verified["source_summary"],
+            verified["source_provenance"],
+            verified["review"],
+            source_provenance_digest=sha256_hex(note["source_provenance"]),
+            review_digest=sha256_hex(note["review"]),
+        )
+        if "source_summary" in verified
+        else None
     )
     verified["intact"] = True
     return verified
