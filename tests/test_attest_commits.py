@@ -392,6 +392,12 @@ def test_the_commands_write_attested_and_verify(landed: Landed, tmp_path: Path) 
     assert refused.returncode != 0 and refused.stderr.startswith("ATTESTATION_INVALID")
     bad_key = _cli("verify-attestation", commit, "--repo", str(landed.bare), "--key", "x+y+z")
     assert bad_key.returncode != 0 and bad_key.stderr.startswith("NOTE_KEY_INVALID")
+    # A credential is for a remote URL; a remote URL of another scheme is refused.
+    local = ("verify-attestation", commit, "--key", public, "--token-file", str(request))
+    misplaced = _cli(*local, "--repo", str(landed.bare))
+    assert misplaced.returncode != 0 and misplaced.stderr.startswith("REMOTE_URL_INVALID")
+    ftp = _cli(*local, "--repo", "ftp://example.com/r.git")
+    assert ftp.returncode != 0 and ftp.stderr.startswith("REMOTE_URL_INVALID")
     # The key from the config file's `[attest] key`, relative to the file; a key file that
     # cannot be read is refused before anything is written.
     verified_proposal(landed.db, "task-k", binding("task-k", landed.base), {"k.txt": "k\n"})

@@ -55,6 +55,7 @@ class CommitFacts:
     success_criteria: JsonValue
     governance: JsonObject
     ledger_version: str
+    repository_url: str | None = None
 
     @property
     def invocation_id(self) -> str:
@@ -63,6 +64,11 @@ class CommitFacts:
     @property
     def subject_name(self) -> str:
         return f"{self.repository}@{self.branch}"
+
+    @property
+    def repository_uri(self) -> str:
+        """The repository as the source statements name it: its remote's URL when it has one."""
+        return self.repository_url or self.repository
 
     @property
     def resource_uri(self) -> str:
@@ -247,7 +253,7 @@ def source_provenance_statement(facts: CommitFacts) -> JsonObject:
     predicate = _without_none(
         {
             "prevCommit": facts.old_oid,
-            "repoUri": facts.repository,
+            "repoUri": facts.repository_uri,
             "activityType": SOURCE_ACTIVITY,
             "actor": facts.agent_id,
             "branch": facts.ref,
@@ -297,7 +303,7 @@ def source_summary_statement(
     predicate: JsonObject = {
         "verifier": {"id": SOURCE_VERIFIER_URI},
         "timeVerified": facts.applied_on,
-        "resourceUri": f"git+{facts.repository}",
+        "resourceUri": f"git+{facts.repository_uri}",
         "policy": {"uri": SOURCE_POLICY_URI},
         "inputAttestations": inputs,
         "verificationResult": "PASSED" if passed else "FAILED",

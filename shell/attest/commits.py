@@ -1,8 +1,9 @@
 """Attesting landed governed writes, and reading a commit back.
 
-`attest_write` signs both Statements of an APPLIED write, records them with a sealed event, then
+`attest_write` signs the Statements of an APPLIED write, records them with a sealed event, then
 attaches the note to the commit; it never undoes the write, only answers why nothing was
-attested. `verify_commit_attestation` checks a commit from its repository alone.
+attested. `verify_commit_attestation` checks a commit from its repository alone, and
+`verify_remote_attestation` from what a remote serves.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -52,6 +54,15 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.remotes import (
+    URL_INVALID,
+    Credentials,
+    Remote,
+    check_credentials,
+    list_remote,
+    remote_kind,
+    run_remote,
+)
 from aios_ledger.shell.git.repos import require_repository
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.proofs.checkpoints import latest_checkpoint
@@ -386,3 +397,25 @@ def verify_commit_attestation(
     )
     verified["intact"] = True
     return verified
+
+
+def verify_remote_attestation(
+    url: str, commit: str, verifier: VerifierKey, credentials: Credentials
+) -> dict[str, Any]:
+    """`verify_commit_attestation` against the branches and notes a remote serves now, fetched
+    with the credential `repo add` takes into a scratch repository dropped afterwards."""
+    kind = remote_kind(url)
+    if kind is None:
+        raise LedgerError(URL_INVALID, f"{url[:200]!r} is not a remote URL")
+    remote = Remote(url, kind, check_credentials(kind, credentials))
+    served = list_remote(remote).refs
+    if NOTES_REF not in served:
+        raise LedgerError("ATTESTATION_MISSING", f"{url} serves no {NOTES_REF}")
+    with tempfile.TemporaryDirectory(prefix="aios-verify-") as scratch:
+        run_git(["init", "--quiet", "--bare", scratch])
+        fetch = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", url]
+        refspecs = [f"+{NOTES_REF}:{NOTES_REF}"]
+        if any(name.startswith("refs/heads/") for name in served):
+            refspecs.append("+refs/heads/*:refs/heads/*")
+        run_remote(remote, [*fetch, *refspecs], what="cannot fetch from", git_dir=scratch)
+        return {**verify_commit_attestation(scratch, commit, verifier), "remote": url}
