@@ -61,7 +61,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     for flag, purpose in REMOTE_OPTIONS:
         verify.add_argument(flag, metavar="FILE", help=purpose)
     verify.add_argument(
-        "--token-user", default=DEFAULT_TOKEN_USER, help="the user name sent with the token"
+        "--token-user",
+        default=DEFAULT_TOKEN_USER,
+        help=f"the user name sent with the token (default: {DEFAULT_TOKEN_USER})",
     )
     verify.set_defaults(handler=_verify)
 
