@@ -363,3 +363,47 @@ def test_an_attested_write_replays_its_first_attestation() -> None:
     )
     assert isinstance(replayed, Replay)
     assert replayed.response == {**plan.response, "idempotent": True}
+
+
+def test_a_source_summary_is_checked_against_its_note() -> None:
+    """The Source VSA's levels are answered only when it rests on the note's own source
+    provenance and review, and claims two-party review only for a reviewer who is not the
+    actor that moved the branch."""
+    from aios_ledger.core.attest.statements import check_source_summary
+
+    def checked(changes: dict[str, Any], *, actor: str | None = None) -> list[str]:
+        made = facts(**changes)
+        source = source_provenance_statement(made)
+        if actor is not None:
+            source = {**source, "predicate": {**plain(source["predicate"]), "actor": actor}}
+        return check_source_summary(
+            plain(source_summary_statement(made, "5a" * 32, "7e" * 32)),
+            source,
+            review_statement(made),
+            source_provenance_digest="5a" * 32,
+            review_digest="7e" * 32,
+        )
+
+    assert checked({}) == ["SLSA_SOURCE_LEVEL_1", "SLSA_SOURCE_TWO_PARTY_REVIEWED"]
+    assert checked({"reviewer": None}) == ["SLSA_SOURCE_LEVEL_1"]
+    with pytest.raises(LedgerError, match="names no reviewer other than the actor"):
+        checked({}, actor="demo-reviewer")
+    made = facts()
+    summary = plain(source_summary_statement(made, "5a" * 32, "7e" * 32))
+    with pytest.raises(LedgerError, match="does not rest on"):
+        check_source_summary(
+            summary,
+            source_provenance_statement(made),
+            review_statement(made),
+            source_provenance_digest="00" * 32,
+            review_digest="7e" * 32,
+        )
+    summary["predicate"]["verifiedLevels"] = ["SLSA_SOURCE_LEVEL_1", "SLSA_SOURCE_LEVEL_2"]
+    with pytest.raises(LedgerError, match="not exactly one source level"):
+        check_source_summary(
+            summary,
+            source_provenance_statement(made),
+            review_statement(made),
+            source_provenance_digest="5a" * 32,
+            review_digest="7e" * 32,
+        )
