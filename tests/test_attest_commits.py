@@ -8,13 +8,14 @@ and the HTTP route."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
-from aios_ledger.core.attest.decisions import NOTES_REF
+from aios_ledger.core.attest.decisions import NOTE_PARTS, NOTES_REF
+from aios_ledger.core.attest.statements import SOURCE_PROVENANCE_TYPE
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.attest.commits import (
     add_note,
@@ -146,6 +147,60 @@ def test_the_review_summary_names_the_reviewer_sealed_with_the_verdict(landed: L
     assert [verdict.get("reviewer") for verdict in verdicts] == ["alice", None]
 
 
+def test_the_source_summary_says_two_party_reviewed_only_for_another_reviewer(
+    landed: Landed,
+) -> None:
+    """A named reviewer (never the agent: the ledger refuses self-review) makes the change
+    two-party reviewed; a verdict that names nobody does not."""
+    levels = {}
+    for task, reviewer in (("task-2p", "alice"), ("task-0p", None)):
+        commit = landed.land(task, key=landed.key, reviewer=reviewer, **{f"{task}.md": "x\n"})
+        verified = landed.verify(commit["new_oid"])
+        levels[task] = verified["source_levels"]
+        source = verified["source_provenance"]
+        assert source["predicateType"] == SOURCE_PROVENANCE_TYPE
+        assert source["predicate"]["prevCommit"] == commit["old_oid"]
+        assert source["predicate"]["branch"] == commit["ref"]
+        summary = verified["source_summary"]
+        assert summary["subject"][0]["annotations"] == {"sourceRefs": [commit["ref"]]}
+        assert summary["predicate"]["verificationResult"] == "PASSED"
+    assert levels == {
+        "task-2p": ["SLSA_SOURCE_LEVEL_1", "SLSA_SOURCE_TWO_PARTY_REVIEWED"],
+        "task-0p": ["SLSA_SOURCE_LEVEL_1"],
+    }
+
+
+def test_a_note_claiming_two_party_review_it_cannot_show_is_caught(landed: Landed) -> None:
+    """Notes signed with the ledger's own key whose Source VSA claims two-party review the review
+    does not show, or rests on another source provenance, are refused."""
+    key = landed.key
+    unnamed = landed.land("task-c", key=key)["new_oid"]
+    claimed = resigned(_note(landed, unnamed), key.sign, key.keyid, claim_two_parties=True)
+    add_note(str(landed.bare), unnamed, json.dumps(claimed))
+    assert landed.finding(unnamed) == "ATTESTATION_INVALID"
+    named = landed.land("task-d", key=key, reviewer="alice", **{"d.md": "d\n"})["new_oid"]
+    note = _note(landed, named)
+    assert landed.verify(named)["source_levels"][-1] == "SLSA_SOURCE_TWO_PARTY_REVIEWED"
+    # The reviewer as the actor that moved the branch: one party, not two.
+    selfish = resigned(note, key.sign, key.keyid, actor="alice")
+    add_note(str(landed.bare), named, json.dumps(selfish))
+    assert landed.finding(named) == "ATTESTATION_INVALID"
+    # Another source provenance under the original summary.
+    swapped = {**note, "source_provenance": selfish["source_provenance"]}
+    add_note(str(landed.bare), named, json.dumps(swapped))
+    assert landed.finding(named) == "ATTESTATION_INVALID"
+
+
+def test_a_note_from_before_the_source_track_still_verifies(landed: Landed) -> None:
+    commit = landed.land("task-v1", key=landed.key)["new_oid"]
+    note = _note(landed, commit)
+    older = {"schema": "aios.commit_attestations.v1", "provenance": note["provenance"]}
+    add_note(str(landed.bare), commit, json.dumps({**older, "review": note["review"]}))
+    verified = landed.verify(commit)
+    assert verified["intact"] and verified["source_levels"] is None
+    assert "source_summary" not in verified
+
+
 def test_a_write_without_a_key_lands_and_says_it_is_unattested(landed: Landed) -> None:
     answer = landed.land("task-n")
     assert answer["state"] == "APPLIED"
@@ -181,6 +236,34 @@ def _note(landed: Landed, commit: str) -> dict[str, Any]:
     return loaded
 
 
+def resigned(
+    note: dict[str, Any],
+    sign: Callable[[bytes], bytes],
+    keyid: str,
+    *,
+    actor: str | None = None,
+    claim_two_parties: bool = False,
+) -> dict[str, Any]:
+    """The note's Statements signed again by `sign` (the source provenance's actor changed, or
+    two-party review claimed), the Source VSA pointing at the new envelopes."""
+    from aios_ledger.core.attest.decisions import unsigned_statement
+    from aios_ledger.core.attest.dsse import sign_envelope
+    from aios_ledger.core.digests import sha256_hex
+
+    statements: dict[str, Any] = {part: unsigned_statement(note[part]) for part in NOTE_PARTS}
+    if actor is not None:
+        statements["source_provenance"]["predicate"]["actor"] = actor
+    summary = statements.pop("source_summary")
+    forged = {part: sign_envelope(s, sign, keyid) for part, s in statements.items()}
+    inputs = summary["predicate"]["inputAttestations"]
+    inputs[0]["digest"]["sha256"] = sha256_hex(forged["source_provenance"])
+    inputs[1]["digest"]["sha256"] = sha256_hex(forged["review"])
+    if claim_two_parties:
+        summary["predicate"]["verifiedLevels"].append("SLSA_SOURCE_TWO_PARTY_REVIEWED")
+    forged["source_summary"] = sign_envelope(summary, sign, keyid)
+    return {**note, **forged}
+
+
 def test_an_edited_envelope_is_caught(landed: Landed) -> None:
     import base64
 
@@ -203,9 +286,6 @@ def test_a_note_moved_to_another_commit_is_caught(landed: Landed) -> None:
 def test_a_note_rewritten_in_the_repository_is_caught(landed: Landed) -> None:
     """Someone with write access to the repository replaces the note: with garbage, with
     another schema, or with envelopes signed by a key of their own."""
-    from aios_ledger.core.attest.decisions import unsigned_statement
-    from aios_ledger.core.attest.dsse import sign_envelope
-
     commit = landed.land("task-r", key=landed.key)["new_oid"]
     note = _note(landed, commit)
     add_note(str(landed.bare), commit, "not json")
@@ -214,11 +294,8 @@ def test_a_note_rewritten_in_the_repository_is_caught(landed: Landed) -> None:
     assert landed.finding(commit) == "ATTESTATION_INVALID"
     forger = generate_key("ledger.test")
     for keyid in (landed.key.keyid, forger.keyid):  # posing as the ledger's key id, or not
-        forged = {
-            part: sign_envelope(unsigned_statement(note[part]), forger.sign, keyid)
-            for part in ("provenance", "review")
-        }
-        add_note(str(landed.bare), commit, json.dumps({**note, **forged}))
+        forged = resigned(note, forger.sign, keyid)
+        add_note(str(landed.bare), commit, json.dumps(forged))
         assert landed.finding(commit) == "ATTESTATION_INVALID"
     # ... which the forger's own key verifies: the reader's key is what decides.
     assert landed.verify(commit, forger)["intact"] is True
@@ -315,6 +392,12 @@ def test_the_commands_write_attested_and_verify(landed: Landed, tmp_path: Path) 
     assert refused.returncode != 0 and refused.stderr.startswith("ATTESTATION_INVALID")
     bad_key = _cli("verify-attestation", commit, "--repo", str(landed.bare), "--key", "x+y+z")
     assert bad_key.returncode != 0 and bad_key.stderr.startswith("NOTE_KEY_INVALID")
+    # A credential is for a remote URL; a remote URL of another scheme is refused.
+    local = ("verify-attestation", commit, "--key", public, "--token-file", str(request))
+    misplaced = _cli(*local, "--repo", str(landed.bare))
+    assert misplaced.returncode != 0 and misplaced.stderr.startswith("REMOTE_URL_INVALID")
+    ftp = _cli(*local, "--repo", "ftp://example.com/r.git")
+    assert ftp.returncode != 0 and ftp.stderr.startswith("REMOTE_URL_INVALID")
     # The key from the config file's `[attest] key`, relative to the file; a key file that
     # cannot be read is refused before anything is written.
     verified_proposal(landed.db, "task-k", binding("task-k", landed.base), {"k.txt": "k\n"})

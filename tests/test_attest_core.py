@@ -25,6 +25,8 @@ from aios_ledger.core.attest import (
     provenance_statement,
     review_statement,
     sign_envelope,
+    source_provenance_statement,
+    source_summary_statement,
 )
 from aios_ledger.core.attest.decisions import COMMIT_ATTESTED, NOTE_SCHEMA
 from aios_ledger.core.git import GovernedWriteRow
@@ -220,6 +222,55 @@ def test_in_toto_attestation_parses_the_review_summary(decision: str, result: st
     assert levels == (["SLSA_BUILD_LEVEL_1"] if result == "PASSED" else ["FAILED"])
 
 
+@pytest.mark.parametrize(
+    ("changes", "levels"),
+    [
+        ({}, ["SLSA_SOURCE_LEVEL_1", "SLSA_SOURCE_TWO_PARTY_REVIEWED"]),
+        ({"reviewer": "demo-worker"}, ["SLSA_SOURCE_LEVEL_1"]),
+        ({"reviewer": None}, ["SLSA_SOURCE_LEVEL_1"]),
+        ({"agent_id": None}, ["SLSA_SOURCE_LEVEL_1"]),
+        ({"decision": "FAILED"}, ["FAILED"]),
+    ],
+)
+def test_the_source_summary_is_a_source_vsa(changes: dict[str, Any], levels: list[str]) -> None:
+    """The Source VSA as the SLSA source track gives it: the revision's `gitCommit` and its
+    `sourceRefs`, the repository as `resourceUri`, one source level, and two-party review only
+    when a named reviewer is not the agent."""
+    statement = plain(source_summary_statement(facts(**changes), "5a" * 32, "7e" * 32))
+    assert statement["predicate"]["verifiedLevels"] == levels
+    without_levels = copy.deepcopy(statement)
+    del without_levels["predicate"]["verifiedLevels"]
+    summary = _strict_predicate(without_levels, vsa_pb2.VerificationSummary())
+    assert summary.resource_uri == "git+acme/gadgets"
+    assert summary.verifier.id == "https://aios-ledger.dev/verifiers/source"
+    assert summary.slsa_version == "1.2"
+    assert [i.digest["sha256"] for i in summary.input_attestations] == ["5a" * 32, "7e" * 32]
+    assert statement["subject"] == [
+        {
+            "name": "acme/gadgets@agent/gadgets",
+            "digest": {"gitCommit": COMMIT},
+            "annotations": {"sourceRefs": ["refs/heads/agent/gadgets"]},
+        }
+    ]
+
+
+def test_the_source_provenance_is_source_tools_predicate() -> None:
+    """The fields of slsa-framework/protos' SourceProvenancePred, in protojson's names."""
+    statement = plain(source_provenance_statement(facts()))
+    assert statement["predicateType"] == (
+        "https://github.com/slsa-framework/source-tool/source-provenance/v1"
+    )
+    assert statement["predicate"] == {
+        "prevCommit": facts().old_oid,
+        "repoUri": "acme/gadgets",
+        "activityType": "governed_write",
+        "actor": "demo-worker",
+        "branch": "refs/heads/agent/gadgets",
+        "createdOn": "2026-12-01T16:05:20.900Z",
+    }
+    Statement.copy_from_pb(json_format.ParseDict(statement, statement_pb2.Statement())).validate()
+
+
 def test_an_unnamed_reviewer_is_named_by_its_review_run() -> None:
     statement = plain(review_statement(facts(reviewer=None)))
     assert statement["predicate"]["verifier"]["id"] == (
@@ -254,6 +305,8 @@ def test_the_statements_and_envelopes_are_golden(golden: SnapshotAssertion) -> N
     assert {
         "provenance": provenance_statement(facts()),
         "review": review_statement(facts()),
+        "source_provenance": source_provenance_statement(facts()),
+        "source_summary": source_summary_statement(facts(), "5a" * 32, "7e" * 32),
         "note": note,
     } == golden
 
@@ -310,3 +363,47 @@ def test_an_attested_write_replays_its_first_attestation() -> None:
     )
     assert isinstance(replayed, Replay)
     assert replayed.response == {**plan.response, "idempotent": True}
+
+
+def test_a_source_summary_is_checked_against_its_note() -> None:
+    """The Source VSA's levels are answered only when it rests on the note's own source
+    provenance and review, and claims two-party review only for a reviewer who is not the
+    actor that moved the branch."""
+    from aios_ledger.core.attest.statements import check_source_summary
+
+    def checked(changes: dict[str, Any], *, actor: str | None = None) -> list[str]:
+        made = facts(**changes)
+        source = source_provenance_statement(made)
+        if actor is not None:
+            source = {**source, "predicate": {**plain(source["predicate"]), "actor": actor}}
+        return check_source_summary(
+            plain(source_summary_statement(made, "5a" * 32, "7e" * 32)),
+            source,
+            review_statement(made),
+            source_provenance_digest="5a" * 32,
+            review_digest="7e" * 32,
+        )
+
+    assert checked({}) == ["SLSA_SOURCE_LEVEL_1", "SLSA_SOURCE_TWO_PARTY_REVIEWED"]
+    assert checked({"reviewer": None}) == ["SLSA_SOURCE_LEVEL_1"]
+    with pytest.raises(LedgerError, match="names no reviewer other than the actor"):
+        checked({}, actor="demo-reviewer")
+    made = facts()
+    summary = plain(source_summary_statement(made, "5a" * 32, "7e" * 32))
+    with pytest.raises(LedgerError, match="does not rest on"):
+        check_source_summary(
+            summary,
+            source_provenance_statement(made),
+            review_statement(made),
+            source_provenance_digest="00" * 32,
+            review_digest="7e" * 32,
+        )
+    summary["predicate"]["verifiedLevels"] = ["SLSA_SOURCE_LEVEL_1", "SLSA_SOURCE_LEVEL_2"]
+    with pytest.raises(LedgerError, match="not exactly one source level"):
+        check_source_summary(
+            summary,
+            source_provenance_statement(made),
+            review_statement(made),
+            source_provenance_digest="5a" * 32,
+            review_digest="7e" * 32,
+        )

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.shell.attest.commits import verify_remote_attestation
 from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git import remotes
@@ -155,7 +157,8 @@ def test_repo_add_reads_the_remote_and_a_write_lands_through_the_mirror(served: 
     proposal = verified_proposal(
         served.db, "task-a", binding("task-a", served.base), {"src/widget.py": "print(1)\n"}
     )
-    answer = served.write("task-a", "write-a", attest_key=generate_key("ledger.test"))
+    key = generate_key("ledger.test")
+    answer = served.write("task-a", "write-a", attest_key=key)
     assert answer["state"] == "APPLIED" and answer["old_oid"] == "0" * 40
     assert ref(served.bare, "refs/heads/agent/task-a") == proposal["head_oid"]
     assert ref(served.mirror, "refs/heads/agent/task-a") == proposal["head_oid"]
@@ -166,6 +169,13 @@ def test_repo_add_reads_the_remote_and_a_write_lands_through_the_mirror(served: 
     assert git("--git-dir", str(served.bare), *notes) == git(
         "--git-dir", str(served.mirror), *notes
     )
+    # A reader checks it against the remote itself, with the credential `repo add` takes.
+    verifier = VerifierKey.parse(key.verifier_text())
+    checked = verify_remote_attestation(served.url, "agent/task-a", verifier, served.credentials())
+    assert checked["intact"] and checked["commit"] == answer["new_oid"]
+    assert checked["source_levels"] == ["SLSA_SOURCE_LEVEL_1"]
+    assert checked["source_summary"]["predicate"]["resourceUri"] == f"git+{served.url}"
+    assert checked["source_provenance"]["predicate"]["repoUri"] == served.url
     # UPDATE_EXISTING: the branch moves on from the tip the ledger wrote.
     tip = proposal["head_oid"]
     second = binding(

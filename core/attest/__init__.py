@@ -9,7 +9,13 @@ from aios_ledger.core.attest.decisions import (
 )
 from aios_ledger.core.attest.dsse import note_key_id, open_envelope, pae, sign_envelope
 from aios_ledger.core.attest.records import CommitAttestationRow
-from aios_ledger.core.attest.statements import CommitFacts, provenance_statement, review_statement
+from aios_ledger.core.attest.statements import (
+    CommitFacts,
+    provenance_statement,
+    review_statement,
+    source_provenance_statement,
+    source_summary_statement,
+)
 from aios_ledger.core.git.answers import AttestationAnswer
 
 __all__ = [
@@ -25,5 +31,7 @@ __all__ = [
     "CommitFacts",
     "provenance_statement",
     "review_statement",
+    "source_provenance_statement",
+    "source_summary_statement",
     "AttestRequest",
 ]

@@ -1,4 +1,4 @@
-"""Attesting a landed governed write: both Statements signed into the note the commit carries, and
+"""Attesting a landed governed write: its Statements signed into the note the commit carries, and
 the sealed `COMMIT_ATTESTED` that records it."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from aios_ledger.core.attest.statements import (
     CommitFacts,
     provenance_statement,
     review_statement,
+    source_provenance_statement,
+    source_summary_statement,
     statement_subject_commit,
 )
 from aios_ledger.core.digests import canonical_json, sha256_hex
@@ -27,15 +29,40 @@ from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 COMMIT_ATTESTED = "COMMIT_ATTESTED"
-NOTE_SCHEMA = "aios.commit_attestations.v1"
+NOTE_SCHEMA = "aios.commit_attestations.v2"
+# A note before the source track's statements: its provenance and review alone.
+NOTE_SCHEMA_V1 = "aios.commit_attestations.v1"
+NOTE_PARTS = ("provenance", "review", "source_provenance", "source_summary")
+NOTE_PARTS_V1 = ("provenance", "review")
 NOTES_REF = "refs/notes/aios-attestations"
 
 
 def attestation_note(facts: CommitFacts, sign: Sign, keyid: str) -> JsonObject:
-    """The note for `facts`' commit: its SLSA Provenance and the review's VSA, each signed."""
+    """The note for `facts`' commit, each Statement signed: its SLSA Provenance, the review's
+    VSA, the source provenance of the branch's move, and the Source VSA over both."""
     provenance = sign_envelope(provenance_statement(facts), sign, keyid)
     review = sign_envelope(review_statement(facts, sha256_hex(provenance)), sign, keyid)
-    return {"schema": NOTE_SCHEMA, "provenance": provenance, "review": review}
+    source = sign_envelope(source_provenance_statement(facts), sign, keyid)
+    summary = sign_envelope(
+        source_summary_statement(facts, sha256_hex(source), sha256_hex(review)), sign, keyid
+    )
+    return {
+        "schema": NOTE_SCHEMA,
+        "provenance": provenance,
+        "review": review,
+        "source_provenance": source,
+        "source_summary": summary,
+    }
+
+
+def note_parts(note: JsonObject) -> tuple[str, ...]:
+    """The envelopes a note of its schema holds, else `ATTESTATION_INVALID`."""
+    schema = note.get("schema")
+    if schema == NOTE_SCHEMA:
+        return NOTE_PARTS
+    if schema == NOTE_SCHEMA_V1:
+        return NOTE_PARTS_V1
+    raise LedgerError("ATTESTATION_INVALID", f"the note's schema is not {NOTE_SCHEMA}")
 
 
 def unsigned_statement(envelope: JsonValue) -> JsonObject:
@@ -121,13 +148,14 @@ def decide_attest_commit(
     if note.get("schema") != NOTE_SCHEMA:
         raise LedgerError("ATTESTATION_INVALID", f"the note's schema is not {NOTE_SCHEMA}")
     provenance, review = note.get("provenance"), note.get("review")
-    for envelope in (provenance, review):
+    envelopes = [note.get(part) for part in NOTE_PARTS]
+    for envelope in envelopes:
         if statement_subject_commit(unsigned_statement(envelope)) != write.new_oid:
             raise LedgerError(
                 "ATTESTATION_SUBJECT_MISMATCH", f"a Statement is not about commit {write.new_oid}"
             )
     keyid = _keyid_of(provenance)
-    if _keyid_of(review) != keyid:
+    if any(_keyid_of(envelope) != keyid for envelope in envelopes):
         raise LedgerError("ATTESTATION_INVALID", "the envelopes are signed by different keys")
     row = CommitAttestationRow(
         idempotency_key=write.idempotency_key,

@@ -1,10 +1,12 @@
-"""The in-toto Statements of a landed governed write (SLSA Provenance and VSA v1), arranged from the
-shell's facts so that the same facts give the same statements."""
+"""The in-toto Statements of a landed governed write (SLSA Provenance and VSA v1, and the SLSA
+Source track's source provenance and Source VSA), arranged from the shell's facts so that the
+same facts give the same statements."""
 
 from __future__ import annotations
 
 import attrs
 from aios_ledger.core.digests import sha256_hex
+from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -53,6 +55,7 @@ class CommitFacts:
     success_criteria: JsonValue
     governance: JsonObject
     ledger_version: str
+    repository_url: str | None = None
 
     @property
     def invocation_id(self) -> str:
@@ -61,6 +64,11 @@ class CommitFacts:
     @property
     def subject_name(self) -> str:
         return f"{self.repository}@{self.branch}"
+
+    @property
+    def repository_uri(self) -> str:
+        """The repository as the source statements name it: its remote's URL when it has one."""
+        return self.repository_url or self.repository
 
     @property
     def resource_uri(self) -> str:
@@ -223,3 +231,152 @@ def statement_subject_commit(statement: JsonObject) -> str | None:
         return None
     commit = digest.get("gitCommit")
     return commit if isinstance(commit, str) else None
+
+
+# SLSA leaves source provenance to each source control system; the ledger writes the predicate
+# of SLSA's own source-tool (slsa-framework/protos, sourcetool/v1), so its readers parse it.
+SOURCE_PROVENANCE_TYPE = "https://github.com/slsa-framework/source-tool/source-provenance/v1"
+SOURCE_ACTIVITY = "governed_write"
+SOURCE_VERIFIER_URI = f"{LEDGER_URI}/verifiers/source"
+SOURCE_POLICY_URI = f"{LEDGER_URI}/policy/source/v1"
+SOURCE_SLSA_VERSION = "1.2"
+# The ledger vouches for the changes it lands, not for pushes made around it: Source Level 2
+# and up ask continuity and history of every change to the branch.
+SOURCE_LEVEL = "SLSA_SOURCE_LEVEL_1"
+SOURCE_LEVEL_PREFIX = "SLSA_SOURCE_LEVEL_"
+TWO_PARTY_REVIEWED = "SLSA_SOURCE_TWO_PARTY_REVIEWED"
+REVIEWER_PREFIX = f"{LEDGER_URI}/reviewers/"
+
+
+def source_provenance_statement(facts: CommitFacts) -> JsonObject:
+    """Source provenance of the branch's move to the commit, made as the ledger moved it."""
+    predicate = _without_none(
+        {
+            "prevCommit": facts.old_oid,
+            "repoUri": facts.repository_uri,
+            "activityType": SOURCE_ACTIVITY,
+            "actor": facts.agent_id,
+            "branch": facts.ref,
+            "createdOn": facts.applied_on,
+        }
+    )
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subject(facts),
+        "predicateType": SOURCE_PROVENANCE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def two_party_reviewed(facts: CommitFacts) -> bool:
+    """A named reviewer other than the agent that made the change let it through."""
+    return (
+        facts.decision in PASSING_DECISIONS
+        and facts.reviewer is not None
+        and facts.agent_id is not None
+        and facts.reviewer != facts.agent_id
+    )
+
+
+def source_levels(facts: CommitFacts) -> tuple[str, ...]:
+    if facts.decision not in PASSING_DECISIONS:
+        return FAILED_LEVELS
+    return (SOURCE_LEVEL, TWO_PARTY_REVIEWED) if two_party_reviewed(facts) else (SOURCE_LEVEL,)
+
+
+def source_summary_statement(
+    facts: CommitFacts, source_provenance_digest: str, review_digest: str
+) -> JsonObject:
+    """The Source VSA of the commit: the source level the ledger asserts, and two-party review
+    when the reviewer is not the agent; its inputs are the source provenance and the review."""
+    inputs: list[JsonValue] = [
+        {
+            "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/source-provenance",
+            "digest": {"sha256": source_provenance_digest},
+        },
+        {
+            "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/review",
+            "digest": {"sha256": review_digest},
+        },
+    ]
+    passed = facts.decision in PASSING_DECISIONS
+    predicate: JsonObject = {
+        "verifier": {"id": SOURCE_VERIFIER_URI},
+        "timeVerified": facts.applied_on,
+        "resourceUri": f"git+{facts.repository_uri}",
+        "policy": {"uri": SOURCE_POLICY_URI},
+        "inputAttestations": inputs,
+        "verificationResult": "PASSED" if passed else "FAILED",
+        "verifiedLevels": list[JsonValue](source_levels(facts)),
+        "slsaVersion": SOURCE_SLSA_VERSION,
+    }
+    revision: JsonObject = {
+        "name": facts.subject_name,
+        "digest": {"gitCommit": facts.commit_oid},
+        "annotations": {"sourceRefs": [facts.ref]},
+    }
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [revision],
+        "predicateType": VSA_TYPE,
+        "predicate": predicate,
+    }
+
+
+def _predicate(statement: JsonObject) -> JsonObject:
+    predicate = statement.get("predicate")
+    if not isinstance(predicate, dict):
+        raise LedgerError("ATTESTATION_INVALID", "a Statement has no predicate object")
+    return predicate
+
+
+def check_source_summary(
+    summary: JsonObject,
+    source_provenance: JsonObject,
+    review: JsonObject,
+    *,
+    source_provenance_digest: str,
+    review_digest: str,
+) -> list[str]:
+    """The levels a Source VSA asserts, once it is shown to rest on the note's own source
+    provenance and review, to assert one source level, and to claim two-party review only when
+    the review's named reviewer is not the actor that moved the branch."""
+    predicate = _predicate(summary)
+    inputs = predicate.get("inputAttestations")
+    digests = set()
+    for item in inputs if isinstance(inputs, list) else []:
+        digest = item.get("digest") if isinstance(item, dict) else None
+        if isinstance(digest, dict) and isinstance(digest.get("sha256"), str):
+            digests.add(digest["sha256"])
+    if not {source_provenance_digest, review_digest} <= digests:
+        raise LedgerError(
+            "ATTESTATION_INVALID",
+            "the source summary does not rest on this note's source provenance and review",
+        )
+    levels = predicate.get("verifiedLevels")
+    if not isinstance(levels, list) or not all(isinstance(level, str) for level in levels):
+        raise LedgerError(
+            "ATTESTATION_INVALID", "the source summary's verifiedLevels are not a list of strings"
+        )
+    names = [str(level) for level in levels]
+    asserted = [name for name in names if name.startswith(SOURCE_LEVEL_PREFIX)]
+    if predicate.get("verificationResult") == "PASSED" and len(asserted) != 1:
+        raise LedgerError(
+            "ATTESTATION_INVALID", "the source summary asserts not exactly one source level"
+        )
+    if TWO_PARTY_REVIEWED in names:
+        verifier = _predicate(review).get("verifier")
+        verifier_id = verifier.get("id") if isinstance(verifier, dict) else None
+        reviewer = (
+            verifier_id.removeprefix(REVIEWER_PREFIX)
+            if isinstance(verifier_id, str) and verifier_id.startswith(REVIEWER_PREFIX)
+            else None
+        )
+        actor = _predicate(source_provenance).get("actor")
+        if reviewer is None or not isinstance(actor, str) or reviewer == actor:
+            raise LedgerError(
+                "ATTESTATION_INVALID",
+                f"{TWO_PARTY_REVIEWED} is claimed, but the review names no reviewer other than "
+                "the actor",
+            )
+    return names

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aios_ledger.shell.attest.commits import verify_commit_attestation, why_commit
+from aios_ledger.core import LedgerError
+from aios_ledger.shell.attest.commits import (
+    verify_commit_attestation,
+    verify_remote_attestation,
+    why_commit,
+)
 from aios_ledger.shell.attest.keys import (
     KEY_ENV,
     SigningKey,
@@ -15,6 +20,15 @@ from aios_ledger.shell.attest.keys import (
 )
 from aios_ledger.shell.cli_support import json_flag, ledger_settings, open_database
 from aios_ledger.shell.console import Shown, why_view
+from aios_ledger.shell.git.remotes import DEFAULT_TOKEN_USER, Credentials, remote_kind
+
+# How `verify-attestation` reads a remote: the credential options of `repo add`.
+REMOTE_OPTIONS = (
+    ("--ssh-key", "the SSH private key (an ssh:// or scp-like --repo)"),
+    ("--known-hosts", "the pinned known_hosts file of an ssh remote"),
+    ("--token-file", "a file holding the HTTPS token (an http(s):// --repo)"),
+    ("--ca-bundle", "the CA certificates of a self-hosted forge (https)"),
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,12 +46,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="check a commit's attestation from its repository alone, with the public key",
     )
     verify.add_argument("commit", help="the commit (any name git resolves in the repository)")
-    verify.add_argument("--repo", metavar="PATH", required=True, help="the git repository")
+    verify.add_argument(
+        "--repo",
+        metavar="PATH|URL",
+        required=True,
+        help="the git repository, or a remote's URL (its branches and notes are fetched)",
+    )
     verify.add_argument(
         "--key",
         metavar="PUB",
         required=True,
         help="the verifier key (NAME+KEYID+BASE64), or a file holding it",
+    )
+    for flag, purpose in REMOTE_OPTIONS:
+        verify.add_argument(flag, metavar="FILE", help=purpose)
+    verify.add_argument(
+        "--token-user",
+        default=DEFAULT_TOKEN_USER,
+        help=f"the user name sent with the token (default: {DEFAULT_TOKEN_USER})",
     )
     verify.set_defaults(handler=_verify)
 
@@ -67,4 +93,16 @@ def _why(args: argparse.Namespace) -> Any:
 
 
 def _verify(args: argparse.Namespace) -> Any:
-    return verify_commit_attestation(args.repo, args.commit, read_verifier(args.key))
+    verifier = read_verifier(args.key)
+    credentials = Credentials(
+        ssh_key=args.ssh_key,
+        known_hosts=args.known_hosts,
+        token_file=args.token_file,
+        token_user=args.token_user,
+        ca_bundle=args.ca_bundle,
+    )
+    if remote_kind(args.repo) is not None:
+        return verify_remote_attestation(args.repo, args.commit, verifier, credentials)
+    if credentials != Credentials(token_user=args.token_user):
+        raise LedgerError("REMOTE_URL_INVALID", "the credential options are for a remote URL")
+    return verify_commit_attestation(args.repo, args.commit, verifier)

@@ -1,8 +1,9 @@
 """Attesting landed governed writes, and reading a commit back.
 
-`attest_write` signs both Statements of an APPLIED write, records them with a sealed event, then
+`attest_write` signs the Statements of an APPLIED write, records them with a sealed event, then
 attaches the note to the commit; it never undoes the write, only answers why nothing was
-attested. `verify_commit_attestation` checks a commit from its repository alone.
+attested. `verify_commit_attestation` checks a commit from its repository alone, and
+`verify_remote_attestation` from what a remote serves.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -26,14 +28,20 @@ from aios_ledger.core.attest import (
     open_envelope,
 )
 from aios_ledger.core.attest.decisions import (
-    NOTE_SCHEMA,
     NOTES_REF,
     not_attested,
+    note_parts,
     unsigned_statement,
 )
 from aios_ledger.core.attest.dsse import note_key_id
-from aios_ledger.core.attest.statements import PROVENANCE_TYPE, VSA_TYPE, statement_subject_commit
-from aios_ledger.core.digests import canonical_json
+from aios_ledger.core.attest.statements import (
+    PROVENANCE_TYPE,
+    SOURCE_PROVENANCE_TYPE,
+    VSA_TYPE,
+    check_source_summary,
+    statement_subject_commit,
+)
+from aios_ledger.core.digests import canonical_json, sha256_hex
 from aios_ledger.core.git import GovernedWriteRow
 from aios_ledger.core.jsonvalue import JsonObject, loads_object
 from aios_ledger.core.proofs import VerifierKey
@@ -46,6 +54,15 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.remotes import (
+    URL_INVALID,
+    Credentials,
+    Remote,
+    check_credentials,
+    list_remote,
+    remote_kind,
+    run_remote,
+)
 from aios_ledger.shell.git.repos import require_repository
 from aios_ledger.shell.git.runner import run_git
 from aios_ledger.shell.proofs.checkpoints import latest_checkpoint
@@ -265,10 +282,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "provenance_sha256": attestation.provenance_sha256,
             "review_sha256": attestation.review_sha256,
             "created_at": attestation.created_at,
-            "statements": {
-                "provenance": unsigned_statement(note.get("provenance")),
-                "review": unsigned_statement(note.get("review")),
-            },
+            "statements": {part: unsigned_statement(note.get(part)) for part in note_parts(note)},
             "note": note,
         }
     return {
@@ -317,11 +331,20 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
     }
 
 
+PREDICATE_TYPES = {
+    "provenance": PROVENANCE_TYPE,
+    "review": VSA_TYPE,
+    "source_provenance": SOURCE_PROVENANCE_TYPE,
+    "source_summary": VSA_TYPE,
+}
+
+
 def verify_commit_attestation(
     repository_path: str, commit: str, verifier: VerifierKey
 ) -> dict[str, Any]:
-    """Check `commit`'s note, each DSSE signature and each Statement's subject, from its
-    repository alone; answers what was verified."""
+    """Check `commit`'s note, each DSSE signature and each Statement's subject, and that the
+    Source VSA rests on the note's own source provenance and review, from its repository alone;
+    answers what was verified."""
     resolved = run_git(
         ["--git-dir", repository_path, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
         check=False,
@@ -338,11 +361,11 @@ def verify_commit_attestation(
         raise LedgerError(
             "ATTESTATION_INVALID", f"the note of {oid} is not JSON: {refused.detail}"
         ) from None
-    if note.get("schema") != NOTE_SCHEMA:
-        raise LedgerError("ATTESTATION_INVALID", f"the note of {oid} is not {NOTE_SCHEMA}")
+    parts = note_parts(note)
     keyid = note_key_id(verifier.name, verifier.public_key)
     verified: dict[str, Any] = {"commit": oid, "notes_ref": NOTES_REF, "keyid": keyid}
-    for part, predicate_type in (("provenance", PROVENANCE_TYPE), ("review", VSA_TYPE)):
+    for part in parts:
+        predicate_type = PREDICATE_TYPES[part]
         statement = open_envelope(note.get(part), verifier.public_key, check_ed25519, keyid)
         if statement.get("predicateType") != predicate_type:
             raise LedgerError(
@@ -360,5 +383,39 @@ def verify_commit_attestation(
     verified["verification_result"] = (
         predicate.get("verificationResult") if isinstance(predicate, dict) else None
     )
+    # A note from before the source track carries no source statements: nothing to assert.
+    verified["source_levels"] = (
+        check_source_summary(
+            verified["source_summary"],
+            verified["source_provenance"],
+            verified["review"],
+            source_provenance_digest=sha256_hex(note["source_provenance"]),
+            review_digest=sha256_hex(note["review"]),
+        )
+        if "source_summary" in verified
+        else None
+    )
     verified["intact"] = True
     return verified
+
+
+def verify_remote_attestation(
+    url: str, commit: str, verifier: VerifierKey, credentials: Credentials
+) -> dict[str, Any]:
+    """`verify_commit_attestation` against the branches and notes a remote serves now, fetched
+    with the credential `repo add` takes into a scratch repository dropped afterwards."""
+    kind = remote_kind(url)
+    if kind is None:
+        raise LedgerError(URL_INVALID, f"{url[:200]!r} is not a remote URL")
+    remote = Remote(url, kind, check_credentials(kind, credentials))
+    served = list_remote(remote).refs
+    if NOTES_REF not in served:
+        raise LedgerError("ATTESTATION_MISSING", f"{url} serves no {NOTES_REF}")
+    with tempfile.TemporaryDirectory(prefix="aios-verify-") as scratch:
+        run_git(["init", "--quiet", "--bare", scratch])
+        fetch = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", url]
+        refspecs = [f"+{NOTES_REF}:{NOTES_REF}"]
+        if any(name.startswith("refs/heads/") for name in served):
+            refspecs.append("+refs/heads/*:refs/heads/*")
+        run_remote(remote, [*fetch, *refspecs], what="cannot fetch from", git_dir=scratch)
+        return {**verify_commit_attestation(scratch, commit, verifier), "remote": url}
