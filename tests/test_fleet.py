@@ -1,0 +1,93 @@
+"""A fleet: two real `serve` processes on one PostgreSQL ledger. Both sign checkpoints on a
+short schedule while tasks are created through each, and signers take turns, so no tree size
+ever has two different checkpoints; a long poll on one server is woken by a create through the
+other (the LISTEN/NOTIFY tests/test_notify.py checks within one process)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from aios_ledger.core.proofs.checkpoints import CheckpointRow
+from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.merkle import current_tree_head
+from api_server import Scenario, ServeProcess
+from conftest import ledger_schema_url
+from test_checkpoints_witness import generate
+
+PATIENCE = 60.0  # seconds; a bound on waiting for the servers, never a speed assertion
+CREATES_PER_SERVER = 12
+
+
+def _stored_checkpoints(url: str) -> list[CheckpointRow]:
+    with Database(url) as db:
+        return db.read(
+            lambda conn: list(conn.stream_records("verify_checkpoints", None, CheckpointRow))
+        )
+
+
+def _fleet(url: str, tmp_path: Path, key: Path) -> tuple[ServeProcess, ServeProcess]:
+    # A schedule far shorter than a create, so that both servers sign the same sizes at once;
+    # a waiting claim never re-checks on its own, so only a notification wakes it.
+    flags = (
+        *("--checkpoint-key", str(key), "--checkpoint-every-seconds", "0.05"),
+        *("--recheck-seconds", "600"),
+    )
+    first = ServeProcess(url, *flags, role_tokens=True, log=tmp_path / "first.log")
+    try:
+        second = ServeProcess(url, *flags, log=tmp_path / "second.log")
+    except BaseException:
+        first.stop()
+        raise
+    second.tokens = dict(first.tokens)
+    return first, second
+
+
+def test_two_servers_never_sign_two_checkpoints_of_one_size_and_wake_each_others_polls(
+    postgres_database: str | None, tmp_path: Path
+) -> None:
+    url = ledger_schema_url(postgres_database)
+    key, _verifier = generate(tmp_path, "fleet.example/log")
+    first, second = _fleet(url, tmp_path, key)
+    try:
+        creators = [Scenario(first), Scenario(second)]
+        for _round in range(CREATES_PER_SERVER):
+            for scenario in creators:
+                scenario.queued()
+        with Database(url) as db:
+            size = current_tree_head(db).size
+        deadline = time.monotonic() + PATIENCE
+        while not any(row.tree_size == size for row in _stored_checkpoints(url)):
+            assert time.monotonic() < deadline, "no checkpoint of the final tree was signed"
+            time.sleep(0.05)
+        stored = _stored_checkpoints(url)
+        notes_by_size: dict[int, set[str]] = {}
+        for row in stored:
+            notes_by_size.setdefault(row.tree_size, set()).add(row.note)
+        assert all(len(notes) == 1 for notes in notes_by_size.values()), notes_by_size
+        assert len(stored) == len(notes_by_size)  # nor the same one stored twice
+        in_signing_order = sorted(stored, key=lambda row: row.checkpoint_id)
+        sizes = [row.tree_size for row in in_signing_order]
+        assert sizes == sorted(sizes)  # a stale head is never signed after a larger one
+
+        poller, creator = Scenario(second), Scenario(first)
+        creator.cap = poller.cap
+        answers: list[httpx.Response] = []
+        body = {"capabilities": [poller.cap], "lease_seconds": 60, "wait_seconds": 30}
+        waiter = threading.Thread(
+            target=lambda: answers.append(poller.agent.post("/v1/claims", json=body))
+        )
+        waiter.start()
+        auditor = second.client("auditor")
+        while "aios_ledger_waiting_claims 1.0" not in auditor.get("/metrics").text:
+            assert waiter.is_alive()
+        task_id = creator.queued()
+        waiter.join(timeout=PATIENCE)
+        (answer,) = answers
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["task_id"] == task_id
+    finally:
+        second.stop()
+        first.stop()
