@@ -84,7 +84,7 @@ def sign_checkpoint(db: Database, signer: Signer, now: Timestamp) -> ServedCheck
         assert latest is not None
         return _served(conn, _row(latest))
 
-    # Row-locked: a signature takes no event id, so the ledger's writers go on beside it.
+    # Row-locked: a signature takes no event id, so tasks' transitions go on beside it.
     return db.write(work, row_locked=True)
 
 
