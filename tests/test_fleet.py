@@ -1,31 +1,62 @@
 """A fleet: two real `serve` processes on one PostgreSQL ledger. Both sign checkpoints on a
 short schedule while tasks are created through each, and signers take turns, so no tree size
 ever has two different checkpoints; a long poll on one server is woken by a create through the
-other (the LISTEN/NOTIFY tests/test_notify.py checks within one process)."""
+other (the LISTEN/NOTIFY tests/test_notify.py checks within one process). And, on both engines,
+a signer whose head another signer overtakes mid-signature never stores it after the larger one.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import httpx
+from aios_ledger.core import Timestamp
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
+from aios_ledger.shell import issue_token
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.merkle import current_tree_head
+from aios_ledger.shell.proofs.checkpoints import latest_checkpoint, sign_checkpoint
+from aios_ledger.shell.proofs.keys import Signer, parse_signer
 from api_server import Scenario, ServeProcess
-from conftest import ledger_schema_url
+from conftest import both_engines, ledger_schema_url
 from test_checkpoints_witness import generate
+from test_proofs_notes import PETER_SKEY
+
+pytest_generate_tests = both_engines
 
 PATIENCE = 60.0  # seconds; a bound on waiting for the servers, never a speed assertion
 CREATES_PER_SERVER = 12
+# How long the overtaking signer is given to finish while the first signer is mid-signature:
+# it must wait for the first signer's turn, so it never does; a loaded machine that starts it
+# late only makes the test weaker, never fail.
+WAITING = 0.5
+NOW = Timestamp.parse("2026-12-01T00:00:00.000Z")
+
+
+@attrs.frozen(repr=False)
+class InterleavedSigner(Signer):
+    """A signer that runs `meanwhile` as it signs, where another signer may overtake it."""
+
+    meanwhile: Callable[[], None]
+
+    def sign(self, message: bytes) -> bytes:
+        self.meanwhile()
+        return super().sign(message)
+
+
+def _stored_checkpoints_of(db: Database) -> list[CheckpointRow]:
+    return db.read(
+        lambda conn: list(conn.stream_records("verify_checkpoints", None, CheckpointRow))
+    )
 
 
 def _stored_checkpoints(url: str) -> list[CheckpointRow]:
     with Database(url) as db:
-        return db.read(
-            lambda conn: list(conn.stream_records("verify_checkpoints", None, CheckpointRow))
-        )
+        return _stored_checkpoints_of(db)
 
 
 def _fleet(url: str, tmp_path: Path, key: Path) -> tuple[ServeProcess, ServeProcess]:
@@ -91,3 +122,34 @@ def test_two_servers_never_sign_two_checkpoints_of_one_size_and_wake_each_others
     finally:
         second.stop()
         first.stop()
+
+
+def test_a_signer_overtaken_mid_signature_never_stores_a_smaller_head_after_a_larger(
+    ledger_target: str | Path,
+) -> None:
+    """While one signer signs, another grows the log and signs the larger head: the second
+    waits for the first's turn, so the checkpoints are stored smallest first and the latest is
+    the larger."""
+    plain = parse_signer(PETER_SKEY)
+    with Database(ledger_target) as first_db, Database(ledger_target) as second_db:
+        sizes_signed: list[int] = []
+
+        def overtake() -> None:
+            issue_token(second_db, "someone", ["agent"])  # an event: the tree grows
+            sizes_signed.append(sign_checkpoint(second_db, plain, NOW).row.tree_size)
+
+        overtaking = threading.Thread(target=overtake)
+
+        def meanwhile() -> None:
+            if overtaking.ident is None:  # the first signature only, not a retry's
+                overtaking.start()
+                overtaking.join(WAITING)
+
+        signer = InterleavedSigner(plain.verifier, plain._private, meanwhile)
+        first = sign_checkpoint(first_db, signer, NOW)
+        overtaking.join(PATIENCE)
+        assert not overtaking.is_alive()
+        stored = sorted(_stored_checkpoints_of(first_db), key=lambda row: row.checkpoint_id)
+        assert [row.tree_size for row in stored] == [first.row.tree_size, *sizes_signed]
+        assert sizes_signed == [first.row.tree_size + 1]
+        assert latest_checkpoint(first_db).row.tree_size == sizes_signed[0]
