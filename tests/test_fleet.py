@@ -2,7 +2,7 @@
 short schedule while tasks are created through each, and signers take turns, so no tree size
 ever has two different checkpoints; a long poll on one server is woken by a create through the
 other (the LISTEN/NOTIFY tests/test_notify.py checks within one process). And, on both engines,
-a signer whose head another signer overtakes mid-signature never stores it after the larger one.
+a signer that starts while another signs waits for the other's turn.
 """
 
 from __future__ import annotations
@@ -14,12 +14,17 @@ from pathlib import Path
 
 import attrs
 import httpx
+import pytest
 from aios_ledger.core import Timestamp
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.shell import issue_token
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.merkle import current_tree_head
-from aios_ledger.shell.proofs.checkpoints import latest_checkpoint, sign_checkpoint
+from aios_ledger.shell.proofs.checkpoints import (
+    ServedCheckpoint,
+    latest_checkpoint,
+    sign_checkpoint,
+)
 from aios_ledger.shell.proofs.keys import Signer, parse_signer
 from api_server import Scenario, ServeProcess
 from conftest import both_engines, ledger_schema_url
@@ -30,9 +35,8 @@ pytest_generate_tests = both_engines
 
 PATIENCE = 60.0  # seconds; a bound on waiting for the servers, never a speed assertion
 CREATES_PER_SERVER = 12
-# How long the overtaking signer is given to finish while the first signer is mid-signature:
-# it must wait for the first signer's turn, so it never does; a loaded machine that starts it
-# late only makes the test weaker, never fail.
+# How long a second signer is watched while the first is mid-signature: it must wait for the
+# first signer's turn, so it never finishes within it.
 WAITING = 0.5
 NOW = Timestamp.parse("2026-12-01T00:00:00.000Z")
 
@@ -124,19 +128,22 @@ def test_two_servers_never_sign_two_checkpoints_of_one_size_and_wake_each_others
         first.stop()
 
 
-def test_a_signer_overtaken_mid_signature_never_stores_a_smaller_head_after_a_larger(
-    ledger_target: str | Path,
+@pytest.mark.parametrize("grows", [True, False], ids=["log-grown", "same-head"])
+def test_a_second_signer_waits_for_the_first_signers_turn(
+    ledger_target: str | Path, grows: bool
 ) -> None:
-    """While one signer signs, another grows the log and signs the larger head: the second
-    waits for the first's turn, so the checkpoints are stored smallest first and the latest is
-    the larger."""
+    """While one signer signs, another (after growing the log, or not) signs too: it waits for
+    the first's turn, so the larger head is stored after the smaller, and the same head is
+    stored once."""
     plain = parse_signer(PETER_SKEY)
     with Database(ledger_target) as first_db, Database(ledger_target) as second_db:
-        sizes_signed: list[int] = []
+        second_signed: list[ServedCheckpoint] = []
+        waited: list[bool] = []
 
         def overtake() -> None:
-            issue_token(second_db, "someone", ["agent"])  # an event: the tree grows
-            sizes_signed.append(sign_checkpoint(second_db, plain, NOW).row.tree_size)
+            if grows:
+                issue_token(second_db, "someone", ["agent"])  # an event: the tree grows
+            second_signed.append(sign_checkpoint(second_db, plain, NOW))
 
         overtaking = threading.Thread(target=overtake)
 
@@ -144,12 +151,22 @@ def test_a_signer_overtaken_mid_signature_never_stores_a_smaller_head_after_a_la
             if overtaking.ident is None:  # the first signature only, not a retry's
                 overtaking.start()
                 overtaking.join(WAITING)
+                waited.append(overtaking.is_alive())
 
         signer = InterleavedSigner(plain.verifier, plain._private, meanwhile)
         first = sign_checkpoint(first_db, signer, NOW)
         overtaking.join(PATIENCE)
         assert not overtaking.is_alive()
+        assert waited == [True]
+        (second,) = second_signed
         stored = sorted(_stored_checkpoints_of(first_db), key=lambda row: row.checkpoint_id)
-        assert [row.tree_size for row in stored] == [first.row.tree_size, *sizes_signed]
-        assert sizes_signed == [first.row.tree_size + 1]
-        assert latest_checkpoint(first_db).row.tree_size == sizes_signed[0]
+        if grows:
+            assert second.row.tree_size == first.row.tree_size + 1
+            assert [row.checkpoint_id for row in stored] == [
+                first.row.checkpoint_id,
+                second.row.checkpoint_id,
+            ]
+        else:
+            assert second == first
+            assert [row.checkpoint_id for row in stored] == [first.row.checkpoint_id]
+        assert latest_checkpoint(first_db) == second
