@@ -126,11 +126,16 @@ def test_every_ledger_service_runs_read_only_without_capabilities() -> None:
         assert "/tmp" in service.get("tmpfs", []), name
 
 
-def test_the_compose_file_runs_a_server_on_postgresql_two_workers_and_a_reviewer() -> None:
+def test_the_compose_file_runs_two_servers_on_postgresql_two_workers_and_a_reviewer() -> None:
     services = ledger_services()
     commands = {name: list(ledger_commands(service)) for name, service in services.items()}
-    kinds = [parses(argv).command for argvs in commands.values() for argv in argvs]
-    assert kinds.count("worker") == 2 and kinds.count("review") == 1 and "serve" in kinds
+    parsed = [parses(argv) for argvs in commands.values() for argv in argvs]
+    kinds = [args.command for args in parsed]
+    assert kinds.count("worker") == 2 and kinds.count("review") == 1 and kinds.count("serve") == 2
+    # The fleet signs with one key, the one `setup` makes.
+    generated = {args.out for args in parsed if args.command == "key"}
+    signing = {args.checkpoint_key for args in parsed if args.command == "serve"}
+    assert len(signing) == 1 and signing == {str(path) for path in generated}
     assert all(
         service["environment"]["AIOS_LEDGER_DB"].startswith("postgresql://")
         for service in services.values()

@@ -38,6 +38,7 @@ DIFFERING = frozenset(
         "auxiliary_run_events",
         "begin_immediate",
         "begin_read",
+        "checkpoint_signer_lock",
         "copy_event_id_counter",
         "create_schema_migrations",
         "get_task_for_update",

@@ -133,9 +133,14 @@ def _size_within(conn: Connection, size: int | None) -> tuple[int, Frontier]:
 
 
 def current_tree_head(db: Database) -> TreeHead:
-    """The tree head of the ledger now, what a checkpoint signs; no writer need be waited for,
-    since a committed head row always names a whole prefix of the leaves."""
-    return db.read(lambda conn: _tree(conn).head())
+    """The tree head of the ledger now; no writer need be waited for, since a committed head
+    row always names a whole prefix of the leaves."""
+    return db.read(tree_head_in)
+
+
+def tree_head_in(conn: Connection) -> TreeHead:
+    """`current_tree_head` inside the caller's transaction (a checkpoint signer's)."""
+    return _tree(conn).head()
 
 
 def tree_head_at(db: Database, size: int | None = None) -> TreeHead:

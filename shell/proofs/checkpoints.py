@@ -25,7 +25,7 @@ from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.core.proofs.cosignatures import split_cosignature
 from aios_ledger.shell.clock import read_clock
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.merkle import current_tree_head
+from aios_ledger.shell.db.merkle import current_tree_head, tree_head_in
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
 from aios_ledger.shell.proofs.keys import Signer, check_ed25519
 
@@ -55,15 +55,18 @@ def _served(conn: Connection, row: CheckpointRow) -> ServedCheckpoint:
 
 def sign_checkpoint(db: Database, signer: Signer, now: Timestamp) -> ServedCheckpoint:
     """Sign and store the ledger's tree head now, unless the same key signed that head last: a
-    checkpoint has no time, so a second signature would say nothing new."""
-    head = current_tree_head(db)
-    checkpoint = Checkpoint(signer.verifier.name, head.size, head.root)
-    note = signed_checkpoint(
-        checkpoint, signer.verifier, signer.sign(checkpoint_message(checkpoint))
-    ).encode()
+    checkpoint has no time, so a second signature would say nothing new. Signers take turns
+    (servers of a fleet on one PostgreSQL database among them) and each reads the head and the
+    latest checkpoint inside its turn, so a stale head is never stored after a larger one."""
     key_id = signer.verifier.key_id.hex()
 
     def work(conn: Connection) -> ServedCheckpoint:
+        conn.fetch_record("checkpoint_signer_lock", None, None)
+        head = tree_head_in(conn)
+        checkpoint = Checkpoint(signer.verifier.name, head.size, head.root)
+        note = signed_checkpoint(
+            checkpoint, signer.verifier, signer.sign(checkpoint_message(checkpoint))
+        ).encode()
         latest = fetch_record(conn, "latest_checkpoint", None, CheckpointRow)
         if latest is None or (latest.note, latest.key_id) != (note, key_id):
             conn.run_write(
@@ -81,7 +84,8 @@ def sign_checkpoint(db: Database, signer: Signer, now: Timestamp) -> ServedCheck
         assert latest is not None
         return _served(conn, _row(latest))
 
-    return db.write(work)
+    # Row-locked: a signature takes no event id, so tasks' transitions go on beside it.
+    return db.write(work, row_locked=True)
 
 
 def _row(row: CheckpointRow) -> CheckpointRow:

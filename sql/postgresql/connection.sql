@@ -78,3 +78,8 @@ BEGIN
   EXECUTE format('LISTEN %I', 'aios_ledger_work_' || md5(current_setting('search_path')));
 END;
 $$;
+
+-- name: checkpoint_signer_lock$
+-- One checkpoint signer at a time per ledger (its schema), across every process on the
+-- database, until the signer's transaction ends; writers never wait on it.
+SELECT pg_advisory_xact_lock(hashtext('aios_ledger checkpoint ' || current_setting('search_path')));

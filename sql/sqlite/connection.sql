@@ -48,3 +48,7 @@ RELEASE SAVEPOINT work;
 -- name: rollback_to_work!
 -- Undo the work's writes; the savepoint stays open until `release_work`.
 ROLLBACK TO SAVEPOINT work;
+
+-- name: checkpoint_signer_lock$
+-- PostgreSQL's lock between checkpoint signers; a SQLite write transaction is alone already.
+SELECT 1;
