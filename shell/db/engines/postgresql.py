@@ -190,8 +190,8 @@ class _Queued:
 # A row-locked write's events are decided at this id and numbered once decided: it only orders
 # them within the transaction.
 _PROVISIONAL_EVENT_ID = 1
-# The statements a transaction's BEGIN is, as its first pipeline batch sends them (a pipeline
-# takes one statement a text).
+# The statements a transaction's BEGIN is, by its mode, as its first pipeline batch sends them (a
+# pipeline takes one statement a text).
 _BEGIN_STATEMENTS = {
     "begin_immediate": ("begin_read_committed", "writer_settings_exclusive"),
     "begin_row_locked": ("begin_read_committed", "writer_settings_shared"),
