@@ -104,8 +104,6 @@ POSTGRESQL_ALONE = frozenset(
         "drop_search_path_schema",
         "listen_work",
         "log_event_ids_used",
-        "log_peek_next_event_id",
-        "log_quiesce",
         "log_reserve_event_ids",
         "notify_work",
         "writer_settings_exclusive",

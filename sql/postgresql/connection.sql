@@ -24,11 +24,6 @@ SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', '
        set_config('jit', 'off', true),
        pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
 
--- name: log_quiesce$
--- Waits until no writer is inside a transaction, so a head read next is never passed by a later
--- commit of a lower id.
-SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
-
 -- name: create_search_path_schema!
 -- The schema the search_path names first (its name checked by the shell), as dbmate creates
 -- it; a role that owns its schema already never asks for more.

@@ -508,7 +508,7 @@ class PgConnection:
         decided, and never the ledger's chain, whose tip only the exclusive lock serializes; a
         read (a preview) peeks, and draws no id."""
         if self.read_only:
-            return int(self.fetch_record("log_peek_next_event_id", None, None))
+            return int(self.fetch_record("copy_event_id_counter", None, None)) + 1
         if self.row_locked:
             if LEDGER_CHAIN in chains:
                 raise LedgerError(
@@ -757,7 +757,11 @@ class PostgresDatabase(Database):
     def quiesce_writers(self) -> None:
         """A head is read only after the writers at work have finished: no lower id can
         commit after it."""
-        self._pg_transaction(READ, lambda conn: conn.fetch_record("log_quiesce", None, None))
+        # An exclusive writer's lock, taken in a read and let go at its end, with the writer's
+        # settings, which end with it too.
+        self._pg_transaction(
+            READ, lambda conn: conn.fetch_record("writer_settings_exclusive", None, None)
+        )
 
     def notify(self, channel: str) -> None:
         """NOTIFY on a connection of the pool, in a transaction of its own."""
