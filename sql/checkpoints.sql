@@ -9,14 +9,10 @@ VALUES (:origin, :tree_size, :root_hash, :key_id, :note, :signed_at);
 SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
 FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1;
 
--- name: latest_checkpoint_of_size^
--- returns: CheckpointRow
-SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
-FROM checkpoints WHERE tree_size = :tree_size ORDER BY checkpoint_id DESC LIMIT 1;
-
 -- name: checkpoint_by_body
 -- returns: CheckpointRow
--- The stored checkpoints of a size: a cosignature names its checkpoint by its body.
+-- The stored checkpoints of a size, newest first: a cosignature names its checkpoint by its body,
+-- and the first is the one a request for that size is served.
 SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
 FROM checkpoints WHERE tree_size = :tree_size ORDER BY checkpoint_id DESC;
 
@@ -42,13 +38,15 @@ WHERE c.witness_name = :witness_name AND c.witness_key_id = :witness_key_id
   AND k.tree_size <= :tree_size;
 
 -- name: verify_checkpoint_cosignatures
--- `verify`: every stored cosignature, each checkpoint's together in verify_checkpoints' order.
+-- `verify` and `upgrade`: every stored cosignature, each checkpoint's together in
+-- verify_checkpoints' order.
 SELECT c.checkpoint_id, c.witness_name, c.witness_key_id, c.cosigned_at, c.line
 FROM checkpoint_cosignatures AS c JOIN checkpoints AS k ON k.checkpoint_id = c.checkpoint_id
 ORDER BY k.tree_size, k.checkpoint_id, c.witness_name, c.witness_key_id;
 
 -- name: verify_checkpoints
 -- returns: CheckpointRow
--- `verify`: every stored checkpoint, smallest tree first, as the walk of the leaves reaches them.
+-- `verify` and `upgrade`: every stored checkpoint, smallest tree first, as the walk of the leaves
+-- reaches them.
 SELECT checkpoint_id, origin, tree_size, root_hash, key_id, note, signed_at
 FROM checkpoints ORDER BY tree_size, checkpoint_id;

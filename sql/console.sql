@@ -14,7 +14,8 @@ FROM governed_writes
 ORDER BY updated_at DESC, idempotency_key DESC LIMIT :limit;
 
 -- name: console_tasks_held
--- Who holds what: the claimed tasks by agent, through tasks_lease_expiry (status first).
+-- Who holds what: the claimed tasks by agent, through tasks_lease_expiry (status first), the
+-- soonest to expire first (`status` lists those ending within its window).
 SELECT task_id, claimed_by, attempt, lease_expires_at
 FROM tasks WHERE status = 'CLAIMED'
 ORDER BY lease_expires_at, task_id LIMIT :limit;
@@ -65,22 +66,15 @@ FROM events WHERE task_id = :task_id;
 WHERE e.task_id = :task_id AND e.event_id < :before
 ORDER BY e.event_id DESC LIMIT :limit;
 
--- name: console_task_governed_writes
--- A task's page: its governed writes' events, whose payloads name the branch moves.
-SELECT event_id, event_type, payload_json
-FROM events
-WHERE task_id = :task_id
-  AND event_type IN ('GOVERNED_WRITE_INTENDED', 'GOVERNED_WRITE_APPLIED',
-                     'GOVERNED_WRITE_NOT_APPLIED', 'GOVERNED_WRITE_MOVED_BY_OTHER')
-ORDER BY event_id;
-
--- name: console_task_attempt_events
--- A task's page: its claims, submissions and verdicts by type, a few per attempt, never its
--- heartbeats.
+-- name: console_task_marks
+-- A task's page: its claims, submissions and verdicts, a few per attempt, and its governed
+-- writes' events, whose payloads name the branch moves; never its heartbeats.
 SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events
 WHERE task_id = :task_id
-  AND event_type IN ('TASK_CLAIMED', 'RESULT_SUBMITTED', 'TASK_VERIFIED')
+  AND event_type IN ('TASK_CLAIMED', 'RESULT_SUBMITTED', 'TASK_VERIFIED',
+                     'GOVERNED_WRITE_INTENDED', 'GOVERNED_WRITE_APPLIED',
+                     'GOVERNED_WRITE_NOT_APPLIED', 'GOVERNED_WRITE_MOVED_BY_OTHER')
 ORDER BY event_id;
 
 -- name: console_task_refusals

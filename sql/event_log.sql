@@ -81,9 +81,6 @@ JOIN event_seal_rows AS r ON r.event_id = e.event_id
 WHERE e.task_id = :task_id
 ORDER BY r.event_id, r.position;
 
--- name: log_task_event_count$
-SELECT count(*) FROM events WHERE task_id = :task_id;
-
 -- The state rows `verify` reads come from the catalogue of tables (`core/sealed_tables.py`):
 -- `state_rows_TABLE` selects each row of a sealed state table as `stored`, beside the last sealed
 -- row of it (`sealed_event_id`, `sealed_row_digest`) and `sealed_history`: whether a row that no

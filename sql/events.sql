@@ -12,10 +12,6 @@ FROM events AS e LEFT JOIN event_seals AS s ON s.event_id = e.event_id
 WHERE s.event_id IS NULL
 ORDER BY e.event_id;
 
--- name: events_for_task
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
-FROM events WHERE task_id = :task_id ORDER BY event_id;
-
 -- name: events_after
 -- `events --follow`: the next page of the log after a cursor (core/log/follow.py).
 SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor

@@ -30,16 +30,9 @@ FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 -- name: scan_charges_of_attempt$
 SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
 
--- name: get_task_proposal
--- returns: ProposalRow
-SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
-       bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes,
-       scan_seconds
-FROM task_proposals WHERE task_id = :task_id AND attempt = :attempt;
-
 -- name: get_task_proposal_of_current_attempt
 -- returns: ProposalRow
--- get_task_proposal at the task's own attempt, read after the lock in a submit's round trip.
+-- The proposal of the task's own attempt, read after the lock in a submit's round trip.
 SELECT p.proposal_id, p.task_id, p.attempt, p.repository, p.agent_id, p.base_oid, p.head_oid,
        p.bundle_sha256, p.bundle_bytes, p.refs_json, p.changed_files_json, p.facts_json,
        p.created_at, p.scan_bytes, p.scan_seconds

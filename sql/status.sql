@@ -12,11 +12,6 @@ WHERE status = 'QUEUED' ORDER BY seq LIMIT 1;
 SELECT count(*) FROM tasks
 WHERE awaiting_projection = 1 AND status IN ('QUEUED', 'PAUSED');
 
--- name: status_expiring_leases
-SELECT task_id, claimed_by, lease_expires_at FROM tasks
-WHERE status = 'CLAIMED' AND lease_expires_at <= :until
-ORDER BY lease_expires_at LIMIT :limit;
-
 -- name: status_last_events
 SELECT event_id, task_id, agent_id, event_type, created_at, actor FROM events
 ORDER BY event_id DESC LIMIT :limit;

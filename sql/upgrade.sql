@@ -5,14 +5,6 @@
 -- How many events an archive removed and no restore put back.
 SELECT count(*) FROM archived_events;
 
--- name: upgrade_signed_checkpoints
-SELECT checkpoint_id, tree_size, note FROM checkpoints ORDER BY checkpoint_id;
-
--- name: upgrade_signed_cosignatures
-SELECT checkpoint_id, witness_name, witness_key_id, cosigned_at, line, received_at
-FROM checkpoint_cosignatures
-ORDER BY checkpoint_id, witness_name, witness_key_id;
-
 -- name: upgrade_reseal!
 UPDATE event_seals
 SET prev_seal = :prev_seal, seal = :seal, seal_version = :seal_version,

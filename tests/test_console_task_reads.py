@@ -30,8 +30,7 @@ TOKEN = "t" * 43
 PAGE_READS = (
     "console_task_event_count",
     "console_task_events_before",
-    "console_task_governed_writes",
-    "console_task_attempt_events",
+    "console_task_marks",
     "console_task_refusals",
 )
 

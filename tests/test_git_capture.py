@@ -204,7 +204,7 @@ def test_the_recovery_projection_runs_on_the_workers_own_capture(captured: Captu
     assert projected.metadata()["execution"] == runtime
     assert projected.required_capabilities() == [CAPABILITY]
     with Database(captured.db) as db:
-        rows = db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": "task-c"}))
+        rows = db.read(lambda conn: fetch_all(conn, "log_export_task", {"task_id": "task-c"}))
     payload = json.loads(str(rows[-1]["payload_json"]))
     assert payload["recovery_from_source_capture"] is True
     assert payload["source_capture_execution_digest"] == result["execution_digest"]

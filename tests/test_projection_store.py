@@ -321,7 +321,7 @@ def test_guarded_update_that_changes_no_row_rolls_everything_back(
     db = Database(path)
     task_row = db.read(lambda conn: fetch_one(conn, "get_task", {"task_id": TASK}))
     assert task_row is not None
-    events = db.read(lambda conn: fetch_all(conn, "events_for_task", {"task_id": TASK}))
+    events = db.read(lambda conn: fetch_all(conn, "log_export_task", {"task_id": TASK}))
     tail = db.read(lambda conn: read_log_tail(conn, [chain_of(TASK)]))
     from aios_ledger.core import EventRow
 

@@ -36,7 +36,6 @@ DIFFERING = frozenset(
         "upgrade_open_log",
         "agent_scan_spend",
         "auxiliary_run_events",
-        "begin_immediate",
         "begin_read",
         "checkpoint_signer_lock",
         "copy_event_id_counter",
@@ -72,9 +71,11 @@ DIFFERING = frozenset(
         "tasks_count_of_agent",
     ]
 )
-# SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints.
+# SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints,
+# and its BEGIN of a writer (PostgreSQL's engine sends begin_read_committed and its settings).
 SQLITE_ALONE = frozenset(
     [
+        "begin_immediate",
         "legacy_adopt_copy",
         "legacy_adopt_set_aside",
         "legacy_create_tables",
@@ -98,15 +99,12 @@ SQLITE_ALONE = frozenset(
 POSTGRESQL_ALONE = frozenset(
     [
         "begin_read_committed",
-        "begin_row_locked",
         "copy_set_event_id_counter",
         "copy_target_rows",
         "create_search_path_schema",
         "drop_search_path_schema",
         "listen_work",
         "log_event_ids_used",
-        "log_peek_next_event_id",
-        "log_quiesce",
         "log_reserve_event_ids",
         "notify_work",
         "writer_settings_exclusive",

@@ -106,9 +106,9 @@ def _task_and_repository(
 
 
 def proposal_row(conn: Connection, task_id: str, attempt: int) -> ProposalRow | None:
-    return fetch_record(
-        conn, "get_task_proposal", {"task_id": task_id, "attempt": attempt}, ProposalRow
-    )
+    # A task has a proposal per attempt at most: reading them all reads a few rows.
+    proposals = conn.stream_records("task_proposals_of_task", {"task_id": task_id}, ProposalRow)
+    return next((row for row in list(proposals) if row.attempt == attempt), None)
 
 
 def store_bundle(db: Database, data: bytes) -> tuple[str, Path, bool]:

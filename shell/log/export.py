@@ -25,7 +25,7 @@ from aios_ledger.core.log.rows import RUN_EVENTS
 from aios_ledger.core.log.state import stored_row_state
 from aios_ledger.core.log.verification import head_of_rows
 from aios_ledger.core.sealed_tables import SEALED_TABLES
-from aios_ledger.shell.db.connection import Database, Row, fetch_value
+from aios_ledger.shell.db.connection import Database, Row, fetch_one, fetch_value
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.log.verification import (
     SEALED_ROW_COLUMNS,
@@ -93,7 +93,8 @@ def export_log(
             total = int(fetch_value(conn, "log_max_event_id"))
             statement, rows_statement, params = "log_export_all", "all_event_seal_rows", {}
         else:
-            total = int(fetch_value(conn, "log_task_event_count", {"task_id": task_id}))
+            summary = fetch_one(conn, "console_task_event_count", {"task_id": task_id})
+            total = 0 if summary is None else int(summary["event_count"])
             statement, params = "log_export_task", {"task_id": task_id}
             rows_statement = "log_export_task_sealed_rows"
             if total == 0:

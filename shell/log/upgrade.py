@@ -166,16 +166,15 @@ def _sealed_log(conn: Connection) -> Iterator[tuple[EventRow, SealRow, tuple[Row
 
 def _signed_checkpoints(conn: Connection) -> list[JsonObject]:
     """The checkpoints signed of the 0.x tree, each with its note and its cosignatures (their
-    lines and times) as they were stored."""
+    lines and times) as they were stored, in the order they were signed."""
     cosignatures: dict[int, list[JsonObject]] = {}
-    for row in fetch_all(conn, "upgrade_signed_cosignatures"):
+    for row in fetch_all(conn, "verify_checkpoint_cosignatures"):
         cosignatures.setdefault(int(row["checkpoint_id"]), []).append(
             {
                 "witness_name": str(row["witness_name"]),
                 "witness_key_id": str(row["witness_key_id"]),
                 "cosigned_at": int(row["cosigned_at"]),
                 "line": str(row["line"]),
-                "received_at": str(row["received_at"]),
             }
         )
     return [
@@ -184,5 +183,7 @@ def _signed_checkpoints(conn: Connection) -> list[JsonObject]:
             "note": str(row["note"]),
             "cosignatures": list(cosignatures.get(int(row["checkpoint_id"]), [])),
         }
-        for row in fetch_all(conn, "upgrade_signed_checkpoints")
+        for row in sorted(
+            fetch_all(conn, "verify_checkpoints"), key=lambda row: int(row["checkpoint_id"])
+        )
     ]

@@ -176,7 +176,7 @@ class InitialExecutionProjectionStore:
         def read_state(conn: Connection, tail: LogTail) -> ProjectionState:
             task = fetch_one(conn, "get_task", {"task_id": task_id})
             prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
-            events = fetch_all(conn, "events_for_task", {"task_id": task_id})
+            events = fetch_all(conn, "log_export_task", {"task_id": task_id})
             key = refusal_key(projection_operation(request), request.idempotency_key)
             refused = fetch_one(conn, "task_idempotency_get", {"idempotency_key": key})
             return ProjectionState(

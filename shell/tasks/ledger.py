@@ -476,7 +476,7 @@ class TaskLedger(TaskSurface):
         params = {"task_id": request.task_id}
 
         def read(conn: Connection) -> list[Row] | None:
-            rows = fetch_all(conn, "events_for_task", params)
+            rows = fetch_all(conn, "log_export_task", params)
             if not rows and _task(conn, request.task_id) is None:
                 return None
             return rows

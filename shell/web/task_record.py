@@ -57,6 +57,15 @@ DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
 REFUSALS_SHOWN = 20
 DIFF_ARGUMENTS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv")
 ATTESTATION_FIELDS = ("keyid", "provenance_sha256", "review_sha256", "created_at")
+# The events of `console_task_marks` that name a branch move; the others mark the attempts.
+GOVERNED_WRITE_EVENTS = frozenset(
+    {
+        "GOVERNED_WRITE_INTENDED",
+        "GOVERNED_WRITE_APPLIED",
+        "GOVERNED_WRITE_NOT_APPLIED",
+        "GOVERNED_WRITE_MOVED_BY_OTHER",
+    }
+)
 
 
 @attrs.frozen
@@ -176,19 +185,20 @@ def _attempt_before(conn: Connection, task_id: str, older: list[Row], size: int)
     return 0
 
 
-def _governed_writes(conn: Connection, task_id: str) -> list[dict[str, Any]]:
+def _governed_writes(marks: list[Row]) -> list[dict[str, Any]]:
     writes = []
-    for row in fetch_all(conn, "console_task_governed_writes", {"task_id": task_id}):
+    for row in marks:
+        if row["event_type"] not in GOVERNED_WRITE_EVENTS:
+            continue
         payload = loads_document(str(row["payload_json"]), what="payload_json")
         if isinstance(payload, dict):
             writes.append({"event_id": row["event_id"], "type": row["event_type"], **payload})
     return writes
 
 
-def _attempt_marks(conn: Connection, task_id: str) -> list[dict[str, Any]]:
+def _attempt_marks(marks: list[Row]) -> list[dict[str, Any]]:
     """The task's claims, submissions and verdicts, in order: never its heartbeats."""
-    rows = fetch_all(conn, "console_task_attempt_events", {"task_id": task_id})
-    return [sealed_event(row) for row in rows]
+    return [sealed_event(row) for row in marks if row["event_type"] not in GOVERNED_WRITE_EVENTS]
 
 
 def read_refusals(conn: Connection, task_id: str) -> list[RefusalEntry]:
@@ -202,14 +212,14 @@ def read_task_record(stores: Stores, task_id: str, before: int | None = None) ->
     """The task's record, its events shown up to `before` (None: the latest)."""
     task = stores.tasks.get(task_id)
     db = stores.db
-    window, writes, marks, refusals = db.read(
+    window, marked, refusals = db.read(
         lambda conn: (
             read_event_window(conn, task_id, before),
-            _governed_writes(conn, task_id),
-            _attempt_marks(conn, task_id),
+            fetch_all(conn, "console_task_marks", {"task_id": task_id}),
             read_refusals(conn, task_id),
         )
     )
+    writes, marks = _governed_writes(marked), _attempt_marks(marked)
     head = tree_head_at(db)
     shown = sorted(int(event["event_id"]) for event in window.events)
     proofs = {event_id: _proof(db, event_id, head.size) for event_id in shown}

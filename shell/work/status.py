@@ -14,14 +14,18 @@ STATUS_ROWS = 10
 
 
 def read_status(conn: Any, now: Timestamp) -> dict[str, Any]:
+    until = now.plus_seconds(EXPIRING_WINDOW_SECONDS).text
+    # Soonest first: the leases ending within the window are the first of the held ones.
+    held = fetch_all(conn, "console_tasks_held", {"limit": STATUS_ROWS})
+    expiring = [
+        {name: row[name] for name in ("task_id", "claimed_by", "lease_expires_at")}
+        for row in held
+        if row["lease_expires_at"] is not None and str(row["lease_expires_at"]) <= until
+    ]
     return status_report(
         fetch_all(conn, "status_counts"),
         fetch_one(conn, "status_oldest_queued"),
-        fetch_all(
-            conn,
-            "status_expiring_leases",
-            {"until": now.plus_seconds(EXPIRING_WINDOW_SECONDS).text, "limit": STATUS_ROWS},
-        ),
+        expiring,
         fetch_all(conn, "status_last_events", {"limit": STATUS_ROWS}),
         now=now.text,
         spend=read_spend(conn),

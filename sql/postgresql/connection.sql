@@ -1,48 +1,28 @@
 -- PostgreSQL's texts of ../connection.sql's statements that differ on SQLite, and its own.
 
--- name: begin_immediate!
--- The transaction and the write lock in one round trip, with the planner told what SQLite's
--- INDEXED BY tells it: a table whose statistics lag is never read whole and sorted for each claim.
--- No JIT: a writer's key lookups, priced high by enable_sort = off, would be compiled each time.
-BEGIN ISOLATION LEVEL READ COMMITTED;
-SET LOCAL enable_sort = off;
-SET LOCAL enable_bitmapscan = off;
-SET LOCAL jit = off;
-SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
-
 -- name: begin_read!
 BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
 
--- name: begin_row_locked!
--- As begin_immediate with the ledger lock shared: beside other row-locked writers, never
--- beside an exclusive one.
-BEGIN ISOLATION LEVEL READ COMMITTED;
-SET LOCAL enable_sort = off;
-SET LOCAL enable_bitmapscan = off;
-SET LOCAL jit = off;
-SELECT pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
-
 -- name: begin_read_committed!
 -- A write's BEGIN in a pipeline, which takes one statement a text: the writer's settings follow
--- it in the same round trip.
+-- it in the same round trip (SQLite's begin_immediate is these two on PostgreSQL).
 BEGIN ISOLATION LEVEL READ COMMITTED;
 
 -- name: writer_settings_exclusive$
--- begin_immediate's settings and lock, after begin_read_committed.
+-- An exclusive writer's settings and lock, after begin_read_committed: the planner told what
+-- SQLite's INDEXED BY tells it (a table whose statistics lag is never read whole and sorted for
+-- each claim), and no JIT (a writer's key lookups, priced high by enable_sort = off, would be
+-- compiled each time).
 SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
        set_config('jit', 'off', true),
        pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
 
 -- name: writer_settings_shared$
--- begin_row_locked's settings and lock, after begin_read_committed.
+-- writer_settings_exclusive with the ledger lock shared: a row-locked writer runs beside other
+-- row-locked writers, never beside an exclusive one.
 SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
        set_config('jit', 'off', true),
        pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
-
--- name: log_quiesce$
--- Waits until no writer is inside a transaction, so a head read next is never passed by a later
--- commit of a lower id.
-SELECT pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
 
 -- name: create_search_path_schema!
 -- The schema the search_path names first (its name checked by the shell), as dbmate creates

@@ -5,10 +5,6 @@
 -- hands an id out twice: ids rise along each chain but are not dense nor in commit order.
 SELECT nextval('event_ids');
 
--- name: log_peek_next_event_id$
--- What log_next_event_id would draw, for a read, which draws nothing.
-SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM event_ids;
-
 -- name: log_event_ids_used!
 -- After a plan under the exclusive lock: the next id drawn is the one after its events.
 SELECT setval('event_ids', :next_event_id, false);

@@ -190,8 +190,8 @@ class _Queued:
 # A row-locked write's events are decided at this id and numbered once decided: it only orders
 # them within the transaction.
 _PROVISIONAL_EVENT_ID = 1
-# The statements a transaction's BEGIN is, as its first pipeline batch sends them (a pipeline
-# takes one statement a text).
+# The statements a transaction's BEGIN is, by its mode, as its first pipeline batch sends them (a
+# pipeline takes one statement a text).
 _BEGIN_STATEMENTS = {
     "begin_immediate": ("begin_read_committed", "writer_settings_exclusive"),
     "begin_row_locked": ("begin_read_committed", "writer_settings_shared"),
@@ -508,7 +508,7 @@ class PgConnection:
         decided, and never the ledger's chain, whose tip only the exclusive lock serializes; a
         read (a preview) peeks, and draws no id."""
         if self.read_only:
-            return int(self.fetch_record("log_peek_next_event_id", None, None))
+            return int(self.fetch_record("copy_event_id_counter", None, None)) + 1
         if self.row_locked:
             if LEDGER_CHAIN in chains:
                 raise LedgerError(
@@ -757,7 +757,11 @@ class PostgresDatabase(Database):
     def quiesce_writers(self) -> None:
         """A head is read only after the writers at work have finished: no lower id can
         commit after it."""
-        self._pg_transaction(READ, lambda conn: conn.fetch_record("log_quiesce", None, None))
+        # An exclusive writer's lock, taken in a read and let go at its end, with the writer's
+        # settings, which end with it too.
+        self._pg_transaction(
+            READ, lambda conn: conn.fetch_record("writer_settings_exclusive", None, None)
+        )
 
     def notify(self, channel: str) -> None:
         """NOTIFY on a connection of the pool, in a transaction of its own."""
