@@ -119,6 +119,10 @@ class ProjectionSettings:
     authorization_id: Identifier | None = None
 
 
+# The user name a forge takes with a token as password (GitHub's, accepted by the others).
+DEFAULT_TOKEN_USER = "x-access-token"
+
+
 @attrs.frozen(kw_only=True)
 class RemoteSettings:
     """`[remote]`: the ledger's own credential for `repo add` of a repository on a git server
@@ -129,7 +133,7 @@ class RemoteSettings:
     ssh_key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     known_hosts: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     token_file: Annotated[str, Text(max_length=MAX_PATH)] | None = None
-    token_user: Annotated[str, Text(max_length=200)] = "x-access-token"
+    token_user: Annotated[str, Text(max_length=200)] = DEFAULT_TOKEN_USER
     ca_bundle: Annotated[str, Text(max_length=MAX_PATH)] | None = None
 
 

@@ -176,6 +176,22 @@ def test_repo_add_reads_the_remote_and_a_write_lands_through_the_mirror(served: 
     assert checked["source_levels"] == ["SLSA_SOURCE_LEVEL_1"]
     assert checked["source_summary"]["predicate"]["resourceUri"] == f"git+{served.url}"
     assert checked["source_provenance"]["predicate"]["repoUri"] == served.url
+    # The command line reads that credential from the config file's `[remote]`, as `repo add`.
+    credentials = served.credentials()
+    config = served.root / "verify.toml"
+    config.write_text(
+        "[remote]\n"
+        + "".join(
+            f'{name} = "{getattr(credentials, name)}"\n'
+            for name in ("ssh_key", "known_hosts", "token_file")
+            if getattr(credentials, name) is not None
+        )
+    )
+    public = key.verifier_text()
+    command = ("verify-attestation", "agent/task-a", "--repo", served.url, "--key", public)
+    verified = run_cli("--config", config, *command)
+    assert verified.returncode == 0, verified.stderr
+    assert json.loads(verified.stdout)["commit"] == answer["new_oid"]
     # UPDATE_EXISTING: the branch moves on from the tip the ledger wrote.
     tip = proposal["head_oid"]
     second = binding(

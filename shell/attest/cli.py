@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aios_ledger.core import LedgerError
+from aios_ledger.core.config import RemoteSettings
 from aios_ledger.shell.attest.commits import (
     verify_commit_attestation,
     verify_remote_attestation,
@@ -18,17 +18,15 @@ from aios_ledger.shell.attest.keys import (
     load_signer,
     read_verifier,
 )
-from aios_ledger.shell.cli_support import json_flag, ledger_settings, open_database
-from aios_ledger.shell.console import Shown, why_view
-from aios_ledger.shell.git.remotes import DEFAULT_TOKEN_USER, Credentials, remote_kind
-
-# How `verify-attestation` reads a remote: the credential options of `repo add`.
-REMOTE_OPTIONS = (
-    ("--ssh-key", "the SSH private key (an ssh:// or scp-like --repo)"),
-    ("--known-hosts", "the pinned known_hosts file of an ssh remote"),
-    ("--token-file", "a file holding the HTTPS token (an http(s):// --repo)"),
-    ("--ca-bundle", "the CA certificates of a self-hosted forge (https)"),
+from aios_ledger.shell.cli_support import (
+    json_flag,
+    ledger_settings,
+    open_database,
+    section_settings,
 )
+from aios_ledger.shell.console import Shown, why_view
+from aios_ledger.shell.git.cli import refuse_remote_options, remote_options
+from aios_ledger.shell.git.remotes import credentials_of, remote_kind
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,13 +56,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         required=True,
         help="the verifier key (NAME+KEYID+BASE64), or a file holding it",
     )
-    for flag, purpose in REMOTE_OPTIONS:
-        verify.add_argument(flag, metavar="FILE", help=purpose)
-    verify.add_argument(
-        "--token-user",
-        default=DEFAULT_TOKEN_USER,
-        help=f"the user name sent with the token (default: {DEFAULT_TOKEN_USER})",
-    )
+    remote_options(verify, mirror=False)  # for a remote --repo, as `repo add` reads one
     verify.set_defaults(handler=_verify)
 
 
@@ -94,15 +86,8 @@ def _why(args: argparse.Namespace) -> Any:
 
 def _verify(args: argparse.Namespace) -> Any:
     verifier = read_verifier(args.key)
-    credentials = Credentials(
-        ssh_key=args.ssh_key,
-        known_hosts=args.known_hosts,
-        token_file=args.token_file,
-        token_user=args.token_user,
-        ca_bundle=args.ca_bundle,
-    )
     if remote_kind(args.repo) is not None:
+        credentials = credentials_of(section_settings(args, RemoteSettings))
         return verify_remote_attestation(args.repo, args.commit, verifier, credentials)
-    if credentials != Credentials(token_user=args.token_user):
-        raise LedgerError("REMOTE_URL_INVALID", "the credential options are for a remote URL")
+    refuse_remote_options(args)
     return verify_commit_attestation(args.repo, args.commit, verifier)

@@ -22,7 +22,7 @@ from aios_ledger.shell.cli_support import (
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.db.engines import is_database_url
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
-from aios_ledger.shell.git.remotes import Credentials, remote_kind
+from aios_ledger.shell.git.remotes import credentials_of, remote_kind
 from aios_ledger.shell.git.repos import (
     add_remote_repository,
     add_repository,
@@ -84,7 +84,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the bare repository's directory, or a remote's URL: ssh://, git@host:path,"
         " https:// (http:// is warned about outside loopback)",
     )
-    _remote_options(add)
+    remote_options(add)
     add.add_argument(
         "--protected",
         action="append",
@@ -138,13 +138,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     proposals.set_defaults(handler=_proposals)
 
 
-def _remote_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--mirror",
-        metavar="DIR",
-        help="where the ledger keeps its bare mirror of the remote (default: [remote] mirrors/"
-        "NAME.git, else beside a SQLite ledger LEDGER.mirrors/NAME.git)",
-    )
+def remote_options(parser: argparse.ArgumentParser, *, mirror: bool = True) -> None:
+    """The options naming the ledger's credential for a remote (`[remote]` over them)."""
+    if mirror:
+        parser.add_argument(
+            "--mirror",
+            metavar="DIR",
+            help="where the ledger keeps its bare mirror of the remote (default: [remote] mirrors/"
+            "NAME.git, else beside a SQLite ledger LEDGER.mirrors/NAME.git)",
+        )
     for flag, purpose in (
         ("--ssh-key", "the SSH private key (ssh remotes)"),
         ("--known-hosts", "the pinned known_hosts file: an unknown or changed host key is refused"),
@@ -153,6 +155,13 @@ def _remote_options(parser: argparse.ArgumentParser) -> None:
         ("--ca-bundle", "the CA certificates of a self-hosted forge (https)"),
     ):
         setting_option(parser, flag, RemoteSettings, help=purpose)
+
+
+def refuse_remote_options(args: argparse.Namespace) -> None:
+    """A local repository takes none of the remote options given on the command line."""
+    names = ("mirror", "ssh_key", "known_hosts", "token_file", "token_user", "ca_bundle")
+    if any(getattr(args, name, None) is not None for name in names):
+        raise LedgerError("REMOTE_URL_INVALID", "the remote options are for a remote URL")
 
 
 def _mirror_of(args: argparse.Namespace, ledger: str, mirrors: str | None) -> str:
@@ -234,29 +243,18 @@ def _repo_add(args: argparse.Namespace) -> Any:
     settings = _settings_of(args)
     if remote_kind(args.path) is not None:
         remote = section_settings(args, RemoteSettings)
-        credentials = Credentials(
-            ssh_key=remote.ssh_key,
-            known_hosts=remote.known_hosts,
-            token_file=remote.token_file,
-            token_user=remote.token_user,
-            ca_bundle=remote.ca_bundle,
-        )
         with open_database(args) as db:
             return add_remote_repository(
                 db,
                 args.name,
                 args.path,
                 _mirror_of(args, database_path(args), remote.mirrors),
-                credentials,
+                credentials_of(remote),
                 args.protected,
                 default_protection=args.default_protection,
                 settings=settings or None,
             )
-    given = [args.mirror, args.ssh_key, args.known_hosts, args.token_file, args.ca_bundle]
-    if any(option is not None for option in given):
-        raise LedgerError(
-            "REMOTE_URL_INVALID", "--mirror and the credential options are for a remote URL"
-        )
+    refuse_remote_options(args)
     with open_database(args) as db:
         return add_repository(
             db,

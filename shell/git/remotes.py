@@ -26,11 +26,11 @@ from urllib.parse import urlsplit
 
 import attrs
 from aios_ledger.core import LedgerError
+from aios_ledger.core.config import DEFAULT_TOKEN_USER, RemoteSettings
 from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, run_git
 
 REMOTE_FILE = "aios-remote.json"
 FETCH_LOCK = "aios-fetch.lock"
-DEFAULT_TOKEN_USER = "x-access-token"
 REMOTE_TIMEOUT = 300.0
 MAX_TOKEN_BYTES = 16 * 1024
 
@@ -97,6 +97,17 @@ class Credentials:
     token_file: str | None = None
     token_user: str = DEFAULT_TOKEN_USER
     ca_bundle: str | None = None
+
+
+def credentials_of(settings: RemoteSettings) -> Credentials:
+    """The credential files `[remote]` names, with the command line's flags over it."""
+    return Credentials(
+        ssh_key=settings.ssh_key,
+        known_hosts=settings.known_hosts,
+        token_file=settings.token_file,
+        token_user=settings.token_user,
+        ca_bundle=settings.ca_bundle,
+    )
 
 
 @attrs.frozen
