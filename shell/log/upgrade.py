@@ -37,6 +37,7 @@ from aios_ledger.shell.db.statements import statement_texts
 from aios_ledger.shell.log.verification import (
     SEALED_ROW_COLUMNS,
     SealedRowsById,
+    seal_row,
     verify_in,
     verify_log,
 )
@@ -144,24 +145,7 @@ def _sealed_log(conn: Connection) -> Iterator[tuple[EventRow, SealRow, tuple[Row
         width = len(_EVENT_COLUMNS)
         for row in events:
             event = EventRow(*row[:width])
-            chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = row[
-                width + 1 :
-            ]
-            yield (
-                event,
-                SealRow(
-                    event.event_id,
-                    chain,
-                    chain_seq,
-                    prev_seal,
-                    seal,
-                    adoption == 1,
-                    version,
-                    changes,
-                    chained,
-                ),
-                rows.of(event.event_id),
-            )
+            yield event, seal_row(event.event_id, row[width + 1 :]), rows.of(event.event_id)
 
 
 def _signed_checkpoints(conn: Connection) -> list[JsonObject]:

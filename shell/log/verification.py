@@ -91,7 +91,8 @@ Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
 STATE_STATEMENTS = {table: f"state_rows_{table}" for table in STATE_TABLES}
 
 
-def _seal(event_id: int, columns: Sequence[Any]) -> SealRow:
+def seal_row(event_id: int, columns: Sequence[Any]) -> SealRow:
+    """A seal's row from its columns after `event_id`, as the log's reads select them."""
     chain, chain_seq, prev_seal, seal, adoption, version, changes, chained = columns
     return SealRow(
         event_id, chain, chain_seq, prev_seal, seal, adoption == 1, version, changes, chained
@@ -107,17 +108,17 @@ def _merged(
     for row in events:
         event_id = row[0]
         while orphan is not None and orphan[0] < event_id:
-            yield orphan[0], None, _seal(orphan[0], orphan[1:]), None
+            yield orphan[0], None, seal_row(orphan[0], orphan[1:]), None
             orphan = next(orphans, None)
         pred_event_id, pred_chain_seq, pred_seal = row[16:]
         yield (
             event_id,
             EventRow(*row[:7]),
-            None if row[7] is None else _seal(event_id, row[8:16]),
+            None if row[7] is None else seal_row(event_id, row[8:16]),
             None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
         )
     while orphan is not None:
-        yield orphan[0], None, _seal(orphan[0], orphan[1:]), None
+        yield orphan[0], None, seal_row(orphan[0], orphan[1:]), None
         orphan = next(orphans, None)
 
 
