@@ -124,6 +124,22 @@ def test_the_urls_own_options_stay_beside_the_schema(
     assert settings == ("4321ms",) and search_path == (scratch_schema,)
 
 
+def test_the_ledgers_sessions_bound_lock_waits_and_idle_transactions_unless_the_url_says(
+    postgres_database: str, database_name: str, scratch_schema: str
+) -> None:
+    bounds = (
+        "SELECT current_setting('lock_timeout'),"
+        " current_setting('idle_in_transaction_session_timeout')"
+    )
+    plain = PostgresTarget.parse(TCP_FORMS[0].format(db=database_name, s=scratch_schema))
+    options = "-c%20lock_timeout%3D5s%20-c%20idle_in_transaction_session_timeout%3D0"
+    longer = PostgresTarget.parse(f"{plain.conninfo}?options={options}")
+    with psycopg.connect(plain.conninfo, **plain.connect_options()) as conn:
+        assert conn.execute(bounds).fetchone() == ("1s", "1min")
+    with psycopg.connect(longer.conninfo, **longer.connect_options()) as conn:
+        assert conn.execute(bounds).fetchone() == ("5s", "0")
+
+
 @pytest.mark.parametrize(
     ("url", "conninfo", "schema"),
     [

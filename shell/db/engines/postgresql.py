@@ -65,6 +65,13 @@ _INT64 = range(-(2**63), 2**63)
 _OPTIONS_SEARCH_PATH = re.compile(r"(?:^|\s)(?:-c\s*|--)search_path=(\S*)")
 
 
+# Every session of the ledger's: a statement waits at most a second for a lock another session
+# holds (an outside transaction's LOCK TABLE or FOR UPDATE, or a writer queued behind one), and is
+# then refused DATABASE_BUSY rather than held; and a session of its own left idle inside a
+# transaction (a stuck process) is ended, so that it cannot hold locks or vacuum back.
+SESSION_OPTIONS = "-c lock_timeout=1s -c idle_in_transaction_session_timeout=60s"
+
+
 @attrs.frozen
 class PostgresTarget:
     """A ledger on PostgreSQL: libpq's URL (without `search_path`), the ledger's schema, and the
@@ -127,12 +134,13 @@ class PostgresTarget:
         return f"{scheme}://{authority}{slash}{path}?{'&'.join(pairs)}"
 
     def connect_options(self) -> dict[str, Any]:
-        # The URL's own `options` stay (a statement_timeout, say); the schema's setting comes
-        # last, so that it is the one that holds.
-        schema_option = f"-c search_path={self.schema}"
+        # The ledger's session settings come first, so that the URL's own `options` (a longer
+        # lock_timeout, say) override them; the schema's setting comes last, so that it is the
+        # one that holds.
+        options = " ".join(filter(None, (SESSION_OPTIONS, self.options)))
         return {
             "autocommit": True,
-            "options": f"{self.options} {schema_option}" if self.options else schema_option,
+            "options": f"{options} -c search_path={self.schema}",
             "connect_timeout": int(os.environ.get("AIOS_LEDGER_PG_CONNECT_TIMEOUT", "5")),
             "application_name": "aios-ledger",
         }
@@ -624,6 +632,14 @@ def pg_error(exc: psycopg.Error) -> LedgerError:
         return unavailable_error(detail)
     if isinstance(exc, RETRYABLE):
         return LedgerError("DATABASE_BUSY", detail)
+    if isinstance(exc, pg_errors.LockNotAvailable):
+        # Another session holds a lock past lock_timeout: the database is up, and lifting the
+        # lock is its holder's.
+        return RetryLaterError(
+            "DATABASE_BUSY",
+            f"{detail} (another session holds a lock the ledger needs)",
+            retry_after=UNAVAILABLE_RETRY_AFTER,
+        )
     if isinstance(exc, pg_errors.DiskFull):
         return LedgerError("STORAGE_FULL", detail)
     if isinstance(exc, pg_errors.InsufficientPrivilege):
