@@ -1,21 +1,23 @@
 """A fleet: two real `serve` processes on one PostgreSQL ledger. Both sign checkpoints on a
 short schedule while tasks are created through each, and signers take turns, so no tree size
-ever has two different checkpoints; a long poll on one server is woken by a create through the
-other (the LISTEN/NOTIFY tests/test_notify.py checks within one process). And, on both engines,
-a signer that starts while another signs waits for the other's turn.
+ever has two different checkpoints; a long poll and an event stream on one server are woken by
+creates through the other (the LISTEN/NOTIFY tests/test_notify.py checks within one process).
+And, on both engines, a signer that starts while another signs waits for the other's turn.
 """
 
 from __future__ import annotations
 
+import codecs
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
 import httpx
 import pytest
 from aios_ledger.core import Timestamp
+from aios_ledger.core.api.event_stream import StreamParser
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.shell import issue_token
 from aios_ledger.shell.db.connection import Database
@@ -65,10 +67,12 @@ def _stored_checkpoints(url: str) -> list[CheckpointRow]:
 
 def _fleet(url: str, tmp_path: Path, key: Path) -> tuple[ServeProcess, ServeProcess]:
     # A schedule far shorter than a create, so that both servers sign the same sizes at once;
-    # a waiting claim never re-checks on its own, so only a notification wakes it.
+    # a waiting claim never re-checks on its own, nor an event stream reads the log's head or
+    # sends a keep-alive (which reads on too), so only a notification wakes them.
     flags = (
         *("--checkpoint-key", str(key), "--checkpoint-every-seconds", "0.05"),
         *("--recheck-seconds", "600"),
+        *("--stream-poll-seconds", "3600", "--stream-keepalive-seconds", "3600"),
     )
     first = ServeProcess(url, *flags, role_tokens=True, log=tmp_path / "first.log")
     try:
@@ -78,6 +82,31 @@ def _fleet(url: str, tmp_path: Path, key: Path) -> tuple[ServeProcess, ServeProc
         raise
     second.tokens = dict(first.tokens)
     return first, second
+
+
+def _streamed_task_ids(response: httpx.Response) -> Iterator[str]:
+    """The task of each event an open event stream sends, as it comes."""
+    parser = StreamParser()
+    text = codecs.getincrementaldecoder("utf-8")()
+    for chunk in response.iter_bytes():
+        for message in parser.feed_text(text.decode(chunk)):
+            document = message.document()
+            assert isinstance(document, dict)
+            yield str(document.get("task_id"))
+
+
+def _assert_stream_woken_across(watched: ServeProcess, other: ServeProcess) -> None:
+    """Tasks created through `other` come on an event stream of `watched`, one after another:
+    each create is sent only once the previous task's event came, when the stream waits for
+    its server's next announcement."""
+    creator = Scenario(other)
+    stream = watched.client("auditor")
+    with stream.stream("GET", "/v1/events/stream", timeout=PATIENCE) as response:
+        assert response.status_code == 200, response.read()
+        arriving = _streamed_task_ids(response)
+        for _ in range(2):
+            task_id = creator.queued()
+            assert next(task for task in arriving if task == task_id)
 
 
 def test_two_servers_never_sign_two_checkpoints_of_one_size_and_wake_each_others_polls(
@@ -123,6 +152,8 @@ def test_two_servers_never_sign_two_checkpoints_of_one_size_and_wake_each_others
         (answer,) = answers
         assert answer.status_code == 200, answer.text
         assert answer.json()["task_id"] == task_id
+
+        _assert_stream_woken_across(first, second)
     finally:
         second.stop()
         first.stop()

@@ -103,10 +103,11 @@ POSTGRESQL_ALONE = frozenset(
         "copy_target_rows",
         "create_search_path_schema",
         "drop_search_path_schema",
+        "listen_events",
         "listen_work",
         "log_event_ids_used",
         "log_reserve_event_ids",
-        "notify_work",
+        "notify",
         "writer_settings_exclusive",
         "writer_settings_shared",
     ]

@@ -36,6 +36,7 @@ UNPREPARABLE = {
     "create_search_path_schema",
     "drop_search_path_schema",
     "listen_work",  # a DO block: tests/test_notify.py runs it
+    "listen_events",  # a DO block: tests/test_fleet.py runs it
     "create_schema_migrations",
     # Scripts, on a 0.x ledger's schema: tests/test_upgrade.py runs them.
     "upgrade_open_log",

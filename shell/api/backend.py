@@ -39,8 +39,10 @@ DEFAULT_MAX_WAITING_PER_TOKEN = 8
 DEFAULT_READ_CONNECTIONS = 4
 DEFAULT_GROUP_COMMIT = 64
 DEFAULT_RECHECK_SECONDS = 2.0
-# The channel of `work_arrived`, and how often its listener looks up to see the server closing.
+# The channels of `work_arrived` and of `events_written`, and how often their listeners (and
+# the announcer of events written) look up to see the server closing.
 WORK_CHANNEL = "work"
+EVENTS_CHANNEL = "events"
 LISTEN_TICK_SECONDS = 0.5
 # The event stream's head poll, keep-alive comment, send timeout and longest life.
 DEFAULT_STREAM_POLL_SECONDS = 0.5
@@ -117,6 +119,11 @@ class Backend:
         self._signal_loop: asyncio.AbstractEventLoop | None = None
         self._closing = threading.Event()
         self._listening: threading.Thread | None = None  # from the first long poll on
+        # Those of the event streams' listener, and of the announcer of events written.
+        self._threads: list[threading.Thread] = []
+        self._events_written = threading.Event()
+        self._announcing: threading.Thread | None = None
+        self._announcing_lock = threading.Lock()
         self._waiting: dict[str, int] = {}
         # Signs the task list's cursors: a cursor is good for the server that gave it.
         self.cursor_key = secrets.token_bytes(32)
@@ -158,6 +165,10 @@ class Backend:
             with contextlib.suppress(LedgerError):
                 self.writer.db.notify(WORK_CHANNEL)  # the listener's wait ends now
             self._listening.join(LISTEN_TICK_SECONDS * 4)
+        self._events_written.set()  # the announcer's wait ends now
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(LISTEN_TICK_SECONDS * 4)
         for db in self._databases:
             with contextlib.suppress(LedgerError):
                 db.close()
@@ -165,7 +176,17 @@ class Backend:
 
     # -- running store calls ---------------------------------------------------------------
 
-    def write_now(self, work: Callable[[Stores], T]) -> T:
+    def write_now(self, work: Callable[[Stores], T], *, announce: bool = True) -> T:
+        """Run `work` on the writer; then (`announce`) tell every server's event streams that
+        the log may have grown (`events_written`)."""
+        try:
+            return self._write_now(work)
+        finally:
+            # A refusal may have sealed an event too.
+            if announce:
+                self.events_written()
+
+    def _write_now(self, work: Callable[[Stores], T]) -> T:
         while True:
             self._reopen_writer_if_faulty()
             fault = self._writer_fault
@@ -209,7 +230,9 @@ class Backend:
                     "make room on its file system; writes resume without a restart",
                 )
         # Row-locked: on PostgreSQL the ledger's lock shared, so that probes never queue writers.
-        self.write_now(lambda stores: stores.db.write(lambda conn: None, row_locked=True))
+        self.write_now(
+            lambda stores: stores.db.write(lambda conn: None, row_locked=True), announce=False
+        )
 
     def _reopen_writer_if_faulty(self) -> None:
         """Open a writer that could not write again, now and then, so that a file made writable
@@ -346,13 +369,17 @@ class Backend:
             self._signal = None
 
     def _listen(self) -> None:
-        """Wake the waiters on each notification, and once on listening for work announced
-        before; a failed listener is opened again, the waiters' re-tries standing in meanwhile."""
+        self._hear(WORK_CHANNEL, self._wake_from_thread)
+
+    def _hear(self, channel: str, heard: Callable[[], None]) -> None:
+        """Call `heard` on each notification of `channel`, and once on listening for what was
+        announced before, until the server closes; a failed listener is opened again, the
+        waiters' own re-tries (polls) standing in meanwhile."""
         listener: Listener | None = None
         while not self._closing.is_set():
             try:
                 if listener is None:
-                    listener = self.writer.db.listen(WORK_CHANNEL)
+                    listener = self.writer.db.listen(channel)
                 elif not listener.wait(LISTEN_TICK_SECONDS):
                     continue
             except LedgerError:
@@ -361,9 +388,37 @@ class Backend:
                     listener = None
                 self._closing.wait(self.settings.recheck_seconds)
                 continue
-            self._wake_from_thread()
+            heard()
         if listener is not None:
             listener.close()
+
+    def listen_for_events(self, heard: Callable[[], None]) -> None:
+        """Call `heard` (from another thread) whenever a server on this ledger announces events
+        written (`events_written`), until the server closes."""
+        self._start(lambda: self._hear(EVENTS_CHANNEL, heard))
+
+    def events_written(self) -> None:
+        """Announce on the `events` channel that the log may have grown, from a thread of its
+        own: the writes of a burst fold into one notification, off their requests' way."""
+        self._events_written.set()
+        if self._announcing is None:
+            with self._announcing_lock:
+                if self._announcing is None:
+                    self._announcing = self._start(self._announce_events)
+
+    def _announce_events(self) -> None:
+        while not self._closing.is_set():
+            if not self._events_written.wait(LISTEN_TICK_SECONDS) or self._closing.is_set():
+                continue
+            self._events_written.clear()
+            with contextlib.suppress(LedgerError):  # the streams' polls stand in meanwhile
+                self.writer.db.notify(EVENTS_CHANNEL)
+
+    def _start(self, target: Callable[[], None]) -> threading.Thread:
+        thread = threading.Thread(target=target, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        return thread
 
     @contextlib.contextmanager
     def waiting(self, name: str) -> Iterator[None]:

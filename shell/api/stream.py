@@ -2,8 +2,10 @@
 
 A stream follows the Merkle tree's leaves, which are in commit order on both engines (unlike
 event ids on PostgreSQL), so a client resuming from its `Last-Event-ID` loses and repeats
-nothing. No stream holds a transaction: one `EventFeed` per server polls the head, and each
-stream re-checks its caller's token as it reads, so a revoked token ends it within one poll.
+nothing. No stream holds a transaction: one `EventFeed` per server reads the head when a server
+of the ledger announces events written (LISTEN/NOTIFY on PostgreSQL, so across processes), and
+every `poll_seconds` besides, for writers that announce nothing (the command line); each stream
+re-checks its caller's token as it reads, so a revoked token ends it within one poll.
 """
 
 from __future__ import annotations
@@ -88,6 +90,10 @@ class EventFeed:
         self.closing = False
         self._wakes: set[asyncio.Event] = set()
         self._poller: asyncio.Task[None] | None = None
+        # Set when events were announced; its loop's, for the listener's thread to set it in.
+        self._announced = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listening = False
 
     @contextlib.contextmanager
     def subscribed(self) -> Iterator[asyncio.Event]:
@@ -98,14 +104,29 @@ class EventFeed:
         poller = self._poller
         # One poll per server; a new one for a new event loop (a test client's, per request).
         if poller is None or poller.done() or poller.get_loop() is not loop:
+            self._announced = asyncio.Event()
+            self._loop = loop
             self._poller = loop.create_task(self._poll())
+        if not self._listening:
+            self._listening = True
+            self._backend.listen_for_events(self._heard)
         try:
             yield wake
         finally:
             self._wakes.discard(wake)
 
+    def _heard(self) -> None:
+        """From the listener's thread: read the head now."""
+        loop, announced = self._loop, self._announced
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop closed: nobody streams there
+                loop.call_soon_threadsafe(announced.set)
+
     async def _poll(self) -> None:
+        announced = self._announced
         while self._wakes and not self.closing:
+            # Cleared before the head is read: an announcement after this is read next time.
+            announced.clear()
             try:
                 head = await self._backend.read(lambda stores: stores.db.read(read_head))
             except LedgerError as refused:  # the streams wait; the next poll tries again
@@ -114,12 +135,14 @@ class EventFeed:
                 if head != self.head:
                     self.head = head
                     self._wake_all()
-            await asyncio.sleep(self._poll_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(announced.wait(), self._poll_seconds)
 
     def close(self) -> None:
         """End every open stream now; one opened after this ends at once, told to come back."""
         self.closing = True
         self._wake_all()
+        self._heard()  # the poll ends now, not after its interval
 
     def _wake_all(self) -> None:
         for wake in self._wakes:

@@ -46,16 +46,25 @@ BEGIN
 END;
 $$;
 
--- name: notify_work!
--- Work became claimable: the channel is a digest of the ledger's schema, so that ledgers
--- sharing a database do not wake each other's long polls.
-SELECT pg_notify('aios_ledger_work_' || md5(current_setting('search_path')), '');
+-- name: notify!
+-- `Database.notify(channel)`: work became claimable (`work`), or events were written
+-- (`events`). The channel's name ends in a digest of the ledger's schema, so that ledgers
+-- sharing a database do not wake each other's long polls and event streams.
+SELECT pg_notify('aios_ledger_' || :channel || '_' || md5(current_setting('search_path')), '');
 
 -- name: listen_work!
 -- `Database.listen("work")`, on a connection of its own: LISTEN takes a name, not a value.
 DO $$
 BEGIN
   EXECUTE format('LISTEN %I', 'aios_ledger_work_' || md5(current_setting('search_path')));
+END;
+$$;
+
+-- name: listen_events!
+-- `Database.listen("events")`, as listen_work.
+DO $$
+BEGIN
+  EXECUTE format('LISTEN %I', 'aios_ledger_events_' || md5(current_setting('search_path')));
 END;
 $$;
 

@@ -785,7 +785,7 @@ class PostgresDatabase(Database):
             with self._pool.connection(
                 timeout=self._connection_patience(UNAVAILABLE_PATIENCE)
             ) as raw:
-                raw.execute(_RAW_TEXTS[f"notify_{channel}"].encode())
+                raw.execute(*_text("notify", {"channel": channel}))
         except PoolTimeout as exc:
             raise unavailable_error(str(exc)) from None
         except psycopg.Error as exc:
