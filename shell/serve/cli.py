@@ -92,7 +92,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=DEFAULT_STREAM_POLL_SECONDS,
         metavar="S",
         help="while an event stream is open, how often the log's head is read for new events "
-        "(one read for every stream together)",
+        "(one read for every stream together), besides at once when a server of the ledger "
+        "announces events written (the command line's writes announce nothing)",
     )
     serve.add_argument(
         "--stream-keepalive-seconds",
