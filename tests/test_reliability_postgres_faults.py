@@ -315,9 +315,14 @@ def _dead_rows_vacuum_keeps(cluster: PgCluster) -> int:
 def test_writes_go_on_while_outside_sessions_hold_vacuum_back(tmp_path: Path) -> None:
     """The harness's `idle_in_tx_saturation` (a session idle in a transaction that has an XID)
     and `active_readers` at once: the ledger keeps acknowledging creates while VACUUM must keep
-    their dead rows; once those sessions end, nothing of the ledger's holds a snapshot, so
-    VACUUM keeps nothing."""
-    with PgCluster() as cluster, _serve(cluster, tmp_path) as server:
+    their dead rows; once those sessions end, nothing of the ledger's holds a snapshot (not an
+    event stream open all along, whose client reads nothing), so VACUUM keeps nothing."""
+    with (
+        PgCluster() as cluster,
+        _serve(cluster, tmp_path) as server,
+        server.client("auditor").stream("GET", "/v1/events/stream", params={"after": 0}) as stream,
+    ):
+        assert stream.status_code == 200
         creator = Creator(server)
         _until_more_acknowledged(creator)
         with _outside_transaction(cluster) as idle:
