@@ -206,3 +206,28 @@ def test_batches_on_the_command_line(cli: Cli) -> None:
     code, rest, _ = cli.run("claim", "--limit", "5", body=request)
     assert [claim["task_id"] for claim in rest] == ["t2"]
     assert cli.run("claim", "--limit", "5", body=request)[1] == []
+
+
+def test_every_keyed_command_takes_a_list_and_an_unkeyed_one_does_not(cli: Cli) -> None:
+    """A command made from its operation's row takes a list when the operation is keyed, as a
+    repeat of the whole list is then safe; a heartbeat's list is refused like any non-object."""
+    tasks = [
+        {"idempotency_key": f"c{n}", "task": {"task_id": f"t{n}", "goal": "g", "instructions": "i"}}
+        for n in range(2)
+    ]
+    cli.run("task", "create", body=tasks)
+    cancels = [
+        {"task_id": task_id, "reason": "no", "idempotency_key": f"x-{task_id}"}
+        for task_id in ("t0", "t1", "nope")
+    ]
+    code, output, err = cli.run("cancel", body=cancels)
+    assert (code, output) == (1, None) and err.startswith("TASK_NOT_FOUND: item 2: ")
+    assert [task["status"] for task in cli.run("task", "list")[1]] == ["QUEUED", "QUEUED"]
+    code, cancelled, _ = cli.run("cancel", body=cancels[:2])
+    assert code == 0 and [answer["status"] for answer in cancelled] == ["CANCELLED"] * 2
+    retries = [{**cancel, "idempotency_key": f"r-{cancel['task_id']}"} for cancel in cancels[:2]]
+    code, retried, _ = cli.run("task", "retry", body=retries)
+    assert code == 0 and [answer["status"] for answer in retried] == ["QUEUED"] * 2
+    beats = [{"task_id": "t0", "lease_token": "x" * 20, "lease_seconds": 5}]
+    code, output, err = cli.run("heartbeat", body=beats)
+    assert (code, output) == (1, None) and err.startswith("FIELDS_INVALID:")
