@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import hmac
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 from aios_ledger.core import LedgerError
@@ -20,9 +20,12 @@ from aios_ledger.core.contracts import contract_violations
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.envelopes import verify_execution_envelope
 from aios_ledger.core.kinds import MAX_IDENTIFIER
+from aios_ledger.core.schemas import record_schema
 from aios_ledger.core.tasks.attempts import evidence_run
 from aios_ledger.core.tasks.operations import TASK_OPERATIONS
+from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
+from aios_ledger.core.tasks.transitions import TaskTransition
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.remote.client import LedgerClient, api_path
 
@@ -151,19 +154,6 @@ def _claim(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -
     }
 
 
-def _heartbeat(
-    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
-) -> dict[str, Any]:
-    lease_seconds = arguments.get("lease_seconds", DEFAULT_LEASE_SECONDS)
-    task_id, lease_token = arguments["task_id"], arguments["lease_token"]
-    return dict(client.heartbeat(task_id, lease_token=lease_token, lease_seconds=lease_seconds))
-
-
-def _release(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    task_id, lease_token = arguments["task_id"], arguments["lease_token"]
-    return dict(client.release(task_id, lease_token=lease_token, reason=arguments["reason"]))
-
-
 def read_task(client: LedgerClient, task_id: str) -> dict[str, Any]:
     """The task, its checked envelope, its result contract and the tool that submits to it."""
     task = dict(client.get(task_id))
@@ -195,13 +185,6 @@ def _read_evidence(
     return {"task_id": task_id, "attempt": attempt, "run_id": run_id, "events": events}
 
 
-def _submit(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    held = {"task_id": arguments["task_id"], "lease_token": arguments["lease_token"]}
-    result = arguments["result"]
-    key = arguments.get("idempotency_key") or _key("submit", caller, **held, result=result)
-    return dict(client.submit_result(**held, result=result, idempotency_key=key))
-
-
 # -- the reviewer's tools -----------------------------------------------------------------
 
 
@@ -221,17 +204,6 @@ def _review_evidence(
     return {"evidence": evidence}
 
 
-def _verify(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    verdict = {
-        "task_id": arguments["task_id"],
-        "decision": arguments["decision"],
-        "reason": arguments["reason"],
-        "expected_result_digest": arguments.get("expected_result_digest"),
-    }
-    key = arguments.get("idempotency_key") or _key("verify", caller, **verdict)
-    return dict(client.verify(**verdict, idempotency_key=key))
-
-
 def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> LedgerTool:
     def schema(result: Mapping[str, Any]) -> dict[str, Any]:
         return _object(
@@ -249,7 +221,7 @@ def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> Ledg
         roles=frozenset({AGENT}),
         input_schema=schema(result_schema),
         checked=schema({"type": "object"}),
-        handler=_submit,
+        handler=_applies(TASK_OPERATIONS["submit"], schema({"type": "object"})),
         read_only=False,
     )
 
@@ -266,16 +238,72 @@ def _tool(
     return LedgerTool(name, description, roles, schema, schema, handler, read_only)
 
 
-def _operation_tool(
-    operation: str, description: str, schema: dict[str, Any], handler: Handler
+def _applies(row: TaskTransition, schema: Mapping[str, Any]) -> Handler:
+    """The handler of an operation's tool: its arguments, with the schema's defaults for what
+    they leave out, are the request; a keyed one called without a key is filed under one derived
+    from what the call says, so that the same call twice is one write."""
+    properties: Mapping[str, Any] = schema["properties"]
+    defaults = {name: each["default"] for name, each in properties.items() if "default" in each}
+    said = [name for name in properties if name != "idempotency_key"]
+    build = cast(Callable[[object], TaskRequest[Any]], row.request.from_mapping)
+
+    def handle(
+        client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
+    ) -> dict[str, Any]:
+        mapping = {**defaults, **arguments}
+        if row.keyed and not mapping.get("idempotency_key"):
+            parts = {name: arguments.get(name) for name in said}
+            mapping["idempotency_key"] = _key(row.name, caller, **parts)
+        return dict(client.apply(build(mapping)))
+
+    return handle
+
+
+def _request_schema(row: TaskTransition) -> dict[str, Any]:
+    """The schema of an operation's request less the acting agent, which the token names; a
+    keyed one's key is optional, as `_applies` derives one."""
+    schema = {k: v for k, v in record_schema(row.request).items() if k not in ("$schema", "$id")}
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "agent_id"}
+    optional = {"agent_id", "idempotency_key"} if row.keyed else {"agent_id"}
+    schema["required"] = [name for name in schema.get("required", []) if name not in optional]
+    return schema
+
+
+def operation_tool(
+    row: TaskTransition,
+    description: str | None = None,
+    schema: dict[str, Any] | None = None,
+    handler: Handler | None = None,
 ) -> LedgerTool:
-    """The tool of an operation of the transition table: its name and role are the row's."""
-    row = TASK_OPERATIONS[operation]
+    """The tool of an operation of the transition table: its name and role are the row's; by
+    default its description is the row's summary, its schema the request's and its handler
+    applies the request."""
     assert row.tool is not None and row.role is not None
-    return _tool(row.tool, description, frozenset({row.role}), schema, handler, read_only=False)
+    schema = _request_schema(row) if schema is None else schema
+    return _tool(
+        row.tool,
+        f"{row.summary[:1].upper()}{row.summary[1:]}." if description is None else description,
+        frozenset({row.role}),
+        schema,
+        _applies(row, schema) if handler is None else handler,
+        read_only=False,
+    )
 
 
 def _tools() -> tuple[LedgerTool, ...]:
+    """The tools in the order a model is shown them; an operation whose row names a tool and
+    that is not written here gets the default one (`operation_tool`)."""
+    written = _written_tools()
+    named = {tool.name for tool in written}
+    rows = TASK_OPERATIONS.values()
+    return (
+        *written,
+        *(operation_tool(row) for row in rows if row.tool is not None and row.tool not in named),
+    )
+
+
+def _written_tools() -> tuple[LedgerTool, ...]:
+    op = TASK_OPERATIONS
     reviewer = frozenset({REVIEWER})
     contract_submits = tuple(
         _submit_tool(
@@ -286,8 +314,8 @@ def _tools() -> tuple[LedgerTool, ...]:
         for action, contract in sorted(RESULT_CONTRACTS.items())
     )
     return (
-        _operation_tool(
-            "claim",
+        operation_tool(
+            op["claim"],
             "Claim the next task your capabilities allow (or the one named), waiting up to "
             "wait_seconds for one. The answer holds the task, its envelope, the lease token "
             "the other tools need, and which submit tool takes its result.",
@@ -312,8 +340,8 @@ def _tools() -> tuple[LedgerTool, ...]:
             ),
             _claim,
         ),
-        _operation_tool(
-            "heartbeat",
+        operation_tool(
+            op["heartbeat"],
             "Extend the lease of a task you hold; a lease that lapses returns the task to "
             "the queue.",
             _object(
@@ -322,7 +350,6 @@ def _tools() -> tuple[LedgerTool, ...]:
                 lease_token=LEASE_TOKEN,
                 lease_seconds=LEASE_SECONDS,
             ),
-            _heartbeat,
         ),
         _tool(
             "read_task",
@@ -347,8 +374,8 @@ def _tools() -> tuple[LedgerTool, ...]:
         ),
         _submit_tool(PLAIN_SUBMIT, "a task without an execution envelope", {"type": "object"}),
         *contract_submits,
-        _operation_tool(
-            "release",
+        operation_tool(
+            op["release"],
             "Give a task you hold back to the queue without a result.",
             _object(
                 ("task_id", "lease_token", "reason"),
@@ -356,7 +383,6 @@ def _tools() -> tuple[LedgerTool, ...]:
                 lease_token=LEASE_TOKEN,
                 reason=REASON,
             ),
-            _release,
         ),
         _tool(
             "list_review_candidates",
@@ -376,8 +402,8 @@ def _tools() -> tuple[LedgerTool, ...]:
             _review_evidence,
             read_only=True,
         ),
-        _operation_tool(
-            "verify",
+        operation_tool(
+            op["verify"],
             "Judge a submitted result: SUCCEEDED, NEEDS_REWORK (back to the queue while "
             "attempts remain) or FAILED. Nobody verifies a result they submitted.",
             _object(
@@ -392,7 +418,6 @@ def _tools() -> tuple[LedgerTool, ...]:
                 },
                 idempotency_key=IDEMPOTENCY_KEY,
             ),
-            _verify,
         ),
     )
 
