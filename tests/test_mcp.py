@@ -23,11 +23,18 @@ import attrs
 import httpx
 import httpx2
 import pytest
+from aios_ledger.core import LedgerError
 from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.shell import AUTHORIZATION_ENV
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.mcp.server import VERIFIED_SECONDS, LedgerTokenVerifier
-from aios_ledger.shell.mcp.tools import Caller, check_arguments, claim_lease_token, operation_tool
+from aios_ledger.shell.mcp.tools import (
+    TOOLS_BY_NAME,
+    Caller,
+    check_arguments,
+    claim_lease_token,
+    operation_tool,
+)
 from aios_ledger.shell.remote.client import LedgerClient
 from api_server import ROLE_NAMES, START_PATIENCE, ApiServer, cli, free_port
 from git_support import (
@@ -501,3 +508,14 @@ def test_a_row_naming_a_tool_no_one_wrote_gets_one_made_from_its_request(
     assert [answer["idempotent"] for answer in answers] == [False, True]
     events = server.client("owner").get(f"/v1/tasks/{task_id}/events").json()
     assert [event["event_type"] for event in events] == ["TASK_CREATED", "TASK_CANCELLED"]
+
+
+def test_a_refused_argument_is_named_and_its_value_never_shown() -> None:
+    """A tool's schema is its request's, patterns included; what a value fails is said, the
+    value (here a mistyped lease token) is not."""
+    secret = "my lease token, mistyped"
+    with pytest.raises(LedgerError) as refused:
+        check_arguments(TOOLS_BY_NAME["heartbeat"], {"task_id": "t1", "lease_token": secret})
+    assert refused.value.code == "FIELDS_INVALID"
+    assert refused.value.detail.startswith("heartbeat: $.lease_token: fails pattern ")
+    assert secret not in str(refused.value)

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import attrs
+import jsonschema
 from aios_ledger.core import LedgerError
 from aios_ledger.core.actors import AGENT, REVIEWER
-from aios_ledger.core.contracts import contract_violations
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.envelopes import verify_execution_envelope
 from aios_ledger.core.kinds import MAX_IDENTIFIER
@@ -63,19 +63,26 @@ def _text(max_length: int = MAX_IDENTIFIER) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": max_length}
 
 
-TASK_ID = {**_text(), "description": "the task's id"}
-LEASE_TOKEN = {**_text(), "description": "the lease token claim_task answered"}
-LEASE_SECONDS = {
-    "type": "integer",
-    "minimum": 1,
-    "default": DEFAULT_LEASE_SECONDS,
-    "description": "how long the lease lasts from now",
+# What a model is told of a request's fields, and the defaults a tool fills in, over the
+# request's own schema.
+_TOLD: Mapping[str, Mapping[str, Any]] = {
+    "task_id": {"description": "the task's id"},
+    "lease_token": {"description": "the lease token claim_task answered"},
+    "lease_seconds": {
+        "default": DEFAULT_LEASE_SECONDS,
+        "description": "how long the lease lasts from now",
+    },
+    "idempotency_key": {
+        "description": "optional: the same key on a repeated call gets the first call's answer"
+    },
+    "reason": {"description": "why, for the task's history"},
+    "expected_result_digest": {
+        "description": "the result_digest you judged: refused if it changed"
+    },
 }
-IDEMPOTENCY_KEY = {
-    **_text(),
-    "description": "optional: the same key on a repeated call gets the first call's answer",
-}
-REASON = {**_text(2000), "description": "why, for the task's history"}
+TASK_ID = {**_text(), **_TOLD["task_id"]}
+LEASE_SECONDS = {"type": "integer", "minimum": 1, **_TOLD["lease_seconds"]}
+IDEMPOTENCY_KEY = {**_text(), **_TOLD["idempotency_key"]}
 
 
 def _object(required: tuple[str, ...], **properties: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,13 +95,19 @@ def _object(required: tuple[str, ...], **properties: Mapping[str, Any]) -> dict[
 
 
 def check_arguments(tool: LedgerTool, arguments: object) -> Mapping[str, Any]:
-    """The arguments, if they meet the tool's schema; FIELDS_INVALID (the first violation)."""
+    """The arguments, if they meet the tool's schema; FIELDS_INVALID naming the place of the
+    first violation, and what it fails, never the value (it may be a lease token)."""
     if not isinstance(arguments, Mapping):
         raise LedgerError("FIELDS_INVALID", "a tool's arguments are a JSON object")
-    violations = contract_violations(tool.checked, dict(arguments))
-    if violations:
-        raise LedgerError("FIELDS_INVALID", f"{tool.name}: {violations[0]}")
-    return arguments
+    validator = jsonschema.Draft202012Validator(tool.checked)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
+    if error is None:
+        return arguments
+    if error.validator in ("required", "additionalProperties"):  # these name keys only
+        why = error.message
+    else:
+        why = f"fails {error.validator} {error.validator_value!r}"
+    raise LedgerError("FIELDS_INVALID", f"{tool.name}: {error.json_path}: {why[:300]}")
 
 
 def _key(kind: str, caller: Caller, **parts: object) -> str:
@@ -205,23 +218,16 @@ def _review_evidence(
 
 
 def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> LedgerTool:
-    def schema(result: Mapping[str, Any]) -> dict[str, Any]:
-        return _object(
-            ("task_id", "lease_token", "result"),
-            task_id=TASK_ID,
-            lease_token=LEASE_TOKEN,
-            result=result,
-            idempotency_key=IDEMPOTENCY_KEY,
-        )
-
+    row = TASK_OPERATIONS["submit"]
+    checked = request_schema(row, result={"type": "object"})
     return LedgerTool(
         name=name,
         description=f"Submit the result of a task you hold ({what}); the ledger checks it "
         "and a reviewer verifies it. A repeat of the same result is answered once.",
         roles=frozenset({AGENT}),
-        input_schema=schema(result_schema),
-        checked=schema({"type": "object"}),
-        handler=_applies(TASK_OPERATIONS["submit"], schema({"type": "object"})),
+        input_schema=request_schema(row, result=result_schema),
+        checked=checked,
+        handler=_applies(row, checked),
         read_only=False,
     )
 
@@ -259,14 +265,26 @@ def _applies(row: TaskTransition, schema: Mapping[str, Any]) -> Handler:
     return handle
 
 
-def _request_schema(row: TaskTransition) -> dict[str, Any]:
-    """The schema of an operation's request less the acting agent, which the token names; a
-    keyed one's key is optional, as `_applies` derives one."""
-    schema = {k: v for k, v in record_schema(row.request).items() if k not in ("$schema", "$id")}
-    schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "agent_id"}
-    optional = {"agent_id", "idempotency_key"} if row.keyed else {"agent_id"}
-    schema["required"] = [name for name in schema.get("required", []) if name not in optional]
-    return schema
+# Request fields a tool does not ask for: the acting agent, whom the token names, and what an
+# attempt spent, which the model's host measures, not the model.
+_NOT_ASKED = frozenset({"agent_id", "usage"})
+
+
+def request_schema(row: TaskTransition, **replaced: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema of an operation's request as its tool takes it, `replaced` fields aside: a
+    keyed one's key optional, as `_applies` derives one, and so is a field `_TOLD` gives a
+    default; each field with what `_TOLD` tells of it."""
+    record = record_schema(row.request)
+    optional = {*_NOT_ASKED, *(name for name, told in _TOLD.items() if "default" in told)}
+    if row.keyed:
+        optional.add("idempotency_key")
+    properties = {
+        name: {**replaced.get(name, each), **_TOLD.get(name, {})}
+        for name, each in record["properties"].items()
+        if name not in _NOT_ASKED
+    }
+    required = (name for name in record.get("required", []) if name not in optional)
+    return _object(tuple(required), **properties)
 
 
 def operation_tool(
@@ -279,7 +297,7 @@ def operation_tool(
     default its description is the row's summary, its schema the request's and its handler
     applies the request."""
     assert row.tool is not None and row.role is not None
-    schema = _request_schema(row) if schema is None else schema
+    schema = request_schema(row) if schema is None else schema
     return _tool(
         row.tool,
         f"{row.summary[:1].upper()}{row.summary[1:]}." if description is None else description,
@@ -344,12 +362,6 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             op["heartbeat"],
             "Extend the lease of a task you hold; a lease that lapses returns the task to "
             "the queue.",
-            _object(
-                ("task_id", "lease_token"),
-                task_id=TASK_ID,
-                lease_token=LEASE_TOKEN,
-                lease_seconds=LEASE_SECONDS,
-            ),
         ),
         _tool(
             "read_task",
@@ -377,12 +389,6 @@ def _written_tools() -> tuple[LedgerTool, ...]:
         operation_tool(
             op["release"],
             "Give a task you hold back to the queue without a result.",
-            _object(
-                ("task_id", "lease_token", "reason"),
-                task_id=TASK_ID,
-                lease_token=LEASE_TOKEN,
-                reason=REASON,
-            ),
         ),
         _tool(
             "list_review_candidates",
@@ -406,18 +412,6 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             op["verify"],
             "Judge a submitted result: SUCCEEDED, NEEDS_REWORK (back to the queue while "
             "attempts remain) or FAILED. Nobody verifies a result they submitted.",
-            _object(
-                ("task_id", "decision", "reason"),
-                task_id=TASK_ID,
-                decision={"enum": ["SUCCEEDED", "NEEDS_REWORK", "FAILED"]},
-                reason=REASON,
-                expected_result_digest={
-                    "type": "string",
-                    "pattern": "^[0-9a-f]{64}$",
-                    "description": "the result_digest you judged: refused if it changed",
-                },
-                idempotency_key=IDEMPOTENCY_KEY,
-            ),
         ),
     )
 
