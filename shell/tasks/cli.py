@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import attrs
 from aios_ledger.core import (
@@ -42,12 +42,16 @@ WATCH_INTERVAL = 2.0
 MAX_WATCH_INTERVAL = 3600.0
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def register(commands: Commands) -> None:
     """The task commands; each operation's is made from its row (`row.command`: `task NAME`
     under `task`, else a command of its own), but for those written below."""
-    task = commands.add_parser(
-        "task", help="tasks: create, list, show, history, verify, retry, pause, resume"
-    )
+    rows = TASK_OPERATIONS.values()
+    moves = [row.command[5:] for row in rows if row.command and row.command.startswith("task ")]
+    names = ["create", "list", "show", "history", *moves[1:]]  # moves[0]: create
+    task = commands.add_parser("task", help="tasks: " + ", ".join(names))
     task_commands = task.add_subparsers(dest="task_command", required=True)
     _create_command(task_commands)
     listing = task_commands.add_parser(
@@ -83,7 +87,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     json_flag(history)
     history.set_defaults(handler=_task_history)
 
-    for row in TASK_OPERATIONS.values():
+    for row in rows:
         if row.command is None or row.name == "create":  # create: first under `task`, above
             continue
         group, _, name = row.command.rpartition(" ")
@@ -96,7 +100,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             _document_command(parent, name, row)
 
 
-def _create_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _create_command(commands: Commands) -> None:
     create = _json_command(
         commands,
         "create",
@@ -112,9 +116,7 @@ def _create_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     _budget_options(create)
 
 
-def _claim_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str
-) -> None:
+def _claim_command(commands: Commands, name: str) -> None:
     claim = _json_command(
         commands,
         name,
@@ -131,15 +133,13 @@ def _claim_command(
     )
 
 
-def _expire_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str
-) -> None:
+def _expire_command(commands: Commands, name: str) -> None:
     expire = commands.add_parser(name, help=TASK_OPERATIONS["expire"].summary)
     expire.set_defaults(handler=_expire)
 
 
 # The operations whose commands take more than their request: flags, a batch, a loop.
-_WRITTEN: dict[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser], str], None]] = {
+_WRITTEN: dict[str, Callable[[Commands, str], None]] = {
     "claim": _claim_command,
     "expire": _expire_command,
 }
@@ -148,9 +148,7 @@ _WRITTEN: dict[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser
 _MOVE = ("task_id", "reason", "idempotency_key")
 
 
-def _move_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, row: TaskTransition
-) -> None:
+def _move_command(commands: Commands, name: str, row: TaskTransition) -> None:
     """`task NAME TASK_ID --reason TEXT --idempotency-key KEY`: an owner's move of one task."""
     move = commands.add_parser(name, help=row.summary)
     move.add_argument("task_id")
@@ -170,9 +168,7 @@ def _move_command(
     move.set_defaults(handler=handle)
 
 
-def _document_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, row: TaskTransition
-) -> None:
+def _document_command(commands: Commands, name: str, row: TaskTransition) -> None:
     """A command whose JSON document is one request of the row's record; a keyed one takes a
     list of them too, since a repeat of the whole list after a lost answer is then safe."""
     fields = ", ".join(
@@ -191,7 +187,7 @@ def _document_command(
 
 
 def _json_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Commands,
     name: str,
     help: str,
     handler: Callable[[argparse.Namespace], Any],
