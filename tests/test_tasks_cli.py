@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
-from aios_ledger.shell.cli import main
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
+from aios_ledger.shell.cli import build_parser, main
+from aios_ledger.shell.tasks import cli as tasks_cli
 
 
 class Cli:
@@ -231,3 +234,25 @@ def test_every_keyed_command_takes_a_list_and_an_unkeyed_one_does_not(cli: Cli) 
     beats = [{"task_id": "t0", "lease_token": "x" * 20, "lease_seconds": 5}]
     code, output, err = cli.run("heartbeat", body=beats)
     assert (code, output) == (1, None) and err.startswith("FIELDS_INVALID:")
+
+
+def test_an_operation_row_alone_makes_its_command(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows no code in shell/tasks/cli.py names get commands: an owner's move of one task takes
+    arguments, any other request a JSON document (here over cancel's and retry's records)."""
+    drop = attrs.evolve(TASK_OPERATIONS["cancel"], name="drop", command="task drop", summary="d")
+    again = attrs.evolve(TASK_OPERATIONS["retry"], name="again", command="task again", summary="a")
+    rows = {**TASK_OPERATIONS, "drop": drop, "again": again}
+    monkeypatch.setattr(tasks_cli, "TASK_OPERATIONS", rows)
+    task = {"task_id": "t1", "goal": "g", "instructions": "i"}
+    assert cli.run("task", "create", body={"idempotency_key": "c", "task": task})[0] == 0
+    code, dropped, _ = cli.run("task", "drop", "t1", "--reason", "r", "--idempotency-key", "k1")
+    assert code == 0 and dropped["status"] == "CANCELLED"
+    body = [{"task_id": "t1", "reason": "r", "idempotency_key": "k2", "extra_attempts": 2}]
+    code, again_answers, _ = cli.run("task", "again", body=body)
+    assert code == 0 and [answer["status"] for answer in again_answers] == ["QUEUED"]
+    helped = build_parser().format_help()
+    assert "tasks: create, list, show, history, verify, retry, pause, resume, drop, again" in (
+        " ".join(helped.split())
+    )
