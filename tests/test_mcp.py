@@ -19,14 +19,24 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import httpx
 import httpx2
 import pytest
+from aios_ledger.core import LedgerError
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.shell import AUTHORIZATION_ENV
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.mcp.server import VERIFIED_SECONDS, LedgerTokenVerifier
-from aios_ledger.shell.mcp.tools import claim_lease_token
-from api_server import START_PATIENCE, ApiServer, cli, free_port
+from aios_ledger.shell.mcp.tools import (
+    TOOLS_BY_NAME,
+    Caller,
+    check_arguments,
+    claim_lease_token,
+    operation_tool,
+)
+from aios_ledger.shell.remote.client import LedgerClient
+from api_server import ROLE_NAMES, START_PATIENCE, ApiServer, cli, free_port
 from git_support import (
     CAPABILITY,
     OWNER,
@@ -477,3 +487,35 @@ def test_resources_are_the_task_its_history_and_the_contracts(
     assert task["task"]["task_id"] == task_id
     assert [entry["event"] for entry in history["history"]][:1] == ["TASK_CREATED"]
     assert contract == dict(result_contract("agent_runtime_result.v1"))
+
+
+def test_a_row_naming_a_tool_no_one_wrote_gets_one_made_from_its_request(
+    server: ApiServer,
+) -> None:
+    """Were cancel's row to name a tool, the owner would be offered it with the request's schema
+    (its key optional), and the same call twice, without a key, cancels once."""
+    tool = operation_tool(attrs.evolve(TASK_OPERATIONS["cancel"], tool="cancel_task"))
+    assert (tool.name, tool.roles) == ("cancel_task", frozenset({"owner"}))
+    assert tool.description == "Cancel a non-terminal task."
+    assert tool.input_schema["required"] == ["task_id", "reason"]
+    assert "agent_id" not in tool.input_schema["properties"]
+    task_id = queued(server, "cap-" + secrets.token_hex(4))
+    owner = Caller(ROLE_NAMES["owner"], frozenset({"owner"}), server.tokens["owner"])
+    arguments = check_arguments(tool, {"task_id": task_id, "reason": "not needed"})
+    with LedgerClient(server.url, owner.token) as client:
+        answers = [tool.handler(client, arguments, owner) for _ in range(2)]
+    assert [answer["status"] for answer in answers] == ["CANCELLED", "CANCELLED"]
+    assert [answer["idempotent"] for answer in answers] == [False, True]
+    events = server.client("owner").get(f"/v1/tasks/{task_id}/events").json()
+    assert [event["event_type"] for event in events] == ["TASK_CREATED", "TASK_CANCELLED"]
+
+
+def test_a_refused_argument_is_named_and_its_value_never_shown() -> None:
+    """A tool's schema is its request's, patterns included; what a value fails is said, the
+    value (here a mistyped lease token) is not."""
+    secret = "my lease token, mistyped"
+    with pytest.raises(LedgerError) as refused:
+        check_arguments(TOOLS_BY_NAME["heartbeat"], {"task_id": "t1", "lease_token": secret})
+    assert refused.value.code == "FIELDS_INVALID"
+    assert refused.value.detail.startswith("heartbeat: $.lease_token: fails pattern ")
+    assert secret not in str(refused.value)

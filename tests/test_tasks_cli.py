@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
-from aios_ledger.shell.cli import main
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
+from aios_ledger.shell.cli import build_parser, main
+from aios_ledger.shell.tasks import cli as tasks_cli
 
 
 class Cli:
@@ -206,3 +209,50 @@ def test_batches_on_the_command_line(cli: Cli) -> None:
     code, rest, _ = cli.run("claim", "--limit", "5", body=request)
     assert [claim["task_id"] for claim in rest] == ["t2"]
     assert cli.run("claim", "--limit", "5", body=request)[1] == []
+
+
+def test_every_keyed_command_takes_a_list_and_an_unkeyed_one_does_not(cli: Cli) -> None:
+    """A command made from its operation's row takes a list when the operation is keyed, as a
+    repeat of the whole list is then safe; a heartbeat's list is refused like any non-object."""
+    tasks = [
+        {"idempotency_key": f"c{n}", "task": {"task_id": f"t{n}", "goal": "g", "instructions": "i"}}
+        for n in range(2)
+    ]
+    cli.run("task", "create", body=tasks)
+    cancels = [
+        {"task_id": task_id, "reason": "no", "idempotency_key": f"x-{task_id}"}
+        for task_id in ("t0", "t1", "nope")
+    ]
+    code, output, err = cli.run("cancel", body=cancels)
+    assert (code, output) == (1, None) and err.startswith("TASK_NOT_FOUND: item 2: ")
+    assert [task["status"] for task in cli.run("task", "list")[1]] == ["QUEUED", "QUEUED"]
+    code, cancelled, _ = cli.run("cancel", body=cancels[:2])
+    assert code == 0 and [answer["status"] for answer in cancelled] == ["CANCELLED"] * 2
+    retries = [{**cancel, "idempotency_key": f"r-{cancel['task_id']}"} for cancel in cancels[:2]]
+    code, retried, _ = cli.run("task", "retry", body=retries)
+    assert code == 0 and [answer["status"] for answer in retried] == ["QUEUED"] * 2
+    beats = [{"task_id": "t0", "lease_token": "x" * 20, "lease_seconds": 5}]
+    code, output, err = cli.run("heartbeat", body=beats)
+    assert (code, output) == (1, None) and err.startswith("FIELDS_INVALID:")
+
+
+def test_an_operation_row_alone_makes_its_command(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows no code in shell/tasks/cli.py names get commands: an owner's move of one task takes
+    arguments, any other request a JSON document (here over cancel's and retry's records)."""
+    drop = attrs.evolve(TASK_OPERATIONS["cancel"], name="drop", command="task drop", summary="d")
+    again = attrs.evolve(TASK_OPERATIONS["retry"], name="again", command="task again", summary="a")
+    rows = {**TASK_OPERATIONS, "drop": drop, "again": again}
+    monkeypatch.setattr(tasks_cli, "TASK_OPERATIONS", rows)
+    task = {"task_id": "t1", "goal": "g", "instructions": "i"}
+    assert cli.run("task", "create", body={"idempotency_key": "c", "task": task})[0] == 0
+    code, dropped, _ = cli.run("task", "drop", "t1", "--reason", "r", "--idempotency-key", "k1")
+    assert code == 0 and dropped["status"] == "CANCELLED"
+    body = [{"task_id": "t1", "reason": "r", "idempotency_key": "k2", "extra_attempts": 2}]
+    code, again_answers, _ = cli.run("task", "again", body=body)
+    assert code == 0 and [answer["status"] for answer in again_answers] == ["QUEUED"]
+    helped = build_parser().format_help()
+    assert "tasks: create, list, show, history, verify, retry, pause, resume, drop, again" in (
+        " ".join(helped.split())
+    )

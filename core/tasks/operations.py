@@ -301,7 +301,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 role=OWNER,
                 route="cancel",
                 command="cancel",
-                summary="cancel",
+                summary="cancel a non-terminal task",
                 before_projection=True,
             ),
             TaskTransition(
@@ -319,7 +319,7 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 role=OWNER,
                 route="retry",
                 command="task retry",
-                summary="requeue a finished task",
+                summary="send a FAILED or CANCELLED task back to the queue",
             ),
             _owner_move(
                 "pause",

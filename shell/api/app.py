@@ -32,6 +32,7 @@ from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.tasks.attempts import refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.offers import operation_roles
+from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.transitions import TaskStatus, TaskTransition
 from aios_ledger.shell.actors import VIA_HEADER, acting_as, token_actor
@@ -564,9 +565,9 @@ def operations() -> tuple[Operation, ...]:
             "POST",
             "/v1/tasks",
             "createTasks",
-            owner,
+            operation_roles("create"),
             create_tasks,
-            "create one task or a batch",
+            TASK_OPERATIONS["create"].summary,
             body="TaskCreateBody",
             success=(201,),
         ),
@@ -601,9 +602,9 @@ def operations() -> tuple[Operation, ...]:
             "POST",
             "/v1/claims",
             "claim",
-            agent,
+            operation_roles("claim"),
             claim,
-            "claim (long poll up to 60 s)",
+            TASK_OPERATIONS["claim"].summary,
             body="ClaimBody",
             success=(200, 204),
         ),

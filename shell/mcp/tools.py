@@ -11,18 +11,21 @@ from __future__ import annotations
 import base64
 import hmac
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
+import jsonschema
 from aios_ledger.core import LedgerError
 from aios_ledger.core.actors import AGENT, REVIEWER
-from aios_ledger.core.contracts import contract_violations
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.envelopes import verify_execution_envelope
 from aios_ledger.core.kinds import MAX_IDENTIFIER
+from aios_ledger.core.schemas import record_schema
 from aios_ledger.core.tasks.attempts import evidence_run
 from aios_ledger.core.tasks.operations import TASK_OPERATIONS
+from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
+from aios_ledger.core.tasks.transitions import TaskTransition
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.remote.client import LedgerClient, api_path
 
@@ -60,19 +63,26 @@ def _text(max_length: int = MAX_IDENTIFIER) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": max_length}
 
 
-TASK_ID = {**_text(), "description": "the task's id"}
-LEASE_TOKEN = {**_text(), "description": "the lease token claim_task answered"}
-LEASE_SECONDS = {
-    "type": "integer",
-    "minimum": 1,
-    "default": DEFAULT_LEASE_SECONDS,
-    "description": "how long the lease lasts from now",
+# What a model is told of a request's fields, and the defaults a tool fills in, over the
+# request's own schema.
+_TOLD: Mapping[str, Mapping[str, Any]] = {
+    "task_id": {"description": "the task's id"},
+    "lease_token": {"description": "the lease token claim_task answered"},
+    "lease_seconds": {
+        "default": DEFAULT_LEASE_SECONDS,
+        "description": "how long the lease lasts from now",
+    },
+    "idempotency_key": {
+        "description": "optional: the same key on a repeated call gets the first call's answer"
+    },
+    "reason": {"description": "why, for the task's history"},
+    "expected_result_digest": {
+        "description": "the result_digest you judged: refused if it changed"
+    },
 }
-IDEMPOTENCY_KEY = {
-    **_text(),
-    "description": "optional: the same key on a repeated call gets the first call's answer",
-}
-REASON = {**_text(2000), "description": "why, for the task's history"}
+TASK_ID = {**_text(), **_TOLD["task_id"]}
+LEASE_SECONDS = {"type": "integer", "minimum": 1, **_TOLD["lease_seconds"]}
+IDEMPOTENCY_KEY = {**_text(), **_TOLD["idempotency_key"]}
 
 
 def _object(required: tuple[str, ...], **properties: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,13 +95,19 @@ def _object(required: tuple[str, ...], **properties: Mapping[str, Any]) -> dict[
 
 
 def check_arguments(tool: LedgerTool, arguments: object) -> Mapping[str, Any]:
-    """The arguments, if they meet the tool's schema; FIELDS_INVALID (the first violation)."""
+    """The arguments, if they meet the tool's schema; FIELDS_INVALID naming the place of the
+    first violation, and what it fails, never the value (it may be a lease token)."""
     if not isinstance(arguments, Mapping):
         raise LedgerError("FIELDS_INVALID", "a tool's arguments are a JSON object")
-    violations = contract_violations(tool.checked, dict(arguments))
-    if violations:
-        raise LedgerError("FIELDS_INVALID", f"{tool.name}: {violations[0]}")
-    return arguments
+    validator = jsonschema.Draft202012Validator(tool.checked)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
+    if error is None:
+        return arguments
+    if error.validator in ("required", "additionalProperties"):  # these name keys only
+        why = error.message
+    else:
+        why = f"fails {error.validator} {error.validator_value!r}"
+    raise LedgerError("FIELDS_INVALID", f"{tool.name}: {error.json_path}: {why[:300]}")
 
 
 def _key(kind: str, caller: Caller, **parts: object) -> str:
@@ -151,19 +167,6 @@ def _claim(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -
     }
 
 
-def _heartbeat(
-    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
-) -> dict[str, Any]:
-    lease_seconds = arguments.get("lease_seconds", DEFAULT_LEASE_SECONDS)
-    task_id, lease_token = arguments["task_id"], arguments["lease_token"]
-    return dict(client.heartbeat(task_id, lease_token=lease_token, lease_seconds=lease_seconds))
-
-
-def _release(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    task_id, lease_token = arguments["task_id"], arguments["lease_token"]
-    return dict(client.release(task_id, lease_token=lease_token, reason=arguments["reason"]))
-
-
 def read_task(client: LedgerClient, task_id: str) -> dict[str, Any]:
     """The task, its checked envelope, its result contract and the tool that submits to it."""
     task = dict(client.get(task_id))
@@ -195,13 +198,6 @@ def _read_evidence(
     return {"task_id": task_id, "attempt": attempt, "run_id": run_id, "events": events}
 
 
-def _submit(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    held = {"task_id": arguments["task_id"], "lease_token": arguments["lease_token"]}
-    result = arguments["result"]
-    key = arguments.get("idempotency_key") or _key("submit", caller, **held, result=result)
-    return dict(client.submit_result(**held, result=result, idempotency_key=key))
-
-
 # -- the reviewer's tools -----------------------------------------------------------------
 
 
@@ -221,35 +217,17 @@ def _review_evidence(
     return {"evidence": evidence}
 
 
-def _verify(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    verdict = {
-        "task_id": arguments["task_id"],
-        "decision": arguments["decision"],
-        "reason": arguments["reason"],
-        "expected_result_digest": arguments.get("expected_result_digest"),
-    }
-    key = arguments.get("idempotency_key") or _key("verify", caller, **verdict)
-    return dict(client.verify(**verdict, idempotency_key=key))
-
-
 def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> LedgerTool:
-    def schema(result: Mapping[str, Any]) -> dict[str, Any]:
-        return _object(
-            ("task_id", "lease_token", "result"),
-            task_id=TASK_ID,
-            lease_token=LEASE_TOKEN,
-            result=result,
-            idempotency_key=IDEMPOTENCY_KEY,
-        )
-
+    row = TASK_OPERATIONS["submit"]
+    checked = request_schema(row, result={"type": "object"})
     return LedgerTool(
         name=name,
         description=f"Submit the result of a task you hold ({what}); the ledger checks it "
         "and a reviewer verifies it. A repeat of the same result is answered once.",
         roles=frozenset({AGENT}),
-        input_schema=schema(result_schema),
-        checked=schema({"type": "object"}),
-        handler=_submit,
+        input_schema=request_schema(row, result=result_schema),
+        checked=checked,
+        handler=_applies(row, checked),
         read_only=False,
     )
 
@@ -266,16 +244,84 @@ def _tool(
     return LedgerTool(name, description, roles, schema, schema, handler, read_only)
 
 
-def _operation_tool(
-    operation: str, description: str, schema: dict[str, Any], handler: Handler
+def _applies(row: TaskTransition, schema: Mapping[str, Any]) -> Handler:
+    """The handler of an operation's tool: its arguments, with the schema's defaults for what
+    they leave out, are the request; a keyed one called without a key is filed under one derived
+    from what the call says, so that the same call twice is one write."""
+    properties: Mapping[str, Any] = schema["properties"]
+    defaults = {name: each["default"] for name, each in properties.items() if "default" in each}
+    said = [name for name in properties if name != "idempotency_key"]
+    build = cast(Callable[[object], TaskRequest[Any]], row.request.from_mapping)
+
+    def handle(
+        client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
+    ) -> dict[str, Any]:
+        mapping = {**defaults, **arguments}
+        if row.keyed and not mapping.get("idempotency_key"):
+            parts = {name: arguments.get(name) for name in said}
+            mapping["idempotency_key"] = _key(row.name, caller, **parts)
+        return dict(client.apply(build(mapping)))
+
+    return handle
+
+
+# Request fields a tool does not ask for: the acting agent, whom the token names, and what an
+# attempt spent, which the model's host measures, not the model.
+_NOT_ASKED = frozenset({"agent_id", "usage"})
+
+
+def request_schema(row: TaskTransition, **replaced: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema of an operation's request as its tool takes it, `replaced` fields aside: a
+    keyed one's key optional, as `_applies` derives one, and so is a field `_TOLD` gives a
+    default; each field with what `_TOLD` tells of it."""
+    record = record_schema(row.request)
+    optional = {*_NOT_ASKED, *(name for name, told in _TOLD.items() if "default" in told)}
+    if row.keyed:
+        optional.add("idempotency_key")
+    properties = {
+        name: {**replaced.get(name, each), **_TOLD.get(name, {})}
+        for name, each in record["properties"].items()
+        if name not in _NOT_ASKED
+    }
+    required = (name for name in record.get("required", []) if name not in optional)
+    return _object(tuple(required), **properties)
+
+
+def operation_tool(
+    row: TaskTransition,
+    description: str | None = None,
+    schema: dict[str, Any] | None = None,
+    handler: Handler | None = None,
 ) -> LedgerTool:
-    """The tool of an operation of the transition table: its name and role are the row's."""
-    row = TASK_OPERATIONS[operation]
+    """The tool of an operation of the transition table: its name and role are the row's; by
+    default its description is the row's summary, its schema the request's and its handler
+    applies the request."""
     assert row.tool is not None and row.role is not None
-    return _tool(row.tool, description, frozenset({row.role}), schema, handler, read_only=False)
+    schema = request_schema(row) if schema is None else schema
+    return _tool(
+        row.tool,
+        f"{row.summary[:1].upper()}{row.summary[1:]}." if description is None else description,
+        frozenset({row.role}),
+        schema,
+        _applies(row, schema) if handler is None else handler,
+        read_only=False,
+    )
 
 
 def _tools() -> tuple[LedgerTool, ...]:
+    """The tools in the order a model is shown them; an operation whose row names a tool and
+    that is not written here gets the default one (`operation_tool`)."""
+    written = _written_tools()
+    named = {tool.name for tool in written}
+    rows = TASK_OPERATIONS.values()
+    return (
+        *written,
+        *(operation_tool(row) for row in rows if row.tool is not None and row.tool not in named),
+    )
+
+
+def _written_tools() -> tuple[LedgerTool, ...]:
+    op = TASK_OPERATIONS
     reviewer = frozenset({REVIEWER})
     contract_submits = tuple(
         _submit_tool(
@@ -286,8 +332,8 @@ def _tools() -> tuple[LedgerTool, ...]:
         for action, contract in sorted(RESULT_CONTRACTS.items())
     )
     return (
-        _operation_tool(
-            "claim",
+        operation_tool(
+            op["claim"],
             "Claim the next task your capabilities allow (or the one named), waiting up to "
             "wait_seconds for one. The answer holds the task, its envelope, the lease token "
             "the other tools need, and which submit tool takes its result.",
@@ -312,17 +358,10 @@ def _tools() -> tuple[LedgerTool, ...]:
             ),
             _claim,
         ),
-        _operation_tool(
-            "heartbeat",
+        operation_tool(
+            op["heartbeat"],
             "Extend the lease of a task you hold; a lease that lapses returns the task to "
             "the queue.",
-            _object(
-                ("task_id", "lease_token"),
-                task_id=TASK_ID,
-                lease_token=LEASE_TOKEN,
-                lease_seconds=LEASE_SECONDS,
-            ),
-            _heartbeat,
         ),
         _tool(
             "read_task",
@@ -347,16 +386,9 @@ def _tools() -> tuple[LedgerTool, ...]:
         ),
         _submit_tool(PLAIN_SUBMIT, "a task without an execution envelope", {"type": "object"}),
         *contract_submits,
-        _operation_tool(
-            "release",
+        operation_tool(
+            op["release"],
             "Give a task you hold back to the queue without a result.",
-            _object(
-                ("task_id", "lease_token", "reason"),
-                task_id=TASK_ID,
-                lease_token=LEASE_TOKEN,
-                reason=REASON,
-            ),
-            _release,
         ),
         _tool(
             "list_review_candidates",
@@ -376,23 +408,10 @@ def _tools() -> tuple[LedgerTool, ...]:
             _review_evidence,
             read_only=True,
         ),
-        _operation_tool(
-            "verify",
+        operation_tool(
+            op["verify"],
             "Judge a submitted result: SUCCEEDED, NEEDS_REWORK (back to the queue while "
             "attempts remain) or FAILED. Nobody verifies a result they submitted.",
-            _object(
-                ("task_id", "decision", "reason"),
-                task_id=TASK_ID,
-                decision={"enum": ["SUCCEEDED", "NEEDS_REWORK", "FAILED"]},
-                reason=REASON,
-                expected_result_digest={
-                    "type": "string",
-                    "pattern": "^[0-9a-f]{64}$",
-                    "description": "the result_digest you judged: refused if it changed",
-                },
-                idempotency_key=IDEMPOTENCY_KEY,
-            ),
-            _verify,
         ),
     )
 

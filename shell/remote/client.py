@@ -44,7 +44,12 @@ from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.actors import VIA_HEADER
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 from aios_ledger.shell.remote.tracing import traced_transport
-from aios_ledger.shell.tasks.surface import TaskSurface, listed
+from aios_ledger.shell.tasks.surface import (
+    TaskSurface,
+    claim_batch_request,
+    claim_request,
+    listed,
+)
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -306,21 +311,10 @@ class LedgerClient(TaskSurface):
         """TaskLedger.claim, long-polling up to `wait_seconds`; always keyed, so that a retry
         after a lost answer gets the same claim."""
         self._check_agent(agent_id)
-        if idempotency_key is None:
-            idempotency_key = new_claim_key()
-            lease_token = lease_token or new_lease_token()
-        elif lease_token is None:
-            lease_token = new_lease_token()
-        request = ClaimRequest.from_mapping(
-            {
-                "agent_id": agent_id,
-                "capabilities": listed(capabilities),
-                "lease_seconds": lease_seconds,
-                "task_id": task_id,
-                "idempotency_key": idempotency_key,
-                "lease_token": lease_token,
-            }
-        )
+        if idempotency_key is not None and lease_token is None:
+            lease_token = new_lease_token()  # `_claim` draws both when there is no key
+        key, token = idempotency_key, lease_token
+        request = claim_request(agent_id, capabilities, lease_seconds, task_id, key, token)
         return self._claim(request, wait_seconds)
 
     def _claim(self, request: ClaimRequest, wait_seconds: int = 0) -> ClaimAnswer | None:
@@ -363,14 +357,7 @@ class LedgerClient(TaskSurface):
         """TaskLedger.claim_many: a batch has no key, so it is sent again only if never sent;
         a batch of one is claimed as `claim` claims, with a key."""
         self._check_agent(agent_id)
-        batch = ClaimBatchRequest.from_mapping(
-            {
-                "agent_id": agent_id,
-                "capabilities": listed(capabilities),
-                "lease_seconds": lease_seconds,
-                "limit": limit,
-            }
-        )
+        batch = claim_batch_request(agent_id, capabilities, lease_seconds, limit)
         return self._claim_batch(batch, wait_seconds)
 
     def _claim_batch(self, batch: ClaimBatchRequest, wait_seconds: int = 0) -> list[ClaimAnswer]:

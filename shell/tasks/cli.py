@@ -8,23 +8,18 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import attrs
 from aios_ledger.core import (
-    CancelRequest,
     ClaimBatchRequest,
     ClaimRequest,
-    HeartbeatRequest,
-    RetryRequest,
-    SubmitRequest,
     TaskCreateCommand,
-    VerifyRequest,
 )
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.queries import MAX_LIST
-from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, ReleaseRequest, TaskRequest
+from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, TaskRequest
 from aios_ledger.core.tasks.transitions import TaskTransition
 from aios_ledger.shell.cli_support import (
     UsageError,
@@ -47,24 +42,18 @@ WATCH_INTERVAL = 2.0
 MAX_WATCH_INTERVAL = 3600.0
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    task = commands.add_parser(
-        "task", help="tasks: create, list, show, history, verify, retry, pause, resume"
-    )
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def register(commands: Commands) -> None:
+    """The task commands; each operation's is made from its row (`row.command`: `task NAME`
+    under `task`, else a command of its own), but for those written below."""
+    rows = TASK_OPERATIONS.values()
+    moves = [row.command[5:] for row in rows if row.command and row.command.startswith("task ")]
+    names = ["create", "list", "show", "history", *moves[1:]]  # moves[0]: create
+    task = commands.add_parser("task", help="tasks: " + ", ".join(names))
     task_commands = task.add_subparsers(dest="task_command", required=True)
-    create = _json_command(
-        task_commands,
-        "create",
-        'enqueue tasks: {"idempotency_key": K, "task": {...}} or a list of them',
-        _task_create,
-    )
-    create.add_argument(
-        "--governed",
-        action="store_true",
-        help="create each task governed: no worker may claim it until its initial execution "
-        "projection (`project`) lands",
-    )
-    _budget_options(create)
+    _create_command(task_commands)
     listing = task_commands.add_parser(
         "list", help="tasks, in claim order when --status is given; --agent: those it held"
     )
@@ -98,9 +87,39 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     json_flag(history)
     history.set_defaults(handler=_task_history)
 
+    for row in rows:
+        if row.command is None or row.name == "create":  # create: first under `task`, above
+            continue
+        group, _, name = row.command.rpartition(" ")
+        parent = task_commands if group == "task" else commands
+        if row.name in _WRITTEN:
+            _WRITTEN[row.name](parent, name)
+        elif group == "task" and set(attrs.fields_dict(cast(Any, row.request))) == set(_MOVE):
+            _move_command(parent, name, row)
+        else:
+            _document_command(parent, name, row)
+
+
+def _create_command(commands: Commands) -> None:
+    create = _json_command(
+        commands,
+        "create",
+        'enqueue tasks: {"idempotency_key": K, "task": {...}} or a list of them',
+        _task_create,
+    )
+    create.add_argument(
+        "--governed",
+        action="store_true",
+        help="create each task governed: no worker may claim it until its initial execution "
+        "projection (`project`) lands",
+    )
+    _budget_options(create)
+
+
+def _claim_command(commands: Commands, name: str) -> None:
     claim = _json_command(
         commands,
-        "claim",
+        name,
         "claim the next eligible task: {agent_id, capabilities, lease_seconds, "
         "task_id?, idempotency_key?, lease_token?}; prints null when there is none",
         _claim,
@@ -112,64 +131,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"claim up to N tasks in one transaction (<= {MAX_CLAIM_BATCH}) and print a list; "
         "the request then names no task_id, idempotency_key or lease_token",
     )
-    _json_command(
-        commands, "heartbeat", "extend a lease: {task_id, lease_token, lease_seconds}", _heartbeat
-    )
-    _json_command(
-        commands,
-        "release",
-        "give a lease back, the task queued again: {task_id, lease_token, reason}",
-        _release,
-    )
-    _json_command(
-        commands,
-        "submit",
-        "submit a result: {task_id, lease_token, result, idempotency_key}, or a list of "
-        "them (one transaction: all or none)",
-        _submit,
-    )
-    # `aios-ledger verify` checks the event log; judging a task's result lives under `task`.
-    _json_command(
-        task_commands,
-        "verify",
-        "verify a submitted result: {task_id, decision, reason, idempotency_key, "
-        "expected_result_digest?}, or a list of them (one transaction: all or none)",
-        _verify,
-    )
-    _json_command(
-        task_commands,
-        "retry",
-        "send a FAILED or CANCELLED task back to the queue: {task_id, reason, "
-        "idempotency_key, extra_attempts? (default 1)}",
-        _retry,
-    )
-    _json_command(
-        commands,
-        "cancel",
-        "cancel a non-terminal task: {task_id, reason, idempotency_key}",
-        _cancel,
-    )
-    expire = commands.add_parser(
-        "expire-leases", help="requeue (or fail) every claimed task whose lease has passed"
-    )
+
+
+def _expire_command(commands: Commands, name: str) -> None:
+    expire = commands.add_parser(name, help=TASK_OPERATIONS["expire"].summary)
     expire.set_defaults(handler=_expire)
 
-    for row in TASK_OPERATIONS.values():
-        if row.command == f"task {row.name}" and set(
-            attrs.fields_dict(cast(Any, row.request))
-        ) == set(_MOVE):
-            _move_command(task_commands, row)
 
+# The operations whose commands take more than their request: flags, a batch, a loop.
+_WRITTEN: dict[str, Callable[[Commands, str], None]] = {
+    "claim": _claim_command,
+    "expire": _expire_command,
+}
 
 # The fields of an owner's move of one task: its command takes them as arguments.
 _MOVE = ("task_id", "reason", "idempotency_key")
 
 
-def _move_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], row: TaskTransition
-) -> None:
+def _move_command(commands: Commands, name: str, row: TaskTransition) -> None:
     """`task NAME TASK_ID --reason TEXT --idempotency-key KEY`: an owner's move of one task."""
-    move = commands.add_parser(row.name, help=row.summary)
+    move = commands.add_parser(name, help=row.summary)
     move.add_argument("task_id")
     move.add_argument("--reason", required=True, help="why (kept in the sealed event)")
     move.add_argument(
@@ -187,8 +168,26 @@ def _move_command(
     move.set_defaults(handler=handle)
 
 
+def _document_command(commands: Commands, name: str, row: TaskTransition) -> None:
+    """A command whose JSON document is one request of the row's record; a keyed one takes a
+    list of them too, since a repeat of the whole list after a lost answer is then safe."""
+    fields = ", ".join(
+        field.name + ("?" if field.default is not attrs.NOTHING else "")
+        for field in attrs.fields(cast(Any, row.request))
+        if field.name != "agent_id"  # the acting agent: the ledger's to name
+    )
+    many = ", or a list of them (one transaction: all or none)" if row.keyed else ""
+    build = cast(Callable[[object], TaskRequest[Any]], row.request.from_mapping)
+    apply = _apply_document if row.keyed else _apply_one
+
+    def handle(args: argparse.Namespace) -> Any:
+        return apply(args, read_json_argument(args.json), build)
+
+    _json_command(commands, name, f"{row.summary}: {{{fields}}}{many}", handle)
+
+
 def _json_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Commands,
     name: str,
     help: str,
     handler: Callable[[argparse.Namespace], Any],
@@ -317,24 +316,6 @@ def _claim_many(args: argparse.Namespace, document: object) -> Any:
         return ledger.apply(batch)
 
 
-def _one(record: Callable[[object], TaskRequest[Any]]) -> Callable[[argparse.Namespace], Any]:
-    """A command whose JSON document is one request of `record` (`from_mapping`)."""
-
-    def handle(args: argparse.Namespace) -> Any:
-        request = record(read_json_argument(args.json))
-        with task_ledger(args) as ledger:
-            return ledger.apply(request)
-
-    return handle
-
-
-def _one_or_batch(
-    record: Callable[[object], TaskRequest[Any]],
-) -> Callable[[argparse.Namespace], Any]:
-    """A command whose JSON document is one request of `record`, or a list of them."""
-    return lambda args: _apply_document(args, read_json_argument(args.json), record)
-
-
 def _apply_document(
     args: argparse.Namespace, document: Any, record: Callable[[object], TaskRequest[Any]]
 ) -> Any:
@@ -343,17 +324,15 @@ def _apply_document(
         requests = structure_batch(document, record)
         with task_ledger(args) as ledger:
             return ledger.apply_all(requests)
+    return _apply_one(args, document, record)
+
+
+def _apply_one(
+    args: argparse.Namespace, document: Any, record: Callable[[object], TaskRequest[Any]]
+) -> Any:
     request = record(document)
     with task_ledger(args) as ledger:
         return ledger.apply(request)
-
-
-_heartbeat = _one(HeartbeatRequest.from_mapping)
-_release = _one(ReleaseRequest.from_mapping)
-_submit = _one_or_batch(SubmitRequest.from_mapping)
-_verify = _one_or_batch(VerifyRequest.from_mapping)
-_cancel = _one(CancelRequest.from_mapping)
-_retry = _one(RetryRequest.from_mapping)
 
 
 def _expire(args: argparse.Namespace) -> Any:

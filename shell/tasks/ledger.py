@@ -75,7 +75,12 @@ from aios_ledger.shell.db.run import (
 from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
-from aios_ledger.shell.tasks.surface import TaskSurface, listed
+from aios_ledger.shell.tasks.surface import (
+    TaskSurface,
+    claim_batch_request,
+    claim_request,
+    listed,
+)
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # Passed leases one claim takes over, so that it stays short; the claims after it take the rest.
@@ -356,19 +361,9 @@ class TaskLedger(TaskSurface):
         """Take the next eligible task (or `task_id`) under a lease; None: nothing to take.
         Passed leases are taken over first, so a fleet needs no sweeper; an offer beyond
         `grant` is refused `CAPABILITY_NOT_GRANTED`."""
-        return self._apply(
-            ClaimRequest.from_mapping(
-                {
-                    "agent_id": agent_id,
-                    "capabilities": listed(capabilities),
-                    "lease_seconds": lease_seconds,
-                    "task_id": task_id,
-                    "idempotency_key": idempotency_key,
-                    "lease_token": lease_token,
-                }
-            ),
-            grant=grant,
-        )
+        key, token = idempotency_key, lease_token
+        request = claim_request(agent_id, capabilities, lease_seconds, task_id, key, token)
+        return self._apply(request, grant=grant)
 
     def claim_many(
         self,
@@ -381,17 +376,8 @@ class TaskLedger(TaskSurface):
     ) -> list[ClaimAnswer]:
         """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
         idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse."""
-        return self._apply(
-            ClaimBatchRequest.from_mapping(
-                {
-                    "agent_id": agent_id,
-                    "capabilities": listed(capabilities),
-                    "lease_seconds": lease_seconds,
-                    "limit": limit,
-                }
-            ),
-            grant=grant,
-        )
+        request = claim_batch_request(agent_id, capabilities, lease_seconds, limit)
+        return self._apply(request, grant=grant)
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, all or none."""

@@ -14,6 +14,8 @@ from aios_ledger.core import (
     CancelAnswer,
     CancelRequest,
     ClaimAnswer,
+    ClaimBatchRequest,
+    ClaimRequest,
     CreateAnswer,
     EventView,
     HeartbeatAnswer,
@@ -47,6 +49,39 @@ def listed(value: object) -> object:
         return list(value)  # type: ignore[call-overload]
     except TypeError:
         return value
+
+
+def claim_request(
+    agent_id: str,
+    capabilities: Sequence[str],
+    lease_seconds: int,
+    task_id: str | None = None,
+    idempotency_key: str | None = None,
+    lease_token: str | None = None,
+) -> ClaimRequest:
+    """The request of `claim`'s keywords."""
+    held = {"task_id": task_id, "idempotency_key": idempotency_key, "lease_token": lease_token}
+    return ClaimRequest.from_mapping(_offer(agent_id, capabilities, lease_seconds, held))
+
+
+def claim_batch_request(
+    agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
+) -> ClaimBatchRequest:
+    """The request of `claim_many`'s keywords: a batch names no task, key or lease token."""
+    return ClaimBatchRequest.from_mapping(
+        _offer(agent_id, capabilities, lease_seconds, {"limit": limit})
+    )
+
+
+def _offer(
+    agent_id: str, capabilities: Sequence[str], lease_seconds: int, more: Mapping[str, object]
+) -> dict[str, object]:
+    return {
+        "agent_id": agent_id,
+        "capabilities": listed(capabilities),
+        "lease_seconds": lease_seconds,
+        **more,
+    }
 
 
 class TaskSurface(abc.ABC):
