@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -154,36 +155,13 @@ class LocalReview:
     ) -> None:
         self._path = path
         self._migrate = migrate
-        self.reviewer = reviewer
         self.ledger = TaskLedger(path, migrate=migrate)
         self.runs = RunStore(path, migrate=migrate)
-
-    def candidates(self, limit: int) -> list[TaskView]:
-        return tasks_to_review(self.runs, limit)
-
-    def reviews_of(self, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:
-        return reviews_of(self.runs, task_id, attempt)
-
-    def evidence(self, task_id: str, attempt: int) -> EvidenceSnapshot:
-        return attempt_evidence(self.runs, task_id, attempt)
-
-    def verify(
-        self,
-        task_id: str,
-        *,
-        decision: str,
-        reason: str,
-        idempotency_key: str,
-        expected_result_digest: str | None = None,
-    ) -> VerifyAnswer:
-        return self.ledger.verify(
-            task_id,
-            decision=decision,
-            reason=reason,
-            idempotency_key=idempotency_key,
-            expected_result_digest=expected_result_digest,
-            reviewer=self.reviewer,
-        )
+        # The module's reads over this ledger's runs, and its verify under the reviewer's name.
+        self.candidates = functools.partial(tasks_to_review, self.runs)
+        self.reviews_of = functools.partial(reviews_of, self.runs)
+        self.evidence = functools.partial(attempt_evidence, self.runs)
+        self.verify = functools.partial(self.ledger.verify, reviewer=reviewer)
 
     def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService:
         return AuxiliaryRunService(executor, self._path, migrate=self._migrate)
