@@ -183,18 +183,13 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
     return answer
 
 
+EVENT_FIELDS = ("event_id", "agent_id", "actor", "created_at", "payload", "chain", "chain_seq")
+
+
 def _event_summary(event: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "event_id": event["event_id"],
-        "type": event["event_type"],
-        "agent_id": event["agent_id"],
-        "actor": event.get("actor"),
-        "created_at": event["created_at"],
-        "payload": event["payload"],
-        "chain": event.get("chain"),
-        "chain_seq": event.get("chain_seq"),
-        "seal": event.get("seal"),
-    }
+    """An event as `why` shows it: its type under `type`, and its seal."""
+    shown = {name: event.get(name) for name in EVENT_FIELDS}
+    return {**shown, "type": event["event_type"], "seal": event.get("seal")}
 
 
 def why_commit(db: Database, commit: str, repository: str | None = None) -> dict[str, Any]:
