@@ -47,7 +47,12 @@ from aios_ledger.core.jsonvalue import JsonObject, loads_object
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.tasks.refusals import refusal_entries
 from aios_ledger.shell.actors import current_actor
-from aios_ledger.shell.attest.facts import attempt_reviews, commit_facts, task_events
+from aios_ledger.shell.attest.facts import (
+    attempt_events,
+    attempt_reviews,
+    commit_facts,
+    task_events,
+)
 from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -253,11 +258,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
     facts = commit_facts(conn, write)
     events = task_events(conn, write.task_id)
     attempt = facts.attempt
-    claim = [
-        e
-        for e in events
-        if e["event_type"] == "TASK_CLAIMED" and e["payload"].get("attempt") == attempt
-    ]
+    claim, _, _ = attempt_events(events, attempt)
     reviews = attempt_reviews(conn, write.task_id, attempt)
     verdicts = [e for e in events if e["event_type"] == "TASK_VERIFIED"]
     # Who asked for the write: the actor of the first event its idempotency key names.
@@ -288,7 +289,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "attempt": attempt,
             "envelope_digest": facts.execution_digest,
         },
-        "claim": _event_summary(claim[-1]) if claim else None,
+        "claim": None if claim is None else _event_summary(claim),
         "agent": facts.agent_id,
         "capabilities": list(facts.capabilities),
         "evidence": {"run_id": facts.invocation_id, "snapshot_digest": facts.evidence_digest},
