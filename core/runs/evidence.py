@@ -354,15 +354,7 @@ def _create_run(
 
 
 def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
-    return {
-        "run_id": run.run_id,
-        "session_id": run.session_id,
-        "prompt": run.prompt,
-        "event_count": run.event_count,
-        "created_at": run.created_at,
-        "updated_at": run.updated_at,
-        "idempotent": idempotent,
-    }
+    return cast(RunAnswer, {**attrs.asdict(run), "idempotent": idempotent})
 
 
 def decide_append_run_event(
@@ -388,13 +380,7 @@ def decide_append_run_event(
         payload_json=payload_json,
         created_at=now.text,
     )
-    event: RunEventAnswer = {
-        "run_id": row.run_id,
-        "seq": row.seq,
-        "kind": row.kind,
-        "payload_json": row.payload_json,
-        "created_at": row.created_at,
-    }
+    event = cast(RunEventAnswer, attrs.asdict(row))
     bump = SqlWrite(
         Statement.BUMP_RUN_EVENT_COUNT,
         {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now.text},
