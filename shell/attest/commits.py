@@ -188,6 +188,7 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
     return answer
 
 
+REVIEW_FIELDS = ("aux_id", "state", "evidence_digest", "output_digest")
 EVENT_FIELDS = ("event_id", "agent_id", "actor", "created_at", "payload", "chain", "chain_seq")
 
 
@@ -295,10 +296,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
         "evidence": {"run_id": facts.invocation_id, "snapshot_digest": facts.evidence_digest},
         "auxiliary_review": [
             {
-                "aux_id": r["aux_id"],
-                "state": r["state"],
-                "evidence_digest": r["evidence_digest"],
-                "output_digest": r["output_digest"],
+                **{name: r[name] for name in REVIEW_FIELDS},
                 "output": None if r["output_json"] is None else loads_object(str(r["output_json"])),
             }
             for r in reviews
