@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import signal
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aios_ledger.core import (
     AuxiliaryRunError,
@@ -23,7 +23,6 @@ from aios_ledger.core import (
     LedgerError,
     TaskRow,
     TaskView,
-    VerifyAnswer,
 )
 from aios_ledger.core.auxiliary import (
     AuxiliaryCapabilityProfile,
@@ -61,6 +60,10 @@ from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.holders import task_views
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.tracing import attempt_span, traceparent_environment
+
+# The API's client (and httpx under it) is imported by `review --api` alone.
+if TYPE_CHECKING:
+    from aios_ledger.shell.remote.review import RemoteReview
 
 LOG = logging.getLogger("aios_ledger.review")
 MAX_REVIEW_OUTPUT = 64 * 1024
@@ -122,28 +125,8 @@ class CommandReviewer:
             raise AuxiliaryRunError("OUTPUT_INVALID", str(nonsense)) from None
 
 
-class ReviewBackend(Protocol):
-    """What a review round reads and writes, wherever the ledger is."""
-
-    def candidates(self, limit: int) -> list[TaskView]: ...
-
-    def reviews_of(self, task_id: str, attempt: int) -> list[AuxiliaryRunRow]: ...
-
-    def evidence(self, task_id: str, attempt: int) -> EvidenceSnapshot: ...
-
-    def verify(
-        self,
-        task_id: str,
-        *,
-        decision: str,
-        reason: str,
-        idempotency_key: str,
-        expected_result_digest: str | None = None,
-    ) -> VerifyAnswer: ...
-
-    def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService: ...
-
-    def close(self) -> None: ...
+# What a review round reads and writes: a ledger file, or the API.
+ReviewBackend: TypeAlias = "LocalReview | RemoteReview"
 
 
 class LocalReview:
