@@ -223,7 +223,7 @@ class AuxiliaryRunSpec:
 
     @property
     def id(self) -> str:
-        return self._id if self._id is not None else "aux-" + sha256_hex(self._content())[:32]
+        return self._id if self._id is not None else "aux-" + sha256_hex(unstructure(self))[:32]
 
     def with_id(self, run_id: str) -> AuxiliaryRunSpec:
         return attrs.evolve(self, id=run_id)
@@ -266,11 +266,8 @@ class AuxiliaryRunSpec:
             except LedgerError as refused:
                 raise _invalid("output_schema", refused.detail) from None
 
-    def _content(self) -> JsonObject:
-        return unstructure(self)
-
     def public(self) -> JsonObject:
-        return {"id": self.id, **self._content()}
+        return {"id": self.id, **unstructure(self)}
 
     def canonical_text(self) -> str:
         """The canonical JSON of `public()`: what is stored, and what `digest` covers."""
