@@ -407,31 +407,31 @@ def decide_append_run_event(
 _TOKEN_VIAS = frozenset({VIA_HTTP, VIA_MCP, VIA_CONSOLE})
 
 
+def _in_progress(run: RunRow, task: TaskRow | None) -> TaskRow | None:
+    """`task`, when `run` is the evidence run of its attempt in progress."""
+    current = (
+        task is not None
+        and evidence_task(run.session_id) == task.task_id
+        and task.status == TaskStatus.CLAIMED
+        and run.run_id == evidence_run(task.task_id, task.attempt)
+    )
+    return task if current else None
+
+
 def _owns(run: RunRow, task: TaskRow | None, agent: str) -> bool:
     """Whether `agent` owns `run`: its session's, or the evidence run it holds now."""
     if not (is_reserved_session(run.session_id) or is_reserved_run(run.run_id)):
         return run.session_id == agent
-    return (
-        task is not None
-        and evidence_task(run.session_id) == task.task_id
-        and task.status == TaskStatus.CLAIMED
-        and task.claimed_by == agent
-        and run.run_id == evidence_run(task.task_id, task.attempt)
-    )
+    held = _in_progress(run, task)
+    return held is not None and held.claimed_by == agent
 
 
 def _require_attempt_holder(
     run: RunRow, task: TaskRow | None, lease_token: str | None, now: Timestamp
 ) -> str | None:
     """The holder of the attempt whose evidence run `run` is, under its live lease."""
-    task_id = evidence_task(run.session_id)
-    current = (
-        task is not None
-        and task_id == task.task_id
-        and task.status == TaskStatus.CLAIMED
-        and run.run_id == evidence_run(task.task_id, task.attempt)
-    )
-    if task is None or not current:
+    task = _in_progress(run, task)
+    if task is None:
         raise LedgerError(
             "NOT_RUN_OWNER",
             f"run {run.run_id!r} is not the evidence run of an attempt in progress: only the "
