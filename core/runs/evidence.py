@@ -17,7 +17,7 @@ from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.runs.answers import RunAnswer, RunEventAnswer
 from aios_ledger.core.runs.records import RunEventRow, RunRow
 from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
-from aios_ledger.core.structuring import check_built, structure, unstructure
+from aios_ledger.core.structuring import Structured, check_built, unstructure
 from aios_ledger.core.tasks.attempts import (
     RunIdentity,
     evidence_prompt,
@@ -47,23 +47,23 @@ MAX_EVENTS_PAGE = MAX_EVENTS_LIMIT + 1
 
 
 @attrs.frozen
-class ExecutionTarget:
+class ExecutionTarget(Structured):
     """Which run of which session an execution (and its evidence) is about."""
+
+    WHAT = "target"
 
     session_id: Annotated[str, Identifier]
     run_id: Annotated[str, Identifier]
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> ExecutionTarget:
-        return structure(raw, cls, what="target")
 
     def public(self) -> JsonObject:
         return unstructure(self)
 
 
 @attrs.frozen
-class EvidenceReadRequest:
+class EvidenceReadRequest(Structured):
     """Read at most `max_events` and `max_bytes`, keeping a long run's last `tail_events`."""
+
+    WHAT = "evidence request"
 
     target: ExecutionTarget
     max_events: Annotated[int, Between(1, MAX_EVENTS_LIMIT)] = DEFAULT_MAX_EVENTS
@@ -73,10 +73,6 @@ class EvidenceReadRequest:
     @property
     def tail_limit(self) -> int:
         return min(self.tail_events, self.max_events)
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> EvidenceReadRequest:
-        return structure(raw, cls, what="evidence request")
 
     def validate(self) -> None:
         """For a request built directly: its fields as `from_mapping` would check them."""
@@ -201,64 +197,48 @@ def _head_and_tail(
 
 
 @attrs.frozen
-class RunCreateRequest:
+class RunCreateRequest(Structured):
+    WHAT = "run"
+
     session_id: Identifier
     prompt: Annotated[str, Text(max_length=MAX_PROMPT_CHARS)]
     run_id: RouteIdentifier
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunCreateRequest:
-        return structure(raw, cls, what="run")
-
 
 @attrs.frozen
-class RunEventAppendRequest:
+class RunEventAppendRequest(Structured):
     """One event for a run; the payload is any JSON value, checked (with its own codes) when the
     event is decided. An attempt's evidence run takes events only under that attempt's lease:
     `lease_token` is the claim's."""
+
+    WHAT = "run event"
 
     run_id: Identifier
     kind: Identifier
     payload: Any
     lease_token: LeaseToken | None = attrs.field(default=None, repr=False)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunEventAppendRequest:
-        return structure(raw, cls, what="run event")
-
 
 @attrs.frozen
-class AttemptRunRequest:
+class AttemptRunRequest(Structured):
     """Which attempt's evidence run: a task and an attempt number (from 1)."""
 
     task_id: Identifier
     attempt: Annotated[int, Between(1, 2**31 - 1)]
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> AttemptRunRequest:
-        return structure(raw, cls, what="arguments")
-
 
 @attrs.frozen
-class RunReadRequest:
+class RunReadRequest(Structured):
     run_id: Identifier
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunReadRequest:
-        return structure(raw, cls, what="arguments")
-
 
 @attrs.frozen
-class RunEventsRequest:
+class RunEventsRequest(Structured):
     """A run's first `limit` events after `after`; a longer page is refused, never shortened."""
 
     run_id: Identifier
     limit: Annotated[int, Between(1, MAX_EVENTS_PAGE)] = MAX_EVENTS_PAGE
     after: Annotated[int, Between(0, 2**62)] = 0
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunEventsRequest:
-        return structure(raw, cls, what="arguments")
 
 
 @attrs.frozen
