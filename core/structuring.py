@@ -9,7 +9,7 @@ import types
 import typing
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Annotated, Any, TypeVar, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Self, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
@@ -83,6 +83,17 @@ FIELDS_INVALID = refuse_as(LedgerError, "FIELDS_INVALID")
 
 
 # --- the API --------------------------------------------------------------------------------
+
+
+class Structured:
+    """A record `from_mapping` reads with `structure`, its refusals naming it `WHAT`."""
+
+    __slots__ = ()
+    WHAT: ClassVar[str] = "arguments"
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> Self:
+        return structure(raw, cls, what=cls.WHAT)
 
 
 def structure(raw: object, record: type[R], *, what: str, refuse: Refusal = FIELDS_INVALID) -> R:

@@ -263,15 +263,16 @@ def _fitted(cell: Text, kind: ColumnKind, width: int) -> Text:
 # -- cells ---------------------------------------------------------------------------------
 
 
+def _cut(text: str, limit: int = MAX_CELL) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _cell(value: Any, limit: int = MAX_CELL) -> Text:
     from rich.text import Text
 
     if value is None:
         return Text("-", style="dim")
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return Text(text)
+    return Text(_cut(value if isinstance(value, str) else json.dumps(value, sort_keys=True), limit))
 
 
 def _plain(value: Any) -> Text:
@@ -305,17 +306,13 @@ def _moment(milliseconds: Any) -> Text:
     return Text(Timestamp.from_epoch_ms(milliseconds).text)
 
 
-def _records(title: str | None, *columns: tuple[str, str]) -> Records:
-    return Records(title, *(Column(header, kind) for header, kind in columns))
-
-
 Cell = Callable[[Mapping[str, Any]], "str | Text | None"]
 
 
 def _listing(
     title: str | None, rows: Sequence[Mapping[str, Any]], *columns: tuple[str, str, Cell]
 ) -> Records:
-    table = _records(title, *((header, kind) for header, kind, _ in columns))
+    table = Records(title, *(Column(header, kind) for header, kind, _ in columns))
     for row in rows:
         table.add_row(*(cell(row) for _, _, cell in columns))
     return table
@@ -461,10 +458,9 @@ def status_view(report: Mapping[str, Any]) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
 
-    counts = _records(
-        f"aios-ledger status at {report['now']}",
-        *((status, "number") for status in report["tasks"]),
-        ("total", "number"),
+    headers = [*report["tasks"], "total"]
+    counts = Records(
+        f"aios-ledger status at {report['now']}", *(Column(name, "number") for name in headers)
     )
     counts.add_row(*(str(count) for count in report["tasks"].values()), str(report["total"]))
     oldest = report["oldest_queued"]
@@ -558,9 +554,7 @@ def why_view(document: Mapping[str, Any]) -> RenderableType:
 
 def event_line(event: Mapping[str, Any]) -> str:
     """One event on one line, for `events --follow` on a terminal."""
-    payload = json.dumps(event.get("payload"), sort_keys=True)
-    if len(payload) > MAX_CELL:
-        payload = payload[: MAX_CELL - 1] + "…"
+    payload = _cut(json.dumps(event.get("payload"), sort_keys=True))
     return (
         f"#{event['event_id']} {event['created_at']} {event['event_type']} "
         f"task={event['task_id'] or '-'} agent={event['agent_id'] or '-'} {payload}"

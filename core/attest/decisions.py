@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from typing import cast
 
 import attrs
 from aios_ledger.core.actors import Actor
@@ -85,30 +86,19 @@ class AttestState:
     tail: LogTail
 
 
+# What an answer and the COMMIT_ATTESTED event take of the attestation's row (None: unattested).
+ATTESTED_FIELDS = ("commit_oid", "keyid", "provenance_sha256", "review_sha256")
+
+
 def attestation_answer(row: CommitAttestationRow, *, idempotent: bool) -> AttestationAnswer:
-    return {
-        "attested": True,
-        "commit_oid": row.commit_oid,
-        "keyid": row.keyid,
-        "notes_ref": NOTES_REF,
-        "provenance_sha256": row.provenance_sha256,
-        "review_sha256": row.review_sha256,
-        "reason": None,
-        "idempotent": idempotent,
-    }
+    attested = {name: getattr(row, name) for name in ATTESTED_FIELDS}
+    answer = {"attested": True, "notes_ref": NOTES_REF, "reason": None, **attested}
+    return cast(AttestationAnswer, {**answer, "idempotent": idempotent})
 
 
 def not_attested(reason: str) -> AttestationAnswer:
-    return {
-        "attested": False,
-        "commit_oid": None,
-        "keyid": None,
-        "notes_ref": NOTES_REF,
-        "provenance_sha256": None,
-        "review_sha256": None,
-        "reason": reason,
-        "idempotent": False,
-    }
+    answer = {"attested": False, "notes_ref": NOTES_REF, "reason": reason, "idempotent": False}
+    return cast(AttestationAnswer, {**answer, **dict.fromkeys(ATTESTED_FIELDS)})
 
 
 def _keyid_of(envelope: JsonValue) -> str:
@@ -176,11 +166,8 @@ def decide_attest_commit(
             "idempotency_key": row.idempotency_key,
             "repository": row.repository,
             "ref": write.ref,
-            "commit_oid": row.commit_oid,
-            "keyid": keyid,
             "notes_ref": NOTES_REF,
-            "provenance_sha256": row.provenance_sha256,
-            "review_sha256": row.review_sha256,
+            **{name: getattr(row, name) for name in ATTESTED_FIELDS},
         },
         created_at=now.text,
         rows=(row.image(),),

@@ -85,6 +85,15 @@ def subject(facts: CommitFacts) -> list[JsonValue]:
     return [{"name": facts.subject_name, "digest": {"gitCommit": facts.commit_oid}}]
 
 
+def _statement(subjects: list[JsonValue], predicate_type: str, predicate: JsonObject) -> JsonObject:
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": predicate_type,
+        "predicate": predicate,
+    }
+
+
 def _without_none(mapping: dict[str, JsonValue]) -> JsonObject:
     return {key: value for key, value in mapping.items() if value is not None}
 
@@ -158,12 +167,7 @@ def provenance_statement(facts: CommitFacts) -> JsonObject:
             "byproducts": byproducts,
         },
     }
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": subject(facts),
-        "predicateType": PROVENANCE_TYPE,
-        "predicate": predicate,
-    }
+    return _statement(subject(facts), PROVENANCE_TYPE, predicate)
 
 
 def review_policy(facts: CommitFacts) -> JsonObject:
@@ -213,12 +217,7 @@ def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -
         "verifiedLevels": list[JsonValue](PASSED_LEVELS if passed else FAILED_LEVELS),
         "slsaVersion": "1.0",
     }
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": subject(facts),
-        "predicateType": VSA_TYPE,
-        "predicate": predicate,
-    }
+    return _statement(subject(facts), VSA_TYPE, predicate)
 
 
 def statement_subject_commit(statement: JsonObject) -> str | None:
@@ -260,12 +259,7 @@ def source_provenance_statement(facts: CommitFacts) -> JsonObject:
             "createdOn": facts.applied_on,
         }
     )
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": subject(facts),
-        "predicateType": SOURCE_PROVENANCE_TYPE,
-        "predicate": predicate,
-    }
+    return _statement(subject(facts), SOURCE_PROVENANCE_TYPE, predicate)
 
 
 def two_party_reviewed(facts: CommitFacts) -> bool:
@@ -315,12 +309,7 @@ def source_summary_statement(
         "digest": {"gitCommit": facts.commit_oid},
         "annotations": {"sourceRefs": [facts.ref]},
     }
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": [revision],
-        "predicateType": VSA_TYPE,
-        "predicate": predicate,
-    }
+    return _statement([revision], VSA_TYPE, predicate)
 
 
 def _predicate(statement: JsonObject) -> JsonObject:

@@ -223,7 +223,7 @@ class AuxiliaryRunSpec:
 
     @property
     def id(self) -> str:
-        return self._id if self._id is not None else "aux-" + sha256_hex(self._content())[:32]
+        return self._id if self._id is not None else "aux-" + sha256_hex(unstructure(self))[:32]
 
     def with_id(self, run_id: str) -> AuxiliaryRunSpec:
         return attrs.evolve(self, id=run_id)
@@ -266,11 +266,8 @@ class AuxiliaryRunSpec:
             except LedgerError as refused:
                 raise _invalid("output_schema", refused.detail) from None
 
-    def _content(self) -> JsonObject:
-        return unstructure(self)
-
     def public(self) -> JsonObject:
-        return {"id": self.id, **self._content()}
+        return {"id": self.id, **unstructure(self)}
 
     def canonical_text(self) -> str:
         """The canonical JSON of `public()`: what is stored, and what `digest` covers."""
@@ -386,14 +383,6 @@ def check_spawn(spec: AuxiliaryRunSpec, evidence: EvidenceSnapshot) -> CheckedSp
 # --- snapshots ------------------------------------------------------------------------------
 
 
-_TERMINAL_FIELDS = {
-    # state: (has an output digest, has an error)
-    AuxiliaryRunState.PENDING: (False, False),
-    AuxiliaryRunState.RUNNING: (False, False),
-    AuxiliaryRunState.COMPLETED: (True, False),
-    AuxiliaryRunState.FAILED: (False, True),
-    AuxiliaryRunState.CANCELLED: (False, True),
-}
 Milliseconds = Annotated[int, Between(0, 2**62)]
 
 
@@ -428,8 +417,10 @@ class AuxiliaryRunSnapshot:
         _check_frame(self.parent)
         if self.updated_at_ms < self.created_at_ms:
             raise _invalid("updated_at_ms", "must not be before created_at_ms")
-        has_output, has_error = expected = _TERMINAL_FIELDS[self.state]
-        if (self.output_digest is not None, self.error is not None) != expected:
+        # A completed run has its output's digest, a run that ended otherwise its error.
+        has_output = self.state is AuxiliaryRunState.COMPLETED
+        has_error = self.state.is_terminal and not has_output
+        if (self.output_digest is not None, self.error is not None) != (has_output, has_error):
             raise _invalid(
                 "state",
                 f"a {self.state} run has "
@@ -524,17 +515,23 @@ class AuxiliaryRunRow:
             value=self.output_value(), digest=self.output_digest, size_bytes=len(output)
         )
 
-    def public(self) -> JsonObject:
-        """The snapshot, with what the command line also shows: spec, output, error code."""
+    def listed(self) -> JsonObject:
+        """The snapshot, with what a listing also shows: kind, target, error code."""
         return {
             **self.snapshot().public(),
             "kind": self.kind,
             "target": {"session_id": self.session_id, "run_id": self.run_id},
+            "error_code": self.error_code,
+        }
+
+    def public(self) -> JsonObject:
+        """The listing's fields, with what `aux show` also shows: spec, output, revision."""
+        return {
+            **self.listed(),
             "evidence_digest": self.evidence_digest,
             "revision": self.revision,
             "spec": loads_document(self.spec_json, what="spec"),
             "output": self.output_value(),
-            "error_code": self.error_code,
         }
 
 

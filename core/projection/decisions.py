@@ -274,34 +274,20 @@ def decide_projection(
     prepared = prepare_projection(state, request, authorization_id=authorization_id)
     if isinstance(prepared, Replay):
         return prepared
-    return _checked_plan(
-        state, request.task_id, request.request, now, envelope, source_capture_contract, actor
-    )
-
-
-def _checked_plan(
-    state: ProjectionState,
-    task_id: str,
-    request: ProjectionRequest,
-    now: Timestamp,
-    envelope: object,
-    source_capture_contract: Mapping[str, object],
-    actor: Actor,
-) -> WritePlan[ProjectionAnswer]:
-    """The checks past authorization and replay, in the contract's order, then the plan."""
-    task = require_task(task_id, state.task, error=ProjectionError)
-    metadata = _check_untouched_task(task, request)
+    # Past authorization and replay, the checks run in the contract's order, then the plan.
+    asked = request.request
+    task = require_task(request.task_id, state.task, error=ProjectionError)
+    metadata = _check_untouched_task(task, asked)
     recovery: JsonObject = {}
-    if isinstance(request, SourceCaptureProjectionRecoveryRequest):
+    if isinstance(asked, SourceCaptureProjectionRecoveryRequest):
         _check_recovery_event_chain(state.events)
-        verified_result = _check_source_capture(task, request, source_capture_contract)
+        verified_result = _check_source_capture(task, asked, source_capture_contract)
+        checked = check_envelope(task, asked, envelope)
+        recovery = _check_capture_matches_envelope(verified_result, checked, asked)
     else:
         _check_initial_event_chain(state.events)
-        verified_result = None
-    checked = check_envelope(task, request, envelope)
-    if isinstance(request, SourceCaptureProjectionRecoveryRequest) and verified_result is not None:
-        recovery = _check_capture_matches_envelope(verified_result, checked, request)
-    return _plan(task, request, metadata, checked, recovery, now, actor, state.tail)
+        checked = check_envelope(task, asked, envelope)
+    return _plan(task, asked, metadata, checked, recovery, now, actor, state.tail)
 
 
 def _request_digest(task_id: str, request: ProjectionRequest) -> str:

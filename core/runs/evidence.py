@@ -17,7 +17,7 @@ from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.runs.answers import RunAnswer, RunEventAnswer
 from aios_ledger.core.runs.records import RunEventRow, RunRow
 from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
-from aios_ledger.core.structuring import check_built, structure, unstructure
+from aios_ledger.core.structuring import Structured, check_built, unstructure
 from aios_ledger.core.tasks.attempts import (
     RunIdentity,
     evidence_prompt,
@@ -47,23 +47,23 @@ MAX_EVENTS_PAGE = MAX_EVENTS_LIMIT + 1
 
 
 @attrs.frozen
-class ExecutionTarget:
+class ExecutionTarget(Structured):
     """Which run of which session an execution (and its evidence) is about."""
+
+    WHAT = "target"
 
     session_id: Annotated[str, Identifier]
     run_id: Annotated[str, Identifier]
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> ExecutionTarget:
-        return structure(raw, cls, what="target")
 
     def public(self) -> JsonObject:
         return unstructure(self)
 
 
 @attrs.frozen
-class EvidenceReadRequest:
+class EvidenceReadRequest(Structured):
     """Read at most `max_events` and `max_bytes`, keeping a long run's last `tail_events`."""
+
+    WHAT = "evidence request"
 
     target: ExecutionTarget
     max_events: Annotated[int, Between(1, MAX_EVENTS_LIMIT)] = DEFAULT_MAX_EVENTS
@@ -73,10 +73,6 @@ class EvidenceReadRequest:
     @property
     def tail_limit(self) -> int:
         return min(self.tail_events, self.max_events)
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> EvidenceReadRequest:
-        return structure(raw, cls, what="evidence request")
 
     def validate(self) -> None:
         """For a request built directly: its fields as `from_mapping` would check them."""
@@ -201,64 +197,48 @@ def _head_and_tail(
 
 
 @attrs.frozen
-class RunCreateRequest:
+class RunCreateRequest(Structured):
+    WHAT = "run"
+
     session_id: Identifier
     prompt: Annotated[str, Text(max_length=MAX_PROMPT_CHARS)]
     run_id: RouteIdentifier
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunCreateRequest:
-        return structure(raw, cls, what="run")
-
 
 @attrs.frozen
-class RunEventAppendRequest:
+class RunEventAppendRequest(Structured):
     """One event for a run; the payload is any JSON value, checked (with its own codes) when the
     event is decided. An attempt's evidence run takes events only under that attempt's lease:
     `lease_token` is the claim's."""
+
+    WHAT = "run event"
 
     run_id: Identifier
     kind: Identifier
     payload: Any
     lease_token: LeaseToken | None = attrs.field(default=None, repr=False)
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunEventAppendRequest:
-        return structure(raw, cls, what="run event")
-
 
 @attrs.frozen
-class AttemptRunRequest:
+class AttemptRunRequest(Structured):
     """Which attempt's evidence run: a task and an attempt number (from 1)."""
 
     task_id: Identifier
     attempt: Annotated[int, Between(1, 2**31 - 1)]
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> AttemptRunRequest:
-        return structure(raw, cls, what="arguments")
-
 
 @attrs.frozen
-class RunReadRequest:
+class RunReadRequest(Structured):
     run_id: Identifier
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunReadRequest:
-        return structure(raw, cls, what="arguments")
-
 
 @attrs.frozen
-class RunEventsRequest:
+class RunEventsRequest(Structured):
     """A run's first `limit` events after `after`; a longer page is refused, never shortened."""
 
     run_id: Identifier
     limit: Annotated[int, Between(1, MAX_EVENTS_PAGE)] = MAX_EVENTS_PAGE
     after: Annotated[int, Between(0, 2**62)] = 0
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> RunEventsRequest:
-        return structure(raw, cls, what="arguments")
 
 
 @attrs.frozen
@@ -354,15 +334,7 @@ def _create_run(
 
 
 def _run_answer(run: RunRow, *, idempotent: bool) -> RunAnswer:
-    return {
-        "run_id": run.run_id,
-        "session_id": run.session_id,
-        "prompt": run.prompt,
-        "event_count": run.event_count,
-        "created_at": run.created_at,
-        "updated_at": run.updated_at,
-        "idempotent": idempotent,
-    }
+    return cast(RunAnswer, {**attrs.asdict(run), "idempotent": idempotent})
 
 
 def decide_append_run_event(
@@ -388,13 +360,7 @@ def decide_append_run_event(
         payload_json=payload_json,
         created_at=now.text,
     )
-    event: RunEventAnswer = {
-        "run_id": row.run_id,
-        "seq": row.seq,
-        "kind": row.kind,
-        "payload_json": row.payload_json,
-        "created_at": row.created_at,
-    }
+    event = cast(RunEventAnswer, attrs.asdict(row))
     bump = SqlWrite(
         Statement.BUMP_RUN_EVENT_COUNT,
         {"run_id": run.run_id, "expected_revision": run.event_count, "updated_at": now.text},
@@ -421,31 +387,31 @@ def decide_append_run_event(
 _TOKEN_VIAS = frozenset({VIA_HTTP, VIA_MCP, VIA_CONSOLE})
 
 
+def _in_progress(run: RunRow, task: TaskRow | None) -> TaskRow | None:
+    """`task`, when `run` is the evidence run of its attempt in progress."""
+    current = (
+        task is not None
+        and evidence_task(run.session_id) == task.task_id
+        and task.status == TaskStatus.CLAIMED
+        and run.run_id == evidence_run(task.task_id, task.attempt)
+    )
+    return task if current else None
+
+
 def _owns(run: RunRow, task: TaskRow | None, agent: str) -> bool:
     """Whether `agent` owns `run`: its session's, or the evidence run it holds now."""
     if not (is_reserved_session(run.session_id) or is_reserved_run(run.run_id)):
         return run.session_id == agent
-    return (
-        task is not None
-        and evidence_task(run.session_id) == task.task_id
-        and task.status == TaskStatus.CLAIMED
-        and task.claimed_by == agent
-        and run.run_id == evidence_run(task.task_id, task.attempt)
-    )
+    held = _in_progress(run, task)
+    return held is not None and held.claimed_by == agent
 
 
 def _require_attempt_holder(
     run: RunRow, task: TaskRow | None, lease_token: str | None, now: Timestamp
 ) -> str | None:
     """The holder of the attempt whose evidence run `run` is, under its live lease."""
-    task_id = evidence_task(run.session_id)
-    current = (
-        task is not None
-        and task_id == task.task_id
-        and task.status == TaskStatus.CLAIMED
-        and run.run_id == evidence_run(task.task_id, task.attempt)
-    )
-    if task is None or not current:
+    task = _in_progress(run, task)
+    if task is None:
         raise LedgerError(
             "NOT_RUN_OWNER",
             f"run {run.run_id!r} is not the evidence run of an attempt in progress: only the "

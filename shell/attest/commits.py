@@ -47,7 +47,12 @@ from aios_ledger.core.jsonvalue import JsonObject, loads_object
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.core.tasks.refusals import refusal_entries
 from aios_ledger.shell.actors import current_actor
-from aios_ledger.shell.attest.facts import attempt_reviews, commit_facts, task_events
+from aios_ledger.shell.attest.facts import (
+    attempt_events,
+    attempt_reviews,
+    commit_facts,
+    task_events,
+)
 from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -183,18 +188,14 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
     return answer
 
 
+REVIEW_FIELDS = ("aux_id", "state", "evidence_digest", "output_digest")
+EVENT_FIELDS = ("event_id", "agent_id", "actor", "created_at", "payload", "chain", "chain_seq")
+
+
 def _event_summary(event: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "event_id": event["event_id"],
-        "type": event["event_type"],
-        "agent_id": event["agent_id"],
-        "actor": event.get("actor"),
-        "created_at": event["created_at"],
-        "payload": event["payload"],
-        "chain": event.get("chain"),
-        "chain_seq": event.get("chain_seq"),
-        "seal": event.get("seal"),
-    }
+    """An event as `why` shows it: its type under `type`, and its seal."""
+    shown = {name: event.get(name) for name in EVENT_FIELDS}
+    return {**shown, "type": event["event_type"], "seal": event.get("seal")}
 
 
 def why_commit(db: Database, commit: str, repository: str | None = None) -> dict[str, Any]:
@@ -258,11 +259,7 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
     facts = commit_facts(conn, write)
     events = task_events(conn, write.task_id)
     attempt = facts.attempt
-    claim = [
-        e
-        for e in events
-        if e["event_type"] == "TASK_CLAIMED" and e["payload"].get("attempt") == attempt
-    ]
+    claim, _, _ = attempt_events(events, attempt)
     reviews = attempt_reviews(conn, write.task_id, attempt)
     verdicts = [e for e in events if e["event_type"] == "TASK_VERIFIED"]
     # Who asked for the write: the actor of the first event its idempotency key names.
@@ -293,16 +290,13 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
             "attempt": attempt,
             "envelope_digest": facts.execution_digest,
         },
-        "claim": _event_summary(claim[-1]) if claim else None,
+        "claim": None if claim is None else _event_summary(claim),
         "agent": facts.agent_id,
         "capabilities": list(facts.capabilities),
         "evidence": {"run_id": facts.invocation_id, "snapshot_digest": facts.evidence_digest},
         "auxiliary_review": [
             {
-                "aux_id": r["aux_id"],
-                "state": r["state"],
-                "evidence_digest": r["evidence_digest"],
-                "output_digest": r["output_digest"],
+                **{name: r[name] for name in REVIEW_FIELDS},
                 "output": None if r["output_json"] is None else loads_object(str(r["output_json"])),
             }
             for r in reviews

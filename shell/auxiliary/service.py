@@ -136,35 +136,28 @@ class _Entry:
         self.task: asyncio.Task[None] | None = None
 
 
+@attrs.frozen(eq=False)
 class AuxiliaryRunHandle:
     """A spawned auxiliary run: `await wait()` for its output, `await snapshot()` for its row."""
 
-    def __init__(self, service: AuxiliaryRunService, aux_id: str) -> None:
-        self._service = service
-        self._id = aux_id
-
-    @property
-    def id(self) -> str:
-        return self._id
+    _service: AuxiliaryRunService = attrs.field(repr=False)
+    id: str
 
     async def wait(self) -> AuxiliaryRunOutput:
         """The output, or the run's terminal `AuxiliaryRunError`; returns at once once it ended."""
-        row = await self._service._terminal_row(self._id)
+        row = await self._service._terminal_row(self.id)
         outcome = row.outcome()
         if isinstance(outcome, AuxiliaryRunOutput):
             return outcome
         if isinstance(outcome, AuxiliaryRunError):
             raise outcome
-        raise AuxiliaryRunError("EXECUTOR", f"auxiliary run {self._id} did not end")
+        raise AuxiliaryRunError("EXECUTOR", f"auxiliary run {self.id} did not end")
 
     async def snapshot(self) -> AuxiliaryRunSnapshot:
-        return await self._service.get(self._id)
+        return await self._service.get(self.id)
 
     async def cancel(self) -> None:
-        await self._service.cancel(self._id)
-
-    def __repr__(self) -> str:
-        return f"AuxiliaryRunHandle({self._id!r})"
+        await self._service.cancel(self.id)
 
 
 def owner_is_dead(owner: str) -> bool:

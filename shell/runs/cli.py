@@ -108,16 +108,7 @@ def _aux_list(args: argparse.Namespace) -> Shown:
             run_id=args.run_id,
             limit=args.limit,
         )
-    listed = [
-        {
-            **row.snapshot().public(),
-            "kind": row.kind,
-            "target": {"session_id": row.session_id, "run_id": row.run_id},
-            "error_code": row.error_code,
-        }
-        for row in rows
-    ]
-    return Shown(listed, aux_runs_view)
+    return Shown([row.listed() for row in rows], aux_runs_view)
 
 
 def _aux_show(args: argparse.Namespace) -> Any:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from aios_ledger.core import LedgerError, TaskRow
+from aios_ledger.core import Decision, LedgerError, LogTail, TaskRow
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.core.runs import (
     EvidenceReadRequest,
     EvidenceSnapshot,
-    RunAnswer,
     RunCreateRequest,
     RunCreateState,
-    RunEventAnswer,
     RunEventAppendRequest,
     RunEventRow,
     RunEventsRequest,
@@ -37,6 +36,8 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
 from aios_ledger.shell.db.run import Connection
+
+S = TypeVar("S")
 
 
 def new_run_id() -> str:
@@ -90,6 +91,22 @@ class RunStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _decide(
+        self,
+        read_state: Callable[[Connection, LogTail], S],
+        decide: Callable[..., Decision[Any]],
+        request: object,
+    ) -> Any:
+        """`decide` on the state read in one write transaction, its plan applied there."""
+        now, actor = read_clock(self._clock), current_actor()
+
+        def write(conn: Connection) -> Any:
+            plans = PlanExecutor(conn)
+            state = read_state(conn, plans.tail(LEDGER_CHAIN))
+            return plans.apply(decide(state, request, now=now, actor=actor))
+
+        return self.database.write(write)
+
     def create_run(self, session_id: str, prompt: str, run_id: str | None = None) -> RunRow:
         """A new run; the same `run_id` with the same session and prompt returns it again."""
         request = RunCreateRequest.from_mapping(
@@ -99,35 +116,21 @@ class RunStore:
                 "run_id": new_run_id() if run_id is None else run_id,
             }
         )
-        now = read_clock(self._clock)
-        actor = current_actor()
 
-        def write(conn: Connection) -> RunRow:
-            plans = PlanExecutor(conn)
-            state = RunCreateState(_get_run(conn, request.run_id), plans.tail(LEDGER_CHAIN))
-            decision = decide_create_run(state, request, now=now, actor=actor)
-            answer: RunAnswer = plans.apply(decision)
-            return RunRow.from_row(answer)
+        def state(conn: Connection, tail: LogTail) -> RunCreateState:
+            return RunCreateState(_get_run(conn, request.run_id), tail)
 
-        return self.database.write(write)
+        return RunRow.from_row(self._decide(state, decide_create_run, request))
 
     def create_attempt_run(self, task_id: str, attempt: int) -> RunRow:
         """The evidence run of an attempt claimed before claims created one."""
         request = AttemptRunRequest.from_mapping({"task_id": task_id, "attempt": attempt})
-        now = read_clock(self._clock)
 
-        actor = current_actor()
-
-        def write(conn: Connection) -> RunRow:
-            plans = PlanExecutor(conn)
+        def state(conn: Connection, tail: LogTail) -> AttemptRunState:
             run = _get_run(conn, evidence_run(request.task_id, request.attempt))
-            task = _get_task(conn, request.task_id)
-            state = AttemptRunState(task, run, plans.tail(LEDGER_CHAIN))
-            decision = decide_create_attempt_run(state, request, now=now, actor=actor)
-            answer: RunAnswer = plans.apply(decision)
-            return RunRow.from_row(answer)
+            return AttemptRunState(_get_task(conn, request.task_id), run, tail)
 
-        return self.database.write(write)
+        return RunRow.from_row(self._decide(state, decide_create_attempt_run, request))
 
     def append_event(
         self, run_id: str, kind: str, payload: Any = None, *, lease_token: str | None = None
@@ -137,21 +140,13 @@ class RunStore:
         request = RunEventAppendRequest.from_mapping(
             {"run_id": run_id, "kind": kind, "payload": payload, "lease_token": lease_token}
         )
-        now = read_clock(self._clock)
 
-        actor = current_actor()
-
-        def write(conn: Connection) -> RunEventRow:
-            plans = PlanExecutor(conn)
+        def state(conn: Connection, tail: LogTail) -> RunState:
             run = _get_run(conn, request.run_id)
             task_id = None if run is None else evidence_task(run.session_id)
-            task = None if task_id is None else _get_task(conn, task_id)
-            state = RunState(run, task, tail=plans.tail(LEDGER_CHAIN))
-            decision = decide_append_run_event(state, request, now=now, actor=actor)
-            row: RunEventAnswer = plans.apply(decision)
-            return RunEventRow.from_row(row)
+            return RunState(run, None if task_id is None else _get_task(conn, task_id), tail=tail)
 
-        return self.database.write(write)
+        return RunEventRow.from_row(self._decide(state, decide_append_run_event, request))
 
     def get_run(self, run_id: str) -> RunRow:
         request = RunReadRequest.from_mapping({"run_id": run_id})

@@ -318,13 +318,6 @@ def _visit(console: Console, page: Page, request: Request, form: dict[str, str])
     return answer
 
 
-def console_principal(request: Request) -> Principal | None:
-    """The principal of a request's console session (None: not signed in), on a worker thread."""
-    console: Console = request.app.state.console
-    viewer = console.viewer_now(request)
-    return None if viewer is None else viewer.principal
-
-
 def new_idempotency_key(action: str) -> str:
     """A form's idempotency key, drawn when it is shown, so that sending it twice is one write."""
     return f"console-{action}-{secrets.token_urlsafe(12)}"

@@ -36,16 +36,9 @@ class VerifyRun:
 
     def public(self) -> dict[str, Any]:
         """The progress endpoint's answer: no findings list (the page shows those)."""
-        return {
-            "running": self.running,
-            "started_by": self.started_by,
-            "started_at": self.started_at,
-            "done": self.done,
-            "total": self.total,
-            "finished_at": self.finished_at,
-            "intact": None if self.report is None else self.report["intact"],
-            "refused": self.refused,
-        }
+        shown = attrs.asdict(self, filter=lambda field, _: field.name != "report")
+        intact = None if self.report is None else self.report["intact"]
+        return {**shown, "running": self.running, "intact": intact}
 
 
 class VerifyRunner:

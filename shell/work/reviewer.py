@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
 import signal
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aios_ledger.core import (
     AuxiliaryRunError,
@@ -22,7 +23,6 @@ from aios_ledger.core import (
     LedgerError,
     TaskRow,
     TaskView,
-    VerifyAnswer,
 )
 from aios_ledger.core.auxiliary import (
     AuxiliaryCapabilityProfile,
@@ -60,6 +60,10 @@ from aios_ledger.shell.runs.store import RunEvidenceReader, RunStore
 from aios_ledger.shell.tasks.holders import task_views
 from aios_ledger.shell.tasks.ledger import TaskLedger
 from aios_ledger.shell.tracing import attempt_span, traceparent_environment
+
+# The API's client (and httpx under it) is imported by `review --api` alone.
+if TYPE_CHECKING:
+    from aios_ledger.shell.remote.review import RemoteReview
 
 LOG = logging.getLogger("aios_ledger.review")
 MAX_REVIEW_OUTPUT = 64 * 1024
@@ -121,28 +125,8 @@ class CommandReviewer:
             raise AuxiliaryRunError("OUTPUT_INVALID", str(nonsense)) from None
 
 
-class ReviewBackend(Protocol):
-    """What a review round reads and writes, wherever the ledger is."""
-
-    def candidates(self, limit: int) -> list[TaskView]: ...
-
-    def reviews_of(self, task_id: str, attempt: int) -> list[AuxiliaryRunRow]: ...
-
-    def evidence(self, task_id: str, attempt: int) -> EvidenceSnapshot: ...
-
-    def verify(
-        self,
-        task_id: str,
-        *,
-        decision: str,
-        reason: str,
-        idempotency_key: str,
-        expected_result_digest: str | None = None,
-    ) -> VerifyAnswer: ...
-
-    def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService: ...
-
-    def close(self) -> None: ...
+# What a review round reads and writes: a ledger file, or the API.
+ReviewBackend: TypeAlias = "LocalReview | RemoteReview"
 
 
 class LocalReview:
@@ -154,36 +138,13 @@ class LocalReview:
     ) -> None:
         self._path = path
         self._migrate = migrate
-        self.reviewer = reviewer
         self.ledger = TaskLedger(path, migrate=migrate)
         self.runs = RunStore(path, migrate=migrate)
-
-    def candidates(self, limit: int) -> list[TaskView]:
-        return tasks_to_review(self.runs, limit)
-
-    def reviews_of(self, task_id: str, attempt: int) -> list[AuxiliaryRunRow]:
-        return reviews_of(self.runs, task_id, attempt)
-
-    def evidence(self, task_id: str, attempt: int) -> EvidenceSnapshot:
-        return attempt_evidence(self.runs, task_id, attempt)
-
-    def verify(
-        self,
-        task_id: str,
-        *,
-        decision: str,
-        reason: str,
-        idempotency_key: str,
-        expected_result_digest: str | None = None,
-    ) -> VerifyAnswer:
-        return self.ledger.verify(
-            task_id,
-            decision=decision,
-            reason=reason,
-            idempotency_key=idempotency_key,
-            expected_result_digest=expected_result_digest,
-            reviewer=self.reviewer,
-        )
+        # The module's reads over this ledger's runs, and its verify under the reviewer's name.
+        self.candidates = functools.partial(tasks_to_review, self.runs)
+        self.reviews_of = functools.partial(reviews_of, self.runs)
+        self.evidence = functools.partial(attempt_evidence, self.runs)
+        self.verify = functools.partial(self.ledger.verify, reviewer=reviewer)
 
     def service(self, executor: AuxiliaryExecutor) -> AuxiliaryRunService:
         return AuxiliaryRunService(executor, self._path, migrate=self._migrate)

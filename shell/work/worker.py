@@ -598,15 +598,15 @@ class _Execution:
         _signal_group(process, signal.SIGKILL)
         return None
 
+    def _leased(self, call: Callable[..., object], **fields: Any) -> None:
+        """`call` on the task under the claim's lease, taking its turn with the other threads."""
+        lease_token = str(self.claim["lease_token"])
+        self.worker.serialised(call, self.task_id, lease_token=lease_token, **fields)
+
     def _heartbeat(self) -> str | None:
         worker = self.worker
         try:
-            worker.serialised(
-                worker.ledger.heartbeat,
-                self.task_id,
-                lease_token=str(self.claim["lease_token"]),
-                lease_seconds=worker.config.lease_seconds,
-            )
+            self._leased(worker.ledger.heartbeat, lease_seconds=worker.config.lease_seconds)
             return None
         except LedgerError as refused:
             if refused.code in LEASE_LOST:
@@ -633,10 +633,8 @@ class _Execution:
         (`cause` says what failed first) gives the task back."""
         worker = self.worker
         try:
-            worker.serialised(
+            self._leased(
                 worker.ledger.submit_result,
-                self.task_id,
-                lease_token=str(self.claim["lease_token"]),
                 result=result,
                 idempotency_key=f"submit:{self.task_id}:{self.attempt}{key_suffix}",
                 usage=usage,
@@ -685,12 +683,7 @@ class _Execution:
         worker = self.worker
         worker.evidence(self.claim, "released", {"reason": reason})
         try:
-            worker.serialised(
-                worker.ledger.release,
-                self.task_id,
-                lease_token=str(self.claim["lease_token"]),
-                reason=reason,
-            )
+            self._leased(worker.ledger.release, reason=reason)
             return "released", reason
         except LedgerError as refused:
             if refused.code in LEASE_LOST:

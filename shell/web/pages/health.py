@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,13 +52,6 @@ def queue_depths(queued_now: int, into: list[int], out: list[int]) -> list[int]:
     return depths[::-1]
 
 
-def verdicts_by_hour(rows: Iterable[Any]) -> Counter[tuple[str, str]]:
-    return Counter(
-        (str(row["created_at"])[:13], str(json.loads(str(row["payload_json"])).get("decision")))
-        for row in rows
-    )
-
-
 def batch_sizes(metrics: Any) -> list[tuple[str, int]]:
     cumulative = [
         (sample.labels["le"], int(sample.value))
@@ -84,7 +77,10 @@ def health_page(visit: Visit) -> Rendered:
             (str(row["hour"]), str(row["event_type"])): int(row["events"])
             for row in fetch_all(conn, "console_event_counts", {"after": after})
         }
-        verdicts = verdicts_by_hour(fetch_all(conn, "console_verdicts", {"after": after}))
+        verdicts = Counter(
+            (str(row["created_at"])[:13], str(json.loads(str(row["payload_json"])).get("decision")))
+            for row in fetch_all(conn, "console_verdicts", {"after": after})
+        )
         queued = {str(row["status"]): int(row["tasks"]) for row in fetch_all(conn, "status_counts")}
         return {"counts": counts, "verdicts": verdicts, "queued": queued.get(TaskStatus.QUEUED, 0)}
 

@@ -31,6 +31,7 @@ ACTIONS = ("verify", "retry", "cancel")
 DECISIONS = tuple(decision.value for decision in VerifyDecision)
 # A timeline reason's characters shown: the whole is the history's JSON, a link away.
 REASON_SHOWN = 160
+VERDICT_FIELDS = ("decision", "reason", "expected_result_digest")
 
 
 def envelope(task: Any) -> dict[str, Any] | None:
@@ -85,40 +86,26 @@ def _back(task_id: str) -> Response:
     return see_other(f"/tasks/{task_id}")
 
 
-def _task_action(build: Callable[[Visit, str], Any]) -> Callable[[Visit], Response]:
-    """A task action: its request record from the form, applied as the API's route applies it."""
+def _operation(
+    route: str, operation: str, record: Any, *names: str, as_reviewer: bool = False
+) -> Page:
+    """A task operation's POST, for the roles the API allows it: its request `record` from the
+    form's `names`, applied as the API's route applies it; `as_reviewer`: the session's token
+    name judges, as the API's token's does."""
 
     def act(visit: Visit) -> Response:
         task_id = visit.path("task_id")
-        request = build(visit, task_id)
+        fields = {name: visit.form[name] for name in names if name in visit.form}
+        if as_reviewer:
+            fields["agent_id"] = visit.viewer.principal.name
+        key = visit.form.get("idempotency_key", "")
+        request = record.from_mapping({"task_id": task_id, "idempotency_key": key, **fields})
         answer = visit.backend.write_now(lambda stores: stores.tasks.apply(request))
         if answer["status"] == TaskStatus.QUEUED:
             visit.backend.announce_work()  # the waiting claims are woken, as by the API
         return _back(task_id)
 
-    return act
-
-
-def _fields(visit: Visit, task_id: str, *names: str) -> dict[str, object]:
-    return {
-        "task_id": task_id,
-        "idempotency_key": visit.form.get("idempotency_key", ""),
-        **{name: visit.form[name] for name in names if name in visit.form},
-    }
-
-
-def _verify(visit: Visit, task_id: str) -> VerifyRequest:
-    """The reviewer is the session's token name, as the API's reviewer is its token's."""
-    mapping = _fields(visit, task_id, "decision", "reason", "expected_result_digest")
-    return VerifyRequest.from_mapping({**mapping, "agent_id": visit.viewer.principal.name})
-
-
-def _retry(visit: Visit, task_id: str) -> RetryRequest:
-    return RetryRequest.from_mapping(_fields(visit, task_id, "reason"))
-
-
-def _cancel(visit: Visit, task_id: str) -> CancelRequest:
-    return CancelRequest.from_mapping(_fields(visit, task_id, "reason"))
+    return _action(route, f"{operation}Task", act, operation_roles(operation))
 
 
 def governed_write(visit: Visit) -> Response:
@@ -136,8 +123,8 @@ def _action(
 
 PAGES = (
     Page("/tasks/{task_id}", "taskPage", task_page, READERS),
-    _action("verification", "verifyTask", _task_action(_verify), operation_roles("verify")),
-    _action("retry", "retryTask", _task_action(_retry), operation_roles("retry")),
-    _action("cancel", "cancelTask", _task_action(_cancel), operation_roles("cancel")),
+    _operation("verification", "verify", VerifyRequest, *VERDICT_FIELDS, as_reviewer=True),
+    _operation("retry", "retry", RetryRequest, "reason"),
+    _operation("cancel", "cancel", CancelRequest, "reason"),
     _action("governed-write", "governedWriteTask", governed_write, OWNERS),
 )
