@@ -5,6 +5,7 @@ write, no token anywhere but its file, and `why`, the API and the console showin
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,9 @@ from aios_ledger.shell.git.repos import (
 )
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
+from api_server import ApiServer
 from conftest import HTTP_TOKEN
+from console_support import signed_in
 from forge_server import FakeForge, PullRequest, forge_server
 from git_servers import HttpServer, serve
 from git_support import (
@@ -53,9 +56,9 @@ FORGES = ("github", "gitea", "gitlab")
 class Governed:
     """A governed repository on this machine whose pull requests go to a fake forge."""
 
-    def __init__(self, root: Path, forge: FakeForge) -> None:
+    def __init__(self, root: Path, forge: FakeForge, *, db: Path | None = None) -> None:
         self.root = root
-        self.db = root / "ledger.db"
+        self.db = db or root / "ledger.db"
         self.forge = forge
         self.bare, self.base = make_repository(root)
         register(self.db, self.bare)
@@ -271,6 +274,7 @@ def test_the_api_and_project_are_derived_from_the_remote_where_unambiguous(
         (None, {"forge": "github", "api_url": "https://x", "project": "a/b/c"}, "owner/name"),
         (None, {"forge": "gitea", "api_url": "ftp://x", "project": PROJECT}, "api_url"),
         (None, {"forge": "gitea", "api_url": "https://u:p@x", "project": PROJECT}, "credential"),
+        (None, {"forge": "gitea", "api_url": "http://git.example.org", "project": PROJECT}, "http"),
         (
             None,
             {"forge": "gitea", "api_url": "https://x", "project": PROJECT, "token_file": "t"},
@@ -376,3 +380,27 @@ def test_a_write_through_a_git_server_is_proposed_with_the_remotes_token(
     assert HTTP_TOKEN.encode() not in db_path.read_bytes()
     with Database(db_path) as db:
         assert verify_log(db).intact
+
+
+def test_the_api_answers_and_the_console_links_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "proposals"))
+    with (
+        ApiServer(tmp_path / "ledger.db", role_tokens=True) as server,
+        forge_server("gitea", token=TOKEN, project=PROJECT) as forge,
+    ):
+        governed = Governed(tmp_path, forge, db=server.db)
+        governed.opt_in()
+        governed.verified("task-i")
+        written = server.client("owner").post(
+            "/v1/tasks/task-i/governed-write", json={"idempotency_key": "write-i"}
+        )
+        assert written.status_code == 200, written.text
+        opened = written.json()["pull_request"]
+        assert (opened["state"], opened["number"]) == ("OPENED", 1)
+        page = signed_in(server, "owner").get("/tasks/task-i")
+        assert page.status_code == 200
+        link = f'<a class="pull-request" href="{html.escape(opened["url"])}"'
+        assert link in page.text and "gitea #1</a> into <code>main</code>" in page.text
+        assert forge.violations == []

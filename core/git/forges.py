@@ -4,6 +4,7 @@ refusal, and what a pull request after a governed write says."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -64,6 +65,10 @@ class PullRequestSetting:
             raise _invalid(f"api_url {setting.api_url[:200]!r} is not an http(s) URL")
         if api.username is not None or api.password is not None or api.query or api.fragment:
             raise _invalid("api_url takes no credential, query or fragment")
+        if api.scheme == "http" and not _loopback(api.hostname):
+            raise _invalid(
+                "api_url: http:// only on this machine: the token would cross the network"
+            )
         if setting.forge != "gitlab" and setting.project.count("/") != 1:
             raise _invalid(f"a {setting.forge} project is owner/name, not {setting.project!r}")
         if setting.token_file is not None and not setting.token_file.startswith("/"):
@@ -72,6 +77,15 @@ class PullRequestSetting:
 
     def public(self) -> JsonObject:
         return unstructure(self)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _remote_parts(remote_url: str) -> tuple[str, str | None, str]:

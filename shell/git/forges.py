@@ -49,7 +49,7 @@ class ForgeFailure(Exception):
         super().__init__(message)
         self.code = code
         self.status = status
-        self.message = message
+        self.message = message[:MAX_MESSAGE]
 
 
 @attrs.frozen
