@@ -34,7 +34,7 @@ from aios_ledger.shell.log.verification import verify_log
 from api_server import ApiServer
 from conftest import HTTP_TOKEN
 from console_support import signed_in
-from forge_server import FakeForge, PullRequest, forge_server
+from forge_server import DESCRIBED, FakeForge, PullRequest, description, forge_server, resolve
 from git_servers import HttpServer, serve
 from git_support import (
     AGENT,
@@ -404,3 +404,32 @@ def test_the_api_answers_and_the_console_links_the_request(
         link = f'<a class="pull-request" href="{html.escape(opened["url"])}"'
         assert link in page.text and "gitea #1</a> into <code>main</code>" in page.text
         assert forge.violations == []
+
+
+@pytest.mark.parametrize("kind", DESCRIBED)
+def test_each_description_names_its_source_and_holds_all_it_references(kind: str) -> None:
+    document = description(kind)
+    source = document["x-excerpt-of"]
+    assert set(source) == {"repository", "commit", "path", "sha256", "note"}
+    assert len(source["commit"]) == 40 and len(source["sha256"]) == 64
+    # The paths the clients call, each operation with every entry it references.
+    calls = {
+        "github": {"/repos/{owner}/{repo}/pulls": {"get", "post"}},
+        "gitea": {
+            "/repos/{owner}/{repo}/pulls": {"get", "post"},
+            "/repos/{owner}/{repo}/pulls/{base}/{head}": {"get"},
+        },
+    }[kind]
+    assert {path: set(item) & {"get", "post"} for path, item in document["paths"].items()} == calls
+    pending: list[Any] = [document["paths"]]
+    followed: set[str] = set()
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if "$ref" in node and node["$ref"] not in followed:
+                followed.add(node["$ref"])
+                # A KeyError names what the excerpt lacks.
+                pending.append(resolve(document, {"$ref": node["$ref"]}))
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
