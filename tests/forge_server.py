@@ -4,8 +4,8 @@ published API description (`tests/fixtures/forges/*.json`, excerpts naming their
 
 A request or an answer the description does not allow is kept in `violations` and answered 400,
 so that a test fails on it. Schemas are checked with `openapi-schema-validator` (OpenAPI 3.0's
-dialect of JSON Schema, which reads a Swagger 2.0 schema object the same way). GitLab's
-description is not here (see `DESCRIBED`): its requests are routed and answered, not checked.
+dialect of JSON Schema, which reads a Swagger 2.0 schema object the same way). GitLab's excerpt
+leaves out some definitions its answers name (`left_out`): any value is taken where they are.
 """
 
 from __future__ import annotations
@@ -22,21 +22,28 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import attrs
+import yaml
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 FIXTURES = Path(__file__).parent / "fixtures" / "forges"
 DOCUMENT_URI = "urn:forge-description"
-# Where each forge's API is served under the server's root (Gitea's `basePath`, GitLab's
-# `/api/v4` prefix of its paths), and how its token comes.
+# Where each forge's API is served under the server's root, and the prefix its description's paths
+# leave out (Gitea's `basePath`; GitLab's paths hold their `/api/v4`).
 API_ROOTS = {"github": "", "gitea": "/api/v1", "gitlab": "/api/v4"}
-# The forges whose description the tests hold; GitLab's merge requests are routed by hand.
-DESCRIBED = ("github", "gitea")
+BASE_PATHS = {"github": "", "gitea": "/api/v1", "gitlab": ""}
+DESCRIBED = ("github", "gitea", "gitlab")
 
 
 def description(kind: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((FIXTURES / f"{kind}.json").read_text())
+    """A forge's excerpt, each definition it leaves out standing for any value."""
+    if kind == "gitlab":
+        document: dict[str, Any] = yaml.safe_load((FIXTURES / "gitlab.yaml").read_text())
+    else:
+        document = json.loads((FIXTURES / f"{kind}.json").read_text())
+    for name in document["x-excerpt-of"].get("left_out", []):
+        document["definitions"].setdefault(name, {})
     return document
 
 
@@ -181,7 +188,7 @@ class FakeForge:
     kind: str
     token: str
     project: str
-    checker: Checker | None
+    checker: Checker
     pulls: list[PullRequest] = attrs.Factory(list)
     requests: list[tuple[str, str, dict[str, str], Any, dict[str, str]]] = attrs.Factory(list)
     violations: list[str] = attrs.Factory(list)
@@ -254,7 +261,6 @@ class FakeForge:
     def document_of(self, pull: PullRequest, *, listed: bool = False) -> dict[str, Any]:
         """The forge's own shape of a request: GitHub's from its description's example."""
         if self.kind == "github":
-            assert self.checker is not None
             examples = self.checker.document["components"]["examples"]
             name = "pull-request-simple-items" if listed else "pull-request"
             value = examples[name]["value"]
@@ -305,7 +311,7 @@ class _Handler(BaseHTTPRequestHandler):
         forge = self.server.forge
         checker = forge.checker
         parts = urlsplit(self.path)
-        root = API_ROOTS[forge.kind]
+        root = BASE_PATHS[forge.kind]
         path = parts.path.removeprefix(root) if parts.path.startswith(root) else "\0"
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         length = int(self.headers.get("Content-Length") or 0)
@@ -316,9 +322,6 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         forge.requests.append((method, path, query, body, headers))
-        if checker is None:
-            self._serve_undescribed(method, path, query, body, headers)
-            return
         try:
             template, operation, path_params = checker.operation(method, path)
         except LookupError as unknown:
@@ -339,15 +342,6 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(status, answer)
 
-    def _serve_undescribed(
-        self, method: str, path: str, query: dict[str, str], body: Any, headers: dict[str, str]
-    ) -> None:
-        found = re.fullmatch(r"/projects/([^/]+)/merge_requests", path)
-        if found is None or unquote(found.group(1)) != self.server.forge.project:
-            self._refuse(f"{method} {path}: not a merge request route of the project")
-            return
-        self._send(*self._answer(method, {"id": unquote(found.group(1))}, query, body, headers))
-
     def _answer(
         self,
         method: str,
@@ -358,7 +352,8 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> tuple[int, Any]:
         forge = self.server.forge
         if not forge.authorised(headers):
-            return 401, {"message": "Bad credentials"}
+            # GitHub's body (basic-error); the others describe their 401 without one.
+            return 401, {"message": "Bad credentials"} if forge.kind == "github" else None
         return forge.answer(method, path_params, query, body)
 
     def _refuse(self, problem: str) -> None:
@@ -381,8 +376,7 @@ class _ForgeHttpServer(ThreadingHTTPServer):
 @contextmanager
 def forge_server(kind: str, *, token: str, project: str) -> Iterator[FakeForge]:
     """A fake `kind` forge on a loopback port for the block's length."""
-    checker = Checker(kind, description(kind)) if kind in DESCRIBED else None
-    forge = FakeForge(kind, token, project, checker)
+    forge = FakeForge(kind, token, project, Checker(kind, description(kind)))
     server = _ForgeHttpServer(("127.0.0.1", 0), _Handler)
     server.forge = forge
     forge.url = f"http://127.0.0.1:{server.server_address[1]}"
