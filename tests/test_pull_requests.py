@@ -27,12 +27,13 @@ from aios_ledger.shell.git.remotes import Credentials
 from aios_ledger.shell.git.repos import (
     add_remote_repository,
     change_repository_settings,
+    repository_row,
     show_repository,
 )
 from aios_ledger.shell.governed.writes import governed_write
 from aios_ledger.shell.log.verification import verify_log
 from api_server import ApiServer
-from conftest import HTTP_TOKEN
+from conftest import ENGINES, HTTP_TOKEN
 from console_support import signed_in
 from forge_server import DESCRIBED, FakeForge, PullRequest, description, forge_server, resolve
 from git_servers import HttpServer, serve
@@ -55,7 +56,7 @@ FORGES = ("github", "gitea", "gitlab")
 class Governed:
     """A governed repository on this machine whose pull requests go to a fake forge."""
 
-    def __init__(self, root: Path, forge: FakeForge, *, db: Path | None = None) -> None:
+    def __init__(self, root: Path, forge: FakeForge, *, db: Path | str | None = None) -> None:
         self.root = root
         self.db = db or root / "ledger.db"
         self.forge = forge
@@ -113,7 +114,7 @@ def governed(
         report = verify_log(db)
     assert report.intact, report.public()
     # The token is in its file and in the forge's requests' headers, nowhere in the ledger.
-    assert TOKEN.encode() not in found.db.read_bytes()
+    assert TOKEN.encode() not in Path(found.db).read_bytes()
 
 
 def test_a_landed_write_opens_one_pull_request_and_the_same_write_again_none(
@@ -440,3 +441,22 @@ def test_each_description_names_its_source_and_holds_all_it_references(kind: str
             pending.extend(node.values())
         elif isinstance(node, list):
             pending.extend(node)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_on_each_engine_a_write_opens_its_request_once_and_verifies(
+    tmp_path: Path, ledger_target: Path | str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PROPOSALS_DIR_ENV, str(tmp_path / "proposals"))
+    with forge_server("gitea", token=TOKEN, project=PROJECT) as forge:
+        governed = Governed(tmp_path, forge, db=ledger_target)
+        governed.opt_in()
+        governed.verified("task-j")
+        assert governed.write("task-j", "write-j")["pull_request"]["number"] == 1
+        again = governed.write("task-j", "write-j")["pull_request"]
+        assert again["idempotent"] is True and len(forge.created()) == 1
+        assert forge.violations == []
+    with Database(ledger_target) as db:
+        assert verify_log(db).intact
+        row = db.read(lambda conn: repository_row(conn, REPOSITORY))
+    assert row is not None and row.settings().pull_request() is not None
