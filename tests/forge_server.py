@@ -194,6 +194,8 @@ class FakeForge:
     violations: list[str] = attrs.Factory(list)
     # A scripted answer for the next request that would open one: (status, body).
     refuse_next_create: tuple[int, Any] | None = None
+    # A link the forge answers instead of its own (a hostile or broken forge's).
+    answered_url: str | None = None
     url: str = ""
 
     @property
@@ -249,6 +251,8 @@ class FakeForge:
         )
 
     def web_url(self, pull: PullRequest) -> str:
+        if self.answered_url is not None:
+            return self.answered_url
         kind = (
             "-/merge_requests"
             if self.kind == "gitlab"

@@ -460,3 +460,12 @@ def test_on_each_engine_a_write_opens_its_request_once_and_verifies(
         assert verify_log(db).intact
         row = db.read(lambda conn: repository_row(conn, REPOSITORY))
     assert row is not None and row.settings().pull_request() is not None
+
+
+def test_an_answer_that_is_no_web_link_is_not_taken(governed: Governed) -> None:
+    # A link the console would show: only an http(s) address is taken from the forge.
+    governed.forge.answered_url = "javascript:alert(document.cookie)"
+    governed.verified("task-k")
+    failed = governed.write("task-k", "write-k")["pull_request"]
+    assert (failed["state"], failed["code"]) == ("FAILED", "PULL_REQUEST_FORGE_FAILED")
+    assert "javascript:" not in str(failed)

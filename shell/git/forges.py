@@ -167,9 +167,9 @@ def _json_of(raw: bytes, status: int) -> Any:
 def _opened(document: Any, status: int, *, url_key: str, number_key: str, adopted: bool) -> Opened:
     if isinstance(document, dict):
         url, number = document.get(url_key), document.get(number_key)
-        # The URL is shown as a link: only a web address is taken.
-        web = isinstance(url, str) and url.startswith(("https://", "http://"))
-        if web and isinstance(number, int) and not isinstance(number, bool) and number > 0:
+        # The URL is shown as a link: only a web address of a sane length is taken.
+        web = isinstance(url, str) and url.startswith(("https://", "http://")) and len(url) <= 2000
+        if web and type(number) is int and 0 < number <= 2**53:
             return Opened(str(url), number, adopted)
     raise ForgeFailure(FORGE_FAILED, status, "the forge's answer names no request")
 

@@ -40,6 +40,7 @@ class _Asked:
 
     write: GovernedWriteRow
     setting: PullRequestSetting
+    repository_path: str
     base: str | None
     recorded: JsonObject | None
     goal: str
@@ -66,6 +67,7 @@ def _asked(conn: Connection, key: str) -> _Asked | None:
     return _Asked(
         write=write,
         setting=setting,
+        repository_path=repository.path,
         base=setting.base_branch or repository.head_branch,
         recorded=recorded,
         goal=task.goal,
@@ -114,9 +116,8 @@ def propose_write(
     try:
         if not base:
             raise ForgeFailure(REFUSED, None, "the repository has no HEAD branch: set base_branch")
-        path = db.read(lambda conn: require_repository(conn, asked.write.repository)).path
         try:
-            token, ca_bundle = _token(asked.setting, path)
+            token, ca_bundle = _token(asked.setting, asked.repository_path)
         except LedgerError as refused:
             raise ForgeFailure(AUTH_REFUSED, None, str(refused)) from None
         text = pull_request_text(
