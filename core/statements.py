@@ -161,7 +161,8 @@ class Statement(enum.StrEnum):
         _INSERT,
         """name path head_branch protected_json revision created_at updated_at
         secrets_baseline_json secrets_baseline_sha256 scan_max_bytes scan_max_seconds
-        allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds agent_scan_window_seconds""",
+        allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds agent_scan_window_seconds
+        pull_request_json""",
     )
     TASK_PROPOSAL_INSERT = (
         "task_proposal_insert",
@@ -178,7 +179,7 @@ class Statement(enum.StrEnum):
         _GUARDED,
         """name expected_revision secrets_baseline_json secrets_baseline_sha256 scan_max_bytes
         scan_max_seconds allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds
-        agent_scan_window_seconds updated_at""",
+        agent_scan_window_seconds pull_request_json updated_at""",
         "name",
     )
     REPOSITORY_SETTINGS_CHANGE_INSERT = (

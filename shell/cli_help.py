@@ -210,6 +210,11 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
             " --agent-scan-max-seconds 300 --agent-scan-window 3600",
             "each agent's scanning per hour",
         ),
+        (
+            "aios-ledger repo settings acme/widgets --idempotency-key prs-on"
+            " --pull-requests github",
+            "propose every landed write as a pull request",
+        ),
     ),
     "repo list": (("aios-ledger repo list", "every governed repository"),),
     "repo show": (("aios-ledger repo show acme/widgets", "one governed repository"),),

@@ -68,13 +68,14 @@ ORDER BY e.event_id DESC LIMIT :limit;
 
 -- name: console_task_marks
 -- A task's page: its claims, submissions and verdicts, a few per attempt, and its governed
--- writes' events, whose payloads name the branch moves; never its heartbeats.
+-- writes' events, whose payloads name the branch moves and pull requests; never its heartbeats.
 SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events
 WHERE task_id = :task_id
   AND event_type IN ('TASK_CLAIMED', 'RESULT_SUBMITTED', 'TASK_VERIFIED',
                      'GOVERNED_WRITE_INTENDED', 'GOVERNED_WRITE_APPLIED',
-                     'GOVERNED_WRITE_NOT_APPLIED', 'GOVERNED_WRITE_MOVED_BY_OTHER')
+                     'GOVERNED_WRITE_NOT_APPLIED', 'GOVERNED_WRITE_MOVED_BY_OTHER',
+                     'PULL_REQUEST_OPENED', 'PULL_REQUEST_FAILED')
 ORDER BY event_id;
 
 -- name: console_task_refusals

@@ -4,7 +4,8 @@
 -- returns: RepositoryRow
 SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
        secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
-       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
+       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds,
+       pull_request_json
 FROM governed_repositories WHERE name = :name;
 
 -- A repository's settings: changed by its owner under its revision, each change kept by its
@@ -18,6 +19,7 @@ SET secrets_baseline_json = :secrets_baseline_json,
     allow_gitlinks = :allow_gitlinks, agent_scan_max_bytes = :agent_scan_max_bytes,
     agent_scan_max_seconds = :agent_scan_max_seconds,
     agent_scan_window_seconds = :agent_scan_window_seconds,
+    pull_request_json = :pull_request_json,
     revision = revision + 1, updated_at = :updated_at
 WHERE name = :name AND revision = :expected_revision;
 

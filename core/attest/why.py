@@ -10,6 +10,7 @@ import attrs
 from aios_ledger.core.actors import actor_label_of
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.errors import LedgerError
+from aios_ledger.core.git.pull_requests import recorded_pull_request
 from aios_ledger.core.log.merkle import InclusionProof
 
 SHORT_OID = 12  # as `git log --abbrev=12` shows a commit
@@ -174,6 +175,23 @@ def _checkpoint(_: Mapping[str, Any], document: Mapping[str, Any]) -> str:
     )
 
 
+def _pull_request(write: Mapping[str, Any], _: Mapping[str, Any]) -> str | None:
+    """The write's pull request as its last sealed event records it (None: it opened none)."""
+    key = (write.get("governed_write") or {}).get("idempotency_key")
+    recorded = recorded_pull_request(write.get("events") or (), str(key))
+    if recorded is None:
+        return None
+    where = f"{recorded.get('forge')} {recorded.get('project')} {recorded.get('head')} -> "
+    where += str(recorded.get("base"))
+    if recorded["state"] == "OPENED":
+        adopted = ", an open one adopted" if recorded.get("adopted") else ""
+        return f"#{recorded.get('number')} {recorded.get('url')} ({where}{adopted})"
+    return (
+        f"NOT OPENED ({where}): {recorded.get('code')} {recorded.get('message')}; retry: "
+        f"{recorded.get('retry')}"
+    )
+
+
 # The lines of a write's summary: a label and what it says (None: left out).
 def _written_by(write: Mapping[str, Any], _: Mapping[str, Any]) -> str | None:
     moved = write.get("governed_write") or {}
@@ -187,6 +205,7 @@ WHY_LINES: tuple[tuple[str, Callable[[Mapping[str, Any], Mapping[str, Any]], str
     ("verdict", _verdict),
     ("write", _write),
     ("written by", _written_by),
+    ("pull request", _pull_request),
     ("attestation", _attestation),
     ("signature", _signature),
     ("inclusion", _inclusion),

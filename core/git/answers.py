@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from aios_ledger.core.git.records import GovernedWriteRow, ProposalRow, RepositoryRow, ScanChargeRow
-from aios_ledger.core.jsonvalue import JsonValue
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 
 
 class AttestationAnswer(TypedDict):
@@ -95,6 +95,9 @@ class WriteAnswer(TypedDict):
     idempotent: bool
     # An APPLIED write's attestation: made, or why not (`AttestationAnswer`).
     attestation: NotRequired[AttestationAnswer]
+    # The pull request of a repository whose settings name a forge: its sealed event's payload,
+    # with `state` OPENED or FAILED.
+    pull_request: NotRequired[JsonObject]
 
 
 def repository_answer(row: RepositoryRow, *, idempotent: bool) -> RepositoryAnswer:

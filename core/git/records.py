@@ -59,6 +59,7 @@ class RepositoryRow(NamedTuple):
     agent_scan_max_bytes: int = DEFAULT_AGENT_SCAN_BYTES
     agent_scan_max_seconds: float = DEFAULT_AGENT_SCAN_SECONDS
     agent_scan_window_seconds: int = DEFAULT_AGENT_SCAN_WINDOW_SECONDS
+    pull_request_json: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RepositoryRow:
@@ -80,6 +81,7 @@ class RepositoryRow(NamedTuple):
             agent_scan_max_bytes=int(self.agent_scan_max_bytes),
             agent_scan_max_seconds=float(self.agent_scan_max_seconds),
             agent_scan_window_seconds=int(self.agent_scan_window_seconds),
+            pull_request_json=self.pull_request_json,
         )
 
     def with_settings(self, settings: RepositorySettings) -> RepositoryRow:
@@ -92,6 +94,7 @@ class RepositoryRow(NamedTuple):
             agent_scan_max_bytes=settings.agent_scan_max_bytes,
             agent_scan_max_seconds=settings.agent_scan_max_seconds,
             agent_scan_window_seconds=settings.agent_scan_window_seconds,
+            pull_request_json=settings.pull_request_json,
         )
 
 

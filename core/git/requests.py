@@ -54,7 +54,8 @@ class RegisterRepositoryRequest:
         return attrs.evolve(request, settings=SettingsChange.from_mapping(settings))
 
     def public(self) -> JsonObject:
-        return unstructure(self)
+        settings = None if self.settings is None else self.settings.public()
+        return {**unstructure(self), "settings": settings}
 
 
 @attrs.frozen
@@ -82,7 +83,7 @@ class RepositorySettingsRequest:
         return request
 
     def public(self) -> JsonObject:
-        return unstructure(self)
+        return {**unstructure(self), "settings": self.settings.public()}
 
 
 @attrs.frozen

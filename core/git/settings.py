@@ -8,9 +8,11 @@ import math
 from typing import Annotated, Any
 
 import attrs
+from aios_ledger.core.digests import canonical_json
 from aios_ledger.core.errors import LedgerError, RetryLaterError
+from aios_ledger.core.git.forges import PullRequestSetting
 from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS, ScanBudget
-from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
+from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document, loads_object
 from aios_ledger.core.kinds import Between, Text
 from aios_ledger.core.structuring import Constraint, FieldRefused, refuse_as, structure, unstructure
 from aios_ledger.core.timestamps import Timestamp
@@ -39,6 +41,7 @@ OPTIONS: dict[str, str] = {
     "agent_scan_max_bytes": "--agent-scan-max-bytes N",
     "agent_scan_max_seconds": "--agent-scan-max-seconds S",
     "agent_scan_window_seconds": "--agent-scan-window S",
+    "pull_request": "--pull-requests FORGE",
 }
 
 
@@ -84,14 +87,27 @@ class RepositorySettings:
     agent_scan_max_bytes: int = DEFAULT_AGENT_SCAN_BYTES
     agent_scan_max_seconds: float = DEFAULT_AGENT_SCAN_SECONDS
     agent_scan_window_seconds: int = DEFAULT_AGENT_SCAN_WINDOW_SECONDS
+    # The pull request after a write (`PullRequestSetting`) as canonical JSON; None: none opened.
+    pull_request_json: str | None = None
 
     def public(self) -> JsonObject:
-        """The settings as answers and events carry them: the baseline by its sha256 only."""
-        return {
+        """The settings as answers and events carry them: the baseline by its sha256 only, and
+        the pull request's setting only where there is one (so that older seals still hold)."""
+        shown: JsonObject = {
             name: value
             for name, value in attrs.asdict(self).items()
-            if name != "secrets_baseline_json"
+            if name not in ("secrets_baseline_json", "pull_request_json")
         }
+        if self.pull_request_json is not None:
+            shown["pull_request"] = loads_object(self.pull_request_json, what="pull_request")
+        return shown
+
+    def pull_request(self) -> PullRequestSetting | None:
+        if self.pull_request_json is None:
+            return None
+        return PullRequestSetting.from_mapping(
+            loads_object(self.pull_request_json, what="pull_request")
+        )
 
     def columns(self) -> dict[str, str | int | float | None]:
         """The settings as the repository's columns hold them (`allow_gitlinks` 0 or 1)."""
@@ -104,7 +120,7 @@ class RepositorySettings:
 
     def changed_from(self, other: RepositorySettings) -> list[str]:
         mine, theirs = self.public(), other.public()
-        return [name for name in OPTIONS if mine[name] != theirs[name]]
+        return [name for name in OPTIONS if mine.get(name) != theirs.get(name)]
 
     def budget(self) -> ScanBudget:
         """The per-proposal budget alone (what a scan of a proposal no agent made runs under)."""
@@ -181,10 +197,22 @@ class SettingsChange:
     agent_scan_window_seconds: (
         Annotated[int, Between(MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS)] | None
     ) = None
+    pull_request: PullRequestSetting | None = None
+    clear_pull_request: bool = False
 
     @classmethod
     def from_mapping(cls, raw: object) -> SettingsChange:
+        # The pull request's setting is checked whole first, under its own code.
+        given = raw.get("pull_request") if isinstance(raw, dict) else None
+        setting = None if given is None else PullRequestSetting.from_mapping(given)
+        if setting is not None and isinstance(raw, dict):
+            if raw.get("clear_pull_request"):
+                raise LedgerError(
+                    SETTING_INVALID, "settings: give a pull_request or clear it, not both"
+                )
+            raw = {**raw, "pull_request": setting.public()}
         change = structure(raw, cls, what="settings", refuse=_REFUSE_SETTING)
+        change = attrs.evolve(change, pull_request=setting)
         if change.secrets_baseline is not None:
             if change.clear_secrets_baseline:
                 raise LedgerError(
@@ -194,7 +222,13 @@ class SettingsChange:
         return change
 
     def public(self) -> JsonObject:
-        return unstructure(self)
+        # A change that leaves the pull request alone digests as it did before the setting was.
+        shown = unstructure(self)
+        if self.pull_request is None:
+            del shown["pull_request"]
+        if not self.clear_pull_request:
+            del shown["clear_pull_request"]
+        return shown
 
     def is_empty(self) -> bool:
         return self == SettingsChange()
@@ -206,13 +240,23 @@ class SettingsChange:
         elif self.secrets_baseline is not None:
             baseline, digest = self.secrets_baseline, baseline_sha256(self.secrets_baseline)
 
+        pull_request = current.pull_request_json
+        if self.clear_pull_request:
+            pull_request = None
+        elif self.pull_request is not None:
+            pull_request = canonical_json(self.pull_request.public())
         given = {
             name: value
             for name in OPTIONS
-            if name != "secrets_baseline_sha256" and (value := getattr(self, name)) is not None
+            if name not in ("secrets_baseline_sha256", "pull_request")
+            and (value := getattr(self, name)) is not None
         }
         return attrs.evolve(
-            current, secrets_baseline_json=baseline, secrets_baseline_sha256=digest, **given
+            current,
+            secrets_baseline_json=baseline,
+            secrets_baseline_sha256=digest,
+            pull_request_json=pull_request,
+            **given,
         )
 
 

@@ -11,6 +11,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.config import RemoteSettings
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
+from aios_ledger.core.git.forges import FORGES
 from aios_ledger.core.records import record_from_row
 from aios_ledger.shell.cli_support import (
     database_path,
@@ -70,6 +71,34 @@ _NUMBER_OPTIONS = (
         "the window of the agent budget, in whole seconds, 60 to 2592000 (default 3600)",
     ),
 )
+
+# The pull request's options beside `--pull-requests FORGE`: (option, value, what it sets).
+_PULL_REQUEST_OPTIONS = (
+    (
+        "--forge-api",
+        "URL",
+        "the forge's REST API (default: derived from the remote's URL, e.g."
+        " https://api.github.com, https://HOST/api/v1 for Gitea, https://HOST/api/v4 for GitLab)",
+    ),
+    ("--forge-project", "OWNER/NAME", "the project on the forge (default: the remote's path)"),
+    (
+        "--pull-request-base",
+        "BRANCH",
+        "the branch requests are opened into (default: the repository's HEAD branch)",
+    ),
+    (
+        "--forge-token-file",
+        "FILE",
+        "a file holding the forge's token (default: the remote's --token-file); it needs"
+        " pull-request permission",
+    ),
+)
+_SETTING_OF = {
+    "--forge-api": "api_url",
+    "--forge-project": "project",
+    "--pull-request-base": "base_branch",
+    "--forge-token-file": "token_file",
+}
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -211,6 +240,41 @@ def _settings_options(parser: argparse.ArgumentParser, *, changing: bool) -> Non
         )
     for option, _setting, metavar, _kind, purpose in _NUMBER_OPTIONS:
         parser.add_argument(option, metavar=metavar, help=purpose)
+    pull_requests = parser.add_mutually_exclusive_group() if changing else parser
+    pull_requests.add_argument(
+        "--pull-requests",
+        metavar="FORGE",
+        choices=FORGES,
+        help="after each write, propose its branch into the base branch as a pull request"
+        " (github, gitea: Gitea or Forgejo) or merge request (gitlab)",
+    )
+    if changing:
+        pull_requests.add_argument(
+            "--no-pull-requests",
+            dest="clear_pull_request",
+            action="store_true",
+            help="open no more pull requests",
+        )
+    for option, metavar, purpose in _PULL_REQUEST_OPTIONS:
+        parser.add_argument(option, metavar=metavar, help=purpose)
+
+
+def _pull_request_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The pull request's setting the options give (the rest derived from the remote's URL)."""
+    given = {
+        setting: getattr(args, option.lstrip("-").replace("-", "_"))
+        for option, setting in _SETTING_OF.items()
+    }
+    if args.pull_requests is None:
+        named = [option for option, _, _ in _PULL_REQUEST_OPTIONS if given[_SETTING_OF[option]]]
+        if named:
+            raise LedgerError(
+                "PULL_REQUEST_SETTING_INVALID", f"{', '.join(named)} go with --pull-requests FORGE"
+            )
+        return None
+    if given["token_file"] is not None:
+        given["token_file"] = os.path.abspath(given["token_file"])
+    return {"forge": args.pull_requests, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _number(option: str, text: str, kind: type) -> int | float:
@@ -236,6 +300,11 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
         text = getattr(args, option.lstrip("-").replace("-", "_"))
         if text is not None:
             settings[setting] = _number(option, text, kind)
+    pull_request = _pull_request_of(args)
+    if pull_request is not None:
+        settings["pull_request"] = pull_request
+    if getattr(args, "clear_pull_request", False):
+        settings["clear_pull_request"] = True
     return settings
 
 

@@ -26,6 +26,7 @@ from aios_ledger.core.git import (
     decide_register_repository,
 )
 from aios_ledger.core.git.answers import repository_answer
+from aios_ledger.core.git.forges import resolve_setting
 from aios_ledger.core.git.settings import MAX_BASELINE_CHARS, baseline_document
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.shell.actors import current_actor
@@ -98,6 +99,22 @@ def read_baseline(path: str) -> str:
         ) from None
 
 
+def with_pull_request(
+    settings: Mapping[str, Any] | None, remote_url: str | None
+) -> Mapping[str, Any] | None:
+    """`settings` with the pull request's setting completed from the remote's URL, its token
+    file (if it names one) absolute and readable."""
+    if not isinstance(settings, Mapping) or settings.get("pull_request") is None:
+        return settings
+    setting = resolve_setting(settings["pull_request"], remote_url)
+    if setting.token_file is not None and not os.access(setting.token_file, os.R_OK):
+        raise LedgerError(
+            "PULL_REQUEST_SETTING_INVALID",
+            f"pull_request: token_file {setting.token_file[:200]!r} is no readable file",
+        )
+    return {**settings, "pull_request": setting.public()}
+
+
 def _checked(change: SettingsChange | None) -> None:
     """A baseline the request sets must be one detect-secrets loads (beyond its shape)."""
     if change is not None and change.secrets_baseline is not None:
@@ -117,10 +134,13 @@ def add_repository(
     """Register the bare repository at `path` under `name`. Its HEAD branch is always protected;
     `protected` patterns are added to the defaults, or replace them without `default_protection`."""
     raw_path = path if isinstance(path, str) else ""
+    resolved = require_bare(raw_path) if raw_path else raw_path
+    remote = remote_of(resolved) if resolved else None
+    settings = with_pull_request(settings, None if remote is None else remote.url)
     request = RegisterRepositoryRequest.from_mapping(
         {
             "name": name,
-            "path": require_bare(raw_path) if raw_path else raw_path,
+            "path": resolved,
             "protected": None if protected is None else list(protected),
             "default_protection": default_protection,
             "settings": dict(settings) if isinstance(settings, Mapping) else settings,
@@ -205,6 +225,9 @@ def change_repository_settings(
 ) -> RepositorySettingsAnswer:
     """Change the settings `settings` gives, the others staying, idempotent by key and only
     while the repository is at `expected_revision` when given."""
+    if isinstance(settings, Mapping) and settings.get("pull_request") is not None:
+        remote = remote_of(get_repository(db, name).path)
+        settings = with_pull_request(settings, None if remote is None else remote.url) or {}
     request = RepositorySettingsRequest.from_mapping(
         {
             "name": name,

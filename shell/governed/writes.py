@@ -9,7 +9,8 @@ which a crash can be recovered without guessing:
 4. git's own compare-and-swap moves the ref (`update-ref <ref> <new> <old>`; on a remote
    repository, fetched into its mirror before the checks, `push --force-with-lease`);
 5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
-6. an APPLIED write is attested; a failure to attest leaves the write standing, unattested.
+6. an APPLIED write is attested (a failure leaves it standing, unattested), then proposed as a
+   pull request where the repository names a forge (`governed.pull_requests`).
 
 A write left INTENDED by a crash is settled by the same write again or by `recover_writes`.
 """
@@ -67,6 +68,7 @@ from aios_ledger.shell.git.remotes import (
 )
 from aios_ledger.shell.git.repos import get_repository, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, run_git
+from aios_ledger.shell.governed.pull_requests import propose_write
 from aios_ledger.shell.tracing import record_span, write_started
 
 LEASE_WAIT_SECONDS = 10.0
@@ -195,7 +197,10 @@ def governed_write(
             attestation = {**attestation, "reason": reason}
     if started is not None:
         _record_write_span(db, answer, started)
-    return {**answer, "attestation": attestation}
+    pull_request = propose_write(db, answer, clock=clock)
+    if pull_request is None:
+        return {**answer, "attestation": attestation}
+    return {**answer, "attestation": attestation, "pull_request": pull_request}
 
 
 def _record_write_span(db: Database, answer: WriteAnswer, started: int) -> None:

@@ -57,13 +57,16 @@ DIFF_CUT = "cut to fit the page: the whole change is the proposal's bundle"
 REFUSALS_SHOWN = 20
 DIFF_ARGUMENTS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv")
 ATTESTATION_FIELDS = ("keyid", "provenance_sha256", "review_sha256", "created_at")
-# The events of `console_task_marks` that name a branch move; the others mark the attempts.
+# The events of `console_task_marks` that name a branch move or its pull request; the others mark
+# the attempts.
 GOVERNED_WRITE_EVENTS = frozenset(
     {
         "GOVERNED_WRITE_INTENDED",
         "GOVERNED_WRITE_APPLIED",
         "GOVERNED_WRITE_NOT_APPLIED",
         "GOVERNED_WRITE_MOVED_BY_OTHER",
+        "PULL_REQUEST_OPENED",
+        "PULL_REQUEST_FAILED",
     }
 )
 

@@ -1,0 +1,152 @@
+"""The pull request after a governed write, for a repository whose settings name a forge.
+
+The ledger's sealed event answers first: a write whose request is recorded OPENED is never
+proposed again. Otherwise the forge is asked for an open request with the write's branch as head
+and the base branch as base, and only then to open one; what it answered (the request, or its
+refusal) is sealed through the write path. A forge's refusal leaves the write standing; the same
+write asked again tries the request again.
+"""
+
+from __future__ import annotations
+
+import attrs
+from aios_ledger.core import LedgerError, TaskRow, chain_of
+from aios_ledger.core.git import GovernedWriteRow, WriteAnswer
+from aios_ledger.core.git.decisions import APPLIED
+from aios_ledger.core.git.forges import AUTH_REFUSED, REFUSED, PullRequestSetting, pull_request_text
+from aios_ledger.core.git.policy import HEADS
+from aios_ledger.core.git.pull_requests import (
+    ForgeAnswer,
+    PullRequestState,
+    decide_pull_request,
+    recorded_pull_request,
+)
+from aios_ledger.core.jsonvalue import JsonObject
+from aios_ledger.shell.actors import current_actor
+from aios_ledger.shell.attest.commits import attestation_row
+from aios_ledger.shell.attest.facts import commit_facts, task_events
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
+from aios_ledger.shell.db.apply import PlanExecutor
+from aios_ledger.shell.db.connection import Database, fetch_record
+from aios_ledger.shell.db.run import Connection
+from aios_ledger.shell.git.forges import ForgeClient, ForgeFailure, Opened
+from aios_ledger.shell.git.remotes import Credentials, read_token, remote_of
+from aios_ledger.shell.git.repos import require_repository
+
+
+@attrs.frozen
+class _Asked:
+    """What the request needs, read in one transaction."""
+
+    write: GovernedWriteRow
+    setting: PullRequestSetting
+    repository_path: str
+    base: str | None
+    recorded: JsonObject | None
+    goal: str
+    attempt: int
+    agent: str | None
+    reviewer: str | None
+    verdict: str | None
+    attestation_sha256: str | None
+
+
+def _asked(conn: Connection, key: str) -> _Asked | None:
+    write = fetch_record(conn, "get_governed_write", {"idempotency_key": key}, GovernedWriteRow)
+    if write is None or write.state != APPLIED:
+        return None
+    repository = require_repository(conn, write.repository)
+    setting = repository.settings().pull_request()
+    if setting is None:
+        return None
+    recorded = recorded_pull_request(task_events(conn, write.task_id), key)
+    task = fetch_record(conn, "get_task", {"task_id": write.task_id}, TaskRow)
+    assert task is not None  # a write's task is never gone while its write row stands
+    facts = commit_facts(conn, write)
+    attested = attestation_row(conn, key)
+    return _Asked(
+        write=write,
+        setting=setting,
+        repository_path=repository.path,
+        base=setting.base_branch or repository.head_branch,
+        recorded=recorded,
+        goal=task.goal,
+        attempt=facts.attempt,
+        agent=facts.agent_id,
+        reviewer=facts.reviewer,
+        verdict=facts.decision,
+        attestation_sha256=None if attested is None else attested.provenance_sha256,
+    )
+
+
+def _token(setting: PullRequestSetting, repository_path: str) -> tuple[str, str | None]:
+    """The forge's token (its own file, else the remote's HTTPS token) and the CA bundle."""
+    remote = remote_of(repository_path)
+    ca_bundle = None if remote is None else remote.credentials.ca_bundle
+    token_file = setting.token_file
+    if token_file is None and remote is not None and remote.scheme != "ssh":
+        token_file = remote.credentials.token_file
+    if token_file is None:
+        raise LedgerError(
+            "PULL_REQUEST_SETTING_INVALID",
+            "pull_request: this repository has no HTTPS token: give the setting a token_file",
+        )
+    return read_token(Credentials(token_file=token_file)), ca_bundle
+
+
+def propose_write(
+    db: Database, answer: WriteAnswer, *, clock: Clock = system_clock
+) -> JsonObject | None:
+    """The pull request of a landed write (None: its repository opens none), as recorded."""
+    key = answer["idempotency_key"]
+    asked = db.read(lambda conn: _asked(conn, key))
+    if asked is None:
+        return None
+    if asked.recorded is not None and asked.recorded.get("state") == "OPENED":
+        return {**asked.recorded, "idempotent": True}
+    head = asked.write.ref.removeprefix(HEADS)
+    base = asked.base or ""
+    found: dict[str, object] = {
+        "idempotency_key": key,
+        "forge": asked.setting.forge,
+        "project": asked.setting.project,
+        "head": head,
+        "base": base or "-",
+    }
+    try:
+        if not base:
+            raise ForgeFailure(REFUSED, None, "the repository has no HEAD branch: set base_branch")
+        try:
+            token, ca_bundle = _token(asked.setting, asked.repository_path)
+        except LedgerError as refused:
+            raise ForgeFailure(AUTH_REFUSED, None, str(refused)) from None
+        text = pull_request_text(
+            goal=asked.goal,
+            task_id=asked.write.task_id,
+            attempt=asked.attempt,
+            agent=asked.agent,
+            reviewer=asked.reviewer,
+            verdict=asked.verdict,
+            attestation_sha256=asked.attestation_sha256,
+            idempotency_key=key,
+        )
+        client = ForgeClient(asked.setting, token, ca_bundle)
+        opened: Opened = client.open_or_find(head, base, text)
+        found.update(url=opened.url, number=opened.number, adopted=opened.adopted)
+    except ForgeFailure as failed:
+        found.update(code=failed.code, status=failed.status, message=failed.message or "-")
+    forge_answer = ForgeAnswer.from_mapping(found)
+    actor = current_actor()
+
+    def record(conn: Connection) -> JsonObject:
+        plans = PlanExecutor(conn)
+        write = fetch_record(conn, "get_governed_write", {"idempotency_key": key}, GovernedWriteRow)
+        state = PullRequestState(
+            write=write,
+            recorded=recorded_pull_request(task_events(conn, asked.write.task_id), key),
+            tail=plans.tail(chain_of(asked.write.task_id)),
+        )
+        decision = decide_pull_request(state, forge_answer, now=read_clock(clock), actor=actor)
+        return plans.apply(decision)
+
+    return db.write(record)
