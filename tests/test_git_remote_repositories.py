@@ -459,10 +459,33 @@ def _files_holding(root: Path, secrets: list[str], *, but: set[Path]) -> list[st
     return found
 
 
+def _as_systemd_credential(served: Served, monkeypatch: pytest.MonkeyPatch) -> Credentials:
+    """The served credential moved into a unit's `$CREDENTIALS_DIRECTORY`, named there."""
+    folder = served.root / "run-credentials"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(folder))
+    given = served.credentials()
+    if given.ssh_key is not None:
+        (folder / "git-key").write_bytes(Path(given.ssh_key).read_bytes())
+        (folder / "git-key").chmod(0o400)
+        return Credentials(key_credential="git-key", known_hosts=given.known_hosts)
+    assert given.token_file is not None
+    (folder / "git-token").write_bytes(Path(given.token_file).read_bytes())
+    return Credentials(token_credential="git-token")
+
+
+@pytest.mark.parametrize("source", ["file", "systemd-credential"])
 def test_the_credential_appears_nowhere_but_its_file(
-    served: Served, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    served: Served,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
 ) -> None:
-    answers: list[Any] = [served.register()]
+    credentials = (
+        _as_systemd_credential(served, monkeypatch) if source == "systemd-credential" else None
+    )
+    answers: list[Any] = [served.register(credentials)]
     governed_task(served.db, "task-w", binding("task-w", served.base))
     claimed = claim(served.db, "task-w")
     space = GitWorkspaces(served.db).prepare(claimed, AGENT)
@@ -488,6 +511,11 @@ def test_the_credential_appears_nowhere_but_its_file(
         for path in (served.credentials().token_file, served.credentials().ssh_key)
         if path is not None
     }
+    if credentials is not None:
+        credential_files |= set((tmp_path / "run-credentials").iterdir())
+        # The mirror names the credential, never the unit's folder it was found in.
+        kept = (served.mirror / "aios-remote.json").read_text()
+        assert "run-credentials" not in kept and '"git-' in kept
     for secret in served.secrets():
         assert secret not in environment
         assert secret not in events

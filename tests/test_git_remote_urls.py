@@ -138,3 +138,101 @@ def test_repo_add_refuses_a_remote_without_its_credential_and_changes_nothing(
     assert local.stderr.startswith("REMOTE_URL_INVALID"), local.stderr
     assert json.loads(run_cli("--db", db, "repo", "list").stdout) == []
     assert not (tmp_path / "ledger.db.mirrors").exists()
+
+
+def test_a_systemd_credential_stands_for_the_key_or_token_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--key-credential` / `--token-credential` name a file in `$CREDENTIALS_DIRECTORY`; the
+    mirror keeps the name, and git is given the file found there each time it runs."""
+    directory = tmp_path / "credentials"
+    directory.mkdir()
+    (directory / "forge-token").write_text(TOKEN + "\n")
+    (directory / "deploy-key").write_text("k")
+    hosts = tmp_path / "known_hosts"
+    hosts.write_text("h")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(directory))
+    token = check_credentials("https", Credentials(token_credential="forge-token"))
+    assert token.token_credential == "forge-token" and token.token_file is None
+    url = "https://forge.example.com/acme/widgets.git"
+    environment = git_environment(Remote(url, "https", token))
+    basic = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    assert environment["GIT_CONFIG_VALUE_0"] == f"Authorization: Basic {basic}"
+    key = check_credentials("ssh", Credentials(key_credential="deploy-key", known_hosts=str(hosts)))
+    remote = Remote("git@git.example.com:acme/widgets.git", "ssh", key)
+    assert f"-i {directory / 'deploy-key'}" in git_environment(remote)["GIT_SSH_COMMAND"]
+    # Another unit's folder: the same name, found there.
+    moved = tmp_path / "run-credentials"
+    moved.mkdir()
+    (moved / "deploy-key").write_text("k")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(moved))
+    assert f"-i {moved / 'deploy-key'}" in git_environment(remote)["GIT_SSH_COMMAND"]
+
+
+@pytest.mark.parametrize(
+    ("credentials", "directory", "message"),
+    [
+        (Credentials(token_credential="forge-token"), None, "$CREDENTIALS_DIRECTORY is not set"),
+        (
+            Credentials(token_credential="other-token"),
+            "set",
+            "no readable credential 'other-token'",
+        ),
+        (Credentials(token_credential="../forge-token"), "set", "a systemd credential's name"),
+        (Credentials(token_credential=".."), "set", "a systemd credential's name"),
+        (
+            Credentials(token_credential="forge-token", token_file="/etc/hostname"),
+            "set",
+            "not both",
+        ),
+        (
+            Credentials(key_credential="forge-token", token_credential="forge-token"),
+            "set",
+            "takes no --key-credential",
+        ),
+    ],
+)
+def test_a_missing_or_misnamed_systemd_credential_is_refused_by_its_name(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    credentials: Credentials,
+    directory: str | None,
+    message: str,
+) -> None:
+    folder = tmp_path / "credentials"
+    folder.mkdir()
+    (folder / "forge-token").write_text(TOKEN + "\n")
+    if directory is None:
+        monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
+    else:
+        monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(folder))
+    with pytest.raises(LedgerError) as refused:
+        check_credentials("https", credentials)
+    assert refused.value.code == "REMOTE_CREDENTIAL_INVALID"
+    assert message in refused.value.detail and TOKEN not in str(refused.value)
+
+
+def test_repo_add_reads_the_credentials_name_from_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text(
+        '[database]\npath = "ledger.db"\n[remote]\ntoken_credential = "forge-token"\n'
+    )
+    assert run_cli("--config", config, "init").returncode == 0
+    url = "https://forge.example.com/acme/widgets.git"
+    done = run_cli("--config", config, "repo", "add", "acme/widgets", url)
+    assert done.stderr.startswith("REMOTE_CREDENTIAL_INVALID"), done.stderr
+    assert "--token-credential forge-token" in done.stderr
+    local = run_cli(
+        "--db",
+        tmp_path / "ledger.db",
+        "repo",
+        "add",
+        "acme/local",
+        str(tmp_path),
+        "--token-credential",
+        "forge-token",
+    )
+    assert local.stderr.startswith("REMOTE_URL_INVALID"), local.stderr

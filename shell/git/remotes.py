@@ -6,8 +6,10 @@ a proposal and every workspace reads the mirror, fetched from the remote before 
 made and before a write; only the governed write talks to the remote with a credential. The
 credential is the ledger's alone: an SSH key with a pinned known_hosts file, or an HTTPS token
 read from a file when git runs and handed to git in its environment (`GIT_CONFIG_*`), never in
-its argv, a URL, a row, an event or a workspace. The mirror keeps where its remote is and which
-credential files to use in `aios-remote.json` (paths only, no secret).
+its argv, a URL, a row, an event or a workspace. The key or token file may be a systemd
+credential, named and found in `$CREDENTIALS_DIRECTORY` each time git runs (the unit's folder
+is its own). The mirror keeps where its remote is and which credential files or names to use in
+`aios-remote.json` (paths and names only, no secret).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ REMOTE_FILE = "aios-remote.json"
 FETCH_LOCK = "aios-fetch.lock"
 REMOTE_TIMEOUT = 300.0
 MAX_TOKEN_BYTES = 16 * 1024
+CREDENTIALS_DIRECTORY = "CREDENTIALS_DIRECTORY"
+# A systemd credential's name: what `LoadCredential=NAME:...` accepts, and never a path.
+_CREDENTIAL_NAME = re.compile(r"(?!\.\.?$)[A-Za-z0-9_.@+-]{1,255}")
 
 URL_INVALID = "REMOTE_URL_INVALID"
 CREDENTIAL_INVALID = "REMOTE_CREDENTIAL_INVALID"
@@ -97,6 +102,26 @@ class Credentials:
     token_file: str | None = None
     token_user: str = DEFAULT_TOKEN_USER
     ca_bundle: str | None = None
+    # systemd credentials' names, in place of `ssh_key` or `token_file`.
+    key_credential: str | None = None
+    token_credential: str | None = None
+
+    def key_path(self) -> str:
+        """The SSH private key's file: `ssh_key`, or the systemd credential's."""
+        if self.key_credential is not None:
+            return credential_file(self.key_credential, "--key-credential")
+        assert self.ssh_key is not None
+        return self.ssh_key
+
+    def token_source(self) -> tuple[str, str]:
+        """The token's file, and how a message names it (never by its content)."""
+        if self.token_credential is not None:
+            option = "--token-credential"
+            return credential_file(
+                self.token_credential, option
+            ), f"{option} {self.token_credential}"
+        assert self.token_file is not None
+        return self.token_file, "--token-file"
 
 
 def credentials_of(settings: RemoteSettings) -> Credentials:
@@ -107,7 +132,34 @@ def credentials_of(settings: RemoteSettings) -> Credentials:
         token_file=settings.token_file,
         token_user=settings.token_user,
         ca_bundle=settings.ca_bundle,
+        key_credential=settings.key_credential,
+        token_credential=settings.token_credential,
     )
+
+
+def credential_file(name: str, option: str) -> str:
+    """The file of systemd credential `name` in `$CREDENTIALS_DIRECTORY` (`LoadCredential=`),
+    or REMOTE_CREDENTIAL_INVALID naming the credential."""
+    if not _CREDENTIAL_NAME.fullmatch(name):
+        raise LedgerError(
+            CREDENTIAL_INVALID,
+            f"{option} {name[:100]!r}: a systemd credential's name (letters, digits, ._@+-)",
+        )
+    directory = os.environ.get(CREDENTIALS_DIRECTORY, "")
+    if not directory:
+        raise LedgerError(
+            CREDENTIAL_INVALID,
+            f"{option} {name}: ${CREDENTIALS_DIRECTORY} is not set (run under a systemd unit with"
+            f" LoadCredential={name}:FILE)",
+        )
+    path = os.path.join(directory, name)
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise LedgerError(
+            CREDENTIAL_INVALID,
+            f"{option} {name}: no readable credential {name!r} in ${CREDENTIALS_DIRECTORY}"
+            f" (LoadCredential={name}:FILE)",
+        )
+    return path
 
 
 @attrs.frozen
@@ -173,31 +225,50 @@ def is_loopback(url: str) -> bool:
 
 
 def check_credentials(kind: str, credentials: Credentials) -> Credentials:
-    """The credentials with absolute paths, each file readable; the kind's own required."""
-    needed = ("ssh_key", "known_hosts") if kind == "ssh" else ("token_file",)
+    """The credentials with absolute paths, each file and systemd credential readable; the
+    kind's own required."""
     options = {
         "ssh_key": "--ssh-key",
         "known_hosts": "--known-hosts",
         "token_file": "--token-file",
         "ca_bundle": "--ca-bundle",
+        "key_credential": "--key-credential",
+        "token_credential": "--token-credential",
     }
-    for name in needed:
-        if getattr(credentials, name) is None:
+    # Each credential the kind needs, from either of its sources.
+    needed = (
+        (("ssh_key", "key_credential"), ("known_hosts",))
+        if kind == "ssh"
+        else (("token_file", "token_credential"),)
+    )
+    for sources in needed:
+        given = [name for name in sources if getattr(credentials, name) is not None]
+        named = " or ".join(
+            f"{options[name]} {'NAME' if name.endswith('credential') else 'FILE'}"
+            for name in sources
+        )
+        if not given:
             raise LedgerError(
-                CREDENTIAL_INVALID,
-                f"a {kind} remote takes {options[name]} FILE (the ledger's own credential)",
+                CREDENTIAL_INVALID, f"a {kind} remote takes {named} (the ledger's own credential)"
             )
+        if len(given) > 1:
+            raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes {named}, not both")
+    allowed = {name for sources in needed for name in sources}
+    if kind == "https":
+        allowed.add("ca_bundle")
     misplaced = [
-        options[name]
-        for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle")
-        if getattr(credentials, name) is not None
-        and name not in needed
-        and not (name == "ca_bundle" and kind == "https")
+        option
+        for name, option in options.items()
+        if getattr(credentials, name) is not None and name not in allowed
     ]
     if misplaced:
         raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes no {', '.join(misplaced)}")
     if not re.fullmatch(r"[A-Za-z0-9._@+-]{1,200}", credentials.token_user):
         raise LedgerError(CREDENTIAL_INVALID, "--token-user: letters, digits and ._@+-")
+    for name in ("key_credential", "token_credential"):
+        credential = getattr(credentials, name)
+        if credential is not None:
+            credential_file(credential, options[name])
     resolved: dict[str, str] = {}
     for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle"):
         path = getattr(credentials, name)
@@ -233,15 +304,15 @@ def remote_of(repository_path: str) -> Remote | None:
 
 
 def read_token(credentials: Credentials) -> str:
-    assert credentials.token_file is not None
+    path, source = credentials.token_source()
     try:
-        with open(credentials.token_file, "rb") as handle:
+        with open(path, "rb") as handle:
             raw = handle.read(MAX_TOKEN_BYTES + 1)
     except OSError as exc:
-        raise LedgerError(CREDENTIAL_INVALID, f"--token-file: {exc.strerror}") from None
+        raise LedgerError(CREDENTIAL_INVALID, f"{source}: {exc.strerror}") from None
     token = raw.decode("utf-8", "replace").strip()
     if not token or len(raw) > MAX_TOKEN_BYTES or any(c in token for c in "\r\n\0"):
-        raise LedgerError(CREDENTIAL_INVALID, "--token-file: one token on one line")
+        raise LedgerError(CREDENTIAL_INVALID, f"{source}: one token on one line")
     return token
 
 
@@ -275,13 +346,13 @@ def git_environment(remote: Remote) -> dict[str, str]:
     alone (no ssh config, agent or prompt), or the token as an HTTP header."""
     credentials = remote.credentials
     if remote.scheme == "ssh":
-        assert credentials.ssh_key is not None and credentials.known_hosts is not None
+        assert credentials.known_hosts is not None
         command = [
             "ssh",
             "-F",
             "/dev/null",
             "-i",
-            credentials.ssh_key,
+            credentials.key_path(),
             "-o",
             "IdentitiesOnly=yes",
             "-o",
