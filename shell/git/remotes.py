@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import DEFAULT_TOKEN_USER, RemoteSettings
-from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, run_git
+from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, read_ref, run_git
 
 REMOTE_FILE = "aios-remote.json"
 FETCH_LOCK = "aios-fetch.lock"
@@ -48,6 +48,11 @@ AUTH_REFUSED = "REMOTE_AUTH_REFUSED"
 UNREACHABLE = "REMOTE_UNREACHABLE"
 PUSH_REFUSED = "REMOTE_PUSH_REFUSED"
 GIT_FAILED = "REMOTE_GIT_FAILED"
+NOTES_MOVED = "REMOTE_NOTES_MOVED"
+# How many times a push whose notes ref another writer moved is tried on the moved ref.
+NOTE_PUSH_ATTEMPTS = 3
+# Who made a notes commit: git needs a committer, the ledger's own name.
+NOTES_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
 
 # What git and ssh print for each cause, tried in this order (a host key problem first: ssh
 # follows it with a disconnect that would read as unreachable).
@@ -488,43 +493,127 @@ class PushAnswer:
     message: str = ""
 
 
+@attrs.frozen
+class PushedNote:
+    """An attestation note to land with the branch: the notes ref it goes under and its text
+    (attached to the branch's new commit)."""
+
+    notes_ref: str
+    text: str
+
+
 def push_write(
-    mirror: str, remote: Remote, ref: str, new: str, old: str, *, zero: str
+    mirror: str,
+    remote: Remote,
+    ref: str,
+    new: str,
+    old: str,
+    *,
+    zero: str,
+    note: PushedNote | None = None,
 ) -> PushAnswer:
     """The remote's compare-and-swap: `ref` from `old` (`zero`: absent) to `new`, refused by the
-    server when the ref holds anything else (`--force-with-lease`, an empty value for absent)."""
-    expected = "" if old == zero else old
-    push = [
-        "push",
-        "--atomic",
-        "--porcelain",
-        "--no-verify",
-        f"--force-with-lease={ref}:{expected}",
-        remote.url,
-        f"{new}:{ref}",
-    ]
-    result = run_git(
+    server when the ref holds anything else (`--force-with-lease`, an empty value for absent).
+    With `note`, the notes ref moves in the same atomic push, leased on the value the mirror
+    last fetched, so the remote never holds the branch without its note or the reverse; a
+    notes ref another writer moved meanwhile is fetched again and the note appended to it."""
+    branch_lease = f"--force-with-lease={ref}:{'' if old == zero else old}"
+    for _ in range(NOTE_PUSH_ATTEMPTS):
+        leases, refspecs = [branch_lease], [f"{new}:{ref}"]
+        notes_commit = None
+        if note is not None:
+            base = read_ref(mirror, note.notes_ref)
+            notes_commit = _notes_commit(mirror, note, new, base)
+            leases.append(f"--force-with-lease={note.notes_ref}:{base or ''}")
+            refspecs.append(f"{notes_commit}:{note.notes_ref}")
+        result = push_refs(mirror, remote, leases, refspecs)
+        if result.returncode == 0:
+            run_git(["--git-dir", mirror, "update-ref", ref, new])
+            if note is not None and notes_commit is not None:
+                run_git(["--git-dir", mirror, "update-ref", note.notes_ref, notes_commit])
+            return PushAnswer(True)
+        # git's porcelain answer per ref (stdout) says which lease or the server refused.
+        answers = _porcelain(result.stdout.decode("utf-8", "replace"))
+        failed = refusal(remote, result, "cannot push to")
+        branch = answers.get(ref, "")
+        if "[remote rejected]" in branch:
+            return PushAnswer(False, PUSH_REFUSED, failed.detail)
+        if "[rejected]" in branch and "atomic push failed" not in branch:
+            return PushAnswer(False, None, failed.detail)
+        if note is None or "stale info" not in answers.get(note.notes_ref, ""):
+            return PushAnswer(False, failed.code, failed.detail)
+        # Only the notes ref had moved: read it again, and append the note to it.
+        _fetch_notes(mirror, remote, note.notes_ref)
+    return PushAnswer(
+        False,
+        NOTES_MOVED,
+        f"{note.notes_ref if note else 'the notes ref'} of {remote.url} moved under each of"
+        f" {NOTE_PUSH_ATTEMPTS} pushes; the branch was not pushed without its note",
+    )
+
+
+def push_refs(
+    mirror: str, remote: Remote, leases: Sequence[str], refspecs: Sequence[str]
+) -> GitResult:
+    """One `git push --atomic` of `refspecs` under `leases`; a module function, so that a test
+    can move the remote's refs right before it."""
+    push = ["push", "--atomic", "--porcelain", "--no-verify", *leases, remote.url, *refspecs]
+    return run_git(
         [*git_options(remote), "--git-dir", mirror, *push],
         env=git_environment(remote),
         timeout=REMOTE_TIMEOUT,
         check=False,
     )
-    if result.returncode != 0:
-        # git's porcelain answer per ref (stdout) says whether the lease or the server refused.
-        answer = result.stdout.decode("utf-8", "replace")
-        failed = refusal(remote, result, "cannot push to")
-        if "[rejected]" in answer:
-            return PushAnswer(False, None, failed.detail)
-        if "[remote rejected]" in answer:
-            return PushAnswer(False, PUSH_REFUSED, failed.detail)
-        return PushAnswer(False, failed.code, failed.detail)
-    run_git(["--git-dir", mirror, "update-ref", ref, new])
-    return PushAnswer(True)
+
+
+def _porcelain(answer: str) -> dict[str, str]:
+    """`git push --porcelain`'s summary per destination ref (`FLAG\tFROM:TO\tSUMMARY`)."""
+    found: dict[str, str] = {}
+    for line in answer.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and ":" in parts[1]:
+            found[parts[1].rpartition(":")[2]] = parts[2]
+    return found
+
+
+def _notes_commit(mirror: str, note: PushedNote, commit: str, base: str | None) -> str:
+    """A notes commit on `base` (None: the first) attaching `note` to `commit`, made on a
+    scratch notes ref: the mirror's own notes ref moves only once the remote took the push.
+    Under the fetch lock, as `fetch --prune` would drop a notes ref the remote lacks."""
+    scratch = f"refs/notes/aios-pending-{os.getpid()}-{commit[:16]}"
+    with open(os.path.join(mirror, FETCH_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if base is None:
+                run_git(["--git-dir", mirror, "update-ref", "-d", scratch], check=False)
+            else:
+                run_git(["--git-dir", mirror, "update-ref", scratch, base])
+            notes = ["notes", "--ref", scratch, "add", "--force", "--file", "-", commit]
+            run_git(
+                ["--git-dir", mirror, *NOTES_IDENTITY, *notes],
+                stdin=note.text.encode("utf-8") + b"\n",
+            )
+            made = read_ref(mirror, scratch)
+        finally:
+            run_git(["--git-dir", mirror, "update-ref", "-d", scratch], check=False)
+    assert made is not None
+    return made
+
+
+def _fetch_notes(mirror: str, remote: Remote, notes_ref: str) -> None:
+    fetch = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote.url]
+    with open(os.path.join(mirror, FETCH_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if remote_ref(remote, notes_ref) is None:
+            run_git(["--git-dir", mirror, "update-ref", "-d", notes_ref], check=False)
+            return
+        refspec = f"+{notes_ref}:{notes_ref}"
+        run_remote(remote, [*fetch, refspec], what="cannot fetch from", git_dir=mirror)
 
 
 def push_notes(mirror: str, remote: Remote, notes_ref: str) -> None:
     """Send the mirror's attestation notes to the remote (a fast-forward, so no note another
-    writer pushed is dropped)."""
+    writer pushed is dropped): for a note made after its write landed without one."""
     run_remote(
         remote,
         ["push", "--porcelain", remote.url, f"{notes_ref}:{notes_ref}"],

@@ -7,9 +7,11 @@ which a crash can be recovered without guessing:
 2. the proposal's head is fetched into the repository's quarantine namespace;
 3. the intent is committed with a sealed event, taking the writer lease of (repository, ref);
 4. git's own compare-and-swap moves the ref (`update-ref <ref> <new> <old>`; on a remote
-   repository, fetched into its mirror before the checks, `push --force-with-lease`);
+   repository, fetched into its mirror before the checks, `push --atomic --force-with-lease`,
+   the attestation note, signed just before, moving the notes ref in the same push);
 5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
-6. an APPLIED write is attested; a failure to attest leaves the write standing, unattested.
+6. an APPLIED write is attested (on a remote, the note it pushed is recorded); a failure to
+   attest leaves the write standing, unattested.
 
 A write left INTENDED by a crash is settled by the same write again or by `recover_writes`.
 """
@@ -50,7 +52,7 @@ from aios_ledger.core.log.plan import Decision, Replay
 from aios_ledger.core.refnames import require_unambiguous_branch
 from aios_ledger.core.tasks.refusals import refusal_key
 from aios_ledger.shell.actors import current_actor
-from aios_ledger.shell.attest.commits import attest_write
+from aios_ledger.shell.attest.commits import attest_write, note_to_push
 from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -60,6 +62,7 @@ from aios_ledger.shell.git import remotes
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
 from aios_ledger.shell.git.remotes import (
     PushAnswer,
+    PushedNote,
     fetch_mirror,
     push_notes,
     remote_of,
@@ -183,11 +186,13 @@ def governed_write(
     """Write a verified task's proposal to its bound branch; see the module's steps. Answers the
     APPLIED write with its `attestation`; any other outcome raises its code once recorded."""
     started = write_started()
-    answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait)
-    attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
+    answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait, attest_key=attest_key)
     path = get_repository(db, answer["repository"]).path
     remote = remote_of(path)
-    if remote is not None and attestation["attested"]:
+    notes_before = read_ref(path, NOTES_REF) if remote is not None else None
+    attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
+    # A note that did not go with the branch (none could be signed before the push) goes now.
+    if remote is not None and attestation["attested"] and read_ref(path, NOTES_REF) != notes_before:
         try:
             push_notes(path, remote, NOTES_REF)
         except LedgerError as failed:
@@ -219,12 +224,19 @@ def _record_write_span(db: Database, answer: WriteAnswer, started: int) -> None:
 
 
 def _governed_write(
-    db: Database, raw: Mapping[str, Any] | WriteRequest, *, clock: Clock, lease_wait: float
+    db: Database,
+    raw: Mapping[str, Any] | WriteRequest,
+    *,
+    clock: Clock,
+    lease_wait: float,
+    attest_key: SigningKey | None,
 ) -> WriteAnswer:
     request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
     actor = current_actor()
     try:
-        return _checked_write(db, request, actor, clock=clock, lease_wait=lease_wait)
+        return _checked_write(
+            db, request, actor, clock=clock, lease_wait=lease_wait, attest_key=attest_key
+        )
     except LedgerError as refused:
         if refused.code not in WRITE_REFUSALS:
             raise
@@ -251,7 +263,13 @@ def _recorded(
 
 
 def _checked_write(
-    db: Database, request: WriteRequest, actor: Actor, *, clock: Clock, lease_wait: float
+    db: Database,
+    request: WriteRequest,
+    actor: Actor,
+    *,
+    clock: Clock,
+    lease_wait: float,
+    attest_key: SigningKey | None,
 ) -> WriteAnswer:
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
@@ -315,10 +333,17 @@ def _checked_write(
         )
     else:
         zero = zero_oid(write.new_oid)
+        note = note_to_push(db, write.idempotency_key, attest_key, clock=clock)
         # Called through its module, so that the crash tests' helper process can die on either
         # side of the push, as of `move_ref`.
         pushed = remotes.push_write(
-            repository_path, remote, write.ref, write.new_oid, write.old_oid, zero=zero
+            repository_path,
+            remote,
+            write.ref,
+            write.new_oid,
+            write.old_oid,
+            zero=zero,
+            note=None if note is None else PushedNote(NOTES_REF, note),
         )
     settled = _settle(
         db,
