@@ -161,7 +161,8 @@ class Statement(enum.StrEnum):
         _INSERT,
         """name path head_branch protected_json revision created_at updated_at
         secrets_baseline_json secrets_baseline_sha256 scan_max_bytes scan_max_seconds
-        allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds agent_scan_window_seconds""",
+        allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds agent_scan_window_seconds
+        remote_url""",
     )
     TASK_PROPOSAL_INSERT = (
         "task_proposal_insert",

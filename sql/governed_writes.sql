@@ -4,7 +4,8 @@
 -- returns: RepositoryRow
 SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
        secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
-       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds
+       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds,
+       remote_url
 FROM governed_repositories WHERE name = :name;
 
 -- A repository's settings: changed by its owner under its revision, each change kept by its

@@ -20,7 +20,11 @@ from typing import Any
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.proofs import VerifierKey
-from aios_ledger.shell.attest.commits import attestation_row, verify_remote_attestation
+from aios_ledger.shell.attest.commits import (
+    attestation_row,
+    verify_remote_attestation,
+    why_commit,
+)
 from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git import remotes
@@ -158,7 +162,7 @@ def intents(db: Path | str) -> int:
 @on_both_engines
 def test_repo_add_reads_the_remote_and_a_write_lands_through_the_mirror(served: Served) -> None:
     added = served.register()
-    assert added["remote"]["url"] == served.url
+    assert added["remote"]["url"] == served.url and added["remote_url"] == served.url
     assert added["remote"]["default_branch"] == "main" and added["branches"] == ["main"]
     assert added["head_branch"] == "main" and "main" in added["protected"]
     assert added["path"] == str(served.mirror)
@@ -179,6 +183,10 @@ def test_repo_add_reads_the_remote_and_a_write_lands_through_the_mirror(served: 
         "--git-dir", str(served.mirror), *notes
     )
     assert git("--git-dir", str(served.bare), *notes) == recorded_note(served, "write-a")
+    # `why` says where the write went: the URL sealed with the repository.
+    with Database(served.db) as db:
+        [why] = why_commit(db, answer["new_oid"])["writes"]
+    assert why["repository_url"] == served.url
     # A reader checks it against the remote itself, with the credential `repo add` takes.
     verifier = VerifierKey.parse(key.verifier_text())
     checked = verify_remote_attestation(served.url, "agent/task-a", verifier, served.credentials())

@@ -1,15 +1,19 @@
 """What `repo add` takes for a remote before it reaches any server: the kinds of URL, a URL that
-carries a credential, the credential files each kind needs, the token redacted from a message,
-and git's environment for each kind (the credential there only, never in argv)."""
+carries a credential, the credential files and systemd credentials each kind needs, the token
+redacted from a message, git's environment for each kind (the credential there only, never in
+argv), and the remote's URL sealed with its repository."""
 
 from __future__ import annotations
 
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
+import apsw
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.remotes import (
     Credentials,
     Remote,
@@ -19,8 +23,13 @@ from aios_ledger.shell.git.remotes import (
     is_loopback,
     redact,
     remote_kind,
+    save_remote,
 )
+from aios_ledger.shell.git.repos import add_repository, show_repository
+from aios_ledger.shell.log.verification import verify_log
 from cli_runner import run_cli
+from git_support import make_repository
+from legacy_fixtures import rows
 
 TOKEN = "canary-url-token-81f2"
 
@@ -236,3 +245,45 @@ def test_repo_add_reads_the_credentials_name_from_the_config_file(
         "forge-token",
     )
     assert local.stderr.startswith("REMOTE_URL_INVALID"), local.stderr
+
+
+def test_a_remotes_url_is_sealed_with_its_repository_and_verify_holds_it(tmp_path: Path) -> None:
+    """The URL a mirror stands for is in the repository's row and its registration event:
+    `repo show` answers it, a URL changed in the row fails `verify`, and a mirror that names
+    another URL than the sealed one is refused (`REMOTE_CONFIG_INVALID`)."""
+    bare, _base = make_repository(tmp_path / "served")
+    url = "https://forge.example.com/acme/widgets.git"
+    db_path = tmp_path / "ledger.db"
+    with Database(db_path) as db:
+        answer = add_repository(db, "acme/widgets", str(bare), remote_url=url)
+        assert answer["remote_url"] == url
+        with pytest.raises(LedgerError) as refused:
+            add_repository(db, "acme/other", str(bare), remote_url=f"https://u:{TOKEN}@h/x.git")
+        assert refused.value.code == "REMOTE_URL_INVALID" and TOKEN not in str(refused.value)
+        with pytest.raises(LedgerError) as moved:
+            add_repository(db, "acme/widgets", str(bare), remote_url=url + "-other")
+        assert moved.value.code == "REPOSITORY_CONFLICT"
+        # A mirror's own file naming no remote, or another, is not where the ledger writes.
+        shown: Any = show_repository(db, "acme/widgets")
+        [unsealed] = shown["warnings"]
+        assert unsealed.startswith("REMOTE_CONFIG_INVALID"), unsealed
+        save_remote(str(bare), Remote(url, "https", Credentials(token_file="/t")))
+        shown = show_repository(db, "acme/widgets")
+        assert shown["remote"]["url"] == url and shown["remote_url"] == url
+        save_remote(str(bare), Remote(url + "-moved", "https", Credentials(token_file="/t")))
+        shown = show_repository(db, "acme/widgets")
+        [elsewhere] = shown["warnings"]
+        assert elsewhere.startswith("REMOTE_CONFIG_INVALID") and "remote" not in shown
+        assert verify_log(db).intact
+    [payload] = [
+        json.loads(text)
+        for (text,) in rows(
+            db_path, "SELECT payload_json FROM events WHERE event_type = 'REPOSITORY_REGISTERED'"
+        )
+    ]
+    assert payload["remote_url"] == url
+    connection = apsw.Connection(str(db_path))
+    connection.execute("UPDATE governed_repositories SET remote_url = 'https://elsewhere/x.git'")
+    connection.close()
+    with Database(db_path) as db:
+        assert not verify_log(db).intact

@@ -355,6 +355,8 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
         }
     return {
         "repository": write.repository,
+        # Where the write went: the git server's URL sealed with the repository (None: in place).
+        "repository_url": facts.repository_url,
         "ref": write.ref,
         "task": {
             "task_id": write.task_id,

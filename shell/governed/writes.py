@@ -10,8 +10,7 @@ which a crash can be recovered without guessing:
    repository, fetched into its mirror before the checks, `push --atomic --force-with-lease`,
    the attestation note, signed just before, moving the notes ref in the same push);
 5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
-6. an APPLIED write is attested (on a remote, the note it pushed is recorded); a failure to
-   attest leaves the write standing, unattested.
+6. an APPLIED write is attested (a remote's: with the note it pushed); a failure leaves it standing.
 
 A write left INTENDED by a crash is settled by the same write again or by `recover_writes`.
 """
@@ -29,6 +28,7 @@ from aios_ledger.core.git import (
     GovernedWriteRow,
     OutcomeState,
     ProposalRow,
+    RepositoryRow,
     WriteAnswer,
     WriteOutcome,
     WriteRequest,
@@ -65,10 +65,9 @@ from aios_ledger.shell.git.remotes import (
     PushedNote,
     fetch_mirror,
     push_notes,
-    remote_of,
     remote_ref,
 )
-from aios_ledger.shell.git.repos import get_repository, repository_row
+from aios_ledger.shell.git.repos import get_repository, remote_of_repository, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, run_git
 from aios_ledger.shell.tracing import record_span, write_started
 
@@ -142,8 +141,9 @@ def _settle(
 ) -> WriteAnswer:
     """Record what became of an intended write, from git's answer and the ref as read (on a
     remote repository, the remote's ref: a remote that cannot be read leaves it intended)."""
-    path = get_repository(db, write.repository).path
-    remote = remote_of(path)
+    repository = get_repository(db, write.repository)
+    path = repository.path
+    remote = remote_of_repository(repository)
     if swapped:
         observed: str | None = write.new_oid
     elif remote is not None:
@@ -187,8 +187,9 @@ def governed_write(
     APPLIED write with its `attestation`; any other outcome raises its code once recorded."""
     started = write_started()
     answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait, attest_key=attest_key)
-    path = get_repository(db, answer["repository"]).path
-    remote = remote_of(path)
+    repository = get_repository(db, answer["repository"])
+    path = repository.path
+    remote = remote_of_repository(repository)
     notes_before = read_ref(path, NOTES_REF) if remote is not None else None
     attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
     # A note that did not go with the branch (none could be signed before the push) goes now.
@@ -302,8 +303,9 @@ def _checked_write(
             time.sleep(LEASE_POLL_SECONDS)
     if isinstance(decision, Replay):
         return _answered(decision.response)
-    repository_path, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
-    remote = remote_of(repository_path)
+    repository, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
+    repository_path = repository.path
+    remote = remote_of_repository(repository)
     if remote is not None:
         # The checks read the mirror as the remote holds it now; a remote that cannot be read
         # (host key, credential, network) refuses the write here, before anything is pushed.
@@ -371,10 +373,12 @@ def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor)
     return plans.apply(decide_write_intent(state, request, now=read_clock(clock), actor=actor))
 
 
-def _quarantine_inputs(conn: Connection, request: WriteRequest) -> tuple[str, ProposalRow]:
+def _quarantine_inputs(
+    conn: Connection, request: WriteRequest
+) -> tuple[RepositoryRow, ProposalRow]:
     state = _write_state(conn, None, request)
     assert state.repository is not None and state.proposal is not None
-    return state.repository.path, state.proposal
+    return state.repository, state.proposal
 
 
 def _answered(answer: WriteAnswer) -> WriteAnswer:
