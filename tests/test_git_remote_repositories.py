@@ -464,6 +464,18 @@ def test_a_wrong_token_is_refused(over_http: Served, tmp_path: Path) -> None:
     _refused_before_the_push(served, "REMOTE_AUTH_REFUSED")
 
 
+def test_a_mirror_that_names_another_remote_than_the_sealed_one_is_refused(
+    over_http: Served,
+) -> None:
+    served = over_http
+    served.register()
+    verified_proposal(served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"})
+    kept = served.mirror / "aios-remote.json"
+    document = json.loads(kept.read_text())
+    kept.write_text(json.dumps({**document, "url": served.url.replace("widgets", "elsewhere")}))
+    _refused_before_the_push(served, "REMOTE_CONFIG_INVALID")
+
+
 # ---------------------------------------------------------------------------------------------
 # a write cut off mid-push
 
