@@ -121,10 +121,8 @@ class Credentials:
     def token_source(self) -> tuple[str, str]:
         """The token's file, and how a message names it (never by its content)."""
         if self.token_credential is not None:
-            option = "--token-credential"
-            return credential_file(
-                self.token_credential, option
-            ), f"{option} {self.token_credential}"
+            shown = f"--token-credential {self.token_credential}"
+            return credential_file(self.token_credential, "--token-credential"), shown
         assert self.token_file is not None
         return self.token_file, "--token-file"
 
@@ -543,12 +541,16 @@ def push_write(
         if note is None or "stale info" not in answers.get(note.notes_ref, ""):
             return PushAnswer(False, failed.code, failed.detail)
         # Only the notes ref had moved: read it again, and append the note to it.
-        _fetch_notes(mirror, remote, note.notes_ref)
+        try:
+            _fetch_notes(mirror, remote, note.notes_ref)
+        except LedgerError as unread:
+            return PushAnswer(False, unread.code, unread.detail)
+    assert note is not None  # only a moved notes ref tries again
     return PushAnswer(
         False,
         NOTES_MOVED,
-        f"{note.notes_ref if note else 'the notes ref'} of {remote.url} moved under each of"
-        f" {NOTE_PUSH_ATTEMPTS} pushes; the branch was not pushed without its note",
+        f"{note.notes_ref} of {remote.url} moved under each of {NOTE_PUSH_ATTEMPTS} pushes;"
+        " the branch was not pushed without its note",
     )
 
 
