@@ -126,13 +126,16 @@ DEFAULT_TOKEN_USER = "x-access-token"
 @attrs.frozen(kw_only=True)
 class RemoteSettings:
     """`[remote]`: the ledger's own credential for `repo add` of a repository on a git server
-    (an SSH key and its pinned known_hosts file, or a token's file, the user it is sent as and
-    a forge's CA bundle), and the folder its mirrors are kept in (`mirrors`)."""
+    (an SSH key and its pinned known_hosts file, or a token's file, each either a file or a
+    systemd credential's name; the user the token is sent as and a forge's CA bundle), and the
+    folder its mirrors are kept in (`mirrors`)."""
 
     mirrors: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     ssh_key: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     known_hosts: Annotated[str, Text(max_length=MAX_PATH)] | None = None
     token_file: Annotated[str, Text(max_length=MAX_PATH)] | None = None
+    key_credential: Annotated[str, Text(max_length=255)] | None = None
+    token_credential: Annotated[str, Text(max_length=255)] | None = None
     token_user: Annotated[str, Text(max_length=200)] = DEFAULT_TOKEN_USER
     ca_bundle: Annotated[str, Text(max_length=MAX_PATH)] | None = None
 

@@ -162,7 +162,7 @@ class Statement(enum.StrEnum):
         """name path head_branch protected_json revision created_at updated_at
         secrets_baseline_json secrets_baseline_sha256 scan_max_bytes scan_max_seconds
         allow_gitlinks agent_scan_max_bytes agent_scan_max_seconds agent_scan_window_seconds
-        pull_request_json""",
+        pull_request_json remote_url""",
     )
     TASK_PROPOSAL_INSERT = (
         "task_proposal_insert",

@@ -5,7 +5,7 @@
 SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
        secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds,
-       pull_request_json
+       pull_request_json, remote_url
 FROM governed_repositories WHERE name = :name;
 
 -- A repository's settings: changed by its owner under its revision, each change kept by its

@@ -98,23 +98,42 @@ class Daemon:
             self.process = None
 
 
+PUSHES_LOG = "pushes.log"
+
+
 def serve(bare: Path, refused_branch: str | None = None) -> Path:
-    """Let the servers take pushes into the bare repository; with `refused_branch`, a
-    pre-receive hook refuses any push to it, as a forge's branch protection would."""
+    """Let the servers take pushes into the bare repository; a pre-receive hook writes the refs
+    of each push on one line of `pushes.log` in it (what went in one push), and with
+    `refused_branch` refuses any push to that branch, as a forge's branch protection would."""
     run_git(["--git-dir", str(bare), "config", "http.receivepack", "true"])
-    if refused_branch is not None:
-        hook = bare / "hooks" / "pre-receive"
-        hook.write_text(
-            "#!/bin/sh\n"
-            "while read old new ref; do\n"
-            f'  if [ "$ref" = "refs/heads/{refused_branch}" ]; then\n'
-            f'    echo "server protection: {refused_branch} takes no pushes" >&2\n'
-            "    exit 1\n"
-            "  fi\n"
-            "done\n"
-        )
-        hook.chmod(0o755)
+    refuse = (
+        ""
+        if refused_branch is None
+        else (f'  if [ "$ref" = "refs/heads/{refused_branch}" ]; then refused=1; fi\n')
+    )
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\n"
+        "refs=''\nrefused=0\n"
+        "while read old new ref; do\n"
+        '  refs="$refs $ref"\n'
+        f"{refuse}"
+        "done\n"
+        f'echo "$refs" >> "$GIT_DIR/{PUSHES_LOG}"\n'
+        'if [ "$refused" = 1 ]; then\n'
+        f'  echo "server protection: {refused_branch} takes no pushes" >&2\n'
+        "  exit 1\n"
+        "fi\n"
+    )
+    hook.chmod(0o755)
     return bare
+
+
+def pushes(bare: Path) -> list[list[str]]:
+    """The refs of each push the server received (sorted), in order (refused ones too)."""
+    log = bare / PUSHES_LOG
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [sorted(line.split()) for line in lines]
 
 
 @attrs.frozen

@@ -6,7 +6,8 @@ this process SIGKILL itself right before / right after git's compare-and-swap (o
 repository, the push): the crash
 between the intent and its outcome that recovery must reconcile (a hook of this test helper
 only; the shell has no such switch). `wait` holds at the start until the file DB.go exists,
-so that racing processes start together."""
+so that racing processes start together. With $AIOS_TEST_ATTEST_KEY (a signer key file) the
+write is attested with it, its note pushed with the branch to a remote."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ import time
 from pathlib import Path
 
 from aios_ledger.core import LedgerError
+from aios_ledger.shell.attest.keys import load_signer
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git import remotes
-from aios_ledger.shell.git.remotes import PushAnswer, Remote
+from aios_ledger.shell.git.remotes import PushAnswer, PushedNote, Remote
 from aios_ledger.shell.governed import writes
 
 
@@ -45,19 +47,29 @@ def main() -> int:
     real_push = remotes.push_write
 
     def dying_push(
-        mirror: str, remote: Remote, ref: str, new: str, old: str, *, zero: str
+        mirror: str,
+        remote: Remote,
+        ref: str,
+        new: str,
+        old: str,
+        *,
+        zero: str,
+        note: PushedNote | None = None,
     ) -> PushAnswer:
         if mode == "kill-before-swap":
             os.kill(os.getpid(), signal.SIGKILL)
-        pushed = real_push(mirror, remote, ref, new, old, zero=zero)
+        pushed = real_push(mirror, remote, ref, new, old, zero=zero, note=note)
         if mode == "kill-after-swap":
             os.kill(os.getpid(), signal.SIGKILL)
         return pushed
 
     remotes.push_write = dying_push
+    key_file = os.environ.get("AIOS_TEST_ATTEST_KEY")
+    signing = None if key_file is None else load_signer(key_file)
     with Database(db_path) as db:
         try:
-            answer: object = writes.governed_write(db, {"task_id": task_id, "idempotency_key": key})
+            request = {"task_id": task_id, "idempotency_key": key}
+            answer: object = writes.governed_write(db, request, attest_key=signing)
         except LedgerError as refused:
             answer = {"code": refused.code, "detail": refused.detail}
     sys.stdout.write(json.dumps(answer) + "\n")

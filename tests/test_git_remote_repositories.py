@@ -20,7 +20,11 @@ from typing import Any
 import pytest
 from aios_ledger.core import LedgerError
 from aios_ledger.core.proofs import VerifierKey
-from aios_ledger.shell.attest.commits import verify_remote_attestation
+from aios_ledger.shell.attest.commits import (
+    attestation_row,
+    verify_remote_attestation,
+    why_commit,
+)
 from aios_ledger.shell.attest.keys import generate_key
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git import remotes
@@ -32,7 +36,7 @@ from aios_ledger.shell.governed.writes import governed_write, recover_writes
 from aios_ledger.shell.log.verification import verify_log
 from cli_runner import run_cli
 from conftest import ENGINES, HTTP_TOKEN
-from git_servers import HttpServer, SshServer, serve
+from git_servers import HttpServer, SshServer, pushes, serve
 from git_support import (
     AGENT,
     REPOSITORY,
@@ -137,6 +141,14 @@ def served(
     assert report.intact, report.public()
 
 
+def recorded_note(served: Served, key: str) -> str:
+    """The note the ledger recorded for write `key`, as git shows it."""
+    with Database(served.db) as db:
+        row = db.read(lambda conn: attestation_row(conn, key))
+    assert row is not None
+    return row.note_json
+
+
 def intents(db: Path | str) -> int:
     return sum(
         1 for task in ("task-a", "task-w") for e in events_of(db, task) if e.endswith("INTENDED")
@@ -150,7 +162,7 @@ def intents(db: Path | str) -> int:
 @on_both_engines
 def test_repo_add_reads_the_remote_and_a_write_lands_through_the_mirror(served: Served) -> None:
     added = served.register()
-    assert added["remote"]["url"] == served.url
+    assert added["remote"]["url"] == served.url and added["remote_url"] == served.url
     assert added["remote"]["default_branch"] == "main" and added["branches"] == ["main"]
     assert added["head_branch"] == "main" and "main" in added["protected"]
     assert added["path"] == str(served.mirror)
@@ -162,13 +174,19 @@ def test_repo_add_reads_the_remote_and_a_write_lands_through_the_mirror(served: 
     assert answer["state"] == "APPLIED" and answer["old_oid"] == "0" * 40
     assert ref(served.bare, "refs/heads/agent/task-a") == proposal["head_oid"]
     assert ref(served.mirror, "refs/heads/agent/task-a") == proposal["head_oid"]
-    # The attestation's note went to the remote after the branch.
+    # The attestation's note went to the remote in the branch's own push, as it was recorded.
     assert answer["attestation"]["attested"], answer["attestation"]
     assert answer["attestation"]["reason"] is None
+    assert pushes(served.bare) == [["refs/heads/agent/task-a", NOTES_REF]]
     notes = ["notes", "--ref", NOTES_REF, "show", answer["new_oid"]]
     assert git("--git-dir", str(served.bare), *notes) == git(
         "--git-dir", str(served.mirror), *notes
     )
+    assert git("--git-dir", str(served.bare), *notes) == recorded_note(served, "write-a")
+    # `why` says where the write went: the URL sealed with the repository.
+    with Database(served.db) as db:
+        [why] = why_commit(db, answer["new_oid"])["writes"]
+    assert why["repository_url"] == served.url
     # A reader checks it against the remote itself, with the credential `repo add` takes.
     verifier = VerifierKey.parse(key.verifier_text())
     checked = verify_remote_attestation(served.url, "agent/task-a", verifier, served.credentials())
@@ -291,13 +309,81 @@ def test_the_servers_own_refusal_is_not_applied_with_its_message(served: Served)
     served.register()
     bound = binding("task-a", served.base, target_branch="agent/refused")
     verified_proposal(served.db, "task-a", bound, {"a.txt": "1\n"})
-    refused = served.refused("task-a", "write-a")
+    with pytest.raises(LedgerError) as caught:
+        served.write("task-a", "write-a", attest_key=generate_key("ledger.test"))
+    refused = caught.value
     assert refused.code == "REMOTE_PUSH_REFUSED", refused
     assert "server protection: agent/refused takes no pushes" in refused.detail
     assert ref(served.bare, "refs/heads/agent/refused") is None
+    # The note came in the same push, and was refused with the branch.
+    assert pushes(served.bare) == [["refs/heads/agent/refused", NOTES_REF]]
+    assert ref(served.bare, NOTES_REF) is None and ref(served.mirror, NOTES_REF) is None
     assert "GOVERNED_WRITE_NOT_APPLIED" in events_of(served.db, "task-a")
     # The same key answers the recorded outcome again.
     assert served.refused("task-a", "write-a").code == "REMOTE_PUSH_REFUSED"
+
+
+def _note_on_the_server(served: Served, text: str) -> str:
+    """Another writer's note on the server's main, moving its notes ref; the new notes tip."""
+    bare = str(served.bare)
+    add = ["notes", "--ref", NOTES_REF, "add", "--force", "-m", text, served.base]
+    git("-c", "user.name=other", "-c", "user.email=other@example.com", "--git-dir", bare, *add)
+    moved = ref(served.bare, NOTES_REF)
+    assert moved is not None
+    return moved
+
+
+def test_a_notes_ref_moved_on_the_server_meanwhile_gets_the_note_appended(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served.register()
+    _note_on_the_server(served, "first, before the mirror was fetched")
+    proposal = verified_proposal(
+        served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"}
+    )
+    real_push = remotes.push_refs
+    moved: list[str] = []
+
+    def after_another_writer(*args: Any) -> Any:
+        if not moved:  # between the mirror's fetch and the push
+            moved.append(_note_on_the_server(served, "theirs, pushed meanwhile"))
+        return real_push(*args)
+
+    monkeypatch.setattr(remotes, "push_refs", after_another_writer)
+    answer = served.write("task-a", "write-a", attest_key=generate_key("ledger.test"))
+    assert answer["state"] == "APPLIED" and answer["attestation"]["attested"]
+    assert ref(served.bare, "refs/heads/agent/task-a") == proposal["head_oid"]
+    # The first push was refused whole for the stale notes lease, the second took both.
+    assert pushes(served.bare) == [["refs/heads/agent/task-a", NOTES_REF]]
+    tip = ref(served.bare, NOTES_REF)
+    assert git("--git-dir", str(served.bare), "rev-parse", f"{tip}^") == moved[0]
+    shown = ["--git-dir", str(served.bare), "notes", "--ref", NOTES_REF, "show"]
+    assert git(*shown, served.base) == "theirs, pushed meanwhile"
+    assert git(*shown, answer["new_oid"]) == recorded_note(served, "write-a")
+    assert ref(served.mirror, NOTES_REF) == tip
+
+
+def test_a_notes_ref_moving_under_every_push_refuses_the_write_whole(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served.register()
+    verified_proposal(served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"})
+    real_push = remotes.push_refs
+    tips: list[str] = []
+
+    def always_another_writer(*args: Any) -> Any:
+        tips.append(_note_on_the_server(served, f"theirs {len(tips)}"))
+        return real_push(*args)
+
+    monkeypatch.setattr(remotes, "push_refs", always_another_writer)
+    with pytest.raises(LedgerError) as caught:
+        served.write("task-a", "write-a", attest_key=generate_key("ledger.test"))
+    assert caught.value.code == "REMOTE_NOTES_MOVED", caught.value
+    assert len(tips) == remotes.NOTE_PUSH_ATTEMPTS
+    assert ref(served.bare, "refs/heads/agent/task-a") is None
+    assert ref(served.bare, NOTES_REF) == tips[-1]
+    assert pushes(served.bare) == []  # each refused by its lease before the server's hook
+    assert "GOVERNED_WRITE_NOT_APPLIED" in events_of(served.db, "task-a")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,6 +464,18 @@ def test_a_wrong_token_is_refused(over_http: Served, tmp_path: Path) -> None:
     _refused_before_the_push(served, "REMOTE_AUTH_REFUSED")
 
 
+def test_a_mirror_that_names_another_remote_than_the_sealed_one_is_refused(
+    over_http: Served,
+) -> None:
+    served = over_http
+    served.register()
+    verified_proposal(served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"})
+    kept = served.mirror / "aios-remote.json"
+    document = json.loads(kept.read_text())
+    kept.write_text(json.dumps({**document, "url": served.url.replace("widgets", "elsewhere")}))
+    _refused_before_the_push(served, "REMOTE_CONFIG_INVALID")
+
+
 # ---------------------------------------------------------------------------------------------
 # a write cut off mid-push
 
@@ -393,6 +491,9 @@ def test_a_write_process_killed_at_the_push_is_settled_from_the_remotes_refs(
     proposal = verified_proposal(
         served.db, "task-a", binding("task-a", served.base), {"a.txt": "1\n"}
     )
+    key = generate_key("ledger.test")
+    key_file = served.root / "attest.key"
+    key_file.write_text(key.signer_text() + "\n")
     child = subprocess.Popen(
         [
             sys.executable,
@@ -405,18 +506,28 @@ def test_a_write_process_killed_at_the_push_is_settled_from_the_remotes_refs(
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "AIOS_TEST_ATTEST_KEY": str(key_file)},
     )
     out, _ = child.communicate(timeout=120)
     assert child.returncode == -signal.SIGKILL and out == ""
     landed = proposal["head_oid"] if state == "APPLIED" else None
     assert ref(served.bare, "refs/heads/agent/task-a") == landed
+    # The branch and its note moved together, or neither did.
+    notes_tip = ref(served.bare, NOTES_REF)
+    assert (notes_tip is not None) == (landed is not None)
     with Database(served.db) as db:
         [recovered] = recover_writes(db)
     assert recovered["state"] == state and recovered["observed_oid"] == landed
     events = events_of(served.db, "task-a")
     assert events.count("GOVERNED_WRITE_INTENDED") == 1
     assert events.count(f"GOVERNED_WRITE_{state}") == 1
+    if landed is not None:
+        # The same write again attests it with the note the remote holds, not a second one.
+        again = served.write("task-a", "write-a", attest_key=key)
+        assert again["attestation"]["attested"], again["attestation"]
+        assert ref(served.bare, NOTES_REF) == notes_tip
+        shown = ["--git-dir", str(served.bare), "notes", "--ref", NOTES_REF, "show", landed]
+        assert git(*shown) == recorded_note(served, "write-a")
 
 
 @on_both_engines
@@ -459,10 +570,33 @@ def _files_holding(root: Path, secrets: list[str], *, but: set[Path]) -> list[st
     return found
 
 
+def _as_systemd_credential(served: Served, monkeypatch: pytest.MonkeyPatch) -> Credentials:
+    """The served credential moved into a unit's `$CREDENTIALS_DIRECTORY`, named there."""
+    folder = served.root / "run-credentials"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(folder))
+    given = served.credentials()
+    if given.ssh_key is not None:
+        (folder / "git-key").write_bytes(Path(given.ssh_key).read_bytes())
+        (folder / "git-key").chmod(0o400)
+        return Credentials(key_credential="git-key", known_hosts=given.known_hosts)
+    assert given.token_file is not None
+    (folder / "git-token").write_bytes(Path(given.token_file).read_bytes())
+    return Credentials(token_credential="git-token")
+
+
+@pytest.mark.parametrize("source", ["file", "systemd-credential"])
 def test_the_credential_appears_nowhere_but_its_file(
-    served: Served, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    served: Served,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
 ) -> None:
-    answers: list[Any] = [served.register()]
+    credentials = (
+        _as_systemd_credential(served, monkeypatch) if source == "systemd-credential" else None
+    )
+    answers: list[Any] = [served.register(credentials)]
     governed_task(served.db, "task-w", binding("task-w", served.base))
     claimed = claim(served.db, "task-w")
     space = GitWorkspaces(served.db).prepare(claimed, AGENT)
@@ -488,6 +622,11 @@ def test_the_credential_appears_nowhere_but_its_file(
         for path in (served.credentials().token_file, served.credentials().ssh_key)
         if path is not None
     }
+    if credentials is not None:
+        credential_files |= set((tmp_path / "run-credentials").iterdir())
+        # The mirror names the credential, never the unit's folder it was found in.
+        kept = (served.mirror / "aios-remote.json").read_text()
+        assert "run-credentials" not in kept and '"git-' in kept
     for secret in served.secrets():
         assert secret not in environment
         assert secret not in events

@@ -1,15 +1,19 @@
 """What `repo add` takes for a remote before it reaches any server: the kinds of URL, a URL that
-carries a credential, the credential files each kind needs, the token redacted from a message,
-and git's environment for each kind (the credential there only, never in argv)."""
+carries a credential, the credential files and systemd credentials each kind needs, the token
+redacted from a message, git's environment for each kind (the credential there only, never in
+argv), and the remote's URL sealed with its repository."""
 
 from __future__ import annotations
 
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
+import apsw
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.remotes import (
     Credentials,
     Remote,
@@ -19,8 +23,13 @@ from aios_ledger.shell.git.remotes import (
     is_loopback,
     redact,
     remote_kind,
+    save_remote,
 )
+from aios_ledger.shell.git.repos import add_repository, show_repository
+from aios_ledger.shell.log.verification import verify_log
 from cli_runner import run_cli
+from git_support import make_repository
+from legacy_fixtures import rows
 
 TOKEN = "canary-url-token-81f2"
 
@@ -138,3 +147,143 @@ def test_repo_add_refuses_a_remote_without_its_credential_and_changes_nothing(
     assert local.stderr.startswith("REMOTE_URL_INVALID"), local.stderr
     assert json.loads(run_cli("--db", db, "repo", "list").stdout) == []
     assert not (tmp_path / "ledger.db.mirrors").exists()
+
+
+def test_a_systemd_credential_stands_for_the_key_or_token_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--key-credential` / `--token-credential` name a file in `$CREDENTIALS_DIRECTORY`; the
+    mirror keeps the name, and git is given the file found there each time it runs."""
+    directory = tmp_path / "credentials"
+    directory.mkdir()
+    (directory / "forge-token").write_text(TOKEN + "\n")
+    (directory / "deploy-key").write_text("k")
+    hosts = tmp_path / "known_hosts"
+    hosts.write_text("h")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(directory))
+    token = check_credentials("https", Credentials(token_credential="forge-token"))
+    assert token.token_credential == "forge-token" and token.token_file is None
+    url = "https://forge.example.com/acme/widgets.git"
+    environment = git_environment(Remote(url, "https", token))
+    basic = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    assert environment["GIT_CONFIG_VALUE_0"] == f"Authorization: Basic {basic}"
+    key = check_credentials("ssh", Credentials(key_credential="deploy-key", known_hosts=str(hosts)))
+    remote = Remote("git@git.example.com:acme/widgets.git", "ssh", key)
+    assert f"-i {directory / 'deploy-key'}" in git_environment(remote)["GIT_SSH_COMMAND"]
+    # Another unit's folder: the same name, found there.
+    moved = tmp_path / "run-credentials"
+    moved.mkdir()
+    (moved / "deploy-key").write_text("k")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(moved))
+    assert f"-i {moved / 'deploy-key'}" in git_environment(remote)["GIT_SSH_COMMAND"]
+
+
+@pytest.mark.parametrize(
+    ("credentials", "directory", "message"),
+    [
+        (Credentials(token_credential="forge-token"), None, "$CREDENTIALS_DIRECTORY is not set"),
+        (
+            Credentials(token_credential="other-token"),
+            "set",
+            "no readable credential 'other-token'",
+        ),
+        (Credentials(token_credential="../forge-token"), "set", "a systemd credential's name"),
+        (Credentials(token_credential=".."), "set", "a systemd credential's name"),
+        (
+            Credentials(token_credential="forge-token", token_file="/etc/hostname"),
+            "set",
+            "not both",
+        ),
+        (
+            Credentials(key_credential="forge-token", token_credential="forge-token"),
+            "set",
+            "takes no --key-credential",
+        ),
+    ],
+)
+def test_a_missing_or_misnamed_systemd_credential_is_refused_by_its_name(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    credentials: Credentials,
+    directory: str | None,
+    message: str,
+) -> None:
+    folder = tmp_path / "credentials"
+    folder.mkdir()
+    (folder / "forge-token").write_text(TOKEN + "\n")
+    if directory is None:
+        monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
+    else:
+        monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(folder))
+    with pytest.raises(LedgerError) as refused:
+        check_credentials("https", credentials)
+    assert refused.value.code == "REMOTE_CREDENTIAL_INVALID"
+    assert message in refused.value.detail and TOKEN not in str(refused.value)
+
+
+def test_repo_add_reads_the_credentials_name_from_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
+    config = tmp_path / "aios-ledger.toml"
+    config.write_text(
+        '[database]\npath = "ledger.db"\n[remote]\ntoken_credential = "forge-token"\n'
+    )
+    assert run_cli("--config", config, "init").returncode == 0
+    url = "https://forge.example.com/acme/widgets.git"
+    done = run_cli("--config", config, "repo", "add", "acme/widgets", url)
+    assert done.stderr.startswith("REMOTE_CREDENTIAL_INVALID"), done.stderr
+    assert "--token-credential forge-token" in done.stderr
+    local = run_cli(
+        "--db",
+        tmp_path / "ledger.db",
+        "repo",
+        "add",
+        "acme/local",
+        str(tmp_path),
+        "--token-credential",
+        "forge-token",
+    )
+    assert local.stderr.startswith("REMOTE_URL_INVALID"), local.stderr
+
+
+def test_a_remotes_url_is_sealed_with_its_repository_and_verify_holds_it(tmp_path: Path) -> None:
+    """The URL a mirror stands for is in the repository's row and its registration event:
+    `repo show` answers it, a URL changed in the row fails `verify`, and a mirror that names
+    another URL than the sealed one is refused (`REMOTE_CONFIG_INVALID`)."""
+    bare, _base = make_repository(tmp_path / "served")
+    url = "https://forge.example.com/acme/widgets.git"
+    db_path = tmp_path / "ledger.db"
+    with Database(db_path) as db:
+        answer = add_repository(db, "acme/widgets", str(bare), remote_url=url)
+        assert answer["remote_url"] == url
+        with pytest.raises(LedgerError) as refused:
+            add_repository(db, "acme/other", str(bare), remote_url=f"https://u:{TOKEN}@h/x.git")
+        assert refused.value.code == "REMOTE_URL_INVALID" and TOKEN not in str(refused.value)
+        with pytest.raises(LedgerError) as moved:
+            add_repository(db, "acme/widgets", str(bare), remote_url=url + "-other")
+        assert moved.value.code == "REPOSITORY_CONFLICT"
+        # A mirror's own file naming no remote, or another, is not where the ledger writes.
+        shown: Any = show_repository(db, "acme/widgets")
+        [unsealed] = shown["warnings"]
+        assert unsealed.startswith("REMOTE_CONFIG_INVALID"), unsealed
+        save_remote(str(bare), Remote(url, "https", Credentials(token_file="/t")))
+        shown = show_repository(db, "acme/widgets")
+        assert shown["remote"]["url"] == url and shown["remote_url"] == url
+        save_remote(str(bare), Remote(url + "-moved", "https", Credentials(token_file="/t")))
+        shown = show_repository(db, "acme/widgets")
+        [elsewhere] = shown["warnings"]
+        assert elsewhere.startswith("REMOTE_CONFIG_INVALID") and "remote" not in shown
+        assert verify_log(db).intact
+    [payload] = [
+        json.loads(text)
+        for (text,) in rows(
+            db_path, "SELECT payload_json FROM events WHERE event_type = 'REPOSITORY_REGISTERED'"
+        )
+    ]
+    assert payload["remote_url"] == url
+    connection = apsw.Connection(str(db_path))
+    connection.execute("UPDATE governed_repositories SET remote_url = 'https://elsewhere/x.git'")
+    connection.close()
+    with Database(db_path) as db:
+        assert not verify_log(db).intact

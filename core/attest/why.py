@@ -85,8 +85,10 @@ def _write(write: Mapping[str, Any], _: Mapping[str, Any]) -> str:
     old = landed.get("old_oid")
     before = "new branch" if old in (None, NO_COMMIT) else _short(old)
     files = len(landed.get("changed_files") or ())
+    url = write.get("repository_url")
+    where = f"{write.get('repository')}" + (f" ({url})" if url else "")
     return (
-        f"{write.get('repository')} {write.get('ref')}: {before} -> {_short(landed.get('new_oid'))}"
+        f"{where} {write.get('ref')}: {before} -> {_short(landed.get('new_oid'))}"
         f", {landed.get('state')} at {landed.get('applied_at')}, {files} file(s) changed"
     )
 

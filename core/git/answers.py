@@ -28,6 +28,7 @@ class RepositoryAnswer(TypedDict):
     protected: list[str]
     revision: int
     settings: dict[str, JsonValue]
+    remote_url: str | None
     idempotent: bool
 
 
@@ -108,6 +109,7 @@ def repository_answer(row: RepositoryRow, *, idempotent: bool) -> RepositoryAnsw
         "protected": list(row.protected()),
         "revision": row.revision,
         "settings": row.settings().public(),
+        "remote_url": row.remote_url,
         "idempotent": idempotent,
     }
 

@@ -89,6 +89,17 @@ OUTCOME_EVENTS = {
 # --- repositories ---------------------------------------------------------------------------------
 
 
+def require_url_without_credential(url: str) -> None:
+    """A remote's URL as the ledger keeps it: no password or token in its userinfo (an ssh
+    URL's user name is an account, not a secret)."""
+    scheme, _, rest = url.partition("://")
+    userinfo = rest.split("/", 1)[0].rpartition("@")[0] if rest else ""
+    if ":" in userinfo or (userinfo and scheme.lower() != "ssh"):
+        raise LedgerError(
+            "REMOTE_URL_INVALID", "a remote's URL is kept without any credential in it"
+        )
+
+
 @attrs.frozen
 class RepositoryState:
     """The repository already registered under the name (None: none), and the tail."""
@@ -107,6 +118,8 @@ def decide_register_repository(
 ) -> Decision[RepositoryAnswer]:
     """Register a bare repository under the name bindings use; the same again replays."""
     require_timestamp(now)
+    if request.remote_url is not None:
+        require_url_without_credential(request.remote_url)
     patterns = protected_patterns(
         head_branch, request.protected, default_protection=request.default_protection
     )
@@ -120,11 +133,12 @@ def decide_register_repository(
         revision=1,
         created_at=now.text,
         updated_at=now.text,
+        remote_url=request.remote_url,
     ).with_settings(settings)
     prior = state.prior
     if prior is not None:
-        registered = (row.path, row.head_branch, row.protected_json)
-        if (prior.path, prior.head_branch, prior.protected_json) != registered:
+        registered = (row.path, row.head_branch, row.protected_json, row.remote_url)
+        if (prior.path, prior.head_branch, prior.protected_json, prior.remote_url) != registered:
             raise LedgerError(
                 "REPOSITORY_CONFLICT", f"repository {request.name!r} is registered differently"
             )
@@ -146,6 +160,8 @@ def decide_register_repository(
             "protected": list[JsonValue](patterns),
             "default_protection": request.default_protection,
             "settings": settings.public(),
+            # Where a remote repository's writes go, sealed beside its row (none: in place).
+            **({} if row.remote_url is None else {"remote_url": row.remote_url}),
         },
         created_at=now.text,
         rows=(row.image(),),

@@ -60,6 +60,8 @@ class RepositoryRow(NamedTuple):
     agent_scan_max_seconds: float = DEFAULT_AGENT_SCAN_SECONDS
     agent_scan_window_seconds: int = DEFAULT_AGENT_SCAN_WINDOW_SECONDS
     pull_request_json: str | None = None
+    # Where a repository on a git server is (no credential in it); None: governed in place.
+    remote_url: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RepositoryRow:

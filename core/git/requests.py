@@ -37,13 +37,15 @@ def _with_settings(raw: object) -> tuple[object, object]:
 
 @attrs.frozen
 class RegisterRepositoryRequest:
-    """`repo add`: a bare repository's resolved path, its protected patterns and settings."""
+    """`repo add`: a bare repository's resolved path (a remote's: its mirror's, and the remote's
+    URL), its protected patterns and settings."""
 
     name: RepositoryName
     path: Annotated[str, Text(max_length=4096)]
     protected: list[Annotated[str, Text(max_length=200, pattern=PATTERN)]] | None = None
     default_protection: bool = True
     settings: SettingsChange | None = None
+    remote_url: Annotated[str, Text(max_length=4096)] | None = None
 
     @classmethod
     def from_mapping(cls, raw: object) -> RegisterRepositoryRequest:

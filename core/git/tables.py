@@ -22,7 +22,7 @@ TABLES = (
         GOVERNED_REPOSITORIES,
         "name",
         RepositoryRow,
-        later_defaults=MIGRATED_DEFAULTS,
+        later_defaults={**MIGRATED_DEFAULTS, "remote_url": None},
         insert="governed_repository_insert",
     ),
     SealedTable(

@@ -2,7 +2,9 @@
 
 `attest_write` signs the Statements of an APPLIED write, records them with a sealed event, then
 attaches the note to the commit; it never undoes the write, only answers why nothing was
-attested. `verify_commit_attestation` checks a commit from its repository alone, and
+attested. A write to a remote repository is signed before its push (`note_to_push`), so that
+the note lands in the same atomic push as the branch; it is then recorded as it was pushed.
+`verify_commit_attestation` checks a commit from its repository alone, and
 `verify_remote_attestation` from what a remote serves.
 """
 
@@ -60,12 +62,15 @@ from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
 from aios_ledger.shell.db.merkle import prove_inclusion, tree_head_at
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.remotes import (
+    NOTES_IDENTITY,
     URL_INVALID,
     Credentials,
     Remote,
     check_credentials,
     list_remote,
+    refresh_mirror,
     remote_kind,
+    remote_of,
     run_remote,
 )
 from aios_ledger.shell.git.repos import require_repository
@@ -78,7 +83,6 @@ NOTE_ATTEMPTS = 5
 # Beside the repository's own files (a bare repository's folder): the attestation notes' lock.
 NOTES_LOCK = "aios-ledger-notes.lock"
 NOTE_RETRY_SECONDS = 0.05
-NOTE_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
 
 
 def attestation_row(conn: Connection, key: str) -> CommitAttestationRow | None:
@@ -92,10 +96,13 @@ def add_note(repository_path: str, commit: str, note_json: str) -> None:
     without comparing it, so two notes at once would drop one. A failure is tried again."""
     notes = ["notes", "--ref", NOTES_REF, "add", "--force", "--file", "-", commit]
     with _notes_lock(repository_path):
+        attached = read_note(repository_path, commit)
+        if attached is not None and attached.strip() == note_json:
+            return  # a note pushed with its branch is there already: no second notes commit
         for attempt in range(NOTE_ATTEMPTS):
             try:
                 run_git(
-                    ["--git-dir", repository_path, *NOTE_IDENTITY, *notes],
+                    ["--git-dir", repository_path, *NOTES_IDENTITY, *notes],
                     stdin=note_json.encode("ascii") + b"\n",
                 )
                 return
@@ -132,6 +139,32 @@ def _governed_write(conn: Connection, key: str) -> GovernedWriteRow | None:
     return fetch_record(conn, "get_governed_write", {"idempotency_key": key}, GovernedWriteRow)
 
 
+def note_to_push(
+    db: Database, write_key: str, signing: SigningKey | None, *, clock: Clock = system_clock
+) -> str | None:
+    """The note of an intended write about to be pushed, signed now (its time the time it
+    lands), to go to the remote in the branch's own push; None when no key is configured or it
+    cannot be made (the write then lands unattested, as when attesting fails after it)."""
+    if signing is None:
+        return None
+
+    def prepare(conn: Connection) -> str:
+        write = _governed_write(conn, write_key)
+        if write is None:
+            raise LedgerError("WRITE_NOT_FOUND", f"no governed write {write_key!r}")
+        landing = write._replace(updated_at=read_clock(clock).text)
+        return canonical_json(
+            attestation_note(commit_facts(conn, landing), signing.sign, signing.keyid)
+        )
+
+    try:
+        return db.read(prepare)
+    except Exception:
+        # A defect in signing must not stop the write: it is attested after it lands instead.
+        log.exception("signing the note of governed write %r before its push failed", write_key)
+        return None
+
+
 def attest_write(
     db: Database, write_key: str, signing: SigningKey | None, *, clock: Clock = system_clock
 ) -> AttestationAnswer:
@@ -153,17 +186,23 @@ def attest_write(
 
 
 def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> AttestationAnswer:
-    def prepare(conn: Connection) -> tuple[GovernedWriteRow, JsonObject | None, str]:
+    def found(conn: Connection) -> tuple[GovernedWriteRow, str]:
         write = _governed_write(conn, write_key)
         if write is None:
             raise LedgerError("WRITE_NOT_FOUND", f"no governed write {write_key!r}")
-        path = require_repository(conn, write.repository).path
-        if attestation_row(conn, write_key) is not None or write.state != "APPLIED":
-            return write, None, path
-        note = attestation_note(commit_facts(conn, write), signing.sign, signing.keyid)
-        return write, note, path
+        return write, require_repository(conn, write.repository).path
 
-    write, note, path = db.read(prepare)
+    write, path = db.read(found)
+    pushed = None
+    if write.state == "APPLIED" and remote_of(path) is not None:
+        pushed = _pushed_note(path, write, signing)
+
+    def prepare(conn: Connection) -> JsonObject | None:
+        if attestation_row(conn, write_key) is not None or write.state != "APPLIED":
+            return None
+        return pushed or attestation_note(commit_facts(conn, write), signing.sign, signing.keyid)
+
+    note = db.read(prepare)
 
     actor = current_actor()
 
@@ -186,6 +225,35 @@ def _attest(db: Database, write_key: str, signing: SigningKey, clock: Clock) -> 
         # The same write attested again attaches the recorded note.
         return {**answer, "reason": f"recorded, but the note was not attached: {failed}"}
     return answer
+
+
+def _pushed_note(mirror: str, write: GovernedWriteRow, signing: SigningKey) -> JsonObject | None:
+    """The note this write pushed with its branch, as the remote holds it (the mirror fetched
+    again when it lacks it: a write recovered after a crash), when it is this write's own,
+    signed by this key; None when there is none (it is then signed anew)."""
+    text = read_note(mirror, write.new_oid)
+    if text is None:
+        refresh_mirror(mirror)
+        text = read_note(mirror, write.new_oid)
+    if text is None:
+        return None
+    verifier = signing.signer.verifier
+    try:
+        note = loads_object(text.strip(), what="note")
+        for part in note_parts(note):
+            statement = open_envelope(
+                note.get(part), verifier.public_key, check_ed25519, signing.keyid
+            )
+            if statement_subject_commit(statement) != write.new_oid:
+                return None
+        predicate = unsigned_statement(note.get("provenance")).get("predicate")
+        definition = predicate.get("buildDefinition") if isinstance(predicate, dict) else None
+        internal = definition.get("internalParameters") if isinstance(definition, dict) else None
+    except LedgerError:
+        return None
+    if not isinstance(internal, dict) or internal.get("writeKey") != write.idempotency_key:
+        return None
+    return note
 
 
 REVIEW_FIELDS = ("aux_id", "state", "evidence_digest", "output_digest")
@@ -284,6 +352,8 @@ def _why_write(conn: Connection, write: GovernedWriteRow) -> dict[str, Any]:
         }
     return {
         "repository": write.repository,
+        # Where the write went: the git server's URL sealed with the repository (None: in place).
+        "repository_url": facts.repository_url,
         "ref": write.ref,
         "task": {
             "task_id": write.task_id,

@@ -15,7 +15,6 @@ from aios_ledger.core.git.decisions import task_binding
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document
 from aios_ledger.core.tasks.attempts import evidence_run, evidence_session
 from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
-from aios_ledger.shell.git.remotes import remote_of
 from aios_ledger.shell.git.repos import require_repository
 
 
@@ -148,7 +147,6 @@ def commit_facts(conn: Connection, write: GovernedWriteRow) -> CommitFacts:
 
 
 def _remote_url(conn: Connection, repository: str) -> str | None:
-    """The URL of the remote a governed repository's mirror stands for (None: governed in
-    place), which the source statements name the repository by."""
-    remote = remote_of(require_repository(conn, repository).path)
-    return None if remote is None else remote.url
+    """The URL sealed with a governed repository on a git server (None: governed in place),
+    which the source statements name the repository by."""
+    return require_repository(conn, repository).remote_url

@@ -180,6 +180,16 @@ def remote_options(parser: argparse.ArgumentParser, *, mirror: bool = True) -> N
         ("--ssh-key", "the SSH private key (ssh remotes)"),
         ("--known-hosts", "the pinned known_hosts file: an unknown or changed host key is refused"),
         ("--token-file", "a file holding the HTTPS token (never the token itself)"),
+        (
+            "--key-credential",
+            "the systemd credential holding the SSH private key, by name"
+            " ($CREDENTIALS_DIRECTORY/NAME; instead of --ssh-key)",
+        ),
+        (
+            "--token-credential",
+            "the systemd credential holding the HTTPS token, by name"
+            " ($CREDENTIALS_DIRECTORY/NAME; instead of --token-file)",
+        ),
         ("--token-user", "the user name sent with the token"),
         ("--ca-bundle", "the CA certificates of a self-hosted forge (https)"),
     ):
@@ -188,7 +198,16 @@ def remote_options(parser: argparse.ArgumentParser, *, mirror: bool = True) -> N
 
 def refuse_remote_options(args: argparse.Namespace) -> None:
     """A local repository takes none of the remote options given on the command line."""
-    names = ("mirror", "ssh_key", "known_hosts", "token_file", "token_user", "ca_bundle")
+    names = (
+        "mirror",
+        "ssh_key",
+        "known_hosts",
+        "token_file",
+        "token_user",
+        "ca_bundle",
+        "key_credential",
+        "token_credential",
+    )
     if any(getattr(args, name, None) is not None for name in names):
         raise LedgerError("REMOTE_URL_INVALID", "the remote options are for a remote URL")
 

@@ -6,8 +6,10 @@ a proposal and every workspace reads the mirror, fetched from the remote before 
 made and before a write; only the governed write talks to the remote with a credential. The
 credential is the ledger's alone: an SSH key with a pinned known_hosts file, or an HTTPS token
 read from a file when git runs and handed to git in its environment (`GIT_CONFIG_*`), never in
-its argv, a URL, a row, an event or a workspace. The mirror keeps where its remote is and which
-credential files to use in `aios-remote.json` (paths only, no secret).
+its argv, a URL, a row, an event or a workspace. The key or token file may be a systemd
+credential, named and found in `$CREDENTIALS_DIRECTORY` each time git runs (the unit's folder
+is its own). The mirror keeps where its remote is and which credential files or names to use in
+`aios-remote.json` (paths and names only, no secret).
 """
 
 from __future__ import annotations
@@ -27,12 +29,15 @@ from urllib.parse import urlsplit
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import DEFAULT_TOKEN_USER, RemoteSettings
-from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, run_git
+from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, read_ref, run_git
 
 REMOTE_FILE = "aios-remote.json"
 FETCH_LOCK = "aios-fetch.lock"
 REMOTE_TIMEOUT = 300.0
 MAX_TOKEN_BYTES = 16 * 1024
+CREDENTIALS_DIRECTORY = "CREDENTIALS_DIRECTORY"
+# A systemd credential's name: what `LoadCredential=NAME:...` accepts, and never a path.
+_CREDENTIAL_NAME = re.compile(r"(?!\.\.?$)[A-Za-z0-9_.@+-]{1,255}")
 
 URL_INVALID = "REMOTE_URL_INVALID"
 CREDENTIAL_INVALID = "REMOTE_CREDENTIAL_INVALID"
@@ -43,6 +48,11 @@ AUTH_REFUSED = "REMOTE_AUTH_REFUSED"
 UNREACHABLE = "REMOTE_UNREACHABLE"
 PUSH_REFUSED = "REMOTE_PUSH_REFUSED"
 GIT_FAILED = "REMOTE_GIT_FAILED"
+NOTES_MOVED = "REMOTE_NOTES_MOVED"
+# How many times a push whose notes ref another writer moved is tried on the moved ref.
+NOTE_PUSH_ATTEMPTS = 3
+# Who made a notes commit: git needs a committer, the ledger's own name.
+NOTES_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@localhost")
 
 # What git and ssh print for each cause, tried in this order (a host key problem first: ssh
 # follows it with a disconnect that would read as unreachable).
@@ -97,6 +107,24 @@ class Credentials:
     token_file: str | None = None
     token_user: str = DEFAULT_TOKEN_USER
     ca_bundle: str | None = None
+    # systemd credentials' names, in place of `ssh_key` or `token_file`.
+    key_credential: str | None = None
+    token_credential: str | None = None
+
+    def key_path(self) -> str:
+        """The SSH private key's file: `ssh_key`, or the systemd credential's."""
+        if self.key_credential is not None:
+            return credential_file(self.key_credential, "--key-credential")
+        assert self.ssh_key is not None
+        return self.ssh_key
+
+    def token_source(self) -> tuple[str, str]:
+        """The token's file, and how a message names it (never by its content)."""
+        if self.token_credential is not None:
+            shown = f"--token-credential {self.token_credential}"
+            return credential_file(self.token_credential, "--token-credential"), shown
+        assert self.token_file is not None
+        return self.token_file, "--token-file"
 
 
 def credentials_of(settings: RemoteSettings) -> Credentials:
@@ -107,7 +135,34 @@ def credentials_of(settings: RemoteSettings) -> Credentials:
         token_file=settings.token_file,
         token_user=settings.token_user,
         ca_bundle=settings.ca_bundle,
+        key_credential=settings.key_credential,
+        token_credential=settings.token_credential,
     )
+
+
+def credential_file(name: str, option: str) -> str:
+    """The file of systemd credential `name` in `$CREDENTIALS_DIRECTORY` (`LoadCredential=`),
+    or REMOTE_CREDENTIAL_INVALID naming the credential."""
+    if not _CREDENTIAL_NAME.fullmatch(name):
+        raise LedgerError(
+            CREDENTIAL_INVALID,
+            f"{option} {name[:100]!r}: a systemd credential's name (letters, digits, ._@+-)",
+        )
+    directory = os.environ.get(CREDENTIALS_DIRECTORY, "")
+    if not directory:
+        raise LedgerError(
+            CREDENTIAL_INVALID,
+            f"{option} {name}: ${CREDENTIALS_DIRECTORY} is not set (run under a systemd unit with"
+            f" LoadCredential={name}:FILE)",
+        )
+    path = os.path.join(directory, name)
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise LedgerError(
+            CREDENTIAL_INVALID,
+            f"{option} {name}: no readable credential {name!r} in ${CREDENTIALS_DIRECTORY}"
+            f" (LoadCredential={name}:FILE)",
+        )
+    return path
 
 
 @attrs.frozen
@@ -173,31 +228,50 @@ def is_loopback(url: str) -> bool:
 
 
 def check_credentials(kind: str, credentials: Credentials) -> Credentials:
-    """The credentials with absolute paths, each file readable; the kind's own required."""
-    needed = ("ssh_key", "known_hosts") if kind == "ssh" else ("token_file",)
+    """The credentials with absolute paths, each file and systemd credential readable; the
+    kind's own required."""
     options = {
         "ssh_key": "--ssh-key",
         "known_hosts": "--known-hosts",
         "token_file": "--token-file",
         "ca_bundle": "--ca-bundle",
+        "key_credential": "--key-credential",
+        "token_credential": "--token-credential",
     }
-    for name in needed:
-        if getattr(credentials, name) is None:
+    # Each credential the kind needs, from either of its sources.
+    needed = (
+        (("ssh_key", "key_credential"), ("known_hosts",))
+        if kind == "ssh"
+        else (("token_file", "token_credential"),)
+    )
+    for sources in needed:
+        given = [name for name in sources if getattr(credentials, name) is not None]
+        named = " or ".join(
+            f"{options[name]} {'NAME' if name.endswith('credential') else 'FILE'}"
+            for name in sources
+        )
+        if not given:
             raise LedgerError(
-                CREDENTIAL_INVALID,
-                f"a {kind} remote takes {options[name]} FILE (the ledger's own credential)",
+                CREDENTIAL_INVALID, f"a {kind} remote takes {named} (the ledger's own credential)"
             )
+        if len(given) > 1:
+            raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes {named}, not both")
+    allowed = {name for sources in needed for name in sources}
+    if kind == "https":
+        allowed.add("ca_bundle")
     misplaced = [
-        options[name]
-        for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle")
-        if getattr(credentials, name) is not None
-        and name not in needed
-        and not (name == "ca_bundle" and kind == "https")
+        option
+        for name, option in options.items()
+        if getattr(credentials, name) is not None and name not in allowed
     ]
     if misplaced:
         raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes no {', '.join(misplaced)}")
     if not re.fullmatch(r"[A-Za-z0-9._@+-]{1,200}", credentials.token_user):
         raise LedgerError(CREDENTIAL_INVALID, "--token-user: letters, digits and ._@+-")
+    for name in ("key_credential", "token_credential"):
+        credential = getattr(credentials, name)
+        if credential is not None:
+            credential_file(credential, options[name])
     resolved: dict[str, str] = {}
     for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle"):
         path = getattr(credentials, name)
@@ -233,15 +307,15 @@ def remote_of(repository_path: str) -> Remote | None:
 
 
 def read_token(credentials: Credentials) -> str:
-    assert credentials.token_file is not None
+    path, source = credentials.token_source()
     try:
-        with open(credentials.token_file, "rb") as handle:
+        with open(path, "rb") as handle:
             raw = handle.read(MAX_TOKEN_BYTES + 1)
     except OSError as exc:
-        raise LedgerError(CREDENTIAL_INVALID, f"--token-file: {exc.strerror}") from None
+        raise LedgerError(CREDENTIAL_INVALID, f"{source}: {exc.strerror}") from None
     token = raw.decode("utf-8", "replace").strip()
     if not token or len(raw) > MAX_TOKEN_BYTES or any(c in token for c in "\r\n\0"):
-        raise LedgerError(CREDENTIAL_INVALID, "--token-file: one token on one line")
+        raise LedgerError(CREDENTIAL_INVALID, f"{source}: one token on one line")
     return token
 
 
@@ -275,13 +349,13 @@ def git_environment(remote: Remote) -> dict[str, str]:
     alone (no ssh config, agent or prompt), or the token as an HTTP header."""
     credentials = remote.credentials
     if remote.scheme == "ssh":
-        assert credentials.ssh_key is not None and credentials.known_hosts is not None
+        assert credentials.known_hosts is not None
         command = [
             "ssh",
             "-F",
             "/dev/null",
             "-i",
-            credentials.ssh_key,
+            credentials.key_path(),
             "-o",
             "IdentitiesOnly=yes",
             "-o",
@@ -417,43 +491,131 @@ class PushAnswer:
     message: str = ""
 
 
+@attrs.frozen
+class PushedNote:
+    """An attestation note to land with the branch: the notes ref it goes under and its text
+    (attached to the branch's new commit)."""
+
+    notes_ref: str
+    text: str
+
+
 def push_write(
-    mirror: str, remote: Remote, ref: str, new: str, old: str, *, zero: str
+    mirror: str,
+    remote: Remote,
+    ref: str,
+    new: str,
+    old: str,
+    *,
+    zero: str,
+    note: PushedNote | None = None,
 ) -> PushAnswer:
     """The remote's compare-and-swap: `ref` from `old` (`zero`: absent) to `new`, refused by the
-    server when the ref holds anything else (`--force-with-lease`, an empty value for absent)."""
-    expected = "" if old == zero else old
-    push = [
-        "push",
-        "--atomic",
-        "--porcelain",
-        "--no-verify",
-        f"--force-with-lease={ref}:{expected}",
-        remote.url,
-        f"{new}:{ref}",
-    ]
-    result = run_git(
+    server when the ref holds anything else (`--force-with-lease`, an empty value for absent).
+    With `note`, the notes ref moves in the same atomic push, leased on the value the mirror
+    last fetched, so the remote never holds the branch without its note or the reverse; a
+    notes ref another writer moved meanwhile is fetched again and the note appended to it."""
+    branch_lease = f"--force-with-lease={ref}:{'' if old == zero else old}"
+    for _ in range(NOTE_PUSH_ATTEMPTS):
+        leases, refspecs = [branch_lease], [f"{new}:{ref}"]
+        notes_commit = None
+        if note is not None:
+            base = read_ref(mirror, note.notes_ref)
+            notes_commit = _notes_commit(mirror, note, new, base)
+            leases.append(f"--force-with-lease={note.notes_ref}:{base or ''}")
+            refspecs.append(f"{notes_commit}:{note.notes_ref}")
+        result = push_refs(mirror, remote, leases, refspecs)
+        if result.returncode == 0:
+            run_git(["--git-dir", mirror, "update-ref", ref, new])
+            if note is not None and notes_commit is not None:
+                run_git(["--git-dir", mirror, "update-ref", note.notes_ref, notes_commit])
+            return PushAnswer(True)
+        # git's porcelain answer per ref (stdout) says which lease or the server refused.
+        answers = _porcelain(result.stdout.decode("utf-8", "replace"))
+        failed = refusal(remote, result, "cannot push to")
+        branch = answers.get(ref, "")
+        if "[remote rejected]" in branch:
+            return PushAnswer(False, PUSH_REFUSED, failed.detail)
+        if "[rejected]" in branch and "atomic push failed" not in branch:
+            return PushAnswer(False, None, failed.detail)
+        if note is None or "stale info" not in answers.get(note.notes_ref, ""):
+            return PushAnswer(False, failed.code, failed.detail)
+        # Only the notes ref had moved: read it again, and append the note to it.
+        try:
+            _fetch_notes(mirror, remote, note.notes_ref)
+        except LedgerError as unread:
+            return PushAnswer(False, unread.code, unread.detail)
+    assert note is not None  # only a moved notes ref tries again
+    return PushAnswer(
+        False,
+        NOTES_MOVED,
+        f"{note.notes_ref} of {remote.url} moved under each of {NOTE_PUSH_ATTEMPTS} pushes;"
+        " the branch was not pushed without its note",
+    )
+
+
+def push_refs(
+    mirror: str, remote: Remote, leases: Sequence[str], refspecs: Sequence[str]
+) -> GitResult:
+    """One `git push --atomic` of `refspecs` under `leases`; a module function, so that a test
+    can move the remote's refs right before it."""
+    push = ["push", "--atomic", "--porcelain", "--no-verify", *leases, remote.url, *refspecs]
+    return run_git(
         [*git_options(remote), "--git-dir", mirror, *push],
         env=git_environment(remote),
         timeout=REMOTE_TIMEOUT,
         check=False,
     )
-    if result.returncode != 0:
-        # git's porcelain answer per ref (stdout) says whether the lease or the server refused.
-        answer = result.stdout.decode("utf-8", "replace")
-        failed = refusal(remote, result, "cannot push to")
-        if "[rejected]" in answer:
-            return PushAnswer(False, None, failed.detail)
-        if "[remote rejected]" in answer:
-            return PushAnswer(False, PUSH_REFUSED, failed.detail)
-        return PushAnswer(False, failed.code, failed.detail)
-    run_git(["--git-dir", mirror, "update-ref", ref, new])
-    return PushAnswer(True)
+
+
+def _porcelain(answer: str) -> dict[str, str]:
+    """`git push --porcelain`'s summary per destination ref (`FLAG\tFROM:TO\tSUMMARY`)."""
+    found: dict[str, str] = {}
+    for line in answer.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and ":" in parts[1]:
+            found[parts[1].rpartition(":")[2]] = parts[2]
+    return found
+
+
+def _notes_commit(mirror: str, note: PushedNote, commit: str, base: str | None) -> str:
+    """A notes commit on `base` (None: the first) attaching `note` to `commit`, made on a
+    scratch notes ref: the mirror's own notes ref moves only once the remote took the push.
+    Under the fetch lock, as `fetch --prune` would drop a notes ref the remote lacks."""
+    scratch = f"refs/notes/aios-pending-{os.getpid()}-{commit[:16]}"
+    with open(os.path.join(mirror, FETCH_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if base is None:
+                run_git(["--git-dir", mirror, "update-ref", "-d", scratch], check=False)
+            else:
+                run_git(["--git-dir", mirror, "update-ref", scratch, base])
+            notes = ["notes", "--ref", scratch, "add", "--force", "--file", "-", commit]
+            run_git(
+                ["--git-dir", mirror, *NOTES_IDENTITY, *notes],
+                stdin=note.text.encode("utf-8") + b"\n",
+            )
+            made = read_ref(mirror, scratch)
+        finally:
+            run_git(["--git-dir", mirror, "update-ref", "-d", scratch], check=False)
+    assert made is not None
+    return made
+
+
+def _fetch_notes(mirror: str, remote: Remote, notes_ref: str) -> None:
+    fetch = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote.url]
+    with open(os.path.join(mirror, FETCH_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if remote_ref(remote, notes_ref) is None:
+            run_git(["--git-dir", mirror, "update-ref", "-d", notes_ref], check=False)
+            return
+        refspec = f"+{notes_ref}:{notes_ref}"
+        run_remote(remote, [*fetch, refspec], what="cannot fetch from", git_dir=mirror)
 
 
 def push_notes(mirror: str, remote: Remote, notes_ref: str) -> None:
     """Send the mirror's attestation notes to the remote (a fast-forward, so no note another
-    writer pushed is dropped)."""
+    writer pushed is dropped): for a note made after its write landed without one."""
     run_remote(
         remote,
         ["push", "--porcelain", remote.url, f"{notes_ref}:{notes_ref}"],

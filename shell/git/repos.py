@@ -130,9 +130,11 @@ def add_repository(
     default_protection: bool = True,
     settings: Mapping[str, Any] | None = None,
     clock: Clock = system_clock,
+    remote_url: str | None = None,
 ) -> RepositoryAnswer:
-    """Register the bare repository at `path` under `name`. Its HEAD branch is always protected;
-    `protected` patterns are added to the defaults, or replace them without `default_protection`."""
+    """Register the bare repository at `path` under `name` (the mirror of `remote_url`, sealed
+    with its row). Its HEAD branch is always protected; `protected` patterns are added to the
+    defaults, or replace them without `default_protection`."""
     raw_path = path if isinstance(path, str) else ""
     resolved = require_bare(raw_path) if raw_path else raw_path
     remote = remote_of(resolved) if resolved else None
@@ -144,6 +146,7 @@ def add_repository(
             "protected": None if protected is None else list(protected),
             "default_protection": default_protection,
             "settings": dict(settings) if isinstance(settings, Mapping) else settings,
+            "remote_url": remote_url,
         }
     )
     _checked(request.settings)
@@ -199,6 +202,7 @@ def add_remote_repository(
             default_protection=default_protection,
             settings=settings,
             clock=clock,
+            remote_url=remote.url,
         )
     except BaseException:
         # A registration the ledger refuses leaves no mirror it made behind.
@@ -298,8 +302,14 @@ def _shown(row: RepositoryRow) -> dict[str, object]:
     shown: dict[str, object] = dict(repository_answer(row, idempotent=False))
     shown.pop("idempotent")
     notice = git_config_notice(row.name, row.path)
-    shown["warnings"] = [] if notice is None else [notice]
-    remote = remote_of(row.path)
+    warnings = [] if notice is None else [notice]
+    shown["warnings"] = warnings
+    try:
+        remote = remote_of_repository(row)
+    except LedgerError as refused:
+        # Shown, not refused: the owner reads here what stops the repository's writes.
+        warnings.append(f"{refused.code}: {refused.detail}")
+        return shown
     if remote is not None:
         shown["remote"] = remote.public()
     return shown
@@ -308,6 +318,22 @@ def _shown(row: RepositoryRow) -> dict[str, object]:
 def list_repositories(db: Database) -> list[dict[str, object]]:
     rows = db.read(lambda conn: fetch_all(conn, "all_governed_repositories"))
     return [_shown(RepositoryRow.from_row(row)) for row in rows]
+
+
+def remote_of_repository(row: RepositoryRow) -> Remote | None:
+    """The remote a governed repository's mirror stands for, which must be the one sealed with
+    its row: a mirror whose `aios-remote.json` names another URL is refused, so no write goes
+    anywhere but where the ledger says."""
+    remote = remote_of(row.path)
+    if remote is None and row.remote_url is None:
+        return None
+    if remote is None or remote.url != row.remote_url:
+        raise LedgerError(
+            "REMOTE_CONFIG_INVALID",
+            f"the mirror {row.path} of {row.name!r} does not stand for {row.remote_url or 'no'}"
+            " remote, as sealed with the repository",
+        )
+    return remote
 
 
 def require_repository(conn: Connection, name: str) -> RepositoryRow:

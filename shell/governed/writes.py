@@ -7,10 +7,12 @@ which a crash can be recovered without guessing:
 2. the proposal's head is fetched into the repository's quarantine namespace;
 3. the intent is committed with a sealed event, taking the writer lease of (repository, ref);
 4. git's own compare-and-swap moves the ref (`update-ref <ref> <new> <old>`; on a remote
-   repository, fetched into its mirror before the checks, `push --force-with-lease`);
+   repository, fetched into its mirror before the checks, `push --atomic --force-with-lease`,
+   the attestation note, signed just before, moving the notes ref in the same push);
 5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
-6. an APPLIED write is attested (a failure leaves it standing, unattested), then proposed as a
-   pull request where the repository names a forge (`governed.pull_requests`).
+6. an APPLIED write is attested (a remote's: with the note it pushed; a failure leaves it
+   standing, unattested), then proposed as a pull request where the repository names a forge
+   (`governed.pull_requests`).
 
 A write left INTENDED by a crash is settled by the same write again or by `recover_writes`.
 """
@@ -28,6 +30,7 @@ from aios_ledger.core.git import (
     GovernedWriteRow,
     OutcomeState,
     ProposalRow,
+    RepositoryRow,
     WriteAnswer,
     WriteOutcome,
     WriteRequest,
@@ -51,7 +54,7 @@ from aios_ledger.core.log.plan import Decision, Replay
 from aios_ledger.core.refnames import require_unambiguous_branch
 from aios_ledger.core.tasks.refusals import refusal_key
 from aios_ledger.shell.actors import current_actor
-from aios_ledger.shell.attest.commits import attest_write
+from aios_ledger.shell.attest.commits import attest_write, note_to_push
 from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
@@ -61,12 +64,12 @@ from aios_ledger.shell.git import remotes
 from aios_ledger.shell.git.proposals import ensure_in_repository, proposal_row, quarantine_ref
 from aios_ledger.shell.git.remotes import (
     PushAnswer,
+    PushedNote,
     fetch_mirror,
     push_notes,
-    remote_of,
     remote_ref,
 )
-from aios_ledger.shell.git.repos import get_repository, repository_row
+from aios_ledger.shell.git.repos import get_repository, remote_of_repository, repository_row
 from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, run_git
 from aios_ledger.shell.governed.pull_requests import propose_write
 from aios_ledger.shell.tracing import record_span, write_started
@@ -141,8 +144,9 @@ def _settle(
 ) -> WriteAnswer:
     """Record what became of an intended write, from git's answer and the ref as read (on a
     remote repository, the remote's ref: a remote that cannot be read leaves it intended)."""
-    path = get_repository(db, write.repository).path
-    remote = remote_of(path)
+    repository = get_repository(db, write.repository)
+    path = repository.path
+    remote = remote_of_repository(repository)
     if swapped:
         observed: str | None = write.new_oid
     elif remote is not None:
@@ -185,11 +189,14 @@ def governed_write(
     """Write a verified task's proposal to its bound branch; see the module's steps. Answers the
     APPLIED write with its `attestation`; any other outcome raises its code once recorded."""
     started = write_started()
-    answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait)
+    answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait, attest_key=attest_key)
+    repository = get_repository(db, answer["repository"])
+    path = repository.path
+    remote = remote_of_repository(repository)
+    notes_before = read_ref(path, NOTES_REF) if remote is not None else None
     attestation = attest_write(db, answer["idempotency_key"], attest_key, clock=clock)
-    path = get_repository(db, answer["repository"]).path
-    remote = remote_of(path)
-    if remote is not None and attestation["attested"]:
+    # A note that did not go with the branch (none could be signed before the push) goes now.
+    if remote is not None and attestation["attested"] and read_ref(path, NOTES_REF) != notes_before:
         try:
             push_notes(path, remote, NOTES_REF)
         except LedgerError as failed:
@@ -224,12 +231,19 @@ def _record_write_span(db: Database, answer: WriteAnswer, started: int) -> None:
 
 
 def _governed_write(
-    db: Database, raw: Mapping[str, Any] | WriteRequest, *, clock: Clock, lease_wait: float
+    db: Database,
+    raw: Mapping[str, Any] | WriteRequest,
+    *,
+    clock: Clock,
+    lease_wait: float,
+    attest_key: SigningKey | None,
 ) -> WriteAnswer:
     request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
     actor = current_actor()
     try:
-        return _checked_write(db, request, actor, clock=clock, lease_wait=lease_wait)
+        return _checked_write(
+            db, request, actor, clock=clock, lease_wait=lease_wait, attest_key=attest_key
+        )
     except LedgerError as refused:
         if refused.code not in WRITE_REFUSALS:
             raise
@@ -256,7 +270,13 @@ def _recorded(
 
 
 def _checked_write(
-    db: Database, request: WriteRequest, actor: Actor, *, clock: Clock, lease_wait: float
+    db: Database,
+    request: WriteRequest,
+    actor: Actor,
+    *,
+    clock: Clock,
+    lease_wait: float,
+    attest_key: SigningKey | None,
 ) -> WriteAnswer:
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
@@ -289,8 +309,9 @@ def _checked_write(
             time.sleep(LEASE_POLL_SECONDS)
     if isinstance(decision, Replay):
         return _answered(decision.response)
-    repository_path, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
-    remote = remote_of(repository_path)
+    repository, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
+    repository_path = repository.path
+    remote = remote_of_repository(repository)
     if remote is not None:
         # The checks read the mirror as the remote holds it now; a remote that cannot be read
         # (host key, credential, network) refuses the write here, before anything is pushed.
@@ -320,10 +341,17 @@ def _checked_write(
         )
     else:
         zero = zero_oid(write.new_oid)
+        note = note_to_push(db, write.idempotency_key, attest_key, clock=clock)
         # Called through its module, so that the crash tests' helper process can die on either
         # side of the push, as of `move_ref`.
         pushed = remotes.push_write(
-            repository_path, remote, write.ref, write.new_oid, write.old_oid, zero=zero
+            repository_path,
+            remote,
+            write.ref,
+            write.new_oid,
+            write.old_oid,
+            zero=zero,
+            note=None if note is None else PushedNote(NOTES_REF, note),
         )
     settled = _settle(
         db,
@@ -351,10 +379,12 @@ def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor)
     return plans.apply(decide_write_intent(state, request, now=read_clock(clock), actor=actor))
 
 
-def _quarantine_inputs(conn: Connection, request: WriteRequest) -> tuple[str, ProposalRow]:
+def _quarantine_inputs(
+    conn: Connection, request: WriteRequest
+) -> tuple[RepositoryRow, ProposalRow]:
     state = _write_state(conn, None, request)
     assert state.repository is not None and state.proposal is not None
-    return state.repository.path, state.proposal
+    return state.repository, state.proposal
 
 
 def _answered(answer: WriteAnswer) -> WriteAnswer:

@@ -151,7 +151,8 @@ CREATE TABLE governed_repositories(
   agent_scan_max_bytes INTEGER NOT NULL DEFAULT 1073741824 CHECK (agent_scan_max_bytes >= 1),
   agent_scan_max_seconds REAL NOT NULL DEFAULT 600.0 CHECK (agent_scan_max_seconds > 0),
   agent_scan_window_seconds INTEGER NOT NULL DEFAULT 3600 CHECK (agent_scan_window_seconds >= 1),
-  pull_request_json TEXT
+  pull_request_json TEXT,
+  remote_url TEXT
 );
 
 CREATE TABLE governed_writes(

@@ -236,6 +236,7 @@ CREATE TABLE governed_repositories (
     agent_scan_max_seconds double precision DEFAULT 600.0 NOT NULL,
     agent_scan_window_seconds bigint DEFAULT 3600 NOT NULL,
     pull_request_json text,
+    remote_url text,
     CONSTRAINT governed_repositories_agent_scan_max_bytes_check CHECK ((agent_scan_max_bytes >= 1)),
     CONSTRAINT governed_repositories_agent_scan_max_seconds_check CHECK ((agent_scan_max_seconds > (0)::double precision)),
     CONSTRAINT governed_repositories_agent_scan_window_seconds_check CHECK ((agent_scan_window_seconds >= 1)),
