@@ -276,7 +276,7 @@ class IntegrationBound:
 
     still_running: int
     sequence: int
-    in_progress: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    in_progress: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -84,14 +84,29 @@ def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
     tree = _locked_tree(conn) if tree is None else tree
     if tree.size is not None:
         return 0
-    grown = MerkleTreeRow(0, b"", tree.revision)
-    built, after = 0, 0
+    return _append_pending(conn, MerkleTreeRow(0, b"", tree.revision), unbuilt=True)
+
+
+def integrate_in(conn: Connection) -> int:
+    """Every committed event without a leaf appended, in id order, inside the caller's write
+    transaction, which holds the ledger's exclusive lock (`upgrade`'s), so that no writer nor
+    integrator runs beside it; how many leaves it appended."""
+    tree = _locked_tree(conn)
+    if tree.size is None:
+        return build_tree(conn, tree)
+    return _append_pending(conn, tree, unbuilt=False)
+
+
+def _append_pending(conn: Connection, tree: MerkleTreeRow, *, unbuilt: bool) -> int:
+    appended, after = 0, 0
     while True:
         batch = _pending(conn, after, BUILD_BATCH)
-        grown = _append_batch(conn, grown, [(leaf.event_id, leaf.seal) for leaf in batch])
-        built += len(batch)
+        if batch or unbuilt:  # an unbuilt tree's head row gets its size, 0 when empty
+            tree = _append_batch(conn, tree, [(leaf.event_id, leaf.seal) for leaf in batch])
+            unbuilt = False
+        appended += len(batch)
         if len(batch) < BUILD_BATCH:
-            return built  # the last leaves, or the empty tree's size, are written
+            return appended
         after = batch[-1].event_id
 
 
