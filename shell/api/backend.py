@@ -129,11 +129,12 @@ class Backend:
         self._waiting: dict[str, int] = {}
         # Signs the task list's cursors: a cursor is good for the server that gave it.
         self.cursor_key = secrets.token_bytes(32)
-        # PostgreSQL's writes leave their Merkle leaves to an integrator: this server runs one.
+        # PostgreSQL's writes leave their Merkle leaves to an integrator: this server runs one,
+        # on a pool of its own, so that requests' writers never wait for a pass's connection.
         self.integrator: Integrator | None = None
         self._integrating: threading.Thread | None = None
         if not writer_db.integrates_inline:
-            self.integrator = Integrator(writer_db)
+            self.integrator = Integrator(self._open(False, "FULL"))
             self._integrating = threading.Thread(target=self._integrate, daemon=True)
             self._integrating.start()
         pool_size = writer_db.pool_size
