@@ -6,6 +6,7 @@ core's (`ScanFloor`), checked here without a database too."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -330,3 +331,40 @@ def _deadline() -> float:
 
 def _before(deadline: float) -> bool:
     return time.monotonic() < deadline
+
+
+def test_verify_counts_an_event_committed_after_it_integrated_as_pending(
+    pg_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event committed between verify's integration and its walk has no leaf yet: pending,
+    not a finding."""
+    from aios_ledger.shell.log import verification
+
+    with TaskLedger(pg_target) as ledger:
+        ledger.create_task(TASK, idempotency_key="before")
+
+    def integrate_then_write(db: Database) -> Any:
+        done = integrate(db)
+        with TaskLedger(pg_target) as ledger:
+            ledger.create_task(TASK, idempotency_key="during")
+        return done
+
+    monkeypatch.setattr(verification, "integrate", integrate_then_write)
+    with Database(pg_target) as db:
+        report = verify_log(db)
+        assert report.intact, report.findings
+        assert report.leaves_pending == 1
+        assert current_tree_head(db).size == 1
+
+
+def test_the_integrate_command_on_both_engines(ledger_target: str | Path) -> None:
+    with TaskLedger(ledger_target) as ledger:
+        ledger.create_tasks((TASK, f"c{n}") for n in range(3))
+    done = run_cli("--db", str(ledger_target), "integrate")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    if is_postgres(ledger_target):
+        assert answer["inline"] is False and answer["appended"] == 3
+        assert answer["tree_size"] == 3
+    else:
+        assert answer == {"engine": "sqlite", "inline": True, "tree_size": 3}
