@@ -61,6 +61,7 @@ from . import (
     aux,
     console,
     contention,
+    integration,
     layers,
     lifecycles,
     postgres,
@@ -82,6 +83,7 @@ PARTS: dict[str, tuple[str, Part]] = {
     "8": ("the HTTP API: 32 agents, group commit, long polls", api.run),
     "9": ("PostgreSQL vs PgQueuer, Procrastinate and raw psycopg", postgres.run),
     "10": ("the web console's pages at 100,000 tasks", console.run),
+    "11": ("PostgreSQL: 1 and 4 processes, the Merkle integrator beside", integration.run),
 }
 ROOT = Path(__file__).resolve().parent.parent
 MIN_REPS = 5

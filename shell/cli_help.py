@@ -243,6 +243,11 @@ EXAMPLES: Mapping[str, tuple[Example, ...]] = {
     "prove": (
         ("aios-ledger prove 42 > proof.json", "event 42's inclusion in the Merkle log now"),
         ("aios-ledger prove --consistency 100 250", "the tree of 250 extends the tree of 100"),
+        ("aios-ledger prove 42 --wait --timeout 5", "wait for event 42 to be in the tree"),
+    ),
+    "integrate": (
+        ("aios-ledger integrate", "append what committed to the Merkle log (PostgreSQL)"),
+        ("aios-ledger integrate --follow", "keep integrating, for a deployment without serve"),
     ),
     "verify-proof": (
         ("aios-ledger verify-proof proof.json --root HEX", "check a proof offline"),

@@ -1,4 +1,4 @@
--- The Merkle log beside the chains (core/log/merkle.py): leaves in commit order, each row with
+-- The Merkle log beside the chains (core/log/merkle.py): leaves in integration order, each row with
 -- the hashes of the subtrees its leaf completes, and the tree's head row.
 
 -- name: merkle_tree_cas_update!
@@ -25,13 +25,31 @@ SELECT substr(nodes, 32 * CAST(:level AS integer) - 31, 32) AS hash FROM merkle_
 WHERE leaf_index = ((CAST(:node_index AS bigint) + 1) << CAST(:level AS integer)) - 1
 AND length(nodes) >= 32 * CAST(:level AS integer);
 
--- name: merkle_sealed_in_id_order
--- Every sealed or archived event's id and seal, in id order: the leaves of a log older than
--- the tree, built once.
-SELECT event_id, seal FROM event_seals
+-- name: merkle_events_to_integrate
+-- returns: PendingLeaf
+-- The next committed (sealed or archived) events above an id that no leaf is of yet, in id
+-- order: an integration pass's batch, or the leaves of a log older than the tree. Each side
+-- reads its primary key, and the leaves' index of event ids, from the id up, whatever the
+-- tables' statistics say.
+SELECT event_id, seal, created_at FROM (
+  SELECT s.event_id, s.seal, e.created_at FROM event_seals AS s
+  LEFT JOIN events AS e ON e.event_id = s.event_id
+  WHERE s.event_id > :after
+  AND NOT EXISTS (
+    SELECT 1 FROM merkle_leaves AS l WHERE l.event_id = s.event_id AND l.event_id > :after
+  )
+  ORDER BY s.event_id LIMIT :limit
+) AS sealed
 UNION ALL
-SELECT event_id, seal FROM archived_events
-ORDER BY event_id;
+SELECT event_id, seal, created_at FROM (
+  SELECT a.event_id, a.seal, CAST(NULL AS text) AS created_at FROM archived_events AS a
+  WHERE a.event_id > :after
+  AND NOT EXISTS (
+    SELECT 1 FROM merkle_leaves AS l WHERE l.event_id = a.event_id AND l.event_id > :after
+  )
+  ORDER BY a.event_id LIMIT :limit
+) AS listed
+ORDER BY 1 LIMIT :limit;
 
 -- name: merkle_verify_leaves
 -- `verify`: every leaf in order, with the subtrees it completes and its (archived) event's seal.

@@ -805,6 +805,6 @@ def proofs_check_against_the_tree_head(scene: Scenario) -> None:
     consistent = scene.agent.get(f"/v1/proofs/consistency?old=1&new={head['size']}")
     parse_proof(consistent.json()).check(root)
     problem(scene.agent.get("/v1/proofs/inclusion/abc"), 422, "FIELDS_INVALID")
-    beyond = f"/v1/proofs/consistency?old={head['size'] + 1}"
+    beyond = f"/v1/proofs/consistency?old={head['size'] + 1}&new={head['size']}"
     problem(scene.agent.get(beyond), 422, "TREE_SIZE_INVALID")
     problem(scene.agent.get("/v1/proofs/inclusion/999999"), 404, "EVENT_NOT_FOUND")

@@ -26,7 +26,7 @@ from aios_ledger.core.proofs import (
     verified_cosignatures,
 )
 from aios_ledger.shell import Database, issue_token
-from aios_ledger.shell.db.merkle import current_tree_head
+from aios_ledger.shell.db.merkle import current_tree_head, integrate
 from aios_ledger.shell.proofs.checkpoints import (
     add_cosignatures,
     latest_checkpoint,
@@ -274,7 +274,8 @@ def test_checkpoints_and_cosignatures_are_stored_on_both_engines(
     with Database(ledger_target) as db:
         first = sign_checkpoint(db, log, Timestamp.parse("2026-12-01T00:00:00.000Z"))
         assert sign_checkpoint(db, log, Timestamp.parse("2026-12-01T00:00:01.000Z")) == first
-        issue_token(db, "someone", ["agent"])  # an event: the tree grows
+        issue_token(db, "someone", ["agent"])  # an event: the tree grows once integrated
+        integrate(db)
         second = sign_checkpoint(db, log, Timestamp.parse("2026-12-01T00:00:02.000Z"))
         assert second.row.tree_size == first.row.tree_size + 1
         assert latest_checkpoint(db) == second

@@ -21,7 +21,7 @@ from aios_ledger.core.api.event_stream import StreamParser
 from aios_ledger.core.proofs.checkpoints import CheckpointRow
 from aios_ledger.shell import issue_token
 from aios_ledger.shell.db.connection import Database
-from aios_ledger.shell.db.merkle import current_tree_head
+from aios_ledger.shell.db.merkle import current_tree_head, integrate
 from aios_ledger.shell.proofs.checkpoints import (
     ServedCheckpoint,
     latest_checkpoint,
@@ -174,6 +174,7 @@ def test_a_second_signer_waits_for_the_first_signers_turn(
         def overtake() -> None:
             if grows:
                 issue_token(second_db, "someone", ["agent"])  # an event: the tree grows
+                integrate(second_db)  # once integrated (PostgreSQL's writes leave it to one)
             second_signed.append(sign_checkpoint(second_db, plain, NOW))
 
         overtaking = threading.Thread(target=overtake)

@@ -12,7 +12,9 @@ from aios_ledger.core import LedgerError, Timestamp
 from aios_ledger.core.log.merkle import TreeHead
 from aios_ledger.shell import Database, verify_log
 from aios_ledger.shell.db.merkle import (
+    Integrator,
     current_tree_head,
+    integrate,
     prove_consistency,
     prove_inclusion,
     tree_head_at,
@@ -222,10 +224,13 @@ def test_verify_proof_trusts_a_signed_checkpoint_and_the_public_key_alone(
     assert refused.returncode != 0 and "PROOF_REJECTED" in refused.stderr
 
 
-def test_concurrent_writers_leave_every_committed_head_a_prefix(ledger_target: Path) -> None:
-    """PostgreSQL's writers beside each other (row-locked transitions, ids from a sequence):
-    every tree head a reader saw while they ran is a prefix of the final tree (a consistency
-    proof to it verifies), and the tree is intact: leaves go in commit order."""
+def test_concurrent_writers_and_integrators_leave_every_committed_head_a_prefix(
+    ledger_target: Path,
+) -> None:
+    """PostgreSQL's writers beside each other (row-locked transitions, ids from a sequence)
+    while two integrators run passes: every tree head seen is a prefix of the final tree (a
+    consistency proof to it verifies), no event has two leaves, and once integrated every
+    committed event is a leaf and the tree is intact."""
     if not is_postgres(ledger_target):
         pytest.skip("SQLite has one writer")
     import concurrent.futures
@@ -241,18 +246,23 @@ def test_concurrent_writers_leave_every_committed_head_a_prefix(ledger_target: P
             task = {"task_id": f"c-{n}", "goal": "g", "instructions": "i"}
             ledger.create_task(task, idempotency_key=f"k-{n}")
 
-        def watch() -> None:
+        def integrate_and_watch() -> None:
             with Database(ledger_target) as db:
+                integrator = Integrator(db, batch=7)
                 while not done.is_set():
+                    integrator.run_pass()
                     seen.append(current_tree_head(db))
 
-        watcher = threading.Thread(target=watch)
-        watcher.start()
+        integrators = [threading.Thread(target=integrate_and_watch) for _ in range(2)]
+        for thread in integrators:
+            thread.start()
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(write, range(60)))
         done.set()
-        watcher.join()
+        for thread in integrators:
+            thread.join()
     with Database(ledger_target) as db:
+        integrate(db)
         final = current_tree_head(db)
         assert final.size == 60
         assert len(seen) > 1

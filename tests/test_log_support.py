@@ -19,6 +19,7 @@ from aios_ledger.core.log import EventAppend
 from aios_ledger.core.log.plan import sealed_plan
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
+from aios_ledger.shell.db.merkle import integrate
 from aios_ledger.shell.db.run import Connection
 from conftest import is_postgres
 from legacy_fixtures import _postgres_reader, rows
@@ -46,7 +47,8 @@ def event(task: str | None, number: int, *, kind: str = "TASK_HEARTBEAT") -> Eve
 
 
 def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> list[int]:
-    """Append one event per entry of `tasks` (a task id, or None for a ledger event)."""
+    """Append one event per entry of `tasks` (a task id, or None for a ledger event), then
+    integrate them into the Merkle log (on PostgreSQL an integrator's step after the write)."""
 
     def write(conn: Connection) -> list[int]:
         plans = PlanExecutor(conn)
@@ -59,7 +61,9 @@ def build_log(path: Path, tasks: Sequence[str | None], *, start: int = 0) -> lis
         return appended
 
     with Database(path) as db:
-        return db.write(write)
+        appended = db.write(write)
+        integrate(db)
+        return appended
 
 
 ROUND_ROBIN = ("t-a", "t-b", None, "t-c", "t-a", "t-b", "t-a", "t-c", None, "t-a", "t-b", "t-a")

@@ -186,7 +186,9 @@ def test_an_event_inserted_with_a_forged_seal_is_forged(log: Path) -> None:
     event_id = _forge(log, prev_seal="sha256:" + "1" * 64)
     report = verify(log)
     assert chain_codes(report) == {("FORGED_EVENT", event_id)}
-    assert merkle_found(report)  # no leaf is of the forged event
+    # SQLite: no leaf is of the forged event. PostgreSQL's integrator appends what is committed
+    # without judging it, and verify integrates first: the chains are what find it there.
+    assert merkle_found(report) is not is_postgres(log)
 
 
 def test_a_forged_seal_that_does_not_verify_is_found(log: Path) -> None:

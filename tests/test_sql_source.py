@@ -95,9 +95,11 @@ SQLITE_ALONE = frozenset(
         "schema_objects",
     ]
 )
-# PostgreSQL's alone: its schema, locks, id sequences, the copy's counter and its LISTEN/NOTIFY.
+# PostgreSQL's alone: its schema, locks, id sequences, the copy's counter, its LISTEN/NOTIFY and
+# the integrator's bound on settled ids.
 POSTGRESQL_ALONE = frozenset(
     [
+        "merkle_integration_bound",
         "begin_read_committed",
         "copy_set_event_id_counter",
         "copy_target_rows",

@@ -232,6 +232,62 @@ def append_writes(
     return tuple(writes), after
 
 
+@attrs.frozen
+class ScanFloor:
+    """How far an integrator knows every event id to be settled: each id up to `floor` is
+    integrated or was never committed, so a pass reads only the events above it without a leaf.
+    Ids are drawn from a sequence while writers run beside each other, so an id can commit after
+    a higher one, or never. A sequence value read before a snapshot of the transactions in
+    progress (`waiting`) is settled once none of those is still running; the value read after
+    the last snapshot (`unpaired`) waits for the next pass's snapshot."""
+
+    floor: int = 0
+    unpaired: int | None = None
+    waiting: tuple[int, tuple[str, ...]] | None = None
+
+    def settle(self, bound: IntegrationBound) -> tuple[int, ScanFloor]:
+        """The id every event up to which is settled now, and the floor to keep for the pass
+        after this one (`after_pass` then names what that pass appended)."""
+        settled = self.floor
+        waiting = self.waiting
+        if waiting is not None and not bound.still_running:
+            settled, waiting = max(settled, waiting[0]), None
+        if waiting is None and self.unpaired is not None:
+            # Nothing was in progress when this pass's snapshot was taken: the pair is settled
+            # now, and the pass's scan (read after) sees every one of its commits.
+            if bound.in_progress:
+                waiting = (self.unpaired, bound.in_progress)
+            else:
+                settled = max(settled, self.unpaired)
+        return settled, ScanFloor(self.floor, bound.sequence, waiting)
+
+    def after_pass(self, settled: int, appended: Sequence[int], batch: int) -> ScanFloor:
+        """The floor once a pass over ids above `self.floor` appended `appended` (in id order):
+        a full batch may have left higher ids behind, so the floor stops at its last one."""
+        reached = min(settled, appended[-1]) if len(appended) >= batch else settled
+        return attrs.evolve(self, floor=max(self.floor, reached))
+
+
+@attrs.frozen
+class IntegrationBound:
+    """What one pass reads of the id sequence and the transactions in progress: how many of
+    the floor's `waiting` ones still run, the sequence's last value, and those in progress at
+    the pass's snapshot (their ids as text). A single writer's store has none."""
+
+    still_running: int
+    sequence: int
+    in_progress: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class PendingLeaf:
+    """A committed event without a leaf yet, as an integration pass reads it."""
+
+    event_id: int
+    seal: str
+    created_at: str | None
+
+
 def _inclusion_ranges(index: int, size: int) -> list[tuple[int, int]]:
     """PATH(m, D[n])'s subtrees as leaf ranges, the leaf's sibling first (§2.1.3.1)."""
     lo, hi = 0, size

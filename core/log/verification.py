@@ -182,6 +182,9 @@ class VerificationReport:
     checkpoint_signatures_checked: int = 0
     # The stored witness cosignatures verified under a witness key the verifier knew.
     cosignatures_checked: int = 0
+    # Events committed after the verify began that the integrator had not appended yet: not
+    # covered by the tree, and not a finding (PostgreSQL integrates after the commit).
+    leaves_pending: int = 0
     head: LedgerHead
     head_checked: LedgerHead | None
     findings: tuple[Finding, ...]

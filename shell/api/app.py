@@ -56,7 +56,7 @@ from aios_ledger.shell.auxiliary.service import (
     read_auxiliary_run,
 )
 from aios_ledger.shell.clock import read_clock
-from aios_ledger.shell.db.merkle import current_tree_head, prove_consistency, prove_inclusion
+from aios_ledger.shell.db.merkle import current_tree_head, prove_consistency, prove_integrated
 from aios_ledger.shell.log.export import export_log
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
@@ -371,7 +371,7 @@ async def health(call: Call) -> Answer:
 def ready(call: Call) -> Answer:
     """Readiness: a write can be committed now; else the refusal that says why (503)."""
     call.backend.ready_now()
-    return Answer({"status": "ready"})
+    return Answer({"status": "ready", "integration": call.backend.integration_now()})
 
 
 async def openapi(call: Call) -> Response:
@@ -411,7 +411,7 @@ def status(call: Call) -> Answer:
         now = read_clock(clock)
         return stores.db.read(lambda conn: read_status(conn, now))
 
-    return Answer(call.backend.read_now(read))
+    return Answer({**call.backend.read_now(read), "integration": call.backend.integration_now()})
 
 
 def spend(call: Call) -> Answer:
@@ -438,7 +438,14 @@ def prove_event(call: Call) -> Answer:
     event_id = whole_number(call.path("event_id"), "event_id")
     size = whole_number(call.query("size"), "size")
     assert event_id is not None
-    return Answer(call.backend.read_now(lambda s: prove_inclusion(s.db, event_id, size).public()))
+    # A committed event not integrated yet gets one pass now, never a wait: then
+    # EVENT_NOT_INTEGRATED with Retry-After.
+    integrator = call.backend.integrator
+
+    def prove(stores: Stores) -> Any:
+        return prove_integrated(stores.db, event_id, size, integrator=integrator).public()
+
+    return Answer(call.backend.read_now(prove))
 
 
 def prove_trees(call: Call) -> Answer:

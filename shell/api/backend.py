@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import queue
 import secrets
 import shutil
@@ -22,8 +23,9 @@ from typing import Any, TypeVar
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.api.tokens import Principal, authenticate
-from aios_ledger.shell.clock import Clock, system_clock
+from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.connection import Database, Listener, fetch_all
+from aios_ledger.shell.db.merkle import Integrator
 from aios_ledger.shell.projection.bindings import RegisteredBindingResolver
 from aios_ledger.shell.projection.store import InitialExecutionProjectionStore
 from aios_ledger.shell.runs.store import RunStore
@@ -32,6 +34,7 @@ from aios_ledger.shell.tasks.spend import read_metric_spend
 from starlette.concurrency import run_in_threadpool
 
 T = TypeVar("T")
+LOG = logging.getLogger("aios_ledger.api")
 
 DEFAULT_LISTEN = "127.0.0.1:18892"
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -49,6 +52,10 @@ DEFAULT_STREAM_POLL_SECONDS = 0.5
 DEFAULT_STREAM_KEEPALIVE_SECONDS = 15.0
 DEFAULT_STREAM_SEND_TIMEOUT = 30.0
 DEFAULT_STREAM_MAX_SECONDS = 3600.0
+# How often the background integrator looks for committed events when the last pass caught up:
+# the integration lag's floor when writes are sparse.
+DEFAULT_INTEGRATE_SECONDS = 0.05
+INTEGRATE_JOIN_SECONDS = 30.0
 # `serve`'s connection guards (`connections.py`); NaN and infinity are no bound.
 DEFAULT_HEADER_TIMEOUT = 10.0
 MAX_HEADER_TIMEOUT = 3600.0
@@ -83,6 +90,8 @@ class ApiSettings:
     stream_keepalive_seconds: float = DEFAULT_STREAM_KEEPALIVE_SECONDS
     stream_send_timeout: float = DEFAULT_STREAM_SEND_TIMEOUT
     stream_max_seconds: float = DEFAULT_STREAM_MAX_SECONDS
+    # The background integrator's pause when a pass found nothing more waiting (PostgreSQL).
+    integrate_seconds: float = DEFAULT_INTEGRATE_SECONDS
 
 
 class Stores:
@@ -127,6 +136,14 @@ class Backend:
         self._waiting: dict[str, int] = {}
         # Signs the task list's cursors: a cursor is good for the server that gave it.
         self.cursor_key = secrets.token_bytes(32)
+        # PostgreSQL's writes leave their Merkle leaves to an integrator: this server runs one,
+        # on a pool of its own, so that requests' writers never wait for a pass's connection.
+        self.integrator: Integrator | None = None
+        self._integrating: threading.Thread | None = None
+        if not writer_db.integrates_inline:
+            self.integrator = Integrator(self._open(False, "FULL"))
+            self._integrating = threading.Thread(target=self._integrate, daemon=True)
+            self._integrating.start()
         pool_size = writer_db.pool_size
         if pool_size is not None:
             # Concurrent writers from the pool, readers from a pool of their own.
@@ -169,6 +186,8 @@ class Backend:
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(LISTEN_TICK_SECONDS * 4)
+        if self._integrating is not None:
+            self._integrating.join(INTEGRATE_JOIN_SECONDS)  # a pass ends with its transaction
         for db in self._databases:
             with contextlib.suppress(LedgerError):
                 db.close()
@@ -332,6 +351,31 @@ class Backend:
 
     def spend(self) -> dict[str, Any]:
         return self.read_now(lambda stores: stores.db.read(read_metric_spend))
+
+    # -- the Merkle log's integrator ----------------------------------------------------------
+
+    def _integrate(self) -> None:
+        """Passes until the server closes: at once again after a full batch, else after a
+        pause; a refused pass (the database away) is tried again after `recheck_seconds`."""
+        integrator = self.integrator
+        assert integrator is not None
+        while not self._closing.is_set():
+            try:
+                done = integrator.run_pass(read_clock(self.settings.clock))
+            except LedgerError as refused:
+                LOG.warning("the Merkle log's integration pass failed: %s", refused)
+                self._closing.wait(self.settings.recheck_seconds)
+                continue
+            if done.appended:
+                self.events_written()  # streams follow the tree: wake them on every server
+            if not done.more:
+                self._closing.wait(self.settings.integrate_seconds)
+
+    def integration_now(self) -> dict[str, Any]:
+        """The integration lag this server's integrator measured (`Integrator.status`)."""
+        if self.integrator is None:
+            return {"inline": True}
+        return self.integrator.status()
 
     # -- long polls -------------------------------------------------------------------------
 

@@ -1,10 +1,13 @@
 """`GET /v1/events/stream`: the ledger's events as they are sealed, as server-sent events.
 
-A stream follows the Merkle tree's leaves, which are in commit order on both engines (unlike
-event ids on PostgreSQL), so a client resuming from its `Last-Event-ID` loses and repeats
-nothing. No stream holds a transaction: one `EventFeed` per server reads the head when a server
-of the ledger announces events written (LISTEN/NOTIFY on PostgreSQL, so across processes), and
-every `poll_seconds` besides, for writers that announce nothing (the command line); each stream
+A stream follows the Merkle tree's leaves, which are in integration order (commit order on
+SQLite; on PostgreSQL the order the integrator appended them, unlike event ids), so a client
+resuming from its `Last-Event-ID` loses and repeats nothing; on PostgreSQL an event reaches
+streams once integrated (the integration lag), and a stream opens after a pass, so what
+committed before it opened is behind its start. No stream holds a transaction: one `EventFeed`
+per server reads the head (the tree's size) when a server of the ledger announces events
+written or integrated (LISTEN/NOTIFY on PostgreSQL, so across processes), and every
+`poll_seconds` besides, for writers that announce nothing (the command line); each stream
 re-checks its caller's token as it reads, so a revoked token ends it within one poll.
 """
 
@@ -293,6 +296,9 @@ async def open_stream(
     def start(stores: Stores) -> tuple[int, int]:
         if task_id is not None:
             stores.tasks.get(task_id)  # a mistyped id is TASK_NOT_FOUND, not a silent stream
+        if backend.integrator is not None:
+            # What committed before the stream opened is behind its start, not sent as new.
+            backend.integrator.catch_up()
         return stores.db.read(lambda conn: stream_start(conn, after))
 
     begins = await backend.read(start)

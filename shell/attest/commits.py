@@ -59,7 +59,7 @@ from aios_ledger.shell.attest.keys import SigningKey
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database, fetch_all, fetch_record
-from aios_ledger.shell.db.merkle import prove_inclusion, tree_head_at
+from aios_ledger.shell.db.merkle import integrate, prove_inclusion, tree_head_at
 from aios_ledger.shell.db.run import Connection
 from aios_ledger.shell.git.remotes import (
     NOTES_IDENTITY,
@@ -293,7 +293,9 @@ def why_commit(db: Database, commit: str, repository: str | None = None) -> dict
 
 def _with_inclusion_proofs(db: Database, found: dict[str, Any]) -> dict[str, Any]:
     """Each event's inclusion proof, all against the latest signed checkpoint when it holds
-    every event (a reader can check it with the log's key), else against the tree head now."""
+    every event (a reader can check it with the log's key), else against the tree head now.
+    What committed is integrated first (on PostgreSQL), so every event has its leaf."""
+    integrate(db)
     checkpoint = _latest_checkpoint(db)
     if checkpoint is not None:
         try:

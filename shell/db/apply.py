@@ -45,7 +45,9 @@ class PlanExecutor:
     step appends it whatever the engine (`apply`): the engine gives its events their ids
     (`number_events`: the same where the store hands them out in commit order, drawn now where
     it numbers them after the decision, as PostgreSQL's writers beside each other do), the plan
-    is numbered with them when they differ, and its Merkle leaves go with its writes."""
+    is numbered with them when they differ, and its Merkle leaves go with its writes where the
+    engine integrates inline (SQLite); elsewhere an integrator appends them once committed
+    (`shell/db/merkle.py`), and the write touches nothing global."""
 
     def __init__(self, conn: Connection, *, error: type[LedgerError] = LedgerError) -> None:
         self.conn = conn
@@ -83,14 +85,15 @@ class PlanExecutor:
 
     def _appended(self, plan: WritePlan[R]) -> tuple[WritePlan[R], Sequence[SqlWrite]]:
         """The append step: the plan with its events at the ids the engine gives them, and the
-        writes of their Merkle leaves. The tree's head row an append leaves is the next plan's:
-        a batch reads it once (its revision is compared-and-swapped on every append)."""
+        writes of their Merkle leaves (inline engines only). The tree's head row an append
+        leaves is the next plan's: a batch reads it once (its revision is compared-and-swapped
+        on every append)."""
         assert plan.tail is not None
         first = plan.events[0].event.event_id if plan.events else plan.tail.next_event_id
         ids = self.conn.number_events(first, len(plan.events))
         if ids != [event.event.event_id for event in plan.events]:
             plan = plan.numbered(ids)
-        if not plan.events:
+        if not plan.events or not self.conn.integrates_inline:
             return plan, ()
         leaves, self._tree = leaf_writes(self.conn, plan.events, self._tree)
         return plan, leaves

@@ -105,6 +105,9 @@ class Database:
     busy_retries: int
     # Event ids are handed out in commit order without gaps: a missing id is a removed event.
     dense_event_ids: bool
+    # A write appends its events' Merkle leaves itself; else an integrator appends them once
+    # committed (`shell/db/merkle.py`).
+    integrates_inline: bool
     # The driver's own error, which the Database turns into LedgerErrors.
     driver_error: type[Exception] = Exception
     # Whether `aios-ledger copy` writes into it.

@@ -1,22 +1,31 @@
-"""The Merkle log on the database: appending each plan's leaves, building the leaves of a log
-older than the tree, and reading tree heads and proofs (the hashing is `core/log/merkle.py`'s).
-Leaves are appended under the lock of the tree's head row, so on PostgreSQL leaf indexes follow
-commit order even though event ids do not.
+"""The Merkle log on the database: integrating committed events as leaves, building the leaves
+of a log older than the tree, and reading tree heads and proofs (the hashing is
+`core/log/merkle.py`'s). One integration step, two schedules: SQLite's one writer appends a
+plan's leaves in the plan's own transaction (`leaf_writes`); on PostgreSQL writers commit ids out
+of order beside each other, so an `Integrator` appends what committed, in passes, one at a time
+per ledger, and leaf order is the order it integrated them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from aios_ledger.core import LedgerError
+import attrs
+from aios_ledger.core import LedgerError, RetryLaterError, Timestamp
 from aios_ledger.core.log.merkle import (
+    SEAL_TEXT,
     ConsistencyProof,
     Frontier,
     InclusionProof,
     MerkleHashRow,
     MerkleTreeRow,
     NodeId,
+    PendingLeaf,
+    ScanFloor,
     TreeHead,
     append_writes,
     consistency_proof,
@@ -31,18 +40,23 @@ from aios_ledger.core.statements import SqlWrite
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_records_together
 
-# Leaves built per plan when a log older than the tree gets its leaves.
+# Leaves appended per transaction: a pass's batch, or a step of building an older log's tree.
 BUILD_BATCH = 2000
 # The head row, read under its lock.
 TREE_FOR_UPDATE = "merkle_tree_for_update"
+PENDING = "merkle_events_to_integrate"
+NOT_INTEGRATED = "EVENT_NOT_INTEGRATED"
+# How long `prove_integrated` waits between tries for an event not integrated yet.
+WAIT_PAUSE_SECONDS = 0.05
 
 
 def leaf_writes(
     conn: Connection, events: Sequence[AppendedEvent], tree: MerkleTreeRow | None = None
 ) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow | None]:
-    """The writes appending the leaves of a plan's `events`, and the head row after them.
-    `tree` is the head row this transaction's previous append left (already locked); None reads
-    it under its lock, and first builds a tree that is not built yet."""
+    """The writes appending the leaves of a plan's `events` in the plan's own transaction (an
+    engine that `integrates_inline`), and the head row after them. `tree` is the head row this
+    transaction's previous append left (already locked); None reads it under its lock, and
+    first builds a tree that is not built yet."""
     if not events:
         return (), tree
     if tree is None:
@@ -71,17 +85,194 @@ def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
     tree = _locked_tree(conn) if tree is None else tree
     if tree.size is not None:
         return 0
-    grown = MerkleTreeRow(0, b"", tree.revision)
-    batch: list[tuple[int, str]] = []
-    built = 0
-    for row in conn.fetch_all("merkle_sealed_in_id_order", None):
-        batch.append((int(row["event_id"]), str(row["seal"])))
-        if len(batch) == BUILD_BATCH:
-            grown = _append_batch(conn, grown, batch)
-            built += len(batch)
-            batch = []
-    _append_batch(conn, grown, batch)  # the last leaves, or the empty tree's size
-    return built + len(batch)
+    return _append_pending(conn, MerkleTreeRow(0, b"", tree.revision), unbuilt=True)
+
+
+def integrate_in(conn: Connection) -> int:
+    """Every committed event without a leaf appended, in id order, inside the caller's write
+    transaction, which holds the ledger's exclusive lock (`upgrade`'s), so that no writer nor
+    integrator runs beside it; how many leaves it appended."""
+    tree = _locked_tree(conn)
+    if tree.size is None:
+        return build_tree(conn, tree)
+    return _append_pending(conn, tree, unbuilt=False)
+
+
+def _append_pending(conn: Connection, tree: MerkleTreeRow, *, unbuilt: bool) -> int:
+    appended, after = 0, 0
+    while True:
+        batch = _pending(conn, after, BUILD_BATCH)
+        if batch or unbuilt:  # an unbuilt tree's head row gets its size, 0 when empty
+            tree = _append_batch(conn, tree, [(leaf.event_id, leaf.seal) for leaf in batch])
+            unbuilt = False
+        appended += len(batch)
+        if len(batch) < BUILD_BATCH:
+            return appended
+        after = batch[-1].event_id
+
+
+def _pending(conn: Connection, after: int, limit: int) -> list[PendingLeaf]:
+    return [
+        PendingLeaf(int(row["event_id"]), str(row["seal"]), row["created_at"])
+        for row in conn.fetch_all(PENDING, {"after": after, "limit": limit})
+    ]
+
+
+@attrs.frozen
+class IntegrationPass:
+    """What one pass did: the leaves it appended, the tree's size after it, the floor below
+    which every committed event has its leaf, and how long the oldest event it appended had
+    waited since it was written (None: it appended none, or only archived ones)."""
+
+    appended: int
+    size: int
+    floor: int
+    lag_seconds: float | None
+    more: bool  # a full batch: more events may be waiting
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "appended": self.appended,
+            "tree_size": self.size,
+            "settled_event_id": self.floor,
+            "lag_seconds": self.lag_seconds,
+            "more": self.more,
+        }
+
+
+class Integrator:
+    """Appends committed events to the tree in passes, each one transaction under the
+    integrators' lock (PostgreSQL: one at a time per ledger, across processes), writers never
+    waiting on it. Each pass appends the events above the scan floor that have no leaf yet, in
+    id order; the floor rises as the ids below it settle (`ScanFloor`), so an event committed
+    late with a lower id is still found, and none is skipped. `serve` runs one in the background;
+    `integrate`, and the commands that need the tree, run passes until nothing waits."""
+
+    def __init__(self, db: Database, *, batch: int = BUILD_BATCH) -> None:
+        self.db = db
+        self.batch = batch
+        self._floor = ScanFloor()
+        self.last: IntegrationPass | None = None
+        self.last_at: float | None = None  # `time.monotonic()` at the end of the last pass
+        # A server's background passes and its on-demand ones share one floor.
+        self._turn = threading.Lock()
+
+    @property
+    def floor(self) -> int:
+        return self._floor.floor
+
+    def run_pass(self, now: Timestamp | None = None) -> IntegrationPass:
+        """One pass; `now` (the shell's clock) measures the lag of what it appended."""
+        with self._turn:
+            return self._pass(now)
+
+    def _pass(self, now: Timestamp | None) -> IntegrationPass:
+        start = self._floor
+
+        def work(conn: Connection) -> tuple[list[PendingLeaf], int, int, ScanFloor]:
+            waiting = () if start.waiting is None else start.waiting[1]
+            settled, floor = start.settle(conn.integration_bound(waiting))
+            tree = _locked_tree(conn)
+            if tree.size is None:
+                build_tree(conn, tree)
+                tree = _locked_tree(conn)
+            batch = _pending(conn, start.floor, self.batch)
+            size = int(tree.size or 0)
+            # A seal that is no stored seal (a row forged by hand) gets no leaf: it must not
+            # stop every event after it, and `verify` reports a committed event without one.
+            leaves = [
+                (leaf.event_id, leaf.seal) for leaf in batch if SEAL_TEXT.fullmatch(leaf.seal)
+            ]
+            if leaves:
+                writes, after = append_writes(tree, leaves)
+                conn.run_plan(writes, LedgerError)
+                size = int(after.size or 0)
+            return batch, size, settled, floor
+
+        batch, size, settled, floor = self.db.write(work, row_locked=True)
+        self._floor = floor.after_pass(settled, [leaf.event_id for leaf in batch], self.batch)
+        written = [Timestamp.parse(leaf.created_at) for leaf in batch if leaf.created_at]
+        lag = None
+        if now is not None and written:
+            lag = max(0.0, (now.epoch_ms - min(written).epoch_ms) / 1000)
+        appended = sum(1 for leaf in batch if SEAL_TEXT.fullmatch(leaf.seal))
+        self.last = IntegrationPass(appended, size, self.floor, lag, len(batch) >= self.batch)
+        self.last_at = time.monotonic()
+        return self.last
+
+    def status(self) -> dict[str, Any]:
+        """The integration lag as the last pass measured it, for `/v1/status` and `/v1/ready`:
+        what it appended (the events that waited), how long the oldest of them had waited, and
+        how long ago it ran."""
+        last, at = self.last, self.last_at
+        return {
+            "inline": False,
+            "tree_size": None if last is None else last.size,
+            "settled_event_id": self.floor,
+            "lag_events": None if last is None else last.appended,
+            "lag_seconds": None if last is None else last.lag_seconds,
+            "more_waiting": None if last is None else last.more,
+            "seconds_since_pass": None if at is None else round(time.monotonic() - at, 3),
+        }
+
+    def catch_up(self, now: Timestamp | None = None) -> IntegrationPass:
+        """Passes until one leaves nothing waiting that it could append: every event committed
+        before the call is then a leaf."""
+        done = self.run_pass(now)
+        appended = done.appended
+        while done.more:
+            done = self.run_pass(now)
+            appended += done.appended
+        self.last = attrs.evolve(done, appended=appended)
+        return self.last
+
+
+def integrate(db: Database, now: Timestamp | None = None) -> IntegrationPass | None:
+    """Everything committed so far integrated, by a one-off integrator (a command without a
+    server: `integrate`, `prove`, `checkpoint`, `verify`); None where writes append their
+    leaves themselves."""
+    return None if db.integrates_inline else Integrator(db).catch_up(now)
+
+
+def prove_integrated(
+    db: Database,
+    event_id: int,
+    size: int | None = None,
+    *,
+    integrator: Integrator | None = None,
+    wait_seconds: float = 0.0,
+    pause: Callable[[float], None] = time.sleep,
+) -> InclusionProof:
+    """`prove_inclusion` once the event is integrated: a committed event not integrated yet
+    gets a pass now (on PostgreSQL); with `wait_seconds`, an event not committed or not
+    integrated yet is waited for that long, then EVENT_NOT_INTEGRATED (or EVENT_NOT_FOUND)."""
+    deadline = time.monotonic() + wait_seconds
+    integrator = integrator or (None if db.integrates_inline else Integrator(db))
+    while True:
+        try:
+            return prove_inclusion(db, event_id, size)
+        except LedgerError as refused:
+            if refused.code not in (NOT_INTEGRATED, "EVENT_NOT_FOUND"):
+                raise
+            if refused.code == NOT_INTEGRATED and integrator is not None:
+                integrator.run_pass()
+                with contextlib.suppress(LedgerError):
+                    return prove_inclusion(db, event_id, size)
+            if time.monotonic() >= deadline:
+                if refused.code == NOT_INTEGRATED and integrator is not None:
+                    raise _not_integrated(event_id, integrator.last) from None
+                raise
+        pause(WAIT_PAUSE_SECONDS)
+
+
+def _not_integrated(event_id: int, last: IntegrationPass | None) -> LedgerError:
+    lag = ""
+    if last is not None:
+        waited = "" if last.lag_seconds is None else f", {last.lag_seconds:.3f} s behind"
+        lag = f" (the last pass appended {last.appended} events{waited})"
+    return RetryLaterError(
+        NOT_INTEGRATED, f"event {event_id} is committed but not in the tree yet{lag}"
+    )
 
 
 def _append_batch(
@@ -160,8 +351,10 @@ def prove_inclusion(db: Database, event_id: int, size: int | None = None) -> Inc
         tree_size, current = _size_within(conn, size)
         leaf = fetch_one(conn, "merkle_leaf_of_event", {"event_id": event_id})
         seal = fetch_one(conn, "merkle_event_seal", {"event_id": event_id})
-        if leaf is None or seal is None:
-            raise LedgerError("EVENT_NOT_FOUND", f"no event {event_id} has a leaf in the tree")
+        if seal is None:
+            raise LedgerError("EVENT_NOT_FOUND", f"the ledger has no event {event_id}")
+        if leaf is None:
+            raise _not_integrated(event_id, None)
         index = int(leaf["leaf_index"])
         if index >= tree_size:
             raise LedgerError(

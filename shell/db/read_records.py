@@ -15,7 +15,11 @@ from aios_ledger.core.git.records import (
     WriterLeaseRow,
 )
 from aios_ledger.core.log.idempotency import IdempotencyRow
-from aios_ledger.core.log.merkle import MerkleHashRow, MerkleTreeRow
+from aios_ledger.core.log.merkle import (
+    MerkleHashRow,
+    MerkleTreeRow,
+    PendingLeaf,
+)
 from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.seals import ChainTip
 from aios_ledger.core.projection.records import BindingRow
@@ -37,6 +41,7 @@ READ_RECORDS: Mapping[str, type] = {
         IdempotencyRow,
         MerkleHashRow,
         MerkleTreeRow,
+        PendingLeaf,
         ProposalRow,
         RepositoryRow,
         SpendTotals,

@@ -1,4 +1,4 @@
-"""Commands of the tamper-evident log: verify, head, prove, verify-proof, export,
+"""Commands of the tamper-evident log: verify, head, prove, integrate, verify-proof, export,
 verify-export, archive (and its show and restore) and verify-archive."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,9 +21,15 @@ from aios_ledger.core.log.merkle import InclusionProof, parse_proof, parse_root
 from aios_ledger.core.proofs import VerifierKey, open_checkpoint
 from aios_ledger.core.proofs.checkpoints import checkpoint_root
 from aios_ledger.shell.cli_support import emit, ledger_settings, open_database, read_json_argument
+from aios_ledger.shell.clock import read_clock, system_clock
 from aios_ledger.shell.console import progress_bar
 from aios_ledger.shell.db.connection import Database, engine_for, is_database_url
-from aios_ledger.shell.db.merkle import prove_consistency, prove_inclusion
+from aios_ledger.shell.db.merkle import (
+    Integrator,
+    current_tree_head,
+    prove_consistency,
+    prove_integrated,
+)
 from aios_ledger.shell.log.archive import (
     archive_tasks,
     restore_archive,
@@ -36,6 +43,9 @@ from aios_ledger.shell.proofs.cli import read_note_argument
 from aios_ledger.shell.proofs.keys import check_ed25519, checkpoint_verifier_keys
 
 EXIT_NOT_INTACT = 3
+# `prove --wait`'s default patience, and `integrate --follow`'s pause when nothing waits.
+DEFAULT_PROVE_WAIT = 10.0
+INTEGRATE_INTERVAL = 0.05
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,7 +89,38 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     prove.add_argument(
         "--consistency", nargs=2, type=int, metavar=("OLD", "NEW"), help="two tree sizes"
     )
+    prove.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until the event is in the tree (it may not be committed yet); "
+        "EVENT_NOT_INTEGRATED after --timeout",
+    )
+    prove.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_PROVE_WAIT,
+        metavar="S",
+        help=f"with --wait: at most S seconds (default {DEFAULT_PROVE_WAIT:g})",
+    )
     prove.set_defaults(handler=_prove)
+
+    integrate = commands.add_parser(
+        "integrate",
+        help="append committed events to the Merkle log (PostgreSQL; serve does it in the "
+        "background), once or with --follow until interrupted",
+    )
+    integrate.add_argument(
+        "--follow", action="store_true", help="keep integrating what commits, until interrupted"
+    )
+    integrate.add_argument(
+        "--interval",
+        type=float,
+        default=INTEGRATE_INTERVAL,
+        metavar="S",
+        help=f"with --follow: seconds between passes that found nothing (default "
+        f"{INTEGRATE_INTERVAL:g})",
+    )
+    integrate.set_defaults(handler=_integrate)
 
     check_proof = commands.add_parser(
         "verify-proof",
@@ -218,8 +259,26 @@ def _prove(args: argparse.Namespace) -> Any:
             return prove_consistency(db, old, new).public()
     if args.event_id is None:
         raise LedgerError("USAGE_INVALID", "give EVENT_ID, or --consistency OLD NEW")
+    if not args.timeout >= 0:
+        raise LedgerError("USAGE_INVALID", "--timeout is a number of seconds, 0 or more")
+    wait = args.timeout if args.wait else 0.0
     with open_database(args) as db:
-        return prove_inclusion(db, args.event_id, args.size).public()
+        return prove_integrated(db, args.event_id, args.size, wait_seconds=wait).public()
+
+
+def _integrate(args: argparse.Namespace) -> Any:
+    if not args.interval > 0:
+        raise LedgerError("USAGE_INVALID", "--interval is a number of seconds above 0")
+    with open_database(args) as db:
+        if db.integrates_inline:  # every write appended its own leaves
+            return {"engine": db.engine, "inline": True, "tree_size": current_tree_head(db).size}
+        integrator = Integrator(db)
+        done = integrator.catch_up(read_clock(system_clock))
+        while args.follow:
+            if not done.more:
+                time.sleep(args.interval)
+            done = integrator.run_pass(read_clock(system_clock))
+        return {"engine": db.engine, "inline": False, **done.public()}
 
 
 def _verify_proof(args: argparse.Namespace) -> Any:

@@ -13,6 +13,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.log import LedgerHead
 from aios_ledger.core.sealed_tables import TABLES
 from aios_ledger.shell.db.connection import Database, execute, fetch_all, fetch_value
+from aios_ledger.shell.db.merkle import integrate
 from aios_ledger.shell.db.run import Connection, SchemaConnection
 from aios_ledger.shell.git.proposals import bundle_path, store_bundle
 from aios_ledger.shell.log.verification import ledger_head, verify_log
@@ -43,6 +44,7 @@ def copy_ledger(source: Database, target: Database) -> CopyReport:
     """Copy `source` into an empty `target`, then verify it and compare the heads."""
     if not target.takes_copies:
         raise LedgerError("COPY_TARGET_INVALID", "the target of a copy is a PostgreSQL URL")
+    integrate(source)  # a PostgreSQL source's tree then holds every event the copy carries
     source_head = ledger_head(source)
     bundles = _copy_bundles(source, target)
 

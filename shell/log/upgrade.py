@@ -30,7 +30,7 @@ from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.db.engines import SchemaConnection
-from aios_ledger.shell.db.merkle import build_tree
+from aios_ledger.shell.db.merkle import build_tree, integrate_in
 from aios_ledger.shell.db.migrator import known_migrations, read_catalogue
 from aios_ledger.shell.db.run import Connection, execute, fetch_all, fetch_record, fetch_value
 from aios_ledger.shell.db.statements import statement_texts
@@ -109,6 +109,7 @@ def upgrade_ledger(db: Database, *, clock: Clock = system_clock) -> dict[str, An
         plans.apply(
             decide_upgraded(tail, old.size, old.root, signed, now=read_clock(clock), actor=actor)
         )
+        integrate_in(conn)  # the upgrade's own event, where writes leave it to an integrator
         execute(conn, "forget_migrations")
         for migration in known:
             execute(conn, "record_migration", {"version": migration.version})

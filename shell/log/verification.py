@@ -42,6 +42,7 @@ from aios_ledger.core.proofs.held import CheckpointHold, StoredCosignature
 from aios_ledger.core.records import record_columns
 from aios_ledger.core.sealed_tables import SEALED_TABLES, STATE_TABLES
 from aios_ledger.shell.db.connection import Database, fetch_value
+from aios_ledger.shell.db.merkle import integrate
 from aios_ledger.shell.db.run import Connection, Row, fetch_all
 from aios_ledger.shell.git.proposals import bundle_path
 from aios_ledger.shell.proofs.keys import check_ed25519
@@ -136,6 +137,7 @@ def verify_log(
     `witness_keys` over its checkpoint (docs/checkpoints.md). `legacy`: how a 0.x ledger's
     older seals are checked (`upgrade`'s first verify; otherwise only v5 seals verify)."""
     db.quiesce_writers()
+    settled = _integrated_through(db)
     return db.read(
         lambda conn: verify_in(
             conn,
@@ -145,8 +147,20 @@ def verify_log(
             checkpoint_keys=checkpoint_keys,
             witness_keys=witness_keys,
             legacy=legacy,
+            settled_event_id=settled,
         )
     )
+
+
+def _integrated_through(db: Database) -> int | None:
+    """The last id handed out once the writers at work have finished, after integrating every
+    event committed so far: each event up to it must have its leaf, and one above it may be
+    pending. None where writes append their leaves themselves (every event must have one)."""
+    if db.integrates_inline:
+        return None
+    settled = int(db.read(lambda conn: fetch_value(conn, "copy_event_id_counter")))
+    integrate(db)
+    return settled
 
 
 def verify_in(
@@ -158,9 +172,10 @@ def verify_in(
     checkpoint_keys: Sequence[VerifierKey] = (),
     witness_keys: Sequence[VerifierKey] = (),
     legacy: LegacyCheck | None = None,
+    settled_event_id: int | None = None,
 ) -> VerificationReport:
     """`verify_log` inside the caller's transaction (`upgrade` verifies what it wrote before it
-    commits)."""
+    commits). An event above `settled_event_id` without a leaf is pending, not a finding."""
     counter = ProgressCounter(progress, int(fetch_value(conn, "log_max_event_id")))
     verifier = LogVerifier(head=head, dense_ids=db.dense_event_ids, legacy=legacy)
     feed, step = verifier.feed, counter.step
@@ -182,7 +197,7 @@ def verify_in(
     _check_state(conn, db, verifier)
     _check_run_events(conn, verifier)
     _check_bundles(conn, db, verifier)
-    held = _check_merkle(conn, verifier, checkpoint_keys, witness_keys)
+    held, pending = _check_merkle(conn, verifier, checkpoint_keys, witness_keys, settled_event_id)
     handed_out = fetch_value(conn, "log_id_counter")
     report = verifier.finish(id_counter=handed_out if isinstance(handed_out, int) else None)
     return attrs.evolve(
@@ -190,6 +205,7 @@ def verify_in(
         checkpoints_checked=held.checked,
         checkpoint_signatures_checked=held.signatures_checked,
         cosignatures_checked=held.cosignatures_checked,
+        leaves_pending=pending,
     )
 
 
@@ -369,9 +385,11 @@ def _check_merkle(
     verifier: LogVerifier,
     checkpoint_keys: Sequence[VerifierKey],
     witness_keys: Sequence[VerifierKey],
-) -> CheckpointHold:
+    settled_event_id: int | None,
+) -> tuple[CheckpointHold, int]:
     """Hold the Merkle log to the seals (every leaf, stored subtree and the head row), and each
-    stored checkpoint, with its cosignatures, to the tree of its size as the walk passes it."""
+    stored checkpoint, with its cosignatures, to the tree of its size as the walk passes it; how
+    many events above `settled_event_id` wait for their leaf."""
     tree = conn.fetch_record("merkle_tree", None, MerkleTreeRow)
     with (
         conn.stream_tuples("merkle_verify_leaves", MERKLE_LEAF_COLUMNS) as leaves,
@@ -379,6 +397,7 @@ def _check_merkle(
         conn.stream_tuples("verify_checkpoint_cosignatures", COSIGNATURE_COLUMNS) as cosignatures,
     ):
         check = MerkleCheck()
+        pending = 0
         held = CheckpointHold(
             (_checkpoint_row(row) for row in checkpoints),
             checkpoint_keys,
@@ -395,14 +414,17 @@ def _check_merkle(
                 next_size = held.next_size
         if tree is not None and tree.size is not None:
             for row in fetch_all(conn, "merkle_events_without_leaf"):
-                check.event_without_leaf(int(row["event_id"]))
+                if settled_event_id is not None and int(row["event_id"]) > settled_event_id:
+                    pending += 1
+                else:
+                    check.event_without_leaf(int(row["event_id"]))
         size = None if tree is None else tree.size
         frontier = b"" if tree is None else bytes(tree.frontier)
         for finding in check.finish(size, frontier):
             verifier.note(finding)
         for finding in held.finish(check.frontier.size):
             verifier.note(finding)
-    return held
+    return held, pending
 
 
 CHECKPOINT_COLUMNS = record_columns(CheckpointRow)

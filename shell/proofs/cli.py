@@ -19,6 +19,7 @@ from aios_ledger.core.proofs import (
 from aios_ledger.core.proofs.notes import MAX_NOTE_BYTES
 from aios_ledger.shell.cli_support import UsageError, emit, ledger_settings, open_database
 from aios_ledger.shell.clock import read_clock, system_clock
+from aios_ledger.shell.db.merkle import integrate
 from aios_ledger.shell.proofs.checkpoints import sign_checkpoint
 from aios_ledger.shell.proofs.keys import (
     check_ed25519,
@@ -134,6 +135,7 @@ def _checkpoint(args: argparse.Namespace) -> int:
     settings = ledger_settings(args).checkpoint
     signer = load_signer(args.key or settings.key, settings.credential)
     with open_database(args) as db:
+        integrate(db)  # a deployment without a server: the checkpoint covers what committed
         served = sign_checkpoint(db, signer, read_clock(system_clock))
     if args.json:
         emit(served.public())

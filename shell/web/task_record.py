@@ -254,11 +254,12 @@ def read_task_record(stores: Stores, task_id: str, before: int | None = None) ->
 
 
 def _proof(db: Database, event_id: int, size: int) -> dict[str, Any] | None:
-    """The event's inclusion proof; None for a row adopted from before the log was a tree."""
+    """The event's inclusion proof; None for a row adopted from before the log was a tree, and
+    for one not integrated into the tree of `size` yet (PostgreSQL's integration lag)."""
     try:
         return prove_inclusion(db, event_id, size).public()
     except LedgerError as refused:
-        if refused.code != "EVENT_NOT_FOUND":
+        if refused.code not in ("EVENT_NOT_FOUND", "EVENT_NOT_INTEGRATED", "TREE_SIZE_INVALID"):
             raise
         return None
 

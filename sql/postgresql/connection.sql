@@ -12,17 +12,20 @@ BEGIN ISOLATION LEVEL READ COMMITTED;
 -- An exclusive writer's settings and lock, after begin_read_committed: the planner told what
 -- SQLite's INDEXED BY tells it (a table whose statistics lag is never read whole and sorted for
 -- each claim), and no JIT (a writer's key lookups, priced high by enable_sort = off, would be
--- compiled each time).
+-- compiled each time). The transaction id is taken now, before any event id is drawn, so that an
+-- integrator's snapshot names every writer that may still commit an id it has seen drawn.
 SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
        set_config('jit', 'off', true),
-       pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path')));
+       pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path'))),
+       pg_current_xact_id();
 
 -- name: writer_settings_shared$
 -- writer_settings_exclusive with the ledger lock shared: a row-locked writer runs beside other
 -- row-locked writers, never beside an exclusive one.
 SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
        set_config('jit', 'off', true),
-       pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path')));
+       pg_advisory_xact_lock_shared(hashtext('aios_ledger write ' || current_setting('search_path'))),
+       pg_current_xact_id();
 
 -- name: create_search_path_schema!
 -- The schema the search_path names first (its name checked by the shell), as dbmate creates

@@ -22,6 +22,7 @@ import attrs
 from aios_ledger.core import LedgerError
 
 if TYPE_CHECKING:
+    from aios_ledger.core.log.merkle import IntegrationBound
     from aios_ledger.core.statements import SqlWrite
 
 R = TypeVar("R")
@@ -105,6 +106,16 @@ class Connection(Protocol):
 
     def run_write(self, name: str, params: Params | None) -> int:
         """Run a named statement; how many rows it changed."""
+        ...
+
+    # Whether a write appends its events' Merkle leaves itself (one writer: commit order is
+    # id order), or an integrator appends them after they commit (writers beside each other).
+    integrates_inline: bool
+
+    def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
+        """An integration pass's start, under the integrators' lock: how many of `waiting`
+        (the transactions the previous pass saw in progress) still run, the last event id
+        handed out, and the transactions in progress now (`core.log.merkle.ScanFloor`)."""
         ...
 
 

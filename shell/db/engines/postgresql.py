@@ -37,12 +37,11 @@ from urllib.parse import unquote
 import attrs
 import psycopg
 from aios_ledger.core import LedgerError, RetryLaterError
-from aios_ledger.core.log.merkle import MerkleTreeRow
+from aios_ledger.core.log.merkle import IntegrationBound
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
 from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row
-from aios_ledger.shell.db.merkle import TREE_FOR_UPDATE
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
 from aios_ledger.shell.db.statements import statement_texts, statements
@@ -252,8 +251,7 @@ class PgConnection:
     ) -> None:
         self.raw = raw
         # Its transaction holds the ledger lock shared (beside other writers) and locks rows:
-        # its plans are decided on provisional event ids, numbered once decided, and the
-        # Merkle tree's head row is locked after the rows they decide on.
+        # its plans are decided on provisional event ids, numbered once decided.
         self.row_locked = row_locked
         # Its transaction reads only (a preview decides, and draws no id).
         self.read_only = read_only
@@ -263,11 +261,6 @@ class PgConnection:
         # and those reserved so: the next plan's `number_events` takes them without a round trip.
         self._ids_to_reserve = 0
         self._reserved_ids: list[int] = []
-        # Records read at the end of the next pipeline batch, by statement name, and those read so
-        # far (`fetch_record` answers from them once); whether the tree's head row was asked for.
-        self._records_ahead: dict[str, type[Any]] = {}
-        self._read_ahead: dict[str, Any] = {}
-        self._tree_asked = False
 
     # -- round trips ---------------------------------------------------------------------------
 
@@ -293,9 +286,6 @@ class PgConnection:
         self._queued.clear()
         self._ids_to_reserve = 0
         self._reserved_ids = []
-        self._records_ahead.clear()
-        self._read_ahead.clear()
-        self._tree_asked = False
         self._begun = False
         if not self.raw.closed and self.in_transaction_on_server:
             self.raw.execute(_RAW_TEXTS["rollback"].encode())
@@ -316,8 +306,6 @@ class PgConnection:
         self._reserved_ids = []
         if reserve:
             statements.append(_text("log_reserve_event_ids", {"count": reserve}))
-        ahead, self._records_ahead = self._records_ahead, {}
-        statements.extend(_text(name, None) for name in ahead)
         if commit:
             statements.append(_text("commit", None))
         cursors: list[psycopg.Cursor[Any]] = []
@@ -333,34 +321,21 @@ class PgConnection:
         _check_writes(queued, cursors, failed)
         if failed is not None:
             raise failed
-        after = len(queued) + len(items)
         if reserve:
-            self._reserved_ids = [int(row[0]) for row in cursors[after]]
-            after += 1
-        for (name, record), cursor in zip(ahead.items(), cursors[after:], strict=False):
-            first = cursor.fetchone() if _has_rows(cursor) else None
-            if first is not None:
-                check_columns(_columns(cursor) or (), name, record)
-                self._read_ahead[name] = record(*first)
-        if commit:
-            self._read_ahead.clear()
+            self._reserved_ids = [int(row[0]) for row in cursors[len(queued) + len(items)]]
         return cursors[len(queued) : len(queued) + len(items)]
 
     def flush(self) -> None:
         """Send what waits (before a statement that cannot travel in a pipeline)."""
-        if self._queued or self._ids_to_reserve or self._records_ahead:
+        if self._queued or self._ids_to_reserve:
             self._round_trip(())
 
     def _prepare_append(self, appending: int) -> None:
         """In a row-locked write, before reads a plan of `appending` events is decided on:
-        reserve their ids, then lock the tree's head row (the first time), at the end of the
-        pipeline batch that sends those reads, after the rows they lock."""
-        if not self.row_locked:
-            return
-        self._ids_to_reserve = appending
-        if appending and not self._tree_asked:
-            self._records_ahead[TREE_FOR_UPDATE] = MerkleTreeRow
-            self._tree_asked = True
+        reserve their ids at the end of the pipeline batch that sends those reads, after the
+        rows they lock."""
+        if self.row_locked:
+            self._ids_to_reserve = appending
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._round_trip(((name, params),))[0]
@@ -425,8 +400,6 @@ class PgConnection:
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
         # Off the cursor's rows, as `stream_records` reads them: asking `description` first
         # would build its column objects on every read.
-        if self._read_ahead and name in self._read_ahead:
-            return self._read_ahead.pop(name)
         found = self.run(name, params)
         if not _has_rows(found):  # a statement that returns no rows: nothing to read
             return None
@@ -448,8 +421,6 @@ class PgConnection:
         except LedgerError:
             # A parameter refused before anything was sent: nothing is reserved for it.
             self._ids_to_reserve = 0
-            if self._records_ahead.pop(TREE_FOR_UPDATE, None) is not None:
-                self._tree_asked = False
             raise
         found = []
         for (name, _, record), cursor in zip(reads, cursors, strict=True):
@@ -524,6 +495,16 @@ class PgConnection:
                 )
             return _PROVISIONAL_EVENT_ID
         return int(self.fetch_record("log_next_event_id", None, None))
+
+    # Writers beside each other commit ids out of order: an integrator appends their leaves.
+    integrates_inline = False
+
+    def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
+        """`merkle_integration_bound`: the integrators' lock, the sequence and the snapshot."""
+        [found] = self.fetch_all("merkle_integration_bound", {"waiting": ",".join(waiting)})
+        return IntegrationBound(
+            int(found["still_running"]), int(found["sequence"]), tuple(found["in_progress"])
+        )
 
     def number_events(self, first: int, count: int) -> list[int]:
         """Under the exclusive lock, the ids decided, the sequence set past them with the
@@ -702,6 +683,8 @@ class PostgresDatabase(Database):
     takes_copies = True
     # Its sequence leaves gaps, and ids are not in commit order.
     dense_event_ids = False
+    # Writers beside each other commit ids out of order: an integrator appends their leaves.
+    integrates_inline = False
 
     def _open(self, path: Any, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         if vfs is not None:

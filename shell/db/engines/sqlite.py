@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import apsw
 from aios_ledger.core import LedgerError
-from aios_ledger.core.log.merkle import MerkleTreeRow
+from aios_ledger.core.log.merkle import IntegrationBound, MerkleTreeRow
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
 from aios_ledger.shell.db.engines import (
@@ -291,6 +291,13 @@ class SqliteConnection(apsw.Connection):
         """The ids they were decided with (AUTOINCREMENT moves on with the inserts)."""
         return list(range(first, first + count))
 
+    # The one writer appends its events' leaves in its own transaction, in id order.
+    integrates_inline = True
+
+    def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
+        """The one writer holds the file's lock: every id handed out is settled."""
+        return IntegrationBound(0, int(self.fetch_record("copy_event_id_counter", None, None)))
+
     def began_transaction(self) -> None:
         """A plain transaction began (`SqliteDatabase`'s; group commit's batches carry nothing
         over, and what one kept is dropped here): what this one keeps is carried past its
@@ -390,6 +397,8 @@ class SqliteDatabase(Database):
     # SQLite hands event ids out in commit order without gaps (AUTOINCREMENT under its one
     # writer), so a missing id is a removed event.
     dense_event_ids = True
+    # The one writer appends its events' leaves in its own transaction.
+    integrates_inline = True
 
     def _open(
         self,
