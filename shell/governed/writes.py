@@ -6,13 +6,11 @@ which a crash can be recovered without guessing:
 1. every check the ledger can make is decided without writing, so a refusal changes nothing;
 2. the proposal's head is fetched into the repository's quarantine namespace;
 3. the intent is committed with a sealed event, taking the writer lease of (repository, ref);
-4. git's own compare-and-swap moves the ref (`update-ref <ref> <new> <old>`; on a remote
-   repository, fetched into its mirror before the checks, `push --atomic --force-with-lease`,
-   the attestation note, signed just before, moving the notes ref in the same push);
+4. git's own compare-and-swap moves the ref (`update-ref`; a remote's: `push --atomic
+   --force-with-lease` of the ref and of the notes ref holding its attestation);
 5. the outcome (APPLIED, MOVED_BY_OTHER, NOT_APPLIED) is committed and the lease freed;
-6. an APPLIED write is attested (a remote's: with the note it pushed; a failure leaves it
-   standing, unattested), then proposed as a pull request where the repository names a forge
-   (`governed.pull_requests`).
+6. an APPLIED write is attested (a failure leaves it standing), then proposed as a pull
+   request where the repository names a forge (`governed.pull_requests`).
 
 A write left INTENDED by a crash is settled by the same write again or by `recover_writes`.
 """
