@@ -221,6 +221,8 @@ def test_the_connection_protocol_is_the_documented_handful() -> None:
         "first_event_id",
         "number_events",
         "run_write",
+        "integrates_inline",
+        "integration_bound",
     }
     # The migrator's, `copy`'s and the tools' statements are the wider protocol's alone.
     wider = {name for name in vars(SchemaConnection) if not name.startswith("_")}
