@@ -1,11 +1,10 @@
 """A forge's pull-request API on loopback, for the tests: it answers as GitHub, Gitea or GitLab do
 and checks every request the ledger sends and every answer it gives against the forge's own
-published API description (`tests/fixtures/forges/*.json`, excerpts naming their source).
+published API description (`tests/fixtures/forges/`, excerpts naming their source).
 
 A request or an answer the description does not allow is kept in `violations` and answered 400,
 so that a test fails on it. Schemas are checked with `openapi-schema-validator` (OpenAPI 3.0's
-dialect of JSON Schema, which reads a Swagger 2.0 schema object the same way). GitLab's excerpt
-leaves out some definitions its answers name (`left_out`): any value is taken where they are.
+dialect of JSON Schema, which reads a Swagger 2.0 schema object the same way).
 """
 
 from __future__ import annotations
@@ -37,13 +36,11 @@ DESCRIBED = ("github", "gitea", "gitlab")
 
 
 def description(kind: str) -> dict[str, Any]:
-    """A forge's excerpt, each definition it leaves out standing for any value."""
+    """A forge's excerpt of its published description."""
     if kind == "gitlab":
         document: dict[str, Any] = yaml.safe_load((FIXTURES / "gitlab.yaml").read_text())
     else:
         document = json.loads((FIXTURES / f"{kind}.json").read_text())
-    for name in document["x-excerpt-of"].get("left_out", []):
-        document["definitions"].setdefault(name, {})
     return document
 
 
@@ -296,6 +293,11 @@ class FakeForge:
             "state": "opened",
             "source_branch": pull.head,
             "target_branch": pull.base,
+            "references": {
+                "short": f"!{pull.number}",
+                "relative": f"!{pull.number}",
+                "full": f"{self.project}!{pull.number}",
+            },
         }
 
 

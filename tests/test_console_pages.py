@@ -19,11 +19,15 @@ import pytest
 from aios_ledger.shell.api.tokens import issue_token, list_tokens
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import PROPOSALS_DIR_ENV
+from aios_ledger.shell.git.remotes import Credentials
+from aios_ledger.shell.git.repos import add_remote_repository, change_repository_settings
 from aios_ledger.shell.web.pages.agents import CAPABILITIES_SHOWN, TOKENS_SHOWN
 from api_server import ROLE_NAMES, ApiServer
+from conftest import HTTP_TOKEN
 from console_seed import LANDED_TASK, REVOKED, seed_ledger, seed_tasks
 from console_support import MAX_PAGE_BYTES, csrf_of, signed_in
-from git_support import REPOSITORY
+from git_servers import HttpServer, serve
+from git_support import REPOSITORY, make_repository
 
 PAGES = ("/repositories", "/agents", "/log", "/health")
 PATIENCE = 60.0  # seconds: a bound on waiting for a verify run, never a speed assertion
@@ -64,11 +68,47 @@ def test_repositories_show_the_repository_its_move_and_lease(
 ) -> None:
     server, landed = seeded
     page = signed_in(server, "reviewer").get("/repositories").text
-    assert f"<td>{REPOSITORY}</td>" in page
+    row = re.search(rf"<td>{REPOSITORY}</td>.*?</tr>", page, re.S)
+    assert row is not None
+    # Governed in place, with no pull requests: the two columns say so rather than stay blank.
+    assert "<td>none: governed in place</td>\n      <td>none</td>" in row.group(0)
     assert "<code>main</code>, <code>master</code>, <code>release/*</code>" in page  # the default
     move = re.search(r"<code>(\w{12})</code></a></td>\s*<td>APPLIED</td>", page)
     assert move is not None and landed["new_oid"].startswith(move.group(1))
     assert "No writer lease is held now." in page  # the landed write released its lease
+
+
+def test_a_remote_repository_shows_its_url_and_where_its_pull_requests_go(
+    tmp_path: Path, http_git_server: HttpServer
+) -> None:
+    bare, _ = make_repository(tmp_path / "served" / "acme")
+    serve(bare, None)
+    token_file = tmp_path / "remote-token"
+    token_file.write_text(HTTP_TOKEN + "\n")
+    url = http_git_server.url(bare)
+    pull_requests = {
+        "forge": "gitlab",
+        "api_url": "https://gitlab.example.org/api/v4",
+        "project": "group/sub/widgets",
+        "base_branch": "release/1",
+    }
+    with Database(tmp_path / "ledger.db") as db:
+        credentials = Credentials(token_file=str(token_file))
+        add_remote_repository(db, REPOSITORY, url, str(tmp_path / "mirror.git"), credentials)
+        change_repository_settings(
+            db, REPOSITORY, {"pull_request": pull_requests}, idempotency_key="prs-on"
+        )
+    with ApiServer(tmp_path / "ledger.db", role_tokens=True) as server:
+        page = signed_in(server, "auditor").get("/repositories").text
+    row = re.search(rf"<td>{REPOSITORY}</td>.*?</tr>", page, re.S)
+    assert row is not None
+    assert f"<td><code>{html.escape(url)}</code></td>" in row.group(0)
+    assert (
+        "opened on gitlab for <code>group/sub/widgets</code> into <code>release/1</code>"
+        in row.group(0)
+    )
+    # The remote's token is in its file only: neither it nor where it lives is on the page.
+    assert HTTP_TOKEN not in page and str(token_file) not in page
 
 
 def test_a_commit_leads_back_to_its_task(seeded: tuple[ApiServer, dict[str, Any]]) -> None:

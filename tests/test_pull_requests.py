@@ -9,6 +9,7 @@ import html
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from aios_ledger.core import LedgerError
@@ -35,7 +36,15 @@ from aios_ledger.shell.log.verification import verify_log
 from api_server import ApiServer
 from conftest import ENGINES, HTTP_TOKEN
 from console_support import signed_in
-from forge_server import DESCRIBED, FakeForge, PullRequest, description, forge_server, resolve
+from forge_server import (
+    DESCRIBED,
+    Checker,
+    FakeForge,
+    PullRequest,
+    description,
+    forge_server,
+    resolve,
+)
 from git_servers import HttpServer, serve
 from git_support import (
     AGENT,
@@ -415,10 +424,9 @@ def test_each_description_names_its_source_and_holds_all_it_references(kind: str
     document = description(kind)
     source = document["x-excerpt-of"]
     assert {"repository", "commit", "path", "note"} <= set(source)
-    # The whole source's digest where it was here whole; else what the excerpt leaves out.
-    assert len(source["commit"]) == 40 and (len(source.get("sha256", "")) == 64) != (
-        "left_out" in source
-    )
+    # The whole source's digest where it was here whole; else its length, read in pages.
+    assert len(source["commit"]) == 40 and "left_out" not in source
+    assert (len(source.get("sha256", "")) == 64) != (source.get("characters", 0) > 0)
     # The paths the clients call, each operation with every entry it references.
     calls = {
         "github": {"/repos/{owner}/{repo}/pulls": {"get", "post"}},
@@ -441,6 +449,20 @@ def test_each_description_names_its_source_and_holds_all_it_references(kind: str
             pending.extend(node.values())
         elif isinstance(node, list):
             pending.extend(node)
+
+
+def test_gitlabs_listed_merge_requests_are_held_to_their_definitions() -> None:
+    forge = FakeForge("gitlab", TOKEN, PROJECT, Checker("gitlab", description("gitlab")))
+    listing_path = f"/api/v4/projects/{quote(PROJECT, safe='')}/merge_requests"
+    _, listing, _ = forge.checker.operation("GET", listing_path)
+    listed = forge.document_of(PullRequest(1, "task/one", "main", "One", ""), listed=True)
+    assert forge.checker.response_errors(listing, 200, [listed]) == []
+    # Each nested definition is checked: a user, a milestone or references of the wrong shape.
+    for name, wrong in (("author", "owner"), ("milestone", "v1"), ("references", "!1")):
+        errors = forge.checker.response_errors(listing, 200, [{**listed, name: wrong}])
+        assert errors == [f"answer 0/{name}: {wrong!r} is not of type 'object'"]
+    nested = {**listed, "author": {"id": "one", "custom_attributes": [{"key": 1}]}}
+    assert len(forge.checker.response_errors(listing, 200, [nested])) == 2
 
 
 @pytest.mark.parametrize("engine", ENGINES)

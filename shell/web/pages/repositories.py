@@ -1,5 +1,6 @@
-"""The Repositories page (`/repositories`): the registered repositories, the ledger's branch
-moves, the writer leases held now, and for a commit typed in, what `aios-ledger why` answers."""
+"""The Repositories page (`/repositories`): the registered repositories (each with its remote
+and the forge its pull requests go to), the ledger's branch moves, the writer leases held now,
+and for a commit typed in, what `aios-ledger why` answers."""
 
 from __future__ import annotations
 
@@ -19,8 +20,12 @@ SHOWN = 50
 
 def _repository(row: Any) -> dict[str, Any]:
     repository = RepositoryRow.from_row(row)
+    pull_requests = repository.settings().pull_request()
     return {
         "name": repository.name,
+        # Sealed without a credential (a token lives in its file), so it is shown whole.
+        "remote_url": repository.remote_url,
+        "pull_requests": None if pull_requests is None else pull_requests.public(),
         "head_branch": repository.head_branch,
         "protected": [str(pattern) for pattern in json.loads(repository.protected_json)],
         "revision": repository.revision,
