@@ -120,6 +120,25 @@ for cell_runs in "$work"/runs/*/; do
   rm -rf "$work/combined/$name"
   (cd "$harness" && "$work/venv/bin/python" bench.py combine --out "$work/combined/$name" "${dirs[@]}") \
     >"$out/logs/combine-$name.log" 2>&1 || continue
+  # `combine` writes no plots: its combined raw.csv gets them as `run` draws them.
+  (cd "$harness" && "$work/venv/bin/python" - "$work/combined/$name" <<'PLOT'
+import json
+import sys
+from pathlib import Path
+
+from bench_harness.combine import _phase_objects
+from bench_harness.plots import render_all
+
+run = Path(sys.argv[1])
+manifest = json.loads((run / "manifest.json").read_text())
+render_all(
+    run / "raw.csv",
+    systems=manifest["systems"],
+    phases=_phase_objects(manifest),
+    out_dir=run / "plots",
+)
+PLOT
+  ) >>"$out/logs/combine-$name.log" 2>&1 || true
   cp "$work/combined/$name/summary.json" "$work/combined/$name/manifest.json" "$out/$name/"
   for plot in throughput claim_p99; do
     if [[ -f "$work/combined/$name/plots/$plot.svg" ]]; then
