@@ -44,7 +44,7 @@ lint: $(STAMP)
 	mkdir -p .typecheck/aios_ledger
 	for part in core entry shell sql; do ln -sfn "$(CURDIR)/$$part" ".typecheck/aios_ledger/$$part"; done
 	MYPYPATH=.typecheck $(VENV)/bin/mypy -p aios_ledger.core -p aios_ledger.entry -p aios_ledger.shell -p aios_ledger.sql
-	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py) $(wildcard tools/*.py)  # docs/hooks: through tests/test_docs_site.py
+	MYPYPATH=.typecheck $(VENV)/bin/mypy tests examples $(wildcard bench/*.py) $(wildcard bench/queue_harness/*.py) $(wildcard tools/*.py)  # docs/hooks: through tests/test_docs_site.py
 
 # `make test` is the suite a change must pass, within five minutes on two cores: everything but
 # the tests tests/conftest.py marks `postgresql`, `browser`, `kills` or `git_servers`. `make
