@@ -66,6 +66,7 @@ from . import (
     lifecycles,
     postgres,
     scale,
+    serves,
     transitions,
     verify,
 )
@@ -84,6 +85,7 @@ PARTS: dict[str, tuple[str, Part]] = {
     "9": ("PostgreSQL vs PgQueuer, Procrastinate and raw psycopg", postgres.run),
     "10": ("the web console's pages at 100,000 tasks", console.run),
     "11": ("PostgreSQL: 1 and 4 processes, the Merkle integrator beside", integration.run),
+    "12": ("PostgreSQL: one `serve` against two, the same HTTP load", serves.run),
 }
 ROOT = Path(__file__).resolve().parent.parent
 MIN_REPS = 5

@@ -59,6 +59,11 @@ def _leaves(target: Any) -> list[tuple[int, int]]:
     return raw_rows(target, "SELECT leaf_index, event_id FROM merkle_leaves ORDER BY leaf_index")
 
 
+def _head_row_xmax(target: Any) -> list[tuple[str]]:
+    """The head row's xmax: the id of the last transaction that locked or changed it."""
+    return raw_rows(target, "SELECT xmax::text FROM merkle_tree")
+
+
 def _event_ids(target: Any) -> list[int]:
     return [row[0] for row in raw_rows(target, "SELECT event_id FROM events ORDER BY event_id")]
 
@@ -152,6 +157,24 @@ def test_integrating_appends_in_id_order_and_again_appends_nothing(pg_target: st
     assert _leaves(pg_target) == list(enumerate(_event_ids(pg_target)))
     with Database(pg_target) as db:
         assert verify_log(db).intact
+
+
+def test_a_pass_with_nothing_to_append_leaves_the_head_row_unlocked(pg_target: str) -> None:
+    """A row lock gives the pass's transaction an id, and its commit a WAL flush: an idle
+    server's passes, one every pause, must not pay that. A lock leaves its transaction's id in
+    the row's xmax."""
+    with TaskLedger(pg_target) as ledger:
+        ledger.create_task(TASK, idempotency_key="c")
+    with Database(pg_target) as db:
+        integrator = Integrator(db)
+        assert integrator.run_pass().appended > 0
+        appended_by = _head_row_xmax(pg_target)
+        assert integrator.run_pass().appended == 0
+        assert integrator.run_pass().appended == 0
+        assert _head_row_xmax(pg_target) == appended_by
+        with TaskLedger(database=db) as ledger:
+            ledger.create_task(TASK, idempotency_key="d")
+        assert integrator.run_pass().appended > 0  # the lock is still taken to append
 
 
 def test_two_integrators_at_once_never_double_a_leaf(pg_target: str) -> None:

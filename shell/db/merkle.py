@@ -172,10 +172,14 @@ class Integrator:
         def work(conn: Connection) -> tuple[list[PendingLeaf], int, int, ScanFloor]:
             waiting = () if start.waiting is None else start.waiting[1]
             settled, floor = start.settle(conn.integration_bound(waiting))
-            tree = _locked_tree(conn)
-            if tree.size is None:
-                build_tree(conn, tree)
+            # Locked only to change it (a lock costs the commit a WAL flush, which an idle
+            # server's passes need not pay); under the integrators' lock no one else moves it.
+            tree = fetch_record(conn, "merkle_tree", None, MerkleTreeRow)
+            if tree is None or tree.size is None:
                 tree = _locked_tree(conn)
+                if tree.size is None:
+                    build_tree(conn, tree)
+                    tree = _locked_tree(conn)
             batch = _pending(conn, start.floor, self.batch)
             size = int(tree.size or 0)
             # A seal that is no stored seal (a row forged by hand) gets no leaf: it must not
@@ -184,6 +188,7 @@ class Integrator:
                 (leaf.event_id, leaf.seal) for leaf in batch if SEAL_TEXT.fullmatch(leaf.seal)
             ]
             if leaves:
+                tree = _locked_tree(conn)
                 writes, after = append_writes(tree, leaves)
                 conn.run_plan(writes, LedgerError)
                 size = int(after.size or 0)
