@@ -437,10 +437,12 @@ def test_a_server_on_a_full_disk_writes_again_once_there_is_room(
 
 
 def test_ready_on_postgresql_is_a_shared_write_probe(postgres_database: str | None) -> None:
-    """On PostgreSQL the probe is an empty row-locked transaction: ready while writers write."""
+    """On PostgreSQL the probe is an empty row-locked transaction: ready while writers write,
+    the Merkle log's integration reported beside."""
     url = postgres_url(postgres_database)
     with ApiServer(url, role_tokens=True) as server:
-        assert server.client().get("/v1/ready").json() == {"status": "ready"}
+        ready = server.client().get("/v1/ready").json()
+        assert ready["status"] == "ready" and ready["integration"]["inline"] is False
         body = {"idempotency_key": "k", "task": {"goal": "g", "instructions": "i"}}
         assert server.client("owner").post("/v1/tasks", json=body).status_code == 201
         assert server.client().get("/v1/ready").status_code == 200
