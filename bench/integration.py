@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 
 from .harness import Size, figure, interleaved_values, paired_ratio, percentile, sized, summary
-from .postgres import ROOT, Server
+from .postgres import ROOT, Server, run_workers
 
 PROCESSES = (1, 4)
 # The integrator's pause when a pass caught up (serve's default).
@@ -72,22 +72,7 @@ def lifecycles(server: Server, processes: int, jobs: int, lags: list[float]) -> 
         cwd=ROOT,
     )
     start = time.time() + 1.5 + 0.5 * processes
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "bench.pg_worker", "ledger", url, str(jobs), str(start), str(n)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        for n in range(processes)
-    ]
-    ends = []
-    for worker in workers:
-        out, err = worker.communicate(timeout=900)
-        if worker.returncode != 0:
-            raise RuntimeError(f"ledger: {err[-2000:]}")
-        ends.append(float(json.loads(out.strip().splitlines()[-1])["end"]))
+    ends = run_workers("ledger", url, jobs, start, processes)
     stop_file.touch()
     out, err = integrator.communicate(timeout=900)
     stop_file.unlink()

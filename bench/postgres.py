@@ -88,6 +88,13 @@ def lifecycles(
 
         TaskLedger(url).close()
     start = time.time() + (1.5 + 0.5 * processes if timed_start else 0.0)
+    ends = run_workers(system, url, jobs, start, processes)
+    server.drop_schema(url)
+    return jobs * processes / (max(ends) - start)
+
+
+def run_workers(system: str, url: str, jobs: int, start: float, processes: int) -> list[float]:
+    """Run `processes` `bench.pg_worker`s of `system` from the agreed `start`; when each ended."""
     workers = [
         subprocess.Popen(
             [sys.executable, "-m", "bench.pg_worker", system, url, str(jobs), str(start), str(n)],
@@ -104,8 +111,7 @@ def lifecycles(
         if worker.returncode != 0:
             raise RuntimeError(f"{system}: {err[-2000:]}")
         ends.append(float(json.loads(out.strip().splitlines()[-1])["end"]))
-    server.drop_schema(url)
-    return jobs * processes / (max(ends) - start)
+    return ends
 
 
 def run(scratch: Path, *, size: Size, reps: int) -> list[dict[str, Any]]:

@@ -65,7 +65,7 @@ class PullRequestSetting:
             raise _invalid(f"api_url {setting.api_url[:200]!r} is not an http(s) URL")
         if api.username is not None or api.password is not None or api.query or api.fragment:
             raise _invalid("api_url takes no credential, query or fragment")
-        if api.scheme == "http" and not _loopback(api.hostname):
+        if api.scheme == "http" and not is_loopback_host(api.hostname):
             raise _invalid(
                 "api_url: http:// only on this machine: the token would cross the network"
             )
@@ -79,7 +79,8 @@ class PullRequestSetting:
         return unstructure(self)
 
 
-def _loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` (a URL's hostname) names this machine: plain http stays on it."""
     if host == "localhost":
         return True
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import ipaddress
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import DEFAULT_TOKEN_USER, RemoteSettings
+from aios_ledger.core.git.forges import is_loopback_host
 from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, read_ref, run_git
 
 REMOTE_FILE = "aios-remote.json"
@@ -218,13 +218,7 @@ def _shown_url(location: str) -> str:
 
 
 def is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(urlsplit(url).hostname or "")
 
 
 def check_credentials(kind: str, credentials: Credentials) -> Credentials:
