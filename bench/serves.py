@@ -39,11 +39,11 @@ from .harness import (
     figure,
     interleaved_values,
     paired_ratio,
-    percentile,
     recorded,
     sized,
     summary,
 )
+from .integration import lag_figure
 from .postgres import ROOT, Server
 
 SERVES = (1, 2)
@@ -328,21 +328,8 @@ def _run(server: Server, *, size: Size, reps: int) -> list[dict[str, Any]]:
     )
     for n in SERVES:
         lags = [value for outcome in outcomes[n] for value in outcome["lags"]]
-        p99 = percentile(lags, 0.99) if lags else 0.0
-        peak = n == max(SERVES)
-        rows.append(
-            figure(
-                part,
-                f"integration lag p99, serve x{n}",
-                {"median": p99, "min": min(lags, default=0.0), "max": max(lags, default=0.0)}
-                | {"reps": reps},
-                "s",
-                target="<= 1" if peak else "",
-                met=p99 <= 1.0 if peak else None,
-                note=f"{len(lags)} events, leaf first seen less written, read every "
-                f"{POLL_SECONDS} s; min and max over events",
-            )
-        )
+        note = f"events, leaf first seen less written, read every {POLL_SECONDS} s"
+        rows.append(lag_figure(part, f"serve x{n}", lags, reps, peak=n == max(SERVES), note=note))
     return rows
 
 

@@ -17,12 +17,13 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.attest.keys import load_signer
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git import remotes
-from aios_ledger.shell.git.remotes import PushAnswer, PushedNote, Remote
+from aios_ledger.shell.git.remotes import PushAnswer
 from aios_ledger.shell.governed import writes
 
 
@@ -46,19 +47,10 @@ def main() -> int:
     writes.move_ref = dying
     real_push = remotes.push_write
 
-    def dying_push(
-        mirror: str,
-        remote: Remote,
-        ref: str,
-        new: str,
-        old: str,
-        *,
-        zero: str,
-        note: PushedNote | None = None,
-    ) -> PushAnswer:
+    def dying_push(*args: Any, **kwargs: Any) -> PushAnswer:
         if mode == "kill-before-swap":
             os.kill(os.getpid(), signal.SIGKILL)
-        pushed = real_push(mirror, remote, ref, new, old, zero=zero, note=note)
+        pushed = real_push(*args, **kwargs)
         if mode == "kill-after-swap":
             os.kill(os.getpid(), signal.SIGKILL)
         return pushed

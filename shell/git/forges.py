@@ -192,7 +192,8 @@ def _github_find(client: ForgeClient, head: str, base: str) -> Opened | None:
     return None
 
 
-def _github_create(client: ForgeClient, head: str, base: str, text: PullRequestText) -> Opened:
+def _pulls_create(client: ForgeClient, head: str, base: str, text: PullRequestText) -> Opened:
+    """GitHub's and Gitea's create alike: `POST /repos/{owner}/{repo}/pulls`."""
     body = {"title": text.title, "head": head, "base": base, "body": text.body}
     status, made = client.call("POST", f"/repos/{client.project_path()}/pulls", body=body)
     return _opened(made, status, url_key="html_url", number_key="number", adopted=False)
@@ -204,12 +205,6 @@ def _gitea_find(client: ForgeClient, head: str, base: str) -> Opened | None:
     if isinstance(found, dict) and found.get("state") == "open":
         return _opened(found, status, url_key="html_url", number_key="number", adopted=True)
     return None
-
-
-def _gitea_create(client: ForgeClient, head: str, base: str, text: PullRequestText) -> Opened:
-    body = {"title": text.title, "head": head, "base": base, "body": text.body}
-    status, made = client.call("POST", f"/repos/{client.project_path()}/pulls", body=body)
-    return _opened(made, status, url_key="html_url", number_key="number", adopted=False)
 
 
 def _gitlab_find(client: ForgeClient, head: str, base: str) -> Opened | None:
@@ -234,7 +229,7 @@ def _gitlab_create(client: ForgeClient, head: str, base: str, text: PullRequestT
 
 
 FORGE_KINDS = {
-    "github": ForgeKind(_github_find, _github_create),
-    "gitea": ForgeKind(_gitea_find, _gitea_create),
+    "github": ForgeKind(_github_find, _pulls_create),
+    "gitea": ForgeKind(_gitea_find, _pulls_create),
     "gitlab": ForgeKind(_gitlab_find, _gitlab_create),
 }
