@@ -86,6 +86,13 @@ def retry_command(task_id: str, idempotency_key: str) -> str:
     )
 
 
+def opened_answer(recorded: JsonObject | None) -> JsonObject | None:
+    """A request already recorded OPENED answers itself: no forge is asked again."""
+    if recorded is not None and recorded.get("state") == "OPENED":
+        return {**recorded, "idempotent": True}
+    return None
+
+
 def decide_pull_request(
     state: PullRequestState, answer: ForgeAnswer, *, now: Timestamp, actor: Actor
 ) -> Decision[JsonObject]:
@@ -100,8 +107,9 @@ def decide_pull_request(
             "WRITE_NOT_APPLIED",
             f"write {write.idempotency_key!r} is {write.state}: nothing to propose",
         )
-    if state.recorded is not None and state.recorded.get("state") == "OPENED":
-        return Replay({**state.recorded, "idempotent": True})
+    opened = opened_answer(state.recorded)
+    if opened is not None:
+        return Replay(opened)
     payload: JsonObject = {
         "idempotency_key": write.idempotency_key,
         "repository": write.repository,

@@ -19,6 +19,7 @@ from aios_ledger.core.git.pull_requests import (
     ForgeAnswer,
     PullRequestState,
     decide_pull_request,
+    opened_answer,
     recorded_pull_request,
 )
 from aios_ledger.core.jsonvalue import JsonObject
@@ -102,8 +103,9 @@ def propose_write(
     asked = db.read(lambda conn: _asked(conn, key))
     if asked is None:
         return None
-    if asked.recorded is not None and asked.recorded.get("state") == "OPENED":
-        return {**asked.recorded, "idempotent": True}
+    already = opened_answer(asked.recorded)
+    if already is not None:  # before the forge is asked
+        return already
     head = asked.write.ref.removeprefix(HEADS)
     base = asked.base or ""
     found: dict[str, object] = {
