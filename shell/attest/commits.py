@@ -1,11 +1,6 @@
-"""Attesting landed governed writes, and reading a commit back.
-
-`attest_write` signs the Statements of an APPLIED write, records them with a sealed event, then
-attaches the note to the commit; it never undoes the write, only answers why nothing was
-attested. A write to a remote repository is signed before its push (`note_to_push`), so that
-the note lands in the same atomic push as the branch; it is then recorded as it was pushed.
-`verify_commit_attestation` checks a commit from its repository alone, and
-`verify_remote_attestation` from what a remote serves.
+"""Attesting landed governed writes, and reading a commit back. Attesting never undoes a write,
+only answers why nothing was attested; a write to a remote is signed before its push
+(`note_to_push`), so that the note lands in the same atomic push as the branch.
 """
 
 from __future__ import annotations
@@ -121,11 +116,8 @@ def _notes_lock(repository_path: str) -> Iterator[None]:
             "GIT_FAILED", f"cannot lock the notes of {repository_path}: {exc.strerror}"
         ) from None
     with handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # released as the file closes
+        yield
 
 
 def read_note(repository_path: str, commit: str) -> str | None:
@@ -237,16 +229,10 @@ def _pushed_note(mirror: str, write: GovernedWriteRow, signing: SigningKey) -> J
         text = read_note(mirror, write.new_oid)
     if text is None:
         return None
-    verifier = signing.signer.verifier
     try:
         note = loads_object(text.strip(), what="note")
-        for part in note_parts(note):
-            statement = open_envelope(
-                note.get(part), verifier.public_key, check_ed25519, signing.keyid
-            )
-            if statement_subject_commit(statement) != write.new_oid:
-                return None
-        predicate = unsigned_statement(note.get("provenance")).get("predicate")
+        statements = _opened_statements(note, signing.signer.verifier, write.new_oid)
+        predicate = statements["provenance"].get("predicate")
         definition = predicate.get("buildDefinition") if isinstance(predicate, dict) else None
         internal = definition.get("internalParameters") if isinstance(definition, dict) else None
     except LedgerError:
@@ -405,6 +391,29 @@ PREDICATE_TYPES = {
 }
 
 
+def _opened_statements(note: JsonObject, verifier: VerifierKey, oid: str) -> dict[str, JsonObject]:
+    """Each Statement of the note, once its signature by `verifier`, its predicateType and its
+    subject (commit `oid`) are checked."""
+    keyid = note_key_id(verifier.name, verifier.public_key)
+    opened: dict[str, JsonObject] = {}
+    for part in note_parts(note):
+        predicate_type = PREDICATE_TYPES[part]
+        statement = open_envelope(note.get(part), verifier.public_key, check_ed25519, keyid)
+        if statement.get("predicateType") != predicate_type:
+            raise LedgerError(
+                "ATTESTATION_INVALID",
+                f"the {part} Statement's predicateType is not {predicate_type}",
+            )
+        subject = statement_subject_commit(statement)
+        if subject != oid:
+            raise LedgerError(
+                "ATTESTATION_SUBJECT_MISMATCH",
+                f"the {part} Statement is about commit {subject}, not {oid}",
+            )
+        opened[part] = statement
+    return opened
+
+
 def verify_commit_attestation(
     repository_path: str, commit: str, verifier: VerifierKey
 ) -> dict[str, Any]:
@@ -427,24 +436,12 @@ def verify_commit_attestation(
         raise LedgerError(
             "ATTESTATION_INVALID", f"the note of {oid} is not JSON: {refused.detail}"
         ) from None
-    parts = note_parts(note)
-    keyid = note_key_id(verifier.name, verifier.public_key)
-    verified: dict[str, Any] = {"commit": oid, "notes_ref": NOTES_REF, "keyid": keyid}
-    for part in parts:
-        predicate_type = PREDICATE_TYPES[part]
-        statement = open_envelope(note.get(part), verifier.public_key, check_ed25519, keyid)
-        if statement.get("predicateType") != predicate_type:
-            raise LedgerError(
-                "ATTESTATION_INVALID",
-                f"the {part} Statement's predicateType is not {predicate_type}",
-            )
-        subject = statement_subject_commit(statement)
-        if subject != oid:
-            raise LedgerError(
-                "ATTESTATION_SUBJECT_MISMATCH",
-                f"the {part} Statement is about commit {subject}, not {oid}",
-            )
-        verified[part] = statement
+    verified: dict[str, Any] = {
+        "commit": oid,
+        "notes_ref": NOTES_REF,
+        "keyid": note_key_id(verifier.name, verifier.public_key),
+        **_opened_statements(note, verifier, oid),
+    }
     predicate = verified["review"].get("predicate")
     verified["verification_result"] = (
         predicate.get("verificationResult") if isinstance(predicate, dict) else None

@@ -142,11 +142,6 @@ def commit_facts(conn: Connection, write: GovernedWriteRow) -> CommitFacts:
         success_criteria=success_criteria,
         governance=proposal.facts(),
         ledger_version=ledger_version(),
-        repository_url=_remote_url(conn, write.repository),
+        # The URL sealed with a repository on a git server (None: governed in place).
+        repository_url=require_repository(conn, write.repository).remote_url,
     )
-
-
-def _remote_url(conn: Connection, repository: str) -> str | None:
-    """The URL sealed with a governed repository on a git server (None: governed in place),
-    which the source statements name the repository by."""
-    return require_repository(conn, repository).remote_url
