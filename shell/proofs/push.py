@@ -93,10 +93,7 @@ class WitnessPush:
             cosigned: int | None = fetch_value(conn, "witness_cosigned_size", found)
             return cosigned
 
-        def work(conn: Connection) -> list[int | None]:
-            return [cosigned_size(conn, key) for key in self._keys]
-
-        return resumed_size(db.read(work))
+        return resumed_size(db.read(lambda conn: [cosigned_size(conn, k) for k in self._keys]))
 
 
 def _size(text: str) -> int:

@@ -55,16 +55,11 @@ class Witness:
         state_dir: Path,
         token: str | None,
     ) -> Witness:
-        signer = read_key_file(key_file)
-        try:
-            state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as failed:
-            raise LedgerError("WITNESS_STATE_INVALID", f"{state_dir}: {failed.strerror}") from None
         return cls(
             log_url.rstrip("/"),
             log_key,
-            signer,
-            state_dir / f"log-{log_key.key_id.hex()}.json",
+            witness_signer(key_file, state_dir),
+            log_state_file(state_dir, log_key),
             token if token is not None else os.environ.get(TOKEN_ENV) or None,
         )
 
@@ -123,6 +118,20 @@ class Witness:
             except LedgerError as refused:
                 LOG.error("%s", refused)
             time.sleep(max(0.1, interval))
+
+
+def witness_signer(key_file: Path, state_dir: Path) -> Signer:
+    """The witness's signer key, once its state folder is there (made 0700 if missing)."""
+    signer = read_key_file(key_file)
+    try:
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as failed:
+        raise LedgerError("WITNESS_STATE_INVALID", f"{state_dir}: {failed.strerror}") from None
+    return signer
+
+
+def log_state_file(state_dir: Path, log_key: VerifierKey) -> Path:
+    return state_dir / f"log-{log_key.key_id.hex()}.json"
 
 
 def read_state(state_file: Path) -> WitnessState | None:

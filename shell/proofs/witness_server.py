@@ -28,8 +28,8 @@ from aios_ledger.core.proofs.add_checkpoint import (
     trusted_checkpoint,
 )
 from aios_ledger.shell.clock import read_clock, system_clock
-from aios_ledger.shell.proofs.keys import Signer, check_ed25519, read_key_file
-from aios_ledger.shell.proofs.witness import keep_state, read_state
+from aios_ledger.shell.proofs.keys import Signer, check_ed25519
+from aios_ledger.shell.proofs.witness import keep_state, log_state_file, read_state, witness_signer
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -53,26 +53,18 @@ class WitnessService:
     def configure(
         cls, *, log_keys: Sequence[VerifierKey], key_file: Path, state_dir: Path
     ) -> WitnessService:
-        signer = read_key_file(key_file)
-        try:
-            state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as failed:
-            raise LedgerError("WITNESS_STATE_INVALID", f"{state_dir}: {failed.strerror}") from None
-        return cls(tuple(log_keys), signer, state_dir)
+        return cls(tuple(log_keys), witness_signer(key_file, state_dir), state_dir)
 
     def _state_file(self, origin: str) -> Path:
         """The state file of the first key named for `origin`, as a pulling witness keeps it."""
         key = next(key for key in self.log_keys if key.name == origin)
-        return self.state_dir / f"log-{key.key_id.hex()}.json"
+        return log_state_file(self.state_dir, key)
 
     @contextmanager
     def _held(self) -> Iterator[None]:
         with self.lock, (self.state_dir / LOCK_FILE).open("a") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # released as the file closes
+            yield
 
     def add_checkpoint(self, body: bytes) -> str:
         """The cosignature line for a request body, its state kept first."""
