@@ -1,13 +1,9 @@
 """`aios-ledger upgrade`: a ledger of the last 0.x release made a 1.0 ledger in place.
 
-The ledger is verified as it stands (one that does not verify is refused, unchanged; so is one
-whose tasks an archive holds: the archive's records name the 0.x seals, so those tasks are
-restored with 0.x first). Then, in one transaction: every event is sealed again as v5 in event
-id order (`core.log.upgrade.resealed`), `event_seals` takes the baseline's definition, the
-Merkle tree is built again over the new seals and the checkpoints signed of the old one are
-forgotten, after a `LEDGER_UPGRADED` event that records the old tree's size and root and those
-checkpoints with their cosignatures; the baseline is recorded as the migration history, and the
-ledger is verified again before that transaction commits.
+Only a ledger that verifies, and whose tasks no archive holds (its records name 0.x seals), is
+upgraded: in one transaction every event is sealed again as v5, the Merkle tree is built again
+over the new seals behind a `LEDGER_UPGRADED` event recording the old tree and its checkpoints,
+and the ledger is verified again before that transaction commits.
 """
 
 from __future__ import annotations
@@ -45,6 +41,8 @@ from aios_ledger.shell.log.verification import (
 _EVENT_COLUMNS = record_columns(EventRow)
 _SEAL_COLUMNS = record_columns(SealRow)
 _LOG_COLUMNS = (*_EVENT_COLUMNS, "seal_event_id", *_SEAL_COLUMNS[1:])
+# The columns of a seal that sealing again as v5 writes.
+RESEALED = ("event_id", "prev_seal", "seal", "seal_version", "row_changes", "chained_row_digest")
 
 
 def _first_findings(report: VerificationReport) -> str:
@@ -90,18 +88,7 @@ def upgrade_ledger(db: Database, *, clock: Clock = system_clock) -> dict[str, An
         texts = statement_texts(conn.dialect)
         conn.run_script(texts["upgrade_open_log"])
         for seal in new_seals:
-            execute(
-                conn,
-                "upgrade_reseal",
-                {
-                    "event_id": seal.event_id,
-                    "prev_seal": seal.prev_seal,
-                    "seal": seal.seal,
-                    "seal_version": seal.seal_version,
-                    "row_changes": seal.row_changes,
-                    "chained_row_digest": seal.chained_row_digest,
-                },
-            )
+            execute(conn, "upgrade_reseal", {name: getattr(seal, name) for name in RESEALED})
         conn.run_script(texts["upgrade_close_log"])
         build_tree(conn)
         plans = PlanExecutor(conn)

@@ -1,15 +1,12 @@
-"""Streaming the sealed log from the database into the core's verifier.
-
-Memory does not grow with the log: rows come straight off the engine's cursors in one read
-transaction, and each event's chain predecessor is joined by SQL through the `(chain,
-chain_seq)` index. The sealed rows and the archived events stream beside the events, merged by
-event id. A second pass streams every state row joined to its last sealed row, then the sealed
-rows that are gone.
+"""Streaming the sealed log from the database into the core's verifier: rows come straight off
+the engine's cursors in one read transaction, merged by event id, so memory does not grow with
+the log. A second pass streams every state row joined to its last sealed row.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,22 +102,18 @@ def _merged(
 ) -> Iterator[Item]:
     """Events (with seal and predecessor, `VERIFY_COLUMNS`) and orphaned seals, merged in
     event id order."""
-    orphan = next(orphans, None)
-    for row in events:
-        event_id = row[0]
-        while orphan is not None and orphan[0] < event_id:
-            yield orphan[0], None, seal_row(orphan[0], orphan[1:]), None
-            orphan = next(orphans, None)
+
+    def event_item(row: tuple[Any, ...]) -> Item:
         pred_event_id, pred_chain_seq, pred_seal = row[16:]
-        yield (
-            event_id,
+        return (
+            row[0],
             EventRow(*row[:7]),
-            None if row[7] is None else seal_row(event_id, row[8:16]),
+            None if row[7] is None else seal_row(row[0], row[8:16]),
             None if pred_event_id is None else ChainLink(pred_event_id, pred_chain_seq, pred_seal),
         )
-    while orphan is not None:
-        yield orphan[0], None, seal_row(orphan[0], orphan[1:]), None
-        orphan = next(orphans, None)
+
+    orphan_items = ((row[0], None, seal_row(row[0], row[1:]), None) for row in orphans)
+    return heapq.merge(map(event_item, events), orphan_items, key=lambda item: item[0])
 
 
 def verify_log(
@@ -191,7 +184,7 @@ def verify_in(
             listed.before(event_id)
             feed(event_id, event, seal, predecessor, rows.of(event_id))
             step()
-        listed.finish()
+        listed.before(None)
         rows.of(None)
     counter.close()
     _check_state(conn, db, verifier)
@@ -228,7 +221,10 @@ class SealedRowsById:
             if row_event_id == event_id:
                 found.append(RowImage(table, key, digest))
             elif self._verifier is not None:
-                _forged_row(self._verifier, row_event_id, table, key)
+                detail = "a sealed row without its event: written outside the ledger"
+                self._verifier.note(
+                    Finding(FORGED_EVENT, row_event_id, detail, table=table, key=key)
+                )
             self._next = next(self._rows, None)
         return tuple(found)
 
@@ -251,21 +247,6 @@ class ArchivedById:
             else:
                 self._verifier.archived(listed_id, chain, seal, archive_event_id)
             self._next = next(self._rows, None)
-
-    def finish(self) -> None:
-        self.before(None)
-
-
-def _forged_row(verifier: LogVerifier, event_id: int, table: object, key: object) -> None:
-    verifier.note(
-        Finding(
-            FORGED_EVENT,
-            event_id,
-            "a sealed row without its event: written outside the ledger",
-            table=table if isinstance(table, str) else None,
-            key=key if isinstance(key, str) else None,
-        )
-    )
 
 
 def _check_state(conn: Connection, db: Database, verifier: LogVerifier) -> None:
