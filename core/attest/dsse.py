@@ -77,7 +77,6 @@ def open_envelope(
     if not isinstance(signatures, list) or not signatures:
         raise _refused("the envelope holds no signature")
     message = pae(IN_TOTO_PAYLOAD_TYPE, payload)
-    verified = False
     for signature in signatures:
         if not isinstance(signature, dict):
             raise _refused("a signature is not a JSON object")
@@ -85,9 +84,8 @@ def open_envelope(
         if keyid is not None and named not in (None, "", keyid):
             continue
         if check(public_key, message, _decode_base64(signature.get("sig"), "sig")):
-            verified = True
             break
-    if not verified:
+    else:
         raise _refused("no signature of the envelope verifies with the key")
     try:
         statement = loads_object(payload, what="payload")

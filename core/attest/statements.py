@@ -174,24 +174,19 @@ def review_policy(facts: CommitFacts) -> JsonObject:
     return {"success_criteria": facts.success_criteria, "governance": facts.governance}
 
 
+def _input(path: str, sha256: str) -> JsonValue:
+    """An attestation a VSA rests on: the ledger's URI of it and its digest."""
+    return {"uri": f"{LEDGER_URI}/{path}", "digest": {"sha256": sha256}}
+
+
 def _review_inputs(facts: CommitFacts, provenance_digest: str | None) -> list[JsonValue]:
     """The provenance, and the review run when the verifier is a named reviewer."""
     inputs: list[JsonValue] = []
     if provenance_digest is not None:
-        inputs.append(
-            {
-                "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/provenance",
-                "digest": {"sha256": provenance_digest},
-            }
-        )
+        inputs.append(_input(f"commits/{facts.commit_oid}/provenance", provenance_digest))
     output = facts.review_output_digest
     if facts.reviewer is not None and facts.review_id is not None and output is not None:
-        inputs.append(
-            {
-                "uri": f"{LEDGER_URI}/reviews/{facts.review_id}",
-                "digest": {"sha256": output.removeprefix("sha256:")},
-            }
-        )
+        inputs.append(_input(f"reviews/{facts.review_id}", output.removeprefix("sha256:")))
     return inputs
 
 
@@ -283,15 +278,9 @@ def source_summary_statement(
 ) -> JsonObject:
     """The Source VSA of the commit: the source level the ledger asserts, and two-party review
     when the reviewer is not the agent; its inputs are the source provenance and the review."""
-    inputs: list[JsonValue] = [
-        {
-            "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/source-provenance",
-            "digest": {"sha256": source_provenance_digest},
-        },
-        {
-            "uri": f"{LEDGER_URI}/commits/{facts.commit_oid}/review",
-            "digest": {"sha256": review_digest},
-        },
+    inputs = [
+        _input(f"commits/{facts.commit_oid}/source-provenance", source_provenance_digest),
+        _input(f"commits/{facts.commit_oid}/review", review_digest),
     ]
     passed = facts.decision in PASSING_DECISIONS
     predicate: JsonObject = {
