@@ -330,10 +330,13 @@ def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, 
     export is ever seen; a device or FIFO is written through, as renaming would replace it."""
     partial = None
     try:
-        kind = _target_kind(path)
-        if kind == "directory" or not path.name:  # `.`, `/`
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            mode = stat.S_IFREG
+        if stat.S_ISDIR(mode) or not path.name:  # `.`, `/`
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if kind == "stream":
+        if not stat.S_ISREG(mode):
             with open(path, "w", encoding="ascii", newline="\n") as out:
                 return _export_with_progress(db, out, task_id)
         partial = path.with_name(path.name + ".partial")
@@ -342,35 +345,20 @@ def _export_to_file(db: Database, path: Path, task_id: str | None) -> dict[str, 
             out.flush()
             os.fsync(out.fileno())
         os.replace(partial, path)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        _remove(partial)
+    except BaseException as exc:
+        if partial is not None:
+            with contextlib.suppress(OSError, ValueError):
+                partial.unlink()
+        if not isinstance(exc, OSError | ValueError):  # ValueError: a NUL in the path
+            raise
         detail = exc.strerror if isinstance(exc, OSError) else "not a usable path"
         raise LedgerError("OUTPUT_UNWRITABLE", f"{str(path)[:200]!r}: {detail}") from None
-    except BaseException:
-        _remove(partial)
-        raise
     return summary
 
 
 def _export_with_progress(db: Database, out: IO[str], task_id: str | None) -> dict[str, Any]:
     with progress_bar("export") as progress:
         return export_log(db, out, task_id=task_id, progress=progress)
-
-
-def _remove(partial: Path | None) -> None:
-    if partial is not None:
-        with contextlib.suppress(OSError, ValueError):
-            partial.unlink()
-
-
-def _target_kind(path: Path) -> str:
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "new"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    return "file" if stat.S_ISREG(mode) else "stream"
 
 
 def _verify_export(args: argparse.Namespace) -> int:
