@@ -30,6 +30,7 @@ from aios_ledger.shell.db.run import Connection, fetch_all, fetch_record
 from aios_ledger.shell.proofs.keys import Signer, check_ed25519
 
 LOG = logging.getLogger("aios_ledger.checkpoints")
+POLL_SECONDS = 1.0
 
 
 @attrs.frozen
@@ -50,7 +51,15 @@ class ServedCheckpoint:
 
 def _served(conn: Connection, row: CheckpointRow) -> ServedCheckpoint:
     lines = fetch_all(conn, "checkpoint_cosignature_lines", {"checkpoint_id": row.checkpoint_id})
+    # PostgreSQL reads bytea as memoryview; the record holds bytes on both engines.
+    row = attrs.evolve(row, root_hash=bytes(row.root_hash))
     return ServedCheckpoint(row, tuple(str(line["line"]) for line in lines))
+
+
+def _of_size(conn: Connection, size: int) -> list[CheckpointRow]:
+    """The checkpoints of `size` leaves, newest first: a size is signed again only by another
+    key, so there are few."""
+    return list(conn.stream_records("checkpoint_by_body", {"tree_size": size}, CheckpointRow))
 
 
 def sign_checkpoint(db: Database, signer: Signer, now: Timestamp) -> ServedCheckpoint:
@@ -82,15 +91,10 @@ def sign_checkpoint(db: Database, signer: Signer, now: Timestamp) -> ServedCheck
             )
             latest = fetch_record(conn, "latest_checkpoint", None, CheckpointRow)
         assert latest is not None
-        return _served(conn, _row(latest))
+        return _served(conn, latest)
 
     # Row-locked: a signature takes no event id, so tasks' transitions go on beside it.
     return db.write(work, row_locked=True)
-
-
-def _row(row: CheckpointRow) -> CheckpointRow:
-    # PostgreSQL reads bytea as memoryview; the record holds bytes on both engines.
-    return attrs.evolve(row, root_hash=bytes(row.root_hash))
 
 
 def latest_checkpoint(db: Database, size: int | None = None) -> ServedCheckpoint:
@@ -100,14 +104,11 @@ def latest_checkpoint(db: Database, size: int | None = None) -> ServedCheckpoint
         if size is None:
             row = fetch_record(conn, "latest_checkpoint", None, CheckpointRow)
         else:
-            sized = {"tree_size": size}
-            # Newest first: a size is signed again only by another key, so there are few.
-            rows = list(conn.stream_records("checkpoint_by_body", sized, CheckpointRow))
-            row = rows[0] if rows else None
+            row = next(iter(_of_size(conn, size)), None)
         if row is None:
             which = "" if size is None else f" of {size} leaves"
             raise LedgerError("CHECKPOINT_NOT_FOUND", f"no checkpoint{which} was signed")
-        return _served(conn, _row(row))
+        return _served(conn, row)
 
     return db.read(work)
 
@@ -126,12 +127,7 @@ def add_cosignatures(
         )
 
     def work(conn: Connection) -> ServedCheckpoint:
-        rows = [
-            _row(row)
-            for row in conn.stream_records(
-                "checkpoint_by_body", {"tree_size": checkpoint.size}, CheckpointRow
-            )
-        ]
+        rows = _of_size(conn, checkpoint.size)
         stored = next((row for row in rows if parse_note(row.note).text == note.text), None)
         if stored is None:
             raise LedgerError(
@@ -169,7 +165,6 @@ class PeriodicCheckpoints:
         every_seconds: float | None,
         every_events: int | None,
         clock: Callable[[], datetime],
-        poll_seconds: float = 1.0,
         after_sign: Callable[[Database, ServedCheckpoint, Timestamp], object] | None = None,
     ) -> None:
         self._db_path = db_path
@@ -177,7 +172,7 @@ class PeriodicCheckpoints:
         self._every_seconds = every_seconds
         self._every_events = every_events
         self._clock = clock
-        self._poll = min(poll_seconds, every_seconds or poll_seconds)
+        self._poll = min(POLL_SECONDS, every_seconds or POLL_SECONDS)
         self._after_sign = after_sign
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="checkpoints", daemon=True)

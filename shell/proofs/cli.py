@@ -25,6 +25,7 @@ from aios_ledger.shell.proofs.keys import (
     check_ed25519,
     generate_signer_key,
     load_signer,
+    signer_from_key,
     write_key_file,
 )
 from aios_ledger.shell.proofs.witness import TOKEN_ENV, Witness
@@ -125,8 +126,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _key_generate(args: argparse.Namespace) -> Any:
     key = generate_signer_key(args.name)
     write_key_file(Path(args.out), key)
-    from aios_ledger.shell.proofs.keys import signer_from_key
-
     verifier = signer_from_key(key).verifier
     return {"name": verifier.name, "verifier_key": verifier.text(), "key_file": args.out}
 

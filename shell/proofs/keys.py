@@ -95,9 +95,9 @@ def read_key_file(path: Path) -> Signer:
     return parse_signer(text)
 
 
-def credential_path(name: str, environ: dict[str, str] | None = None) -> Path | None:
+def credential_path(name: str) -> Path | None:
     """The file systemd's `LoadCredential=NAME:...` provides, or None outside such a unit."""
-    directory = (os.environ if environ is None else environ).get(CREDENTIALS_DIRECTORY, "")
+    directory = os.environ.get(CREDENTIALS_DIRECTORY, "")
     if not directory or "/" in name or name in {"", ".", ".."}:
         return None
     return Path(directory) / name
