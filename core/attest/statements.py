@@ -170,10 +170,6 @@ def provenance_statement(facts: CommitFacts) -> JsonObject:
     return _statement(subject(facts), PROVENANCE_TYPE, predicate)
 
 
-def review_policy(facts: CommitFacts) -> JsonObject:
-    return {"success_criteria": facts.success_criteria, "governance": facts.governance}
-
-
 def _input(path: str, sha256: str) -> JsonValue:
     """An attestation a VSA rests on: the ledger's URI of it and its digest."""
     return {"uri": f"{LEDGER_URI}/{path}", "digest": {"sha256": sha256}}
@@ -193,6 +189,7 @@ def _review_inputs(facts: CommitFacts, provenance_digest: str | None) -> list[Js
 def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -> JsonObject:
     """SLSA VSA v1 of the review: PASSED when the verdict was SUCCEEDED."""
     passed = facts.decision in PASSING_DECISIONS
+    policy = {"success_criteria": facts.success_criteria, "governance": facts.governance}
     verifier = (
         f"{LEDGER_URI}/reviewers/{facts.reviewer}"
         if facts.reviewer is not None
@@ -203,10 +200,7 @@ def review_statement(facts: CommitFacts, provenance_digest: str | None = None) -
         "verifier": {"id": verifier},
         "timeVerified": facts.verified_on or facts.applied_on,
         "resourceUri": facts.resource_uri,
-        "policy": {
-            "uri": REVIEW_POLICY_URI,
-            "digest": {"sha256": sha256_hex(review_policy(facts))},
-        },
+        "policy": {"uri": REVIEW_POLICY_URI, "digest": {"sha256": sha256_hex(policy)}},
         "inputAttestations": _review_inputs(facts, provenance_digest),
         "verificationResult": "PASSED" if passed else "FAILED",
         "verifiedLevels": list[JsonValue](PASSED_LEVELS if passed else FAILED_LEVELS),
@@ -257,20 +251,13 @@ def source_provenance_statement(facts: CommitFacts) -> JsonObject:
     return _statement(subject(facts), SOURCE_PROVENANCE_TYPE, predicate)
 
 
-def two_party_reviewed(facts: CommitFacts) -> bool:
-    """A named reviewer other than the agent that made the change let it through."""
-    return (
-        facts.decision in PASSING_DECISIONS
-        and facts.reviewer is not None
-        and facts.agent_id is not None
-        and facts.reviewer != facts.agent_id
-    )
-
-
 def source_levels(facts: CommitFacts) -> tuple[str, ...]:
+    """Two-party review: a named reviewer other than the agent that made the change passed it."""
     if facts.decision not in PASSING_DECISIONS:
         return FAILED_LEVELS
-    return (SOURCE_LEVEL, TWO_PARTY_REVIEWED) if two_party_reviewed(facts) else (SOURCE_LEVEL,)
+    if facts.reviewer is not None and facts.agent_id not in (None, facts.reviewer):
+        return (SOURCE_LEVEL, TWO_PARTY_REVIEWED)
+    return (SOURCE_LEVEL,)
 
 
 def source_summary_statement(

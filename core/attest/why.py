@@ -3,7 +3,7 @@ and each inclusion proof."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -93,14 +93,6 @@ def _write(write: Mapping[str, Any], _: Mapping[str, Any]) -> str:
     )
 
 
-def _sealed_digests(events: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any]]:
-    return {
-        (event["payload"].get("provenance_sha256"), event["payload"].get("review_sha256"))
-        for event in events
-        if event.get("type") == "COMMIT_ATTESTED" and isinstance(event.get("payload"), dict)
-    }
-
-
 def _attestation(write: Mapping[str, Any], _: Mapping[str, Any]) -> str:
     attested = write.get("attestation")
     if not attested:
@@ -108,7 +100,11 @@ def _attestation(write: Mapping[str, Any], _: Mapping[str, Any]) -> str:
     note = attested.get("note") or {}
     digests = (attested.get("provenance_sha256"), attested.get("review_sha256"))
     held = (sha256_hex(note.get("provenance")), sha256_hex(note.get("review")))
-    sealed = digests in _sealed_digests(write.get("events") or ())
+    sealed = digests in {
+        (event["payload"].get("provenance_sha256"), event["payload"].get("review_sha256"))
+        for event in write.get("events") or ()
+        if event.get("type") == "COMMIT_ATTESTED" and isinstance(event.get("payload"), dict)
+    }
     verdict = (
         "the note matches its sealed COMMIT_ATTESTED event"
         if sealed and held == digests

@@ -387,12 +387,10 @@ def _check_merkle(
             witnesses=witness_keys,
         )
         held.reached(check.frontier)
-        next_size = held.next_size
         for leaf_index, event_id, leaf_hash, nodes, seal in leaves:
             check.leaf(int(leaf_index), int(event_id), bytes(leaf_hash), seal, bytes(nodes))
-            if check.frontier.size == next_size:
+            if check.frontier.size == held.next_size:
                 held.reached(check.frontier)
-                next_size = held.next_size
         if tree is not None and tree.size is not None:
             for row in fetch_all(conn, "merkle_events_without_leaf"):
                 if settled_event_id is not None and int(row["event_id"]) > settled_event_id:
