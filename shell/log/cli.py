@@ -60,7 +60,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     verify.add_argument(
         "--log-key",
         action="append",
-        default=None,
         metavar="VKEY",
         help="the ledger's checkpoint verifier key: each stored checkpoint of its name must "
         "verify under it (repeatable; default: [checkpoint] log_keys, and the verifier of "
@@ -69,7 +68,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     verify.add_argument(
         "--witness-key",
         action="append",
-        default=None,
         metavar="VKEY",
         help="a witness's verifier key: each stored cosignature by it must verify over its "
         "checkpoint (repeatable; default: [checkpoint] witnesses)",
@@ -216,10 +214,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def parse_head_argument(text: str) -> LedgerHead:
-    raw = loads_document(text, what="head") if text.lstrip().startswith("{") else None
-    if raw is None:
-        raw = read_json_argument(text)
-    return LedgerHead.from_mapping(raw)
+    if text.lstrip().startswith("{"):
+        return LedgerHead.from_mapping(loads_document(text, what="head"))
+    return LedgerHead.from_mapping(read_json_argument(text))
 
 
 def _report(report: dict[str, Any]) -> int:

@@ -56,8 +56,9 @@ def upgrade_ledger(db: Database, *, clock: Clock = system_clock) -> dict[str, An
     """Upgrade the ledger `db` opened as found; on a 1.0 ledger, say so and change nothing."""
     view = db.read(read_catalogue)
     known = known_migrations(db.read(lambda conn: conn.dialect))
+    current = {"database": db.path, "upgraded": False, "detail": "already a 1.0 ledger"}
     if not plan_upgrade(known, view):
-        return {"database": db.path, "upgraded": False, "detail": "already a 1.0 ledger"}
+        return current
     archived = int(db.read(lambda conn: fetch_value(conn, "upgrade_archived_events")))
     if archived:
         raise LedgerError(
@@ -111,7 +112,7 @@ def upgrade_ledger(db: Database, *, clock: Clock = system_clock) -> dict[str, An
 
     after = db.write_schema(rewrite)
     if after is None:
-        return {"database": db.path, "upgraded": False, "detail": "already a 1.0 ledger"}
+        return current
     return {
         "database": db.path,
         "upgraded": True,
