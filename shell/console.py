@@ -546,8 +546,8 @@ def why_view(document: Mapping[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [Text(f"commit {summary.commit}", style="bold")]
     for number, write in enumerate(summary.writes, 1):
         title = f"write {number} of {len(summary.writes)}" if len(summary.writes) > 1 else None
-        block = Records(title, *(Column(label) for label, _ in write.lines), blocks=True)
-        block.add_row(*(text for _, text in write.lines))
+        block = Records(title, *(Column(label) for label, _ in write), blocks=True)
+        block.add_row(*(text for _, text in write))
         parts.append(block)
     return Group(*parts)
 

@@ -36,7 +36,7 @@ def _holds_base64(text: str) -> bool:
 
 def _lines(document: dict[str, Any]) -> dict[str, str]:
     [write] = why_summary(document).writes
-    return dict(write.lines)
+    return dict(write)
 
 
 def test_the_summary_of_a_why_document_is_golden(golden: SnapshotAssertion) -> None:

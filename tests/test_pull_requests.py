@@ -217,7 +217,7 @@ def test_why_and_the_write_answer_show_the_request(governed: Governed) -> None:
     with Database(governed.db) as db:
         document = why_commit(db, answer["new_oid"])
     [write] = why_summary(document).writes
-    lines = dict(write.lines)
+    lines = dict(write)
     assert lines["pull request"].startswith(f"#1 {answer['pull_request']['url']}")
     assert f"{governed.forge.kind} {PROJECT} agent/task-f -> main" in lines["pull request"]
 

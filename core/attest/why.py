@@ -19,22 +19,14 @@ NO_COMMIT = "0" * 40
 
 
 @attrs.frozen
-class WriteSummary:
-    """One landed write that moved a branch to the commit, as labelled lines."""
-
-    lines: tuple[tuple[str, str], ...]
-
-
-@attrs.frozen
 class WhySummary:
+    """Per landed write that moved a branch to the commit, its labelled lines."""
+
     commit: str
-    writes: tuple[WriteSummary, ...]
+    writes: tuple[tuple[tuple[str, str], ...], ...]
 
     def public(self) -> dict[str, Any]:
-        return {
-            "commit": self.commit,
-            "writes": [[list(line) for line in write.lines] for write in self.writes],
-        }
+        return {"commit": self.commit, "writes": [[list(line) for line in w] for w in self.writes]}
 
 
 def _short(oid: Any, length: int = SHORT_OID) -> str:
@@ -216,12 +208,10 @@ def why_summary(document: Mapping[str, Any]) -> WhySummary:
     return WhySummary(
         commit=str(document.get("commit")),
         writes=tuple(
-            WriteSummary(
-                tuple(
-                    (label, text)
-                    for label, line in WHY_LINES
-                    if (text := line(write, document)) is not None
-                )
+            tuple(
+                (label, text)
+                for label, line in WHY_LINES
+                if (text := line(write, document)) is not None
             )
             for write in document.get("writes") or ()
         ),
