@@ -392,8 +392,7 @@ PREDICATE_TYPES = {
 
 
 def _opened_statements(note: JsonObject, verifier: VerifierKey, oid: str) -> dict[str, JsonObject]:
-    """Each Statement of the note, once its signature by `verifier`, its predicateType and its
-    subject (commit `oid`) are checked."""
+    """Each Statement of the note, its signature by `verifier`, type and subject `oid` checked."""
     keyid = note_key_id(verifier.name, verifier.public_key)
     opened: dict[str, JsonObject] = {}
     for part in note_parts(note):

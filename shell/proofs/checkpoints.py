@@ -57,8 +57,7 @@ def _served(conn: Connection, row: CheckpointRow) -> ServedCheckpoint:
 
 
 def _of_size(conn: Connection, size: int) -> list[CheckpointRow]:
-    """The checkpoints of `size` leaves, newest first: a size is signed again only by another
-    key, so there are few."""
+    """The checkpoints of `size` leaves, newest first (few: each by another key)."""
     return list(conn.stream_records("checkpoint_by_body", {"tree_size": size}, CheckpointRow))
 
 
