@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import jsonschema
@@ -35,6 +35,7 @@ OPENAPI_VERSION = "3.1.0"
 MAX_WAIT_SECONDS = 60
 _REF_PREFIX = "#/$defs/"
 _COMPONENT_PREFIX = "#/components/schemas/"
+H = TypeVar("H", bound=Callable[..., Any])
 
 
 @attrs.frozen
@@ -63,6 +64,29 @@ class Operation:
     success: tuple[int, ...] = (200,)
     media: str = "application/json"
     guard: Callable[..., None] | None = None
+
+
+class Routes:
+    """Operations declared on their handlers, `@route("GET /path", roles, summary, ...)`, in the
+    document's order; an operation's id is its handler's name in camelCase."""
+
+    def __init__(self) -> None:
+        self.operations: list[Operation] = []
+
+    def __call__(
+        self, route: str, roles: frozenset[str] | None, summary: str, **options: Any
+    ) -> Callable[[H], H]:
+        method, path = route.split(" ")
+
+        def declare(handler: H) -> H:
+            first, *rest = handler.__name__.split("_")
+            operation_id = first + "".join(word.capitalize() for word in rest)
+            self.operations.append(
+                Operation(method, path, operation_id, roles, handler, summary, **options)
+            )
+            return handler
+
+        return declare
 
 
 def task_routes() -> tuple[TaskTransition, ...]:
