@@ -329,13 +329,27 @@ class BodyValidators:
 
     def check(self, name: str, body: object) -> None:
         """Refuse a body the schema does not describe, naming the place of the first problem."""
-        error = jsonschema.exceptions.best_match(self._validator(name).iter_errors(body))
-        if error is None:
-            return
-        place = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        # The message names keys only for these; any other would echo the value (a lease token).
-        if error.validator in ("required", "additionalProperties"):
-            why = error.message
-        else:
-            why = f"fails {error.validator} {error.validator_value!r}"
-        raise LedgerError("FIELDS_INVALID", f"body{place}: {why[:300]}")
+
+        def place(error: jsonschema.ValidationError) -> str:
+            path = error.absolute_path
+            return "body" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+        refuse_invalid(self._validator(name), body, place)
+
+
+def refuse_invalid(
+    validator: jsonschema.Draft202012Validator,
+    value: object,
+    place: Callable[[jsonschema.ValidationError], str],
+) -> None:
+    """FIELDS_INVALID naming the `place` of the first violation and what it fails, never the
+    value (it may be a lease token)."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return
+    # The message names keys only for these; any other would echo the value.
+    if error.validator in ("required", "additionalProperties"):
+        why = error.message
+    else:
+        why = f"fails {error.validator} {error.validator_value!r}"
+    raise LedgerError("FIELDS_INVALID", f"{place(error)}: {why[:300]}")

@@ -26,6 +26,7 @@ from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.core.tasks.transitions import TaskTransition
+from aios_ledger.shell.api.openapi import refuse_invalid
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.remote.client import LedgerClient, api_path
 
@@ -100,14 +101,8 @@ def check_arguments(tool: LedgerTool, arguments: object) -> Mapping[str, Any]:
     if not isinstance(arguments, Mapping):
         raise LedgerError("FIELDS_INVALID", "a tool's arguments are a JSON object")
     validator = jsonschema.Draft202012Validator(tool.checked)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
-    if error is None:
-        return arguments
-    if error.validator in ("required", "additionalProperties"):  # these name keys only
-        why = error.message
-    else:
-        why = f"fails {error.validator} {error.validator_value!r}"
-    raise LedgerError("FIELDS_INVALID", f"{tool.name}: {error.json_path}: {why[:300]}")
+    refuse_invalid(validator, dict(arguments), lambda error: f"{tool.name}: {error.json_path}")
+    return arguments
 
 
 def _key(kind: str, caller: Caller, **parts: object) -> str:
