@@ -53,11 +53,13 @@ class LedgerTool:
     name: str
     description: str
     roles: frozenset[str]
-    # `checked` is the schema shown but for a submit's result, which only the ledger judges.
     input_schema: Mapping[str, Any]
-    checked: Mapping[str, Any]
     handler: Handler
     read_only: bool
+    # The schema shown but for a submit's result, which only the ledger judges.
+    checked: Mapping[str, Any] = attrs.field(
+        default=attrs.Factory(lambda tool: tool.input_schema, takes_self=True)
+    )
 
 
 def _text(max_length: int = MAX_IDENTIFIER) -> dict[str, Any]:
@@ -174,12 +176,6 @@ def read_task(client: LedgerClient, task_id: str) -> dict[str, Any]:
     }
 
 
-def _read_task(
-    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
-) -> dict[str, Any]:
-    return read_task(client, arguments["task_id"])
-
-
 def _read_evidence(
     client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
 ) -> dict[str, Any]:
@@ -225,18 +221,6 @@ def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> Ledg
         handler=_applies(row, checked),
         read_only=False,
     )
-
-
-def _tool(
-    name: str,
-    description: str,
-    roles: frozenset[str],
-    schema: dict[str, Any],
-    handler: Handler,
-    *,
-    read_only: bool,
-) -> LedgerTool:
-    return LedgerTool(name, description, roles, schema, schema, handler, read_only)
 
 
 def _applies(row: TaskTransition, schema: Mapping[str, Any]) -> Handler:
@@ -293,7 +277,7 @@ def operation_tool(
     applies the request."""
     assert row.tool is not None and row.role is not None
     schema = request_schema(row) if schema is None else schema
-    return _tool(
+    return LedgerTool(
         row.tool,
         f"{row.summary[:1].upper()}{row.summary[1:]}." if description is None else description,
         frozenset({row.role}),
@@ -358,16 +342,16 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             "Extend the lease of a task you hold; a lease that lapses returns the task to "
             "the queue.",
         ),
-        _tool(
+        LedgerTool(
             "read_task",
             "Read a task, its execution envelope (checked), the result contract its results "
             "must meet and the submit tool that takes them.",
             ANY_ROLE,
             _object(("task_id",), task_id=TASK_ID),
-            _read_task,
+            lambda client, arguments, caller: read_task(client, arguments["task_id"]),
             read_only=True,
         ),
-        _tool(
+        LedgerTool(
             "read_evidence",
             "Read the evidence recorded for an attempt of a task (its run's events).",
             ANY_ROLE,
@@ -385,7 +369,7 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             op["release"],
             "Give a task you hold back to the queue without a result.",
         ),
-        _tool(
+        LedgerTool(
             "list_review_candidates",
             "The submitted tasks waiting for a reviewer's verdict.",
             reviewer,
@@ -393,7 +377,7 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             _candidates,
             read_only=True,
         ),
-        _tool(
+        LedgerTool(
             "read_review_evidence",
             "The evidence snapshot of a submitted attempt, as a review reads it.",
             reviewer,
