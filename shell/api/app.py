@@ -72,10 +72,9 @@ from starlette.routing import Route
 LOG = logging.getLogger("aios_ledger.api")
 
 # Every role of the ledger's own users; a witness token takes only the checkpoint routes.
-ANY_ROLE = frozenset(ROLES) - {WITNESS}
-READERS = ANY_ROLE
+READERS = frozenset(ROLES) - {WITNESS}
 # The Merkle proofs: the ledger's roles and a witness, which checks consistency proofs.
-PROOF_READERS = ANY_ROLE | {WITNESS}
+PROOF_READERS = READERS | {WITNESS}
 AUDIT = frozenset({AUDITOR, OWNER})
 EXPORT_CHUNK = 64 * 1024
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
@@ -465,8 +464,7 @@ def append_run_event(call: Call) -> Answer:
 
 @route("GET /v1/runs/{run_id}", READERS, "a run")
 def get_run(call: Call) -> Answer:
-    run_id = call.path("run_id")
-    return Answer(call.backend.read_now(lambda s: s.runs.get_run(run_id).public()))
+    return Answer(call.backend.read_now(lambda s: s.runs.get_run(call.path("run_id")).public()))
 
 
 @route(
