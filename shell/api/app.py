@@ -10,6 +10,7 @@ cannot race.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -22,7 +23,7 @@ from typing import IO, Any, cast
 
 import attrs
 from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
-from aios_ledger.core.actors import AGENT, AUDITOR, OWNER, ROLES, VIA_HTTP, VIA_MCP, WITNESS, Actor
+from aios_ledger.core.actors import AGENT, AUDITOR, OWNER, ROLES, VIA_HTTP, VIA_MCP, WITNESS
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.projection import (
@@ -695,11 +696,15 @@ def _needs_role(operation: Operation, principal: Principal) -> str:
     )
 
 
-def _actor_of(request: Request, principal: Principal) -> Actor:
-    """Who a request's writes name; a caller that claims to come through the MCP adapter gains
-    nothing by it, since a token proves who, not how."""
+def _acting(
+    request: Request, principal: Principal | None
+) -> contextlib.AbstractContextManager[object]:
+    """Who a request's writes name, if it took a token; a caller that claims to come through the
+    MCP adapter gains nothing by it, since a token proves who, not how."""
+    if principal is None:
+        return contextlib.nullcontext()
     via = VIA_MCP if request.headers.get(VIA_HEADER) == VIA_MCP else VIA_HTTP
-    return token_actor(principal.name, principal.roles, via)
+    return acting_as(token_actor(principal.name, principal.roles, via))
 
 
 def _endpoint(
@@ -746,9 +751,7 @@ def _endpoint(
         call = Call(request, principal, body, backend)
         if not plain:
             return call
-        if principal is None:
-            return operation.handler(call)
-        with acting_as(_actor_of(request, principal)):
+        with _acting(request, principal):
             return operation.handler(call)
 
     async def run(request: Request) -> Response:
@@ -771,11 +774,8 @@ def _endpoint(
         else:
             outcome = Call(request, None, None, backend)
         if isinstance(outcome, Call):
-            if outcome.principal is None:
+            with _acting(request, outcome.principal):
                 outcome = await operation.handler(outcome)
-            else:
-                with acting_as(_actor_of(request, outcome.principal)):
-                    outcome = await operation.handler(outcome)
         elif isinstance(outcome, Later):
             outcome = await outcome.wait()
         if isinstance(outcome, Answer):
