@@ -255,13 +255,11 @@ def _responses(operation: Operation) -> dict[str, Any]:
     for status in operation.success:
         if status == 204:
             responses["204"] = {"description": "nothing to answer (no task to claim)"}
-        elif operation.media == "application/json":
-            responses[str(status)] = {
-                "description": "the answer",
-                "content": {"application/json": {"schema": {"type": ["object", "array"]}}},
-            }
         else:
-            schema = _EVENT_SCHEMA if operation.media == "text/event-stream" else {"type": "string"}
+            schema = {
+                "application/json": {"type": ["object", "array"]},
+                "text/event-stream": _EVENT_SCHEMA,
+            }.get(operation.media, {"type": "string"})
             responses[str(status)] = {
                 "description": "the answer",
                 "content": {operation.media: {"schema": schema}},

@@ -133,8 +133,10 @@ def _envelope(task: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(verify_execution_envelope(metadata["execution"]))
 
 
-def _contract_name(envelope: Mapping[str, Any] | None) -> str | None:
-    return None if envelope is None else RESULT_CONTRACTS.get(str(envelope.get("action")))
+def _submitting(envelope: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The result contract a task's results must meet, and the tool that submits them."""
+    contract = None if envelope is None else RESULT_CONTRACTS.get(str(envelope.get("action")))
+    return {"result_contract": contract, "submit_with": submit_tool_of(envelope)}
 
 
 # -- the agent's tools --------------------------------------------------------------------
@@ -155,25 +157,14 @@ def _claim(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -
     if claimed is None:
         idle = client.idle_reason(capabilities)
         return {"claimed": False, "idle": idle.public(), "why": idle.text()}
-    envelope = claimed["envelope"]
-    return {
-        "claimed": True,
-        "task": dict(claimed),
-        "result_contract": _contract_name(envelope),
-        "submit_with": submit_tool_of(envelope),
-    }
+    return {"claimed": True, "task": dict(claimed), **_submitting(claimed["envelope"])}
 
 
 def read_task(client: LedgerClient, task_id: str) -> dict[str, Any]:
     """The task, its checked envelope, its result contract and the tool that submits to it."""
     task = dict(client.get(task_id))
     envelope = _envelope(task)
-    return {
-        "task": task,
-        "envelope": envelope,
-        "result_contract": _contract_name(envelope),
-        "submit_with": submit_tool_of(envelope),
-    }
+    return {"task": task, "envelope": envelope, **_submitting(envelope)}
 
 
 def _read_evidence(
