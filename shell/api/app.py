@@ -191,7 +191,6 @@ async def health(call: Call) -> Answer:
 
 @route("GET /v1/ready", None, "readiness: writes can be committed now")
 def ready(call: Call) -> Answer:
-    """Readiness: a write can be committed now; else the refusal that says why (503)."""
     call.backend.ready_now()
     return Answer({"status": "ready", "integration": call.backend.integration_now()})
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from aios_ledger.core import LedgerError
-from aios_ledger.core.actors import AGENT, OWNER
-from aios_ledger.shell.api.app import READERS, Answer, Call
+from aios_ledger.shell.api.app import AGENTS, OWNERS, READERS, Answer, Call
 from aios_ledger.shell.api.backend import ApiSettings, Stores
 from aios_ledger.shell.api.openapi import Operation, Query, Routes
 from aios_ledger.shell.attest.commits import why_commit
@@ -34,7 +33,6 @@ from starlette.responses import Response, StreamingResponse
 T = TypeVar("T")
 LEASE_HEADER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200}
 route = Routes()
-AGENTS = frozenset({AGENT})
 
 
 def _on_own_connection(settings: ApiSettings, work: Callable[[Database], T]) -> T:
@@ -180,7 +178,7 @@ def write_task_branch(settings: ApiSettings, task_id: str, idempotency_key: str)
 
 @route(
     "POST /v1/tasks/{task_id}/governed-write",
-    frozenset({OWNER}),
+    OWNERS,
     "write a verified task's proposal to its bound branch",
     body="GovernedWriteBody",
 )
